@@ -1,0 +1,18 @@
+# cmake -DROOT=src -DOUTPUT=out.c -DFILES="lua/a.lua;lua/b/c.lua" -P embed_lua.cmake
+# Writes a C file with the table `nsl__lua_files` of {chunk name, source, length}, ended by {NULL}.
+set(body "#include <stddef.h>\n#include \"lua/embedded.h\"\n")
+set(table "const struct nsl_embedded_file nsl__lua_files[] = {\n")
+set(i 0)
+foreach(f ${FILES})
+  file(READ "${ROOT}/${f}" hex HEX)
+  string(LENGTH "${hex}" hexlen)
+  math(EXPR len "${hexlen} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(REGEX REPLACE "((0x..,){32})" "\\1\n" bytes "${bytes}")
+  string(APPEND body "static const char f${i}[] = {\n${bytes}0x00};\n")
+  string(APPEND table "  {\"${f}\", f${i}, ${len}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND table "  {NULL, NULL, 0}\n};\n")
+file(WRITE "${OUTPUT}.tmp" "${body}${table}")
+file(RENAME "${OUTPUT}.tmp" "${OUTPUT}")

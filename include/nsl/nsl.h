@@ -1,0 +1,349 @@
+/*
+ * nsl.h -- public C API of nsl, the Nsight Systems profile analyser.
+ *
+ * Basic outline of a program that embeds nsl:
+ *   1. nsl_trace_open(&trace, paths, npaths, &err) opens one or more exports
+ *      (or bundles); nothing but metadata is read yet.
+ *   2. nsl_trace_table(trace, "kernels", &t, &err) returns a data-model table
+ *      whose columns load lazily; nsl_table_require(t, names, n, &err) loads
+ *      several columns in one pass over each report.
+ *   3. nsl_table_column(t, "dur") returns a column: typed, contiguous memory.
+ *   4. Kernels (nsl_col_*, nsl_groupby_*, nsl_iv_*) compute over whole columns.
+ *   5. nsl_column_release / nsl_table_release / nsl_trace_close release
+ *      everything; handles are reference counted.
+ *
+ * Conventions: functions that can fail return an nsl_status and fill an
+ * nsl_error (message text kept in the error, never printed).  Times are
+ * int64 nanoseconds.  Missing values are sentinels: NSL_NULL_I64,
+ * NSL_NULL_I32, NaN for doubles, -1 for string ids.
+ * This header never includes lua.h.
+ */
+#ifndef NSL_NSL_H
+#define NSL_NSL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors ----------------------------------------------------------- */
+
+typedef enum nsl_status {
+  NSL_OK = 0,
+  NSL_ERR_IO = 1,       /* missing file, unreadable, cannot write */
+  NSL_ERR_FORMAT = 2,   /* not what it claims to be: not SQLite, not nsys, bad zip */
+  NSL_ERR_NOMEM = 3,
+  NSL_ERR_ARG = 4,      /* a caller's mistake: bad column name, length mismatch */
+  NSL_ERR_LIMIT = 5,    /* a configured bound was exceeded */
+  NSL_ERR_NOTFOUND = 6
+} nsl_status;
+
+typedef struct nsl_error {
+  nsl_status code;
+  char msg[512];
+} nsl_error;
+
+/* Fills err (if not NULL) and returns code.  printf-style. */
+nsl_status nsl_error_set(nsl_error *err, nsl_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void nsl_error_clear(nsl_error *err);
+const char *nsl_version(void);
+
+/* ---- string dictionary ------------------------------------------------ */
+
+/* An append-only set of strings with dense int32 ids 0..n-1.  Shared by
+ * every string column of a trace, reference counted. */
+typedef struct nsl_dict nsl_dict;
+
+nsl_dict *nsl_dict_new(void);
+nsl_dict *nsl_dict_retain(nsl_dict *d);
+void nsl_dict_release(nsl_dict *d);
+/* Returns the id of s (len bytes), adding it if new; -1 on out of memory. */
+int32_t nsl_dict_intern(nsl_dict *d, const char *s, size_t len);
+/* Returns the id of s, or -1 when absent. */
+int32_t nsl_dict_find(const nsl_dict *d, const char *s, size_t len);
+/* The string of id (NUL-terminated), or NULL for -1 / out of range. */
+const char *nsl_dict_str(const nsl_dict *d, int32_t id);
+size_t nsl_dict_strlen(const nsl_dict *d, int32_t id);
+int32_t nsl_dict_size(const nsl_dict *d);
+/* Bytes held by the dictionary (strings + index). */
+size_t nsl_dict_bytes(const nsl_dict *d);
+
+/* ---- columns ---------------------------------------------------------- */
+
+typedef enum nsl_type {
+  NSL_I64 = 0,   /* int64_t; NULL is NSL_NULL_I64 */
+  NSL_I32 = 1,   /* int32_t; NULL is NSL_NULL_I32 */
+  NSL_F64 = 2,   /* double; NULL is NaN */
+  NSL_STR = 3,   /* int32_t ids into dict; NULL is -1 */
+  NSL_BOOL = 4   /* uint8_t 0/1: masks */
+} nsl_type;
+
+#define NSL_NULL_I64 INT64_MIN
+#define NSL_NULL_I32 INT32_MIN
+
+/* A typed, contiguous, immutable-once-built array.  Fields are read-only
+ * for users; build columns with nsl_column_new and fill data before
+ * sharing them. */
+typedef struct nsl_column {
+  nsl_type type;
+  int64_t len;
+  int64_t cap;      /* allocated elements */
+  void *data;       /* int64_t*, int32_t*, double*, int32_t* ids, uint8_t* */
+  nsl_dict *dict;   /* NSL_STR only (retained) */
+  int refcount;
+} nsl_column;
+
+/* New column of len elements (zero-filled); dict is retained for NSL_STR. */
+nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict);
+nsl_column *nsl_column_retain(nsl_column *c);
+void nsl_column_release(nsl_column *c);
+/* Grows capacity to at least cap elements (len unchanged); NSL_ERR_NOMEM. */
+nsl_status nsl_column_reserve(nsl_column *c, int64_t cap);
+/* Sets len (within cap), e.g. after filling a reserved column. */
+void nsl_column_set_len(nsl_column *c, int64_t len);
+size_t nsl_type_size(nsl_type t);
+const char *nsl_type_name(nsl_type t);
+/* Bytes of data held. */
+size_t nsl_column_bytes(const nsl_column *c);
+
+static inline int64_t *nsl_i64(const nsl_column *c) { return (int64_t *)c->data; }
+static inline int32_t *nsl_i32(const nsl_column *c) { return (int32_t *)c->data; }
+static inline double *nsl_f64(const nsl_column *c) { return (double *)c->data; }
+static inline uint8_t *nsl_bool(const nsl_column *c) { return (uint8_t *)c->data; }
+/* Value i as int64 (any integer type; NULLs map to NSL_NULL_I64) / double. */
+int64_t nsl_column_get_i64(const nsl_column *c, int64_t i);
+double nsl_column_get_f64(const nsl_column *c, int64_t i);
+int nsl_column_is_null(const nsl_column *c, int64_t i);
+
+/* ---- tables ----------------------------------------------------------- */
+
+/* A table is a list of named columns of equal length.  A table made by a
+ * source may have columns not yet loaded: nsl_table_require loads them. */
+typedef struct nsl_table nsl_table;
+
+/* Loads the columns idx[0..n) of t (declared but not yet loaded) in one
+ * pass and stores them with nsl_table_set_column. */
+typedef nsl_status (*nsl_table_loader)(void *ctx, nsl_table *t, const int *idx, int n,
+                                       nsl_error *err);
+
+nsl_table *nsl_table_new(void);
+nsl_table *nsl_table_retain(nsl_table *t);
+void nsl_table_release(nsl_table *t);
+/* Declares a column (not loaded) of the given type; returns its index or -1. */
+int nsl_table_declare(nsl_table *t, const char *name, nsl_type type);
+/* Adds (or replaces) a loaded column; retains c.  Its length must equal the
+ * table's row count once one is known.  Returns index or -1 (NSL_ERR_ARG). */
+int nsl_table_add(nsl_table *t, const char *name, nsl_column *c, nsl_error *err);
+/* Stores c as the data of declared column idx; retains c. */
+nsl_status nsl_table_set_column(nsl_table *t, int idx, nsl_column *c, nsl_error *err);
+void nsl_table_set_loader(nsl_table *t, nsl_table_loader fn, void *ctx, void (*free_ctx)(void *));
+/* Row count; for a table whose row count is not yet known, loads the
+ * cheapest column first (may fail: returns -1 and fills err). */
+int64_t nsl_table_nrows(nsl_table *t, nsl_error *err);
+void nsl_table_set_nrows(nsl_table *t, int64_t n);
+int nsl_table_ncols(const nsl_table *t);
+const char *nsl_table_colname(const nsl_table *t, int idx);
+nsl_type nsl_table_coltype(const nsl_table *t, int idx);
+int nsl_table_find(const nsl_table *t, const char *name);   /* index or -1 */
+int nsl_table_is_loaded(const nsl_table *t, int idx);
+/* Loads the named columns that are not yet loaded, in one pass. */
+nsl_status nsl_table_require(nsl_table *t, const char *const *names, int n, nsl_error *err);
+/* The loaded column (borrowed reference), loading it if needed; NULL and
+ * err filled when unknown or the load fails. */
+nsl_column *nsl_table_column(nsl_table *t, const char *name, nsl_error *err);
+nsl_column *nsl_table_column_at(nsl_table *t, int idx, nsl_error *err);
+/* A new table with rows idx[0..n) of every loaded column of t (columns
+ * not loaded are loaded first). */
+nsl_table *nsl_table_take(nsl_table *t, const nsl_column *idx, nsl_error *err);
+/* Bytes held by loaded columns (dictionaries not counted). */
+size_t nsl_table_bytes(const nsl_table *t);
+
+/* ---- kernels over whole columns (src/core/kernels.c, intervals.c) ----- */
+
+typedef enum nsl_cmp { NSL_EQ, NSL_NE, NSL_LT, NSL_LE, NSL_GT, NSL_GE } nsl_cmp;
+
+/* Mask (NSL_BOOL) of c OP value; NULLs compare false (NE: true).  For
+ * NSL_STR columns value is a string id (EQ/NE only are meaningful). */
+nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t value);
+nsl_column *nsl_col_cmp_f64(const nsl_column *c, nsl_cmp op, double value);
+/* Mask of a OP b, element-wise (same length). */
+nsl_column *nsl_col_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column *b, nsl_error *err);
+/* Mask of rows whose value (int or string id) is in ids[0..n). */
+nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n);
+nsl_column *nsl_col_isnull(const nsl_column *c);
+/* Mask algebra: and/or of equal-length masks, not. */
+nsl_column *nsl_mask_and(const nsl_column *a, const nsl_column *b, nsl_error *err);
+nsl_column *nsl_mask_or(const nsl_column *a, const nsl_column *b, nsl_error *err);
+nsl_column *nsl_mask_not(const nsl_column *a);
+int64_t nsl_mask_count(const nsl_column *mask);
+/* Row indices (NSL_I64) where mask is 1. */
+nsl_column *nsl_mask_indices(const nsl_column *mask);
+/* c[idx[i]] for every i; idx entries < 0 give NULL. */
+nsl_column *nsl_col_gather(const nsl_column *c, const nsl_column *idx, nsl_error *err);
+/* Element-wise arithmetic (NULL in, NULL out); result I64 unless either is F64. */
+typedef enum nsl_arith { NSL_ADD, NSL_SUB, NSL_MUL, NSL_DIV } nsl_arith;
+nsl_column *nsl_col_arith(const nsl_column *a, nsl_arith op, const nsl_column *b, nsl_error *err);
+nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v);
+/* Converts to another numeric type (NSL_STR -> NSL_I64 gives ids). */
+nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to);
+
+/* Stable ascending argsort by keys[0] then keys[1]...; desc[k] nonzero
+ * sorts that key descending.  NULLs sort first.  Radix sort for integer
+ * keys; result is NSL_I64 row indices. */
+nsl_column *nsl_argsort(const nsl_column *const *keys, const int *desc, int nkeys, nsl_error *err);
+
+/* Reductions over a whole column, skipping NULLs. */
+typedef struct nsl_stats {
+  int64_t count;
+  double sum, min, max, mean, std;   /* std: sample standard deviation (n-1), 0 when count<2 */
+  int64_t isum;                      /* exact integer sum for integer columns */
+} nsl_stats;
+void nsl_col_stats(const nsl_column *c, nsl_stats *out);
+/* Quantile q in [0,1] with linear interpolation between order statistics
+ * (q=0.5 is the median of SQL/NumPy: mean of the two middle values). */
+double nsl_col_quantile(const nsl_column *c, double q);
+
+/* Group-by: rows grouped by equal key tuples.  group_of[row] is the dense
+ * group id (0..ngroups-1, in order of first appearance); first_row[g] is a
+ * row of group g (so keys can be gathered). */
+typedef struct nsl_groups {
+  int64_t ngroups;
+  nsl_column *group_of;   /* NSL_I64, one per row */
+  nsl_column *first_row;  /* NSL_I64, one per group */
+} nsl_groups;
+nsl_status nsl_groupby(const nsl_column *const *keys, int nkeys, nsl_groups *out, nsl_error *err);
+void nsl_groups_free(nsl_groups *g);
+
+typedef enum nsl_agg {
+  NSL_AGG_COUNT, NSL_AGG_SUM, NSL_AGG_MIN, NSL_AGG_MAX, NSL_AGG_MEAN,
+  NSL_AGG_MEDIAN, NSL_AGG_QUANTILE, NSL_AGG_STD, NSL_AGG_FIRST, NSL_AGG_LAST,
+  NSL_AGG_COUNT_DISTINCT
+} nsl_agg;
+/* One value per group.  COUNT gives I64 (non-NULL count); SUM of integers
+ * gives I64 (exact), of doubles F64; MIN/MAX/FIRST/LAST keep the type;
+ * MEAN/MEDIAN/QUANTILE/STD give F64 (q used by QUANTILE only). */
+nsl_column *nsl_group_agg(const nsl_groups *g, const nsl_column *values, nsl_agg agg, double q,
+                          nsl_error *err);
+
+/* Histogram of c over nbins+1 ascending edges: counts[b] counts values in
+ * [edges[b], edges[b+1]) (the last bin includes its right edge); values
+ * outside are not counted.  Returns NSL_I64 counts. */
+nsl_column *nsl_col_histogram(const nsl_column *c, const double *edges, int nbins, nsl_error *err);
+
+/* Join on keys: for every row of the left key tuple, the row of the right
+ * key tuple with equal keys (the first one), or -1.  Typically (report,
+ * corr) of kernels against (report, corr) of api.  Result NSL_I64. */
+nsl_column *nsl_join_index(const nsl_column *const *left, const nsl_column *const *right,
+                           int nkeys, nsl_error *err);
+
+/* ---- interval algebra (half-open [start, stop), int64 ns) ------------- */
+
+/* A set of intervals, sorted and disjoint after union. */
+typedef struct nsl_intervals {
+  int64_t n;
+  int64_t *start;
+  int64_t *stop;
+} nsl_intervals;
+
+/* Union of the intervals [start[i], stop[i]) over rows where mask is NULL
+ * or 1.  The inputs need not be sorted. */
+nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const nsl_column *mask,
+                        nsl_intervals *out, nsl_error *err);
+nsl_status nsl_iv_intersect(const nsl_intervals *a, const nsl_intervals *b, nsl_intervals *out,
+                            nsl_error *err);
+/* a minus b. */
+nsl_status nsl_iv_subtract(const nsl_intervals *a, const nsl_intervals *b, nsl_intervals *out,
+                           nsl_error *err);
+/* The gaps between consecutive intervals of a (sorted, disjoint) within
+ * [lo, hi); lo/hi = NSL_NULL_I64 mean the first start / last stop. */
+nsl_status nsl_iv_gaps(const nsl_intervals *a, int64_t lo, int64_t hi, nsl_intervals *out,
+                       nsl_error *err);
+int64_t nsl_iv_total(const nsl_intervals *a);
+void nsl_iv_free(nsl_intervals *a);
+
+/* ---- traces ----------------------------------------------------------- */
+
+typedef struct nsl_trace nsl_trace;
+
+/* A report source: one SQLite export (or other input) seen as the data
+ * model's tables.  Implemented in src/source/; the trace owns it. */
+typedef struct nsl_source_ops {
+  const char *kind;   /* "nsys-sqlite", ... */
+  /* Declares the columns of data-model table `name` on t (nsl_table_declare),
+   * or returns NSL_ERR_NOTFOUND when the source has no such table. */
+  nsl_status (*describe)(void *src, const char *name, nsl_table *t, nsl_error *err);
+  /* Loads the columns colnames[0..n) of table `name`: out[k] receives a new
+   * column (rows of this report only).  Strings interned into dict; times
+   * shifted by time_offset ns. */
+  nsl_status (*load)(void *src, const char *name, const char *const *colnames, const nsl_type *types,
+                     int n, nsl_dict *dict, int64_t time_offset, nsl_column **out, nsl_error *err);
+  /* Row count of table `name` (exact). */
+  nsl_status (*count)(void *src, const char *name, int64_t *out, nsl_error *err);
+  void (*close)(void *src);
+} nsl_source_ops;
+
+/* Report metadata, filled by the source when it opens. */
+typedef struct nsl_report_info {
+  char path[1024];        /* as given by the user */
+  char name[256];         /* unique report name within the trace, e.g. file stem */
+  char host[256];
+  char nsys_version[64];  /* "2026.2.1.210" or "" */
+  char schema_version[32];/* "3.25.0" or "" */
+  int64_t rank;           /* -1 when unknown */
+  int64_t start_utc;      /* session start, ns since the epoch; 0 when unknown */
+  int64_t duration;       /* ns; 0 when unknown */
+  int64_t first_ts, last_ts; /* earliest and latest event time seen (raw), or NSL_NULL_I64 */
+} nsl_report_info;
+
+/* Opens each path (nsys SQLite export; bundles once supported) as reports
+ * of one trace.  Nothing but metadata is read. */
+nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, nsl_error *err);
+/* Adds a report from an already-opened source (used by bundle readers). */
+nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
+                                const nsl_report_info *info, nsl_error *err);
+nsl_trace *nsl_trace_new(void);
+void nsl_trace_close(nsl_trace *tr);
+int nsl_trace_nreports(const nsl_trace *tr);
+const nsl_report_info *nsl_trace_report(const nsl_trace *tr, int i);
+nsl_dict *nsl_trace_dict(nsl_trace *tr);
+/* Data-model table `name` (borrowed; owned by the trace), every report's
+ * rows concatenated with a `report` column (report index, I32).  A table no
+ * report has is an empty table with the declared columns. */
+nsl_status nsl_trace_table(nsl_trace *tr, const char *name, nsl_table **out, nsl_error *err);
+/* Names of the data-model tables, NULL-terminated. */
+const char *const *nsl_model_tables(void);
+/* The source and source context of report i (for raw SQL access). */
+const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src);
+
+/* ---- nsys SQLite source (src/source/nsys_sqlite.c) -------------------- */
+
+/* Opens an nsys SQLite export read-only (immutable, never writes beside
+ * it) from a path, or from an in-memory image (copied; used for bundle
+ * members).  Fills info. */
+nsl_status nsl_nsys_open_file(const char *path, void **src, nsl_report_info *info, nsl_error *err);
+nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size, void **src,
+                               nsl_report_info *info, nsl_error *err);
+extern const nsl_source_ops nsl_nsys_source_ops;
+/* Runs one read-only SQL statement on an opened export; calls row(ctx,
+ * ncols, names, values) per row.  Non-zero from row stops early. */
+typedef struct nsl_sql_value {
+  int type;            /* 0 NULL, 1 integer, 2 real, 3 text, 4 blob */
+  int64_t i;
+  double d;
+  const char *s;       /* text or blob bytes (valid during the callback) */
+  size_t len;
+} nsl_sql_value;
+typedef int (*nsl_sql_row_fn)(void *ctx, int ncols, const char *const *names,
+                              const nsl_sql_value *values);
+nsl_status nsl_nsys_sql(void *src, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
