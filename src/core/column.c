@@ -1,0 +1,106 @@
+/* column.c -- typed, contiguous, reference-counted columns. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsl/nsl.h"
+
+size_t nsl_type_size(nsl_type t) {
+  switch (t) {
+  case NSL_I64: return sizeof(int64_t);
+  case NSL_F64: return sizeof(double);
+  case NSL_I32:
+  case NSL_STR: return sizeof(int32_t);
+  case NSL_BOOL: return sizeof(uint8_t);
+  }
+  return 0;
+}
+
+const char *nsl_type_name(nsl_type t) {
+  static const char *const names[] = {"i64", "i32", "f64", "str", "bool"};
+  return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
+}
+
+/* New zero-filled column of len elements; NULL on out of memory. */
+nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict) {
+  if (len < 0) return NULL;
+  nsl_column *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->type = type;
+  c->refcount = 1;
+  size_t es = nsl_type_size(type);
+  if ((uint64_t)len > SIZE_MAX / es) {
+    free(c);
+    return NULL;
+  }
+  c->data = calloc(len ? (size_t)len : 1, es);
+  if (!c->data) {
+    free(c);
+    return NULL;
+  }
+  c->len = c->cap = len;
+  if (type == NSL_STR) c->dict = nsl_dict_retain(dict);
+  return c;
+}
+
+nsl_column *nsl_column_retain(nsl_column *c) {
+  if (c) c->refcount++;
+  return c;
+}
+
+void nsl_column_release(nsl_column *c) {
+  if (!c || --c->refcount > 0) return;
+  free(c->data);
+  nsl_dict_release(c->dict);
+  free(c);
+}
+
+nsl_status nsl_column_reserve(nsl_column *c, int64_t cap) {
+  if (cap <= c->cap) return NSL_OK;
+  size_t es = nsl_type_size(c->type);
+  if (cap < 0 || (uint64_t)cap > SIZE_MAX / es) return NSL_ERR_NOMEM;
+  void *p = realloc(c->data, (size_t)cap * es);
+  if (!p) return NSL_ERR_NOMEM;
+  c->data = p;
+  c->cap = cap;
+  return NSL_OK;
+}
+
+void nsl_column_set_len(nsl_column *c, int64_t len) {
+  if (len >= 0 && len <= c->cap) c->len = len;
+}
+
+size_t nsl_column_bytes(const nsl_column *c) {
+  return c ? (size_t)c->cap * nsl_type_size(c->type) : 0;
+}
+
+int nsl_column_is_null(const nsl_column *c, int64_t i) {
+  switch (c->type) {
+  case NSL_I64: return nsl_i64(c)[i] == NSL_NULL_I64;
+  case NSL_I32: return nsl_i32(c)[i] == NSL_NULL_I32;
+  case NSL_STR: return nsl_i32(c)[i] < 0;
+  case NSL_F64: return isnan(nsl_f64(c)[i]);
+  case NSL_BOOL: return 0;
+  }
+  return 1;
+}
+
+/* Value i as int64; NULL (and NaN) give NSL_NULL_I64. */
+int64_t nsl_column_get_i64(const nsl_column *c, int64_t i) {
+  if (i < 0 || i >= c->len || nsl_column_is_null(c, i)) return NSL_NULL_I64;
+  switch (c->type) {
+  case NSL_I64: return nsl_i64(c)[i];
+  case NSL_I32:
+  case NSL_STR: return nsl_i32(c)[i];
+  case NSL_F64: return (int64_t)nsl_f64(c)[i];
+  case NSL_BOOL: return nsl_bool(c)[i];
+  }
+  return NSL_NULL_I64;
+}
+
+/* Value i as double; NULL gives NaN. */
+double nsl_column_get_f64(const nsl_column *c, int64_t i) {
+  if (i < 0 || i >= c->len || nsl_column_is_null(c, i)) return NAN;
+  if (c->type == NSL_F64) return nsl_f64(c)[i];
+  return (double)nsl_column_get_i64(c, i);
+}

@@ -1,0 +1,168 @@
+/* dict.c -- string dictionary: dense int32 ids, open-addressing hash index,
+ * strings kept in large arena blocks so that pointers stay valid. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsl/nsl.h"
+
+#define ARENA_BLOCK (1u << 20)
+
+typedef struct arena_block {
+  struct arena_block *next;
+  size_t used, cap;
+  char data[];
+} arena_block;
+
+struct nsl_dict {
+  int refcount;
+  int32_t n, cap;        /* strings, capacity of strs/lens */
+  const char **strs;     /* id -> string (NUL-terminated, in the arena) */
+  uint32_t *lens;
+  uint32_t *hashes;
+  int32_t *slots;        /* hash index: -1 empty, else id */
+  uint32_t nslots;       /* power of two */
+  arena_block *arena;
+  size_t bytes;
+};
+
+static uint32_t hash_bytes(const char *s, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ull;    /* FNV-1a, 64-bit, folded */
+  for (size_t i = 0; i < len; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 0x100000001b3ull;
+  }
+  return (uint32_t)(h ^ (h >> 32));
+}
+
+nsl_dict *nsl_dict_new(void) {
+  nsl_dict *d = calloc(1, sizeof *d);
+  if (!d) return NULL;
+  d->refcount = 1;
+  d->nslots = 1024;
+  d->slots = malloc(d->nslots * sizeof *d->slots);
+  if (!d->slots) {
+    free(d);
+    return NULL;
+  }
+  memset(d->slots, 0xff, d->nslots * sizeof *d->slots);
+  return d;
+}
+
+nsl_dict *nsl_dict_retain(nsl_dict *d) {
+  if (d) d->refcount++;
+  return d;
+}
+
+void nsl_dict_release(nsl_dict *d) {
+  if (!d || --d->refcount > 0) return;
+  arena_block *b = d->arena;
+  while (b) {
+    arena_block *next = b->next;
+    free(b);
+    b = next;
+  }
+  free(d->strs);
+  free(d->lens);
+  free(d->hashes);
+  free(d->slots);
+  free(d);
+}
+
+static char *arena_alloc(nsl_dict *d, size_t size) {
+  arena_block *b = d->arena;
+  if (!b || b->cap - b->used < size) {
+    size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
+    b = malloc(sizeof *b + cap);
+    if (!b) return NULL;
+    b->next = d->arena;
+    b->used = 0;
+    b->cap = cap;
+    d->arena = b;
+    d->bytes += sizeof *b + cap;
+  }
+  char *p = b->data + b->used;
+  b->used += size;
+  return p;
+}
+
+static int rehash(nsl_dict *d) {
+  uint32_t nslots = d->nslots * 2;
+  int32_t *slots = malloc(nslots * sizeof *slots);
+  if (!slots) return -1;
+  memset(slots, 0xff, nslots * sizeof *slots);
+  for (int32_t id = 0; id < d->n; id++) {
+    uint32_t i = d->hashes[id] & (nslots - 1);
+    while (slots[i] >= 0) i = (i + 1) & (nslots - 1);
+    slots[i] = id;
+  }
+  free(d->slots);
+  d->slots = slots;
+  d->nslots = nslots;
+  return 0;
+}
+
+/* Slot where s is, or the empty slot where it would go. */
+static uint32_t find_slot(const nsl_dict *d, const char *s, size_t len, uint32_t h) {
+  uint32_t mask = d->nslots - 1, i = h & mask;
+  for (;;) {
+    int32_t id = d->slots[i];
+    if (id < 0) return i;
+    if (d->hashes[id] == h && d->lens[id] == len && memcmp(d->strs[id], s, len) == 0) return i;
+    i = (i + 1) & mask;
+  }
+}
+
+int32_t nsl_dict_find(const nsl_dict *d, const char *s, size_t len) {
+  if (!d || !s) return -1;
+  return d->slots[find_slot(d, s, len, hash_bytes(s, len))];
+}
+
+int32_t nsl_dict_intern(nsl_dict *d, const char *s, size_t len) {
+  if (!s || len > UINT32_MAX - 1) return -1;
+  uint32_t h = hash_bytes(s, len);
+  uint32_t slot = find_slot(d, s, len, h);
+  if (d->slots[slot] >= 0) return d->slots[slot];
+  if (d->n == INT32_MAX) return -1;
+  if (d->n == d->cap) {
+    int32_t cap = d->cap ? (d->cap > INT32_MAX / 2 ? INT32_MAX : d->cap * 2) : 256;
+    const char **strs = realloc(d->strs, (size_t)cap * sizeof *strs);
+    if (!strs) return -1;
+    d->strs = strs;
+    uint32_t *lens = realloc(d->lens, (size_t)cap * sizeof *lens);
+    if (!lens) return -1;
+    d->lens = lens;
+    uint32_t *hashes = realloc(d->hashes, (size_t)cap * sizeof *hashes);
+    if (!hashes) return -1;
+    d->hashes = hashes;
+    d->cap = cap;
+  }
+  char *copy = arena_alloc(d, len + 1);
+  if (!copy) return -1;
+  memcpy(copy, s, len);
+  copy[len] = '\0';
+  int32_t id = d->n++;
+  d->strs[id] = copy;
+  d->lens[id] = (uint32_t)len;
+  d->hashes[id] = h;
+  d->slots[slot] = id;
+  if ((uint64_t)d->n * 4 > (uint64_t)d->nslots * 3 && rehash(d) != 0) return -1;
+  return id;
+}
+
+const char *nsl_dict_str(const nsl_dict *d, int32_t id) {
+  if (!d || id < 0 || id >= d->n) return NULL;
+  return d->strs[id];
+}
+
+size_t nsl_dict_strlen(const nsl_dict *d, int32_t id) {
+  if (!d || id < 0 || id >= d->n) return 0;
+  return d->lens[id];
+}
+
+int32_t nsl_dict_size(const nsl_dict *d) { return d ? d->n : 0; }
+
+size_t nsl_dict_bytes(const nsl_dict *d) {
+  if (!d) return 0;
+  return d->bytes + (size_t)d->cap * (sizeof *d->strs + sizeof *d->lens + sizeof *d->hashes) +
+         d->nslots * sizeof *d->slots;
+}

@@ -1,0 +1,95 @@
+/* model.c -- the data-model tables of DESIGN.md.  Every table also has a
+ * `report` column (report index, i32) that the trace adds; `dur` columns are
+ * stop - start, derived by the trace. */
+#include <string.h>
+
+#include "core/model.h"
+
+#define COL(n, t) {n, t, 0}
+#define TIME(n) {n, NSL_I64, 1}
+#define END {NULL, 0, 0}
+
+static const nsl_model_column kernels[] = {
+    COL("pid", NSL_I32), COL("device", NSL_I32), COL("context", NSL_I32), COL("stream", NSL_I32),
+    COL("corr", NSL_I64), TIME("start"), TIME("stop"), COL("dur", NSL_I64),
+    COL("name", NSL_STR), COL("demangled", NSL_STR), COL("mangled", NSL_STR),
+    COL("grid_x", NSL_I32), COL("grid_y", NSL_I32), COL("grid_z", NSL_I32),
+    COL("block_x", NSL_I32), COL("block_y", NSL_I32), COL("block_z", NSL_I32),
+    COL("regs", NSL_I32), COL("smem_static", NSL_I32), COL("smem_dynamic", NSL_I32),
+    COL("launch_type", NSL_I32), COL("graph_node", NSL_I64), COL("graph_id", NSL_I64), END};
+
+static const nsl_model_column memcpy_cols[] = {
+    COL("pid", NSL_I32), COL("device", NSL_I32), COL("context", NSL_I32), COL("stream", NSL_I32),
+    COL("corr", NSL_I64), TIME("start"), TIME("stop"), COL("dur", NSL_I64), COL("bytes", NSL_I64),
+    COL("kind", NSL_STR), COL("src_kind", NSL_STR), COL("dst_kind", NSL_STR),
+    COL("src_device", NSL_I32), COL("dst_device", NSL_I32), COL("graph_node", NSL_I64), END};
+
+static const nsl_model_column memset_cols[] = {
+    COL("pid", NSL_I32), COL("device", NSL_I32), COL("context", NSL_I32), COL("stream", NSL_I32),
+    COL("corr", NSL_I64), TIME("start"), TIME("stop"), COL("dur", NSL_I64), COL("bytes", NSL_I64),
+    COL("kind", NSL_STR), COL("value", NSL_I32), COL("graph_node", NSL_I64), END};
+
+static const nsl_model_column api[] = {
+    COL("pid", NSL_I32), COL("tid", NSL_I32), COL("corr", NSL_I64), TIME("start"), TIME("stop"),
+    COL("dur", NSL_I64), COL("name", NSL_STR), COL("ret", NSL_I32), COL("callchain", NSL_I64),
+    COL("source", NSL_STR) /* "runtime" or "driver" */, END};
+
+static const nsl_model_column nvtx[] = {
+    COL("pid", NSL_I32), COL("tid", NSL_I32), TIME("start"), TIME("stop"), COL("dur", NSL_I64),
+    COL("text", NSL_STR), COL("domain", NSL_STR), COL("kind", NSL_STR) /* push_pop, start_end, mark */,
+    COL("category", NSL_I32), COL("color", NSL_I64), COL("range_id", NSL_I64),
+    COL("end_tid", NSL_I32), END};
+
+static const nsl_model_column sync[] = {
+    COL("pid", NSL_I32), COL("device", NSL_I32), COL("context", NSL_I32), COL("stream", NSL_I32),
+    COL("corr", NSL_I64), TIME("start"), TIME("stop"), COL("dur", NSL_I64), COL("kind", NSL_STR),
+    COL("event", NSL_I64), END};
+
+static const nsl_model_column osrt[] = {
+    COL("pid", NSL_I32), COL("tid", NSL_I32), TIME("start"), TIME("stop"), COL("dur", NSL_I64),
+    COL("name", NSL_STR), COL("ret", NSL_I64), COL("callchain", NSL_I64), END};
+
+static const nsl_model_column memory[] = {
+    COL("pid", NSL_I32), COL("device", NSL_I32), COL("stream", NSL_I32), COL("corr", NSL_I64),
+    TIME("start"), COL("address", NSL_I64), COL("bytes", NSL_I64), COL("op", NSL_STR) /* alloc, free */,
+    COL("kind", NSL_STR), COL("pool_address", NSL_I64), END};
+
+static const nsl_model_column samples[] = {
+    COL("pid", NSL_I32), COL("tid", NSL_I32), TIME("time"), COL("stack", NSL_I64), COL("cpu", NSL_I32), END};
+
+static const nsl_model_column frames[] = {
+    COL("stack", NSL_I64), COL("depth", NSL_I32), COL("symbol", NSL_STR), COL("module", NSL_STR), END};
+
+static const nsl_model_column devices[] = {
+    COL("device", NSL_I32), COL("name", NSL_STR), COL("sm_count", NSL_I32), COL("memory", NSL_I64),
+    COL("bandwidth", NSL_I64), COL("clock", NSL_I64), COL("compute_capability", NSL_STR),
+    COL("bus", NSL_STR), COL("uuid", NSL_STR), END};
+
+static const nsl_model_column processes[] = {COL("pid", NSL_I32), COL("name", NSL_STR), END};
+
+static const nsl_model_column threads[] = {COL("pid", NSL_I32), COL("tid", NSL_I32), COL("name", NSL_STR), END};
+
+static const nsl_model_table tables[] = {
+    {"kernels", kernels}, {"memcpy", memcpy_cols}, {"memset", memset_cols}, {"api", api},
+    {"nvtx", nvtx},       {"sync", sync},          {"osrt", osrt},          {"memory", memory},
+    {"samples", samples}, {"frames", frames},       /* CPU sampling call stacks */
+    {"callchains", frames}, /* CUDA API call stacks (CUDA_CALLCHAINS), same shape as frames */
+    {"devices", devices}, {"processes", processes}, {"threads", threads}, {NULL, NULL}};
+
+static const char *const table_names[] = {"reports", "kernels", "memcpy", "memset", "api", "nvtx",
+                                          "sync", "osrt", "memory", "samples", "frames", "callchains",
+                                          "devices", "processes", "threads", NULL};
+
+const char *const *nsl_model_tables(void) { return table_names; }
+
+const nsl_model_table *nsl__model_table(const char *name) {
+  for (const nsl_model_table *t = tables; t->name; t++)
+    if (strcmp(t->name, name) == 0) return t;
+  return NULL;
+}
+
+const nsl_model_column *nsl__model_column(const nsl_model_table *t, const char *name) {
+  for (const nsl_model_column *c = t->cols; c->name; c++)
+    if (strcmp(c->name, name) == 0) return c;
+  return NULL;
+}

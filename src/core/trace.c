@@ -1,0 +1,364 @@
+/* trace.c -- a trace: reports (one source each), the shared string
+ * dictionary, and data-model tables that load lazily, column by column,
+ * with every report's rows concatenated and times aligned. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/model.h"
+#include "nsl/nsl.h"
+
+typedef struct report_src {
+  const nsl_source_ops *ops;
+  void *src;
+  nsl_report_info info;
+} report_src;
+
+typedef struct trace_table {
+  char *name;
+  nsl_table *table;
+  int64_t *rows;      /* rows per report, -1 until known */
+  struct trace_table *next;
+} trace_table;
+
+struct nsl_trace {
+  int nreports, cap;
+  report_src *reports;
+  nsl_dict *dict;
+  trace_table *tables;
+};
+
+nsl_trace *nsl_trace_new(void) {
+  nsl_trace *tr = calloc(1, sizeof *tr);
+  if (!tr) return NULL;
+  tr->dict = nsl_dict_new();
+  if (!tr->dict) {
+    free(tr);
+    return NULL;
+  }
+  return tr;
+}
+
+void nsl_trace_close(nsl_trace *tr) {
+  if (!tr) return;
+  trace_table *tt = tr->tables;
+  while (tt) {
+    trace_table *next = tt->next;
+    nsl_table_set_loader(tt->table, NULL, NULL, NULL);
+    nsl_table_release(tt->table);
+    free(tt->name);
+    free(tt->rows);
+    free(tt);
+    tt = next;
+  }
+  for (int i = 0; i < tr->nreports; i++)
+    if (tr->reports[i].ops->close) tr->reports[i].ops->close(tr->reports[i].src);
+  free(tr->reports);
+  nsl_dict_release(tr->dict);
+  free(tr);
+}
+
+nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
+                                const nsl_report_info *info, nsl_error *err) {
+  if (tr->tables)
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot add report '%s' after tables were loaded", info->path);
+  if (tr->nreports == tr->cap) {
+    int cap = tr->cap ? tr->cap * 2 : 4;
+    report_src *r = realloc(tr->reports, (size_t)cap * sizeof *r);
+    if (!r) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    tr->reports = r;
+    tr->cap = cap;
+  }
+  report_src *r = &tr->reports[tr->nreports];
+  r->ops = ops;
+  r->src = src;
+  r->info = *info;
+  /* Report names are unique within a trace: a clash gets "#2", "#3", ... */
+  for (int k = 2;; k++) {
+    int clash = 0;
+    for (int i = 0; i < tr->nreports; i++) clash |= strcmp(tr->reports[i].info.name, r->info.name) == 0;
+    if (!clash) break;
+    snprintf(r->info.name, sizeof r->info.name, "%.200s#%d", info->name, k);
+  }
+  tr->nreports++;
+  return NSL_OK;
+}
+
+int nsl_trace_nreports(const nsl_trace *tr) { return tr->nreports; }
+const nsl_report_info *nsl_trace_report(const nsl_trace *tr, int i) {
+  return i >= 0 && i < tr->nreports ? &tr->reports[i].info : NULL;
+}
+nsl_dict *nsl_trace_dict(nsl_trace *tr) { return tr->dict; }
+const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src) {
+  if (i < 0 || i >= tr->nreports) return NULL;
+  if (src) *src = tr->reports[i].src;
+  return tr->reports[i].ops;
+}
+
+/* Offset added to report i's times so that all reports share one clock:
+ * each report's session start (UTC) relative to the earliest. */
+static int64_t time_offset(const nsl_trace *tr, int i) {
+  int64_t first = 0;
+  for (int k = 0; k < tr->nreports; k++) {
+    int64_t s = tr->reports[k].info.start_utc;
+    if (s > 0 && (first == 0 || s < first)) first = s;
+  }
+  int64_t s = tr->reports[i].info.start_utc;
+  return s > 0 && first > 0 ? s - first : 0;
+}
+
+/* ---- the reports table, built from the reports' metadata ---- */
+
+static nsl_status build_reports(nsl_trace *tr, nsl_table *t, nsl_error *err) {
+  int n = tr->nreports;
+  nsl_column *report = nsl_column_new(NSL_I32, n, NULL), *path = nsl_column_new(NSL_STR, n, tr->dict),
+             *name = nsl_column_new(NSL_STR, n, tr->dict), *rank = nsl_column_new(NSL_I64, n, NULL),
+             *host = nsl_column_new(NSL_STR, n, tr->dict), *ver = nsl_column_new(NSL_STR, n, tr->dict),
+             *schema = nsl_column_new(NSL_STR, n, tr->dict), *start = nsl_column_new(NSL_I64, n, NULL),
+             *dur = nsl_column_new(NSL_I64, n, NULL), *offset = nsl_column_new(NSL_I64, n, NULL);
+  nsl_column *all[] = {report, path, name, rank, host, ver, schema, start, dur, offset};
+  const char *names[] = {"report", "path", "name", "rank", "host", "nsys_version", "schema_version",
+                         "start_utc", "duration", "time_offset"};
+  nsl_status rc = NSL_OK;
+  for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+    if (!all[k]) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  for (int i = 0; rc == NSL_OK && i < n; i++) {
+    const nsl_report_info *in = &tr->reports[i].info;
+    nsl_i32(report)[i] = i;
+    nsl_i32(path)[i] = nsl_dict_intern(tr->dict, in->path, strlen(in->path));
+    nsl_i32(name)[i] = nsl_dict_intern(tr->dict, in->name, strlen(in->name));
+    nsl_i64(rank)[i] = in->rank >= 0 ? in->rank : NSL_NULL_I64;
+    nsl_i32(host)[i] = in->host[0] ? nsl_dict_intern(tr->dict, in->host, strlen(in->host)) : -1;
+    nsl_i32(ver)[i] = in->nsys_version[0] ? nsl_dict_intern(tr->dict, in->nsys_version, strlen(in->nsys_version)) : -1;
+    nsl_i32(schema)[i] =
+        in->schema_version[0] ? nsl_dict_intern(tr->dict, in->schema_version, strlen(in->schema_version)) : -1;
+    nsl_i64(start)[i] = in->start_utc > 0 ? in->start_utc : NSL_NULL_I64;
+    nsl_i64(dur)[i] = in->duration > 0 ? in->duration : NSL_NULL_I64;
+    nsl_i64(offset)[i] = time_offset(tr, i);
+  }
+  for (size_t k = 0; k < sizeof all / sizeof *all; k++) {
+    if (rc == NSL_OK && nsl_table_add(t, names[k], all[k], err) < 0) rc = err ? err->code : NSL_ERR_NOMEM;
+    nsl_column_release(all[k]);
+  }
+  return rc;
+}
+
+/* ---- lazily loaded model tables ---- */
+
+typedef struct load_ctx {
+  nsl_trace *tr;
+  trace_table *tt;
+} load_ctx;
+
+static nsl_status count_rows(nsl_trace *tr, trace_table *tt, nsl_error *err) {
+  int64_t total = 0;
+  for (int i = 0; i < tr->nreports; i++) {
+    if (tt->rows[i] < 0) {
+      report_src *r = &tr->reports[i];
+      int64_t n = 0;
+      nsl_status rc = r->ops->count(r->src, tt->name, &n, err);
+      if (rc == NSL_ERR_NOTFOUND) n = 0;
+      else if (rc != NSL_OK) return rc;
+      tt->rows[i] = n;
+    }
+    total += tt->rows[i];
+  }
+  nsl_table_set_nrows(tt->table, total);
+  return NSL_OK;
+}
+
+/* A column of n NULLs of the given type. */
+static nsl_column *null_column(nsl_type type, int64_t n, nsl_dict *dict) {
+  nsl_column *c = nsl_column_new(type, n, dict);
+  if (!c) return NULL;
+  for (int64_t i = 0; i < n; i++) switch (type) {
+    case NSL_I64: nsl_i64(c)[i] = NSL_NULL_I64; break;
+    case NSL_I32: nsl_i32(c)[i] = NSL_NULL_I32; break;
+    case NSL_STR: nsl_i32(c)[i] = -1; break;
+    case NSL_F64: nsl_f64(c)[i] = 0.0 / 0.0; break;
+    case NSL_BOOL: break;
+    }
+  return c;
+}
+
+static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_error *err) {
+  load_ctx *ctx = p;
+  nsl_trace *tr = ctx->tr;
+  trace_table *tt = ctx->tt;
+  if (n == 0) return count_rows(tr, tt, err);
+
+  /* Split the request: `report` and `dur` are derived here, the rest comes from the sources. */
+  int want_report = 0, want_dur = -1, nsrc = 0;
+  const char **names = calloc((size_t)n + 2, sizeof *names);
+  nsl_type *types = calloc((size_t)n + 2, sizeof *types);
+  int *target = calloc((size_t)n + 2, sizeof *target);
+  nsl_column **parts = calloc(((size_t)n + 2) * (size_t)(tr->nreports ? tr->nreports : 1), sizeof *parts);
+  nsl_status rc = NSL_OK;
+  if (!names || !types || !target || !parts) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (int k = 0; k < n; k++) {
+    const char *name = nsl_table_colname(t, idx[k]);
+    if (strcmp(name, "report") == 0) want_report = 1;
+    else if (strcmp(name, "dur") == 0) want_dur = idx[k];
+    else {
+      names[nsrc] = name;
+      types[nsrc] = nsl_table_coltype(t, idx[k]);
+      target[nsrc++] = idx[k];
+    }
+  }
+  if (want_dur >= 0) {   /* dur needs start and stop */
+    const char *need[] = {"start", "stop"};
+    for (int j = 0; j < 2; j++) {
+      int ci = nsl_table_find(t, need[j]), have = 0;
+      for (int k = 0; k < nsrc; k++) have |= target[k] == ci;
+      if (ci >= 0 && !have && !nsl_table_is_loaded(t, ci)) {
+        names[nsrc] = need[j];
+        types[nsrc] = NSL_I64;
+        target[nsrc++] = ci;
+      }
+    }
+  }
+  /* One load call per report for all its columns. */
+  for (int i = 0; i < tr->nreports && nsrc > 0; i++) {
+    report_src *r = &tr->reports[i];
+    nsl_column **out = parts + (size_t)i * (size_t)(n + 2);
+    rc = r->ops->load(r->src, tt->name, names, types, nsrc, tr->dict, time_offset(tr, i), out, err);
+    if (rc == NSL_ERR_NOTFOUND) {
+      nsl_error_clear(err);
+      rc = NSL_OK;
+      for (int k = 0; k < nsrc && rc == NSL_OK; k++)
+        if (!(out[k] = null_column(types[k], 0, tr->dict))) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    }
+    if (rc != NSL_OK) goto done;
+    for (int k = 1; k < nsrc; k++)
+      if (out[k]->len != out[0]->len) {
+        rc = nsl_error_set(err, NSL_ERR_FORMAT, "%s: table %s: columns of different lengths", r->info.path, tt->name);
+        goto done;
+      }
+    tt->rows[i] = out[0]->len;
+  }
+  /* Concatenate the reports' parts (a single report's part is used as is). */
+  for (int k = 0; k < nsrc; k++) {
+    nsl_column *whole;
+    if (tr->nreports == 1) whole = nsl_column_retain(parts[k]);
+    else {
+      int64_t total = 0;
+      for (int i = 0; i < tr->nreports; i++) total += parts[(size_t)i * (size_t)(n + 2) + (size_t)k]->len;
+      whole = nsl_column_new(types[k], total, tr->dict);
+      if (!whole) {
+        rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory loading %s.%s", tt->name, names[k]);
+        goto done;
+      }
+      size_t es = nsl_type_size(types[k]), off = 0;
+      for (int i = 0; i < tr->nreports; i++) {
+        nsl_column *part = parts[(size_t)i * (size_t)(n + 2) + (size_t)k];
+        memcpy((char *)whole->data + off, part->data, (size_t)part->len * es);
+        off += (size_t)part->len * es;
+      }
+    }
+    rc = nsl_table_set_column(t, target[k], whole, err);
+    nsl_column_release(whole);
+    if (rc != NSL_OK) goto done;
+  }
+  if (want_report || want_dur >= 0) {
+    int64_t total = nsl_table_nrows(t, err);
+    if (total < 0) {
+      rc = err ? err->code : NSL_ERR_FORMAT;
+      goto done;
+    }
+    if (want_report) {
+      if ((rc = count_rows(tr, tt, err)) != NSL_OK) goto done;
+      nsl_column *rep = nsl_column_new(NSL_I32, total, NULL);
+      if (!rep) {
+        rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+        goto done;
+      }
+      int64_t row = 0;
+      for (int i = 0; i < tr->nreports; i++)
+        for (int64_t j = 0; j < tt->rows[i]; j++) nsl_i32(rep)[row++] = i;
+      rc = nsl_table_set_column(t, nsl_table_find(t, "report"), rep, err);
+      nsl_column_release(rep);
+      if (rc != NSL_OK) goto done;
+    }
+    if (want_dur >= 0) {
+      nsl_column *start = nsl_table_column(t, "start", err), *stop = nsl_table_column(t, "stop", err);
+      if (!start || !stop) {
+        rc = err ? err->code : NSL_ERR_FORMAT;
+        goto done;
+      }
+      nsl_column *dur = nsl_column_new(NSL_I64, total, NULL);
+      if (!dur) {
+        rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+        goto done;
+      }
+      const int64_t *s = nsl_i64(start), *e = nsl_i64(stop);
+      for (int64_t i = 0; i < total; i++)
+        nsl_i64(dur)[i] = s[i] == NSL_NULL_I64 || e[i] == NSL_NULL_I64 ? NSL_NULL_I64 : e[i] - s[i];
+      rc = nsl_table_set_column(t, want_dur, dur, err);
+      nsl_column_release(dur);
+    }
+  }
+done:
+  if (parts)
+    for (size_t i = 0; i < ((size_t)n + 2) * (size_t)(tr->nreports ? tr->nreports : 1); i++)
+      nsl_column_release(parts[i]);
+  free(parts);
+  free(names);
+  free(types);
+  free(target);
+  return rc;
+}
+
+nsl_status nsl_trace_table(nsl_trace *tr, const char *name, nsl_table **out, nsl_error *err) {
+  for (trace_table *tt = tr->tables; tt; tt = tt->next)
+    if (strcmp(tt->name, name) == 0) {
+      *out = tt->table;
+      return NSL_OK;
+    }
+  const nsl_model_table *mt = nsl__model_table(name);
+  if (!mt && strcmp(name, "reports") != 0)
+    return nsl_error_set(err, NSL_ERR_NOTFOUND, "no table '%s' in the data model", name);
+  trace_table *tt = calloc(1, sizeof *tt);
+  load_ctx *ctx = calloc(1, sizeof *ctx);
+  if (!tt || !ctx || !(tt->name = strdup(name)) || !(tt->table = nsl_table_new()) ||
+      !(tt->rows = malloc((size_t)(tr->nreports ? tr->nreports : 1) * sizeof *tt->rows))) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < tr->nreports; i++) tt->rows[i] = -1;
+  if (!mt) {   /* reports */
+    if (build_reports(tr, tt->table, err) != NSL_OK) goto fail;
+    free(ctx);
+  } else {
+    nsl_table_declare(tt->table, "report", NSL_I32);
+    for (const nsl_model_column *c = mt->cols; c->name; c++) nsl_table_declare(tt->table, c->name, c->type);
+    for (int i = 0; i < tr->nreports; i++) {   /* extra columns a source offers */
+      report_src *r = &tr->reports[i];
+      if (r->ops->describe) {
+        nsl_status rc = r->ops->describe(r->src, name, tt->table, err);
+        if (rc == NSL_ERR_NOTFOUND) {
+          tt->rows[i] = 0;
+          nsl_error_clear(err);
+        } else if (rc != NSL_OK) goto fail;
+      }
+    }
+    ctx->tr = tr;
+    ctx->tt = tt;
+    nsl_table_set_loader(tt->table, trace_load, ctx, free);
+  }
+  tt->next = tr->tables;
+  tr->tables = tt;
+  *out = tt->table;
+  return NSL_OK;
+fail:
+  free(ctx);
+  if (tt) {
+    nsl_table_release(tt->table);
+    free(tt->name);
+    free(tt->rows);
+    free(tt);
+  }
+  return err && err->code ? err->code : NSL_ERR_NOMEM;
+}
