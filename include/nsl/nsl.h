@@ -312,6 +312,10 @@ void nsl_trace_close(nsl_trace *tr);
 int nsl_trace_nreports(const nsl_trace *tr);
 const nsl_report_info *nsl_trace_report(const nsl_trace *tr, int i);
 nsl_dict *nsl_trace_dict(nsl_trace *tr);
+/* Makes the trace intern its strings into d (retained) instead of its own
+ * dictionary, so that several traces share string ids; only before any
+ * table was loaded (NSL_ERR_ARG otherwise). */
+nsl_status nsl_trace_set_dict(nsl_trace *tr, nsl_dict *d, nsl_error *err);
 /* Data-model table `name` (borrowed; owned by the trace), every report's
  * rows concatenated with a `report` column (report index, I32).  A table no
  * report has is an empty table with the declared columns. */
