@@ -482,6 +482,107 @@ static int l_range(lua_State *L) {
   return 1;
 }
 
+
+/* c:map(t_or_fn) -> a string column: each distinct value v of c becomes
+ * t[v] (or fn(v)); values without a mapping become NULL.  The lookup runs
+ * once per distinct value, the rows are rewritten in C. */
+static int col_map(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  int is_fn = lua_isfunction(L, 2);
+  if (!is_fn) luaL_checktype(L, 2, LUA_TTABLE);
+  nsl_dict *dict = nsl__state_dict(L);
+  nsl_column *r = nsl_column_new(NSL_STR, c->len, dict);
+  if (!r) return luaL_error(L, "out of memory");
+  nsl__pushcolumn(L, r);   /* anchored */
+  lua_newtable(L);         /* cache: value -> mapped id */
+  int cache = lua_gettop(L);
+  for (int64_t i = 0; i < c->len; i++) {
+    push_value(L, c, i);
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      nsl_i32(r)[i] = -1;
+      continue;
+    }
+    lua_pushvalue(L, -1);
+    if (lua_rawget(L, cache) == LUA_TNUMBER) {
+      nsl_i32(r)[i] = (int32_t)lua_tointeger(L, -1);
+      lua_pop(L, 2);
+      continue;
+    }
+    lua_pop(L, 1);
+    if (is_fn) {
+      lua_pushvalue(L, 2);
+      lua_pushvalue(L, -2);
+      lua_call(L, 1, 1);
+    } else {
+      lua_pushvalue(L, -1);
+      lua_gettable(L, 2);
+    }
+    int32_t id = -1;
+    if (!lua_isnil(L, -1)) {
+      size_t len;
+      const char *str = luaL_tolstring(L, -1, &len);
+      id = nsl_dict_intern(dict, str, len);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    lua_pushinteger(L, id);
+    lua_rawset(L, cache);   /* cache[value] = id */
+    nsl_i32(r)[i] = id;
+  }
+  lua_settop(L, cache - 1);
+  return 1;
+}
+
+/* nsl.concat(c1, c2, ...) -> one column with the rows of all (same type;
+ * string columns must share the state dictionary, as all nsl columns do). */
+static int l_concat(lua_State *L) {
+  int n = lua_gettop(L);
+  luaL_argcheck(L, n >= 1, 1, "nothing to concatenate");
+  nsl_column *first = nsl__checkcolumn(L, 1);
+  int64_t total = 0;
+  for (int k = 1; k <= n; k++) {
+    nsl_column *c = nsl__checkcolumn(L, k);
+    if (c->type != first->type)
+      return luaL_error(L, "concat: column %d is %s, column 1 %s", k, nsl_type_name(c->type), nsl_type_name(first->type));
+    if (c->type == NSL_STR && c->dict != first->dict) return luaL_error(L, "concat: string columns of different dictionaries");
+    total += c->len;
+  }
+  nsl_column *r = nsl_column_new(first->type, total, first->dict);
+  if (!r) return luaL_error(L, "out of memory");
+  size_t es = nsl_type_size(first->type), off = 0;
+  for (int k = 1; k <= n; k++) {
+    nsl_column *c = nsl__checkcolumn(L, k);
+    if (c->len) memcpy((char *)r->data + off, c->data, (size_t)c->len * es);
+    off += (size_t)c->len * es;
+  }
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* nsl.rep(value, n) -> a column of n copies of value (integer, number, string). */
+static int l_rep(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, n >= 0, 2, "negative length");
+  nsl_column *c;
+  if (lua_isinteger(L, 1)) {
+    c = nsl_column_new(NSL_I64, n, NULL);
+    if (c) for (lua_Integer i = 0; i < n; i++) nsl_i64(c)[i] = lua_tointeger(L, 1);
+  } else if (lua_type(L, 1) == LUA_TNUMBER) {
+    c = nsl_column_new(NSL_F64, n, NULL);
+    if (c) for (lua_Integer i = 0; i < n; i++) nsl_f64(c)[i] = lua_tonumber(L, 1);
+  } else {
+    size_t len;
+    const char *str = luaL_checklstring(L, 1, &len);
+    nsl_dict *d = nsl__state_dict(L);
+    c = nsl_column_new(NSL_STR, n, d);
+    int32_t id = nsl_dict_intern(d, str, len);
+    if (c) for (lua_Integer i = 0; i < n; i++) nsl_i32(c)[i] = id;
+  }
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
 static const luaL_Reg methods[] = {
     {"type", col_type},         {"eq", col_eq},
     {"ne", col_ne},             {"lt", col_lt},
@@ -497,7 +598,8 @@ static const luaL_Reg methods[] = {
     {"quantile", col_quantile}, {"histogram", col_histogram},
     {"gather", col_gather},     {"argsort", col_argsort},
     {"totable", col_totable},   {"raw", col_raw},
-    {"bytes", col_bytes},       {NULL, NULL}};
+    {"bytes", col_bytes},       {"map", col_map},
+    {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
     {"__gc", col_gc},    {"__close", col_gc}, {"__len", col_len},   {"__index", col_index},
@@ -505,7 +607,8 @@ static const luaL_Reg metamethods[] = {
     {"__add", col_add},  {"__sub", col_sub},  {"__mul", col_mul},   {"__div", col_div},
     {"__unm", col_unm},  {NULL, NULL}};
 
-static const luaL_Reg funcs[] = {{"column", l_column}, {"range", l_range}, {NULL, NULL}};
+static const luaL_Reg funcs[] = {{"column", l_column}, {"range", l_range}, {"concat", l_concat},
+                                 {"rep", l_rep},       {NULL, NULL}};
 
 /* Registers the column metatable and adds nsl.column/nsl.range to the
  * module table on top of the stack. */
