@@ -48,6 +48,11 @@ return {
   },
   example = "nsl run summary trace.sqlite --arg only=kernels --format csv",
   run = function(trace, args, out)
+    if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 then
+      local paths = trace.reports.path:totable()
+      nsl.fail(string.format("%s: no CUDA activity (no kernels, memory operations or CUDA API calls); " ..
+        "was it profiled with -t cuda?", table.concat(paths, ", ")))
+    end
     local key_name = args.base and "name" or (args.mangled and "mangled" or "demangled")
     local keys = args.per_report and {"report"} or nil
     local limit = args.limit > 0 and args.limit or nil

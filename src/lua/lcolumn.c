@@ -11,8 +11,28 @@ typedef struct lcolumn {
   nsl_column *c;
 } lcolumn;
 
+/* Raises an nsl error object: a table {message = ...} whose metatable is
+ * "nsl.error".  These are failures of the input or the environment (a
+ * corrupt file, out of memory), shown as one line without a traceback. */
+static int error_tostring(lua_State *L) {
+  lua_getfield(L, 1, "message");
+  return 1;
+}
+
+int nsl__raise(lua_State *L, const char *msg) {
+  lua_createtable(L, 0, 1);
+  lua_pushstring(L, msg);
+  lua_setfield(L, -2, "message");
+  if (luaL_newmetatable(L, "nsl.error")) {
+    lua_pushcfunction(L, error_tostring);
+    lua_setfield(L, -2, "__tostring");
+  }
+  lua_setmetatable(L, -2);
+  return lua_error(L);
+}
+
 int nsl__lua_error(lua_State *L, const nsl_error *err) {
-  return luaL_error(L, "%s", err && err->msg[0] ? err->msg : "out of memory");
+  return nsl__raise(L, err && err->msg[0] ? err->msg : "out of memory");
 }
 
 nsl_column *nsl__tocolumn(lua_State *L, int idx) {
