@@ -38,6 +38,7 @@ typedef enum map_kind {
   M_PID,          /* (globalPid or globalTid >> 24) & 0xFFFFFF */
   M_TID,          /* globalTid & 0xFFFFFF */
   M_STR,          /* id into StringIds */
+  M_API_NAME,     /* id into StringIds of a CUDA API name, "_vNNNN" suffix cut as nsys's reports do */
   M_TEXT,         /* inline text */
   M_ENUM,         /* integer through an nsys ENUM_* table (or the built-in values) */
   M_CC,           /* compute capability "major.minor" from two columns */
@@ -152,7 +153,7 @@ static const col_map memset_cols[] = {
 
 static const col_map api_cols[] = {
     C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"),  C1("corr", M_INT, "correlationId"),
-    C1("start", M_INT, "start"),   C1("stop", M_INT, "end"),        C1("name", M_STR, "nameId"),
+    C1("start", M_INT, "start"),   C1("stop", M_INT, "end"),        C1("name", M_API_NAME, "nameId"),
     C1("ret", M_INT, "returnValue"), C1("callchain", M_INT, "callchainId"),
     {"source", M_SOURCE, {NULL}, NULL}, CEND};
 
@@ -321,9 +322,10 @@ struct nsys_src {
   char *str_data;
   int32_t *dense;       /* id -> index (or -1) when ids are dense, else NULL */
   int64_t ndense;
-  /* local index -> id in map_dict (-2: not interned yet) */
+  /* local index -> id in map_dict (-2: not interned yet); map_api: the same
+   * for API names without their version suffix */
   nsl_dict *map_dict;
-  int32_t *map;
+  int32_t *map, *map_api;
 };
 typedef struct nsys_src nsys_src;
 
@@ -459,7 +461,9 @@ static nsl_status load_strings(nsys_src *s, nsl_error *err) {
     for (int64_t i = 0; i < s->ndense; i++) s->dense[i] = -1;
     for (int64_t i = 0; i < s->nstr; i++) s->dense[s->str_id[i]] = (int32_t)i;
   }
-  if (s->nstr > 0 && !(s->map = malloc((size_t)s->nstr * sizeof *s->map))) goto nomem;
+  if (s->nstr > 0 && (!(s->map = malloc((size_t)s->nstr * sizeof *s->map)) ||
+                      !(s->map_api = malloc((size_t)s->nstr * sizeof *s->map_api))))
+    goto nomem;
   goto done;
 nomem:
   out = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading StringIds of '%s'", s->label);
@@ -486,7 +490,7 @@ static void use_dict(nsys_src *s, nsl_dict *dict) {
   if (s->map_dict == dict) return;
   nsl_dict_release(s->map_dict);
   s->map_dict = nsl_dict_retain(dict);
-  for (int64_t i = 0; i < s->nstr; i++) s->map[i] = -2;
+  for (int64_t i = 0; i < s->nstr; i++) s->map[i] = s->map_api[i] = -2;
 }
 
 /* Dict id of StringIds id (interning on first use); -1 for unknown ids,
@@ -500,6 +504,23 @@ static int32_t string_dict_id(nsys_src *s, int64_t id) {
     s->map[i] = d;
   }
   return s->map[i];
+}
+
+/* Dict id of the CUDA API name with StringIds id: "cudaLaunchKernel_v7000"
+ * gives "cudaLaunchKernel", the rule of nsys's own reports (a "_v" six
+ * characters from the end).  -1 unknown, -3 out of memory. */
+static int32_t api_name_dict_id(nsys_src *s, int64_t id) {
+  int64_t i = string_index(s, id);
+  if (i < 0) return -1;
+  if (s->map_api[i] == -2) {
+    const char *v = s->str_data + s->str_off[i];
+    size_t len = (size_t)s->str_len[i];
+    if (len >= 6 && v[len - 6] == '_' && v[len - 5] == 'v') len -= 6;
+    int32_t d = nsl_dict_intern(s->map_dict, v, len);
+    if (d < 0) return -3;
+    s->map_api[i] = d;
+  }
+  return s->map_api[i];
 }
 
 /* ---- enum values --------------------------------------------------------- */
@@ -812,7 +833,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
     if (cols[j].map) {
       map_kind k = cols[j].map->kind;
       if (k == M_NVTX_DOMAIN) nvtx_domains = 1;
-      if (k == M_STR || k == M_NVTX_TEXT) need_strings = 1;
+      if (k == M_STR || k == M_API_NAME || k == M_NVTX_TEXT) need_strings = 1;
       if (k == M_ENUM && (rc = build_enum(s, cols[j].map->en, dict, &cols[j].en, err)) != NSL_OK) goto done;
     }
   }
@@ -887,6 +908,11 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
         break;
       case M_STR:
         did = is_null(st, sl) ? -1 : string_dict_id(s, sqlite3_column_int64(st, sl));
+        if (did == -3) goto nomem;
+        put_str(c, rows, did);
+        break;
+      case M_API_NAME:
+        did = is_null(st, sl) ? -1 : api_name_dict_id(s, sqlite3_column_int64(st, sl));
         if (did == -3) goto nomem;
         put_str(c, rows, did);
         break;
@@ -1040,6 +1066,7 @@ static void nsys_close(void *p) {
   free(s->str_data);
   free(s->dense);
   free(s->map);
+  free(s->map_api);
   nsl_dict_release(s->map_dict);
   free(s);
 }

@@ -314,6 +314,58 @@ static void test_kernel_names_and_durations(void **state) {
   assert_true(checked >= 5);
 }
 
+/* ---- API names: nsys's reports cut the "_vNNNN" version suffix ---------- */
+
+static void test_api_names(void **state) {
+  (void)state;
+  NEED_DATA();
+  int checked = 0;
+  for (int f = 0; f < nfiles; f++) {
+    sqlite3 *db = oracle_open(files[f]);
+    if (!has_table(db, "CUPTI_ACTIVITY_KIND_RUNTIME")) {
+      sqlite3_close(db);
+      continue;
+    }
+    nsl_trace *tr = open_trace((const char *const *)&files[f], 1);
+    nsl_table *t = load_all(tr, "api");
+    nsl_dict *dict = nsl_trace_dict(tr);
+    nsl_column *name = col(t, "name"), *dur = col(t, "dur");
+    int32_t nd = nsl_dict_size(dict);
+    int64_t *cnt = calloc((size_t)nd + 1, sizeof *cnt), *sum = calloc((size_t)nd + 1, sizeof *sum);
+    for (int64_t i = 0; i < name->len; i++) {
+      assert_true(nsl_i32(name)[i] >= 0);
+      cnt[nsl_i32(name)[i]]++;
+      sum[nsl_i32(name)[i]] += nsl_i64(dur)[i];
+    }
+    /* the query of nsys's cuda_api_sum report */
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT CASE substr(s.value, -6, 2) WHEN '_v' THEN substr(s.value, 1, length(s.value) - 6) "
+                                        "ELSE s.value END AS n, count(*), sum(r.end - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+                                        "JOIN StringIds s ON s.id = r.nameId GROUP BY n",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    int64_t rows = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      const char *v = (const char *)sqlite3_column_text(st, 0);
+      int32_t id = nsl_dict_find(dict, v, strlen(v));
+      if (id < 0) fail_msg("%s: API '%s' missing", base(files[f]), v);
+      assert_int_equal(cnt[id], sqlite3_column_int64(st, 1));
+      assert_int_equal(sum[id], sqlite3_column_int64(st, 2));
+      rows += cnt[id];
+    }
+    sqlite3_finalize(st);
+    assert_int_equal(rows, name->len);
+    assert_true(nsl_dict_find(dict, "cudaLaunchKernel_v7000", 22) < 0);
+    free(cnt);
+    free(sum);
+    nsl_trace_close(tr);
+    sqlite3_close(db);
+    checked++;
+  }
+  assert_true(checked >= 5);
+}
+
 /* ---- NVTX text, domain and kind ---------------------------------------- */
 
 static void test_nvtx_text(void **state) {
@@ -917,6 +969,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_table_row_counts),
       cmocka_unit_test(test_kernel_names_and_durations),
+      cmocka_unit_test(test_api_names),
       cmocka_unit_test(test_nvtx_text),
       cmocka_unit_test(test_nvtx_domain_names),
       cmocka_unit_test(test_pid_tid),
