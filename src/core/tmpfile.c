@@ -15,8 +15,7 @@
 
 /* Splits target into its folder ("." when none) and base name.  Returns 0,
  * or -1 when the target has no base name or does not fit. */
-static int split_target(const char *target, char *dir, size_t dircap, const char **base)
-{
+static int split_target(const char *target, char *dir, size_t dircap, const char **base) {
   const char *slash = strrchr(target, '/');
   if (slash == NULL) {
     if (dircap < 2)
@@ -40,8 +39,7 @@ static int split_target(const char *target, char *dir, size_t dircap, const char
 
 /* A name suffix that differs between calls, threads and processes; O_EXCL
  * makes a collision harmless (we try again). */
-static void random_suffix(char out[7])
-{
+static void random_suffix(char out[7]) {
   static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   static atomic_uint counter;
   struct timespec ts;
@@ -57,8 +55,7 @@ static void random_suffix(char out[7])
   out[6] = '\0';
 }
 
-nsl_status nsl__tmpfile_open(const char *target, int *fd, char *tmp_path, nsl_error *err)
-{
+nsl_status nsl__tmpfile_open(const char *target, int *fd, char *tmp_path, nsl_error *err) {
   char dir[NSL__TMPFILE_PATH_MAX];
   const char *base;
   struct stat st;
@@ -99,8 +96,7 @@ nsl_status nsl__tmpfile_open(const char *target, int *fd, char *tmp_path, nsl_er
 
 /* fsyncs the folder holding target so that the rename itself is durable.
  * Failures are ignored: some file systems cannot fsync a folder. */
-static void sync_folder(const char *target)
-{
+static void sync_folder(const char *target) {
   char dir[NSL__TMPFILE_PATH_MAX];
   const char *base;
   if (split_target(target, dir, sizeof dir, &base) != 0)
@@ -112,8 +108,7 @@ static void sync_folder(const char *target)
   close(d);
 }
 
-nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target, nsl_error *err)
-{
+nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target, nsl_error *err) {
   if (fd < 0 || tmp_path == NULL || tmp_path[0] == '\0') {
     nsl__tmpfile_abort(fd, tmp_path);
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no temporary file to commit",
@@ -139,8 +134,7 @@ nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target,
   return NSL_OK;
 }
 
-void nsl__tmpfile_abort(int fd, const char *tmp_path)
-{
+void nsl__tmpfile_abort(int fd, const char *tmp_path) {
   if (fd >= 0)
     close(fd);
   if (tmp_path != NULL && tmp_path[0] != '\0')

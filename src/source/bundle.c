@@ -33,8 +33,7 @@
 
 /* Length of the UTF-8 sequence at s (1..4), or 0 when it is invalid
  * (overlong forms, surrogates and code points above U+10FFFF included). */
-static int utf8_seq(const unsigned char *s)
-{
+static int utf8_seq(const unsigned char *s) {
   unsigned c = s[0];
   if (c < 0x80)
     return 1;
@@ -63,8 +62,7 @@ static int utf8_seq(const unsigned char *s)
   return 0;
 }
 
-const char *nsl__bundle_name_problem(const char *name)
-{
+const char *nsl__bundle_name_problem(const char *name) {
   if (name == NULL || name[0] == '\0')
     return "has an empty name";
   size_t len = strlen(name);
@@ -102,16 +100,41 @@ const char *nsl__bundle_name_problem(const char *name)
   return NULL;
 }
 
-nsl_status nsl_bundle_check_name(const char *name, nsl_error *err)
-{
+void nsl__printable(const char *name, char *out, size_t cap) {
+  size_t o = 0;
+  if (cap < 4) {
+    if (cap)
+      out[0] = '\0';
+    return;
+  }
+  for (const unsigned char *p = (const unsigned char *)(name ? name : ""); *p;) {
+    int n = utf8_seq(p);
+    if (n == 0 || *p < 0x20 || *p == 0x7F)
+      n = 1;
+    if (o + (size_t)n + 4 > cap) {
+      memcpy(out + o, "...", 4);
+      return;
+    }
+    if (n == 1 && (*p < 0x20 || *p >= 0x7F))
+      out[o++] = '?';
+    else
+      memcpy(out + o, p, (size_t)n), o += (size_t)n;
+    p += n;
+  }
+  out[o] = '\0';
+}
+
+nsl_status nsl_bundle_check_name(const char *name, nsl_error *err) {
   const char *problem = nsl__bundle_name_problem(name);
-  if (problem)
-    return nsl_error_set(err, NSL_ERR_ARG, "member name '%s' %s", name ? name : "", problem);
+  if (problem) {
+    char shown[300];
+    nsl__printable(name, shown, sizeof shown);
+    return nsl_error_set(err, NSL_ERR_ARG, "member name '%s' %s", shown, problem);
+  }
   return NSL_OK;
 }
 
-void nsl__fmt_bytes(uint64_t n, char out[32])
-{
+void nsl__fmt_bytes(uint64_t n, char out[32]) {
   static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (n < 1024) {
     snprintf(out, 32, "%llu bytes", (unsigned long long)n);
@@ -126,8 +149,7 @@ void nsl__fmt_bytes(uint64_t n, char out[32])
   snprintf(out, 32, "%.1f %s", v, units[u]);
 }
 
-void nsl__sha256_hex(struct sha256_ctx *ctx, char out[65])
-{
+void nsl__sha256_hex(struct sha256_ctx *ctx, char out[65]) {
   static const char hex[] = "0123456789abcdef";
   uint8_t d[SHA256_DIGEST_SIZE];
   sha256_digest(ctx, sizeof d, d);
@@ -138,8 +160,7 @@ void nsl__sha256_hex(struct sha256_ctx *ctx, char out[65])
   out[64] = '\0';
 }
 
-int nsl__bundle_is_precompressed(const char *name)
-{
+int nsl__bundle_is_precompressed(const char *name) {
   static const char *const ext[] = {".xz",  ".zst", ".zstd", ".gz",  ".tgz", ".bz2",  ".lz4",
                                     ".lzma", ".zip", ".7z",  ".png", ".jpg", ".jpeg", ".gif",
                                     ".webp", ".parquet", NULL};
@@ -152,8 +173,7 @@ int nsl__bundle_is_precompressed(const char *name)
   return 0;
 }
 
-void nsl__iso8601_utc(int64_t t, char out[32])
-{
+void nsl__iso8601_utc(int64_t t, char out[32]) {
   time_t tt = (time_t)t;
   struct tm tm;
   if (gmtime_r(&tt, &tm) == NULL || strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
@@ -162,21 +182,18 @@ void nsl__iso8601_utc(int64_t t, char out[32])
 
 /* ---- manifest structure ---------------------------------------------------- */
 
-static int is_sha256_hex(const char *s)
-{
+static int is_sha256_hex(const char *s) {
   for (int i = 0; i < 64; i++)
     if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
       return 0;
   return s[64] == '\0';
 }
 
-static int cmp_str_ptr(const void *a, const void *b)
-{
+static int cmp_str_ptr(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
+static int cmp_i64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
 }
@@ -184,8 +201,7 @@ static int cmp_i64(const void *a, const void *b)
 /* Checks that field key of m, when present and not null, is an array whose
  * elements all have JSON type `type`. */
 static nsl_status check_array_of(const json_t *m, const char *key, json_type type, const char *what,
-                                 nsl_status code, const char *prefix, nsl_error *err)
-{
+                                 nsl_status code, const char *prefix, nsl_error *err) {
   const json_t *a = json_object_get(m, key);
   if (a == NULL || json_is_null(a))
     return NSL_OK;
@@ -204,16 +220,14 @@ static nsl_status check_array_of(const json_t *m, const char *key, json_type typ
 }
 
 static nsl_status check_string_field(const json_t *obj, const char *key, const char *where,
-                                     nsl_status code, const char *prefix, nsl_error *err)
-{
+                                     nsl_status code, const char *prefix, nsl_error *err) {
   const json_t *v = json_object_get(obj, key);
   if (v != NULL && !json_is_null(v) && !json_is_string(v))
     return nsl_error_set(err, code, "%s: manifest.json: %s\"%s\" is not a string", prefix, where, key);
   return NSL_OK;
 }
 
-nsl_status nsl__manifest_check(const json_t *m, nsl_status code, const char *prefix, nsl_error *err)
-{
+nsl_status nsl__manifest_check(const json_t *m, nsl_status code, const char *prefix, nsl_error *err) {
   nsl_status st = NSL_OK;
   const char **paths = NULL, **rep_members = NULL;
   int64_t *ranks = NULL;
@@ -273,7 +287,9 @@ nsl_status nsl__manifest_check(const json_t *m, nsl_status code, const char *pre
     const char *path = json_string_value(p);
     const char *problem = nsl__bundle_name_problem(path);
     if (problem) {
-      st = nsl_error_set(err, code, "%s: manifest.json: member '%s' %s", prefix, path, problem);
+      char shown[300];
+      nsl__printable(path, shown, sizeof shown);
+      st = nsl_error_set(err, code, "%s: manifest.json: member '%s' %s", prefix, shown, problem);
       goto done;
     }
     if (strcmp(path, NSL_BUNDLE_MANIFEST) == 0) {
@@ -399,8 +415,7 @@ struct nsl_bundle {
   cursor *cached;
 };
 
-static la_ssize_t cb_read(struct archive *a, void *ctx, const void **out)
-{
+static la_ssize_t cb_read(struct archive *a, void *ctx, const void **out) {
   cursor *c = ctx;
   nsl_bundle *b = c->b;
   if (c->pos >= b->size) {
@@ -431,8 +446,7 @@ static la_ssize_t cb_read(struct archive *a, void *ctx, const void **out)
   return got;
 }
 
-static la_int64_t cb_skip(struct archive *a, void *ctx, la_int64_t request)
-{
+static la_int64_t cb_skip(struct archive *a, void *ctx, la_int64_t request) {
   (void)a;
   cursor *c = ctx;
   if (request <= 0)
@@ -443,8 +457,7 @@ static la_int64_t cb_skip(struct archive *a, void *ctx, la_int64_t request)
   return (la_int64_t)n;
 }
 
-static la_int64_t cb_seek(struct archive *a, void *ctx, la_int64_t offset, int whence)
-{
+static la_int64_t cb_seek(struct archive *a, void *ctx, la_int64_t offset, int whence) {
   cursor *c = ctx;
   int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (int64_t)c->pos : (int64_t)c->b->size;
   if ((offset > 0 && base > INT64_MAX - offset) || base + offset < 0 ||
@@ -456,15 +469,13 @@ static la_int64_t cb_seek(struct archive *a, void *ctx, la_int64_t offset, int w
   return (la_int64_t)c->pos;
 }
 
-static int cb_close(struct archive *a, void *ctx)
-{
+static int cb_close(struct archive *a, void *ctx) {
   (void)a;
   (void)ctx;
   return ARCHIVE_OK;
 }
 
-static void cursor_free(cursor *c)
-{
+static void cursor_free(cursor *c) {
   if (c == NULL)
     return;
   if (c->ar)
@@ -474,8 +485,7 @@ static void cursor_free(cursor *c)
 
 /* A new libarchive reader over b, before the first entry.  verb/what make
  * the message ("cannot open 'x.zip': ..."). */
-static nsl_status cursor_new(nsl_bundle *b, cursor **out, const char *verb, nsl_error *err)
-{
+static nsl_status cursor_new(nsl_bundle *b, cursor **out, const char *verb, nsl_error *err) {
   *out = NULL;
   cursor *c = calloc(1, sizeof *c);
   if (c == NULL)
@@ -509,8 +519,7 @@ static nsl_status cursor_new(nsl_bundle *b, cursor **out, const char *verb, nsl_
 
 /* Reads the next entry header.  Returns NSL_OK with *entry set, NSL_OK with
  * *entry NULL at the end, or NSL_ERR_FORMAT. */
-static nsl_status cursor_next(cursor *c, struct archive_entry **entry, const char *verb, nsl_error *err)
-{
+static nsl_status cursor_next(cursor *c, struct archive_entry **entry, const char *verb, nsl_error *err) {
   *entry = NULL;
   int r = archive_read_next_header(c->ar, entry);
   if (r == ARCHIVE_EOF) {
@@ -527,29 +536,14 @@ static nsl_status cursor_next(cursor *c, struct archive_entry **entry, const cha
   return NSL_OK;
 }
 
-static const char *type_name(mode_t t)
-{
-  switch (t) {
-  case AE_IFLNK: return "a symbolic link";
-  case AE_IFSOCK: return "a socket";
-  case AE_IFCHR: return "a character device";
-  case AE_IFBLK: return "a block device";
-  case AE_IFDIR: return "a folder";
-  case AE_IFIFO: return "a named pipe";
-  default: return "not a regular file";
-  }
-}
-
-static int cmp_by_name(const void *a, const void *b, void *ctx)
-{
+static int cmp_by_name(const void *a, const void *b, void *ctx) {
   const nsl_bundle_member *m = ctx;
   return strcmp(m[*(const size_t *)a].name, m[*(const size_t *)b].name);
 }
 
 /* qsort_r is a GNU/BSD extension with different signatures: a small
  * insertion-merge sort keeps us portable and C11. */
-static void sort_indices(size_t *idx, size_t n, const nsl_bundle_member *m, size_t *tmp)
-{
+static void sort_indices(size_t *idx, size_t n, const nsl_bundle_member *m, size_t *tmp) {
   if (n < 2)
     return;
   size_t h = n / 2;
@@ -565,166 +559,7 @@ static void sort_indices(size_t *idx, size_t n, const nsl_bundle_member *m, size
   memcpy(idx, tmp, n * sizeof *idx);
 }
 
-/* Walks every entry once and fills b->members, refusing what the rules
- * forbid.  Only the central directory and local headers are read. */
-static nsl_status scan_entries(nsl_bundle *b, nsl_error *err)
-{
-  const nsl_bundle_limits *lim = &b->opts.limits;
-  cursor *c = NULL;
-  size_t cap = 0;
-  uint64_t total = 0;
-  char s1[32], s2[32];
-  nsl_status st = cursor_new(b, &c, "open", err);
-  if (st != NSL_OK)
-    return st;
-  for (;;) {
-    struct archive_entry *e;
-    if ((st = cursor_next(c, &e, "open", err)) != NSL_OK)
-      goto done;
-    if (e == NULL)
-      break;
-    if (lim->max_members && (uint64_t)c->ordinal + 1 > lim->max_members) {
-      st = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': more than %llu entries (limit "
-                         "max_members)", b->path, (unsigned long long)lim->max_members);
-      goto done;
-    }
-    const char *name = archive_entry_pathname_utf8(e);
-    if (name == NULL)
-      name = archive_entry_pathname(e);
-    if (name == NULL) {
-      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': entry %d has no readable name",
-                         b->path, c->ordinal + 1);
-      goto done;
-    }
-    mode_t type = archive_entry_filetype(e);
-    if (archive_entry_symlink(e) != NULL || type == AE_IFLNK) {
-      const char *to = archive_entry_symlink(e);
-      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' is a symbolic link%s%s%s "
-                         "(links are refused)", b->path, name, to ? " to '" : "", to ? to : "",
-                         to ? "'" : "");
-      goto done;
-    }
-    if (archive_entry_hardlink(e) != NULL) {
-      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' is a hard link to '%s' "
-                         "(links are refused)", b->path, name, archive_entry_hardlink(e));
-      goto done;
-    }
-    if (type == AE_IFDIR) {
-      /* Folder entries carry no data: check the path, then skip them. */
-      char folder[NSL__BUNDLE_NAME_MAX + 2];
-      size_t len = strlen(name);
-      if (len > NSL__BUNDLE_NAME_MAX + 1)
-        len = NSL__BUNDLE_NAME_MAX + 1;
-      memcpy(folder, name, len);
-      folder[len] = '\0';
-      if (len > 1 && folder[len - 1] == '/')
-        folder[len - 1] = '\0';
-      const char *problem = nsl__bundle_name_problem(folder);
-      if (problem) {
-        st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': folder entry '%s' %s", b->path, name,
-                           problem);
-        goto done;
-      }
-      continue;
-    }
-    if (type != AE_IFREG) {
-      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' is %s (only regular "
-                         "files are accepted)", b->path, name, type_name(type));
-      goto done;
-    }
-    const char *problem = nsl__bundle_name_problem(name);
-    if (problem) {
-      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' %s", b->path, name, problem);
-      goto done;
-    }
-    if (archive_entry_is_encrypted(e)) {
-      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' is encrypted", b->path, name);
-      goto done;
-    }
-    if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0) {
-      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' has no size in the central "
-                         "directory", b->path, name);
-      goto done;
-    }
-    uint64_t size = (uint64_t)archive_entry_size(e);
-    if (lim->max_member && size > lim->max_member) {
-      nsl__fmt_bytes(size, s1);
-      nsl__fmt_bytes(lim->max_member, s2);
-      st = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': member '%s' is %s, above the member "
-                         "size limit (%s)", b->path, name, s1, s2);
-      goto done;
-    }
-    total = size > UINT64_MAX - total ? UINT64_MAX : total + size;
-    if (lim->max_total && total > lim->max_total) {
-      nsl__fmt_bytes(total, s1);
-      nsl__fmt_bytes(lim->max_total, s2);
-      st = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': members add up to more than %s "
-                         "uncompressed (at member '%s'), above the total limit (%s)", b->path, s1,
-                         name, s2);
-      goto done;
-    }
-    if (b->n == cap) {
-      size_t ncap = cap ? 2 * cap : 64;
-      nsl_bundle_member *m = realloc(b->members, ncap * sizeof *m);
-      if (m)
-        b->members = m;
-      int *o = m ? realloc(b->ordinal, ncap * sizeof *o) : NULL;
-      if (o)
-        b->ordinal = o;
-      if (m == NULL || o == NULL) {
-        st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", b->path);
-        goto done;
-      }
-      cap = ncap;
-    }
-    char *copy = strdup(name);
-    if (copy == NULL) {
-      st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", b->path);
-      goto done;
-    }
-    nsl_bundle_member *m = &b->members[b->n];
-    m->name = copy;
-    m->size = size;
-    m->sha256 = NULL;
-    m->mtime = archive_entry_mtime_is_set(e) ? (int64_t)archive_entry_mtime(e) : 0;
-    b->ordinal[b->n] = c->ordinal;
-    b->n++;
-  }
-  /* A zip bomb: far more bytes inside than the file holds. */
-  if (lim->max_ratio > 0 && total > lim->ratio_floor && (double)total > lim->max_ratio * (double)b->size) {
-    nsl__fmt_bytes(total, s1);
-    nsl__fmt_bytes(b->size, s2);
-    st = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': members declare %s uncompressed in a "
-                       "%s file, more than %g times its size (a zip bomb? limit max_ratio)", b->path,
-                       s1, s2, lim->max_ratio);
-    goto done;
-  }
-  /* Name index, then duplicates (adjacent once sorted). */
-  b->by_name = malloc((b->n ? b->n : 1) * sizeof *b->by_name);
-  size_t *tmp = malloc((b->n ? b->n : 1) * sizeof *tmp);
-  b->sha = calloc(b->n ? b->n : 1, sizeof *b->sha);
-  if (b->by_name == NULL || tmp == NULL || b->sha == NULL) {
-    free(tmp);
-    st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", b->path);
-    goto done;
-  }
-  for (size_t i = 0; i < b->n; i++)
-    b->by_name[i] = i;
-  sort_indices(b->by_name, b->n, b->members, tmp);
-  free(tmp);
-  for (size_t i = 1; i < b->n; i++)
-    if (strcmp(b->members[b->by_name[i - 1]].name, b->members[b->by_name[i]].name) == 0) {
-      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' appears twice", b->path,
-                         b->members[b->by_name[i]].name);
-      goto done;
-    }
-done:
-  cursor_free(c);
-  return st;
-}
-
-static long find_index(const nsl_bundle *b, const char *name)
-{
+static long find_index(const nsl_bundle *b, const char *name) {
   size_t lo = 0, hi = b->n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -739,11 +574,261 @@ static long find_index(const nsl_bundle *b, const char *name)
   return -1;
 }
 
+/* Reads len bytes at off of the zip (file or memory image). */
+static int src_pread(void *ctx, void *buf, size_t len, uint64_t off) {
+  nsl_bundle *b = ctx;
+  unsigned char *p = buf;
+  if (off > b->size || len > b->size - off) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (b->mem) {
+    memcpy(p, b->mem + off, len);
+    return 0;
+  }
+  while (len > 0) {
+    ssize_t n = pread(b->fd, p, len, (off_t)off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = EIO;   /* the file shrank under us */
+      return -1;
+    }
+    p += n;
+    off += (uint64_t)n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+static const char *unix_type_name(unsigned t) {
+  switch (t) {
+  case 0120000u: return "a symbolic link";
+  case 0140000u: return "a socket";
+  case 0020000u: return "a character device";
+  case 0060000u: return "a block device";
+  case 0010000u: return "a named pipe";
+  default: return "not a regular file";
+  }
+}
+
+typedef struct extent {
+  uint64_t offset, end;     /* local header .. end of data, at least */
+  const char *name;
+} extent;
+
+static int cmp_extent(const void *a, const void *b) {
+  const extent *x = a, *y = b;
+  return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/* Applies the rules to the central directory as nsl parsed it, filling
+ * b->members: names, types, encryption, sizes, the bomb ratio, duplicates,
+ * overlapping entries.  Nothing is decompressed. */
+static nsl_status check_directory(nsl_bundle *b, const nsl__zip_dir *d, nsl_error *err) {
+  const nsl_bundle_limits *lim = &b->opts.limits;
+  uint64_t total = 0;
+  char s1[32], s2[32];
+  extent *ext = NULL;
+  size_t *tmp = NULL;
+  nsl_status st = NSL_OK;
+
+  b->members = calloc(d->n ? d->n : 1, sizeof *b->members);
+  b->ordinal = malloc((d->n ? d->n : 1) * sizeof *b->ordinal);
+  ext = malloc((d->n ? d->n : 1) * sizeof *ext);
+  if (b->members == NULL || b->ordinal == NULL || ext == NULL) {
+    st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", b->path);
+    goto done;
+  }
+  for (size_t k = 0; k < d->n; k++) {
+    const nsl__zip_entry *z = &d->e[k];
+    char shown[300];
+    nsl__printable(z->name, shown, sizeof shown);
+    ext[k].offset = z->offset;
+    ext[k].end = z->offset + 30 + z->csize;   /* header (>= 30 bytes) + data */
+    ext[k].name = z->name;
+    if (z->csize > UINT64_MAX - 30 - z->offset || ext[k].end > d->cd_offset) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' runs past the start of the "
+                         "central directory", b->path, shown);
+      goto done;
+    }
+    if (z->type == 0120000u) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' is a symbolic link (links are "
+                         "refused)", b->path, shown);
+      goto done;
+    }
+    if (z->is_dir) {
+      /* Folder entries carry no data: check the path, then skip them. */
+      char folder[NSL__BUNDLE_NAME_MAX + 2];
+      snprintf(folder, sizeof folder, "%s", z->name);
+      size_t len = strlen(folder);
+      if (len > 1 && folder[len - 1] == '/')
+        folder[len - 1] = '\0';
+      const char *problem = nsl__bundle_name_problem(folder);
+      if (problem == NULL && z->usize != 0)
+        problem = "is a folder but holds data";
+      if (problem) {
+        st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': folder entry '%s' %s", b->path, shown,
+                           problem);
+        goto done;
+      }
+      continue;
+    }
+    if (z->type != 0 && z->type != 0100000u) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' is %s (only regular files "
+                         "are accepted)", b->path, shown, unix_type_name(z->type));
+      goto done;
+    }
+    const char *problem = nsl__bundle_name_problem(z->name);
+    if (problem) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' %s", b->path, shown, problem);
+      goto done;
+    }
+    if (z->flags & 0x41) {   /* bit 0: encrypted, bit 6: strong encryption */
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' is encrypted", b->path, shown);
+      goto done;
+    }
+    if (lim->max_member && z->usize > lim->max_member) {
+      nsl__fmt_bytes(z->usize, s1);
+      nsl__fmt_bytes(lim->max_member, s2);
+      st = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': member '%s' is %s, above the member "
+                         "size limit (%s)", b->path, shown, s1, s2);
+      goto done;
+    }
+    total = z->usize > UINT64_MAX - total ? UINT64_MAX : total + z->usize;
+    if (lim->max_total && total > lim->max_total) {
+      nsl__fmt_bytes(total, s1);
+      nsl__fmt_bytes(lim->max_total, s2);
+      st = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': members add up to more than %s "
+                         "uncompressed (at member '%s'), above the total limit (%s)", b->path, s1,
+                         shown, s2);
+      goto done;
+    }
+    nsl_bundle_member *m = &b->members[b->n];
+    m->name = strdup(z->name);
+    if (m->name == NULL) {
+      st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", b->path);
+      goto done;
+    }
+    m->size = z->usize;
+    b->ordinal[b->n] = -1;
+    b->n++;
+  }
+  /* A zip bomb: far more bytes inside than the file holds. */
+  if (lim->max_ratio > 0 && total > lim->ratio_floor && (double)total > lim->max_ratio * (double)b->size) {
+    nsl__fmt_bytes(total, s1);
+    nsl__fmt_bytes(b->size, s2);
+    st = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': members declare %s uncompressed in a "
+                       "%s file, more than %g times its size (a zip bomb? limit max_ratio)", b->path,
+                       s1, s2, lim->max_ratio);
+    goto done;
+  }
+  /* Entries sharing bytes: the trick of non-recursive zip bombs. */
+  qsort(ext, d->n, sizeof *ext, cmp_extent);
+  for (size_t k = 1; k < d->n; k++)
+    if (ext[k].offset < ext[k - 1].end) {
+      char n1[300], n2[300];
+      nsl__printable(ext[k - 1].name, n1, sizeof n1);
+      nsl__printable(ext[k].name, n2, sizeof n2);
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': members '%s' and '%s' overlap in the file "
+                         "(a zip bomb or a damaged zip)", b->path, n1, n2);
+      goto done;
+    }
+  /* Name index, then duplicates (adjacent once sorted). */
+  b->by_name = malloc((b->n ? b->n : 1) * sizeof *b->by_name);
+  tmp = malloc((b->n ? b->n : 1) * sizeof *tmp);
+  b->sha = calloc(b->n ? b->n : 1, sizeof *b->sha);
+  if (b->by_name == NULL || tmp == NULL || b->sha == NULL) {
+    st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", b->path);
+    goto done;
+  }
+  for (size_t i = 0; i < b->n; i++)
+    b->by_name[i] = i;
+  sort_indices(b->by_name, b->n, b->members, tmp);
+  for (size_t i = 1; i < b->n; i++)
+    if (strcmp(b->members[b->by_name[i - 1]].name, b->members[b->by_name[i]].name) == 0) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' appears twice", b->path,
+                         b->members[b->by_name[i]].name);
+      goto done;
+    }
+done:
+  free(ext);
+  free(tmp);
+  return st;
+}
+
+/* Walks the zip once with libarchive and maps each member to libarchive's
+ * entry number; libarchive's view must agree with the directory checked
+ * above (same names, same sizes, no links), or the zip is ambiguous. */
+static nsl_status map_entries(nsl_bundle *b, nsl_error *err) {
+  cursor *c = NULL;
+  size_t seen = 0;
+  nsl_status st = cursor_new(b, &c, "open", err);
+  if (st != NSL_OK)
+    return st;
+  for (;;) {
+    struct archive_entry *e;
+    if ((st = cursor_next(c, &e, "open", err)) != NSL_OK)
+      goto done;
+    if (e == NULL)
+      break;
+    const char *name = archive_entry_pathname_utf8(e);
+    if (name == NULL)
+      name = archive_entry_pathname(e);
+    if (name == NULL)
+      name = "";
+    char shown[300];
+    nsl__printable(name, shown, sizeof shown);
+    mode_t type = archive_entry_filetype(e);
+    if (archive_entry_symlink(e) != NULL || archive_entry_hardlink(e) != NULL || type == AE_IFLNK) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' is a link (links are refused)",
+                         b->path, shown);
+      goto done;
+    }
+    if (type == AE_IFDIR)
+      continue;
+    long k = find_index(b, name);
+    if (k < 0 || b->ordinal[k] >= 0 || type != AE_IFREG ||
+        (archive_entry_size_is_set(e) && (uint64_t)archive_entry_size(e) != b->members[k].size)) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': entry '%s' reads differently from the "
+                         "central directory (an ambiguous or damaged zip)", b->path, shown);
+      goto done;
+    }
+    b->ordinal[k] = c->ordinal;
+    b->members[k].mtime = archive_entry_mtime_is_set(e) ? (int64_t)archive_entry_mtime(e) : 0;
+    seen++;
+  }
+  if (seen != b->n) {
+    for (size_t k = 0; k < b->n; k++)
+      if (b->ordinal[k] < 0) {
+        st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' of the central directory "
+                           "cannot be read (an ambiguous or damaged zip)", b->path, b->members[k].name);
+        goto done;
+      }
+  }
+done:
+  cursor_free(c);
+  return st;
+}
+
+/* Parses and checks the directory, then maps it to libarchive's entries. */
+static nsl_status scan_entries(nsl_bundle *b, nsl_error *err) {
+  nsl__zip_dir d;
+  nsl_status st = nsl__zip_dir_read(&d, src_pread, b, b->size, b->opts.limits.max_members, b->path, err);
+  if (st != NSL_OK)
+    return st;
+  st = check_directory(b, &d, err);
+  nsl__zip_dir_free(&d);
+  if (st == NSL_OK)
+    st = map_entries(b, err);
+  return st;
+}
+
 /* Decompresses member idx into sink, checking the declared size while it
  * goes (never more bytes than declared reach the sink) and the manifest's
  * sha256 at the end. */
-static nsl_status read_entry(nsl_bundle *b, size_t idx, nsl_bundle_sink sink, void *ctx, nsl_error *err)
-{
+static nsl_status read_entry(nsl_bundle *b, size_t idx, nsl_bundle_sink sink, void *ctx, nsl_error *err) {
   const nsl_bundle_member *m = &b->members[idx];
   int target = b->ordinal[idx];
   cursor *c = NULL;
@@ -857,8 +942,7 @@ typedef struct membuf {
   size_t len, cap;
 } membuf;
 
-static int sink_membuf(void *ctx, const void *data, size_t len)
-{
+static int sink_membuf(void *ctx, const void *data, size_t len) {
   membuf *mb = ctx;
   if (len > mb->cap - mb->len)
     return 1;   /* cannot happen: read_entry bounds by the declared size */
@@ -867,8 +951,7 @@ static int sink_membuf(void *ctx, const void *data, size_t len)
   return 0;
 }
 
-static int sink_discard(void *ctx, const void *data, size_t len)
-{
+static int sink_discard(void *ctx, const void *data, size_t len) {
   (void)ctx;
   (void)data;
   (void)len;
@@ -876,8 +959,7 @@ static int sink_discard(void *ctx, const void *data, size_t len)
 }
 
 /* Reads manifest.json, parses it and checks it against the members. */
-static nsl_status load_manifest(nsl_bundle *b, long idx, nsl_error *err)
-{
+static nsl_status load_manifest(nsl_bundle *b, long idx, nsl_error *err) {
   const nsl_bundle_member *mm = &b->members[idx];
   char s1[32], s2[32], prefix[1200];
   nsl_status st;
@@ -953,8 +1035,7 @@ done:
   return st;
 }
 
-void nsl_bundle_options_init(nsl_bundle_options *o)
-{
+void nsl_bundle_options_init(nsl_bundle_options *o) {
   memset(o, 0, sizeof *o);
   o->limits.max_member = 4ull << 30;
   o->limits.max_total = 64ull << 30;
@@ -966,8 +1047,7 @@ void nsl_bundle_options_init(nsl_bundle_options *o)
   o->verify = 0;
 }
 
-static nsl_bundle *bundle_alloc(const char *label, const nsl_bundle_options *opts)
-{
+static nsl_bundle *bundle_alloc(const char *label, const nsl_bundle_options *opts) {
   nsl_bundle *b = calloc(1, sizeof *b);
   if (b == NULL)
     return NULL;
@@ -986,8 +1066,7 @@ static nsl_bundle *bundle_alloc(const char *label, const nsl_bundle_options *opt
 }
 
 /* The part of opening shared by files and memory images. */
-static nsl_status bundle_init(nsl_bundle *b, nsl_error *err)
-{
+static nsl_status bundle_init(nsl_bundle *b, nsl_error *err) {
   nsl_status st;
   if (b->size == 0)
     return nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': empty file, not a zip archive", b->path);
@@ -1008,8 +1087,7 @@ static nsl_status bundle_init(nsl_bundle *b, nsl_error *err)
 }
 
 nsl_status nsl_bundle_open(nsl_bundle **out, const char *path, const nsl_bundle_options *opts,
-                           nsl_error *err)
-{
+                           nsl_error *err) {
   struct stat st_;
   nsl_status st;
   *out = NULL;
@@ -1042,8 +1120,7 @@ fail:
 }
 
 nsl_status nsl_bundle_open_memory(nsl_bundle **out, const char *label, const void *data, size_t size,
-                                  const nsl_bundle_options *opts, nsl_error *err)
-{
+                                  const nsl_bundle_options *opts, nsl_error *err) {
   nsl_status st;
   *out = NULL;
   if (data == NULL && size > 0)
@@ -1062,8 +1139,7 @@ nsl_status nsl_bundle_open_memory(nsl_bundle **out, const char *label, const voi
   return NSL_OK;
 }
 
-void nsl_bundle_close(nsl_bundle *b)
-{
+void nsl_bundle_close(nsl_bundle *b) {
   if (b == NULL)
     return;
   cursor_free(b->cached);
@@ -1086,19 +1162,16 @@ int nsl_bundle_is_raw(const nsl_bundle *b) { return b->raw; }
 size_t nsl_bundle_count(const nsl_bundle *b) { return b->n; }
 const json_t *nsl_bundle_manifest(const nsl_bundle *b) { return b->raw ? NULL : b->manifest; }
 
-const nsl_bundle_member *nsl_bundle_member_at(const nsl_bundle *b, size_t i)
-{
+const nsl_bundle_member *nsl_bundle_member_at(const nsl_bundle *b, size_t i) {
   return i < b->n ? &b->members[i] : NULL;
 }
 
-const nsl_bundle_member *nsl_bundle_find(const nsl_bundle *b, const char *name)
-{
+const nsl_bundle_member *nsl_bundle_find(const nsl_bundle *b, const char *name) {
   long i = name ? find_index(b, name) : -1;
   return i < 0 ? NULL : &b->members[i];
 }
 
-const json_t *nsl_bundle_report_entry(const nsl_bundle *b, const char *member)
-{
+const json_t *nsl_bundle_report_entry(const nsl_bundle *b, const char *member) {
   const json_t *reports = b->raw ? NULL : json_object_get(b->manifest, "reports");
   size_t i;
   const json_t *r;
@@ -1112,15 +1185,13 @@ const json_t *nsl_bundle_report_entry(const nsl_bundle *b, const char *member)
   return NULL;
 }
 
-static void copy_string_field(const json_t *r, const char *key, char *dst, size_t cap)
-{
+static void copy_string_field(const json_t *r, const char *key, char *dst, size_t cap) {
   const char *s = json_string_value(json_object_get(r, key));
   if (s && s[0])
     snprintf(dst, cap, "%s", s);
 }
 
-int nsl_bundle_fill_report_info(const nsl_bundle *b, const char *member, nsl_report_info *info)
-{
+int nsl_bundle_fill_report_info(const nsl_bundle *b, const char *member, nsl_report_info *info) {
   const json_t *r = nsl_bundle_report_entry(b, member);
   if (r == NULL)
     return 0;
@@ -1137,8 +1208,7 @@ int nsl_bundle_fill_report_info(const nsl_bundle *b, const char *member, nsl_rep
 }
 
 nsl_status nsl_bundle_read_member(nsl_bundle *b, const char *name, void **data, size_t *len,
-                                  nsl_error *err)
-{
+                                  nsl_error *err) {
   *data = NULL;
   *len = 0;
   long i = name ? find_index(b, name) : -1;
@@ -1170,8 +1240,7 @@ nsl_status nsl_bundle_read_member(nsl_bundle *b, const char *name, void **data, 
 }
 
 nsl_status nsl_bundle_stream_member(nsl_bundle *b, const char *name, nsl_bundle_sink sink, void *ctx,
-                                    nsl_error *err)
-{
+                                    nsl_error *err) {
   long i = name ? find_index(b, name) : -1;
   if (i < 0)
     return nsl_error_set(err, NSL_ERR_NOTFOUND, "cannot read '%s': no member '%s'", b->path,
@@ -1181,8 +1250,7 @@ nsl_status nsl_bundle_stream_member(nsl_bundle *b, const char *name, nsl_bundle_
   return read_entry(b, (size_t)i, sink, ctx, err);
 }
 
-nsl_status nsl_bundle_verify(nsl_bundle *b, nsl_error *err)
-{
+nsl_status nsl_bundle_verify(nsl_bundle *b, nsl_error *err) {
   for (size_t i = 0; i < b->n; i++) {
     nsl_status st = read_entry(b, i, sink_discard, NULL, err);
     if (st != NSL_OK)

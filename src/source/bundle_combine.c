@@ -22,21 +22,18 @@ typedef struct input {
   json_t *renames;         /* old member name -> new name, for this input */
 } input;
 
-void nsl_combine_options_init(nsl_combine_options *o)
-{
+void nsl_combine_options_init(nsl_combine_options *o) {
   memset(o, 0, sizeof *o);
   nsl_bundle_options_init(&o->read);
 }
 
-static const char *base_name(const char *path)
-{
+static const char *base_name(const char *path) {
   const char *s = strrchr(path, '/');
   return s ? s + 1 : path;
 }
 
 /* "python train.py --x" for a command array, cut to fit out. */
-static void command_text(const json_t *cmd, char *out, size_t cap)
-{
+static void command_text(const json_t *cmd, char *out, size_t cap) {
   size_t i, len = 0;
   const json_t *v;
   out[0] = '\0';
@@ -52,8 +49,7 @@ static void command_text(const json_t *cmd, char *out, size_t cap)
 }
 
 /* "2026.2" from "2026.2.1.210": the release, up to the second dot. */
-static void nsys_release(const char *version, char *out, size_t cap)
-{
+static void nsys_release(const char *version, char *out, size_t cap) {
   const char *dot = strchr(version, '.');
   if (dot)
     dot = strchr(dot + 1, '.');
@@ -65,8 +61,7 @@ static void nsys_release(const char *version, char *out, size_t cap)
 }
 
 /* Checks that every input that records a command records the same one. */
-static nsl_status check_commands(const input *in, int n, nsl_error *err)
-{
+static nsl_status check_commands(const input *in, int n, nsl_error *err) {
   int ref = -1;
   for (int i = 0; i < n; i++) {
     const json_t *c = json_object_get(in[i].m, "command");
@@ -90,8 +85,7 @@ static nsl_status check_commands(const input *in, int n, nsl_error *err)
 
 /* Checks that all nsys versions named (top level and per report) belong to
  * one release. */
-static nsl_status check_nsys(const input *in, int n, nsl_error *err)
-{
+static nsl_status check_nsys(const input *in, int n, nsl_error *err) {
   const char *ref = NULL;
   int ref_in = -1;
   char rel_ref[64], rel[64];
@@ -140,8 +134,7 @@ typedef struct rank_of {
   int input;
 } rank_of;
 
-static int cmp_rank_of(const void *a, const void *b)
-{
+static int cmp_rank_of(const void *a, const void *b) {
   const rank_of *x = a, *y = b;
   if (x->rank != y->rank)
     return (x->rank > y->rank) - (x->rank < y->rank);
@@ -149,8 +142,7 @@ static int cmp_rank_of(const void *a, const void *b)
 }
 
 /* Checks that no rank (per report or top-level "ranks") is in two inputs. */
-static nsl_status check_ranks(const input *in, int n, nsl_error *err)
-{
+static nsl_status check_ranks(const input *in, int n, nsl_error *err) {
   size_t cap = 0, len = 0;
   for (int i = 0; i < n; i++)
     cap += json_array_size(json_object_get(in[i].m, "ranks")) +
@@ -183,8 +175,7 @@ static nsl_status check_ranks(const input *in, int n, nsl_error *err)
 /* Candidate k (0, 1, ...) for a member name that clashes: a report of
  * known rank becomes <stem>.rank<R><ext>, anything else <stem>~<input><ext>;
  * later candidates add "-<k+1>". */
-static int clash_name(const char *name, int input_no, const json_t *report, int k, char *out, size_t cap)
-{
+static int clash_name(const char *name, int input_no, const json_t *report, int k, char *out, size_t cap) {
   const char *base = strrchr(name, '/');
   base = base ? base + 1 : name;
   const char *ext = strrchr(base, '.');
@@ -209,16 +200,14 @@ typedef struct copy_ctx {
   nsl_error *err;
 } copy_ctx;
 
-static int sink_writer(void *ctx, const void *data, size_t len)
-{
+static int sink_writer(void *ctx, const void *data, size_t len) {
   copy_ctx *c = ctx;
   return nsl_bundle_writer_write(c->w, data, len, c->err) != NSL_OK;
 }
 
 /* Streams member `name` of in into w as `as`. */
 static nsl_status copy_member(input *in, const nsl_bundle_member *mem, const char *as,
-                              nsl_bundle_writer *w, nsl_error *err)
-{
+                              nsl_bundle_writer *w, nsl_error *err) {
   nsl_status st = nsl_bundle_writer_begin(w, as, mem->size, NSL_BUNDLE_COMPRESS_AUTO, err);
   if (st != NSL_OK)
     return st;
@@ -231,8 +220,7 @@ static nsl_status copy_member(input *in, const nsl_bundle_member *mem, const cha
 /* Copies every member of input i into w (see the file comment). origin maps
  * output names to the input number that wrote them. */
 static nsl_status copy_input(input *in, int i, const input *all, nsl_bundle_writer *w, json_t *origin,
-                             nsl_error *err)
-{
+                             nsl_error *err) {
   char cand[NSL__BUNDLE_NAME_MAX + 64];
   for (size_t j = 0; j < nsl_bundle_count(in->b); j++) {
     const nsl_bundle_member *mem = nsl_bundle_member_at(in->b, j);
@@ -270,8 +258,7 @@ static nsl_status copy_input(input *in, int i, const input *all, nsl_bundle_writ
 }
 
 /* Appends the elements of src not already in dst (json_equal). */
-static int union_into(json_t *dst, const json_t *src)
-{
+static int union_into(json_t *dst, const json_t *src) {
   size_t i, j;
   const json_t *v, *d;
   json_array_foreach(src, i, v) {
@@ -286,15 +273,13 @@ static int union_into(json_t *dst, const json_t *src)
   return 0;
 }
 
-static int cmp_json_int(const void *a, const void *b)
-{
+static int cmp_json_int(const void *a, const void *b) {
   json_int_t x = json_integer_value(*(json_t *const *)a), y = json_integer_value(*(json_t *const *)b);
   return (x > y) - (x < y);
 }
 
 /* The manifest of the combined bundle (members are filled by the writer). */
-static json_t *merged_manifest(const input *in, int n)
-{
+static json_t *merged_manifest(const input *in, int n) {
   json_t *m = json_object();
   json_t *hosts = json_array(), *ranks = json_array(), *devices = json_array(), *nsys = json_array(),
          *schema = json_array(), *reports = json_array(), *from = json_array();
@@ -373,8 +358,7 @@ static json_t *merged_manifest(const input *in, int n)
 }
 
 nsl_status nsl_bundle_combine(const char *const *inputs, int n, const char *out_path,
-                              const nsl_combine_options *opts, nsl_error *err)
-{
+                              const nsl_combine_options *opts, nsl_error *err) {
   nsl_combine_options defaults;
   nsl_status st = NSL_OK;
   input *in = NULL;

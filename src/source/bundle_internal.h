@@ -21,6 +21,10 @@ const char *nsl__bundle_name_problem(const char *name);
  * sets err to code with the message "<prefix>: manifest.json: <problem>". */
 nsl_status nsl__manifest_check(const json_t *m, nsl_status code, const char *prefix, nsl_error *err);
 
+/* Copies name into out (cap bytes) for a message: control characters and
+ * invalid UTF-8 become '?', a long name is cut with "...". */
+void nsl__printable(const char *name, char *out, size_t cap);
+
 /* "1.5 GiB", "312 bytes": human-readable size for messages. */
 void nsl__fmt_bytes(uint64_t n, char out[32]);
 
@@ -33,5 +37,39 @@ int nsl__bundle_is_precompressed(const char *name);
 
 /* "2025-11-25T22:09:00Z" for t (UTC). */
 void nsl__iso8601_utc(int64_t t, char out[32]);
+
+/* ---- the zip central directory, parsed by nsl itself (zipdir.c) ---------
+ * The reader trusts neither libarchive's view nor the archive alone: the
+ * central directory is parsed here from the PKWARE APPNOTE (zip64
+ * included), every rule is applied to it, and libarchive's walk over the
+ * same file must then agree with it entry for entry. */
+
+typedef struct nsl__zip_entry {
+  char *name;              /* raw name bytes + NUL (a name holding NUL is refused) */
+  uint64_t usize, csize;   /* uncompressed / compressed bytes */
+  uint64_t offset;         /* of the local header */
+  uint32_t crc;
+  uint16_t flags, method, made_by;
+  uint32_t ext_attr;
+  unsigned type;           /* S_IFMT bits from Unix attributes, 0 when not given */
+  int is_dir;              /* a folder entry (name ends in '/', or folder attribute) */
+} nsl__zip_entry;
+
+typedef struct nsl__zip_dir {
+  nsl__zip_entry *e;
+  size_t n;
+  uint64_t cd_offset;      /* where the central directory starts: entries end before it */
+} nsl__zip_dir;
+
+/* Reads len bytes at off into buf; 0, or -1 with errno set. */
+typedef int (*nsl__pread_fn)(void *ctx, void *buf, size_t len, uint64_t off);
+
+/* Parses the central directory of a zip of `size` bytes.  NSL_ERR_FORMAT
+ * for anything that is not a complete, single-disk zip whose records fit in
+ * the file; NSL_ERR_LIMIT when it declares more than max_entries entries
+ * (0: no bound).  Messages start "cannot open '<label>': ". */
+nsl_status nsl__zip_dir_read(nsl__zip_dir *d, nsl__pread_fn rd, void *ctx, uint64_t size,
+                             uint64_t max_entries, const char *label, nsl_error *err);
+void nsl__zip_dir_free(nsl__zip_dir *d);
 
 #endif

@@ -52,8 +52,7 @@ struct nsl_bundle_writer {
   struct sha256_ctx sha;
 };
 
-static la_ssize_t cb_write(struct archive *a, void *ctx, const void *buf, size_t len)
-{
+static la_ssize_t cb_write(struct archive *a, void *ctx, const void *buf, size_t len) {
   nsl_bundle_writer *w = ctx;
   const char *p = buf;
   size_t left = len;
@@ -75,8 +74,7 @@ static la_ssize_t cb_write(struct archive *a, void *ctx, const void *buf, size_t
 }
 
 /* Why the last libarchive call failed: the write error if there was one. */
-static const char *ar_reason(const nsl_bundle_writer *w)
-{
+static const char *ar_reason(const nsl_bundle_writer *w) {
   if (w->io_errno)
     return strerror(w->io_errno);
   const char *s = archive_error_string(w->ar);
@@ -87,8 +85,7 @@ static const char *ar_reason(const nsl_bundle_writer *w)
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
-static nsl_status fail(nsl_bundle_writer *w, nsl_error *err, nsl_status code, const char *fmt, ...)
-{
+static nsl_status fail(nsl_bundle_writer *w, nsl_error *err, nsl_status code, const char *fmt, ...) {
   char msg[400];
   va_list ap;
   va_start(ap, fmt);
@@ -98,16 +95,14 @@ static nsl_status fail(nsl_bundle_writer *w, nsl_error *err, nsl_status code, co
   return nsl_error_set(err, code, "cannot write '%s': %s", w->target, msg);
 }
 
-static uint64_t hash_name(const char *s)
-{
+static uint64_t hash_name(const char *s) {
   uint64_t h = 1469598103934665603ull;
   for (; *s; s++)
     h = (h ^ (unsigned char)*s) * 1099511628211ull;
   return h;
 }
 
-static long lookup(const nsl_bundle_writer *w, const char *name)
-{
+static long lookup(const nsl_bundle_writer *w, const char *name) {
   if (w->nslots == 0)
     return -1;
   for (size_t i = hash_name(name) & (w->nslots - 1);; i = (i + 1) & (w->nslots - 1)) {
@@ -119,8 +114,7 @@ static long lookup(const nsl_bundle_writer *w, const char *name)
   }
 }
 
-static void slot_insert(size_t *slots, size_t nslots, const char *name, size_t idx)
-{
+static void slot_insert(size_t *slots, size_t nslots, const char *name, size_t idx) {
   size_t i = hash_name(name) & (nslots - 1);
   while (slots[i] != 0)
     i = (i + 1) & (nslots - 1);
@@ -128,8 +122,7 @@ static void slot_insert(size_t *slots, size_t nslots, const char *name, size_t i
 }
 
 /* Records the finished member (takes name). */
-static int remember(nsl_bundle_writer *w, char *name, uint64_t size, const char sha[65])
-{
+static int remember(nsl_bundle_writer *w, char *name, uint64_t size, const char sha[65]) {
   if (w->n == w->cap) {
     size_t ncap = w->cap ? 2 * w->cap : 32;
     wmember *m = realloc(w->m, ncap * sizeof *m);
@@ -157,8 +150,7 @@ static int remember(nsl_bundle_writer *w, char *name, uint64_t size, const char 
   return 0;
 }
 
-nsl_status nsl_bundle_writer_open(nsl_bundle_writer **out, const char *target, nsl_error *err)
-{
+nsl_status nsl_bundle_writer_open(nsl_bundle_writer **out, const char *target, nsl_error *err) {
   nsl_status st;
   *out = NULL;
   nsl_bundle_writer *w = calloc(1, sizeof *w);
@@ -194,8 +186,7 @@ fail:
 
 /* Starts member name; internal=1 lets the writer add manifest.json. */
 static nsl_status begin(nsl_bundle_writer *w, const char *name, uint64_t size,
-                        nsl_bundle_compression comp, int internal, nsl_error *err)
-{
+                        nsl_bundle_compression comp, int internal, nsl_error *err) {
   if (w->broken)
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': an earlier error left the bundle "
                          "unfinishable", w->target);
@@ -203,9 +194,12 @@ static nsl_status begin(nsl_bundle_writer *w, const char *name, uint64_t size,
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': member '%s' is not finished", w->target,
                          w->cur_name);
   const char *problem = nsl__bundle_name_problem(name);
-  if (problem)
-    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': member name '%s' %s", w->target,
-                         name ? name : "", problem);
+  if (problem) {
+    char shown[300];
+    nsl__printable(name, shown, sizeof shown);
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': member name '%s' %s", w->target, shown,
+                         problem);
+  }
   if (!internal && strcmp(name, NSL_BUNDLE_MANIFEST) == 0)
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': manifest.json is written by the bundle "
                          "writer itself", w->target);
@@ -244,13 +238,11 @@ static nsl_status begin(nsl_bundle_writer *w, const char *name, uint64_t size,
 }
 
 nsl_status nsl_bundle_writer_begin(nsl_bundle_writer *w, const char *name, uint64_t size,
-                                   nsl_bundle_compression comp, nsl_error *err)
-{
+                                   nsl_bundle_compression comp, nsl_error *err) {
   return begin(w, name, size, comp, 0, err);
 }
 
-nsl_status nsl_bundle_writer_write(nsl_bundle_writer *w, const void *data, size_t len, nsl_error *err)
-{
+nsl_status nsl_bundle_writer_write(nsl_bundle_writer *w, const void *data, size_t len, nsl_error *err) {
   if (!w->open)
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no member is open", w->target);
   if (len > w->expect - w->written)
@@ -269,8 +261,7 @@ nsl_status nsl_bundle_writer_write(nsl_bundle_writer *w, const void *data, size_
   return NSL_OK;
 }
 
-nsl_status nsl_bundle_writer_end(nsl_bundle_writer *w, nsl_error *err)
-{
+nsl_status nsl_bundle_writer_end(nsl_bundle_writer *w, nsl_error *err) {
   if (!w->open)
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no member is open", w->target);
   if (w->written != w->expect)
@@ -291,8 +282,7 @@ nsl_status nsl_bundle_writer_end(nsl_bundle_writer *w, nsl_error *err)
 }
 
 static nsl_status add_memory(nsl_bundle_writer *w, const char *name, const void *data, size_t len,
-                             nsl_bundle_compression comp, int internal, nsl_error *err)
-{
+                             nsl_bundle_compression comp, int internal, nsl_error *err) {
   nsl_status st = begin(w, name, len, comp, internal, err);
   if (st == NSL_OK && len > 0)
     st = nsl_bundle_writer_write(w, data, len, err);
@@ -302,8 +292,7 @@ static nsl_status add_memory(nsl_bundle_writer *w, const char *name, const void 
 }
 
 nsl_status nsl_bundle_writer_add_memory(nsl_bundle_writer *w, const char *name, const void *data,
-                                        size_t len, nsl_bundle_compression comp, nsl_error *err)
-{
+                                        size_t len, nsl_bundle_compression comp, nsl_error *err) {
   if (data == NULL && len > 0)
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': member '%s' has no data", w->target,
                          name ? name : "");
@@ -311,8 +300,7 @@ nsl_status nsl_bundle_writer_add_memory(nsl_bundle_writer *w, const char *name, 
 }
 
 nsl_status nsl_bundle_writer_add_file(nsl_bundle_writer *w, const char *name, const char *path,
-                                      nsl_bundle_compression comp, nsl_error *err)
-{
+                                      nsl_bundle_compression comp, nsl_error *err) {
   struct stat sb;
   nsl_status st;
   unsigned char *buf = NULL;
@@ -364,20 +352,17 @@ done:
   return st;
 }
 
-const char *nsl_bundle_writer_sha256(const nsl_bundle_writer *w, const char *name)
-{
+const char *nsl_bundle_writer_sha256(const nsl_bundle_writer *w, const char *name) {
   long i = name ? lookup(w, name) : -1;
   return i < 0 ? NULL : w->m[i].sha;
 }
 
 /* Sets key of m to a new value (taking the reference); -1 on failure. */
-static int set_new(json_t *m, const char *key, json_t *v)
-{
+static int set_new(json_t *m, const char *key, json_t *v) {
   return v == NULL ? -1 : json_object_set_new(m, key, v);
 }
 
-nsl_status nsl_bundle_writer_finish(nsl_bundle_writer *w, const json_t *manifest, nsl_error *err)
-{
+nsl_status nsl_bundle_writer_finish(nsl_bundle_writer *w, const json_t *manifest, nsl_error *err) {
   nsl_status st;
   json_t *m = NULL;
   char *text = NULL;
@@ -456,8 +441,7 @@ fail:
   return st;
 }
 
-void nsl_bundle_writer_abort(nsl_bundle_writer *w)
-{
+void nsl_bundle_writer_abort(nsl_bundle_writer *w) {
   if (w == NULL)
     return;
   w->discard = 1;   /* archive_write_free may still flush: drop it */
