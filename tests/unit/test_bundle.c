@@ -30,6 +30,7 @@
 
 #include "core/tmpfile.h"
 #include "nsl/bundle.h"
+#include "source/bundle_internal.h"
 
 #ifndef NSL_VERSION
 #define NSL_VERSION "unknown"
@@ -1080,6 +1081,26 @@ static void test_manifest_lies(void **state) {
   assert_msg_has(err, "manifest.json");
 }
 
+/* The example in archive-format/ is a valid version-1 manifest. */
+static void test_spec_example(void **state) {
+  (void)state;
+  const char *src = getenv("NSL_SOURCE_DIR");
+  if (src == NULL)
+    skip();
+  char path[1024];
+  snprintf(path, sizeof path, "%s/archive-format/manifest.json", src);
+  json_error_t jerr;
+  json_t *m = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+  if (m == NULL)
+    fail_msg("%s: %s", path, jerr.text);
+  nsl_error err = {0};
+  if (nsl__manifest_check(m, NSL_ERR_FORMAT, path, &err) != NSL_OK)
+    fail_msg("%s", err.msg);
+  assert_string_equal(json_string_value(json_object_get(m, "format")), NSL_BUNDLE_FORMAT);
+  assert_int_equal(json_integer_value(json_object_get(m, "format_version")), NSL_BUNDLE_FORMAT_VERSION);
+  json_decref(m);
+}
+
 static void test_truncated_and_garbage(void **state) {
   (void)state;
   const char *path = tpath("whole.zip");
@@ -1420,6 +1441,7 @@ int main(void) {
       cmocka_unit_test(test_bomb_declared),
       cmocka_unit_test(test_bomb_lying_headers),
       cmocka_unit_test(test_manifest_lies),
+      cmocka_unit_test(test_spec_example),
       cmocka_unit_test(test_truncated_and_garbage),
       cmocka_unit_test(test_tmpfile),
       cmocka_unit_test(test_writer_failures),
