@@ -174,6 +174,9 @@ nsl_status nsl_bundle_writer_begin(nsl_bundle_writer *w, const char *name, uint6
 nsl_status nsl_bundle_writer_write(nsl_bundle_writer *w, const void *data, size_t len,
                                    nsl_error *err);
 nsl_status nsl_bundle_writer_end(nsl_bundle_writer *w, nsl_error *err);
+/* Deflate level, 1 (fastest) .. 9 (smallest); default 6.  Only before the
+ * first member is added. */
+nsl_status nsl_bundle_writer_set_level(nsl_bundle_writer *w, int level, nsl_error *err);
 /* The sha256 (hex) of member name already written, or NULL. */
 const char *nsl_bundle_writer_sha256(const nsl_bundle_writer *w, const char *name);
 /* Writes manifest.json and commits.  manifest (may be NULL) holds the

@@ -45,6 +45,7 @@ struct nsl_bundle_writer {
   int broken;                  /* the zip stream is unusable: only abort remains */
   int discard;                 /* aborting: drop whatever libarchive still writes */
   int io_errno;                /* errno of the last failed write */
+  int started;                 /* archive_write_open2 done (on the first member) */
   /* the member being written */
   int open;
   char *cur_name;
@@ -172,8 +173,7 @@ nsl_status nsl_bundle_writer_open(nsl_bundle_writer **out, const char *target, n
   if (archive_write_set_format_zip(w->ar) != ARCHIVE_OK ||
       archive_write_set_options(w->ar, "zip:hdrcharset=UTF-8") != ARCHIVE_OK ||
       archive_write_set_bytes_per_block(w->ar, 0) != ARCHIVE_OK ||
-      archive_write_set_bytes_in_last_block(w->ar, 1) != ARCHIVE_OK ||
-      archive_write_open2(w->ar, w, NULL, cb_write, NULL, NULL) != ARCHIVE_OK) {
+      archive_write_set_bytes_in_last_block(w->ar, 1) != ARCHIVE_OK) {
     st = nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': %s", target, ar_reason(w));
     goto fail;
   }
@@ -209,6 +209,11 @@ static nsl_status begin(nsl_bundle_writer *w, const char *name, uint64_t size,
   if (size > (uint64_t)INT64_MAX)
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': member '%s' is too large", w->target,
                          name);
+  if (!w->started) {
+    if (archive_write_open2(w->ar, w, NULL, cb_write, NULL, NULL) != ARCHIVE_OK)
+      return fail(w, err, NSL_ERR_IO, "%s", ar_reason(w));
+    w->started = 1;
+  }
   w->cur_name = strdup(name);
   if (w->cur_name == NULL)
     return nsl_error_set(err, NSL_ERR_NOMEM, "cannot write '%s': out of memory", w->target);
@@ -350,6 +355,20 @@ done:
   free(buf);
   close(fd);
   return st;
+}
+
+nsl_status nsl_bundle_writer_set_level(nsl_bundle_writer *w, int level, nsl_error *err) {
+  char opt[48];
+  if (w->started)
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': the compression level is set before the "
+                         "first member", w->target);
+  if (level < 1 || level > 9)
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': compression level %d is not in 1..9",
+                         w->target, level);
+  snprintf(opt, sizeof opt, "zip:compression-level=%d", level);
+  if (archive_write_set_options(w->ar, opt) != ARCHIVE_OK)
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': %s", w->target, ar_reason(w));
+  return NSL_OK;
 }
 
 const char *nsl_bundle_writer_sha256(const nsl_bundle_writer *w, const char *name) {

@@ -1286,7 +1286,10 @@ static void test_writer_failures(void **state) {
 
   /* success replaces the target */
   assert_int_equal(nsl_bundle_writer_open(&w, target, &err), NSL_OK);
+  assert_int_equal(nsl_bundle_writer_set_level(w, 0, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_bundle_writer_set_level(w, 1, &err), NSL_OK);
   assert_int_equal(add_text(w, "meta/a.txt", "x", &err), NSL_OK);
+  assert_int_equal(nsl_bundle_writer_set_level(w, 9, &err), NSL_ERR_ARG);
   assert_int_equal(nsl_bundle_writer_finish(w, NULL, &err), NSL_OK);
   nsl_bundle *b;
   assert_int_equal(nsl_bundle_open(&b, target, NULL, &err), NSL_OK);
