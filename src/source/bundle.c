@@ -541,8 +541,8 @@ static int cmp_by_name(const void *a, const void *b, void *ctx) {
   return strcmp(m[*(const size_t *)a].name, m[*(const size_t *)b].name);
 }
 
-/* qsort_r is a GNU/BSD extension with different signatures: a small
- * insertion-merge sort keeps us portable and C11. */
+/* Sorts member indices by name.  qsort_r differs between GNU and BSD: a
+ * small merge sort keeps this portable C11. */
 static void sort_indices(size_t *idx, size_t n, const nsl_bundle_member *m, size_t *tmp) {
   if (n < 2)
     return;
@@ -818,9 +818,10 @@ static nsl_status scan_entries(nsl_bundle *b, nsl_error *err) {
   nsl_status st = nsl__zip_dir_read(&d, src_pread, b, b->size, b->opts.limits.max_members, b->path, err);
   if (st != NSL_OK)
     return st;
+  size_t entries = d.n;
   st = check_directory(b, &d, err);
   nsl__zip_dir_free(&d);
-  if (st == NSL_OK)
+  if (st == NSL_OK && entries > 0)   /* libarchive does not open a zip without entries */
     st = map_entries(b, err);
   return st;
 }

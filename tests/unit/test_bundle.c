@@ -177,6 +177,8 @@ typedef struct buf {
 } buf;
 
 static void put(buf *b, const void *d, size_t n) {
+  if (n == 0)
+    return;
   if (b->len + n > b->cap) {
     b->cap = (b->len + n) * 2 + 64;
     b->p = realloc(b->p, b->cap);
@@ -766,6 +768,16 @@ static void expect_refused(const char *path, nsl_status code, const char *needle
   }
 }
 
+/* Opening path as a bundle fails (NSL_ERR_FORMAT, message with needle). */
+static void expect_refused_strict(const char *path, const char *needle) {
+  nsl_error err = {0};
+  nsl_bundle *b;
+  assert_int_equal(nsl_bundle_open(&b, path, NULL, &err), NSL_ERR_FORMAT);
+  assert_null(b);
+  assert_msg_has(err, path);
+  assert_msg_has(err, needle);
+}
+
 static void test_hostile_paths(void **state) {
   (void)state;
   static const struct {
@@ -886,6 +898,33 @@ static void test_zip64_and_overlap(void **state) {
   zip_alias(&z, "meta/alias.txt");
   zip_save(&z, tpath("overlap.zip"));
   expect_refused(tpath("overlap.zip"), NSL_ERR_FORMAT, "overlap");
+}
+
+static void test_empty(void **state) {
+  (void)state;
+  /* a zip with no entry at all: a valid plain zip, not a bundle */
+  zip z = {0};
+  zip_save(&z, tpath("nothing.zip"));
+  nsl_bundle_options o;
+  nsl_bundle_options_init(&o);
+  o.mode = NSL_BUNDLE_RAW;
+  nsl_bundle *b;
+  nsl_error err = {0};
+  if (nsl_bundle_open(&b, tpath("nothing.zip"), &o, &err) != NSL_OK)
+    fail_msg("%s", err.msg);
+  assert_int_equal(nsl_bundle_count(b), 0);
+  nsl_bundle_close(b);
+  expect_refused_strict(tpath("nothing.zip"), "manifest.json");
+
+  /* a bundle of nothing but its manifest */
+  nsl_bundle_writer *w;
+  assert_int_equal(nsl_bundle_writer_open(&w, tpath("bare.zip"), &err), NSL_OK);
+  assert_int_equal(nsl_bundle_writer_finish(w, NULL, &err), NSL_OK);
+  assert_int_equal(nsl_bundle_open(&b, tpath("bare.zip"), NULL, &err), NSL_OK);
+  assert_int_equal(nsl_bundle_count(b), 1);
+  assert_int_equal(json_array_size(json_object_get(nsl_bundle_manifest(b), "members")), 0);
+  assert_int_equal(nsl_bundle_verify(b, &err), NSL_OK);
+  nsl_bundle_close(b);
 }
 
 static void test_duplicates(void **state) {
@@ -1440,6 +1479,7 @@ int main(void) {
       cmocka_unit_test(test_hostile_paths),
       cmocka_unit_test(test_links_and_special_files),
       cmocka_unit_test(test_zip64_and_overlap),
+      cmocka_unit_test(test_empty),
       cmocka_unit_test(test_duplicates),
       cmocka_unit_test(test_bomb_declared),
       cmocka_unit_test(test_bomb_lying_headers),
