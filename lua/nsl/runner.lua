@@ -20,6 +20,13 @@ local function file_exists(path)
   return false
 end
 
+--- Error handler: nsl errors (bad input, environment) stay one line; other
+-- errors (bugs in a script) get a traceback.
+function M.handler(e)
+  if nsl.is_error(e) then return e end
+  return debug.traceback(tostring(e), 2)
+end
+
 --- Loads an analysis by name ("summary"), shipped path ("analyses/summary.lua")
 -- or own path; returns the analysis table, or nil and a message.
 function M.load_analysis(spec)
@@ -142,10 +149,10 @@ function M.run(a, opts)
   end
   local out = output.new{analysis = a.name, format = opts.format or "text", dir = opts.out,
                          trace = trace, traces = opts.traces}
-  local ok, msg = xpcall(a.run, debug.traceback, trace, args, out)
+  local ok, msg = xpcall(a.run, M.handler, trace, args, out)
   if not ok then
     out:flush()
-    return fail(1, string.format("analysis '%s' failed: %s", a.name, tostring(msg)))
+    return fail(1, nsl.is_error(msg) and tostring(msg) or string.format("analysis '%s' failed: %s", a.name, tostring(msg)))
   end
   local werr = out:finish()
   if werr then return fail(1, werr) end

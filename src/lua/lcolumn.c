@@ -11,8 +11,28 @@ typedef struct lcolumn {
   nsl_column *c;
 } lcolumn;
 
+/* Raises an nsl error object: a table {message = ...} whose metatable is
+ * "nsl.error".  These are failures of the input or the environment (a
+ * corrupt file, out of memory), shown as one line without a traceback. */
+static int error_tostring(lua_State *L) {
+  lua_getfield(L, 1, "message");
+  return 1;
+}
+
+int nsl__raise(lua_State *L, const char *msg) {
+  lua_createtable(L, 0, 1);
+  lua_pushstring(L, msg);
+  lua_setfield(L, -2, "message");
+  if (luaL_newmetatable(L, "nsl.error")) {
+    lua_pushcfunction(L, error_tostring);
+    lua_setfield(L, -2, "__tostring");
+  }
+  lua_setmetatable(L, -2);
+  return lua_error(L);
+}
+
 int nsl__lua_error(lua_State *L, const nsl_error *err) {
-  return luaL_error(L, "%s", err && err->msg[0] ? err->msg : "out of memory");
+  return nsl__raise(L, err && err->msg[0] ? err->msg : "out of memory");
 }
 
 nsl_column *nsl__tocolumn(lua_State *L, int idx) {
@@ -287,34 +307,59 @@ static int col_indices(lua_State *L) {
   return 1;
 }
 
-/* ---- arithmetic: column op column|number ---- */
+/* ---- arithmetic: column op column|number, with Lua's rules ----
+ * +, -, * stay integer for integer operands and become f64 with a float;
+ * / always gives f64; // is integer (floor) division of integers. */
 
-static int arith(lua_State *L, nsl_arith op) {
-  nsl_column *a = nsl__tocolumn(L, 1), *b = nsl__tocolumn(L, 2), *r;
+/* A float copy of integer column c for float arithmetic, or c retained. */
+static nsl_column *as_float(nsl_column *c) {
+  return c->type == NSL_F64 ? nsl_column_retain(c) : nsl_col_cast(c, NSL_F64);
+}
+
+static int arith(lua_State *L, nsl_arith op, int floor_div) {
+  nsl_column *a = nsl__tocolumn(L, 1), *b = nsl__tocolumn(L, 2), *r = NULL;
   nsl_error err = {0};
-  if (a && b) r = nsl_col_arith(a, op, b, &err);
-  else if (a) r = nsl_col_arith_scalar(a, op, luaL_checknumber(L, 2));
-  else {   /* number op column */
+  int want_float = op == NSL_DIV && !floor_div;
+  if (a && b) {
+    if (want_float) {
+      nsl_column *fa = as_float(a);
+      r = fa ? nsl_col_arith(fa, op, b, &err) : NULL;
+      nsl_column_release(fa);
+    } else r = nsl_col_arith(a, op, b, &err);
+  } else if (a) {
+    double v = luaL_checknumber(L, 2);
+    if ((want_float || !lua_isinteger(L, 2)) && a->type != NSL_F64) {
+      nsl_column *fa = as_float(a);
+      r = fa ? nsl_col_arith_scalar(fa, op, v) : NULL;
+      nsl_column_release(fa);
+    } else r = nsl_col_arith_scalar(a, op, v);
+  } else {   /* number op column */
     double v = luaL_checknumber(L, 1);
-    if (op == NSL_ADD || op == NSL_MUL) r = nsl_col_arith_scalar(b, op, v);
-    else {
-      nsl_column *k = nsl_column_new(NSL_F64, b->len, NULL);
-      if (!k) return luaL_error(L, "out of memory");
-      for (int64_t i = 0; i < b->len; i++) nsl_f64(k)[i] = v;
-      r = nsl_col_arith(k, op, b, &err);
-      nsl_column_release(k);
+    nsl_type kt = (want_float || !lua_isinteger(L, 1) || b->type == NSL_F64) ? NSL_F64 : NSL_I64;
+    nsl_column *k = nsl_column_new(kt, b->len, NULL);
+    if (!k) return luaL_error(L, "out of memory");
+    for (int64_t i = 0; i < b->len; i++) {
+      if (kt == NSL_F64) nsl_f64(k)[i] = v;
+      else nsl_i64(k)[i] = lua_tointeger(L, 1);
     }
+    r = nsl_col_arith(k, op, b, &err);
+    nsl_column_release(k);
   }
-  if (!r) return nsl__lua_error(L, &err);
+  if (r && floor_div && r->type == NSL_F64) {   /* // of floats: floor */
+    for (int64_t i = 0; i < r->len; i++) nsl_f64(r)[i] = floor(nsl_f64(r)[i]);
+  }
+  if (!r) return err.msg[0] ? nsl__lua_error(L, &err) : luaL_error(L, "arithmetic on a %s column", nsl_type_name((a ? a : b)->type));
   nsl__pushcolumn(L, r);
   return 1;
 }
-static int col_add(lua_State *L) { return arith(L, NSL_ADD); }
-static int col_sub(lua_State *L) { return arith(L, NSL_SUB); }
-static int col_mul(lua_State *L) { return arith(L, NSL_MUL); }
-static int col_div(lua_State *L) { return arith(L, NSL_DIV); }
+static int col_add(lua_State *L) { return arith(L, NSL_ADD, 0); }
+static int col_sub(lua_State *L) { return arith(L, NSL_SUB, 0); }
+static int col_mul(lua_State *L) { return arith(L, NSL_MUL, 0); }
+static int col_div(lua_State *L) { return arith(L, NSL_DIV, 0); }
+static int col_idiv(lua_State *L) { return arith(L, NSL_DIV, 1); }
 static int col_unm(lua_State *L) {
-  nsl__pushcolumn(L, nsl_col_arith_scalar(nsl__checkcolumn(L, 1), NSL_MUL, -1));
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  nsl__pushcolumn(L, c->type == NSL_F64 ? nsl_col_arith_scalar(c, NSL_MUL, -1.0) : nsl_col_arith_scalar(c, NSL_MUL, -1));
   return 1;
 }
 
@@ -459,7 +504,7 @@ static int col_raw(lua_State *L) {
   return 1;
 }
 
-/* c:bytes() -> bytes held. */
+/* c:nbytes() -> bytes held. */
 static int col_bytes(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)nsl_column_bytes(nsl__checkcolumn(L, 1)));
   return 1;
@@ -482,6 +527,107 @@ static int l_range(lua_State *L) {
   return 1;
 }
 
+
+/* c:map(t_or_fn) -> a string column: each distinct value v of c becomes
+ * t[v] (or fn(v)); values without a mapping become NULL.  The lookup runs
+ * once per distinct value, the rows are rewritten in C. */
+static int col_map(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  int is_fn = lua_isfunction(L, 2);
+  if (!is_fn) luaL_checktype(L, 2, LUA_TTABLE);
+  nsl_dict *dict = nsl__state_dict(L);
+  nsl_column *r = nsl_column_new(NSL_STR, c->len, dict);
+  if (!r) return luaL_error(L, "out of memory");
+  nsl__pushcolumn(L, r);   /* anchored */
+  lua_newtable(L);         /* cache: value -> mapped id */
+  int cache = lua_gettop(L);
+  for (int64_t i = 0; i < c->len; i++) {
+    push_value(L, c, i);
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      nsl_i32(r)[i] = -1;
+      continue;
+    }
+    lua_pushvalue(L, -1);
+    if (lua_rawget(L, cache) == LUA_TNUMBER) {
+      nsl_i32(r)[i] = (int32_t)lua_tointeger(L, -1);
+      lua_pop(L, 2);
+      continue;
+    }
+    lua_pop(L, 1);
+    if (is_fn) {
+      lua_pushvalue(L, 2);
+      lua_pushvalue(L, -2);
+      lua_call(L, 1, 1);
+    } else {
+      lua_pushvalue(L, -1);
+      lua_gettable(L, 2);
+    }
+    int32_t id = -1;
+    if (!lua_isnil(L, -1)) {
+      size_t len;
+      const char *str = luaL_tolstring(L, -1, &len);
+      id = nsl_dict_intern(dict, str, len);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    lua_pushinteger(L, id);
+    lua_rawset(L, cache);   /* cache[value] = id */
+    nsl_i32(r)[i] = id;
+  }
+  lua_settop(L, cache - 1);
+  return 1;
+}
+
+/* nsl.concat(c1, c2, ...) -> one column with the rows of all (same type;
+ * string columns must share the state dictionary, as all nsl columns do). */
+static int l_concat(lua_State *L) {
+  int n = lua_gettop(L);
+  luaL_argcheck(L, n >= 1, 1, "nothing to concatenate");
+  nsl_column *first = nsl__checkcolumn(L, 1);
+  int64_t total = 0;
+  for (int k = 1; k <= n; k++) {
+    nsl_column *c = nsl__checkcolumn(L, k);
+    if (c->type != first->type)
+      return luaL_error(L, "concat: column %d is %s, column 1 %s", k, nsl_type_name(c->type), nsl_type_name(first->type));
+    if (c->type == NSL_STR && c->dict != first->dict) return luaL_error(L, "concat: string columns of different dictionaries");
+    total += c->len;
+  }
+  nsl_column *r = nsl_column_new(first->type, total, first->dict);
+  if (!r) return luaL_error(L, "out of memory");
+  size_t es = nsl_type_size(first->type), off = 0;
+  for (int k = 1; k <= n; k++) {
+    nsl_column *c = nsl__checkcolumn(L, k);
+    if (c->len) memcpy((char *)r->data + off, c->data, (size_t)c->len * es);
+    off += (size_t)c->len * es;
+  }
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* nsl.rep(value, n) -> a column of n copies of value (integer, number, string). */
+static int l_rep(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, n >= 0, 2, "negative length");
+  nsl_column *c;
+  if (lua_isinteger(L, 1)) {
+    c = nsl_column_new(NSL_I64, n, NULL);
+    if (c) for (lua_Integer i = 0; i < n; i++) nsl_i64(c)[i] = lua_tointeger(L, 1);
+  } else if (lua_type(L, 1) == LUA_TNUMBER) {
+    c = nsl_column_new(NSL_F64, n, NULL);
+    if (c) for (lua_Integer i = 0; i < n; i++) nsl_f64(c)[i] = lua_tonumber(L, 1);
+  } else {
+    size_t len;
+    const char *str = luaL_checklstring(L, 1, &len);
+    nsl_dict *d = nsl__state_dict(L);
+    c = nsl_column_new(NSL_STR, n, d);
+    int32_t id = nsl_dict_intern(d, str, len);
+    if (c) for (lua_Integer i = 0; i < n; i++) nsl_i32(c)[i] = id;
+  }
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
 static const luaL_Reg methods[] = {
     {"type", col_type},         {"eq", col_eq},
     {"ne", col_ne},             {"lt", col_lt},
@@ -497,15 +643,17 @@ static const luaL_Reg methods[] = {
     {"quantile", col_quantile}, {"histogram", col_histogram},
     {"gather", col_gather},     {"argsort", col_argsort},
     {"totable", col_totable},   {"raw", col_raw},
-    {"bytes", col_bytes},       {NULL, NULL}};
+    {"nbytes", col_bytes},       {"map", col_map},
+    {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
     {"__gc", col_gc},    {"__close", col_gc}, {"__len", col_len},   {"__index", col_index},
     {"__tostring", col_tostring}, {"__band", col_band}, {"__bor", col_bor}, {"__bnot", col_bnot},
-    {"__add", col_add},  {"__sub", col_sub},  {"__mul", col_mul},   {"__div", col_div},
+    {"__add", col_add},  {"__sub", col_sub},  {"__mul", col_mul},   {"__div", col_div}, {"__idiv", col_idiv},
     {"__unm", col_unm},  {NULL, NULL}};
 
-static const luaL_Reg funcs[] = {{"column", l_column}, {"range", l_range}, {NULL, NULL}};
+static const luaL_Reg funcs[] = {{"column", l_column}, {"range", l_range}, {"concat", l_concat},
+                                 {"rep", l_rep},       {NULL, NULL}};
 
 /* Registers the column metatable and adds nsl.column/nsl.range to the
  * module table on top of the stack. */

@@ -128,7 +128,22 @@ void nsl__install_searcher(lua_State *L) {
   lua_pop(L, 2);
 }
 
-static const luaL_Reg funcs[] = {{"version", l_version},   {"methods", l_methods},
+/* nsl.fail(message) -- raises an nsl error: a failure of the input or the
+ * environment, reported as one line without a traceback. */
+static int l_fail(lua_State *L) { return nsl__raise(L, luaL_checkstring(L, 1)); }
+
+/* nsl.is_error(e) -> true when e is an nsl error object. */
+static int l_is_error(lua_State *L) {
+  int is = 0;
+  if (lua_getmetatable(L, 1)) {
+    luaL_getmetatable(L, "nsl.error");
+    is = lua_rawequal(L, -1, -2);
+  }
+  lua_pushboolean(L, is);
+  return 1;
+}
+
+static const luaL_Reg funcs[] = {{"fail", l_fail}, {"is_error", l_is_error}, {"version", l_version},   {"methods", l_methods},
                                  {"metatable", l_metatable}, {"type", l_type},
                                  {"embedded", l_embedded}, {"load_embedded", l_load_embedded},
                                  {NULL, NULL}};
