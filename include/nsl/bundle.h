@@ -117,9 +117,10 @@ const nsl_bundle_member *nsl_bundle_find(const nsl_bundle *b, const char *name);
 const json_t *nsl_bundle_manifest(const nsl_bundle *b);
 /* The manifest's "reports" entry whose "member" is member (borrowed), or NULL. */
 const json_t *nsl_bundle_report_entry(const nsl_bundle *b, const char *member);
-/* Copies what the manifest says about report member into info: host, rank,
- * nsys and schema versions, session start; fields it does not know are left
- * as they are.  Returns 1 when the manifest has an entry for member. */
+/* Copies what the manifest says about report member into info (overriding):
+ * host, rank, nsys and schema versions, session start; fields it does not
+ * give are left as they are.  Returns 1 when the manifest has an entry for
+ * member. */
 int nsl_bundle_fill_report_info(const nsl_bundle *b, const char *member, nsl_report_info *info);
 
 /* Decompresses member name into a new buffer (*data, release with free();
@@ -140,6 +141,15 @@ nsl_status nsl_bundle_stream_member(nsl_bundle *b, const char *name, nsl_bundle_
                                     void *ctx, nsl_error *err);
 /* Decompresses every member and checks sizes and hashes (no output). */
 nsl_status nsl_bundle_verify(nsl_bundle *b, nsl_error *err);
+
+/* Opens the bundle at path (opts NULL = default limits; the mode is always
+ * STRICT) and adds its reports to tr: the members its manifest's "reports"
+ * name, in that order, then any other .sqlite member under reports/.  Each
+ * is read into memory and opened with nsl_nsys_open_image (labelled "<path>:<member>");
+ * the manifest's host, rank, versions and session start then override what
+ * the export says.  NSL_ERR_FORMAT for a bundle without reports. */
+nsl_status nsl_bundle_add_reports(nsl_trace *tr, const char *path, const nsl_bundle_options *opts,
+                                  nsl_error *err);
 
 /* Checks a member name as a bundle writer would accept it (relative, "/"
  * separated, no empty, "." or ".." component, no backslash or control
@@ -190,6 +200,15 @@ const char *nsl_bundle_writer_sha256(const nsl_bundle_writer *w, const char *nam
 nsl_status nsl_bundle_writer_finish(nsl_bundle_writer *w, const json_t *manifest, nsl_error *err);
 /* Drops everything written so far; the target is untouched.  NULL is fine. */
 void nsl_bundle_writer_abort(nsl_bundle_writer *w);
+
+/* Streams every member of b except manifest.json and names starting with
+ * exclude_prefix (NULL: none) into w under the same names, verifying each
+ * against b's manifest on the way.  With the manifest of b passed to
+ * nsl_bundle_writer_finish, this rewrites a bundle with some members
+ * replaced, e.g. `--embed` replacing "analyses/<name>/"; the writer may
+ * target b's own path (the rename happens after b is read). */
+nsl_status nsl_bundle_copy_members(nsl_bundle *b, nsl_bundle_writer *w, const char *exclude_prefix,
+                                   nsl_error *err);
 
 /* ---- combining -------------------------------------------------------- */
 

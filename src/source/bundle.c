@@ -1077,8 +1077,8 @@ static nsl_status bundle_init(nsl_bundle *b, nsl_error *err) {
   if (b->opts.mode == NSL_BUNDLE_RAW || (b->opts.mode == NSL_BUNDLE_AUTO && mi < 0)) {
     b->raw = 1;
   } else if (mi < 0) {
-    return nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': not an nsl bundle (no manifest.json); "
-                         "a plain zip opens in raw mode", b->path);
+    return nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': not an nsl bundle (no manifest.json)",
+                         b->path);
   } else if ((st = load_manifest(b, mi, err)) != NSL_OK) {
     return st;
   }

@@ -217,6 +217,21 @@ static nsl_status copy_member(input *in, const nsl_bundle_member *mem, const cha
   return nsl_bundle_writer_end(w, err);
 }
 
+nsl_status nsl_bundle_copy_members(nsl_bundle *b, nsl_bundle_writer *w, const char *exclude_prefix,
+                                   nsl_error *err) {
+  size_t plen = exclude_prefix ? strlen(exclude_prefix) : 0;
+  input in = {nsl_bundle_path(b), b, NULL, NULL};
+  for (size_t j = 0; j < nsl_bundle_count(b); j++) {
+    const nsl_bundle_member *mem = nsl_bundle_member_at(b, j);
+    if (strcmp(mem->name, NSL_BUNDLE_MANIFEST) == 0 || (plen && strncmp(mem->name, exclude_prefix, plen) == 0))
+      continue;
+    nsl_status st = copy_member(&in, mem, mem->name, w, err);
+    if (st != NSL_OK)
+      return st;
+  }
+  return NSL_OK;
+}
+
 /* Copies every member of input i into w (see the file comment). origin maps
  * output names to the input number that wrote them. */
 static nsl_status copy_input(input *in, int i, const input *all, nsl_bundle_writer *w, json_t *origin,

@@ -19,6 +19,7 @@
 #include <ftw.h>
 #include <nettle/sha2.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -652,6 +653,105 @@ static void test_roundtrip(void **state) {
     snprintf(cmd, sizeof cmd, "unzip -tqq '%s' >/dev/null 2>&1", path);
     assert_int_equal(system(cmd), 0);
   }
+}
+
+/* One integer from SQL on the export at path, by SQLite itself (read-only). */
+static int64_t sql_int(const char *path, const char *sql) {
+  char uri[1200];
+  sqlite3 *db;
+  sqlite3_stmt *st;
+  snprintf(uri, sizeof uri, "file:%s?mode=ro&immutable=1", path);
+  assert_int_equal(sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  int64_t v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+static int first_int(void *ctx, int ncols, const char *const *names, const nsl_sql_value *v) {
+  (void)names;
+  if (ncols > 0)
+    *(int64_t *)ctx = v[0].i;
+  return 1;
+}
+
+/* A bundle's reports as a trace: opened from memory, info from the manifest,
+ * and the same rows as SQLite reads from the original files. */
+static void test_trace_from_bundle(void **state) {
+  (void)state;
+  const char *path = tpath("trace.zip");
+  if (write_roundtrip(path) != 0)
+    skip();
+  nsl_error err = {0};
+  nsl_trace *tr = nsl_trace_new();
+  assert_non_null(tr);
+  if (nsl_bundle_add_reports(tr, path, NULL, &err) != NSL_OK)
+    fail_msg("%s", err.msg);
+  assert_int_equal(nsl_trace_nreports(tr), 2);
+  const nsl_report_info *r0 = nsl_trace_report(tr, 0), *r1 = nsl_trace_report(tr, 1);
+  assert_true(strstr(r0->path, "trace.zip:reports/tiny.sqlite") != NULL);
+  assert_true(strstr(r1->path, "trace.zip:reports/h100.sqlite") != NULL);
+  assert_int_equal(r0->rank, 0);
+  assert_string_equal(r0->host, "node0");
+  assert_int_equal(r0->start_utc, 1732572540123456789LL);
+  const char *files[2] = {data_path("nsys/tiny_2026.1.sqlite"),
+                          data_path("nsys/pytorch_h100_2gpu_2026.2.sqlite")};
+  for (int i = 0; i < 2; i++) {
+    void *src;
+    const nsl_source_ops *ops = nsl_trace_source(tr, i, &src);
+    assert_non_null(ops);
+    int64_t n = -1;
+    const char *q = "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL";
+    assert_int_equal(nsl_nsys_sql(src, q, first_int, &n, &err), NSL_OK);
+    assert_int_equal(n, sql_int(files[i], q));
+    assert_true(n > 0);
+  }
+  nsl_trace_close(tr);
+
+  /* a plain zip is not a bundle */
+  const char *jax = data_path("nsys-jax/pax_fsdp4_4proc_proc0.zip");
+  if (jax) {
+    tr = nsl_trace_new();
+    assert_int_equal(nsl_bundle_add_reports(tr, jax, NULL, &err), NSL_ERR_FORMAT);
+    assert_msg_has(err, "manifest.json");
+    nsl_trace_close(tr);
+  }
+}
+
+/* --embed: rewrite a bundle in place with analyses/ replaced. */
+static void test_rewrite_in_place(void **state) {
+  (void)state;
+  const char *path = tpath("embed.zip");
+  if (write_roundtrip(path) != 0)
+    skip();
+  nsl_error err = {0};
+  nsl_bundle *b;
+  nsl_bundle_writer *w;
+  assert_int_equal(nsl_bundle_open(&b, path, NULL, &err), NSL_OK);
+  json_t *m = json_deep_copy(nsl_bundle_manifest(b));
+  assert_int_equal(nsl_bundle_writer_open(&w, path, &err), NSL_OK);
+  assert_int_equal(nsl_bundle_copy_members(b, w, "analyses/", &err), NSL_OK);
+  assert_int_equal(add_text(w, "analyses/straggler/table.csv", "rank,ratio\n1,1.07\n", &err), NSL_OK);
+  assert_int_equal(nsl_bundle_writer_finish(w, m, &err), NSL_OK);
+  json_decref(m);
+  nsl_bundle_close(b);
+
+  assert_int_equal(nsl_bundle_open(&b, path, NULL, &err), NSL_OK);
+  assert_int_equal(nsl_bundle_count(b), 7);
+  assert_null(nsl_bundle_find(b, "analyses/empty.txt"));
+  check_member(b, "analyses/straggler/table.csv", "rank,ratio\n1,1.07\n", 18);
+  check_member(b, "sources/train.py", k_train, strlen(k_train));
+  size_t len;
+  unsigned char *want = slurp(data_path("nsys/tiny_2026.1.sqlite"), &len);
+  check_member(b, "reports/tiny.sqlite", want, len);
+  free(want);
+  nsl_report_info info;
+  memset(&info, 0, sizeof info);
+  assert_int_equal(nsl_bundle_fill_report_info(b, "reports/tiny.sqlite", &info), 1);   /* kept */
+  nsl_bundle_close(b);
+  assert_int_equal(count_tmp(g_dir), 0);
 }
 
 typedef struct reader_arg {
@@ -1475,6 +1575,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roundtrip),
       cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_rewrite_in_place),
+      cmocka_unit_test(test_trace_from_bundle),
       cmocka_unit_test(test_raw_nsys_jax),
       cmocka_unit_test(test_hostile_paths),
       cmocka_unit_test(test_links_and_special_files),
