@@ -27,7 +27,9 @@
  *      fsyncs and renames over out.zip; or nsl_bundle_writer_abort(w).
  *      Both release w; on any failure nothing is left on disk.
  *
- * nsl_bundle_combine merges per-rank bundles into one.
+ * nsl_bundle_add_reports adds a bundle's reports to a trace (nsl.open);
+ * nsl_bundle_copy_members rewrites a bundle with members replaced (--embed);
+ * nsl_bundle_combine merges per-rank bundles into one (nsl combine).
  *
  * Reading handles may be used from several threads at once
  * (nsl_bundle_read_member and nsl_bundle_stream_member lock internally);
@@ -161,7 +163,7 @@ nsl_status nsl_bundle_check_name(const char *name, nsl_error *err);
 typedef struct nsl_bundle_writer nsl_bundle_writer;
 
 typedef enum nsl_bundle_compression {
-  NSL_BUNDLE_COMPRESS_AUTO = 0,    /* store names ending in .xz .zst .gz .bz2 .zip .png ... , deflate others */
+  NSL_BUNDLE_COMPRESS_AUTO = 0,    /* store .xz .zst .gz .bz2 .zip .png ... names, deflate others */
   NSL_BUNDLE_COMPRESS_DEFLATE = 1,
   NSL_BUNDLE_COMPRESS_STORE = 2
 } nsl_bundle_compression;

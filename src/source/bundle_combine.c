@@ -153,7 +153,9 @@ static nsl_status check_ranks(const input *in, int n, nsl_error *err) {
   for (int i = 0; i < n; i++) {
     size_t k;
     const json_t *v;
-    json_array_foreach(json_object_get(in[i].m, "ranks"), k, v) all[len++] = (rank_of){json_integer_value(v), i};
+    json_array_foreach(json_object_get(in[i].m, "ranks"), k, v) {
+      all[len++] = (rank_of){json_integer_value(v), i};
+    }
     json_array_foreach(json_object_get(in[i].m, "reports"), k, v) {
       const json_t *r = json_object_get(v, "rank");
       if (json_is_integer(r))
@@ -223,7 +225,9 @@ nsl_status nsl_bundle_copy_members(nsl_bundle *b, nsl_bundle_writer *w, const ch
   input in = {nsl_bundle_path(b), b, NULL, NULL};
   for (size_t j = 0; j < nsl_bundle_count(b); j++) {
     const nsl_bundle_member *mem = nsl_bundle_member_at(b, j);
-    if (strcmp(mem->name, NSL_BUNDLE_MANIFEST) == 0 || (plen && strncmp(mem->name, exclude_prefix, plen) == 0))
+    if (strcmp(mem->name, NSL_BUNDLE_MANIFEST) == 0)
+      continue;
+    if (plen && strncmp(mem->name, exclude_prefix, plen) == 0)
       continue;
     nsl_status st = copy_member(&in, mem, mem->name, w, err);
     if (st != NSL_OK)
