@@ -176,9 +176,11 @@ void nsl_canvas_polygon(nsl_canvas *cv, const double *x, const double *y, size_t
 /* A circle of radius r around (cx, cy), filled and outlined as st says. */
 void nsl_canvas_circle(nsl_canvas *cv, double cx, double cy, double r, const nsl_style *st);
 /* UTF-8 text at (x, y) in st->fill, st->font_size, anchored as st->anchor
- * and st->baseline say, rotated by st->rotation.  Invalid UTF-8 is drawn as
- * U+FFFD; characters the font lacks as its empty box; control characters
- * are skipped. */
+ * and st->baseline say, rotated by st->rotation (other angles than 0, 90
+ * and -90 draw upright).  Invalid UTF-8 is drawn as U+FFFD; characters the
+ * font lacks as its empty box; control characters are skipped.  The
+ * raster back end draws sizes up to 2048 px and anchors within 10^9 px of
+ * the origin. */
 void nsl_canvas_text(nsl_canvas *cv, double x, double y, const char *utf8, const nsl_style *st);
 
 /* Opens an SVG group (<g>) carrying st's id, class_name and title, so that

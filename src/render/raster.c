@@ -21,11 +21,6 @@
 
 #include "render/render_internal.h"
 
-/* Exported by libstb.so but declared only in stb_image_write.h's
- * implementation section. */
-unsigned char *stbi_write_png_to_mem(const unsigned char *pixels, int stride_bytes, int x, int y, int n,
-                                     int *out_len);
-
 #define PI 3.14159265358979323846
 
 int nsl__raster_init(nsl_canvas *cv) {
@@ -59,45 +54,56 @@ void nsl__raster_update_clip(nsl_canvas *cv) {
 
 /* ---- compositing -------------------------------------------------------- */
 
-/* A colour ready to blend: components and alpha in 0..255 (alpha already
- * multiplied by the style's opacity). */
+/* A colour ready to blend: components in 0..255 and alpha in 0..255 (as a
+ * double, already multiplied by the style's opacity). */
 typedef struct paint {
-  int r, g, b;
+  uint32_t r, g, b;
   double a;
 } paint;
 
 static int make_paint(nsl_rgba c, double opacity, paint *p) {
   double o = opacity > 1 ? 1 : opacity;
-  p->r = (int)NSL_RGBA_R(c), p->g = (int)NSL_RGBA_G(c), p->b = (int)NSL_RGBA_B(c);
+  p->r = NSL_RGBA_R(c), p->g = NSL_RGBA_G(c), p->b = NSL_RGBA_B(c);
   p->a = NSL_RGBA_A(c) * o;
   return p->a > 0.0;
 }
 
-/* Source-over of (r, g, b, a) onto the straight-alpha pixel p. */
+/* t / 255 rounded, exact for t in [0, 255 * 255]. */
+static inline uint32_t div255(uint32_t t) {
+  t += 128;
+  return (t + (t >> 8)) >> 8;
+}
+
+/* Source-over of colour c at alpha a (0..255) onto the straight-alpha
+ * pixel p. */
 static inline void blend(uint8_t *p, const paint *c, int a) {
   if (a <= 0) return;
   if (a >= 255) {
     p[0] = (uint8_t)c->r, p[1] = (uint8_t)c->g, p[2] = (uint8_t)c->b, p[3] = 255;
     return;
   }
-  int da = p[3], ia = 255 - a;
-  if (da == 255) {
-    p[0] = (uint8_t)((c->r * a + p[0] * ia + 127) / 255);
-    p[1] = (uint8_t)((c->g * a + p[1] * ia + 127) / 255);
-    p[2] = (uint8_t)((c->b * a + p[2] * ia + 127) / 255);
+  uint32_t ua = (uint32_t)a, da = p[3], ia = 255 - ua;
+  if (da == 255) {   /* the usual case: an opaque background */
+    p[0] = (uint8_t)div255(c->r * ua + p[0] * ia);
+    p[1] = (uint8_t)div255(c->g * ua + p[1] * ia);
+    p[2] = (uint8_t)div255(c->b * ua + p[2] * ia);
   } else if (da == 0) {
-    p[0] = (uint8_t)c->r, p[1] = (uint8_t)c->g, p[2] = (uint8_t)c->b, p[3] = (uint8_t)a;
+    p[0] = (uint8_t)c->r, p[1] = (uint8_t)c->g, p[2] = (uint8_t)c->b, p[3] = (uint8_t)ua;
   } else {
-    int oa = a * 255 + da * ia;   /* result alpha, times 255 */
-    p[0] = (uint8_t)((c->r * a * 255 + p[0] * da * ia + oa / 2) / oa);
-    p[1] = (uint8_t)((c->g * a * 255 + p[1] * da * ia + oa / 2) / oa);
-    p[2] = (uint8_t)((c->b * a * 255 + p[2] * da * ia + oa / 2) / oa);
-    p[3] = (uint8_t)((oa + 127) / 255);
+    uint32_t oa = ua * 255 + da * ia;   /* result alpha, times 255 */
+    p[0] = (uint8_t)((c->r * ua * 255 + p[0] * da * ia + oa / 2) / oa);
+    p[1] = (uint8_t)((c->g * ua * 255 + p[1] * da * ia + oa / 2) / oa);
+    p[2] = (uint8_t)((c->b * ua * 255 + p[2] * da * ia + oa / 2) / oa);
+    p[3] = (uint8_t)div255(oa);
   }
 }
 
+static inline int alpha_of(const paint *c, double cov) {
+  return (int)(cov * c->a + 0.5);
+}
+
 static inline void blend_cov(uint8_t *p, const paint *c, double cov) {
-  blend(p, c, (int)(cov * c->a + 0.5));
+  blend(p, c, alpha_of(c, cov));
 }
 
 void nsl__raster_clear(nsl_canvas *cv, nsl_rgba bg) {
@@ -110,7 +116,10 @@ void nsl__raster_clear(nsl_canvas *cv, nsl_rgba bg) {
 
 /* ---- axis-aligned rectangles -------------------------------------------- */
 
-/* Fills [x0, x1) x [y0, y1) (x0 <= x1, y0 <= y1) with exact area coverage. */
+/* Fills [x0, x1) x [y0, y1) (x0 <= x1, y0 <= y1) with exact area
+ * coverage: the first and last column and row are partly covered, the
+ * rest fully.  The hot path of timelines (many thin rectangles), so the
+ * alphas of the three kinds of column are computed once per row kind. */
 static void fill_box(nsl_canvas *cv, double x0, double y0, double x1, double y1, const paint *c) {
   if (x0 < cv->cx0) x0 = cv->cx0;
   if (y0 < cv->cy0) y0 = cv->cy0;
@@ -118,21 +127,24 @@ static void fill_box(nsl_canvas *cv, double x0, double y0, double x1, double y1,
   if (y1 > cv->cy1) y1 = cv->cy1;
   if (!(x0 < x1 && y0 < y1)) return;
   int i0 = (int)floor(x0), i1 = (int)ceil(x1), j0 = (int)floor(y0), j1 = (int)ceil(y1);
-  /* horizontal coverage of the first and last columns; full in between */
-  double cl = (i1 - i0 == 1) ? x1 - x0 : (i0 + 1) - x0;
-  double cr = x1 - (i1 - 1);
-  for (int j = j0; j < j1; j++) {
-    double cy = fmin(y1, j + 1.0) - fmax(y0, (double)j);
-    uint8_t *row = cv->px + ((size_t)j * (size_t)cv->width) * 4;
-    if (i1 - i0 == 1) {
-      blend_cov(row + (size_t)i0 * 4, c, cl * cy);
-      continue;
+  int single = i1 - i0 == 1;
+  double cl = single ? x1 - x0 : (i0 + 1) - x0;   /* first column's coverage */
+  double cr = x1 - (i1 - 1);                        /* last column's (when not the first) */
+  int full_l = alpha_of(c, cl), full_m = alpha_of(c, 1.0), full_r = alpha_of(c, cr);
+  size_t stride = (size_t)cv->width * 4;
+  uint8_t *row = cv->px + (size_t)j0 * stride + (size_t)i0 * 4;
+  for (int j = j0; j < j1; j++, row += stride) {
+    int al = full_l, am = full_m, ar = full_r;
+    if (j == j0 || j == j1 - 1) {   /* partly covered row */
+      double top = y0 > j ? y0 : j, bottom = y1 < j + 1 ? y1 : j + 1, cy = bottom - top;
+      al = alpha_of(c, cl * cy), am = alpha_of(c, cy), ar = alpha_of(c, cr * cy);
     }
-    blend_cov(row + (size_t)i0 * 4, c, cl * cy);
-    int a = (int)(cy * c->a + 0.5);
-    if (a > 0)
-      for (int i = i0 + 1; i < i1 - 1; i++) blend(row + (size_t)i * 4, c, a);
-    blend_cov(row + (size_t)(i1 - 1) * 4, c, cr * cy);
+    blend(row, c, al);
+    if (single) continue;
+    uint8_t *p = row + 4;
+    if (am > 0)
+      for (int i = i0 + 1; i < i1 - 1; i++, p += 4) blend(p, c, am);
+    blend(row + (size_t)(i1 - 1 - i0) * 4, c, ar);
   }
 }
 
@@ -593,8 +605,10 @@ void nsl__raster_circle(nsl_canvas *cv, double cx, double cy, double r, const ns
     return;
   }
   double ext = r + hw + 1;
-  int i0 = (int)fmax(floor(cx - ext), cv->cx0), i1 = (int)fmin(ceil(cx + ext), cv->cx1);
-  int j0 = (int)fmax(floor(cy - ext), cv->cy0), j1 = (int)fmin(ceil(cy + ext), cv->cy1);
+  double fi0 = fmax(floor(cx - ext), cv->cx0), fi1 = fmin(ceil(cx + ext), cv->cx1);
+  double fj0 = fmax(floor(cy - ext), cv->cy0), fj1 = fmin(ceil(cy + ext), cv->cy1);
+  if (!(fi0 < fi1 && fj0 < fj1)) return;   /* off the drawable area */
+  int i0 = (int)fi0, i1 = (int)fi1, j0 = (int)fj0, j1 = (int)fj1;
   for (int j = j0; j < j1; j++) {
     uint8_t *p = cv->px + ((size_t)j * (size_t)cv->width + (size_t)i0) * 4;
     double dy = j + 0.5 - cy;
@@ -645,6 +659,7 @@ void nsl__raster_text(nsl_canvas *cv, double x, double y, const char *utf8, cons
   double size = st->font_size, dx, dy;
   int rot;
   if (!(size > 0) || size > 2048 || !make_paint(st->fill, st->opacity, &c)) return;
+  if (fabs(x) > 1e9 || fabs(y) > 1e9) return;   /* keeps pixel arithmetic in int */
   nsl__text_place(utf8, st, &dx, &dy, &rot);
   double margin = size + 2;
   /* Split the anchor into whole pixels and the fraction along the text,
@@ -698,14 +713,5 @@ void nsl__raster_text(nsl_canvas *cv, double x, double y, const char *utf8, cons
 /* ---- output ------------------------------------------------------------- */
 
 nsl_status nsl__raster_png(nsl_canvas *cv, unsigned char **data, size_t *len, nsl_error *err) {
-  int n = 0;
-  unsigned char *png = stbi_write_png_to_mem(cv->px, cv->width * 4, cv->width, cv->height, 4, &n);
-  if (png == NULL || n <= 0) {
-    free(png);
-    return nsl_error_set(err, NSL_ERR_NOMEM, "cannot encode a %dx%d PNG: out of memory", cv->width,
-                         cv->height);
-  }
-  *data = png;
-  *len = (size_t)n;
-  return NSL_OK;
+  return nsl__png_encode(cv->px, cv->width, cv->height, data, len, err);
 }

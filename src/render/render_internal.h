@@ -114,6 +114,10 @@ void nsl__raster_polygon(nsl_canvas *cv, const double *x, const double *y, size_
 void nsl__raster_circle(nsl_canvas *cv, double cx, double cy, double r, const nsl_style *st);
 void nsl__raster_text(nsl_canvas *cv, double x, double y, const char *utf8, const nsl_style *st);
 nsl_status nsl__raster_png(nsl_canvas *cv, unsigned char **data, size_t *len, nsl_error *err);
+/* Encodes w x h RGBA8 pixels as a PNG file image (png.c); *data is
+ * malloc'ed. */
+nsl_status nsl__png_encode(const uint8_t *rgba, int w, int h, unsigned char **data, size_t *len,
+                           nsl_error *err);
 
 void nsl__svg_free(nsl_canvas *cv);
 void nsl__svg_clear(nsl_canvas *cv, nsl_rgba bg);

@@ -70,21 +70,30 @@ void nsl__buf_printf(nsl__buf *b, const char *fmt, ...) {
 
 /* ---- formatting --------------------------------------------------------- */
 
-/* A coordinate: at most two decimals, no trailing zeros, no "-0"; very
- * large magnitudes in exponent form (valid in SVG attributes). */
+/* A coordinate: at most two decimals (rounded half away from zero), no
+ * trailing zeros, no "-0"; very large magnitudes in exponent form (valid
+ * in SVG attributes).  Integer arithmetic: SVG output of big timelines is
+ * mostly numbers. */
 static const char *num(char *buf, double v) {
-  if (fabs(v) < 1e9) {
-    snprintf(buf, 32, "%.2f", v);
-    char *dot = strchr(buf, '.');
-    if (dot) {
-      char *e = buf + strlen(buf) - 1;
-      while (e > dot && *e == '0') *e-- = '\0';
-      if (e == dot) *e = '\0';
-    }
-    if (strcmp(buf, "-0") == 0) strcpy(buf, "0");
-  } else {
+  if (!(fabs(v) < 1e9)) {
     snprintf(buf, 32, "%.9g", v);
+    return buf;
   }
+  long long c = llround(v * 100);
+  char tmp[32], *p = tmp + sizeof tmp;
+  int neg = c < 0;
+  unsigned long long u = neg ? (unsigned long long)-c : (unsigned long long)c;
+  unsigned frac = (unsigned)(u % 100);
+  u /= 100;
+  *--p = '\0';
+  if (frac) {
+    if (frac % 10) *--p = (char)('0' + frac % 10);
+    *--p = (char)('0' + frac / 10);
+    *--p = '.';
+  }
+  do *--p = (char)('0' + u % 10); while (u /= 10);
+  if (neg && (frac || p[0] != '0' || p[1] != '\0')) *--p = '-';
+  memcpy(buf, p, (size_t)(tmp + sizeof tmp - p));
   return buf;
 }
 
@@ -142,8 +151,15 @@ static void put_paint(nsl__buf *b, const char *name, nsl_rgba c, double opacity)
     nsl__buf_printf(b, " %s=\"none\"", name);
     return;
   }
-  nsl__buf_printf(b, " %s=\"#%02x%02x%02x\"", name, (unsigned)NSL_RGBA_R(c), (unsigned)NSL_RGBA_G(c),
-                  (unsigned)NSL_RGBA_B(c));
+  static const char hex[] = "0123456789abcdef";
+  char h[8] = {'#'};
+  for (int k = 0; k < 6; k++) h[1 + k] = hex[(c >> (28 - 4 * k)) & 15];
+  h[7] = '\0';
+  nsl__buf_puts(b, " ");
+  nsl__buf_puts(b, name);
+  nsl__buf_puts(b, "=\"");
+  nsl__buf_puts(b, h);
+  nsl__buf_puts(b, "\"");
   double o = NSL_RGBA_A(c) / 255.0 * (opacity > 1 ? 1 : opacity < 0 ? 0 : opacity);
   if (o < 1) {
     char t[32];

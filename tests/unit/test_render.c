@@ -52,15 +52,61 @@ typedef struct image {
   unsigned char *px;
 } image;
 
-/* Encodes cv as PNG, decodes it with stb_image and checks the round trip
- * against the canvas's own pixels. */
+/* CRC-32 of the PNG spec (ISO 3309 polynomial, reflected), bit by bit. */
+static uint32_t crc32_bitwise(const unsigned char *p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+  }
+  return c ^ 0xffffffffu;
+}
+
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The chunk structure of a PNG file: IHDR first (w x h, 8-bit RGBA), then
+ * IDAT chunks, IEND last and empty, every CRC right (stb_image does not
+ * check CRCs, so this does). */
+static void check_png_chunks(const unsigned char *png, size_t len, int w, int h) {
+  assert_true(len >= 8 + 25 + 12);
+  assert_memory_equal(png, "\x89PNG\r\n\x1a\n", 8);
+  size_t i = 8;
+  int k = 0, idat = 0, iend = 0;
+  while (i < len) {
+    assert_true(i + 12 <= len);
+    uint32_t n = be32(png + i);
+    assert_true(i + 12 + n <= len);
+    const unsigned char *type = png + i + 4;
+    assert_int_equal(be32(png + i + 8 + n), crc32_bitwise(type, n + 4));
+    if (k == 0) {
+      assert_memory_equal(type, "IHDR", 4);
+      assert_int_equal(n, 13);
+      assert_int_equal(be32(type + 4), w);
+      assert_int_equal(be32(type + 8), h);
+      assert_memory_equal(type + 12, "\x08\x06\x00\x00\x00", 5);
+    } else if (memcmp(type, "IDAT", 4) == 0) {
+      idat++;
+    } else if (memcmp(type, "IEND", 4) == 0) {
+      assert_int_equal(n, 0);
+      iend = 1;
+      assert_int_equal(i + 12, len);   /* last */
+    }
+    i += 12 + n;
+    k++;
+  }
+  assert_true(idat >= 1 && iend);
+}
+
+/* Encodes cv as PNG, checks its chunks, decodes it with stb_image and
+ * checks the round trip against the canvas's own pixels. */
 static image decode(nsl_canvas *cv) {
   unsigned char *png = NULL;
   size_t len = 0;
   nsl_error err = {0};
   assert_int_equal(nsl_canvas_to_memory(cv, &png, &len, &err), NSL_OK);
-  assert_true(len > 8);
-  assert_memory_equal(png, "\x89PNG\r\n\x1a\n", 8);
+  check_png_chunks(png, len, nsl_canvas_width(cv), nsl_canvas_height(cv));
   image im;
   int n = 0;
   im.px = stbi_load_from_memory(png, (int)len, &im.w, &im.h, &n, 4);
@@ -783,6 +829,14 @@ static void test_text_bad_input(void **state) {
   st.rotation = 45;   /* unsupported angles draw upright */
   st.font_size = 5000;
   nsl_canvas_text(cv, 25, 10, "x", &st);
+  st.font_size = 12;
+  nsl_canvas_text(cv, 1e300, -1e300, "far away", &st);
+  nsl_canvas_circle(cv, 1e300, 5, 3, NULL);
+  nsl_canvas_circle(cv, -1e300, 5, 1e300, NULL);
+  nsl_canvas_clip(cv, 1e300, 1e300, 1e300, 1e300);
+  nsl_canvas_rect(cv, 0, 0, 10, 10, NULL);   /* clipped away entirely */
+  nsl_canvas_clip(cv, -1e300, -1e300, 1e300, 1e300);
+  nsl_canvas_unclip(cv);
   free(big);
   image im = decode(cv);
   assert_true(alpha_area(&im) > 0);
@@ -942,6 +996,40 @@ static void test_svg_rects_batch(void **state) {
   nsl_canvas_free(cv);
 }
 
+static void test_svg_numbers(void **state) {
+  (void)state;
+  nsl_canvas *cv = nsl_canvas_new(NSL_CANVAS_SVG, 10, 10);
+  nsl_canvas_rect(cv, -0.004, 3.1, 1e12, -7.25, NULL);
+  nsl_canvas_line(cv, -1234567.891, 0.07, 5, 5, NULL);
+  size_t len;
+  char *doc = svg_text(cv, &len);
+  assert_non_null(strstr(doc, "<rect x=\"0\" y=\"-4.15\" width=\"1e+12\" height=\"7.25\" fill=\"#000000\"/>"));
+  assert_non_null(strstr(doc, "<line x1=\"-1234567.89\" y1=\"0.07\" x2=\"5\" y2=\"5\"/>"));
+  free(doc);
+  nsl_canvas_free(cv);
+}
+
+static void test_png_noise(void **state) {
+  (void)state;
+  /* an image that does not compress: the encoder's worst case */
+  nsl_canvas *cv = nsl_canvas_new(NSL_CANVAS_PNG, 257, 131);
+  unsigned s = 7;
+  for (int y = 0; y < 131; y++)
+    for (int x = 0; x < 257; x++) {
+      s = s * 1103515245u + 12345u;
+      nsl_style st = NSL_STYLE_INIT;
+      st.fill = s | 1;   /* random colour, random non-zero alpha */
+      nsl_canvas_rect(cv, x, y, 1, 1, &st);
+    }
+  image im = decode(cv);
+  stbi_image_free(im.px);
+  nsl_canvas_free(cv);
+  cv = nsl_canvas_new(NSL_CANVAS_PNG, 1, 1);   /* the smallest */
+  im = decode(cv);
+  stbi_image_free(im.px);
+  nsl_canvas_free(cv);
+}
+
 /* ---- files ----------------------------------------------------------------- */
 
 static char tmpdir[256];
@@ -1009,6 +1097,12 @@ static void test_write_files(void **state) {
   fclose(f);
   buf[got] = '\0';
   assert_true(xml_well_formed(buf));
+  /* a second opinion from libxml2's xmllint, when the machine has it */
+  if (system("command -v xmllint >/dev/null 2>&1") == 0) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
+    assert_int_equal(system(cmd), 0);
+  }
   assert_int_equal(count_entries(tmpdir), 2);   /* no temporary files left */
 
   /* a folder that does not exist: an error naming the path, nothing written */
@@ -1277,6 +1371,8 @@ int main(void) {
       cmocka_unit_test(test_chart_svg_well_formed),
       cmocka_unit_test(test_svg_clear_and_groups),
       cmocka_unit_test(test_svg_rects_batch),
+      cmocka_unit_test(test_svg_numbers),
+      cmocka_unit_test(test_png_noise),
       cmocka_unit_test_setup_teardown(test_write_files, setup_tmpdir, teardown_tmpdir),
       cmocka_unit_test(test_ticks_linear),
       cmocka_unit_test(test_ticks_edge_ranges),
