@@ -20,7 +20,8 @@
  *   6. nsl_canvas_free(cv).
  *
  * Drawing calls never fail loudly: a shape with a NaN or infinite
- * coordinate, a negative count or a NULL array draws nothing, and an
+ * coordinate or style number, a too small count or a NULL array draws
+ * nothing, and an
  * allocation failure is remembered by the canvas and reported by
  * nsl_canvas_status, nsl_canvas_write and nsl_canvas_to_memory.
  * A canvas is not thread-safe; different canvases may be drawn on by
@@ -197,8 +198,8 @@ void nsl_canvas_group_end(nsl_canvas *cv);
 void nsl_canvas_svg_raw(nsl_canvas *cv, const char *xml);
 
 /* The raster's pixels: height rows of width RGBA8 pixels (straight alpha),
- * top row first, no padding.  NULL for an SVG canvas.  Valid until the
- * next drawing call or nsl_canvas_free. */
+ * top row first, no padding.  NULL for an SVG canvas.  Valid until
+ * nsl_canvas_free (drawing changes them in place). */
 const uint8_t *nsl_canvas_pixels(const nsl_canvas *cv);
 
 /* The finished figure in memory: PNG bytes, or the SVG document as UTF-8

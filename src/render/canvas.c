@@ -21,12 +21,13 @@ static int all_finite(const double *v, size_t n) {
   return 1;
 }
 
-/* The style to draw with: st, or the defaults for NULL; NULL when a field
- * that every back end needs is unusable (NaN width or opacity). */
+/* The style to draw with: st, or the defaults for NULL; NULL (draw
+ * nothing) when a number in it is NaN or infinite, or the opacity leaves
+ * nothing to see. */
 static const nsl_style *style_of(const nsl_style *st) {
   if (st == NULL) return &default_style;
-  if (isnan(st->line_width) || isnan(st->opacity) || !(st->opacity > 0) || isnan(st->dash) ||
-      isnan(st->gap) || isnan(st->font_size))
+  if (!finite4(st->line_width, st->dash, st->gap, st->font_size) || !isfinite(st->opacity) ||
+      !(st->opacity > 0))
     return NULL;
   return st;
 }

@@ -45,7 +45,8 @@ nsl_rgba nsl_palette(int i) {
   return mix(c, 0, amount);
 }
 
-/* viridis at t = 0, 0.1, ..., 1 */
+/* viridis (Stéfan van der Walt and Nathaniel Smith, matplotlib, CC0) at
+ * t = 0, 0.1, ..., 1 */
 static const nsl_rgba viridis[11] = {
     0x440154ffu, 0x482576ffu, 0x414487ffu, 0x35608dffu, 0x2a788effu, 0x21908cffu,
     0x22a884ffu, 0x43bf71ffu, 0x7ad151ffu, 0xbbdf27ffu, 0xfde725ffu,

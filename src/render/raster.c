@@ -250,6 +250,7 @@ static void acc_edge(acc *A, double x0, double y0, double x1, double y1) {
   x0 -= A->x0, x1 -= A->x0, y0 -= A->y0, y1 -= A->y0;
   if (y1 <= 0 || y0 >= A->h) return;
   double dxdy = (x1 - x0) / (y1 - y0);
+  if (!isfinite(dxdy)) return;   /* flat beyond 1e-300: adds no coverage */
   int j0 = (int)floor(y0 < 0 ? 0 : y0);
   int j1 = (int)ceil(y1 > A->h ? A->h : y1);
   double w = A->w;
@@ -257,9 +258,10 @@ static void acc_edge(acc *A, double x0, double y0, double x1, double y1) {
     double ya = y0 > j ? y0 : j, yb = y1 < j + 1 ? y1 : j + 1;
     if (yb <= ya) continue;
     double xa = x0 + (ya - y0) * dxdy, xb = x0 + (yb - y0) * dxdy;
-    /* Clamping x to the box changes no coverage inside it. */
-    xa = xa < 0 ? 0 : xa > w ? w : xa;
-    xb = xb < 0 ? 0 : xb > w ? w : xb;
+    /* Clamping x to the box changes no coverage inside it (and maps a
+     * NaN from overflowing arithmetic to 0). */
+    xa = xa > 0 ? (xa < w ? xa : w) : 0;
+    xb = xb > 0 ? (xb < w ? xb : w) : 0;
     acc_row_span(A, j, xa, xb, (yb - ya) * dir);
   }
 }
@@ -366,8 +368,8 @@ static void acc_poly_oriented(acc *A, const double *xy, size_t n) {
 
 /* Adds a segment as a quadrilateral of half-width hw (butt ends). */
 static void acc_quad(acc *A, double px, double py, double qx, double qy, double hw) {
-  double dx = qx - px, dy = qy - py, len = sqrt(dx * dx + dy * dy);
-  if (len == 0) return;
+  double dx = qx - px, dy = qy - py, len = hypot(dx, dy);
+  if (len == 0 || !isfinite(len)) return;
   double nx = -dy / len * hw, ny = dx / len * hw;
   double q[8] = {px + nx, py + ny, qx + nx, qy + ny, qx - nx, qy - ny, px - nx, py - ny};
   acc_poly_oriented(A, q, 4);
@@ -417,8 +419,8 @@ static void acc_path(acc *A, const double *b, const double *px, const double *py
   for (size_t k = 0; k < nseg; k++) {
     size_t m = k + 1 == n ? 0 : k + 1;
     double xk = px[k * step], yk = py[k * step], xm = px[m * step], ym = py[m * step];
-    double dx = xm - xk, dy = ym - yk, len = sqrt(dx * dx + dy * dy);
-    if (len == 0) continue;
+    double dx = xm - xk, dy = ym - yk, len = hypot(dx, dy);
+    if (len == 0 || !isfinite(len)) continue;
     double ux = dx / len, uy = dy / len, t0, t1;
     if (have_prev && inside_box(b, xk, yk)) acc_join(A, xk, yk, pux, puy, ux, uy, hw);
     if (!have_prev) fux = ux, fuy = uy;
@@ -472,48 +474,62 @@ static void dash_flush(dasher *D) {
   D->n = 0;
 }
 
-/* Walks the segment p -> q through the dash pattern. */
+/* Walks the segment p -> q through the dash pattern.  Only its part within
+ * the box is walked (from that part's start, so positions stay precise);
+ * the rest just advances the phase. */
 static void dash_segment(dasher *D, double px, double py, double qx, double qy) {
-  double dx = qx - px, dy = qy - py, len = sqrt(dx * dx + dy * dy);
+  double dx = qx - px, dy = qy - py, len = hypot(dx, dy);
   double t0, t1;
   if (len == 0) return;
-  if (!clip_segment(D->box, px, py, qx, qy, &t0, &t1)) {
+  if (!isfinite(len) || !clip_segment(D->box, px, py, qx, qy, &t0, &t1)) {
     dash_flush(D);
-    D->phase = fmod(D->phase + len, D->period);
+    if (isfinite(len)) D->phase = fmod(D->phase + len, D->period);
     return;
   }
-  double s = t0 * len, s1 = t1 * len, ux = dx / len, uy = dy / len;
-  if (s > 0) {
+  double ux = dx / len, uy = dy / len, L = (t1 - t0) * len;
+  double bx = px + t0 * dx, by = py + t0 * dy;   /* start of the visible part */
+  if (t0 > 0) {
     dash_flush(D);
-    D->phase = fmod(D->phase + s, D->period);
+    D->phase = fmod(D->phase + t0 * len, D->period);
   }
-  while (s < s1 && !D->failed) {
-    if (D->phase < D->dash) {
-      double end = s + (D->dash - D->phase);
-      double e = end < s1 ? end : s1;
-      if (D->n == 0) dash_point(D, px + ux * s, py + uy * s);
-      dash_point(D, px + ux * e, py + uy * e);
-      if (e >= end) {
-        dash_flush(D);
-        D->phase = D->dash;
+  if (L / D->period > 4e6) {
+    /* dashes far finer than the part (only with an enormous pen, whose
+     * every dash covers the canvas anyway): draw it solid */
+    dash_flush(D);
+    dash_point(D, bx, by);
+    dash_point(D, bx + ux * L, by + uy * L);
+    dash_flush(D);
+    D->phase = fmod(D->phase + L, D->period);
+  } else {
+    double s = 0;
+    while (s < L && !D->failed) {
+      if (D->phase < D->dash) {
+        double end = s + (D->dash - D->phase);
+        double e = end < L ? end : L;
+        if (D->n == 0) dash_point(D, bx + ux * s, by + uy * s);
+        dash_point(D, bx + ux * e, by + uy * e);
+        if (e >= end) {
+          dash_flush(D);
+          D->phase = D->dash;
+        } else {
+          D->phase += e - s;
+        }
+        s = e;
       } else {
-        D->phase += e - s;
-      }
-      s = e;
-    } else {
-      double end = s + (D->period - D->phase);
-      if (end <= s1) {
-        D->phase = 0;
-        s = end;
-      } else {
-        D->phase += s1 - s;
-        s = s1;
+        double end = s + (D->period - D->phase);
+        if (end <= L) {
+          D->phase = 0;
+          s = end;
+        } else {
+          D->phase += L - s;
+          s = L;
+        }
       }
     }
   }
-  if (s1 < len) {
+  if (t1 < 1) {
     dash_flush(D);
-    D->phase = fmod(D->phase + (len - s1), D->period);
+    D->phase = fmod(D->phase + (1 - t1) * len, D->period);
   }
 }
 

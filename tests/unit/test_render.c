@@ -475,6 +475,15 @@ static void test_lines(void **state) {
   st.line_width = 1;
   nsl_canvas_line(cv, NAN, 0, 20, 20, &st);
   nsl_canvas_line(cv, 0, 0, INFINITY, 20, &st);
+  st.line_width = INFINITY;
+  nsl_canvas_line(cv, 0, 0, 20, 20, &st);
+  st.line_width = 1;
+  st.opacity = NAN;
+  nsl_canvas_line(cv, 0, 0, 20, 20, &st);
+  st.opacity = 1;
+  st.dash = INFINITY;
+  nsl_canvas_line(cv, 0, 0, 20, 20, &st);
+  st.dash = 0;
   im = decode(cv);
   assert_true(alpha_area(&im) == 0);
   stbi_image_free(im.px);
@@ -499,6 +508,19 @@ static void test_dashed_line(void **state) {
   }
   stbi_image_free(im.px);
   nsl_canvas_free(cv);
+
+  /* the same pattern when the line runs on to 1e300 (or starts far left) */
+  for (int k = 0; k < 2; k++) {
+    cv = nsl_canvas_new(NSL_CANVAS_PNG, 40, 10);
+    if (k == 0)
+      nsl_canvas_line(cv, 0, 5, 1e300, 5, &st);
+    else
+      nsl_canvas_line(cv, -8e12, 5, 40, 5, &st);   /* a whole number of periods before 0 */
+    im = decode(cv);
+    for (int x = 0; x < 40; x++) assert_int_equal(at(&im, x, 4)[3], (x % 8) < 4 ? 255 : 0);
+    stbi_image_free(im.px);
+    nsl_canvas_free(cv);
+  }
 
   /* a dashed diagonal across a huge span: bounded work, ink about half */
   cv = nsl_canvas_new(NSL_CANVAS_PNG, 100, 100);
@@ -833,6 +855,14 @@ static void test_text_bad_input(void **state) {
   nsl_canvas_text(cv, 1e300, -1e300, "far away", &st);
   nsl_canvas_circle(cv, 1e300, 5, 3, NULL);
   nsl_canvas_circle(cv, -1e300, 5, 1e300, NULL);
+  nsl_style huge = NSL_STYLE_INIT;
+  huge.stroke = NSL_BLACK;
+  huge.line_width = 1e300;
+  double hx[3] = {0, 1e300, 5}, hy[3] = {0, 1e-8, 1e300};
+  nsl_canvas_polyline(cv, hx, hy, 3, &huge);
+  huge.dash = 1e-300, huge.gap = 1e-300;
+  nsl_canvas_polyline(cv, hx, hy, 3, &huge);
+  nsl_canvas_polygon(cv, hx, hy, 3, &huge);
   nsl_canvas_clip(cv, 1e300, 1e300, 1e300, 1e300);
   nsl_canvas_rect(cv, 0, 0, 10, 10, NULL);   /* clipped away entirely */
   nsl_canvas_clip(cv, -1e300, -1e300, 1e300, 1e300);
@@ -1028,6 +1058,64 @@ static void test_png_noise(void **state) {
   im = decode(cv);
   stbi_image_free(im.px);
   nsl_canvas_free(cv);
+}
+
+/* A value for the random-input test: mostly ordinary, sometimes extreme. */
+static double wild(unsigned *s) {
+  static const double extreme[] = {0, -0.0, 1e-300, -1e-300, 1e300, -1e300, 1e15, -1e15, 0.5, 1e9};
+  *s = *s * 1103515245u + 12345u;
+  unsigned r = *s >> 8;
+  if (r % 16 == 0) return NAN;
+  if (r % 16 == 1) return (r & 256) ? INFINITY : -INFINITY;
+  if (r % 16 < 5) return extreme[(r >> 4) % 10];
+  return (double)(r % 15000) / 100.0 - 25;
+}
+
+static void test_random_input_never_crashes(void **state) {
+  (void)state;
+  /* every primitive with random, often absurd, numbers on both back ends
+   * (run under ASan/UBSan in the Asan build) */
+  for (int kind = 0; kind < 2; kind++) {
+    unsigned s = 99 + kind;
+    nsl_canvas *cv = nsl_canvas_new(kind ? NSL_CANVAS_SVG : NSL_CANVAS_PNG, 120, 90);
+    for (int it = 0; it < 3000; it++) {
+      nsl_style st = NSL_STYLE_INIT;
+      st.fill = (nsl_rgba)(s * 2654435761u);
+      st.stroke = (nsl_rgba)(s * 40503u) | 0xff;
+      st.line_width = fabs(wild(&s)) < 50 ? wild(&s) : 1;
+      if (it % 3 == 0) st.dash = wild(&s), st.gap = wild(&s);
+      st.opacity = it % 7 ? 1 : wild(&s);
+      st.font_size = it % 5 ? 12 : wild(&s);
+      st.anchor = (int)(s % 4), st.baseline = (int)(s % 5), st.rotation = (int)(s % 4) * 90 - 90;
+      st.title = it % 11 ? NULL : "t<&>";
+      double x[6], y[6];
+      for (int k = 0; k < 6; k++) x[k] = wild(&s), y[k] = wild(&s);
+      switch (it % 9) {
+      case 0: nsl_canvas_rect(cv, x[0], y[0], x[1], y[1], &st); break;
+      case 1: nsl_canvas_line(cv, x[0], y[0], x[1], y[1], &st); break;
+      case 2: nsl_canvas_polyline(cv, x, y, 2 + it % 5, &st); break;
+      case 3: nsl_canvas_polygon(cv, x, y, 3 + it % 4, &st); break;
+      case 4: nsl_canvas_circle(cv, x[0], y[0], x[1], &st); break;
+      case 5: nsl_canvas_text(cv, x[0], y[0], "Wq\xc3\xa9\xff", &st); break;
+      case 6: nsl_canvas_rects(cv, 3, x, y, x + 3, y + 3, NULL, &st); break;
+      case 7: nsl_canvas_clip(cv, x[0], y[0], x[1], y[1]); break;
+      default: nsl_canvas_unclip(cv); break;
+      }
+    }
+    assert_int_equal(nsl_canvas_status(cv, NULL), NSL_OK);
+    if (kind == 0) {
+      image im = decode(cv);
+      stbi_image_free(im.px);
+    } else {
+      size_t len;
+      char *doc = svg_text(cv, &len);
+      assert_true(xml_well_formed(doc));
+      assert_null(strstr(doc, "nan"));
+      assert_null(strstr(doc, "inf"));
+      free(doc);
+    }
+    nsl_canvas_free(cv);
+  }
 }
 
 /* ---- files ----------------------------------------------------------------- */
@@ -1373,6 +1461,7 @@ int main(void) {
       cmocka_unit_test(test_svg_rects_batch),
       cmocka_unit_test(test_svg_numbers),
       cmocka_unit_test(test_png_noise),
+      cmocka_unit_test(test_random_input_never_crashes),
       cmocka_unit_test_setup_teardown(test_write_files, setup_tmpdir, teardown_tmpdir),
       cmocka_unit_test(test_ticks_linear),
       cmocka_unit_test(test_ticks_edge_ranges),
