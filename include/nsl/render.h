@@ -202,7 +202,8 @@ void nsl_canvas_svg_raw(nsl_canvas *cv, const char *xml);
  * nsl_canvas_free (drawing changes them in place). */
 const uint8_t *nsl_canvas_pixels(const nsl_canvas *cv);
 
-/* The finished figure in memory: PNG bytes, or the SVG document as UTF-8
+/* The finished figure in memory: PNG bytes (8-bit RGBA, zlib level 6), or
+ * the SVG document as UTF-8
  * text (NUL-terminated; *len excludes the NUL).  *data is malloc'ed and
  * owned by the caller (free()).  The canvas stays usable.  Errors:
  * NSL_ERR_NOMEM, or the canvas's own error (nsl_canvas_status). */
@@ -238,7 +239,8 @@ typedef struct nsl_ticks {
   int n;                                          /* number of ticks */
   double value[NSL_TICKS_MAX];                    /* positions, in data units, ascending */
   char label[NSL_TICKS_MAX][NSL_TICK_LABEL_MAX];  /* formatted labels (UTF-8) */
-  double step;        /* linear: distance between ticks; log: factor between ticks */
+  double step;        /* linear: distance between ticks; log: factor between ticks,
+                         0 for 1-2-5 ticks, the distance when it fell back to linear */
   double lo, hi;      /* nice bounds: the range widened to the enclosing ticks */
 } nsl_ticks;
 
@@ -247,8 +249,10 @@ typedef struct nsl_ticks {
  * KiB / MiB / GiB), aiming at about `target` ticks (clamped to 2..20).
  * Only ticks inside [lo, hi] are listed; out->lo / out->hi are the range
  * widened to whole steps.  A zero span is widened around its value first.
- * Labels share one unit and one number of decimals, chosen from the range
- * (durations: ns / µs / ms / s; zero is written "0").
+ * Labels share one unit, chosen from the largest tick (durations: ns / µs /
+ * ms / s; numbers: k, M, G, T from 10^4 on; bytes: the unit of the span),
+ * and the decimals the step needs, without trailing zeros: "0", "0.5 ms",
+ * "1 ms".  Steps never go below 1 ns or 1 byte.
  * Returns NSL_ERR_ARG (and n = 0) for a NaN or infinite bound. */
 nsl_status nsl_ticks_linear(double lo, double hi, int target, nsl_axis_unit unit, nsl_ticks *out,
                             nsl_error *err);

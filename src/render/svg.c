@@ -349,6 +349,9 @@ void nsl__svg_text(nsl_canvas *cv, double x, double y, const char *utf8, const n
   if (st->anchor == NSL_ANCHOR_MIDDLE) nsl__buf_puts(b, " text-anchor=\"middle\"");
   if (st->anchor == NSL_ANCHOR_END) nsl__buf_puts(b, " text-anchor=\"end\"");
   if (st->bold) nsl__buf_puts(b, " font-weight=\"bold\"");
+  size_t tl = strlen(utf8);
+  if (strstr(utf8, "  ") || utf8[0] == ' ' || (tl && utf8[tl - 1] == ' '))
+    nsl__buf_puts(b, " xml:space=\"preserve\"");   /* keep spaces as the raster does */
   put_paint(b, "fill", st->fill, st->opacity);
   if (rot != 0) {
     nsl__buf_printf(b, " transform=\"rotate(%d ", -rot);

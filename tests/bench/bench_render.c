@@ -3,12 +3,13 @@
  * figure: 1600 x 900 px, 100,000 thin rectangles in 16 stream lanes (most
  * narrower than a pixel, as in a real trace), 1,000 text labels, axes
  * with ticks; then the PNG encoding and, for comparison, the same figure
- * as SVG.  Prints the median CPU time of several runs per phase.
+ * as SVG; and a plain histogram figure.  Prints the median CPU time of
+ * several runs per phase.
  *
  * Not part of ctest (figures are measured, never asserted).  Build and run:
  *   cmake --build build --target nsl_static
  *   cc -O2 -Iinclude tests/bench/bench_render.c build/libnsl.a -lstb -lm -lpthread -o build/bench_render
- *   build/bench_render [runs]
+ *   build/bench_render [runs [timeline.png [histogram.png]]]
  */
 #include <math.h>
 #include <stdarg.h>
@@ -107,6 +108,40 @@ static void draw_timeline(nsl_canvas *cv) {
     nsl_canvas_text(cv, 80 + (i % 10) * 150, 45 + (i / 10) * 7.5, labels[i], &kl);
 }
 
+/* A histogram figure: 100 bars, axes, ticks and titles, 800 x 500. */
+static void draw_histogram(nsl_canvas *cv) {
+  nsl_canvas_clear(cv, NSL_WHITE);
+  nsl_ticks tx, ty;
+  nsl_ticks_linear(0, 2.5e6, 8, NSL_UNIT_NS, &tx, NULL);
+  nsl_ticks_linear(0, 48000, 6, NSL_UNIT_NUMBER, &ty, NULL);
+  nsl_style bar = NSL_STYLE_INIT, ax = NSL_STYLE_INIT, lab = NSL_STYLE_INIT;
+  bar.fill = nsl_palette(4);
+  ax.stroke = NSL_BLACK;
+  lab.font_size = 11;
+  for (int i = 0; i < 100; i++) {
+    double h = 400 * exp(-(i - 30) * (i - 30) / 300.0);
+    nsl_canvas_rect(cv, 70 + i * 7, 450 - h, 6, h, &bar);
+  }
+  nsl_canvas_line(cv, 69.5, 40, 69.5, 450, &ax);
+  nsl_canvas_line(cv, 69, 450.5, 780, 450.5, &ax);
+  lab.anchor = NSL_ANCHOR_MIDDLE, lab.baseline = NSL_BASELINE_TOP;
+  for (int i = 0; i < tx.n; i++) {
+    double x = floor(70 + tx.value[i] / tx.hi * 700) + 0.5;
+    nsl_canvas_line(cv, x, 450, x, 455, &ax);
+    nsl_canvas_text(cv, x, 457, tx.label[i], &lab);
+  }
+  lab.anchor = NSL_ANCHOR_END, lab.baseline = NSL_BASELINE_MIDDLE;
+  for (int i = 0; i < ty.n; i++) {
+    double y = floor(450 - ty.value[i] / ty.hi * 400) + 0.5;
+    nsl_canvas_line(cv, 64, y, 69, y, &ax);
+    nsl_canvas_text(cv, 62, y, ty.label[i], &lab);
+  }
+  lab.anchor = NSL_ANCHOR_MIDDLE, lab.baseline = NSL_BASELINE_TOP, lab.rotation = 90;
+  nsl_canvas_text(cv, 8, 245, "kernels", &lab);
+  lab.rotation = 0, lab.bold = 1, lab.font_size = 14;
+  nsl_canvas_text(cv, 425, 12, "Kernel duration", &lab);
+}
+
 int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : 7;
   if (runs < 1) runs = 1;
@@ -142,6 +177,21 @@ int main(int argc, char **argv) {
     free(svg);
     nsl_canvas_free(cv);
   }
+  double *t_hist = calloc(runs, sizeof(double));
+  size_t hist_len = 0;
+  for (int r = 0; r < runs; r++) {
+    nsl_canvas *cv = nsl_canvas_new(NSL_CANVAS_PNG, 800, 500);
+    unsigned char *png;
+    nsl_error err;
+    double t0 = now();
+    draw_histogram(cv);
+    nsl_canvas_to_memory(cv, &png, &hist_len, &err);
+    t_hist[r] = now() - t0;
+    if (r == 0 && argc > 3) nsl_canvas_write(cv, argv[3], &err);
+    free(png);
+    nsl_canvas_free(cv);
+  }
+  qsort(t_hist, runs, sizeof(double), cmp_double);
   qsort(t_draw, runs, sizeof(double), cmp_double);
   qsort(t_png, runs, sizeof(double), cmp_double);
   qsort(t_svg, runs, sizeof(double), cmp_double);
@@ -152,5 +202,6 @@ int main(int argc, char **argv) {
          (t_draw[m] + t_png[m]) * 1e3, png_len);
   printf("  SVG: draw %.1f ms, document %.1f ms, total %.1f ms, %zu bytes\n", t_svg[m] * 1e3, t_doc[m] * 1e3,
          (t_svg[m] + t_doc[m]) * 1e3, svg_len);
+  printf("histogram 800x500, 100 bars: draw + PNG %.1f ms, %zu bytes\n", t_hist[m] * 1e3, hist_len);
   return 0;
 }

@@ -976,6 +976,7 @@ static void test_chart_svg_well_formed(void **state) {
   assert_non_null(strstr(doc, "id=\"a&quot;b\""));
   assert_non_null(strstr(doc, ">0.5 ms</text>"));
   assert_non_null(strstr(doc, "&lt;tag&gt; &amp;"));
+  assert_null(strstr(doc, "xml:space"));   /* only where spaces must be kept */
   assert_null(strstr(doc, "NaN"));
   assert_null(strstr(doc, "nan"));
   free(doc);
@@ -1031,10 +1032,14 @@ static void test_svg_numbers(void **state) {
   nsl_canvas *cv = nsl_canvas_new(NSL_CANVAS_SVG, 10, 10);
   nsl_canvas_rect(cv, -0.004, 3.1, 1e12, -7.25, NULL);
   nsl_canvas_line(cv, -1234567.891, 0.07, 5, 5, NULL);
+  nsl_canvas_text(cv, 1, 1, "a  b", NULL);
   size_t len;
   char *doc = svg_text(cv, &len);
   assert_non_null(strstr(doc, "<rect x=\"0\" y=\"-4.15\" width=\"1e+12\" height=\"7.25\" fill=\"#000000\"/>"));
   assert_non_null(strstr(doc, "<line x1=\"-1234567.89\" y1=\"0.07\" x2=\"5\" y2=\"5\"/>"));
+  assert_non_null(strstr(doc, "xml:space=\"preserve\""));
+  assert_non_null(strstr(doc, ">a  b</text>"));
+  assert_true(xml_well_formed(doc));
   free(doc);
   nsl_canvas_free(cv);
 }
