@@ -124,7 +124,10 @@ cleanup:
   return st;
 }
 
+/* Creates path and the folders above it that are missing; NSL_ERR_IO when
+ * one cannot be created or path exists as something else. */
 nsl_status nsl_mkdir_p(const char *path, nsl_error *err) {
+  if (path == NULL || path[0] == '\0') return nsl_error_set(err, NSL_ERR_ARG, "cannot create a folder: no path given");
   char *buf = strdup(path);
   if (!buf) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   for (char *p = buf + 1;; p++) {

@@ -8,29 +8,16 @@
  *
  * Not part of ctest (figures are measured, never asserted).  Build and run:
  *   cmake --build build --target nsl_static
- *   cc -O2 -Iinclude tests/bench/bench_render.c build/libnsl.a -lstb -lm -lpthread -o build/bench_render
+ *   cc -O2 -Iinclude tests/bench/bench_render.c build/libnsl.a -lstb -lz -lm -lpthread -o build/bench_render
  *   build/bench_render [runs [timeline.png [histogram.png]]]
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "nsl/render.h"
-
-/* Until the core's error.c is linked in. */
-__attribute__((weak)) nsl_status nsl_error_set(nsl_error *err, nsl_status code, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    va_start(ap, fmt);
-    err->code = code;
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 #define W 1600
 #define H 900

@@ -22,25 +22,6 @@
 
 #include "nsl/nsl_io.h"
 
-/* Fallbacks so this test links before the core's error.c exists; the
- * core's real definitions take precedence when present. */
-__attribute__((weak)) nsl_status nsl_error_set(nsl_error *err, nsl_status code, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    va_start(ap, fmt);
-    err->code = code;
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-__attribute__((weak)) void nsl_error_clear(nsl_error *err) {
-  if (err) {
-    err->code = NSL_OK;
-    err->msg[0] = '\0';
-  }
-}
-
 static char dir[256];
 
 static int setup(void **state) {
@@ -218,6 +199,31 @@ static void test_write_cut_short(void **state) {
   assert_string_equal(ls, "keep.bin");
 }
 
+static void test_mkdir_p(void **state) {
+  (void)state;
+  char path[512], file[512];
+  nsl_error err = {0};
+  struct stat sb;
+  snprintf(path, sizeof path, "%s/a/b/c", dir);
+  assert_int_equal(nsl_mkdir_p(path, &err), NSL_OK);
+  assert_int_equal(stat(path, &sb), 0);
+  assert_true(S_ISDIR(sb.st_mode));
+  assert_int_equal(nsl_mkdir_p(path, &err), NSL_OK);   /* already there */
+  snprintf(file, sizeof file, "%s/a/f", dir);
+  assert_int_equal(nsl_write_file_atomic(file, "x", 1, &err), NSL_OK);
+  assert_int_equal(nsl_mkdir_p(file, &err), NSL_ERR_IO);   /* a file is in the way */
+  snprintf(path, sizeof path, "%s/a/f/g", dir);
+  assert_int_equal(nsl_mkdir_p(path, &err), NSL_ERR_IO);
+  assert_int_equal(nsl_mkdir_p("", &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_mkdir_p(NULL, &err), NSL_ERR_ARG);
+  /* clean up the nested folders for the teardown (one level deep) */
+  snprintf(path, sizeof path, "%s/a/b/c", dir);
+  rmdir(path);
+  snprintf(path, sizeof path, "%s/a/b", dir);
+  rmdir(path);
+  unlink(file);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_write_and_replace, setup, teardown),
@@ -225,6 +231,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_target_is_a_folder, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
       cmocka_unit_test_setup_teardown(test_write_cut_short, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

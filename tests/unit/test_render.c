@@ -25,25 +25,6 @@
 #include "nsl/nsl_io.h"
 #include "nsl/render.h"
 
-/* Fallbacks so this test links before the core's error.c exists; the
- * core's real definitions take precedence when present. */
-__attribute__((weak)) nsl_status nsl_error_set(nsl_error *err, nsl_status code, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    va_start(ap, fmt);
-    err->code = code;
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-__attribute__((weak)) void nsl_error_clear(nsl_error *err) {
-  if (err) {
-    err->code = NSL_OK;
-    err->msg[0] = '\0';
-  }
-}
-
 /* ---- helpers ------------------------------------------------------------ */
 
 /* A decoded PNG (RGBA). */
