@@ -203,9 +203,8 @@ void nsl_canvas_svg_raw(nsl_canvas *cv, const char *xml);
 const uint8_t *nsl_canvas_pixels(const nsl_canvas *cv);
 
 /* The finished figure in memory: PNG bytes (8-bit RGBA, zlib level 6), or
- * the SVG document as UTF-8
- * text (NUL-terminated; *len excludes the NUL).  *data is malloc'ed and
- * owned by the caller (free()).  The canvas stays usable.  Errors:
+ * the SVG document as UTF-8 text (NUL-terminated; *len excludes the NUL).
+ * *data is malloc'ed and owned by the caller (free()).  The canvas stays usable.  Errors:
  * NSL_ERR_NOMEM, or the canvas's own error (nsl_canvas_status). */
 nsl_status nsl_canvas_to_memory(nsl_canvas *cv, unsigned char **data, size_t *len, nsl_error *err);
 /* Writes the figure to path atomically (nsl_write_file_atomic): the file
