@@ -593,6 +593,20 @@ static nsl_type default_type(nsl_pq_physical p) {
 static nsl_status build_columns(nsl_parquet *pq, pq_meta *m, nsl_error *err) {
   if (m->nschema < 1)
     return nsl_error_set(err, NSL_ERR_FORMAT, "parquet '%s': the schema is empty", pq->label);
+  /* Name the first group or repeated field: the clearest message for a
+   * nested file, whatever its shape. */
+  for (int i = 1; i < m->nschema; i++) {
+    pq_schema_el *el = &m->schema[i];
+    const char *nm = el->name ? el->name : "?";
+    if (el->num_children > 0 || el->type < 0)
+      return nsl_error_set(err, NSL_ERR_FORMAT,
+                           "parquet '%s': column '%s' is a nested group; only flat schemas are "
+                           "supported", pq->label, nm);
+    if (el->repetition == REP_REPEATED)
+      return nsl_error_set(err, NSL_ERR_FORMAT,
+                           "parquet '%s': column '%s' is repeated (a list); only flat schemas are "
+                           "supported", pq->label, nm);
+  }
   int nch = m->schema[0].num_children;
   if (nch < 0 || nch != m->nschema - 1)
     return nsl_error_set(err, NSL_ERR_FORMAT,
@@ -605,14 +619,6 @@ static nsl_status build_columns(nsl_parquet *pq, pq_meta *m, nsl_error *err) {
   for (int i = 0; i < nch; i++) {
     pq_schema_el *el = &m->schema[i + 1];
     const char *nm = el->name ? el->name : "?";
-    if (el->num_children > 0 || el->type < 0)
-      return nsl_error_set(err, NSL_ERR_FORMAT,
-                           "parquet '%s': column '%s' is a nested group; only flat schemas are "
-                           "supported", pq->label, nm);
-    if (el->repetition == REP_REPEATED)
-      return nsl_error_set(err, NSL_ERR_FORMAT,
-                           "parquet '%s': column '%s' is repeated (a list); only flat schemas are "
-                           "supported", pq->label, nm);
     if (el->type > NSL_PQ_FIXED_LEN_BYTE_ARRAY)
       return nsl_error_set(err, NSL_ERR_FORMAT, "parquet '%s': column '%s' has unknown type %d",
                            pq->label, nm, el->type);
