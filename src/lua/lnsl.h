@@ -13,8 +13,10 @@
 #define NSL_GROUPS_MT "nsl.groups"
 #define NSL_IV_MT "nsl.intervals"
 
-/* Raises a Lua error with err's message. */
+/* Raises an nsl error object (input/environment failure, shown as one
+ * line) with err's message; nsl__raise with a message. */
 int nsl__lua_error(lua_State *L, const nsl_error *err);
+int nsl__raise(lua_State *L, const char *msg);
 
 /* Columns: the box holds one reference. */
 nsl_column *nsl__checkcolumn(lua_State *L, int idx);
@@ -40,6 +42,7 @@ nsl_dict *nsl__state_dict(lua_State *L);
 
 int nsl__open_trace(lua_State *L);
 int nsl__open_intervals(lua_State *L);
+int nsl__open_io(lua_State *L);
 
 /* luaopen for the C core module ("nsl.core"). */
 int luaopen_nsl_core(lua_State *L);
