@@ -307,34 +307,59 @@ static int col_indices(lua_State *L) {
   return 1;
 }
 
-/* ---- arithmetic: column op column|number ---- */
+/* ---- arithmetic: column op column|number, with Lua's rules ----
+ * +, -, * stay integer for integer operands and become f64 with a float;
+ * / always gives f64; // is integer (floor) division of integers. */
 
-static int arith(lua_State *L, nsl_arith op) {
-  nsl_column *a = nsl__tocolumn(L, 1), *b = nsl__tocolumn(L, 2), *r;
+/* A float copy of integer column c for float arithmetic, or c retained. */
+static nsl_column *as_float(nsl_column *c) {
+  return c->type == NSL_F64 ? nsl_column_retain(c) : nsl_col_cast(c, NSL_F64);
+}
+
+static int arith(lua_State *L, nsl_arith op, int floor_div) {
+  nsl_column *a = nsl__tocolumn(L, 1), *b = nsl__tocolumn(L, 2), *r = NULL;
   nsl_error err = {0};
-  if (a && b) r = nsl_col_arith(a, op, b, &err);
-  else if (a) r = nsl_col_arith_scalar(a, op, luaL_checknumber(L, 2));
-  else {   /* number op column */
+  int want_float = op == NSL_DIV && !floor_div;
+  if (a && b) {
+    if (want_float) {
+      nsl_column *fa = as_float(a);
+      r = fa ? nsl_col_arith(fa, op, b, &err) : NULL;
+      nsl_column_release(fa);
+    } else r = nsl_col_arith(a, op, b, &err);
+  } else if (a) {
+    double v = luaL_checknumber(L, 2);
+    if ((want_float || !lua_isinteger(L, 2)) && a->type != NSL_F64) {
+      nsl_column *fa = as_float(a);
+      r = fa ? nsl_col_arith_scalar(fa, op, v) : NULL;
+      nsl_column_release(fa);
+    } else r = nsl_col_arith_scalar(a, op, v);
+  } else {   /* number op column */
     double v = luaL_checknumber(L, 1);
-    if (op == NSL_ADD || op == NSL_MUL) r = nsl_col_arith_scalar(b, op, v);
-    else {
-      nsl_column *k = nsl_column_new(NSL_F64, b->len, NULL);
-      if (!k) return luaL_error(L, "out of memory");
-      for (int64_t i = 0; i < b->len; i++) nsl_f64(k)[i] = v;
-      r = nsl_col_arith(k, op, b, &err);
-      nsl_column_release(k);
+    nsl_type kt = (want_float || !lua_isinteger(L, 1) || b->type == NSL_F64) ? NSL_F64 : NSL_I64;
+    nsl_column *k = nsl_column_new(kt, b->len, NULL);
+    if (!k) return luaL_error(L, "out of memory");
+    for (int64_t i = 0; i < b->len; i++) {
+      if (kt == NSL_F64) nsl_f64(k)[i] = v;
+      else nsl_i64(k)[i] = lua_tointeger(L, 1);
     }
+    r = nsl_col_arith(k, op, b, &err);
+    nsl_column_release(k);
   }
-  if (!r) return nsl__lua_error(L, &err);
+  if (r && floor_div && r->type == NSL_F64) {   /* // of floats: floor */
+    for (int64_t i = 0; i < r->len; i++) nsl_f64(r)[i] = floor(nsl_f64(r)[i]);
+  }
+  if (!r) return err.msg[0] ? nsl__lua_error(L, &err) : luaL_error(L, "arithmetic on a %s column", nsl_type_name((a ? a : b)->type));
   nsl__pushcolumn(L, r);
   return 1;
 }
-static int col_add(lua_State *L) { return arith(L, NSL_ADD); }
-static int col_sub(lua_State *L) { return arith(L, NSL_SUB); }
-static int col_mul(lua_State *L) { return arith(L, NSL_MUL); }
-static int col_div(lua_State *L) { return arith(L, NSL_DIV); }
+static int col_add(lua_State *L) { return arith(L, NSL_ADD, 0); }
+static int col_sub(lua_State *L) { return arith(L, NSL_SUB, 0); }
+static int col_mul(lua_State *L) { return arith(L, NSL_MUL, 0); }
+static int col_div(lua_State *L) { return arith(L, NSL_DIV, 0); }
+static int col_idiv(lua_State *L) { return arith(L, NSL_DIV, 1); }
 static int col_unm(lua_State *L) {
-  nsl__pushcolumn(L, nsl_col_arith_scalar(nsl__checkcolumn(L, 1), NSL_MUL, -1));
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  nsl__pushcolumn(L, c->type == NSL_F64 ? nsl_col_arith_scalar(c, NSL_MUL, -1.0) : nsl_col_arith_scalar(c, NSL_MUL, -1));
   return 1;
 }
 
@@ -479,7 +504,7 @@ static int col_raw(lua_State *L) {
   return 1;
 }
 
-/* c:bytes() -> bytes held. */
+/* c:nbytes() -> bytes held. */
 static int col_bytes(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)nsl_column_bytes(nsl__checkcolumn(L, 1)));
   return 1;
@@ -618,13 +643,13 @@ static const luaL_Reg methods[] = {
     {"quantile", col_quantile}, {"histogram", col_histogram},
     {"gather", col_gather},     {"argsort", col_argsort},
     {"totable", col_totable},   {"raw", col_raw},
-    {"bytes", col_bytes},       {"map", col_map},
+    {"nbytes", col_bytes},       {"map", col_map},
     {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
     {"__gc", col_gc},    {"__close", col_gc}, {"__len", col_len},   {"__index", col_index},
     {"__tostring", col_tostring}, {"__band", col_band}, {"__bor", col_bor}, {"__bnot", col_bnot},
-    {"__add", col_add},  {"__sub", col_sub},  {"__mul", col_mul},   {"__div", col_div},
+    {"__add", col_add},  {"__sub", col_sub},  {"__mul", col_mul},   {"__div", col_div}, {"__idiv", col_idiv},
     {"__unm", col_unm},  {NULL, NULL}};
 
 static const luaL_Reg funcs[] = {{"column", l_column}, {"range", l_range}, {"concat", l_concat},

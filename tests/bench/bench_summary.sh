@@ -35,7 +35,7 @@ cat > "$work/bytes.lua" <<'LUA'
 return { needs_trace = true, run = function(trace, args, out)
   local k = trace.kernels
   k:load{"start", "stop", "demangled"}
-  print(string.format("kernels: %d rows, %.1f bytes per kernel for start, stop, demangled", #k, k:bytes() / #k))
+  print(string.format("kernels: %d rows, %.1f bytes per kernel for start, stop, demangled", #k, k:nbytes() / #k))
 end }
 LUA
 "$nsl" run "$work/bytes.lua" "$big"
