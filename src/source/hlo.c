@@ -248,6 +248,7 @@ struct nsl_hlo_index_entry {
   int64_t a, b;   /* computation index; instruction index within it */
 };
 
+/* Orders index entries by id, then by position in the file. */
 static int cmp_entry(const void *x, const void *y) {
   const struct nsl_hlo_index_entry *p = x, *q = y;
   if (p->id != q->id) return p->id < q->id ? -1 : 1;
@@ -519,6 +520,7 @@ const char *nsl_hlo_element_name(int32_t t) {
   return t >= 0 && t < (int32_t)(sizeof names / sizeof names[0]) ? names[t] : "?";
 }
 
+/* nsl_hlo_shape_bytes with a bound on tuple nesting. */
 static int64_t shape_bytes(const nsl_hlo_shape *s, int depth) {
   if (depth > NSL_PB_MAX_DEPTH) return -1;
   if (s->element_type == NSL_HLO_TUPLE) {

@@ -81,6 +81,7 @@ struct nsl_parquet {
 
 /* ---- small helpers ------------------------------------------------------ */
 
+/* Little-endian loads (the file may be unaligned). */
 static uint32_t rd_le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -135,6 +136,7 @@ static int tc_varint(tcr *t, uint64_t *v) {
   return tc_fail(t, NSL_ERR_FORMAT, "varint longer than 10 bytes");
 }
 
+/* Reads a zigzag-encoded signed varint (Thrift i16/i32/i64). */
 static int tc_zigzag(tcr *t, int64_t *v) {
   uint64_t u;
   if (tc_varint(t, &u)) return -1;
@@ -365,6 +367,7 @@ static int parse_logical(tcr *t, pq_schema_el *el) {
   return r;
 }
 
+/* SchemaElement: type, width, repetition, name, children, annotations. */
 static int parse_schema_el(tcr *t, pq_schema_el *el) {
   int last = 0, type, id, r;
   const uint8_t *s;
@@ -395,6 +398,7 @@ static int parse_schema_el(tcr *t, pq_schema_el *el) {
   return r;
 }
 
+/* ColumnMetaData: the fields needed to find and decode the pages. */
 static int parse_column_meta(tcr *t, pq_chunk *c) {
   int last = 0, type, id, r;
   while ((r = tc_field(t, &last, &type, &id)) == 1) {
@@ -414,6 +418,7 @@ static int parse_column_meta(tcr *t, pq_chunk *c) {
   return r;
 }
 
+/* ColumnChunk: file_path (external data, refused later) and meta_data. */
 static int parse_column_chunk(tcr *t, pq_chunk *c) {
   int last = 0, type, id, r;
   while ((r = tc_field(t, &last, &type, &id)) == 1) {
@@ -432,6 +437,7 @@ static int parse_column_chunk(tcr *t, pq_chunk *c) {
   return r;
 }
 
+/* RowGroup: its column chunks and row count. */
 static int parse_row_group(tcr *t, pq_rowgroup *g) {
   int last = 0, type, id, r;
   g->num_rows = -1;
@@ -461,6 +467,7 @@ static int parse_row_group(tcr *t, pq_rowgroup *g) {
   return r;
 }
 
+/* KeyValue: one entry of the file's key/value metadata. */
 static int parse_kv(tcr *t, pq_kv *kv) {
   int last = 0, type, id, r;
   const uint8_t *s;
@@ -578,6 +585,7 @@ static void apply_converted(nsl_parquet_colinfo *ci, int32_t conv) {
   }
 }
 
+/* The nsl type a physical type decodes to by default (see parquet.h). */
 static nsl_type default_type(nsl_pq_physical p) {
   switch (p) {
   case NSL_PQ_FLOAT:
@@ -704,6 +712,7 @@ static nsl_status check_row_groups(nsl_parquet *pq, int64_t num_rows, nsl_error 
   return NSL_OK;
 }
 
+/* Frees the schema elements kept while opening. */
 static void free_meta(pq_meta *m) {
   for (int i = 0; i < m->nschema; i++) free(m->schema[i].name);
   free(m->schema);
@@ -910,6 +919,7 @@ static int grow(void **buf, size_t *cap, size_t n, size_t es) {
   return 0;
 }
 
+/* Makes room for n decoded values (int64 or double by column class). */
 static nsl_status ensure_values(pq_reader *r, int64_t n) {
   size_t cap = r->v_cap;
   if ((size_t)n <= cap) return NSL_OK;
@@ -1327,6 +1337,8 @@ typedef struct pq_page {
   int have_dp, have_dict, have_v2;
 } pq_page;
 
+/* PageHeader with its DataPageHeader, DictionaryPageHeader or
+ * DataPageHeaderV2 (field numbers of parquet.thrift). */
 static int parse_page_header(tcr *t, pq_page *h) {
   int last = 0, type, id, rr;
   h->type = -1;
@@ -1481,6 +1493,7 @@ static nsl_status read_chunk(pq_reader *r, const pq_chunk *ch, int64_t row0, int
   return NSL_OK;
 }
 
+/* Whether a column may be read as nsl type want. */
 static int type_ok(const nsl_parquet_colinfo *ci, nsl_type want) {
   int is_str = ci->physical == NSL_PQ_BYTE_ARRAY || ci->physical == NSL_PQ_FIXED_LEN_BYTE_ARRAY;
   if (is_str) return want == NSL_STR;

@@ -21,8 +21,9 @@
  *
  * Every offset and length in the file is checked: a truncated or corrupt
  * file gives NSL_ERR_FORMAT (or NSL_ERR_LIMIT for absurd sizes), never a
- * crash.  Reading columns does not modify the handle: distinct columns may
- * be read concurrently from several threads.
+ * crash.  Reading a column does not modify the handle: several threads may
+ * read columns of one file at once, each interning into its own nsl_dict
+ * (dictionaries are not thread-safe).
  */
 #ifndef NSL_SOURCE_PARQUET_H
 #define NSL_SOURCE_PARQUET_H

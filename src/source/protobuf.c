@@ -81,6 +81,10 @@ void nsl_pb_arena_free(nsl_pb_arena *a) {
 /* ---- raw wire format -------------------------------------------------------- */
 
 int nsl_pb_read_varint(nsl_pb_reader *r, uint64_t *v) {
+  if (r->p < r->end && *r->p < 0x80) {   /* the common one-byte case */
+    *v = *r->p++;
+    return 0;
+  }
   uint64_t x = 0;
   for (int shift = 0; shift < 70; shift += 7) {
     if (r->p >= r->end) return -1;
@@ -126,6 +130,7 @@ int nsl_pb_skip(nsl_pb_reader *r, int wire) {
 
 /* ---- tables --------------------------------------------------------------------- */
 
+/* Bytes of one value of field f in its C struct (or array element). */
 static size_t elem_size(const nsl_pb_field *f) {
   switch (f->kind) {
   case NSL_PB_INT64: return sizeof(int64_t);
@@ -140,6 +145,7 @@ static size_t elem_size(const nsl_pb_field *f) {
   return 0;
 }
 
+/* nsl_pb_check_table, recursing into nested tables a bounded depth. */
 static nsl_status check_table(const nsl_pb_msg *m, int depth, nsl_error *err) {
   if (depth > 32) return NSL_OK;   /* recursive tables: checked once is enough */
   if (m->nfields > NSL_PB_MAX_FIELDS)
@@ -197,6 +203,7 @@ typedef struct pb_dec {
   nsl_error *err;
 } pb_dec;
 
+/* Fills the error: input, message, field, byte offset, what went wrong. */
 static nsl_status dec_fail(pb_dec *d, nsl_status code, const nsl_pb_msg *m, uint32_t field,
                            const uint8_t *at, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -287,11 +294,13 @@ static void *copy_bytes(pb_dec *d, const uint8_t *s, size_t n) {
   return c;
 }
 
+/* The arena refused an allocation (limit reached or out of memory). */
 static nsl_status nomem(pb_dec *d, const nsl_pb_msg *m, uint32_t field, const uint8_t *at) {
   return dec_fail(d, NSL_ERR_LIMIT, m, field, at,
                   "decoded data exceed the memory limit (or out of memory)");
 }
 
+/* Decodes message m from [p, end) into out (two passes, see the top). */
 static nsl_status decode_msg(pb_dec *d, const nsl_pb_msg *m, const uint8_t *p, const uint8_t *end,
                              void *out, int depth) {
   if (depth > NSL_PB_MAX_DEPTH)

@@ -104,9 +104,12 @@ nsl_status nsl_pb_check_table(const nsl_pb_msg *m, nsl_error *err);
 /* Sets the defaults of a zeroed struct of message m: "" for strings,
  * recursively into embedded messages. */
 void nsl_pb_init(const nsl_pb_msg *m, void *out);
-/* Decodes size bytes at data as message m into out (a zeroed, or already
- * decoded, struct of m->size bytes; nsl_pb_init is applied here when
- * init is nonzero).  label names the input in errors. */
+/* Decodes size bytes at data as message m into out, a struct of m->size
+ * bytes, zeroed (then pass init = 1 to apply nsl_pb_init) or already
+ * decoded (init = 0: fields present in data overwrite scalars and replace
+ * repeated fields -- protobuf merging of repeated fields is not done).
+ * A non-repeated message field seen twice is likewise decoded twice into
+ * the same struct.  label names the input in errors. */
 nsl_status nsl_pb_decode(const nsl_pb_msg *m, const void *data, size_t size, void *out, int init,
                          nsl_pb_arena *a, const char *label, nsl_error *err);
 
