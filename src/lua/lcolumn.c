@@ -672,6 +672,25 @@ static int col_diff(lua_State *L) {
   return 1;
 }
 
+/* c:shift(k) -> the column moved by k rows: r[i] = c[i + k], NULL where
+ * i + k falls outside (k = 1: the next row's value, -1: the previous). */
+static int col_shift(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  lua_Integer k = luaL_checkinteger(L, 2);
+  nsl_column *idx = nsl_column_new(NSL_I64, c->len, NULL);
+  if (!idx) return luaL_error(L, "out of memory");
+  for (int64_t i = 0; i < c->len; i++) {
+    int64_t j = i + (int64_t)k;
+    nsl_i64(idx)[i] = j >= 0 && j < c->len ? j : -1;
+  }
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_gather(c, idx, &err);
+  nsl_column_release(idx);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
 static const luaL_Reg methods[] = {
     {"type", col_type},         {"eq", col_eq},
     {"ne", col_ne},             {"lt", col_lt},
@@ -690,6 +709,7 @@ static const luaL_Reg methods[] = {
     {"nbytes", col_bytes},      {"map", col_map},
     {"unique", col_unique},     {"searchsorted", col_searchsorted},
     {"cumsum", col_cumsum},     {"diff", col_diff},
+    {"shift", col_shift},
     {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
