@@ -102,4 +102,32 @@ return {
     for _, it in ipairs(out.items) do if it.kind == "text" and it.text:find("No device%-memory events") then saw = true end end
     T.ok(saw, "explanatory text")
   end},
+
+  {"allocation API calls: counts and total time equal SQL", function()
+    local f = T.data("nsys/mpi_cuda_rank0_2022.2.sqlite")
+    local tables = T.run_analysis("heap", {f})
+    local t = tables.alloc_api
+    local want = T.sql(f, [[SELECT s.value, count(*), sum(r.end - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+      JOIN StringIds s ON s.id = r.nameId WHERE s.value GLOB 'cudaMalloc*' OR s.value GLOB 'cudaFree*'
+      OR s.value GLOB 'cuMemAlloc*' OR s.value GLOB 'cuMemFree*' OR s.value GLOB 'cudaHostAlloc*'
+      OR s.value GLOB 'cudaMemPool*' OR s.value GLOB 'cuMemPool*' OR s.value GLOB 'cuMemHostAlloc*'
+      OR s.value GLOB 'cuMemCreate*' OR s.value GLOB 'cuMemRelease*' OR s.value GLOB 'cuMemMap*'
+      OR s.value GLOB 'cuMemUnmap*' GROUP BY 1]])
+    -- nsys names API calls without their _vNNNN suffix: cudaMalloc_v3020 counts as cudaMalloc
+    local agg, names = {}, {}
+    for _, r in ipairs(want) do
+      local name = r[1]:gsub("_v%d+$", "")
+      if not agg[name] then agg[name] = {0, 0}; names[#names + 1] = name end
+      agg[name][1] = agg[name][1] + math.tointeger(r[2])
+      agg[name][2] = agg[name][2] + math.tointeger(r[3])
+    end
+    local byname = {}
+    for i = 1, #t do byname[t.Name[i]] = i end
+    T.eq(#t, #names, "API names")
+    for _, name in ipairs(names) do
+      local i = assert(byname[name], name)
+      T.eq(t["Num Calls"][i], agg[name][1], "calls of " .. name)
+      T.eq(t["Total Time (ns)"][i], agg[name][2], "time of " .. name)
+    end
+  end},
 }
