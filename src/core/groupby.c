@@ -48,7 +48,8 @@ typedef struct key_table {
   uint64_t mask;
   /* groups */
   int64_t ngroups, gcap;
-  uint64_t *gkeys;           /* ngroups * nk codes */
+  uint64_t *gkeys;           /* ngroups * nk codes (hash table of several keys only) */
+  int keep_keys;
   int64_t *first_row;
 } key_table;
 
@@ -135,7 +136,7 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
   t->span = calloc((size_t)nk, sizeof *t->span);
   t->stride = calloc((size_t)nk, sizeof *t->stride);
   if (!t->kmin || !t->span || !t->stride) goto nomem;
-  uint64_t limit = (uint64_t)n * 2 + 65536, prod = 1;
+  uint64_t limit = (uint64_t)n * 2 + 65536, prod = 1, est;
   if (limit > (1ull << 27)) limit = 1ull << 27;
   int dense = n > 0;
   uint64_t buf[BLOCK];
@@ -166,14 +167,21 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
     t->dtab = nsl__big_alloc(prod * sizeof *t->dtab);
     if (!t->dtab) goto nomem;
     memset(t->dtab, 0xff, prod * sizeof *t->dtab);
+    est = prod < (uint64_t)n ? prod : (uint64_t)n;
   } else {
-    uint64_t est = estimate_groups(keys, nk, n), cap = 1024;
+    est = estimate_groups(keys, nk, n);
+    uint64_t cap = 1024;
     while (cap < est * 2) cap <<= 1;
     t->slots = nsl__big_alloc(cap * sizeof *t->slots);
     if (!t->slots) goto nomem;
     for (uint64_t s = 0; s < cap; s++) t->slots[s].g = -1;
     t->mask = cap - 1;
+    t->keep_keys = nk > 1;   /* one key: the slot holds the code itself */
   }
+  /* room for the expected groups up front (untouched pages cost nothing) */
+  t->gcap = est > 1024 ? (int64_t)est : 1024;
+  if (!(t->first_row = malloc((size_t)t->gcap * sizeof *t->first_row))) goto nomem;
+  if (t->keep_keys && !(t->gkeys = malloc((size_t)t->gcap * (size_t)nk * sizeof *t->gkeys))) goto nomem;
   return NSL_OK;
 nomem:
   key_table_free(t);
@@ -215,16 +223,18 @@ static int grow_slots(key_table *t) {
 static int64_t new_group(key_table *t, const uint64_t *codes, int64_t row) {
   if (t->ngroups == t->gcap) {
     int64_t cap = t->gcap ? t->gcap * 2 : 1024;
-    uint64_t *gk = realloc(t->gkeys, (size_t)cap * (size_t)t->nk * sizeof *gk);
-    if (!gk) return -1;
-    t->gkeys = gk;
+    if (t->keep_keys) {
+      uint64_t *gk = realloc(t->gkeys, (size_t)cap * (size_t)t->nk * sizeof *gk);
+      if (!gk) return -1;
+      t->gkeys = gk;
+    }
     int64_t *fr = realloc(t->first_row, (size_t)cap * sizeof *fr);
     if (!fr) return -1;
     t->first_row = fr;
     t->gcap = cap;
   }
   int64_t g = t->ngroups++;
-  memcpy(t->gkeys + (size_t)g * (size_t)t->nk, codes, (size_t)t->nk * sizeof *codes);
+  if (t->keep_keys) memcpy(t->gkeys + (size_t)g * (size_t)t->nk, codes, (size_t)t->nk * sizeof *codes);
   t->first_row[g] = row;
   return g;
 }
