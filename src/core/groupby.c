@@ -562,7 +562,7 @@ static nsl_column *agg_minmax(const int64_t *go, int64_t ng, const nsl_column *v
   uint64_t *ranks = NULL, *best = nsl__big_alloc((size_t)ng * sizeof *best), buf[BLOCK];
   nsl_column *r = NULL;
   if (!best) goto nomem;
-  if (v->type == NSL_STR && !(ranks = nsl__str_ranks(v, err))) goto fail;
+  if (v->type == NSL_STR && v->dict && !(ranks = nsl__str_ranks(v, err))) goto fail;
   uint64_t none = is_max ? 0 : UINT64_MAX;
   for (int64_t g = 0; g < ng; g++) best[g] = none;
   for (int64_t b = 0; b < n; b += BLOCK) {
@@ -590,7 +590,7 @@ static nsl_column *agg_minmax(const int64_t *go, int64_t ng, const nsl_column *v
     case NSL_I32: nsl_i32(r)[g] = x ? (int32_t)nsl__ocode_to_i64(x) : NSL_NULL_I32; break;
     case NSL_F64: nsl_f64(r)[g] = nsl__ocode_to_f64(x); break;
     case NSL_BOOL: nsl_bool(r)[g] = x ? (uint8_t)(x - 1) : 0; break;
-    case NSL_STR: nsl_i32(r)[g] = x ? id_of_rank[x - 1] : -1; break;
+    case NSL_STR: nsl_i32(r)[g] = !x ? -1 : id_of_rank ? id_of_rank[x - 1] : (int32_t)(x - 1); break;
     }
   }
   free(id_of_rank);

@@ -90,9 +90,10 @@ int64_t nsl__quantile_pos(int64_t n, double q, double *frac);
 /* a + (b - a) * frac for two order codes of a column of type t. */
 double nsl__lerp_codes(nsl_type t, uint64_t a, uint64_t b, double frac);
 
-/* For a string column: an array over the dictionary's ids giving, for ids
- * that occur in c, 1 + their rank in byte order among the strings of c
- * (absent ids get 0).  NULL on out of memory (err filled).  Free with free(). */
+/* For a string column with a dictionary: an array over the dictionary's ids
+ * giving, for ids that occur in c, 1 + their rank in byte order among the
+ * strings of c (absent ids get 0).  NULL on out of memory (err filled).
+ * Free with free().  (A string column without a dictionary orders by id.) */
 uint64_t *nsl__str_ranks(const nsl_column *c, nsl_error *err);
 
 /* Order codes (see above) of c at rows[0..n) (rows NULL: rows first..first+n-1)

@@ -393,7 +393,8 @@ typedef struct sort_key {
 
 static nsl_status scan_key(sort_key *k, nsl_error *err) {
   const nsl_column *c = k->col;
-  if (c->type == NSL_STR && !(k->ranks = nsl__str_ranks(c, err))) return err ? err->code : NSL_ERR_NOMEM;
+  if (c->type == NSL_STR && c->dict && !(k->ranks = nsl__str_ranks(c, err)))
+    return err ? err->code : NSL_ERR_NOMEM;
   uint64_t buf[BLOCK], lo = UINT64_MAX, hi = 0;
   int has_null = 0;
   for (int64_t off = 0; off < c->len; off += BLOCK) {
@@ -553,7 +554,7 @@ nsl_column *nsl_col_unique(const nsl_column *c, nsl_error *err) {
   uint64_t *ranks = NULL, *codes = NULL, *tmp = NULL;
   int32_t *id_of_rank = NULL;
   nsl_column *res = NULL;
-  if (c->type == NSL_STR && !(ranks = nsl__str_ranks(c, err))) return NULL;
+  if (c->type == NSL_STR && c->dict && !(ranks = nsl__str_ranks(c, err))) return NULL;
   codes = nsl__big_alloc((size_t)n * sizeof *codes);
   tmp = nsl__big_alloc((size_t)n * sizeof *tmp);
   if (!codes || !tmp) goto nomem;
@@ -576,6 +577,10 @@ nsl_column *nsl_col_unique(const nsl_column *c, nsl_error *err) {
     for (int64_t i = 0; i < nu; i++) nsl_bool(res)[i] = (uint8_t)(codes[i] - 1);
     break;
   case NSL_STR: {
+    if (!ranks) {   /* no dictionary: ids in id order */
+      for (int64_t i = 0; i < nu; i++) nsl_i32(res)[i] = (int32_t)(codes[i] - 1);
+      break;
+    }
     int32_t nd = nsl_dict_size(c->dict);
     if (!(id_of_rank = malloc((size_t)(nu + 1) * sizeof *id_of_rank))) goto nomem;
     for (int32_t id = 0; id < nd; id++)
@@ -634,7 +639,7 @@ nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values,
   nsl_column *res = NULL;
   if (dom == 2) {
     const nsl_column *both[2] = {sorted, values};
-    if (!(ranks = str_ranks_of(both, 2, err))) return NULL;
+    if (sorted->dict && !(ranks = str_ranks_of(both, 2, err))) return NULL;
   }
   s = nsl__big_alloc((size_t)n * sizeof *s);
   v = nsl__big_alloc((size_t)m * sizeof *v);
