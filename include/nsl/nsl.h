@@ -174,44 +174,61 @@ nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t value);
 nsl_column *nsl_col_cmp_f64(const nsl_column *c, nsl_cmp op, double value);
 /* Mask of a OP b, element-wise (same length). */
 nsl_column *nsl_col_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column *b, nsl_error *err);
-/* Mask of rows whose value (int or string id) is in ids[0..n). */
+/* Mask of rows whose value (int or string id) is in ids[0..n); NULL rows
+ * are never in; F64 values are in when integral and equal. */
 nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n);
 nsl_column *nsl_col_isnull(const nsl_column *c);
 /* Mask algebra: and/or of equal-length masks, not. */
 nsl_column *nsl_mask_and(const nsl_column *a, const nsl_column *b, nsl_error *err);
 nsl_column *nsl_mask_or(const nsl_column *a, const nsl_column *b, nsl_error *err);
 nsl_column *nsl_mask_not(const nsl_column *a);
+/* Number of set rows (-1 when mask is not a bool column). */
 int64_t nsl_mask_count(const nsl_column *mask);
 /* Row indices (NSL_I64) where mask is 1. */
 nsl_column *nsl_mask_indices(const nsl_column *mask);
-/* c[idx[i]] for every i; idx entries < 0 give NULL. */
+/* c[idx[i]] for every i; idx entries < 0 give NULL (0 for bool columns);
+ * an entry past the end is NSL_ERR_ARG.  idx is NSL_I64 (or NSL_I32). */
 nsl_column *nsl_col_gather(const nsl_column *c, const nsl_column *idx, nsl_error *err);
-/* Element-wise arithmetic (NULL in, NULL out); result I64 unless either is F64. */
+/* Element-wise arithmetic (NULL in, NULL out); result I64 unless either is F64.
+ * Integer results that overflow, and integer division by zero, give NULL;
+ * integer division truncates toward zero.  The scalar v counts as an
+ * integer when it is integral (so `start - t0` stays exact); string
+ * columns are refused (NULL / NSL_ERR_ARG). */
 typedef enum nsl_arith { NSL_ADD, NSL_SUB, NSL_MUL, NSL_DIV } nsl_arith;
 nsl_column *nsl_col_arith(const nsl_column *a, nsl_arith op, const nsl_column *b, nsl_error *err);
 nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v);
-/* Converts to another numeric type (NSL_STR -> NSL_I64 gives ids). */
+/* Converts to another numeric type (NSL_STR -> NSL_I64 gives ids).  Values
+ * that do not fit (and NaN) become NULL; doubles truncate toward zero; to
+ * NSL_BOOL: 1 for non-NULL non-zero values.  Nothing converts to NSL_STR
+ * but a string column (a copy). */
 nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to);
 
 /* Stable ascending argsort by keys[0] then keys[1]...; desc[k] nonzero
- * sorts that key descending.  NULLs sort first.  Radix sort for integer
- * keys; result is NSL_I64 row indices. */
+ * sorts that key descending (desc may be NULL).  NULLs (and NaN) sort
+ * first, in either direction; -0.0 equals 0.0; strings sort in byte
+ * order of their text.  Radix sort for every key type (doubles by their
+ * IEEE bits); result is NSL_I64 row indices. */
 nsl_column *nsl_argsort(const nsl_column *const *keys, const int *desc, int nkeys, nsl_error *err);
 
-/* Reductions over a whole column, skipping NULLs. */
+/* Reductions over a whole column, skipping NULLs.  With no values: count 0,
+ * sums 0, min/max/mean NaN.  String columns: count only.  isum wraps
+ * modulo 2^64 past the int64 range (sum and mean stay exact). */
 typedef struct nsl_stats {
   int64_t count;
   double sum, min, max, mean, std;   /* std: sample standard deviation (n-1), 0 when count<2 */
   int64_t isum;                      /* exact integer sum for integer columns */
+  int64_t imin, imax;                /* exact min/max for integer columns (NSL_NULL_I64 if none) */
 } nsl_stats;
 void nsl_col_stats(const nsl_column *c, nsl_stats *out);
 /* Quantile q in [0,1] with linear interpolation between order statistics
- * (q=0.5 is the median of SQL/NumPy: mean of the two middle values). */
+ * (q=0.5 is the median of SQL/NumPy: mean of the two middle values).
+ * NaN when there are no values, q is outside [0,1], or c is a string column. */
 double nsl_col_quantile(const nsl_column *c, double q);
 
 /* Group-by: rows grouped by equal key tuples.  group_of[row] is the dense
  * group id (0..ngroups-1, in order of first appearance); first_row[g] is a
- * row of group g (so keys can be gathered). */
+ * row of group g (so keys can be gathered).  NULL keys form a group of
+ * their own, like SQL. */
 typedef struct nsl_groups {
   int64_t ngroups;
   nsl_column *group_of;   /* NSL_I64, one per row */
@@ -227,7 +244,12 @@ typedef enum nsl_agg {
 } nsl_agg;
 /* One value per group.  COUNT gives I64 (non-NULL count); SUM of integers
  * gives I64 (exact), of doubles F64; MIN/MAX/FIRST/LAST keep the type;
- * MEAN/MEDIAN/QUANTILE/STD give F64 (q used by QUANTILE only). */
+ * MEAN/MEDIAN/QUANTILE/STD give F64 (q used by QUANTILE only).  NULLs are
+ * skipped: a group without values gives NULL (COUNT, COUNT_DISTINCT: 0).
+ * STD is the sample deviation (n-1), 0 for one value, as `nsys stats`.
+ * FIRST/LAST are the first/last non-NULL value in row order; MIN/MAX of
+ * strings compare their text.  Rows with a negative group id are in no
+ * group (so g can be edited to leave rows out). */
 nsl_column *nsl_group_agg(const nsl_groups *g, const nsl_column *values, nsl_agg agg, double q,
                           nsl_error *err);
 
@@ -238,9 +260,31 @@ nsl_column *nsl_col_histogram(const nsl_column *c, const double *edges, int nbin
 
 /* Join on keys: for every row of the left key tuple, the row of the right
  * key tuple with equal keys (the first one), or -1.  Typically (report,
- * corr) of kernels against (report, corr) of api.  Result NSL_I64. */
+ * corr) of kernels against (report, corr) of api.  NULL keys match
+ * nothing; I32/I64 keys match by value, F64 against integers by value;
+ * string keys by text, even across dictionaries.  Result NSL_I64. */
 nsl_column *nsl_join_index(const nsl_column *const *left, const nsl_column *const *right,
                            int nkeys, nsl_error *err);
+
+/* Distinct non-NULL values of c, ascending (strings in byte order), with
+ * c's type (and dictionary). */
+nsl_column *nsl_col_unique(const nsl_column *c, nsl_error *err);
+/* For each value v of values, its insertion index into sorted (ascending
+ * with NULLs first, as nsl_argsort orders): the first i with sorted[i] >= v
+ * (right = 0) or > v (right = 1); a NULL v gives 0 (right: the number of
+ * NULLs).  Integer and F64 columns compare numerically with each other;
+ * string columns must share a dictionary and compare in byte order.
+ * NSL_ERR_ARG when sorted is not sorted.  Result NSL_I64. */
+nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values, int right,
+                             nsl_error *err);
+/* Running sum over the rows; a NULL row adds nothing and reads NULL.
+ * NSL_I64 for integer columns, NSL_F64 for F64. */
+nsl_column *nsl_col_cumsum(const nsl_column *c, nsl_error *err);
+/* x[i] - x[j], j the previous row (of the same group when group_of, I64
+ * group ids as nsl_groupby gives, is not NULL; a negative id is in no group).
+ * NULL for the first row of each group and where either value is NULL.
+ * NSL_I64 for integer columns, NSL_F64 for F64. */
+nsl_column *nsl_col_diff(const nsl_column *c, const nsl_column *group_of, nsl_error *err);
 
 /* ---- interval algebra (half-open [start, stop), int64 ns) ------------- */
 
@@ -252,7 +296,9 @@ typedef struct nsl_intervals {
 } nsl_intervals;
 
 /* Union of the intervals [start[i], stop[i]) over rows where mask is NULL
- * or 1.  The inputs need not be sorted. */
+ * or 1.  The inputs need not be sorted.  Rows with a NULL end or stop <=
+ * start add nothing; touching intervals merge.  Set operations below
+ * take sorted disjoint sets and answer NSL_ERR_ARG for others. */
 nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const nsl_column *mask,
                         nsl_intervals *out, nsl_error *err);
 nsl_status nsl_iv_intersect(const nsl_intervals *a, const nsl_intervals *b, nsl_intervals *out,
@@ -266,6 +312,20 @@ nsl_status nsl_iv_gaps(const nsl_intervals *a, int64_t lo, int64_t hi, nsl_inter
                        nsl_error *err);
 int64_t nsl_iv_total(const nsl_intervals *a);
 void nsl_iv_free(nsl_intervals *a);
+/* Busy time per group: for every group g in 0..ngroups-1, the length of the
+ * union of the intervals of the rows with group_of[row] == g (I64 group
+ * ids as nsl_groupby gives; rows with a negative id, or masked out as in
+ * nsl_iv_union, are skipped).  E.g. GPU busy time per (device, stream).
+ * Result NSL_I64, ngroups long. */
+nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop,
+                                 const nsl_column *group_of, int64_t ngroups, const nsl_column *mask,
+                                 nsl_error *err);
+/* For every row of [start, stop): the length of it that b (sorted and
+ * disjoint, e.g. from nsl_iv_union) covers, e.g. the part of each kernel
+ * hidden under communication.  NULL rows give NULL, empty ones 0.  The rows
+ * need not be sorted.  Result NSL_I64. */
+nsl_column *nsl_iv_coverage(const nsl_column *start, const nsl_column *stop, const nsl_intervals *b,
+                            nsl_error *err);
 
 /* ---- traces ----------------------------------------------------------- */
 
@@ -312,6 +372,10 @@ void nsl_trace_close(nsl_trace *tr);
 int nsl_trace_nreports(const nsl_trace *tr);
 const nsl_report_info *nsl_trace_report(const nsl_trace *tr, int i);
 nsl_dict *nsl_trace_dict(nsl_trace *tr);
+/* Makes the trace intern its strings into d (retained) instead of its own
+ * dictionary, so that several traces share string ids; only before any
+ * table was loaded (NSL_ERR_ARG otherwise). */
+nsl_status nsl_trace_set_dict(nsl_trace *tr, nsl_dict *d, nsl_error *err);
 /* Data-model table `name` (borrowed; owned by the trace), every report's
  * rows concatenated with a `report` column (report index, I32).  A table no
  * report has is an empty table with the declared columns. */

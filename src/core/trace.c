@@ -89,6 +89,14 @@ const nsl_report_info *nsl_trace_report(const nsl_trace *tr, int i) {
   return i >= 0 && i < tr->nreports ? &tr->reports[i].info : NULL;
 }
 nsl_dict *nsl_trace_dict(nsl_trace *tr) { return tr->dict; }
+
+nsl_status nsl_trace_set_dict(nsl_trace *tr, nsl_dict *d, nsl_error *err) {
+  if (tr->tables) return nsl_error_set(err, NSL_ERR_ARG, "cannot change the dictionary after tables were loaded");
+  nsl_dict_retain(d);
+  nsl_dict_release(tr->dict);
+  tr->dict = d;
+  return NSL_OK;
+}
 const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src) {
   if (i < 0 || i >= tr->nreports) return NULL;
   if (src) *src = tr->reports[i].src;

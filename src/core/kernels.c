@@ -1,0 +1,703 @@
+/* kernels.c -- element-wise kernels over whole columns: comparison masks,
+ * membership, mask algebra, gather, arithmetic, casts, reductions,
+ * quantiles, histograms, running sums and differences.  (Sorting is in
+ * sort.c, group-by and joins in groupby.c, interval algebra in intervals.c.)
+ *
+ * NULLs are the sentinels of nsl.h; kernels skip them or propagate them as
+ * each contract says.  Functions without an nsl_error return NULL on bad
+ * input or out of memory. */
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/kernels_internal.h"
+
+static int valid_col(const nsl_column *c) { return c && (unsigned)c->type <= NSL_BOOL; }
+
+#define int_at nsl__int_at
+
+/* Three-way exact comparison of an integer with a double (d not NaN). */
+static inline int cmp_i64_f64(int64_t x, double d) {
+  if (d >= 9223372036854775808.0) return -1;
+  if (d < -9223372036854775808.0) return 1;
+  double t = trunc(d);
+  int64_t ti = (int64_t)t;
+  if (x != ti) return x < ti ? -1 : 1;
+  return d > t ? -1 : d < t ? 1 : 0;
+}
+
+/* Bit (c + 1) of hits[op] says whether a three-way result c in {-1,0,1}
+ * satisfies op. */
+static const uint8_t hits[] = {
+    [NSL_EQ] = 2, [NSL_NE] = 5, [NSL_LT] = 1, [NSL_LE] = 3, [NSL_GT] = 4, [NSL_GE] = 6};
+#define HIT(op, c) ((uint8_t)((hits[op] >> ((c) + 1)) & 1))
+#define CMP3(x, y) (((x) > (y)) - ((x) < (y)))
+
+static int valid_cmp(nsl_cmp op) { return (unsigned)op <= NSL_GE; }
+
+/* ---- comparison masks ----------------------------------------------------- */
+
+nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t v) {
+  if (!valid_col(c) || !valid_cmp(op)) return NULL;
+  nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
+  if (!m) return NULL;
+  uint8_t *o = nsl_bool(m), ne = op == NSL_NE;
+  int64_t n = c->len;
+  if (v == NSL_NULL_I64) {   /* comparing with NULL */
+    memset(o, ne, (size_t)n);
+    return m;
+  }
+  switch (c->type) {
+  case NSL_I64: {
+    const int64_t *x = nsl_i64(c);
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I64 ? ne : HIT(op, CMP3(x[i], v));
+    break;
+  }
+  case NSL_I32: {
+    const int32_t *x = nsl_i32(c);
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I32 ? ne : HIT(op, CMP3((int64_t)x[i], v));
+    break;
+  }
+  case NSL_STR: {
+    const int32_t *x = nsl_i32(c);
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] < 0 ? ne : HIT(op, CMP3((int64_t)x[i], v));
+    break;
+  }
+  case NSL_BOOL: {
+    const uint8_t *x = nsl_bool(c);
+    for (int64_t i = 0; i < n; i++) o[i] = HIT(op, CMP3((int64_t)x[i], v));
+    break;
+  }
+  case NSL_F64: {
+    const double *x = nsl_f64(c);
+    for (int64_t i = 0; i < n; i++) o[i] = isnan(x[i]) ? ne : HIT(op, -cmp_i64_f64(v, x[i]));
+    break;
+  }
+  }
+  return m;
+}
+
+nsl_column *nsl_col_cmp_f64(const nsl_column *c, nsl_cmp op, double v) {
+  if (!valid_col(c) || !valid_cmp(op)) return NULL;
+  nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
+  if (!m) return NULL;
+  uint8_t *o = nsl_bool(m), ne = op == NSL_NE;
+  int64_t n = c->len;
+  if (isnan(v)) {
+    memset(o, ne, (size_t)n);
+    return m;
+  }
+  if (c->type == NSL_F64) {
+    const double *x = nsl_f64(c);
+    for (int64_t i = 0; i < n; i++) o[i] = isnan(x[i]) ? ne : HIT(op, CMP3(x[i], v));
+  } else {
+    for (int64_t i = 0; i < n; i++) {
+      int null;
+      int64_t x = int_at(c, i, &null);
+      o[i] = null ? ne : HIT(op, cmp_i64_f64(x, v));
+    }
+  }
+  return m;
+}
+
+/* Three-way byte-order comparison of two strings. */
+static int cmp_str(const nsl_dict *da, int32_t a, const nsl_dict *db, int32_t b) {
+  size_t la = nsl_dict_strlen(da, a), lb = nsl_dict_strlen(db, b);
+  const char *sa = nsl_dict_str(da, a), *sb = nsl_dict_str(db, b);
+  int r = memcmp(sa ? sa : "", sb ? sb : "", la < lb ? la : lb);
+  if (r) return r < 0 ? -1 : 1;
+  return CMP3(la, lb);
+}
+
+nsl_column *nsl_col_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column *b, nsl_error *err) {
+  if (!valid_col(a) || !valid_col(b) || !valid_cmp(op)) {
+    nsl_error_set(err, NSL_ERR_ARG, "compare: missing column or unknown operator");
+    return NULL;
+  }
+  if (a->len != b->len) {
+    nsl_error_set(err, NSL_ERR_ARG, "compare: columns of %lld and %lld rows", (long long)a->len,
+                  (long long)b->len);
+    return NULL;
+  }
+  if ((a->type == NSL_STR) != (b->type == NSL_STR)) {
+    nsl_error_set(err, NSL_ERR_ARG, "compare: cannot compare a %s column with a %s column",
+                  nsl_type_name(a->type), nsl_type_name(b->type));
+    return NULL;
+  }
+  nsl_column *m = nsl_column_new(NSL_BOOL, a->len, NULL);
+  if (!m) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "compare: out of memory for %lld rows", (long long)a->len);
+    return NULL;
+  }
+  uint8_t *o = nsl_bool(m), ne = op == NSL_NE;
+  int64_t n = a->len;
+  if (a->type == NSL_STR) {
+    int by_id = a->dict == b->dict && (op == NSL_EQ || op == NSL_NE);
+    const int32_t *x = nsl_i32(a), *y = nsl_i32(b);
+    for (int64_t i = 0; i < n; i++) {
+      if (x[i] < 0 || y[i] < 0) o[i] = ne;
+      else o[i] = HIT(op, by_id ? CMP3(x[i], y[i]) : cmp_str(a->dict, x[i], b->dict, y[i]));
+    }
+  } else if (a->type == NSL_F64 && b->type == NSL_F64) {
+    const double *x = nsl_f64(a), *y = nsl_f64(b);
+    for (int64_t i = 0; i < n; i++) o[i] = isnan(x[i]) || isnan(y[i]) ? ne : HIT(op, CMP3(x[i], y[i]));
+  } else if (a->type == NSL_F64 || b->type == NSL_F64) {
+    int flip = a->type == NSL_F64;   /* compare the integer side with the double side */
+    const nsl_column *ic = flip ? b : a;
+    const double *y = nsl_f64(flip ? a : b);
+    for (int64_t i = 0; i < n; i++) {
+      int null;
+      int64_t x = int_at(ic, i, &null);
+      if (null || isnan(y[i])) o[i] = ne;
+      else {
+        int c = cmp_i64_f64(x, y[i]);
+        o[i] = HIT(op, flip ? -c : c);
+      }
+    }
+  } else if (a->type == NSL_I64 && b->type == NSL_I64) {
+    const int64_t *x = nsl_i64(a), *y = nsl_i64(b);
+    for (int64_t i = 0; i < n; i++)
+      o[i] = x[i] == NSL_NULL_I64 || y[i] == NSL_NULL_I64 ? ne : HIT(op, CMP3(x[i], y[i]));
+  } else {
+    for (int64_t i = 0; i < n; i++) {
+      int na, nb;
+      int64_t x = int_at(a, i, &na), y = int_at(b, i, &nb);
+      o[i] = na || nb ? ne : HIT(op, CMP3(x, y));
+    }
+  }
+  return m;
+}
+
+/* ---- membership, NULL tests ----------------------------------------------- */
+
+nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n) {
+  if (!valid_col(c) || n < 0 || (n > 0 && !ids)) return NULL;
+  nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
+  if (!m || n == 0) return m;
+  /* open-addressing set of the ids; NSL_NULL_I64 marks an empty slot (a
+   * NULL is never "in") */
+  uint64_t cap = 16;
+  while (cap < (uint64_t)n * 2) cap <<= 1;
+  int64_t *set = malloc(cap * sizeof *set);
+  if (!set) {
+    nsl_column_release(m);
+    return NULL;
+  }
+  for (uint64_t s = 0; s < cap; s++) set[s] = NSL_NULL_I64;
+  for (int64_t j = 0; j < n; j++) {
+    if (ids[j] == NSL_NULL_I64) continue;
+    uint64_t s = nsl__mix64((uint64_t)ids[j]) & (cap - 1);
+    while (set[s] != NSL_NULL_I64 && set[s] != ids[j]) s = (s + 1) & (cap - 1);
+    set[s] = ids[j];
+  }
+  uint8_t *o = nsl_bool(m);
+  for (int64_t i = 0; i < c->len; i++) {
+    int64_t x;
+    if (c->type == NSL_F64) {
+      double d = nsl_f64(c)[i];
+      if (!(d >= -9223372036854775807.0 && d < 9223372036854775808.0) || d != trunc(d)) continue;
+      x = (int64_t)d;
+    } else {
+      int null;
+      x = int_at(c, i, &null);
+      if (null) continue;
+    }
+    uint64_t s = nsl__mix64((uint64_t)x) & (cap - 1);
+    while (set[s] != NSL_NULL_I64 && set[s] != x) s = (s + 1) & (cap - 1);
+    o[i] = set[s] == x;
+  }
+  free(set);
+  return m;
+}
+
+nsl_column *nsl_col_isnull(const nsl_column *c) {
+  if (!valid_col(c)) return NULL;
+  nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
+  if (!m) return NULL;
+  uint8_t *o = nsl_bool(m);
+  switch (c->type) {
+  case NSL_I64:
+    for (int64_t i = 0; i < c->len; i++) o[i] = nsl_i64(c)[i] == NSL_NULL_I64;
+    break;
+  case NSL_I32:
+    for (int64_t i = 0; i < c->len; i++) o[i] = nsl_i32(c)[i] == NSL_NULL_I32;
+    break;
+  case NSL_STR:
+    for (int64_t i = 0; i < c->len; i++) o[i] = nsl_i32(c)[i] < 0;
+    break;
+  case NSL_F64:
+    for (int64_t i = 0; i < c->len; i++) o[i] = isnan(nsl_f64(c)[i]);
+    break;
+  case NSL_BOOL: break;
+  }
+  return m;
+}
+
+/* ---- masks ------------------------------------------------------------------ */
+
+static nsl_column *mask_binop(const nsl_column *a, const nsl_column *b, int is_and, nsl_error *err) {
+  const char *what = is_and ? "mask and" : "mask or";
+  if (!a || !b || a->type != NSL_BOOL || b->type != NSL_BOOL) {
+    nsl_error_set(err, NSL_ERR_ARG, "%s: both operands must be bool masks", what);
+    return NULL;
+  }
+  if (a->len != b->len) {
+    nsl_error_set(err, NSL_ERR_ARG, "%s: masks of %lld and %lld rows", what, (long long)a->len,
+                  (long long)b->len);
+    return NULL;
+  }
+  nsl_column *m = nsl_column_new(NSL_BOOL, a->len, NULL);
+  if (!m) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory", what);
+    return NULL;
+  }
+  const uint8_t *x = nsl_bool(a), *y = nsl_bool(b);
+  uint8_t *o = nsl_bool(m);
+  if (is_and)
+    for (int64_t i = 0; i < a->len; i++) o[i] = (x[i] != 0) & (y[i] != 0);
+  else
+    for (int64_t i = 0; i < a->len; i++) o[i] = (x[i] != 0) | (y[i] != 0);
+  return m;
+}
+
+nsl_column *nsl_mask_and(const nsl_column *a, const nsl_column *b, nsl_error *err) {
+  return mask_binop(a, b, 1, err);
+}
+
+nsl_column *nsl_mask_or(const nsl_column *a, const nsl_column *b, nsl_error *err) {
+  return mask_binop(a, b, 0, err);
+}
+
+nsl_column *nsl_mask_not(const nsl_column *a) {
+  if (!a || a->type != NSL_BOOL) return NULL;
+  nsl_column *m = nsl_column_new(NSL_BOOL, a->len, NULL);
+  if (!m) return NULL;
+  for (int64_t i = 0; i < a->len; i++) nsl_bool(m)[i] = nsl_bool(a)[i] == 0;
+  return m;
+}
+
+/* Number of set rows; -1 when mask is not a bool column. */
+int64_t nsl_mask_count(const nsl_column *mask) {
+  if (!mask || mask->type != NSL_BOOL) return -1;
+  const uint8_t *x = nsl_bool(mask);
+  int64_t k = 0;
+  for (int64_t i = 0; i < mask->len; i++) k += x[i] != 0;
+  return k;
+}
+
+nsl_column *nsl_mask_indices(const nsl_column *mask) {
+  int64_t k = nsl_mask_count(mask);
+  if (k < 0) return NULL;
+  nsl_column *r = nsl_column_new(NSL_I64, k, NULL);
+  if (!r) return NULL;
+  const uint8_t *x = nsl_bool(mask);
+  int64_t *o = nsl_i64(r), j = 0;
+  for (int64_t i = 0; i < mask->len; i++)
+    if (x[i]) o[j++] = i;
+  return r;
+}
+
+/* ---- gather --------------------------------------------------------------- */
+
+nsl_column *nsl_col_gather(const nsl_column *c, const nsl_column *idx, nsl_error *err) {
+  if (!valid_col(c) || !idx || (idx->type != NSL_I64 && idx->type != NSL_I32)) {
+    nsl_error_set(err, NSL_ERR_ARG, "gather: needs a column and i64 (or i32) row indices");
+    return NULL;
+  }
+  int64_t n = idx->len, len = c->len;
+  nsl_column *r = nsl_column_new(c->type, n, c->dict);
+  if (!r) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "gather: out of memory for %lld rows", (long long)n);
+    return NULL;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t j = idx->type == NSL_I64 ? nsl_i64(idx)[i] : (int64_t)nsl_i32(idx)[i];
+    if (j >= len) {
+      nsl_error_set(err, NSL_ERR_ARG, "gather: index %lld (at %lld) is past the end of a %lld-row column",
+                    (long long)j, (long long)i, (long long)len);
+      nsl_column_release(r);
+      return NULL;
+    }
+    switch (c->type) {
+    case NSL_I64: nsl_i64(r)[i] = j < 0 ? NSL_NULL_I64 : nsl_i64(c)[j]; break;
+    case NSL_I32: nsl_i32(r)[i] = j < 0 ? NSL_NULL_I32 : nsl_i32(c)[j]; break;
+    case NSL_STR: nsl_i32(r)[i] = j < 0 ? -1 : nsl_i32(c)[j]; break;
+    case NSL_F64: nsl_f64(r)[i] = j < 0 ? NAN : nsl_f64(c)[j]; break;
+    case NSL_BOOL: nsl_bool(r)[i] = j < 0 ? 0 : nsl_bool(c)[j]; break;
+    }
+  }
+  return r;
+}
+
+/* ---- arithmetic ------------------------------------------------------------ */
+
+/* x op y on integers; NSL_NULL_I64 on overflow or division by zero. */
+static inline int64_t arith_i64(int64_t x, nsl_arith op, int64_t y) {
+  int64_t r;
+  switch (op) {
+  case NSL_ADD: return __builtin_add_overflow(x, y, &r) ? NSL_NULL_I64 : r;
+  case NSL_SUB: return __builtin_sub_overflow(x, y, &r) ? NSL_NULL_I64 : r;
+  case NSL_MUL: return __builtin_mul_overflow(x, y, &r) ? NSL_NULL_I64 : r;
+  case NSL_DIV: return y == 0 || (y == -1 && x == INT64_MIN) ? NSL_NULL_I64 : x / y;
+  }
+  return NSL_NULL_I64;
+}
+
+static inline double arith_f64(double x, nsl_arith op, double y) {
+  switch (op) {
+  case NSL_ADD: return x + y;
+  case NSL_SUB: return x - y;
+  case NSL_MUL: return x * y;
+  case NSL_DIV: return x / y;
+  }
+  return NAN;
+}
+
+nsl_column *nsl_col_arith(const nsl_column *a, nsl_arith op, const nsl_column *b, nsl_error *err) {
+  if (!valid_col(a) || !valid_col(b) || (unsigned)op > NSL_DIV) {
+    nsl_error_set(err, NSL_ERR_ARG, "arithmetic: missing column or unknown operator");
+    return NULL;
+  }
+  if (a->type == NSL_STR || b->type == NSL_STR) {
+    nsl_error_set(err, NSL_ERR_ARG, "arithmetic: not defined on string columns");
+    return NULL;
+  }
+  if (a->len != b->len) {
+    nsl_error_set(err, NSL_ERR_ARG, "arithmetic: columns of %lld and %lld rows", (long long)a->len,
+                  (long long)b->len);
+    return NULL;
+  }
+  int fp = a->type == NSL_F64 || b->type == NSL_F64;
+  int64_t n = a->len;
+  nsl_column *r = nsl_column_new(fp ? NSL_F64 : NSL_I64, n, NULL);
+  if (!r) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "arithmetic: out of memory for %lld rows", (long long)n);
+    return NULL;
+  }
+  if (fp) {
+    double *o = nsl_f64(r);
+    for (int64_t i = 0; i < n; i++)
+      o[i] = arith_f64(nsl_column_get_f64(a, i), op, nsl_column_get_f64(b, i));
+  } else if (a->type == NSL_I64 && b->type == NSL_I64) {
+    const int64_t *x = nsl_i64(a), *y = nsl_i64(b);
+    int64_t *o = nsl_i64(r);
+    for (int64_t i = 0; i < n; i++)
+      o[i] = x[i] == NSL_NULL_I64 || y[i] == NSL_NULL_I64 ? NSL_NULL_I64 : arith_i64(x[i], op, y[i]);
+  } else {
+    int64_t *o = nsl_i64(r);
+    for (int64_t i = 0; i < n; i++) {
+      int na, nb;
+      int64_t x = int_at(a, i, &na), y = int_at(b, i, &nb);
+      o[i] = na || nb ? NSL_NULL_I64 : arith_i64(x, op, y);
+    }
+  }
+  return r;
+}
+
+nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v) {
+  if (!valid_col(a) || a->type == NSL_STR || (unsigned)op > NSL_DIV) return NULL;
+  int64_t n = a->len;
+  int int_scalar = v >= -9223372036854775807.0 && v < 9223372036854775808.0 && v == trunc(v);
+  if (a->type != NSL_F64 && int_scalar) {
+    nsl_column *r = nsl_column_new(NSL_I64, n, NULL);
+    if (!r) return NULL;
+    int64_t y = (int64_t)v, *o = nsl_i64(r);
+    for (int64_t i = 0; i < n; i++) {
+      int null;
+      int64_t x = int_at(a, i, &null);
+      o[i] = null ? NSL_NULL_I64 : arith_i64(x, op, y);
+    }
+    return r;
+  }
+  nsl_column *r = nsl_column_new(NSL_F64, n, NULL);
+  if (!r) return NULL;
+  double *o = nsl_f64(r);
+  for (int64_t i = 0; i < n; i++) o[i] = arith_f64(nsl_column_get_f64(a, i), op, v);
+  return r;
+}
+
+/* ---- casts ----------------------------------------------------------------- */
+
+nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to) {
+  if (!valid_col(c) || (unsigned)to > NSL_BOOL) return NULL;
+  if (to == NSL_STR && c->type != NSL_STR) return NULL;   /* no dictionary to map into */
+  int64_t n = c->len;
+  nsl_column *r = nsl_column_new(to, n, c->dict);
+  if (!r) return NULL;
+  if (to == c->type) {
+    memcpy(r->data, c->data, (size_t)n * nsl_type_size(to));
+    return r;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int null = 0;
+    int64_t x = 0;
+    double d = 0;
+    if (c->type == NSL_F64) {
+      d = nsl_f64(c)[i];
+      null = isnan(d);
+    } else {
+      x = int_at(c, i, &null);
+      d = (double)x;
+    }
+    switch (to) {
+    case NSL_I64:
+      if (c->type == NSL_F64)
+        nsl_i64(r)[i] = null || !(d > -9223372036854775808.0 && d < 9223372036854775808.0)
+                            ? NSL_NULL_I64
+                            : (int64_t)d;
+      else nsl_i64(r)[i] = null ? NSL_NULL_I64 : x;
+      break;
+    case NSL_I32:
+      if (c->type == NSL_F64)
+        nsl_i32(r)[i] = null || !(d > -2147483648.0 && d < 2147483648.0) ? NSL_NULL_I32 : (int32_t)d;
+      else nsl_i32(r)[i] = null || x <= INT32_MIN || x > INT32_MAX ? NSL_NULL_I32 : (int32_t)x;
+      break;
+    case NSL_F64: nsl_f64(r)[i] = null ? NAN : d; break;
+    case NSL_BOOL: nsl_bool(r)[i] = !null && (c->type == NSL_STR || d != 0); break;
+    case NSL_STR: break;
+    }
+  }
+  return r;
+}
+
+/* ---- reductions ------------------------------------------------------------ */
+
+void nsl_col_stats(const nsl_column *c, nsl_stats *out) {
+  if (!out) return;
+  *out = (nsl_stats){0, 0, NAN, NAN, NAN, 0, 0, NSL_NULL_I64, NSL_NULL_I64};
+  if (!valid_col(c) || c->len == 0) return;
+  int64_t n = c->len, count = 0;
+  if (c->type == NSL_STR) {
+    for (int64_t i = 0; i < n; i++) count += nsl_i32(c)[i] >= 0;
+    out->count = count;
+    return;
+  }
+  double mean;
+  if (c->type == NSL_F64) {
+    const double *x = nsl_f64(c);
+    double s = 0, comp = 0, mn = INFINITY, mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+      double v = x[i];
+      if (isnan(v)) continue;
+      count++;
+      double t = s + v;   /* Neumaier compensated sum */
+      comp += fabs(s) >= fabs(v) ? (s - t) + v : (v - t) + s;
+      s = t;
+      if (v < mn) mn = v;
+      if (v > mx) mx = v;
+    }
+    if (!count) return;
+    out->sum = s + comp;
+    out->min = mn;
+    out->max = mx;
+    mean = out->sum / (double)count;
+  } else {
+    __extension__ __int128 s = 0;
+    int64_t mn = INT64_MAX, mx = INT64_MIN;
+    for (int64_t i = 0; i < n; i++) {
+      int null;
+      int64_t v = int_at(c, i, &null);
+      if (null) continue;
+      count++;
+      s += v;
+      if (v < mn) mn = v;
+      if (v > mx) mx = v;
+    }
+    if (!count) return;
+    out->isum = (int64_t)(uint64_t)s;   /* modulo 2^64 past the int64 range */
+    out->sum = (double)s;
+    out->imin = mn;
+    out->imax = mx;
+    out->min = (double)mn;
+    out->max = (double)mx;
+    mean = (double)((long double)s / (long double)count);
+  }
+  out->count = count;
+  out->mean = mean;
+  if (count > 1) {   /* second pass: sum of squared deviations */
+    long double ss = 0;
+    for (int64_t i = 0; i < n; i++) {
+      if (nsl_column_is_null(c, i)) continue;
+      double dv = nsl_column_get_f64(c, i) - mean;
+      ss += (long double)dv * dv;
+    }
+    out->std = sqrt((double)(ss / (long double)(count - 1)));
+  }
+}
+
+double nsl__lerp_codes(nsl_type t, uint64_t a, uint64_t b, double frac) {
+  if (t == NSL_F64) {
+    double x = nsl__ocode_to_f64(a), y = nsl__ocode_to_f64(b);
+    if (frac == 0 || x == y) return x;
+    return (double)((long double)x + ((long double)y - (long double)x) * (long double)frac);
+  }
+  int64_t x = t == NSL_BOOL ? (int64_t)a - 1 : nsl__ocode_to_i64(a);
+  int64_t y = t == NSL_BOOL ? (int64_t)b - 1 : nsl__ocode_to_i64(b);
+  if (frac == 0 || x == y) return (double)x;
+  /* long double holds every int64 and the half-way points exactly */
+  return (double)((long double)x + ((long double)y - (long double)x) * (long double)frac);
+}
+
+int64_t nsl__quantile_pos(int64_t n, double q, double *frac) {
+  double pos = q * (double)(n - 1);
+  int64_t k = (int64_t)floor(pos);
+  if (k >= n - 1) {
+    k = n - 1;
+    *frac = 0;
+  } else *frac = pos - (double)k;
+  return k;
+}
+
+double nsl_col_quantile(const nsl_column *c, double q) {
+  if (!valid_col(c) || c->type == NSL_STR || !(q >= 0 && q <= 1) || c->len == 0) return NAN;
+  uint64_t *a = malloc((size_t)c->len * sizeof *a);
+  if (!a) return NAN;
+  nsl__order_codes(c, NULL, 0, c->len, NULL, a);
+  int64_t n = 0;
+  for (int64_t i = 0; i < c->len; i++)
+    if (a[i]) a[n++] = a[i];
+  double r = NAN;
+  if (n > 0) {
+    double frac;
+    int64_t k = nsl__quantile_pos(n, q, &frac);
+    nsl__select_u64(a, n, k);
+    uint64_t hi = a[k];
+    if (frac > 0) {   /* the next order statistic: the least of the upper part */
+      hi = a[k + 1];
+      for (int64_t i = k + 2; i < n; i++)
+        if (a[i] < hi) hi = a[i];
+    }
+    r = nsl__lerp_codes(c->type, a[k], hi, frac);
+  }
+  free(a);
+  return r;
+}
+
+/* ---- histogram ---------------------------------------------------------------- */
+
+nsl_column *nsl_col_histogram(const nsl_column *c, const double *edges, int nbins, nsl_error *err) {
+  if (!valid_col(c) || c->type == NSL_STR) {
+    nsl_error_set(err, NSL_ERR_ARG, "histogram: needs a numeric column");
+    return NULL;
+  }
+  if (nbins < 1 || !edges) {
+    nsl_error_set(err, NSL_ERR_ARG, "histogram: needs at least one bin (%d given)", nbins);
+    return NULL;
+  }
+  for (int b = 0; b <= nbins; b++)
+    if (isnan(edges[b]) || (b > 0 && edges[b] < edges[b - 1])) {
+      nsl_error_set(err, NSL_ERR_ARG, "histogram: edge %d (%g) is not in ascending order", b, edges[b]);
+      return NULL;
+    }
+  nsl_column *r = nsl_column_new(NSL_I64, nbins, NULL);
+  if (!r) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "histogram: out of memory");
+    return NULL;
+  }
+  int64_t *cnt = nsl_i64(r);
+  double lo = edges[0], hi = edges[nbins];
+  for (int64_t i = 0; i < c->len; i++) {
+    double x = nsl_column_get_f64(c, i);
+    if (!(x >= lo && x <= hi)) continue;   /* outside, or NULL */
+    int b;
+    if (x == hi) {
+      b = nbins - 1;
+      while (b > 0 && edges[b] == hi) b--;   /* the last bin of non-zero width */
+    } else {
+      int l = 0, h = nbins;   /* last b with edges[b] <= x */
+      while (h - l > 1) {
+        int mid = (l + h) / 2;
+        if (edges[mid] <= x) l = mid;
+        else h = mid;
+      }
+      b = l;
+    }
+    cnt[b]++;
+  }
+  return r;
+}
+
+/* ---- running sums and differences ------------------------------------------------ */
+
+nsl_column *nsl_col_cumsum(const nsl_column *c, nsl_error *err) {
+  if (!valid_col(c) || c->type == NSL_STR) {
+    nsl_error_set(err, NSL_ERR_ARG, "cumsum: needs a numeric column");
+    return NULL;
+  }
+  int64_t n = c->len;
+  nsl_column *r = nsl_column_new(c->type == NSL_F64 ? NSL_F64 : NSL_I64, n, NULL);
+  if (!r) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "cumsum: out of memory for %lld rows", (long long)n);
+    return NULL;
+  }
+  if (c->type == NSL_F64) {
+    double s = 0, comp = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double v = nsl_f64(c)[i];
+      if (isnan(v)) {
+        nsl_f64(r)[i] = NAN;
+        continue;
+      }
+      double t = s + v;
+      comp += fabs(s) >= fabs(v) ? (s - t) + v : (v - t) + s;
+      s = t;
+      nsl_f64(r)[i] = s + comp;
+    }
+  } else {
+    uint64_t s = 0;   /* wraps modulo 2^64 rather than overflowing */
+    for (int64_t i = 0; i < n; i++) {
+      int null;
+      int64_t v = int_at(c, i, &null);
+      if (null) {
+        nsl_i64(r)[i] = NSL_NULL_I64;
+        continue;
+      }
+      s += (uint64_t)v;
+      nsl_i64(r)[i] = (int64_t)s;
+    }
+  }
+  return r;
+}
+
+nsl_column *nsl_col_diff(const nsl_column *c, const nsl_column *group_of, nsl_error *err) {
+  if (!valid_col(c) || c->type == NSL_STR) {
+    nsl_error_set(err, NSL_ERR_ARG, "diff: needs a numeric column");
+    return NULL;
+  }
+  int64_t n = c->len, ng = 1;
+  if (group_of) {
+    if (group_of->type != NSL_I64 || group_of->len != n) {
+      nsl_error_set(err, NSL_ERR_ARG, "diff: group ids must be an i64 column of %lld rows", (long long)n);
+      return NULL;
+    }
+    ng = 0;
+    for (int64_t i = 0; i < n; i++)
+      if (nsl_i64(group_of)[i] >= ng) ng = nsl_i64(group_of)[i] + 1;
+  }
+  int fp = c->type == NSL_F64;
+  nsl_column *r = nsl_column_new(fp ? NSL_F64 : NSL_I64, n, NULL);
+  int64_t *prev = malloc((size_t)(ng ? ng : 1) * sizeof *prev);   /* last row of each group */
+  if (!r || !prev) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "diff: out of memory for %lld rows", (long long)n);
+    nsl_column_release(r);
+    free(prev);
+    return NULL;
+  }
+  for (int64_t g = 0; g < ng; g++) prev[g] = -1;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t g = group_of ? nsl_i64(group_of)[i] : 0, j = -1;
+    if (g >= 0) {
+      j = prev[g];
+      prev[g] = i;
+    }
+    if (fp) {
+      nsl_f64(r)[i] = j < 0 ? NAN : nsl_f64(c)[i] - nsl_f64(c)[j];
+    } else {
+      int na = 1, nb = 1;
+      int64_t x = int_at(c, i, &na), y = j < 0 ? 0 : int_at(c, j, &nb);
+      nsl_i64(r)[i] = na || nb || j < 0 ? NSL_NULL_I64 : arith_i64(x, NSL_SUB, y);
+    }
+  }
+  free(prev);
+  return r;
+}

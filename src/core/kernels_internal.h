@@ -1,0 +1,136 @@
+/* kernels_internal.h -- helpers shared by the whole-column kernels
+ * (kernels.c, sort.c, groupby.c, intervals.c).  Not part of the public API.
+ *
+ * Order codes: every value of a column maps to a uint64 whose unsigned order
+ * is the value order, with NULL (and NaN) mapped to 0, below everything:
+ *   integers: two's complement with the sign bit flipped (INT64_MIN, the
+ *             NULL, becomes 0 and INT64_MIN+1 becomes 1);
+ *   doubles:  the IEEE-754 bit trick (negative: all bits flipped; positive:
+ *             sign bit set), -0.0 folded onto +0.0, NaN -> 0;
+ *   strings:  1 + the rank of the string in byte order (see nsl__str_ranks).
+ * Equality codes (hashing): the same, with string ids used as they are. */
+#ifndef NSL_CORE_KERNELS_INTERNAL_H
+#define NSL_CORE_KERNELS_INTERNAL_H
+
+#include <math.h>
+#include <string.h>
+
+#include "nsl/nsl.h"
+
+#define NSL__SIGN 0x8000000000000000ull
+
+static inline uint64_t nsl__ocode_i64(int64_t x) { return (uint64_t)x ^ NSL__SIGN; }
+static inline uint64_t nsl__ocode_i32(int32_t x) {
+  return x == NSL_NULL_I32 ? 0 : (uint64_t)(int64_t)x ^ NSL__SIGN;
+}
+static inline int64_t nsl__ocode_to_i64(uint64_t u) { return (int64_t)(u ^ NSL__SIGN); }
+
+static inline uint64_t nsl__ocode_f64(double d) {
+  if (d != d) return 0;
+  if (d == 0) d = 0.0;   /* -0.0 -> +0.0 */
+  uint64_t b;
+  memcpy(&b, &d, sizeof b);
+  return (b & NSL__SIGN) ? ~b : b | NSL__SIGN;
+}
+static inline double nsl__ocode_to_f64(uint64_t u) {
+  if (u == 0) return NAN;
+  uint64_t b = (u & NSL__SIGN) ? u & ~NSL__SIGN : ~u;
+  double d;
+  memcpy(&d, &b, sizeof d);
+  return d;
+}
+
+/* 64-bit mixer (the splitmix64 finaliser) for hash tables. */
+static inline uint64_t nsl__mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+/* Number of bits needed to hold x (0 for 0). */
+static inline int nsl__bitwidth(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0; }
+
+/* A (key, value) pair sorted by key. */
+typedef struct nsl__kv {
+  uint64_t k;
+  int64_t v;
+} nsl__kv;
+
+/* Stable LSD radix sort of a[0..n) by the bits [lo, hi) of each element
+ * (lower bits are ignored, so a payload can live there).  tmp is scratch
+ * of n elements.  Returns the array (a or tmp) that holds the result. */
+uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi);
+/* Stable LSD radix sort of (k, v) pairs by k; same contract. */
+nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n);
+/* Sorts a[0..n) ascending in place (not stable: keys only); tmp is scratch
+ * of n elements (used for large n only).  Used per group. */
+void nsl__sort_u64(uint64_t *a, int64_t n, uint64_t *tmp);
+
+/* Partially sorts a[0..n) so that a[k] is the k-th smallest (0-based),
+ * a[0..k) <= a[k] <= a[k+1..n).  Expected O(n). */
+void nsl__select_u64(uint64_t *a, int64_t n, int64_t k);
+
+/* Quantile q of n sorted values: the lower order statistic k and the
+ * fraction towards k+1 (linear interpolation as SQL/NumPy). */
+int64_t nsl__quantile_pos(int64_t n, double q, double *frac);
+/* a + (b - a) * frac for two order codes of a column of type t. */
+double nsl__lerp_codes(nsl_type t, uint64_t a, uint64_t b, double frac);
+
+/* For a string column: an array over the dictionary's ids giving, for ids
+ * that occur in c, 1 + their rank in byte order among the strings of c
+ * (absent ids get 0).  NULL on out of memory (err filled).  Free with free(). */
+uint64_t *nsl__str_ranks(const nsl_column *c, nsl_error *err);
+
+/* Order codes (see above) of c at rows[0..n) (rows NULL: rows first..first+n-1)
+ * into out.  ranks is nsl__str_ranks(c) for string columns (NULL: ids in id
+ * order), else unused. */
+void nsl__order_codes(const nsl_column *c, const int64_t *rows, int64_t first, int64_t n,
+                      const uint64_t *ranks, uint64_t *out);
+
+/* Equality code of row i for hashing (strings: the id; NULL: 0 for every type;
+ * I32/I64 agree on equal values). */
+static inline uint64_t nsl__eq_code(const nsl_column *c, int64_t i) {
+  switch (c->type) {
+  case NSL_I64: return nsl__ocode_i64(nsl_i64(c)[i]);
+  case NSL_I32: return nsl__ocode_i32(nsl_i32(c)[i]);
+  case NSL_STR: return nsl_i32(c)[i] < 0 ? 0 : (uint64_t)nsl_i32(c)[i] + 1;
+  case NSL_F64: return nsl__ocode_f64(nsl_f64(c)[i]);
+  case NSL_BOOL: return nsl__ocode_i64(nsl_bool(c)[i]);
+  }
+  return 0;
+}
+
+/* Value i of an integer-like column (I64, I32, STR ids, BOOL) as int64;
+ * *null is set for NULLs (and for F64 columns, which are not integer-like). */
+static inline int64_t nsl__int_at(const nsl_column *c, int64_t i, int *null) {
+  switch (c->type) {
+  case NSL_I64: {
+    int64_t x = nsl_i64(c)[i];
+    *null = x == NSL_NULL_I64;
+    return x;
+  }
+  case NSL_I32: {
+    int32_t x = nsl_i32(c)[i];
+    *null = x == NSL_NULL_I32;
+    return x;
+  }
+  case NSL_STR: {
+    int32_t x = nsl_i32(c)[i];
+    *null = x < 0;
+    return x;
+  }
+  case NSL_BOOL: *null = 0; return nsl_bool(c)[i];
+  default: *null = 1; return 0;
+  }
+}
+
+/* Checks that cols[0..n) are non-NULL columns of equal length; fills err. */
+nsl_status nsl__check_keys(const nsl_column *const *cols, int n, const char *what, nsl_error *err);
+
+/* 1 when t is an integer-valued type (I64, I32, BOOL). */
+static inline int nsl__is_int(nsl_type t) { return t == NSL_I64 || t == NSL_I32 || t == NSL_BOOL; }
+
+#endif

@@ -1,0 +1,644 @@
+/* sort.c -- radix sorting of whole columns: nsl_argsort (stable, multi-key,
+ * descending keys, NULLs first), nsl_col_unique, nsl_searchsorted, and the
+ * radix primitives the other kernels share (kernels_internal.h).
+ *
+ * nsl_argsort maps every key to an order code (kernels_internal.h), narrows
+ * it to the key's range (code - min, or max - code when descending; NULL
+ * stays 0, below every value), and packs consecutive keys into one composite
+ * code while they fit.  When the composite code and the row position fit in
+ * 64 bits together they are sorted as one uint64 (position in the low bits),
+ * else as (code, row) pairs.  Composites are sorted from the last to the
+ * first with a stable LSD radix sort (8- or 11-bit digits; a digit every key
+ * shares costs no pass), so equal keys keep their row order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/kernels_internal.h"
+
+#define BLOCK 4096      /* rows per block when encoding keys */
+#define SMALL_SORT 32   /* insertion sort below this */
+
+/* ---- radix primitives --------------------------------------------------- */
+
+/* Digit width for n elements: 11 bits for large arrays (fewer passes), 8
+ * bits for smaller ones (histograms that stay in L1). */
+static int digit_bits(int64_t n) { return n >= (1 << 16) ? 11 : 8; }
+
+uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi) {
+  if (n < 2 || hi <= lo) return a;
+  if (n <= SMALL_SORT) {   /* stable insertion sort on the key bits */
+    int span = hi - lo;
+    uint64_t m = span >= 64 ? ~0ull : ((1ull << span) - 1) << lo;
+    for (int64_t i = 1; i < n; i++) {
+      uint64_t x = a[i];
+      int64_t j = i;
+      while (j > 0 && (a[j - 1] & m) > (x & m)) {
+        a[j] = a[j - 1];
+        j--;
+      }
+      a[j] = x;
+    }
+    return a;
+  }
+  int w = digit_bits(n), span = hi - lo;
+  int nd = (span + w - 1) / w;
+  size_t nb = (size_t)1 << w;
+  uint64_t dmask = nb - 1, kmask = span >= 64 ? ~0ull : (1ull << span) - 1;
+  int64_t hist[8 * 2048];
+  memset(hist, 0, (size_t)nd * nb * sizeof *hist);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t y = (a[i] >> lo) & kmask;
+    for (int d = 0; d < nd; d++) hist[(size_t)d * nb + ((y >> (d * w)) & dmask)]++;
+  }
+  uint64_t *src = a, *dst = tmp;
+  for (int d = 0; d < nd; d++) {
+    int64_t *h = hist + (size_t)d * nb;
+    int trivial = 0;
+    for (size_t b = 0; b < nb; b++) {
+      if (h[b] == n) trivial = 1;
+      if (h[b]) break;
+    }
+    if (trivial) continue;   /* every element has the same digit */
+    int64_t sum = 0;
+    for (size_t b = 0; b < nb; b++) {
+      int64_t c = h[b];
+      h[b] = sum;
+      sum += c;
+    }
+    int shift = lo + d * w;
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t x = src[i];
+      dst[h[(x >> shift) & dmask]++] = x;
+    }
+    uint64_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  return src;
+}
+
+nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n) {
+  if (n < 2) return a;
+  if (n <= SMALL_SORT) {
+    for (int64_t i = 1; i < n; i++) {
+      nsl__kv x = a[i];
+      int64_t j = i;
+      while (j > 0 && a[j - 1].k > x.k) {
+        a[j] = a[j - 1];
+        j--;
+      }
+      a[j] = x;
+    }
+    return a;
+  }
+  int w = digit_bits(n);
+  int nd = (64 + w - 1) / w;
+  size_t nb = (size_t)1 << w;
+  uint64_t dmask = nb - 1;
+  int64_t hist[8 * 2048];
+  memset(hist, 0, (size_t)nd * nb * sizeof *hist);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t y = a[i].k;
+    for (int d = 0; d < nd; d++) hist[(size_t)d * nb + ((y >> (d * w)) & dmask)]++;
+  }
+  nsl__kv *src = a, *dst = tmp;
+  for (int d = 0; d < nd; d++) {
+    int64_t *h = hist + (size_t)d * nb;
+    int trivial = 0;
+    for (size_t b = 0; b < nb; b++) {
+      if (h[b] == n) trivial = 1;
+      if (h[b]) break;
+    }
+    if (trivial) continue;
+    int64_t sum = 0;
+    for (size_t b = 0; b < nb; b++) {
+      int64_t c = h[b];
+      h[b] = sum;
+      sum += c;
+    }
+    int shift = d * w;
+    for (int64_t i = 0; i < n; i++) {
+      nsl__kv x = src[i];
+      dst[h[(x.k >> shift) & dmask]++] = x;
+    }
+    nsl__kv *t = src;
+    src = dst;
+    dst = t;
+  }
+  return src;
+}
+
+static void swap_u64(uint64_t *a, uint64_t *b) {
+  uint64_t t = *a;
+  *a = *b;
+  *b = t;
+}
+
+static void sift_down(uint64_t *a, int64_t root, int64_t n) {
+  for (;;) {
+    int64_t child = 2 * root + 1;
+    if (child >= n) return;
+    if (child + 1 < n && a[child + 1] > a[child]) child++;
+    if (a[root] >= a[child]) return;
+    swap_u64(&a[root], &a[child]);
+    root = child;
+  }
+}
+
+static void heapsort_u64(uint64_t *a, int64_t n) {
+  for (int64_t i = n / 2 - 1; i >= 0; i--) sift_down(a, i, n);
+  for (int64_t i = n - 1; i > 0; i--) {
+    swap_u64(&a[0], &a[i]);
+    sift_down(a, 0, i);
+  }
+}
+
+static void insertion_u64(uint64_t *a, int64_t n) {
+  for (int64_t i = 1; i < n; i++) {
+    uint64_t x = a[i];
+    int64_t j = i;
+    while (j > 0 && a[j - 1] > x) {
+      a[j] = a[j - 1];
+      j--;
+    }
+    a[j] = x;
+  }
+}
+
+/* Hoare partition of a[0..n) (n >= 3) around the median of three: returns
+ * j in [0, n-2] with a[0..j] <= pivot <= a[j+1..n). */
+static int64_t partition_u64(uint64_t *a, int64_t n) {
+  int64_t mid = (n - 1) / 2;
+  if (a[mid] < a[0]) swap_u64(&a[mid], &a[0]);
+  if (a[n - 1] < a[0]) swap_u64(&a[n - 1], &a[0]);
+  if (a[n - 1] < a[mid]) swap_u64(&a[n - 1], &a[mid]);
+  uint64_t p = a[mid];
+  int64_t i = -1, j = n;
+  for (;;) {
+    do i++;
+    while (a[i] < p);
+    do j--;
+    while (a[j] > p);
+    if (i >= j) return j;
+    swap_u64(&a[i], &a[j]);
+  }
+}
+
+/* Introsort on keys: quicksort, heapsort when the recursion gets too deep,
+ * insertion sort for short runs. */
+static void introsort(uint64_t *a, int64_t n, int depth) {
+  while (n > SMALL_SORT) {
+    if (depth-- == 0) {
+      heapsort_u64(a, n);
+      return;
+    }
+    int64_t left = partition_u64(a, n) + 1;
+    if (left < n - left) {   /* recurse on the smaller side */
+      introsort(a, left, depth);
+      a += left;
+      n -= left;
+    } else {
+      introsort(a + left, n - left, depth);
+      n = left;
+    }
+  }
+  insertion_u64(a, n);
+}
+
+void nsl__select_u64(uint64_t *a, int64_t n, int64_t k) {
+  int64_t lo = 0, hi = n;   /* k is in [lo, hi) */
+  int depth = 2 * nsl__bitwidth((uint64_t)n) + 4;
+  while (hi - lo > SMALL_SORT) {
+    if (depth-- == 0) {
+      heapsort_u64(a + lo, hi - lo);
+      return;
+    }
+    int64_t j = lo + partition_u64(a + lo, hi - lo);
+    if (k <= j) hi = j + 1;
+    else lo = j + 1;
+  }
+  insertion_u64(a + lo, hi - lo);
+}
+
+void nsl__sort_u64(uint64_t *a, int64_t n, uint64_t *tmp) {
+  if (n < 2) return;
+  if (n < 1024 || !tmp) {
+    introsort(a, n, 2 * nsl__bitwidth((uint64_t)n) + 4);
+    return;
+  }
+  uint64_t *r = nsl__radix_u64(a, tmp, n, 0, 64);
+  if (r != a) memcpy(a, r, (size_t)n * sizeof *a);
+}
+
+/* ---- order codes -------------------------------------------------------- */
+
+typedef struct str_entry {
+  const char *s;
+  size_t len;
+  int32_t id;
+} str_entry;
+
+static int cmp_str_entry(const void *pa, const void *pb) {
+  const str_entry *a = pa, *b = pb;
+  size_t m = a->len < b->len ? a->len : b->len;
+  int r = memcmp(a->s, b->s, m);
+  if (r) return r;
+  return (a->len > b->len) - (a->len < b->len);
+}
+
+/* Ranks in byte order of the ids that occur in any of cols[0..ncols) (all
+ * string columns over one dictionary). */
+static uint64_t *str_ranks_of(const nsl_column *const *cols, int ncols, nsl_error *err) {
+  const nsl_dict *d = cols[0]->dict;
+  int32_t nd = nsl_dict_size(d);
+  uint64_t *rank = calloc(nd ? (size_t)nd : 1, sizeof *rank);
+  if (!rank) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "out of memory ranking %d strings", (int)nd);
+    return NULL;
+  }
+  int64_t npresent = 0;
+  for (int c = 0; c < ncols; c++) {
+    const int32_t *ids = nsl_i32(cols[c]);
+    for (int64_t i = 0; i < cols[c]->len; i++) {
+      int32_t id = ids[i];
+      if (id >= 0 && id < nd && !rank[id]) {
+        rank[id] = 1;
+        npresent++;
+      }
+    }
+  }
+  str_entry *e = malloc((size_t)(npresent ? npresent : 1) * sizeof *e);
+  if (!e) {
+    free(rank);
+    nsl_error_set(err, NSL_ERR_NOMEM, "out of memory ranking %lld strings", (long long)npresent);
+    return NULL;
+  }
+  int64_t k = 0;
+  for (int32_t id = 0; id < nd; id++)
+    if (rank[id]) e[k++] = (str_entry){nsl_dict_str(d, id), nsl_dict_strlen(d, id), id};
+  qsort(e, (size_t)npresent, sizeof *e, cmp_str_entry);
+  for (int64_t r = 0; r < npresent; r++) rank[e[r].id] = (uint64_t)r + 1;
+  free(e);
+  return rank;
+}
+
+uint64_t *nsl__str_ranks(const nsl_column *c, nsl_error *err) { return str_ranks_of(&c, 1, err); }
+
+void nsl__order_codes(const nsl_column *c, const int64_t *rows, int64_t first, int64_t n,
+                      const uint64_t *ranks, uint64_t *out) {
+#define GATHER_CODES(expr)                                                                         \
+  do {                                                                                             \
+    if (rows)                                                                                      \
+      for (int64_t i = 0; i < n; i++) {                                                            \
+        int64_t r = rows[i];                                                                       \
+        out[i] = (expr);                                                                           \
+      }                                                                                            \
+    else                                                                                           \
+      for (int64_t i = 0; i < n; i++) {                                                            \
+        int64_t r = first + i;                                                                     \
+        out[i] = (expr);                                                                           \
+      }                                                                                            \
+  } while (0)
+  switch (c->type) {
+  case NSL_I64: {
+    const int64_t *x = nsl_i64(c);
+    GATHER_CODES(nsl__ocode_i64(x[r]));
+    break;
+  }
+  case NSL_I32: {
+    const int32_t *x = nsl_i32(c);
+    GATHER_CODES(nsl__ocode_i32(x[r]));
+    break;
+  }
+  case NSL_F64: {
+    const double *x = nsl_f64(c);
+    GATHER_CODES(nsl__ocode_f64(x[r]));
+    break;
+  }
+  case NSL_BOOL: {
+    const uint8_t *x = nsl_bool(c);
+    GATHER_CODES((uint64_t)(x[r] != 0) + 1);
+    break;
+  }
+  case NSL_STR: {
+    const int32_t *x = nsl_i32(c);
+    if (ranks) {
+      uint64_t nd = (uint64_t)nsl_dict_size(c->dict);
+      GATHER_CODES((uint64_t)(int64_t)x[r] < nd ? ranks[x[r]] : 0);
+    } else {
+      GATHER_CODES(x[r] < 0 ? 0 : (uint64_t)x[r] + 1);
+    }
+    break;
+  }
+  default: memset(out, 0, (size_t)n * sizeof *out);
+  }
+#undef GATHER_CODES
+}
+
+nsl_status nsl__check_keys(const nsl_column *const *cols, int n, const char *what, nsl_error *err) {
+  if (!cols || n < 1) return nsl_error_set(err, NSL_ERR_ARG, "%s: needs at least one key column", what);
+  for (int k = 0; k < n; k++) {
+    if (!cols[k]) return nsl_error_set(err, NSL_ERR_ARG, "%s: key %d is missing", what, k + 1);
+    if ((unsigned)cols[k]->type > NSL_BOOL)
+      return nsl_error_set(err, NSL_ERR_ARG, "%s: key %d has an unknown type", what, k + 1);
+    if (cols[k]->len != cols[0]->len)
+      return nsl_error_set(err, NSL_ERR_ARG, "%s: key %d has %lld rows, key 1 has %lld", what, k + 1,
+                           (long long)cols[k]->len, (long long)cols[0]->len);
+  }
+  return NSL_OK;
+}
+
+/* ---- argsort ------------------------------------------------------------ */
+
+/* One key narrowed to its range: code' = 0 for NULL, else
+ * (asc ? code - min : max - code) + has_null. */
+typedef struct sort_key {
+  const nsl_column *col;
+  uint64_t *ranks;   /* string columns */
+  uint64_t min, max;
+  int has_null, desc, bits;
+} sort_key;
+
+static nsl_status scan_key(sort_key *k, nsl_error *err) {
+  const nsl_column *c = k->col;
+  if (c->type == NSL_STR && !(k->ranks = nsl__str_ranks(c, err))) return err ? err->code : NSL_ERR_NOMEM;
+  uint64_t buf[BLOCK], lo = UINT64_MAX, hi = 0;
+  int has_null = 0;
+  for (int64_t off = 0; off < c->len; off += BLOCK) {
+    int64_t m = c->len - off < BLOCK ? c->len - off : BLOCK;
+    nsl__order_codes(c, NULL, off, m, k->ranks, buf);
+    for (int64_t i = 0; i < m; i++) {
+      uint64_t x = buf[i];
+      if (!x) has_null = 1;
+      else {
+        if (x < lo) lo = x;
+        if (x > hi) hi = x;
+      }
+    }
+  }
+  k->has_null = has_null;
+  if (lo > hi) {   /* only NULLs: the key orders nothing */
+    k->min = k->max = 0;
+    k->bits = 0;
+  } else {
+    k->min = lo;
+    k->max = hi;
+    k->bits = nsl__bitwidth(hi - lo + (uint64_t)has_null);
+  }
+  return NSL_OK;
+}
+
+/* Composite codes of keys[0..nk) for m rows into out: rows[off..off+m)
+ * when rows is given, else rows off..off+m-1. */
+static void composite_block(const sort_key *keys, int nk, const int64_t *rows, int64_t off, int64_t m,
+                            uint64_t *out) {
+  uint64_t buf[BLOCK];
+  memset(out, 0, (size_t)m * sizeof *out);
+  for (int q = 0; q < nk; q++) {
+    const sort_key *k = &keys[q];
+    nsl__order_codes(k->col, rows ? rows + off : NULL, off, m, k->ranks, buf);
+    uint64_t hn = (uint64_t)k->has_null, mn = k->min, mx = k->max;
+    int b = k->bits;
+    if (b >= 64) {   /* a lone full-width key */
+      for (int64_t i = 0; i < m; i++) out[i] = buf[i] ? (k->desc ? mx - buf[i] : buf[i] - mn) + hn : 0;
+    } else if (k->desc) {
+      for (int64_t i = 0; i < m; i++) out[i] = (out[i] << b) | (buf[i] ? mx - buf[i] + hn : 0);
+    } else {
+      for (int64_t i = 0; i < m; i++) out[i] = (out[i] << b) | (buf[i] ? buf[i] - mn + hn : 0);
+    }
+  }
+}
+
+/* Stable sort of perm (n rows; identity when first) by the composite of
+ * keys[0..nk) whose total width is bits. */
+static nsl_status sort_pass(const sort_key *keys, int nk, int bits, int64_t *perm, int first, int64_t n,
+                            nsl_error *err) {
+  int ib = nsl__bitwidth((uint64_t)(n - 1));
+  const int64_t *rows = first ? NULL : perm;
+  if (bits + ib <= 64) {   /* composite code and position in one word */
+    uint64_t *a = malloc((size_t)n * sizeof *a), *t = malloc((size_t)n * sizeof *t);
+    if (!a || !t) {
+      free(a);
+      free(t);
+      return nsl_error_set(err, NSL_ERR_NOMEM, "argsort: out of memory for %lld rows", (long long)n);
+    }
+    for (int64_t off = 0; off < n; off += BLOCK) {
+      int64_t m = n - off < BLOCK ? n - off : BLOCK;
+      composite_block(keys, nk, rows, off, m, a + off);
+      for (int64_t i = off; i < off + m; i++) a[i] = (a[i] << ib) | (uint64_t)i;
+    }
+    uint64_t *r = nsl__radix_u64(a, t, n, ib, ib + bits);
+    uint64_t pmask = ib ? (~0ull >> (64 - ib)) : 0;
+    if (first)
+      for (int64_t i = 0; i < n; i++) perm[i] = (int64_t)(r[i] & pmask);
+    else {
+      int64_t *np = (int64_t *)(r == a ? t : a);
+      for (int64_t i = 0; i < n; i++) np[i] = perm[r[i] & pmask];
+      memcpy(perm, np, (size_t)n * sizeof *perm);
+    }
+    free(a);
+    free(t);
+    return NSL_OK;
+  }
+  nsl__kv *a = malloc((size_t)n * sizeof *a), *t = malloc((size_t)n * sizeof *t);
+  if (!a || !t) {
+    free(a);
+    free(t);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "argsort: out of memory for %lld rows", (long long)n);
+  }
+  uint64_t buf[BLOCK];
+  for (int64_t off = 0; off < n; off += BLOCK) {
+    int64_t m = n - off < BLOCK ? n - off : BLOCK;
+    composite_block(keys, nk, rows, off, m, buf);
+    for (int64_t i = 0; i < m; i++) a[off + i] = (nsl__kv){buf[i], first ? off + i : perm[off + i]};
+  }
+  nsl__kv *r = nsl__radix_kv(a, t, n);
+  for (int64_t i = 0; i < n; i++) perm[i] = r[i].v;
+  free(a);
+  free(t);
+  return NSL_OK;
+}
+
+nsl_column *nsl_argsort(const nsl_column *const *keys, const int *desc, int nkeys, nsl_error *err) {
+  if (nsl__check_keys(keys, nkeys, "argsort", err) != NSL_OK) return NULL;
+  int64_t n = keys[0]->len;
+  int nk = 0;   /* keys that order something, in significance order */
+  nsl_column *res = nsl_column_new(NSL_I64, n, NULL);
+  sort_key *sk = calloc((size_t)nkeys, sizeof *sk);
+  if (!res || !sk) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "argsort: out of memory for %lld rows", (long long)n);
+    goto fail;
+  }
+  int64_t *perm = nsl_i64(res);
+  for (int k = 0; k < nkeys; k++) {
+    sk[nk].col = keys[k];
+    sk[nk].desc = desc && desc[k];
+    if (scan_key(&sk[nk], err) != NSL_OK) {
+      nk++;
+      goto fail;
+    }
+    if (sk[nk].bits > 0) nk++;
+    else free(sk[nk].ranks);
+  }
+  int first = 1;
+  if (n > 1) {
+    int budget = 64 - nsl__bitwidth((uint64_t)(n - 1));
+    /* Group keys (most significant first) into composites of <= budget bits
+     * (or one wide key alone), then sort from the last composite back. */
+    int end = nk;
+    while (end > 0) {
+      int beg = end - 1, bits = sk[beg].bits;
+      while (beg > 0 && bits + sk[beg - 1].bits <= (bits > budget ? 0 : budget)) bits += sk[--beg].bits;
+      if (sort_pass(sk + beg, end - beg, bits, perm, first, n, err) != NSL_OK) goto fail;
+      first = 0;
+      end = beg;
+    }
+  }
+  if (first)
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+  for (int k = 0; k < nk; k++) free(sk[k].ranks);
+  free(sk);
+  return res;
+fail:
+  if (sk)
+    for (int k = 0; k < nk; k++) free(sk[k].ranks);
+  free(sk);
+  nsl_column_release(res);
+  return NULL;
+}
+
+/* ---- unique, searchsorted ----------------------------------------------- */
+
+nsl_column *nsl_col_unique(const nsl_column *c, nsl_error *err) {
+  if (!c || (unsigned)c->type > NSL_BOOL) {
+    nsl_error_set(err, NSL_ERR_ARG, "unique: no column");
+    return NULL;
+  }
+  int64_t n = c->len, nu = 0;
+  uint64_t *ranks = NULL, *codes = NULL, *tmp = NULL;
+  int32_t *id_of_rank = NULL;
+  nsl_column *res = NULL;
+  if (c->type == NSL_STR && !(ranks = nsl__str_ranks(c, err))) return NULL;
+  codes = malloc((size_t)(n ? n : 1) * sizeof *codes);
+  tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
+  if (!codes || !tmp) goto nomem;
+  nsl__order_codes(c, NULL, 0, n, ranks, codes);
+  nsl__sort_u64(codes, n, tmp);
+  for (int64_t i = 0; i < n; i++)   /* distinct non-NULL codes, compacted */
+    if (codes[i] && (nu == 0 || codes[nu - 1] != codes[i])) codes[nu++] = codes[i];
+  if (!(res = nsl_column_new(c->type, nu, c->dict))) goto nomem;
+  switch (c->type) {
+  case NSL_I64:
+    for (int64_t i = 0; i < nu; i++) nsl_i64(res)[i] = nsl__ocode_to_i64(codes[i]);
+    break;
+  case NSL_I32:
+    for (int64_t i = 0; i < nu; i++) nsl_i32(res)[i] = (int32_t)nsl__ocode_to_i64(codes[i]);
+    break;
+  case NSL_F64:
+    for (int64_t i = 0; i < nu; i++) nsl_f64(res)[i] = nsl__ocode_to_f64(codes[i]);
+    break;
+  case NSL_BOOL:
+    for (int64_t i = 0; i < nu; i++) nsl_bool(res)[i] = (uint8_t)(codes[i] - 1);
+    break;
+  case NSL_STR: {
+    int32_t nd = nsl_dict_size(c->dict);
+    if (!(id_of_rank = malloc((size_t)(nu + 1) * sizeof *id_of_rank))) goto nomem;
+    for (int32_t id = 0; id < nd; id++)
+      if (ranks[id]) id_of_rank[ranks[id] - 1] = id;
+    for (int64_t i = 0; i < nu; i++) nsl_i32(res)[i] = id_of_rank[codes[i] - 1];
+    break;
+  }
+  }
+  goto done;
+nomem:
+  nsl_error_set(err, NSL_ERR_NOMEM, "unique: out of memory for %lld rows", (long long)n);
+  nsl_column_release(res);
+  res = NULL;
+done:
+  free(ranks);
+  free(codes);
+  free(tmp);
+  free(id_of_rank);
+  return res;
+}
+
+/* Codes of c in a domain shared by two columns: 0 integers (sign-flipped
+ * int64), 1 doubles, 2 strings (ranks); NULL is 0 in each. */
+static void domain_codes(const nsl_column *c, int dom, const uint64_t *ranks, uint64_t *out) {
+  int64_t n = c->len;
+  if (dom == 2) {
+    nsl__order_codes(c, NULL, 0, n, ranks, out);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    if (dom == 1) out[i] = nsl__ocode_f64(nsl_column_get_f64(c, i));
+    else out[i] = nsl__ocode_i64(nsl_column_get_i64(c, i));
+  }
+}
+
+nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values, int right,
+                             nsl_error *err) {
+  if (!sorted || !values || (unsigned)sorted->type > NSL_BOOL || (unsigned)values->type > NSL_BOOL) {
+    nsl_error_set(err, NSL_ERR_ARG, "searchsorted: missing column");
+    return NULL;
+  }
+  int sstr = sorted->type == NSL_STR, vstr = values->type == NSL_STR;
+  if (sstr != vstr || (sstr && sorted->dict != values->dict)) {
+    nsl_error_set(err, NSL_ERR_ARG, "searchsorted: cannot compare a %s column with a %s column%s",
+                  nsl_type_name(sorted->type), nsl_type_name(values->type),
+                  sstr && vstr ? " of another dictionary" : "");
+    return NULL;
+  }
+  int dom = sstr ? 2 : (sorted->type == NSL_F64 || values->type == NSL_F64) ? 1 : 0;
+  int64_t n = sorted->len, m = values->len;
+  uint64_t *ranks = NULL, *s = NULL, *v = NULL;
+  nsl_column *res = NULL;
+  if (dom == 2) {
+    const nsl_column *both[2] = {sorted, values};
+    if (!(ranks = str_ranks_of(both, 2, err))) return NULL;
+  }
+  s = malloc((size_t)(n ? n : 1) * sizeof *s);
+  v = malloc((size_t)(m ? m : 1) * sizeof *v);
+  res = nsl_column_new(NSL_I64, m, NULL);
+  if (!s || !v || !res) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "searchsorted: out of memory");
+    goto fail;
+  }
+  domain_codes(sorted, dom, ranks, s);
+  domain_codes(values, dom, ranks, v);
+  for (int64_t i = 1; i < n; i++)
+    if (s[i] < s[i - 1]) {
+      nsl_error_set(err, NSL_ERR_ARG,
+                    "searchsorted: the sorted column is not in ascending order (NULLs first) at row %lld",
+                    (long long)i);
+      goto fail;
+    }
+  int64_t *out = nsl_i64(res);
+  for (int64_t j = 0; j < m; j++) {
+    uint64_t x = v[j];
+    int64_t lo = 0, hi = n;   /* first index whose code is >= x (left) or > x (right) */
+    if (right)
+      while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (s[mid] <= x) lo = mid + 1;
+        else hi = mid;
+      }
+    else
+      while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (s[mid] < x) lo = mid + 1;
+        else hi = mid;
+      }
+    out[j] = lo;
+  }
+  free(ranks);
+  free(s);
+  free(v);
+  return res;
+fail:
+  free(ranks);
+  free(s);
+  free(v);
+  nsl_column_release(res);
+  return NULL;
+}

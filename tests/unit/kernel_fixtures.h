@@ -1,0 +1,107 @@
+/* kernel_fixtures.h -- column builders and a seeded generator shared by the
+ * kernel unit tests (test_kernels.c, test_sort.c, test_groupby.c,
+ * test_intervals.c).  Everything is static: each test includes its copy. */
+#ifndef NSL_TESTS_KERNEL_FIXTURES_H
+#define NSL_TESTS_KERNEL_FIXTURES_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "nsl/nsl.h"
+
+/* splitmix64: a small seeded generator, the same sequence everywhere. */
+static uint64_t fx_state = 0x5eed;
+static inline void fx_seed(uint64_t s) { fx_state = s; }
+static inline uint64_t fx_next(void) {
+  uint64_t z = (fx_state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+/* Uniform in [lo, hi]. */
+static inline int64_t fx_range(int64_t lo, int64_t hi) {
+  return lo + (int64_t)(fx_next() % (uint64_t)(hi - lo + 1));
+}
+
+static inline nsl_column *fx_i64(int64_t n, const int64_t *v) {
+  nsl_column *c = nsl_column_new(NSL_I64, n, NULL);
+  assert_non_null(c);
+  if (n) memcpy(c->data, v, (size_t)n * sizeof *v);
+  return c;
+}
+static inline nsl_column *fx_i32(int64_t n, const int32_t *v) {
+  nsl_column *c = nsl_column_new(NSL_I32, n, NULL);
+  assert_non_null(c);
+  if (n) memcpy(c->data, v, (size_t)n * sizeof *v);
+  return c;
+}
+static inline nsl_column *fx_f64(int64_t n, const double *v) {
+  nsl_column *c = nsl_column_new(NSL_F64, n, NULL);
+  assert_non_null(c);
+  if (n) memcpy(c->data, v, (size_t)n * sizeof *v);
+  return c;
+}
+static inline nsl_column *fx_bool(int64_t n, const uint8_t *v) {
+  nsl_column *c = nsl_column_new(NSL_BOOL, n, NULL);
+  assert_non_null(c);
+  if (n) memcpy(c->data, v, (size_t)n * sizeof *v);
+  return c;
+}
+/* A string column over d from n C strings (NULL pointer: a NULL value). */
+static inline nsl_column *fx_str(nsl_dict *d, int64_t n, const char *const *s) {
+  nsl_column *c = nsl_column_new(NSL_STR, n, d);
+  assert_non_null(c);
+  for (int64_t i = 0; i < n; i++) nsl_i32(c)[i] = s[i] ? nsl_dict_intern(d, s[i], strlen(s[i])) : -1;
+  return c;
+}
+
+#define FX_I64(...) fx_i64(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), (int64_t[]){__VA_ARGS__})
+#define FX_I32(...) fx_i32(sizeof((int32_t[]){__VA_ARGS__}) / sizeof(int32_t), (int32_t[]){__VA_ARGS__})
+#define FX_F64(...) fx_f64(sizeof((double[]){__VA_ARGS__}) / sizeof(double), (double[]){__VA_ARGS__})
+#define FX_BOOL(...) fx_bool(sizeof((uint8_t[]){__VA_ARGS__}) / sizeof(uint8_t), (uint8_t[]){__VA_ARGS__})
+
+/* Asserts that c is an I64 column equal to want[0..n). */
+static inline void fx_expect_i64(const nsl_column *c, int64_t n, const int64_t *want) {
+  assert_non_null(c);
+  assert_int_equal(c->type, NSL_I64);
+  assert_int_equal(c->len, n);
+  for (int64_t i = 0; i < n; i++) {
+    if (nsl_i64(c)[i] != want[i]) fail_msg("row %lld: got %lld, want %lld", (long long)i,
+                                           (long long)nsl_i64(c)[i], (long long)want[i]);
+  }
+}
+#define FX_EXPECT_I64(c, ...)                                                                       \
+  fx_expect_i64((c), sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), (int64_t[]){__VA_ARGS__})
+
+static inline void fx_expect_bool(const nsl_column *c, int64_t n, const uint8_t *want) {
+  assert_non_null(c);
+  assert_int_equal(c->type, NSL_BOOL);
+  assert_int_equal(c->len, n);
+  for (int64_t i = 0; i < n; i++)
+    if (nsl_bool(c)[i] != want[i]) fail_msg("row %lld: got %d, want %d", (long long)i, nsl_bool(c)[i], want[i]);
+}
+#define FX_EXPECT_BOOL(c, ...)                                                                      \
+  fx_expect_bool((c), sizeof((uint8_t[]){__VA_ARGS__}) / sizeof(uint8_t), (uint8_t[]){__VA_ARGS__})
+
+/* Doubles equal, NaN equal to NaN. */
+static inline int fx_same_f64(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
+
+static inline void fx_expect_f64(const nsl_column *c, int64_t n, const double *want) {
+  assert_non_null(c);
+  assert_int_equal(c->type, NSL_F64);
+  assert_int_equal(c->len, n);
+  for (int64_t i = 0; i < n; i++)
+    if (!fx_same_f64(nsl_f64(c)[i], want[i]))
+      fail_msg("row %lld: got %.17g, want %.17g", (long long)i, nsl_f64(c)[i], want[i]);
+}
+#define FX_EXPECT_F64(c, ...)                                                                       \
+  fx_expect_f64((c), sizeof((double[]){__VA_ARGS__}) / sizeof(double), (double[]){__VA_ARGS__})
+
+#endif

@@ -1,0 +1,577 @@
+/* test_groupby.c -- nsl_groupby, nsl_group_agg and nsl_join_index against
+ * hand-computed groups and O(n^2) brute-force references on random data. */
+#include <float.h>
+#include <stdio.h>
+
+#include "kernel_fixtures.h"
+
+/* Key equality as SQL GROUP BY sees it: NULL equals NULL, -0.0 equals 0.0. */
+static int key_equal(const nsl_column *c, int64_t a, int64_t b) {
+  int na = nsl_column_is_null(c, a), nb = nsl_column_is_null(c, b);
+  if (na || nb) return na && nb;
+  if (c->type == NSL_F64) return nsl_f64(c)[a] == nsl_f64(c)[b];
+  return nsl_column_get_i64(c, a) == nsl_column_get_i64(c, b);
+}
+
+static int tuple_equal(const nsl_column *const *keys, int nk, int64_t a, int64_t b) {
+  for (int k = 0; k < nk; k++)
+    if (!key_equal(keys[k], a, b)) return 0;
+  return 1;
+}
+
+/* Brute force: group ids in first-appearance order. */
+static void check_groups(const nsl_column *const *keys, int nk) {
+  nsl_error err = {0};
+  nsl_groups g;
+  assert_int_equal(nsl_groupby(keys, nk, &g, &err), NSL_OK);
+  int64_t n = keys[0]->len, ng = 0;
+  int64_t *want = malloc((size_t)(n ? n : 1) * sizeof *want);
+  int64_t *first = malloc((size_t)(n ? n : 1) * sizeof *first);
+  for (int64_t i = 0; i < n; i++) {
+    want[i] = -1;
+    for (int64_t j = 0; j < i; j++)
+      if (tuple_equal(keys, nk, i, j)) {
+        want[i] = want[j];
+        break;
+      }
+    if (want[i] < 0) {
+      first[ng] = i;
+      want[i] = ng++;
+    }
+  }
+  assert_int_equal(g.ngroups, ng);
+  fx_expect_i64(g.group_of, n, want);
+  fx_expect_i64(g.first_row, ng, first);
+  free(want);
+  free(first);
+  nsl_groups_free(&g);
+}
+
+static void test_groupby_hand(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_column *k = FX_I64(5, 3, 5, NSL_NULL_I64, 3, NSL_NULL_I64);
+  const nsl_column *keys[1] = {k};
+  nsl_groups g;
+  assert_int_equal(nsl_groupby(keys, 1, &g, &err), NSL_OK);
+  assert_int_equal(g.ngroups, 3);
+  FX_EXPECT_I64(g.group_of, 0, 1, 0, 2, 1, 2);
+  FX_EXPECT_I64(g.first_row, 0, 1, 3);
+  nsl_groups_free(&g);
+  nsl_groups_free(&g);   /* idempotent */
+  nsl_column_release(k);
+
+  /* (device, stream, name) */
+  nsl_dict *d = nsl_dict_new();
+  nsl_column *dev = FX_I32(0, 0, 1, 0, 1), *stream = FX_I64(7, 7, 7, 8, 7);
+  nsl_column *name = fx_str(d, 5, (const char *[]){"gemm", "gemm", "gemm", "gemm", NULL});
+  const nsl_column *k3[3] = {dev, stream, name};
+  assert_int_equal(nsl_groupby(k3, 3, &g, &err), NSL_OK);
+  FX_EXPECT_I64(g.group_of, 0, 0, 1, 2, 3);
+  nsl_groups_free(&g);
+  check_groups(k3, 3);
+  nsl_column_release(dev);
+  nsl_column_release(stream);
+  nsl_column_release(name);
+  nsl_dict_release(d);
+
+  nsl_column *f = FX_F64(0.0, NAN, -0.0, 1.5, NAN);
+  const nsl_column *kf[1] = {f};
+  assert_int_equal(nsl_groupby(kf, 1, &g, &err), NSL_OK);
+  FX_EXPECT_I64(g.group_of, 0, 1, 0, 2, 1);
+  nsl_groups_free(&g);
+  nsl_column_release(f);
+}
+
+static void test_groupby_edges(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_groups g;
+  nsl_column *e = nsl_column_new(NSL_I64, 0, NULL);
+  const nsl_column *ke[1] = {e};
+  assert_int_equal(nsl_groupby(ke, 1, &g, &err), NSL_OK);
+  assert_int_equal(g.ngroups, 0);
+  assert_int_equal(g.group_of->len, 0);
+  assert_int_equal(g.first_row->len, 0);
+  nsl_column *v = nsl_column_new(NSL_F64, 0, NULL);
+  nsl_column *r = nsl_group_agg(&g, v, NSL_AGG_MEDIAN, 0, &err);
+  assert_int_equal(r->len, 0);
+  nsl_column_release(r);
+  nsl_column_release(v);
+  nsl_groups_free(&g);
+  nsl_column_release(e);
+
+  nsl_column *one = FX_I64(INT64_MAX);
+  const nsl_column *k1[1] = {one};
+  check_groups(k1, 1);
+  nsl_column_release(one);
+
+  nsl_column *same = nsl_column_new(NSL_I64, 5000, NULL);
+  for (int i = 0; i < 5000; i++) nsl_i64(same)[i] = INT64_MIN + 1;
+  const nsl_column *ks[1] = {same};
+  assert_int_equal(nsl_groupby(ks, 1, &g, &err), NSL_OK);
+  assert_int_equal(g.ngroups, 1);
+  nsl_groups_free(&g);
+  nsl_column_release(same);
+
+  /* extremes: a range too wide for a direct table */
+  nsl_column *ext = FX_I64(INT64_MAX, INT64_MIN + 1, NSL_NULL_I64, INT64_MAX, 0, INT64_MIN + 1);
+  const nsl_column *kx[1] = {ext};
+  assert_int_equal(nsl_groupby(kx, 1, &g, &err), NSL_OK);
+  FX_EXPECT_I64(g.group_of, 0, 1, 2, 0, 3, 1);
+  nsl_groups_free(&g);
+  nsl_column_release(ext);
+
+  /* bad input */
+  nsl_column *a = FX_I64(1, 2), *b = FX_I64(1);
+  const nsl_column *kb[2] = {a, b};
+  assert_int_equal(nsl_groupby(kb, 2, &g, &err), NSL_ERR_ARG);
+  assert_null(g.group_of);
+  assert_int_equal(nsl_groupby(kb, 0, &g, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_groupby(kb, 1, NULL, &err), NSL_ERR_ARG);
+  nsl_column_release(a);
+  nsl_column_release(b);
+
+  /* more keys than fit the on-stack tuple */
+  nsl_column *cols[70];
+  for (int k = 0; k < 70; k++) cols[k] = FX_I32(k % 3, 1, k % 3, 1);
+  check_groups((const nsl_column *const *)cols, 70);
+  for (int k = 0; k < 70; k++) nsl_column_release(cols[k]);
+}
+
+static nsl_column *random_col(nsl_type t, int64_t n, nsl_dict *d, int64_t span) {
+  nsl_column *c = nsl_column_new(t, n, d);
+  for (int64_t i = 0; i < n; i++) {
+    int null = fx_range(0, 11) == 0;
+    int64_t v = span ? fx_range(-span, span) : (int64_t)fx_next();
+    switch (t) {
+    case NSL_I64: nsl_i64(c)[i] = null || v == NSL_NULL_I64 ? NSL_NULL_I64 : v; break;
+    case NSL_I32: nsl_i32(c)[i] = null ? NSL_NULL_I32 : (int32_t)(span ? v : v >> 33); break;
+    case NSL_F64: nsl_f64(c)[i] = null ? NAN : (span ? (double)v / 2 : (double)v * 1e-3); break;
+    case NSL_STR: {
+      char buf[32];
+      snprintf(buf, sizeof buf, "k%lld", (long long)(span ? v : v % 1000));
+      nsl_i32(c)[i] = null ? -1 : nsl_dict_intern(d, buf, strlen(buf));
+      break;
+    }
+    case NSL_BOOL: nsl_bool(c)[i] = (uint8_t)(v & 1); break;
+    }
+  }
+  return c;
+}
+
+static void test_groupby_random_reference(void **state) {
+  (void)state;
+  nsl_dict *d = nsl_dict_new();
+  fx_seed(31337);
+  for (int trial = 0; trial < 40; trial++) {
+    int64_t n = fx_range(1, 1500);
+    int nk = (int)fx_range(1, 3);
+    nsl_column *cols[3];
+    for (int k = 0; k < nk; k++) {
+      int64_t span = trial % 4 == 0 ? 0 : fx_range(1, 40);   /* 0: full range (hash table) */
+      cols[k] = random_col((nsl_type)fx_range(0, 4), n, d, span);
+    }
+    check_groups((const nsl_column *const *)cols, nk);
+    for (int k = 0; k < nk; k++) nsl_column_release(cols[k]);
+  }
+  nsl_dict_release(d);
+}
+
+/* ---- aggregates ---------------------------------------------------------------- */
+
+static void test_agg_hand(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  /* groups: a = rows 0,2,4,5; b = rows 1,3; c = row 6 (only a NULL value) */
+  nsl_dict *d = nsl_dict_new();
+  nsl_column *key = fx_str(d, 7, (const char *[]){"a", "b", "a", "b", "a", "a", "c"});
+  nsl_column *dur = FX_I64(4, 10, 1, 20, NSL_NULL_I64, 3, NSL_NULL_I64);
+  const nsl_column *keys[1] = {key};
+  nsl_groups g;
+  assert_int_equal(nsl_groupby(keys, 1, &g, &err), NSL_OK);
+  assert_int_equal(g.ngroups, 3);
+  nsl_column *r;
+  r = nsl_group_agg(&g, dur, NSL_AGG_COUNT, 0, &err);
+  FX_EXPECT_I64(r, 3, 2, 0);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, dur, NSL_AGG_SUM, 0, &err);
+  FX_EXPECT_I64(r, 8, 30, NSL_NULL_I64);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, dur, NSL_AGG_MIN, 0, &err);
+  FX_EXPECT_I64(r, 1, 10, NSL_NULL_I64);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, dur, NSL_AGG_MAX, 0, &err);
+  FX_EXPECT_I64(r, 4, 20, NSL_NULL_I64);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, dur, NSL_AGG_MEAN, 0, &err);
+  FX_EXPECT_F64(r, 8.0 / 3, 15, NAN);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, dur, NSL_AGG_MEDIAN, 0, &err);
+  FX_EXPECT_F64(r, 3, 15, NAN);   /* b: mean of the two middle values */
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, dur, NSL_AGG_QUANTILE, 0.25, &err);
+  FX_EXPECT_F64(r, 2, 12.5, NAN);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, dur, NSL_AGG_STD, 0, &err);
+  assert_true(fabs(nsl_f64(r)[0] - sqrt(7.0 / 3.0)) < 1e-15);   /* values 4 1 3: mean 8/3 */
+  assert_true(fabs(nsl_f64(r)[1] - sqrt(50.0)) < 1e-14);
+  assert_true(isnan(nsl_f64(r)[2]));
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, dur, NSL_AGG_FIRST, 0, &err);
+  FX_EXPECT_I64(r, 4, 10, NSL_NULL_I64);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, dur, NSL_AGG_LAST, 0, &err);
+  FX_EXPECT_I64(r, 3, 20, NSL_NULL_I64);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, dur, NSL_AGG_COUNT_DISTINCT, 0, &err);
+  FX_EXPECT_I64(r, 3, 2, 0);
+  nsl_column_release(r);
+
+  /* strings: min/max by text, first/last keep ids, distinct count */
+  nsl_column *nm = fx_str(d, 7, (const char *[]){"zz", "m", "aa", NULL, "zz", "b", NULL});
+  r = nsl_group_agg(&g, nm, NSL_AGG_MIN, 0, &err);
+  assert_int_equal(r->type, NSL_STR);
+  assert_string_equal(nsl_dict_str(d, nsl_i32(r)[0]), "aa");
+  assert_string_equal(nsl_dict_str(d, nsl_i32(r)[1]), "m");
+  assert_int_equal(nsl_i32(r)[2], -1);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, nm, NSL_AGG_MAX, 0, &err);
+  assert_string_equal(nsl_dict_str(d, nsl_i32(r)[0]), "zz");
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, nm, NSL_AGG_LAST, 0, &err);
+  assert_string_equal(nsl_dict_str(d, nsl_i32(r)[0]), "b");
+  assert_string_equal(nsl_dict_str(d, nsl_i32(r)[1]), "m");
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, nm, NSL_AGG_COUNT_DISTINCT, 0, &err);
+  FX_EXPECT_I64(r, 3, 1, 0);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, nm, NSL_AGG_COUNT, 0, &err);
+  FX_EXPECT_I64(r, 4, 1, 0);
+  nsl_column_release(r);
+  assert_null(nsl_group_agg(&g, nm, NSL_AGG_SUM, 0, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_null(nsl_group_agg(&g, nm, NSL_AGG_MEDIAN, 0, &err));
+  nsl_column_release(nm);
+
+  /* doubles and bools */
+  nsl_column *f = FX_F64(0.5, NAN, 1.5, 2.0, -1.0, NAN, 3.0);
+  r = nsl_group_agg(&g, f, NSL_AGG_SUM, 0, &err);
+  FX_EXPECT_F64(r, 1.0, 2.0, 3.0);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, f, NSL_AGG_MAX, 0, &err);
+  FX_EXPECT_F64(r, 1.5, 2.0, 3.0);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, f, NSL_AGG_STD, 0, &err);
+  assert_true(fabs(nsl_f64(r)[0] - sqrt(19.0 / 12.0)) < 1e-15);   /* 0.5 1.5 -1 */
+  assert_true(nsl_f64(r)[1] == 0.0 && nsl_f64(r)[2] == 0.0);       /* one value: 0, as nsys stats */
+  nsl_column_release(r);
+  nsl_column *bl = FX_BOOL(1, 1, 0, 1, 1, 0, 0);
+  r = nsl_group_agg(&g, bl, NSL_AGG_SUM, 0, &err);
+  FX_EXPECT_I64(r, 2, 2, 0);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, bl, NSL_AGG_MIN, 0, &err);
+  FX_EXPECT_BOOL(r, 0, 1, 0);
+  nsl_column_release(r);
+  nsl_column_release(bl);
+
+  /* bad input */
+  assert_null(nsl_group_agg(&g, dur, NSL_AGG_QUANTILE, 1.5, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_null(nsl_group_agg(&g, dur, (nsl_agg)99, 0, &err));
+  nsl_column *short1 = FX_I64(1);
+  assert_null(nsl_group_agg(&g, short1, NSL_AGG_SUM, 0, &err));
+  assert_non_null(strstr(err.msg, "rows"));
+  nsl_i64(g.group_of)[2] = 7;   /* a group id past ngroups */
+  assert_null(nsl_group_agg(&g, dur, NSL_AGG_SUM, 0, &err));
+  assert_non_null(strstr(err.msg, "group 7"));
+  nsl_i64(g.group_of)[2] = -1;   /* a row left out */
+  r = nsl_group_agg(&g, dur, NSL_AGG_SUM, 0, &err);
+  FX_EXPECT_I64(r, 7, 30, NSL_NULL_I64);
+  nsl_column_release(r);
+  assert_null(nsl_group_agg(NULL, dur, NSL_AGG_SUM, 0, &err));
+  nsl_column_release(short1);
+  nsl_column_release(f);
+  nsl_groups_free(&g);
+  nsl_column_release(dur);
+  nsl_column_release(key);
+  nsl_dict_release(d);
+}
+
+static void test_agg_int_sum_exact(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  /* sums past 2^53 stay exact; MEAN of huge values is from the exact sum */
+  nsl_column *key = FX_I32(0, 0, 0, 1);
+  nsl_column *v = FX_I64(INT64_C(4611686018427387904), INT64_C(4611686018427387903), 0, 7);
+  const nsl_column *keys[1] = {key};
+  nsl_groups g;
+  assert_int_equal(nsl_groupby(keys, 1, &g, &err), NSL_OK);
+  nsl_column *r = nsl_group_agg(&g, v, NSL_AGG_SUM, 0, &err);
+  FX_EXPECT_I64(r, INT64_MAX, 7);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, v, NSL_AGG_MEAN, 0, &err);
+  FX_EXPECT_F64(r, 9223372036854775807.0 / 3, 7);
+  nsl_column_release(r);
+  r = nsl_group_agg(&g, v, NSL_AGG_MEDIAN, 0, &err);
+  FX_EXPECT_F64(r, 4611686018427387903.0, 7);
+  nsl_column_release(r);
+  nsl_groups_free(&g);
+  nsl_column_release(key);
+  nsl_column_release(v);
+}
+
+/* Brute-force reference of one aggregate for one group. */
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void check_agg_random(const nsl_groups *g, const nsl_column *v, nsl_agg agg, double q) {
+  nsl_error err = {0};
+  nsl_column *r = nsl_group_agg(g, v, agg, q, &err);
+  if (!r) fail_msg("agg %d: %s", agg, err.msg);
+  assert_int_equal(r->len, g->ngroups);
+  int64_t n = v->len;
+  double *vals = malloc((size_t)(n ? n : 1) * sizeof *vals);
+  int64_t *rows = malloc((size_t)(n ? n : 1) * sizeof *rows);
+  for (int64_t k = 0; k < g->ngroups; k++) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+      if (nsl_i64(g->group_of)[i] == k && !nsl_column_is_null(v, i)) {
+        vals[m] = nsl_column_get_f64(v, i);
+        rows[m++] = i;
+      }
+    double want = NAN;
+    int64_t iwant = NSL_NULL_I64;
+    switch (agg) {
+    case NSL_AGG_COUNT: iwant = m; break;
+    case NSL_AGG_SUM:
+      if (m) {
+        if (v->type == NSL_F64) {
+          want = 0;
+          for (int64_t i = 0; i < m; i++) want += vals[i];
+        } else {
+          iwant = 0;
+          for (int64_t i = 0; i < m; i++) iwant += nsl_column_get_i64(v, rows[i]);
+        }
+      }
+      break;
+    case NSL_AGG_MEAN:
+    case NSL_AGG_STD:
+      if (m) {
+        double s = 0;
+        for (int64_t i = 0; i < m; i++) s += vals[i];
+        want = s / (double)m;
+        if (agg == NSL_AGG_STD) {
+          double ss = 0;
+          for (int64_t i = 0; i < m; i++) ss += (vals[i] - s / (double)m) * (vals[i] - s / (double)m);
+          want = m == 1 ? 0 : sqrt(ss / (double)(m - 1));
+        }
+      }
+      break;
+    case NSL_AGG_MIN:
+    case NSL_AGG_MAX:
+      if (m) {
+        int64_t best = rows[0];
+        for (int64_t i = 1; i < m; i++) {
+          int better = agg == NSL_AGG_MIN ? vals[i] < nsl_column_get_f64(v, best)
+                                          : vals[i] > nsl_column_get_f64(v, best);
+          if (v->type == NSL_STR) {
+            int c = strcmp(nsl_dict_str(v->dict, nsl_i32(v)[rows[i]]), nsl_dict_str(v->dict, nsl_i32(v)[best]));
+            better = agg == NSL_AGG_MIN ? c < 0 : c > 0;
+          }
+          if (better) best = rows[i];
+        }
+        iwant = best;   /* a row: compared by value below */
+      }
+      break;
+    case NSL_AGG_FIRST: iwant = m ? rows[0] : -1; break;
+    case NSL_AGG_LAST: iwant = m ? rows[m - 1] : -1; break;
+    case NSL_AGG_MEDIAN:
+    case NSL_AGG_QUANTILE:
+      if (m) {
+        qsort(vals, (size_t)m, sizeof *vals, cmp_dbl);
+        double qq = agg == NSL_AGG_MEDIAN ? 0.5 : q, pos = qq * (double)(m - 1);
+        int64_t lo = (int64_t)floor(pos);
+        want = lo >= m - 1 ? vals[m - 1] : vals[lo] + (vals[lo + 1] - vals[lo]) * (pos - (double)lo);
+      }
+      break;
+    case NSL_AGG_COUNT_DISTINCT: {
+      iwant = 0;
+      for (int64_t i = 0; i < m; i++) {
+        int seen = 0;
+        for (int64_t j = 0; j < i && !seen; j++) seen = key_equal(v, rows[i], rows[j]);
+        iwant += !seen;
+      }
+      break;
+    }
+    }
+    switch (agg) {
+    case NSL_AGG_COUNT:
+    case NSL_AGG_COUNT_DISTINCT:
+      if (nsl_i64(r)[k] != iwant) fail_msg("agg %d group %lld: %lld, want %lld", agg, (long long)k,
+                                          (long long)nsl_i64(r)[k], (long long)iwant);
+      break;
+    case NSL_AGG_SUM:
+      if (v->type == NSL_F64) assert_true(fx_same_f64(nsl_f64(r)[k], want) || fabs(nsl_f64(r)[k] - want) < 1e-9);
+      else assert_int_equal(nsl_i64(r)[k], iwant);
+      break;
+    case NSL_AGG_MIN:
+    case NSL_AGG_MAX:
+    case NSL_AGG_FIRST:
+    case NSL_AGG_LAST:
+      assert_int_equal(r->type, v->type);
+      if (iwant < 0 || iwant == NSL_NULL_I64) assert_true(v->type == NSL_BOOL || nsl_column_is_null(r, k));
+      else if (v->type == NSL_F64) assert_true(nsl_f64(r)[k] == nsl_f64(v)[iwant]);
+      else assert_int_equal(nsl_column_get_i64(r, k), nsl_column_get_i64(v, iwant));
+      break;
+    default: {
+      double got = nsl_f64(r)[k];
+      if (!(fx_same_f64(got, want) || fabs(got - want) <= 1e-9 * (1 + fabs(want))))
+        fail_msg("agg %d group %lld: %.17g, want %.17g", agg, (long long)k, got, want);
+    }
+    }
+  }
+  free(vals);
+  free(rows);
+  nsl_column_release(r);
+}
+
+static void test_agg_random_reference(void **state) {
+  (void)state;
+  nsl_dict *d = nsl_dict_new();
+  nsl_error err = {0};
+  fx_seed(4242);
+  for (int trial = 0; trial < 24; trial++) {
+    int64_t n = fx_range(1, 1200);
+    nsl_column *key = random_col(trial % 2 ? NSL_I32 : NSL_STR, n, d, fx_range(1, 30));
+    const nsl_column *keys[1] = {key};
+    nsl_groups g;
+    assert_int_equal(nsl_groupby(keys, 1, &g, &err), NSL_OK);
+    nsl_type vt = (nsl_type)(trial % 5);
+    nsl_column *v = random_col(vt, n, d, trial % 3 ? 1000 : 4);
+    for (int a = NSL_AGG_COUNT; a <= NSL_AGG_COUNT_DISTINCT; a++) {
+      int numeric_only = a == NSL_AGG_SUM || a == NSL_AGG_MEAN || a == NSL_AGG_MEDIAN ||
+                         a == NSL_AGG_QUANTILE || a == NSL_AGG_STD;
+      if (vt == NSL_STR && numeric_only) continue;
+      check_agg_random(&g, v, (nsl_agg)a, a == NSL_AGG_QUANTILE ? 0.9 : 0);
+    }
+    nsl_groups_free(&g);
+    nsl_column_release(v);
+    nsl_column_release(key);
+  }
+  nsl_dict_release(d);
+}
+
+/* ---- join ------------------------------------------------------------------------ */
+
+static void test_join_hand(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  /* kernels (report, corr) against api (report, corr); api has a duplicate */
+  nsl_column *kr = FX_I32(0, 0, 1, 1, 0, NSL_NULL_I32), *kc = FX_I64(10, 11, 10, 99, 12, 10);
+  nsl_column *ar = FX_I32(1, 0, 0, 0, 0), *ac = FX_I64(10, 12, 10, 12, NSL_NULL_I64);
+  const nsl_column *left[2] = {kr, kc}, *right[2] = {ar, ac};
+  nsl_column *j = nsl_join_index(left, right, 2, &err);
+  FX_EXPECT_I64(j, 2, -1, 0, -1, 1, -1);
+  nsl_column_release(j);
+  /* I64 report on one side, I32 on the other: same values */
+  nsl_column *kr64 = FX_I64(0, 0, 1, 1, 0, NSL_NULL_I64);
+  const nsl_column *left64[2] = {kr64, kc};
+  j = nsl_join_index(left64, right, 2, &err);
+  FX_EXPECT_I64(j, 2, -1, 0, -1, 1, -1);
+  nsl_column_release(j);
+  /* doubles against integers */
+  nsl_column *fc = FX_F64(10.0, 10.5, NAN);
+  const nsl_column *lf[1] = {fc}, *rc[1] = {ac};
+  j = nsl_join_index(lf, rc, 1, &err);
+  FX_EXPECT_I64(j, 0, -1, -1);
+  nsl_column_release(j);
+  /* empty sides */
+  nsl_column *e = nsl_column_new(NSL_I64, 0, NULL);
+  const nsl_column *le[1] = {e};
+  j = nsl_join_index(le, rc, 1, &err);
+  assert_int_equal(j->len, 0);
+  nsl_column_release(j);
+  j = nsl_join_index(rc, le, 1, &err);
+  FX_EXPECT_I64(j, -1, -1, -1, -1, -1);
+  nsl_column_release(j);
+  nsl_column_release(e);
+  /* strings across dictionaries match by text */
+  nsl_dict *d1 = nsl_dict_new(), *d2 = nsl_dict_new();
+  nsl_column *s1 = fx_str(d1, 4, (const char *[]){"x", "y", NULL, "w"});
+  nsl_column *s2 = fx_str(d2, 3, (const char *[]){"q", "y", "x"});
+  const nsl_column *ls[1] = {s1}, *rs[1] = {s2};
+  j = nsl_join_index(ls, rs, 1, &err);
+  FX_EXPECT_I64(j, 2, 1, -1, -1);
+  nsl_column_release(j);
+  /* type mismatch and length mismatch */
+  assert_null(nsl_join_index(ls, rc, 1, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  nsl_column *short1 = FX_I64(1);
+  const nsl_column *bad[2] = {kr, short1};
+  assert_null(nsl_join_index(bad, right, 2, &err));
+  assert_null(nsl_join_index(left, right, 0, &err));
+  nsl_column_release(short1);
+  nsl_column_release(s1);
+  nsl_column_release(s2);
+  nsl_dict_release(d1);
+  nsl_dict_release(d2);
+  nsl_column_release(fc);
+  nsl_column_release(kr64);
+  nsl_column_release(kr);
+  nsl_column_release(kc);
+  nsl_column_release(ar);
+  nsl_column_release(ac);
+}
+
+static void test_join_random_reference(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_dict *d = nsl_dict_new();
+  fx_seed(8);
+  for (int trial = 0; trial < 20; trial++) {
+    int64_t nl = fx_range(0, 800), nr = fx_range(0, 800);
+    int64_t span = trial % 3 == 0 ? 0 : fx_range(1, 300);
+    nsl_type t1 = (nsl_type)fx_range(0, 1), t2 = trial % 2 ? NSL_STR : NSL_I64;
+    nsl_column *l1 = random_col(t1, nl, d, 3), *l2 = random_col(t2, nl, d, span);
+    nsl_column *r1 = random_col(t1 == NSL_I64 ? NSL_I32 : NSL_I64, nr, d, 3), *r2 = random_col(t2, nr, d, span);
+    if (span == 0 && t2 == NSL_I64)   /* make some full-range keys match */
+      for (int64_t i = 0; i < nl && nr > 0; i += 2) nsl_i64(l2)[i] = nsl_i64(r2)[fx_range(0, nr - 1)];
+    const nsl_column *left[2] = {l1, l2}, *right[2] = {r1, r2};
+    nsl_column *j = nsl_join_index(left, right, 2, &err);
+    assert_non_null(j);
+    for (int64_t i = 0; i < nl; i++) {
+      int64_t want = -1;
+      if (!nsl_column_is_null(l1, i) && !nsl_column_is_null(l2, i))
+        for (int64_t k = 0; k < nr && want < 0; k++)
+          if (!nsl_column_is_null(r1, k) && !nsl_column_is_null(r2, k) &&
+              nsl_column_get_i64(l1, i) == nsl_column_get_i64(r1, k) &&
+              nsl_column_get_i64(l2, i) == nsl_column_get_i64(r2, k))
+            want = k;
+      if (nsl_i64(j)[i] != want)
+        fail_msg("trial %d row %lld: %lld, want %lld", trial, (long long)i, (long long)nsl_i64(j)[i], (long long)want);
+    }
+    nsl_column_release(j);
+    nsl_column_release(l1);
+    nsl_column_release(l2);
+    nsl_column_release(r1);
+    nsl_column_release(r2);
+  }
+  nsl_dict_release(d);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_groupby_hand),
+      cmocka_unit_test(test_groupby_edges),
+      cmocka_unit_test(test_groupby_random_reference),
+      cmocka_unit_test(test_agg_hand),
+      cmocka_unit_test(test_agg_int_sum_exact),
+      cmocka_unit_test(test_agg_random_reference),
+      cmocka_unit_test(test_join_hand),
+      cmocka_unit_test(test_join_random_reference),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

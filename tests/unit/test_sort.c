@@ -1,0 +1,473 @@
+/* test_sort.c -- nsl_argsort, nsl_col_unique, nsl_searchsorted against
+ * hand-computed orders and a qsort reference with an explicit comparator
+ * (NULLs first in either direction, strings by text, ties by row). */
+#include <float.h>
+#include <stdio.h>
+
+#include "kernel_fixtures.h"
+
+/* ---- reference comparator ----------------------------------------------------- */
+
+static const nsl_column *const *ref_keys;
+static const int *ref_desc;
+static int ref_nkeys;
+
+static int ref_is_null(const nsl_column *c, int64_t i) { return nsl_column_is_null(c, i); }
+
+static int ref_cmp_key(const nsl_column *c, int64_t a, int64_t b) {
+  int na = ref_is_null(c, a), nb = ref_is_null(c, b);
+  if (na || nb) return nb - na;   /* NULL first */
+  switch (c->type) {
+  case NSL_I64: {
+    int64_t x = nsl_i64(c)[a], y = nsl_i64(c)[b];
+    return (x > y) - (x < y);
+  }
+  case NSL_I32: {
+    int32_t x = nsl_i32(c)[a], y = nsl_i32(c)[b];
+    return (x > y) - (x < y);
+  }
+  case NSL_F64: {
+    double x = nsl_f64(c)[a], y = nsl_f64(c)[b];
+    return (x > y) - (x < y);
+  }
+  case NSL_BOOL: return (nsl_bool(c)[a] > nsl_bool(c)[b]) - (nsl_bool(c)[a] < nsl_bool(c)[b]);
+  case NSL_STR: {
+    int r = strcmp(nsl_dict_str(c->dict, nsl_i32(c)[a]), nsl_dict_str(c->dict, nsl_i32(c)[b]));
+    return (r > 0) - (r < 0);
+  }
+  }
+  return 0;
+}
+
+/* Order of rows a, b by the keys (descending keys flip non-NULL comparisons). */
+static int ref_cmp_rows(int64_t a, int64_t b) {
+  for (int k = 0; k < ref_nkeys; k++) {
+    const nsl_column *c = ref_keys[k];
+    int r = ref_cmp_key(c, a, b);
+    if (r && ref_desc && ref_desc[k] && !ref_is_null(c, a) && !ref_is_null(c, b)) r = -r;
+    if (r) return r;
+  }
+  return 0;
+}
+
+static int ref_qsort_cmp(const void *pa, const void *pb) {
+  int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+  int r = ref_cmp_rows(a, b);
+  return r ? r : (a > b) - (a < b);
+}
+
+/* Checks perm against the qsort reference (exact: ties broken by row). */
+static void check_against_reference(const nsl_column *const *keys, const int *desc, int nkeys) {
+  nsl_error err = {0};
+  nsl_column *perm = nsl_argsort(keys, desc, nkeys, &err);
+  assert_non_null(perm);
+  int64_t n = keys[0]->len;
+  int64_t *want = malloc((size_t)(n ? n : 1) * sizeof *want);
+  for (int64_t i = 0; i < n; i++) want[i] = i;
+  ref_keys = keys;
+  ref_desc = desc;
+  ref_nkeys = nkeys;
+  qsort(want, (size_t)n, sizeof *want, ref_qsort_cmp);
+  fx_expect_i64(perm, n, want);
+  free(want);
+  nsl_column_release(perm);
+}
+
+/* O(n) check for big inputs: perm is a permutation and every neighbour pair
+ * is in (keys, row) order. */
+static void check_sorted_stable(const nsl_column *const *keys, const int *desc, int nkeys) {
+  nsl_error err = {0};
+  nsl_column *perm = nsl_argsort(keys, desc, nkeys, &err);
+  assert_non_null(perm);
+  int64_t n = keys[0]->len;
+  assert_int_equal(perm->len, n);
+  uint8_t *seen = calloc((size_t)(n ? n : 1), 1);
+  ref_keys = keys;
+  ref_desc = desc;
+  ref_nkeys = nkeys;
+  const int64_t *p = nsl_i64(perm);
+  for (int64_t i = 0; i < n; i++) {
+    assert_true(p[i] >= 0 && p[i] < n);
+    assert_false(seen[p[i]]);
+    seen[p[i]] = 1;
+    if (i > 0) {
+      int r = ref_cmp_rows(p[i - 1], p[i]);
+      if (r > 0 || (r == 0 && p[i - 1] > p[i]))
+        fail_msg("rows %lld and %lld out of order at %lld", (long long)p[i - 1], (long long)p[i], (long long)i);
+    }
+  }
+  free(seen);
+  nsl_column_release(perm);
+}
+
+/* ---- hand-computed cases ---------------------------------------------------------- */
+
+static nsl_column *sort1(nsl_column *c, int desc) {
+  nsl_error err = {0};
+  const nsl_column *keys[1] = {c};
+  nsl_column *p = nsl_argsort(keys, &desc, 1, &err);
+  assert_non_null(p);
+  return p;
+}
+
+static void test_empty_and_one(void **state) {
+  (void)state;
+  nsl_column *e = nsl_column_new(NSL_I64, 0, NULL), *one = FX_I64(42);
+  nsl_column *p = sort1(e, 0);
+  assert_int_equal(p->len, 0);
+  nsl_column_release(p);
+  p = sort1(one, 1);
+  FX_EXPECT_I64(p, 0);
+  nsl_column_release(p);
+  nsl_column_release(e);
+  nsl_column_release(one);
+}
+
+static void test_all_equal_is_identity(void **state) {
+  (void)state;
+  int64_t n = 70000;   /* above the 11-bit digit threshold */
+  nsl_column *c = nsl_column_new(NSL_I64, n, NULL);
+  for (int64_t i = 0; i < n; i++) nsl_i64(c)[i] = 7;
+  for (int desc = 0; desc < 2; desc++) {
+    nsl_column *p = sort1(c, desc);
+    for (int64_t i = 0; i < n; i++) assert_int_equal(nsl_i64(p)[i], i);
+    nsl_column_release(p);
+  }
+  nsl_column_release(c);
+}
+
+static void test_i64_extremes(void **state) {
+  (void)state;
+  nsl_column *c = FX_I64(INT64_MAX, NSL_NULL_I64, INT64_MIN + 1, 0, -1, 1, INT64_MAX, NSL_NULL_I64);
+  nsl_column *p = sort1(c, 0);
+  FX_EXPECT_I64(p, 1, 7, 2, 4, 3, 5, 0, 6);
+  nsl_column_release(p);
+  p = sort1(c, 1);
+  FX_EXPECT_I64(p, 1, 7, 0, 6, 5, 3, 4, 2);
+  nsl_column_release(p);
+  nsl_column_release(c);
+  /* only NULLs: nothing to order, row order stays */
+  c = FX_I64(NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64);
+  p = sort1(c, 0);
+  FX_EXPECT_I64(p, 0, 1, 2);
+  nsl_column_release(p);
+  nsl_column_release(c);
+}
+
+static void test_i32_and_bool(void **state) {
+  (void)state;
+  nsl_column *c = FX_I32(INT32_MAX, NSL_NULL_I32, INT32_MIN + 1, 5, -5, 5);
+  nsl_column *p = sort1(c, 0);
+  FX_EXPECT_I64(p, 1, 2, 4, 3, 5, 0);
+  nsl_column_release(p);
+  p = sort1(c, 1);
+  FX_EXPECT_I64(p, 1, 0, 3, 5, 4, 2);
+  nsl_column_release(p);
+  nsl_column_release(c);
+  c = FX_BOOL(1, 0, 1, 0);
+  p = sort1(c, 0);
+  FX_EXPECT_I64(p, 1, 3, 0, 2);
+  nsl_column_release(p);
+  p = sort1(c, 1);
+  FX_EXPECT_I64(p, 0, 2, 1, 3);
+  nsl_column_release(p);
+  nsl_column_release(c);
+}
+
+static void test_f64_bits(void **state) {
+  (void)state;
+  nsl_column *c = FX_F64(1.5, NAN, -INFINITY, INFINITY, -0.0, 0.0, -1.5, 4.9e-324, -4.9e-324, DBL_MAX,
+                         -DBL_MAX, -NAN);
+  nsl_column *p = sort1(c, 0);
+  /* NaNs first; -0.0 == 0.0 keep row order */
+  FX_EXPECT_I64(p, 1, 11, 2, 10, 6, 8, 4, 5, 7, 0, 9, 3);
+  nsl_column_release(p);
+  p = sort1(c, 1);
+  FX_EXPECT_I64(p, 1, 11, 3, 9, 0, 7, 4, 5, 8, 6, 10, 2);
+  nsl_column_release(p);
+  nsl_column_release(c);
+}
+
+static void test_strings_by_text(void **state) {
+  (void)state;
+  nsl_dict *d = nsl_dict_new();
+  /* ids are given in first-appearance order, which is not text order */
+  nsl_column *c = fx_str(d, 6, (const char *[]){"kernel_b", "Kernel", NULL, "kernel_a", "", "kernel_b"});
+  nsl_column *p = sort1(c, 0);
+  FX_EXPECT_I64(p, 2, 4, 1, 3, 0, 5);
+  nsl_column_release(p);
+  p = sort1(c, 1);
+  FX_EXPECT_I64(p, 2, 0, 5, 3, 1, 4);
+  nsl_column_release(p);
+  nsl_column_release(c);
+  nsl_dict_release(d);
+}
+
+static void test_multikey_desc_stable(void **state) {
+  (void)state;
+  /* (device asc, dur desc): ties keep row order */
+  nsl_column *dev = FX_I32(1, 0, 1, 0, 1, 0), *dur = FX_I64(5, 5, 9, 3, 5, 7);
+  const nsl_column *keys[2] = {dev, dur};
+  int desc[2] = {0, 1};
+  nsl_error err = {0};
+  nsl_column *p = nsl_argsort(keys, desc, 2, &err);
+  FX_EXPECT_I64(p, 5, 1, 3, 2, 0, 4);
+  nsl_column_release(p);
+  check_against_reference(keys, desc, 2);
+  nsl_column_release(dev);
+  nsl_column_release(dur);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_column *a = FX_I64(1, 2, 3), *b = FX_I64(1, 2);
+  const nsl_column *keys[2] = {a, b};
+  assert_null(nsl_argsort(keys, NULL, 2, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "rows"));
+  assert_null(nsl_argsort(keys, NULL, 0, &err));
+  const nsl_column *none[1] = {NULL};
+  assert_null(nsl_argsort(none, NULL, 1, &err));
+  assert_null(nsl_argsort(NULL, NULL, 1, NULL));   /* no error record: still safe */
+  nsl_column_release(a);
+  nsl_column_release(b);
+}
+
+/* ---- random data against the reference ---------------------------------------------- */
+
+static nsl_column *random_key(nsl_type t, int64_t n, nsl_dict *d, int variety) {
+  nsl_column *c = nsl_column_new(t, n, d);
+  static const char *const words[] = {"a", "b", "ab", "ba", "", "nccl", "gemm", "Gemm", "z", "aa"};
+  for (int64_t i = 0; i < n; i++) {
+    int null = fx_range(0, 9) == 0;
+    switch (t) {
+    case NSL_I64: {
+      int64_t v;
+      switch (variety) {
+      case 0: v = fx_range(-3, 3); break;
+      case 1: v = (int64_t)fx_next(); break;                       /* full range */
+      default: v = fx_range(0, 3) == 0 ? INT64_MAX : INT64_MIN + 1 + fx_range(0, 2); break;
+      }
+      nsl_i64(c)[i] = null || v == NSL_NULL_I64 ? NSL_NULL_I64 : v;
+      break;
+    }
+    case NSL_I32: nsl_i32(c)[i] = null ? NSL_NULL_I32 : (int32_t)fx_range(variety ? INT32_MIN + 1 : -2, variety ? INT32_MAX : 2); break;
+    case NSL_F64: {
+      static const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, 1e-310, -1e-310, 1.0, -1.0};
+      double v = variety ? (double)(int64_t)fx_next() / 1e3 : specials[fx_range(0, 7)];
+      nsl_f64(c)[i] = null ? NAN : v;
+      break;
+    }
+    case NSL_STR: {
+      const char *w = words[fx_range(0, 9)];
+      nsl_i32(c)[i] = null ? -1 : nsl_dict_intern(d, w, strlen(w));
+      break;
+    }
+    case NSL_BOOL: nsl_bool(c)[i] = (uint8_t)fx_range(0, 1); break;
+    }
+  }
+  return c;
+}
+
+static void test_random_multikey_reference(void **state) {
+  (void)state;
+  nsl_dict *d = nsl_dict_new();
+  fx_seed(12345);
+  for (int trial = 0; trial < 60; trial++) {
+    int64_t n = trial < 10 ? trial : fx_range(10, 3000);
+    int nkeys = (int)fx_range(1, 4);
+    nsl_column *cols[4];
+    int desc[4];
+    for (int k = 0; k < nkeys; k++) {
+      nsl_type t = (nsl_type)fx_range(0, 4);
+      cols[k] = random_key(t, n, d, (int)fx_range(0, 2));
+      desc[k] = (int)fx_range(0, 1);
+    }
+    check_against_reference((const nsl_column *const *)cols, desc, nkeys);
+    for (int k = 0; k < nkeys; k++) nsl_column_release(cols[k]);
+  }
+  nsl_dict_release(d);
+}
+
+static void test_random_large_radix_paths(void **state) {
+  (void)state;
+  nsl_dict *d = nsl_dict_new();
+  fx_seed(777);
+  int64_t n = 200000;
+  /* full-range I64 (pairs path), small I32 (packed), F64 wide, strings */
+  nsl_column *wide = random_key(NSL_I64, n, d, 1), *small = random_key(NSL_I32, n, d, 0);
+  nsl_column *dbl = random_key(NSL_F64, n, d, 1), *str = random_key(NSL_STR, n, d, 0);
+  nsl_column *ext = random_key(NSL_I64, n, d, 2);
+  const nsl_column *k1[1] = {wide};
+  int asc[4] = {0, 0, 0, 0}, mix[4] = {1, 0, 1, 0};
+  check_sorted_stable(k1, asc, 1);
+  check_sorted_stable(k1, mix, 1);
+  const nsl_column *k2[3] = {small, str, dbl};
+  check_sorted_stable(k2, asc, 3);
+  check_sorted_stable(k2, mix, 3);
+  const nsl_column *k3[2] = {ext, small};
+  check_sorted_stable(k3, mix, 2);
+  /* keys near a digit boundary (2^44 +- a little): high digits vary */
+  for (int64_t i = 0; i < n; i++) nsl_i64(wide)[i] = (INT64_C(1) << 44) + fx_range(-5000, 5000);
+  check_sorted_stable(k1, asc, 1);
+  nsl_column_release(wide);
+  nsl_column_release(small);
+  nsl_column_release(dbl);
+  nsl_column_release(str);
+  nsl_column_release(ext);
+  nsl_dict_release(d);
+}
+
+/* ---- unique, searchsorted ---------------------------------------------------------------- */
+
+static void test_unique(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_column *c = FX_I64(3, NSL_NULL_I64, -1, 3, INT64_MAX, -1, INT64_MIN + 1);
+  nsl_column *u = nsl_col_unique(c, &err);
+  FX_EXPECT_I64(u, INT64_MIN + 1, -1, 3, INT64_MAX);
+  nsl_column_release(u);
+  nsl_column_release(c);
+
+  c = FX_F64(2.5, NAN, -0.0, 0.0, -INFINITY, 2.5);
+  u = nsl_col_unique(c, &err);
+  FX_EXPECT_F64(u, -INFINITY, 0.0, 2.5);
+  nsl_column_release(u);
+  nsl_column_release(c);
+
+  c = FX_I32(4, NSL_NULL_I32, 4, -7);
+  u = nsl_col_unique(c, &err);
+  assert_int_equal(u->type, NSL_I32);
+  assert_int_equal(u->len, 2);
+  assert_int_equal(nsl_i32(u)[0], -7);
+  assert_int_equal(nsl_i32(u)[1], 4);
+  nsl_column_release(u);
+  nsl_column_release(c);
+
+  c = FX_BOOL(1, 1, 0);
+  u = nsl_col_unique(c, &err);
+  assert_int_equal(u->len, 2);
+  assert_int_equal(nsl_bool(u)[0], 0);
+  assert_int_equal(nsl_bool(u)[1], 1);
+  nsl_column_release(u);
+  nsl_column_release(c);
+
+  nsl_dict *d = nsl_dict_new();
+  c = fx_str(d, 5, (const char *[]){"zeta", NULL, "alpha", "zeta", "mu"});
+  u = nsl_col_unique(c, &err);
+  assert_int_equal(u->type, NSL_STR);
+  assert_ptr_equal(u->dict, d);
+  assert_int_equal(u->len, 3);
+  assert_string_equal(nsl_dict_str(d, nsl_i32(u)[0]), "alpha");
+  assert_string_equal(nsl_dict_str(d, nsl_i32(u)[1]), "mu");
+  assert_string_equal(nsl_dict_str(d, nsl_i32(u)[2]), "zeta");
+  nsl_column_release(u);
+  nsl_column_release(c);
+  nsl_dict_release(d);
+
+  c = nsl_column_new(NSL_I64, 0, NULL);
+  u = nsl_col_unique(c, &err);
+  assert_int_equal(u->len, 0);
+  nsl_column_release(u);
+  nsl_column_release(c);
+  assert_null(nsl_col_unique(NULL, &err));
+}
+
+static void test_searchsorted(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_column *s = FX_I64(NSL_NULL_I64, 1, 3, 3, 3, 7);
+  nsl_column *v = FX_I32(0, 1, 3, 4, 7, 8, NSL_NULL_I32);
+  nsl_column *l = nsl_searchsorted(s, v, 0, &err), *r = nsl_searchsorted(s, v, 1, &err);
+  FX_EXPECT_I64(l, 1, 1, 2, 5, 5, 6, 0);
+  FX_EXPECT_I64(r, 1, 2, 5, 5, 6, 6, 1);
+  nsl_column_release(l);
+  nsl_column_release(r);
+  nsl_column_release(v);
+  /* doubles against integers compare by value */
+  v = FX_F64(2.5, 3.0, -1e300, 1e300, NAN);
+  l = nsl_searchsorted(s, v, 0, &err);
+  FX_EXPECT_I64(l, 2, 2, 1, 6, 0);
+  nsl_column_release(l);
+  nsl_column_release(v);
+  /* empty sorted column */
+  nsl_column *e = nsl_column_new(NSL_I64, 0, NULL);
+  v = FX_I64(5);
+  l = nsl_searchsorted(e, v, 1, &err);
+  FX_EXPECT_I64(l, 0);
+  nsl_column_release(l);
+  nsl_column_release(e);
+  /* not sorted */
+  nsl_column *bad = FX_I64(1, 3, 2);
+  assert_null(nsl_searchsorted(bad, v, 0, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "row 2"));
+  nsl_column_release(bad);
+  nsl_column_release(v);
+  nsl_column_release(s);
+  /* strings by text; another dictionary is refused */
+  nsl_dict *d = nsl_dict_new(), *d2 = nsl_dict_new();
+  s = fx_str(d, 3, (const char *[]){"b", "d", "f"});
+  v = fx_str(d, 4, (const char *[]){"a", "d", "e", "g"});
+  r = nsl_searchsorted(s, v, 1, &err);
+  FX_EXPECT_I64(r, 0, 2, 2, 3);
+  nsl_column_release(r);
+  nsl_column *v2 = fx_str(d2, 1, (const char *[]){"a"});
+  assert_null(nsl_searchsorted(s, v2, 0, &err));
+  nsl_column *num = FX_I64(1);
+  assert_null(nsl_searchsorted(s, num, 0, &err));
+  nsl_column_release(num);
+  nsl_column_release(v2);
+  nsl_column_release(v);
+  nsl_column_release(s);
+  nsl_dict_release(d);
+  nsl_dict_release(d2);
+}
+
+static void test_searchsorted_random(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  fx_seed(99);
+  for (int trial = 0; trial < 20; trial++) {
+    int64_t n = fx_range(0, 500), m = fx_range(0, 200);
+    nsl_column *s = nsl_column_new(NSL_I64, n, NULL), *v = nsl_column_new(NSL_I64, m, NULL);
+    for (int64_t i = 0; i < n; i++) nsl_i64(s)[i] = fx_range(-50, 50);
+    for (int64_t i = 0; i < m; i++) nsl_i64(v)[i] = fx_range(-60, 60);
+    const nsl_column *k[1] = {s};
+    nsl_column *p = nsl_argsort(k, NULL, 1, &err), *ss = nsl_col_gather(s, p, &err);
+    for (int right = 0; right < 2; right++) {
+      nsl_column *r = nsl_searchsorted(ss, v, right, &err);
+      assert_non_null(r);
+      for (int64_t j = 0; j < m; j++) {
+        int64_t want = 0, x = nsl_i64(v)[j];
+        for (int64_t i = 0; i < n; i++) want += right ? nsl_i64(ss)[i] <= x : nsl_i64(ss)[i] < x;
+        assert_int_equal(nsl_i64(r)[j], want);
+      }
+      nsl_column_release(r);
+    }
+    nsl_column_release(p);
+    nsl_column_release(ss);
+    nsl_column_release(s);
+    nsl_column_release(v);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_empty_and_one),
+      cmocka_unit_test(test_all_equal_is_identity),
+      cmocka_unit_test(test_i64_extremes),
+      cmocka_unit_test(test_i32_and_bool),
+      cmocka_unit_test(test_f64_bits),
+      cmocka_unit_test(test_strings_by_text),
+      cmocka_unit_test(test_multikey_desc_stable),
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_random_multikey_reference),
+      cmocka_unit_test(test_random_large_radix_paths),
+      cmocka_unit_test(test_unique),
+      cmocka_unit_test(test_searchsorted),
+      cmocka_unit_test(test_searchsorted_random),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
