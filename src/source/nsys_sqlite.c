@@ -254,7 +254,6 @@ static const col_map cuda_device_cols[] = {
 static const col_map activity_device_cols[] = {C1("device", M_INT, "deviceId"), CEND};
 
 static const col_map process_cols[] = {C1("pid", M_PID, "globalPid"), C1("name", M_TEXT, "name"), CEND};
-static const col_map main_thread_cols[] = {C1("pid", M_PID, "globalTid"), C1("name", M_STR, "nameId"), CEND};
 static const col_map thread_cols[] = {C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"),
                                       C1("name", M_STR, "nameId"), CEND};
 
@@ -286,9 +285,6 @@ static const table_map maps[] = {
     {"devices", {"TARGET_INFO_CUDA_DEVICE"}, {NULL}, "gpuId", NULL, "\"gpuId\"", 0, cuda_device_cols},
     {"devices", {KERNEL, MEMCPY, MEMSET, SYNC}, {NULL}, NULL, NULL, NULL, 1, activity_device_cols},
     {"processes", {"PROCESSES"}, {NULL}, NULL, NULL, NULL, 0, process_cols},
-    /* before PROCESSES existed (2021 and older): the main threads' names */
-    {"processes", {"ThreadNames"}, {NULL}, NULL,
-     "(\"globalTid\" >> 24) & 16777215 = \"globalTid\" & 16777215", NULL, 0, main_thread_cols},
     {"threads", {"ThreadNames"}, {NULL}, NULL, NULL, NULL, 0, thread_cols},
     {NULL, {NULL}, {NULL}, NULL, NULL, NULL, 0, NULL}};
 

@@ -22,14 +22,6 @@
 
 #define MAX_FILES 64
 
-/* table.c refers to nsl_col_gather (src/core/kernels.c, written in parallel);
- * this weak stand-in lets the test link before it lands, the real one wins. */
-__attribute__((weak)) nsl_column *nsl_col_gather(const nsl_column *c, const nsl_column *idx, nsl_error *err) {
-  (void)c;
-  (void)idx;
-  nsl_error_set(err, NSL_ERR_ARG, "nsl_col_gather is not linked in");
-  return NULL;
-}
 
 static char *files[MAX_FILES];
 static int nfiles;
@@ -159,9 +151,7 @@ static int64_t oracle_rows(sqlite3 *db, const char *table) {
   if (!strcmp(table, "frames")) return count_if(db, "SAMPLING_CALLCHAINS", NULL);
   if (!strcmp(table, "callchains")) return count_if(db, "CUDA_CALLCHAINS", NULL);
   if (!strcmp(table, "threads")) return count_if(db, "ThreadNames", NULL);
-  if (!strcmp(table, "processes"))
-    return has_table(db, "PROCESSES") ? count_if(db, "PROCESSES", NULL)
-                                      : count_if(db, "ThreadNames", "WHERE globalTid / 16777216 % 16777216 = globalTid % 16777216");
+  if (!strcmp(table, "processes")) return count_if(db, "PROCESSES", NULL);
   if (!strcmp(table, "devices")) {
     if (has_table(db, "TARGET_INFO_GPU") && has_column(db, "TARGET_INFO_GPU", "id")) return count_if(db, "TARGET_INFO_GPU", NULL);
     if (has_table(db, "TARGET_INFO_CUDA_GPU")) return count_if(db, "TARGET_INFO_CUDA_GPU", NULL);
