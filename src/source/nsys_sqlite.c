@@ -9,9 +9,9 @@
  * columns added or missing across versions are handled alike.  A load is one
  * SELECT of only the requested columns, stepped into pre-sized arrays.
  *
- * Strings: integer ids into StringIds are read once per source (lazily) and
- * interned into the trace dictionary on first use through a per-(source,
- * dict) map; inline text is interned directly.
+ * Strings: StringIds is read once per source (lazily); a load interns into
+ * the dictionary it is given only the strings its rows use (through a
+ * local-id -> dict-id map); inline text is interned directly.
  *
  * Time base: event times are kept as nsys wrote them (ns on the session's
  * clock, whose zero is the session start TARGET_INFO_SESSION_START_TIME.
@@ -481,11 +481,11 @@ static int64_t string_index(const nsys_src *s, int64_t id) {
   return -1;
 }
 
-/* Makes dict the target of the local-id map (a new dict resets it). */
+/* Makes dict the target of the local-id map for one load call (the map is
+ * not kept across calls: the dictionary may be a short-lived one of a
+ * parallel load, and re-interning the strings a load uses is cheap). */
 static void use_dict(nsys_src *s, nsl_dict *dict) {
-  if (s->map_dict == dict) return;
-  nsl_dict_release(s->map_dict);
-  s->map_dict = nsl_dict_retain(dict);
+  s->map_dict = dict;
   for (int64_t i = 0; i < s->nstr; i++) s->map[i] = s->map_api[i] = -2;
 }
 
@@ -999,6 +999,7 @@ done:
       nsl_column_release(out[j]);
       out[j] = NULL;
     }
+  s->map_dict = NULL;
   sqlite3_finalize(st);
   for (int j = 0; j < n; j++) enum_map_free(&cols[j].en);
   free(cols);
@@ -1063,7 +1064,6 @@ static void nsys_close(void *p) {
   free(s->dense);
   free(s->map);
   free(s->map_api);
-  nsl_dict_release(s->map_dict);
   free(s);
 }
 

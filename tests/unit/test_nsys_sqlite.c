@@ -709,6 +709,55 @@ static void test_two_reports_aligned(void **state) {
   nsl_trace_close(tr);
 }
 
+/* ---- parallel load: the same columns and string ids as a sequential one --- */
+
+static void test_parallel_equals_sequential(void **state) {
+  (void)state;
+  NEED_DATA();
+  if (nfiles < 3) skip();
+  const char *paths[MAX_FILES + 2];
+  int n = 0;
+  for (int f = 0; f < nfiles; f++) paths[n++] = files[f];
+  paths[n++] = files[0];   /* a report twice */
+  const char *saved = getenv("NSL_THREADS");
+  char *keep = saved ? strdup(saved) : NULL;
+  setenv("NSL_THREADS", "1", 1);
+  nsl_trace *seq = open_trace(paths, n);
+  setenv("NSL_THREADS", "5", 1);
+  nsl_trace *par = open_trace(paths, n);
+  for (const char *const *t = nsl_model_tables(); *t; t++) {
+    nsl_table *a = load_all(seq, *t), *b = load_all(par, *t);
+    assert_int_equal(nsl_table_ncols(a), nsl_table_ncols(b));
+    assert_int_equal(nsl_table_nrows(a, NULL), nsl_table_nrows(b, NULL));
+    assert_int_equal(nsl_table_nrows(a, NULL), nsl_table_nrows(b, NULL));
+    for (int c = 0; c < nsl_table_ncols(a); c++) {
+      nsl_column *x = nsl_table_column_at(a, c, NULL), *y = nsl_table_column_at(b, c, NULL);
+      assert_int_equal(x->type, y->type);
+      assert_int_equal(x->len, y->len);
+      if (x->len && memcmp(x->data, y->data, (size_t)x->len * nsl_type_size(x->type)) != 0)
+        fail_msg("%s.%s differs between sequential and parallel loads", *t, nsl_table_colname(a, c));
+      if (x->type == NSL_STR) assert_ptr_equal(y->dict, nsl_trace_dict(par));
+    }
+  }
+  /* counts before any load, in parallel */
+  nsl_trace *cnt = open_trace(paths, n);
+  nsl_table *k = NULL;
+  assert_int_equal(nsl_trace_table(cnt, "nvtx", &k, NULL), NSL_OK);
+  nsl_table *ks = NULL;
+  assert_int_equal(nsl_trace_table(seq, "nvtx", &ks, NULL), NSL_OK);
+  assert_int_equal(nsl_table_nrows(k, NULL), nsl_table_nrows(ks, NULL));
+  nsl_trace_close(cnt);
+  /* equal dictionaries: the parallel load interned in the same order */
+  assert_int_equal(nsl_dict_size(nsl_trace_dict(seq)), nsl_dict_size(nsl_trace_dict(par)));
+  for (int32_t i = 0; i < nsl_dict_size(nsl_trace_dict(seq)); i++)
+    assert_string_equal(nsl_dict_str(nsl_trace_dict(seq), i), nsl_dict_str(nsl_trace_dict(par), i));
+  nsl_trace_close(seq);
+  nsl_trace_close(par);
+  if (keep) setenv("NSL_THREADS", keep, 1);
+  else unsetenv("NSL_THREADS");
+  free(keep);
+}
+
 /* ---- the input is never touched --------------------------------------- */
 
 static char *read_all(const char *path, size_t *len) {
@@ -968,6 +1017,7 @@ int main(void) {
       cmocka_unit_test(test_report_info),
       cmocka_unit_test(test_two_reports_same_file),
       cmocka_unit_test(test_two_reports_aligned),
+      cmocka_unit_test(test_parallel_equals_sequential),
       cmocka_unit_test(test_input_untouched),
       cmocka_unit_test(test_open_image),
       cmocka_unit_test(test_bad_inputs),
