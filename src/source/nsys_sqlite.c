@@ -1309,6 +1309,9 @@ nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size,
   int src = copy ? sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) : SQLITE_NOMEM;
   if (src == SQLITE_OK) {
     memcpy(copy, data, size);
+    /* A WAL-mode header (file format versions 2): an image has no WAL beside
+     * it and an in-memory database cannot use one; read it as rollback mode. */
+    if (copy[18] == 2 && copy[19] == 2) copy[18] = copy[19] = 1;
     /* SQLite owns the copy from here (freed on close, even when this fails) */
     src = sqlite3_deserialize(s->db, "main", copy, (sqlite3_int64)size, (sqlite3_int64)size,
                               SQLITE_DESERIALIZE_READONLY | SQLITE_DESERIALIZE_FREEONCLOSE);

@@ -848,6 +848,74 @@ static void test_input_untouched(void **state) {
   }
 }
 
+/* ---- paths URIs give meaning to, relative paths, WAL-mode files -------- */
+
+static void test_odd_paths_and_wal(void **state) {
+  (void)state;
+  NEED_DATA();
+  const char *real = find_file("tiny");
+  if (!real) real = files[0];
+  char dir[512], path[1024];
+  snprintf(dir, sizeof dir, "%s/we ird?#%%25dir", tmpdir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(path, sizeof path, "%s/a b?c#d%%e.sqlite", dir);
+  size_t len;
+  char *bytes = read_all(real, &len);
+  write_all(path, bytes, len);
+  /* switch the copy to WAL mode (SQLite writes it: before the fingerprint) */
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+  size_t wlen;
+  char *wal = read_all(path, &wlen);
+  assert_int_equal(wal[18], 2);
+  char *list_before = listing(dir);
+  sqlite3 *oracle = oracle_open(real);
+  int64_t kernels = oracle_rows(oracle, "kernels"), threads = oracle_rows(oracle, "threads");
+  sqlite3_close(oracle);
+
+  nsl_trace *tr = open_trace((const char *const *)&(const char *){path}, 1);
+  assert_int_equal(nsl_table_nrows(load_all(tr, "kernels"), NULL), kernels);
+  assert_int_equal(nsl_table_nrows(load_all(tr, "threads"), NULL), threads);
+  char *list_open = listing(dir);
+  assert_string_equal(list_open, list_before);   /* no -wal, no -shm */
+  nsl_trace_close(tr);
+
+  /* relative to the working directory */
+  char cwd[1024];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(dir), 0);
+  tr = open_trace((const char *const *)&(const char *){"a b?c#d%e.sqlite"}, 1);
+  assert_int_equal(nsl_table_nrows(load_all(tr, "kernels"), NULL), kernels);
+  assert_string_equal(nsl_trace_report(tr, 0)->name, "a b?c#d%e");
+  nsl_trace_close(tr);
+  assert_int_equal(chdir(cwd), 0);
+
+  /* the same image from memory */
+  void *src = NULL;
+  nsl_report_info info;
+  nsl_error err = {0};
+  if (nsl_nsys_open_image("wal.sqlite", wal, wlen, &src, &info, &err) != NSL_OK) fail_msg("%s", err.msg);
+  tr = nsl_trace_new();
+  assert_int_equal(nsl_trace_add_source(tr, &nsl_nsys_source_ops, src, &info, &err), NSL_OK);
+  assert_int_equal(nsl_table_nrows(load_all(tr, "kernels"), NULL), kernels);
+  nsl_trace_close(tr);
+
+  size_t len2;
+  char *after = read_all(path, &len2);
+  assert_int_equal(len2, wlen);
+  assert_memory_equal(after, wal, wlen);
+  char *list_after = listing(dir);
+  assert_string_equal(list_after, list_before);
+  free(bytes);
+  free(wal);
+  free(after);
+  free(list_before);
+  free(list_open);
+  free(list_after);
+}
+
 /* ---- in-memory images --------------------------------------------------- */
 
 static void test_open_image(void **state) {
@@ -1020,6 +1088,7 @@ int main(void) {
       cmocka_unit_test(test_parallel_equals_sequential),
       cmocka_unit_test(test_input_untouched),
       cmocka_unit_test(test_open_image),
+      cmocka_unit_test(test_odd_paths_and_wal),
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_truncated),
       cmocka_unit_test(test_sql_read_only),
