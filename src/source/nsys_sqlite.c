@@ -15,7 +15,25 @@
  *
  * Time base: event times are kept as nsys wrote them (ns on the session's
  * clock, whose zero is the session start TARGET_INFO_SESSION_START_TIME.
- * utcEpochNs); the trace adds the offset that aligns reports by start_utc. */
+ * utcEpochNs); the trace adds the offset that aligns reports by start_utc.
+ *
+ * Choices (where the export leaves room):
+ * - nvtx: event types 59 (push_pop), 60 (start_end), 34 (mark) only; text is
+ *   `text`, else StringIds[textId]; domain is the name its domain-create event
+ *   (type 75) gave, NULL for the default domain 0 and for unnamed ids; a mark's
+ *   stop is NULL as nsys writes it (so its dur is NULL: a mark is an instant).
+ * - api.name drops a "_vNNNN" suffix ("cudaLaunchKernel_v7000" ->
+ *   "cudaLaunchKernel"), as nsys's reports do; api.source is "runtime"/"driver".
+ * - Enums (memcpy kind, memory kinds, sync kind, memory op) use the export's
+ *   ENUM_* table when present, else nsys's values; the model's short forms
+ *   (HtoD, DtoH, DtoD, PtoP, pageable, pinned, device, stream_sync, alloc,
+ *   free, ...); a value with no name becomes its number as text.
+ * - devices: the first GPU table with rows (TARGET_INFO_GPU by id, 2021.2+;
+ *   TARGET_INFO_CUDA_GPU / TARGET_INFO_GPU by deviceId, 2020; then
+ *   TARGET_INFO_CUDA_DEVICE by gpuId), else the distinct deviceId of the
+ *   activity tables with unknown names.
+ * - host is the profiled machine (TARGET_INFO_SYSTEM_ENV Hostname), else the
+ *   machine that ran the export (EXPORT_HOST). */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -75,6 +93,7 @@ typedef struct table_map {
   const char *where;        /* row filter, or NULL */
   const char *group_by;     /* one row per group, or NULL */
   int distinct;             /* UNION instead of UNION ALL (distinct rows) */
+  int need_rows;            /* applies only when sources[0] has rows (else the next one) */
   const col_map *cols;      /* ended by model == NULL */
 } table_map;
 
@@ -115,7 +134,7 @@ static const enum_def en_memop = {"ENUM_CUDA_DEV_MEM_EVENT_OPER", "CUDA_DEV_MEM_
 
 static const col_map kernel_cols[] = {
     GPU_ACTIVITY_COMMON,
-    C1("name", M_STR, "shortName"),
+    C2("name", M_STR, "shortName", "demangledName"),
     C1("demangled", M_STR, "demangledName"),
     C1("mangled", M_STR, "mangledName"),
     C1("grid_x", M_INT, "gridX"),
@@ -267,26 +286,26 @@ static const col_map thread_cols[] = {C1("pid", M_PID, "globalTid"), C1("tid", M
 /* Alternatives per model table, in order of preference: the first of which
  * the export has a source table (with require_col) is used. */
 static const table_map maps[] = {
-    {"kernels", {KERNEL}, {NULL}, NULL, NULL, NULL, 0, kernel_cols},
-    {"memcpy", {MEMCPY}, {NULL}, NULL, NULL, NULL, 0, memcpy_cols},
-    {"memset", {MEMSET}, {NULL}, NULL, NULL, NULL, 0, memset_cols},
+    {"kernels", {KERNEL}, {NULL}, NULL, NULL, NULL, 0, 0, kernel_cols},
+    {"memcpy", {MEMCPY}, {NULL}, NULL, NULL, NULL, 0, 0, memcpy_cols},
+    {"memset", {MEMSET}, {NULL}, NULL, NULL, NULL, 0, 0, memset_cols},
     {"api", {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"}, {"runtime", "driver"}, NULL, NULL,
-     NULL, 0, api_cols},
-    {"nvtx", {"NVTX_EVENTS"}, {NULL}, NULL, NVTX_RANGE_TYPES, NULL, 0, nvtx_cols},
-    {"sync", {SYNC}, {NULL}, NULL, NULL, NULL, 0, sync_cols},
-    {"osrt", {"OSRT_API"}, {NULL}, NULL, NULL, NULL, 0, osrt_cols},
-    {"memory", {"CUDA_GPU_MEMORY_USAGE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, memory_cols},
-    {"samples", {"COMPOSITE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, sample_cols},
-    {"frames", {"SAMPLING_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, frame_cols},
-    {"callchains", {"CUDA_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, frame_cols},
-    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "id", NULL, NULL, 0, gpu_cols},
-    {"devices", {"TARGET_INFO_CUDA_GPU"}, {NULL}, NULL, NULL, NULL, 0, cuda_gpu_cols},
-    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "deviceId", NULL, NULL, 0, gpu2020_cols},
-    {"devices", {"TARGET_INFO_CUDA_DEVICE"}, {NULL}, "gpuId", NULL, "\"gpuId\"", 0, cuda_device_cols},
-    {"devices", {KERNEL, MEMCPY, MEMSET, SYNC}, {NULL}, NULL, NULL, NULL, 1, activity_device_cols},
-    {"processes", {"PROCESSES"}, {NULL}, NULL, NULL, NULL, 0, process_cols},
-    {"threads", {"ThreadNames"}, {NULL}, NULL, NULL, NULL, 0, thread_cols},
-    {NULL, {NULL}, {NULL}, NULL, NULL, NULL, 0, NULL}};
+     NULL, 0, 0, api_cols},
+    {"nvtx", {"NVTX_EVENTS"}, {NULL}, NULL, NVTX_RANGE_TYPES, NULL, 0, 0, nvtx_cols},
+    {"sync", {SYNC}, {NULL}, NULL, NULL, NULL, 0, 0, sync_cols},
+    {"osrt", {"OSRT_API"}, {NULL}, NULL, NULL, NULL, 0, 0, osrt_cols},
+    {"memory", {"CUDA_GPU_MEMORY_USAGE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, memory_cols},
+    {"samples", {"COMPOSITE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, sample_cols},
+    {"frames", {"SAMPLING_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols},
+    {"callchains", {"CUDA_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols},
+    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "id", NULL, NULL, 0, 1, gpu_cols},
+    {"devices", {"TARGET_INFO_CUDA_GPU"}, {NULL}, NULL, NULL, NULL, 0, 1, cuda_gpu_cols},
+    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "deviceId", NULL, NULL, 0, 1, gpu2020_cols},
+    {"devices", {"TARGET_INFO_CUDA_DEVICE"}, {NULL}, "gpuId", NULL, "\"gpuId\"", 0, 1, cuda_device_cols},
+    {"devices", {KERNEL, MEMCPY, MEMSET, SYNC}, {NULL}, NULL, NULL, NULL, 1, 0, activity_device_cols},
+    {"processes", {"PROCESSES"}, {NULL}, NULL, NULL, NULL, 0, 0, process_cols},
+    {"threads", {"ThreadNames"}, {NULL}, NULL, NULL, NULL, 0, 0, thread_cols},
+    {NULL, {NULL}, {NULL}, NULL, NULL, NULL, 0, 0, NULL}};
 
 /* Tables whose presence marks an nsys export (beside StringIds). */
 static const char *const nsys_markers[] = {
@@ -376,6 +395,17 @@ static int has_column(const table_info *t, const char *col) {
   return 0;
 }
 
+/* Whether table t has at least one row (an empty GPU table, as exports with
+ * lazy=false write, gives way to the next alternative). */
+static int has_rows(nsys_src *s, const table_info *t) {
+  char sql[200];
+  snprintf(sql, sizeof sql, "SELECT 1 FROM \"%s\" LIMIT 1", t->name);
+  sqlite3_stmt *st = NULL;
+  int rows = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  return rows;
+}
+
 /* The alternative of model table `name` that this export supports, or NULL
  * (and NSL_OK) when it has none; an error only when the schema is unreadable. */
 static nsl_status pick_map(nsys_src *s, const char *name, const table_map **out, nsl_error *err) {
@@ -390,6 +420,7 @@ static nsl_status pick_map(nsys_src *s, const char *name, const table_map **out,
       if (rc != NSL_OK) return rc;
       if (!has_column(t, m->require_col)) continue;
     }
+    if (m->need_rows && !has_rows(s, t)) continue;
     *out = m;
     return NSL_OK;
   }
@@ -1097,9 +1128,6 @@ static nsl_status check_header(const char *label, const unsigned char *h, size_t
                            "'%s' is truncated: its SQLite header promises %" PRId64 " bytes, it has %" PRId64, label,
                            want, size);
   }
-  if (size % page != 0)
-    return nsl_error_set(err, NSL_ERR_FORMAT, "'%s' is truncated or corrupt: %" PRId64 " bytes is not a whole number of %u-byte pages",
-                         label, size, page);
   return NSL_OK;
 }
 

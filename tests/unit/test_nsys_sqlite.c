@@ -153,9 +153,12 @@ static int64_t oracle_rows(sqlite3 *db, const char *table) {
   if (!strcmp(table, "threads")) return count_if(db, "ThreadNames", NULL);
   if (!strcmp(table, "processes")) return count_if(db, "PROCESSES", NULL);
   if (!strcmp(table, "devices")) {
-    if (has_table(db, "TARGET_INFO_GPU") && has_column(db, "TARGET_INFO_GPU", "id")) return count_if(db, "TARGET_INFO_GPU", NULL);
-    if (has_table(db, "TARGET_INFO_CUDA_GPU")) return count_if(db, "TARGET_INFO_CUDA_GPU", NULL);
-    if (has_table(db, "TARGET_INFO_CUDA_DEVICE")) return sql_i64(db, "SELECT count(DISTINCT gpuId) FROM TARGET_INFO_CUDA_DEVICE");
+    /* the first GPU table with rows: TARGET_INFO_GPU (id), TARGET_INFO_CUDA_GPU, TARGET_INFO_CUDA_DEVICE */
+    if (has_table(db, "TARGET_INFO_GPU") && has_column(db, "TARGET_INFO_GPU", "id") && count_if(db, "TARGET_INFO_GPU", NULL) > 0)
+      return count_if(db, "TARGET_INFO_GPU", NULL);
+    if (count_if(db, "TARGET_INFO_CUDA_GPU", NULL) > 0) return count_if(db, "TARGET_INFO_CUDA_GPU", NULL);
+    if (count_if(db, "TARGET_INFO_CUDA_DEVICE", NULL) > 0)
+      return sql_i64(db, "SELECT count(DISTINCT gpuId) FROM TARGET_INFO_CUDA_DEVICE");
     const char *t[] = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
                        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"};
     char sql[1024] = "SELECT count(*) FROM (";
@@ -199,6 +202,55 @@ static nsl_column *col(nsl_table *t, const char *name) {
   nsl_column *c = nsl_table_column(t, name, &err);
   if (!c) fail_msg("column %s: %s", name, err.msg);
   return c;
+}
+
+static const char *find_file(const char *part) {
+  for (int f = 0; f < nfiles; f++)
+    if (strstr(base(files[f]), part)) return files[f];
+  return NULL;
+}
+
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  *len = fread(b, 1, (size_t)n, f);
+  fclose(f);
+  return b;
+}
+
+static void write_all(const char *path, const void *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, len, f), len);
+  fclose(f);
+}
+
+static char *listing(const char *dir) {
+  char *names[256];
+  int n = 0;
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d)) && n < 256) names[n++] = strdup(e->d_name);
+  if (d) closedir(d);
+  qsort(names, (size_t)n, sizeof *names, cmp_str);
+  char *out = calloc(1, 256 * 300);
+  for (int i = 0; i < n; i++) {
+    strcat(out, names[i]);
+    strcat(out, "\n");
+    free(names[i]);
+  }
+  return out;
+}
+
+static int count_row(void *ctx, int ncols, const char *const *names, const nsl_sql_value *v) {
+  (void)ncols;
+  (void)names;
+  *(int64_t *)ctx = v[0].i;
+  return 0;
 }
 
 /* ---- every file, every table ------------------------------------------ */
@@ -574,6 +626,38 @@ static void test_devices(void **state) {
   }
 }
 
+/* Exports whose GPU tables are empty or partial: the next source of devices. */
+static void test_devices_fallbacks(void **state) {
+  (void)state;
+  NEED_DATA();
+  const char *real = find_file("tiny");
+  if (!real) skip();
+  char path[1024];
+  size_t len;
+  char *bytes = read_all(real, &len);
+  const char *edits[] = {"DELETE FROM TARGET_INFO_GPU", "DELETE FROM TARGET_INFO_GPU; DELETE FROM TARGET_INFO_CUDA_DEVICE"};
+  for (int e = 0; e < 2; e++) {
+    snprintf(path, sizeof path, "%s/devices%d.sqlite", tmpdir, e);
+    write_all(path, bytes, len);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, edits[e], NULL, NULL, NULL), SQLITE_OK);
+    int64_t want = oracle_rows(db, "devices");
+    int64_t sm = e == 0 ? sql_i64(db, "SELECT numMultiprocessors FROM TARGET_INFO_CUDA_DEVICE") : NSL_NULL_I32;
+    int64_t dev = e == 0 ? sql_i64(db, "SELECT gpuId FROM TARGET_INFO_CUDA_DEVICE") : sql_i64(db, "SELECT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL");
+    sqlite3_close(db);
+    assert_int_equal(want, 1);
+    nsl_trace *tr = open_trace((const char *const *)&(const char *){path}, 1);
+    nsl_table *t = load_all(tr, "devices");
+    assert_int_equal(nsl_table_nrows(t, NULL), want);
+    assert_int_equal(nsl_i32(col(t, "device"))[0], dev);
+    assert_int_equal(nsl_i32(col(t, "sm_count"))[0], sm);
+    assert_int_equal(nsl_i32(col(t, "name"))[0], -1);
+    nsl_trace_close(tr);
+  }
+  free(bytes);
+}
+
 /* ---- report metadata --------------------------------------------------- */
 
 static void test_report_info(void **state) {
@@ -625,12 +709,6 @@ static void test_report_info(void **state) {
 }
 
 /* ---- several reports --------------------------------------------------- */
-
-static const char *find_file(const char *part) {
-  for (int f = 0; f < nfiles; f++)
-    if (strstr(base(files[f]), part)) return files[f];
-  return NULL;
-}
 
 static void test_two_reports_same_file(void **state) {
   (void)state;
@@ -759,49 +837,6 @@ static void test_parallel_equals_sequential(void **state) {
 }
 
 /* ---- the input is never touched --------------------------------------- */
-
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  *len = fread(b, 1, (size_t)n, f);
-  fclose(f);
-  return b;
-}
-
-static void write_all(const char *path, const void *data, size_t len) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(data, 1, len, f), len);
-  fclose(f);
-}
-
-static char *listing(const char *dir) {
-  char *names[256];
-  int n = 0;
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  while (d && (e = readdir(d)) && n < 256) names[n++] = strdup(e->d_name);
-  if (d) closedir(d);
-  qsort(names, (size_t)n, sizeof *names, cmp_str);
-  char *out = calloc(1, 256 * 300);
-  for (int i = 0; i < n; i++) {
-    strcat(out, names[i]);
-    strcat(out, "\n");
-    free(names[i]);
-  }
-  return out;
-}
-
-static int count_row(void *ctx, int ncols, const char *const *names, const nsl_sql_value *v) {
-  (void)ncols;
-  (void)names;
-  *(int64_t *)ctx = v[0].i;
-  return 0;
-}
 
 static void test_input_untouched(void **state) {
   (void)state;
@@ -1061,14 +1096,18 @@ static void test_sql_read_only(void **state) {
   assert_int_equal(nsl_nsys_sql(src, "SELECT count(*) FROM StringIds;", count_row, &n, &err), NSL_OK);
   assert_true(n > 0);
   const char *bad[] = {"DELETE FROM StringIds", "CREATE TABLE x (a)", "ATTACH '/tmp/nsl_x.db' AS x",
-                       "PRAGMA journal_mode = WAL", "SELECT 1; DELETE FROM StringIds", "SELECT * FROM no_such_table", ""};
-  for (int i = 0; i < 7; i++) {
+                       "PRAGMA journal_mode = WAL", "SELECT 1; DELETE FROM StringIds", "SELECT * FROM no_such_table", "",
+                       "VACUUM INTO '/tmp/nsl_x.db'", "PRAGMA mmap_size = 0"};
+  for (int i = 0; i < 9; i++) {
     nsl_error_clear(&err);
     if (nsl_nsys_sql(src, bad[i], count_row, &n, &err) == NSL_OK) fail_msg("accepted: %s", bad[i]);
     assert_true(err.msg[0] != '\0');
   }
   assert_int_equal(access("/tmp/nsl_x.db", F_OK), -1);
   assert_int_equal(nsl_nsys_sql(src, "PRAGMA table_info(StringIds)", NULL, NULL, &err), NSL_OK);
+  n = -1;
+  assert_int_equal(nsl_nsys_sql(src, "SELECT count(*) FROM pragma_table_info('StringIds')", count_row, &n, &err), NSL_OK);
+  assert_int_equal(n, 2);
   nsl_nsys_source_ops.close(src);
 }
 
@@ -1082,6 +1121,7 @@ int main(void) {
       cmocka_unit_test(test_pid_tid),
       cmocka_unit_test(test_memcpy_sync_memory_values),
       cmocka_unit_test(test_devices),
+      cmocka_unit_test(test_devices_fallbacks),
       cmocka_unit_test(test_report_info),
       cmocka_unit_test(test_two_reports_same_file),
       cmocka_unit_test(test_two_reports_aligned),
