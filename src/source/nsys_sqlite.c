@@ -877,6 +877,19 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
     goto done;
   }
 
+  /* constant strings, interned once */
+  int32_t source_ids[4] = {-1, -1, -1, -1}, kind_ids[3] = {-1, -1, -1};
+  static const char *const nvtx_kinds[3] = {"push_pop", "start_end", "mark"};
+  for (int j = 0; j < n; j++) {
+    if (!cols[j].map) continue;
+    if (cols[j].map->kind == M_SOURCE)
+      for (int k = 0; k < 4; k++)
+        if (m->labels[k] && (source_ids[k] = nsl_dict_intern(dict, m->labels[k], strlen(m->labels[k]))) < 0) goto nomem;
+    if (cols[j].map->kind == M_NVTX_KIND)
+      for (int k = 0; k < 3; k++)
+        if ((kind_ids[k] = nsl_dict_intern(dict, nvtx_kinds[k], strlen(nvtx_kinds[k]))) < 0) goto nomem;
+  }
+
   int64_t cap = estimate_rows(s, m);
   for (int j = 0; j < n; j++)
     if (!(out[j] = nsl_column_new(types[j], cap, dict))) {
@@ -970,10 +983,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
         break;
       case M_SOURCE: {
         int64_t k = sqlite3_column_int64(st, sl);
-        const char *label = k >= 0 && k < 4 ? m->labels[k] : NULL;
-        did = label ? nsl_dict_intern(dict, label, strlen(label)) : -1;
-        if (label && did < 0) goto nomem;
-        put_str(c, rows, did);
+        put_str(c, rows, k >= 0 && k < 4 ? source_ids[k] : -1);
         break;
       }
       case M_NVTX_DOMAIN:   /* the raw id for now; names are known after the scan */
@@ -982,10 +992,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
         break;
       case M_NVTX_KIND: {
         int64_t t = is_null(st, sl) ? -1 : sqlite3_column_int64(st, sl);
-        const char *k = t == 59 ? "push_pop" : t == 60 ? "start_end" : t == 34 ? "mark" : NULL;
-        did = k ? nsl_dict_intern(dict, k, strlen(k)) : -1;
-        if (k && did < 0) goto nomem;
-        put_str(c, rows, did);
+        put_str(c, rows, t == 59 ? kind_ids[0] : t == 60 ? kind_ids[1] : t == 34 ? kind_ids[2] : -1);
         break;
       }
       }
