@@ -88,39 +88,54 @@ return function(T)
   end
 
   --- The GPU operations of an export by SQL: kernels, memcpy, memset with
-  -- pid, device, start, stop, dur, kind ("kernel"/"memory"), short name,
-  -- correlation id, and the start of the launching API call (same pid and
-  -- correlation id) or NULL.
+  -- pid, device, start, stop, kind ("kernel"/"memory"), name (short name;
+  -- nsys's label for memory operations), demangled, nccl (name contains
+  -- "nccl"), and launch: the start of the first CUDA API call of the same
+  -- process and correlation id, or nil.
   function L.sql_ops(path)
-    local has = function(t) return T.sql1(path, "SELECT count(*) FROM sqlite_master WHERE name = '" .. t .. "'") == 1 end
-    local parts = {[[SELECT 'kernel' AS kind, k.globalPid, k.deviceId, k.start, k.end, s.value AS name, k.correlationId
-                     FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName]]}
-    if has("CUPTI_ACTIVITY_KIND_MEMCPY") then
-      parts[#parts + 1] = [[SELECT 'memory', globalPid, deviceId, start, end, '[CUDA memcpy]', correlationId
-                            FROM CUPTI_ACTIVITY_KIND_MEMCPY]]
-    end
-    if has("CUPTI_ACTIVITY_KIND_MEMSET") then
-      parts[#parts + 1] = [[SELECT 'memory', globalPid, deviceId, start, end, '[CUDA memset]', correlationId
-                            FROM CUPTI_ACTIVITY_KIND_MEMSET]]
-    end
+    local ops = {}
     local launch = {}   -- first API call (table order) per (pid, correlation id)
-    if has("CUPTI_ACTIVITY_KIND_RUNTIME") then
+    if L.has_table(path, "CUPTI_ACTIVITY_KIND_RUNTIME") then
       for _, r in ipairs(T.sql(path, "SELECT (globalTid >> 24) & 16777215, correlationId, start " ..
                                      "FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY rowid")) do
         local key = r[1] .. ":" .. r[2]
         if launch[key] == nil then launch[key] = tonumber(r[3]) end
       end
     end
-    local q = "SELECT o.kind, (o.globalPid >> 24) & 16777215, o.deviceId, o.start, o.end, o.name, o.correlationId " ..
-      "FROM (" .. table.concat(parts, " UNION ALL ") .. ") o"
-    local ops = {}
+    local q = "SELECT o.kind, (o.globalPid >> 24) & 16777215, o.deviceId, o.start, o.end, o.name, o.correlationId, " ..
+      "o.demangled FROM (" .. L.ops_sql(path) .. ") o"
     for _, r in ipairs(T.sql(path, q)) do
       ops[#ops + 1] = {kind = r[1], pid = tonumber(r[2]), device = tonumber(r[3]), start = tonumber(r[4]),
-                       stop = tonumber(r[5]), name = r[6], launch = launch[r[2] .. ":" .. r[7]]}
+                       stop = tonumber(r[5]), name = r[6], launch = launch[r[2] .. ":" .. r[7]],
+                       demangled = r[8]}
       local o = ops[#ops]
       o.nccl = o.kind == "kernel" and o.name:lower():find("nccl", 1, true) ~= nil
     end
     return ops
+  end
+
+  function L.has_table(path, t)
+    return T.sql1(path, "SELECT count(*) FROM sqlite_master WHERE name = '" .. t .. "'") == 1
+  end
+
+  --- SQL for the GPU operations of an export as rows (kind, globalPid,
+  -- deviceId, start, end, name, correlationId, demangled).
+  function L.ops_sql(path)
+    local has = function(t) return L.has_table(path, t) end
+    local parts = {[[SELECT 'kernel' AS kind, k.globalPid, k.deviceId, k.start, k.end, s.value AS name, k.correlationId,
+                            coalesce(d.value, s.value) AS demangled
+                     FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
+                     LEFT JOIN StringIds d ON d.id = k.demangledName]]}
+    if has("CUPTI_ACTIVITY_KIND_MEMCPY") then
+      parts[#parts + 1] = [[SELECT 'memory', m.globalPid, m.deviceId, m.start, m.end, '[CUDA memcpy ' || e.label || ']',
+                                   m.correlationId, '[CUDA memcpy ' || e.label || ']'
+                            FROM CUPTI_ACTIVITY_KIND_MEMCPY m JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = m.copyKind]]
+    end
+    if has("CUPTI_ACTIVITY_KIND_MEMSET") then
+      parts[#parts + 1] = [[SELECT 'memory', globalPid, deviceId, start, end, '[CUDA memset]', correlationId,
+                                   '[CUDA memset]' FROM CUPTI_ACTIVITY_KIND_MEMSET]]
+    end
+    return table.concat(parts, " UNION ALL ")
   end
 
   --- Brute-force overlap of a list of ops within [lo, hi): a sweep over
@@ -160,6 +175,26 @@ return function(T)
       i = i + 1
     end
     return r
+  end
+
+  --- Sets o.iter on every op by brute force: the k-th range (by start) of
+  -- its process named `name` that contains its launch (or its start when it
+  -- has no API call).  Returns the ranges per pid.
+  function L.attribute(path, ops, name)
+    local ranges = {}
+    for _, r in ipairs(T.sql(path, "SELECT (globalTid >> 24) & 16777215, start, end FROM NVTX_EVENTS " ..
+                                   "WHERE eventType IN (59, 60) AND text = '" .. name .. "' ORDER BY 1, 2")) do
+      local pid = tonumber(r[1])
+      ranges[pid] = ranges[pid] or {}
+      table.insert(ranges[pid], {tonumber(r[2]), tonumber(r[3])})
+    end
+    for _, o in ipairs(ops) do
+      local t = o.launch or o.start
+      for k, rg in ipairs(ranges[o.pid] or {}) do
+        if rg[1] <= t and t < rg[2] then o.iter = k end
+      end
+    end
+    return ranges
   end
 
   return L

@@ -61,30 +61,11 @@ local function check_device_rows(path)
   return rows
 end
 
--- The iteration of every op by brute force: the planted range of its
--- process that contains its launch (or its start when it has no API call).
-local function attribute(path, ops, name)
-  local ranges = {}
-  for _, r in ipairs(T.sql(path, "SELECT (globalTid >> 24) & 16777215, start, end FROM NVTX_EVENTS " ..
-                                 "WHERE eventType IN (59, 60) AND text = '" .. name .. "' ORDER BY 1, 2")) do
-    local pid = tonumber(r[1])
-    ranges[pid] = ranges[pid] or {}
-    table.insert(ranges[pid], {tonumber(r[2]), tonumber(r[3])})
-  end
-  for _, o in ipairs(ops) do
-    local t = o.launch or o.start
-    for k, rg in ipairs(ranges[o.pid] or {}) do
-      if rg[1] <= t and t < rg[2] then o.iter = k end
-    end
-  end
-  return ranges
-end
-
 local function check_iterations(src, n)
   local path = L.plant_steps(src, "train_step", n)
   local tables = L.run("overlap", {path}, {"iteration=train_step"})
   local ops = L.sql_ops(path)
-  attribute(path, ops, "train_step")
+  L.attribute(path, ops, "train_step")
   -- windows and compute kernel time per (iteration, device)
   local cells = {}
   for _, o in ipairs(ops) do
