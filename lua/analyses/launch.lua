@@ -28,14 +28,24 @@ local function sync_category(name)
   return nil
 end
 
+-- The CUDA API calls, one per correlation id of a process: some exports
+-- record a call twice, nested, under one id (e.g. 2022 exports with
+-- eventClass 67 beside 0); the earliest-starting (outer) record stays.
+-- Correlation ids are numbered per process.
+local function api_calls(trace)
+  local api = trace.api
+  api:load{"report", "pid", "tid", "corr", "start", "stop", "dur", "name"}
+  api = api:sort("start")
+  local _, first = api:join(api, {"report", "pid", "corr"}, {})
+  return api:filter(first:eq(nsl.range(#api)) | api.corr:isnull())
+end
+
 -- Kernels with their launch: api_start, api_name, api_tid (NULL when no
--- API call has the kernel's correlation id), latency and queue depth.
-local function launches(trace, name_key, queue_keys)
+-- API call of the process has the kernel's correlation id), latency and
+-- queue depth.
+local function launches(trace, api, name_key, queue_keys)
   local k = trace.kernels
   k:load{"report", "pid", "device", "stream", "corr", "start", name_key}
-  local api = trace.api
-  api:load{"report", "pid", "corr", "start", "name", "tid"}
-  -- correlation ids are numbered per process
   local kj = k:join(api, {"report", "pid", "corr"}, {"start", "name", "tid"}, "api_")
   local qk = {}
   for i, c in ipairs(queue_keys) do qk[i] = kj[c] end
@@ -44,9 +54,7 @@ local function launches(trace, name_key, queue_keys)
 end
 
 -- The CUDA API calls that block the host: report, name, dur, category.
-local function host_syncs(trace)
-  local api = trace.api
-  api:load{"report", "pid", "corr", "name", "start", "stop", "dur"}
+local function host_syncs(trace, api)
   local cat = api.name:map(sync_category)
   local explicit = api:with("category", cat):filter(~cat:isnull())
   -- Async copies whose host side is pageable memory: the call returns only
@@ -89,7 +97,8 @@ return {
       if t:coltype("report") then return t:with("report", names:gather(t.report)) end
       return t
     end
-    local L = launches(trace, name_key, queue_keys)
+    local api = api_calls(trace)
+    local L = launches(trace, api, name_key, queue_keys)
     local values = {{col = "latency", label = "Latency", unit = "ns", total = true}, {col = "depth", label = "Queue"}}
     local keys = args.per_report and {"report"} or {}
     local launched = L:filter(~L.latency:isnull())
@@ -115,7 +124,7 @@ return {
         {"Kernel start (ns)", slow.start}, {"Latency (ns)", slow.latency}, {"Queue", slow.depth},
         {"Kernel", slow[name_key]}}), {title = "Slowest launches"})
     end
-    local syncs = host_syncs(trace)
+    local syncs = host_syncs(trace, api)
     local sk = args.per_report and {"report", "category"} or {"category"}
     out:table("host_sync", named(stats.time_summary(syncs, "name", {keys = sk, count_label = "Calls"})),
               {title = "Host synchronisation: time the calling thread was blocked, per call", limit = limit})
