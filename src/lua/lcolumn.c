@@ -146,8 +146,11 @@ static int col_tostring(lua_State *L) {
   for (int64_t i = 0; i < shown; i++) {
     luaL_addchar(&b, ' ');
     push_value(L, c, i);
-    if (lua_type(L, -1) == LUA_TSTRING) {
-      lua_pushfstring(L, "%q", lua_tostring(L, -1)); /* quoted */
+    if (lua_type(L, -1) == LUA_TSTRING) {   /* quoted, at most 40 bytes */
+      size_t len;
+      const char *str = lua_tolstring(L, -1, &len);
+      lua_pushfstring(L, "\"%s%s\"", len > 40 ? lua_pushlstring(L, str, 40) : str, len > 40 ? "..." : "");
+      if (len > 40) lua_remove(L, -2);
       lua_remove(L, -2);
     } else {
       luaL_tolstring(L, -1, NULL);
