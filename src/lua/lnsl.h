@@ -43,6 +43,8 @@ nsl_dict *nsl__state_dict(lua_State *L);
 int nsl__open_trace(lua_State *L);
 int nsl__open_intervals(lua_State *L);
 int nsl__open_io(lua_State *L);
+/* nsl.nvtx_project, nsl.tree_paths (lsweep.c) */
+int nsl__open_sweep(lua_State *L);
 
 /* luaopen for the C core module ("nsl.core"). */
 int luaopen_nsl_core(lua_State *L);

@@ -23,7 +23,7 @@ lo=$(for t in $tables; do q "SELECT min(start) FROM $t"; done | grep -v '^$' | s
 hi=$(for t in $tables; do q "SELECT max(coalesce(end, start)) FROM $t"; done | grep -v '^$' | sort -n | tail -1)
 span=$(( hi - lo + 1000000 ))
 corr=$(for t in $tables; do q "SELECT count(*) FROM pragma_table_info('$t') WHERE name='correlationId'" | grep -q 1 \
-       && q "SELECT max(correlationId) FROM $t"; done | grep -v '^$' | sort -n | tail -1)
+       && q "SELECT max(correlationId) FROM $t" || true; done | grep -v '^$' | sort -n | tail -1)
 corr=$(( ${corr:-0} + 1 ))
 sql="PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;"
 for t in $tables; do
