@@ -360,6 +360,7 @@ typedef struct nsl_nvtx_projection {
   nsl_column *ops;        /* I64: GPU ops launched inside it (children's included) */
   nsl_column *launches;   /* I64: distinct API calls that launched them (nsys's NumGPUOps) */
   nsl_column *gpu_time;   /* I64: sum of the ops' durations (stop - start) */
+  nsl_column *children;   /* I64: child ranges that have GPU ops (nsys's NumChild) */
   /* one row per API call / op */
   nsl_column *api_range;  /* I64: the innermost range enclosing the call, -1 */
   nsl_column *op_range;   /* I64: the innermost range enclosing the op's launching call, -1 */
