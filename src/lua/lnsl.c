@@ -171,5 +171,6 @@ int luaopen_nsl_core(lua_State *L) {
   nsl__open_io(L);
   nsl__open_regex(L);
   nsl__open_overlap(L);
+  nsl__open_sweep(L);
   return 1;
 }

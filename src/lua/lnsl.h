@@ -46,6 +46,8 @@ int nsl__open_io(lua_State *L);
 /* Regular expressions (lregex.c) and the interval sweeps by key (loverlap.c). */
 int nsl__open_regex(lua_State *L);
 int nsl__open_overlap(lua_State *L);
+/* nsl.nvtx_project, nsl.tree_paths (lsweep.c) */
+int nsl__open_sweep(lua_State *L);
 
 /* luaopen for the C core module ("nsl.core"). */
 int luaopen_nsl_core(lua_State *L);
