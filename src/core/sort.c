@@ -52,9 +52,15 @@ void *nsl__big_alloc(size_t bytes) {
 
 /* ---- radix primitives --------------------------------------------------- */
 
-/* Digit width for n elements: 11 bits for large arrays (fewer passes), 8
- * bits for smaller ones (histograms that stay in L1). */
-static int digit_bits(int64_t n) { return n >= (1 << 16) ? 11 : 8; }
+/* Digit width for n keys of span bits: at most 11 bits for large arrays
+ * (fewer passes), 8 for smaller ones (histograms that stay in L1), and the
+ * passes balanced (36 bits: four 9-bit digits, not 11+11+11+3) so that the
+ * buckets are as few as the pass count allows.  *nd: number of digits. */
+static int digit_width(int64_t n, int span, int *nd) {
+  int w = n >= (1 << 16) ? 11 : 8;
+  *nd = (span + w - 1) / w;
+  return (span + *nd - 1) / *nd;
+}
 
 uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi) {
   if (n < 2 || hi <= lo) return a;
@@ -72,8 +78,7 @@ uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi) 
     }
     return a;
   }
-  int w = digit_bits(n), span = hi - lo;
-  int nd = (span + w - 1) / w;
+  int span = hi - lo, nd, w = digit_width(n, span, &nd);
   size_t nb = (size_t)1 << w;
   uint64_t dmask = nb - 1, kmask = span >= 64 ? ~0ull : (1ull << span) - 1;
   int64_t hist[8 * 2048];
@@ -109,7 +114,7 @@ uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi) 
   return src;
 }
 
-nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n) {
+nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n, int bits) {
   if (n < 2) return a;
   if (n <= SMALL_SORT) {
     for (int64_t i = 1; i < n; i++) {
@@ -123,8 +128,9 @@ nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n) {
     }
     return a;
   }
-  int w = digit_bits(n);
-  int nd = (64 + w - 1) / w;
+  int span = bits < 1 ? 0 : bits > 64 ? 64 : bits;
+  if (span == 0) return a;
+  int nd, w = digit_width(n, span, &nd);
   size_t nb = (size_t)1 << w;
   uint64_t dmask = nb - 1;
   int64_t hist[8 * 2048];
@@ -487,7 +493,7 @@ static nsl_status sort_pass(const sort_key *keys, int nk, int bits, int64_t *per
     composite_block(keys, nk, rows, off, m, buf);
     for (int64_t i = 0; i < m; i++) a[off + i] = (nsl__kv){buf[i], first ? off + i : perm[off + i]};
   }
-  nsl__kv *r = nsl__radix_kv(a, t, n);
+  nsl__kv *r = nsl__radix_kv(a, t, n, bits);
   for (int64_t i = 0; i < n; i++) perm[i] = r[i].v;
   free(a);
   free(t);
