@@ -81,7 +81,8 @@ static void key_codes(key_col *k, int64_t off, int64_t m, uint64_t *out) {
         out[i] = 0;
         continue;
       }
-      if (k->xl[id] == -2) k->xl[id] = nsl_dict_find(k->to, nsl_dict_str(c->dict, id), nsl_dict_strlen(c->dict, id));
+      if (k->xl[id] == -2)
+        k->xl[id] = nsl_dict_find(k->to, nsl_dict_str(c->dict, id), nsl_dict_strlen(c->dict, id));
       out[i] = k->xl[id] < 0 ? 0 : (uint64_t)k->xl[id] + 1;
     }
     break;
@@ -256,7 +257,8 @@ static void block_positions(const key_table *t, const uint64_t *buf, int64_t m, 
       uint64_t base = t->kmin[k] - 1, span = t->span[k], stride = t->stride[k];
       for (int64_t i = 0; i < m; i++) {
         uint64_t x = c[i] ? c[i] - base : 0;   /* 1.. for values, 0 for NULL */
-        skip[i] |= (uint8_t)((skip_null & (c[i] == 0)) | (probing & (c[i] != 0) & (c[i] < t->kmin[k] || x >= span)));
+        int outside = c[i] != 0 && (c[i] < t->kmin[k] || x >= span);
+        skip[i] |= (uint8_t)((skip_null & (c[i] == 0)) | (probing & outside));
         pos[i] += x * stride;
       }
     }
@@ -694,7 +696,9 @@ nsl_column *nsl_group_agg(const nsl_groups *g, const nsl_column *values, nsl_agg
         ss[k] += d * d;
       }
       for (int64_t k = 0; k < ng; k++)
-        o[k] = s.count[k] == 0 ? NAN : s.count[k] == 1 ? 0.0 : sqrt((double)(ss[k] / (long double)(s.count[k] - 1)));
+        o[k] = s.count[k] == 0   ? NAN
+               : s.count[k] == 1 ? 0.0
+                                 : sqrt((double)(ss[k] / (long double)(s.count[k] - 1)));
       free(ss);
     }
     break;

@@ -42,7 +42,8 @@ static nsl_status check_set(const char *what, const nsl_intervals *a, nsl_error 
                            (long long)i, (long long)a->stop[i], (long long)a->start[i]);
     if (i > 0 && a->start[i] < a->stop[i - 1])
       return nsl_error_set(err, NSL_ERR_ARG,
-                           "%s: intervals %lld and %lld overlap or are not sorted (make a set with nsl_iv_union)",
+                           "%s: intervals %lld and %lld overlap or are not sorted "
+                           "(make a set with nsl_iv_union)",
                            what, (long long)i - 1, (long long)i);
   }
   return NSL_OK;
@@ -93,7 +94,8 @@ nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const n
   int64_t n = start->len, m = 0, lo = INT64_MAX, hi = INT64_MIN;
   const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
   nsl__kv *a = nsl__big_alloc((size_t)n * sizeof *a), *tmp = NULL;
-  if (!a) return nsl_error_set(err, NSL_ERR_NOMEM, "interval union: out of memory for %lld rows", (long long)n);
+  if (!a)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "interval union: out of memory for %lld rows", (long long)n);
   int sorted = 1;
   for (int64_t i = 0; i < n; i++) {   /* the non-empty intervals, as (start, stop) */
     int64_t s, e;

@@ -1,15 +1,17 @@
 /* sort.c -- radix sorting of whole columns: nsl_argsort (stable, multi-key,
  * descending keys, NULLs first), nsl_col_unique, nsl_searchsorted, and the
- * radix primitives the other kernels share (kernels_internal.h).
+ * primitives the other kernels share (kernels_internal.h): radix sorts,
+ * selection, order codes, huge-page scratch memory.
  *
  * nsl_argsort maps every key to an order code (kernels_internal.h), narrows
  * it to the key's range (code - min, or max - code when descending; NULL
- * stays 0, below every value), and packs consecutive keys into one composite
- * code while they fit in 64 bits.  When the composite code and the row
+ * stays 0, below every value), and packs consecutive keys into one
+ * composite code while they fit in 64 bits.  When a composite and the row
  * position fit in 64 bits together they are sorted as one uint64 (position
- * in the low bits), else as (code, row) pairs.  Composites are sorted from the last to the
- * first with a stable LSD radix sort (8- or 11-bit digits; a digit every key
- * shares costs no pass), so equal keys keep their row order. */
+ * in the low bits), else as (code, row) pairs.  Composites are sorted from
+ * the last to the first with a stable LSD radix sort (digits of at most 8
+ * or 11 bits; a digit that every key shares costs no pass), so equal keys
+ * keep their row order. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>

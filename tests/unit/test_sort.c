@@ -267,7 +267,9 @@ static nsl_column *random_key(nsl_type t, int64_t n, nsl_dict *d, int variety) {
       nsl_i64(c)[i] = null || v == NSL_NULL_I64 ? NSL_NULL_I64 : v;
       break;
     }
-    case NSL_I32: nsl_i32(c)[i] = null ? NSL_NULL_I32 : (int32_t)fx_range(variety ? INT32_MIN + 1 : -2, variety ? INT32_MAX : 2); break;
+    case NSL_I32:
+      nsl_i32(c)[i] = null ? NSL_NULL_I32 : (int32_t)fx_range(variety ? INT32_MIN + 1 : -2, variety ? INT32_MAX : 2);
+      break;
     case NSL_F64: {
       static const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, 1e-310, -1e-310, 1.0, -1.0};
       double v = variety ? (double)(int64_t)fx_next() / 1e3 : specials[fx_range(0, 7)];
