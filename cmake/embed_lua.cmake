@@ -1,7 +1,8 @@
-# cmake -DROOT=src -DOUTPUT=out.c -DFILES="lua/a.lua;lua/b/c.lua" -P embed_lua.cmake
+# cmake -DROOT=src -DOUTPUT=out.c -DFILES="lua/a.lua,lua/b/c.lua" -P embed_lua.cmake
 # Writes a C file with the table `nsl__lua_files` of {chunk name, source, length}, ended by {NULL}.
 set(body "#include <stddef.h>\n#include \"lua/embedded.h\"\n")
 set(table "const struct nsl_embedded_file nsl__lua_files[] = {\n")
+string(REPLACE "," ";" FILES "${FILES}")
 set(i 0)
 foreach(f ${FILES})
   file(READ "${ROOT}/${f}" hex HEX)

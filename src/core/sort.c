@@ -522,7 +522,10 @@ nsl_column *nsl_argsort(const nsl_column *const *keys, const int *desc, int nkey
       goto fail;
     }
     if (sk[nk].bits > 0) nk++;
-    else free(sk[nk].ranks);
+    else {
+      free(sk[nk].ranks);   /* a constant key orders nothing; its slot is reused */
+      sk[nk].ranks = NULL;
+    }
   }
   int first = 1;
   if (n > 1) {

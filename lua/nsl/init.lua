@@ -1,0 +1,43 @@
+-- nsl -- the Lua face of nsl: the C core (traces, tables, columns, kernels)
+-- plus the helpers written in Lua.  `local nsl = require("nsl")`.
+local core = require("nsl.core")
+
+local M = {}
+for k, v in pairs(core) do M[k] = v end
+
+M.version = core.version()
+
+-- Methods written in Lua, added to the userdata types.
+local methods = core.methods()
+
+--- t:rows([first, last]) -> iterator over rows as Lua tables {col = value}.
+-- For printing and small results; analyses use whole-column operations.
+function methods.table.rows(t, first, last)
+  local names = t:columns()
+  local n = #t
+  first, last = first or 1, math.min(last or n, n)
+  local cols = {}
+  for k, name in ipairs(names) do cols[k] = t[name] end
+  local i = first - 1
+  return function()
+    i = i + 1
+    if i > last then return nil end
+    local row = {}
+    for k, name in ipairs(names) do row[name] = cols[k][i] end
+    return row
+  end
+end
+
+--- t:print([n]) -- prints the first n rows (20 by default) as aligned text.
+function methods.table.print(t, n)
+  print(require("nsl.report").text(t, {limit = n or 20}))
+end
+
+core.metatable("table").__tostring = function(t)
+  return require("nsl.report").text(t, {limit = 20})
+end
+
+--- nsl.is(v, kind) -> true when v is a column/table/trace/groups/intervals.
+function M.is(v, kind) return core.type(v) == kind end
+
+return M

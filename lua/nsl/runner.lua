@@ -1,0 +1,199 @@
+-- nsl.runner -- runs analyses: finds the script, checks its arguments,
+-- opens the trace, calls run(trace, args, out) and emits what it produced.
+-- The C side (src/cli) parses the command line and calls M.main(opts).
+local nsl = require("nsl")
+local report = require("nsl.report")
+local output = require("nsl.output")
+
+local M = {}
+
+local stderr = io.stderr
+
+local function fail(code, msg)
+  stderr:write("nsl: ", msg, "\n")
+  return code
+end
+
+local function file_exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() return true end
+  return false
+end
+
+--- Error handler: nsl errors (bad input, environment) stay one line; other
+-- errors (bugs in a script) get a traceback.
+function M.handler(e)
+  if nsl.is_error(e) then return e end
+  return debug.traceback(tostring(e), 2)
+end
+
+--- Loads an analysis by name ("summary"), shipped path ("analyses/summary.lua")
+-- or own path; returns the analysis table, or nil and a message.
+function M.load_analysis(spec)
+  local chunk, err
+  local name = spec:match("^analyses/([%w_%-]+)%.lua$") or spec:match("^([%w_%-]+)$")
+  if file_exists(spec) and not spec:match("^[%w_%-]+$") then
+    chunk, err = loadfile(spec, "t")
+    if not chunk then return nil, err end
+  elseif name then
+    chunk = nsl.load_embedded("analyses/" .. name .. ".lua")
+    if not chunk then
+      if file_exists(spec) then
+        chunk, err = loadfile(spec, "t")
+        if not chunk then return nil, err end
+      else
+        return nil, string.format("no analysis '%s' (nsl list shows the shipped ones; a script is run by its path)", spec)
+      end
+    end
+  else
+    return nil, string.format("cannot open script '%s': no such file", spec)
+  end
+  local ok, a = xpcall(chunk, debug.traceback)
+  if not ok then return nil, a end
+  if type(a) ~= "table" or type(a.run) ~= "function" then
+    return nil, string.format("%s: an analysis must return a table with a run(trace, args, out) function", spec)
+  end
+  a.name = a.name or name or spec
+  a.args = a.args or {}
+  return a
+end
+
+--- The shipped analyses: array of {name, description}, sorted by name.
+function M.shipped()
+  local list = {}
+  for _, path in ipairs(nsl.embedded()) do
+    local name = path:match("^lua/analyses/([%w_%-]+)%.lua$")
+    if name then
+      local a = M.load_analysis(name)
+      list[#list + 1] = {name = name, description = a and a.description or "(does not load)"}
+    end
+  end
+  table.sort(list, function(x, y) return x.name < y.name end)
+  return list
+end
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
+--- The help text of an analysis: description and arguments with defaults.
+function M.help(a)
+  local lines = {string.format("%s -- %s", a.name, a.description or ""), ""}
+  if next(a.args) then
+    lines[#lines + 1] = "arguments (--arg KEY=VALUE):"
+    for _, k in ipairs(sorted_keys(a.args)) do
+      local spec = a.args[k]
+      local default = spec.default
+      lines[#lines + 1] = string.format("  %-16s %s%s", k, spec.help or "",
+        default ~= nil and string.format(" (default: %s)", tostring(default)) or "")
+    end
+  else
+    lines[#lines + 1] = "no arguments"
+  end
+  if a.example then
+    lines[#lines + 1] = ""
+    lines[#lines + 1] = "example: " .. a.example
+  end
+  return table.concat(lines, "\n")
+end
+
+local truthy = {["true"] = true, ["1"] = true, yes = true, on = true}
+local falsy = {["false"] = true, ["0"] = true, no = true, off = true}
+
+--- Checks KEY=VALUE strings against the declared args; returns the args
+-- table (defaults filled, values converted to the default's type) or nil, msg.
+function M.parse_args(a, given)
+  local args = {}
+  for k, spec in pairs(a.args) do args[k] = spec.default end
+  for _, kv in ipairs(given or {}) do
+    local k, v = kv:match("^([^=]+)=(.*)$")
+    local spec = a.args[k]
+    if not spec then
+      return nil, string.format("analysis '%s' has no argument '%s' (nsl run %s --help)", a.name, tostring(k), a.name)
+    end
+    local kind = spec.type or type(spec.default)
+    if kind == "number" then
+      local n = math.tointeger(tonumber(v)) or tonumber(v)
+      if not n then return nil, string.format("--arg %s: '%s' is not a number", k, v) end
+      args[k] = n
+    elseif kind == "boolean" then
+      if truthy[v] then args[k] = true
+      elseif falsy[v] then args[k] = false
+      else return nil, string.format("--arg %s: '%s' is not true or false", k, v) end
+    else
+      args[k] = v
+    end
+  end
+  for k, spec in pairs(a.args) do
+    if spec.required and args[k] == nil then
+      return nil, string.format("analysis '%s' needs --arg %s=...", a.name, k)
+    end
+  end
+  return args
+end
+
+--- Runs analysis a on the given trace paths with opts (format, out, fail_on).
+-- Returns the exit code.
+function M.run(a, opts)
+  local args, err = M.parse_args(a, opts.args)
+  if not args then return fail(2, err) end
+  local trace
+  if opts.traces and #opts.traces > 0 then
+    trace, err = nsl.open(opts.traces)
+    if not trace then return fail(1, err) end
+  elseif a.needs_trace ~= false then
+    return fail(2, string.format("analysis '%s' needs a trace: nsl run %s TRACE...", a.name, a.name))
+  end
+  local out = output.new{analysis = a.name, format = opts.format or "text", dir = opts.out,
+                         trace = trace, traces = opts.traces}
+  local ok, msg = xpcall(a.run, M.handler, trace, args, out)
+  if not ok then
+    out:flush()
+    return fail(1, nsl.is_error(msg) and tostring(msg) or string.format("analysis '%s' failed: %s", a.name, tostring(msg)))
+  end
+  local werr = out:finish()
+  if werr then return fail(1, werr) end
+  if opts.embed then
+    local bundle = package.loaded["nsl.bundle"] or select(2, pcall(require, "nsl.bundle"))
+    if type(bundle) ~= "table" or not bundle.embed then
+      return fail(1, "--embed: bundles are not supported by this build")
+    end
+    local eok, eerr = bundle.embed(opts.traces, a.name, out)
+    if not eok then return fail(1, eerr) end
+  end
+  if opts.fail_on and out:worst_severity() >= output.severity_rank(opts.fail_on) then return 3 end
+  return 0
+end
+
+--- Entry point from the CLI: opts = {command, script, traces, args, out,
+-- format, fail_on, output, embed, help, rest}.
+function M.main(opts)
+  local cmd = opts.command
+  if cmd == "list" then
+    local names, descs = {}, {}
+    for i, a in ipairs(M.shipped()) do names[i], descs[i] = a.name, a.description end
+    print(report.text(nsl.table{{"analysis", names}, {"description", descs}}))
+    return 0
+  elseif cmd == "info" then
+    local a = assert(M.load_analysis("info"))
+    return M.run(a, opts)
+  elseif cmd == "run" then
+    local a, err = M.load_analysis(opts.script)
+    if not a then return fail(opts.script:match("^[%w_%-]+$") and 2 or 1, err) end
+    if opts.help then
+      print(M.help(a))
+      return 0
+    end
+    return M.run(a, opts)
+  else
+    if not nsl.load_embedded("nsl/cmd_" .. cmd .. ".lua") then
+      return fail(2, string.format("command '%s' is not available in this build", cmd))
+    end
+    return require("nsl.cmd_" .. cmd).main(opts)
+  end
+end
+
+return M

@@ -1,0 +1,153 @@
+/* cli.c -- the one argument parser of nsl, and dispatch to the Lua runner. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+
+#include "cli/cli.h"
+
+static const char *const commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile",
+                                       "notebook", NULL};
+
+static int is_command(const char *s) {
+  for (const char *const *c = commands; *c; c++)
+    if (strcmp(*c, s) == 0) return 1;
+  return 0;
+}
+
+static int usage_error(const char *fmt, const char *what) {
+  fprintf(stderr, "nsl: ");
+  fprintf(stderr, fmt, what);
+  fprintf(stderr, "\nTry 'nsl --help'.\n");
+  return 2;
+}
+
+/* Matches option opt as "opt VALUE" or "opt=VALUE" at argv[*i]; a missing
+ * value is a usage error that ends the program (exit code 2). */
+static int take(int argc, char **argv, int *i, const char *opt, const char **value) {
+  const char *a = argv[*i];
+  size_t n = strlen(opt);
+  if (strcmp(a, opt) == 0) {
+    if (*i + 1 >= argc) exit(usage_error("option %s needs a value", opt));
+    *value = argv[++*i];
+    return 1;
+  }
+  if (strncmp(a, opt, n) == 0 && a[n] == '=') {
+    *value = a + n + 1;
+    return 1;
+  }
+  return 0;
+}
+
+int nsl__cli_parse(int argc, char **argv, nsl_cli_options *o) {
+  memset(o, 0, sizeof *o);
+  o->traces = calloc((size_t)argc + 1, sizeof *o->traces);
+  o->args = calloc((size_t)argc + 1, sizeof *o->args);
+  o->rest = calloc((size_t)argc + 1, sizeof *o->rest);
+  if (!o->traces || !o->args || !o->rest) return usage_error("%s", "out of memory");
+  o->command = argv[0];
+  if (!is_command(o->command)) {
+    /* `nsl TRACE...` with no command, on a terminal: the REPL on those traces. */
+    if (isatty(0) && isatty(1) && access(o->command, R_OK) == 0) {
+      o->command = "repl";
+      for (int i = 0; i < argc; i++) o->traces[o->ntraces++] = argv[i];
+      return 0;
+    }
+    return usage_error("unknown command '%s'", o->command);
+  }
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *value = NULL;
+#define TAKE(opt) take(argc, argv, &i, opt, &value)
+    if (strcmp(a, "--") == 0) {
+      for (i++; i < argc; i++) o->rest[o->nrest++] = argv[i];
+      break;
+    } else if (TAKE("--arg")) {
+      if (!strchr(value, '=')) return usage_error("--arg wants KEY=VALUE, got '%s'", value);
+      o->args[o->nargs++] = value;
+    } else if (TAKE("--out")) o->out_dir = value;
+    else if (TAKE("--format")) {
+      if (strcmp(value, "text") && strcmp(value, "csv") && strcmp(value, "json") && strcmp(value, "md") &&
+          strcmp(value, "tex"))
+        return usage_error("unknown --format '%s' (text, csv, json, md, tex)", value);
+      o->format = value;
+    } else if (TAKE("--fail-on")) {
+      if (strcmp(value, "info") && strcmp(value, "warning") && strcmp(value, "error"))
+        return usage_error("unknown --fail-on '%s' (info, warning, error)", value);
+      o->fail_on = value;
+    } else if (TAKE("-o") || TAKE("--output")) o->output = value;
+    else if (strcmp(a, "--embed") == 0) o->embed = 1;
+    else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) o->help = 1;
+    else if (a[0] == '-' && a[1] != '\0') {
+      /* options of other commands (bundle, profile) pass through to their Lua side */
+      if (strcmp(o->command, "run") == 0 || strcmp(o->command, "info") == 0 || strcmp(o->command, "list") == 0)
+        return usage_error("unknown option '%s'", a);
+      o->rest[o->nrest++] = a;
+    } else if (strcmp(o->command, "run") == 0 && !o->script) o->script = a;
+    else o->traces[o->ntraces++] = a;
+#undef TAKE
+  }
+  if (strcmp(o->command, "run") == 0 && !o->script) return usage_error("%s", "run: which analysis? (nsl list)");
+  if (strcmp(o->command, "info") == 0 && o->ntraces == 0) return usage_error("%s", "info: no trace given");
+  return 0;
+}
+
+void nsl__cli_free(nsl_cli_options *o) {
+  free(o->traces);
+  free(o->args);
+  free(o->rest);
+}
+
+static void set_list(lua_State *L, const char *field, const char **v, int n) {
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushstring(L, v[i]);
+    lua_seti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, field);
+}
+
+static void set_str(lua_State *L, const char *field, const char *v) {
+  if (!v) return;
+  lua_pushstring(L, v);
+  lua_setfield(L, -2, field);
+}
+
+static int call_main(lua_State *L) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "nsl.runner");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "main");
+  lua_pushvalue(L, 1);
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+int nsl__cli_dispatch(lua_State *L, const nsl_cli_options *o) {
+  if (strcmp(o->command, "repl") == 0) return nsl__repl(L, o);
+  lua_pushcfunction(L, call_main);
+  lua_createtable(L, 0, 12);
+  set_str(L, "command", o->command);
+  set_str(L, "script", o->script);
+  set_list(L, "traces", o->traces, o->ntraces);
+  set_list(L, "args", o->args, o->nargs);
+  set_list(L, "rest", o->rest, o->nrest);
+  set_str(L, "out", o->out_dir);
+  set_str(L, "format", o->format);
+  set_str(L, "fail_on", o->fail_on);
+  set_str(L, "output", o->output);
+  lua_pushboolean(L, o->embed);
+  lua_setfield(L, -2, "embed");
+  lua_pushboolean(L, o->help);
+  lua_setfield(L, -2, "help");
+  int status = nsl__docall(L, 1, 1);
+  if (status != LUA_OK) {
+    nsl__report(L, status);
+    return 1;
+  }
+  int code = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
+  lua_pop(L, 1);
+  return code;
+}

@@ -1,0 +1,57 @@
+/* lnsl.h -- the Lua binding of nsl: userdata types and their checkers. */
+#ifndef NSL_LUA_LNSL_H
+#define NSL_LUA_LNSL_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "nsl/nsl.h"
+
+#define NSL_COLUMN_MT "nsl.column"
+#define NSL_TABLE_MT "nsl.table"
+#define NSL_TRACE_MT "nsl.trace"
+#define NSL_GROUPS_MT "nsl.groups"
+#define NSL_IV_MT "nsl.intervals"
+
+/* Raises an nsl error object (input/environment failure, shown as one
+ * line) with err's message; nsl__raise with a message. */
+int nsl__lua_error(lua_State *L, const nsl_error *err);
+int nsl__raise(lua_State *L, const char *msg);
+
+/* Columns: the box holds one reference. */
+nsl_column *nsl__checkcolumn(lua_State *L, int idx);
+nsl_column *nsl__tocolumn(lua_State *L, int idx);        /* NULL when not a column */
+/* Pushes c, taking over the caller's reference (NULL raises out-of-memory). */
+void nsl__pushcolumn(lua_State *L, nsl_column *c);
+/* Makes a column from a Lua value: a column (retained), or an array of
+ * numbers/strings (dict used for strings). */
+nsl_column *nsl__tocolumn_any(lua_State *L, int idx, nsl_dict *dict);
+int nsl__open_column(lua_State *L);
+
+/* Tables: the box holds one reference and, as user value, whatever keeps
+ * its loader valid (the trace). */
+nsl_table *nsl__checktable(lua_State *L, int idx);
+/* Pushes t (taking over the reference); keep_idx (0 for none) is a stack
+ * value kept alive as long as the table. */
+void nsl__pushtable(lua_State *L, nsl_table *t, int keep_idx);
+int nsl__open_table(lua_State *L);
+
+/* The dictionary of a table/trace (string ids <-> strings) for a given
+ * string column, or the shared one of the state. */
+nsl_dict *nsl__state_dict(lua_State *L);
+
+int nsl__open_trace(lua_State *L);
+int nsl__open_intervals(lua_State *L);
+int nsl__open_io(lua_State *L);
+/* Regular expressions (lregex.c) and the interval sweeps by key (loverlap.c). */
+int nsl__open_regex(lua_State *L);
+int nsl__open_overlap(lua_State *L);
+/* nsl.nvtx_project, nsl.tree_paths (lsweep.c) */
+int nsl__open_sweep(lua_State *L);
+
+/* luaopen for the C core module ("nsl.core"). */
+int luaopen_nsl_core(lua_State *L);
+/* Installs the searcher for embedded Lua files and NSL_LUA_PATH. */
+void nsl__install_searcher(lua_State *L);
+
+#endif

@@ -1,0 +1,550 @@
+/* ltable.c -- tables as Lua userdata: t.col, #t, t:filter(mask),
+ * t:sort("-dur", "name"), t:head(n), t:group_by(...):agg{...}, t:join(...).
+ * Every operation names the columns it needs first, so a lazily loaded
+ * table reads them in one pass. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lua/lnsl.h"
+
+typedef struct ltable {
+  nsl_table *t;
+} ltable;
+
+typedef struct lgroups {
+  nsl_groups g;
+  nsl_table *keys;   /* one row per group: the key columns */
+} lgroups;
+
+nsl_table *nsl__checktable(lua_State *L, int idx) {
+  ltable *b = luaL_checkudata(L, idx, NSL_TABLE_MT);
+  if (!b->t) luaL_argerror(L, idx, "table already released");
+  return b->t;
+}
+
+void nsl__pushtable(lua_State *L, nsl_table *t, int keep_idx) {
+  if (!t) luaL_error(L, "out of memory");
+  if (keep_idx) keep_idx = lua_absindex(L, keep_idx);
+  ltable *b = lua_newuserdatauv(L, sizeof *b, 1);
+  b->t = t;
+  luaL_setmetatable(L, NSL_TABLE_MT);
+  if (keep_idx) {
+    lua_pushvalue(L, keep_idx);
+    lua_setiuservalue(L, -2, 1);
+  }
+}
+
+/* Pushes a new table derived from the one at index 1, keeping alive what it keeps. */
+static void push_derived(lua_State *L, nsl_table *t) {
+  if (!t) luaL_error(L, "out of memory");
+  lua_getiuservalue(L, 1, 1);
+  nsl__pushtable(L, t, lua_isnil(L, -1) ? 0 : -1);
+  lua_remove(L, -2);
+}
+
+static int tbl_gc(lua_State *L) {
+  ltable *b = luaL_checkudata(L, 1, NSL_TABLE_MT);
+  nsl_table_release(b->t);
+  b->t = NULL;
+  return 0;
+}
+
+static int tbl_len(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  nsl_error err = {0};
+  int64_t n = nsl_table_nrows(t, &err);
+  if (n < 0) return nsl__lua_error(L, &err);
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+static nsl_column *checkcol(lua_State *L, nsl_table *t, const char *name) {
+  nsl_error err = {0};
+  nsl_column *c = nsl_table_column(t, name, &err);
+  if (!c) {
+    if (err.code == NSL_ERR_NOTFOUND) luaL_error(L, "no column '%s' in this table", name);
+    nsl__lua_error(L, &err);
+  }
+  return c;
+}
+
+/* t.name -> the column (columns come first, so a column called like a
+ * method still reads as data: memcpy.bytes); otherwise the method. */
+static int tbl_index(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  if (lua_type(L, 2) == LUA_TSTRING && nsl_table_find(t, lua_tostring(L, 2)) >= 0) {
+    nsl__pushcolumn(L, nsl_column_retain(checkcol(L, t, lua_tostring(L, 2))));
+    return 1;
+  }
+  luaL_getmetatable(L, NSL_TABLE_MT);
+  lua_getfield(L, -1, "methods");
+  lua_pushvalue(L, 2);
+  lua_rawget(L, -2);
+  return 1;
+}
+
+/* t:columns() -> array of column names. */
+static int tbl_columns(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  int n = nsl_table_ncols(t);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushstring(L, nsl_table_colname(t, i));
+    lua_seti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* t:coltype(name) -> "i64" | "i32" | "f64" | "str" | "bool" | nil */
+static int tbl_coltype(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  int i = nsl_table_find(t, luaL_checkstring(L, 2));
+  if (i < 0) lua_pushnil(L);
+  else lua_pushstring(L, nsl_type_name(nsl_table_coltype(t, i)));
+  return 1;
+}
+
+/* Loads the columns named in the array at idx (or the strings from idx on). */
+static void require_names(lua_State *L, nsl_table *t, const char **names, int n) {
+  nsl_error err = {0};
+  if (nsl_table_require(t, names, n, &err) != NSL_OK) {
+    if (err.code == NSL_ERR_NOTFOUND) luaL_error(L, "%s in this table", err.msg);
+    nsl__lua_error(L, &err);
+  }
+}
+
+/* t:load{"a", "b"} or t:load("a", "b") -- loads columns in one pass; returns t. */
+static int tbl_load(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  const char *names[64];
+  int n = 0;
+  if (lua_istable(L, 2)) {
+    lua_Integer len = luaL_len(L, 2);
+    for (lua_Integer i = 1; i <= len && n < 64; i++) {
+      lua_geti(L, 2, i);
+      names[n++] = luaL_checkstring(L, -1);
+      lua_pop(L, 1);   /* strings stay alive in the array */
+    }
+  } else
+    for (int i = 2; i <= lua_gettop(L) && n < 64; i++) names[n++] = luaL_checkstring(L, i);
+  require_names(L, t, names, n);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* t:take(idx) -> rows idx (0-based i64 column). */
+static int tbl_take(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  nsl_column *idx = nsl__checkcolumn(L, 2);
+  nsl_error err = {0};
+  nsl_table *r = nsl_table_take(t, idx, &err);
+  if (!r) return nsl__lua_error(L, &err);
+  push_derived(L, r);
+  return 1;
+}
+
+/* t:filter(mask) -> rows where mask is true. */
+static int tbl_filter(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  nsl_column *mask = nsl__checkcolumn(L, 2);
+  nsl_error err = {0};
+  int64_t n = nsl_table_nrows(t, &err);
+  if (n < 0) return nsl__lua_error(L, &err);
+  if (mask->type != NSL_BOOL || mask->len != n)
+    return luaL_error(L, "filter: need a mask of %I rows, got a %s column of %I", (lua_Integer)n,
+                      nsl_type_name(mask->type), (lua_Integer)mask->len);
+  nsl_column *idx = nsl_mask_indices(mask);
+  if (!idx) return luaL_error(L, "out of memory");
+  nsl_table *r = nsl_table_take(t, idx, &err);
+  nsl_column_release(idx);
+  if (!r) return nsl__lua_error(L, &err);
+  push_derived(L, r);
+  return 1;
+}
+
+/* t:head(n) -> the first n rows (10 by default). */
+static int tbl_head(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  lua_Integer k = luaL_optinteger(L, 2, 10);
+  nsl_error err = {0};
+  int64_t n = nsl_table_nrows(t, &err);
+  if (n < 0) return nsl__lua_error(L, &err);
+  if (k > n) k = n;
+  if (k < 0) k = 0;
+  nsl_column *idx = nsl_column_new(NSL_I64, k, NULL);
+  if (!idx) return luaL_error(L, "out of memory");
+  for (lua_Integer i = 0; i < k; i++) nsl_i64(idx)[i] = i;
+  nsl_table *r = nsl_table_take(t, idx, &err);
+  nsl_column_release(idx);
+  if (!r) return nsl__lua_error(L, &err);
+  push_derived(L, r);
+  return 1;
+}
+
+/* t:sort("a", "-b", ...) -> rows sorted by a ascending then b descending. */
+static int tbl_sort(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  int nkeys = lua_gettop(L) - 1;
+  luaL_argcheck(L, nkeys >= 1 && nkeys <= 16, 2, "sort needs 1 to 16 column names");
+  const char *names[16];
+  int desc[16];
+  for (int k = 0; k < nkeys; k++) {
+    const char *s = luaL_checkstring(L, k + 2);
+    desc[k] = s[0] == '-';
+    names[k] = s + (s[0] == '-' || s[0] == '+');
+  }
+  require_names(L, t, names, nkeys);
+  const nsl_column *keys[16];
+  for (int k = 0; k < nkeys; k++) keys[k] = checkcol(L, t, names[k]);
+  nsl_error err = {0};
+  nsl_column *idx = nsl_argsort(keys, desc, nkeys, &err);
+  if (!idx) return nsl__lua_error(L, &err);
+  nsl_table *r = nsl_table_take(t, idx, &err);
+  nsl_column_release(idx);
+  if (!r) return nsl__lua_error(L, &err);
+  push_derived(L, r);
+  return 1;
+}
+
+/* t:select{"a", "b"} -> a table of just these columns (shared, not copied). */
+static int tbl_select(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 2);
+  const char *names[128];
+  luaL_argcheck(L, n <= 128, 2, "at most 128 columns");
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 2, i);
+    names[i - 1] = luaL_checkstring(L, -1);
+    lua_pop(L, 1);
+  }
+  require_names(L, t, names, (int)n);
+  nsl_table *r = nsl_table_new();
+  nsl_error err = {0};
+  for (lua_Integer i = 0; r && i < n; i++)
+    if (nsl_table_add(r, names[i], checkcol(L, t, names[i]), &err) < 0) {
+      nsl_table_release(r);
+      return nsl__lua_error(L, &err);
+    }
+  push_derived(L, r);
+  return 1;
+}
+
+/* t:with(name, column_or_array [, name2, col2 ...]) -> a new table with every loaded
+ * column of t plus (or replacing) the given ones. */
+static int tbl_with(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  nsl_error err = {0};
+  int64_t n = nsl_table_nrows(t, &err);
+  if (n < 0) return nsl__lua_error(L, &err);
+  nsl_table *r = nsl_table_new();
+  if (!r) return luaL_error(L, "out of memory");
+  for (int i = 0; i < nsl_table_ncols(t); i++)
+    if (nsl_table_is_loaded(t, i)) nsl_table_add(r, nsl_table_colname(t, i), nsl_table_column_at(t, i, &err), &err);
+  nsl_table_set_nrows(r, n);
+  push_derived(L, r);   /* owns r from here */
+  for (int a = 2; a + 1 <= lua_gettop(L) - 1; a += 2) {
+    const char *name = luaL_checkstring(L, a);
+    nsl_column *c = nsl__tocolumn_any(L, a + 1, nsl__state_dict(L));
+    int ok = nsl_table_add(r, name, c, &err) >= 0;
+    nsl_column_release(c);
+    if (!ok) return nsl__lua_error(L, &err);
+  }
+  return 1;
+}
+
+/* t:nbytes() -> bytes held by loaded columns. */
+static int tbl_bytes(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)nsl_table_bytes(nsl__checktable(L, 1)));
+  return 1;
+}
+
+/* t:is_loaded(name) -> boolean */
+static int tbl_is_loaded(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  lua_pushboolean(L, nsl_table_is_loaded(t, nsl_table_find(t, luaL_checkstring(L, 2))));
+  return 1;
+}
+
+/* t:join(other, {"report", "corr"} [, {"name", "tid"} [, prefix]]) -> t plus
+ * the named columns of other's matching row (NULL where none matches),
+ * renamed prefix..name (prefix defaults to ""). */
+static int tbl_join(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1), *o = nsl__checktable(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  const char *prefix = luaL_optstring(L, 5, "");
+  int nk = (int)luaL_len(L, 3);
+  luaL_argcheck(L, nk >= 1 && nk <= 8, 3, "1 to 8 key columns");
+  const char *keys[8];
+  for (int k = 0; k < nk; k++) {
+    lua_geti(L, 3, k + 1);
+    keys[k] = luaL_checkstring(L, -1);
+    lua_pop(L, 1);
+  }
+  require_names(L, t, keys, nk);
+  require_names(L, o, keys, nk);
+  const nsl_column *lk[8], *rk[8];
+  for (int k = 0; k < nk; k++) {
+    lk[k] = checkcol(L, t, keys[k]);
+    rk[k] = checkcol(L, o, keys[k]);
+  }
+  nsl_error err = {0};
+  nsl_column *idx = nsl_join_index(lk, rk, nk, &err);
+  if (!idx) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, idx);   /* anchored for error paths */
+  const char *want[64];
+  int nw = 0;
+  if (lua_istable(L, 4)) {
+    for (lua_Integer i = 1; i <= luaL_len(L, 4) && nw < 64; i++) {
+      lua_geti(L, 4, i);
+      want[nw++] = luaL_checkstring(L, -1);
+      lua_pop(L, 1);
+    }
+  }
+  require_names(L, o, want, nw);
+  int64_t n = nsl_table_nrows(t, &err);
+  nsl_table *r = nsl_table_new();
+  if (!r) return luaL_error(L, "out of memory");
+  for (int i = 0; i < nsl_table_ncols(t); i++)
+    if (nsl_table_is_loaded(t, i)) nsl_table_add(r, nsl_table_colname(t, i), nsl_table_column_at(t, i, &err), &err);
+  nsl_table_set_nrows(r, n);
+  push_derived(L, r);
+  for (int k = 0; k < nw; k++) {
+    nsl_column *g = nsl_col_gather(checkcol(L, o, want[k]), idx, &err);
+    if (!g) return nsl__lua_error(L, &err);
+    lua_pushfstring(L, "%s%s", prefix, want[k]);
+    int ok = nsl_table_add(r, lua_tostring(L, -1), g, &err) >= 0;
+    lua_pop(L, 1);
+    nsl_column_release(g);
+    if (!ok) return nsl__lua_error(L, &err);
+  }
+  lua_pushvalue(L, -2);   /* also return the index column */
+  return 2;
+}
+
+/* ---- group-by ---- */
+
+static int grp_gc(lua_State *L) {
+  lgroups *g = luaL_checkudata(L, 1, NSL_GROUPS_MT);
+  nsl_groups_free(&g->g);
+  nsl_table_release(g->keys);
+  g->keys = NULL;
+  return 0;
+}
+
+/* t:group_by("a", "b") -> groups; keys loaded in one pass. */
+static int tbl_group_by(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  int nkeys = lua_gettop(L) - 1;
+  luaL_argcheck(L, nkeys >= 1 && nkeys <= 16, 2, "group_by needs 1 to 16 column names");
+  const char *names[16];
+  for (int k = 0; k < nkeys; k++) names[k] = luaL_checkstring(L, k + 2);
+  require_names(L, t, names, nkeys);
+  const nsl_column *keys[16];
+  for (int k = 0; k < nkeys; k++) keys[k] = checkcol(L, t, names[k]);
+  lgroups *g = lua_newuserdatauv(L, sizeof *g, 1);
+  memset(g, 0, sizeof *g);
+  luaL_setmetatable(L, NSL_GROUPS_MT);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);   /* the grouped table */
+  nsl_error err = {0};
+  if (nsl_groupby(keys, nkeys, &g->g, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  g->keys = nsl_table_new();
+  if (!g->keys) return luaL_error(L, "out of memory");
+  for (int k = 0; k < nkeys; k++) {
+    nsl_column *kc = nsl_col_gather(keys[k], g->g.first_row, &err);
+    if (!kc || nsl_table_add(g->keys, names[k], kc, &err) < 0) {
+      nsl_column_release(kc);
+      return nsl__lua_error(L, &err);
+    }
+    nsl_column_release(kc);
+  }
+  nsl_table_set_nrows(g->keys, g->g.ngroups);
+  return 1;
+}
+
+static lgroups *checkgroups(lua_State *L, int idx) {
+  lgroups *g = luaL_checkudata(L, idx, NSL_GROUPS_MT);
+  if (!g->keys) luaL_argerror(L, idx, "groups already released");
+  return g;
+}
+
+static int grp_len(lua_State *L) {
+  lua_pushinteger(L, checkgroups(L, 1)->g.ngroups);
+  return 1;
+}
+
+/* g:ids() -> i64 column: the group of every row (0-based). */
+static int grp_ids(lua_State *L) {
+  nsl__pushcolumn(L, nsl_column_retain(checkgroups(L, 1)->g.group_of));
+  return 1;
+}
+
+/* g:keys() -> table of the key columns, one row per group. */
+static int grp_keys(lua_State *L) {
+  lgroups *g = checkgroups(L, 1);
+  nsl__pushtable(L, nsl_table_retain(g->keys), 0);
+  return 1;
+}
+
+/* Parses "name=fn(col, q)" / "fn(col)" / "count" into parts. */
+static const struct {
+  const char *name;
+  nsl_agg agg;
+} agg_names[] = {{"count", NSL_AGG_COUNT},   {"sum", NSL_AGG_SUM},   {"min", NSL_AGG_MIN},
+                 {"max", NSL_AGG_MAX},       {"mean", NSL_AGG_MEAN}, {"avg", NSL_AGG_MEAN},
+                 {"median", NSL_AGG_MEDIAN}, {"quantile", NSL_AGG_QUANTILE},
+                 {"std", NSL_AGG_STD},       {"first", NSL_AGG_FIRST}, {"last", NSL_AGG_LAST},
+                 {"count_distinct", NSL_AGG_COUNT_DISTINCT}};
+
+/* g:agg{"n=count", "total=sum(dur)", "med=median(dur)", "p99=quantile(dur, 0.99)"}
+ * -> table: key columns, then one column per aggregate, in the given order. */
+static int grp_agg(lua_State *L) {
+  lgroups *g = checkgroups(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_getiuservalue(L, 1, 1);
+  nsl_table *t = nsl__checktable(L, -1);
+  int tidx = lua_gettop(L);
+  lua_Integer n = luaL_len(L, 2);
+  nsl_table *r = nsl_table_new();
+  if (!r) return luaL_error(L, "out of memory");
+  nsl_error err = {0};
+  for (int i = 0; i < nsl_table_ncols(g->keys); i++)
+    nsl_table_add(r, nsl_table_colname(g->keys, i), nsl_table_column_at(g->keys, i, &err), &err);
+  nsl_table_set_nrows(r, g->g.ngroups);
+  nsl__pushtable(L, r, tidx);
+  /* First pass: which columns are needed, so they load together. */
+  const char *need[64];
+  int nneed = 0;
+  char specs[64][3][400];
+  double qs[64];
+  nsl_agg aggs[64];
+  luaL_argcheck(L, n <= 64, 2, "at most 64 aggregates");
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 2, i);
+    const char *s = luaL_checkstring(L, -1);
+    char out[400] = "", fn[128] = "", col[128] = "";
+    double q = 0.5;
+    const char *eq = strchr(s, '=');
+    const char *body = eq ? eq + 1 : s;
+    if (eq) snprintf(out, sizeof out, "%.*s", (int)(eq - s), s);
+    const char *paren = strchr(body, '(');
+    if (paren) {
+      snprintf(fn, sizeof fn, "%.*s", (int)(paren - body), body);
+      const char *close = strchr(paren, ')');
+      const char *comma = strchr(paren, ',');
+      if (!close) return luaL_error(L, "agg: missing ')' in '%s'", s);
+      const char *colend = comma && comma < close ? comma : close;
+      snprintf(col, sizeof col, "%.*s", (int)(colend - paren - 1), paren + 1);
+      if (comma && comma < close) q = strtod(comma + 1, NULL);
+    } else snprintf(fn, sizeof fn, "%s", body);
+    /* trim spaces */
+    char *parts[3] = {out, fn, col};
+    for (int k = 0; k < 3; k++) {
+      char *p = parts[k];
+      while (*p == ' ') memmove(p, p + 1, strlen(p));
+      size_t len = strlen(p);
+      while (len > 0 && p[len - 1] == ' ') p[--len] = '\0';
+    }
+    int found = -1;
+    for (size_t k = 0; k < sizeof agg_names / sizeof *agg_names; k++)
+      if (strcmp(fn, agg_names[k].name) == 0) found = (int)k;
+    if (found < 0) return luaL_error(L, "agg: unknown aggregate '%s' in '%s'", fn, s);
+    if (!col[0] && agg_names[found].agg != NSL_AGG_COUNT)
+      return luaL_error(L, "agg: '%s' needs a column, as in %s(dur)", fn, fn);
+    if (!out[0]) snprintf(out, sizeof out, "%s%s%s", fn, col[0] ? "_" : "", col);
+    memcpy(specs[i - 1][0], out, sizeof out);
+    memcpy(specs[i - 1][2], col, sizeof col);
+    aggs[i - 1] = agg_names[found].agg;
+    qs[i - 1] = q;
+    if (col[0]) need[nneed++] = specs[i - 1][2];
+    lua_pop(L, 1);
+  }
+  require_names(L, t, need, nneed);
+  for (lua_Integer i = 0; i < n; i++) {
+    nsl_column *values;
+    if (specs[i][2][0]) values = checkcol(L, t, specs[i][2]);
+    else values = g->g.group_of;   /* count(): count rows */
+    nsl_column *a = nsl_group_agg(&g->g, values, aggs[i], qs[i], &err);
+    if (!a) return nsl__lua_error(L, &err);
+    int ok = nsl_table_add(r, specs[i][0], a, &err) >= 0;
+    nsl_column_release(a);
+    if (!ok) return nsl__lua_error(L, &err);
+  }
+  return 1;
+}
+
+/* nsl.table{ {"name", column_or_array}, ... } or nsl.table(names, columns)
+ * -> a new table from columns of equal length. */
+static int l_table(lua_State *L) {
+  nsl_table *r = nsl_table_new();
+  nsl__pushtable(L, r, 0);
+  nsl_error err = {0};
+  if (lua_istable(L, 1) && lua_istable(L, 2)) {   /* names, columns */
+    lua_Integer n = luaL_len(L, 1);
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_geti(L, 1, i);
+      const char *name = luaL_checkstring(L, -1);
+      lua_geti(L, 2, i);
+      nsl_column *c = nsl__tocolumn_any(L, -1, nsl__state_dict(L));
+      int ok = nsl_table_add(r, name, c, &err) >= 0;
+      nsl_column_release(c);
+      if (!ok) return luaL_error(L, "nsl.table: column '%s': %s", name, err.msg);
+      lua_pop(L, 2);
+    }
+  } else {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_Integer n = luaL_len(L, 1);
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_geti(L, 1, i);
+      luaL_checktype(L, -1, LUA_TTABLE);
+      lua_geti(L, -1, 1);
+      const char *name = luaL_checkstring(L, -1);
+      lua_geti(L, -2, 2);
+      nsl_column *c = nsl__tocolumn_any(L, -1, nsl__state_dict(L));
+      int ok = nsl_table_add(r, name, c, &err) >= 0;
+      nsl_column_release(c);
+      if (!ok) return luaL_error(L, "nsl.table: column '%s': %s", name, err.msg);
+      lua_pop(L, 3);
+    }
+  }
+  if (nsl_table_ncols(r) == 0) nsl_table_set_nrows(r, 0);
+  lua_settop(L, lua_gettop(L));
+  return 1;
+}
+
+static const luaL_Reg tbl_methods[] = {
+    {"columns", tbl_columns}, {"coltype", tbl_coltype}, {"load", tbl_load},
+    {"take", tbl_take},       {"filter", tbl_filter},   {"head", tbl_head},
+    {"sort", tbl_sort},       {"select", tbl_select},   {"with", tbl_with},
+    {"nbytes", tbl_bytes},     {"is_loaded", tbl_is_loaded}, {"join", tbl_join},
+    {"group_by", tbl_group_by}, {NULL, NULL}};
+
+static const luaL_Reg tbl_meta[] = {{"__gc", tbl_gc},       {"__close", tbl_gc},
+                                    {"__len", tbl_len},     {"__index", tbl_index},
+                                    {NULL, NULL}};
+
+static const luaL_Reg grp_methods[] = {{"agg", grp_agg}, {"ids", grp_ids}, {"keys", grp_keys}, {NULL, NULL}};
+
+static const luaL_Reg grp_meta[] = {{"__gc", grp_gc}, {"__close", grp_gc}, {"__len", grp_len}, {NULL, NULL}};
+
+static const luaL_Reg funcs[] = {{"table", l_table}, {NULL, NULL}};
+
+/* Registers the table and groups metatables; adds nsl.table to the module
+ * table on top of the stack. */
+int nsl__open_table(lua_State *L) {
+  luaL_newmetatable(L, NSL_TABLE_MT);
+  luaL_setfuncs(L, tbl_meta, 0);
+  luaL_newlib(L, tbl_methods);
+  lua_setfield(L, -2, "methods");
+  lua_pop(L, 1);
+  luaL_newmetatable(L, NSL_GROUPS_MT);
+  luaL_setfuncs(L, grp_meta, 0);
+  luaL_newlib(L, grp_methods);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "methods");
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  luaL_setfuncs(L, funcs, 0);
+  return 0;
+}

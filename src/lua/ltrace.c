@@ -1,0 +1,206 @@
+/* ltrace.c -- traces as Lua userdata: nsl.open(paths), trace.kernels,
+ * trace:sql(report, query), trace:tables(). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lua/lnsl.h"
+
+typedef struct ltrace {
+  nsl_trace *tr;
+} ltrace;
+
+typedef struct ldict {
+  nsl_dict *d;
+} ldict;
+
+static const char DICT_KEY[] = "nsl.dict";
+
+static int dict_gc(lua_State *L) {
+  ldict *b = lua_touserdata(L, 1);
+  nsl_dict_release(b->d);
+  b->d = NULL;
+  return 0;
+}
+
+/* The state's shared dictionary: every trace and every string column made
+ * in this Lua state uses it, so string ids compare across traces. */
+nsl_dict *nsl__state_dict(lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, DICT_KEY) == LUA_TUSERDATA) {
+    nsl_dict *d = ((ldict *)lua_touserdata(L, -1))->d;
+    lua_pop(L, 1);
+    return d;
+  }
+  lua_pop(L, 1);
+  ldict *b = lua_newuserdatauv(L, sizeof *b, 0);
+  b->d = NULL;
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, dict_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  b->d = nsl_dict_new();
+  if (!b->d) luaL_error(L, "out of memory");
+  lua_setfield(L, LUA_REGISTRYINDEX, DICT_KEY);
+  return b->d;
+}
+
+static nsl_trace *checktrace(lua_State *L, int idx) {
+  ltrace *b = luaL_checkudata(L, idx, NSL_TRACE_MT);
+  if (!b->tr) luaL_argerror(L, idx, "trace is closed");
+  return b->tr;
+}
+
+/* nsl.open(path, ...) or nsl.open{paths} -> trace, or nil and a message. */
+static int l_open(lua_State *L) {
+  const char *paths[1024];
+  int n = 0;
+  if (lua_istable(L, 1)) {
+    lua_Integer len = luaL_len(L, 1);
+    luaL_argcheck(L, len <= 1024, 1, "at most 1024 reports");
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_geti(L, 1, i);
+      paths[n++] = luaL_checkstring(L, -1);
+      lua_pop(L, 1);
+    }
+  } else {
+    int top = lua_gettop(L);
+    luaL_argcheck(L, top <= 1024, 1, "at most 1024 reports");
+    for (int i = 1; i <= top; i++) paths[n++] = luaL_checkstring(L, i);
+  }
+  if (n == 0) return luaL_error(L, "nsl.open: no file given");
+  nsl_dict *dict = nsl__state_dict(L);
+  ltrace *b = lua_newuserdatauv(L, sizeof *b, 1);   /* box first: no leak on error */
+  b->tr = NULL;
+  luaL_setmetatable(L, NSL_TRACE_MT);
+  lua_newtable(L);
+  lua_setiuservalue(L, -2, 1);   /* cache of table userdata */
+  nsl_error err = {0};
+  nsl_trace *tr = NULL;
+  if (nsl_trace_open(&tr, paths, n, &err) != NSL_OK) {
+    lua_pushnil(L);
+    lua_pushstring(L, err.msg);
+    return 2;
+  }
+  b->tr = tr;
+  if (nsl_trace_set_dict(tr, dict, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  return 1;
+}
+
+static int tr_gc(lua_State *L) {
+  ltrace *b = luaL_checkudata(L, 1, NSL_TRACE_MT);
+  nsl_trace_close(b->tr);
+  b->tr = NULL;
+  return 0;
+}
+
+/* trace:table(name) -> the data-model table (same userdata each time). */
+static int tr_table(lua_State *L) {
+  nsl_trace *tr = checktrace(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  lua_getiuservalue(L, 1, 1);
+  if (lua_getfield(L, -1, name) != LUA_TNIL) return 1;
+  lua_pop(L, 1);
+  nsl_table *t = NULL;
+  nsl_error err = {0};
+  nsl_status rc = nsl_trace_table(tr, name, &t, &err);
+  if (rc == NSL_ERR_NOTFOUND) {
+    lua_pushnil(L);
+    lua_pushstring(L, err.msg);
+    return 2;
+  }
+  if (rc != NSL_OK) return nsl__lua_error(L, &err);
+  nsl__pushtable(L, nsl_table_retain(t), 1);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, name);
+  return 1;
+}
+
+static int tr_index(lua_State *L) {
+  checktrace(L, 1);
+  luaL_getmetatable(L, NSL_TRACE_MT);
+  lua_getfield(L, -1, "methods");
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, -2) != LUA_TNIL || lua_type(L, 2) != LUA_TSTRING) return 1;
+  lua_settop(L, 2);
+  for (const char *const *n = nsl_model_tables(); *n; n++)
+    if (strcmp(*n, lua_tostring(L, 2)) == 0) {
+      if (tr_table(L) == 2) lua_pop(L, 1);   /* nil, message -> nil */
+      return 1;
+    }
+  lua_pushnil(L);
+  return 1;
+}
+
+/* trace:tables() -> names of the data-model tables. */
+static int tr_tables(lua_State *L) {
+  checktrace(L, 1);
+  lua_newtable(L);
+  int i = 1;
+  for (const char *const *n = nsl_model_tables(); *n; n++) {
+    lua_pushstring(L, *n);
+    lua_seti(L, -2, i++);
+  }
+  return 1;
+}
+
+static int tr_nreports(lua_State *L) {
+  lua_pushinteger(L, nsl_trace_nreports(checktrace(L, 1)));
+  return 1;
+}
+
+typedef struct sql_ctx {
+  lua_State *L;
+  lua_Integer row;
+  lua_Integer limit;
+} sql_ctx;
+
+static int sql_row(void *p, int ncols, const char *const *names, const nsl_sql_value *v) {
+  sql_ctx *c = p;
+  lua_State *L = c->L;
+  lua_createtable(L, 0, ncols);
+  for (int k = 0; k < ncols; k++) {
+    switch (v[k].type) {
+    case 1: lua_pushinteger(L, v[k].i); break;
+    case 2: lua_pushnumber(L, v[k].d); break;
+    case 3:
+    case 4: lua_pushlstring(L, v[k].s, v[k].len); break;
+    default: lua_pushnil(L); break;
+    }
+    lua_setfield(L, -2, names[k]);
+  }
+  lua_seti(L, -2, ++c->row);
+  return c->limit > 0 && c->row >= c->limit;
+}
+
+/* trace:sql(report, query [, limit]) -> array of rows {column = value};
+ * report is 1-based; read-only statements only. */
+static int tr_sql(lua_State *L) {
+  nsl_trace *tr = checktrace(L, 1);
+  lua_Integer r = luaL_checkinteger(L, 2);
+  const char *q = luaL_checkstring(L, 3);
+  void *src = NULL;
+  const nsl_source_ops *ops = nsl_trace_source(tr, (int)r - 1, &src);
+  luaL_argcheck(L, ops != NULL, 2, "no such report");
+  if (strcmp(ops->kind, "nsys-sqlite") != 0) return luaL_error(L, "report %d is not an SQLite export", (int)r);
+  sql_ctx c = {L, 0, luaL_optinteger(L, 4, 0)};
+  lua_newtable(L);
+  nsl_error err = {0};
+  if (nsl_nsys_sql(src, q, sql_row, &c, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  return 1;
+}
+
+static const luaL_Reg tr_methods[] = {{"table", tr_table},   {"tables", tr_tables}, {"nreports", tr_nreports},
+                                      {"sql", tr_sql},       {"close", tr_gc},      {NULL, NULL}};
+
+static const luaL_Reg tr_meta[] = {{"__gc", tr_gc}, {"__close", tr_gc}, {"__index", tr_index}, {NULL, NULL}};
+
+static const luaL_Reg funcs[] = {{"open", l_open}, {NULL, NULL}};
+
+int nsl__open_trace(lua_State *L) {
+  luaL_newmetatable(L, NSL_TRACE_MT);
+  luaL_setfuncs(L, tr_meta, 0);
+  luaL_newlib(L, tr_methods);
+  lua_setfield(L, -2, "methods");
+  lua_pop(L, 1);
+  luaL_setfuncs(L, funcs, 0);
+  return 0;
+}

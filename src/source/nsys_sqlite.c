@@ -1,0 +1,1456 @@
+/* nsys_sqlite.c -- an nsys SQLite export (`nsys export --type sqlite`, every
+ * schema from 2020 to today) seen as the data model's tables.
+ *
+ * The export is opened read-only and immutable (no journal, no WAL, no lock,
+ * no file of any kind written beside it), with memory-mapped reads.  Each
+ * data-model table is mapped to one or more nsys tables by a declarative
+ * description (table_map below): which nsys tables, which filter, and for
+ * every model column the nsys columns it comes from, picked by name so that
+ * columns added or missing across versions are handled alike.  A load is one
+ * SELECT of only the requested columns, stepped into pre-sized arrays.
+ *
+ * Strings: StringIds is read once per source (lazily); a load interns into
+ * the dictionary it is given only the strings its rows use (through a
+ * local-id -> dict-id map); inline text is interned directly.
+ *
+ * Time base: event times are kept as nsys wrote them (ns on the session's
+ * clock, whose zero is the session start TARGET_INFO_SESSION_START_TIME.
+ * utcEpochNs); the trace adds the offset that aligns reports by start_utc.
+ *
+ * Choices (where the export leaves room):
+ * - nvtx: event types 59 (push_pop), 60 (start_end), 34 (mark) only; text is
+ *   `text`, else StringIds[textId]; domain is the name its domain-create event
+ *   (type 75) gave, NULL for the default domain 0 and for unnamed ids; a mark's
+ *   stop is NULL as nsys writes it (so its dur is NULL: a mark is an instant).
+ * - api.name drops a "_vNNNN" suffix ("cudaLaunchKernel_v7000" ->
+ *   "cudaLaunchKernel"), as nsys's reports do; api.source is "runtime"/"driver".
+ * - Enums (memcpy kind, memory kinds, sync kind, memory op) use the export's
+ *   ENUM_* table when present, else nsys's values; the model's short forms
+ *   (HtoD, DtoH, DtoD, PtoP, pageable, pinned, device, stream_sync, alloc,
+ *   free, ...); a value with no name becomes its number as text.
+ * - devices: the first GPU table with rows (TARGET_INFO_GPU by id, 2021.2+;
+ *   TARGET_INFO_CUDA_GPU / TARGET_INFO_GPU by deviceId, 2020; then
+ *   TARGET_INFO_CUDA_DEVICE by gpuId), else the distinct deviceId of the
+ *   activity tables with unknown names.
+ * - host is the profiled machine (TARGET_INFO_SYSTEM_ENV Hostname), else the
+ *   machine that ran the export (EXPORT_HOST). */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <sqlite3.h>
+
+#include "core/model.h"
+#include "nsl/nsl.h"
+
+/* ---- the mapping: data-model tables from nsys tables ------------------- */
+
+typedef enum map_kind {
+  M_INT,          /* integer (or real) column as is */
+  M_PID,          /* (globalPid or globalTid >> 24) & 0xFFFFFF */
+  M_TID,          /* globalTid & 0xFFFFFF */
+  M_STR,          /* id into StringIds */
+  M_API_NAME,     /* id into StringIds of a CUDA API name, "_vNNNN" suffix cut as nsys's reports do */
+  M_TEXT,         /* inline text */
+  M_ENUM,         /* integer through an nsys ENUM_* table (or the built-in values) */
+  M_CC,           /* compute capability "major.minor" from two columns */
+  M_SOURCE,       /* the label of the nsys table the row comes from */
+  M_NVTX_TEXT,    /* text if not NULL else StringIds[textId] */
+  M_NVTX_DOMAIN,  /* domainId -> the name its domain-create event (type 75) gave */
+  M_NVTX_KIND     /* eventType -> push_pop, start_end, mark */
+} map_kind;
+
+typedef struct enum_item {
+  int id;
+  const char *nsys;    /* the nsys enum name without its prefix */
+  const char *value;   /* the data model's short form */
+} enum_item;
+
+typedef struct enum_def {
+  const char *table;   /* nsys ENUM_* table (id, name, label), when the export has it */
+  const char *prefix;
+  const enum_item *items;   /* built-in values (ended by nsys == NULL) */
+} enum_def;
+
+typedef struct col_map {
+  const char *model;
+  map_kind kind;
+  const char *src[4];       /* candidate nsys columns, first present wins */
+  const enum_def *en;
+} col_map;
+
+typedef struct table_map {
+  const char *model;
+  const char *sources[4];   /* nsys tables, rows concatenated (UNION ALL); those present */
+  const char *labels[4];    /* M_SOURCE value per source */
+  const char *require_col;  /* this alternative applies only when its first present source has it */
+  const char *where;        /* row filter, or NULL */
+  const char *group_by;     /* one row per group, or NULL */
+  int distinct;             /* UNION instead of UNION ALL (distinct rows) */
+  int need_rows;            /* applies only when sources[0] has rows (else the next one) */
+  const col_map *cols;      /* ended by model == NULL */
+} table_map;
+
+static const enum_item memcpy_kinds[] = {
+    {0, "UNKNOWN", "unknown"},   {1, "HTOD", "HtoD"},         {2, "DTOH", "DtoH"},
+    {3, "HTOA", "HtoA"},         {4, "ATOH", "AtoH"},         {5, "ATOA", "AtoA"},
+    {6, "ATOD", "AtoD"},         {7, "DTOA", "DtoA"},         {8, "DTOD", "DtoD"},
+    {9, "HTOH", "HtoH"},         {10, "PTOP", "PtoP"},        {11, "UVM_HTOD", "UVM_HtoD"},
+    {12, "UVM_DTOH", "UVM_DtoH"}, {13, "UVM_DTOD", "UVM_DtoD"}, {0, NULL, NULL}};
+/* nsys's own memory-kind enum (CUDA_MEMOPR_MEMORY_KIND), not CUPTI's. */
+static const enum_item mem_kinds[] = {
+    {0, "PAGEABLE", "pageable"}, {1, "PINNED", "pinned"},
+    {2, "DEVICE", "device"},     {3, "ARRAY", "array"},
+    {4, "MANAGED", "managed"},   {5, "DEVICE_STATIC", "device_static"},
+    {6, "MANAGED_STATIC", "managed_static"}, {7, "UNKNOWN", "unknown"}, {0, NULL, NULL}};
+static const enum_item sync_kinds[] = {
+    {0, "UNKNOWN", "unknown"},
+    {1, "EVENT_SYNCHRONIZE", "event_sync"},
+    {2, "STREAM_WAIT_EVENT", "stream_wait_event"},
+    {3, "STREAM_SYNCHRONIZE", "stream_sync"},
+    {4, "CONTEXT_SYNCHRONIZE", "context_sync"},
+    {0, NULL, NULL}};
+static const enum_item mem_ops[] = {{0, "ALLOCATION", "alloc"}, {1, "DEALLOCATION", "free"}, {0, NULL, NULL}};
+
+static const enum_def en_memcpy = {"ENUM_CUDA_MEMCPY_OPER", "CUDA_MEMCPY_KIND_", memcpy_kinds};
+static const enum_def en_memkind = {"ENUM_CUDA_MEM_KIND", "CUDA_MEMOPR_MEMORY_KIND_", mem_kinds};
+static const enum_def en_sync = {"ENUM_CUPTI_SYNC_TYPE", "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_", sync_kinds};
+static const enum_def en_memop = {"ENUM_CUDA_DEV_MEM_EVENT_OPER", "CUDA_DEV_MEM_EVENT_OPR_", mem_ops};
+
+#define C1(m, k, a) {m, k, {a, NULL}, NULL}
+#define C2(m, k, a, b) {m, k, {a, b, NULL}, NULL}
+#define CE(m, a, e) {m, M_ENUM, {a, NULL}, e}
+#define CEND {NULL, M_INT, {NULL}, NULL}
+#define GPU_ACTIVITY_COMMON                                                                        \
+  C1("pid", M_PID, "globalPid"), C1("device", M_INT, "deviceId"), C1("context", M_INT, "contextId"), \
+      C1("stream", M_INT, "streamId"), C1("corr", M_INT, "correlationId"), C1("start", M_INT, "start"), \
+      C1("stop", M_INT, "end")
+
+static const col_map kernel_cols[] = {
+    GPU_ACTIVITY_COMMON,
+    C2("name", M_STR, "shortName", "demangledName"),
+    C1("demangled", M_STR, "demangledName"),
+    C1("mangled", M_STR, "mangledName"),
+    C1("grid_x", M_INT, "gridX"),
+    C1("grid_y", M_INT, "gridY"),
+    C1("grid_z", M_INT, "gridZ"),
+    C1("block_x", M_INT, "blockX"),
+    C1("block_y", M_INT, "blockY"),
+    C1("block_z", M_INT, "blockZ"),
+    C1("regs", M_INT, "registersPerThread"),
+    C1("smem_static", M_INT, "staticSharedMemory"),
+    C1("smem_dynamic", M_INT, "dynamicSharedMemory"),
+    C1("launch_type", M_INT, "launchType"),
+    C1("graph_node", M_INT, "graphNodeId"),
+    C1("graph_id", M_INT, "graphId"),
+    CEND};
+
+static const col_map memcpy_cols[] = {
+    GPU_ACTIVITY_COMMON,
+    C1("bytes", M_INT, "bytes"),
+    CE("kind", "copyKind", &en_memcpy),
+    CE("src_kind", "srcKind", &en_memkind),
+    CE("dst_kind", "dstKind", &en_memkind),
+    C1("src_device", M_INT, "srcDeviceId"),
+    C1("dst_device", M_INT, "dstDeviceId"),
+    C1("graph_node", M_INT, "graphNodeId"),
+    CEND};
+
+static const col_map memset_cols[] = {
+    GPU_ACTIVITY_COMMON,
+    C1("bytes", M_INT, "bytes"),
+    CE("kind", "memKind", &en_memkind),
+    C1("value", M_INT, "value"),
+    C1("graph_node", M_INT, "graphNodeId"),
+    CEND};
+
+static const col_map api_cols[] = {
+    C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"),  C1("corr", M_INT, "correlationId"),
+    C1("start", M_INT, "start"),   C1("stop", M_INT, "end"),        C1("name", M_API_NAME, "nameId"),
+    C1("ret", M_INT, "returnValue"), C1("callchain", M_INT, "callchainId"),
+    {"source", M_SOURCE, {NULL}, NULL}, CEND};
+
+static const col_map nvtx_cols[] = {
+    C1("pid", M_PID, "globalTid"),
+    C1("tid", M_TID, "globalTid"),
+    C1("start", M_INT, "start"),
+    C1("stop", M_INT, "end"),
+    C2("text", M_NVTX_TEXT, "text", "textId"),
+    C1("domain", M_NVTX_DOMAIN, "domainId"),
+    C1("kind", M_NVTX_KIND, "eventType"),
+    C1("category", M_INT, "category"),
+    C1("color", M_INT, "color"),
+    C1("range_id", M_INT, "rangeId"),
+    C1("end_tid", M_TID, "endGlobalTid"),
+    CEND};
+
+/* syncType; deprecatedSyncType appeared next to it in 2025 and is NULL there. */
+static const col_map sync_cols[] = {
+    GPU_ACTIVITY_COMMON,
+    {"kind", M_ENUM, {"syncType", "deprecatedSyncType", NULL}, &en_sync},
+    C1("event", M_INT, "eventId"),
+    CEND};
+
+static const col_map osrt_cols[] = {
+    C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"), C1("start", M_INT, "start"),
+    C1("stop", M_INT, "end"),      C1("name", M_STR, "nameId"),    C1("ret", M_INT, "returnValue"),
+    C1("callchain", M_INT, "callchainId"), CEND};
+
+static const col_map memory_cols[] = {
+    C1("pid", M_PID, "globalPid"),
+    C1("device", M_INT, "deviceId"),
+    C1("stream", M_INT, "streamId"),
+    C1("corr", M_INT, "correlationId"),
+    C1("start", M_INT, "start"),
+    C1("address", M_INT, "address"),
+    C1("bytes", M_INT, "bytes"),
+    CE("op", "memoryOperationType", &en_memop),
+    CE("kind", "memKind", &en_memkind),
+    C2("pool_address", M_INT, "localMemoryPoolAddress", "memoryPoolAddress"),
+    CEND};
+
+static const col_map sample_cols[] = {
+    C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"), C1("time", M_INT, "start"),
+    C1("stack", M_INT, "id"),      C1("cpu", M_INT, "cpu"),         CEND};
+
+static const col_map frame_cols[] = {
+    C1("stack", M_INT, "id"), C1("depth", M_INT, "stackDepth"), C1("symbol", M_STR, "symbol"),
+    C1("module", M_STR, "module"), CEND};
+
+/* 2021.2+: the 41-column TARGET_INFO_GPU keyed by `id`. */
+static const col_map gpu_cols[] = {
+    C1("device", M_INT, "id"),
+    C1("name", M_TEXT, "name"),
+    C1("sm_count", M_INT, "smCount"),
+    C1("memory", M_INT, "totalMemory"),
+    C1("bandwidth", M_INT, "memoryBandwidth"),
+    C1("clock", M_INT, "clockRate"),
+    C2("compute_capability", M_CC, "computeMajor", "computeMinor"),
+    C1("bus", M_TEXT, "busLocation"),
+    C1("uuid", M_TEXT, "uuid"),
+    CEND};
+
+/* 2020 to early 2021: TARGET_INFO_CUDA_GPU keyed by deviceId (CUDA device
+ * properties); names picked among those CUDA and nsys used over time. */
+static const col_map cuda_gpu_cols[] = {
+    C2("device", M_INT, "deviceId", "id"),
+    C1("name", M_TEXT, "name"),
+    C2("sm_count", M_INT, "numMultiprocessors", "smCount"),
+    {"memory", M_INT, {"totalGlobalMem", "globalMemorySize", "totalMemory", NULL}, NULL},
+    C2("bandwidth", M_INT, "globalMemoryBandwidth", "memoryBandwidth"),
+    C2("clock", M_INT, "coreClockRate", "clockRate"),
+    C2("compute_capability", M_CC, "computeCapabilityMajor", "computeCapabilityMinor"),
+    C2("bus", M_TEXT, "busLocation", "pciBusId"),
+    C1("uuid", M_TEXT, "uuid"),
+    CEND};
+
+/* 2020: TARGET_INFO_GPU keyed by deviceId, when TARGET_INFO_CUDA_GPU is absent. */
+static const col_map gpu2020_cols[] = {
+    C1("device", M_INT, "deviceId"),
+    C1("name", M_TEXT, "name"),
+    C2("sm_count", M_INT, "smCount", "numMultiprocessors"),
+    C1("memory", M_INT, "totalMemory"),
+    C1("bandwidth", M_INT, "memoryBandwidth"),
+    C1("clock", M_INT, "clockRate"),
+    C2("compute_capability", M_CC, "computeMajor", "computeMinor"),
+    C1("bus", M_TEXT, "busLocation"),
+    C1("uuid", M_TEXT, "uuid"),
+    CEND};
+
+/* 2025.1+ exports may carry only TARGET_INFO_CUDA_DEVICE (one row per process
+ * and device). */
+static const col_map cuda_device_cols[] = {
+    C1("device", M_INT, "gpuId"), C1("sm_count", M_INT, "numMultiprocessors"), C1("uuid", M_TEXT, "uuid"),
+    CEND};
+
+/* No GPU table at all: the devices the activity tables name (names unknown). */
+static const col_map activity_device_cols[] = {C1("device", M_INT, "deviceId"), CEND};
+
+static const col_map process_cols[] = {C1("pid", M_PID, "globalPid"), C1("name", M_TEXT, "name"), CEND};
+static const col_map thread_cols[] = {C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"),
+                                      C1("name", M_STR, "nameId"), CEND};
+
+#define KERNEL "CUPTI_ACTIVITY_KIND_KERNEL"
+#define MEMCPY "CUPTI_ACTIVITY_KIND_MEMCPY"
+#define MEMSET "CUPTI_ACTIVITY_KIND_MEMSET"
+#define SYNC "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+#define NVTX_RANGE_TYPES "\"eventType\" IN (34, 59, 60)"
+#define NVTX_RANGE_OR_DOMAIN_TYPES "\"eventType\" IN (34, 59, 60, 75)"
+
+/* Alternatives per model table, in order of preference: the first of which
+ * the export has a source table (with require_col) is used. */
+static const table_map maps[] = {
+    {"kernels", {KERNEL}, {NULL}, NULL, NULL, NULL, 0, 0, kernel_cols},
+    {"memcpy", {MEMCPY}, {NULL}, NULL, NULL, NULL, 0, 0, memcpy_cols},
+    {"memset", {MEMSET}, {NULL}, NULL, NULL, NULL, 0, 0, memset_cols},
+    {"api", {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"}, {"runtime", "driver"}, NULL, NULL,
+     NULL, 0, 0, api_cols},
+    {"nvtx", {"NVTX_EVENTS"}, {NULL}, NULL, NVTX_RANGE_TYPES, NULL, 0, 0, nvtx_cols},
+    {"sync", {SYNC}, {NULL}, NULL, NULL, NULL, 0, 0, sync_cols},
+    {"osrt", {"OSRT_API"}, {NULL}, NULL, NULL, NULL, 0, 0, osrt_cols},
+    {"memory", {"CUDA_GPU_MEMORY_USAGE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, memory_cols},
+    {"samples", {"COMPOSITE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, sample_cols},
+    {"frames", {"SAMPLING_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols},
+    {"callchains", {"CUDA_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols},
+    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "id", NULL, NULL, 0, 1, gpu_cols},
+    {"devices", {"TARGET_INFO_CUDA_GPU"}, {NULL}, NULL, NULL, NULL, 0, 1, cuda_gpu_cols},
+    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "deviceId", NULL, NULL, 0, 1, gpu2020_cols},
+    {"devices", {"TARGET_INFO_CUDA_DEVICE"}, {NULL}, "gpuId", NULL, "\"gpuId\"", 0, 1, cuda_device_cols},
+    {"devices", {KERNEL, MEMCPY, MEMSET, SYNC}, {NULL}, NULL, NULL, NULL, 1, 0, activity_device_cols},
+    {"processes", {"PROCESSES"}, {NULL}, NULL, NULL, NULL, 0, 0, process_cols},
+    {"threads", {"ThreadNames"}, {NULL}, NULL, NULL, NULL, 0, 0, thread_cols},
+    {NULL, {NULL}, {NULL}, NULL, NULL, NULL, 0, 0, NULL}};
+
+/* Tables whose presence marks an nsys export (beside StringIds). */
+static const char *const nsys_markers[] = {
+    "META_DATA_EXPORT", "EXPORT_META_DATA", "TARGET_INFO_SESSION_START_TIME", "TARGET_INFO_SYSTEM_ENV",
+    "TARGET_INFO_GPU", "ThreadNames", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "NVTX_EVENTS", "OSRT_API", "COMPOSITE_EVENTS", "ANALYSIS_DETAILS", NULL};
+
+/* ---- the source ---------------------------------------------------------- */
+
+typedef struct table_info {
+  char *name;
+  int loaded;          /* columns read */
+  int ncols;
+  char **cols;
+} table_info;
+
+struct nsys_src {
+  sqlite3 *db;
+  char label[1024];     /* the path or bundle member, for messages */
+  int64_t db_bytes;
+  int ntables;
+  table_info *tables;
+  /* StringIds, read once */
+  int strings_state;    /* 0 not read, 1 read */
+  int64_t nstr;
+  int64_t *str_id;      /* sorted ids */
+  int64_t *str_off;     /* into str_data */
+  int32_t *str_len;
+  char *str_data;
+  int32_t *dense;       /* id -> index (or -1) when ids are dense, else NULL */
+  int64_t ndense;
+  /* local index -> id in map_dict (-2: not interned yet); map_api: the same
+   * for API names without their version suffix */
+  nsl_dict *map_dict;
+  int32_t *map, *map_api;
+};
+typedef struct nsys_src nsys_src;
+
+static nsl_status sql_error(nsys_src *s, int rc, const char *what, nsl_error *err) {
+  int prim = rc & 0xff;
+  if (prim == SQLITE_CORRUPT || prim == SQLITE_NOTADB || prim == SQLITE_IOERR)
+    return nsl_error_set(err, NSL_ERR_FORMAT, "'%s' is truncated or corrupt: reading %s: %s", s->label, what,
+                         sqlite3_errstr(rc));
+  if (prim == SQLITE_NOMEM) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading '%s' (%s)", s->label, what);
+  return nsl_error_set(err, NSL_ERR_FORMAT, "'%s': %s: %s", s->label, what,
+                       s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+}
+
+static table_info *find_table(nsys_src *s, const char *name) {
+  for (int i = 0; i < s->ntables; i++)
+    if (strcmp(s->tables[i].name, name) == 0) return &s->tables[i];
+  return NULL;
+}
+
+/* Reads the column names of t once (PRAGMA table_info). */
+static nsl_status load_columns(nsys_src *s, table_info *t, nsl_error *err) {
+  if (t->loaded) return NSL_OK;
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(s->db, "SELECT name FROM pragma_table_info(?1)", -1, &st, NULL);
+  if (rc != SQLITE_OK) return sql_error(s, rc, "reading the schema", err);
+  sqlite3_bind_text(st, 1, t->name, -1, SQLITE_STATIC);
+  nsl_status out = NSL_OK;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *c = (const char *)sqlite3_column_text(st, 0);
+    char **cols = realloc(t->cols, (size_t)(t->ncols + 1) * sizeof *cols);
+    if (!cols || !c) {
+      if (cols) t->cols = cols;
+      out = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading the schema of '%s'", s->label);
+      break;
+    }
+    t->cols = cols;
+    if (!(t->cols[t->ncols] = strdup(c))) {
+      out = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading the schema of '%s'", s->label);
+      break;
+    }
+    t->ncols++;
+  }
+  if (out == NSL_OK && rc != SQLITE_DONE) out = sql_error(s, rc, "reading the schema", err);
+  sqlite3_finalize(st);
+  if (out == NSL_OK) t->loaded = 1;
+  return out;
+}
+
+static int has_column(const table_info *t, const char *col) {
+  for (int i = 0; i < t->ncols; i++)
+    if (strcmp(t->cols[i], col) == 0) return 1;
+  return 0;
+}
+
+/* Whether table t has at least one row (an empty GPU table, as exports with
+ * lazy=false write, gives way to the next alternative). */
+static int has_rows(nsys_src *s, const table_info *t) {
+  char sql[200];
+  snprintf(sql, sizeof sql, "SELECT 1 FROM \"%s\" LIMIT 1", t->name);
+  sqlite3_stmt *st = NULL;
+  int rows = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  return rows;
+}
+
+/* The alternative of model table `name` that this export supports, or NULL
+ * (and NSL_OK) when it has none; an error only when the schema is unreadable. */
+static nsl_status pick_map(nsys_src *s, const char *name, const table_map **out, nsl_error *err) {
+  *out = NULL;
+  for (const table_map *m = maps; m->model; m++) {
+    if (strcmp(m->model, name) != 0) continue;
+    table_info *t = NULL;
+    for (int k = 0; k < 4 && m->sources[k] && !t; k++) t = find_table(s, m->sources[k]);
+    if (!t) continue;
+    if (m->require_col) {
+      nsl_status rc = load_columns(s, t, err);
+      if (rc != NSL_OK) return rc;
+      if (!has_column(t, m->require_col)) continue;
+    }
+    if (m->need_rows && !has_rows(s, t)) continue;
+    *out = m;
+    return NSL_OK;
+  }
+  return NSL_OK;
+}
+
+/* ---- StringIds ----------------------------------------------------------- */
+
+static nsl_status load_strings(nsys_src *s, nsl_error *err) {
+  if (s->strings_state) return NSL_OK;
+  s->strings_state = 1;
+  if (!find_table(s, "StringIds")) return NSL_OK;   /* no strings: every id resolves to NULL */
+  sqlite3_stmt *st = NULL;
+  int64_t cap = 0, dcap = 0, dlen = 0;
+  nsl_status out = NSL_OK;
+  int rc = sqlite3_prepare_v2(s->db, "SELECT id, value FROM StringIds", -1, &st, NULL);
+  if (rc != SQLITE_OK) return sql_error(s, rc, "reading StringIds", err);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (sqlite3_column_type(st, 0) != SQLITE_INTEGER) continue;
+    int64_t id = sqlite3_column_int64(st, 0);
+    const char *v = (const char *)sqlite3_column_text(st, 1);
+    int len = sqlite3_column_bytes(st, 1);
+    if (!v) continue;
+    if (s->nstr == cap) {
+      int64_t ncap = cap ? cap * 2 : 1024;
+      int64_t *ids = realloc(s->str_id, (size_t)ncap * sizeof *ids);
+      if (ids) s->str_id = ids;
+      int64_t *offs = realloc(s->str_off, (size_t)ncap * sizeof *offs);
+      if (offs) s->str_off = offs;
+      int32_t *lens = realloc(s->str_len, (size_t)ncap * sizeof *lens);
+      if (lens) s->str_len = lens;
+      if (!ids || !offs || !lens) goto nomem;
+      cap = ncap;
+    }
+    if (dlen + len + 1 > dcap) {
+      int64_t ncap = dcap ? dcap * 2 : 65536;
+      while (ncap < dlen + len + 1) ncap *= 2;
+      char *d = realloc(s->str_data, (size_t)ncap);
+      if (!d) goto nomem;
+      s->str_data = d;
+      dcap = ncap;
+    }
+    memcpy(s->str_data + dlen, v, (size_t)len);
+    s->str_data[dlen + len] = '\0';
+    s->str_id[s->nstr] = id;
+    s->str_off[s->nstr] = dlen;
+    s->str_len[s->nstr] = len;
+    s->nstr++;
+    dlen += len + 1;
+  }
+  if (rc != SQLITE_DONE) {
+    out = sql_error(s, rc, "reading StringIds", err);
+    goto done;
+  }
+  /* ids are the rowid: ascending.  Dense ids get a direct index. */
+  int sorted = 1;
+  for (int64_t i = 1; i < s->nstr; i++) sorted &= s->str_id[i - 1] < s->str_id[i];
+  if (!sorted) {
+    out = nsl_error_set(err, NSL_ERR_FORMAT, "'%s': StringIds ids are not unique and ascending", s->label);
+    goto done;
+  }
+  if (s->nstr > 0 && s->str_id[0] >= 0 && s->str_id[s->nstr - 1] < 2 * s->nstr + 4096) {
+    s->ndense = s->str_id[s->nstr - 1] + 1;
+    if (!(s->dense = malloc((size_t)s->ndense * sizeof *s->dense))) goto nomem;
+    for (int64_t i = 0; i < s->ndense; i++) s->dense[i] = -1;
+    for (int64_t i = 0; i < s->nstr; i++) s->dense[s->str_id[i]] = (int32_t)i;
+  }
+  if (s->nstr > 0 && (!(s->map = malloc((size_t)s->nstr * sizeof *s->map)) ||
+                      !(s->map_api = malloc((size_t)s->nstr * sizeof *s->map_api))))
+    goto nomem;
+  goto done;
+nomem:
+  out = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading StringIds of '%s'", s->label);
+done:
+  sqlite3_finalize(st);
+  return out;
+}
+
+/* Index of string id in the local arrays, or -1. */
+static int64_t string_index(const nsys_src *s, int64_t id) {
+  if (s->dense) return id >= 0 && id < s->ndense ? s->dense[id] : -1;
+  int64_t lo = 0, hi = s->nstr - 1;
+  while (lo <= hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (s->str_id[mid] == id) return mid;
+    if (s->str_id[mid] < id) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+/* Makes dict the target of the local-id map for one load call (the map is
+ * not kept across calls: the dictionary may be a short-lived one of a
+ * parallel load, and re-interning the strings a load uses is cheap). */
+static void use_dict(nsys_src *s, nsl_dict *dict) {
+  s->map_dict = dict;
+  for (int64_t i = 0; i < s->nstr; i++) s->map[i] = s->map_api[i] = -2;
+}
+
+/* Dict id of StringIds id (interning on first use); -1 for unknown ids,
+ * -3 on out of memory. */
+static int32_t string_dict_id(nsys_src *s, int64_t id) {
+  int64_t i = string_index(s, id);
+  if (i < 0) return -1;
+  if (s->map[i] == -2) {
+    int32_t d = nsl_dict_intern(s->map_dict, s->str_data + s->str_off[i], (size_t)s->str_len[i]);
+    if (d < 0) return -3;
+    s->map[i] = d;
+  }
+  return s->map[i];
+}
+
+/* Dict id of the CUDA API name with StringIds id: "cudaLaunchKernel_v7000"
+ * gives "cudaLaunchKernel", the rule of nsys's own reports (a "_v" six
+ * characters from the end).  -1 unknown, -3 out of memory. */
+static int32_t api_name_dict_id(nsys_src *s, int64_t id) {
+  int64_t i = string_index(s, id);
+  if (i < 0) return -1;
+  if (s->map_api[i] == -2) {
+    const char *v = s->str_data + s->str_off[i];
+    size_t len = (size_t)s->str_len[i];
+    if (len >= 6 && v[len - 6] == '_' && v[len - 5] == 'v') len -= 6;
+    int32_t d = nsl_dict_intern(s->map_dict, v, len);
+    if (d < 0) return -3;
+    s->map_api[i] = d;
+  }
+  return s->map_api[i];
+}
+
+/* ---- enum values --------------------------------------------------------- */
+
+typedef struct enum_map {
+  int n, cap;
+  int64_t *ids;
+  int32_t *dict_ids;
+} enum_map;
+
+static void enum_map_free(enum_map *e) {
+  free(e->ids);
+  free(e->dict_ids);
+  memset(e, 0, sizeof *e);
+}
+
+static int enum_map_add(enum_map *e, int64_t id, int32_t did) {
+  if (e->n == e->cap) {
+    int cap = e->cap ? e->cap * 2 : 16;
+    int64_t *ids = realloc(e->ids, (size_t)cap * sizeof *ids);
+    if (ids) e->ids = ids;
+    int32_t *dids = realloc(e->dict_ids, (size_t)cap * sizeof *dids);
+    if (dids) e->dict_ids = dids;
+    if (!ids || !dids) return -1;
+    e->cap = cap;
+  }
+  e->ids[e->n] = id;
+  e->dict_ids[e->n++] = did;
+  return 0;
+}
+
+/* The short form of nsys enum name `name` (prefix stripped): the built-in
+ * value when known, else the name in lower case. */
+static int32_t intern_enum_name(nsl_dict *dict, const enum_def *en, const char *name) {
+  size_t pl = strlen(en->prefix);
+  if (strncmp(name, en->prefix, pl) == 0) name += pl;
+  for (const enum_item *it = en->items; it->nsys; it++)
+    if (strcmp(it->nsys, name) == 0) return nsl_dict_intern(dict, it->value, strlen(it->value));
+  char buf[128];
+  size_t n = 0;
+  for (; name[n] && n + 1 < sizeof buf; n++) buf[n] = (char)tolower((unsigned char)name[n]);
+  return nsl_dict_intern(dict, buf, n);
+}
+
+/* Reads the values of en: from the export's ENUM table when it has one,
+ * else the built-in ones. */
+static nsl_status build_enum(nsys_src *s, const enum_def *en, nsl_dict *dict, enum_map *e, nsl_error *err) {
+  table_info *t = find_table(s, en->table);
+  if (t) {
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT id, name FROM \"%s\"", en->table);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+      while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        if (!name || sqlite3_column_type(st, 0) != SQLITE_INTEGER) continue;
+        int32_t did = intern_enum_name(dict, en, name);
+        if (did < 0 || enum_map_add(e, sqlite3_column_int64(st, 0), did) < 0) {
+          sqlite3_finalize(st);
+          return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+        }
+      }
+      sqlite3_finalize(st);
+      if (rc == SQLITE_DONE && e->n > 0) return NSL_OK;
+      if (rc != SQLITE_DONE) return sql_error(s, rc, en->table, err);
+    } else if ((rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB) {
+      return sql_error(s, rc, en->table, err);
+    }
+    /* an ENUM table of another shape: fall back to the built-in values */
+    e->n = 0;
+  }
+  for (const enum_item *it = en->items; it->nsys; it++) {
+    int32_t did = nsl_dict_intern(dict, it->value, strlen(it->value));
+    if (did < 0 || enum_map_add(e, it->id, did) < 0) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  return NSL_OK;
+}
+
+/* Dict id of enum value v: its name, or the number itself when unnamed. */
+static int32_t enum_value(enum_map *e, nsl_dict *dict, int64_t v) {
+  for (int i = 0; i < e->n; i++)
+    if (e->ids[i] == v) return e->dict_ids[i];
+  char buf[32];
+  int n = snprintf(buf, sizeof buf, "%" PRId64, v);
+  int32_t did = nsl_dict_intern(dict, buf, (size_t)n);
+  if (did >= 0 && enum_map_add(e, v, did) < 0) return -3;
+  return did < 0 ? -3 : did;
+}
+
+/* ---- building the SELECT ------------------------------------------------- */
+
+typedef struct sbuf {
+  char *p;
+  size_t len, cap;
+  int oom;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s) {
+  size_t n = strlen(s);
+  if (b->oom) return;
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 512;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+      b->oom = 1;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, s, n + 1);
+  b->len += n;
+}
+
+static void sb_ident(sbuf *b, const char *id) {   /* "id" (nsys names have no quotes) */
+  sb_add(b, "\"");
+  sb_add(b, id);
+  sb_add(b, "\"");
+}
+
+/* One requested output column. */
+typedef struct out_col {
+  const col_map *map;    /* NULL: not mapped, all NULL */
+  nsl_type type;
+  int is_time;
+  int slot;              /* first result column of the SELECT */
+  enum_map en;
+} out_col;
+
+/* The first candidate column of cm present in t, or NULL. */
+static const char *pick_column(const table_info *t, const col_map *cm, int which) {
+  if (cm->kind == M_NVTX_TEXT || cm->kind == M_CC) {   /* two fixed columns */
+    const char *c = cm->src[which];
+    return c && has_column(t, c) ? c : NULL;
+  }
+  for (int i = 0; i < 4 && cm->src[i]; i++)
+    if (has_column(t, cm->src[i])) return cm->src[i];
+  return NULL;
+}
+
+static int slots_of(const col_map *cm) {
+  if (!cm) return 1;
+  return cm->kind == M_NVTX_TEXT || cm->kind == M_CC ? 2 : 1;
+}
+
+/* Appends the SELECT of source k of m for the output columns (extra:
+ * eventType, text, textId for NVTX domain names). */
+static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out_col *cols, int n,
+                               int nvtx_domains, sbuf *b, nsl_error *err) {
+  table_info *t = find_table(s, m->sources[k]);
+  nsl_status rc = load_columns(s, t, err);
+  if (rc != NSL_OK) return rc;
+  sb_add(b, "SELECT ");
+  int first = 1;
+  for (int j = 0; j < n; j++) {
+    const col_map *cm = cols[j].map;
+    for (int w = 0; w < slots_of(cm); w++) {
+      if (!first) sb_add(b, ", ");
+      first = 0;
+      const char *c = NULL;
+      if (cm && cm->kind == M_SOURCE) {
+        char num[16];
+        snprintf(num, sizeof num, "%d", k);
+        sb_add(b, num);
+        continue;
+      }
+      if (cm) c = pick_column(t, cm, w);
+      if (c) sb_ident(b, c);
+      else sb_add(b, "NULL");
+    }
+  }
+  if (nvtx_domains) {
+    const char *extra[] = {"eventType", "text", "textId"};
+    for (int w = 0; w < 3; w++) {
+      sb_add(b, first ? "" : ", ");
+      first = 0;
+      if (has_column(t, extra[w])) sb_ident(b, extra[w]);
+      else sb_add(b, "NULL");
+    }
+  }
+  if (first) sb_add(b, "1");
+  sb_add(b, " FROM ");
+  sb_ident(b, m->sources[k]);
+  if (m->where) {
+    sb_add(b, " WHERE ");
+    sb_add(b, nvtx_domains ? NVTX_RANGE_OR_DOMAIN_TYPES : m->where);
+  }
+  if (m->group_by) {
+    sb_add(b, " GROUP BY ");
+    sb_add(b, m->group_by);
+  }
+  return NSL_OK;
+}
+
+/* The full statement for m: the SELECT of every source present. */
+static nsl_status build_statement(nsys_src *s, const table_map *m, const out_col *cols, int n, int nvtx_domains,
+                                  sbuf *b, nsl_error *err) {
+  int any = 0;
+  for (int k = 0; k < 4 && m->sources[k]; k++) {
+    if (!find_table(s, m->sources[k])) continue;
+    if (any) sb_add(b, m->distinct ? " UNION " : " UNION ALL ");
+    nsl_status rc = build_select(s, m, k, cols, n, nvtx_domains, b, err);
+    if (rc != NSL_OK) return rc;
+    any = 1;
+  }
+  if (b->oom) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  return NSL_OK;
+}
+
+/* An upper estimate of the rows of m (max rowid of each source), bounded by
+ * what the database's size can hold; at least 16. */
+static int64_t estimate_rows(nsys_src *s, const table_map *m) {
+  int64_t total = 0;
+  if (m->distinct || m->group_by) return 16;   /* few rows (devices): grow if needed */
+  for (int k = 0; k < 4 && m->sources[k]; k++) {
+    if (!find_table(s, m->sources[k])) continue;
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT max(rowid) FROM \"%s\"", m->sources[k]);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+        sqlite3_column_int64(st, 0) > 0)
+      total += sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  int64_t bound = s->db_bytes / 2 + 16;   /* a row takes at least a few bytes of a page */
+  if (total > bound) total = bound;
+  return total < 16 ? 16 : total;
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+static nsl_status grow_columns(nsl_column **out, int n, int64_t cap) {
+  for (int j = 0; j < n; j++)
+    if (nsl_column_reserve(out[j], cap) != NSL_OK) return NSL_ERR_NOMEM;
+  return NSL_OK;
+}
+
+static int is_null(sqlite3_stmt *st, int i) { return sqlite3_column_type(st, i) == SQLITE_NULL; }
+
+static void put_int(nsl_column *c, int64_t row, sqlite3_stmt *st, int slot, int64_t add) {
+  int null = is_null(st, slot);
+  switch (c->type) {
+  case NSL_I64: nsl_i64(c)[row] = null ? NSL_NULL_I64 : sqlite3_column_int64(st, slot) + add; break;
+  case NSL_I32: nsl_i32(c)[row] = null ? NSL_NULL_I32 : (int32_t)(sqlite3_column_int64(st, slot) + add); break;
+  case NSL_F64: nsl_f64(c)[row] = null ? (double)NAN : sqlite3_column_double(st, slot) + (double)add; break;
+  case NSL_BOOL: nsl_bool(c)[row] = !null && sqlite3_column_int64(st, slot) != 0; break;
+  case NSL_STR: nsl_i32(c)[row] = -1; break;
+  }
+}
+
+static void put_i64(nsl_column *c, int64_t row, int64_t v) {   /* v may be NSL_NULL_I64 */
+  switch (c->type) {
+  case NSL_I64: nsl_i64(c)[row] = v; break;
+  case NSL_I32: nsl_i32(c)[row] = v == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)v; break;
+  case NSL_F64: nsl_f64(c)[row] = v == NSL_NULL_I64 ? (double)NAN : (double)v; break;
+  case NSL_BOOL: nsl_bool(c)[row] = v != NSL_NULL_I64 && v != 0; break;
+  case NSL_STR: nsl_i32(c)[row] = -1; break;
+  }
+}
+
+static void put_str(nsl_column *c, int64_t row, int32_t did) {   /* a string id into a non-string column: NULL */
+  if (c->type == NSL_STR) nsl_i32(c)[row] = did;
+  else put_i64(c, row, NSL_NULL_I64);
+}
+
+/* Interns the text of result column slot (NULL gives -1; -3 out of memory). */
+static int32_t text_id(nsl_dict *dict, sqlite3_stmt *st, int slot) {
+  const char *v = (const char *)sqlite3_column_text(st, slot);
+  if (!v) return -1;
+  int32_t d = nsl_dict_intern(dict, v, (size_t)sqlite3_column_bytes(st, slot));
+  return d < 0 ? -3 : d;
+}
+
+/* NVTX domain names met in the scan (domain-create events). */
+typedef struct domain_names {
+  int n, cap;
+  int64_t *ids;
+  int32_t *dict_ids;
+} domain_names;
+
+static nsl_status nsys_load(void *p, const char *name, const char *const *colnames, const nsl_type *types, int n,
+                            nsl_dict *dict, int64_t time_offset, nsl_column **out, nsl_error *err) {
+  nsys_src *s = p;
+  const table_map *m = NULL;
+  const nsl_model_table *mt = nsl__model_table(name);
+  nsl_status rc = pick_map(s, name, &m, err);
+  if (rc != NSL_OK) return rc;
+  if (!m) return nsl_error_set(err, NSL_ERR_NOTFOUND, "'%s' has no %s", s->label, name);
+  out_col *cols = calloc((size_t)(n > 0 ? n : 1), sizeof *cols);
+  sbuf b = {0};
+  sqlite3_stmt *st = NULL;
+  domain_names dom = {0};
+  int nvtx_domains = 0, extra_slot = 0, need_strings = 0;
+  int64_t rows = 0;
+  for (int j = 0; j < n; j++) out[j] = NULL;
+  if (!cols) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+
+  /* Which mapping feeds each requested column. */
+  int slot = 0;
+  for (int j = 0; j < n; j++) {
+    for (const col_map *cm = m->cols; cm->model; cm++)
+      if (strcmp(cm->model, colnames[j]) == 0) cols[j].map = cm;
+    const nsl_model_column *mc = mt ? nsl__model_column(mt, colnames[j]) : NULL;
+    cols[j].type = types[j];
+    cols[j].is_time = mc && mc->is_time;
+    cols[j].slot = slot;
+    slot += slots_of(cols[j].map);
+    if (cols[j].map) {
+      map_kind k = cols[j].map->kind;
+      if (k == M_NVTX_DOMAIN) nvtx_domains = 1;
+      if (k == M_STR || k == M_API_NAME || k == M_NVTX_TEXT) need_strings = 1;
+      if (k == M_ENUM && (rc = build_enum(s, cols[j].map->en, dict, &cols[j].en, err)) != NSL_OK) goto done;
+    }
+  }
+  extra_slot = slot;
+  if (nvtx_domains) need_strings = 1;
+  if (need_strings) {
+    if ((rc = load_strings(s, err)) != NSL_OK) goto done;
+    use_dict(s, dict);
+  }
+  if ((rc = build_statement(s, m, cols, n, nvtx_domains, &b, err)) != NSL_OK) goto done;
+  int src_rc = sqlite3_prepare_v2(s->db, b.p, -1, &st, NULL);
+  if (src_rc != SQLITE_OK) {
+    rc = sql_error(s, src_rc, m->sources[0], err);
+    goto done;
+  }
+
+  /* constant strings, interned once */
+  int32_t source_ids[4] = {-1, -1, -1, -1}, kind_ids[3] = {-1, -1, -1};
+  static const char *const nvtx_kinds[3] = {"push_pop", "start_end", "mark"};
+  for (int j = 0; j < n; j++) {
+    if (!cols[j].map) continue;
+    if (cols[j].map->kind == M_SOURCE)
+      for (int k = 0; k < 4; k++)
+        if (m->labels[k] && (source_ids[k] = nsl_dict_intern(dict, m->labels[k], strlen(m->labels[k]))) < 0) goto nomem;
+    if (cols[j].map->kind == M_NVTX_KIND)
+      for (int k = 0; k < 3; k++)
+        if ((kind_ids[k] = nsl_dict_intern(dict, nvtx_kinds[k], strlen(nvtx_kinds[k]))) < 0) goto nomem;
+  }
+
+  int64_t cap = estimate_rows(s, m);
+  for (int j = 0; j < n; j++)
+    if (!(out[j] = nsl_column_new(types[j], cap, dict))) {
+      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory loading %s of '%s'", name, s->label);
+      goto done;
+    }
+
+  int step;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (nvtx_domains && !is_null(st, extra_slot) && sqlite3_column_int64(st, extra_slot) == 75) {
+      /* domain create: remember domainId -> name, emit nothing */
+      int dslot = -1;
+      for (int j = 0; j < n; j++)
+        if (cols[j].map && cols[j].map->kind == M_NVTX_DOMAIN) dslot = cols[j].slot;
+      int32_t did = text_id(dict, st, extra_slot + 1);
+      if (did == -1 && !is_null(st, extra_slot + 2)) did = string_dict_id(s, sqlite3_column_int64(st, extra_slot + 2));
+      if (did == -3) goto nomem;
+      if (dslot >= 0 && !is_null(st, dslot) && did >= 0) {
+        if (dom.n == dom.cap) {
+          int dcap = dom.cap ? dom.cap * 2 : 16;
+          int64_t *ids = realloc(dom.ids, (size_t)dcap * sizeof *ids);
+          if (ids) dom.ids = ids;
+          int32_t *dids = realloc(dom.dict_ids, (size_t)dcap * sizeof *dids);
+          if (dids) dom.dict_ids = dids;
+          if (!ids || !dids) goto nomem;
+          dom.cap = dcap;
+        }
+        dom.ids[dom.n] = sqlite3_column_int64(st, dslot);
+        dom.dict_ids[dom.n++] = did;
+      }
+      continue;
+    }
+    if (rows == cap) {
+      cap *= 2;
+      if (grow_columns(out, n, cap) != NSL_OK) goto nomem;
+    }
+    for (int j = 0; j < n; j++) {
+      const col_map *cm = cols[j].map;
+      nsl_column *c = out[j];
+      int sl = cols[j].slot;
+      int32_t did;
+      if (!cm) {
+        put_int(c, rows, st, sl, 0);   /* the slot is NULL */
+        if (c->type == NSL_STR) nsl_i32(c)[rows] = -1;
+        continue;
+      }
+      switch (cm->kind) {
+      case M_INT:
+        put_int(c, rows, st, sl, cols[j].is_time && !is_null(st, sl) ? time_offset : 0);
+        break;
+      case M_PID:
+        put_i64(c, rows, is_null(st, sl) ? NSL_NULL_I64 : (sqlite3_column_int64(st, sl) >> 24) & 0xFFFFFF);
+        break;
+      case M_TID:
+        put_i64(c, rows, is_null(st, sl) ? NSL_NULL_I64 : sqlite3_column_int64(st, sl) & 0xFFFFFF);
+        break;
+      case M_STR:
+        did = is_null(st, sl) ? -1 : string_dict_id(s, sqlite3_column_int64(st, sl));
+        if (did == -3) goto nomem;
+        put_str(c, rows, did);
+        break;
+      case M_API_NAME:
+        did = is_null(st, sl) ? -1 : api_name_dict_id(s, sqlite3_column_int64(st, sl));
+        if (did == -3) goto nomem;
+        put_str(c, rows, did);
+        break;
+      case M_TEXT:
+        if ((did = text_id(dict, st, sl)) == -3) goto nomem;
+        put_str(c, rows, did);
+        break;
+      case M_NVTX_TEXT:
+        if ((did = text_id(dict, st, sl)) == -3) goto nomem;
+        if (did == -1 && !is_null(st, sl + 1)) did = string_dict_id(s, sqlite3_column_int64(st, sl + 1));
+        if (did == -3) goto nomem;
+        put_str(c, rows, did);
+        break;
+      case M_ENUM:
+        did = is_null(st, sl) ? -1 : enum_value(&cols[j].en, dict, sqlite3_column_int64(st, sl));
+        if (did == -3) goto nomem;
+        put_str(c, rows, did);
+        break;
+      case M_CC:
+        if (is_null(st, sl) || is_null(st, sl + 1)) did = -1;
+        else {
+          char buf[48];
+          int len = snprintf(buf, sizeof buf, "%" PRId64 ".%" PRId64, (int64_t)sqlite3_column_int64(st, sl),
+                             (int64_t)sqlite3_column_int64(st, sl + 1));
+          if ((did = nsl_dict_intern(dict, buf, (size_t)len)) < 0) goto nomem;
+        }
+        put_str(c, rows, did);
+        break;
+      case M_SOURCE: {
+        int64_t k = sqlite3_column_int64(st, sl);
+        put_str(c, rows, k >= 0 && k < 4 ? source_ids[k] : -1);
+        break;
+      }
+      case M_NVTX_DOMAIN:   /* the raw id for now; names are known after the scan */
+        if (c->type == NSL_STR) nsl_i32(c)[rows] = is_null(st, sl) ? NSL_NULL_I32 : (int32_t)sqlite3_column_int64(st, sl);
+        else put_i64(c, rows, is_null(st, sl) ? NSL_NULL_I64 : sqlite3_column_int64(st, sl));
+        break;
+      case M_NVTX_KIND: {
+        int64_t t = is_null(st, sl) ? -1 : sqlite3_column_int64(st, sl);
+        put_str(c, rows, t == 59 ? kind_ids[0] : t == 60 ? kind_ids[1] : t == 34 ? kind_ids[2] : -1);
+        break;
+      }
+      }
+    }
+    rows++;
+  }
+  if (step != SQLITE_DONE) {
+    rc = sql_error(s, step, m->sources[0], err);
+    goto done;
+  }
+  /* NVTX domains: ids -> names (default domain 0 and unnamed ids: NULL). */
+  for (int j = 0; j < n; j++) {
+    if (!cols[j].map || cols[j].map->kind != M_NVTX_DOMAIN || out[j]->type != NSL_STR) continue;
+    int32_t *v = nsl_i32(out[j]);
+    for (int64_t r = 0; r < rows; r++) {
+      int32_t did = -1;
+      for (int d = 0; d < dom.n && v[r] != NSL_NULL_I32; d++)
+        if (dom.ids[d] == v[r]) did = dom.dict_ids[d];
+      v[r] = did;
+    }
+  }
+  /* Right-size columns that were sized far above the row count. */
+  for (int j = 0; j < n; j++) {
+    nsl_column *c = out[j];
+    if (c->cap - rows > 4096 && rows < c->cap / 4 * 3) {
+      nsl_column *fit = nsl_column_new(c->type, rows, dict);
+      if (!fit) goto nomem;
+      memcpy(fit->data, c->data, (size_t)rows * nsl_type_size(c->type));
+      nsl_column_release(c);
+      out[j] = fit;
+    } else {
+      nsl_column_set_len(c, rows);
+    }
+  }
+  rc = NSL_OK;
+  goto done;
+nomem:
+  rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory loading %s of '%s'", name, s->label);
+done:
+  if (rc != NSL_OK)
+    for (int j = 0; j < n; j++) {
+      nsl_column_release(out[j]);
+      out[j] = NULL;
+    }
+  s->map_dict = NULL;
+  sqlite3_finalize(st);
+  for (int j = 0; j < n; j++) enum_map_free(&cols[j].en);
+  free(cols);
+  free(b.p);
+  free(dom.ids);
+  free(dom.dict_ids);
+  return rc;
+}
+
+/* Exact row count of model table `name` (NSL_ERR_NOTFOUND when absent). */
+static nsl_status nsys_count(void *p, const char *name, int64_t *out, nsl_error *err) {
+  nsys_src *s = p;
+  const table_map *m = NULL;
+  nsl_status rc = pick_map(s, name, &m, err);
+  if (rc != NSL_OK) return rc;
+  *out = 0;
+  if (!m) return nsl_error_set(err, NSL_ERR_NOTFOUND, "'%s' has no %s", s->label, name);
+  sbuf b = {0};
+  out_col key = {0};
+  key.map = &m->cols[0];   /* distinct/grouped maps count their first column's rows */
+  sb_add(&b, "SELECT count(*) FROM (");
+  rc = build_statement(s, m, &key, 1, 0, &b, err);
+  sb_add(&b, ")");
+  if (rc == NSL_OK && b.oom) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  if (rc == NSL_OK) {
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(s->db, b.p, -1, &st, NULL);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) *out = sqlite3_column_int64(st, 0);
+    else rc = sql_error(s, src, m->sources[0], err);
+    sqlite3_finalize(st);
+  }
+  free(b.p);
+  return rc;
+}
+
+/* Declares nothing beyond the model's columns; tells whether the table exists. */
+static nsl_status nsys_describe(void *p, const char *name, nsl_table *t, nsl_error *err) {
+  nsys_src *s = p;
+  const table_map *m = NULL;
+  (void)t;
+  nsl_status rc = pick_map(s, name, &m, err);
+  if (rc != NSL_OK) return rc;
+  if (!m) return nsl_error_set(err, NSL_ERR_NOTFOUND, "'%s' has no %s", s->label, name);
+  return NSL_OK;
+}
+
+static void nsys_close(void *p) {
+  nsys_src *s = p;
+  if (!s) return;
+  sqlite3_close_v2(s->db);
+  for (int i = 0; i < s->ntables; i++) {
+    free(s->tables[i].name);
+    for (int c = 0; c < s->tables[i].ncols; c++) free(s->tables[i].cols[c]);
+    free(s->tables[i].cols);
+  }
+  free(s->tables);
+  free(s->str_id);
+  free(s->str_off);
+  free(s->str_len);
+  free(s->str_data);
+  free(s->dense);
+  free(s->map);
+  free(s->map_api);
+  free(s);
+}
+
+const nsl_source_ops nsl_nsys_source_ops = {"nsys-sqlite", nsys_describe, nsys_load, nsys_count, nsys_close};
+
+/* ---- opening ------------------------------------------------------------- */
+
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Checks the 100-byte SQLite header of an input of `size` bytes: the magic,
+ * and that the pages the header promises are all there. */
+static nsl_status check_header(const char *label, const unsigned char *h, size_t hlen, int64_t size,
+                               nsl_error *err) {
+  static const char magic[] = "SQLite format 3";
+  if (size == 0)
+    return nsl_error_set(err, NSL_ERR_FORMAT, "'%s' is empty, not an nsys SQLite export", label);
+  if (hlen < 100 || memcmp(h, magic, sizeof magic) != 0)
+    return nsl_error_set(err, NSL_ERR_FORMAT, "'%s' is not an nsys SQLite export: file is not a database", label);
+  uint32_t page = (uint32_t)h[16] << 8 | h[17];
+  if (page == 1) page = 65536;
+  if (page < 512 || (page & (page - 1)))
+    return nsl_error_set(err, NSL_ERR_FORMAT, "'%s' is corrupt: bad SQLite page size %u", label, page);
+  uint32_t npages = be32(h + 28);
+  /* the in-header page count is valid when the change counter matches */
+  if (npages > 0 && be32(h + 24) == be32(h + 92)) {
+    int64_t want = (int64_t)npages * page;
+    if (want > size)
+      return nsl_error_set(err, NSL_ERR_FORMAT,
+                           "'%s' is truncated: its SQLite header promises %" PRId64 " bytes, it has %" PRId64, label,
+                           want, size);
+  }
+  return NSL_OK;
+}
+
+/* Reads a text value of a (name, value) metadata table. */
+static void meta_value(nsys_src *s, const char *sql, const char *key, char *dst, size_t cap) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+      snprintf(dst, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+  }
+  sqlite3_finalize(st);
+}
+
+static int64_t meta_int(nsys_src *s, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  int64_t v = 0;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+      sqlite3_column_type(st, 0) == SQLITE_INTEGER)
+    v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return v;
+}
+
+/* The nsys version in an install path such as ".../Nsight-Systems/2022.2.1/
+ * target-linux-x64" or "NsightSystems-cli-2024.6.2": the first YYYY.N[.N...]. */
+static void version_from_path(const char *path, char *dst, size_t cap) {
+  for (const char *p = path; *p; p++) {
+    if (!(p[0] == '2' && p[1] == '0' && isdigit((unsigned char)p[2]) && isdigit((unsigned char)p[3]) &&
+          p[4] == '.' && isdigit((unsigned char)p[5])))
+      continue;
+    if (p > path && (isdigit((unsigned char)p[-1]) || p[-1] == '.')) continue;
+    size_t n = 0;
+    while (isdigit((unsigned char)p[n]) || (p[n] == '.' && isdigit((unsigned char)p[n + 1]))) n++;
+    snprintf(dst, cap, "%.*s", (int)n, p);
+    return;
+  }
+}
+
+/* name = the label's last path component without its extension; rank from
+ * "rank<N>" in it (the last one), else -1. */
+static void name_and_rank(const char *label, nsl_report_info *info) {
+  const char *base = strrchr(label, '/');
+  base = base ? base + 1 : label;
+  const char *dot = strrchr(base, '.');
+  size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+  /* "x.nsys-rep.sqlite" style double extensions keep their inner part */
+  snprintf(info->name, sizeof info->name, "%.*s", (int)(n < sizeof info->name ? n : sizeof info->name - 1), base);
+  info->rank = -1;
+  for (const char *p = info->name; *p; p++) {
+    if (strncasecmp(p, "rank", 4) != 0 || !isdigit((unsigned char)p[4])) continue;
+    if (p > info->name && isalpha((unsigned char)p[-1])) continue;   /* "frank3" is not a rank */
+    int64_t r = 0;
+    const char *q = p + 4;
+    while (isdigit((unsigned char)*q) && r < 100000000) r = r * 10 + (*q++ - '0');
+    info->rank = r;
+  }
+}
+
+/* Reads the table list, checks that this is an nsys export, and fills info. */
+static nsl_status finish_open(nsys_src *s, nsl_report_info *info, nsl_error *err) {
+  sqlite3_exec(s->db, "PRAGMA temp_store = MEMORY", NULL, NULL, NULL);   /* no temp files either */
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(s->db, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')", -1, &st,
+                              NULL);
+  if (rc != SQLITE_OK) {
+    if ((rc & 0xff) == SQLITE_NOTADB)
+      return nsl_error_set(err, NSL_ERR_FORMAT, "'%s' is not an nsys SQLite export: file is not a database",
+                           s->label);
+    return sql_error(s, rc, "reading the table list", err);
+  }
+  nsl_status out = NSL_OK;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    if (!name) continue;
+    table_info *t = realloc(s->tables, (size_t)(s->ntables + 1) * sizeof *t);
+    if (!t) {
+      out = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", s->label);
+      break;
+    }
+    s->tables = t;
+    memset(&s->tables[s->ntables], 0, sizeof *t);
+    if (!(s->tables[s->ntables].name = strdup(name))) {
+      out = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", s->label);
+      break;
+    }
+    s->ntables++;
+  }
+  if (out == NSL_OK && rc != SQLITE_DONE) out = sql_error(s, rc, "reading the table list", err);
+  sqlite3_finalize(st);
+  if (out != NSL_OK) return out;
+
+  int nsys = find_table(s, "StringIds") != NULL;
+  for (int i = 0; !nsys && nsys_markers[i]; i++) nsys = find_table(s, nsys_markers[i]) != NULL;
+  if (!nsys)
+    return nsl_error_set(err, NSL_ERR_FORMAT,
+                         "'%s' is an SQLite database but not an nsys export (no StringIds and no nsys tables)",
+                         s->label);
+
+  /* Metadata: export tables (2022.1-2023.1: EXPORT_META_DATA; 2023.3+: META_DATA_EXPORT),
+   * then the target's environment for older files. */
+  const char *meta = find_table(s, "META_DATA_EXPORT") ? "SELECT value FROM META_DATA_EXPORT WHERE name = ?1"
+                     : find_table(s, "EXPORT_META_DATA") ? "SELECT value FROM EXPORT_META_DATA WHERE name = ?1"
+                                                         : NULL;
+  const char *env = find_table(s, "TARGET_INFO_SYSTEM_ENV") ? "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = ?1"
+                                                            : NULL;
+  if (meta) {
+    meta_value(s, meta, "EXPORT_PRODUCT_VERSION", info->nsys_version, sizeof info->nsys_version);
+    meta_value(s, meta, "EXPORT_SCHEMA_VERSION", info->schema_version, sizeof info->schema_version);
+  }
+  if (env && !info->nsys_version[0]) {
+    char dir[1024] = "";
+    meta_value(s, env, "TargetInstallDir", dir, sizeof dir);
+    version_from_path(dir, info->nsys_version, sizeof info->nsys_version);
+  }
+  /* The profiled host (where the ranks ran) rather than where the export ran. */
+  if (env) meta_value(s, env, "Hostname", info->host, sizeof info->host);
+  if (meta && !info->host[0]) meta_value(s, meta, "EXPORT_HOST", info->host, sizeof info->host);
+  if (find_table(s, "TARGET_INFO_SESSION_START_TIME"))
+    info->start_utc = meta_int(s, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1");
+  if (find_table(s, "ANALYSIS_DETAILS")) info->duration = meta_int(s, "SELECT duration FROM ANALYSIS_DETAILS LIMIT 1");
+  if (info->start_utc < 0) info->start_utc = 0;
+  if (info->duration < 0) info->duration = 0;
+  return NSL_OK;
+}
+
+static nsys_src *new_src(const char *label, nsl_report_info *info) {
+  nsys_src *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  snprintf(s->label, sizeof s->label, "%s", label);
+  memset(info, 0, sizeof *info);
+  snprintf(info->path, sizeof info->path, "%s", label);
+  name_and_rank(label, info);
+  info->first_ts = info->last_ts = NSL_NULL_I64;
+  return s;
+}
+
+/* "file:" URI of path with the characters a URI gives meaning to escaped. */
+static char *file_uri(const char *path) {
+  size_t n = strlen(path);
+  char *u = malloc(3 * n + 32);
+  if (!u) return NULL;
+  char *o = u;
+  o += sprintf(o, path[0] == '/' ? "file://" : "file:");
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    if (*p == '%' || *p == '?' || *p == '#' || *p <= 0x20 || *p >= 0x7f) o += sprintf(o, "%%%02X", *p);
+    else *o++ = (char)*p;
+  }
+  strcpy(o, "?immutable=1");
+  return u;
+}
+
+nsl_status nsl_nsys_open_file(const char *path, void **out, nsl_report_info *info, nsl_error *err) {
+  *out = NULL;
+  struct stat sb;
+  if (stat(path, &sb) != 0)
+    return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  if (S_ISDIR(sb.st_mode))
+    return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': it is a directory, not an nsys SQLite export", path);
+  if (!S_ISREG(sb.st_mode))
+    return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': not a regular file", path);
+  unsigned char h[100];
+  size_t hlen = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  hlen = fread(h, 1, sizeof h, f);
+  fclose(f);
+  nsl_status rc = check_header(path, h, hlen, (int64_t)sb.st_size, err);
+  if (rc != NSL_OK) return rc;
+
+  nsys_src *s = new_src(path, info);
+  char *uri = file_uri(path);
+  if (!s || !uri) {
+    free(uri);
+    nsys_close(s);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", path);
+  }
+  s->db_bytes = (int64_t)sb.st_size;
+  int src = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
+  free(uri);
+  if (src != SQLITE_OK) {
+    rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path,
+                       s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
+    nsys_close(s);
+    return rc;
+  }
+  char pragma[64];
+  snprintf(pragma, sizeof pragma, "PRAGMA mmap_size = %" PRId64, s->db_bytes);
+  sqlite3_exec(s->db, pragma, NULL, NULL, NULL);
+  if ((rc = finish_open(s, info, err)) != NSL_OK) {
+    nsys_close(s);
+    return rc;
+  }
+  *out = s;
+  return NSL_OK;
+}
+
+nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size, void **out, nsl_report_info *info,
+                               nsl_error *err) {
+  *out = NULL;
+  nsl_status rc = check_header(label, data, size < 100 ? size : 100, (int64_t)size, err);
+  if (rc != NSL_OK) return rc;
+  nsys_src *s = new_src(label, info);
+  if (!s) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label);
+  s->db_bytes = (int64_t)size;
+  unsigned char *copy = sqlite3_malloc64(size);
+  int src = copy ? sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) : SQLITE_NOMEM;
+  if (src == SQLITE_OK) {
+    memcpy(copy, data, size);
+    /* A WAL-mode header (file format versions 2): an image has no WAL beside
+     * it and an in-memory database cannot use one; read it as rollback mode. */
+    if (copy[18] == 2 && copy[19] == 2) copy[18] = copy[19] = 1;
+    /* SQLite owns the copy from here (freed on close, even when this fails) */
+    src = sqlite3_deserialize(s->db, "main", copy, (sqlite3_int64)size, (sqlite3_int64)size,
+                              SQLITE_DESERIALIZE_READONLY | SQLITE_DESERIALIZE_FREEONCLOSE);
+    copy = NULL;
+  }
+  sqlite3_free(copy);
+  if (src != SQLITE_OK) {
+    rc = src == SQLITE_NOMEM ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label)
+                             : nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': %s", label, sqlite3_errstr(src));
+    nsys_close(s);
+    return rc;
+  }
+  if ((rc = finish_open(s, info, err)) != NSL_OK) {
+    nsys_close(s);
+    return rc;
+  }
+  *out = s;
+  return NSL_OK;
+}
+
+/* ---- raw SQL ------------------------------------------------------------- */
+
+/* Denies what a read-only query never needs: ATTACH/DETACH (new files) and
+ * pragmas other than schema introspection (they change the connection). */
+static int sql_authorizer(void *ctx, int action, const char *a, const char *b, const char *c, const char *d) {
+  static const char *const pragmas[] = {"table_info", "table_xinfo", "table_list", "index_list", "index_info",
+                                        "index_xinfo", "foreign_key_list", "database_list", "page_size",
+                                        "page_count", "schema_version", "user_version", "compile_options", NULL};
+  (void)ctx;
+  (void)c;
+  (void)d;
+  if (action == SQLITE_ATTACH || action == SQLITE_DETACH) return SQLITE_DENY;
+  if (action == SQLITE_PRAGMA) {
+    for (int i = 0; pragmas[i]; i++)
+      if (a && strcasecmp(a, pragmas[i]) == 0 && (i < 8 || !b)) return SQLITE_OK;
+    return SQLITE_DENY;
+  }
+  return SQLITE_OK;
+}
+
+nsl_status nsl_nsys_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err) {
+  nsys_src *s = p;
+  sqlite3_stmt *st = NULL;
+  const char *tail = NULL;
+  sqlite3_set_authorizer(s->db, sql_authorizer, NULL);
+  int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, &tail);
+  sqlite3_set_authorizer(s->db, NULL, NULL);
+  if (rc != SQLITE_OK) return nsl_error_set(err, NSL_ERR_ARG, "SQL on '%s': %s", s->label, sqlite3_errmsg(s->db));
+  if (!st) return nsl_error_set(err, NSL_ERR_ARG, "SQL on '%s': empty statement", s->label);
+  while (tail && (isspace((unsigned char)*tail) || *tail == ';')) tail++;
+  if (tail && *tail) {
+    sqlite3_finalize(st);
+    return nsl_error_set(err, NSL_ERR_ARG, "SQL on '%s': one statement at a time", s->label);
+  }
+  if (!sqlite3_stmt_readonly(st)) {
+    sqlite3_finalize(st);
+    return nsl_error_set(err, NSL_ERR_ARG, "SQL on '%s': only read-only statements are allowed (the export is never modified)",
+                         s->label);
+  }
+  int ncols = sqlite3_column_count(st);
+  const char **names = calloc((size_t)(ncols > 0 ? ncols : 1), sizeof *names);
+  nsl_sql_value *vals = calloc((size_t)(ncols > 0 ? ncols : 1), sizeof *vals);
+  nsl_status out = NSL_OK;
+  if (!names || !vals) {
+    out = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < ncols; i++) names[i] = sqlite3_column_name(st, i);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    for (int i = 0; i < ncols; i++) {
+      nsl_sql_value *v = &vals[i];
+      memset(v, 0, sizeof *v);
+      switch (sqlite3_column_type(st, i)) {
+      case SQLITE_INTEGER:
+        v->type = 1;
+        v->i = sqlite3_column_int64(st, i);
+        v->d = (double)v->i;
+        break;
+      case SQLITE_FLOAT:
+        v->type = 2;
+        v->d = sqlite3_column_double(st, i);
+        break;
+      case SQLITE_TEXT:
+        v->type = 3;
+        v->s = (const char *)sqlite3_column_text(st, i);
+        v->len = (size_t)sqlite3_column_bytes(st, i);
+        break;
+      case SQLITE_BLOB:
+        v->type = 4;
+        v->s = sqlite3_column_blob(st, i);
+        v->len = (size_t)sqlite3_column_bytes(st, i);
+        break;
+      default: v->type = 0; break;
+      }
+    }
+    if (row && row(ctx, ncols, names, vals) != 0) {
+      rc = SQLITE_DONE;
+      break;
+    }
+  }
+  if (rc != SQLITE_DONE) out = sql_error(s, rc, "SQL", err);
+done:
+  free(names);
+  free(vals);
+  sqlite3_finalize(st);
+  return out;
+}

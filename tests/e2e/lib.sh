@@ -1,0 +1,27 @@
+# tests/e2e/lib.sh -- shared helpers of the end-to-end tests (sourced).
+# ctest sets NSL (the binary), NSL_DATA_DIR, NSL_SOURCE_DIR, NSL_BUILD_DIR.
+set -u
+: "${NSL:?NSL must name the nsl binary}"
+: "${NSL_DATA_DIR:?NSL_DATA_DIR must name ../shared/data}"
+PASS=0
+FAIL=0
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+ok() { PASS=$((PASS + 1)); echo "ok     $*"; }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL   $*"; }
+check_eq() { # check_eq WHAT GOT EXPECTED
+  if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$3', got '$2'"; fi
+}
+# The oracle: SQL through the sqlite3 program on an immutable, read-only open.
+sql() { sqlite3 -readonly "file:$1?immutable=1" "$2"; }
+has_table() { [ "$(sql "$1" "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='$2'")" = 1 ]; }
+count_or_zero() { # count_or_zero FILE TABLE [WHERE]
+  if has_table "$1" "$2"; then sql "$1" "SELECT count(*) FROM $2 ${3:-}"; else echo 0; fi
+}
+# Fingerprint of a file: content hash, size and mtime.
+fingerprint() { echo "$(sha256sum < "$1" | cut -d' ' -f1) $(stat -c '%s %Y' "$1")"; }
+finish() {
+  echo "$PASS passed, $FAIL failed"
+  [ "$FAIL" -eq 0 ]
+}

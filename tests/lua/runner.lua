@@ -1,0 +1,133 @@
+-- tests/lua/runner.lua -- runs one Lua test file inside nsl and prints
+-- "N passed, N failed".  A test file returns a list of {name, function}
+-- pairs (or a map name -> function); helpers are passed as the argument T.
+--   nsl run tests/lua/runner.lua --arg file=tests/lua/test_core.lua
+local T = {}
+
+T.data_dir = os.getenv("NSL_DATA_DIR") or "../shared/data"
+T.source_dir = os.getenv("NSL_SOURCE_DIR") or "."
+
+function T.data(rel) return T.data_dir .. "/" .. rel end
+
+local function fail(msg, level) error(msg, (level or 1) + 2) end
+
+function T.eq(a, b, what)
+  if a ~= b then fail(string.format("%s: expected %s, got %s", what or "value", tostring(b), tostring(a))) end
+end
+
+function T.near(a, b, tol, what)
+  tol = tol or 1e-9
+  if a == nil or b == nil or math.abs(a - b) > tol * math.max(1, math.abs(b)) then
+    fail(string.format("%s: expected %s, got %s (tolerance %g)", what or "value", tostring(b), tostring(a), tol))
+  end
+end
+
+function T.ok(v, what)
+  if not v then fail((what or "condition") .. " is false") end
+end
+
+function T.raises(fn, pattern, what)
+  local ok, err = pcall(fn)
+  if ok then fail((what or "call") .. " did not raise") end
+  if pattern and not tostring(err):find(pattern) then
+    fail(string.format("%s raised '%s', not matching '%s'", what or "call", tostring(err), pattern))
+  end
+end
+
+local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+T.shell_quote = shell_quote
+
+--- The oracle: runs SQL through the sqlite3 command-line program (not nsl)
+-- on a read-only, immutable open of path; returns rows as arrays of strings.
+function T.sql(path, query)
+  local cmd = string.format("sqlite3 -readonly -separator '\31' -newline '\30' %s %s",
+    shell_quote("file:" .. path .. "?immutable=1"), shell_quote(query))
+  local p = assert(io.popen(cmd, "r"))
+  local text = p:read("a")
+  local ok = p:close()
+  if not ok then error("sqlite3 failed on " .. path .. ": " .. query, 2) end
+  local rows = {}
+  for line in text:gmatch("([^\30]*)\30") do
+    local row = {}
+    for field in (line .. "\31"):gmatch("([^\31]*)\31") do row[#row + 1] = field end
+    rows[#rows + 1] = row
+  end
+  return rows
+end
+
+--- The single value of a one-row, one-column query, as a number when it is one.
+function T.sql1(path, query)
+  local v = T.sql(path, query)[1][1]
+  return math.tointeger(tonumber(v)) or tonumber(v) or v
+end
+
+--- Runs a shipped analysis in this process on the given paths with args
+-- (KEY=VALUE strings); returns {table name -> nsl table} and the out object.
+function T.run_analysis(name, paths, args)
+  local runner = require("nsl.runner")
+  local a = assert(runner.load_analysis(name))
+  local parsed = assert(runner.parse_args(a, args or {}))
+  local trace = assert(require("nsl").open(paths))
+  local out = require("nsl.output").new{analysis = name, format = "json-silent", trace = trace}
+  a.run(trace, parsed, out)
+  local tables = {}
+  for _, it in ipairs(out.items) do if it.kind == "table" then tables[it.name] = it.t end end
+  return tables, out, trace
+end
+
+--- A temporary copy of a shared-data file (tests never write near the originals).
+function T.copy(rel)
+  local path = os.tmpname()
+  local src = assert(io.open(T.data(rel), "rb"))
+  local dst = assert(io.open(path, "wb"))
+  dst:write(src:read("a"))
+  src:close()
+  dst:close()
+  return path
+end
+
+--- Runs SQL that writes, on a test's own copy (sqlite3 program).
+function T.sql_exec(path, sql)
+  local p = assert(io.popen("sqlite3 " .. shell_quote(path), "w"))
+  p:write(sql)
+  assert(p:close(), "sqlite3 failed on " .. path)
+end
+
+--- Every export in the shared data.
+function T.exports()
+  local p = assert(io.popen("ls " .. shell_quote(T.data("nsys")) .. "/*.sqlite"))
+  local list = {}
+  for line in p:lines() do list[#list + 1] = line end
+  p:close()
+  return list
+end
+
+return {
+  name = "lua-tests",
+  description = "Runs a Lua test file inside nsl",
+  needs_trace = false,
+  args = {file = {default = "", help = "the test file", required = true}},
+  run = function(_, args)
+    local chunk = assert(loadfile(args.file, "t"))
+    local tests = chunk(T)
+    local list = {}
+    if tests[1] then list = tests
+    else
+      for name, fn in pairs(tests) do list[#list + 1] = {name, fn} end
+      table.sort(list, function(a, b) return a[1] < b[1] end)
+    end
+    local passed, failed = 0, 0
+    for _, t in ipairs(list) do
+      local ok, err = xpcall(t[2], debug.traceback)
+      if ok then
+        passed = passed + 1
+        print("ok     " .. t[1])
+      else
+        failed = failed + 1
+        print("FAIL   " .. t[1] .. "\n       " .. tostring(err):gsub("\n", "\n       "))
+      end
+    end
+    print(string.format("%d passed, %d failed", passed, failed))
+    if failed > 0 then error(string.format("%d test(s) failed in %s", failed, args.file), 0) end
+  end,
+}

@@ -1,0 +1,227 @@
+-- Lua API of nsl on the real exports, against SQL through the sqlite3 program.
+local T = ...
+local nsl = require("nsl")
+
+local nccl = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite")
+local h100 = T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite")
+
+-- Median as SQL users compute it: the middle value, or the mean of the two middle ones.
+local function median(values)
+  table.sort(values)
+  local n = #values
+  if n == 0 then return nil end
+  if n % 2 == 1 then return values[(n + 1) // 2] end
+  return (values[n // 2] + values[n // 2 + 1]) / 2
+end
+
+return {
+  {"columns index from 1 and give nil past the end", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    T.eq(#k, T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "#kernels")
+    local first = T.sql(nccl, "SELECT start, end - start FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY rowid LIMIT 1")[1]
+    T.eq(k.start[1], math.tointeger(first[1]), "first start")
+    T.eq(k.dur[1], math.tointeger(first[2]), "first dur")
+    T.eq(k.start[#k + 1], nil, "past the end")
+    T.eq(k.start[0], nil, "index 0")
+    local n = 0
+    for _ in ipairs(k.start) do n = n + 1 end
+    T.eq(n, #k, "ipairs covers every row")
+  end},
+
+  {"kernel names resolve through StringIds", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    local rows = T.sql(nccl, [[SELECT s.value, d.value FROM CUPTI_ACTIVITY_KIND_KERNEL k
+      JOIN StringIds s ON s.id = k.shortName JOIN StringIds d ON d.id = k.demangledName ORDER BY k.rowid LIMIT 5]])
+    for i, r in ipairs(rows) do
+      T.eq(k.name[i], r[1], "short name " .. i)
+      T.eq(k.demangled[i], r[2], "demangled name " .. i)
+    end
+  end},
+
+  {"group_by/agg equals SQL GROUP BY (count, sum, min, max, mean, median)", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    local g = k:group_by("demangled"):agg{"n=count", "total=sum(dur)", "lo=min(dur)", "hi=max(dur)",
+                                          "avg=mean(dur)", "med=median(dur)", "sd=std(dur)"}
+    local byname = {}
+    for i = 1, #g do byname[g.demangled[i]] = i end
+    local rows = T.sql(nccl, [[SELECT s.value, count(*), sum(end - start), min(end - start), max(end - start),
+      avg(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName GROUP BY 1]])
+    T.eq(#g, #rows, "number of groups")
+    for _, r in ipairs(rows) do
+      local i = assert(byname[r[1]], "group " .. r[1])
+      T.eq(g.n[i], math.tointeger(r[2]), "count " .. r[1])
+      T.eq(g.total[i], math.tointeger(r[3]), "sum " .. r[1])
+      T.eq(g.lo[i], math.tointeger(r[4]), "min " .. r[1])
+      T.eq(g.hi[i], math.tointeger(r[5]), "max " .. r[1])
+      T.near(g.avg[i], tonumber(r[6]), 1e-9, "mean " .. r[1])
+    end
+    -- medians and sample standard deviations from the raw durations SQL returns
+    local durs = {}
+    for _, r in ipairs(T.sql(nccl, [[SELECT s.value, end - start FROM CUPTI_ACTIVITY_KIND_KERNEL k
+                                     JOIN StringIds s ON s.id = k.demangledName]])) do
+      durs[r[1]] = durs[r[1]] or {}
+      table.insert(durs[r[1]], tonumber(r[2]))
+    end
+    for name, list in pairs(durs) do
+      local i = byname[name]
+      local n, mean = #list, 0
+      for _, v in ipairs(list) do mean = mean + v end
+      mean = mean / n
+      local ss = 0
+      for _, v in ipairs(list) do ss = ss + (v - mean) ^ 2 end
+      T.near(g.sd[i], n > 1 and math.sqrt(ss / (n - 1)) or 0, 1e-9, "std " .. name)
+      T.near(g.med[i], median(list), 1e-12, "median " .. name)
+    end
+  end},
+
+  {"filter, sort and head agree with SQL", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    local long = k:filter(k.dur:gt(100000))
+    T.eq(#long, T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE end - start > 100000"), "filter count")
+    local top = k:sort("-dur", "start"):head(5)
+    local rows = T.sql(nccl, "SELECT end - start, start FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 1 DESC, 2 LIMIT 5")
+    for i, r in ipairs(rows) do
+      T.eq(top.dur[i], math.tointeger(r[1]), "sorted dur " .. i)
+      T.eq(top.start[i], math.tointeger(r[2]), "sorted start " .. i)
+    end
+    local both = k.dur:gt(100000) & k.device:eq(0)
+    T.eq(both:count(), T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE end - start > 100000 AND deviceId = 0"), "mask and")
+    local either = k.dur:gt(100000) | k.device:eq(0)
+    T.eq(either:count(), T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE end - start > 100000 OR deviceId = 0"), "mask or")
+    T.eq((~k.device:eq(0)):count(), T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId <> 0"), "mask not")
+  end},
+
+  {"string predicates: eq, match, contains", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    T.eq(k.name:contains("nccl"):count(), T.sql1(nccl, [[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k
+      JOIN StringIds s ON s.id = k.shortName WHERE instr(s.value, 'nccl') > 0]]), "contains")
+    T.eq(k.name:match("^nccl"):count(), T.sql1(nccl, [[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k
+      JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'nccl%']]), "match")
+    T.eq(k.name:eq("no such kernel"):count(), 0, "eq of an unknown string")
+  end},
+
+  {"join kernels to their launching API call on (report, corr)", function()
+    local tr = assert(nsl.open(nccl))
+    local k, api = tr.kernels, tr.api
+    local j = k:join(api, {"report", "corr"}, {"name", "tid"}, "api_")
+    local matched = (~j.api_name:isnull()):count()
+    T.eq(matched, T.sql1(nccl, [[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE EXISTS
+      (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId)]]), "matched kernels")
+    -- the matched call is the one SQL finds (first by rowid) for the first rows
+    local rows = T.sql(nccl, [[SELECT (SELECT s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
+      WHERE r.correlationId = k.correlationId ORDER BY r.rowid LIMIT 1) FROM CUPTI_ACTIVITY_KIND_KERNEL k
+      ORDER BY k.rowid LIMIT 50]])
+    for i, r in ipairs(rows) do
+      T.eq(j.api_name[i], r[1] ~= "" and r[1]:gsub("_v%d+$", "") or nil, "launching call of kernel " .. i)
+    end
+  end},
+
+  {"busy time: interval union equals SQL over a sweep", function()
+    local tr = assert(nsl.open(T.data("nsys/cuda_2021.2.sqlite")))
+    local k = tr.kernels
+    local busy = nsl.intervals(k.start, k.stop)
+    -- The oracle: kernels here do not overlap per SQL (checked), so union = sum.
+    local overlaps = T.sql1(T.data("nsys/cuda_2021.2.sqlite"), [[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL a
+      JOIN CUPTI_ACTIVITY_KIND_KERNEL b ON a.rowid < b.rowid AND a.start < b.end AND b.start < a.end]])
+    if overlaps == 0 then
+      T.eq(busy:total(), T.sql1(T.data("nsys/cuda_2021.2.sqlite"), "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "busy")
+    end
+    T.ok(busy:total() <= k.dur:sum(), "union no larger than the sum")
+    local gaps = busy:gaps()
+    T.eq(busy:total() + gaps:total(), k.stop:max() - k.start:min(), "busy + idle = span")
+  end},
+
+  {"two reports: summed rows, report column, aligned times", function()
+    local tr = assert(nsl.open(nccl, h100))
+    local k = tr.kernels
+    local n1 = T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    local n2 = T.sql1(h100, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    T.eq(#k, n1 + n2, "rows")
+    T.eq(k.report:eq(0):count(), n1, "report 0 rows")
+    T.eq(k.report:eq(1):count(), n2, "report 1 rows")
+    local s1 = T.sql1(nccl, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME")
+    local s2 = T.sql1(h100, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME")
+    local first = math.min(s1, s2)
+    local min2 = T.sql1(h100, "SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    T.eq(k:filter(k.report:eq(1)).start:min(), min2 + (s2 - first), "report 1 shifted by its session start")
+    T.eq(#tr.reports, 2, "reports table")
+  end},
+
+  {"nsl.table, with, select, sql escape hatch", function()
+    local t = nsl.table{{"a", {3, 1, 2}}, {"b", {"x", "y", "z"}}}
+    T.eq(#t, 3, "rows")
+    local s = t:sort("a")
+    T.eq(s.b[1], "y", "sorted")
+    local w = t:with("c", t.a * 2)
+    T.eq(w.c[3], 4, "derived column")
+    T.eq(#w:select{"b"}:columns(), 1, "select")
+    local tr = assert(nsl.open(nccl))
+    local rows = tr:sql(1, "SELECT count(*) AS n FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    T.eq(rows[1].n, #tr.kernels, "sql")
+    T.raises(function() tr:sql(1, "DELETE FROM StringIds") end, "read%-only", "write refused")
+  end},
+
+  {"missing tables are empty, unknown columns are errors of the script", function()
+    local tr = assert(nsl.open(T.data("nsys/osrt_sampling_2025.5.sqlite")))
+    T.eq(#tr.kernels, 0, "no kernels")
+    T.eq(tr.kernels.start:sum(), 0, "sum of nothing")
+    T.raises(function() return tr.kernels:sort("nonesuch") end, "no column", "unknown column")
+    local bad, msg = nsl.open(T.data("nsys/none.sqlite"))
+    T.eq(bad, nil, "missing file")
+    T.ok(msg:find("none.sqlite", 1, true), "message names the file")
+  end},
+
+  {"unique, cumsum, diff, searchsorted against SQL", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    local devs = k.device:unique()
+    local want = T.sql(nccl, "SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 1")
+    T.eq(#devs, #want, "distinct devices")
+    for i, r in ipairs(want) do T.eq(devs[i], math.tointeger(r[1]), "device " .. i) end
+    local s = k:sort("start")
+    local cs = s.dur:cumsum()
+    T.eq(cs[#cs], T.sql1(nccl, "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "cumsum total")
+    local d = s.start:diff()
+    local rows = T.sql(nccl, "SELECT start FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 3")
+    T.eq(d[1], nil, "first diff is NULL")
+    T.eq(d[2], math.tointeger(rows[2][1]) - math.tointeger(rows[1][1]), "diff")
+    local at = s.start:searchsorted(nsl.column{math.tointeger(rows[3][1])})
+    T.eq(at[1], T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start < " .. rows[3][1]), "searchsorted")
+  end},
+
+  {"busy time per device and coverage against a brute-force sweep over SQL rows", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    local g = k:group_by("device")
+    local busy = nsl.busy_by_group(k.start, k.stop, g:ids(), #g)
+    local keys = g:keys()
+    for i = 1, #keys do
+      local dev = keys.device[i]
+      local rows = T.sql(nccl, "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = " .. dev .. " ORDER BY start")
+      local total, cur_s, cur_e = 0, nil, nil
+      for _, r in ipairs(rows) do
+        local s0, e0 = math.tointeger(r[1]), math.tointeger(r[2])
+        if cur_e and s0 <= cur_e then cur_e = math.max(cur_e, e0)
+        else
+          if cur_e then total = total + (cur_e - cur_s) end
+          cur_s, cur_e = s0, e0
+        end
+      end
+      if cur_e then total = total + (cur_e - cur_s) end
+      T.eq(busy[i], total, "busy time of device " .. dev)
+    end
+    local nccl_k = k:filter(k.name:match("^nccl"))
+    local comm = nsl.intervals(nccl_k.start, nccl_k.stop)
+    local hidden = comm:coverage(k.start, k.stop)
+    T.eq(#hidden, #k, "one value per kernel")
+    -- every NCCL kernel is fully covered by the NCCL busy set
+    local nc = hidden:gather((k.name:match("^nccl")):indices())
+    T.eq((nc - nccl_k.dur):count(), #nccl_k, "rows")
+    T.eq((nc - nccl_k.dur):sum(), 0, "NCCL kernels covered by themselves")
+  end},
+}
