@@ -327,6 +327,26 @@ nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop
 nsl_column *nsl_iv_coverage(const nsl_column *start, const nsl_column *stop, const nsl_intervals *b,
                             nsl_error *err);
 
+/* ---- regular expressions (src/core/regex.c) --------------------------- */
+
+/* A compiled regular expression in Python `re` syntax (as kernel maps such
+ * as vLLM's gputrc2graph JSON files use), answered by re.search semantics:
+ * does it match anywhere in the string.  Translated to a POSIX ERE; \d \w
+ * \s (and negations), (?:...), (?P<name>...), a leading (?i), lazy and
+ * possessive quantifiers are understood; lookarounds and backreferences
+ * are refused (NSL_ERR_ARG naming the construct). */
+typedef struct nsl_regex nsl_regex;
+#define NSL_REGEX_ICASE 1
+nsl_status nsl_regex_compile(nsl_regex **out, const char *pattern, int flags, nsl_error *err);
+/* 1 when re matches somewhere in s (NUL-terminated), else 0. */
+int nsl_regex_search(const nsl_regex *re, const char *s);
+/* The POSIX ERE the pattern was translated to (for messages and tests). */
+const char *nsl_regex_posix(const nsl_regex *re);
+void nsl_regex_free(nsl_regex *re);
+/* Mask (NSL_BOOL) of the rows of string column c that re matches; each
+ * distinct string is tested once; NULL rows never match. */
+nsl_column *nsl_col_regex(const nsl_column *c, const nsl_regex *re, nsl_error *err);
+
 /* ---- traces ----------------------------------------------------------- */
 
 typedef struct nsl_trace nsl_trace;

@@ -146,8 +146,11 @@ static int col_tostring(lua_State *L) {
   for (int64_t i = 0; i < shown; i++) {
     luaL_addchar(&b, ' ');
     push_value(L, c, i);
-    if (lua_type(L, -1) == LUA_TSTRING) {
-      lua_pushfstring(L, "%q", lua_tostring(L, -1)); /* quoted */
+    if (lua_type(L, -1) == LUA_TSTRING) {   /* quoted, at most 40 bytes */
+      size_t len;
+      const char *str = lua_tolstring(L, -1, &len);
+      lua_pushfstring(L, "\"%s%s\"", len > 40 ? lua_pushlstring(L, str, 40) : str, len > 40 ? "..." : "");
+      if (len > 40) lua_remove(L, -2);
       lua_remove(L, -2);
     } else {
       luaL_tolstring(L, -1, NULL);
@@ -307,34 +310,59 @@ static int col_indices(lua_State *L) {
   return 1;
 }
 
-/* ---- arithmetic: column op column|number ---- */
+/* ---- arithmetic: column op column|number, with Lua's rules ----
+ * +, -, * stay integer for integer operands and become f64 with a float;
+ * / always gives f64; // is integer (floor) division of integers. */
 
-static int arith(lua_State *L, nsl_arith op) {
-  nsl_column *a = nsl__tocolumn(L, 1), *b = nsl__tocolumn(L, 2), *r;
+/* A float copy of integer column c for float arithmetic, or c retained. */
+static nsl_column *as_float(nsl_column *c) {
+  return c->type == NSL_F64 ? nsl_column_retain(c) : nsl_col_cast(c, NSL_F64);
+}
+
+static int arith(lua_State *L, nsl_arith op, int floor_div) {
+  nsl_column *a = nsl__tocolumn(L, 1), *b = nsl__tocolumn(L, 2), *r = NULL;
   nsl_error err = {0};
-  if (a && b) r = nsl_col_arith(a, op, b, &err);
-  else if (a) r = nsl_col_arith_scalar(a, op, luaL_checknumber(L, 2));
-  else {   /* number op column */
+  int want_float = op == NSL_DIV && !floor_div;
+  if (a && b) {
+    if (want_float) {
+      nsl_column *fa = as_float(a);
+      r = fa ? nsl_col_arith(fa, op, b, &err) : NULL;
+      nsl_column_release(fa);
+    } else r = nsl_col_arith(a, op, b, &err);
+  } else if (a) {
+    double v = luaL_checknumber(L, 2);
+    if ((want_float || !lua_isinteger(L, 2)) && a->type != NSL_F64) {
+      nsl_column *fa = as_float(a);
+      r = fa ? nsl_col_arith_scalar(fa, op, v) : NULL;
+      nsl_column_release(fa);
+    } else r = nsl_col_arith_scalar(a, op, v);
+  } else {   /* number op column */
     double v = luaL_checknumber(L, 1);
-    if (op == NSL_ADD || op == NSL_MUL) r = nsl_col_arith_scalar(b, op, v);
-    else {
-      nsl_column *k = nsl_column_new(NSL_F64, b->len, NULL);
-      if (!k) return luaL_error(L, "out of memory");
-      for (int64_t i = 0; i < b->len; i++) nsl_f64(k)[i] = v;
-      r = nsl_col_arith(k, op, b, &err);
-      nsl_column_release(k);
+    nsl_type kt = (want_float || !lua_isinteger(L, 1) || b->type == NSL_F64) ? NSL_F64 : NSL_I64;
+    nsl_column *k = nsl_column_new(kt, b->len, NULL);
+    if (!k) return luaL_error(L, "out of memory");
+    for (int64_t i = 0; i < b->len; i++) {
+      if (kt == NSL_F64) nsl_f64(k)[i] = v;
+      else nsl_i64(k)[i] = lua_tointeger(L, 1);
     }
+    r = nsl_col_arith(k, op, b, &err);
+    nsl_column_release(k);
   }
-  if (!r) return nsl__lua_error(L, &err);
+  if (r && floor_div && r->type == NSL_F64) {   /* // of floats: floor */
+    for (int64_t i = 0; i < r->len; i++) nsl_f64(r)[i] = floor(nsl_f64(r)[i]);
+  }
+  if (!r) return err.msg[0] ? nsl__lua_error(L, &err) : luaL_error(L, "arithmetic on a %s column", nsl_type_name((a ? a : b)->type));
   nsl__pushcolumn(L, r);
   return 1;
 }
-static int col_add(lua_State *L) { return arith(L, NSL_ADD); }
-static int col_sub(lua_State *L) { return arith(L, NSL_SUB); }
-static int col_mul(lua_State *L) { return arith(L, NSL_MUL); }
-static int col_div(lua_State *L) { return arith(L, NSL_DIV); }
+static int col_add(lua_State *L) { return arith(L, NSL_ADD, 0); }
+static int col_sub(lua_State *L) { return arith(L, NSL_SUB, 0); }
+static int col_mul(lua_State *L) { return arith(L, NSL_MUL, 0); }
+static int col_div(lua_State *L) { return arith(L, NSL_DIV, 0); }
+static int col_idiv(lua_State *L) { return arith(L, NSL_DIV, 1); }
 static int col_unm(lua_State *L) {
-  nsl__pushcolumn(L, nsl_col_arith_scalar(nsl__checkcolumn(L, 1), NSL_MUL, -1));
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  nsl__pushcolumn(L, c->type == NSL_F64 ? nsl_col_arith_scalar(c, NSL_MUL, -1.0) : nsl_col_arith_scalar(c, NSL_MUL, -1));
   return 1;
 }
 
@@ -479,7 +507,7 @@ static int col_raw(lua_State *L) {
   return 1;
 }
 
-/* c:bytes() -> bytes held. */
+/* c:nbytes() -> bytes held. */
 static int col_bytes(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)nsl_column_bytes(nsl__checkcolumn(L, 1)));
   return 1;
@@ -603,6 +631,66 @@ static int l_rep(lua_State *L) {
   return 1;
 }
 
+/* c:unique() -> distinct non-NULL values, ascending. */
+static int col_unique(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_unique(nsl__checkcolumn(L, 1), &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* sorted:searchsorted(values [, "right"]) -> 0-based insertion indices. */
+static int col_searchsorted(lua_State *L) {
+  nsl_column *sorted = nsl__checkcolumn(L, 1), *values = nsl__checkcolumn(L, 2);
+  const char *side = luaL_optstring(L, 3, "left");
+  luaL_argcheck(L, strcmp(side, "left") == 0 || strcmp(side, "right") == 0, 3, "'left' or 'right'");
+  nsl_error err = {0};
+  nsl_column *r = nsl_searchsorted(sorted, values, side[0] == 'r', &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* c:cumsum() -> running sum. */
+static int col_cumsum(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_cumsum(nsl__checkcolumn(L, 1), &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* c:diff([group_ids]) -> x[i] - x[previous row (of the same group)]; NULL first. */
+static int col_diff(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  nsl_column *g = lua_isnoneornil(L, 2) ? NULL : nsl__checkcolumn(L, 2);
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_diff(c, g, &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* c:shift(k) -> the column moved by k rows: r[i] = c[i + k], NULL where
+ * i + k falls outside (k = 1: the next row's value, -1: the previous). */
+static int col_shift(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  lua_Integer k = luaL_checkinteger(L, 2);
+  nsl_column *idx = nsl_column_new(NSL_I64, c->len, NULL);
+  if (!idx) return luaL_error(L, "out of memory");
+  for (int64_t i = 0; i < c->len; i++) {
+    int64_t j = i + (int64_t)k;
+    nsl_i64(idx)[i] = j >= 0 && j < c->len ? j : -1;
+  }
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_gather(c, idx, &err);
+  nsl_column_release(idx);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
 static const luaL_Reg methods[] = {
     {"type", col_type},         {"eq", col_eq},
     {"ne", col_ne},             {"lt", col_lt},
@@ -618,13 +706,16 @@ static const luaL_Reg methods[] = {
     {"quantile", col_quantile}, {"histogram", col_histogram},
     {"gather", col_gather},     {"argsort", col_argsort},
     {"totable", col_totable},   {"raw", col_raw},
-    {"bytes", col_bytes},       {"map", col_map},
+    {"nbytes", col_bytes},      {"map", col_map},
+    {"unique", col_unique},     {"searchsorted", col_searchsorted},
+    {"cumsum", col_cumsum},     {"diff", col_diff},
+    {"shift", col_shift},
     {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
     {"__gc", col_gc},    {"__close", col_gc}, {"__len", col_len},   {"__index", col_index},
     {"__tostring", col_tostring}, {"__band", col_band}, {"__bor", col_bor}, {"__bnot", col_bnot},
-    {"__add", col_add},  {"__sub", col_sub},  {"__mul", col_mul},   {"__div", col_div},
+    {"__add", col_add},  {"__sub", col_sub},  {"__mul", col_mul},   {"__div", col_div}, {"__idiv", col_idiv},
     {"__unm", col_unm},  {NULL, NULL}};
 
 static const luaL_Reg funcs[] = {{"column", l_column}, {"range", l_range}, {"concat", l_concat},

@@ -68,19 +68,18 @@ static nsl_column *checkcol(lua_State *L, nsl_table *t, const char *name) {
   return c;
 }
 
+/* t.name -> the column (columns come first, so a column called like a
+ * method still reads as data: memcpy.bytes); otherwise the method. */
 static int tbl_index(lua_State *L) {
   nsl_table *t = nsl__checktable(L, 1);
+  if (lua_type(L, 2) == LUA_TSTRING && nsl_table_find(t, lua_tostring(L, 2)) >= 0) {
+    nsl__pushcolumn(L, nsl_column_retain(checkcol(L, t, lua_tostring(L, 2))));
+    return 1;
+  }
   luaL_getmetatable(L, NSL_TABLE_MT);
   lua_getfield(L, -1, "methods");
   lua_pushvalue(L, 2);
-  if (lua_rawget(L, -2) != LUA_TNIL) return 1;
-  if (lua_type(L, 2) != LUA_TSTRING) return 1;   /* nil */
-  const char *name = lua_tostring(L, 2);
-  if (nsl_table_find(t, name) < 0) {
-    lua_pushnil(L);
-    return 1;
-  }
-  nsl__pushcolumn(L, nsl_column_retain(checkcol(L, t, name)));
+  lua_rawget(L, -2);
   return 1;
 }
 
@@ -254,7 +253,7 @@ static int tbl_with(lua_State *L) {
   return 1;
 }
 
-/* t:bytes() -> bytes held by loaded columns. */
+/* t:nbytes() -> bytes held by loaded columns. */
 static int tbl_bytes(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)nsl_table_bytes(nsl__checktable(L, 1)));
   return 1;
@@ -417,14 +416,14 @@ static int grp_agg(lua_State *L) {
   /* First pass: which columns are needed, so they load together. */
   const char *need[64];
   int nneed = 0;
-  char specs[64][3][128];
+  char specs[64][3][400];
   double qs[64];
   nsl_agg aggs[64];
   luaL_argcheck(L, n <= 64, 2, "at most 64 aggregates");
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, 2, i);
     const char *s = luaL_checkstring(L, -1);
-    char out[128] = "", fn[128] = "", col[128] = "";
+    char out[400] = "", fn[128] = "", col[128] = "";
     double q = 0.5;
     const char *eq = strchr(s, '=');
     const char *body = eq ? eq + 1 : s;
@@ -518,7 +517,7 @@ static const luaL_Reg tbl_methods[] = {
     {"columns", tbl_columns}, {"coltype", tbl_coltype}, {"load", tbl_load},
     {"take", tbl_take},       {"filter", tbl_filter},   {"head", tbl_head},
     {"sort", tbl_sort},       {"select", tbl_select},   {"with", tbl_with},
-    {"bytes", tbl_bytes},     {"is_loaded", tbl_is_loaded}, {"join", tbl_join},
+    {"nbytes", tbl_bytes},     {"is_loaded", tbl_is_loaded}, {"join", tbl_join},
     {"group_by", tbl_group_by}, {NULL, NULL}};
 
 static const luaL_Reg tbl_meta[] = {{"__gc", tbl_gc},       {"__close", tbl_gc},
