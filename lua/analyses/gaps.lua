@@ -147,6 +147,7 @@ return {
     local first_detail = true
     for _, scope in ipairs{"device", "stream"} do
       if wanted(args.scope, scope) then
+        collectgarbage()   -- the columns of the scope before, held in C memory the collector does not see
         local keys = scope == "device" and {"report", "device"} or {"report", "device", "stream"}
         local s, d = scope_gaps(ops, keys, min)
         local cols = {{"report", report_names(trace, s.report)}, {"device", s.device}}

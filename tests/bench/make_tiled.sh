@@ -20,7 +20,7 @@ timed=$(for t in $tables; do has_col "$t" start && echo "$t"; done)
 lo=$(for t in $timed; do q "SELECT min(start) FROM $t"; done | grep -v '^$' | sort -n | head -1)
 hi=$(for t in $timed; do q "SELECT max(coalesce(end, start)) FROM $t"; done | grep -v '^$' | sort -n | tail -1)
 span=$(( hi - lo + 1000000 ))
-corr=$(for t in $tables; do has_col "$t" correlationId && q "SELECT max(correlationId) FROM $t"; done | grep -v '^$' | sort -n | tail -1)
+corr=$(for t in $tables; do if has_col "$t" correlationId; then q "SELECT max(correlationId) FROM $t"; fi; done | grep -v '^$' | sort -n | tail -1)
 corr=$(( ${corr:-0} + 1 ))
 sql="PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;"
 for t in $tables; do
