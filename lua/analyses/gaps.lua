@@ -115,7 +115,12 @@ end
 local function report_names(trace, col) return trace.reports.name:gather(col) end
 
 local function wanted(list, part)
-  for p in list:gmatch("[^,%s]+") do if p == part or p == "all" then return true end end
+  for p in list:gmatch("[^,%s]+") do
+    if p ~= "device" and p ~= "stream" and p ~= "all" then
+      nsl.fail(string.format("--arg scope: '%s' is not device, stream or all", p))
+    end
+    if p == part or p == "all" then return true end
+  end
   return false
 end
 
