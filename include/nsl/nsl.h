@@ -347,7 +347,7 @@ nsl_column *nsl_tree_under(const nsl_column *parent_row, const nsl_column *mask,
 nsl_column *nsl_group_cumcount(const nsl_column *group_of, nsl_error *err);
 /* For every row with is_a set: the summed overlap of [start, stop) with the
  * rows of the same group (group_of NULL: one group) whose is_a is 0 (each
- * overlap counted, not their union); NULL for the other rows.  E.g. the
+ * overlap counted, not their union); 0 for the other rows.  E.g. the
  * part of each communication kernel hidden under computation.  I64. */
 nsl_column *nsl_iv_overlap_sum(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                                const nsl_column *is_a, nsl_error *err);

@@ -159,7 +159,7 @@ nsl_column *nsl_iv_overlap_sum(const nsl_column *start, const nsl_column *stop, 
   }
   for (int64_t i = 0; i < n; i++) {
     int64_t s = nsl_i64(start)[i], e = nsl_i64(stop)[i], g = group_of ? nsl_i64(group_of)[i] : 0;
-    nsl_i64(r)[i] = nsl_bool(is_a)[i] ? 0 : NSL_NULL_I64;
+    nsl_i64(r)[i] = 0;
     if (!nsl_bool(is_a)[i] && s != NSL_NULL_I64 && e != NSL_NULL_I64 && e > s && g >= 0)
       b[nb++] = (ov_row){g, s, e, i};
   }

@@ -1,0 +1,383 @@
+-- nsl.jax -- nsys-jax's data frames and analyses over nsl tables.
+--
+-- M.frames(trace, opts) builds, from the `gpu_ranges` and `nvtx` tables of
+-- nsys-jax reports and their XLA dumps, the four frames nsys-jax's
+-- load_profiler_data makes (same rows, same column meanings, times in ms):
+--   module         one row per XlaModule execution on a device
+--   thunk          one row per (innermost) Thunk execution, with Communication and
+--                  ProjDurHiddenMs (communication time hidden under computation)
+--   communication  the communication thunks with MessageSize, Collective,
+--                  CollectiveSize, AlgorithmBandwidthGBPerSec, BusBandwidthGBPerSec
+--   compile        XLA compilation ranges (host NVTX), worker threads grafted in
+-- ProgramId is the module's fingerprint (HloModule frontend attribute
+-- fingerprint_before_lhs), "unknown" for modules without a dump (autotuning).
+-- opts.programs = "structure" groups modules that share name and HLO structure
+-- under one ProgramId (the first fingerprint seen), which repairs runs where one
+-- process's autotuning changed a fingerprint; the default "fingerprint" is
+-- nsys-jax's own grouping.
+--
+-- The heavy steps are C kernels (nsl.tree_ancestor, nsl.cumcount,
+-- nsl.overlap_sum, nsl.jax_compile_tree, nsl.jax_compile_attribute); Lua loops
+-- run over distinct names, programs and modules only.
+local nsl = require("nsl")
+
+local M = {}
+
+local MS = 1e-6   -- ns -> ms
+
+--- A column of fn(i) over the rows of keys (a group_by's keys table), spread to
+-- every row through ids; fn returns nil for NULL.  kind ("str", "int", "num",
+-- "bool") types an all-NULL result.
+local function derive(nkeys, ids, fn, kind)
+  local vals, code, n = {}, {}, 0
+  local index = {}
+  for i = 1, nkeys do
+    local v = fn(i)
+    if v == nil then code[i] = -1
+    else
+      local at = index[v]
+      if not at then
+        n = n + 1
+        vals[n] = v
+        at = n - 1
+        index[v] = at
+      end
+      code[i] = at
+    end
+  end
+  if n == 0 then
+    vals[1] = (kind == "str" and "") or (kind == "num" and 0.0) or (kind == "bool" and false) or 0
+  end
+  return nsl.column(vals):gather(nsl.column(code):gather(ids))
+end
+M.derive = derive
+
+--- Groups t by keys and maps every group through fn(keys_table, i) -> value.
+local function per_group(t, keys, fn, kind)
+  local g = t:group_by(table.unpack(keys))
+  local k = g:keys()
+  return derive(#k, g:ids(), function(i) return fn(k, i) end, kind), g
+end
+M.per_group = per_group
+
+--- A table of columns of t: spec is a list of names or {new_name, old_name}.
+local function pick(t, spec)
+  local cols = {}
+  for i, c in ipairs(spec) do
+    if type(c) == "table" then cols[i] = {c[1], t[c[2]]} else cols[i] = {c, t[c]} end
+  end
+  return nsl.table(cols)
+end
+M.pick = pick
+
+local function starts(s, prefix) return s:sub(1, #prefix) == prefix end
+
+-- ---------------------------------------------------------------- XLA dumps
+
+--- The HLO metadata of a trace: per report, the after-optimizations dumps by
+-- (program id, module name), decoded on demand and cached.
+function M.hlo_store(trace)
+  local store = {trace = trace, files = {}, decoded = {}, fp = {}}
+  local rt = trace.reports
+  for r = 0, #rt - 1 do
+    local files = {}
+    for _, name in ipairs(trace:members(r, "dump/")) do
+      local id, rest = name:match("^dump/module_(%d+)%.(.+)%.hlo%.pb%.xz$")
+      if id and rest:find("after_optimizations", 1, true) then
+        files[#files + 1] = {id = tonumber(id), rest = rest, member = name}
+      end
+    end
+    store.files[r] = files
+  end
+
+  --- The member of report r for program id `id` named `name`, or nil.
+  function store.member(r, id, name)
+    local found
+    for _, f in ipairs(store.files[r] or {}) do
+      if f.id == id and starts(f.rest, name .. ".") then
+        if found then return nil end   -- not unique
+        found = f.member
+      end
+    end
+    return found
+  end
+
+  --- The decoded module of report r, member m (cached).
+  function store.module(r, m)
+    local key = r .. "\0" .. m
+    local h = store.decoded[key]
+    if h == nil then
+      h = trace:hlo(r, m) or false
+      store.decoded[key] = h
+    end
+    return h or nil
+  end
+
+  --- Fingerprint of (report, id, name): "unknown" without a dump.
+  function store.fingerprint(r, id, name)
+    if not id then return "unknown" end
+    local key = r .. "\0" .. id .. "\0" .. name
+    local fp = store.fp[key]
+    if fp then return fp end
+    local m = store.member(r, id, name)
+    local h = m and store.module(r, m)
+    fp = h and h:info().fingerprint or ""
+    if fp == "" then fp = "unknown" end
+    store.fp[key] = fp
+    store.by_fp = store.by_fp or {}
+    local list = store.by_fp[fp] or {}
+    store.by_fp[fp] = list
+    local seen = false
+    for _, e in ipairs(list) do seen = seen or (e.r == r and e.m == m) end
+    if m and not seen then list[#list + 1] = {r = r, m = m} end
+    return fp
+  end
+
+  --- The decoded modules of a fingerprint (one per distinct dump seen).
+  function store.modules(fp)
+    local out = {}
+    for _, e in ipairs((store.by_fp or {})[fp] or {}) do out[#out + 1] = store.module(e.r, e.m) end
+    return out
+  end
+  return store
+end
+
+-- ---------------------------------------------------------------- GPU frames
+
+local function parse_module(text, prefix)
+  local body = text:match("^" .. prefix:gsub("%p", "%%%0") .. "XlaModule:#(.*)#$")
+  if not body then return nil end
+  body = body:gsub("^prefix=.-,", "")
+  local name, id = body:match("^hlo_module=([%w._-]+),program_id=(%d+)$")
+  if not name then name = body:match("^hlo_module=([%w._-]+)$") end
+  return name, id and tonumber(id)
+end
+
+local function parse_thunk(text, prefix)
+  local body = text:match("^" .. prefix:gsub("%p", "%%%0") .. "Thunk:#(.*)#$")
+  if not body then return nil end
+  return body:match("hlo_op=([%w._-]+)$")
+end
+
+--- The module and thunk frames (and the communication frame) of a trace.
+function M.gpu_frames(trace, store, opts)
+  opts = opts or {}
+  local g = trace.gpu_ranges
+  g:load{"report", "pid", "tid", "device", "start", "stop", "text", "range_id", "parent_id", "orig_start",
+         "orig_dur", "num_gpu_ops"}
+  local n = #g
+  local prefix = "TSL:"
+  if n > 0 and #g:filter(g.text:match("^TSL:")) == 0 then prefix = "" end
+  local rows = nsl.range(n)
+  g = g:with("row", rows)
+  local _, parent = g:join(nsl.table{{"report", g.report}, {"parent_id", g.range_id}}, {"report", "parent_id"})
+  parent = parent:cast("i64")
+  local is_thunk = g.text:match("^" .. prefix:gsub("%p", "%%%0") .. "Thunk:#")
+  local is_module = g.text:match("^" .. prefix:gsub("%p", "%%%0") .. "XlaModule:")
+  -- thunks that start before the first module of their report are edge effects
+  local mods = g:filter(is_module)
+  local first = mods:group_by("report"):agg{"first_start=min(start)"}
+  local first_of = g:join(first, {"report"}, {"first_start"}, "f_").f_first_start
+  local early = is_thunk & (first_of:isnull() | (g.start - first_of):lt(0))
+  local anc, inner = nsl.tree_ancestor(parent, is_thunk, is_module)
+  local thunk_mask = is_thunk & ~early & ~inner & anc:ge(0)
+  -- modules that have thunks, in (report, range id) order
+  local th0 = g:filter(thunk_mask):with("module_row", anc:gather(thunk_mask:indices()))
+  local mrows = th0:group_by("module_row"):keys().module_row
+  local mt = g:take(mrows):sort("report", "range_id")
+  -- drop a last execution that looks cut short (NumGPUOps far below the others)
+  local drop = {}
+  do
+    local grp = mt:group_by("report", "text")
+    local ids, gops, mrow = grp:ids(), mt.num_gpu_ops, mt.row
+    local members = {}
+    for i = 1, #mt do
+      local k = ids[i]
+      local l = members[k] or {}
+      members[k] = l
+      l[#l + 1] = i
+    end
+    for _, l in pairs(members) do
+      local m = #l - 1
+      if m >= 1 then
+        local s, ss = 0, 0
+        for k = 1, m do s = s + (gops[l[k]] or 0) end
+        local mean = s / m
+        for k = 1, m do ss = ss + ((gops[l[k]] or 0) - mean) ^ 2 end
+        local sd = math.sqrt(ss / m)
+        local last = gops[l[#l]]
+        if last and last < mean - sd then drop[mrow[l[#l]]] = true end
+      end
+    end
+  end
+  if next(drop) then
+    local dl = {}
+    for r in pairs(drop) do dl[#dl + 1] = r end
+    mt = mt:filter(~mt.row:isin(dl))
+    th0 = th0:filter(~th0.module_row:isin(dl))
+  end
+  -- program ids, names, fingerprints
+  local mname = per_group(mt, {"report", "text"}, function(k, i)
+    return (parse_module(k.text[i], prefix))
+  end, "str")
+  local mfp = per_group(mt, {"report", "text"}, function(k, i)
+    local name, id = parse_module(k.text[i], prefix)
+    return store.fingerprint(k.report[i], id, name)
+  end, "str")
+  mt = mt:with("Name", mname, "ProgramId", mfp)
+  if opts.programs == "structure" then mt = M.merge_programs(mt, store) end
+  mt = mt:with("ProgramExecution", nsl.cumcount(mt:group_by("report", "tid", "ProgramId"):ids()))
+  -- devices: XlaLauncher threads, else the main thread (one (pid, tid) runs a whole program)
+  local dev = mt.device
+  if dev:isnull():count() > 0 or th0.device:isnull():count() > 0 then
+    local launchers = M.launcher_devices(trace)
+    local main = {}
+    local th_prog = th0:join(pick(mt, {{"module_row", "row"}, "ProgramId"}), {"module_row"}, {"ProgramId"}, "m_")
+    local pg = th_prog:group_by("report", "m_ProgramId")
+    local per = {}
+    local pk = pg:keys()
+    local pairs_of = th_prog:group_by("report", "m_ProgramId", "pid", "tid"):keys()
+    for i = 1, #pairs_of do
+      local key = pairs_of.report[i] .. "\0" .. tostring(pairs_of.m_ProgramId[i])
+      per[key] = per[key] or {r = pairs_of.report[i], list = {}}
+      table.insert(per[key].list, {pairs_of.pid[i], pairs_of.tid[i]})
+    end
+    local _ = pk
+    for _, e in pairs(per) do
+      if #e.list == 1 then
+        main[e.r] = main[e.r] or {}
+        main[e.r][e.list[1][1] .. ":" .. e.list[1][2]] = true
+      end
+    end
+    -- compile ranges projected onto the GPU name the main thread too
+    local comp = g:filter(~is_thunk & g.text:match("^" .. prefix:gsub("%p", "%%%0") .. "XlaCompile:#module="))
+    local cp = comp:group_by("report", "pid", "tid"):keys()
+    local cnt = {}
+    for i = 1, #cp do cnt[cp.report[i]] = (cnt[cp.report[i]] or 0) + 1 end
+    for i = 1, #cp do
+      if cnt[cp.report[i]] == 1 then
+        main[cp.report[i]] = main[cp.report[i]] or {}
+        main[cp.report[i]][cp.pid[i] .. ":" .. cp.tid[i]] = true
+      end
+    end
+    local main_dev = {}
+    for r, set in pairs(main) do
+      local key = next(set)
+      if next(set, key) then nsl.fail(string.format("report %d: more than one candidate main thread", r)) end
+      local l = launchers[r]
+      if l and l.first then main_dev[r .. "\0" .. key] = l.first end
+    end
+    local function fill(t)
+      return per_group(t, {"report", "pid", "tid", "device"}, function(k, i)
+        if k.device[i] then return k.device[i] end
+        return main_dev[k.report[i] .. "\0" .. k.pid[i] .. ":" .. k.tid[i]]
+      end, "int")
+    end
+    mt = mt:with("device", fill(mt))
+    th0 = th0:with("device", fill(th0))
+  end
+  mt = mt:filter(~mt.device:isnull())
+  th0 = th0:filter(~th0.device:isnull())
+  -- launcher metadata (LocalDevice, Process, Slice)
+  -- thunk frame
+  local tj = th0:join(pick(mt, {{"module_row", "row"}, "ProgramId", "ProgramExecution"}), {"module_row"},
+                      {"ProgramId", "ProgramExecution"}, "m_")
+  tj = tj:filter(~tj.m_ProgramExecution:isnull())
+  local tname = per_group(tj, {"text"}, function(k, i) return parse_thunk(k.text[i], prefix) end, "str")
+  tj = tj:with("Name", tname, "ProgramId", tj.m_ProgramId, "ProgramExecution", tj.m_ProgramExecution)
+  tj = tj:with("ThunkIndex", nsl.cumcount(tj:group_by("ProgramId", "ProgramExecution", "device"):ids()),
+               "ThunkExecution", nsl.cumcount(tj:group_by("ProgramId", "ProgramExecution", "device", "Name"):ids()))
+  -- NumThunks per module execution
+  local nth = tj:group_by("module_row"):agg{"NumThunks=count"}
+  mt = mt:join(pick(nth, {{"row", "module_row"}, "NumThunks"}), {"row"}, {"NumThunks"}, "")
+  -- communication
+  local comm_info = {}
+  local is_comm = per_group(tj, {"report", "ProgramId", "Name"}, function(k, i)
+    local fp, name = k.ProgramId[i], k.Name[i]
+    if fp == "unknown" then return false end
+    local key = fp .. "\0" .. name
+    if comm_info[key] == nil then
+      local res
+      for _, h in ipairs(store.modules(fp)) do
+        local c = h:comm(name)
+        if c == nil then nsl.fail("no instruction " .. name .. " in program " .. fp) end
+        if res == nil then res = c
+        elseif (res and c and (res.collective ~= c.collective or res.bytes ~= c.bytes)) or (not res) ~= (not c) then
+          nsl.fail("program " .. fp .. ": dumps disagree about " .. name)
+        end
+      end
+      comm_info[key] = res or false
+    end
+    return comm_info[key] and true or false
+  end, "bool")
+  tj = tj:with("Communication", is_comm)
+  local hidden = nsl.overlap_sum(tj.start, tj.stop, tj:group_by("ProgramId", "device"):ids(), is_comm)
+  tj = tj:with("dur_ns", tj.stop - tj.start, "hidden_ns", hidden)
+  local thunk = M.ms_frame(tj, "thunk")
+  local module = M.ms_frame(mt, "module")
+  -- communication frame
+  local comm = thunk:filter(thunk.Communication)
+  local function info(k, i) return comm_info[k.ProgramId[i] .. "\0" .. k.Name[i]] end
+  local cg = comm:group_by("ProgramId", "Name")
+  local ck = cg:keys()
+  local ids = cg:ids()
+  local size = derive(#ck, ids, function(i) local c = info(ck, i); return c and c.bytes end, "int")
+  local coll = derive(#ck, ids, function(i) local c = info(ck, i); return c and c.collective end, "str")
+  local csz = derive(#ck, ids, function(i) local c = info(ck, i); return c and c.size end, "int")
+  local bwc = derive(#ck, ids, function(i) local c = info(ck, i); return c and c.bw_correction end, "num")
+  local busc = derive(#ck, ids, function(i) local c = info(ck, i); return c and c.bus_correction end, "num")
+  local full = comm.ProjDurMs + comm.ProjDurHiddenMs
+  local algbw = (size * bwc) * 1e-6 / full
+  comm = comm:with("MessageSize", size, "Collective", coll, "CollectiveSize", csz,
+                   "AlgorithmBandwidthGBPerSec", algbw, "BusBandwidthGBPerSec", algbw * busc)
+  return module, thunk, comm
+end
+
+--- The frame of t with nsys-jax's column names and millisecond times.
+function M.ms_frame(t, kind)
+  local cols = {
+    {"ProgramId", t.ProgramId}, {"ProgramExecution", t.ProgramExecution},
+  }
+  if kind == "thunk" then
+    cols[#cols + 1] = {"ThunkIndex", t.ThunkIndex}
+    cols[#cols + 1] = {"Name", t.Name}
+    cols[#cols + 1] = {"ThunkExecution", t.ThunkExecution}
+  else
+    cols[#cols + 1] = {"Name", t.Name}
+  end
+  cols[#cols + 1] = {"Device", t.device}
+  cols[#cols + 1] = {"OrigDurMs", t.orig_dur * MS}
+  cols[#cols + 1] = {"OrigStartMs", t.orig_start * MS}
+  if kind == "thunk" then
+    cols[#cols + 1] = {"ProjDurMs", (t.dur_ns - t.hidden_ns) * MS}
+    cols[#cols + 1] = {"ProjStartMs", t.start * MS}
+    cols[#cols + 1] = {"Communication", t.Communication}
+    cols[#cols + 1] = {"ProjDurHiddenMs", t.hidden_ns * MS}
+  else
+    cols[#cols + 1] = {"ProjDurMs", (t.stop - t.start) * MS}
+    cols[#cols + 1] = {"ProjStartMs", t.start * MS}
+    cols[#cols + 1] = {"NumThunks", t.NumThunks}
+  end
+  cols[#cols + 1] = {"report", t.report}
+  cols[#cols + 1] = {"tid", t.tid}
+  local r = nsl.table(cols)
+  if kind == "thunk" then return r:sort("ProgramId", "ProgramExecution", "ThunkIndex", "Device") end
+  return r:sort("ProgramId", "ProgramExecution", "Device")
+end
+
+--- Devices of the XlaLauncher threads per report: {[r] = {first = device, [pid:tid] = device}}.
+function M.launcher_devices(trace)
+  local th = trace.threads
+  local out = {}
+  local l = th:filter(th.name:match("^XlaLauncher:#global=%d+,local=%d+,process=%d+,slice=%d+#$"))
+  for i = 1, #l do
+    local r = l.report[i]
+    local d = tonumber(l.name[i]:match("global=(%d+)"))
+    out[r] = out[r] or {}
+    if not out[r].first then out[r].first = d end
+    out[r][l.pid[i] .. ":" .. l.tid[i]] = d
+  end
+  return out
+end
+
+return M
