@@ -384,6 +384,7 @@ typedef struct nsl_jax_attr_in {
   const int32_t *tid;
   const int64_t *dur_child, *dur_nonchild;
   int32_t main_tid;       /* the thread that runs XlaCompile */
+  const uint8_t *collapsed; /* rows whose detail was removed (child time 0); may be NULL */
 } nsl_jax_attr_in;
 /* nsys-jax's parallel-aware compile-time attribution: each compiling-thread
  * range with worker-thread children spends its parallel region's wall time

@@ -335,8 +335,9 @@ nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild
     return nsl_error_set(err, NSL_ERR_NOMEM, "compile attribution: out of memory");
   }
   for (int64_t i = 0; i < n; i++) {
-    dchild[i] = in->dur_child[i];
-    dnon[i] = in->dur_nonchild[i];
+    int col = in->collapsed && in->collapsed[i];
+    dchild[i] = col ? 0 : in->dur_child[i];
+    dnon[i] = col ? in->stop[i] - in->start[i] : in->dur_nonchild[i];
     nonchild[i] = child[i] = 0;
   }
   for (int64_t i = 0; i < n; i++) {
@@ -354,14 +355,14 @@ nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild
       else {
         if (in->start[r] < ps) ps = in->start[r];
         if (in->stop[r] > pe) pe = in->stop[r];
-        if (in->dur_nonchild[r] != NSL_NULL_I64) worker_total += (double)in->dur_nonchild[r];
+        if (dnon[r] != NSL_NULL_I64) worker_total += (double)dnon[r];
       }
     }
     double pdur = (double)(pe - ps);
     for (int64_t r = 0; r < n; r++) {
       if (!desc[r] || in->tid[r] == in->tid[l]) continue;
-      double nc = in->dur_nonchild[r] == NSL_NULL_I64 ? NAN : (double)in->dur_nonchild[r];
-      double ch = in->dur_child[r] == NSL_NULL_I64 ? NAN : (double)in->dur_child[r];
+      double nc = dnon[r] == NSL_NULL_I64 ? NAN : (double)dnon[r];
+      double ch = dchild[r] == NSL_NULL_I64 ? NAN : (double)dchild[r];
       nonchild[r] += pdur * nc / worker_total;
       child[r] += pdur * ch / worker_total;
     }

@@ -124,6 +124,12 @@ static int l_jax_compile_attribute(lua_State *L) {
   in.tid = nsl_i32(field(L, "tid", NSL_I32, &n));
   in.dur_child = nsl_i64(field(L, "dur_child", NSL_I64, &n));
   in.dur_nonchild = nsl_i64(field(L, "dur_nonchild", NSL_I64, &n));
+  in.collapsed = NULL;
+  lua_getfield(L, 1, "collapsed");
+  if (!lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    in.collapsed = nsl_bool(field(L, "collapsed", NSL_BOOL, &n));
+  }
   lua_getfield(L, 1, "main_tid");
   in.main_tid = (int32_t)luaL_checkinteger(L, -1);
   in.n = n < 0 ? 0 : n;
