@@ -365,6 +365,34 @@ function M.ms_frame(t, kind)
   return r:sort("ProgramId", "ProgramExecution", "Device")
 end
 
+--- Joins programs that share name and HLO structure (every instruction's name
+-- and opcode) under one ProgramId, the smallest of their fingerprints; the
+-- store then answers for the joined id with all their dumps.
+function M.merge_programs(mt, store)
+  local canon, by_struct = {}, {}
+  local k = mt:group_by("ProgramId"):keys()
+  local fps = {}
+  for i = 1, #k do if k.ProgramId[i] ~= "unknown" then fps[#fps + 1] = k.ProgramId[i] end end
+  table.sort(fps)
+  for _, fp in ipairs(fps) do
+    local mods = store.modules(fp)
+    local key = mods[1] and mods[1]:structure()
+    if key then
+      by_struct[key] = by_struct[key] or fp
+      canon[fp] = by_struct[key]
+    end
+  end
+  for fp, c in pairs(canon) do
+    if c ~= fp then
+      local list = store.by_fp[c]
+      for _, e in ipairs(store.by_fp[fp] or {}) do list[#list + 1] = e end
+    end
+  end
+  local ids = per_group(mt, {"ProgramId"}, function(keys, i) return canon[keys.ProgramId[i]] or keys.ProgramId[i] end,
+                        "str")
+  return mt:with("ProgramId", ids)
+end
+
 -- ---------------------------------------------------------------- compilation
 
 local function plain_replace(s, what, with)

@@ -21,7 +21,8 @@
  *   h:instructions() -> nsl table: computation, name, opcode, op_name,
  *       source_file, source_line, frame (one row per instruction)
  *   h:structure() -> a string that is equal for modules of the same shape:
- *       module name, then every instruction's name and opcode. */
+ *       module name, then every instruction's name, opcode, element type and
+ *       dimensions (tuple shapes: element types). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,8 +325,21 @@ static int hlo_structure(lua_State *L) {
     for (int64_t i = 0; i < m->computations[c].ninstructions; i++) {
       luaL_addchar(&buf, '\n');
       luaL_addstring(&buf, m->computations[c].instructions[i].name);
+      const nsl_hlo_instruction *in = &m->computations[c].instructions[i];
       luaL_addchar(&buf, ' ');
-      luaL_addstring(&buf, m->computations[c].instructions[i].opcode);
+      luaL_addstring(&buf, in->opcode);
+      luaL_addchar(&buf, ' ');
+      luaL_addstring(&buf, nsl_hlo_element_name(in->shape.element_type));
+      for (int64_t d = 0; d < in->shape.ndimensions; d++) {
+        char num[32];
+        snprintf(num, sizeof num, "%c%lld", d ? ',' : '[', (long long)in->shape.dimensions[d]);
+        luaL_addstring(&buf, num);
+      }
+      for (int64_t t = 0; t < in->shape.ntuple_shapes; t++) {
+        char num[48];
+        snprintf(num, sizeof num, " t%lld:%s", (long long)t, nsl_hlo_element_name(in->shape.tuple_shapes[t].element_type));
+        luaL_addstring(&buf, num);
+      }
     }
   luaL_pushresult(&buf);
   return 1;
