@@ -493,7 +493,7 @@ function M.compile_statistics(parts)
       local under = nsl.tree_under(parent_positions(t), mask)
       t = t:with("collapsed", t.collapsed | mask):filter(~under)
     end
-    local main = t:filter(t.Name:match("^XlaCompile:")):group_by("tid"):keys()
+    local main = t:filter(t.Name:where(function(s) return s == "XlaCompile" or s:sub(1, 11) == "XlaCompile:" end)):group_by("tid"):keys()
     if #main ~= 1 then nsl.fail("compile ranges: XlaCompile runs on " .. #main .. " threads, expected one") end
     local non, ch = nsl.jax_compile_attribute{
       start = t.start, stop = t.stop, parent = parent_positions(t), tid = t.tid, dur_child = t.dur_child,
