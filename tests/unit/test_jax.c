@@ -37,6 +37,8 @@ static void test_tree_ancestor(void **state) {
   FX_EXPECT_I64(a2, -1, -1);
   nsl_column *u3 = nsl_tree_under(cyc, none, &err);
   FX_EXPECT_BOOL(u3, 0, 0);
+  nsl_column_release(a2);
+  nsl_column_release(i2);
   /* wrong types are refused */
   assert_int_equal(nsl_tree_ancestor(through, through, target, &a2, &i2, &err), NSL_ERR_ARG);
   nsl_column *cols[] = {parent, through, target, anc, inner, under, m2, under2, cyc, all, none, u3};
