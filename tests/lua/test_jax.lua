@@ -338,6 +338,36 @@ return {
     T.ok(tables.compile_ranges, "compile table")
   end},
 
+  {"an nsys-jax-combine archive (<path>/<input stem> members) holds one report per input", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. T.shell_quote(dir .. "/x")))
+    -- every member differs between the inputs: all of them become <path>/<stem>
+    local script = [[
+      set -e
+      cd "$1"
+      for p in 0 1; do
+        mkdir -p in$p && (cd in$p && unzip -q "$2/pax_fsdp4_4proc_proc$p.zip")
+        (cd in$p && find . -type f | sed 's|^\./||') | while read -r m; do
+          mkdir -p "x/$m" && cp "in$p/$m" "x/$m/pax_fsdp4_4proc_proc$p"
+        done
+      done
+      cd x && zip -q -r ../combined.zip .
+    ]]
+    assert(os.execute(string.format("sh -c %s sh %s %s", T.shell_quote(script), T.shell_quote(dir), T.shell_quote(D))))
+    local tr = assert(nsl.open(dir .. "/combined.zip"))
+    T.eq(#tr.reports, 2, "reports")
+    T.eq(tr.reports.name[1], "pax_fsdp4_4proc_proc0", "first stem")
+    local ref = assert(nsl.open{procs[1], procs[2]})
+    T.eq(#tr.gpu_ranges, #ref.gpu_ranges, "gpu_ranges rows")
+    T.eq(#tr.nvtx, #ref.nvtx, "nvtx rows")
+    local m = jax.gpu_frames(tr, jax.hlo_store(tr), {})
+    local mr = jax.gpu_frames(ref, jax.hlo_store(ref), {})
+    T.eq(#m, #mr, "module rows")
+    T.eq(m.ProgramId:isin{"25fa0b3e673a92036f22550cd7bcb068"}:count(), 10, "step executions on two devices")
+    os.execute("rm -rf " .. T.shell_quote(dir))
+  end},
+
   {"bad inputs fail with a message, never a crash", function()
     local dir = os.tmpname()
     os.remove(dir)
