@@ -41,6 +41,10 @@ int nsl__open_table(lua_State *L);
 nsl_dict *nsl__state_dict(lua_State *L);
 
 int nsl__open_trace(lua_State *L);
+/* The trace of a trace userdata (raises when closed or not a trace). */
+nsl_trace *nsl__checktrace(lua_State *L, int idx);
+int nsl__open_jax(lua_State *L);   /* range-tree kernels (ljax.c) */
+int nsl__open_hlo(lua_State *L);   /* XLA metadata (lhlo.c); after nsl__open_trace */
 int nsl__open_intervals(lua_State *L);
 int nsl__open_io(lua_State *L);
 /* Regular expressions (lregex.c) and the interval sweeps by key (loverlap.c). */
