@@ -176,6 +176,8 @@ static int64_t oracle_rows(sqlite3 *db, const char *table) {
     strcat(sql, ")");
     return any ? sql_i64(db, "%s", sql) : 0;
   }
+  /* projected NVTX ranges come from nsys-jax archives; an export has none */
+  if (!strcmp(table, "gpu_ranges")) return 0;
   fail_msg("no oracle for table %s", table);
   return -1;
 }
