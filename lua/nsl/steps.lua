@@ -91,7 +91,7 @@ function M.assign(ops, ranges)
     local span = nsl.range(last - first + 1) + (first - 1)
     local starts, stops = ranges.start:gather(span), ranges.stop:gather(span)
     local iters = ranges.iter:gather(span)
-    local j = starts:searchsorted(t, true) - 1             -- latest range starting at or before t (-1: none)
+    local j = starts:searchsorted(t, "right") - 1             -- latest range starting at or before t (-1: none)
     local inside = stops:gather(j):gt(t):cast("i64")       -- and it is still open at t
     iter_parts[#iter_parts + 1] = iters:gather((j + 1) * inside - 1)
     idx_parts[#idx_parts + 1] = rows

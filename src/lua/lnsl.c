@@ -170,6 +170,5 @@ int luaopen_nsl_core(lua_State *L) {
   nsl__open_intervals(L);
   nsl__open_io(L);
   nsl__open_regex(L);
-  nsl__open_overlap(L);
   return 1;
 }

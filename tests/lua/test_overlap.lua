@@ -188,7 +188,7 @@ return {
     T.ok(msg:find("no NVTX range named 'no_such_range'", 1, true), msg)
     local empty = L.tmpdir() .. "/no_gpu.sqlite"
     assert(os.execute("cp " .. T.shell_quote(T.data("nsys/tiny_2026.1.sqlite")) .. " " .. T.shell_quote(empty)))
-    L.sql_exec(empty, "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_MEMCPY; " ..
+    T.sql_exec(empty, "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_MEMCPY; " ..
                       "DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_MEMSET")
     msg = L.run_fails("overlap", {empty})
     T.ok(msg:find("no GPU kernels or memory operations", 1, true), msg)
