@@ -29,13 +29,13 @@ function M.matches(text, name)
 end
 
 --- The iteration ranges of trace named name: an nsl table sorted by report,
--- pid, start with columns report, pid, tid, start, stop, iter (1-based per
+-- pid, start with columns report, pid, start, stop, iter (1-based per
 -- process).  nsl.fail when there is none.
 function M.ranges(trace, name)
   local nv = trace.nvtx
-  nv:load{"report", "pid", "tid", "start", "stop", "text", "kind"}
-  local mask = nv.text:where(function(t) return M.matches(t, name) end) & nv.kind:ne("mark") & ~nv.stop:isnull()
-  local r = nv:filter(mask):select{"report", "pid", "tid", "start", "stop"}:sort("report", "pid", "start")
+  nv:load{"report", "pid", "start", "stop", "text"}   -- marks (and other events) have no stop
+  local mask = nv.text:where(function(t) return M.matches(t, name) end) & ~nv.stop:isnull()
+  local r = nv:filter(mask):select{"report", "pid", "start", "stop"}:sort("report", "pid", "start")
   if #r == 0 then
     nsl.fail(string.format("no NVTX range named '%s' in %s (--arg iteration=NAME takes the text of a push/pop or " ..
       "start/end range, or the text before ', op_id')", name, table.concat(trace.reports.name:totable(), ", ")))
@@ -44,7 +44,7 @@ function M.ranges(trace, name)
   r = r:with("pos", nsl.range(#r))
   local g = r:group_by("report", "pid")
   local first = g:agg{"first=min(pos)"}.first
-  return r:with("iter", r.pos - first:gather(g:ids()) + 1):select{"report", "pid", "tid", "start", "stop", "iter"}
+  return r:with("iter", r.pos - first:gather(g:ids()) + 1):select{"report", "pid", "start", "stop", "iter"}
 end
 
 --- coalesce(a, b): a where it is not NULL, else b (columns of one type).
