@@ -643,10 +643,15 @@ static int col_unique(lua_State *L) {
 /* sorted:searchsorted(values [, "right"]) -> 0-based insertion indices. */
 static int col_searchsorted(lua_State *L) {
   nsl_column *sorted = nsl__checkcolumn(L, 1), *values = nsl__checkcolumn(L, 2);
-  const char *side = luaL_optstring(L, 3, "left");
-  luaL_argcheck(L, strcmp(side, "left") == 0 || strcmp(side, "right") == 0, 3, "'left' or 'right'");
+  int right;   /* "left" / "right", or a boolean (true: right) */
+  if (lua_isboolean(L, 3) || lua_isnoneornil(L, 3)) right = lua_toboolean(L, 3);
+  else {
+    const char *side = luaL_checkstring(L, 3);
+    luaL_argcheck(L, strcmp(side, "left") == 0 || strcmp(side, "right") == 0, 3, "'left' or 'right'");
+    right = side[0] == 'r';
+  }
   nsl_error err = {0};
-  nsl_column *r = nsl_searchsorted(sorted, values, side[0] == 'r', &err);
+  nsl_column *r = nsl_searchsorted(sorted, values, right, &err);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
