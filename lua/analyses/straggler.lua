@@ -62,8 +62,7 @@ local function from_kernels(trace, args)
   local is_coll = nccl.mask(kr.name)
   local coll = kr:filter(is_coll)
   coll = nccl.instances(coll:with("type", nccl.annotate(coll.name).collective))
-  return {coll = coll:select{"rank", "instance", "type", "start", "stop"},
-          compute = kr:filter(~is_coll):select{"rank", "start", "stop"},
+  return {coll = coll:select{"rank", "instance", "type", "start", "stop"}, work = kr, compute = ~is_coll,
           labels = labels, what = "NCCL kernels", by = args.rank_by}
 end
 
@@ -76,13 +75,13 @@ local function from_thunks(trace, args)
   local names = trace.reports.name
   local labels = {}
   for r = 1, #rk do labels[r] = names[rk.report[r] + 1] .. ":gpu" .. rk.Device[r] end
-  local t = nsl.table{{"rank", rank}, {"comm", th.Communication}, {"start", th.start}, {"stop", th.stop}}
+  local t = nsl.table{{"rank", rank}, {"start", th.start}, {"stop", th.stop}}
   local comm = d.communication
   local crank = comm:join(nsl.table{{"Device", rk.Device}, {"report", rk.report}, {"rank", nsl.range(#rk)}},
                           {"Device", "report"}, {"rank"}).rank
   local coll = nsl.table{{"rank", crank}, {"instance", (jax.collective_instances(comm))}, {"type", comm.Collective},
                          {"start", comm.start}, {"stop", comm.stop}}
-  return {coll = coll, compute = t:filter(~t.comm):select{"rank", "start", "stop"}, labels = labels,
+  return {coll = coll, work = t, compute = ~th.Communication, labels = labels,
           what = "nsys-jax communication thunks", by = "device"}
 end
 
@@ -122,7 +121,7 @@ return {
       out:text(string.format("No straggler analysis: %d rank(s) and no %s.", nranks, src.what))
       return
     end
-    local res = core.analyse(src.coll, src.compute, nranks)
+    local res = core.analyse(src.coll, src.work, nranks, src.compute)
     local rows = core.ranks(res, args)
     local all = src.coll:group_by("rank"):agg{"n=count"}
     local ncoll = {}

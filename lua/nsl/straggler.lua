@@ -5,7 +5,9 @@
 --
 --   coll     one row per collective on a rank: rank (0-based), instance (the
 --            same id on every rank that took part in it), type, start, stop (ns)
---   compute  one row per piece of compute work of a rank: rank, start, stop
+--   work     one row per piece of GPU work of a rank: rank, start, stop, with
+--            a mask of the rows that are compute (the kernels or thunks that
+--            are not collectives)
 --
 -- Method (M.analyse):
 --  1. Instances seen on fewer than two ranks are dropped (partial captures
@@ -26,7 +28,8 @@
 --     collective (all its collectives when the trace has one rank), i.e. the
 --     compute work that starts after collective k-1 arrives and at or before
 --     collective k arrives; its compute time is the busy time (union) of that
---     work.  Only whole windows (k = 1 .. n-1) count.
+--     work.  Only whole windows (k = 1 .. n-1) count.  (A rank's clock offset
+--     moves its arrivals and its work alike: steps do not depend on it.)
 --  5. A straggler is consistently last (last in at least `last_share` of its
 --     instances, and more often than 1.5/ranks) and its median step compute is
 --     at least `threshold` x the median rank's (M.ranks).
@@ -97,39 +100,55 @@ local function lateness(coll, nranks)
 end
 
 --- Compute time per step and rank (table rank, step, compute), from each
--- rank's collective arrivals `cs` (rank, arrive) and its compute work
--- (rank, start, stop), both on aligned clocks; nil when no rank has a
--- whole window.
-local function step_compute(cs, comp, nranks)
-  local parts = {}
-  for r = 0, nranks - 1 do
-    local arrive = cs:filter(cs.rank:eq(r)):sort("arrive").arrive
-    local n = #arrive
-    if n >= 2 then
-      local mine = comp:filter(comp.rank:eq(r))
-      local step = arrive:searchsorted(mine.start)      -- arrivals before the work's start: its step
-      local busy = nsl.busy_by_group(mine.start, mine.stop, step, n + 1)
-      local ks = nsl.range(n + 1)
-      local whole = ks:ge(1) & ks:le(n - 1)                -- windows between two collectives
-      parts[#parts + 1] = nsl.table{{"rank", nsl.rep(r, n + 1)}, {"step", ks}, {"compute", busy}}:filter(whole)
-    end
+-- rank's collective arrivals `cs` (rank, arrive) and its work (rank, start,
+-- stop; the rows where `mask` is true are compute), all on one rank's clock
+-- each (a rank's clock offset moves its arrivals and its work alike, so the
+-- windows do not depend on it); nil when no rank has a whole window.  One
+-- pass for all ranks: on the key rank x W + (time - t0) (W above the span of
+-- all times) every rank's arrivals sort after the lower ranks', so one
+-- searchsorted of the work's keys into the sorted arrival keys gives, for a
+-- piece of work of rank r, base_r + k with base_r the arrivals of the ranks
+-- before r and k those of r before the work's start: window (group)
+-- base_r + k + r of the n_r + 1 windows of each rank.  The arrival with
+-- rank-local index k (row base_r + k of the sorted arrivals) closes that
+-- window; the windows closed by local indices 1 .. n_r - 1 are the whole steps.
+local function step_compute(cs, comp, mask, nranks)
+  if #cs == 0 then return nil end
+  cs = cs:select{"rank", "arrive"}:sort("rank", "arrive")
+  local t0 = math.min(cs.arrive:min(), #comp > 0 and comp.start:min() or math.maxinteger)
+  local t1 = math.max(cs.arrive:max(), #comp > 0 and comp.start:max() or math.mininteger)
+  local w = t1 - t0 + 1
+  if w <= 0 or w > math.maxinteger // (nranks + 1) then
+    nsl.fail(string.format("straggler: a time span of %d ns over %d ranks is too wide for the step keys", w, nranks))
   end
-  return concat_tables(parts, {"rank", "step", "compute"})
+  local key = cs.rank * w + (cs.arrive - t0)
+  local at = key:searchsorted(comp.rank * w + (comp.start - t0))   -- base_r + k
+  local ngroups = #cs + nranks
+  local busy = nsl.busy_by_group(comp.start, comp.stop, at + comp.rank, ngroups, mask)
+  local k = nsl.cumcount(cs:group_by("rank"):ids())            -- rank-local index of each arrival
+  local last = cs:group_by("rank"):agg{"n=count"}
+  local n_of = cs:join(last, {"rank"}, {"n"}).n
+  local whole = k:ge(1) & k:le(n_of - 1)
+  local steps = nsl.table{{"rank", cs.rank}, {"step", k}, {"compute", busy:gather(nsl.range(#cs) + cs.rank)}}
+  steps = steps:filter(whole)
+  if #steps == 0 then return nil end
+  return steps
 end
 
 --- The analysis (see the header).  coll: rank, instance, type, start, stop;
--- comp: rank, start, stop; nranks: ranks are 0 .. nranks-1.  Returns
+-- work: rank, start, stop, of which the rows where compute_mask is true (all
+-- when it is nil) are compute; nranks: ranks are 0 .. nranks-1.  Returns
 -- {nranks, ref, ninst, offsets, shared, coll, late, steps, instances}:
 --   coll       the matched collectives: rank, instance, type, start, stop,
---              arrive, leave (aligned), wait (for the last rank), last (1/0),
---              index (of the instance in time order, 1-based), after_first
---              (arrival after the first rank's)
+--              arrive, leave (aligned), wait (for the last rank), who (the
+--              last rank), last (1/0), index (of the instance in time order,
+--              1-based), after_first (arrival after the first rank's)
 --   late       rank, instance, late (nil without matched instances)
 --   steps      rank, step, compute (nil without a whole step)
 --   instances  one row per matched instance in time order: index, instance,
 --              type, ranks, first (aligned arrival of the first rank), skew
 --              (last - first arrival), who (the last rank), waited (sum of waits)
-function M.analyse(coll, comp, nranks)
+function M.analyse(coll, work, nranks, compute_mask)
   local res = {nranks = nranks}
   local nr = coll:group_by("instance"):agg{"nr=count_distinct(rank)"}
   local all = coll
@@ -156,12 +175,9 @@ function M.analyse(coll, comp, nranks)
   coll = coll:with("index", ji.i_index, "after_first", coll.arrive - ji.i_first)
   res.late = lateness(coll, nranks)
   res.coll = coll
-  -- 4. compute per step (aligned); one rank alone: its own collectives
-  local cs = coll
-  if nranks == 1 then cs = all:with("arrive", all.start) end
-  local cof = off:gather(comp.rank)
-  local acomp = nsl.table{{"rank", comp.rank}, {"start", comp.start - cof}, {"stop", comp.stop - cof}}
-  res.steps = step_compute(cs, acomp, nranks)
+  -- 4. compute per step; one rank alone: its own collectives
+  local cs = nranks == 1 and all or coll
+  res.steps = step_compute(cs:with("arrive", cs.start), work, compute_mask, nranks)
   return res
 end
 
