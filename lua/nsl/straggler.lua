@@ -223,7 +223,56 @@ function M.ranks(res, opts)
   return rows
 end
 
---- Figures (placeholder until nsl.plot lands).
-function M.write_figures(out, steps, arrivals, labels) end
+-- ---- figures --------------------------------------------------------------
+
+--- The figures of an analysis, from its long-form tables as printed:
+-- step_compute (rank label, step, "compute (ns)") and arrivals (collective,
+-- rank label, "after first (ns)"); either may be nil.  One line per rank, in
+-- the order of labels.  Returns a list of {name =, series = {{label =, x =,
+-- y =}, ...} (columns), opts = plot options}: the data M.draw plots.
+function M.figures(step_compute, arrivals, labels)
+  local figs = {}
+  local function series(t, xcol, ycol)
+    local list = {}
+    for _, label in ipairs(labels) do
+      local mine = t:filter(t.rank:eq(label))
+      if #mine > 0 then list[#list + 1] = {label = label, x = mine[xcol], y = mine[ycol]} end
+    end
+    return list
+  end
+  if step_compute and #step_compute > 0 then
+    figs[#figs + 1] = {name = "straggler_steps", series = series(step_compute, "step", "compute (ns)"),
+                       opts = {title = "Compute per step and rank", xlabel = "step (window before each collective)",
+                               ylabel = "compute (busy time)", yunit = "ns"}}
+  end
+  if arrivals and #arrivals > 0 then
+    figs[#figs + 1] = {name = "straggler_arrivals", series = series(arrivals, "collective", "after first (ns)"),
+                       opts = {title = "Arrival at each collective after the first rank (aligned clocks)",
+                               xlabel = "collective (time order)", ylabel = "arrival after the first rank",
+                               yunit = "ns"}}
+  end
+  return figs
+end
+
+--- A figure of M.figures drawn as "png" or "svg": the canvas and the data
+-- of nsl.plot.lines.
+function M.draw(fig, format)
+  local plot = require("nsl.plot")
+  local opts = {series = fig.series, format = format}
+  for k, v in pairs(fig.opts) do opts[k] = v end
+  return plot.lines(opts)
+end
+
+--- Writes every figure as NAME.png and NAME.svg through out:file; returns
+-- the figures.
+function M.write_figures(out, step_compute, arrivals, labels)
+  local figs = M.figures(step_compute, arrivals, labels)
+  for _, fig in ipairs(figs) do
+    for _, format in ipairs{"png", "svg"} do
+      out:file(fig.name .. "." .. format, (M.draw(fig, format)):to_string())
+    end
+  end
+  return figs
+end
 
 return M
