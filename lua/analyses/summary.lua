@@ -3,18 +3,7 @@
 -- cuda_gpu_mem_size_sum and cuda_api_sum; over all reports or per report.
 local nsl = require("nsl")
 local stats = require("nsl.stats")
-
--- nsys's operation labels for memory operations.
-local memcpy_labels = {
-  HtoD = "[CUDA memcpy Host-to-Device]", DtoH = "[CUDA memcpy Device-to-Host]",
-  HtoA = "[CUDA memcpy Host-to-Array]", AtoH = "[CUDA memcpy Array-to-Host]",
-  AtoA = "[CUDA memcpy Array-to-Array]", AtoD = "[CUDA memcpy Array-to-Device]",
-  DtoA = "[CUDA memcpy Device-to-Array]", DtoD = "[CUDA memcpy Device-to-Device]",
-  HtoH = "[CUDA memcpy Host-to-Host]", PtoP = "[CUDA memcpy Peer-to-Peer]",
-  UVM_HtoD = "[CUDA memcpy Unified Host-to-Device]", UVM_DtoH = "[CUDA memcpy Unified Device-to-Host]",
-  UVM_DtoD = "[CUDA memcpy Unified Device-to-Device]", Unknown = "[CUDA memcpy Unknown]",
-}
-local function memcpy_label(kind) return memcpy_labels[kind] or ("[CUDA memcpy " .. kind .. "]") end
+local classes = require("nsl.classes")
 
 --- The memory operations of t (memcpy and memset together) as one table:
 -- dur, mb (bytes / 10^6), op (nsys's operation label), report.
@@ -26,7 +15,7 @@ local function memops(trace)
     {"report", nsl.concat(mc.report:cast("i64"), ms.report:cast("i64"))},
     {"dur", nsl.concat(mc.dur, ms.dur)},
     {"mb", nsl.concat(mc.bytes / 1e6, ms.bytes / 1e6)},
-    {"op", nsl.concat(mc.kind:map(memcpy_label), nsl.rep("[CUDA memset]", #ms))},
+    {"op", nsl.concat(mc.kind:map(classes.memcpy_label), nsl.rep(classes.memset_label, #ms))},
   }
 end
 
