@@ -109,8 +109,8 @@ return {
   {"per-report summaries: each report's Time % adds up to 100 and its rows equal SQL on its file", function()
     local a, b = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite"), T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite")
     local t = T.run_analysis("summary", {a, b}, {"only=kernels", "per_report=true", "limit=0"}).cuda_gpu_kern_sum
-    for rep, f in pairs{[0] = a, [1] = b} do
-      local rows = t:filter(t.report:eq(rep))
+    for rep, f in pairs{pytorch_nccl_2gpu_2026_2 = a, pytorch_h100_2gpu_2026_2 = b} do
+      local rows = t:filter(t.report:eq((rep:gsub("_2026_2$", "_2026.2"))))
       T.near(rows["Time (%)"]:sum(), 100, 1e-9, "time % of report " .. rep)
       T.eq(rows["Instances"]:sum(), T.sql1(f, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "kernels of report " .. rep)
       T.eq(rows["Total Time (ns)"]:sum(), T.sql1(f, "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "time of report " .. rep)
