@@ -155,5 +155,7 @@ int luaopen_nsl_core(lua_State *L) {
   nsl__open_trace(L);
   nsl__open_intervals(L);
   nsl__open_io(L);
+  nsl__open_bundle(L);
+  nsl__open_sys(L);
   return 1;
 }
