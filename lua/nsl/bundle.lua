@@ -152,12 +152,21 @@ function M.describe_export(path)
              start_utc = r.start_utc[1], rank = r.rank[1], name = r.name[1], devices = {}}
   local ok, cmd = pcall(export_command, tr)
   if ok then d.command = cmd end
-  local dev = tr.devices
-  for i = 1, #dev do
-    d.devices[i] = {host = d.host, id = dev.device[i], name = dev.name[i], uuid = dev.uuid[i],
-                    memory = dev.memory[i], sm_count = dev.sm_count[i],
-                    compute_capability = dev.compute_capability[i]}
-  end
+  -- GPUs: what the devices table knows (a device list that does not load
+  -- is left out rather than failing the bundle)
+  pcall(function()
+    local dev = tr.devices
+    local cols = {}
+    for _, c in ipairs({"device", "name", "uuid", "memory", "sm_count", "compute_capability"}) do
+      local ok, col = pcall(function() return dev[c] end)
+      cols[c] = ok and col or {}
+    end
+    for i = 1, #dev do
+      d.devices[i] = {host = d.host, id = cols.device[i], name = cols.name[i], uuid = cols.uuid[i],
+                      memory = cols.memory[i], sm_count = cols.sm_count[i],
+                      compute_capability = cols.compute_capability[i]}
+    end
+  end)
   tr:close()
   return d
 end
@@ -179,9 +188,18 @@ end
 -- export, or nil: the rank an export's name gives), members ({name=, path=
 -- | data=, compress=} added as they are: meta/, sources/, ...), command
 -- (argv; else the command the exports record, when they agree), note,
--- fields (more manifest fields).  Returns a summary {reports=, members=,
--- bytes=}, or nil and a message; nothing is left at output on failure.
+-- fields (more manifest fields), writer (an nsl.bundle_writer already open
+-- on output, else one is opened; it is finished or aborted either way).
+-- Returns a summary {reports=, members=, bytes=}, or nil and a message;
+-- nothing is left at output on failure.
 function M.write(spec)
+  local ok, summary, err = pcall(M.write_unprotected, spec)
+  if spec.writer and (not ok or not summary) then spec.writer:abort() end
+  if not ok then error(summary, 0) end
+  return summary, err
+end
+
+function M.write_unprotected(spec)
   local reports, hosts, ranks, devices, nsys, schema = {}, {}, {}, {}, {}, {}
   local seen_h, seen_n, seen_s, seen_r, used = {}, {}, {}, {}, {}
   local commands = {}
@@ -232,8 +250,11 @@ function M.write(spec)
   for k, v in pairs(spec.fields or {}) do manifest[k] = v end
   for _, m in ipairs(spec.members or {}) do plan[#plan + 1] = m end
 
-  local w, err = nsl.bundle_writer(spec.output)
-  if not w then return nil, err end
+  local w, err = spec.writer, nil
+  if not w then
+    w, err = nsl.bundle_writer(spec.output)
+    if not w then return nil, err end
+  end
   local bytes = 0
   for _, m in ipairs(plan) do
     local ok, aerr
