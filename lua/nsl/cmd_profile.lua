@@ -232,9 +232,7 @@ local function profile_and_bundle(opts, env, rank, output, writer, work)
       say(fmt("--xla-dump: '%s' does not exist (no XLA dump was written)", dir))
     end
   end
-  local ok, err = bundle.add_paths(members, "meta", opts.meta, true)
-  if ok then ok, err = bundle.add_paths(members, "sources", opts.source) end
-  if not ok then return nil, err, code end
+  for _, m in ipairs(opts.user_members) do members[#members + 1] = m end
   if not opts.no_rep then
     members[#members + 1] = {name = "reports/" .. stem .. rep:match("%.[%w%-]+$"), path = rep, compress = "store"}
   end
@@ -313,6 +311,19 @@ function M.main(opts)
   end
   local analyses, aerr = load_analyses(opts.analysis, opts.args)
   if not analyses then return fail(2, "profile: " .. aerr) end
+  -- the --meta and --source files are checked before the run, not after it
+  local user, taken = {}, {["meta/environment.txt"] = true, ["meta/nvidia-smi.txt"] = true,
+                           ["meta/nsys-export.log"] = true}
+  local uok, uerr = bundle.add_paths(user, "meta", opts.meta, true)
+  if uok then uok, uerr = bundle.add_paths(user, "sources", opts.source) end
+  if not uok then return fail(1, "profile: " .. uerr) end
+  for _, m in ipairs(user) do
+    if taken[m.name] or m.name:find("^meta/xla_dump/") then
+      return fail(2, fmt("profile: two files would be stored as '%s' (rename the --meta file)", m.name))
+    end
+    taken[m.name] = true
+  end
+  opts.user_members = user
 
   local output, oerr = M.expand_output(opts.output or "nsl-profile-%h-%p.zip", env, rank)
   if not output then return fail(2, "profile: " .. oerr) end

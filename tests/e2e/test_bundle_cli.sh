@@ -254,6 +254,9 @@ expect_refused "profile: no command" 2 "after '--'" -- profile --nsys "$FAKE" -o
 expect_refused "profile: unknown analysis" 2 "no analysis 'nonesuch'" -- profile --nsys "$FAKE" --analysis nonesuch -o x.zip -- true
 expect_refused "profile: --arg nobody takes" 2 "no --analysis takes it" -- profile --nsys "$FAKE" --analysis summary --arg bogus=1 -o x.zip -- true
 expect_refused "profile: output folder missing" 1 "nofolder" -- profile --nsys "$FAKE" -o nofolder/x.zip -- true
+expect_refused "profile: missing --source" 1 "nope.py" -- profile --nsys "$FAKE" --source nope.py -o x.zip -- true
+printf 'mine\n' > environment.txt
+expect_refused "profile: --meta clashing with nsl's own" 2 "meta/environment.txt" -- profile --nsys "$FAKE" --meta environment.txt -o x.zip -- true
 check_eq "profile: refusals come before nsys runs" "$(nsys_calls)" 0
 expect_refused "profile: nsys missing" 1 "cannot run" -- profile --nsys "$TMP/p/no-nsys" -o x.zip -- true
 FAKE_NSYS_NO_REPORT=1 run_nsl prof profile --nsys "$FAKE" -o x.zip -- sh -c 'exit 4'
