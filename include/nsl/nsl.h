@@ -327,6 +327,121 @@ nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop
 nsl_column *nsl_iv_coverage(const nsl_column *start, const nsl_column *stop, const nsl_intervals *b,
                             nsl_error *err);
 
+/* ---- regular expressions (src/core/regex.c) --------------------------- */
+
+/* A compiled regular expression in Python `re` syntax (as kernel maps such
+ * as vLLM's gputrc2graph JSON files use), answered by re.search semantics:
+ * does it match anywhere in the string.  Translated to a POSIX ERE; \d \w
+ * \s (and negations), (?:...), (?P<name>...), a leading (?i), lazy and
+ * possessive quantifiers are understood; lookarounds and backreferences
+ * are refused (NSL_ERR_ARG naming the construct). */
+typedef struct nsl_regex nsl_regex;
+#define NSL_REGEX_ICASE 1
+nsl_status nsl_regex_compile(nsl_regex **out, const char *pattern, int flags, nsl_error *err);
+/* 1 when re matches somewhere in s (NUL-terminated), else 0. */
+int nsl_regex_search(const nsl_regex *re, const char *s);
+/* The POSIX ERE the pattern was translated to (for messages and tests). */
+const char *nsl_regex_posix(const nsl_regex *re);
+void nsl_regex_free(nsl_regex *re);
+/* Mask (NSL_BOOL) of the rows of string column c that re matches; each
+ * distinct string is tested once; NULL rows never match. */
+nsl_column *nsl_col_regex(const nsl_column *c, const nsl_regex *re, nsl_error *err);
+
+/* ---- interval sweeps by key (src/core/overlap_join.c) ---------------- */
+
+/* For every row i of A = [a_start, a_stop): the row j of B = [b_start,
+ * b_stop) that overlaps it most (by more than 0 ns), among the B rows whose
+ * key tuple equals A's (a_keys[k][i] == b_keys[k][j] for every k < nkeys;
+ * nkeys 0: all rows) and, with b_mask, where b_mask is 1.  Keys match as in
+ * nsl_join_index (NULL keys match nothing).  Ties go to the B row that
+ * starts last (the innermost of nested ranges), then stops first, then the
+ * lowest row.  *rows receives j (I64, -1 when none), *overlap the overlap in
+ * ns (0 when none; NULL for A rows with a NULL bound).  Rows need not be
+ * sorted; B rows with a NULL bound or stop <= start never match.  Cost: two
+ * sorts, then per A row the B rows open at its start plus those starting
+ * inside it (pruned once they cannot win). */
+nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
+                            const nsl_column *const *a_keys, const nsl_column *b_start,
+                            const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
+                            const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
+                            nsl_error *err);
+/* For every point t: the number of intervals [start, stop) with the same key
+ * tuple (as nsl_overlap_join) open at t, strictly: start < t < stop.  E.g.
+ * kernels launched (API start) but not yet started at each launch.  NULL
+ * points give NULL; empty intervals and NULL bounds never count.  Result I64. */
+nsl_column *nsl_iv_count_open(const nsl_column *points, const nsl_column *const *point_keys,
+                              const nsl_column *start, const nsl_column *stop,
+                              const nsl_column *const *iv_keys, int nkeys, nsl_error *err);
+/* Idle gaps per group: for every group g (I64 ids 0..ngroups-1 as
+ * nsl_groupby gives; negative ids, masked rows, NULL bounds and empty rows
+ * are skipped), the intervals between g's first start and last stop that
+ * none of its rows covers, longer than min_len ns.  Outputs three new I64
+ * columns of equal length: group, gap start, gap stop, sorted by group then
+ * start. */
+nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                               int64_t ngroups, const nsl_column *mask, int64_t min_len, nsl_column **group,
+                               nsl_column **gap_start, nsl_column **gap_stop, nsl_error *err);
+
+/* ---- sweeps over NVTX ranges (src/core/sweep.c) ---------------------- */
+
+/* The projection of NVTX ranges onto the GPU (the semantics of nsys's
+ * nvtx_gpu_proj_trace): a GPU operation (kernel, memcpy, memset) belongs to
+ * every range that encloses, on the same thread, the API call that launched
+ * it (range start <= call start and call stop <= range stop).  Threads are
+ * given by key tuples (e.g. report, pid, tid) compared by value on both
+ * sides; every key column is integer (I32/I64); a NULL key is on no thread.
+ * A range's NULL stop means open until the end; ranges masked out, with a
+ * NULL start or a stop before their start take no part (and calls like
+ * that match nothing).  One sorted sweep per thread: O((R + A) log) for the
+ * sort plus O(D) per call, D the number of ranges open at the call. */
+typedef struct nsl_nvtx_input {
+  int nkeys;                          /* 1..8 key columns per side */
+  const nsl_column *const *range_keys;
+  const nsl_column *range_start, *range_stop;
+  const nsl_column *range_mask;       /* NULL, or bool: the ranges that take part */
+  const nsl_column *const *api_keys;
+  const nsl_column *api_start, *api_stop;
+  const nsl_column *op_api;           /* per GPU op: its API call's row or -1 (nsl_join_index) */
+  const nsl_column *op_start, *op_stop; /* ops with a NULL time are not counted */
+} nsl_nvtx_input;
+
+typedef struct nsl_nvtx_projection {
+  /* one row per range */
+  nsl_column *parent;     /* I64: the tightest (shortest) enclosing range on the same thread, -1 for none;
+                           * of two equal intervals the first in (start, -stop, row) order is the parent */
+  nsl_column *depth;      /* I32: 0 for a top-level range; NULL for ranges that take no part */
+  nsl_column *proj_start; /* I64: the first start of its GPU ops (NULL without ops) */
+  nsl_column *proj_stop;  /* I64: the last stop of its GPU ops (NULL without ops) */
+  nsl_column *ops;        /* I64: GPU ops launched inside it (children's included) */
+  nsl_column *launches;   /* I64: distinct API calls that launched them (nsys's NumGPUOps) */
+  nsl_column *gpu_time;   /* I64: sum of the ops' durations (stop - start) */
+  nsl_column *children;   /* I64: child ranges that have GPU ops (nsys's NumChild) */
+  /* one row per API call / op */
+  nsl_column *api_range;  /* I64: the innermost range enclosing the call, -1 */
+  nsl_column *op_range;   /* I64: the innermost range enclosing the op's launching call, -1 */
+} nsl_nvtx_projection;
+
+/* Fills out (every column new) or returns an error with out zeroed. */
+nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, nsl_error *err);
+void nsl_nvtx_projection_free(nsl_nvtx_projection *p);
+
+/* Paths of a forest as a tree of distinct paths: rows with the same label
+ * under the same parent path share a node (e.g. NVTX ranges by name under
+ * their parents' names).  parent: I64/I32 row of each row's parent or -1
+ * (a parent masked out also makes a root); label: integer or string ids
+ * (NULL is a label of its own).  NSL_ERR_ARG for a parent out of range or
+ * a cycle.  Node ids are dense, in order of creation. */
+typedef struct nsl_tree {
+  int64_t nnodes;
+  nsl_column *node_of;      /* I64 per row: its node, -1 for rows masked out */
+  nsl_column *node_parent;  /* I64 per node: the parent node, -1 for roots */
+  nsl_column *node_depth;   /* I32 per node: 0 for roots */
+  nsl_column *node_row;     /* I64 per node: one row of the node (to gather labels) */
+} nsl_tree;
+nsl_status nsl_tree_paths(const nsl_column *parent, const nsl_column *label, const nsl_column *mask,
+                          nsl_tree *out, nsl_error *err);
+void nsl_tree_free(nsl_tree *t);
+
 /* ---- traces ----------------------------------------------------------- */
 
 typedef struct nsl_trace nsl_trace;

@@ -84,7 +84,8 @@ function Out:file(name, data)
   local path = self:path(name)
   self.files[#self.files + 1] = {name = name, path = path, data = data}
   if not path then
-    if not self.warned_no_dir and not self.embed then   -- with --embed the file goes into the bundle
+    -- with --embed the file goes into the bundle; a notebook shows it inline
+    if not self.warned_no_dir and not self.embed and self.format ~= "notebook" then
       io.stderr:write(string.format("nsl: %s: use --out DIR to write %s (and other files)\n", self.analysis, name))
       self.warned_no_dir = true
     end

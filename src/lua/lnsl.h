@@ -50,6 +50,11 @@ int nsl__open_bundle(lua_State *L);
 int nsl__push_bundle_view(lua_State *L, const nsl_trace *tr, const char *folder);
 /* Processes and files for the command modules (lsys.c): nsl.spawn, ... */
 int nsl__open_sys(lua_State *L);
+/* Regular expressions (lregex.c) and the interval sweeps by key (loverlap.c). */
+int nsl__open_regex(lua_State *L);
+int nsl__open_overlap(lua_State *L);
+/* nsl.nvtx_project, nsl.tree_paths (lsweep.c) */
+int nsl__open_sweep(lua_State *L);
 
 /* luaopen for the C core module ("nsl.core"). */
 int luaopen_nsl_core(lua_State *L);
