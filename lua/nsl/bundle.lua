@@ -276,17 +276,12 @@ function M.write_unprotected(spec)
   return {reports = #reports, members = #plan + 1, bytes = bytes}
 end
 
---- Stores the results of analysis `name` (the `out` object of nsl.output)
--- in the one bundle among traces, under analyses/<name>/: every table as
--- CSV, results.json, and the files the analysis wrote; earlier results of
--- the same analysis are replaced.  The bundle is rewritten beside itself
--- and renamed over: it is never half-written.  Returns true, or nil and a
--- message.
-function M.embed(traces, name, out)
-  if #traces ~= 1 or not nsl.is_zip(traces[1]) then
-    return nil, "--embed stores results in a bundle: give exactly one bundle (.zip)"
-  end
-  local path = traces[1]
+--- Stores files ({name=, data=} each, names relative to the folder) in
+-- the bundle at path under analyses/<name>/, replacing what was there, and
+-- lists them in the manifest's "analyses".  The bundle is rewritten beside
+-- itself and renamed over: it is never half-written, and on any failure it
+-- is left as it was.  Returns true, or nil and a message.
+function M.store(path, name, files)
   local safe = tostring(name):gsub("%.lua$", ""):gsub("[^%w_%-%.]", "_")
   local prefix = "analyses/" .. safe .. "/"
   local b, err = nsl.bundle_open(path)
@@ -300,28 +295,15 @@ function M.embed(traces, name, out)
   local function fail(msg)
     w:abort()
     b:close()
-    return nil, "--embed: " .. msg
+    return nil, msg
   end
   local ok, aerr = w:copy(b, prefix)
   if not ok then return fail(aerr) end
   local names = {}
-  local function add(rel, data)
-    names[#names + 1] = prefix .. rel
-    return w:add(prefix .. rel, data)
-  end
-  for _, it in ipairs(out.items) do
-    if it.kind == "table" then
-      ok, aerr = add(it.name .. ".csv", report.csv(it.t))
-      if not ok then return fail(aerr) end
-    end
-  end
-  ok, aerr = add("results.json", report.json(out:document(), "  ") .. "\n")
-  if not ok then return fail(aerr) end
-  for _, f in ipairs(out.files) do
-    if f.data then
-      ok, aerr = add(f.name, f.data)
-      if not ok then return fail(aerr) end
-    end
+  for _, f in ipairs(files) do
+    names[#names + 1] = prefix .. f.name
+    ok, aerr = w:add(prefix .. f.name, f.data)
+    if not ok then return fail(aerr) end
   end
   -- the manifest keeps everything and lists the analyses stored
   local m = b:manifest() or {}
@@ -333,7 +315,28 @@ function M.embed(traces, name, out)
                      members = names}
   ok, aerr = w:finish(b, report.json({analyses = list}))
   b:close()
-  if not ok then return nil, "--embed: " .. aerr end
+  if not ok then return nil, aerr end
+  return true
+end
+
+--- Stores the results of analysis `name` (the `out` object of nsl.output)
+-- in the one bundle among traces (M.store): every table as CSV,
+-- results.json, and the files the analysis wrote.  Returns true, or nil and
+-- a message.
+function M.embed(traces, name, out)
+  if #traces ~= 1 or not nsl.is_zip(traces[1]) then
+    return nil, "--embed stores results in a bundle: give exactly one bundle (.zip)"
+  end
+  local files = {}
+  for _, it in ipairs(out.items) do
+    if it.kind == "table" then files[#files + 1] = {name = it.name .. ".csv", data = report.csv(it.t)} end
+  end
+  files[#files + 1] = {name = "results.json", data = report.json(out:document(), "  ") .. "\n"}
+  for _, f in ipairs(out.files) do
+    if f.data then files[#files + 1] = {name = f.name, data = f.data} end
+  end
+  local ok, err = M.store(traces[1], name, files)
+  if not ok then return nil, "--embed: " .. err end
   return true
 end
 

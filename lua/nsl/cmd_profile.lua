@@ -35,6 +35,9 @@ PMIX_RANK or SLURM_PROCID from the environment.
 --xla-dump DIR adds --xla_dump_to=DIR --xla_dump_hlo_as_proto to XLA_FLAGS (unless
 XLA_FLAGS names a dump folder already) and stores DIR's files under meta/xla_dump/.
 
+--notebook NB.md (or the name of a shipped notebook) runs the notebook on the bundle and
+stores the page in it as analyses/notebook-NAME/NAME.html.
+
 --condition EXPR profiles only where EXPR is true; elsewhere COMMAND runs
 unprofiled.  EXPR is a Lua expression over the environment: a bare NAME is the
 variable's value (a number when it looks like one, nil when unset), env.NAME its
@@ -264,21 +267,44 @@ local function run_analyses(list, output, opts)
   return worst
 end
 
---- The hook of issue 8 (notebooks): each --notebook is handed to
--- require("nsl.notebook").embed(bundle_path, notebook_path, opts), which
--- returns true, or nil and a message.  Returns 0, or 1 when one failed.
-function M.run_notebooks(notebooks, output, opts)
+--- Notebooks (--notebook): each is run on the bundle (`trace` is the
+-- bundle's trace) and rendered to HTML, stored in the bundle as
+-- analyses/notebook-<stem>/<stem>.html.  A notebook is a file or a shipped
+-- one by name (`--notebook analysis`).  Cells that fail are shown in the
+-- page and reported here; a notebook that cannot be read or stored counts
+-- as a failure.  Returns 0, or 1 when one failed.
+function M.run_notebooks(notebooks, output)
   local failed = 0
   for _, nb in ipairs(notebooks or {}) do
-    local ok, mod = pcall(require, "nsl.notebook")
-    if not ok or type(mod) ~= "table" or type(mod.embed) ~= "function" then
-      say(fmt("--notebook %s: notebooks are not available in this build", nb))
+    local f, err = io.open(nb, "rb")
+    local text
+    if f then
+      text = f:read("a")
+      f:close()
+    else
+      text = nb:match("^[%w_%-]+$") and nsl.embedded_file("notebooks/" .. nb .. ".md")
+    end
+    if not text then
+      say(fmt("--notebook: cannot open notebook '%s': %s", nb, err))
       failed = 1
     else
-      local done, err = mod.embed(output, nb, opts)
-      if not done then
-        say(fmt("--notebook %s: %s", nb, tostring(err)))
+      local notebook = require("nsl.notebook")
+      local stem = nb:match("([^/]+)$"):gsub("%.md$", "")
+      local trace, oerr = nsl.open{output}
+      if not trace then
+        say("--notebook: " .. oerr)
         failed = 1
+      else
+        local blocks = notebook.run(text, trace, {path = nb})
+        trace:close()
+        local nfail = 0
+        for _, b in ipairs(blocks) do if b.error then nfail = nfail + 1 end end
+        if nfail > 0 then say(fmt("--notebook %s: %d cell(s) failed; their errors are shown in the page", nb, nfail)) end
+        local ok, serr = bundle.store(output, "notebook-" .. stem, {{name = stem .. ".html", data = notebook.html(blocks, stem)}})
+        if not ok then
+          say("--notebook: " .. serr)
+          failed = 1
+        end
       end
     end
   end
@@ -349,7 +375,7 @@ function M.main(opts)
     return (app_code and app_code ~= 0) and app_code or 1
   end
   local worst = run_analyses(analyses, output, opts)
-  if M.run_notebooks(opts.notebook, output, opts) ~= 0 then worst = 1 end
+  if M.run_notebooks(opts.notebook, output) ~= 0 then worst = 1 end
   if code ~= 0 then return code end
   return worst
 end

@@ -264,10 +264,14 @@ check_eq "profile: nsys wrote no report: the application's exit code" "$RC" 4
 grep -q "nsys wrote no report" "$TMP/prof.err" && ok "profile: nsys wrote no report: said" || bad "profile: no report: $(cat "$TMP/prof.err")"
 FAKE_NSYS_EXPORT_FAIL=1 expect_refused "profile: export fails" 1 "export" -- profile --nsys "$FAKE" -o x.zip -- true
 [ ! -e x.zip ] && ok "profile: no bundle on failure" || bad "profile: x.zip written"
-run_nsl nb profile --nsys "$FAKE" -o nb.zip --notebook "$TMP/p/none.md" -- true
-check_eq "profile: a notebook that cannot run gives 1" "$RC" 1
-grep -q "notebook" "$TMP/nb.err" && has_member nb.zip reports/profile.sqlite && ok "profile: notebook hook; bundle kept" ||
-  bad "profile: notebook hook: $(cat "$TMP/nb.err")"
+printf '# Kernels\n\n```lua\nprint("kernels:", #trace.kernels)\n```\n' > kernels.md
+run_nsl nb profile --nsys "$FAKE" -o nb.zip --notebook kernels.md --notebook "$TMP/p/none.md" -- true
+check_eq "profile: a notebook that cannot be read gives 1" "$RC" 1
+grep -q "none.md" "$TMP/nb.err" && has_member nb.zip reports/profile.sqlite && ok "profile: notebook failure; bundle kept" ||
+  bad "profile: notebook failure: $(cat "$TMP/nb.err")"
+if unzip -p nb.zip analyses/notebook-kernels/kernels.html | grep -q "kernels:.*$(sql "$tiny" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")"; then
+  ok "profile: the notebook ran on the bundle and is stored in it"
+else bad "profile: notebook page: $(unzip -l nb.zip)"; fi
 no_leftovers "$TMP/p" "profile (all runs)"
 unset FAKE_NSYS_EXPORT FAKE_NSYS_LOG
 cd "$TMP" || exit 1
