@@ -242,10 +242,7 @@ end
 -- names for which = "short".  A string column.
 function M.kernel_names(k, which)
   if which == "short" then return k.name end
-  local d, s = k.demangled, k.name
-  if d:isnull():count() == 0 then return d end
-  local n = #d
-  return nsl.concat(d, s):gather(nsl.range(n) + d:isnull():cast("i64") * n)
+  return require("nsl.steps").coalesce(k.demangled, k.name)
 end
 
 --- Every GPU operation of the trace -- kernels, memcpy, memset -- as one

@@ -418,7 +418,9 @@ static int view_list(lua_State *L) {
 }
 
 /* view:read(name) -> the bytes of <folder>/name from the first bundle of the
- * trace that holds it (checked against its manifest), or nil and a message. */
+ * trace that holds it (checked against its manifest; a plain zip such as an
+ * nsys-jax archive has none, only its sizes are checked), or nil and a
+ * message. */
 static int view_read(lua_State *L) {
   lview *v = checkview(L, 1);
   const char *rel = luaL_checkstring(L, 2);
@@ -452,11 +454,14 @@ int nsl__push_bundle_view(lua_State *L, const nsl_trace *tr, const char *folder)
   int n = nsl_trace_ninputs(tr);
   v->b = calloc((size_t)(n > 0 ? n : 1), sizeof *v->b);
   if (!v->b) return luaL_error(L, "out of memory");
+  nsl_bundle_options o;
+  nsl_bundle_options_init(&o);
+  o.mode = NSL_BUNDLE_AUTO;   /* nsys-jax archives are plain zips (with a sources/ folder) */
   for (int i = 0; i < n; i++) {
     const char *path = nsl_trace_input_path(tr, i);
     if (!nsl_bundle_sniff(path)) continue;
     nsl_error err = {0};
-    if (nsl_bundle_open(&v->b[v->n], path, NULL, &err) != NSL_OK) return nsl__lua_error(L, &err);
+    if (nsl_bundle_open(&v->b[v->n], path, &o, &err) != NSL_OK) return nsl__lua_error(L, &err);
     v->n++;
   }
   return 1;

@@ -174,5 +174,7 @@ int luaopen_nsl_core(lua_State *L) {
   nsl__open_regex(L);
   nsl__open_overlap(L);
   nsl__open_sweep(L);
+  nsl__open_jax(L);
+  nsl__open_hlo(L);
   return 1;
 }

@@ -16,6 +16,8 @@ typedef struct ldict {
 
 static const char DICT_KEY[] = "nsl.dict";
 
+static nsl_trace *checktrace(lua_State *L, int idx);
+
 static int dict_gc(lua_State *L) {
   ldict *b = lua_touserdata(L, 1);
   nsl_dict_release(b->d);
@@ -43,6 +45,8 @@ nsl_dict *nsl__state_dict(lua_State *L) {
   lua_setfield(L, LUA_REGISTRYINDEX, DICT_KEY);
   return b->d;
 }
+
+nsl_trace *nsl__checktrace(lua_State *L, int idx) { return checktrace(L, idx); }
 
 static nsl_trace *checktrace(lua_State *L, int idx) {
   ltrace *b = luaL_checkudata(L, idx, NSL_TRACE_MT);

@@ -5,10 +5,22 @@
 
 #include "nsl/bundle.h"
 #include "nsl/nsl.h"
+#include "source/nsys_jax.h"
 
-/* A zip: an nsl bundle (manifest.json + reports/ + ...), each of whose
- * reports becomes a report of tr. */
+/* A zip: an nsys-jax archive (no manifest.json, nvtx_gpu_proj_trace/
+ * trace.parquet, or nsys-jax-combine's per-input folders of it), whose
+ * processes become reports of tr; else an nsl bundle (manifest.json +
+ * reports/ + ...), each of whose reports becomes a report of tr. */
 static nsl_status open_bundle(nsl_trace *tr, const char *path, nsl_error *err) {
+  nsl_bundle_options o;
+  nsl_bundle *b = NULL;
+  nsl_bundle_options_init(&o);
+  o.mode = NSL_BUNDLE_AUTO;
+  if (nsl_bundle_open(&b, path, &o, NULL) == NSL_OK) {
+    int jax = nsl_jax_is_archive(b);
+    nsl_bundle_close(b);
+    if (jax) return nsl_jax_add_reports(tr, path, err);
+  }
   return nsl_bundle_add_reports(tr, path, NULL, err);
 }
 
