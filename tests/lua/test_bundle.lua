@@ -171,6 +171,26 @@ return {
     T.eq(#tr2.sources:list(), 2, "two bundles, same files listed once")
   end},
 
+  {"an nsys-jax archive's sources/ are trace.sources (a plain zip: unzip lists them)", function()
+    local zip = T.data("nsys-jax/pax_fsdp4_4proc_proc0.zip")
+    local p = assert(io.popen("unzip -Z1 " .. T.shell_quote(zip)))
+    local want = {}
+    for line in p:lines() do
+      local rel = line:match("^sources/(.+[^/])$")
+      if rel then want[#want + 1] = rel end
+    end
+    p:close()
+    table.sort(want)
+    local tr = assert(nsl.open(zip))
+    local got = tr.sources:list()
+    T.eq(#got, #want, "number of sources")
+    for i = 1, #want do T.eq(got[i], want[i], "source " .. i) end
+    local q = assert(io.popen("unzip -p " .. T.shell_quote(zip) .. " " .. T.shell_quote("sources/" .. want[1])))
+    T.ok(tr.sources:read(want[1]) == q:read("a"), "content as unzip gives it")
+    q:close()
+    T.eq(#tr.meta:list(), 0, "no meta/ folder")
+  end},
+
   {"relative, absolute and .. paths become member names inside sources/", function()
     T.eq(bundle.member_name("sources", "./a/b.py"), "sources/a/b.py", "./")
     T.eq(bundle.member_name("sources", "/x/y.py"), "sources/x/y.py", "absolute")
