@@ -228,7 +228,8 @@ end
 --- The figures of an analysis, from its long-form tables as printed:
 -- step_compute (rank label, step, "compute (ns)") and arrivals (collective,
 -- rank label, "after first (ns)"); either may be nil.  One line per rank, in
--- the order of labels.  Returns a list of {name =, series = {{label =, x =,
+-- the order of labels; compute on a log scale (warm-up steps take orders of
+-- magnitude longer), arrivals on a linear one (the first rank's are 0).  Returns a list of {name =, series = {{label =, x =,
 -- y =}, ...} (columns), opts = plot options}: the data M.draw plots.
 function M.figures(step_compute, arrivals, labels)
   local figs = {}
@@ -243,7 +244,7 @@ function M.figures(step_compute, arrivals, labels)
   if step_compute and #step_compute > 0 then
     figs[#figs + 1] = {name = "straggler_steps", series = series(step_compute, "step", "compute (ns)"),
                        opts = {title = "Compute per step and rank", xlabel = "step (window before each collective)",
-                               ylabel = "compute (busy time)", yunit = "ns"}}
+                               ylabel = "compute (busy time)", yunit = "ns", ylog = true}}
   end
   if arrivals and #arrivals > 0 then
     figs[#figs + 1] = {name = "straggler_arrivals", series = series(arrivals, "collective", "after first (ns)"),

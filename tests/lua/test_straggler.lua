@@ -286,6 +286,62 @@ return {
     end
   end},
 
+  {"figures under --out: PNG and SVG drawn from exactly the step_compute and arrivals tables", function()
+    local nsl = require("nsl")
+    local core = require("nsl.straggler")
+    local runner = require("nsl.runner")
+    local files = rank_files(D, 1, OFFSET)
+    local dir = os.tmpname()
+    os.remove(dir)
+    local a = assert(runner.load_analysis("straggler"))
+    local trace = assert(nsl.open(files))
+    local out = require("nsl.output").new{analysis = "straggler", format = "json-silent", trace = trace, dir = dir}
+    a.run(trace, assert(runner.parse_args(a, {})), out)
+    local tables = {}
+    for _, it in ipairs(out.items) do if it.kind == "table" then tables[it.name] = it.t end end
+    local labels = tables.ranks.rank:totable()
+    local figs = core.figures(tables.step_compute, tables.arrivals, labels)
+    T.eq(#figs, 2, "two figures")
+    for _, f in ipairs(figs) do
+      local t = f.name == "straggler_steps" and tables.step_compute or tables.arrivals
+      local xcol = f.name == "straggler_steps" and "step" or "collective"
+      local ycol = f.name == "straggler_steps" and "compute (ns)" or "after first (ns)"
+      T.eq(#f.series, #labels, f.name .. ": one line per rank")
+      local points = 0
+      for si, ser in ipairs(f.series) do
+        T.eq(ser.label, labels[si], f.name .. ": series order")
+        local k = 0
+        for i = 1, #t do
+          if t.rank[i] == ser.label then
+            k = k + 1
+            T.eq(ser.x[k], t[xcol][i], f.name .. " x")
+            T.eq(ser.y[k], t[ycol][i], f.name .. " y")
+          end
+        end
+        T.eq(#ser.x, k, f.name .. ": points of " .. ser.label)
+        points = points + k
+      end
+      T.eq(points, #t, f.name .. ": every row drawn")
+      -- the files the analysis wrote are these figures, drawn from these tables
+      for _, format in ipairs{"png", "svg"} do
+        local cv, d = core.draw(f, format)
+        local fh = assert(io.open(dir .. "/" .. f.name .. "." .. format, "rb"))
+        local written = fh:read("a")
+        fh:close()
+        T.ok(written == cv:to_string(), f.name .. "." .. format .. " equals the figure of the tables")
+        T.ok(format == "png" and written:sub(1, 8) == "\137PNG\r\n\26\n" or written:find("<svg", 1, true),
+             f.name .. "." .. format .. " is a " .. format)
+        for si, ser in ipairs(d.series) do
+          T.eq(ser.n, #f.series[si].x, "plotted points")
+          T.eq(ser.ymax, f.series[si].y:max(), "plotted maximum")
+        end
+        os.remove(dir .. "/" .. f.name .. "." .. format)
+      end
+    end
+    os.execute("rm -rf " .. T.shell_quote(dir))
+    for _, f in ipairs(files) do os.remove(f) end
+  end},
+
   {"--fail-on warning gates on the finding (exit code 3)", function()
     local files = rank_files(D, 1, OFFSET)
     local nslbin = assert(os.getenv("NSL"), "ctest sets NSL to the nsl binary")
