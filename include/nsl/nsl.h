@@ -337,8 +337,9 @@ nsl_column *nsl_iv_coverage(const nsl_column *start, const nsl_column *stop, con
  * sides; every key column is integer (I32/I64); a NULL key is on no thread.
  * A range's NULL stop means open until the end; ranges masked out, with a
  * NULL start or a stop before their start take no part (and calls like
- * that match nothing).  One sorted sweep per thread: O((R + A) log) for the
- * sort plus O(D) per call, D the number of ranges open at the call. */
+ * that match nothing).  One sweep per thread: O(R + A) when each thread's
+ * rows come in start order (as exports store them; else a radix sort),
+ * plus O(D) per call, D the number of ranges open at the call. */
 typedef struct nsl_nvtx_input {
   int nkeys;                          /* 1..8 key columns per side */
   const nsl_column *const *range_keys;
@@ -356,11 +357,11 @@ typedef struct nsl_nvtx_projection {
                            * of two equal intervals the first in (start, -stop, row) order is the parent */
   nsl_column *depth;      /* I32: 0 for a top-level range; NULL for ranges that take no part */
   nsl_column *proj_start; /* I64: the first start of its GPU ops (NULL without ops) */
-  nsl_column *proj_stop;  /* I64: the last stop of its GPU ops (NULL without ops) */
-  nsl_column *ops;        /* I64: GPU ops launched inside it (children's included) */
-  nsl_column *launches;   /* I64: distinct API calls that launched them (nsys's NumGPUOps) */
+  nsl_column *proj_dur;   /* I64: from proj_start to the last stop of its GPU ops (NULL without ops) */
+  nsl_column *ops;        /* I32: GPU ops launched inside it, children's included (saturates at INT32_MAX) */
+  nsl_column *launches;   /* I32: distinct API calls that launched them (nsys's NumGPUOps) */
   nsl_column *gpu_time;   /* I64: sum of the ops' durations (stop - start) */
-  nsl_column *children;   /* I64: child ranges that have GPU ops (nsys's NumChild) */
+  nsl_column *children;   /* I32: child ranges that have GPU ops (nsys's NumChild) */
   /* one row per API call / op */
   nsl_column *api_range;  /* I64: the innermost range enclosing the call, -1 */
   nsl_column *op_range;   /* I64: the innermost range enclosing the op's launching call, -1 */
