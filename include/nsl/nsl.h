@@ -327,6 +327,61 @@ nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop
 nsl_column *nsl_iv_coverage(const nsl_column *start, const nsl_column *stop, const nsl_intervals *b,
                             nsl_error *err);
 
+/* ---- regular expressions (src/core/regex.c) --------------------------- */
+
+/* A compiled regular expression in Python `re` syntax (as kernel maps such
+ * as vLLM's gputrc2graph JSON files use), answered by re.search semantics:
+ * does it match anywhere in the string.  Translated to a POSIX ERE; \d \w
+ * \s (and negations), (?:...), (?P<name>...), a leading (?i), lazy and
+ * possessive quantifiers are understood; lookarounds and backreferences
+ * are refused (NSL_ERR_ARG naming the construct). */
+typedef struct nsl_regex nsl_regex;
+#define NSL_REGEX_ICASE 1
+nsl_status nsl_regex_compile(nsl_regex **out, const char *pattern, int flags, nsl_error *err);
+/* 1 when re matches somewhere in s (NUL-terminated), else 0. */
+int nsl_regex_search(const nsl_regex *re, const char *s);
+/* The POSIX ERE the pattern was translated to (for messages and tests). */
+const char *nsl_regex_posix(const nsl_regex *re);
+void nsl_regex_free(nsl_regex *re);
+/* Mask (NSL_BOOL) of the rows of string column c that re matches; each
+ * distinct string is tested once; NULL rows never match. */
+nsl_column *nsl_col_regex(const nsl_column *c, const nsl_regex *re, nsl_error *err);
+
+/* ---- interval sweeps by key (src/core/overlap_join.c) ---------------- */
+
+/* For every row i of A = [a_start, a_stop): the row j of B = [b_start,
+ * b_stop) that overlaps it most (by more than 0 ns), among the B rows whose
+ * key tuple equals A's (a_keys[k][i] == b_keys[k][j] for every k < nkeys;
+ * nkeys 0: all rows) and, with b_mask, where b_mask is 1.  Keys match as in
+ * nsl_join_index (NULL keys match nothing).  Ties go to the B row that
+ * starts last (the innermost of nested ranges), then stops first, then the
+ * lowest row.  *rows receives j (I64, -1 when none), *overlap the overlap in
+ * ns (0 when none; NULL for A rows with a NULL bound).  Rows need not be
+ * sorted; B rows with a NULL bound or stop <= start never match.  Cost: two
+ * sorts, then per A row the B rows open at its start plus those starting
+ * inside it (pruned once they cannot win). */
+nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
+                            const nsl_column *const *a_keys, const nsl_column *b_start,
+                            const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
+                            const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
+                            nsl_error *err);
+/* For every point t: the number of intervals [start, stop) with the same key
+ * tuple (as nsl_overlap_join) open at t, strictly: start < t < stop.  E.g.
+ * kernels launched (API start) but not yet started at each launch.  NULL
+ * points give NULL; empty intervals and NULL bounds never count.  Result I64. */
+nsl_column *nsl_iv_count_open(const nsl_column *points, const nsl_column *const *point_keys,
+                              const nsl_column *start, const nsl_column *stop,
+                              const nsl_column *const *iv_keys, int nkeys, nsl_error *err);
+/* Idle gaps per group: for every group g (I64 ids 0..ngroups-1 as
+ * nsl_groupby gives; negative ids, masked rows, NULL bounds and empty rows
+ * are skipped), the intervals between g's first start and last stop that
+ * none of its rows covers, longer than min_len ns.  Outputs three new I64
+ * columns of equal length: group, gap start, gap stop, sorted by group then
+ * start. */
+nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                               int64_t ngroups, const nsl_column *mask, int64_t min_len, nsl_column **group,
+                               nsl_column **gap_start, nsl_column **gap_stop, nsl_error *err);
+
 /* ---- sweeps over NVTX ranges (src/core/sweep.c) ---------------------- */
 
 /* The projection of NVTX ranges onto the GPU (the semantics of nsys's

@@ -1,4 +1,8 @@
-/* nsl_io.h -- files nsl writes: whole or not at all. */
+/*
+ * nsl_io.h -- files nsl writes: whole or not at all.  Shared by every layer
+ * that writes output (figures, bundles, analysis results).  Core level: no
+ * Lua, never prints.
+ */
 #ifndef NSL_NSL_IO_H
 #define NSL_NSL_IO_H
 
@@ -6,11 +10,24 @@
 
 #include "nsl/nsl.h"
 
-/* Writes data to path atomically: a temporary file in the same folder,
- * fsync, rename over path.  On failure the temporary file is removed and
- * an existing path is left untouched. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Writes len bytes of data to path so that path either keeps its old
+ * content or holds all the new bytes, never a part of them: the bytes go to
+ * a new temporary file in the same folder (".<name>.tmp-<pid>-<n>"), which
+ * is flushed to disk (fsync), closed and renamed over path; the folder is
+ * then synced too.  On any error the temporary file is removed and path is
+ * untouched.  The new file gets mode 0666 minus the umask.
+ * Errors: NSL_ERR_ARG (NULL or empty path, NULL data with len > 0),
+ * NSL_ERR_IO (cannot create, write, sync or rename; the message names the
+ * path and the system's reason). */
 nsl_status nsl_write_file_atomic(const char *path, const void *data, size_t len, nsl_error *err);
 /* Creates a folder and its parents (like mkdir -p). */
 nsl_status nsl_mkdir_p(const char *path, nsl_error *err);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

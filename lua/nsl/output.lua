@@ -84,7 +84,7 @@ function Out:file(name, data)
   local path = self:path(name)
   self.files[#self.files + 1] = {name = name, path = path, data = data}
   if not path then
-    if not self.warned_no_dir then
+    if not self.warned_no_dir and self.format ~= "notebook" then
       io.stderr:write(string.format("nsl: %s: use --out DIR to write %s (and other files)\n", self.analysis, name))
       self.warned_no_dir = true
     end

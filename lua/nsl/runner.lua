@@ -189,9 +189,10 @@ function M.main(opts)
     end
     return M.run(a, opts)
   else
-    local ok, mod = pcall(require, "nsl.cmd_" .. cmd)
-    if ok and type(mod) == "table" and mod.main then return mod.main(opts) end
-    return fail(2, string.format("command '%s' is not available in this build", cmd))
+    if not nsl.load_embedded("nsl/cmd_" .. cmd .. ".lua") then
+      return fail(2, string.format("command '%s' is not available in this build", cmd))
+    end
+    return require("nsl.cmd_" .. cmd).main(opts)
   end
 end
 

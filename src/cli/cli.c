@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 
@@ -48,7 +49,12 @@ int nsl__cli_parse(int argc, char **argv, nsl_cli_options *o) {
   if (!o->traces || !o->args || !o->rest) return usage_error("%s", "out of memory");
   o->command = argv[0];
   if (!is_command(o->command)) {
-    /* `nsl TRACE...` with no command: a REPL on a terminal (issue 8), else an error. */
+    /* `nsl TRACE...` with no command, on a terminal: the REPL on those traces. */
+    if (isatty(0) && isatty(1) && access(o->command, R_OK) == 0) {
+      o->command = "repl";
+      for (int i = 0; i < argc; i++) o->traces[o->ntraces++] = argv[i];
+      return 0;
+    }
     return usage_error("unknown command '%s'", o->command);
   }
   for (int i = 1; i < argc; i++) {
@@ -120,6 +126,7 @@ static int call_main(lua_State *L) {
 }
 
 int nsl__cli_dispatch(lua_State *L, const nsl_cli_options *o) {
+  if (strcmp(o->command, "repl") == 0) return nsl__repl(L, o);
   lua_pushcfunction(L, call_main);
   lua_createtable(L, 0, 12);
   set_str(L, "command", o->command);

@@ -30,5 +30,7 @@ int nsl__cli_dispatch(lua_State *L, const nsl_cli_options *o);
 int nsl__docall(lua_State *L, int nargs, int nres);
 int nsl__report(lua_State *L, int status);
 lua_State *nsl__new_state(void);
+/* The interactive REPL (repl.c); returns the exit code. */
+int nsl__repl(lua_State *L, const nsl_cli_options *o);
 
 #endif

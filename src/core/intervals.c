@@ -92,7 +92,7 @@ nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const n
   if (rc != NSL_OK) return rc;
   int64_t n = start->len, m = 0, lo = INT64_MAX;
   const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
-  nsl__kv *a = malloc((size_t)(n ? n : 1) * sizeof *a), *tmp = NULL;
+  nsl__kv *a = nsl__big_alloc((size_t)n * sizeof *a), *tmp = NULL;
   if (!a) return nsl_error_set(err, NSL_ERR_NOMEM, "interval union: out of memory for %lld rows", (long long)n);
   int sorted = 1;
   for (int64_t i = 0; i < n; i++) {   /* the non-empty intervals, as (start, stop) */
@@ -104,7 +104,7 @@ nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const n
   }
   nsl__kv *r = a;
   if (!sorted) {
-    if (!(tmp = malloc((size_t)m * sizeof *tmp))) {
+    if (!(tmp = nsl__big_alloc((size_t)m * sizeof *tmp))) {
       free(a);
       return nsl_error_set(err, NSL_ERR_NOMEM, "interval union: out of memory for %lld rows", (long long)m);
     }
@@ -178,7 +178,7 @@ nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop
       return NULL;
     }
   nsl_column *res = nsl_column_new(NSL_I64, ngroups, NULL);
-  nsl__kv *a = malloc((size_t)(n ? n : 1) * sizeof *a), *tmp = NULL;
+  nsl__kv *a = nsl__big_alloc((size_t)n * sizeof *a), *tmp = NULL;
   if (!res || !a) goto nomem;
   int64_t *busy = nsl_i64(res);
   for (int64_t i = 0; i < n; i++) {
@@ -203,7 +203,7 @@ nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop
     row_interval(start, stop, row, &s, &e);
     a[i].v = e;
   }
-  if (!(tmp = malloc((size_t)m * sizeof *tmp))) goto nomem;
+  if (!(tmp = nsl__big_alloc((size_t)m * sizeof *tmp))) goto nomem;
   nsl__kv *r = nsl__radix_kv(a, tmp, m);
   uint64_t smask = sb >= 64 ? ~0ull : (1ull << sb) - 1;
   int64_t cur_g = -1, cs = 0, ce = 0;

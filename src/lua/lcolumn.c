@@ -146,8 +146,11 @@ static int col_tostring(lua_State *L) {
   for (int64_t i = 0; i < shown; i++) {
     luaL_addchar(&b, ' ');
     push_value(L, c, i);
-    if (lua_type(L, -1) == LUA_TSTRING) {
-      lua_pushfstring(L, "%q", lua_tostring(L, -1)); /* quoted */
+    if (lua_type(L, -1) == LUA_TSTRING) {   /* quoted, at most 40 bytes */
+      size_t len;
+      const char *str = lua_tolstring(L, -1, &len);
+      lua_pushfstring(L, "\"%s%s\"", len > 40 ? lua_pushlstring(L, str, 40) : str, len > 40 ? "..." : "");
+      if (len > 40) lua_remove(L, -2);
       lua_remove(L, -2);
     } else {
       luaL_tolstring(L, -1, NULL);
@@ -628,6 +631,71 @@ static int l_rep(lua_State *L) {
   return 1;
 }
 
+/* c:unique() -> distinct non-NULL values, ascending. */
+static int col_unique(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_unique(nsl__checkcolumn(L, 1), &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* sorted:searchsorted(values [, "right"]) -> 0-based insertion indices. */
+static int col_searchsorted(lua_State *L) {
+  nsl_column *sorted = nsl__checkcolumn(L, 1), *values = nsl__checkcolumn(L, 2);
+  int right;   /* "left" / "right", or a boolean (true: right) */
+  if (lua_isboolean(L, 3) || lua_isnoneornil(L, 3)) right = lua_toboolean(L, 3);
+  else {
+    const char *side = luaL_checkstring(L, 3);
+    luaL_argcheck(L, strcmp(side, "left") == 0 || strcmp(side, "right") == 0, 3, "'left' or 'right'");
+    right = side[0] == 'r';
+  }
+  nsl_error err = {0};
+  nsl_column *r = nsl_searchsorted(sorted, values, right, &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* c:cumsum() -> running sum. */
+static int col_cumsum(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_cumsum(nsl__checkcolumn(L, 1), &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* c:diff([group_ids]) -> x[i] - x[previous row (of the same group)]; NULL first. */
+static int col_diff(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  nsl_column *g = lua_isnoneornil(L, 2) ? NULL : nsl__checkcolumn(L, 2);
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_diff(c, g, &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* c:shift(k) -> the column moved by k rows: r[i] = c[i + k], NULL where
+ * i + k falls outside (k = 1: the next row's value, -1: the previous). */
+static int col_shift(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  lua_Integer k = luaL_checkinteger(L, 2);
+  nsl_column *idx = nsl_column_new(NSL_I64, c->len, NULL);
+  if (!idx) return luaL_error(L, "out of memory");
+  for (int64_t i = 0; i < c->len; i++) {
+    int64_t j = i + (int64_t)k;
+    nsl_i64(idx)[i] = j >= 0 && j < c->len ? j : -1;
+  }
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_gather(c, idx, &err);
+  nsl_column_release(idx);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
 static const luaL_Reg methods[] = {
     {"type", col_type},         {"eq", col_eq},
     {"ne", col_ne},             {"lt", col_lt},
@@ -643,7 +711,10 @@ static const luaL_Reg methods[] = {
     {"quantile", col_quantile}, {"histogram", col_histogram},
     {"gather", col_gather},     {"argsort", col_argsort},
     {"totable", col_totable},   {"raw", col_raw},
-    {"nbytes", col_bytes},       {"map", col_map},
+    {"nbytes", col_bytes},      {"map", col_map},
+    {"unique", col_unique},     {"searchsorted", col_searchsorted},
+    {"cumsum", col_cumsum},     {"diff", col_diff},
+    {"shift", col_shift},
     {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {

@@ -43,6 +43,9 @@ nsl_dict *nsl__state_dict(lua_State *L);
 int nsl__open_trace(lua_State *L);
 int nsl__open_intervals(lua_State *L);
 int nsl__open_io(lua_State *L);
+/* Regular expressions (lregex.c) and the interval sweeps by key (loverlap.c). */
+int nsl__open_regex(lua_State *L);
+int nsl__open_overlap(lua_State *L);
 /* nsl.nvtx_project, nsl.tree_paths (lsweep.c) */
 int nsl__open_sweep(lua_State *L);
 

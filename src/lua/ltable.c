@@ -416,14 +416,14 @@ static int grp_agg(lua_State *L) {
   /* First pass: which columns are needed, so they load together. */
   const char *need[64];
   int nneed = 0;
-  char specs[64][3][128];
+  char specs[64][3][400];
   double qs[64];
   nsl_agg aggs[64];
   luaL_argcheck(L, n <= 64, 2, "at most 64 aggregates");
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, 2, i);
     const char *s = luaL_checkstring(L, -1);
-    char out[128] = "", fn[128] = "", col[128] = "";
+    char out[400] = "", fn[128] = "", col[128] = "";
     double q = 0.5;
     const char *eq = strchr(s, '=');
     const char *body = eq ? eq + 1 : s;

@@ -1,9 +1,9 @@
 /* open.c -- opening the user's inputs as the reports of one trace: nsys
- * SQLite exports now; zip bundles through open_bundle (to be filled in by the
- * bundle reader). */
+ * SQLite exports and zip bundles. */
 #include <stdio.h>
 #include <string.h>
 
+#include "nsl/bundle.h"
 #include "nsl/nsl.h"
 
 typedef enum input_kind { INPUT_SQLITE, INPUT_ZIP } input_kind;
@@ -22,12 +22,10 @@ static input_kind sniff(const char *path) {
   return INPUT_SQLITE;
 }
 
-/* Hook for bundles (zip: manifest.json + reports/ + ...): adds each report
- * of the bundle at path to tr. */
+/* A zip: an nsl bundle (manifest.json + reports/ + ...), each of whose
+ * reports becomes a report of tr. */
 static nsl_status open_bundle(nsl_trace *tr, const char *path, nsl_error *err) {
-  (void)tr;
-  return nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': it is a zip bundle, and bundles are not supported yet",
-                       path);
+  return nsl_bundle_add_reports(tr, path, NULL, err);
 }
 
 /* Opens one nsys export as a report of tr. */

@@ -16,20 +16,20 @@ q() { sqlite3 "$tmp" "$@"; }
 tables=$(q "SELECT m.name FROM sqlite_master AS m WHERE m.type='table' AND m.name IN
   ('CUPTI_ACTIVITY_KIND_KERNEL','CUPTI_ACTIVITY_KIND_RUNTIME','CUPTI_ACTIVITY_KIND_DRIVER','NVTX_EVENTS',
    'CUPTI_ACTIVITY_KIND_MEMCPY','CUPTI_ACTIVITY_KIND_MEMSET','CUPTI_ACTIVITY_KIND_SYNCHRONIZATION',
-   'CUPTI_ACTIVITY_KIND_CUDA_EVENT','OSRT_API')
-  AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) AS p WHERE p.name = 'start')
-  AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) AS p WHERE p.name = 'end')")
-lo=$(for t in $tables; do q "SELECT min(start) FROM $t"; done | grep -v '^$' | sort -n | head -1)
-hi=$(for t in $tables; do q "SELECT max(coalesce(end, start)) FROM $t"; done | grep -v '^$' | sort -n | tail -1)
+   'CUPTI_ACTIVITY_KIND_CUDA_EVENT','OSRT_API')")
+has_col() { [ "$(q "SELECT count(*) FROM pragma_table_info('$1') WHERE name='$2'")" = 1 ]; }
+timed=$(for t in $tables; do has_col "$t" start && echo "$t" || true; done)
+lo=$(for t in $timed; do q "SELECT min(start) FROM $t"; done | grep -v '^$' | sort -n | head -1)
+hi=$(for t in $timed; do q "SELECT max(coalesce(end, start)) FROM $t"; done | grep -v '^$' | sort -n | tail -1)
 span=$(( hi - lo + 1000000 ))
-corr=$(for t in $tables; do q "SELECT count(*) FROM pragma_table_info('$t') WHERE name='correlationId'" | grep -q 1 \
-       && q "SELECT max(correlationId) FROM $t" || true; done | grep -v '^$' | sort -n | tail -1)
+corr=$(for t in $tables; do has_col "$t" correlationId && q "SELECT max(correlationId) FROM $t" || true; done | grep -v '^$' | sort -n | tail -1)
 corr=$(( ${corr:-0} + 1 ))
 sql="PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;"
 for t in $tables; do
   cols=$(q "SELECT group_concat(name, ',') FROM pragma_table_info('$t')")
   sel=$(q "SELECT group_concat(CASE name WHEN 'start' THEN 'start + r.k * $span'
                                          WHEN 'end' THEN 'end + r.k * $span'
+                                         WHEN 'timestamp' THEN 'timestamp + r.k * $span'
                                          WHEN 'correlationId' THEN 'correlationId + r.k * $corr'
                                          ELSE '\"' || name || '\"' END, ',')
            FROM pragma_table_info('$t')")

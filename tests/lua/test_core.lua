@@ -175,4 +175,53 @@ return {
     T.eq(bad, nil, "missing file")
     T.ok(msg:find("none.sqlite", 1, true), "message names the file")
   end},
+
+  {"unique, cumsum, diff, searchsorted against SQL", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    local devs = k.device:unique()
+    local want = T.sql(nccl, "SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 1")
+    T.eq(#devs, #want, "distinct devices")
+    for i, r in ipairs(want) do T.eq(devs[i], math.tointeger(r[1]), "device " .. i) end
+    local s = k:sort("start")
+    local cs = s.dur:cumsum()
+    T.eq(cs[#cs], T.sql1(nccl, "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "cumsum total")
+    local d = s.start:diff()
+    local rows = T.sql(nccl, "SELECT start FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 3")
+    T.eq(d[1], nil, "first diff is NULL")
+    T.eq(d[2], math.tointeger(rows[2][1]) - math.tointeger(rows[1][1]), "diff")
+    local at = s.start:searchsorted(nsl.column{math.tointeger(rows[3][1])})
+    T.eq(at[1], T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start < " .. rows[3][1]), "searchsorted")
+  end},
+
+  {"busy time per device and coverage against a brute-force sweep over SQL rows", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    local g = k:group_by("device")
+    local busy = nsl.busy_by_group(k.start, k.stop, g:ids(), #g)
+    local keys = g:keys()
+    for i = 1, #keys do
+      local dev = keys.device[i]
+      local rows = T.sql(nccl, "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = " .. dev .. " ORDER BY start")
+      local total, cur_s, cur_e = 0, nil, nil
+      for _, r in ipairs(rows) do
+        local s0, e0 = math.tointeger(r[1]), math.tointeger(r[2])
+        if cur_e and s0 <= cur_e then cur_e = math.max(cur_e, e0)
+        else
+          if cur_e then total = total + (cur_e - cur_s) end
+          cur_s, cur_e = s0, e0
+        end
+      end
+      if cur_e then total = total + (cur_e - cur_s) end
+      T.eq(busy[i], total, "busy time of device " .. dev)
+    end
+    local nccl_k = k:filter(k.name:match("^nccl"))
+    local comm = nsl.intervals(nccl_k.start, nccl_k.stop)
+    local hidden = comm:coverage(k.start, k.stop)
+    T.eq(#hidden, #k, "one value per kernel")
+    -- every NCCL kernel is fully covered by the NCCL busy set
+    local nc = hidden:gather((k.name:match("^nccl")):indices())
+    T.eq((nc - nccl_k.dur):count(), #nccl_k, "rows")
+    T.eq((nc - nccl_k.dur):sum(), 0, "NCCL kernels covered by themselves")
+  end},
 }

@@ -420,6 +420,49 @@ static void test_coverage(void **state) {
   }
 }
 
+/* GPU busy time per device of two real exports against a gaps-and-islands
+ * query in SQL over the same files. */
+static void test_real_busy_against_sql(void **state) {
+  (void)state;
+  const char *files[] = {"pytorch_h100_2gpu_2026.2.sqlite", "pytorch_nccl_2gpu_2026.2.sqlite"};
+  for (int f = 0; f < 2; f++) {
+    sqlite3 *db = fx_sql_open(files[f]);
+    nsl_error err = {0};
+    nsl_column *k[3], *q[2];
+    int64_t n = fx_sql_columns(db, "SELECT deviceId, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL", "iii", k, NULL);
+    assert_true(n > 1000);
+    int64_t nq = fx_sql_columns(
+        db,
+        "WITH m AS (SELECT deviceId AS d, start AS s, end AS e, MAX(end) OVER (PARTITION BY deviceId "
+        "  ORDER BY start, end ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS pm "
+        "  FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE end > start), "
+        "i AS (SELECT d, s, e, SUM(CASE WHEN pm IS NULL OR s > pm THEN 1 ELSE 0 END) OVER (PARTITION BY d "
+        "  ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island FROM m) "
+        "SELECT d, SUM(len) FROM (SELECT d, MAX(e) - MIN(s) AS len FROM i GROUP BY d, island) GROUP BY d ORDER BY d",
+        "ii", q, NULL);
+    assert_true(nq >= 1);
+    nsl_column *busy = nsl_iv_union_grouped(k[1], k[2], k[0], nsl_i64(q[0])[nq - 1] + 1, NULL, &err);
+    assert_non_null(busy);
+    int64_t all = 0;
+    for (int64_t r = 0; r < nq; r++) {
+      assert_int_equal(nsl_i64(busy)[nsl_i64(q[0])[r]], nsl_i64(q[1])[r]);
+      /* the same through a mask and the plain union */
+      nsl_column *m = nsl_col_cmp_i64(k[0], NSL_EQ, nsl_i64(q[0])[r]);
+      nsl_intervals u;
+      assert_int_equal(nsl_iv_union(k[1], k[2], m, &u, &err), NSL_OK);
+      assert_int_equal(nsl_iv_total(&u), nsl_i64(q[1])[r]);
+      all += nsl_iv_total(&u);
+      nsl_iv_free(&u);
+      nsl_column_release(m);
+    }
+    assert_true(all > 0);
+    nsl_column_release(busy);
+    for (int c = 0; c < 3; c++) nsl_column_release(k[c]);
+    for (int c = 0; c < 2; c++) nsl_column_release(q[c]);
+    sqlite3_close(db);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_union_hand),
@@ -428,6 +471,7 @@ int main(void) {
       cmocka_unit_test(test_set_ops_random_bitmap),
       cmocka_unit_test(test_union_grouped),
       cmocka_unit_test(test_coverage),
+      cmocka_unit_test(test_real_busy_against_sql),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

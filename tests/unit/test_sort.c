@@ -201,6 +201,21 @@ static void test_strings_by_text(void **state) {
   nsl_column_release(p);
   nsl_column_release(c);
   nsl_dict_release(d);
+  /* a string column without a dictionary orders by id */
+  c = nsl_column_new(NSL_STR, 3, NULL);
+  nsl_i32(c)[0] = 2;
+  nsl_i32(c)[1] = -1;
+  nsl_i32(c)[2] = 0;
+  p = sort1(c, 0);
+  FX_EXPECT_I64(p, 1, 2, 0);
+  nsl_column_release(p);
+  nsl_error err = {0};
+  nsl_column *u = nsl_col_unique(c, &err);
+  assert_int_equal(u->len, 2);
+  assert_int_equal(nsl_i32(u)[0], 0);
+  assert_int_equal(nsl_i32(u)[1], 2);
+  nsl_column_release(u);
+  nsl_column_release(c);
 }
 
 static void test_multikey_desc_stable(void **state) {

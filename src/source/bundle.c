@@ -1,0 +1,1261 @@
+/*
+ * bundle.c -- reading nsl bundles and plain zips (nsys-jax archives) with
+ * libarchive, never trusting them.
+ *
+ * Opening walks the central directory once (libarchive's seekable zip
+ * reader): every entry's name, type and declared size is checked before any
+ * member is decompressed.  A member is read on demand by walking the
+ * headers again up to it; one cursor per bundle is kept positioned so that
+ * reading members in archive order costs one pass.  While a member is
+ * decompressed, its bytes are counted against the size the central
+ * directory declared (and the manifest agreed with), so a header that lies
+ * cannot make us allocate or produce more than the checked size.
+ */
+#include "source/bundle_internal.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK (64 * 1024)
+
+/* ---- shared helpers ------------------------------------------------------ */
+
+/* Length of the UTF-8 sequence at s (1..4), or 0 when it is invalid
+ * (overlong forms, surrogates and code points above U+10FFFF included). */
+static int utf8_seq(const unsigned char *s) {
+  unsigned c = s[0];
+  if (c < 0x80)
+    return 1;
+  if (c < 0xC2)
+    return 0;
+  if (c < 0xE0)
+    return (s[1] & 0xC0) == 0x80 ? 2 : 0;
+  if (c < 0xF0) {
+    if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80)
+      return 0;
+    if (c == 0xE0 && s[1] < 0xA0)
+      return 0;   /* overlong */
+    if (c == 0xED && s[1] >= 0xA0)
+      return 0;   /* surrogate */
+    return 3;
+  }
+  if (c < 0xF5) {
+    if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
+      return 0;
+    if (c == 0xF0 && s[1] < 0x90)
+      return 0;   /* overlong */
+    if (c == 0xF4 && s[1] >= 0x90)
+      return 0;   /* above U+10FFFF */
+    return 4;
+  }
+  return 0;
+}
+
+const char *nsl__bundle_name_problem(const char *name) {
+  if (name == NULL || name[0] == '\0')
+    return "has an empty name";
+  size_t len = strlen(name);
+  if (len > NSL__BUNDLE_NAME_MAX)
+    return "has a name longer than 4096 bytes";
+  if (name[0] == '/')
+    return "is an absolute path";
+  if (((name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= 'a' && name[0] <= 'z')) && name[1] == ':')
+    return "starts with a drive letter (an absolute path)";
+  for (const unsigned char *p = (const unsigned char *)name; *p;) {
+    if (*p == '\\')
+      return "contains a backslash (a path separator elsewhere)";
+    if (*p < 0x20 || *p == 0x7F)
+      return "contains a control character";
+    int n = utf8_seq(p);
+    if (n == 0)
+      return "is not valid UTF-8";
+    p += n;
+  }
+  /* Components: none empty, none "." or "..". */
+  const char *c = name;
+  for (;;) {
+    const char *slash = strchr(c, '/');
+    size_t n = slash ? (size_t)(slash - c) : strlen(c);
+    if (n == 0)
+      return "has an empty path component ('//' or a trailing '/')";
+    if (n == 1 && c[0] == '.')
+      return "has a '.' component";
+    if (n == 2 && c[0] == '.' && c[1] == '.')
+      return "has a '..' component (it would point outside the bundle)";
+    if (slash == NULL)
+      break;
+    c = slash + 1;
+  }
+  return NULL;
+}
+
+void nsl__printable(const char *name, char *out, size_t cap) {
+  size_t o = 0;
+  if (cap < 4) {
+    if (cap)
+      out[0] = '\0';
+    return;
+  }
+  for (const unsigned char *p = (const unsigned char *)(name ? name : ""); *p;) {
+    int n = utf8_seq(p);
+    if (n == 0 || *p < 0x20 || *p == 0x7F)
+      n = 1;
+    if (o + (size_t)n + 4 > cap) {
+      memcpy(out + o, "...", 4);
+      return;
+    }
+    if (n == 1 && (*p < 0x20 || *p >= 0x7F))
+      out[o++] = '?';
+    else
+      memcpy(out + o, p, (size_t)n), o += (size_t)n;
+    p += n;
+  }
+  out[o] = '\0';
+}
+
+nsl_status nsl_bundle_check_name(const char *name, nsl_error *err) {
+  const char *problem = nsl__bundle_name_problem(name);
+  if (problem) {
+    char shown[300];
+    nsl__printable(name, shown, sizeof shown);
+    return nsl_error_set(err, NSL_ERR_ARG, "member name '%s' %s", shown, problem);
+  }
+  return NSL_OK;
+}
+
+void nsl__fmt_bytes(uint64_t n, char out[32]) {
+  static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (n < 1024) {
+    snprintf(out, 32, "%llu bytes", (unsigned long long)n);
+    return;
+  }
+  double v = (double)n / 1024.0;
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    u++;
+  }
+  snprintf(out, 32, "%.1f %s", v, units[u]);
+}
+
+void nsl__sha256_hex(struct sha256_ctx *ctx, char out[65]) {
+  static const char hex[] = "0123456789abcdef";
+  uint8_t d[SHA256_DIGEST_SIZE];
+  sha256_digest(ctx, sizeof d, d);
+  for (int i = 0; i < SHA256_DIGEST_SIZE; i++) {
+    out[2 * i] = hex[d[i] >> 4];
+    out[2 * i + 1] = hex[d[i] & 15];
+  }
+  out[64] = '\0';
+}
+
+int nsl__bundle_is_precompressed(const char *name) {
+  static const char *const ext[] = {".xz",  ".zst", ".zstd", ".gz",  ".tgz", ".bz2",  ".lz4",
+                                    ".lzma", ".zip", ".7z",  ".png", ".jpg", ".jpeg", ".gif",
+                                    ".webp", ".parquet", NULL};
+  size_t len = strlen(name);
+  for (int i = 0; ext[i]; i++) {
+    size_t n = strlen(ext[i]);
+    if (len > n && strcasecmp(name + len - n, ext[i]) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+void nsl__iso8601_utc(int64_t t, char out[32]) {
+  time_t tt = (time_t)t;
+  struct tm tm;
+  if (gmtime_r(&tt, &tm) == NULL || strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    snprintf(out, 32, "1970-01-01T00:00:00Z");
+}
+
+/* ---- manifest structure ---------------------------------------------------- */
+
+static int is_sha256_hex(const char *s) {
+  for (int i = 0; i < 64; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return 0;
+  return s[64] == '\0';
+}
+
+static int cmp_str_ptr(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Checks that field key of m, when present and not null, is an array whose
+ * elements all have JSON type `type`. */
+static nsl_status check_array_of(const json_t *m, const char *key, json_type type, const char *what,
+                                 nsl_status code, const char *prefix, nsl_error *err) {
+  const json_t *a = json_object_get(m, key);
+  if (a == NULL || json_is_null(a))
+    return NSL_OK;
+  if (!json_is_array(a))
+    return nsl_error_set(err, code, "%s: manifest.json: \"%s\" is not an array", prefix, key);
+  size_t i;
+  const json_t *v;
+  json_array_foreach(a, i, v) {
+    if (json_typeof(v) != type)
+      return nsl_error_set(err, code, "%s: manifest.json: \"%s\"[%zu] is not %s", prefix, key, i,
+                           what);
+    if (type == JSON_INTEGER && json_integer_value(v) < 0)
+      return nsl_error_set(err, code, "%s: manifest.json: \"%s\"[%zu] is negative", prefix, key, i);
+  }
+  return NSL_OK;
+}
+
+static nsl_status check_string_field(const json_t *obj, const char *key, const char *where,
+                                     nsl_status code, const char *prefix, nsl_error *err) {
+  const json_t *v = json_object_get(obj, key);
+  if (v != NULL && !json_is_null(v) && !json_is_string(v))
+    return nsl_error_set(err, code, "%s: manifest.json: %s\"%s\" is not a string", prefix, where, key);
+  return NSL_OK;
+}
+
+nsl_status nsl__manifest_check(const json_t *m, nsl_status code, const char *prefix, nsl_error *err) {
+  nsl_status st = NSL_OK;
+  const char **paths = NULL, **rep_members = NULL;
+  int64_t *ranks = NULL;
+
+  if (!json_is_object(m))
+    return nsl_error_set(err, code, "%s: manifest.json is not a JSON object", prefix);
+  const json_t *fmt = json_object_get(m, "format");
+  if (!json_is_string(fmt))
+    return nsl_error_set(err, code, "%s: manifest.json: no \"format\" string", prefix);
+  if (strcmp(json_string_value(fmt), NSL_BUNDLE_FORMAT) != 0)
+    return nsl_error_set(err, code, "%s: manifest.json: format is '%s', not '" NSL_BUNDLE_FORMAT "'",
+                         prefix, json_string_value(fmt));
+  const json_t *ver = json_object_get(m, "format_version");
+  if (!json_is_integer(ver))
+    return nsl_error_set(err, code, "%s: manifest.json: no integer \"format_version\"", prefix);
+  json_int_t v = json_integer_value(ver);
+  if (v < 1)
+    return nsl_error_set(err, code, "%s: manifest.json: format_version %lld is not valid", prefix,
+                         (long long)v);
+  if (v > NSL_BUNDLE_FORMAT_VERSION)
+    return nsl_error_set(err, code,
+                         "%s: manifest.json: format_version %lld is newer than this nsl reads (%d); "
+                         "update nsl",
+                         prefix, (long long)v, NSL_BUNDLE_FORMAT_VERSION);
+
+  static const char *const strings[] = {"creator", "nsl_version", "created", NULL};
+  for (int i = 0; strings[i]; i++)
+    if ((st = check_string_field(m, strings[i], "", code, prefix, err)) != NSL_OK)
+      return st;
+  if ((st = check_array_of(m, "command", JSON_STRING, "a string", code, prefix, err)) != NSL_OK ||
+      (st = check_array_of(m, "hosts", JSON_STRING, "a string", code, prefix, err)) != NSL_OK ||
+      (st = check_array_of(m, "ranks", JSON_INTEGER, "an integer", code, prefix, err)) != NSL_OK ||
+      (st = check_array_of(m, "devices", JSON_OBJECT, "an object", code, prefix, err)) != NSL_OK ||
+      (st = check_array_of(m, "nsys_versions", JSON_STRING, "a string", code, prefix, err)) != NSL_OK ||
+      (st = check_array_of(m, "schema_versions", JSON_STRING, "a string", code, prefix, err)) !=
+          NSL_OK ||
+      (st = check_array_of(m, "reports", JSON_OBJECT, "an object", code, prefix, err)) != NSL_OK)
+    return st;
+
+  /* members: [{path, size, sha256}], no duplicates, safe names */
+  const json_t *members = json_object_get(m, "members");
+  if (!json_is_array(members))
+    return nsl_error_set(err, code, "%s: manifest.json: no \"members\" array", prefix);
+  size_t nm = json_array_size(members);
+  paths = calloc(nm ? nm : 1, sizeof *paths);
+  if (paths == NULL)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory", prefix);
+  size_t i;
+  const json_t *e;
+  json_array_foreach(members, i, e) {
+    const json_t *p = json_object_get(e, "path"), *s = json_object_get(e, "size"),
+                 *h = json_object_get(e, "sha256");
+    if (!json_is_object(e) || !json_is_string(p)) {
+      st = nsl_error_set(err, code, "%s: manifest.json: members[%zu] has no \"path\" string", prefix, i);
+      goto done;
+    }
+    const char *path = json_string_value(p);
+    const char *problem = nsl__bundle_name_problem(path);
+    if (problem) {
+      char shown[300];
+      nsl__printable(path, shown, sizeof shown);
+      st = nsl_error_set(err, code, "%s: manifest.json: member '%s' %s", prefix, shown, problem);
+      goto done;
+    }
+    if (strcmp(path, NSL_BUNDLE_MANIFEST) == 0) {
+      st = nsl_error_set(err, code, "%s: manifest.json: lists manifest.json itself", prefix);
+      goto done;
+    }
+    if (!json_is_integer(s) || json_integer_value(s) < 0) {
+      st = nsl_error_set(err, code, "%s: manifest.json: member '%s' has no valid \"size\"", prefix, path);
+      goto done;
+    }
+    if (!json_is_string(h) || !is_sha256_hex(json_string_value(h))) {
+      st = nsl_error_set(err, code,
+                         "%s: manifest.json: member '%s' has no valid \"sha256\" (64 lowercase hex "
+                         "digits)",
+                         prefix, path);
+      goto done;
+    }
+    paths[i] = path;
+  }
+  qsort(paths, nm, sizeof *paths, cmp_str_ptr);
+  for (i = 1; i < nm; i++)
+    if (strcmp(paths[i - 1], paths[i]) == 0) {
+      st = nsl_error_set(err, code, "%s: manifest.json: member '%s' is listed twice", prefix, paths[i]);
+      goto done;
+    }
+
+  /* reports: [{member, rank, host, ...}]: member listed, no report or rank twice */
+  const json_t *reports = json_object_get(m, "reports");
+  size_t nr = json_is_array(reports) ? json_array_size(reports) : 0;
+  rep_members = calloc(nr ? nr : 1, sizeof *rep_members);
+  ranks = calloc(nr ? nr : 1, sizeof *ranks);
+  if (rep_members == NULL || ranks == NULL) {
+    st = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory", prefix);
+    goto done;
+  }
+  size_t nranks = 0;
+  for (i = 0; i < nr; i++) {
+    const json_t *r = json_array_get(reports, i);
+    const json_t *mem = json_object_get(r, "member");
+    if (!json_is_string(mem)) {
+      st = nsl_error_set(err, code, "%s: manifest.json: reports[%zu] has no \"member\" string", prefix, i);
+      goto done;
+    }
+    const char *name = json_string_value(mem);
+    if (bsearch(&name, paths, nm, sizeof *paths, cmp_str_ptr) == NULL) {
+      st = nsl_error_set(err, code,
+                         "%s: manifest.json: reports[%zu] names member '%s', which \"members\" does "
+                         "not list",
+                         prefix, i, name);
+      goto done;
+    }
+    rep_members[i] = name;
+    const json_t *rank = json_object_get(r, "rank");
+    if (rank != NULL && !json_is_null(rank)) {
+      if (!json_is_integer(rank) || json_integer_value(rank) < 0) {
+        st = nsl_error_set(err, code, "%s: manifest.json: report '%s' has a rank that is not an "
+                           "integer >= 0", prefix, name);
+        goto done;
+      }
+      ranks[nranks++] = json_integer_value(rank);
+    }
+    static const char *const rstrings[] = {"host", "nsys_version", "schema_version", "session_start",
+                                           NULL};
+    char where[64];
+    snprintf(where, sizeof where, "reports[%zu].", i);
+    for (int k = 0; rstrings[k]; k++)
+      if ((st = check_string_field(r, rstrings[k], where, code, prefix, err)) != NSL_OK)
+        goto done;
+    const json_t *start = json_object_get(r, "session_start_utc_ns");
+    if (start != NULL && !json_is_null(start) && !json_is_integer(start)) {
+      st = nsl_error_set(err, code, "%s: manifest.json: report '%s': session_start_utc_ns is not an "
+                         "integer", prefix, name);
+      goto done;
+    }
+  }
+  qsort(rep_members, nr, sizeof *rep_members, cmp_str_ptr);
+  for (i = 1; i < nr; i++)
+    if (strcmp(rep_members[i - 1], rep_members[i]) == 0) {
+      st = nsl_error_set(err, code, "%s: manifest.json: report member '%s' appears twice in \"reports\"",
+                         prefix, rep_members[i]);
+      goto done;
+    }
+  qsort(ranks, nranks, sizeof *ranks, cmp_i64);
+  for (i = 1; i < nranks; i++)
+    if (ranks[i - 1] == ranks[i]) {
+      st = nsl_error_set(err, code, "%s: manifest.json: rank %lld belongs to two reports", prefix,
+                         (long long)ranks[i]);
+      goto done;
+    }
+done:
+  free(paths);
+  free(rep_members);
+  free(ranks);
+  return st;
+}
+
+/* ---- the bundle handle ------------------------------------------------------- */
+
+/* A libarchive reader over the bundle's bytes, positioned after the header
+ * of entry `ordinal` (-1: before the first). */
+typedef struct cursor {
+  nsl_bundle *b;
+  struct archive *ar;
+  int ordinal;
+  uint64_t pos;                  /* next byte the read callback returns */
+  unsigned char buf[CHUNK];
+} cursor;
+
+struct nsl_bundle {
+  char *path;
+  int fd;                        /* -1 for an in-memory image */
+  const unsigned char *mem;
+  uint64_t size;                 /* bytes of the zip */
+  nsl_bundle_options opts;
+  int raw;
+  size_t n;                      /* regular-file members */
+  nsl_bundle_member *members;    /* archive order */
+  int *ordinal;                  /* libarchive entry number of members[i] */
+  char (*sha)[65];               /* from the manifest; "" in raw mode */
+  size_t *by_name;               /* member indices sorted by name */
+  json_t *manifest;
+  pthread_mutex_t lock;          /* guards `cached` */
+  cursor *cached;
+};
+
+static la_ssize_t cb_read(struct archive *a, void *ctx, const void **out) {
+  cursor *c = ctx;
+  nsl_bundle *b = c->b;
+  if (c->pos >= b->size) {
+    *out = c->buf;
+    return 0;
+  }
+  if (b->mem) {
+    uint64_t n = b->size - c->pos;
+    if (n > 1024 * 1024)
+      n = 1024 * 1024;
+    *out = b->mem + c->pos;
+    c->pos += n;
+    return (la_ssize_t)n;
+  }
+  uint64_t want = b->size - c->pos;
+  if (want > sizeof c->buf)
+    want = sizeof c->buf;
+  ssize_t got;
+  do
+    got = pread(b->fd, c->buf, (size_t)want, (off_t)c->pos);
+  while (got < 0 && errno == EINTR);
+  if (got < 0) {
+    archive_set_error(a, errno, "read error: %s", strerror(errno));
+    return -1;
+  }
+  *out = c->buf;
+  c->pos += (uint64_t)got;
+  return got;
+}
+
+static la_int64_t cb_skip(struct archive *a, void *ctx, la_int64_t request) {
+  (void)a;
+  cursor *c = ctx;
+  if (request <= 0)
+    return 0;
+  uint64_t left = c->b->size - c->pos;
+  uint64_t n = (uint64_t)request < left ? (uint64_t)request : left;
+  c->pos += n;
+  return (la_int64_t)n;
+}
+
+static la_int64_t cb_seek(struct archive *a, void *ctx, la_int64_t offset, int whence) {
+  cursor *c = ctx;
+  int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (int64_t)c->pos : (int64_t)c->b->size;
+  if ((offset > 0 && base > INT64_MAX - offset) || base + offset < 0 ||
+      (uint64_t)(base + offset) > c->b->size) {
+    archive_set_error(a, EINVAL, "seek outside the file");
+    return ARCHIVE_FATAL;
+  }
+  c->pos = (uint64_t)(base + offset);
+  return (la_int64_t)c->pos;
+}
+
+static int cb_close(struct archive *a, void *ctx) {
+  (void)a;
+  (void)ctx;
+  return ARCHIVE_OK;
+}
+
+static void cursor_free(cursor *c) {
+  if (c == NULL)
+    return;
+  if (c->ar)
+    archive_read_free(c->ar);
+  free(c);
+}
+
+/* A new libarchive reader over b, before the first entry.  verb/what make
+ * the message ("cannot open 'x.zip': ..."). */
+static nsl_status cursor_new(nsl_bundle *b, cursor **out, const char *verb, nsl_error *err) {
+  *out = NULL;
+  cursor *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "cannot %s '%s': out of memory", verb, b->path);
+  c->b = b;
+  c->ordinal = -1;
+  c->ar = archive_read_new();
+  if (c->ar == NULL) {
+    free(c);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "cannot %s '%s': out of memory", verb, b->path);
+  }
+  /* The seekable reader trusts the central directory, not local headers,
+   * and needs the whole file: exactly what a truncated zip lacks. */
+  if (archive_read_support_format_zip_seekable(c->ar) != ARCHIVE_OK ||
+      archive_read_set_callback_data(c->ar, c) != ARCHIVE_OK ||
+      archive_read_set_read_callback(c->ar, cb_read) != ARCHIVE_OK ||
+      archive_read_set_skip_callback(c->ar, cb_skip) != ARCHIVE_OK ||
+      archive_read_set_seek_callback(c->ar, cb_seek) != ARCHIVE_OK ||
+      archive_read_set_close_callback(c->ar, cb_close) != ARCHIVE_OK ||
+      archive_read_open1(c->ar) != ARCHIVE_OK) {
+    nsl_status st = nsl_error_set(err, NSL_ERR_FORMAT,
+                                  "cannot %s '%s': not a zip archive, or a truncated one (%s)", verb,
+                                  b->path, archive_error_string(c->ar) ? archive_error_string(c->ar)
+                                                                       : "no central directory");
+    cursor_free(c);
+    return st;
+  }
+  *out = c;
+  return NSL_OK;
+}
+
+/* Reads the next entry header.  Returns NSL_OK with *entry set, NSL_OK with
+ * *entry NULL at the end, or NSL_ERR_FORMAT. */
+static nsl_status cursor_next(cursor *c, struct archive_entry **entry, const char *verb, nsl_error *err) {
+  *entry = NULL;
+  int r = archive_read_next_header(c->ar, entry);
+  if (r == ARCHIVE_EOF) {
+    *entry = NULL;
+    return NSL_OK;
+  }
+  if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+    *entry = NULL;
+    const char *msg = archive_error_string(c->ar);
+    return nsl_error_set(err, NSL_ERR_FORMAT, "cannot %s '%s': damaged zip after entry %d (%s)", verb,
+                         c->b->path, c->ordinal + 1, msg ? msg : "unreadable header");
+  }
+  c->ordinal++;
+  return NSL_OK;
+}
+
+static int cmp_by_name(const void *a, const void *b, void *ctx) {
+  const nsl_bundle_member *m = ctx;
+  return strcmp(m[*(const size_t *)a].name, m[*(const size_t *)b].name);
+}
+
+/* Sorts member indices by name.  qsort_r differs between GNU and BSD: a
+ * small merge sort keeps this portable C11. */
+static void sort_indices(size_t *idx, size_t n, const nsl_bundle_member *m, size_t *tmp) {
+  if (n < 2)
+    return;
+  size_t h = n / 2;
+  sort_indices(idx, h, m, tmp);
+  sort_indices(idx + h, n - h, m, tmp);
+  size_t i = 0, j = h, k = 0;
+  while (i < h && j < n)
+    tmp[k++] = cmp_by_name(&idx[j], &idx[i], (void *)m) < 0 ? idx[j++] : idx[i++];
+  while (i < h)
+    tmp[k++] = idx[i++];
+  while (j < n)
+    tmp[k++] = idx[j++];
+  memcpy(idx, tmp, n * sizeof *idx);
+}
+
+static long find_index(const nsl_bundle *b, const char *name) {
+  size_t lo = 0, hi = b->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(b->members[b->by_name[mid]].name, name);
+    if (c == 0)
+      return (long)b->by_name[mid];
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return -1;
+}
+
+/* Reads len bytes at off of the zip (file or memory image). */
+static int src_pread(void *ctx, void *buf, size_t len, uint64_t off) {
+  nsl_bundle *b = ctx;
+  unsigned char *p = buf;
+  if (off > b->size || len > b->size - off) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (b->mem) {
+    memcpy(p, b->mem + off, len);
+    return 0;
+  }
+  while (len > 0) {
+    ssize_t n = pread(b->fd, p, len, (off_t)off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = EIO;   /* the file shrank under us */
+      return -1;
+    }
+    p += n;
+    off += (uint64_t)n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+static const char *unix_type_name(unsigned t) {
+  switch (t) {
+  case 0120000u: return "a symbolic link";
+  case 0140000u: return "a socket";
+  case 0020000u: return "a character device";
+  case 0060000u: return "a block device";
+  case 0010000u: return "a named pipe";
+  default: return "not a regular file";
+  }
+}
+
+typedef struct extent {
+  uint64_t offset, end;     /* local header .. end of data, at least */
+  const char *name;
+} extent;
+
+static int cmp_extent(const void *a, const void *b) {
+  const extent *x = a, *y = b;
+  return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/* Applies the rules to the central directory as nsl parsed it, filling
+ * b->members: names, types, encryption, sizes, the bomb ratio, duplicates,
+ * overlapping entries.  Nothing is decompressed. */
+static nsl_status check_directory(nsl_bundle *b, const nsl__zip_dir *d, nsl_error *err) {
+  const nsl_bundle_limits *lim = &b->opts.limits;
+  uint64_t total = 0;
+  char s1[32], s2[32];
+  extent *ext = NULL;
+  size_t *tmp = NULL;
+  nsl_status st = NSL_OK;
+
+  b->members = calloc(d->n ? d->n : 1, sizeof *b->members);
+  b->ordinal = malloc((d->n ? d->n : 1) * sizeof *b->ordinal);
+  ext = malloc((d->n ? d->n : 1) * sizeof *ext);
+  if (b->members == NULL || b->ordinal == NULL || ext == NULL) {
+    st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", b->path);
+    goto done;
+  }
+  for (size_t k = 0; k < d->n; k++) {
+    const nsl__zip_entry *z = &d->e[k];
+    char shown[300];
+    nsl__printable(z->name, shown, sizeof shown);
+    ext[k].offset = z->offset;
+    ext[k].end = z->offset + 30 + z->csize;   /* header (>= 30 bytes) + data */
+    ext[k].name = z->name;
+    if (z->csize > UINT64_MAX - 30 - z->offset || ext[k].end > d->cd_offset) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' runs past the start of the "
+                         "central directory", b->path, shown);
+      goto done;
+    }
+    if (z->type == 0120000u) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' is a symbolic link (links are "
+                         "refused)", b->path, shown);
+      goto done;
+    }
+    if (z->is_dir) {
+      /* Folder entries carry no data: check the path, then skip them. */
+      char folder[NSL__BUNDLE_NAME_MAX + 2];
+      snprintf(folder, sizeof folder, "%s", z->name);
+      size_t len = strlen(folder);
+      if (len > 1 && folder[len - 1] == '/')
+        folder[len - 1] = '\0';
+      const char *problem = nsl__bundle_name_problem(folder);
+      if (problem == NULL && z->usize != 0)
+        problem = "is a folder but holds data";
+      if (problem) {
+        st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': folder entry '%s' %s", b->path, shown,
+                           problem);
+        goto done;
+      }
+      continue;
+    }
+    if (z->type != 0 && z->type != 0100000u) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' is %s (only regular files "
+                         "are accepted)", b->path, shown, unix_type_name(z->type));
+      goto done;
+    }
+    const char *problem = nsl__bundle_name_problem(z->name);
+    if (problem) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' %s", b->path, shown, problem);
+      goto done;
+    }
+    if (z->flags & 0x41) {   /* bit 0: encrypted, bit 6: strong encryption */
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' is encrypted", b->path, shown);
+      goto done;
+    }
+    if (lim->max_member && z->usize > lim->max_member) {
+      nsl__fmt_bytes(z->usize, s1);
+      nsl__fmt_bytes(lim->max_member, s2);
+      st = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': member '%s' is %s, above the member "
+                         "size limit (%s)", b->path, shown, s1, s2);
+      goto done;
+    }
+    total = z->usize > UINT64_MAX - total ? UINT64_MAX : total + z->usize;
+    if (lim->max_total && total > lim->max_total) {
+      nsl__fmt_bytes(total, s1);
+      nsl__fmt_bytes(lim->max_total, s2);
+      st = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': members add up to more than %s "
+                         "uncompressed (at member '%s'), above the total limit (%s)", b->path, s1,
+                         shown, s2);
+      goto done;
+    }
+    nsl_bundle_member *m = &b->members[b->n];
+    m->name = strdup(z->name);
+    if (m->name == NULL) {
+      st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", b->path);
+      goto done;
+    }
+    m->size = z->usize;
+    b->ordinal[b->n] = -1;
+    b->n++;
+  }
+  /* A zip bomb: far more bytes inside than the file holds. */
+  if (lim->max_ratio > 0 && total > lim->ratio_floor && (double)total > lim->max_ratio * (double)b->size) {
+    nsl__fmt_bytes(total, s1);
+    nsl__fmt_bytes(b->size, s2);
+    st = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': members declare %s uncompressed in a "
+                       "%s file, more than %g times its size (a zip bomb? limit max_ratio)", b->path,
+                       s1, s2, lim->max_ratio);
+    goto done;
+  }
+  /* Entries sharing bytes: the trick of non-recursive zip bombs. */
+  qsort(ext, d->n, sizeof *ext, cmp_extent);
+  for (size_t k = 1; k < d->n; k++)
+    if (ext[k].offset < ext[k - 1].end) {
+      char n1[300], n2[300];
+      nsl__printable(ext[k - 1].name, n1, sizeof n1);
+      nsl__printable(ext[k].name, n2, sizeof n2);
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': members '%s' and '%s' overlap in the file "
+                         "(a zip bomb or a damaged zip)", b->path, n1, n2);
+      goto done;
+    }
+  /* Name index, then duplicates (adjacent once sorted). */
+  b->by_name = malloc((b->n ? b->n : 1) * sizeof *b->by_name);
+  tmp = malloc((b->n ? b->n : 1) * sizeof *tmp);
+  b->sha = calloc(b->n ? b->n : 1, sizeof *b->sha);
+  if (b->by_name == NULL || tmp == NULL || b->sha == NULL) {
+    st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", b->path);
+    goto done;
+  }
+  for (size_t i = 0; i < b->n; i++)
+    b->by_name[i] = i;
+  sort_indices(b->by_name, b->n, b->members, tmp);
+  for (size_t i = 1; i < b->n; i++)
+    if (strcmp(b->members[b->by_name[i - 1]].name, b->members[b->by_name[i]].name) == 0) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' appears twice", b->path,
+                         b->members[b->by_name[i]].name);
+      goto done;
+    }
+done:
+  free(ext);
+  free(tmp);
+  return st;
+}
+
+/* Walks the zip once with libarchive and maps each member to libarchive's
+ * entry number; libarchive's view must agree with the directory checked
+ * above (same names, same sizes, no links), or the zip is ambiguous. */
+static nsl_status map_entries(nsl_bundle *b, nsl_error *err) {
+  cursor *c = NULL;
+  size_t seen = 0;
+  nsl_status st = cursor_new(b, &c, "open", err);
+  if (st != NSL_OK)
+    return st;
+  for (;;) {
+    struct archive_entry *e;
+    if ((st = cursor_next(c, &e, "open", err)) != NSL_OK)
+      goto done;
+    if (e == NULL)
+      break;
+    const char *name = archive_entry_pathname_utf8(e);
+    if (name == NULL)
+      name = archive_entry_pathname(e);
+    if (name == NULL)
+      name = "";
+    char shown[300];
+    nsl__printable(name, shown, sizeof shown);
+    mode_t type = archive_entry_filetype(e);
+    if (archive_entry_symlink(e) != NULL || archive_entry_hardlink(e) != NULL || type == AE_IFLNK) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' is a link (links are refused)",
+                         b->path, shown);
+      goto done;
+    }
+    if (type == AE_IFDIR)
+      continue;
+    long k = find_index(b, name);
+    if (k < 0 || b->ordinal[k] >= 0 || type != AE_IFREG ||
+        (archive_entry_size_is_set(e) && (uint64_t)archive_entry_size(e) != b->members[k].size)) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': entry '%s' reads differently from the "
+                         "central directory (an ambiguous or damaged zip)", b->path, shown);
+      goto done;
+    }
+    b->ordinal[k] = c->ordinal;
+    b->members[k].mtime = archive_entry_mtime_is_set(e) ? (int64_t)archive_entry_mtime(e) : 0;
+    seen++;
+  }
+  if (seen != b->n) {
+    for (size_t k = 0; k < b->n; k++)
+      if (b->ordinal[k] < 0) {
+        st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': member '%s' of the central directory "
+                           "cannot be read (an ambiguous or damaged zip)", b->path, b->members[k].name);
+        goto done;
+      }
+  }
+done:
+  cursor_free(c);
+  return st;
+}
+
+/* Parses and checks the directory, then maps it to libarchive's entries. */
+static nsl_status scan_entries(nsl_bundle *b, nsl_error *err) {
+  nsl__zip_dir d;
+  nsl_status st = nsl__zip_dir_read(&d, src_pread, b, b->size, b->opts.limits.max_members, b->path, err);
+  if (st != NSL_OK)
+    return st;
+  size_t entries = d.n;
+  st = check_directory(b, &d, err);
+  nsl__zip_dir_free(&d);
+  if (st == NSL_OK && entries > 0)   /* libarchive does not open a zip without entries */
+    st = map_entries(b, err);
+  return st;
+}
+
+/* Decompresses member idx into sink, checking the declared size while it
+ * goes (never more bytes than declared reach the sink) and the manifest's
+ * sha256 at the end. */
+static nsl_status read_entry(nsl_bundle *b, size_t idx, nsl_bundle_sink sink, void *ctx, nsl_error *err) {
+  const nsl_bundle_member *m = &b->members[idx];
+  int target = b->ordinal[idx];
+  cursor *c = NULL;
+  int shared = 0;
+  nsl_status st = NSL_OK;
+  char s1[32];
+
+  if (pthread_mutex_trylock(&b->lock) == 0) {
+    shared = 1;
+    c = b->cached;
+    b->cached = NULL;
+  }
+  if (c != NULL && c->ordinal >= target) {   /* behind us: start over */
+    cursor_free(c);
+    c = NULL;
+  }
+  if (c == NULL && (st = cursor_new(b, &c, "read", err)) != NSL_OK)
+    goto done;
+  while (c->ordinal < target) {
+    struct archive_entry *e;
+    if ((st = cursor_next(c, &e, "read", err)) != NSL_OK)
+      goto done;
+    if (e == NULL) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot read '%s': member '%s' is no longer in the zip",
+                         b->path, m->name);
+      goto done;
+    }
+    if (c->ordinal == target) {
+      const char *name = archive_entry_pathname_utf8(e);
+      if (name == NULL)
+        name = archive_entry_pathname(e);
+      if (name == NULL || strcmp(name, m->name) != 0) {
+        st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot read '%s': member '%s' changed since the zip "
+                           "was opened", b->path, m->name);
+        goto done;
+      }
+    }
+  }
+
+  struct sha256_ctx sha;
+  sha256_init(&sha);
+  uint64_t got = 0;
+  for (;;) {
+    const void *buf;
+    size_t n;
+    la_int64_t off;
+    int r = archive_read_data_block(c->ar, &buf, &n, &off);
+    if (r == ARCHIVE_EOF)
+      break;
+    if (r != ARCHIVE_OK) {
+      const char *msg = archive_error_string(c->ar);
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot read '%s': member '%s' is damaged (%s)", b->path,
+                         m->name, msg ? msg : "decompression failed");
+      goto done;
+    }
+    if (off < 0 || (uint64_t)off != got) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot read '%s': member '%s' has a hole at byte %llu",
+                         b->path, m->name, (unsigned long long)got);
+      goto done;
+    }
+    if (n > m->size - got) {
+      nsl__fmt_bytes(m->size, s1);
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot read '%s': member '%s' holds more than the %s its "
+                         "header declares (a zip bomb or a damaged zip)", b->path, m->name, s1);
+      goto done;
+    }
+    if (n == 0)
+      continue;
+    sha256_update(&sha, n, buf);
+    if (sink(ctx, buf, n) != 0) {
+      if (err == NULL || err->code == NSL_OK)
+        st = nsl_error_set(err, NSL_ERR_ARG, "cannot read '%s': member '%s': the reader stopped",
+                           b->path, m->name);
+      else
+        st = err->code;
+      goto done;
+    }
+    got += n;
+  }
+  if (got != m->size) {
+    st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot read '%s': member '%s' is truncated: %llu of %llu "
+                       "bytes", b->path, m->name, (unsigned long long)got, (unsigned long long)m->size);
+    goto done;
+  }
+  if (b->sha[idx][0] != '\0') {
+    char hex[65];
+    nsl__sha256_hex(&sha, hex);
+    if (strcmp(hex, b->sha[idx]) != 0) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot read '%s': member '%s' does not match its sha256 "
+                         "in manifest.json (manifest %.12s..., content %.12s...)", b->path, m->name,
+                         b->sha[idx], hex);
+      goto done;
+    }
+  }
+done:
+  if (st != NSL_OK) {
+    cursor_free(c);
+    c = NULL;
+  }
+  if (shared) {
+    b->cached = c;
+    pthread_mutex_unlock(&b->lock);
+  } else {
+    cursor_free(c);
+  }
+  return st;
+}
+
+typedef struct membuf {
+  unsigned char *data;
+  size_t len, cap;
+} membuf;
+
+static int sink_membuf(void *ctx, const void *data, size_t len) {
+  membuf *mb = ctx;
+  if (len > mb->cap - mb->len)
+    return 1;   /* cannot happen: read_entry bounds by the declared size */
+  memcpy(mb->data + mb->len, data, len);
+  mb->len += len;
+  return 0;
+}
+
+static int sink_discard(void *ctx, const void *data, size_t len) {
+  (void)ctx;
+  (void)data;
+  (void)len;
+  return 0;
+}
+
+/* Reads manifest.json, parses it and checks it against the members. */
+static nsl_status load_manifest(nsl_bundle *b, long idx, nsl_error *err) {
+  const nsl_bundle_member *mm = &b->members[idx];
+  char s1[32], s2[32], prefix[1200];
+  nsl_status st;
+  membuf mb = {0};
+  const char **listed = NULL;
+
+  snprintf(prefix, sizeof prefix, "cannot open '%s'", b->path);
+  if (b->opts.limits.max_manifest && mm->size > b->opts.limits.max_manifest) {
+    nsl__fmt_bytes(mm->size, s1);
+    nsl__fmt_bytes(b->opts.limits.max_manifest, s2);
+    return nsl_error_set(err, NSL_ERR_LIMIT, "%s: manifest.json is %s, above the limit (%s)", prefix, s1,
+                         s2);
+  }
+  mb.cap = (size_t)mm->size;
+  mb.data = malloc(mb.cap + 1);
+  if (mb.data == NULL)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory", prefix);
+  if ((st = read_entry(b, (size_t)idx, sink_membuf, &mb, err)) != NSL_OK)
+    goto done;
+  json_error_t jerr;
+  b->manifest = json_loadb((const char *)mb.data, mb.len, JSON_REJECT_DUPLICATES, &jerr);
+  if (b->manifest == NULL) {
+    st = nsl_error_set(err, NSL_ERR_FORMAT, "%s: manifest.json is not valid JSON (line %d, column %d: %s)",
+                       prefix, jerr.line, jerr.column, jerr.text);
+    goto done;
+  }
+  if ((st = nsl__manifest_check(b->manifest, NSL_ERR_FORMAT, prefix, err)) != NSL_OK)
+    goto done;
+
+  /* Every listed member is present with the listed size... */
+  const json_t *members = json_object_get(b->manifest, "members");
+  size_t nm = json_array_size(members);
+  listed = calloc(nm ? nm : 1, sizeof *listed);
+  if (listed == NULL) {
+    st = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory", prefix);
+    goto done;
+  }
+  for (size_t i = 0; i < nm; i++) {
+    const json_t *e = json_array_get(members, i);
+    const char *path = json_string_value(json_object_get(e, "path"));
+    uint64_t size = (uint64_t)json_integer_value(json_object_get(e, "size"));
+    long k = find_index(b, path);
+    if (k < 0) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "%s: manifest.json lists member '%s', which the zip does "
+                         "not hold", prefix, path);
+      goto done;
+    }
+    if (b->members[k].size != size) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "%s: member '%s' is %llu bytes in the zip but %llu in "
+                         "manifest.json", prefix, path, (unsigned long long)b->members[k].size,
+                         (unsigned long long)size);
+      goto done;
+    }
+    memcpy(b->sha[k], json_string_value(json_object_get(e, "sha256")), 65);
+    b->members[k].sha256 = b->sha[k];
+    listed[i] = path;
+  }
+  /* ... and every member but the manifest is listed. */
+  qsort(listed, nm, sizeof *listed, cmp_str_ptr);
+  for (size_t i = 0; i < b->n; i++) {
+    const char *name = b->members[i].name;
+    if ((long)i == idx)
+      continue;
+    if (bsearch(&name, listed, nm, sizeof *listed, cmp_str_ptr) == NULL) {
+      st = nsl_error_set(err, NSL_ERR_FORMAT, "%s: member '%s' is not listed in manifest.json", prefix,
+                         name);
+      goto done;
+    }
+  }
+done:
+  free(listed);
+  free(mb.data);
+  return st;
+}
+
+void nsl_bundle_options_init(nsl_bundle_options *o) {
+  memset(o, 0, sizeof *o);
+  o->limits.max_member = 4ull << 30;
+  o->limits.max_total = 64ull << 30;
+  o->limits.max_ratio = 200.0;
+  o->limits.ratio_floor = 64ull << 20;
+  o->limits.max_members = 1000000;
+  o->limits.max_manifest = 64ull << 20;
+  o->mode = NSL_BUNDLE_STRICT;
+  o->verify = 0;
+}
+
+static nsl_bundle *bundle_alloc(const char *label, const nsl_bundle_options *opts) {
+  nsl_bundle *b = calloc(1, sizeof *b);
+  if (b == NULL)
+    return NULL;
+  b->fd = -1;
+  b->path = strdup(label ? label : "");
+  if (b->path == NULL || pthread_mutex_init(&b->lock, NULL) != 0) {
+    free(b->path);
+    free(b);
+    return NULL;
+  }
+  if (opts)
+    b->opts = *opts;
+  else
+    nsl_bundle_options_init(&b->opts);
+  return b;
+}
+
+/* The part of opening shared by files and memory images. */
+static nsl_status bundle_init(nsl_bundle *b, nsl_error *err) {
+  nsl_status st;
+  if (b->size == 0)
+    return nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': empty file, not a zip archive", b->path);
+  if ((st = scan_entries(b, err)) != NSL_OK)
+    return st;
+  long mi = find_index(b, NSL_BUNDLE_MANIFEST);
+  if (b->opts.mode == NSL_BUNDLE_RAW || (b->opts.mode == NSL_BUNDLE_AUTO && mi < 0)) {
+    b->raw = 1;
+  } else if (mi < 0) {
+    return nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': not an nsl bundle (no manifest.json)",
+                         b->path);
+  } else if ((st = load_manifest(b, mi, err)) != NSL_OK) {
+    return st;
+  }
+  if (b->opts.verify)
+    return nsl_bundle_verify(b, err);
+  return NSL_OK;
+}
+
+nsl_status nsl_bundle_open(nsl_bundle **out, const char *path, const nsl_bundle_options *opts,
+                           nsl_error *err) {
+  struct stat st_;
+  nsl_status st;
+  *out = NULL;
+  if (path == NULL)
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot open a bundle: no path");
+  nsl_bundle *b = bundle_alloc(path, opts);
+  if (b == NULL)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", path);
+  b->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (b->fd < 0) {
+    st = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    goto fail;
+  }
+  if (fstat(b->fd, &st_) != 0) {
+    st = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    goto fail;
+  }
+  if (!S_ISREG(st_.st_mode)) {
+    st = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': not a regular file", path);
+    goto fail;
+  }
+  b->size = (uint64_t)st_.st_size;
+  if ((st = bundle_init(b, err)) != NSL_OK)
+    goto fail;
+  *out = b;
+  return NSL_OK;
+fail:
+  nsl_bundle_close(b);
+  return st;
+}
+
+nsl_status nsl_bundle_open_memory(nsl_bundle **out, const char *label, const void *data, size_t size,
+                                  const nsl_bundle_options *opts, nsl_error *err) {
+  nsl_status st;
+  *out = NULL;
+  if (data == NULL && size > 0)
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot open '%s': no data", label ? label : "");
+  nsl_bundle *b = bundle_alloc(label ? label : "(memory)", opts);
+  if (b == NULL)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", label ? label : "");
+  static const unsigned char empty[1];
+  b->mem = data ? data : empty;
+  b->size = size;
+  if ((st = bundle_init(b, err)) != NSL_OK) {
+    nsl_bundle_close(b);
+    return st;
+  }
+  *out = b;
+  return NSL_OK;
+}
+
+void nsl_bundle_close(nsl_bundle *b) {
+  if (b == NULL)
+    return;
+  cursor_free(b->cached);
+  for (size_t i = 0; i < b->n; i++)
+    free((char *)b->members[i].name);
+  free(b->members);
+  free(b->ordinal);
+  free(b->sha);
+  free(b->by_name);
+  json_decref(b->manifest);
+  if (b->fd >= 0)
+    close(b->fd);
+  pthread_mutex_destroy(&b->lock);
+  free(b->path);
+  free(b);
+}
+
+const char *nsl_bundle_path(const nsl_bundle *b) { return b->path; }
+int nsl_bundle_is_raw(const nsl_bundle *b) { return b->raw; }
+size_t nsl_bundle_count(const nsl_bundle *b) { return b->n; }
+const json_t *nsl_bundle_manifest(const nsl_bundle *b) { return b->raw ? NULL : b->manifest; }
+
+const nsl_bundle_member *nsl_bundle_member_at(const nsl_bundle *b, size_t i) {
+  return i < b->n ? &b->members[i] : NULL;
+}
+
+const nsl_bundle_member *nsl_bundle_find(const nsl_bundle *b, const char *name) {
+  long i = name ? find_index(b, name) : -1;
+  return i < 0 ? NULL : &b->members[i];
+}
+
+const json_t *nsl_bundle_report_entry(const nsl_bundle *b, const char *member) {
+  const json_t *reports = b->raw ? NULL : json_object_get(b->manifest, "reports");
+  size_t i;
+  const json_t *r;
+  if (member == NULL)
+    return NULL;
+  json_array_foreach(reports, i, r) {
+    const char *m = json_string_value(json_object_get(r, "member"));
+    if (m && strcmp(m, member) == 0)
+      return r;
+  }
+  return NULL;
+}
+
+static void copy_string_field(const json_t *r, const char *key, char *dst, size_t cap) {
+  const char *s = json_string_value(json_object_get(r, key));
+  if (s && s[0])
+    snprintf(dst, cap, "%s", s);
+}
+
+int nsl_bundle_fill_report_info(const nsl_bundle *b, const char *member, nsl_report_info *info) {
+  const json_t *r = nsl_bundle_report_entry(b, member);
+  if (r == NULL)
+    return 0;
+  copy_string_field(r, "host", info->host, sizeof info->host);
+  copy_string_field(r, "nsys_version", info->nsys_version, sizeof info->nsys_version);
+  copy_string_field(r, "schema_version", info->schema_version, sizeof info->schema_version);
+  const json_t *rank = json_object_get(r, "rank");
+  if (json_is_integer(rank))
+    info->rank = json_integer_value(rank);
+  const json_t *start = json_object_get(r, "session_start_utc_ns");
+  if (json_is_integer(start))
+    info->start_utc = json_integer_value(start);
+  return 1;
+}
+
+nsl_status nsl_bundle_read_member(nsl_bundle *b, const char *name, void **data, size_t *len,
+                                  nsl_error *err) {
+  *data = NULL;
+  *len = 0;
+  long i = name ? find_index(b, name) : -1;
+  if (i < 0)
+    return nsl_error_set(err, NSL_ERR_NOTFOUND, "cannot read '%s': no member '%s'", b->path,
+                         name ? name : "");
+  const nsl_bundle_member *m = &b->members[i];
+  if (m->size >= SIZE_MAX)
+    return nsl_error_set(err, NSL_ERR_LIMIT, "cannot read '%s': member '%s' does not fit in memory",
+                         b->path, m->name);
+  membuf mb = {0};
+  mb.cap = (size_t)m->size;
+  mb.data = malloc(mb.cap + 1);
+  if (mb.data == NULL) {
+    char s1[32];
+    nsl__fmt_bytes(m->size, s1);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "cannot read '%s': no memory for member '%s' (%s)", b->path,
+                         m->name, s1);
+  }
+  nsl_status st = read_entry(b, (size_t)i, sink_membuf, &mb, err);
+  if (st != NSL_OK) {
+    free(mb.data);
+    return st;
+  }
+  mb.data[mb.len] = '\0';
+  *data = mb.data;
+  *len = mb.len;
+  return NSL_OK;
+}
+
+nsl_status nsl_bundle_stream_member(nsl_bundle *b, const char *name, nsl_bundle_sink sink, void *ctx,
+                                    nsl_error *err) {
+  long i = name ? find_index(b, name) : -1;
+  if (i < 0)
+    return nsl_error_set(err, NSL_ERR_NOTFOUND, "cannot read '%s': no member '%s'", b->path,
+                         name ? name : "");
+  if (err)
+    nsl_error_clear(err);
+  return read_entry(b, (size_t)i, sink, ctx, err);
+}
+
+nsl_status nsl_bundle_verify(nsl_bundle *b, nsl_error *err) {
+  for (size_t i = 0; i < b->n; i++) {
+    nsl_status st = read_entry(b, i, sink_discard, NULL, err);
+    if (st != NSL_OK)
+      return st;
+  }
+  return NSL_OK;
+}

@@ -1,0 +1,75 @@
+/*
+ * bundle_internal.h -- what the bundle reader, writer and combiner share:
+ * the member-name rules, the manifest checks, small formatting helpers.
+ */
+#ifndef NSL_SOURCE_BUNDLE_INTERNAL_H
+#define NSL_SOURCE_BUNDLE_INTERNAL_H
+
+#include <nettle/sha2.h>
+#include <stdint.h>
+
+#include "nsl/bundle.h"
+
+#define NSL__BUNDLE_NAME_MAX 4096
+
+/* NULL when name is an acceptable member path, else what is wrong with it
+ * ("is an absolute path", "has a '..' component", ...). */
+const char *nsl__bundle_name_problem(const char *name);
+
+/* Checks the structure of a manifest (types, format name and version,
+ * member list, reports entries, duplicate paths and ranks).  On failure
+ * sets err to code with the message "<prefix>: manifest.json: <problem>". */
+nsl_status nsl__manifest_check(const json_t *m, nsl_status code, const char *prefix, nsl_error *err);
+
+/* Copies name into out (cap bytes) for a message: control characters and
+ * invalid UTF-8 become '?', a long name is cut with "...". */
+void nsl__printable(const char *name, char *out, size_t cap);
+
+/* "1.5 GiB", "312 bytes": human-readable size for messages. */
+void nsl__fmt_bytes(uint64_t n, char out[32]);
+
+/* Finishes ctx and writes the digest as 64 lowercase hex digits + NUL. */
+void nsl__sha256_hex(struct sha256_ctx *ctx, char out[65]);
+
+/* 1 when name looks already compressed (.xz, .zst, .gz, .png, ...), so
+ * deflating it again would only cost time. */
+int nsl__bundle_is_precompressed(const char *name);
+
+/* "2025-11-25T22:09:00Z" for t (UTC). */
+void nsl__iso8601_utc(int64_t t, char out[32]);
+
+/* ---- the zip central directory, parsed by nsl itself (zipdir.c) ---------
+ * The reader trusts neither libarchive's view nor the archive alone: the
+ * central directory is parsed here from the PKWARE APPNOTE (zip64
+ * included), every rule is applied to it, and libarchive's walk over the
+ * same file must then agree with it entry for entry. */
+
+typedef struct nsl__zip_entry {
+  char *name;              /* raw name bytes + NUL (a name holding NUL is refused) */
+  uint64_t usize, csize;   /* uncompressed / compressed bytes */
+  uint64_t offset;         /* of the local header */
+  uint32_t crc;
+  uint16_t flags, method, made_by;
+  uint32_t ext_attr;
+  unsigned type;           /* S_IFMT bits from Unix attributes, 0 when not given */
+  int is_dir;              /* a folder entry (name ends in '/', or folder attribute) */
+} nsl__zip_entry;
+
+typedef struct nsl__zip_dir {
+  nsl__zip_entry *e;
+  size_t n;
+  uint64_t cd_offset;      /* where the central directory starts: entries end before it */
+} nsl__zip_dir;
+
+/* Reads len bytes at off into buf; 0, or -1 with errno set. */
+typedef int (*nsl__pread_fn)(void *ctx, void *buf, size_t len, uint64_t off);
+
+/* Parses the central directory of a zip of `size` bytes.  NSL_ERR_FORMAT
+ * for anything that is not a complete, single-disk zip whose records fit in
+ * the file; NSL_ERR_LIMIT when it declares more than max_entries entries
+ * (0: no bound).  Messages start "cannot open '<label>': ". */
+nsl_status nsl__zip_dir_read(nsl__zip_dir *d, nsl__pread_fn rd, void *ctx, uint64_t size,
+                             uint64_t max_entries, const char *label, nsl_error *err);
+void nsl__zip_dir_free(nsl__zip_dir *d);
+
+#endif

@@ -1,0 +1,75 @@
+/*
+ * bundle_trace.c -- the reports of a bundle as reports of a trace: each
+ * SQLite export is decompressed into memory and opened from there
+ * (sqlite3_deserialize, read-only); nothing is extracted to disk.
+ */
+#include "source/bundle_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Adds report member `name` of b to tr. */
+static nsl_status add_report(nsl_trace *tr, nsl_bundle *b, const char *name, nsl_error *err) {
+  void *data = NULL, *src = NULL;
+  size_t len = 0;
+  char label[1024];
+  nsl_report_info info;
+  nsl_status st = nsl_bundle_read_member(b, name, &data, &len, err);
+  if (st != NSL_OK)
+    return st;
+  snprintf(label, sizeof label, "%s:%s", nsl_bundle_path(b), name);
+  memset(&info, 0, sizeof info);
+  st = nsl_nsys_open_image(label, data, len, &src, &info, err);
+  free(data);
+  if (st != NSL_OK)
+    return st;
+  nsl_bundle_fill_report_info(b, name, &info);
+  st = nsl_trace_add_source(tr, &nsl_nsys_source_ops, src, &info, err);
+  if (st != NSL_OK)
+    nsl_nsys_source_ops.close(src);
+  return st;
+}
+
+static int is_report_name(const char *name) {
+  size_t n = strlen(name);
+  return strncmp(name, "reports/", 8) == 0 && n > 15 && strcmp(name + n - 7, ".sqlite") == 0;
+}
+
+nsl_status nsl_bundle_add_reports(nsl_trace *tr, const char *path, const nsl_bundle_options *opts,
+                                  nsl_error *err) {
+  nsl_bundle_options o;
+  nsl_bundle *b = NULL;
+  if (opts)
+    o = *opts;
+  else
+    nsl_bundle_options_init(&o);
+  o.mode = NSL_BUNDLE_STRICT;
+  nsl_status st = nsl_bundle_open(&b, path, &o, err);
+  if (st != NSL_OK)
+    return st;
+  /* the manifest's reports first, in its order ... */
+  size_t i;
+  const json_t *r;
+  int added = 0;
+  json_array_foreach(json_object_get(nsl_bundle_manifest(b), "reports"), i, r) {
+    if ((st = add_report(tr, b, json_string_value(json_object_get(r, "member")), err)) != NSL_OK)
+      goto done;
+    added++;
+  }
+  /* ... then any other .sqlite member under reports/, in archive order */
+  for (i = 0; i < nsl_bundle_count(b); i++) {
+    const char *name = nsl_bundle_member_at(b, i)->name;
+    if (!is_report_name(name) || nsl_bundle_report_entry(b, name) != NULL)
+      continue;
+    if ((st = add_report(tr, b, name, err)) != NSL_OK)
+      goto done;
+    added++;
+  }
+  if (added == 0)
+    st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': the bundle holds no report (reports/*.sqlite)",
+                       path);
+done:
+  nsl_bundle_close(b);
+  return st;
+}

@@ -1,0 +1,237 @@
+/*
+ * test_atomic_write.c -- nsl_write_file_atomic: the target holds either its
+ * old content or all the new bytes, and no temporary file outlives a call,
+ * whether it succeeds or fails (missing folder, target that is a folder, a
+ * write cut short by the file-size limit).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "nsl/nsl_io.h"
+
+static char dir[256];
+
+static int setup(void **state) {
+  (void)state;
+  const char *base = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%s/nsl-atomic-XXXXXX", base && base[0] ? base : "/tmp");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+/* Removes dir and what is in it (files and one level of folders). */
+static int teardown(void **state) {
+  (void)state;
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    char p[512];
+    while ((e = readdir(d)) != NULL) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      if (unlink(p) != 0) rmdir(p);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+  return 0;
+}
+
+/* Names in dir, sorted, joined by spaces (to see leftovers in a failure). */
+static void listing(char *out, size_t n) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  out[0] = '\0';
+  char names[32][256];
+  int k = 0;
+  while ((e = readdir(d)) != NULL && k < 32)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) snprintf(names[k++], 256, "%s", e->d_name);
+  closedir(d);
+  for (int i = 0; i < k; i++)
+    for (int j = i + 1; j < k; j++)
+      if (strcmp(names[j], names[i]) < 0) {
+        char t[256];
+        memcpy(t, names[i], 256), memcpy(names[i], names[j], 256), memcpy(names[j], t, 256);
+      }
+  for (int i = 0; i < k; i++) {
+    if (i) strncat(out, " ", n - strlen(out) - 1);
+    strncat(out, names[i], n - strlen(out) - 1);
+  }
+}
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  char *buf = malloc(1 << 20);
+  *len = fread(buf, 1, 1 << 20, f);
+  fclose(f);
+  return buf;
+}
+
+static void test_write_and_replace(void **state) {
+  (void)state;
+  char path[512], ls[1024];
+  nsl_error err = {0};
+  size_t len;
+  snprintf(path, sizeof path, "%s/out.txt", dir);
+  assert_int_equal(nsl_write_file_atomic(path, "first", 5, &err), NSL_OK);
+  char *got = slurp(path, &len);
+  assert_int_equal(len, 5);
+  assert_memory_equal(got, "first", 5);
+  free(got);
+  assert_int_equal(nsl_write_file_atomic(path, "second, longer", 14, &err), NSL_OK);
+  got = slurp(path, &len);
+  assert_int_equal(len, 14);
+  assert_memory_equal(got, "second, longer", 14);
+  free(got);
+  assert_int_equal(nsl_write_file_atomic(path, NULL, 0, &err), NSL_OK);   /* empty file */
+  got = slurp(path, &len);
+  assert_int_equal(len, 0);
+  free(got);
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, "out.txt");
+  /* the mode is the usual one (0666 less the umask), not mkstemp's 0600 */
+  struct stat sb;
+  mode_t um = umask(022);
+  umask(um);
+  assert_int_equal(stat(path, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0666 & ~um);
+
+  /* a relative path (no folder part) goes to the current folder */
+  char cwd[512];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(dir), 0);
+  assert_int_equal(nsl_write_file_atomic("rel.txt", "r", 1, &err), NSL_OK);
+  assert_int_equal(chdir(cwd), 0);
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, "out.txt rel.txt");
+}
+
+static void test_missing_folder(void **state) {
+  (void)state;
+  char path[512], ls[1024];
+  nsl_error err = {0};
+  snprintf(path, sizeof path, "%s/no/such/folder/out.png", dir);
+  assert_int_equal(nsl_write_file_atomic(path, "x", 1, &err), NSL_ERR_IO);
+  assert_int_equal(err.code, NSL_ERR_IO);
+  assert_non_null(strstr(err.msg, path));
+  assert_non_null(strstr(err.msg, "No such file or directory"));
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, "");
+}
+
+static void test_target_is_a_folder(void **state) {
+  (void)state;
+  char path[512], ls[1024];
+  nsl_error err = {0};
+  snprintf(path, sizeof path, "%s/sub", dir);
+  assert_int_equal(mkdir(path, 0755), 0);
+  /* everything is written, then the rename fails: the temporary goes */
+  assert_int_equal(nsl_write_file_atomic(path, "data", 4, &err), NSL_ERR_IO);
+  assert_non_null(strstr(err.msg, "renaming"));
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, "sub");
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  assert_true(S_ISDIR(sb.st_mode));
+  /* a path ending in '/' or naming '.' is refused before anything */
+  snprintf(path, sizeof path, "%s/", dir);
+  assert_int_equal(nsl_write_file_atomic(path, "x", 1, &err), NSL_ERR_ARG);
+  snprintf(path, sizeof path, "%s/sub/..", dir);
+  assert_int_equal(nsl_write_file_atomic(path, "x", 1, &err), NSL_ERR_ARG);
+}
+
+static void test_bad_arguments(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  assert_int_equal(nsl_write_file_atomic(NULL, "x", 1, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_write_file_atomic("", "x", 1, &err), NSL_ERR_ARG);
+  char path[512];
+  snprintf(path, sizeof path, "%s/x", dir);
+  assert_int_equal(nsl_write_file_atomic(path, NULL, 3, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_write_file_atomic(path, NULL, 3, NULL), NSL_ERR_ARG);   /* no error object */
+  assert_int_equal(access(path, F_OK), -1);
+}
+
+static void test_write_cut_short(void **state) {
+  (void)state;
+  /* The file-size limit makes write() fail part-way (EFBIG): the old
+   * content must survive whole and the partial temporary must go. */
+  char path[512], ls[1024];
+  nsl_error err = {0};
+  size_t len;
+  snprintf(path, sizeof path, "%s/keep.bin", dir);
+  assert_int_equal(nsl_write_file_atomic(path, "old content", 11, &err), NSL_OK);
+
+  size_t big = 1 << 16;
+  char *data = malloc(big);
+  memset(data, 'n', big);
+  struct rlimit old, lim;
+  assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+  void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+  lim = old;
+  lim.rlim_cur = 4096;
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  nsl_status st = nsl_write_file_atomic(path, data, big, &err);
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+  signal(SIGXFSZ, prev);
+  free(data);
+
+  assert_int_equal(st, NSL_ERR_IO);
+  assert_non_null(strstr(err.msg, "writing 65536 bytes failed"));
+  char *got = slurp(path, &len);
+  assert_int_equal(len, 11);
+  assert_memory_equal(got, "old content", 11);
+  free(got);
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, "keep.bin");
+}
+
+static void test_mkdir_p(void **state) {
+  (void)state;
+  char path[512], file[512];
+  nsl_error err = {0};
+  struct stat sb;
+  snprintf(path, sizeof path, "%s/a/b/c", dir);
+  assert_int_equal(nsl_mkdir_p(path, &err), NSL_OK);
+  assert_int_equal(stat(path, &sb), 0);
+  assert_true(S_ISDIR(sb.st_mode));
+  assert_int_equal(nsl_mkdir_p(path, &err), NSL_OK);   /* already there */
+  snprintf(file, sizeof file, "%s/a/f", dir);
+  assert_int_equal(nsl_write_file_atomic(file, "x", 1, &err), NSL_OK);
+  assert_int_equal(nsl_mkdir_p(file, &err), NSL_ERR_IO);   /* a file is in the way */
+  snprintf(path, sizeof path, "%s/a/f/g", dir);
+  assert_int_equal(nsl_mkdir_p(path, &err), NSL_ERR_IO);
+  assert_int_equal(nsl_mkdir_p("", &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_mkdir_p(NULL, &err), NSL_ERR_ARG);
+  /* clean up the nested folders for the teardown (one level deep) */
+  snprintf(path, sizeof path, "%s/a/b/c", dir);
+  rmdir(path);
+  snprintf(path, sizeof path, "%s/a/b", dir);
+  rmdir(path);
+  unlink(file);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_write_and_replace, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_missing_folder, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_target_is_a_folder, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_write_cut_short, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
