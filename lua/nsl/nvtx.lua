@@ -48,7 +48,7 @@ function M.names(t, opts)
   t:load{"text", "domain"}
   local has_domain = #t > 0 and t.domain:isnull():count() < #t
   if not has_domain and not opts.strip then return t.text end
-  local g = has_domain and t:group_by("domain", "text") or t:group_by("text")
+  local g <close> = has_domain and t:group_by("domain", "text") or t:group_by("text")
   local keys = g:keys()
   local names, labels = {}, {}
   local kd, kt = has_domain and keys.domain or nil, keys.text
@@ -58,7 +58,7 @@ function M.names(t, opts)
     names[i] = d and (d .. ":" .. text) or text
     if opts.strip then labels[i] = M.normalize(names[i], opts.strip) end
   end
-  local ids = g:ids()
+  local ids <close> = g:ids()
   local name = has_domain and nsl.column(names):gather(ids) or t.text
   if not opts.strip then return name end
   return name, nsl.column(labels):gather(ids)
@@ -126,6 +126,7 @@ function M.project(trace, opts)
   api:load{"report", "pid", "tid", "corr", "start", "stop"}
   local ops = M.gpu_ops(trace)
   local mask = M.range_mask(nv)
+  collectgarbage()   -- the join's and the mask's temporaries are large C columns Lua does not see
   local r = nsl.nvtx_project{
     range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop, range_mask = mask,
     api_keys = {api.report, api.pid, api.tid}, api_start = api.start, api_stop = api.stop,
@@ -154,29 +155,16 @@ local time_cols = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med 
 function M.summaries(R, opts)
   opts = opts or {}
   local proj = opts.proj ~= false and R:coltype("proj_dur") ~= nil
-  local cols = {{"name", R.name}, {"kind", R.kind}, {"dur", R.dur}}
-  if opts.per_report then cols[#cols + 1] = {"report", R.report} end
-  local aggs = {"total=sum(dur)", "n=count(dur)", "avg=mean(dur)", "med=median(dur)", "min=min(dur)",
-                "max=max(dur)", "std=std(dur)"}
-  local pm <close> = proj and R.proj_dur * 0 or nil   -- 0 for ranges with GPU ops, NULL for the others
-  local dur_p <close> = proj and R.dur + pm or nil
-  local depth_p <close> = proj and R.depth + pm or nil
-  if proj then
-    for _, c in ipairs{{"proj_dur", R.proj_dur}, {"dur_p", dur_p}, {"depth_p", depth_p}, {"launches", R.launches},
-                       {"children", R.children}, {"gpu_time", R.gpu_time}} do cols[#cols + 1] = c end
-    for _, a in ipairs{"ptotal=sum(proj_dur)", "pn=count(proj_dur)", "pavg=mean(proj_dur)", "pmed=median(proj_dur)",
-                       "pmin=min(proj_dur)", "pmax=max(proj_dur)", "pstd=std(proj_dur)", "cpu=sum(dur_p)",
-                       "launches=sum(launches)", "lvl=mean(depth_p)", "kids=sum(children)", "gpu=sum(gpu_time)"} do
-      aggs[#aggs + 1] = a
-    end
-  end
-  local t <close> = nsl.table(cols)
-  local g = opts.per_report and t:group_by("report", "name", "kind") or t:group_by("name", "kind")
-  g = g:agg(aggs)
-  local function with_report(list, s)
-    if opts.per_report then table.insert(list, 1, {"report", s.report}) end
+  local function with_report(list, t)
+    if opts.per_report then table.insert(list, 1, {"report", t.report}) end
     return list
   end
+  local cols = {{"name", R.name}, {"kind", R.kind}, {"dur", R.dur}}
+  if opts.per_report then cols[#cols + 1] = {"report", R.report} end
+  local keys = opts.per_report and {"report", "name", "kind"} or {"name", "kind"}
+  local t <close> = nsl.table(cols)
+  local g = t:group_by(table.unpack(keys)):agg{"total=sum(dur)", "n=count(dur)", "avg=mean(dur)", "med=median(dur)",
+                                                "min=min(dur)", "max=max(dur)", "std=std(dur)"}
   -- nvtx_sum: ranges with a duration (marks and ranges that never ended have none)
   local s = g:filter(g.n:gt(0) & g.kind:isin{"push_pop", "start_end"}):sort("-total", "name")
   local grand = s.total:sum() or 0
@@ -188,7 +176,19 @@ function M.summaries(R, opts)
   list[#list + 1] = {"Range", s.name}
   local sum = nsl.table(with_report(list, s))
   if not proj then return sum, nil end
-  local q = g:filter(g.pn:gt(0)):sort("-ptotal", "name")
+  -- nvtx_gpu_proj_sum: the same keys plus "has GPU ops", keeping the groups that have
+  local has = R.ops:gt(0)
+  local pcols = {{"name", R.name}, {"kind", R.kind}, {"has", has}, {"dur", R.dur}, {"proj_dur", R.proj_dur},
+                 {"launches", R.launches}, {"depth", R.depth}, {"children", R.children}, {"gpu_time", R.gpu_time}}
+  if opts.per_report then pcols[#pcols + 1] = {"report", R.report} end
+  local pkeys = {table.unpack(keys)}
+  pkeys[#pkeys + 1] = "has"
+  local pt <close> = nsl.table(pcols)
+  local q = pt:group_by(table.unpack(pkeys)):agg{
+    "ptotal=sum(proj_dur)", "pn=count(proj_dur)", "pavg=mean(proj_dur)", "pmed=median(proj_dur)",
+    "pmin=min(proj_dur)", "pmax=max(proj_dur)", "pstd=std(proj_dur)", "cpu=sum(dur)", "launches=sum(launches)",
+    "lvl=mean(depth)", "kids=sum(children)", "gpu=sum(gpu_time)"}
+  q = q:filter(q.has & q.pn:gt(0)):sort("-ptotal", "name")
   local pgrand = q.ptotal:sum() or 0
   local plist = {
     {"Time (%)", pgrand > 0 and q.ptotal * 100.0 / pgrand or nsl.rep(0.0, #q)},
