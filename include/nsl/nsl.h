@@ -443,6 +443,71 @@ nsl_status nsl_tree_paths(const nsl_column *parent, const nsl_column *label, con
                           nsl_tree *out, nsl_error *err);
 void nsl_tree_free(nsl_tree *t);
 
+/* ---- range trees and nsys-jax kernels (src/core/jax.c) ---------------- */
+
+/* A tree of ranges is a parent_row column (I64): each row's parent row, or
+ * a negative value for a root (e.g. nsl_join_index of (report, parent_id)
+ * against (report, range_id)). */
+
+/* For every row in `through`: the nearest ancestor in `target`, reached
+ * through ancestors that are all in `through` and not in `target` (*anc,
+ * I64, -1 when the walk leaves `through` or reaches a root; -1 for rows not
+ * in `through`); *inner (BOOL) marks the `through` rows that lie on such a
+ * walk, i.e. that have a `through` descendant.  E.g. thunk -> XlaModule. */
+nsl_status nsl_tree_ancestor(const nsl_column *parent_row, const nsl_column *through, const nsl_column *target,
+                             nsl_column **anc, nsl_column **inner, nsl_error *err);
+/* Mask (BOOL) of rows strictly below a row of mask. */
+nsl_column *nsl_tree_under(const nsl_column *parent_row, const nsl_column *mask, nsl_error *err);
+/* For every row, how many earlier rows share its group (0, 1, ...): pandas'
+ * groupby().cumcount().  group_of as nsl_groupby gives; negative: NULL. */
+nsl_column *nsl_group_cumcount(const nsl_column *group_of, nsl_error *err);
+/* For every row with is_a set: the summed overlap of [start, stop) with the
+ * rows of the same group (group_of NULL: one group) whose is_a is 0 (each
+ * overlap counted, not their union); 0 for the other rows.  E.g. the
+ * part of each communication kernel hidden under computation.  I64. */
+nsl_column *nsl_iv_overlap_sum(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                               const nsl_column *is_a, nsl_error *err);
+
+/* The XLA compilation ranges of one process (host push/pop NVTX ranges in
+ * their recorded order), as nsys-jax reads them. */
+typedef struct nsl_jax_compile_in {
+  int64_t n;
+  const int64_t *start, *stop, *parent;   /* parent: row index or -1 */
+  const int32_t *tid, *num_child;
+  const int64_t *dur_child, *dur_nonchild; /* NSL_NULL_I64 = unknown */
+  const uint8_t *is_compile;              /* XlaCompile ranges */
+  const uint8_t *is_backend;              /* XlaCompileBackend ranges (they name the program) */
+  const uint8_t *is_tsl;                  /* XLA's own ranges ("TSL:" prefix) */
+} nsl_jax_compile_in;
+typedef struct nsl_jax_compile_out {      /* n entries each, malloc'd */
+  int64_t *parent;        /* worker-thread ranges grafted under the compiling thread */
+  int32_t *num_child;
+  int64_t *dur_child, *dur_nonchild;   /* NULL where grafting made them meaningless */
+  uint8_t *keep;          /* the compile frame: XlaCompile ranges, what runs under them, TSL only */
+  int64_t *program_row;   /* the XlaCompileBackend row naming the row's program, or -1 */
+} nsl_jax_compile_out;
+/* nsys-jax's _splice_parallel_ranges, program propagation and _drop_non_tsl:
+ * top-level ranges of other threads inside an XlaCompile range's window are
+ * grafted under the deepest enclosing range of the compiling thread; rows
+ * take the program of the nearest XlaCompileBackend (or its parent); other
+ * ranges are folded into their parents. */
+nsl_status nsl_jax_compile_tree(const nsl_jax_compile_in *in, nsl_jax_compile_out *out, nsl_error *err);
+void nsl_jax_compile_out_free(nsl_jax_compile_out *out);
+
+typedef struct nsl_jax_attr_in {
+  int64_t n;
+  const int64_t *start, *stop, *parent;
+  const int32_t *tid;
+  const int64_t *dur_child, *dur_nonchild;
+  int32_t main_tid;       /* the thread that runs XlaCompile */
+  const uint8_t *collapsed; /* rows whose detail was removed (child time 0); may be NULL */
+} nsl_jax_attr_in;
+/* nsys-jax's parallel-aware compile-time attribution: each compiling-thread
+ * range with worker-thread children spends its parallel region's wall time
+ * in proportion to the workers' non-child times; nonchild[i] and child[i]
+ * (ns, double) are row i's contributions (0 for rows that add nothing). */
+nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild, double *child, nsl_error *err);
+
 /* ---- traces ----------------------------------------------------------- */
 
 typedef struct nsl_trace nsl_trace;
@@ -477,9 +542,18 @@ typedef struct nsl_report_info {
   int64_t first_ts, last_ts; /* earliest and latest event time seen (raw), or NSL_NULL_I64 */
 } nsl_report_info;
 
-/* Opens each path (nsys SQLite export; bundles once supported) as reports
- * of one trace.  Nothing but metadata is read. */
+/* Opens each path (an nsys SQLite export, or a bundle: nsl_bundle_add_reports)
+ * as reports of one trace, and records the paths as its inputs.  Nothing
+ * but metadata is read (a bundle's reports are decompressed into memory). */
 nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, nsl_error *err);
+/* Records path as one of the inputs the trace was made from, as the user
+ * gave it (an export or a bundle); nsl_trace_open records each of its paths.
+ * A bundle input may add several reports, so inputs and reports differ. */
+nsl_status nsl_trace_add_input(nsl_trace *tr, const char *path, nsl_error *err);
+/* The number of inputs recorded, and the path of input i (0-based; NULL
+ * when out of range). */
+int nsl_trace_ninputs(const nsl_trace *tr);
+const char *nsl_trace_input_path(const nsl_trace *tr, int i);
 /* Adds a report from an already-opened source (used by bundle readers). */
 nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
                                 const nsl_report_info *info, nsl_error *err);
@@ -509,6 +583,12 @@ const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src);
 nsl_status nsl_nsys_open_file(const char *path, void **src, nsl_report_info *info, nsl_error *err);
 nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size, void **src,
                                nsl_report_info *info, nsl_error *err);
+/* The same over an image in a buffer allocated with malloc, which the
+ * source takes over instead of copying it (half the peak memory of
+ * nsl_nsys_open_image): data is released with free() when the source is
+ * closed, and before returning when the open fails. */
+nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **src,
+                                nsl_report_info *info, nsl_error *err);
 extern const nsl_source_ops nsl_nsys_source_ops;
 /* Runs one read-only SQL statement on an opened export; calls row(ctx,
  * ncols, names, values) per row.  Non-zero from row stops early. */

@@ -172,7 +172,8 @@ return {
       cols[#cols + 1] = {"Per Iteration (ns)", nsl.column(t)}
       cols[#cols + 1] = {"Instances per Iteration", nsl.column(n)}
     end
-    out:table("classes", nsl.table(cols), {title = "GPU time by class", limit = limit})
+    out:table("classes", nsl.table(cols), {title = "GPU time by class", limit = limit,
+                                          col_decimals = {["Instances per Iteration"] = 2}})
 
     if inside and #inside > 0 then
       local order = {}

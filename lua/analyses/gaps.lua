@@ -26,8 +26,8 @@ local function gpu_ops(trace)
   return ops:filter(ops.stop:gt(ops.start))
 end
 
--- The CPU-side tables a gap is attributed to: {label, table, text column,
--- mask}; only those with rows.
+-- The CPU-side tables a gap is attributed to: {key, label, table, text
+-- column}; only those with rows.
 local function cpu_sources(trace)
   local list = {}
   local api, osrt, nvtx = trace.api, trace.osrt, trace.nvtx
@@ -40,8 +40,9 @@ local function cpu_sources(trace)
     list[#list + 1] = {key = "osrt", label = "OS runtime", t = osrt, text = "name"}
   end
   if #nvtx > 0 then
-    nvtx:load{"report", "pid", "tid", "start", "stop", "text", "kind"}
-    list[#list + 1] = {key = "nvtx", label = "NVTX range", t = nvtx, text = "text", mask = nvtx.kind:ne("mark")}
+    -- marks have no stop (or a zero-length one), so only ranges can overlap a gap
+    nvtx:load{"report", "pid", "tid", "start", "stop", "text"}
+    list[#list + 1] = {key = "nvtx", label = "NVTX range", t = nvtx, text = "text"}
   end
   return list
 end
@@ -104,7 +105,7 @@ local function attribute(d, sources, by_launcher)
     local t = src.t
     local dk, tk = {d.report, d.pid}, {t.report, t.pid}
     if by_launcher then dk[3], tk[3] = d.launch_tid, t.tid end
-    local rows, ov = nsl.overlap_join(d.start, d.stop, t.start, t.stop, dk, tk, src.mask)
+    local rows, ov = nsl.overlap_join(d.start, d.stop, t.start, t.stop, dk, tk)
     d = d:with(src.key .. "_text", t[src.text]:gather(rows), src.key .. "_tid", t.tid:gather(rows),
                src.key .. "_ov", ov, src.key .. "_cover", ov * 100.0 / d.dur)
   end
@@ -114,7 +115,12 @@ end
 local function report_names(trace, col) return trace.reports.name:gather(col) end
 
 local function wanted(list, part)
-  for p in list:gmatch("[^,%s]+") do if p == part or p == "all" then return true end end
+  for p in list:gmatch("[^,%s]+") do
+    if p ~= "device" and p ~= "stream" and p ~= "all" then
+      nsl.fail(string.format("--arg scope: '%s' is not device, stream or all", p))
+    end
+    if p == part or p == "all" then return true end
+  end
   return false
 end
 
@@ -146,6 +152,7 @@ return {
     local first_detail = true
     for _, scope in ipairs{"device", "stream"} do
       if wanted(args.scope, scope) then
+        collectgarbage()   -- the columns of the scope before, held in C memory the collector does not see
         local keys = scope == "device" and {"report", "device"} or {"report", "device", "stream"}
         local s, d = scope_gaps(ops, keys, min)
         local cols = {{"report", report_names(trace, s.report)}, {"device", s.device}}

@@ -76,7 +76,7 @@ return {
     end
     local cols = {}
     if args.per_report then
-      cols[1] = {"Report", s.report:map(function(r) return report_names[r + 1] end)}
+      cols[1] = {"Report", s.report:map(function(r) return report_names[r + 1] end)}   -- names, not indices
     end
     for _, c in ipairs{{"Collective", s.collective}, {"NCCL Time (%)", nsl.column(pct_of(totals, nccl_scope))},
                        {"GPU Time (%)", nsl.column(pct_of(totals, gpu_scope))}, {"Total Time (ns)", s.total},
@@ -86,42 +86,23 @@ return {
     end
     out:table("nccl_collectives", nsl.table(cols), {title = "NCCL collectives", limit = limit})
 
-    -- per device
-    local kd = k:group_by("report", "device"):agg{"n=count", "t=sum(dur)"}:sort("report", "device")
-    local nd = nk:group_by("report", "device"):agg{"n=count", "t=sum(dur)"}
-    local ndmap = {}
-    for i = 1, #nd do ndmap[nd.report[i] .. ":" .. tostring(nd.device[i])] = i end
-    local drows = {rep = {}, dev = {}, kn = {}, kt = {}, nn = {}, nt = {}, busy = {}}
-    local kdr, kdd, kdn, kdt = kd.report:totable(), kd.device:totable(), kd.n:totable(), kd.t:totable()
-    for i = 1, #kd do
-      local j = ndmap[kdr[i] .. ":" .. tostring(kdd[i])]
-      if j then
-        local n = #drows.rep + 1
-        drows.rep[n], drows.dev[n], drows.kn[n], drows.kt[n] = report_names[kdr[i] + 1], kdd[i], kdn[i], kdt[i]
-        drows.nn[n], drows.nt[n] = nd.n[j], nd.t[j]
-        local sel = nk.report:eq(kdr[i]) & nk.device:eq(kdd[i])
-        drows.busy[n] = nsl.intervals(nk.start, nk.stop, sel):total()
-      end
-    end
-    out:table("nccl_devices", nsl.table{{"Report", drows.rep}, {"Device", drows.dev}, {"Kernels", drows.kn},
-      {"Kernel Time (ns)", drows.kt}, {"NCCL Kernels", drows.nn}, {"NCCL Time (ns)", drows.nt},
-      {"GPU Time (%)", pct_of(drows.nt, drows.kt)}, {"NCCL Busy (ns)", drows.busy}},
+    -- per device: NCCL kernels beside all kernels of the device
+    local report_name = function(r) return report_names[r + 1] end
+    local kd = k:group_by("report", "device"):agg{"kn=count", "kt=sum(dur)"}
+    local gd = nk:group_by("report", "device")
+    local nd = gd:agg{"n=count", "t=sum(dur)"}:with("busy", nsl.busy_by_group(nk.start, nk.stop, gd:ids(), #gd))
+    nd = nd:join(kd, {"report", "device"}, {"kn", "kt"}):sort("report", "device")
+    out:table("nccl_devices", nsl.table{{"Report", nd.report:map(report_name)}, {"Device", nd.device},
+      {"Kernels", nd.kn}, {"Kernel Time (ns)", nd.kt}, {"NCCL Kernels", nd.n}, {"NCCL Time (ns)", nd.t},
+      {"GPU Time (%)", nd.t * 100.0 / nd.kt}, {"NCCL Busy (ns)", nd.busy}},
       {title = "NCCL per device", limit = limit})
 
-    -- per stream
+    -- per stream and collective, with the share of the device's kernel time
     local ss = nk:group_by("report", "device", "stream", "collective"):agg{"n=count", "total=sum(dur)", "avg=mean(dur)"}
-                 :sort("report", "device", "stream", "-total")
-    local dev_time = {}
-    for i = 1, #kd do dev_time[kdr[i] .. ":" .. tostring(kdd[i])] = kdt[i] end
-    local share = {}
-    local sr, sd, st = ss.report:totable(), ss.device:totable(), ss.total:totable()
-    for i = 1, #ss do
-      local t = dev_time[sr[i] .. ":" .. tostring(sd[i])]
-      share[i] = t and t > 0 and st[i] * 100.0 / t or 0.0
-    end
-    out:table("nccl_streams", nsl.table{{"Report", ss.report:map(function(r) return report_names[r + 1] end)},
-      {"Device", ss.device}, {"Stream", ss.stream}, {"Collective", ss.collective}, {"Instances", ss.n},
-      {"Total Time (ns)", ss.total}, {"Avg (ns)", ss.avg}, {"GPU Time (%)", share}},
+    ss = ss:join(kd, {"report", "device"}, {"kt"}):sort("report", "device", "stream", "-total", "collective")
+    out:table("nccl_streams", nsl.table{{"Report", ss.report:map(report_name)}, {"Device", ss.device},
+      {"Stream", ss.stream}, {"Collective", ss.collective}, {"Instances", ss.n}, {"Total Time (ns)", ss.total},
+      {"Avg (ns)", ss.avg}, {"GPU Time (%)", ss.total * 100.0 / ss.kt}},
       {title = "NCCL per stream", limit = limit})
 
     -- per kernel name

@@ -27,11 +27,12 @@ local nsl = require("nsl")
 local classes = require("nsl.classes")
 local nccl = require("nsl.nccl")
 local steps = require("nsl.steps")
+local lanes = require("nsl.lanes")
 
--- The interval sets of one device: rows selected by sel (a mask over ops).
-local function device_sets(ops, sel, is_nccl)
+-- Interval sets of every device of a batch at once, on the lanes axis:
+-- s, e the shifted times, sel the rows of the batch.
+local function sets_of(ops, s, e, sel, is_nccl)
   local kern = sel & ~ops.memop
-  local s, e = ops.start, ops.stop
   local C = nsl.intervals(s, e, kern & ~is_nccl)
   local N = nsl.intervals(s, e, kern & is_nccl)
   local K = nsl.intervals(s, e, kern)
@@ -41,36 +42,22 @@ local function device_sets(ops, sel, is_nccl)
           memory_only = M:subtract(K), all = A, nccl = N}
 end
 
-local function pct(part, whole) return whole > 0 and part * 100.0 / whole or 0.0 end
+-- The length each set covers of every window [ws, we) (shifted columns):
+-- a table of i64 columns keyed like the sets.
+local function measure(sets, ws, we)
+  local r = {}
+  for k, set in pairs(sets) do r[k] = set:coverage(ws, we) end
+  return r
+end
 
--- Row-wise collection of result columns: rows:add{name = value, ...};
--- rows:table(order) builds the nsl table, absent values as NULL.
-local Rows = {}
-Rows.__index = Rows
-local function rows() return setmetatable({n = 0, cols = {}}, Rows) end
-function Rows:add(values)
-  self.n = self.n + 1
-  for k, v in pairs(values) do
-    self.cols[k] = self.cols[k] or {}
-    self.cols[k][self.n] = v
-  end
+-- part * 100 / whole per row (0 where whole is 0), as an f64 column.
+local function pct(part, whole)
+  local w = whole:cast("f64")
+  local nz = whole:gt(0)
+  return (part * 100.0) / (w + (~nz):cast("f64")) * nz:cast("f64")
 end
-function Rows:table(order)
-  local cols = {}
-  for _, name in ipairs(order) do
-    local list, dense, idx, filler = self.cols[name] or {}, {}, {}, nil
-    for i = 1, self.n do
-      if list[i] ~= nil then filler = list[i] break end
-    end
-    filler = type(filler) == "string" and "" or 0
-    for i = 1, self.n do
-      dense[i] = list[i] == nil and filler or list[i]
-      idx[i] = list[i] == nil and -1 or i - 1
-    end
-    cols[#cols + 1] = {name, nsl.column(dense):gather(nsl.column(idx))}
-  end
-  return nsl.table(cols)
-end
+
+local function pct1(part, whole) return whole > 0 and part * 100.0 / whole or 0.0 end
 
 return {
   name = "overlap",
@@ -90,97 +77,145 @@ return {
     local is_nccl = nccl.mask(ops.name) & ~ops.memop
     local report_names = trace.reports.name:totable()
 
-    local windows   -- per (iter, report, device): lo, hi, compute kernel time
+    -- devices: groups of (report, device), in report and device order
+    local g = ops:group_by("report", "device")
+    local dev = g:agg{"lo=min(start)", "hi=max(stop)"}
+    local order = dev:with("gid", nsl.range(#dev)):sort("report", "device")
+    local gid = g:ids()
+    local ng = #dev
+
+    -- iteration windows per (device, iteration): first start, last end, compute kernel time
+    local win
     if args.iteration ~= "" then
       local iter = steps.attribute(trace, ops, args.iteration)
       local compute_dur = ops.dur * (~ops.memop & ~is_nccl):cast("i64")
-      local t = nsl.table{{"iter", iter}, {"report", ops.report}, {"device", ops.device}, {"start", ops.start},
-                          {"stop", ops.stop}, {"cdur", compute_dur}}
-      windows = t:filter(~iter:isnull()):group_by("report", "device", "iter")
-                 :agg{"lo=min(start)", "hi=max(stop)", "ksum=sum(cdur)"}:sort("report", "device", "iter")
+      local t = nsl.table{{"gid", gid}, {"iter", iter}, {"start", ops.start}, {"stop", ops.stop}, {"cdur", compute_dur}}
+      win = t:filter(~iter:isnull()):group_by("gid", "iter")
+             :agg{"lo=min(start)", "hi=max(stop)", "ksum=sum(cdur)"}:sort("gid", "iter")
     end
 
-    local devs = ops:group_by("report", "device"):agg{"lo=min(start)", "hi=max(stop)"}:sort("report", "device")
-    local per_dev, per_iter, summary = rows(), rows(), rows()
-    local tot = {span = 0, co = 0, no = 0, both = 0, neither = 0, mo = 0, idle = 0, nccl = 0}
-    local all = {n = 0, window = 0, ksum = 0, no = 0, mo = 0, idle = 0}
-    local function summarize(rep, dev, n, window, ksum, no, mo, idle)
-      summary:add{["Report"] = rep, ["Device"] = dev, ["Iterations"] = n, ["Avg Window (ns)"] = window / n,
-        ["Compute Kernel Time per Iteration (ns)"] = ksum / n, ["GPA Estimate per Iteration (ns)"] = (window - ksum) / n,
-        ["GPA Estimate (%)"] = pct(window - ksum, window), ["Non-hidden NCCL per Iteration (ns)"] = no / n,
-        ["Non-hidden Memory per Iteration (ns)"] = mo / n, ["Bubble per Iteration (ns)"] = idle / n}
-    end
-    local drep, ddev, dlo, dhi = devs.report:totable(), devs.device:totable(), devs.lo:totable(), devs.hi:totable()
-    for g = 1, #devs do
-      if ddev[g] ~= nil and dlo[g] ~= nil and dhi[g] ~= nil then
-        local rep = report_names[drep[g] + 1]
-        local sel = ops.report:eq(drep[g]) & ops.device:eq(ddev[g])
-        local sets = device_sets(ops, sel, is_nccl)
-        local d = {span = dhi[g] - dlo[g], co = sets.compute_only:total(), no = sets.nccl_only:total(),
-                   both = sets.both:total(), mo = sets.memory_only:total(), nccl = sets.nccl:total()}
-        d.neither = d.span - sets.kernels:total()
-        d.idle = d.span - sets.all:total()
-        for k, v in pairs(d) do tot[k] = tot[k] + v end
-        per_dev:add{["Report"] = rep, ["Device"] = ddev[g], ["Span (ns)"] = d.span, ["Compute Only (ns)"] = d.co,
-          ["NCCL Only (ns)"] = d.no, ["Both (ns)"] = d.both, ["Neither (ns)"] = d.neither,
-          ["Memory Only (ns)"] = d.mo, ["Idle (ns)"] = d.idle, ["NCCL Hidden (%)"] = pct(d.both, d.nccl)}
-
-        local w = windows and windows:filter(windows.report:eq(drep[g]) & windows.device:eq(ddev[g]))
-        if w and #w > 0 then
-          local len = (w.hi - w.lo):totable()
-          local function cov(set) return set:coverage(w.lo, w.hi):totable() end
-          local c_co, c_no, c_both = cov(sets.compute_only), cov(sets.nccl_only), cov(sets.both)
-          local c_k, c_mo, c_all = cov(sets.kernels), cov(sets.memory_only), cov(sets.all)
-          local it, ks = w.iter:totable(), w.ksum:totable()
-          local sum = {window = 0, ksum = 0, no = 0, mo = 0, idle = 0}
-          for i = 1, #w do
-            local bubble = len[i] - c_all[i]
-            per_iter:add{["Iteration"] = it[i], ["Report"] = rep, ["Device"] = ddev[g], ["Window (ns)"] = len[i],
-              ["Compute Only (ns)"] = c_co[i], ["NCCL Only (ns)"] = c_no[i], ["Both (ns)"] = c_both[i],
-              ["Neither (ns)"] = len[i] - c_k[i], ["Non-hidden Memory (ns)"] = c_mo[i], ["Bubble (ns)"] = bubble,
-              ["Compute Kernel Time (ns)"] = ks[i], ["GPA Estimate (ns)"] = len[i] - ks[i]}
-            sum.window, sum.ksum = sum.window + len[i], sum.ksum + ks[i]
-            sum.no, sum.mo, sum.idle = sum.no + c_no[i], sum.mo + c_mo[i], sum.idle + bubble
-          end
-          summarize(rep, ddev[g], #w, sum.window, sum.ksum, sum.no, sum.mo, sum.idle)
-          all.n = all.n + #w
-          for k, v in pairs(sum) do all[k] = all[k] + v end
-        end
+    -- every set measured over each device's span and each window, batch by batch
+    local plan = lanes.plan(ng, lanes.bounds(ops.start, ops.stop))
+    local dgid = nsl.range(ng)
+    local per_dev, per_win = {}, {}
+    for _, b in ipairs(plan.batches) do
+      local sel = lanes.rows(b, gid)
+      local s, e = lanes.shift(plan, b, ops.start, gid), lanes.shift(plan, b, ops.stop, gid)
+      local sets = sets_of(ops, s, e, sel, is_nccl)
+      local dsel = lanes.rows(b, dgid):indices()
+      local dg = dgid:gather(dsel)
+      per_dev[#per_dev + 1] = {rows = dsel, m = measure(sets, lanes.shift(plan, b, dev.lo:gather(dsel), dg),
+                                                        lanes.shift(plan, b, dev.hi:gather(dsel), dg))}
+      if win then
+        local wsel = lanes.rows(b, win.gid):indices()
+        local wg = win.gid:gather(wsel)
+        per_win[#per_win + 1] = {rows = wsel, m = measure(sets, lanes.shift(plan, b, win.lo:gather(wsel), wg),
+                                                          lanes.shift(plan, b, win.hi:gather(wsel), wg))}
       end
     end
-    if per_dev.n == 0 then nsl.fail("no GPU operation has a device id") end
-
-    if per_dev.n > 1 then   -- the whole trace: sums over devices
-      per_dev:add{["Report"] = "all", ["Span (ns)"] = tot.span, ["Compute Only (ns)"] = tot.co,
-        ["NCCL Only (ns)"] = tot.no, ["Both (ns)"] = tot.both, ["Neither (ns)"] = tot.neither,
-        ["Memory Only (ns)"] = tot.mo, ["Idle (ns)"] = tot.idle, ["NCCL Hidden (%)"] = pct(tot.both, tot.nccl)}
+    local function joined(parts, key)
+      local p = {}
+      for i, part in ipairs(parts) do p[i] = {rows = part.rows, values = part.m[key]} end
+      return lanes.assemble(p)
     end
-    for _, name in ipairs{"Compute Only", "NCCL Only", "Both", "Neither"} do
-      local v, span, p = per_dev.cols[name .. " (ns)"], per_dev.cols["Span (ns)"], {}
-      for i = 1, per_dev.n do p[i] = pct(v[i], span[i]) end
-      per_dev.cols[name .. " (%)"] = p
-    end
-    out:table("overlap", per_dev:table{"Report", "Device", "Span (ns)", "Compute Only (ns)", "NCCL Only (ns)",
-      "Both (ns)", "Neither (ns)", "Memory Only (ns)", "Idle (ns)", "Compute Only (%)", "NCCL Only (%)", "Both (%)",
-      "Neither (%)", "NCCL Hidden (%)"}, {title = "Compute / NCCL / memory overlap per device", limit = limit})
 
-    if windows then
-      if per_iter.n == 0 then
-        out:finding{severity = "warning",
-                    message = string.format("no GPU work was launched inside the '%s' ranges", args.iteration)}
-        return
+    -- per device
+    local span = dev.hi - dev.lo
+    local m = {}
+    for _, k in ipairs{"compute_only", "nccl_only", "both", "kernels", "memory_only", "all", "nccl"} do
+      m[k] = joined(per_dev, k)
+    end
+    local neither, idle = span - m.kernels, span - m.all
+    local names = dev.report:map(function(r) return report_names[r + 1] end)
+    local t = nsl.table{{"Report", names}, {"Device", dev.device}, {"Span (ns)", span},
+      {"Compute Only (ns)", m.compute_only}, {"NCCL Only (ns)", m.nccl_only}, {"Both (ns)", m.both},
+      {"Neither (ns)", neither}, {"Memory Only (ns)", m.memory_only}, {"Idle (ns)", idle},
+      {"Compute Only (%)", pct(m.compute_only, span)}, {"NCCL Only (%)", pct(m.nccl_only, span)},
+      {"Both (%)", pct(m.both, span)}, {"Neither (%)", pct(neither, span)}, {"NCCL Hidden (%)", pct(m.both, m.nccl)},
+      {"gid", nsl.range(ng)}}
+    t = t:take(order.gid):filter(~order.device:isnull())
+    if #t == 0 then nsl.fail("no GPU operation has a device id") end
+    if #t > 1 then   -- the whole trace: sums over devices
+      local sum = {}
+      for _, c in ipairs{"Span (ns)", "Compute Only (ns)", "NCCL Only (ns)", "Both (ns)", "Neither (ns)",
+                         "Memory Only (ns)", "Idle (ns)"} do
+        sum[c] = t[c]:sum()
       end
-      if summary.n > 1 then summarize("all", nil, all.n, all.window, all.ksum, all.no, all.mo, all.idle) end
-      out:table("iteration_summary", summary:table{"Report", "Device", "Iterations", "Avg Window (ns)",
-        "Compute Kernel Time per Iteration (ns)", "GPA Estimate per Iteration (ns)", "GPA Estimate (%)",
-        "Non-hidden NCCL per Iteration (ns)", "Non-hidden Memory per Iteration (ns)", "Bubble per Iteration (ns)"},
-        {title = "Estimated non-hidden NCCL, memory and bubble time per iteration (GPU Performance Analyzer) " ..
-                 "and its exact split", limit = limit})
-      local t = per_iter:table{"Iteration", "Report", "Device", "Window (ns)", "Compute Only (ns)", "NCCL Only (ns)",
-        "Both (ns)", "Neither (ns)", "Non-hidden Memory (ns)", "Bubble (ns)", "Compute Kernel Time (ns)",
-        "GPA Estimate (ns)"}
-      out:table("overlap_by_iteration", t:sort("Iteration", "Report", "Device"),
-        {title = "Overlap per iteration and device", limit = limit})
+      local both, nccl_all = sum["Both (ns)"], sum["Both (ns)"] + sum["NCCL Only (ns)"]
+      local row = {["Report"] = nsl.column{"all"}, ["Device"] = t.Device:gather(nsl.column{-1}),
+                   ["NCCL Hidden (%)"] = nsl.column{pct1(both, nccl_all)}, ["gid"] = nsl.column{-1}}
+      for c, v in pairs(sum) do row[c] = nsl.column{v} end
+      for _, c in ipairs{"Compute Only", "NCCL Only", "Both", "Neither"} do
+        row[c .. " (%)"] = nsl.column{pct1(sum[c .. " (ns)"], sum["Span (ns)"])}
+      end
+      local cols = {}
+      for _, c in ipairs(t:columns()) do cols[#cols + 1] = {c, nsl.concat(t[c], row[c])} end
+      t = nsl.table(cols)
     end
+    local shown = {}
+    for _, c in ipairs(t:columns()) do if c ~= "gid" then shown[#shown + 1] = c end end
+    out:table("overlap", t:select(shown), {title = "Compute / NCCL / memory overlap per device", limit = limit})
+
+    if not win then return end
+    if #win == 0 then
+      out:finding{severity = "warning",
+                  message = string.format("no GPU work was launched inside the '%s' ranges", args.iteration)}
+      return
+    end
+    local w = {}
+    for _, k in ipairs{"compute_only", "nccl_only", "both", "kernels", "memory_only", "all"} do
+      w[k] = joined(per_win, k)
+    end
+    local len = win.hi - win.lo
+    local wdev = win.gid   -- rows of dev by group id
+    local it = nsl.table{{"iter", win.iter}, {"report", dev.report:gather(wdev)}, {"device", dev.device:gather(wdev)},
+      {"window", len}, {"co", w.compute_only}, {"no", w.nccl_only}, {"both", w.both}, {"neither", len - w.kernels},
+      {"mo", w.memory_only}, {"bubble", len - w.all}, {"ksum", win.ksum}, {"est", len - win.ksum}}
+    it = it:filter(~it.device:isnull())
+
+    -- the GPU Performance Analyzer's summary, per device and over all
+    local s = it:group_by("report", "device"):agg{"n=count", "w=sum(window)", "k=sum(ksum)", "no=sum(no)",
+                                                  "mo=sum(mo)", "idle=sum(bubble)"}:sort("report", "device")
+    local function summary(rep, device, n, wsum, ksum, no, mo, idle)
+      return {rep, device, n, wsum / n, ksum / n, (wsum - ksum) / n, (wsum - ksum) * 100.0 / wsum, no / n, mo / n,
+              idle / n}
+    end
+    local srows = {}
+    local sn, sw, sk, sno, smo, sidle = s.n:totable(), s.w:totable(), s.k:totable(), s.no:totable(), s.mo:totable(),
+                                        s.idle:totable()
+    local srep, sdev = s.report:totable(), s.device:totable()
+    local tot = {0, 0, 0, 0, 0, 0}
+    for i = 1, #s do
+      srows[i] = summary(report_names[srep[i] + 1], sdev[i], sn[i], sw[i], sk[i], sno[i], smo[i], sidle[i])
+      for j, v in ipairs{sn[i], sw[i], sk[i], sno[i], smo[i], sidle[i]} do tot[j] = tot[j] + v end
+    end
+    if #s > 1 then srows[#srows + 1] = summary("all", false, table.unpack(tot)) end
+    local heads = {"Report", "Device", "Iterations", "Avg Window (ns)", "Compute Kernel Time per Iteration (ns)",
+                   "GPA Estimate per Iteration (ns)", "GPA Estimate (%)", "Non-hidden NCCL per Iteration (ns)",
+                   "Non-hidden Memory per Iteration (ns)", "Bubble per Iteration (ns)"}
+    local scols = {}
+    for j, h in ipairs(heads) do
+      local v = {}
+      for i, r in ipairs(srows) do v[i] = r[j] end
+      scols[j] = {h, v}
+    end
+    -- the "all" row has no device: NULL through a gather with -1
+    local devs = scols[2][2]
+    local didx = {}
+    for i, d in ipairs(devs) do
+      didx[i] = d == false and -1 or i - 1
+      if d == false then devs[i] = 0 end
+    end
+    scols[2][2] = nsl.column(devs):gather(nsl.column(didx))
+    out:table("iteration_summary", nsl.table(scols),
+      {title = "Estimated non-hidden NCCL, memory and bubble time per iteration (GPU Performance Analyzer) " ..
+               "and its exact split", limit = limit})
+    it = it:sort("iter", "report", "device")
+    out:table("overlap_by_iteration", nsl.table{{"Iteration", it.iter},
+      {"Report", it.report:map(function(r) return report_names[r + 1] end)}, {"Device", it.device},
+      {"Window (ns)", it.window}, {"Compute Only (ns)", it.co}, {"NCCL Only (ns)", it.no}, {"Both (ns)", it.both},
+      {"Neither (ns)", it.neither}, {"Non-hidden Memory (ns)", it.mo}, {"Bubble (ns)", it.bubble},
+      {"Compute Kernel Time (ns)", it.ksum}, {"GPA Estimate (ns)", it.est}},
+      {title = "Overlap per iteration and device", limit = limit})
   end,
 }

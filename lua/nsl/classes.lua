@@ -44,6 +44,9 @@ M.memcpy_labels = {
 }
 M.memset_label = "[CUDA memset]"
 
+--- nsys's name of a memcpy of the given kind ("HtoD" -> "[CUDA memcpy Host-to-Device]").
+function M.memcpy_label(kind) return M.memcpy_labels[kind] or ("[CUDA memcpy " .. kind .. "]") end
+
 --- true when name is one of nsys's memory-operation names.
 function M.is_memop(name) return find(name, "^%[CUDA mem") ~= nil end
 
@@ -242,10 +245,7 @@ end
 -- names for which = "short".  A string column.
 function M.kernel_names(k, which)
   if which == "short" then return k.name end
-  local d, s = k.demangled, k.name
-  if d:isnull():count() == 0 then return d end
-  local n = #d
-  return nsl.concat(d, s):gather(nsl.range(n) + d:isnull():cast("i64") * n)
+  return require("nsl.steps").coalesce(k.demangled, k.name)
 end
 
 --- Every GPU operation of the trace -- kernels, memcpy, memset -- as one
@@ -265,9 +265,7 @@ function M.gpu_ops(trace, which)
   ms:load(cols)
   local t = {}
   for _, c in ipairs(cols) do t[#t + 1] = {c, nsl.concat(k[c], mc[c], ms[c])} end
-  t[#t + 1] = {"name", nsl.concat(M.kernel_names(k, which), mc.kind:map(function(kind)
-    return M.memcpy_labels[kind] or ("[CUDA memcpy " .. kind .. "]")
-  end), nsl.rep(M.memset_label, #ms))}
+  t[#t + 1] = {"name", nsl.concat(M.kernel_names(k, which), mc.kind:map(M.memcpy_label), nsl.rep(M.memset_label, #ms))}
   t[#t + 1] = {"memop", nsl.concat(nsl.rep(0, #k), nsl.rep(1, #mc + #ms)):eq(1)}
   return nsl.table(t)
 end

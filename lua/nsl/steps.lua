@@ -16,6 +16,7 @@
 -- device: from the start of its first to the end of its last operation
 -- there (nsys's nvtx_gpu_proj_trace projects the same way, per thread).
 local nsl = require("nsl")
+local lanes = require("nsl.lanes")
 
 local M = {}
 
@@ -28,25 +29,22 @@ function M.matches(text, name)
 end
 
 --- The iteration ranges of trace named name: an nsl table sorted by report,
--- pid, start with columns report, pid, tid, start, stop, iter (1-based per
+-- pid, start with columns report, pid, start, stop, iter (1-based per
 -- process).  nsl.fail when there is none.
 function M.ranges(trace, name)
   local nv = trace.nvtx
-  nv:load{"report", "pid", "tid", "start", "stop", "text", "kind"}
-  local mask = nv.text:where(function(t) return M.matches(t, name) end) & nv.kind:ne("mark") & ~nv.stop:isnull()
-  local r = nv:filter(mask):select{"report", "pid", "tid", "start", "stop"}:sort("report", "pid", "start")
+  nv:load{"report", "pid", "start", "stop", "text"}   -- marks (and other events) have no stop
+  local mask = nv.text:where(function(t) return M.matches(t, name) end) & ~nv.stop:isnull()
+  local r = nv:filter(mask):select{"report", "pid", "start", "stop"}:sort("report", "pid", "start")
   if #r == 0 then
     nsl.fail(string.format("no NVTX range named '%s' in %s (--arg iteration=NAME takes the text of a push/pop or " ..
       "start/end range, or the text before ', op_id')", name, table.concat(trace.reports.name:totable(), ", ")))
   end
-  local rep, pid = r.report:totable(), r.pid:totable()
-  local iter, k = {}, 0
-  for i = 1, #r do
-    if i == 1 or rep[i] ~= rep[i - 1] or pid[i] ~= pid[i - 1] then k = 0 end
-    k = k + 1
-    iter[i] = k
-  end
-  return r:with("iter", nsl.column(iter))
+  -- iteration k of a process: its row number minus the process's first row, plus one
+  r = r:with("pos", nsl.range(#r))
+  local g = r:group_by("report", "pid")
+  local first = g:agg{"first=min(pos)"}.first
+  return r:with("iter", r.pos - first:gather(g:ids()) + 1):select{"report", "pid", "start", "stop", "iter"}
 end
 
 --- coalesce(a, b): a where it is not NULL, else b (columns of one type).
@@ -72,36 +70,33 @@ end
 
 --- The iteration (1-based, NULL for none) of every row of ops, a table with
 -- report, pid and launch (the time a row was launched: launch_times), given
--- the ranges from M.ranges.  Rows are matched per process with a binary
--- search over its ranges (the latest that starts at or before the launch
--- and ends after it), all in C over whole columns.
+-- the ranges from M.ranges: the latest range of the row's process that
+-- starts at or before the launch and ends after it.  One binary search over
+-- all processes' ranges laid end to end (nsl.lanes), in C.
 function M.assign(ops, ranges)
-  local n = #ops
-  local rep_r, pid_r = ranges.report:totable(), ranges.pid:totable()
-  local idx_parts, iter_parts = {}, {}
-  local covered = nsl.rep(0, n):cast("i64"):eq(1)   -- all false
-  local first = 1
-  while first <= #ranges do
-    local last = first
-    while last < #ranges and rep_r[last + 1] == rep_r[first] and pid_r[last + 1] == pid_r[first] do last = last + 1 end
-    local sel = ops.report:eq(rep_r[first]) & ops.pid:eq(pid_r[first])
-    covered = covered | sel
-    local rows = sel:indices()
-    local t = ops.launch:gather(rows)
-    local span = nsl.range(last - first + 1) + (first - 1)
-    local starts, stops = ranges.start:gather(span), ranges.stop:gather(span)
-    local iters = ranges.iter:gather(span)
-    local j = starts:searchsorted(t, true) - 1             -- latest range starting at or before t (-1: none)
-    local inside = stops:gather(j):gt(t):cast("i64")       -- and it is still open at t
-    iter_parts[#iter_parts + 1] = iters:gather((j + 1) * inside - 1)
-    idx_parts[#idx_parts + 1] = rows
-    first = last + 1
+  local n, nr = #ops, #ranges
+  local keys = nsl.table{{"report", nsl.concat(ops.report, ranges.report)}, {"pid", nsl.concat(ops.pid, ranges.pid)}}
+  local g = keys:group_by("report", "pid")
+  local ids = g:ids()
+  local ogid, rgid = ids:gather(nsl.range(n)), ids:gather(nsl.range(nr) + n)
+  local lo, hi = lanes.bounds(nsl.concat(ops.launch, ranges.start), nsl.concat(ops.launch, ranges.stop))
+  if lo == nil then return ranges.iter:gather(nsl.rep(-1, n)) end
+  local plan = lanes.plan(#g, lo, hi)
+  local parts = {}
+  for _, b in ipairs(plan.batches) do
+    local rows = lanes.rows(b, ogid):indices()
+    local t = lanes.shift(plan, b, ops.launch:gather(rows), ogid:gather(rows))
+    local rr = lanes.rows(b, rgid):indices()
+    local rs = lanes.shift(plan, b, ranges.start:gather(rr), rgid:gather(rr))
+    local order = rs:argsort()
+    local starts = rs:gather(order)
+    local stops = lanes.shift(plan, b, ranges.stop:gather(rr), rgid:gather(rr)):gather(order)
+    local iters = ranges.iter:gather(rr):gather(order)
+    local j = starts:searchsorted(t, "right") - 1          -- latest range starting at or before t (-1: none)
+    local inside = stops:gather(j):gt(t):cast("i64")       -- and still open at t (lanes never overlap)
+    parts[#parts + 1] = {rows = rows, values = iters:gather((j + 1) * inside - 1)}
   end
-  local rest = (~covered):indices()
-  idx_parts[#idx_parts + 1] = rest
-  iter_parts[#iter_parts + 1] = ranges.iter:gather(nsl.rep(-1, #rest))
-  local idx, iter = nsl.concat(table.unpack(idx_parts)), nsl.concat(table.unpack(iter_parts))
-  return iter:gather(idx:argsort())
+  return lanes.assemble(parts)
 end
 
 --- Everything above in one call: ranges named name, and the iteration of

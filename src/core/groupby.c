@@ -81,7 +81,8 @@ static void key_codes(key_col *k, int64_t off, int64_t m, uint64_t *out) {
         out[i] = 0;
         continue;
       }
-      if (k->xl[id] == -2) k->xl[id] = nsl_dict_find(k->to, nsl_dict_str(c->dict, id), nsl_dict_strlen(c->dict, id));
+      if (k->xl[id] == -2)
+        k->xl[id] = nsl_dict_find(k->to, nsl_dict_str(c->dict, id), nsl_dict_strlen(c->dict, id));
       out[i] = k->xl[id] < 0 ? 0 : (uint64_t)k->xl[id] + 1;
     }
     break;
@@ -248,19 +249,37 @@ static int64_t new_group(key_table *t, const uint64_t *codes, int64_t row) {
 static void block_positions(const key_table *t, const uint64_t *buf, int64_t m, int skip_null, int probing,
                             uint64_t *pos, uint8_t *skip) {
   int nk = t->nk;
-  for (int64_t i = 0; i < m; i++) {
-    int null = 0, out = 0;
-    uint64_t x = 0, h = 0x9e3779b97f4a7c15ull;
+  memset(skip, 0, (size_t)m);
+  if (t->dense) {   /* key by key over the block: sum of (code - min + 1) * stride */
+    memset(pos, 0, (size_t)m * sizeof *pos);
     for (int k = 0; k < nk; k++) {
-      uint64_t c = buf[(size_t)k * BLOCK + i];
-      null |= c == 0;
-      if (t->dense) {
-        if (c && (c < t->kmin[k] || c - t->kmin[k] + 1 >= t->span[k])) out = 1;
-        else x += (c ? c - t->kmin[k] + 1 : 0) * t->stride[k];
-      } else h = nk == 1 ? c : nsl__mix64(h ^ c);
+      const uint64_t *c = buf + (size_t)k * BLOCK;
+      uint64_t base = t->kmin[k] - 1, span = t->span[k], stride = t->stride[k];
+      for (int64_t i = 0; i < m; i++) {
+        uint64_t x = c[i] ? c[i] - base : 0;   /* 1.. for values, 0 for NULL */
+        int outside = c[i] != 0 && (c[i] < t->kmin[k] || x >= span);
+        skip[i] |= (uint8_t)((skip_null & (c[i] == 0)) | (probing & outside));
+        pos[i] += x * stride;
+      }
     }
-    pos[i] = t->dense ? x : h;
-    skip[i] = (uint8_t)((skip_null && null) || (probing && out));
+    if (probing)   /* keep skipped rows' positions inside the table for prefetching */
+      for (int64_t i = 0; i < m; i++)
+        if (skip[i]) pos[i] = 0;
+    return;
+  }
+  if (nk == 1) {
+    memcpy(pos, buf, (size_t)m * sizeof *pos);
+    if (skip_null)
+      for (int64_t i = 0; i < m; i++) skip[i] = buf[i] == 0;
+    return;
+  }
+  for (int64_t i = 0; i < m; i++) pos[i] = 0x9e3779b97f4a7c15ull;
+  for (int k = 0; k < nk; k++) {
+    const uint64_t *c = buf + (size_t)k * BLOCK;
+    for (int64_t i = 0; i < m; i++) {
+      pos[i] = nsl__mix64(pos[i] ^ c[i]);
+      skip[i] |= (uint8_t)(skip_null & (c[i] == 0));
+    }
   }
 }
 
@@ -325,7 +344,7 @@ static void key_table_probe(const key_table *t, const uint64_t *buf, int64_t m, 
   for (int64_t i = 0; i < m; i++) {
     int64_t g = -1;
     if (t->dense) {
-      if (i + PREFETCH < m && !skip[i + PREFETCH]) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);
+      if (i + PREFETCH < m) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);
       if (!skip[i]) g = t->dtab[pos[i]];
     } else {
       if (i + PREFETCH < m) __builtin_prefetch(&t->slots[nsl__mix64(pos[i + PREFETCH]) & t->mask]);
@@ -677,7 +696,9 @@ nsl_column *nsl_group_agg(const nsl_groups *g, const nsl_column *values, nsl_agg
         ss[k] += d * d;
       }
       for (int64_t k = 0; k < ng; k++)
-        o[k] = s.count[k] == 0 ? NAN : s.count[k] == 1 ? 0.0 : sqrt((double)(ss[k] / (long double)(s.count[k] - 1)));
+        o[k] = s.count[k] == 0   ? NAN
+               : s.count[k] == 1 ? 0.0
+                                 : sqrt((double)(ss[k] / (long double)(s.count[k] - 1)));
       free(ss);
     }
     break;

@@ -74,8 +74,9 @@ typedef struct nsl__kv {
  * (lower bits are ignored, so a payload can live there).  tmp is scratch
  * of n elements.  Returns the array (a or tmp) that holds the result. */
 uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi);
-/* Stable LSD radix sort of (k, v) pairs by k; same contract. */
-nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n);
+/* Stable LSD radix sort of (k, v) pairs by k, whose set bits all lie below
+ * bit `bits` (64: anywhere); same contract. */
+nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n, int bits);
 /* Sorts a[0..n) ascending in place (not stable: keys only); tmp is scratch
  * of n elements (used for large n only).  Used per group. */
 void nsl__sort_u64(uint64_t *a, int64_t n, uint64_t *tmp);

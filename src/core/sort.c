@@ -1,15 +1,17 @@
 /* sort.c -- radix sorting of whole columns: nsl_argsort (stable, multi-key,
  * descending keys, NULLs first), nsl_col_unique, nsl_searchsorted, and the
- * radix primitives the other kernels share (kernels_internal.h).
+ * primitives the other kernels share (kernels_internal.h): radix sorts,
+ * selection, order codes, huge-page scratch memory.
  *
  * nsl_argsort maps every key to an order code (kernels_internal.h), narrows
  * it to the key's range (code - min, or max - code when descending; NULL
- * stays 0, below every value), and packs consecutive keys into one composite
- * code while they fit in 64 bits.  When the composite code and the row
+ * stays 0, below every value), and packs consecutive keys into one
+ * composite code while they fit in 64 bits.  When a composite and the row
  * position fit in 64 bits together they are sorted as one uint64 (position
- * in the low bits), else as (code, row) pairs.  Composites are sorted from the last to the
- * first with a stable LSD radix sort (8- or 11-bit digits; a digit every key
- * shares costs no pass), so equal keys keep their row order. */
+ * in the low bits), else as (code, row) pairs.  Composites are sorted from
+ * the last to the first with a stable LSD radix sort (digits of at most 8
+ * or 11 bits; a digit that every key shares costs no pass), so equal keys
+ * keep their row order. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -52,9 +54,15 @@ void *nsl__big_alloc(size_t bytes) {
 
 /* ---- radix primitives --------------------------------------------------- */
 
-/* Digit width for n elements: 11 bits for large arrays (fewer passes), 8
- * bits for smaller ones (histograms that stay in L1). */
-static int digit_bits(int64_t n) { return n >= (1 << 16) ? 11 : 8; }
+/* Digit width for n keys of span bits: at most 11 bits for large arrays
+ * (fewer passes), 8 for smaller ones (histograms that stay in L1), and the
+ * passes balanced (36 bits: four 9-bit digits, not 11+11+11+3) so that the
+ * buckets are as few as the pass count allows.  *nd: number of digits. */
+static int digit_width(int64_t n, int span, int *nd) {
+  int w = n >= (1 << 16) ? 11 : 8;
+  *nd = (span + w - 1) / w;
+  return (span + *nd - 1) / *nd;
+}
 
 uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi) {
   if (n < 2 || hi <= lo) return a;
@@ -72,8 +80,7 @@ uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi) 
     }
     return a;
   }
-  int w = digit_bits(n), span = hi - lo;
-  int nd = (span + w - 1) / w;
+  int span = hi - lo, nd, w = digit_width(n, span, &nd);
   size_t nb = (size_t)1 << w;
   uint64_t dmask = nb - 1, kmask = span >= 64 ? ~0ull : (1ull << span) - 1;
   int64_t hist[8 * 2048];
@@ -109,7 +116,7 @@ uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi) 
   return src;
 }
 
-nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n) {
+nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n, int bits) {
   if (n < 2) return a;
   if (n <= SMALL_SORT) {
     for (int64_t i = 1; i < n; i++) {
@@ -123,8 +130,9 @@ nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n) {
     }
     return a;
   }
-  int w = digit_bits(n);
-  int nd = (64 + w - 1) / w;
+  int span = bits < 1 ? 0 : bits > 64 ? 64 : bits;
+  if (span == 0) return a;
+  int nd, w = digit_width(n, span, &nd);
   size_t nb = (size_t)1 << w;
   uint64_t dmask = nb - 1;
   int64_t hist[8 * 2048];
@@ -487,7 +495,7 @@ static nsl_status sort_pass(const sort_key *keys, int nk, int bits, int64_t *per
     composite_block(keys, nk, rows, off, m, buf);
     for (int64_t i = 0; i < m; i++) a[off + i] = (nsl__kv){buf[i], first ? off + i : perm[off + i]};
   }
-  nsl__kv *r = nsl__radix_kv(a, t, n);
+  nsl__kv *r = nsl__radix_kv(a, t, n, bits);
   for (int64_t i = 0; i < n; i++) perm[i] = r[i].v;
   free(a);
   free(t);

@@ -34,6 +34,8 @@ struct nsl_trace {
   report_src *reports;
   nsl_dict *dict;
   trace_table *tables;
+  char **inputs;      /* the paths the trace was opened from */
+  int ninputs;
 };
 
 nsl_trace *nsl_trace_new(void) {
@@ -62,8 +64,24 @@ void nsl_trace_close(nsl_trace *tr) {
   for (int i = 0; i < tr->nreports; i++)
     if (tr->reports[i].ops->close) tr->reports[i].ops->close(tr->reports[i].src);
   free(tr->reports);
+  for (int i = 0; i < tr->ninputs; i++) free(tr->inputs[i]);
+  free(tr->inputs);
   nsl_dict_release(tr->dict);
   free(tr);
+}
+
+nsl_status nsl_trace_add_input(nsl_trace *tr, const char *path, nsl_error *err) {
+  char **in = realloc(tr->inputs, (size_t)(tr->ninputs + 1) * sizeof *in);
+  if (!in) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  tr->inputs = in;
+  if (!(in[tr->ninputs] = strdup(path))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  tr->ninputs++;
+  return NSL_OK;
+}
+
+int nsl_trace_ninputs(const nsl_trace *tr) { return tr->ninputs; }
+const char *nsl_trace_input_path(const nsl_trace *tr, int i) {
+  return i >= 0 && i < tr->ninputs ? tr->inputs[i] : NULL;
 }
 
 nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
@@ -217,10 +235,12 @@ typedef struct report_job {
   nsl_status *rc;
   nsl_error *errs;
   int64_t *counts;
+  const int *which;         /* count: job k counts report which[k] */
 } report_job;
 
-static void count_job(void *p, int i) {
+static void count_job(void *p, int k) {
   report_job *j = p;
+  int i = j->which[k];
   report_src *r = &j->tr->reports[i];
   j->rc[i] = r->ops->count(r->src, j->tt->name, &j->counts[i], &j->errs[i]);
 }
@@ -230,15 +250,15 @@ static nsl_status count_rows(nsl_trace *tr, trace_table *tt, nsl_error *err) {
   for (int i = 0; i < tr->nreports; i++) todo += tt->rows[i] < 0;
   if (todo > 0) {
     size_t nr = (size_t)tr->nreports;
+    int *which = malloc(nr * sizeof *which);
     report_job j = {tr, tt, NULL, NULL, 0, NULL, 0, NULL, calloc(nr, sizeof(nsl_status)),
-                    calloc(nr, sizeof(nsl_error)), calloc(nr, sizeof(int64_t))};
+                    calloc(nr, sizeof(nsl_error)), calloc(nr, sizeof(int64_t)), which};
     nsl_status rc = NSL_OK;
-    if (!j.rc || !j.errs || !j.counts) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    else if (todo == 1 || thread_count(todo) == 1) {
-      for (int i = 0; i < tr->nreports; i++)
-        if (tt->rows[i] < 0) count_job(&j, i);
-    } else {   /* reports whose count is known are counted again: cheap, and rare */
-      run_parallel(tr->nreports, thread_count(todo), count_job, &j);
+    if (!j.rc || !j.errs || !j.counts || !which) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    else {
+      for (int i = 0, k = 0; i < tr->nreports; i++)
+        if (tt->rows[i] < 0) which[k++] = i;
+      run_parallel(todo, thread_count(todo), count_job, &j);
     }
     for (int i = 0; rc == NSL_OK && i < tr->nreports; i++) {
       if (tt->rows[i] >= 0) continue;
@@ -253,6 +273,7 @@ static nsl_status count_rows(nsl_trace *tr, trace_table *tt, nsl_error *err) {
     free(j.rc);
     free(j.errs);
     free(j.counts);
+    free(which);
     if (rc != NSL_OK) return rc;
   }
   int64_t total = 0;
@@ -351,7 +372,7 @@ static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_e
   nthreads = thread_count(tr->nreports);
   job = (report_job){tr, tt, names, types, nsrc, parts, (size_t)n + 2, NULL,
                      calloc((size_t)tr->nreports + 1, sizeof(nsl_status)),
-                     calloc((size_t)tr->nreports + 1, sizeof(nsl_error)), NULL};
+                     calloc((size_t)tr->nreports + 1, sizeof(nsl_error)), NULL, NULL};
   if (!job.rc || !job.errs) {
     rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
     goto done;

@@ -32,6 +32,8 @@
  *   TARGET_INFO_CUDA_GPU / TARGET_INFO_GPU by deviceId, 2020; then
  *   TARGET_INFO_CUDA_DEVICE by gpuId), else the distinct deviceId of the
  *   activity tables with unknown names.
+ * - processes: PROCESSES; in exports before it existed, one per pid of
+ *   ThreadNames, named after its main thread.
  * - host is the profiled machine (TARGET_INFO_SYSTEM_ENV Hostname), else the
  *   machine that ran the export (EXPORT_HOST). */
 #include <ctype.h>
@@ -95,6 +97,7 @@ typedef struct table_map {
   int distinct;             /* UNION instead of UNION ALL (distinct rows) */
   int need_rows;            /* applies only when sources[0] has rows (else the next one) */
   const col_map *cols;      /* ended by model == NULL */
+  const char *extra;        /* an extra result column (not read), e.g. the aggregate that picks a group's row */
 } table_map;
 
 static const enum_item memcpy_kinds[] = {
@@ -273,6 +276,7 @@ static const col_map cuda_device_cols[] = {
 static const col_map activity_device_cols[] = {C1("device", M_INT, "deviceId"), CEND};
 
 static const col_map process_cols[] = {C1("pid", M_PID, "globalPid"), C1("name", M_TEXT, "name"), CEND};
+static const col_map thread_process_cols[] = {C1("pid", M_PID, "globalTid"), C1("name", M_STR, "nameId"), CEND};
 static const col_map thread_cols[] = {C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"),
                                       C1("name", M_STR, "nameId"), CEND};
 
@@ -286,26 +290,31 @@ static const col_map thread_cols[] = {C1("pid", M_PID, "globalTid"), C1("tid", M
 /* Alternatives per model table, in order of preference: the first of which
  * the export has a source table (with require_col) is used. */
 static const table_map maps[] = {
-    {"kernels", {KERNEL}, {NULL}, NULL, NULL, NULL, 0, 0, kernel_cols},
-    {"memcpy", {MEMCPY}, {NULL}, NULL, NULL, NULL, 0, 0, memcpy_cols},
-    {"memset", {MEMSET}, {NULL}, NULL, NULL, NULL, 0, 0, memset_cols},
+    {"kernels", {KERNEL}, {NULL}, NULL, NULL, NULL, 0, 0, kernel_cols, NULL},
+    {"memcpy", {MEMCPY}, {NULL}, NULL, NULL, NULL, 0, 0, memcpy_cols, NULL},
+    {"memset", {MEMSET}, {NULL}, NULL, NULL, NULL, 0, 0, memset_cols, NULL},
     {"api", {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"}, {"runtime", "driver"}, NULL, NULL,
-     NULL, 0, 0, api_cols},
-    {"nvtx", {"NVTX_EVENTS"}, {NULL}, NULL, NVTX_RANGE_TYPES, NULL, 0, 0, nvtx_cols},
-    {"sync", {SYNC}, {NULL}, NULL, NULL, NULL, 0, 0, sync_cols},
-    {"osrt", {"OSRT_API"}, {NULL}, NULL, NULL, NULL, 0, 0, osrt_cols},
-    {"memory", {"CUDA_GPU_MEMORY_USAGE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, memory_cols},
-    {"samples", {"COMPOSITE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, sample_cols},
-    {"frames", {"SAMPLING_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols},
-    {"callchains", {"CUDA_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols},
-    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "id", NULL, NULL, 0, 1, gpu_cols},
-    {"devices", {"TARGET_INFO_CUDA_GPU"}, {NULL}, NULL, NULL, NULL, 0, 1, cuda_gpu_cols},
-    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "deviceId", NULL, NULL, 0, 1, gpu2020_cols},
-    {"devices", {"TARGET_INFO_CUDA_DEVICE"}, {NULL}, "gpuId", NULL, "\"gpuId\"", 0, 1, cuda_device_cols},
-    {"devices", {KERNEL, MEMCPY, MEMSET, SYNC}, {NULL}, NULL, NULL, NULL, 1, 0, activity_device_cols},
-    {"processes", {"PROCESSES"}, {NULL}, NULL, NULL, NULL, 0, 0, process_cols},
-    {"threads", {"ThreadNames"}, {NULL}, NULL, NULL, NULL, 0, 0, thread_cols},
-    {NULL, {NULL}, {NULL}, NULL, NULL, NULL, 0, 0, NULL}};
+     NULL, 0, 0, api_cols, NULL},
+    {"nvtx", {"NVTX_EVENTS"}, {NULL}, NULL, NVTX_RANGE_TYPES, NULL, 0, 0, nvtx_cols, NULL},
+    {"sync", {SYNC}, {NULL}, NULL, NULL, NULL, 0, 0, sync_cols, NULL},
+    {"osrt", {"OSRT_API"}, {NULL}, NULL, NULL, NULL, 0, 0, osrt_cols, NULL},
+    {"memory", {"CUDA_GPU_MEMORY_USAGE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, memory_cols, NULL},
+    {"samples", {"COMPOSITE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, sample_cols, NULL},
+    {"frames", {"SAMPLING_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols, NULL},
+    {"callchains", {"CUDA_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols, NULL},
+    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "id", NULL, NULL, 0, 1, gpu_cols, NULL},
+    {"devices", {"TARGET_INFO_CUDA_GPU"}, {NULL}, NULL, NULL, NULL, 0, 1, cuda_gpu_cols, NULL},
+    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "deviceId", NULL, NULL, 0, 1, gpu2020_cols, NULL},
+    {"devices", {"TARGET_INFO_CUDA_DEVICE"}, {NULL}, "gpuId", NULL, "\"gpuId\"", 0, 1, cuda_device_cols, NULL},
+    {"devices", {KERNEL, MEMCPY, MEMSET, SYNC}, {NULL}, NULL, NULL, NULL, 1, 0, activity_device_cols, NULL},
+    {"processes", {"PROCESSES"}, {NULL}, NULL, NULL, NULL, 0, 0, process_cols, NULL},
+    /* before PROCESSES existed (2021 and older): one per pid of ThreadNames,
+     * named after its main thread (tid = pid) when it has one; SQLite takes
+     * the bare columns from the row of the min() */
+    {"processes", {"ThreadNames"}, {NULL}, NULL, NULL, "(\"globalTid\" >> 24) & 16777215", 0, 0, thread_process_cols,
+     "min(abs((\"globalTid\" & 16777215) - ((\"globalTid\" >> 24) & 16777215)))"},
+    {"threads", {"ThreadNames"}, {NULL}, NULL, NULL, NULL, 0, 0, thread_cols, NULL},
+    {NULL, {NULL}, {NULL}, NULL, NULL, NULL, 0, 0, NULL, NULL}};
 
 /* Tables whose presence marks an nsys export (beside StringIds). */
 static const char *const nsys_markers[] = {
@@ -341,6 +350,7 @@ struct nsys_src {
    * for API names without their version suffix */
   nsl_dict *map_dict;
   int32_t *map, *map_api;
+  void *image;          /* an adopted image (malloc), freed after the database is closed */
 };
 typedef struct nsys_src nsys_src;
 
@@ -730,6 +740,11 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
       else sb_add(b, "NULL");
     }
   }
+  if (m->extra) {
+    sb_add(b, first ? "" : ", ");
+    sb_add(b, m->extra);
+    first = 0;
+  }
   if (first) sb_add(b, "1");
   sb_add(b, " FROM ");
   sb_ident(b, m->sources[k]);
@@ -1089,6 +1104,7 @@ static void nsys_close(void *p) {
   nsys_src *s = p;
   if (!s) return;
   sqlite3_close_v2(s->db);
+  free(s->image);
   for (int i = 0; i < s->ntables; i++) {
     free(s->tables[i].name);
     for (int c = 0; c < s->tables[i].ncols; c++) free(s->tables[i].cols[c]);
@@ -1353,6 +1369,44 @@ nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size,
     copy = NULL;
   }
   sqlite3_free(copy);
+  if (src != SQLITE_OK) {
+    rc = src == SQLITE_NOMEM ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label)
+                             : nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': %s", label, sqlite3_errstr(src));
+    nsys_close(s);
+    return rc;
+  }
+  if ((rc = finish_open(s, info, err)) != NSL_OK) {
+    nsys_close(s);
+    return rc;
+  }
+  *out = s;
+  return NSL_OK;
+}
+
+nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **out, nsl_report_info *info,
+                                nsl_error *err) {
+  *out = NULL;
+  nsl_status rc = check_header(label, data, size < 100 ? size : 100, (int64_t)size, err);
+  if (rc != NSL_OK) {
+    free(data);
+    return rc;
+  }
+  nsys_src *s = new_src(label, info);
+  if (!s) {
+    free(data);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label);
+  }
+  s->image = data;   /* freed by nsys_close, after the database */
+  s->db_bytes = (int64_t)size;
+  unsigned char *h = data;
+  /* A WAL-mode header (file format versions 2): an image has no WAL beside
+   * it and an in-memory database cannot use one; read it as rollback mode. */
+  if (h[18] == 2 && h[19] == 2) h[18] = h[19] = 1;
+  int src = sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+  /* no FREEONCLOSE: SQLite only borrows the buffer, read-only and never resized */
+  if (src == SQLITE_OK)
+    src = sqlite3_deserialize(s->db, "main", data, (sqlite3_int64)size, (sqlite3_int64)size,
+                              SQLITE_DESERIALIZE_READONLY);
   if (src != SQLITE_OK) {
     rc = src == SQLITE_NOMEM ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label)
                              : nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': %s", label, sqlite3_errstr(src));

@@ -169,7 +169,9 @@ int main(int argc, char **argv) {
     nsl_groups_free(&g);
   });
   nsl_groups gn = {0};
-  if ((wanted("  group_agg sum dur (name groups)") || wanted("  group_agg std dur (name groups)")) && nsl_groupby(k_name, 1, &gn, &err) != NSL_OK) check(NULL, &err);
+  if ((wanted("  group_agg sum dur (name groups)") || wanted("  group_agg std dur (name groups)")) &&
+      nsl_groupby(k_name, 1, &gn, &err) != NSL_OK)
+    check(NULL, &err);
   BENCH("  group_agg sum dur (name groups)", {
     nsl_column *m = nsl_group_agg(&gn, dur, NSL_AGG_SUM, 0, &err);
     check(m, &err);
@@ -219,7 +221,8 @@ int main(int argc, char **argv) {
   });
   nsl_groups_free(&gd);
   nsl_intervals busy = {0};
-  if (wanted("interval coverage (unsorted rows)") && nsl_iv_union(start, stop, NULL, &busy, &err) != NSL_OK) check(NULL, &err);
+  if (wanted("interval coverage (unsorted rows)") && nsl_iv_union(start, stop, NULL, &busy, &err) != NSL_OK)
+    check(NULL, &err);
   BENCH("interval coverage (unsorted rows)", {
     nsl_column *c = nsl_iv_coverage(start, stop, &busy, &err);
     check(c, &err);

@@ -1,28 +1,19 @@
 -- tests/lua/comm_testlib.lua -- helpers shared by the tests of the classes,
--- nccl and overlap analyses: run an analysis in-process, read its tables,
--- make derived fixtures (copies with planted NVTX iterations) with the
+-- nccl and overlap analyses: run an analysis in-process and read its tables
+-- as records, make derived fixtures (copies with planted NVTX iterations) with the
 -- sqlite3 program, and a brute-force interval sweep in plain Lua.
-local nsl = require("nsl")
-local runner = require("nsl.runner")
-local output = require("nsl.output")
 local report = require("nsl.report")
 
 return function(T)
   local L = {}
 
-  --- Runs analysis `name` on paths with args {"k=v", ...}; returns a map
-  -- table name -> array of records, and the out object.
+  --- Runs analysis `name` on paths with args {"k=v", ...} (T.run_analysis);
+  -- returns a map table name -> array of records, and the out object.
   function L.run(name, paths, args)
-    local a = assert(runner.load_analysis(name))
-    local parsed = assert(runner.parse_args(a, args or {}))
-    local trace = assert(nsl.open(paths))
-    local out = output.new{analysis = name, format = "json", trace = trace}
-    a.run(trace, parsed, out)
-    local tables = {}
-    for _, it in ipairs(out.items) do
-      if it.kind == "table" then tables[it.name] = report.records(it.t) end
-    end
-    return tables, out
+    local tables, out = T.run_analysis(name, paths, args)
+    local records = {}
+    for k, t in pairs(tables) do records[k] = report.records(t) end
+    return records, out
   end
 
   --- Like L.run, but expects an error; returns its message.
@@ -53,12 +44,6 @@ return function(T)
     f:close()
   end
 
-  --- Runs SQL that writes, through the sqlite3 program, on a copy.
-  function L.sql_exec(path, sql)
-    local ok = os.execute("sqlite3 " .. T.shell_quote(path) .. " " .. T.shell_quote(sql))
-    if not ok then error("sqlite3 failed on " .. path .. ": " .. sql, 2) end
-  end
-
   --- A copy of src in a temp folder with `n` push/pop ranges named `name`
   -- planted on the busiest CUDA-API thread of every process: the process's
   -- API time span cut into n slices, each range covering the middle 80% of
@@ -70,7 +55,7 @@ return function(T)
     assert(os.execute("cp " .. T.shell_quote(src) .. " " .. T.shell_quote(dst)))
     local slices = {}
     for i = 0, n - 1 do slices[#slices + 1] = "SELECT " .. i .. " AS i" end
-    L.sql_exec(dst, string.format([[
+    T.sql_exec(dst, string.format([[
       CREATE TEMP TABLE span AS
         SELECT pid, min(s) AS t0, max(e) AS t1, (SELECT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME r2
                WHERE ((r2.globalTid >> 24) & 16777215) = pid GROUP BY globalTid ORDER BY count(*) DESC LIMIT 1) AS tid

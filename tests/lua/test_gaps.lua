@@ -332,6 +332,8 @@ return {
     T.ok(not ok and nsl.is_error(e) and tostring(e):find("--arg min", 1, true), "bad min: " .. tostring(e))
     ok, e = pcall(run, "gaps", {tiny}, {"threads=all"})
     T.ok(not ok and nsl.is_error(e) and tostring(e):find("threads", 1, true), "bad threads: " .. tostring(e))
+    ok, e = pcall(run, "gaps", {tiny}, {"scope=context"})
+    T.ok(not ok and nsl.is_error(e) and tostring(e):find("--arg scope", 1, true), "bad scope: " .. tostring(e))
     local dir = os.tmpname()
     os.remove(dir)
     assert(os.execute("mkdir -p " .. T.shell_quote(dir)))

@@ -52,7 +52,7 @@ local function renamed_copy()
   local d = L.tmpdir()
   local dst = d .. "/renamed.sqlite"
   assert(os.execute("cp " .. T.shell_quote(nccl_file) .. " " .. T.shell_quote(dst)))
-  L.sql_exec(dst, [[
+  T.sql_exec(dst, [[
     CREATE TEMP TABLE names (n INTEGER, short TEXT, demangled TEXT);
     INSERT INTO names VALUES
       (0, 'ncclKernel_AllReduce_RING_LL_Sum_float', 'ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)'),

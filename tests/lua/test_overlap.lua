@@ -174,6 +174,29 @@ return {
     L.cleanup()
   end},
 
+  {"devices in several batches of lanes give the same results", function()
+    local lanes = require("nsl.lanes")
+    local path = L.plant_steps(nccl_file, "train_step", 3)
+    local paths = {path, h100_file}
+    local args = {"iteration=train_step"}
+    local one = L.run("overlap", paths, args)
+    local saved = lanes.limit
+    local ok, err = pcall(function()
+      local _, hi = lanes.bounds(require("nsl").open(paths).kernels.start, require("nsl").open(paths).kernels.stop)
+      lanes.limit = hi + 2   -- about one device per batch
+      local many = L.run("overlap", paths, args)
+      for name, rows in pairs(one) do
+        T.eq(#many[name], #rows, name .. " rows")
+        for i, r in ipairs(rows) do
+          for k, v in pairs(r) do T.eq(many[name][i][k], v, name .. " row " .. i .. " " .. k) end
+        end
+      end
+    end)
+    lanes.limit = saved
+    L.cleanup()
+    if not ok then error(err, 0) end
+  end},
+
   {"iteration names: exact, or followed by a non-word character", function()
     local steps = require("nsl.steps")
     T.ok(steps.matches("train_step", "train_step"), "exact")
@@ -188,7 +211,7 @@ return {
     T.ok(msg:find("no NVTX range named 'no_such_range'", 1, true), msg)
     local empty = L.tmpdir() .. "/no_gpu.sqlite"
     assert(os.execute("cp " .. T.shell_quote(T.data("nsys/tiny_2026.1.sqlite")) .. " " .. T.shell_quote(empty)))
-    L.sql_exec(empty, "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_MEMCPY; " ..
+    T.sql_exec(empty, "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_MEMCPY; " ..
                       "DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_MEMSET")
     msg = L.run_fails("overlap", {empty})
     T.ok(msg:find("no GPU kernels or memory operations", 1, true), msg)
