@@ -145,7 +145,8 @@ local time_cols = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med 
 -- with a name column for the first alone), from one group-by per name and
 -- style (and report with opts.per_report):
 --   nvtx_sum: Time (%), Total Time, Instances, Avg, Med, Min, Max, StdDev
---     (ns, of the CPU durations), Style, Range; sorted by total time;
+--     (ns, of the CPU durations), Style, Range; sorted by total time (with
+--     per_report: rows grouped by report, Time (%) within each report);
 --   nvtx_gpu_proj_sum (unless opts.proj == false): over the ranges with GPU
 --     ops, Time (%) of the projected time, Total Proj Time, Total Range Time
 --     (their CPU time), Range Instances, Proj Avg/Med/Min/Max/StdDev, Total
@@ -159,6 +160,19 @@ function M.summaries(R, opts)
     if opts.per_report then table.insert(list, 1, {"report", t.report}) end
     return list
   end
+  -- Time (%): of the total over all rows, or within each report with per_report
+  local function percent(t, total)
+    if not opts.per_report then
+      local grand = total:sum() or 0
+      return grand > 0 and total * 100.0 / grand or nsl.rep(0.0, #t)
+    end
+    local by = {}
+    local rep, tot = t.report:totable(), total:totable()
+    for i = 1, #t do by[rep[i]] = (by[rep[i]] or 0) + (tot[i] or 0) end
+    local pct = {}
+    for i = 1, #t do pct[i] = by[rep[i]] > 0 and (tot[i] or 0) * 100.0 / by[rep[i]] or 0.0 end
+    return #pct > 0 and nsl.column(pct) or nsl.rep(0.0, 0)
+  end
   local cols = {{"name", R.name}, {"kind", R.kind}, {"dur", R.dur}}
   if opts.per_report then cols[#cols + 1] = {"report", R.report} end
   local keys = opts.per_report and {"report", "name", "kind"} or {"name", "kind"}
@@ -166,10 +180,9 @@ function M.summaries(R, opts)
   local g = t:group_by(table.unpack(keys)):agg{"total=sum(dur)", "n=count(dur)", "avg=mean(dur)", "med=median(dur)",
                                                 "min=min(dur)", "max=max(dur)", "std=std(dur)"}
   -- nvtx_sum: ranges with a duration (marks and ranges that never ended have none)
-  local s = g:filter(g.n:gt(0) & g.kind:isin{"push_pop", "start_end"}):sort("-total", "name")
-  local grand = s.total:sum() or 0
-  local vals = {grand > 0 and s.total * 100.0 / grand or nsl.rep(0.0, #s), s.total, s.n, s.avg, s.med, s.min, s.max,
-                s.std}
+  local s = g:filter(g.n:gt(0) & g.kind:isin{"push_pop", "start_end"})
+  s = opts.per_report and s:sort("report", "-total", "name") or s:sort("-total", "name")
+  local vals = {percent(s, s.total), s.total, s.n, s.avg, s.med, s.min, s.max, s.std}
   local list = {}
   for i, c in ipairs(time_cols) do list[i] = {c, vals[i]} end
   list[#list + 1] = {"Style", s.kind:map(M.style_names)}
@@ -188,10 +201,10 @@ function M.summaries(R, opts)
     "ptotal=sum(proj_dur)", "pn=count(proj_dur)", "pavg=mean(proj_dur)", "pmed=median(proj_dur)",
     "pmin=min(proj_dur)", "pmax=max(proj_dur)", "pstd=std(proj_dur)", "cpu=sum(dur)", "launches=sum(launches)",
     "lvl=mean(depth)", "kids=sum(children)", "gpu=sum(gpu_time)"}
-  q = q:filter(q.has & q.pn:gt(0)):sort("-ptotal", "name")
-  local pgrand = q.ptotal:sum() or 0
+  q = q:filter(q.has & q.pn:gt(0))
+  q = opts.per_report and q:sort("report", "-ptotal", "name") or q:sort("-ptotal", "name")
   local plist = {
-    {"Time (%)", pgrand > 0 and q.ptotal * 100.0 / pgrand or nsl.rep(0.0, #q)},
+    {"Time (%)", percent(q, q.ptotal)},
     {"Total Proj Time (ns)", q.ptotal}, {"Total Range Time (ns)", q.cpu}, {"Range Instances", q.pn},
     {"Proj Avg (ns)", q.pavg}, {"Proj Med (ns)", q.pmed}, {"Proj Min (ns)", q.pmin}, {"Proj Max (ns)", q.pmax},
     {"Proj StdDev (ns)", q.pstd}, {"Total GPU Ops", q.launches}, {"Avg GPU Ops", q.launches / q.pn},

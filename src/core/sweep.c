@@ -330,11 +330,13 @@ static int sort_segment(const side *s, int64_t *order, int64_t n) {
     side_times(s, order[i], &a, &b);
     if (a < lo) lo = a;
   }
+  uint64_t span = 0;
   for (int64_t i = 0; i < n; i++) {
     side_times(s, order[i], &a, &b);
     kv[i] = (nsl__kv){(uint64_t)a - (uint64_t)lo, order[i]};
+    if (kv[i].k > span) span = kv[i].k;
   }
-  nsl__kv *r = nsl__radix_kv(kv, tmp, n);
+  nsl__kv *r = nsl__radix_kv(kv, tmp, n, nsl__bitwidth(span));
   for (int64_t i = 0; i < n; i++) order[i] = r[i].v;
   free(kv);
   free(tmp);

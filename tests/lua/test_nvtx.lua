@@ -447,6 +447,18 @@ test("two reports: every report projected on its own threads", function()
   T.eq(g.ops[1], Pa.ranges.ops:sum(), "ops of report 0")
   T.eq(g.ops[2], Pb.ranges.ops:sum(), "ops of report 1")
   T.eq(g.gpu[2], Pb.ranges.gpu_time:sum(), "GPU time of report 1")
+  -- per report: rows grouped by report, Time (%) within each report, totals as each report alone
+  local s, q = nvtx.summaries(R, {per_report = true})
+  local sa = nvtx.summaries(Pa.ranges)
+  for _, t in ipairs{s, q} do
+    local pct = {}
+    for i, r in ipairs(t.report:totable()) do pct[r] = (pct[r] or 0) + t["Time (%)"][i] end
+    T.near(pct[0], 100, 1e-9, "Time (%) of report 0")
+    T.near(pct[1], 100, 1e-9, "Time (%) of report 1")
+  end
+  local rows0 = s:filter(s.report:eq(0))
+  T.eq(#rows0, #sa, "report 0 rows = report 0 alone")
+  T.eq(rows0["Total Time (ns)"]:sum(), sa["Total Time (ns)"]:sum(), "report 0 total = report 0 alone")
 end)
 
 test("nsl.nvtx_project and nsl.tree_paths refuse bad input", function()
