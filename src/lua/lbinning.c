@@ -1,0 +1,112 @@
+/* lbinning.c -- the kernels behind figures and exports in Lua:
+ * nsl.bin_edges, nsl.busy_per_bin (utilisation heatmaps), nsl.nest_depth
+ * (sub-rows of nested ranges), nsl.spans_merge (a timeline's level of
+ * detail) and nsl.format_rows (JSON text from whole columns). */
+#include <stdlib.h>
+
+#include "lua/lnsl.h"
+
+/* A column argument that may be nil. */
+static nsl_column *optcolumn(lua_State *L, int idx) { return lua_isnoneornil(L, idx) ? NULL : nsl__checkcolumn(L, idx); }
+
+/* nsl.bin_edges(lo, hi, nbins) -> i64 column of nbins + 1 exact edges. */
+static int l_bin_edges(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *c = nsl_bin_edges(luaL_checkinteger(L, 1), luaL_checkinteger(L, 2), luaL_checkinteger(L, 3), &err);
+  if (!c) return luaL_error(L, "nsl.bin_edges: %s", err.msg);
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
+/* nsl.busy_per_bin(start, stop, group_ids|nil, ngroups, lo, hi, nbins [, mask])
+ * -> i64 column of ngroups * nbins busy ns, element g * nbins + b + 1. */
+static int l_busy_per_bin(lua_State *L) {
+  nsl_column *start = nsl__checkcolumn(L, 1), *stop = nsl__checkcolumn(L, 2), *groups = optcolumn(L, 3);
+  lua_Integer ngroups = luaL_checkinteger(L, 4), lo = luaL_checkinteger(L, 5), hi = luaL_checkinteger(L, 6);
+  lua_Integer nbins = luaL_checkinteger(L, 7);
+  nsl_column *mask = optcolumn(L, 8);
+  nsl_error err = {0};
+  nsl_column *c = nsl_busy_per_bin(start, stop, groups, ngroups, mask, lo, hi, nbins, &err);
+  if (!c) return luaL_error(L, "nsl.busy_per_bin: %s", err.msg);
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
+/* nsl.nest_depth(start, stop [, group_ids]) -> i32 column of sub-rows. */
+static int l_nest_depth(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *c = nsl_nest_depth(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), optcolumn(L, 3), &err);
+  if (!c) return luaL_error(L, "nsl.nest_depth: %s", err.msg);
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
+/* nsl.spans_merge(x0, x1, lane [, class] [, {tol = 0, max_len = 0}]) -> a
+ * table with columns x0, x1, busy, lane, class, count. */
+static int l_spans_merge(lua_State *L) {
+  nsl_column *x0 = nsl__checkcolumn(L, 1), *x1 = nsl__checkcolumn(L, 2), *lane = nsl__checkcolumn(L, 3);
+  nsl_column *cls = optcolumn(L, 4);
+  double tol = 0, max_len = 0;
+  if (!lua_isnoneornil(L, 5)) {
+    luaL_checktype(L, 5, LUA_TTABLE);
+    lua_getfield(L, 5, "tol");
+    tol = luaL_optnumber(L, -1, 0);
+    lua_getfield(L, 5, "max_len");
+    max_len = luaL_optnumber(L, -1, 0);
+    lua_pop(L, 2);
+  }
+  nsl_table *t = nsl_table_new();
+  nsl__pushtable(L, t, 0);   /* owned by Lua before anything can raise */
+  nsl_spans sp;
+  nsl_error err = {0};
+  if (nsl_spans_merge(x0, x1, lane, cls, tol, max_len, &sp, &err) != NSL_OK)
+    return luaL_error(L, "nsl.spans_merge: %s", err.msg);
+  const char *names[] = {"x0", "x1", "busy", "lane", "class", "count"};
+  nsl_column *cols[] = {sp.x0, sp.x1, sp.busy, sp.lane, sp.cls, sp.count};
+  int ok = 1;
+  for (int k = 0; k < 6 && ok; k++) ok = nsl_table_add(t, names[k], cols[k], &err) >= 0;
+  nsl_table_set_nrows(t, sp.x0->len);
+  nsl_spans_free(&sp);
+  if (!ok) return nsl__lua_error(L, &err);
+  return 1;
+}
+
+/* nsl.format_rows(template, {col1, col2, ...} [, sep = "\n" [, mask]]) ->
+ * text: the template per row with %s (string column as a JSON string), %d
+ * (integer), %t (ns as µs), %f (number) and %% replaced. */
+static int l_format_rows(lua_State *L) {
+  const char *fmt = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  const char *sep = luaL_optstring(L, 3, "\n");
+  nsl_column *mask = optcolumn(L, 4);
+  lua_Integer n = luaL_len(L, 2);
+  luaL_argcheck(L, n >= 0 && n <= 256, 2, "at most 256 columns");
+  const nsl_column *cols[256];
+  for (lua_Integer i = 0; i < n; i++) {
+    lua_geti(L, 2, i + 1);
+    nsl_column *c = nsl__tocolumn(L, -1);
+    if (!c) return luaL_error(L, "nsl.format_rows: element %d of the columns is a %s, not a column", (int)i + 1,
+                              luaL_typename(L, -1));
+    cols[i] = c;
+    lua_pop(L, 1);   /* still referenced by the table */
+  }
+  char *out = NULL;
+  size_t len = 0;
+  nsl_error err = {0};
+  if (nsl_format_rows(fmt, cols, (int)n, mask, sep, &out, &len, &err) != NSL_OK) {
+    if (err.code == NSL_ERR_NOMEM) return nsl__lua_error(L, &err);
+    return luaL_error(L, "nsl.format_rows: %s", err.msg);
+  }
+  lua_pushlstring(L, out, len);
+  free(out);
+  return 1;
+}
+
+static const luaL_Reg funcs[] = {{"bin_edges", l_bin_edges},   {"busy_per_bin", l_busy_per_bin},
+                                 {"nest_depth", l_nest_depth}, {"spans_merge", l_spans_merge},
+                                 {"format_rows", l_format_rows}, {NULL, NULL}};
+
+int nsl__open_binning(lua_State *L) {
+  luaL_setfuncs(L, funcs, 0);
+  return 0;
+}
