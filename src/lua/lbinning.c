@@ -32,13 +32,34 @@ static int l_busy_per_bin(lua_State *L) {
   return 1;
 }
 
-/* nsl.nest_depth(start, stop [, group_ids]) -> i32 column of sub-rows. */
+/* nsl.nest_depth(start, stop [, group_ids]) -> i32 column of sub-rows, and
+ * an array of the deepest sub-row of each group (index id + 1; -1 for a
+ * group without rows that take part), so a figure can size each group. */
 static int l_nest_depth(lua_State *L) {
+  nsl_column *groups = optcolumn(L, 3);
   nsl_error err = {0};
-  nsl_column *c = nsl_nest_depth(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), optcolumn(L, 3), &err);
+  nsl_column *c = nsl_nest_depth(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), groups, &err);
   if (!c) return luaL_error(L, "nsl.nest_depth: %s", err.msg);
   nsl__pushcolumn(L, c);
-  return 1;
+  int64_t ngroups = groups ? 0 : 1;
+  for (int64_t i = 0; groups && i < groups->len; i++) {
+    int64_t g = nsl_column_get_i64(groups, i);
+    if (g != NSL_NULL_I64 && g + 1 > ngroups) ngroups = g + 1;   /* below rows + 65536: checked by the kernel */
+  }
+  int32_t *deepest = lua_newuserdatauv(L, (size_t)(ngroups ? ngroups : 1) * sizeof *deepest, 0);
+  for (int64_t g = 0; g < ngroups; g++) deepest[g] = -1;
+  const int32_t *d = nsl_i32(c);
+  for (int64_t i = 0; i < c->len; i++) {
+    int64_t g = groups ? nsl_column_get_i64(groups, i) : 0;
+    if (d[i] != NSL_NULL_I32 && g >= 0 && g < ngroups && d[i] > deepest[g]) deepest[g] = d[i];
+  }
+  lua_createtable(L, (int)ngroups, 0);
+  for (int64_t g = 0; g < ngroups; g++) {
+    lua_pushinteger(L, deepest[g]);
+    lua_seti(L, -2, (lua_Integer)g + 1);
+  }
+  lua_remove(L, -2);
+  return 2;
 }
 
 /* nsl.spans_merge(x0, x1, lane [, class] [, {tol = 0, max_len = 0}]) -> a
