@@ -378,7 +378,8 @@ void nsl_spans_free(nsl_spans *s);
 
 /* Rows [0, n) of cols as text, one template fmt per row, rows joined by sep
  * (NULL: "\n").  Conversions, each taking the next column: %s a string
- * column as a JSON string (escaped; NULL as null), %d an integer column, %t
+ * column as a JSON string (escaped; NULL as null; %S: NULL as ""), %d an
+ * integer column, %t
  * an integer ns column as us with up to three decimals, %f a numeric column
  * as the shortest decimal that reads back (NaN as null), %% a literal %.
  * mask (NULL or bool) keeps the rows where it is 1.  *out is malloc'ed and

@@ -772,7 +772,8 @@ local CLASS = {}
 for i, c in ipairs(M.timeline_classes) do CLASS[c.name] = i - 1 end
 
 --- GPU rows of the window from kernels, memcpy and memset: a table with
--- report, device, stream, start, stop, class; nil when there are none.
+-- report, device, stream, start, stop, class, label (kernel name, "memcpy
+-- HtoD", "memset"); nil when there are none.
 local function gpu_rows(trace, from, to, tables, counts)
   local parts = {}
   local want = {}
@@ -784,7 +785,7 @@ local function gpu_rows(trace, from, to, tables, counts)
       local nccl = k.name:match("^nccl")
       counts.nccl = nccl:count()
       counts.kernel = #k - counts.nccl
-      parts[#parts + 1] = {k, nccl:cast("i64") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel}
+      parts[#parts + 1] = {k, nccl:cast("i64") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel, k.name}
     end
   end
   if want.memcpy then
@@ -794,14 +795,15 @@ local function gpu_rows(trace, from, to, tables, counts)
       counts.memcpy_htod, counts.memcpy_dtoh = h2d:count(), d2h:count()
       counts.memcpy_other = #m - counts.memcpy_htod - counts.memcpy_dtoh
       parts[#parts + 1] = {m, h2d:cast("i64") * (CLASS.memcpy_htod - CLASS.memcpy_other) +
-                              d2h:cast("i64") * (CLASS.memcpy_dtoh - CLASS.memcpy_other) + CLASS.memcpy_other}
+                              d2h:cast("i64") * (CLASS.memcpy_dtoh - CLASS.memcpy_other) + CLASS.memcpy_other,
+                           m.kind:map(function(v) return "memcpy " .. v end)}
     end
   end
   if want.memset then
     local s = window_rows(trace.memset, cols, from, to)
     if s then
       counts.memset = #s
-      parts[#parts + 1] = {s, nsl.rep(CLASS.memset, #s)}
+      parts[#parts + 1] = {s, nsl.rep(CLASS.memset, #s), nsl.rep("memset", #s)}
     end
   end
   if #parts == 0 then return nil end
@@ -811,9 +813,10 @@ local function gpu_rows(trace, from, to, tables, counts)
     for i, p in ipairs(parts) do list[i] = p[1][name] end
     spec[#spec + 1] = {name, #list == 1 and list[1] or nsl.concat(table.unpack(list))}
   end
-  local cl = {}
-  for i, p in ipairs(parts) do cl[i] = p[2] end
+  local cl, lb = {}, {}
+  for i, p in ipairs(parts) do cl[i], lb[i] = p[2], p[3] end
   spec[#spec + 1] = {"class", #cl == 1 and cl[1] or nsl.concat(table.unpack(cl))}
+  spec[#spec + 1] = {"label", #lb == 1 and lb[1] or nsl.concat(table.unpack(lb))}
   return nsl.table(spec)
 end
 
@@ -828,7 +831,8 @@ end
 -- for the time axis; default from), row_height (14), width (1400).
 -- data: {from, to, lanes = {{label, kind = "gpu" | "nvtx", report, device,
 -- stream | pid, tid, rows, events}}, counts = {kernel, nccl, memcpy_htod,
--- memcpy_dtoh, memcpy_other, memset, nvtx}, spans (rectangles drawn)}.
+-- memcpy_dtoh, memcpy_other, memset, nvtx}, spans (rectangles drawn),
+-- labels (names written on events at least opts.label_min (36) px wide)}.
 function M.timeline(trace, opts)
   opts = opts or {}
   local from, to = opts.from, opts.to
@@ -870,7 +874,7 @@ function M.timeline(trace, opts)
   -- NVTX lanes: (report, pid, tid), sub-rows by nesting depth
   local nv, nv_lane, nv_keep
   if want_nvtx then
-    nv = window_rows(trace.nvtx, {"report", "pid", "tid", "start", "stop"}, from, to)
+    nv = window_rows(trace.nvtx, {"report", "pid", "tid", "start", "stop", "text"}, from, to)
   end
   if nv then
     counts.nvtx = #nv
@@ -943,21 +947,22 @@ function M.timeline(trace, opts)
   end
   f:xaxis(xa, "only")
   -- the events: all lanes in one merge and one draw
-  local xs0, xs1, ln, cl = {}, {}, {}, {}
+  local xs0, xs1, ln, cl, lb = {}, {}, {}, {}, {}
   local k = xa.k
   if gpu then
     xs0[#xs0 + 1], xs1[#xs1 + 1] = (gpu.start - from) * k + f.px0, (gpu.stop - from) * k + f.px0
-    ln[#ln + 1], cl[#cl + 1] = gpu_lane, gpu.class
+    ln[#ln + 1], cl[#cl + 1], lb[#lb + 1] = gpu_lane, gpu.class, gpu.label
   end
   if nv then
-    local t = nsl.table{{"start", nv.start}, {"stop", nv.stop}, {"lane", nv_lane}}:filter(nv_keep)
+    local t = nsl.table{{"start", nv.start}, {"stop", nv.stop}, {"lane", nv_lane}, {"text", nv.text}}:filter(nv_keep)
     xs0[#xs0 + 1], xs1[#xs1 + 1] = (t.start - from) * k + f.px0, (t.stop - from) * k + f.px0
-    ln[#ln + 1], cl[#cl + 1] = t.lane, nsl.rep(CLASS.nvtx, #t)
+    ln[#ln + 1], cl[#cl + 1], lb[#lb + 1] = t.lane, nsl.rep(CLASS.nvtx, #t), t.text
   end
-  local spans = 0
+  local spans, nlabels = 0, 0
   if #xs0 > 0 then
     local function cat(list) return #list == 1 and list[1] or nsl.concat(table.unpack(list)) end
-    local m = nsl.spans_merge(cat(xs0), cat(xs1), cat(ln), cat(cl), {tol = opts.merge_tol or 0.35, max_len = 1.5})
+    local x0, x1, lane, class = cat(xs0), cat(xs1), cat(ln), cat(cl)
+    local m = nsl.spans_merge(x0, x1, lane, class, {tol = opts.merge_tol or 0.35, max_len = 1.5})
     spans = #m
     local colors = {}
     for i, c in ipairs(M.timeline_classes) do colors[i] = c.color end
@@ -966,6 +971,21 @@ function M.timeline(trace, opts)
     f.cv:clip(f.px0, f.py0, f.px1 - f.px0, f.py1 - f.py0)
     f.cv:rects(m.x0, m.x1, y0, y0 + (rowh - 2), m.class,
       {colors = colors, alpha = m.busy / (m.x1 - m.x0), alpha_min = 0.35, min_width = 1})
+    -- names on the events wide enough to hold some text (few by construction)
+    local wide = (x1 - x0):gt(opts.label_min or 36)
+    if wide:count() > 0 then
+      local t = nsl.table{{"x0", x0}, {"x1", x1}, {"lane", lane}, {"class", class}, {"label", cat(lb)}}:filter(wide)
+      local dark = {[CLASS.kernel] = true, [CLASS.nccl] = true, [CLASS.memcpy_dtoh] = true}
+      for i = 1, min(#t, 20000) do
+        local a, b = max(t.x0[i], f.px0), min(t.x1[i], f.px1)
+        local text = t.label[i] and b - a > 12 and fit_text(t.label[i], b - a - 4, fs - 2)
+        if text then
+          f.cv:text(a + 2, row_y[t.lane[i] + 1] + rowh / 2, text,
+            {fill = dark[t.class[i]] and BG or INK, font_size = fs - 2, baseline = "middle"})
+          nlabels = nlabels + 1
+        end
+      end
+    end
     f.cv:unclip()
   end
   -- legend on one line under the title
@@ -981,7 +1001,7 @@ function M.timeline(trace, opts)
   f:frame()
   if #lanes == 0 then f:note("no events in this window") end
   f:decorate()
-  return f.cv, {from = from, to = to, lanes = lanes, counts = counts, spans = spans}
+  return f.cv, {from = from, to = to, lanes = lanes, counts = counts, spans = spans, labels = nlabels}
 end
 
 -- ---- utilisation heatmap ------------------------------------------------------------------

@@ -70,8 +70,9 @@ function M.resolve(trace, args, tables)
   end
   local from, to = arg("from", lo), arg("to", hi)
   if to <= from then
-    nsl.fail(string.format("the window from %s to %s is empty (the trace lasts %s)", tostring(args.from),
-      tostring(args.to), require("nsl.report").duration(hi - lo)))
+    local function show(v) return (v == nil or v == "") and "the end" or tostring(v) end
+    nsl.fail(string.format("the window from %s to %s is empty (the trace lasts %s)", show(args.from), show(args.to),
+      require("nsl.report").duration(hi - lo)))
   end
   return from, to, lo, hi
 end

@@ -141,7 +141,7 @@ static void put_f64(obuf *b, double d) {
 typedef struct piece {
   const char *lit;
   size_t litlen;
-  char conv;   /* 's', 'd', 't', 'f' or 0 for the tail */
+  char conv;   /* 's', 'S', 'd', 't', 'f' or 0 for the tail */
   const nsl_column *col;
   /* 's': the escaped text of each dictionary id, built on first use */
   size_t *off;   /* offset + 1 into cache of id (0: not yet) */
@@ -153,6 +153,7 @@ typedef struct piece {
  * column in order, rows joined by sep (NULL: "\n").  Conversions:
  *   %s  a string column as a JSON string ("..." with escapes; invalid UTF-8
  *       as U+FFFD); NULL as null
+ *   %S  the same, but NULL as "" (for fields that must be strings)
  *   %d  an integer column (I64, I32, BOOL as 0/1) in decimal; NULL as null
  *   %t  an integer ns column as µs with up to three decimals (1234.567);
  *       NULL as null
@@ -177,7 +178,7 @@ nsl_status nsl_format_rows(const char *fmt, const nsl_column *const *cols, int n
     if (fmt[i] == '%') {
       char c = i + 1 < fl ? fmt[i + 1] : 0;
       if (c == '%') i++;
-      else if (c == 's' || c == 'd' || c == 't' || c == 'f') nconv++, i++;
+      else if (c == 's' || c == 'S' || c == 'd' || c == 't' || c == 'f') nconv++, i++;
       else return nsl_error_set(err, NSL_ERR_ARG, "%s: unknown conversion '%%%c' in the template", what, c ? c : ' ');
     }
   if (nconv != ncols)
@@ -217,7 +218,7 @@ nsl_status nsl_format_rows(const char *fmt, const nsl_column *const *cols, int n
                          (long long)(c ? c->len : -1), (long long)n);
       goto done;
     }
-    int ok = p->conv == 's' ? c->type == NSL_STR
+    int ok = p->conv == 's' || p->conv == 'S' ? c->type == NSL_STR
              : p->conv == 'f' ? c->type != NSL_STR
              : p->conv == 't' ? c->type == NSL_I64 || c->type == NSL_I32
                               : nsl__is_int(c->type);
@@ -226,7 +227,7 @@ nsl_status nsl_format_rows(const char *fmt, const nsl_column *const *cols, int n
                          nsl_type_name(c->type));
       goto done;
     }
-    if (p->conv == 's') {
+    if (p->conv == 's' || p->conv == 'S') {
       size_t nd = (size_t)(c->dict ? nsl_dict_size(c->dict) : 0);
       p->off = calloc(nd ? nd : 1, sizeof *p->off);
       p->olen = calloc(nd ? nd : 1, sizeof *p->olen);
@@ -252,11 +253,13 @@ nsl_status nsl_format_rows(const char *fmt, const nsl_column *const *cols, int n
       const nsl_column *c = p->col;
       int null = 0;
       switch (p->conv) {
-      case 's': {
+      case 's':
+      case 'S': {
         int32_t id = nsl_i32(c)[r];
         const char *s = id >= 0 && c->dict ? nsl_dict_str(c->dict, id) : NULL;
         if (!s) {
-          put(&b, "null", 4);
+          if (p->conv == 's') put(&b, "null", 4);
+          else put(&b, "\"\"", 2);
           break;
         }
         if (!p->off[id]) {   /* escape each distinct string once */

@@ -93,8 +93,9 @@ static int l_spans_merge(lua_State *L) {
 }
 
 /* nsl.format_rows(template, {col1, col2, ...} [, sep = "\n" [, mask]]) ->
- * text: the template per row with %s (string column as a JSON string), %d
- * (integer), %t (ns as µs), %f (number) and %% replaced. */
+ * text: the template per row with %s (string column as a JSON string, NULL
+ * as null), %S (the same, NULL as ""), %d (integer), %t (ns as µs), %f
+ * (number) and %% replaced. */
 static int l_format_rows(lua_State *L) {
   const char *fmt = luaL_checkstring(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);

@@ -33,6 +33,11 @@ static void test_hand(void **state) {
                       "{\"n\":null,\"ts\":null,\"pid\":0,\"v\":1e+300,\"p\":\"100%\"},\n"
                       "{\"n\":\"caf\xc3\xa9 \xef\xbf\xbd bad\",\"ts\":-2.001,\"pid\":null,\"v\":-2.5,\"p\":\"100%\"}");
   free(s);
+  /* %S: NULL as an empty string */
+  const nsl_column *c1[] = {name};
+  s = fmt_rows("%S", c1, 1, NULL, "|");
+  assert_string_equal(s, "\"gemm \\\"big\\\"\"|\"a\\\\b\\n\\t\\u0001\"|\"\"|\"caf\xc3\xa9 \xef\xbf\xbd bad\"");
+  free(s);
   /* mask, default separator, whole µs */
   nsl_column *m = FX_BOOL(0, 1, 0, 1), *t2 = FX_I64(0, 2000, 3, 999);
   const nsl_column *c2[] = {t2};
