@@ -354,6 +354,13 @@ nsl_column *nsl_busy_per_bin(const nsl_column *start, const nsl_column *stop, co
 nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                            nsl_error *err);
 
+/* The lane of every row when each group owns consecutive lanes: base[g] +
+ * sub[i] (g = group_of[i], sub e.g. from nsl_nest_depth); NULL where the
+ * group is NULL, negative or >= nbase, base[g] is NSL_NULL_I64, or sub is
+ * NULL, negative or >= max_sub.  Result NSL_I64. */
+nsl_column *nsl_sub_lanes(const nsl_column *group_of, const nsl_column *sub, const int64_t *base, int64_t nbase,
+                          int64_t max_sub, nsl_error *err);
+
 /* Spans merged for drawing (nsl_spans_merge). */
 typedef struct nsl_spans {
   nsl_column *x0, *x1;   /* F64: extent of each merged span */
@@ -361,19 +368,30 @@ typedef struct nsl_spans {
   nsl_column *lane;      /* I64 */
   nsl_column *cls;       /* I64: class (NSL_NULL_I64 for NULL or no classes) */
   nsl_column *count;     /* I64: spans held */
+  nsl_column *row;       /* I64: the first input row of the span (0-based) */
 } nsl_spans;
-/* Merges the spans [x0, x1) of each lane and class, visited by x0: a span
- * joins the one before it of its lane and class when the gap is at most
- * tol and the merged span stays within max_len (<= 0: unbounded); a span
- * wholly inside the one before it always joins.  busy / (x1 - x0)
- * is the covered fraction of a merged span (its opacity when drawn).
- * x0, x1: numeric columns; lane: integer ids below the row count +
- * NSL_SPANS_EXTRA_LANES; cls: integer ids 0..4095 or NULL (at most 2^26
- * lanes x classes).  Rows with a NULL or
- * non-finite coordinate, x1 < x0, or a negative lane are dropped.  Free out
- * with nsl_spans_free. */
+/* How nsl_spans_merge maps and merges coordinates. */
+typedef struct nsl_span_opts {
+  double tol;                /* merge across gaps up to tol (in mapped units, e.g. px) */
+  double max_len;            /* a merged span stays within this (<= 0: no bound) */
+  int64_t origin;            /* x = (v - origin) * scale + offset, e.g. ns to px */
+  double scale, offset;      /* scale > 0 (0 is taken as 1) */
+  const nsl_column *mask;    /* bool: rows where 1 take part (NULL: all) */
+} nsl_span_opts;
+#define NSL_SPAN_OPTS_INIT {0, 0, 0, 1, 0, NULL}
+/* Merges the spans [x0, x1) of each lane and class, coordinates mapped by
+ * o (NULL: identity), visited by x within each lane: a span joins the one
+ * before it of its lane and class when the gap is at most o->tol and the
+ * merged span stays within o->max_len; a span wholly inside the one before
+ * it always joins.  busy / (x1 - x0) is the covered fraction of a merged
+ * span (its opacity when drawn).  x0, x1: numeric columns; lane: integer
+ * ids below the row count + NSL_SPANS_EXTRA_LANES; cls: integer ids
+ * 0..4095 or NULL (at most 2^26 lanes x classes).  Rows with a NULL or
+ * non-finite coordinate, x1 < x0, or a negative lane are dropped.  Rows
+ * already in order within each lane are not sorted.  Free out with
+ * nsl_spans_free. */
 nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl_column *lane,
-                           const nsl_column *cls, double tol, double max_len, nsl_spans *out, nsl_error *err);
+                           const nsl_column *cls, const nsl_span_opts *o, nsl_spans *out, nsl_error *err);
 void nsl_spans_free(nsl_spans *s);
 
 /* Rows [0, n) of cols as text, one template fmt per row, rows joined by sep

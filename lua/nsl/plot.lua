@@ -732,9 +732,11 @@ end
 local function window_rows(t, cols, from, to)
   if #t == 0 then return nil end
   local s = t:select(cols)
-  local r = s:filter(s.start:lt(to) & s.stop:gt(from))
-  if #r == 0 then return nil end
-  return r
+  local inside = s.start:lt(to) & s.stop:gt(from)
+  local n = inside:count()
+  if n == 0 then return nil end
+  if n == #s then return s end   -- the window holds every row: no copy
+  return s:filter(inside)
 end
 M.window_rows = window_rows
 
@@ -771,12 +773,11 @@ M.timeline_classes = {
 local CLASS = {}
 for i, c in ipairs(M.timeline_classes) do CLASS[c.name] = i - 1 end
 
---- GPU rows of the window from kernels, memcpy and memset: a table with
--- report, device, stream, start, stop, class, label (kernel name, "memcpy
--- HtoD", "memset"); nil when there are none.
-local function gpu_rows(trace, from, to, tables, counts)
-  local parts = {}
-  local want = {}
+--- GPU rows of the window, one part per table (kernels, memcpy, memset):
+-- {t = rows (report, device, stream, start, stop), class = column, label =
+-- column (kernel name, "memcpy HtoD", "memset")}; counts filled per class.
+local function gpu_parts(trace, from, to, tables, counts)
+  local parts, want = {}, {}
   for _, n in ipairs(tables) do want[n] = true end
   local cols = {"report", "device", "stream", "start", "stop"}
   if want.kernels then
@@ -785,7 +786,8 @@ local function gpu_rows(trace, from, to, tables, counts)
       local nccl = k.name:match("^nccl")
       counts.nccl = nccl:count()
       counts.kernel = #k - counts.nccl
-      parts[#parts + 1] = {k, nccl:cast("i64") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel, k.name}
+      parts[#parts + 1] = {t = k, class = nccl:cast("i64") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel,
+                           label = k.name}
     end
   end
   if want.memcpy then
@@ -794,30 +796,31 @@ local function gpu_rows(trace, from, to, tables, counts)
       local h2d, d2h = m.kind:eq("HtoD"), m.kind:eq("DtoH")
       counts.memcpy_htod, counts.memcpy_dtoh = h2d:count(), d2h:count()
       counts.memcpy_other = #m - counts.memcpy_htod - counts.memcpy_dtoh
-      parts[#parts + 1] = {m, h2d:cast("i64") * (CLASS.memcpy_htod - CLASS.memcpy_other) +
-                              d2h:cast("i64") * (CLASS.memcpy_dtoh - CLASS.memcpy_other) + CLASS.memcpy_other,
-                           m.kind:map(function(v) return "memcpy " .. v end)}
+      parts[#parts + 1] = {t = m, class = h2d:cast("i64") * (CLASS.memcpy_htod - CLASS.memcpy_other) +
+                                          d2h:cast("i64") * (CLASS.memcpy_dtoh - CLASS.memcpy_other) +
+                                          CLASS.memcpy_other,
+                           label = m.kind:map(function(v) return "memcpy " .. v end)}
     end
   end
   if want.memset then
     local s = window_rows(trace.memset, cols, from, to)
     if s then
       counts.memset = #s
-      parts[#parts + 1] = {s, nsl.rep(CLASS.memset, #s), nsl.rep("memset", #s)}
+      parts[#parts + 1] = {t = s, class = nsl.rep(CLASS.memset, #s), label = nsl.rep("memset", #s)}
     end
   end
-  if #parts == 0 then return nil end
-  local spec = {}
-  for _, name in ipairs(cols) do
-    local list = {}
-    for i, p in ipairs(parts) do list[i] = p[1][name] end
-    spec[#spec + 1] = {name, #list == 1 and list[1] or nsl.concat(table.unpack(list))}
+  return parts
+end
+
+--- Sort order of lane keys: by each name in turn, NULLs (nil) first.
+local function key_order(names)
+  return function(a, b)
+    for _, n in ipairs(names) do
+      local x, y = a[n] or -math.huge, b[n] or -math.huge
+      if x ~= y then return x < y end
+    end
+    return false
   end
-  local cl, lb = {}, {}
-  for i, p in ipairs(parts) do cl[i], lb[i] = p[2], p[3] end
-  spec[#spec + 1] = {"class", #cl == 1 and cl[1] or nsl.concat(table.unpack(cl))}
-  spec[#spec + 1] = {"label", #lb == 1 and lb[1] or nsl.concat(table.unpack(lb))}
-  return nsl.table(spec)
 end
 
 --- plot.timeline(trace, opts) -> canvas, data: a per-stream Gantt chart of
@@ -826,13 +829,14 @@ end
 -- memcpy (by direction) and memset, then NVTX ranges per (report, pid,
 -- tid), nested ranges in sub-rows (at most opts.max_depth, 8).  Events
 -- too small to see are merged per lane into spans whose opacity is their
--- covered fraction (drawn at least 1 px wide).  opts.tables (default
--- {"kernels", "memcpy", "memset", "nvtx"}), opts.origin (ns subtracted
--- for the time axis; default from), row_height (14), width (1400).
--- data: {from, to, lanes = {{label, kind = "gpu" | "nvtx", report, device,
--- stream | pid, tid, rows, events}}, counts = {kernel, nccl, memcpy_htod,
--- memcpy_dtoh, memcpy_other, memset, nvtx}, spans (rectangles drawn),
--- labels (names written on events at least opts.label_min (36) px wide)}.
+-- covered fraction (drawn at least 1 px wide); all of it runs in C over
+-- whole columns.  opts.tables (default {"kernels", "memcpy", "memset",
+-- "nvtx"}), opts.origin (ns subtracted for the time axis; default from),
+-- row_height (14), width (1400).  data: {from, to, lanes = {{label, kind =
+-- "gpu" | "nvtx", report, device, stream | pid, tid, rows, events}}, counts
+-- = {kernel, nccl, memcpy_htod, memcpy_dtoh, memcpy_other, memset, nvtx},
+-- spans (rectangles drawn), labels (names written on events at least
+-- opts.label_min (36) px wide)}.
 function M.timeline(trace, opts)
   opts = opts or {}
   local from, to = opts.from, opts.to
@@ -849,33 +853,38 @@ function M.timeline(trace, opts)
   local rnames = report_names(trace)
   local multi = trace:nreports() > 1
   local lanes = {}
-  -- GPU lanes: (report, device, stream), sorted
-  local gpu = gpu_rows(trace, from, to, tables, counts)
-  local gpu_lane
-  if gpu then
-    local g = gpu:group_by("report", "device", "stream")
-    local keys = group_keys(g, {"report", "device", "stream"})
-    local n_of = g:agg{"n=count"}.n
-    table.sort(keys, function(a, b)
-      if a.report ~= b.report then return a.report < b.report end
-      if (a.device or -1) ~= (b.device or -1) then return (a.device or -1) < (b.device or -1) end
-      return (a.stream or -1) < (b.stream or -1)
-    end)
-    local remap = {}
-    for i, key in ipairs(keys) do
-      remap[key.id + 1] = i - 1
-      lanes[i] = {kind = "gpu", report = key.report, device = key.device, stream = key.stream, rows = 1,
-                  events = n_of[key.id + 1],
-                  label = fmt("%sGPU %s stream %s", multi and (rnames[key.report] or key.report) .. " " or "",
-                              tostring(key.device), tostring(key.stream))}
+  -- GPU lanes: (report, device, stream) over every table, sorted
+  local parts = gpu_parts(trace, from, to, tables, counts)
+  local gpu_keys, seen = {}, {}
+  for _, p in ipairs(parts) do
+    local g = p.t:group_by("report", "device", "stream")
+    p.ids, p.keys, p.n_of = g:ids(), group_keys(g, {"report", "device", "stream"}), g:agg{"n=count"}.n
+    for _, key in ipairs(p.keys) do
+      local name = fmt("%s/%s/%s", key.report, key.device, key.stream)
+      if not seen[name] then
+        seen[name] = {report = key.report, device = key.device, stream = key.stream, events = 0}
+        gpu_keys[#gpu_keys + 1] = seen[name]
+      end
+      seen[name].events = seen[name].events + p.n_of[key.id + 1]
+      key.name = name
     end
-    gpu_lane = nsl.column(remap):gather(g:ids())
+  end
+  table.sort(gpu_keys, key_order({"report", "device", "stream"}))
+  for i, key in ipairs(gpu_keys) do
+    key.lane = i - 1
+    lanes[i] = {kind = "gpu", report = key.report, device = key.device, stream = key.stream, rows = 1,
+                events = key.events,
+                label = fmt("%sGPU %s stream %s", multi and (rnames[key.report] or key.report) .. " " or "",
+                            tostring(key.device), tostring(key.stream))}
+  end
+  for _, p in ipairs(parts) do   -- each row's lane, through its group
+    local remap = {}
+    for _, key in ipairs(p.keys) do remap[key.id + 1] = seen[key.name].lane end
+    p.lane = nsl.column(remap):gather(p.ids)
   end
   -- NVTX lanes: (report, pid, tid), sub-rows by nesting depth
-  local nv, nv_lane, nv_keep
-  if want_nvtx then
-    nv = window_rows(trace.nvtx, {"report", "pid", "tid", "start", "stop", "text"}, from, to)
-  end
+  local nv
+  if want_nvtx then nv = window_rows(trace.nvtx, {"report", "pid", "tid", "start", "stop", "text"}, from, to) end
   if nv then
     counts.nvtx = #nv
     local g = nv:group_by("report", "pid", "tid")
@@ -883,11 +892,7 @@ function M.timeline(trace, opts)
     local depth, deepest = nsl.nest_depth(nv.start, nv.stop, ids)
     local keys = group_keys(g, {"report", "pid", "tid"})
     local n_of = g:agg{"n=count"}.n
-    table.sort(keys, function(a, b)
-      if a.report ~= b.report then return a.report < b.report end
-      if (a.pid or -1) ~= (b.pid or -1) then return (a.pid or -1) < (b.pid or -1) end
-      return (a.tid or -1) < (b.tid or -1)
-    end)
+    table.sort(keys, key_order({"report", "pid", "tid"}))
     local tnames = {}
     local th = trace.threads
     if #th > 0 then
@@ -907,8 +912,7 @@ function M.timeline(trace, opts)
                                              or fmt("pid %s tid %s", tostring(key.pid), tostring(key.tid)))}
       next_lane = next_lane + rows
     end
-    nv_lane = nsl.column(base):gather(ids) + depth
-    nv_keep = depth:lt(maxd)
+    parts[#parts + 1] = {t = nv, lane = nsl.sub_lanes(ids, depth, base, maxd), label = nv.text, nvtx = true}
   end
   -- layout: lane rows from the top
   local fs = opts.font_size or 11
@@ -946,48 +950,40 @@ function M.timeline(trace, opts)
                                                      anchor = "end", baseline = "middle"})
   end
   f:xaxis(xa, "only")
-  -- the events: all lanes in one merge and one draw
-  local xs0, xs1, ln, cl, lb = {}, {}, {}, {}, {}
-  local k = xa.k
-  if gpu then
-    xs0[#xs0 + 1], xs1[#xs1 + 1] = (gpu.start - from) * k + f.px0, (gpu.stop - from) * k + f.px0
-    ln[#ln + 1], cl[#cl + 1], lb[#lb + 1] = gpu_lane, gpu.class, gpu.label
-  end
-  if nv then
-    local t = nsl.table{{"start", nv.start}, {"stop", nv.stop}, {"lane", nv_lane}, {"text", nv.text}}:filter(nv_keep)
-    xs0[#xs0 + 1], xs1[#xs1 + 1] = (t.start - from) * k + f.px0, (t.stop - from) * k + f.px0
-    ln[#ln + 1], cl[#cl + 1], lb[#lb + 1] = t.lane, nsl.rep(CLASS.nvtx, #t), t.text
-  end
+  -- the events: per table, mapped to pixels and merged per lane in C, then drawn in one call
   local spans, nlabels = 0, 0
-  if #xs0 > 0 then
-    local function cat(list) return #list == 1 and list[1] or nsl.concat(table.unpack(list)) end
-    local x0, x1, lane, class = cat(xs0), cat(xs1), cat(ln), cat(cl)
-    local m = nsl.spans_merge(x0, x1, lane, class, {tol = opts.merge_tol or 0.35, max_len = 1.5})
-    spans = #m
-    local colors = {}
-    for i, c in ipairs(M.timeline_classes) do colors[i] = c.color end
-    local ry = nsl.column(row_y)
+  local colors = {}
+  for i, c in ipairs(M.timeline_classes) do colors[i] = c.color end
+  local ry = nsl.column(row_y)
+  local k = xa.k
+  local dark = {[CLASS.kernel] = true, [CLASS.nccl] = true, [CLASS.memcpy_dtoh] = true}
+  f.cv:clip(f.px0, f.py0, f.px1 - f.px0, f.py1 - f.py0)
+  for _, p in ipairs(parts) do
+    local t = p.t
+    local m = nsl.spans_merge(t.start, t.stop, p.lane, p.class, {tol = opts.merge_tol or 0.35, max_len = 1.5,
+                                                                 origin = from, scale = k, offset = f.px0})
+    spans = spans + #m
     local y0 = ry:gather(m.lane) + 1
-    f.cv:clip(f.px0, f.py0, f.px1 - f.px0, f.py1 - f.py0)
-    f.cv:rects(m.x0, m.x1, y0, y0 + (rowh - 2), m.class,
+    f.cv:rects(m.x0, m.x1, y0, y0 + (rowh - 2), p.nvtx and CLASS.nvtx or m.class,
       {colors = colors, alpha = m.busy / (m.x1 - m.x0), alpha_min = 0.35, min_width = 1})
-    -- names on the events wide enough to hold some text (few by construction)
-    local wide = (x1 - x0):gt(opts.label_min or 36)
+    -- names on the events wide enough to hold some text: merged spans of one event (few by construction)
+    local wide = m.count:eq(1) & (m.x1 - m.x0):ge(opts.label_min or 36)
     if wide:count() > 0 then
-      local t = nsl.table{{"x0", x0}, {"x1", x1}, {"lane", lane}, {"class", class}, {"label", cat(lb)}}:filter(wide)
-      local dark = {[CLASS.kernel] = true, [CLASS.nccl] = true, [CLASS.memcpy_dtoh] = true}
-      for i = 1, min(#t, 20000) do
-        local a, b = max(t.x0[i], f.px0), min(t.x1[i], f.px1)
-        local text = t.label[i] and b - a > 12 and fit_text(t.label[i], b - a - 4, fs - 2)
+      local w = m:filter(wide)
+      for i = 1, min(#w, 20000) do
+        local a, b = max(w.x0[i], f.px0), min(w.x1[i], f.px1)
+        local name = p.label[w.row[i] + 1]
+        local text = name and b - a > 12 and fit_text(name, b - a - 4, fs - 2)
         if text then
-          f.cv:text(a + 2, row_y[t.lane[i] + 1] + rowh / 2, text,
-            {fill = dark[t.class[i]] and BG or INK, font_size = fs - 2, baseline = "middle"})
+          local cls = p.nvtx and CLASS.nvtx or w.class[i]
+          f.cv:text(a + 2, row_y[w.lane[i] + 1] + rowh / 2, text,
+            {fill = dark[cls] and BG or INK, font_size = fs - 2, baseline = "middle"})
           nlabels = nlabels + 1
         end
       end
     end
-    f.cv:unclip()
   end
+  f.cv:unclip()
   -- legend on one line under the title
   local lx = f.px0
   for _, c in ipairs(M.timeline_classes) do

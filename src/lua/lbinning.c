@@ -42,15 +42,16 @@ static int l_nest_depth(lua_State *L) {
   if (!c) return luaL_error(L, "nsl.nest_depth: %s", err.msg);
   nsl__pushcolumn(L, c);
   int64_t ngroups = groups ? 0 : 1;
+  const int64_t *g64 = groups && groups->type == NSL_I64 ? nsl_i64(groups) : NULL;
   for (int64_t i = 0; groups && i < groups->len; i++) {
-    int64_t g = nsl_column_get_i64(groups, i);
+    int64_t g = g64 ? g64[i] : nsl_column_get_i64(groups, i);
     if (g != NSL_NULL_I64 && g + 1 > ngroups) ngroups = g + 1;   /* below rows + 65536: checked by the kernel */
   }
   int32_t *deepest = lua_newuserdatauv(L, (size_t)(ngroups ? ngroups : 1) * sizeof *deepest, 0);
   for (int64_t g = 0; g < ngroups; g++) deepest[g] = -1;
   const int32_t *d = nsl_i32(c);
   for (int64_t i = 0; i < c->len; i++) {
-    int64_t g = groups ? nsl_column_get_i64(groups, i) : 0;
+    int64_t g = !groups ? 0 : g64 ? g64[i] : nsl_column_get_i64(groups, i);
     if (d[i] != NSL_NULL_I32 && g >= 0 && g < ngroups && d[i] > deepest[g]) deepest[g] = d[i];
   }
   lua_createtable(L, (int)ngroups, 0);
@@ -62,30 +63,60 @@ static int l_nest_depth(lua_State *L) {
   return 2;
 }
 
-/* nsl.spans_merge(x0, x1, lane [, class] [, {tol = 0, max_len = 0}]) -> a
- * table with columns x0, x1, busy, lane, class, count. */
+/* nsl.sub_lanes(group_ids, sub, base [, max_sub]) -> i64 column: the lane of
+ * every row, base[id + 1] + sub (base: an array, the first lane of each
+ * group), NULL where sub is NULL or at least max_sub. */
+static int l_sub_lanes(lua_State *L) {
+  nsl_column *groups = nsl__checkcolumn(L, 1), *sub = nsl__checkcolumn(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  lua_Integer nbase = luaL_len(L, 3), max_sub = luaL_optinteger(L, 4, INT64_MAX);
+  luaL_argcheck(L, nbase >= 0 && nbase <= ((lua_Integer)1 << 31), 3, "too many groups");
+  int64_t *base = lua_newuserdatauv(L, (size_t)(nbase ? nbase : 1) * sizeof *base, 0);
+  for (lua_Integer g = 0; g < nbase; g++) {
+    lua_geti(L, 3, g + 1);
+    base[g] = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : NSL_NULL_I64;
+    lua_pop(L, 1);
+  }
+  nsl_error err = {0};
+  nsl_column *c = nsl_sub_lanes(groups, sub, base, nbase, max_sub, &err);
+  if (!c) return luaL_error(L, "nsl.sub_lanes: %s", err.msg);
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
+/* nsl.spans_merge(x0, x1, lane [, class] [, {tol = 0, max_len = 0, origin = 0,
+ * scale = 1, offset = 0, mask = nil}]) -> a table with columns x0, x1, busy,
+ * lane, class, count, row (the first input row, 0-based): coordinates mapped to (v - origin) * scale + offset
+ * (ns to px in one pass), then merged per lane and class. */
 static int l_spans_merge(lua_State *L) {
   nsl_column *x0 = nsl__checkcolumn(L, 1), *x1 = nsl__checkcolumn(L, 2), *lane = nsl__checkcolumn(L, 3);
   nsl_column *cls = optcolumn(L, 4);
-  double tol = 0, max_len = 0;
+  nsl_span_opts o = NSL_SPAN_OPTS_INIT;
   if (!lua_isnoneornil(L, 5)) {
     luaL_checktype(L, 5, LUA_TTABLE);
     lua_getfield(L, 5, "tol");
-    tol = luaL_optnumber(L, -1, 0);
+    o.tol = luaL_optnumber(L, -1, 0);
     lua_getfield(L, 5, "max_len");
-    max_len = luaL_optnumber(L, -1, 0);
-    lua_pop(L, 2);
+    o.max_len = luaL_optnumber(L, -1, 0);
+    lua_getfield(L, 5, "origin");
+    o.origin = luaL_optinteger(L, -1, 0);
+    lua_getfield(L, 5, "scale");
+    o.scale = luaL_optnumber(L, -1, 1);
+    lua_getfield(L, 5, "offset");
+    o.offset = luaL_optnumber(L, -1, 0);
+    lua_getfield(L, 5, "mask");
+    o.mask = lua_isnil(L, -1) ? NULL : nsl__checkcolumn(L, -1);   /* stays referenced by the options table */
+    lua_pop(L, 6);
   }
   nsl_table *t = nsl_table_new();
   nsl__pushtable(L, t, 0);   /* owned by Lua before anything can raise */
   nsl_spans sp;
   nsl_error err = {0};
-  if (nsl_spans_merge(x0, x1, lane, cls, tol, max_len, &sp, &err) != NSL_OK)
-    return luaL_error(L, "nsl.spans_merge: %s", err.msg);
-  const char *names[] = {"x0", "x1", "busy", "lane", "class", "count"};
-  nsl_column *cols[] = {sp.x0, sp.x1, sp.busy, sp.lane, sp.cls, sp.count};
+  if (nsl_spans_merge(x0, x1, lane, cls, &o, &sp, &err) != NSL_OK) return luaL_error(L, "nsl.spans_merge: %s", err.msg);
+  const char *names[] = {"x0", "x1", "busy", "lane", "class", "count", "row"};
+  nsl_column *cols[] = {sp.x0, sp.x1, sp.busy, sp.lane, sp.cls, sp.count, sp.row};
   int ok = 1;
-  for (int k = 0; k < 6 && ok; k++) ok = nsl_table_add(t, names[k], cols[k], &err) >= 0;
+  for (int k = 0; k < 7 && ok; k++) ok = nsl_table_add(t, names[k], cols[k], &err) >= 0;
   nsl_table_set_nrows(t, sp.x0->len);
   nsl_spans_free(&sp);
   if (!ok) return nsl__lua_error(L, &err);
@@ -126,6 +157,7 @@ static int l_format_rows(lua_State *L) {
 
 static const luaL_Reg funcs[] = {{"bin_edges", l_bin_edges},   {"busy_per_bin", l_busy_per_bin},
                                  {"nest_depth", l_nest_depth}, {"spans_merge", l_spans_merge},
+                                 {"sub_lanes", l_sub_lanes},
                                  {"format_rows", l_format_rows}, {NULL, NULL}};
 
 int nsl__open_binning(lua_State *L) {

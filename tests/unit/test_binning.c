@@ -219,6 +219,33 @@ static void test_depth_random(void **state) {
         fail_msg("round %d row %lld [%lld,%lld): depth %d, want %d", round, (long long)i, (long long)ss[i],
                  (long long)ee[i], nsl_i32(d)[i], want);
     }
+    /* the rows ordered by (group, start, longer first): the one-pass path gives the same depths */
+    const nsl_column *keys[3] = {g, s, e};
+    int desc[3] = {0, 0, 1};
+    nsl_column *perm = nsl_argsort(keys, desc, 3, &err);
+    nsl_column *ps = nsl_col_gather(s, perm, &err), *pe = nsl_col_gather(e, perm, &err);
+    nsl_column *pg = nsl_col_gather(g, perm, &err), *pd = nsl_nest_depth(ps, pe, pg, &err);
+    for (int64_t j = 0; j < n; j++) {
+      int64_t i = nsl_i64(perm)[j];
+      int same_twin = 0;   /* identical ranges may swap their depths */
+      for (int64_t q = 0; q < n; q++) same_twin |= q != i && gg[q] == gg[i] && ss[q] == ss[i] && ee[q] == ee[i];
+      if (!same_twin) assert_int_equal(nsl_i32(pd)[j], nsl_i32(d)[i]);
+    }
+    /* ordered by (group, stop, later start first), as NVTX tables are: the mirror walk, same depths */
+    const nsl_column *bkeys[3] = {g, e, s};
+    nsl_column *bperm = nsl_argsort(bkeys, desc, 3, &err);
+    nsl_column *bs = nsl_col_gather(s, bperm, &err), *be = nsl_col_gather(e, bperm, &err);
+    nsl_column *bg = nsl_col_gather(g, bperm, &err), *bd = nsl_nest_depth(bs, be, bg, &err);
+    for (int64_t j = 0; j < n; j++) {
+      int64_t i = nsl_i64(bperm)[j];
+      int same_twin = 0;
+      for (int64_t q = 0; q < n; q++) same_twin |= q != i && gg[q] == gg[i] && ss[q] == ss[i] && ee[q] == ee[i];
+      if (!same_twin && nsl_i32(bd)[j] != nsl_i32(d)[i])
+        fail_msg("round %d: mirror walk gives depth %d to [%lld,%lld), want %d", round, nsl_i32(bd)[j],
+                 (long long)ss[i], (long long)ee[i], nsl_i32(d)[i]);
+    }
+    nsl_column *sorted_cols[] = {perm, ps, pe, pg, pd, bperm, bs, be, bg, bd};
+    for (size_t i = 0; i < sizeof sorted_cols / sizeof *sorted_cols; i++) nsl_column_release(sorted_cols[i]);
     nsl_column *all[] = {s, e, g, d};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
     /* crossing */
@@ -232,6 +259,20 @@ static void test_depth_random(void **state) {
       for (int64_t j = i + 1; j < n; j++)
         if (gg[i] == gg[j] && nsl_i32(d)[i] == nsl_i32(d)[j] && ss[i] < ee[j] && ss[j] < ee[i])
           fail_msg("rows %lld and %lld overlap at depth %d", (long long)i, (long long)j, nsl_i32(d)[i]);
+    {   /* the same rows in stop order (the mirror walk): still never two overlapping rows on one depth */
+      const nsl_column *xbkeys[3] = {g, e, s};
+      int xbdesc[3] = {0, 0, 1};
+      nsl_column *xbperm = nsl_argsort(xbkeys, xbdesc, 3, &err);
+      nsl_column *xbs = nsl_col_gather(s, xbperm, &err), *xbe = nsl_col_gather(e, xbperm, &err);
+      nsl_column *xbg = nsl_col_gather(g, xbperm, &err), *xbd = nsl_nest_depth(xbs, xbe, xbg, &err);
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = i + 1; j < n; j++)
+          if (nsl_i64(xbg)[i] == nsl_i64(xbg)[j] && nsl_i32(xbd)[i] == nsl_i32(xbd)[j] &&
+              nsl_i64(xbs)[i] < nsl_i64(xbe)[j] && nsl_i64(xbs)[j] < nsl_i64(xbe)[i])
+            fail_msg("mirror walk: rows %lld and %lld overlap at depth %d", (long long)i, (long long)j, nsl_i32(xbd)[i]);
+      nsl_column *xbcols[] = {xbperm, xbs, xbe, xbg, xbd};
+      for (size_t i = 0; i < sizeof xbcols / sizeof *xbcols; i++) nsl_column_release(xbcols[i]);
+    }
     nsl_column *all2[] = {s, e, g, d};
     for (size_t i = 0; i < sizeof all2 / sizeof *all2; i++) nsl_column_release(all2[i]);
     free(ss);
@@ -240,7 +281,32 @@ static void test_depth_random(void **state) {
   }
 }
 
+/* ---- sub-lanes ---------------------------------------------------------------------- */
+
+static void test_sub_lanes(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  int64_t base[] = {0, 3, NSL_NULL_I64};
+  nsl_column *g = FX_I64(0, 1, 1, 2, -1, NSL_NULL_I64, 0, 5), *d = FX_I32(2, 0, 1, 0, 0, 0, NSL_NULL_I32, 0);
+  nsl_column *l = nsl_sub_lanes(g, d, base, 3, 2, &err);
+  FX_EXPECT_I64(l, NSL_NULL_I64 /* sub 2 >= max */, 3, 4, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64,
+                NSL_NULL_I64);
+  nsl_column_release(l);
+  l = nsl_sub_lanes(g, d, base, 3, INT64_MAX, &err);
+  assert_int_equal(nsl_i64(l)[0], 2);
+  nsl_column_release(l);
+  nsl_column *f = FX_F64(1), *s1 = FX_I64(1);
+  assert_null(nsl_sub_lanes(f, f, base, 3, 2, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_null(nsl_sub_lanes(g, s1, base, 3, 2, &err));
+  assert_null(nsl_sub_lanes(g, d, NULL, 3, 2, &err));
+  nsl_column *all[] = {g, d, f, s1};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
+}
+
 /* ---- span merging ------------------------------------------------------------------- */
+
+#define SPO(tol, max_len) (&(nsl_span_opts){(tol), (max_len), 0, 1, 0, NULL})
 
 static void test_spans_hand(void **state) {
   (void)state;
@@ -249,7 +315,7 @@ static void test_spans_hand(void **state) {
   /* lane 0: [0,1) [1,2) touch; [2.3,3) gap 0.3; [5,9) far; [6,7) inside; lane 1: [0,4) class 1 and [1,2) class 2 */
   nsl_column *x0 = FX_F64(0, 1, 2.3, 5, 6, 0, 1), *x1 = FX_F64(1, 2, 3, 9, 7, 4, 2);
   nsl_column *ln = FX_I64(0, 0, 0, 0, 0, 1, 1), *cl = FX_I64(0, 0, 0, 0, 0, 1, 2);
-  assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, 0, 0, &sp, &err), NSL_OK);
+  assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, SPO(0, 0), &sp, &err), NSL_OK);
   /* tol 0: [0,2) (2 spans), [2.3,3), [5,9) (holds [6,7)); lane 1 two classes stay apart */
   assert_int_equal(sp.x0->len, 5);
   double total_busy = 0;
@@ -259,7 +325,7 @@ static void test_spans_hand(void **state) {
   assert_true(fabs(total_busy - (2 + 0.7 + 4 + 4 + 1)) < 1e-12);
   nsl_spans_free(&sp);
   /* tol 0.5: lane 0 first three join into [0,3) with busy 2.7 */
-  assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, 0.5, 0, &sp, &err), NSL_OK);
+  assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, SPO(0.5, 0), &sp, &err), NSL_OK);
   assert_int_equal(sp.x0->len, 4);
   int found = 0;
   for (int64_t k = 0; k < sp.x0->len; k++)
@@ -272,34 +338,60 @@ static void test_spans_hand(void **state) {
     }
   assert_true(found);
   nsl_spans_free(&sp);
-  /* max_len 2.5 stops [0,2)+[2.3,3) from joining */
-  assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, 0.5, 2.5, &sp, &err), NSL_OK);
+  /* max_len 2.5 stops [0,2)+[2.3,3) from joining; row: the first input row of each span */
+  assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, SPO(0.5, 2.5), &sp, &err), NSL_OK);
   assert_int_equal(sp.x0->len, 5);
+  for (int64_t q = 0; q < 5; q++) {
+    int64_t r = nsl_i64(sp.row)[q];
+    assert_true(nsl_f64(x0)[r] == nsl_f64(sp.x0)[q]);
+    assert_int_equal(nsl_i64(ln)[r], nsl_i64(sp.lane)[q]);
+  }
   nsl_spans_free(&sp);
   /* no classes, integer coordinates, a NaN and a negative lane dropped */
   nsl_column *ix0 = FX_I64(10, 0, 20), *ix1 = FX_I64(15, 10, NSL_NULL_I64), *iln = FX_I32(0, 0, 0);
-  assert_int_equal(nsl_spans_merge(ix0, ix1, iln, NULL, 0, 0, &sp, &err), NSL_OK);
+  assert_int_equal(nsl_spans_merge(ix0, ix1, iln, NULL, SPO(0, 0), &sp, &err), NSL_OK);
   assert_int_equal(sp.x0->len, 1);
   assert_true(nsl_f64(sp.x0)[0] == 0 && nsl_f64(sp.x1)[0] == 15);
   assert_int_equal(nsl_i64(sp.cls)[0], NSL_NULL_I64);
   nsl_spans_free(&sp);
   nsl_column *fn = FX_F64(0, NAN), *fx = FX_F64(1, 2), *fl = FX_I64(-1, 0);
-  assert_int_equal(nsl_spans_merge(fn, fx, fl, NULL, 0, 0, &sp, &err), NSL_OK);
+  assert_int_equal(nsl_spans_merge(fn, fx, fl, NULL, SPO(0, 0), &sp, &err), NSL_OK);
   assert_int_equal(sp.x0->len, 0);
   nsl_spans_free(&sp);
   nsl_spans_free(&sp);   /* idempotent */
+  /* the transform (ns -> px) and a mask; rows sorted within each lane but not overall */
+  nsl_column *ns0 = FX_I64(1000000, 5000, 1002000, 9000), *ns1 = FX_I64(1001000, 6000, 1003000, 9500);
+  nsl_column *nl = FX_I64(0, 1, 0, 1), *nm = FX_BOOL(1, 1, 1, 0);
+  nsl_span_opts o = {0, 0, 1000, 0.01, 50, nm};   /* x = (v - 1000) * 0.01 + 50 */
+  assert_int_equal(nsl_spans_merge(ns0, ns1, nl, NULL, &o, &sp, &err), NSL_OK);
+  assert_int_equal(sp.x0->len, 3);
+  for (int64_t q = 0; q < 3; q++) {
+    double a = nsl_f64(sp.x0)[q], b = nsl_f64(sp.x1)[q];
+    if (nsl_i64(sp.lane)[q] == 1) assert_true(a == 90 && b == 100);
+    else assert_true((a == 10040 && b == 10050) || (a == 10060 && b == 10070));
+  }
+  nsl_spans_free(&sp);
+  o.scale = -1;
+  assert_int_equal(nsl_spans_merge(ns0, ns1, nl, NULL, &o, &sp, &err), NSL_ERR_ARG);
+  o.scale = 1, o.mask = fx;   /* not a bool column */
+  assert_int_equal(nsl_spans_merge(ns0, ns1, nl, NULL, &o, &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(ns0, ns1, nl, NULL, NULL, &sp, &err), NSL_OK);   /* NULL: identity */
+  assert_true(nsl_f64(sp.x1)[0] > 1000);
+  nsl_spans_free(&sp);
+  nsl_column *more[] = {ns0, ns1, nl, nm};
+  for (size_t i = 0; i < sizeof more / sizeof *more; i++) nsl_column_release(more[i]);
   /* errors */
   nsl_column *bad_lane = FX_I64(0, 1000000), *sl = FX_F64(1);
-  assert_int_equal(nsl_spans_merge(fx, fx, bad_lane, NULL, 0, 0, &sp, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_spans_merge(fx, sl, fl, NULL, 0, 0, &sp, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_spans_merge(fx, fx, fx, NULL, 0, 0, &sp, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_spans_merge(fx, fx, fl, NULL, -1, 0, &sp, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_spans_merge(fx, fx, fl, NULL, NAN, 0, &sp, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_spans_merge(fx, fx, fl, NULL, 0, 0, NULL, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, fx, bad_lane, NULL, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, sl, fl, NULL, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, fx, fx, NULL, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, fx, fl, NULL, SPO(-1, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, fx, fl, NULL, SPO(NAN, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, fx, fl, NULL, SPO(0, 0), NULL, &err), NSL_ERR_ARG);
   nsl_column *neg_cls = FX_I64(0, -2), *big_cls = FX_I64(0, 5000);
-  assert_int_equal(nsl_spans_merge(fx, fx, fl, neg_cls, 0, 0, &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, fx, fl, neg_cls, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "class"));
-  assert_int_equal(nsl_spans_merge(fx, fx, fl, big_cls, 0, 0, &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, fx, fl, big_cls, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
   nsl_column_release(neg_cls);
   nsl_column_release(big_cls);
   nsl_column *all[] = {x0, x1, ln, cl, ix0, ix1, iln, fn, fx, fl, bad_lane, sl};
@@ -331,7 +423,7 @@ static void test_spans_random(void **state) {
       for (int64_t t = a; t < a + len; t++) cover[nsl_i64(ln)[i]][nsl_i64(cl)[i]][t] = 1;
     }
     nsl_spans sp;
-    assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, tol, maxlen, &sp, &err), NSL_OK);
+    assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, SPO(tol, maxlen), &sp, &err), NSL_OK);
     int64_t m = sp.x0->len, counted = 0;
     double want_busy[4][3] = {{0}}, got_busy[4][3] = {{0}};
     for (int64_t l = 0; l < 4; l++)
@@ -363,8 +455,23 @@ static void test_spans_random(void **state) {
         for (int c = 0; c < 3; c++)
           if (fabs(got_busy[l][c] - want_busy[l][c]) > 1e-9)
             fail_msg("round %d lane %d class %d: busy %g, want %g", round, l, c, got_busy[l][c], want_busy[l][c]);
+    /* the same rows ordered by (lane, x0): the one-pass path must give the same spans */
+    const nsl_column *keys[2] = {ln, x0};
+    nsl_column *perm = nsl_argsort(keys, NULL, 2, &err);
+    nsl_column *px0 = nsl_col_gather(x0, perm, &err), *px1 = nsl_col_gather(x1, perm, &err);
+    nsl_column *pln = nsl_col_gather(ln, perm, &err), *pcl = nsl_col_gather(cl, perm, &err);
+    nsl_spans sp2;
+    assert_int_equal(nsl_spans_merge(px0, px1, pln, pcl, SPO(tol, maxlen), &sp2, &err), NSL_OK);
+    assert_int_equal(sp2.x0->len, m);
+    double s1 = 0, s2 = 0;
+    for (int64_t q = 0; q < m; q++) {
+      s1 += nsl_f64(sp.x0)[q] * 3 + nsl_f64(sp.x1)[q] * 7 + nsl_f64(sp.busy)[q] * 11 + (double)nsl_i64(sp.count)[q];
+      s2 += nsl_f64(sp2.x0)[q] * 3 + nsl_f64(sp2.x1)[q] * 7 + nsl_f64(sp2.busy)[q] * 11 + (double)nsl_i64(sp2.count)[q];
+    }
+    assert_true(fabs(s1 - s2) < 1e-6);
+    nsl_spans_free(&sp2);
     nsl_spans_free(&sp);
-    nsl_column *all[] = {x0, x1, ln, cl};
+    nsl_column *all[] = {x0, x1, ln, cl, perm, px0, px1, pln, pcl};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
   }
 }
@@ -373,7 +480,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_edges),        cmocka_unit_test(test_busy_hand),  cmocka_unit_test(test_busy_random),
       cmocka_unit_test(test_depth_hand),   cmocka_unit_test(test_depth_random), cmocka_unit_test(test_spans_hand),
-      cmocka_unit_test(test_spans_random),
+      cmocka_unit_test(test_spans_random), cmocka_unit_test(test_sub_lanes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
