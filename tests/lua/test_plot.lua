@@ -694,12 +694,18 @@ return {
         if info.stream then T.eq(names[key], "stream " .. info.stream, "stream track name") end
       end
       local function cnt(sql) return T.sql1(p, sql) end
-      local tables = {kernel = "CUPTI_ACTIVITY_KIND_KERNEL", memcpy = "CUPTI_ACTIVITY_KIND_MEMCPY",
-                      memset = "CUPTI_ACTIVITY_KIND_MEMSET", cuda_api = "CUPTI_ACTIVITY_KIND_RUNTIME"}
-      for cat, tbl in pairs(tables) do
-        local exists = cnt(fmt("SELECT count(*) FROM sqlite_master WHERE name = '%s'", tbl)) == 1
-        local want_n = exists and cnt(fmt("SELECT count(*) FROM %s WHERE 1%s", tbl, ov)) or 0
-        local want_d = exists and cnt(fmt("SELECT coalesce(sum(end - start), 0) FROM %s WHERE 1%s", tbl, ov)) or 0
+      local function exists(tbl) return cnt(fmt("SELECT count(*) FROM sqlite_master WHERE name = '%s'", tbl)) == 1 end
+      local tables = {kernel = {"CUPTI_ACTIVITY_KIND_KERNEL"}, memcpy = {"CUPTI_ACTIVITY_KIND_MEMCPY"},
+                      memset = {"CUPTI_ACTIVITY_KIND_MEMSET"},
+                      cuda_api = {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"}}
+      for cat, list in pairs(tables) do
+        local want_n, want_d = 0, 0
+        for _, tbl in ipairs(list) do
+          if exists(tbl) then
+            want_n = want_n + cnt(fmt("SELECT count(*) FROM %s WHERE 1%s", tbl, ov))
+            want_d = want_d + cnt(fmt("SELECT coalesce(sum(end - start), 0) FROM %s WHERE 1%s", tbl, ov))
+          end
+        end
         T.eq(n[cat] or 0, want_n, cat .. " events in " .. p)
         T.eq(dur[cat] or 0, want_d, cat .. " total duration (ns, from the µs text)")
       end
@@ -709,9 +715,15 @@ return {
       -- a flow per GPU operation whose launch (same correlation id) is exported too
       local gpu_ops = {}
       for _, tbl in ipairs({"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"}) do
-        if cnt(fmt("SELECT count(*) FROM sqlite_master WHERE name = '%s'", tbl)) == 1 then
-          gpu_ops[#gpu_ops + 1] = fmt([[SELECT count(*) FROM %s WHERE 1%s AND correlationId IN
-            (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE 1%s)]], tbl, ov, ov)
+        if exists(tbl) then
+          local launches = {}
+          for _, api in ipairs({"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"}) do
+            if exists(api) then launches[#launches + 1] = fmt("SELECT correlationId FROM %s WHERE 1%s", api, ov) end
+          end
+          if #launches > 0 then
+            gpu_ops[#gpu_ops + 1] = fmt("SELECT count(*) FROM %s WHERE 1%s AND correlationId IN (%s)", tbl, ov,
+                                        table.concat(launches, " UNION "))
+          end
         end
       end
       local want_flows = 0

@@ -138,10 +138,38 @@ static void test_random_roundtrip(void **state) {
   nsl_dict_release(d);
 }
 
+/* Many rows (the output is sized from the first 512), with and without a
+ * sparse mask: the text equals the rows printed one by one. */
+static void test_many_rows(void **state) {
+  (void)state;
+  int64_t n = 20000;
+  nsl_column *c = nsl_column_new(NSL_I64, n, NULL), *m = nsl_column_new(NSL_BOOL, n, NULL);
+  for (int64_t i = 0; i < n; i++) {
+    nsl_i64(c)[i] = i * 7919 - 5000;
+    nsl_bool(m)[i] = i % 97 == 0 || i < 600;
+  }
+  for (int masked = 0; masked < 2; masked++) {
+    size_t cap = (size_t)n * 48 + 1, len = 0;
+    char *want = malloc(cap);
+    for (int64_t i = 0; i < n; i++) {
+      if (masked && !nsl_bool(m)[i]) continue;
+      len += (size_t)snprintf(want + len, cap - len, "%s[%lld]", len ? "," : "", (long long)nsl_i64(c)[i]);
+    }
+    const nsl_column *cols[] = {c};
+    char *got = fmt_rows("[%d]", cols, 1, masked ? m : NULL, ",");
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+  }
+  nsl_column_release(c);
+  nsl_column_release(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand),
       cmocka_unit_test(test_random_roundtrip),
+      cmocka_unit_test(test_many_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
