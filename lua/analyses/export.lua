@@ -87,6 +87,7 @@ return {
     api = {default = true, help = "include CUDA API calls"},
     nvtx = {default = true, help = "include NVTX ranges and marks"},
     flows = {default = true, help = "arrows from CUDA API launches to the GPU work they started"},
+    max_events = {default = 20000000, help = "refuse larger exports (viewers load a few million events at best)"},
   },
   example = "nsl run export run.sqlite --arg from=1s --arg to=1.2s --out out/   # then open out/trace.json in ui.perfetto.dev",
   run = function(trace, args, out)
@@ -112,6 +113,14 @@ return {
       marks = all:filter(mk)
       if nv and #nv == 0 then nv = nil end
       if #marks == 0 then marks = nil end
+    end
+    local total = 0
+    for _, t in ipairs({k or false, m or false, s or false, a or false, nv or false, marks or false}) do
+      if t then total = total + #t end
+    end
+    if total > args.max_events then
+      nsl.fail(fmt("the export would hold %s events, more than --arg max_events=%s: choose a window with " ..
+                   "--arg from=... --arg to=..., or raise max_events", report.int(total), report.int(args.max_events)))
     end
     local names = {}
     local r = trace.reports

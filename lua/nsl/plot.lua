@@ -36,6 +36,9 @@ local function as_column(v, what)
   return nsl.column(v)
 end
 
+--- Number of non-NULL values (c:count() would also find the median).
+local function nonnull(c) return #c - c:isnull():count() end
+
 --- Rows of c where mask is true (through a one-column table).
 local function masked(c, mask)
   return nsl.table{{"v", c}}:filter(mask).v
@@ -253,10 +256,10 @@ function M.histogram(values, opts)
   local f = figure(opts, 800, 480)
   f.opts.ylabel = f.opts.ylabel or "count"
   local pos = opts.log and masked(c, c:gt(0)) or c
-  local st = pos:stats()
-  local lo = opts.range and opts.range[1] or st.min
-  local hi = opts.range and opts.range[2] or st.max
-  local data = {edges = {}, counts = {}, total = 0, outside = c:count(), min = st.min, max = st.max}
+  local vmin, vmax = nsl.extent(pos)
+  local lo = opts.range and opts.range[1] or vmin
+  local hi = opts.range and opts.range[2] or vmax
+  local data = {edges = {}, counts = {}, total = 0, outside = nonnull(c), min = vmin, max = vmax}
   if not lo or not hi or (opts.log and (lo <= 0 or hi <= 0)) then
     f:layout({"0"})
     f:frame()
@@ -271,7 +274,7 @@ function M.histogram(values, opts)
   local counts = c:histogram(edges):totable()
   local total, cmax = 0, 0
   for _, n in ipairs(counts) do total, cmax = total + n, max(cmax, n) end
-  data.edges, data.counts, data.total, data.outside = edges, counts, total, c:count() - total
+  data.edges, data.counts, data.total, data.outside = edges, counts, total, nonnull(c) - total
   local xa = make_axis(lo, hi, {log = opts.log, unit = opts.unit, nice = false, target = 7})
   local ya = make_axis(opts.ylog and 0.8 or 0, max(cmax, 1), {log = opts.ylog, target = 6})
   local ylabels = ya.ticks.labels
@@ -327,8 +330,8 @@ local function box_stats(c, logscale)
   if st.count == 0 then return s end
   s.q1, s.median, s.q3 = c:quantile(0.25), c:quantile(0.5), c:quantile(0.75)
   local iqr = s.q3 - s.q1
-  s.whisker_lo = masked(c, c:ge(s.q1 - 1.5 * iqr)):min()
-  s.whisker_hi = masked(c, c:le(s.q3 + 1.5 * iqr)):max()
+  s.whisker_lo = nsl.extent(masked(c, c:ge(s.q1 - 1.5 * iqr)))
+  s.whisker_hi = select(2, nsl.extent(masked(c, c:le(s.q3 + 1.5 * iqr))))
   local out = c:lt(s.whisker_lo) | c:gt(s.whisker_hi)
   s.outliers = out:count()
   s.outlier_values = masked(c, out)
@@ -624,12 +627,12 @@ function M.lines(opts)
   for i, s in ipairs(opts.series or {}) do
     local x, y = as_column(s.x, "x"), as_column(s.y, "y")
     if #x ~= #y then error(fmt("plot.lines: series %d has %d x and %d y values", i, #x, #y), 2) end
-    local sx, sy = x:stats(), y:stats()
-    list[i] = {label = tostring(s.label or i), x = x, y = y, n = #x, xmin = sx.min, xmax = sx.max, ymin = sy.min,
-               ymax = sy.max}
-    if sx.min then
-      xlo, xhi = xlo and min(xlo, sx.min) or sx.min, xhi and max(xhi, sx.max) or sx.max
-      ylo, yhi = ylo and min(ylo, sy.min) or sy.min, yhi and max(yhi, sy.max) or sy.max
+    local x0, x1 = nsl.extent(x)
+    local y0, y1 = nsl.extent(y)
+    list[i] = {label = tostring(s.label or i), x = x, y = y, n = #x, xmin = x0, xmax = x1, ymin = y0, ymax = y1}
+    if x0 and y0 then
+      xlo, xhi = xlo and min(xlo, x0) or x0, xhi and max(xhi, x1) or x1
+      ylo, yhi = ylo and min(ylo, y0) or y0, yhi and max(yhi, y1) or y1
     end
     f:add_legend(list[i].label, nsl.palette((i - 1) % 8), "line")
   end
@@ -829,8 +832,8 @@ end
 -- memcpy (by direction) and memset, then NVTX ranges per (report, pid,
 -- tid), nested ranges in sub-rows (at most opts.max_depth, 8).  Events
 -- too small to see are merged per lane into spans whose opacity is their
--- covered fraction (drawn at least 1 px wide); all of it runs in C over
--- whole columns.  opts.tables (default {"kernels", "memcpy", "memset",
+-- covered fraction (at least 20%, drawn at least 1 px wide); all of it
+-- runs in C over whole columns.  opts.tables (default {"kernels", "memcpy", "memset",
 -- "nvtx"}), opts.origin (ns subtracted for the time axis; default from),
 -- row_height (14), width (1400).  data: {from, to, lanes = {{label, kind =
 -- "gpu" | "nvtx", report, device, stream | pid, tid, rows, events}}, counts
@@ -958,14 +961,18 @@ function M.timeline(trace, opts)
   local k = xa.k
   local dark = {[CLASS.kernel] = true, [CLASS.nccl] = true, [CLASS.memcpy_dtoh] = true}
   f.cv:clip(f.px0, f.py0, f.px1 - f.px0, f.py1 - f.py0)
-  for _, p in ipairs(parts) do
+  -- GPU lanes: memset, then memcpy, then kernels on top (where they share a pixel, the kernels show)
+  local order = {}
+  for i = #parts, 1, -1 do if not parts[i].nvtx then order[#order + 1] = parts[i] end end
+  for _, p in ipairs(parts) do if p.nvtx then order[#order + 1] = p end end
+  for _, p in ipairs(order) do
     local t = p.t
     local m = nsl.spans_merge(t.start, t.stop, p.lane, p.class, {tol = opts.merge_tol or 0.35, max_len = 1.5,
                                                                  origin = from, scale = k, offset = f.px0})
     spans = spans + #m
     local y0 = ry:gather(m.lane) + 1
     f.cv:rects(m.x0, m.x1, y0, y0 + (rowh - 2), p.nvtx and CLASS.nvtx or m.class,
-      {colors = colors, alpha = m.busy / (m.x1 - m.x0), alpha_min = 0.35, min_width = 1})
+      {colors = colors, alpha = m.busy / (m.x1 - m.x0), alpha_min = 0.2, min_width = 1})
     -- names on the events wide enough to hold some text: merged spans of one event (few by construction)
     local wide = m.count:eq(1) & (m.x1 - m.x0):ge(opts.label_min or 36)
     if wide:count() > 0 then

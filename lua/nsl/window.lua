@@ -44,10 +44,11 @@ function M.span(trace, tables)
     local t = trace[name]
     if #t > 0 then
       t:load{"start", "stop"}
-      local a, b = t.start:min(), t.stop:max()
+      local a, a1 = nsl.extent(t.start)
+      local _, b = nsl.extent(t.stop)
       if a and (not lo or a < lo) then lo = a end
       if b and (not hi or b > hi) then hi = b end
-      if a and (not hi or a > hi) then hi = a end   -- marks without a stop
+      if a1 and (not hi or a1 > hi) then hi = a1 end   -- marks without a stop
     end
   end
   return lo, hi

@@ -1,5 +1,5 @@
 /* lbinning.c -- the kernels behind figures and exports in Lua:
- * nsl.bin_edges, nsl.busy_per_bin (utilisation heatmaps), nsl.nest_depth
+ * nsl.extent (min and max in one pass), nsl.bin_edges, nsl.busy_per_bin (utilisation heatmaps), nsl.nest_depth
  * (sub-rows of nested ranges), nsl.spans_merge (a timeline's level of
  * detail) and nsl.format_rows (JSON text from whole columns). */
 #include <stdlib.h>
@@ -155,7 +155,28 @@ static int l_format_rows(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg funcs[] = {{"bin_edges", l_bin_edges},   {"busy_per_bin", l_busy_per_bin},
+/* nsl.extent(c) -> min, max of a numeric column (NULLs skipped; nil, nil
+ * when it has no values): one pass, no median (c:min() and c:max() go
+ * through c:stats(), which also finds the median). */
+static int l_extent(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  luaL_argcheck(L, c->type != NSL_STR, 1, "a string column has no extent");
+  nsl_stats st;
+  nsl_col_stats(c, &st);
+  if (st.count == 0) {
+    lua_pushnil(L);
+    lua_pushnil(L);
+  } else if (c->type == NSL_F64) {
+    lua_pushnumber(L, st.min);
+    lua_pushnumber(L, st.max);
+  } else {
+    lua_pushinteger(L, st.imin);
+    lua_pushinteger(L, st.imax);
+  }
+  return 2;
+}
+
+static const luaL_Reg funcs[] = {{"extent", l_extent},{"bin_edges", l_bin_edges},   {"busy_per_bin", l_busy_per_bin},
                                  {"nest_depth", l_nest_depth}, {"spans_merge", l_spans_merge},
                                  {"sub_lanes", l_sub_lanes},
                                  {"format_rows", l_format_rows}, {NULL, NULL}};

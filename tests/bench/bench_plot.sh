@@ -7,7 +7,8 @@
 #   - a timeline PNG of the whole trace (every kernel, memcpy, memset and NVTX
 #     range, merged per lane in C) and of a 50 ms window,
 #   - a utilisation heatmap PNG,
-#   - the Perfetto JSON text of kernels in a 1 s window and of all kernels.
+#   - the export analysis (Perfetto JSON) of a 1 s window, and the JSON text
+#     of all kernels through format_rows against string.format in Lua.
 # Wall time (date) and CPU time (os.clock) per step; the load is reported apart.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -75,6 +76,19 @@ return { needs_trace = true, run = function(trace)
       {k.name, pid, k.stream, k.start, k.dur, k.demangled, k.corr, k.grid_x, k.grid_y, k.grid_z, k.block_x,
        k.block_y, k.block_z, k.regs}, ",\n")
     return string.format("%d bytes", #s)
+  end)
+  step("export analysis, a 1 s window, to a file", function()
+    local runner, output = require("nsl.runner"), require("nsl.output")
+    local a = assert(runner.load_analysis("export"))
+    local dir = os.getenv("BENCH_OUT") or "/tmp/nsl-bench/export"
+    local out = output.new{analysis = "export", format = "csv", dir = dir, trace = trace}
+    local args = assert(runner.parse_args(a, {"from=10s", "to=11s"}))
+    io.stdout:flush()
+    a.run(trace, args, out)
+    local f = assert(io.open(dir .. "/trace.json", "rb"))
+    local size = f:seek("end")
+    f:close()
+    return string.format("%d bytes", size)
   end)
   step("the same in Lua (string.format per row)", function()
     local parts, fmt = {}, string.format

@@ -828,5 +828,15 @@ return {
          '{"a":1,"t":1.5,"s":"x"},{"a":2,"t":2,"s":"y\\""}', "format_rows")
     T.raises(function() nsl.format_rows("%d", {}) end, "conversions", "too few columns")
     T.raises(function() nsl.busy_per_bin(nsl.column{0}, nsl.column{1}, nil, 1, 5, 5, 1) end, "empty", "bad range")
+    local lanes = nsl.sub_lanes(nsl.column{0, 1, 1, 0}, nsl.column{0, 0, 1, 3}, {10, 20}, 3)
+    T.eq(lanes[1], 10, "lane of group 0")
+    T.eq(lanes[3], 21, "second sub-row of group 1")
+    T.eq(lanes[4], nil, "past max_sub")
+    local tr = assert(nsl.open(nccl))
+    local a, b = nsl.extent(tr.kernels.dur)
+    T.eq(a, T.sql1(nccl, "SELECT min(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "extent min")
+    T.eq(b, T.sql1(nccl, "SELECT max(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "extent max")
+    T.eq(nsl.extent(nsl.column{1.5, 0 / 0, -2.5}), -2.5, "extent of floats skips NaN")
+    T.eq(nsl.extent(nsl.column{}), nil, "extent of nothing")
   end},
 }
