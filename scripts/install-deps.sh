@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages nsl builds and tests with (needs root or sudo).
+# Tests use sqlite3 (the SQL oracle), tmux (REPL through a terminal), chromium
+# (rendered notebooks checked in a real browser) and python3 (nbformat check).
 set -euo pipefail
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -9,4 +11,4 @@ $SUDO apt-get install -y --no-install-recommends \
   build-essential cmake pkg-config ca-certificates \
   liblua5.4-dev libsqlite3-dev sqlite3 libarchive-dev libstb-dev libjansson-dev nettle-dev \
   zlib1g-dev libzstd-dev libsnappy-dev liblzma-dev libedit-dev fonts-dejavu-core \
-  libcmocka-dev zip unzip xz-utils tmux
+  libcmocka-dev zip unzip xz-utils tmux python3 chromium

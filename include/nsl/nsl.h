@@ -327,6 +327,186 @@ nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop
 nsl_column *nsl_iv_coverage(const nsl_column *start, const nsl_column *stop, const nsl_intervals *b,
                             nsl_error *err);
 
+/* ---- regular expressions (src/core/regex.c) --------------------------- */
+
+/* A compiled regular expression in Python `re` syntax (as kernel maps such
+ * as vLLM's gputrc2graph JSON files use), answered by re.search semantics:
+ * does it match anywhere in the string.  Translated to a POSIX ERE; \d \w
+ * \s (and negations), (?:...), (?P<name>...), a leading (?i), lazy and
+ * possessive quantifiers are understood; lookarounds and backreferences
+ * are refused (NSL_ERR_ARG naming the construct). */
+typedef struct nsl_regex nsl_regex;
+#define NSL_REGEX_ICASE 1
+nsl_status nsl_regex_compile(nsl_regex **out, const char *pattern, int flags, nsl_error *err);
+/* 1 when re matches somewhere in s (NUL-terminated), else 0. */
+int nsl_regex_search(const nsl_regex *re, const char *s);
+/* The POSIX ERE the pattern was translated to (for messages and tests). */
+const char *nsl_regex_posix(const nsl_regex *re);
+void nsl_regex_free(nsl_regex *re);
+/* Mask (NSL_BOOL) of the rows of string column c that re matches; each
+ * distinct string is tested once; NULL rows never match. */
+nsl_column *nsl_col_regex(const nsl_column *c, const nsl_regex *re, nsl_error *err);
+
+/* ---- interval sweeps by key (src/core/overlap_join.c) ---------------- */
+
+/* For every row i of A = [a_start, a_stop): the row j of B = [b_start,
+ * b_stop) that overlaps it most (by more than 0 ns), among the B rows whose
+ * key tuple equals A's (a_keys[k][i] == b_keys[k][j] for every k < nkeys;
+ * nkeys 0: all rows) and, with b_mask, where b_mask is 1.  Keys match as in
+ * nsl_join_index (NULL keys match nothing).  Ties go to the B row that
+ * starts last (the innermost of nested ranges), then stops first, then the
+ * lowest row.  *rows receives j (I64, -1 when none), *overlap the overlap in
+ * ns (0 when none; NULL for A rows with a NULL bound).  Rows need not be
+ * sorted; B rows with a NULL bound or stop <= start never match.  Cost: two
+ * sorts, then per A row the B rows open at its start plus those starting
+ * inside it (pruned once they cannot win). */
+nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
+                            const nsl_column *const *a_keys, const nsl_column *b_start,
+                            const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
+                            const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
+                            nsl_error *err);
+/* For every point t: the number of intervals [start, stop) with the same key
+ * tuple (as nsl_overlap_join) open at t, strictly: start < t < stop.  E.g.
+ * kernels launched (API start) but not yet started at each launch.  NULL
+ * points give NULL; empty intervals and NULL bounds never count.  Result I64. */
+nsl_column *nsl_iv_count_open(const nsl_column *points, const nsl_column *const *point_keys,
+                              const nsl_column *start, const nsl_column *stop,
+                              const nsl_column *const *iv_keys, int nkeys, nsl_error *err);
+/* Idle gaps per group: for every group g (I64 ids 0..ngroups-1 as
+ * nsl_groupby gives; negative ids, masked rows, NULL bounds and empty rows
+ * are skipped), the intervals between g's first start and last stop that
+ * none of its rows covers, longer than min_len ns.  Outputs three new I64
+ * columns of equal length: group, gap start, gap stop, sorted by group then
+ * start. */
+nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                               int64_t ngroups, const nsl_column *mask, int64_t min_len, nsl_column **group,
+                               nsl_column **gap_start, nsl_column **gap_stop, nsl_error *err);
+
+/* ---- sweeps over NVTX ranges (src/core/sweep.c) ---------------------- */
+
+/* The projection of NVTX ranges onto the GPU (the semantics of nsys's
+ * nvtx_gpu_proj_trace): a GPU operation (kernel, memcpy, memset) belongs to
+ * every range that encloses, on the same thread, the API call that launched
+ * it (range start <= call start and call stop <= range stop).  Threads are
+ * given by key tuples (e.g. report, pid, tid) compared by value on both
+ * sides; every key column is integer (I32/I64); a NULL key is on no thread.
+ * A range's NULL stop means open until the end; ranges masked out, with a
+ * NULL start or a stop before their start take no part (and calls like
+ * that match nothing).  One sorted sweep per thread: O((R + A) log) for the
+ * sort plus O(D) per call, D the number of ranges open at the call. */
+typedef struct nsl_nvtx_input {
+  int nkeys;                          /* 1..8 key columns per side */
+  const nsl_column *const *range_keys;
+  const nsl_column *range_start, *range_stop;
+  const nsl_column *range_mask;       /* NULL, or bool: the ranges that take part */
+  const nsl_column *const *api_keys;
+  const nsl_column *api_start, *api_stop;
+  const nsl_column *op_api;           /* per GPU op: its API call's row or -1 (nsl_join_index) */
+  const nsl_column *op_start, *op_stop; /* ops with a NULL time are not counted */
+} nsl_nvtx_input;
+
+typedef struct nsl_nvtx_projection {
+  /* one row per range */
+  nsl_column *parent;     /* I64: the tightest (shortest) enclosing range on the same thread, -1 for none;
+                           * of two equal intervals the first in (start, -stop, row) order is the parent */
+  nsl_column *depth;      /* I32: 0 for a top-level range; NULL for ranges that take no part */
+  nsl_column *proj_start; /* I64: the first start of its GPU ops (NULL without ops) */
+  nsl_column *proj_stop;  /* I64: the last stop of its GPU ops (NULL without ops) */
+  nsl_column *ops;        /* I64: GPU ops launched inside it (children's included) */
+  nsl_column *launches;   /* I64: distinct API calls that launched them (nsys's NumGPUOps) */
+  nsl_column *gpu_time;   /* I64: sum of the ops' durations (stop - start) */
+  nsl_column *children;   /* I64: child ranges that have GPU ops (nsys's NumChild) */
+  /* one row per API call / op */
+  nsl_column *api_range;  /* I64: the innermost range enclosing the call, -1 */
+  nsl_column *op_range;   /* I64: the innermost range enclosing the op's launching call, -1 */
+} nsl_nvtx_projection;
+
+/* Fills out (every column new) or returns an error with out zeroed. */
+nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, nsl_error *err);
+void nsl_nvtx_projection_free(nsl_nvtx_projection *p);
+
+/* Paths of a forest as a tree of distinct paths: rows with the same label
+ * under the same parent path share a node (e.g. NVTX ranges by name under
+ * their parents' names).  parent: I64/I32 row of each row's parent or -1
+ * (a parent masked out also makes a root); label: integer or string ids
+ * (NULL is a label of its own).  NSL_ERR_ARG for a parent out of range or
+ * a cycle.  Node ids are dense, in order of creation. */
+typedef struct nsl_tree {
+  int64_t nnodes;
+  nsl_column *node_of;      /* I64 per row: its node, -1 for rows masked out */
+  nsl_column *node_parent;  /* I64 per node: the parent node, -1 for roots */
+  nsl_column *node_depth;   /* I32 per node: 0 for roots */
+  nsl_column *node_row;     /* I64 per node: one row of the node (to gather labels) */
+} nsl_tree;
+nsl_status nsl_tree_paths(const nsl_column *parent, const nsl_column *label, const nsl_column *mask,
+                          nsl_tree *out, nsl_error *err);
+void nsl_tree_free(nsl_tree *t);
+
+/* ---- range trees and nsys-jax kernels (src/core/jax.c) ---------------- */
+
+/* A tree of ranges is a parent_row column (I64): each row's parent row, or
+ * a negative value for a root (e.g. nsl_join_index of (report, parent_id)
+ * against (report, range_id)). */
+
+/* For every row in `through`: the nearest ancestor in `target`, reached
+ * through ancestors that are all in `through` and not in `target` (*anc,
+ * I64, -1 when the walk leaves `through` or reaches a root; -1 for rows not
+ * in `through`); *inner (BOOL) marks the `through` rows that lie on such a
+ * walk, i.e. that have a `through` descendant.  E.g. thunk -> XlaModule. */
+nsl_status nsl_tree_ancestor(const nsl_column *parent_row, const nsl_column *through, const nsl_column *target,
+                             nsl_column **anc, nsl_column **inner, nsl_error *err);
+/* Mask (BOOL) of rows strictly below a row of mask. */
+nsl_column *nsl_tree_under(const nsl_column *parent_row, const nsl_column *mask, nsl_error *err);
+/* For every row, how many earlier rows share its group (0, 1, ...): pandas'
+ * groupby().cumcount().  group_of as nsl_groupby gives; negative: NULL. */
+nsl_column *nsl_group_cumcount(const nsl_column *group_of, nsl_error *err);
+/* For every row with is_a set: the summed overlap of [start, stop) with the
+ * rows of the same group (group_of NULL: one group) whose is_a is 0 (each
+ * overlap counted, not their union); 0 for the other rows.  E.g. the
+ * part of each communication kernel hidden under computation.  I64. */
+nsl_column *nsl_iv_overlap_sum(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                               const nsl_column *is_a, nsl_error *err);
+
+/* The XLA compilation ranges of one process (host push/pop NVTX ranges in
+ * their recorded order), as nsys-jax reads them. */
+typedef struct nsl_jax_compile_in {
+  int64_t n;
+  const int64_t *start, *stop, *parent;   /* parent: row index or -1 */
+  const int32_t *tid, *num_child;
+  const int64_t *dur_child, *dur_nonchild; /* NSL_NULL_I64 = unknown */
+  const uint8_t *is_compile;              /* XlaCompile ranges */
+  const uint8_t *is_backend;              /* XlaCompileBackend ranges (they name the program) */
+  const uint8_t *is_tsl;                  /* XLA's own ranges ("TSL:" prefix) */
+} nsl_jax_compile_in;
+typedef struct nsl_jax_compile_out {      /* n entries each, malloc'd */
+  int64_t *parent;        /* worker-thread ranges grafted under the compiling thread */
+  int32_t *num_child;
+  int64_t *dur_child, *dur_nonchild;   /* NULL where grafting made them meaningless */
+  uint8_t *keep;          /* the compile frame: XlaCompile ranges, what runs under them, TSL only */
+  int64_t *program_row;   /* the XlaCompileBackend row naming the row's program, or -1 */
+} nsl_jax_compile_out;
+/* nsys-jax's _splice_parallel_ranges, program propagation and _drop_non_tsl:
+ * top-level ranges of other threads inside an XlaCompile range's window are
+ * grafted under the deepest enclosing range of the compiling thread; rows
+ * take the program of the nearest XlaCompileBackend (or its parent); other
+ * ranges are folded into their parents. */
+nsl_status nsl_jax_compile_tree(const nsl_jax_compile_in *in, nsl_jax_compile_out *out, nsl_error *err);
+void nsl_jax_compile_out_free(nsl_jax_compile_out *out);
+
+typedef struct nsl_jax_attr_in {
+  int64_t n;
+  const int64_t *start, *stop, *parent;
+  const int32_t *tid;
+  const int64_t *dur_child, *dur_nonchild;
+  int32_t main_tid;       /* the thread that runs XlaCompile */
+  const uint8_t *collapsed; /* rows whose detail was removed (child time 0); may be NULL */
+} nsl_jax_attr_in;
+/* nsys-jax's parallel-aware compile-time attribution: each compiling-thread
+ * range with worker-thread children spends its parallel region's wall time
+ * in proportion to the workers' non-child times; nonchild[i] and child[i]
+ * (ns, double) are row i's contributions (0 for rows that add nothing). */
+nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild, double *child, nsl_error *err);
+
 /* ---- figures and exports: bins, sub-rows, spans, text rows ------------ */
 /* (src/core/binning.c, src/core/format_rows.c) */
 
@@ -439,9 +619,18 @@ typedef struct nsl_report_info {
   int64_t first_ts, last_ts; /* earliest and latest event time seen (raw), or NSL_NULL_I64 */
 } nsl_report_info;
 
-/* Opens each path (nsys SQLite export; bundles once supported) as reports
- * of one trace.  Nothing but metadata is read. */
+/* Opens each path (an nsys SQLite export, or a bundle: nsl_bundle_add_reports)
+ * as reports of one trace, and records the paths as its inputs.  Nothing
+ * but metadata is read (a bundle's reports are decompressed into memory). */
 nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, nsl_error *err);
+/* Records path as one of the inputs the trace was made from, as the user
+ * gave it (an export or a bundle); nsl_trace_open records each of its paths.
+ * A bundle input may add several reports, so inputs and reports differ. */
+nsl_status nsl_trace_add_input(nsl_trace *tr, const char *path, nsl_error *err);
+/* The number of inputs recorded, and the path of input i (0-based; NULL
+ * when out of range). */
+int nsl_trace_ninputs(const nsl_trace *tr);
+const char *nsl_trace_input_path(const nsl_trace *tr, int i);
 /* Adds a report from an already-opened source (used by bundle readers). */
 nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
                                 const nsl_report_info *info, nsl_error *err);
@@ -471,6 +660,12 @@ const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src);
 nsl_status nsl_nsys_open_file(const char *path, void **src, nsl_report_info *info, nsl_error *err);
 nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size, void **src,
                                nsl_report_info *info, nsl_error *err);
+/* The same over an image in a buffer allocated with malloc, which the
+ * source takes over instead of copying it (half the peak memory of
+ * nsl_nsys_open_image): data is released with free() when the source is
+ * closed, and before returning when the open fails. */
+nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **src,
+                                nsl_report_info *info, nsl_error *err);
 extern const nsl_source_ops nsl_nsys_source_ops;
 /* Runs one read-only SQL statement on an opened export; calls row(ctx,
  * ncols, names, values) per row.  Non-zero from row stops early. */

@@ -37,6 +37,17 @@ core.metatable("table").__tostring = function(t)
   return require("nsl.report").text(t, {limit = 20})
 end
 
+--- nsl.where(mask, a, b) -> a column with a's value where mask is true and
+-- b's elsewhere (a, b: columns of one type and mask's length, or a single
+-- value repeated).  Whole-column: one concat and one gather.
+function M.where(mask, a, b)
+  local n = #mask
+  if M.type(a) ~= "column" then a = M.rep(a, n) end
+  if M.type(b) ~= "column" then b = M.rep(b, n) end
+  local pick = M.range(n) + (~mask):cast("i64") * n     -- row i of a, or row i of b
+  return M.concat(a, b):gather(pick)
+end
+
 --- nsl.is(v, kind) -> true when v is a column/table/trace/groups/intervals.
 function M.is(v, kind) return core.type(v) == kind end
 

@@ -179,6 +179,30 @@ function M.tex(t, opts)
   return concat(lines, "\n") .. "\n"
 end
 
+local html_escapes = {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;"}
+local function html(s) return (s:gsub('[&<>"]', html_escapes)) end
+
+--- An HTML <table> (numbers right-aligned, at most opts.limit rows).
+function M.html(t, opts)
+  opts = opts or {}
+  local names, rows, numeric, n = cells(t, opts)
+  local out = {'<table class="nsl">'}
+  if opts.title then out[#out + 1] = "<caption>" .. html(opts.title) .. "</caption>" end
+  out[#out + 1] = "<thead><tr>"
+  for k, name in ipairs(names) do
+    out[#out + 1] = (numeric[k] and '<th class="num">' or "<th>") .. html(name) .. "</th>"
+  end
+  out[#out + 1] = "</tr></thead><tbody>"
+  for _, row in ipairs(rows) do
+    out[#out + 1] = "<tr>"
+    for k, v in ipairs(row) do out[#out + 1] = (numeric[k] and '<td class="num">' or "<td>") .. html(v) .. "</td>" end
+    out[#out + 1] = "</tr>"
+  end
+  out[#out + 1] = "</tbody></table>"
+  if #rows < n then out[#out + 1] = string.format('<p class="more">%s more rows (%s in all)</p>', M.int(n - #rows), M.int(n)) end
+  return table.concat(out)
+end
+
 -- ---- JSON ----
 
 local json_escapes = {['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f", ["\n"] = "\\n",

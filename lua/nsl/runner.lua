@@ -148,7 +148,7 @@ function M.run(a, opts)
     return fail(2, string.format("analysis '%s' needs a trace: nsl run %s TRACE...", a.name, a.name))
   end
   local out = output.new{analysis = a.name, format = opts.format or "text", dir = opts.out,
-                         trace = trace, traces = opts.traces}
+                         trace = trace, traces = opts.traces, embed = opts.embed}
   local ok, msg = xpcall(a.run, M.handler, trace, args, out)
   if not ok then
     out:flush()
@@ -189,9 +189,10 @@ function M.main(opts)
     end
     return M.run(a, opts)
   else
-    local ok, mod = pcall(require, "nsl.cmd_" .. cmd)
-    if ok and type(mod) == "table" and mod.main then return mod.main(opts) end
-    return fail(2, string.format("command '%s' is not available in this build", cmd))
+    if not nsl.load_embedded("nsl/cmd_" .. cmd .. ".lua") then
+      return fail(2, string.format("command '%s' is not available in this build", cmd))
+    end
+    return require("nsl.cmd_" .. cmd).main(opts)
   end
 end
 

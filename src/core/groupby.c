@@ -48,7 +48,8 @@ typedef struct key_table {
   uint64_t mask;
   /* groups */
   int64_t ngroups, gcap;
-  uint64_t *gkeys;           /* ngroups * nk codes */
+  uint64_t *gkeys;           /* ngroups * nk codes (hash table of several keys only) */
+  int keep_keys;
   int64_t *first_row;
 } key_table;
 
@@ -70,7 +71,7 @@ static void key_codes(key_col *k, int64_t off, int64_t m, uint64_t *out) {
     }
     break;
   case KEY_F64:
-    for (int64_t i = 0; i < m; i++) out[i] = nsl__ocode_f64(nsl_column_get_f64(c, off + i));
+    for (int64_t i = 0; i < m; i++) out[i] = nsl__ocode_f64(nsl__f64_at(c, off + i));
     break;
   case KEY_XLATE: {
     int32_t nd = nsl_dict_size(c->dict);
@@ -80,18 +81,13 @@ static void key_codes(key_col *k, int64_t off, int64_t m, uint64_t *out) {
         out[i] = 0;
         continue;
       }
-      if (k->xl[id] == -2) k->xl[id] = nsl_dict_find(k->to, nsl_dict_str(c->dict, id), nsl_dict_strlen(c->dict, id));
+      if (k->xl[id] == -2)
+        k->xl[id] = nsl_dict_find(k->to, nsl_dict_str(c->dict, id), nsl_dict_strlen(c->dict, id));
       out[i] = k->xl[id] < 0 ? 0 : (uint64_t)k->xl[id] + 1;
     }
     break;
   }
   }
-}
-
-static uint64_t tuple_hash(const uint64_t *codes, int nk) {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (int k = 0; k < nk; k++) h = nsl__mix64(h ^ codes[k]);
-  return h;
 }
 
 static void key_table_free(key_table *t) {
@@ -105,6 +101,33 @@ static void key_table_free(key_table *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* A guess at the number of groups from a sample of rows spread over the
+ * column: n when nearly every sampled tuple is distinct (so the hash table
+ * is sized once instead of doubling through every size), else the number
+ * of distinct sampled tuples. */
+static uint64_t estimate_groups(key_col *keys, int nk, int64_t n) {
+  enum { SAMPLE = 2048, SLOTS = 4096 };
+  uint64_t seen[SLOTS] = {0}, distinct = 0;
+  int64_t ns = n < SAMPLE ? n : SAMPLE;
+  for (int64_t j = 0; j < ns; j++) {
+    int64_t row = (int64_t)((__extension__(unsigned __int128)j * (uint64_t)n) / (uint64_t)ns);
+    uint64_t h = 0x9e3779b97f4a7c15ull, c = 0;
+    for (int k = 0; k < nk; k++) {
+      key_codes(&keys[k], row, 1, &c);
+      h = nsl__mix64(h ^ c);
+    }
+    h |= 1;   /* 0 marks an empty slot */
+    uint64_t s = h & (SLOTS - 1);
+    while (seen[s] && seen[s] != h) s = (s + 1) & (SLOTS - 1);
+    if (!seen[s]) {
+      seen[s] = h;
+      distinct++;
+    }
+  }
+  if (ns && distinct * 10 >= (uint64_t)ns * 9) return (uint64_t)n;
+  return distinct;
+}
+
 /* Chooses a direct table when the product of the key ranges (each plus a
  * NULL slot) is at most a few entries per row. */
 static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n, nsl_error *err) {
@@ -114,7 +137,7 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
   t->span = calloc((size_t)nk, sizeof *t->span);
   t->stride = calloc((size_t)nk, sizeof *t->stride);
   if (!t->kmin || !t->span || !t->stride) goto nomem;
-  uint64_t limit = (uint64_t)n * 2 + 65536, prod = 1;
+  uint64_t limit = (uint64_t)n * 2 + 65536, prod = 1, est;
   if (limit > (1ull << 27)) limit = 1ull << 27;
   int dense = n > 0;
   uint64_t buf[BLOCK];
@@ -142,38 +165,28 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
   if (dense) {
     t->dense = 1;
     t->dsize = prod;
-    t->dtab = malloc(prod * sizeof *t->dtab);
+    t->dtab = nsl__big_alloc(prod * sizeof *t->dtab);
     if (!t->dtab) goto nomem;
     memset(t->dtab, 0xff, prod * sizeof *t->dtab);
+    est = prod < (uint64_t)n ? prod : (uint64_t)n;
   } else {
+    est = estimate_groups(keys, nk, n);
     uint64_t cap = 1024;
-    t->slots = malloc(cap * sizeof *t->slots);
+    while (cap < est * 2) cap <<= 1;
+    t->slots = nsl__big_alloc(cap * sizeof *t->slots);
     if (!t->slots) goto nomem;
     for (uint64_t s = 0; s < cap; s++) t->slots[s].g = -1;
     t->mask = cap - 1;
+    t->keep_keys = nk > 1;   /* one key: the slot holds the code itself */
   }
+  /* room for the expected groups up front (untouched pages cost nothing) */
+  t->gcap = est > 1024 ? (int64_t)est : 1024;
+  if (!(t->first_row = malloc((size_t)t->gcap * sizeof *t->first_row))) goto nomem;
+  if (t->keep_keys && !(t->gkeys = malloc((size_t)t->gcap * (size_t)nk * sizeof *t->gkeys))) goto nomem;
   return NSL_OK;
 nomem:
   key_table_free(t);
   return nsl_error_set(err, NSL_ERR_NOMEM, "group-by: out of memory");
-}
-
-static inline uint64_t dense_index(const key_table *t, const uint64_t *codes) {
-  uint64_t x = 0;
-  for (int k = 0; k < t->nk; k++) x += (codes[k] ? codes[k] - t->kmin[k] + 1 : 0) * t->stride[k];
-  return x;
-}
-
-/* 1 when codes fall inside the direct table's ranges. */
-static inline int dense_fits(const key_table *t, const uint64_t *codes) {
-  for (int k = 0; k < t->nk; k++) {
-    if (codes[k] && (codes[k] < t->kmin[k] || codes[k] - t->kmin[k] + 1 >= t->span[k])) return 0;
-  }
-  return 1;
-}
-
-static inline uint64_t slot_hash(const key_table *t, const uint64_t *codes) {
-  return t->nk == 1 ? codes[0] : tuple_hash(codes, t->nk);
 }
 
 static inline int64_t hash_find(const key_table *t, const uint64_t *codes, uint64_t h, uint64_t *slot_out) {
@@ -192,7 +205,7 @@ static inline int64_t hash_find(const key_table *t, const uint64_t *codes, uint6
 
 static int grow_slots(key_table *t) {
   uint64_t cap = (t->mask + 1) * 2;
-  slot *ns = malloc(cap * sizeof *ns);
+  slot *ns = nsl__big_alloc(cap * sizeof *ns);
   if (!ns) return -1;
   for (uint64_t s = 0; s < cap; s++) ns[s].g = -1;
   for (uint64_t s = 0; s <= t->mask; s++) {
@@ -211,18 +224,67 @@ static int grow_slots(key_table *t) {
 static int64_t new_group(key_table *t, const uint64_t *codes, int64_t row) {
   if (t->ngroups == t->gcap) {
     int64_t cap = t->gcap ? t->gcap * 2 : 1024;
-    uint64_t *gk = realloc(t->gkeys, (size_t)cap * (size_t)t->nk * sizeof *gk);
-    if (!gk) return -1;
-    t->gkeys = gk;
+    if (t->keep_keys) {
+      uint64_t *gk = realloc(t->gkeys, (size_t)cap * (size_t)t->nk * sizeof *gk);
+      if (!gk) return -1;
+      t->gkeys = gk;
+    }
     int64_t *fr = realloc(t->first_row, (size_t)cap * sizeof *fr);
     if (!fr) return -1;
     t->first_row = fr;
     t->gcap = cap;
   }
   int64_t g = t->ngroups++;
-  memcpy(t->gkeys + (size_t)g * (size_t)t->nk, codes, (size_t)t->nk * sizeof *codes);
+  if (t->keep_keys) memcpy(t->gkeys + (size_t)g * (size_t)t->nk, codes, (size_t)t->nk * sizeof *codes);
   t->first_row[g] = row;
   return g;
+}
+
+#define PREFETCH 16   /* rows ahead whose table entry is prefetched */
+
+/* For the m rows of a block (codes of key k at buf[k * BLOCK + i]): the
+ * direct-table index or the hash of each row's tuple into pos, and skip[i]
+ * set for rows that match nothing: a NULL key when skip_null, or (probing)
+ * a tuple outside the direct table's ranges. */
+static void block_positions(const key_table *t, const uint64_t *buf, int64_t m, int skip_null, int probing,
+                            uint64_t *pos, uint8_t *skip) {
+  int nk = t->nk;
+  memset(skip, 0, (size_t)m);
+  if (t->dense) {   /* key by key over the block: sum of (code - min + 1) * stride */
+    memset(pos, 0, (size_t)m * sizeof *pos);
+    for (int k = 0; k < nk; k++) {
+      const uint64_t *c = buf + (size_t)k * BLOCK;
+      uint64_t base = t->kmin[k] - 1, span = t->span[k], stride = t->stride[k];
+      for (int64_t i = 0; i < m; i++) {
+        uint64_t x = c[i] ? c[i] - base : 0;   /* 1.. for values, 0 for NULL */
+        int outside = c[i] != 0 && (c[i] < t->kmin[k] || x >= span);
+        skip[i] |= (uint8_t)((skip_null & (c[i] == 0)) | (probing & outside));
+        pos[i] += x * stride;
+      }
+    }
+    if (probing)   /* keep skipped rows' positions inside the table for prefetching */
+      for (int64_t i = 0; i < m; i++)
+        if (skip[i]) pos[i] = 0;
+    return;
+  }
+  if (nk == 1) {
+    memcpy(pos, buf, (size_t)m * sizeof *pos);
+    if (skip_null)
+      for (int64_t i = 0; i < m; i++) skip[i] = buf[i] == 0;
+    return;
+  }
+  for (int64_t i = 0; i < m; i++) pos[i] = 0x9e3779b97f4a7c15ull;
+  for (int k = 0; k < nk; k++) {
+    const uint64_t *c = buf + (size_t)k * BLOCK;
+    for (int64_t i = 0; i < m; i++) {
+      pos[i] = nsl__mix64(pos[i] ^ c[i]);
+      skip[i] |= (uint8_t)(skip_null & (c[i] == 0));
+    }
+  }
+}
+
+static inline void tuple_at(const uint64_t *buf, int nk, int64_t i, uint64_t *tup) {
+  for (int k = 0; k < nk; k++) tup[k] = buf[(size_t)k * BLOCK + i];
 }
 
 /* Groups the n rows of keys; group_of (may be NULL) receives each row's
@@ -231,38 +293,33 @@ static nsl_status key_table_build(key_table *t, key_col *keys, int nk, int64_t n
                                   int64_t *group_of, nsl_error *err) {
   nsl_status rc = key_table_init(t, keys, nk, n, err);
   if (rc != NSL_OK) return rc;
-  uint64_t *buf = malloc((size_t)nk * BLOCK * sizeof *buf);
-  if (!buf) goto nomem;
   uint64_t codes[64], *tup = nk <= 64 ? codes : malloc((size_t)nk * sizeof *tup);
-  if (!tup) {
-    free(buf);
-    goto nomem;
-  }
+  uint64_t *buf = malloc((size_t)nk * BLOCK * sizeof *buf), pos[BLOCK];
+  uint8_t skip[BLOCK];
+  if (!buf || !tup) goto nomem;
   for (int64_t off = 0; off < n; off += BLOCK) {
     int64_t m = n - off < BLOCK ? n - off : BLOCK;
     for (int k = 0; k < nk; k++) key_codes(&keys[k], off, m, buf + (size_t)k * BLOCK);
+    block_positions(t, buf, m, skip_null, 0, pos, skip);
     for (int64_t i = 0; i < m; i++) {
-      int has_null = 0;
-      for (int k = 0; k < nk; k++) {
-        tup[k] = buf[(size_t)k * BLOCK + i];
-        has_null |= tup[k] == 0;
-      }
-      int64_t g;
-      if (skip_null && has_null) g = -1;
-      else if (t->dense) {
-        uint64_t x = dense_index(t, tup);
-        g = t->dtab[x];
-        if (g < 0) {
-          if ((g = new_group(t, tup, off + i)) < 0) goto nomem_loop;
-          t->dtab[x] = (int32_t)g;   /* groups <= dsize <= 2^27 */
+      int64_t g = -1;
+      if (t->dense) {
+        if (i + PREFETCH < m) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);
+        if (!skip[i] && (g = t->dtab[pos[i]]) < 0) {
+          tuple_at(buf, nk, i, tup);
+          if ((g = new_group(t, tup, off + i)) < 0) goto nomem;
+          t->dtab[pos[i]] = (int32_t)g;   /* groups <= dsize <= 2^27 */
         }
       } else {
-        uint64_t h = slot_hash(t, tup), s;
-        g = hash_find(t, tup, h, &s);
-        if (g < 0) {
-          if ((g = new_group(t, tup, off + i)) < 0) goto nomem_loop;
-          t->slots[s] = (slot){h, g};
-          if ((uint64_t)t->ngroups * 2 > t->mask && grow_slots(t) != 0) goto nomem_loop;
+        if (i + PREFETCH < m) __builtin_prefetch(&t->slots[nsl__mix64(pos[i + PREFETCH]) & t->mask]);
+        if (!skip[i]) {
+          uint64_t sl;
+          tuple_at(buf, nk, i, tup);
+          if ((g = hash_find(t, tup, pos[i], &sl)) < 0) {
+            if ((g = new_group(t, tup, off + i)) < 0) goto nomem;
+            t->slots[sl] = (slot){pos[i], g};
+            if ((uint64_t)t->ngroups * 2 > t->mask && grow_slots(t) != 0) goto nomem;
+          }
         }
       }
       if (group_of) group_of[off + i] = g;
@@ -271,19 +328,34 @@ static nsl_status key_table_build(key_table *t, key_col *keys, int nk, int64_t n
   if (tup != codes) free(tup);
   free(buf);
   return NSL_OK;
-nomem_loop:
+nomem:
   if (tup != codes) free(tup);
   free(buf);
-nomem:
   key_table_free(t);
   return nsl_error_set(err, NSL_ERR_NOMEM, "group-by: out of memory");
 }
 
-/* The group of a code tuple, or -1. */
-static int64_t key_table_find(const key_table *t, const uint64_t *codes) {
-  if (t->dense) return dense_fits(t, codes) ? t->dtab[dense_index(t, codes)] : -1;
-  uint64_t s;
-  return hash_find(t, codes, slot_hash(t, codes), &s);
+/* The groups of the m rows of a block (codes in buf, as key_table_build
+ * reads them) into out, -1 where none matches.  tup: scratch of nk codes. */
+static void key_table_probe(const key_table *t, const uint64_t *buf, int64_t m, uint64_t *tup, int64_t *out) {
+  uint64_t pos[BLOCK];
+  uint8_t skip[BLOCK];
+  block_positions(t, buf, m, 1, 1, pos, skip);
+  for (int64_t i = 0; i < m; i++) {
+    int64_t g = -1;
+    if (t->dense) {
+      if (i + PREFETCH < m) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);
+      if (!skip[i]) g = t->dtab[pos[i]];
+    } else {
+      if (i + PREFETCH < m) __builtin_prefetch(&t->slots[nsl__mix64(pos[i + PREFETCH]) & t->mask]);
+      if (!skip[i]) {
+        uint64_t sl;
+        tuple_at(buf, t->nk, i, tup);
+        g = hash_find(t, tup, pos[i], &sl);
+      }
+    }
+    out[i] = g;
+  }
 }
 
 /* ---- group-by ------------------------------------------------------------------ */
@@ -340,7 +412,7 @@ nsl_column *nsl_join_index(const nsl_column *const *left, const nsl_column *cons
   nsl_column *res = NULL;
   key_table t;
   int built = 0;
-  uint64_t *buf = NULL;
+  uint64_t *buf = NULL, *tup = NULL;
   if (!lk || !rk) goto nomem;
   for (int k = 0; k < nkeys; k++) {
     const nsl_column *l = left[k], *r = right[k];
@@ -366,23 +438,14 @@ nsl_column *nsl_join_index(const nsl_column *const *left, const nsl_column *cons
   res = nsl_column_new(NSL_I64, nl, NULL);
   buf = malloc((size_t)nkeys * BLOCK * sizeof *buf);
   if (!res || !buf) goto nomem;
-  uint64_t tup[64], *tp = nkeys <= 64 ? tup : malloc((size_t)nkeys * sizeof *tp);
-  if (!tp) goto nomem;
-  int64_t *o = nsl_i64(res);
+  if (!(tup = malloc((size_t)nkeys * sizeof *tup))) goto nomem;
+  int64_t *o = nsl_i64(res), gb[BLOCK];
   for (int64_t off = 0; off < nl; off += BLOCK) {
     int64_t m = nl - off < BLOCK ? nl - off : BLOCK;
     for (int k = 0; k < nkeys; k++) key_codes(&lk[k], off, m, buf + (size_t)k * BLOCK);
-    for (int64_t i = 0; i < m; i++) {
-      int has_null = 0;
-      for (int k = 0; k < nkeys; k++) {
-        tp[k] = buf[(size_t)k * BLOCK + i];
-        has_null |= tp[k] == 0;
-      }
-      int64_t g = has_null ? -1 : key_table_find(&t, tp);
-      o[off + i] = g < 0 ? -1 : t.first_row[g];
-    }
+    key_table_probe(&t, buf, m, tup, gb);
+    for (int64_t i = 0; i < m; i++) o[off + i] = gb[i] < 0 ? -1 : t.first_row[gb[i]];
   }
-  if (tp != tup) free(tp);
   goto done;
 nomem:
   nsl_error_set(err, NSL_ERR_NOMEM, "join: out of memory (%lld and %lld rows)", (long long)nl, (long long)nr);
@@ -392,6 +455,7 @@ fail:
 done:
   if (built) key_table_free(&t);
   free(buf);
+  free(tup);
   for (int k = 0; lk && k < nkeys; k++) free(lk[k].xl);
   free(lk);
   free(rk);
@@ -426,11 +490,11 @@ static int sums_compute(const int64_t *go, int64_t ng, const nsl_column *v, sums
   int fp = v->type == NSL_F64;
   memset(s, 0, sizeof *s);
   size_t m = (size_t)(ng ? ng : 1);
-  s->count = calloc(m, sizeof *s->count);
+  s->count = nsl__big_calloc(m, sizeof *s->count);
   if (fp) {
-    s->fsum = calloc(m, sizeof *s->fsum);
-    s->comp = calloc(m, sizeof *s->comp);
-  } else s->isum = calloc(m, sizeof *s->isum);
+    s->fsum = nsl__big_calloc(m, sizeof *s->fsum);
+    s->comp = nsl__big_calloc(m, sizeof *s->comp);
+  } else s->isum = nsl__big_calloc(m, sizeof *s->isum);
   if (!s->count || (fp ? !s->fsum || !s->comp : !s->isum)) {
     sums_free(s);
     return -1;
@@ -478,7 +542,7 @@ static double sums_mean(const sums *s, int64_t g) {
 static int contiguous_codes(const int64_t *go, int64_t ng, const nsl_column *v, uint64_t **codes_out,
                             int64_t **off_out) {
   int64_t n = v->len;
-  int64_t *off = calloc((size_t)ng + 1, sizeof *off);
+  int64_t *off = nsl__big_calloc((size_t)ng + 1, sizeof *off);
   uint64_t *buf = malloc(BLOCK * sizeof *buf), *codes = NULL;
   if (!off || !buf) goto fail;
   for (int64_t b = 0; b < n; b += BLOCK) {   /* counts */
@@ -488,7 +552,7 @@ static int contiguous_codes(const int64_t *go, int64_t ng, const nsl_column *v, 
       if (buf[i] && go[b + i] >= 0) off[go[b + i] + 1]++;
   }
   for (int64_t g = 0; g < ng; g++) off[g + 1] += off[g];
-  codes = malloc((size_t)(off[ng] ? off[ng] : 1) * sizeof *codes);
+  codes = nsl__big_alloc((size_t)off[ng] * sizeof *codes);
   if (!codes) goto fail;
   int64_t *pos = off;   /* scatter with off[g] as the cursor, then shift back */
   for (int64_t b = 0; b < n; b += BLOCK) {
@@ -514,10 +578,10 @@ fail:
 static nsl_column *agg_minmax(const int64_t *go, int64_t ng, const nsl_column *v, int is_max,
                               nsl_error *err) {
   int64_t n = v->len;
-  uint64_t *ranks = NULL, *best = malloc((size_t)(ng ? ng : 1) * sizeof *best), buf[BLOCK];
+  uint64_t *ranks = NULL, *best = nsl__big_alloc((size_t)ng * sizeof *best), buf[BLOCK];
   nsl_column *r = NULL;
   if (!best) goto nomem;
-  if (v->type == NSL_STR && !(ranks = nsl__str_ranks(v, err))) goto fail;
+  if (v->type == NSL_STR && v->dict && !(ranks = nsl__str_ranks(v, err))) goto fail;
   uint64_t none = is_max ? 0 : UINT64_MAX;
   for (int64_t g = 0; g < ng; g++) best[g] = none;
   for (int64_t b = 0; b < n; b += BLOCK) {
@@ -545,7 +609,7 @@ static nsl_column *agg_minmax(const int64_t *go, int64_t ng, const nsl_column *v
     case NSL_I32: nsl_i32(r)[g] = x ? (int32_t)nsl__ocode_to_i64(x) : NSL_NULL_I32; break;
     case NSL_F64: nsl_f64(r)[g] = nsl__ocode_to_f64(x); break;
     case NSL_BOOL: nsl_bool(r)[g] = x ? (uint8_t)(x - 1) : 0; break;
-    case NSL_STR: nsl_i32(r)[g] = x ? id_of_rank[x - 1] : -1; break;
+    case NSL_STR: nsl_i32(r)[g] = !x ? -1 : id_of_rank ? id_of_rank[x - 1] : (int32_t)(x - 1); break;
     }
   }
   free(id_of_rank);
@@ -602,7 +666,7 @@ nsl_column *nsl_group_agg(const nsl_groups *g, const nsl_column *values, nsl_agg
     if (!(r = nsl_column_new(NSL_I64, ng, NULL))) goto nomem;
     int64_t *o = nsl_i64(r);
     for (int64_t i = 0; i < n; i++)
-      if (go[i] >= 0 && !nsl_column_is_null(values, i)) o[go[i]]++;
+      if (go[i] >= 0 && !nsl__is_null(values, i)) o[go[i]]++;
     break;
   }
   case NSL_AGG_SUM:
@@ -621,17 +685,20 @@ nsl_column *nsl_group_agg(const nsl_groups *g, const nsl_column *values, nsl_agg
     } else {   /* sample standard deviation, second pass over the deviations */
       double *o = nsl_f64(r);
       for (int64_t k = 0; k < ng; k++) o[k] = sums_mean(&s, k);   /* means first */
-      long double *ss = calloc((size_t)(ng ? ng : 1), sizeof *ss);
+      long double *ss = nsl__big_calloc((size_t)(ng ? ng : 1), sizeof *ss);
       if (!ss) goto nomem;
       for (int64_t i = 0; i < n; i++) {
         int64_t k = go[i];
-        if (k < 0 || nsl_column_is_null(values, i)) continue;
+        if (k < 0 || nsl__is_null(values, i)) continue;
+        int null;
         long double d = (fp ? (long double)nsl_f64(values)[i]
-                            : (long double)nsl_column_get_i64(values, i)) - (long double)o[k];
+                            : (long double)nsl__int_at(values, i, &null)) - (long double)o[k];
         ss[k] += d * d;
       }
       for (int64_t k = 0; k < ng; k++)
-        o[k] = s.count[k] == 0 ? NAN : s.count[k] == 1 ? 0.0 : sqrt((double)(ss[k] / (long double)(s.count[k] - 1)));
+        o[k] = s.count[k] == 0   ? NAN
+               : s.count[k] == 1 ? 0.0
+                                 : sqrt((double)(ss[k] / (long double)(s.count[k] - 1)));
       free(ss);
     }
     break;
@@ -685,7 +752,7 @@ nsl_column *nsl_group_agg(const nsl_groups *g, const nsl_column *values, nsl_agg
     for (int64_t k = 0; k < ng; k++) rows[k] = -1;
     for (int64_t i = 0; i < n; i++) {
       int64_t k = go[i];
-      if (k < 0 || nsl_column_is_null(values, i)) continue;
+      if (k < 0 || nsl__is_null(values, i)) continue;
       if (agg == NSL_AGG_LAST || rows[k] < 0) rows[k] = i;
     }
     r = nsl_col_gather(values, rc, err);

@@ -42,7 +42,8 @@ static nsl_status check_set(const char *what, const nsl_intervals *a, nsl_error 
                            (long long)i, (long long)a->stop[i], (long long)a->start[i]);
     if (i > 0 && a->start[i] < a->stop[i - 1])
       return nsl_error_set(err, NSL_ERR_ARG,
-                           "%s: intervals %lld and %lld overlap or are not sorted (make a set with nsl_iv_union)",
+                           "%s: intervals %lld and %lld overlap or are not sorted "
+                           "(make a set with nsl_iv_union)",
                            what, (long long)i - 1, (long long)i);
   }
   return NSL_OK;
@@ -90,26 +91,28 @@ nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const n
   memset(out, 0, sizeof *out);
   nsl_status rc = check_rows("interval union", start, stop, mask, err);
   if (rc != NSL_OK) return rc;
-  int64_t n = start->len, m = 0, lo = INT64_MAX;
+  int64_t n = start->len, m = 0, lo = INT64_MAX, hi = INT64_MIN;
   const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
-  nsl__kv *a = malloc((size_t)(n ? n : 1) * sizeof *a), *tmp = NULL;
-  if (!a) return nsl_error_set(err, NSL_ERR_NOMEM, "interval union: out of memory for %lld rows", (long long)n);
+  nsl__kv *a = nsl__big_alloc((size_t)n * sizeof *a), *tmp = NULL;
+  if (!a)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "interval union: out of memory for %lld rows", (long long)n);
   int sorted = 1;
   for (int64_t i = 0; i < n; i++) {   /* the non-empty intervals, as (start, stop) */
     int64_t s, e;
     if ((mk && !mk[i]) || !row_interval(start, stop, i, &s, &e) || s >= e) continue;
     if (m > 0 && s < (int64_t)a[m - 1].k) sorted = 0;
     if (s < lo) lo = s;
+    if (s > hi) hi = s;
     a[m++] = (nsl__kv){(uint64_t)s, e};
   }
   nsl__kv *r = a;
   if (!sorted) {
-    if (!(tmp = malloc((size_t)m * sizeof *tmp))) {
+    if (!(tmp = nsl__big_alloc((size_t)m * sizeof *tmp))) {
       free(a);
       return nsl_error_set(err, NSL_ERR_NOMEM, "interval union: out of memory for %lld rows", (long long)m);
     }
     for (int64_t i = 0; i < m; i++) a[i].k -= (uint64_t)lo;   /* offsets from the least start */
-    r = nsl__radix_kv(a, tmp, m);
+    r = nsl__radix_kv(a, tmp, m, nsl__bitwidth((uint64_t)hi - (uint64_t)lo));
     for (int64_t i = 0; i < m; i++) r[i].k += (uint64_t)lo;
   }
   int64_t k = 0;   /* merge in place into r */
@@ -178,7 +181,7 @@ nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop
       return NULL;
     }
   nsl_column *res = nsl_column_new(NSL_I64, ngroups, NULL);
-  nsl__kv *a = malloc((size_t)(n ? n : 1) * sizeof *a), *tmp = NULL;
+  nsl__kv *a = nsl__big_alloc((size_t)n * sizeof *a), *tmp = NULL;
   if (!res || !a) goto nomem;
   int64_t *busy = nsl_i64(res);
   for (int64_t i = 0; i < n; i++) {
@@ -203,8 +206,8 @@ nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop
     row_interval(start, stop, row, &s, &e);
     a[i].v = e;
   }
-  if (!(tmp = malloc((size_t)m * sizeof *tmp))) goto nomem;
-  nsl__kv *r = nsl__radix_kv(a, tmp, m);
+  if (!(tmp = nsl__big_alloc((size_t)m * sizeof *tmp))) goto nomem;
+  nsl__kv *r = nsl__radix_kv(a, tmp, m, sb + gb);
   uint64_t smask = sb >= 64 ? ~0ull : (1ull << sb) - 1;
   int64_t cur_g = -1, cs = 0, ce = 0;
   for (int64_t i = 0; i < m; i++) {

@@ -377,7 +377,7 @@ nsl_column *nsl_col_arith(const nsl_column *a, nsl_arith op, const nsl_column *b
   if (fp) {
     double *o = nsl_f64(r);
     for (int64_t i = 0; i < n; i++)
-      o[i] = arith_f64(nsl_column_get_f64(a, i), op, nsl_column_get_f64(b, i));
+      o[i] = arith_f64(nsl__f64_at(a, i), op, nsl__f64_at(b, i));
   } else if (a->type == NSL_I64 && b->type == NSL_I64) {
     const int64_t *x = nsl_i64(a), *y = nsl_i64(b);
     int64_t *o = nsl_i64(r);
@@ -412,7 +412,7 @@ nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v) {
   nsl_column *r = nsl_column_new(NSL_F64, n, NULL);
   if (!r) return NULL;
   double *o = nsl_f64(r);
-  for (int64_t i = 0; i < n; i++) o[i] = arith_f64(nsl_column_get_f64(a, i), op, v);
+  for (int64_t i = 0; i < n; i++) o[i] = arith_f64(nsl__f64_at(a, i), op, v);
   return r;
 }
 
@@ -517,8 +517,8 @@ void nsl_col_stats(const nsl_column *c, nsl_stats *out) {
   if (count > 1) {   /* second pass: sum of squared deviations */
     long double ss = 0;
     for (int64_t i = 0; i < n; i++) {
-      if (nsl_column_is_null(c, i)) continue;
-      double dv = nsl_column_get_f64(c, i) - mean;
+      if (nsl__is_null(c, i)) continue;
+      double dv = nsl__f64_at(c, i) - mean;
       ss += (long double)dv * dv;
     }
     out->std = sqrt((double)(ss / (long double)(count - 1)));
@@ -550,7 +550,7 @@ int64_t nsl__quantile_pos(int64_t n, double q, double *frac) {
 
 double nsl_col_quantile(const nsl_column *c, double q) {
   if (!valid_col(c) || c->type == NSL_STR || !(q >= 0 && q <= 1) || c->len == 0) return NAN;
-  uint64_t *a = malloc((size_t)c->len * sizeof *a);
+  uint64_t *a = nsl__big_alloc((size_t)c->len * sizeof *a);
   if (!a) return NAN;
   nsl__order_codes(c, NULL, 0, c->len, NULL, a);
   int64_t n = 0;
@@ -597,7 +597,7 @@ nsl_column *nsl_col_histogram(const nsl_column *c, const double *edges, int nbin
   int64_t *cnt = nsl_i64(r);
   double lo = edges[0], hi = edges[nbins];
   for (int64_t i = 0; i < c->len; i++) {
-    double x = nsl_column_get_f64(c, i);
+    double x = nsl__f64_at(c, i);
     if (!(x >= lo && x <= hi)) continue;   /* outside, or NULL */
     int b;
     if (x == hi) {

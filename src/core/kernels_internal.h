@@ -53,6 +53,17 @@ static inline uint64_t nsl__mix64(uint64_t x) {
 /* Number of bits needed to hold x (0 for 0). */
 static inline int nsl__bitwidth(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0; }
 
+/* malloc for large scratch arrays (free with free()): 2 MiB aligned and
+ * marked for transparent huge pages where the OS offers them, so random
+ * access into big hash tables and radix buckets is not dominated by TLB
+ * misses (page walks are dear, above all in virtual machines). */
+void *nsl__big_alloc(size_t bytes);
+/* nsl__big_alloc, zero-filled; NULL on overflow. */
+void *nsl__big_calloc(size_t n, size_t size);
+/* Marks the 2 MiB-aligned interior of [p, p + bytes) for huge pages (for
+ * large arrays allocated elsewhere, before they are first touched). */
+void nsl__advise_huge(void *p, size_t bytes);
+
 /* A (key, value) pair sorted by key. */
 typedef struct nsl__kv {
   uint64_t k;
@@ -63,8 +74,9 @@ typedef struct nsl__kv {
  * (lower bits are ignored, so a payload can live there).  tmp is scratch
  * of n elements.  Returns the array (a or tmp) that holds the result. */
 uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi);
-/* Stable LSD radix sort of (k, v) pairs by k; same contract. */
-nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n);
+/* Stable LSD radix sort of (k, v) pairs by k, whose set bits all lie below
+ * bit `bits` (64: anywhere); same contract. */
+nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n, int bits);
 /* Sorts a[0..n) ascending in place (not stable: keys only); tmp is scratch
  * of n elements (used for large n only).  Used per group. */
 void nsl__sort_u64(uint64_t *a, int64_t n, uint64_t *tmp);
@@ -79,9 +91,10 @@ int64_t nsl__quantile_pos(int64_t n, double q, double *frac);
 /* a + (b - a) * frac for two order codes of a column of type t. */
 double nsl__lerp_codes(nsl_type t, uint64_t a, uint64_t b, double frac);
 
-/* For a string column: an array over the dictionary's ids giving, for ids
- * that occur in c, 1 + their rank in byte order among the strings of c
- * (absent ids get 0).  NULL on out of memory (err filled).  Free with free(). */
+/* For a string column with a dictionary: an array over the dictionary's ids
+ * giving, for ids that occur in c, 1 + their rank in byte order among the
+ * strings of c (absent ids get 0).  NULL on out of memory (err filled).
+ * Free with free().  (A string column without a dictionary orders by id.) */
 uint64_t *nsl__str_ranks(const nsl_column *c, nsl_error *err);
 
 /* Order codes (see above) of c at rows[0..n) (rows NULL: rows first..first+n-1)
@@ -125,6 +138,22 @@ static inline int64_t nsl__int_at(const nsl_column *c, int64_t i, int *null) {
   case NSL_BOOL: *null = 0; return nsl_bool(c)[i];
   default: *null = 1; return 0;
   }
+}
+
+/* Value i as a double, NaN for NULL (any type; string ids as numbers). */
+static inline double nsl__f64_at(const nsl_column *c, int64_t i) {
+  if (c->type == NSL_F64) return nsl_f64(c)[i];
+  int null;
+  int64_t x = nsl__int_at(c, i, &null);
+  return null ? NAN : (double)x;
+}
+
+/* 1 when value i is NULL (NaN for doubles). */
+static inline int nsl__is_null(const nsl_column *c, int64_t i) {
+  if (c->type == NSL_F64) return isnan(nsl_f64(c)[i]);
+  int null;
+  (void)nsl__int_at(c, i, &null);
+  return null;
 }
 
 /* Checks that cols[0..n) are non-NULL columns of equal length; fills err. */

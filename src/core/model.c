@@ -69,16 +69,25 @@ static const nsl_model_column processes[] = {COL("pid", NSL_I32), COL("name", NS
 
 static const nsl_model_column threads[] = {COL("pid", NSL_I32), COL("tid", NSL_I32), COL("name", NSL_STR), END};
 
+/* NVTX ranges projected onto the GPU timeline (nsys-jax's nvtx_gpu_proj_trace):
+ * start/stop are the projected times, orig_* the host range's own. */
+static const nsl_model_column gpu_ranges[] = {
+    COL("pid", NSL_I32), COL("tid", NSL_I32), COL("device", NSL_I32), TIME("start"), TIME("stop"),
+    COL("dur", NSL_I64), COL("text", NSL_STR), COL("level", NSL_I32), COL("range_id", NSL_I64),
+    COL("parent_id", NSL_I64), TIME("orig_start"), TIME("orig_stop"), COL("orig_dur", NSL_I64),
+    COL("num_gpu_ops", NSL_I64), COL("num_child", NSL_I32), END};
+
 static const nsl_model_table tables[] = {
     {"kernels", kernels}, {"memcpy", memcpy_cols}, {"memset", memset_cols}, {"api", api},
     {"nvtx", nvtx},       {"sync", sync},          {"osrt", osrt},          {"memory", memory},
     {"samples", samples}, {"frames", frames},       /* CPU sampling call stacks */
     {"callchains", frames}, /* CUDA API call stacks (CUDA_CALLCHAINS), same shape as frames */
-    {"devices", devices}, {"processes", processes}, {"threads", threads}, {NULL, NULL}};
+    {"devices", devices}, {"processes", processes}, {"threads", threads},
+    {"gpu_ranges", gpu_ranges}, {NULL, NULL}};
 
 static const char *const table_names[] = {"reports", "kernels", "memcpy", "memset", "api", "nvtx",
                                           "sync", "osrt", "memory", "samples", "frames", "callchains",
-                                          "devices", "processes", "threads", NULL};
+                                          "devices", "processes", "threads", "gpu_ranges", NULL};
 
 const char *const *nsl_model_tables(void) { return table_names; }
 

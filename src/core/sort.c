@@ -1,28 +1,68 @@
 /* sort.c -- radix sorting of whole columns: nsl_argsort (stable, multi-key,
  * descending keys, NULLs first), nsl_col_unique, nsl_searchsorted, and the
- * radix primitives the other kernels share (kernels_internal.h).
+ * primitives the other kernels share (kernels_internal.h): radix sorts,
+ * selection, order codes, huge-page scratch memory.
  *
  * nsl_argsort maps every key to an order code (kernels_internal.h), narrows
  * it to the key's range (code - min, or max - code when descending; NULL
- * stays 0, below every value), and packs consecutive keys into one composite
- * code while they fit.  When the composite code and the row position fit in
- * 64 bits together they are sorted as one uint64 (position in the low bits),
- * else as (code, row) pairs.  Composites are sorted from the last to the
- * first with a stable LSD radix sort (8- or 11-bit digits; a digit every key
- * shares costs no pass), so equal keys keep their row order. */
+ * stays 0, below every value), and packs consecutive keys into one
+ * composite code while they fit in 64 bits.  When a composite and the row
+ * position fit in 64 bits together they are sorted as one uint64 (position
+ * in the low bits), else as (code, row) pairs.  Composites are sorted from
+ * the last to the first with a stable LSD radix sort (digits of at most 8
+ * or 11 bits; a digit that every key shares costs no pass), so equal keys
+ * keep their row order. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/kernels_internal.h"
 
 #define BLOCK 4096      /* rows per block when encoding keys */
 #define SMALL_SORT 32   /* insertion sort below this */
 
+/* ---- scratch memory ------------------------------------------------------ */
+
+void nsl__advise_huge(void *p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
+  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+void *nsl__big_calloc(size_t n, size_t size) {
+  if (size && n > SIZE_MAX / size) return NULL;
+  void *p = nsl__big_alloc(n * size);
+  if (p) memset(p, 0, n * size);
+  return p;
+}
+
+void *nsl__big_alloc(size_t bytes) {
+  const size_t huge = (size_t)2 << 20;
+  if (bytes < 2 * huge) return malloc(bytes ? bytes : 1);
+  size_t size = (bytes + huge - 1) & ~(huge - 1);
+  void *p = aligned_alloc(huge, size);
+#ifdef MADV_HUGEPAGE
+  if (p) (void)madvise(p, size, MADV_HUGEPAGE);   /* a hint: failure changes nothing */
+#endif
+  return p;
+}
+
 /* ---- radix primitives --------------------------------------------------- */
 
-/* Digit width for n elements: 11 bits for large arrays (fewer passes), 8
- * bits for smaller ones (histograms that stay in L1). */
-static int digit_bits(int64_t n) { return n >= (1 << 16) ? 11 : 8; }
+/* Digit width for n keys of span bits: at most 11 bits for large arrays
+ * (fewer passes), 8 for smaller ones (histograms that stay in L1), and the
+ * passes balanced (36 bits: four 9-bit digits, not 11+11+11+3) so that the
+ * buckets are as few as the pass count allows.  *nd: number of digits. */
+static int digit_width(int64_t n, int span, int *nd) {
+  int w = n >= (1 << 16) ? 11 : 8;
+  *nd = (span + w - 1) / w;
+  return (span + *nd - 1) / *nd;
+}
 
 uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi) {
   if (n < 2 || hi <= lo) return a;
@@ -40,8 +80,7 @@ uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi) 
     }
     return a;
   }
-  int w = digit_bits(n), span = hi - lo;
-  int nd = (span + w - 1) / w;
+  int span = hi - lo, nd, w = digit_width(n, span, &nd);
   size_t nb = (size_t)1 << w;
   uint64_t dmask = nb - 1, kmask = span >= 64 ? ~0ull : (1ull << span) - 1;
   int64_t hist[8 * 2048];
@@ -77,7 +116,7 @@ uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi) 
   return src;
 }
 
-nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n) {
+nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n, int bits) {
   if (n < 2) return a;
   if (n <= SMALL_SORT) {
     for (int64_t i = 1; i < n; i++) {
@@ -91,8 +130,9 @@ nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n) {
     }
     return a;
   }
-  int w = digit_bits(n);
-  int nd = (64 + w - 1) / w;
+  int span = bits < 1 ? 0 : bits > 64 ? 64 : bits;
+  if (span == 0) return a;
+  int nd, w = digit_width(n, span, &nd);
   size_t nb = (size_t)1 << w;
   uint64_t dmask = nb - 1;
   int64_t hist[8 * 2048];
@@ -361,7 +401,8 @@ typedef struct sort_key {
 
 static nsl_status scan_key(sort_key *k, nsl_error *err) {
   const nsl_column *c = k->col;
-  if (c->type == NSL_STR && !(k->ranks = nsl__str_ranks(c, err))) return err ? err->code : NSL_ERR_NOMEM;
+  if (c->type == NSL_STR && c->dict && !(k->ranks = nsl__str_ranks(c, err)))
+    return err ? err->code : NSL_ERR_NOMEM;
   uint64_t buf[BLOCK], lo = UINT64_MAX, hi = 0;
   int has_null = 0;
   for (int64_t off = 0; off < c->len; off += BLOCK) {
@@ -416,10 +457,12 @@ static nsl_status sort_pass(const sort_key *keys, int nk, int bits, int64_t *per
   int ib = nsl__bitwidth((uint64_t)(n - 1));
   const int64_t *rows = first ? NULL : perm;
   if (bits + ib <= 64) {   /* composite code and position in one word */
-    uint64_t *a = malloc((size_t)n * sizeof *a), *t = malloc((size_t)n * sizeof *t);
+    /* scratch: the first pass sorts through perm itself */
+    uint64_t *a = nsl__big_alloc((size_t)n * sizeof *a);
+    uint64_t *t = first ? (uint64_t *)perm : nsl__big_alloc((size_t)n * sizeof *t);
     if (!a || !t) {
       free(a);
-      free(t);
+      if (!first) free(t);
       return nsl_error_set(err, NSL_ERR_NOMEM, "argsort: out of memory for %lld rows", (long long)n);
     }
     for (int64_t off = 0; off < n; off += BLOCK) {
@@ -429,18 +472,18 @@ static nsl_status sort_pass(const sort_key *keys, int nk, int bits, int64_t *per
     }
     uint64_t *r = nsl__radix_u64(a, t, n, ib, ib + bits);
     uint64_t pmask = ib ? (~0ull >> (64 - ib)) : 0;
-    if (first)
+    if (first)   /* in place when r is perm */
       for (int64_t i = 0; i < n; i++) perm[i] = (int64_t)(r[i] & pmask);
     else {
       int64_t *np = (int64_t *)(r == a ? t : a);
       for (int64_t i = 0; i < n; i++) np[i] = perm[r[i] & pmask];
       memcpy(perm, np, (size_t)n * sizeof *perm);
+      free(t);
     }
     free(a);
-    free(t);
     return NSL_OK;
   }
-  nsl__kv *a = malloc((size_t)n * sizeof *a), *t = malloc((size_t)n * sizeof *t);
+  nsl__kv *a = nsl__big_alloc((size_t)n * sizeof *a), *t = nsl__big_alloc((size_t)n * sizeof *t);
   if (!a || !t) {
     free(a);
     free(t);
@@ -452,7 +495,7 @@ static nsl_status sort_pass(const sort_key *keys, int nk, int bits, int64_t *per
     composite_block(keys, nk, rows, off, m, buf);
     for (int64_t i = 0; i < m; i++) a[off + i] = (nsl__kv){buf[i], first ? off + i : perm[off + i]};
   }
-  nsl__kv *r = nsl__radix_kv(a, t, n);
+  nsl__kv *r = nsl__radix_kv(a, t, n, bits);
   for (int64_t i = 0; i < n; i++) perm[i] = r[i].v;
   free(a);
   free(t);
@@ -469,6 +512,7 @@ nsl_column *nsl_argsort(const nsl_column *const *keys, const int *desc, int nkey
     nsl_error_set(err, NSL_ERR_NOMEM, "argsort: out of memory for %lld rows", (long long)n);
     goto fail;
   }
+  nsl__advise_huge(res->data, (size_t)n * sizeof(int64_t));   /* the first radix pass scatters into it */
   int64_t *perm = nsl_i64(res);
   for (int k = 0; k < nkeys; k++) {
     sk[nk].col = keys[k];
@@ -478,17 +522,20 @@ nsl_column *nsl_argsort(const nsl_column *const *keys, const int *desc, int nkey
       goto fail;
     }
     if (sk[nk].bits > 0) nk++;
-    else free(sk[nk].ranks);
+    else {
+      free(sk[nk].ranks);   /* a constant key orders nothing; its slot is reused */
+      sk[nk].ranks = NULL;
+    }
   }
   int first = 1;
   if (n > 1) {
-    int budget = 64 - nsl__bitwidth((uint64_t)(n - 1));
-    /* Group keys (most significant first) into composites of <= budget bits
-     * (or one wide key alone), then sort from the last composite back. */
+    /* Group keys (most significant first) into composites of <= 64 bits,
+     * then sort from the last composite back: one pass of (code, row)
+     * pairs beats two passes of packed words and a gather. */
     int end = nk;
     while (end > 0) {
       int beg = end - 1, bits = sk[beg].bits;
-      while (beg > 0 && bits + sk[beg - 1].bits <= (bits > budget ? 0 : budget)) bits += sk[--beg].bits;
+      while (beg > 0 && bits + sk[beg - 1].bits <= 64) bits += sk[--beg].bits;
       if (sort_pass(sk + beg, end - beg, bits, perm, first, n, err) != NSL_OK) goto fail;
       first = 0;
       end = beg;
@@ -518,9 +565,9 @@ nsl_column *nsl_col_unique(const nsl_column *c, nsl_error *err) {
   uint64_t *ranks = NULL, *codes = NULL, *tmp = NULL;
   int32_t *id_of_rank = NULL;
   nsl_column *res = NULL;
-  if (c->type == NSL_STR && !(ranks = nsl__str_ranks(c, err))) return NULL;
-  codes = malloc((size_t)(n ? n : 1) * sizeof *codes);
-  tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
+  if (c->type == NSL_STR && c->dict && !(ranks = nsl__str_ranks(c, err))) return NULL;
+  codes = nsl__big_alloc((size_t)n * sizeof *codes);
+  tmp = nsl__big_alloc((size_t)n * sizeof *tmp);
   if (!codes || !tmp) goto nomem;
   nsl__order_codes(c, NULL, 0, n, ranks, codes);
   nsl__sort_u64(codes, n, tmp);
@@ -541,6 +588,10 @@ nsl_column *nsl_col_unique(const nsl_column *c, nsl_error *err) {
     for (int64_t i = 0; i < nu; i++) nsl_bool(res)[i] = (uint8_t)(codes[i] - 1);
     break;
   case NSL_STR: {
+    if (!ranks) {   /* no dictionary: ids in id order */
+      for (int64_t i = 0; i < nu; i++) nsl_i32(res)[i] = (int32_t)(codes[i] - 1);
+      break;
+    }
     int32_t nd = nsl_dict_size(c->dict);
     if (!(id_of_rank = malloc((size_t)(nu + 1) * sizeof *id_of_rank))) goto nomem;
     for (int32_t id = 0; id < nd; id++)
@@ -571,8 +622,12 @@ static void domain_codes(const nsl_column *c, int dom, const uint64_t *ranks, ui
     return;
   }
   for (int64_t i = 0; i < n; i++) {
-    if (dom == 1) out[i] = nsl__ocode_f64(nsl_column_get_f64(c, i));
-    else out[i] = nsl__ocode_i64(nsl_column_get_i64(c, i));
+    if (dom == 1) out[i] = nsl__ocode_f64(nsl__f64_at(c, i));
+    else {
+      int null;
+      int64_t x = nsl__int_at(c, i, &null);
+      out[i] = null ? 0 : nsl__ocode_i64(x);
+    }
   }
 }
 
@@ -595,10 +650,10 @@ nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values,
   nsl_column *res = NULL;
   if (dom == 2) {
     const nsl_column *both[2] = {sorted, values};
-    if (!(ranks = str_ranks_of(both, 2, err))) return NULL;
+    if (sorted->dict && !(ranks = str_ranks_of(both, 2, err))) return NULL;
   }
-  s = malloc((size_t)(n ? n : 1) * sizeof *s);
-  v = malloc((size_t)(m ? m : 1) * sizeof *v);
+  s = nsl__big_alloc((size_t)n * sizeof *s);
+  v = nsl__big_alloc((size_t)m * sizeof *v);
   res = nsl_column_new(NSL_I64, m, NULL);
   if (!s || !v || !res) {
     nsl_error_set(err, NSL_ERR_NOMEM, "searchsorted: out of memory");

@@ -1,9 +1,17 @@
 /* trace.c -- a trace: reports (one source each), the shared string
  * dictionary, and data-model tables that load lazily, column by column,
- * with every report's rows concatenated and times aligned. */
+ * with every report's rows concatenated and times aligned.
+ *
+ * Several reports load in parallel, one thread per report at a time (each
+ * source has its own connection): each report's strings go into a
+ * dictionary of its own, remapped into the trace's afterwards in report
+ * order, so string ids come out as a sequential load would give them. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/model.h"
 #include "nsl/nsl.h"
@@ -26,6 +34,8 @@ struct nsl_trace {
   report_src *reports;
   nsl_dict *dict;
   trace_table *tables;
+  char **inputs;      /* the paths the trace was opened from */
+  int ninputs;
 };
 
 nsl_trace *nsl_trace_new(void) {
@@ -54,8 +64,24 @@ void nsl_trace_close(nsl_trace *tr) {
   for (int i = 0; i < tr->nreports; i++)
     if (tr->reports[i].ops->close) tr->reports[i].ops->close(tr->reports[i].src);
   free(tr->reports);
+  for (int i = 0; i < tr->ninputs; i++) free(tr->inputs[i]);
+  free(tr->inputs);
   nsl_dict_release(tr->dict);
   free(tr);
+}
+
+nsl_status nsl_trace_add_input(nsl_trace *tr, const char *path, nsl_error *err) {
+  char **in = realloc(tr->inputs, (size_t)(tr->ninputs + 1) * sizeof *in);
+  if (!in) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  tr->inputs = in;
+  if (!(in[tr->ninputs] = strdup(path))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  tr->ninputs++;
+  return NSL_OK;
+}
+
+int nsl_trace_ninputs(const nsl_trace *tr) { return tr->ninputs; }
+const char *nsl_trace_input_path(const nsl_trace *tr, int i) {
+  return i >= 0 && i < tr->ninputs ? tr->inputs[i] : NULL;
 }
 
 nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
@@ -151,6 +177,44 @@ static nsl_status build_reports(nsl_trace *tr, nsl_table *t, nsl_error *err) {
   return rc;
 }
 
+/* ---- running one job per report on several threads ---- */
+
+/* Threads for n jobs: NSL_THREADS when set (1 = sequential), else the
+ * online CPUs; never more than n. */
+static int thread_count(int n) {
+  const char *env = getenv("NSL_THREADS");
+  long t = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+  if (t < 1) t = 1;
+  if (t > 64) t = 64;
+  return t < n ? (int)t : n;
+}
+
+typedef struct par_run {
+  void (*job)(void *ctx, int i);
+  void *ctx;
+  int n;
+  atomic_int next;
+} par_run;
+
+static void *par_worker(void *p) {
+  par_run *pr = p;
+  for (int i; (i = atomic_fetch_add(&pr->next, 1)) < pr->n;) pr->job(pr->ctx, i);
+  return NULL;
+}
+
+/* Runs job(ctx, i) for i in [0, n) on up to nthreads threads (the caller's
+ * included); returns when all are done.  Falls back to fewer threads when
+ * some cannot be started. */
+static void run_parallel(int n, int nthreads, void (*job)(void *, int), void *ctx) {
+  par_run pr = {job, ctx, n, 0};
+  pthread_t th[64];
+  int started = 0;
+  for (int k = 1; k < nthreads && k < 64; k++)
+    if (pthread_create(&th[started], NULL, par_worker, &pr) == 0) started++;
+  par_worker(&pr);
+  for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
+}
+
 /* ---- lazily loaded model tables ---- */
 
 typedef struct load_ctx {
@@ -158,20 +222,94 @@ typedef struct load_ctx {
   trace_table *tt;
 } load_ctx;
 
+/* One report's count (or load), run on a worker thread. */
+typedef struct report_job {
+  nsl_trace *tr;
+  trace_table *tt;
+  const char **names;
+  nsl_type *types;
+  int n;
+  nsl_column **parts;       /* nreports x stride */
+  size_t stride;
+  nsl_dict **dicts;         /* per report, or NULL: the trace's dictionary */
+  nsl_status *rc;
+  nsl_error *errs;
+  int64_t *counts;
+  const int *which;         /* count: job k counts report which[k] */
+} report_job;
+
+static void count_job(void *p, int k) {
+  report_job *j = p;
+  int i = j->which[k];
+  report_src *r = &j->tr->reports[i];
+  j->rc[i] = r->ops->count(r->src, j->tt->name, &j->counts[i], &j->errs[i]);
+}
+
 static nsl_status count_rows(nsl_trace *tr, trace_table *tt, nsl_error *err) {
-  int64_t total = 0;
-  for (int i = 0; i < tr->nreports; i++) {
-    if (tt->rows[i] < 0) {
-      report_src *r = &tr->reports[i];
-      int64_t n = 0;
-      nsl_status rc = r->ops->count(r->src, tt->name, &n, err);
-      if (rc == NSL_ERR_NOTFOUND) n = 0;
-      else if (rc != NSL_OK) return rc;
-      tt->rows[i] = n;
+  int todo = 0;
+  for (int i = 0; i < tr->nreports; i++) todo += tt->rows[i] < 0;
+  if (todo > 0) {
+    size_t nr = (size_t)tr->nreports;
+    int *which = malloc(nr * sizeof *which);
+    report_job j = {tr, tt, NULL, NULL, 0, NULL, 0, NULL, calloc(nr, sizeof(nsl_status)),
+                    calloc(nr, sizeof(nsl_error)), calloc(nr, sizeof(int64_t)), which};
+    nsl_status rc = NSL_OK;
+    if (!j.rc || !j.errs || !j.counts || !which) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    else {
+      for (int i = 0, k = 0; i < tr->nreports; i++)
+        if (tt->rows[i] < 0) which[k++] = i;
+      run_parallel(todo, thread_count(todo), count_job, &j);
     }
-    total += tt->rows[i];
+    for (int i = 0; rc == NSL_OK && i < tr->nreports; i++) {
+      if (tt->rows[i] >= 0) continue;
+      if (j.rc[i] == NSL_ERR_NOTFOUND) j.counts[i] = 0;
+      else if (j.rc[i] != NSL_OK) {
+        rc = j.rc[i];
+        if (err) *err = j.errs[i];
+        break;
+      }
+      tt->rows[i] = j.counts[i];
+    }
+    free(j.rc);
+    free(j.errs);
+    free(j.counts);
+    free(which);
+    if (rc != NSL_OK) return rc;
   }
+  int64_t total = 0;
+  for (int i = 0; i < tr->nreports; i++) total += tt->rows[i];
   nsl_table_set_nrows(tt->table, total);
+  return NSL_OK;
+}
+
+static void load_job(void *p, int i) {
+  report_job *j = p;
+  nsl_trace *tr = j->tr;
+  report_src *r = &tr->reports[i];
+  j->rc[i] = r->ops->load(r->src, j->tt->name, j->names, j->types, j->n, j->dicts ? j->dicts[i] : tr->dict,
+                          time_offset(tr, i), j->parts + (size_t)i * j->stride, &j->errs[i]);
+}
+
+/* Moves the string ids of report part columns from their own dictionary
+ * into the trace's (interning each string once, in id order). */
+static nsl_status remap_strings(nsl_trace *tr, nsl_dict *local, nsl_column **cols, int n, nsl_error *err) {
+  int32_t nl = nsl_dict_size(local);
+  int32_t *map = malloc((size_t)(nl > 0 ? nl : 1) * sizeof *map);
+  if (!map) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  for (int32_t k = 0; k < nl; k++)
+    if ((map[k] = nsl_dict_intern(tr->dict, nsl_dict_str(local, k), nsl_dict_strlen(local, k))) < 0) {
+      free(map);
+      return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    }
+  for (int c = 0; c < n; c++) {
+    nsl_column *col = cols[c];
+    if (!col || col->type != NSL_STR) continue;
+    int32_t *v = nsl_i32(col);
+    for (int64_t r = 0; r < col->len; r++) v[r] = v[r] >= 0 && v[r] < nl ? map[v[r]] : -1;
+    nsl_dict_release(col->dict);
+    col->dict = nsl_dict_retain(tr->dict);
+  }
+  free(map);
   return NSL_OK;
 }
 
@@ -196,7 +334,8 @@ static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_e
   if (n == 0) return count_rows(tr, tt, err);
 
   /* Split the request: `report` and `dur` are derived here, the rest comes from the sources. */
-  int want_report = 0, want_dur = -1, nsrc = 0;
+  int want_report = 0, want_dur = -1, nsrc = 0, nthreads = 1;
+  report_job job = {0};
   const char **names = calloc((size_t)n + 2, sizeof *names);
   nsl_type *types = calloc((size_t)n + 2, sizeof *types);
   int *target = calloc((size_t)n + 2, sizeof *target);
@@ -228,16 +367,47 @@ static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_e
       }
     }
   }
-  /* One load call per report for all its columns. */
+  /* One load call per report for all its columns; reports in parallel,
+   * each into a dictionary of its own, remapped into the trace's in order. */
+  nthreads = thread_count(tr->nreports);
+  job = (report_job){tr, tt, names, types, nsrc, parts, (size_t)n + 2, NULL,
+                     calloc((size_t)tr->nreports + 1, sizeof(nsl_status)),
+                     calloc((size_t)tr->nreports + 1, sizeof(nsl_error)), NULL, NULL};
+  if (!job.rc || !job.errs) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  if (nsrc > 0 && nthreads > 1) {
+    if (!(job.dicts = calloc((size_t)tr->nreports, sizeof *job.dicts))) {
+      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+      goto done;
+    }
+    for (int i = 0; i < tr->nreports; i++)
+      if (!(job.dicts[i] = nsl_dict_new())) {
+        rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+        goto done;
+      }
+    run_parallel(tr->nreports, nthreads, load_job, &job);
+  } else {
+    for (int i = 0; i < tr->nreports && nsrc > 0; i++) {
+      load_job(&job, i);
+      if (job.rc[i] != NSL_OK && job.rc[i] != NSL_ERR_NOTFOUND) break;   /* the first error stops */
+    }
+  }
   for (int i = 0; i < tr->nreports && nsrc > 0; i++) {
     report_src *r = &tr->reports[i];
     nsl_column **out = parts + (size_t)i * (size_t)(n + 2);
-    rc = r->ops->load(r->src, tt->name, names, types, nsrc, tr->dict, time_offset(tr, i), out, err);
+    rc = job.rc[i];
     if (rc == NSL_ERR_NOTFOUND) {
-      nsl_error_clear(err);
       rc = NSL_OK;
-      for (int k = 0; k < nsrc && rc == NSL_OK; k++)
+      for (int k = 0; k < nsrc; k++) {
+        nsl_column_release(out[k]);
         if (!(out[k] = null_column(types[k], 0, tr->dict))) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+      }
+    } else if (rc != NSL_OK) {
+      if (err) *err = job.errs[i];
+    } else if (job.dicts) {
+      rc = remap_strings(tr, job.dicts[i], out, nsrc, err);
     }
     if (rc != NSL_OK) goto done;
     for (int k = 1; k < nsrc; k++)
@@ -312,6 +482,11 @@ done:
   if (parts)
     for (size_t i = 0; i < ((size_t)n + 2) * (size_t)(tr->nreports ? tr->nreports : 1); i++)
       nsl_column_release(parts[i]);
+  if (job.dicts)
+    for (int i = 0; i < tr->nreports; i++) nsl_dict_release(job.dicts[i]);
+  free(job.dicts);
+  free(job.rc);
+  free(job.errs);
   free(parts);
   free(names);
   free(types);

@@ -46,11 +46,16 @@ nsl_column *nsl__checkcolumn(lua_State *L, int idx) {
   return b->c;
 }
 
+/* The Lua collector does not see the memory columns hold in C; a new
+ * column of a megabyte or more advances it as if Lua had allocated that
+ * much, so the garbage of whole-column expressions is released promptly. */
 void nsl__pushcolumn(lua_State *L, nsl_column *c) {
   if (!c) luaL_error(L, "out of memory");
   lcolumn *b = lua_newuserdatauv(L, sizeof *b, 0);
   b->c = c;
   luaL_setmetatable(L, NSL_COLUMN_MT);
+  size_t bytes = nsl_column_bytes(c);
+  if (c->refcount == 1 && bytes >= (1u << 20)) lua_gc(L, LUA_GCSTEP, (int)(bytes >> 10));
 }
 
 /* A new column from a Lua array: all integers -> i64, any float -> f64,
@@ -631,6 +636,149 @@ static int l_rep(lua_State *L) {
   return 1;
 }
 
+/* c:unique() -> distinct non-NULL values, ascending. */
+static int col_unique(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_unique(nsl__checkcolumn(L, 1), &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* sorted:searchsorted(values [, "right"]) -> 0-based insertion indices. */
+static int col_searchsorted(lua_State *L) {
+  nsl_column *sorted = nsl__checkcolumn(L, 1), *values = nsl__checkcolumn(L, 2);
+  int right;   /* "left" / "right", or a boolean (true: right) */
+  if (lua_isboolean(L, 3) || lua_isnoneornil(L, 3)) right = lua_toboolean(L, 3);
+  else {
+    const char *side = luaL_checkstring(L, 3);
+    luaL_argcheck(L, strcmp(side, "left") == 0 || strcmp(side, "right") == 0, 3, "'left' or 'right'");
+    right = side[0] == 'r';
+  }
+  nsl_error err = {0};
+  nsl_column *r = nsl_searchsorted(sorted, values, right, &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* c:cumsum() -> running sum. */
+static int col_cumsum(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_cumsum(nsl__checkcolumn(L, 1), &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* c:diff([group_ids]) -> x[i] - x[previous row (of the same group)]; NULL first. */
+static int col_diff(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  nsl_column *g = lua_isnoneornil(L, 2) ? NULL : nsl__checkcolumn(L, 2);
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_diff(c, g, &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* c:shift(k) -> the column moved by k rows: r[i] = c[i + k], NULL where
+ * i + k falls outside (k = 1: the next row's value, -1: the previous). */
+static int col_shift(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  lua_Integer k = luaL_checkinteger(L, 2);
+  nsl_column *idx = nsl_column_new(NSL_I64, c->len, NULL);
+  if (!idx) return luaL_error(L, "out of memory");
+  for (int64_t i = 0; i < c->len; i++) {
+    int64_t j = i + (int64_t)k;
+    nsl_i64(idx)[i] = j >= 0 && j < c->len ? j : -1;
+  }
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_gather(c, idx, &err);
+  nsl_column_release(idx);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* nsl.group_concat(group_ids, ngroups, strings [, sep]) -> a string column
+ * of ngroups rows: the strings of each group's rows joined by sep (";" by
+ * default) in row order -- e.g. the frames of each call stack, root first.
+ * NULL strings are skipped; a group without strings gives NULL. */
+static int l_group_concat(lua_State *L) {
+  nsl_column *g = nsl__checkcolumn(L, 1);
+  lua_Integer ng = luaL_checkinteger(L, 2);
+  nsl_column *sc = nsl__checkcolumn(L, 3);
+  size_t seplen;
+  const char *sep = luaL_optlstring(L, 4, ";", &seplen);
+  luaL_argcheck(L, g->type == NSL_I64 && g->len == sc->len, 1, "group ids: an i64 column as long as the strings");
+  luaL_argcheck(L, sc->type == NSL_STR, 3, "a string column");
+  luaL_argcheck(L, ng >= 0, 2, "negative group count");
+  /* rows of each group, in order: counting sort by group */
+  int64_t *start = calloc((size_t)ng + 1, sizeof *start), *rows = malloc((size_t)(sc->len ? sc->len : 1) * sizeof *rows);
+  if (!start || !rows) {
+    free(start);
+    free(rows);
+    return luaL_error(L, "out of memory");
+  }
+  const int64_t *gid = nsl_i64(g);
+  for (int64_t i = 0; i < sc->len; i++)
+    if (gid[i] >= 0 && gid[i] < ng) start[gid[i] + 1]++;
+  for (lua_Integer k = 0; k < ng; k++) start[k + 1] += start[k];
+  int64_t *fill = malloc((size_t)(ng ? ng : 1) * sizeof *fill);
+  if (!fill) {
+    free(start);
+    free(rows);
+    return luaL_error(L, "out of memory");
+  }
+  memcpy(fill, start, (size_t)ng * sizeof *fill);
+  for (int64_t i = 0; i < sc->len; i++)
+    if (gid[i] >= 0 && gid[i] < ng) rows[fill[gid[i]]++] = i;
+  free(fill);
+  nsl_dict *d = sc->dict;
+  nsl_column *r = nsl_column_new(NSL_STR, ng, d);
+  char *buf = NULL;
+  size_t cap = 0;
+  int oom = !r;
+  for (lua_Integer k = 0; !oom && k < ng; k++) {
+    size_t len = 0;
+    int any = 0;
+    for (int64_t j = start[k]; j < start[k + 1]; j++) {
+      int32_t id = nsl_i32(sc)[rows[j]];
+      if (id < 0) continue;
+      size_t sl = nsl_dict_strlen(d, id), need = len + (any ? seplen : 0) + sl + 1;
+      if (need > cap) {
+        size_t ncap = cap ? cap : 256;
+        while (ncap < need) ncap *= 2;
+        char *p = realloc(buf, ncap);
+        if (!p) {
+          oom = 1;
+          break;
+        }
+        buf = p;
+        cap = ncap;
+      }
+      if (any) {
+        memcpy(buf + len, sep, seplen);
+        len += seplen;
+      }
+      memcpy(buf + len, nsl_dict_str(d, id), sl);
+      len += sl;
+      any = 1;
+    }
+    nsl_i32(r)[k] = any ? nsl_dict_intern(d, buf, len) : -1;
+  }
+  free(buf);
+  free(start);
+  free(rows);
+  if (oom) {
+    nsl_column_release(r);
+    return luaL_error(L, "out of memory");
+  }
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
 static const luaL_Reg methods[] = {
     {"type", col_type},         {"eq", col_eq},
     {"ne", col_ne},             {"lt", col_lt},
@@ -646,7 +794,10 @@ static const luaL_Reg methods[] = {
     {"quantile", col_quantile}, {"histogram", col_histogram},
     {"gather", col_gather},     {"argsort", col_argsort},
     {"totable", col_totable},   {"raw", col_raw},
-    {"nbytes", col_bytes},       {"map", col_map},
+    {"nbytes", col_bytes},      {"map", col_map},
+    {"unique", col_unique},     {"searchsorted", col_searchsorted},
+    {"cumsum", col_cumsum},     {"diff", col_diff},
+    {"shift", col_shift},
     {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
@@ -656,7 +807,7 @@ static const luaL_Reg metamethods[] = {
     {"__unm", col_unm},  {NULL, NULL}};
 
 static const luaL_Reg funcs[] = {{"column", l_column}, {"range", l_range}, {"concat", l_concat},
-                                 {"rep", l_rep},       {NULL, NULL}};
+                                 {"rep", l_rep},       {"group_concat", l_group_concat}, {NULL, NULL}};
 
 /* Registers the column metatable and adds nsl.column/nsl.range to the
  * module table on top of the stack. */

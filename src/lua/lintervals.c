@@ -88,11 +88,66 @@ static int iv_tostring(lua_State *L) {
   return 1;
 }
 
+/* nsl.busy_by_group(start, stop, group_ids, ngroups [, mask]) -> i64 column:
+ * the busy time (length of the union) of each group's intervals, e.g. per
+ * device with group ids from t:group_by("device"):ids(). */
+static int l_busy_by_group(lua_State *L) {
+  nsl_column *start = nsl__checkcolumn(L, 1), *stop = nsl__checkcolumn(L, 2), *g = nsl__checkcolumn(L, 3);
+  lua_Integer n = luaL_checkinteger(L, 4);
+  nsl_column *mask = lua_isnoneornil(L, 5) ? NULL : nsl__checkcolumn(L, 5);
+  nsl_error err = {0};
+  nsl_column *r = nsl_iv_union_grouped(start, stop, g, n, mask, &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* iv:coverage(start, stop) -> i64 column: for each row [start, stop), the
+ * length that the set iv covers (e.g. the part of each kernel hidden under
+ * communication). */
+static int iv_coverage(lua_State *L) {
+  liv *a = checkiv(L, 1);
+  nsl_column *start = nsl__checkcolumn(L, 2), *stop = nsl__checkcolumn(L, 3);
+  nsl_error err = {0};
+  nsl_column *r = nsl_iv_coverage(start, stop, &a->iv, &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+/* iv:union(b) -> the union of two sets. */
+static int iv_union(lua_State *L) {
+  liv *a = checkiv(L, 1), *b = checkiv(L, 2);
+  int64_t n = a->iv.n + b->iv.n;
+  nsl_column *s = nsl_column_new(NSL_I64, n, NULL), *e = nsl_column_new(NSL_I64, n, NULL);
+  if (!s || !e) {
+    nsl_column_release(s);
+    nsl_column_release(e);
+    return luaL_error(L, "out of memory");
+  }
+  if (a->iv.n) {
+    memcpy(s->data, a->iv.start, (size_t)a->iv.n * sizeof(int64_t));
+    memcpy(e->data, a->iv.stop, (size_t)a->iv.n * sizeof(int64_t));
+  }
+  if (b->iv.n) {
+    memcpy(nsl_i64(s) + a->iv.n, b->iv.start, (size_t)b->iv.n * sizeof(int64_t));
+    memcpy(nsl_i64(e) + a->iv.n, b->iv.stop, (size_t)b->iv.n * sizeof(int64_t));
+  }
+  liv *r = newiv(L);
+  nsl_error err = {0};
+  nsl_status rc = nsl_iv_union(s, e, NULL, &r->iv, &err);
+  nsl_column_release(s);
+  nsl_column_release(e);
+  if (rc != NSL_OK) return nsl__lua_error(L, &err);
+  return 1;
+}
+
 static const luaL_Reg methods[] = {{"intersect", iv_intersect}, {"subtract", iv_subtract}, {"gaps", iv_gaps},
-                                   {"total", iv_total},         {"columns", iv_columns},   {NULL, NULL}};
+                                   {"total", iv_total},         {"columns", iv_columns},   {"coverage", iv_coverage},
+                                   {"union", iv_union},         {NULL, NULL}};
 static const luaL_Reg meta[] = {{"__gc", iv_gc}, {"__close", iv_gc}, {"__len", iv_len}, {"__tostring", iv_tostring},
                                 {NULL, NULL}};
-static const luaL_Reg funcs[] = {{"intervals", l_intervals}, {NULL, NULL}};
+static const luaL_Reg funcs[] = {{"intervals", l_intervals}, {"busy_by_group", l_busy_by_group}, {NULL, NULL}};
 
 int nsl__open_intervals(lua_State *L) {
   luaL_newmetatable(L, NSL_IV_MT);

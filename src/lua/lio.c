@@ -29,7 +29,35 @@ static int l_mkdir_p(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg funcs[] = {{"write_file", l_write_file}, {"mkdir_p", l_mkdir_p}, {NULL, NULL}};
+/* nsl.base64(data) -> the standard base64 encoding (RFC 4648, padded), for
+ * embedding PNG figures in HTML and notebooks. */
+static int l_base64(lua_State *L) {
+  static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t n;
+  const unsigned char *p = (const unsigned char *)luaL_checklstring(L, 1, &n);
+  luaL_Buffer b;
+  char *o = luaL_buffinitsize(L, &b, (n + 2) / 3 * 4 + 1);
+  size_t k = 0, i = 0;
+  for (; i + 2 < n; i += 3) {
+    uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+    o[k++] = abc[v >> 18];
+    o[k++] = abc[(v >> 12) & 63];
+    o[k++] = abc[(v >> 6) & 63];
+    o[k++] = abc[v & 63];
+  }
+  if (i < n) {
+    uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
+    o[k++] = abc[v >> 18];
+    o[k++] = abc[(v >> 12) & 63];
+    o[k++] = i + 1 < n ? abc[(v >> 6) & 63] : '=';
+    o[k++] = '=';
+  }
+  luaL_pushresultsize(&b, k);
+  return 1;
+}
+
+static const luaL_Reg funcs[] = {{"write_file", l_write_file}, {"mkdir_p", l_mkdir_p}, {"base64", l_base64},
+                                 {NULL, NULL}};
 
 int nsl__open_io(lua_State *L) {
   luaL_setfuncs(L, funcs, 0);

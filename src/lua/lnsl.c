@@ -111,6 +111,19 @@ static int searcher(lua_State *L) {
   return 1;
 }
 
+/* nsl.core.embedded_file(path) -> the text of an embedded file (e.g.
+ * "notebooks/analysis.md"), or nil. */
+static int l_embedded_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  for (int i = 0; nsl__lua_files[i].path; i++)
+    if (strcmp(nsl__lua_files[i].path, path) == 0) {
+      lua_pushlstring(L, nsl__lua_files[i].source, nsl__lua_files[i].len);
+      return 1;
+    }
+  lua_pushnil(L);
+  return 1;
+}
+
 /* nsl.core.load_embedded(rel) -> chunk or nil (e.g. "analyses/summary.lua"). */
 static int l_load_embedded(lua_State *L) {
   if (!load_lua_file(L, luaL_checkstring(L, 1))) lua_pushnil(L);
@@ -148,6 +161,7 @@ static int l_is_error(lua_State *L) {
 static const luaL_Reg funcs[] = {{"fail", l_fail}, {"is_error", l_is_error}, {"version", l_version},   {"methods", l_methods},
                                  {"metatable", l_metatable}, {"type", l_type},
                                  {"embedded", l_embedded}, {"load_embedded", l_load_embedded},
+                                 {"embedded_file", l_embedded_file},
                                  {NULL, NULL}};
 
 int luaopen_nsl_core(lua_State *L) {
@@ -157,6 +171,13 @@ int luaopen_nsl_core(lua_State *L) {
   nsl__open_trace(L);
   nsl__open_intervals(L);
   nsl__open_io(L);
+  nsl__open_bundle(L);
+  nsl__open_sys(L);
+  nsl__open_regex(L);
+  nsl__open_overlap(L);
+  nsl__open_sweep(L);
+  nsl__open_jax(L);
+  nsl__open_hlo(L);
   nsl__open_render(L);
   nsl__open_binning(L);
   return 1;

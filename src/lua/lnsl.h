@@ -42,8 +42,25 @@ int nsl__open_table(lua_State *L);
 nsl_dict *nsl__state_dict(lua_State *L);
 
 int nsl__open_trace(lua_State *L);
+/* The trace of a trace userdata (raises when closed or not a trace). */
+nsl_trace *nsl__checktrace(lua_State *L, int idx);
+int nsl__open_jax(lua_State *L);   /* range-tree kernels (ljax.c) */
+int nsl__open_hlo(lua_State *L);   /* XLA metadata (lhlo.c); after nsl__open_trace */
 int nsl__open_intervals(lua_State *L);
 int nsl__open_io(lua_State *L);
+/* Bundles (lbundle.c): nsl.bundle_open, nsl.bundle_writer, nsl.bundle_combine. */
+int nsl__open_bundle(lua_State *L);
+/* Pushes the members of tr's zip inputs (bundles, nsys-jax archives) under
+ * folder ("meta", "sources") as an object with :list() and :read(name)
+ * (trace.meta, trace.sources). */
+int nsl__push_bundle_view(lua_State *L, const nsl_trace *tr, const char *folder);
+/* Processes and files for the command modules (lsys.c): nsl.spawn, ... */
+int nsl__open_sys(lua_State *L);
+/* Regular expressions (lregex.c) and the interval sweeps by key (loverlap.c). */
+int nsl__open_regex(lua_State *L);
+int nsl__open_overlap(lua_State *L);
+/* nsl.nvtx_project, nsl.tree_paths (lsweep.c) */
+int nsl__open_sweep(lua_State *L);
 int nsl__open_render(lua_State *L);    /* nsl.canvas, ticks, palette (lrender.c) */
 int nsl__open_binning(lua_State *L);   /* bins, depths, spans, format_rows (lbinning.c) */
 

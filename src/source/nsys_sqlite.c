@@ -9,13 +9,33 @@
  * columns added or missing across versions are handled alike.  A load is one
  * SELECT of only the requested columns, stepped into pre-sized arrays.
  *
- * Strings: integer ids into StringIds are read once per source (lazily) and
- * interned into the trace dictionary on first use through a per-(source,
- * dict) map; inline text is interned directly.
+ * Strings: StringIds is read once per source (lazily); a load interns into
+ * the dictionary it is given only the strings its rows use (through a
+ * local-id -> dict-id map); inline text is interned directly.
  *
  * Time base: event times are kept as nsys wrote them (ns on the session's
  * clock, whose zero is the session start TARGET_INFO_SESSION_START_TIME.
- * utcEpochNs); the trace adds the offset that aligns reports by start_utc. */
+ * utcEpochNs); the trace adds the offset that aligns reports by start_utc.
+ *
+ * Choices (where the export leaves room):
+ * - nvtx: event types 59 (push_pop), 60 (start_end), 34 (mark) only; text is
+ *   `text`, else StringIds[textId]; domain is the name its domain-create event
+ *   (type 75) gave, NULL for the default domain 0 and for unnamed ids; a mark's
+ *   stop is NULL as nsys writes it (so its dur is NULL: a mark is an instant).
+ * - api.name drops a "_vNNNN" suffix ("cudaLaunchKernel_v7000" ->
+ *   "cudaLaunchKernel"), as nsys's reports do; api.source is "runtime"/"driver".
+ * - Enums (memcpy kind, memory kinds, sync kind, memory op) use the export's
+ *   ENUM_* table when present, else nsys's values; the model's short forms
+ *   (HtoD, DtoH, DtoD, PtoP, pageable, pinned, device, stream_sync, alloc,
+ *   free, ...); a value with no name becomes its number as text.
+ * - devices: the first GPU table with rows (TARGET_INFO_GPU by id, 2021.2+;
+ *   TARGET_INFO_CUDA_GPU / TARGET_INFO_GPU by deviceId, 2020; then
+ *   TARGET_INFO_CUDA_DEVICE by gpuId), else the distinct deviceId of the
+ *   activity tables with unknown names.
+ * - processes: PROCESSES; in exports before it existed, one per pid of
+ *   ThreadNames, named after its main thread.
+ * - host is the profiled machine (TARGET_INFO_SYSTEM_ENV Hostname), else the
+ *   machine that ran the export (EXPORT_HOST). */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -75,7 +95,9 @@ typedef struct table_map {
   const char *where;        /* row filter, or NULL */
   const char *group_by;     /* one row per group, or NULL */
   int distinct;             /* UNION instead of UNION ALL (distinct rows) */
+  int need_rows;            /* applies only when sources[0] has rows (else the next one) */
   const col_map *cols;      /* ended by model == NULL */
+  const char *extra;        /* an extra result column (not read), e.g. the aggregate that picks a group's row */
 } table_map;
 
 static const enum_item memcpy_kinds[] = {
@@ -115,7 +137,7 @@ static const enum_def en_memop = {"ENUM_CUDA_DEV_MEM_EVENT_OPER", "CUDA_DEV_MEM_
 
 static const col_map kernel_cols[] = {
     GPU_ACTIVITY_COMMON,
-    C1("name", M_STR, "shortName"),
+    C2("name", M_STR, "shortName", "demangledName"),
     C1("demangled", M_STR, "demangledName"),
     C1("mangled", M_STR, "mangledName"),
     C1("grid_x", M_INT, "gridX"),
@@ -254,7 +276,7 @@ static const col_map cuda_device_cols[] = {
 static const col_map activity_device_cols[] = {C1("device", M_INT, "deviceId"), CEND};
 
 static const col_map process_cols[] = {C1("pid", M_PID, "globalPid"), C1("name", M_TEXT, "name"), CEND};
-static const col_map main_thread_cols[] = {C1("pid", M_PID, "globalTid"), C1("name", M_STR, "nameId"), CEND};
+static const col_map thread_process_cols[] = {C1("pid", M_PID, "globalTid"), C1("name", M_STR, "nameId"), CEND};
 static const col_map thread_cols[] = {C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"),
                                       C1("name", M_STR, "nameId"), CEND};
 
@@ -268,29 +290,31 @@ static const col_map thread_cols[] = {C1("pid", M_PID, "globalTid"), C1("tid", M
 /* Alternatives per model table, in order of preference: the first of which
  * the export has a source table (with require_col) is used. */
 static const table_map maps[] = {
-    {"kernels", {KERNEL}, {NULL}, NULL, NULL, NULL, 0, kernel_cols},
-    {"memcpy", {MEMCPY}, {NULL}, NULL, NULL, NULL, 0, memcpy_cols},
-    {"memset", {MEMSET}, {NULL}, NULL, NULL, NULL, 0, memset_cols},
+    {"kernels", {KERNEL}, {NULL}, NULL, NULL, NULL, 0, 0, kernel_cols, NULL},
+    {"memcpy", {MEMCPY}, {NULL}, NULL, NULL, NULL, 0, 0, memcpy_cols, NULL},
+    {"memset", {MEMSET}, {NULL}, NULL, NULL, NULL, 0, 0, memset_cols, NULL},
     {"api", {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"}, {"runtime", "driver"}, NULL, NULL,
-     NULL, 0, api_cols},
-    {"nvtx", {"NVTX_EVENTS"}, {NULL}, NULL, NVTX_RANGE_TYPES, NULL, 0, nvtx_cols},
-    {"sync", {SYNC}, {NULL}, NULL, NULL, NULL, 0, sync_cols},
-    {"osrt", {"OSRT_API"}, {NULL}, NULL, NULL, NULL, 0, osrt_cols},
-    {"memory", {"CUDA_GPU_MEMORY_USAGE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, memory_cols},
-    {"samples", {"COMPOSITE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, sample_cols},
-    {"frames", {"SAMPLING_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, frame_cols},
-    {"callchains", {"CUDA_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, frame_cols},
-    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "id", NULL, NULL, 0, gpu_cols},
-    {"devices", {"TARGET_INFO_CUDA_GPU"}, {NULL}, NULL, NULL, NULL, 0, cuda_gpu_cols},
-    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "deviceId", NULL, NULL, 0, gpu2020_cols},
-    {"devices", {"TARGET_INFO_CUDA_DEVICE"}, {NULL}, "gpuId", NULL, "\"gpuId\"", 0, cuda_device_cols},
-    {"devices", {KERNEL, MEMCPY, MEMSET, SYNC}, {NULL}, NULL, NULL, NULL, 1, activity_device_cols},
-    {"processes", {"PROCESSES"}, {NULL}, NULL, NULL, NULL, 0, process_cols},
-    /* before PROCESSES existed (2021 and older): the main threads' names */
-    {"processes", {"ThreadNames"}, {NULL}, NULL,
-     "(\"globalTid\" >> 24) & 16777215 = \"globalTid\" & 16777215", NULL, 0, main_thread_cols},
-    {"threads", {"ThreadNames"}, {NULL}, NULL, NULL, NULL, 0, thread_cols},
-    {NULL, {NULL}, {NULL}, NULL, NULL, NULL, 0, NULL}};
+     NULL, 0, 0, api_cols, NULL},
+    {"nvtx", {"NVTX_EVENTS"}, {NULL}, NULL, NVTX_RANGE_TYPES, NULL, 0, 0, nvtx_cols, NULL},
+    {"sync", {SYNC}, {NULL}, NULL, NULL, NULL, 0, 0, sync_cols, NULL},
+    {"osrt", {"OSRT_API"}, {NULL}, NULL, NULL, NULL, 0, 0, osrt_cols, NULL},
+    {"memory", {"CUDA_GPU_MEMORY_USAGE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, memory_cols, NULL},
+    {"samples", {"COMPOSITE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, sample_cols, NULL},
+    {"frames", {"SAMPLING_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols, NULL},
+    {"callchains", {"CUDA_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols, NULL},
+    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "id", NULL, NULL, 0, 1, gpu_cols, NULL},
+    {"devices", {"TARGET_INFO_CUDA_GPU"}, {NULL}, NULL, NULL, NULL, 0, 1, cuda_gpu_cols, NULL},
+    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "deviceId", NULL, NULL, 0, 1, gpu2020_cols, NULL},
+    {"devices", {"TARGET_INFO_CUDA_DEVICE"}, {NULL}, "gpuId", NULL, "\"gpuId\"", 0, 1, cuda_device_cols, NULL},
+    {"devices", {KERNEL, MEMCPY, MEMSET, SYNC}, {NULL}, NULL, NULL, NULL, 1, 0, activity_device_cols, NULL},
+    {"processes", {"PROCESSES"}, {NULL}, NULL, NULL, NULL, 0, 0, process_cols, NULL},
+    /* before PROCESSES existed (2021 and older): one per pid of ThreadNames,
+     * named after its main thread (tid = pid) when it has one; SQLite takes
+     * the bare columns from the row of the min() */
+    {"processes", {"ThreadNames"}, {NULL}, NULL, NULL, "(\"globalTid\" >> 24) & 16777215", 0, 0, thread_process_cols,
+     "min(abs((\"globalTid\" & 16777215) - ((\"globalTid\" >> 24) & 16777215)))"},
+    {"threads", {"ThreadNames"}, {NULL}, NULL, NULL, NULL, 0, 0, thread_cols, NULL},
+    {NULL, {NULL}, {NULL}, NULL, NULL, NULL, 0, 0, NULL, NULL}};
 
 /* Tables whose presence marks an nsys export (beside StringIds). */
 static const char *const nsys_markers[] = {
@@ -326,6 +350,7 @@ struct nsys_src {
    * for API names without their version suffix */
   nsl_dict *map_dict;
   int32_t *map, *map_api;
+  void *image;          /* an adopted image (malloc), freed after the database is closed */
 };
 typedef struct nsys_src nsys_src;
 
@@ -380,6 +405,17 @@ static int has_column(const table_info *t, const char *col) {
   return 0;
 }
 
+/* Whether table t has at least one row (an empty GPU table, as exports with
+ * lazy=false write, gives way to the next alternative). */
+static int has_rows(nsys_src *s, const table_info *t) {
+  char sql[200];
+  snprintf(sql, sizeof sql, "SELECT 1 FROM \"%s\" LIMIT 1", t->name);
+  sqlite3_stmt *st = NULL;
+  int rows = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  return rows;
+}
+
 /* The alternative of model table `name` that this export supports, or NULL
  * (and NSL_OK) when it has none; an error only when the schema is unreadable. */
 static nsl_status pick_map(nsys_src *s, const char *name, const table_map **out, nsl_error *err) {
@@ -394,6 +430,7 @@ static nsl_status pick_map(nsys_src *s, const char *name, const table_map **out,
       if (rc != NSL_OK) return rc;
       if (!has_column(t, m->require_col)) continue;
     }
+    if (m->need_rows && !has_rows(s, t)) continue;
     *out = m;
     return NSL_OK;
   }
@@ -485,11 +522,11 @@ static int64_t string_index(const nsys_src *s, int64_t id) {
   return -1;
 }
 
-/* Makes dict the target of the local-id map (a new dict resets it). */
+/* Makes dict the target of the local-id map for one load call (the map is
+ * not kept across calls: the dictionary may be a short-lived one of a
+ * parallel load, and re-interning the strings a load uses is cheap). */
 static void use_dict(nsys_src *s, nsl_dict *dict) {
-  if (s->map_dict == dict) return;
-  nsl_dict_release(s->map_dict);
-  s->map_dict = nsl_dict_retain(dict);
+  s->map_dict = dict;
   for (int64_t i = 0; i < s->nstr; i++) s->map[i] = s->map_api[i] = -2;
 }
 
@@ -703,6 +740,11 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
       else sb_add(b, "NULL");
     }
   }
+  if (m->extra) {
+    sb_add(b, first ? "" : ", ");
+    sb_add(b, m->extra);
+    first = 0;
+  }
   if (first) sb_add(b, "1");
   sb_add(b, " FROM ");
   sb_ident(b, m->sources[k]);
@@ -850,6 +892,19 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
     goto done;
   }
 
+  /* constant strings, interned once */
+  int32_t source_ids[4] = {-1, -1, -1, -1}, kind_ids[3] = {-1, -1, -1};
+  static const char *const nvtx_kinds[3] = {"push_pop", "start_end", "mark"};
+  for (int j = 0; j < n; j++) {
+    if (!cols[j].map) continue;
+    if (cols[j].map->kind == M_SOURCE)
+      for (int k = 0; k < 4; k++)
+        if (m->labels[k] && (source_ids[k] = nsl_dict_intern(dict, m->labels[k], strlen(m->labels[k]))) < 0) goto nomem;
+    if (cols[j].map->kind == M_NVTX_KIND)
+      for (int k = 0; k < 3; k++)
+        if ((kind_ids[k] = nsl_dict_intern(dict, nvtx_kinds[k], strlen(nvtx_kinds[k]))) < 0) goto nomem;
+  }
+
   int64_t cap = estimate_rows(s, m);
   for (int j = 0; j < n; j++)
     if (!(out[j] = nsl_column_new(types[j], cap, dict))) {
@@ -943,10 +998,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
         break;
       case M_SOURCE: {
         int64_t k = sqlite3_column_int64(st, sl);
-        const char *label = k >= 0 && k < 4 ? m->labels[k] : NULL;
-        did = label ? nsl_dict_intern(dict, label, strlen(label)) : -1;
-        if (label && did < 0) goto nomem;
-        put_str(c, rows, did);
+        put_str(c, rows, k >= 0 && k < 4 ? source_ids[k] : -1);
         break;
       }
       case M_NVTX_DOMAIN:   /* the raw id for now; names are known after the scan */
@@ -955,10 +1007,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
         break;
       case M_NVTX_KIND: {
         int64_t t = is_null(st, sl) ? -1 : sqlite3_column_int64(st, sl);
-        const char *k = t == 59 ? "push_pop" : t == 60 ? "start_end" : t == 34 ? "mark" : NULL;
-        did = k ? nsl_dict_intern(dict, k, strlen(k)) : -1;
-        if (k && did < 0) goto nomem;
-        put_str(c, rows, did);
+        put_str(c, rows, t == 59 ? kind_ids[0] : t == 60 ? kind_ids[1] : t == 34 ? kind_ids[2] : -1);
         break;
       }
       }
@@ -1003,6 +1052,7 @@ done:
       nsl_column_release(out[j]);
       out[j] = NULL;
     }
+  s->map_dict = NULL;
   sqlite3_finalize(st);
   for (int j = 0; j < n; j++) enum_map_free(&cols[j].en);
   free(cols);
@@ -1054,6 +1104,7 @@ static void nsys_close(void *p) {
   nsys_src *s = p;
   if (!s) return;
   sqlite3_close_v2(s->db);
+  free(s->image);
   for (int i = 0; i < s->ntables; i++) {
     free(s->tables[i].name);
     for (int c = 0; c < s->tables[i].ncols; c++) free(s->tables[i].cols[c]);
@@ -1067,7 +1118,6 @@ static void nsys_close(void *p) {
   free(s->dense);
   free(s->map);
   free(s->map_api);
-  nsl_dict_release(s->map_dict);
   free(s);
 }
 
@@ -1101,9 +1151,6 @@ static nsl_status check_header(const char *label, const unsigned char *h, size_t
                            "'%s' is truncated: its SQLite header promises %" PRId64 " bytes, it has %" PRId64, label,
                            want, size);
   }
-  if (size % page != 0)
-    return nsl_error_set(err, NSL_ERR_FORMAT, "'%s' is truncated or corrupt: %" PRId64 " bytes is not a whole number of %u-byte pages",
-                         label, size, page);
   return NSL_OK;
 }
 
@@ -1313,12 +1360,53 @@ nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size,
   int src = copy ? sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) : SQLITE_NOMEM;
   if (src == SQLITE_OK) {
     memcpy(copy, data, size);
+    /* A WAL-mode header (file format versions 2): an image has no WAL beside
+     * it and an in-memory database cannot use one; read it as rollback mode. */
+    if (copy[18] == 2 && copy[19] == 2) copy[18] = copy[19] = 1;
     /* SQLite owns the copy from here (freed on close, even when this fails) */
     src = sqlite3_deserialize(s->db, "main", copy, (sqlite3_int64)size, (sqlite3_int64)size,
                               SQLITE_DESERIALIZE_READONLY | SQLITE_DESERIALIZE_FREEONCLOSE);
     copy = NULL;
   }
   sqlite3_free(copy);
+  if (src != SQLITE_OK) {
+    rc = src == SQLITE_NOMEM ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label)
+                             : nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': %s", label, sqlite3_errstr(src));
+    nsys_close(s);
+    return rc;
+  }
+  if ((rc = finish_open(s, info, err)) != NSL_OK) {
+    nsys_close(s);
+    return rc;
+  }
+  *out = s;
+  return NSL_OK;
+}
+
+nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **out, nsl_report_info *info,
+                                nsl_error *err) {
+  *out = NULL;
+  nsl_status rc = check_header(label, data, size < 100 ? size : 100, (int64_t)size, err);
+  if (rc != NSL_OK) {
+    free(data);
+    return rc;
+  }
+  nsys_src *s = new_src(label, info);
+  if (!s) {
+    free(data);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label);
+  }
+  s->image = data;   /* freed by nsys_close, after the database */
+  s->db_bytes = (int64_t)size;
+  unsigned char *h = data;
+  /* A WAL-mode header (file format versions 2): an image has no WAL beside
+   * it and an in-memory database cannot use one; read it as rollback mode. */
+  if (h[18] == 2 && h[19] == 2) h[18] = h[19] = 1;
+  int src = sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+  /* no FREEONCLOSE: SQLite only borrows the buffer, read-only and never resized */
+  if (src == SQLITE_OK)
+    src = sqlite3_deserialize(s->db, "main", data, (sqlite3_int64)size, (sqlite3_int64)size,
+                              SQLITE_DESERIALIZE_READONLY);
   if (src != SQLITE_OK) {
     rc = src == SQLITE_NOMEM ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label)
                              : nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': %s", label, sqlite3_errstr(src));

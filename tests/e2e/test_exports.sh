@@ -28,7 +28,7 @@ for src in "$NSL_DATA_DIR"/nsys/*.sqlite; do
   check_eq "$name: callchains rows" "$(got callchains)" "$(count_or_zero "$f" CUDA_CALLCHAINS)"
   if has_table "$f" PROCESSES; then
     check_eq "$name: processes rows" "$(got processes)" "$(count_or_zero "$f" PROCESSES)"
-  else   # before PROCESSES existed, processes come from the threads: one per distinct pid
+  else   # before PROCESSES existed: one process per pid of ThreadNames
     check_eq "$name: processes rows (from ThreadNames)" "$(got processes)" \
       "$(sql "$f" "SELECT count(DISTINCT (globalTid >> 24) & 16777215) FROM ThreadNames")"
   fi

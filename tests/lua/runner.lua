@@ -61,6 +61,38 @@ function T.sql1(path, query)
   return math.tointeger(tonumber(v)) or tonumber(v) or v
 end
 
+--- Runs a shipped analysis in this process on the given paths with args
+-- (KEY=VALUE strings); returns {table name -> nsl table} and the out object.
+function T.run_analysis(name, paths, args)
+  local runner = require("nsl.runner")
+  local a = assert(runner.load_analysis(name))
+  local parsed = assert(runner.parse_args(a, args or {}))
+  local trace = assert(require("nsl").open(paths))
+  local out = require("nsl.output").new{analysis = name, format = "json-silent", trace = trace}
+  a.run(trace, parsed, out)
+  local tables = {}
+  for _, it in ipairs(out.items) do if it.kind == "table" then tables[it.name] = it.t end end
+  return tables, out, trace
+end
+
+--- A temporary copy of a shared-data file (tests never write near the originals).
+function T.copy(rel)
+  local path = os.tmpname()
+  local src = assert(io.open(T.data(rel), "rb"))
+  local dst = assert(io.open(path, "wb"))
+  dst:write(src:read("a"))
+  src:close()
+  dst:close()
+  return path
+end
+
+--- Runs SQL that writes, on a test's own copy (sqlite3 program).
+function T.sql_exec(path, sql)
+  local p = assert(io.popen("sqlite3 " .. shell_quote(path), "w"))
+  p:write(sql)
+  assert(p:close(), "sqlite3 failed on " .. path)
+end
+
 --- Every export in the shared data.
 function T.exports()
   local p = assert(io.popen("ls " .. shell_quote(T.data("nsys")) .. "/*.sqlite"))

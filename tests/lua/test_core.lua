@@ -105,17 +105,19 @@ return {
     T.eq(k.name:eq("no such kernel"):count(), 0, "eq of an unknown string")
   end},
 
-  {"join kernels to their launching API call on (report, corr)", function()
+  {"join kernels to their launching API call on (report, pid, corr)", function()
+    -- correlation ids are numbered per process: the join keys on the process too
     local tr = assert(nsl.open(nccl))
     local k, api = tr.kernels, tr.api
-    local j = k:join(api, {"report", "corr"}, {"name", "tid"}, "api_")
+    local j = k:join(api, {"report", "pid", "corr"}, {"name", "tid"}, "api_")
     local matched = (~j.api_name:isnull()):count()
     T.eq(matched, T.sql1(nccl, [[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE EXISTS
-      (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId)]]), "matched kernels")
+      (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId
+       AND (r.globalTid >> 24) = (k.globalPid >> 24))]]), "matched kernels")
     -- the matched call is the one SQL finds (first by rowid) for the first rows
     local rows = T.sql(nccl, [[SELECT (SELECT s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
-      WHERE r.correlationId = k.correlationId ORDER BY r.rowid LIMIT 1) FROM CUPTI_ACTIVITY_KIND_KERNEL k
-      ORDER BY k.rowid LIMIT 50]])
+      WHERE r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) ORDER BY r.rowid LIMIT 1)
+      FROM CUPTI_ACTIVITY_KIND_KERNEL k ORDER BY k.rowid LIMIT 50]])
     for i, r in ipairs(rows) do
       T.eq(j.api_name[i], r[1] ~= "" and r[1]:gsub("_v%d+$", "") or nil, "launching call of kernel " .. i)
     end
@@ -174,5 +176,54 @@ return {
     local bad, msg = nsl.open(T.data("nsys/none.sqlite"))
     T.eq(bad, nil, "missing file")
     T.ok(msg:find("none.sqlite", 1, true), "message names the file")
+  end},
+
+  {"unique, cumsum, diff, searchsorted against SQL", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    local devs = k.device:unique()
+    local want = T.sql(nccl, "SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 1")
+    T.eq(#devs, #want, "distinct devices")
+    for i, r in ipairs(want) do T.eq(devs[i], math.tointeger(r[1]), "device " .. i) end
+    local s = k:sort("start")
+    local cs = s.dur:cumsum()
+    T.eq(cs[#cs], T.sql1(nccl, "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "cumsum total")
+    local d = s.start:diff()
+    local rows = T.sql(nccl, "SELECT start FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 3")
+    T.eq(d[1], nil, "first diff is NULL")
+    T.eq(d[2], math.tointeger(rows[2][1]) - math.tointeger(rows[1][1]), "diff")
+    local at = s.start:searchsorted(nsl.column{math.tointeger(rows[3][1])})
+    T.eq(at[1], T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start < " .. rows[3][1]), "searchsorted")
+  end},
+
+  {"busy time per device and coverage against a brute-force sweep over SQL rows", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    local g = k:group_by("device")
+    local busy = nsl.busy_by_group(k.start, k.stop, g:ids(), #g)
+    local keys = g:keys()
+    for i = 1, #keys do
+      local dev = keys.device[i]
+      local rows = T.sql(nccl, "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = " .. dev .. " ORDER BY start")
+      local total, cur_s, cur_e = 0, nil, nil
+      for _, r in ipairs(rows) do
+        local s0, e0 = math.tointeger(r[1]), math.tointeger(r[2])
+        if cur_e and s0 <= cur_e then cur_e = math.max(cur_e, e0)
+        else
+          if cur_e then total = total + (cur_e - cur_s) end
+          cur_s, cur_e = s0, e0
+        end
+      end
+      if cur_e then total = total + (cur_e - cur_s) end
+      T.eq(busy[i], total, "busy time of device " .. dev)
+    end
+    local nccl_k = k:filter(k.name:match("^nccl"))
+    local comm = nsl.intervals(nccl_k.start, nccl_k.stop)
+    local hidden = comm:coverage(k.start, k.stop)
+    T.eq(#hidden, #k, "one value per kernel")
+    -- every NCCL kernel is fully covered by the NCCL busy set
+    local nc = hidden:gather((k.name:match("^nccl")):indices())
+    T.eq((nc - nccl_k.dur):count(), #nccl_k, "rows")
+    T.eq((nc - nccl_k.dur):sum(), 0, "NCCL kernels covered by themselves")
   end},
 }

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include <setjmp.h>
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "nsl/nsl.h"
 
@@ -103,5 +105,66 @@ static inline void fx_expect_f64(const nsl_column *c, int64_t n, const double *w
 }
 #define FX_EXPECT_F64(c, ...)                                                                       \
   fx_expect_f64((c), sizeof((double[]){__VA_ARGS__}) / sizeof(double), (double[]){__VA_ARGS__})
+
+/* ---- SQL oracle over the real exports in $NSL_DATA_DIR/nsys ------------------- */
+
+/* Opens $NSL_DATA_DIR/nsys/<name> read-only, or skips the test when the
+ * data is not there. */
+static inline sqlite3 *fx_sql_open(const char *name) {
+  const char *dir = getenv("NSL_DATA_DIR");
+  char path[4096];
+  if (!dir) skip();
+  snprintf(path, sizeof path, "file:%s/nsys/%s?mode=ro&immutable=1", dir, name);
+  sqlite3 *db = NULL;
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+    sqlite3_close(db);
+    skip();
+  }
+  return db;
+}
+
+/* The result columns of sql as nsl columns, one per letter of types: 'i'
+ * I64 (NULL -> NSL_NULL_I64), 'f' F64 (NULL -> NaN), 's' strings interned
+ * into d.  Returns the row count. */
+static inline int64_t fx_sql_columns(sqlite3 *db, const char *sql, const char *types, nsl_column **out,
+                                     nsl_dict *d) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) fail_msg("SQL: %s", sqlite3_errmsg(db));
+  int ncols = (int)strlen(types);
+  int64_t n = 0;
+  for (int k = 0; k < ncols; k++) {
+    nsl_type t = types[k] == 's' ? NSL_STR : types[k] == 'f' ? NSL_F64 : NSL_I64;
+    out[k] = nsl_column_new(t, 0, d);
+    assert_int_equal(nsl_column_reserve(out[k], 1024), NSL_OK);
+  }
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    for (int k = 0; k < ncols; k++) {
+      nsl_column *c = out[k];
+      if (n == c->cap) assert_int_equal(nsl_column_reserve(c, c->cap * 2), NSL_OK);
+      int null = sqlite3_column_type(st, k) == SQLITE_NULL;
+      if (c->type == NSL_STR) {
+        const char *s = (const char *)sqlite3_column_text(st, k);
+        nsl_i32(c)[n] = s ? nsl_dict_intern(d, s, (size_t)sqlite3_column_bytes(st, k)) : -1;
+      } else if (c->type == NSL_F64) {
+        nsl_f64(c)[n] = null ? NAN : sqlite3_column_double(st, k);
+      } else {
+        nsl_i64(c)[n] = null ? NSL_NULL_I64 : sqlite3_column_int64(st, k);
+      }
+    }
+    n++;
+    for (int k = 0; k < ncols; k++) nsl_column_set_len(out[k], n);
+  }
+  sqlite3_finalize(st);
+  return n;
+}
+
+/* One value of sql (the first column of the first row) as a double. */
+static inline double fx_sql_double(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) fail_msg("SQL: %s", sqlite3_errmsg(db));
+  double v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) : NAN;
+  sqlite3_finalize(st);
+  return v;
+}
 
 #endif

@@ -321,6 +321,127 @@ static void test_agg_int_sum_exact(void **state) {
   nsl_column_release(v);
 }
 
+/* Rows of `nsys stats` reports (osrt_sum, cuda_api_sum, nvtx_sum) published
+ * with their inputs recoverable: groups of one to three calls whose Min, Med
+ * and Max give every value.  From the README of the public repository
+ * ayush-os/nsight-systems-deep-dive (nsys profile --stats=true on an A100).
+ * Total, Avg, Med, StdDev as nsys printed them (one decimal). */
+static void test_agg_matches_nsys_stats(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  static const struct {
+    int64_t v[3];
+    int n;
+    double total, avg, med, std;
+  } rows[] = {
+      {{2971823, 333015608}, 2, 335987431, 167993715.5, 167993715.5, 233376198.5},   /* sem_wait */
+      {{8929, 11488}, 2, 20417, 10208.5, 10208.5, 1809.5},                           /* putc */
+      {{6098, 18247, 23816}, 3, 48161, 16053.7, 18247.0, 9060.3},                    /* cudaMemcpy */
+      {{2925, 9850, 166679}, 3, 179454, 59818.0, 9850.0, 92609.1},                   /* cudaFree */
+      {{4697, 6584, 106901129}, 3, 106912410, 35637470.0, 6584.0, 61716139.1},       /* cudaMalloc */
+      {{9165}, 1, 9165, 9165.0, 9165.0, 0.0},                                        /* pipe2: one call */
+  };
+  int nr = (int)(sizeof rows / sizeof *rows);
+  nsl_column *key = nsl_column_new(NSL_I64, 14, NULL), *dur = nsl_column_new(NSL_I64, 14, NULL);
+  int64_t i = 0;
+  for (int pass = 0; pass < 3; pass++)   /* interleave the groups' rows */
+    for (int r = 0; r < nr; r++)
+      if (pass < rows[r].n) {
+        nsl_i64(key)[i] = r;
+        nsl_i64(dur)[i++] = rows[r].v[(pass + r) % rows[r].n];
+      }
+  assert_int_equal(i, 14);
+  const nsl_column *keys[1] = {key};
+  nsl_groups g;
+  assert_int_equal(nsl_groupby(keys, 1, &g, &err), NSL_OK);
+  nsl_column *sum = nsl_group_agg(&g, dur, NSL_AGG_SUM, 0, &err);
+  nsl_column *avg = nsl_group_agg(&g, dur, NSL_AGG_MEAN, 0, &err);
+  nsl_column *med = nsl_group_agg(&g, dur, NSL_AGG_MEDIAN, 0, &err);
+  nsl_column *std = nsl_group_agg(&g, dur, NSL_AGG_STD, 0, &err);
+  for (int r = 0; r < nr; r++) {
+    assert_int_equal(nsl_i64(sum)[r], (int64_t)rows[r].total);
+    assert_true(round(nsl_f64(avg)[r] * 10) == round(rows[r].avg * 10));
+    assert_true(nsl_f64(med)[r] == rows[r].med);
+    if (round(nsl_f64(std)[r] * 10) != round(rows[r].std * 10))
+      fail_msg("row %d: std %.3f, nsys printed %.1f", r, nsl_f64(std)[r], rows[r].std);
+  }
+  nsl_column_release(sum);
+  nsl_column_release(avg);
+  nsl_column_release(med);
+  nsl_column_release(std);
+  nsl_groups_free(&g);
+  nsl_column_release(key);
+  nsl_column_release(dur);
+}
+
+/* Kernels of a real export grouped by (device, name): every aggregate
+ * against SQL over the same file (median by row numbers, variance by the
+ * two-pass formula, both in SQL). */
+static void test_real_kernels_against_sql(void **state) {
+  (void)state;
+  sqlite3 *db = fx_sql_open("pytorch_nccl_2gpu_2026.2.sqlite");
+  nsl_dict *d = nsl_dict_new();
+  nsl_error err = {0};
+  nsl_column *k[3];
+  int64_t n = fx_sql_columns(db,
+                             "SELECT k.deviceId, s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                             "JOIN StringIds s ON s.id = k.shortName ORDER BY k.start, k.rowid",
+                             "isi", k, d);
+  assert_true(n > 1000);
+  const nsl_column *keys[2] = {k[0], k[1]};
+  nsl_groups g;
+  assert_int_equal(nsl_groupby(keys, 2, &g, &err), NSL_OK);
+  nsl_column *agg[8];
+  nsl_agg which[8] = {NSL_AGG_COUNT, NSL_AGG_SUM, NSL_AGG_MIN, NSL_AGG_MAX,
+                      NSL_AGG_MEAN,  NSL_AGG_MEDIAN, NSL_AGG_STD, NSL_AGG_QUANTILE};
+  for (int a = 0; a < 8; a++) assert_non_null(agg[a] = nsl_group_agg(&g, k[2], which[a], 0.9, &err));
+  nsl_column *dev = nsl_col_gather(k[0], g.first_row, &err), *name = nsl_col_gather(k[1], g.first_row, &err);
+
+  nsl_column *q[10];
+  int64_t nq = fx_sql_columns(
+      db,
+      "WITH v AS (SELECT k.deviceId AS dev, s.value AS name, k.end - k.start AS d "
+      "           FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName), "
+      "r AS (SELECT dev, name, d, ROW_NUMBER() OVER (PARTITION BY dev, name ORDER BY d) AS rn, "
+      "      COUNT(*) OVER (PARTITION BY dev, name) AS c, AVG(d) OVER (PARTITION BY dev, name) AS m FROM v) "
+      "SELECT dev, name, COUNT(*), SUM(d), MIN(d), MAX(d), AVG(d), "
+      "  AVG(CASE WHEN rn IN ((c + 1) / 2, (c + 2) / 2) THEN d END), "
+      "  CASE WHEN COUNT(*) > 1 THEN SUM((d - m) * (d - m)) / (COUNT(*) - 1) ELSE 0 END, "
+      /* p90 by linear interpolation: lower order statistic + fraction of the step */
+      "  MAX(CASE WHEN rn = CAST(0.9 * (c - 1) AS INTEGER) + 1 THEN d END) + (0.9 * (MAX(c) - 1) - "
+      "  CAST(0.9 * (MAX(c) - 1) AS INTEGER)) * (COALESCE(MAX(CASE WHEN rn = CAST(0.9 * (c - 1) AS INTEGER) + 2 "
+      "  THEN d END), MAX(CASE WHEN rn = CAST(0.9 * (c - 1) AS INTEGER) + 1 THEN d END)) - "
+      "  MAX(CASE WHEN rn = CAST(0.9 * (c - 1) AS INTEGER) + 1 THEN d END)) "
+      "FROM r GROUP BY dev, name",
+      "isiiiiffff", q, d);
+  assert_int_equal(nq, g.ngroups);
+  for (int64_t r = 0; r < nq; r++) {
+    int64_t gi = -1;
+    for (int64_t j = 0; j < g.ngroups && gi < 0; j++)
+      if (nsl_i64(dev)[j] == nsl_i64(q[0])[r] && nsl_i32(name)[j] == nsl_i32(q[1])[r]) gi = j;
+    assert_true(gi >= 0);
+    assert_int_equal(nsl_i64(agg[0])[gi], nsl_i64(q[2])[r]);
+    assert_int_equal(nsl_i64(agg[1])[gi], nsl_i64(q[3])[r]);
+    assert_int_equal(nsl_i64(agg[2])[gi], nsl_i64(q[4])[r]);
+    assert_int_equal(nsl_i64(agg[3])[gi], nsl_i64(q[5])[r]);
+    double mean = nsl_f64(q[6])[r], med = nsl_f64(q[7])[r], sd = sqrt(nsl_f64(q[8])[r]), p90 = nsl_f64(q[9])[r];
+    assert_true(fabs(nsl_f64(agg[4])[gi] - mean) <= 1e-9 * fabs(mean));
+    assert_true(nsl_f64(agg[5])[gi] == med);
+    if (!(fabs(nsl_f64(agg[6])[gi] - sd) <= 1e-9 * (1 + sd)))
+      fail_msg("group %lld: std %.17g, SQL %.17g", (long long)gi, nsl_f64(agg[6])[gi], sd);
+    if (!(fabs(nsl_f64(agg[7])[gi] - p90) <= 1e-9 * (1 + p90)))
+      fail_msg("group %lld: p90 %.17g, SQL %.17g", (long long)gi, nsl_f64(agg[7])[gi], p90);
+  }
+  for (int a = 0; a < 8; a++) nsl_column_release(agg[a]);
+  for (int c = 0; c < 10; c++) nsl_column_release(q[c]);
+  for (int c = 0; c < 3; c++) nsl_column_release(k[c]);
+  nsl_column_release(dev);
+  nsl_column_release(name);
+  nsl_groups_free(&g);
+  nsl_dict_release(d);
+  sqlite3_close(db);
+}
+
 /* Brute-force reference of one aggregate for one group. */
 static int cmp_dbl(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -569,6 +690,8 @@ int main(void) {
       cmocka_unit_test(test_groupby_random_reference),
       cmocka_unit_test(test_agg_hand),
       cmocka_unit_test(test_agg_int_sum_exact),
+      cmocka_unit_test(test_agg_matches_nsys_stats),
+      cmocka_unit_test(test_real_kernels_against_sql),
       cmocka_unit_test(test_agg_random_reference),
       cmocka_unit_test(test_join_hand),
       cmocka_unit_test(test_join_random_reference),

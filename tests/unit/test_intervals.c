@@ -9,7 +9,8 @@
 
 static void expect_set(const nsl_intervals *s, int64_t n, const int64_t *pairs) {
   if (s->n != n) {
-    for (int64_t i = 0; i < s->n; i++) fprintf(stderr, "  [%lld, %lld)\n", (long long)s->start[i], (long long)s->stop[i]);
+    for (int64_t i = 0; i < s->n; i++)
+      fprintf(stderr, "  [%lld, %lld)\n", (long long)s->start[i], (long long)s->stop[i]);
     fail_msg("%lld intervals, want %lld", (long long)s->n, (long long)n);
   }
   for (int64_t i = 0; i < n; i++)
@@ -267,6 +268,12 @@ static void test_set_ops_random_bitmap(void **state) {
 
 /* ---- grouped union ---------------------------------------------------------------------- */
 
+/* 1 when row i has both ends, is in group g and not masked out. */
+static int ref_row_in(const nsl_column *s, const nsl_column *e, const nsl_column *go, int64_t g,
+                      const nsl_column *m, int64_t i) {
+  return nsl_i64(go)[i] == g && (!m || nsl_bool(m)[i]) && !nsl_column_is_null(s, i) && !nsl_column_is_null(e, i);
+}
+
 /* Per-event-boundary reference: busy time of the rows of group g, summing
  * the elementary segments between distinct boundaries that a row covers. */
 static int64_t ref_busy(const nsl_column *s, const nsl_column *e, const nsl_column *go, int64_t g,
@@ -274,7 +281,7 @@ static int64_t ref_busy(const nsl_column *s, const nsl_column *e, const nsl_colu
   int64_t n = s->len, nb = 0, busy = 0;
   int64_t *bd = malloc((size_t)(2 * n + 1) * sizeof *bd);
   for (int64_t i = 0; i < n; i++) {
-    if (nsl_i64(go)[i] != g || (m && !nsl_bool(m)[i]) || nsl_column_is_null(s, i) || nsl_column_is_null(e, i)) continue;
+    if (!ref_row_in(s, e, go, g, m, i)) continue;
     bd[nb++] = nsl_column_get_i64(s, i);
     bd[nb++] = nsl_column_get_i64(e, i);
   }
@@ -288,7 +295,7 @@ static int64_t ref_busy(const nsl_column *s, const nsl_column *e, const nsl_colu
     int64_t a = bd[k], b = bd[k + 1];
     if (a == b) continue;
     for (int64_t i = 0; i < n; i++) {
-      if (nsl_i64(go)[i] != g || (m && !nsl_bool(m)[i]) || nsl_column_is_null(s, i) || nsl_column_is_null(e, i)) continue;
+      if (!ref_row_in(s, e, go, g, m, i)) continue;
       if (nsl_column_get_i64(s, i) <= a && b <= nsl_column_get_i64(e, i)) {
         busy += b - a;
         break;
@@ -349,7 +356,8 @@ static void test_union_grouped(void **state) {
     for (int64_t k = 0; k < ng; k++) {
       int64_t want = ref_busy(s, e, g, k, trial % 2 ? m : NULL);
       if (nsl_i64(b)[k] != want)
-        fail_msg("trial %d group %lld: %lld, want %lld", trial, (long long)k, (long long)nsl_i64(b)[k], (long long)want);
+        fail_msg("trial %d group %lld: %lld, want %lld", trial, (long long)k, (long long)nsl_i64(b)[k],
+                 (long long)want);
     }
     nsl_column_release(b);
     nsl_column_release(s);
@@ -396,7 +404,8 @@ static void test_coverage(void **state) {
     random_rows(n, &rs, &re, &rm, NULL);
     if (trial % 2) {   /* in start order: the searches walk forward */
       const nsl_column *k[1] = {rs};
-      nsl_column *p = nsl_argsort(k, NULL, 1, &err), *ss = nsl_col_gather(rs, p, &err), *ee = nsl_col_gather(re, p, &err);
+      nsl_column *p = nsl_argsort(k, NULL, 1, &err);
+      nsl_column *ss = nsl_col_gather(rs, p, &err), *ee = nsl_col_gather(re, p, &err);
       nsl_column_release(rs);
       nsl_column_release(re);
       nsl_column_release(p);
@@ -420,6 +429,49 @@ static void test_coverage(void **state) {
   }
 }
 
+/* GPU busy time per device of two real exports against a gaps-and-islands
+ * query in SQL over the same files. */
+static void test_real_busy_against_sql(void **state) {
+  (void)state;
+  const char *files[] = {"pytorch_h100_2gpu_2026.2.sqlite", "pytorch_nccl_2gpu_2026.2.sqlite"};
+  for (int f = 0; f < 2; f++) {
+    sqlite3 *db = fx_sql_open(files[f]);
+    nsl_error err = {0};
+    nsl_column *k[3], *q[2];
+    int64_t n = fx_sql_columns(db, "SELECT deviceId, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL", "iii", k, NULL);
+    assert_true(n > 1000);
+    int64_t nq = fx_sql_columns(
+        db,
+        "WITH m AS (SELECT deviceId AS d, start AS s, end AS e, MAX(end) OVER (PARTITION BY deviceId "
+        "  ORDER BY start, end ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS pm "
+        "  FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE end > start), "
+        "i AS (SELECT d, s, e, SUM(CASE WHEN pm IS NULL OR s > pm THEN 1 ELSE 0 END) OVER (PARTITION BY d "
+        "  ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island FROM m) "
+        "SELECT d, SUM(len) FROM (SELECT d, MAX(e) - MIN(s) AS len FROM i GROUP BY d, island) GROUP BY d ORDER BY d",
+        "ii", q, NULL);
+    assert_true(nq >= 1);
+    nsl_column *busy = nsl_iv_union_grouped(k[1], k[2], k[0], nsl_i64(q[0])[nq - 1] + 1, NULL, &err);
+    assert_non_null(busy);
+    int64_t all = 0;
+    for (int64_t r = 0; r < nq; r++) {
+      assert_int_equal(nsl_i64(busy)[nsl_i64(q[0])[r]], nsl_i64(q[1])[r]);
+      /* the same through a mask and the plain union */
+      nsl_column *m = nsl_col_cmp_i64(k[0], NSL_EQ, nsl_i64(q[0])[r]);
+      nsl_intervals u;
+      assert_int_equal(nsl_iv_union(k[1], k[2], m, &u, &err), NSL_OK);
+      assert_int_equal(nsl_iv_total(&u), nsl_i64(q[1])[r]);
+      all += nsl_iv_total(&u);
+      nsl_iv_free(&u);
+      nsl_column_release(m);
+    }
+    assert_true(all > 0);
+    nsl_column_release(busy);
+    for (int c = 0; c < 3; c++) nsl_column_release(k[c]);
+    for (int c = 0; c < 2; c++) nsl_column_release(q[c]);
+    sqlite3_close(db);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_union_hand),
@@ -428,6 +480,7 @@ int main(void) {
       cmocka_unit_test(test_set_ops_random_bitmap),
       cmocka_unit_test(test_union_grouped),
       cmocka_unit_test(test_coverage),
+      cmocka_unit_test(test_real_busy_against_sql),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -201,6 +201,21 @@ static void test_strings_by_text(void **state) {
   nsl_column_release(p);
   nsl_column_release(c);
   nsl_dict_release(d);
+  /* a string column without a dictionary orders by id */
+  c = nsl_column_new(NSL_STR, 3, NULL);
+  nsl_i32(c)[0] = 2;
+  nsl_i32(c)[1] = -1;
+  nsl_i32(c)[2] = 0;
+  p = sort1(c, 0);
+  FX_EXPECT_I64(p, 1, 2, 0);
+  nsl_column_release(p);
+  nsl_error err = {0};
+  nsl_column *u = nsl_col_unique(c, &err);
+  assert_int_equal(u->len, 2);
+  assert_int_equal(nsl_i32(u)[0], 0);
+  assert_int_equal(nsl_i32(u)[1], 2);
+  nsl_column_release(u);
+  nsl_column_release(c);
 }
 
 static void test_multikey_desc_stable(void **state) {
@@ -216,6 +231,32 @@ static void test_multikey_desc_stable(void **state) {
   check_against_reference(keys, desc, 2);
   nsl_column_release(dev);
   nsl_column_release(dur);
+}
+
+/* A key that orders nothing (constant, or only NULLs) is dropped; the next
+ * key reuses its slot (once a double free of the string ranks). */
+static void test_constant_keys_dropped(void **state) {
+  (void)state;
+  nsl_dict *d = nsl_dict_new();
+  nsl_column *same = fx_str(d, 4, (const char *[]){"k", "k", "k", "k"});
+  nsl_column *v = FX_I64(3, 1, 2, 1), *nul = FX_I64(NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64);
+  nsl_column *s2 = fx_str(d, 4, (const char *[]){"b", "a", "b", "a"});
+  const nsl_column *k1[3] = {same, v, same}, *k2[3] = {same, s2, nul}, *k3[2] = {nul, same};
+  nsl_error err = {0};
+  nsl_column *p = nsl_argsort(k1, NULL, 3, &err);
+  FX_EXPECT_I64(p, 1, 3, 2, 0);
+  nsl_column_release(p);
+  p = nsl_argsort(k2, (int[]){1, 1, 1}, 3, &err);
+  FX_EXPECT_I64(p, 0, 2, 1, 3);
+  nsl_column_release(p);
+  p = nsl_argsort(k3, NULL, 2, &err);
+  FX_EXPECT_I64(p, 0, 1, 2, 3);
+  nsl_column_release(p);
+  nsl_column_release(same);
+  nsl_column_release(v);
+  nsl_column_release(nul);
+  nsl_column_release(s2);
+  nsl_dict_release(d);
 }
 
 static void test_bad_input(void **state) {
@@ -252,7 +293,9 @@ static nsl_column *random_key(nsl_type t, int64_t n, nsl_dict *d, int variety) {
       nsl_i64(c)[i] = null || v == NSL_NULL_I64 ? NSL_NULL_I64 : v;
       break;
     }
-    case NSL_I32: nsl_i32(c)[i] = null ? NSL_NULL_I32 : (int32_t)fx_range(variety ? INT32_MIN + 1 : -2, variety ? INT32_MAX : 2); break;
+    case NSL_I32:
+      nsl_i32(c)[i] = null ? NSL_NULL_I32 : (int32_t)fx_range(variety ? INT32_MIN + 1 : -2, variety ? INT32_MAX : 2);
+      break;
     case NSL_F64: {
       static const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, 1e-310, -1e-310, 1.0, -1.0};
       double v = variety ? (double)(int64_t)fx_next() / 1e3 : specials[fx_range(0, 7)];
@@ -462,6 +505,7 @@ int main(void) {
       cmocka_unit_test(test_f64_bits),
       cmocka_unit_test(test_strings_by_text),
       cmocka_unit_test(test_multikey_desc_stable),
+      cmocka_unit_test(test_constant_keys_dropped),
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_random_multikey_reference),
       cmocka_unit_test(test_random_large_radix_paths),

@@ -1,0 +1,162 @@
+-- flamegraph -- flame graphs from every source of stacks a trace has, as
+-- folded stacks (`a;b;c N`, the format flamegraph.pl, speedscope and inferno
+-- read) and, with --out, as an interactive SVG and a PNG.
+--
+-- Sources (`--arg source=auto` takes every one the trace has):
+--   nvtx      nested NVTX ranges per thread, weighted by the GPU time projected
+--             onto them (the ops whose launching call lies innermost in a range
+--             count for that range; `--arg weight=cpu`: range CPU time instead);
+--             GPU work launched outside every range is "[outside NVTX]".
+--   sampling  CPU sampling call stacks (samples + frames), one per sample.
+--   launch    the CPU call stacks of CUDA API calls (CUDA_CALLCHAINS), ending
+--             in the API call, weighted by the GPU time of the work it launched.
+--   xla       (nsys-jax archives) source lines of the HLO operations, weighted
+--             by GPU time, when lua/nsl/jax.lua provides them.
+-- Weights are ns (GPU/CPU time) or sample counts.
+local nsl = require("nsl")
+local report = require("nsl.report")
+
+-- Frame names must not contain the folded format's separators.
+local function clean(s) return (s:gsub("[;\r\n]", ":")) end
+
+--- Folded lines from a string column of paths and an integer column of
+-- weights (summed per path); returns an nsl table {stack, weight} by weight.
+local function fold(paths, weights)
+  local t = nsl.table{{"stack", paths}, {"w", weights}}
+  t = t:filter(~t.stack:isnull())
+  local g = t:group_by("stack"):agg{"weight=sum(w)"}
+  g = g:filter(g.weight:gt(0))
+  return g:sort("-weight", "stack")
+end
+
+local function nvtx_stacks(trace, args)
+  local nvtx = require("nsl.nvtx")
+  if #trace.nvtx == 0 then return nil end
+  local P = nvtx.project(trace, {strip = args.raw_names and nil or nvtx.pytorch_suffixes})
+  local R = P.ranges
+  local label = (R:coltype("label") and R.label or R.name):map(clean)
+  P.ranges = R:with("label", label)
+  local T = nvtx.tree(P, {sep = ";"})
+  local n = T.nodes
+  local w = args.weight == "cpu" and n.cpu_self or n.gpu_self
+  local f = fold(n.path, w)
+  if args.weight ~= "cpu" and T.outside.gpu_time > 0 then
+    f = nsl.table{{"stack", nsl.concat(f.stack, nsl.column{"[outside NVTX]"})},
+                  {"weight", nsl.concat(f.weight, nsl.column{T.outside.gpu_time})}}:sort("-weight", "stack")
+  end
+  return f, args.weight == "cpu" and "ns of CPU time in NVTX ranges" or "ns of GPU time"
+end
+
+--- Root-first paths of the call stacks in a frames-shaped table (report,
+-- stack, depth, symbol, module): a table {report, stack, path}.
+local function stack_paths(fr)
+  fr:load{"report", "stack", "depth", "symbol", "module"}
+  local sym = fr.symbol:map(function(s) return clean(s) end)
+  local mod = fr.module:map(function(s) return "[" .. clean(s:match("[^/]+$") or s) .. "]" end)
+  local name = nsl.where(~fr.symbol:isnull(), sym, mod)   -- the symbol, else the module
+  local s = nsl.table{{"report", fr.report}, {"stack", fr.stack}, {"depth", fr.depth}, {"name", name}}
+    :sort("report", "stack", "-depth")   -- the outermost frame (deepest) first
+  local g = s:group_by("report", "stack")
+  local keys = g:keys()
+  return keys:with("path", nsl.group_concat(g:ids(), #g, s.name, ";"))
+end
+
+local function sampling_stacks(trace)
+  local smp = trace.samples
+  if #smp == 0 then return nil end
+  smp:load{"report", "stack"}
+  local paths = stack_paths(trace.frames)
+  local j = smp:join(paths, {"report", "stack"}, {"path"})
+  -- samples without frames still count, as "[no stack]"
+  local p = nsl.where(j.path:isnull(), "[no stack]", j.path)
+  return fold(p, nsl.rep(1, #p)), "samples"
+end
+
+local function launch_stacks(trace)
+  local cc = trace.callchains
+  if #cc == 0 then return nil end
+  local nvtx = require("nsl.nvtx")
+  local ops = nvtx.gpu_ops(trace)
+  local launched = ops:filter(ops.api:ge(0))
+  local api = trace.api
+  api:load{"report", "name", "callchain"}
+  local chain = api.callchain:gather(launched.api)
+  local apiname = api.name:gather(launched.api):map(clean)
+  local paths = stack_paths(cc)
+  local t = nsl.table{{"report", launched.report:cast("i32")}, {"stack", chain}, {"api", apiname}, {"dur", launched.dur}}
+  local j = t:join(paths, {"report", "stack"}, {"path"})
+  -- path;api, or [no call stack];api
+  local full = nsl.table{{"path", j.path}, {"api", j.api}, {"dur", j.dur}}
+  local g = full:group_by("path", "api")
+  local keys = g:keys()
+  local names = {}
+  for i = 1, #keys do names[i] = (keys.path[i] or "[no call stack]") .. ";" .. keys.api[i] end
+  local per = g:agg{"w=sum(dur)"}
+  return fold(nsl.column(names), per.w), "ns of GPU time launched"
+end
+
+local function xla_stacks(trace)
+  local ok, jax = pcall(require, "nsl.jax")
+  if not ok or type(jax) ~= "table" or not jax.source_folded then return nil end
+  local f = jax.source_folded(trace)
+  if not f or #f == 0 then return nil end
+  return f, "ns of GPU time"
+end
+
+local sources = {nvtx = nvtx_stacks, sampling = sampling_stacks, launch = launch_stacks, xla = xla_stacks}
+local order = {"nvtx", "sampling", "launch", "xla"}
+
+--- The folded text of an nsl table {stack, weight}.
+local function folded_text(f)
+  local lines = {}
+  local st, w = f.stack, f.weight
+  for i = 1, #f do lines[i] = st[i] .. " " .. string.format("%d", w[i]) end
+  return table.concat(lines, "\n") .. (#lines > 0 and "\n" or "")
+end
+
+return {
+  name = "flamegraph",
+  description = "Flame graphs (folded stacks, SVG, PNG) from NVTX ranges, CPU samples, CUDA launch stacks, XLA source lines",
+  args = {
+    source = {default = "auto", help = "nvtx, sampling, launch, xla, or auto (every one the trace has)"},
+    weight = {default = "gpu", help = "nvtx stacks weighted by gpu (projected GPU time) or cpu (range time)"},
+    top = {default = 15, help = "stacks listed per source in the table"},
+    raw_names = {default = false, help = "keep per-call NVTX name suffixes (PyTorch's ', seq = N', ', op_id = N')"},
+  },
+  example = "nsl run flamegraph trace.sqlite --out flame/ && flamegraph.pl flame/flamegraph-nvtx.folded",
+  run = function(trace, args, out)
+    if args.weight ~= "gpu" and args.weight ~= "cpu" then nsl.fail("flamegraph: --arg weight must be gpu or cpu") end
+    local want = args.source == "auto" and order or {args.source}
+    if args.source ~= "auto" and not sources[args.source] then
+      nsl.fail("flamegraph: unknown --arg source=" .. args.source .. " (nvtx, sampling, launch, xla, auto)")
+    end
+    local made = 0
+    local plot_ok, plot = pcall(require, "nsl.plot")
+    for _, name in ipairs(want) do
+      local f, unit = sources[name](trace, args)
+      if f and #f > 0 then
+        made = made + 1
+        local total = f.weight:sum()
+        out:value("total." .. name, total)
+        out:file("flamegraph-" .. name .. ".folded", folded_text(f))
+        local shown = f:head(args.top)
+        out:table("stacks_" .. name, nsl.table{{"weight", shown.weight}, {"share (%)", shown.weight * 100.0 / total},
+          {"stack", shown.stack}},
+          {title = string.format("Flame graph '%s': %d stacks, %s %s in all (heaviest first)", name, #f,
+                                 report.int(total), unit)})
+        if out.dir and plot_ok and type(plot) == "table" and plot.flamegraph then
+          local svg = plot.flamegraph(f, {title = "nsl flame graph: " .. name .. " (" .. unit .. ")", format = "svg",
+                                          interactive = true})
+          out:file("flamegraph-" .. name .. ".svg", svg:to_string())
+          local png = plot.flamegraph(f, {title = "nsl flame graph: " .. name .. " (" .. unit .. ")", format = "png"})
+          out:file("flamegraph-" .. name .. ".png", png:to_string())
+        end
+      elseif args.source ~= "auto" then
+        out:text(string.format("No '%s' stacks in this trace.", name))
+      end
+    end
+    if made == 0 then
+      out:text("No stacks: the trace has no NVTX ranges, CPU samples, CUDA call stacks or XLA metadata.")
+    end
+  end,
+}

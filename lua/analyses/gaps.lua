@@ -1,0 +1,216 @@
+-- gaps -- GPU idle gaps (bubbles) per device and per stream, and what the
+-- CPU threads of the process were doing during each one: the CUDA API call,
+-- OS runtime call and NVTX range (on any thread of the same process) that
+-- overlapped the gap most.  A device or stream is busy while any of its
+-- kernels, memory copies or memsets runs; its gaps are the idle intervals
+-- between its first operation's start and its last operation's stop.
+local nsl = require("nsl")
+local units = require("nsl.units")
+local findings = require("nsl.findings")
+local report = require("nsl.report")
+
+-- The GPU operations of every report as one table: report, pid, device,
+-- stream, corr, start, stop and op (kernel short name, "[memcpy HtoD]",
+-- "[memset]"), without operations of zero length (they keep nothing busy).
+local function gpu_ops(trace)
+  local cols = {"report", "pid", "device", "stream", "corr", "start", "stop"}
+  local k, mc, ms = trace.kernels, trace.memcpy, trace.memset
+  k:load{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
+  mc:load{"report", "pid", "device", "stream", "corr", "start", "stop", "kind"}
+  ms:load(cols)
+  local parts = {}
+  for i, c in ipairs(cols) do parts[i] = {c, nsl.concat(k[c], mc[c], ms[c])} end
+  parts[#parts + 1] = {"op", nsl.concat(k.name, mc.kind:map(function(x) return "[memcpy " .. x .. "]" end),
+                                        nsl.rep("[memset]", #ms))}
+  local ops = nsl.table(parts)
+  return ops:filter(ops.stop:gt(ops.start))
+end
+
+-- The CPU-side tables a gap is attributed to: {key, label, table, text
+-- column}; only those with rows.
+local function cpu_sources(trace)
+  local list = {}
+  local api, osrt, nvtx = trace.api, trace.osrt, trace.nvtx
+  if #api > 0 then
+    api:load{"report", "pid", "tid", "start", "stop", "name"}
+    list[#list + 1] = {key = "api", label = "CUDA API", t = api, text = "name"}
+  end
+  if #osrt > 0 then
+    osrt:load{"report", "pid", "tid", "start", "stop", "name"}
+    list[#list + 1] = {key = "osrt", label = "OS runtime", t = osrt, text = "name"}
+  end
+  if #nvtx > 0 then
+    -- marks have no stop (or a zero-length one), so only ranges can overlap a gap
+    nvtx:load{"report", "pid", "tid", "start", "stop", "text"}
+    list[#list + 1] = {key = "nvtx", label = "NVTX range", t = nvtx, text = "text"}
+  end
+  return list
+end
+
+-- Gaps of one scope (keys {"report", "device"} or {"report", "device",
+-- "stream"}): returns the summary per group and the gaps longer than min
+-- (with their keys, neighbours and pid), largest first.
+local function scope_gaps(ops, keys, min)
+  local g = ops:group_by(table.unpack(keys))
+  local ng = #g
+  local gid, gs, ge = nsl.gaps_grouped(ops.start, ops.stop, g:ids(), ng, 0)
+  local dur = ge - gs
+  -- every group gets a zero-length gap first, so the group-by below lists
+  -- groups 0..ng-1 in order and no group lacks a row
+  local big = dur:gt(min):cast("i64")
+  local all = nsl.table{
+    {"group", nsl.concat(nsl.range(ng), gid)}, {"dur", nsl.concat(nsl.rep(0, ng), dur)},
+    {"big", nsl.concat(nsl.rep(0, ng), big)}, {"bigdur", nsl.concat(nsl.rep(0, ng), dur * big)}}
+  local per = all:group_by("group"):agg{"idle=sum(dur)", "n=sum(big)", "bigtime=sum(bigdur)", "largest=max(dur)"}
+  local span = g:agg{"ops=count", "first=min(start)", "last=max(stop)"}
+  local width = span.last - span.first
+  local summary = span:select(keys):with("ops", span.ops, "span", width, "busy", width - per.idle, "idle", per.idle,
+    "idle_pct", per.idle * 100.0 / width, "n", per.n, "bigtime", per.bigtime, "largest", per.largest):sort(table.unpack(keys))
+  -- the gaps longer than min, with their group's keys
+  local d = nsl.table{{"group", gid}, {"start", gs}, {"stop", ge}, {"dur", dur}}:filter(dur:gt(min)):sort("-dur", "start")
+  local kt = g:keys()
+  local cols = {}
+  for _, k in ipairs(keys) do cols[#cols + 1] = {k, kt[k]:gather(d.group)} end
+  for _, c in ipairs{"start", "stop", "dur"} do cols[#cols + 1] = {c, d[c]} end
+  d = nsl.table(cols)
+  -- the operations on either side: the one ending where the gap starts and
+  -- the one starting where it ends (whose process the gap is charged to)
+  local function neighbour(at, edge, prefix)
+    local q = {}
+    for _, k in ipairs(keys) do q[#q + 1] = {k, d[k]} end
+    q[#q + 1] = {edge, d[at]}
+    local qk = {table.unpack(keys)}
+    qk[#qk + 1] = edge
+    return (nsl.table(q):join(ops, qk, {"op", "pid", "corr"}, prefix))
+  end
+  local before, after = neighbour("start", "stop", "b_"), neighbour("stop", "start", "a_")
+  d = d:with("before", before.b_op, "after", after.a_op, "pid", after.a_pid, "corr", after.a_corr)
+  return summary, d
+end
+
+-- The thread that launched the operation after each gap: the tid of the
+-- CUDA API call of its process with its correlation id (NULL when none).
+local function launcher(trace, d)
+  local api = trace.api
+  api:load{"report", "pid", "corr", "tid"}
+  return (d:join(api, {"report", "pid", "corr"}, {"tid"}, "launch_")).launch_tid
+end
+
+-- For every gap of d, the row of each CPU source on the same (report, pid)
+-- -- or, by_launcher, the same (report, pid, launching thread) -- that
+-- overlaps it most: adds <key>_text, <key>_tid, <key>_ov (ns of the gap it
+-- covers) and <key>_cover (the same in % of the gap).
+local function attribute(d, sources, by_launcher)
+  for _, src in ipairs(sources) do
+    local t = src.t
+    local dk, tk = {d.report, d.pid}, {t.report, t.pid}
+    if by_launcher then dk[3], tk[3] = d.launch_tid, t.tid end
+    local rows, ov = nsl.overlap_join(d.start, d.stop, t.start, t.stop, dk, tk)
+    d = d:with(src.key .. "_text", t[src.text]:gather(rows), src.key .. "_tid", t.tid:gather(rows),
+               src.key .. "_ov", ov, src.key .. "_cover", ov * 100.0 / d.dur)
+  end
+  return d
+end
+
+local function report_names(trace, col) return trace.reports.name:gather(col) end
+
+local function wanted(list, part)
+  for p in list:gmatch("[^,%s]+") do
+    if p ~= "device" and p ~= "stream" and p ~= "all" then
+      nsl.fail(string.format("--arg scope: '%s' is not device, stream or all", p))
+    end
+    if p == part or p == "all" then return true end
+  end
+  return false
+end
+
+return {
+  name = "gaps",
+  description = "GPU idle gaps per device and stream, with the CUDA API call, OS call and NVTX range the CPU was in",
+  args = {
+    min = {default = "100us", help = "list and count gaps longer than this (ns, or with a unit: 10us, 1ms)"},
+    n = {default = 20, help = "largest gaps listed per scope (0: all)"},
+    scope = {default = "device,stream", help = "comma list of scopes: device, stream"},
+    threads = {default = "process", help = "attribute gaps to calls on any thread of the process (process) " ..
+               "or only on the thread that launched the operation after the gap (launcher)"},
+    per_report = {default = false, help = "the gap-cause table per report instead of over all reports"},
+    warn_idle = {default = 50, help = "idle % of a device's active span above which a warning is raised (0: never)"},
+  },
+  example = "nsl run gaps trace.sqlite --arg min=1ms --arg scope=device",
+  run = function(trace, args, out)
+    local min = units.duration_arg(args, "min")
+    if args.threads ~= "process" and args.threads ~= "launcher" then
+      nsl.fail(string.format("--arg threads: '%s' is neither process nor launcher", args.threads))
+    end
+    local ops = gpu_ops(trace)
+    if #ops == 0 then
+      nsl.fail(string.format("%s: no GPU activity (no kernels, memory copies or memsets); was it profiled with -t cuda?",
+                             table.concat(trace.reports.path:totable(), ", ")))
+    end
+    local sources = cpu_sources(trace)
+    local mintext = report.duration(min)
+    local first_detail = true
+    for _, scope in ipairs{"device", "stream"} do
+      if wanted(args.scope, scope) then
+        collectgarbage()   -- the columns of the scope before, held in C memory the collector does not see
+        local keys = scope == "device" and {"report", "device"} or {"report", "device", "stream"}
+        local s, d = scope_gaps(ops, keys, min)
+        local cols = {{"report", report_names(trace, s.report)}, {"device", s.device}}
+        if scope == "stream" then cols[#cols + 1] = {"stream", s.stream} end
+        for _, c in ipairs{{"Ops", s.ops}, {"Span (ns)", s.span}, {"Busy (ns)", s.busy}, {"Idle (ns)", s.idle},
+                           {"Idle (%)", s.idle_pct}, {"Gaps", s.n}, {"Gap time (ns)", s.bigtime},
+                           {"Largest gap (ns)", s.largest}} do
+          cols[#cols + 1] = c
+        end
+        local summary = nsl.table(cols)
+        out:table("gaps_" .. scope .. "_summary", summary,
+                  {title = string.format("GPU idle time per %s between its first and last operation; " ..
+                                         "Gaps: those longer than %s", scope, mintext)})
+        if scope == "device" and args.warn_idle > 0 then
+          for i = 1, #summary do
+            findings.above(out, s.idle_pct[i], {warning = args.warn_idle}, "gpu_idle",
+              "%s device %d is idle %.1f%% of its active span (%s gaps longer than %s)",
+              summary.report[i], summary.device[i], s.idle_pct[i], report.int(s.n[i]), mintext)
+          end
+        end
+        d = attribute(d:with("launch_tid", launcher(trace, d)), sources, args.threads == "launcher")
+        local list = {{"report", report_names(trace, d.report)}, {"device", d.device}}
+        if scope == "stream" then list[#list + 1] = {"stream", d.stream} end
+        for _, c in ipairs{{"Start (ns)", d.start}, {"Gap (ns)", d.dur}, {"Before", d.before}, {"After", d.after},
+                           {"PID", d.pid}, {"Launch TID", d.launch_tid}} do
+          list[#list + 1] = c
+        end
+        for _, src in ipairs(sources) do
+          list[#list + 1] = {src.label, d[src.key .. "_text"]}
+          if src.key ~= "nvtx" then list[#list + 1] = {src.label .. " TID", d[src.key .. "_tid"]} end
+          list[#list + 1] = {src.label .. " (% of gap)", d[src.key .. "_cover"]}
+        end
+        local shown = args.n > 0 and nsl.table(list):head(args.n) or nsl.table(list)
+        out:table("gaps_" .. scope, shown,
+                  {title = string.format("Largest GPU gaps per %s longer than %s, with the CPU call that overlapped most",
+                                         scope, mintext)})
+        if first_detail and #sources > 0 and sources[1].key == "api" then
+          first_detail = false
+          -- what the process's threads were in during the gaps, by CUDA API call
+          local ck = args.per_report and {"report", "call"} or {"call"}
+          local c = d:with("call", d.api_text):group_by(table.unpack(ck))
+                     :agg{"n=count", "total=sum(dur)", "ov=sum(api_ov)"}:sort("-total", table.unpack(ck))
+          local grand = c.total:sum()
+          local names = c.call:totable()
+          for i = 1, #c do names[i] = names[i] or "(no CUDA API call)" end
+          local cc = {}
+          if args.per_report then cc[1] = {"report", report_names(trace, c.report)} end
+          for _, x in ipairs{{"CUDA API call", nsl.column(names)}, {"Gaps", c.n}, {"Gap time (ns)", c.total},
+                             {"Share (%)", grand > 0 and c.total * 100.0 / grand or nsl.rep(0.0, #c)},
+                             {"In the call (%)", c.ov * 100.0 / c.total}} do
+            cc[#cc + 1] = x
+          end
+          out:table("gap_causes", nsl.table(cc),
+                    {title = string.format("GPU gaps (per %s, longer than %s) by the CUDA API call that " ..
+                                           "overlapped each most; In the call: the share of their time inside it",
+                                           scope, mintext)})
+        end
+      end
+    end
+  end,
+}

@@ -1,0 +1,132 @@
+-- launch -- kernel launch latency (start of the CUDA API call that launched
+-- a kernel -> start of the kernel, joined on the correlation id) and launch
+-- queue depth (kernels launched but not yet started when a launch is made),
+-- as distributions per kernel name and per stream; host synchronisation
+-- costs (explicit syncs, synchronous and pageable memory copies); and the
+-- slowest launches.
+local nsl = require("nsl")
+local percentiles = require("nsl.percentiles")
+local stats = require("nsl.stats")
+
+-- Host synchronisation calls by their name without a _vNNNN suffix.
+local sync_calls = {
+  cudaDeviceSynchronize = "device sync", cuCtxSynchronize = "device sync",
+  cudaStreamSynchronize = "stream sync", cuStreamSynchronize = "stream sync",
+  cudaEventSynchronize = "event sync", cuEventSynchronize = "event sync",
+  cudaStreamWaitEvent = "stream wait event", cuStreamWaitEvent = "stream wait event",
+}
+
+--- The sync category of a CUDA API call name, or nil: the explicit syncs
+-- above, and memory copies that are not Async (cudaMemcpy, cudaMemcpy2D,
+-- cuMemcpyDtoH, ...), which return only once the copy is done.
+local function sync_category(name)
+  local base = name:gsub("_v%d+$", "")
+  if sync_calls[base] then return sync_calls[base] end
+  if (base:match("^cudaMemcpy") or base:match("^cuMemcpy")) and not base:find("Async", 1, true) then
+    return "synchronous memcpy"
+  end
+  return nil
+end
+
+-- The CUDA API calls, one per correlation id of a process: some exports
+-- record a call twice, nested, under one id (e.g. 2022 exports with
+-- eventClass 67 beside 0); the earliest-starting (outer) record stays.
+-- Correlation ids are numbered per process.
+local function api_calls(trace)
+  local api = trace.api
+  api:load{"report", "pid", "tid", "corr", "start", "stop", "dur", "name"}
+  api = api:sort("start")
+  local _, first = api:join(api, {"report", "pid", "corr"}, {})
+  return api:filter(first:eq(nsl.range(#api)) | api.corr:isnull())
+end
+
+-- Kernels with their launch: api_start, api_name, api_tid (NULL when no
+-- API call of the process has the kernel's correlation id), latency and
+-- queue depth.
+local function launches(trace, api, name_key, queue_keys)
+  local k = trace.kernels
+  k:load{"report", "pid", "device", "stream", "corr", "start", name_key}
+  local kj = k:join(api, {"report", "pid", "corr"}, {"start", "name", "tid"}, "api_")
+  local qk = {}
+  for i, c in ipairs(queue_keys) do qk[i] = kj[c] end
+  local depth = nsl.count_open(kj.api_start, kj.api_start, kj.start, qk, qk)
+  return kj:with("latency", kj.start - kj.api_start, "depth", depth)
+end
+
+-- The CUDA API calls that block the host: report, name, dur, category.
+local function host_syncs(trace, api)
+  local cat = api.name:map(sync_category)
+  local explicit = api:with("category", cat):filter(~cat:isnull())
+  -- Async copies whose host side is pageable memory: the call returns only
+  -- once the data is staged, so it blocks like a synchronous copy
+  local mc = trace.memcpy
+  mc:load{"report", "pid", "corr", "src_kind", "dst_kind"}
+  local pageable = mc:filter(mc.src_kind:eq("pageable") | mc.dst_kind:eq("pageable"))
+  local _, idx = api:join(pageable, {"report", "pid", "corr"}, {})
+  local implicit = api:filter(idx:ge(0) & api.name:contains("Async"))
+  local cols = {}
+  for _, c in ipairs{"report", "name", "dur"} do cols[#cols + 1] = {c, nsl.concat(explicit[c], implicit[c])} end
+  cols[#cols + 1] = {"category", nsl.concat(explicit.category, nsl.rep("pageable memcpy (Async call)", #implicit))}
+  return nsl.table(cols)
+end
+
+return {
+  name = "launch",
+  description = "Kernel launch latency and queue depth percentiles, host synchronisation costs, slowest launches",
+  args = {
+    per_report = {default = false, help = "distributions per report instead of over all reports"},
+    base = {default = false, help = "name kernels by their short name instead of the demangled one"},
+    queue = {default = "device", help = "queue depth counts pending kernels of the same device or stream"},
+    n = {default = 20, help = "slowest launches listed"},
+    limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
+  },
+  example = "nsl run launch trace.sqlite --arg queue=stream --arg n=50",
+  run = function(trace, args, out)
+    if #trace.kernels == 0 and #trace.api == 0 then
+      nsl.fail(string.format("%s: no kernels and no CUDA API calls; was it profiled with -t cuda?",
+                             table.concat(trace.reports.path:totable(), ", ")))
+    end
+    if args.queue ~= "device" and args.queue ~= "stream" then
+      nsl.fail(string.format("--arg queue: '%s' is neither device nor stream", args.queue))
+    end
+    local name_key = args.base and "name" or "demangled"
+    local queue_keys = args.queue == "device" and {"report", "device"} or {"report", "device", "stream"}
+    local limit = args.limit > 0 and args.limit or nil
+    local names = trace.reports.name
+    local function named(t)   -- report index -> report name, for printing
+      if t:coltype("report") then return t:with("report", names:gather(t.report)) end
+      return t
+    end
+    local api = api_calls(trace)
+    local L = launches(trace, api, name_key, queue_keys)
+    local values = {{col = "latency", label = "Latency", unit = "ns", total = true}, {col = "depth", label = "Queue"}}
+    local keys = args.per_report and {"report"} or {}
+    local launched = L:filter(~L.latency:isnull())
+    out:table("launch_summary", named(percentiles.table(launched, keys, values, {count_label = "Launches"})),
+              {title = string.format("Kernel launch latency (API call start -> kernel start) and queue depth " ..
+                                     "(kernels of the same %s launched, not yet started); %d kernels without a " ..
+                                     "launch call left out", args.queue, #L - #launched)})
+    local by_name = {}
+    for _, k in ipairs(keys) do by_name[#by_name + 1] = k end
+    by_name[#by_name + 1] = name_key
+    out:table("launch_by_kernel",
+              named(percentiles.table(launched, by_name, values, {count_label = "Launches", sort = 1})),
+              {title = "Launch latency and queue depth per kernel, by total latency", limit = limit})
+    out:table("launch_by_stream",
+              named(percentiles.table(launched, {"report", "device", "stream"}, values,
+                                      {count_label = "Launches", sort = 1})),
+              {title = "Launch latency and queue depth per stream, by total latency", limit = limit})
+    if args.n > 0 then
+      local slow = launched:sort("-latency", "report", "start"):head(args.n)
+      out:table("slowest_launches", named(nsl.table{
+        {"report", slow.report}, {"pid", slow.pid}, {"tid", slow.api_tid}, {"device", slow.device},
+        {"stream", slow.stream}, {"API call", slow.api_name}, {"API start (ns)", slow.api_start},
+        {"Kernel start (ns)", slow.start}, {"Latency (ns)", slow.latency}, {"Queue", slow.depth},
+        {"Kernel", slow[name_key]}}), {title = "Slowest launches"})
+    end
+    local syncs = host_syncs(trace, api)
+    local sk = args.per_report and {"report", "category"} or {"category"}
+    out:table("host_sync", named(stats.time_summary(syncs, "name", {keys = sk, count_label = "Calls"})),
+              {title = "Host synchronisation: time the calling thread was blocked, per call", limit = limit})
+  end,
+}

@@ -1,0 +1,59 @@
+-- nsl.cmd_notebook -- `nsl notebook NOTEBOOK.md [TRACE...] -o report.html|report.ipynb
+-- [--stop-on-error]`: runs the notebook's cells and writes the rendered file.
+local nsl = require("nsl")
+local notebook = require("nsl.notebook")
+
+local M = {}
+
+local function fail(code, msg)
+  io.stderr:write("nsl: ", msg, "\n")
+  return code
+end
+
+--- Renders notebook `path` on the traces to `output` (.html or .ipynb).
+-- Returns the exit code: 0 when written (failing cells are shown in it),
+-- 1 when it cannot be written or, with stop_on_error, a cell failed.
+function M.render(path, traces, output, stop_on_error)
+  local f, err = io.open(path, "rb")
+  local text
+  if f then
+    text = f:read("a")
+    f:close()
+  else   -- a shipped notebook by name: `nsl notebook analysis ...`
+    text = path:match("^[%w_%-]+$") and nsl.embedded_file("notebooks/" .. path .. ".md")
+    if not text then return fail(1, string.format("cannot open notebook '%s': %s", path, err)) end
+  end
+  local trace
+  if traces and #traces > 0 then
+    trace, err = nsl.open(traces)
+    if not trace then return fail(1, err) end
+  end
+  local blocks, failed = notebook.run(text, trace, {path = path, stop_on_error = stop_on_error})
+  local data
+  if output:match("%.ipynb$") then data = notebook.ipynb(blocks)
+  else data = notebook.html(blocks) end
+  local ok, werr = nsl.write_file(output, data)
+  if not ok then return fail(1, werr) end
+  local nfail = 0
+  for _, b in ipairs(blocks) do if b.error then nfail = nfail + 1 end end
+  if nfail > 0 then
+    io.stderr:write(string.format("nsl: %s: %d cell(s) failed; their errors are shown in %s\n", path, nfail, output))
+  end
+  if failed and stop_on_error then return 1 end
+  return 0
+end
+
+function M.main(opts)
+  local stop = false
+  for _, a in ipairs(opts.rest or {}) do
+    if a == "--stop-on-error" then stop = true
+    else return fail(2, "notebook: unknown option '" .. a .. "'") end
+  end
+  local traces = {}
+  for i = 2, #opts.traces do traces[#traces + 1] = opts.traces[i] end
+  if not opts.traces[1] then return fail(2, "usage: nsl notebook NOTEBOOK.md [TRACE...] -o report.html|report.ipynb") end
+  if not opts.output then return fail(2, "notebook: say where to write it: -o report.html (or .ipynb)") end
+  return M.render(opts.traces[1], traces, opts.output, stop)
+end
+
+return M

@@ -1,0 +1,846 @@
+-- nsl.jax -- nsys-jax's data frames and analyses over nsl tables.
+--
+-- M.frames(trace, opts) builds, from the `gpu_ranges` and `nvtx` tables of
+-- nsys-jax reports and their XLA dumps, the four frames nsys-jax's
+-- load_profiler_data makes (same rows, same column meanings, times in ms):
+--   module         one row per XlaModule execution on a device
+--   thunk          one row per (innermost) Thunk execution, with Communication and
+--                  ProjDurHiddenMs (communication time hidden under computation)
+--   communication  the communication thunks with MessageSize, Collective,
+--                  CollectiveSize, AlgorithmBandwidthGBPerSec, BusBandwidthGBPerSec
+--   compile        XLA compilation ranges (host NVTX), worker threads grafted in
+-- ProgramId is the module's fingerprint (HloModule frontend attribute
+-- fingerprint_before_lhs), "unknown" for modules without a dump (autotuning).
+-- opts.programs = "structure" groups modules that share name and HLO structure
+-- under one ProgramId (the first fingerprint seen), which repairs runs where one
+-- process's autotuning changed a fingerprint; the default "fingerprint" is
+-- nsys-jax's own grouping.
+--
+-- The heavy steps are C kernels (nsl.tree_ancestor, nsl.cumcount,
+-- nsl.overlap_sum, nsl.jax_compile_tree, nsl.jax_compile_attribute); Lua loops
+-- run over distinct names, programs and modules only.
+local nsl = require("nsl")
+
+local M = {}
+
+local MS = 1e-6   -- ns -> ms
+
+--- A column of fn(i) over the rows of keys (a group_by's keys table), spread to
+-- every row through ids; fn returns nil for NULL.  kind ("str", "int", "num",
+-- "bool") types an all-NULL result.
+local function derive(nkeys, ids, fn, kind)
+  local vals, code, n = {}, {}, 0
+  local index = {}
+  for i = 1, nkeys do
+    local v = fn(i)
+    if v == nil or v ~= v then code[i] = -1
+    else
+      local at = index[v]
+      if not at then
+        n = n + 1
+        vals[n] = v
+        at = n - 1
+        index[v] = at
+      end
+      code[i] = at
+    end
+  end
+  if n == 0 then
+    vals[1] = (kind == "str" and "") or (kind == "num" and 0.0) or (kind == "bool" and false) or 0
+  end
+  return nsl.column(vals):gather(nsl.column(code):gather(ids))
+end
+M.derive = derive
+
+--- Groups t by keys and maps every group through fn(keys_table, i) -> value.
+local function per_group(t, keys, fn, kind)
+  local g = t:group_by(table.unpack(keys))
+  local k = g:keys()
+  return derive(#k, g:ids(), function(i) return fn(k, i) end, kind), g
+end
+M.per_group = per_group
+
+--- A table of columns of t: spec is a list of names or {new_name, old_name}.
+local function pick(t, spec)
+  local cols = {}
+  for i, c in ipairs(spec) do
+    if type(c) == "table" then cols[i] = {c[1], t[c[2]]} else cols[i] = {c, t[c]} end
+  end
+  return nsl.table(cols)
+end
+M.pick = pick
+
+local function starts(s, prefix) return s:sub(1, #prefix) == prefix end
+
+-- ---------------------------------------------------------------- XLA dumps
+
+--- The HLO metadata of a trace: per report, the after-optimizations dumps by
+-- (program id, module name), decoded on demand and cached.
+function M.hlo_store(trace)
+  local store = {trace = trace, files = {}, decoded = {}, fp = {}}
+  local rt = trace.reports
+  for r = 0, #rt - 1 do
+    local files = {}
+    for _, name in ipairs(trace:members(r, "dump/")) do
+      local id, rest = name:match("^dump/module_(%d+)%.(.+)%.hlo%.pb%.xz$")
+      if id and rest:find("after_optimizations", 1, true) then
+        files[#files + 1] = {id = tonumber(id), rest = rest, member = name}
+      end
+    end
+    store.files[r] = files
+  end
+
+  --- The member of report r for program id `id` named `name`, or nil.
+  function store.member(r, id, name)
+    local found
+    for _, f in ipairs(store.files[r] or {}) do
+      if f.id == id and starts(f.rest, name .. ".") then
+        if found then return nil end   -- not unique
+        found = f.member
+      end
+    end
+    return found
+  end
+
+  --- The decoded module of report r, member m (cached).
+  function store.module(r, m)
+    local key = r .. "\0" .. m
+    local h = store.decoded[key]
+    if h == nil then
+      h = trace:hlo(r, m) or false
+      store.decoded[key] = h
+    end
+    return h or nil
+  end
+
+  --- Fingerprint of (report, id, name): "unknown" without a dump.
+  function store.fingerprint(r, id, name)
+    if not id then return "unknown" end
+    local key = r .. "\0" .. id .. "\0" .. name
+    local fp = store.fp[key]
+    if fp then return fp end
+    local m = store.member(r, id, name)
+    local h = m and store.module(r, m)
+    fp = h and h:info().fingerprint or ""
+    if fp == "" then fp = "unknown" end
+    store.fp[key] = fp
+    store.by_fp = store.by_fp or {}
+    local list = store.by_fp[fp] or {}
+    store.by_fp[fp] = list
+    local seen = false
+    for _, e in ipairs(list) do seen = seen or (e.r == r and e.m == m) end
+    if m and not seen then list[#list + 1] = {r = r, m = m} end
+    return fp
+  end
+
+  --- The decoded modules of a fingerprint (one per distinct dump seen).
+  function store.modules(fp)
+    local out = {}
+    for _, e in ipairs((store.by_fp or {})[fp] or {}) do out[#out + 1] = store.module(e.r, e.m) end
+    return out
+  end
+  return store
+end
+
+-- ---------------------------------------------------------------- GPU frames
+
+local function parse_module(text, prefix)
+  local body = text:match("^" .. prefix:gsub("%p", "%%%0") .. "XlaModule:#(.*)#$")
+  if not body then return nil end
+  body = body:gsub("^prefix=.-,", "")
+  local name, id = body:match("^hlo_module=([%w._-]+),program_id=(%d+)$")
+  if not name then name = body:match("^hlo_module=([%w._-]+)$") end
+  return name, id and tonumber(id)
+end
+
+local function parse_thunk(text, prefix)
+  local body = text:match("^" .. prefix:gsub("%p", "%%%0") .. "Thunk:#(.*)#$")
+  if not body then return nil end
+  return body:match("hlo_op=([%w._-]+)$")
+end
+
+--- The module and thunk frames (and the communication frame) of a trace.
+function M.gpu_frames(trace, store, opts)
+  opts = opts or {}
+  local g = trace.gpu_ranges
+  g:load{"report", "pid", "tid", "device", "start", "stop", "text", "range_id", "parent_id", "orig_start",
+         "orig_dur", "num_gpu_ops"}
+  local n = #g
+  local prefix = "TSL:"
+  if n > 0 and #g:filter(g.text:match("^TSL:")) == 0 then prefix = "" end
+  local rows = nsl.range(n)
+  g = g:with("row", rows)
+  local _, parent = g:join(nsl.table{{"report", g.report}, {"parent_id", g.range_id}}, {"report", "parent_id"})
+  parent = parent:cast("i64")
+  local is_thunk = g.text:match("^" .. prefix:gsub("%p", "%%%0") .. "Thunk:#")
+  local is_module = g.text:match("^" .. prefix:gsub("%p", "%%%0") .. "XlaModule:")
+  -- thunks that start before the first module of their report are edge effects
+  local mods = g:filter(is_module)
+  local first = mods:group_by("report"):agg{"first_start=min(start)"}
+  local first_of = g:join(first, {"report"}, {"first_start"}, "f_").f_first_start
+  local early = is_thunk & (first_of:isnull() | (g.start - first_of):lt(0))
+  local anc, inner = nsl.tree_ancestor(parent, is_thunk, is_module)
+  local thunk_mask = is_thunk & ~early & ~inner & anc:ge(0)
+  -- modules that have thunks, in (report, range id) order
+  local th0 = g:filter(thunk_mask):with("module_row", anc:gather(thunk_mask:indices()))
+  local mrows = th0:group_by("module_row"):keys().module_row
+  local mt = g:take(mrows):sort("report", "range_id")
+  -- drop a last execution that looks cut short (NumGPUOps far below the others)
+  local drop = {}
+  do
+    local grp = mt:group_by("report", "text")
+    local ids, gops, mrow = grp:ids(), mt.num_gpu_ops, mt.row
+    local members = {}
+    for i = 1, #mt do
+      local k = ids[i]
+      local l = members[k] or {}
+      members[k] = l
+      l[#l + 1] = i
+    end
+    for _, l in pairs(members) do
+      local m = #l - 1
+      if m >= 1 then
+        local s, ss = 0, 0
+        for k = 1, m do s = s + (gops[l[k]] or 0) end
+        local mean = s / m
+        for k = 1, m do ss = ss + ((gops[l[k]] or 0) - mean) ^ 2 end
+        local sd = math.sqrt(ss / m)
+        local last = gops[l[#l]]
+        if last and last < mean - sd then drop[mrow[l[#l]]] = true end
+      end
+    end
+  end
+  if next(drop) then
+    local dl = {}
+    for r in pairs(drop) do dl[#dl + 1] = r end
+    mt = mt:filter(~mt.row:isin(dl))
+    th0 = th0:filter(~th0.module_row:isin(dl))
+  end
+  -- program ids, names, fingerprints
+  local mname = per_group(mt, {"report", "text"}, function(k, i)
+    return (parse_module(k.text[i], prefix))
+  end, "str")
+  local mfp = per_group(mt, {"report", "text"}, function(k, i)
+    local name, id = parse_module(k.text[i], prefix)
+    return store.fingerprint(k.report[i], id, name)
+  end, "str")
+  mt = mt:with("Name", mname, "ProgramId", mfp)
+  if opts.programs == "structure" then mt = M.merge_programs(mt, store) end
+  mt = mt:with("ProgramExecution", nsl.cumcount(mt:group_by("report", "tid", "ProgramId"):ids()))
+  -- devices: XlaLauncher threads, else the main thread (one (pid, tid) runs a whole program)
+  local dev = mt.device
+  if dev:isnull():count() > 0 or th0.device:isnull():count() > 0 then
+    local launchers = M.launcher_devices(trace)
+    local main = {}
+    local th_prog = th0:join(pick(mt, {{"module_row", "row"}, "ProgramId"}), {"module_row"}, {"ProgramId"}, "m_")
+    local pg = th_prog:group_by("report", "m_ProgramId")
+    local per = {}
+    local pk = pg:keys()
+    local pairs_of = th_prog:group_by("report", "m_ProgramId", "pid", "tid"):keys()
+    for i = 1, #pairs_of do
+      local key = pairs_of.report[i] .. "\0" .. tostring(pairs_of.m_ProgramId[i])
+      per[key] = per[key] or {r = pairs_of.report[i], list = {}}
+      table.insert(per[key].list, {pairs_of.pid[i], pairs_of.tid[i]})
+    end
+    local _ = pk
+    for _, e in pairs(per) do
+      if #e.list == 1 then
+        main[e.r] = main[e.r] or {}
+        main[e.r][e.list[1][1] .. ":" .. e.list[1][2]] = true
+      end
+    end
+    -- compile ranges projected onto the GPU name the main thread too
+    local comp = g:filter(~is_thunk & g.text:match("^" .. prefix:gsub("%p", "%%%0") .. "XlaCompile:#module="))
+    local cp = comp:group_by("report", "pid", "tid"):keys()
+    local cnt = {}
+    for i = 1, #cp do cnt[cp.report[i]] = (cnt[cp.report[i]] or 0) + 1 end
+    for i = 1, #cp do
+      if cnt[cp.report[i]] == 1 then
+        main[cp.report[i]] = main[cp.report[i]] or {}
+        main[cp.report[i]][cp.pid[i] .. ":" .. cp.tid[i]] = true
+      end
+    end
+    local main_dev = {}
+    for r, set in pairs(main) do
+      local key = next(set)
+      if next(set, key) then nsl.fail(string.format("report %d: more than one candidate main thread", r)) end
+      local l = launchers[r]
+      if l and l.first then main_dev[r .. "\0" .. key] = l.first end
+    end
+    local function fill(t)
+      return per_group(t, {"report", "pid", "tid", "device"}, function(k, i)
+        if k.device[i] then return k.device[i] end
+        return main_dev[k.report[i] .. "\0" .. k.pid[i] .. ":" .. k.tid[i]]
+      end, "int")
+    end
+    mt = mt:with("device", fill(mt))
+    th0 = th0:with("device", fill(th0))
+  end
+  mt = mt:filter(~mt.device:isnull())
+  th0 = th0:filter(~th0.device:isnull())
+  -- launcher metadata (LocalDevice, Process, Slice)
+  -- thunk frame
+  local tj = th0:join(pick(mt, {{"module_row", "row"}, "ProgramId", "ProgramExecution"}), {"module_row"},
+                      {"ProgramId", "ProgramExecution"}, "m_")
+  tj = tj:filter(~tj.m_ProgramExecution:isnull())
+  local tname = per_group(tj, {"text"}, function(k, i) return parse_thunk(k.text[i], prefix) end, "str")
+  tj = tj:with("Name", tname, "ProgramId", tj.m_ProgramId, "ProgramExecution", tj.m_ProgramExecution)
+  tj = tj:with("ThunkIndex", nsl.cumcount(tj:group_by("ProgramId", "ProgramExecution", "device"):ids()),
+               "ThunkExecution", nsl.cumcount(tj:group_by("ProgramId", "ProgramExecution", "device", "Name"):ids()))
+  -- NumThunks per module execution
+  local nth = tj:group_by("module_row"):agg{"NumThunks=count"}
+  mt = mt:join(pick(nth, {{"row", "module_row"}, "NumThunks"}), {"row"}, {"NumThunks"}, "")
+  -- communication
+  local comm_info = {}
+  local is_comm = per_group(tj, {"report", "ProgramId", "Name"}, function(k, i)
+    local fp, name = k.ProgramId[i], k.Name[i]
+    if fp == "unknown" then return false end
+    local key = fp .. "\0" .. name
+    if comm_info[key] == nil then
+      local res
+      for _, h in ipairs(store.modules(fp)) do
+        local c = h:comm(name)
+        if c == nil then nsl.fail("no instruction " .. name .. " in program " .. fp) end
+        if res == nil then res = c
+        elseif (res and c and (res.collective ~= c.collective or res.bytes ~= c.bytes)) or (not res) ~= (not c) then
+          nsl.fail("program " .. fp .. ": dumps disagree about " .. name)
+        end
+      end
+      comm_info[key] = res or false
+    end
+    return comm_info[key] and true or false
+  end, "bool")
+  tj = tj:with("Communication", is_comm)
+  local hidden = nsl.overlap_sum(tj.start, tj.stop, tj:group_by("ProgramId", "device"):ids(), is_comm)
+  tj = tj:with("dur_ns", tj.stop - tj.start, "hidden_ns", hidden)
+  local thunk = M.ms_frame(tj, "thunk")
+  local module = M.ms_frame(mt, "module")
+  -- communication frame
+  local comm = thunk:filter(thunk.Communication)
+  local function info(k, i) return comm_info[k.ProgramId[i] .. "\0" .. k.Name[i]] end
+  local cg = comm:group_by("ProgramId", "Name")
+  local ck = cg:keys()
+  local ids = cg:ids()
+  local size = derive(#ck, ids, function(i) local c = info(ck, i); return c and c.bytes end, "int")
+  local coll = derive(#ck, ids, function(i) local c = info(ck, i); return c and c.collective end, "str")
+  local csz = derive(#ck, ids, function(i) local c = info(ck, i); return c and c.size end, "int")
+  local bwc = derive(#ck, ids, function(i) local c = info(ck, i); return c and c.bw_correction end, "num")
+  local busc = derive(#ck, ids, function(i) local c = info(ck, i); return c and c.bus_correction end, "num")
+  local full = comm.ProjDurMs + comm.ProjDurHiddenMs
+  local algbw = (size * bwc) * 1e-6 / full
+  comm = comm:with("MessageSize", size, "Collective", coll, "CollectiveSize", csz,
+                   "AlgorithmBandwidthGBPerSec", algbw, "BusBandwidthGBPerSec", algbw * busc)
+  return module, thunk, comm
+end
+
+--- The frame of t with nsys-jax's column names and millisecond times.
+function M.ms_frame(t, kind)
+  local cols = {
+    {"ProgramId", t.ProgramId}, {"ProgramExecution", t.ProgramExecution},
+  }
+  if kind == "thunk" then
+    cols[#cols + 1] = {"ThunkIndex", t.ThunkIndex}
+    cols[#cols + 1] = {"Name", t.Name}
+    cols[#cols + 1] = {"ThunkExecution", t.ThunkExecution}
+  else
+    cols[#cols + 1] = {"Name", t.Name}
+  end
+  cols[#cols + 1] = {"Device", t.device}
+  cols[#cols + 1] = {"OrigDurMs", t.orig_dur * MS}
+  cols[#cols + 1] = {"OrigStartMs", t.orig_start * MS}
+  if kind == "thunk" then
+    cols[#cols + 1] = {"ProjDurMs", (t.dur_ns - t.hidden_ns) * MS}
+    cols[#cols + 1] = {"ProjStartMs", t.start * MS}
+    cols[#cols + 1] = {"Communication", t.Communication}
+    cols[#cols + 1] = {"ProjDurHiddenMs", t.hidden_ns * MS}
+  else
+    cols[#cols + 1] = {"ProjDurMs", (t.stop - t.start) * MS}
+    cols[#cols + 1] = {"ProjStartMs", t.start * MS}
+    cols[#cols + 1] = {"NumThunks", t.NumThunks}
+  end
+  cols[#cols + 1] = {"report", t.report}
+  cols[#cols + 1] = {"tid", t.tid}
+  local r = nsl.table(cols)
+  if kind == "thunk" then return r:sort("ProgramId", "ProgramExecution", "ThunkIndex", "Device") end
+  return r:sort("ProgramId", "ProgramExecution", "Device")
+end
+
+--- Joins programs that share name and HLO structure (every instruction's name
+-- and opcode) under one ProgramId, the smallest of their fingerprints; the
+-- store then answers for the joined id with all their dumps.
+function M.merge_programs(mt, store)
+  local canon, by_struct = {}, {}
+  local k = mt:group_by("ProgramId"):keys()
+  local fps = {}
+  for i = 1, #k do if k.ProgramId[i] ~= "unknown" then fps[#fps + 1] = k.ProgramId[i] end end
+  table.sort(fps)
+  for _, fp in ipairs(fps) do
+    local mods = store.modules(fp)
+    local key = mods[1] and mods[1]:structure()
+    if key then
+      by_struct[key] = by_struct[key] or fp
+      canon[fp] = by_struct[key]
+    end
+  end
+  for fp, c in pairs(canon) do
+    if c ~= fp then
+      local list = store.by_fp[c]
+      for _, e in ipairs(store.by_fp[fp] or {}) do list[#list + 1] = e end
+    end
+  end
+  local ids = per_group(mt, {"ProgramId"}, function(keys, i) return canon[keys.ProgramId[i]] or keys.ProgramId[i] end,
+                        "str")
+  return mt:with("ProgramId", ids)
+end
+
+-- ---------------------------------------------------------------- compilation
+
+local function plain_replace(s, what, with)
+  if what == "" then return s end
+  local out, i = {}, 1
+  while true do
+    local a, b = s:find(what, i, true)
+    if not a then break end
+    out[#out + 1] = s:sub(i, a - 1)
+    out[#out + 1] = with
+    i = b + 1
+  end
+  out[#out + 1] = s:sub(i)
+  return table.concat(out)
+end
+
+--- The compile frame of report r (host push/pop ranges under XlaCompile, worker
+-- threads grafted in, non-XLA ranges folded away), with ProgramId / ProgramName.
+-- Columns: report, row (local), parent (local row), tid, start, stop, Name,
+-- num_child, dur_child, dur_nonchild (ns), ProgramId, ProgramName, RangeId.
+function M.compile_frame_report(trace, store, r)
+  local nv = trace.nvtx
+  nv:load{"report", "tid", "start", "stop", "text", "range_id", "parent_id", "num_child", "dur_child", "dur_nonchild"}
+  nv = nv:filter(nv.report:eq(r))
+  if #nv == 0 then return nil end
+  local _, parent = nv:join(nsl.table{{"parent_id", nv.range_id}}, {"parent_id"})
+  local text = nv.text
+  local out = nsl.jax_compile_tree{
+    start = nv.start, stop = nv.stop, parent = parent, tid = nv.tid, num_child = nv.num_child,
+    dur_child = nv.dur_child, dur_nonchild = nv.dur_nonchild,
+    is_compile = text:match("^TSL:XlaCompile:#module="),
+    is_backend = text:match("^TSL:XlaCompileBackend:#module=.-,program_id=%d+#$"),
+    is_tsl = text:match("^TSL:"),
+  }
+  local t = nv:with("parent", out.parent, "num_child", out.num_child, "dur_child", out.dur_child,
+                    "dur_nonchild", out.dur_nonchild, "program_row", out.program_row, "row", nsl.range(#nv))
+  -- program of every row: the backend range's text
+  local prog_text = text:gather(out.program_row)
+  t = t:with("prog_text", prog_text)
+  local pg = t:group_by("prog_text")
+  local pk = pg:keys()
+  local pid = derive(#pk, pg:ids(), function(i)
+    local s = pk.prog_text[i]
+    if not s then return nil end
+    local name, id = s:match("^TSL:XlaCompileBackend:#module=(.-),program_id=(%d+)#$")
+    return store.fingerprint(r, tonumber(id), name)
+  end, "str")
+  local pname = derive(#pk, pg:ids(), function(i)
+    local s = pk.prog_text[i]
+    return s and s:match("^TSL:XlaCompileBackend:#module=(.-),program_id=%d+#$")
+  end, "str")
+  t = t:with("ProgramId", pid, "ProgramName", pname)
+  t = t:filter(out.keep)
+  local ng = t:group_by("text", "ProgramName")
+  local nk = ng:keys()
+  local name = derive(#nk, ng:ids(), function(i)
+    local s, p = nk.text[i], nk.ProgramName[i] or ""
+    if s:sub(1, 4) == "TSL:" then s = s:sub(5) end
+    s = plain_replace(s, ",module=" .. p, "")
+    s = plain_replace(s, ":#module=" .. p .. "#", "")
+    return s
+  end, "str")
+  return t:with("Name", name)
+end
+
+--- The compile frames of every report, concatenated (nil when no report has one).
+function M.compile_frame(trace, store)
+  local parts = {}
+  for r = 0, #trace.reports - 1 do
+    local f = M.compile_frame_report(trace, store, r)
+    if f then parts[#parts + 1] = f end
+  end
+  return parts
+end
+
+--- Row positions of the parents of t's rows (t keeps its report-local `row`
+-- numbers and `parent` links in the same numbering): -1 for roots and for
+-- parents not in t.
+local function parent_positions(t)
+  local _, p = t:join(nsl.table{{"parent", t.row}}, {"parent"})
+  return p
+end
+
+--- Parallel-aware compile time per range name (nsys-jax's
+-- generate_compilation_statistics after remove_autotuning_detail), over the
+-- per-report compile frames.  Returns a table Name, DurNonChildMs, DurChildMs
+-- sorted by DurNonChildMs descending.
+function M.compile_statistics(parts)
+  local pieces = {}
+  for _, t in ipairs(parts) do
+    -- the autotuner's detail: measurement ranges lose the op name, both kinds their children
+    local nm = per_group(t, {"Name"}, function(k, i)
+      return k.Name[i]:sub(1, 23) == "XlaAutotunerMeasurement" and "XlaAutotunerMeasurement" or k.Name[i]
+    end, "str")
+    t = t:with("Name", nm, "collapsed", nsl.rep(0, #t):cast("i64"):gt(0))
+    for _, which in ipairs{"XlaAutotunerMeasurement", "XlaAutotunerCompilation"} do
+      local mask = t.Name:eq(which) & t.num_child:ne(0)
+      local under = nsl.tree_under(parent_positions(t), mask)
+      t = t:with("collapsed", t.collapsed | mask):filter(~under)
+    end
+    local main = t:filter(t.Name:where(function(s) return s == "XlaCompile" or s:sub(1, 11) == "XlaCompile:" end)):group_by("tid"):keys()
+    if #main ~= 1 then nsl.fail("compile ranges: XlaCompile runs on " .. #main .. " threads, expected one") end
+    local non, ch = nsl.jax_compile_attribute{
+      start = t.start, stop = t.stop, parent = parent_positions(t), tid = t.tid, dur_child = t.dur_child,
+      dur_nonchild = t.dur_nonchild, main_tid = main.tid[1], collapsed = t.collapsed,
+    }
+    pieces[#pieces + 1] = nsl.table{{"Name", t.Name}, {"non", non}, {"ch", ch}}
+  end
+  if #pieces == 0 then return nil end
+  local names, non, ch = {}, {}, {}
+  for i, p in ipairs(pieces) do names[i], non[i], ch[i] = p.Name, p.non, p.ch end
+  local all = nsl.table{{"Name", nsl.concat(table.unpack(names))}, {"non", nsl.concat(table.unpack(non))},
+                        {"ch", nsl.concat(table.unpack(ch))}}
+  local s = all:group_by("Name"):agg{"DurNonChildMs=sum(non)", "DurChildMs=sum(ch)"}
+  s = s:with("DurNonChildMs", s.DurNonChildMs * MS, "DurChildMs", s.DurChildMs * MS)
+  return s:sort("-DurNonChildMs")
+end
+
+-- ---------------------------------------------------------------- analyses
+
+--- Everything an nsys-jax analysis needs: {module, thunk, communication,
+-- compile_parts, store}.  opts.programs as for M.gpu_frames; opts.compile =
+-- false skips the compile frame.
+function M.load(trace, opts)
+  opts = opts or {}
+  if #trace.gpu_ranges == 0 then nsl.fail("no NVTX ranges projected onto the GPU: not an nsys-jax trace") end
+  local store = M.hlo_store(trace)
+  local d = {store = store}
+  d.module, d.thunk, d.communication = M.gpu_frames(trace, store, opts)
+  if opts.compile ~= false then d.compile_parts = M.compile_frame(trace, store) end
+  return d
+end
+
+--- Cross-device clock alignment (nsys-jax's align_profiler_data_timestamps):
+-- the end of every collective of the largest size, compared with the mean end
+-- over the devices that ran it; each device's correction is the median of its
+-- skews (ms).  Unlike nsys-jax it also works when fewer devices were profiled
+-- than take part in the collectives (one process's archive of a multi-process
+-- run): the mean is over the devices present, so a lone device gets 0.
+-- Returns corrections {[device] = ms} (nil when there is nothing to align) and
+-- the collective size used.
+function M.alignment(comm)
+  if #comm == 0 then return nil end
+  local size = comm.CollectiveSize:max()
+  if not size or size <= 1 then return nil end
+  local c = comm:filter(comm.CollectiveSize:eq(size))
+  local stop = c.ProjStartMs + c.ProjDurMs + c.ProjDurHiddenMs
+  c = c:with("end", stop)
+  local g = c:group_by("ProgramId", "ProgramExecution", "Name", "ThunkExecution")
+  local mean = g:agg{"m=mean(end)"}.m:gather(g:ids())
+  c = c:with("skew", stop - mean)
+  local med = c:group_by("Device"):agg{"corr=median(skew)"}
+  local out = {}
+  for i = 1, #med do out[med.Device[i]] = med.corr[i] end
+  return out, size
+end
+
+--- Frames with ProjStartMs corrected by the alignment.
+function M.apply_alignment(frame, corr)
+  if not corr or #frame == 0 then return frame end
+  local k = per_group(frame, {"Device"}, function(keys, i) return corr[keys.Device[i]] or 0.0 end, "num")
+  return frame:with("ProjStartMs", frame.ProjStartMs - k)
+end
+
+--- The ProgramIds whose compilation was profiled.
+function M.compiled_programs(parts)
+  local out = {}
+  for _, p in ipairs(parts or {}) do
+    local k = p:group_by("ProgramId"):keys()
+    for i = 1, #k do if k.ProgramId[i] then out[#out + 1] = k.ProgramId[i] end end
+  end
+  return out
+end
+
+--- nsys-jax's apply_warmup_heuristics: the first execution of a program whose
+-- compilation was profiled is initialisation, and one more when the profile has
+-- communication.  Returns steady, init (and a warning when nothing is steady:
+-- then everything counts as steady).
+function M.steady(frame, compiled, has_comm)
+  if #frame == 0 then return frame, frame end
+  local threshold = frame.ProgramId:isin(compiled):cast("i64") + (has_comm and 1 or 0)
+  local init = (frame.ProgramExecution - threshold):lt(0)
+  if (~init):count() == 0 then return frame, frame:filter(init & ~init), true end
+  return frame:filter(~init), frame:filter(init)
+end
+
+local function sample_std(values)
+  local n = #values
+  if n < 2 then return 0 / 0 end
+  local s = 0
+  for _, v in ipairs(values) do s = s + v end
+  local m, ss = s / n, 0
+  for _, v in ipairs(values) do ss = ss + (v - m) ^ 2 end
+  return math.sqrt(ss / (n - 1))
+end
+M.sample_std = sample_std
+
+--- The `summary` module table: per ProgramId over steady executions.
+-- Columns: ProgramId, Name, Execs, NumThunksMean, NumThunksStd, DurSumMs,
+-- DurMeanMs, DurStdMs, DurPercent, WaitMeanMs, WaitStdMs, WaitPercent.
+function M.module_stats(steady_module, steady_comm)
+  local g = steady_module:group_by("ProgramId")
+  local a = g:agg{"Name=first(Name)", "Execs=count", "NumThunksMean=mean(NumThunks)", "NumThunksStd=std(NumThunks)",
+                  "DurSumMs=sum(ProjDurMs)", "DurMeanMs=mean(ProjDurMs)", "DurStdMs=std(ProjDurMs)"}
+  -- pandas' std of one value is NaN, nsl's 0
+  a = a:with("NumThunksStd", per_group(a, {"ProgramId"}, function(k, i)
+    return a.Execs[i] > 1 and a.NumThunksStd[i] or 0 / 0 end, "num"),
+    "DurStdMs", per_group(a, {"ProgramId"}, function(k, i) return a.Execs[i] > 1 and a.DurStdMs[i] or 0 / 0 end, "num"))
+  local total = a.DurSumMs:sum()
+  a = a:with("DurPercent", a.DurSumMs * (100 / total))
+  local wait_mean, wait_std = {}, {}
+  if steady_comm and #steady_comm > 0 then
+    local tg = steady_comm:group_by("ProgramId", "ProgramExecution", "Name", "ThunkExecution")
+    local mm = tg:agg{"mx=max(ProjDurMs)", "mn=min(ProjDurMs)"}
+    -- the agg table has the group keys first
+    local w = nsl.table{{"ProgramId", mm.ProgramId}, {"ProgramExecution", mm.ProgramExecution},
+                        {"wait", mm.mx - mm.mn}}
+    local per_exec = w:group_by("ProgramId", "ProgramExecution"):agg{"wait=sum(wait)"}
+    local lists = {}
+    for i = 1, #per_exec do
+      local id = per_exec.ProgramId[i]
+      lists[id] = lists[id] or {}
+      table.insert(lists[id], per_exec.wait[i])
+    end
+    for id, l in pairs(lists) do
+      local s = 0
+      for _, v in ipairs(l) do s = s + v end
+      wait_mean[id], wait_std[id] = s / #l, sample_std(l)
+    end
+  end
+  local wm = per_group(a, {"ProgramId"}, function(k, i) return wait_mean[k.ProgramId[i]] end, "num")
+  local ws = per_group(a, {"ProgramId"}, function(k, i) return wait_std[k.ProgramId[i]] end, "num")
+  a = a:with("WaitMeanMs", wm, "WaitStdMs", ws, "WaitPercent", wm * 100 / a.DurMeanMs)
+  return a:sort("-DurSumMs")
+end
+
+--- Bus bandwidth per (collective, message size): per collective instance the
+-- fastest device's bus bandwidth, then mean and standard error over instances.
+-- Columns: Collective, MessageSize, BusBwMean, BusBwErr, Instances.
+function M.bandwidth(steady_comm)
+  local inst = steady_comm:group_by("Collective", "MessageSize", "ProgramId", "ProgramExecution", "ThunkIndex")
+    :agg{"bw=max(BusBandwidthGBPerSec)"}
+  local s = inst:group_by("Collective", "MessageSize"):agg{"BusBwMean=mean(bw)", "sd=std(bw)", "Instances=count"}
+  local err = per_group(s, {"Collective", "MessageSize"}, function(k, i)
+    return s.Instances[i] > 1 and s.sd[i] / math.sqrt(s.Instances[i]) or 0 / 0 end, "num")
+  return nsl.table{{"Collective", s.Collective}, {"MessageSize", s.MessageSize}, {"BusBwMean", s.BusBwMean},
+                   {"BusBwErr", err}, {"Instances", s.Instances}}:sort("MessageSize", "Collective")
+end
+
+--- Mean hidden/total communication time per collective, and overall.
+function M.hidden_ratio(steady_comm)
+  local full = steady_comm.ProjDurMs + steady_comm.ProjDurHiddenMs
+  local t = steady_comm:with("ratio", steady_comm.ProjDurHiddenMs / full)
+  local s = t:group_by("Collective"):agg{"MeanHiddenToTotal=mean(ratio)", "HiddenMs=sum(ProjDurHiddenMs)",
+                                          "ExposedMs=sum(ProjDurMs)"}
+  return s:sort("Collective"), steady_comm.ProjDurHiddenMs:sum() / full:sum()
+end
+
+--- "value(uncertainty)" in the short notation of the Python uncertainties
+-- package: the uncertainty keeps 2 significant digits when its leading digits
+-- are 10-35, else 1; the value is rounded to the same decimal place.
+function M.ufloat(v, u)
+  if v == nil or v ~= v then return "nan" end
+  if u == nil or u ~= u then
+    return string.format("%s(nan)", (string.format("%.15g", v)))
+  end
+  if u == 0 then return string.format("%s(0)", (string.format("%.15g", v))) end
+  local e = math.floor(math.log(u, 10))
+  local lead = u / 10 ^ (e - 1)   -- two leading digits, 10 <= lead < 100
+  local digits = lead < 35.5 and 2 or 1
+  local place = e - digits + 1      -- decimal exponent of the last kept digit
+  local ur = math.floor(u / 10 ^ place + 0.5)
+  if ur >= 10 ^ digits then ur = ur // 10; place = place + 1 end
+  if place >= 0 then
+    local vr = math.floor(v / 10 ^ place + 0.5) * 10 ^ place
+    return string.format("%d(%d)", math.floor(vr + 0.5), math.floor(ur * 10 ^ place + 0.5))
+  end
+  local dec = -place
+  local us = ur
+  if ur * 10 ^ place >= 1 then us = string.format("%." .. dec .. "f", ur * 10 ^ place) end
+  return string.format("%." .. dec .. "f(%s)", v, us)
+end
+
+--- Heap-simulator peaks per fingerprint: {[fp] = {{n_events=, peak_bytes=}, ...}}
+-- over the after-optimizations dumps of the given fingerprints.
+function M.heap(store, fingerprints)
+  local out = {}
+  for _, fp in ipairs(fingerprints) do
+    local mods = store.modules(fp)
+    out[fp] = mods[1] and mods[1]:heap() or {}
+  end
+  return out
+end
+
+-- ---------------------------------------------------------------- flame graphs
+
+local GPU_ACTIVE, UNKNOWN = "[GPU active]", "[Unknown]"
+local IDLE_IN, IDLE_BETWEEN = "[GPU idle during module execution]", "[GPU idle between module executions]"
+local INCONSISTENT = "[inconsistent metadata]"
+
+--- The frames of a, b merged: their common start, a marker, their common end.
+local function merge_frames(a, b)
+  local same = #a == #b
+  for i = 1, #a do same = same and a[i] == b[i] end
+  if same then return a end
+  local out, p = {}, 0
+  while p < #a and p < #b and a[p + 1] == b[p + 1] do p = p + 1; out[p] = a[p] end
+  local q = 0
+  while q < #a - p and q < #b - p and a[#a - q] == b[#b - q] do q = q + 1 end
+  out[#out + 1] = INCONSISTENT
+  for i = #a - q + 1, #a do out[#out + 1] = a[i] end
+  return out
+end
+
+--- opcode and the metadata entries {op_name, frames} of a thunk's instruction
+-- and of the instructions of the computations it calls (nsys-jax's notebook:
+-- instructions_and_frames); several dumps of one program are merged.
+local function thunk_metadata(store, fp, name, cache)
+  local key = fp .. "\0" .. name
+  if cache[key] then return table.unpack(cache[key]) end
+  local opcode, metas
+  for _, h in ipairs(store.modules(fp)) do
+    local inst = h:instruction(name)
+    if inst then
+      local list = {{op_name = inst.op_name, frame = inst.frame}}
+      for _, c in ipairs(h:called(name)) do list[#list + 1] = c end
+      local m = {}
+      for i, e in ipairs(list) do
+        local fk = h
+        cache.frames = cache.frames or setmetatable({}, {__mode = "k"})
+        cache.frames[fk] = cache.frames[fk] or {}
+        local fr = cache.frames[fk][e.frame]
+        if not fr then
+          fr = e.frame > 0 and h:stack(e.frame) or {}
+          cache.frames[fk][e.frame] = fr
+        end
+        m[i] = {op_name = e.op_name, frames = fr}
+      end
+      if not metas then opcode, metas = inst.opcode, m
+      elseif #m == #metas then
+        for i = 1, #m do
+          if m[i].op_name == metas[i].op_name then metas[i] = {op_name = metas[i].op_name,
+                                                                  frames = merge_frames(metas[i].frames, m[i].frames)} end
+        end
+      end
+    end
+  end
+  cache[key] = {opcode, metas or {}}
+  return opcode, metas or {}
+end
+
+local function split(s, sep)
+  local out = {}
+  for part in (s .. sep):gmatch("(.-)" .. sep:gsub("%p", "%%%0")) do out[#out + 1] = part end
+  return out
+end
+
+--- nsys-jax notebook's GPU time attribution over the programs that make up 99%
+-- of steady-state module time: op runtime per opcode, and the source-line and
+-- op-name stacks (weights in ms).  Returns {op_runtime = {[opcode] = ms, _total,
+-- ["GPU idle during modules"]}, source = {stack -> ms}, op_name = {...},
+-- order_source, order_op_name (insertion order), totals}.
+function M.attribution(d, steady_module, steady_thunk)
+  local st = steady_module:group_by("ProgramId"):agg{"sum=sum(ProjDurMs)"}:sort("-sum")
+  local total, seen, top = st.sum:sum(), 0, {}
+  for i = 1, #st do
+    if seen < 0.99 then top[#top + 1] = st.ProgramId[i] end
+    seen = seen + st.sum[i] / total
+  end
+  local tm = steady_module:filter(steady_module.ProgramId:isin(top))
+  local tt = steady_thunk:filter(steady_thunk.ProgramId:isin(top))
+  local ts = tt:group_by("ProgramId", "Name"):agg{"ms=sum(ProjDurMs)"}:sort("-ms")
+  local thunks_active = ts.ms:sum()
+  local modules_active = tm.ProjDurMs:sum()
+  local span = tm:with("end", tm.ProjStartMs + tm.ProjDurMs):group_by("Device")
+    :agg{"s=min(ProjStartMs)", "e=max(end)"}
+  local wall = (span.e - span.s):sum()
+  local res = {op_runtime = {}, source = {}, op_name = {}, order_source = {}, order_op_name = {}, top = top,
+               totals = {thunks_active = thunks_active, modules_active = modules_active, wall = wall}}
+  local function add(map, order, key, w)
+    if map[key] == nil then order[#order + 1] = key; map[key] = 0 end
+    map[key] = map[key] + w
+  end
+  local cache = {}
+  for i = 1, #ts do
+    local fp, name, ms = ts.ProgramId[i], ts.Name[i], ts.ms[i]
+    local opcode, metas = thunk_metadata(d.store, fp, name, cache)
+    if opcode then res.op_runtime[opcode] = (res.op_runtime[opcode] or 0) + ms end
+    local src1, src2, on1 = {}, {}, {}
+    local s1, s2, o1 = {}, {}, {}
+    for _, m in ipairs(metas) do
+      if #m.frames > 0 then
+        local k = GPU_ACTIVE .. ";" .. table.concat(m.frames, ";") .. (m.op_name ~= "" and ";" .. m.op_name or "")
+        if not s1[k] then s1[k] = true; src1[#src1 + 1] = k end
+      end
+      if m.op_name ~= "" then
+        local k2 = GPU_ACTIVE .. ";" .. UNKNOWN .. ";" .. m.op_name
+        if not s2[k2] then s2[k2] = true; src2[#src2 + 1] = k2 end
+        local k3 = GPU_ACTIVE .. ";" .. table.concat(split(m.op_name, "/"), ";")
+        if not o1[k3] then o1[k3] = true; on1[#on1 + 1] = k3 end
+      end
+    end
+    local unknown = {GPU_ACTIVE .. ";" .. UNKNOWN}
+    for _, set in ipairs{src1, src2, unknown} do
+      if #set > 0 then
+        for _, k in ipairs(set) do add(res.source, res.order_source, k, ms / #set) end
+        break
+      end
+    end
+    for _, set in ipairs{on1, unknown} do
+      if #set > 0 then
+        for _, k in ipairs(set) do add(res.op_name, res.order_op_name, k, ms / #set) end
+        break
+      end
+    end
+  end
+  res.op_runtime._total = modules_active
+  res.op_runtime["GPU idle during modules"] = modules_active - thunks_active
+  local idle_in = math.max(0, modules_active - thunks_active)
+  local idle_between = math.max(0, wall - modules_active)
+  for _, which in ipairs{"source", "op_name"} do
+    add(res[which], res["order_" .. which], IDLE_IN, idle_in)
+    add(res[which], res["order_" .. which], IDLE_BETWEEN, idle_between)
+  end
+  return res
+end
+
+--- Folded-stack text ("a;b;c weight" lines, flamegraph.pl's input) of a map
+-- in the given key order.
+function M.folded(map, order)
+  local lines = {}
+  for i, k in ipairs(order) do lines[i] = k .. " " .. string.format("%.17g", map[k]) end
+  return table.concat(lines, "\n") .. (#lines > 0 and "\n" or "")
+end
+
+--- Devices of the XlaLauncher threads per report: {[r] = {first = device, [pid:tid] = device}}.
+function M.launcher_devices(trace)
+  local th = trace.threads
+  local out = {}
+  local l = th:filter(th.name:match("^XlaLauncher:#global=%d+,local=%d+,process=%d+,slice=%d+#$"))
+  for i = 1, #l do
+    local r = l.report[i]
+    local d = tonumber(l.name[i]:match("global=(%d+)"))
+    out[r] = out[r] or {}
+    if not out[r].first then out[r].first = d end
+    out[r][l.pid[i] .. ":" .. l.tid[i]] = d
+  end
+  return out
+end
+
+return M

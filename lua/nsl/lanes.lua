@@ -1,0 +1,63 @@
+-- nsl.lanes -- per-group timelines laid end to end on one axis, so that
+-- interval algebra and binary searches over every group (device, process)
+-- run as one call over whole columns instead of one call per group.
+--
+-- Group g's time t maps to (t - base) + (g - first) * width, where width
+-- exceeds the whole time range: groups cannot overlap on the axis.  When
+-- groups x width would pass 2^62 the groups are split into batches, each
+-- its own axis.
+--   local plan = lanes.plan(ngroups, lanes.bounds(start, stop))
+--   for _, b in ipairs(plan.batches) do               -- b.first .. b.last (0-based group ids)
+--     local s = lanes.shift(plan, b, start, gid)      -- i64 column
+--   end
+local nsl = require("nsl")
+
+local M = {}
+
+--- The span one axis may hold (tests lower it to exercise batching).
+M.limit = 1 << 62
+
+--- The earliest start and latest stop of two i64 columns, exactly (column
+-- min/max go through doubles), or nil, nil when there are no values.
+function M.bounds(start, stop)
+  local t = nsl.table{{"k", nsl.rep(0, #start)}, {"s", start}, {"e", stop}}
+  local a = t:group_by("k"):agg{"lo=min(s)", "hi=max(e)"}
+  return a.lo[1], a.hi[1]
+end
+
+--- A plan for ngroups groups whose times lie in [lo, hi].
+function M.plan(ngroups, lo, hi)
+  lo, hi = lo or 0, hi or 0
+  local width = hi - lo + 1
+  if width < 1 or width >= M.limit then error(string.format("lanes: time range %d..%d is too wide", lo, hi), 2) end
+  local per = math.max(1, M.limit // width)
+  local batches = {}
+  local first = 0
+  while first < ngroups do
+    local last = math.min(ngroups, first + per) - 1
+    batches[#batches + 1] = {first = first, last = last}
+    first = last + 1
+  end
+  return {base = lo, width = width, batches = batches}
+end
+
+--- Mask of the rows whose group (i64 column gid) is in batch b.
+function M.rows(b, gid) return gid:ge(b.first) & gid:le(b.last) end
+
+--- Times t (column) of rows in groups gid (column) placed on batch b's axis
+-- (rows of other batches get values outside it: mask them with M.rows).
+function M.shift(plan, b, t, gid)
+  return (t - plan.base) + (gid - b.first) * plan.width
+end
+
+--- One column in row order from per-batch results: parts is an array of
+-- {rows = i64 column of 0-based row numbers, values = column}, the row
+-- numbers of all parts together being 0..n-1 once each.
+function M.assemble(parts)
+  if #parts == 1 then return parts[1].values:gather(parts[1].rows:argsort()) end
+  local idx, vals = {}, {}
+  for i, p in ipairs(parts) do idx[i], vals[i] = p.rows, p.values end
+  return nsl.concat(table.unpack(vals)):gather(nsl.concat(table.unpack(idx)):argsort())
+end
+
+return M

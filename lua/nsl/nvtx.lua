@@ -1,0 +1,284 @@
+-- nsl.nvtx -- NVTX ranges: their names, their summary, their projection
+-- onto the GPU and the tree of their name paths; shared by the nvtx,
+-- iterations and flame graph analyses.  The heavy parts are C kernels
+-- (nsl.nvtx_project, nsl.tree_paths, group-by); Lua loops only over
+-- distinct names and tree nodes.
+--
+-- Semantics (nsys's nvtx_sum, nvtx_gpu_proj_trace, nvtx_gpu_proj_sum):
+--  * A range's name is "domain:text" in a named domain and its text in the
+--    default (or an unnamed) domain, as nvtx_sum prints it.  nsys's
+--    projection reports print ":text" for the default domain; nsl uses the
+--    nvtx_sum spelling everywhere.
+--  * Ranges are push/pop and start/end ranges; marks are not ranges.  A
+--    range that never ended (NULL stop) has no duration and is left out of
+--    the summaries.
+--  * A GPU op (kernel, memcpy, memset) belongs to every range that encloses,
+--    on the same thread (report, pid, tid), the CUDA API call that launched
+--    it (joined on report, pid, correlation id): range start <= call start
+--    and call stop <= range stop.  Only ranges that start and end on the
+--    same thread take part.  A range's projection spans its first op's
+--    start to its last op's stop.  "GPU ops" counts distinct launching calls
+--    as nsys's NumGPUOps does (a graph launch is one); `ops` counts the
+--    operations themselves.
+--  * The parent of a range is the shortest range that encloses it on its
+--    thread (nsys's "tightest"); depth 0 is a top-level range.
+local nsl = require("nsl")
+local stats = require("nsl.stats")
+
+local M = {}
+
+M.style_names = {push_pop = "PushPop", start_end = "StartEnd"}
+
+--- The default rewriting of names for trees and step detection: PyTorch's
+-- per-call suffixes (", seq = N", ", op_id = N") are dropped so that all
+-- calls of one operator are one node.  nvtx_sum groups the names as they are.
+M.pytorch_suffixes = {", seq = %d+", ", op_id = %d+"}
+
+--- s with every match of the patterns in strip (array of Lua patterns) removed.
+function M.normalize(s, strip)
+  for _, pat in ipairs(strip or {}) do s = s:gsub(pat, "") end
+  return s
+end
+
+--- Range names of table t (trace.nvtx or a selection of it): the name
+-- column ("domain:text", or text) and, when opts.strip (array of patterns)
+-- is given, a second column with those removed.  One group-by over
+-- (domain, text); Lua sees each distinct pair once.
+function M.names(t, opts)
+  opts = opts or {}
+  t:load{"text", "domain"}
+  local has_domain = #t > 0 and t.domain:isnull():count() < #t
+  if not has_domain and not opts.strip then return t.text end
+  local g = has_domain and t:group_by("domain", "text") or t:group_by("text")
+  local keys = g:keys()
+  local names, labels = {}, {}
+  local kd, kt = has_domain and keys.domain or nil, keys.text
+  for i = 1, #keys do
+    local text = kt[i] or ""
+    local d = kd and kd[i]
+    names[i] = d and (d .. ":" .. text) or text
+    if opts.strip then labels[i] = M.normalize(names[i], opts.strip) end
+  end
+  local ids = g:ids()
+  local name = has_domain and nsl.column(names):gather(ids) or t.text
+  if not opts.strip then return name end
+  return name, nsl.column(labels):gather(ids)
+end
+
+--- The ranges that take part in the projection: push/pop and start/end
+-- ranges that end on the thread where they started.  A bool column.
+function M.range_mask(nv)
+  nv:load{"kind", "tid", "end_tid"}
+  return nv.kind:isin{"push_pop", "start_end"} & (nv.end_tid:isnull() | nv.end_tid:eq(nv.tid))
+end
+
+--- c with its NULLs replaced by the integer v (whole-column operations).
+function M.coalesce(c, v)
+  local missing = c:isnull()
+  if missing:count() == 0 then return c end
+  local n = #c
+  local r = nsl.range(n)
+  local idx = r + missing:cast("i64") * (n - r)   -- row i, or n (the appended v) where NULL
+  return nsl.concat(c, nsl.column{v}):gather(idx)
+end
+
+local op_tables = {"kernels", "memcpy", "memset"}
+
+--- The GPU operations of a trace as one table: report, kind ("kernel",
+-- "memcpy", "memset"), row (0-based, in its own table), start, stop, dur,
+-- and api (0-based row of the launching call in trace.api, -1 for none).
+function M.gpu_ops(trace)
+  local api = trace.api
+  api:load{"report", "pid", "corr"}
+  local cols = {report = {}, kind = {}, row = {}, start = {}, stop = {}, api = {}}
+  for _, name in ipairs(op_tables) do
+    local t = trace[name]
+    t:load{"report", "pid", "corr", "start", "stop"}
+    local _, idx = t:select{"report", "pid", "corr"}:join(api, {"report", "pid", "corr"})
+    local n = #cols.api + 1
+    cols.report[n], cols.row[n], cols.start[n], cols.stop[n], cols.api[n] =
+      t.report:cast("i64"), nsl.range(#t), t.start, t.stop, idx
+    cols.kind[n] = nsl.rep(name == "kernels" and "kernel" or name, #t)
+  end
+  local c = {}
+  for k, list in pairs(cols) do c[k] = nsl.concat(table.unpack(list)) end
+  return nsl.table{{"report", c.report}, {"kind", c.kind}, {"row", c.row}, {"start", c.start},
+                   {"stop", c.stop}, {"dur", c.stop - c.start}, {"api", c.api}}
+end
+
+--- Projects the NVTX ranges of trace onto the GPU with one sorted sweep per
+-- thread (nsl.nvtx_project).  opts.strip: patterns for the `label` column
+-- (see M.names).  Returns P with
+--   P.ranges  trace.nvtx (every row; 0-based row i is range i) plus name,
+--             parent, depth (NULL: not a projected kind), proj_start,
+--             proj_stop, proj_dur (NULL without GPU ops), ops, launches
+--             (nsys's NumGPUOps), gpu_time (sum of op durations), children
+--             (child ranges with GPU ops), and label with opts.strip
+--   P.mask    the ranges that take part (M.range_mask)
+--   P.ops     M.gpu_ops plus range: the innermost range of the launching call
+--   P.api_range  per row of trace.api: its innermost range, -1 for none
+function M.project(trace, opts)
+  opts = opts or {}
+  local nv = trace.nvtx
+  nv:load{"report", "pid", "tid", "start", "stop", "dur", "kind", "end_tid", "text", "domain"}
+  local api = trace.api
+  api:load{"report", "pid", "tid", "corr", "start", "stop"}
+  local ops = M.gpu_ops(trace)
+  local mask = M.range_mask(nv)
+  local r = nsl.nvtx_project{
+    range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop, range_mask = mask,
+    api_keys = {api.report, api.pid, api.tid}, api_start = api.start, api_stop = api.stop,
+    op_api = ops.api, op_start = ops.start, op_stop = ops.stop}
+  local name, label = M.names(nv, {strip = opts.strip})
+  local ranges = nv:with("name", name, "parent", r.parent, "depth", r.depth, "proj_start", r.proj_start,
+    "proj_stop", r.proj_stop, "proj_dur", r.proj_stop - r.proj_start, "ops", r.ops, "launches", r.launches,
+    "gpu_time", r.gpu_time, "children", r.children)
+  if label then ranges = ranges:with("label", label) end
+  return {ranges = ranges, mask = mask, ops = ops:with("range", r.op_range), api_range = r.api_range}
+end
+
+--- nvtx_sum: per range name and style, Time (%), Total Time, Instances,
+-- Avg, Med, Min, Max, StdDev (ns), Style, Range; sorted by total time.
+-- t needs name, kind, dur (and report with opts.per_report).
+function M.summary(t, opts)
+  opts = opts or {}
+  local keys = opts.per_report and {"report", "kind"} or {"kind"}
+  local s = stats.time_summary(t:select{"name", "kind", "dur", opts.per_report and "report" or nil}, "name",
+                               {keys = keys, count_label = "Instances", name_label = "Range"})
+  s = s:filter(s.Instances:gt(0) & s.kind:isin{"push_pop", "start_end"})   -- marks have no duration
+  local cols = opts.per_report and {"report"} or {}
+  for _, c in ipairs{"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
+                     "StdDev (ns)"} do cols[#cols + 1] = c end
+  local r = s:select(cols)
+  return r:with("Style", s.kind:map(M.style_names), "Range", s.Range)
+end
+
+--- nvtx_gpu_proj_sum: per range name and style over the ranges with GPU
+-- ops: Time (%) of the projected time, Total Proj Time, Total Range Time
+-- (CPU), Range Instances, Proj Avg/Med/Min/Max/StdDev, Total GPU Ops
+-- (launching calls), Avg GPU Ops, Avg Range Lvl, Avg Num Child, Total GPU
+-- Time (sum of op durations), Style, Range.  R is P.ranges.
+function M.proj_summary(R, opts)
+  opts = opts or {}
+  local pm = R.proj_dur * 0   -- 0 for ranges with GPU ops, NULL for the others
+  local t = R:select{"name", "kind", "proj_dur", "launches", "children", "gpu_time",
+                     opts.per_report and "report" or nil}
+  t = t:with("dur_p", R.dur + pm, "depth_p", R.depth + pm)
+  local keys = opts.per_report and {"report", "name", "kind"} or {"name", "kind"}
+  local g = t:group_by(table.unpack(keys)):agg{
+    "total=sum(proj_dur)", "cpu=sum(dur_p)", "n=count(proj_dur)", "avg=mean(proj_dur)", "med=median(proj_dur)",
+    "min=min(proj_dur)", "max=max(proj_dur)", "std=std(proj_dur)", "launches=sum(launches)",
+    "lvl=mean(depth_p)", "kids=sum(children)", "gpu=sum(gpu_time)"}
+  g = g:filter(g.n:gt(0)):sort("-total", "name")
+  local grand = g.total:sum()
+  local cols = {}
+  if opts.per_report then cols[1] = {"report", g.report} end
+  for _, c in ipairs{
+    {"Time (%)", grand > 0 and g.total * 100.0 / grand or nsl.rep(0.0, #g)},
+    {"Total Proj Time (ns)", g.total}, {"Total Range Time (ns)", g.cpu}, {"Range Instances", g.n},
+    {"Proj Avg (ns)", g.avg}, {"Proj Med (ns)", g.med}, {"Proj Min (ns)", g.min}, {"Proj Max (ns)", g.max},
+    {"Proj StdDev (ns)", g.std}, {"Total GPU Ops", g.launches}, {"Avg GPU Ops", g.launches / g.n},
+    {"Avg Range Lvl", g.lvl}, {"Avg Num Child", g.kids / g.n}, {"Total GPU Time (ns)", g.gpu},
+    {"Style", g.kind:map(M.style_names)}, {"Range", g.name}} do
+    cols[#cols + 1] = c
+  end
+  return nsl.table(cols)
+end
+
+--- The projected ranges (those with GPU ops) as nsys's nvtx_gpu_proj_trace,
+-- sorted by projected start, then longest first.  Columns: name,
+-- proj_start, proj_dur, start, dur, style, report, pid, tid, launches (nsys's
+-- NumGPUOps), ops, gpu_time, depth, children, range (0-based row of
+-- trace.nvtx), parent (-1: none).
+function M.projected(R)
+  local t = R:select{"name", "proj_start", "proj_dur", "start", "dur", "kind", "report", "pid", "tid",
+                     "launches", "ops", "gpu_time", "depth", "children", "parent"}
+  t = t:with("range", nsl.range(#R)):filter(R.ops:gt(0))
+  t = t:with("style", t.kind:map(M.style_names))
+  return t:select{"name", "proj_start", "proj_dur", "start", "dur", "style", "report", "pid", "tid", "launches",
+                  "ops", "gpu_time", "depth", "children", "range", "parent"}:sort("proj_start", "-proj_dur")
+end
+
+--- The tree of range names (paths of labels from the top-level range down)
+-- over every thread and report, with times per node.  P from M.project
+-- (with opts.strip, nodes merge the normalized labels, else the names).
+-- opts.sep joins names into paths ("/" by default).  Returns T with
+--   T.nodes  one row per node in depth-first order, children by GPU time:
+--            node, parent (node, -1 for roots), depth, name, path,
+--            instances, cpu_time (sum of range durations), cpu_self (minus
+--            the children's), gpu_time (GPU op time launched inside, the
+--            children's included), gpu_self (ops whose innermost range is
+--            in this node), ops, ops_self (GPU operations)
+--   T.node_of  per range: its node (-1: not in the tree)
+--   T.op_node  per GPU op (P.ops rows): the node of its innermost range (NULL: none)
+--   T.outside  {ops =, gpu_time =} of the GPU ops launched outside every range
+function M.tree(P, opts)
+  opts = opts or {}
+  local sep = opts.sep or "/"
+  local R = P.ranges
+  local label = R:coltype("label") and R.label or R.name
+  local tp = nsl.tree_paths(R.parent, label, P.mask)
+  local per = nsl.table{{"node", tp.node}, {"dur", R.dur}, {"gpu", R.gpu_time}, {"ops", R.ops}}
+    :group_by("node"):agg{"n=count", "cpu=sum(dur)", "gpu=sum(gpu)", "ops=sum(ops)"}
+  local op_node = tp.node:gather(P.ops.range)
+  local own = nsl.table{{"node", op_node}, {"dur", P.ops.dur}}:group_by("node"):agg{"n=count", "gpu=sum(dur)"}
+  local n = tp.n
+  local inst, cpu, gpu, ops, gself, oself = {}, {}, {}, {}, {}, {}
+  for i = 1, #per do
+    local id = per.node[i]
+    if id >= 0 then
+      inst[id], cpu[id], gpu[id], ops[id] = per.n[i], per.cpu[i] or 0, per.gpu[i] or 0, per.ops[i] or 0
+    end
+  end
+  local outside = {ops = 0, gpu_time = 0}
+  for i = 1, #own do
+    local id = own.node[i]
+    if id == nil then outside.ops, outside.gpu_time = own.n[i], own.gpu[i] or 0
+    else gself[id], oself[id] = own.gpu[i] or 0, own.n[i] end
+  end
+  local parents, depths, names = tp.node_parent:totable(), tp.node_depth:totable(), label:gather(tp.node_row):totable()
+  local kids, roots, child_cpu = {}, {}, {}
+  for id = 0, n - 1 do
+    local p = parents[id + 1]
+    if p < 0 then roots[#roots + 1] = id
+    else
+      kids[p] = kids[p] or {}
+      table.insert(kids[p], id)
+      child_cpu[p] = (child_cpu[p] or 0) + (cpu[id] or 0)
+    end
+  end
+  local function order(list)
+    table.sort(list, function(a, b)
+      if (gpu[a] or 0) ~= (gpu[b] or 0) then return (gpu[a] or 0) > (gpu[b] or 0) end
+      if (cpu[a] or 0) ~= (cpu[b] or 0) then return (cpu[a] or 0) > (cpu[b] or 0) end
+      return names[a + 1] < names[b + 1]
+    end)
+  end
+  local rows = {node = {}, parent = {}, depth = {}, name = {}, path = {}, instances = {}, cpu_time = {},
+                cpu_self = {}, gpu_time = {}, gpu_self = {}, ops = {}, ops_self = {}}
+  local paths = {}
+  local function visit(id)
+    local p = parents[id + 1]
+    paths[id] = p < 0 and names[id + 1] or (paths[p] .. sep .. names[id + 1])
+    local k = #rows.node + 1
+    rows.node[k], rows.parent[k], rows.depth[k], rows.name[k], rows.path[k] = id, p, depths[id + 1], names[id + 1], paths[id]
+    rows.instances[k], rows.cpu_time[k] = inst[id] or 0, cpu[id] or 0
+    rows.cpu_self[k] = (cpu[id] or 0) - (child_cpu[id] or 0)
+    rows.gpu_time[k], rows.gpu_self[k] = gpu[id] or 0, gself[id] or 0
+    rows.ops[k], rows.ops_self[k] = ops[id] or 0, oself[id] or 0
+    if kids[id] then
+      order(kids[id])
+      for _, c in ipairs(kids[id]) do visit(c) end
+    end
+  end
+  order(roots)
+  for _, id in ipairs(roots) do visit(id) end
+  local cols = {}
+  for _, c in ipairs{"node", "parent", "depth", "name", "path", "instances", "cpu_time", "cpu_self", "gpu_time",
+                     "gpu_self", "ops", "ops_self"} do
+    cols[#cols + 1] = {c, #rows[c] > 0 and nsl.column(rows[c]) or nsl.column{}}
+  end
+  return {nodes = nsl.table(cols), node_of = tp.node, op_node = op_node, outside = outside}
+end
+
+return M

@@ -1,0 +1,375 @@
+/* overlap_join.c -- sweeps that join intervals (or points) with the
+ * intervals of another table sharing a key:
+ *   nsl_overlap_join     for each row of A, the row of B that overlaps it
+ *                        most (the CUDA API call, OS call or NVTX range a
+ *                        GPU idle gap fell into);
+ *   nsl_iv_count_open    for each point, how many intervals are open at it
+ *                        (kernels launched but not yet started at a launch);
+ *   nsl_iv_gaps_grouped  the idle gaps of every group's busy time (per
+ *                        device, per stream).
+ *
+ * Keys follow nsl_join_index: B's key tuples are grouped (nsl_groupby) and
+ * A's tuples probe those groups, so NULL keys match nothing, integers match
+ * by value and strings by text.  Within a group both sides are visited in
+ * start order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/kernels_internal.h"
+
+/* to - from for to > from, without signed overflow (saturates at INT64_MAX). */
+static inline int64_t span(int64_t from, int64_t to) {
+  uint64_t d = (uint64_t)to - (uint64_t)from;
+  return d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d;
+}
+
+static int int_col(const nsl_column *c) { return c && (c->type == NSL_I64 || c->type == NSL_I32); }
+
+/* Start and stop of row i; 0 when either is NULL. */
+static inline int bounds(const nsl_column *start, const nsl_column *stop, int64_t i, int64_t *s, int64_t *e) {
+  int ns, ne;
+  *s = nsl__int_at(start, i, &ns);
+  *e = nsl__int_at(stop, i, &ne);
+  return !ns && !ne;
+}
+
+/* Checks a (start, stop) pair of integer columns of equal length. */
+static nsl_status check_pair(const char *what, const char *side, const nsl_column *start,
+                             const nsl_column *stop, nsl_error *err) {
+  if (!int_col(start) || !int_col(stop))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: %s start and stop must be integer (ns) columns", what, side);
+  if (start->len != stop->len)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: %s has %lld starts but %lld stops", what, side,
+                         (long long)start->len, (long long)stop->len);
+  return NSL_OK;
+}
+
+/* Group ids of the rows of both sides: B's rows are grouped by their key
+ * tuple (nsl_groupby), an A row gets the group of the B rows with equal keys
+ * (-1: none, or a NULL key).  Without keys every row is in group 0.  *ga and
+ * *gb receive new I64 columns of na and nb rows. */
+static nsl_status key_groups(const char *what, const nsl_column *const *a_keys, int64_t na,
+                             const nsl_column *const *b_keys, int64_t nb, int nkeys, nsl_column **ga,
+                             nsl_column **gb, nsl_error *err) {
+  *ga = *gb = NULL;
+  if (nkeys < 0 || (nkeys > 0 && (!a_keys || !b_keys)))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: missing key columns", what);
+  for (int k = 0; k < nkeys; k++) {
+    if (!a_keys[k] || !b_keys[k]) return nsl_error_set(err, NSL_ERR_ARG, "%s: key %d is missing", what, k + 1);
+    if (a_keys[k]->len != na || b_keys[k]->len != nb)
+      return nsl_error_set(err, NSL_ERR_ARG, "%s: key %d has %lld and %lld rows, the intervals %lld and %lld",
+                           what, k + 1, (long long)a_keys[k]->len, (long long)b_keys[k]->len, (long long)na,
+                           (long long)nb);
+  }
+  if (nkeys == 0) {
+    *ga = nsl_column_new(NSL_I64, na, NULL);   /* zero-filled: group 0 */
+    *gb = nsl_column_new(NSL_I64, nb, NULL);
+    if (!*ga || !*gb) goto nomem;
+    return NSL_OK;
+  }
+  nsl_groups g = {0};
+  nsl_status rc = nsl_groupby(b_keys, nkeys, &g, err);
+  if (rc != NSL_OK) return rc;
+  nsl_column *first = nsl_join_index(a_keys, b_keys, nkeys, err);
+  if (!first) {
+    nsl_groups_free(&g);
+    return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+  }
+  *gb = nsl_column_retain(g.group_of);
+  *ga = nsl_column_new(NSL_I64, na, NULL);
+  if (*ga) {
+    const int64_t *f = nsl_i64(first), *gof = nsl_i64(g.group_of);
+    for (int64_t i = 0; i < na; i++) nsl_i64(*ga)[i] = f[i] < 0 ? -1 : gof[f[i]];
+  }
+  nsl_column_release(first);
+  nsl_groups_free(&g);
+  if (!*ga) goto nomem;
+  return NSL_OK;
+nomem:
+  nsl_column_release(*ga);
+  nsl_column_release(*gb);
+  *ga = *gb = NULL;
+  return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory (%lld and %lld rows)", what, (long long)na,
+                       (long long)nb);
+}
+
+/* ---- overlap join ---------------------------------------------------------------- */
+
+/* The rows of B that can match, in (group, start) order. */
+typedef struct b_rows {
+  int64_t n;
+  int64_t *g, *s, *e, *row;
+} b_rows;
+
+static void b_rows_free(b_rows *b) {
+  free(b->g);
+  free(b->s);
+  free(b->e);
+  free(b->row);
+  memset(b, 0, sizeof *b);
+}
+
+/* Whether B row j beats B row k at equal overlap: the later start (the inner
+ * of nested ranges), then the earlier stop, then the lower row. */
+static inline int wins_tie(const b_rows *b, int64_t j, int64_t k) {
+  if (b->s[j] != b->s[k]) return b->s[j] > b->s[k];
+  if (b->e[j] != b->e[k]) return b->e[j] < b->e[k];
+  return b->row[j] < b->row[k];
+}
+
+nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
+                            const nsl_column *const *a_keys, const nsl_column *b_start,
+                            const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
+                            const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
+                            nsl_error *err) {
+  const char *what = "overlap join";
+  if (!rows || !overlap) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
+  *rows = *overlap = NULL;
+  nsl_status rc;
+  if ((rc = check_pair(what, "A", a_start, a_stop, err)) != NSL_OK ||
+      (rc = check_pair(what, "B", b_start, b_stop, err)) != NSL_OK)
+    return rc;
+  int64_t na = a_start->len, nb = b_start->len;
+  if (b_mask && (b_mask->type != NSL_BOOL || b_mask->len != nb))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the mask must be a bool column of %lld rows", what, (long long)nb);
+  nsl_column *ga = NULL, *gb = NULL, *pa = NULL, *pb = NULL, *res = NULL, *ov = NULL;
+  b_rows b = {0};
+  int64_t *act = NULL;
+  if ((rc = key_groups(what, a_keys, na, b_keys, nb, nkeys, &ga, &gb, err)) != NSL_OK) goto fail;
+  const nsl_column *ka[2] = {ga, a_start}, *kb[2] = {gb, b_start};
+  if (!(pa = nsl_argsort(ka, NULL, 2, err)) || !(pb = nsl_argsort(kb, NULL, 2, err))) {
+    rc = err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+    goto fail;
+  }
+  res = nsl_column_new(NSL_I64, na, NULL);
+  ov = nsl_column_new(NSL_I64, na, NULL);
+  b.g = malloc((size_t)(nb ? nb : 1) * sizeof *b.g);
+  b.s = malloc((size_t)(nb ? nb : 1) * sizeof *b.s);
+  b.e = malloc((size_t)(nb ? nb : 1) * sizeof *b.e);
+  b.row = malloc((size_t)(nb ? nb : 1) * sizeof *b.row);
+  act = malloc((size_t)(nb ? nb : 1) * sizeof *act);
+  if (!res || !ov || !b.g || !b.s || !b.e || !b.row || !act) goto nomem;
+  const uint8_t *mk = b_mask ? nsl_bool(b_mask) : NULL;
+  for (int64_t q = 0; q < nb; q++) {   /* the usable rows of B, in (group, start) order */
+    int64_t j = nsl_i64(pb)[q], g = nsl_i64(gb)[j], s, e;
+    if (g < 0 || (mk && !mk[j]) || !bounds(b_start, b_stop, j, &s, &e) || s >= e) continue;
+    b.g[b.n] = g;
+    b.s[b.n] = s;
+    b.e[b.n] = e;
+    b.row[b.n++] = j;
+  }
+  int64_t *o = nsl_i64(res), *olen = nsl_i64(ov);
+  int64_t next = 0, nact = 0, cur = -1;
+  for (int64_t p = 0; p < na; p++) {
+    int64_t i = nsl_i64(pa)[p], g = nsl_i64(ga)[i], s, e;
+    o[i] = -1;
+    olen[i] = 0;
+    if (!bounds(a_start, a_stop, i, &s, &e)) {
+      olen[i] = NSL_NULL_I64;
+      continue;
+    }
+    if (g < 0) continue;
+    if (g != cur) {   /* a new key: B rows of earlier keys are done */
+      cur = g;
+      nact = 0;
+      while (next < b.n && b.g[next] < g) next++;
+    }
+    /* B rows that start before s join the open set; those that ended by s leave it */
+    while (next < b.n && b.g[next] == g && b.s[next] < s) act[nact++] = next++;
+    int64_t keep = 0, best = 0, bj = -1;
+    for (int64_t k = 0; k < nact; k++) {
+      int64_t j = act[k];
+      if (b.e[j] <= s) continue;
+      act[keep++] = j;
+      if (s >= e) continue;
+      int64_t len = span(s, b.e[j] < e ? b.e[j] : e);
+      if (len > best || (len == best && bj >= 0 && wins_tie(&b, j, bj))) {
+        best = len;
+        bj = j;
+      }
+    }
+    nact = keep;
+    /* B rows that start within [s, e): overlap at most e - start, so stop
+     * once that falls below the best (equal may still win the tie) */
+    for (int64_t j = next; j < b.n && b.g[j] == g && b.s[j] < e; j++) {
+      if (span(b.s[j], e) < best) break;
+      int64_t len = span(b.s[j], b.e[j] < e ? b.e[j] : e);
+      if (len > best || (len == best && bj >= 0 && wins_tie(&b, j, bj))) {
+        best = len;
+        bj = j;
+      }
+    }
+    if (bj >= 0) {
+      o[i] = b.row[bj];
+      olen[i] = best;
+    }
+  }
+  *rows = res;
+  *overlap = ov;
+  res = ov = NULL;
+  rc = NSL_OK;
+  goto done;
+nomem:
+  rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory (%lld and %lld rows)", what, (long long)na,
+                     (long long)nb);
+fail:
+done:
+  nsl_column_release(ga);
+  nsl_column_release(gb);
+  nsl_column_release(pa);
+  nsl_column_release(pb);
+  nsl_column_release(res);
+  nsl_column_release(ov);
+  b_rows_free(&b);
+  free(act);
+  return rc;
+}
+
+/* ---- open intervals at points ---------------------------------------------------- */
+
+/* Index of the first of a[0..n) (ascending) that is >= x (right = 0) or > x (right = 1). */
+static int64_t bound_u64(const uint64_t *a, int64_t n, uint64_t x, int right) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < x || (right && a[mid] == x)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+nsl_column *nsl_iv_count_open(const nsl_column *points, const nsl_column *const *point_keys,
+                              const nsl_column *start, const nsl_column *stop,
+                              const nsl_column *const *iv_keys, int nkeys, nsl_error *err) {
+  const char *what = "open-interval count";
+  if (!int_col(points)) {
+    nsl_error_set(err, NSL_ERR_ARG, "%s: the points must be an integer (ns) column", what);
+    return NULL;
+  }
+  if (check_pair(what, "the intervals'", start, stop, err) != NSL_OK) return NULL;
+  int64_t np = points->len, ni = start->len;
+  nsl_column *gp = NULL, *gi = NULL, *res = NULL;
+  int64_t *off = NULL, ngroups = 0;
+  uint64_t *S = NULL, *E = NULL, *tmp = NULL;
+  if (key_groups(what, point_keys, np, iv_keys, ni, nkeys, &gp, &gi, err) != NSL_OK) return NULL;
+  const int64_t *gpv = nsl_i64(gp), *giv = nsl_i64(gi);
+  for (int64_t j = 0; j < ni; j++)
+    if (giv[j] + 1 > ngroups) ngroups = giv[j] + 1;
+  res = nsl_column_new(NSL_I64, np, NULL);
+  off = calloc((size_t)ngroups + 2, sizeof *off);
+  S = malloc((size_t)(ni ? ni : 1) * sizeof *S);
+  E = malloc((size_t)(ni ? ni : 1) * sizeof *E);
+  tmp = malloc((size_t)(ni ? ni : 1) * sizeof *tmp);
+  if (!res || !off || !S || !E || !tmp) goto nomem;
+  /* counting sort of the non-empty intervals by group, then each group's
+   * starts and stops sorted on their own */
+  for (int64_t j = 0; j < ni; j++) {
+    int64_t s, e;
+    if (giv[j] >= 0 && bounds(start, stop, j, &s, &e) && s < e) off[giv[j] + 2]++;
+  }
+  for (int64_t g = 0; g < ngroups; g++) off[g + 2] += off[g + 1];
+  for (int64_t j = 0; j < ni; j++) {
+    int64_t s, e;
+    if (giv[j] < 0 || !bounds(start, stop, j, &s, &e) || s >= e) continue;
+    int64_t at = off[giv[j] + 1]++;
+    S[at] = nsl__ocode_i64(s);
+    E[at] = nsl__ocode_i64(e);
+  }
+  /* now off[g] .. off[g + 1] is group g */
+  for (int64_t g = 0; g < ngroups; g++) {
+    nsl__sort_u64(S + off[g], off[g + 1] - off[g], tmp);
+    nsl__sort_u64(E + off[g], off[g + 1] - off[g], tmp);
+  }
+  int64_t *o = nsl_i64(res);
+  for (int64_t i = 0; i < np; i++) {
+    int isnull;
+    int64_t t = nsl__int_at(points, i, &isnull), g = gpv[i];
+    if (isnull) {
+      o[i] = NSL_NULL_I64;
+      continue;
+    }
+    if (g < 0) {
+      o[i] = 0;
+      continue;
+    }
+    /* open at t: start < t < stop = #(start < t) - #(stop <= t), as stop <= t implies start < t */
+    int64_t n = off[g + 1] - off[g];
+    uint64_t c = nsl__ocode_i64(t);
+    o[i] = bound_u64(S + off[g], n, c, 0) - bound_u64(E + off[g], n, c, 1);
+  }
+  goto done;
+nomem:
+  nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory (%lld points, %lld intervals)", what, (long long)np,
+                (long long)ni);
+  nsl_column_release(res);
+  res = NULL;
+done:
+  nsl_column_release(gp);
+  nsl_column_release(gi);
+  free(off);
+  free(S);
+  free(E);
+  free(tmp);
+  return res;
+}
+
+/* ---- gaps per group -------------------------------------------------------------- */
+
+nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                               int64_t ngroups, const nsl_column *mask, int64_t min_len, nsl_column **group,
+                               nsl_column **gap_start, nsl_column **gap_stop, nsl_error *err) {
+  const char *what = "grouped gaps";
+  if (!group || !gap_start || !gap_stop) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
+  *group = *gap_start = *gap_stop = NULL;
+  nsl_status rc = check_pair(what, "the intervals'", start, stop, err);
+  if (rc != NSL_OK) return rc;
+  int64_t n = start->len;
+  if (!group_of || group_of->type != NSL_I64 || group_of->len != n || ngroups < 0)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: group ids must be an i64 column of %lld rows", what, (long long)n);
+  if (mask && (mask->type != NSL_BOOL || mask->len != n))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the mask must be a bool column of %lld rows", what, (long long)n);
+  const int64_t *go = nsl_i64(group_of);
+  for (int64_t i = 0; i < n; i++)
+    if (go[i] >= ngroups)
+      return nsl_error_set(err, NSL_ERR_ARG, "%s: row %lld is in group %lld of %lld", what, (long long)i,
+                           (long long)go[i], (long long)ngroups);
+  const nsl_column *keys[2] = {group_of, start};
+  nsl_column *perm = nsl_argsort(keys, NULL, 2, err);
+  if (!perm) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+  nsl_column *g = nsl_column_new(NSL_I64, 0, NULL), *gs = nsl_column_new(NSL_I64, 0, NULL),
+             *ge = nsl_column_new(NSL_I64, 0, NULL);
+  if (!g || !gs || !ge || nsl_column_reserve(g, n) != NSL_OK || nsl_column_reserve(gs, n) != NSL_OK ||
+      nsl_column_reserve(ge, n) != NSL_OK) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
+    nsl_column_release(g);
+    nsl_column_release(gs);
+    nsl_column_release(ge);
+    nsl_column_release(perm);
+    return rc;
+  }
+  const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
+  int64_t m = 0, cur = -1, ce = 0;
+  for (int64_t q = 0; q < n; q++) {
+    int64_t i = nsl_i64(perm)[q], s, e;
+    if (go[i] < 0 || (mk && !mk[i]) || !bounds(start, stop, i, &s, &e) || s >= e) continue;
+    if (go[i] != cur) {
+      cur = go[i];
+      ce = e;
+      continue;
+    }
+    if (s > ce && span(ce, s) > min_len) {
+      nsl_i64(g)[m] = cur;
+      nsl_i64(gs)[m] = ce;
+      nsl_i64(ge)[m++] = s;
+    }
+    if (e > ce) ce = e;
+  }
+  nsl_column_release(perm);
+  nsl_column_set_len(g, m);
+  nsl_column_set_len(gs, m);
+  nsl_column_set_len(ge, m);
+  *group = g;
+  *gap_start = gs;
+  *gap_stop = ge;
+  return NSL_OK;
+}

@@ -1,0 +1,94 @@
+/* loverlap.c -- the interval sweeps of src/core/overlap_join.c in Lua:
+ *   rows, overlap = nsl.overlap_join(a_start, a_stop, b_start, b_stop [, a_keys, b_keys [, b_mask]])
+ *   counts = nsl.count_open(points, start, stop [, point_keys, iv_keys])
+ *   group, start, stop = nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask]])
+ * Keys are a column or an array of columns; row numbers are 0-based (as
+ * c:gather and t:take expect), -1 where nothing matches. */
+#include "lua/lnsl.h"
+
+#define MAX_KEYS 8
+
+/* Reads the keys at idx (nil, a column, or an array of columns) into keys;
+ * returns how many. */
+static int check_keys(lua_State *L, int idx, const nsl_column **keys) {
+  if (lua_isnoneornil(L, idx)) return 0;
+  if (nsl__tocolumn(L, idx)) {
+    keys[0] = nsl__tocolumn(L, idx);
+    return 1;
+  }
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, idx);
+  luaL_argcheck(L, n <= MAX_KEYS, idx, "at most 8 key columns");
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, idx, i);
+    keys[i - 1] = nsl__checkcolumn(L, -1);   /* the array keeps it alive */
+    lua_pop(L, 1);
+  }
+  return (int)n;
+}
+
+/* Both key lists, which must have the same number of columns. */
+static int check_key_pair(lua_State *L, int ia, int ib, const nsl_column **ka, const nsl_column **kb) {
+  int na = check_keys(L, ia, ka), nb = check_keys(L, ib, kb);
+  if (na != nb) luaL_error(L, "%d key columns on one side, %d on the other", na, nb);
+  return na;
+}
+
+/* nsl.overlap_join(a_start, a_stop, b_start, b_stop [, a_keys, b_keys [, b_mask]])
+ * -> rows, overlap: for each A row the B row (0-based, -1 none) with the
+ * largest overlap among rows of equal keys, and that overlap in ns. */
+static int l_overlap_join(lua_State *L) {
+  nsl_column *as = nsl__checkcolumn(L, 1), *ae = nsl__checkcolumn(L, 2);
+  nsl_column *bs = nsl__checkcolumn(L, 3), *be = nsl__checkcolumn(L, 4);
+  const nsl_column *ka[MAX_KEYS], *kb[MAX_KEYS];
+  int nkeys = check_key_pair(L, 5, 6, ka, kb);
+  nsl_column *mask = lua_isnoneornil(L, 7) ? NULL : nsl__checkcolumn(L, 7);
+  nsl_column *rows = NULL, *ov = NULL;
+  nsl_error err = {0};
+  if (nsl_overlap_join(as, ae, ka, bs, be, kb, nkeys, mask, &rows, &ov, &err) != NSL_OK)
+    return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, rows);
+  nsl__pushcolumn(L, ov);
+  return 2;
+}
+
+/* nsl.count_open(points, start, stop [, point_keys, iv_keys]) -> for each
+ * point, the number of intervals of equal keys with start < point < stop. */
+static int l_count_open(lua_State *L) {
+  nsl_column *p = nsl__checkcolumn(L, 1), *s = nsl__checkcolumn(L, 2), *e = nsl__checkcolumn(L, 3);
+  const nsl_column *kp[MAX_KEYS], *ki[MAX_KEYS];
+  int nkeys = check_key_pair(L, 4, 5, kp, ki);
+  nsl_error err = {0};
+  nsl_column *c = nsl_iv_count_open(p, kp, s, e, ki, nkeys, &err);
+  if (!c) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
+/* nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask]]) ->
+ * group, start, stop: the idle gaps (longer than min_len ns, default 0)
+ * within each group's span, group ids as g:ids() gives them. */
+static int l_gaps_grouped(lua_State *L) {
+  nsl_column *s = nsl__checkcolumn(L, 1), *e = nsl__checkcolumn(L, 2), *g = nsl__checkcolumn(L, 3);
+  lua_Integer ng = luaL_checkinteger(L, 4), min_len = luaL_optinteger(L, 5, 0);
+  nsl_column *mask = lua_isnoneornil(L, 6) ? NULL : nsl__checkcolumn(L, 6);
+  nsl_column *og = NULL, *os = NULL, *oe = NULL;
+  nsl_error err = {0};
+  if (nsl_iv_gaps_grouped(s, e, g, ng, mask, min_len, &og, &os, &oe, &err) != NSL_OK)
+    return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, og);
+  nsl__pushcolumn(L, os);
+  nsl__pushcolumn(L, oe);
+  return 3;
+}
+
+static const luaL_Reg funcs[] = {{"overlap_join", l_overlap_join},
+                                 {"count_open", l_count_open},
+                                 {"gaps_grouped", l_gaps_grouped},
+                                 {NULL, NULL}};
+
+/* Adds the sweeps to the module table on top of the stack. */
+int nsl__open_overlap(lua_State *L) {
+  luaL_setfuncs(L, funcs, 0);
+  return 0;
+}

@@ -1,0 +1,179 @@
+/* hlo_query.c -- instruction lookup by name, communication classification
+ * and message sizes, heap-simulator peaks over a decoded HloProto (see
+ * hlo_query.h; the rules are nsys-jax's, protobuf.py and analysis.py). */
+#include "source/hlo_query.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct name_entry {
+  const char *name;
+  int64_t comp, inst;
+} name_entry;
+
+struct nsl_hlo_names {
+  const nsl_hlo *h;
+  name_entry *e;
+  int64_t n;
+};
+
+static int cmp_entry(const void *a, const void *b) {
+  return strcmp(((const name_entry *)a)->name, ((const name_entry *)b)->name);
+}
+
+nsl_hlo_names *nsl_hlo_names_build(const nsl_hlo *h) {
+  nsl_hlo_names *ix = calloc(1, sizeof *ix);
+  if (!ix) return NULL;
+  int64_t n = 0;
+  for (int64_t c = 0; c < h->module.ncomputations; c++) n += h->module.computations[c].ninstructions;
+  ix->h = h;
+  ix->e = malloc((size_t)(n ? n : 1) * sizeof *ix->e);
+  if (!ix->e) {
+    free(ix);
+    return NULL;
+  }
+  for (int64_t c = 0; c < h->module.ncomputations; c++)
+    for (int64_t i = 0; i < h->module.computations[c].ninstructions; i++)
+      ix->e[ix->n++] = (name_entry){h->module.computations[c].instructions[i].name, c, i};
+  qsort(ix->e, (size_t)ix->n, sizeof *ix->e, cmp_entry);
+  return ix;
+}
+
+const nsl_hlo_instruction *nsl_hlo_names_find(const nsl_hlo_names *ix, const char *name,
+                                              const nsl_hlo_computation **comp) {
+  name_entry key = {name, 0, 0};
+  const name_entry *e = bsearch(&key, ix->e, (size_t)ix->n, sizeof *ix->e, cmp_entry);
+  if (!e) return NULL;
+  const nsl_hlo_computation *c = &ix->h->module.computations[e->comp];
+  if (comp) *comp = c;
+  return &c->instructions[e->inst];
+}
+
+void nsl_hlo_names_free(nsl_hlo_names *ix) {
+  if (!ix) return;
+  free(ix->e);
+  free(ix);
+}
+
+static int in_set(const char *s, const char *const *set) {
+  for (; *set; set++)
+    if (strcmp(s, *set) == 0) return 1;
+  return 0;
+}
+
+static const char *const comm_ops[] = {"all-gather", "all-reduce", "all-to-all", "collective-broadcast",
+                                       "collective-permute", "reduce-scatter", NULL};
+static const char *const comm_start_ops[] = {"all-gather-start", "all-reduce-start", "collective-permute-start",
+                                             NULL};
+
+static int on_host(const nsl_hlo_shape *s) { return s->layout.memory_space == 5; }
+
+/* A dynamic(-update)-slice moving data between host and device. */
+static int is_offload(const nsl_hlo *h, const nsl_hlo_instruction *in) {
+  int dest = on_host(&in->shape);
+  const nsl_hlo_instruction *op0 = in->noperand_ids > 0 ? nsl_hlo_find_instruction(h, in->operand_ids[0], NULL) : NULL;
+  const nsl_hlo_instruction *op1 = in->noperand_ids > 1 ? nsl_hlo_find_instruction(h, in->operand_ids[1], NULL) : NULL;
+  if (strcmp(in->opcode, "dynamic-slice") == 0) return op0 && dest != on_host(&op0->shape);
+  if (strcmp(in->opcode, "dynamic-update-slice") == 0)
+    return op0 && op1 && dest == on_host(&op0->shape) && dest != on_host(&op1->shape);
+  return 0;
+}
+
+/* The collective (or offload) inside the computations called by `comp_id`, depth-first. */
+static const nsl_hlo_instruction *find_comm(const nsl_hlo *h, int64_t comp_id, int depth) {
+  const nsl_hlo_computation *c = nsl_hlo_find_computation(h, comp_id);
+  const nsl_hlo_instruction *found = NULL;
+  if (!c || depth > 64) return NULL;
+  for (int64_t i = 0; i < c->ninstructions; i++) {
+    const nsl_hlo_instruction *in = &c->instructions[i];
+    for (int64_t k = 0; k < in->ncalled_computation_ids; k++) {
+      const nsl_hlo_instruction *f = find_comm(h, in->called_computation_ids[k], depth + 1);
+      if (f) found = f;
+    }
+    if (in_set(in->opcode, comm_ops) || is_offload(h, in)) found = in;
+  }
+  return found;
+}
+
+/* Bytes of an array shape: product of dimensions times the element width. */
+static int64_t array_bytes(const nsl_hlo_shape *s) {
+  int bits = nsl_hlo_element_bits(s->element_type);
+  if (bits <= 0 || s->ntuple_shapes) return -1;
+  int64_t v = bits;
+  for (int64_t d = 0; d < s->ndimensions; d++) {
+    if (s->dimensions[d] < 0) return -1;
+    v *= s->dimensions[d];
+  }
+  return v % 8 ? -1 : v / 8;
+}
+
+void nsl_hlo_comm_info(const nsl_hlo *h, const nsl_hlo_instruction *inst, nsl_hlo_comm *out) {
+  memset(out, 0, sizeof *out);
+  out->bytes = -1;
+  const nsl_hlo_instruction *c = NULL;
+  if (in_set(inst->opcode, comm_ops) || in_set(inst->opcode, comm_start_ops)) c = inst;
+  else if (strcmp(inst->opcode, "async-start") == 0 || strcmp(inst->opcode, "fusion") == 0)
+    for (int64_t k = 0; k < inst->ncalled_computation_ids; k++) {
+      const nsl_hlo_instruction *f = find_comm(h, inst->called_computation_ids[k], 0);
+      if (f) c = f;
+    }
+  if (!c) return;
+  out->is_comm = 1;
+  out->opcode = c->opcode;
+  if (strcmp(c->opcode, "dynamic-slice") == 0 || strcmp(c->opcode, "dynamic-update-slice") == 0) {
+    int dus = c->opcode[7] == 'u';
+    const nsl_hlo_instruction *src =
+        c->noperand_ids > (dus ? 1 : 0) ? nsl_hlo_find_instruction(h, c->operand_ids[dus ? 1 : 0], NULL) : NULL;
+    out->bytes = dus ? (src ? array_bytes(&src->shape) : -1) : array_bytes(&c->shape);
+    snprintf(out->collective, sizeof out->collective, "%s", on_host(&c->shape) ? "device-to-host" : "host-to-device");
+    out->size = 1;
+    out->bw_correction = out->bus_correction = 1.0;
+    return;
+  }
+  size_t ol = strlen(c->opcode);
+  if (ol > 6 && strcmp(c->opcode + ol - 6, "-start") == 0) ol -= 6;
+  snprintf(out->collective, sizeof out->collective, "%.*s", (int)ol, c->opcode);
+  if (strncmp(c->opcode, "collective-permute", 18) == 0) out->size = 2;
+  else if (c->nreplica_groups > 0) {
+    out->size = c->replica_groups[0].nreplica_ids;
+    for (int64_t g = 1; g < c->nreplica_groups; g++)
+      if (c->replica_groups[g].nreplica_ids != out->size) out->size = 0;   /* heterogeneous: unknown */
+  }
+  int64_t total = 0;
+  for (int64_t k = 0; k < c->noperand_ids && total >= 0; k++) {
+    const nsl_hlo_instruction *op = nsl_hlo_find_instruction(h, c->operand_ids[k], NULL);
+    int64_t b = op ? array_bytes(&op->shape) : -1;
+    if (b < 0) total = -1;
+    else if (strcmp(c->opcode, "reduce-scatter") == 0) total = out->size > 0 ? total + b / out->size : -1;
+    else total += b;
+  }
+  out->bytes = total;
+  double n = (double)out->size;
+  const char *k = out->collective;
+  if (out->size <= 0) out->bw_correction = out->bus_correction = 0.0 / 0.0;
+  else if (strcmp(k, "all-gather") == 0 || strcmp(k, "reduce-scatter") == 0) {
+    out->bw_correction = n;
+    out->bus_correction = (n - 1) / n;
+  } else if (strcmp(k, "all-reduce") == 0) {
+    out->bw_correction = 1;
+    out->bus_correction = 2 * (n - 1) / n;
+  } else if (strcmp(k, "all-to-all") == 0) {
+    out->bw_correction = 1;
+    out->bus_correction = (n - 1) / n;
+  } else out->bw_correction = out->bus_correction = 1;
+}
+
+int64_t nsl_hlo_heap_peak(const nsl_hlo *h, int64_t t) {
+  const nsl_hlo_buffer_assignment *ba = &h->buffer_assignment;
+  if (t < 0 || t >= ba->nheap_simulator_traces) return -1;
+  const nsl_hlo_heap_trace *tr = &ba->heap_simulator_traces[t];
+  int64_t cur = 0, peak = 0;
+  for (int64_t e = 0; e < tr->nevents; e++) {
+    const nsl_hlo_logical_buffer *lb = nsl_hlo_find_buffer(h, tr->events[e].buffer_id);
+    int64_t size = lb ? lb->size : 0;
+    cur += tr->events[e].kind == NSL_HLO_HEAP_FREE ? -size : size;
+    if (cur > peak) peak = cur;
+  }
+  return peak;
+}

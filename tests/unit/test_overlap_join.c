@@ -1,0 +1,354 @@
+/* test_overlap_join.c -- the interval sweeps of overlap_join.c against
+ * hand-computed cases and brute-force references on random data: the best
+ * overlap by trying every pair, open intervals by testing every interval,
+ * and grouped gaps from a per-nanosecond busy bitmap. */
+#include <stdio.h>
+
+#include "kernel_fixtures.h"
+
+#define SPAN 200   /* random coordinates lie in [0, SPAN) */
+
+/* ---- overlap join ---------------------------------------------------------------- */
+
+static void join(const nsl_column *as, const nsl_column *ae, const nsl_column *const *ak, const nsl_column *bs,
+                 const nsl_column *be, const nsl_column *const *bk, int nkeys, const nsl_column *mask,
+                 nsl_column **rows, nsl_column **ov) {
+  nsl_error err = {0};
+  if (nsl_overlap_join(as, ae, ak, bs, be, bk, nkeys, mask, rows, ov, &err) != NSL_OK)
+    fail_msg("overlap join failed: %s", err.msg);
+}
+
+static void test_overlap_hand(void **state) {
+  (void)state;
+  nsl_column *rows, *ov;
+  /* B: 0 [0,100) outer; 1 [10,20) inner; 2 [30,90) ; 3 [95,120); 4 [50,50) empty; 5 NULL */
+  nsl_column *bs = FX_I64(0, 10, 30, 95, 50, NSL_NULL_I64), *be = FX_I64(100, 20, 90, 120, 50, 60);
+  /* A: [12,18) inside 0 and 1 (tie 6: inner 1 wins); [25,85) 0 covers 60, 2 covers 55 -> 0;
+   * [92,130) 0: 8, 3: 25 -> 3; [200,300) none; [40,40) empty; NULL stop; [-5,5) 0: 5 */
+  nsl_column *as = FX_I64(12, 25, 92, 200, 40, 7, -5), *ae = FX_I64(18, 85, 130, 300, 40, NSL_NULL_I64, 5);
+  join(as, ae, NULL, bs, be, NULL, 0, NULL, &rows, &ov);
+  FX_EXPECT_I64(rows, 1, 0, 3, -1, -1, -1, 0);
+  FX_EXPECT_I64(ov, 6, 60, 25, 0, 0, NSL_NULL_I64, 5);
+  nsl_column_release(rows);
+  nsl_column_release(ov);
+  /* the mask removes the outer range: [25,85) -> 2; [12,18) -> 1; [-5,5) -> none */
+  nsl_column *m = FX_BOOL(0, 1, 1, 1, 1, 1);
+  join(as, ae, NULL, bs, be, NULL, 0, m, &rows, &ov);
+  FX_EXPECT_I64(rows, 1, 2, 3, -1, -1, -1, -1);
+  FX_EXPECT_I64(ov, 6, 55, 25, 0, 0, NSL_NULL_I64, 0);
+  nsl_column_release(rows);
+  nsl_column_release(ov);
+  /* keys: pid per row; A keys i32 against B keys i64 match by value; NULL keys match nothing */
+  nsl_column *bk = FX_I64(1, 2, 1, 1, 1, 1), *ak = FX_I32(2, 1, 1, 1, 1, 1, NSL_NULL_I32);
+  const nsl_column *akeys[1] = {ak}, *bkeys[1] = {bk};
+  join(as, ae, akeys, bs, be, bkeys, 1, NULL, &rows, &ov);
+  FX_EXPECT_I64(rows, 1, 0, 3, -1, -1, -1, -1);
+  FX_EXPECT_I64(ov, 6, 60, 25, 0, 0, NSL_NULL_I64, 0);
+  nsl_column_release(rows);
+  nsl_column_release(ov);
+  /* equal starts: the one that stops first wins the tie; equal rows: the lower row */
+  nsl_column *cs = FX_I64(0, 0, 0), *ce = FX_I64(50, 30, 30), *xs = FX_I64(5), *xe = FX_I64(10);
+  join(xs, xe, NULL, cs, ce, NULL, 0, NULL, &rows, &ov);
+  FX_EXPECT_I64(rows, 1);
+  FX_EXPECT_I64(ov, 5);
+  nsl_column_release(rows);
+  nsl_column_release(ov);
+  /* empty sides */
+  nsl_column *z = nsl_column_new(NSL_I64, 0, NULL);
+  join(as, ae, NULL, z, z, NULL, 0, NULL, &rows, &ov);
+  FX_EXPECT_I64(rows, -1, -1, -1, -1, -1, -1, -1);
+  nsl_column_release(rows);
+  nsl_column_release(ov);
+  join(z, z, NULL, bs, be, NULL, 0, NULL, &rows, &ov);
+  assert_int_equal(rows->len, 0);
+  nsl_column_release(rows);
+  nsl_column_release(ov);
+  /* extreme coordinates: no overflow, the overlap saturates at INT64_MAX */
+  nsl_column *es = FX_I64(INT64_MIN + 1), *ee = FX_I64(INT64_MAX);
+  join(es, ee, NULL, es, ee, NULL, 0, NULL, &rows, &ov);
+  FX_EXPECT_I64(rows, 0);
+  FX_EXPECT_I64(ov, INT64_MAX);
+  nsl_column_release(rows);
+  nsl_column_release(ov);
+  nsl_column *cols[] = {bs, be, as, ae, m, bk, ak, cs, ce, xs, xe, z, es, ee};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+}
+
+static void test_overlap_string_keys(void **state) {
+  (void)state;
+  nsl_dict *d1 = nsl_dict_new(), *d2 = nsl_dict_new();
+  nsl_dict_intern(d2, "zzz", 3);   /* different ids for the same text */
+  nsl_column *ak = fx_str(d1, 3, (const char *[]){"x", "y", NULL});
+  nsl_column *bk = fx_str(d2, 3, (const char *[]){"y", "x", "w"});
+  nsl_column *as = FX_I64(0, 0, 0), *ae = FX_I64(10, 10, 10), *bs = FX_I64(1, 2, 0), *be = FX_I64(3, 9, 10);
+  const nsl_column *akeys[1] = {ak}, *bkeys[1] = {bk};
+  nsl_column *rows, *ov;
+  join(as, ae, akeys, bs, be, bkeys, 1, NULL, &rows, &ov);
+  FX_EXPECT_I64(rows, 1, 0, -1);
+  FX_EXPECT_I64(ov, 7, 2, 0);
+  nsl_column_release(rows);
+  nsl_column_release(ov);
+  nsl_column *cols[] = {ak, bk, as, ae, bs, be};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  nsl_dict_release(d1);
+  nsl_dict_release(d2);
+}
+
+static void test_overlap_bad_input(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_column *rows = (nsl_column *)1, *ov = (nsl_column *)1;
+  nsl_column *s = FX_I64(0, 1), *e = FX_I64(2, 3), *f = FX_F64(0, 1), *one = FX_I64(1), *m = FX_BOOL(1);
+  assert_int_equal(nsl_overlap_join(f, e, NULL, s, e, NULL, 0, NULL, &rows, &ov, &err), NSL_ERR_ARG);
+  assert_null(rows);
+  assert_int_equal(nsl_overlap_join(s, one, NULL, s, e, NULL, 0, NULL, &rows, &ov, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_overlap_join(s, e, NULL, s, e, NULL, 0, m, &rows, &ov, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "mask"));
+  const nsl_column *k1[1] = {one}, *k2[1] = {s};
+  assert_int_equal(nsl_overlap_join(s, e, k1, s, e, k2, 1, NULL, &rows, &ov, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "key 1"));
+  assert_int_equal(nsl_overlap_join(s, e, NULL, s, e, NULL, 1, NULL, &rows, &ov, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_overlap_join(s, e, NULL, s, e, NULL, 0, NULL, NULL, &ov, &err), NSL_ERR_ARG);
+  nsl_column *cols[] = {s, e, f, one, m};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+}
+
+/* Random intervals: some nested, some equal, some empty or NULL. */
+static void random_intervals(int64_t n, nsl_column **s, nsl_column **e, nsl_column **k, int null_keys) {
+  *s = nsl_column_new(NSL_I64, n, NULL);
+  *e = nsl_column_new(NSL_I64, n, NULL);
+  *k = nsl_column_new(NSL_I32, n, NULL);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t a = fx_range(0, SPAN - 1), len = fx_range(0, 3) == 0 ? fx_range(0, 5) : fx_range(0, SPAN / 3);
+    nsl_i64(*s)[i] = a;
+    nsl_i64(*e)[i] = fx_range(0, 30) == 0 ? a - 1 : a + len;
+    if (fx_range(0, 40) == 0) nsl_i64(*s)[i] = NSL_NULL_I64;
+    if (fx_range(0, 40) == 0) nsl_i64(*e)[i] = NSL_NULL_I64;
+    nsl_i32(*k)[i] = null_keys && fx_range(0, 25) == 0 ? NSL_NULL_I32 : (int32_t)fx_range(0, 3);
+  }
+}
+
+static void test_overlap_random(void **state) {
+  (void)state;
+  int64_t seen = 0, matched = 0;
+  for (int round = 0; round < 200; round++) {
+    fx_seed(1000 + (uint64_t)round);
+    int64_t na = fx_range(0, 60), nb = fx_range(0, 120);
+    int nkeys = round % 3 == 0 ? 0 : 1;
+    nsl_column *as, *ae, *ak, *bs, *be, *bk;
+    random_intervals(na, &as, &ae, &ak, 1);
+    random_intervals(nb, &bs, &be, &bk, 1);
+    nsl_column *m = nsl_column_new(NSL_BOOL, nb, NULL);
+    for (int64_t j = 0; j < nb; j++) nsl_bool(m)[j] = fx_range(0, 5) != 0;
+    int use_mask = round % 2;
+    const nsl_column *akeys[1] = {ak}, *bkeys[1] = {bk};
+    nsl_column *rows, *ov;
+    join(as, ae, akeys, bs, be, bkeys, nkeys, use_mask ? m : NULL, &rows, &ov);
+    for (int64_t i = 0; i < na; i++) {
+      int64_t s = nsl_i64(as)[i], e = nsl_i64(ae)[i], best = 0, bj = -1;
+      int a_null = s == NSL_NULL_I64 || e == NSL_NULL_I64;
+      for (int64_t j = 0; !a_null && j < nb; j++) {
+        int64_t t = nsl_i64(bs)[j], u = nsl_i64(be)[j];
+        if (t == NSL_NULL_I64 || u == NSL_NULL_I64 || t >= u || (use_mask && !nsl_bool(m)[j])) continue;
+        if (nkeys && (nsl_i32(ak)[i] == NSL_NULL_I32 || nsl_i32(ak)[i] != nsl_i32(bk)[j])) continue;
+        int64_t lo = s > t ? s : t, hi = e < u ? e : u, len = hi - lo;
+        if (len <= 0) continue;
+        int better = len > best;
+        if (len == best && bj >= 0) {
+          int64_t bt = nsl_i64(bs)[bj], bu = nsl_i64(be)[bj];
+          better = t > bt || (t == bt && (u < bu || (u == bu && j < bj)));
+        }
+        if (better) {
+          best = len;
+          bj = j;
+        }
+      }
+      seen++;
+      matched += bj >= 0;
+      if (nsl_i64(rows)[i] != bj || nsl_i64(ov)[i] != (a_null ? NSL_NULL_I64 : best))
+        fail_msg("round %d, row %lld [%lld, %lld): got row %lld overlap %lld, want row %lld overlap %lld", round,
+                 (long long)i, (long long)s, (long long)e, (long long)nsl_i64(rows)[i], (long long)nsl_i64(ov)[i],
+                 (long long)bj, (long long)best);
+    }
+    nsl_column *cols[] = {as, ae, ak, bs, be, bk, m, rows, ov};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  }
+  if (matched * 2 < seen) fail_msg("only %lld of %lld rows matched: the data does not exercise the sweep",
+                                   (long long)matched, (long long)seen);
+}
+
+/* ---- open intervals at points ---------------------------------------------------- */
+
+static void test_count_open_hand(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  /* [0,10) [5,15) [5,5) empty [20,30) NULL */
+  nsl_column *s = FX_I64(0, 5, 5, 20, NSL_NULL_I64), *e = FX_I64(10, 15, 5, 30, 40);
+  nsl_column *p = FX_I64(0, 5, 7, 10, 15, 25, 35, NSL_NULL_I64, -3);
+  nsl_column *c = nsl_iv_count_open(p, NULL, s, e, NULL, 0, &err);
+  /* strict on both ends: at 0 none (starts there), at 5 only [0,10), at 10 only [5,15) */
+  FX_EXPECT_I64(c, 0, 1, 2, 1, 0, 1, 0, NSL_NULL_I64, 0);
+  nsl_column_release(c);
+  /* keyed: points of key 2 see only [5,15) and [20,30) */
+  nsl_column *ik = FX_I32(1, 2, 2, 2, 2), *pk = FX_I64(2, 2, 2, 1, 1, 2, 3, 2, 2);
+  const nsl_column *pkeys[1] = {pk}, *ikeys[1] = {ik};
+  c = nsl_iv_count_open(p, pkeys, s, e, ikeys, 1, &err);
+  FX_EXPECT_I64(c, 0, 0, 1, 0, 0, 1, 0, NSL_NULL_I64, 0);
+  nsl_column_release(c);
+  /* no intervals */
+  nsl_column *z = nsl_column_new(NSL_I64, 0, NULL), *zk = nsl_column_new(NSL_I32, 0, NULL);
+  c = nsl_iv_count_open(p, NULL, z, z, NULL, 0, &err);
+  FX_EXPECT_I64(c, 0, 0, 0, 0, 0, 0, 0, NSL_NULL_I64, 0);
+  nsl_column_release(c);
+  const nsl_column *zkeys[1] = {zk};
+  c = nsl_iv_count_open(p, pkeys, z, z, zkeys, 1, &err);
+  FX_EXPECT_I64(c, 0, 0, 0, 0, 0, 0, 0, NSL_NULL_I64, 0);
+  nsl_column_release(c);
+  /* bad input */
+  nsl_column *f = FX_F64(1);
+  assert_null(nsl_iv_count_open(f, NULL, s, e, NULL, 0, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_null(nsl_iv_count_open(p, NULL, s, p, NULL, 0, &err));
+  assert_null(nsl_iv_count_open(p, ikeys, s, e, pkeys, 1, &err));
+  nsl_column *cols[] = {s, e, p, ik, pk, z, zk, f};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+}
+
+static void test_count_open_random(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  for (int round = 0; round < 100; round++) {
+    fx_seed(5000 + (uint64_t)round);
+    int64_t np = fx_range(0, 80), ni = fx_range(0, 150);
+    nsl_column *ps, *pe, *pk, *is, *ie, *ik;
+    random_intervals(np, &ps, &pe, &pk, 1);
+    random_intervals(ni, &is, &ie, &ik, 1);
+    int nkeys = round % 2;
+    const nsl_column *pkeys[1] = {pk}, *ikeys[1] = {ik};
+    nsl_column *c = nsl_iv_count_open(ps, pkeys, is, ie, ikeys, nkeys, &err);
+    assert_non_null(c);
+    for (int64_t i = 0; i < np; i++) {
+      int64_t t = nsl_i64(ps)[i], want = 0;
+      if (t == NSL_NULL_I64) want = NSL_NULL_I64;
+      for (int64_t j = 0; t != NSL_NULL_I64 && j < ni; j++) {
+        int64_t a = nsl_i64(is)[j], b = nsl_i64(ie)[j];
+        if (a == NSL_NULL_I64 || b == NSL_NULL_I64) continue;
+        if (nkeys && (nsl_i32(pk)[i] == NSL_NULL_I32 || nsl_i32(pk)[i] != nsl_i32(ik)[j])) continue;
+        want += a < t && t < b;
+      }
+      if (nsl_i64(c)[i] != want)
+        fail_msg("round %d point %lld (%lld): got %lld, want %lld", round, (long long)i, (long long)t,
+                 (long long)nsl_i64(c)[i], (long long)want);
+    }
+    nsl_column *cols[] = {ps, pe, pk, is, ie, ik, c};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  }
+}
+
+/* ---- grouped gaps ---------------------------------------------------------------- */
+
+static void gaps(const nsl_column *s, const nsl_column *e, const nsl_column *g, int64_t ng, const nsl_column *m,
+                 int64_t min_len, nsl_column **og, nsl_column **os, nsl_column **oe) {
+  nsl_error err = {0};
+  if (nsl_iv_gaps_grouped(s, e, g, ng, m, min_len, og, os, oe, &err) != NSL_OK)
+    fail_msg("grouped gaps failed: %s", err.msg);
+}
+
+static void release3(nsl_column *a, nsl_column *b, nsl_column *c) {
+  nsl_column_release(a);
+  nsl_column_release(b);
+  nsl_column_release(c);
+}
+
+static void test_gaps_hand(void **state) {
+  (void)state;
+  nsl_column *og, *os, *oe;
+  /* group 0: [0,10) [5,20) [25,30) [30,40) [100,110) -> gaps [20,25) [40,100)
+   * group 1: [50,60) [0,5) (unsorted) NULL [7,7) -> gap [5,50); group 2: one row, no gap;
+   * row with group -1 skipped */
+  nsl_column *s = FX_I64(0, 50, 5, 25, 30, 100, 0, NSL_NULL_I64, 7, 3, 1);
+  nsl_column *e = FX_I64(10, 60, 20, 30, 40, 110, 5, 9, 7, 4, 200);
+  nsl_column *g = FX_I64(0, 1, 0, 0, 0, 0, 1, 1, 1, 2, -1);
+  gaps(s, e, g, 3, NULL, 0, &og, &os, &oe);
+  FX_EXPECT_I64(og, 0, 0, 1);
+  FX_EXPECT_I64(os, 20, 40, 5);
+  FX_EXPECT_I64(oe, 25, 100, 50);
+  release3(og, os, oe);
+  /* longer than 5: [20,25) is exactly 5, so it goes */
+  gaps(s, e, g, 3, NULL, 5, &og, &os, &oe);
+  FX_EXPECT_I64(os, 40, 5);
+  release3(og, os, oe);
+  /* the mask drops [30,40): gap [30,100) */
+  nsl_column *m = FX_BOOL(1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1);
+  gaps(s, e, g, 3, m, 0, &og, &os, &oe);
+  FX_EXPECT_I64(os, 20, 30, 5);
+  FX_EXPECT_I64(oe, 25, 100, 50);
+  release3(og, os, oe);
+  /* bad input */
+  nsl_error err = {0};
+  assert_int_equal(nsl_iv_gaps_grouped(s, e, g, 2, NULL, 0, &og, &os, &oe, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "group 2 of 2"));
+  nsl_column *g32 = FX_I32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  assert_int_equal(nsl_iv_gaps_grouped(s, e, g32, 1, NULL, 0, &og, &os, &oe, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_iv_gaps_grouped(s, e, g, 3, g, 0, &og, &os, &oe, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_iv_gaps_grouped(s, g32, g, 3, NULL, 0, &og, &os, &oe, &err), NSL_OK);
+  release3(og, os, oe);
+  nsl_column *f = FX_F64(1);
+  assert_int_equal(nsl_iv_gaps_grouped(f, f, g, 3, NULL, 0, &og, &os, &oe, &err), NSL_ERR_ARG);
+  nsl_column *cols[] = {s, e, g, m, g32, f};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+}
+
+static void test_gaps_random(void **state) {
+  (void)state;
+  for (int round = 0; round < 200; round++) {
+    fx_seed(9000 + (uint64_t)round);
+    int64_t n = fx_range(0, 60), ng = fx_range(1, 4), min_len = fx_range(0, 2) ? fx_range(0, 12) : 0;
+    nsl_column *s, *e, *k;
+    random_intervals(n, &s, &e, &k, 0);
+    nsl_column *g = nsl_column_new(NSL_I64, n, NULL);
+    for (int64_t i = 0; i < n; i++) nsl_i64(g)[i] = fx_range(-1, ng - 1);
+    nsl_column *og, *os, *oe;
+    gaps(s, e, g, ng, NULL, min_len, &og, &os, &oe);
+    int64_t at = 0;
+    for (int64_t grp = 0; grp < ng; grp++) {
+      uint8_t busy[3 * SPAN] = {0};
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      for (int64_t i = 0; i < n; i++) {
+        int64_t a = nsl_i64(s)[i], b = nsl_i64(e)[i];
+        if (nsl_i64(g)[i] != grp || a == NSL_NULL_I64 || b == NSL_NULL_I64 || a >= b) continue;
+        for (int64_t t = a; t < b; t++) busy[t] = 1;
+        if (a < lo) lo = a;
+        if (b > hi) hi = b;
+      }
+      for (int64_t t = lo; t < hi;) {
+        if (busy[t]) {
+          t++;
+          continue;
+        }
+        int64_t u = t;
+        while (u < hi && !busy[u]) u++;
+        if (u - t > min_len) {
+          if (at >= og->len || nsl_i64(og)[at] != grp || nsl_i64(os)[at] != t || nsl_i64(oe)[at] != u)
+            fail_msg("round %d: gap %lld should be group %lld [%lld, %lld)", round, (long long)at, (long long)grp,
+                     (long long)t, (long long)u);
+          at++;
+        }
+        t = u;
+      }
+    }
+    assert_int_equal(at, og->len);
+    nsl_column *cols[] = {s, e, k, g, og, os, oe};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_overlap_hand),      cmocka_unit_test(test_overlap_string_keys),
+      cmocka_unit_test(test_overlap_bad_input), cmocka_unit_test(test_overlap_random),
+      cmocka_unit_test(test_count_open_hand),   cmocka_unit_test(test_count_open_random),
+      cmocka_unit_test(test_gaps_hand),         cmocka_unit_test(test_gaps_random),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
