@@ -508,6 +508,84 @@ typedef struct nsl_jax_attr_in {
  * (ns, double) are row i's contributions (0 for rows that add nothing). */
 nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild, double *child, nsl_error *err);
 
+/* ---- figures and exports: bins, sub-rows, spans, text rows ------------ */
+/* (src/core/binning.c, src/core/format_rows.c) */
+
+#define NSL_SPANS_EXTRA_LANES 65536   /* group / lane ids may go this far past the row count */
+
+/* Edges of nbins equal bins over [lo, hi): nbins + 1 integers, edge b =
+ * lo + floor((hi - lo) * b / nbins), exact.  NULL and err filled for hi <=
+ * lo or nbins outside 1..2^31.  Result NSL_I64. */
+nsl_column *nsl_bin_edges(int64_t lo, int64_t hi, int64_t nbins, nsl_error *err);
+/* Busy time per group and bin (bins of nsl_bin_edges(lo, hi, nbins)): the
+ * length of the union of each group's intervals [start, stop) inside each
+ * bin, so busy / bin width is the busy fraction (utilisation heatmaps).
+ * group_of: integer ids below ngroups (NULL: all rows in group 0); rows with
+ * a negative or NULL id, NULL times, stop < start or masked out are skipped.
+ * Unsorted rows are fine.  Result NSL_I64, ngroups * nbins, element
+ * g * nbins + b. */
+nsl_column *nsl_busy_per_bin(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                             int64_t ngroups, const nsl_column *mask, int64_t lo, int64_t hi, int64_t nbins,
+                             nsl_error *err);
+/* A sub-row per row such that rows of one group overlapping in time never
+ * share one; for properly nested ranges (NVTX push/pop per thread) the
+ * nesting depth, 0 outermost.  group_of: dense ids below the row count +
+ * NSL_SPANS_EXTRA_LANES (NULL: one group).  Rows with NULL times, stop < start or a negative group get
+ * NULL.  Result NSL_I32. */
+nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                           nsl_error *err);
+
+/* The lane of every row when each group owns consecutive lanes: base[g] +
+ * sub[i] (g = group_of[i], sub e.g. from nsl_nest_depth); NULL where the
+ * group is NULL, negative or >= nbase, base[g] is NSL_NULL_I64, or sub is
+ * NULL, negative or >= max_sub.  Result NSL_I64. */
+nsl_column *nsl_sub_lanes(const nsl_column *group_of, const nsl_column *sub, const int64_t *base, int64_t nbase,
+                          int64_t max_sub, nsl_error *err);
+
+/* Spans merged for drawing (nsl_spans_merge). */
+typedef struct nsl_spans {
+  nsl_column *x0, *x1;   /* F64: extent of each merged span */
+  nsl_column *busy;      /* F64: length of the union of the spans it holds */
+  nsl_column *lane;      /* I64 */
+  nsl_column *cls;       /* I64: class (NSL_NULL_I64 for NULL or no classes) */
+  nsl_column *count;     /* I64: spans held */
+  nsl_column *row;       /* I64: the first input row of the span (0-based) */
+} nsl_spans;
+/* How nsl_spans_merge maps and merges coordinates. */
+typedef struct nsl_span_opts {
+  double tol;                /* merge across gaps up to tol (in mapped units, e.g. px) */
+  double max_len;            /* a merged span stays within this (<= 0: no bound) */
+  int64_t origin;            /* x = (v - origin) * scale + offset, e.g. ns to px */
+  double scale, offset;      /* scale > 0 (0 is taken as 1) */
+  const nsl_column *mask;    /* bool: rows where 1 take part (NULL: all) */
+} nsl_span_opts;
+#define NSL_SPAN_OPTS_INIT {0, 0, 0, 1, 0, NULL}
+/* Merges the spans [x0, x1) of each lane and class, coordinates mapped by
+ * o (NULL: identity), visited by x within each lane: a span joins the one
+ * before it of its lane and class when the gap is at most o->tol and the
+ * merged span stays within o->max_len; a span wholly inside the one before
+ * it always joins.  busy / (x1 - x0) is the covered fraction of a merged
+ * span (its opacity when drawn).  x0, x1: numeric columns; lane: integer
+ * ids below the row count + NSL_SPANS_EXTRA_LANES; cls: integer ids
+ * 0..4095 or NULL (at most 2^26 lanes x classes).  Rows with a NULL or
+ * non-finite coordinate, x1 < x0, or a negative lane are dropped.  Rows
+ * already in order within each lane are not sorted.  Free out with
+ * nsl_spans_free. */
+nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl_column *lane,
+                           const nsl_column *cls, const nsl_span_opts *o, nsl_spans *out, nsl_error *err);
+void nsl_spans_free(nsl_spans *s);
+
+/* Rows [0, n) of cols as text, one template fmt per row, rows joined by sep
+ * (NULL: "\n").  Conversions, each taking the next column: %s a string
+ * column as a JSON string (escaped; NULL as null; %S: NULL as ""), %d an
+ * integer column, %t
+ * an integer ns column as us with up to three decimals, %f a numeric column
+ * as the shortest decimal that reads back (NaN as null), %% a literal %.
+ * mask (NULL or bool) keeps the rows where it is 1.  *out is malloc'ed and
+ * NUL-terminated (*len excludes the NUL).  NSL_ERR_ARG, NSL_ERR_NOMEM. */
+nsl_status nsl_format_rows(const char *fmt, const nsl_column *const *cols, int ncols, const nsl_column *mask,
+                           const char *sep, char **out, size_t *len, nsl_error *err);
+
 /* ---- traces ----------------------------------------------------------- */
 
 typedef struct nsl_trace nsl_trace;
