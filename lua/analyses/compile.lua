@@ -39,6 +39,24 @@ local function items(what, t)
                    {"start", t.start}, {"stop", t.stop}, {"dur", t.stop - t.start}}
 end
 
+-- 100 * t[col] / the sum of t[col] over the rows of the same group of
+-- `by` (a list of key columns; empty: over all rows); `of`, when given, is a
+-- table with those keys and a column `of_col` to divide by instead.
+local function percent(t, col, by, of, of_col)
+  if #by == 0 then
+    local total = of and of[of_col]:sum() or t[col]:sum()
+    return t[col] * (total > 0 and 100.0 / total or 0.0)
+  end
+  local denom
+  if of then
+    denom = t:join(of, by, {of_col}, "_of_")["_of_" .. of_col]
+  else
+    local g = t:group_by(table.unpack(by))
+    denom = g:agg{"s=sum(" .. col .. ")"}.s:gather(g:ids())
+  end
+  return t[col] * 100.0 / denom
+end
+
 -- The groups the summary and the detail tables are keyed by.
 local function keys(per_process, ...)
   local k = per_process and {"report", "pid"} or {}
@@ -234,12 +252,13 @@ return {
     if attr then
       local xla_ms = attr.non:sum() * MS
       local a = attr:with("one", nsl.rep(1, #attr))
+      local per = pp and a:group_by("report", "pid"):agg{"xla=sum(non)"} or nil
       local r = a:group_by(table.unpack(keys(pp, "Name"))):agg{"n=sum(one)", "non=sum(non)", "child=sum(child)"}
       r = r:sort(table.unpack(keys(pp, "-non")))
       local rc = {}
       if pp then rc = {{"report", r.report}, {"pid", r.pid}} end
       for _, c in ipairs{{"Range", r.Name}, {"Instances", r.n}, {"Time (ms)", r.non * MS},
-                         {"Child (ms)", r.child * MS}, {"Compile (%)", r.non * (MS * 100 / xla_ms)}} do
+                         {"Child (ms)", r.child * MS}, {"Compile (%)", percent(r, "non", keys(pp), per, "xla")}} do
         rc[#rc + 1] = c
       end
       out:table("xla_ranges", nsl.table(rc), {title = string.format(
@@ -252,8 +271,10 @@ return {
         p = p:sort(table.unpack(keys(pp, "-non")))
         local pc = {}
         if pp then pc = {{"report", p.report}, {"pid", p.pid}} end
+        local of_xla = per or nsl.table{{"xla", nsl.column{xla_ms / MS}}}
         for _, c in ipairs{{"Pass", p.Pass}, {"Instances", p.n}, {"Time (ms)", p.non * MS},
-                           {"Passes (%)", p.non * (MS * 100 / pass_ms)}, {"Compile (%)", p.non * (MS * 100 / xla_ms)}} do
+                           {"Passes (%)", percent(p, "non", keys(pp))},
+                           {"Compile (%)", percent(p, "non", keys(pp), of_xla, "xla")}} do
           pc[#pc + 1] = c
         end
         out:table("xla_passes", nsl.table(pc), {title = string.format(
