@@ -21,18 +21,6 @@ local MS = 1e-6
 
 local function is_xla_compile(s) return s == "XlaCompile" or s:sub(1, 11) == "XlaCompile:" end
 
--- Concatenates same-shaped tables (a list) into one; nil when the list is empty.
-local function concat_tables(list)
-  if #list == 0 then return nil end
-  local cols = {}
-  for _, name in ipairs(list[1]:columns()) do
-    local parts = {}
-    for i, t in ipairs(list) do parts[i] = t[name] end
-    cols[#cols + 1] = {name, nsl.concat(table.unpack(parts))}
-  end
-  return nsl.table(cols)
-end
-
 -- An item table: what took time, as intervals of a process.
 local function items(what, t)
   return nsl.table{{"report", t.report:cast("i64")}, {"pid", t.pid:cast("i64")}, {"what", nsl.rep(what, #t)},
@@ -55,6 +43,15 @@ local function percent(t, col, by, of, of_col)
     denom = g:agg{"s=sum(" .. col .. ")"}.s:gather(g:ids())
   end
   return t[col] * 100.0 / denom
+end
+
+-- A result table: t's report (by name) and pid columns first when per
+-- process, then cols.
+local function result(pp, t, cols, rnames)
+  local out = pp and {{"report", t.report:map(function(r) return rnames[r + 1] or tostring(r) end)},
+                      {"pid", t.pid}} or {}
+  for _, c in ipairs(cols) do out[#out + 1] = c end
+  return nsl.table(out)
 end
 
 -- The groups the summary and the detail tables are keyed by.
@@ -103,7 +100,7 @@ return {
     if attr then
       local xc = {}
       for i, f in ipairs(frames) do xc[i] = f:filter(f.Name:where(is_xla_compile)) end
-      local xcomp = concat_tables(xc)
+      local xcomp = compile.concat_tables(xc)
       all_items[#all_items + 1] = items(summary_order[1], xcomp)
       xla_total = attr:group_by("report", "pid"):agg{"pa=sum(non)"}
     end
@@ -132,7 +129,7 @@ return {
       all_items[#all_items + 1] = t:with("what", oh.kind:map(overhead_group))
     end
 
-    local it = concat_tables(all_items)
+    local it = compile.concat_tables(all_items)
     if not it then
       out:text("No compilation or code loading found (no XLA, torch.compile or nvFuser NVTX ranges, " ..
                "no CUDA module-loading or JIT calls, no CUPTI loading overhead).")
@@ -142,6 +139,7 @@ return {
 
     -- summary: per process and category, then each process's union, then totals
     local rnames, rdur = trace.reports.name:totable(), trace.reports.duration:totable()
+    local function result_table(t, cols) return result(pp, t, cols, rnames) end
     local pnames = {}
     local procs = trace.processes
     procs:load{"report", "pid", "name"}
@@ -255,31 +253,22 @@ return {
       local per = pp and a:group_by("report", "pid"):agg{"xla=sum(non)"} or nil
       local r = a:group_by(table.unpack(keys(pp, "Name"))):agg{"n=sum(one)", "non=sum(non)", "child=sum(child)"}
       r = r:sort(table.unpack(keys(pp, "-non")))
-      local rc = {}
-      if pp then rc = {{"report", r.report}, {"pid", r.pid}} end
-      for _, c in ipairs{{"Range", r.Name}, {"Instances", r.n}, {"Time (ms)", r.non * MS},
-                         {"Child (ms)", r.child * MS}, {"Compile (%)", percent(r, "non", keys(pp), per, "xla")}} do
-        rc[#rc + 1] = c
-      end
-      out:table("xla_ranges", nsl.table(rc), {title = string.format(
-        "XLA compile time per range, parallel-aware (%.1f ms in all)", xla_ms), limit = limit})
+      out:table("xla_ranges", result_table(r, {
+        {"Range", r.Name}, {"Instances", r.n}, {"Time (ms)", r.non * MS}, {"Child (ms)", r.child * MS},
+        {"Compile (%)", percent(r, "non", keys(pp), per, "xla")}}),
+        {title = string.format("XLA compile time per range, parallel-aware (%.1f ms in all)", xla_ms), limit = limit})
       local passes = a:filter(a.Name:match("^XlaPass:#name="))
       if #passes > 0 then
         passes = passes:with("Pass", passes.Name:map(function(s) return s:match("^XlaPass:#name=([^,#]*)") end))
         local pass_ms = passes.non:sum() * MS
         local p = passes:group_by(table.unpack(keys(pp, "Pass"))):agg{"n=sum(one)", "non=sum(non)"}
         p = p:sort(table.unpack(keys(pp, "-non")))
-        local pc = {}
-        if pp then pc = {{"report", p.report}, {"pid", p.pid}} end
         local of_xla = per or nsl.table{{"xla", nsl.column{xla_ms / MS}}}
-        for _, c in ipairs{{"Pass", p.Pass}, {"Instances", p.n}, {"Time (ms)", p.non * MS},
-                           {"Passes (%)", percent(p, "non", keys(pp))},
-                           {"Compile (%)", percent(p, "non", keys(pp), of_xla, "xla")}} do
-          pc[#pc + 1] = c
-        end
-        out:table("xla_passes", nsl.table(pc), {title = string.format(
-          "XLA passes, parallel-aware (%.1f ms, %.1f%% of XLA compile time)", pass_ms, pass_ms * 100 / xla_ms),
-          limit = limit})
+        out:table("xla_passes", result_table(p, {
+          {"Pass", p.Pass}, {"Instances", p.n}, {"Time (ms)", p.non * MS}, {"Passes (%)", percent(p, "non", keys(pp))},
+          {"Compile (%)", percent(p, "non", keys(pp), of_xla, "xla")}}),
+          {title = string.format("XLA passes, parallel-aware (%.1f ms, %.1f%% of XLA compile time)", pass_ms,
+                                 pass_ms * 100 / xla_ms), limit = limit})
       end
       local xc = {}
       for i, f in ipairs(frames) do
@@ -287,62 +276,48 @@ return {
         xc[i] = nsl.table{{"report", c.report:cast("i64")}, {"pid", c.pid:cast("i64")}, {"ProgramName", c.ProgramName},
                           {"ProgramId", c.ProgramId}, {"dur", c.stop - c.start}}
       end
-      local progs = concat_tables(xc):group_by(table.unpack(keys(pp, "ProgramName", "ProgramId")))
+      local progs = compile.concat_tables(xc):group_by(table.unpack(keys(pp, "ProgramName", "ProgramId")))
         :agg{"n=count", "wall=sum(dur)", "max=max(dur)"}
       progs = progs:sort(table.unpack(keys(pp, "-wall")))
-      local pc = {}
-      if pp then pc = {{"report", progs.report}, {"pid", progs.pid}} end
-      for _, c in ipairs{{"Program", progs.ProgramName}, {"ProgramId", progs.ProgramId}, {"Compilations", progs.n},
-                         {"Time (ms)", progs.wall * MS}, {"Max (ms)", progs.max * MS}} do
-        pc[#pc + 1] = c
-      end
-      out:table("xla_programs", nsl.table(pc), {title = "XLA compilations per program (XlaCompile ranges)",
-                                                limit = limit})
+      out:table("xla_programs", result_table(progs, {
+        {"Program", progs.ProgramName}, {"ProgramId", progs.ProgramId}, {"Compilations", progs.n},
+        {"Time (ms)", progs.wall * MS}, {"Max (ms)", progs.max * MS}}),
+        {title = "XLA compilations per program (XlaCompile ranges)", limit = limit})
     end
 
     -- other compilers' detail
     if members and #members > 0 then
       local m = members:with("one", nsl.rep(1, #members))
       local fw = m:filter(m.root):group_by(table.unpack(keys(pp, "framework"))):agg{"fw=sum(dur)"}
-      local d = m:group_by(table.unpack(keys(pp, "framework", "name"))):agg{"n=sum(one)", "total=sum(dur)",
-                                                                              "self=sum(self)"}
+      local d = m:group_by(table.unpack(keys(pp, "framework", "name")))
+        :agg{"n=sum(one)", "total=sum(dur)", "self=sum(self)"}
       d = d:join(fw, keys(pp, "framework"), {"fw"})
       d = d:sort(table.unpack(keys(pp, "framework", "-self")))
-      local dc = {}
-      if pp then dc = {{"report", d.report}, {"pid", d.pid}} end
-      for _, c in ipairs{{"Compiler", d.framework}, {"Range", d.name}, {"Instances", d.n}, {"Time (ms)", d.total * MS},
-                         {"Self (ms)", d.self * MS}, {"Self (%)", d.self * 100.0 / d.fw}} do
-        dc[#dc + 1] = c
-      end
-      out:table("compiler_ranges", nsl.table(dc), {title = "Other compilers: every range of a compilation " ..
-        "(Self: without its children; Self % of the compiler's compile time)", limit = limit})
+      out:table("compiler_ranges", result_table(d, {
+        {"Compiler", d.framework}, {"Range", d.name}, {"Instances", d.n}, {"Time (ms)", d.total * MS},
+        {"Self (ms)", d.self * MS}, {"Self (%)", d.self * 100.0 / d.fw}}),
+        {title = "Other compilers: every range of a compilation (Self: without its children; Self % of the " ..
+                 "compiler's compile time)", limit = limit})
     end
     if run and #run > 0 then
       local r = run:with("one", nsl.rep(1, #run)):group_by(table.unpack(keys(pp, "framework", "name")))
         :agg{"n=sum(one)", "total=sum(dur)", "max=max(dur)"}
       r = r:sort(table.unpack(keys(pp, "-total")))
-      local rc = {}
-      if pp then rc = {{"report", r.report}, {"pid", r.pid}} end
-      for _, c in ipairs{{"Compiler", r.framework}, {"Range", r.name}, {"Instances", r.n},
-                         {"Time (ms)", r.total * MS}, {"Max (ms)", r.max * MS}} do
-        rc[#rc + 1] = c
-      end
-      out:table("compiled_code", nsl.table(rc), {title = "Compiled code running (not compile time)", limit = limit})
+      out:table("compiled_code", result_table(r, {
+        {"Compiler", r.framework}, {"Range", r.name}, {"Instances", r.n}, {"Time (ms)", r.total * MS},
+        {"Max (ms)", r.max * MS}}),
+        {title = "Compiled code running (not compile time)", limit = limit})
     end
 
     -- loading detail
     local function per_name(t, class_col, title, name)
-      local x = t:with("one", nsl.rep(1, #t))
-      local a = x:group_by(table.unpack(keys(pp, class_col, "name")))
+      local a = t:with("one", nsl.rep(1, #t)):group_by(table.unpack(keys(pp, class_col, "name")))
         :agg{"n=sum(one)", "total=sum(dur)", "avg=mean(dur)", "max=max(dur)"}
       a = a:sort(table.unpack(keys(pp, "-total")))
-      local c = {}
-      if pp then c = {{"report", a.report}, {"pid", a.pid}} end
-      for _, col in ipairs{{"Class", a[class_col]}, {"Name", a.name}, {"Instances", a.n}, {"Time (ms)", a.total * MS},
-                           {"Avg (ms)", a.avg * MS}, {"Max (ms)", a.max * MS}} do
-        c[#c + 1] = col
-      end
-      out:table(name, nsl.table(c), {title = title, limit = limit, decimals = 3})
+      out:table(name, result_table(a, {
+        {"Class", a[class_col]}, {"Name", a.name}, {"Instances", a.n}, {"Time (ms)", a.total * MS},
+        {"Avg (ms)", a.avg * MS}, {"Max (ms)", a.max * MS}}),
+        {title = title, limit = limit, decimals = 3})
     end
     if #calls > 0 then
       per_name(calls, "class", "CUDA API calls that load, look up, JIT-compile code or build CUDA graphs",

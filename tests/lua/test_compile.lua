@@ -251,7 +251,8 @@ local function brute_xla(rows)
   for _, r in ipairs(frame) do
     local drop = false
     for _, a in ipairs(frame) do
-      if (a.Name == "XlaAutotunerMeasurement" or a.Name == "XlaAutotunerCompilation") and below(r, a) then drop = true end
+      local autotuner = a.Name == "XlaAutotunerMeasurement" or a.Name == "XlaAutotunerCompilation"
+      if autotuner and below(r, a) then drop = true end
     end
     if not drop then kept[#kept + 1] = r end
   end
@@ -391,7 +392,8 @@ return {
     T.near(tables.xla_passes["Passes (%)"]:sum(), 100, 1e-9, "pass shares")
     local xla = 0
     for _, pid in ipairs{4242, 4343} do
-      for _, ns in pairs(brute_xla(sql_ranges(path, "AND (n.globalTid >> 24) & 16777215 = " .. pid))) do xla = xla + ns end
+      local ranges = sql_ranges(path, "AND (n.globalTid >> 24) & 16777215 = " .. pid)
+      for _, ns in pairs(brute_xla(ranges)) do xla = xla + ns end
     end
     T.near(got.algsimp["Compile (%)"], want.algsimp * 100 / xla, 1e-9, "algsimp share of XLA compile time")
     T.eq(got.unended, nil, "a range that never ended takes no part")
