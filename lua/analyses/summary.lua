@@ -3,18 +3,7 @@
 -- cuda_gpu_mem_size_sum and cuda_api_sum; over all reports or per report.
 local nsl = require("nsl")
 local stats = require("nsl.stats")
-
--- nsys's operation labels for memory operations.
-local memcpy_labels = {
-  HtoD = "[CUDA memcpy Host-to-Device]", DtoH = "[CUDA memcpy Device-to-Host]",
-  HtoA = "[CUDA memcpy Host-to-Array]", AtoH = "[CUDA memcpy Array-to-Host]",
-  AtoA = "[CUDA memcpy Array-to-Array]", AtoD = "[CUDA memcpy Array-to-Device]",
-  DtoA = "[CUDA memcpy Device-to-Array]", DtoD = "[CUDA memcpy Device-to-Device]",
-  HtoH = "[CUDA memcpy Host-to-Host]", PtoP = "[CUDA memcpy Peer-to-Peer]",
-  UVM_HtoD = "[CUDA memcpy Unified Host-to-Device]", UVM_DtoH = "[CUDA memcpy Unified Device-to-Host]",
-  UVM_DtoD = "[CUDA memcpy Unified Device-to-Device]", Unknown = "[CUDA memcpy Unknown]",
-}
-local function memcpy_label(kind) return memcpy_labels[kind] or ("[CUDA memcpy " .. kind .. "]") end
+local classes = require("nsl.classes")
 
 --- The memory operations of t (memcpy and memset together) as one table:
 -- dur, mb (bytes / 10^6), op (nsys's operation label), report.
@@ -26,7 +15,7 @@ local function memops(trace)
     {"report", nsl.concat(mc.report:cast("i64"), ms.report:cast("i64"))},
     {"dur", nsl.concat(mc.dur, ms.dur)},
     {"mb", nsl.concat(mc.bytes / 1e6, ms.bytes / 1e6)},
-    {"op", nsl.concat(mc.kind:map(memcpy_label), nsl.rep("[CUDA memset]", #ms))},
+    {"op", nsl.concat(mc.kind:map(classes.memcpy_label), nsl.rep(classes.memset_label, #ms))},
   }
 end
 
@@ -60,22 +49,28 @@ return {
     local key_name = args.base and "name" or (args.mangled and "mangled" or "demangled")
     local keys = args.per_report and {"report"} or nil
     local limit = args.limit > 0 and args.limit or nil
+    local rnames = trace.reports.name
+    -- per report, the report column shows the report's name
+    local function named(t)
+      if not args.per_report then return t end
+      return t:with("report", t.report:map(function(r) return rnames[r + 1] end))
+    end
     if wanted(args.only, "kernels") then
       local k = trace.kernels
       out:table("cuda_gpu_kern_sum",
-        stats.time_summary(k, key_name, {keys = keys, count_label = "Instances", name_label = "Name"}),
+        named(stats.time_summary(k, key_name, {keys = keys, count_label = "Instances", name_label = "Name"})),
         {title = "CUDA GPU Kernel Summary (cuda_gpu_kern_sum)", limit = limit})
     end
     local ops
     if wanted(args.only, "mem_time") then
       ops = ops or memops(trace)
       out:table("cuda_gpu_mem_time_sum",
-        stats.time_summary(ops, "op", {keys = keys, count_label = "Count", name_label = "Operation"}),
+        named(stats.time_summary(ops, "op", {keys = keys, count_label = "Count", name_label = "Operation"})),
         {title = "CUDA GPU MemOps Summary by Time (cuda_gpu_mem_time_sum)", limit = limit})
     end
     if wanted(args.only, "mem_size") then
       ops = ops or memops(trace)
-      out:table("cuda_gpu_mem_size_sum", stats.size_summary(ops, "op", {keys = keys}),
+      out:table("cuda_gpu_mem_size_sum", named(stats.size_summary(ops, "op", {keys = keys})),
         {title = "CUDA GPU MemOps Summary by Size (cuda_gpu_mem_size_sum)", limit = limit, decimals = 3})
     end
     if wanted(args.only, "api") then
@@ -83,7 +78,7 @@ return {
       api:load{"source", "name", "start", "stop", "dur", "report"}
       api = api:filter(api.source:eq("runtime"))
       out:table("cuda_api_sum",
-        stats.time_summary(api, "name", {keys = keys, count_label = "Num Calls", name_label = "Name"}),
+        named(stats.time_summary(api, "name", {keys = keys, count_label = "Num Calls", name_label = "Name"})),
         {title = "CUDA API Summary (cuda_api_sum)", limit = limit})
     end
   end,

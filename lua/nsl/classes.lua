@@ -44,6 +44,9 @@ M.memcpy_labels = {
 }
 M.memset_label = "[CUDA memset]"
 
+--- nsys's name of a memcpy of the given kind ("HtoD" -> "[CUDA memcpy Host-to-Device]").
+function M.memcpy_label(kind) return M.memcpy_labels[kind] or ("[CUDA memcpy " .. kind .. "]") end
+
 --- true when name is one of nsys's memory-operation names.
 function M.is_memop(name) return find(name, "^%[CUDA mem") ~= nil end
 
@@ -268,9 +271,7 @@ function M.gpu_ops(trace, which, opts)
   ms:load(msc)
   local t = {}
   for _, c in ipairs(cols) do t[#t + 1] = {c, nsl.concat(k[c], mc[c], ms[c])} end
-  t[#t + 1] = {"name", nsl.concat(M.kernel_names(k, which), mc.kind:map(function(kind)
-    return M.memcpy_labels[kind] or ("[CUDA memcpy " .. kind .. "]")
-  end), nsl.rep(M.memset_label, #ms))}
+  t[#t + 1] = {"name", nsl.concat(M.kernel_names(k, which), mc.kind:map(M.memcpy_label), nsl.rep(M.memset_label, #ms))}
   t[#t + 1] = {"memop", nsl.concat(nsl.rep(0, #k), nsl.rep(1, #mc + #ms)):eq(1)}
   if with_bytes then   -- kernels move no bytes: NULL (a gather at -1)
     t[#t + 1] = {"bytes", nsl.concat(mc.bytes:gather(nsl.rep(-1, #k)), mc.bytes, ms.bytes)}

@@ -23,9 +23,21 @@ function M.time_summary(t, key, opts)
     "total=sum(" .. value .. ")", "n=count(" .. value .. ")", "avg=mean(" .. value .. ")",
     "med=median(" .. value .. ")", "min=min(" .. value .. ")", "max=max(" .. value .. ")",
     "std=std(" .. value .. ")"}
-  s = s:sort("-total", key)
-  local grand = s.total:sum()
-  local pct = grand > 0 and (s.total * 100.0 / grand) or nsl.rep(0.0, #s)
+  local order = {}
+  for _, k in ipairs(opts.keys or {}) do order[#order + 1] = k end
+  order[#order + 1] = "-total"
+  order[#order + 1] = key
+  s = s:sort(table.unpack(order))   -- per leading key (e.g. report), heaviest first
+  -- Time (%) is within each group of the leading keys (e.g. per report)
+  local pct
+  if opts.keys and #opts.keys > 0 then
+    local g = s:group_by(table.unpack(opts.keys))
+    local grand = g:agg{"g=sum(total)"}.g:gather(g:ids())
+    pct = s.total * 100.0 / grand
+  else
+    local grand = s.total:sum()
+    pct = grand > 0 and (s.total * 100.0 / grand) or nsl.rep(0.0, #s)
+  end
   local cols = {}
   for _, k in ipairs(opts.keys or {}) do cols[#cols + 1] = {k, s[k]} end
   local u = opts.unit or "ns"

@@ -46,11 +46,16 @@ nsl_column *nsl__checkcolumn(lua_State *L, int idx) {
   return b->c;
 }
 
+/* The Lua collector does not see the memory columns hold in C; a new
+ * column of a megabyte or more advances it as if Lua had allocated that
+ * much, so the garbage of whole-column expressions is released promptly. */
 void nsl__pushcolumn(lua_State *L, nsl_column *c) {
   if (!c) luaL_error(L, "out of memory");
   lcolumn *b = lua_newuserdatauv(L, sizeof *b, 0);
   b->c = c;
   luaL_setmetatable(L, NSL_COLUMN_MT);
+  size_t bytes = nsl_column_bytes(c);
+  if (c->refcount == 1 && bytes >= (1u << 20)) lua_gc(L, LUA_GCSTEP, (int)(bytes >> 10));
 }
 
 /* A new column from a Lua array: all integers -> i64, any float -> f64,

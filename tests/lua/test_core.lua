@@ -105,17 +105,19 @@ return {
     T.eq(k.name:eq("no such kernel"):count(), 0, "eq of an unknown string")
   end},
 
-  {"join kernels to their launching API call on (report, corr)", function()
+  {"join kernels to their launching API call on (report, pid, corr)", function()
+    -- correlation ids are numbered per process: the join keys on the process too
     local tr = assert(nsl.open(nccl))
     local k, api = tr.kernels, tr.api
-    local j = k:join(api, {"report", "corr"}, {"name", "tid"}, "api_")
+    local j = k:join(api, {"report", "pid", "corr"}, {"name", "tid"}, "api_")
     local matched = (~j.api_name:isnull()):count()
     T.eq(matched, T.sql1(nccl, [[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE EXISTS
-      (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId)]]), "matched kernels")
+      (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId
+       AND (r.globalTid >> 24) = (k.globalPid >> 24))]]), "matched kernels")
     -- the matched call is the one SQL finds (first by rowid) for the first rows
     local rows = T.sql(nccl, [[SELECT (SELECT s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
-      WHERE r.correlationId = k.correlationId ORDER BY r.rowid LIMIT 1) FROM CUPTI_ACTIVITY_KIND_KERNEL k
-      ORDER BY k.rowid LIMIT 50]])
+      WHERE r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) ORDER BY r.rowid LIMIT 1)
+      FROM CUPTI_ACTIVITY_KIND_KERNEL k ORDER BY k.rowid LIMIT 50]])
     for i, r in ipairs(rows) do
       T.eq(j.api_name[i], r[1] ~= "" and r[1]:gsub("_v%d+$", "") or nil, "launching call of kernel " .. i)
     end

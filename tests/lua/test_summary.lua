@@ -1,0 +1,119 @@
+-- summary: every table against SQL with nsys stats' definitions (the
+-- cuda_gpu_kern_sum / cuda_gpu_mem_time_sum / cuda_gpu_mem_size_sum /
+-- cuda_api_sum queries), medians and sample deviations from SQL rows.
+local T = ...
+
+local function median(v)
+  table.sort(v)
+  local n = #v
+  if n % 2 == 1 then return v[(n + 1) // 2] end
+  return (v[n // 2] + v[n // 2 + 1]) / 2
+end
+local function sd(v)
+  local n, m = #v, 0
+  if n < 2 then return 0 end
+  for _, x in ipairs(v) do m = m + x end
+  m = m / n
+  local s = 0
+  for _, x in ipairs(v) do s = s + (x - m) ^ 2 end
+  return math.sqrt(s / (n - 1))
+end
+
+-- Rows of the summary table t keyed by the text column `key`.
+local function by(t, key)
+  local m = {}
+  for i = 1, #t do m[t[key][i]] = i end
+  return m
+end
+
+local memcpy_names = {[1] = "[CUDA memcpy Host-to-Device]", [2] = "[CUDA memcpy Device-to-Host]",
+                      [8] = "[CUDA memcpy Device-to-Device]", [10] = "[CUDA memcpy Peer-to-Peer]"}
+
+local function check_mem(f)
+  local tables = T.run_analysis("summary", {f}, {"only=mem_time,mem_size", "limit=0"})
+  local tt, st = tables.cuda_gpu_mem_time_sum, tables.cuda_gpu_mem_size_sum
+  local want_t, want_b, grand = {}, {}, 0
+  for _, r in ipairs(T.sql(f, "SELECT copyKind, end - start, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY")) do
+    local name = memcpy_names[tonumber(r[1])] or "?"
+    want_t[name] = want_t[name] or {}; table.insert(want_t[name], tonumber(r[2]))
+    want_b[name] = want_b[name] or {}; table.insert(want_b[name], tonumber(r[3]) / 1e6)
+    grand = grand + tonumber(r[2])
+  end
+  local has_memset = T.sql1(f, "SELECT count(*) FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_MEMSET'") == 1
+  if has_memset then
+    for _, r in ipairs(T.sql(f, "SELECT end - start, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET")) do
+      want_t["[CUDA memset]"] = want_t["[CUDA memset]"] or {}; table.insert(want_t["[CUDA memset]"], tonumber(r[1]))
+      want_b["[CUDA memset]"] = want_b["[CUDA memset]"] or {}; table.insert(want_b["[CUDA memset]"], tonumber(r[2]) / 1e6)
+      grand = grand + tonumber(r[1])
+    end
+  end
+  local ti, si = by(tt, "Operation"), by(st, "Operation")
+  local n = 0
+  for name, durs in pairs(want_t) do
+    n = n + 1
+    local i = assert(ti[name], name)
+    local total = 0
+    for _, d in ipairs(durs) do total = total + d end
+    T.eq(tt["Count"][i], #durs, name .. " count")
+    T.eq(tt["Total Time (ns)"][i], total, name .. " total")
+    T.near(tt["Time (%)"][i], 100 * total / grand, 1e-9, name .. " time %")
+    T.near(tt["Med (ns)"][i], median(durs), 1e-9, name .. " median")
+    T.near(tt["StdDev (ns)"][i], sd(durs), 1e-9, name .. " stddev")
+    local j = assert(si[name], name)
+    local mb = 0
+    for _, b in ipairs(want_b[name]) do mb = mb + b end
+    T.near(st["Total (MB)"][j], mb, 1e-9, name .. " MB")
+    T.near(st["Med (MB)"][j], median(want_b[name]), 1e-9, name .. " median MB")
+  end
+  T.eq(#tt, n, "operations")
+end
+
+return {
+  {"memory-operation summaries by time and by size equal SQL", function()
+    check_mem(T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite"))
+    check_mem(T.data("nsys/cuda_2021.2.sqlite"))
+    check_mem(T.data("nsys/mpi_cuda_rank0_2022.2.sqlite"))
+  end},
+
+  {"CUDA API summary equals SQL (names cut by nsys's cuda_api_sum rule)", function()
+    for _, rel in ipairs{"nsys/pytorch_h100_2gpu_2026.2.sqlite", "nsys/mpi_cuda_rank0_2022.2.sqlite", "nsys/cuda_2021.2.sqlite"} do
+      local f = T.data(rel)
+      local t = T.run_analysis("summary", {f}, {"only=api", "limit=0"}).cuda_api_sum
+      local want, grand = {}, 0
+      -- nsys's cuda_api_sum names a call by its StringIds value less a "_vNNNN" suffix of exactly six characters
+      for _, r in ipairs(T.sql(f, [[SELECT CASE substr(s.value, -6, 2) WHEN '_v' THEN substr(s.value, 1, length(s.value) - 6)
+                                    ELSE s.value END, r.end - r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+                                    JOIN StringIds s ON s.id = r.nameId]])) do
+        local name = r[1]
+        want[name] = want[name] or {}
+        table.insert(want[name], tonumber(r[2]))
+        grand = grand + tonumber(r[2])
+      end
+      local idx = by(t, "Name")
+      local n = 0
+      for name, durs in pairs(want) do
+        n = n + 1
+        local i = assert(idx[name], name)
+        local total = 0
+        for _, d in ipairs(durs) do total = total + d end
+        T.eq(t["Num Calls"][i], #durs, name)
+        T.eq(t["Total Time (ns)"][i], total, name)
+        T.near(t["Med (ns)"][i], median(durs), 1e-9, name .. " median")
+        T.near(t["Time (%)"][i], 100 * total / grand, 1e-9, name .. " %")
+      end
+      T.eq(#t, n, "API names of " .. rel)
+      for i = 2, #t do T.ok(t["Total Time (ns)"][i] <= t["Total Time (ns)"][i - 1], "sorted by total") end
+    end
+  end},
+
+  {"per-report summaries: each report's Time % adds up to 100 and its rows equal SQL on its file", function()
+    local a, b = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite"), T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite")
+    local t = T.run_analysis("summary", {a, b}, {"only=kernels", "per_report=true", "limit=0"}).cuda_gpu_kern_sum
+    for rep, f in pairs{pytorch_nccl_2gpu_2026_2 = a, pytorch_h100_2gpu_2026_2 = b} do
+      local rows = t:filter(t.report:eq((rep:gsub("_2026_2$", "_2026.2"))))
+      T.near(rows["Time (%)"]:sum(), 100, 1e-9, "time % of report " .. rep)
+      T.eq(rows["Instances"]:sum(), T.sql1(f, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "kernels of report " .. rep)
+      T.eq(rows["Total Time (ns)"]:sum(), T.sql1(f, "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "time of report " .. rep)
+    end
+  end},
+}
