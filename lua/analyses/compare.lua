@@ -50,6 +50,8 @@ local runs = require("nsl.runs")
 local stats = require("nsl.stats")
 
 local QS = percentiles.default
+local MED = 1   -- the index of the median in QS
+for j, q in ipairs(QS) do if q == 0.5 then MED = j end end
 
 --- A column from a Lua array with holes (nil -> NULL) of n values; zero is
 -- the placeholder giving the type (0 for i64, 0.0 for f64, "" for strings).
@@ -132,9 +134,7 @@ local function side_by_side(t, R, base, key_label)
       end
       if r ~= base then
         c.dtotal[row] = change(c.total[row], bi and ptotal[bi] or 0)
-        local med = 1
-        for j, q in ipairs(QS) do if q == 0.5 then med = j end end
-        c.dmed[row] = change(i and pq[med][i], bi and pq[med][bi])
+        c.dmed[row] = change(i and pq[MED][i], bi and pq[MED][bi])
         local test = mw[r][k]
         if test and test.n1 >= 3 and test.n2 >= 3 then c.p[row] = test.p end
       end
@@ -145,7 +145,7 @@ local function side_by_side(t, R, base, key_label)
   for j, q in ipairs(QS) do cols[#cols + 1] = {percentiles.label(q) .. " (ns)", nullable(c["q" .. j], row, 0.0)} end
   cols[#cols + 1] = {"Max (ns)", nullable(c.max, row, 0)}
   cols[#cols + 1] = {"Total vs Base (%)", nullable(c.dtotal, row, 0.0)}
-  cols[#cols + 1] = {"p50 vs Base (%)", nullable(c.dmed, row, 0.0)}
+  cols[#cols + 1] = {percentiles.label(QS[MED]) .. " vs Base (%)", nullable(c.dmed, row, 0.0)}
   cols[#cols + 1] = {"p (Mann-Whitney)", nullable(c.p, row, 0.0)}
   cols[#cols + 1] = {key_label, nsl.column(c.key)}
   return nsl.table(cols), keys
@@ -170,6 +170,129 @@ local function sums_by(t, key, value, what)
     m[run[i] + 1][k[i]] = what == "n" and n[i] or (s[i] or 0)
   end
   return m
+end
+
+--- The formats of --arg figures: a list of "png"/"svg" (empty: none).
+local function figure_formats(spec)
+  local list = {}
+  spec = spec:lower()
+  if spec == "both" then return {"png", "svg"} end
+  if spec == "none" or spec == "" then return list end
+  for _, f in ipairs(runs.split(spec, ",")) do
+    if f ~= "png" and f ~= "svg" then
+      nsl.fail(string.format("compare: --arg figures=%s: expected png, svg, both or none", spec))
+    end
+    list[#list + 1] = f
+  end
+  return list
+end
+
+--- Grouped-bar series of a side-by-side table: the first `top` keys (its
+-- rows come key by key, n runs each) as categories, one series per run.
+local function top_bars(t, key, n, top)
+  local cats, series = {}, {}
+  if not t then return cats, series end
+  local keys, totals, labels = t[key]:totable(), t["Total (ns)"]:totable(), t.Run:totable()
+  for r = 1, n do series[r] = {label = labels[r], values = {}} end
+  for i = 1, math.min(#keys, top * n) do
+    local c, r = (i - 1) // n + 1, (i - 1) % n + 1
+    cats[c] = keys[i]
+    series[r].values[c] = totals[i]
+  end
+  return cats, series
+end
+
+--- Draws the figures (see the header) through nsl.plot and writes them with
+-- out:file in every format; F holds the data.  Returns the data behind each
+-- figure, by name.
+local function draw_figures(out, formats, F)
+  local plot = require("nsl.plot")
+  local data = {}
+  local function emit(name, draw)
+    for _, f in ipairs(formats) do
+      local cv, d = draw(f)
+      out:file(name .. "." .. f, cv:to_string())
+      data[name] = d
+    end
+  end
+  local n, labels = F.n, F.labels
+  local function series_of(values_of)
+    local s = {}
+    for r = 1, n do s[r] = {label = labels[r], values = values_of(r)} end
+    return s
+  end
+  emit("macro_time", function(f)
+    return plot.grouped_bars{format = f, title = "GPU time summed over devices", unit = "ns", ylabel = "time",
+      categories = {"Busy", "Idle", "Compute Only", "NCCL Only", "Both", "Memory Only"},
+      series = series_of(function(r)
+        local m = F.macro
+        return {m.busy[r], m.idle[r], m.compute_only[r], m.nccl_only[r], m.both[r], m.memory_only[r]}
+      end)}
+  end)
+  emit("transfers", function(f)
+    local cats = {}
+    for i, k in ipairs(F.kinds) do cats[i] = k end
+    cats[#cats + 1] = "memset"
+    return plot.grouped_bars{format = f, title = "Bytes moved by memcpy kind and memset", unit = "bytes",
+      ylabel = "bytes", categories = cats, series = series_of(function(r)
+        local v = {}
+        for i, k in ipairs(F.kinds) do v[i] = F.kind_bytes(r, k) end
+        v[#v + 1] = F.memset_bytes[r]
+        return v
+      end)}
+  end)
+  for _, b in ipairs{{"kernels_top", F.kernels, "Name", "Kernel time: the top kernel names"},
+                     {"classes", F.classes, "Class", "GPU time per kernel class"},
+                     {"nvtx_top", F.nvtx, "Range", "NVTX range time (CPU): the top range names"}} do
+    if b[2] then
+      local cats, series = top_bars(b[2], b[3], n, 10)
+      emit(b[1], function(f)
+        return plot.grouped_bars{format = f, title = b[4], unit = "ns", ylabel = "total time", categories = cats,
+                                 series = series}
+      end)
+    end
+  end
+  local groups = {}
+  for r = 1, n do groups[r] = {label = labels[r], values = F.kernel_dur[r]} end
+  emit("kernel_durations_violin", function(f)
+    return plot.violin(groups, {format = f, title = "Kernel durations per run", unit = "ns", log = true,
+                                ylabel = "duration"})
+  end)
+  emit("kernel_durations_cdf", function(f)
+    return plot.cdf(groups, {format = f, title = "Kernel durations per run (CDF)", unit = "ns", log = true,
+                             xlabel = "duration"})
+  end)
+  -- overlaid histograms: the runs' counts over shared logarithmic bins, drawn as lines
+  local lo, hi
+  for r = 1, n do
+    local c = F.kernel_dur[r]
+    local pos = nsl.table{{"v", c}}:filter(c:gt(0)).v
+    if #pos > 0 then
+      lo = lo and math.min(lo, pos:min()) or pos:min()
+      hi = hi and math.max(hi, pos:max()) or pos:max()
+    end
+  end
+  if lo then
+    if hi <= lo then lo, hi = lo / 1.5, hi * 1.5 end
+    local nb = 40
+    local edges, mid = {}, {}
+    for i = 0, nb do edges[i + 1] = 10 ^ (math.log(lo, 10) + (math.log(hi, 10) - math.log(lo, 10)) * i / nb) end
+    edges[1], edges[nb + 1] = lo, hi
+    for i = 1, nb do mid[i] = math.sqrt(edges[i] * edges[i + 1]) end
+    local hist = {edges = edges, series = {}}
+    local lines = {}
+    for r = 1, n do
+      local counts = F.kernel_dur[r]:histogram(edges):totable()
+      hist.series[r] = {label = labels[r], counts = counts}
+      lines[r] = {label = labels[r], x = mid, y = counts}
+    end
+    emit("kernel_durations_hist", function(f)
+      local cv = plot.lines{format = f, title = "Kernel durations per run (histograms, logarithmic bins)",
+                            series = lines, xlog = true, xunit = "ns", xlabel = "duration", ylabel = "kernels"}
+      return cv, hist
+    end)
+  end
+  return data
 end
 
 local MEMSET = classes.memset_label
@@ -338,9 +461,8 @@ return {
     local cls = classes.classify_column(cls_names, map)
     local ct = side_by_side(nsl.table{{"key", cls}, {"run", ops.run}, {"dur", ops.dur}}, R, base, "Class")
     if ct then out:table("classes", ct, {title = "Per kernel class (" .. map.source .. ")", limit = limit}) end
-    if nvt and #nvt > 0 then
-      out:table("nvtx", side_by_side(nvt, R, base, "Range"), {title = "Per NVTX range name (CPU time)", limit = limit})
-    end
+    local nvtt = nvt and #nvt > 0 and side_by_side(nvt, R, base, "Range") or nil
+    if nvtt then out:table("nvtx", nvtt, {title = "Per NVTX range name (CPU time)", limit = limit}) end
 
     -- ---- micro: distributions of single operations ----
     local opname = nsl.where(is_kernel, "kernels", ops.name)
@@ -354,5 +476,19 @@ return {
       if c ~= "op" and c ~= "run" and c ~= "_rank" then dcols[#dcols + 1] = {c, d[c]} end
     end
     out:table("distributions", nsl.table(dcols), {title = "Single operations: durations and sizes"})
+
+    -- ---- figures ----
+    local formats = figure_formats(args.figures)
+    if out.format == "notebook" then formats = {formats[1]}
+    elseif not out:path("figure") then formats = {} end
+    if #formats > 0 then
+      local kdur = {}
+      for r = 1, n do kdur[r] = kern.dur:gather(kern.run:eq(r - 1):indices()) end
+      local mset = {}
+      for r = 1, n do mset[r] = get(byt, r, "memset") end
+      out:value("figures", draw_figures(out, formats, {n = n, labels = labels, kinds = kinds,
+        kind_bytes = function(r, k) return get(kbytes, r, k) end, memset_bytes = mset,
+        macro = sum, kernels = kt, classes = ct, nvtx = nvtt, kernel_dur = kdur}))
+    end
   end,
 }

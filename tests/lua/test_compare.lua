@@ -450,4 +450,133 @@ return {
     fails({"names=mangled"}, "expected demangled or short")
     L.cleanup()
   end},
+
+  {"figures: the data behind them equals SQL", function()
+    local runner = require("nsl.runner")
+    local a = assert(runner.load_analysis("compare"))
+    local args = assert(runner.parse_args(a, {"labels=nccl,h100"}))
+    local trace = assert(nsl.open{A, B})
+    local out = require("nsl.output").new{analysis = "compare", format = "notebook", trace = trace}
+    a.run(trace, args, out)
+    local files = {}
+    for _, f in ipairs(out.files) do files[f.name] = f.data end
+    for _, name in ipairs{"macro_time", "transfers", "kernels_top", "classes", "nvtx_top", "kernel_durations_violin",
+                          "kernel_durations_cdf", "kernel_durations_hist"} do
+      T.eq(files[name .. ".png"] and files[name .. ".png"]:sub(1, 8), "\137PNG\r\n\26\n", name .. ".png (notebook: PNG)")
+      T.eq(files[name .. ".svg"], nil, name .. ": one format in a notebook")
+    end
+    local F = out.values.figures
+    local o = {oracle(A), oracle(B)}
+    local labels = {"nccl", "h100"}
+    -- grouped bars
+    local mt = F.macro_time
+    T.eq(table.concat(mt.categories, ","), "Busy,Idle,Compute Only,NCCL Only,Both,Memory Only", "macro categories")
+    for r = 1, 2 do
+      T.eq(mt.series[r].label, labels[r], "macro series " .. r)
+      local m = o[r].macro
+      local want = {m.busy, m.idle, m.compute_only, m.nccl_only, m.both, m.memory_only}
+      for i, v in ipairs(want) do T.eq(mt.series[r].values[i], v, labels[r] .. " " .. mt.categories[i]) end
+    end
+    local tr = F.transfers
+    for i, cat in ipairs(tr.categories) do
+      for r = 1, 2 do
+        local want = cat == "memset" and o[r].counts["Memset Bytes"] or (o[r].counts[cat .. " Bytes"] or 0)
+        T.eq(tr.series[r].values[i], want, labels[r] .. " bytes " .. cat)
+      end
+    end
+    -- the top kernels: the 10 names with the largest total in any run, and their totals
+    local best = {}
+    for r = 1, 2 do
+      for name, vals in pairs(o[r].by_name) do best[name] = math.max(best[name] or 0, dist(vals).total) end
+    end
+    local names = {}
+    for name in pairs(best) do names[#names + 1] = name end
+    table.sort(names, function(x, y) if best[x] ~= best[y] then return best[x] > best[y] end return x < y end)
+    local kt = F.kernels_top
+    T.eq(#kt.categories, 10, "ten kernel names")
+    for i, name in ipairs(kt.categories) do
+      T.eq(name, names[i], "kernel " .. i)
+      for r = 1, 2 do
+        local vals = o[r].by_name[name]
+        T.eq(kt.series[r].values[i], vals and dist(vals).total or 0, labels[r] .. " total of " .. name)
+      end
+    end
+    -- distributions: violins, CDFs, overlaid histograms
+    for r = 1, 2 do
+      local all = {}
+      for _, row in ipairs(o[r].kernels) do all[#all + 1] = math.tointeger(tonumber(row[2])) end
+      local d = dist(all)
+      local v = F.kernel_durations_violin.groups[r]
+      T.eq(v.label, labels[r], "violin " .. r)
+      T.eq(v.n, d.n, labels[r] .. " violin n")
+      near(v.median, d.q[1], labels[r] .. " violin median")
+      local c = F.kernel_durations_cdf.series[r]
+      T.eq(c.n, d.n, labels[r] .. " CDF n")
+      near(c.p50, d.q[1], labels[r] .. " CDF p50")
+      near(c.p90, d.q[2], labels[r] .. " CDF p90")
+      near(c.p99, d.q[3], labels[r] .. " CDF p99")
+      local h = F.kernel_durations_hist
+      local edges, counts = h.edges, h.series[r].counts
+      local want, nb = {}, #edges - 1
+      for b = 1, nb do want[b] = 0 end
+      for _, row in ipairs(o[r].kernels) do
+        local x = tonumber(row[2])
+        for b = 1, nb do
+          if x >= edges[b] and (x < edges[b + 1] or (b == nb and x == edges[b + 1])) then
+            want[b] = want[b] + 1
+            break
+          end
+        end
+      end
+      local total = 0
+      for b = 1, nb do
+        T.eq(counts[b], want[b], labels[r] .. " histogram bin " .. b)
+        total = total + counts[b]
+      end
+      T.eq(total, d.n, labels[r] .. ": every kernel in a bin (shared bins span all runs)")
+    end
+  end},
+
+  {"the command line: --out writes the tables, the figures in both formats and results.json", function()
+    local dir = L.tmpdir()
+    local nslbin = assert(os.getenv("NSL"))
+    local ok = os.execute(string.format("%s run compare %s %s --arg 'labels=one,two' --out %s > %s/stdout 2>&1",
+      T.shell_quote(nslbin), T.shell_quote(A), T.shell_quote(B), T.shell_quote(dir .. "/out"), T.shell_quote(dir)))
+    T.ok(ok, "nsl run compare exits 0")
+    local function read(name)
+      local f = io.open(dir .. "/out/" .. name, "rb")
+      if not f then return nil end
+      local s = f:read("a")
+      f:close()
+      return s
+    end
+    for _, t in ipairs{"macro", "operations", "changes", "devices", "kernels", "classes", "nvtx", "distributions"} do
+      T.ok(read(t .. ".csv"), t .. ".csv written")
+    end
+    T.ok(read("macro.csv"):find("\none,", 1, true), "labels in the CSV")
+    for _, name in ipairs{"macro_time", "kernels_top", "kernel_durations_violin", "kernel_durations_hist"} do
+      T.eq((read(name .. ".png") or ""):sub(1, 8), "\137PNG\r\n\26\n", name .. ".png")
+      T.ok((read(name .. ".svg") or ""):find("<svg", 1, true), name .. ".svg")
+    end
+    local doc = assert(require("nsl.json").decode(read("results.json")))
+    T.eq(doc.values.figures.macro_time.series[2].label, "two", "the figures' data in results.json")
+    L.cleanup()
+  end},
+
+  {"the compare notebook renders with every cell working", function()
+    local dir = L.tmpdir()
+    local nslbin = assert(os.getenv("NSL"))
+    local ok = os.execute(string.format("%s notebook compare %s %s -o %s --stop-on-error > %s/log 2>&1",
+      T.shell_quote(nslbin), T.shell_quote(A), T.shell_quote(B), T.shell_quote(dir .. "/c.html"), T.shell_quote(dir)))
+    T.ok(ok, "nsl notebook compare exits 0")
+    local f = assert(io.open(dir .. "/c.html", "rb"))
+    local html = f:read("a")
+    f:close()
+    T.ok(not html:find('class="error"', 1, true), "no cell failed")
+    for _, s in ipairs{"Per kernel name", "Whole runs: GPU time summed over devices", "Per kernel class",
+                       "data:image/png;base64,"} do
+      T.ok(html:find(s, 1, true), "the notebook shows " .. s)
+    end
+    L.cleanup()
+  end},
 }
