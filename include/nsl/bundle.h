@@ -88,6 +88,11 @@ typedef struct nsl_bundle_member {
 
 typedef struct nsl_bundle nsl_bundle;
 
+/* 1 when the file at path starts with a zip signature (a local header, an
+ * empty archive's end record or a spanning marker): what nsl_trace_open
+ * takes for a bundle.  0 otherwise, unreadable files included. */
+int nsl_bundle_sniff(const char *path);
+
 /* Fills o with the defaults above, mode STRICT, verify off. */
 void nsl_bundle_options_init(nsl_bundle_options *o);
 
@@ -147,7 +152,7 @@ nsl_status nsl_bundle_verify(nsl_bundle *b, nsl_error *err);
 /* Opens the bundle at path (opts NULL = default limits; the mode is always
  * STRICT) and adds its reports to tr: the members its manifest's "reports"
  * name, in that order, then any other .sqlite member under reports/.  Each
- * is read into memory and opened with nsl_nsys_open_image (labelled "<path>:<member>");
+ * is read into memory and opened with nsl_nsys_adopt_image (labelled "<path>:<member>");
  * the manifest's host, rank, versions and session start then override what
  * the export says.  NSL_ERR_FORMAT for a bundle without reports. */
 nsl_status nsl_bundle_add_reports(nsl_trace *tr, const char *path, const nsl_bundle_options *opts,

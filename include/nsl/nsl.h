@@ -541,9 +541,18 @@ typedef struct nsl_report_info {
   int64_t first_ts, last_ts; /* earliest and latest event time seen (raw), or NSL_NULL_I64 */
 } nsl_report_info;
 
-/* Opens each path (nsys SQLite export; bundles once supported) as reports
- * of one trace.  Nothing but metadata is read. */
+/* Opens each path (an nsys SQLite export, or a bundle: nsl_bundle_add_reports)
+ * as reports of one trace, and records the paths as its inputs.  Nothing
+ * but metadata is read (a bundle's reports are decompressed into memory). */
 nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, nsl_error *err);
+/* Records path as one of the inputs the trace was made from, as the user
+ * gave it (an export or a bundle); nsl_trace_open records each of its paths.
+ * A bundle input may add several reports, so inputs and reports differ. */
+nsl_status nsl_trace_add_input(nsl_trace *tr, const char *path, nsl_error *err);
+/* The number of inputs recorded, and the path of input i (0-based; NULL
+ * when out of range). */
+int nsl_trace_ninputs(const nsl_trace *tr);
+const char *nsl_trace_input_path(const nsl_trace *tr, int i);
 /* Adds a report from an already-opened source (used by bundle readers). */
 nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
                                 const nsl_report_info *info, nsl_error *err);
@@ -573,6 +582,12 @@ const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src);
 nsl_status nsl_nsys_open_file(const char *path, void **src, nsl_report_info *info, nsl_error *err);
 nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size, void **src,
                                nsl_report_info *info, nsl_error *err);
+/* The same over an image in a buffer allocated with malloc, which the
+ * source takes over instead of copying it (half the peak memory of
+ * nsl_nsys_open_image): data is released with free() when the source is
+ * closed, and before returning when the open fails. */
+nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **src,
+                                nsl_report_info *info, nsl_error *err);
 extern const nsl_source_ops nsl_nsys_source_ops;
 /* Runs one read-only SQL statement on an opened export; calls row(ctx,
  * ncols, names, values) per row.  Non-zero from row stops early. */

@@ -13,7 +13,7 @@ local severities = {info = 1, warning = 2, error = 3}
 function M.severity_rank(s) return severities[s] or 0 end
 
 function M.new(o)
-  local self = setmetatable({analysis = o.analysis, format = o.format or "text", dir = o.dir,
+  local self = setmetatable({analysis = o.analysis, format = o.format or "text", dir = o.dir, embed = o.embed,
                              trace = o.trace, items = {}, findings = {}, values = {}, files = {},
                              printed = 0}, Out)
   if self.dir then
@@ -84,7 +84,8 @@ function Out:file(name, data)
   local path = self:path(name)
   self.files[#self.files + 1] = {name = name, path = path, data = data}
   if not path then
-    if not self.warned_no_dir and self.format ~= "notebook" then
+    -- with --embed the file goes into the bundle; a notebook shows it inline
+    if not self.warned_no_dir and not self.embed and self.format ~= "notebook" then
       io.stderr:write(string.format("nsl: %s: use --out DIR to write %s (and other files)\n", self.analysis, name))
       self.warned_no_dir = true
     end

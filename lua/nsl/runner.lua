@@ -148,7 +148,7 @@ function M.run(a, opts)
     return fail(2, string.format("analysis '%s' needs a trace: nsl run %s TRACE...", a.name, a.name))
   end
   local out = output.new{analysis = a.name, format = opts.format or "text", dir = opts.out,
-                         trace = trace, traces = opts.traces}
+                         trace = trace, traces = opts.traces, embed = opts.embed}
   local ok, msg = xpcall(a.run, M.handler, trace, args, out)
   if not ok then
     out:flush()

@@ -17,6 +17,25 @@ static int is_command(const char *s) {
   return 0;
 }
 
+/* Options of single commands, handed to the Lua side as opts[field]: a
+ * list of the values when the option may repeat, the last value otherwise,
+ * true for a flag (no value). */
+typedef enum opt_kind { OPT_ONE, OPT_LIST, OPT_FLAG } opt_kind;
+static const struct command_option {
+  const char *command, *opt, *field;
+  opt_kind kind;
+} command_options[] = {
+    {"bundle", "--rank", "rank", OPT_LIST},         {"bundle", "--meta", "meta", OPT_LIST},
+    {"bundle", "--source", "source", OPT_LIST},     {"bundle", "--note", "note", OPT_ONE},
+    {"combine", "--allow-mixed-commands", "allow_mixed_commands", OPT_FLAG},
+    {"combine", "--allow-mixed-nsys", "allow_mixed_nsys", OPT_FLAG},
+    {"profile", "--analysis", "analysis", OPT_LIST}, {"profile", "--nsys", "nsys", OPT_ONE},
+    {"profile", "--condition", "condition", OPT_ONE}, {"profile", "--rank", "rank", OPT_ONE},
+    {"profile", "--meta", "meta", OPT_LIST},         {"profile", "--source", "source", OPT_LIST},
+    {"profile", "--note", "note", OPT_ONE},          {"profile", "--xla-dump", "xla_dump", OPT_LIST},
+    {"profile", "--notebook", "notebook", OPT_LIST}, {"profile", "--no-rep", "no_rep", OPT_FLAG},
+    {NULL, NULL, NULL, OPT_ONE}};
+
 static int usage_error(const char *fmt, const char *what) {
   fprintf(stderr, "nsl: ");
   fprintf(stderr, fmt, what);
@@ -46,7 +65,9 @@ int nsl__cli_parse(int argc, char **argv, nsl_cli_options *o) {
   o->traces = calloc((size_t)argc + 1, sizeof *o->traces);
   o->args = calloc((size_t)argc + 1, sizeof *o->args);
   o->rest = calloc((size_t)argc + 1, sizeof *o->rest);
-  if (!o->traces || !o->args || !o->rest) return usage_error("%s", "out of memory");
+  o->program = calloc((size_t)argc + 1, sizeof *o->program);
+  o->named = calloc(2 * (size_t)argc + 2, sizeof *o->named);
+  if (!o->traces || !o->args || !o->rest || !o->program || !o->named) return usage_error("%s", "out of memory");
   o->command = argv[0];
   if (!is_command(o->command)) {
     /* `nsl TRACE...` with no command, on a terminal: the REPL on those traces. */
@@ -61,8 +82,17 @@ int nsl__cli_parse(int argc, char **argv, nsl_cli_options *o) {
     const char *a = argv[i];
     const char *value = NULL;
 #define TAKE(opt) take(argc, argv, &i, opt, &value)
-    if (strcmp(a, "--") == 0) {
-      for (i++; i < argc; i++) o->rest[o->nrest++] = argv[i];
+    const struct command_option *co = command_options;
+    for (; co->command; co++)
+      if (strcmp(co->command, o->command) == 0 &&
+          (co->kind == OPT_FLAG ? strcmp(a, co->opt) == 0 : TAKE(co->opt)))
+        break;
+    if (co->command) {
+      o->named[2 * o->nnamed] = co->field;
+      o->named[2 * o->nnamed + 1] = co->kind == OPT_FLAG ? NULL : value;
+      o->nnamed++;
+    } else if (strcmp(a, "--") == 0) {
+      for (i++; i < argc; i++) o->program[o->nprogram++] = argv[i];
       break;
     } else if (TAKE("--arg")) {
       if (!strchr(value, '=')) return usage_error("--arg wants KEY=VALUE, got '%s'", value);
@@ -81,11 +111,12 @@ int nsl__cli_parse(int argc, char **argv, nsl_cli_options *o) {
     else if (strcmp(a, "--embed") == 0) o->embed = 1;
     else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) o->help = 1;
     else if (a[0] == '-' && a[1] != '\0') {
-      /* options of other commands (bundle, profile) pass through to their Lua side */
-      if (strcmp(o->command, "run") == 0 || strcmp(o->command, "info") == 0 || strcmp(o->command, "list") == 0)
+      /* profile passes the options it does not know to nsys; notebook's go to its Lua side */
+      if (strcmp(o->command, "profile") != 0 && strcmp(o->command, "notebook") != 0)
         return usage_error("unknown option '%s'", a);
       o->rest[o->nrest++] = a;
-    } else if (strcmp(o->command, "run") == 0 && !o->script) o->script = a;
+    } else if (strcmp(o->command, "profile") == 0) o->rest[o->nrest++] = a;   /* a value of an nsys option */
+    else if (strcmp(o->command, "run") == 0 && !o->script) o->script = a;
     else o->traces[o->ntraces++] = a;
 #undef TAKE
   }
@@ -98,6 +129,8 @@ void nsl__cli_free(nsl_cli_options *o) {
   free(o->traces);
   free(o->args);
   free(o->rest);
+  free(o->program);
+  free(o->named);
 }
 
 static void set_list(lua_State *L, const char *field, const char **v, int n) {
@@ -115,6 +148,31 @@ static void set_str(lua_State *L, const char *field, const char *v) {
   lua_setfield(L, -2, field);
 }
 
+/* Sets the command's own options (see command_options) on the table on top. */
+static void set_named(lua_State *L, const nsl_cli_options *o) {
+  for (int k = 0; k < o->nnamed; k++) {
+    const char *field = o->named[2 * k], *value = o->named[2 * k + 1];
+    opt_kind kind = OPT_ONE;
+    for (const struct command_option *co = command_options; co->command; co++)
+      if (strcmp(co->command, o->command) == 0 && strcmp(co->field, field) == 0) kind = co->kind;
+    if (kind == OPT_LIST) {
+      if (lua_getfield(L, -1, field) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, -3, field);
+      }
+      lua_pushstring(L, value);
+      lua_seti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+      lua_pop(L, 1);
+    } else {
+      if (kind == OPT_FLAG) lua_pushboolean(L, 1);
+      else lua_pushstring(L, value);
+      lua_setfield(L, -2, field);
+    }
+  }
+}
+
 static int call_main(lua_State *L) {
   lua_getglobal(L, "require");
   lua_pushliteral(L, "nsl.runner");
@@ -128,12 +186,14 @@ static int call_main(lua_State *L) {
 int nsl__cli_dispatch(lua_State *L, const nsl_cli_options *o) {
   if (strcmp(o->command, "repl") == 0) return nsl__repl(L, o);
   lua_pushcfunction(L, call_main);
-  lua_createtable(L, 0, 12);
+  lua_createtable(L, 0, 16);
   set_str(L, "command", o->command);
   set_str(L, "script", o->script);
   set_list(L, "traces", o->traces, o->ntraces);
   set_list(L, "args", o->args, o->nargs);
   set_list(L, "rest", o->rest, o->nrest);
+  set_list(L, "program", o->program, o->nprogram);
+  set_named(L, o);
   set_str(L, "out", o->out_dir);
   set_str(L, "format", o->format);
   set_str(L, "fail_on", o->fail_on);

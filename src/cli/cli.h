@@ -17,8 +17,13 @@ typedef struct nsl_cli_options {
   const char *output;       /* -o */
   int embed;                /* --embed */
   int help;                 /* --help after the command */
-  const char **rest;        /* words after "--" */
+  const char **rest;        /* options this parser does not know, in order (profile: with
+                               their values: everything before "--" that is not nsl's) */
   int nrest;
+  const char **program;     /* words after "--" (profile: the command to run) */
+  int nprogram;
+  const char **named;       /* options of bundle/combine/profile: field, value pairs */
+  int nnamed;
 } nsl_cli_options;
 
 /* Parses argv (argv[0] is the command); prints a usage error and returns

@@ -29,10 +29,18 @@ static void print_usage(FILE *f) {
           "  list                 the shipped analyses\n"
           "  info TRACE...        versions, time span, devices, processes, row counts\n"
           "  repl [TRACE...]      interactive Lua with `trace` loaded\n"
+          "  bundle EXPORT... -o OUT.zip [--rank N]... [--meta FILE|DIR]... [--source FILE|DIR]...\n"
+          "      [--note TEXT]    a bundle of exports, metadata and sources\n"
+          "  combine IN.zip... -o OUT.zip\n"
+          "                       per-rank bundles merged into one\n"
+          "  profile [--analysis NAME]... [-o OUT.zip] [--nsys PATH] [--condition EXPR]\n"
+          "      [nsys options] -- COMMAND...\n"
+          "                       nsys profile, export, bundle and analyse in one go\n"
+          "  COMMAND --help       the options of bundle, combine and profile\n"
           "  --help, --version\n"
           "\n"
           "exit codes: 0 success, 1 error (bad input, failing script), 2 usage,\n"
-          "            3 a finding at or above --fail-on\n");
+          "            3 a finding at or above --fail-on; profile: the command's when it failed\n");
 }
 
 /* Stops a running script at the next hook point (SIGINT). */

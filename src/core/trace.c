@@ -34,6 +34,8 @@ struct nsl_trace {
   report_src *reports;
   nsl_dict *dict;
   trace_table *tables;
+  char **inputs;      /* the paths the trace was opened from */
+  int ninputs;
 };
 
 nsl_trace *nsl_trace_new(void) {
@@ -62,8 +64,24 @@ void nsl_trace_close(nsl_trace *tr) {
   for (int i = 0; i < tr->nreports; i++)
     if (tr->reports[i].ops->close) tr->reports[i].ops->close(tr->reports[i].src);
   free(tr->reports);
+  for (int i = 0; i < tr->ninputs; i++) free(tr->inputs[i]);
+  free(tr->inputs);
   nsl_dict_release(tr->dict);
   free(tr);
+}
+
+nsl_status nsl_trace_add_input(nsl_trace *tr, const char *path, nsl_error *err) {
+  char **in = realloc(tr->inputs, (size_t)(tr->ninputs + 1) * sizeof *in);
+  if (!in) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  tr->inputs = in;
+  if (!(in[tr->ninputs] = strdup(path))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  tr->ninputs++;
+  return NSL_OK;
+}
+
+int nsl_trace_ninputs(const nsl_trace *tr) { return tr->ninputs; }
+const char *nsl_trace_input_path(const nsl_trace *tr, int i) {
+  return i >= 0 && i < tr->ninputs ? tr->inputs[i] : NULL;
 }
 
 nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,

@@ -169,6 +169,8 @@ int luaopen_nsl_core(lua_State *L) {
   nsl__open_trace(L);
   nsl__open_intervals(L);
   nsl__open_io(L);
+  nsl__open_bundle(L);
+  nsl__open_sys(L);
   nsl__open_regex(L);
   nsl__open_overlap(L);
   nsl__open_sweep(L);

@@ -1,5 +1,6 @@
 /* ltrace.c -- traces as Lua userdata: nsl.open(paths), trace.kernels,
- * trace:sql(report, query), trace:tables(). */
+ * trace:sql(report, query), trace:tables(), trace:inputs(), and the
+ * bundles' folders trace.meta and trace.sources (lbundle.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,17 @@ static int tr_index(lua_State *L) {
   lua_pushvalue(L, 2);
   if (lua_rawget(L, -2) != LUA_TNIL || lua_type(L, 2) != LUA_TSTRING) return 1;
   lua_settop(L, 2);
+  const char *key = lua_tostring(L, 2);
+  if (strcmp(key, "meta") == 0 || strcmp(key, "sources") == 0) {
+    /* the bundles' meta/ and sources/ folders, made once per trace */
+    lua_getiuservalue(L, 1, 1);
+    if (lua_getfield(L, -1, key) != LUA_TNIL) return 1;
+    lua_pop(L, 1);
+    nsl__push_bundle_view(L, checktrace(L, 1), key);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, key);
+    return 1;
+  }
   for (const char *const *n = nsl_model_tables(); *n; n++)
     if (strcmp(*n, lua_tostring(L, 2)) == 0) {
       if (tr_table(L) == 2) lua_pop(L, 1);   /* nil, message -> nil */
@@ -142,6 +154,18 @@ static int tr_tables(lua_State *L) {
   for (const char *const *n = nsl_model_tables(); *n; n++) {
     lua_pushstring(L, *n);
     lua_seti(L, -2, i++);
+  }
+  return 1;
+}
+
+/* trace:inputs() -> the paths the trace was opened from (exports, bundles). */
+static int tr_inputs(lua_State *L) {
+  nsl_trace *tr = checktrace(L, 1);
+  int n = nsl_trace_ninputs(tr);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushstring(L, nsl_trace_input_path(tr, i));
+    lua_seti(L, -2, i + 1);
   }
   return 1;
 }
@@ -192,8 +216,9 @@ static int tr_sql(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg tr_methods[] = {{"table", tr_table},   {"tables", tr_tables}, {"nreports", tr_nreports},
-                                      {"sql", tr_sql},       {"close", tr_gc},      {NULL, NULL}};
+static const luaL_Reg tr_methods[] = {{"table", tr_table}, {"tables", tr_tables}, {"nreports", tr_nreports},
+                                      {"inputs", tr_inputs}, {"sql", tr_sql},     {"close", tr_gc},
+                                      {NULL, NULL}};
 
 static const luaL_Reg tr_meta[] = {{"__gc", tr_gc}, {"__close", tr_gc}, {"__index", tr_index}, {NULL, NULL}};
 

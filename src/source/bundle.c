@@ -1259,3 +1259,14 @@ nsl_status nsl_bundle_verify(nsl_bundle *b, nsl_error *err) {
   }
   return NSL_OK;
 }
+
+int nsl_bundle_sniff(const char *path) {
+  unsigned char h[4] = {0};
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return 0;
+  size_t n = fread(h, 1, sizeof h, f);
+  fclose(f);
+  return n == 4 && h[0] == 'P' && h[1] == 'K' &&
+         ((h[2] == 3 && h[3] == 4) || (h[2] == 5 && h[3] == 6) || (h[2] == 7 && h[3] == 8));
+}

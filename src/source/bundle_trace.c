@@ -20,8 +20,7 @@ static nsl_status add_report(nsl_trace *tr, nsl_bundle *b, const char *name, nsl
     return st;
   snprintf(label, sizeof label, "%s:%s", nsl_bundle_path(b), name);
   memset(&info, 0, sizeof info);
-  st = nsl_nsys_open_image(label, data, len, &src, &info, err);
-  free(data);
+  st = nsl_nsys_adopt_image(label, data, len, &src, &info, err);   /* takes data over */
   if (st != NSL_OK)
     return st;
   nsl_bundle_fill_report_info(b, name, &info);

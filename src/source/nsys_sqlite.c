@@ -350,6 +350,7 @@ struct nsys_src {
    * for API names without their version suffix */
   nsl_dict *map_dict;
   int32_t *map, *map_api;
+  void *image;          /* an adopted image (malloc), freed after the database is closed */
 };
 typedef struct nsys_src nsys_src;
 
@@ -1103,6 +1104,7 @@ static void nsys_close(void *p) {
   nsys_src *s = p;
   if (!s) return;
   sqlite3_close_v2(s->db);
+  free(s->image);
   for (int i = 0; i < s->ntables; i++) {
     free(s->tables[i].name);
     for (int c = 0; c < s->tables[i].ncols; c++) free(s->tables[i].cols[c]);
@@ -1367,6 +1369,44 @@ nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size,
     copy = NULL;
   }
   sqlite3_free(copy);
+  if (src != SQLITE_OK) {
+    rc = src == SQLITE_NOMEM ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label)
+                             : nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': %s", label, sqlite3_errstr(src));
+    nsys_close(s);
+    return rc;
+  }
+  if ((rc = finish_open(s, info, err)) != NSL_OK) {
+    nsys_close(s);
+    return rc;
+  }
+  *out = s;
+  return NSL_OK;
+}
+
+nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **out, nsl_report_info *info,
+                                nsl_error *err) {
+  *out = NULL;
+  nsl_status rc = check_header(label, data, size < 100 ? size : 100, (int64_t)size, err);
+  if (rc != NSL_OK) {
+    free(data);
+    return rc;
+  }
+  nsys_src *s = new_src(label, info);
+  if (!s) {
+    free(data);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label);
+  }
+  s->image = data;   /* freed by nsys_close, after the database */
+  s->db_bytes = (int64_t)size;
+  unsigned char *h = data;
+  /* A WAL-mode header (file format versions 2): an image has no WAL beside
+   * it and an in-memory database cannot use one; read it as rollback mode. */
+  if (h[18] == 2 && h[19] == 2) h[18] = h[19] = 1;
+  int src = sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+  /* no FREEONCLOSE: SQLite only borrows the buffer, read-only and never resized */
+  if (src == SQLITE_OK)
+    src = sqlite3_deserialize(s->db, "main", data, (sqlite3_int64)size, (sqlite3_int64)size,
+                              SQLITE_DESERIALIZE_READONLY);
   if (src != SQLITE_OK) {
     rc = src == SQLITE_NOMEM ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label)
                              : nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': %s", label, sqlite3_errstr(src));

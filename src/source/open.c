@@ -7,22 +7,6 @@
 #include "nsl/nsl.h"
 #include "source/nsys_jax.h"
 
-typedef enum input_kind { INPUT_SQLITE, INPUT_ZIP } input_kind;
-
-/* What the first bytes of path say it is.  Unreadable files count as
- * SQLite: nsl_nsys_open_file gives the precise error. */
-static input_kind sniff(const char *path) {
-  unsigned char h[4] = {0};
-  FILE *f = fopen(path, "rb");
-  if (!f) return INPUT_SQLITE;
-  size_t n = fread(h, 1, sizeof h, f);
-  fclose(f);
-  if (n == 4 && h[0] == 'P' && h[1] == 'K' &&
-      ((h[2] == 3 && h[3] == 4) || (h[2] == 5 && h[3] == 6) || (h[2] == 7 && h[3] == 8)))
-    return INPUT_ZIP;
-  return INPUT_SQLITE;
-}
-
 /* A zip: an nsys-jax archive (no manifest.json, nvtx_gpu_proj_trace/
  * trace.parquet, or nsys-jax-combine's per-input folders of it), whose
  * processes become reports of tr; else an nsl bundle (manifest.json +
@@ -57,7 +41,8 @@ nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths,
   nsl_trace *tr = nsl_trace_new();
   if (!tr) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   for (int i = 0; i < npaths; i++) {
-    nsl_status rc = sniff(paths[i]) == INPUT_ZIP ? open_bundle(tr, paths[i], err) : open_export(tr, paths[i], err);
+    nsl_status rc = nsl_trace_add_input(tr, paths[i], err);
+    if (rc == NSL_OK) rc = nsl_bundle_sniff(paths[i]) ? open_bundle(tr, paths[i], err) : open_export(tr, paths[i], err);
     if (rc != NSL_OK) {
       nsl_trace_close(tr);
       return rc;

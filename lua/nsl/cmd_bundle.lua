@@ -1,0 +1,65 @@
+-- nsl.cmd_bundle -- `nsl bundle EXPORT... -o OUT.zip`: one bundle from nsys
+-- SQLite exports, with the manifest filled from the exports themselves, and
+-- metadata files and sources beside them.
+local nsl = require("nsl")
+local bundle = require("nsl.bundle")
+local report = require("nsl.report")
+
+local M = {}
+
+M.usage = [[
+usage: nsl bundle EXPORT... -o OUT.zip [--rank N]... [--meta FILE|DIR]... [--source FILE|DIR]... [--note TEXT]
+
+Writes one bundle (archive-format/) holding the exports under reports/, the
+--meta files under meta/ and the --source files under sources/ (folders are
+walked; hidden entries and __pycache__ are skipped).  The manifest records
+what the exports say: nsys and schema versions, hosts, session starts, GPUs,
+and the profiled command line when the export has it.  --rank gives the
+exports' ranks in order (one per export); otherwise a "rank<N>" in a file
+name is taken.  --note is free text kept in the manifest.]]
+
+local function fail(code, msg)
+  io.stderr:write("nsl: ", msg, "\n")
+  return code
+end
+
+--- Entry point (see nsl.runner): opts.traces are the exports.
+function M.main(opts)
+  if opts.help then
+    print(M.usage)
+    return 0
+  end
+  if #opts.traces == 0 then return fail(2, "bundle: no export given (nsl bundle EXPORT... -o OUT.zip)") end
+  if not opts.output then return fail(2, "bundle: where to? give -o OUT.zip") end
+  local ranks
+  if opts.rank then
+    if #opts.rank ~= #opts.traces then
+      return fail(2, string.format("bundle: %d --rank for %d exports (give one per export, in order)",
+                                   #opts.rank, #opts.traces))
+    end
+    ranks = {}
+    for i, r in ipairs(opts.rank) do
+      ranks[i] = math.tointeger(tonumber(r))
+      if not ranks[i] or ranks[i] < 0 then return fail(2, string.format("bundle: --rank '%s' is not an integer >= 0", r)) end
+    end
+  end
+  local out_real = nsl.realpath(opts.output)
+  for _, p in ipairs(opts.traces) do
+    if out_real and nsl.realpath(p) == out_real then
+      return fail(1, string.format("bundle: '%s' is an input; inputs are never overwritten", opts.output))
+    end
+  end
+  local members = {}
+  local ok, err = bundle.add_paths(members, "meta", opts.meta, true)
+  if ok then ok, err = bundle.add_paths(members, "sources", opts.source) end
+  if not ok then return fail(1, "bundle: " .. err) end
+  local summary
+  summary, err = bundle.write{output = opts.output, exports = opts.traces, ranks = ranks, members = members,
+                              note = opts.note}
+  if not summary then return fail(1, err) end
+  print(string.format("wrote %s: %d report%s, %d members, %s before compression", opts.output, summary.reports,
+                      summary.reports == 1 and "" or "s", summary.members, report.bytes(summary.bytes)))
+  return 0
+end
+
+return M

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# fake_nsys.sh -- plays nsys for the tests of `nsl profile` (no GPU, no nsys).
+#   fake_nsys.sh profile [options] COMMAND...  runs COMMAND, writes <--output>.nsys-rep
+#                                              (a placeholder) and exits with COMMAND's code
+#   fake_nsys.sh export --type=sqlite --output=FILE REPORT
+#                                              copies $FAKE_NSYS_EXPORT (a real export) to FILE
+# Every call appends its arguments, one per line and then "--end--", to $FAKE_NSYS_LOG.
+# FAKE_NSYS_NO_REPORT=1 writes no report; FAKE_NSYS_EXPORT_FAIL=1 makes the export fail.
+log=${FAKE_NSYS_LOG:-/dev/null}
+{ printf '%s\n' "$@"; echo --end--; } >> "$log"
+cmd=$1
+shift
+case "$cmd" in
+profile)
+  out=report1
+  while [ $# -gt 0 ]; do
+    case "$1" in
+    --output=*) out=${1#--output=}; shift ;;
+    -o | --output) out=$2; shift 2 ;;
+    -t | -s | -c | -d | -y | -e | -p | -x | -n | -b | -f | -w) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+    esac
+  done
+  [ $# -gt 0 ] || { echo "fake nsys: no application" >&2; exit 1; }
+  "$@"
+  code=$?
+  [ -n "${FAKE_NSYS_NO_REPORT:-}" ] || echo "placeholder for an nsys report" > "$out.nsys-rep"
+  exit $code
+  ;;
+export)
+  out= type= input=
+  for a in "$@"; do
+    case "$a" in
+    --output=*) out=${a#--output=} ;;
+    --type=*) type=${a#--type=} ;;
+    -*) ;;
+    *) input=$a ;;
+    esac
+  done
+  [ "$type" = sqlite ] || { echo "fake nsys: export type '$type' not played" >&2; exit 1; }
+  [ -f "$input" ] || { echo "fake nsys: no report '$input'" >&2; exit 1; }
+  [ -z "${FAKE_NSYS_EXPORT_FAIL:-}" ] || { echo "fake nsys: export failed as asked" >&2; exit 1; }
+  echo "Processing events..."
+  cp "$FAKE_NSYS_EXPORT" "$out"
+  ;;
+*)
+  echo "fake nsys: '$cmd' is not played" >&2
+  exit 1
+  ;;
+esac
