@@ -537,10 +537,10 @@ return {
     end
   end},
 
-  {"the command line: --out writes the tables, the figures in both formats and results.json", function()
+  {"the command line: --label, --out writes the tables, the figures in both formats and results.json", function()
     local dir = L.tmpdir()
     local nslbin = assert(os.getenv("NSL"))
-    local ok = os.execute(string.format("%s run compare %s %s --arg 'labels=one,two' --out %s > %s/stdout 2>&1",
+    local ok = os.execute(string.format("%s run compare %s %s --label 'one,two' --out %s > %s/stdout 2>&1",
       T.shell_quote(nslbin), T.shell_quote(A), T.shell_quote(B), T.shell_quote(dir .. "/out"), T.shell_quote(dir)))
     T.ok(ok, "nsl run compare exits 0")
     local function read(name)
@@ -560,6 +560,13 @@ return {
     end
     local doc = assert(require("nsl.json").decode(read("results.json")))
     T.eq(doc.values.figures.macro_time.series[2].label, "two", "the figures' data in results.json")
+    local function code(cmd)
+      local _, _, c = os.execute(string.format("%s %s > /dev/null 2>&1", T.shell_quote(nslbin), cmd))
+      return c
+    end
+    T.eq(code("run summary " .. T.shell_quote(A) .. " --label x"), 2, "--label: a usage error where no labels are taken")
+    T.eq(code("run compare " .. T.shell_quote(A) .. " --label"), 2, "--label needs a value")
+    T.eq(code("run compare " .. T.shell_quote(A) .. " --label a,b"), 1, "--label: two labels for one run")
     L.cleanup()
   end},
 
