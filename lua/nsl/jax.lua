@@ -399,120 +399,23 @@ end
 
 -- ---------------------------------------------------------------- compilation
 
-local function plain_replace(s, what, with)
-  if what == "" then return s end
-  local out, i = {}, 1
-  while true do
-    local a, b = s:find(what, i, true)
-    if not a then break end
-    out[#out + 1] = s:sub(i, a - 1)
-    out[#out + 1] = with
-    i = b + 1
-  end
-  out[#out + 1] = s:sub(i)
-  return table.concat(out)
-end
+-- The compile frame and its attribution live in nsl.compile (shared with the
+-- compile analysis and plain nsys exports); required on use, as nsl.compile
+-- builds on this module.
 
---- The compile frame of report r (host push/pop ranges under XlaCompile, worker
--- threads grafted in, non-XLA ranges folded away), with ProgramId / ProgramName.
--- Columns: report, row (local), parent (local row), tid, start, stop, Name,
--- num_child, dur_child, dur_nonchild (ns), ProgramId, ProgramName, RangeId.
-function M.compile_frame_report(trace, store, r)
-  local nv = trace.nvtx
-  nv:load{"report", "tid", "start", "stop", "text", "range_id", "parent_id", "num_child", "dur_child", "dur_nonchild"}
-  nv = nv:filter(nv.report:eq(r))
-  if #nv == 0 then return nil end
-  local _, parent = nv:join(nsl.table{{"parent_id", nv.range_id}}, {"parent_id"})
-  local text = nv.text
-  local out = nsl.jax_compile_tree{
-    start = nv.start, stop = nv.stop, parent = parent, tid = nv.tid, num_child = nv.num_child,
-    dur_child = nv.dur_child, dur_nonchild = nv.dur_nonchild,
-    is_compile = text:match("^TSL:XlaCompile:#module="),
-    is_backend = text:match("^TSL:XlaCompileBackend:#module=.-,program_id=%d+#$"),
-    is_tsl = text:match("^TSL:"),
-  }
-  local t = nv:with("parent", out.parent, "num_child", out.num_child, "dur_child", out.dur_child,
-                    "dur_nonchild", out.dur_nonchild, "program_row", out.program_row, "row", nsl.range(#nv))
-  -- program of every row: the backend range's text
-  local prog_text = text:gather(out.program_row)
-  t = t:with("prog_text", prog_text)
-  local pg = t:group_by("prog_text")
-  local pk = pg:keys()
-  local pid = derive(#pk, pg:ids(), function(i)
-    local s = pk.prog_text[i]
-    if not s then return nil end
-    local name, id = s:match("^TSL:XlaCompileBackend:#module=(.-),program_id=(%d+)#$")
-    return store.fingerprint(r, tonumber(id), name)
-  end, "str")
-  local pname = derive(#pk, pg:ids(), function(i)
-    local s = pk.prog_text[i]
-    return s and s:match("^TSL:XlaCompileBackend:#module=(.-),program_id=%d+#$")
-  end, "str")
-  t = t:with("ProgramId", pid, "ProgramName", pname)
-  t = t:filter(out.keep)
-  local ng = t:group_by("text", "ProgramName")
-  local nk = ng:keys()
-  local name = derive(#nk, ng:ids(), function(i)
-    local s, p = nk.text[i], nk.ProgramName[i] or ""
-    if s:sub(1, 4) == "TSL:" then s = s:sub(5) end
-    s = plain_replace(s, ",module=" .. p, "")
-    s = plain_replace(s, ":#module=" .. p .. "#", "")
-    return s
-  end, "str")
-  return t:with("Name", name)
-end
-
---- The compile frames of every report, concatenated (nil when no report has one).
+--- The compile frames of every report (nsl.compile.xla_frames): XlaCompile
+-- ranges and what runs under them, worker threads grafted in, non-XLA ranges
+-- folded away; ProgramId is the fingerprint of the program's dump.
 function M.compile_frame(trace, store)
-  local parts = {}
-  for r = 0, #trace.reports - 1 do
-    local f = M.compile_frame_report(trace, store, r)
-    if f then parts[#parts + 1] = f end
-  end
-  return parts
-end
-
---- Row positions of the parents of t's rows (t keeps its report-local `row`
--- numbers and `parent` links in the same numbering): -1 for roots and for
--- parents not in t.
-local function parent_positions(t)
-  local _, p = t:join(nsl.table{{"parent", t.row}}, {"parent"})
-  return p
+  return require("nsl.compile").xla_frames(trace, function(r, id, name) return store.fingerprint(r, id, name) end)
 end
 
 --- Parallel-aware compile time per range name (nsys-jax's
 -- generate_compilation_statistics after remove_autotuning_detail), over the
--- per-report compile frames.  Returns a table Name, DurNonChildMs, DurChildMs
--- sorted by DurNonChildMs descending.
+-- compile frames.  Returns a table Name, DurNonChildMs, DurChildMs sorted by
+-- DurNonChildMs descending.
 function M.compile_statistics(parts)
-  local pieces = {}
-  for _, t in ipairs(parts) do
-    -- the autotuner's detail: measurement ranges lose the op name, both kinds their children
-    local nm = per_group(t, {"Name"}, function(k, i)
-      return k.Name[i]:sub(1, 23) == "XlaAutotunerMeasurement" and "XlaAutotunerMeasurement" or k.Name[i]
-    end, "str")
-    t = t:with("Name", nm, "collapsed", nsl.rep(0, #t):cast("i64"):gt(0))
-    for _, which in ipairs{"XlaAutotunerMeasurement", "XlaAutotunerCompilation"} do
-      local mask = t.Name:eq(which) & t.num_child:ne(0)
-      local under = nsl.tree_under(parent_positions(t), mask)
-      t = t:with("collapsed", t.collapsed | mask):filter(~under)
-    end
-    local main = t:filter(t.Name:where(function(s) return s == "XlaCompile" or s:sub(1, 11) == "XlaCompile:" end)):group_by("tid"):keys()
-    if #main ~= 1 then nsl.fail("compile ranges: XlaCompile runs on " .. #main .. " threads, expected one") end
-    local non, ch = nsl.jax_compile_attribute{
-      start = t.start, stop = t.stop, parent = parent_positions(t), tid = t.tid, dur_child = t.dur_child,
-      dur_nonchild = t.dur_nonchild, main_tid = main.tid[1], collapsed = t.collapsed,
-    }
-    pieces[#pieces + 1] = nsl.table{{"Name", t.Name}, {"non", non}, {"ch", ch}}
-  end
-  if #pieces == 0 then return nil end
-  local names, non, ch = {}, {}, {}
-  for i, p in ipairs(pieces) do names[i], non[i], ch[i] = p.Name, p.non, p.ch end
-  local all = nsl.table{{"Name", nsl.concat(table.unpack(names))}, {"non", nsl.concat(table.unpack(non))},
-                        {"ch", nsl.concat(table.unpack(ch))}}
-  local s = all:group_by("Name"):agg{"DurNonChildMs=sum(non)", "DurChildMs=sum(ch)"}
-  s = s:with("DurNonChildMs", s.DurNonChildMs * MS, "DurChildMs", s.DurChildMs * MS)
-  return s:sort("-DurNonChildMs")
+  return require("nsl.compile").xla_statistics(parts)
 end
 
 -- ---------------------------------------------------------------- analyses

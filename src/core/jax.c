@@ -203,82 +203,145 @@ static int is_below(const int64_t *parent, int64_t n, int64_t r, int64_t a) {
   return 0;
 }
 
+/* Rows ordered by start (then row), so that the rows starting inside a
+ * window are one run of the order. */
+typedef struct start_row {
+  int64_t start, row;
+} start_row;
+typedef struct by_start {
+  int64_t n;
+  int64_t *row;     /* rows by start */
+  int64_t *start;   /* their starts */
+} by_start;
+
+static int cmp_start_row(const void *a, const void *b) {
+  const start_row *x = a, *y = b;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return x->row < y->row ? -1 : x->row > y->row;
+}
+
+static int by_start_init(by_start *o, const int64_t *start, int64_t n) {
+  o->n = n;
+  o->row = malloc((size_t)(n ? n : 1) * sizeof *o->row);
+  o->start = malloc((size_t)(n ? n : 1) * sizeof *o->start);
+  start_row *tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
+  if (!o->row || !o->start || !tmp) {
+    free(tmp);
+    return 0;
+  }
+  for (int64_t i = 0; i < n; i++) tmp[i] = (start_row){start[i], i};
+  qsort(tmp, (size_t)n, sizeof *tmp, cmp_start_row);
+  for (int64_t i = 0; i < n; i++) {
+    o->row[i] = tmp[i].row;
+    o->start[i] = tmp[i].start;
+  }
+  free(tmp);
+  return 1;
+}
+
+static void by_start_free(by_start *o) {
+  free(o->row);
+  free(o->start);
+}
+
+/* [*lo, *hi): the positions in o of the rows that start in [s, e]. */
+static void by_start_window(const by_start *o, int64_t s, int64_t e, int64_t *lo, int64_t *hi) {
+  int64_t a = 0, b = o->n;
+  while (a < b) {
+    int64_t m = a + (b - a) / 2;
+    if (o->start[m] < s) a = m + 1;
+    else b = m;
+  }
+  *lo = a;
+  b = o->n;
+  while (a < b) {
+    int64_t m = a + (b - a) / 2;
+    if (o->start[m] <= e) a = m + 1;
+    else b = m;
+  }
+  *hi = a;
+}
+
+/* Every pass over the rows of a window looks only at the rows that start in
+ * it (a start-sorted index), so the cost is the windows' sizes, not the
+ * number of compilations times the number of ranges. */
 nsl_status nsl_jax_compile_tree(const nsl_jax_compile_in *in, nsl_jax_compile_out *out, nsl_error *err) {
-  int64_t n = in->n;
+  int64_t n = in->n, m = n ? n : 1;
   memset(out, 0, sizeof *out);
-  out->parent = malloc((size_t)(n ? n : 1) * sizeof *out->parent);
-  out->num_child = malloc((size_t)(n ? n : 1) * sizeof *out->num_child);
-  out->dur_child = malloc((size_t)(n ? n : 1) * sizeof *out->dur_child);
-  out->dur_nonchild = malloc((size_t)(n ? n : 1) * sizeof *out->dur_nonchild);
-  out->keep = calloc((size_t)(n ? n : 1), 1);
-  out->program_row = malloc((size_t)(n ? n : 1) * sizeof *out->program_row);
-  int64_t *order = malloc((size_t)(n ? n : 1) * sizeof *order), *root = malloc((size_t)(n ? n : 1) * sizeof *root);
-  uint8_t *retain = calloc((size_t)(n ? n : 1), 1), *is_main_child = calloc((size_t)(n ? n : 1), 1);
-  if (!out->parent || !out->num_child || !out->dur_child || !out->dur_nonchild || !out->keep || !out->program_row ||
-      !order || !root || !retain || !is_main_child) {
-    free(order);
-    free(root);
-    free(retain);
-    free(is_main_child);
+  out->parent = malloc((size_t)m * sizeof *out->parent);
+  out->num_child = malloc((size_t)m * sizeof *out->num_child);
+  out->dur_child = malloc((size_t)m * sizeof *out->dur_child);
+  out->dur_nonchild = malloc((size_t)m * sizeof *out->dur_nonchild);
+  out->keep = calloc((size_t)m, 1);
+  out->program_row = malloc((size_t)m * sizeof *out->program_row);
+  int64_t *root = malloc((size_t)m * sizeof *root), *par = malloc((size_t)m * sizeof *par);
+  int64_t *main_child = malloc((size_t)m * sizeof *main_child), *grafted = malloc((size_t)m * sizeof *grafted);
+  uint8_t *retain = calloc((size_t)m, 1), *holds_compile = calloc((size_t)m, 1);
+  by_start ord = {0, NULL, NULL};
+  int ok = out->parent && out->num_child && out->dur_child && out->dur_nonchild && out->keep && out->program_row &&
+           root && par && main_child && grafted && retain && holds_compile && by_start_init(&ord, in->start, n);
+  if (!ok) {
     nsl_jax_compile_out_free(out);
-    return nsl_error_set(err, NSL_ERR_NOMEM, "compile tree: out of memory for %lld ranges", (long long)n);
+    nsl_error_set(err, NSL_ERR_NOMEM, "compile tree: out of memory for %lld ranges", (long long)n);
+    goto done;
   }
   for (int64_t i = 0; i < n; i++) {
     int64_t p = in->parent[i];
-    out->parent[i] = p >= 0 && p < n && p != i ? p : -1;
+    par[i] = out->parent[i] = p >= 0 && p < n && p != i ? p : -1;
     out->num_child[i] = in->num_child[i];
     out->dur_child[i] = in->dur_child[i];
     out->dur_nonchild[i] = in->dur_nonchild[i];
     out->program_row[i] = -1;
+    main_child[i] = grafted[i] = -1;
   }
-  /* roots (original tree) */
+  /* roots (original tree); a root that holds an XlaCompile range is another
+   * compilation, never a worker of this one */
   for (int64_t i = 0; i < n; i++) {
     int64_t r = i, steps = 0;
-    while (out->parent[r] >= 0 && steps++ < n) r = out->parent[r];
+    while (par[r] >= 0 && steps++ < n) r = par[r];
     root[i] = r;
   }
-  const int64_t *parent0 = in->parent;
-  int64_t *par = malloc((size_t)(n ? n : 1) * sizeof *par);   /* original links, sanitised */
-  if (!par) {
-    free(order);
-    free(root);
-    free(retain);
-    free(is_main_child);
-    nsl_jax_compile_out_free(out);
-    return nsl_error_set(err, NSL_ERR_NOMEM, "compile tree: out of memory");
-  }
-  for (int64_t i = 0; i < n; i++) par[i] = out->parent[i];
-  (void)parent0;
+  for (int64_t i = 0; i < n; i++)
+    if (in->is_compile[i]) holds_compile[root[i]] = 1;
 
   /* 1. graft worker-thread ranges under the compiling thread's deepest open range */
   for (int64_t c = 0; c < n; c++) {
     if (!in->is_compile[c]) continue;
-    int64_t cs = in->start[c], ce = in->stop[c];
+    int64_t cs = in->start[c], ce = in->stop[c], lo, hi;
     retain[c] = 1;
-    for (int64_t r = 0; r < n; r++) {   /* main-thread descendants within the window */
-      is_main_child[r] = in->start[r] >= cs && in->stop[r] <= ce && is_below(par, n, r, c);
-      if (is_main_child[r]) retain[r] = 1;
+    by_start_window(&ord, cs, ce, &lo, &hi);
+    for (int64_t k = lo; k < hi; k++) {   /* main-thread descendants within the window */
+      int64_t r = ord.row[k];
+      if (in->stop[r] <= ce && is_below(par, n, r, c)) {
+        main_child[r] = c;
+        retain[r] = 1;
+      }
     }
-    for (int64_t w = 0; w < n; w++) {
-      if (!(in->start[w] >= cs && in->stop[w] <= ce) || par[w] >= 0 || in->tid[w] == in->tid[c]) continue;
-      int64_t newp = -1;
-      for (int64_t r = 0; r < n; r++)
-        if (is_main_child[r] && in->start[r] < in->start[w] && in->stop[r] > in->stop[w]) newp = r;
+    for (int64_t k = lo; k < hi; k++) {
+      int64_t w = ord.row[k];
+      if (in->stop[w] > ce || par[w] >= 0 || in->tid[w] == in->tid[c] || holds_compile[w]) continue;
+      int64_t newp = -1;   /* the deepest: the last in row order, as nsys-jax picks it */
+      for (int64_t j = lo; j < hi; j++) {
+        int64_t r = ord.row[j];
+        if (in->start[r] >= in->start[w]) break;   /* sorted by start: no later row encloses w */
+        if (main_child[r] == c && in->stop[r] > in->stop[w] && r > newp) newp = r;
+      }
       if (newp < 0) continue;   /* nsys-jax would fail here: no open range to graft onto */
       out->parent[w] = newp;
       out->num_child[newp] += 1;
       out->dur_child[newp] = NSL_NULL_I64;   /* meaningless now; recomputed by the statistics */
       out->dur_nonchild[newp] = NSL_NULL_I64;
       retain[w] = 1;
-      for (int64_t r = 0; r < n; r++)
-        if (root[r] == w && in->start[r] >= cs && in->stop[r] <= ce) retain[r] = 1;
+      grafted[w] = c;
+    }
+    for (int64_t k = lo; k < hi; k++) {   /* the grafted ranges' subtrees within the window */
+      int64_t r = ord.row[k];
+      if (in->stop[r] <= ce && grafted[root[r]] == c) retain[r] = 1;
     }
   }
   /* 2. program: XlaCompileBackend rows name it; their parents take it; the rest inherit */
   for (int64_t i = 0; i < n; i++)
-    if (retain[i] && in->is_backend[i]) {
-      out->program_row[i] = i;
-    }
+    if (retain[i] && in->is_backend[i]) out->program_row[i] = i;
   for (int64_t i = 0; i < n; i++)
     if (retain[i] && in->is_backend[i] && out->parent[i] >= 0) out->program_row[out->parent[i]] = i;
   for (int64_t i = 0; i < n; i++) {   /* nearest ancestor's (values above are final first) */
@@ -305,12 +368,15 @@ nsl_status nsl_jax_compile_tree(const nsl_jax_compile_in *in, nsl_jax_compile_ou
     if (out->dur_child[p] != NSL_NULL_I64) out->dur_child[p] -= d;
     if (out->dur_nonchild[p] != NSL_NULL_I64) out->dur_nonchild[p] += d;
   }
-  free(par);
-  free(order);
+done:
+  by_start_free(&ord);
   free(root);
+  free(par);
+  free(main_child);
+  free(grafted);
   free(retain);
-  free(is_main_child);
-  return NSL_OK;
+  free(holds_compile);
+  return ok ? NSL_OK : NSL_ERR_NOMEM;
 }
 
 void nsl_jax_compile_out_free(nsl_jax_compile_out *out) {
@@ -323,15 +389,19 @@ void nsl_jax_compile_out_free(nsl_jax_compile_out *out) {
   memset(out, 0, sizeof *out);
 }
 
+/* Descendants lie inside their ancestors' windows (well-nested ranges,
+ * grafts strictly inside their new parents), so each launcher looks only at
+ * the rows that start in its window. */
 nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild, double *child, nsl_error *err) {
-  int64_t n = in->n;
-  int64_t *dchild = malloc((size_t)(n ? n : 1) * sizeof *dchild), *dnon = malloc((size_t)(n ? n : 1) * sizeof *dnon);
-  uint8_t *launcher = calloc((size_t)(n ? n : 1), 1), *desc = calloc((size_t)(n ? n : 1), 1);
-  if (!dchild || !dnon || !launcher || !desc) {
+  int64_t n = in->n, m = n ? n : 1;
+  int64_t *dchild = malloc((size_t)m * sizeof *dchild), *dnon = malloc((size_t)m * sizeof *dnon);
+  uint8_t *launcher = calloc((size_t)m, 1);
+  by_start ord = {0, NULL, NULL};
+  if (!dchild || !dnon || !launcher || !by_start_init(&ord, in->start, n)) {
     free(dchild);
     free(dnon);
     free(launcher);
-    free(desc);
+    by_start_free(&ord);
     return nsl_error_set(err, NSL_ERR_NOMEM, "compile attribution: out of memory");
   }
   for (int64_t i = 0; i < n; i++) {
@@ -346,11 +416,12 @@ nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild
   }
   for (int64_t l = 0; l < n; l++) {
     if (!launcher[l]) continue;
-    int64_t ps = INT64_MAX, pe = INT64_MIN, main_dur = 0;
+    int64_t ps = INT64_MAX, pe = INT64_MIN, main_dur = 0, lo, hi;
     double worker_total = 0;
-    for (int64_t r = 0; r < n; r++) {
-      desc[r] = (uint8_t)is_below(in->parent, n, r, l);
-      if (!desc[r]) continue;
+    by_start_window(&ord, in->start[l], in->stop[l], &lo, &hi);
+    for (int64_t k = lo; k < hi; k++) {
+      int64_t r = ord.row[k];
+      if (!is_below(in->parent, n, r, l)) continue;
       if (in->tid[r] == in->tid[l]) main_dur += in->stop[r] - in->start[r];
       else {
         if (in->start[r] < ps) ps = in->start[r];
@@ -359,8 +430,9 @@ nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild
       }
     }
     double pdur = (double)(pe - ps);
-    for (int64_t r = 0; r < n; r++) {
-      if (!desc[r] || in->tid[r] == in->tid[l]) continue;
+    for (int64_t k = lo; k < hi; k++) {
+      int64_t r = ord.row[k];
+      if (in->tid[r] == in->tid[l] || !is_below(in->parent, n, r, l)) continue;
       double nc = dnon[r] == NSL_NULL_I64 ? NAN : (double)dnon[r];
       double ch = dchild[r] == NSL_NULL_I64 ? NAN : (double)dchild[r];
       nonchild[r] += pdur * nc / worker_total;
@@ -377,6 +449,6 @@ nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild
   free(dchild);
   free(dnon);
   free(launcher);
-  free(desc);
+  by_start_free(&ord);
   return NSL_OK;
 }

@@ -54,6 +54,13 @@ static const nsl_model_column memory[] = {
     TIME("start"), COL("address", NSL_I64), COL("bytes", NSL_I64), COL("op", NSL_STR) /* alloc, free */,
     COL("kind", NSL_STR), COL("pool_address", NSL_I64), END};
 
+/* CUPTI's overhead records (CUPTI_ACTIVITY_KIND_OVERHEAD): time the CUDA driver
+ * spent loading modules, loading functions lazily and JIT-compiling PTX, and
+ * the profiler's own overhead; kind is the overhead type. */
+static const nsl_model_column overhead[] = {
+    COL("pid", NSL_I32), COL("tid", NSL_I32), COL("corr", NSL_I64), TIME("start"), TIME("stop"),
+    COL("dur", NSL_I64), COL("name", NSL_STR), COL("kind", NSL_STR), END};
+
 static const nsl_model_column samples[] = {
     COL("pid", NSL_I32), COL("tid", NSL_I32), TIME("time"), COL("stack", NSL_I64), COL("cpu", NSL_I32), END};
 
@@ -80,13 +87,14 @@ static const nsl_model_column gpu_ranges[] = {
 static const nsl_model_table tables[] = {
     {"kernels", kernels}, {"memcpy", memcpy_cols}, {"memset", memset_cols}, {"api", api},
     {"nvtx", nvtx},       {"sync", sync},          {"osrt", osrt},          {"memory", memory},
+    {"overhead", overhead},
     {"samples", samples}, {"frames", frames},       /* CPU sampling call stacks */
     {"callchains", frames}, /* CUDA API call stacks (CUDA_CALLCHAINS), same shape as frames */
     {"devices", devices}, {"processes", processes}, {"threads", threads},
     {"gpu_ranges", gpu_ranges}, {NULL, NULL}};
 
 static const char *const table_names[] = {"reports", "kernels", "memcpy", "memset", "api", "nvtx",
-                                          "sync", "osrt", "memory", "samples", "frames", "callchains",
+                                          "sync", "osrt", "memory", "overhead", "samples", "frames", "callchains",
                                           "devices", "processes", "threads", "gpu_ranges", NULL};
 
 const char *const *nsl_model_tables(void) { return table_names; }

@@ -28,6 +28,8 @@
  *   ENUM_* table when present, else nsys's values; the model's short forms
  *   (HtoD, DtoH, DtoD, PtoP, pageable, pinned, device, stream_sync, alloc,
  *   free, ...); a value with no name becomes its number as text.
+ * - overhead: CUPTI_ACTIVITY_KIND_OVERHEAD, kind from overheadType (module_loading,
+ *   lazy_loading, driver_jit, buffer_flush, ...), name from nameId.
  * - devices: the first GPU table with rows (TARGET_INFO_GPU by id, 2021.2+;
  *   TARGET_INFO_CUDA_GPU / TARGET_INFO_GPU by deviceId, 2020; then
  *   TARGET_INFO_CUDA_DEVICE by gpuId), else the distinct deviceId of the
@@ -120,11 +122,23 @@ static const enum_item sync_kinds[] = {
     {4, "CONTEXT_SYNCHRONIZE", "context_sync"},
     {0, NULL, NULL}};
 static const enum_item mem_ops[] = {{0, "ALLOCATION", "alloc"}, {1, "DEALLOCATION", "free"}, {0, NULL, NULL}};
+static const enum_item overhead_kinds[] = {
+    {0, "UNDEFINED", "undefined"},
+    {1, "UNKNOWN", "unknown"},
+    {2, "DRIVER_COMPILER", "driver_jit"},
+    {3, "CUPTI_BUFFER_FLUSH", "buffer_flush"},
+    {4, "CUPTI_INSTRUMENTATION", "instrumentation"},
+    {5, "CUPTI_RESOURCE", "resource"},
+    {6, "RUNTIME_TRIGGERED_MODULE_LOADING", "module_loading"},
+    {7, "LAZY_FUNCTION_LOADING", "lazy_loading"},
+    {8, "COMMAND_BUFFER_FULL", "command_buffer_full"},
+    {0, NULL, NULL}};
 
 static const enum_def en_memcpy = {"ENUM_CUDA_MEMCPY_OPER", "CUDA_MEMCPY_KIND_", memcpy_kinds};
 static const enum_def en_memkind = {"ENUM_CUDA_MEM_KIND", "CUDA_MEMOPR_MEMORY_KIND_", mem_kinds};
 static const enum_def en_sync = {"ENUM_CUPTI_SYNC_TYPE", "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_", sync_kinds};
 static const enum_def en_memop = {"ENUM_CUDA_DEV_MEM_EVENT_OPER", "CUDA_DEV_MEM_EVENT_OPR_", mem_ops};
+static const enum_def en_overhead = {"ENUM_CUPTI_OVERHEAD_TYPE", "OVERHEAD_", overhead_kinds};
 
 #define C1(m, k, a) {m, k, {a, NULL}, NULL}
 #define C2(m, k, a, b) {m, k, {a, b, NULL}, NULL}
@@ -218,6 +232,11 @@ static const col_map memory_cols[] = {
     C2("pool_address", M_INT, "localMemoryPoolAddress", "memoryPoolAddress"),
     CEND};
 
+static const col_map overhead_cols[] = {
+    C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"), C1("corr", M_INT, "correlationId"),
+    C1("start", M_INT, "start"),   C1("stop", M_INT, "end"),        C1("name", M_STR, "nameId"),
+    CE("kind", "overheadType", &en_overhead), CEND};
+
 static const col_map sample_cols[] = {
     C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"), C1("time", M_INT, "start"),
     C1("stack", M_INT, "id"),      C1("cpu", M_INT, "cpu"),         CEND};
@@ -299,6 +318,7 @@ static const table_map maps[] = {
     {"sync", {SYNC}, {NULL}, NULL, NULL, NULL, 0, 0, sync_cols, NULL},
     {"osrt", {"OSRT_API"}, {NULL}, NULL, NULL, NULL, 0, 0, osrt_cols, NULL},
     {"memory", {"CUDA_GPU_MEMORY_USAGE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, memory_cols, NULL},
+    {"overhead", {"CUPTI_ACTIVITY_KIND_OVERHEAD"}, {NULL}, NULL, NULL, NULL, 0, 0, overhead_cols, NULL},
     {"samples", {"COMPOSITE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, sample_cols, NULL},
     {"frames", {"SAMPLING_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols, NULL},
     {"callchains", {"CUDA_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols, NULL},

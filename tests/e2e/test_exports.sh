@@ -26,6 +26,7 @@ for src in "$NSL_DATA_DIR"/nsys/*.sqlite; do
   check_eq "$name: samples rows" "$(got samples)" "$(count_or_zero "$f" COMPOSITE_EVENTS)"
   check_eq "$name: frames rows" "$(got frames)" "$(count_or_zero "$f" SAMPLING_CALLCHAINS)"
   check_eq "$name: callchains rows" "$(got callchains)" "$(count_or_zero "$f" CUDA_CALLCHAINS)"
+  check_eq "$name: overhead rows" "$(got overhead)" "$(count_or_zero "$f" CUPTI_ACTIVITY_KIND_OVERHEAD)"
   if has_table "$f" PROCESSES; then
     check_eq "$name: processes rows" "$(got processes)" "$(count_or_zero "$f" PROCESSES)"
   else   # before PROCESSES existed: one process per pid of ThreadNames

@@ -136,6 +136,45 @@ static void test_compile_tree(void **state) {
   nsl_jax_compile_out_free(&out);
 }
 
+/* Two compilations at once: an XlaCompile root of another thread inside the
+ * first one's window is a compilation of its own, never a worker; rows not
+ * in start order; a worker range whose parent lies outside the window stays
+ * where it is. */
+static void test_compile_tree_two_threads(void **state) {
+  (void)state;
+  /* rows: 0 worker [40,50) tid2 root (listed first); 1 XlaCompile [0,100) tid1; 2 Pass [30,70) tid1 parent 1;
+   *       3 XlaCompile [10,25) tid3 root (another compilation); 4 Pass [12,20) tid3 parent 3;
+   *       5 task [90,200) tid2 root; 6 worker [92,95) tid2 parent 5 (not top-level) */
+  int64_t start[] = {40, 0, 30, 10, 12, 90, 92}, stop[] = {50, 100, 70, 25, 20, 200, 95};
+  int64_t parent[] = {-1, -1, 1, -1, 3, -1, 5};
+  int32_t tid[] = {2, 1, 1, 3, 3, 2, 2}, nchild[] = {0, 1, 0, 1, 0, 1, 0};
+  int64_t dchild[] = {0, 40, 0, 8, 0, 3, 0}, dnon[] = {10, 60, 40, 7, 8, 107, 3};
+  uint8_t is_compile[] = {0, 1, 0, 1, 0, 0, 0}, is_backend[] = {0, 0, 0, 0, 0, 0, 0},
+          is_tsl[] = {1, 1, 1, 1, 1, 0, 1};
+  nsl_jax_compile_in in = {7, start, stop, parent, tid, nchild, dchild, dnon, is_compile, is_backend, is_tsl};
+  nsl_jax_compile_out out;
+  nsl_error err = {0};
+  assert_int_equal(nsl_jax_compile_tree(&in, &out, &err), NSL_OK);
+  assert_int_equal(out.parent[0], 2);   /* grafted under the pass of thread 1 */
+  assert_int_equal(out.parent[3], -1);  /* the other compilation stays a root */
+  assert_int_equal(out.parent[6], 5);   /* not top-level: not grafted */
+  uint8_t keep[] = {1, 1, 1, 1, 1, 0, 0};
+  for (int i = 0; i < 7; i++) assert_int_equal(out.keep[i], keep[i]);
+  assert_int_equal(out.num_child[2], 1);
+  assert_int_equal(out.num_child[1], 1);
+  /* each compiling thread attributed on its own: thread 1's rows */
+  int64_t s1[] = {40, 0, 30}, e1[] = {50, 100, 70}, p1[] = {2, -1, 1};
+  int32_t t1[] = {2, 1, 1};
+  int64_t dc1[] = {0, 40, NSL_NULL_I64}, dn1[] = {10, 60, NSL_NULL_I64};
+  nsl_jax_attr_in ain = {3, s1, e1, p1, t1, dc1, dn1, 1, NULL};
+  double nc[3], ch[3];
+  assert_int_equal(nsl_jax_compile_attribute(&ain, nc, ch, &err), NSL_OK);
+  assert_true(nc[0] == 10.0 && ch[0] == 0.0);        /* the whole region [40,50) to the one worker */
+  assert_true(nc[2] == 30.0 && ch[2] == 10.0);       /* the pass: 40 ns, 10 of them the region */
+  assert_true(nc[1] + nc[0] + nc[2] == 100.0);       /* the parts add up to the compilation */
+  nsl_jax_compile_out_free(&out);
+}
+
 static const char *data_dir(void) {
   const char *d = getenv("NSL_DATA_DIR");
   return d ? d : "../shared/data";
@@ -199,6 +238,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tree_ancestor), cmocka_unit_test(test_cumcount),
       cmocka_unit_test(test_overlap_sum),   cmocka_unit_test(test_compile_tree),
+      cmocka_unit_test(test_compile_tree_two_threads),
       cmocka_unit_test(test_source_archive), cmocka_unit_test(test_source_bad),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

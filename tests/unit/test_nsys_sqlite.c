@@ -150,6 +150,7 @@ static int64_t oracle_rows(sqlite3 *db, const char *table) {
   if (!strcmp(table, "samples")) return count_if(db, "COMPOSITE_EVENTS", NULL);
   if (!strcmp(table, "frames")) return count_if(db, "SAMPLING_CALLCHAINS", NULL);
   if (!strcmp(table, "callchains")) return count_if(db, "CUDA_CALLCHAINS", NULL);
+  if (!strcmp(table, "overhead")) return count_if(db, "CUPTI_ACTIVITY_KIND_OVERHEAD", NULL);
   if (!strcmp(table, "threads")) return count_if(db, "ThreadNames", NULL);
   if (!strcmp(table, "processes"))
     return has_table(db, "PROCESSES") ? count_if(db, "PROCESSES", NULL)

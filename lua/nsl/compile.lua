@@ -1,0 +1,445 @@
+-- nsl.compile -- time spent compiling and loading code, from NVTX ranges,
+-- CUDA API calls and CUPTI overhead records.  Shared by the compile and
+-- jax_compile analyses and by nsl.jax (one implementation of nsys-jax's
+-- compile frame and its parallel-aware attribution, for nsys-jax archives and
+-- plain nsys exports alike).
+--
+-- XLA.  XLA's ranges are push/pop ranges of NVTX domain "TSL", so their names
+-- (nsl.nvtx.names: "domain:text") read "TSL:XlaCompile:#module=M,program_id=N#",
+-- "TSL:XlaPass:#name=P,module=M,program_id=N#", "TSL:XlaAutotunerMeasurement:...".
+--  * The range tree: in an nsys-jax archive, report_nvtx_pushpop_trace's
+--    (ParentId, NumChild, DurChild, DurNonChild); in an export it is rebuilt as
+--    that report builds it: a range's parent is the shortest push/pop range
+--    enclosing it on its thread (nsl.nvtx_project), NumChild its children,
+--    DurChild their summed durations, DurNonChild its duration minus those.
+--  * The compile frame (nsys-jax's _splice_parallel_ranges,
+--    _add_program_id_and_name, _drop_non_tsl; nsl.jax_compile_tree), per
+--    process: every XlaCompile range, the ranges under it on its thread, and
+--    the top-level ranges of other threads inside its window, grafted under the
+--    deepest enclosing range of the compiling thread; each row takes the program
+--    of the nearest XlaCompileBackend range; ranges outside the TSL domain are
+--    folded into their parents.  In an export only the ranges inside an
+--    XlaCompile window of their process take part (the others can never be in
+--    a frame); a range whose parent lies outside every window keeps a parent
+--    (a sentinel row no window holds), so it is not mistaken for a top-level one.
+--  * The attribution (nsys-jax's generate_compilation_statistics after
+--    remove_autotuning_detail; nsl.jax_compile_attribute), per compiling thread:
+--    a range of the compiling thread whose children run on worker threads
+--    spends its parallel region's wall time in proportion to the workers' own
+--    (non-child) time; so a compilation's parts add up to its XlaCompile
+--    range's duration.  Autotuner measurements lose their op names, and
+--    autotuner measurement/compilation ranges their children.
+--
+-- Other compilers (M.framework_ranges): ranges whose name matches M.frameworks
+-- (torch.compile's Dynamo/AOTAutograd/Inductor/Triton phases, nvFuser) are
+-- compile roots; everything nested under a root on its thread is part of that
+-- compilation, with its self time (duration minus its children's).
+--
+-- Loading (M.loading_calls, M.loading_overhead): CUDA API calls that load
+-- modules and libraries, look functions up (under lazy loading the load
+-- happens there), JIT-link or compile (NVRTC), build CUDA graphs; CUPTI's
+-- overhead records of runtime-triggered module loading, lazy function loading
+-- and the driver's PTX JIT compiler.
+local nsl = require("nsl")
+local nvtx = require("nsl.nvtx")
+local jax = require("nsl.jax")
+
+local M = {}
+
+local MS = 1e-6   -- ns -> ms
+
+M.XLA_COMPILE = "^TSL:XlaCompile:#module="
+M.XLA_BACKEND = "^TSL:XlaCompileBackend:#module=.-,program_id=%d+#$"
+
+local function empty(kind) return nsl.column{}:cast(kind) end
+
+--- Tables of the same columns (a list) as one table; nil for an empty list.
+function M.concat_tables(list)
+  if #list == 0 then return nil end
+  local cols = {}
+  for _, name in ipairs(list[1]:columns()) do
+    local parts = {}
+    for i, t in ipairs(list) do parts[i] = t[name] end
+    cols[#cols + 1] = {name, nsl.concat(table.unpack(parts))}
+  end
+  return nsl.table(cols)
+end
+
+--- Parent of every range of nv (0-based row, -1 for none): the shortest range
+-- enclosing it on the same thread (report, pid, tid).  nv's rows are ranges
+-- with a start and a stop.
+function M.parents(nv)
+  local e64, e32 = empty("i64"), empty("i32")
+  local r = nsl.nvtx_project{
+    range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop,
+    api_keys = {e32, e32, e32}, api_start = e64, api_stop = e64, op_api = e64, op_start = e64, op_stop = e64}
+  return r.parent
+end
+
+--- NumChild (i32) and DurChild (sum of the children's durations) of every row
+-- of a tree given by parent rows.
+function M.child_stats(parent, dur)
+  local g = nsl.table{{"row", parent}, {"dur", dur}}:group_by("row"):agg{"n=count", "d=sum(dur)"}
+  local t = nsl.table{{"row", nsl.range(#parent)}}:join(g, {"row"}, {"n", "d"})
+  return nvtx.coalesce(t.n, 0):cast("i32"), nvtx.coalesce(t.d, 0)
+end
+
+local function append(col, v)
+  local kind = col:type()
+  local one = nsl.rep(v, 1)
+  if one:type() ~= kind then one = one:cast(kind) end
+  return nsl.concat(col, one)
+end
+
+local SENTINEL_TIME = -(1 << 62)   -- before every window
+
+-- The XLA ranges of one process of an export: push/pop ranges with a stop,
+-- `names` their names.  See the header for the window rule and the sentinel.
+local function export_part(sub, names)
+  local parent = M.parents(sub)
+  local num_child, dur_child = M.child_stats(parent, sub.dur)
+  local c = sub:filter(names:match(M.XLA_COMPILE))
+  local windows = nsl.intervals(c.start, c.stop)
+  local inside = windows:coverage(sub.start, sub.stop):eq(sub.dur)
+  local s = nsl.table{{"report", sub.report}, {"pid", sub.pid}, {"tid", sub.tid}, {"start", sub.start},
+                      {"stop", sub.stop}, {"text", names}, {"parent", parent}, {"num_child", num_child},
+                      {"dur_child", dur_child}, {"dur_nonchild", sub.dur - dur_child},
+                      {"orig", nsl.range(#sub)}}:filter(inside)
+  local n = #s
+  local _, local_parent = nsl.table{{"orig", s.parent}}:join(nsl.table{{"orig", s.orig}}, {"orig"})
+  local outside = s.parent:ge(0) & local_parent:lt(0)
+  local_parent = nsl.where(outside, n, local_parent)
+  return nsl.table{
+    {"report", append(s.report, s.report[1])}, {"pid", append(s.pid, s.pid[1])}, {"tid", append(s.tid, -1)},
+    {"start", append(s.start, SENTINEL_TIME)}, {"stop", append(s.stop, SENTINEL_TIME)},
+    {"text", append(s.text, "")}, {"parent", append(local_parent, -1)}, {"num_child", append(s.num_child, 0)},
+    {"dur_child", append(s.dur_child, 0)}, {"dur_nonchild", append(s.dur_nonchild, 0)}}
+end
+
+-- The XLA ranges of one report of an nsys-jax archive, with its tree.
+local function archive_part(sub, names)
+  local _, parent = sub:join(nsl.table{{"parent_id", sub.range_id}}, {"parent_id"})
+  return nsl.table{{"report", sub.report}, {"pid", sub.pid}, {"tid", sub.tid}, {"start", sub.start},
+                   {"stop", sub.stop}, {"text", names}, {"parent", parent}, {"num_child", sub.num_child},
+                   {"dur_child", sub.dur_child}, {"dur_nonchild", sub.dur_nonchild}}
+end
+
+--- The XLA ranges of every process (report, pid) that compiled: a list of
+-- tables report, pid, tid, start, stop, text (the range name), parent (row in
+-- the same table, -1 for none), num_child, dur_child, dur_nonchild (ns).
+function M.xla_ranges(trace)
+  local nv = trace.nvtx
+  local archive = nv:coltype("num_child") ~= nil
+  local cols = {"report", "pid", "tid", "start", "stop", "dur", "kind", "text", "domain"}
+  if archive then
+    for _, c in ipairs{"range_id", "parent_id", "num_child", "dur_child", "dur_nonchild"} do cols[#cols + 1] = c end
+  end
+  nv:load(cols)
+  if #nv == 0 then return {} end
+  local names = nvtx.names(nv)
+  local is_compile = names:match(M.XLA_COMPILE)
+  if is_compile:count() == 0 then return {} end
+  nv = nv:with("name", names)
+  local procs = nv:filter(is_compile):group_by("report", "pid"):keys()
+  local parts = {}
+  for i = 1, #procs do
+    local r, p = procs.report[i], procs.pid[i]
+    local mask = nv.report:eq(r) & (p and nv.pid:eq(p) or nv.pid:isnull())
+    local sub = nv:filter(mask)
+    if archive and sub.num_child:isnull():count() < #sub then
+      parts[#parts + 1] = archive_part(sub, sub.name)
+    else
+      sub = sub:filter(sub.kind:eq("push_pop") & ~sub.stop:isnull())
+      parts[#parts + 1] = export_part(sub, sub.name)
+    end
+  end
+  return parts
+end
+
+local function plain_replace(s, what, with)
+  if what == "" then return s end
+  local out, i = {}, 1
+  while true do
+    local a, b = s:find(what, i, true)
+    if not a then break end
+    out[#out + 1] = s:sub(i, a - 1)
+    out[#out + 1] = with
+    i = b + 1
+  end
+  out[#out + 1] = s:sub(i)
+  return table.concat(out)
+end
+
+--- The compile frame of one process (a table of M.xla_ranges): rows kept
+-- by nsys-jax, worker threads grafted in, with parent (row in the part),
+-- num_child, dur_child, dur_nonchild, row (its own row in the part),
+-- ProgramId, ProgramName and Name (the range name without "TSL:", the
+-- module and the program id, as nsys-jax shows it).  program_id(r, id,
+-- name) -> ProgramId of program `id` named `name` in report r (default:
+-- the id as a string).
+function M.xla_frame(part, program_id)
+  local text = part.text
+  local out = nsl.jax_compile_tree{
+    start = part.start, stop = part.stop, parent = part.parent, tid = part.tid, num_child = part.num_child,
+    dur_child = part.dur_child, dur_nonchild = part.dur_nonchild,
+    is_compile = text:match(M.XLA_COMPILE), is_backend = text:match(M.XLA_BACKEND), is_tsl = text:match("^TSL:"),
+  }
+  local t = part:with("parent", out.parent, "num_child", out.num_child, "dur_child", out.dur_child,
+                      "dur_nonchild", out.dur_nonchild, "row", nsl.range(#part))
+  -- program of every row: the backend range's text
+  t = t:with("prog_text", text:gather(out.program_row))
+  local r = part.report[1]
+  local pid = jax.per_group(t, {"prog_text"}, function(k, i)
+    local s = k.prog_text[i]
+    if not s then return nil end
+    local name, id = s:match("^TSL:XlaCompileBackend:#module=(.-),program_id=(%d+)#$")
+    if program_id then return program_id(r, tonumber(id), name) end
+    return id
+  end, "str")
+  local pname = jax.per_group(t, {"prog_text"}, function(k, i)
+    local s = k.prog_text[i]
+    return s and s:match("^TSL:XlaCompileBackend:#module=(.-),program_id=%d+#$")
+  end, "str")
+  t = t:with("ProgramId", pid, "ProgramName", pname):filter(out.keep)
+  local name = jax.per_group(t, {"text", "ProgramName"}, function(k, i)
+    local s, p = k.text[i], k.ProgramName[i] or ""
+    if s:sub(1, 4) == "TSL:" then s = s:sub(5) end
+    s = plain_replace(s, ",module=" .. p, "")
+    s = plain_replace(s, ":#module=" .. p .. "#", "")
+    return s
+  end, "str")
+  return t:with("Name", name)
+end
+
+--- The compile frames of every process that compiled (M.xla_ranges, then
+-- M.xla_frame); program_id as for M.xla_frame.
+function M.xla_frames(trace, program_id)
+  local frames = {}
+  for _, part in ipairs(M.xla_ranges(trace)) do
+    local f = M.xla_frame(part, program_id)
+    if #f > 0 then frames[#frames + 1] = f end
+  end
+  return frames
+end
+
+--- Row positions of the parents of t's rows (t keeps its part-local `row`
+-- numbers and `parent` links in the same numbering): -1 for roots and for
+-- parents not in t.
+local function parent_positions(t)
+  local _, p = t:join(nsl.table{{"parent", t.row}}, {"parent"})
+  return p
+end
+
+local function is_xla_compile(s) return s == "XlaCompile" or s:sub(1, 11) == "XlaCompile:" end
+
+--- The parallel-aware attribution of compile frames (M.xla_frames): one row
+-- per frame row left after the autotuner's detail is removed, with report,
+-- pid, tid, Name, ProgramId, ProgramName, non (non-child time, ns) and child
+-- (ns).  Each compiling thread -- the thread of the frame's roots, its
+-- XlaCompile ranges -- is attributed on its own.
+function M.xla_attribution(frames)
+  local pieces = {}
+  for _, t in ipairs(frames) do
+    -- the autotuner's detail: measurement ranges lose the op name, both kinds their children
+    local nm = jax.per_group(t, {"Name"}, function(k, i)
+      return k.Name[i]:sub(1, 23) == "XlaAutotunerMeasurement" and "XlaAutotunerMeasurement" or k.Name[i]
+    end, "str")
+    t = t:with("Name", nm, "collapsed", nsl.rep(0, #t):cast("i64"):gt(0))
+    for _, which in ipairs{"XlaAutotunerMeasurement", "XlaAutotunerCompilation"} do
+      local mask = t.Name:eq(which) & t.num_child:ne(0)
+      local under = nsl.tree_under(parent_positions(t), mask)
+      t = t:with("collapsed", t.collapsed | mask):filter(~under)
+    end
+    -- the compiling thread of every row: its root's
+    local pp = parent_positions(t)
+    local anc = nsl.tree_ancestor(pp, nsl.rep(1, #t):gt(0), pp:lt(0))
+    local root = nsl.where(anc:ge(0), anc, nsl.range(#t))
+    local main_tid = t.tid:gather(root)
+    local threads = nsl.table{{"tid", main_tid}}:group_by("tid"):keys()
+    if #t:filter(t.Name:where(is_xla_compile)) == 0 then nsl.fail("compile ranges: no XlaCompile range in a frame") end
+    for k = 1, #threads do
+      local tid = threads.tid[k]
+      local sub = #threads == 1 and t or t:filter(main_tid:eq(tid))
+      local non, ch = nsl.jax_compile_attribute{
+        start = sub.start, stop = sub.stop, parent = parent_positions(sub), tid = sub.tid,
+        dur_child = sub.dur_child, dur_nonchild = sub.dur_nonchild, main_tid = tid, collapsed = sub.collapsed,
+      }
+      pieces[#pieces + 1] = nsl.table{{"report", sub.report:cast("i64")}, {"pid", sub.pid:cast("i64")},
+        {"tid", sub.tid:cast("i64")}, {"main_tid", nsl.rep(tid, #sub)}, {"Name", sub.Name},
+        {"ProgramId", sub.ProgramId}, {"ProgramName", sub.ProgramName}, {"non", non}, {"child", ch}}
+    end
+  end
+  return M.concat_tables(pieces)
+end
+
+--- Parallel-aware compile time per range name over compile frames, as
+-- nsys-jax's generate_compilation_statistics: Name, DurNonChildMs,
+-- DurChildMs, sorted by DurNonChildMs descending (nil without frames).
+function M.xla_statistics(frames)
+  local a = M.xla_attribution(frames)
+  if not a then return nil end
+  local s = a:group_by("Name"):agg{"DurNonChildMs=sum(non)", "DurChildMs=sum(child)"}
+  s = s:with("DurNonChildMs", s.DurNonChildMs * MS, "DurChildMs", s.DurChildMs * MS)
+  return s:sort("-DurNonChildMs")
+end
+
+-- ---------------------------------------------------------------- other compilers
+
+local function set(list)
+  local t = {}
+  for _, v in ipairs(list) do t[v] = true end
+  return t
+end
+
+--- The NVTX ranges of compilers other than XLA, by name (after PyTorch's
+-- ", seq = N" / ", op_id = N" suffixes are removed).  phase "compile" ranges
+-- are compile roots (their time is compile time); phase "run" ranges are
+-- compiled code running (guards, compiled regions), shown apart.  Tried in
+-- order: exact names, then prefixes, suffixes and plain substrings.
+--  * torch.compile: every phase PyTorch times with dynamo_timed is a
+--    record_function range "<phase> (dynamo_timed)" (PyTorch 2.0 and later;
+--    NVTX ranges under autograd.profiler.emit_nvtx or nsys
+--    --pytorch=autograd-nvtx): Dynamo's _compile.compile_inner,
+--    OutputGraph.call_user_compiler, AOTAutograd's create_aot_dispatcher_function,
+--    Inductor's compile_fx_inner, GraphLowering.run / compile_to_module,
+--    Scheduler.__init__ / codegen, PyCodeCache.load_by_key_path,
+--    async_compile.wait (Triton kernels compiled in worker processes),
+--    CachingAutotuner.benchmark_all_configs (Triton autotuning),
+--    cudagraphify (CUDA graph recording), ...; the same phase names without
+--    the suffix count too.  At run time: "Torch-Compiled Region: F/G" (a
+--    compiled frame running), "CompiledFunction" / "CompiledFunctionBackward"
+--    (AOTAutograd's function), "## Call CompiledFxGraph <hash> ##" (Inductor's
+--    wrapper), "TorchDynamo Cache Lookup" (guard evaluation).
+--  * nvFuser: KernelExecutor::compileFusion / FusionExecutor::compileFusion /
+--    FusionKernelRuntime::compileFusionParallel (lowering, code generation and
+--    NVRTC below them), executor_utils::NVRTC and executor_utils::Nvrtc::*.
+M.frameworks = {
+  {framework = "torch.compile", phase = "compile", suffix = " (dynamo_timed)"},
+  {framework = "torch.compile", phase = "compile", exact = set{
+    "entire_frame_compile", "_compile.compile_inner", "compile_inner", "OutputGraph.call_user_compiler",
+    "backend_compile", "create_aot_dispatcher_function", "compile_fx_inner", "compile_fx.<locals>.fw_compiler_base",
+    "compile_fx.<locals>.bw_compiler", "GraphLowering.run", "GraphLowering.codegen", "GraphLowering.compile_to_module",
+    "Scheduler.__init__", "Scheduler.codegen", "PyCodeCache.load_by_key_path", "async_compile.wait",
+    "async_compile.precompile", "CachingAutotuner.benchmark_all_configs", "cudagraphify"}},
+  {framework = "torch.compile", phase = "run", prefix = "Torch-Compiled Region"},
+  {framework = "torch.compile", phase = "run", prefix = "## Call CompiledFxGraph"},
+  {framework = "torch.compile", phase = "run",
+   exact = set{"CompiledFunction", "CompiledFunctionBackward", "TorchDynamo Cache Lookup"}},
+  {framework = "nvFuser", phase = "compile", contains = "::compileFusion"},
+  {framework = "nvFuser", phase = "compile", prefix = "executor_utils::NVRTC"},
+  {framework = "nvFuser", phase = "compile", prefix = "executor_utils::Nvrtc"},
+}
+
+--- framework, phase of a range name (nil when it is no compiler's).
+function M.classify_range(name)
+  for _, f in ipairs(M.frameworks) do
+    if (f.exact and f.exact[name])
+      or (f.prefix and name:sub(1, #f.prefix) == f.prefix)
+      or (f.suffix and #name >= #f.suffix and name:sub(-#f.suffix) == f.suffix)
+      or (f.contains and name:find(f.contains, 1, true)) then
+      return f.framework, f.phase
+    end
+  end
+  return nil
+end
+
+local function is_phase(phase)
+  return function(s)
+    local _, p = M.classify_range(s)
+    return p == phase
+  end
+end
+
+--- The compilations of other compilers (M.frameworks) in the NVTX push/pop
+-- ranges of trace.  Returns two tables (nil when there is none):
+--  members: every range of a compilation -- a compile root (a "compile"
+--    range not nested in another on its thread) and everything under it --
+--    with report, pid, tid, start, stop, dur, self (dur minus its children's),
+--    name (suffixes removed), framework (its root's), root (bool);
+--  run: the "run" ranges outside compilations: report, pid, tid, start, stop,
+--    dur, name, framework.
+function M.framework_ranges(trace)
+  local nv = trace.nvtx
+  nv:load{"report", "pid", "tid", "start", "stop", "dur", "kind", "text", "domain"}
+  local ranges = nv:filter(nv.kind:eq("push_pop") & ~nv.stop:isnull())
+  if #ranges == 0 then return nil end
+  local _, label = nvtx.names(ranges, {strip = nvtx.pytorch_suffixes})
+  local known = label:where(function(s) return M.classify_range(s) ~= nil end)
+  if known:count() == 0 then return nil end
+  local compile = label:where(is_phase("compile"))
+  local parent = M.parents(ranges)
+  local under = nsl.tree_under(parent, compile)
+  local root = compile & ~under
+  local member = root | under
+  local anc = nsl.tree_ancestor(parent, member, root)
+  local root_row = nsl.where(root, nsl.range(#ranges), anc)
+  local _, dur_child = M.child_stats(parent, ranges.dur)
+  local t = nsl.table{{"report", ranges.report}, {"pid", ranges.pid}, {"tid", ranges.tid}, {"start", ranges.start},
+                      {"stop", ranges.stop}, {"dur", ranges.dur}, {"self", ranges.dur - dur_child}, {"name", label},
+                      {"root_row", root_row}, {"root", root}}
+  local members = t:filter(member)
+  members = members:with("framework", label:gather(members.root_row):map(function(s) return (M.classify_range(s)) end))
+  local run = t:filter(known & ~compile & ~under)
+  run = run:with("framework", run.name:map(function(s) return (M.classify_range(s)) end))
+  local keep = {"report", "pid", "tid", "start", "stop", "dur", "self", "name", "framework", "root"}
+  return members:select(keep), run:select{"report", "pid", "tid", "start", "stop", "dur", "name", "framework"}
+end
+
+-- ---------------------------------------------------------------- loading
+
+--- CUDA API calls that load code, by class (first match of a Lua pattern on
+-- the name, whose "_vNNNN" suffix nsl already cut): loading modules and
+-- libraries; looking functions up (with CUDA_MODULE_LOADING=LAZY, the default
+-- since CUDA 12.2, a function's code is loaded there or at its first
+-- launch); JIT linking and compiling (cuLink*, nvJitLink*, nvrtc* when
+-- traced); building CUDA graphs (capture, instantiation, upload).
+M.api_classes = {
+  {"module load", "^cuModuleLoad"}, {"library load", "^cuLibraryLoad"}, {"library load", "^cudaLibraryLoad"},
+  {"function load", "^cuModuleGetFunction$"}, {"function load", "^cuLibraryGetKernel$"},
+  {"function load", "^cuLibraryGetModule$"}, {"function load", "^cuKernelGetFunction$"},
+  {"function load", "^cudaGetFuncBySymbol$"}, {"function load", "^cudaGetKernel$"},
+  {"JIT link", "^cuLink"}, {"JIT link", "^nvJitLink"}, {"NVRTC", "^nvrtc"},
+  {"graph build", "^cudaStreamBeginCapture"}, {"graph build", "^cuStreamBeginCapture"},
+  {"graph build", "^cudaStreamEndCapture"}, {"graph build", "^cuStreamEndCapture"},
+  {"graph build", "^cudaGraphInstantiate"}, {"graph build", "^cuGraphInstantiate"},
+  {"graph build", "^cudaGraphUpload"}, {"graph build", "^cuGraphUpload"},
+}
+
+--- The class of an API call name (M.api_classes), or nil.  A version suffix
+-- that nsys leaves on (it cuts "_vNNNN" only: "cudaGetFuncBySymbol_v11000")
+-- does not count.
+function M.api_class(name)
+  name = name:gsub("_v%d+$", "")
+  for _, c in ipairs(M.api_classes) do
+    if name:find(c[2]) then return c[1] end
+  end
+  return nil
+end
+
+--- The API calls of trace that load or compile code: report, pid, tid, start,
+-- stop, dur, name, class.
+function M.loading_calls(trace)
+  local api = trace.api
+  api:load{"report", "pid", "tid", "start", "stop", "dur", "name"}
+  local t = api:select{"report", "pid", "tid", "start", "stop", "dur", "name"}
+  t = t:filter(t.name:where(function(s) return M.api_class(s) ~= nil end))
+  return t:with("class", t.name:map(M.api_class))
+end
+
+--- CUPTI's overhead kinds that are code loading (nsl's `overhead` table).
+M.overhead_kinds = {module_loading = "runtime-triggered module loading", lazy_loading = "lazy function loading",
+                    driver_jit = "driver JIT compiler"}
+
+--- The CUPTI overhead records of trace that load or JIT-compile code: report,
+-- pid, tid, start, stop, dur, name, kind.
+function M.loading_overhead(trace)
+  local o = trace.overhead
+  o:load{"report", "pid", "tid", "start", "stop", "dur", "name", "kind"}
+  local t = o:select{"report", "pid", "tid", "start", "stop", "dur", "name", "kind"}
+  local kinds = {}
+  for k in pairs(M.overhead_kinds) do kinds[#kinds + 1] = k end
+  table.sort(kinds)
+  return t:filter(t.kind:isin(kinds))
+end
+
+return M
