@@ -169,7 +169,7 @@ static nsl_status order_rows(const char *what, const rows_i64 *rw, int64_t n, in
   m = 0;
   for (int64_t i = 0; i < n; i++)
     if (row_ok(rw, mk, ng, i)) a[m++] = (nsl__kv){(uint64_t)S[i] - (uint64_t)smin, i};
-  nsl__kv *r = nsl__radix_kv(a, tmp, m);
+  nsl__kv *r = nsl__radix_kv(a, tmp, m, 64);
   if (by_stop) {   /* equal starts: longer first, by insertion in short runs */
     int long_run = 0;
     for (int64_t j = 0; j < m && !long_run;) {
@@ -186,9 +186,9 @@ static nsl_status order_rows(const char *what, const rows_i64 *rw, int64_t n, in
     }
     if (long_run) {   /* many equal starts: by stop descending, then (stable) by start */
       for (int64_t j = 0; j < m; j++) r[j].k = (uint64_t)emax - (uint64_t)E[r[j].v];
-      r = nsl__radix_kv(r, r == a ? tmp : a, m);
+      r = nsl__radix_kv(r, r == a ? tmp : a, m, 64);
       for (int64_t j = 0; j < m; j++) r[j].k = (uint64_t)S[r[j].v] - (uint64_t)smin;
-      r = nsl__radix_kv(r, r == a ? tmp : a, m);
+      r = nsl__radix_kv(r, r == a ? tmp : a, m, 64);
     }
   }
   for (int64_t j = 0; j < m; j++) out[j] = r[j].v;
