@@ -45,10 +45,12 @@ end
 
 --- Collectives and compute of the NCCL kernels of an export.
 local function from_kernels(trace, args)
-  local k = trace.kernels
-  k:load{"report", "device", "pid", "stream", "start", "stop", "name"}
   local keys = ({device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}})[args.rank_by]
   if not keys then nsl.fail("straggler: --arg rank_by must be device, process or report") end
+  local k = trace.kernels
+  local cols = {"report", "stream", "start", "stop", "name"}
+  if keys[2] then cols[#cols + 1] = keys[2] end
+  k:load(cols)
   local rank, rk = number_ranks(k, keys)
   local names = trace.reports.name
   local labels = {}

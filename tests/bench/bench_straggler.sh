@@ -8,7 +8,7 @@
 # before every collective; every other rank waits for it), made by
 # tests/lua/straggler_rank.sh, the script the straggler test uses.  Times
 # `nsl run straggler` over the RANKS files against a script that only loads
-# the kernel columns straggler reads (report, device, pid, stream, start, stop,
+# the kernel columns straggler reads (report, device, stream, start, stop,
 # name): wall and CPU time (best of 3) and peak RSS, and the ratio.  Files
 # go to ${BENCH_DIR:-/tmp/nsl-bench}/straggler (RANKS x ~100 MB; kept for
 # reruns, delete the folder to remake them).  Needs /usr/bin/time.
@@ -38,7 +38,7 @@ cat > "$work/load_kernels.lua" <<'EOF'
 -- the baseline: load the kernel columns straggler reads, nothing else
 return {name = "load_kernels", description = "loads the kernel columns of straggler", run = function(trace, _, out)
   local k = trace.kernels
-  k:load{"report", "device", "pid", "stream", "start", "stop", "name"}
+  k:load{"report", "device", "stream", "start", "stop", "name"}
   out:text(#k .. " kernels")
 end}
 EOF

@@ -342,6 +342,20 @@ return {
     for _, f in ipairs(files) do os.remove(f) end
   end},
 
+  {"an export without NCCL kernels, and every rank_by: a sentence, no tables; process and report ranks", function()
+    local tables, out = T.run_analysis("straggler", {T.data("nsys/tiny_2026.1.sqlite")})
+    T.eq(next(tables), nil, "no table")
+    T.ok(out.items[1].text:find("no NCCL kernels", 1, true), "says why: " .. tostring(out.items[1].text))
+    local by_report = T.run_analysis("straggler", {T.data(SRC)}, {"rank_by=report"}).ranks
+    T.eq(#by_report, 1, "one report: one rank")
+    T.eq(by_report.collectives[1], T.sql1(T.data(SRC), [[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k
+      JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'nccl%']]), "all NCCL kernels of the report")
+    local by_pid = T.run_analysis("straggler", {T.data(SRC)}, {"rank_by=process"}).ranks
+    T.eq(#by_pid, T.sql1(T.data(SRC), [[SELECT count(DISTINCT (globalPid >> 24) & 16777215) FROM CUPTI_ACTIVITY_KIND_KERNEL]]),
+         "one rank per process with kernels")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"rank_by=node"}) end, "device, process or report")
+  end},
+
   {"--fail-on warning gates on the finding (exit code 3)", function()
     local files = rank_files(D, 1, OFFSET)
     local nslbin = assert(os.getenv("NSL"), "ctest sets NSL to the nsl binary")
