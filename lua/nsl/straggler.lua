@@ -85,19 +85,24 @@ local function last_arrivals(coll)
 end
 
 --- Each rank's lateness per instance: its arrival minus the median arrival
--- of the other ranks (one pass per rank).  Table rank, instance, late.
-local function lateness(coll, nranks)
-  local parts = {}
-  for r = 0, nranks - 1 do
-    local mine = coll:filter(coll.rank:eq(r))
-    if #mine > 0 then
-      local others = coll:filter(coll.rank:ne(r)):group_by("instance"):agg{"med=median(arrive)"}
-      local j = mine:join(others, {"instance"}, {"med"})
-      j = j:filter(~j.med:isnull())
-      parts[#parts + 1] = nsl.table{{"rank", j.rank}, {"instance", j.instance}, {"late", j.arrive - j.med}}
-    end
-  end
-  return concat_tables(parts, {"rank", "instance", "late"})
+-- of the other ranks (table rank, instance, late; nil when coll is empty).
+-- An instance holds one row per rank, so with its arrivals sorted (row p of
+-- the rank, n rows), the others' are the sorted list without row p: their
+-- median is the mean of its rows j_lo = (n-2)//2 and j_hi = (n-1)//2, row j of
+-- the others being row j + (j >= p) of the instance.
+local function lateness(coll)
+  if #coll == 0 then return nil end
+  local s = coll:select{"rank", "instance", "arrive"}:sort("instance", "arrive")
+  local g = s:group_by("instance")
+  local ids = g:ids()
+  local p = nsl.cumcount(ids)
+  local n = g:agg{"n=count"}.n:gather(ids)
+  local base = nsl.range(#s) - p                 -- the instance's first row
+  local lo, hi = (n - 2) // 2, (n - 1) // 2
+  lo = base + lo + lo:ge(p):cast("i64")
+  hi = base + hi + hi:ge(p):cast("i64")
+  local med = (s.arrive:gather(lo) + s.arrive:gather(hi)) / 2
+  return nsl.table{{"rank", s.rank}, {"instance", s.instance}, {"late", s.arrive - med}}
 end
 
 --- Compute time per step and rank (table rank, step, compute), from each
@@ -174,7 +179,7 @@ function M.analyse(coll, work, nranks, compute_mask)
   res.instances = inst:select{"index", "instance", "type", "ranks", "first", "skew", "who", "waited"}
   local ji = coll:join(inst, {"instance"}, {"index", "first"}, "i_")
   coll = coll:with("index", ji.i_index, "after_first", coll.arrive - ji.i_first)
-  res.late = lateness(coll, nranks)
+  res.late = lateness(coll)
   res.coll = coll
   -- 4. compute per step; one rank alone: its own collectives
   local cs = nranks == 1 and all or coll

@@ -412,6 +412,19 @@ return {
     end
     local c = tables.collectives
     T.eq(#c, 120, "collective instances")
+    -- delay: the median over instances of (arrival - the median arrival of the other devices)
+    local lates = {}
+    for _, e in ipairs(list) do
+      for d, x in pairs(e.arr) do
+        local others = {}
+        for d2, y in pairs(e.arr) do if d2 ~= d then others[#others + 1] = y end end
+        lates[d] = lates[d] or {}
+        table.insert(lates[d], x - median(others))
+      end
+    end
+    for d = 0, 3 do
+      T.eq(r["delay (ns)"][row_of(r, ":gpu" .. d .. "$")], median(lates[d]), "delay of device " .. d)
+    end
   end},
 
   {"nsys-jax: offsets agree with nsys-jax's clock corrections (devices 0-2 within a bound from the frame; device 3 explained)", function()
