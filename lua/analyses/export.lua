@@ -81,7 +81,7 @@ return {
   name = "export",
   description = "The trace (or a time window) as Chrome / Perfetto trace JSON (ui.perfetto.dev, chrome://tracing)",
   args = {
-    from = {default = "", help = "window start, counted from the trace's first event (e.g. 1.5s, 200ms; empty: the start)"},
+    from = {default = "", help = "window start, counted from the trace's first event (1.5s, 200ms; empty: the start)"},
     to = {default = "", help = "window end, counted from the trace's first event (empty: the end)"},
     file = {default = "trace.json", help = "file written under --out DIR (without --out the JSON goes to stdout)"},
     api = {default = true, help = "include CUDA API calls"},
@@ -89,7 +89,7 @@ return {
     flows = {default = true, help = "arrows from CUDA API launches to the GPU work they started"},
     max_events = {default = 20000000, help = "refuse larger exports (viewers load a few million events at best)"},
   },
-  example = "nsl run export run.sqlite --arg from=1s --arg to=1.2s --out out/   # then open out/trace.json in ui.perfetto.dev",
+  example = "nsl run export run.sqlite --arg from=1s --arg to=1.2s --out out/  (open out/trace.json in Perfetto)",
   run = function(trace, args, out)
     local whole = (args.from == nil or args.from == "") and (args.to == nil or args.to == "")
     local from, to = window.resolve(trace, args)
