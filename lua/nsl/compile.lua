@@ -149,7 +149,7 @@ function M.xla_ranges(trace)
     if archive and sub.num_child:isnull():count() < #sub then
       parts[#parts + 1] = archive_part(sub, sub.name)
     else
-      sub = sub:filter(sub.kind:eq("push_pop") & ~sub.stop:isnull())
+      sub = sub:filter(sub.kind:eq("push_pop") & ~sub.stop:isnull() & sub.dur:ge(0))
       parts[#parts + 1] = export_part(sub, sub.name)
     end
   end
@@ -361,7 +361,7 @@ end
 function M.framework_ranges(trace)
   local nv = trace.nvtx
   nv:load{"report", "pid", "tid", "start", "stop", "dur", "kind", "text", "domain"}
-  local ranges = nv:filter(nv.kind:eq("push_pop") & ~nv.stop:isnull())
+  local ranges = nv:filter(nv.kind:eq("push_pop") & ~nv.stop:isnull() & nv.dur:ge(0))
   if #ranges == 0 then return nil end
   local _, label = nvtx.names(ranges, {strip = nvtx.pytorch_suffixes})
   local known = label:where(function(s) return M.classify_range(s) ~= nil end)
