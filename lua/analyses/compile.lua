@@ -19,7 +19,7 @@ local findings = require("nsl.findings")
 
 local MS = 1e-6
 
-local function is_xla_compile(s) return s == "XlaCompile" or s:sub(1, 11) == "XlaCompile:" end
+local is_xla_compile = compile.is_xla_compile
 
 -- An item table: what took time, as intervals of a process.
 local function items(what, t)
@@ -112,12 +112,7 @@ return {
     local members, run = compile.framework_ranges(trace)
     if members then
       local roots = members:filter(members.root)
-      local per = {}
-      for _, fw in ipairs{"torch.compile", "nvFuser"} do
-        local r = roots:filter(roots.framework:eq(fw))
-        if #r > 0 then per[#per + 1] = items(fw, r) end
-      end
-      for _, t in ipairs(per) do all_items[#all_items + 1] = t end
+      all_items[#all_items + 1] = items("", roots):with("what", roots.framework)
     end
 
     -- CUDA API and CUPTI overhead

@@ -230,7 +230,9 @@ local function parent_positions(t)
   return p
 end
 
-local function is_xla_compile(s) return s == "XlaCompile" or s:sub(1, 11) == "XlaCompile:" end
+--- Is a compile frame's Name (M.xla_frame) an XlaCompile range's?
+function M.is_xla_compile(name) return name == "XlaCompile" or name:sub(1, 11) == "XlaCompile:" end
+local is_xla_compile = M.is_xla_compile
 
 --- The parallel-aware attribution of compile frames (M.xla_frames): one row
 -- per frame row left after the autotuner's detail is removed, with report,
