@@ -392,8 +392,9 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
  * sides; every key column is integer (I32/I64); a NULL key is on no thread.
  * A range's NULL stop means open until the end; ranges masked out, with a
  * NULL start or a stop before their start take no part (and calls like
- * that match nothing).  One sorted sweep per thread: O((R + A) log) for the
- * sort plus O(D) per call, D the number of ranges open at the call. */
+ * that match nothing).  One sweep per thread: O(R + A) when each thread's
+ * rows come in start order (as exports store them; else a radix sort),
+ * plus O(D) per call, D the number of ranges open at the call. */
 typedef struct nsl_nvtx_input {
   int nkeys;                          /* 1..8 key columns per side */
   const nsl_column *const *range_keys;
@@ -411,11 +412,11 @@ typedef struct nsl_nvtx_projection {
                            * of two equal intervals the first in (start, -stop, row) order is the parent */
   nsl_column *depth;      /* I32: 0 for a top-level range; NULL for ranges that take no part */
   nsl_column *proj_start; /* I64: the first start of its GPU ops (NULL without ops) */
-  nsl_column *proj_stop;  /* I64: the last stop of its GPU ops (NULL without ops) */
-  nsl_column *ops;        /* I64: GPU ops launched inside it (children's included) */
-  nsl_column *launches;   /* I64: distinct API calls that launched them (nsys's NumGPUOps) */
+  nsl_column *proj_dur;   /* I64: from proj_start to the last stop of its GPU ops (NULL without ops) */
+  nsl_column *ops;        /* I32: GPU ops launched inside it, children's included (saturates at INT32_MAX) */
+  nsl_column *launches;   /* I32: distinct API calls that launched them (nsys's NumGPUOps) */
   nsl_column *gpu_time;   /* I64: sum of the ops' durations (stop - start) */
-  nsl_column *children;   /* I64: child ranges that have GPU ops (nsys's NumChild) */
+  nsl_column *children;   /* I32: child ranges that have GPU ops (nsys's NumChild) */
   /* one row per API call / op */
   nsl_column *api_range;  /* I64: the innermost range enclosing the call, -1 */
   nsl_column *op_range;   /* I64: the innermost range enclosing the op's launching call, -1 */
@@ -506,6 +507,84 @@ typedef struct nsl_jax_attr_in {
  * in proportion to the workers' non-child times; nonchild[i] and child[i]
  * (ns, double) are row i's contributions (0 for rows that add nothing). */
 nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild, double *child, nsl_error *err);
+
+/* ---- figures and exports: bins, sub-rows, spans, text rows ------------ */
+/* (src/core/binning.c, src/core/format_rows.c) */
+
+#define NSL_SPANS_EXTRA_LANES 65536   /* group / lane ids may go this far past the row count */
+
+/* Edges of nbins equal bins over [lo, hi): nbins + 1 integers, edge b =
+ * lo + floor((hi - lo) * b / nbins), exact.  NULL and err filled for hi <=
+ * lo or nbins outside 1..2^31.  Result NSL_I64. */
+nsl_column *nsl_bin_edges(int64_t lo, int64_t hi, int64_t nbins, nsl_error *err);
+/* Busy time per group and bin (bins of nsl_bin_edges(lo, hi, nbins)): the
+ * length of the union of each group's intervals [start, stop) inside each
+ * bin, so busy / bin width is the busy fraction (utilisation heatmaps).
+ * group_of: integer ids below ngroups (NULL: all rows in group 0); rows with
+ * a negative or NULL id, NULL times, stop < start or masked out are skipped.
+ * Unsorted rows are fine.  Result NSL_I64, ngroups * nbins, element
+ * g * nbins + b. */
+nsl_column *nsl_busy_per_bin(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                             int64_t ngroups, const nsl_column *mask, int64_t lo, int64_t hi, int64_t nbins,
+                             nsl_error *err);
+/* A sub-row per row such that rows of one group overlapping in time never
+ * share one; for properly nested ranges (NVTX push/pop per thread) the
+ * nesting depth, 0 outermost.  group_of: dense ids below the row count +
+ * NSL_SPANS_EXTRA_LANES (NULL: one group).  Rows with NULL times, stop < start or a negative group get
+ * NULL.  Result NSL_I32. */
+nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                           nsl_error *err);
+
+/* The lane of every row when each group owns consecutive lanes: base[g] +
+ * sub[i] (g = group_of[i], sub e.g. from nsl_nest_depth); NULL where the
+ * group is NULL, negative or >= nbase, base[g] is NSL_NULL_I64, or sub is
+ * NULL, negative or >= max_sub.  Result NSL_I64. */
+nsl_column *nsl_sub_lanes(const nsl_column *group_of, const nsl_column *sub, const int64_t *base, int64_t nbase,
+                          int64_t max_sub, nsl_error *err);
+
+/* Spans merged for drawing (nsl_spans_merge). */
+typedef struct nsl_spans {
+  nsl_column *x0, *x1;   /* F64: extent of each merged span */
+  nsl_column *busy;      /* F64: length of the union of the spans it holds */
+  nsl_column *lane;      /* I64 */
+  nsl_column *cls;       /* I64: class (NSL_NULL_I64 for NULL or no classes) */
+  nsl_column *count;     /* I64: spans held */
+  nsl_column *row;       /* I64: the first input row of the span (0-based) */
+} nsl_spans;
+/* How nsl_spans_merge maps and merges coordinates. */
+typedef struct nsl_span_opts {
+  double tol;                /* merge across gaps up to tol (in mapped units, e.g. px) */
+  double max_len;            /* a merged span stays within this (<= 0: no bound) */
+  int64_t origin;            /* x = (v - origin) * scale + offset, e.g. ns to px */
+  double scale, offset;      /* scale > 0 (0 is taken as 1) */
+  const nsl_column *mask;    /* bool: rows where 1 take part (NULL: all) */
+} nsl_span_opts;
+#define NSL_SPAN_OPTS_INIT {0, 0, 0, 1, 0, NULL}
+/* Merges the spans [x0, x1) of each lane and class, coordinates mapped by
+ * o (NULL: identity), visited by x within each lane: a span joins the one
+ * before it of its lane and class when the gap is at most o->tol and the
+ * merged span stays within o->max_len; a span wholly inside the one before
+ * it always joins.  busy / (x1 - x0) is the covered fraction of a merged
+ * span (its opacity when drawn).  x0, x1: numeric columns; lane: integer
+ * ids below the row count + NSL_SPANS_EXTRA_LANES; cls: integer ids
+ * 0..4095 or NULL (at most 2^26 lanes x classes).  Rows with a NULL or
+ * non-finite coordinate, x1 < x0, or a negative lane are dropped.  Rows
+ * already in order within each lane are not sorted.  Free out with
+ * nsl_spans_free. */
+nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl_column *lane,
+                           const nsl_column *cls, const nsl_span_opts *o, nsl_spans *out, nsl_error *err);
+void nsl_spans_free(nsl_spans *s);
+
+/* Rows [0, n) of cols as text, one template fmt per row, rows joined by sep
+ * (NULL: "\n").  Conversions, each taking the next column: %s a string
+ * column as a JSON string (escaped; NULL as null; %S: NULL as ""), %d an
+ * integer column, %t
+ * an integer ns column as us with up to three decimals, %f a numeric column
+ * as the shortest decimal that reads back (NaN as null), %% a literal %.
+ * mask (NULL or bool) keeps the rows where it is 1.  *out is malloc'ed and
+ * NUL-terminated (*len excludes the NUL).  NSL_ERR_ARG, NSL_ERR_NOMEM. */
+nsl_status nsl_format_rows(const char *fmt, const nsl_column *const *cols, int ncols, const nsl_column *mask,
+                           const char *sep, char **out, size_t *len, nsl_error *err);
 
 /* ---- traces ----------------------------------------------------------- */
 

@@ -37,24 +37,29 @@ return {
     if need_proj then
       P = nvtx.project(trace, {strip = args.normalize and nvtx.pytorch_suffixes or nil})
       R = P.ranges
+      collectgarbage()
     else
       R = trace.nvtx
       R:load{"report", "dur", "kind", "text", "domain"}
       R = R:with("name", nvtx.names(R))
     end
-    if wanted(args.only, "sum") then
-      out:table("nvtx_sum", nvtx.summary(R, {per_report = args.per_report}),
-        {title = "NVTX Range Summary (nvtx_sum)", limit = limit})
+    local want_sum, want_proj = wanted(args.only, "sum"), wanted(args.only, "proj_sum")
+    local sum, proj
+    if want_sum or want_proj then
+      sum, proj = nvtx.summaries(R, {per_report = args.per_report, proj = need_proj and want_proj})
+      collectgarbage()   -- the summaries' temporaries are large C columns Lua does not see
+    end
+    if want_sum then
+      out:table("nvtx_sum", sum, {title = "NVTX Range Summary (nvtx_sum)", limit = limit})
     end
     if not need_proj then return end
     if #P.ops == 0 then
       out:text("No GPU operations (kernels, memcpy, memset): nothing to project.")
       return
     end
-    if wanted(args.only, "proj_sum") then
-      out:table("nvtx_gpu_proj_sum", nvtx.proj_summary(R, {per_report = args.per_report}),
-        {title = "NVTX GPU Projection Summary (nvtx_gpu_proj_sum)", limit = limit,
-         col_decimals = {["Avg GPU Ops"] = 1, ["Avg Range Lvl"] = 1, ["Avg Num Child"] = 1}})
+    if want_proj then
+      out:table("nvtx_gpu_proj_sum", proj, {title = "NVTX GPU Projection Summary (nvtx_gpu_proj_sum)", limit = limit,
+        col_decimals = {["Avg GPU Ops"] = 1, ["Avg Range Lvl"] = 1, ["Avg Num Child"] = 1}})
     end
     if wanted(args.only, "trace") then
       out:table("nvtx_gpu_proj_trace", nvtx.projected(R), {title = "NVTX GPU Projection Trace (nvtx_gpu_proj_trace)",
@@ -68,7 +73,7 @@ return {
       for i = 1, #nodes do indent[i] = string.rep("  ", nodes.depth[i]) .. nodes.name[i] end
       local shown = nsl.table{
         {"GPU Time (ns)", nodes.gpu_time}, {"GPU Self (ns)", nodes.gpu_self}, {"CPU Time (ns)", nodes.cpu_time},
-        {"CPU Self (ns)", nodes.cpu_self}, {"Instances", nodes.instances}, {"GPU Ops", nodes.ops},
+        {"CPU Self (ns)", nodes.cpu_self}, {"Instances", nodes.instances}, {"Ops", nodes.ops},
         {"Depth", nodes.depth}, {"Range", #indent > 0 and nsl.column(indent) or nodes.name}, {"Path", nodes.path}}
       out:table("nvtx_tree", shown, {title = "NVTX Range Tree (GPU time of the ops launched inside each range)",
         limit = limit})

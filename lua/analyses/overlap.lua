@@ -25,30 +25,8 @@
 -- overlap (concurrent streams make the estimate smaller).
 local nsl = require("nsl")
 local classes = require("nsl.classes")
-local nccl = require("nsl.nccl")
 local steps = require("nsl.steps")
-local lanes = require("nsl.lanes")
-
--- Interval sets of every device of a batch at once, on the lanes axis:
--- s, e the shifted times, sel the rows of the batch.
-local function sets_of(ops, s, e, sel, is_nccl)
-  local kern = sel & ~ops.memop
-  local C = nsl.intervals(s, e, kern & ~is_nccl)
-  local N = nsl.intervals(s, e, kern & is_nccl)
-  local K = nsl.intervals(s, e, kern)
-  local M = nsl.intervals(s, e, sel & ops.memop)
-  local A = nsl.intervals(s, e, sel)
-  return {compute_only = C:subtract(N), nccl_only = N:subtract(C), both = C:intersect(N), kernels = K,
-          memory_only = M:subtract(K), all = A, nccl = N}
-end
-
--- The length each set covers of every window [ws, we) (shifted columns):
--- a table of i64 columns keyed like the sets.
-local function measure(sets, ws, we)
-  local r = {}
-  for k, set in pairs(sets) do r[k] = set:coverage(ws, we) end
-  return r
-end
+local overlap = require("nsl.overlap")
 
 -- part * 100 / whole per row (0 where whole is 0), as an f64 column.
 local function pct(part, whole)
@@ -74,7 +52,7 @@ return {
                              table.concat(trace.reports.path:totable(), ", ")))
     end
     local limit = args.limit > 0 and args.limit or nil
-    local is_nccl = nccl.mask(ops.name) & ~ops.memop
+    local is_nccl = overlap.nccl_mask(ops)
     local report_names = trace.reports.name:totable()
 
     -- devices: groups of (report, device), in report and device order
@@ -94,37 +72,14 @@ return {
              :agg{"lo=min(start)", "hi=max(stop)", "ksum=sum(cdur)"}:sort("gid", "iter")
     end
 
-    -- every set measured over each device's span and each window, batch by batch
-    local plan = lanes.plan(ng, lanes.bounds(ops.start, ops.stop))
-    local dgid = nsl.range(ng)
-    local per_dev, per_win = {}, {}
-    for _, b in ipairs(plan.batches) do
-      local sel = lanes.rows(b, gid)
-      local s, e = lanes.shift(plan, b, ops.start, gid), lanes.shift(plan, b, ops.stop, gid)
-      local sets = sets_of(ops, s, e, sel, is_nccl)
-      local dsel = lanes.rows(b, dgid):indices()
-      local dg = dgid:gather(dsel)
-      per_dev[#per_dev + 1] = {rows = dsel, m = measure(sets, lanes.shift(plan, b, dev.lo:gather(dsel), dg),
-                                                        lanes.shift(plan, b, dev.hi:gather(dsel), dg))}
-      if win then
-        local wsel = lanes.rows(b, win.gid):indices()
-        local wg = win.gid:gather(wsel)
-        per_win[#per_win + 1] = {rows = wsel, m = measure(sets, lanes.shift(plan, b, win.lo:gather(wsel), wg),
-                                                          lanes.shift(plan, b, win.hi:gather(wsel), wg))}
-      end
-    end
-    local function joined(parts, key)
-      local p = {}
-      for i, part in ipairs(parts) do p[i] = {rows = part.rows, values = part.m[key]} end
-      return lanes.assemble(p)
-    end
+    -- every set measured over each device's span and each window
+    local windows = {{gid = nsl.range(ng), lo = dev.lo, hi = dev.hi}}
+    if win then windows[2] = {gid = win.gid, lo = win.lo, hi = win.hi} end
+    local measured = overlap.measure(ops, is_nccl, gid, ng, windows)
 
     -- per device
     local span = dev.hi - dev.lo
-    local m = {}
-    for _, k in ipairs{"compute_only", "nccl_only", "both", "kernels", "memory_only", "all", "nccl"} do
-      m[k] = joined(per_dev, k)
-    end
+    local m = measured[1]
     local neither, idle = span - m.kernels, span - m.all
     local names = dev.report:map(function(r) return report_names[r + 1] end)
     local t = nsl.table{{"Report", names}, {"Device", dev.device}, {"Span (ns)", span},
@@ -162,10 +117,7 @@ return {
                   message = string.format("no GPU work was launched inside the '%s' ranges", args.iteration)}
       return
     end
-    local w = {}
-    for _, k in ipairs{"compute_only", "nccl_only", "both", "kernels", "memory_only", "all"} do
-      w[k] = joined(per_win, k)
-    end
+    local w = measured[2]
     local len = win.hi - win.lo
     local wdev = win.gid   -- rows of dev by group id
     local it = nsl.table{{"iter", win.iter}, {"report", dev.report:gather(wdev)}, {"device", dev.device:gather(wdev)},

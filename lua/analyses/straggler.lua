@@ -1,53 +1,105 @@
--- straggler -- which rank (a GPU of a report, by default) holds the others
--- back at the collectives, and by how much.
+-- straggler -- which rank (a GPU, by default) holds the others back at the
+-- collectives, and by how much.
 --
--- Method.
---  1. Ranks: (report, device) by default (`--arg rank_by=report|process|device`).
---  2. Matching: NCCL kernels (nsl.nccl) of each rank, in time order; a rank's
---     streams that run NCCL are numbered by their first collective; the k-th
---     collective of a type on a rank's i-th NCCL stream matches the k-th of the
---     same type on the i-th stream of every other rank.  Instances seen on
---     fewer than two ranks are dropped (partial captures work: only the ranks
---     present are compared).
---  3. Clocks: collectives finish together, so a rank's clock offset is the
---     median, over matched instances, of its collective end minus the
---     reference rank's (the first rank); times are aligned by subtracting it.
---  4. Arrival is a collective's aligned start.  Per instance the last rank to
---     arrive is the one the others waited for; each other rank waited the
---     difference.  A rank's lateness in an instance is its arrival minus the
---     median arrival of the other ranks; its delay is the median lateness.
---  5. Compute per step: a rank's step k is the window before its k-th
---     collective (all NCCL streams, time order); its compute is the busy time
---     (union) of its non-NCCL kernels in the window.  Compared with the median
---     rank's median step compute.
---  6. A straggler is consistently last (last in at least `--arg last_share`
---     of the instances, and more often than 1.5/ranks) and its median step
---     compute is above `--arg threshold` x the median rank's.  Each is a
---     finding (warning); `--fail-on warning` makes CI fail on it.
+-- Sources.  The collectives are NCCL kernels in Nsight Systems exports, or the
+-- communication thunks of nsys-jax archives (`--arg source=auto|nccl|jax`;
+-- auto takes the thunks of a trace without kernels).
+--  * NCCL: ranks are (report, device) by default (`--arg rank_by=report|
+--    process|device`); a rank's streams that run NCCL are numbered by their
+--    first collective, and the k-th collective of a type on a rank's i-th NCCL
+--    stream matches the k-th of that type on the i-th stream of every other
+--    rank (nsl.nccl.instances).  Compute is the other kernels.
+--  * nsys-jax: ranks are the devices; a collective is a communication thunk,
+--    matched across devices by program execution and thunk name
+--    (nsl.jax.collective_instances, nsys-jax's own matching for its clock
+--    alignment); compute is the other thunks (projected onto the GPU).
+--    Programs are grouped by HLO structure (`--arg programs`), so a process
+--    whose autotuning changed a fingerprint still matches the others.
+-- Method (nsl.straggler): instances seen on one rank only are dropped; clock
+-- offsets are the median collective end difference to the reference rank;
+-- on aligned clocks the last rank to arrive at a collective is the one the
+-- others waited for; a rank's delay is its median lateness behind the median
+-- arrival of the others; its compute per step is the busy time of its compute
+-- in the window before each collective.  A rank that is consistently last (at
+-- least `--arg last_share` of the collectives) with a median step compute at
+-- least `--arg threshold` x the median rank's is a straggler: a finding
+-- (warning) that `--fail-on warning` turns into exit code 3.
+-- With `--out DIR`: straggler_steps.{png,svg} (compute per step, one line per
+-- rank) and straggler_arrivals.{png,svg} (each rank's arrival after the first
+-- rank at every collective), drawn from the step_compute and arrivals tables.
 local nsl = require("nsl")
 local nccl = require("nsl.nccl")
+local jax = require("nsl.jax")
+local core = require("nsl.straggler")
 local report = require("nsl.report")
 local findings = require("nsl.findings")
 
---- 0-based ordinal of each row within its group of `keys` (rows of t in the
--- order the ordinal should follow).
-local function ordinal(t, ...)
-  local pos = nsl.range(#t)
-  local g = t:with("_pos", pos):group_by(...)
-  return pos - g:agg{"f=min(_pos)"}.f:gather(g:ids())
+--- Ranks numbered 0.. in the order of the key columns of t: returns the
+-- rank of every row of t and the table of keys (one row per rank).
+local function number_ranks(t, keys)
+  local rg = t:group_by(table.unpack(keys))
+  local order = rg:keys():with("gid", nsl.range(#rg)):sort(table.unpack(keys))
+  local rank_of_group = nsl.range(#order):gather(order.gid:argsort())   -- inverse permutation
+  return rank_of_group:gather(rg:ids()), order
 end
 
---- Median over the instances a rank shares with the reference rank of (its
--- value - the reference's); returns a column indexed by rank id.
-local function offsets(c, nranks, ref)
-  local ref_rows = c:filter(c.rank:eq(ref)):select{"instance", "stop"}
-  local j = c:join(ref_rows, {"instance"}, {"stop"}, "ref_")
-  local diff = j.stop - j.ref_stop
-  local g = nsl.table{{"rank", c.rank}, {"diff", diff}}:group_by("rank"):agg{"off=median(diff)"}
-  local off = {}
-  for r = 0, nranks - 1 do off[r + 1] = 0 end
-  for i = 1, #g do off[g.rank[i] + 1] = math.floor((g.off[i] or 0) + 0.5) end
-  return off
+--- Collectives and compute of the NCCL kernels of an export.
+local function from_kernels(trace, args)
+  local k = trace.kernels
+  k:load{"report", "device", "pid", "stream", "start", "stop", "name"}
+  local keys = ({device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}})[args.rank_by]
+  if not keys then nsl.fail("straggler: --arg rank_by must be device, process or report") end
+  local rank, rk = number_ranks(k, keys)
+  local names = trace.reports.name
+  local labels = {}
+  for r = 1, #rk do
+    local name = names[rk.report[r] + 1]
+    if args.rank_by == "device" then name = name .. ":gpu" .. rk.device[r]
+    elseif args.rank_by == "process" then name = name .. ":pid" .. rk.pid[r] end
+    labels[r] = name
+  end
+  local kr = nsl.table{{"rank", rank}, {"stream", k.stream}, {"start", k.start}, {"stop", k.stop}, {"name", k.name}}
+  local is_coll = nccl.mask(kr.name)
+  local coll = kr:filter(is_coll)
+  coll = nccl.instances(coll:with("type", nccl.annotate(coll.name).collective))
+  return {coll = coll:select{"rank", "instance", "type", "start", "stop"}, work = kr, compute = ~is_coll,
+          labels = labels, what = "NCCL kernels", by = args.rank_by}
+end
+
+--- Collectives and compute of the thunks of an nsys-jax trace.
+local function from_thunks(trace, args)
+  if args.rank_by ~= "device" then nsl.fail("straggler: on nsys-jax traces the ranks are the devices (rank_by=device)") end
+  local d = jax.load(trace, {programs = args.programs, compile = false})
+  local th = d.thunk
+  local rank, rk = number_ranks(th, {"Device", "report"})
+  local names = trace.reports.name
+  local labels = {}
+  for r = 1, #rk do labels[r] = names[rk.report[r] + 1] .. ":gpu" .. rk.Device[r] end
+  local t = nsl.table{{"rank", rank}, {"start", th.start}, {"stop", th.stop}}
+  local comm = d.communication
+  local crank = comm:join(nsl.table{{"Device", rk.Device}, {"report", rk.report}, {"rank", nsl.range(#rk)}},
+                          {"Device", "report"}, {"rank"}).rank
+  local coll = nsl.table{{"rank", crank}, {"instance", (jax.collective_instances(comm))}, {"type", comm.Collective},
+                         {"start", comm.start}, {"stop", comm.stop}}
+  return {coll = coll, work = t, compute = ~th.Communication, labels = labels,
+          what = "nsys-jax communication thunks", by = "device"}
+end
+
+--- The source of the collectives: args.source, or auto.
+local function source_of(trace, args)
+  local s = args.source
+  if s == "auto" then s = (#trace.kernels == 0 and #trace.gpu_ranges > 0) and "jax" or "nccl" end
+  if s == "nccl" then return from_kernels(trace, args) end
+  if s == "jax" then
+    if #trace.gpu_ranges == 0 then nsl.fail("straggler: --arg source=jax needs an nsys-jax trace (no gpu_ranges)") end
+    return from_thunks(trace, args)
+  end
+  nsl.fail("straggler: --arg source must be auto, nccl or jax")
+end
+
+--- A string column of rank labels for a column of 0-based ranks.
+local function label_col(ranks, labels)
+  return ranks:map(function(r) return labels[r + 1] end)
 end
 
 return {
@@ -56,177 +108,97 @@ return {
   args = {
     threshold = {default = 1.05, help = "median step compute of a rank / the median rank's, above which a consistently last rank is a straggler"},
     last_share = {default = 0.5, help = "share of the collectives a rank must arrive last at to count as consistently last"},
-    rank_by = {default = "device", help = "what a rank is: device (report and GPU), process (report and pid), or report"},
-    steps = {default = 20, help = "rows of the per-step table printed (all go to files)"},
+    rank_by = {default = "device", help = "what a rank is: device (report and GPU), process (report and pid), or report (NCCL only)"},
+    source = {default = "auto", help = "collectives from NCCL kernels (nccl), nsys-jax communication thunks (jax), or auto"},
+    programs = {default = "structure", help = "nsys-jax: match programs by 'structure' (same name and HLO) or 'fingerprint' (nsys-jax's)"},
+    steps = {default = 20, help = "rows printed of the per-step and per-collective tables (all go to files)"},
   },
-  example = "nsl run straggler rank0.sqlite rank1.sqlite ... --fail-on warning",
+  example = "nsl run straggler rank0.sqlite rank1.sqlite ... --fail-on warning --out straggler/",
   run = function(trace, args, out)
-    local k = trace.kernels
-    k:load{"report", "device", "pid", "stream", "start", "stop", "name"}
-    local keys = ({device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}})[args.rank_by]
-    if not keys then nsl.fail("straggler: --arg rank_by must be device, process or report") end
-    local rg = k:group_by(table.unpack(keys))
-    -- ranks numbered in key order (report, then device or pid), not in order of appearance
-    local order = rg:keys():with("gid", nsl.range(#rg)):sort(table.unpack(keys))
-    local rkeys = order
-    local nranks = #rkeys
-    local rank_of_group = nsl.range(nranks):gather(order.gid:argsort())   -- inverse permutation
-    local rnames = trace.reports.name
-    local label = {}
+    local src = source_of(trace, args)
+    local labels, nranks = src.labels, #src.labels
+    if nranks == 0 or #src.coll == 0 then
+      out:text(string.format("No straggler analysis: %d rank(s) and no %s.", nranks, src.what))
+      return
+    end
+    local res = core.analyse(src.coll, src.work, nranks, src.compute)
+    local rows = core.ranks(res, args)
+    local all = src.coll:group_by("rank"):agg{"n=count"}
+    local ncoll = {}
+    for r = 1, nranks do ncoll[r] = 0 end
+    for i = 1, #all do ncoll[all.rank[i] + 1] = all.n[i] end
+
+    local ref = labels[res.ref + 1]
+    if nranks == 1 then
+      out:text(string.format("1 rank (%s) with %d %s: arrivals need two ranks or more; compute per step only.",
+        labels[1], ncoll[1], src.what))
+    else
+      out:text(string.format("%d ranks (by %s), %d collective instances of %s matched on two ranks or more; " ..
+        "clocks aligned on %s.", nranks, src.by, res.ninst, src.what, ref))
+    end
+    local unaligned = {}
     for r = 1, nranks do
-      local name = rnames[rkeys.report[r] + 1]
-      if args.rank_by == "device" then name = name .. ":gpu" .. rkeys.device[r]
-      elseif args.rank_by == "process" then name = name .. ":pid" .. rkeys.pid[r] end
-      label[r] = name
+      if nranks > 1 and rows.shared[r] == 0 and r ~= res.ref + 1 then unaligned[#unaligned + 1] = labels[r] end
     end
-    local kr = k:select{"start", "stop", "stream", "name"}:with("rank", rank_of_group:gather(rg:ids()))
-    local is_coll = nccl.mask(kr.name)
-    local coll = kr:filter(is_coll)
-    if nranks < 2 or #coll == 0 then
-      out:text(string.format("No straggler analysis: %d rank(s) and %d NCCL kernels; it needs collectives on two ranks or more.",
-        nranks, #coll))
-      return
+    if #unaligned > 0 then
+      out:text("No collective shared with " .. ref .. " (clock offset left at 0): " .. table.concat(unaligned, ", "))
     end
-    -- 2. matching
-    coll = coll:with("type", nccl.annotate(coll.name).collective)
-    local streams = coll:group_by("rank", "stream"):agg{"first=min(start)"}:sort("rank", "first")
-    streams = streams:with("sidx", ordinal(streams, "rank"))
-    coll = coll:join(streams, {"rank", "stream"}, {"sidx"})
-    coll = coll:sort("rank", "sidx", "type", "start")
-    coll = coll:with("seq", ordinal(coll, "rank", "sidx", "type"))
-    local inst = coll:group_by("sidx", "type", "seq")
-    coll = coll:with("instance", inst:ids())
-    local per_inst = coll:group_by("instance"):agg{"nr=count_distinct(rank)"}
-    local shared = per_inst:filter(per_inst.nr:ge(2))
-    coll = coll:filter(coll.instance:isin(shared.instance:totable()))
-    if #coll == 0 then
-      out:text("No collective was matched on two ranks or more.")
-      return
-    end
-    -- 3. clock offsets against the first rank
-    local off = offsets(coll, nranks, 0)
-    local offcol = nsl.column(off):gather(coll.rank)
-    coll = coll:with("arrive", coll.start - offcol, "leave", coll.stop - offcol)
-    -- 4. arrivals
-    local by_inst = coll:group_by("instance")
-    local ia = by_inst:agg{"last=max(arrive)", "first=min(arrive)", "n=count"}
-    local ids = by_inst:ids()
-    local last = ia.last:gather(ids)
-    local wait = last - coll.arrive
-    local is_last = coll.arrive:eq(last)
-    -- ties: the first rank in order counts as last
-    local tie_rank = nsl.table{{"instance", coll.instance}, {"rank", coll.rank}, {"l", is_last:cast("i64")}}
-    local lastrank = tie_rank:filter(tie_rank.l:eq(1)):group_by("instance"):agg{"who=min(rank)"}
-    local who = coll:join(lastrank, {"instance"}, {"who"}).who
-    is_last = who:eq(coll.rank)
-    coll = coll:with("wait", wait, "last", is_last:cast("i64"))
-    -- lateness: arrival minus the median arrival of the other ranks
-    local late_parts = {}
-    for r = 0, nranks - 1 do
-      local mine = coll:filter(coll.rank:eq(r))
-      local others = coll:filter(coll.rank:ne(r)):group_by("instance"):agg{"med=median(arrive)"}
-      local j = mine:join(others, {"instance"}, {"med"})
-      late_parts[#late_parts + 1] = nsl.table{{"rank", j.rank}, {"instance", j.instance}, {"late", j.arrive - j.med}}
-    end
-    local late_cols = {}
-    for _, name in ipairs{"rank", "instance", "late"} do
-      local cols = {}
-      for i, t in ipairs(late_parts) do cols[i] = t[name] end
-      late_cols[#late_cols + 1] = {name, nsl.concat(table.unpack(cols))}
-    end
-    local late = nsl.table(late_cols)
-    -- who waited for whom: a last rank caused the others' waits
-    local caused = coll:group_by("instance"):agg{"w=sum(wait)"}
-    local lastrows = coll:filter(coll.last:eq(1)):join(caused, {"instance"}, {"w"})
-    -- 5. compute per step
-    local comp = kr:filter(~is_coll)
-    local step_parts = {}
-    for r = 0, nranks - 1 do
-      local cs = coll:filter(coll.rank:eq(r)):sort("arrive")
-      local mine = comp:filter(comp.rank:eq(r))
-      if #cs > 0 and #mine > 0 then
-        local kstart, kstop = mine.start - off[r + 1], mine.stop - off[r + 1]
-        local step = cs.arrive:searchsorted(kstart)            -- kernels before collective k -> step k
-        local busy = nsl.busy_by_group(kstart, kstop, step, #cs + 1)
-        -- steps 1..#cs-1 (0-based) are whole windows between two collectives
-        local ks = nsl.range(#cs + 1)
-        local st = nsl.table{{"rank", nsl.rep(r, #cs + 1)}, {"step", ks}, {"compute", busy}}
-        step_parts[#step_parts + 1] = st:filter(ks:ge(1) & ks:le(#cs - 1))
-      end
-    end
-    local steps
-    if #step_parts > 0 then
-      local cols = {}
-      for _, name in ipairs{"rank", "step", "compute"} do
-        local parts = {}
-        for i, t in ipairs(step_parts) do parts[i] = t[name] end
-        cols[#cols + 1] = {name, nsl.concat(table.unpack(parts))}
-      end
-      steps = nsl.table(cols)
-    end
-    -- per-rank table
-    local ninst = #shared
-    local pr = coll:group_by("rank"):agg{"matched=count", "last=sum(last)", "suffered=sum(wait)"}
-    local lt = late:group_by("rank"):agg{"delay=median(late)"}
-    local cz = lastrows:group_by("rank"):agg{"caused=sum(w)"}
-    local sc = steps and steps:group_by("rank"):agg{"med=median(compute)", "n=count"}
-    local function lookup(t, col, r)
-      if not t then return nil end
-      for i = 1, #t do if t.rank[i] == r then return t[col][i] end end
-      return nil
-    end
-    local med_all = sc and sc.med:median() or nil
-    local rows = {rank = {}, offset = {}, matched = {}, last = {}, share = {}, delay = {}, caused = {},
-                  suffered = {}, compute = {}, ratio = {}, verdict = {}}
-    local min_share = math.max(args.last_share, 1.5 / nranks)
-    for r = 0, nranks - 1 do
-      local i = r + 1
-      rows.rank[i] = label[i]
-      rows.offset[i] = off[i]
-      rows.matched[i] = lookup(pr, "matched", r) or 0
-      rows.last[i] = lookup(pr, "last", r) or 0
-      rows.share[i] = rows.matched[i] > 0 and rows.last[i] / rows.matched[i] or 0.0
-      rows.delay[i] = lookup(lt, "delay", r) or 0.0
-      rows.caused[i] = lookup(cz, "caused", r) or 0
-      rows.suffered[i] = lookup(pr, "suffered", r) or 0
-      rows.compute[i] = lookup(sc, "med", r) or 0.0
-      rows.ratio[i] = (med_all and med_all > 0) and rows.compute[i] / med_all or 1.0
-      local straggler = rows.share[i] >= min_share and rows.ratio[i] >= args.threshold
-      rows.verdict[i] = straggler and "STRAGGLER" or ""
-      out:value("offset_ns." .. label[i], off[i])
-      out:value("delay_ns." .. label[i], rows.delay[i])
-      if straggler then
-        findings.add(out, {severity = "warning", check = "straggler", rank = label[i], delay_ns = rows.delay[i]},
+    local verdict = {}
+    for r = 1, nranks do
+      verdict[r] = rows.straggler[r] and "STRAGGLER" or ""
+      out:value("offset_ns." .. labels[r], rows.offset[r])
+      out:value("delay_ns." .. labels[r], rows.delay[r])
+      if rows.straggler[r] then
+        findings.add(out, {severity = "warning", check = "straggler", rank = labels[r], delay_ns = rows.delay[r]},
           "%s is a straggler: last at %d of %d collectives (%.0f%%), arriving %s after the others (median), " ..
           "compute per step %.2fx the median rank's; the others waited %s in all for it",
-          label[i], rows.last[i], rows.matched[i], 100 * rows.share[i], report.duration(rows.delay[i]),
-          rows.ratio[i], report.duration(rows.caused[i]))
+          labels[r], rows.last[r], rows.matched[r], 100 * rows.share[r], report.duration(rows.delay[r]),
+          rows.ratio[r], report.duration(rows.caused[r]))
       end
     end
-    out:text(string.format("%d ranks, %d collective instances matched on two ranks or more (ranks by %s).",
-      nranks, ninst, args.rank_by))
     out:table("ranks", nsl.table{
-      {"rank", rows.rank}, {"clock offset (ns)", rows.offset}, {"collectives", rows.matched},
+      {"rank", labels}, {"clock offset (ns)", rows.offset}, {"collectives", ncoll}, {"matched", rows.matched},
       {"last", rows.last}, {"last (%)", nsl.column(rows.share) * 100}, {"delay (ns)", rows.delay},
-      {"wait caused (ns)", rows.caused}, {"wait suffered (ns)", rows.suffered},
-      {"step compute med (ns)", rows.compute}, {"vs median rank", rows.ratio}, {"verdict", rows.verdict}},
-      {title = "Per rank: clock offset, arrival order, waits, compute per step", col_decimals = {["vs median rank"] = 3}})
-    -- per-step table
+      {"wait caused (ns)", rows.caused}, {"wait suffered (ns)", rows.suffered}, {"steps", rows.steps},
+      {"step compute med (ns)", rows.compute}, {"vs median rank", rows.ratio}, {"verdict", verdict}},
+      {title = "Per rank: clock offset (vs " .. ref .. "), arrival order, waits, compute per step",
+       col_decimals = {["vs median rank"] = 3}})
+
+    -- per step: the spread of compute over ranks, and the long form behind the figure
+    local steps = res.steps
     if steps then
       local byk = steps:group_by("step")
       local s = byk:agg{"ranks=count", "median=median(compute)", "max=max(compute)", "min=min(compute)"}
       local mx = s.max:gather(byk:ids())
       local slow = steps:filter(steps.compute:eq(mx)):group_by("step"):agg{"who=min(rank)"}
       s = s:join(slow, {"step"}, {"who"})
-      local who_label = s.who:map(function(r) return label[r + 1] end)
       out:table("steps", nsl.table{
         {"step", s.step}, {"ranks", s.ranks}, {"compute median (ns)", s.median}, {"compute min (ns)", s.min},
-        {"compute max (ns)", s.max}, {"slowest rank", who_label},
+        {"compute max (ns)", s.max}, {"slowest rank", label_col(s.who, labels)},
         {"max/median", s.max / s.median}}:sort("step"),
-        {title = "Per step (window before each collective of the reference rank's order): compute by rank",
-         limit = args.steps, col_decimals = {["max/median"] = 3}})
-      local skew = coll:group_by("instance"):agg{"hi=max(arrive)", "lo=min(arrive)"}
-      out:value("median_arrival_skew_ns", (skew.hi - skew.lo):median())
+        {title = "Per step (window before each collective): compute by rank", limit = args.steps,
+         col_decimals = {["max/median"] = 3}})
+      steps = steps:sort("rank", "step")
+      steps = nsl.table{{"rank", label_col(steps.rank, labels)}, {"step", steps.step}, {"compute (ns)", steps.compute}}
+      out:table("step_compute", steps, {title = "Compute per step and rank (figure straggler_steps)", limit = args.steps})
     end
+
+    -- per collective: arrival skew, who came last, and each rank's arrival
+    local arrivals
+    if res.ninst > 0 then
+      local inst = res.instances
+      out:table("collectives", nsl.table{
+        {"collective", inst.index}, {"type", inst.type}, {"ranks", inst.ranks}, {"skew (ns)", inst.skew},
+        {"last rank", label_col(inst.who, labels)}, {"waited (ns)", inst.waited}},
+        {title = "Per collective (aligned clocks, time order): arrival skew (last - first), who came last",
+         limit = args.steps})
+      out:value("median_arrival_skew_ns", inst.skew:median())
+      local c = res.coll:sort("index", "rank")
+      arrivals = nsl.table{{"collective", c.index}, {"rank", label_col(c.rank, labels)},
+                           {"after first (ns)", c.after_first}, {"wait (ns)", c.wait}}
+      out:table("arrivals", arrivals, {title = "Arrival of each rank after the first, per collective " ..
+                                                "(figure straggler_arrivals)", limit = args.steps})
+    end
+    if out.dir then core.write_figures(out, steps, arrivals, labels) end
   end,
 }

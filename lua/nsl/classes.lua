@@ -251,8 +251,11 @@ end
 --- Every GPU operation of the trace -- kernels, memcpy, memset -- as one
 -- table: report, pid, device, stream, corr, start, stop, dur, name (the
 -- kernel name for `which` as in kernel_names, nsys's label for memory
--- operations), memop (true for memory operations).
-function M.gpu_ops(trace, which)
+-- operations), memop (true for memory operations), and with opts.bytes
+-- bytes (NULL for kernels).  Rows: the kernels, the memcpy, the memset,
+-- each in its table's order.
+function M.gpu_ops(trace, which, opts)
+  local with_bytes = opts and opts.bytes
   local k, mc, ms = trace.kernels, trace.memcpy, trace.memset
   local cols = {"report", "pid", "device", "stream", "corr", "start", "stop", "dur"}
   local kc = {table.unpack(cols)}
@@ -261,12 +264,18 @@ function M.gpu_ops(trace, which)
   k:load(kc)
   local mcc = {table.unpack(cols)}
   mcc[#mcc + 1] = "kind"
+  if with_bytes then mcc[#mcc + 1] = "bytes" end
   mc:load(mcc)
-  ms:load(cols)
+  local msc = {table.unpack(cols)}
+  if with_bytes then msc[#msc + 1] = "bytes" end
+  ms:load(msc)
   local t = {}
   for _, c in ipairs(cols) do t[#t + 1] = {c, nsl.concat(k[c], mc[c], ms[c])} end
   t[#t + 1] = {"name", nsl.concat(M.kernel_names(k, which), mc.kind:map(M.memcpy_label), nsl.rep(M.memset_label, #ms))}
   t[#t + 1] = {"memop", nsl.concat(nsl.rep(0, #k), nsl.rep(1, #mc + #ms)):eq(1)}
+  if with_bytes then   -- kernels move no bytes: NULL (a gather at -1)
+    t[#t + 1] = {"bytes", nsl.concat(mc.bytes:gather(nsl.rep(-1, #k)), mc.bytes, ms.bytes)}
+  end
   return nsl.table(t)
 end
 

@@ -360,6 +360,10 @@ function M.ms_frame(t, kind)
   end
   cols[#cols + 1] = {"report", t.report}
   cols[#cols + 1] = {"tid", t.tid}
+  if kind == "thunk" then   -- the projected range in ns, as loaded (ProjStartMs = start x 1e-6)
+    cols[#cols + 1] = {"start", t.start}
+    cols[#cols + 1] = {"stop", t.stop}
+  end
   local r = nsl.table(cols)
   if kind == "thunk" then return r:sort("ProgramId", "ProgramExecution", "ThunkIndex", "Device") end
   return r:sort("ProgramId", "ProgramExecution", "Device")
@@ -429,6 +433,15 @@ function M.load(trace, opts)
   return d
 end
 
+--- The collective instance of every row of a communication frame: the rows
+-- of one program execution with the same thunk name and thunk execution are
+-- one collective on every device that ran it (nsys-jax's matching for the
+-- clock alignment).  Returns the 0-based instance ids and the group_by.
+function M.collective_instances(comm)
+  local g = comm:group_by("ProgramId", "ProgramExecution", "Name", "ThunkExecution")
+  return g:ids(), g
+end
+
 --- Cross-device clock alignment (nsys-jax's align_profiler_data_timestamps):
 -- the end of every collective of the largest size, compared with the mean end
 -- over the devices that ran it; each device's correction is the median of its
@@ -444,8 +457,8 @@ function M.alignment(comm)
   local c = comm:filter(comm.CollectiveSize:eq(size))
   local stop = c.ProjStartMs + c.ProjDurMs + c.ProjDurHiddenMs
   c = c:with("end", stop)
-  local g = c:group_by("ProgramId", "ProgramExecution", "Name", "ThunkExecution")
-  local mean = g:agg{"m=mean(end)"}.m:gather(g:ids())
+  local ids, g = M.collective_instances(c)
+  local mean = g:agg{"m=mean(end)"}.m:gather(ids)
   c = c:with("skew", stop - mean)
   local med = c:group_by("Device"):agg{"corr=median(skew)"}
   local out = {}

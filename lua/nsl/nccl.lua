@@ -12,6 +12,8 @@
 -- bytes are copied); those are dropped.  The algorithm and protocol are
 -- those the kernel was built for: NCCL runs some combinations in a more
 -- general kernel (2.19+ runs every AllGather protocol in the _RING_LL kernel).
+local nsl = require("nsl")
+
 local M = {}
 
 local lower, find, match, gsub = string.lower, string.find, string.match, string.gsub
@@ -188,5 +190,21 @@ end
 
 --- Mask of the rows of a string column of kernel names that are NCCL's.
 function M.mask(names) return names:regex("nccl", "i") end
+
+--- Matches the NCCL kernels of several ranks into collective instances.  t
+-- has rank, stream, start and type (the collective, e.g. from M.annotate).
+-- A rank's streams that run NCCL are numbered by their first kernel; the k-th
+-- kernel of a type on a rank's i-th NCCL stream is instance (i, type, k) on
+-- every rank (NCCL runs a communicator's collectives in the same order on
+-- every rank).  Returns t sorted by (rank, stream number, type, start) with
+-- `instance`, the 0-based id of (stream number, type, k).
+function M.instances(t)
+  local streams = t:group_by("rank", "stream"):agg{"first=min(start)"}:sort("rank", "first")
+  streams = streams:with("sidx", nsl.cumcount(streams:group_by("rank"):ids()))
+  t = t:join(streams, {"rank", "stream"}, {"sidx"})
+  t = t:sort("rank", "sidx", "type", "start")
+  t = t:with("seq", nsl.cumcount(t:group_by("rank", "sidx", "type"):ids()))
+  return t:with("instance", t:group_by("sidx", "type", "seq"):ids())
+end
 
 return M

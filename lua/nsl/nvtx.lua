@@ -23,7 +23,6 @@
 --  * The parent of a range is the shortest range that encloses it on its
 --    thread (nsys's "tightest"); depth 0 is a top-level range.
 local nsl = require("nsl")
-local stats = require("nsl.stats")
 
 local M = {}
 
@@ -49,7 +48,7 @@ function M.names(t, opts)
   t:load{"text", "domain"}
   local has_domain = #t > 0 and t.domain:isnull():count() < #t
   if not has_domain and not opts.strip then return t.text end
-  local g = has_domain and t:group_by("domain", "text") or t:group_by("text")
+  local g <close> = has_domain and t:group_by("domain", "text") or t:group_by("text")
   local keys = g:keys()
   local names, labels = {}, {}
   local kd, kt = has_domain and keys.domain or nil, keys.text
@@ -59,7 +58,7 @@ function M.names(t, opts)
     names[i] = d and (d .. ":" .. text) or text
     if opts.strip then labels[i] = M.normalize(names[i], opts.strip) end
   end
-  local ids = g:ids()
+  local ids <close> = g:ids()
   local name = has_domain and nsl.column(names):gather(ids) or t.text
   if not opts.strip then return name end
   return name, nsl.column(labels):gather(ids)
@@ -86,103 +85,132 @@ local op_tables = {"kernels", "memcpy", "memset"}
 
 --- The GPU operations of a trace as one table: report, kind ("kernel",
 -- "memcpy", "memset"), row (0-based, in its own table), start, stop, dur,
--- and api (0-based row of the launching call in trace.api, -1 for none).
+-- and api (0-based row of the launching call in trace.api, -1 for none;
+-- joined on report, pid and correlation id).
 function M.gpu_ops(trace)
   local api = trace.api
   api:load{"report", "pid", "corr"}
-  local cols = {report = {}, kind = {}, row = {}, start = {}, stop = {}, api = {}}
+  local cols = {report = {}, pid = {}, corr = {}, kind = {}, row = {}, start = {}, stop = {}}
   for _, name in ipairs(op_tables) do
     local t = trace[name]
     t:load{"report", "pid", "corr", "start", "stop"}
-    local _, idx = t:select{"report", "pid", "corr"}:join(api, {"report", "pid", "corr"})
-    local n = #cols.api + 1
-    cols.report[n], cols.row[n], cols.start[n], cols.stop[n], cols.api[n] =
-      t.report:cast("i64"), nsl.range(#t), t.start, t.stop, idx
+    local n = #cols.report + 1
+    cols.report[n], cols.pid[n], cols.corr[n], cols.row[n], cols.start[n], cols.stop[n] =
+      t.report, t.pid, t.corr, nsl.range(#t), t.start, t.stop
     cols.kind[n] = nsl.rep(name == "kernels" and "kernel" or name, #t)
   end
   local c = {}
   for k, list in pairs(cols) do c[k] = nsl.concat(table.unpack(list)) end
-  return nsl.table{{"report", c.report}, {"kind", c.kind}, {"row", c.row}, {"start", c.start},
-                   {"stop", c.stop}, {"dur", c.stop - c.start}, {"api", c.api}}
+  local keys <close> = nsl.table{{"report", c.report}, {"pid", c.pid}, {"corr", c.corr}}
+  local _, idx = keys:join(api, {"report", "pid", "corr"})
+  return nsl.table{{"report", c.report}, {"kind", c.kind}, {"row", c.row}, {"start", c.start}, {"stop", c.stop},
+                   {"dur", c.stop - c.start}, {"api", idx}}
 end
 
---- Projects the NVTX ranges of trace onto the GPU with one sorted sweep per
+--- Projects the NVTX ranges of trace onto the GPU with one sweep per
 -- thread (nsl.nvtx_project).  opts.strip: patterns for the `label` column
 -- (see M.names).  Returns P with
 --   P.ranges  trace.nvtx (every row; 0-based row i is range i) plus name,
---             parent, depth (NULL: not a projected kind), proj_start,
---             proj_stop, proj_dur (NULL without GPU ops), ops, launches
---             (nsys's NumGPUOps), gpu_time (sum of op durations), children
---             (child ranges with GPU ops), and label with opts.strip
+--             parent, depth (NULL: not a projected kind), proj_start and
+--             proj_dur (NULL without GPU ops), ops, launches (nsys's
+--             NumGPUOps), gpu_time (sum of op durations), children (child
+--             ranges with GPU ops), and label with opts.strip
 --   P.mask    the ranges that take part (M.range_mask)
 --   P.ops     M.gpu_ops plus range: the innermost range of the launching call
 --   P.api_range  per row of trace.api: its innermost range, -1 for none
 function M.project(trace, opts)
   opts = opts or {}
   local nv = trace.nvtx
-  nv:load{"report", "pid", "tid", "start", "stop", "dur", "kind", "end_tid", "text", "domain"}
+  nv:load{"report", "pid", "tid", "start", "stop", "dur", "kind", "end_tid", "text", "domain"}   -- one pass
   local api = trace.api
   api:load{"report", "pid", "tid", "corr", "start", "stop"}
   local ops = M.gpu_ops(trace)
   local mask = M.range_mask(nv)
+  collectgarbage()   -- the join's and the mask's temporaries are large C columns Lua does not see
   local r = nsl.nvtx_project{
     range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop, range_mask = mask,
     api_keys = {api.report, api.pid, api.tid}, api_start = api.start, api_stop = api.stop,
     op_api = ops.api, op_start = ops.start, op_stop = ops.stop}
   local name, label = M.names(nv, {strip = opts.strip})
   local ranges = nv:with("name", name, "parent", r.parent, "depth", r.depth, "proj_start", r.proj_start,
-    "proj_stop", r.proj_stop, "proj_dur", r.proj_stop - r.proj_start, "ops", r.ops, "launches", r.launches,
-    "gpu_time", r.gpu_time, "children", r.children)
+    "proj_dur", r.proj_dur, "ops", r.ops, "launches", r.launches, "gpu_time", r.gpu_time, "children", r.children)
   if label then ranges = ranges:with("label", label) end
   return {ranges = ranges, mask = mask, ops = ops:with("range", r.op_range), api_range = r.api_range}
 end
 
---- nvtx_sum: per range name and style, Time (%), Total Time, Instances,
--- Avg, Med, Min, Max, StdDev (ns), Style, Range; sorted by total time.
--- t needs name, kind, dur (and report with opts.per_report).
-function M.summary(t, opts)
-  opts = opts or {}
-  local keys = opts.per_report and {"report", "kind"} or {"kind"}
-  local s = stats.time_summary(t:select{"name", "kind", "dur", opts.per_report and "report" or nil}, "name",
-                               {keys = keys, count_label = "Instances", name_label = "Range"})
-  s = s:filter(s.Instances:gt(0) & s.kind:isin{"push_pop", "start_end"})   -- marks have no duration
-  local cols = opts.per_report and {"report"} or {}
-  for _, c in ipairs{"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
-                     "StdDev (ns)"} do cols[#cols + 1] = c end
-  local r = s:select(cols)
-  return r:with("Style", s.kind:map(M.style_names), "Range", s.Range)
-end
+local time_cols = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
+                   "StdDev (ns)"}
 
---- nvtx_gpu_proj_sum: per range name and style over the ranges with GPU
--- ops: Time (%) of the projected time, Total Proj Time, Total Range Time
--- (CPU), Range Instances, Proj Avg/Med/Min/Max/StdDev, Total GPU Ops
--- (launching calls), Avg GPU Ops, Avg Range Lvl, Avg Num Child, Total GPU
--- Time (sum of op durations), Style, Range.  R is P.ranges.
-function M.proj_summary(R, opts)
+--- The two summaries of nsys over the ranges R (P.ranges, or trace.nvtx
+-- with a name column for the first alone), from one group-by per name and
+-- style (and report with opts.per_report):
+--   nvtx_sum: Time (%), Total Time, Instances, Avg, Med, Min, Max, StdDev
+--     (ns, of the CPU durations), Style, Range; sorted by total time (with
+--     per_report: rows grouped by report, Time (%) within each report);
+--   nvtx_gpu_proj_sum (unless opts.proj == false): over the ranges with GPU
+--     ops, Time (%) of the projected time, Total Proj Time, Total Range Time
+--     (their CPU time), Range Instances, Proj Avg/Med/Min/Max/StdDev, Total
+--     GPU Ops (launching calls), Avg GPU Ops, Avg Range Lvl, Avg Num Child,
+--     Total GPU Time (sum of op durations), Style, Range.
+-- Returns the two tables (the second nil without projection).
+function M.summaries(R, opts)
   opts = opts or {}
-  local pm = R.proj_dur * 0   -- 0 for ranges with GPU ops, NULL for the others
-  local t = R:select{"name", "kind", "proj_dur", "launches", "children", "gpu_time",
-                     opts.per_report and "report" or nil}
-  t = t:with("dur_p", R.dur + pm, "depth_p", R.depth + pm)
-  local keys = opts.per_report and {"report", "name", "kind"} or {"name", "kind"}
-  local g = t:group_by(table.unpack(keys)):agg{
-    "total=sum(proj_dur)", "cpu=sum(dur_p)", "n=count(proj_dur)", "avg=mean(proj_dur)", "med=median(proj_dur)",
-    "min=min(proj_dur)", "max=max(proj_dur)", "std=std(proj_dur)", "launches=sum(launches)",
-    "lvl=mean(depth_p)", "kids=sum(children)", "gpu=sum(gpu_time)"}
-  g = g:filter(g.n:gt(0)):sort("-total", "name")
-  local grand = g.total:sum()
-  local cols = {}
-  if opts.per_report then cols[1] = {"report", g.report} end
-  for _, c in ipairs{
-    {"Time (%)", grand > 0 and g.total * 100.0 / grand or nsl.rep(0.0, #g)},
-    {"Total Proj Time (ns)", g.total}, {"Total Range Time (ns)", g.cpu}, {"Range Instances", g.n},
-    {"Proj Avg (ns)", g.avg}, {"Proj Med (ns)", g.med}, {"Proj Min (ns)", g.min}, {"Proj Max (ns)", g.max},
-    {"Proj StdDev (ns)", g.std}, {"Total GPU Ops", g.launches}, {"Avg GPU Ops", g.launches / g.n},
-    {"Avg Range Lvl", g.lvl}, {"Avg Num Child", g.kids / g.n}, {"Total GPU Time (ns)", g.gpu},
-    {"Style", g.kind:map(M.style_names)}, {"Range", g.name}} do
-    cols[#cols + 1] = c
+  local proj = opts.proj ~= false and R:coltype("proj_dur") ~= nil
+  local function with_report(list, t)
+    if opts.per_report then table.insert(list, 1, {"report", t.report}) end
+    return list
   end
-  return nsl.table(cols)
+  -- Time (%): of the total over all rows, or within each report with per_report
+  local function percent(t, total)
+    if not opts.per_report then
+      local grand = total:sum() or 0
+      return grand > 0 and total * 100.0 / grand or nsl.rep(0.0, #t)
+    end
+    local by = {}
+    local rep, tot = t.report:totable(), total:totable()
+    for i = 1, #t do by[rep[i]] = (by[rep[i]] or 0) + (tot[i] or 0) end
+    local pct = {}
+    for i = 1, #t do pct[i] = by[rep[i]] > 0 and (tot[i] or 0) * 100.0 / by[rep[i]] or 0.0 end
+    return #pct > 0 and nsl.column(pct) or nsl.rep(0.0, 0)
+  end
+  local cols = {{"name", R.name}, {"kind", R.kind}, {"dur", R.dur}}
+  if opts.per_report then cols[#cols + 1] = {"report", R.report} end
+  local keys = opts.per_report and {"report", "name", "kind"} or {"name", "kind"}
+  local t <close> = nsl.table(cols)
+  local g = t:group_by(table.unpack(keys)):agg{"total=sum(dur)", "n=count(dur)", "avg=mean(dur)", "med=median(dur)",
+                                                "min=min(dur)", "max=max(dur)", "std=std(dur)"}
+  -- nvtx_sum: ranges with a duration (marks and ranges that never ended have none)
+  local s = g:filter(g.n:gt(0) & g.kind:isin{"push_pop", "start_end"})
+  s = opts.per_report and s:sort("report", "-total", "name") or s:sort("-total", "name")
+  local vals = {percent(s, s.total), s.total, s.n, s.avg, s.med, s.min, s.max, s.std}
+  local list = {}
+  for i, c in ipairs(time_cols) do list[i] = {c, vals[i]} end
+  list[#list + 1] = {"Style", s.kind:map(M.style_names)}
+  list[#list + 1] = {"Range", s.name}
+  local sum = nsl.table(with_report(list, s))
+  if not proj then return sum, nil end
+  -- nvtx_gpu_proj_sum: the same keys plus "has GPU ops", keeping the groups that have
+  local has = R.ops:gt(0)
+  local pcols = {{"name", R.name}, {"kind", R.kind}, {"has", has}, {"dur", R.dur}, {"proj_dur", R.proj_dur},
+                 {"launches", R.launches}, {"depth", R.depth}, {"children", R.children}, {"gpu_time", R.gpu_time}}
+  if opts.per_report then pcols[#pcols + 1] = {"report", R.report} end
+  local pkeys = {table.unpack(keys)}
+  pkeys[#pkeys + 1] = "has"
+  local pt <close> = nsl.table(pcols)
+  local q = pt:group_by(table.unpack(pkeys)):agg{
+    "ptotal=sum(proj_dur)", "pn=count(proj_dur)", "pavg=mean(proj_dur)", "pmed=median(proj_dur)",
+    "pmin=min(proj_dur)", "pmax=max(proj_dur)", "pstd=std(proj_dur)", "cpu=sum(dur)", "launches=sum(launches)",
+    "lvl=mean(depth)", "kids=sum(children)", "gpu=sum(gpu_time)"}
+  q = q:filter(q.has & q.pn:gt(0))
+  q = opts.per_report and q:sort("report", "-ptotal", "name") or q:sort("-ptotal", "name")
+  local plist = {
+    {"Time (%)", percent(q, q.ptotal)},
+    {"Total Proj Time (ns)", q.ptotal}, {"Total Range Time (ns)", q.cpu}, {"Range Instances", q.pn},
+    {"Proj Avg (ns)", q.pavg}, {"Proj Med (ns)", q.pmed}, {"Proj Min (ns)", q.pmin}, {"Proj Max (ns)", q.pmax},
+    {"Proj StdDev (ns)", q.pstd}, {"Total GPU Ops", q.launches}, {"Avg GPU Ops", q.launches / q.pn},
+    {"Avg Range Lvl", q.lvl}, {"Avg Num Child", q.kids / q.pn}, {"Total GPU Time (ns)", q.gpu},
+    {"Style", q.kind:map(M.style_names)}, {"Range", q.name}}
+  return sum, nsl.table(with_report(plist, q))
 end
 
 --- The projected ranges (those with GPU ops) as nsys's nvtx_gpu_proj_trace,

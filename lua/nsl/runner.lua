@@ -138,7 +138,14 @@ end
 --- Runs analysis a on the given trace paths with opts (format, out, fail_on).
 -- Returns the exit code.
 function M.run(a, opts)
-  local args, err = M.parse_args(a, opts.args)
+  local given = opts.args or {}
+  if opts.label then   -- --label L: the analysis's labels argument (an explicit --arg labels= wins)
+    if not a.args.labels then
+      return fail(2, string.format("analysis '%s' takes no --label (it has no labels argument)", a.name))
+    end
+    given = {"labels=" .. opts.label, table.unpack(given)}
+  end
+  local args, err = M.parse_args(a, given)
   if not args then return fail(2, err) end
   local trace
   if opts.traces and #opts.traces > 0 then
@@ -169,7 +176,7 @@ function M.run(a, opts)
 end
 
 --- Entry point from the CLI: opts = {command, script, traces, args, out,
--- format, fail_on, output, embed, help, rest}.
+-- format, fail_on, output, embed, help, rest, label}.
 function M.main(opts)
   local cmd = opts.command
   if cmd == "list" then

@@ -34,6 +34,7 @@ static const struct command_option {
     {"profile", "--meta", "meta", OPT_LIST},         {"profile", "--source", "source", OPT_LIST},
     {"profile", "--note", "note", OPT_ONE},          {"profile", "--xla-dump", "xla_dump", OPT_LIST},
     {"profile", "--notebook", "notebook", OPT_LIST}, {"profile", "--no-rep", "no_rep", OPT_FLAG},
+    {"run", "--label", "label", OPT_ONE},   /* the runs' labels: --arg labels= of compare */
     {NULL, NULL, NULL, OPT_ONE}};
 
 static int usage_error(const char *fmt, const char *what) {

@@ -24,6 +24,7 @@ static void print_usage(FILE *f) {
           "commands:\n"
           "  run SCRIPT|NAME [TRACE...] [--arg KEY=VALUE]... [--out DIR]\n"
           "      [--format text|csv|json|md|tex] [--fail-on info|warning|error] [--embed]\n"
+          "      [--label \"A,B,...\"]  (the runs' labels, for compare: --arg labels=)\n"
           "                       run a shipped analysis (by name) or your own script\n"
           "  run NAME --help      the analysis's description and arguments\n"
           "  list                 the shipped analyses\n"

@@ -1,9 +1,12 @@
 /* sweep.c -- sweeps over NVTX ranges: their projection onto the GPU
  * (nsl_nvtx_project) and the tree of their name paths (nsl_tree_paths).
  *
- * The projection sorts the ranges by (thread, start, -stop) and the API
- * calls by (thread, start), then walks both in one merge per thread with a
- * stack of the ranges open at the current time.  Each stack entry knows
+ * The projection gives every (report, pid, tid)-like key tuple a dense
+ * thread id, groups the ranges and the API calls by thread (a counting
+ * sort), orders each thread's rows by start (ranges: then longest first)
+ * -- exports store them in that order already, so this is mostly a check
+ * -- and walks both in one merge per thread with a stack of the ranges
+ * open at the current time.  Each stack entry knows
  * whether every entry below it encloses it ("chain"); for properly nested
  * ranges (push/pop) that holds everywhere, so the innermost enclosing range
  * is found at the top.  Start/end ranges may overlap without nesting: then
@@ -74,7 +77,7 @@ static nsl_status check_input(const nsl_nvtx_input *in, nsl_error *err) {
 
 void nsl_nvtx_projection_free(nsl_nvtx_projection *p) {
   if (!p) return;
-  nsl_column *cols[] = {p->parent, p->depth, p->proj_start, p->proj_stop, p->ops,
+  nsl_column *cols[] = {p->parent, p->depth, p->proj_start, p->proj_dur, p->ops,
                         p->launches, p->gpu_time, p->children, p->api_range, p->op_range};
   for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
   memset(p, 0, sizeof *p);
@@ -88,12 +91,6 @@ static int key_tuple(const nsl_column *const *keys, int nk, int64_t i, int64_t *
     if (null) return 0;
   }
   return 1;
-}
-
-static int cmp_tuple(const int64_t *a, const int64_t *b, int nk) {
-  for (int k = 0; k < nk; k++)
-    if (a[k] != b[k]) return a[k] < b[k] ? -1 : 1;
-  return 0;
 }
 
 static int stack_push(range_stack *s, int64_t row, int64_t start, int64_t stop) {
@@ -126,11 +123,21 @@ static void stack_expire(range_stack *s, int64_t t) {
   s->compact_at = 2 * k > 64 ? 2 * k : 64;
 }
 
+/* Per-range sums the calls add to (see nsl_nvtx_projection). */
+typedef struct sums {
+  int32_t *ops, *launches;
+  int64_t *busy, *first, *last;
+} sums;
+
+static inline int32_t add_sat(int32_t a, int64_t b) {
+  int64_t s = (int64_t)a + b;
+  return s > INT32_MAX ? INT32_MAX : (int32_t)s;
+}
+
 /* The stack index of the shortest open range that encloses [.., stop] (all
  * open ranges start at or before the query), the topmost of equals; -1 when
  * none does.  With ops, adds them to every enclosing range. */
-static int64_t stack_find(const range_stack *s, int64_t stop, const call_ops *ops, int64_t *r_ops,
-                          int64_t *r_launch, int64_t *r_busy, int64_t *r_first, int64_t *r_last) {
+static int64_t stack_find(const range_stack *s, int64_t stop, const call_ops *ops, const sums *acc) {
   int64_t best = -1;
   uint64_t best_len = UINT64_MAX;
   for (int64_t i = s->n - 1; i >= 0; i--) {
@@ -143,11 +150,11 @@ static int64_t stack_find(const range_stack *s, int64_t stop, const call_ops *op
     }
     if (ops) {
       int64_t r = e->row;
-      r_ops[r] += ops->n;
-      r_launch[r] += 1;
-      r_busy[r] += ops->busy;
-      if (r_first[r] == NSL_NULL_I64 || ops->first < r_first[r]) r_first[r] = ops->first;
-      if (r_last[r] == NSL_NULL_I64 || ops->last > r_last[r]) r_last[r] = ops->last;
+      acc->ops[r] = add_sat(acc->ops[r], ops->n);
+      acc->launches[r] = add_sat(acc->launches[r], 1);
+      acc->busy[r] += ops->busy;
+      if (acc->first[r] == NSL_NULL_I64 || ops->first < acc->first[r]) acc->first[r] = ops->first;
+      if (acc->last[r] == NSL_NULL_I64 || ops->last > acc->last[r]) acc->last[r] = ops->last;
     } else if (e->chain) {
       break;   /* every entry below encloses this one: none is shorter */
     }
@@ -191,19 +198,181 @@ static nsl_status gather_call_ops(const nsl_nvtx_input *in, int64_t na, int64_t 
   return NSL_OK;
 }
 
-/* Row order of one side: by (keys..., start[, stop descending]). */
-static nsl_column *side_order(const nsl_column *const *keys, int nk, const nsl_column *start,
-                              const nsl_column *stop, nsl_error *err) {
-  const nsl_column *cols[MAX_KEYS + 2];
-  int desc[MAX_KEYS + 2] = {0};
-  int n = 0;
-  for (int k = 0; k < nk; k++) cols[n++] = keys[k];
-  cols[n++] = start;
-  if (stop) {
-    desc[n] = 1;   /* NULL stops (open ranges) sort first: the longest */
-    cols[n++] = stop;
+/* ---- threads and the order of events ---------------------------------------------- */
+
+/* Key tuples -> dense thread ids, shared by the ranges and the calls. */
+typedef struct thread_table {
+  int nk;
+  int64_t n, cap;        /* threads, capacity of keys */
+  int64_t *keys;         /* n * nk */
+  int64_t *slots;        /* hash index: -1 empty, else thread id */
+  int64_t nslots;        /* power of two */
+} thread_table;
+
+static uint64_t tuple_hash(const int64_t *key, int nk) {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (int k = 0; k < nk; k++) h = nsl__mix64(h ^ (uint64_t)key[k]);
+  return h;
+}
+
+static int thread_grow(thread_table *t) {
+  int64_t ns = t->nslots ? t->nslots * 2 : 64;
+  int64_t *slots = malloc((size_t)ns * sizeof *slots);
+  int64_t *keys = realloc(t->keys, (size_t)(ns / 2) * (size_t)t->nk * sizeof *keys);
+  if (keys) t->keys = keys;
+  if (!slots || !keys) {
+    free(slots);
+    return 0;
   }
-  return nsl_argsort(cols, desc, n, err);
+  for (int64_t i = 0; i < ns; i++) slots[i] = -1;
+  for (int64_t id = 0; id < t->n; id++) {
+    uint64_t h = tuple_hash(t->keys + id * t->nk, t->nk) & (uint64_t)(ns - 1);
+    while (slots[h] >= 0) h = (h + 1) & (uint64_t)(ns - 1);
+    slots[h] = id;
+  }
+  free(t->slots);
+  t->slots = slots;
+  t->nslots = ns;
+  t->cap = ns / 2;
+  return 1;
+}
+
+/* The id of the thread with this key tuple, added when new; -1 on out of memory. */
+static int64_t thread_id(thread_table *t, const int64_t *key) {
+  if (t->n >= t->cap && !thread_grow(t)) return -1;
+  uint64_t h = tuple_hash(key, t->nk) & (uint64_t)(t->nslots - 1);
+  for (;;) {
+    int64_t id = t->slots[h];
+    if (id < 0) break;
+    if (memcmp(t->keys + id * t->nk, key, (size_t)t->nk * sizeof *key) == 0) return id;
+    h = (h + 1) & (uint64_t)(t->nslots - 1);
+  }
+  int64_t id = t->n++;
+  memcpy(t->keys + id * t->nk, key, (size_t)t->nk * sizeof *key);
+  t->slots[h] = id;
+  return id;
+}
+
+/* One side of the sweep (ranges or calls): its usable rows grouped by
+ * thread, each thread's rows sorted by start (ranges: then stop
+ * descending, then row). */
+typedef struct side {
+  const nsl_column *start, *stop;
+  int is_range;
+  int64_t nrows;
+  int32_t *thread;       /* per row: thread id, -1 when the row takes no part */
+  int64_t *order;        /* usable rows */
+  int64_t *seg;          /* per thread t: its rows are order[seg[t] .. seg[t+1]) */
+} side;
+
+static void side_free(side *s) {
+  free(s->thread);
+  free(s->order);
+  free(s->seg);
+  s->thread = NULL;
+  s->order = s->seg = NULL;
+}
+
+/* Start and stop of row i; ranges: a NULL stop is INT64_MAX.  0 when the
+ * row takes no part (NULL start, NULL call stop, stop before start). */
+static inline int side_times(const side *s, int64_t i, int64_t *start, int64_t *stop) {
+  int ns, ne;
+  *start = nsl__int_at(s->start, i, &ns);
+  *stop = nsl__int_at(s->stop, i, &ne);
+  if (ne && s->is_range) {
+    *stop = INT64_MAX;
+    ne = 0;
+  }
+  return !ns && !ne && *stop >= *start;
+}
+
+/* Thread ids of the rows of s (mask: NULL or the rows that may take part). */
+static int side_threads(side *s, const nsl_column *const *keys, int nk, const uint8_t *mask, thread_table *tt) {
+  int64_t n = s->nrows, key[MAX_KEYS], last[MAX_KEYS], last_id = -1;
+  if (!(s->thread = malloc((size_t)(n ? n : 1) * sizeof *s->thread))) return 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t a, b;
+    s->thread[i] = -1;
+    if ((mask && !mask[i]) || !side_times(s, i, &a, &b) || !key_tuple(keys, nk, i, key)) continue;
+    if (last_id < 0 || memcmp(key, last, (size_t)nk * sizeof *key) != 0) {   /* runs of one thread are common */
+      if ((last_id = thread_id(tt, key)) < 0) return 0;
+      memcpy(last, key, (size_t)nk * sizeof *key);
+    }
+    s->thread[i] = (int32_t)last_id;
+  }
+  return 1;
+}
+
+/* 1 when rows x before y is the sweep order (equal keys: either order). */
+static inline int in_order(const side *s, int64_t x, int64_t y) {
+  int64_t xs, xe, ys, ye;
+  side_times(s, x, &xs, &xe);
+  side_times(s, y, &ys, &ye);
+  if (xs != ys) return xs < ys;
+  return !s->is_range || xe > ye || (xe == ye && x < y);
+}
+
+/* Sorts order[0..n) (rows of one thread, in row order) into sweep order:
+ * a stable radix sort by start, then runs of equal starts by stop
+ * descending (ranges only; stable, so row order breaks the last ties). */
+static int sort_segment(const side *s, int64_t *order, int64_t n) {
+  int sorted = 1;
+  for (int64_t i = 1; i < n && sorted; i++) sorted = in_order(s, order[i - 1], order[i]);
+  if (sorted) return 1;
+  nsl__kv *kv = malloc((size_t)n * sizeof *kv), *tmp = malloc((size_t)n * sizeof *tmp);
+  if (!kv || !tmp) {
+    free(kv);
+    free(tmp);
+    return 0;
+  }
+  int64_t lo = INT64_MAX, a, b;
+  for (int64_t i = 0; i < n; i++) {
+    side_times(s, order[i], &a, &b);
+    if (a < lo) lo = a;
+  }
+  uint64_t span = 0;
+  for (int64_t i = 0; i < n; i++) {
+    side_times(s, order[i], &a, &b);
+    kv[i] = (nsl__kv){(uint64_t)a - (uint64_t)lo, order[i]};
+    if (kv[i].k > span) span = kv[i].k;
+  }
+  nsl__kv *r = nsl__radix_kv(kv, tmp, n, nsl__bitwidth(span));
+  for (int64_t i = 0; i < n; i++) order[i] = r[i].v;
+  free(kv);
+  free(tmp);
+  if (!s->is_range) return 1;
+  for (int64_t i = 1; i < n; i++) {   /* insertion sort within runs of equal starts */
+    int64_t x = order[i], j = i;
+    while (j > 0 && !in_order(s, order[j - 1], x)) {
+      order[j] = order[j - 1];
+      j--;
+    }
+    order[j] = x;
+  }
+  return 1;
+}
+
+/* Groups the usable rows of s by thread (counting sort, stable) and sorts
+ * each thread's rows. */
+static int side_group(side *s, int64_t nthreads) {
+  if (!(s->seg = calloc((size_t)nthreads + 1, sizeof *s->seg))) return 0;
+  int64_t used = 0;
+  for (int64_t i = 0; i < s->nrows; i++)
+    if (s->thread[i] >= 0) {
+      s->seg[s->thread[i] + 1]++;
+      used++;
+    }
+  for (int64_t t = 0; t < nthreads; t++) s->seg[t + 1] += s->seg[t];
+  if (!(s->order = malloc((size_t)(used ? used : 1) * sizeof *s->order))) return 0;
+  int64_t *fill = malloc((size_t)(nthreads ? nthreads : 1) * sizeof *fill);
+  if (!fill) return 0;
+  memcpy(fill, s->seg, (size_t)nthreads * sizeof *fill);
+  for (int64_t i = 0; i < s->nrows; i++)
+    if (s->thread[i] >= 0) s->order[fill[s->thread[i]]++] = i;
+  free(fill);
+  for (int64_t t = 0; t < nthreads; t++)
+    if (!sort_segment(s, s->order + s->seg[t], s->seg[t + 1] - s->seg[t])) return 0;
+  return 1;
 }
 
 nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, nsl_error *err) {
@@ -213,121 +382,96 @@ nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, 
   if (rc != NSL_OK) return rc;
   const int nk = in->nkeys;
   const int64_t nr = in->range_start->len, na = in->api_start->len, no = in->op_api->len;
-  nsl_column *rorder = NULL, *aorder = NULL;
   int64_t *slot = NULL;
   call_ops *ops = NULL;
   range_stack st = {NULL, 0, 0, 64};
+  thread_table tt = {nk, 0, 0, NULL, NULL, 0};
+  side rs = {in->range_start, in->range_stop, 1, nr, NULL, NULL, NULL};
+  side as = {in->api_start, in->api_stop, 0, na, NULL, NULL, NULL};
 
   out->parent = nsl_column_new(NSL_I64, nr, NULL);
   out->depth = nsl_column_new(NSL_I32, nr, NULL);
   out->proj_start = nsl_column_new(NSL_I64, nr, NULL);
-  out->proj_stop = nsl_column_new(NSL_I64, nr, NULL);
-  out->ops = nsl_column_new(NSL_I64, nr, NULL);
-  out->launches = nsl_column_new(NSL_I64, nr, NULL);
+  out->proj_dur = nsl_column_new(NSL_I64, nr, NULL);
+  out->ops = nsl_column_new(NSL_I32, nr, NULL);
+  out->launches = nsl_column_new(NSL_I32, nr, NULL);
   out->gpu_time = nsl_column_new(NSL_I64, nr, NULL);
-  out->children = nsl_column_new(NSL_I64, nr, NULL);
+  out->children = nsl_column_new(NSL_I32, nr, NULL);
   out->api_range = nsl_column_new(NSL_I64, na, NULL);
   out->op_range = nsl_column_new(NSL_I64, no, NULL);
   slot = malloc((size_t)(na ? na : 1) * sizeof *slot);
-  if (!out->parent || !out->depth || !out->proj_start || !out->proj_stop || !out->ops || !out->launches ||
+  if (!out->parent || !out->depth || !out->proj_start || !out->proj_dur || !out->ops || !out->launches ||
       !out->gpu_time || !out->children || !out->api_range || !out->op_range || !slot)
     goto nomem;
-  int64_t *parent = nsl_i64(out->parent), *first = nsl_i64(out->proj_start), *last = nsl_i64(out->proj_stop);
+  int64_t *parent = nsl_i64(out->parent), *first = nsl_i64(out->proj_start), *last = nsl_i64(out->proj_dur);
   int32_t *depth = nsl_i32(out->depth);
   int64_t *api_range = nsl_i64(out->api_range), *op_range = nsl_i64(out->op_range);
   for (int64_t r = 0; r < nr; r++) {
     parent[r] = -1;
     depth[r] = NSL_NULL_I32;
-    first[r] = last[r] = NSL_NULL_I64;
+    first[r] = last[r] = NSL_NULL_I64;   /* last: the last stop until the end, then the duration */
   }
   for (int64_t a = 0; a < na; a++) api_range[a] = -1;
-
   if ((rc = gather_call_ops(in, na, slot, &ops, err)) != NSL_OK) goto fail;
-  if (!(rorder = side_order(in->range_keys, nk, in->range_start, in->range_stop, err))) goto fail_rc;
-  if (!(aorder = side_order(in->api_keys, nk, in->api_start, NULL, err))) goto fail_rc;
+  if (!side_threads(&rs, in->range_keys, nk, in->range_mask ? nsl_bool(in->range_mask) : NULL, &tt) ||
+      !side_threads(&as, in->api_keys, nk, NULL, &tt) || !side_group(&rs, tt.n) || !side_group(&as, tt.n))
+    goto nomem;
+  free(rs.thread);
+  free(as.thread);
+  rs.thread = as.thread = NULL;
 
-  const int64_t *ro = nsl_i64(rorder), *ao = nsl_i64(aorder);
-  const uint8_t *mask = in->range_mask ? nsl_bool(in->range_mask) : NULL;
-  int64_t rkey[MAX_KEYS], akey[MAX_KEYS], cur[MAX_KEYS];
-  int have_cur = 0;
-  int64_t ir = 0, ia = 0;
-  /* The next usable range / call in sweep order, with its times and keys. */
-  int64_t r = -1, rs = 0, re = 0, a = -1, as = 0, ae = 0;
-  for (;;) {
-    while (r < 0 && ir < nr) {
-      int64_t i = ro[ir++];
-      int ns, ne;
-      rs = nsl__int_at(in->range_start, i, &ns);
-      re = nsl__int_at(in->range_stop, i, &ne);
-      if (ne) re = INT64_MAX;
-      if ((mask && !mask[i]) || ns || re < rs || !key_tuple(in->range_keys, nk, i, rkey)) continue;
-      r = i;
-    }
-    while (a < 0 && ia < na) {
-      int64_t i = ao[ia++];
-      int ns, ne;
-      as = nsl__int_at(in->api_start, i, &ns);
-      ae = nsl__int_at(in->api_stop, i, &ne);
-      if (ns || ne || ae < as || !key_tuple(in->api_keys, nk, i, akey)) continue;
-      a = i;
-    }
-    if (r < 0 && a < 0) break;
-    /* ranges go first at equal (thread, start): a range enclosing a call may start with it */
-    int take_range;
-    if (r < 0) take_range = 0;
-    else if (a < 0) take_range = 1;
-    else {
-      int c = cmp_tuple(rkey, akey, nk);
-      take_range = c < 0 || (c == 0 && rs <= as);
-    }
-    const int64_t *key = take_range ? rkey : akey;
-    if (!have_cur || cmp_tuple(key, cur, nk) != 0) {   /* a new thread: nothing is open */
-      memcpy(cur, key, (size_t)nk * sizeof *cur);
-      have_cur = 1;
-      st.n = 0;
-      st.compact_at = 64;
-    }
-    if (take_range) {
-      stack_expire(&st, rs);
-      int64_t p = stack_find(&st, re, NULL, NULL, NULL, NULL, NULL, NULL);
-      if (p >= 0) {
-        parent[r] = st.e[p].row;
-        depth[r] = depth[st.e[p].row] + 1;
-      } else depth[r] = 0;
-      if (!stack_push(&st, r, rs, re)) goto nomem;
-      r = -1;
-    } else {
-      stack_expire(&st, as);
-      const call_ops *c = slot[a] >= 0 ? &ops[slot[a]] : NULL;
-      if (c && c->n == 0) c = NULL;   /* its ops have no times */
-      int64_t p = stack_find(&st, ae, c, nsl_i64(out->ops), nsl_i64(out->launches), nsl_i64(out->gpu_time),
-                             first, last);
-      api_range[a] = p >= 0 ? st.e[p].row : -1;
-      a = -1;
+  sums acc = {nsl_i32(out->ops), nsl_i32(out->launches), nsl_i64(out->gpu_time), first, last};
+  for (int64_t t = 0; t < tt.n; t++) {   /* one sweep per thread; nothing is open at its start */
+    int64_t ri = rs.seg[t], rend = rs.seg[t + 1], ai = as.seg[t], aend = as.seg[t + 1];
+    st.n = 0;
+    st.compact_at = 64;
+    while (ri < rend || ai < aend) {
+      int64_t r = ri < rend ? rs.order[ri] : -1, a = ai < aend ? as.order[ai] : -1;
+      int64_t s0 = 0, e0 = 0, s1 = 0, e1 = 0;
+      if (r >= 0) side_times(&rs, r, &s0, &e0);
+      if (a >= 0) side_times(&as, a, &s1, &e1);
+      if (r >= 0 && (a < 0 || s0 <= s1)) {   /* ranges first at equal starts: one may enclose the call */
+        stack_expire(&st, s0);
+        int64_t p = stack_find(&st, e0, NULL, NULL);
+        if (p >= 0) {
+          parent[r] = st.e[p].row;
+          depth[r] = depth[st.e[p].row] + 1;
+        } else depth[r] = 0;
+        if (!stack_push(&st, r, s0, e0)) goto nomem;
+        ri++;
+      } else {
+        stack_expire(&st, s1);
+        const call_ops *c = slot[a] >= 0 ? &ops[slot[a]] : NULL;
+        if (c && c->n == 0) c = NULL;   /* its ops have no times */
+        int64_t p = stack_find(&st, e1, c, &acc);
+        api_range[a] = p >= 0 ? st.e[p].row : -1;
+        ai++;
+      }
     }
   }
+  for (int64_t r = 0; r < nr; r++)
+    if (first[r] != NSL_NULL_I64) last[r] -= first[r];
   for (int64_t j = 0; j < no; j++) {
     int null;
     int64_t c = nsl__int_at(in->op_api, j, &null);
     op_range[j] = null || c < 0 ? -1 : api_range[c];
   }
-  const int64_t *nops = nsl_i64(out->ops);
-  int64_t *children = nsl_i64(out->children);
+  const int32_t *nops = nsl_i32(out->ops);
+  int32_t *children = nsl_i32(out->children);
   for (int64_t i = 0; i < nr; i++)
-    if (nops[i] > 0 && parent[i] >= 0) children[parent[i]]++;
+    if (nops[i] > 0 && parent[i] >= 0 && children[parent[i]] < INT32_MAX) children[parent[i]]++;
   rc = NSL_OK;
   goto done;
 nomem:
   rc = nsl_error_set(err, NSL_ERR_NOMEM, "NVTX projection: out of memory (%lld ranges, %lld calls, %lld ops)",
                      (long long)nr, (long long)na, (long long)no);
-  goto fail;
-fail_rc:
-  rc = err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
 fail:
   nsl_nvtx_projection_free(out);
 done:
-  nsl_column_release(rorder);
-  nsl_column_release(aorder);
+  side_free(&rs);
+  side_free(&as);
+  free(tt.keys);
+  free(tt.slots);
   free(slot);
   free(ops);
   free(st.e);

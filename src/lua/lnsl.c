@@ -16,7 +16,8 @@ static int l_version(lua_State *L) {
  * method tables, so Lua modules can add methods written in Lua. */
 static int l_methods(lua_State *L) {
   static const char *const mts[][2] = {{"column", NSL_COLUMN_MT}, {"table", NSL_TABLE_MT}, {"trace", NSL_TRACE_MT},
-                                       {"groups", NSL_GROUPS_MT}, {"intervals", NSL_IV_MT}};
+                                       {"groups", NSL_GROUPS_MT}, {"intervals", NSL_IV_MT},
+                                       {"canvas", NSL_CANVAS_MT}};
   lua_newtable(L);
   for (size_t i = 0; i < sizeof mts / sizeof *mts; i++) {
     luaL_getmetatable(L, mts[i][1]);
@@ -34,10 +35,11 @@ static int l_metatable(lua_State *L) {
   return 1;
 }
 
-/* nsl.core.type(v) -> "column" | "table" | "trace" | "groups" | "intervals" | nil */
+/* nsl.core.type(v) -> "column" | "table" | "trace" | "groups" | "intervals" | "canvas" | nil */
 static int l_type(lua_State *L) {
   static const char *const mts[][2] = {{"column", NSL_COLUMN_MT}, {"table", NSL_TABLE_MT}, {"trace", NSL_TRACE_MT},
-                                       {"groups", NSL_GROUPS_MT}, {"intervals", NSL_IV_MT}};
+                                       {"groups", NSL_GROUPS_MT}, {"intervals", NSL_IV_MT},
+                                       {"canvas", NSL_CANVAS_MT}};
   for (size_t i = 0; i < sizeof mts / sizeof *mts; i++)
     if (luaL_testudata(L, 1, mts[i][1])) {
       lua_pushstring(L, mts[i][0]);
@@ -176,5 +178,7 @@ int luaopen_nsl_core(lua_State *L) {
   nsl__open_sweep(L);
   nsl__open_jax(L);
   nsl__open_hlo(L);
+  nsl__open_render(L);
+  nsl__open_binning(L);
   return 1;
 }

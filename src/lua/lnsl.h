@@ -12,6 +12,7 @@
 #define NSL_TRACE_MT "nsl.trace"
 #define NSL_GROUPS_MT "nsl.groups"
 #define NSL_IV_MT "nsl.intervals"
+#define NSL_CANVAS_MT "nsl.canvas"
 
 /* Raises an nsl error object (input/environment failure, shown as one
  * line) with err's message; nsl__raise with a message. */
@@ -60,6 +61,8 @@ int nsl__open_regex(lua_State *L);
 int nsl__open_overlap(lua_State *L);
 /* nsl.nvtx_project, nsl.tree_paths (lsweep.c) */
 int nsl__open_sweep(lua_State *L);
+int nsl__open_render(lua_State *L);    /* nsl.canvas, ticks, palette (lrender.c) */
+int nsl__open_binning(lua_State *L);   /* bins, depths, spans, format_rows (lbinning.c) */
 
 /* luaopen for the C core module ("nsl.core"). */
 int luaopen_nsl_core(lua_State *L);

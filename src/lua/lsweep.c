@@ -39,7 +39,7 @@ static void set_column(lua_State *L, const char *name, nsl_column **c) {
 /* nsl.nvtx_project{range_keys = {report, pid, tid}, range_start =, range_stop =,
  *   range_mask = (optional), api_keys = {...}, api_start =, api_stop =,
  *   op_api =, op_start =, op_stop =}
- * -> {parent, depth, proj_start, proj_stop, ops, launches, gpu_time,
+ * -> {parent, depth, proj_start, proj_dur, ops, launches, gpu_time,
  *     children, api_range, op_range}: columns, row indices 0-based (-1: none). */
 static int l_nvtx_project(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -66,7 +66,7 @@ static int l_nvtx_project(lua_State *L) {
   set_column(L, "parent", &p.parent);
   set_column(L, "depth", &p.depth);
   set_column(L, "proj_start", &p.proj_start);
-  set_column(L, "proj_stop", &p.proj_stop);
+  set_column(L, "proj_dur", &p.proj_dur);
   set_column(L, "ops", &p.ops);
   set_column(L, "launches", &p.launches);
   set_column(L, "gpu_time", &p.gpu_time);

@@ -38,6 +38,6 @@ for t in $tables; do
        DROP TABLE base;"
 done
 sql="$sql COMMIT; VACUUM;"
-[ "$n" -gt 1 ] && q "$sql"
+[ "$n" -gt 1 ] && q "$sql" > /dev/null
 mv "$tmp" "$out"
 echo "$out: $(stat -c %s "$out") bytes, $(sqlite3 "$out" 'SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL') kernels, $(sqlite3 "$out" 'SELECT count(*) FROM NVTX_EVENTS') NVTX events"

@@ -16,6 +16,12 @@ if grep -q -E '(src|href)="(https?:)?//' "$TMP/analysis.html"; then bad "refers 
 "$NSL" notebook analysis "$sample" -o "$TMP/by-name.html" 2> /dev/null
 cmp -s "$TMP/analysis.html" "$TMP/by-name.html" && ok "shipped notebook by name" || bad "by name differs from the file"
 
+# On a bundle: the same notebook renders with the same tables.
+"$NSL" bundle "$sample" -o "$TMP/sample.zip" > /dev/null 2>&1 && ok "bundle made" || bad "nsl bundle failed"
+"$NSL" notebook "$nb" "$TMP/sample.zip" -o "$TMP/bundle.html" 2> /dev/null
+check_eq "analysis.md renders on a bundle (exit code)" "$?" 0
+grep -q 'CUDA GPU Kernel Summary' "$TMP/bundle.html" && ok "bundle report has the summary" || bad "bundle report lacks the summary"
+
 # A failing cell is shown, the next cell still runs.
 cat > "$TMP/fail.md" <<'MD'
 # Failing cell

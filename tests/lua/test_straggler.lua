@@ -1,56 +1,90 @@
--- straggler: on copies of the real 2-GPU NCCL export, split per GPU into two
--- rank files, a straggler is planted (one rank computes D longer before every
+-- straggler.  NCCL: on copies of the real 2-GPU NCCL export, split per GPU
+-- into two rank files by tests/lua/straggler_rank.sh (also used by the
+-- benchmark), a straggler is planted (one rank computes D longer before every
 -- collective; the other waits for it, so both timelines shift) and one rank's
--- clock is shifted by a known offset.  The planted rank is named, D and the
--- offset are recovered within 5 %, and unplanted copies report no straggler.
+-- clock is shifted by a known offset: the planted rank is named, D and the
+-- offset are recovered within 5 %, unplanted copies report no straggler, and
+-- the compute per step equals a brute force over SQL rows.  nsys-jax: on the
+-- four real archives, offsets, arrivals and compute per step equal the same
+-- definitions computed in plain Lua from nsys-jax's own frames
+-- (golden/combined4/*_frame_all.csv.gz), and the offsets agree with nsys-jax's
+-- device clock corrections within a bound derived from the same frames.
 local T = ...
 
 local D = 5000000          -- 5 ms more compute before each collective
 local OFFSET = 30000000    -- 30 ms clock shift of the second rank
-local K = "CUPTI_ACTIVITY_KIND_KERNEL"
+local SRC = "nsys/pytorch_nccl_2gpu_2026.2.sqlite"
 
--- SQL that keeps only device `dev` of the copy and, when `delay` is given,
--- replays the planted straggler: `slow` is true on the straggler's file.
-local function split_sql(dev, delay, slow, offset)
-  local q = {"BEGIN;"}
-  for _, t in ipairs{K, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"} do
-    q[#q + 1] = string.format("DELETE FROM %s WHERE deviceId <> %d;", t, dev)
-  end
-  if delay then
-    q[#q + 1] = string.format([[
-      CREATE TEMP TABLE coll AS SELECT k.rowid AS rid, k.start AS s FROM %s k JOIN StringIds n ON n.id = k.shortName
-        WHERE n.value LIKE 'nccl%%';
-      CREATE TEMP TABLE lastc AS SELECT (SELECT k2.rowid FROM %s k2 JOIN StringIds n2 ON n2.id = k2.shortName
-        WHERE n2.value NOT LIKE 'nccl%%' AND k2.start < c.s ORDER BY k2.start DESC LIMIT 1) AS rid FROM coll c;]], K, K)
-    if slow then
-      -- compute before collective k ends D later; collective k and all after it move by D x k
-      q[#q + 1] = string.format([[
-        UPDATE %s SET start = start + %d * (SELECT count(*) FROM coll WHERE coll.s <= %s.start),
-                      end = end + %d * (SELECT count(*) FROM coll WHERE coll.s <= %s.start)
-                            + CASE WHEN rowid IN (SELECT rid FROM lastc) THEN %d ELSE 0 END;]], K, delay, K, delay, K, delay)
-    else
-      -- the other rank: its collective k starts D x (k-1) later (it waited before) and ends D x k later
-      q[#q + 1] = string.format([[
-        UPDATE %s SET start = start + %d * ((SELECT count(*) FROM coll WHERE coll.s <= %s.start)
-                                           - CASE WHEN rowid IN (SELECT rid FROM coll) THEN 1 ELSE 0 END),
-                      end = end + %d * (SELECT count(*) FROM coll WHERE coll.s <= %s.start);]], K, delay, K, delay, K)
-    end
-  end
-  if offset then
-    for _, t in ipairs{K, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME",
-                       "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "NVTX_EVENTS"} do
-      q[#q + 1] = string.format("UPDATE %s SET start = start + %d, end = end + %d;", t, offset, offset)
-    end
-  end
-  q[#q + 1] = "COMMIT;"
-  return table.concat(q, "\n")
+-- ---- helpers ----
+
+local function median(list)
+  local s = {}
+  for i, v in ipairs(list) do s[i] = v end
+  table.sort(s)
+  local n = #s
+  if n == 0 then return nil end
+  if n % 2 == 1 then return s[(n + 1) // 2] end
+  return (s[n // 2] + s[n // 2 + 1]) / 2
 end
+
+local function range_of(list)
+  local lo, hi = math.huge, -math.huge
+  for _, v in ipairs(list) do lo, hi = math.min(lo, v), math.max(hi, v) end
+  return hi - lo
+end
+
+--- Length of the union of intervals {{s, e}, ...}.
+local function union_length(iv)
+  table.sort(iv, function(a, b) return a[1] < b[1] end)
+  local total, cs, ce = 0, nil, nil
+  for _, x in ipairs(iv) do
+    if not cs or x[1] > ce then
+      if cs then total = total + (ce - cs) end
+      cs, ce = x[1], x[2]
+    elseif x[2] > ce then ce = x[2] end
+  end
+  if cs then total = total + (ce - cs) end
+  return total
+end
+
+--- Brute force of the compute per step: arrivals (sorted or not) and compute
+-- intervals of one rank -> {[step] = busy} for the whole steps 1 .. n-1 (a
+-- piece of work belongs to the step of the number of arrivals before its start).
+local function brute_steps(arrivals, work)
+  table.sort(arrivals)
+  local per = {}
+  for _, w in ipairs(work) do
+    local k = 0
+    while k < #arrivals and arrivals[k + 1] < w[1] do k = k + 1 end
+    if k >= 1 and k <= #arrivals - 1 then
+      per[k] = per[k] or {}
+      table.insert(per[k], w)
+    end
+  end
+  local out = {}
+  for k = 1, #arrivals - 1 do out[k] = union_length(per[k] or {}) end
+  return out
+end
+
+--- Rows of step_compute for one rank label: {[step] = compute}.
+local function steps_of(t, label)
+  local out, n = {}, 0
+  for i = 1, #t do
+    if t.rank[i] == label then out[t.step[i]] = t["compute (ns)"][i]; n = n + 1 end
+  end
+  return out, n
+end
+
+local script = T.source_dir .. "/tests/lua/straggler_rank.sh"
 
 local function rank_files(delay, slow_dev, offset)
   local files = {}
   for _, dev in ipairs{0, 1} do
-    local path = T.copy("nsys/pytorch_nccl_2gpu_2026.2.sqlite")
-    T.sql_exec(path, split_sql(dev, delay, dev == slow_dev, dev == 1 and offset or nil))
+    local path = os.tmpname()
+    local role = delay and (dev == slow_dev and "slow" or "wait") or "''"
+    local cmd = string.format("%s %s %s %d %d %s %d", T.shell_quote(script), T.shell_quote(T.data(SRC)),
+      T.shell_quote(path), dev, delay or 0, role, dev == 1 and offset or 0)
+    T.ok(os.execute(cmd), cmd)
     files[#files + 1] = path
   end
   return files
@@ -64,6 +98,115 @@ end
 local function within(got, want, share, what)
   T.ok(math.abs(got - want) <= share * math.abs(want),
     string.format("%s: %s not within %.0f%% of %s", what, tostring(got), share * 100, tostring(want)))
+end
+
+-- ---- nsys-jax: golden frames ----
+
+local J = T.data("nsys-jax")
+local procs = {}
+for p = 0, 3 do procs[p + 1] = J .. "/pax_fsdp4_4proc_proc" .. p .. ".zip" end
+local G4 = J .. "/golden/combined4/"
+
+--- Records of a gzip'd CSV without quoted fields (nsys-jax's frames).
+local function gz_records(path)
+  local p = assert(io.popen("zcat " .. T.shell_quote(path)))
+  local head, out = nil, {}
+  for line in p:lines() do
+    assert(not line:find('"', 1, true), "quoted field in " .. path)
+    local f = {}
+    for v in (line .. ","):gmatch("([^,]*),") do f[#f + 1] = v end
+    if not head then head = f
+    else
+      local r = {}
+      for k, name in ipairs(head) do r[name] = f[k] end
+      out[#out + 1] = r
+    end
+  end
+  p:close()
+  return out
+end
+
+local function ns(ms) return math.floor(ms * 1e6 + 0.5) end
+
+local golden = {}
+--- nsys-jax's communication frame as collectives: {key, device, start, stop}
+-- (ns); by_name maps a ProgramId to the program of the same name (structure
+-- matching; sound here because no device runs two ProgramIds of one name that
+-- communicate, checked below).
+local function golden_collectives(by_name)
+  if not golden.comm then
+    golden.comm = gz_records(G4 .. "communication_frame_all.csv.gz")
+    local has_comm = {}
+    for _, c in ipairs(golden.comm) do has_comm[c.ProgramId] = true end
+    golden.names = {}
+    local per_dev = {}
+    for _, m in ipairs(gz_records(G4 .. "module_frame_all.csv.gz")) do
+      if has_comm[m.ProgramId] then
+        golden.names[m.ProgramId] = m.Name
+        local k = m.Device .. "|" .. m.Name
+        per_dev[k] = per_dev[k] or {}
+        per_dev[k][m.ProgramId] = true
+      end
+    end
+    for k, ids in pairs(per_dev) do T.eq(next(ids, (next(ids))), nil, "one ProgramId per name on " .. k) end
+  end
+  local out = {}
+  for _, c in ipairs(golden.comm) do
+    local prog = by_name and golden.names[c.ProgramId] or c.ProgramId
+    local start = tonumber(c.ProjStartMs)
+    local stop_ms = start + tonumber(c.ProjDurMs) + tonumber(c.ProjDurHiddenMs)
+    out[#out + 1] = {key = table.concat({prog, c.ProgramExecution, c.Name, c.ThunkExecution}, "|"),
+                     device = tonumber(c.Device), start = ns(start), stop = ns(stop_ms), stop_ms = stop_ms}
+  end
+  return out
+end
+
+--- Straggler's offsets by definition, from collectives: per device, the
+-- median over the instances it shares with `ref` of (its stop - ref's stop).
+local function oracle_offsets(colls, devices, ref)
+  local ref_stop = {}
+  for _, c in ipairs(colls) do if c.device == ref then ref_stop[c.key] = c.stop end end
+  local diffs = {}
+  for _, d in ipairs(devices) do diffs[d] = {} end
+  for _, c in ipairs(colls) do
+    if diffs[c.device] and ref_stop[c.key] then table.insert(diffs[c.device], c.stop - ref_stop[c.key]) end
+  end
+  local off, n = {}, {}
+  for _, d in ipairs(devices) do off[d], n[d] = math.floor(median(diffs[d]) + 0.5), #diffs[d] end
+  return off, n
+end
+
+--- nsys-jax's alignment by its definition (ms): skew of every collective's end
+-- from the mean end of its instance, median per device.
+local function oracle_nsys_jax(colls)
+  local sum, cnt = {}, {}
+  for _, c in ipairs(colls) do
+    sum[c.key] = (sum[c.key] or 0) + c.stop_ms
+    cnt[c.key] = (cnt[c.key] or 0) + 1
+  end
+  local skews = {}
+  for _, c in ipairs(colls) do
+    skews[c.device] = skews[c.device] or {}
+    table.insert(skews[c.device], c.stop_ms - sum[c.key] / cnt[c.key])
+  end
+  local corr = {}
+  for d, l in pairs(skews) do corr[d] = median(l) end
+  return corr
+end
+
+local function offset_of(r, device)
+  return r["clock offset (ns)"][row_of(r, ":gpu" .. device .. "$")]
+end
+
+local function golden_corrections()
+  local p = assert(io.popen("cat " .. T.shell_quote(G4 .. "alignment_device_corrections_ms.csv")))
+  local corr = {}
+  for line in p:lines() do
+    local d, v = line:match("^(%d+),([-%d.e]+)$")
+    if d then corr[tonumber(d)] = tonumber(v) end
+  end
+  p:close()
+  return corr
 end
 
 return {
@@ -82,6 +225,19 @@ return {
     local nf = 0
     for _, f in ipairs(out.findings) do if f.check == "straggler" then nf = nf + 1; T.ok(f.rank:find(":gpu1$"), "finding names gpu1") end end
     T.eq(nf, 1, "one straggler finding")
+    -- per collective: the skew is the latest arrival after the first, and the last rank is the one arriving then
+    local c, a = tables.collectives, tables.arrivals
+    local after = {}
+    for i = 1, #a do
+      after[a.collective[i]] = after[a.collective[i]] or {}
+      after[a.collective[i]][a.rank[i]] = a["after first (ns)"][i]
+    end
+    for i = 1, #c do
+      local m = 0
+      for _, v in pairs(after[c.collective[i]]) do m = math.max(m, v) end
+      T.eq(c["skew (ns)"][i], m, "skew of collective " .. i)
+      T.eq(after[c.collective[i]][c["last rank"][i]], m, "last rank of collective " .. i)
+    end
     for _, f in ipairs(files) do os.remove(f) end
   end},
 
@@ -105,17 +261,85 @@ return {
     for _, f in ipairs(files) do os.remove(f) end
   end},
 
-  {"one export holding two GPUs: ranks are its devices, no straggler; collective counts equal SQL", function()
-    local f = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite")
+  {"one export holding two GPUs: ranks are its devices, no straggler; counts and compute per step equal SQL", function()
+    local f = T.data(SRC)
     local tables, out = T.run_analysis("straggler", {f})
     local r = tables.ranks
     T.eq(#r, 2, "two GPUs")
     T.eq(#out.findings, 0, "no straggler")
     for i = 1, #r do
       local dev = tonumber(r.rank[i]:match(":gpu(%d+)$"))
-      T.eq(r.collectives[i], T.sql1(f, string.format([[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k
-        JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'nccl%%' AND k.deviceId = %d]], dev)), "NCCL kernels of gpu" .. dev)
+      local rows = T.sql(f, string.format([[SELECT k.start, k.end, s.value LIKE 'nccl%%' FROM CUPTI_ACTIVITY_KIND_KERNEL k
+        JOIN StringIds s ON s.id = k.shortName WHERE k.deviceId = %d]], dev))
+      local arrivals, work = {}, {}
+      for _, row in ipairs(rows) do
+        if row[3] == "1" then arrivals[#arrivals + 1] = tonumber(row[1])
+        else work[#work + 1] = {tonumber(row[1]), tonumber(row[2])} end
+      end
+      T.eq(r.collectives[i], #arrivals, "NCCL kernels of gpu" .. dev)
+      T.eq(r.matched[i], #arrivals, "all matched on gpu" .. dev)
+      -- a rank's clock offset moves its arrivals and compute alike: steps do not depend on it
+      local want = brute_steps(arrivals, work)
+      local got, n = steps_of(tables.step_compute, r.rank[i])
+      T.eq(n, #arrivals - 1, "whole steps of gpu" .. dev)
+      for k = 1, #arrivals - 1 do T.eq(got[k], want[k], "gpu" .. dev .. " step " .. k) end
     end
+  end},
+
+  {"figures under --out: PNG and SVG drawn from exactly the step_compute and arrivals tables", function()
+    local nsl = require("nsl")
+    local core = require("nsl.straggler")
+    local runner = require("nsl.runner")
+    local files = rank_files(D, 1, OFFSET)
+    local dir = os.tmpname()
+    os.remove(dir)
+    local a = assert(runner.load_analysis("straggler"))
+    local trace = assert(nsl.open(files))
+    local out = require("nsl.output").new{analysis = "straggler", format = "json-silent", trace = trace, dir = dir}
+    a.run(trace, assert(runner.parse_args(a, {})), out)
+    local tables = {}
+    for _, it in ipairs(out.items) do if it.kind == "table" then tables[it.name] = it.t end end
+    local labels = tables.ranks.rank:totable()
+    local figs = core.figures(tables.step_compute, tables.arrivals, labels)
+    T.eq(#figs, 2, "two figures")
+    for _, f in ipairs(figs) do
+      local t = f.name == "straggler_steps" and tables.step_compute or tables.arrivals
+      local xcol = f.name == "straggler_steps" and "step" or "collective"
+      local ycol = f.name == "straggler_steps" and "compute (ns)" or "after first (ns)"
+      T.eq(#f.series, #labels, f.name .. ": one line per rank")
+      local points = 0
+      for si, ser in ipairs(f.series) do
+        T.eq(ser.label, labels[si], f.name .. ": series order")
+        local k = 0
+        for i = 1, #t do
+          if t.rank[i] == ser.label then
+            k = k + 1
+            T.eq(ser.x[k], t[xcol][i], f.name .. " x")
+            T.eq(ser.y[k], t[ycol][i], f.name .. " y")
+          end
+        end
+        T.eq(#ser.x, k, f.name .. ": points of " .. ser.label)
+        points = points + k
+      end
+      T.eq(points, #t, f.name .. ": every row drawn")
+      -- the files the analysis wrote are these figures, drawn from these tables
+      for _, format in ipairs{"png", "svg"} do
+        local cv, d = core.draw(f, format)
+        local fh = assert(io.open(dir .. "/" .. f.name .. "." .. format, "rb"))
+        local written = fh:read("a")
+        fh:close()
+        T.ok(written == cv:to_string(), f.name .. "." .. format .. " equals the figure of the tables")
+        T.ok(format == "png" and written:sub(1, 8) == "\137PNG\r\n\26\n" or written:find("<svg", 1, true),
+             f.name .. "." .. format .. " is a " .. format)
+        for si, ser in ipairs(d.series) do
+          T.eq(ser.n, #f.series[si].x, "plotted points")
+          T.eq(ser.ymax, f.series[si].y:max(), "plotted maximum")
+        end
+        os.remove(dir .. "/" .. f.name .. "." .. format)
+      end
+    end
+    os.execute("rm -rf " .. T.shell_quote(dir))
+    for _, f in ipairs(files) do os.remove(f) end
   end},
 
   {"--fail-on warning gates on the finding (exit code 3)", function()
@@ -126,5 +350,155 @@ return {
     local _, _, code = os.execute(cmd)
     T.eq(code, 3, "exit code with a straggler and --fail-on warning")
     for _, f in ipairs(files) do os.remove(f) end
+  end},
+
+  {"the planting script refuses bad arguments", function()
+    local bad = {"", "a b", T.shell_quote(T.data(SRC)) .. " /tmp/x 0 5 fast", T.shell_quote(T.data(SRC)) .. " /tmp/x zero",
+                 T.shell_quote(T.data(SRC)) .. " /tmp/x 0 5"}
+    for _, a in ipairs(bad) do
+      local ok = os.execute(T.shell_quote(script) .. " " .. a .. " 2>/dev/null")
+      T.ok(not ok, "refused: " .. a)
+    end
+  end},
+
+  -- ---- nsys-jax ----
+
+  {"nsys-jax, four archives: offsets equal the definition over nsys-jax's own frame (structure matching)", function()
+    local tables = T.run_analysis("straggler", procs)
+    local r = tables.ranks
+    T.eq(#r, 4, "four devices")
+    local colls = golden_collectives(true)
+    local want, n = oracle_offsets(colls, {0, 1, 2, 3}, 0)
+    for d = 0, 3 do
+      T.eq(offset_of(r, d), want[d], "offset of device " .. d)
+      T.eq(n[d], 120, "instances shared with device 0")
+      T.eq(r.collectives[row_of(r, ":gpu" .. d .. "$")], 120, "communication thunks of device " .. d)
+      T.eq(r.matched[row_of(r, ":gpu" .. d .. "$")], 120, "all matched on device " .. d)
+    end
+    -- arrivals: after the first rank's, on clocks aligned by those offsets
+    local inst = {}
+    for _, c in ipairs(colls) do
+      local e = inst[c.key] or {key = c.key, arr = {}}
+      inst[c.key] = e
+      e.arr[c.device] = c.start - want[c.device]
+    end
+    local list = {}
+    for _, e in pairs(inst) do
+      e.first = math.huge
+      for _, a in pairs(e.arr) do e.first = math.min(e.first, a) end
+      list[#list + 1] = e
+    end
+    table.sort(list, function(a, b) return a.first < b.first end)
+    local a = tables.arrivals
+    T.eq(#a, #colls, "one arrival per collective and rank")
+    for i = 1, #a do
+      local e = list[a.collective[i]]
+      local d = tonumber(a.rank[i]:match(":gpu(%d+)$"))
+      T.eq(a["after first (ns)"][i], e.arr[d] - e.first, "arrival of device " .. d .. " at collective " .. a.collective[i])
+    end
+    local c = tables.collectives
+    T.eq(#c, 120, "collective instances")
+  end},
+
+  {"nsys-jax: offsets agree with nsys-jax's clock corrections (devices 0-2 within a bound from the frame; device 3 explained)", function()
+    local golden_corr = golden_corrections()
+    -- nsys-jax's own grouping: by fingerprint
+    local colls = golden_collectives(false)
+    local corr = oracle_nsys_jax(colls)
+    for d = 0, 3 do T.near(corr[d], golden_corr[d], 1e-9, "nsys-jax's definition reproduces its correction " .. d) end
+    -- device 3's step function has another fingerprint: nsys-jax matches its collectives with themselves only
+    -- (skew 0 in 115 of its 120), hence its correction 0; straggler with the same matching (programs=fingerprint)
+    -- aligns device 3 on the 5 collectives it shares with the others
+    T.eq(golden_corr[3], 0.0, "device 3's golden correction")
+    local tables = T.run_analysis("straggler", procs, {"programs=fingerprint"})
+    local r = tables.ranks
+    local want, n = oracle_offsets(colls, {0, 1, 2, 3}, 0)
+    T.eq(n[3], 5, "device 3 shares 5 collectives with device 0 under fingerprint matching")
+    for d = 0, 3 do T.eq(offset_of(r, d), want[d], "fingerprint matching: offset of device " .. d) end
+    -- devices 0-2: straggler's estimate of off_r - off_s is median(u_r) - median(u_s) with u = end - device 0's
+    -- end; nsys-jax's is median(k_r) - median(k_s) with k = end - the instance's mean end.  Over the instances
+    -- that devices 0, 1 and 2 alone ran (S: 115 of each device's 120), u_r - u_s = k_r - k_s = the end
+    -- difference x_i.  A median of n values of which fewer than n/2 lie outside [L, H] lies in [L, H]; so with
+    -- L, H the extremes over S, both estimates lie within [min_S u_r - max_S u_s, max_S u_r - min_S u_s] (and
+    -- likewise for k), intervals that share every x_i: they differ by at most the sum of the four ranges over S.
+    local members, ends = {}, {}
+    for _, c in ipairs(colls) do
+      members[c.key] = (members[c.key] or 0) + (c.device <= 2 and 1 or 100)
+      ends[c.key] = ends[c.key] or {}
+      ends[c.key][c.device] = c.stop_ms
+    end
+    local u, k, outside = {}, {}, {}
+    for d = 0, 2 do u[d], k[d], outside[d] = {}, {}, 0 end
+    for key, e in pairs(ends) do
+      if members[key] == 3 then
+        local mean = (e[0] + e[1] + e[2]) / 3
+        for d = 0, 2 do
+          table.insert(u[d], e[d] - e[0])
+          table.insert(k[d], e[d] - mean)
+        end
+      else
+        for d = 0, 2 do if e[d] then outside[d] = outside[d] + 1 end end
+      end
+    end
+    local worst = 0
+    for rr = 0, 2 do
+      T.ok(outside[rr] < (#u[rr] + outside[rr]) / 2, "fewer than half of device " .. rr .. "'s collectives outside S")
+      for s = rr + 1, 2 do
+        local bound = range_of(u[rr]) + range_of(u[s]) + range_of(k[rr]) + range_of(k[s])
+        T.ok(bound < 1, "the bound is tight enough to mean something: " .. bound .. " ms")
+        local mine = (offset_of(r, rr) - offset_of(r, s)) / 1e6
+        local theirs = golden_corr[rr] - golden_corr[s]
+        T.ok(math.abs(mine - theirs) <= bound, string.format("devices %d-%d: %.6f vs nsys-jax %.6f ms (bound %.3f)",
+          rr, s, mine, theirs, bound))
+        worst = math.max(worst, math.abs(mine - theirs))
+      end
+    end
+    T.ok(worst < 0.001, "observed difference " .. worst .. " ms (0.2 µs when written)")
+  end},
+
+  {"nsys-jax: compute per step equals the definition over nsys-jax's thunk frame", function()
+    local tables = T.run_analysis("straggler", procs)
+    local arrivals, work = {}, {}
+    for _, t in ipairs(gz_records(G4 .. "thunk_frame_all.csv.gz")) do
+      local d = tonumber(t.Device)
+      local s = tonumber(t.ProjStartMs)
+      if t.Communication == "True" then
+        arrivals[d] = arrivals[d] or {}
+        table.insert(arrivals[d], ns(s))
+      else
+        work[d] = work[d] or {}
+        table.insert(work[d], {ns(s), ns(s + tonumber(t.ProjDurMs) + tonumber(t.ProjDurHiddenMs))})
+      end
+    end
+    for d = 0, 3 do
+      local want = brute_steps(arrivals[d], work[d])
+      local got, n = steps_of(tables.step_compute, tables.ranks.rank[row_of(tables.ranks, ":gpu" .. d .. "$")])
+      T.eq(n, #arrivals[d] - 1, "whole steps of device " .. d)
+      for k = 1, #arrivals[d] - 1 do T.eq(got[k], want[k], "device " .. d .. " step " .. k) end
+    end
+  end},
+
+  {"nsys-jax: one process alone (proc0) reports its device; two of four align on what they share", function()
+    local tables, out = T.run_analysis("straggler", {procs[1]})
+    local r = tables.ranks
+    T.eq(#r, 1, "one rank present")
+    T.eq(r.rank[1], "pax_fsdp4_4proc_proc0:gpu0", "the device present")
+    T.eq(r.collectives[1], 120, "its communication thunks")
+    T.eq(r.matched[1], 0, "nothing to match with")
+    T.eq(r["clock offset (ns)"][1], 0, "no offset")
+    T.eq(r.steps[1], 119, "steps between its collectives")
+    T.eq(#out.findings, 0, "no finding")
+    T.eq(tables.collectives, nil, "no per-collective table")
+    local two = T.run_analysis("straggler", {procs[1], procs[3]})
+    local r2 = two.ranks
+    T.eq(#r2, 2, "two ranks present")
+    local want = oracle_offsets(golden_collectives(true), {0, 2}, 0)
+    T.eq(offset_of(r2, 2), want[2], "device 2 against device 0")
+  end},
+
+  {"nsys-jax: bad rank_by and source are one-line failures", function()
+    T.raises(function() T.run_analysis("straggler", {procs[1]}, {"rank_by=report"}) end, "ranks are the devices")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"source=jax"}) end, "needs an nsys%-jax trace")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"source=x"}) end, "auto, nccl or jax")
   end},
 }

@@ -5,6 +5,18 @@
 
 #include "kernel_fixtures.h"
 
+/* Asserts that c is an I32 column equal to the values. */
+static void expect_i32(const nsl_column *c, int64_t n, const int64_t *want) {
+  assert_non_null(c);
+  assert_int_equal(c->type, NSL_I32);
+  assert_int_equal(c->len, n);
+  for (int64_t i = 0; i < n; i++)
+    if (nsl_i32(c)[i] != want[i])
+      fail_msg("row %lld: got %d, want %lld", (long long)i, nsl_i32(c)[i], (long long)want[i]);
+}
+#define EXPECT_I32(c, ...) \
+  expect_i32((c), sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), (int64_t[]){__VA_ARGS__})
+
 /* ---- a projection fixture ------------------------------------------------------- */
 
 typedef struct fixture {
@@ -57,12 +69,12 @@ static void test_project_nested(void **state) {
   assert_int_equal(nsl_i32(p.depth)[3], 1);
   assert_int_equal(nsl_i32(p.depth)[4], 0);
   /* A: c0 (2 ops), c1, c2, c6; B: c0, c1; C: c0; D: none; E: c3 */
-  FX_EXPECT_I64(p.ops, 5, 3, 2, 0, 1);
-  FX_EXPECT_I64(p.launches, 4, 2, 1, 0, 1);
+  EXPECT_I32(p.ops, 5, 3, 2, 0, 1);
+  EXPECT_I32(p.launches, 4, 2, 1, 0, 1);
   FX_EXPECT_I64(p.gpu_time, 5 + 10 + 50 + 100 + 50, 5 + 10 + 50, 15, 0, 100);
   FX_EXPECT_I64(p.proj_start, 1000, 1000, 1000, NSL_NULL_I64, 2000);
-  FX_EXPECT_I64(p.proj_stop, 1400, 1150, 1020, NSL_NULL_I64, 2100);
-  FX_EXPECT_I64(p.children, 1, 1, 0, 0, 0);
+  FX_EXPECT_I64(p.proj_dur, 400, 150, 20, NSL_NULL_I64, 100);
+  EXPECT_I32(p.children, 1, 1, 0, 0, 0);
   FX_EXPECT_I64(p.api_range, 2, 1, 0, 4, -1, 1, 0);
   FX_EXPECT_I64(p.op_range, 2, 2, 1, 0, 4, -1, -1, 0);
   nsl_nvtx_projection_free(&p);
@@ -107,12 +119,12 @@ static void test_project_overlaps(void **state) {
   assert_int_equal(nsl_i32(p.depth)[6], NSL_NULL_I32);
   assert_int_equal(nsl_i32(p.depth)[7], NSL_NULL_I32);
   FX_EXPECT_I64(p.api_range, 0, 3, 2, 4, 0, -1);
-  FX_EXPECT_I64(p.ops, 3, 3, 3, 1, 4, 0, 0, 0);
-  FX_EXPECT_I64(p.launches, 3, 3, 3, 1, 4, 0, 0, 0);
+  EXPECT_I32(p.ops, 3, 3, 3, 1, 4, 0, 0, 0);
+  EXPECT_I32(p.launches, 3, 3, 3, 1, 4, 0, 0, 0);
   FX_EXPECT_I64(p.gpu_time, 5 + 1 + 2, 1 + 2 + 3, 1 + 2 + 3, 2, 1 + 2 + 3 + 4, 0, 0, 0);
   FX_EXPECT_I64(p.proj_start, 100, 100, 100, 200, 100, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64);
-  FX_EXPECT_I64(p.proj_stop, 505, 303, 303, 202, 404, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64);
-  FX_EXPECT_I64(p.children, 1, 1, 0, 0, 1, 0, 0, 0);
+  FX_EXPECT_I64(p.proj_dur, 405, 203, 203, 2, 304, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64);
+  EXPECT_I32(p.children, 1, 1, 0, 0, 1, 0, 0, 0);
   nsl_nvtx_projection_free(&p);
   fixture_free(&f);
 }
@@ -170,7 +182,7 @@ static void test_project_empty_and_bad(void **state) {
   nsl_nvtx_input in = {0, rk, f.rstart, f.rstop, NULL, ak, f.astart, f.astop, f.oapi, f.ostart, f.ostop};
   assert_int_equal(nsl_nvtx_project(&in, &p, &err), NSL_ERR_ARG);   /* no keys */
   assert_int_equal(project(&f, &p, &err), NSL_OK);
-  FX_EXPECT_I64(p.ops, 2, 2);
+  EXPECT_I32(p.ops, 2, 2);
   nsl_nvtx_projection_free(&p);
   nsl_column_release(shorter);
   nsl_column_release(fl);
@@ -192,7 +204,7 @@ static void test_project_keys(void **state) {
   nsl_error err = {0};
   assert_int_equal(nsl_nvtx_project(&in, &p, &err), NSL_OK);
   FX_EXPECT_I64(p.api_range, 1, 0, 1);
-  FX_EXPECT_I64(p.ops, 1, 2, 0);
+  EXPECT_I32(p.ops, 1, 2, 0);
   nsl_nvtx_projection_free(&p);
   nsl_column *cols[] = {rrep, rpid, rtid, rs, re, arep, apid, atid, as, ae, oa, os, oe};
   for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
@@ -300,12 +312,12 @@ static void test_project_random(void **state) {
         ops += n;
         launches += n > 0;
       }
-      if (nsl_i64(p.ops)[r] != ops || nsl_i64(p.launches)[r] != launches || nsl_i64(p.gpu_time)[r] != busy ||
-          nsl_i64(p.proj_start)[r] != first || nsl_i64(p.proj_stop)[r] != last)
-        fail_msg("round %d range %lld: ops %lld/%lld launches %lld/%lld busy %lld/%lld span [%lld, %lld] / [%lld, %lld]",
-                 round, (long long)r, (long long)nsl_i64(p.ops)[r], (long long)ops,
-                 (long long)nsl_i64(p.launches)[r], (long long)launches, (long long)nsl_i64(p.gpu_time)[r],
-                 (long long)busy, (long long)nsl_i64(p.proj_start)[r], (long long)nsl_i64(p.proj_stop)[r],
+      if (nsl_i32(p.ops)[r] != ops || nsl_i32(p.launches)[r] != launches || nsl_i64(p.gpu_time)[r] != busy ||
+          nsl_i64(p.proj_start)[r] != first || nsl_i64(p.proj_dur)[r] != (first == NSL_NULL_I64 ? NSL_NULL_I64 : last - first))
+        fail_msg("round %d range %lld: ops %lld/%lld launches %lld/%lld busy %lld/%lld start, dur %lld %lld / first, last %lld %lld",
+                 round, (long long)r, (long long)nsl_i32(p.ops)[r], (long long)ops,
+                 (long long)nsl_i32(p.launches)[r], (long long)launches, (long long)nsl_i64(p.gpu_time)[r],
+                 (long long)busy, (long long)nsl_i64(p.proj_start)[r], (long long)nsl_i64(p.proj_dur)[r],
                  (long long)first, (long long)last);
     }
     /* depth is the length of the parent chain */
@@ -354,7 +366,7 @@ static void test_project_staircase(void **state) {
   for (int64_t i = 0; i < n; i++) {
     assert_int_equal(nsl_i64(p.parent)[i], -1);
     assert_int_equal(nsl_i64(p.api_range)[i], i + 1 < n ? i + 1 : i);   /* equal lengths: the later start */
-    assert_int_equal(nsl_i64(p.ops)[i], i == 0 ? 1 : 2);
+    assert_int_equal(nsl_i32(p.ops)[i], i == 0 ? 1 : 2);
   }
   nsl_nvtx_projection_free(&p);
   fixture_free(&f);

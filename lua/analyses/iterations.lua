@@ -1,0 +1,138 @@
+-- iterations -- training/inference steps: per iteration its start, end,
+-- duration, GPU busy time, kernel and memory-operation counts, memcpy bytes
+-- and GPU time per kernel class; and steady-state step-time statistics.
+--
+-- Iterations come from --arg range=NAME (an NVTX range name, or a Lua
+-- pattern) or are detected: an NVTX range that repeats as a step, else a
+-- marker kernel with a regular period.  lua/nsl/iterations.lua documents
+-- the rules, the attribution of GPU work and the limits.
+--
+-- Steady state: warm-up iterations are left out -- with --arg warmup=N the
+-- first N; by default the first iteration (when there are at least 3) and
+-- each following one that is more than 1.2 x slower than the median of the
+-- iterations after it (at most half of them).  Statistics are per process
+-- (per report for kernel markers), of the iteration durations.
+local nsl = require("nsl")
+local iterations = require("nsl.iterations")
+local classes = require("nsl.classes")
+local report = require("nsl.report")
+
+local function col(v, fallback) return #v > 0 and nsl.column(v) or (fallback or nsl.column{}) end
+
+return {
+  name = "iterations",
+  description = "Training/inference steps: duration, GPU busy time, kernels, memory operations and time per kernel " ..
+                "class per iteration, steady-state step time",
+  args = {
+    range = {default = "", help = "NVTX range that marks an iteration (name, name prefix before ', op_id' or '#N', " ..
+                                  "or a Lua pattern); empty: detect"},
+    warmup = {default = -1, help = "iterations left out of the steady state (-1: automatic)"},
+    map = {default = "", help = "kernel class map (JSON, see the classes analysis); empty: the built-in map"},
+    model = {default = "", help = "with a vLLM-style map: the engine/model entry to use"},
+    limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
+  },
+  example = "nsl run iterations trace.sqlite --arg range=ProfilerStep",
+  run = function(trace, args, out)
+    local it, err = iterations.find(trace, args.range)
+    if not it then nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err)) end
+    out:text(it.how)
+    local map = classes.default_map()
+    if args.map ~= "" then
+      local m, merr = classes.load(args.map, args.model ~= "" and args.model or nil)
+      if not m then nsl.fail(merr) end
+      map = m
+    end
+    local ops = iterations.ops(trace, it, map)
+    collectgarbage()   -- temporaries of the detection and of the attribution: large C columns Lua does not see
+    local w, per_class = iterations.metrics(it, ops)
+    local limit = args.limit > 0 and args.limit or nil
+    local keys = iterations.keys(it)
+    w = w:sort(table.unpack(keys))
+
+    -- warm-up per process (per report for kernel markers), in iteration order
+    local rep, pid, dur = w.report:totable(), w.pid:totable(), (w.stop - w.start):totable()
+    local busy, gs, ge = w.gpu_busy:totable(), w.gpu_start:totable(), w.gpu_stop:totable()
+    local warm, groups, order = {}, {}, {}
+    for i = 1, #w do
+      local key = rep[i] .. ":" .. tostring(pid[i])
+      if not groups[key] then
+        groups[key] = {report = rep[i], pid = pid[i], rows = {}}
+        order[#order + 1] = key
+      end
+      table.insert(groups[key].rows, i)
+    end
+    local st = {report = {}, pid = {}, n = {}, warm = {}, steady = {}, med = {}, mean = {}, std = {}, min = {},
+                max = {}, busy = {}}
+    for _, key in ipairs(order) do
+      local gr = groups[key]
+      local durs = {}
+      for k, i in ipairs(gr.rows) do durs[k] = dur[i] end
+      local nw = iterations.warmup(durs, args.warmup)
+      local steady, pct = {}, {}
+      for k, i in ipairs(gr.rows) do
+        warm[i] = k <= nw and "yes" or ""
+        if k > nw then
+          steady[#steady + 1] = durs[k]
+          if gs[i] and ge[i] > gs[i] then pct[#pct + 1] = busy[i] * 100.0 / (ge[i] - gs[i]) end
+        end
+      end
+      local d = iterations.describe(steady)
+      local j = #st.report + 1
+      st.report[j], st.pid[j], st.n[j], st.warm[j], st.steady[j] = gr.report, gr.pid or -1, #durs, nw, #steady
+      st.med[j], st.mean[j], st.std[j] = d and d.median or -1, d and d.mean or -1, d and d.std or -1
+      st.min[j], st.max[j] = d and d.min or -1, d and d.max or -1
+      local b = iterations.describe(pct)
+      st.busy[j] = b and b.median or -1.0
+    end
+
+    local gpu_dur = w.gpu_stop - w.gpu_start
+    local busy_pct = w.gpu_busy * 100.0 / gpu_dur
+    local cols = {{"Report", w.report}}
+    if it.mode == "range" then cols[#cols + 1] = {"PID", w.pid}; cols[#cols + 1] = {"TID", w.tid} end
+    for _, c in ipairs{
+      {"Iter", w.iter}, {"Start (ns)", w.start}, {"End (ns)", w.stop}, {"Duration (ns)", w.stop - w.start},
+      {"GPU Start (ns)", w.gpu_start}, {"GPU Span (ns)", gpu_dur}, {"GPU Busy (ns)", w.gpu_busy},
+      {"Busy (%)", busy_pct}, {"Kernels", w.kernels}, {"Memcpy", w.memcpy}, {"Memcpy Bytes", w.memcpy_bytes},
+      {"Memset", w.memset}, {"Warm-up", col(warm, nsl.column{})}} do
+      cols[#cols + 1] = c
+    end
+    out:table("iterations", nsl.table(cols), {title = "Iterations", limit = limit})
+
+    -- time per class: one column per class present, in the map's order
+    local present = {}
+    for _, c in ipairs(per_class.class:totable()) do present[c] = true end
+    local ccols = {{"Report", w.report}}
+    if it.mode == "range" then ccols[#ccols + 1] = {"PID", w.pid} end
+    ccols[#ccols + 1] = {"Iter", w.iter}
+    for _, c in ipairs(map:classes()) do
+      if present[c] then
+        local one = per_class:filter(per_class.class:eq(c))
+        local j = w:select(keys):join(one, keys, {"time"})
+        ccols[#ccols + 1] = {c .. " (ns)", require("nsl.nvtx").coalesce(j.time, 0)}
+        present[c] = nil
+      end
+    end
+    out:table("iteration_classes", nsl.table(ccols), {title = "GPU time per kernel class and iteration (" ..
+      map.source .. ")", limit = limit})
+
+    local scols = {{"Report", col(st.report)}}
+    if it.mode == "range" then scols[#scols + 1] = {"PID", col(st.pid)} end
+    for _, c in ipairs{
+      {"Iterations", col(st.n)}, {"Warm-up", col(st.warm)}, {"Steady", col(st.steady)},
+      {"Med (ns)", col(st.med)}, {"Avg (ns)", col(st.mean)}, {"StdDev (ns)", col(st.std)},
+      {"Min (ns)", col(st.min)}, {"Max (ns)", col(st.max)}, {"Med Busy (%)", col(st.busy)}} do
+      scols[#scols + 1] = c
+    end
+    out:table("steady_state", nsl.table(scols), {title = "Steady-state step time (warm-up left out)"})
+    for j = 1, #st.report do
+      if st.steady[j] > 0 then
+        out:value(string.format("steady_median_ns_report%d%s", st.report[j], it.mode == "range" and ("_pid" .. st.pid[j]) or ""),
+          st.med[j])
+      end
+    end
+    if #st.report == 1 and st.steady[1] > 0 then
+      out:text(string.format("Steady state: %d of %d iterations, median %s, mean %s, std %s.", st.steady[1], st.n[1],
+        report.duration(st.med[1]), report.duration(st.mean[1]), report.duration(st.std[1])))
+    end
+  end,
+}

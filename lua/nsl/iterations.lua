@@ -1,0 +1,387 @@
+-- nsl.iterations -- training/inference steps: found by an NVTX range name
+-- (or Lua pattern), or detected from the periodic structure of the trace,
+-- and the GPU work of each.
+--
+-- How iterations are found (M.find):
+--  1. --arg range=NAME: ranges whose name ("domain:text", as nvtx_sum
+--     prints it) is NAME, or starts with NAME followed by a character that
+--     is not a letter, digit or '_' (nsl.steps.matches: "ProfilerStep"
+--     finds "ProfilerStep#3"); when no range matches so, NAME is a Lua
+--     pattern.  Of matching ranges nested in each other (on one thread) only
+--     the outermost count.
+--  2. Otherwise, an NVTX step range: among top-level ranges (no enclosing
+--     range on their thread), names are compared after dropping PyTorch's
+--     ", seq = N" / ", op_id = N" and a trailing number ("ProfilerStep#7");
+--     a name is a step on a thread when it occurs at least 3 times there,
+--     its start-to-start periods are regular (interquartile range at most
+--     a quarter of the median), its ranges fill at least half of the time
+--     from the first start to the last end, and that time is at least half
+--     of the report's NVTX span.  The name with the most such instances
+--     wins (then the longest period).
+--  3. Otherwise, a marker kernel: per report, the kernel name (per device)
+--     with the longest regular period, whose occurrences span at least half
+--     of the report's kernel activity.  A name's period is the time from an
+--     occurrence to its L-th next, for the smallest L (1 to 8) that makes
+--     these times regular (interquartile range at most 5% of the median),
+--     with at least 3 periods: a kernel run L times per step at fixed
+--     offsets marks steps too.  Ties: the smaller L, then the earliest first
+--     occurrence.  Iteration k runs from the marker's k-th period start to
+--     the next: n period starts make n - 1 iterations; the work before the
+--     first and after the last is left out.
+-- Limits: a trace shorter than three periods has no detectable period; the
+-- longest regular period wins, so a marker that repeats once per step is
+-- found even when layers repeat more often, but a run whose steps vary by
+-- more than the thresholds above needs --arg range; with several markers of
+-- one period the earliest one sets where iterations start.
+--
+-- GPU work of an iteration: for ranges, the operations (kernels, memcpy,
+-- memset) whose launching CUDA API call started inside the range in the same
+-- process, on any thread (nsl.steps.assign: backward passes are launched from
+-- worker threads), work without a launch call by its own start; for kernel
+-- markers, the operations of the report that start in the window.
+local nsl = require("nsl")
+local nvtx = require("nsl.nvtx")
+local steps = require("nsl.steps")
+local classes = require("nsl.classes")
+
+local M = {}
+
+--- Name rewriting for step detection: PyTorch's per-call suffixes and a
+-- trailing step number.
+M.step_strip = {", seq = %d+", ", op_id = %d+", "[%s_#]*%d+$"}
+
+M.min_count = 3           -- iterations a detected period needs
+M.range_spread = 0.25     -- NVTX steps: IQR / median period at most this
+M.range_duty = 0.5        -- NVTX steps: ranges fill at least this share of their span
+M.range_cover = 0.5       -- NVTX steps: first start to last end over the report's NVTX span
+M.kernel_spread = 0.05    -- marker kernels: IQR / median period at most this
+M.kernel_cover = 0.5      -- marker kernels: first to last occurrence over the activity span
+
+-- Parents of the ranges in mask among themselves (nsl.nvtx_project with no calls).
+local function parents_among(nv, mask)
+  local none = nsl.column{}
+  local r = nsl.nvtx_project{range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start,
+    range_stop = nv.stop, range_mask = mask, api_keys = {none, none, none}, api_start = none, api_stop = none,
+    op_api = none, op_start = none, op_stop = none}
+  return r.parent, r.depth
+end
+
+-- Iteration ranges table from the rows of nv in mask: report, pid, tid,
+-- start, stop, iter (1-based per process), sorted by report, pid, start.
+local function ranges_table(nv, mask)
+  local r = nv:filter(mask):select{"report", "pid", "tid", "start", "stop"}:sort("report", "pid", "start")
+  local rep, pid = r.report:totable(), r.pid:totable()
+  local iter, k = {}, 0
+  for i = 1, #r do   -- one Lua step per iteration
+    if i == 1 or rep[i] ~= rep[i - 1] or pid[i] ~= pid[i - 1] then k = 0 end
+    k = k + 1
+    iter[i] = k
+  end
+  return r:with("iter", #iter > 0 and nsl.column(iter) or nsl.column{})
+end
+
+local function load_nvtx(trace)
+  local nv = trace.nvtx
+  nv:load{"report", "pid", "tid", "start", "stop", "dur", "kind", "end_tid", "text", "domain"}
+  return nv
+end
+
+--- Iteration ranges named spec (see 1. above): a ranges table, or nil and
+-- a message when no range matches.
+function M.by_name(trace, spec)
+  local nv = load_nvtx(trace)
+  if #nv == 0 then return nil, "the trace has no NVTX ranges" end
+  local name = nvtx.names(nv)
+  local usable = nvtx.range_mask(nv) & ~nv.stop:isnull()
+  local mask = name:where(function(s) return steps.matches(s, spec) end) & usable
+  local how = "name"
+  if mask:count() == 0 then
+    local ok, m = pcall(function() return name:match(spec) end)
+    if ok then mask, how = m & usable, "pattern" end
+  end
+  if mask:count() == 0 then
+    return nil, string.format("no NVTX range named '%s' (nor matching it as a Lua pattern)", spec)
+  end
+  local parent = parents_among(nv, mask)
+  mask = mask & parent:lt(0)   -- the outermost of nested matches
+  return ranges_table(nv, mask), how
+end
+
+-- Start-to-start periods of the rows of t (sorted by key columns then
+-- start) per group of the keys: a table with the keys, n, med, q1, q3,
+-- first (start), last (start), busy (sum of dur, when t has dur).
+local function periods(t, keys)
+  local g = t:group_by(table.unpack(keys))
+  local d = t.start:diff(g:ids())
+  local cols = {{"g", g:ids()}, {"d", d}, {"start", t.start}}
+  if t:coltype("dur") then cols[#cols + 1] = {"dur", t.dur} end
+  local aggs = {"n=count(start)", "med=median(d)", "q1=quantile(d, 0.25)", "q3=quantile(d, 0.75)",
+                "first=min(start)", "last=max(start)"}
+  if t:coltype("dur") then aggs[#aggs + 1] = "busy=sum(dur)"; aggs[#aggs + 1] = "lastdur=last(dur)" end
+  local s = nsl.table(cols):group_by("g"):agg(aggs)
+  local keyt = g:keys()
+  local out = {}
+  for _, k in ipairs(keys) do out[#out + 1] = {k, keyt[k]} end
+  for _, c in ipairs(s:columns()) do if c ~= "g" then out[#out + 1] = {c, s[c]} end end
+  return nsl.table(out)
+end
+
+--- The NVTX step name of the trace (see 2. above), or nil; also a
+-- description and the detected name's ranges table.
+function M.detect_nvtx(trace)
+  local nv = load_nvtx(trace)
+  if #nv == 0 then return nil end
+  local usable = nvtx.range_mask(nv) & ~nv.stop:isnull()
+  local _, depth = parents_among(nv, usable)
+  local top = usable & depth:eq(0)
+  local _, label = nvtx.names(nv, {strip = M.step_strip})
+  local t = nv:select{"report", "pid", "tid", "start", "dur"}:with("label", label):filter(top)
+  if #t == 0 then return nil end
+  local spans = nv:filter(usable):group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
+  local act = {}
+  for i = 1, #spans do act[spans.report[i]] = spans.hi[i] - spans.lo[i] end
+  t = t:sort("report", "pid", "tid", "label", "start")
+  local p = periods(t, {"report", "pid", "tid", "label"})
+  local best, best_n, best_med = nil, 0, 0
+  local totals = {}
+  for i = 1, #p do
+    local n, med, q1, q3 = p.n[i], p.med[i], p.q1[i], p.q3[i]
+    if n >= M.min_count and med and med > 0 and q3 - q1 <= M.range_spread * med then
+      local span = p.last[i] + p.lastdur[i] - p.first[i]
+      if span > 0 and p.busy[i] >= M.range_duty * span and span >= M.range_cover * act[p.report[i]] then
+        local l = p.label[i]
+        local e = totals[l] or {n = 0, med = 0}
+        totals[l] = e
+        e.n, e.med = e.n + n, math.max(e.med, med)
+      end
+    end
+  end
+  for l, e in pairs(totals) do
+    if e.n > best_n or (e.n == best_n and e.med > best_med) or (e.n == best_n and e.med == best_med and l < best) then
+      best, best_n, best_med = l, e.n, e.med
+    end
+  end
+  if not best then return nil end
+  local mask = top & label:eq(best)
+  return best, string.format("NVTX range '%s' detected: %d top-level instances with a regular period of about %s",
+    best, best_n, require("nsl.report").duration(best_med)), ranges_table(nv, mask)
+end
+
+--- Marker kernels per report (see 3. above): an array of {report, device,
+-- name, starts (column of the marker times: every lag-th occurrence),
+-- period, lag} or an empty array.  A name's period is its fundamental one:
+-- the smallest lag L (1 to M.max_lag) such that the times from each
+-- occurrence to the L-th next are regular; so a kernel that runs L times
+-- per step at fixed offsets marks steps too.
+M.max_lag = 8
+
+function M.detect_kernels(trace)
+  local k = trace.kernels
+  if #k == 0 then return {} end
+  k:load{"report", "device", "name", "start", "stop"}
+  local span = k:group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
+  local act = {}
+  for i = 1, #span do act[span.report[i]] = span.hi[i] - span.lo[i] end
+  local t = k:select{"report", "device", "name", "start"}:sort("report", "device", "name", "start")
+  local g = t:group_by("report", "device", "name")
+  local gid, keys = g:ids(), g:keys()
+  local base = nsl.table{{"g", gid}, {"start", t.start}}:group_by("g"):agg{"n=count(start)", "first=min(start)",
+                                                                            "last=max(start)"}
+  local fundamental = {}   -- group id -> {lag, period}
+  local n = #t
+  for lag = 1, M.max_lag do
+    local same = gid:eq(gid:shift(lag))
+    local d = (t.start:shift(lag) - t.start):gather((nsl.range(n) + 1) * same:cast("i64") - 1)   -- NULL across groups
+    local s = nsl.table{{"g", gid}, {"d", d}}:group_by("g"):agg{"m=count(d)", "med=median(d)",
+                                                                "q1=quantile(d, 0.25)", "q3=quantile(d, 0.75)"}
+    for i = 1, #s do
+      local id, m, med = s.g[i], s.m[i], s.med[i]
+      if not fundamental[id] and m >= 2 and med and med > 0 and s.q3[i] - s.q1[i] <= M.kernel_spread * med then
+        fundamental[id] = {lag = lag, period = med}
+      end
+    end
+    collectgarbage()   -- this lag's columns: large C buffers Lua does not see
+  end
+  local best = {}
+  for i = 1, #base do
+    local id = base.g[i]
+    local f = fundamental[id]
+    local r = keys.report[id + 1]
+    local cover = base.last[i] - base.first[i]
+    if f and (base.n[i] - 1) // f.lag >= M.min_count and cover >= M.kernel_cover * act[r] then
+      local b = best[r]
+      local better = not b or f.period > b.period or
+        (f.period == b.period and (f.lag < b.lag or (f.lag == b.lag and base.first[i] < b.first)))
+      if better then
+        best[r] = {period = f.period, lag = f.lag, first = base.first[i], device = keys.device[id + 1],
+                   name = keys.name[id + 1]}
+      end
+    end
+  end
+  local list = {}
+  for r, b in pairs(best) do
+    local starts = k.start:gather((k.report:eq(r) & k.device:eq(b.device) & k.name:eq(b.name)):indices())
+    starts = starts:gather(starts:argsort())
+    local every = nsl.range((#starts - 1) // b.lag + 1) * b.lag   -- occurrences 0, L, 2L, ...
+    list[#list + 1] = {report = r, device = b.device, name = b.name, starts = starts:gather(every),
+                       period = b.period, lag = b.lag}
+  end
+  table.sort(list, function(a, b) return a.report < b.report end)
+  return list
+end
+
+--- Finds the iterations of trace: spec (a range name or pattern; "" to
+-- detect).  Returns it = {mode = "range" | "kernel", ranges = (range mode)
+-- ranges table, markers = (kernel mode) M.detect_kernels list, how = text},
+-- or nil and a message.
+function M.find(trace, spec)
+  if spec and spec ~= "" then
+    local r, how = M.by_name(trace, spec)
+    if not r then return nil, how end
+    return {mode = "range", ranges = r, how = string.format("NVTX ranges matching '%s' (by %s): %d", spec, how, #r)}
+  end
+  local name, how, r = M.detect_nvtx(trace)
+  collectgarbage()
+  if name then return {mode = "range", ranges = r, how = how, name = name} end
+  local markers = M.detect_kernels(trace)
+  if #markers == 0 then
+    return nil, "no iterations found: no NVTX range repeats as a step and no kernel repeats with a regular period " ..
+      "over the trace; name the step range with --arg range=NAME"
+  end
+  local parts = {}
+  for _, m in ipairs(markers) do
+    parts[#parts + 1] = string.format("report %d: kernel '%s' on device %d%s, %d iterations of %s", m.report,
+      m.name, m.device, m.lag > 1 and string.format(" (every %d-th run)", m.lag) or "", #m.starts - 1,
+      require("nsl.report").duration(m.period))
+  end
+  return {mode = "kernel", markers = markers, how = "marker kernels detected: " .. table.concat(parts, "; ")}
+end
+
+--- The GPU operations of trace with their class (nsl.classes' built-in map
+-- unless map is given), a kernel flag, bytes (memcpy and memset), and the
+-- iteration each belongs to: a table with report, pid, device, start, stop,
+-- dur, name, memop, class, kernel (1/0), memcpy (1/0), memset (1/0),
+-- memcpy_bytes, iter (1-based per process in range mode, per report in
+-- kernel mode; NULL outside iterations).
+function M.ops(trace, it, map)
+  local ops = classes.gpu_ops(trace)
+  local k, mc, ms = #trace.kernels, #trace.memcpy, #trace.memset
+  trace.memcpy:load{"bytes"}
+  local zero = function(n) return nsl.rep(0, n) end
+  local one = function(n) return nsl.rep(1, n) end
+  local cls = classes.classify_column(ops.name, map or classes.default_map())
+  local t = ops:select{"report", "pid", "device", "start", "stop", "dur", "name", "memop"}:with(
+    "class", cls,
+    "kernel", nsl.concat(one(k), zero(mc + ms)),
+    "memcpy", nsl.concat(zero(k), one(mc), zero(ms)),
+    "memset", nsl.concat(zero(k + mc), one(ms)),
+    "memcpy_bytes", nsl.concat(zero(k), trace.memcpy.bytes, zero(ms)))
+  local iter
+  if it.mode == "range" then
+    iter = steps.assign(nsl.table{{"report", ops.report}, {"pid", ops.pid},
+                                  {"launch", steps.launch_times(trace, ops)}}, it.ranges)
+  else   -- by GPU start time within the report's marker windows
+    local n = #ops
+    local idx, vals = {}, {}
+    local covered = nsl.rep(0, n):eq(1)
+    for _, m in ipairs(it.markers) do
+      local sel = ops.report:eq(m.report)
+      covered = covered | sel
+      local rows = sel:indices()
+      local j = m.starts:searchsorted(ops.start:gather(rows), true)   -- occurrences at or before the op
+      local inside = j:ge(1) & j:le(#m.starts - 1)                     -- after the first, before the last
+      vals[#vals + 1] = j:gather((nsl.range(#rows) + 1) * inside:cast("i64") - 1)   -- NULL outside
+      idx[#idx + 1] = rows
+    end
+    local rest = (~covered):indices()
+    idx[#idx + 1] = rest
+    vals[#vals + 1] = nsl.column{0}:gather(nsl.rep(-1, #rest))
+    iter = nsl.concat(table.unpack(vals)):gather(nsl.concat(table.unpack(idx)):argsort())
+  end
+  return t:with("iter", iter)
+end
+
+--- The iteration windows of `it` as a table: report, pid (NULL in kernel
+-- mode), tid (likewise), iter, start, stop (the range, or the window from a
+-- marker occurrence to the next).
+function M.windows(it)
+  if it.mode == "range" then
+    return it.ranges:select{"report", "pid", "tid", "iter", "start", "stop"}
+  end
+  local cols = {report = {}, iter = {}, start = {}, stop = {}}
+  for _, m in ipairs(it.markers) do
+    local s = m.starts:totable()
+    for k = 1, #s - 1 do   -- one Lua step per iteration
+      local i = #cols.iter + 1
+      cols.report[i], cols.iter[i], cols.start[i], cols.stop[i] = m.report, k, s[k], s[k + 1]
+    end
+  end
+  local function col(v) return #v > 0 and nsl.column(v) or nsl.column{} end
+  local nulls = nsl.column{0}:gather(nsl.rep(-1, #cols.iter))
+  return nsl.table{{"report", col(cols.report)}, {"pid", nulls}, {"tid", nulls}, {"iter", col(cols.iter)},
+                   {"start", col(cols.start)}, {"stop", col(cols.stop)}}
+end
+
+--- The key columns of an iteration: (report, pid, iter) for ranges,
+-- (report, iter) for kernel markers.
+function M.keys(it) return it.mode == "range" and {"report", "pid", "iter"} or {"report", "iter"} end
+
+--- Per-iteration figures: the windows (M.windows) with gpu_start, gpu_stop
+-- (first start and last end of the iteration's GPU work), gpu_busy (length
+-- of the union of its operations), kernels, memcpy, memcpy_bytes, memset
+-- (counts; 0 without work); and the time per class as a second table: the
+-- keys, class, time (sum of durations), count.
+function M.metrics(it, ops)
+  local keys = M.keys(it)
+  local W = M.windows(it)
+  local inside = ops:filter(~ops.iter:isnull())
+  local g = inside:group_by(table.unpack(keys))
+  local a = g:agg{"gpu_start=min(start)", "gpu_stop=max(stop)", "kernels=sum(kernel)", "memcpy=sum(memcpy)",
+                  "memcpy_bytes=sum(memcpy_bytes)", "memset=sum(memset)"}
+  a = a:with("gpu_busy", nsl.busy_by_group(inside.start, inside.stop, g:ids(), #a))
+  local w = W:join(a, keys, {"gpu_start", "gpu_stop", "gpu_busy", "kernels", "memcpy", "memcpy_bytes", "memset"})
+  for _, c in ipairs{"gpu_busy", "kernels", "memcpy", "memcpy_bytes", "memset"} do
+    w = w:with(c, nvtx.coalesce(w[c], 0))
+  end
+  local ckeys = {table.unpack(keys)}
+  ckeys[#ckeys + 1] = "class"
+  local per_class = inside:group_by(table.unpack(ckeys)):agg{"time=sum(dur)", "count=count"}
+  return w, per_class
+end
+
+--- Which iterations are warm-up (see the analysis): with warmup >= 0 the
+-- first `warmup`; else (automatic) the first one when there are at least 3,
+-- and then every following one slower than 1.2 x the median of those after
+-- it, at most half of them.  durs: array in iteration order; returns the
+-- number of warm-up iterations.
+function M.warmup(durs, warmup)
+  local n = #durs
+  if warmup and warmup >= 0 then return math.min(warmup, n) end
+  if n < 3 then return 0 end
+  local k = 1
+  while k < n // 2 do
+    local rest = {}
+    for i = k + 2, n do rest[#rest + 1] = durs[i] end
+    table.sort(rest)
+    local m = #rest % 2 == 1 and rest[(#rest + 1) // 2] or (rest[#rest // 2] + rest[#rest // 2 + 1]) / 2
+    if durs[k + 1] > 1.2 * m then k = k + 1 else break end
+  end
+  return k
+end
+
+--- Median, mean, sample std, min, max of an array of numbers (nil when empty).
+function M.describe(v)
+  local n = #v
+  if n == 0 then return nil end
+  local s = {}
+  local sum = 0
+  for i, x in ipairs(v) do s[i] = x; sum = sum + x end
+  table.sort(s)
+  local mean = sum / n
+  local ss = 0
+  for _, x in ipairs(v) do ss = ss + (x - mean) ^ 2 end
+  local med = n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
+  return {n = n, median = med, mean = mean, std = n > 1 and math.sqrt(ss / (n - 1)) or 0.0, min = s[1], max = s[n]}
+end
+
+return M

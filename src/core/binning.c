@@ -1,0 +1,597 @@
+/* binning.c -- kernels behind figures: equal time bins in exact integer
+ * ns, busy time per (group, bin) for utilisation heatmaps, a nesting depth
+ * per row so overlapping ranges of one thread get their own sub-rows, and
+ * the merging of spans that share a lane into one rectangle each when they
+ * are too small to tell apart (the level of detail of a timeline). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/kernels_internal.h"
+
+static int int_col(const nsl_column *c) { return c && (c->type == NSL_I64 || c->type == NSL_I32); }
+static int num_col(const nsl_column *c) { return c && (int_col(c) || c->type == NSL_F64); }
+
+__extension__ typedef __int128 i128;
+
+/* Edge b of nbins equal bins over [lo, lo + span): lo + floor(span * b / nbins). */
+static inline int64_t edge_at(int64_t lo, int64_t span, int64_t nbins, int64_t b) {
+  i128 p = (i128)span * b;
+  return lo + (int64_t)(p / nbins);
+}
+
+/* The bin holding v (lo <= v < lo + span). */
+static inline int64_t bin_of(int64_t lo, int64_t span, int64_t nbins, int64_t v) {
+  i128 p = (i128)(v - lo) * nbins;
+  int64_t b = (int64_t)(p / span);
+  if (b >= nbins) b = nbins - 1;
+  while (b > 0 && edge_at(lo, span, nbins, b) > v) b--;
+  while (b < nbins - 1 && edge_at(lo, span, nbins, b + 1) <= v) b++;
+  return b;
+}
+
+/* Checks a bin layout: lo < hi (span within int64), 1 <= nbins <= 2^31. */
+static nsl_status check_bins(const char *what, int64_t lo, int64_t hi, int64_t nbins, nsl_error *err) {
+  if (lo == NSL_NULL_I64 || hi == NSL_NULL_I64 || hi <= lo || (lo < 0 && hi > INT64_MAX + lo))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the range [%lld, %lld) is empty or too wide", what,
+                         (long long)lo, (long long)hi);
+  if (nbins < 1 || nbins > ((int64_t)1 << 31))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: %lld bins (1 to 2^31 allowed)", what, (long long)nbins);
+  return NSL_OK;
+}
+
+/* Edges of nbins equal bins over [lo, hi): nbins + 1 ascending integers,
+ * edge b = lo + floor((hi - lo) * b / nbins) (exact, no rounding drift);
+ * the first is lo and the last hi.  NULL and err filled for hi <= lo or
+ * nbins outside 1..2^31.  Result NSL_I64. */
+nsl_column *nsl_bin_edges(int64_t lo, int64_t hi, int64_t nbins, nsl_error *err) {
+  if (check_bins("bin edges", lo, hi, nbins, err) != NSL_OK) return NULL;
+  nsl_column *c = nsl_column_new(NSL_I64, nbins + 1, NULL);
+  if (!c) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "bin edges: out of memory for %lld bins", (long long)nbins);
+    return NULL;
+  }
+  for (int64_t b = 0; b <= nbins; b++) nsl_i64(c)[b] = edge_at(lo, hi - lo, nbins, b);
+  return c;
+}
+
+/* Group id of row i (0 without groups); -1 for a NULL or negative id. */
+static inline int64_t group_at(const nsl_column *group_of, int64_t i) {
+  if (!group_of) return 0;
+  int null;
+  int64_t g = nsl__int_at(group_of, i, &null);
+  return null || g < 0 ? -1 : g;
+}
+
+/* The rows of one call as plain int64 arrays: start, stop, group ids
+ * (NULL: one group), each the column's own data when it is I64, else a
+ * converted copy kept in tmp[]. */
+typedef struct rows_i64 {
+  const int64_t *s, *e, *g;
+  nsl_column *tmp[3];
+} rows_i64;
+
+static void rows_free(rows_i64 *r) {
+  for (int k = 0; k < 3; k++) nsl_column_release(r->tmp[k]);
+}
+
+static nsl_status rows_load(const char *what, const nsl_column *start, const nsl_column *stop,
+                            const nsl_column *group_of, rows_i64 *r, nsl_error *err) {
+  memset(r, 0, sizeof *r);
+  const nsl_column *cols[3] = {start, stop, group_of};
+  const int64_t **dst[3] = {&r->s, &r->e, &r->g};
+  for (int k = 0; k < 3; k++) {
+    if (!cols[k]) continue;
+    if (cols[k]->type == NSL_I64) {
+      *dst[k] = nsl_i64(cols[k]);
+      continue;
+    }
+    if (!(r->tmp[k] = nsl_col_cast(cols[k], NSL_I64))) {
+      rows_free(r);
+      return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)cols[k]->len);
+    }
+    *dst[k] = nsl_i64(r->tmp[k]);
+  }
+  return NSL_OK;
+}
+
+/* Group of row i: its id, or -1 for a NULL or negative one (0 without groups). */
+static inline int64_t grp(const int64_t *g, int64_t i) {
+  if (!g) return 0;
+  return g[i] < 0 ? -1 : g[i];   /* NSL_NULL_I64 is negative too */
+}
+
+/* Whether row i takes part: mask set or absent, start and stop not NULL,
+ * start <= stop, a group id in 0..ng-1. */
+static inline int row_ok(const rows_i64 *rw, const uint8_t *mk, int64_t ng, int64_t i) {
+  int64_t s = rw->s[i], e = rw->e[i], g = grp(rw->g, i);
+  return !(mk && !mk[i]) && s != NSL_NULL_I64 && e != NSL_NULL_I64 && e >= s && g >= 0 && g < ng;
+}
+
+/* Row indices of the rows that take part (mask set or absent, start and
+ * stop not NULL, start <= stop, a group below ngroups), ordered within each
+ * group by start and, when by_stop, by stop descending among equal starts
+ * (so an enclosing range comes before the ranges it encloses).  Callers
+ * treat every group on its own, so rows already in that order within their
+ * group keep the table's order (one pass, no sort).  When reversed is not
+ * NULL, rows whose table order is the mirror image (by stop ascending, a
+ * later start first among equal stops, as NVTX tables list ranges when
+ * they end) come back in reverse table order with *reversed set, for
+ * callers that can walk time backwards.  Otherwise the rows are radix
+ * sorted by start, and runs of equal starts by stop.  *rows is malloc'ed,
+ * or NULL when the table order (or its reverse) is the order: the caller
+ * then walks the rows itself and skips those row_ok rejects. */
+static nsl_status order_rows(const char *what, const rows_i64 *rw, int64_t n, int64_t ngroups,
+                             const nsl_column *mask, int by_stop, int64_t **rows, int64_t *m_out, int *reversed,
+                             nsl_error *err) {
+  const int64_t *S = rw->s, *E = rw->e, *G = rw->g;
+  int64_t m = 0, smin = INT64_MAX, emax = INT64_MIN, ng = ngroups > 0 ? ngroups : 1;
+  const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
+  nsl__kv *a = NULL, *tmp = NULL;
+  int64_t *out = NULL;
+  int64_t *last = malloc((size_t)ng * 4 * sizeof *last);   /* per group: start, stop; and stop, start */
+  nsl_status rc = NSL_OK;
+  *rows = NULL;
+  if (!last) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
+    goto done;
+  }
+  int64_t *back = last + 2 * ng;   /* the mirror order */
+  for (int64_t g = 0; g < ng; g++) {
+    last[2 * g] = INT64_MIN, last[2 * g + 1] = INT64_MAX;
+    back[2 * g] = INT64_MIN, back[2 * g + 1] = INT64_MAX;
+  }
+  if (reversed) *reversed = 0;
+  int sorted = 1, mirrored = reversed != NULL;
+  for (int64_t i = 0; i < n; i++) {
+    if (!row_ok(rw, mk, ng, i)) continue;
+    int64_t s = S[i], e = E[i], g = grp(G, i);
+    int64_t *l = last + 2 * g, *bk = back + 2 * g;
+    if (s < l[0] || (by_stop && s == l[0] && e > l[1])) sorted = 0;
+    if (e < bk[0] || (e == bk[0] && s > bk[1])) mirrored = 0;
+    l[0] = s, l[1] = e, bk[0] = e, bk[1] = s;
+    if (s < smin) smin = s;
+    if (e > emax) emax = e;
+    m++;
+  }
+  if (sorted) goto done;
+  if (mirrored) {
+    *reversed = 1;
+    goto done;
+  }
+  a = malloc((size_t)(m ? m : 1) * sizeof *a);
+  tmp = malloc((size_t)(m ? m : 1) * sizeof *tmp);
+  out = malloc((size_t)(m ? m : 1) * sizeof *out);
+  if (!a || !tmp || !out) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)m);
+    goto done;
+  }
+  m = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (row_ok(rw, mk, ng, i)) a[m++] = (nsl__kv){(uint64_t)S[i] - (uint64_t)smin, i};
+  nsl__kv *r = nsl__radix_kv(a, tmp, m);
+  if (by_stop) {   /* equal starts: longer first, by insertion in short runs */
+    int long_run = 0;
+    for (int64_t j = 0; j < m && !long_run;) {
+      int64_t q = j + 1;
+      while (q < m && r[q].k == r[j].k) q++;
+      if (q - j > 64) long_run = 1;
+      for (int64_t x = j + 1; x < q && !long_run; x++) {
+        nsl__kv y = r[x];
+        int64_t ye = E[y.v], z = x;
+        while (z > j && E[r[z - 1].v] < ye) r[z] = r[z - 1], z--;
+        r[z] = y;
+      }
+      j = q;
+    }
+    if (long_run) {   /* many equal starts: by stop descending, then (stable) by start */
+      for (int64_t j = 0; j < m; j++) r[j].k = (uint64_t)emax - (uint64_t)E[r[j].v];
+      r = nsl__radix_kv(r, r == a ? tmp : a, m);
+      for (int64_t j = 0; j < m; j++) r[j].k = (uint64_t)S[r[j].v] - (uint64_t)smin;
+      r = nsl__radix_kv(r, r == a ? tmp : a, m);
+    }
+  }
+  for (int64_t j = 0; j < m; j++) out[j] = r[j].v;
+done:
+  free(a);
+  free(tmp);
+  free(last);
+  if (rc != NSL_OK) {
+    free(out);
+    return rc;
+  }
+  *rows = out;
+  *m_out = out ? m : n;
+  return NSL_OK;
+}
+
+/* Row i of the walk: rows[j] when sorted, else j or n-1-j in table order. */
+static inline int64_t walk_row(const int64_t *rows, int reversed, int64_t n, int64_t j) {
+  return rows ? rows[j] : reversed ? n - 1 - j : j;
+}
+
+static nsl_status check_rows(const char *what, const nsl_column *start, const nsl_column *stop,
+                             const nsl_column *group_of, const nsl_column *mask, nsl_error *err) {
+  if (!int_col(start) || !int_col(stop))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: start and stop must be integer (ns) columns", what);
+  if (start->len != stop->len)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: %lld starts but %lld stops", what, (long long)start->len,
+                         (long long)stop->len);
+  if (group_of && (!int_col(group_of) || group_of->len != start->len))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the group ids must be an integer column of %lld rows", what,
+                         (long long)start->len);
+  if (mask && (mask->type != NSL_BOOL || mask->len != start->len))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the mask must be a bool column of %lld rows", what,
+                         (long long)start->len);
+  return NSL_OK;
+}
+
+/* Adds the part of [s, e) inside the bins to busy[0..nbins). */
+static void add_to_bins(int64_t *busy, int64_t lo, int64_t span, int64_t nbins, int64_t s, int64_t e) {
+  int64_t hi = lo + span;
+  if (s < lo) s = lo;
+  if (e > hi) e = hi;
+  if (s >= e) return;
+  int64_t b = bin_of(lo, span, nbins, s);
+  while (s < e && b < nbins) {
+    int64_t be = edge_at(lo, span, nbins, b + 1), seg = e < be ? e : be;
+    busy[b] += seg - s;
+    s = seg;
+    b++;
+  }
+}
+
+/* Busy time per group and bin: for every group g in 0..ngroups-1 and bin b
+ * of nsl_bin_edges(lo, hi, nbins), the length of the union of the group's
+ * intervals [start, stop) inside bin b, so that busy / bin width is the
+ * fraction of the bin during which the group (a device, a stream) was
+ * busy.  Overlapping rows of one group count once.  group_of is an integer
+ * column of ids (NULL: every row in group 0); rows with a negative or NULL
+ * id, NULL times, stop < start or masked out (mask NULL or 1 as in
+ * nsl_iv_union) are skipped; an id >= ngroups is NSL_ERR_ARG.  Rows need
+ * not be sorted.  Result NSL_I64, ngroups * nbins long, group-major
+ * (element g * nbins + b). */
+nsl_column *nsl_busy_per_bin(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                             int64_t ngroups, const nsl_column *mask, int64_t lo, int64_t hi, int64_t nbins,
+                             nsl_error *err) {
+  const char *what = "busy time per bin";
+  if (check_rows(what, start, stop, group_of, mask, err) != NSL_OK) return NULL;
+  if (check_bins(what, lo, hi, nbins, err) != NSL_OK) return NULL;
+  if (ngroups < 1 || ngroups > ((int64_t)1 << 40) / nbins) {
+    nsl_error_set(err, NSL_ERR_ARG, "%s: %lld groups of %lld bins is out of range", what, (long long)ngroups,
+                  (long long)nbins);
+    return NULL;
+  }
+  for (int64_t i = 0; group_of && i < group_of->len; i++)
+    if (group_at(group_of, i) >= ngroups) {
+      nsl_error_set(err, NSL_ERR_ARG, "%s: row %lld is in group %lld, but there are %lld groups", what,
+                    (long long)i, (long long)group_at(group_of, i), (long long)ngroups);
+      return NULL;
+    }
+  rows_i64 rw;
+  if (rows_load(what, start, stop, group_of, &rw, err) != NSL_OK) return NULL;
+  nsl_column *busy = nsl_column_new(NSL_I64, ngroups * nbins, NULL);
+  int64_t *cs = malloc((size_t)ngroups * sizeof *cs), *ce = malloc((size_t)ngroups * sizeof *ce);
+  int64_t *rows = NULL, m = 0;
+  if (!busy || !cs || !ce) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld groups x %lld bins", what, (long long)ngroups,
+                  (long long)nbins);
+    goto fail;
+  }
+  if (order_rows(what, &rw, start->len, ngroups, mask, 0, &rows, &m, NULL, err) != NSL_OK) goto fail;
+  for (int64_t g = 0; g < ngroups; g++) cs[g] = ce[g] = INT64_MIN;   /* no open interval */
+  int64_t span = hi - lo, *b = nsl_i64(busy);
+  const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
+  for (int64_t j = 0; j < m; j++) {   /* per group, merge intervals in start order */
+    int64_t i = walk_row(rows, 0, m, j);
+    if (!rows && !row_ok(&rw, mk, ngroups, i)) continue;
+    int64_t g = grp(rw.g, i), s = rw.s[i], e = rw.e[i];
+    if (s >= e) continue;
+    if (ce[g] != INT64_MIN && s <= ce[g]) {
+      if (e > ce[g]) ce[g] = e;
+      continue;
+    }
+    if (ce[g] != INT64_MIN) add_to_bins(b + g * nbins, lo, span, nbins, cs[g], ce[g]);
+    cs[g] = s, ce[g] = e;
+  }
+  for (int64_t g = 0; g < ngroups; g++)
+    if (ce[g] != INT64_MIN) add_to_bins(b + g * nbins, lo, span, nbins, cs[g], ce[g]);
+  free(rows);
+  free(cs);
+  free(ce);
+  rows_free(&rw);
+  return busy;
+fail:
+  nsl_column_release(busy);
+  free(rows);
+  free(cs);
+  free(ce);
+  rows_free(&rw);
+  return NULL;
+}
+
+/* Largest group id of group_of (NULL: 0); -1 when every id is negative or
+ * NULL.  NSL_ERR_ARG when an id is not below limit (ids must be dense). */
+static nsl_status max_group(const char *what, const nsl_column *group_of, int64_t limit, int64_t *out,
+                            nsl_error *err) {
+  int64_t mx = group_of ? -1 : 0;
+  for (int64_t i = 0; group_of && i < group_of->len; i++) {
+    int64_t g = group_at(group_of, i);
+    if (g > mx) mx = g;
+  }
+  if (mx >= limit)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: id %lld is not below %lld (ids must be dense)", what,
+                         (long long)mx, (long long)limit);
+  *out = mx;
+  return NSL_OK;
+}
+
+/* A sub-row ("depth") for every row so that rows of one group that overlap
+ * in time never share one: rows are visited by start (an enclosing range,
+ * the longer of two with one start, first); each takes one more than the
+ * depth of the innermost range of its group still open at its start (stop
+ * > start), or 0 when none is.  For properly nested ranges (NVTX push/pop
+ * on a thread) this is the nesting depth, 0 for the outermost.  group_of:
+ * dense integer ids (below the row count + NSL_SPANS_EXTRA_LANES), as
+ * nsl_groupby gives (NULL: one group).  Rows with NULL times, stop < start
+ * or a negative group get NULL.  Rows in start order within their group
+ * take one pass; rows in stop order (as NVTX tables list ranges, when they
+ * end) are walked backwards, the mirror image, which gives the same depths
+ * to nested ranges of positive length (a zero-length range at an edge of
+ * another may take the other sub-row); other rows are sorted first.
+ * Result NSL_I32. */
+nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                           nsl_error *err) {
+  const char *what = "nesting depth";
+  if (check_rows(what, start, stop, group_of, NULL, err) != NSL_OK) return NULL;
+  int64_t n = start->len, mx, *rows = NULL, m = 0;
+  if (max_group(what, group_of, n + NSL_SPANS_EXTRA_LANES, &mx, err) != NSL_OK) return NULL;
+  rows_i64 rw;
+  if (rows_load(what, start, stop, group_of, &rw, err) != NSL_OK) return NULL;
+  nsl_column *depth = nsl_column_new(NSL_I32, n, NULL);
+  int64_t *top = malloc((size_t)(mx + 1 > 0 ? mx + 1 : 1) * sizeof *top);
+  int64_t *below = malloc((size_t)(n ? n : 1) * sizeof *below);
+  if (!depth || !top || !below) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
+    goto fail;
+  }
+  int reversed = 0;
+  if (order_rows(what, &rw, n, mx + 1, NULL, 1, &rows, &m, &reversed, err) != NSL_OK) goto fail;
+  const int64_t *S = rw.s, *E = rw.e;
+  int32_t *d = nsl_i32(depth);
+  for (int64_t i = 0; i < n; i++) d[i] = NSL_NULL_I32;
+  for (int64_t g = 0; g <= mx; g++) top[g] = -1;
+  for (int64_t j = 0; j < m; j++) {
+    int64_t i = walk_row(rows, reversed, n, j);
+    if (!rows && !row_ok(&rw, NULL, mx + 1, i)) continue;
+    int64_t g = grp(rw.g, i), t = top[g];
+    if (reversed) {   /* walking back in time from the latest stop: the mirror image */
+      while (t >= 0 && S[t] >= E[i]) t = below[t];   /* starts after i ends */
+    } else
+      while (t >= 0 && E[t] <= S[i]) t = below[t];   /* closed before i starts */
+    d[i] = t >= 0 ? d[t] + 1 : 0;
+    below[i] = t;
+    top[g] = i;
+  }
+  free(rows);
+  free(top);
+  free(below);
+  rows_free(&rw);
+  return depth;
+fail:
+  nsl_column_release(depth);
+  free(rows);
+  free(top);
+  free(below);
+  rows_free(&rw);
+  return NULL;
+}
+
+/* The lane of every row when each group owns consecutive lanes: base[g] +
+ * sub[i] for the row's group g (group_of, integer ids) and sub-row sub[i]
+ * (integer, e.g. nsl_nest_depth); NULL where the group is NULL, negative
+ * or not below nbase, base[g] is NSL_NULL_I64, or sub is NULL, negative or
+ * at least max_sub (rows left out).  One pass.  Result NSL_I64. */
+nsl_column *nsl_sub_lanes(const nsl_column *group_of, const nsl_column *sub, const int64_t *base, int64_t nbase,
+                          int64_t max_sub, nsl_error *err) {
+  if (!int_col(group_of) || !int_col(sub) || group_of->len != sub->len || nbase < 0 || (nbase > 0 && !base)) {
+    nsl_error_set(err, NSL_ERR_ARG, "sub-lanes: need integer group ids and sub-rows of one length, and the bases");
+    return NULL;
+  }
+  int64_t n = sub->len;
+  nsl_column *r = nsl_column_new(NSL_I64, n, NULL);
+  if (!r) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "sub-lanes: out of memory for %lld rows", (long long)n);
+    return NULL;
+  }
+  int64_t *out = nsl_i64(r);
+  for (int64_t i = 0; i < n; i++) {
+    int ng, ns;
+    int64_t g = nsl__int_at(group_of, i, &ng), d = nsl__int_at(sub, i, &ns);
+    int ok = !ng && !ns && g >= 0 && g < nbase && d >= 0 && d < max_sub && base[g] != NSL_NULL_I64;
+    out[i] = ok ? base[g] + d : NSL_NULL_I64;
+  }
+  return r;
+}
+
+void nsl_spans_free(nsl_spans *s) {
+  if (!s) return;
+  nsl_column_release(s->x0);
+  nsl_column_release(s->x1);
+  nsl_column_release(s->lane);
+  nsl_column_release(s->cls);
+  nsl_column_release(s->count);
+  nsl_column_release(s->busy);
+  nsl_column_release(s->row);
+  memset(s, 0, sizeof *s);
+}
+
+static inline double num_at(const nsl_column *c, int64_t i) {
+  switch (c->type) {
+  case NSL_F64: return nsl_f64(c)[i];
+  case NSL_I64: return nsl_i64(c)[i] == NSL_NULL_I64 ? NAN : (double)nsl_i64(c)[i];
+  case NSL_I32: return nsl_i32(c)[i] == NSL_NULL_I32 ? NAN : (double)nsl_i32(c)[i];
+  default: return NAN;
+  }
+}
+
+/* The span being merged in one lane. */
+typedef struct open_span {
+  double x0, x1, busy;
+  int64_t cls, count, row;
+} open_span;
+
+/* x coordinate of row i of c under the transform: (v - origin) * scale +
+ * offset; NaN for NULL. */
+static inline double xform_at(const nsl_column *c, int64_t i, const nsl_span_opts *o) {
+  if (c->type == NSL_F64) return (nsl_f64(c)[i] - (double)o->origin) * o->scale + o->offset;
+  int null;
+  int64_t v = nsl__int_at(c, i, &null), d;
+  if (null) return NAN;
+  if (__builtin_sub_overflow(v, o->origin, &d)) return ((double)v - (double)o->origin) * o->scale + o->offset;
+  return (double)d * o->scale + o->offset;
+}
+
+/* Merges the spans [x0, x1) that share a lane and a class into fewer, for
+ * drawing.  Coordinates are first mapped to x = (v - origin) * scale +
+ * offset (o: NSL_SPAN_OPTS_INIT is the identity; pixels from ns in one
+ * pass, without temporary columns).  Visited by x within each lane, a span
+ * joins the one before it of its lane and class when the gap between them
+ * is at most o->tol and the merged span stays within o->max_len (<= 0: no
+ * bound); a span that lies wholly inside the one before it always joins
+ * it.  A merged span records how many spans it holds (count) and the
+ * length of their union (busy), so busy / (x1 - x0) is how much of it is
+ * covered: drawn with that opacity, a run of spans too small to see keeps
+ * its density.  With tol = 0 and max_len <= 0 only overlapping or touching
+ * spans of one class merge.  x0, x1: numeric columns; lane: integer ids,
+ * dense (below the row count + NSL_SPANS_EXTRA_LANES); cls: integer column
+ * of ids 0..4095 or NULL (one class; NULL values are a class of their
+ * own), at most 2^26 lanes x classes; o->mask (NULL or bool) keeps the
+ * rows where it is 1.  Rows with a NULL or non-finite coordinate, x1 < x0,
+ * or a negative or NULL lane are dropped.  Rows already in x order within
+ * each lane are merged in one pass; others are sorted first.  out receives
+ * x0, x1, busy (F64), lane, cls, count and row (I64: the first input row
+ * of the span, e.g. to label spans that hold one event); spans of one lane
+ * and class are in x order; free with nsl_spans_free. */
+nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl_column *lane,
+                           const nsl_column *cls, const nsl_span_opts *opts, nsl_spans *out, nsl_error *err) {
+  const char *what = "span merge";
+  nsl_span_opts o = NSL_SPAN_OPTS_INIT;
+  if (opts) o = *opts;
+  if (!out) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
+  memset(out, 0, sizeof *out);
+  if (!num_col(x0) || !num_col(x1) || !int_col(lane) || (cls && !int_col(cls)))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: x0 and x1 must be numeric columns, lane and class integer ones",
+                         what);
+  int64_t n = x0->len;
+  if (x1->len != n || lane->len != n || (cls && cls->len != n))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: columns of %lld, %lld, %lld and %lld rows", what, (long long)n,
+                         (long long)x1->len, (long long)lane->len, (long long)(cls ? cls->len : n));
+  if (o.mask && (o.mask->type != NSL_BOOL || o.mask->len != n))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the mask must be a bool column of %lld rows", what, (long long)n);
+  if (!(o.tol >= 0) || isinf(o.tol) || isnan(o.max_len))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the tolerance must be a finite number >= 0", what);
+  if (o.scale == 0) o.scale = 1;
+  if (!(o.scale > 0) || isinf(o.scale) || !isfinite(o.offset))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the scale must be positive and finite, the offset finite", what);
+  double tol = o.tol, max_len = o.max_len > 0 ? o.max_len : INFINITY;
+  const uint8_t *mk = o.mask ? nsl_bool(o.mask) : NULL;
+  int64_t mx, ncls = 0;
+  nsl_status rc = max_group(what, lane, n + NSL_SPANS_EXTRA_LANES, &mx, err);
+  if (rc != NSL_OK) return rc;
+  for (int64_t i = 0; cls && i < n; i++) {   /* classes: ids 0..ncls-1, NULL in slot ncls */
+    int null;
+    int64_t c = nsl__int_at(cls, i, &null);
+    if (null || (mk && !mk[i])) continue;
+    if (c < 0 || c >= 4096)
+      return nsl_error_set(err, NSL_ERR_ARG, "%s: class %lld of row %lld is outside 0..4095", what, (long long)c,
+                           (long long)i);
+    if (c + 1 > ncls) ncls = c + 1;
+  }
+  int64_t nslots = (mx + 1) * (ncls + 1);
+  if (nslots > ((int64_t)1 << 26))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: %lld lanes x %lld classes is too many", what, (long long)(mx + 1),
+                         (long long)(ncls + 1));
+  open_span *st = malloc((size_t)(nslots > 0 ? nslots : 1) * sizeof *st);
+  double *last = malloc((size_t)(mx + 1 > 0 ? mx + 1 : 1) * sizeof *last);
+  nsl_column *perm = NULL;
+  if (!st || !last) {
+    free(st);
+    free(last);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld lanes", what, (long long)(mx + 1));
+  }
+  int sorted = 1;   /* in x order within every lane? (the transform keeps the order) */
+  for (int64_t l = 0; l <= mx; l++) last[l] = -INFINITY;
+  for (int64_t i = 0; i < n && sorted; i++) {
+    int64_t l = group_at(lane, i);
+    if (l < 0 || (mk && !mk[i])) continue;
+    double v = num_at(x0, i);
+    if (v < last[l]) sorted = 0;
+    else if (v == v) last[l] = v;
+  }
+  free(last);
+  if (!sorted && !(perm = nsl_argsort(&x0, NULL, 1, err))) {
+    free(st);
+    return err ? err->code : NSL_ERR_NOMEM;
+  }
+  out->x0 = nsl_column_new(NSL_F64, n, NULL);
+  out->x1 = nsl_column_new(NSL_F64, n, NULL);
+  out->busy = nsl_column_new(NSL_F64, n, NULL);
+  out->lane = nsl_column_new(NSL_I64, n, NULL);
+  out->cls = nsl_column_new(NSL_I64, n, NULL);
+  out->count = nsl_column_new(NSL_I64, n, NULL);
+  out->row = nsl_column_new(NSL_I64, n, NULL);
+  if (!out->x0 || !out->x1 || !out->busy || !out->lane || !out->cls || !out->count || !out->row) {
+    free(st);
+    nsl_column_release(perm);
+    nsl_spans_free(out);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld spans", what, (long long)n);
+  }
+  for (int64_t q = 0; q < nslots; q++) st[q].count = 0;
+  int64_t k = 0;
+  double *ox0 = nsl_f64(out->x0), *ox1 = nsl_f64(out->x1), *obusy = nsl_f64(out->busy);
+  int64_t *olane = nsl_i64(out->lane), *ocls = nsl_i64(out->cls), *ocount = nsl_i64(out->count);
+  int64_t *orow = nsl_i64(out->row);
+#define FLUSH(q)                                                                                    \
+  do {                                                                                              \
+    ox0[k] = st[q].x0, ox1[k] = st[q].x1, obusy[k] = st[q].busy;                                   \
+    olane[k] = q / (ncls + 1), ocls[k] = st[q].cls, ocount[k] = st[q].count, orow[k] = st[q].row;  \
+    k++;                                                                                            \
+  } while (0)
+  const int64_t *p = perm ? nsl_i64(perm) : NULL;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t i = p ? p[j] : j, l = group_at(lane, i), c = NSL_NULL_I64;
+    if (l < 0 || (mk && !mk[i])) continue;
+    double a = xform_at(x0, i, &o), b = xform_at(x1, i, &o);
+    if (!(a <= b) || isinf(a) || isinf(b)) continue;
+    if (cls) {
+      int null;
+      c = nsl__int_at(cls, i, &null);
+      if (null) c = NSL_NULL_I64;
+    }
+    int64_t q = l * (ncls + 1) + (c == NSL_NULL_I64 ? ncls : c);
+    open_span *s = &st[q];
+    if (s->count > 0) {
+      if (b <= s->x1) {   /* inside: adds nothing */
+        s->count++;
+        continue;
+      }
+      if (a - s->x1 <= tol && b - s->x0 <= max_len) {
+        s->busy += b - (a > s->x1 ? a : s->x1);
+        s->x1 = b;
+        s->count++;
+        continue;
+      }
+    }
+    if (s->count > 0) FLUSH(q);
+    *s = (open_span){a, b, b - a, c, 1, i};
+  }
+  for (int64_t q = 0; q < nslots; q++)
+    if (st[q].count > 0) FLUSH(q);
+#undef FLUSH
+  nsl_column *cols[] = {out->x0, out->x1, out->busy, out->lane, out->cls, out->count, out->row};
+  for (size_t q = 0; q < sizeof cols / sizeof *cols; q++) nsl_column_set_len(cols[q], k);
+  free(st);
+  nsl_column_release(perm);
+  return NSL_OK;
+}

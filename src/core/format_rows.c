@@ -1,0 +1,319 @@
+/* format_rows.c -- whole columns written as text, one line per row, from a
+ * small template: JSON strings escaped once per distinct dictionary id,
+ * integers and ns -> µs values converted without printf.  Used to write
+ * trace-event JSON (Chrome / Perfetto) for millions of events. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/kernels_internal.h"
+
+/* A growable output buffer; oom set once an allocation fails. */
+typedef struct obuf {
+  char *p;
+  size_t len, cap;
+  int oom;
+} obuf;
+
+static int grow(obuf *b, size_t need) {
+  if (b->oom) return 0;
+  if (b->len + need <= b->cap) return 1;
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap < b->len + need) {
+    if (cap > SIZE_MAX / 2) {
+      b->oom = 1;
+      return 0;
+    }
+    cap *= 2;
+  }
+  char *p = realloc(b->p, cap);
+  if (!p) {
+    b->oom = 1;
+    return 0;
+  }
+  b->p = p, b->cap = cap;
+  return 1;
+}
+
+static inline void put(obuf *b, const char *s, size_t n) {
+  if (n && grow(b, n)) {
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+  }
+}
+
+/* Writes the decimal digits of u (backwards into the end of tmp); returns
+ * the start. */
+static inline char *utoa_end(uint64_t u, char *end) {
+  do {
+    *--end = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  return end;
+}
+
+static inline void put_i64(obuf *b, int64_t v) {
+  char tmp[24], *end = tmp + sizeof tmp;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  char *s = utoa_end(u, end);
+  if (v < 0) *--s = '-';
+  put(b, s, (size_t)(end - s));
+}
+
+/* ns as µs with up to three decimals, trailing zeros dropped: 1234567 ->
+ * "1234.567", 1500 -> "1.5", 2000 -> "2". */
+static inline void put_us(obuf *b, int64_t v) {
+  char tmp[32], *end = tmp + sizeof tmp, *s = end;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  unsigned frac = (unsigned)(u % 1000);
+  if (frac) {
+    int digits = 3;
+    while (frac % 10 == 0) frac /= 10, digits--;
+    for (int d = 0; d < digits; d++) *--s = (char)('0' + frac % 10), frac /= 10;
+    *--s = '.';
+  }
+  s = utoa_end(u / 1000, s);
+  if (v < 0) *--s = '-';
+  put(b, s, (size_t)(end - s));
+}
+
+/* s as a JSON string (quotes included): ", \ and control characters
+ * escaped; invalid UTF-8 bytes become U+FFFD so the text stays valid. */
+static void put_json_string(obuf *b, const char *s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  put(b, "\"", 1);
+  size_t run = 0;   /* start of the pending plain run */
+  for (size_t i = 0; i < n;) {
+    unsigned char c = (unsigned char)s[i];
+    const char *esc = NULL;
+    char u[6];
+    size_t adv = 1, elen = 0;
+    if (c == '"') esc = "\\\"", elen = 2;
+    else if (c == '\\') esc = "\\\\", elen = 2;
+    else if (c == '\n') esc = "\\n", elen = 2;
+    else if (c == '\t') esc = "\\t", elen = 2;
+    else if (c == '\r') esc = "\\r", elen = 2;
+    else if (c < 0x20) {
+      u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4], u[5] = hex[c & 15];
+      esc = u, elen = 6;
+    } else if (c >= 0x80) {   /* check one UTF-8 sequence */
+      size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+      int ok = len > 0 && i + len <= n;
+      for (size_t k = 1; ok && k < len; k++) ok = ((unsigned char)s[i + k] & 0xc0) == 0x80;
+      if (ok && len == 3) {
+        unsigned c1 = (unsigned char)s[i + 1];
+        ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);   /* overlong, surrogates */
+      }
+      if (ok && len == 4) {
+        unsigned c1 = (unsigned char)s[i + 1];
+        ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+      }
+      if (ok) adv = len;
+      else esc = "\xef\xbf\xbd", elen = 3;
+    }
+    if (esc) {
+      put(b, s + run, i - run);
+      put(b, esc, elen);
+      run = i + adv;
+    }
+    i += adv;
+  }
+  put(b, s + run, n - run);
+  put(b, "\"", 1);
+}
+
+/* Shortest text of d that reads back as d (%.15g, else %.17g); NaN and
+ * infinities as null. */
+static void put_f64(obuf *b, double d) {
+  if (isnan(d) || isinf(d)) {
+    put(b, "null", 4);
+    return;
+  }
+  char tmp[40];
+  int n = snprintf(tmp, sizeof tmp, "%.15g", d);
+  if (strtod(tmp, NULL) != d) n = snprintf(tmp, sizeof tmp, "%.17g", d);
+  put(b, tmp, (size_t)n);
+}
+
+/* One template piece: literal text, then (unless last) a conversion of a
+ * column. */
+typedef struct piece {
+  const char *lit;
+  size_t litlen;
+  char conv;   /* 's', 'S', 'd', 't', 'f' or 0 for the tail */
+  const nsl_column *col;
+  /* 's': the escaped text of each dictionary id, built on first use */
+  size_t *off;   /* offset + 1 into cache of id (0: not yet) */
+  size_t *olen;
+} piece;
+
+/* Formats rows [0, n) of the columns cols[0..ncols) as text: for each row
+ * the template fmt with its conversions replaced by values of the next
+ * column in order, rows joined by sep (NULL: "\n").  Conversions:
+ *   %s  a string column as a JSON string ("..." with escapes; invalid UTF-8
+ *       as U+FFFD); NULL as null
+ *   %S  the same, but NULL as "" (for fields that must be strings)
+ *   %d  an integer column (I64, I32, BOOL as 0/1) in decimal; NULL as null
+ *   %t  an integer ns column as µs with up to three decimals (1234.567);
+ *       NULL as null
+ *   %f  a numeric column as the shortest decimal that reads back; NaN,
+ *       infinities and NULL as null
+ *   %%  a literal %
+ * Every conversion needs its own column (equal lengths); mask (NULL, or a
+ * bool column of the same length) keeps the rows where it is 1.  *out is
+ * malloc'ed, NUL-terminated, *len excludes the NUL; caller frees.  Errors:
+ * NSL_ERR_ARG (bad template, wrong column count or type), NSL_ERR_NOMEM. */
+nsl_status nsl_format_rows(const char *fmt, const nsl_column *const *cols, int ncols, const nsl_column *mask,
+                           const char *sep, char **out, size_t *len, nsl_error *err) {
+  const char *what = "format rows";
+  if (!fmt || !out || !len || ncols < 0 || (ncols > 0 && !cols))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: missing template, columns or output", what);
+  *out = NULL, *len = 0;
+  if (!sep) sep = "\n";
+  size_t seplen = strlen(sep), fl = strlen(fmt);
+  /* count conversions */
+  int nconv = 0;
+  for (size_t i = 0; i < fl; i++)
+    if (fmt[i] == '%') {
+      char c = i + 1 < fl ? fmt[i + 1] : 0;
+      if (c == '%') i++;
+      else if (c == 's' || c == 'S' || c == 'd' || c == 't' || c == 'f') nconv++, i++;
+      else return nsl_error_set(err, NSL_ERR_ARG, "%s: unknown conversion '%%%c' in the template", what, c ? c : ' ');
+    }
+  if (nconv != ncols)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the template has %d conversions but %d columns were given", what,
+                         nconv, ncols);
+  int64_t n = ncols > 0 ? cols[0]->len : (mask ? mask->len : 0);
+  if (mask && (mask->type != NSL_BOOL || mask->len != n))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the mask must be a bool column of %lld rows", what, (long long)n);
+  piece *pc = calloc((size_t)nconv + 1, sizeof *pc);
+  char *lits = malloc(fl + 1);   /* literal text with %% unescaped */
+  obuf cache = {0}, b = {0};
+  nsl_status rc = NSL_OK;
+  if (!pc || !lits) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory", what);
+    goto done;
+  }
+  size_t lp = 0;
+  int k = 0;
+  pc[0].lit = lits;
+  for (size_t i = 0; i < fl; i++) {
+    if (fmt[i] != '%') {
+      lits[lp++] = fmt[i];
+      continue;
+    }
+    if (fmt[i + 1] == '%') {
+      lits[lp++] = '%';
+      i++;
+      continue;
+    }
+    piece *p = &pc[k];
+    p->litlen = (size_t)(lits + lp - p->lit);
+    p->conv = fmt[++i];
+    p->col = cols[k];
+    const nsl_column *c = p->col;
+    if (!c || c->len != n) {
+      rc = nsl_error_set(err, NSL_ERR_ARG, "%s: column %d has %lld rows, not %lld", what, k + 1,
+                         (long long)(c ? c->len : -1), (long long)n);
+      goto done;
+    }
+    int ok = p->conv == 's' || p->conv == 'S' ? c->type == NSL_STR
+             : p->conv == 'f' ? c->type != NSL_STR
+             : p->conv == 't' ? c->type == NSL_I64 || c->type == NSL_I32
+                              : nsl__is_int(c->type);
+    if (!ok) {
+      rc = nsl_error_set(err, NSL_ERR_ARG, "%s: %%%c cannot format column %d of type %s", what, p->conv, k + 1,
+                         nsl_type_name(c->type));
+      goto done;
+    }
+    if (p->conv == 's' || p->conv == 'S') {
+      size_t nd = (size_t)(c->dict ? nsl_dict_size(c->dict) : 0);
+      p->off = calloc(nd ? nd : 1, sizeof *p->off);
+      p->olen = calloc(nd ? nd : 1, sizeof *p->olen);
+      if (!p->off || !p->olen) {
+        rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory", what);
+        goto done;
+      }
+    }
+    k++;
+    pc[k].lit = lits + lp;
+  }
+  pc[k].litlen = (size_t)(lits + lp - pc[k].lit);
+  const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
+  int first = 1;
+  int64_t done_rows = 0;
+  for (int64_t r = 0; r < n; r++) {
+    if (mk && !mk[r]) continue;
+    if (!first) put(&b, sep, seplen);
+    first = 0;
+    if (++done_rows == 512 && n - r > 1024) {   /* size the text once from the first rows: no doubling copies */
+      double per_row = (double)b.len / 511.0 * 1.08, kept = (double)done_rows / (double)(r + 1);
+      double want = per_row * (double)(n - r) * kept + 4096.0;
+      if (want < (double)(SIZE_MAX / 4)) grow(&b, (size_t)want);
+    }
+    for (int j = 0; j <= nconv; j++) {
+      piece *p = &pc[j];
+      put(&b, p->lit, p->litlen);
+      if (j == nconv) break;
+      const nsl_column *c = p->col;
+      int null = 0;
+      switch (p->conv) {
+      case 's':
+      case 'S': {
+        int32_t id = nsl_i32(c)[r];
+        const char *s = id >= 0 && c->dict ? nsl_dict_str(c->dict, id) : NULL;
+        if (!s) {
+          if (p->conv == 's') put(&b, "null", 4);
+          else put(&b, "\"\"", 2);
+          break;
+        }
+        if (!p->off[id]) {   /* escape each distinct string once */
+          size_t at = cache.len;
+          put_json_string(&cache, s, nsl_dict_strlen(c->dict, id));
+          p->off[id] = at + 1;
+          p->olen[id] = cache.len - at;
+        }
+        if (!cache.oom) put(&b, cache.p + p->off[id] - 1, p->olen[id]);
+        break;
+      }
+      case 'd': {
+        int64_t v = nsl__int_at(c, r, &null);
+        if (null) put(&b, "null", 4);
+        else put_i64(&b, v);
+        break;
+      }
+      case 't': {
+        int64_t v = nsl__int_at(c, r, &null);
+        if (null) put(&b, "null", 4);
+        else put_us(&b, v);
+        break;
+      }
+      default: {
+        double d = c->type == NSL_F64 ? nsl_f64(c)[r] : (double)nsl__int_at(c, r, &null);
+        if (null) put(&b, "null", 4);
+        else put_f64(&b, d);
+        break;
+      }
+      }
+    }
+    if (b.oom || cache.oom) break;
+  }
+  if (!grow(&b, 1) || cache.oom) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory writing %lld rows", what, (long long)n);
+    goto done;
+  }
+  b.p[b.len] = '\0';
+  *out = b.p, *len = b.len;
+  b.p = NULL;
+done:
+  for (int j = 0; pc && j < nconv; j++) {
+    free(pc[j].off);
+    free(pc[j].olen);
+  }
+  free(pc);
+  free(lits);
+  free(cache.p);
+  free(b.p);
+  return rc;
+}

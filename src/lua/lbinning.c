@@ -1,0 +1,187 @@
+/* lbinning.c -- the kernels behind figures and exports in Lua:
+ * nsl.extent (min and max in one pass), nsl.bin_edges, nsl.busy_per_bin (utilisation heatmaps), nsl.nest_depth
+ * (sub-rows of nested ranges), nsl.spans_merge (a timeline's level of
+ * detail) and nsl.format_rows (JSON text from whole columns). */
+#include <stdlib.h>
+
+#include "lua/lnsl.h"
+
+/* A column argument that may be nil. */
+static nsl_column *optcolumn(lua_State *L, int idx) { return lua_isnoneornil(L, idx) ? NULL : nsl__checkcolumn(L, idx); }
+
+/* nsl.bin_edges(lo, hi, nbins) -> i64 column of nbins + 1 exact edges. */
+static int l_bin_edges(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *c = nsl_bin_edges(luaL_checkinteger(L, 1), luaL_checkinteger(L, 2), luaL_checkinteger(L, 3), &err);
+  if (!c) return luaL_error(L, "nsl.bin_edges: %s", err.msg);
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
+/* nsl.busy_per_bin(start, stop, group_ids|nil, ngroups, lo, hi, nbins [, mask])
+ * -> i64 column of ngroups * nbins busy ns, element g * nbins + b + 1. */
+static int l_busy_per_bin(lua_State *L) {
+  nsl_column *start = nsl__checkcolumn(L, 1), *stop = nsl__checkcolumn(L, 2), *groups = optcolumn(L, 3);
+  lua_Integer ngroups = luaL_checkinteger(L, 4), lo = luaL_checkinteger(L, 5), hi = luaL_checkinteger(L, 6);
+  lua_Integer nbins = luaL_checkinteger(L, 7);
+  nsl_column *mask = optcolumn(L, 8);
+  nsl_error err = {0};
+  nsl_column *c = nsl_busy_per_bin(start, stop, groups, ngroups, mask, lo, hi, nbins, &err);
+  if (!c) return luaL_error(L, "nsl.busy_per_bin: %s", err.msg);
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
+/* nsl.nest_depth(start, stop [, group_ids]) -> i32 column of sub-rows, and
+ * an array of the deepest sub-row of each group (index id + 1; -1 for a
+ * group without rows that take part), so a figure can size each group. */
+static int l_nest_depth(lua_State *L) {
+  nsl_column *groups = optcolumn(L, 3);
+  nsl_error err = {0};
+  nsl_column *c = nsl_nest_depth(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), groups, &err);
+  if (!c) return luaL_error(L, "nsl.nest_depth: %s", err.msg);
+  nsl__pushcolumn(L, c);
+  int64_t ngroups = groups ? 0 : 1;
+  const int64_t *g64 = groups && groups->type == NSL_I64 ? nsl_i64(groups) : NULL;
+  for (int64_t i = 0; groups && i < groups->len; i++) {
+    int64_t g = g64 ? g64[i] : nsl_column_get_i64(groups, i);
+    if (g != NSL_NULL_I64 && g + 1 > ngroups) ngroups = g + 1;   /* below rows + 65536: checked by the kernel */
+  }
+  int32_t *deepest = lua_newuserdatauv(L, (size_t)(ngroups ? ngroups : 1) * sizeof *deepest, 0);
+  for (int64_t g = 0; g < ngroups; g++) deepest[g] = -1;
+  const int32_t *d = nsl_i32(c);
+  for (int64_t i = 0; i < c->len; i++) {
+    int64_t g = !groups ? 0 : g64 ? g64[i] : nsl_column_get_i64(groups, i);
+    if (d[i] != NSL_NULL_I32 && g >= 0 && g < ngroups && d[i] > deepest[g]) deepest[g] = d[i];
+  }
+  lua_createtable(L, (int)ngroups, 0);
+  for (int64_t g = 0; g < ngroups; g++) {
+    lua_pushinteger(L, deepest[g]);
+    lua_seti(L, -2, (lua_Integer)g + 1);
+  }
+  lua_remove(L, -2);
+  return 2;
+}
+
+/* nsl.sub_lanes(group_ids, sub, base [, max_sub]) -> i64 column: the lane of
+ * every row, base[id + 1] + sub (base: an array, the first lane of each
+ * group), NULL where sub is NULL or at least max_sub. */
+static int l_sub_lanes(lua_State *L) {
+  nsl_column *groups = nsl__checkcolumn(L, 1), *sub = nsl__checkcolumn(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  lua_Integer nbase = luaL_len(L, 3), max_sub = luaL_optinteger(L, 4, INT64_MAX);
+  luaL_argcheck(L, nbase >= 0 && nbase <= ((lua_Integer)1 << 31), 3, "too many groups");
+  int64_t *base = lua_newuserdatauv(L, (size_t)(nbase ? nbase : 1) * sizeof *base, 0);
+  for (lua_Integer g = 0; g < nbase; g++) {
+    lua_geti(L, 3, g + 1);
+    base[g] = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : NSL_NULL_I64;
+    lua_pop(L, 1);
+  }
+  nsl_error err = {0};
+  nsl_column *c = nsl_sub_lanes(groups, sub, base, nbase, max_sub, &err);
+  if (!c) return luaL_error(L, "nsl.sub_lanes: %s", err.msg);
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
+/* nsl.spans_merge(x0, x1, lane [, class] [, {tol = 0, max_len = 0, origin = 0,
+ * scale = 1, offset = 0, mask = nil}]) -> a table with columns x0, x1, busy,
+ * lane, class, count, row (the first input row, 0-based): coordinates mapped to (v - origin) * scale + offset
+ * (ns to px in one pass), then merged per lane and class. */
+static int l_spans_merge(lua_State *L) {
+  nsl_column *x0 = nsl__checkcolumn(L, 1), *x1 = nsl__checkcolumn(L, 2), *lane = nsl__checkcolumn(L, 3);
+  nsl_column *cls = optcolumn(L, 4);
+  nsl_span_opts o = NSL_SPAN_OPTS_INIT;
+  if (!lua_isnoneornil(L, 5)) {
+    luaL_checktype(L, 5, LUA_TTABLE);
+    lua_getfield(L, 5, "tol");
+    o.tol = luaL_optnumber(L, -1, 0);
+    lua_getfield(L, 5, "max_len");
+    o.max_len = luaL_optnumber(L, -1, 0);
+    lua_getfield(L, 5, "origin");
+    o.origin = luaL_optinteger(L, -1, 0);
+    lua_getfield(L, 5, "scale");
+    o.scale = luaL_optnumber(L, -1, 1);
+    lua_getfield(L, 5, "offset");
+    o.offset = luaL_optnumber(L, -1, 0);
+    lua_getfield(L, 5, "mask");
+    o.mask = lua_isnil(L, -1) ? NULL : nsl__checkcolumn(L, -1);   /* stays referenced by the options table */
+    lua_pop(L, 6);
+  }
+  nsl_table *t = nsl_table_new();
+  nsl__pushtable(L, t, 0);   /* owned by Lua before anything can raise */
+  nsl_spans sp;
+  nsl_error err = {0};
+  if (nsl_spans_merge(x0, x1, lane, cls, &o, &sp, &err) != NSL_OK) return luaL_error(L, "nsl.spans_merge: %s", err.msg);
+  const char *names[] = {"x0", "x1", "busy", "lane", "class", "count", "row"};
+  nsl_column *cols[] = {sp.x0, sp.x1, sp.busy, sp.lane, sp.cls, sp.count, sp.row};
+  int ok = 1;
+  for (int k = 0; k < 7 && ok; k++) ok = nsl_table_add(t, names[k], cols[k], &err) >= 0;
+  nsl_table_set_nrows(t, sp.x0->len);
+  nsl_spans_free(&sp);
+  if (!ok) return nsl__lua_error(L, &err);
+  return 1;
+}
+
+/* nsl.format_rows(template, {col1, col2, ...} [, sep = "\n" [, mask]]) ->
+ * text: the template per row with %s (string column as a JSON string, NULL
+ * as null), %S (the same, NULL as ""), %d (integer), %t (ns as µs), %f
+ * (number) and %% replaced. */
+static int l_format_rows(lua_State *L) {
+  const char *fmt = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  const char *sep = luaL_optstring(L, 3, "\n");
+  nsl_column *mask = optcolumn(L, 4);
+  lua_Integer n = luaL_len(L, 2);
+  luaL_argcheck(L, n >= 0 && n <= 256, 2, "at most 256 columns");
+  const nsl_column *cols[256];
+  for (lua_Integer i = 0; i < n; i++) {
+    lua_geti(L, 2, i + 1);
+    nsl_column *c = nsl__tocolumn(L, -1);
+    if (!c) return luaL_error(L, "nsl.format_rows: element %d of the columns is a %s, not a column", (int)i + 1,
+                              luaL_typename(L, -1));
+    cols[i] = c;
+    lua_pop(L, 1);   /* still referenced by the table */
+  }
+  char *out = NULL;
+  size_t len = 0;
+  nsl_error err = {0};
+  if (nsl_format_rows(fmt, cols, (int)n, mask, sep, &out, &len, &err) != NSL_OK) {
+    if (err.code == NSL_ERR_NOMEM) return nsl__lua_error(L, &err);
+    return luaL_error(L, "nsl.format_rows: %s", err.msg);
+  }
+  lua_pushlstring(L, out, len);
+  free(out);
+  return 1;
+}
+
+/* nsl.extent(c) -> min, max of a numeric column (NULLs skipped; nil, nil
+ * when it has no values): one pass, no median (c:min() and c:max() go
+ * through c:stats(), which also finds the median). */
+static int l_extent(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  luaL_argcheck(L, c->type != NSL_STR, 1, "a string column has no extent");
+  nsl_stats st;
+  nsl_col_stats(c, &st);
+  if (st.count == 0) {
+    lua_pushnil(L);
+    lua_pushnil(L);
+  } else if (c->type == NSL_F64) {
+    lua_pushnumber(L, st.min);
+    lua_pushnumber(L, st.max);
+  } else {
+    lua_pushinteger(L, st.imin);
+    lua_pushinteger(L, st.imax);
+  }
+  return 2;
+}
+
+static const luaL_Reg funcs[] = {{"extent", l_extent},{"bin_edges", l_bin_edges},   {"busy_per_bin", l_busy_per_bin},
+                                 {"nest_depth", l_nest_depth}, {"spans_merge", l_spans_merge},
+                                 {"sub_lanes", l_sub_lanes},
+                                 {"format_rows", l_format_rows}, {NULL, NULL}};
+
+int nsl__open_binning(lua_State *L) {
+  luaL_setfuncs(L, funcs, 0);
+  return 0;
+}

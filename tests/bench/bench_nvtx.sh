@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# bench_nvtx.sh [N] -- the NVTX benchmark (run on demand, never a test): on an
+# export tiled N times (default 425: ~1.7 M kernels, ~8.1 M NVTX ranges,
+# ~1 GB; shared with bench_summary.sh), `nsl run nvtx` (nvtx_sum, the GPU
+# projection of every range, nvtx_gpu_proj_sum and the range tree) measured
+# with /usr/bin/time: wall, CPU (user + sys) and peak RSS, best of 3; then
+# one instrumented run that splits the time into loading the columns and the
+# analysis, and the memory into heap and pages of the memory-mapped export.
+# Targets: 10 s wall and 1.5 GB peak RSS on the project's 2-core machine
+# (nsys-ai's NVTX layer breakdown of the same trace: 53 s, 3.4 GB).
+# Needs /usr/bin/time (Debian package `time`).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+n=${1:-425}
+nsl=${NSL:-$root/build/nsl}
+data=${NSL_DATA_DIR:-$root/../shared/data}
+work=${BENCH_DIR:-/tmp/nsl-bench}
+mkdir -p "$work"
+big="$work/tiled_$n.sqlite"
+[ -f "$big" ] || "$here/make_tiled.sh" "$data/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$n" "$big"
+cat "$big" > /dev/null   # warm the page cache
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+
+for i in 1 2 3; do
+  /usr/bin/time -f "%e %U %S %M" -o "$work/nvtx_time.txt" "$nsl" run nvtx "$big" > "$work/nvtx.out"
+  echo "nsl-nvtx $(cat "$work/nvtx_time.txt")"
+done | tee "$work/nvtx_results.txt"
+awk '{ if (w == "" || $2 < w) { w = $2; c = $3 + $4 }; if ($5 > m) m = $5 }
+     END { printf "best of 3: nsl run nvtx %.2f s wall, %.2f s CPU; peak RSS %d MiB (targets: 10 s, 1536 MiB)\n",
+           w, c, m / 1024 }' "$work/nvtx_results.txt"
+
+# Where the time and the memory go (one run, in process).
+cat > "$work/nvtx_split.lua" <<'LUA'
+return { run = function(trace, args, out)
+  local function status()
+    local f = io.open("/proc/self/status"); local s = f:read("a"); f:close()
+    return s:match("VmHWM:%s*(%d+)") // 1024, s:match("RssAnon:%s*(%d+)") // 1024, s:match("RssFile:%s*(%d+)") // 1024
+  end
+  local c0, w0 = os.clock(), os.time()
+  trace.nvtx:load{"report", "pid", "tid", "start", "stop", "dur", "kind", "end_tid", "text", "domain"}
+  trace.api:load{"report", "pid", "tid", "corr", "start", "stop"}
+  for _, t in ipairs{"kernels", "memcpy", "memset"} do trace[t]:load{"report", "pid", "corr", "start", "stop"} end
+  local c1 = os.clock()
+  local _, anon_loaded, file_loaded = status()
+  local a = require("nsl.runner").load_analysis("nvtx")
+  a.run(trace, {only = "sum,proj_sum,tree", per_report = false, normalize = true, max_depth = -1, limit = 0},
+        require("nsl.output").new{analysis = "nvtx", format = "csv"})
+  local c2 = os.clock()
+  local hwm, anon, file = status()
+  io.stderr:write(string.format(
+    "NVTX ranges %d, API calls %d, GPU ops %d\n" ..
+    "CPU: loading the columns %.2f s, the analysis %.2f s\n" ..
+    "memory: after loading heap %d MiB + mapped export %d MiB; at the end heap %d MiB + mapped export %d MiB; " ..
+    "peak RSS %d MiB (so heap at most %d MiB)\n",
+    #trace.nvtx, #trace.api, #trace.kernels + #trace.memcpy + #trace.memset, c1 - c0, c2 - c1,
+    anon_loaded, file_loaded, anon, file, hwm, hwm - file))
+end }
+LUA
+"$nsl" run "$work/nvtx_split.lua" "$big" > /dev/null
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

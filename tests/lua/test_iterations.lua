@@ -1,0 +1,259 @@
+-- The iterations analysis on real exports and on fixtures derived from them
+-- with SQL (tiled copies, planted step ranges), against oracles that are not
+-- nsl: SQL over the same files (range starts and ends, per-iteration counts
+-- by range joins on the launching call), Lua sums and unions over SQL rows.
+local T = ...
+local nsl = require("nsl")
+local iterations = require("nsl.iterations")
+
+local function int(s) return math.tointeger(tonumber(s)) end
+local nccl = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite")
+local h100 = T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite")
+local mpi = T.data("nsys/mpi_cuda_rank0_2022.2.sqlite")
+
+local function rows(t, cols)
+  local c, out = {}, {}
+  for k, name in ipairs(cols) do c[k] = t[name]:totable() end
+  for i = 1, #t do
+    local r = {}
+    for k = 1, #cols do r[k] = c[k][i] end
+    out[i] = r
+  end
+  return out
+end
+
+local function shell(cmd)
+  local ok = os.execute(cmd)
+  assert(ok, "command failed: " .. cmd)
+end
+
+local function tempdir()
+  local p = assert(io.popen("mktemp -d"))
+  local d = p:read("l")
+  p:close()
+  return d
+end
+
+-- The time span make_tiled.sh tiles by (its own SQL): last end - first
+-- start over the activity tables with start/end, plus 1 ms.
+local function tile_span(path)
+  local lo, hi
+  for _, t in ipairs{"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER",
+                     "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+                     "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "OSRT_API"} do
+    if T.sql1(path, "SELECT count(*) FROM sqlite_master WHERE name = '" .. t .. "'") == 1 then
+      local r = T.sql(path, "SELECT min(start), max(coalesce(end, start)) FROM " .. t)[1]
+      if r[1] ~= "" then
+        lo = math.min(lo or math.maxinteger, int(r[1]))
+        hi = math.max(hi or math.mininteger, int(r[2]))
+      end
+    end
+  end
+  return hi - lo + 1000000, lo, hi
+end
+
+-- Per-range oracle: the GPU ops of the process whose launching runtime call
+-- (or, without one, the op itself) starts in [start, end) of each range
+-- named `name`; returns rows {pid, start, end, kernels, memcpy, bytes,
+-- memset, busy, total}.
+local function sql_iterations(path, where)
+  local ranges = T.sql(path, [[SELECT (globalTid >> 24) & 16777215, start, end FROM NVTX_EVENTS AS n
+    WHERE eventType IN (59, 60) AND end IS NOT NULL AND ]] .. where .. " ORDER BY 1, 2")
+  local ops = T.sql(path, [[
+    WITH o AS (SELECT 'k' AS kind, start, end, correlationId, globalPid, 0 AS bytes FROM CUPTI_ACTIVITY_KIND_KERNEL
+               UNION ALL SELECT 'c', start, end, correlationId, globalPid, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY
+               UNION ALL SELECT 's', start, end, correlationId, globalPid, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET),
+         c AS (SELECT correlationId, globalTid >> 24 AS p, min(start) AS s FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY 1, 2)
+    SELECT o.kind, o.start, o.end, o.bytes, (o.globalPid >> 24) & 16777215, coalesce(c.s, o.start)
+    FROM o LEFT JOIN c ON c.correlationId = o.correlationId AND c.p = (o.globalPid >> 24)]])
+  local out = {}
+  for _, r in ipairs(ranges) do
+    local it = {pid = int(r[1]), start = int(r[2]), stop = int(r[3]), kernels = 0, memcpy = 0, bytes = 0, memset = 0,
+                total = 0, spans = {}}
+    for _, o in ipairs(ops) do
+      local t = int(o[6])
+      if int(o[5]) == it.pid and t >= it.start and t < it.stop then
+        if o[1] == "k" then it.kernels = it.kernels + 1
+        elseif o[1] == "c" then it.memcpy, it.bytes = it.memcpy + 1, it.bytes + int(o[4])
+        else it.memset = it.memset + 1 end
+        it.total = it.total + (int(o[3]) - int(o[2]))
+        it.spans[#it.spans + 1] = {int(o[2]), int(o[3])}
+      end
+    end
+    table.sort(it.spans, function(a, b) return a[1] < b[1] end)   -- union length by a plain sweep
+    local busy, cs, ce = 0, nil, nil
+    for _, s in ipairs(it.spans) do
+      if ce and s[1] <= ce then ce = math.max(ce, s[2])
+      else
+        if ce then busy = busy + (ce - cs) end
+        cs, ce = s[1], s[2]
+      end
+    end
+    if ce then busy = busy + (ce - cs) end
+    it.busy = busy
+    out[#out + 1] = it
+  end
+  return out
+end
+
+-- Compares the analysis's tables with the oracle rows.
+local function check_against(tables, want, what)
+  local t = tables.iterations
+  T.eq(#t, #want, what .. ": iterations")
+  local got = rows(t, {"PID", "Start (ns)", "End (ns)", "Kernels", "Memcpy", "Memcpy Bytes", "Memset", "GPU Busy (ns)",
+                       "Iter"})
+  local k = {}
+  for i, w in ipairs(want) do
+    local g = got[i]
+    k[w.pid] = (k[w.pid] or 0) + 1
+    local where = string.format("%s iteration %d of pid %d", what, k[w.pid], w.pid)
+    T.eq(g[1], w.pid, where .. ": pid")
+    T.eq(g[9], k[w.pid], where .. ": number")
+    T.eq(g[2], w.start, where .. ": start")
+    T.eq(g[3], w.stop, where .. ": end")
+    T.eq(g[4], w.kernels, where .. ": kernels")
+    T.eq(g[5], w.memcpy, where .. ": memcpy")
+    T.eq(g[6], w.bytes, where .. ": memcpy bytes")
+    T.eq(g[7], w.memset, where .. ": memset")
+    T.eq(g[8], w.busy, where .. ": GPU busy")
+  end
+  -- the class columns add up to all the GPU time of the iteration
+  local c = tables.iteration_classes
+  local sums = {}
+  for _, name in ipairs(c:columns()) do
+    if name:find("%(ns%)$") then
+      for i, v in ipairs(c[name]:totable()) do sums[i] = (sums[i] or 0) + v end
+    end
+  end
+  for i, w in ipairs(want) do T.eq(sums[i] or 0, w.total, what .. ": class times of iteration " .. i) end
+end
+
+local NAME = "coalesce(n.text, (SELECT value FROM StringIds WHERE id = n.textId))"
+local PNAME = "coalesce(p.text, (SELECT value FROM StringIds WHERE id = p.textId))"
+
+return {
+  {"range by name: starts, ends and per-iteration work equal SQL range joins", function()
+    local tables = T.run_analysis("iterations", {nccl}, {"range=FlashAttnFunc"})
+    -- PyTorch names it "FlashAttnFunc, seq = N, op_id = M": the name matches up to ", "
+    check_against(tables, sql_iterations(nccl, NAME .. " LIKE 'FlashAttnFunc,%'"), "FlashAttnFunc")
+  end},
+
+  {"range by Lua pattern gives the same iterations", function()
+    local a = T.run_analysis("iterations", {nccl}, {"range=FlashAttnFunc"})
+    local b = T.run_analysis("iterations", {nccl}, {"range=^Flash%a+Func, seq"})
+    T.eq(#b.iterations, #a.iterations, "iterations")
+    for _, c in ipairs{"Start (ns)", "End (ns)", "Kernels", "GPU Busy (ns)"} do
+      T.eq(b.iterations[c]:sum(), a.iterations[c]:sum(), c)
+    end
+  end},
+
+  {"range with a domain, memcpy counts and bytes (MPI export)", function()
+    local tables = T.run_analysis("iterations", {mpi}, {"range=saxpy"})
+    check_against(tables, sql_iterations(mpi, NAME .. " = 'saxpy'"), "saxpy")
+    local send = T.run_analysis("iterations", {mpi}, {"range=MPI:MPI_Send"})
+    T.eq(#send.iterations, T.sql1(mpi, "SELECT count(*) FROM NVTX_EVENTS AS n WHERE eventType = 59 AND " .. NAME ..
+      " = 'MPI_Send'"), "MPI:MPI_Send ranges (domain MPI)")
+  end},
+
+  {"prefix names: PyTorch's ', op_id = N' suffixes; only the outermost of nested matches", function()
+    local function count(cond)
+      return T.sql1(nccl, "SELECT count(*) FROM NVTX_EVENTS AS n WHERE eventType IN (59, 60) AND " .. cond(NAME) ..
+        " AND NOT EXISTS (SELECT 1 FROM NVTX_EVENTS AS p WHERE p.globalTid = n.globalTid AND p.rowid <> n.rowid " ..
+        "AND p.start <= n.start AND n.end <= p.end AND " .. cond(PNAME) .. ")")
+    end
+    local tables = T.run_analysis("iterations", {nccl}, {"range=aten::addmm"})
+    T.eq(#tables.iterations, count(function(x) return "(" .. x .. " = 'aten::addmm' OR " .. x .. " GLOB 'aten::addmm,*')" end),
+      "aten::addmm ranges")
+    -- a pattern matching aten::to and aten::_to_copy, which runs inside aten::to
+    tables = T.run_analysis("iterations", {nccl}, {"range=^aten::_?to[,_]"})
+    local want = count(function(x)
+      return "(" .. x .. " GLOB 'aten::to,*' OR " .. x .. " GLOB 'aten::to_*' OR " .. x .. " GLOB 'aten::_to,*' OR " ..
+        x .. " GLOB 'aten::_to_*')"
+    end)
+    T.eq(#tables.iterations, want, "outermost of aten::to / aten::_to_copy")
+    T.ok(want < T.sql1(nccl, "SELECT count(*) FROM NVTX_EVENTS WHERE text GLOB 'aten::_to_copy,*' OR text GLOB 'aten::to,*'"),
+      "some matches are nested")
+  end},
+
+  {"no such range, nothing periodic: one-line failures", function()
+    local ok, err = pcall(T.run_analysis, "iterations", {nccl}, {"range=no_such_range_anywhere"})
+    T.ok(not ok and nsl.is_error(err) and tostring(err):find("no NVTX range named"), "missing range: " .. tostring(err))
+    for _, f in ipairs{"cuda_2021.2", "nvfuser_2024.6"} do
+      ok, err = pcall(T.run_analysis, "iterations", {T.data("nsys/" .. f .. ".sqlite")}, {})
+      T.ok(not ok and nsl.is_error(err) and tostring(err):find("no iterations found"), f .. ": " .. tostring(err))
+    end
+    ok, err = pcall(T.run_analysis, "iterations", {T.data("nsys/tiny_2026.1.sqlite")}, {})
+    T.ok(not ok and nsl.is_error(err), "tiny export: " .. tostring(err))
+  end},
+
+  {"detection: a tiled copy of a real export has the tile period", function()
+    local dir = tempdir()
+    local path = dir .. "/tiled.sqlite"
+    shell(T.shell_quote(T.source_dir .. "/tests/bench/make_tiled.sh") .. " " .. T.shell_quote(h100) .. " 5 " ..
+          T.shell_quote(path) .. " > /dev/null")
+    local span = tile_span(h100)
+    local tables, out = T.run_analysis("iterations", {path}, {})
+    local t = tables.iterations
+    T.eq(#t, 4, "5 tiles: 4 periods between the first marker of each tile")
+    local kernels = T.sql1(h100, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    for i, v in ipairs(rows(t, {"Duration (ns)", "Kernels", "Memcpy"})) do
+      T.eq(v[1], span, "iteration " .. i .. " lasts one tile")
+      T.eq(v[2], kernels, "iteration " .. i .. " has every kernel of one tile")
+      T.eq(v[3], T.sql1(h100, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY"), "memcpy of iteration " .. i)
+    end
+    T.ok(out.items[1].text:find("marker kernel"), "detected by a marker kernel")
+    local s = tables.steady_state
+    T.eq(s["Warm-up"][1], 1, "warm-up")
+    T.eq(s["Med (ns)"][1], span, "steady median")
+    T.eq(s["StdDev (ns)"][1], 0.0, "steady std")
+    shell("rm -rf " .. T.shell_quote(dir))
+  end},
+
+  {"detection: planted NVTX step ranges, warm-up left out of the steady state", function()
+    local dir = tempdir()
+    local path = dir .. "/steps.sqlite"
+    shell(T.shell_quote(T.source_dir .. "/tests/bench/make_tiled.sh") .. " " .. T.shell_quote(h100) .. " 6 " ..
+          T.shell_quote(path) .. " > /dev/null")
+    local span, lo = tile_span(h100)
+    -- one 'train_step' range per tile on the thread with the most NVTX ranges,
+    -- lasting 0.99, 0.8, then 0.5 of a tile (the first two slow: warm-up)
+    local gt = T.sql1(h100, "SELECT globalTid FROM NVTX_EVENTS GROUP BY 1 ORDER BY count(*) DESC LIMIT 1")
+    local frac = {0.99, 0.8, 0.5, 0.5, 0.5, 0.5}
+    local sql = {"BEGIN;"}
+    for k = 0, 5 do
+      local s = lo - 1000 + k * span
+      sql[#sql + 1] = string.format("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) " ..
+        "VALUES (%d, %d, 59, 'train_step', %d);", s, s + math.floor(frac[k + 1] * span), gt)
+    end
+    sql[#sql + 1] = "COMMIT;"
+    T.sql_exec(path, table.concat(sql, "\n"))
+    local tables, out = T.run_analysis("iterations", {path}, {})
+    T.ok(out.items[1].text:find("train_step"), "detected the planted range: " .. out.items[1].text)
+    local byname = T.run_analysis("iterations", {path}, {"range=train_step"})
+    check_against(tables, sql_iterations(path, NAME .. " = 'train_step'"), "train_step")
+    T.eq(tables.iterations["Kernels"]:sum(), byname.iterations["Kernels"]:sum(), "same as by name")
+    local s = tables.steady_state
+    T.eq(s["Warm-up"][1], 2, "warm-up: the first and the slow second step")
+    T.eq(s["Steady"][1], 4, "steady iterations")
+    T.eq(s["Med (ns)"][1], math.floor(0.5 * span), "steady median")
+    local w = T.run_analysis("iterations", {path}, {"range=train_step", "warmup=0"})
+    T.eq(w.steady_state["Steady"][1], 6, "--arg warmup=0 keeps all")
+    shell("rm -rf " .. T.shell_quote(dir))
+  end},
+
+  {"warm-up rule and statistics", function()
+    T.eq(iterations.warmup({10, 10, 10}), 1, "first always")
+    T.eq(iterations.warmup({10, 10}), 0, "fewer than 3: none")
+    T.eq(iterations.warmup({50, 30, 20, 10, 10, 10, 10, 10}), 3, "slow leading ones")
+    T.eq(iterations.warmup({50, 30, 30, 30, 30, 30}, -1), 1, "second not slower")
+    T.eq(iterations.warmup({9, 9, 9, 9, 9, 9, 9, 9}, 3), 3, "fixed")
+    T.eq(iterations.warmup({9, 9}, 5), 2, "fixed, capped")
+    T.eq(iterations.warmup({90, 80, 70, 60, 10, 10}), 3, "at most half")
+    local d = iterations.describe({4, 1, 3, 2})
+    T.eq(d.median, 2.5, "median")
+    T.eq(d.mean, 2.5, "mean")
+    T.near(d.std, math.sqrt(5 / 3), 1e-12, "sample std")
+    T.eq(d.min, 1, "min")
+    T.eq(d.max, 4, "max")
+  end},
+}

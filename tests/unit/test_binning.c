@@ -1,0 +1,486 @@
+/* test_binning.c -- bin edges, busy time per bin, nesting depth and span
+ * merging against hand-computed cases and brute-force references on random
+ * data: a per-nanosecond bitmap per group (busy time), the definition of
+ * nesting (depth), and per-pixel coverage sums (span merging). */
+#include <stdio.h>
+
+#include "kernel_fixtures.h"
+
+#define SPAN 400   /* bitmap references use coordinates in [0, SPAN) */
+
+/* ---- bin edges ---------------------------------------------------------------------- */
+
+static void test_edges(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_column *e = nsl_bin_edges(0, 10, 4, &err);
+  FX_EXPECT_I64(e, 0, 2, 5, 7, 10);   /* floor(10 * b / 4) */
+  nsl_column_release(e);
+  e = nsl_bin_edges(-7, 2, 3, &err);
+  FX_EXPECT_I64(e, -7, -4, -1, 2);
+  nsl_column_release(e);
+  e = nsl_bin_edges(5, 6, 1, &err);
+  FX_EXPECT_I64(e, 5, 6);
+  nsl_column_release(e);
+  /* more bins than ns: empty bins, still ascending and exact at the ends */
+  e = nsl_bin_edges(0, 3, 6, &err);
+  FX_EXPECT_I64(e, 0, 0, 1, 1, 2, 2, 3);
+  nsl_column_release(e);
+  /* near the int64 limits: no overflow */
+  e = nsl_bin_edges(INT64_MAX - 1000, INT64_MAX, 1000, &err);
+  assert_non_null(e);
+  assert_int_equal(nsl_i64(e)[1000], INT64_MAX);
+  assert_int_equal(nsl_i64(e)[500], INT64_MAX - 500);
+  nsl_column_release(e);
+  e = nsl_bin_edges(INT64_MIN + 1, INT64_MIN + 1 + INT64_MAX, 7, &err);
+  assert_non_null(e);
+  for (int b = 0; b < 7; b++) assert_true(nsl_i64(e)[b] < nsl_i64(e)[b + 1]);
+  nsl_column_release(e);
+  /* bad layouts */
+  assert_null(nsl_bin_edges(10, 10, 4, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_null(nsl_bin_edges(10, 0, 4, &err));
+  assert_null(nsl_bin_edges(0, 10, 0, &err));
+  assert_null(nsl_bin_edges(0, 10, -3, &err));
+  assert_null(nsl_bin_edges(INT64_MIN + 1, INT64_MAX, 4, &err));   /* span past int64 */
+  assert_null(nsl_bin_edges(NSL_NULL_I64, 0, 4, &err));
+  assert_non_null(strstr(err.msg, "bin edges"));
+}
+
+/* ---- busy per bin ------------------------------------------------------------------- */
+
+static void test_busy_hand(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  /* group 0: [0,10) and [5,15) overlap -> [0,15); group 1: [20,30); a NULL row; a reversed row */
+  nsl_column *s = FX_I64(5, 0, 20, NSL_NULL_I64, 9), *e = FX_I64(15, 10, 30, 40, 8), *g = FX_I64(0, 0, 1, 1, 0);
+  nsl_column *b = nsl_busy_per_bin(s, e, g, 2, NULL, 0, 40, 4, &err);   /* bins of 10 ns */
+  FX_EXPECT_I64(b, 10, 5, 0, 0, /* group 1 */ 0, 0, 10, 0);
+  nsl_column_release(b);
+  /* window clips: [3, 23) in 2 bins [3,13) [13,23) */
+  b = nsl_busy_per_bin(s, e, g, 2, NULL, 3, 23, 2, &err);
+  FX_EXPECT_I64(b, 10, 2, 0, 3);
+  nsl_column_release(b);
+  /* no groups: union over all rows */
+  b = nsl_busy_per_bin(s, e, NULL, 1, NULL, 0, 40, 1, &err);
+  FX_EXPECT_I64(b, 25);
+  nsl_column_release(b);
+  /* mask drops the [0,10) row */
+  nsl_column *m = FX_BOOL(1, 0, 1, 1, 1);
+  b = nsl_busy_per_bin(s, e, g, 2, m, 0, 40, 4, &err);
+  FX_EXPECT_I64(b, 5, 5, 0, 0, 0, 0, 10, 0);
+  nsl_column_release(b);
+  /* i32 times, a negative group id skipped */
+  nsl_column *s32 = FX_I32(0, 2), *e32 = FX_I32(4, 6), *g2 = FX_I64(-1, 0);
+  b = nsl_busy_per_bin(s32, e32, g2, 1, NULL, 0, 8, 2, &err);
+  FX_EXPECT_I64(b, 2, 2);
+  nsl_column_release(b);
+  /* errors: a group id past ngroups, float times, length mismatch, bad mask, bad bins */
+  assert_null(nsl_busy_per_bin(s, e, g, 1, NULL, 0, 40, 4, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "group"));
+  nsl_column *f = FX_F64(1, 2, 3, 4, 5), *short1 = FX_I64(1);
+  assert_null(nsl_busy_per_bin(f, e, g, 2, NULL, 0, 40, 4, &err));
+  assert_null(nsl_busy_per_bin(s, short1, g, 2, NULL, 0, 40, 4, &err));
+  assert_null(nsl_busy_per_bin(s, e, short1, 2, NULL, 0, 40, 4, &err));
+  assert_null(nsl_busy_per_bin(s, e, g, 2, f, 0, 40, 4, &err));
+  assert_null(nsl_busy_per_bin(s, e, g, 2, NULL, 40, 0, 4, &err));
+  assert_null(nsl_busy_per_bin(s, e, g, 0, NULL, 0, 40, 4, &err));
+  /* empty input: all zeros */
+  nsl_column *z = nsl_column_new(NSL_I64, 0, NULL);
+  b = nsl_busy_per_bin(z, z, NULL, 1, NULL, 0, 10, 2, &err);
+  FX_EXPECT_I64(b, 0, 0);
+  nsl_column_release(b);
+  nsl_column *all[] = {s, e, g, m, s32, e32, g2, f, short1, z};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
+}
+
+/* Random rows against a bitmap per group: busy[g][b] = number of ns t in
+ * bin b covered by some interval of group g. */
+static void test_busy_random(void **state) {
+  (void)state;
+  fx_seed(11);
+  nsl_error err = {0};
+  for (int round = 0; round < 60; round++) {
+    int64_t n = fx_range(0, 80), ngroups = fx_range(1, 5), nbins = fx_range(1, 50);
+    int64_t lo = fx_range(-20, 100), hi = lo + fx_range(1, SPAN - 100);
+    nsl_column *s = nsl_column_new(NSL_I64, n, NULL), *e = nsl_column_new(NSL_I64, n, NULL);
+    nsl_column *g = nsl_column_new(NSL_I64, n, NULL), *m = nsl_column_new(NSL_BOOL, n, NULL);
+    static uint8_t cover[5][SPAN + 100];
+    memset(cover, 0, sizeof cover);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t a = fx_range(-20, SPAN - 1), len = fx_range(-3, 60);
+      nsl_i64(s)[i] = a;
+      nsl_i64(e)[i] = a + len;
+      nsl_i64(g)[i] = fx_range(-1, ngroups - 1);
+      nsl_bool(m)[i] = fx_range(0, 4) != 0;
+      if (fx_range(0, 20) == 0) nsl_i64(s)[i] = NSL_NULL_I64;
+      if (nsl_bool(m)[i] && nsl_i64(g)[i] >= 0 && nsl_i64(s)[i] != NSL_NULL_I64)
+        for (int64_t t = a; t < a + len; t++) cover[nsl_i64(g)[i]][t + 20] = 1;
+    }
+    nsl_column *edges = nsl_bin_edges(lo, hi, nbins, &err);
+    nsl_column *b = nsl_busy_per_bin(s, e, g, ngroups, m, lo, hi, nbins, &err);
+    assert_non_null(b);
+    assert_int_equal(b->len, ngroups * nbins);
+    for (int64_t gi = 0; gi < ngroups; gi++)
+      for (int64_t bi = 0; bi < nbins; bi++) {
+        int64_t want = 0;
+        for (int64_t t = nsl_i64(edges)[bi]; t < nsl_i64(edges)[bi + 1]; t++) want += cover[gi][t + 20];
+        if (nsl_i64(b)[gi * nbins + bi] != want)
+          fail_msg("round %d group %lld bin %lld: %lld, want %lld", round, (long long)gi, (long long)bi,
+                   (long long)nsl_i64(b)[gi * nbins + bi], (long long)want);
+      }
+    nsl_column *all[] = {s, e, g, m, edges, b};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
+  }
+}
+
+/* ---- nesting depth ------------------------------------------------------------------ */
+
+static void test_depth_hand(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  /* thread 0: A [0,100) > B [10,50) > C [20,30); D [60,90) inside A; E [100,120) after A.
+   * thread 1: F [0,10); G [0,40) with the same start (enclosing, listed second); a NULL row. */
+  nsl_column *s = FX_I64(20, 0, 10, 60, 100, 0, 0, NSL_NULL_I64);
+  nsl_column *e = FX_I64(30, 100, 50, 90, 120, 10, 40, 5);
+  nsl_column *g = FX_I64(0, 0, 0, 0, 0, 1, 1, 1);
+  nsl_column *d = nsl_nest_depth(s, e, g, &err);
+  assert_non_null(d);
+  assert_int_equal(d->type, NSL_I32);
+  int32_t want[] = {2, 0, 1, 1, 0, 1, 0, NSL_NULL_I32};
+  for (int i = 0; i < 8; i++) assert_int_equal(nsl_i32(d)[i], want[i]);
+  nsl_column_release(d);
+  /* one group: thread 1's rows now nest inside A too */
+  d = nsl_nest_depth(s, e, NULL, &err);
+  assert_int_equal(nsl_i32(d)[5], 2);   /* A(0) > G(1) > F(2) */
+  assert_int_equal(nsl_i32(d)[6], 1);
+  nsl_column_release(d);
+  /* crossing ranges (start/end): [0,10) [5,20) [12,15) [16,30) -> 0 1 2 2, never sharing a row while overlapping */
+  nsl_column *s2 = FX_I64(0, 5, 12, 16), *e2 = FX_I64(10, 20, 15, 30);
+  d = nsl_nest_depth(s2, e2, NULL, &err);
+  assert_int_equal(nsl_i32(d)[0], 0);
+  assert_int_equal(nsl_i32(d)[1], 1);
+  assert_int_equal(nsl_i32(d)[2], 2);
+  assert_int_equal(nsl_i32(d)[3], 2);
+  nsl_column_release(d);
+  /* errors: ids not dense, float times */
+  nsl_column *gbad = FX_I64(0, 0, 0, 99999), *f = FX_F64(1, 2, 3, 4);
+  assert_null(nsl_nest_depth(s2, e2, gbad, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_null(nsl_nest_depth(f, e2, NULL, &err));
+  nsl_column *all[] = {s, e, g, s2, e2, gbad, f};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
+}
+
+/* Random properly nested ranges (a random push/pop stack per group, rows
+ * shuffled): the depth equals the number of ranges of the group that
+ * strictly enclose the row.  Random crossing ranges: no two overlapping
+ * rows of a group share a depth. */
+static void test_depth_random(void **state) {
+  (void)state;
+  fx_seed(23);
+  nsl_error err = {0};
+  for (int round = 0; round < 40; round++) {
+    int64_t n = 0, cap = 200, ngroups = fx_range(1, 4);
+    int64_t *ss = malloc(cap * sizeof *ss), *ee = malloc(cap * sizeof *ee), *gg = malloc(cap * sizeof *gg);
+    for (int64_t gi = 0; gi < ngroups; gi++) {   /* nested: recursive splitting, as push/pop makes */
+      int64_t stack_s[32], stack_e[32], top = 0;
+      stack_s[top] = 0, stack_e[top++] = 1000;   /* a virtual root, not a row */
+      while (top > 0 && n < cap) {
+        top--;
+        int64_t cur = stack_s[top], pe = stack_e[top], kids = fx_range(0, 3);
+        for (int64_t k = 0; k < kids && top < 30 && n < cap; k++) {
+          int64_t a = cur + fx_range(0, 30), z = a + fx_range(1, 200);
+          if (z > pe) break;
+          ss[n] = a, ee[n] = z, gg[n] = gi, n++;
+          stack_s[top] = a, stack_e[top++] = z;
+          cur = z;
+        }
+      }
+    }
+    for (int64_t i = n - 1; i > 0; i--) {   /* shuffle */
+      int64_t j = fx_range(0, i), ts = ss[i], te = ee[i], tg = gg[i];
+      ss[i] = ss[j], ee[i] = ee[j], gg[i] = gg[j];
+      ss[j] = ts, ee[j] = te, gg[j] = tg;
+    }
+    nsl_column *s = fx_i64(n, ss), *e = fx_i64(n, ee), *g = fx_i64(n, gg);
+    nsl_column *d = nsl_nest_depth(s, e, g, &err);
+    assert_non_null(d);
+    for (int64_t i = 0; i < n; i++) {
+      int32_t want = 0;
+      for (int64_t j = 0; j < n; j++) {
+        if (j == i || gg[j] != gg[i]) continue;
+        int encl = ss[j] <= ss[i] && ee[i] <= ee[j];
+        if (encl && ss[j] == ss[i] && ee[j] == ee[i]) encl = j < i;   /* identical ranges: the first encloses */
+        want += encl;
+      }
+      if (nsl_i32(d)[i] != want)
+        fail_msg("round %d row %lld [%lld,%lld): depth %d, want %d", round, (long long)i, (long long)ss[i],
+                 (long long)ee[i], nsl_i32(d)[i], want);
+    }
+    /* the rows ordered by (group, start, longer first): the one-pass path gives the same depths */
+    const nsl_column *keys[3] = {g, s, e};
+    int desc[3] = {0, 0, 1};
+    nsl_column *perm = nsl_argsort(keys, desc, 3, &err);
+    nsl_column *ps = nsl_col_gather(s, perm, &err), *pe = nsl_col_gather(e, perm, &err);
+    nsl_column *pg = nsl_col_gather(g, perm, &err), *pd = nsl_nest_depth(ps, pe, pg, &err);
+    for (int64_t j = 0; j < n; j++) {
+      int64_t i = nsl_i64(perm)[j];
+      int same_twin = 0;   /* identical ranges may swap their depths */
+      for (int64_t q = 0; q < n; q++) same_twin |= q != i && gg[q] == gg[i] && ss[q] == ss[i] && ee[q] == ee[i];
+      if (!same_twin) assert_int_equal(nsl_i32(pd)[j], nsl_i32(d)[i]);
+    }
+    /* ordered by (group, stop, later start first), as NVTX tables are: the mirror walk, same depths */
+    const nsl_column *bkeys[3] = {g, e, s};
+    nsl_column *bperm = nsl_argsort(bkeys, desc, 3, &err);
+    nsl_column *bs = nsl_col_gather(s, bperm, &err), *be = nsl_col_gather(e, bperm, &err);
+    nsl_column *bg = nsl_col_gather(g, bperm, &err), *bd = nsl_nest_depth(bs, be, bg, &err);
+    for (int64_t j = 0; j < n; j++) {
+      int64_t i = nsl_i64(bperm)[j];
+      int same_twin = 0;
+      for (int64_t q = 0; q < n; q++) same_twin |= q != i && gg[q] == gg[i] && ss[q] == ss[i] && ee[q] == ee[i];
+      if (!same_twin && nsl_i32(bd)[j] != nsl_i32(d)[i])
+        fail_msg("round %d: mirror walk gives depth %d to [%lld,%lld), want %d", round, nsl_i32(bd)[j],
+                 (long long)ss[i], (long long)ee[i], nsl_i32(d)[i]);
+    }
+    nsl_column *sorted_cols[] = {perm, ps, pe, pg, pd, bperm, bs, be, bg, bd};
+    for (size_t i = 0; i < sizeof sorted_cols / sizeof *sorted_cols; i++) nsl_column_release(sorted_cols[i]);
+    nsl_column *all[] = {s, e, g, d};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
+    /* crossing */
+    for (int64_t i = 0; i < n; i++) {
+      ss[i] = fx_range(0, 500);
+      ee[i] = ss[i] + fx_range(0, 80);
+    }
+    s = fx_i64(n, ss), e = fx_i64(n, ee), g = fx_i64(n, gg);
+    d = nsl_nest_depth(s, e, g, &err);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = i + 1; j < n; j++)
+        if (gg[i] == gg[j] && nsl_i32(d)[i] == nsl_i32(d)[j] && ss[i] < ee[j] && ss[j] < ee[i])
+          fail_msg("rows %lld and %lld overlap at depth %d", (long long)i, (long long)j, nsl_i32(d)[i]);
+    {   /* the same rows in stop order (the mirror walk): still never two overlapping rows on one depth */
+      const nsl_column *xbkeys[3] = {g, e, s};
+      int xbdesc[3] = {0, 0, 1};
+      nsl_column *xbperm = nsl_argsort(xbkeys, xbdesc, 3, &err);
+      nsl_column *xbs = nsl_col_gather(s, xbperm, &err), *xbe = nsl_col_gather(e, xbperm, &err);
+      nsl_column *xbg = nsl_col_gather(g, xbperm, &err), *xbd = nsl_nest_depth(xbs, xbe, xbg, &err);
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = i + 1; j < n; j++)
+          if (nsl_i64(xbg)[i] == nsl_i64(xbg)[j] && nsl_i32(xbd)[i] == nsl_i32(xbd)[j] &&
+              nsl_i64(xbs)[i] < nsl_i64(xbe)[j] && nsl_i64(xbs)[j] < nsl_i64(xbe)[i])
+            fail_msg("mirror walk: rows %lld and %lld overlap at depth %d", (long long)i, (long long)j, nsl_i32(xbd)[i]);
+      nsl_column *xbcols[] = {xbperm, xbs, xbe, xbg, xbd};
+      for (size_t i = 0; i < sizeof xbcols / sizeof *xbcols; i++) nsl_column_release(xbcols[i]);
+    }
+    nsl_column *all2[] = {s, e, g, d};
+    for (size_t i = 0; i < sizeof all2 / sizeof *all2; i++) nsl_column_release(all2[i]);
+    free(ss);
+    free(ee);
+    free(gg);
+  }
+}
+
+/* ---- sub-lanes ---------------------------------------------------------------------- */
+
+static void test_sub_lanes(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  int64_t base[] = {0, 3, NSL_NULL_I64};
+  nsl_column *g = FX_I64(0, 1, 1, 2, -1, NSL_NULL_I64, 0, 5), *d = FX_I32(2, 0, 1, 0, 0, 0, NSL_NULL_I32, 0);
+  nsl_column *l = nsl_sub_lanes(g, d, base, 3, 2, &err);
+  FX_EXPECT_I64(l, NSL_NULL_I64 /* sub 2 >= max */, 3, 4, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64,
+                NSL_NULL_I64);
+  nsl_column_release(l);
+  l = nsl_sub_lanes(g, d, base, 3, INT64_MAX, &err);
+  assert_int_equal(nsl_i64(l)[0], 2);
+  nsl_column_release(l);
+  nsl_column *f = FX_F64(1), *s1 = FX_I64(1);
+  assert_null(nsl_sub_lanes(f, f, base, 3, 2, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_null(nsl_sub_lanes(g, s1, base, 3, 2, &err));
+  assert_null(nsl_sub_lanes(g, d, NULL, 3, 2, &err));
+  nsl_column *all[] = {g, d, f, s1};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
+}
+
+/* ---- span merging ------------------------------------------------------------------- */
+
+#define SPO(tol, max_len) (&(nsl_span_opts){(tol), (max_len), 0, 1, 0, NULL})
+
+static void test_spans_hand(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_spans sp;
+  /* lane 0: [0,1) [1,2) touch; [2.3,3) gap 0.3; [5,9) far; [6,7) inside; lane 1: [0,4) class 1 and [1,2) class 2 */
+  nsl_column *x0 = FX_F64(0, 1, 2.3, 5, 6, 0, 1), *x1 = FX_F64(1, 2, 3, 9, 7, 4, 2);
+  nsl_column *ln = FX_I64(0, 0, 0, 0, 0, 1, 1), *cl = FX_I64(0, 0, 0, 0, 0, 1, 2);
+  assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, SPO(0, 0), &sp, &err), NSL_OK);
+  /* tol 0: [0,2) (2 spans), [2.3,3), [5,9) (holds [6,7)); lane 1 two classes stay apart */
+  assert_int_equal(sp.x0->len, 5);
+  double total_busy = 0;
+  int64_t total_count = 0;
+  for (int64_t k = 0; k < sp.x0->len; k++) total_busy += nsl_f64(sp.busy)[k], total_count += nsl_i64(sp.count)[k];
+  assert_int_equal(total_count, 7);
+  assert_true(fabs(total_busy - (2 + 0.7 + 4 + 4 + 1)) < 1e-12);
+  nsl_spans_free(&sp);
+  /* tol 0.5: lane 0 first three join into [0,3) with busy 2.7 */
+  assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, SPO(0.5, 0), &sp, &err), NSL_OK);
+  assert_int_equal(sp.x0->len, 4);
+  int found = 0;
+  for (int64_t k = 0; k < sp.x0->len; k++)
+    if (nsl_i64(sp.lane)[k] == 0 && nsl_f64(sp.x0)[k] == 0) {
+      found = 1;
+      assert_true(nsl_f64(sp.x1)[k] == 3);
+      assert_true(fabs(nsl_f64(sp.busy)[k] - 2.7) < 1e-12);
+      assert_int_equal(nsl_i64(sp.count)[k], 3);
+      assert_int_equal(nsl_i64(sp.cls)[k], 0);
+    }
+  assert_true(found);
+  nsl_spans_free(&sp);
+  /* max_len 2.5 stops [0,2)+[2.3,3) from joining; row: the first input row of each span */
+  assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, SPO(0.5, 2.5), &sp, &err), NSL_OK);
+  assert_int_equal(sp.x0->len, 5);
+  for (int64_t q = 0; q < 5; q++) {
+    int64_t r = nsl_i64(sp.row)[q];
+    assert_true(nsl_f64(x0)[r] == nsl_f64(sp.x0)[q]);
+    assert_int_equal(nsl_i64(ln)[r], nsl_i64(sp.lane)[q]);
+  }
+  nsl_spans_free(&sp);
+  /* no classes, integer coordinates, a NaN and a negative lane dropped */
+  nsl_column *ix0 = FX_I64(10, 0, 20), *ix1 = FX_I64(15, 10, NSL_NULL_I64), *iln = FX_I32(0, 0, 0);
+  assert_int_equal(nsl_spans_merge(ix0, ix1, iln, NULL, SPO(0, 0), &sp, &err), NSL_OK);
+  assert_int_equal(sp.x0->len, 1);
+  assert_true(nsl_f64(sp.x0)[0] == 0 && nsl_f64(sp.x1)[0] == 15);
+  assert_int_equal(nsl_i64(sp.cls)[0], NSL_NULL_I64);
+  nsl_spans_free(&sp);
+  nsl_column *fn = FX_F64(0, NAN), *fx = FX_F64(1, 2), *fl = FX_I64(-1, 0);
+  assert_int_equal(nsl_spans_merge(fn, fx, fl, NULL, SPO(0, 0), &sp, &err), NSL_OK);
+  assert_int_equal(sp.x0->len, 0);
+  nsl_spans_free(&sp);
+  nsl_spans_free(&sp);   /* idempotent */
+  /* the transform (ns -> px) and a mask; rows sorted within each lane but not overall */
+  nsl_column *ns0 = FX_I64(1000000, 5000, 1002000, 9000), *ns1 = FX_I64(1001000, 6000, 1003000, 9500);
+  nsl_column *nl = FX_I64(0, 1, 0, 1), *nm = FX_BOOL(1, 1, 1, 0);
+  nsl_span_opts o = {0, 0, 1000, 0.01, 50, nm};   /* x = (v - 1000) * 0.01 + 50 */
+  assert_int_equal(nsl_spans_merge(ns0, ns1, nl, NULL, &o, &sp, &err), NSL_OK);
+  assert_int_equal(sp.x0->len, 3);
+  for (int64_t q = 0; q < 3; q++) {
+    double a = nsl_f64(sp.x0)[q], b = nsl_f64(sp.x1)[q];
+    if (nsl_i64(sp.lane)[q] == 1) assert_true(a == 90 && b == 100);
+    else assert_true((a == 10040 && b == 10050) || (a == 10060 && b == 10070));
+  }
+  nsl_spans_free(&sp);
+  o.scale = -1;
+  assert_int_equal(nsl_spans_merge(ns0, ns1, nl, NULL, &o, &sp, &err), NSL_ERR_ARG);
+  o.scale = 1, o.mask = fx;   /* not a bool column */
+  assert_int_equal(nsl_spans_merge(ns0, ns1, nl, NULL, &o, &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(ns0, ns1, nl, NULL, NULL, &sp, &err), NSL_OK);   /* NULL: identity */
+  assert_true(nsl_f64(sp.x1)[0] > 1000);
+  nsl_spans_free(&sp);
+  nsl_column *more[] = {ns0, ns1, nl, nm};
+  for (size_t i = 0; i < sizeof more / sizeof *more; i++) nsl_column_release(more[i]);
+  /* errors */
+  nsl_column *bad_lane = FX_I64(0, 1000000), *sl = FX_F64(1);
+  assert_int_equal(nsl_spans_merge(fx, fx, bad_lane, NULL, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, sl, fl, NULL, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, fx, fx, NULL, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, fx, fl, NULL, SPO(-1, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, fx, fl, NULL, SPO(NAN, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_spans_merge(fx, fx, fl, NULL, SPO(0, 0), NULL, &err), NSL_ERR_ARG);
+  nsl_column *neg_cls = FX_I64(0, -2), *big_cls = FX_I64(0, 5000);
+  assert_int_equal(nsl_spans_merge(fx, fx, fl, neg_cls, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "class"));
+  assert_int_equal(nsl_spans_merge(fx, fx, fl, big_cls, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  nsl_column_release(neg_cls);
+  nsl_column_release(big_cls);
+  nsl_column *all[] = {x0, x1, ln, cl, ix0, ix1, iln, fn, fx, fl, bad_lane, sl};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
+}
+
+/* Random spans in a few lanes and classes: per (lane, class) the union of
+ * the merged spans' busy parts equals the union of the input; every input
+ * is counted once; merged spans of one lane and class never overlap; with
+ * tol and max_len, gaps within a merged span are <= tol and no span
+ * (unless a single input) exceeds max_len. */
+static void test_spans_random(void **state) {
+  (void)state;
+  fx_seed(5);
+  nsl_error err = {0};
+  for (int round = 0; round < 60; round++) {
+    int64_t n = fx_range(0, 120), nl = fx_range(1, 4), nc = fx_range(1, 3);
+    double tol = round % 3 == 0 ? 0 : fx_range(0, 20) / 4.0, maxlen = round % 2 ? 0 : fx_range(1, 40);
+    nsl_column *x0 = nsl_column_new(NSL_F64, n, NULL), *x1 = nsl_column_new(NSL_F64, n, NULL);
+    nsl_column *ln = nsl_column_new(NSL_I64, n, NULL), *cl = nsl_column_new(NSL_I64, n, NULL);
+    static uint8_t cover[4][3][SPAN * 4];   /* quarter units */
+    memset(cover, 0, sizeof cover);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t a = fx_range(0, SPAN * 4 - 100), len = fx_range(0, 40);
+      nsl_f64(x0)[i] = a / 4.0;
+      nsl_f64(x1)[i] = (a + len) / 4.0;
+      nsl_i64(ln)[i] = fx_range(0, nl - 1);
+      nsl_i64(cl)[i] = fx_range(0, nc - 1);
+      for (int64_t t = a; t < a + len; t++) cover[nsl_i64(ln)[i]][nsl_i64(cl)[i]][t] = 1;
+    }
+    nsl_spans sp;
+    assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, SPO(tol, maxlen), &sp, &err), NSL_OK);
+    int64_t m = sp.x0->len, counted = 0;
+    double want_busy[4][3] = {{0}}, got_busy[4][3] = {{0}};
+    for (int64_t l = 0; l < 4; l++)
+      for (int64_t c = 0; c < 3; c++)
+        for (int64_t t = 0; t < SPAN * 4; t++) want_busy[l][c] += cover[l][c][t] / 4.0;
+    for (int64_t k = 0; k < m; k++) {
+      int64_t l = nsl_i64(sp.lane)[k], c = nsl_i64(sp.cls)[k];
+      double a = nsl_f64(sp.x0)[k], b = nsl_f64(sp.x1)[k];
+      counted += nsl_i64(sp.count)[k];
+      got_busy[l][c] += nsl_f64(sp.busy)[k];
+      assert_true(nsl_f64(sp.busy)[k] <= b - a + 1e-9);
+      if (maxlen > 0 && nsl_i64(sp.count)[k] > 1 && b - a > maxlen + 1e-9) {
+        /* only a single long input may exceed max_len: some input must span [a, b) alone */
+        int alone = 0;
+        for (int64_t i = 0; i < n; i++)
+          if (nsl_i64(ln)[i] == l && nsl_i64(cl)[i] == c && nsl_f64(x0)[i] == a && nsl_f64(x1)[i] == b) alone = 1;
+        if (!alone) fail_msg("round %d: span [%g,%g) longer than %g", round, a, b, maxlen);
+      }
+      for (int64_t q = k + 1; q < m; q++)
+        if (nsl_i64(sp.lane)[q] == l && nsl_i64(sp.cls)[q] == c && nsl_f64(sp.x0)[q] < b &&
+            a < nsl_f64(sp.x1)[q] && nsl_f64(sp.busy)[q] > 0 && nsl_f64(sp.busy)[k] > 0) {
+          /* overlaps are allowed only when max_len split an overlapping run */
+          if (maxlen <= 0) fail_msg("round %d: merged spans %lld and %lld overlap", round, (long long)k, (long long)q);
+        }
+    }
+    assert_int_equal(counted, n);
+    if (maxlen <= 0)
+      for (int l = 0; l < 4; l++)
+        for (int c = 0; c < 3; c++)
+          if (fabs(got_busy[l][c] - want_busy[l][c]) > 1e-9)
+            fail_msg("round %d lane %d class %d: busy %g, want %g", round, l, c, got_busy[l][c], want_busy[l][c]);
+    /* the same rows ordered by (lane, x0): the one-pass path must give the same spans */
+    const nsl_column *keys[2] = {ln, x0};
+    nsl_column *perm = nsl_argsort(keys, NULL, 2, &err);
+    nsl_column *px0 = nsl_col_gather(x0, perm, &err), *px1 = nsl_col_gather(x1, perm, &err);
+    nsl_column *pln = nsl_col_gather(ln, perm, &err), *pcl = nsl_col_gather(cl, perm, &err);
+    nsl_spans sp2;
+    assert_int_equal(nsl_spans_merge(px0, px1, pln, pcl, SPO(tol, maxlen), &sp2, &err), NSL_OK);
+    assert_int_equal(sp2.x0->len, m);
+    double s1 = 0, s2 = 0;
+    for (int64_t q = 0; q < m; q++) {
+      s1 += nsl_f64(sp.x0)[q] * 3 + nsl_f64(sp.x1)[q] * 7 + nsl_f64(sp.busy)[q] * 11 + (double)nsl_i64(sp.count)[q];
+      s2 += nsl_f64(sp2.x0)[q] * 3 + nsl_f64(sp2.x1)[q] * 7 + nsl_f64(sp2.busy)[q] * 11 + (double)nsl_i64(sp2.count)[q];
+    }
+    assert_true(fabs(s1 - s2) < 1e-6);
+    nsl_spans_free(&sp2);
+    nsl_spans_free(&sp);
+    nsl_column *all[] = {x0, x1, ln, cl, perm, px0, px1, pln, pcl};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_edges),        cmocka_unit_test(test_busy_hand),  cmocka_unit_test(test_busy_random),
+      cmocka_unit_test(test_depth_hand),   cmocka_unit_test(test_depth_random), cmocka_unit_test(test_spans_hand),
+      cmocka_unit_test(test_spans_random), cmocka_unit_test(test_sub_lanes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
