@@ -69,6 +69,9 @@ end
 --- Collectives and compute of the thunks of an nsys-jax trace.
 local function from_thunks(trace, args)
   if args.rank_by ~= "device" then nsl.fail("straggler: on nsys-jax traces the ranks are the devices (rank_by=device)") end
+  if args.programs ~= "structure" and args.programs ~= "fingerprint" then
+    nsl.fail("straggler: --arg programs must be structure or fingerprint")
+  end
   local d = jax.load(trace, {programs = args.programs, compile = false})
   local th = d.thunk
   local rank, rk = number_ranks(th, {"Device", "report"})

@@ -496,9 +496,10 @@ return {
     T.eq(offset_of(r2, 2), want[2], "device 2 against device 0")
   end},
 
-  {"nsys-jax: bad rank_by and source are one-line failures", function()
+  {"nsys-jax: bad rank_by, source and programs are one-line failures", function()
     T.raises(function() T.run_analysis("straggler", {procs[1]}, {"rank_by=report"}) end, "ranks are the devices")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"source=jax"}) end, "needs an nsys%-jax trace")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"source=x"}) end, "auto, nccl or jax")
+    T.raises(function() T.run_analysis("straggler", {procs[1]}, {"programs=x"}) end, "structure or fingerprint")
   end},
 }
