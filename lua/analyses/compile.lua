@@ -19,7 +19,7 @@ local findings = require("nsl.findings")
 
 local MS = 1e-6
 
-local function is_xla_compile(s) return s == "XlaCompile" or s:sub(1, 11) == "XlaCompile:" end
+local is_xla_compile = compile.is_xla_compile
 
 -- An item table: what took time, as intervals of a process.
 local function items(what, t)
@@ -72,6 +72,9 @@ local overhead_group = {module_loading = summary_order[7], lazy_loading = summar
                         driver_jit = summary_order[8]}
 local ALL = "all compiling and loading"
 
+-- The key of a process (report, pid; pid may be NULL).
+local function pkey(r, p) return r .. ":" .. tostring(p) end
+
 return {
   name = "compile",
   description = "Time spent compiling and loading code: XLA (parallel-aware), torch.compile, nvFuser, " ..
@@ -109,12 +112,7 @@ return {
     local members, run = compile.framework_ranges(trace)
     if members then
       local roots = members:filter(members.root)
-      local per = {}
-      for _, fw in ipairs{"torch.compile", "nvFuser"} do
-        local r = roots:filter(roots.framework:eq(fw))
-        if #r > 0 then per[#per + 1] = items(fw, r) end
-      end
-      for _, t in ipairs(per) do all_items[#all_items + 1] = t end
+      all_items[#all_items + 1] = items("", roots):with("what", roots.framework)
     end
 
     -- CUDA API and CUPTI overhead
@@ -145,7 +143,7 @@ return {
     procs:load{"report", "pid", "name"}
     for i = 1, #procs do
       local r, p = procs.report[i], procs.pid[i]
-      if r and p then pnames[r .. ":" .. p] = procs.name[i] end
+      if r and p then pnames[pkey(r, p)] = procs.name[i] end
     end
     local g = it:group_by("report", "pid", "what")
     local s = g:agg{"n=count", "total=sum(dur)"}
@@ -155,7 +153,7 @@ return {
     sa = sa:with("wall", nsl.busy_by_group(it.start, it.stop, ga:ids(), #ga))
     local pa = {}
     if xla_total then
-      for i = 1, #xla_total do pa[xla_total.report[i] .. ":" .. xla_total.pid[i]] = xla_total.pa[i] end
+      for i = 1, #xla_total do pa[pkey(xla_total.report[i], xla_total.pid[i])] = xla_total.pa[i] end
     end
     local rank = {}
     for i, w in ipairs(summary_order) do rank[w] = i end
@@ -163,7 +161,7 @@ return {
     for i = 1, #s do
       local r, p, w = s.report[i], s.pid[i], s.what[i]
       local total = s.total[i]
-      if w == summary_order[1] and pa[r .. ":" .. p] then total = pa[r .. ":" .. p] end
+      if w == summary_order[1] and pa[pkey(r, p)] then total = pa[pkey(r, p)] end
       rows[#rows + 1] = {r = r, p = p, what = w, rank = rank[w] or 99, n = s.n[i], total = total, wall = s.wall[i]}
     end
     for i = 1, #sa do
@@ -171,7 +169,7 @@ return {
     end
     table.sort(rows, function(a, b)
       if a.r ~= b.r then return a.r < b.r end
-      if a.p ~= b.p then return a.p < b.p end
+      if a.p ~= b.p then return (a.p or -1) < (b.p or -1) end
       return a.rank < b.rank
     end)
     -- totals over processes
@@ -189,7 +187,7 @@ return {
       if t.total then t.total = t.total + (row.total or 0) end
       t.wall = t.wall + row.wall
       t.dur = t.dur + (rdur[row.r + 1] or 0)
-      local key = row.r .. ":" .. row.p
+      local key = pkey(row.r, row.p)
       if row.what == ALL and not seen[key] then
         seen[key] = true
         dur_sum = dur_sum + (rdur[row.r + 1] or 0)
@@ -207,7 +205,7 @@ return {
     local k = 0
     for _, row in ipairs(rows) do
       k = k + 1
-      add(k, rnames[row.r + 1] or tostring(row.r), row.p, pnames[row.r .. ":" .. row.p], row, rdur[row.r + 1])
+      add(k, rnames[row.r + 1] or tostring(row.r), row.p, pnames[pkey(row.r, row.p)], row, rdur[row.r + 1])
     end
     if #sa > 1 then
       for _, t in ipairs(order) do
@@ -240,7 +238,7 @@ return {
         local d = rdur[row.r + 1]
         if row.what == ALL and d and d > 0 then
           findings.above(out, row.wall * 100.0 / d, {warning = args.warn}, "compile_share",
-            "%s pid %d spends %.1f%% of the run compiling and loading code (%.1f ms)",
+            "%s pid %s spends %.1f%% of the run compiling and loading code (%.1f ms)",
             rnames[row.r + 1] or tostring(row.r), row.p, row.wall * 100.0 / d, row.wall * MS)
         end
       end

@@ -81,7 +81,7 @@ return {
   name = "export",
   description = "The trace (or a time window) as Chrome / Perfetto trace JSON (ui.perfetto.dev, chrome://tracing)",
   args = {
-    from = {default = "", help = "window start, counted from the trace's first event (e.g. 1.5s, 200ms; empty: the start)"},
+    from = {default = "", help = "window start, counted from the trace's first event (1.5s, 200ms; empty: the start)"},
     to = {default = "", help = "window end, counted from the trace's first event (empty: the end)"},
     file = {default = "trace.json", help = "file written under --out DIR (without --out the JSON goes to stdout)"},
     api = {default = true, help = "include CUDA API calls"},
@@ -89,7 +89,7 @@ return {
     flows = {default = true, help = "arrows from CUDA API launches to the GPU work they started"},
     max_events = {default = 20000000, help = "refuse larger exports (viewers load a few million events at best)"},
   },
-  example = "nsl run export run.sqlite --arg from=1s --arg to=1.2s --out out/   # then open out/trace.json in ui.perfetto.dev",
+  example = "nsl run export run.sqlite --arg from=1s --arg to=1.2s --out out/  (open out/trace.json in Perfetto)",
   run = function(trace, args, out)
     local whole = (args.from == nil or args.from == "") and (args.to == nil or args.to == "")
     local from, to = window.resolve(trace, args)
@@ -105,14 +105,15 @@ return {
     local nv, marks
     if args.nvtx and #trace.nvtx > 0 then
       local all = trace.nvtx:select{"report", "pid", "tid", "start", "stop", "dur", "text", "domain", "kind"}
-      local ranges = all:filter(all.kind:ne("mark") & all.stop:ge(all.start))
-      nv = whole and ranges or plot.window_rows(ranges, {"report", "pid", "tid", "start", "stop", "dur", "text",
-                                                         "domain", "kind"}, from, to)
-      local mk = all.kind:eq("mark")
-      if not whole then mk = mk & all.start:ge(from) & all.start:lt(to) end
-      marks = all:filter(mk)
-      if nv and #nv == 0 then nv = nil end
-      if #marks == 0 then marks = nil end
+      local is_mark = all.kind:eq("mark")
+      local rk, mk = ~is_mark & all.stop:ge(all.start), is_mark   -- one mask each: a single copy of the rows
+      if not whole then
+        rk = rk & all.start:lt(to) & all.stop:gt(from)
+        mk = mk & all.start:ge(from) & all.start:lt(to)
+      end
+      local nr, nm = rk:count(), mk:count()
+      nv = nr > 0 and (nr == #all and all or all:filter(rk)) or nil
+      marks = nm > 0 and all:filter(mk) or nil
     end
     local total = 0
     for _, t in ipairs({k or false, m or false, s or false, a or false, nv or false, marks or false}) do

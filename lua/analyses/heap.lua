@@ -61,7 +61,7 @@ return {
     local rnames = trace.reports.name
     local per_device = {report = {}, device = {}, events = {}, allocs = {}, frees = {}, peak = {}, peak_at = {},
                         live_at_peak = {}, never_freed = {}, never_freed_bytes = {}, final = {}}
-    local live_rows, never_rows = {}, {}
+    local live_rows, never_rows, series = {}, {}, {}
     if #m == 0 then
       out:text("No device-memory events: the export has no CUDA_GPU_MEMORY_USAGE_EVENTS rows " ..
                "(profile with `nsys profile --cuda-memory-usage=true`).")
@@ -92,6 +92,7 @@ return {
         live_rows[#live_rows + 1] = e:filter(live_mask):with("report_name", nsl.rep(rnames[rep + 1], live_mask:count()))
         never_rows[#never_rows + 1] = e:filter(never):with("report_name", nsl.rep(rnames[rep + 1], never:count()))
         out:value(string.format("peak_bytes.%s.%d", rnames[rep + 1], dev), peak)
+        series[#series + 1] = {label = string.format("%s gpu%d", rnames[rep + 1], dev), x = e.start, y = live}
       end
       out:table("devices", nsl.table{
         {"report", per_device.report}, {"device", per_device.device}, {"events", per_device.events},
@@ -108,6 +109,14 @@ return {
         end
         local t = nsl.table(cols):sort("-bytes", "start")
         out:table(name, t, {title = title, limit = args.top})
+      end
+      if out.dir and #series > 0 then   -- the live-bytes chart
+        local plot = require("nsl.plot")
+        for _, fmt in ipairs{"png", "svg"} do
+          local c = plot.lines{series = series, format = fmt, title = "Live device memory", xlabel = "time",
+                               ylabel = "live bytes", xunit = "ns", yunit = "bytes"}
+          out:file("heap_live." .. fmt, c:to_string())
+        end
       end
       listing("live_at_peak", "Allocations live at the peak (largest first)", live_rows)
       listing("never_freed", "Allocations never freed (largest first)", never_rows)

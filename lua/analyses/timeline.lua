@@ -13,7 +13,7 @@ return {
   name = "timeline",
   description = "PNG/SVG timeline of a time window: kernels, memcpy, memset per GPU stream, NVTX ranges per thread",
   args = {
-    from = {default = "", help = "window start, counted from the trace's first event (e.g. 1.5s, 200ms; empty: the start)"},
+    from = {default = "", help = "window start, counted from the trace's first event (1.5s, 200ms; empty: the start)"},
     to = {default = "", help = "window end, counted from the trace's first event (empty: the end)"},
     format = {default = "png", help = "png or svg"},
     width = {default = 1400, help = "figure width in px"},
@@ -57,7 +57,8 @@ return {
     end
     local gpu_parts, cpu_parts = {}, {}
     for _, tname in ipairs({"kernels", "memcpy", "memset"}) do
-      gpu_parts[#gpu_parts + 1] = plot.window_rows(trace[tname], {"report", "device", "stream", "start", "stop"}, from, to)
+      gpu_parts[#gpu_parts + 1] = plot.window_rows(trace[tname], {"report", "device", "stream", "start", "stop"},
+                                                   from, to)
     end
     if args.nvtx then
       cpu_parts[#cpu_parts + 1] = plot.window_rows(trace.nvtx, {"report", "pid", "tid", "start", "stop"}, from, to)

@@ -149,7 +149,7 @@ function M.xla_ranges(trace)
     if archive and sub.num_child:isnull():count() < #sub then
       parts[#parts + 1] = archive_part(sub, sub.name)
     else
-      sub = sub:filter(sub.kind:eq("push_pop") & ~sub.stop:isnull())
+      sub = sub:filter(sub.kind:eq("push_pop") & ~sub.stop:isnull() & sub.dur:ge(0))
       parts[#parts + 1] = export_part(sub, sub.name)
     end
   end
@@ -230,7 +230,9 @@ local function parent_positions(t)
   return p
 end
 
-local function is_xla_compile(s) return s == "XlaCompile" or s:sub(1, 11) == "XlaCompile:" end
+--- Is a compile frame's Name (M.xla_frame) an XlaCompile range's?
+function M.is_xla_compile(name) return name == "XlaCompile" or name:sub(1, 11) == "XlaCompile:" end
+local is_xla_compile = M.is_xla_compile
 
 --- The parallel-aware attribution of compile frames (M.xla_frames): one row
 -- per frame row left after the autotuner's detail is removed, with report,
@@ -361,7 +363,7 @@ end
 function M.framework_ranges(trace)
   local nv = trace.nvtx
   nv:load{"report", "pid", "tid", "start", "stop", "dur", "kind", "text", "domain"}
-  local ranges = nv:filter(nv.kind:eq("push_pop") & ~nv.stop:isnull())
+  local ranges = nv:filter(nv.kind:eq("push_pop") & ~nv.stop:isnull() & nv.dur:ge(0))
   if #ranges == 0 then return nil end
   local _, label = nvtx.names(ranges, {strip = nvtx.pytorch_suffixes})
   local known = label:where(function(s) return M.classify_range(s) ~= nil end)

@@ -1070,22 +1070,23 @@ end
 
 -- ---- flame graphs -------------------------------------------------------------------------
 
---- plot.folded_frames(text [, root]) -> frames for plot.flamegraph from
--- folded stacks ("a;b;c 12" per line, the format of flamegraph.pl and
--- nsys-jax): {name = {...}, depth = {...}, x = {...}, width = {...},
--- total = N}, one frame per distinct stack prefix, children in name order
--- (as flamegraph.pl draws them).  root (default "all"; false: none) is a
--- frame at depth 0 spanning everything.  Lines that do not parse are
--- counted in frames.skipped.
-function M.folded_frames(text, root)
+--- plot.stack_frames(stacks, weights [, root]) -> frames for plot.flamegraph
+-- from root-first stacks ("a;b;c", an array or string column) and their
+-- weights (samples, ns; array or column): {name = {...}, depth = {...}, x =
+-- {...}, width = {...}, total = N}, one frame per distinct stack prefix,
+-- children in name order (as flamegraph.pl draws them).  root (default
+-- "all"; false: none) is a frame at depth 0 spanning everything.  Stacks
+-- with a NULL, negative or non-number weight are counted in skipped.
+function M.stack_frames(stacks, weights, root)
   if root == nil then root = "all" end
+  local st = nsl.type(stacks) == "column" and stacks:totable() or stacks or {}
+  local wt = nsl.type(weights) == "column" and weights:totable() or weights or {}
   local top = {children = {}, value = 0}
   local skipped = 0
-  for line in text:gmatch("[^\r\n]+") do
-    local stack, n = line:match("^(.-)%s+(%d+%.?%d*)%s*$")
-    n = tonumber(n)
-    if not stack or not n then
-      if line:match("%S") then skipped = skipped + 1 end
+  for i = 1, #st do
+    local stack, n = st[i], tonumber(wt[i])
+    if type(stack) ~= "string" or not n or n < 0 then
+      skipped = skipped + 1
     else
       top.value = top.value + n
       local node = top
@@ -1126,9 +1127,34 @@ function M.folded_frames(text, root)
   return fr
 end
 
---- Frames as arrays: from {name, depth, x, width [, total]} (arrays or
--- columns) or an nsl table with those columns.
+--- plot.folded_frames(text [, root]) -> frames from folded stacks ("a;b;c
+-- 12" per line, the format of flamegraph.pl and nsys-jax), as
+-- plot.stack_frames; lines that do not parse are counted in skipped.
+function M.folded_frames(text, root)
+  local stacks, weights, bad = {}, {}, 0
+  for line in text:gmatch("[^\r\n]+") do
+    local stack, n = line:match("^(.-)%s+(%d+%.?%d*)%s*$")
+    if stack and tonumber(n) then
+      stacks[#stacks + 1], weights[#weights + 1] = stack, tonumber(n)
+    elseif line:match("%S") then
+      bad = bad + 1
+    end
+  end
+  local fr = M.stack_frames(stacks, weights, root)
+  fr.skipped = fr.skipped + bad
+  return fr
+end
+
+--- Frames as arrays from any input plot.flamegraph takes: folded text; a
+-- table with stack and weight (an nsl table or arrays: the folded stacks
+-- the flamegraph analysis makes); or frames {name, depth, x, width [,
+-- total]} (arrays, columns or an nsl table).
 local function frame_arrays(frames)
+  if type(frames) == "string" then frames = M.folded_frames(frames) end
+  local is_table = nsl.type(frames) == "table"
+  if (is_table and frames:coltype("stack")) or (not is_table and frames.stack) then
+    frames = M.stack_frames(frames.stack, frames.weight or frames.count)
+  end
   local function arr(v) return nsl.type(v) == "column" and v:totable() or v or {} end
   local fr = {name = arr(frames.name), depth = arr(frames.depth), x = arr(frames.x), width = arr(frames.width)}
   local n = #fr.name
@@ -1141,7 +1167,7 @@ local function frame_arrays(frames)
     total = max(total, fr.x[i] + fr.width[i])
     maxd = max(maxd, fr.depth[i])
   end
-  fr.total = nsl.type(frames) ~= "table" and frames.total or total
+  fr.total = not nsl.type(frames) and frames.total or total
   if not fr.total or fr.total <= 0 then fr.total = total end
   fr.n, fr.max_depth = n, maxd
   return fr
@@ -1178,13 +1204,16 @@ end
 
 --- plot.flamegraph(frames, opts) -> canvas, data: a flame graph (PNG or
 -- SVG) of frames {name, depth, x, width [, total]} (arrays, columns or an
--- nsl table; x and width in samples or ns, depth 0 at the bottom; see
--- plot.folded_frames).  opts.icicle draws depth 0 at the top;
--- opts.unit ("number" samples, or "ns") labels the tooltips; frames
--- narrower than opts.min_width px (0.1) are left out.  data: {frames,
--- drawn, labelled, total, max_depth}.
+-- nsl table; x and width in samples or ns, depth 0 at the bottom), of
+-- folded stacks (an nsl table or arrays {stack, weight}, or the folded
+-- text; see plot.stack_frames).  opts.icicle draws depth 0 at the top;
+-- opts.unit ("number", "ns", "bytes") formats values in tooltips; frames
+-- narrower than opts.min_width px (0.1) are left out; opts.interactive
+-- with format "svg" gives plot.flamegraph_svg.  data: {frames, drawn,
+-- labelled, total, max_depth}.
 function M.flamegraph(frames, opts)
   opts = opts or {}
+  if opts.interactive and opts.format == "svg" then return M.flamegraph_svg(frames, opts) end
   local fr = frame_arrays(frames)
   local fs, rowh, header, height, width = flame_layout(fr, opts, false)
   local f = figure({width = width, height = height, format = opts.format, title = flame_title(fr, opts),
@@ -1375,8 +1404,9 @@ function M.flamegraph_svg(frames, opts)
       local x = left + fr.x[i] * scale
       local y = opts.icicle and top + fr.depth[i] * rowh or bottom - (fr.depth[i] + 1) * rowh
       local share = 100 * fr.width[i] / max(fr.total, 1e-300)
-      local value = unit == "number" and fmt("%s samples", tostring(fr.width[i]))
-                    or nsl.format_value(fr.width[i], unit, 4)
+      local wi = math.tointeger(fr.width[i])
+      local value = unit ~= "number" and nsl.format_value(fr.width[i], unit, 4)
+                    or (wi and require("nsl.report").int(wi) or fmt("%.4g", fr.width[i]))
       cv:group_begin({class = cls, title = fmt("%s \u{2014} %s (%.2f%%)", fr.name[i], value, share)})
       cv:rect(x, y, w, rowh - 1, {fill = FLAME_COLORS[frame_color(fr.name[i]) + 1], stroke = BG, line_width = 0.5})
       if w > 3 * fs * 0.6 then

@@ -1,36 +1,13 @@
 -- nsl.window -- a time window of a trace from what users type in --arg
--- values: "from=1.5s to=1.6s" (times with units, counted from the start of
--- the trace), resolved to absolute integer ns on the trace's clock.
+-- values: "from=1.5s to=1.6s" (durations in nsl.units' syntax, counted from
+-- the start of the trace), resolved to absolute integer ns on the trace's
+-- clock.
 --   local lo, hi = window.span(trace)               -- first start, last stop
 --   local from, to = window.resolve(trace, args)    -- args.from / args.to
 local nsl = require("nsl")
+local units = require("nsl.units")
 
 local M = {}
-
--- Nanoseconds per unit; µ (U+00B5) and μ (U+03BC) both spell micro.
-local ns_per = {[""] = 1, ns = 1, us = 1e3, ["µs"] = 1e3, ["μs"] = 1e3, ms = 1e6, s = 1e9, min = 60e9, h = 3600e9}
-
-local HELP = "a time: a number of ns, or a number with a unit (500ns, 10us, 1.5ms, 2s, 1min)"
-
---- window.parse_time(v) -> integer ns, or nil and a message.  v: a number
--- (ns) or a string "<number>[ ]<unit>" (unit ns, us, µs, ms, s, min, h;
--- case-insensitive), not negative; rounded to the nearest ns.
-function M.parse_time(v)
-  local x, unit
-  if math.type(v) then
-    x, unit = v, ""
-  elseif type(v) == "string" then
-    local text = v:match("^%s*(.-)%s*$")
-    local num, rest = text:match("^([%d%.]+[eE][%+%-]?%d+)%s*(.*)$")
-    if not num then num, rest = text:match("^([%d%.]+)%s*(.*)$") end
-    x, unit = tonumber(num or ""), rest and rest:lower()
-  end
-  local mult = unit and ns_per[unit]
-  if not x or not mult or x ~= x or x < 0 then return nil, string.format("'%s' is not %s", tostring(v), HELP) end
-  local ns = x * mult
-  if ns >= 2 ^ 62 then return nil, string.format("'%s' is too far", tostring(v)) end
-  return math.tointeger(ns) or math.floor(ns + 0.5)
-end
 
 -- Tables whose rows are events with start and stop.
 M.event_tables = {"kernels", "memcpy", "memset", "nvtx", "api"}
@@ -65,9 +42,7 @@ function M.resolve(trace, args, tables)
   local function arg(name, default)
     local v = args[name]
     if v == nil or v == "" then return default end
-    local ns, err = M.parse_time(v)
-    if not ns then nsl.fail(string.format("--arg %s: %s", name, err)) end
-    return lo + ns
+    return lo + units.duration_arg(args, name)
   end
   local from, to = arg("from", lo), arg("to", hi)
   if to <= from then

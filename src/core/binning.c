@@ -125,7 +125,8 @@ static nsl_status order_rows(const char *what, const rows_i64 *rw, int64_t n, in
                              const nsl_column *mask, int by_stop, int64_t **rows, int64_t *m_out, int *reversed,
                              nsl_error *err) {
   const int64_t *S = rw->s, *E = rw->e, *G = rw->g;
-  int64_t m = 0, smin = INT64_MAX, emax = INT64_MIN, ng = ngroups > 0 ? ngroups : 1;
+  int64_t m = 0, smin = INT64_MAX, smax = INT64_MIN, emin = INT64_MAX, emax = INT64_MIN;
+  int64_t ng = ngroups > 0 ? ngroups : 1;
   const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
   nsl__kv *a = NULL, *tmp = NULL;
   int64_t *out = NULL;
@@ -151,6 +152,8 @@ static nsl_status order_rows(const char *what, const rows_i64 *rw, int64_t n, in
     if (e < bk[0] || (e == bk[0] && s > bk[1])) mirrored = 0;
     l[0] = s, l[1] = e, bk[0] = e, bk[1] = s;
     if (s < smin) smin = s;
+    if (s > smax) smax = s;
+    if (e < emin) emin = e;
     if (e > emax) emax = e;
     m++;
   }
@@ -169,7 +172,8 @@ static nsl_status order_rows(const char *what, const rows_i64 *rw, int64_t n, in
   m = 0;
   for (int64_t i = 0; i < n; i++)
     if (row_ok(rw, mk, ng, i)) a[m++] = (nsl__kv){(uint64_t)S[i] - (uint64_t)smin, i};
-  nsl__kv *r = nsl__radix_kv(a, tmp, m, 64);
+  int sbits = nsl__bitwidth((uint64_t)smax - (uint64_t)smin), ebits = nsl__bitwidth((uint64_t)emax - (uint64_t)emin);
+  nsl__kv *r = nsl__radix_kv(a, tmp, m, sbits);
   if (by_stop) {   /* equal starts: longer first, by insertion in short runs */
     int long_run = 0;
     for (int64_t j = 0; j < m && !long_run;) {
@@ -186,9 +190,9 @@ static nsl_status order_rows(const char *what, const rows_i64 *rw, int64_t n, in
     }
     if (long_run) {   /* many equal starts: by stop descending, then (stable) by start */
       for (int64_t j = 0; j < m; j++) r[j].k = (uint64_t)emax - (uint64_t)E[r[j].v];
-      r = nsl__radix_kv(r, r == a ? tmp : a, m, 64);
+      r = nsl__radix_kv(r, r == a ? tmp : a, m, ebits);
       for (int64_t j = 0; j < m; j++) r[j].k = (uint64_t)S[r[j].v] - (uint64_t)smin;
-      r = nsl__radix_kv(r, r == a ? tmp : a, m, 64);
+      r = nsl__radix_kv(r, r == a ? tmp : a, m, sbits);
     }
   }
   for (int64_t j = 0; j < m; j++) out[j] = r[j].v;

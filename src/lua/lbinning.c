@@ -7,7 +7,9 @@
 #include "lua/lnsl.h"
 
 /* A column argument that may be nil. */
-static nsl_column *optcolumn(lua_State *L, int idx) { return lua_isnoneornil(L, idx) ? NULL : nsl__checkcolumn(L, idx); }
+static nsl_column *optcolumn(lua_State *L, int idx) {
+  return lua_isnoneornil(L, idx) ? NULL : nsl__checkcolumn(L, idx);
+}
 
 /* nsl.bin_edges(lo, hi, nbins) -> i64 column of nbins + 1 exact edges. */
 static int l_bin_edges(lua_State *L) {

@@ -387,8 +387,9 @@ static void push_number(lua_State *L, double v) {
   else lua_pushnumber(L, v);
 }
 
-static int col_stats(lua_State *L) {
-  nsl_column *c = nsl__checkcolumn(L, 1);
+/* Pushes the stats table of column c; the median (a selection over a copy
+ * of the column) only when with_median. */
+static int push_stats(lua_State *L, nsl_column *c, int with_median) {
   nsl_stats s;
   nsl_col_stats(c, &s);
   lua_createtable(L, 0, 8);
@@ -406,14 +407,18 @@ static int col_stats(lua_State *L) {
     lua_setfield(L, -2, "mean");
     lua_pushnumber(L, s.std);
     lua_setfield(L, -2, "std");
-    lua_pushnumber(L, nsl_col_quantile(c, 0.5));
-    lua_setfield(L, -2, "median");
+    if (with_median) {
+      lua_pushnumber(L, nsl_col_quantile(c, 0.5));
+      lua_setfield(L, -2, "median");
+    }
   }
   return 1;
 }
 
+static int col_stats(lua_State *L) { return push_stats(L, nsl__checkcolumn(L, 1), 1); }
+
 static int stat_field(lua_State *L, const char *field) {
-  col_stats(L);
+  push_stats(L, nsl__checkcolumn(L, 1), 0);   /* sum, count, min, max, mean, std: no median needed */
   lua_getfield(L, -1, field);
   return 1;
 }

@@ -51,7 +51,8 @@ static nsl_rgba check_color(lua_State *L, int idx, const char *what) {
   if (strcmp(s, "none") == 0) return NSL_NONE;
   nsl_rgba c;
   nsl_error err = {0};
-  if (nsl_rgba_parse(s, &c, &err) != NSL_OK) luaL_error(L, "%s: '%s' is not a colour (#rgb, #rrggbb, #rrggbbaa or none)", what, s);
+  if (nsl_rgba_parse(s, &c, &err) != NSL_OK)
+    luaL_error(L, "%s: '%s' is not a colour (#rgb, #rrggbb, #rrggbbaa or none)", what, s);
   return c;
 }
 

@@ -37,16 +37,19 @@ local function step(label, fn)
   io.write(string.format("%-44s %7.3f s wall %7.3f s cpu  %s\n", label, wall() - w0, os.clock() - c0, what or ""))
 end
 return { needs_trace = true, run = function(trace)
-  step("load kernels, memcpy, memset, nvtx columns", function()
+  step("load kernels, memcpy, memset, nvtx, api columns", function()
     trace.kernels:load{"report", "device", "stream", "start", "stop", "dur", "name", "demangled", "corr", "pid",
                        "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "regs", "smem_static",
                        "smem_dynamic"}
-    trace.memcpy:load{"report", "device", "stream", "start", "stop", "kind"}
-    trace.memset:load{"report", "device", "stream", "start", "stop"}
-    trace.nvtx:load{"report", "pid", "tid", "start", "stop", "text", "kind"}
-    trace.api:load{"start", "stop"}
-    return string.format("%d kernels, %d memcpy, %d memset, %d NVTX", #trace.kernels, #trace.memcpy,
-                         #trace.memset, #trace.nvtx)
+    trace.memcpy:load{"report", "pid", "device", "stream", "corr", "start", "stop", "dur", "bytes", "kind"}
+    trace.memset:load{"report", "pid", "device", "stream", "corr", "start", "stop", "dur", "bytes"}
+    trace.nvtx:load{"report", "pid", "tid", "start", "stop", "dur", "text", "domain", "kind"}
+    trace.api:load{"report", "pid", "tid", "corr", "start", "stop", "dur", "name", "ret"}
+    trace.devices:load{"report", "device", "name"}
+    trace.processes:load{"report", "pid", "name"}
+    trace.threads:load{"report", "pid", "tid", "name"}
+    return string.format("%d kernels, %d memcpy, %d memset, %d NVTX, %d API", #trace.kernels, #trace.memcpy,
+                         #trace.memset, #trace.nvtx, #trace.api)
   end)
   local k = trace.kernels
   step("histogram PNG of kernel durations (log)", function()

@@ -9,10 +9,11 @@ nv="$TMP/nvfuser.sqlite"
 cp -p "$NSL_DATA_DIR/nsys/nvfuser_2024.6.sqlite" "$nv"
 before=$(fingerprint "$nv")
 
-# csv_rows FILE WHAT COLUMN: COLUMN of the summary rows whose What is WHAT.
+# csv_field FILE WHAT COLUMN: COLUMN of the summary rows whose What is WHAT.
 csv_field() {
-  awk -F, -v w="$2" -v c="$3" 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == c) k = i; if ($i == "What") j = i }; next }
-                              $j == w { print $k }' "$1"
+  awk -F, -v w="$2" -v c="$3" '
+    NR == 1 { for (i = 1; i <= NF; i++) { if ($i == c) k = i; if ($i == "What") j = i }; next }
+    $j == w { print $k }' "$1"
 }
 
 if "$NSL" run compile "$nv" --out "$TMP/c" > "$TMP/c.txt" 2> "$TMP/c.err"; then ok "compile runs"
@@ -21,8 +22,10 @@ want=$(sql "$nv" "SELECT sum(end - start) FROM NVTX_EVENTS WHERE text = 'KernelE
 got=$(csv_field "$TMP/c/summary.csv" nvFuser 'Time (ms)')
 check_eq "compile: nvFuser time = SQL" "$(awk -v g="$got" 'BEGIN { printf "%.0f", g * 1e6 }')" "$want"
 want=$(sql "$nv" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
-                  WHERE s.value GLOB 'cuLibraryLoad*' OR s.value GLOB 'cuModuleLoad*' OR s.value GLOB 'cuLibraryGetKernel*'")
-check_eq "compile: loading calls = SQL" "$(csv_field "$TMP/c/summary.csv" 'CUDA module/library loading (API)' Instances)" "$want"
+                  WHERE s.value GLOB 'cuLibraryLoad*' OR s.value GLOB 'cuModuleLoad*'
+                     OR s.value GLOB 'cuLibraryGetKernel*'")
+got=$(csv_field "$TMP/c/summary.csv" 'CUDA module/library loading (API)' Instances)
+check_eq "compile: loading calls = SQL" "$got" "$want"
 [ -f "$TMP/c/results.json" ] && ok "compile: results.json written" || bad "compile: no results.json"
 grep -q "executor_utils::Nvrtc::CompileProgram" "$TMP/c.txt" && ok "compile: text names the NVRTC range" \
   || bad "compile: text lacks the NVRTC range"

@@ -48,7 +48,8 @@ for src in "$NSL_DATA_DIR"/nsys/*.sqlite; do
   size=$(png_size "$out/timeline.png")
   check_eq "$name: timeline.png is a 1400 px wide PNG" "${size% *}" 1400
   gpu_events=$(awk -F, 'NR > 1 && $2 == "gpu" { n += $3 } END { print n + 0 }' "$out/lanes.csv")
-  want=$(( $(count_or_zero "$f" CUPTI_ACTIVITY_KIND_KERNEL "WHERE $ov") + $(count_or_zero "$f" CUPTI_ACTIVITY_KIND_MEMCPY "WHERE $ov") +
+  want=$(( $(count_or_zero "$f" CUPTI_ACTIVITY_KIND_KERNEL "WHERE $ov") +
+           $(count_or_zero "$f" CUPTI_ACTIVITY_KIND_MEMCPY "WHERE $ov") +
            $(count_or_zero "$f" CUPTI_ACTIVITY_KIND_MEMSET "WHERE $ov") ))
   check_eq "$name: GPU events in the lanes" "$gpu_events" "$want"
   nvtx_events=$(awk -F, 'NR > 1 && $2 == "nvtx" { n += $3 } END { print n + 0 }' "$out/lanes.csv")

@@ -544,6 +544,27 @@ return {
     end
   end},
 
+  {"bad ranges (ending before they start, never ending) take no part", function()
+    local path = T.copy("nsys/nvfuser_2024.6.sqlite")
+    T.sql_exec(path, "ATTACH '" .. fixture() .. "' AS f; DELETE FROM NVTX_EVENTS; " ..
+                     "INSERT INTO NVTX_EVENTS SELECT * FROM f.NVTX_EVENTS; DETACH f;")
+    local good = T.run_analysis("compile", {path}, {"per_process=true"})
+    local gpid = num(T.sql(path, "SELECT globalPid FROM PROCESSES WHERE pid = 30156")[1][1])
+    local g = gpid - (30156 << 24) | (4343 << 24) | 4343
+    T.sql_exec(path, string.format([[INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId)
+      VALUES (%d, %d, 59, 'XlaCompile:#module=jit_bad,program_id=9#', %d, 77),
+             (%d, NULL, 59, 'XlaCompile:#module=jit_open,program_id=10#', %d, 77),
+             (%d, %d, 59, '_compile.compile_inner (dynamo_timed)', %d, 0);]],
+      B + 500000, B + 450000, g, B + 600000, g, B + 700000, B + 650000, g))
+    local bad = T.run_analysis("compile", {path}, {"per_process=true"})
+    for _, name in ipairs{"summary", "xla_ranges", "xla_programs", "compiler_ranges"} do
+      T.eq(#bad[name], #good[name], name .. " rows")
+      local col = name == "summary" and "Wall (ms)" or "Time (ms)"
+      T.near(bad[name][col]:sum(), good[name][col]:sum(), 1e-12, name .. " time")
+    end
+    os.remove(path)
+  end},
+
   {"a trace without compilation or loading: a note, no failure", function()
     local tables, out = T.run_analysis("compile", {CUDA2021}, {})
     T.eq(tables.summary, nil, "no summary")

@@ -130,4 +130,23 @@ return {
       T.eq(t["Total Time (ns)"][i], agg[name][2], "time of " .. name)
     end
   end},
+
+  {"--out draws the live-bytes chart (a PNG that decodes to the chart's size, an SVG)", function()
+    local path = fixture()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local ok = os.execute(string.format("%s run heap %s --out %s > /dev/null 2>&1", T.shell_quote(assert(os.getenv("NSL"))),
+      T.shell_quote(path), T.shell_quote(dir)))
+    T.ok(ok, "nsl run heap --out")
+    local f = assert(io.open(dir .. "/heap_live.png", "rb"))
+    local png = f:read("a")
+    f:close()
+    T.eq(png:sub(1, 8), "\137PNG\r\n\26\n", "PNG signature")
+    local w = string.unpack(">I4", png, 17)
+    T.ok(w >= 400, "PNG width " .. w)
+    local svg = assert(io.open(dir .. "/heap_live.svg")):read("a")
+    T.ok(svg:find("<svg", 1, true) and svg:find("</svg>", 1, true), "SVG")
+    os.execute("rm -rf " .. T.shell_quote(dir))
+    os.remove(path)
+  end},
 }

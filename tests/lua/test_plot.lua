@@ -1,8 +1,8 @@
 -- Figures and the Perfetto export on the real exports, against oracles that
 -- are not nsl: SQL through the sqlite3 program, brute force in plain Lua
 -- over the rows SQL returns, the PNG specification (signature, IHDR, chunk
--- CRCs) checked here and stb_image's decoder (nsl.png_probe), and
--- well-formedness checkers for XML and JSON written in this file.
+-- CRCs) checked here and stb_image's decoder (nsl.png_probe), an XML
+-- well-formedness checker written in this file, and nsl.json's parser.
 local T = ...
 local nsl = require("nsl")
 local plot = require("nsl.plot")
@@ -133,102 +133,10 @@ local function check_xml(s)
   T.eq(roots, 1, "one root element")
 end
 
---- A minimal validating JSON parser (RFC 8259): returns the value; raises
--- on any syntax error.  Objects are Lua tables, arrays Lua arrays, null a
--- sentinel.
-local NULL = setmetatable({}, {__tostring = function() return "null" end})
-local function json_decode(s)
-  local byte, find, sub, match = string.byte, string.find, string.sub, string.match
-  local pos = 1
-  local function fail(msg) error(fmt("JSON: %s at byte %d", msg, pos), 0) end
-  local escapes = {[34] = '"', [92] = "\\", [47] = "/", [98] = "\b", [102] = "\f", [110] = "\n", [114] = "\r",
-                   [116] = "\t"}
-  local function ws() pos = find(s, "[^ \t\r\n]", pos) or #s + 1 end
-  local function str()   -- at the opening quote
-    pos = pos + 1
-    local a = find(s, '["\\%c]', pos)
-    if a and byte(s, a) == 34 then   -- no escapes: the common case
-      local r = sub(s, pos, a - 1)
-      pos = a + 1
-      if not utf8.len(r) then fail("invalid UTF-8") end
-      return r
-    end
-    local parts = {}
-    while true do
-      if not a then fail("unterminated string") end
-      parts[#parts + 1] = sub(s, pos, a - 1)
-      local c = byte(s, a)
-      if c == 34 then pos = a + 1 break end
-      if c ~= 92 then fail("control character in string") end
-      local e = byte(s, a + 1)
-      if escapes[e] then parts[#parts + 1] = escapes[e]; pos = a + 2
-      elseif e == 117 then
-        local hex = match(s, "^%x%x%x%x", a + 2)
-        if not hex then fail("bad \\u escape") end
-        parts[#parts + 1] = utf8.char(tonumber(hex, 16))
-        pos = a + 6
-      else fail("bad escape") end
-      a = find(s, '["\\%c]', pos)
-    end
-    local r = table.concat(parts)
-    if not utf8.len(r) then fail("invalid UTF-8") end
-    return r
-  end
-  local value
-  function value()
-    ws()
-    local c = byte(s, pos)
-    if c == 123 then   -- {
-      pos = pos + 1
-      local obj = {}
-      ws()
-      if byte(s, pos) == 125 then pos = pos + 1 return obj end
-      while true do
-        ws()
-        if byte(s, pos) ~= 34 then fail("object key expected") end
-        local k = str()
-        ws()
-        if byte(s, pos) ~= 58 then fail("':' expected") end
-        pos = pos + 1
-        obj[k] = value()
-        ws()
-        local d = byte(s, pos)
-        pos = pos + 1
-        if d == 125 then return obj end
-        if d ~= 44 then fail("',' or '}' expected") end
-      end
-    elseif c == 91 then   -- [
-      pos = pos + 1
-      local arr = {}
-      ws()
-      if byte(s, pos) == 93 then pos = pos + 1 return arr end
-      while true do
-        arr[#arr + 1] = value()
-        ws()
-        local d = byte(s, pos)
-        pos = pos + 1
-        if d == 93 then return arr end
-        if d ~= 44 then fail("',' or ']' expected") end
-      end
-    elseif c == 34 then return str()
-    elseif find(s, "^true", pos) then pos = pos + 4 return true
-    elseif find(s, "^false", pos) then pos = pos + 5 return false
-    elseif find(s, "^null", pos) then pos = pos + 4 return NULL
-    else   -- number: -? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?
-      local int, e = match(s, "^(-?%d+)()", pos)
-      if not int or match(int, "^-?0%d") then fail("value expected") end
-      local frac, e2 = match(s, "^(%.%d+)()", e)
-      if frac then e = e2 elseif byte(s, e) == 46 then fail("digits after '.'") end
-      local exp, e3 = match(s, "^([eE][%+%-]?%d+)()", e)
-      if exp then e = e3 elseif byte(s, e) == 101 or byte(s, e) == 69 then fail("bad exponent") end
-      local text = sub(s, pos, e - 1)
-      pos = e
-      return math.tointeger(tonumber(text)) or tonumber(text)
-    end
-  end
-  local v = value()
-  ws()
-  if pos <= #s then fail("trailing text") end
+--- JSON through nsl's one JSON reader (RFC 8259), raising on bad input.
+local function json_decode(text)
+  local v, err = require("nsl.json").decode(text)
+  if v == nil then error("JSON: " .. tostring(err), 2) end
   return v
 end
 
@@ -503,8 +411,9 @@ return {
         WHERE s.value NOT LIKE 'nccl%' AND ]] .. ov), "kernels")
       T.eq(d.counts.nccl, q([[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
         WHERE s.value LIKE 'nccl%' AND ]] .. ov), "NCCL kernels")
-      T.eq(d.counts.memcpy_htod, q("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1 AND " .. ov), "HtoD")
-      T.eq(d.counts.memcpy_dtoh, q("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 2 AND " .. ov), "DtoH")
+      local mc = "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE "
+      T.eq(d.counts.memcpy_htod, q(mc .. "copyKind = 1 AND " .. ov), "HtoD")
+      T.eq(d.counts.memcpy_dtoh, q(mc .. "copyKind = 2 AND " .. ov), "DtoH")
       T.eq(d.counts.memcpy_other, q("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind NOT IN (1, 2) AND "
                                     .. ov), "other memcpy")
       T.eq(d.counts.memset, q("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE " .. ov), "memset")
@@ -642,6 +551,18 @@ return {
     local _, td = plot.flamegraph(t)
     T.eq(td.total, fr.total, "total from the table")
     T.raises(function() plot.flamegraph{name = {"a"}, depth = {0}, x = {0}, width = {}} end, "one length", "bad frames")
+    -- folded stacks as the flamegraph analysis gives them: an nsl table {stack, weight}; interactive SVG on request
+    local st, wt = {}, {}
+    for key, n in pairs(counts) do st[#st + 1], wt[#wt + 1] = key, n end
+    local ft = nsl.table{{"stack", st}, {"weight", wt}}
+    local scv, sd = plot.flamegraph(ft, {format = "svg", interactive = true})
+    T.eq(sd.total, fr.total, "total from {stack, weight}")
+    T.eq(sd.frames, #fr.name, "same frames as from the folded text")
+    T.ok(scv:to_string():find("<script", 1, true), "interactive on request")
+    local bad = plot.stack_frames({"a;b", "a", "c"}, {3, -1, "x"})
+    T.eq(bad.skipped, 2, "negative and non-number weights skipped")
+    T.eq(bad.total, 3, "total of the good stacks")
+    T.eq(table.concat(bad.name, ","), "all,a,b", "frames of a;b under the root")
   end},
 
   {"export: valid Chrome/Perfetto JSON; events and durations per category equal SQL", function()
@@ -666,8 +587,9 @@ return {
       T.eq(doc.displayTimeUnit, "ns", "display unit")
       local p = case.path
       local lo = window.span(tr)
-      local from = case.args.from and lo + window.parse_time(case.args.from) or nil
-      local to = case.args.to and lo + window.parse_time(case.args.to) or nil
+      local units = require("nsl.units")
+      local from = case.args.from and lo + units.duration(case.args.from) or nil
+      local to = case.args.to and lo + units.duration(case.args.to) or nil
       local ov = from and fmt(" AND start < %d AND end > %d", to, from) or ""
       local n, dur, names, threads, procs = {}, {}, {}, {}, {}
       local flows = {s = 0, f = 0}
@@ -714,7 +636,8 @@ return {
            "NVTX total duration")
       -- a flow per GPU operation whose launch (same correlation id) is exported too
       local gpu_ops = {}
-      for _, tbl in ipairs({"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"}) do
+      for _, tbl in ipairs({"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                            "CUPTI_ACTIVITY_KIND_MEMSET"}) do
         if exists(tbl) then
           local launches = {}
           for _, api in ipairs({"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"}) do
@@ -745,7 +668,8 @@ return {
       end
       -- pids of CPU events are the OS pids of the export
       if p == nccl and not from then
-        local pids = T.sql(p, "SELECT DISTINCT (globalTid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY 1")
+        local pids = T.sql(p, [[SELECT DISTINCT (globalTid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_RUNTIME
+          ORDER BY 1]])
         for _, r in ipairs(pids) do T.ok(procs[num(r[1])], "process " .. r[1] .. " named") end
       end
       rmtree(dir)
@@ -790,18 +714,7 @@ return {
     rmtree(dir)
   end},
 
-  {"time windows: units, errors, spans", function()
-    T.eq(window.parse_time("1.5ms"), 1500000, "ms")
-    T.eq(window.parse_time("250"), 250, "ns")
-    T.eq(window.parse_time("10 us"), 10000, "us")
-    T.eq(window.parse_time("2µs"), 2000, "µs")
-    T.eq(window.parse_time("1e3ns"), 1000, "exponent")
-    T.eq(window.parse_time("2s"), 2000000000, "s")
-    T.eq(window.parse_time("1min"), 60000000000, "min")
-    T.eq(window.parse_time(42), 42, "number")
-    T.eq(window.parse_time("-1ms"), nil, "negative")
-    T.eq(window.parse_time("1 parsec"), nil, "unknown unit")
-    T.eq(window.parse_time(""), nil, "empty")
+  {"time windows: from/to counted from the trace start, errors, spans", function()
     local tr = assert(nsl.open(nccl))
     local from, to, lo, hi = window.resolve(tr, {from = "10ms", to = "20ms"})
     T.eq(to - from, 10000000, "window length")
@@ -824,7 +737,8 @@ return {
     local m = nsl.spans_merge(nsl.column{0.0, 1.0, 5.0}, nsl.column{1.0, 2.0, 6.0}, nsl.column{0, 0, 0}, nil, {tol = 0})
     T.eq(#m, 2, "merged spans")
     T.eq(m.count[1] + m.count[2], 3, "counts")
-    T.eq(nsl.format_rows('{"a":%d,"t":%t,"s":%S}', {nsl.column{1, 2}, nsl.column{1500, 2000}, nsl.column{"x", "y\""}}, ","),
+    T.eq(nsl.format_rows('{"a":%d,"t":%t,"s":%S}',
+                         {nsl.column{1, 2}, nsl.column{1500, 2000}, nsl.column{"x", "y\""}}, ","),
          '{"a":1,"t":1.5,"s":"x"},{"a":2,"t":2,"s":"y\\""}', "format_rows")
     T.raises(function() nsl.format_rows("%d", {}) end, "conversions", "too few columns")
     T.raises(function() nsl.busy_per_bin(nsl.column{0}, nsl.column{1}, nil, 1, 5, 5, 1) end, "empty", "bad range")

@@ -269,7 +269,8 @@ static void test_depth_random(void **state) {
         for (int64_t j = i + 1; j < n; j++)
           if (nsl_i64(xbg)[i] == nsl_i64(xbg)[j] && nsl_i32(xbd)[i] == nsl_i32(xbd)[j] &&
               nsl_i64(xbs)[i] < nsl_i64(xbe)[j] && nsl_i64(xbs)[j] < nsl_i64(xbe)[i])
-            fail_msg("mirror walk: rows %lld and %lld overlap at depth %d", (long long)i, (long long)j, nsl_i32(xbd)[i]);
+            fail_msg("mirror walk: rows %lld and %lld overlap at depth %d", (long long)i, (long long)j,
+                     nsl_i32(xbd)[i]);
       nsl_column *xbcols[] = {xbperm, xbs, xbe, xbg, xbd};
       for (size_t i = 0; i < sizeof xbcols / sizeof *xbcols; i++) nsl_column_release(xbcols[i]);
     }
