@@ -314,22 +314,6 @@ fail:
   return NULL;
 }
 
-/* Largest group id of group_of (NULL: 0); -1 when every id is negative or
- * NULL.  NSL_ERR_ARG when an id is not below limit (ids must be dense). */
-static nsl_status max_group(const char *what, const nsl_column *group_of, int64_t limit, int64_t *out,
-                            nsl_error *err) {
-  int64_t mx = group_of ? -1 : 0;
-  for (int64_t i = 0; group_of && i < group_of->len; i++) {
-    int64_t g = group_at(group_of, i);
-    if (g > mx) mx = g;
-  }
-  if (mx >= limit)
-    return nsl_error_set(err, NSL_ERR_ARG, "%s: id %lld is not below %lld (ids must be dense)", what,
-                         (long long)mx, (long long)limit);
-  *out = mx;
-  return NSL_OK;
-}
-
 /* A sub-row ("depth") for every row so that rows of one group that overlap
  * in time never share one: rows are visited by start (an enclosing range,
  * the longer of two with one start, first); each takes one more than the
@@ -348,34 +332,67 @@ nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, cons
                            nsl_error *err) {
   const char *what = "nesting depth";
   if (check_rows(what, start, stop, group_of, NULL, err) != NSL_OK) return NULL;
-  int64_t n = start->len, mx, *rows = NULL, m = 0;
-  if (max_group(what, group_of, n + NSL_SPANS_EXTRA_LANES, &mx, err) != NSL_OK) return NULL;
+  int64_t n = start->len, mx = group_of ? -1 : 0, *rows = NULL, m = 0, *top = NULL, *below = NULL;
   rows_i64 rw;
   if (rows_load(what, start, stop, group_of, &rw, err) != NSL_OK) return NULL;
-  nsl_column *depth = nsl_column_new(NSL_I32, n, NULL);
-  int64_t *top = malloc((size_t)(mx + 1 > 0 ? mx + 1 : 1) * sizeof *top);
-  int64_t *below = malloc((size_t)(n ? n : 1) * sizeof *below);
+  const int64_t *S = rw.s, *E = rw.e, *G = rw.g;
+  if (G)
+    for (int64_t i = 0; i < n; i++) mx = G[i] > mx ? G[i] : mx;   /* NULL ids are negative */
+  nsl_column *depth = NULL;
+  if (mx >= n + NSL_SPANS_EXTRA_LANES) {
+    nsl_error_set(err, NSL_ERR_ARG, "%s: id %lld is not below %lld (ids must be dense)", what, (long long)mx,
+                  (long long)(n + NSL_SPANS_EXTRA_LANES));
+    goto fail;
+  }
+  depth = nsl_column_new(NSL_I32, n, NULL);
+  top = malloc((size_t)(mx + 1 > 0 ? mx + 1 : 1) * 2 * sizeof *top);   /* per group: top row, last start */
+  below = nsl__big_alloc((size_t)(n ? n : 1) * sizeof *below);
   if (!depth || !top || !below) {
     nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
     goto fail;
   }
-  int reversed = 0;
-  if (order_rows(what, &rw, n, mx + 1, NULL, 1, &rows, &m, &reversed, err) != NSL_OK) goto fail;
-  const int64_t *S = rw.s, *E = rw.e;
   int32_t *d = nsl_i32(depth);
-  for (int64_t i = 0; i < n; i++) d[i] = NSL_NULL_I32;
-  for (int64_t g = 0; g <= mx; g++) top[g] = -1;
-  for (int64_t j = 0; j < m; j++) {
-    int64_t i = walk_row(rows, reversed, n, j);
-    if (!rows && !row_ok(&rw, NULL, mx + 1, i)) continue;
-    int64_t g = grp(rw.g, i), t = top[g];
-    if (reversed) {   /* walking back in time from the latest stop: the mirror image */
-      while (t >= 0 && S[t] >= E[i]) t = below[t];   /* starts after i ends */
-    } else
-      while (t >= 0 && E[t] <= S[i]) t = below[t];   /* closed before i starts */
+  int64_t *last = top + (mx + 1 > 0 ? mx + 1 : 1);
+  /* First, hopefully, one walk in table order: rows in start order within
+   * their group (longer first among equal starts) need nothing else.  The
+   * walk gives up at the first row out of that order. */
+  int64_t j0 = 0;
+  for (int64_t g = 0; g <= mx; g++) top[g] = -1, last[g] = INT64_MIN;
+  for (; j0 < n; j0++) {
+    int64_t i = j0, s = S[i], e = E[i], g = G ? G[i] : 0;
+    if (s == NSL_NULL_I64 || e == NSL_NULL_I64 || e < s || g < 0) {
+      d[i] = NSL_NULL_I32;
+      continue;
+    }
+    int64_t t = top[g];
+    if (s < last[g] || (s == last[g] && t >= 0 && S[t] == s && E[t] < e)) break;   /* out of order */
+    last[g] = s;
+    while (t >= 0 && E[t] <= s) t = below[t];   /* closed before i starts */
     d[i] = t >= 0 ? d[t] + 1 : 0;
     below[i] = t;
     top[g] = i;
+  }
+  if (j0 < n) {   /* out of order: the rows in their order (or the mirror walk), from the start */
+    int reversed = 0;
+    if (order_rows(what, &rw, n, mx + 1, NULL, 1, &rows, &m, &reversed, err) != NSL_OK) goto fail;
+    if (rows)   /* rows left out of the walk stay NULL (the walk sets them otherwise) */
+      for (int64_t i = 0; i < n; i++) d[i] = NSL_NULL_I32;
+    for (int64_t g = 0; g <= mx; g++) top[g] = -1;
+    for (int64_t j = 0; j < m; j++) {
+      int64_t i = walk_row(rows, reversed, n, j);
+      if (!rows && !row_ok(&rw, NULL, mx + 1, i)) {
+        d[i] = NSL_NULL_I32;
+        continue;
+      }
+      int64_t g = grp(G, i), t = top[g];
+      if (reversed) {   /* walking back in time from the latest stop: the mirror image */
+        while (t >= 0 && S[t] >= E[i]) t = below[t];   /* starts after i ends */
+      } else
+        while (t >= 0 && E[t] <= S[i]) t = below[t];   /* closed before i starts */
+      d[i] = t >= 0 ? d[t] + 1 : 0;
+      below[i] = t;
+      top[g] = i;
+    }
   }
   free(rows);
   free(top);
@@ -409,6 +426,16 @@ nsl_column *nsl_sub_lanes(const nsl_column *group_of, const nsl_column *sub, con
     return NULL;
   }
   int64_t *out = nsl_i64(r);
+  if (group_of->type == NSL_I64 && sub->type == NSL_I32) {   /* nsl_groupby ids, nsl_nest_depth sub-rows */
+    const int64_t *G = nsl_i64(group_of);
+    const int32_t *D = nsl_i32(sub);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t g = G[i], d = D[i];   /* NULLs are negative */
+      int64_t b = g >= 0 && g < nbase ? base[g] : NSL_NULL_I64;
+      out[i] = d >= 0 && d < max_sub && b != NSL_NULL_I64 ? b + d : NSL_NULL_I64;
+    }
+    return r;
+  }
   for (int64_t i = 0; i < n; i++) {
     int ng, ns;
     int64_t g = nsl__int_at(group_of, i, &ng), d = nsl__int_at(sub, i, &ns);
@@ -477,6 +504,128 @@ static inline double xform_at(const nsl_column *c, int64_t i, const nsl_span_opt
  * x0, x1, busy (F64), lane, cls, count and row (I64: the first input row
  * of the span, e.g. to label spans that hold one event); spans of one lane
  * and class are in x order; free with nsl_spans_free. */
+/* The typed arrays behind the columns of one span merge, for the common
+ * case (int64 times, lanes and classes), where the loops read them
+ * directly; NULL members take the generic path through the columns. */
+typedef struct span_in {
+  const nsl_column *x0, *x1, *lane, *cls;
+  const int64_t *X0, *X1, *L, *C;   /* all set (C when cls is) on the fast path */
+  const uint8_t *mk;
+  nsl_span_opts o;
+} span_in;
+
+#define SPAN_INLINE static inline __attribute__((always_inline))
+
+/* Lane of row i (-1 for NULL or negative). */
+SPAN_INLINE int64_t sp_lane(const span_in *in, int fast, int64_t i) {
+  if (fast) return in->L[i] < 0 ? -1 : in->L[i];
+  return group_at(in->lane, i);
+}
+
+/* Class of row i: NSL_NULL_I64 for NULL (or no classes). */
+SPAN_INLINE int64_t sp_cls(const span_in *in, int fast, int64_t i) {
+  if (!in->cls) return NSL_NULL_I64;
+  if (fast) return in->C[i];
+  int null;
+  int64_t c = nsl__int_at(in->cls, i, &null);
+  return null ? NSL_NULL_I64 : c;
+}
+
+/* Mapped x of v under the transform; NaN for NULL. */
+SPAN_INLINE double sp_map(int64_t v, const nsl_span_opts *o) {
+  int64_t d;
+  if (v == NSL_NULL_I64) return NAN;
+  if (__builtin_sub_overflow(v, o->origin, &d)) return ((double)v - (double)o->origin) * o->scale + o->offset;
+  return (double)d * o->scale + o->offset;
+}
+
+SPAN_INLINE double sp_x0(const span_in *in, int fast, int64_t i) {
+  return fast ? sp_map(in->X0[i], &in->o) : xform_at(in->x0, i, &in->o);
+}
+
+SPAN_INLINE double sp_x1(const span_in *in, int fast, int64_t i) {
+  return fast ? sp_map(in->X1[i], &in->o) : xform_at(in->x1, i, &in->o);
+}
+
+/* Raw x0 of row i for the order check (the transform keeps the order);
+ * NaN for NULL. */
+SPAN_INLINE double sp_raw0(const span_in *in, int fast, int64_t i) {
+  if (fast) return in->X0[i] == NSL_NULL_I64 ? NAN : (double)in->X0[i];
+  return num_at(in->x0, i);
+}
+
+/* One pass: the largest lane (*mx, -1 when none), the class count (*ncls:
+ * largest id + 1), and NSL_ERR_ARG for a class outside 0..4095. */
+SPAN_INLINE nsl_status sp_scan(const span_in *in, int fast, int64_t n, int64_t *mx, int64_t *ncls, nsl_error *err) {
+  int64_t m = -1, nc = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t l = sp_lane(in, fast, i);
+    if (l > m) m = l;
+    if (!in->cls || (in->mk && !in->mk[i])) continue;
+    int64_t c = sp_cls(in, fast, i);
+    if (c == NSL_NULL_I64) continue;
+    if (c < 0 || c >= 4096)
+      return nsl_error_set(err, NSL_ERR_ARG, "span merge: class %lld of row %lld is outside 0..4095", (long long)c,
+                           (long long)i);
+    if (c + 1 > nc) nc = c + 1;
+  }
+  *mx = m, *ncls = nc;
+  return NSL_OK;
+}
+
+/* Whether the rows are in x order within every lane (last: mx + 1 slots). */
+SPAN_INLINE int sp_sorted(const span_in *in, int fast, int64_t n, double *last) {
+  for (int64_t i = 0; i < n; i++) {
+    int64_t l = sp_lane(in, fast, i);
+    if (l < 0 || (in->mk && !in->mk[i])) continue;
+    double v = sp_raw0(in, fast, i);
+    if (v < last[l]) return 0;
+    if (v == v) last[l] = v;
+  }
+  return 1;
+}
+
+/* The merge itself over the rows in order p (NULL: table order); returns
+ * the number of spans written to out. */
+SPAN_INLINE int64_t sp_merge(const span_in *in, int fast, int64_t n, const int64_t *p, open_span *st, int64_t ncls,
+                             double tol, double max_len, nsl_spans *out) {
+  int64_t k = 0;
+  double *ox0 = nsl_f64(out->x0), *ox1 = nsl_f64(out->x1), *obusy = nsl_f64(out->busy);
+  int64_t *olane = nsl_i64(out->lane), *ocls = nsl_i64(out->cls), *ocount = nsl_i64(out->count);
+  int64_t *orow = nsl_i64(out->row);
+#define FLUSH(q)                                                                                    \
+  do {                                                                                              \
+    ox0[k] = st[q].x0, ox1[k] = st[q].x1, obusy[k] = st[q].busy;                                   \
+    olane[k] = q / (ncls + 1), ocls[k] = st[q].cls, ocount[k] = st[q].count, orow[k] = st[q].row;  \
+    k++;                                                                                            \
+  } while (0)
+  for (int64_t j = 0; j < n; j++) {
+    int64_t i = p ? p[j] : j, l = sp_lane(in, fast, i);
+    if (l < 0 || (in->mk && !in->mk[i])) continue;
+    double a = sp_x0(in, fast, i), b = sp_x1(in, fast, i);
+    if (!(a <= b) || isinf(a) || isinf(b)) continue;
+    int64_t c = sp_cls(in, fast, i);
+    int64_t q = l * (ncls + 1) + (c == NSL_NULL_I64 ? ncls : c);
+    open_span *s = &st[q];
+    if (s->count > 0) {
+      if (b <= s->x1) {   /* inside: adds nothing */
+        s->count++;
+        continue;
+      }
+      if (a - s->x1 <= tol && b - s->x0 <= max_len) {
+        s->busy += b - (a > s->x1 ? a : s->x1);
+        s->x1 = b;
+        s->count++;
+        continue;
+      }
+      FLUSH(q);
+    }
+    *s = (open_span){a, b, b - a, c, 1, i};
+  }
+  return k;
+#undef FLUSH
+}
+
 nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl_column *lane,
                            const nsl_column *cls, const nsl_span_opts *opts, nsl_spans *out, nsl_error *err) {
   const char *what = "span merge";
@@ -499,19 +648,15 @@ nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl
   if (!(o.scale > 0) || isinf(o.scale) || !isfinite(o.offset))
     return nsl_error_set(err, NSL_ERR_ARG, "%s: the scale must be positive and finite, the offset finite", what);
   double tol = o.tol, max_len = o.max_len > 0 ? o.max_len : INFINITY;
-  const uint8_t *mk = o.mask ? nsl_bool(o.mask) : NULL;
-  int64_t mx, ncls = 0;
-  nsl_status rc = max_group(what, lane, n + NSL_SPANS_EXTRA_LANES, &mx, err);
+  span_in in = {x0, x1, lane, cls, NULL, NULL, NULL, NULL, o.mask ? nsl_bool(o.mask) : NULL, o};
+  int fast = x0->type == NSL_I64 && x1->type == NSL_I64 && lane->type == NSL_I64 && (!cls || cls->type == NSL_I64);
+  if (fast) in.X0 = nsl_i64(x0), in.X1 = nsl_i64(x1), in.L = nsl_i64(lane), in.C = cls ? nsl_i64(cls) : NULL;
+  int64_t mx = -1, ncls = 0;
+  nsl_status rc = fast ? sp_scan(&in, 1, n, &mx, &ncls, err) : sp_scan(&in, 0, n, &mx, &ncls, err);
   if (rc != NSL_OK) return rc;
-  for (int64_t i = 0; cls && i < n; i++) {   /* classes: ids 0..ncls-1, NULL in slot ncls */
-    int null;
-    int64_t c = nsl__int_at(cls, i, &null);
-    if (null || (mk && !mk[i])) continue;
-    if (c < 0 || c >= 4096)
-      return nsl_error_set(err, NSL_ERR_ARG, "%s: class %lld of row %lld is outside 0..4095", what, (long long)c,
-                           (long long)i);
-    if (c + 1 > ncls) ncls = c + 1;
-  }
+  if (mx >= n + NSL_SPANS_EXTRA_LANES)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: id %lld is not below %lld (ids must be dense)", what,
+                         (long long)mx, (long long)(n + NSL_SPANS_EXTRA_LANES));
   int64_t nslots = (mx + 1) * (ncls + 1);
   if (nslots > ((int64_t)1 << 26))
     return nsl_error_set(err, NSL_ERR_ARG, "%s: %lld lanes x %lld classes is too many", what, (long long)(mx + 1),
@@ -524,15 +669,8 @@ nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl
     free(last);
     return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld lanes", what, (long long)(mx + 1));
   }
-  int sorted = 1;   /* in x order within every lane? (the transform keeps the order) */
   for (int64_t l = 0; l <= mx; l++) last[l] = -INFINITY;
-  for (int64_t i = 0; i < n && sorted; i++) {
-    int64_t l = group_at(lane, i);
-    if (l < 0 || (mk && !mk[i])) continue;
-    double v = num_at(x0, i);
-    if (v < last[l]) sorted = 0;
-    else if (v == v) last[l] = v;
-  }
+  int sorted = fast ? sp_sorted(&in, 1, n, last) : sp_sorted(&in, 0, n, last);   /* the transform keeps the order */
   free(last);
   if (!sorted && !(perm = nsl_argsort(&x0, NULL, 1, err))) {
     free(st);
@@ -552,47 +690,18 @@ nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl
     return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld spans", what, (long long)n);
   }
   for (int64_t q = 0; q < nslots; q++) st[q].count = 0;
-  int64_t k = 0;
+  const int64_t *p = perm ? nsl_i64(perm) : NULL;
+  int64_t k = fast ? sp_merge(&in, 1, n, p, st, ncls, tol, max_len, out)
+                   : sp_merge(&in, 0, n, p, st, ncls, tol, max_len, out);
   double *ox0 = nsl_f64(out->x0), *ox1 = nsl_f64(out->x1), *obusy = nsl_f64(out->busy);
   int64_t *olane = nsl_i64(out->lane), *ocls = nsl_i64(out->cls), *ocount = nsl_i64(out->count);
   int64_t *orow = nsl_i64(out->row);
-#define FLUSH(q)                                                                                    \
-  do {                                                                                              \
-    ox0[k] = st[q].x0, ox1[k] = st[q].x1, obusy[k] = st[q].busy;                                   \
-    olane[k] = q / (ncls + 1), ocls[k] = st[q].cls, ocount[k] = st[q].count, orow[k] = st[q].row;  \
-    k++;                                                                                            \
-  } while (0)
-  const int64_t *p = perm ? nsl_i64(perm) : NULL;
-  for (int64_t j = 0; j < n; j++) {
-    int64_t i = p ? p[j] : j, l = group_at(lane, i), c = NSL_NULL_I64;
-    if (l < 0 || (mk && !mk[i])) continue;
-    double a = xform_at(x0, i, &o), b = xform_at(x1, i, &o);
-    if (!(a <= b) || isinf(a) || isinf(b)) continue;
-    if (cls) {
-      int null;
-      c = nsl__int_at(cls, i, &null);
-      if (null) c = NSL_NULL_I64;
+  for (int64_t q = 0; q < nslots; q++)   /* the spans still open */
+    if (st[q].count > 0) {
+      ox0[k] = st[q].x0, ox1[k] = st[q].x1, obusy[k] = st[q].busy;
+      olane[k] = q / (ncls + 1), ocls[k] = st[q].cls, ocount[k] = st[q].count, orow[k] = st[q].row;
+      k++;
     }
-    int64_t q = l * (ncls + 1) + (c == NSL_NULL_I64 ? ncls : c);
-    open_span *s = &st[q];
-    if (s->count > 0) {
-      if (b <= s->x1) {   /* inside: adds nothing */
-        s->count++;
-        continue;
-      }
-      if (a - s->x1 <= tol && b - s->x0 <= max_len) {
-        s->busy += b - (a > s->x1 ? a : s->x1);
-        s->x1 = b;
-        s->count++;
-        continue;
-      }
-    }
-    if (s->count > 0) FLUSH(q);
-    *s = (open_span){a, b, b - a, c, 1, i};
-  }
-  for (int64_t q = 0; q < nslots; q++)
-    if (st[q].count > 0) FLUSH(q);
-#undef FLUSH
   nsl_column *cols[] = {out->x0, out->x1, out->busy, out->lane, out->cls, out->count, out->row};
   for (size_t q = 0; q < sizeof cols / sizeof *cols; q++) nsl_column_set_len(cols[q], k);
   free(st);

@@ -90,6 +90,11 @@ static void key_codes(key_col *k, int64_t off, int64_t m, uint64_t *out) {
   }
 }
 
+/* An integer key read as its own codes (the direct paths below). */
+static inline int int_key(const key_col *k) {
+  return k->mode == KEY_EQ && (k->col->type == NSL_I32 || k->col->type == NSL_I64);
+}
+
 static void key_table_free(key_table *t) {
   free(t->kmin);
   free(t->span);
@@ -143,7 +148,25 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
   uint64_t buf[BLOCK];
   for (int k = nk - 1; k >= 0 && dense; k--) {
     uint64_t lo = UINT64_MAX, hi = 0;
-    for (int64_t off = 0; off < n; off += BLOCK) {
+    if (int_key(&keys[k])) {   /* straight over the column: no code buffer */
+      const nsl_column *c = keys[k].col;
+      if (c->type == NSL_I32) {
+        const int32_t *a = nsl_i32(c);
+        for (int64_t i = 0; i < n; i++) {
+          uint64_t x = nsl__ocode_i32(a[i]);
+          lo = x && x < lo ? x : lo;
+          hi = x > hi ? x : hi;
+        }
+      } else {
+        const int64_t *a = nsl_i64(c);
+        for (int64_t i = 0; i < n; i++) {
+          uint64_t x = nsl__ocode_i64(a[i]);
+          lo = x && x < lo ? x : lo;
+          hi = x > hi ? x : hi;
+        }
+      }
+    }
+    for (int64_t off = 0; off < n && !int_key(&keys[k]); off += BLOCK) {
       int64_t m = n - off < BLOCK ? n - off : BLOCK;
       key_codes(&keys[k], off, m, buf);
       for (int64_t i = 0; i < m; i++) {
@@ -283,6 +306,33 @@ static void block_positions(const key_table *t, const uint64_t *buf, int64_t m, 
   }
 }
 
+/* block_positions of a direct table whose keys are all integer columns,
+ * read straight from the columns (the same positions, no code buffer). */
+static void direct_positions(const key_table *t, const key_col *keys, int64_t off, int64_t m, int skip_null,
+                             uint64_t *pos, uint8_t *skip) {
+  memset(pos, 0, (size_t)m * sizeof *pos);
+  memset(skip, 0, (size_t)m);
+  for (int k = 0; k < t->nk; k++) {
+    uint64_t base = t->kmin[k] - 1, stride = t->stride[k];
+    uint8_t sn = (uint8_t)skip_null;
+    if (keys[k].col->type == NSL_I32) {
+      const int32_t *a = nsl_i32(keys[k].col) + off;
+      for (int64_t i = 0; i < m; i++) {
+        uint64_t c = nsl__ocode_i32(a[i]);
+        pos[i] += (c ? c - base : 0) * stride;   /* 1.. for values, 0 for NULL */
+        skip[i] |= (uint8_t)(sn & (c == 0));
+      }
+    } else {
+      const int64_t *a = nsl_i64(keys[k].col) + off;
+      for (int64_t i = 0; i < m; i++) {
+        uint64_t c = nsl__ocode_i64(a[i]);
+        pos[i] += (c ? c - base : 0) * stride;
+        skip[i] |= (uint8_t)(sn & (c == 0));
+      }
+    }
+  }
+}
+
 static inline void tuple_at(const uint64_t *buf, int nk, int64_t i, uint64_t *tup) {
   for (int k = 0; k < nk; k++) tup[k] = buf[(size_t)k * BLOCK + i];
 }
@@ -297,16 +347,25 @@ static nsl_status key_table_build(key_table *t, key_col *keys, int nk, int64_t n
   uint64_t *buf = malloc((size_t)nk * BLOCK * sizeof *buf), pos[BLOCK];
   uint8_t skip[BLOCK];
   if (!buf || !tup) goto nomem;
+  int direct = t->dense;   /* dense table of integer keys: positions straight from the columns */
+  for (int k = 0; k < nk; k++) direct = direct && int_key(&keys[k]);
   for (int64_t off = 0; off < n; off += BLOCK) {
     int64_t m = n - off < BLOCK ? n - off : BLOCK;
-    for (int k = 0; k < nk; k++) key_codes(&keys[k], off, m, buf + (size_t)k * BLOCK);
-    block_positions(t, buf, m, skip_null, 0, pos, skip);
+    if (direct)
+      direct_positions(t, keys, off, m, skip_null, pos, skip);
+    else {
+      for (int k = 0; k < nk; k++) key_codes(&keys[k], off, m, buf + (size_t)k * BLOCK);
+      block_positions(t, buf, m, skip_null, 0, pos, skip);
+    }
     for (int64_t i = 0; i < m; i++) {
       int64_t g = -1;
       if (t->dense) {
         if (i + PREFETCH < m) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);
         if (!skip[i] && (g = t->dtab[pos[i]]) < 0) {
-          tuple_at(buf, nk, i, tup);
+          if (direct)   /* a new group (rare): its codes */
+            for (int k = 0; k < nk; k++) key_codes(&keys[k], off + i, 1, tup + k);
+          else
+            tuple_at(buf, nk, i, tup);
           if ((g = new_group(t, tup, off + i)) < 0) goto nomem;
           t->dtab[pos[i]] = (int32_t)g;   /* groups <= dsize <= 2^27 */
         }
