@@ -777,8 +777,10 @@ local CLASS = {}
 for i, c in ipairs(M.timeline_classes) do CLASS[c.name] = i - 1 end
 
 --- GPU rows of the window, one part per table (kernels, memcpy, memset):
--- {t = rows (report, device, stream, start, stop), class = column, label =
--- column (kernel name, "memcpy HtoD", "memset")}; counts filled per class.
+-- {t = rows (report, device, stream, start, stop), class = column, and the
+-- name written on wide events: label = column (kernel name; memcpy kind
+-- after prefix "memcpy ") or text ("memset")}, looked up only for the few
+-- events drawn wide enough; counts filled per class.
 local function gpu_parts(trace, from, to, tables, counts)
   local parts, want = {}, {}
   for _, n in ipairs(tables) do want[n] = true end
@@ -802,14 +804,14 @@ local function gpu_parts(trace, from, to, tables, counts)
       parts[#parts + 1] = {t = m, class = h2d:cast("i64") * (CLASS.memcpy_htod - CLASS.memcpy_other) +
                                           d2h:cast("i64") * (CLASS.memcpy_dtoh - CLASS.memcpy_other) +
                                           CLASS.memcpy_other,
-                           label = m.kind:map(function(v) return "memcpy " .. v end)}
+                           label = m.kind, prefix = "memcpy "}
     end
   end
   if want.memset then
     local s = window_rows(trace.memset, cols, from, to)
     if s then
       counts.memset = #s
-      parts[#parts + 1] = {t = s, class = nsl.rep(CLASS.memset, #s), label = nsl.rep("memset", #s)}
+      parts[#parts + 1] = {t = s, class = nsl.rep(CLASS.memset, #s), text = "memset"}
     end
   end
   return parts
@@ -892,9 +894,8 @@ function M.timeline(trace, opts)
     counts.nvtx = #nv
     local g = nv:group_by("report", "pid", "tid")
     local ids = g:ids()
-    local depth, deepest = nsl.nest_depth(nv.start, nv.stop, ids)
+    local depth, deepest, n_of = nsl.nest_depth(nv.start, nv.stop, ids)
     local keys = group_keys(g, {"report", "pid", "tid"})
-    local n_of = g:agg{"n=count"}.n
     table.sort(keys, key_order({"report", "pid", "tid"}))
     local tnames = {}
     local th = trace.threads
@@ -979,7 +980,8 @@ function M.timeline(trace, opts)
       local w = m:filter(wide)
       for i = 1, min(#w, 20000) do
         local a, b = max(w.x0[i], f.px0), min(w.x1[i], f.px1)
-        local name = p.label[w.row[i] + 1]
+        local name = p.text or p.label[w.row[i] + 1]
+        if name and p.prefix then name = p.prefix .. name end
         local text = name and b - a > 12 and fit_text(name, b - a - 4, fs - 2)
         if text then
           local cls = p.nvtx and CLASS.nvtx or w.class[i]

@@ -34,9 +34,10 @@ static int l_busy_per_bin(lua_State *L) {
   return 1;
 }
 
-/* nsl.nest_depth(start, stop [, group_ids]) -> i32 column of sub-rows, and
- * an array of the deepest sub-row of each group (index id + 1; -1 for a
- * group without rows that take part), so a figure can size each group. */
+/* nsl.nest_depth(start, stop [, group_ids]) -> i32 column of sub-rows, an
+ * array of the deepest sub-row of each group (index id + 1; -1 for a group
+ * without rows that take part), so a figure can size each group, and an
+ * array of the number of rows of each group (NULL sub-rows included). */
 static int l_nest_depth(lua_State *L) {
   nsl_column *groups = optcolumn(L, 3);
   nsl_error err = {0};
@@ -49,20 +50,25 @@ static int l_nest_depth(lua_State *L) {
     int64_t g = g64 ? g64[i] : nsl_column_get_i64(groups, i);
     if (g != NSL_NULL_I64 && g + 1 > ngroups) ngroups = g + 1;   /* below rows + 65536: checked by the kernel */
   }
-  int32_t *deepest = lua_newuserdatauv(L, (size_t)(ngroups ? ngroups : 1) * sizeof *deepest, 0);
-  for (int64_t g = 0; g < ngroups; g++) deepest[g] = -1;
+  int64_t *acc = lua_newuserdatauv(L, (size_t)(ngroups ? ngroups : 1) * 2 * sizeof *acc, 0);
+  int64_t *deepest = acc, *count = acc + ngroups;
+  for (int64_t g = 0; g < ngroups; g++) deepest[g] = -1, count[g] = 0;
   const int32_t *d = nsl_i32(c);
   for (int64_t i = 0; i < c->len; i++) {
     int64_t g = !groups ? 0 : g64 ? g64[i] : nsl_column_get_i64(groups, i);
-    if (d[i] != NSL_NULL_I32 && g >= 0 && g < ngroups && d[i] > deepest[g]) deepest[g] = d[i];
+    if (g < 0 || g >= ngroups) continue;   /* NULL ids are negative */
+    count[g]++;
+    if (d[i] > deepest[g]) deepest[g] = d[i];   /* NULL sub-rows are negative */
   }
-  lua_createtable(L, (int)ngroups, 0);
-  for (int64_t g = 0; g < ngroups; g++) {
-    lua_pushinteger(L, deepest[g]);
-    lua_seti(L, -2, (lua_Integer)g + 1);
+  for (int k = 0; k < 2; k++) {
+    lua_createtable(L, (int)ngroups, 0);
+    for (int64_t g = 0; g < ngroups; g++) {
+      lua_pushinteger(L, acc[k * ngroups + g]);
+      lua_seti(L, -2, (lua_Integer)g + 1);
+    }
   }
-  lua_remove(L, -2);
-  return 2;
+  lua_remove(L, -3);
+  return 3;
 }
 
 /* nsl.sub_lanes(group_ids, sub, base [, max_sub]) -> i64 column: the lane of

@@ -753,4 +753,59 @@ return {
     T.eq(nsl.extent(nsl.column{1.5, 0 / 0, -2.5}), -2.5, "extent of floats skips NaN")
     T.eq(nsl.extent(nsl.column{}), nil, "extent of nothing")
   end},
+
+  {"nesting depth of real NVTX ranges, per row, equals the ranges of the thread enclosing each one (SQL rows)",
+   function()
+    -- the earliest push/pop ranges (every range that encloses one of them starts earlier, so is among them)
+    local rows = T.sql(nccl, [[SELECT start, end, globalTid FROM NVTX_EVENTS WHERE eventType = 59
+      ORDER BY start, end DESC LIMIT 1200]])
+    local n = #rows
+    T.ok(n > 100, "enough ranges")
+    local ss, ee, tid = {}, {}, {}
+    for i, r in ipairs(rows) do ss[i], ee[i], tid[i] = num(r[1]), num(r[2]), num(r[3]) end
+    local want, per = {}, {}   -- brute force, O(n^2): enclosing ranges of the same thread
+    for i = 1, n do
+      local d = 0
+      for j = 1, n do
+        if j ~= i and tid[j] == tid[i] and ss[j] <= ss[i] and ee[i] <= ee[j] and
+           (ss[j] ~= ss[i] or ee[j] ~= ee[i] or j < i) then d = d + 1 end
+      end
+      want[i] = d
+      per[tid[i]] = (per[tid[i]] or 0) + 1
+    end
+    -- three orders: by start (one walk), shuffled (sorted first), by stop (the mirror walk)
+    local order_start, order_shuffled, order_stop = {}, {}, {}
+    for i = 1, n do order_start[i], order_shuffled[i], order_stop[i] = i, i, i end
+    local seed = 12345
+    for i = n, 2, -1 do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      local j = seed % i + 1
+      order_shuffled[i], order_shuffled[j] = order_shuffled[j], order_shuffled[i]
+    end
+    table.sort(order_stop, function(a, b) if ee[a] ~= ee[b] then return ee[a] < ee[b] end return ss[a] > ss[b] end)
+    for name, ord in pairs({start = order_start, shuffled = order_shuffled, stop = order_stop}) do
+      local s, e, t = {}, {}, {}
+      for k, i in ipairs(ord) do s[k], e[k], t[k] = ss[i], ee[i], tid[i] end
+      local tab = nsl.table{{"start", nsl.column(s)}, {"stop", nsl.column(e)}, {"tid", nsl.column(t)}}
+      local g = tab:group_by("tid")
+      local depth, deepest, count = nsl.nest_depth(tab.start, tab.stop, g:ids())
+      local keys, twins = g:keys(), {}
+      for k, i in ipairs(ord) do
+        local key = fmt("%d/%d/%d", tid[i], ss[i], ee[i])
+        twins[key] = (twins[key] or 0) + 1
+      end
+      local bad = 0
+      for k, i in ipairs(ord) do
+        local twin = twins[fmt("%d/%d/%d", tid[i], ss[i], ee[i])] > 1   -- identical ranges may swap depths
+        if not twin and depth[k] ~= want[i] then bad = bad + 1 end
+      end
+      T.eq(bad, 0, "depths in " .. name .. " order")
+      for gi = 1, #keys do
+        local deep = -1
+        for k, i in ipairs(ord) do if t[k] == keys.tid[gi] then deep = math.max(deep, want[i]) end end
+        T.eq(deepest[gi], deep, "deepest of thread " .. keys.tid[gi] .. " in " .. name .. " order")
+        T.eq(count[gi], per[keys.tid[gi]], "ranges of thread " .. keys.tid[gi])
+      end
+    end
+  end},
 }

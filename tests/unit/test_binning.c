@@ -282,6 +282,89 @@ static void test_depth_random(void **state) {
   }
 }
 
+/* Depth by definition: the ranges of the row's group that enclose it (of
+ * identical ranges, the earlier row encloses); NULL for rows left out. */
+static int32_t depth_by_definition(const int64_t *ss, const int64_t *ee, const int64_t *gg, int64_t n, int64_t i) {
+  if (ss[i] == NSL_NULL_I64 || ee[i] == NSL_NULL_I64 || ee[i] < ss[i] || gg[i] < 0) return NSL_NULL_I32;
+  int32_t want = 0;
+  for (int64_t j = 0; j < n; j++) {
+    if (j == i || gg[j] != gg[i] || ss[j] == NSL_NULL_I64 || ee[j] == NSL_NULL_I64 || ee[j] < ss[j]) continue;
+    int encl = ss[j] <= ss[i] && ee[i] <= ee[j];
+    if (encl && ss[j] == ss[i] && ee[j] == ee[i]) encl = j < i;
+    want += encl;
+  }
+  return want;
+}
+
+/* Properly nested ranges in start order (longer first among equal starts)
+ * within each group: the one walk in table order, with rows left out (NULL
+ * start, stop before start, NULL group) inside it; then the same rows with
+ * the earliest moved to the end, out of order (the walk gives up and the
+ * rows are ordered from the start).  Depths as the definition says (rows
+ * with an identical twin, whose depths may swap, are not checked). */
+static void test_depth_in_order_then_not(void **state) {
+  (void)state;
+  fx_seed(77);
+  nsl_error err = {0};
+  for (int round = 0; round < 30; round++) {
+    int64_t n = 0, cap = 300, ngroups = fx_range(1, 3);
+    int64_t *ss = malloc(cap * sizeof *ss), *ee = malloc(cap * sizeof *ee), *gg = malloc(cap * sizeof *gg);
+    for (int64_t gi = 0; gi < ngroups; gi++) {   /* nested: recursive splitting, as push/pop makes */
+      int64_t stack_s[32], stack_e[32], top = 0;
+      stack_s[top] = 0, stack_e[top++] = 2000;
+      while (top > 0 && n < cap) {
+        top--;
+        int64_t cur = stack_s[top], pe = stack_e[top], kids = fx_range(0, 3);
+        for (int64_t k = 0; k < kids && top < 30 && n < cap; k++) {
+          int64_t a0 = cur + fx_range(0, 30), z = a0 + fx_range(1, 300);
+          if (z > pe) break;
+          ss[n] = a0, ee[n] = z, gg[n] = gi, n++;
+          stack_s[top] = a0, stack_e[top++] = z;
+          cur = z;
+        }
+      }
+    }
+    nsl_column *s0 = fx_i64(n, ss), *e0 = fx_i64(n, ee);
+    const nsl_column *keys[2] = {s0, e0};
+    int desc[2] = {0, 1};
+    nsl_column *perm = nsl_argsort(keys, desc, 2, &err);
+    int64_t *os = malloc(cap * sizeof *os), *oe = malloc(cap * sizeof *oe), *og = malloc(cap * sizeof *og);
+    for (int64_t j = 0; j < n; j++) {
+      int64_t i = nsl_i64(perm)[j];
+      os[j] = ss[i], oe[j] = ee[i], og[j] = gg[i];
+      int r = (int)fx_range(0, 40);
+      if (r == 0) os[j] = NSL_NULL_I64;
+      if (r == 1) oe[j] = os[j] - 1;
+      if (r == 2) og[j] = NSL_NULL_I64;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+      if (pass == 1 && n > 1) {   /* the earliest row to the end */
+        int64_t ts = os[0], te = oe[0], tg = og[0];
+        memmove(os, os + 1, (size_t)(n - 1) * sizeof *os);
+        memmove(oe, oe + 1, (size_t)(n - 1) * sizeof *oe);
+        memmove(og, og + 1, (size_t)(n - 1) * sizeof *og);
+        os[n - 1] = ts, oe[n - 1] = te, og[n - 1] = tg;
+      }
+      nsl_column *s = fx_i64(n, os), *e = fx_i64(n, oe), *g = fx_i64(n, og);
+      nsl_column *d = nsl_nest_depth(s, e, g, &err);
+      assert_non_null(d);
+      for (int64_t i = 0; i < n; i++) {
+        int twin = 0;
+        for (int64_t q = 0; q < n; q++) twin |= q != i && og[q] == og[i] && os[q] == os[i] && oe[q] == oe[i];
+        int32_t want = depth_by_definition(os, oe, og, n, i);
+        if (!twin && nsl_i32(d)[i] != want)
+          fail_msg("round %d pass %d row %lld [%lld,%lld) group %lld: depth %d, want %d", round, pass,
+                   (long long)i, (long long)os[i], (long long)oe[i], (long long)og[i], nsl_i32(d)[i], want);
+      }
+      nsl_column *cols[] = {s, e, g, d};
+      for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+    }
+    nsl_column *all[] = {s0, e0, perm};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
+    free(ss), free(ee), free(gg), free(os), free(oe), free(og);
+  }
+}
+
 /* ---- sub-lanes ---------------------------------------------------------------------- */
 
 static void test_sub_lanes(void **state) {
@@ -480,7 +563,8 @@ static void test_spans_random(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_edges),        cmocka_unit_test(test_busy_hand),  cmocka_unit_test(test_busy_random),
-      cmocka_unit_test(test_depth_hand),   cmocka_unit_test(test_depth_random), cmocka_unit_test(test_spans_hand),
+      cmocka_unit_test(test_depth_hand),   cmocka_unit_test(test_depth_random),
+      cmocka_unit_test(test_depth_in_order_then_not), cmocka_unit_test(test_spans_hand),
       cmocka_unit_test(test_spans_random), cmocka_unit_test(test_sub_lanes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

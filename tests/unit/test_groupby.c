@@ -178,6 +178,23 @@ static void test_groupby_random_reference(void **state) {
   nsl_dict_release(d);
 }
 
+/* Integer keys only, in small ranges (a direct table): the positions are
+ * read straight from the columns; NULLs, negative values and mixed I32 /
+ * I64 keys against the brute force. */
+static void test_groupby_int_keys_reference(void **state) {
+  (void)state;
+  fx_seed(4242);
+  for (int trial = 0; trial < 60; trial++) {
+    int64_t n = fx_range(1, 3000);
+    int nk = (int)fx_range(1, 4);
+    nsl_column *cols[4];
+    for (int k = 0; k < nk; k++)
+      cols[k] = random_col(fx_range(0, 1) ? NSL_I32 : NSL_I64, n, NULL, fx_range(1, 30));
+    check_groups((const nsl_column *const *)cols, nk);
+    for (int k = 0; k < nk; k++) nsl_column_release(cols[k]);
+  }
+}
+
 /* ---- aggregates ---------------------------------------------------------------- */
 
 static void test_agg_hand(void **state) {
@@ -688,6 +705,7 @@ int main(void) {
       cmocka_unit_test(test_groupby_hand),
       cmocka_unit_test(test_groupby_edges),
       cmocka_unit_test(test_groupby_random_reference),
+      cmocka_unit_test(test_groupby_int_keys_reference),
       cmocka_unit_test(test_agg_hand),
       cmocka_unit_test(test_agg_int_sum_exact),
       cmocka_unit_test(test_agg_matches_nsys_stats),
