@@ -791,8 +791,10 @@ local function gpu_parts(trace, from, to, tables, counts)
       local nccl = k.name:match("^nccl")
       counts.nccl = nccl:count()
       counts.kernel = #k - counts.nccl
-      parts[#parts + 1] = {t = k, class = nccl:cast("i64") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel,
-                           label = k.name}
+      local class = nccl:cast("i64")   -- 0/1 to the class ids (with the ids as they are: the cast alone)
+      if CLASS.nccl - CLASS.kernel ~= 1 then class = class * (CLASS.nccl - CLASS.kernel) end
+      if CLASS.kernel ~= 0 then class = class + CLASS.kernel end
+      parts[#parts + 1] = {t = k, class = class, label = k.name}
     end
   end
   if want.memcpy then

@@ -328,11 +328,28 @@ fail:
  * to nested ranges of positive length (a zero-length range at an edge of
  * another may take the other sub-row); other rows are sorted first.
  * Result NSL_I32. */
+/* The range below each row on its group's stack of open ranges (-1: none),
+ * 32-bit where row numbers fit (half the memory to touch), else 64-bit. */
+typedef struct below_chain {
+  int32_t *b32;
+  int64_t *b64;
+} below_chain;
+
+static inline int64_t below_get(const below_chain *c, int64_t t) { return c->b32 ? c->b32[t] : c->b64[t]; }
+
+static inline void below_set(below_chain *c, int64_t i, int64_t t) {
+  if (c->b32)
+    c->b32[i] = (int32_t)t;
+  else
+    c->b64[i] = t;
+}
+
 nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                            nsl_error *err) {
   const char *what = "nesting depth";
   if (check_rows(what, start, stop, group_of, NULL, err) != NSL_OK) return NULL;
-  int64_t n = start->len, mx = group_of ? -1 : 0, *rows = NULL, m = 0, *top = NULL, *below = NULL;
+  int64_t n = start->len, mx = group_of ? -1 : 0, *rows = NULL, m = 0, *top = NULL;
+  below_chain below = {NULL, NULL};
   rows_i64 rw;
   if (rows_load(what, start, stop, group_of, &rw, err) != NSL_OK) return NULL;
   const int64_t *S = rw.s, *E = rw.e, *G = rw.g;
@@ -346,8 +363,11 @@ nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, cons
   }
   depth = nsl_column_new(NSL_I32, n, NULL);
   top = malloc((size_t)(mx + 1 > 0 ? mx + 1 : 1) * 2 * sizeof *top);   /* per group: top row, last start */
-  below = nsl__big_alloc((size_t)(n ? n : 1) * sizeof *below);
-  if (!depth || !top || !below) {
+  if (n <= INT32_MAX)
+    below.b32 = malloc((size_t)(n ? n : 1) * sizeof *below.b32);
+  else
+    below.b64 = malloc((size_t)n * sizeof *below.b64);
+  if (!depth || !top || (!below.b32 && !below.b64)) {
     nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
     goto fail;
   }
@@ -367,9 +387,9 @@ nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, cons
     int64_t t = top[g];
     if (s < last[g] || (s == last[g] && t >= 0 && S[t] == s && E[t] < e)) break;   /* out of order */
     last[g] = s;
-    while (t >= 0 && E[t] <= s) t = below[t];   /* closed before i starts */
+    while (t >= 0 && E[t] <= s) t = below_get(&below, t);   /* closed before i starts */
     d[i] = t >= 0 ? d[t] + 1 : 0;
-    below[i] = t;
+    below_set(&below, i, t);
     top[g] = i;
   }
   if (j0 < n) {   /* out of order: the rows in their order (or the mirror walk), from the start */
@@ -386,24 +406,26 @@ nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, cons
       }
       int64_t g = grp(G, i), t = top[g];
       if (reversed) {   /* walking back in time from the latest stop: the mirror image */
-        while (t >= 0 && S[t] >= E[i]) t = below[t];   /* starts after i ends */
+        while (t >= 0 && S[t] >= E[i]) t = below_get(&below, t);   /* starts after i ends */
       } else
-        while (t >= 0 && E[t] <= S[i]) t = below[t];   /* closed before i starts */
+        while (t >= 0 && E[t] <= S[i]) t = below_get(&below, t);   /* closed before i starts */
       d[i] = t >= 0 ? d[t] + 1 : 0;
-      below[i] = t;
+      below_set(&below, i, t);
       top[g] = i;
     }
   }
   free(rows);
   free(top);
-  free(below);
+  free(below.b32);
+  free(below.b64);
   rows_free(&rw);
   return depth;
 fail:
   nsl_column_release(depth);
   free(rows);
   free(top);
-  free(below);
+  free(below.b32);
+  free(below.b64);
   rows_free(&rw);
   return NULL;
 }

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/kernels_internal.h"
+#include "nsl/nsl.h"
 
 size_t nsl_type_size(nsl_type t) {
   switch (t) {
@@ -38,10 +38,6 @@ nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict) {
     free(c);
     return NULL;
   }
-  /* Large columns are written whole just after: huge pages make that one
-   * page fault per 2 MiB instead of per 4 KiB (several times faster in
-   * virtual machines, where each fault is dear). */
-  if ((size_t)len * es >= ((size_t)4 << 20)) nsl__advise_huge(c->data, (size_t)len * es);
   c->len = c->cap = len;
   if (type == NSL_STR) c->dict = nsl_dict_retain(dict);
   return c;
