@@ -233,6 +233,8 @@ typedef struct nsl_groups {
   int64_t ngroups;
   nsl_column *group_of;   /* NSL_I64, one per row */
   nsl_column *first_row;  /* NSL_I64, one per group */
+  int checked;            /* group_of is known to lie in [-1, ngroups) (nsl_groupby sets it; else each
+                             aggregation checks) */
 } nsl_groups;
 nsl_status nsl_groupby(const nsl_column *const *keys, int nkeys, nsl_groups *out, nsl_error *err);
 void nsl_groups_free(nsl_groups *g);
