@@ -737,10 +737,20 @@ static int slots_of(const col_map *cm) {
   return cm->kind == M_NVTX_TEXT || cm->kind == M_CC ? 2 : 1;
 }
 
-/* Appends the SELECT of source k of m for the output columns (extra:
- * eventType, text, textId for NVTX domain names). */
+/* Whether the loads of m filter NVTX event types in C rather than in SQL: a
+ * WHERE on eventType cost a quarter of the scan of NVTX_EVENTS, and the loader
+ * reads the column anyway.  Counts keep the WHERE. */
+static int types_in_c(nsys_src *s, const table_map *m) {
+  table_info *t = find_table(s, m->sources[0]);
+  return m->where && strcmp(m->model, "nvtx") == 0 && t && has_column(t, "eventType");
+}
+
+/* Appends the SELECT of source k of m for the output columns; then, with
+ * nvtx_domains or in_c, eventType, and with nvtx_domains text and textId
+ * (for NVTX domain names).  in_c: no WHERE on the event types (see
+ * types_in_c); rowid_range: only rows with rowid in [?1, ?2]. */
 static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out_col *cols, int n,
-                               int nvtx_domains, int rowid_range, sbuf *b, nsl_error *err) {
+                               int nvtx_domains, int in_c, int rowid_range, sbuf *b, nsl_error *err) {
   table_info *t = find_table(s, m->sources[k]);
   nsl_status rc = load_columns(s, t, err);
   if (rc != NSL_OK) return rc;
@@ -763,9 +773,9 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
       else sb_add(b, "NULL");
     }
   }
-  if (nvtx_domains) {
+  if (nvtx_domains || in_c) {
     const char *extra[] = {"eventType", "text", "textId"};
-    for (int w = 0; w < 3; w++) {
+    for (int w = 0; w < (nvtx_domains ? 3 : 1); w++) {
       sb_add(b, first ? "" : ", ");
       first = 0;
       if (has_column(t, extra[w])) sb_ident(b, extra[w]);
@@ -780,12 +790,13 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
   if (first) sb_add(b, "1");
   sb_add(b, " FROM ");
   sb_ident(b, m->sources[k]);
-  if (m->where) {
+  int where = m->where && !in_c;
+  if (where) {
     sb_add(b, " WHERE (");
     sb_add(b, nvtx_domains ? NVTX_RANGE_OR_DOMAIN_TYPES : m->where);
     sb_add(b, ")");
   }
-  if (rowid_range) sb_add(b, m->where ? " AND rowid BETWEEN ?1 AND ?2" : " WHERE rowid BETWEEN ?1 AND ?2");
+  if (rowid_range) sb_add(b, where ? " AND rowid BETWEEN ?1 AND ?2" : " WHERE rowid BETWEEN ?1 AND ?2");
   if (m->group_by) {
     sb_add(b, " GROUP BY ");
     sb_add(b, m->group_by);
@@ -793,15 +804,14 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
   return NSL_OK;
 }
 
-/* The full statement for m: the SELECT of every source present (rowid_range:
- * of the one source, its rows with rowid in [?1, ?2]). */
+/* The full statement for m: the SELECT of every source present. */
 static nsl_status build_statement(nsys_src *s, const table_map *m, const out_col *cols, int n, int nvtx_domains,
-                                  int rowid_range, sbuf *b, nsl_error *err) {
+                                  int in_c, sbuf *b, nsl_error *err) {
   int any = 0;
   for (int k = 0; k < 4 && m->sources[k]; k++) {
     if (!find_table(s, m->sources[k])) continue;
     if (any) sb_add(b, m->distinct ? " UNION " : " UNION ALL ");
-    nsl_status rc = build_select(s, m, k, cols, n, nvtx_domains, rowid_range, b, err);
+    nsl_status rc = build_select(s, m, k, cols, n, nvtx_domains, in_c, 0, b, err);
     if (rc != NSL_OK) return rc;
     any = 1;
   }
@@ -907,8 +917,9 @@ typedef struct scan {
   const char *name;
   out_col *cols;
   int n, nvtx_domains, extra_slot, dslot;
+  int types_in_c;           /* rows of NVTX event types other than 34, 59, 60 are skipped here */
   int64_t time_offset;
-  const char *sql;          /* the SELECT (with "rowid BETWEEN ?1 AND ?2" in a parallel scan) */
+  const char *sql;          /* the SELECT of a serial scan (parts have their own) */
   nsl_column **out;
   nsl_dict *dict;           /* the load's dictionary */
   const void *image;        /* the database image of an in-memory source (parallel scans open it again) */
@@ -922,6 +933,7 @@ typedef struct scan {
  * both to the load's dictionary afterwards. */
 typedef struct scan_part {
   scan *sc;
+  char *sql;                /* its own SELECT (one source, "rowid BETWEEN ?1 AND ?2"), or NULL: sc->sql */
   sqlite3 *db;              /* NULL: the source's own connection */
   nsl_dict *dict;           /* where strings go (the load's, or the part's own) */
   int deferred;
@@ -990,7 +1002,7 @@ static nsl_status scan_rows(scan_part *p) {
   nsl_column **out = sc->out;
   sqlite3 *db = p->db ? p->db : sc->s->db;
   sqlite3_stmt *st = NULL;
-  int step = sqlite3_prepare_v2(db, sc->sql, -1, &st, NULL);
+  int step = sqlite3_prepare_v2(db, p->sql ? p->sql : sc->sql, -1, &st, NULL);
   if (step != SQLITE_OK) {
     sqlite3_finalize(st);
     return p->rc = part_sql_error(p, db, step);
@@ -1000,9 +1012,11 @@ static nsl_status scan_rows(scan_part *p) {
     sqlite3_bind_int64(st, 2, p->hi);
   }
   while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (sc->nvtx_domains) {
+    if (sc->nvtx_domains || sc->types_in_c) {
       sqlite3_value *et = cell(st, sc->extra_slot);
-      if (et && sqlite3_value_int64(et) == 75) {   /* domain create: remember domainId -> name, emit nothing */
+      int64_t type = et ? sqlite3_value_int64(et) : -1;
+      if (sc->types_in_c && type != 34 && type != 59 && type != 60 && !(sc->nvtx_domains && type == 75)) continue;
+      if (sc->nvtx_domains && type == 75) {   /* domain create: remember domainId -> name, emit nothing */
         int32_t did = text_id(p->dict, cell(st, sc->extra_slot + 1));
         sqlite3_value *tid = cell(st, sc->extra_slot + 2);
         if (did == -1 && tid) did = part_string(p, sqlite3_value_int64(tid), 0);
@@ -1131,6 +1145,8 @@ static int part_constants(scan_part *p) {
 }
 
 static void part_free(scan_part *p) {
+  free(p->sql);
+  p->sql = NULL;
   if (p->db) sqlite3_close_v2(p->db);
   p->db = NULL;
   if (p->deferred) nsl_dict_release(p->dict);
@@ -1218,31 +1234,32 @@ static int64_t parallel_min_rows(void) {
   return v > 0 ? (int64_t)v : PARALLEL_MIN_ROWS;
 }
 
-/* The rowid span [*lo, *hi] of the one source table of m when a parallel scan
- * applies (large enough, one table, no grouping); 0 otherwise. */
-static int parallel_span(nsys_src *s, const table_map *m, int64_t *lo, int64_t *hi) {
+/* The rowid spans of the source tables of m (lo[k] > hi[k]: absent or
+ * empty) when a parallel scan applies: no grouping, rows enough in all, and
+ * rowids dense enough to size the columns by.  Returns the total span, 0 when
+ * the scan is serial. */
+static int64_t parallel_spans(nsys_src *s, const table_map *m, int64_t *lo, int64_t *hi) {
   if (m->distinct || m->group_by) return 0;
-  if (!s->uri && !s->db) return 0;
-  const char *table = NULL;
-  for (int k = 0; k < 4 && m->sources[k]; k++)
-    if (find_table(s, m->sources[k])) {
-      if (table) return 0;
-      table = m->sources[k];
+  int64_t total = 0;
+  for (int k = 0; k < 4; k++) {
+    lo[k] = 0;
+    hi[k] = -1;
+    if (k >= 4 || !m->sources[k] || !find_table(s, m->sources[k])) continue;
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT min(rowid), max(rowid) FROM \"%s\"", m->sources[k]);
+    sqlite3_stmt *st = NULL;
+    int ok = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+    if (ok && sqlite3_column_type(st, 0) == SQLITE_INTEGER && sqlite3_column_type(st, 1) == SQLITE_INTEGER) {
+      lo[k] = sqlite3_column_int64(st, 0);
+      hi[k] = sqlite3_column_int64(st, 1);
     }
-  if (!table) return 0;
-  char sql[200];
-  snprintf(sql, sizeof sql, "SELECT min(rowid), max(rowid) FROM \"%s\"", table);
-  sqlite3_stmt *st = NULL;
-  int ok = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-           sqlite3_column_type(st, 0) == SQLITE_INTEGER && sqlite3_column_type(st, 1) == SQLITE_INTEGER;
-  if (ok) {
-    *lo = sqlite3_column_int64(st, 0);
-    *hi = sqlite3_column_int64(st, 1);
+    sqlite3_finalize(st);
+    if (!ok) return 0;
+    if (hi[k] < lo[k]) continue;
+    if (hi[k] - lo[k] >= INT64_MAX / 4 || total > INT64_MAX / 4) return 0;
+    total += hi[k] - lo[k] + 1;
   }
-  sqlite3_finalize(st);
-  if (!ok || *hi < *lo || *hi - *lo >= INT64_MAX / 2) return 0;
-  int64_t span = *hi - *lo + 1;
-  return span >= parallel_min_rows() && span <= s->db_bytes / 2 + 16;   /* rowids dense enough to size by */
+  return total >= parallel_min_rows() && total <= s->db_bytes / 2 + 16 ? total : 0;
 }
 
 static nsl_status nsys_load(void *p, const char *name, const char *const *colnames, const nsl_type *types, int n,
@@ -1288,46 +1305,60 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
     if ((rc = load_strings(s, err)) != NSL_OK) goto done;
     use_dict(s, dict);
   }
-  scan sc = {s, m, name, cols, n, nvtx_domains, slot, dslot, time_offset, NULL, out, dict, NULL, 0};
+  scan sc = {s, m, name, cols, n, nvtx_domains, slot, dslot, 0, time_offset, NULL, out, dict, NULL, 0};
 
   /* A large table is scanned in rowid ranges on several connections at once. */
-  int64_t lo = 0, hi = -1;
+  int64_t lo[4], hi[4];
   int threads = nsl__thread_count(0);
-  int parallel = threads > 1 && parallel_span(s, m, &lo, &hi);
+  int64_t total = threads > 1 ? parallel_spans(s, m, lo, hi) : 0;
+  int parallel = total > 0;
+  sc.types_in_c = types_in_c(s, m);
   if (parallel && !s->uri) {   /* an in-memory image: the parts open it again, read-only */
     sqlite3_int64 size = 0;
     sc.image = sqlite3_serialize(s->db, "main", &size, SQLITE_SERIALIZE_NOCOPY);
     sc.image_size = size;
     parallel = sc.image != NULL && size > 0;
   }
-  if ((rc = build_statement(s, m, cols, n, nvtx_domains, parallel, &b, err)) != NSL_OK) goto done;
+  if ((rc = build_statement(s, m, cols, n, nvtx_domains, sc.types_in_c, &b, err)) != NSL_OK) goto done;
   sc.sql = b.p;
 
-  int64_t cap = parallel ? hi - lo + 1 : estimate_rows(s, m);
+  int64_t cap = parallel ? total : estimate_rows(s, m);
   for (int j = 0; j < n; j++)
     if (!(out[j] = nsl_column_new(types[j], cap, dict))) goto nomem;
 
   if (parallel) {
-    nparts = threads;
-    if (!(parts = calloc((size_t)nparts, sizeof *parts))) goto nomem;
-    int64_t span = hi - lo + 1;
-    for (int i = 0; i < nparts; i++) {
-      scan_part *q = &parts[i];
-      q->sc = &sc;
-      q->deferred = 1;
-      q->lo = lo + span * i / nparts;
-      q->hi = lo + span * (i + 1) / nparts - 1;
-      q->row0 = q->lo - lo;
-      q->cap = q->hi - q->lo + 1;
-      if (!(q->dict = nsl_dict_new()) || part_constants(q) < 0) goto nomem;
-      if (!(q->enum_ids = calloc((size_t)n, sizeof *q->enum_ids))) goto nomem;
-      for (int j = 0; j < n; j++) {
-        if (cols[j].en.n == 0) continue;
-        if (!(q->enum_ids[j] = malloc((size_t)cols[j].en.n * sizeof **q->enum_ids))) goto nomem;
-        for (int e = 0; e < cols[j].en.n; e++) q->enum_ids[j][e] = -2;
+    /* each source table in `threads` rowid ranges; rows of source k go after
+     * those of the sources before it, a range's at its offset in the span */
+    if (!(parts = calloc((size_t)threads * 4, sizeof *parts))) goto nomem;
+    int64_t base = 0;
+    for (int k = 0; k < 4; k++) {
+      if (hi[k] < lo[k]) continue;
+      int64_t span = hi[k] - lo[k] + 1;
+      int chunks = span >= threads ? threads : 1;
+      for (int i = 0; i < chunks; i++) {
+        scan_part *q = &parts[nparts++];
+        q->sc = &sc;
+        q->deferred = 1;
+        q->lo = lo[k] + span * i / chunks;
+        q->hi = lo[k] + span * (i + 1) / chunks - 1;
+        q->row0 = base + (q->lo - lo[k]);
+        q->cap = q->hi - q->lo + 1;
+        sbuf qb = {0};
+        rc = build_select(s, m, k, cols, n, nvtx_domains, sc.types_in_c, 1, &qb, err);
+        q->sql = qb.p;
+        if (rc != NSL_OK) goto done;
+        if (qb.oom) goto nomem;
+        if (!(q->dict = nsl_dict_new()) || part_constants(q) < 0) goto nomem;
+        if (!(q->enum_ids = calloc((size_t)n, sizeof *q->enum_ids))) goto nomem;
+        for (int j = 0; j < n; j++) {
+          if (cols[j].en.n == 0) continue;
+          if (!(q->enum_ids[j] = malloc((size_t)cols[j].en.n * sizeof **q->enum_ids))) goto nomem;
+          for (int e = 0; e < cols[j].en.n; e++) q->enum_ids[j][e] = -2;
+        }
       }
+      base += span;
     }
-    nsl__run_parallel(nparts, nparts, part_job, parts);
+    nsl__run_parallel(nparts, threads, part_job, parts);
     int fallback = 0;
     for (int i = 0; i < nparts; i++) fallback |= parts[i].fallback;
     for (int i = 0; i < nparts && !fallback; i++)
@@ -1344,10 +1375,6 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
       rows = 0;
       dom.n = 0;
       parallel = 0;
-      free(b.p);
-      memset(&b, 0, sizeof b);
-      if ((rc = build_statement(s, m, cols, n, nvtx_domains, 0, &b, err)) != NSL_OK) goto done;
-      sc.sql = b.p;
     }
   }
   if (!parallel) {
