@@ -96,7 +96,9 @@ local function source_of(trace, args)
   if s == "auto" then s = (#trace.kernels == 0 and #trace.gpu_ranges > 0) and "jax" or "nccl" end
   if s == "nccl" then return from_kernels(trace, args) end
   if s == "jax" then
-    if #trace.gpu_ranges == 0 then nsl.fail("straggler: --arg source=jax needs an nsys-jax trace (no gpu_ranges)") end
+    if #trace.gpu_ranges == 0 and #trace.nvtx == 0 then
+      nsl.fail("straggler: --arg source=jax needs an nsys-jax archive or an export with XLA's NVTX ranges")
+    end
     return from_thunks(trace, args)
   end
   nsl.fail("straggler: --arg source must be auto, nccl or jax")
