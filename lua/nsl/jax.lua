@@ -85,7 +85,7 @@ local function starts(s, prefix) return s:sub(1, #prefix) == prefix end
 -- "-<k>"): returns id, rest, xz (bool) and the tag's rank (nil without one,
 -- false for a "~" tag); nil when the name is not an HloProto dump.
 function M.parse_dump_name(base)
-  local id, rest, tail = base:match("^module_(%d+)%.(.+)%.hlo(%..*)$")
+  local id, rest, tail = base:match("^module_(%d+)%.(.+)%.hlo([.~].*)$")
   if not id then return nil end
   local rank
   local clean, n = tail:gsub("%.rank(%d+)%-?%d*(%.%w+)$", "%2")
@@ -601,13 +601,17 @@ end
 --- Everything an nsys-jax analysis needs: {module, thunk, communication,
 -- compile_parts, store}, from an nsys-jax archive or from exports (bundles
 -- with meta/xla_dump/).  opts.programs as for M.gpu_frames; opts.compile =
--- false skips the compile frame.
+-- false skips the compile frame; opts.gpu_ranges: M.gpu_ranges(trace) when
+-- the caller has it already.
 function M.load(trace, opts)
   opts = opts or {}
-  local g = M.gpu_ranges(trace)
+  local g = opts.gpu_ranges or M.gpu_ranges(trace)
   if #g == 0 then
     nsl.fail("no NVTX ranges projected onto the GPU: neither an nsys-jax archive nor an export with NVTX ranges " ..
              "around kernel launches")
+  end
+  if g.text:match("XlaModule:#"):count() == 0 then
+    nsl.fail("no XLA module ranges (XlaModule:#...#) among the NVTX ranges projected onto the GPU: not a JAX trace")
   end
   local store = M.hlo_store(trace)
   local d = {store = store}
