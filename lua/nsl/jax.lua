@@ -134,7 +134,11 @@ local function bundle_dumps(trace, files)
           elseif sub then
             for _, r in ipairs(mine) do if named(sub, r) then owner = r; claimed = true end end
           end
-          local function load() return nsl.hlo_decode(assert(meta:read(rel, b)), b .. ":meta/" .. rel) end
+          local function load()   -- a damaged bundle fails; a dump that does not decode is no dump
+            local bytes, err = meta:read(rel, b)
+            if not bytes then nsl.fail(err) end
+            return nsl.hlo_decode(bytes, b .. ":meta/" .. rel)
+          end
           for _, r in ipairs(mine) do
             if (claimed and owner == r) or not claimed then
               local list = files[r]

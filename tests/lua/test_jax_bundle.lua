@@ -465,6 +465,17 @@ return {
     T.eq(#m0:filter(m0.ProgramId:eq("unknown")), #m0, "rank 0's modules unknown")
   end},
 
+  {"the export alone (no dumps): the same modules, every program unknown", function()
+    local f = fixture()
+    local d = jax.load(assert(nsl.open{f.db}))
+    T.eq(#d.module, 128, "modules")
+    T.eq(#d.module:filter(d.module.ProgramId:eq("unknown")), 128, "no fingerprints")
+    T.eq(#d.communication, 0, "no communication without the dumps")
+    local tables, out = T.run_analysis("jax_summary", {f.db})
+    T.eq(tables.modules, nil, "no module table")
+    T.ok(out.items[1].kind == "text", "a note instead")
+  end},
+
   {"an export without XLA ranges, and one without NVTX", function()
     local tr = assert(nsl.open{T.data("nsys/tiny_2026.1.sqlite")})
     T.eq(#jax.gpu_ranges(tr), 0, "nothing projected")
