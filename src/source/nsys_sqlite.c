@@ -742,15 +742,23 @@ static int slots_of(const col_map *cm) {
  * reads the column anyway.  Counts keep the WHERE. */
 static int types_in_c(nsys_src *s, const table_map *m) {
   table_info *t = find_table(s, m->sources[0]);
-  return m->where && strcmp(m->model, "nvtx") == 0 && t && has_column(t, "eventType");
+  nsl_error ignored;
+  return m->where && strcmp(m->model, "nvtx") == 0 && t && load_columns(s, t, &ignored) == NSL_OK &&
+         has_column(t, "eventType");
 }
 
-/* Appends the SELECT of source k of m for the output columns; then, with
- * nvtx_domains or in_c, eventType, and with nvtx_domains text and textId
- * (for NVTX domain names).  in_c: no WHERE on the event types (see
- * types_in_c); rowid_range: only rows with rowid in [?1, ?2]. */
+/* Extra result columns after the output columns (NVTX: the event type, for
+ * the filter in C and domain-create events; the text, for domain names),
+ * when no output column already reads them. */
+#define EXTRA_TYPE 1   /* eventType */
+#define EXTRA_TEXT 2   /* text, textId */
+
+/* Appends the SELECT of source k of m for the output columns and the extras.
+ * nvtx_domains: the WHERE keeps domain-create events too; in_c: no WHERE on
+ * the event types (see types_in_c); rowid_range: only rows with rowid in
+ * [?1, ?2]. */
 static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out_col *cols, int n,
-                               int nvtx_domains, int in_c, int rowid_range, sbuf *b, nsl_error *err) {
+                               int nvtx_domains, int in_c, int extras, int rowid_range, sbuf *b, nsl_error *err) {
   table_info *t = find_table(s, m->sources[k]);
   nsl_status rc = load_columns(s, t, err);
   if (rc != NSL_OK) return rc;
@@ -773,9 +781,10 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
       else sb_add(b, "NULL");
     }
   }
-  if (nvtx_domains || in_c) {
+  {
     const char *extra[] = {"eventType", "text", "textId"};
-    for (int w = 0; w < (nvtx_domains ? 3 : 1); w++) {
+    for (int w = 0; w < 3; w++) {
+      if (!(extras & (w == 0 ? EXTRA_TYPE : EXTRA_TEXT))) continue;
       sb_add(b, first ? "" : ", ");
       first = 0;
       if (has_column(t, extra[w])) sb_ident(b, extra[w]);
@@ -806,12 +815,12 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
 
 /* The full statement for m: the SELECT of every source present. */
 static nsl_status build_statement(nsys_src *s, const table_map *m, const out_col *cols, int n, int nvtx_domains,
-                                  int in_c, sbuf *b, nsl_error *err) {
+                                  int in_c, int extras, sbuf *b, nsl_error *err) {
   int any = 0;
   for (int k = 0; k < 4 && m->sources[k]; k++) {
     if (!find_table(s, m->sources[k])) continue;
     if (any) sb_add(b, m->distinct ? " UNION " : " UNION ALL ");
-    nsl_status rc = build_select(s, m, k, cols, n, nvtx_domains, in_c, 0, b, err);
+    nsl_status rc = build_select(s, m, k, cols, n, nvtx_domains, in_c, extras, 0, b, err);
     if (rc != NSL_OK) return rc;
     any = 1;
   }
@@ -916,7 +925,8 @@ typedef struct scan {
   const table_map *m;
   const char *name;
   out_col *cols;
-  int n, nvtx_domains, extra_slot, dslot;
+  int n, nvtx_domains, dslot;
+  int type_slot, text_slot; /* NVTX: eventType; text (textId next to it) */
   int types_in_c;           /* rows of NVTX event types other than 34, 59, 60 are skipped here */
   int64_t time_offset;
   const char *sql;          /* the SELECT of a serial scan (parts have their own) */
@@ -1013,12 +1023,12 @@ static nsl_status scan_rows(scan_part *p) {
   }
   while ((step = sqlite3_step(st)) == SQLITE_ROW) {
     if (sc->nvtx_domains || sc->types_in_c) {
-      sqlite3_value *et = cell(st, sc->extra_slot);
+      sqlite3_value *et = cell(st, sc->type_slot);
       int64_t type = et ? sqlite3_value_int64(et) : -1;
       if (sc->types_in_c && type != 34 && type != 59 && type != 60 && !(sc->nvtx_domains && type == 75)) continue;
       if (sc->nvtx_domains && type == 75) {   /* domain create: remember domainId -> name, emit nothing */
-        int32_t did = text_id(p->dict, cell(st, sc->extra_slot + 1));
-        sqlite3_value *tid = cell(st, sc->extra_slot + 2);
+        int32_t did = text_id(p->dict, cell(st, sc->text_slot));
+        sqlite3_value *tid = cell(st, sc->text_slot + 1);
         if (did == -1 && tid) did = part_string(p, sqlite3_value_int64(tid), 0);
         if (did == -3) goto nomem;
         sqlite3_value *dv = sc->dslot >= 0 ? cell(st, sc->dslot) : NULL;
@@ -1305,21 +1315,35 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
     if ((rc = load_strings(s, err)) != NSL_OK) goto done;
     use_dict(s, dict);
   }
-  scan sc = {s, m, name, cols, n, nvtx_domains, slot, dslot, 0, time_offset, NULL, out, dict, NULL, 0};
+  scan sc = {s, m, name, cols, n, nvtx_domains, dslot, -1, -1, types_in_c(s, m), time_offset, NULL, out, dict, NULL, 0};
+  /* the extras, unless an output column reads them already */
+  int extras = 0;
+  for (int j = 0; j < n; j++) {
+    if (cols[j].map && cols[j].map->kind == M_NVTX_KIND) sc.type_slot = cols[j].slot;
+    if (cols[j].map && cols[j].map->kind == M_NVTX_TEXT) sc.text_slot = cols[j].slot;
+  }
+  if ((nvtx_domains || sc.types_in_c) && sc.type_slot < 0) {
+    extras |= EXTRA_TYPE;
+    sc.type_slot = slot++;
+  }
+  if (nvtx_domains && sc.text_slot < 0) {
+    extras |= EXTRA_TEXT;
+    sc.text_slot = slot;
+    slot += 2;
+  }
 
   /* A large table is scanned in rowid ranges on several connections at once. */
   int64_t lo[4], hi[4];
   int threads = nsl__thread_count(0);
   int64_t total = threads > 1 ? parallel_spans(s, m, lo, hi) : 0;
   int parallel = total > 0;
-  sc.types_in_c = types_in_c(s, m);
   if (parallel && !s->uri) {   /* an in-memory image: the parts open it again, read-only */
     sqlite3_int64 size = 0;
     sc.image = sqlite3_serialize(s->db, "main", &size, SQLITE_SERIALIZE_NOCOPY);
     sc.image_size = size;
     parallel = sc.image != NULL && size > 0;
   }
-  if ((rc = build_statement(s, m, cols, n, nvtx_domains, sc.types_in_c, &b, err)) != NSL_OK) goto done;
+  if ((rc = build_statement(s, m, cols, n, nvtx_domains, sc.types_in_c, extras, &b, err)) != NSL_OK) goto done;
   sc.sql = b.p;
 
   int64_t cap = parallel ? total : estimate_rows(s, m);
@@ -1344,7 +1368,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
         q->row0 = base + (q->lo - lo[k]);
         q->cap = q->hi - q->lo + 1;
         sbuf qb = {0};
-        rc = build_select(s, m, k, cols, n, nvtx_domains, sc.types_in_c, 1, &qb, err);
+        rc = build_select(s, m, k, cols, n, nvtx_domains, sc.types_in_c, extras, 1, &qb, err);
         q->sql = qb.p;
         if (rc != NSL_OK) goto done;
         if (qb.oom) goto nomem;
@@ -1454,7 +1478,7 @@ static nsl_status nsys_count(void *p, const char *name, int64_t *out, nsl_error 
   out_col key = {0};
   key.map = &m->cols[0];   /* distinct/grouped maps count their first column's rows */
   sb_add(&b, "SELECT count(*) FROM (");
-  rc = build_statement(s, m, &key, 1, 0, 0, &b, err);
+  rc = build_statement(s, m, &key, 1, 0, 0, 0, &b, err);
   sb_add(&b, ")");
   if (rc == NSL_OK && b.oom) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   if (rc == NSL_OK) {
