@@ -13,14 +13,22 @@ typedef struct arena_block {
   char data[];
 } arena_block;
 
-/* A slot of the hash index carries the hash, so a probe that misses
- * touches nothing else; slots stay small so that the index stays in cache
- * (interning the NVTX text of a large trace row by row is bound by these
- * memory accesses). */
+/* A slot of the hash index carries the hash and the string, whose length
+ * sits in the 4 bytes before it in the arena: a lookup touches the slot and
+ * the string's cache line only.  (Interning the NVTX text of a large trace
+ * row by row is bound by these memory accesses; callers that know a string
+ * early prefetch its slot, see nsl_dict_prefetch.) */
 typedef struct dict_slot {
+  const char *str;
   uint32_t hash;
   int32_t id;            /* -1: empty */
 } dict_slot;
+
+static uint32_t stored_len(const char *str) {
+  uint32_t len;
+  memcpy(&len, str - sizeof len, sizeof len);
+  return len;
+}
 
 struct nsl_dict {
   int refcount;
@@ -114,7 +122,7 @@ static int rehash(nsl_dict *d) {
   for (int32_t id = 0; id < d->n; id++) {
     uint32_t i = d->hashes[id] & (nslots - 1);
     while (slots[i].id >= 0) i = (i + 1) & (nslots - 1);
-    slots[i] = (dict_slot){d->hashes[id], id};
+    slots[i] = (dict_slot){d->strs[id], d->hashes[id], id};
   }
   free(d->slots);
   d->slots = slots;
@@ -128,7 +136,7 @@ static uint32_t find_slot(const nsl_dict *d, const char *s, size_t len, uint32_t
   for (;;) {
     const dict_slot *sl = &d->slots[i];
     if (sl->id < 0) return i;
-    if (sl->hash == h && d->lens[sl->id] == len && memcmp(d->strs[sl->id], s, len) == 0) return i;
+    if (sl->hash == h && stored_len(sl->str) == len && memcmp(sl->str, s, len) == 0) return i;
     i = (i + 1) & mask;
   }
 }
@@ -138,9 +146,19 @@ int32_t nsl_dict_find(const nsl_dict *d, const char *s, size_t len) {
   return d->slots[find_slot(d, s, len, hash_bytes(s, len))].id;
 }
 
+uint32_t nsl_dict_hash(const char *s, size_t len) { return hash_bytes(s, len); }
+
+void nsl_dict_prefetch(const nsl_dict *d, uint32_t hash) {
+  __builtin_prefetch(&d->slots[hash & (d->nslots - 1)]);
+}
+
 int32_t nsl_dict_intern(nsl_dict *d, const char *s, size_t len) {
-  if (!s || len > UINT32_MAX - 1) return -1;
-  uint32_t h = hash_bytes(s, len);
+  if (!s) return -1;
+  return nsl_dict_intern_hashed(d, s, len, hash_bytes(s, len));
+}
+
+int32_t nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32_t h) {
+  if (!s || len > UINT32_MAX - 8) return -1;
   uint32_t slot = find_slot(d, s, len, h);
   if (d->slots[slot].id >= 0) return d->slots[slot].id;
   if (d->n == INT32_MAX) return -1;
@@ -157,15 +175,18 @@ int32_t nsl_dict_intern(nsl_dict *d, const char *s, size_t len) {
     d->hashes = hashes;
     d->cap = cap;
   }
-  char *copy = arena_alloc(d, len + 1);
+  char *copy = arena_alloc(d, len + 1 + sizeof(uint32_t));
   if (!copy) return -1;
+  uint32_t len32 = (uint32_t)len;
+  memcpy(copy, &len32, sizeof len32);
+  copy += sizeof len32;
   memcpy(copy, s, len);
   copy[len] = '\0';
   int32_t id = d->n++;
   d->strs[id] = copy;
   d->lens[id] = (uint32_t)len;
   d->hashes[id] = h;
-  d->slots[slot] = (dict_slot){h, id};
+  d->slots[slot] = (dict_slot){copy, h, id};
   if ((uint64_t)d->n * 4 > (uint64_t)d->nslots * 3 && rehash(d) != 0) return -1;
   return id;
 }

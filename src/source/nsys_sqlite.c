@@ -927,6 +927,7 @@ typedef struct scan {
   out_col *cols;
   int n, nvtx_domains, dslot;
   int type_slot, text_slot; /* NVTX: eventType; text (textId next to it) */
+  int text_col;             /* the first text column (M_TEXT, M_NVTX_TEXT), or -1 */
   int types_in_c;           /* rows of NVTX event types other than 34, 59, 60 are skipped here */
   int64_t time_offset;
   const char *sql;          /* the SELECT of a serial scan (parts have their own) */
@@ -1046,6 +1047,19 @@ static nsl_status scan_rows(scan_part *p) {
       p->cap = cap;
     }
     int64_t row = p->row0 + p->rows;
+    /* the text first: its dictionary slot comes into cache while the other
+     * cells are read */
+    const char *txt = NULL;
+    size_t tlen = 0;
+    uint32_t th = 0;
+    if (sc->text_col >= 0) {
+      sqlite3_value *tv = cell(st, cols[sc->text_col].slot);
+      if (tv && (txt = (const char *)sqlite3_value_text(tv))) {
+        tlen = (size_t)sqlite3_value_bytes(tv);
+        th = nsl_dict_hash(txt, tlen);
+        nsl_dict_prefetch(p->dict, th);
+      }
+    }
     for (int j = 0; j < sc->n; j++) {
       const col_map *cm = cols[j].map;
       nsl_column *c = out[j];
@@ -1077,11 +1091,18 @@ static nsl_status scan_rows(scan_part *p) {
         put_str(c, row, did);
         break;
       case M_TEXT:
-        if ((did = text_id(p->dict, cell(st, sl))) == -3) goto nomem;
-        put_str(c, row, did);
-        break;
       case M_NVTX_TEXT:
-        if ((did = text_id(p->dict, cell(st, sl))) == -3) goto nomem;
+        if (j == sc->text_col) {
+          did = !txt ? -1 : nsl_dict_intern_hashed(p->dict, txt, tlen, th);
+          if (txt && did < 0) did = -3;
+        } else {
+          did = text_id(p->dict, cell(st, sl));
+        }
+        if (did == -3) goto nomem;
+        if (cm->kind == M_TEXT) {
+          put_str(c, row, did);
+          break;
+        }
         if (did == -1 && (v = cell(st, sl + 1))) did = part_string(p, sqlite3_value_int64(v), 0);
         if (did == -3) goto nomem;
         put_str(c, row, did);
@@ -1315,12 +1336,14 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
     if ((rc = load_strings(s, err)) != NSL_OK) goto done;
     use_dict(s, dict);
   }
-  scan sc = {s, m, name, cols, n, nvtx_domains, dslot, -1, -1, types_in_c(s, m), time_offset, NULL, out, dict, NULL, 0};
+  scan sc = {s, m, name, cols, n, nvtx_domains, dslot, -1, -1, -1, types_in_c(s, m), time_offset, NULL, out, dict, NULL, 0};
   /* the extras, unless an output column reads them already */
   int extras = 0;
   for (int j = 0; j < n; j++) {
     if (cols[j].map && cols[j].map->kind == M_NVTX_KIND) sc.type_slot = cols[j].slot;
     if (cols[j].map && cols[j].map->kind == M_NVTX_TEXT) sc.text_slot = cols[j].slot;
+    if (cols[j].map && (cols[j].map->kind == M_NVTX_TEXT || cols[j].map->kind == M_TEXT) && sc.text_col < 0)
+      sc.text_col = j;
   }
   if ((nvtx_domains || sc.types_in_c) && sc.type_slot < 0) {
     extras |= EXTRA_TYPE;
