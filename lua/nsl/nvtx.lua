@@ -193,17 +193,19 @@ function M.summaries(R, opts)
   list[#list + 1] = {"Range", s.name}
   local sum = nsl.table(with_report(list, s))
   if not proj then return sum, nil end
-  -- nvtx_gpu_proj_sum: the same keys over the ranges that have GPU ops
+  -- nvtx_gpu_proj_sum: the same keys plus "has GPU ops", keeping the groups that have
   local has = R.ops:gt(0)
-  local pcols = {{"name", R.name}, {"kind", R.kind}, {"dur", R.dur}, {"proj_dur", R.proj_dur},
+  local pcols = {{"name", R.name}, {"kind", R.kind}, {"has", has}, {"dur", R.dur}, {"proj_dur", R.proj_dur},
                  {"launches", R.launches}, {"depth", R.depth}, {"children", R.children}, {"gpu_time", R.gpu_time}}
   if opts.per_report then pcols[#pcols + 1] = {"report", R.report} end
-  local pt <close> = nsl.table(pcols):filter(has)
-  local q = pt:group_by(table.unpack(keys)):agg{
+  local pkeys = {table.unpack(keys)}
+  pkeys[#pkeys + 1] = "has"
+  local pt <close> = nsl.table(pcols)
+  local q = pt:group_by(table.unpack(pkeys)):agg{
     "ptotal=sum(proj_dur)", "pn=count(proj_dur)", "pavg=mean(proj_dur)", "pmed=median(proj_dur)",
     "pmin=min(proj_dur)", "pmax=max(proj_dur)", "pstd=std(proj_dur)", "cpu=sum(dur)", "launches=sum(launches)",
     "lvl=mean(depth)", "kids=sum(children)", "gpu=sum(gpu_time)"}
-  q = q:filter(q.pn:gt(0))
+  q = q:filter(q.has & q.pn:gt(0))
   q = opts.per_report and q:sort("report", "-ptotal", "name") or q:sort("-ptotal", "name")
   local plist = {
     {"Time (%)", percent(q, q.ptotal)},
