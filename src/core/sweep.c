@@ -321,12 +321,6 @@ static int sort_segment(const side *s, int64_t *order, int64_t n) {
   int sorted = 1;
   for (int64_t i = 1; i < n && sorted; i++) sorted = in_order(s, order[i - 1], order[i]);
   if (sorted) return 1;
-  nsl__kv *kv = malloc((size_t)n * sizeof *kv), *tmp = malloc((size_t)n * sizeof *tmp);
-  if (!kv || !tmp) {
-    free(kv);
-    free(tmp);
-    return 0;
-  }
   int64_t lo = INT64_MAX, a, b;
   for (int64_t i = 0; i < n; i++) {
     side_times(s, order[i], &a, &b);
@@ -335,13 +329,44 @@ static int sort_segment(const side *s, int64_t *order, int64_t n) {
   uint64_t span = 0;
   for (int64_t i = 0; i < n; i++) {
     side_times(s, order[i], &a, &b);
-    kv[i] = (nsl__kv){(uint64_t)a - (uint64_t)lo, order[i]};
-    if (kv[i].k > span) span = kv[i].k;
+    if ((uint64_t)a - (uint64_t)lo > span) span = (uint64_t)a - (uint64_t)lo;
   }
-  nsl__kv *r = nsl__radix_kv(kv, tmp, n, nsl__bitwidth(span));
-  for (int64_t i = 0; i < n; i++) order[i] = r[i].v;
-  free(kv);
-  free(tmp);
+  int pbits = nsl__bitwidth((uint64_t)n), kbits = nsl__bitwidth(span);
+  if (pbits + kbits <= 64) {
+    /* (start, position) packed in one word: half the scratch of pairs (the
+     * threads sort at once, so this bounds the projection's peak memory) */
+    uint64_t *w = malloc((size_t)n * sizeof *w), *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!w || !tmp) {
+      free(w);
+      free(tmp);
+      return 0;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      side_times(s, order[i], &a, &b);
+      w[i] = (((uint64_t)a - (uint64_t)lo) << pbits) | (uint64_t)i;
+    }
+    uint64_t *r = nsl__radix_u64(w, tmp, n, pbits, pbits + kbits);
+    uint64_t *old = r == w ? tmp : w, mask = pbits == 64 ? UINT64_MAX : ((uint64_t)1 << pbits) - 1;
+    for (int64_t i = 0; i < n; i++) old[i] = (uint64_t)order[i];
+    for (int64_t i = 0; i < n; i++) order[i] = (int64_t)old[r[i] & mask];
+    free(w);
+    free(tmp);
+  } else {
+    nsl__kv *kv = malloc((size_t)n * sizeof *kv), *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!kv || !tmp) {
+      free(kv);
+      free(tmp);
+      return 0;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      side_times(s, order[i], &a, &b);
+      kv[i] = (nsl__kv){(uint64_t)a - (uint64_t)lo, order[i]};
+    }
+    nsl__kv *r = nsl__radix_kv(kv, tmp, n, kbits);
+    for (int64_t i = 0; i < n; i++) order[i] = r[i].v;
+    free(kv);
+    free(tmp);
+  }
   if (!s->is_range) return 1;
   for (int64_t i = 1; i < n; i++) {   /* insertion sort within runs of equal starts */
     int64_t x = order[i], j = i;
