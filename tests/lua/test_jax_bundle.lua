@@ -89,23 +89,16 @@ GROUP BY n.rowid ORDER BY n.globalTid, n.start, n."end" DESC]]
 local function sh(cmd) assert(os.execute(cmd), cmd) end
 local q = T.shell_quote
 
-local function read_file(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 -- NVIDIA's decodes: the psum dump's fingerprint and communication, the
 -- threefry program's fingerprint from nsys-jax's golden module table.
 local function reference()
-  local exp = read_file(MINI .. "module_0001.jit__psum.expected.txt")
+  local exp = T.read(MINI .. "module_0001.jit__psum.expected.txt")
   local ref = {psum_fp = exp:match("fingerprint_before_lhs = (%x+)")}
   local size, coll, csize, bwc, busc =
     exp:match("= %((%d+), '([%w-]+)', (%d+), ([%d.]+), ([%d.]+)%)")
   ref.bytes, ref.collective, ref.size = tonumber(size), coll, tonumber(csize)
   ref.bwc, ref.busc = tonumber(bwc), tonumber(busc)
-  for line in read_file(D .. "/golden/proc0/notebook_module_table.csv"):gmatch("[^\n]+") do
+  for line in T.read(D .. "/golden/proc0/notebook_module_table.csv"):gmatch("[^\n]+") do
     local fp, name = line:match("^(%x+),([%w_]+),")
     if name == "jit__threefry_seed" then ref.seed_fp = fp end
   end
