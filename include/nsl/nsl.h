@@ -65,6 +65,12 @@ nsl_dict *nsl_dict_retain(nsl_dict *d);
 void nsl_dict_release(nsl_dict *d);
 /* Returns the id of s (len bytes), adding it if new; -1 on out of memory. */
 int32_t nsl_dict_intern(nsl_dict *d, const char *s, size_t len);
+/* The same with hash = nsl_dict_hash(s, len), computed ahead: a caller that
+ * knows a string early calls nsl_dict_prefetch(d, hash) and does other work
+ * while the index entry comes into cache. */
+uint32_t nsl_dict_hash(const char *s, size_t len);
+void nsl_dict_prefetch(const nsl_dict *d, uint32_t hash);
+int32_t nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32_t hash);
 /* Returns the id of s, or -1 when absent. */
 int32_t nsl_dict_find(const nsl_dict *d, const char *s, size_t len);
 /* The string of id (NUL-terminated), or NULL for -1 / out of range. */
@@ -233,6 +239,8 @@ typedef struct nsl_groups {
   int64_t ngroups;
   nsl_column *group_of;   /* NSL_I64, one per row */
   nsl_column *first_row;  /* NSL_I64, one per group */
+  int checked;            /* group_of is known to lie in [-1, ngroups) (nsl_groupby sets it; else each
+                             aggregation checks) */
 } nsl_groups;
 nsl_status nsl_groupby(const nsl_column *const *keys, int nkeys, nsl_groups *out, nsl_error *err);
 void nsl_groups_free(nsl_groups *g);

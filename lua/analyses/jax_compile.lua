@@ -8,7 +8,7 @@ local jax = require("nsl.jax")
 
 return {
   name = "jax_compile",
-  description = "XLA compile time per range (parallel-aware) and per program (nsys-jax archives)",
+  description = "XLA compile time per range (parallel-aware) and per program (nsys-jax archives, bundles with XLA dumps)",
   args = {
     limit = {default = 30, help = "rows of the per-range table in text output (all rows go to files)"},
     passes = {default = true, help = "keep XLA passes separate (false: one XlaPasses row)"},

@@ -8,7 +8,7 @@ local jax = require("nsl.jax")
 
 return {
   name = "jax_flamegraph",
-  description = "GPU time by HLO opcode, source line and op name (folded stacks; nsys-jax archives)",
+  description = "GPU time by HLO opcode, source line and op name (folded stacks; nsys-jax archives, bundles with XLA dumps)",
   args = {
     programs = {default = "fingerprint",
                 help = "group module executions by 'fingerprint' (nsys-jax) or 'structure' (same name and HLO)"},

@@ -7,7 +7,7 @@ local report = require("nsl.report")
 
 return {
   name = "jax_heap",
-  description = "Heap-simulator peak memory per XLA program (nsys-jax archives)",
+  description = "Heap-simulator peak memory per XLA program (nsys-jax archives, bundles with XLA dumps)",
   args = {
     all = {default = false, help = "every program, not only the ones covering 99% of GPU time"},
   },

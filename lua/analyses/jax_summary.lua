@@ -11,7 +11,7 @@ local function ms(v) return v == nil and "---" or string.format("%.3f", v) end
 
 return {
   name = "jax_summary",
-  description = "nsys-jax summary: XLA module executions, wait times, compile time (nsys-jax archives)",
+  description = "nsys-jax summary: XLA module executions, wait times, compile time (nsys-jax archives, bundles with XLA dumps)",
   args = {
     programs = {default = "fingerprint",
                 help = "group module executions by 'fingerprint' (nsys-jax) or 'structure' (same name and HLO)"},

@@ -27,12 +27,14 @@ return {
   },
   example = "nsl run nvtx trace.sqlite --arg only=proj_sum,tree --format csv",
   run = function(trace, args, out)
+    local limit = args.limit > 0 and args.limit or nil
+    local need_proj = wanted(args.only, "proj_sum") or wanted(args.only, "trace") or wanted(args.only, "tree")
+    -- load first: the row count then comes with the columns, not from a scan of its own
+    trace.nvtx:load(need_proj and nvtx.range_columns or {"report", "dur", "kind", "text", "domain"})
     if #trace.nvtx == 0 then
       local paths = trace.reports.path:totable()
       nsl.fail(string.format("%s: no NVTX ranges; was it profiled with -t nvtx?", table.concat(paths, ", ")))
     end
-    local limit = args.limit > 0 and args.limit or nil
-    local need_proj = wanted(args.only, "proj_sum") or wanted(args.only, "trace") or wanted(args.only, "tree")
     local P, R
     if need_proj then
       P = nvtx.project(trace, {strip = args.normalize and nvtx.pytorch_suffixes or nil})

@@ -2,8 +2,9 @@
 -- collectives, and by how much.
 --
 -- Sources.  The collectives are NCCL kernels in Nsight Systems exports, or the
--- communication thunks of nsys-jax archives (`--arg source=auto|nccl|jax`;
--- auto takes the thunks of a trace without kernels).
+-- communication thunks of nsys-jax archives or of exports (bundles) with XLA's
+-- NVTX ranges and dumps (`--arg source=auto|nccl|jax`; auto takes the thunks
+-- of a trace without kernels).
 --  * NCCL: ranks are (report, device) by default (`--arg rank_by=report|
 --    process|device`); a rank's streams that run NCCL are numbered by their
 --    first collective, and the k-th collective of a type on a rank's i-th NCCL
@@ -69,12 +70,12 @@ local function from_kernels(trace, args)
 end
 
 --- Collectives and compute of the thunks of an nsys-jax trace.
-local function from_thunks(trace, args)
+local function from_thunks(trace, args, gpu_ranges)
   if args.rank_by ~= "device" then nsl.fail("straggler: on nsys-jax traces the ranks are the devices (rank_by=device)") end
   if args.programs ~= "structure" and args.programs ~= "fingerprint" then
     nsl.fail("straggler: --arg programs must be structure or fingerprint")
   end
-  local d = jax.load(trace, {programs = args.programs, compile = false})
+  local d = jax.load(trace, {programs = args.programs, compile = false, gpu_ranges = gpu_ranges})
   local th = d.thunk
   local rank, rk = number_ranks(th, {"Device", "report"})
   local names = trace.reports.name
@@ -96,8 +97,11 @@ local function source_of(trace, args)
   if s == "auto" then s = (#trace.kernels == 0 and #trace.gpu_ranges > 0) and "jax" or "nccl" end
   if s == "nccl" then return from_kernels(trace, args) end
   if s == "jax" then
-    if #trace.gpu_ranges == 0 then nsl.fail("straggler: --arg source=jax needs an nsys-jax trace (no gpu_ranges)") end
-    return from_thunks(trace, args)
+    local g = jax.gpu_ranges(trace)
+    if #g == 0 or g.text:match("XlaModule:#"):count() == 0 then
+      nsl.fail("straggler: --arg source=jax needs an nsys-jax trace, or an export (bundle) with XLA's NVTX ranges")
+    end
+    return from_thunks(trace, args, g)
   end
   nsl.fail("straggler: --arg source must be auto, nccl or jax")
 end

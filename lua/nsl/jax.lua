@@ -2,7 +2,11 @@
 --
 -- M.frames(trace, opts) builds, from the `gpu_ranges` and `nvtx` tables of
 -- nsys-jax reports and their XLA dumps, the four frames nsys-jax's
--- load_profiler_data makes (same rows, same column meanings, times in ms):
+-- load_profiler_data makes (same rows, same column meanings, times in ms).
+-- The same runs on nsys SQLite exports (nsl bundles): there M.gpu_ranges
+-- projects the NVTX ranges onto the GPU itself (nsys's nvtx_gpu_proj_trace,
+-- nsl.nvtx.project) and M.hlo_store finds the dumps under the bundle's
+-- meta/xla_dump/ (what `nsl profile --xla-dump` stores).  The frames:
 --   module         one row per XlaModule execution on a device
 --   thunk          one row per (innermost) Thunk execution, with Communication and
 --                  ProjDurHiddenMs (communication time hidden under computation)
@@ -20,6 +24,7 @@
 -- nsl.overlap_sum, nsl.jax_compile_tree, nsl.jax_compile_attribute); Lua loops
 -- run over distinct names, programs and modules only.
 local nsl = require("nsl")
+local nvtx = require("nsl.nvtx")
 
 local M = {}
 
@@ -74,8 +79,83 @@ local function starts(s, prefix) return s:sub(1, #prefix) == prefix end
 
 -- ---------------------------------------------------------------- XLA dumps
 
+--- The parts of an XLA dump file name (its last path component):
+-- module_<id>.<rest>.hlo.pb[.xz].  `nsl combine` renames a clashing member
+-- by a tag before its last extension (".rank<N>" or "~<input>", then
+-- "-<k>"): returns id, rest, xz (bool) and the tag's rank (nil without one,
+-- false for a "~" tag); nil when the name is not an HloProto dump.
+function M.parse_dump_name(base)
+  local id, rest, tail = base:match("^module_(%d+)%.(.+)%.hlo([.~].*)$")
+  if not id then return nil end
+  local rank
+  local clean, n = tail:gsub("%.rank(%d+)%-?%d*(%.%w+)$", "%2")
+  if n > 0 then rank = tonumber(tail:match("%.rank(%d+)%-?%d*%.%w+$"))
+  else
+    clean, n = tail:gsub("~%d+%-?%d*(%.%w+)$", "%1")
+    if n > 0 then rank = false end
+  end
+  if clean ~= ".pb" and clean ~= ".pb.xz" then return nil end
+  return tonumber(id), rest, clean == ".pb.xz", rank
+end
+
+-- The after-optimizations dumps of the reports that come from nsl bundles
+-- (trace.meta, members meta/xla_dump/[<folder>/]module_*.hlo.pb[.xz]): a
+-- list per report of {id, rest, member, specific, load}.  A dump belongs to
+-- the reports of its own bundle: to the one report it names -- a folder
+-- "rank<N>", "<N>" or the report's name, or the rank tag of `nsl combine`'s
+-- renaming -- (specific), else to every report of the bundle (shared).
+local function bundle_dumps(trace, files)
+  local rt = trace.reports
+  local paths, ranks, names = rt.path:totable(), rt.rank:totable(), rt.name:totable()
+  local pending = false
+  for r = 0, #rt - 1 do if #files[r] == 0 then pending = true end end
+  if not pending then return end
+  local meta = trace.meta
+  for _, b in ipairs(meta:bundles()) do
+    local mine = {}
+    for r = 0, #rt - 1 do
+      if #files[r] == 0 and paths[r + 1]:sub(1, #b + 1) == b .. ":" then mine[#mine + 1] = r end
+    end
+    if #mine > 0 then
+      local function named(sub, r)
+        local rank = ranks[r + 1]
+        if rank ~= nil and rank < 0 then rank = nil end
+        return sub == names[r + 1] or (rank ~= nil and (sub == "rank" .. rank or sub == tostring(rank)))
+      end
+      for _, rel in ipairs(meta:list(b)) do
+        local sub, base = rel:match("^xla_dump/(.-)/?([^/]+)$")
+        local id, rest, _, tag = M.parse_dump_name(base or "")
+        if id and rest:find("after_optimizations", 1, true) then
+          sub = sub ~= "" and sub:match("^[^/]+") or nil
+          local owner   -- the one report the dump names, or nil
+          local claimed = tag ~= nil and tag ~= false
+          if claimed then
+            for _, r in ipairs(mine) do if ranks[r + 1] == tag then owner = r end end
+          elseif sub then
+            for _, r in ipairs(mine) do if named(sub, r) then owner = r; claimed = true end end
+          end
+          local function load()   -- a damaged bundle fails; a dump that does not decode is no dump
+            local bytes, err = meta:read(rel, b)
+            if not bytes then nsl.fail(err) end
+            return nsl.hlo_decode(bytes, b .. ":meta/" .. rel)
+          end
+          for _, r in ipairs(mine) do
+            if (claimed and owner == r) or not claimed then
+              local list = files[r]
+              list[#list + 1] = {id = id, rest = rest, member = "meta/" .. rel, specific = claimed, load = load}
+            end
+          end
+        end
+      end
+    end
+  end
+end
+
 --- The HLO metadata of a trace: per report, the after-optimizations dumps by
--- (program id, module name), decoded on demand and cached.
+-- (program id, module name), decoded on demand and cached.  An nsys-jax
+-- report's are its dump/ members (.hlo.pb.xz); a report of an nsl bundle
+-- takes them from the bundle's meta/xla_dump/ (raw .hlo.pb or .hlo.pb.xz;
+-- see bundle_dumps for which report a dump belongs to).
 function M.hlo_store(trace)
   local store = {trace = trace, files = {}, decoded = {}, fp = {}}
   local rt = trace.reports
@@ -84,22 +164,28 @@ function M.hlo_store(trace)
     for _, name in ipairs(trace:members(r, "dump/")) do
       local id, rest = name:match("^dump/module_(%d+)%.(.+)%.hlo%.pb%.xz$")
       if id and rest:find("after_optimizations", 1, true) then
-        files[#files + 1] = {id = tonumber(id), rest = rest, member = name}
+        files[#files + 1] = {id = tonumber(id), rest = rest, member = name, specific = true}
       end
     end
     store.files[r] = files
   end
+  bundle_dumps(trace, store.files)
 
-  --- The member of report r for program id `id` named `name`, or nil.
+  --- The member of report r for program id `id` named `name`, or nil: the
+  -- one dump that names the report, else the one shared dump (none when
+  -- several match).
   function store.member(r, id, name)
-    local found
-    for _, f in ipairs(store.files[r] or {}) do
-      if f.id == id and starts(f.rest, name .. ".") then
-        if found then return nil end   -- not unique
-        found = f.member
+    for _, specific in ipairs{true, false} do
+      local found
+      for _, f in ipairs(store.files[r] or {}) do
+        if f.specific == specific and f.id == id and starts(f.rest, name .. ".") then
+          if found then return nil end   -- not unique
+          found = f.member
+        end
       end
+      if found then return found end
     end
-    return found
+    return nil
   end
 
   --- The decoded module of report r, member m (cached).
@@ -107,7 +193,9 @@ function M.hlo_store(trace)
     local key = r .. "\0" .. m
     local h = store.decoded[key]
     if h == nil then
-      h = trace:hlo(r, m) or false
+      local load
+      for _, f in ipairs(store.files[r] or {}) do if f.member == m then load = f.load end end
+      if load then h = load() or false else h = trace:hlo(r, m) or false end
       store.decoded[key] = h
     end
     return h or nil
@@ -144,6 +232,102 @@ end
 
 -- ---------------------------------------------------------------- GPU frames
 
+--- Device of every thread that launched GPU work: the global device of an
+-- XlaLauncher thread (its name, as nsys-jax reads it), else the CUDA device
+-- of the operations the thread launched (the smallest when several).  When
+-- two reports would share a device number (one GPU per process, each
+-- process's CUDA device 0), the (report, device) pairs are numbered 0, 1, ...
+-- in report order instead, so that every device is one device of the run.
+-- Returns a table report, pid, tid, device.
+local function thread_devices(trace, ops)
+  local devs = {}
+  for i, name in ipairs{"kernels", "memcpy", "memset"} do   -- nsl.nvtx.gpu_ops's order
+    local t = trace[name]
+    t:load{"device"}
+    devs[i] = t.device
+  end
+  local launched = ops.api:ge(0):indices()
+  local a = ops.api:gather(launched)
+  local api = trace.api
+  local per = nsl.table{{"report", api.report:gather(a)}, {"pid", api.pid:gather(a)}, {"tid", api.tid:gather(a)},
+                        {"device", nsl.concat(table.unpack(devs)):gather(launched)}}
+    :group_by("report", "pid", "tid"):agg{"device=min(device)"}
+  local launchers = M.launcher_devices(trace)
+  local rep, pid, tid, dev = per.report:totable(), per.pid:totable(), per.tid:totable(), per.device:totable()
+  local owner, clash = {}, false
+  for i = 1, #per do
+    local l = launchers[rep[i]]
+    local d = l and l[pid[i] .. ":" .. tid[i]]
+    if d then dev[i] = d end
+    if dev[i] ~= nil then
+      if owner[dev[i]] ~= nil and owner[dev[i]] ~= rep[i] then clash = true end
+      owner[dev[i]] = owner[dev[i]] or rep[i]
+    end
+  end
+  if clash then
+    local pairs_, index = {}, {}
+    for i = 1, #per do
+      local key = rep[i] .. ":" .. tostring(dev[i])
+      if dev[i] ~= nil and not index[key] then
+        index[key] = true
+        pairs_[#pairs_ + 1] = {rep[i], dev[i], key}
+      end
+    end
+    table.sort(pairs_, function(x, y) if x[1] ~= y[1] then return x[1] < y[1] end return x[2] < y[2] end)
+    for k, p in ipairs(pairs_) do index[p[3]] = k - 1 end
+    for i = 1, #per do if dev[i] ~= nil then dev[i] = index[rep[i] .. ":" .. dev[i]] end end
+  end
+  local device = derive(#per, nsl.range(#per), function(i) return dev[i] end, "int")
+  return nsl.table{{"report", per.report}, {"pid", per.pid}, {"tid", per.tid}, {"device", device:cast("i32")}}
+end
+
+--- The NVTX ranges of a trace's exports projected onto the GPU with the
+-- columns and meaning of nsys-jax's nvtx_gpu_proj_trace table
+-- (trace.gpu_ranges): report, pid, tid, device (thread_devices), start, stop,
+-- dur (projected: the first GPU op's start to the last's stop), text
+-- ("domain:text", so XLA's ranges read "TSL:XlaModule:#...#" as in
+-- nsys-jax's parquet), level (0: outermost), range_id, parent_id (the
+-- tightest enclosing range, NULL at the top), orig_start, orig_stop,
+-- orig_dur (the host range), num_gpu_ops (launching calls, nsys's
+-- NumGPUOps), num_child (child ranges with GPU ops), nvtx_row (0-based row
+-- of trace.nvtx).  Only ranges with GPU ops are rows (nsl.nvtx.project's
+-- semantics).  range_id numbers the ranges in host order (report, start,
+-- longest first), as nsys's ids run; rows are in projected order (report,
+-- start, longest first, outer first).
+function M.project_gpu_ranges(trace)
+  local P = nvtx.project(trace)
+  local R = P.ranges
+  local keep = (P.mask & R.ops:gt(0)):indices()
+  local t = nsl.table{
+    {"report", R.report:gather(keep)}, {"pid", R.pid:gather(keep)}, {"tid", R.tid:gather(keep)},
+    {"start", R.proj_start:gather(keep)}, {"dur", R.proj_dur:gather(keep)}, {"text", R.name:gather(keep)},
+    {"level", R.depth:gather(keep)}, {"orig_start", R.start:gather(keep)}, {"orig_stop", R.stop:gather(keep)},
+    {"orig_dur", R.dur:gather(keep)}, {"num_gpu_ops", R.launches:gather(keep)},
+    {"num_child", R.children:gather(keep)}, {"nvtx_row", keep}, {"parent_row", R.parent:gather(keep)}}
+  t = t:with("stop", t.start + t.dur)
+  local host = t:sort("report", "orig_start", "-orig_dur", "level", "nvtx_row")
+  t = t:join(nsl.table{{"nvtx_row", host.nvtx_row}, {"range_id", nsl.range(#host)}}, {"nvtx_row"}, {"range_id"})
+  t = t:join(nsl.table{{"parent_row", host.nvtx_row}, {"parent_id", nsl.range(#host)}}, {"parent_row"}, {"parent_id"})
+  t = t:join(thread_devices(trace, P.ops), {"report", "pid", "tid"}, {"device"})
+  t = t:sort("report", "start", "-dur", "level", "range_id")
+  return t:select{"report", "pid", "tid", "device", "start", "stop", "dur", "text", "level", "range_id", "parent_id",
+                  "orig_start", "orig_stop", "orig_dur", "num_gpu_ops", "num_child", "nvtx_row"}
+end
+
+--- The GPU-projected NVTX ranges of a trace: an nsys-jax archive's
+-- nvtx_gpu_proj_trace (trace.gpu_ranges), else, for exports with NVTX
+-- ranges and GPU work, M.project_gpu_ranges.
+function M.gpu_ranges(trace)
+  local g = trace.gpu_ranges
+  if #g > 0 then
+    g:load{"report", "pid", "tid", "device", "start", "stop", "text", "range_id", "parent_id", "orig_start",
+           "orig_dur", "num_gpu_ops"}
+    return g
+  end
+  if #trace.nvtx == 0 or #trace.kernels + #trace.memcpy + #trace.memset == 0 then return g end
+  return M.project_gpu_ranges(trace)
+end
+
 local function parse_module(text, prefix)
   local body = text:match("^" .. prefix:gsub("%p", "%%%0") .. "XlaModule:#(.*)#$")
   if not body then return nil end
@@ -162,9 +346,7 @@ end
 --- The module and thunk frames (and the communication frame) of a trace.
 function M.gpu_frames(trace, store, opts)
   opts = opts or {}
-  local g = trace.gpu_ranges
-  g:load{"report", "pid", "tid", "device", "start", "stop", "text", "range_id", "parent_id", "orig_start",
-         "orig_dur", "num_gpu_ops"}
+  local g = opts.gpu_ranges or M.gpu_ranges(trace)
   local n = #g
   local prefix = "TSL:"
   if n > 0 and #g:filter(g.text:match("^TSL:")) == 0 then prefix = "" end
@@ -421,14 +603,25 @@ end
 -- ---------------------------------------------------------------- analyses
 
 --- Everything an nsys-jax analysis needs: {module, thunk, communication,
--- compile_parts, store}.  opts.programs as for M.gpu_frames; opts.compile =
--- false skips the compile frame.
+-- compile_parts, store}, from an nsys-jax archive or from exports (bundles
+-- with meta/xla_dump/).  opts.programs as for M.gpu_frames; opts.compile =
+-- false skips the compile frame; opts.gpu_ranges: M.gpu_ranges(trace) when
+-- the caller has it already.
 function M.load(trace, opts)
   opts = opts or {}
-  if #trace.gpu_ranges == 0 then nsl.fail("no NVTX ranges projected onto the GPU: not an nsys-jax trace") end
+  local g = opts.gpu_ranges or M.gpu_ranges(trace)
+  if #g == 0 then
+    nsl.fail("no NVTX ranges projected onto the GPU: neither an nsys-jax archive nor an export with NVTX ranges " ..
+             "around kernel launches")
+  end
+  if g.text:match("XlaModule:#"):count() == 0 then
+    nsl.fail("no XLA module ranges (XlaModule:#...#) among the NVTX ranges projected onto the GPU: not a JAX trace")
+  end
   local store = M.hlo_store(trace)
   local d = {store = store}
-  d.module, d.thunk, d.communication = M.gpu_frames(trace, store, opts)
+  local o = {gpu_ranges = g}
+  for k, v in pairs(opts) do o[k] = v end
+  d.module, d.thunk, d.communication = M.gpu_frames(trace, store, o)
   if opts.compile ~= false then d.compile_parts = M.compile_frame(trace, store) end
   return d
 end

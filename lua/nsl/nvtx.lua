@@ -83,6 +83,10 @@ end
 
 local op_tables = {"kernels", "memcpy", "memset"}
 
+--- The trace.nvtx columns M.project reads (loading them in one call is one
+-- scan of the export).
+M.range_columns = {"report", "pid", "tid", "start", "stop", "dur", "kind", "end_tid", "text", "domain"}
+
 --- The GPU operations of a trace as one table: report, kind ("kernel",
 -- "memcpy", "memset"), row (0-based, in its own table), start, stop, dur,
 -- and api (0-based row of the launching call in trace.api, -1 for none;
@@ -121,7 +125,7 @@ end
 function M.project(trace, opts)
   opts = opts or {}
   local nv = trace.nvtx
-  nv:load{"report", "pid", "tid", "start", "stop", "dur", "kind", "end_tid", "text", "domain"}   -- one pass
+  nv:load(M.range_columns)   -- one pass
   local api = trace.api
   api:load{"report", "pid", "tid", "corr", "start", "stop"}
   local ops = M.gpu_ops(trace)

@@ -441,6 +441,7 @@ nsl_status nsl_groupby(const nsl_column *const *keys, int nkeys, nsl_groups *out
     return rc;
   }
   out->ngroups = t.ngroups;
+  out->checked = 1;
   out->first_row = nsl_column_new(NSL_I64, t.ngroups, NULL);
   if (!out->first_row) {
     key_table_free(&t);
@@ -699,7 +700,7 @@ nsl_column *nsl_group_agg(const nsl_groups *g, const nsl_column *values, nsl_agg
                   (long long)g->group_of->len);
     return NULL;
   }
-  for (int64_t i = 0; i < n; i++)
+  for (int64_t i = 0; i < n && !g->checked; i++)
     if (go[i] >= ng) {
       nsl_error_set(err, NSL_ERR_ARG, "group %s: row %lld is in group %lld of %lld", an, (long long)i,
                     (long long)go[i], (long long)ng);

@@ -14,10 +14,12 @@
  * is nsys's "tightest" parent.  A call that launched GPU ops adds them to
  * every open range that encloses it, so sums stay exact however the ranges
  * overlap. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/parallel.h"
 
 #define MAX_KEYS 8
 
@@ -319,12 +321,6 @@ static int sort_segment(const side *s, int64_t *order, int64_t n) {
   int sorted = 1;
   for (int64_t i = 1; i < n && sorted; i++) sorted = in_order(s, order[i - 1], order[i]);
   if (sorted) return 1;
-  nsl__kv *kv = malloc((size_t)n * sizeof *kv), *tmp = malloc((size_t)n * sizeof *tmp);
-  if (!kv || !tmp) {
-    free(kv);
-    free(tmp);
-    return 0;
-  }
   int64_t lo = INT64_MAX, a, b;
   for (int64_t i = 0; i < n; i++) {
     side_times(s, order[i], &a, &b);
@@ -333,13 +329,44 @@ static int sort_segment(const side *s, int64_t *order, int64_t n) {
   uint64_t span = 0;
   for (int64_t i = 0; i < n; i++) {
     side_times(s, order[i], &a, &b);
-    kv[i] = (nsl__kv){(uint64_t)a - (uint64_t)lo, order[i]};
-    if (kv[i].k > span) span = kv[i].k;
+    if ((uint64_t)a - (uint64_t)lo > span) span = (uint64_t)a - (uint64_t)lo;
   }
-  nsl__kv *r = nsl__radix_kv(kv, tmp, n, nsl__bitwidth(span));
-  for (int64_t i = 0; i < n; i++) order[i] = r[i].v;
-  free(kv);
-  free(tmp);
+  int pbits = nsl__bitwidth((uint64_t)n), kbits = nsl__bitwidth(span);
+  if (pbits + kbits <= 64) {
+    /* (start, position) packed in one word: half the scratch of pairs (the
+     * threads sort at once, so this bounds the projection's peak memory) */
+    uint64_t *w = malloc((size_t)n * sizeof *w), *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!w || !tmp) {
+      free(w);
+      free(tmp);
+      return 0;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      side_times(s, order[i], &a, &b);
+      w[i] = (((uint64_t)a - (uint64_t)lo) << pbits) | (uint64_t)i;
+    }
+    uint64_t *r = nsl__radix_u64(w, tmp, n, pbits, pbits + kbits);
+    uint64_t *old = r == w ? tmp : w, mask = pbits == 64 ? UINT64_MAX : ((uint64_t)1 << pbits) - 1;
+    for (int64_t i = 0; i < n; i++) old[i] = (uint64_t)order[i];
+    for (int64_t i = 0; i < n; i++) order[i] = (int64_t)old[r[i] & mask];
+    free(w);
+    free(tmp);
+  } else {
+    nsl__kv *kv = malloc((size_t)n * sizeof *kv), *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!kv || !tmp) {
+      free(kv);
+      free(tmp);
+      return 0;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      side_times(s, order[i], &a, &b);
+      kv[i] = (nsl__kv){(uint64_t)a - (uint64_t)lo, order[i]};
+    }
+    nsl__kv *r = nsl__radix_kv(kv, tmp, n, kbits);
+    for (int64_t i = 0; i < n; i++) order[i] = r[i].v;
+    free(kv);
+    free(tmp);
+  }
   if (!s->is_range) return 1;
   for (int64_t i = 1; i < n; i++) {   /* insertion sort within runs of equal starts */
     int64_t x = order[i], j = i;
@@ -370,9 +397,60 @@ static int side_group(side *s, int64_t nthreads) {
   for (int64_t i = 0; i < s->nrows; i++)
     if (s->thread[i] >= 0) s->order[fill[s->thread[i]]++] = i;
   free(fill);
-  for (int64_t t = 0; t < nthreads; t++)
-    if (!sort_segment(s, s->order + s->seg[t], s->seg[t + 1] - s->seg[t])) return 0;
   return 1;
+}
+
+/* ---- one sweep per thread, the threads shared out over workers ---- */
+
+typedef struct sweep_job {
+  side *rs, *as;
+  const int64_t *slot;
+  const call_ops *ops;
+  sums acc;
+  int64_t *parent, *api_range;
+  int32_t *depth;
+  atomic_int failed;    /* out of memory in some thread's sort or stack */
+} sweep_job;
+
+/* Sorts thread t's rows of both sides and sweeps them: parents, depths and
+ * sums of its ranges, innermost ranges of its calls (rows of one thread only,
+ * so threads run at once without sharing anything they write). */
+static void sweep_thread(void *ctx, int t) {
+  sweep_job *j = ctx;
+  side *rs = j->rs, *as = j->as;
+  int64_t ri = rs->seg[t], rend = rs->seg[t + 1], ai = as->seg[t], aend = as->seg[t + 1];
+  if (!sort_segment(rs, rs->order + ri, rend - ri) || !sort_segment(as, as->order + ai, aend - ai)) {
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  range_stack st = {NULL, 0, 0, 64};
+  while (ri < rend || ai < aend) {
+    int64_t r = ri < rend ? rs->order[ri] : -1, a = ai < aend ? as->order[ai] : -1;
+    int64_t s0 = 0, e0 = 0, s1 = 0, e1 = 0;
+    if (r >= 0) side_times(rs, r, &s0, &e0);
+    if (a >= 0) side_times(as, a, &s1, &e1);
+    if (r >= 0 && (a < 0 || s0 <= s1)) {   /* ranges first at equal starts: one may enclose the call */
+      stack_expire(&st, s0);
+      int64_t p = stack_find(&st, e0, NULL, NULL);
+      if (p >= 0) {
+        j->parent[r] = st.e[p].row;
+        j->depth[r] = j->depth[st.e[p].row] + 1;
+      } else j->depth[r] = 0;
+      if (!stack_push(&st, r, s0, e0)) {
+        atomic_store(&j->failed, 1);
+        break;
+      }
+      ri++;
+    } else {
+      stack_expire(&st, s1);
+      const call_ops *c = j->slot[a] >= 0 ? &j->ops[j->slot[a]] : NULL;
+      if (c && c->n == 0) c = NULL;   /* its ops have no times */
+      int64_t p = stack_find(&st, e1, c, &j->acc);
+      j->api_range[a] = p >= 0 ? st.e[p].row : -1;
+      ai++;
+    }
+  }
+  free(st.e);
 }
 
 nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, nsl_error *err) {
@@ -384,7 +462,6 @@ nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, 
   const int64_t nr = in->range_start->len, na = in->api_start->len, no = in->op_api->len;
   int64_t *slot = NULL;
   call_ops *ops = NULL;
-  range_stack st = {NULL, 0, 0, 64};
   thread_table tt = {nk, 0, 0, NULL, NULL, 0};
   side rs = {in->range_start, in->range_stop, 1, nr, NULL, NULL, NULL};
   side as = {in->api_start, in->api_stop, 0, na, NULL, NULL, NULL};
@@ -420,35 +497,11 @@ nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, 
   free(as.thread);
   rs.thread = as.thread = NULL;
 
-  sums acc = {nsl_i32(out->ops), nsl_i32(out->launches), nsl_i64(out->gpu_time), first, last};
-  for (int64_t t = 0; t < tt.n; t++) {   /* one sweep per thread; nothing is open at its start */
-    int64_t ri = rs.seg[t], rend = rs.seg[t + 1], ai = as.seg[t], aend = as.seg[t + 1];
-    st.n = 0;
-    st.compact_at = 64;
-    while (ri < rend || ai < aend) {
-      int64_t r = ri < rend ? rs.order[ri] : -1, a = ai < aend ? as.order[ai] : -1;
-      int64_t s0 = 0, e0 = 0, s1 = 0, e1 = 0;
-      if (r >= 0) side_times(&rs, r, &s0, &e0);
-      if (a >= 0) side_times(&as, a, &s1, &e1);
-      if (r >= 0 && (a < 0 || s0 <= s1)) {   /* ranges first at equal starts: one may enclose the call */
-        stack_expire(&st, s0);
-        int64_t p = stack_find(&st, e0, NULL, NULL);
-        if (p >= 0) {
-          parent[r] = st.e[p].row;
-          depth[r] = depth[st.e[p].row] + 1;
-        } else depth[r] = 0;
-        if (!stack_push(&st, r, s0, e0)) goto nomem;
-        ri++;
-      } else {
-        stack_expire(&st, s1);
-        const call_ops *c = slot[a] >= 0 ? &ops[slot[a]] : NULL;
-        if (c && c->n == 0) c = NULL;   /* its ops have no times */
-        int64_t p = stack_find(&st, e1, c, &acc);
-        api_range[a] = p >= 0 ? st.e[p].row : -1;
-        ai++;
-      }
-    }
-  }
+  sweep_job job = {&rs, &as, slot, ops, {nsl_i32(out->ops), nsl_i32(out->launches), nsl_i64(out->gpu_time), first, last},
+                   parent, api_range, depth, 0};
+  if (tt.n > INT32_MAX) goto nomem;
+  nsl__run_parallel((int)tt.n, nsl__thread_count((int)tt.n), sweep_thread, &job);
+  if (atomic_load(&job.failed)) goto nomem;
   for (int64_t r = 0; r < nr; r++)
     if (first[r] != NSL_NULL_I64) last[r] -= first[r];
   for (int64_t j = 0; j < no; j++) {
@@ -474,7 +527,6 @@ done:
   free(tt.slots);
   free(slot);
   free(ops);
-  free(st.e);
   return rc;
 }
 

@@ -6,14 +6,12 @@
  * source has its own connection): each report's strings go into a
  * dictionary of its own, remapped into the trace's afterwards in report
  * order, so string ids come out as a sequential load would give them. */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/model.h"
+#include "core/parallel.h"
 #include "nsl/nsl.h"
 
 typedef struct report_src {
@@ -177,44 +175,6 @@ static nsl_status build_reports(nsl_trace *tr, nsl_table *t, nsl_error *err) {
   return rc;
 }
 
-/* ---- running one job per report on several threads ---- */
-
-/* Threads for n jobs: NSL_THREADS when set (1 = sequential), else the
- * online CPUs; never more than n. */
-static int thread_count(int n) {
-  const char *env = getenv("NSL_THREADS");
-  long t = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-  if (t < 1) t = 1;
-  if (t > 64) t = 64;
-  return t < n ? (int)t : n;
-}
-
-typedef struct par_run {
-  void (*job)(void *ctx, int i);
-  void *ctx;
-  int n;
-  atomic_int next;
-} par_run;
-
-static void *par_worker(void *p) {
-  par_run *pr = p;
-  for (int i; (i = atomic_fetch_add(&pr->next, 1)) < pr->n;) pr->job(pr->ctx, i);
-  return NULL;
-}
-
-/* Runs job(ctx, i) for i in [0, n) on up to nthreads threads (the caller's
- * included); returns when all are done.  Falls back to fewer threads when
- * some cannot be started. */
-static void run_parallel(int n, int nthreads, void (*job)(void *, int), void *ctx) {
-  par_run pr = {job, ctx, n, 0};
-  pthread_t th[64];
-  int started = 0;
-  for (int k = 1; k < nthreads && k < 64; k++)
-    if (pthread_create(&th[started], NULL, par_worker, &pr) == 0) started++;
-  par_worker(&pr);
-  for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
-}
-
 /* ---- lazily loaded model tables ---- */
 
 typedef struct load_ctx {
@@ -258,7 +218,7 @@ static nsl_status count_rows(nsl_trace *tr, trace_table *tt, nsl_error *err) {
     else {
       for (int i = 0, k = 0; i < tr->nreports; i++)
         if (tt->rows[i] < 0) which[k++] = i;
-      run_parallel(todo, thread_count(todo), count_job, &j);
+      nsl__run_parallel(todo, nsl__thread_count(todo), count_job, &j);
     }
     for (int i = 0; rc == NSL_OK && i < tr->nreports; i++) {
       if (tt->rows[i] >= 0) continue;
@@ -369,7 +329,7 @@ static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_e
   }
   /* One load call per report for all its columns; reports in parallel,
    * each into a dictionary of its own, remapped into the trace's in order. */
-  nthreads = thread_count(tr->nreports);
+  nthreads = nsl__thread_count(tr->nreports);
   job = (report_job){tr, tt, names, types, nsrc, parts, (size_t)n + 2, NULL,
                      calloc((size_t)tr->nreports + 1, sizeof(nsl_status)),
                      calloc((size_t)tr->nreports + 1, sizeof(nsl_error)), NULL, NULL};
@@ -387,7 +347,7 @@ static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_e
         rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
         goto done;
       }
-    run_parallel(tr->nreports, nthreads, load_job, &job);
+    nsl__run_parallel(tr->nreports, nthreads, load_job, &job);
   } else {
     for (int i = 0; i < tr->nreports && nsrc > 0; i++) {
       load_job(&job, i);

@@ -394,18 +394,31 @@ static int view_gc(lua_State *L) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-/* view:list() -> the member names under the folder (relative to it), sorted,
- * each once even when several bundles hold it. */
+/* The index of the trace's bundle whose path is `path` (view:bundles()), or
+ * raises: a bundle argument names one of the trace's own bundles. */
+static int view_bundle_arg(lua_State *L, lview *v, int idx) {
+  const char *path = luaL_checkstring(L, idx);
+  for (int i = 0; i < v->n; i++)
+    if (strcmp(nsl_bundle_path(v->b[i]), path) == 0) return i;
+  return luaL_argerror(L, idx, lua_pushfstring(L, "'%s' is not a bundle of this trace", path));
+}
+
+/* view:list([bundle]) -> the member names under the folder (relative to it),
+ * sorted, each once even when several bundles hold it; with bundle (a path
+ * from view:bundles()) only that bundle's. */
 static int view_list(lua_State *L) {
   lview *v = checkview(L, 1);
+  int only = lua_isnoneornil(L, 2) ? -1 : view_bundle_arg(L, v, 2);
   size_t plen = strlen(v->prefix), total = 0, n = 0;
   for (int i = 0; i < v->n; i++) total += nsl_bundle_count(v->b[i]);
   const char **names = lua_newuserdatauv(L, (total ? total : 1) * sizeof *names, 0);
-  for (int i = 0; i < v->n; i++)
+  for (int i = 0; i < v->n; i++) {
+    if (only >= 0 && i != only) continue;
     for (size_t k = 0; k < nsl_bundle_count(v->b[i]); k++) {
       const char *name = nsl_bundle_member_at(v->b[i], k)->name;
       if (strncmp(name, v->prefix, plen) == 0) names[n++] = name + plen;
     }
+  }
   qsort(names, n, sizeof *names, cmp_str);
   lua_createtable(L, (int)n, 0);
   lua_Integer k = 0;
@@ -417,16 +430,30 @@ static int view_list(lua_State *L) {
   return 1;
 }
 
-/* view:read(name) -> the bytes of <folder>/name from the first bundle of the
- * trace that holds it (checked against its manifest; a plain zip such as an
+/* view:bundles() -> the paths of the trace's bundles, in input order (a
+ * report of bundle B is named "B:reports/..." in trace.reports.path). */
+static int view_bundles(lua_State *L) {
+  lview *v = checkview(L, 1);
+  lua_createtable(L, v->n, 0);
+  for (int i = 0; i < v->n; i++) {
+    lua_pushstring(L, nsl_bundle_path(v->b[i]));
+    lua_seti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* view:read(name [, bundle]) -> the bytes of <folder>/name from the first
+ * bundle of the trace that holds it, or from the given one (a path from
+ * view:bundles()) (checked against its manifest; a plain zip such as an
  * nsys-jax archive has none, only its sizes are checked), or nil and a
  * message. */
 static int view_read(lua_State *L) {
   lview *v = checkview(L, 1);
   const char *rel = luaL_checkstring(L, 2);
+  int only = lua_isnoneornil(L, 3) ? -1 : view_bundle_arg(L, v, 3);
   const char *name = lua_pushfstring(L, "%s%s", v->prefix, rel);
   for (int i = 0; i < v->n; i++) {
-    if (!nsl_bundle_find(v->b[i], name)) continue;
+    if ((only >= 0 && i != only) || !nsl_bundle_find(v->b[i], name)) continue;
     void *data = NULL;
     size_t len = 0;
     nsl_error err = {0};
@@ -475,7 +502,8 @@ static const luaL_Reg writer_methods[] = {{"add", writer_add},       {"add_file"
                                           {"copy", writer_copy},     {"sha256", writer_sha256},
                                           {"finish", writer_finish}, {"abort", writer_abort},
                                           {NULL, NULL}};
-static const luaL_Reg view_methods[] = {{"list", view_list}, {"read", view_read}, {NULL, NULL}};
+static const luaL_Reg view_methods[] = {{"list", view_list}, {"read", view_read}, {"bundles", view_bundles},
+                                        {NULL, NULL}};
 
 static const luaL_Reg funcs[] = {{"bundle_open", l_bundle_open},
                                  {"bundle_writer", l_bundle_writer},

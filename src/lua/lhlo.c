@@ -7,6 +7,9 @@
  *   trace:hlo(report, name) -> an HLO module (decoded HloProto; name is a
  *       dump/ ... .hlo.pb.xz member), or nil, message
  *   nsl.hlo_read(path) -> an HLO module from a file (xz or raw)
+ *   nsl.hlo_decode(bytes [, label]) -> an HLO module from a string (xz or raw
+ *       HloProto, e.g. trace.meta:read of a bundle's meta/xla_dump/ member);
+ *       label names it in messages; nil, message when it does not decode
  * HLO module methods:
  *   h:info() -> {name, id, fingerprint, ncomputations, ninstructions, nheap_traces}
  *   h:instruction(name) -> {name, opcode, op_name, op_type, source_file,
@@ -113,6 +116,12 @@ static int tr_member(lua_State *L) {
   return 1;
 }
 
+/* Decodes data (xz when it starts with the xz magic, else raw protobuf) into b. */
+static nsl_status decode_bytes(lhlo *b, const void *data, size_t len, const char *label, nsl_error *err) {
+  return len >= 6 && memcmp(data, "\xfd" "7zXZ", 5) == 0 ? nsl_hlo_decode_xz(data, len, label, &b->h, err)
+                                                        : nsl_hlo_decode(data, len, label, &b->h, err);
+}
+
 static int tr_hlo(lua_State *L) {
   void *src = jax_source(L, 1, 2);
   const char *name = luaL_checkstring(L, 3);
@@ -130,10 +139,23 @@ static int tr_hlo(lua_State *L) {
     lua_pushstring(L, err.msg);
     return 2;
   }
-  nsl_status rc = len >= 6 && memcmp(data, "\xfd" "7zXZ", 5) == 0 ? nsl_hlo_decode_xz(data, len, name, &b->h, &err)
-                                                                  : nsl_hlo_decode(data, len, name, &b->h, &err);
+  nsl_status rc = decode_bytes(b, data, len, name, &err);
   free(data);
   if (rc != NSL_OK) {
+    lua_pushnil(L);
+    lua_pushstring(L, err.msg);
+    return 2;
+  }
+  return finish_hlo(L, b);
+}
+
+static int l_hlo_decode(lua_State *L) {
+  size_t len = 0;
+  const char *data = luaL_checklstring(L, 1, &len);
+  const char *label = luaL_optstring(L, 2, "HLO module");
+  lhlo *b = newhlo(L);
+  nsl_error err = {0};
+  if (decode_bytes(b, data, len, label, &err) != NSL_OK) {
     lua_pushnil(L);
     lua_pushstring(L, err.msg);
     return 2;
@@ -353,7 +375,7 @@ static const luaL_Reg hlo_methods[] = {{"info", hlo_info},       {"instruction",
 static const luaL_Reg hlo_meta[] = {{"__gc", hlo_gc}, {"__close", hlo_gc}, {NULL, NULL}};
 static const luaL_Reg tr_methods[] = {
     {"members", tr_members}, {"member", tr_member}, {"hlo", tr_hlo}, {NULL, NULL}};
-static const luaL_Reg funcs[] = {{"hlo_read", l_hlo_read}, {NULL, NULL}};
+static const luaL_Reg funcs[] = {{"hlo_read", l_hlo_read}, {"hlo_decode", l_hlo_decode}, {NULL, NULL}};
 
 int nsl__open_hlo(lua_State *L) {
   luaL_newmetatable(L, NSL_HLO_MT);

@@ -2,12 +2,14 @@
  * schema from 2020 to today) seen as the data model's tables.
  *
  * The export is opened read-only and immutable (no journal, no WAL, no lock,
- * no file of any kind written beside it), with memory-mapped reads.  Each
- * data-model table is mapped to one or more nsys tables by a declarative
+ * no file of any kind written beside it), read through SQLite's page cache.
+ * Each data-model table is mapped to one or more nsys tables by a declarative
  * description (table_map below): which nsys tables, which filter, and for
  * every model column the nsys columns it comes from, picked by name so that
  * columns added or missing across versions are handled alike.  A load is one
- * SELECT of only the requested columns, stepped into pre-sized arrays.
+ * SELECT of only the requested columns, stepped into pre-sized arrays; a
+ * large single table is split into rowid ranges stepped at once on their own
+ * connections (each part with its own dictionary, merged afterwards).
  *
  * Strings: StringIds is read once per source (lazily); a load interns into
  * the dictionary it is given only the strings its rows use (through a
@@ -51,6 +53,7 @@
 #include <sqlite3.h>
 
 #include "core/model.h"
+#include "core/parallel.h"
 #include "nsl/nsl.h"
 
 /* ---- the mapping: data-model tables from nsys tables ------------------- */
@@ -371,6 +374,7 @@ struct nsys_src {
   nsl_dict *map_dict;
   int32_t *map, *map_api;
   void *image;          /* an adopted image (malloc), freed after the database is closed */
+  char *uri;            /* file: URI of an export on disk (parallel scans open it again); NULL for images */
 };
 typedef struct nsys_src nsys_src;
 
@@ -550,11 +554,9 @@ static void use_dict(nsys_src *s, nsl_dict *dict) {
   for (int64_t i = 0; i < s->nstr; i++) s->map[i] = s->map_api[i] = -2;
 }
 
-/* Dict id of StringIds id (interning on first use); -1 for unknown ids,
- * -3 on out of memory. */
-static int32_t string_dict_id(nsys_src *s, int64_t id) {
-  int64_t i = string_index(s, id);
-  if (i < 0) return -1;
+/* Dict id of the StringIds string at index i (interning on first use); -3
+ * on out of memory. */
+static int32_t index_dict_id(nsys_src *s, int64_t i) {
   if (s->map[i] == -2) {
     int32_t d = nsl_dict_intern(s->map_dict, s->str_data + s->str_off[i], (size_t)s->str_len[i]);
     if (d < 0) return -3;
@@ -563,12 +565,10 @@ static int32_t string_dict_id(nsys_src *s, int64_t id) {
   return s->map[i];
 }
 
-/* Dict id of the CUDA API name with StringIds id: "cudaLaunchKernel_v7000"
- * gives "cudaLaunchKernel", the rule of nsys's own reports (a "_v" six
- * characters from the end).  -1 unknown, -3 out of memory. */
-static int32_t api_name_dict_id(nsys_src *s, int64_t id) {
-  int64_t i = string_index(s, id);
-  if (i < 0) return -1;
+/* The same as a CUDA API name: "cudaLaunchKernel_v7000" gives
+ * "cudaLaunchKernel", the rule of nsys's own reports (a "_v" six characters
+ * from the end). */
+static int32_t index_api_id(nsys_src *s, int64_t i) {
   if (s->map_api[i] == -2) {
     const char *v = s->str_data + s->str_off[i];
     size_t len = (size_t)s->str_len[i];
@@ -578,6 +578,18 @@ static int32_t api_name_dict_id(nsys_src *s, int64_t id) {
     s->map_api[i] = d;
   }
   return s->map_api[i];
+}
+
+/* Dict id of StringIds id (plain, or as an API name); -1 for unknown ids, -3
+ * on out of memory. */
+static int32_t string_dict_id(nsys_src *s, int64_t id) {
+  int64_t i = string_index(s, id);
+  return i < 0 ? -1 : index_dict_id(s, i);
+}
+
+static int32_t api_name_dict_id(nsys_src *s, int64_t id) {
+  int64_t i = string_index(s, id);
+  return i < 0 ? -1 : index_api_id(s, i);
 }
 
 /* ---- enum values --------------------------------------------------------- */
@@ -725,10 +737,28 @@ static int slots_of(const col_map *cm) {
   return cm->kind == M_NVTX_TEXT || cm->kind == M_CC ? 2 : 1;
 }
 
-/* Appends the SELECT of source k of m for the output columns (extra:
- * eventType, text, textId for NVTX domain names). */
+/* Whether the loads of m filter NVTX event types in C rather than in SQL: a
+ * WHERE on eventType cost a quarter of the scan of NVTX_EVENTS, and the loader
+ * reads the column anyway.  Counts keep the WHERE. */
+static int types_in_c(nsys_src *s, const table_map *m) {
+  table_info *t = find_table(s, m->sources[0]);
+  nsl_error ignored;
+  return m->where && strcmp(m->model, "nvtx") == 0 && t && load_columns(s, t, &ignored) == NSL_OK &&
+         has_column(t, "eventType");
+}
+
+/* Extra result columns after the output columns (NVTX: the event type, for
+ * the filter in C and domain-create events; the text, for domain names),
+ * when no output column already reads them. */
+#define EXTRA_TYPE 1   /* eventType */
+#define EXTRA_TEXT 2   /* text, textId */
+
+/* Appends the SELECT of source k of m for the output columns and the extras.
+ * nvtx_domains: the WHERE keeps domain-create events too; in_c: no WHERE on
+ * the event types (see types_in_c); rowid_range: only rows with rowid in
+ * [?1, ?2]. */
 static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out_col *cols, int n,
-                               int nvtx_domains, sbuf *b, nsl_error *err) {
+                               int nvtx_domains, int in_c, int extras, int rowid_range, sbuf *b, nsl_error *err) {
   table_info *t = find_table(s, m->sources[k]);
   nsl_status rc = load_columns(s, t, err);
   if (rc != NSL_OK) return rc;
@@ -751,9 +781,10 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
       else sb_add(b, "NULL");
     }
   }
-  if (nvtx_domains) {
+  {
     const char *extra[] = {"eventType", "text", "textId"};
     for (int w = 0; w < 3; w++) {
+      if (!(extras & (w == 0 ? EXTRA_TYPE : EXTRA_TEXT))) continue;
       sb_add(b, first ? "" : ", ");
       first = 0;
       if (has_column(t, extra[w])) sb_ident(b, extra[w]);
@@ -768,10 +799,13 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
   if (first) sb_add(b, "1");
   sb_add(b, " FROM ");
   sb_ident(b, m->sources[k]);
-  if (m->where) {
-    sb_add(b, " WHERE ");
+  int where = m->where && !in_c;
+  if (where) {
+    sb_add(b, " WHERE (");
     sb_add(b, nvtx_domains ? NVTX_RANGE_OR_DOMAIN_TYPES : m->where);
+    sb_add(b, ")");
   }
+  if (rowid_range) sb_add(b, where ? " AND rowid BETWEEN ?1 AND ?2" : " WHERE rowid BETWEEN ?1 AND ?2");
   if (m->group_by) {
     sb_add(b, " GROUP BY ");
     sb_add(b, m->group_by);
@@ -781,12 +815,12 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
 
 /* The full statement for m: the SELECT of every source present. */
 static nsl_status build_statement(nsys_src *s, const table_map *m, const out_col *cols, int n, int nvtx_domains,
-                                  sbuf *b, nsl_error *err) {
+                                  int in_c, int extras, sbuf *b, nsl_error *err) {
   int any = 0;
   for (int k = 0; k < 4 && m->sources[k]; k++) {
     if (!find_table(s, m->sources[k])) continue;
     if (any) sb_add(b, m->distinct ? " UNION " : " UNION ALL ");
-    nsl_status rc = build_select(s, m, k, cols, n, nvtx_domains, b, err);
+    nsl_status rc = build_select(s, m, k, cols, n, nvtx_domains, in_c, extras, 0, b, err);
     if (rc != NSL_OK) return rc;
     any = 1;
   }
@@ -822,15 +856,20 @@ static nsl_status grow_columns(nsl_column **out, int n, int64_t cap) {
   return NSL_OK;
 }
 
-static int is_null(sqlite3_stmt *st, int i) { return sqlite3_column_type(st, i) == SQLITE_NULL; }
+/* A result cell, or NULL for SQL NULL: one call per cell instead of a type
+ * check and a read.  The value is only read on the thread that steps the
+ * statement (every connection here is used by one thread at a time). */
+static sqlite3_value *cell(sqlite3_stmt *st, int i) {
+  sqlite3_value *v = sqlite3_column_value(st, i);
+  return sqlite3_value_type(v) == SQLITE_NULL ? NULL : v;
+}
 
-static void put_int(nsl_column *c, int64_t row, sqlite3_stmt *st, int slot, int64_t add) {
-  int null = is_null(st, slot);
+static void put_int(nsl_column *c, int64_t row, sqlite3_value *v, int64_t add) {
   switch (c->type) {
-  case NSL_I64: nsl_i64(c)[row] = null ? NSL_NULL_I64 : sqlite3_column_int64(st, slot) + add; break;
-  case NSL_I32: nsl_i32(c)[row] = null ? NSL_NULL_I32 : (int32_t)(sqlite3_column_int64(st, slot) + add); break;
-  case NSL_F64: nsl_f64(c)[row] = null ? (double)NAN : sqlite3_column_double(st, slot) + (double)add; break;
-  case NSL_BOOL: nsl_bool(c)[row] = !null && sqlite3_column_int64(st, slot) != 0; break;
+  case NSL_I64: nsl_i64(c)[row] = v ? sqlite3_value_int64(v) + add : NSL_NULL_I64; break;
+  case NSL_I32: nsl_i32(c)[row] = v ? (int32_t)(sqlite3_value_int64(v) + add) : NSL_NULL_I32; break;
+  case NSL_F64: nsl_f64(c)[row] = v ? sqlite3_value_double(v) + (double)add : (double)NAN; break;
+  case NSL_BOOL: nsl_bool(c)[row] = v && sqlite3_value_int64(v) != 0; break;
   case NSL_STR: nsl_i32(c)[row] = -1; break;
   }
 }
@@ -850,11 +889,11 @@ static void put_str(nsl_column *c, int64_t row, int32_t did) {   /* a string id 
   else put_i64(c, row, NSL_NULL_I64);
 }
 
-/* Interns the text of result column slot (NULL gives -1; -3 out of memory). */
-static int32_t text_id(nsl_dict *dict, sqlite3_stmt *st, int slot) {
-  const char *v = (const char *)sqlite3_column_text(st, slot);
-  if (!v) return -1;
-  int32_t d = nsl_dict_intern(dict, v, (size_t)sqlite3_column_bytes(st, slot));
+/* Interns the text of value v into dict (NULL gives -1; -3 out of memory). */
+static int32_t text_id(nsl_dict *dict, sqlite3_value *v) {
+  const char *t = v ? (const char *)sqlite3_value_text(v) : NULL;
+  if (!t) return -1;
+  int32_t d = nsl_dict_intern(dict, t, (size_t)sqlite3_value_bytes(v));
   return d < 0 ? -3 : d;
 }
 
@@ -864,6 +903,395 @@ typedef struct domain_names {
   int64_t *ids;
   int32_t *dict_ids;
 } domain_names;
+
+static int domain_add(domain_names *dom, int64_t id, int32_t did) {
+  if (dom->n == dom->cap) {
+    int cap = dom->cap ? dom->cap * 2 : 16;
+    int64_t *ids = realloc(dom->ids, (size_t)cap * sizeof *ids);
+    if (ids) dom->ids = ids;
+    int32_t *dids = realloc(dom->dict_ids, (size_t)cap * sizeof *dids);
+    if (dids) dom->dict_ids = dids;
+    if (!ids || !dids) return -1;
+    dom->cap = cap;
+  }
+  dom->ids[dom->n] = id;
+  dom->dict_ids[dom->n++] = did;
+  return 0;
+}
+
+/* One load: what all its parts share, read-only while they run. */
+typedef struct scan {
+  nsys_src *s;
+  const table_map *m;
+  const char *name;
+  out_col *cols;
+  int n, nvtx_domains, dslot;
+  int type_slot, text_slot; /* NVTX: eventType; text (textId next to it) */
+  int text_col;             /* the first text column (M_TEXT, M_NVTX_TEXT), or -1 */
+  int types_in_c;           /* rows of NVTX event types other than 34, 59, 60 are skipped here */
+  int64_t time_offset;
+  const char *sql;          /* the SELECT of a serial scan (parts have their own) */
+  nsl_column **out;
+  nsl_dict *dict;           /* the load's dictionary */
+  const void *image;        /* the database image of an in-memory source (parallel scans open it again) */
+  int64_t image_size;
+} scan;
+
+/* A part of a load: a rowid range stepped on its own connection, writing the
+ * rows [row0, row0 + rows) of the output columns.  A deferred part (one of a
+ * parallel scan) leaves the load's dictionary alone: it interns text into its
+ * own and keeps StringIds references as DEFER(index), and merge_part maps
+ * both to the load's dictionary afterwards. */
+typedef struct scan_part {
+  scan *sc;
+  char *sql;                /* its own SELECT (one source, "rowid BETWEEN ?1 AND ?2"), or NULL: sc->sql */
+  sqlite3 *db;              /* NULL: the source's own connection */
+  nsl_dict *dict;           /* where strings go (the load's, or the part's own) */
+  int deferred;
+  int32_t source_ids[4], kind_ids[3];   /* in dict */
+  int32_t **enum_ids;       /* deferred: per column, its enum's values in dict (-2: not yet) */
+  int64_t lo, hi;           /* rowid range; hi < lo: the whole table */
+  int64_t row0, rows, cap;  /* cap: room from row0 (a serial part grows the columns) */
+  domain_names dom;         /* dict ids (deferred: DEFER ids too) */
+  int fallback;             /* deferred: a value the encoding cannot carry; redo serially */
+  nsl_status rc;
+  nsl_error err;
+} scan_part;
+
+#define DEFER(i) (-(int32_t)(i) - 4)   /* a StringIds index (0 <= i <= INT32_MAX - 4) */
+#define DEFERRED_INDEX(v) (-(int64_t)(v) - 4)
+
+/* The id of StringIds id sid (api: as a CUDA API name) for part p: interned
+ * now, or deferred.  -1 unknown, -3 out of memory. */
+static int32_t part_string(scan_part *p, int64_t sid, int api) {
+  nsys_src *s = p->sc->s;
+  if (!p->deferred) return api ? api_name_dict_id(s, sid) : string_dict_id(s, sid);
+  int64_t i = string_index(s, sid);
+  if (i < 0) return -1;
+  if (i > (int64_t)INT32_MAX - 4) {
+    p->fallback = 1;
+    return -1;
+  }
+  return DEFER(i);
+}
+
+/* The id of enum value v of column j for part p; -3 out of memory. */
+static int32_t part_enum(scan_part *p, int j, int64_t v) {
+  enum_map *e = &p->sc->cols[j].en;
+  if (!p->deferred) return enum_value(e, p->dict, v);
+  for (int i = 0; i < e->n; i++)
+    if (e->ids[i] == v) {
+      int32_t *ids = p->enum_ids[j];
+      if (ids[i] == -2) {   /* its name, from the load's dictionary (read-only while parts run) */
+        const char *name = nsl_dict_str(p->sc->dict, e->dict_ids[i]);
+        int32_t d = name ? nsl_dict_intern(p->dict, name, nsl_dict_strlen(p->sc->dict, e->dict_ids[i])) : -1;
+        ids[i] = !name ? -1 : d < 0 ? -3 : d;
+      }
+      return ids[i] == -3 ? -3 : ids[i];
+    }
+  char buf[32];
+  int len = snprintf(buf, sizeof buf, "%" PRId64, v);
+  int32_t did = nsl_dict_intern(p->dict, buf, (size_t)len);
+  return did < 0 ? -3 : did;
+}
+
+static nsl_status part_sql_error(scan_part *p, sqlite3 *db, int rc) {
+  nsys_src *s = p->sc->s;
+  int prim = rc & 0xff;
+  const char *what = p->sc->m->sources[0];
+  if (prim == SQLITE_CORRUPT || prim == SQLITE_NOTADB || prim == SQLITE_IOERR)
+    return nsl_error_set(&p->err, NSL_ERR_FORMAT, "'%s' is truncated or corrupt: reading %s: %s", s->label, what,
+                         sqlite3_errstr(rc));
+  if (prim == SQLITE_NOMEM) return nsl_error_set(&p->err, NSL_ERR_NOMEM, "out of memory reading '%s' (%s)", s->label, what);
+  return nsl_error_set(&p->err, NSL_ERR_FORMAT, "'%s': %s: %s", s->label, what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+}
+
+/* Steps the part's rows into the output columns; sets and returns p->rc. */
+static nsl_status scan_rows(scan_part *p) {
+  scan *sc = p->sc;
+  out_col *cols = sc->cols;
+  nsl_column **out = sc->out;
+  sqlite3 *db = p->db ? p->db : sc->s->db;
+  sqlite3_stmt *st = NULL;
+  int step = sqlite3_prepare_v2(db, p->sql ? p->sql : sc->sql, -1, &st, NULL);
+  if (step != SQLITE_OK) {
+    sqlite3_finalize(st);
+    return p->rc = part_sql_error(p, db, step);
+  }
+  if (p->hi >= p->lo) {
+    sqlite3_bind_int64(st, 1, p->lo);
+    sqlite3_bind_int64(st, 2, p->hi);
+  }
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (sc->nvtx_domains || sc->types_in_c) {
+      sqlite3_value *et = cell(st, sc->type_slot);
+      int64_t type = et ? sqlite3_value_int64(et) : -1;
+      if (sc->types_in_c && type != 34 && type != 59 && type != 60 && !(sc->nvtx_domains && type == 75)) continue;
+      if (sc->nvtx_domains && type == 75) {   /* domain create: remember domainId -> name, emit nothing */
+        int32_t did = text_id(p->dict, cell(st, sc->text_slot));
+        sqlite3_value *tid = cell(st, sc->text_slot + 1);
+        if (did == -1 && tid) did = part_string(p, sqlite3_value_int64(tid), 0);
+        if (did == -3) goto nomem;
+        sqlite3_value *dv = sc->dslot >= 0 ? cell(st, sc->dslot) : NULL;
+        if (dv && did != -1 && domain_add(&p->dom, sqlite3_value_int64(dv), did) < 0) goto nomem;
+        continue;
+      }
+    }
+    if (p->rows == p->cap) {
+      if (p->deferred) {   /* cannot happen (cap is the rowid range); be safe */
+        p->fallback = 1;
+        break;
+      }
+      int64_t cap = p->cap * 2;
+      if (grow_columns(out, sc->n, p->row0 + cap) != NSL_OK) goto nomem;
+      p->cap = cap;
+    }
+    int64_t row = p->row0 + p->rows;
+    /* the text first: its dictionary slot comes into cache while the other
+     * cells are read */
+    const char *txt = NULL;
+    size_t tlen = 0;
+    uint32_t th = 0;
+    if (sc->text_col >= 0) {
+      sqlite3_value *tv = cell(st, cols[sc->text_col].slot);
+      if (tv && (txt = (const char *)sqlite3_value_text(tv))) {
+        tlen = (size_t)sqlite3_value_bytes(tv);
+        th = nsl_dict_hash(txt, tlen);
+        nsl_dict_prefetch(p->dict, th);
+      }
+    }
+    for (int j = 0; j < sc->n; j++) {
+      const col_map *cm = cols[j].map;
+      nsl_column *c = out[j];
+      int sl = cols[j].slot;
+      int32_t did;
+      sqlite3_value *v;
+      if (!cm) {
+        put_int(c, row, NULL, 0);   /* the slot is NULL */
+        continue;
+      }
+      switch (cm->kind) {
+      case M_INT:
+        v = cell(st, sl);
+        put_int(c, row, v, cols[j].is_time ? sc->time_offset : 0);
+        break;
+      case M_PID:
+        v = cell(st, sl);
+        put_i64(c, row, v ? (sqlite3_value_int64(v) >> 24) & 0xFFFFFF : NSL_NULL_I64);
+        break;
+      case M_TID:
+        v = cell(st, sl);
+        put_i64(c, row, v ? sqlite3_value_int64(v) & 0xFFFFFF : NSL_NULL_I64);
+        break;
+      case M_STR:
+      case M_API_NAME:
+        v = cell(st, sl);
+        did = v ? part_string(p, sqlite3_value_int64(v), cm->kind == M_API_NAME) : -1;
+        if (did == -3) goto nomem;
+        put_str(c, row, did);
+        break;
+      case M_TEXT:
+      case M_NVTX_TEXT:
+        if (j == sc->text_col) {
+          did = !txt ? -1 : nsl_dict_intern_hashed(p->dict, txt, tlen, th);
+          if (txt && did < 0) did = -3;
+        } else {
+          did = text_id(p->dict, cell(st, sl));
+        }
+        if (did == -3) goto nomem;
+        if (cm->kind == M_TEXT) {
+          put_str(c, row, did);
+          break;
+        }
+        if (did == -1 && (v = cell(st, sl + 1))) did = part_string(p, sqlite3_value_int64(v), 0);
+        if (did == -3) goto nomem;
+        put_str(c, row, did);
+        break;
+      case M_ENUM:
+        v = cell(st, sl);
+        did = v ? part_enum(p, j, sqlite3_value_int64(v)) : -1;
+        if (did == -3) goto nomem;
+        put_str(c, row, did);
+        break;
+      case M_CC: {
+        sqlite3_value *major = cell(st, sl), *minor = cell(st, sl + 1);
+        if (!major || !minor) did = -1;
+        else {
+          char buf[48];
+          int len = snprintf(buf, sizeof buf, "%" PRId64 ".%" PRId64, (int64_t)sqlite3_value_int64(major),
+                             (int64_t)sqlite3_value_int64(minor));
+          if ((did = nsl_dict_intern(p->dict, buf, (size_t)len)) < 0) goto nomem;
+        }
+        put_str(c, row, did);
+        break;
+      }
+      case M_SOURCE: {
+        v = cell(st, sl);
+        int64_t k = v ? sqlite3_value_int64(v) : -1;
+        put_str(c, row, k >= 0 && k < 4 ? p->source_ids[k] : -1);
+        break;
+      }
+      case M_NVTX_DOMAIN:   /* the raw id for now; names are known after the scan */
+        v = cell(st, sl);
+        if (c->type == NSL_STR) nsl_i32(c)[row] = v ? (int32_t)sqlite3_value_int64(v) : NSL_NULL_I32;
+        else put_i64(c, row, v ? sqlite3_value_int64(v) : NSL_NULL_I64);
+        break;
+      case M_NVTX_KIND: {
+        v = cell(st, sl);
+        int64_t t = v ? sqlite3_value_int64(v) : -1;
+        put_str(c, row, t == 59 ? p->kind_ids[0] : t == 60 ? p->kind_ids[1] : t == 34 ? p->kind_ids[2] : -1);
+        break;
+      }
+      }
+    }
+    p->rows++;
+  }
+  if (step != SQLITE_DONE && step != SQLITE_ROW) p->rc = part_sql_error(p, db, step);
+  else p->rc = NSL_OK;
+  sqlite3_finalize(st);
+  return p->rc;
+nomem:
+  sqlite3_finalize(st);
+  return p->rc = nsl_error_set(&p->err, NSL_ERR_NOMEM, "out of memory loading %s of '%s'", sc->name, sc->s->label);
+}
+
+/* Interns the constant strings of part p (source labels, NVTX kinds) into its
+ * dictionary; -1 out of memory. */
+static int part_constants(scan_part *p) {
+  static const char *const nvtx_kinds[3] = {"push_pop", "start_end", "mark"};
+  scan *sc = p->sc;
+  for (int k = 0; k < 4; k++) p->source_ids[k] = -1;
+  for (int k = 0; k < 3; k++) p->kind_ids[k] = -1;
+  for (int j = 0; j < sc->n; j++) {
+    if (!sc->cols[j].map) continue;
+    if (sc->cols[j].map->kind == M_SOURCE)
+      for (int k = 0; k < 4; k++)
+        if (sc->m->labels[k] && (p->source_ids[k] = nsl_dict_intern(p->dict, sc->m->labels[k], strlen(sc->m->labels[k]))) < 0)
+          return -1;
+    if (sc->cols[j].map->kind == M_NVTX_KIND)
+      for (int k = 0; k < 3; k++)
+        if ((p->kind_ids[k] = nsl_dict_intern(p->dict, nvtx_kinds[k], strlen(nvtx_kinds[k]))) < 0) return -1;
+  }
+  return 0;
+}
+
+static void part_free(scan_part *p) {
+  free(p->sql);
+  p->sql = NULL;
+  if (p->db) sqlite3_close_v2(p->db);
+  p->db = NULL;
+  if (p->deferred) nsl_dict_release(p->dict);
+  p->dict = NULL;
+  if (p->enum_ids)
+    for (int j = 0; j < p->sc->n; j++) free(p->enum_ids[j]);
+  free(p->enum_ids);
+  p->enum_ids = NULL;
+  free(p->dom.ids);
+  free(p->dom.dict_ids);
+  memset(&p->dom, 0, sizeof p->dom);
+}
+
+/* A parallel part's job: its own connection, dictionary and rows. */
+static void part_job(void *ctx, int i) {
+  scan_part *p = (scan_part *)ctx + i;
+  scan *sc = p->sc;
+  nsys_src *s = sc->s;
+  int src;
+  if (sc->image) {
+    src = sqlite3_open_v2(":memory:", &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (src == SQLITE_OK)   /* borrowed, read-only: the source's own connection owns the image */
+      src = sqlite3_deserialize(p->db, "main", (unsigned char *)sc->image, sc->image_size, sc->image_size,
+                                SQLITE_DESERIALIZE_READONLY);
+  } else {
+    src = sqlite3_open_v2(s->uri, &p->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
+  }
+  if (src != SQLITE_OK) {
+    p->fallback = 1;   /* no second connection: the serial scan will do */
+    return;
+  }
+  scan_rows(p);
+}
+
+/* Maps the strings of deferred part p to the load's dictionary and moves its
+ * rows to start at row `at`; its domain names join dom. */
+static nsl_status merge_part(scan_part *p, int64_t at, domain_names *dom, nsl_error *err) {
+  scan *sc = p->sc;
+  nsys_src *s = sc->s;
+  int32_t nlocal = nsl_dict_size(p->dict);
+  int32_t *lmap = malloc((size_t)(nlocal > 0 ? nlocal : 1) * sizeof *lmap);
+  if (!lmap) goto nomem;
+  for (int32_t i = 0; i < nlocal; i++)
+    if ((lmap[i] = nsl_dict_intern(sc->dict, nsl_dict_str(p->dict, i), nsl_dict_strlen(p->dict, i))) < 0) goto nomem;
+  for (int j = 0; j < sc->n; j++) {
+    const col_map *cm = sc->cols[j].map;
+    nsl_column *c = sc->out[j];
+    if (cm && c->type == NSL_STR && cm->kind != M_NVTX_DOMAIN) {
+      int api = cm->kind == M_API_NAME;
+      int32_t *v = nsl_i32(c) + p->row0;
+      for (int64_t r = 0; r < p->rows; r++) {
+        int32_t x = v[r];
+        if (x >= 0) v[r] = lmap[x];
+        else if (x <= -4) {
+          int32_t d = api ? index_api_id(s, DEFERRED_INDEX(x)) : index_dict_id(s, DEFERRED_INDEX(x));
+          if (d == -3) goto nomem;
+          v[r] = d;
+        }
+      }
+    }
+    if (at != p->row0 && p->rows > 0) {
+      size_t w = nsl_type_size(c->type);
+      memmove((char *)c->data + (size_t)at * w, (char *)c->data + (size_t)p->row0 * w, (size_t)p->rows * w);
+    }
+  }
+  for (int d = 0; d < p->dom.n; d++) {
+    int32_t x = p->dom.dict_ids[d];
+    int32_t did = x >= 0 ? lmap[x] : x <= -4 ? index_dict_id(s, DEFERRED_INDEX(x)) : -1;
+    if (did == -3 || domain_add(dom, p->dom.ids[d], did) < 0) goto nomem;
+  }
+  free(lmap);
+  return NSL_OK;
+nomem:
+  free(lmap);
+  return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory loading %s of '%s'", sc->name, s->label);
+}
+
+/* Rows below which a load is one serial scan (NSL_PARALLEL_MIN_ROWS sets
+ * another bound: the tests run the parallel path on small exports). */
+#define PARALLEL_MIN_ROWS 262144
+
+static int64_t parallel_min_rows(void) {
+  const char *env = getenv("NSL_PARALLEL_MIN_ROWS");
+  long long v = env && *env ? strtoll(env, NULL, 10) : 0;
+  return v > 0 ? (int64_t)v : PARALLEL_MIN_ROWS;
+}
+
+/* The rowid spans of the source tables of m (lo[k] > hi[k]: absent or
+ * empty) when a parallel scan applies: no grouping, rows enough in all, and
+ * rowids dense enough to size the columns by.  Returns the total span, 0 when
+ * the scan is serial. */
+static int64_t parallel_spans(nsys_src *s, const table_map *m, int64_t *lo, int64_t *hi) {
+  if (m->distinct || m->group_by) return 0;
+  int64_t total = 0;
+  for (int k = 0; k < 4; k++) {
+    lo[k] = 0;
+    hi[k] = -1;
+    if (k >= 4 || !m->sources[k] || !find_table(s, m->sources[k])) continue;
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT min(rowid), max(rowid) FROM \"%s\"", m->sources[k]);
+    sqlite3_stmt *st = NULL;
+    int ok = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+    if (ok && sqlite3_column_type(st, 0) == SQLITE_INTEGER && sqlite3_column_type(st, 1) == SQLITE_INTEGER) {
+      lo[k] = sqlite3_column_int64(st, 0);
+      hi[k] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (!ok) return 0;
+    if (hi[k] < lo[k]) continue;
+    if (hi[k] - lo[k] >= INT64_MAX / 4 || total > INT64_MAX / 4) return 0;
+    total += hi[k] - lo[k] + 1;
+  }
+  return total >= parallel_min_rows() && total <= s->db_bytes / 2 + 16 ? total : 0;
+}
 
 static nsl_status nsys_load(void *p, const char *name, const char *const *colnames, const nsl_type *types, int n,
                             nsl_dict *dict, int64_t time_offset, nsl_column **out, nsl_error *err) {
@@ -875,15 +1303,16 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
   if (!m) return nsl_error_set(err, NSL_ERR_NOTFOUND, "'%s' has no %s", s->label, name);
   out_col *cols = calloc((size_t)(n > 0 ? n : 1), sizeof *cols);
   sbuf b = {0};
-  sqlite3_stmt *st = NULL;
   domain_names dom = {0};
-  int nvtx_domains = 0, extra_slot = 0, need_strings = 0;
+  scan_part *parts = NULL;
+  int nparts = 0;
+  int nvtx_domains = 0, need_strings = 0;
   int64_t rows = 0;
   for (int j = 0; j < n; j++) out[j] = NULL;
   if (!cols) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
 
   /* Which mapping feeds each requested column. */
-  int slot = 0;
+  int slot = 0, dslot = -1;
   for (int j = 0; j < n; j++) {
     for (const col_map *cm = m->cols; cm->model; cm++)
       if (strcmp(cm->model, colnames[j]) == 0) cols[j].map = cm;
@@ -894,149 +1323,125 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
     slot += slots_of(cols[j].map);
     if (cols[j].map) {
       map_kind k = cols[j].map->kind;
-      if (k == M_NVTX_DOMAIN) nvtx_domains = 1;
+      if (k == M_NVTX_DOMAIN) {
+        nvtx_domains = 1;
+        dslot = cols[j].slot;
+      }
       if (k == M_STR || k == M_API_NAME || k == M_NVTX_TEXT) need_strings = 1;
       if (k == M_ENUM && (rc = build_enum(s, cols[j].map->en, dict, &cols[j].en, err)) != NSL_OK) goto done;
     }
   }
-  extra_slot = slot;
   if (nvtx_domains) need_strings = 1;
   if (need_strings) {
     if ((rc = load_strings(s, err)) != NSL_OK) goto done;
     use_dict(s, dict);
   }
-  if ((rc = build_statement(s, m, cols, n, nvtx_domains, &b, err)) != NSL_OK) goto done;
-  int src_rc = sqlite3_prepare_v2(s->db, b.p, -1, &st, NULL);
-  if (src_rc != SQLITE_OK) {
-    rc = sql_error(s, src_rc, m->sources[0], err);
-    goto done;
-  }
-
-  /* constant strings, interned once */
-  int32_t source_ids[4] = {-1, -1, -1, -1}, kind_ids[3] = {-1, -1, -1};
-  static const char *const nvtx_kinds[3] = {"push_pop", "start_end", "mark"};
+  scan sc = {s, m, name, cols, n, nvtx_domains, dslot, -1, -1, -1, types_in_c(s, m), time_offset, NULL, out, dict, NULL, 0};
+  /* the extras, unless an output column reads them already */
+  int extras = 0;
   for (int j = 0; j < n; j++) {
-    if (!cols[j].map) continue;
-    if (cols[j].map->kind == M_SOURCE)
-      for (int k = 0; k < 4; k++)
-        if (m->labels[k] && (source_ids[k] = nsl_dict_intern(dict, m->labels[k], strlen(m->labels[k]))) < 0) goto nomem;
-    if (cols[j].map->kind == M_NVTX_KIND)
-      for (int k = 0; k < 3; k++)
-        if ((kind_ids[k] = nsl_dict_intern(dict, nvtx_kinds[k], strlen(nvtx_kinds[k]))) < 0) goto nomem;
+    if (cols[j].map && cols[j].map->kind == M_NVTX_KIND) sc.type_slot = cols[j].slot;
+    if (cols[j].map && cols[j].map->kind == M_NVTX_TEXT) sc.text_slot = cols[j].slot;
+    if (cols[j].map && (cols[j].map->kind == M_NVTX_TEXT || cols[j].map->kind == M_TEXT) && sc.text_col < 0)
+      sc.text_col = j;
+  }
+  if ((nvtx_domains || sc.types_in_c) && sc.type_slot < 0) {
+    extras |= EXTRA_TYPE;
+    sc.type_slot = slot++;
+  }
+  if (nvtx_domains && sc.text_slot < 0) {
+    extras |= EXTRA_TEXT;
+    sc.text_slot = slot;
+    slot += 2;
   }
 
-  int64_t cap = estimate_rows(s, m);
+  /* A large table is scanned in rowid ranges on several connections at once. */
+  int64_t lo[4], hi[4];
+  int threads = nsl__thread_count(0);
+  int64_t total = threads > 1 ? parallel_spans(s, m, lo, hi) : 0;
+  int parallel = total > 0;
+  if (parallel && !s->uri) {   /* an in-memory image: the parts open it again, read-only */
+    sqlite3_int64 size = 0;
+    sc.image = sqlite3_serialize(s->db, "main", &size, SQLITE_SERIALIZE_NOCOPY);
+    sc.image_size = size;
+    parallel = sc.image != NULL && size > 0;
+  }
+  if ((rc = build_statement(s, m, cols, n, nvtx_domains, sc.types_in_c, extras, &b, err)) != NSL_OK) goto done;
+  sc.sql = b.p;
+
+  int64_t cap = parallel ? total : estimate_rows(s, m);
   for (int j = 0; j < n; j++)
-    if (!(out[j] = nsl_column_new(types[j], cap, dict))) {
-      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory loading %s of '%s'", name, s->label);
+    if (!(out[j] = nsl_column_new(types[j], cap, dict))) goto nomem;
+
+  if (parallel) {
+    /* each source table in `threads` rowid ranges; rows of source k go after
+     * those of the sources before it, a range's at its offset in the span */
+    if (!(parts = calloc((size_t)threads * 4, sizeof *parts))) goto nomem;
+    int64_t base = 0;
+    for (int k = 0; k < 4; k++) {
+      if (hi[k] < lo[k]) continue;
+      int64_t span = hi[k] - lo[k] + 1;
+      int chunks = span >= threads ? threads : 1;
+      for (int i = 0; i < chunks; i++) {
+        scan_part *q = &parts[nparts++];
+        q->sc = &sc;
+        q->deferred = 1;
+        q->lo = lo[k] + span * i / chunks;
+        q->hi = lo[k] + span * (i + 1) / chunks - 1;
+        q->row0 = base + (q->lo - lo[k]);
+        q->cap = q->hi - q->lo + 1;
+        sbuf qb = {0};
+        rc = build_select(s, m, k, cols, n, nvtx_domains, sc.types_in_c, extras, 1, &qb, err);
+        q->sql = qb.p;
+        if (rc != NSL_OK) goto done;
+        if (qb.oom) goto nomem;
+        if (!(q->dict = nsl_dict_new()) || part_constants(q) < 0) goto nomem;
+        if (!(q->enum_ids = calloc((size_t)n, sizeof *q->enum_ids))) goto nomem;
+        for (int j = 0; j < n; j++) {
+          if (cols[j].en.n == 0) continue;
+          if (!(q->enum_ids[j] = malloc((size_t)cols[j].en.n * sizeof **q->enum_ids))) goto nomem;
+          for (int e = 0; e < cols[j].en.n; e++) q->enum_ids[j][e] = -2;
+        }
+      }
+      base += span;
+    }
+    nsl__run_parallel(nparts, threads, part_job, parts);
+    int fallback = 0;
+    for (int i = 0; i < nparts; i++) fallback |= parts[i].fallback;
+    for (int i = 0; i < nparts && !fallback; i++)
+      if (parts[i].rc != NSL_OK) {
+        rc = nsl_error_set(err, parts[i].rc, "%s", parts[i].err.msg);
+        goto done;
+      }
+    for (int i = 0; i < nparts && !fallback; i++) {
+      if ((rc = merge_part(&parts[i], rows, &dom, err)) != NSL_OK) goto done;
+      rows += parts[i].rows;
+    }
+    for (int i = 0; i < nparts; i++) part_free(&parts[i]);
+    if (fallback) {   /* start again: one serial scan */
+      rows = 0;
+      dom.n = 0;
+      parallel = 0;
+    }
+  }
+  if (!parallel) {
+    scan_part one = {0};
+    one.sc = &sc;
+    one.dict = dict;
+    one.lo = 0;
+    one.hi = -1;
+    one.cap = out[0] ? out[0]->cap : cap;
+    for (int j = 0; j < n; j++)
+      if (out[j]->cap < one.cap) one.cap = out[j]->cap;
+    if (part_constants(&one) < 0) goto nomem;
+    one.dom = dom;
+    rc = scan_rows(&one);
+    dom = one.dom;
+    rows = one.rows;
+    if (rc != NSL_OK) {
+      rc = nsl_error_set(err, rc, "%s", one.err.msg);
       goto done;
     }
-
-  int step;
-  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (nvtx_domains && !is_null(st, extra_slot) && sqlite3_column_int64(st, extra_slot) == 75) {
-      /* domain create: remember domainId -> name, emit nothing */
-      int dslot = -1;
-      for (int j = 0; j < n; j++)
-        if (cols[j].map && cols[j].map->kind == M_NVTX_DOMAIN) dslot = cols[j].slot;
-      int32_t did = text_id(dict, st, extra_slot + 1);
-      if (did == -1 && !is_null(st, extra_slot + 2)) did = string_dict_id(s, sqlite3_column_int64(st, extra_slot + 2));
-      if (did == -3) goto nomem;
-      if (dslot >= 0 && !is_null(st, dslot) && did >= 0) {
-        if (dom.n == dom.cap) {
-          int dcap = dom.cap ? dom.cap * 2 : 16;
-          int64_t *ids = realloc(dom.ids, (size_t)dcap * sizeof *ids);
-          if (ids) dom.ids = ids;
-          int32_t *dids = realloc(dom.dict_ids, (size_t)dcap * sizeof *dids);
-          if (dids) dom.dict_ids = dids;
-          if (!ids || !dids) goto nomem;
-          dom.cap = dcap;
-        }
-        dom.ids[dom.n] = sqlite3_column_int64(st, dslot);
-        dom.dict_ids[dom.n++] = did;
-      }
-      continue;
-    }
-    if (rows == cap) {
-      cap *= 2;
-      if (grow_columns(out, n, cap) != NSL_OK) goto nomem;
-    }
-    for (int j = 0; j < n; j++) {
-      const col_map *cm = cols[j].map;
-      nsl_column *c = out[j];
-      int sl = cols[j].slot;
-      int32_t did;
-      if (!cm) {
-        put_int(c, rows, st, sl, 0);   /* the slot is NULL */
-        if (c->type == NSL_STR) nsl_i32(c)[rows] = -1;
-        continue;
-      }
-      switch (cm->kind) {
-      case M_INT:
-        put_int(c, rows, st, sl, cols[j].is_time && !is_null(st, sl) ? time_offset : 0);
-        break;
-      case M_PID:
-        put_i64(c, rows, is_null(st, sl) ? NSL_NULL_I64 : (sqlite3_column_int64(st, sl) >> 24) & 0xFFFFFF);
-        break;
-      case M_TID:
-        put_i64(c, rows, is_null(st, sl) ? NSL_NULL_I64 : sqlite3_column_int64(st, sl) & 0xFFFFFF);
-        break;
-      case M_STR:
-        did = is_null(st, sl) ? -1 : string_dict_id(s, sqlite3_column_int64(st, sl));
-        if (did == -3) goto nomem;
-        put_str(c, rows, did);
-        break;
-      case M_API_NAME:
-        did = is_null(st, sl) ? -1 : api_name_dict_id(s, sqlite3_column_int64(st, sl));
-        if (did == -3) goto nomem;
-        put_str(c, rows, did);
-        break;
-      case M_TEXT:
-        if ((did = text_id(dict, st, sl)) == -3) goto nomem;
-        put_str(c, rows, did);
-        break;
-      case M_NVTX_TEXT:
-        if ((did = text_id(dict, st, sl)) == -3) goto nomem;
-        if (did == -1 && !is_null(st, sl + 1)) did = string_dict_id(s, sqlite3_column_int64(st, sl + 1));
-        if (did == -3) goto nomem;
-        put_str(c, rows, did);
-        break;
-      case M_ENUM:
-        did = is_null(st, sl) ? -1 : enum_value(&cols[j].en, dict, sqlite3_column_int64(st, sl));
-        if (did == -3) goto nomem;
-        put_str(c, rows, did);
-        break;
-      case M_CC:
-        if (is_null(st, sl) || is_null(st, sl + 1)) did = -1;
-        else {
-          char buf[48];
-          int len = snprintf(buf, sizeof buf, "%" PRId64 ".%" PRId64, (int64_t)sqlite3_column_int64(st, sl),
-                             (int64_t)sqlite3_column_int64(st, sl + 1));
-          if ((did = nsl_dict_intern(dict, buf, (size_t)len)) < 0) goto nomem;
-        }
-        put_str(c, rows, did);
-        break;
-      case M_SOURCE: {
-        int64_t k = sqlite3_column_int64(st, sl);
-        put_str(c, rows, k >= 0 && k < 4 ? source_ids[k] : -1);
-        break;
-      }
-      case M_NVTX_DOMAIN:   /* the raw id for now; names are known after the scan */
-        if (c->type == NSL_STR) nsl_i32(c)[rows] = is_null(st, sl) ? NSL_NULL_I32 : (int32_t)sqlite3_column_int64(st, sl);
-        else put_i64(c, rows, is_null(st, sl) ? NSL_NULL_I64 : sqlite3_column_int64(st, sl));
-        break;
-      case M_NVTX_KIND: {
-        int64_t t = is_null(st, sl) ? -1 : sqlite3_column_int64(st, sl);
-        put_str(c, rows, t == 59 ? kind_ids[0] : t == 60 ? kind_ids[1] : t == 34 ? kind_ids[2] : -1);
-        break;
-      }
-      }
-    }
-    rows++;
-  }
-  if (step != SQLITE_DONE) {
-    rc = sql_error(s, step, m->sources[0], err);
-    goto done;
   }
   /* NVTX domains: ids -> names (default domain 0 and unnamed ids: NULL). */
   for (int j = 0; j < n; j++) {
@@ -1073,7 +1478,9 @@ done:
       out[j] = NULL;
     }
   s->map_dict = NULL;
-  sqlite3_finalize(st);
+  if (parts)
+    for (int i = 0; i < nparts; i++) part_free(&parts[i]);
+  free(parts);
   for (int j = 0; j < n; j++) enum_map_free(&cols[j].en);
   free(cols);
   free(b.p);
@@ -1094,7 +1501,7 @@ static nsl_status nsys_count(void *p, const char *name, int64_t *out, nsl_error 
   out_col key = {0};
   key.map = &m->cols[0];   /* distinct/grouped maps count their first column's rows */
   sb_add(&b, "SELECT count(*) FROM (");
-  rc = build_statement(s, m, &key, 1, 0, &b, err);
+  rc = build_statement(s, m, &key, 1, 0, 0, 0, &b, err);
   sb_add(&b, ")");
   if (rc == NSL_OK && b.oom) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   if (rc == NSL_OK) {
@@ -1125,6 +1532,7 @@ static void nsys_close(void *p) {
   if (!s) return;
   sqlite3_close_v2(s->db);
   free(s->image);
+  free(s->uri);
   for (int i = 0; i < s->ntables; i++) {
     free(s->tables[i].name);
     for (int c = 0; c < s->tables[i].ncols; c++) free(s->tables[i].cols[c]);
@@ -1349,17 +1757,16 @@ nsl_status nsl_nsys_open_file(const char *path, void **out, nsl_report_info *inf
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", path);
   }
   s->db_bytes = (int64_t)sb.st_size;
+  s->uri = uri;
+  /* no mmap: SQLite's own page cache keeps the resident set small, and on
+   * large exports the scans were no faster with the file mapped */
   int src = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
-  free(uri);
   if (src != SQLITE_OK) {
     rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path,
                        s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
     nsys_close(s);
     return rc;
   }
-  char pragma[64];
-  snprintf(pragma, sizeof pragma, "PRAGMA mmap_size = %" PRId64, s->db_bytes);
-  sqlite3_exec(s->db, pragma, NULL, NULL, NULL);
   if ((rc = finish_open(s, info, err)) != NSL_OK) {
     nsys_close(s);
     return rc;

@@ -86,6 +86,14 @@ function T.copy(rel)
   return path
 end
 
+--- The whole content of a file (raises when it cannot be read).
+function T.read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
 --- Runs SQL that writes, on a test's own copy (sqlite3 program).
 function T.sql_exec(path, sql)
   local p = assert(io.popen("sqlite3 " .. shell_quote(path), "w"))

@@ -15,13 +15,6 @@ local function write(path, data)
   f:close()
 end
 
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 local function basename(p) return p:match("([^/]+)$") end
 
 -- Per column of every table: row count, non-NULL count, sum (numbers), and
@@ -282,9 +275,9 @@ return {
     T.eq(sig, 15, "signal number")
     local out = tmp .. "/spawn.txt"
     T.eq(nsl.spawn({"sh", "-c", "printf %s \"$X\"; exit 0"}, {env = {X = "a b;$(id)"}, stdout = out}), 0, "env")
-    T.eq(slurp(out), "a b;$(id)", "value passed as is")
+    T.eq(T.read(out), "a b;$(id)", "value passed as is")
     T.eq(nsl.spawn({"printf", "%s|", "$(id)", "a b"}, {stdout = out}), 0, "argv")
-    T.eq(slurp(out), "$(id)|a b|", "arguments are never interpreted")
+    T.eq(T.read(out), "$(id)|a b|", "arguments are never interpreted")
     local none, msg = nsl.spawn({tmp .. "/no-such-program"})
     T.eq(none, nil, "missing program")
     T.ok(msg:find("no-such-program", 1, true), msg)
