@@ -108,7 +108,7 @@ return {
       if present[c] then
         local one = per_class:filter(per_class.class:eq(c))
         local j = w:select(keys):join(one, keys, {"time"})
-        ccols[#ccols + 1] = {c .. " (ns)", require("nsl.nvtx").coalesce(j.time, 0)}
+        ccols[#ccols + 1] = {c .. " (ns)", nsl.coalesce(j.time, 0)}
         present[c] = nil
       end
     end

@@ -245,7 +245,7 @@ end
 -- names for which = "short".  A string column.
 function M.kernel_names(k, which)
   if which == "short" then return k.name end
-  return require("nsl.steps").coalesce(k.demangled, k.name)
+  return nsl.coalesce(k.demangled, k.name)
 end
 
 --- Every GPU operation of the trace -- kernels, memcpy, memset -- as one

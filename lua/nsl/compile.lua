@@ -81,7 +81,7 @@ end
 function M.child_stats(parent, dur)
   local g = nsl.table{{"row", parent}, {"dur", dur}}:group_by("row"):agg{"n=count", "d=sum(dur)"}
   local t = nsl.table{{"row", nsl.range(#parent)}}:join(g, {"row"}, {"n", "d"})
-  return nvtx.coalesce(t.n, 0):cast("i32"), nvtx.coalesce(t.d, 0)
+  return nsl.coalesce(t.n, 0):cast("i32"), nsl.coalesce(t.d, 0)
 end
 
 local function append(col, v)

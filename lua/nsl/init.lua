@@ -48,6 +48,14 @@ function M.where(mask, a, b)
   return M.concat(a, b):gather(pick)
 end
 
+--- nsl.coalesce(a, b) -> a where it is not NULL, else b (a column of a's
+-- type and length, or a single value); a itself when it has no NULL.
+function M.coalesce(a, b)
+  local missing = a:isnull()
+  if missing:count() == 0 then return a end
+  return M.where(missing, b, a)
+end
+
 --- nsl.is(v, kind) -> true when v is a column/table/trace/groups/intervals.
 function M.is(v, kind) return core.type(v) == kind end
 

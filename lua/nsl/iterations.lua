@@ -341,7 +341,7 @@ function M.metrics(it, ops)
   a = a:with("gpu_busy", nsl.busy_by_group(inside.start, inside.stop, g:ids(), #a))
   local w = W:join(a, keys, {"gpu_start", "gpu_stop", "gpu_busy", "kernels", "memcpy", "memcpy_bytes", "memset"})
   for _, c in ipairs{"gpu_busy", "kernels", "memcpy", "memcpy_bytes", "memset"} do
-    w = w:with(c, nvtx.coalesce(w[c], 0))
+    w = w:with(c, nsl.coalesce(w[c], 0))
   end
   local ckeys = {table.unpack(keys)}
   ckeys[#ckeys + 1] = "class"

@@ -71,16 +71,6 @@ function M.range_mask(nv)
   return nv.kind:isin{"push_pop", "start_end"} & (nv.end_tid:isnull() | nv.end_tid:eq(nv.tid))
 end
 
---- c with its NULLs replaced by the integer v (whole-column operations).
-function M.coalesce(c, v)
-  local missing = c:isnull()
-  if missing:count() == 0 then return c end
-  local n = #c
-  local r = nsl.range(n)
-  local idx = r + missing:cast("i64") * (n - r)   -- row i, or n (the appended v) where NULL
-  return nsl.concat(c, nsl.column{v}):gather(idx)
-end
-
 local op_tables = {"kernels", "memcpy", "memset"}
 
 --- The trace.nvtx columns M.project reads (loading them in one call is one

@@ -47,13 +47,6 @@ function M.ranges(trace, name)
   return r:with("iter", r.pos - first:gather(g:ids()) + 1):select{"report", "pid", "start", "stop", "iter"}
 end
 
---- coalesce(a, b): a where it is not NULL, else b (columns of one type).
-function M.coalesce(a, b)
-  local n = #a
-  local pick = nsl.range(n) + a:isnull():cast("i64") * n
-  return nsl.concat(a, b):gather(pick)
-end
-
 --- The time each row of ops (a table with report, pid, corr, start) was
 -- launched: the start of the CUDA API call with the same report, process
 -- and correlation id (processes of one report reuse correlation ids), else
@@ -65,7 +58,7 @@ function M.launch_times(trace, ops)
   local keys = {"report", "pid", "corr"}
   local j = ops:select{"report", "pid", "corr", "start"}:join(api:select{"report", "pid", "corr", "start"}, keys,
                                                                 {"start"}, "api_")
-  return M.coalesce(j.api_start, ops.start)
+  return nsl.coalesce(j.api_start, ops.start)
 end
 
 --- The iteration (1-based, NULL for none) of every row of ops, a table with
