@@ -594,6 +594,8 @@ static int32_t api_name_dict_id(nsys_src *s, int64_t id) {
 
 /* ---- enum values --------------------------------------------------------- */
 
+/* Values -> dictionary ids: an enum's names, the NVTX domain names met in a
+ * scan (domain-create events). */
 typedef struct enum_map {
   int n, cap;
   int64_t *ids;
@@ -897,28 +899,6 @@ static int32_t text_id(nsl_dict *dict, sqlite3_value *v) {
   return d < 0 ? -3 : d;
 }
 
-/* NVTX domain names met in the scan (domain-create events). */
-typedef struct domain_names {
-  int n, cap;
-  int64_t *ids;
-  int32_t *dict_ids;
-} domain_names;
-
-static int domain_add(domain_names *dom, int64_t id, int32_t did) {
-  if (dom->n == dom->cap) {
-    int cap = dom->cap ? dom->cap * 2 : 16;
-    int64_t *ids = realloc(dom->ids, (size_t)cap * sizeof *ids);
-    if (ids) dom->ids = ids;
-    int32_t *dids = realloc(dom->dict_ids, (size_t)cap * sizeof *dids);
-    if (dids) dom->dict_ids = dids;
-    if (!ids || !dids) return -1;
-    dom->cap = cap;
-  }
-  dom->ids[dom->n] = id;
-  dom->dict_ids[dom->n++] = did;
-  return 0;
-}
-
 /* One load: what all its parts share, read-only while they run. */
 typedef struct scan {
   nsys_src *s;
@@ -952,7 +932,7 @@ typedef struct scan_part {
   int32_t **enum_ids;       /* deferred: per column, its enum's values in dict (-2: not yet) */
   int64_t lo, hi;           /* rowid range; hi < lo: the whole table */
   int64_t row0, rows, cap;  /* cap: room from row0 (a serial part grows the columns) */
-  domain_names dom;         /* dict ids (deferred: DEFER ids too) */
+  enum_map dom;             /* NVTX domain names: dict ids (deferred: DEFER ids too) */
   int fallback;             /* deferred: a value the encoding cannot carry; redo serially */
   nsl_status rc;
   nsl_error err;
@@ -1033,7 +1013,7 @@ static nsl_status scan_rows(scan_part *p) {
         if (did == -1 && tid) did = part_string(p, sqlite3_value_int64(tid), 0);
         if (did == -3) goto nomem;
         sqlite3_value *dv = sc->dslot >= 0 ? cell(st, sc->dslot) : NULL;
-        if (dv && did != -1 && domain_add(&p->dom, sqlite3_value_int64(dv), did) < 0) goto nomem;
+        if (dv && did != -1 && enum_map_add(&p->dom, sqlite3_value_int64(dv), did) < 0) goto nomem;
         continue;
       }
     }
@@ -1186,9 +1166,7 @@ static void part_free(scan_part *p) {
     for (int j = 0; j < p->sc->n; j++) free(p->enum_ids[j]);
   free(p->enum_ids);
   p->enum_ids = NULL;
-  free(p->dom.ids);
-  free(p->dom.dict_ids);
-  memset(&p->dom, 0, sizeof p->dom);
+  enum_map_free(&p->dom);
 }
 
 /* A parallel part's job: its own connection, dictionary and rows. */
@@ -1214,7 +1192,7 @@ static void part_job(void *ctx, int i) {
 
 /* Maps the strings of deferred part p to the load's dictionary and moves its
  * rows to start at row `at`; its domain names join dom. */
-static nsl_status merge_part(scan_part *p, int64_t at, domain_names *dom, nsl_error *err) {
+static nsl_status merge_part(scan_part *p, int64_t at, enum_map *dom, nsl_error *err) {
   scan *sc = p->sc;
   nsys_src *s = sc->s;
   int32_t nlocal = nsl_dict_size(p->dict);
@@ -1246,7 +1224,7 @@ static nsl_status merge_part(scan_part *p, int64_t at, domain_names *dom, nsl_er
   for (int d = 0; d < p->dom.n; d++) {
     int32_t x = p->dom.dict_ids[d];
     int32_t did = x >= 0 ? lmap[x] : x <= -4 ? index_dict_id(s, DEFERRED_INDEX(x)) : -1;
-    if (did == -3 || domain_add(dom, p->dom.ids[d], did) < 0) goto nomem;
+    if (did == -3 || enum_map_add(dom, p->dom.ids[d], did) < 0) goto nomem;
   }
   free(lmap);
   return NSL_OK;
@@ -1303,7 +1281,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
   if (!m) return nsl_error_set(err, NSL_ERR_NOTFOUND, "'%s' has no %s", s->label, name);
   out_col *cols = calloc((size_t)(n > 0 ? n : 1), sizeof *cols);
   sbuf b = {0};
-  domain_names dom = {0};
+  enum_map dom = {0};
   scan_part *parts = NULL;
   int nparts = 0;
   int nvtx_domains = 0, need_strings = 0;
@@ -1484,8 +1462,7 @@ done:
   for (int j = 0; j < n; j++) enum_map_free(&cols[j].en);
   free(cols);
   free(b.p);
-  free(dom.ids);
-  free(dom.dict_ids);
+  enum_map_free(&dom);
   return rc;
 }
 
