@@ -4,7 +4,6 @@
 -- from an SQL query over the overlapping rows.
 local T = ...
 local nsl = require("nsl")
-local runner = require("nsl.runner")
 
 local tiny = T.data("nsys/tiny_2026.1.sqlite")
 local h100 = T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite")
@@ -13,17 +12,11 @@ local cuda2021 = T.data("nsys/cuda_2021.2.sqlite")
 local nvfuser = T.data("nsys/nvfuser_2024.6.sqlite")
 local mpi = T.data("nsys/mpi_cuda_rank0_2022.2.sqlite")
 
--- Runs analysis `name` on paths with --arg strings; returns the recorded
--- output: tables by name, findings.
+-- Runs analysis `name` on paths with --arg strings: the output object, its
+-- tables by name in out.tables, and the trace.
 local function run(name, paths, given)
-  local a = assert(runner.load_analysis(name))
-  local args = assert(runner.parse_args(a, given or {}))
-  local tr = assert(nsl.open(paths))
-  local out = {tables = {}, findings = {}}
-  function out.table(self, n, t) self.tables[n] = t return t end
-  function out.finding(self, f) self.findings[#self.findings + 1] = f end
-  function out.text() end
-  a.run(tr, args, out)
+  local tables, out, tr = T.run_analysis(name, paths, given)
+  out.tables = tables
   return out, tr
 end
 
