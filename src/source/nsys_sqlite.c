@@ -378,14 +378,19 @@ struct nsys_src {
 };
 typedef struct nsys_src nsys_src;
 
-static nsl_status sql_error(nsys_src *s, int rc, const char *what, nsl_error *err) {
+/* The error of SQLite result rc while reading `what` on connection db (the
+ * source's own, or a parallel part's). */
+static nsl_status sql_error_on(nsys_src *s, sqlite3 *db, int rc, const char *what, nsl_error *err) {
   int prim = rc & 0xff;
   if (prim == SQLITE_CORRUPT || prim == SQLITE_NOTADB || prim == SQLITE_IOERR)
     return nsl_error_set(err, NSL_ERR_FORMAT, "'%s' is truncated or corrupt: reading %s: %s", s->label, what,
                          sqlite3_errstr(rc));
   if (prim == SQLITE_NOMEM) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading '%s' (%s)", s->label, what);
-  return nsl_error_set(err, NSL_ERR_FORMAT, "'%s': %s: %s", s->label, what,
-                       s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+  return nsl_error_set(err, NSL_ERR_FORMAT, "'%s': %s: %s", s->label, what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+}
+
+static nsl_status sql_error(nsys_src *s, int rc, const char *what, nsl_error *err) {
+  return sql_error_on(s, s->db, rc, what, err);
 }
 
 static table_info *find_table(nsys_src *s, const char *name) {
@@ -976,14 +981,7 @@ static int32_t part_enum(scan_part *p, int j, int64_t v) {
 }
 
 static nsl_status part_sql_error(scan_part *p, sqlite3 *db, int rc) {
-  nsys_src *s = p->sc->s;
-  int prim = rc & 0xff;
-  const char *what = p->sc->m->sources[0];
-  if (prim == SQLITE_CORRUPT || prim == SQLITE_NOTADB || prim == SQLITE_IOERR)
-    return nsl_error_set(&p->err, NSL_ERR_FORMAT, "'%s' is truncated or corrupt: reading %s: %s", s->label, what,
-                         sqlite3_errstr(rc));
-  if (prim == SQLITE_NOMEM) return nsl_error_set(&p->err, NSL_ERR_NOMEM, "out of memory reading '%s' (%s)", s->label, what);
-  return nsl_error_set(&p->err, NSL_ERR_FORMAT, "'%s': %s: %s", s->label, what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  return sql_error_on(p->sc->s, db, rc, p->sc->m->sources[0], &p->err);
 }
 
 /* Steps the part's rows into the output columns; sets and returns p->rc. */
@@ -1253,7 +1251,7 @@ static int64_t parallel_spans(nsys_src *s, const table_map *m, int64_t *lo, int6
   for (int k = 0; k < 4; k++) {
     lo[k] = 0;
     hi[k] = -1;
-    if (k >= 4 || !m->sources[k] || !find_table(s, m->sources[k])) continue;
+    if (!m->sources[k] || !find_table(s, m->sources[k])) continue;
     char sql[200];
     snprintf(sql, sizeof sql, "SELECT min(rowid), max(rowid) FROM \"%s\"", m->sources[k]);
     sqlite3_stmt *st = NULL;
@@ -1408,9 +1406,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
     one.dict = dict;
     one.lo = 0;
     one.hi = -1;
-    one.cap = out[0] ? out[0]->cap : cap;
-    for (int j = 0; j < n; j++)
-      if (out[j]->cap < one.cap) one.cap = out[j]->cap;
+    one.cap = cap;   /* every column holds at least cap rows */
     if (part_constants(&one) < 0) goto nomem;
     one.dom = dom;
     rc = scan_rows(&one);
