@@ -217,6 +217,7 @@ static const char *find_file(const char *part) {
 }
 
 static char *read_all(const char *path, size_t *len) {
+  *len = 0;
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   fseek(f, 0, SEEK_END);

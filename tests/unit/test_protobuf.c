@@ -39,11 +39,11 @@ static const char *data_dir(void) {
 }
 
 static uint8_t *read_path(const char *path, size_t *n) {
+  *n = 0;
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   size_t cap = 1 << 16;
   uint8_t *b = malloc(cap);
-  *n = 0;
   size_t r;
   while ((r = fread(b + *n, 1, cap - *n, f)) > 0) {
     *n += r;
