@@ -535,6 +535,12 @@ nsl_column *nsl_bin_edges(int64_t lo, int64_t hi, int64_t nbins, nsl_error *err)
 nsl_column *nsl_busy_per_bin(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                              int64_t ngroups, const nsl_column *mask, int64_t lo, int64_t hi, int64_t nbins,
                              nsl_error *err);
+/* Rows that overlap the window [from, to): start < to and stop > from (NULL
+ * times never do); one pass, nothing allocated.  -1 unless start and stop
+ * are integer columns of one length.  (A window holding every row needs no
+ * selection.) */
+int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to);
+
 /* A sub-row per row such that rows of one group overlapping in time never
  * share one; for properly nested ranges (NVTX push/pop per thread) the
  * nesting depth, 0 outermost.  group_of: dense ids below the row count +

@@ -735,6 +735,7 @@ end
 local function window_rows(t, cols, from, to)
   if #t == 0 then return nil end
   local s = t:select(cols)
+  if nsl.count_overlapping(s.start, s.stop, from, to) == #s then return s end   -- every row: no mask, no copy
   local inside = s.start:lt(to) & s.stop:gt(from)
   local n = inside:count()
   if n == 0 then return nil end

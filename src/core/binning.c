@@ -344,6 +344,23 @@ static inline void below_set(below_chain *c, int64_t i, int64_t t) {
     c->b64[i] = t;
 }
 
+int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to) {
+  if (!int_col(start) || !int_col(stop) || start->len != stop->len) return -1;
+  int64_t n = start->len, k = 0;
+  if (start->type == NSL_I64 && stop->type == NSL_I64) {   /* the common case, in one tight loop */
+    const int64_t *s = nsl_i64(start), *e = nsl_i64(stop);
+    for (int64_t i = 0; i < n; i++)   /* NULL is INT64_MIN: never after from, and a NULL start never counts */
+      k += s[i] < to && e[i] > from && s[i] != NSL_NULL_I64;
+    return k;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int ns, ne;
+    int64_t s = nsl__int_at(start, i, &ns), e = nsl__int_at(stop, i, &ne);
+    k += !ns && !ne && s < to && e > from;
+  }
+  return k;
+}
+
 nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                            nsl_error *err) {
   const char *what = "nesting depth";

@@ -184,7 +184,17 @@ static int l_extent(lua_State *L) {
   return 2;
 }
 
-static const luaL_Reg funcs[] = {{"extent", l_extent},{"bin_edges", l_bin_edges},   {"busy_per_bin", l_busy_per_bin},
+/* nsl.count_overlapping(start, stop, from, to) -> the rows with start < to
+ * and stop > from (NULL times never). */
+static int l_count_overlapping(lua_State *L) {
+  int64_t k = nsl_count_overlapping(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), luaL_checkinteger(L, 3),
+                                    luaL_checkinteger(L, 4));
+  if (k < 0) return luaL_error(L, "nsl.count_overlapping: start and stop must be integer columns of one length");
+  lua_pushinteger(L, k);
+  return 1;
+}
+
+static const luaL_Reg funcs[] = {{"count_overlapping", l_count_overlapping}, {"extent", l_extent},{"bin_edges", l_bin_edges},   {"busy_per_bin", l_busy_per_bin},
                                  {"nest_depth", l_nest_depth}, {"spans_merge", l_spans_merge},
                                  {"sub_lanes", l_sub_lanes},
                                  {"format_rows", l_format_rows}, {NULL, NULL}};

@@ -388,6 +388,31 @@ static void test_sub_lanes(void **state) {
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
 }
 
+/* Rows overlapping a window against the definition, row by row, on both the
+ * all-int64 loop and the generic one (an int32 stop column), NULLs, touching
+ * ends (start == to and stop == from do not overlap) and bad arguments. */
+static void test_count_overlapping(void **state) {
+  (void)state;
+  nsl_column *s = FX_I64(0, 10, 20, NSL_NULL_I64, 5, 30, 15), *e = FX_I64(10, 20, 30, 8, NSL_NULL_I64, 30, 40);
+  nsl_column *e32 = FX_I32(10, 20, 30, 8, NSL_NULL_I32, 30, 40);
+  const int64_t windows[][2] = {{0, 40}, {10, 20}, {-5, 0}, {30, 31}, {19, 21}, {INT64_MIN + 1, INT64_MAX}, {40, 50}};
+  for (size_t w = 0; w < sizeof windows / sizeof *windows; w++) {
+    int64_t from = windows[w][0], to = windows[w][1], want = 0;
+    for (int64_t i = 0; i < s->len; i++) {
+      int64_t a = nsl_i64(s)[i], b = nsl_i64(e)[i];
+      if (a != NSL_NULL_I64 && b != NSL_NULL_I64 && a < to && b > from) want++;
+    }
+    assert_int_equal(nsl_count_overlapping(s, e, from, to), want);
+    assert_int_equal(nsl_count_overlapping(s, e32, from, to), want);
+  }
+  assert_int_equal(nsl_count_overlapping(s, e, 0, 40), 5);   /* a zero-length row inside the window counts */
+  nsl_column *f = FX_F64(1.0), *one = FX_I64(1);
+  assert_int_equal(nsl_count_overlapping(f, e, 0, 1), -1);
+  assert_int_equal(nsl_count_overlapping(s, one, 0, 1), -1);
+  nsl_column *all[] = {s, e, e32, f, one};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
+}
+
 /* ---- span merging ------------------------------------------------------------------- */
 
 #define SPO(tol, max_len) (&(nsl_span_opts){(tol), (max_len), 0, 1, 0, NULL})
@@ -566,6 +591,7 @@ int main(void) {
       cmocka_unit_test(test_depth_hand),   cmocka_unit_test(test_depth_random),
       cmocka_unit_test(test_depth_in_order_then_not), cmocka_unit_test(test_spans_hand),
       cmocka_unit_test(test_spans_random), cmocka_unit_test(test_sub_lanes),
+      cmocka_unit_test(test_count_overlapping),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
