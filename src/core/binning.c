@@ -117,8 +117,12 @@ static inline int row_ok(const rows_i64 *rw, const uint8_t *mk, int64_t ng, int6
  * NULL, rows whose table order is the mirror image (by stop ascending, a
  * later start first among equal stops, as NVTX tables list ranges when
  * they end) come back in reverse table order with *reversed set, for
- * callers that can walk time backwards.  Otherwise the rows are radix
- * sorted by start, and runs of equal starts by stop.  *rows is malloc'ed,
+ * callers that can walk time backwards.  When every group is in start
+ * order and only runs of equal starts break the stop order (NVTX tables of
+ * nsys list a thread's ranges by start), the rows are grouped by group
+ * (counting sort, stable) and each such run ordered by insertion: one array
+ * of row indices, no sort.  Otherwise the rows are radix sorted by start,
+ * and runs of equal starts by stop.  *rows is malloc'ed,
  * or NULL when the table order (or its reverse) is the order: the caller
  * then walks the rows itself and skips those row_ok rejects. */
 static nsl_status order_rows(const char *what, const rows_i64 *rw, int64_t n, int64_t ngroups,
@@ -143,12 +147,13 @@ static nsl_status order_rows(const char *what, const rows_i64 *rw, int64_t n, in
     back[2 * g] = INT64_MIN, back[2 * g + 1] = INT64_MAX;
   }
   if (reversed) *reversed = 0;
-  int sorted = 1, mirrored = reversed != NULL;
+  int sorted = 1, mirrored = reversed != NULL, start_sorted = 1;
   for (int64_t i = 0; i < n; i++) {
     if (!row_ok(rw, mk, ng, i)) continue;
     int64_t s = S[i], e = E[i], g = grp(G, i);
     int64_t *l = last + 2 * g, *bk = back + 2 * g;
-    if (s < l[0] || (by_stop && s == l[0] && e > l[1])) sorted = 0;
+    if (s < l[0]) sorted = start_sorted = 0;
+    else if (by_stop && s == l[0] && e > l[1]) sorted = 0;
     if (e < bk[0] || (e == bk[0] && s > bk[1])) mirrored = 0;
     l[0] = s, l[1] = e, bk[0] = e, bk[1] = s;
     if (s < smin) smin = s;
@@ -161,6 +166,32 @@ static nsl_status order_rows(const char *what, const rows_i64 *rw, int64_t n, in
   if (mirrored) {
     *reversed = 1;
     goto done;
+  }
+  if (start_sorted && (out = malloc((size_t)(m ? m : 1) * sizeof *out))) {
+    /* group-major, each group in table (= start) order; then each run of
+     * equal starts by stop descending (stable), unless a run is long */
+    int64_t *pos = calloc((size_t)ng + 1, sizeof *pos);
+    int long_run = !pos;
+    for (int64_t i = 0; i < n && pos; i++)
+      if (row_ok(rw, mk, ng, i)) pos[grp(G, i) + 1]++;
+    for (int64_t g = 0; g < ng && pos; g++) pos[g + 1] += pos[g];
+    for (int64_t i = 0; i < n && pos; i++)
+      if (row_ok(rw, mk, ng, i)) out[pos[grp(G, i)]++] = i;
+    free(pos);
+    for (int64_t j = 0; j < m && !long_run;) {   /* runs of one group and one start */
+      int64_t q = j + 1;
+      while (q < m && S[out[q]] == S[out[j]] && grp(G, out[q]) == grp(G, out[j])) q++;
+      if (q - j > 64) long_run = 1;
+      for (int64_t x = j + 1; x < q && !long_run; x++) {
+        int64_t y = out[x], ye = E[y], z = x;
+        while (z > j && E[out[z - 1]] < ye) out[z] = out[z - 1], z--;
+        out[z] = y;
+      }
+      j = q;
+    }
+    if (!long_run) goto done;
+    free(out);   /* many equal starts: the sort below */
+    out = NULL;
   }
   a = malloc((size_t)(m ? m : 1) * sizeof *a);
   tmp = malloc((size_t)(m ? m : 1) * sizeof *tmp);

@@ -164,6 +164,17 @@ static void test_depth_hand(void **state) {
   assert_int_equal(nsl_i32(d)[2], 2);
   assert_int_equal(nsl_i32(d)[3], 2);
   nsl_column_release(d);
+  /* two groups interleaved, each in start order, but an enclosing range listed after the shorter one with the
+   * same start (the runs are reordered, no sort): g0 [0,10) [0,40) [5,8) [50,60); g1 [0,100) [10,20) [10,30) */
+  nsl_column *s3 = FX_I64(0, 0, 0, 10, 5, 10, 50), *e3 = FX_I64(10, 100, 40, 20, 8, 30, 60);
+  nsl_column *g3 = FX_I64(0, 1, 0, 1, 0, 1, 0);
+  d = nsl_nest_depth(s3, e3, g3, &err);
+  int32_t want3[] = {1, 0, 0, 2, 2, 1, 0};
+  for (int i = 0; i < 7; i++) assert_int_equal(nsl_i32(d)[i], want3[i]);
+  nsl_column_release(d);
+  nsl_column_release(s3);
+  nsl_column_release(e3);
+  nsl_column_release(g3);
   /* errors: ids not dense, float times */
   nsl_column *gbad = FX_I64(0, 0, 0, 99999), *f = FX_F64(1, 2, 3, 4);
   assert_null(nsl_nest_depth(s2, e2, gbad, &err));
