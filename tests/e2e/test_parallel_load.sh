@@ -68,4 +68,18 @@ check_eq "nvtx distinct texts" "$(echo "$nv" | cut -d'|' -f5 | tr ';' '\n' | gre
                 WHERE eventType IN (34, 59, 60)")"
 k=$(echo "$par" | grep '^kernels|')
 check_eq "kernel stop sum" "$(echo "$k" | cut -d'|' -f5)" "$(sql "$fx" "SELECT sum(end) FROM CUPTI_ACTIVITY_KIND_KERNEL")"
+
+# A damaged page met by one part: one line naming the file, exit 1, no crash.
+damaged="$TMP/damaged.sqlite"
+cp "$src" "$damaged"
+chmod u+w "$damaged"
+head -c 3000 /dev/zero | tr '\0' '\377' | dd of="$damaged" bs=1 seek=1800000 conv=notrunc 2>/dev/null
+for t in 1 3; do
+  NSL_THREADS=$t NSL_PARALLEL_MIN_ROWS=1 "$NSL" run nvtx "$damaged" > /dev/null 2> "$TMP/err.txt"
+  rc=$?
+  check_eq "damaged page, $t threads: exit code" "$rc" 1
+  check_eq "damaged page, $t threads: one line" "$(wc -l < "$TMP/err.txt")" 1
+  grep -q "damaged.sqlite' is truncated or corrupt" "$TMP/err.txt" && ok "damaged page, $t threads: names the file" ||
+    bad "damaged page, $t threads: message: $(cat "$TMP/err.txt")"
+done
 finish
