@@ -8,24 +8,10 @@
 # name (the correlation-id join, count/sum/avg/max; SQL has no percentiles).
 # The peers do less than nsl (no attribution, no percentiles, no queue
 # depth), so the ratio is an upper bound of nsl's cost.  Needs /usr/bin/time.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/lib.sh"
 n=${1:-100}
-nsl=${NSL:-$root/build/nsl}
-data=${NSL_DATA_DIR:-$root/../shared/data}
-work=${BENCH_DIR:-/tmp/nsl-bench}
-mkdir -p "$work"
-big="$work/tiled_$n.sqlite"
-[ -f "$big" ] || "$here/make_tiled.sh" "$data/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$n" "$big"
-cat "$big" > /dev/null   # warm the page cache for every contender
+tiled_export "$n"
 
-measure() { # measure LABEL CMD... -> "LABEL wall_s cpu_s peak_kib"
-  local label=$1; shift
-  /usr/bin/time -f "%e %U %S %M" -o "$work/time.txt" "$@" > "$work/$label.out"
-  read -r wall user sys rss < "$work/time.txt"
-  echo "$label $wall $(echo "$user + $sys" | bc) $rss"
-}
 gapq="WITH o AS (SELECT deviceId AS d, start AS s, end AS e FROM CUPTI_ACTIVITY_KIND_KERNEL
                  UNION ALL SELECT deviceId, start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY
                  UNION ALL SELECT deviceId, start, end FROM CUPTI_ACTIVITY_KIND_MEMSET),

@@ -9,24 +9,15 @@
 # Targets: 10 s wall and 1.5 GB peak RSS on the project's 2-core machine
 # (nsys-ai's NVTX layer breakdown of the same trace: 53 s, 3.4 GB).
 # Needs /usr/bin/time (Debian package `time`).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/lib.sh"
 n=${1:-425}
-nsl=${NSL:-$root/build/nsl}
-data=${NSL_DATA_DIR:-$root/../shared/data}
-work=${BENCH_DIR:-/tmp/nsl-bench}
-mkdir -p "$work"
-big="$work/tiled_$n.sqlite"
-[ -f "$big" ] || "$here/make_tiled.sh" "$data/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$n" "$big"
-cat "$big" > /dev/null   # warm the page cache
+tiled_export "$n"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 
 for i in 1 2 3; do
-  /usr/bin/time -f "%e %U %S %M" -o "$work/nvtx_time.txt" "$nsl" run nvtx "$big" > "$work/nvtx.out"
-  echo "nsl-nvtx $(cat "$work/nvtx_time.txt")"
+  measure nvtx "$nsl" run nvtx "$big"
 done | tee "$work/nvtx_results.txt"
-awk '{ if (w == "" || $2 < w) { w = $2; c = $3 + $4 }; if ($5 > m) m = $5 }
+awk '{ if (w == "" || $2 < w) { w = $2; c = $3 }; if ($4 > m) m = $4 }
      END { printf "best of 3: nsl run nvtx %.2f s wall, %.2f s CPU; peak RSS %d MiB (targets: 10 s, 1536 MiB)\n",
            w, c, m / 1024 }' "$work/nvtx_results.txt"
 

@@ -10,17 +10,9 @@
 #   - the export analysis (Perfetto JSON) of a 1 s window, and the JSON text
 #     of all kernels through format_rows against string.format in Lua.
 # Wall time (date) and CPU time (os.clock) per step; the load is reported apart.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/lib.sh"
 n=${1:-425}
-nsl=${NSL:-$root/build/nsl}
-data=${NSL_DATA_DIR:-$root/../shared/data}
-work=${BENCH_DIR:-/tmp/nsl-bench}
-mkdir -p "$work"
-big="$work/tiled_$n.sqlite"
-[ -f "$big" ] || "$here/make_tiled.sh" "$data/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$n" "$big"
-cat "$big" > /dev/null   # warm the page cache
+tiled_export "$n"
 
 cat > "$work/bench_plot.lua" <<'LUA'
 local nsl = require("nsl")
@@ -83,7 +75,7 @@ return { needs_trace = true, run = function(trace)
   step("export analysis, a 1 s window, to a file", function()
     local runner, output = require("nsl.runner"), require("nsl.output")
     local a = assert(runner.load_analysis("export"))
-    local dir = os.getenv("BENCH_OUT") or "/tmp/nsl-bench/export"
+    local dir = assert(os.getenv("BENCH_OUT"), "BENCH_OUT names the export's folder")
     local out = output.new{analysis = "export", format = "csv", dir = dir, trace = trace}
     local args = assert(runner.parse_args(a, {"from=10s", "to=11s"}))
     io.stdout:flush()
@@ -105,4 +97,4 @@ return { needs_trace = true, run = function(trace)
 end }
 LUA
 echo "file: $big ($(stat -c %s "$big") bytes)"
-/usr/bin/time -f "total: %e s wall, %M KiB peak RSS" "$nsl" run "$work/bench_plot.lua" "$big"
+BENCH_OUT=${BENCH_OUT:-$work/export} /usr/bin/time -f "total: %e s wall, %M KiB peak RSS" "$nsl" run "$work/bench_plot.lua" "$big"

@@ -12,13 +12,9 @@
 # name): wall and CPU time (best of 3) and peak RSS, and the ratio.  Files
 # go to ${BENCH_DIR:-/tmp/nsl-bench}/straggler (RANKS x ~100 MB; kept for
 # reruns, delete the folder to remake them).  Needs /usr/bin/time.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/lib.sh"
 ranks=${1:-16} tiles=${2:-40}
-nsl=${NSL:-$root/build/nsl}
-data=${NSL_DATA_DIR:-$root/../shared/data}
-work=${BENCH_DIR:-/tmp/nsl-bench}/straggler
+work=$work/straggler
 delay=2000000 slow=$(( ranks > 5 ? 5 : ranks - 1 ))
 mkdir -p "$work"
 tiled="$work/tiled_$tiles.sqlite"
@@ -45,12 +41,6 @@ EOF
 cat "${files[@]}" > /dev/null   # warm the page cache for both contenders
 echo "$ranks files, $(du -ch "${files[@]}" | tail -1 | cut -f1) in all, $(sqlite3 "${files[0]}" 'SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL') kernels in the first"
 
-measure() { # measure LABEL CMD... -> "LABEL wall_s cpu_s peak_kib"
-  local label=$1; shift
-  /usr/bin/time -f "%e %U %S %M" -o "$work/time.txt" "$@" > "$work/$label.out"
-  read -r wall user sys rss < "$work/time.txt"
-  echo "$label $wall $(echo "$user + $sys" | bc) $rss"
-}
 for i in 1 2 3; do
   measure load "$nsl" run "$work/load_kernels.lua" "${files[@]}"
   measure straggler "$nsl" run straggler "${files[@]}"

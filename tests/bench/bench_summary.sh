@@ -4,23 +4,10 @@
 # `nsl run summary --arg only=kernels` against the sqlite3 CLI running the same
 # GROUP BY, side by side: wall time, peak RSS, ratio; and nsl's bytes per
 # loaded kernel event.  Needs /usr/bin/time (Debian package `time`).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/lib.sh"
 n=${1:-425}
-nsl=${NSL:-$root/build/nsl}
-data=${NSL_DATA_DIR:-$root/../shared/data}
-work=${BENCH_DIR:-/tmp/nsl-bench}
-mkdir -p "$work"
-big="$work/tiled_$n.sqlite"
-[ -f "$big" ] || "$here/make_tiled.sh" "$data/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$n" "$big"
-cat "$big" > /dev/null   # warm the page cache for both contenders
+tiled_export "$n"
 
-measure() { # measure LABEL CMD... -> "LABEL wall_s peak_kib"
-  local label=$1; shift
-  /usr/bin/time -f "%e %M" -o "$work/time.txt" "$@" > "$work/$label.out"
-  echo "$label $(cat "$work/time.txt")"
-}
 sqlq="SELECT s.value, sum(k.end - k.start), count(*), avg(k.end - k.start), min(k.end - k.start),
       max(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName
       GROUP BY k.demangledName ORDER BY 2 DESC"
@@ -28,11 +15,11 @@ for i in 1 2 3; do
   measure sqlite3 sqlite3 -readonly "file:$big?immutable=1" "$sqlq"
   measure nsl "$nsl" run summary "$big" --arg only=kernels
 done | tee "$work/results.txt"
-awk '{ w[$1] = (w[$1] == "" || $2 < w[$1]) ? $2 : w[$1]; m[$1] = $3 }
+awk '{ w[$1] = (w[$1] == "" || $2 < w[$1]) ? $2 : w[$1]; m[$1] = $4 }
      END { printf "best of 3: sqlite3 %.2f s %d MiB; nsl %.2f s %d MiB; nsl/sqlite3 wall ratio %.2f\n",
            w["sqlite3"], m["sqlite3"] / 1024, w["nsl"], m["nsl"] / 1024, w["nsl"] / w["sqlite3"] }' "$work/results.txt"
-# Where the memory goes: heap (anonymous) against file-backed pages of the
-# memory-mapped export (page cache, shared, dropped under pressure).
+# Where the memory goes: heap (anonymous) against file-backed pages (near
+# zero: exports are read through SQLite's page cache, not mapped).
 cat > "$work/bytes.lua" <<'LUA'
 return { run = function(trace, args, out)
   local k = trace.kernels
@@ -43,7 +30,7 @@ return { run = function(trace, args, out)
         require("nsl.output").new{analysis = "summary", format = "csv"})
   local f = io.open("/proc/self/status"); local s = f:read("a"); f:close()
   io.stderr:write(string.format("kernels: %d rows; start+stop+demangled %.1f B/kernel; after summary: " ..
-    "peak RSS %d MiB = heap (RssAnon) %d MiB + mapped export pages (RssFile) %d MiB; heap %.1f B/kernel\n",
+    "peak RSS %d MiB = heap (RssAnon) %d MiB + file-backed pages (RssFile) %d MiB; heap %.1f B/kernel\n",
     #k, loaded / #k, s:match("VmHWM:%s*(%d+)") // 1024, s:match("RssAnon:%s*(%d+)") // 1024,
     s:match("RssFile:%s*(%d+)") // 1024, s:match("RssAnon:%s*(%d+)") * 1024 / #k))
 end }
