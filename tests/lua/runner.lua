@@ -62,7 +62,8 @@ function T.sql1(path, query)
 end
 
 --- Runs a shipped analysis in this process on the given paths with args
--- (KEY=VALUE strings); returns {table name -> nsl table} and the out object.
+-- (KEY=VALUE strings); returns {table name -> nsl table} (also out.tables),
+-- the out object (its findings in out.findings) and the trace.
 function T.run_analysis(name, paths, args)
   local runner = require("nsl.runner")
   local a = assert(runner.load_analysis(name))
@@ -72,6 +73,7 @@ function T.run_analysis(name, paths, args)
   a.run(trace, parsed, out)
   local tables = {}
   for _, it in ipairs(out.items) do if it.kind == "table" then tables[it.name] = it.t end end
+  out.tables = tables
   return tables, out, trace
 end
 
@@ -84,6 +86,29 @@ function T.copy(rel)
   src:close()
   dst:close()
   return path
+end
+
+--- Reference statistics in plain Lua, for checking nsl's: the median of a
+-- list of numbers (nil when empty; the list is left as it is) and the sample
+-- standard deviation (0 below two values).
+function T.median(list)
+  local v = {}
+  for i, x in ipairs(list) do v[i] = x end
+  table.sort(v)
+  local n = #v
+  if n == 0 then return nil end
+  if n % 2 == 1 then return v[(n + 1) // 2] end
+  return (v[n // 2] + v[n // 2 + 1]) / 2
+end
+
+function T.stdev(list)
+  local n, m = #list, 0
+  if n < 2 then return 0 end
+  for _, x in ipairs(list) do m = m + x end
+  m = m / n
+  local ss = 0
+  for _, x in ipairs(list) do ss = ss + (x - m) ^ 2 end
+  return math.sqrt(ss / (n - 1))
 end
 
 --- The whole content of a file (raises when it cannot be read).

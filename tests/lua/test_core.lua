@@ -6,14 +6,6 @@ local nccl = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite")
 local h100 = T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite")
 
 -- Median as SQL users compute it: the middle value, or the mean of the two middle ones.
-local function median(values)
-  table.sort(values)
-  local n = #values
-  if n == 0 then return nil end
-  if n % 2 == 1 then return values[(n + 1) // 2] end
-  return (values[n // 2] + values[n // 2 + 1]) / 2
-end
-
 return {
   {"columns index from 1 and give nil past the end", function()
     local tr = assert(nsl.open(nccl))
@@ -73,7 +65,7 @@ return {
       local ss = 0
       for _, v in ipairs(list) do ss = ss + (v - mean) ^ 2 end
       T.near(g.sd[i], n > 1 and math.sqrt(ss / (n - 1)) or 0, 1e-9, "std " .. name)
-      T.near(g.med[i], median(list), 1e-12, "median " .. name)
+      T.near(g.med[i], T.median(list), 1e-12, "median " .. name)
     end
   end},
 

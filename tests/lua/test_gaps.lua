@@ -12,13 +12,6 @@ local cuda2021 = T.data("nsys/cuda_2021.2.sqlite")
 local nvfuser = T.data("nsys/nvfuser_2024.6.sqlite")
 local mpi = T.data("nsys/mpi_cuda_rank0_2022.2.sqlite")
 
--- Runs analysis `name` on paths with --arg strings: the output object, its
--- tables by name in out.tables, and the trace.
-local function run(name, paths, given)
-  local tables, out, tr = T.run_analysis(name, paths, given)
-  out.tables = tables
-  return out, tr
-end
 
 local function has_table(path, name)
   return T.sql1(path, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '" .. name .. "'") == 1
@@ -187,7 +180,7 @@ end
 
 return {
   {"tiny export: both gaps, their neighbours and API calls, worked out by hand from its rows", function()
-    local out = run("gaps", {tiny}, {"min=0", "n=0"})
+    local _, out = T.run_analysis("gaps", {tiny}, {"min=0", "n=0"})
     local s = out.tables.gaps_device_summary
     T.eq(#s, 1, "one device")
     -- kernels [1517727052, 1517728492) [1535979030, 1535981719), memcpy [1540178479, 1540180111)
@@ -216,7 +209,7 @@ return {
     for _, path in ipairs{tiny, h100, nccl, cuda2021, nvfuser, mpi} do
       local ops = sql_ops(path)
       for _, min in ipairs{0, 100000} do
-        local out = run("gaps", {path}, {"min=" .. min, "n=0"})
+        local _, out = T.run_analysis("gaps", {path}, {"min=" .. min, "n=0"})
         check_scope(out, ops, "device", min, path .. " min " .. min)
         check_scope(out, ops, "stream", min, path .. " min " .. min)
       end
@@ -224,7 +217,7 @@ return {
   end},
 
   {"summary totals agree with SQL aggregates", function()
-    local out = run("gaps", {nccl}, {"scope=device"})
+    local _, out = T.run_analysis("gaps", {nccl}, {"scope=device"})
     local s = out.tables.gaps_device_summary
     local parts = {}
     for _, t in ipairs{"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"} do
@@ -241,16 +234,16 @@ return {
   end},
 
   {"the CUDA API call, OS call and NVTX range of each gap are those SQL finds overlapping most", function()
-    local out = run("gaps", {h100}, {"min=10us", "n=0", "scope=device"})
+    local _, out = T.run_analysis("gaps", {h100}, {"min=10us", "n=0", "scope=device"})
     check_attribution(h100, out.tables.gaps_device, {{"api", "CUDA API"}, {"nvtx", "NVTX range"}}, "h100")
-    out = run("gaps", {cuda2021}, {"min=1ms", "n=0", "scope=stream"})
+    _, out = T.run_analysis("gaps", {cuda2021}, {"min=1ms", "n=0", "scope=stream"})
     check_attribution(cuda2021, out.tables.gaps_stream, {{"api", "CUDA API"}, {"osrt", "OS runtime"}}, "cuda 2021")
-    out = run("gaps", {nccl}, {"min=100us", "n=0", "scope=device"})
+    _, out = T.run_analysis("gaps", {nccl}, {"min=100us", "n=0", "scope=device"})
     check_attribution(nccl, out.tables.gaps_device, {{"api", "CUDA API"}, {"nvtx", "NVTX range"}}, "nccl")
   end},
 
   {"threads=launcher attributes only calls of the thread that launched the next operation", function()
-    local out = run("gaps", {cuda2021}, {"min=1ms", "n=0", "scope=device", "threads=launcher"})
+    local _, out = T.run_analysis("gaps", {cuda2021}, {"min=1ms", "n=0", "scope=device", "threads=launcher"})
     local d = out.tables.gaps_device
     T.ok(#d > 0, "gaps")
     local tids = {}
@@ -266,17 +259,17 @@ return {
   {"gaps exactly as long as min are not listed; one ns shorter min lists them", function()
     local ref = brute(sql_ops(tiny), false)["0"]
     local len = ref.gaps[2].stop - ref.gaps[2].start
-    local out = run("gaps", {tiny}, {"min=" .. len, "scope=device"})
+    local _, out = T.run_analysis("gaps", {tiny}, {"min=" .. len, "scope=device"})
     T.eq(out.tables.gaps_device_summary.Gaps[1], 1, "only the longer gap")
     T.eq(#out.tables.gaps_device, 1, "only the longer gap listed")
-    out = run("gaps", {tiny}, {"min=" .. (len - 1) .. "ns", "scope=device"})
+    _, out = T.run_analysis("gaps", {tiny}, {"min=" .. (len - 1) .. "ns", "scope=device"})
     T.eq(out.tables.gaps_device_summary.Gaps[1], 2, "both gaps")
     T.eq(#out.tables.gaps_device, 2, "both gaps listed")
   end},
 
   {"several exports: each report's rows equal its own brute force, times aligned", function()
     local paths = {h100, nccl, cuda2021}
-    local out, tr = run("gaps", paths, {"min=100us", "n=0", "scope=device", "per_report=true"})
+    local _, out, tr = T.run_analysis("gaps", paths, {"min=100us", "n=0", "scope=device", "per_report=true"})
     local s, d = out.tables.gaps_device_summary, out.tables.gaps_device
     local reports = tr.reports
     for r, path in ipairs(paths) do
@@ -309,23 +302,23 @@ return {
   end},
 
   {"idle share above warn_idle is a warning finding", function()
-    local out = run("gaps", {cuda2021}, {"scope=device"})
+    local _, out = T.run_analysis("gaps", {cuda2021}, {"scope=device"})
     T.eq(#out.findings, 1, "one finding")
     T.eq(out.findings[1].severity, "warning", "severity")
     T.eq(out.findings[1].check, "gpu_idle", "check")
     T.ok(out.findings[1].message:find("idle 94%.0%%"), "message: " .. out.findings[1].message)
-    out = run("gaps", {cuda2021}, {"scope=device", "warn_idle=0"})
+    _, out = T.run_analysis("gaps", {cuda2021}, {"scope=device", "warn_idle=0"})
     T.eq(#out.findings, 0, "warn_idle=0 disables it")
-    out = run("gaps", {h100}, {"scope=device"})
+    _, out = T.run_analysis("gaps", {h100}, {"scope=device"})
     T.eq(#out.findings, 0, "busy devices raise nothing")
   end},
 
   {"bad arguments and an export without GPU work fail with one line", function()
-    local ok, e = pcall(run, "gaps", {tiny}, {"min=fast"})
+    local ok, e = pcall(T.run_analysis, "gaps", {tiny}, {"min=fast"})
     T.ok(not ok and nsl.is_error(e) and tostring(e):find("--arg min", 1, true), "bad min: " .. tostring(e))
-    ok, e = pcall(run, "gaps", {tiny}, {"threads=all"})
+    ok, e = pcall(T.run_analysis, "gaps", {tiny}, {"threads=all"})
     T.ok(not ok and nsl.is_error(e) and tostring(e):find("threads", 1, true), "bad threads: " .. tostring(e))
-    ok, e = pcall(run, "gaps", {tiny}, {"scope=context"})
+    ok, e = pcall(T.run_analysis, "gaps", {tiny}, {"scope=context"})
     T.ok(not ok and nsl.is_error(e) and tostring(e):find("--arg scope", 1, true), "bad scope: " .. tostring(e))
     local dir = os.tmpname()
     os.remove(dir)
@@ -333,7 +326,7 @@ return {
     local copy = dir .. "/nogpu.sqlite"
     assert(os.execute(string.format("cp %s %s && sqlite3 %s 'DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL; DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY;'",
       T.shell_quote(tiny), T.shell_quote(copy), T.shell_quote(copy))))
-    ok, e = pcall(run, "gaps", {copy}, {})
+    ok, e = pcall(T.run_analysis, "gaps", {copy}, {})
     os.execute("rm -rf " .. T.shell_quote(dir))
     T.ok(not ok and nsl.is_error(e) and tostring(e):find("no GPU activity", 1, true), "no GPU work: " .. tostring(e))
   end},

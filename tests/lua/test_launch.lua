@@ -12,13 +12,6 @@ local cuda2021 = T.data("nsys/cuda_2021.2.sqlite")
 local nvfuser = T.data("nsys/nvfuser_2024.6.sqlite")
 local mpi = T.data("nsys/mpi_cuda_rank0_2022.2.sqlite")
 
--- Runs analysis `name` on paths with --arg strings: the output object, its
--- tables by name in out.tables, and the trace.
-local function run(name, paths, given)
-  local tables, out, tr = T.run_analysis(name, paths, given)
-  out.tables = tables
-  return out, tr
-end
 
 -- The CUDA API calls of an export in SQL, one per correlation id of a
 -- process: the earliest-starting record (some exports hold a nested second
@@ -121,7 +114,7 @@ return {
       for _, queue in ipairs{"device", "stream"} do
         local list = sql_launches(path)
         brute_depth(list, queue == "stream")
-        local out = run("launch", {path}, {"base=true", "queue=" .. queue})
+        local _, out = T.run_analysis("launch", {path}, {"base=true", "queue=" .. queue})
         local lat, depth = {}, {}
         for i, l in ipairs(list) do lat[i], depth[i] = l.latency, l.depth end
         local s = out.tables.launch_summary
@@ -136,7 +129,7 @@ return {
   end},
 
   {"kernels without a launch call are counted, not measured", function()
-    local out = run("launch", {h100}, {})
+    local _, out = T.run_analysis("launch", {h100}, {})
     local unmatched = T.sql1(h100, [[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE NOT EXISTS
       (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId
        AND ((r.globalTid >> 24) & 16777215) = ((k.globalPid >> 24) & 16777215))]])
@@ -146,7 +139,7 @@ return {
   end},
 
   {"the slowest launches are SQL's largest latencies, in order", function()
-    local out = run("launch", {nccl}, {"n=15", "base=true"})
+    local _, out = T.run_analysis("launch", {nccl}, {"n=15", "base=true"})
     local slow = out.tables.slowest_launches
     local rows = T.sql(nccl, [[
       SELECT k.start - r.start, r.start, k.start, (SELECT value FROM StringIds WHERE id = r.nameId),
@@ -167,7 +160,7 @@ return {
 
   {"host synchronisation totals equal SQL sums per call", function()
     for _, path in ipairs{h100, nccl, cuda2021, nvfuser, tiny, mpi} do
-      local out = run("launch", {path}, {})
+      local _, out = T.run_analysis("launch", {path}, {})
       local t = out.tables.host_sync
       local got = {}
       for i = 1, #t do got[t.category[i] .. "|" .. t.Name[i]] = {n = t.Calls[i], total = t["Total Time (ns)"][i]} end
@@ -202,7 +195,7 @@ return {
 
   {"several exports, per report: each report's rows equal its own SQL", function()
     local paths = {h100, nccl, cuda2021}
-    local out, tr = run("launch", paths, {"per_report=true", "base=true"})
+    local _, out, tr = T.run_analysis("launch", paths, {"per_report=true", "base=true"})
     local s, bk = out.tables.launch_summary, out.tables.launch_by_kernel
     T.eq(#s, 3, "one summary row per report")
     for r, path in ipairs(paths) do
@@ -225,14 +218,14 @@ return {
       check_groups(sub, list, function(l) return l.name end, function(t, i) return t.name[i] end, name .. " per kernel")
     end
     -- over all reports: the union of the launches
-    out = run("launch", paths, {})
+    _, out = T.run_analysis("launch", paths, {})
     local all = 0
     for _, path in ipairs(paths) do all = all + #sql_launches(path) end
     T.eq(out.tables.launch_summary.Launches[1], all, "launches over all reports")
   end},
 
   {"bad arguments fail with one line", function()
-    local ok, e = pcall(run, "launch", {tiny}, {"queue=context"})
+    local ok, e = pcall(T.run_analysis, "launch", {tiny}, {"queue=context"})
     T.ok(not ok and nsl.is_error(e) and tostring(e):find("--arg queue", 1, true), "bad queue: " .. tostring(e))
   end},
 }

@@ -21,22 +21,6 @@ local FROM_SQL = [[
   LEFT JOIN (SELECT domainId AS id, globalTid >> 24 AS p, min(coalesce(text, (SELECT value FROM StringIds WHERE id = textId))) AS name
              FROM NVTX_EVENTS WHERE eventType = 75 GROUP BY 1, 2) AS d ON d.id = n.domainId AND d.p = n.globalTid >> 24]]
 
-local function median(v)
-  table.sort(v)
-  local n = #v
-  if n % 2 == 1 then return v[(n + 1) // 2] end
-  return (v[n // 2] + v[n // 2 + 1]) / 2
-end
-local function stdev(v)
-  local n, m = #v, 0
-  if n < 2 then return 0 end
-  for _, x in ipairs(v) do m = m + x end
-  m = m / n
-  local ss = 0
-  for _, x in ipairs(v) do ss = ss + (x - m) ^ 2 end
-  return math.sqrt(ss / (n - 1))
-end
-
 -- Rows of table t as arrays of Lua values, for the columns named.
 local function rows(t, cols)
   local c, out = {}, {}
@@ -198,10 +182,10 @@ for _, f in ipairs(files) do
       T.eq(v[2], total, "total " .. v[10])
       T.eq(v[3], #d, "instances " .. v[10])
       T.near(v[4], total / #d, 1e-12, "avg " .. v[10])
-      T.near(v[5], median(d), 1e-12, "median " .. v[10])
+      T.near(v[5], T.median(d), 1e-12, "median " .. v[10])
       T.eq(v[6], lo, "min " .. v[10])
       T.eq(v[7], hi, "max " .. v[10])
-      T.near(v[8], stdev(d), 1e-9, "stddev " .. v[10])
+      T.near(v[8], T.stdev(d), 1e-9, "stddev " .. v[10])
       T.near(v[1], total * 100 / grand, 1e-9, "time % " .. v[10])
     end
     local ngroups = 0
@@ -313,7 +297,7 @@ for _, f in ipairs(files) do
       T.eq(v[4], w.cpu, "range time of " .. v[1])
       T.eq(v[5], w.launches, "GPU ops of " .. v[1])
       T.eq(v[6], w.gpu, "GPU time of " .. v[1])
-      T.near(v[7], median(w.durs), 1e-12, "median projected time of " .. v[1])
+      T.near(v[7], T.median(w.durs), 1e-12, "median projected time of " .. v[1])
       T.eq(v[8], "PushPop", "style of " .. v[1])
     end
     local m = 0

@@ -17,16 +17,6 @@ local SRC = "nsys/pytorch_nccl_2gpu_2026.2.sqlite"
 
 -- ---- helpers ----
 
-local function median(list)
-  local s = {}
-  for i, v in ipairs(list) do s[i] = v end
-  table.sort(s)
-  local n = #s
-  if n == 0 then return nil end
-  if n % 2 == 1 then return s[(n + 1) // 2] end
-  return (s[n // 2] + s[n // 2 + 1]) / 2
-end
-
 local function range_of(list)
   local lo, hi = math.huge, -math.huge
   for _, v in ipairs(list) do lo, hi = math.min(lo, v), math.max(hi, v) end
@@ -172,7 +162,7 @@ local function oracle_offsets(colls, devices, ref)
     if diffs[c.device] and ref_stop[c.key] then table.insert(diffs[c.device], c.stop - ref_stop[c.key]) end
   end
   local off, n = {}, {}
-  for _, d in ipairs(devices) do off[d], n[d] = math.floor(median(diffs[d]) + 0.5), #diffs[d] end
+  for _, d in ipairs(devices) do off[d], n[d] = math.floor(T.median(diffs[d]) + 0.5), #diffs[d] end
   return off, n
 end
 
@@ -190,7 +180,7 @@ local function oracle_nsys_jax(colls)
     table.insert(skews[c.device], c.stop_ms - sum[c.key] / cnt[c.key])
   end
   local corr = {}
-  for d, l in pairs(skews) do corr[d] = median(l) end
+  for d, l in pairs(skews) do corr[d] = T.median(l) end
   return corr
 end
 
@@ -419,11 +409,11 @@ return {
         local others = {}
         for d2, y in pairs(e.arr) do if d2 ~= d then others[#others + 1] = y end end
         lates[d] = lates[d] or {}
-        table.insert(lates[d], x - median(others))
+        table.insert(lates[d], x - T.median(others))
       end
     end
     for d = 0, 3 do
-      T.eq(r["delay (ns)"][row_of(r, ":gpu" .. d .. "$")], median(lates[d]), "delay of device " .. d)
+      T.eq(r["delay (ns)"][row_of(r, ":gpu" .. d .. "$")], T.median(lates[d]), "delay of device " .. d)
     end
   end},
 

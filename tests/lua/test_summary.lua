@@ -3,22 +3,6 @@
 -- cuda_api_sum queries), medians and sample deviations from SQL rows.
 local T = ...
 
-local function median(v)
-  table.sort(v)
-  local n = #v
-  if n % 2 == 1 then return v[(n + 1) // 2] end
-  return (v[n // 2] + v[n // 2 + 1]) / 2
-end
-local function sd(v)
-  local n, m = #v, 0
-  if n < 2 then return 0 end
-  for _, x in ipairs(v) do m = m + x end
-  m = m / n
-  local s = 0
-  for _, x in ipairs(v) do s = s + (x - m) ^ 2 end
-  return math.sqrt(s / (n - 1))
-end
-
 -- Rows of the summary table t keyed by the text column `key`.
 local function by(t, key)
   local m = {}
@@ -57,13 +41,13 @@ local function check_mem(f)
     T.eq(tt["Count"][i], #durs, name .. " count")
     T.eq(tt["Total Time (ns)"][i], total, name .. " total")
     T.near(tt["Time (%)"][i], 100 * total / grand, 1e-9, name .. " time %")
-    T.near(tt["Med (ns)"][i], median(durs), 1e-9, name .. " median")
-    T.near(tt["StdDev (ns)"][i], sd(durs), 1e-9, name .. " stddev")
+    T.near(tt["Med (ns)"][i], T.median(durs), 1e-9, name .. " median")
+    T.near(tt["StdDev (ns)"][i], T.stdev(durs), 1e-9, name .. " stddev")
     local j = assert(si[name], name)
     local mb = 0
     for _, b in ipairs(want_b[name]) do mb = mb + b end
     T.near(st["Total (MB)"][j], mb, 1e-9, name .. " MB")
-    T.near(st["Med (MB)"][j], median(want_b[name]), 1e-9, name .. " median MB")
+    T.near(st["Med (MB)"][j], T.median(want_b[name]), 1e-9, name .. " median MB")
   end
   T.eq(#tt, n, "operations")
 end
@@ -98,7 +82,7 @@ return {
         for _, d in ipairs(durs) do total = total + d end
         T.eq(t["Num Calls"][i], #durs, name)
         T.eq(t["Total Time (ns)"][i], total, name)
-        T.near(t["Med (ns)"][i], median(durs), 1e-9, name .. " median")
+        T.near(t["Med (ns)"][i], T.median(durs), 1e-9, name .. " median")
         T.near(t["Time (%)"][i], 100 * total / grand, 1e-9, name .. " %")
       end
       T.eq(#t, n, "API names of " .. rel)
