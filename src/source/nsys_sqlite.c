@@ -373,7 +373,7 @@ struct nsys_src {
    * for API names without their version suffix */
   nsl_dict *map_dict;
   int32_t *map, *map_api;
-  void *image;          /* an adopted image (malloc), freed after the database is closed */
+  void *image;          /* the image of an in-memory source (malloc), freed after the database is closed */
   char *uri;            /* file: URI of an export on disk (parallel scans open it again); NULL for images */
 };
 typedef struct nsys_src nsys_src;
@@ -1336,11 +1336,10 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
   int threads = nsl__thread_count(0);
   int64_t total = threads > 1 ? parallel_spans(s, m, lo, hi) : 0;
   int parallel = total > 0;
-  if (parallel && !s->uri) {   /* an in-memory image: the parts open it again, read-only */
-    sqlite3_int64 size = 0;
-    sc.image = sqlite3_serialize(s->db, "main", &size, SQLITE_SERIALIZE_NOCOPY);
-    sc.image_size = size;
-    parallel = sc.image != NULL && size > 0;
+  if (!s->uri) {   /* an in-memory image: the parts open it again, read-only */
+    sc.image = s->image;
+    sc.image_size = s->db_bytes;
+    parallel = parallel && sc.image != NULL;
   }
   if ((rc = build_statement(s, m, cols, n, nvtx_domains, sc.types_in_c, extras, &b, err)) != NSL_OK) goto done;
   sc.sql = b.p;
@@ -1753,34 +1752,10 @@ nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size,
   *out = NULL;
   nsl_status rc = check_header(label, data, size < 100 ? size : 100, (int64_t)size, err);
   if (rc != NSL_OK) return rc;
-  nsys_src *s = new_src(label, info);
-  if (!s) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label);
-  s->db_bytes = (int64_t)size;
-  unsigned char *copy = sqlite3_malloc64(size);
-  int src = copy ? sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) : SQLITE_NOMEM;
-  if (src == SQLITE_OK) {
-    memcpy(copy, data, size);
-    /* A WAL-mode header (file format versions 2): an image has no WAL beside
-     * it and an in-memory database cannot use one; read it as rollback mode. */
-    if (copy[18] == 2 && copy[19] == 2) copy[18] = copy[19] = 1;
-    /* SQLite owns the copy from here (freed on close, even when this fails) */
-    src = sqlite3_deserialize(s->db, "main", copy, (sqlite3_int64)size, (sqlite3_int64)size,
-                              SQLITE_DESERIALIZE_READONLY | SQLITE_DESERIALIZE_FREEONCLOSE);
-    copy = NULL;
-  }
-  sqlite3_free(copy);
-  if (src != SQLITE_OK) {
-    rc = src == SQLITE_NOMEM ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label)
-                             : nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': %s", label, sqlite3_errstr(src));
-    nsys_close(s);
-    return rc;
-  }
-  if ((rc = finish_open(s, info, err)) != NSL_OK) {
-    nsys_close(s);
-    return rc;
-  }
-  *out = s;
-  return NSL_OK;
+  void *copy = malloc(size ? size : 1);
+  if (!copy) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label);
+  memcpy(copy, data, size);
+  return nsl_nsys_adopt_image(label, copy, size, out, info, err);   /* frees the copy when it fails */
 }
 
 nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **out, nsl_report_info *info,
