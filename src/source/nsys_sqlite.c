@@ -306,7 +306,7 @@ static const col_map thread_cols[] = {C1("pid", M_PID, "globalTid"), C1("tid", M
 #define MEMCPY "CUPTI_ACTIVITY_KIND_MEMCPY"
 #define MEMSET "CUPTI_ACTIVITY_KIND_MEMSET"
 #define SYNC "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
-#define NVTX_RANGE_TYPES "\"eventType\" IN (34, 59, 60)"
+#define NVTX_RANGE_TYPES "\"eventType\" IN (34, 59, 60)"   /* nvtx_kind_of's types */
 #define NVTX_RANGE_OR_DOMAIN_TYPES "\"eventType\" IN (34, 59, 60, 75)"
 
 /* Alternatives per model table, in order of preference: the first of which
@@ -863,6 +863,10 @@ static nsl_status grow_columns(nsl_column **out, int n, int64_t cap) {
   return NSL_OK;
 }
 
+/* The kind of NVTX event type t: 0 push_pop (59), 1 start_end (60), 2 mark
+ * (34); -1 for the other types (NVTX_RANGE_TYPES in SQL). */
+static int nvtx_kind_of(int64_t t) { return t == 59 ? 0 : t == 60 ? 1 : t == 34 ? 2 : -1; }
+
 /* A result cell, or NULL for SQL NULL: one call per cell instead of a type
  * check and a read.  The value is only read on the thread that steps the
  * statement (every connection here is used by one thread at a time). */
@@ -913,7 +917,7 @@ typedef struct scan {
   int n, nvtx_domains, dslot;
   int type_slot, text_slot; /* NVTX: eventType; text (textId next to it) */
   int text_col;             /* the first text column (M_TEXT, M_NVTX_TEXT), or -1 */
-  int types_in_c;           /* rows of NVTX event types other than 34, 59, 60 are skipped here */
+  int types_in_c;           /* rows of NVTX event types without a kind (nvtx_kind_of) are skipped here */
   int64_t time_offset;
   const char *sql;          /* the SELECT of a serial scan (parts have their own) */
   nsl_column **out;
@@ -1004,7 +1008,7 @@ static nsl_status scan_rows(scan_part *p) {
     if (sc->nvtx_domains || sc->types_in_c) {
       sqlite3_value *et = cell(st, sc->type_slot);
       int64_t type = et ? sqlite3_value_int64(et) : -1;
-      if (sc->types_in_c && type != 34 && type != 59 && type != 60 && !(sc->nvtx_domains && type == 75)) continue;
+      if (sc->types_in_c && nvtx_kind_of(type) < 0 && !(sc->nvtx_domains && type == 75)) continue;
       if (sc->nvtx_domains && type == 75) {   /* domain create: remember domainId -> name, emit nothing */
         int32_t did = text_id(p->dict, cell(st, sc->text_slot));
         sqlite3_value *tid = cell(st, sc->text_slot + 1);
@@ -1117,7 +1121,8 @@ static nsl_status scan_rows(scan_part *p) {
       case M_NVTX_KIND: {
         v = cell(st, sl);
         int64_t t = v ? sqlite3_value_int64(v) : -1;
-        put_str(c, row, t == 59 ? p->kind_ids[0] : t == 60 ? p->kind_ids[1] : t == 34 ? p->kind_ids[2] : -1);
+        int kind = nvtx_kind_of(t);
+        put_str(c, row, kind >= 0 ? p->kind_ids[kind] : -1);
         break;
       }
       }
