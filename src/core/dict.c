@@ -32,9 +32,8 @@ static uint32_t stored_len(const char *str) {
 
 struct nsl_dict {
   int refcount;
-  int32_t n, cap;        /* strings, capacity of strs/lens */
-  const char **strs;     /* id -> string (NUL-terminated, in the arena) */
-  uint32_t *lens;
+  int32_t n, cap;        /* strings, capacity of strs/hashes */
+  const char **strs;     /* id -> string (NUL-terminated, in the arena; its length in the 4 bytes before it) */
   uint32_t *hashes;
   dict_slot *slots;      /* hash index (open addressing, linear probing) */
   uint32_t nslots;       /* power of two */
@@ -91,7 +90,6 @@ void nsl_dict_release(nsl_dict *d) {
     b = next;
   }
   free(d->strs);
-  free(d->lens);
   free(d->hashes);
   free(d->slots);
   free(d);
@@ -167,9 +165,6 @@ int32_t nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32_t 
     const char **strs = realloc(d->strs, (size_t)cap * sizeof *strs);
     if (!strs) return -1;
     d->strs = strs;
-    uint32_t *lens = realloc(d->lens, (size_t)cap * sizeof *lens);
-    if (!lens) return -1;
-    d->lens = lens;
     uint32_t *hashes = realloc(d->hashes, (size_t)cap * sizeof *hashes);
     if (!hashes) return -1;
     d->hashes = hashes;
@@ -184,7 +179,6 @@ int32_t nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32_t 
   copy[len] = '\0';
   int32_t id = d->n++;
   d->strs[id] = copy;
-  d->lens[id] = (uint32_t)len;
   d->hashes[id] = h;
   d->slots[slot] = (dict_slot){copy, h, id};
   if ((uint64_t)d->n * 4 > (uint64_t)d->nslots * 3 && rehash(d) != 0) return -1;
@@ -198,13 +192,13 @@ const char *nsl_dict_str(const nsl_dict *d, int32_t id) {
 
 size_t nsl_dict_strlen(const nsl_dict *d, int32_t id) {
   if (!d || id < 0 || id >= d->n) return 0;
-  return d->lens[id];
+  return stored_len(d->strs[id]);
 }
 
 int32_t nsl_dict_size(const nsl_dict *d) { return d ? d->n : 0; }
 
 size_t nsl_dict_bytes(const nsl_dict *d) {
   if (!d) return 0;
-  return d->bytes + (size_t)d->cap * (sizeof *d->strs + sizeof *d->lens + sizeof *d->hashes) +
+  return d->bytes + (size_t)d->cap * (sizeof *d->strs + sizeof *d->hashes) +
          d->nslots * sizeof *d->slots;
 }
