@@ -730,6 +730,19 @@ end
 
 -- ---- trace helpers ----------------------------------------------------------------------
 
+--- The window [from, to) of a figure: opts.from and opts.to, each missing
+-- end from the span of the trace's tables (nsl.window.span; all of them
+-- when tables is nil); never empty.
+local function window_of(trace, opts, tables)
+  local from, to = opts.from, opts.to
+  if not from or not to then
+    local lo, hi = require("nsl.window").span(trace, tables)
+    from, to = from or lo or 0, to or hi or 1
+  end
+  if to <= from then to = from + 1 end
+  return from, to
+end
+
 --- Rows of table t (columns cols) overlapping [from, to): start < to and
 -- stop > from; nil when t is empty.  Only the named columns are loaded.
 local function window_rows(t, cols, from, to)
@@ -847,12 +860,7 @@ end
 -- opts.label_min (36) px wide)}.
 function M.timeline(trace, opts)
   opts = opts or {}
-  local from, to = opts.from, opts.to
-  if not from or not to then
-    local lo, hi = require("nsl.window").span(trace)
-    from, to = from or lo or 0, to or hi or 1
-  end
-  if to <= from then to = from + 1 end
+  local from, to = window_of(trace, opts)
   local tables = opts.tables or {"kernels", "memcpy", "memset", "nvtx"}
   local want_nvtx = false
   for _, n in ipairs(tables) do want_nvtx = want_nvtx or n == "nvtx" end
@@ -1023,12 +1031,7 @@ end
 -- cell, row-major), fraction = {{per bin}, ...}}.
 function M.utilization(trace, opts)
   opts = opts or {}
-  local from, to = opts.from, opts.to
-  if not from or not to then
-    local lo, hi = require("nsl.window").span(trace, {"kernels", "memcpy", "memset"})
-    from, to = from or lo or 0, to or hi or 1
-  end
-  if to <= from then to = from + 1 end
+  local from, to = window_of(trace, opts, {"kernels", "memcpy", "memset"})
   local nb = floor(opts.bins or 200)
   local parts = {}
   for _, name in ipairs(opts.tables or {"kernels"}) do

@@ -111,6 +111,18 @@ function T.stdev(list)
   return math.sqrt(ss / (n - 1))
 end
 
+--- Rows of nsl table t as arrays of Lua values, for the columns named.
+function T.rows(t, cols)
+  local c, out = {}, {}
+  for k, name in ipairs(cols) do c[k] = t[name]:totable() end
+  for i = 1, #t do
+    local r = {}
+    for k = 1, #cols do r[k] = c[k][i] end
+    out[i] = r
+  end
+  return out
+end
+
 --- The whole content of a file (raises when it cannot be read).
 function T.read(path)
   local f = assert(io.open(path, "rb"))

@@ -11,17 +11,6 @@ local nccl = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite")
 local h100 = T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite")
 local mpi = T.data("nsys/mpi_cuda_rank0_2022.2.sqlite")
 
-local function rows(t, cols)
-  local c, out = {}, {}
-  for k, name in ipairs(cols) do c[k] = t[name]:totable() end
-  for i = 1, #t do
-    local r = {}
-    for k = 1, #cols do r[k] = c[k][i] end
-    out[i] = r
-  end
-  return out
-end
-
 local function shell(cmd)
   local ok = os.execute(cmd)
   assert(ok, "command failed: " .. cmd)
@@ -100,7 +89,7 @@ end
 local function check_against(tables, want, what)
   local t = tables.iterations
   T.eq(#t, #want, what .. ": iterations")
-  local got = rows(t, {"PID", "Start (ns)", "End (ns)", "Kernels", "Memcpy", "Memcpy Bytes", "Memset", "GPU Busy (ns)",
+  local got = T.rows(t, {"PID", "Start (ns)", "End (ns)", "Kernels", "Memcpy", "Memcpy Bytes", "Memset", "GPU Busy (ns)",
                        "Iter"})
   local k = {}
   for i, w in ipairs(want) do
@@ -196,7 +185,7 @@ return {
     local t = tables.iterations
     T.eq(#t, 4, "5 tiles: 4 periods between the first marker of each tile")
     local kernels = T.sql1(h100, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
-    for i, v in ipairs(rows(t, {"Duration (ns)", "Kernels", "Memcpy"})) do
+    for i, v in ipairs(T.rows(t, {"Duration (ns)", "Kernels", "Memcpy"})) do
       T.eq(v[1], span, "iteration " .. i .. " lasts one tile")
       T.eq(v[2], kernels, "iteration " .. i .. " has every kernel of one tile")
       T.eq(v[3], T.sql1(h100, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY"), "memcpy of iteration " .. i)

@@ -21,18 +21,6 @@ local FROM_SQL = [[
   LEFT JOIN (SELECT domainId AS id, globalTid >> 24 AS p, min(coalesce(text, (SELECT value FROM StringIds WHERE id = textId))) AS name
              FROM NVTX_EVENTS WHERE eventType = 75 GROUP BY 1, 2) AS d ON d.id = n.domainId AND d.p = n.globalTid >> 24]]
 
--- Rows of table t as arrays of Lua values, for the columns named.
-local function rows(t, cols)
-  local c, out = {}, {}
-  for k, name in ipairs(cols) do c[k] = t[name]:totable() end
-  for i = 1, #t do
-    local r = {}
-    for k = 1, #cols do r[k] = c[k][i] end
-    out[i] = r
-  end
-  return out
-end
-
 ------------------------------------------------------------------------------
 -- The brute-force projection from SQL rows.
 
@@ -130,7 +118,7 @@ local function nsl_ranges(P)
   local R = P.ranges
   local t = R:filter(P.mask):with("row", nsl.range(#R):gather(P.mask:indices()))
   local list, byrow = {}, {}
-  for _, v in ipairs(rows(t, {"pid", "tid", "start", "stop", "name", "proj_start", "proj_dur", "ops", "launches",
+  for _, v in ipairs(T.rows(t, {"pid", "tid", "start", "stop", "name", "proj_start", "proj_dur", "ops", "launches",
                              "gpu_time", "parent", "depth", "row", "children"})) do
     local r = {pid = v[1], tid = v[2], start = v[3], stop = v[4], name = v[5], proj_start = v[6], proj_dur = v[7],
                ops = v[8], launches = v[9], gpu_time = v[10], parent = v[11], depth = v[12], row = v[13],
@@ -173,7 +161,7 @@ for _, f in ipairs(files) do
       grand = grand + int(r[3])
     end
     local seen = 0
-    for _, v in ipairs(rows(s, {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
+    for _, v in ipairs(T.rows(s, {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
                                "Max (ns)", "StdDev (ns)", "Style", "Range"})) do
       local d = assert(groups[v[10] .. "\0" .. v[9]], "no SQL group for " .. v[10])
       seen = seen + 1
@@ -288,7 +276,7 @@ for _, f in ipairs(files) do
       end
     end
     local n = 0
-    for _, v in ipairs(rows(q, {"Range", "Range Instances", "Total Proj Time (ns)", "Total Range Time (ns)",
+    for _, v in ipairs(T.rows(q, {"Range", "Range Instances", "Total Proj Time (ns)", "Total Range Time (ns)",
                                "Total GPU Ops", "Total GPU Time (ns)", "Proj Med (ns)", "Style"})) do
       local w = assert(want[v[1]], "unexpected projected range " .. v[1])
       n = n + 1
@@ -352,7 +340,7 @@ test("tree: paths, instances, CPU and GPU times equal the brute-force paths", fu
     local T2 = nvtx.tree(P)
     local nodes = T2.nodes
     local m = 0
-    for _, v in ipairs(rows(nodes, {"path", "instances", "cpu_time", "gpu_time", "gpu_self", "depth", "name"})) do
+    for _, v in ipairs(T.rows(nodes, {"path", "instances", "cpu_time", "gpu_time", "gpu_self", "depth", "name"})) do
       local w = assert(want[v[1]], f .. ": unexpected tree path " .. v[1])
       m = m + 1
       T.eq(v[2], w.n, f .. ": instances of " .. v[1])
@@ -388,7 +376,7 @@ test("tree: normalized labels merge PyTorch's per-call suffixes", function()
   local want = T.sql1(path("pytorch_nccl_2gpu_2026.2"), "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60) " ..
     "AND endGlobalTid IS NULL AND coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) LIKE 'aten::add,%'")
   local got = 0
-  for _, v in ipairs(rows(nodes, {"name", "instances"})) do if v[1] == "aten::add" then got = got + v[2] end end
+  for _, v in ipairs(T.rows(nodes, {"name", "instances"})) do if v[1] == "aten::add" then got = got + v[2] end end
   T.eq(got, want, "instances of aten::add over all paths")
 end)
 
