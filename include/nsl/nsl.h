@@ -70,6 +70,9 @@ int32_t nsl_dict_intern(nsl_dict *d, const char *s, size_t len);
  * while the index entry comes into cache. */
 uint32_t nsl_dict_hash(const char *s, size_t len);
 void nsl_dict_prefetch(const nsl_dict *d, uint32_t hash);
+/* The second step, once the entry had time to arrive: brings in the string
+ * the entry points to (the compare that confirms a match reads it). */
+void nsl_dict_prefetch_string(const nsl_dict *d, uint32_t hash);
 int32_t nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32_t hash);
 /* Returns the id of s, or -1 when absent. */
 int32_t nsl_dict_find(const nsl_dict *d, const char *s, size_t len);

@@ -150,6 +150,11 @@ void nsl_dict_prefetch(const nsl_dict *d, uint32_t hash) {
   __builtin_prefetch(&d->slots[hash & (d->nslots - 1)]);
 }
 
+void nsl_dict_prefetch_string(const nsl_dict *d, uint32_t hash) {
+  const dict_slot *sl = &d->slots[hash & (d->nslots - 1)];
+  if (sl->id >= 0) __builtin_prefetch(sl->str);
+}
+
 int32_t nsl_dict_intern(nsl_dict *d, const char *s, size_t len) {
   if (!s) return -1;
   return nsl_dict_intern_hashed(d, s, len, hash_bytes(s, len));

@@ -725,6 +725,7 @@ typedef struct out_col {
   nsl_type type;
   int is_time;
   int slot;              /* first result column of the SELECT */
+  int shared;            /* reads the slot of an earlier column (same nsys columns) */
   enum_map en;
 } out_col;
 
@@ -742,6 +743,19 @@ static const char *pick_column(const table_info *t, const col_map *cm, int which
 static int slots_of(const col_map *cm) {
   if (!cm) return 1;
   return cm->kind == M_NVTX_TEXT || cm->kind == M_CC ? 2 : 1;
+}
+
+/* Whether a and b read the same single nsys column in every table (pid and
+ * tid both decode globalTid): the second one reads the first one's slot,
+ * and SQLite decodes the column once a row. */
+static int same_source(const col_map *a, const col_map *b) {
+  if (!a || !b || slots_of(a) != 1 || slots_of(b) != 1 || a->kind == M_SOURCE || b->kind == M_SOURCE) return 0;
+  for (int i = 0; i < 4; i++) {
+    if (!a->src[i] != !b->src[i]) return 0;
+    if (!a->src[i]) return 1;
+    if (strcmp(a->src[i], b->src[i]) != 0) return 0;
+  }
+  return 1;
 }
 
 /* Whether the loads of m filter NVTX event types in C rather than in SQL: a
@@ -773,6 +787,7 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
   int first = 1;
   for (int j = 0; j < n; j++) {
     const col_map *cm = cols[j].map;
+    if (cols[j].shared) continue;
     for (int w = 0; w < slots_of(cm); w++) {
       if (!first) sb_add(b, ", ");
       first = 0;
@@ -873,6 +888,13 @@ static int nvtx_kind_of(int64_t t) { return t == 59 ? 0 : t == 60 ? 1 : t == 34 
 static sqlite3_value *cell(sqlite3_stmt *st, int i) {
   sqlite3_value *v = sqlite3_column_value(st, i);
   return sqlite3_value_type(v) == SQLITE_NULL ? NULL : v;
+}
+
+/* An integer cell, or NSL_NULL_I64 for SQL NULL: one call for the common
+ * non-zero value (the type is asked only when the value reads 0). */
+static int64_t cell_i64(sqlite3_stmt *st, int i) {
+  int64_t x = sqlite3_column_int64(st, i);
+  return x == 0 && sqlite3_column_type(st, i) == SQLITE_NULL ? NSL_NULL_I64 : x;
 }
 
 static void put_int(nsl_column *c, int64_t row, sqlite3_value *v, int64_t add) {
@@ -988,6 +1010,71 @@ static nsl_status part_sql_error(scan_part *p, sqlite3 *db, int rc) {
   return sql_error_on(p->sc->s, db, rc, p->sc->m->sources[0], &p->err);
 }
 
+/* Texts are interned TEXT_LAG rows after they are read: the dictionary
+ * entry of a text (prefetched when its row is read) and then the string it
+ * points to (prefetched half-way) have time to arrive from memory.  Interning
+ * at once stalled on both: the texts of 8 M NVTX rows spent more time
+ * waiting there than in the rest of the row. */
+#define TEXT_LAG 16
+
+typedef struct text_lag {
+  char *buf[TEXT_LAG];
+  size_t cap[TEXT_LAG], len[TEXT_LAG];
+  uint32_t hash[TEXT_LAG];
+  int64_t row[TEXT_LAG];   /* -1: empty */
+  int64_t pushed;
+} text_lag;
+
+static void lag_init(text_lag *q) {
+  memset(q, 0, sizeof *q);
+  for (int i = 0; i < TEXT_LAG; i++) q->row[i] = -1;
+}
+
+static void lag_free(text_lag *q) {
+  for (int i = 0; i < TEXT_LAG; i++) free(q->buf[i]);
+}
+
+/* Interns queue entry i into column c; -1 out of memory. */
+static int lag_pop(text_lag *q, int i, scan_part *p, nsl_column *c) {
+  if (q->row[i] < 0) return 0;
+  int32_t did = nsl_dict_intern_hashed(p->dict, q->buf[i], q->len[i], q->hash[i]);
+  if (did < 0) return -1;
+  put_str(c, q->row[i], did);
+  q->row[i] = -1;
+  return 0;
+}
+
+/* Queues text s (len bytes) of output row `row` of column c, interning the
+ * entry it replaces; -1 out of memory. */
+static int lag_push(text_lag *q, scan_part *p, nsl_column *c, int64_t row, const char *s, size_t len) {
+  int i = (int)(q->pushed % TEXT_LAG);
+  if (lag_pop(q, i, p, c) < 0) return -1;
+  if (q->cap[i] < len + 1) {
+    size_t cap = len + 1 > 64 ? len + 1 : 64;
+    char *b = realloc(q->buf[i], cap);
+    if (!b) return -1;
+    q->buf[i] = b;
+    q->cap[i] = cap;
+  }
+  memcpy(q->buf[i], s, len);
+  q->buf[i][len] = '\0';
+  q->len[i] = len;
+  q->hash[i] = nsl_dict_hash(s, len);
+  q->row[i] = row;
+  nsl_dict_prefetch(p->dict, q->hash[i]);
+  int half = (int)((q->pushed + TEXT_LAG / 2) % TEXT_LAG);   /* queued TEXT_LAG / 2 rows ago */
+  if (q->row[half] >= 0) nsl_dict_prefetch_string(p->dict, q->hash[half]);
+  q->pushed++;
+  return 0;
+}
+
+/* Interns what is still queued, oldest first; -1 out of memory. */
+static int lag_flush(text_lag *q, scan_part *p, nsl_column *c) {
+  for (int64_t k = 0; k < TEXT_LAG; k++)
+    if (lag_pop(q, (int)((q->pushed + k) % TEXT_LAG), p, c) < 0) return -1;
+  return 0;
+}
+
 /* Steps the part's rows into the output columns; sets and returns p->rc. */
 static nsl_status scan_rows(scan_part *p) {
   scan *sc = p->sc;
@@ -995,6 +1082,8 @@ static nsl_status scan_rows(scan_part *p) {
   nsl_column **out = sc->out;
   sqlite3 *db = p->db ? p->db : sc->s->db;
   sqlite3_stmt *st = NULL;
+  text_lag lag;
+  lag_init(&lag);
   int step = sqlite3_prepare_v2(db, p->sql ? p->sql : sc->sql, -1, &st, NULL);
   if (step != SQLITE_OK) {
     sqlite3_finalize(st);
@@ -1006,8 +1095,7 @@ static nsl_status scan_rows(scan_part *p) {
   }
   while ((step = sqlite3_step(st)) == SQLITE_ROW) {
     if (sc->nvtx_domains || sc->types_in_c) {
-      sqlite3_value *et = cell(st, sc->type_slot);
-      int64_t type = et ? sqlite3_value_int64(et) : -1;
+      int64_t type = cell_i64(st, sc->type_slot);
       if (sc->types_in_c && nvtx_kind_of(type) < 0 && !(sc->nvtx_domains && type == 75)) continue;
       if (sc->nvtx_domains && type == 75) {   /* domain create: remember domainId -> name, emit nothing */
         int32_t did = text_id(p->dict, cell(st, sc->text_slot));
@@ -1029,24 +1117,19 @@ static nsl_status scan_rows(scan_part *p) {
       p->cap = cap;
     }
     int64_t row = p->row0 + p->rows;
-    /* the text first: its dictionary slot comes into cache while the other
-     * cells are read */
-    const char *txt = NULL;
-    size_t tlen = 0;
-    uint32_t th = 0;
+    const char *txt = NULL;   /* the text of the first text column, queued (see text_lag) */
     if (sc->text_col >= 0) {
       sqlite3_value *tv = cell(st, cols[sc->text_col].slot);
-      if (tv && (txt = (const char *)sqlite3_value_text(tv))) {
-        tlen = (size_t)sqlite3_value_bytes(tv);
-        th = nsl_dict_hash(txt, tlen);
-        nsl_dict_prefetch(p->dict, th);
-      }
+      if (tv && (txt = (const char *)sqlite3_value_text(tv)) &&
+          lag_push(&lag, p, out[sc->text_col], row, txt, (size_t)sqlite3_value_bytes(tv)) < 0)
+        goto nomem;
     }
     for (int j = 0; j < sc->n; j++) {
       const col_map *cm = cols[j].map;
       nsl_column *c = out[j];
       int sl = cols[j].slot;
       int32_t did;
+      int64_t x;
       sqlite3_value *v;
       if (!cm) {
         put_int(c, row, NULL, 0);   /* the slot is NULL */
@@ -1054,29 +1137,34 @@ static nsl_status scan_rows(scan_part *p) {
       }
       switch (cm->kind) {
       case M_INT:
+        if (c->type == NSL_I64) {   /* the common case, without a value object */
+          x = cell_i64(st, sl);
+          nsl_i64(c)[row] = x == NSL_NULL_I64 || !cols[j].is_time ? x : x + sc->time_offset;
+          break;
+        }
         v = cell(st, sl);
         put_int(c, row, v, cols[j].is_time ? sc->time_offset : 0);
         break;
       case M_PID:
-        v = cell(st, sl);
-        put_i64(c, row, v ? (sqlite3_value_int64(v) >> 24) & 0xFFFFFF : NSL_NULL_I64);
+      case M_TID: {
+        x = cell_i64(st, sl);
+        x = x == NSL_NULL_I64 ? x : cm->kind == M_PID ? (x >> 24) & 0xFFFFFF : x & 0xFFFFFF;
+        if (c->type == NSL_I64) nsl_i64(c)[row] = x;
+        else put_i64(c, row, x);
         break;
-      case M_TID:
-        v = cell(st, sl);
-        put_i64(c, row, v ? sqlite3_value_int64(v) & 0xFFFFFF : NSL_NULL_I64);
-        break;
+      }
       case M_STR:
       case M_API_NAME:
-        v = cell(st, sl);
-        did = v ? part_string(p, sqlite3_value_int64(v), cm->kind == M_API_NAME) : -1;
+        x = cell_i64(st, sl);
+        did = x != NSL_NULL_I64 ? part_string(p, x, cm->kind == M_API_NAME) : -1;
         if (did == -3) goto nomem;
         put_str(c, row, did);
         break;
       case M_TEXT:
       case M_NVTX_TEXT:
         if (j == sc->text_col) {
-          did = !txt ? -1 : nsl_dict_intern_hashed(p->dict, txt, tlen, th);
-          if (txt && did < 0) did = -3;
+          if (txt) break;   /* queued: written when interned */
+          did = -1;
         } else {
           did = text_id(p->dict, cell(st, sl));
         }
@@ -1090,8 +1178,8 @@ static nsl_status scan_rows(scan_part *p) {
         put_str(c, row, did);
         break;
       case M_ENUM:
-        v = cell(st, sl);
-        did = v ? part_enum(p, j, sqlite3_value_int64(v)) : -1;
+        x = cell_i64(st, sl);
+        did = x != NSL_NULL_I64 ? part_enum(p, j, x) : -1;
         if (did == -3) goto nomem;
         put_str(c, row, did);
         break;
@@ -1113,15 +1201,14 @@ static nsl_status scan_rows(scan_part *p) {
         put_str(c, row, k >= 0 && k < 4 ? p->source_ids[k] : -1);
         break;
       }
-      case M_NVTX_DOMAIN:   /* the raw id for now; names are known after the scan */
-        v = cell(st, sl);
-        if (c->type == NSL_STR) nsl_i32(c)[row] = v ? (int32_t)sqlite3_value_int64(v) : NSL_NULL_I32;
-        else put_i64(c, row, v ? sqlite3_value_int64(v) : NSL_NULL_I64);
+      case M_NVTX_DOMAIN: {   /* the raw id for now; names are known after the scan */
+        x = cell_i64(st, sl);
+        if (c->type == NSL_STR) nsl_i32(c)[row] = x == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)x;
+        else put_i64(c, row, x);
         break;
+      }
       case M_NVTX_KIND: {
-        v = cell(st, sl);
-        int64_t t = v ? sqlite3_value_int64(v) : -1;
-        int kind = nvtx_kind_of(t);
+        int kind = nvtx_kind_of(cell_i64(st, sl));
         put_str(c, row, kind >= 0 ? p->kind_ids[kind] : -1);
         break;
       }
@@ -1129,12 +1216,15 @@ static nsl_status scan_rows(scan_part *p) {
     }
     p->rows++;
   }
+  if (lag_flush(&lag, p, sc->text_col >= 0 ? out[sc->text_col] : NULL) < 0) goto nomem;
   if (step != SQLITE_DONE && step != SQLITE_ROW) p->rc = part_sql_error(p, db, step);
   else p->rc = NSL_OK;
   sqlite3_finalize(st);
+  lag_free(&lag);
   return p->rc;
 nomem:
   sqlite3_finalize(st);
+  lag_free(&lag);
   return p->rc = nsl_error_set(&p->err, NSL_ERR_NOMEM, "out of memory loading %s of '%s'", sc->name, sc->s->label);
 }
 
@@ -1301,7 +1391,12 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
     cols[j].type = types[j];
     cols[j].is_time = mc && mc->is_time;
     cols[j].slot = slot;
-    slot += slots_of(cols[j].map);
+    for (int i = 0; i < j && !cols[j].shared; i++)
+      if (!cols[i].shared && same_source(cols[i].map, cols[j].map)) {
+        cols[j].slot = cols[i].slot;
+        cols[j].shared = 1;
+      }
+    if (!cols[j].shared) slot += slots_of(cols[j].map);
     if (cols[j].map) {
       map_kind k = cols[j].map->kind;
       if (k == M_NVTX_DOMAIN) {
