@@ -49,4 +49,22 @@ return { run = function(trace, args, out)
 end }
 LUA
 "$nsl" run "$work/nvtx_split.lua" "$big" > /dev/null
+
+# The peer floor: the sqlite3 CLI reading the same columns of the same rows
+# (one thread, summing them so nothing is printed) -- what any SQLite-based
+# tool pays before it computes anything.
+floor_sql="SELECT total(globalTid), total(start), total(\"end\"), total(eventType), total(endGlobalTid),
+  total(length(text)), total(textId), total(domainId) FROM NVTX_EVENTS;"
+present() { [ "$(sqlite3 "$big" "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='$1'")" = 1 ]; }
+for t in CUPTI_ACTIVITY_KIND_RUNTIME CUPTI_ACTIVITY_KIND_DRIVER; do
+  present "$t" || continue
+  floor_sql="$floor_sql SELECT total(globalTid), total(correlationId), total(start), total(\"end\") FROM $t;"
+done
+for t in CUPTI_ACTIVITY_KIND_KERNEL CUPTI_ACTIVITY_KIND_MEMCPY CUPTI_ACTIVITY_KIND_MEMSET; do
+  present "$t" || continue
+  floor_sql="$floor_sql SELECT total(globalPid), total(correlationId), total(start), total(\"end\") FROM $t;"
+done
+measure floor sqlite3 "$big" "$floor_sql" | tee "$work/nvtx_floor.txt"
+read -r _ fw fc _ < "$work/nvtx_floor.txt"
+echo "sqlite3 CLI reading the same columns: $fw s wall, $fc s CPU (one thread)"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
