@@ -69,6 +69,14 @@ typedef struct quant_out {
   double *out;          /* one per group */
 } quant_out;
 
+/* One group's partial results in one chunk of rows: one cache line to
+ * touch per row. */
+typedef struct gstat {
+  i128 isum;          /* integer sum */
+  int64_t count;      /* non-NULL values */
+  uint64_t lo, hi;    /* least / greatest order code (hi 0: none) */
+} gstat;
+
 typedef struct plan {
   const nsl_column *v;
   int fp;                     /* F64: compensated sums */
@@ -80,12 +88,10 @@ typedef struct plan {
   int std_codes;              /* deviations from the codes (row order kept) instead of a row pass */
   int nchunks;
   int64_t bound[MAX_CHUNKS + 1];
-  int64_t *cnt[MAX_CHUNKS];   /* per chunk non-NULL counts; after the merge: scatter cursors */
-  i128 *isum[MAX_CHUNKS];     /* integer sums (chunk 0: the total after the merge) */
+  gstat *st[MAX_CHUNKS];      /* per chunk and group; st[0] holds the totals after the merge */
+  int64_t *cur[MAX_CHUNKS];   /* per chunk and group: where its next code goes */
   double *fsum, *comp;        /* F64 sums, one chunk */
-  uint64_t *lo[MAX_CHUNKS], *hi[MAX_CHUNKS];   /* least / greatest order codes */
   uint64_t *ranks;            /* STR min/max: nsl__str_ranks */
-  int64_t *count;             /* totals (cnt[0] with one chunk) */
   double *mean;               /* means (SUM, MEAN, STD) */
   double *sd;                 /* standard deviations */
   uint64_t *codes;            /* group g's codes at codes[off[g] .. off[g+1]) */
@@ -97,12 +103,9 @@ typedef struct plan {
 
 static void plan_free(plan *p) {
   for (int c = 0; c < MAX_CHUNKS; c++) {
-    if (p->cnt[c] != p->count) free(p->cnt[c]);
-    free(p->isum[c]);
-    free(p->lo[c]);
-    free(p->hi[c]);
+    free(p->st[c]);
+    free(p->cur[c]);
   }
-  free(p->count);
   free(p->fsum);
   free(p->comp);
   free(p->ranks);
@@ -139,20 +142,20 @@ static void stats_chunk(const agg_run *r, plan *p, int c) {
   const int64_t *go = r->go;
   const nsl_column *v = p->v;
   int64_t r0 = p->bound[c], r1 = p->bound[c + 1];
-  int64_t *cnt = p->cnt[c];
-  i128 *isum = p->isum[c];
-  uint64_t *lo = p->lo[c], *hi = p->hi[c];
+  gstat *st = p->st[c];
+  int isum = p->want_sum && !p->fp, minmax = p->want_minmax;
   if (v->type == NSL_I64) {   /* the common case, straight over the column */
     const int64_t *x = nsl_i64(v);
     for (int64_t i = r0; i < r1; i++) {
       int64_t g = go[i], y = x[i];
       if (g < 0 || y == NSL_NULL_I64) continue;
-      cnt[g]++;
-      if (isum) isum[g] += y;
-      if (lo) {
+      gstat *e = &st[g];
+      e->count++;
+      if (isum) e->isum += y;
+      if (minmax) {
         uint64_t u = nsl__ocode_i64(y);
-        if (u < lo[g]) lo[g] = u;
-        if (u > hi[g]) hi[g] = u;
+        if (u < e->lo) e->lo = u;
+        if (u > e->hi) e->hi = u;
       }
     }
     return;
@@ -160,14 +163,15 @@ static void stats_chunk(const agg_run *r, plan *p, int c) {
   uint64_t buf[BLOCK];
   for (int64_t b = r0; b < r1; b += BLOCK) {
     int64_t m = r1 - b < BLOCK ? r1 - b : BLOCK;
-    if (lo) nsl__order_codes(v, NULL, b, m, p->ranks, buf);
+    if (minmax) nsl__order_codes(v, NULL, b, m, p->ranks, buf);
     for (int64_t i = 0; i < m; i++) {
       int64_t g = go[b + i], row = b + i;
       if (g < 0) continue;
+      gstat *e = &st[g];
       if (v->type == NSL_F64) {
         double y = nsl_f64(v)[row];
         if (isnan(y)) continue;
-        cnt[g]++;
+        e->count++;
         if (p->fsum) {
           double a = p->fsum[g], t = a + y;
           p->comp[g] += fabs(a) >= fabs(y) ? (a - t) + y : (y - t) + a;
@@ -177,12 +181,12 @@ static void stats_chunk(const agg_run *r, plan *p, int c) {
         int null;
         int64_t y = nsl__int_at(v, row, &null);
         if (null) continue;
-        cnt[g]++;
-        if (isum) isum[g] += y;
+        e->count++;
+        if (isum) e->isum += y;
       }
-      if (lo && buf[i]) {
-        if (buf[i] < lo[g]) lo[g] = buf[i];
-        if (buf[i] > hi[g]) hi[g] = buf[i];
+      if (minmax && buf[i]) {
+        if (buf[i] < e->lo) e->lo = buf[i];
+        if (buf[i] > e->hi) e->hi = buf[i];
       }
     }
   }
@@ -190,10 +194,10 @@ static void stats_chunk(const agg_run *r, plan *p, int c) {
 
 /* ---- stage 2: codes by group, deviations by rows ---------------------------------- */
 
-/* Writes chunk c's codes at its cursors (p->cnt[c] after the merge). */
+/* Writes chunk c's codes at its cursors. */
 static void scatter_chunk(const agg_run *r, plan *p, int c) {
   const int64_t *go = r->go;
-  int64_t r0 = p->bound[c], r1 = p->bound[c + 1], *cur = p->cnt[c];
+  int64_t r0 = p->bound[c], r1 = p->bound[c + 1], *cur = p->cur[c];
   uint64_t *codes = p->codes;
   if (p->v->type == NSL_I64) {
     const int64_t *x = nsl_i64(p->v);
@@ -230,7 +234,7 @@ static int std_rows(const agg_run *r, plan *p) {
     long double d = (fp ? (long double)nsl_f64(v)[i] : (long double)nsl__int_at(v, i, &null)) - (long double)p->mean[k];
     ss[k] += d * d;
   }
-  for (int64_t k = 0; k < r->ng; k++) p->sd[k] = std_of(ss[k], p->count[k]);
+  for (int64_t k = 0; k < r->ng; k++) p->sd[k] = std_of(ss[k], p->st[0][k].count);
   free(ss);
   return 0;
 }
@@ -259,7 +263,7 @@ static void groups_range(plan *p, int64_t g0, int64_t g1, uint64_t *tmp) {
         long double d = code_value(t, a[i]) - mu;
         ss += d * d;
       }
-      p->sd[k] = std_of(ss, p->count[k]);
+      p->sd[k] = std_of(ss, p->st[0][k].count);
     }
     for (int j = 0; j < p->nq; j++) {
       if (m == 0) {
@@ -358,13 +362,9 @@ static int plan_alloc(const agg_run *r, plan *p, int threads) {
   if (p->nchunks > MAX_CHUNKS) p->nchunks = MAX_CHUNKS;
   for (int c = 0; c <= p->nchunks; c++) p->bound[c] = r->n * c / p->nchunks;
   for (int c = 0; c < p->nchunks; c++) {
-    if (!(p->cnt[c] = nsl__big_calloc(m, sizeof *p->cnt[c]))) return -1;
-    if (p->want_sum && !p->fp && !(p->isum[c] = nsl__big_calloc(m, sizeof *p->isum[c]))) return -1;
-    if (p->want_minmax) {
-      if (!(p->lo[c] = nsl__big_alloc(m * sizeof *p->lo[c])) || !(p->hi[c] = nsl__big_calloc(m, sizeof *p->hi[c])))
-        return -1;
-      for (int64_t g = 0; g < r->ng; g++) p->lo[c][g] = UINT64_MAX;
-    }
+    if (!(p->st[c] = nsl__big_alloc(m * sizeof *p->st[c]))) return -1;
+    for (int64_t g = 0; g < r->ng; g++) p->st[c][g] = (gstat){0, 0, UINT64_MAX, 0};
+    if (p->want_codes && !(p->cur[c] = nsl__big_alloc(m * sizeof *p->cur[c]))) return -1;
   }
   if (p->want_sum && p->fp &&
       (!(p->fsum = nsl__big_calloc(m, sizeof *p->fsum)) || !(p->comp = nsl__big_calloc(m, sizeof *p->comp))))
@@ -376,52 +376,40 @@ static int plan_alloc(const agg_run *r, plan *p, int threads) {
   return 0;
 }
 
-/* Merges the chunks of p into totals, computes the means, and lays out the
- * codes: offsets per group and each chunk's cursors (replacing its counts). */
+/* Merges the chunks of p into totals (in st[0]), computes the means, and
+ * lays out the codes: offsets per group and each chunk's cursors. */
 static int plan_merge(const agg_run *r, plan *p) {
   int64_t ng = r->ng;
   size_t m = (size_t)(ng ? ng : 1);
-  if (p->nchunks == 1) p->count = p->cnt[0];
-  else {
-    if (!(p->count = nsl__big_calloc(m, sizeof *p->count))) return -1;
-    for (int c = 0; c < p->nchunks; c++)
-      for (int64_t g = 0; g < ng; g++) p->count[g] += p->cnt[c][g];
-    for (int c = 1; c < p->nchunks; c++)
-      for (int64_t g = 0; g < ng; g++) {
-        if (p->isum[0]) p->isum[0][g] += p->isum[c][g];
-        if (p->lo[0]) {
-          if (p->lo[c][g] < p->lo[0][g]) p->lo[0][g] = p->lo[c][g];
-          if (p->hi[c][g] > p->hi[0][g]) p->hi[0][g] = p->hi[c][g];
-        }
+  gstat *tot = p->st[0];
+  if (p->want_codes) {   /* chunk c's codes of group g follow those of chunks before it */
+    if (!(p->off = nsl__big_alloc((m + 1) * sizeof *p->off))) return -1;
+    p->off[0] = 0;
+    for (int64_t g = 0; g < ng; g++) {
+      int64_t at = p->off[g];
+      for (int c = 0; c < p->nchunks; c++) {
+        p->cur[c][g] = at;
+        at += p->st[c][g].count;
       }
+      p->off[g + 1] = at;
+    }
+    if (!(p->codes = nsl__big_alloc((size_t)(p->off[ng] ? p->off[ng] : 1) * sizeof *p->codes))) return -1;
   }
+  for (int c = 1; c < p->nchunks; c++)
+    for (int64_t g = 0; g < ng; g++) {
+      const gstat *e = &p->st[c][g];
+      tot[g].count += e->count;
+      tot[g].isum += e->isum;
+      if (e->lo < tot[g].lo) tot[g].lo = e->lo;
+      if (e->hi > tot[g].hi) tot[g].hi = e->hi;
+    }
   if (p->want_sum) {
     if (!(p->mean = nsl__big_alloc(m * sizeof *p->mean))) return -1;
     for (int64_t g = 0; g < ng; g++) {
-      int64_t c = p->count[g];
+      int64_t c = tot[g].count;
       p->mean[g] = !c      ? NAN
                    : p->fp ? (p->fsum[g] + p->comp[g]) / (double)c
-                           : (double)((long double)p->isum[0][g] / (long double)c);
-    }
-  }
-  if (!p->want_codes) return 0;
-  if (!(p->off = nsl__big_alloc((m + 1) * sizeof *p->off))) return -1;
-  p->off[0] = 0;
-  for (int64_t g = 0; g < ng; g++) p->off[g + 1] = p->off[g] + p->count[g];
-  if (!(p->codes = nsl__big_alloc((size_t)(p->off[ng] ? p->off[ng] : 1) * sizeof *p->codes))) return -1;
-  if (p->nchunks == 1) {   /* the counts become the cursors: copy them off first */
-    if (!(p->count = malloc(m * sizeof *p->count))) {
-      p->count = p->cnt[0];
-      return -1;
-    }
-    memcpy(p->count, p->cnt[0], (size_t)ng * sizeof *p->count);
-  }
-  for (int64_t g = 0; g < ng; g++) {
-    int64_t at = p->off[g];
-    for (int c = 0; c < p->nchunks; c++) {
-      int64_t k = p->cnt[c][g];
-      p->cnt[c][g] = at;
-      at += k;
+                           : (double)((long double)tot[g].isum / (long double)c);
     }
   }
   return 0;
@@ -451,15 +439,17 @@ static nsl_column *spec_result(const agg_run *r, const nsl_agg_spec *s, const pl
   int64_t ng = r->ng;
   nsl_column *c = NULL;
   const nsl_column *v = s->values;
+  const gstat *tot = p ? p->st[0] : NULL;
   switch (s->agg) {
   case NSL_AGG_COUNT:
-    if ((c = nsl_column_new(NSL_I64, ng, NULL)) && ng) memcpy(c->data, p->count, (size_t)ng * sizeof *p->count);
+    if ((c = nsl_column_new(NSL_I64, ng, NULL)))
+      for (int64_t g = 0; g < ng; g++) nsl_i64(c)[g] = tot[g].count;
     break;
   case NSL_AGG_SUM:
     if (!(c = nsl_column_new(p->fp ? NSL_F64 : NSL_I64, ng, NULL))) break;
     for (int64_t g = 0; g < ng; g++) {
-      if (p->fp) nsl_f64(c)[g] = p->count[g] ? p->fsum[g] + p->comp[g] : NAN;
-      else nsl_i64(c)[g] = p->count[g] ? (int64_t)(uint64_t)p->isum[0][g] : NSL_NULL_I64;
+      if (p->fp) nsl_f64(c)[g] = tot[g].count ? p->fsum[g] + p->comp[g] : NAN;
+      else nsl_i64(c)[g] = tot[g].count ? (int64_t)(uint64_t)tot[g].isum : NSL_NULL_I64;
     }
     break;
   case NSL_AGG_MEAN:
@@ -470,7 +460,7 @@ static nsl_column *spec_result(const agg_run *r, const nsl_agg_spec *s, const pl
     break;
   case NSL_AGG_MIN:
   case NSL_AGG_MAX: {
-    const uint64_t *best = s->agg == NSL_AGG_MAX ? p->hi[0] : p->lo[0];
+    int mx = s->agg == NSL_AGG_MAX;
     int32_t *id_of_rank = NULL;
     if (p->ranks) {
       int32_t nd = nsl_dict_size(v->dict);
@@ -480,7 +470,7 @@ static nsl_column *spec_result(const agg_run *r, const nsl_agg_spec *s, const pl
     }
     if ((c = nsl_column_new(v->type, ng, v->dict)))
       for (int64_t g = 0; g < ng; g++) {
-        uint64_t x = p->hi[0][g] ? best[g] : 0;   /* hi 0: no value (UINT64_MAX is INT64_MAX's code) */
+        uint64_t x = !tot[g].hi ? 0 : mx ? tot[g].hi : tot[g].lo;   /* hi 0: no value */
         switch (v->type) {
         case NSL_I64: nsl_i64(c)[g] = nsl__ocode_to_i64(x); break;
         case NSL_I32: nsl_i32(c)[g] = x ? (int32_t)nsl__ocode_to_i64(x) : NSL_NULL_I32; break;
