@@ -51,7 +51,7 @@ typedef struct key_table {
   uint64_t dsize;
   /* hash table */
   slot *slots;
-  uint64_t mask;
+  uint64_t cap;              /* slots: any size (a key's first slot is home(), not a power-of-two mask) */
   int exact;                 /* slot.h is the key itself (radix, or one key): no tuple compare */
   int slot_rows;             /* slot.g holds the group's first row, not its id (exact tables for joins) */
   /* groups */
@@ -242,17 +242,16 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
     est = prod < (uint64_t)n ? prod : (uint64_t)n;
   } else {
     est = estimate_groups(keys, nk, n);
-    uint64_t cap = 1024;
-    while (cap < est * 2) cap <<= 1;
+    uint64_t cap = est * 2 > 1024 ? est * 2 : 1024;   /* at most half full as estimated */
     t->slots = nsl__big_alloc(cap * sizeof *t->slots);
     if (!t->slots) goto nomem;
     for (uint64_t s = 0; s < cap; s++) t->slots[s].g = -1;
-    t->mask = cap - 1;
+    t->cap = cap;
     t->exact = radix || nk == 1;
   }
   /* room for the expected groups up front (untouched pages cost nothing) */
   t->gcap = est > 1024 ? (int64_t)est : 1024;
-  if (!(t->first_row = malloc((size_t)t->gcap * sizeof *t->first_row))) goto nomem;
+  if (!(t->first_row = nsl__big_alloc((size_t)t->gcap * sizeof *t->first_row))) goto nomem;
   if (t->slots && !t->exact && !(t->gkeys = malloc((size_t)t->gcap * (size_t)nk * sizeof *t->gkeys))) goto nomem;
   return NSL_OK;
 nomem:
@@ -261,7 +260,13 @@ nomem:
 }
 
 /* The group of key h (codes: its tuple, for hashed tuples), searched from
- * slot s = nsl__mix64(h) & mask; *slot_out: where it is or would go. */
+ * slot s = home(h); *slot_out: where it is or would go. */
+/* The first slot of key h in a table of cap slots: the hash scaled onto
+ * [0, cap) by a multiply (so the table needs no power-of-two size). */
+static inline uint64_t home(uint64_t h, uint64_t cap) {
+  return (uint64_t)(((__extension__(unsigned __int128)nsl__mix64(h)) * cap) >> 64);
+}
+
 static inline int64_t hash_find(const key_table *t, const uint64_t *codes, uint64_t h, uint64_t s,
                                 uint64_t *slot_out) {
   for (;;) {
@@ -270,32 +275,36 @@ static inline int64_t hash_find(const key_table *t, const uint64_t *codes, uint6
     if (t->slots[s].h == h &&
         (t->exact || memcmp(t->gkeys + (size_t)g * (size_t)t->nk, codes, (size_t)t->nk * 8) == 0))
       break;
-    s = (s + 1) & t->mask;
+    s = s + 1 == t->cap ? 0 : s + 1;
   }
   *slot_out = s;
   return t->slots[s].g;
 }
 
+/* 1 when the table is over 3/4 full. */
+static inline int crowded(const key_table *t) { return (uint64_t)t->ngroups * 4 > t->cap * 3; }
+
 static int grow_slots(key_table *t) {
-  uint64_t cap = (t->mask + 1) * 2;
+  uint64_t cap = t->cap * 2;
   slot *ns = nsl__big_alloc(cap * sizeof *ns);
   if (!ns) return -1;
   for (uint64_t s = 0; s < cap; s++) ns[s].g = -1;
-  for (uint64_t s = 0; s <= t->mask; s++) {
+  for (uint64_t s = 0; s < t->cap; s++) {
     if (t->slots[s].g < 0) continue;
-    uint64_t j = nsl__mix64(t->slots[s].h) & (cap - 1);
-    while (ns[j].g >= 0) j = (j + 1) & (cap - 1);
+    uint64_t j = home(t->slots[s].h, cap);
+    while (ns[j].g >= 0) j = j + 1 == cap ? 0 : j + 1;
     ns[j] = t->slots[s];
   }
   free(t->slots);
   t->slots = ns;
-  t->mask = cap - 1;
+  t->cap = cap;
   return 0;
 }
 
 /* Adds a group for codes (read only for hashed tuples), first seen at row;
- * returns its id or -1. */
+ * returns its id or -1.  Tables whose slots hold rows count groups only. */
 static int64_t new_group(key_table *t, const uint64_t *codes, int64_t row) {
+  if (t->slot_rows) return t->ngroups++;
   if (t->ngroups == t->gcap) {
     int64_t cap = t->gcap ? t->gcap * 2 : 1024;
     if (t->gkeys) {
@@ -416,7 +425,7 @@ static nsl_status key_table_build(key_table *t, key_col *keys, int nk, int64_t n
       continue;
     }
     uint64_t hx[BLOCK];   /* each row's first slot */
-    for (int64_t i = 0; i < m; i++) hx[i] = nsl__mix64(pos[i]) & t->mask;
+    for (int64_t i = 0; i < m; i++) hx[i] = home(pos[i], t->cap);
     for (int64_t i = 0; i < m; i++) {
       int64_t g = -1;
       if (i + PREFETCH < m) __builtin_prefetch(&t->slots[hx[i + PREFETCH]]);
@@ -426,9 +435,9 @@ static nsl_status key_table_build(key_table *t, key_col *keys, int nk, int64_t n
         if ((g = hash_find(t, tup, pos[i], hx[i], &sl)) < 0) {
           if ((g = new_group(t, tup, off + i)) < 0) goto nomem;
           t->slots[sl] = (slot){pos[i], t->slot_rows ? off + i : g};
-          if ((uint64_t)t->ngroups * 2 > t->mask) {   /* a bigger table: the block's first slots move */
+          if (crowded(t)) {   /* a bigger table: the block's first slots move */
             if (grow_slots(t) != 0) goto nomem;
-            for (int64_t k = i + 1; k < m; k++) hx[k] = nsl__mix64(pos[k]) & t->mask;
+            for (int64_t k = i + 1; k < m; k++) hx[k] = home(pos[k], t->cap);
           }
         }
       }
@@ -455,7 +464,7 @@ static void key_table_probe(const key_table *t, const key_col *keys, const uint6
   block_positions(t, keys, buf, off, m, 1, 1, pos, skip);
   uint64_t hx[BLOCK];   /* each row's first slot */
   if (!t->dense)
-    for (int64_t i = 0; i < m; i++) hx[i] = nsl__mix64(pos[i]) & t->mask;
+    for (int64_t i = 0; i < m; i++) hx[i] = home(pos[i], t->cap);
   for (int64_t i = 0; i < m; i++) {
     int64_t g = -1;
     if (t->dense) {

@@ -170,9 +170,9 @@ static nsl_status gather_call_ops(const int64_t *api, const int64_t *start, cons
                            (long long)j, (long long)a, (long long)na);
     if (slot[a] < 0) slot[a] = nslots++;
   }
-  call_ops *ops = calloc(nslots ? (size_t)nslots : 1, sizeof *ops);
+  call_ops *ops = nsl__big_alloc((size_t)(nslots ? nslots : 1) * sizeof *ops);
   if (!ops) return nsl_error_set(err, NSL_ERR_NOMEM, "NVTX projection: out of memory for %lld calls", (long long)nslots);
-  for (int64_t k = 0; k < nslots; k++) ops[k].first = ops[k].last = NSL_NULL_I64;
+  for (int64_t k = 0; k < nslots; k++) ops[k] = (call_ops){0, NSL_NULL_I64, NSL_NULL_I64, 0};
   for (int64_t j = 0; j < no; j++) {
     int64_t a = api[j], s = start[j], e = stop[j];
     if (a < 0 || s == NSL_NULL_I64 || e == NSL_NULL_I64) continue;
@@ -531,6 +531,65 @@ static void sweep_thread(void *ctx, int t) {
   free(st.e);
 }
 
+/* The work around the sweep, in jobs that run at once: before it, the
+ * threads and order of both sides, the outputs' first values (the first
+ * writes to fresh memory, whose page faults are dear) and the GPU work per
+ * call; after it, the durations and child counts, and each op's range. */
+typedef struct around {
+  const nsl_nvtx_input *in;
+  nsl_nvtx_projection *out;
+  int64_t nr, na, no;
+  const int64_t *op_api, *op_start, *op_stop;
+  int64_t *slot;
+  call_ops *ops;
+  side *rs, *as;
+  thread_table *tt;
+  int threads_ok;
+  nsl_status gather_rc;
+  nsl_error gather_err;
+} around;
+
+static void before_sweep(void *ctx, int i) {
+  around *w = ctx;
+  const nsl_nvtx_input *in = w->in;
+  if (i == 0) {
+    w->threads_ok = side_threads(w->rs, in->range_keys, in->nkeys, in->range_mask ? nsl_bool(in->range_mask) : NULL,
+                                 w->tt) &&
+                    side_threads(w->as, in->api_keys, in->nkeys, NULL, w->tt) && side_group(w->rs, w->tt->n) &&
+                    side_group(w->as, w->tt->n);
+  } else if (i == 1) {
+    int64_t *parent = nsl_i64(w->out->parent), *first = nsl_i64(w->out->proj_start);
+    int64_t *last = nsl_i64(w->out->proj_dur), *api_range = nsl_i64(w->out->api_range);
+    int32_t *depth = nsl_i32(w->out->depth);
+    for (int64_t r = 0; r < w->nr; r++) {
+      parent[r] = -1;
+      depth[r] = NSL_NULL_I32;
+      first[r] = last[r] = NSL_NULL_I64;   /* last: the last stop until the end, then the duration */
+    }
+    for (int64_t a = 0; a < w->na; a++) api_range[a] = -1;
+  } else {
+    w->gather_rc = gather_call_ops(w->op_api, w->op_start, w->op_stop, w->no, w->na, w->slot, &w->ops, &w->gather_err);
+  }
+}
+
+static void after_sweep(void *ctx, int i) {
+  around *w = ctx;
+  nsl_nvtx_projection *out = w->out;
+  if (i == 0) {
+    int64_t *first = nsl_i64(out->proj_start), *last = nsl_i64(out->proj_dur), *parent = nsl_i64(out->parent);
+    const int32_t *nops = nsl_i32(out->ops);
+    int32_t *children = nsl_i32(out->children);
+    for (int64_t r = 0; r < w->nr; r++) {
+      if (first[r] != NSL_NULL_I64) last[r] -= first[r];
+      if (nops[r] > 0 && parent[r] >= 0 && children[parent[r]] < INT32_MAX) children[parent[r]]++;
+    }
+  } else {
+    const int64_t *api_range = nsl_i64(out->api_range);
+    int64_t *op_range = nsl_i64(out->op_range);
+    for (int64_t j = 0; j < w->no; j++) op_range[j] = w->op_api[j] < 0 ? -1 : api_range[w->op_api[j]];   /* NULL < 0 */
+  }
+}
+
 nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, nsl_error *err) {
   if (!out) return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: no output");
   memset(out, 0, sizeof *out);
@@ -558,24 +617,22 @@ nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, 
   out->children = nsl_column_new(NSL_I32, nr, NULL);
   out->api_range = nsl_column_new(NSL_I64, na, NULL);
   out->op_range = nsl_column_new(NSL_I64, no, NULL);
-  slot = malloc((size_t)(na ? na : 1) * sizeof *slot);
+  slot = nsl__big_alloc((size_t)(na ? na : 1) * sizeof *slot);
   if (!out->parent || !out->depth || !out->proj_start || !out->proj_dur || !out->ops || !out->launches ||
       !out->gpu_time || !out->children || !out->api_range || !out->op_range || !slot || !opened || !op_api ||
       !op_start || !op_stop)
     goto nomem;
+  around w = {in, out, nr, na, no, op_api, op_start, op_stop, slot, NULL, &rs, &as, &tt, 0, NSL_OK, {0}};
+  nsl__run_parallel(3, nsl__thread_count(3), before_sweep, &w);
+  ops = w.ops;
+  if (w.gather_rc != NSL_OK) {
+    rc = nsl_error_set(err, w.gather_rc, "%s", w.gather_err.msg);
+    goto fail;
+  }
+  if (!w.threads_ok) goto nomem;
   int64_t *parent = nsl_i64(out->parent), *first = nsl_i64(out->proj_start), *last = nsl_i64(out->proj_dur);
   int32_t *depth = nsl_i32(out->depth);
-  int64_t *api_range = nsl_i64(out->api_range), *op_range = nsl_i64(out->op_range);
-  for (int64_t r = 0; r < nr; r++) {
-    parent[r] = -1;
-    depth[r] = NSL_NULL_I32;
-    first[r] = last[r] = NSL_NULL_I64;   /* last: the last stop until the end, then the duration */
-  }
-  for (int64_t a = 0; a < na; a++) api_range[a] = -1;
-  if ((rc = gather_call_ops(op_api, op_start, op_stop, no, na, slot, &ops, err)) != NSL_OK) goto fail;
-  if (!side_threads(&rs, in->range_keys, nk, in->range_mask ? nsl_bool(in->range_mask) : NULL, &tt) ||
-      !side_threads(&as, in->api_keys, nk, NULL, &tt) || !side_group(&rs, tt.n) || !side_group(&as, tt.n))
-    goto nomem;
+  int64_t *api_range = nsl_i64(out->api_range);
   free(rs.thread);
   free(as.thread);
   rs.thread = as.thread = NULL;
@@ -585,13 +642,7 @@ nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, 
   if (tt.n > INT32_MAX) goto nomem;
   nsl__run_parallel((int)tt.n, nsl__thread_count((int)tt.n), sweep_thread, &job);
   if (atomic_load(&job.failed)) goto nomem;
-  for (int64_t r = 0; r < nr; r++)
-    if (first[r] != NSL_NULL_I64) last[r] -= first[r];
-  for (int64_t j = 0; j < no; j++) op_range[j] = op_api[j] < 0 ? -1 : api_range[op_api[j]];   /* NULL < 0 */
-  const int32_t *nops = nsl_i32(out->ops);
-  int32_t *children = nsl_i32(out->children);
-  for (int64_t i = 0; i < nr; i++)
-    if (nops[i] > 0 && parent[i] >= 0 && children[parent[i]] < INT32_MAX) children[parent[i]]++;
+  nsl__run_parallel(2, nsl__thread_count(2), after_sweep, &w);
   rc = NSL_OK;
   goto done;
 nomem:
