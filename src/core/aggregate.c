@@ -138,26 +138,49 @@ typedef struct agg_run {
 
 /* ---- stage 1: counts, sums and extremes of one chunk of rows ------------------------ */
 
-static void stats_chunk(const agg_run *r, plan *p, int c) {
+/* The row loop of stats_chunk over an integer column of element type T:
+ * NULL when x == null; one copy per combination of asked parts, so the
+ * loop carries no test of them. */
+#define INT_STATS(T, null, code)                                                                     \
+  do {                                                                                             \
+    const T *x = (const T *)v->data;                                                               \
+    if (isum && minmax)                                                                            \
+      INT_STATS_ROWS(T, null, code, e->isum += y; STATS_MINMAX(code(y)))                           \
+    else if (isum)                                                                                 \
+      INT_STATS_ROWS(T, null, code, e->isum += y)                                                  \
+    else if (minmax)                                                                               \
+      INT_STATS_ROWS(T, null, code, STATS_MINMAX(code(y)))                                         \
+    else                                                                                           \
+      INT_STATS_ROWS(T, null, code, (void)0)                                                       \
+  } while (0)
+#define INT_STATS_ROWS(T, null, code, more)                                                          \
+  for (int64_t i = r0; i < r1; i++) {                                                              \
+    int64_t g = go[i];                                                                             \
+    T y = x[i];                                                                                    \
+    if (g < 0 || y == (null)) continue;                                                            \
+    gstat *e = &st[g];                                                                             \
+    e->count++;                                                                                    \
+    more;                                                                                          \
+  }
+#define STATS_MINMAX(u_)                                                                             \
+  do {                                                                                             \
+    uint64_t u = (u_);                                                                             \
+    if (u < e->lo) e->lo = u;                                                                      \
+    if (u > e->hi) e->hi = u;                                                                      \
+  } while (0)
+
+/* Adds rows [r0, r1) of chunk c of p to its partial results. */
+static void stats_rows(const agg_run *r, plan *p, int c, int64_t r0, int64_t r1) {
   const int64_t *go = r->go;
   const nsl_column *v = p->v;
-  int64_t r0 = p->bound[c], r1 = p->bound[c + 1];
   gstat *st = p->st[c];
   int isum = p->want_sum && !p->fp, minmax = p->want_minmax;
-  if (v->type == NSL_I64) {   /* the common case, straight over the column */
-    const int64_t *x = nsl_i64(v);
-    for (int64_t i = r0; i < r1; i++) {
-      int64_t g = go[i], y = x[i];
-      if (g < 0 || y == NSL_NULL_I64) continue;
-      gstat *e = &st[g];
-      e->count++;
-      if (isum) e->isum += y;
-      if (minmax) {
-        uint64_t u = nsl__ocode_i64(y);
-        if (u < e->lo) e->lo = u;
-        if (u > e->hi) e->hi = u;
-      }
-    }
+  if (v->type == NSL_I64) {   /* the common cases, straight over the column */
+    INT_STATS(int64_t, NSL_NULL_I64, nsl__ocode_i64);
+    return;
+  }
+  if (v->type == NSL_I32) {
+    INT_STATS(int32_t, NSL_NULL_I32, nsl__ocode_i32);
     return;
   }
   uint64_t buf[BLOCK];
@@ -190,6 +213,21 @@ static void stats_chunk(const agg_run *r, plan *p, int c) {
       }
     }
   }
+}
+
+#undef INT_STATS
+#undef INT_STATS_ROWS
+#undef STATS_MINMAX
+
+/* Chunk c of every plan cut into nchunks chunks, a block of rows at a time:
+ * the plans share one read of the group ids (which stay in cache). */
+static void stats_chunk(const agg_run *r, int nchunks, int c) {
+  enum { ROWS = 8192 };
+  int64_t r0 = r->n * c / nchunks, r1 = r->n * (c + 1) / nchunks;
+  for (int64_t b = r0; b < r1; b += ROWS)
+    for (int pi = 0; pi < r->nplans; pi++)
+      if (r->plans[pi].nchunks == nchunks)
+        stats_rows(r, &r->plans[pi], c, b, r1 - b < ROWS ? r1 : b + ROWS);
 }
 
 /* ---- stage 2: codes by group, deviations by rows ---------------------------------- */
@@ -294,7 +332,7 @@ static void groups_range(plan *p, int64_t g0, int64_t g1, uint64_t *tmp) {
 
 typedef struct task {
   int kind;             /* T_STATS, T_PICK, T_SCATTER, T_STD, T_GROUPS */
-  int plan, chunk;
+  int plan, chunk;      /* T_STATS: plan is the number of chunks of the plans it serves */
   int64_t g0, g1;
 } task;
 
@@ -319,9 +357,9 @@ static void run_task(void *ctx, int i) {
   stage *s = ctx;
   agg_run *r = s->run;
   const task *t = &s->tasks[i];
-  plan *p = t->kind == T_PICK ? NULL : &r->plans[t->plan];
+  plan *p = t->kind == T_PICK || t->kind == T_STATS ? NULL : &r->plans[t->plan];
   switch (t->kind) {
-  case T_STATS: stats_chunk(r, p, t->chunk); break;
+  case T_STATS: stats_chunk(r, t->plan, t->chunk); break;
   case T_PICK: pick_rows(r, &r->picks[t->plan]); break;
   case T_SCATTER: scatter_chunk(r, p, t->chunk); break;
   case T_STD:
@@ -587,8 +625,12 @@ nsl_status nsl_group_aggs(const nsl_groups *g, const nsl_agg_spec *specs, int n,
   int maxt = r.npicks;
   for (int pi = 0; pi < r.nplans; pi++) maxt += MAX_CHUNKS + 4 * threads + 2;
   if (!(tasks = malloc((size_t)(maxt ? maxt : 1) * sizeof *tasks))) goto nomem;
-  for (int pi = 0; pi < r.nplans; pi++)
-    for (int c = 0; c < r.plans[pi].nchunks; c++) tasks[nt++] = (task){T_STATS, pi, c, 0, 0};
+  int chunking[MAX_CHUNKS + 1] = {0};   /* one task per chunk of each number of chunks */
+  for (int pi = 0; pi < r.nplans; pi++) {
+    int k = r.plans[pi].nchunks;
+    for (int c = 0; c < k && !chunking[k]; c++) tasks[nt++] = (task){T_STATS, k, c, 0, 0};
+    chunking[k] = 1;
+  }
   for (int k = 0; k < r.npicks; k++) tasks[nt++] = (task){T_PICK, k, 0, 0, 0};
   run_stage(&r, tasks, nt);
   for (int pi = 0; pi < r.nplans; pi++)
