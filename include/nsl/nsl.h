@@ -263,6 +263,20 @@ typedef enum nsl_agg {
  * group (so g can be edited to leave rows out). */
 nsl_column *nsl_group_agg(const nsl_groups *g, const nsl_column *values, nsl_agg agg, double q,
                           nsl_error *err);
+/* One aggregate of nsl_group_aggs: agg of values (q for QUANTILE). */
+typedef struct nsl_agg_spec {
+  const nsl_column *values;
+  nsl_agg agg;
+  double q;
+} nsl_agg_spec;
+/* out[i] = nsl_group_agg(g, specs[i].values, specs[i].agg, specs[i].q) for
+ * every i < n, the same values, computed together: the aggregates of one
+ * column share their passes over the rows (count, sums, min and max in one;
+ * quantiles, distinct counts and deviations from one copy of the values laid
+ * out by group), and the passes run on up to NSL_THREADS threads.  On error
+ * every out[i] is NULL and err says what failed. */
+nsl_status nsl_group_aggs(const nsl_groups *g, const nsl_agg_spec *specs, int n, nsl_column **out,
+                          nsl_error *err);
 
 /* Histogram of c over nbins+1 ascending edges: counts[b] counts values in
  * [edges[b], edges[b+1]) (the last bin includes its right edge); values

@@ -1,11 +1,14 @@
-/* groupby.c -- group-by on key tuples, per-group aggregates, and the join
- * on key tuples (nsl_join_index), which is a group-by of the right side
- * probed with the left side.
+/* groupby.c -- group-by on key tuples and the join on key tuples
+ * (nsl_join_index), which is a group-by of the right side probed with the
+ * left side.  Aggregates per group: aggregate.c.
  *
  * Keys are read as equality codes (kernels_internal.h), a block of rows at
- * a time.  When the product of the keys' ranges is small (device, stream,
- * report, string ids, dense correlation ids) a key tuple indexes a direct
- * table; otherwise an open-addressing hash table maps the tuple to its group.
+ * a time (integer, string and bool keys straight from their columns).  When
+ * the keys' ranges multiply to at most 2^64, a key tuple is one mixed-radix
+ * number; when that product is small (device, stream, report, string ids,
+ * dense correlation ids) the number indexes a direct table, else an
+ * open-addressing hash table keyed by it maps the tuple to its group.
+ * Tuples too wide for one number are hashed and compared key by key.
  * Group ids are given in order of first appearance.  Memory grows with the
  * number of groups, never per row. */
 #include <stdlib.h>
@@ -32,24 +35,28 @@ typedef struct key_col {
 } key_col;
 
 typedef struct slot {
-  uint64_t h;   /* the code (one key) or the tuple hash */
+  uint64_t h;   /* the key itself (radix number, or one key's code) or the tuple hash */
   int64_t g;    /* group, -1 empty */
 } slot;
 
 typedef struct key_table {
   int nk;
-  /* direct table */
-  int dense;
+  /* tuples as mixed-radix numbers: sum over keys of (code - kmin + 1) * stride,
+   * a NULL key adding 0; possible when the keys' ranges multiply to at most 2^64 */
+  int radix;
   uint64_t *kmin, *span, *stride;   /* per key: least code, codes + NULL slot, place value */
+  /* direct table: the radix number indexes it */
+  int dense;
   int32_t *dtab;
   uint64_t dsize;
   /* hash table */
   slot *slots;
-  uint64_t mask;
+  uint64_t cap;              /* slots: any size (a key's first slot is home(), not a power-of-two mask) */
+  int exact;                 /* slot.h is the key itself (radix, or one key): no tuple compare */
+  int slot_rows;             /* slot.g holds the group's first row, not its id (exact tables for joins) */
   /* groups */
   int64_t ngroups, gcap;
-  uint64_t *gkeys;           /* ngroups * nk codes (hash table of several keys only) */
-  int keep_keys;
+  uint64_t *gkeys;           /* ngroups * nk codes (hashed tuples only) */
   int64_t *first_row;
 } key_table;
 
@@ -90,10 +97,48 @@ static void key_codes(key_col *k, int64_t off, int64_t m, uint64_t *out) {
   }
 }
 
-/* An integer key read as its own codes (the direct paths below). */
-static inline int int_key(const key_col *k) {
-  return k->mode == KEY_EQ && (k->col->type == NSL_I32 || k->col->type == NSL_I64);
-}
+/* A key whose codes are read straight from its column (integers, string
+ * ids, bools), without a code buffer. */
+static inline int direct_key(const key_col *k) { return k->mode == KEY_EQ && k->col->type != NSL_F64; }
+
+/* Runs body with `c` the equality code of row (off + i) of direct key col,
+ * for i in [0, m): the loop typed once per block. */
+#define FOR_DIRECT_CODES(col, off, m, body)                                                        \
+  do {                                                                                             \
+    switch ((col)->type) {                                                                         \
+    case NSL_I64: {                                                                                \
+      const int64_t *a_ = nsl_i64(col) + (off);                                                    \
+      for (int64_t i = 0; i < (m); i++) {                                                          \
+        uint64_t c = nsl__ocode_i64(a_[i]);                                                        \
+        body;                                                                                      \
+      }                                                                                            \
+      break;                                                                                       \
+    }                                                                                              \
+    case NSL_I32: {                                                                                \
+      const int32_t *a_ = nsl_i32(col) + (off);                                                    \
+      for (int64_t i = 0; i < (m); i++) {                                                          \
+        uint64_t c = nsl__ocode_i32(a_[i]);                                                        \
+        body;                                                                                      \
+      }                                                                                            \
+      break;                                                                                       \
+    }                                                                                              \
+    case NSL_STR: {                                                                                \
+      const int32_t *a_ = nsl_i32(col) + (off);                                                    \
+      for (int64_t i = 0; i < (m); i++) {                                                          \
+        uint64_t c = a_[i] < 0 ? 0 : (uint64_t)a_[i] + 1;                                         \
+        body;                                                                                      \
+      }                                                                                            \
+      break;                                                                                       \
+    }                                                                                              \
+    default: {                                                                                     \
+      const uint8_t *a_ = nsl_bool(col) + (off);                                                   \
+      for (int64_t i = 0; i < (m); i++) {                                                          \
+        uint64_t c = nsl__ocode_i64(a_[i]);                                                        \
+        body;                                                                                      \
+      }                                                                                            \
+    }                                                                                              \
+    }                                                                                              \
+  } while (0)
 
 static void key_table_free(key_table *t) {
   free(t->kmin);
@@ -133,8 +178,34 @@ static uint64_t estimate_groups(key_col *keys, int nk, int64_t n) {
   return distinct;
 }
 
-/* Chooses a direct table when the product of the key ranges (each plus a
- * NULL slot) is at most a few entries per row. */
+/* The least and greatest non-NULL code of a key over n rows (lo > hi when
+ * every row is NULL). */
+static void key_range(key_col *k, int64_t n, uint64_t *lo_out, uint64_t *hi_out) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  if (direct_key(k))
+    FOR_DIRECT_CODES(k->col, 0, n, {
+      lo = c && c < lo ? c : lo;
+      hi = c > hi ? c : hi;
+    });
+  else {
+    uint64_t buf[BLOCK];
+    for (int64_t off = 0; off < n; off += BLOCK) {
+      int64_t m = n - off < BLOCK ? n - off : BLOCK;
+      key_codes(k, off, m, buf);
+      for (int64_t i = 0; i < m; i++) {
+        uint64_t x = buf[i];
+        if (x && x < lo) lo = x;
+        if (x > hi) hi = x;
+      }
+    }
+  }
+  *lo_out = lo;
+  *hi_out = hi;
+}
+
+/* Reads the keys' ranges: radix numbers when their spans (each plus a NULL
+ * slot) multiply to at most 2^64, and a direct table indexed by them when
+ * that product is at most a few entries per row; else a hash table. */
 static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n, nsl_error *err) {
   memset(t, 0, sizeof *t);
   t->nk = nk;
@@ -142,50 +213,27 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
   t->span = calloc((size_t)nk, sizeof *t->span);
   t->stride = calloc((size_t)nk, sizeof *t->stride);
   if (!t->kmin || !t->span || !t->stride) goto nomem;
-  uint64_t limit = (uint64_t)n * 2 + 65536, prod = 1, est;
+  uint64_t limit = (uint64_t)n * 2 + 65536, est;
+  __extension__ unsigned __int128 whole = 1;   /* product of the spans so far: at most 2^64 */
   if (limit > (1ull << 27)) limit = 1ull << 27;
-  int dense = n > 0;
-  uint64_t buf[BLOCK];
-  for (int k = nk - 1; k >= 0 && dense; k--) {
-    uint64_t lo = UINT64_MAX, hi = 0;
-    if (int_key(&keys[k])) {   /* straight over the column: no code buffer */
-      const nsl_column *c = keys[k].col;
-      if (c->type == NSL_I32) {
-        const int32_t *a = nsl_i32(c);
-        for (int64_t i = 0; i < n; i++) {
-          uint64_t x = nsl__ocode_i32(a[i]);
-          lo = x && x < lo ? x : lo;
-          hi = x > hi ? x : hi;
-        }
-      } else {
-        const int64_t *a = nsl_i64(c);
-        for (int64_t i = 0; i < n; i++) {
-          uint64_t x = nsl__ocode_i64(a[i]);
-          lo = x && x < lo ? x : lo;
-          hi = x > hi ? x : hi;
-        }
-      }
+  int radix = n > 0;
+  for (int k = nk - 1; k >= 0 && radix; k--) {
+    uint64_t lo, hi;
+    key_range(&keys[k], n, &lo, &hi);
+    if (lo <= hi && hi - lo >= UINT64_MAX - 1) radix = 0;   /* values plus a NULL slot do not fit */
+    uint64_t span = lo > hi ? 1 : hi - lo + 2;
+    if (!radix || whole * span > (__extension__(unsigned __int128)1 << 64)) {
+      radix = 0;
+      break;
     }
-    for (int64_t off = 0; off < n && !int_key(&keys[k]); off += BLOCK) {
-      int64_t m = n - off < BLOCK ? n - off : BLOCK;
-      key_codes(&keys[k], off, m, buf);
-      for (int64_t i = 0; i < m; i++) {
-        uint64_t x = buf[i];
-        if (x && x < lo) lo = x;
-        if (x > hi) hi = x;
-      }
-    }
-    uint64_t span = lo > hi ? 1 : hi - lo + 2;   /* values plus the NULL slot */
-    if (lo <= hi && hi - lo >= limit) dense = 0;
-    else if (prod > limit / span) dense = 0;
-    else {
-      t->kmin[k] = lo > hi ? 0 : lo;
-      t->span[k] = span;
-      t->stride[k] = prod;
-      prod *= span;
-    }
+    t->kmin[k] = lo > hi ? 0 : lo;
+    t->span[k] = span;
+    t->stride[k] = (uint64_t)whole;
+    whole *= span;
   }
-  if (dense) {
+  t->radix = radix;
+  if (radix && whole <= limit) {
+    uint64_t prod = (uint64_t)whole;
     t->dense = 1;
     t->dsize = prod;
     t->dtab = nsl__big_alloc(prod * sizeof *t->dtab);
@@ -194,60 +242,72 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
     est = prod < (uint64_t)n ? prod : (uint64_t)n;
   } else {
     est = estimate_groups(keys, nk, n);
-    uint64_t cap = 1024;
-    while (cap < est * 2) cap <<= 1;
+    uint64_t cap = est * 2 > 1024 ? est * 2 : 1024;   /* at most half full as estimated */
     t->slots = nsl__big_alloc(cap * sizeof *t->slots);
     if (!t->slots) goto nomem;
     for (uint64_t s = 0; s < cap; s++) t->slots[s].g = -1;
-    t->mask = cap - 1;
-    t->keep_keys = nk > 1;   /* one key: the slot holds the code itself */
+    t->cap = cap;
+    t->exact = radix || nk == 1;
   }
   /* room for the expected groups up front (untouched pages cost nothing) */
   t->gcap = est > 1024 ? (int64_t)est : 1024;
-  if (!(t->first_row = malloc((size_t)t->gcap * sizeof *t->first_row))) goto nomem;
-  if (t->keep_keys && !(t->gkeys = malloc((size_t)t->gcap * (size_t)nk * sizeof *t->gkeys))) goto nomem;
+  if (!(t->first_row = nsl__big_alloc((size_t)t->gcap * sizeof *t->first_row))) goto nomem;
+  if (t->slots && !t->exact && !(t->gkeys = malloc((size_t)t->gcap * (size_t)nk * sizeof *t->gkeys))) goto nomem;
   return NSL_OK;
 nomem:
   key_table_free(t);
   return nsl_error_set(err, NSL_ERR_NOMEM, "group-by: out of memory");
 }
 
-static inline int64_t hash_find(const key_table *t, const uint64_t *codes, uint64_t h, uint64_t *slot_out) {
-  uint64_t s = nsl__mix64(h) & t->mask;
+/* The group of key h (codes: its tuple, for hashed tuples), searched from
+ * slot s = home(h); *slot_out: where it is or would go. */
+/* The first slot of key h in a table of cap slots: the hash scaled onto
+ * [0, cap) by a multiply (so the table needs no power-of-two size). */
+static inline uint64_t home(uint64_t h, uint64_t cap) {
+  return (uint64_t)(((__extension__(unsigned __int128)nsl__mix64(h)) * cap) >> 64);
+}
+
+static inline int64_t hash_find(const key_table *t, const uint64_t *codes, uint64_t h, uint64_t s,
+                                uint64_t *slot_out) {
   for (;;) {
     int64_t g = t->slots[s].g;
     if (g < 0) break;
     if (t->slots[s].h == h &&
-        (t->nk == 1 || memcmp(t->gkeys + (size_t)g * (size_t)t->nk, codes, (size_t)t->nk * 8) == 0))
+        (t->exact || memcmp(t->gkeys + (size_t)g * (size_t)t->nk, codes, (size_t)t->nk * 8) == 0))
       break;
-    s = (s + 1) & t->mask;
+    s = s + 1 == t->cap ? 0 : s + 1;
   }
   *slot_out = s;
   return t->slots[s].g;
 }
 
+/* 1 when the table is over 3/4 full. */
+static inline int crowded(const key_table *t) { return (uint64_t)t->ngroups * 4 > t->cap * 3; }
+
 static int grow_slots(key_table *t) {
-  uint64_t cap = (t->mask + 1) * 2;
+  uint64_t cap = t->cap * 2;
   slot *ns = nsl__big_alloc(cap * sizeof *ns);
   if (!ns) return -1;
   for (uint64_t s = 0; s < cap; s++) ns[s].g = -1;
-  for (uint64_t s = 0; s <= t->mask; s++) {
+  for (uint64_t s = 0; s < t->cap; s++) {
     if (t->slots[s].g < 0) continue;
-    uint64_t j = nsl__mix64(t->slots[s].h) & (cap - 1);
-    while (ns[j].g >= 0) j = (j + 1) & (cap - 1);
+    uint64_t j = home(t->slots[s].h, cap);
+    while (ns[j].g >= 0) j = j + 1 == cap ? 0 : j + 1;
     ns[j] = t->slots[s];
   }
   free(t->slots);
   t->slots = ns;
-  t->mask = cap - 1;
+  t->cap = cap;
   return 0;
 }
 
-/* Adds a group for codes, first seen at row; returns its id or -1. */
+/* Adds a group for codes (read only for hashed tuples), first seen at row;
+ * returns its id or -1.  Tables whose slots hold rows count groups only. */
 static int64_t new_group(key_table *t, const uint64_t *codes, int64_t row) {
+  if (t->slot_rows) return t->ngroups++;
   if (t->ngroups == t->gcap) {
     int64_t cap = t->gcap ? t->gcap * 2 : 1024;
-    if (t->keep_keys) {
+    if (t->gkeys) {
       uint64_t *gk = realloc(t->gkeys, (size_t)cap * (size_t)t->nk * sizeof *gk);
       if (!gk) return -1;
       t->gkeys = gk;
@@ -258,32 +318,46 @@ static int64_t new_group(key_table *t, const uint64_t *codes, int64_t row) {
     t->gcap = cap;
   }
   int64_t g = t->ngroups++;
-  if (t->keep_keys) memcpy(t->gkeys + (size_t)g * (size_t)t->nk, codes, (size_t)t->nk * sizeof *codes);
+  if (t->gkeys) memcpy(t->gkeys + (size_t)g * (size_t)t->nk, codes, (size_t)t->nk * sizeof *codes);
   t->first_row[g] = row;
   return g;
 }
 
 #define PREFETCH 16   /* rows ahead whose table entry is prefetched */
 
-/* For the m rows of a block (codes of key k at buf[k * BLOCK + i]): the
- * direct-table index or the hash of each row's tuple into pos, and skip[i]
- * set for rows that match nothing: a NULL key when skip_null, or (probing)
- * a tuple outside the direct table's ranges. */
-static void block_positions(const key_table *t, const uint64_t *buf, int64_t m, int skip_null, int probing,
-                            uint64_t *pos, uint8_t *skip) {
+/* For the m rows of a block: the radix number (or, for hashed tuples, the
+ * tuple hash; one key without radix numbers: its code) of each row into
+ * pos, and skip[i] set for rows that match nothing: a NULL key when
+ * skip_null, or (probing) a key outside the table's ranges.  Codes come from
+ * buf (key k's at buf[k * BLOCK + i]), or, with buf NULL, straight from the
+ * direct keys' columns at rows off.. */
+static void block_positions(const key_table *t, const key_col *keys, const uint64_t *buf, int64_t off, int64_t m,
+                            int skip_null, int probing, uint64_t *pos, uint8_t *skip) {
   int nk = t->nk;
   memset(skip, 0, (size_t)m);
-  if (t->dense) {   /* key by key over the block: sum of (code - min + 1) * stride */
+  if (t->radix) {   /* key by key over the block: sum of (code - min + 1) * stride */
     memset(pos, 0, (size_t)m * sizeof *pos);
+    uint8_t sn = (uint8_t)skip_null;
     for (int k = 0; k < nk; k++) {
-      const uint64_t *c = buf + (size_t)k * BLOCK;
-      uint64_t base = t->kmin[k] - 1, span = t->span[k], stride = t->stride[k];
-      for (int64_t i = 0; i < m; i++) {
-        uint64_t x = c[i] ? c[i] - base : 0;   /* 1.. for values, 0 for NULL */
-        int outside = c[i] != 0 && (c[i] < t->kmin[k] || x >= span);
-        skip[i] |= (uint8_t)((skip_null & (c[i] == 0)) | (probing & outside));
-        pos[i] += x * stride;
-      }
+      uint64_t kmin = t->kmin[k], base = kmin - 1, span = t->span[k], stride = t->stride[k];
+      if (buf) {
+        const uint64_t *cb = buf + (size_t)k * BLOCK;
+        for (int64_t i = 0; i < m; i++) {
+          uint64_t c = cb[i], x = c ? c - base : 0;   /* 1.. for values, 0 for NULL */
+          skip[i] |= (uint8_t)((sn & (c == 0)) | (probing & (c != 0) & ((c < kmin) | (x >= span))));
+          pos[i] += x * stride;
+        }
+      } else if (probing)
+        FOR_DIRECT_CODES(keys[k].col, off, m, {
+          uint64_t x = c ? c - base : 0;
+          skip[i] |= (uint8_t)((sn & (c == 0)) | ((c != 0) & ((c < kmin) | (x >= span))));
+          pos[i] += x * stride;
+        });
+      else   /* building: every code lies in its range */
+        FOR_DIRECT_CODES(keys[k].col, off, m, {
+          pos[i] += (c ? c - base : 0) * stride;
+          skip[i] |= (uint8_t)(sn & (c == 0));
+        });
     }
     if (probing)   /* keep skipped rows' positions inside the table for prefetching */
       for (int64_t i = 0; i < m; i++)
@@ -306,31 +380,12 @@ static void block_positions(const key_table *t, const uint64_t *buf, int64_t m, 
   }
 }
 
-/* block_positions of a direct table whose keys are all integer columns,
- * read straight from the columns (the same positions, no code buffer). */
-static void direct_positions(const key_table *t, const key_col *keys, int64_t off, int64_t m, int skip_null,
-                             uint64_t *pos, uint8_t *skip) {
-  memset(pos, 0, (size_t)m * sizeof *pos);
-  memset(skip, 0, (size_t)m);
-  for (int k = 0; k < t->nk; k++) {
-    uint64_t base = t->kmin[k] - 1, stride = t->stride[k];
-    uint8_t sn = (uint8_t)skip_null;
-    if (keys[k].col->type == NSL_I32) {
-      const int32_t *a = nsl_i32(keys[k].col) + off;
-      for (int64_t i = 0; i < m; i++) {
-        uint64_t c = nsl__ocode_i32(a[i]);
-        pos[i] += (c ? c - base : 0) * stride;   /* 1.. for values, 0 for NULL */
-        skip[i] |= (uint8_t)(sn & (c == 0));
-      }
-    } else {
-      const int64_t *a = nsl_i64(keys[k].col) + off;
-      for (int64_t i = 0; i < m; i++) {
-        uint64_t c = nsl__ocode_i64(a[i]);
-        pos[i] += (c ? c - base : 0) * stride;
-        skip[i] |= (uint8_t)(sn & (c == 0));
-      }
-    }
-  }
+/* 1 when the keys' codes can be read straight from their columns into radix
+ * numbers (no code buffer). */
+static int all_direct(const key_table *t, const key_col *keys) {
+  int direct = t->radix;
+  for (int k = 0; k < t->nk; k++) direct = direct && direct_key(&keys[k]);
+  return direct;
 }
 
 static inline void tuple_at(const uint64_t *buf, int nk, int64_t i, uint64_t *tup) {
@@ -338,50 +393,55 @@ static inline void tuple_at(const uint64_t *buf, int nk, int64_t i, uint64_t *tu
 }
 
 /* Groups the n rows of keys; group_of (may be NULL) receives each row's
- * group.  skip_null: rows with a NULL key join no group (-1). */
+ * group.  skip_null: rows with a NULL key join no group (-1).  Without
+ * group_of, the slots of a hash table of exact keys hold each group's first
+ * row instead of its id (a join then finds the row in one step). */
 static nsl_status key_table_build(key_table *t, key_col *keys, int nk, int64_t n, int skip_null,
                                   int64_t *group_of, nsl_error *err) {
   nsl_status rc = key_table_init(t, keys, nk, n, err);
   if (rc != NSL_OK) return rc;
   uint64_t codes[64], *tup = nk <= 64 ? codes : malloc((size_t)nk * sizeof *tup);
-  uint64_t *buf = malloc((size_t)nk * BLOCK * sizeof *buf), pos[BLOCK];
+  int direct = all_direct(t, keys);
+  t->slot_rows = !group_of && t->exact;
+  uint64_t *buf = direct ? NULL : malloc((size_t)nk * BLOCK * sizeof *buf), pos[BLOCK];
   uint8_t skip[BLOCK];
-  if (!buf || !tup) goto nomem;
-  int direct = t->dense;   /* dense table of integer keys: positions straight from the columns */
-  for (int k = 0; k < nk; k++) direct = direct && int_key(&keys[k]);
+  if ((!direct && !buf) || !tup) goto nomem;
   for (int64_t off = 0; off < n; off += BLOCK) {
     int64_t m = n - off < BLOCK ? n - off : BLOCK;
-    if (direct)
-      direct_positions(t, keys, off, m, skip_null, pos, skip);
-    else {
+    if (!direct)
       for (int k = 0; k < nk; k++) key_codes(&keys[k], off, m, buf + (size_t)k * BLOCK);
-      block_positions(t, buf, m, skip_null, 0, pos, skip);
-    }
-    for (int64_t i = 0; i < m; i++) {
-      int64_t g = -1;
-      if (t->dense) {
+    block_positions(t, keys, buf, off, m, skip_null, 0, pos, skip);
+    int64_t *go = group_of ? group_of + off : NULL;
+    if (t->dense) {
+      for (int64_t i = 0; i < m; i++) {
+        int64_t g = -1;
         if (i + PREFETCH < m) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);
-        if (!skip[i] && (g = t->dtab[pos[i]]) < 0) {
-          if (direct)   /* a new group (rare): its codes */
-            for (int k = 0; k < nk; k++) key_codes(&keys[k], off + i, 1, tup + k);
-          else
-            tuple_at(buf, nk, i, tup);
-          if ((g = new_group(t, tup, off + i)) < 0) goto nomem;
+        if (!skip[i] && (g = t->dtab[pos[i]]) < 0) {   /* a new group (rare) */
+          if ((g = new_group(t, NULL, off + i)) < 0) goto nomem;
           t->dtab[pos[i]] = (int32_t)g;   /* groups <= dsize <= 2^27 */
         }
-      } else {
-        if (i + PREFETCH < m) __builtin_prefetch(&t->slots[nsl__mix64(pos[i + PREFETCH]) & t->mask]);
-        if (!skip[i]) {
-          uint64_t sl;
-          tuple_at(buf, nk, i, tup);
-          if ((g = hash_find(t, tup, pos[i], &sl)) < 0) {
-            if ((g = new_group(t, tup, off + i)) < 0) goto nomem;
-            t->slots[sl] = (slot){pos[i], g};
-            if ((uint64_t)t->ngroups * 2 > t->mask && grow_slots(t) != 0) goto nomem;
+        if (go) go[i] = g;
+      }
+      continue;
+    }
+    uint64_t hx[BLOCK];   /* each row's first slot */
+    for (int64_t i = 0; i < m; i++) hx[i] = home(pos[i], t->cap);
+    for (int64_t i = 0; i < m; i++) {
+      int64_t g = -1;
+      if (i + PREFETCH < m) __builtin_prefetch(&t->slots[hx[i + PREFETCH]]);
+      if (!skip[i]) {
+        uint64_t sl;
+        if (!t->exact) tuple_at(buf, nk, i, tup);
+        if ((g = hash_find(t, tup, pos[i], hx[i], &sl)) < 0) {
+          if ((g = new_group(t, tup, off + i)) < 0) goto nomem;
+          t->slots[sl] = (slot){pos[i], t->slot_rows ? off + i : g};
+          if (crowded(t)) {   /* a bigger table: the block's first slots move */
+            if (grow_slots(t) != 0) goto nomem;
+            for (int64_t k = i + 1; k < m; k++) hx[k] = home(pos[k], t->cap);
           }
         }
       }
-      if (group_of) group_of[off + i] = g;
+      if (go) go[i] = g;
     }
   }
   if (tup != codes) free(tup);
@@ -394,23 +454,28 @@ nomem:
   return nsl_error_set(err, NSL_ERR_NOMEM, "group-by: out of memory");
 }
 
-/* The groups of the m rows of a block (codes in buf, as key_table_build
- * reads them) into out, -1 where none matches.  tup: scratch of nk codes. */
-static void key_table_probe(const key_table *t, const uint64_t *buf, int64_t m, uint64_t *tup, int64_t *out) {
+/* The groups of the m rows of a block at rows off.. into out (their first
+ * rows when the slots hold rows), -1 where none matches; codes in buf as key_table_build reads them, or (buf NULL) read
+ * straight from the direct keys' columns.  tup: scratch of nk codes. */
+static void key_table_probe(const key_table *t, const key_col *keys, const uint64_t *buf, int64_t off, int64_t m,
+                            uint64_t *tup, int64_t *out) {
   uint64_t pos[BLOCK];
   uint8_t skip[BLOCK];
-  block_positions(t, buf, m, 1, 1, pos, skip);
+  block_positions(t, keys, buf, off, m, 1, 1, pos, skip);
+  uint64_t hx[BLOCK];   /* each row's first slot */
+  if (!t->dense)
+    for (int64_t i = 0; i < m; i++) hx[i] = home(pos[i], t->cap);
   for (int64_t i = 0; i < m; i++) {
     int64_t g = -1;
     if (t->dense) {
       if (i + PREFETCH < m) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);
       if (!skip[i]) g = t->dtab[pos[i]];
     } else {
-      if (i + PREFETCH < m) __builtin_prefetch(&t->slots[nsl__mix64(pos[i + PREFETCH]) & t->mask]);
+      if (i + PREFETCH < m) __builtin_prefetch(&t->slots[hx[i + PREFETCH]]);
       if (!skip[i]) {
         uint64_t sl;
-        tuple_at(buf, t->nk, i, tup);
-        g = hash_find(t, tup, pos[i], &sl);
+        if (!t->exact) tuple_at(buf, t->nk, i, tup);
+        g = hash_find(t, tup, pos[i], hx[i], &sl);
       }
     }
     out[i] = g;
@@ -500,11 +565,15 @@ nsl_column *nsl_join_index(const nsl_column *const *left, const nsl_column *cons
   if (!res || !buf) goto nomem;
   if (!(tup = malloc((size_t)nkeys * sizeof *tup))) goto nomem;
   int64_t *o = nsl_i64(res), gb[BLOCK];
+  int direct = all_direct(&t, lk);
   for (int64_t off = 0; off < nl; off += BLOCK) {
     int64_t m = nl - off < BLOCK ? nl - off : BLOCK;
-    for (int k = 0; k < nkeys; k++) key_codes(&lk[k], off, m, buf + (size_t)k * BLOCK);
-    key_table_probe(&t, buf, m, tup, gb);
-    for (int64_t i = 0; i < m; i++) o[off + i] = gb[i] < 0 ? -1 : t.first_row[gb[i]];
+    if (!direct)
+      for (int k = 0; k < nkeys; k++) key_codes(&lk[k], off, m, buf + (size_t)k * BLOCK);
+    key_table_probe(&t, lk, direct ? NULL : buf, off, m, tup, gb);
+    if (t.slot_rows) memcpy(o + off, gb, (size_t)m * sizeof *gb);
+    else
+      for (int64_t i = 0; i < m; i++) o[off + i] = gb[i] < 0 ? -1 : t.first_row[gb[i]];
   }
   goto done;
 nomem:
@@ -520,317 +589,4 @@ done:
   free(lk);
   free(rk);
   return res;
-}
-
-/* ---- aggregates ---------------------------------------------------------------------- */
-
-static const char *agg_name(nsl_agg a) {
-  static const char *const names[] = {"count", "sum",      "min",   "max",  "mean",          "median",
-                                      "quantile", "std", "first", "last", "count_distinct"};
-  return (unsigned)a < sizeof names / sizeof *names ? names[a] : "?";
-}
-
-/* Per-group count, int128 sum (integers) or compensated double sum (F64) of
- * the non-NULL values. */
-typedef struct sums {
-  int64_t *count;
-  __extension__ __int128 *isum;
-  double *fsum, *comp;
-} sums;
-
-static void sums_free(sums *s) {
-  free(s->count);
-  free(s->isum);
-  free(s->fsum);
-  free(s->comp);
-}
-
-static int sums_compute(const int64_t *go, int64_t ng, const nsl_column *v, sums *s) {
-  int64_t n = v->len;
-  int fp = v->type == NSL_F64;
-  memset(s, 0, sizeof *s);
-  size_t m = (size_t)(ng ? ng : 1);
-  s->count = nsl__big_calloc(m, sizeof *s->count);
-  if (fp) {
-    s->fsum = nsl__big_calloc(m, sizeof *s->fsum);
-    s->comp = nsl__big_calloc(m, sizeof *s->comp);
-  } else s->isum = nsl__big_calloc(m, sizeof *s->isum);
-  if (!s->count || (fp ? !s->fsum || !s->comp : !s->isum)) {
-    sums_free(s);
-    return -1;
-  }
-  if (fp) {
-    const double *x = nsl_f64(v);
-    for (int64_t i = 0; i < n; i++) {
-      int64_t g = go[i];
-      double y = x[i];
-      if (g < 0 || isnan(y)) continue;
-      s->count[g]++;
-      double a = s->fsum[g], t = a + y;
-      s->comp[g] += fabs(a) >= fabs(y) ? (a - t) + y : (y - t) + a;
-      s->fsum[g] = t;
-    }
-  } else if (v->type == NSL_I64) {
-    const int64_t *x = nsl_i64(v);
-    for (int64_t i = 0; i < n; i++) {
-      int64_t g = go[i];
-      if (g < 0 || x[i] == NSL_NULL_I64) continue;
-      s->count[g]++;
-      s->isum[g] += x[i];
-    }
-  } else {
-    for (int64_t i = 0; i < n; i++) {
-      int64_t g = go[i];
-      int null;
-      int64_t y = nsl__int_at(v, i, &null);
-      if (g < 0 || null) continue;
-      s->count[g]++;
-      s->isum[g] += y;
-    }
-  }
-  return 0;
-}
-
-static double sums_mean(const sums *s, int64_t g) {
-  if (!s->count[g]) return NAN;
-  if (s->fsum) return (s->fsum[g] + s->comp[g]) / (double)s->count[g];
-  return (double)((long double)s->isum[g] / (long double)s->count[g]);
-}
-
-/* Group-contiguous order codes of the non-NULL values: codes[off[g] ..
- * off[g+1]) are group g's, in row order. */
-static int contiguous_codes(const int64_t *go, int64_t ng, const nsl_column *v, uint64_t **codes_out,
-                            int64_t **off_out) {
-  int64_t n = v->len;
-  int64_t *off = nsl__big_calloc((size_t)ng + 1, sizeof *off);
-  uint64_t *buf = malloc(BLOCK * sizeof *buf), *codes = NULL;
-  if (!off || !buf) goto fail;
-  for (int64_t b = 0; b < n; b += BLOCK) {   /* counts */
-    int64_t m = n - b < BLOCK ? n - b : BLOCK;
-    nsl__order_codes(v, NULL, b, m, NULL, buf);
-    for (int64_t i = 0; i < m; i++)
-      if (buf[i] && go[b + i] >= 0) off[go[b + i] + 1]++;
-  }
-  for (int64_t g = 0; g < ng; g++) off[g + 1] += off[g];
-  codes = nsl__big_alloc((size_t)off[ng] * sizeof *codes);
-  if (!codes) goto fail;
-  int64_t *pos = off;   /* scatter with off[g] as the cursor, then shift back */
-  for (int64_t b = 0; b < n; b += BLOCK) {
-    int64_t m = n - b < BLOCK ? n - b : BLOCK;
-    nsl__order_codes(v, NULL, b, m, NULL, buf);
-    for (int64_t i = 0; i < m; i++)
-      if (buf[i] && go[b + i] >= 0) codes[pos[go[b + i]]++] = buf[i];
-  }
-  for (int64_t g = ng; g > 0; g--) off[g] = off[g - 1];
-  off[0] = 0;
-  free(buf);
-  *codes_out = codes;
-  *off_out = off;
-  return 0;
-fail:
-  free(off);
-  free(buf);
-  free(codes);
-  return -1;
-}
-
-/* Order codes of a value column, strings by rank (for MIN and MAX). */
-static nsl_column *agg_minmax(const int64_t *go, int64_t ng, const nsl_column *v, int is_max,
-                              nsl_error *err) {
-  int64_t n = v->len;
-  uint64_t *ranks = NULL, *best = nsl__big_alloc((size_t)ng * sizeof *best), buf[BLOCK];
-  nsl_column *r = NULL;
-  if (!best) goto nomem;
-  if (v->type == NSL_STR && v->dict && !(ranks = nsl__str_ranks(v, err))) goto fail;
-  uint64_t none = is_max ? 0 : UINT64_MAX;
-  for (int64_t g = 0; g < ng; g++) best[g] = none;
-  for (int64_t b = 0; b < n; b += BLOCK) {
-    int64_t m = n - b < BLOCK ? n - b : BLOCK;
-    nsl__order_codes(v, NULL, b, m, ranks, buf);
-    for (int64_t i = 0; i < m; i++) {
-      int64_t g = go[b + i];
-      uint64_t x = buf[i];
-      if (g < 0 || !x) continue;
-      if (is_max ? x > best[g] : x < best[g]) best[g] = x;
-    }
-  }
-  if (!(r = nsl_column_new(v->type, ng, v->dict))) goto nomem;
-  int32_t *id_of_rank = NULL;
-  if (ranks) {
-    int32_t nd = nsl_dict_size(v->dict);
-    if (!(id_of_rank = malloc((size_t)(nd ? nd : 1) * sizeof *id_of_rank))) goto nomem;
-    for (int32_t id = 0; id < nd; id++)
-      if (ranks[id]) id_of_rank[ranks[id] - 1] = id;
-  }
-  for (int64_t g = 0; g < ng; g++) {
-    uint64_t x = best[g] == UINT64_MAX ? 0 : best[g];
-    switch (v->type) {
-    case NSL_I64: nsl_i64(r)[g] = nsl__ocode_to_i64(x); break;
-    case NSL_I32: nsl_i32(r)[g] = x ? (int32_t)nsl__ocode_to_i64(x) : NSL_NULL_I32; break;
-    case NSL_F64: nsl_f64(r)[g] = nsl__ocode_to_f64(x); break;
-    case NSL_BOOL: nsl_bool(r)[g] = x ? (uint8_t)(x - 1) : 0; break;
-    case NSL_STR: nsl_i32(r)[g] = !x ? -1 : id_of_rank ? id_of_rank[x - 1] : (int32_t)(x - 1); break;
-    }
-  }
-  free(id_of_rank);
-  goto done;
-nomem:
-  nsl_error_set(err, NSL_ERR_NOMEM, "group %s: out of memory", is_max ? "max" : "min");
-fail:
-  nsl_column_release(r);
-  r = NULL;
-done:
-  free(ranks);
-  free(best);
-  return r;
-}
-
-nsl_column *nsl_group_agg(const nsl_groups *g, const nsl_column *values, nsl_agg agg, double q,
-                          nsl_error *err) {
-  const char *an = agg_name(agg);
-  if (!g || !g->group_of || g->group_of->type != NSL_I64 || g->ngroups < 0 || !values ||
-      (unsigned)values->type > NSL_BOOL || (unsigned)agg > NSL_AGG_COUNT_DISTINCT) {
-    nsl_error_set(err, NSL_ERR_ARG, "group %s: needs groups and a value column", an);
-    return NULL;
-  }
-  int64_t n = values->len, ng = g->ngroups;
-  const int64_t *go = nsl_i64(g->group_of);
-  if (g->group_of->len != n) {
-    nsl_error_set(err, NSL_ERR_ARG, "group %s: %lld values for %lld grouped rows", an, (long long)n,
-                  (long long)g->group_of->len);
-    return NULL;
-  }
-  for (int64_t i = 0; i < n && !g->checked; i++)
-    if (go[i] >= ng) {
-      nsl_error_set(err, NSL_ERR_ARG, "group %s: row %lld is in group %lld of %lld", an, (long long)i,
-                    (long long)go[i], (long long)ng);
-      return NULL;
-    }
-  int numeric_only = agg == NSL_AGG_SUM || agg == NSL_AGG_MEAN || agg == NSL_AGG_MEDIAN ||
-                     agg == NSL_AGG_QUANTILE || agg == NSL_AGG_STD;
-  if (numeric_only && values->type == NSL_STR) {
-    nsl_error_set(err, NSL_ERR_ARG, "group %s: not defined on a string column", an);
-    return NULL;
-  }
-  if (agg == NSL_AGG_MEDIAN) q = 0.5;
-  if (agg == NSL_AGG_QUANTILE && !(q >= 0 && q <= 1)) {
-    nsl_error_set(err, NSL_ERR_ARG, "group quantile: q = %g is not in [0, 1]", q);
-    return NULL;
-  }
-  nsl_column *r = NULL;
-  sums s = {0};
-  uint64_t *codes = NULL, *tmp = NULL;
-  int64_t *off = NULL, *rows = NULL;
-  switch (agg) {
-  case NSL_AGG_COUNT: {
-    if (!(r = nsl_column_new(NSL_I64, ng, NULL))) goto nomem;
-    int64_t *o = nsl_i64(r);
-    for (int64_t i = 0; i < n; i++)
-      if (go[i] >= 0 && !nsl__is_null(values, i)) o[go[i]]++;
-    break;
-  }
-  case NSL_AGG_SUM:
-  case NSL_AGG_MEAN:
-  case NSL_AGG_STD: {
-    if (sums_compute(go, ng, values, &s) != 0) goto nomem;
-    int fp = values->type == NSL_F64;
-    if (!(r = nsl_column_new(agg == NSL_AGG_SUM && !fp ? NSL_I64 : NSL_F64, ng, NULL))) goto nomem;
-    if (agg == NSL_AGG_SUM) {
-      for (int64_t k = 0; k < ng; k++) {
-        if (fp) nsl_f64(r)[k] = s.count[k] ? s.fsum[k] + s.comp[k] : NAN;
-        else nsl_i64(r)[k] = s.count[k] ? (int64_t)(uint64_t)s.isum[k] : NSL_NULL_I64;
-      }
-    } else if (agg == NSL_AGG_MEAN) {
-      for (int64_t k = 0; k < ng; k++) nsl_f64(r)[k] = sums_mean(&s, k);
-    } else {   /* sample standard deviation, second pass over the deviations */
-      double *o = nsl_f64(r);
-      for (int64_t k = 0; k < ng; k++) o[k] = sums_mean(&s, k);   /* means first */
-      long double *ss = nsl__big_calloc((size_t)(ng ? ng : 1), sizeof *ss);
-      if (!ss) goto nomem;
-      for (int64_t i = 0; i < n; i++) {
-        int64_t k = go[i];
-        if (k < 0 || nsl__is_null(values, i)) continue;
-        int null;
-        long double d = (fp ? (long double)nsl_f64(values)[i]
-                            : (long double)nsl__int_at(values, i, &null)) - (long double)o[k];
-        ss[k] += d * d;
-      }
-      for (int64_t k = 0; k < ng; k++)
-        o[k] = s.count[k] == 0   ? NAN
-               : s.count[k] == 1 ? 0.0
-                                 : sqrt((double)(ss[k] / (long double)(s.count[k] - 1)));
-      free(ss);
-    }
-    break;
-  }
-  case NSL_AGG_MIN:
-  case NSL_AGG_MAX:
-    r = agg_minmax(go, ng, values, agg == NSL_AGG_MAX, err);
-    break;
-  case NSL_AGG_MEDIAN:
-  case NSL_AGG_QUANTILE:
-  case NSL_AGG_COUNT_DISTINCT: {
-    if (contiguous_codes(go, ng, values, &codes, &off) != 0) goto nomem;
-    int distinct = agg == NSL_AGG_COUNT_DISTINCT;
-    int64_t maxn = 0;
-    for (int64_t k = 0; k < ng; k++)
-      if (off[k + 1] - off[k] > maxn) maxn = off[k + 1] - off[k];
-    if (distinct && !(tmp = malloc((size_t)(maxn ? maxn : 1) * sizeof *tmp))) goto nomem;
-    if (!(r = nsl_column_new(distinct ? NSL_I64 : NSL_F64, ng, NULL))) goto nomem;
-    for (int64_t k = 0; k < ng; k++) {
-      uint64_t *a = codes + off[k];
-      int64_t m = off[k + 1] - off[k];
-      if (distinct) {
-        nsl__sort_u64(a, m, tmp);
-        int64_t d = m > 0;
-        for (int64_t i = 1; i < m; i++) d += a[i] != a[i - 1];
-        nsl_i64(r)[k] = d;
-        continue;
-      }
-      if (m == 0) {
-        nsl_f64(r)[k] = NAN;
-        continue;
-      }
-      double frac;
-      int64_t j = nsl__quantile_pos(m, q, &frac);
-      nsl__select_u64(a, m, j);
-      uint64_t hi = a[j];
-      if (frac > 0) {
-        hi = a[j + 1];
-        for (int64_t i = j + 2; i < m; i++)
-          if (a[i] < hi) hi = a[i];
-      }
-      nsl_f64(r)[k] = nsl__lerp_codes(values->type, a[j], hi, frac);
-    }
-    break;
-  }
-  case NSL_AGG_FIRST:
-  case NSL_AGG_LAST: {
-    nsl_column *rc = nsl_column_new(NSL_I64, ng, NULL);
-    if (!rc) goto nomem;
-    rows = nsl_i64(rc);
-    for (int64_t k = 0; k < ng; k++) rows[k] = -1;
-    for (int64_t i = 0; i < n; i++) {
-      int64_t k = go[i];
-      if (k < 0 || nsl__is_null(values, i)) continue;
-      if (agg == NSL_AGG_LAST || rows[k] < 0) rows[k] = i;
-    }
-    r = nsl_col_gather(values, rc, err);
-    nsl_column_release(rc);
-    rows = NULL;
-    break;
-  }
-  }
-  goto done;
-nomem:
-  nsl_error_set(err, NSL_ERR_NOMEM, "group %s: out of memory for %lld rows in %lld groups", an,
-                (long long)n, (long long)ng);
-  nsl_column_release(r);
-  r = NULL;
-done:
-  sums_free(&s);
-  free(codes);
-  free(tmp);
-  free(off);
-  return r;
 }

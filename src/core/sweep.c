@@ -85,16 +85,6 @@ void nsl_nvtx_projection_free(nsl_nvtx_projection *p) {
   memset(p, 0, sizeof *p);
 }
 
-/* Reads the key tuple of row i into out; returns 0 when a key is NULL. */
-static int key_tuple(const nsl_column *const *keys, int nk, int64_t i, int64_t *out) {
-  for (int k = 0; k < nk; k++) {
-    int null;
-    out[k] = nsl__int_at(keys[k], i, &null);
-    if (null) return 0;
-  }
-  return 1;
-}
-
 static int stack_push(range_stack *s, int64_t row, int64_t start, int64_t stop) {
   if (s->n == s->cap) {
     int64_t cap = s->cap ? s->cap * 2 : 64;
@@ -165,31 +155,27 @@ static int64_t stack_find(const range_stack *s, int64_t stop, const call_ops *op
 }
 
 /* The GPU work of every API call that launched some: slot[a] indexes ops
- * (or is -1).  Returns NSL_OK or fills err. */
-static nsl_status gather_call_ops(const nsl_nvtx_input *in, int64_t na, int64_t *slot, call_ops **out,
-                                  nsl_error *err) {
-  const nsl_column *api = in->op_api;
-  int64_t no = api->len, nslots = 0;
+ * (or is -1).  api, start, stop: the ops' columns as int64.  Returns NSL_OK
+ * or fills err. */
+static nsl_status gather_call_ops(const int64_t *api, const int64_t *start, const int64_t *stop, int64_t no,
+                                  int64_t na, int64_t *slot, call_ops **out, nsl_error *err) {
+  int64_t nslots = 0;
   *out = NULL;
   for (int64_t a = 0; a < na; a++) slot[a] = -1;
   for (int64_t j = 0; j < no; j++) {
-    int null;
-    int64_t a = nsl__int_at(api, j, &null);
-    if (null || a < 0) continue;
+    int64_t a = api[j];
+    if (a < 0) continue;   /* NULL included */
     if (a >= na)
       return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: GPU op %lld names API call %lld, but there are %lld",
                            (long long)j, (long long)a, (long long)na);
     if (slot[a] < 0) slot[a] = nslots++;
   }
-  call_ops *ops = calloc(nslots ? (size_t)nslots : 1, sizeof *ops);
+  call_ops *ops = nsl__big_alloc((size_t)(nslots ? nslots : 1) * sizeof *ops);
   if (!ops) return nsl_error_set(err, NSL_ERR_NOMEM, "NVTX projection: out of memory for %lld calls", (long long)nslots);
-  for (int64_t k = 0; k < nslots; k++) ops[k].first = ops[k].last = NSL_NULL_I64;
+  for (int64_t k = 0; k < nslots; k++) ops[k] = (call_ops){0, NSL_NULL_I64, NSL_NULL_I64, 0};
   for (int64_t j = 0; j < no; j++) {
-    int null, ns, ne;
-    int64_t a = nsl__int_at(api, j, &null);
-    if (null || a < 0) continue;
-    int64_t s = nsl__int_at(in->op_start, j, &ns), e = nsl__int_at(in->op_stop, j, &ne);
-    if (ns || ne) continue;
+    int64_t a = api[j], s = start[j], e = stop[j];
+    if (a < 0 || s == NSL_NULL_I64 || e == NSL_NULL_I64) continue;
     call_ops *c = &ops[slot[a]];
     c->n++;
     c->busy += e - s;
@@ -198,6 +184,16 @@ static nsl_status gather_call_ops(const nsl_nvtx_input *in, int64_t na, int64_t 
   }
   *out = ops;
   return NSL_OK;
+}
+
+/* c's values as int64 (NSL_NULL_I64 for NULL): its own data when it is I64,
+ * else a copy made into *copy (the caller releases it); NULL on out of
+ * memory. */
+static const int64_t *as_i64(const nsl_column *c, nsl_column **copy) {
+  *copy = NULL;
+  if (c->type == NSL_I64) return nsl_i64(c);
+  if (!(*copy = nsl_col_cast(c, NSL_I64))) return NULL;
+  return nsl_i64(*copy);
 }
 
 /* ---- threads and the order of events ---------------------------------------------- */
@@ -259,7 +255,8 @@ static int64_t thread_id(thread_table *t, const int64_t *key) {
  * thread, each thread's rows sorted by start (ranges: then stop
  * descending, then row). */
 typedef struct side {
-  const nsl_column *start, *stop;
+  const int64_t *start, *stop;   /* the times as int64 */
+  nsl_column *copy[2];           /* int64 copies of times given as I32 */
   int is_range;
   int64_t nrows;
   int32_t *thread;       /* per row: thread id, -1 when the row takes no part */
@@ -267,60 +264,108 @@ typedef struct side {
   int64_t *seg;          /* per thread t: its rows are order[seg[t] .. seg[t+1]) */
 } side;
 
+/* Reads the times of a side (0 on out of memory). */
+static int side_open(side *s, const nsl_column *start, const nsl_column *stop, int is_range) {
+  memset(s, 0, sizeof *s);
+  s->is_range = is_range;
+  s->nrows = start->len;
+  s->start = as_i64(start, &s->copy[0]);
+  s->stop = as_i64(stop, &s->copy[1]);
+  return s->start && s->stop;
+}
+
 static void side_free(side *s) {
   free(s->thread);
   free(s->order);
   free(s->seg);
-  s->thread = NULL;
-  s->order = s->seg = NULL;
+  nsl_column_release(s->copy[0]);
+  nsl_column_release(s->copy[1]);
+  memset(s, 0, sizeof *s);
 }
 
 /* Start and stop of row i; ranges: a NULL stop is INT64_MAX.  0 when the
  * row takes no part (NULL start, NULL call stop, stop before start). */
 static inline int side_times(const side *s, int64_t i, int64_t *start, int64_t *stop) {
-  int ns, ne;
-  *start = nsl__int_at(s->start, i, &ns);
-  *stop = nsl__int_at(s->stop, i, &ne);
-  if (ne && s->is_range) {
-    *stop = INT64_MAX;
-    ne = 0;
-  }
-  return !ns && !ne && *stop >= *start;
+  int64_t a = s->start[i], b = s->stop[i];
+  if (b == NSL_NULL_I64 && s->is_range) b = INT64_MAX;
+  *start = a;
+  *stop = b;
+  return a != NSL_NULL_I64 && b != NSL_NULL_I64 && b >= a;
 }
 
-/* Thread ids of the rows of s (mask: NULL or the rows that may take part). */
+#define KEY_BLOCK 512
+
+#define RECENT 64   /* a small direct-mapped cache of threads in front of the hash table */
+
+/* Thread ids of the rows of s (mask: NULL or the rows that may take part),
+ * a block of rows at a time, each key column read with its own type.  Rows
+ * of a handful of threads interleave in time order: a small cache indexed
+ * by a cheap hash of the tuple answers most rows without a mispredicted
+ * branch or a hash table probe. */
 static int side_threads(side *s, const nsl_column *const *keys, int nk, const uint8_t *mask, thread_table *tt) {
-  int64_t n = s->nrows, key[MAX_KEYS], last[MAX_KEYS], last_id = -1;
-  if (!(s->thread = malloc((size_t)(n ? n : 1) * sizeof *s->thread))) return 0;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t a, b;
-    s->thread[i] = -1;
-    if ((mask && !mask[i]) || !side_times(s, i, &a, &b) || !key_tuple(keys, nk, i, key)) continue;
-    if (last_id < 0 || memcmp(key, last, (size_t)nk * sizeof *key) != 0) {   /* runs of one thread are common */
-      if ((last_id = thread_id(tt, key)) < 0) return 0;
-      memcpy(last, key, (size_t)nk * sizeof *key);
+  int64_t n = s->nrows, recent[RECENT][MAX_KEYS], recent_id[RECENT];
+  int64_t kb[MAX_KEYS][KEY_BLOCK];
+  uint64_t hb[KEY_BLOCK];
+  uint8_t ok[KEY_BLOCK];
+  for (int r = 0; r < RECENT; r++) recent_id[r] = -1;
+  if (!(s->thread = nsl__big_alloc((size_t)(n ? n : 1) * sizeof *s->thread))) return 0;
+  for (int64_t off = 0; off < n; off += KEY_BLOCK) {
+    int64_t m = n - off < KEY_BLOCK ? n - off : KEY_BLOCK;
+    for (int64_t i = 0; i < m; i++) {
+      int64_t a, b;
+      ok[i] = (uint8_t)((!mask || mask[off + i]) & side_times(s, off + i, &a, &b));
+      hb[i] = 0;
     }
-    s->thread[i] = (int32_t)last_id;
+    for (int k = 0; k < nk; k++) {
+      if (keys[k]->type == NSL_I64) {
+        const int64_t *x = nsl_i64(keys[k]) + off;
+        for (int64_t i = 0; i < m; i++) {
+          kb[k][i] = x[i];
+          ok[i] &= (uint8_t)(x[i] != NSL_NULL_I64);
+          hb[i] = (hb[i] ^ (uint64_t)x[i]) * 0x9e3779b97f4a7c15ull;
+        }
+      } else {
+        const int32_t *x = nsl_i32(keys[k]) + off;
+        for (int64_t i = 0; i < m; i++) {
+          kb[k][i] = x[i];
+          ok[i] &= (uint8_t)(x[i] != NSL_NULL_I32);
+          hb[i] = (hb[i] ^ (uint64_t)(int64_t)x[i]) * 0x9e3779b97f4a7c15ull;
+        }
+      }
+    }
+    for (int64_t i = 0; i < m; i++) {
+      if (!ok[i]) {
+        s->thread[off + i] = -1;
+        continue;
+      }
+      int r = (int)(hb[i] >> 58);   /* top bits: RECENT = 64 entries */
+      int same = recent_id[r] >= 0;
+      for (int k = 0; k < nk; k++) same &= kb[k][i] == recent[r][k];
+      if (!same) {   /* ask the table, then remember the answer */
+        for (int k = 0; k < nk; k++) recent[r][k] = kb[k][i];
+        if ((recent_id[r] = thread_id(tt, recent[r])) < 0) return 0;
+      }
+      s->thread[off + i] = (int32_t)recent_id[r];
+    }
   }
   return 1;
 }
 
-/* 1 when rows x before y is the sweep order (equal keys: either order). */
-static inline int in_order(const side *s, int64_t x, int64_t y) {
+/* 1 when row x comes before row y in the sweep order: by start, ranges
+ * then by stop descending, then by row (a total order: the order a stable
+ * sort by those keys gives rows taken in row order). */
+static inline int precedes(const side *s, int64_t x, int64_t y) {
   int64_t xs, xe, ys, ye;
   side_times(s, x, &xs, &xe);
   side_times(s, y, &ys, &ye);
   if (xs != ys) return xs < ys;
-  return !s->is_range || xe > ye || (xe == ye && x < y);
+  if (s->is_range && xe != ye) return xe > ye;
+  return x < y;
 }
 
-/* Sorts order[0..n) (rows of one thread, in row order) into sweep order:
- * a stable radix sort by start, then runs of equal starts by stop
- * descending (ranges only; stable, so row order breaks the last ties). */
-static int sort_segment(const side *s, int64_t *order, int64_t n) {
-  int sorted = 1;
-  for (int64_t i = 1; i < n && sorted; i++) sorted = in_order(s, order[i - 1], order[i]);
-  if (sorted) return 1;
+/* Sorts order[0..n) (rows in row order) into sweep order: a stable radix
+ * sort by start, then (ranges) runs of equal starts by stop descending. */
+static int radix_segment(const side *s, int64_t *order, int64_t n) {
   int64_t lo = INT64_MAX, a, b;
   for (int64_t i = 0; i < n; i++) {
     side_times(s, order[i], &a, &b);
@@ -370,13 +415,46 @@ static int sort_segment(const side *s, int64_t *order, int64_t n) {
   if (!s->is_range) return 1;
   for (int64_t i = 1; i < n; i++) {   /* insertion sort within runs of equal starts */
     int64_t x = order[i], j = i;
-    while (j > 0 && !in_order(s, order[j - 1], x)) {
+    while (j > 0 && !precedes(s, order[j - 1], x)) {
       order[j] = order[j - 1];
       j--;
     }
     order[j] = x;
   }
   return 1;
+}
+
+/* Sorts order[0..n) (rows of one thread, in row order) into sweep order.
+ * Exports store rows in order or nearly: one pass keeps the rows that
+ * follow the last one kept in place (a sorted run) and sets the others
+ * aside; when those are few they are sorted alone and merged back, else
+ * every row is radix sorted.  The order is total, so either way gives the
+ * same result. */
+static int sort_segment(const side *s, int64_t *order, int64_t n) {
+  int64_t limit = n / 4 + 16, kept = 0, late = 0, i;
+  int64_t *aside = NULL;
+  for (i = 0; i < n; i++) {
+    int64_t x = order[i];
+    if (kept == 0 || precedes(s, order[kept - 1], x)) {
+      order[kept++] = x;
+      continue;
+    }
+    if (late == limit) break;
+    if (!aside && !(aside = malloc((size_t)(limit ? limit : 1) * sizeof *aside))) return 0;
+    aside[late++] = x;
+  }
+  if (i == n && late == 0) return 1;
+  int ok;
+  if (i < n) {   /* too many out of place: back to row order, then radix sort all */
+    for (int64_t w = i - 1, a = kept - 1, b = late - 1; b >= 0; w--)
+      order[w] = a >= 0 && order[a] > aside[b] ? order[a--] : aside[b--];
+    ok = radix_segment(s, order, n);
+  } else if ((ok = radix_segment(s, aside, late))) {   /* merge the two sorted runs from the back */
+    for (int64_t w = n - 1, a = kept - 1, b = late - 1; b >= 0; w--)
+      order[w] = a >= 0 && precedes(s, aside[b], order[a]) ? order[a--] : aside[b--];
+  }
+  free(aside);
+  return ok;
 }
 
 /* Groups the usable rows of s by thread (counting sort, stable) and sorts
@@ -390,7 +468,7 @@ static int side_group(side *s, int64_t nthreads) {
       used++;
     }
   for (int64_t t = 0; t < nthreads; t++) s->seg[t + 1] += s->seg[t];
-  if (!(s->order = malloc((size_t)(used ? used : 1) * sizeof *s->order))) return 0;
+  if (!(s->order = nsl__big_alloc((size_t)(used ? used : 1) * sizeof *s->order))) return 0;
   int64_t *fill = malloc((size_t)(nthreads ? nthreads : 1) * sizeof *fill);
   if (!fill) return 0;
   memcpy(fill, s->seg, (size_t)nthreads * sizeof *fill);
@@ -453,6 +531,65 @@ static void sweep_thread(void *ctx, int t) {
   free(st.e);
 }
 
+/* The work around the sweep, in jobs that run at once: before it, the
+ * threads and order of both sides, the outputs' first values (the first
+ * writes to fresh memory, whose page faults are dear) and the GPU work per
+ * call; after it, the durations and child counts, and each op's range. */
+typedef struct around {
+  const nsl_nvtx_input *in;
+  nsl_nvtx_projection *out;
+  int64_t nr, na, no;
+  const int64_t *op_api, *op_start, *op_stop;
+  int64_t *slot;
+  call_ops *ops;
+  side *rs, *as;
+  thread_table *tt;
+  int threads_ok;
+  nsl_status gather_rc;
+  nsl_error gather_err;
+} around;
+
+static void before_sweep(void *ctx, int i) {
+  around *w = ctx;
+  const nsl_nvtx_input *in = w->in;
+  if (i == 0) {
+    w->threads_ok = side_threads(w->rs, in->range_keys, in->nkeys, in->range_mask ? nsl_bool(in->range_mask) : NULL,
+                                 w->tt) &&
+                    side_threads(w->as, in->api_keys, in->nkeys, NULL, w->tt) && side_group(w->rs, w->tt->n) &&
+                    side_group(w->as, w->tt->n);
+  } else if (i == 1) {
+    int64_t *parent = nsl_i64(w->out->parent), *first = nsl_i64(w->out->proj_start);
+    int64_t *last = nsl_i64(w->out->proj_dur), *api_range = nsl_i64(w->out->api_range);
+    int32_t *depth = nsl_i32(w->out->depth);
+    for (int64_t r = 0; r < w->nr; r++) {
+      parent[r] = -1;
+      depth[r] = NSL_NULL_I32;
+      first[r] = last[r] = NSL_NULL_I64;   /* last: the last stop until the end, then the duration */
+    }
+    for (int64_t a = 0; a < w->na; a++) api_range[a] = -1;
+  } else {
+    w->gather_rc = gather_call_ops(w->op_api, w->op_start, w->op_stop, w->no, w->na, w->slot, &w->ops, &w->gather_err);
+  }
+}
+
+static void after_sweep(void *ctx, int i) {
+  around *w = ctx;
+  nsl_nvtx_projection *out = w->out;
+  if (i == 0) {
+    int64_t *first = nsl_i64(out->proj_start), *last = nsl_i64(out->proj_dur), *parent = nsl_i64(out->parent);
+    const int32_t *nops = nsl_i32(out->ops);
+    int32_t *children = nsl_i32(out->children);
+    for (int64_t r = 0; r < w->nr; r++) {
+      if (first[r] != NSL_NULL_I64) last[r] -= first[r];
+      if (nops[r] > 0 && parent[r] >= 0 && children[parent[r]] < INT32_MAX) children[parent[r]]++;
+    }
+  } else {
+    const int64_t *api_range = nsl_i64(out->api_range);
+    int64_t *op_range = nsl_i64(out->op_range);
+    for (int64_t j = 0; j < w->no; j++) op_range[j] = w->op_api[j] < 0 ? -1 : api_range[w->op_api[j]];   /* NULL < 0 */
+  }
+}
+
 nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, nsl_error *err) {
   if (!out) return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: no output");
   memset(out, 0, sizeof *out);
@@ -463,8 +600,12 @@ nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, 
   int64_t *slot = NULL;
   call_ops *ops = NULL;
   thread_table tt = {nk, 0, 0, NULL, NULL, 0};
-  side rs = {in->range_start, in->range_stop, 1, nr, NULL, NULL, NULL};
-  side as = {in->api_start, in->api_stop, 0, na, NULL, NULL, NULL};
+  side rs, as;
+  nsl_column *op_copy[3] = {NULL, NULL, NULL};
+  const int64_t *op_api = as_i64(in->op_api, &op_copy[0]), *op_start = as_i64(in->op_start, &op_copy[1]);
+  const int64_t *op_stop = as_i64(in->op_stop, &op_copy[2]);
+  int opened = side_open(&rs, in->range_start, in->range_stop, 1);
+  opened &= side_open(&as, in->api_start, in->api_stop, 0);
 
   out->parent = nsl_column_new(NSL_I64, nr, NULL);
   out->depth = nsl_column_new(NSL_I32, nr, NULL);
@@ -476,23 +617,22 @@ nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, 
   out->children = nsl_column_new(NSL_I32, nr, NULL);
   out->api_range = nsl_column_new(NSL_I64, na, NULL);
   out->op_range = nsl_column_new(NSL_I64, no, NULL);
-  slot = malloc((size_t)(na ? na : 1) * sizeof *slot);
+  slot = nsl__big_alloc((size_t)(na ? na : 1) * sizeof *slot);
   if (!out->parent || !out->depth || !out->proj_start || !out->proj_dur || !out->ops || !out->launches ||
-      !out->gpu_time || !out->children || !out->api_range || !out->op_range || !slot)
+      !out->gpu_time || !out->children || !out->api_range || !out->op_range || !slot || !opened || !op_api ||
+      !op_start || !op_stop)
     goto nomem;
+  around w = {in, out, nr, na, no, op_api, op_start, op_stop, slot, NULL, &rs, &as, &tt, 0, NSL_OK, {0}};
+  nsl__run_parallel(3, nsl__thread_count(3), before_sweep, &w);
+  ops = w.ops;
+  if (w.gather_rc != NSL_OK) {
+    rc = nsl_error_set(err, w.gather_rc, "%s", w.gather_err.msg);
+    goto fail;
+  }
+  if (!w.threads_ok) goto nomem;
   int64_t *parent = nsl_i64(out->parent), *first = nsl_i64(out->proj_start), *last = nsl_i64(out->proj_dur);
   int32_t *depth = nsl_i32(out->depth);
-  int64_t *api_range = nsl_i64(out->api_range), *op_range = nsl_i64(out->op_range);
-  for (int64_t r = 0; r < nr; r++) {
-    parent[r] = -1;
-    depth[r] = NSL_NULL_I32;
-    first[r] = last[r] = NSL_NULL_I64;   /* last: the last stop until the end, then the duration */
-  }
-  for (int64_t a = 0; a < na; a++) api_range[a] = -1;
-  if ((rc = gather_call_ops(in, na, slot, &ops, err)) != NSL_OK) goto fail;
-  if (!side_threads(&rs, in->range_keys, nk, in->range_mask ? nsl_bool(in->range_mask) : NULL, &tt) ||
-      !side_threads(&as, in->api_keys, nk, NULL, &tt) || !side_group(&rs, tt.n) || !side_group(&as, tt.n))
-    goto nomem;
+  int64_t *api_range = nsl_i64(out->api_range);
   free(rs.thread);
   free(as.thread);
   rs.thread = as.thread = NULL;
@@ -502,17 +642,7 @@ nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, 
   if (tt.n > INT32_MAX) goto nomem;
   nsl__run_parallel((int)tt.n, nsl__thread_count((int)tt.n), sweep_thread, &job);
   if (atomic_load(&job.failed)) goto nomem;
-  for (int64_t r = 0; r < nr; r++)
-    if (first[r] != NSL_NULL_I64) last[r] -= first[r];
-  for (int64_t j = 0; j < no; j++) {
-    int null;
-    int64_t c = nsl__int_at(in->op_api, j, &null);
-    op_range[j] = null || c < 0 ? -1 : api_range[c];
-  }
-  const int32_t *nops = nsl_i32(out->ops);
-  int32_t *children = nsl_i32(out->children);
-  for (int64_t i = 0; i < nr; i++)
-    if (nops[i] > 0 && parent[i] >= 0 && children[parent[i]] < INT32_MAX) children[parent[i]]++;
+  nsl__run_parallel(2, nsl__thread_count(2), after_sweep, &w);
   rc = NSL_OK;
   goto done;
 nomem:
@@ -523,6 +653,7 @@ fail:
 done:
   side_free(&rs);
   side_free(&as);
+  for (int k = 0; k < 3; k++) nsl_column_release(op_copy[k]);
   free(tt.keys);
   free(tt.slots);
   free(slot);
@@ -542,8 +673,11 @@ typedef struct path_table {
   int64_t cap, n;
 } path_table;
 
-static uint64_t path_hash(int64_t pnode, int64_t label, int label_null) {
-  return nsl__mix64((uint64_t)pnode * 0x9e3779b97f4a7c15ull ^ nsl__mix64((uint64_t)label + (uint64_t)label_null));
+/* A cheap hash of (parent node, label): two multiplies and a fold (the
+ * table is small and looked up once per row). */
+static inline uint64_t path_hash(int64_t pnode, int64_t label, int label_null) {
+  uint64_t h = ((uint64_t)pnode * 0x9e3779b97f4a7c15ull) ^ (((uint64_t)label + (uint64_t)label_null) * 0xc2b2ae3d27d4eb4full);
+  return h ^ (h >> 29) ^ (h >> 47);
 }
 
 static int path_grow(path_table *t) {
@@ -627,6 +761,7 @@ nsl_status nsl_tree_paths(const nsl_column *parent, const nsl_column *label, con
   if (!out->node_of || !out->node_parent || !out->node_depth || !out->node_row || !path_grow(&tab)) goto nomem;
   int64_t *node = nsl_i64(out->node_of);
   const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
+  const int64_t *par = parent->type == NSL_I64 ? nsl_i64(parent) : NULL;   /* else read through int_at */
   for (int64_t i = 0; i < n; i++) node[i] = mk && !mk[i] ? -1 : NODE_UNSEEN;
   for (int64_t i = 0; i < n; i++) {
     if (node[i] != NODE_UNSEEN) continue;
@@ -643,9 +778,9 @@ nsl_status nsl_tree_paths(const nsl_column *parent, const nsl_column *label, con
       }
       walk[nwalk++] = j;
       node[j] = NODE_VISITING;
-      int null;
-      int64_t p = nsl__int_at(parent, j, &null);
-      if (null || p < 0) break;
+      int null = 0;
+      int64_t p = par ? par[j] : nsl__int_at(parent, j, &null);
+      if (null || p < 0) break;   /* NSL_NULL_I64 < 0 */
       if (p >= n) {
         rc = nsl_error_set(err, NSL_ERR_ARG, "tree paths: row %lld names parent %lld, but there are %lld rows",
                            (long long)j, (long long)p, (long long)n);
@@ -665,7 +800,11 @@ nsl_status nsl_tree_paths(const nsl_column *parent, const nsl_column *label, con
     while (nwalk > 0) {
       j = walk[--nwalk];
       int null;
-      int64_t lab = nsl__int_at(label, j, &null);
+      int64_t lab;
+      if (label->type == NSL_STR) {   /* the usual label: names */
+        lab = nsl_i32(label)[j];
+        null = lab < 0;
+      } else lab = nsl__int_at(label, j, &null);
       if (null) lab = 0;
       if (2 * (tab.n + 1) > tab.cap && !path_grow(&tab)) goto nomem;
       path_slot *s = path_find(&tab, pnode, lab, null);

@@ -461,16 +461,17 @@ static int grp_agg(lua_State *L) {
     lua_pop(L, 1);
   }
   require_names(L, t, need, nneed);
-  for (lua_Integer i = 0; i < n; i++) {
-    nsl_column *values;
-    if (specs[i][2][0]) values = checkcol(L, t, specs[i][2]);
-    else values = g->g.group_of;   /* count(): count rows */
-    nsl_column *a = nsl_group_agg(&g->g, values, aggs[i], qs[i], &err);
-    if (!a) return nsl__lua_error(L, &err);
-    int ok = nsl_table_add(r, specs[i][0], a, &err) >= 0;
-    nsl_column_release(a);
-    if (!ok) return nsl__lua_error(L, &err);
+  nsl_agg_spec as[64];
+  nsl_column *res[64];
+  for (lua_Integer i = 0; i < n; i++)   /* count(): count rows */
+    as[i] = (nsl_agg_spec){specs[i][2][0] ? checkcol(L, t, specs[i][2]) : g->g.group_of, aggs[i], qs[i]};
+  if (nsl_group_aggs(&g->g, as, (int)n, res, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  int ok = 1;
+  for (lua_Integer i = 0; i < n; i++) {   /* the table takes its own reference */
+    ok = ok && nsl_table_add(r, specs[i][0], res[i], &err) >= 0;
+    nsl_column_release(res[i]);
   }
+  if (!ok) return nsl__lua_error(L, &err);
   return 1;
 }
 

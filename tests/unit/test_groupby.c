@@ -701,6 +701,65 @@ static void test_join_random_reference(void **state) {
   nsl_dict_release(d);
 }
 
+/* Every way a key table holds tuples: a direct table (small ranges), a hash
+ * table keyed by one mixed-radix number (ranges whose product passes the
+ * direct table's bound but fits 64 bits: wide correlation ids under report
+ * and pid), and hashed tuples compared key by key (full 64-bit ranges); keys
+ * of every type, strings and bools read straight from their columns.  Groups
+ * and joins (probes outside the build side's ranges included) against the
+ * brute force. */
+static void test_key_table_modes_reference(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_dict *d = nsl_dict_new();
+  fx_seed(99);
+  static const int64_t spans[] = {3, 40, 1 << 20, (int64_t)1 << 40, 0};
+  for (int trial = 0; trial < 120; trial++) {
+    int64_t nl = fx_range(0, 600), nr = fx_range(0, 600);
+    int nk = (int)fx_range(1, 3);
+    nsl_column *l[3], *r[3];
+    for (int k = 0; k < nk; k++) {
+      int64_t span = spans[fx_range(0, 4)];
+      nsl_type t = (nsl_type)fx_range(0, 4);
+      if (t == NSL_F64) t = NSL_I64;   /* F64 keys: tested above */
+      if (t == NSL_I32 && (span == 0 || span > (1 << 20))) span = 1 << 20;
+      l[k] = random_col(t, nl, d, span);
+      r[k] = random_col(t == NSL_I32 ? NSL_I64 : t, nr, d, span);
+      for (int64_t i = 0; i < nl && nr > 0; i += 3) {   /* make some tuples match */
+        int64_t from = fx_range(0, nr - 1);
+        switch (t) {
+        case NSL_I64: nsl_i64(l[k])[i] = nsl_i64(r[k])[from]; break;
+        case NSL_I32: nsl_i32(l[k])[i] = nsl_i64(r[k])[from] == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)nsl_i64(r[k])[from]; break;
+        case NSL_STR: nsl_i32(l[k])[i] = nsl_i32(r[k])[from]; break;
+        default: nsl_bool(l[k])[i] = nsl_bool(r[k])[from];
+        }
+      }
+    }
+    check_groups((const nsl_column *const *)l, nk);
+    check_groups((const nsl_column *const *)r, nk);
+    nsl_column *j = nsl_join_index((const nsl_column *const *)l, (const nsl_column *const *)r, nk, &err);
+    assert_non_null(j);
+    for (int64_t i = 0; i < nl; i++) {
+      int64_t want = -1;
+      for (int64_t m = 0; m < nr && want < 0; m++) {
+        int eq = 1;
+        for (int k = 0; k < nk && eq; k++)
+          eq = !nsl_column_is_null(l[k], i) && !nsl_column_is_null(r[k], m) &&
+               nsl_column_get_i64(l[k], i) == nsl_column_get_i64(r[k], m);
+        if (eq) want = m;
+      }
+      if (nsl_i64(j)[i] != want)
+        fail_msg("trial %d row %lld: %lld, want %lld", trial, (long long)i, (long long)nsl_i64(j)[i], (long long)want);
+    }
+    nsl_column_release(j);
+    for (int k = 0; k < nk; k++) {
+      nsl_column_release(l[k]);
+      nsl_column_release(r[k]);
+    }
+  }
+  nsl_dict_release(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_groupby_hand),
@@ -714,6 +773,7 @@ int main(void) {
       cmocka_unit_test(test_agg_random_reference),
       cmocka_unit_test(test_join_hand),
       cmocka_unit_test(test_join_random_reference),
+      cmocka_unit_test(test_key_table_modes_reference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

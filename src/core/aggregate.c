@@ -1,0 +1,689 @@
+/* aggregate.c -- per-group aggregates: nsl_group_aggs (several at once) and
+ * nsl_group_agg (one).
+ *
+ * The aggregates asked of one grouping are planned per value column.  One
+ * pass over the rows gives every group's count, sum (int128 for integers,
+ * compensated for doubles) and least and greatest order code
+ * (kernels_internal.h); quantiles, distinct counts and, with them, standard
+ * deviations read one copy of the column's order codes laid out group after
+ * group (a counting sort that keeps row order within each group).  So the
+ * seven aggregates of nvtx_sum over one column cost two passes over the
+ * rows, not seven.
+ *
+ * The work runs on nsl__thread_count threads in three stages: (1) the
+ * per-column passes, cut into row chunks whose partial counts, integer
+ * sums and extremes merge exactly (a double sum is one chunk: compensated
+ * sums depend on their order); (2) the scatter of codes by chunk (each
+ * chunk writes its own part of every group) and the row pass of deviations
+ * for columns without codes; (3) quantiles, distinct counts and deviations
+ * over ranges of groups.  Results are the same bits as one thread gives. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/kernels_internal.h"
+#include "core/parallel.h"
+
+#define BLOCK 1024
+#define MAX_CHUNKS 8
+
+__extension__ typedef __int128 i128;
+
+/* ---- checks ------------------------------------------------------------------- */
+
+static const char *agg_name(nsl_agg a) {
+  static const char *const names[] = {"count", "sum",      "min",   "max",  "mean",          "median",
+                                      "quantile", "std", "first", "last", "count_distinct"};
+  return (unsigned)a < sizeof names / sizeof *names ? names[a] : "?";
+}
+
+static int is_quantile(nsl_agg a) { return a == NSL_AGG_MEDIAN || a == NSL_AGG_QUANTILE; }
+
+/* Checks the shape of one aggregate: a value column as long as the groups. */
+static nsl_status check_shape(const nsl_groups *g, const nsl_column *v, nsl_agg agg, nsl_error *err) {
+  const char *an = agg_name(agg);
+  if (!v || (unsigned)v->type > NSL_BOOL || (unsigned)agg > NSL_AGG_COUNT_DISTINCT)
+    return nsl_error_set(err, NSL_ERR_ARG, "group %s: needs groups and a value column", an);
+  if (g->group_of->len != v->len)
+    return nsl_error_set(err, NSL_ERR_ARG, "group %s: %lld values for %lld grouped rows", an, (long long)v->len,
+                         (long long)g->group_of->len);
+  return NSL_OK;
+}
+
+/* Checks that the aggregate is defined on its column; *q becomes the
+ * quantile it asks for. */
+static nsl_status check_kind(const nsl_column *v, nsl_agg agg, double *q, nsl_error *err) {
+  int numeric_only = agg == NSL_AGG_SUM || agg == NSL_AGG_MEAN || is_quantile(agg) || agg == NSL_AGG_STD;
+  if (numeric_only && v->type == NSL_STR)
+    return nsl_error_set(err, NSL_ERR_ARG, "group %s: not defined on a string column", agg_name(agg));
+  if (agg == NSL_AGG_MEDIAN) *q = 0.5;
+  if (agg == NSL_AGG_QUANTILE && !(*q >= 0 && *q <= 1))
+    return nsl_error_set(err, NSL_ERR_ARG, "group quantile: q = %g is not in [0, 1]", *q);
+  return NSL_OK;
+}
+
+/* ---- plans: what one value column needs ------------------------------------------- */
+
+typedef struct quant_out {
+  double q;
+  double *out;          /* one per group */
+} quant_out;
+
+/* One group's partial results in one chunk of rows: one cache line to
+ * touch per row. */
+typedef struct gstat {
+  i128 isum;          /* integer sum */
+  int64_t count;      /* non-NULL values */
+  uint64_t lo, hi;    /* least / greatest order code (hi 0: none) */
+} gstat;
+
+typedef struct plan {
+  const nsl_column *v;
+  int fp;                     /* F64: compensated sums */
+  int want_sum;               /* sums (SUM, MEAN, STD) */
+  int want_minmax;
+  int want_codes;             /* codes by group (quantiles, distinct counts) */
+  int want_distinct;
+  int std;                    /* a STD is asked */
+  int std_codes;              /* deviations from the codes (row order kept) instead of a row pass */
+  int nchunks;
+  int64_t bound[MAX_CHUNKS + 1];
+  gstat *st[MAX_CHUNKS];      /* per chunk and group; st[0] holds the totals after the merge */
+  int64_t *cur[MAX_CHUNKS];   /* per chunk and group: where its next code goes */
+  double *fsum, *comp;        /* F64 sums, one chunk */
+  uint64_t *ranks;            /* STR min/max: nsl__str_ranks */
+  double *mean;               /* means (SUM, MEAN, STD) */
+  double *sd;                 /* standard deviations */
+  uint64_t *codes;            /* group g's codes at codes[off[g] .. off[g+1]) */
+  int64_t *off;
+  quant_out *qs;
+  int nq;
+  int64_t *distinct;          /* distinct counts, NULL when not asked */
+} plan;
+
+static void plan_free(plan *p) {
+  for (int c = 0; c < MAX_CHUNKS; c++) {
+    free(p->st[c]);
+    free(p->cur[c]);
+  }
+  free(p->fsum);
+  free(p->comp);
+  free(p->ranks);
+  free(p->mean);
+  free(p->codes);
+  free(p->off);
+  for (int j = 0; j < p->nq && p->qs; j++) free(p->qs[j].out);
+  free(p->qs);
+  free(p->sd);
+  free(p->distinct);
+  memset(p, 0, sizeof *p);
+}
+
+/* A FIRST or LAST aggregate: the row of each group's value. */
+typedef struct pick {
+  const nsl_column *v;
+  int last;
+  int64_t *rows;
+} pick;
+
+typedef struct agg_run {
+  const int64_t *go;
+  int64_t n, ng;
+  plan *plans;
+  int nplans;
+  pick *picks;
+  int npicks;
+  atomic_int failed;   /* out of memory in a task */
+} agg_run;
+
+/* ---- stage 1: counts, sums and extremes of one chunk of rows ------------------------ */
+
+/* The row loop of stats_chunk over an integer column of element type T:
+ * NULL when x == null; one copy per combination of asked parts, so the
+ * loop carries no test of them. */
+#define INT_STATS(T, null, code)                                                                     \
+  do {                                                                                             \
+    const T *x = (const T *)v->data;                                                               \
+    if (isum && minmax)                                                                            \
+      INT_STATS_ROWS(T, null, code, e->isum += y; STATS_MINMAX(code(y)))                           \
+    else if (isum)                                                                                 \
+      INT_STATS_ROWS(T, null, code, e->isum += y)                                                  \
+    else if (minmax)                                                                               \
+      INT_STATS_ROWS(T, null, code, STATS_MINMAX(code(y)))                                         \
+    else                                                                                           \
+      INT_STATS_ROWS(T, null, code, (void)0)                                                       \
+  } while (0)
+#define INT_STATS_ROWS(T, null, code, more)                                                          \
+  for (int64_t i = r0; i < r1; i++) {                                                              \
+    int64_t g = go[i];                                                                             \
+    T y = x[i];                                                                                    \
+    if (g < 0 || y == (null)) continue;                                                            \
+    gstat *e = &st[g];                                                                             \
+    e->count++;                                                                                    \
+    more;                                                                                          \
+  }
+#define STATS_MINMAX(u_)                                                                             \
+  do {                                                                                             \
+    uint64_t u = (u_);                                                                             \
+    if (u < e->lo) e->lo = u;                                                                      \
+    if (u > e->hi) e->hi = u;                                                                      \
+  } while (0)
+
+/* Adds rows [r0, r1) of chunk c of p to its partial results. */
+static void stats_rows(const agg_run *r, plan *p, int c, int64_t r0, int64_t r1) {
+  const int64_t *go = r->go;
+  const nsl_column *v = p->v;
+  gstat *st = p->st[c];
+  int isum = p->want_sum && !p->fp, minmax = p->want_minmax;
+  if (v->type == NSL_I64) {   /* the common cases, straight over the column */
+    INT_STATS(int64_t, NSL_NULL_I64, nsl__ocode_i64);
+    return;
+  }
+  if (v->type == NSL_I32) {
+    INT_STATS(int32_t, NSL_NULL_I32, nsl__ocode_i32);
+    return;
+  }
+  uint64_t buf[BLOCK];
+  for (int64_t b = r0; b < r1; b += BLOCK) {
+    int64_t m = r1 - b < BLOCK ? r1 - b : BLOCK;
+    if (minmax) nsl__order_codes(v, NULL, b, m, p->ranks, buf);
+    for (int64_t i = 0; i < m; i++) {
+      int64_t g = go[b + i], row = b + i;
+      if (g < 0) continue;
+      gstat *e = &st[g];
+      if (v->type == NSL_F64) {
+        double y = nsl_f64(v)[row];
+        if (isnan(y)) continue;
+        e->count++;
+        if (p->fsum) {
+          double a = p->fsum[g], t = a + y;
+          p->comp[g] += fabs(a) >= fabs(y) ? (a - t) + y : (y - t) + a;
+          p->fsum[g] = t;
+        }
+      } else {
+        int null;
+        int64_t y = nsl__int_at(v, row, &null);
+        if (null) continue;
+        e->count++;
+        if (isum) e->isum += y;
+      }
+      if (minmax && buf[i]) {
+        if (buf[i] < e->lo) e->lo = buf[i];
+        if (buf[i] > e->hi) e->hi = buf[i];
+      }
+    }
+  }
+}
+
+#undef INT_STATS
+#undef INT_STATS_ROWS
+#undef STATS_MINMAX
+
+/* Chunk c of every plan cut into nchunks chunks, a block of rows at a time:
+ * the plans share one read of the group ids (which stay in cache). */
+static void stats_chunk(const agg_run *r, int nchunks, int c) {
+  enum { ROWS = 8192 };
+  int64_t r0 = r->n * c / nchunks, r1 = r->n * (c + 1) / nchunks;
+  for (int64_t b = r0; b < r1; b += ROWS)
+    for (int pi = 0; pi < r->nplans; pi++)
+      if (r->plans[pi].nchunks == nchunks)
+        stats_rows(r, &r->plans[pi], c, b, r1 - b < ROWS ? r1 : b + ROWS);
+}
+
+/* ---- stage 2: codes by group, deviations by rows ---------------------------------- */
+
+/* Writes chunk c's codes at its cursors. */
+static void scatter_chunk(const agg_run *r, plan *p, int c) {
+  const int64_t *go = r->go;
+  int64_t r0 = p->bound[c], r1 = p->bound[c + 1], *cur = p->cur[c];
+  uint64_t *codes = p->codes;
+  if (p->v->type == NSL_I64) {
+    const int64_t *x = nsl_i64(p->v);
+    for (int64_t i = r0; i < r1; i++) {
+      int64_t g = go[i];
+      if (g >= 0 && x[i] != NSL_NULL_I64) codes[cur[g]++] = nsl__ocode_i64(x[i]);
+    }
+    return;
+  }
+  uint64_t buf[BLOCK];
+  for (int64_t b = r0; b < r1; b += BLOCK) {
+    int64_t m = r1 - b < BLOCK ? r1 - b : BLOCK;
+    nsl__order_codes(p->v, NULL, b, m, NULL, buf);
+    for (int64_t i = 0; i < m; i++)
+      if (buf[i] && go[b + i] >= 0) codes[cur[go[b + i]]++] = buf[i];
+  }
+}
+
+static double std_of(long double ss, int64_t count) {
+  return count == 0 ? NAN : count == 1 ? 0.0 : sqrt((double)(ss / (long double)(count - 1)));
+}
+
+/* Sample deviations by a pass over the rows (sums of squared deviations
+ * from the means, each group's in row order, in long double). */
+static int std_rows(const agg_run *r, plan *p) {
+  long double *ss = nsl__big_calloc((size_t)(r->ng ? r->ng : 1), sizeof *ss);
+  if (!ss) return -1;
+  const nsl_column *v = p->v;
+  int fp = p->fp;
+  for (int64_t i = 0; i < r->n; i++) {
+    int64_t k = r->go[i];
+    if (k < 0 || nsl__is_null(v, i)) continue;
+    int null;
+    long double d = (fp ? (long double)nsl_f64(v)[i] : (long double)nsl__int_at(v, i, &null)) - (long double)p->mean[k];
+    ss[k] += d * d;
+  }
+  for (int64_t k = 0; k < r->ng; k++) p->sd[k] = std_of(ss[k], p->st[0][k].count);
+  free(ss);
+  return 0;
+}
+
+/* ---- stage 3: per group, over its codes -------------------------------------------- */
+
+/* The value of an order code of v's type as the row pass reads it (only for
+ * I64, I32 and F64, whose codes give their values back; -0.0 reads as 0.0,
+ * which leaves squared deviations as they are). */
+static long double code_value(nsl_type t, uint64_t u) {
+  if (t == NSL_F64) return (long double)nsl__ocode_to_f64(u);
+  return (long double)nsl__ocode_to_i64(u);
+}
+
+/* Groups g0..g1-1 of p: deviations (before anything reorders the codes),
+ * quantiles, distinct counts.  tmp: scratch for the largest group (distinct
+ * counts only). */
+static void groups_range(plan *p, int64_t g0, int64_t g1, uint64_t *tmp) {
+  nsl_type t = p->v->type;
+  for (int64_t k = g0; k < g1; k++) {
+    uint64_t *a = p->codes + p->off[k];
+    int64_t m = p->off[k + 1] - p->off[k];
+    if (p->std_codes) {
+      long double ss = 0, mu = (long double)p->mean[k];
+      for (int64_t i = 0; i < m; i++) {
+        long double d = code_value(t, a[i]) - mu;
+        ss += d * d;
+      }
+      p->sd[k] = std_of(ss, p->st[0][k].count);
+    }
+    for (int j = 0; j < p->nq; j++) {
+      if (m == 0) {
+        p->qs[j].out[k] = NAN;
+        continue;
+      }
+      double frac;
+      int64_t pos = nsl__quantile_pos(m, p->qs[j].q, &frac);
+      nsl__select_u64(a, m, pos);
+      uint64_t hi = a[pos];
+      if (frac > 0) {
+        hi = a[pos + 1];
+        for (int64_t i = pos + 2; i < m; i++)
+          if (a[i] < hi) hi = a[i];
+      }
+      p->qs[j].out[k] = nsl__lerp_codes(t, a[pos], hi, frac);
+    }
+    if (p->distinct) {
+      nsl__sort_u64(a, m, tmp);
+      int64_t d = m > 0;
+      for (int64_t i = 1; i < m; i++) d += a[i] != a[i - 1];
+      p->distinct[k] = d;
+    }
+  }
+}
+
+/* ---- the task lists of the stages ---------------------------------------------------- */
+
+typedef struct task {
+  int kind;             /* T_STATS, T_PICK, T_SCATTER, T_STD, T_GROUPS */
+  int plan, chunk;      /* T_STATS: plan is the number of chunks of the plans it serves */
+  int64_t g0, g1;
+} task;
+
+enum { T_STATS, T_PICK, T_SCATTER, T_STD, T_GROUPS };
+
+typedef struct stage {
+  agg_run *run;
+  task *tasks;
+  int n;
+} stage;
+
+static void pick_rows(const agg_run *r, pick *k) {
+  for (int64_t g = 0; g < r->ng; g++) k->rows[g] = -1;
+  for (int64_t i = 0; i < r->n; i++) {
+    int64_t g = r->go[i];
+    if (g < 0 || nsl__is_null(k->v, i)) continue;
+    if (k->last || k->rows[g] < 0) k->rows[g] = i;
+  }
+}
+
+static void run_task(void *ctx, int i) {
+  stage *s = ctx;
+  agg_run *r = s->run;
+  const task *t = &s->tasks[i];
+  plan *p = t->kind == T_PICK || t->kind == T_STATS ? NULL : &r->plans[t->plan];
+  switch (t->kind) {
+  case T_STATS: stats_chunk(r, t->plan, t->chunk); break;
+  case T_PICK: pick_rows(r, &r->picks[t->plan]); break;
+  case T_SCATTER: scatter_chunk(r, p, t->chunk); break;
+  case T_STD:
+    if (std_rows(r, p) != 0) atomic_store(&r->failed, 1);
+    break;
+  case T_GROUPS: {
+    uint64_t *tmp = NULL;
+    if (p->distinct) {
+      int64_t maxn = 1;
+      for (int64_t k = t->g0; k < t->g1; k++)
+        if (p->off[k + 1] - p->off[k] > maxn) maxn = p->off[k + 1] - p->off[k];
+      if (!(tmp = malloc((size_t)maxn * sizeof *tmp))) {
+        atomic_store(&r->failed, 1);
+        return;
+      }
+    }
+    groups_range(p, t->g0, t->g1, tmp);
+    free(tmp);
+    break;
+  }
+  }
+}
+
+static int run_stage(agg_run *r, task *tasks, int n) {
+  stage s = {r, tasks, n};
+  if (n > 0) nsl__run_parallel(n, nsl__thread_count(n), run_task, &s);
+  return atomic_load(&r->failed) ? -1 : 0;
+}
+
+/* ---- planning and merging ------------------------------------------------------------ */
+
+/* Allocates what the stages fill for p (0, or -1 on out of memory). */
+static int plan_alloc(const agg_run *r, plan *p, int threads) {
+  size_t m = (size_t)(r->ng ? r->ng : 1);
+  int chunkable = !(p->fp && p->want_sum);   /* compensated sums follow the row order */
+  /* chunks only where the partial results per group are small beside the rows */
+  p->nchunks = chunkable && threads > 1 && r->n >= (1 << 16) && r->ng <= r->n / 16 ? threads : 1;
+  if (p->nchunks > MAX_CHUNKS) p->nchunks = MAX_CHUNKS;
+  for (int c = 0; c <= p->nchunks; c++) p->bound[c] = r->n * c / p->nchunks;
+  for (int c = 0; c < p->nchunks; c++) {
+    if (!(p->st[c] = nsl__big_alloc(m * sizeof *p->st[c]))) return -1;
+    for (int64_t g = 0; g < r->ng; g++) p->st[c][g] = (gstat){0, 0, UINT64_MAX, 0};
+    if (p->want_codes && !(p->cur[c] = nsl__big_alloc(m * sizeof *p->cur[c]))) return -1;
+  }
+  if (p->want_sum && p->fp &&
+      (!(p->fsum = nsl__big_calloc(m, sizeof *p->fsum)) || !(p->comp = nsl__big_calloc(m, sizeof *p->comp))))
+    return -1;
+  if (p->std && !(p->sd = malloc(m * sizeof *p->sd))) return -1;
+  if (p->want_distinct && !(p->distinct = malloc(m * sizeof *p->distinct))) return -1;
+  for (int j = 0; j < p->nq; j++)
+    if (!(p->qs[j].out = malloc(m * sizeof *p->qs[j].out))) return -1;
+  return 0;
+}
+
+/* Merges the chunks of p into totals (in st[0]), computes the means, and
+ * lays out the codes: offsets per group and each chunk's cursors. */
+static int plan_merge(const agg_run *r, plan *p) {
+  int64_t ng = r->ng;
+  size_t m = (size_t)(ng ? ng : 1);
+  gstat *tot = p->st[0];
+  if (p->want_codes) {   /* chunk c's codes of group g follow those of chunks before it */
+    if (!(p->off = nsl__big_alloc((m + 1) * sizeof *p->off))) return -1;
+    p->off[0] = 0;
+    for (int64_t g = 0; g < ng; g++) {
+      int64_t at = p->off[g];
+      for (int c = 0; c < p->nchunks; c++) {
+        p->cur[c][g] = at;
+        at += p->st[c][g].count;
+      }
+      p->off[g + 1] = at;
+    }
+    if (!(p->codes = nsl__big_alloc((size_t)(p->off[ng] ? p->off[ng] : 1) * sizeof *p->codes))) return -1;
+  }
+  for (int c = 1; c < p->nchunks; c++)
+    for (int64_t g = 0; g < ng; g++) {
+      const gstat *e = &p->st[c][g];
+      tot[g].count += e->count;
+      tot[g].isum += e->isum;
+      if (e->lo < tot[g].lo) tot[g].lo = e->lo;
+      if (e->hi > tot[g].hi) tot[g].hi = e->hi;
+    }
+  if (p->want_sum) {
+    if (!(p->mean = nsl__big_alloc(m * sizeof *p->mean))) return -1;
+    for (int64_t g = 0; g < ng; g++) {
+      int64_t c = tot[g].count;
+      p->mean[g] = !c      ? NAN
+                   : p->fp ? (p->fsum[g] + p->comp[g]) / (double)c
+                           : (double)((long double)tot[g].isum / (long double)c);
+    }
+  }
+  return 0;
+}
+
+/* Cuts p's groups into about `want` ranges of similar numbers of codes and
+ * appends a task per range. */
+static int group_tasks(const agg_run *r, int pi, const plan *p, int want, task *tasks, int n) {
+  int64_t total = p->off[r->ng], per = total / want + 1, g0 = 0, at = 0;
+  for (int64_t g = 0; g < r->ng; g++) {
+    at += p->off[g + 1] - p->off[g];
+    if (at >= per || g == r->ng - 1) {
+      tasks[n++] = (task){T_GROUPS, pi, 0, g0, g + 1};
+      g0 = g + 1;
+      at = 0;
+    }
+  }
+  return n;
+}
+
+/* ---- nsl_group_aggs ------------------------------------------------------------------ */
+
+/* The result column of aggregate s from its plan p (FIRST, LAST: pick k;
+ * quantiles: the values its stage 3 wrote). */
+static nsl_column *spec_result(const agg_run *r, const nsl_agg_spec *s, const plan *p, const pick *k,
+                               const double *quantiles, nsl_error *err) {
+  int64_t ng = r->ng;
+  nsl_column *c = NULL;
+  const nsl_column *v = s->values;
+  const gstat *tot = p ? p->st[0] : NULL;
+  switch (s->agg) {
+  case NSL_AGG_COUNT:
+    if ((c = nsl_column_new(NSL_I64, ng, NULL)))
+      for (int64_t g = 0; g < ng; g++) nsl_i64(c)[g] = tot[g].count;
+    break;
+  case NSL_AGG_SUM:
+    if (!(c = nsl_column_new(p->fp ? NSL_F64 : NSL_I64, ng, NULL))) break;
+    for (int64_t g = 0; g < ng; g++) {
+      if (p->fp) nsl_f64(c)[g] = tot[g].count ? p->fsum[g] + p->comp[g] : NAN;
+      else nsl_i64(c)[g] = tot[g].count ? (int64_t)(uint64_t)tot[g].isum : NSL_NULL_I64;
+    }
+    break;
+  case NSL_AGG_MEAN:
+    if ((c = nsl_column_new(NSL_F64, ng, NULL)) && ng) memcpy(c->data, p->mean, (size_t)ng * sizeof *p->mean);
+    break;
+  case NSL_AGG_STD:
+    if ((c = nsl_column_new(NSL_F64, ng, NULL)) && ng) memcpy(c->data, p->sd, (size_t)ng * sizeof *p->sd);
+    break;
+  case NSL_AGG_MIN:
+  case NSL_AGG_MAX: {
+    int mx = s->agg == NSL_AGG_MAX;
+    int32_t *id_of_rank = NULL;
+    if (p->ranks) {
+      int32_t nd = nsl_dict_size(v->dict);
+      if (!(id_of_rank = malloc((size_t)(nd ? nd : 1) * sizeof *id_of_rank))) break;
+      for (int32_t id = 0; id < nd; id++)
+        if (p->ranks[id]) id_of_rank[p->ranks[id] - 1] = id;
+    }
+    if ((c = nsl_column_new(v->type, ng, v->dict)))
+      for (int64_t g = 0; g < ng; g++) {
+        uint64_t x = !tot[g].hi ? 0 : mx ? tot[g].hi : tot[g].lo;   /* hi 0: no value */
+        switch (v->type) {
+        case NSL_I64: nsl_i64(c)[g] = nsl__ocode_to_i64(x); break;
+        case NSL_I32: nsl_i32(c)[g] = x ? (int32_t)nsl__ocode_to_i64(x) : NSL_NULL_I32; break;
+        case NSL_F64: nsl_f64(c)[g] = nsl__ocode_to_f64(x); break;
+        case NSL_BOOL: nsl_bool(c)[g] = x ? (uint8_t)(x - 1) : 0; break;
+        case NSL_STR: nsl_i32(c)[g] = !x ? -1 : id_of_rank ? id_of_rank[x - 1] : (int32_t)(x - 1); break;
+        }
+      }
+    free(id_of_rank);
+    break;
+  }
+  case NSL_AGG_MEDIAN:
+  case NSL_AGG_QUANTILE:
+    if ((c = nsl_column_new(NSL_F64, ng, NULL)) && ng) memcpy(c->data, quantiles, (size_t)ng * sizeof *quantiles);
+    break;
+  case NSL_AGG_COUNT_DISTINCT:
+    if ((c = nsl_column_new(NSL_I64, ng, NULL)) && ng) memcpy(c->data, p->distinct, (size_t)ng * sizeof(int64_t));
+    break;
+  case NSL_AGG_FIRST:
+  case NSL_AGG_LAST: {
+    nsl_column *rows = nsl_column_new(NSL_I64, ng, NULL);
+    if (!rows) break;
+    if (ng) memcpy(rows->data, k->rows, (size_t)ng * sizeof *k->rows);
+    c = nsl_col_gather(v, rows, err);
+    nsl_column_release(rows);
+    return c;
+  }
+  }
+  if (!c)
+    nsl_error_set(err, NSL_ERR_NOMEM, "group %s: out of memory for %lld groups", agg_name(s->agg), (long long)ng);
+  return c;
+}
+
+nsl_status nsl_group_aggs(const nsl_groups *g, const nsl_agg_spec *specs, int n, nsl_column **out,
+                          nsl_error *err) {
+  if (!out || n < 0 || (n > 0 && !specs))
+    return nsl_error_set(err, NSL_ERR_ARG, "group aggregates: needs specs and room for the results");
+  for (int i = 0; i < n; i++) out[i] = NULL;
+  if (n == 0) return NSL_OK;
+  const char *an = agg_name(specs[0].agg);
+  if (!g || !g->group_of || g->group_of->type != NSL_I64 || g->ngroups < 0)
+    return nsl_error_set(err, NSL_ERR_ARG, "group %s: needs groups and a value column", an);
+  const int64_t *go = nsl_i64(g->group_of), nrows = g->group_of->len, ng = g->ngroups;
+  nsl_status rc = NSL_OK;
+  for (int i = 0; i < n && rc == NSL_OK; i++) rc = check_shape(g, specs[i].values, specs[i].agg, err);
+  for (int64_t i = 0; i < nrows && !g->checked && rc == NSL_OK; i++)
+    if (go[i] >= ng)
+      rc = nsl_error_set(err, NSL_ERR_ARG, "group %s: row %lld is in group %lld of %lld", an, (long long)i,
+                         (long long)go[i], (long long)ng);
+  if (rc != NSL_OK) return rc;
+
+  agg_run r = {go, nrows, ng, NULL, 0, NULL, 0, 0};
+  int *slot = malloc((size_t)n * sizeof *slot);   /* spec i: its plan or pick, then its quantile */
+  int *qslot = malloc((size_t)n * sizeof *qslot);
+  double *q = malloc((size_t)n * sizeof *q);
+  r.plans = calloc((size_t)n, sizeof *r.plans);
+  r.picks = calloc((size_t)n, sizeof *r.picks);
+  task *tasks = NULL;
+  int threads = nsl__thread_count(MAX_CHUNKS), nt = 0;
+  if (!slot || !qslot || !q || !r.plans || !r.picks) goto nomem;
+  for (int i = 0; i < n && rc == NSL_OK; i++) {
+    q[i] = specs[i].q;
+    rc = check_kind(specs[i].values, specs[i].agg, &q[i], err);
+  }
+  if (rc != NSL_OK) goto done;
+
+  /* one plan per value column (FIRST and LAST apart) */
+  for (int i = 0; i < n; i++) {
+    const nsl_agg_spec *s = &specs[i];
+    if (s->agg == NSL_AGG_FIRST || s->agg == NSL_AGG_LAST) {
+      pick *k = &r.picks[r.npicks];
+      slot[i] = r.npicks++;
+      *k = (pick){s->values, s->agg == NSL_AGG_LAST, NULL};
+      if (!(k->rows = malloc((size_t)(ng ? ng : 1) * sizeof *k->rows))) goto nomem;
+      continue;
+    }
+    int pi = 0;
+    while (pi < r.nplans && r.plans[pi].v != s->values) pi++;
+    plan *p = &r.plans[pi];
+    if (pi == r.nplans) {
+      r.nplans++;
+      p->v = s->values;
+      p->fp = s->values->type == NSL_F64;
+      if (!(p->qs = calloc((size_t)n, sizeof *p->qs))) goto nomem;
+    }
+    slot[i] = pi;
+    switch (s->agg) {
+    case NSL_AGG_SUM:
+    case NSL_AGG_MEAN: p->want_sum = 1; break;
+    case NSL_AGG_STD: p->want_sum = p->std = 1; break;
+    case NSL_AGG_MIN:
+    case NSL_AGG_MAX: p->want_minmax = 1; break;
+    case NSL_AGG_MEDIAN:
+    case NSL_AGG_QUANTILE:
+      p->want_codes = 1;
+      qslot[i] = p->nq;
+      p->qs[p->nq++].q = q[i];
+      break;
+    case NSL_AGG_COUNT_DISTINCT: p->want_codes = p->want_distinct = 1; break;
+    default: break;
+    }
+  }
+  for (int pi = 0; pi < r.nplans; pi++) {
+    plan *p = &r.plans[pi];
+    p->std_codes = p->std && p->want_codes && p->v->type != NSL_BOOL;
+    if (p->want_minmax && p->v->type == NSL_STR && p->v->dict && !(p->ranks = nsl__str_ranks(p->v, err))) {
+      rc = err ? err->code : NSL_ERR_NOMEM;
+      goto done;
+    }
+    if (plan_alloc(&r, p, threads) != 0) goto nomem;
+  }
+
+  /* stage 1: counts, sums, extremes; FIRST and LAST */
+  int maxt = r.npicks;
+  for (int pi = 0; pi < r.nplans; pi++) maxt += MAX_CHUNKS + 4 * threads + 2;
+  if (!(tasks = malloc((size_t)(maxt ? maxt : 1) * sizeof *tasks))) goto nomem;
+  int chunking[MAX_CHUNKS + 1] = {0};   /* one task per chunk of each number of chunks */
+  for (int pi = 0; pi < r.nplans; pi++) {
+    int k = r.plans[pi].nchunks;
+    for (int c = 0; c < k && !chunking[k]; c++) tasks[nt++] = (task){T_STATS, k, c, 0, 0};
+    chunking[k] = 1;
+  }
+  for (int k = 0; k < r.npicks; k++) tasks[nt++] = (task){T_PICK, k, 0, 0, 0};
+  run_stage(&r, tasks, nt);
+  for (int pi = 0; pi < r.nplans; pi++)
+    if (plan_merge(&r, &r.plans[pi]) != 0) goto nomem;
+
+  /* stage 2: codes by group; deviations of columns without codes */
+  nt = 0;
+  for (int pi = 0; pi < r.nplans; pi++) {
+    plan *p = &r.plans[pi];
+    if (p->want_codes)
+      for (int c = 0; c < p->nchunks; c++) tasks[nt++] = (task){T_SCATTER, pi, c, 0, 0};
+    if (p->std && !p->std_codes) tasks[nt++] = (task){T_STD, pi, 0, 0, 0};
+  }
+  if (run_stage(&r, tasks, nt) != 0) goto nomem;
+
+  /* stage 3: deviations, quantiles and distinct counts per range of groups */
+  nt = 0;
+  for (int pi = 0; pi < r.nplans; pi++)
+    if (r.plans[pi].want_codes && ng > 0) nt = group_tasks(&r, pi, &r.plans[pi], 4 * threads, tasks, nt);
+  if (run_stage(&r, tasks, nt) != 0) goto nomem;
+
+  for (int i = 0; i < n && rc == NSL_OK; i++) {
+    int pk = specs[i].agg == NSL_AGG_FIRST || specs[i].agg == NSL_AGG_LAST;
+    const plan *p = pk ? NULL : &r.plans[slot[i]];
+    out[i] = spec_result(&r, &specs[i], p, pk ? &r.picks[slot[i]] : NULL,
+                         p && is_quantile(specs[i].agg) ? p->qs[qslot[i]].out : NULL, err);
+    if (!out[i]) rc = err ? err->code : NSL_ERR_NOMEM;
+  }
+  goto done;
+nomem:
+  rc = nsl_error_set(err, NSL_ERR_NOMEM, "group %s: out of memory for %lld rows in %lld groups", an,
+                     (long long)nrows, (long long)ng);
+done:
+  if (rc != NSL_OK)
+    for (int i = 0; i < n; i++) {
+      nsl_column_release(out[i]);
+      out[i] = NULL;
+    }
+  for (int pi = 0; r.plans && pi < r.nplans; pi++) plan_free(&r.plans[pi]);
+  for (int k = 0; r.picks && k < r.npicks; k++) free(r.picks[k].rows);
+  free(r.plans);
+  free(r.picks);
+  free(slot);
+  free(qslot);
+  free(q);
+  free(tasks);
+  return rc;
+}
+
+nsl_column *nsl_group_agg(const nsl_groups *g, const nsl_column *values, nsl_agg agg, double q,
+                          nsl_error *err) {
+  nsl_agg_spec s = {values, agg, q};
+  nsl_column *c = NULL;
+  if (nsl_group_aggs(g, &s, 1, &c, err) != NSL_OK) return NULL;
+  return c;
+}

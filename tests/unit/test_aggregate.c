@@ -1,0 +1,385 @@
+/* test_aggregate.c -- nsl_group_aggs (several aggregates of one grouping at
+ * once) against a brute-force definition of every aggregate, per group,
+ * from the rows of that group in row order; on every column type, with
+ * NULLs, NaN, -0.0, rows in no group, empty and single groups, on one and
+ * on several threads, and against nsl_group_agg one aggregate at a time. */
+#include <float.h>
+#include <stdio.h>
+
+#include "kernel_fixtures.h"
+
+/* ---- the brute-force definition -------------------------------------------------- */
+
+typedef struct bf_vals {
+  int64_t n;
+  int64_t *i;   /* integer values (I64, I32, BOOL; STR ids) */
+  double *f;    /* F64 values */
+  int64_t first, last;   /* rows of the first and last value, -1 */
+} bf_vals;
+
+/* The non-NULL values of v at rows[0..m) (one group's rows, in row order). */
+static bf_vals bf_collect(const nsl_column *v, const int64_t *rows, int64_t m) {
+  bf_vals b = {0, malloc((size_t)(m + 1) * sizeof(int64_t)), malloc((size_t)(m + 1) * sizeof(double)), -1, -1};
+  for (int64_t j = 0; j < m; j++) {
+    int64_t i = rows[j];
+    if (nsl_column_is_null(v, i)) continue;
+    if (v->type == NSL_F64) b.f[b.n] = nsl_f64(v)[i];
+    else b.i[b.n] = v->type == NSL_STR ? nsl_i32(v)[i] : nsl_column_get_i64(v, i);
+    b.n++;
+    if (b.first < 0) b.first = i;
+    b.last = i;
+  }
+  return b;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+static int cmp_f64(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Checks r[k] (the result of agg over group k) against the definition. */
+static void bf_check(const nsl_column *r, int64_t k, nsl_agg agg, double q, const nsl_column *v, bf_vals *b,
+                     const char *what) {
+  int fp = v->type == NSL_F64;
+  __extension__ __int128 isum = 0;
+  long double fsum = 0;
+  for (int64_t j = 0; j < b->n; j++) {
+    if (fp) fsum += b->f[j];
+    else isum += b->i[j];
+  }
+  double mean = !b->n ? NAN : fp ? (double)(fsum / b->n) : (double)((long double)isum / (long double)b->n);
+  switch (agg) {
+  case NSL_AGG_COUNT: assert_int_equal(nsl_i64(r)[k], b->n); return;
+  case NSL_AGG_SUM:
+    if (!fp) {
+      assert_int_equal(nsl_i64(r)[k], b->n ? (int64_t)(uint64_t)isum : NSL_NULL_I64);
+      return;
+    }
+    if (!b->n) assert_true(isnan(nsl_f64(r)[k]));
+    else if (fabs(nsl_f64(r)[k] - (double)fsum) > 1e-9 * (1 + fabsl(fsum)))
+      fail_msg("%s group %lld: sum %.17g, want %.17Lg", what, (long long)k, nsl_f64(r)[k], fsum);
+    return;
+  case NSL_AGG_MEAN:
+    if (!b->n) assert_true(isnan(nsl_f64(r)[k]));
+    else if (fabs(nsl_f64(r)[k] - mean) > 1e-12 * (1 + fabs(mean)))
+      fail_msg("%s group %lld: mean %.17g, want %.17g", what, (long long)k, nsl_f64(r)[k], mean);
+    return;
+  case NSL_AGG_STD: {
+    long double ss = 0;
+    for (int64_t j = 0; j < b->n; j++) {
+      long double d = (fp ? (long double)b->f[j] : (long double)b->i[j]) - (long double)mean;
+      ss += d * d;
+    }
+    double want = !b->n ? NAN : b->n == 1 ? 0.0 : sqrt((double)(ss / (b->n - 1)));
+    if (!fx_same_f64(nsl_f64(r)[k], want) && !(fabs(nsl_f64(r)[k] - want) <= 1e-9 * (1 + fabs(want))))
+      fail_msg("%s group %lld: std %.17g, want %.17g", what, (long long)k, nsl_f64(r)[k], want);
+    return;
+  }
+  case NSL_AGG_MIN:
+  case NSL_AGG_MAX: {
+    int mx = agg == NSL_AGG_MAX;
+    if (!b->n) {
+      assert_true(nsl_column_is_null(r, k) || (v->type == NSL_BOOL && nsl_bool(r)[k] == 0));
+      return;
+    }
+    int64_t best = 0;
+    double fbest = 0;
+    for (int64_t j = 0; j < b->n; j++) {
+      if (fp) {
+        if (j == 0 || (mx ? b->f[j] > fbest : b->f[j] < fbest)) fbest = b->f[j];
+      } else if (v->type == NSL_STR) {
+        const char *s = nsl_dict_str(v->dict, (int32_t)b->i[j]), *t = nsl_dict_str(v->dict, (int32_t)best);
+        if (j == 0 || (mx ? strcmp(s, t) > 0 : strcmp(s, t) < 0)) best = b->i[j];
+      } else if (j == 0 || (mx ? b->i[j] > best : b->i[j] < best))
+        best = b->i[j];
+    }
+    if (fp) assert_true(nsl_f64(r)[k] == fbest);
+    else if (v->type == NSL_STR) assert_string_equal(nsl_dict_str(r->dict, nsl_i32(r)[k]), nsl_dict_str(v->dict, (int32_t)best));
+    else assert_int_equal(nsl_column_get_i64(r, k), best);
+    return;
+  }
+  case NSL_AGG_MEDIAN:
+  case NSL_AGG_QUANTILE: {
+    if (agg == NSL_AGG_MEDIAN) q = 0.5;
+    if (!b->n) {
+      assert_true(isnan(nsl_f64(r)[k]));
+      return;
+    }
+    if (fp) qsort(b->f, (size_t)b->n, sizeof *b->f, cmp_f64);
+    else qsort(b->i, (size_t)b->n, sizeof *b->i, cmp_i64);
+    double pos = q * (double)(b->n - 1), frac = 0;
+    int64_t lo = (int64_t)floor(pos);
+    if (lo >= b->n - 1) lo = b->n - 1;
+    else frac = pos - (double)lo;
+    long double x = fp ? b->f[lo] : (long double)b->i[lo];
+    long double y = frac > 0 ? (fp ? b->f[lo + 1] : (long double)b->i[lo + 1]) : x;
+    double want = (double)(x + (y - x) * (long double)frac);
+    if (fabs(nsl_f64(r)[k] - want) > 1e-12 * (1 + fabs(want)))
+      fail_msg("%s group %lld: quantile %g is %.17g, want %.17g", what, (long long)k, q, nsl_f64(r)[k], want);
+    return;
+  }
+  case NSL_AGG_COUNT_DISTINCT: {
+    if (fp) qsort(b->f, (size_t)b->n, sizeof *b->f, cmp_f64);
+    else qsort(b->i, (size_t)b->n, sizeof *b->i, cmp_i64);
+    int64_t d = b->n > 0;
+    for (int64_t j = 1; j < b->n; j++) d += fp ? b->f[j] != b->f[j - 1] : b->i[j] != b->i[j - 1];
+    assert_int_equal(nsl_i64(r)[k], d);
+    return;
+  }
+  case NSL_AGG_FIRST:
+  case NSL_AGG_LAST: {
+    int64_t row = agg == NSL_AGG_FIRST ? b->first : b->last;
+    if (row < 0) assert_true(nsl_column_is_null(r, k) || v->type == NSL_BOOL);
+    else if (fp) assert_true(nsl_f64(r)[k] == nsl_f64(v)[row]);
+    else assert_int_equal(nsl_column_get_i64(r, k), nsl_column_get_i64(v, row));
+    return;
+  }
+  }
+}
+
+static int defined_on(nsl_agg a, nsl_type t) {
+  return t != NSL_STR || !(a == NSL_AGG_SUM || a == NSL_AGG_MEAN || a == NSL_AGG_MEDIAN || a == NSL_AGG_QUANTILE ||
+                           a == NSL_AGG_STD);
+}
+
+static int same_column(const nsl_column *a, const nsl_column *b) {
+  return a && b && a->type == b->type && a->len == b->len &&
+         (a->len == 0 || memcmp(a->data, b->data, (size_t)a->len * nsl_type_size(a->type)) == 0);
+}
+
+/* Every aggregate of specs[0..n) at once on 1 and 3 threads: each result
+ * equal to the definition, the same bits on either thread count, and the
+ * same as nsl_group_agg alone. */
+static void check_specs(const nsl_groups *g, const nsl_agg_spec *specs, int n) {
+  nsl_error err = {0};
+  nsl_column *one[64], *three[64];
+  setenv("NSL_THREADS", "1", 1);
+  assert_int_equal(nsl_group_aggs(g, specs, n, one, &err), NSL_OK);
+  setenv("NSL_THREADS", "3", 1);
+  assert_int_equal(nsl_group_aggs(g, specs, n, three, &err), NSL_OK);
+  unsetenv("NSL_THREADS");
+  /* the rows of each group, in row order */
+  int64_t ng = g->ngroups, nrows = g->group_of->len, *off = calloc((size_t)ng + 2, sizeof *off);
+  int64_t *rows = malloc((size_t)(nrows + 1) * sizeof *rows);
+  for (int64_t i = 0; i < nrows; i++)
+    if (nsl_i64(g->group_of)[i] >= 0) off[nsl_i64(g->group_of)[i] + 2]++;
+  for (int64_t k = 0; k < ng; k++) off[k + 2] += off[k + 1];
+  for (int64_t i = 0; i < nrows; i++)
+    if (nsl_i64(g->group_of)[i] >= 0) rows[off[nsl_i64(g->group_of)[i] + 1]++] = i;
+  for (int i = 0; i < n; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "spec %d (%s, agg %d)", i, nsl_type_name(specs[i].values->type), specs[i].agg);
+    assert_int_equal(one[i]->len, ng);
+    if (!same_column(one[i], three[i])) fail_msg("%s: 1 and 3 threads differ", what);
+    nsl_column *alone = nsl_group_agg(g, specs[i].values, specs[i].agg, specs[i].q, &err);
+    if (!same_column(one[i], alone)) fail_msg("%s: differs from nsl_group_agg", what);
+    for (int64_t k = 0; k < ng; k++) {
+      bf_vals b = bf_collect(specs[i].values, rows + off[k], off[k + 1] - off[k]);
+      bf_check(one[i], k, specs[i].agg, specs[i].q, specs[i].values, &b, what);
+      free(b.i);
+      free(b.f);
+    }
+    nsl_column_release(alone);
+    nsl_column_release(one[i]);
+    nsl_column_release(three[i]);
+  }
+  free(off);
+  free(rows);
+}
+
+/* A column of type t: values in [-span, span], about one in ten NULL (BOOL:
+ * 0/1), doubles with halves, now and then -0.0. */
+static nsl_column *value_col(nsl_type t, int64_t n, nsl_dict *d, int64_t span) {
+  nsl_column *c = nsl_column_new(t, n, d);
+  for (int64_t i = 0; i < n; i++) {
+    int null = fx_range(0, 9) == 0;
+    int64_t v = fx_range(-span, span);
+    switch (t) {
+    case NSL_I64: nsl_i64(c)[i] = null ? NSL_NULL_I64 : v * 1000003; break;
+    case NSL_I32: nsl_i32(c)[i] = null ? NSL_NULL_I32 : (int32_t)v; break;
+    case NSL_F64: nsl_f64(c)[i] = null ? NAN : fx_range(0, 30) == 0 ? -0.0 : (double)v / 2; break;
+    case NSL_BOOL: nsl_bool(c)[i] = (uint8_t)(v & 1); break;
+    case NSL_STR: {
+      char buf[32];
+      snprintf(buf, sizeof buf, "s%03lld", (long long)(v < 0 ? -v : v));
+      nsl_i32(c)[i] = null ? -1 : nsl_dict_intern(d, buf, strlen(buf));
+      break;
+    }
+    }
+  }
+  return c;
+}
+
+/* Groups of n rows in ng groups (ids from nsl_groupby over random keys);
+ * with holes, some rows put in no group. */
+static void random_groups(int64_t n, int64_t ng, int holes, nsl_groups *g) {
+  nsl_error err = {0};
+  nsl_column *key = nsl_column_new(NSL_I64, n, NULL);
+  for (int64_t i = 0; i < n; i++) nsl_i64(key)[i] = fx_range(0, ng - 1);
+  const nsl_column *keys[1] = {key};
+  assert_int_equal(nsl_groupby(keys, 1, g, &err), NSL_OK);
+  if (holes)
+    for (int64_t i = 0; i < n; i++)
+      if (fx_range(0, 7) == 0) nsl_i64(g->group_of)[i] = -1;
+  nsl_column_release(key);
+}
+
+/* Every aggregate on every type, several sharing a column. */
+static int all_specs(nsl_column *const *cols, const nsl_column *group_of, nsl_agg_spec *specs) {
+  int n = 0;
+  for (int t = 0; t < 5; t++)
+    for (int a = 0; a <= NSL_AGG_COUNT_DISTINCT; a++)
+      if (defined_on((nsl_agg)a, (nsl_type)t)) specs[n++] = (nsl_agg_spec){cols[t], (nsl_agg)a, 0.25};
+  specs[n++] = (nsl_agg_spec){cols[NSL_I64], NSL_AGG_QUANTILE, 1.0};
+  specs[n++] = (nsl_agg_spec){cols[NSL_I64], NSL_AGG_QUANTILE, 0.0};
+  specs[n++] = (nsl_agg_spec){cols[NSL_F64], NSL_AGG_QUANTILE, 0.9};
+  specs[n++] = (nsl_agg_spec){cols[NSL_I64], NSL_AGG_STD, 0};   /* asked twice */
+  specs[n++] = (nsl_agg_spec){group_of, NSL_AGG_COUNT, 0};      /* count(): rows */
+  return n;
+}
+
+static void test_aggs_random_reference(void **state) {
+  (void)state;
+  nsl_dict *d = nsl_dict_new();
+  fx_seed(2718);
+  /* rows, groups: small and large (row chunks on several threads), few and
+   * many groups */
+  static const int64_t shapes[][2] = {{1, 1}, {7, 3}, {300, 1}, {500, 40}, {2000, 1500}, {70000, 5}, {140000, 300}};
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+    for (int holes = 0; holes < 2; holes++) {
+      int64_t n = shapes[s][0], span = s % 2 ? 1000000 : 5;
+      nsl_groups g;
+      random_groups(n, shapes[s][1], holes, &g);
+      nsl_column *cols[5];
+      for (int t = 0; t < 5; t++) cols[t] = value_col((nsl_type)t, n, d, span);
+      nsl_agg_spec specs[64];
+      check_specs(&g, specs, all_specs(cols, g.group_of, specs));
+      for (int t = 0; t < 5; t++) nsl_column_release(cols[t]);
+      nsl_groups_free(&g);
+    }
+  nsl_dict_release(d);
+}
+
+static void test_aggs_edges(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_dict *d = nsl_dict_new();
+  nsl_agg_spec specs[64];
+  nsl_column *out[64];
+
+  /* no rows, no groups */
+  nsl_groups g;
+  random_groups(0, 1, 0, &g);
+  assert_int_equal(g.ngroups, 0);
+  nsl_column *cols[5];
+  for (int t = 0; t < 5; t++) cols[t] = value_col((nsl_type)t, 0, d, 5);
+  check_specs(&g, specs, all_specs(cols, g.group_of, specs));
+  for (int t = 0; t < 5; t++) nsl_column_release(cols[t]);
+  nsl_groups_free(&g);
+
+  /* one group; every value NULL */
+  random_groups(100, 1, 0, &g);
+  nsl_column *i64 = nsl_column_new(NSL_I64, 100, NULL), *f64 = nsl_column_new(NSL_F64, 100, NULL);
+  for (int i = 0; i < 100; i++) {
+    nsl_i64(i64)[i] = NSL_NULL_I64;
+    nsl_f64(f64)[i] = NAN;
+  }
+  nsl_agg_spec nulls[] = {{i64, NSL_AGG_COUNT, 0},  {i64, NSL_AGG_SUM, 0},    {i64, NSL_AGG_MEDIAN, 0},
+                          {i64, NSL_AGG_STD, 0},    {i64, NSL_AGG_MIN, 0},    {f64, NSL_AGG_SUM, 0},
+                          {f64, NSL_AGG_MAX, 0},    {f64, NSL_AGG_MEAN, 0},   {f64, NSL_AGG_COUNT_DISTINCT, 0},
+                          {f64, NSL_AGG_FIRST, 0}};
+  check_specs(&g, nulls, (int)(sizeof nulls / sizeof *nulls));
+  assert_int_equal(nsl_group_aggs(&g, nulls, 3, out, &err), NSL_OK);
+  FX_EXPECT_I64(out[0], 0);
+  FX_EXPECT_I64(out[1], NSL_NULL_I64);
+  FX_EXPECT_F64(out[2], NAN);
+  for (int i = 0; i < 3; i++) nsl_column_release(out[i]);
+
+  /* values that sum past the int64 range: exact in the mean, wrapped in the sum */
+  for (int i = 0; i < 100; i++) nsl_i64(i64)[i] = INT64_MAX - i;
+  nsl_agg_spec big[] = {{i64, NSL_AGG_SUM, 0}, {i64, NSL_AGG_MEAN, 0}, {i64, NSL_AGG_MAX, 0}};
+  assert_int_equal(nsl_group_aggs(&g, big, 3, out, &err), NSL_OK);
+  assert_true(nsl_f64(out[1])[0] == (double)((long double)INT64_MAX - 49.5L));
+  FX_EXPECT_I64(out[2], INT64_MAX);
+  for (int i = 0; i < 3; i++) nsl_column_release(out[i]);
+  check_specs(&g, big, 3);
+
+  /* no aggregates */
+  assert_int_equal(nsl_group_aggs(&g, NULL, 0, out, &err), NSL_OK);
+
+  /* bad input: every result NULL, the error names the problem */
+  nsl_column *str = fx_str(d, 100, (const char *const[100]){"a"});
+  nsl_agg_spec bad[] = {{i64, NSL_AGG_SUM, 0}, {str, NSL_AGG_MEDIAN, 0}};
+  out[0] = out[1] = (nsl_column *)1;
+  assert_int_equal(nsl_group_aggs(&g, bad, 2, out, &err), NSL_ERR_ARG);
+  assert_null(out[0]);
+  assert_null(out[1]);
+  assert_non_null(strstr(err.msg, "string"));
+  nsl_agg_spec badq[] = {{i64, NSL_AGG_QUANTILE, 1.5}};
+  assert_int_equal(nsl_group_aggs(&g, badq, 1, out, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "1.5"));
+  nsl_column *short1 = FX_I64(1);
+  nsl_agg_spec badlen[] = {{i64, NSL_AGG_SUM, 0}, {short1, NSL_AGG_SUM, 0}};
+  assert_int_equal(nsl_group_aggs(&g, badlen, 2, out, &err), NSL_ERR_ARG);
+  assert_null(out[0]);
+  nsl_agg_spec noval[] = {{NULL, NSL_AGG_SUM, 0}};
+  assert_int_equal(nsl_group_aggs(&g, noval, 1, out, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_group_aggs(NULL, big, 1, out, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_group_aggs(&g, big, 1, NULL, &err), NSL_ERR_ARG);
+  g.checked = 0;
+  nsl_i64(g.group_of)[5] = 3;   /* past ngroups */
+  assert_int_equal(nsl_group_aggs(&g, big, 3, out, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "group 3"));
+  nsl_column_release(short1);
+  nsl_column_release(str);
+  nsl_column_release(i64);
+  nsl_column_release(f64);
+  nsl_groups_free(&g);
+  nsl_dict_release(d);
+}
+
+/* I32 and BOOL inputs by hand: sums widen, min/max keep the type. */
+static void test_aggs_hand(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_column *key = FX_I64(0, 1, 0, 1, 0, 2);
+  const nsl_column *keys[1] = {key};
+  nsl_groups g;
+  assert_int_equal(nsl_groupby(keys, 1, &g, &err), NSL_OK);
+  nsl_column *i32 = FX_I32(INT32_MAX, -3, INT32_MAX, NSL_NULL_I32, 1, NSL_NULL_I32);
+  nsl_column *bl = FX_BOOL(1, 0, 1, 0, 0, 1);
+  nsl_agg_spec s[] = {{i32, NSL_AGG_SUM, 0},    {i32, NSL_AGG_MAX, 0}, {i32, NSL_AGG_MEDIAN, 0},
+                      {i32, NSL_AGG_STD, 0},    {bl, NSL_AGG_SUM, 0},  {bl, NSL_AGG_MIN, 0},
+                      {bl, NSL_AGG_MEAN, 0},    {i32, NSL_AGG_COUNT, 0}};
+  nsl_column *out[8];
+  assert_int_equal(nsl_group_aggs(&g, s, 8, out, &err), NSL_OK);
+  FX_EXPECT_I64(out[0], 2LL * INT32_MAX + 1, -3, NSL_NULL_I64);
+  assert_int_equal(out[1]->type, NSL_I32);
+  assert_int_equal(nsl_i32(out[1])[0], INT32_MAX);
+  assert_int_equal(nsl_i32(out[1])[2], NSL_NULL_I32);
+  FX_EXPECT_F64(out[2], INT32_MAX, -3, NAN);
+  assert_true(nsl_f64(out[3])[1] == 0.0 && isnan(nsl_f64(out[3])[2]));
+  FX_EXPECT_I64(out[4], 2, 0, 1);
+  FX_EXPECT_BOOL(out[5], 0, 0, 1);
+  FX_EXPECT_F64(out[6], 2.0 / 3, 0, 1);
+  FX_EXPECT_I64(out[7], 3, 1, 0);
+  for (int i = 0; i < 8; i++) nsl_column_release(out[i]);
+  check_specs(&g, s, 8);
+  nsl_column_release(i32);
+  nsl_column_release(bl);
+  nsl_column_release(key);
+  nsl_groups_free(&g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_aggs_hand),
+      cmocka_unit_test(test_aggs_edges),
+      cmocka_unit_test(test_aggs_random_reference),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
