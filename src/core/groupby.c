@@ -16,7 +16,7 @@
 
 #include "core/kernels_internal.h"
 
-#define BLOCK 1024
+#define BLOCK NSL__GROUP_BLOCK   /* rows per block of codes */
 
 /* ---- key tables ------------------------------------------------------------- */
 
@@ -392,6 +392,77 @@ static inline void tuple_at(const uint64_t *buf, int nk, int64_t i, uint64_t *tu
   for (int k = 0; k < nk; k++) tup[k] = buf[(size_t)k * BLOCK + i];
 }
 
+/* Scratch of one pass over the rows: the codes of a block of rows per key
+ * (none when they are read straight from the columns) and one key tuple.
+ * Initialised in place (tup may point into it). */
+typedef struct key_pass {
+  uint64_t *buf, *tup, codes[64];
+  int direct;
+} key_pass;
+
+static void key_pass_free(key_pass *p) {
+  free(p->buf);
+  if (p->tup != p->codes) free(p->tup);
+  memset(p, 0, sizeof *p);
+}
+
+static nsl_status key_pass_init(key_pass *p, const key_table *t, const key_col *keys, int nk) {
+  memset(p, 0, sizeof *p);
+  p->direct = all_direct(t, keys);
+  p->tup = nk <= 64 ? p->codes : malloc((size_t)nk * sizeof *p->tup);
+  p->buf = p->direct ? NULL : malloc((size_t)nk * BLOCK * sizeof *p->buf);
+  if (!p->tup || (!p->direct && !p->buf)) {
+    key_pass_free(p);
+    return NSL_ERR_NOMEM;
+  }
+  return NSL_OK;
+}
+
+/* The groups of rows off..off+m-1 (m <= BLOCK) into go[0..m) (may be NULL),
+ * adding a group for each tuple not seen before.  skip_null: rows with a
+ * NULL key join no group (-1).  NSL_ERR_NOMEM when a group cannot be added. */
+static nsl_status key_table_assign(key_table *t, key_col *keys, key_pass *p, int64_t off, int64_t m, int skip_null,
+                                   int64_t *go) {
+  int nk = t->nk;
+  uint64_t *buf = p->buf, *tup = p->tup, pos[BLOCK];
+  uint8_t skip[BLOCK];
+  if (!p->direct)
+    for (int k = 0; k < nk; k++) key_codes(&keys[k], off, m, buf + (size_t)k * BLOCK);
+  block_positions(t, keys, buf, off, m, skip_null, 0, pos, skip);
+  if (t->dense) {
+    for (int64_t i = 0; i < m; i++) {
+      int64_t g = -1;
+      if (i + PREFETCH < m) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);
+      if (!skip[i] && (g = t->dtab[pos[i]]) < 0) {   /* a new group (rare) */
+        if ((g = new_group(t, NULL, off + i)) < 0) return NSL_ERR_NOMEM;
+        t->dtab[pos[i]] = (int32_t)g;   /* groups <= dsize <= 2^27 */
+      }
+      if (go) go[i] = g;
+    }
+    return NSL_OK;
+  }
+  uint64_t hx[BLOCK];   /* each row's first slot */
+  for (int64_t i = 0; i < m; i++) hx[i] = home(pos[i], t->cap);
+  for (int64_t i = 0; i < m; i++) {
+    int64_t g = -1;
+    if (i + PREFETCH < m) __builtin_prefetch(&t->slots[hx[i + PREFETCH]]);
+    if (!skip[i]) {
+      uint64_t sl;
+      if (!t->exact) tuple_at(buf, nk, i, tup);
+      if ((g = hash_find(t, tup, pos[i], hx[i], &sl)) < 0) {
+        if ((g = new_group(t, tup, off + i)) < 0) return NSL_ERR_NOMEM;
+        t->slots[sl] = (slot){pos[i], t->slot_rows ? off + i : g};
+        if (crowded(t)) {   /* a bigger table: the block's first slots move */
+          if (grow_slots(t) != 0) return NSL_ERR_NOMEM;
+          for (int64_t k = i + 1; k < m; k++) hx[k] = home(pos[k], t->cap);
+        }
+      }
+    }
+    if (go) go[i] = g;
+  }
+  return NSL_OK;
+}
+
 /* Groups the n rows of keys; group_of (may be NULL) receives each row's
  * group.  skip_null: rows with a NULL key join no group (-1).  Without
  * group_of, the slots of a hash table of exact keys hold each group's first
@@ -400,56 +471,19 @@ static nsl_status key_table_build(key_table *t, key_col *keys, int nk, int64_t n
                                   int64_t *group_of, nsl_error *err) {
   nsl_status rc = key_table_init(t, keys, nk, n, err);
   if (rc != NSL_OK) return rc;
-  uint64_t codes[64], *tup = nk <= 64 ? codes : malloc((size_t)nk * sizeof *tup);
-  int direct = all_direct(t, keys);
   t->slot_rows = !group_of && t->exact;
-  uint64_t *buf = direct ? NULL : malloc((size_t)nk * BLOCK * sizeof *buf), pos[BLOCK];
-  uint8_t skip[BLOCK];
-  if ((!direct && !buf) || !tup) goto nomem;
+  key_pass p;
+  if (key_pass_init(&p, t, keys, nk) != NSL_OK) goto nomem;
   for (int64_t off = 0; off < n; off += BLOCK) {
     int64_t m = n - off < BLOCK ? n - off : BLOCK;
-    if (!direct)
-      for (int k = 0; k < nk; k++) key_codes(&keys[k], off, m, buf + (size_t)k * BLOCK);
-    block_positions(t, keys, buf, off, m, skip_null, 0, pos, skip);
-    int64_t *go = group_of ? group_of + off : NULL;
-    if (t->dense) {
-      for (int64_t i = 0; i < m; i++) {
-        int64_t g = -1;
-        if (i + PREFETCH < m) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);
-        if (!skip[i] && (g = t->dtab[pos[i]]) < 0) {   /* a new group (rare) */
-          if ((g = new_group(t, NULL, off + i)) < 0) goto nomem;
-          t->dtab[pos[i]] = (int32_t)g;   /* groups <= dsize <= 2^27 */
-        }
-        if (go) go[i] = g;
-      }
-      continue;
-    }
-    uint64_t hx[BLOCK];   /* each row's first slot */
-    for (int64_t i = 0; i < m; i++) hx[i] = home(pos[i], t->cap);
-    for (int64_t i = 0; i < m; i++) {
-      int64_t g = -1;
-      if (i + PREFETCH < m) __builtin_prefetch(&t->slots[hx[i + PREFETCH]]);
-      if (!skip[i]) {
-        uint64_t sl;
-        if (!t->exact) tuple_at(buf, nk, i, tup);
-        if ((g = hash_find(t, tup, pos[i], hx[i], &sl)) < 0) {
-          if ((g = new_group(t, tup, off + i)) < 0) goto nomem;
-          t->slots[sl] = (slot){pos[i], t->slot_rows ? off + i : g};
-          if (crowded(t)) {   /* a bigger table: the block's first slots move */
-            if (grow_slots(t) != 0) goto nomem;
-            for (int64_t k = i + 1; k < m; k++) hx[k] = home(pos[k], t->cap);
-          }
-        }
-      }
-      if (go) go[i] = g;
+    if (key_table_assign(t, keys, &p, off, m, skip_null, group_of ? group_of + off : NULL) != NSL_OK) {
+      key_pass_free(&p);
+      goto nomem;
     }
   }
-  if (tup != codes) free(tup);
-  free(buf);
+  key_pass_free(&p);
   return NSL_OK;
 nomem:
-  if (tup != codes) free(tup);
-  free(buf);
   key_table_free(t);
   return nsl_error_set(err, NSL_ERR_NOMEM, "group-by: out of memory");
 }
@@ -523,6 +557,54 @@ void nsl_groups_free(nsl_groups *g) {
   nsl_column_release(g->group_of);
   nsl_column_release(g->first_row);
   memset(g, 0, sizeof *g);
+}
+
+/* ---- group ids a block at a time ------------------------------------------------- */
+
+struct nsl__grouping {
+  key_table t;
+  key_col *keys;
+  key_pass pass;
+};
+
+nsl__grouping *nsl__grouping_new(const nsl_column *const *keys, int nkeys, nsl_error *err) {
+  if (nsl__check_keys(keys, nkeys, "group-by", err) != NSL_OK) return NULL;
+  nsl__grouping *gr = calloc(1, sizeof *gr);
+  if (!gr || !(gr->keys = calloc((size_t)nkeys, sizeof *gr->keys))) {
+    free(gr);
+    nsl_error_set(err, NSL_ERR_NOMEM, "group-by: out of memory");
+    return NULL;
+  }
+  for (int k = 0; k < nkeys; k++) gr->keys[k] = (key_col){keys[k], KEY_EQ, NULL, NULL};
+  if (key_table_init(&gr->t, gr->keys, nkeys, keys[0]->len, err) != NSL_OK) {
+    free(gr->keys);
+    free(gr);
+    return NULL;
+  }
+  if (key_pass_init(&gr->pass, &gr->t, gr->keys, nkeys) != NSL_OK) {
+    nsl__grouping_free(gr);
+    nsl_error_set(err, NSL_ERR_NOMEM, "group-by: out of memory");
+    return NULL;
+  }
+  return gr;
+}
+
+nsl_status nsl__grouping_ids(nsl__grouping *gr, int64_t off, int64_t m, int64_t *ids, nsl_error *err) {
+  if (key_table_assign(&gr->t, gr->keys, &gr->pass, off, m, 0, ids) != NSL_OK)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "group-by: out of memory for %lld groups", (long long)gr->t.ngroups);
+  return NSL_OK;
+}
+
+int64_t nsl__grouping_count(const nsl__grouping *gr) { return gr->t.ngroups; }
+
+const int64_t *nsl__grouping_first_rows(const nsl__grouping *gr) { return gr->t.first_row; }
+
+void nsl__grouping_free(nsl__grouping *gr) {
+  if (!gr) return;
+  key_pass_free(&gr->pass);
+  key_table_free(&gr->t);
+  free(gr->keys);
+  free(gr);
 }
 
 /* ---- join ------------------------------------------------------------------------ */
