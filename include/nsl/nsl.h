@@ -549,12 +549,28 @@ int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, i
 nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                            nsl_error *err);
 
-/* The lane of every row when each group owns consecutive lanes: base[g] +
- * sub[i] (g = group_of[i], sub e.g. from nsl_nest_depth); NULL where the
- * group is NULL, negative or >= nbase, base[g] is NSL_NULL_I64, or sub is
- * NULL, negative or >= max_sub.  Result NSL_I64. */
-nsl_column *nsl_sub_lanes(const nsl_column *group_of, const nsl_column *sub, const int64_t *base, int64_t nbase,
-                          int64_t max_sub, nsl_error *err);
+/* Lanes of a timeline for nested ranges, group after group (NVTX ranges
+ * per thread), from nsl_nest_lanes. */
+typedef struct nsl_lane_layout {
+  nsl_column *lane;         /* I32 per row: its lane; NULL when left out or at a sub-row >= max_sub */
+  nsl_column *row;          /* I64 per group, in lane order: the row where the group first appears */
+  nsl_column *first_lane;   /* I64 per group: its first lane */
+  nsl_column *lanes;        /* I64 per group: how many lanes it owns */
+  nsl_column *count;        /* I64 per group: its rows (those left out too) */
+} nsl_lane_layout;
+/* Rows grouped by the tuple of keys[0..nkeys) (NULL is a value of its own,
+ * as in nsl_groupby) get their nsl_nest_depth sub-row within the group, and
+ * the groups, in the order of their key tuples (as nsl_argsort orders
+ * them: ascending, NULL first), own consecutive lanes from lane first on:
+ * as many as their deepest sub-row + 1, at most max_sub (0 for a group
+ * none of whose rows takes part).  A row's lane is its group's first lane
+ * + its sub-row.  One walk over the rows in table order when every group is
+ * in start order (else as nsl_nest_depth orders them), and no column of
+ * group ids.  first, max_sub >= 0; the lanes must fit in int32.  Free out
+ * with nsl_lane_layout_free. */
+nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const nsl_column *const *keys, int nkeys,
+                          int64_t first, int64_t max_sub, nsl_lane_layout *out, nsl_error *err);
+void nsl_lane_layout_free(nsl_lane_layout *l);
 
 /* Spans merged for drawing (nsl_spans_merge). */
 typedef struct nsl_spans {

@@ -864,7 +864,7 @@ function M.timeline(trace, opts)
   local tables = opts.tables or {"kernels", "memcpy", "memset", "nvtx"}
   local want_nvtx = false
   for _, n in ipairs(tables) do want_nvtx = want_nvtx or n == "nvtx" end
-  local maxd = floor(opts.max_depth or 8)
+  local maxd = max(0, floor(opts.max_depth or 8))
   local counts = {kernel = 0, nccl = 0, memcpy_htod = 0, memcpy_dtoh = 0, memcpy_other = 0, memset = 0, nvtx = 0}
   local rnames = report_names(trace)
   local multi = trace:nreports() > 1
@@ -903,31 +903,25 @@ function M.timeline(trace, opts)
   if want_nvtx then nv = window_rows(trace.nvtx, {"report", "pid", "tid", "start", "stop", "text"}, from, to) end
   if nv then
     counts.nvtx = #nv
-    local g = nv:group_by("report", "pid", "tid")
-    local ids = g:ids()
-    local depth, deepest, n_of = nsl.nest_depth(nv.start, nv.stop, ids)
-    local keys = group_keys(g, {"report", "pid", "tid"})
-    table.sort(keys, key_order({"report", "pid", "tid"}))
+    -- rows by thread (key order), each on the sub-row of its nesting depth: lanes from C, no group ids
+    local lane, groups = nsl.nest_lanes(nv.start, nv.stop, {nv.report, nv.pid, nv.tid}, #lanes, maxd)
     local tnames = {}
     local th = trace.threads
     if #th > 0 then
       th:load{"report", "pid", "tid", "name"}
       for i = 1, #th do tnames[fmt("%s/%s/%s", th.report[i], th.pid[i], th.tid[i])] = th.name[i] end
     end
-    local base = {}
-    local next_lane = #lanes
-    for _, key in ipairs(keys) do
-      local rows = min(maxd, (deepest[key.id + 1] or 0) + 1)
-      base[key.id + 1] = next_lane
-      local tname = tnames[fmt("%s/%s/%s", key.report, key.pid, key.tid)]
-      lanes[#lanes + 1] = {kind = "nvtx", report = key.report, pid = key.pid, tid = key.tid, rows = rows,
-                           events = n_of[key.id + 1],
-                           label = fmt("%s%s", multi and (rnames[key.report] or key.report) .. " " or "",
-                                       tname and fmt("%s (%s)", tname, tostring(key.tid))
-                                             or fmt("pid %s tid %s", tostring(key.pid), tostring(key.tid)))}
-      next_lane = next_lane + rows
+    local first_row, nrows, n_of = groups.row, groups.lanes, groups.count
+    for i = 1, #groups do
+      local r = first_row[i] + 1
+      local report, pid, tid = nv.report[r], nv.pid[r], nv.tid[r]
+      local tname = tnames[fmt("%s/%s/%s", report, pid, tid)]
+      lanes[#lanes + 1] = {kind = "nvtx", report = report, pid = pid, tid = tid, rows = nrows[i], events = n_of[i],
+                           label = fmt("%s%s", multi and (rnames[report] or report) .. " " or "",
+                                       tname and fmt("%s (%s)", tname, tostring(tid))
+                                             or fmt("pid %s tid %s", tostring(pid), tostring(tid)))}
     end
-    parts[#parts + 1] = {t = nv, lane = nsl.sub_lanes(ids, depth, base, maxd), label = nv.text, nvtx = true}
+    parts[#parts + 1] = {t = nv, lane = lane, label = nv.text, nvtx = true}
   end
   -- layout: lane rows from the top
   local fs = opts.font_size or 11

@@ -13,7 +13,7 @@
 
 #include "core/kernels_internal.h"
 
-#define BLOCK 1024
+#define BLOCK NSL__GROUP_BLOCK   /* rows per block of codes */
 
 /* ---- key tables ------------------------------------------------------------- */
 
@@ -41,6 +41,8 @@ typedef struct key_table {
   /* direct table */
   int dense;
   uint64_t *kmin, *span, *stride;   /* per key: least code, codes + NULL slot, place value */
+  uint8_t *konst;                   /* per key: one value and no NULL (its place adds konst_pos to every row) */
+  uint64_t konst_pos;
   int32_t *dtab;
   uint64_t dsize;
   /* hash table */
@@ -99,6 +101,7 @@ static void key_table_free(key_table *t) {
   free(t->kmin);
   free(t->span);
   free(t->stride);
+  free(t->konst);
   free(t->dtab);
   free(t->slots);
   free(t->gkeys);
@@ -133,6 +136,35 @@ static uint64_t estimate_groups(key_col *keys, int nk, int64_t n) {
   return distinct;
 }
 
+/* The least and greatest codes of the values of an integer key column
+ * (lo > hi when all are NULL), and whether it holds a NULL; in one pass the
+ * compiler can vectorise (NULL is the least integer of its type). */
+static void int_key_range(const nsl_column *c, int64_t n, uint64_t *lo, uint64_t *hi, int *nulls) {
+  if (c->type == NSL_I32) {
+    const int32_t *a = nsl_i32(c);
+    int32_t mn = INT32_MAX, mx = NSL_NULL_I32, nul = 0;
+    for (int64_t i = 0; i < n; i++) {
+      int32_t v = a[i], u = v == NSL_NULL_I32 ? INT32_MAX : v;
+      nul |= v == NSL_NULL_I32;
+      mn = u < mn ? u : mn;
+      mx = v > mx ? v : mx;
+    }
+    *nulls = nul != 0;
+    if (mx != NSL_NULL_I32) *lo = nsl__ocode_i32(mn), *hi = nsl__ocode_i32(mx);
+    return;
+  }
+  const int64_t *a = nsl_i64(c);
+  int64_t mn = INT64_MAX, mx = NSL_NULL_I64, nul = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = a[i], u = v == NSL_NULL_I64 ? INT64_MAX : v;
+    nul |= v == NSL_NULL_I64;
+    mn = u < mn ? u : mn;
+    mx = v > mx ? v : mx;
+  }
+  *nulls = nul != 0;
+  if (mx != NSL_NULL_I64) *lo = nsl__ocode_i64(mn), *hi = nsl__ocode_i64(mx);
+}
+
 /* Chooses a direct table when the product of the key ranges (each plus a
  * NULL slot) is at most a few entries per row. */
 static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n, nsl_error *err) {
@@ -141,31 +173,16 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
   t->kmin = calloc((size_t)nk, sizeof *t->kmin);
   t->span = calloc((size_t)nk, sizeof *t->span);
   t->stride = calloc((size_t)nk, sizeof *t->stride);
-  if (!t->kmin || !t->span || !t->stride) goto nomem;
+  t->konst = calloc((size_t)nk, sizeof *t->konst);
+  if (!t->kmin || !t->span || !t->stride || !t->konst) goto nomem;
   uint64_t limit = (uint64_t)n * 2 + 65536, prod = 1, est;
   if (limit > (1ull << 27)) limit = 1ull << 27;
   int dense = n > 0;
   uint64_t buf[BLOCK];
   for (int k = nk - 1; k >= 0 && dense; k--) {
     uint64_t lo = UINT64_MAX, hi = 0;
-    if (int_key(&keys[k])) {   /* straight over the column: no code buffer */
-      const nsl_column *c = keys[k].col;
-      if (c->type == NSL_I32) {
-        const int32_t *a = nsl_i32(c);
-        for (int64_t i = 0; i < n; i++) {
-          uint64_t x = nsl__ocode_i32(a[i]);
-          lo = x && x < lo ? x : lo;
-          hi = x > hi ? x : hi;
-        }
-      } else {
-        const int64_t *a = nsl_i64(c);
-        for (int64_t i = 0; i < n; i++) {
-          uint64_t x = nsl__ocode_i64(a[i]);
-          lo = x && x < lo ? x : lo;
-          hi = x > hi ? x : hi;
-        }
-      }
-    }
+    int nulls = 0;
+    if (int_key(&keys[k])) int_key_range(keys[k].col, n, &lo, &hi, &nulls);   /* straight over the column */
     for (int64_t off = 0; off < n && !int_key(&keys[k]); off += BLOCK) {
       int64_t m = n - off < BLOCK ? n - off : BLOCK;
       key_codes(&keys[k], off, m, buf);
@@ -173,6 +190,7 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
         uint64_t x = buf[i];
         if (x && x < lo) lo = x;
         if (x > hi) hi = x;
+        nulls |= x == 0;
       }
     }
     uint64_t span = lo > hi ? 1 : hi - lo + 2;   /* values plus the NULL slot */
@@ -182,6 +200,7 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
       t->kmin[k] = lo > hi ? 0 : lo;
       t->span[k] = span;
       t->stride[k] = prod;
+      if (lo == hi && !nulls) t->konst[k] = 1, t->konst_pos += prod;   /* code - (kmin - 1) is 1 on every row */
       prod *= span;
     }
   }
@@ -310,9 +329,9 @@ static void block_positions(const key_table *t, const uint64_t *buf, int64_t m, 
  * read straight from the columns (the same positions, no code buffer). */
 static void direct_positions(const key_table *t, const key_col *keys, int64_t off, int64_t m, int skip_null,
                              uint64_t *pos, uint8_t *skip) {
-  memset(pos, 0, (size_t)m * sizeof *pos);
-  memset(skip, 0, (size_t)m);
+  for (int64_t i = 0; i < m; i++) pos[i] = t->konst_pos, skip[i] = 0;   /* keys of one value: not read */
   for (int k = 0; k < t->nk; k++) {
+    if (t->konst[k]) continue;
     uint64_t base = t->kmin[k] - 1, stride = t->stride[k];
     uint8_t sn = (uint8_t)skip_null;
     if (keys[k].col->type == NSL_I32) {
@@ -337,59 +356,92 @@ static inline void tuple_at(const uint64_t *buf, int nk, int64_t i, uint64_t *tu
   for (int k = 0; k < nk; k++) tup[k] = buf[(size_t)k * BLOCK + i];
 }
 
+/* Scratch of one pass over the rows: the codes of a block of rows per key
+ * and one key tuple. */
+typedef struct key_pass {
+  uint64_t *buf, *tup, codes[16];
+  int direct;   /* dense table of integer keys: positions straight from the columns */
+} key_pass;
+
+static void key_pass_free(key_pass *p) {
+  free(p->buf);
+  if (p->tup != p->codes) free(p->tup);
+  memset(p, 0, sizeof *p);
+}
+
+static nsl_status key_pass_init(key_pass *p, const key_table *t, const key_col *keys, int nk) {
+  memset(p, 0, sizeof *p);
+  p->tup = nk <= 16 ? p->codes : malloc((size_t)nk * sizeof *p->tup);
+  p->buf = malloc((size_t)nk * BLOCK * sizeof *p->buf);
+  if (!p->buf || !p->tup) {
+    key_pass_free(p);
+    return NSL_ERR_NOMEM;
+  }
+  p->direct = t->dense;
+  for (int k = 0; k < nk; k++) p->direct = p->direct && int_key(&keys[k]);
+  return NSL_OK;
+}
+
+/* The groups of rows off..off+m-1 (m <= BLOCK) into group_of[0..m) (may be
+ * NULL), adding a group for each tuple not seen before.  skip_null: rows
+ * with a NULL key join no group (-1).  NSL_ERR_NOMEM when a group cannot
+ * be added. */
+static nsl_status key_table_assign(key_table *t, key_col *keys, key_pass *p, int64_t off, int64_t m, int skip_null,
+                                   int64_t *group_of) {
+  int nk = t->nk;
+  uint64_t *buf = p->buf, *tup = p->tup, pos[BLOCK];
+  uint8_t skip[BLOCK];
+  if (p->direct)
+    direct_positions(t, keys, off, m, skip_null, pos, skip);
+  else {
+    for (int k = 0; k < nk; k++) key_codes(&keys[k], off, m, buf + (size_t)k * BLOCK);
+    block_positions(t, buf, m, skip_null, 0, pos, skip);
+  }
+  for (int64_t i = 0; i < m; i++) {
+    int64_t g = -1;
+    if (t->dense) {
+      if (i + PREFETCH < m) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);
+      if (!skip[i] && (g = t->dtab[pos[i]]) < 0) {
+        if (p->direct)   /* a new group (rare): its codes */
+          for (int k = 0; k < nk; k++) key_codes(&keys[k], off + i, 1, tup + k);
+        else
+          tuple_at(buf, nk, i, tup);
+        if ((g = new_group(t, tup, off + i)) < 0) return NSL_ERR_NOMEM;
+        t->dtab[pos[i]] = (int32_t)g;   /* groups <= dsize <= 2^27 */
+      }
+    } else {
+      if (i + PREFETCH < m) __builtin_prefetch(&t->slots[nsl__mix64(pos[i + PREFETCH]) & t->mask]);
+      if (!skip[i]) {
+        uint64_t sl;
+        tuple_at(buf, nk, i, tup);
+        if ((g = hash_find(t, tup, pos[i], &sl)) < 0) {
+          if ((g = new_group(t, tup, off + i)) < 0) return NSL_ERR_NOMEM;
+          t->slots[sl] = (slot){pos[i], g};
+          if ((uint64_t)t->ngroups * 2 > t->mask && grow_slots(t) != 0) return NSL_ERR_NOMEM;
+        }
+      }
+    }
+    if (group_of) group_of[i] = g;
+  }
+  return NSL_OK;
+}
+
 /* Groups the n rows of keys; group_of (may be NULL) receives each row's
  * group.  skip_null: rows with a NULL key join no group (-1). */
 static nsl_status key_table_build(key_table *t, key_col *keys, int nk, int64_t n, int skip_null,
                                   int64_t *group_of, nsl_error *err) {
   nsl_status rc = key_table_init(t, keys, nk, n, err);
   if (rc != NSL_OK) return rc;
-  uint64_t codes[64], *tup = nk <= 64 ? codes : malloc((size_t)nk * sizeof *tup);
-  uint64_t *buf = malloc((size_t)nk * BLOCK * sizeof *buf), pos[BLOCK];
-  uint8_t skip[BLOCK];
-  if (!buf || !tup) goto nomem;
-  int direct = t->dense;   /* dense table of integer keys: positions straight from the columns */
-  for (int k = 0; k < nk; k++) direct = direct && int_key(&keys[k]);
+  key_pass p;
+  if (key_pass_init(&p, t, keys, nk) != NSL_OK) goto nomem;
   for (int64_t off = 0; off < n; off += BLOCK) {
     int64_t m = n - off < BLOCK ? n - off : BLOCK;
-    if (direct)
-      direct_positions(t, keys, off, m, skip_null, pos, skip);
-    else {
-      for (int k = 0; k < nk; k++) key_codes(&keys[k], off, m, buf + (size_t)k * BLOCK);
-      block_positions(t, buf, m, skip_null, 0, pos, skip);
-    }
-    for (int64_t i = 0; i < m; i++) {
-      int64_t g = -1;
-      if (t->dense) {
-        if (i + PREFETCH < m) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);
-        if (!skip[i] && (g = t->dtab[pos[i]]) < 0) {
-          if (direct)   /* a new group (rare): its codes */
-            for (int k = 0; k < nk; k++) key_codes(&keys[k], off + i, 1, tup + k);
-          else
-            tuple_at(buf, nk, i, tup);
-          if ((g = new_group(t, tup, off + i)) < 0) goto nomem;
-          t->dtab[pos[i]] = (int32_t)g;   /* groups <= dsize <= 2^27 */
-        }
-      } else {
-        if (i + PREFETCH < m) __builtin_prefetch(&t->slots[nsl__mix64(pos[i + PREFETCH]) & t->mask]);
-        if (!skip[i]) {
-          uint64_t sl;
-          tuple_at(buf, nk, i, tup);
-          if ((g = hash_find(t, tup, pos[i], &sl)) < 0) {
-            if ((g = new_group(t, tup, off + i)) < 0) goto nomem;
-            t->slots[sl] = (slot){pos[i], g};
-            if ((uint64_t)t->ngroups * 2 > t->mask && grow_slots(t) != 0) goto nomem;
-          }
-        }
-      }
-      if (group_of) group_of[off + i] = g;
-    }
+    if (key_table_assign(t, keys, &p, off, m, skip_null, group_of ? group_of + off : NULL) != NSL_OK) goto nomem;
   }
-  if (tup != codes) free(tup);
-  free(buf);
+  key_pass_free(&p);
   return NSL_OK;
 nomem:
-  if (tup != codes) free(tup);
-  free(buf);
+  key_pass_free(&p);
   key_table_free(t);
   return nsl_error_set(err, NSL_ERR_NOMEM, "group-by: out of memory");
 }
@@ -458,6 +510,54 @@ void nsl_groups_free(nsl_groups *g) {
   nsl_column_release(g->group_of);
   nsl_column_release(g->first_row);
   memset(g, 0, sizeof *g);
+}
+
+/* ---- group ids a block at a time ------------------------------------------------- */
+
+struct nsl__grouping {
+  key_table t;
+  key_col *keys;
+  key_pass pass;
+};
+
+nsl__grouping *nsl__grouping_new(const nsl_column *const *keys, int nkeys, nsl_error *err) {
+  if (nsl__check_keys(keys, nkeys, "group-by", err) != NSL_OK) return NULL;
+  nsl__grouping *gr = calloc(1, sizeof *gr);
+  if (!gr || !(gr->keys = calloc((size_t)nkeys, sizeof *gr->keys))) {
+    free(gr);
+    nsl_error_set(err, NSL_ERR_NOMEM, "group-by: out of memory");
+    return NULL;
+  }
+  for (int k = 0; k < nkeys; k++) gr->keys[k] = (key_col){keys[k], KEY_EQ, NULL, NULL};
+  if (key_table_init(&gr->t, gr->keys, nkeys, keys[0]->len, err) != NSL_OK) {
+    free(gr->keys);
+    free(gr);
+    return NULL;
+  }
+  if (key_pass_init(&gr->pass, &gr->t, gr->keys, nkeys) != NSL_OK) {
+    nsl__grouping_free(gr);
+    nsl_error_set(err, NSL_ERR_NOMEM, "group-by: out of memory");
+    return NULL;
+  }
+  return gr;
+}
+
+nsl_status nsl__grouping_ids(nsl__grouping *gr, int64_t off, int64_t m, int64_t *ids, nsl_error *err) {
+  if (key_table_assign(&gr->t, gr->keys, &gr->pass, off, m, 0, ids) != NSL_OK)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "group-by: out of memory for %lld groups", (long long)gr->t.ngroups);
+  return NSL_OK;
+}
+
+int64_t nsl__grouping_count(const nsl__grouping *gr) { return gr->t.ngroups; }
+
+const int64_t *nsl__grouping_first_rows(const nsl__grouping *gr) { return gr->t.first_row; }
+
+void nsl__grouping_free(nsl__grouping *gr) {
+  if (!gr) return;
+  key_pass_free(&gr->pass);
+  key_table_free(&gr->t);
+  free(gr->keys);
+  free(gr);
 }
 
 /* ---- join ------------------------------------------------------------------------ */

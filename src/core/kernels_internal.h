@@ -156,6 +156,24 @@ static inline int nsl__is_null(const nsl_column *c, int64_t i) {
   return null;
 }
 
+/* Group ids of key tuples a block of rows at a time, numbered as
+ * nsl_groupby numbers them (by first appearance; NULL is a value of its
+ * own), for kernels that need each row's group only in passing, without a
+ * column of ids.  nsl__grouping_new reads the keys' ranges (NULL and err
+ * filled on bad keys or out of memory); nsl__grouping_ids gives the ids of
+ * rows off..off+m-1 (m <= NSL__GROUP_BLOCK) into ids, adding a group for
+ * each tuple not seen before (so the first pass over the rows, in order,
+ * numbers them as nsl_groupby does, and later passes find them);
+ * nsl__grouping_count and nsl__grouping_first_rows: the groups so far and
+ * the row where each was first seen. */
+#define NSL__GROUP_BLOCK 1024
+typedef struct nsl__grouping nsl__grouping;
+nsl__grouping *nsl__grouping_new(const nsl_column *const *keys, int nkeys, nsl_error *err);
+nsl_status nsl__grouping_ids(nsl__grouping *gr, int64_t off, int64_t m, int64_t *ids, nsl_error *err);
+int64_t nsl__grouping_count(const nsl__grouping *gr);
+const int64_t *nsl__grouping_first_rows(const nsl__grouping *gr);
+void nsl__grouping_free(nsl__grouping *gr);
+
 /* Checks that cols[0..n) are non-NULL columns of equal length; fills err. */
 nsl_status nsl__check_keys(const nsl_column *const *cols, int n, const char *what, nsl_error *err);
 
