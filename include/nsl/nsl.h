@@ -597,7 +597,8 @@ typedef struct nsl_span_opts {
  * it always joins.  busy / (x1 - x0) is the covered fraction of a merged
  * span (its opacity when drawn).  x0, x1: numeric columns; lane: integer
  * ids below the row count + NSL_SPANS_EXTRA_LANES; cls: integer ids
- * 0..4095 or NULL (at most 2^26 lanes x classes).  Rows with a NULL or
+ * 0..4095 (a bool column: 0 and 1) or NULL (at most 2^26 lanes x
+ * classes).  Rows with a NULL or
  * non-finite coordinate, x1 < x0, or a negative lane are dropped.  Rows
  * already in order within each lane are not sorted.  Free out with
  * nsl_spans_free. */

@@ -805,9 +805,8 @@ local function gpu_parts(trace, from, to, tables, counts)
       local nccl = k.name:match("^nccl")
       counts.nccl = nccl:count()
       counts.kernel = #k - counts.nccl
-      local class = nccl:cast("i64")   -- 0/1 to the class ids (with the ids as they are: the cast alone)
-      if CLASS.nccl - CLASS.kernel ~= 1 then class = class * (CLASS.nccl - CLASS.kernel) end
-      if CLASS.kernel ~= 0 then class = class + CLASS.kernel end
+      local class = nccl   -- the mask is the class (kernel 0, NCCL 1): no column of class ids
+      if CLASS.kernel ~= 0 or CLASS.nccl ~= 1 then class = nccl * (CLASS.nccl - CLASS.kernel) + CLASS.kernel end
       parts[#parts + 1] = {t = k, class = class, label = k.name}
     end
   end
@@ -817,9 +816,8 @@ local function gpu_parts(trace, from, to, tables, counts)
       local h2d, d2h = m.kind:eq("HtoD"), m.kind:eq("DtoH")
       counts.memcpy_htod, counts.memcpy_dtoh = h2d:count(), d2h:count()
       counts.memcpy_other = #m - counts.memcpy_htod - counts.memcpy_dtoh
-      parts[#parts + 1] = {t = m, class = h2d:cast("i64") * (CLASS.memcpy_htod - CLASS.memcpy_other) +
-                                          d2h:cast("i64") * (CLASS.memcpy_dtoh - CLASS.memcpy_other) +
-                                          CLASS.memcpy_other,
+      parts[#parts + 1] = {t = m, class = h2d * (CLASS.memcpy_htod - CLASS.memcpy_other) +
+                                          d2h * (CLASS.memcpy_dtoh - CLASS.memcpy_other) + CLASS.memcpy_other,
                            label = m.kind, prefix = "memcpy "}
     end
   end
@@ -896,7 +894,7 @@ function M.timeline(trace, opts)
   for _, p in ipairs(parts) do   -- each row's lane, through its group
     local remap = {}
     for _, key in ipairs(p.keys) do remap[key.id + 1] = seen[key.name].lane end
-    p.lane = nsl.column(remap):gather(p.ids)
+    p.lane = nsl.column(remap):cast("i32"):gather(p.ids)   -- int32 lanes: half the memory
   end
   -- NVTX lanes: (report, pid, tid), sub-rows by nesting depth
   local nv
@@ -904,7 +902,8 @@ function M.timeline(trace, opts)
   if nv then
     counts.nvtx = #nv
     -- rows by thread (key order), each on the sub-row of its nesting depth: lanes from C, no group ids
-    local lane, groups = nsl.nest_lanes(nv.start, nv.stop, {nv.report, nv.pid, nv.tid}, #lanes, maxd)
+    local keys = multi and {nv.report, nv.pid, nv.tid} or {nv.pid, nv.tid}   -- one report: one value
+    local lane, groups = nsl.nest_lanes(nv.start, nv.stop, keys, #lanes, maxd)
     local tnames = {}
     local th = trace.threads
     if #th > 0 then

@@ -377,47 +377,41 @@ int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, i
  * (a zero-length range at an edge of another may take the other sub-row);
  * other rows are sorted first.
  *
- * The ranges of each group still open form a stack; the stacks of all
- * groups share one pool of entries, so the memory grows with the ranges
- * open at once, not with the rows. */
+ * The ranges of each group still open form a stack, innermost on top, so
+ * a range's depth is its place on the stack: a group keeps the ends that
+ * close its open ranges for the walk (stops walking forward, starts walking
+ * back) in an array of its own, a few inside the group and more on the
+ * heap; the memory grows with the ranges open at once, not with the rows. */
 
-#define NEST_BLOCK 4096   /* rows walked between two checks of the pool's room */
+#define NEST_INLINE 6   /* open ranges a group holds without the heap */
 
-/* An open range: the end that closes it for the walk (its stop walking
- * forward, its start walking back), its depth, the entry below it (-1:
- * none; the next free entry once it is closed). */
-typedef struct open_range {
-  int64_t edge, below;
-  int32_t depth;
-} open_range;
+/* A group: its stack (edge[0..size), edge pointing into own[] until it
+ * outgrows it), the start of its previous row (walking in table order the
+ * top of the stack is the previous row's stop: the walk checks their
+ * order), its deepest depth (-1: none) and its rows (kept by
+ * nsl_nest_lanes). */
+typedef struct nest_group {
+  int64_t *edge, start, count;
+  int32_t size, cap, deepest;
+  int64_t own[NEST_INLINE];
+} nest_group;
 
-/* The state of a walk: the pool (used: entries ever taken; free_list:
- * closed ones to take again) and, per group, the innermost open range (-1:
- * none), the start and stop of its previous row (the walk in table order
- * checks that order), the deepest depth given (-1: none) and a row count
- * (kept by nsl_nest_lanes). */
+/* The state of a walk: the groups. */
 typedef struct nest_walk {
-  open_range *pool;
-  int64_t cap, used, free_list;
   int64_t ngroups, gcap;
-  int64_t *top, *last, *count;
-  int32_t *deepest;
+  nest_group *grp;
 } nest_walk;
 
 static void nest_walk_free(nest_walk *w) {
-  free(w->pool);
-  free(w->top);
-  free(w->last);
-  free(w->count);
-  free(w->deepest);
+  for (int64_t g = 0; g < w->ngroups; g++)
+    if (w->grp[g].edge != w->grp[g].own) free(w->grp[g].edge);
+  free(w->grp);
   memset(w, 0, sizeof *w);
 }
 
-static void nest_group_init(nest_walk *w, int64_t g) {
-  w->top[g] = -1;
-  w->last[2 * g] = INT64_MIN, w->last[2 * g + 1] = INT64_MAX;
-  w->deepest[g] = -1;
-  w->count[g] = 0;
+static void nest_group_clear(nest_group *q) {
+  q->start = INT64_MIN, q->count = 0;
+  q->size = 0, q->deepest = -1;
 }
 
 /* Room for groups 0..ng-1, the new ones with nothing open; -1 on out of
@@ -426,96 +420,84 @@ static int nest_walk_groups(nest_walk *w, int64_t ng) {
   if (ng > w->gcap) {
     int64_t cap = w->gcap ? w->gcap : 64;
     while (cap < ng) cap *= 2;
-    int64_t *top = realloc(w->top, (size_t)cap * sizeof *top);
-    if (top) w->top = top;
-    int64_t *last = realloc(w->last, (size_t)cap * 2 * sizeof *last);
-    if (last) w->last = last;
-    int64_t *count = realloc(w->count, (size_t)cap * sizeof *count);
-    if (count) w->count = count;
-    int32_t *deep = realloc(w->deepest, (size_t)cap * sizeof *deep);
-    if (deep) w->deepest = deep;
-    if (!top || !last || !count || !deep) return -1;
-    w->gcap = cap;
+    nest_group *grp = realloc(w->grp, (size_t)cap * sizeof *grp);
+    if (!grp) return -1;
+    for (int64_t g = 0; g < w->ngroups; g++)   /* stacks held inside moved with their groups */
+      if (grp[g].cap == NEST_INLINE) grp[g].edge = grp[g].own;
+    w->grp = grp, w->gcap = cap;
   }
-  for (int64_t g = w->ngroups; g < ng; g++) nest_group_init(w, g);
+  for (int64_t g = w->ngroups; g < ng; g++) {
+    nest_group *q = &w->grp[g];
+    q->edge = q->own, q->cap = NEST_INLINE;
+    nest_group_clear(q);
+  }
   if (ng > w->ngroups) w->ngroups = ng;
   return 0;
 }
 
-/* Every group back to nothing open, the pool empty. */
+/* Every group back to nothing open. */
 static void nest_walk_reset(nest_walk *w) {
-  for (int64_t g = 0; g < w->ngroups; g++) nest_group_init(w, g);
-  w->used = 0, w->free_list = -1;
+  for (int64_t g = 0; g < w->ngroups; g++) nest_group_clear(&w->grp[g]);
 }
 
-/* Room in the pool for m more rows to enter; -1 on out of memory. */
-static int nest_pool_reserve(nest_walk *w, int64_t m) {
-  if (w->used + m <= w->cap) return 0;
-  int64_t cap = w->cap ? w->cap : 1024;
-  while (cap < w->used + m) cap *= 2;
-  open_range *p = realloc(w->pool, (size_t)cap * sizeof *p);
-  if (!p) return -1;
-  w->pool = p, w->cap = cap;
+/* A group's stack, full, twice as large; -1 on out of memory. */
+static __attribute__((noinline)) int nest_grow(nest_group *q) {
+  if (q->cap > INT32_MAX / 2) return -1;
+  int64_t *e = malloc((size_t)q->cap * 2 * sizeof *e);
+  if (!e) return -1;
+  memcpy(e, q->edge, (size_t)q->size * sizeof *e);
+  if (q->edge != q->own) free(q->edge);
+  q->edge = e, q->cap *= 2;
   return 0;
 }
 
-/* Row [s, e) of group g enters the walk: the ranges of g it leaves behind
- * close (walking forward, those that stop by s; backward, those that start
- * at e or later), it takes the depth one below the innermost still open
- * (0: none) and opens.  P, top: the pool (with room) and the groups' tops;
- * *fl, *used: the pool's free list and high-water mark, kept by the caller
- * in locals.  Returns the depth. */
-static inline int32_t nest_enter(open_range *P, int64_t *top, int64_t *fl, int64_t *used, int64_t g, int64_t s,
-                                 int64_t e, int backward) {
-  int64_t t = top[g];
+/* Row [s, e) enters the walk in group q: the ranges it leaves behind close
+ * (walking forward, those that stop by s; backward, those that start at e
+ * or later), it takes the depth one below the innermost still open (0:
+ * none) and opens.  Returns the depth, or -1 on out of memory. */
+static inline int32_t nest_enter(nest_group *q, int64_t s, int64_t e, int backward) {
+  int64_t *edge = q->edge;
+  int32_t k = q->size;
   if (backward)
-    while (t >= 0 && P[t].edge >= e) {
-      int64_t b = P[t].below;
-      P[t].below = *fl, *fl = t;
-      t = b;
-    }
+    while (k > 0 && edge[k - 1] >= e) k--;
   else
-    while (t >= 0 && P[t].edge <= s) {
-      int64_t b = P[t].below;
-      P[t].below = *fl, *fl = t;
-      t = b;
-    }
-  int32_t d = t >= 0 ? P[t].depth + 1 : 0;
-  int64_t x = *fl;
-  if (x >= 0)
-    *fl = P[x].below;
-  else
-    x = (*used)++;
-  P[x] = (open_range){backward ? s : e, t, d};
-  top[g] = x;
-  return d;
+    while (k > 0 && edge[k - 1] <= s) k--;
+  if (k == q->cap) {
+    q->size = k;
+    if (nest_grow(q) != 0) return -1;
+    edge = q->edge;
+  }
+  edge[k] = backward ? s : e;
+  q->size = k + 1;
+  if (k > q->deepest) q->deepest = k;
+  return k;
 }
 
-/* The walk in table order over rows 0..m-1 (m <= NEST_BLOCK) of S, E in
- * groups G (NULL: all in group 0; negative: none): depths into d, NULL for
- * rows left out.  Returns the first row out of that order (before the
- * previous row of its group, or as early and longer; the walk gives up
- * there), or m. */
+/* The walk in table order over rows 0..m-1 of S, E in groups G (NULL: all
+ * in group 0; negative: none), counting the rows of each group: depths
+ * into d (lanes_of < 0), or provisional lanes g * lanes_of + depth (NULL
+ * from depth lanes_of on); NULL for rows left out.  Returns the first row
+ * out of that order (before the previous row of its group, or as early and
+ * longer; the walk gives up there), m, or -1 on out of memory. */
 static int64_t nest_in_order(nest_walk *w, const int64_t *S, const int64_t *E, const int64_t *G, int64_t m,
-                             int32_t *d) {
-  open_range *P = w->pool;
-  int64_t *top = w->top, *last = w->last, fl = w->free_list, used = w->used, i = 0;
-  int32_t *deep = w->deepest;
-  for (; i < m; i++) {
+                             int64_t lanes_of, int32_t *d) {
+  nest_group *grp = w->grp;
+  for (int64_t i = 0; i < m; i++) {
     int64_t s = S[i], e = E[i], g = G ? G[i] : 0;
-    if (s == NSL_NULL_I64 || e == NSL_NULL_I64 || e < s || g < 0) {
+    if (s == NSL_NULL_I64 || e < s || g < 0) {   /* a NULL stop is below every start */
+      if (g >= 0) grp[g].count++;
       d[i] = NSL_NULL_I32;
       continue;
     }
-    int64_t *l = last + 2 * g;
-    if (s < l[0] || (s == l[0] && l[1] < e)) break;
-    l[0] = s, l[1] = e;
-    int32_t dd = nest_enter(P, top, &fl, &used, g, s, e, 0);
-    if (dd > deep[g]) deep[g] = dd;
-    d[i] = dd;
+    nest_group *q = &grp[g];   /* the top of its stack is its previous row */
+    if (s < q->start || (s == q->start && q->edge[q->size - 1] < e)) return i;
+    q->start = s;
+    q->count++;
+    int32_t dd = nest_enter(q, s, e, 0);
+    if (dd < 0) return -1;
+    d[i] = lanes_of < 0 ? dd : dd < lanes_of ? (int32_t)(g * lanes_of + dd) : NSL_NULL_I32;
   }
-  w->free_list = fl, w->used = used;
-  return i;
+  return m;
 }
 
 /* The walk over every row of rw (groups below w->ngroups) in the order
@@ -530,25 +512,16 @@ static nsl_status nest_ordered(const char *what, const rows_i64 *rw, int64_t n, 
   if (rows)   /* rows left out of the walk stay NULL (the walk sets them otherwise) */
     for (int64_t i = 0; i < n; i++) d[i] = NSL_NULL_I32;
   nest_walk_reset(w);
-  for (int64_t j0 = 0; j0 < m; j0 += NEST_BLOCK) {
-    int64_t j1 = m - j0 < NEST_BLOCK ? m : j0 + NEST_BLOCK;
-    if (nest_pool_reserve(w, j1 - j0) != 0) {
+  for (int64_t j = 0; j < m; j++) {
+    int64_t i = walk_row(rows, reversed, n, j);
+    if (!rows && !row_ok(rw, NULL, w->ngroups, i)) {
+      d[i] = NSL_NULL_I32;
+      continue;
+    }
+    if ((d[i] = nest_enter(&w->grp[grp(rw->g, i)], rw->s[i], rw->e[i], reversed)) < 0) {
       free(rows);
       return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for the open ranges", what);
     }
-    int64_t fl = w->free_list, used = w->used;
-    for (int64_t j = j0; j < j1; j++) {
-      int64_t i = walk_row(rows, reversed, n, j);
-      if (!rows && !row_ok(rw, NULL, w->ngroups, i)) {
-        d[i] = NSL_NULL_I32;
-        continue;
-      }
-      int64_t g = grp(rw->g, i);
-      int32_t dd = nest_enter(w->pool, w->top, &fl, &used, g, rw->s[i], rw->e[i], reversed);
-      if (dd > w->deepest[g]) w->deepest[g] = dd;
-      d[i] = dd;
-    }
-    w->free_list = fl, w->used = used;
   }
   free(rows);
   return NSL_OK;
@@ -580,16 +553,8 @@ nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, cons
   /* First, hopefully, one walk in table order; it gives up at the first
    * row out of that order, and the rows are walked in their order. */
   int32_t *d = nsl_i32(depth);
-  int64_t j0 = 0;
-  for (; j0 < n; j0 += NEST_BLOCK) {
-    int64_t m = n - j0 < NEST_BLOCK ? n - j0 : NEST_BLOCK;
-    if (nest_pool_reserve(&w, m) != 0) goto nomem;
-    int64_t j = nest_in_order(&w, S + j0, E + j0, G ? G + j0 : NULL, m, d + j0);
-    if (j < m) {
-      j0 += j;
-      break;
-    }
-  }
+  int64_t j0 = nest_in_order(&w, S, E, G, n, -1, d);
+  if (j0 < 0) goto nomem;
   if (j0 < n && nest_ordered(what, &rw, n, &w, d, err) != NSL_OK) goto fail;
   nest_walk_free(&w);
   rows_free(&rw);
@@ -671,13 +636,10 @@ nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const
     int64_t m = n - off < NSL__GROUP_BLOCK ? n - off : NSL__GROUP_BLOCK;
     if (nsl__grouping_ids(gr, off, m, ids, err) != NSL_OK) goto fail;
     int64_t ng = nsl__grouping_count(gr);
-    if (nest_walk_groups(&w, ng) != 0 || nest_pool_reserve(&w, m) != 0) goto nomem;
-    int64_t j = max_sub > 0 && ng > PROVISIONAL_LANES / max_sub ? 0 : nest_in_order(&w, rw.s + off, rw.e + off, ids, m, d + off);
-    for (int64_t i = 0; i < j; i++) {
-      int64_t g = ids[i], sub = d[off + i];   /* NULL is negative */
-      w.count[g]++;
-      d[off + i] = sub >= 0 && sub < max_sub ? (int32_t)(g * max_sub + sub) : NSL_NULL_I32;
-    }
+    if (nest_walk_groups(&w, ng) != 0) goto nomem;
+    int64_t j = max_sub > 0 && ng > PROVISIONAL_LANES / max_sub ? 0
+                : nest_in_order(&w, rw.s + off, rw.e + off, ids, m, max_sub, d + off);
+    if (j < 0) goto nomem;
     if (j < m) {
       j0 = off + j;
       break;
@@ -693,8 +655,8 @@ nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const
     rw.g = G;
     if (nest_ordered(what, &rw, n, &w, d, err) != NSL_OK) goto fail;
     rw.g = NULL;
-    for (int64_t g = 0; g < w.ngroups; g++) w.count[g] = 0;
-    for (int64_t i = 0; i < n; i++) w.count[G[i]]++;
+    for (int64_t g = 0; g < w.ngroups; g++) w.grp[g].count = 0;
+    for (int64_t i = 0; i < n; i++) w.grp[G[i]].count++;
   }
   /* the groups' lanes, in key order */
   int64_t ng = nsl__grouping_count(gr), next = first;
@@ -708,10 +670,10 @@ nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const
   int64_t *orow = nsl_i64(out->row), *ofirst = nsl_i64(out->first_lane), *olanes = nsl_i64(out->lanes);
   int64_t *ocount = nsl_i64(out->count);
   for (int64_t j = 0; j < ng; j++) {
-    int64_t g = nsl_i64(order)[j], k = (int64_t)w.deepest[g] + 1;
+    int64_t g = nsl_i64(order)[j], k = (int64_t)w.grp[g].deepest + 1;
     if (k > max_sub) k = max_sub;
     base[g] = next;
-    orow[j] = nsl__grouping_first_rows(gr)[g], ofirst[j] = next, olanes[j] = k, ocount[j] = w.count[g];
+    orow[j] = nsl__grouping_first_rows(gr)[g], ofirst[j] = next, olanes[j] = k, ocount[j] = w.grp[g].count;
     next += k;
     if (next > INT32_MAX) {
       nsl_error_set(err, NSL_ERR_ARG, "%s: %lld lanes or more do not fit in int32", what, (long long)next);
@@ -802,9 +764,9 @@ static inline double xform_at(const nsl_column *c, int64_t i, const nsl_span_opt
  * covered: drawn with that opacity, a run of spans too small to see keeps
  * its density.  With tol = 0 and max_len <= 0 only overlapping or touching
  * spans of one class merge.  x0, x1: numeric columns; lane: integer ids,
- * dense (below the row count + NSL_SPANS_EXTRA_LANES); cls: integer column
- * of ids 0..4095 or NULL (one class; NULL values are a class of their
- * own), at most 2^26 lanes x classes; o->mask (NULL or bool) keeps the
+ * dense (below the row count + NSL_SPANS_EXTRA_LANES); cls: integer (or
+ * bool: classes 0 and 1) column of ids 0..4095 or NULL (one class; NULL
+ * values are a class of their own), at most 2^26 lanes x classes; o->mask (NULL or bool) keeps the
  * rows where it is 1.  Rows with a NULL or non-finite coordinate, x1 < x0,
  * or a negative or NULL lane are dropped.  Rows already in x order within
  * each lane are merged in one pass; others are sorted first.  out receives
@@ -812,18 +774,20 @@ static inline double xform_at(const nsl_column *c, int64_t i, const nsl_span_opt
  * of the span, e.g. to label spans that hold one event); spans of one lane
  * and class are in x order; free with nsl_spans_free. */
 /* The typed arrays behind the columns of one span merge, for the common
- * case (int64 times; int64 or int32 lanes and classes), where the loops read
- * them directly; the generic path reads through the columns.  The loops
- * below are instantiated per mode (SP_* bits, constant in each call). */
+ * case (int64 times; int64 or int32 lanes; int64, int32 or bool classes),
+ * where the loops read them directly; the generic path reads through the
+ * columns.  The loops below are instantiated per mode (SP_* bits, constant
+ * in each call). */
 typedef struct span_in {
   const nsl_column *x0, *x1, *lane, *cls;
-  const int64_t *X0, *X1, *L, *C;   /* the fast path: X0, X1, and L or L32, C or C32 (when cls is) */
+  const int64_t *X0, *X1, *L, *C;   /* the fast path: X0, X1, and L or L32, C, C32 or C8 (when cls is) */
   const int32_t *L32, *C32;
+  const uint8_t *C8;
   const uint8_t *mk;
   nsl_span_opts o;
 } span_in;
 
-enum { SP_FAST = 1, SP_L32 = 2, SP_C32 = 4 };
+enum { SP_FAST = 1, SP_L32 = 2, SP_C32 = 4, SP_C8 = 8, SP_PERM = 16 };   /* the fast path: no mask */
 
 #define SPAN_INLINE static inline __attribute__((always_inline))
 
@@ -840,6 +804,7 @@ SPAN_INLINE int64_t sp_lane(const span_in *in, int mode, int64_t i) {
 SPAN_INLINE int64_t sp_cls(const span_in *in, int mode, int64_t i) {
   if (!in->cls) return NSL_NULL_I64;
   if (mode & SP_FAST) {
+    if (mode & SP_C8) return in->C8[i];
     if (!(mode & SP_C32)) return in->C[i];
     int32_t c = in->C32[i];
     return c == NSL_NULL_I32 ? NSL_NULL_I64 : c;
@@ -850,19 +815,11 @@ SPAN_INLINE int64_t sp_cls(const span_in *in, int mode, int64_t i) {
 }
 
 /* Mapped x of v under the transform; NaN for NULL. */
-SPAN_INLINE double sp_map(int64_t v, const nsl_span_opts *o) {
+SPAN_INLINE double sp_map(int64_t v, int64_t origin, double scale, double offset) {
   int64_t d;
   if (v == NSL_NULL_I64) return NAN;
-  if (__builtin_sub_overflow(v, o->origin, &d)) return ((double)v - (double)o->origin) * o->scale + o->offset;
-  return (double)d * o->scale + o->offset;
-}
-
-SPAN_INLINE double sp_x0(const span_in *in, int mode, int64_t i) {
-  return mode & SP_FAST ? sp_map(in->X0[i], &in->o) : xform_at(in->x0, i, &in->o);
-}
-
-SPAN_INLINE double sp_x1(const span_in *in, int mode, int64_t i) {
-  return mode & SP_FAST ? sp_map(in->X1[i], &in->o) : xform_at(in->x1, i, &in->o);
+  if (__builtin_sub_overflow(v, origin, &d)) return ((double)v - (double)origin) * scale + offset;
+  return (double)d * scale + offset;
 }
 
 /* Raw x0 of row i for the order check (the transform keeps the order);
@@ -928,24 +885,42 @@ static int span_flush(span_out *o, const open_span *sp, int64_t q, int64_t ncls)
   return 0;
 }
 
-/* The merge itself over the rows in order p, or (p NULL) in table order,
- * where it checks that the rows are in x order within every lane (last:
- * one slot per lane, -inf) and gives up at the first that is not.  Returns
- * 0, 1 when it gave up, -1 on out of memory. */
+/* The merge itself over the rows in order p (SP_PERM on the fast path;
+ * else p not NULL), or in table order, where it checks that the rows are
+ * in x order within every lane (last: one slot per lane, -inf) and gives
+ * up at the first that is not.  Returns 0, 1 when it gave up, -1 on out of
+ * memory. */
 SPAN_INLINE int sp_merge(const span_in *in, int mode, int64_t n, const int64_t *p, double *last, open_span *st,
                          int64_t ncls, double tol, double max_len, span_out *out) {
+  const int fast = mode & SP_FAST, perm = fast ? (mode & SP_PERM) != 0 : p != NULL;
+  const int64_t origin = in->o.origin, nc1 = ncls + 1;   /* in locals: the stores below cannot change them */
+  const double scale = in->o.scale, offset = in->o.offset;
+  const uint8_t *mk = in->mk;
   for (int64_t j = 0; j < n; j++) {
-    int64_t i = p ? p[j] : j, l = sp_lane(in, mode, i);
-    if (l < 0 || (in->mk && !in->mk[i])) continue;
-    if (!p) {   /* the order check, on the raw x0 as before any transform */
-      double v = sp_raw0(in, mode, i);
-      if (v < last[l]) return 1;
-      if (v == v) last[l] = v;
+    int64_t i = perm ? p[j] : j, l = sp_lane(in, mode, i);
+    if (l < 0) continue;
+    double a, b;
+    if (fast) {
+      int64_t r0 = in->X0[i];
+      if (r0 == NSL_NULL_I64) continue;   /* NaN: neither in the order check nor drawn */
+      if (!perm) {   /* the order check, on the raw x0 as before any transform */
+        double v = (double)r0;
+        if (v < last[l]) return 1;
+        last[l] = v;
+      }
+      a = sp_map(r0, origin, scale, offset), b = sp_map(in->X1[i], origin, scale, offset);
+    } else {
+      if (mk && !mk[i]) continue;
+      if (!perm) {
+        double v = sp_raw0(in, mode, i);
+        if (v < last[l]) return 1;
+        if (v == v) last[l] = v;
+      }
+      a = xform_at(in->x0, i, &in->o), b = xform_at(in->x1, i, &in->o);
     }
-    double a = sp_x0(in, mode, i), b = sp_x1(in, mode, i);
     if (!(a <= b) || isinf(a) || isinf(b)) continue;
     int64_t c = sp_cls(in, mode, i);
-    int64_t q = l * (ncls + 1) + (c == NSL_NULL_I64 ? ncls : c);
+    int64_t q = l * nc1 + (c == NSL_NULL_I64 ? ncls : c);
     open_span *s = &st[q];
     if (s->count > 0) {
       if (b <= s->x1) {   /* inside: adds nothing */
@@ -965,8 +940,9 @@ SPAN_INLINE int sp_merge(const span_in *in, int mode, int64_t n, const int64_t *
   return 0;
 }
 
-/* sp_scan and sp_merge for each mode of the fast path, and the generic one. */
-#define SP_MODES(X) X(0) X(1) X(3) X(5) X(7)
+/* sp_scan and sp_merge for each mode of the fast path (the merge also over
+ * sorted rows), and the generic ones. */
+#define SP_MODES(X) X(0) X(1) X(3) X(5) X(7) X(9) X(11)
 #define SP_DEFINE(m)                                                                                                \
   static nsl_status sp_scan_##m(const span_in *in, int64_t n, int64_t *mx, int64_t *ncls, nsl_error *err) {       \
     return sp_scan(in, m, n, mx, ncls, err);                                                                      \
@@ -974,6 +950,10 @@ SPAN_INLINE int sp_merge(const span_in *in, int mode, int64_t n, const int64_t *
   static int sp_merge_##m(const span_in *in, int64_t n, const int64_t *p, double *last, open_span *st,            \
                           int64_t ncls, double tol, double max_len, span_out *out) {                              \
     return sp_merge(in, m, n, p, last, st, ncls, tol, max_len, out);                                              \
+  }                                                                                                               \
+  static int sp_merge_p##m(const span_in *in, int64_t n, const int64_t *p, double *last, open_span *st,           \
+                           int64_t ncls, double tol, double max_len, span_out *out) {                             \
+    return sp_merge(in, m ? m | SP_PERM : 0, n, p, last, st, ncls, tol, max_len, out);                            \
   }
 SP_MODES(SP_DEFINE)
 #undef SP_DEFINE
@@ -989,7 +969,7 @@ nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl
   if (opts) o = *opts;
   if (!out) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
   memset(out, 0, sizeof *out);
-  if (!num_col(x0) || !num_col(x1) || !int_col(lane) || (cls && !int_col(cls)))
+  if (!num_col(x0) || !num_col(x1) || !int_col(lane) || (cls && !int_col(cls) && cls->type != NSL_BOOL))
     return nsl_error_set(err, NSL_ERR_ARG, "%s: x0 and x1 must be numeric columns, lane and class integer ones",
                          what);
   int64_t n = x0->len;
@@ -1004,20 +984,22 @@ nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl
   if (!(o.scale > 0) || isinf(o.scale) || !isfinite(o.offset))
     return nsl_error_set(err, NSL_ERR_ARG, "%s: the scale must be positive and finite, the offset finite", what);
   double tol = o.tol, max_len = o.max_len > 0 ? o.max_len : INFINITY;
-  span_in in = {x0, x1, lane, cls, NULL, NULL, NULL, NULL, NULL, NULL, o.mask ? nsl_bool(o.mask) : NULL, o};
+  span_in in = {x0, x1, lane, cls, NULL, NULL, NULL, NULL, NULL, NULL, NULL, o.mask ? nsl_bool(o.mask) : NULL, o};
   int mode = 0;
-  if (x0->type == NSL_I64 && x1->type == NSL_I64) {   /* lanes and classes are integer columns (checked) */
-    mode = SP_FAST | (lane->type == NSL_I32 ? SP_L32 : 0) | (cls && cls->type == NSL_I32 ? SP_C32 : 0);
+  if (x0->type == NSL_I64 && x1->type == NSL_I64 && !o.mask) {   /* lanes and classes: integer columns (checked) */
+    mode = SP_FAST | (lane->type == NSL_I32 ? SP_L32 : 0) | (cls && cls->type == NSL_I32 ? SP_C32 : 0) |
+           (cls && cls->type == NSL_BOOL ? SP_C8 : 0);
     in.X0 = nsl_i64(x0), in.X1 = nsl_i64(x1);
     if (mode & SP_L32) in.L32 = nsl_i32(lane);
     else in.L = nsl_i64(lane);
-    if (cls && (mode & SP_C32)) in.C32 = nsl_i32(cls);
+    if (mode & SP_C32) in.C32 = nsl_i32(cls);
+    else if (mode & SP_C8) in.C8 = nsl_bool(cls);
     else if (cls) in.C = nsl_i64(cls);
   }
   sp_scan_fn scan = sp_scan_0;
-  sp_merge_fn merge = sp_merge_0;
+  sp_merge_fn merge = sp_merge_0, merge_sorted = sp_merge_p0;
 #define SP_PICK(m)                                                                                                  \
-  if (mode == m) scan = sp_scan_##m, merge = sp_merge_##m;
+  if (mode == m) scan = sp_scan_##m, merge = sp_merge_##m, merge_sorted = sp_merge_p##m;
   SP_MODES(SP_PICK)
 #undef SP_PICK
   int64_t mx = -1, ncls = 0;
@@ -1051,7 +1033,7 @@ nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl
     if (!(perm = nsl_argsort(&x0, NULL, 1, err))) goto fail;
     so.k = 0;
     for (int64_t q = 0; q < nslots; q++) st[q].count = 0;
-    r = merge(&in, n, nsl_i64(perm), last, st, ncls, tol, max_len, &so);
+    r = merge_sorted(&in, n, nsl_i64(perm), last, st, ncls, tol, max_len, &so);
   }
   if (r < 0) goto nomem;
   for (int64_t q = 0; q < nslots; q++)   /* the spans still open */

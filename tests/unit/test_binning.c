@@ -613,6 +613,24 @@ static void test_nest_lanes_hand(void **state) {
   assert_int_equal(nsl_i32(lo.lane)[1], 1);
   assert_int_equal(nsl_i32(lo.lane)[2], 1);
   nsl_lane_layout_free(&lo);
+  /* many threads, one after the other, each with five nested ranges, the outermost open to the end: threads
+   * keep coming while earlier ones have ranges open (their state moves as it grows); thread t owns lanes
+   * 5t..5t+4 */
+  enum { NT = 300, NR = 5 };
+  int64_t ms[NR * NT], me[NR * NT], mt[NR * NT];
+  for (int64_t th = 0; th < NT; th++)
+    for (int64_t k = 0; k < NR; k++)
+      ms[th * NR + k] = th * 100 + k, me[th * NR + k] = k ? th * 100 + 60 - k : 1000000 - th, mt[th * NR + k] = th;
+  nsl_column *mcs = fx_i64(NR * NT, ms), *mce = fx_i64(NR * NT, me), *mct = fx_i64(NR * NT, mt);
+  const nsl_column *mk[] = {mct};
+  assert_int_equal(nsl_nest_lanes(mcs, mce, mk, 1, 0, 8, &lo, &err), NSL_OK);
+  for (int64_t i = 0; i < NR * NT; i++) assert_int_equal(nsl_i32(lo.lane)[i], NR * mt[i] + i % NR);
+  assert_int_equal(lo.row->len, NT);
+  nsl_lane_layout_free(&lo);
+  nsl_column *md = nsl_nest_depth(mcs, mce, mct, &err);
+  for (int64_t i = 0; i < NR * NT; i++) assert_int_equal(nsl_i32(md)[i], i % NR);
+  nsl_column_release(md);
+  nsl_column_release(mcs), nsl_column_release(mce), nsl_column_release(mct);
   /* errors: lanes past int32, negative first or max_sub, float times, keys of another length, no keys */
   assert_int_equal(nsl_nest_lanes(s, e, keys, 1, INT32_MAX - 1, 8, &lo, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "int32"));
@@ -835,8 +853,8 @@ static void test_spans_random(void **state) {
  * of one lane and class never overlap; and every column type gives the
  * same spans.  Rows in x order except a late one (the merge in table order
  * gives up there and starts again sorted), NULL lanes and times dropped,
- * NULL classes a class of their own, and more spans than the first
- * output block holds. */
+ * NULL classes a class of their own, a bool column as classes 0 and 1,
+ * and more spans than the first output block holds. */
 static void test_spans_types(void **state) {
   (void)state;
   fx_seed(9);
@@ -909,6 +927,24 @@ static void test_spans_types(void **state) {
       if (v != 0) nsl_spans_free(&sp);
     }
     nsl_spans_free(&ref);
+    {   /* a bool column as classes 0 and 1: the same spans as those ids in an int64 column */
+      uint8_t *kb = malloc((size_t)(n + 1));
+      int64_t *k01 = malloc((size_t)(n + 1) * sizeof *k01);
+      for (int64_t i = 0; i < n; i++) kb[i] = cl[i] == 1, k01[i] = cl[i] == 1;
+      nsl_column *cb = fx_bool(n, kb), *c01 = fx_i64(n, k01);
+      nsl_spans sb, s01;
+      assert_int_equal(nsl_spans_merge(c0, c1, l32, cb, SPO(tol, 0), &sb, &err), NSL_OK);
+      assert_int_equal(nsl_spans_merge(c0, c1, l32, c01, SPO(tol, 0), &s01, &err), NSL_OK);
+      assert_int_equal(sb.x0->len, s01.x0->len);
+      for (int64_t k = 0; k < sb.x0->len; k++) {
+        assert_true(nsl_f64(sb.x0)[k] == nsl_f64(s01.x0)[k] && nsl_f64(sb.busy)[k] == nsl_f64(s01.busy)[k]);
+        assert_int_equal(nsl_i64(sb.cls)[k], nsl_i64(s01.cls)[k]);
+        assert_int_equal(nsl_i64(sb.count)[k], nsl_i64(s01.count)[k]);
+      }
+      nsl_spans_free(&sb), nsl_spans_free(&s01);
+      nsl_column_release(cb), nsl_column_release(c01);
+      free(kb), free(k01);
+    }
     nsl_column *all[] = {c0, c1, l64, l32, k64, k32};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
     free(a), free(b), free(ln), free(cl), free(ln32), free(cl32);
