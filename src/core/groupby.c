@@ -402,7 +402,7 @@ static nsl_status key_table_assign(key_table *t, key_col *keys, key_pass *p, int
   for (int64_t i = 0; i < m; i++) {
     int64_t g = -1;
     if (t->dense) {
-      if (i + PREFETCH < m) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);
+      if (t->dsize > 8192 && i + PREFETCH < m) __builtin_prefetch(&t->dtab[pos[i + PREFETCH]]);   /* past L1 */
       if (!skip[i] && (g = t->dtab[pos[i]]) < 0) {
         if (p->direct)   /* a new group (rare): its codes */
           for (int k = 0; k < nk; k++) key_codes(&keys[k], off + i, 1, tup + k);
