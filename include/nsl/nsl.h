@@ -540,6 +540,12 @@ nsl_column *nsl_busy_per_bin(const nsl_column *start, const nsl_column *stop, co
  * are integer columns of one length.  (A window holding every row needs no
  * selection.) */
 int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to);
+/* The rows that overlap [from, to) as nsl_count_overlapping counts them:
+ * their 0-based indices, ascending (NSL_I64; none when from or to is
+ * NULL).  One pass, no mask: a narrow window of a large table costs its
+ * rows, not the table's.  NULL and err filled for bad columns. */
+nsl_column *nsl_overlapping_rows(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to,
+                                 nsl_error *err);
 
 /* A sub-row per row such that rows of one group overlapping in time never
  * share one; for properly nested ranges (NVTX push/pop per thread) the

@@ -748,12 +748,10 @@ end
 local function window_rows(t, cols, from, to)
   if #t == 0 then return nil end
   local s = t:select(cols)
-  if nsl.count_overlapping(s.start, s.stop, from, to) == #s then return s end   -- every row: no mask, no copy
-  local inside = s.start:lt(to) & s.stop:gt(from)
-  local n = inside:count()
+  local n = nsl.count_overlapping(s.start, s.stop, from, to)
+  if n == #s then return s end   -- every row: no copy
   if n == 0 then return nil end
-  if n == #s then return s end   -- the window holds every row: no copy
-  return s:filter(inside)
+  return s:take(nsl.overlapping_rows(s.start, s.stop, from, to))   -- the rows inside, no masks
 end
 M.window_rows = window_rows
 

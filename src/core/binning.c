@@ -345,6 +345,13 @@ fail:
   return NULL;
 }
 
+/* Whether row i overlaps [from, to): start < to and stop > from, neither NULL. */
+static inline int overlaps(const nsl_column *start, const nsl_column *stop, int64_t i, int64_t from, int64_t to) {
+  int ns, ne;
+  int64_t s = nsl__int_at(start, i, &ns), e = nsl__int_at(stop, i, &ne);
+  return !ns && !ne && s < to && e > from;
+}
+
 int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to) {
   if (!int_col(start) || !int_col(stop) || start->len != stop->len) return -1;
   int64_t n = start->len, k = 0;
@@ -354,12 +361,36 @@ int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, i
       k += s[i] < to && e[i] > from && s[i] != NSL_NULL_I64;
     return k;
   }
-  for (int64_t i = 0; i < n; i++) {
-    int ns, ne;
-    int64_t s = nsl__int_at(start, i, &ns), e = nsl__int_at(stop, i, &ne);
-    k += !ns && !ne && s < to && e > from;
-  }
+  for (int64_t i = 0; i < n; i++) k += overlaps(start, stop, i, from, to);
   return k;
+}
+
+nsl_column *nsl_overlapping_rows(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to,
+                                 nsl_error *err) {
+  if (!int_col(start) || !int_col(stop) || start->len != stop->len) {
+    nsl_error_set(err, NSL_ERR_ARG, "overlapping rows: start and stop must be integer columns of one length");
+    return NULL;
+  }
+  nsl_column *r = nsl_column_new(NSL_I64, 0, NULL);
+  int64_t n = start->len, k = 0, cap = 0;
+  if (!r) goto nomem;
+  if (from == NSL_NULL_I64 || to == NSL_NULL_I64) return r;   /* nothing compares with NULL */
+  int fast = start->type == NSL_I64 && stop->type == NSL_I64;
+  const int64_t *s = fast ? nsl_i64(start) : NULL, *e = fast ? nsl_i64(stop) : NULL;
+  for (int64_t i = 0; i < n; i++) {
+    if (fast ? !(s[i] < to && e[i] > from && s[i] != NSL_NULL_I64) : !overlaps(start, stop, i, from, to)) continue;
+    if (k == cap) {
+      cap = cap ? cap * 2 : 1024;
+      if (nsl_column_reserve(r, cap) != NSL_OK) goto nomem;
+    }
+    nsl_i64(r)[k++] = i;
+  }
+  nsl_column_set_len(r, k);
+  return r;
+nomem:
+  nsl_column_release(r);
+  nsl_error_set(err, NSL_ERR_NOMEM, "overlapping rows: out of memory for %lld rows", (long long)n);
+  return NULL;
 }
 
 /* ---- nesting depth ----------------------------------------------------------------

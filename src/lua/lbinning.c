@@ -1,7 +1,8 @@
 /* lbinning.c -- the kernels behind figures and exports in Lua:
  * nsl.extent (min and max in one pass), nsl.bin_edges, nsl.busy_per_bin (utilisation heatmaps), nsl.nest_depth
  * (sub-rows of nested ranges), nsl.nest_lanes (their lanes, group after group), nsl.spans_merge (a timeline's level of
- * detail) and nsl.format_rows (JSON text from whole columns). */
+ * detail), nsl.count_overlapping and nsl.overlapping_rows (a window's rows) and nsl.format_rows (JSON text from whole
+ * columns). */
 #include <stdlib.h>
 
 #include "lua/lnsl.h"
@@ -211,10 +212,27 @@ static int l_count_overlapping(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg funcs[] = {{"count_overlapping", l_count_overlapping}, {"extent", l_extent},{"bin_edges", l_bin_edges},   {"busy_per_bin", l_busy_per_bin},
-                                 {"nest_depth", l_nest_depth}, {"spans_merge", l_spans_merge},
+/* nsl.overlapping_rows(start, stop, from, to) -> i64 column of the 0-based
+ * rows with start < to and stop > from (for t:take). */
+static int l_overlapping_rows(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *c = nsl_overlapping_rows(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), luaL_checkinteger(L, 3),
+                                       luaL_checkinteger(L, 4), &err);
+  if (!c) return luaL_error(L, "nsl.overlapping_rows: %s", err.msg);
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
+static const luaL_Reg funcs[] = {{"count_overlapping", l_count_overlapping},
+                                 {"overlapping_rows", l_overlapping_rows},
+                                 {"extent", l_extent},
+                                 {"bin_edges", l_bin_edges},
+                                 {"busy_per_bin", l_busy_per_bin},
+                                 {"nest_depth", l_nest_depth},
                                  {"nest_lanes", l_nest_lanes},
-                                 {"format_rows", l_format_rows}, {NULL, NULL}};
+                                 {"spans_merge", l_spans_merge},
+                                 {"format_rows", l_format_rows},
+                                 {NULL, NULL}};
 
 int nsl__open_binning(lua_State *L) {
   luaL_setfuncs(L, funcs, 0);

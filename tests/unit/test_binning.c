@@ -649,9 +649,10 @@ static void test_nest_lanes_hand(void **state) {
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
 }
 
-/* Rows overlapping a window against the definition, row by row, on both the
- * all-int64 loop and the generic one (an int32 stop column), NULLs, touching
- * ends (start == to and stop == from do not overlap) and bad arguments. */
+/* Rows overlapping a window (their count and the rows themselves) against
+ * the definition, row by row, on both the all-int64 loop and the generic
+ * one (an int32 stop column), NULLs, touching ends (start == to and stop ==
+ * from do not overlap), a NULL bound, many rows and bad arguments. */
 static void test_count_overlapping(void **state) {
   (void)state;
   nsl_column *s = FX_I64(0, 10, 20, NSL_NULL_I64, 5, 30, 15), *e = FX_I64(10, 20, 30, 8, NSL_NULL_I64, 30, 40);
@@ -665,11 +666,38 @@ static void test_count_overlapping(void **state) {
     }
     assert_int_equal(nsl_count_overlapping(s, e, from, to), want);
     assert_int_equal(nsl_count_overlapping(s, e32, from, to), want);
+    nsl_error err = {0};
+    for (int v = 0; v < 2; v++) {   /* the rows themselves, ascending, on both loops */
+      nsl_column *rows = nsl_overlapping_rows(s, v ? e32 : e, from, to, &err);
+      assert_non_null(rows);
+      assert_int_equal(rows->type, NSL_I64);
+      assert_int_equal(rows->len, want);
+      int64_t k = 0;
+      for (int64_t i = 0; i < s->len; i++) {
+        int64_t a = nsl_i64(s)[i], b = nsl_i64(e)[i];
+        if (a != NSL_NULL_I64 && b != NSL_NULL_I64 && a < to && b > from) assert_int_equal(nsl_i64(rows)[k++], i);
+      }
+      nsl_column_release(rows);
+    }
   }
   assert_int_equal(nsl_count_overlapping(s, e, 0, 40), 5);   /* a zero-length row inside the window counts */
   nsl_column *f = FX_F64(1.0), *one = FX_I64(1);
   assert_int_equal(nsl_count_overlapping(f, e, 0, 1), -1);
   assert_int_equal(nsl_count_overlapping(s, one, 0, 1), -1);
+  nsl_error err = {0};
+  assert_null(nsl_overlapping_rows(f, e, 0, 1, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_null(nsl_overlapping_rows(s, one, 0, 1, &err));
+  nsl_column *none = nsl_overlapping_rows(s, e, NSL_NULL_I64, 40, &err);   /* nothing compares with NULL */
+  assert_int_equal(none->len, 0);
+  nsl_column_release(none);
+  /* many rows (the output grows): every other one of 5000 */
+  nsl_column *ms = nsl_column_new(NSL_I64, 5000, NULL), *me = nsl_column_new(NSL_I64, 5000, NULL);
+  for (int64_t i = 0; i < 5000; i++) nsl_i64(ms)[i] = i % 2 ? 100 : 0, nsl_i64(me)[i] = i % 2 ? 200 : 50;
+  nsl_column *half = nsl_overlapping_rows(ms, me, 60, 150, &err);
+  assert_int_equal(half->len, 2500);
+  for (int64_t k = 0; k < 2500; k++) assert_int_equal(nsl_i64(half)[k], 2 * k + 1);
+  nsl_column_release(half), nsl_column_release(ms), nsl_column_release(me);
   nsl_column *all[] = {s, e, e32, f, one};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
 }
