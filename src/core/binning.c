@@ -864,6 +864,12 @@ SPAN_INLINE double sp_raw0(const span_in *in, int mode, int64_t i) {
  * largest id + 1), and NSL_ERR_ARG for a class outside 0..4095. */
 SPAN_INLINE nsl_status sp_scan(const span_in *in, int mode, int64_t n, int64_t *mx, int64_t *ncls, nsl_error *err) {
   int64_t m = -1, nc = 0;
+  if (!in->cls && (mode & SP_L32)) {   /* int32 lanes only: a plain maximum, vectorised */
+    int32_t m32 = INT32_MIN;
+    for (int64_t i = 0; i < n; i++) m32 = in->L32[i] > m32 ? in->L32[i] : m32;
+    *mx = m32 < 0 ? -1 : m32, *ncls = 0;
+    return NSL_OK;
+  }
   if (!in->cls) {   /* lanes only: a plain maximum */
     for (int64_t i = 0; i < n; i++) {
       int64_t l = sp_lane(in, mode, i);
@@ -921,8 +927,9 @@ static int span_flush(span_out *o, const open_span *sp, int64_t q, int64_t ncls)
  * in x order within every lane (last: one slot per lane, -inf) and gives
  * up at the first that is not.  Returns 0, 1 when it gave up, -1 on out of
  * memory. */
-SPAN_INLINE int sp_merge(const span_in *in, int mode, int64_t n, const int64_t *p, double *last, open_span *st,
+SPAN_INLINE int sp_merge(const span_in *in_, int mode, int64_t n, const int64_t *p, double *last, open_span *st,
                          int64_t ncls, double tol, double max_len, span_out *out) {
+  const span_in loc = *in_, *in = &loc;   /* a local copy: its pointers stay in registers across the stores */
   const int fast = mode & SP_FAST, perm = fast ? (mode & SP_PERM) != 0 : p != NULL;
   const int64_t origin = in->o.origin, nc1 = ncls + 1;   /* in locals: the stores below cannot change them */
   const double scale = in->o.scale, offset = in->o.offset;
