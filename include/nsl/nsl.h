@@ -572,8 +572,10 @@ typedef struct nsl_lane_layout {
  * none of whose rows takes part).  A row's lane is its group's first lane
  * + its sub-row.  One walk over the rows in table order when every group is
  * in start order (else as nsl_nest_depth orders them), and no column of
- * group ids.  first, max_sub >= 0; the lanes must fit in int32.  Free out
- * with nsl_lane_layout_free. */
+ * group ids.  start and stop NULL: the rows are not ranges, and every row
+ * is on its group's first lane (the lanes of key tuples, e.g. a timeline's
+ * GPU streams).  first, max_sub >= 0; the lanes must fit in int32.  Free
+ * out with nsl_lane_layout_free. */
 nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const nsl_column *const *keys, int nkeys,
                           int64_t first, int64_t max_sub, nsl_lane_layout *out, nsl_error *err);
 void nsl_lane_layout_free(nsl_lane_layout *l);

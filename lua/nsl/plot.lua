@@ -865,20 +865,24 @@ function M.timeline(trace, opts)
   local rnames = report_names(trace)
   local multi = trace:nreports() > 1
   local lanes = {}
-  -- GPU lanes: (report, device, stream) over every table, sorted
+  -- GPU lanes: (report, device, stream) over every table, sorted; each part's tuples and the rank of each row's
+  -- tuple among them from C (no column of group ids)
   local parts = gpu_parts(trace, from, to, tables, counts)
   local gpu_keys, seen = {}, {}
   for _, p in ipairs(parts) do
-    local g = p.t:group_by("report", "device", "stream")
-    p.ids, p.keys, p.n_of = g:ids(), group_keys(g, {"report", "device", "stream"}), g:agg{"n=count"}.n
-    for _, key in ipairs(p.keys) do
-      local name = fmt("%s/%s/%s", key.report, key.device, key.stream)
+    local t = p.t
+    local lane, groups = nsl.nest_lanes(nil, nil, {t.report, t.device, t.stream}, 0, 1)
+    p.lane, p.names = lane, {}
+    for j = 1, #groups do
+      local r = groups.row[j] + 1
+      local report, device, stream = t.report[r], t.device[r], t.stream[r]
+      local name = fmt("%s/%s/%s", report, device, stream)
       if not seen[name] then
-        seen[name] = {report = key.report, device = key.device, stream = key.stream, events = 0}
+        seen[name] = {report = report, device = device, stream = stream, events = 0}
         gpu_keys[#gpu_keys + 1] = seen[name]
       end
-      seen[name].events = seen[name].events + p.n_of[key.id + 1]
-      key.name = name
+      seen[name].events = seen[name].events + groups.count[j]
+      p.names[j] = name
     end
   end
   table.sort(gpu_keys, key_order({"report", "device", "stream"}))
@@ -889,10 +893,13 @@ function M.timeline(trace, opts)
                 label = fmt("%sGPU %s stream %s", multi and (rnames[key.report] or key.report) .. " " or "",
                             tostring(key.device), tostring(key.stream))}
   end
-  for _, p in ipairs(parts) do   -- each row's lane, through its group
-    local remap = {}
-    for _, key in ipairs(p.keys) do remap[key.id + 1] = seen[key.name].lane end
-    p.lane = nsl.column(remap):cast("i32"):gather(p.ids)   -- int32 lanes: half the memory
+  for _, p in ipairs(parts) do   -- each row's lane: its rank, unless the part lacks some lanes
+    local remap, same = {}, true
+    for j, name in ipairs(p.names) do
+      remap[j] = seen[name].lane
+      same = same and remap[j] == j - 1
+    end
+    if not same then p.lane = nsl.column(remap):cast("i32"):gather(p.lane) end
   end
   -- NVTX lanes: (report, pid, tid), sub-rows by nesting depth
   local nv

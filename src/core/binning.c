@@ -531,6 +531,18 @@ static int64_t nest_in_order(nest_walk *w, const int64_t *S, const int64_t *E, c
   return m;
 }
 
+/* Rows 0..m-1 of groups G that are not ranges: each at depth 0 of its
+ * group, written as nest_in_order writes them (counted; provisional lanes
+ * when lanes_of >= 0).  Returns m. */
+static int64_t nest_flat(nest_walk *w, const int64_t *G, int64_t m, int64_t lanes_of, int32_t *d) {
+  for (int64_t i = 0; i < m; i++) {
+    nest_group *q = &w->grp[G[i]];
+    q->count++, q->deepest = 0;
+    d[i] = lanes_of < 0 ? 0 : lanes_of > 0 ? (int32_t)(G[i] * lanes_of) : NSL_NULL_I32;
+  }
+  return m;
+}
+
 /* The walk over every row of rw (groups below w->ngroups) in the order
  * order_rows gives (by start, or the table backwards), from scratch:
  * depths into d, NULL for rows left out. */
@@ -642,22 +654,25 @@ nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const
   const char *what = "nest lanes";
   if (!out) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
   memset(out, 0, sizeof *out);
-  nsl_status rc = check_rows(what, start, stop, NULL, NULL, err);
+  int ranges = start || stop;   /* else every row of a group on its first lane */
+  nsl_status rc = ranges ? check_rows(what, start, stop, NULL, NULL, err) : NSL_OK;
   if (rc != NSL_OK) return rc;
-  if (nkeys < 1 || nkeys > 16 || !keys) return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to 16 keys, not %d", what, nkeys);
+  if (nkeys < 1 || nkeys > 16 || !keys || !keys[0])
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to 16 key columns, not %d", what, nkeys);
+  int64_t n = ranges ? start->len : keys[0]->len;
   for (int k = 0; k < nkeys; k++)
-    if (keys[k] && keys[k]->len != start->len)
+    if (keys[k] && keys[k]->len != n)
       return nsl_error_set(err, NSL_ERR_ARG, "%s: key %d has %lld rows, the ranges %lld", what, k + 1,
-                           (long long)keys[k]->len, (long long)start->len);
+                           (long long)keys[k]->len, (long long)n);
   if (first < 0 || max_sub < 0)
     return nsl_error_set(err, NSL_ERR_ARG, "%s: the first lane (%lld) and the sub-rows (%lld) must be >= 0", what,
                          (long long)first, (long long)max_sub);
-  int64_t n = start->len, ids[NSL__GROUP_BLOCK], *G = NULL, *base = NULL, j0 = n;
+  int64_t ids[NSL__GROUP_BLOCK], *G = NULL, *base = NULL, j0 = n;
   int32_t *remap = NULL;
   nest_walk w = {0};
   nsl_column *order = NULL;
-  rows_i64 rw;
-  if (rows_load(what, start, stop, NULL, &rw, err) != NSL_OK) return err ? err->code : NSL_ERR_NOMEM;
+  rows_i64 rw = {0};
+  if (ranges && rows_load(what, start, stop, NULL, &rw, err) != NSL_OK) return err ? err->code : NSL_ERR_NOMEM;
   nsl__grouping *gr = nsl__grouping_new(keys, nkeys, err);
   if (!gr) goto fail;
   if (!(out->lane = nsl_column_new(NSL_I32, n, NULL))) goto nomem;
@@ -669,7 +684,8 @@ nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const
     int64_t ng = nsl__grouping_count(gr);
     if (nest_walk_groups(&w, ng) != 0) goto nomem;
     int64_t j = max_sub > 0 && ng > PROVISIONAL_LANES / max_sub ? 0
-                : nest_in_order(&w, rw.s + off, rw.e + off, ids, m, max_sub, d + off);
+                : ranges ? nest_in_order(&w, rw.s + off, rw.e + off, ids, m, max_sub, d + off)
+                         : nest_flat(&w, ids, m, max_sub, d + off);
     if (j < 0) goto nomem;
     if (j < m) {
       j0 = off + j;
@@ -684,8 +700,9 @@ nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const
     }
     if (nest_walk_groups(&w, nsl__grouping_count(gr)) != 0) goto nomem;
     rw.g = G;
-    if (nest_ordered(what, &rw, n, &w, d, err) != NSL_OK) goto fail;
+    if (ranges && nest_ordered(what, &rw, n, &w, d, err) != NSL_OK) goto fail;
     rw.g = NULL;
+    for (int64_t i = 0; i < n && !ranges; i++) d[i] = 0, w.grp[G[i]].deepest = 0;
     for (int64_t g = 0; g < w.ngroups; g++) w.grp[g].count = 0;
     for (int64_t i = 0; i < n; i++) w.grp[G[i]].count++;
   }

@@ -74,12 +74,13 @@ static int l_nest_depth(lua_State *L) {
 
 /* nsl.nest_lanes(start, stop, {key columns}, first, max_sub) -> i32 column:
  * the lane of every row (nested ranges of each key tuple on consecutive
- * lanes from first, at most max_sub each; NULL past them), and a table of
- * the groups in lane order (key order, NULL first) with columns row (where
- * the group first appears, 0-based, to read its keys), first_lane, lanes
- * and count (its rows). */
+ * lanes from first, at most max_sub each; NULL past them; start and stop
+ * nil: each key tuple on one lane), and a table of the groups in lane
+ * order (key order, NULL first) with columns row (where the group first
+ * appears, 0-based, to read its keys), first_lane, lanes and count (its
+ * rows). */
 static int l_nest_lanes(lua_State *L) {
-  nsl_column *start = nsl__checkcolumn(L, 1), *stop = nsl__checkcolumn(L, 2);
+  nsl_column *start = optcolumn(L, 1), *stop = optcolumn(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
   lua_Integer nk = luaL_len(L, 3);
   luaL_argcheck(L, nk >= 1 && nk <= 16, 3, "1 to 16 key columns");

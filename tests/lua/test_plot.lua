@@ -754,6 +754,9 @@ return {
     T.eq(table.concat(groups.lanes:totable(), ","), "1,2", "lanes per thread")
     T.eq(table.concat(groups.count:totable(), ","), "1,3", "rows per thread")
     T.raises(function() nsl.nest_lanes(nsl.column{0}, nsl.column{1}, {1}, 0, 8) end, "not a column", "bad key")
+    local one, g1 = nsl.nest_lanes(nil, nil, {nsl.column{3, 1, 3, 2}}, 5, 1)   -- not ranges: a lane per key
+    T.eq(table.concat(one:totable(), ","), "7,5,7,6", "a lane per key, in key order")
+    T.eq(table.concat(g1.count:totable(), ","), "1,1,2", "rows per key")
     T.eq(table.concat(nsl.overlapping_rows(nsl.column{0, 10, 20}, nsl.column{5, 15, 25}, 12, 21):totable(), ","),
          "1,2", "rows overlapping a window")
     T.eq(nsl.count_overlapping(nsl.column{0, 10, 20}, nsl.column{5, 15, 25}, 12, 21), 2, "their count")

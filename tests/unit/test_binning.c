@@ -559,7 +559,8 @@ static void test_nest_lanes_random(void **state) {
 
 /* Cases by hand: equal starts (the longer encloses, in either table order),
  * rows out of order after a first run in order, a NULL key, max_sub
- * cutting sub-rows, no rows, and bad arguments. */
+ * cutting sub-rows, no rows, many groups, rows that are not ranges, and
+ * bad arguments. */
 static void test_nest_lanes_hand(void **state) {
   (void)state;
   nsl_error err = {0};
@@ -631,6 +632,27 @@ static void test_nest_lanes_hand(void **state) {
   for (int64_t i = 0; i < NR * NT; i++) assert_int_equal(nsl_i32(md)[i], i % NR);
   nsl_column_release(md);
   nsl_column_release(mcs), nsl_column_release(mce), nsl_column_release(mct);
+  /* no ranges: each key tuple on one lane from lane 2, in key order (NULL first): (NULL,3) (0,7) (1,5) (1,7); also
+   * through the column of group ids (a huge max_sub), and with no lanes at all */
+  nsl_column *dv = FX_I32(1, 0, NSL_NULL_I32, 1, 0), *sm = FX_I64(7, 7, 3, 5, 7);
+  const nsl_column *gk[] = {dv, sm};
+  int64_t subs[] = {1, 8, (int64_t)1 << 30};
+  for (int v = 0; v < 3; v++) {
+    assert_int_equal(nsl_nest_lanes(NULL, NULL, gk, 2, 2, subs[v], &lo, &err), NSL_OK);
+    int32_t wl[] = {5, 3, 2, 4, 3};
+    for (int i = 0; i < 5; i++) assert_int_equal(nsl_i32(lo.lane)[i], wl[i]);
+    FX_EXPECT_I64(lo.row, 2, 1, 3, 0);
+    FX_EXPECT_I64(lo.first_lane, 2, 3, 4, 5);
+    FX_EXPECT_I64(lo.lanes, 1, 1, 1, 1);
+    FX_EXPECT_I64(lo.count, 1, 2, 1, 1);
+    nsl_lane_layout_free(&lo);
+  }
+  assert_int_equal(nsl_nest_lanes(NULL, NULL, gk, 2, 2, 0, &lo, &err), NSL_OK);
+  for (int i = 0; i < 5; i++) assert_int_equal(nsl_i32(lo.lane)[i], NSL_NULL_I32);
+  FX_EXPECT_I64(lo.lanes, 0, 0, 0, 0);
+  nsl_lane_layout_free(&lo);
+  assert_int_equal(nsl_nest_lanes(s, NULL, gk, 2, 0, 1, &lo, &err), NSL_ERR_ARG);   /* a start without a stop */
+  nsl_column_release(dv), nsl_column_release(sm);
   /* errors: lanes past int32, negative first or max_sub, float times, keys of another length, no keys */
   assert_int_equal(nsl_nest_lanes(s, e, keys, 1, INT32_MAX - 1, 8, &lo, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "int32"));
