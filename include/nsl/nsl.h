@@ -555,8 +555,8 @@ nsl_column *nsl_overlapping_rows(const nsl_column *start, const nsl_column *stop
 nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                            nsl_error *err);
 
-/* Lanes of a timeline for nested ranges, group after group (NVTX ranges
- * per thread), from nsl_nest_lanes. */
+/* Lanes of a timeline, group after group (NVTX ranges per thread, on a
+ * sub-row per nesting depth; GPU streams), from nsl_nest_lanes. */
 typedef struct nsl_lane_layout {
   nsl_column *lane;         /* I32 per row: its lane; NULL when left out or at a sub-row >= max_sub */
   nsl_column *row;          /* I64 per group, in lane order: the row where the group first appears */

@@ -641,7 +641,7 @@ static nsl_column *groups_in_key_order(const nsl__grouping *gr, const nsl_column
   return order;
 }
 
-#define PROVISIONAL_LANES ((int64_t)1 << 24)   /* groups x max_sub up to this: provisional lanes, no group ids */
+#define PROVISIONAL_LANES ((int64_t)1 << 20)   /* groups x max_sub up to this: provisional lanes, no group ids */
 
 /* nsl_nest_lanes: one walk in table order, a block of group ids at a time
  * (nsl__grouping), where each row keeps g * max_sub + its sub-row (a
@@ -662,7 +662,7 @@ nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const
   int64_t n = ranges ? start->len : keys[0]->len;
   for (int k = 0; k < nkeys; k++)
     if (keys[k] && keys[k]->len != n)
-      return nsl_error_set(err, NSL_ERR_ARG, "%s: key %d has %lld rows, the ranges %lld", what, k + 1,
+      return nsl_error_set(err, NSL_ERR_ARG, "%s: key %d has %lld rows, not %lld", what, k + 1,
                            (long long)keys[k]->len, (long long)n);
   if (first < 0 || max_sub < 0)
     return nsl_error_set(err, NSL_ERR_ARG, "%s: the first lane (%lld) and the sub-rows (%lld) must be >= 0", what,
@@ -736,8 +736,9 @@ nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const
     }
   } else if (ng && max_sub) {   /* provisional lane g * max_sub + sub -> base[g] + sub */
     if (!(remap = malloc((size_t)(ng * max_sub) * sizeof *remap))) goto nomem;
-    for (int64_t g = 0; g < ng; g++)
-      for (int64_t sub = 0; sub < max_sub; sub++) remap[g * max_sub + sub] = (int32_t)(base[g] + sub);
+    for (int64_t g = 0; g < ng; g++)   /* sub-rows past the deepest never occur */
+      for (int64_t sub = 0; sub < max_sub; sub++)
+        remap[g * max_sub + sub] = sub <= w.grp[g].deepest ? (int32_t)(base[g] + sub) : NSL_NULL_I32;
     for (int64_t i = 0; i < n; i++) d[i] = d[i] >= 0 ? remap[d[i]] : NSL_NULL_I32;
   }
   nsl_column_release(order);
