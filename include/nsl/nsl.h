@@ -557,6 +557,12 @@ nsl_column *nsl_busy_per_bin(const nsl_column *start, const nsl_column *stop, co
  * are integer columns of one length.  (A window holding every row needs no
  * selection.) */
 int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to);
+/* The rows that overlap [from, to) as nsl_count_overlapping counts them:
+ * their 0-based indices, ascending (NSL_I64; none when from or to is
+ * NULL).  One pass, no mask: a narrow window of a large table costs its
+ * rows, not the table's.  NULL and err filled for bad columns. */
+nsl_column *nsl_overlapping_rows(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to,
+                                 nsl_error *err);
 
 /* A sub-row per row such that rows of one group overlapping in time never
  * share one; for properly nested ranges (NVTX push/pop per thread) the
@@ -566,12 +572,30 @@ int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, i
 nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                            nsl_error *err);
 
-/* The lane of every row when each group owns consecutive lanes: base[g] +
- * sub[i] (g = group_of[i], sub e.g. from nsl_nest_depth); NULL where the
- * group is NULL, negative or >= nbase, base[g] is NSL_NULL_I64, or sub is
- * NULL, negative or >= max_sub.  Result NSL_I64. */
-nsl_column *nsl_sub_lanes(const nsl_column *group_of, const nsl_column *sub, const int64_t *base, int64_t nbase,
-                          int64_t max_sub, nsl_error *err);
+/* Lanes of a timeline, group after group (NVTX ranges per thread, on a
+ * sub-row per nesting depth; GPU streams), from nsl_nest_lanes. */
+typedef struct nsl_lane_layout {
+  nsl_column *lane;         /* I32 per row: its lane; NULL when left out or at a sub-row >= max_sub */
+  nsl_column *row;          /* I64 per group, in lane order: the row where the group first appears */
+  nsl_column *first_lane;   /* I64 per group: its first lane */
+  nsl_column *lanes;        /* I64 per group: how many lanes it owns */
+  nsl_column *count;        /* I64 per group: its rows (those left out too) */
+} nsl_lane_layout;
+/* Rows grouped by the tuple of keys[0..nkeys) (NULL is a value of its own,
+ * as in nsl_groupby) get their nsl_nest_depth sub-row within the group, and
+ * the groups, in the order of their key tuples (as nsl_argsort orders
+ * them: ascending, NULL first), own consecutive lanes from lane first on:
+ * as many as their deepest sub-row + 1, at most max_sub (0 for a group
+ * none of whose rows takes part).  A row's lane is its group's first lane
+ * + its sub-row.  One walk over the rows in table order when every group is
+ * in start order (else as nsl_nest_depth orders them), and no column of
+ * group ids.  start and stop NULL: the rows are not ranges, and every row
+ * is on its group's first lane (the lanes of key tuples, e.g. a timeline's
+ * GPU streams).  first, max_sub >= 0; the lanes must fit in int32.  Free
+ * out with nsl_lane_layout_free. */
+nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const nsl_column *const *keys, int nkeys,
+                          int64_t first, int64_t max_sub, nsl_lane_layout *out, nsl_error *err);
+void nsl_lane_layout_free(nsl_lane_layout *l);
 
 /* Spans merged for drawing (nsl_spans_merge). */
 typedef struct nsl_spans {
@@ -598,7 +622,8 @@ typedef struct nsl_span_opts {
  * it always joins.  busy / (x1 - x0) is the covered fraction of a merged
  * span (its opacity when drawn).  x0, x1: numeric columns; lane: integer
  * ids below the row count + NSL_SPANS_EXTRA_LANES; cls: integer ids
- * 0..4095 or NULL (at most 2^26 lanes x classes).  Rows with a NULL or
+ * 0..4095 (a bool column: 0 and 1) or NULL (at most 2^26 lanes x
+ * classes).  Rows with a NULL or
  * non-finite coordinate, x1 < x0, or a negative lane are dropped.  Rows
  * already in order within each lane are not sorted.  Free out with
  * nsl_spans_free. */

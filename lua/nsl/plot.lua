@@ -748,12 +748,10 @@ end
 local function window_rows(t, cols, from, to)
   if #t == 0 then return nil end
   local s = t:select(cols)
-  if nsl.count_overlapping(s.start, s.stop, from, to) == #s then return s end   -- every row: no mask, no copy
-  local inside = s.start:lt(to) & s.stop:gt(from)
-  local n = inside:count()
+  local n = nsl.count_overlapping(s.start, s.stop, from, to)
+  if n == #s then return s end   -- every row: no copy
   if n == 0 then return nil end
-  if n == #s then return s end   -- the window holds every row: no copy
-  return s:filter(inside)
+  return s:take(nsl.overlapping_rows(s.start, s.stop, from, to))   -- the rows inside, no masks
 end
 M.window_rows = window_rows
 
@@ -805,9 +803,8 @@ local function gpu_parts(trace, from, to, tables, counts)
       local nccl = k.name:match("^nccl")
       counts.nccl = nccl:count()
       counts.kernel = #k - counts.nccl
-      local class = nccl:cast("i64")   -- 0/1 to the class ids (with the ids as they are: the cast alone)
-      if CLASS.nccl - CLASS.kernel ~= 1 then class = class * (CLASS.nccl - CLASS.kernel) end
-      if CLASS.kernel ~= 0 then class = class + CLASS.kernel end
+      local class = nccl   -- the mask is the class (kernel 0, NCCL 1): no column of class ids
+      if CLASS.kernel ~= 0 or CLASS.nccl ~= 1 then class = nccl * (CLASS.nccl - CLASS.kernel) + CLASS.kernel end
       parts[#parts + 1] = {t = k, class = class, label = k.name}
     end
   end
@@ -817,9 +814,8 @@ local function gpu_parts(trace, from, to, tables, counts)
       local h2d, d2h = m.kind:eq("HtoD"), m.kind:eq("DtoH")
       counts.memcpy_htod, counts.memcpy_dtoh = h2d:count(), d2h:count()
       counts.memcpy_other = #m - counts.memcpy_htod - counts.memcpy_dtoh
-      parts[#parts + 1] = {t = m, class = h2d:cast("i64") * (CLASS.memcpy_htod - CLASS.memcpy_other) +
-                                          d2h:cast("i64") * (CLASS.memcpy_dtoh - CLASS.memcpy_other) +
-                                          CLASS.memcpy_other,
+      parts[#parts + 1] = {t = m, class = h2d * (CLASS.memcpy_htod - CLASS.memcpy_other) +
+                                          d2h * (CLASS.memcpy_dtoh - CLASS.memcpy_other) + CLASS.memcpy_other,
                            label = m.kind, prefix = "memcpy "}
     end
   end
@@ -864,25 +860,29 @@ function M.timeline(trace, opts)
   local tables = opts.tables or {"kernels", "memcpy", "memset", "nvtx"}
   local want_nvtx = false
   for _, n in ipairs(tables) do want_nvtx = want_nvtx or n == "nvtx" end
-  local maxd = floor(opts.max_depth or 8)
+  local maxd = max(0, floor(opts.max_depth or 8))
   local counts = {kernel = 0, nccl = 0, memcpy_htod = 0, memcpy_dtoh = 0, memcpy_other = 0, memset = 0, nvtx = 0}
   local rnames = report_names(trace)
   local multi = trace:nreports() > 1
   local lanes = {}
-  -- GPU lanes: (report, device, stream) over every table, sorted
+  -- GPU lanes: (report, device, stream) over every table, sorted; each part's tuples and the rank of each row's
+  -- tuple among them from C (no column of group ids)
   local parts = gpu_parts(trace, from, to, tables, counts)
   local gpu_keys, seen = {}, {}
   for _, p in ipairs(parts) do
-    local g = p.t:group_by("report", "device", "stream")
-    p.ids, p.keys, p.n_of = g:ids(), group_keys(g, {"report", "device", "stream"}), g:agg{"n=count"}.n
-    for _, key in ipairs(p.keys) do
-      local name = fmt("%s/%s/%s", key.report, key.device, key.stream)
+    local t = p.t
+    local lane, groups = nsl.nest_lanes(nil, nil, {t.report, t.device, t.stream}, 0, 1)
+    p.lane, p.names = lane, {}
+    for j = 1, #groups do
+      local r = groups.row[j] + 1
+      local report, device, stream = t.report[r], t.device[r], t.stream[r]
+      local name = fmt("%s/%s/%s", report, device, stream)
       if not seen[name] then
-        seen[name] = {report = key.report, device = key.device, stream = key.stream, events = 0}
+        seen[name] = {report = report, device = device, stream = stream, events = 0}
         gpu_keys[#gpu_keys + 1] = seen[name]
       end
-      seen[name].events = seen[name].events + p.n_of[key.id + 1]
-      key.name = name
+      seen[name].events = seen[name].events + groups.count[j]
+      p.names[j] = name
     end
   end
   table.sort(gpu_keys, key_order({"report", "device", "stream"}))
@@ -893,41 +893,39 @@ function M.timeline(trace, opts)
                 label = fmt("%sGPU %s stream %s", multi and (rnames[key.report] or key.report) .. " " or "",
                             tostring(key.device), tostring(key.stream))}
   end
-  for _, p in ipairs(parts) do   -- each row's lane, through its group
-    local remap = {}
-    for _, key in ipairs(p.keys) do remap[key.id + 1] = seen[key.name].lane end
-    p.lane = nsl.column(remap):gather(p.ids)
+  for _, p in ipairs(parts) do   -- each row's lane: its rank, unless the part lacks some lanes
+    local remap, same = {}, true
+    for j, name in ipairs(p.names) do
+      remap[j] = seen[name].lane
+      same = same and remap[j] == j - 1
+    end
+    if not same then p.lane = nsl.column(remap):cast("i32"):gather(p.lane) end
   end
   -- NVTX lanes: (report, pid, tid), sub-rows by nesting depth
   local nv
   if want_nvtx then nv = window_rows(trace.nvtx, {"report", "pid", "tid", "start", "stop", "text"}, from, to) end
   if nv then
     counts.nvtx = #nv
-    local g = nv:group_by("report", "pid", "tid")
-    local ids = g:ids()
-    local depth, deepest, n_of = nsl.nest_depth(nv.start, nv.stop, ids)
-    local keys = group_keys(g, {"report", "pid", "tid"})
-    table.sort(keys, key_order({"report", "pid", "tid"}))
+    -- rows by thread (key order), each on the sub-row of its nesting depth: lanes from C, no group ids
+    local keys = multi and {nv.report, nv.pid, nv.tid} or {nv.pid, nv.tid}   -- one report: one value
+    local lane, groups = nsl.nest_lanes(nv.start, nv.stop, keys, #lanes, maxd)
     local tnames = {}
     local th = trace.threads
     if #th > 0 then
       th:load{"report", "pid", "tid", "name"}
       for i = 1, #th do tnames[fmt("%s/%s/%s", th.report[i], th.pid[i], th.tid[i])] = th.name[i] end
     end
-    local base = {}
-    local next_lane = #lanes
-    for _, key in ipairs(keys) do
-      local rows = min(maxd, (deepest[key.id + 1] or 0) + 1)
-      base[key.id + 1] = next_lane
-      local tname = tnames[fmt("%s/%s/%s", key.report, key.pid, key.tid)]
-      lanes[#lanes + 1] = {kind = "nvtx", report = key.report, pid = key.pid, tid = key.tid, rows = rows,
-                           events = n_of[key.id + 1],
-                           label = fmt("%s%s", multi and (rnames[key.report] or key.report) .. " " or "",
-                                       tname and fmt("%s (%s)", tname, tostring(key.tid))
-                                             or fmt("pid %s tid %s", tostring(key.pid), tostring(key.tid)))}
-      next_lane = next_lane + rows
+    local first_row, nrows, n_of = groups.row, groups.lanes, groups.count
+    for i = 1, #groups do
+      local r = first_row[i] + 1
+      local report, pid, tid = nv.report[r], nv.pid[r], nv.tid[r]
+      local tname = tnames[fmt("%s/%s/%s", report, pid, tid)]
+      lanes[#lanes + 1] = {kind = "nvtx", report = report, pid = pid, tid = tid, rows = nrows[i], events = n_of[i],
+                           label = fmt("%s%s", multi and (rnames[report] or report) .. " " or "",
+                                       tname and fmt("%s (%s)", tname, tostring(tid))
+                                             or fmt("pid %s tid %s", tostring(pid), tostring(tid)))}
     end
-    parts[#parts + 1] = {t = nv, lane = nsl.sub_lanes(ids, depth, base, maxd), label = nv.text, nvtx = true}
+    parts[#parts + 1] = {t = nv, lane = lane, label = nv.text, nvtx = true}
   end
   -- layout: lane rows from the top
   local fs = opts.font_size or 11

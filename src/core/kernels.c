@@ -174,6 +174,22 @@ nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n) {
   if (!valid_col(c) || n < 0 || (n > 0 && !ids)) return NULL;
   nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
   if (!m || n == 0) return m;
+  uint8_t *o = nsl_bool(m);
+  if (c->type == NSL_STR || c->type == NSL_I32) {   /* small ids (strings): a table indexed by the value */
+    int64_t hi = -1;
+    for (int64_t j = 0; j < n; j++) hi = ids[j] != NSL_NULL_I64 && ids[j] > hi ? ids[j] : hi;
+    int small = hi < ((int64_t)1 << 24) || hi < c->len;
+    for (int64_t j = 0; j < n && small; j++) small = ids[j] == NSL_NULL_I64 || ids[j] >= 0;
+    uint8_t *in = small ? calloc((size_t)hi + 1, 1) : NULL;
+    if (in) {
+      for (int64_t j = 0; j < n; j++)
+        if (ids[j] != NSL_NULL_I64) in[ids[j]] = 1;
+      const int32_t *v = nsl_i32(c);   /* NULLs are negative */
+      for (int64_t i = 0; i < c->len; i++) o[i] = v[i] >= 0 && v[i] <= hi && in[v[i]];
+      free(in);
+      return m;
+    }
+  }
   /* open-addressing set of the ids; NSL_NULL_I64 marks an empty slot (a
    * NULL is never "in") */
   uint64_t cap = 16;
@@ -190,7 +206,6 @@ nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n) {
     while (set[s] != NSL_NULL_I64 && set[s] != ids[j]) s = (s + 1) & (cap - 1);
     set[s] = ids[j];
   }
-  uint8_t *o = nsl_bool(m);
   for (int64_t i = 0; i < c->len; i++) {
     int64_t x;
     if (c->type == NSL_F64) {

@@ -1,7 +1,8 @@
 /* lbinning.c -- the kernels behind figures and exports in Lua:
  * nsl.extent (min and max in one pass), nsl.bin_edges, nsl.busy_per_bin (utilisation heatmaps), nsl.nest_depth
- * (sub-rows of nested ranges), nsl.spans_merge (a timeline's level of
- * detail) and nsl.format_rows (JSON text from whole columns). */
+ * (sub-rows of nested ranges), nsl.nest_lanes (their lanes, group after group), nsl.spans_merge (a timeline's level of
+ * detail), nsl.count_overlapping and nsl.overlapping_rows (a window's rows) and nsl.format_rows (JSON text from whole
+ * columns). */
 #include <stdlib.h>
 
 #include "lua/lnsl.h"
@@ -71,25 +72,43 @@ static int l_nest_depth(lua_State *L) {
   return 3;
 }
 
-/* nsl.sub_lanes(group_ids, sub, base [, max_sub]) -> i64 column: the lane of
- * every row, base[id + 1] + sub (base: an array, the first lane of each
- * group), NULL where sub is NULL or at least max_sub. */
-static int l_sub_lanes(lua_State *L) {
-  nsl_column *groups = nsl__checkcolumn(L, 1), *sub = nsl__checkcolumn(L, 2);
+/* nsl.nest_lanes(start, stop, {key columns}, first, max_sub) -> i32 column:
+ * the lane of every row (nested ranges of each key tuple on consecutive
+ * lanes from first, at most max_sub each; NULL past them; start and stop
+ * nil: each key tuple on one lane), and a table of the groups in lane
+ * order (key order, NULL first) with columns row (where the group first
+ * appears, 0-based, to read its keys), first_lane, lanes and count (its
+ * rows). */
+static int l_nest_lanes(lua_State *L) {
+  nsl_column *start = optcolumn(L, 1), *stop = optcolumn(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
-  lua_Integer nbase = luaL_len(L, 3), max_sub = luaL_optinteger(L, 4, INT64_MAX);
-  luaL_argcheck(L, nbase >= 0 && nbase <= ((lua_Integer)1 << 31), 3, "too many groups");
-  int64_t *base = lua_newuserdatauv(L, (size_t)(nbase ? nbase : 1) * sizeof *base, 0);
-  for (lua_Integer g = 0; g < nbase; g++) {
-    lua_geti(L, 3, g + 1);
-    base[g] = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : NSL_NULL_I64;
-    lua_pop(L, 1);
+  lua_Integer nk = luaL_len(L, 3);
+  luaL_argcheck(L, nk >= 1 && nk <= 16, 3, "1 to 16 key columns");
+  const nsl_column *keys[16];
+  for (lua_Integer k = 0; k < nk; k++) {
+    lua_geti(L, 3, k + 1);
+    if (!(keys[k] = nsl__tocolumn(L, -1)))
+      return luaL_error(L, "nsl.nest_lanes: key %d is a %s, not a column", (int)k + 1, luaL_typename(L, -1));
+    lua_pop(L, 1);   /* still referenced by the table */
   }
+  lua_Integer first = luaL_checkinteger(L, 4), max_sub = luaL_checkinteger(L, 5);
+  nsl_table *t = nsl_table_new();
+  if (!t) return luaL_error(L, "out of memory");
+  nsl__pushtable(L, t, 0);   /* owned by Lua before anything can raise */
+  nsl_lane_layout lo;
   nsl_error err = {0};
-  nsl_column *c = nsl_sub_lanes(groups, sub, base, nbase, max_sub, &err);
-  if (!c) return luaL_error(L, "nsl.sub_lanes: %s", err.msg);
-  nsl__pushcolumn(L, c);
-  return 1;
+  if (nsl_nest_lanes(start, stop, keys, (int)nk, first, max_sub, &lo, &err) != NSL_OK)
+    return luaL_error(L, "nsl.nest_lanes: %s", err.msg);
+  const char *names[] = {"row", "first_lane", "lanes", "count"};
+  nsl_column *cols[] = {lo.row, lo.first_lane, lo.lanes, lo.count};
+  int ok = 1;
+  for (int k = 0; k < 4 && ok; k++) ok = nsl_table_add(t, names[k], cols[k], &err) >= 0;
+  nsl_table_set_nrows(t, lo.row->len);
+  nsl__pushcolumn(L, nsl_column_retain(lo.lane));
+  nsl_lane_layout_free(&lo);
+  if (!ok) return nsl__lua_error(L, &err);
+  lua_insert(L, -2);   /* the lanes, then the groups */
+  return 2;
 }
 
 /* nsl.spans_merge(x0, x1, lane [, class] [, {tol = 0, max_len = 0, origin = 0,
@@ -194,10 +213,27 @@ static int l_count_overlapping(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg funcs[] = {{"count_overlapping", l_count_overlapping}, {"extent", l_extent},{"bin_edges", l_bin_edges},   {"busy_per_bin", l_busy_per_bin},
-                                 {"nest_depth", l_nest_depth}, {"spans_merge", l_spans_merge},
-                                 {"sub_lanes", l_sub_lanes},
-                                 {"format_rows", l_format_rows}, {NULL, NULL}};
+/* nsl.overlapping_rows(start, stop, from, to) -> i64 column of the 0-based
+ * rows with start < to and stop > from (for t:take). */
+static int l_overlapping_rows(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *c = nsl_overlapping_rows(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), luaL_checkinteger(L, 3),
+                                       luaL_checkinteger(L, 4), &err);
+  if (!c) return luaL_error(L, "nsl.overlapping_rows: %s", err.msg);
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
+static const luaL_Reg funcs[] = {{"count_overlapping", l_count_overlapping},
+                                 {"overlapping_rows", l_overlapping_rows},
+                                 {"extent", l_extent},
+                                 {"bin_edges", l_bin_edges},
+                                 {"busy_per_bin", l_busy_per_bin},
+                                 {"nest_depth", l_nest_depth},
+                                 {"nest_lanes", l_nest_lanes},
+                                 {"spans_merge", l_spans_merge},
+                                 {"format_rows", l_format_rows},
+                                 {NULL, NULL}};
 
 int nsl__open_binning(lua_State *L) {
   luaL_setfuncs(L, funcs, 0);

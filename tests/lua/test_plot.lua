@@ -742,10 +742,24 @@ return {
          '{"a":1,"t":1.5,"s":"x"},{"a":2,"t":2,"s":"y\\""}', "format_rows")
     T.raises(function() nsl.format_rows("%d", {}) end, "conversions", "too few columns")
     T.raises(function() nsl.busy_per_bin(nsl.column{0}, nsl.column{1}, nil, 1, 5, 5, 1) end, "empty", "bad range")
-    local lanes = nsl.sub_lanes(nsl.column{0, 1, 1, 0}, nsl.column{0, 0, 1, 3}, {10, 20}, 3)
-    T.eq(lanes[1], 10, "lane of group 0")
-    T.eq(lanes[3], 21, "second sub-row of group 1")
-    T.eq(lanes[4], nil, "past max_sub")
+    -- thread 1: [0,100) > [10,50) > [20,30); thread 0: [5,8); lanes from 10, at most 2 sub-rows per thread
+    local lanes, groups = nsl.nest_lanes(nsl.column{0, 10, 20, 5}, nsl.column{100, 50, 30, 8},
+                                         {nsl.column{1, 1, 1, 0}}, 10, 2)
+    T.eq(lanes[4], 10, "thread 0 first (key order)")
+    T.eq(lanes[1], 11, "thread 1 next")
+    T.eq(lanes[2], 12, "second sub-row of thread 1")
+    T.eq(lanes[3], nil, "past max_sub")
+    T.eq(table.concat(groups.row:totable(), ","), "3,0", "first row of each thread")
+    T.eq(table.concat(groups.first_lane:totable(), ","), "10,11", "first lanes")
+    T.eq(table.concat(groups.lanes:totable(), ","), "1,2", "lanes per thread")
+    T.eq(table.concat(groups.count:totable(), ","), "1,3", "rows per thread")
+    T.raises(function() nsl.nest_lanes(nsl.column{0}, nsl.column{1}, {1}, 0, 8) end, "not a column", "bad key")
+    local one, g1 = nsl.nest_lanes(nil, nil, {nsl.column{3, 1, 3, 2}}, 5, 1)   -- not ranges: a lane per key
+    T.eq(table.concat(one:totable(), ","), "7,5,7,6", "a lane per key, in key order")
+    T.eq(table.concat(g1.count:totable(), ","), "1,1,2", "rows per key")
+    T.eq(table.concat(nsl.overlapping_rows(nsl.column{0, 10, 20}, nsl.column{5, 15, 25}, 12, 21):totable(), ","),
+         "1,2", "rows overlapping a window")
+    T.eq(nsl.count_overlapping(nsl.column{0, 10, 20}, nsl.column{5, 15, 25}, 12, 21), 2, "their count")
     local tr = assert(nsl.open(nccl))
     local a, b = nsl.extent(tr.kernels.dur)
     T.eq(a, T.sql1(nccl, "SELECT min(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "extent min")
@@ -806,6 +820,29 @@ return {
         T.eq(deepest[gi], deep, "deepest of thread " .. keys.tid[gi] .. " in " .. name .. " order")
         T.eq(count[gi], per[keys.tid[gi]], "ranges of thread " .. keys.tid[gi])
       end
+      -- lanes: threads in tid order from lane 3, each min(4, deepest + 1) sub-rows
+      local lane, groups = nsl.nest_lanes(tab.start, tab.stop, {tab.tid}, 3, 4)
+      local tids, deep_of = {}, {}
+      for k, i in ipairs(ord) do
+        if not deep_of[tid[i]] then tids[#tids + 1] = tid[i] end
+        deep_of[tid[i]] = math.max(deep_of[tid[i]] or -1, want[i])
+      end
+      table.sort(tids)
+      local base, next_lane = {}, 3
+      for j, th in ipairs(tids) do
+        base[th] = next_lane
+        T.eq(groups.first_lane[j], next_lane, "first lane of thread " .. th .. " in " .. name .. " order")
+        T.eq(groups.count[j], per[th], "rows of thread " .. th)
+        T.eq(t[groups.row[j] + 1], th, "a row of thread " .. th)
+        next_lane = next_lane + math.min(4, deep_of[th] + 1)
+      end
+      bad = 0
+      for k, i in ipairs(ord) do
+        local twin = twins[fmt("%d/%d/%d", tid[i], ss[i], ee[i])] > 1
+        local w = want[i] < 4 and base[tid[i]] + want[i] or nil
+        if not twin and lane[k] ~= w then bad = bad + 1 end
+      end
+      T.eq(bad, 0, "lanes in " .. name .. " order")
     end
   end},
 }

@@ -376,32 +376,305 @@ static void test_depth_in_order_then_not(void **state) {
   }
 }
 
-/* ---- sub-lanes ---------------------------------------------------------------------- */
+/* ---- lanes of nested ranges ---------------------------------------------------------- */
 
-static void test_sub_lanes(void **state) {
+/* Order of two key tuples as the lanes take them: by each key in turn,
+ * ascending, NULL (nul[k] set) first. */
+static int tuple_cmp(const int64_t *a, const int *an, const int64_t *b, const int *bn, int nk) {
+  for (int k = 0; k < nk; k++) {
+    if (an[k] != bn[k]) return an[k] ? -1 : 1;
+    if (!an[k] && a[k] != b[k]) return a[k] < b[k] ? -1 : 1;
+  }
+  return 0;
+}
+
+/* nsl_nest_lanes against its definition, computed the slow way: groups are
+ * the distinct key tuples; a row's depth is 1 + the depth of the row of
+ * its group visited last before it (visits by start, longer first, table
+ * order among identical ranges) that is still open at its start (stop >
+ * start), 0 when none is; groups in key order own min(max_sub, deepest +
+ * 1) lanes from `first` on.  keys[k][i] with nul[k][i] set is NULL; ss,
+ * ee: the ranges (NULL_I64 allowed). */
+static void nest_lanes_reference(int64_t n, int nk, int64_t keys[][160], int nul[][160], const int64_t *ss,
+                                 const int64_t *ee, int64_t first, int64_t max_sub, int64_t *lane, int64_t *ngroups,
+                                 int64_t *grow, int64_t *gfirst, int64_t *glanes, int64_t *gcount) {
+  int64_t group[160], ng = 0, rep[160], depth[160], deepest[160], visit[160], nv = 0;
+  for (int64_t i = 0; i < n; i++) {   /* groups by first appearance, each with the row that names it */
+    int64_t ti[16], tj[16];
+    int ni[16], nj[16];
+    for (int k = 0; k < nk; k++) ti[k] = keys[k][i], ni[k] = nul[k][i];
+    group[i] = -1;
+    for (int64_t g = 0; g < ng && group[i] < 0; g++) {
+      for (int k = 0; k < nk; k++) tj[k] = keys[k][rep[g]], nj[k] = nul[k][rep[g]];
+      if (tuple_cmp(ti, ni, tj, nj, nk) == 0) group[i] = g;
+    }
+    if (group[i] < 0) rep[ng] = i, group[i] = ng++;
+  }
+  for (int64_t i = 0; i < n; i++)   /* the rows that take part, in visiting order (insertion: stable) */
+    if (ss[i] != NSL_NULL_I64 && ee[i] != NSL_NULL_I64 && ee[i] >= ss[i]) {
+      int64_t z = nv++;
+      while (z > 0 && (ss[visit[z - 1]] > ss[i] || (ss[visit[z - 1]] == ss[i] && ee[visit[z - 1]] < ee[i]))) {
+        visit[z] = visit[z - 1];
+        z--;
+      }
+      visit[z] = i;
+    }
+  for (int64_t g = 0; g < ng; g++) deepest[g] = -1;
+  for (int64_t i = 0; i < n; i++) depth[i] = -1;
+  for (int64_t v = 0; v < nv; v++) {
+    int64_t i = visit[v], d = 0;
+    for (int64_t u = v - 1; u >= 0; u--)
+      if (group[visit[u]] == group[i] && ee[visit[u]] > ss[i]) {
+        d = depth[visit[u]] + 1;
+        break;
+      }
+    depth[i] = d;
+    if (d > deepest[group[i]]) deepest[group[i]] = d;
+  }
+  int64_t order[160], base[160];
+  for (int64_t g = 0; g < ng; g++) {   /* groups in key order */
+    int64_t z = g;
+    while (z > 0) {
+      int64_t ta[16], tb[16];
+      int na[16], nb[16];
+      for (int k = 0; k < nk; k++)
+        ta[k] = keys[k][rep[order[z - 1]]], na[k] = nul[k][rep[order[z - 1]]], tb[k] = keys[k][rep[g]],
+        nb[k] = nul[k][rep[g]];
+      if (tuple_cmp(ta, na, tb, nb, nk) <= 0) break;
+      order[z] = order[z - 1];
+      z--;
+    }
+    order[z] = g;
+  }
+  int64_t next = first;
+  for (int64_t j = 0; j < ng; j++) {
+    int64_t g = order[j], k = deepest[g] + 1 < max_sub ? deepest[g] + 1 : max_sub, count = 0;
+    for (int64_t i = 0; i < n; i++) count += group[i] == g;
+    base[g] = next;
+    grow[j] = rep[g], gfirst[j] = next, glanes[j] = k, gcount[j] = count;
+    next += k;
+  }
+  for (int64_t i = 0; i < n; i++)
+    lane[i] = depth[i] >= 0 && depth[i] < max_sub ? base[group[i]] + depth[i] : NSL_NULL_I64;
+  *ngroups = ng;
+}
+
+/* Random rows against the reference: nested ranges (shuffled: the rows are
+ * ordered first) or crossing ones (in start order: the walk in table
+ * order), one to three keys of either integer type with NULLs and
+ * constants, rows left out, max_sub from 0 to past the depth and huge (the
+ * path through a column of group ids), lanes from an offset. */
+static void test_nest_lanes_random(void **state) {
+  (void)state;
+  fx_seed(31);
+  nsl_error err = {0};
+  for (int round = 0; round < 300; round++) {
+    int64_t n = 0, cap = 150, nk = fx_range(1, 3), nthreads = fx_range(1, 4);
+    static int64_t keys[3][160];
+    static int nul[3][160];
+    int64_t ss[160], ee[160], tid[160];
+    int crossing = round % 3 == 2, shuffle = !crossing && round % 2;
+    for (int64_t t = 0; t < nthreads && n < cap; t++) {   /* nested: recursive splitting, per thread */
+      int64_t stack_s[32], stack_e[32], top = 0;
+      stack_s[top] = 0, stack_e[top++] = 2000;
+      while (top > 0 && n < cap) {
+        top--;
+        int64_t cur = stack_s[top], pe = stack_e[top], kids = fx_range(0, 3);
+        for (int64_t k = 0; k < kids && top < 30 && n < cap; k++) {
+          int64_t a0 = cur + fx_range(0, 30), z = a0 + fx_range(1, 300);
+          if (z > pe) break;
+          ss[n] = a0, ee[n] = z, tid[n] = t, n++;
+          stack_s[top] = a0, stack_e[top++] = z;
+          cur = z;
+        }
+      }
+    }
+    if (crossing)
+      for (int64_t i = 0; i < n; i++) ss[i] = fx_range(0, 600), ee[i] = ss[i] + fx_range(0, 90);
+    if (shuffle)
+      for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = fx_range(0, i), a = ss[i], b = ee[i], c = tid[i];
+        ss[i] = ss[j], ee[i] = ee[j], tid[i] = tid[j];
+        ss[j] = a, ee[j] = b, tid[j] = c;
+      }
+    else   /* by start, longer first: every group in order, so the one walk in table order */
+      for (int64_t i = 1; i < n; i++) {
+        int64_t a = ss[i], b = ee[i], c = tid[i], z = i;
+        while (z > 0 && (ss[z - 1] > a || (ss[z - 1] == a && ee[z - 1] < b))) {
+          ss[z] = ss[z - 1], ee[z] = ee[z - 1], tid[z] = tid[z - 1];
+          z--;
+        }
+        ss[z] = a, ee[z] = b, tid[z] = c;
+      }
+    for (int64_t i = 0; i < n; i++) {
+      int r = (int)fx_range(0, 30);   /* rows left out (a NULL stop keeps the order of the walk) */
+      if (r == 0) ee[i] = NSL_NULL_I64;
+      if (r == 1 && !shuffle && !crossing) ee[i] = ss[i] - 1;
+    }
+    nsl_column *kc[3];
+    for (int k = 0; k < nk; k++) {   /* key k: a function of the thread (several threads may share a tuple) */
+      int32_t v32[160];
+      int64_t v64[160];
+      int64_t mode = fx_range(0, 3), type32 = fx_range(0, 1);
+      for (int64_t i = 0; i < n; i++) {
+        int64_t v = mode == 0 ? 7 : mode == 1 ? tid[i] * 1000 - 1500 : mode == 2 ? tid[i] % 2 : -tid[i];
+        nul[k][i] = mode == 3 && tid[i] == 1;
+        keys[k][i] = nul[k][i] ? 0 : v;
+        v32[i] = nul[k][i] ? NSL_NULL_I32 : (int32_t)v;
+        v64[i] = nul[k][i] ? NSL_NULL_I64 : v;
+      }
+      kc[k] = type32 ? fx_i32(n, v32) : fx_i64(n, v64);
+    }
+    int64_t first = fx_range(0, 5), max_sub = round % 7 == 0 ? (int64_t)1 << 30 : fx_range(0, 5);
+    int64_t want[160], ng = 0, wrow[160], wfirst[160], wlanes[160], wcount[160];
+    nest_lanes_reference(n, (int)nk, keys, nul, ss, ee, first, max_sub, want, &ng, wrow, wfirst, wlanes, wcount);
+    nsl_column *s = fx_i64(n, ss), *e = fx_i64(n, ee);
+    nsl_lane_layout lo;
+    if (nsl_nest_lanes(s, e, (const nsl_column *const *)kc, (int)nk, first, max_sub, &lo, &err) != NSL_OK)
+      fail_msg("round %d: %s", round, err.msg);
+    assert_int_equal(lo.lane->type, NSL_I32);
+    assert_int_equal(lo.lane->len, n);
+    assert_int_equal(lo.row->len, ng);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t got = nsl_i32(lo.lane)[i] == NSL_NULL_I32 ? NSL_NULL_I64 : nsl_i32(lo.lane)[i];
+      int twin = 0;   /* identical ranges of one group may swap their sub-rows when the rows are ordered */
+      for (int64_t q = 0; q < n && shuffle; q++) twin |= q != i && tid[q] == tid[i] && ss[q] == ss[i] && ee[q] == ee[i];
+      if (got != want[i] && !twin)
+        fail_msg("round %d row %lld [%lld,%lld) thread %lld: lane %lld, want %lld", round, (long long)i,
+                 (long long)ss[i], (long long)ee[i], (long long)tid[i], (long long)got, (long long)want[i]);
+    }
+    for (int64_t j = 0; j < ng; j++) {
+      assert_int_equal(nsl_i64(lo.row)[j], wrow[j]);
+      assert_int_equal(nsl_i64(lo.first_lane)[j], wfirst[j]);
+      assert_int_equal(nsl_i64(lo.lanes)[j], wlanes[j]);
+      assert_int_equal(nsl_i64(lo.count)[j], wcount[j]);
+    }
+    nsl_lane_layout_free(&lo);
+    nsl_lane_layout_free(&lo);   /* idempotent */
+    nsl_column_release(s);
+    nsl_column_release(e);
+    for (int k = 0; k < nk; k++) nsl_column_release(kc[k]);
+  }
+}
+
+/* Cases by hand: equal starts (the longer encloses, in either table order),
+ * rows out of order after a first run in order, a NULL key, max_sub
+ * cutting sub-rows, no rows, many groups, rows that are not ranges, and
+ * bad arguments. */
+static void test_nest_lanes_hand(void **state) {
   (void)state;
   nsl_error err = {0};
-  int64_t base[] = {0, 3, NSL_NULL_I64};
-  nsl_column *g = FX_I64(0, 1, 1, 2, -1, NSL_NULL_I64, 0, 5), *d = FX_I32(2, 0, 1, 0, 0, 0, NSL_NULL_I32, 0);
-  nsl_column *l = nsl_sub_lanes(g, d, base, 3, 2, &err);
-  FX_EXPECT_I64(l, NSL_NULL_I64 /* sub 2 >= max */, 3, 4, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64,
-                NSL_NULL_I64);
-  nsl_column_release(l);
-  l = nsl_sub_lanes(g, d, base, 3, INT64_MAX, &err);
-  assert_int_equal(nsl_i64(l)[0], 2);
-  nsl_column_release(l);
-  nsl_column *f = FX_F64(1), *s1 = FX_I64(1);
-  assert_null(nsl_sub_lanes(f, f, base, 3, 2, &err));
-  assert_int_equal(err.code, NSL_ERR_ARG);
-  assert_null(nsl_sub_lanes(g, s1, base, 3, 2, &err));
-  assert_null(nsl_sub_lanes(g, d, NULL, 3, 2, &err));
-  nsl_column *all[] = {g, d, f, s1};
+  nsl_lane_layout lo;
+  /* thread 5: A [0,100) > B [10,50) > C [20,30); D [60,90) in A.  thread NULL: F [0,10) and G [0,40) (G encloses
+   * F, listed after it); the last row [5,6) of thread 5 is out of order (the walk gives up there). */
+  nsl_column *s = FX_I64(0, 0, 10, 0, 20, 60, 5), *e = FX_I64(100, 10, 50, 40, 30, 90, 6);
+  nsl_column *t = FX_I32(5, NSL_NULL_I32, 5, NSL_NULL_I32, 5, 5, 5);
+  const nsl_column *keys[] = {t};
+  assert_int_equal(nsl_nest_lanes(s, e, keys, 1, 3, 8, &lo, &err), NSL_OK);
+  /* NULL thread first: lanes 3 (G), 4 (F); thread 5: lanes 5.. (A 5, B 6, C 7, D 6, [5,6) in A at 6) */
+  int32_t want[] = {5, 4, 6, 3, 7, 6, 6};
+  for (int i = 0; i < 7; i++) assert_int_equal(nsl_i32(lo.lane)[i], want[i]);
+  FX_EXPECT_I64(lo.row, 1, 0);
+  FX_EXPECT_I64(lo.first_lane, 3, 5);
+  FX_EXPECT_I64(lo.lanes, 2, 3);
+  FX_EXPECT_I64(lo.count, 2, 5);
+  nsl_lane_layout_free(&lo);
+  /* without the last row: only G, as early as F and longer, breaks the walk in table order */
+  nsl_column *s6 = FX_I64(0, 0, 10, 0, 20, 60), *e6 = FX_I64(100, 10, 50, 40, 30, 90);
+  nsl_column *t6 = FX_I64(5, NSL_NULL_I64, 5, NSL_NULL_I64, 5, 5);
+  const nsl_column *keys6[] = {t6};
+  assert_int_equal(nsl_nest_lanes(s6, e6, keys6, 1, 3, 8, &lo, &err), NSL_OK);
+  for (int i = 0; i < 6; i++) assert_int_equal(nsl_i32(lo.lane)[i], want[i]);
+  nsl_lane_layout_free(&lo);
+  /* at most 2 sub-rows: C (depth 2) has no lane; a NULL stop takes none but counts */
+  nsl_column *e2 = FX_I64(100, 10, 50, 40, 30, NSL_NULL_I64, 6);
+  assert_int_equal(nsl_nest_lanes(s, e2, keys, 1, 0, 2, &lo, &err), NSL_OK);
+  int32_t want2[] = {2, 1, 3, 0, NSL_NULL_I32, NSL_NULL_I32, 3};
+  for (int i = 0; i < 7; i++) assert_int_equal(nsl_i32(lo.lane)[i], want2[i]);
+  FX_EXPECT_I64(lo.lanes, 2, 2);
+  FX_EXPECT_I64(lo.count, 2, 5);
+  nsl_lane_layout_free(&lo);
+  /* max_sub 0: no lanes at all */
+  assert_int_equal(nsl_nest_lanes(s, e, keys, 1, 0, 0, &lo, &err), NSL_OK);
+  for (int i = 0; i < 7; i++) assert_int_equal(nsl_i32(lo.lane)[i], NSL_NULL_I32);
+  FX_EXPECT_I64(lo.lanes, 0, 0);
+  nsl_lane_layout_free(&lo);
+  /* no rows */
+  nsl_column *z = nsl_column_new(NSL_I64, 0, NULL);
+  const nsl_column *zk[] = {z, z};
+  assert_int_equal(nsl_nest_lanes(z, z, zk, 2, 0, 8, &lo, &err), NSL_OK);
+  assert_int_equal(lo.lane->len, 0);
+  assert_int_equal(lo.row->len, 0);
+  nsl_lane_layout_free(&lo);
+  /* i32 times, one key of one value: one group */
+  nsl_column *s32 = FX_I32(0, 1, 3), *e32 = FX_I32(5, 2, 4), *one = FX_I64(9, 9, 9);
+  const nsl_column *ok1[] = {one};
+  assert_int_equal(nsl_nest_lanes(s32, e32, ok1, 1, 0, 8, &lo, &err), NSL_OK);
+  assert_int_equal(nsl_i32(lo.lane)[0], 0);
+  assert_int_equal(nsl_i32(lo.lane)[1], 1);
+  assert_int_equal(nsl_i32(lo.lane)[2], 1);
+  nsl_lane_layout_free(&lo);
+  /* many threads, one after the other, each with five nested ranges, the outermost open to the end: threads
+   * keep coming while earlier ones have ranges open (their state moves as it grows); thread t owns lanes
+   * 5t..5t+4 */
+  enum { NT = 300, NR = 5 };
+  int64_t ms[NR * NT], me[NR * NT], mt[NR * NT];
+  for (int64_t th = 0; th < NT; th++)
+    for (int64_t k = 0; k < NR; k++)
+      ms[th * NR + k] = th * 100 + k, me[th * NR + k] = k ? th * 100 + 60 - k : 1000000 - th, mt[th * NR + k] = th;
+  nsl_column *mcs = fx_i64(NR * NT, ms), *mce = fx_i64(NR * NT, me), *mct = fx_i64(NR * NT, mt);
+  const nsl_column *mk[] = {mct};
+  assert_int_equal(nsl_nest_lanes(mcs, mce, mk, 1, 0, 8, &lo, &err), NSL_OK);
+  for (int64_t i = 0; i < NR * NT; i++) assert_int_equal(nsl_i32(lo.lane)[i], NR * mt[i] + i % NR);
+  assert_int_equal(lo.row->len, NT);
+  nsl_lane_layout_free(&lo);
+  nsl_column *md = nsl_nest_depth(mcs, mce, mct, &err);
+  for (int64_t i = 0; i < NR * NT; i++) assert_int_equal(nsl_i32(md)[i], i % NR);
+  nsl_column_release(md);
+  nsl_column_release(mcs), nsl_column_release(mce), nsl_column_release(mct);
+  /* no ranges: each key tuple on one lane from lane 2, in key order (NULL first): (NULL,3) (0,7) (1,5) (1,7); also
+   * through the column of group ids (a huge max_sub), and with no lanes at all */
+  nsl_column *dv = FX_I32(1, 0, NSL_NULL_I32, 1, 0), *sm = FX_I64(7, 7, 3, 5, 7);
+  const nsl_column *gk[] = {dv, sm};
+  int64_t subs[] = {1, 8, (int64_t)1 << 30};
+  for (int v = 0; v < 3; v++) {
+    assert_int_equal(nsl_nest_lanes(NULL, NULL, gk, 2, 2, subs[v], &lo, &err), NSL_OK);
+    int32_t wl[] = {5, 3, 2, 4, 3};
+    for (int i = 0; i < 5; i++) assert_int_equal(nsl_i32(lo.lane)[i], wl[i]);
+    FX_EXPECT_I64(lo.row, 2, 1, 3, 0);
+    FX_EXPECT_I64(lo.first_lane, 2, 3, 4, 5);
+    FX_EXPECT_I64(lo.lanes, 1, 1, 1, 1);
+    FX_EXPECT_I64(lo.count, 1, 2, 1, 1);
+    nsl_lane_layout_free(&lo);
+  }
+  assert_int_equal(nsl_nest_lanes(NULL, NULL, gk, 2, 2, 0, &lo, &err), NSL_OK);
+  for (int i = 0; i < 5; i++) assert_int_equal(nsl_i32(lo.lane)[i], NSL_NULL_I32);
+  FX_EXPECT_I64(lo.lanes, 0, 0, 0, 0);
+  nsl_lane_layout_free(&lo);
+  assert_int_equal(nsl_nest_lanes(s, NULL, gk, 2, 0, 1, &lo, &err), NSL_ERR_ARG);   /* a start without a stop */
+  nsl_column_release(dv), nsl_column_release(sm);
+  /* errors: lanes past int32, negative first or max_sub, float times, keys of another length, no keys */
+  assert_int_equal(nsl_nest_lanes(s, e, keys, 1, INT32_MAX - 1, 8, &lo, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "int32"));
+  assert_null(lo.lane);
+  assert_int_equal(nsl_nest_lanes(s, e, keys, 1, -1, 8, &lo, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_nest_lanes(s, e, keys, 1, 0, -1, &lo, &err), NSL_ERR_ARG);
+  nsl_column *f = FX_F64(1, 2, 3, 4, 5, 6, 7);
+  assert_int_equal(nsl_nest_lanes(f, e, keys, 1, 0, 8, &lo, &err), NSL_ERR_ARG);
+  const nsl_column *short_keys[] = {one};
+  assert_int_equal(nsl_nest_lanes(s, e, short_keys, 1, 0, 8, &lo, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_nest_lanes(s, e, keys, 0, 0, 8, &lo, &err), NSL_ERR_ARG);
+  const nsl_column *null_key[] = {NULL};
+  assert_int_equal(nsl_nest_lanes(s, e, null_key, 1, 0, 8, &lo, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_nest_lanes(s, e, keys, 1, 0, 8, NULL, &err), NSL_ERR_ARG);
+  nsl_column *all[] = {s, e, t, s6, e6, t6, e2, z, s32, e32, one, f};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
 }
 
-/* Rows overlapping a window against the definition, row by row, on both the
- * all-int64 loop and the generic one (an int32 stop column), NULLs, touching
- * ends (start == to and stop == from do not overlap) and bad arguments. */
+/* Rows overlapping a window (their count and the rows themselves) against
+ * the definition, row by row, on both the all-int64 loop and the generic
+ * one (an int32 stop column), NULLs, touching ends (start == to and stop ==
+ * from do not overlap), a NULL bound, many rows and bad arguments. */
 static void test_count_overlapping(void **state) {
   (void)state;
   nsl_column *s = FX_I64(0, 10, 20, NSL_NULL_I64, 5, 30, 15), *e = FX_I64(10, 20, 30, 8, NSL_NULL_I64, 30, 40);
@@ -415,11 +688,38 @@ static void test_count_overlapping(void **state) {
     }
     assert_int_equal(nsl_count_overlapping(s, e, from, to), want);
     assert_int_equal(nsl_count_overlapping(s, e32, from, to), want);
+    nsl_error err = {0};
+    for (int v = 0; v < 2; v++) {   /* the rows themselves, ascending, on both loops */
+      nsl_column *rows = nsl_overlapping_rows(s, v ? e32 : e, from, to, &err);
+      assert_non_null(rows);
+      assert_int_equal(rows->type, NSL_I64);
+      assert_int_equal(rows->len, want);
+      int64_t k = 0;
+      for (int64_t i = 0; i < s->len; i++) {
+        int64_t a = nsl_i64(s)[i], b = nsl_i64(e)[i];
+        if (a != NSL_NULL_I64 && b != NSL_NULL_I64 && a < to && b > from) assert_int_equal(nsl_i64(rows)[k++], i);
+      }
+      nsl_column_release(rows);
+    }
   }
   assert_int_equal(nsl_count_overlapping(s, e, 0, 40), 5);   /* a zero-length row inside the window counts */
   nsl_column *f = FX_F64(1.0), *one = FX_I64(1);
   assert_int_equal(nsl_count_overlapping(f, e, 0, 1), -1);
   assert_int_equal(nsl_count_overlapping(s, one, 0, 1), -1);
+  nsl_error err = {0};
+  assert_null(nsl_overlapping_rows(f, e, 0, 1, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_null(nsl_overlapping_rows(s, one, 0, 1, &err));
+  nsl_column *none = nsl_overlapping_rows(s, e, NSL_NULL_I64, 40, &err);   /* nothing compares with NULL */
+  assert_int_equal(none->len, 0);
+  nsl_column_release(none);
+  /* many rows (the output grows): every other one of 5000 */
+  nsl_column *ms = nsl_column_new(NSL_I64, 5000, NULL), *me = nsl_column_new(NSL_I64, 5000, NULL);
+  for (int64_t i = 0; i < 5000; i++) nsl_i64(ms)[i] = i % 2 ? 100 : 0, nsl_i64(me)[i] = i % 2 ? 200 : 50;
+  nsl_column *half = nsl_overlapping_rows(ms, me, 60, 150, &err);
+  assert_int_equal(half->len, 2500);
+  for (int64_t k = 0; k < 2500; k++) assert_int_equal(nsl_i64(half)[k], 2 * k + 1);
+  nsl_column_release(half), nsl_column_release(ms), nsl_column_release(me);
   nsl_column *all[] = {s, e, e32, f, one};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
 }
@@ -596,12 +896,119 @@ static void test_spans_random(void **state) {
   }
 }
 
+/* Integer spans through each fast path of the merge (int64 or int32 lanes
+ * and classes, or no classes), against the coverage of the input per
+ * (lane, class): every row that takes part is counted once, the busy parts
+ * add up to the union (tol 0: no span reaches past its rows), merged spans
+ * of one lane and class never overlap; and every column type gives the
+ * same spans.  Rows in x order except a late one (the merge in table order
+ * gives up there and starts again sorted), NULL lanes and times dropped,
+ * NULL classes a class of their own, a bool column as classes 0 and 1,
+ * and more spans than the first output block holds. */
+static void test_spans_types(void **state) {
+  (void)state;
+  fx_seed(9);
+  nsl_error err = {0};
+  for (int round = 0; round < 40; round++) {
+    int64_t n = round % 10 == 9 ? 3000 : fx_range(0, 150), nl = fx_range(1, 4), nc = fx_range(1, 3);
+    int64_t *a = malloc((size_t)(n + 1) * sizeof *a), *b = malloc((size_t)(n + 1) * sizeof *b);
+    int64_t *ln = malloc((size_t)(n + 1) * sizeof *ln), *cl = malloc((size_t)(n + 1) * sizeof *cl);
+    int32_t *ln32 = malloc((size_t)(n + 1) * sizeof *ln32), *cl32 = malloc((size_t)(n + 1) * sizeof *cl32);
+    int64_t x = 0;
+    for (int64_t i = 0; i < n; i++) {   /* in x order; far apart when n is large (no merging) */
+      x += n > 1000 ? 10 : fx_range(0, 3);
+      a[i] = x, b[i] = x + (n > 1000 ? 2 : fx_range(0, 8));
+      ln[i] = fx_range(0, nl - 1), cl[i] = fx_range(0, nc - 1);
+      int r = (int)fx_range(0, 25);
+      if (r == 0) ln[i] = NSL_NULL_I64;
+      if (r == 1) cl[i] = NSL_NULL_I64;
+      if (r == 2) b[i] = NSL_NULL_I64;
+      ln32[i] = ln[i] == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)ln[i];
+      cl32[i] = cl[i] == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)cl[i];
+    }
+    if (round % 2 && n > 4) {   /* a late row early in x: out of order */
+      int64_t j = n - 2;
+      a[j] = 0, b[j] = 5;
+    }
+    double tol = round % 3 == 0 ? 0 : (double)fx_range(0, 4);
+    nsl_column *c0 = fx_i64(n, a), *c1 = fx_i64(n, b), *l64 = fx_i64(n, ln), *l32 = fx_i32(n, ln32);
+    nsl_column *k64 = fx_i64(n, cl), *k32 = fx_i32(n, cl32);
+    nsl_column *lanes[2] = {l64, l32}, *classes[3] = {k64, k32, NULL};
+    nsl_spans ref = {0};
+    for (int v = 0; v < 6; v++) {
+      nsl_spans sp;
+      nsl_column *cls = classes[v % 3];
+      assert_int_equal(nsl_spans_merge(c0, c1, lanes[v / 3], cls, SPO(tol, 0), &sp, &err), NSL_OK);
+      int64_t counted = 0, want_count = 0;
+      for (int64_t i = 0; i < n; i++) want_count += ln[i] != NSL_NULL_I64 && b[i] != NSL_NULL_I64 && b[i] >= a[i];
+      for (int64_t k = 0; k < sp.x0->len; k++) {
+        int64_t l = nsl_i64(sp.lane)[k], c = nsl_i64(sp.cls)[k];
+        double s0 = nsl_f64(sp.x0)[k], s1 = nsl_f64(sp.x1)[k], busy = 0;
+        counted += nsl_i64(sp.count)[k];
+        if (!cls) assert_int_equal(c, NSL_NULL_I64);
+        for (int64_t q = k + 1; q < sp.x0->len; q++)
+          if (nsl_i64(sp.lane)[q] == l && nsl_i64(sp.cls)[q] == c && nsl_f64(sp.x0)[q] < s1 && s0 < nsl_f64(sp.x1)[q])
+            fail_msg("round %d variant %d: spans %lld and %lld overlap", round, v, (long long)k, (long long)q);
+        for (int64_t t = (int64_t)s0; t < (int64_t)s1 && n <= 200; t++) {   /* busy: the ns some row covers */
+          int covered = 0;
+          for (int64_t i = 0; i < n && !covered; i++)
+            covered = ln[i] == l && (!cls || cl[i] == c) && b[i] != NSL_NULL_I64 && a[i] <= t && t < b[i];
+          busy += covered;
+        }
+        if (fabs(busy - nsl_f64(sp.busy)[k]) > 1e-9 && tol == 0 && n <= 200)
+          fail_msg("round %d variant %d span %lld: busy %g, want %g", round, v, (long long)k, nsl_f64(sp.busy)[k], busy);
+      }
+      assert_int_equal(counted, want_count);
+      if (v % 3 < 2) {   /* with classes: the same spans whatever the column types */
+        if (v == 0) ref = sp;
+        else {
+          assert_int_equal(sp.x0->len, ref.x0->len);
+          for (int64_t k = 0; k < sp.x0->len; k++) {
+            assert_true(nsl_f64(sp.x0)[k] == nsl_f64(ref.x0)[k] && nsl_f64(sp.x1)[k] == nsl_f64(ref.x1)[k]);
+            assert_true(nsl_f64(sp.busy)[k] == nsl_f64(ref.busy)[k]);
+            assert_int_equal(nsl_i64(sp.lane)[k], nsl_i64(ref.lane)[k]);
+            assert_int_equal(nsl_i64(sp.cls)[k], nsl_i64(ref.cls)[k]);
+            assert_int_equal(nsl_i64(sp.count)[k], nsl_i64(ref.count)[k]);
+            assert_int_equal(nsl_i64(sp.row)[k], nsl_i64(ref.row)[k]);
+          }
+        }
+      }
+      if (n > 1000 && v == 2) assert_true(sp.x0->len > 2000);   /* far apart: nothing merges */
+      if (v != 0) nsl_spans_free(&sp);
+    }
+    nsl_spans_free(&ref);
+    {   /* a bool column as classes 0 and 1: the same spans as those ids in an int64 column */
+      uint8_t *kb = malloc((size_t)(n + 1));
+      int64_t *k01 = malloc((size_t)(n + 1) * sizeof *k01);
+      for (int64_t i = 0; i < n; i++) kb[i] = cl[i] == 1, k01[i] = cl[i] == 1;
+      nsl_column *cb = fx_bool(n, kb), *c01 = fx_i64(n, k01);
+      nsl_spans sb, s01;
+      assert_int_equal(nsl_spans_merge(c0, c1, l32, cb, SPO(tol, 0), &sb, &err), NSL_OK);
+      assert_int_equal(nsl_spans_merge(c0, c1, l32, c01, SPO(tol, 0), &s01, &err), NSL_OK);
+      assert_int_equal(sb.x0->len, s01.x0->len);
+      for (int64_t k = 0; k < sb.x0->len; k++) {
+        assert_true(nsl_f64(sb.x0)[k] == nsl_f64(s01.x0)[k] && nsl_f64(sb.busy)[k] == nsl_f64(s01.busy)[k]);
+        assert_int_equal(nsl_i64(sb.cls)[k], nsl_i64(s01.cls)[k]);
+        assert_int_equal(nsl_i64(sb.count)[k], nsl_i64(s01.count)[k]);
+      }
+      nsl_spans_free(&sb), nsl_spans_free(&s01);
+      nsl_column_release(cb), nsl_column_release(c01);
+      free(kb), free(k01);
+    }
+    nsl_column *all[] = {c0, c1, l64, l32, k64, k32};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
+    free(a), free(b), free(ln), free(cl), free(ln32), free(cl32);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_edges),        cmocka_unit_test(test_busy_hand),  cmocka_unit_test(test_busy_random),
       cmocka_unit_test(test_depth_hand),   cmocka_unit_test(test_depth_random),
       cmocka_unit_test(test_depth_in_order_then_not), cmocka_unit_test(test_spans_hand),
-      cmocka_unit_test(test_spans_random), cmocka_unit_test(test_sub_lanes),
+      cmocka_unit_test(test_spans_random), cmocka_unit_test(test_spans_types),
+      cmocka_unit_test(test_nest_lanes_random),
+      cmocka_unit_test(test_nest_lanes_hand),
       cmocka_unit_test(test_count_overlapping),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

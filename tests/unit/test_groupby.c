@@ -179,17 +179,26 @@ static void test_groupby_random_reference(void **state) {
 }
 
 /* Integer keys only, in small ranges (a direct table): the positions are
- * read straight from the columns; NULLs, negative values and mixed I32 /
- * I64 keys against the brute force. */
+ * read straight from the columns; NULLs, negative values, mixed I32 / I64
+ * keys, keys of one value (not read), all NULL, or one value and NULLs,
+ * against the brute force. */
 static void test_groupby_int_keys_reference(void **state) {
   (void)state;
   fx_seed(4242);
-  for (int trial = 0; trial < 60; trial++) {
+  for (int trial = 0; trial < 90; trial++) {
     int64_t n = fx_range(1, 3000);
     int nk = (int)fx_range(1, 4);
     nsl_column *cols[4];
-    for (int k = 0; k < nk; k++)
-      cols[k] = random_col(fx_range(0, 1) ? NSL_I32 : NSL_I64, n, NULL, fx_range(1, 30));
+    for (int k = 0; k < nk; k++) {
+      nsl_type t = fx_range(0, 1) ? NSL_I32 : NSL_I64;
+      int64_t kind = fx_range(0, 5), v = fx_range(-3, 3);
+      cols[k] = random_col(t, n, NULL, fx_range(1, 30));
+      for (int64_t i = 0; kind < 3 && i < n; i++) {   /* 0: one value; 1: all NULL; 2: one value and NULLs */
+        int null = kind == 1 || (kind == 2 && i % 7 == 3);
+        if (t == NSL_I32) nsl_i32(cols[k])[i] = null ? NSL_NULL_I32 : (int32_t)v;
+        else nsl_i64(cols[k])[i] = null ? NSL_NULL_I64 : v;
+      }
+    }
     check_groups((const nsl_column *const *)cols, nk);
     for (int k = 0; k < nk; k++) nsl_column_release(cols[k]);
   }

@@ -190,6 +190,21 @@ static void test_isin_isnull(void **state) {
   for (int i = 0; i < 2100; i++) assert_int_equal(nsl_bool(m)[i], i < 2000 && i % 2 == 0);
   nsl_column_release(m);
   nsl_column_release(big);
+  /* int32 values through a table of the ids (small ids) or the hash set (negative or huge ids), NULLs never in */
+  nsl_column *c32 = FX_I32(INT32_MAX, NSL_NULL_I32, -5, 0, 7);
+  m = nsl_col_isin(c32, (int64_t[]){7, 0, NSL_NULL_I64}, 3);
+  FX_EXPECT_BOOL(m, 0, 0, 0, 1, 1);
+  nsl_column_release(m);
+  m = nsl_col_isin(c32, (int64_t[]){-5, 7, NSL_NULL_I64}, 3);
+  FX_EXPECT_BOOL(m, 0, 0, 1, 0, 1);
+  nsl_column_release(m);
+  m = nsl_col_isin(c32, (int64_t[]){INT32_MAX, 0}, 2);
+  FX_EXPECT_BOOL(m, 1, 0, 0, 1, 0);
+  nsl_column_release(m);
+  m = nsl_col_isin(c32, (int64_t[]){NSL_NULL_I64}, 1);
+  FX_EXPECT_BOOL(m, 0, 0, 0, 0, 0);
+  nsl_column_release(m);
+  nsl_column_release(c32);
   m = nsl_col_isnull(c);
   FX_EXPECT_BOOL(m, 0, 1, 0, 0, 0);
   nsl_column_release(m);
