@@ -180,12 +180,48 @@ static uint64_t estimate_groups(key_col *keys, int nk, int64_t n) {
   return distinct;
 }
 
+/* The least and greatest non-NULL value of x[0..n) as order codes via
+ * code(), where NULL is null0, the type's least value (so any other value
+ * raises the maximum); lo > hi when every value is NULL.  Min and max in
+ * the column's own type, so the loop vectorizes. */
+#define NATIVE_RANGE(T, x, n, null0, tmax, code)                                                     \
+  do {                                                                                             \
+    T mn = tmax, mx = null0;                                                                       \
+    for (int64_t i = 0; i < (n); i++) {                                                            \
+      T y = (x)[i];                                                                                \
+      mn = y != (null0) && y < mn ? y : mn;                                                        \
+      mx = y > mx ? y : mx;                                                                        \
+    }                                                                                              \
+    if (mx != (null0)) {                                                                           \
+      lo = code(mn);                                                                               \
+      hi = code(mx);                                                                               \
+    }                                                                                              \
+  } while (0)
+
 /* The least and greatest non-NULL code of a key over n rows (lo > hi when
  * every row is NULL). */
 static void key_range(key_col *k, int64_t n, uint64_t *lo_out, uint64_t *hi_out) {
   uint64_t lo = UINT64_MAX, hi = 0;
-  if (direct_key(k))
-    FOR_DIRECT_CODES(k->col, 0, n, {
+  const nsl_column *col = k->col;
+  if (k->mode == KEY_EQ && col->type == NSL_I64)
+    NATIVE_RANGE(int64_t, nsl_i64(col), n, NSL_NULL_I64, INT64_MAX, nsl__ocode_i64);
+  else if (k->mode == KEY_EQ && col->type == NSL_I32)
+    NATIVE_RANGE(int32_t, nsl_i32(col), n, NSL_NULL_I32, INT32_MAX, nsl__ocode_i32);
+  else if (k->mode == KEY_EQ && col->type == NSL_STR) {   /* any negative id is NULL */
+    const int32_t *x = nsl_i32(col);
+    int32_t mn = INT32_MAX, mx = -1;
+    for (int64_t i = 0; i < n; i++) {
+      int32_t y = x[i];
+      mn = y >= 0 && y < mn ? y : mn;
+      mx = y > mx ? y : mx;
+    }
+    if (mx >= 0) {
+      lo = (uint64_t)mn + 1;
+      hi = (uint64_t)mx + 1;
+    }
+  }
+  else if (direct_key(k))
+    FOR_DIRECT_CODES(col, 0, n, {
       lo = c && c < lo ? c : lo;
       hi = c > hi ? c : hi;
     });
@@ -204,6 +240,7 @@ static void key_range(key_col *k, int64_t n, uint64_t *lo_out, uint64_t *hi_out)
   *lo_out = lo;
   *hi_out = hi;
 }
+#undef NATIVE_RANGE
 
 /* Reads the keys' ranges: radix numbers when their spans (each plus a NULL
  * slot) multiply to at most 2^64, and a direct table indexed by them when
