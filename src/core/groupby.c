@@ -11,10 +11,12 @@
  * Tuples too wide for one number are hashed and compared key by key.
  * Group ids are given in order of first appearance.  Memory grows with the
  * number of groups, never per row. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/parallel.h"
 
 #define BLOCK NSL__GROUP_BLOCK   /* rows per block of codes */
 
@@ -178,12 +180,48 @@ static uint64_t estimate_groups(key_col *keys, int nk, int64_t n) {
   return distinct;
 }
 
+/* The least and greatest non-NULL value of x[0..n) as order codes via
+ * code(), where NULL is null0, the type's least value (so any other value
+ * raises the maximum); lo > hi when every value is NULL.  Min and max in
+ * the column's own type, so the loop vectorizes. */
+#define NATIVE_RANGE(T, x, n, null0, tmax, code)                                                     \
+  do {                                                                                             \
+    T mn = tmax, mx = null0;                                                                       \
+    for (int64_t i = 0; i < (n); i++) {                                                            \
+      T y = (x)[i];                                                                                \
+      mn = y != (null0) && y < mn ? y : mn;                                                        \
+      mx = y > mx ? y : mx;                                                                        \
+    }                                                                                              \
+    if (mx != (null0)) {                                                                           \
+      lo = code(mn);                                                                               \
+      hi = code(mx);                                                                               \
+    }                                                                                              \
+  } while (0)
+
 /* The least and greatest non-NULL code of a key over n rows (lo > hi when
  * every row is NULL). */
 static void key_range(key_col *k, int64_t n, uint64_t *lo_out, uint64_t *hi_out) {
   uint64_t lo = UINT64_MAX, hi = 0;
-  if (direct_key(k))
-    FOR_DIRECT_CODES(k->col, 0, n, {
+  const nsl_column *col = k->col;
+  if (k->mode == KEY_EQ && col->type == NSL_I64)
+    NATIVE_RANGE(int64_t, nsl_i64(col), n, NSL_NULL_I64, INT64_MAX, nsl__ocode_i64);
+  else if (k->mode == KEY_EQ && col->type == NSL_I32)
+    NATIVE_RANGE(int32_t, nsl_i32(col), n, NSL_NULL_I32, INT32_MAX, nsl__ocode_i32);
+  else if (k->mode == KEY_EQ && col->type == NSL_STR) {   /* any negative id is NULL */
+    const int32_t *x = nsl_i32(col);
+    int32_t mn = INT32_MAX, mx = -1;
+    for (int64_t i = 0; i < n; i++) {
+      int32_t y = x[i];
+      mn = y >= 0 && y < mn ? y : mn;
+      mx = y > mx ? y : mx;
+    }
+    if (mx >= 0) {
+      lo = (uint64_t)mn + 1;
+      hi = (uint64_t)mx + 1;
+    }
+  }
+  else if (direct_key(k))
+    FOR_DIRECT_CODES(col, 0, n, {
       lo = c && c < lo ? c : lo;
       hi = c > hi ? c : hi;
     });
@@ -202,6 +240,7 @@ static void key_range(key_col *k, int64_t n, uint64_t *lo_out, uint64_t *hi_out)
   *lo_out = lo;
   *hi_out = hi;
 }
+#undef NATIVE_RANGE
 
 /* Reads the keys' ranges: radix numbers when their spans (each plus a NULL
  * slot) multiply to at most 2^64, and a direct table indexed by them when
@@ -609,6 +648,40 @@ void nsl__grouping_free(nsl__grouping *gr) {
 
 /* ---- join ------------------------------------------------------------------------ */
 
+/* The probe of a join cut into parts of the left rows, run at once (the
+ * table is only read). */
+typedef struct probe_run {
+  const key_table *t;
+  key_col *lk;
+  int64_t nl, nparts;
+  int64_t *out;
+  atomic_int failed;
+} probe_run;
+
+static void probe_part(void *ctx, int part) {
+  probe_run *pr = ctx;
+  const key_table *t = pr->t;
+  int nk = t->nk, direct = all_direct(t, pr->lk);
+  int64_t lo = pr->nl * part / pr->nparts, hi = pr->nl * (part + 1) / pr->nparts, gb[BLOCK];
+  uint64_t *buf = direct ? NULL : malloc((size_t)nk * BLOCK * sizeof *buf), *tup = malloc((size_t)nk * sizeof *tup);
+  if ((!direct && !buf) || !tup) {
+    atomic_store(&pr->failed, 1);
+    goto done;
+  }
+  for (int64_t off = lo; off < hi; off += BLOCK) {
+    int64_t m = hi - off < BLOCK ? hi - off : BLOCK;
+    if (!direct)
+      for (int k = 0; k < nk; k++) key_codes(&pr->lk[k], off, m, buf + (size_t)k * BLOCK);
+    key_table_probe(t, pr->lk, buf, off, m, tup, gb);
+    if (t->slot_rows) memcpy(pr->out + off, gb, (size_t)m * sizeof *gb);
+    else
+      for (int64_t i = 0; i < m; i++) pr->out[off + i] = gb[i] < 0 ? -1 : t->first_row[gb[i]];
+  }
+done:
+  free(buf);
+  free(tup);
+}
+
 nsl_column *nsl_join_index(const nsl_column *const *left, const nsl_column *const *right, int nkeys,
                            nsl_error *err) {
   if (nsl__check_keys(left, nkeys, "join (left keys)", err) != NSL_OK ||
@@ -619,7 +692,6 @@ nsl_column *nsl_join_index(const nsl_column *const *left, const nsl_column *cons
   nsl_column *res = NULL;
   key_table t;
   int built = 0;
-  uint64_t *buf = NULL, *tup = NULL;
   if (!lk || !rk) goto nomem;
   for (int k = 0; k < nkeys; k++) {
     const nsl_column *l = left[k], *r = right[k];
@@ -642,21 +714,13 @@ nsl_column *nsl_join_index(const nsl_column *const *left, const nsl_column *cons
   }
   if (key_table_build(&t, rk, nkeys, nr, 1, NULL, err) != NSL_OK) goto fail;
   built = 1;
-  res = nsl_column_new(NSL_I64, nl, NULL);
-  buf = malloc((size_t)nkeys * BLOCK * sizeof *buf);
-  if (!res || !buf) goto nomem;
-  if (!(tup = malloc((size_t)nkeys * sizeof *tup))) goto nomem;
-  int64_t *o = nsl_i64(res), gb[BLOCK];
-  int direct = all_direct(&t, lk);
-  for (int64_t off = 0; off < nl; off += BLOCK) {
-    int64_t m = nl - off < BLOCK ? nl - off : BLOCK;
-    if (!direct)
-      for (int k = 0; k < nkeys; k++) key_codes(&lk[k], off, m, buf + (size_t)k * BLOCK);
-    key_table_probe(&t, lk, direct ? NULL : buf, off, m, tup, gb);
-    if (t.slot_rows) memcpy(o + off, gb, (size_t)m * sizeof *gb);
-    else
-      for (int64_t i = 0; i < m; i++) o[off + i] = gb[i] < 0 ? -1 : t.first_row[gb[i]];
-  }
+  if (!(res = nsl_column_new(NSL_I64, nl, NULL))) goto nomem;
+  int xlate = 0;   /* translated string keys fill a lookup cache as they go: one part */
+  for (int k = 0; k < nkeys; k++) xlate |= lk[k].mode == KEY_XLATE;
+  int threads = xlate || nl < 65536 ? 1 : nsl__thread_count(64);
+  probe_run pr = {&t, lk, nl, threads > 1 ? 4 * threads : 1, nsl_i64(res), 0};
+  nsl__run_parallel((int)pr.nparts, threads, probe_part, &pr);
+  if (atomic_load(&pr.failed)) goto nomem;
   goto done;
 nomem:
   nsl_error_set(err, NSL_ERR_NOMEM, "join: out of memory (%lld and %lld rows)", (long long)nl, (long long)nr);
@@ -665,8 +729,6 @@ fail:
   res = NULL;
 done:
   if (built) key_table_free(&t);
-  free(buf);
-  free(tup);
   for (int k = 0; lk && k < nkeys; k++) free(lk[k].xl);
   free(lk);
   free(rk);

@@ -769,6 +769,71 @@ static void test_key_table_modes_reference(void **state) {
   nsl_dict_release(d);
 }
 
+/* A join big enough to probe in parts on several threads: (report, corr)
+ * of ops against calls with wide, sparse correlation ids, duplicates on the
+ * right (the first row wins) and keys that match nothing, against a
+ * reference from sorting the right side. */
+typedef struct ref_key {
+  int64_t report, corr, row;
+} ref_key;
+
+static int cmp_ref_key(const void *a, const void *b) {
+  const ref_key *x = a, *y = b;
+  if (x->report != y->report) return x->report < y->report ? -1 : 1;
+  if (x->corr != y->corr) return x->corr < y->corr ? -1 : 1;
+  return (x->row > y->row) - (x->row < y->row);
+}
+
+static void test_join_large_parallel(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  fx_seed(77);
+  int64_t nr = 150000, nl = 200000;
+  nsl_column *rrep = nsl_column_new(NSL_I32, nr, NULL), *rcorr = nsl_column_new(NSL_I64, nr, NULL);
+  nsl_column *lrep = nsl_column_new(NSL_I32, nl, NULL), *lcorr = nsl_column_new(NSL_I64, nl, NULL);
+  ref_key *ref = malloc((size_t)nr * sizeof *ref);
+  for (int64_t i = 0; i < nr; i++) {
+    nsl_i32(rrep)[i] = (int32_t)fx_range(0, 3);
+    nsl_i64(rcorr)[i] = fx_range(0, 9) == 0 ? NSL_NULL_I64 : fx_range(0, 3000000) * 331;
+    ref[i] = (ref_key){nsl_i32(rrep)[i], nsl_i64(rcorr)[i], i};
+  }
+  qsort(ref, (size_t)nr, sizeof *ref, cmp_ref_key);
+  for (int64_t i = 0; i < nl; i++) {
+    int64_t from = fx_range(0, nr - 1);
+    int hit = fx_range(0, 3) > 0;
+    nsl_i32(lrep)[i] = hit ? nsl_i32(rrep)[from] : (int32_t)fx_range(0, 5);
+    nsl_i64(lcorr)[i] = hit ? nsl_i64(rcorr)[from] : fx_range(-5, 3000000) * 331 + fx_range(0, 1);
+  }
+  const nsl_column *left[2] = {lrep, lcorr}, *right[2] = {rrep, rcorr};
+  for (int threads = 1; threads <= 3; threads += 2) {
+    setenv("NSL_THREADS", threads == 1 ? "1" : "3", 1);
+    nsl_column *j = nsl_join_index(left, right, 2, &err);
+    assert_non_null(j);
+    for (int64_t i = 0; i < nl; i++) {
+      int64_t want = -1;
+      if (nsl_i64(lcorr)[i] != NSL_NULL_I64) {
+        ref_key k = {nsl_i32(lrep)[i], nsl_i64(lcorr)[i], -1};
+        int64_t a = 0, b = nr;   /* first ref entry >= k: the lowest row of equal keys */
+        while (a < b) {
+          int64_t mid = (a + b) / 2;
+          if (cmp_ref_key(&ref[mid], &k) < 0) a = mid + 1;
+          else b = mid;
+        }
+        if (a < nr && ref[a].report == k.report && ref[a].corr == k.corr) want = ref[a].row;
+      }
+      if (nsl_i64(j)[i] != want)
+        fail_msg("threads %d row %lld: %lld, want %lld", threads, (long long)i, (long long)nsl_i64(j)[i], (long long)want);
+    }
+    nsl_column_release(j);
+  }
+  unsetenv("NSL_THREADS");
+  free(ref);
+  nsl_column_release(rrep);
+  nsl_column_release(rcorr);
+  nsl_column_release(lrep);
+  nsl_column_release(lcorr);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_groupby_hand),
@@ -783,6 +848,7 @@ int main(void) {
       cmocka_unit_test(test_join_hand),
       cmocka_unit_test(test_join_random_reference),
       cmocka_unit_test(test_key_table_modes_reference),
+      cmocka_unit_test(test_join_large_parallel),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
