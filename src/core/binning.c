@@ -741,17 +741,14 @@ nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const
         remap[g * max_sub + sub] = sub <= w.grp[g].deepest ? (int32_t)(base[g] + sub) : NSL_NULL_I32;
     for (int64_t i = 0; i < n; i++) d[i] = d[i] >= 0 ? remap[d[i]] : NSL_NULL_I32;
   }
-  nsl_column_release(order);
-  free(base);
-  free(remap);
-  free(G);
-  nest_walk_free(&w);
-  nsl__grouping_free(gr);
-  rows_free(&rw);
-  return NSL_OK;
+  rc = NSL_OK;
+  goto done;
 nomem:
   nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
 fail:
+  rc = err ? err->code : NSL_ERR_NOMEM;
+  nsl_lane_layout_free(out);
+done:
   nsl_column_release(order);
   free(base);
   free(remap);
@@ -759,8 +756,7 @@ fail:
   nest_walk_free(&w);
   nsl__grouping_free(gr);
   rows_free(&rw);
-  nsl_lane_layout_free(out);
-  return err ? err->code : NSL_ERR_NOMEM;
+  return rc;
 }
 
 void nsl_spans_free(nsl_spans *s) {
