@@ -307,6 +307,26 @@ static int32_t depth_by_definition(const int64_t *ss, const int64_t *ee, const i
   return want;
 }
 
+/* Appends properly nested ranges of group g to rows n.. of ss, ee, gg (at
+ * most cap rows in all), made by recursive splitting as push/pop makes
+ * them; returns the new row count. */
+static int64_t nested_ranges(int64_t *ss, int64_t *ee, int64_t *gg, int64_t n, int64_t cap, int64_t g) {
+  int64_t stack_s[32], stack_e[32], top = 0;
+  stack_s[top] = 0, stack_e[top++] = 2000;
+  while (top > 0 && n < cap) {
+    top--;
+    int64_t cur = stack_s[top], pe = stack_e[top], kids = fx_range(0, 3);
+    for (int64_t k = 0; k < kids && top < 30 && n < cap; k++) {
+      int64_t a0 = cur + fx_range(0, 30), z = a0 + fx_range(1, 300);
+      if (z > pe) break;
+      ss[n] = a0, ee[n] = z, gg[n] = g, n++;
+      stack_s[top] = a0, stack_e[top++] = z;
+      cur = z;
+    }
+  }
+  return n;
+}
+
 /* Properly nested ranges in start order (longer first among equal starts)
  * within each group: the one walk in table order, with rows left out (NULL
  * start, stop before start, NULL group) inside it; then the same rows with
@@ -320,21 +340,7 @@ static void test_depth_in_order_then_not(void **state) {
   for (int round = 0; round < 30; round++) {
     int64_t n = 0, cap = 300, ngroups = fx_range(1, 3);
     int64_t *ss = malloc(cap * sizeof *ss), *ee = malloc(cap * sizeof *ee), *gg = malloc(cap * sizeof *gg);
-    for (int64_t gi = 0; gi < ngroups; gi++) {   /* nested: recursive splitting, as push/pop makes */
-      int64_t stack_s[32], stack_e[32], top = 0;
-      stack_s[top] = 0, stack_e[top++] = 2000;
-      while (top > 0 && n < cap) {
-        top--;
-        int64_t cur = stack_s[top], pe = stack_e[top], kids = fx_range(0, 3);
-        for (int64_t k = 0; k < kids && top < 30 && n < cap; k++) {
-          int64_t a0 = cur + fx_range(0, 30), z = a0 + fx_range(1, 300);
-          if (z > pe) break;
-          ss[n] = a0, ee[n] = z, gg[n] = gi, n++;
-          stack_s[top] = a0, stack_e[top++] = z;
-          cur = z;
-        }
-      }
-    }
+    for (int64_t gi = 0; gi < ngroups; gi++) n = nested_ranges(ss, ee, gg, n, cap, gi);
     nsl_column *s0 = fx_i64(n, ss), *e0 = fx_i64(n, ee);
     const nsl_column *keys[2] = {s0, e0};
     int desc[2] = {0, 1};
@@ -474,21 +480,7 @@ static void test_nest_lanes_random(void **state) {
     static int nul[3][160];
     int64_t ss[160], ee[160], tid[160];
     int crossing = round % 3 == 2, shuffle = !crossing && round % 2;
-    for (int64_t t = 0; t < nthreads && n < cap; t++) {   /* nested: recursive splitting, per thread */
-      int64_t stack_s[32], stack_e[32], top = 0;
-      stack_s[top] = 0, stack_e[top++] = 2000;
-      while (top > 0 && n < cap) {
-        top--;
-        int64_t cur = stack_s[top], pe = stack_e[top], kids = fx_range(0, 3);
-        for (int64_t k = 0; k < kids && top < 30 && n < cap; k++) {
-          int64_t a0 = cur + fx_range(0, 30), z = a0 + fx_range(1, 300);
-          if (z > pe) break;
-          ss[n] = a0, ee[n] = z, tid[n] = t, n++;
-          stack_s[top] = a0, stack_e[top++] = z;
-          cur = z;
-        }
-      }
-    }
+    for (int64_t t = 0; t < nthreads && n < cap; t++) n = nested_ranges(ss, ee, tid, n, cap, t);
     if (crossing)
       for (int64_t i = 0; i < n; i++) ss[i] = fx_range(0, 600), ee[i] = ss[i] + fx_range(0, 90);
     if (shuffle)
