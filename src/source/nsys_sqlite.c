@@ -7,9 +7,11 @@
  * description (table_map below): which nsys tables, which filter, and for
  * every model column the nsys columns it comes from, picked by name so that
  * columns added or missing across versions are handled alike.  A load is one
- * SELECT of only the requested columns, stepped into pre-sized arrays; a
- * large single table is split into rowid ranges stepped at once on their own
- * connections (each part with its own dictionary, merged afterwards).
+ * SELECT of only the requested columns, whose rows reach pre-sized arrays as
+ * the arguments of an aggregate function (one sqlite3_step per load, not one
+ * per row plus a call per cell); a large single table is split into rowid
+ * ranges read at once on their own connections (each part with its own
+ * dictionary, merged afterwards).
  *
  * Strings: StringIds is read once per source (lazily); a load interns into
  * the dictionary it is given only the strings its rows use (through a
@@ -719,6 +721,14 @@ static void sb_ident(sbuf *b, const char *id) {   /* "id" (nsys names have no qu
   sb_add(b, "\"");
 }
 
+/* " AS cI": result column i of every SELECT the loader builds, so that the
+ * reading query (see scan_rows) can name them. */
+static void sb_alias(sbuf *b, int i) {
+  char name[24];
+  snprintf(name, sizeof name, " AS c%d", i);
+  sb_add(b, name);
+}
+
 /* One requested output column. */
 typedef struct out_col {
   const col_map *map;    /* NULL: not mapped, all NULL */
@@ -784,7 +794,7 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
   nsl_status rc = load_columns(s, t, err);
   if (rc != NSL_OK) return rc;
   sb_add(b, "SELECT ");
-  int first = 1;
+  int first = 1, ncols = 0;
   for (int j = 0; j < n; j++) {
     const col_map *cm = cols[j].map;
     if (cols[j].shared) continue;
@@ -796,11 +806,12 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
         char num[16];
         snprintf(num, sizeof num, "%d", k);
         sb_add(b, num);
-        continue;
+      } else {
+        if (cm) c = pick_column(t, cm, w);
+        if (c) sb_ident(b, c);
+        else sb_add(b, "NULL");
       }
-      if (cm) c = pick_column(t, cm, w);
-      if (c) sb_ident(b, c);
-      else sb_add(b, "NULL");
+      sb_alias(b, ncols++);
     }
   }
   {
@@ -811,14 +822,19 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
       first = 0;
       if (has_column(t, extra[w])) sb_ident(b, extra[w]);
       else sb_add(b, "NULL");
+      sb_alias(b, ncols++);
     }
   }
   if (m->extra) {
     sb_add(b, first ? "" : ", ");
     sb_add(b, m->extra);
+    sb_alias(b, ncols++);
     first = 0;
   }
-  if (first) sb_add(b, "1");
+  if (first) {
+    sb_add(b, "1");
+    sb_alias(b, ncols++);
+  }
   sb_add(b, " FROM ");
   sb_ident(b, m->sources[k]);
   int where = m->where && !in_c;
@@ -892,21 +908,6 @@ static nsl_status grow_columns(nsl_column **out, int n, int64_t cap) {
 /* The kind of NVTX event type t: 0 push_pop (59), 1 start_end (60), 2 mark
  * (34); -1 for the other types (NVTX_RANGE_TYPES in SQL). */
 static int nvtx_kind_of(int64_t t) { return t == 59 ? 0 : t == 60 ? 1 : t == 34 ? 2 : -1; }
-
-/* A result cell, or NULL for SQL NULL: one call per cell instead of a type
- * check and a read.  The value is only read on the thread that steps the
- * statement (every connection here is used by one thread at a time). */
-static sqlite3_value *cell(sqlite3_stmt *st, int i) {
-  sqlite3_value *v = sqlite3_column_value(st, i);
-  return sqlite3_value_type(v) == SQLITE_NULL ? NULL : v;
-}
-
-/* An integer cell, or NSL_NULL_I64 for SQL NULL: one call for the common
- * non-zero value (the type is asked only when the value reads 0). */
-static int64_t cell_i64(sqlite3_stmt *st, int i) {
-  int64_t x = sqlite3_column_int64(st, i);
-  return x == 0 && sqlite3_column_type(st, i) == SQLITE_NULL ? NSL_NULL_I64 : x;
-}
 
 static void put_int(nsl_column *c, int64_t row, sqlite3_value *v, int64_t add) {
   switch (c->type) {
@@ -1086,157 +1087,234 @@ static int lag_flush(text_lag *q, scan_part *p, nsl_column *c) {
   return 0;
 }
 
-/* Steps the part's rows into the output columns; sets and returns p->rc. */
-static nsl_status scan_rows(scan_part *p) {
+/* A result cell of the row being read (argv: its values), or NULL for SQL
+ * NULL. */
+static sqlite3_value *arg(sqlite3_value **argv, int i) {
+  return sqlite3_value_type(argv[i]) == SQLITE_NULL ? NULL : argv[i];
+}
+
+/* An integer cell, or NSL_NULL_I64 for SQL NULL (the type is asked only
+ * when the value reads 0). */
+static int64_t arg_i64(sqlite3_value **argv, int i) {
+  int64_t x = sqlite3_value_int64(argv[i]);
+  return x == 0 && sqlite3_value_type(argv[i]) == SQLITE_NULL ? NSL_NULL_I64 : x;
+}
+
+/* One scan in progress: its part and the texts waiting to be interned. */
+typedef struct row_reader {
+  scan_part *p;
+  text_lag lag;
+  int full;   /* a deferred part met more rows than its range holds */
+} row_reader;
+
+/* Puts one result row (argv) into the part's output columns; 0, or -1 out
+ * of memory, or 1 when a deferred part is full (cannot happen: its room is
+ * its rowid range; the load is then redone serially). */
+static int put_row(row_reader *rr, sqlite3_value **argv) {
+  scan_part *p = rr->p;
   scan *sc = p->sc;
   out_col *cols = sc->cols;
   nsl_column **out = sc->out;
-  sqlite3 *db = p->db ? p->db : sc->s->db;
-  sqlite3_stmt *st = NULL;
-  text_lag lag;
-  lag_init(&lag);
-  int step = sqlite3_prepare_v2(db, p->sql ? p->sql : sc->sql, -1, &st, NULL);
-  if (step != SQLITE_OK) {
-    sqlite3_finalize(st);
-    return p->rc = part_sql_error(p, db, step);
+  int64_t type = NSL_NULL_I64;   /* the NVTX event type, when read here */
+  int typed = sc->nvtx_domains || sc->types_in_c;
+  if (typed) {
+    type = arg_i64(argv, sc->type_slot);
+    if (sc->types_in_c && nvtx_kind_of(type) < 0 && !(sc->nvtx_domains && type == 75)) return 0;
+    if (sc->nvtx_domains && type == 75) {   /* domain create: remember domainId -> name, emit nothing */
+      int32_t did = text_id(p->dict, arg(argv, sc->text_slot));
+      sqlite3_value *tid = arg(argv, sc->text_slot + 1);
+      if (did == -1 && tid) did = part_string(p, sqlite3_value_int64(tid), 0);
+      if (did == -3) return -1;
+      sqlite3_value *dv = sc->dslot >= 0 ? arg(argv, sc->dslot) : NULL;
+      if (dv && did != -1 && enum_map_add(&p->dom, sqlite3_value_int64(dv), did) < 0) return -1;
+      return 0;
+    }
   }
-  if (p->hi >= p->lo) {
+  if (p->rows == p->cap) {
+    if (p->deferred) {
+      p->fallback = 1;
+      return 1;
+    }
+    int64_t cap = p->cap * 2;
+    if (grow_columns(out, sc->n, p->row0 + cap) != NSL_OK) return -1;
+    p->cap = cap;
+  }
+  int64_t row = p->row0 + p->rows;
+  const char *txt = NULL;   /* the text of the first text column, queued (see text_lag) */
+  if (sc->text_col >= 0) {
+    sqlite3_value *tv = arg(argv, cols[sc->text_col].slot);
+    if (tv && (txt = (const char *)sqlite3_value_text(tv)) &&
+        lag_push(&rr->lag, p, out[sc->text_col], row, txt, (size_t)sqlite3_value_bytes(tv)) < 0)
+      return -1;
+  }
+  for (int j = 0; j < sc->n; j++) {
+    const col_map *cm = cols[j].map;
+    nsl_column *c = out[j];
+    int sl = cols[j].slot;
+    int32_t did;
+    int64_t x;
+    sqlite3_value *v;
+    if (!cm) {
+      put_int(c, row, NULL, 0);   /* the slot is NULL */
+      continue;
+    }
+    switch (cm->kind) {
+    case M_INT:
+      if (c->type == NSL_I64) {   /* the common case */
+        x = arg_i64(argv, sl);
+        nsl_i64(c)[row] = x == NSL_NULL_I64 || !cols[j].is_time ? x : x + sc->time_offset;
+        break;
+      }
+      v = arg(argv, sl);
+      put_int(c, row, v, cols[j].is_time ? sc->time_offset : 0);
+      break;
+    case M_PID:
+    case M_TID: {
+      x = arg_i64(argv, sl);
+      x = x == NSL_NULL_I64 ? x : cm->kind == M_PID ? (x >> 24) & 0xFFFFFF : x & 0xFFFFFF;
+      if (c->type == NSL_I64) nsl_i64(c)[row] = x;
+      else put_i64(c, row, x);
+      break;
+    }
+    case M_STR:
+    case M_API_NAME:
+      x = arg_i64(argv, sl);
+      did = x != NSL_NULL_I64 ? part_string(p, x, cm->kind == M_API_NAME) : -1;
+      if (did == -3) return -1;
+      put_str(c, row, did);
+      break;
+    case M_TEXT:
+    case M_NVTX_TEXT:
+      if (j == sc->text_col) {
+        if (txt) break;   /* queued: written when interned */
+        did = -1;
+      } else {
+        did = text_id(p->dict, arg(argv, sl));
+      }
+      if (did == -3) return -1;
+      if (cm->kind == M_TEXT) {
+        put_str(c, row, did);
+        break;
+      }
+      if (did == -1 && (v = arg(argv, sl + 1))) did = part_string(p, sqlite3_value_int64(v), 0);
+      if (did == -3) return -1;
+      put_str(c, row, did);
+      break;
+    case M_ENUM:
+      x = arg_i64(argv, sl);
+      did = x != NSL_NULL_I64 ? part_enum(p, j, x) : -1;
+      if (did == -3) return -1;
+      put_str(c, row, did);
+      break;
+    case M_CC: {
+      sqlite3_value *major = arg(argv, sl), *minor = arg(argv, sl + 1);
+      if (!major || !minor) did = -1;
+      else {
+        char buf[48];
+        int len = snprintf(buf, sizeof buf, "%" PRId64 ".%" PRId64, (int64_t)sqlite3_value_int64(major),
+                           (int64_t)sqlite3_value_int64(minor));
+        if ((did = nsl_dict_intern(p->dict, buf, (size_t)len)) < 0) return -1;
+      }
+      put_str(c, row, did);
+      break;
+    }
+    case M_SOURCE: {
+      v = arg(argv, sl);
+      int64_t k = v ? sqlite3_value_int64(v) : -1;
+      put_str(c, row, k >= 0 && k < 4 ? p->source_ids[k] : -1);
+      break;
+    }
+    case M_NVTX_DOMAIN: {   /* the raw id for now; names are known after the scan */
+      x = arg_i64(argv, sl);
+      if (c->type == NSL_STR) nsl_i32(c)[row] = x == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)x;
+      else put_i64(c, row, x);
+      break;
+    }
+    case M_NVTX_KIND: {
+      int kind = nvtx_kind_of(typed && sl == sc->type_slot ? type : arg_i64(argv, sl));
+      put_str(c, row, kind >= 0 ? p->kind_ids[kind] : -1);
+      break;
+    }
+    }
+  }
+  p->rows++;
+  return 0;
+}
+
+/* The rows reach put_row as the arguments of an aggregate function over the
+ * SELECT, stepped once: a sqlite3_step and a call per result cell for every
+ * row cost more than SQLite's own decoding of it. */
+#define ROW_FUNCTION "nsl_load_row"
+
+static void row_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  row_reader *rr = sqlite3_user_data(ctx);
+  int rc = rr->full ? 1 : put_row(rr, argv);
+  if (rc < 0) sqlite3_result_error_nomem(ctx);
+  else if (rc > 0) {
+    rr->full = 1;
+    sqlite3_result_error(ctx, "part full", -1);
+  }
+}
+
+static void row_final(sqlite3_context *ctx) { sqlite3_result_null(ctx); }
+
+/* Reads the part's rows into the output columns; sets and returns p->rc. */
+static nsl_status scan_rows(scan_part *p) {
+  scan *sc = p->sc;
+  sqlite3 *db = p->db ? p->db : sc->s->db;
+  const char *select = p->sql ? p->sql : sc->sql;
+  row_reader rr;
+  memset(&rr, 0, sizeof rr);
+  rr.p = p;
+  lag_init(&rr.lag);
+  sbuf b = {0};
+  nsl_status rc = NSL_OK;
+  /* SELECT nsl_load_row(c0, .., cN) FROM (the SELECT, which names its result
+   * columns so: sb_alias); N from preparing the SELECT alone */
+  sqlite3_stmt *st = NULL;
+  int step = sqlite3_prepare_v2(db, select, -1, &st, NULL);
+  int nc = step == SQLITE_OK ? sqlite3_column_count(st) : 0;
+  sqlite3_finalize(st);
+  st = NULL;
+  if (step != SQLITE_OK) {
+    rc = part_sql_error(p, db, step);
+    goto done;
+  }
+  sb_add(&b, "SELECT " ROW_FUNCTION "(");
+  for (int i = 0; i < nc; i++) {
+    char name[24];
+    snprintf(name, sizeof name, "%sc%d", i ? ", " : "", i);
+    sb_add(&b, name);
+  }
+  sb_add(&b, ") FROM (");
+  sb_add(&b, select);
+  sb_add(&b, ")");
+  if (b.oom) goto nomem;
+  step = sqlite3_create_function_v2(db, ROW_FUNCTION, nc, SQLITE_UTF8 | SQLITE_DIRECTONLY, &rr, NULL, row_step,
+                                    row_final, NULL);
+  if (step == SQLITE_OK) step = sqlite3_prepare_v2(db, b.p, -1, &st, NULL);
+  if (step == SQLITE_OK && p->hi >= p->lo) {
     sqlite3_bind_int64(st, 1, p->lo);
     sqlite3_bind_int64(st, 2, p->hi);
   }
-  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (sc->nvtx_domains || sc->types_in_c) {
-      int64_t type = cell_i64(st, sc->type_slot);
-      if (sc->types_in_c && nvtx_kind_of(type) < 0 && !(sc->nvtx_domains && type == 75)) continue;
-      if (sc->nvtx_domains && type == 75) {   /* domain create: remember domainId -> name, emit nothing */
-        int32_t did = text_id(p->dict, cell(st, sc->text_slot));
-        sqlite3_value *tid = cell(st, sc->text_slot + 1);
-        if (did == -1 && tid) did = part_string(p, sqlite3_value_int64(tid), 0);
-        if (did == -3) goto nomem;
-        sqlite3_value *dv = sc->dslot >= 0 ? cell(st, sc->dslot) : NULL;
-        if (dv && did != -1 && enum_map_add(&p->dom, sqlite3_value_int64(dv), did) < 0) goto nomem;
-        continue;
-      }
-    }
-    if (p->rows == p->cap) {
-      if (p->deferred) {   /* cannot happen (cap is the rowid range); be safe */
-        p->fallback = 1;
-        break;
-      }
-      int64_t cap = p->cap * 2;
-      if (grow_columns(out, sc->n, p->row0 + cap) != NSL_OK) goto nomem;
-      p->cap = cap;
-    }
-    int64_t row = p->row0 + p->rows;
-    const char *txt = NULL;   /* the text of the first text column, queued (see text_lag) */
-    if (sc->text_col >= 0) {
-      sqlite3_value *tv = cell(st, cols[sc->text_col].slot);
-      if (tv && (txt = (const char *)sqlite3_value_text(tv)) &&
-          lag_push(&lag, p, out[sc->text_col], row, txt, (size_t)sqlite3_value_bytes(tv)) < 0)
-        goto nomem;
-    }
-    for (int j = 0; j < sc->n; j++) {
-      const col_map *cm = cols[j].map;
-      nsl_column *c = out[j];
-      int sl = cols[j].slot;
-      int32_t did;
-      int64_t x;
-      sqlite3_value *v;
-      if (!cm) {
-        put_int(c, row, NULL, 0);   /* the slot is NULL */
-        continue;
-      }
-      switch (cm->kind) {
-      case M_INT:
-        if (c->type == NSL_I64) {   /* the common case, without a value object */
-          x = cell_i64(st, sl);
-          nsl_i64(c)[row] = x == NSL_NULL_I64 || !cols[j].is_time ? x : x + sc->time_offset;
-          break;
-        }
-        v = cell(st, sl);
-        put_int(c, row, v, cols[j].is_time ? sc->time_offset : 0);
-        break;
-      case M_PID:
-      case M_TID: {
-        x = cell_i64(st, sl);
-        x = x == NSL_NULL_I64 ? x : cm->kind == M_PID ? (x >> 24) & 0xFFFFFF : x & 0xFFFFFF;
-        if (c->type == NSL_I64) nsl_i64(c)[row] = x;
-        else put_i64(c, row, x);
-        break;
-      }
-      case M_STR:
-      case M_API_NAME:
-        x = cell_i64(st, sl);
-        did = x != NSL_NULL_I64 ? part_string(p, x, cm->kind == M_API_NAME) : -1;
-        if (did == -3) goto nomem;
-        put_str(c, row, did);
-        break;
-      case M_TEXT:
-      case M_NVTX_TEXT:
-        if (j == sc->text_col) {
-          if (txt) break;   /* queued: written when interned */
-          did = -1;
-        } else {
-          did = text_id(p->dict, cell(st, sl));
-        }
-        if (did == -3) goto nomem;
-        if (cm->kind == M_TEXT) {
-          put_str(c, row, did);
-          break;
-        }
-        if (did == -1 && (v = cell(st, sl + 1))) did = part_string(p, sqlite3_value_int64(v), 0);
-        if (did == -3) goto nomem;
-        put_str(c, row, did);
-        break;
-      case M_ENUM:
-        x = cell_i64(st, sl);
-        did = x != NSL_NULL_I64 ? part_enum(p, j, x) : -1;
-        if (did == -3) goto nomem;
-        put_str(c, row, did);
-        break;
-      case M_CC: {
-        sqlite3_value *major = cell(st, sl), *minor = cell(st, sl + 1);
-        if (!major || !minor) did = -1;
-        else {
-          char buf[48];
-          int len = snprintf(buf, sizeof buf, "%" PRId64 ".%" PRId64, (int64_t)sqlite3_value_int64(major),
-                             (int64_t)sqlite3_value_int64(minor));
-          if ((did = nsl_dict_intern(p->dict, buf, (size_t)len)) < 0) goto nomem;
-        }
-        put_str(c, row, did);
-        break;
-      }
-      case M_SOURCE: {
-        v = cell(st, sl);
-        int64_t k = v ? sqlite3_value_int64(v) : -1;
-        put_str(c, row, k >= 0 && k < 4 ? p->source_ids[k] : -1);
-        break;
-      }
-      case M_NVTX_DOMAIN: {   /* the raw id for now; names are known after the scan */
-        x = cell_i64(st, sl);
-        if (c->type == NSL_STR) nsl_i32(c)[row] = x == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)x;
-        else put_i64(c, row, x);
-        break;
-      }
-      case M_NVTX_KIND: {
-        int kind = nvtx_kind_of(cell_i64(st, sl));
-        put_str(c, row, kind >= 0 ? p->kind_ids[kind] : -1);
-        break;
-      }
-      }
-    }
-    p->rows++;
+  if (step == SQLITE_OK) step = sqlite3_step(st);
+  if (rr.full) goto done;   /* p->fallback is set: the load starts again, serially */
+  if (step == SQLITE_NOMEM) goto nomem;
+  if (step != SQLITE_ROW && step != SQLITE_DONE) {
+    rc = part_sql_error(p, db, step);
+    goto done;
   }
-  if (lag_flush(&lag, p, sc->text_col >= 0 ? out[sc->text_col] : NULL) < 0) goto nomem;
-  if (step != SQLITE_DONE && step != SQLITE_ROW) p->rc = part_sql_error(p, db, step);
-  else p->rc = NSL_OK;
-  sqlite3_finalize(st);
-  lag_free(&lag);
-  return p->rc;
+  if (lag_flush(&rr.lag, p, sc->text_col >= 0 ? sc->out[sc->text_col] : NULL) < 0) goto nomem;
+  goto done;
 nomem:
+  rc = nsl_error_set(&p->err, NSL_ERR_NOMEM, "out of memory loading %s of '%s'", sc->name, sc->s->label);
+done:
   sqlite3_finalize(st);
-  lag_free(&lag);
-  return p->rc = nsl_error_set(&p->err, NSL_ERR_NOMEM, "out of memory loading %s of '%s'", sc->name, sc->s->label);
+  sqlite3_create_function_v2(db, ROW_FUNCTION, nc, SQLITE_UTF8, NULL, NULL, NULL, NULL, NULL);   /* unregister */
+  free(b.p);
+  lag_free(&rr.lag);
+  return p->rc = rc;
 }
 
 /* Interns the constant strings of part p (source labels, NVTX kinds) into its
