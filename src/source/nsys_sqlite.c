@@ -1281,6 +1281,11 @@ static nsl_status scan_rows(scan_part *p) {
     rc = part_sql_error(p, db, step);
     goto done;
   }
+  if (nc > sqlite3_limit(db, SQLITE_LIMIT_FUNCTION_ARG, -1)) {   /* 127: the model's widest load is ~30 */
+    rc = nsl_error_set(&p->err, NSL_ERR_ARG, "loading %s of '%s': %d result columns, more than SQLite passes",
+                       sc->name, sc->s->label, nc);
+    goto done;
+  }
   sb_add(&b, "SELECT " ROW_FUNCTION "(");
   for (int i = 0; i < nc; i++) {
     char name[24];
