@@ -80,18 +80,11 @@ static nsl_status rows_load(const char *what, const nsl_column *start, const nsl
   memset(r, 0, sizeof *r);
   const nsl_column *cols[3] = {start, stop, group_of};
   const int64_t **dst[3] = {&r->s, &r->e, &r->g};
-  for (int k = 0; k < 3; k++) {
-    if (!cols[k]) continue;
-    if (cols[k]->type == NSL_I64) {
-      *dst[k] = nsl_i64(cols[k]);
-      continue;
-    }
-    if (!(r->tmp[k] = nsl_col_cast(cols[k], NSL_I64))) {
+  for (int k = 0; k < 3; k++)
+    if (cols[k] && !(*dst[k] = nsl__as_i64(cols[k], &r->tmp[k]))) {
       rows_free(r);
       return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)cols[k]->len);
     }
-    *dst[k] = nsl_i64(r->tmp[k]);
-  }
   return NSL_OK;
 }
 

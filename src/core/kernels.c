@@ -433,6 +433,13 @@ nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v) {
 
 /* ---- casts ----------------------------------------------------------------- */
 
+const int64_t *nsl__as_i64(const nsl_column *c, nsl_column **copy) {
+  *copy = NULL;
+  if (c->type == NSL_I64) return nsl_i64(c);
+  if (!(*copy = nsl_col_cast(c, NSL_I64))) return NULL;
+  return nsl_i64(*copy);
+}
+
 nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to) {
   if (!valid_col(c) || (unsigned)to > NSL_BOOL) return NULL;
   if (to == NSL_STR && c->type != NSL_STR) return NULL;   /* no dictionary to map into */

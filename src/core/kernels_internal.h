@@ -140,6 +140,11 @@ static inline int64_t nsl__int_at(const nsl_column *c, int64_t i, int *null) {
   }
 }
 
+/* c's values as int64 (NSL_NULL_I64 for NULL): its own data when it is I64,
+ * else a copy made into *copy (the caller releases it; NULL when none was
+ * made).  NULL on out of memory. */
+const int64_t *nsl__as_i64(const nsl_column *c, nsl_column **copy);
+
 /* Value i as a double, NaN for NULL (any type; string ids as numbers). */
 static inline double nsl__f64_at(const nsl_column *c, int64_t i) {
   if (c->type == NSL_F64) return nsl_f64(c)[i];

@@ -186,16 +186,6 @@ static nsl_status gather_call_ops(const int64_t *api, const int64_t *start, cons
   return NSL_OK;
 }
 
-/* c's values as int64 (NSL_NULL_I64 for NULL): its own data when it is I64,
- * else a copy made into *copy (the caller releases it); NULL on out of
- * memory. */
-static const int64_t *as_i64(const nsl_column *c, nsl_column **copy) {
-  *copy = NULL;
-  if (c->type == NSL_I64) return nsl_i64(c);
-  if (!(*copy = nsl_col_cast(c, NSL_I64))) return NULL;
-  return nsl_i64(*copy);
-}
-
 /* ---- threads and the order of events ---------------------------------------------- */
 
 /* Key tuples -> dense thread ids, shared by the ranges and the calls. */
@@ -269,8 +259,8 @@ static int side_open(side *s, const nsl_column *start, const nsl_column *stop, i
   memset(s, 0, sizeof *s);
   s->is_range = is_range;
   s->nrows = start->len;
-  s->start = as_i64(start, &s->copy[0]);
-  s->stop = as_i64(stop, &s->copy[1]);
+  s->start = nsl__as_i64(start, &s->copy[0]);
+  s->stop = nsl__as_i64(stop, &s->copy[1]);
   return s->start && s->stop;
 }
 
@@ -602,8 +592,8 @@ nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, 
   thread_table tt = {nk, 0, 0, NULL, NULL, 0};
   side rs, as;
   nsl_column *op_copy[3] = {NULL, NULL, NULL};
-  const int64_t *op_api = as_i64(in->op_api, &op_copy[0]), *op_start = as_i64(in->op_start, &op_copy[1]);
-  const int64_t *op_stop = as_i64(in->op_stop, &op_copy[2]);
+  const int64_t *op_api = nsl__as_i64(in->op_api, &op_copy[0]);
+  const int64_t *op_start = nsl__as_i64(in->op_start, &op_copy[1]), *op_stop = nsl__as_i64(in->op_stop, &op_copy[2]);
   int opened = side_open(&rs, in->range_start, in->range_stop, 1);
   opened &= side_open(&as, in->api_start, in->api_stop, 0);
 
