@@ -787,9 +787,10 @@ static int types_in_c(nsys_src *s, const table_map *m) {
 /* Appends the SELECT of source k of m for the output columns and the extras.
  * nvtx_domains: the WHERE keeps domain-create events too; in_c: no WHERE on
  * the event types (see types_in_c); rowid_range: only rows with rowid in
- * [?1, ?2]. */
+ * [?1, ?2].  *ncols: how many result columns it has (c0, c1, ...). */
 static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out_col *cols, int n,
-                               int nvtx_domains, int in_c, int extras, int rowid_range, sbuf *b, nsl_error *err) {
+                               int nvtx_domains, int in_c, int extras, int rowid_range, sbuf *b, int *ncols_out,
+                               nsl_error *err) {
   table_info *t = find_table(s, m->sources[k]);
   nsl_status rc = load_columns(s, t, err);
   if (rc != NSL_OK) return rc;
@@ -844,6 +845,7 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
     sb_add(b, ")");
   }
   if (rowid_range) sb_add(b, where ? " AND rowid BETWEEN ?1 AND ?2" : " WHERE rowid BETWEEN ?1 AND ?2");
+  *ncols_out = ncols;
   if (m->group_by) {
     sb_add(b, " GROUP BY ");
     sb_add(b, m->group_by);
@@ -851,14 +853,15 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
   return NSL_OK;
 }
 
-/* The full statement for m: the SELECT of every source present. */
+/* The full statement for m: the SELECT of every source present (*ncols:
+ * the result columns of each). */
 static nsl_status build_statement(nsys_src *s, const table_map *m, const out_col *cols, int n, int nvtx_domains,
-                                  int in_c, int extras, sbuf *b, nsl_error *err) {
+                                  int in_c, int extras, sbuf *b, int *ncols, nsl_error *err) {
   int any = 0;
   for (int k = 0; k < 4 && m->sources[k]; k++) {
     if (!find_table(s, m->sources[k])) continue;
     if (any) sb_add(b, m->distinct ? " UNION " : " UNION ALL ");
-    nsl_status rc = build_select(s, m, k, cols, n, nvtx_domains, in_c, extras, 0, b, err);
+    nsl_status rc = build_select(s, m, k, cols, n, nvtx_domains, in_c, extras, 0, b, ncols, err);
     if (rc != NSL_OK) return rc;
     any = 1;
   }
@@ -954,6 +957,7 @@ typedef struct scan {
   int types_in_c;           /* rows of NVTX event types without a kind (nvtx_kind_of) are skipped here */
   int64_t time_offset;
   const char *sql;          /* the SELECT of a serial scan (parts have their own) */
+  int ncols;                /* result columns of each SELECT: c0, c1, ... (sb_alias) */
   nsl_column **out;
   nsl_dict *dict;           /* the load's dictionary */
   const void *image;        /* the database image of an in-memory source (parallel scans open it again) */
@@ -1249,7 +1253,7 @@ static int put_row(row_reader *rr, sqlite3_value **argv) {
 static void row_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   row_reader *rr = sqlite3_user_data(ctx);
-  int rc = rr->full ? 1 : put_row(rr, argv);
+  int rc = put_row(rr, argv);   /* after an error SQLite calls no more */
   if (rc < 0) sqlite3_result_error_nomem(ctx);
   else if (rc > 0) {
     rr->full = 1;
@@ -1271,16 +1275,9 @@ static nsl_status scan_rows(scan_part *p) {
   sbuf b = {0};
   nsl_status rc = NSL_OK;
   /* SELECT nsl_load_row(c0, .., cN) FROM (the SELECT, which names its result
-   * columns so: sb_alias); N from preparing the SELECT alone */
+   * columns so: sb_alias) */
+  int nc = sc->ncols, step;
   sqlite3_stmt *st = NULL;
-  int step = sqlite3_prepare_v2(db, select, -1, &st, NULL);
-  int nc = step == SQLITE_OK ? sqlite3_column_count(st) : 0;
-  sqlite3_finalize(st);
-  st = NULL;
-  if (step != SQLITE_OK) {
-    rc = part_sql_error(p, db, step);
-    goto done;
-  }
   if (nc > sqlite3_limit(db, SQLITE_LIMIT_FUNCTION_ARG, -1)) {   /* 127: the model's widest load is ~30 */
     rc = nsl_error_set(&p->err, NSL_ERR_ARG, "loading %s of '%s': %d result columns, more than SQLite passes",
                        sc->name, sc->s->label, nc);
@@ -1503,7 +1500,8 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
     if ((rc = load_strings(s, err)) != NSL_OK) goto done;
     use_dict(s, dict);
   }
-  scan sc = {s, m, name, cols, n, nvtx_domains, dslot, -1, -1, -1, types_in_c(s, m), time_offset, NULL, out, dict, NULL, 0};
+  scan sc = {s, m, name, cols, n, nvtx_domains, dslot, -1, -1, -1, types_in_c(s, m), time_offset, NULL, 0, out, dict,
+             NULL, 0};
   /* the extras, unless an output column reads them already */
   int extras = 0;
   for (int j = 0; j < n; j++) {
@@ -1532,7 +1530,8 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
     sc.image_size = s->db_bytes;
     parallel = parallel && sc.image != NULL;
   }
-  if ((rc = build_statement(s, m, cols, n, nvtx_domains, sc.types_in_c, extras, &b, err)) != NSL_OK) goto done;
+  if ((rc = build_statement(s, m, cols, n, nvtx_domains, sc.types_in_c, extras, &b, &sc.ncols, err)) != NSL_OK)
+    goto done;
   sc.sql = b.p;
 
   int64_t cap = parallel ? total : estimate_rows(s, m);
@@ -1557,7 +1556,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
         q->row0 = base + (q->lo - lo[k]);
         q->cap = q->hi - q->lo + 1;
         sbuf qb = {0};
-        rc = build_select(s, m, k, cols, n, nvtx_domains, sc.types_in_c, extras, 1, &qb, err);
+        rc = build_select(s, m, k, cols, n, nvtx_domains, sc.types_in_c, extras, 1, &qb, &sc.ncols, err);
         q->sql = qb.p;
         if (rc != NSL_OK) goto done;
         if (qb.oom) goto nomem;
@@ -1664,7 +1663,8 @@ static nsl_status nsys_count(void *p, const char *name, int64_t *out, nsl_error 
   out_col key = {0};
   key.map = &m->cols[0];   /* distinct/grouped maps count their first column's rows */
   sb_add(&b, "SELECT count(*) FROM (");
-  rc = build_statement(s, m, &key, 1, 0, 0, 0, &b, err);
+  int ncols;
+  rc = build_statement(s, m, &key, 1, 0, 0, 0, &b, &ncols, err);
   sb_add(&b, ")");
   if (rc == NSL_OK && b.oom) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   if (rc == NSL_OK) {
