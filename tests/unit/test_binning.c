@@ -184,6 +184,26 @@ static void test_depth_hand(void **state) {
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
 }
 
+/* Appends properly nested ranges of group g to rows n.. of ss, ee, gg (at
+ * most cap rows in all), made by recursive splitting as push/pop makes
+ * them; returns the new row count. */
+static int64_t nested_ranges(int64_t *ss, int64_t *ee, int64_t *gg, int64_t n, int64_t cap, int64_t g) {
+  int64_t stack_s[32], stack_e[32], top = 0;
+  stack_s[top] = 0, stack_e[top++] = 2000;
+  while (top > 0 && n < cap) {
+    top--;
+    int64_t cur = stack_s[top], pe = stack_e[top], kids = fx_range(0, 3);
+    for (int64_t k = 0; k < kids && top < 30 && n < cap; k++) {
+      int64_t a0 = cur + fx_range(0, 30), z = a0 + fx_range(1, 300);
+      if (z > pe) break;
+      ss[n] = a0, ee[n] = z, gg[n] = g, n++;
+      stack_s[top] = a0, stack_e[top++] = z;
+      cur = z;
+    }
+  }
+  return n;
+}
+
 /* Random properly nested ranges (a random push/pop stack per group, rows
  * shuffled): the depth equals the number of ranges of the group that
  * strictly enclose the row.  Random crossing ranges: no two overlapping
@@ -195,21 +215,7 @@ static void test_depth_random(void **state) {
   for (int round = 0; round < 40; round++) {
     int64_t n = 0, cap = 200, ngroups = fx_range(1, 4);
     int64_t *ss = malloc(cap * sizeof *ss), *ee = malloc(cap * sizeof *ee), *gg = malloc(cap * sizeof *gg);
-    for (int64_t gi = 0; gi < ngroups; gi++) {   /* nested: recursive splitting, as push/pop makes */
-      int64_t stack_s[32], stack_e[32], top = 0;
-      stack_s[top] = 0, stack_e[top++] = 1000;   /* a virtual root, not a row */
-      while (top > 0 && n < cap) {
-        top--;
-        int64_t cur = stack_s[top], pe = stack_e[top], kids = fx_range(0, 3);
-        for (int64_t k = 0; k < kids && top < 30 && n < cap; k++) {
-          int64_t a = cur + fx_range(0, 30), z = a + fx_range(1, 200);
-          if (z > pe) break;
-          ss[n] = a, ee[n] = z, gg[n] = gi, n++;
-          stack_s[top] = a, stack_e[top++] = z;
-          cur = z;
-        }
-      }
-    }
+    for (int64_t gi = 0; gi < ngroups; gi++) n = nested_ranges(ss, ee, gg, n, cap, gi);
     for (int64_t i = n - 1; i > 0; i--) {   /* shuffle */
       int64_t j = fx_range(0, i), ts = ss[i], te = ee[i], tg = gg[i];
       ss[i] = ss[j], ee[i] = ee[j], gg[i] = gg[j];
@@ -307,25 +313,6 @@ static int32_t depth_by_definition(const int64_t *ss, const int64_t *ee, const i
   return want;
 }
 
-/* Appends properly nested ranges of group g to rows n.. of ss, ee, gg (at
- * most cap rows in all), made by recursive splitting as push/pop makes
- * them; returns the new row count. */
-static int64_t nested_ranges(int64_t *ss, int64_t *ee, int64_t *gg, int64_t n, int64_t cap, int64_t g) {
-  int64_t stack_s[32], stack_e[32], top = 0;
-  stack_s[top] = 0, stack_e[top++] = 2000;
-  while (top > 0 && n < cap) {
-    top--;
-    int64_t cur = stack_s[top], pe = stack_e[top], kids = fx_range(0, 3);
-    for (int64_t k = 0; k < kids && top < 30 && n < cap; k++) {
-      int64_t a0 = cur + fx_range(0, 30), z = a0 + fx_range(1, 300);
-      if (z > pe) break;
-      ss[n] = a0, ee[n] = z, gg[n] = g, n++;
-      stack_s[top] = a0, stack_e[top++] = z;
-      cur = z;
-    }
-  }
-  return n;
-}
 
 /* Properly nested ranges in start order (longer first among equal starts)
  * within each group: the one walk in table order, with rows left out (NULL
