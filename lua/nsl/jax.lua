@@ -343,6 +343,84 @@ local function parse_thunk(text, prefix)
   return body:match("hlo_op=([%w._-]+)$")
 end
 
+--- The device of every thread that launched XLA programs, found as nsys-jax
+-- finds it, per report:
+--   * with thread metadata naming XlaLauncher threads ("XlaLauncher:#global=N,
+--     ...#", nsys-jax since late 2024): such a thread launches for global
+--     device N, and the main thread -- the one thread of a program that one
+--     thread ran alone, or the one thread whose XlaCompile ranges were
+--     projected onto the GPU -- for the report's first launcher's device;
+--   * without (nsys-jax releases of mid-2024 write no thread metadata, and an
+--     archive may have lost it): the threads that ran a program together with
+--     other threads are the process's device launchers, local devices 0, 1, ...
+--     in thread-id order; a thread that only ever ran programs alone is the
+--     main thread, local device 0.  The report's devices follow those of the
+--     reports before it (nsys-jax: process index x devices per process + local
+--     device; one process driving several GPUs and one GPU per process alike).
+-- launch: keys table report, m_ProgramId, pid, tid (one row per thread of a
+-- program); compile: keys table report, pid, tid of the threads with
+-- XlaCompile ranges on the GPU.  Returns {[report "\0" pid ":" tid] = device}.
+function M.thread_device_map(trace, launch, compile)
+  local launchers = M.launcher_devices(trace)
+  local progs, reports = {}, {}
+  for i = 1, #launch do
+    local r = launch.report[i]
+    local key = r .. "\0" .. tostring(launch.m_ProgramId[i])
+    local p = progs[key]
+    if not p then
+      p = {r = r, threads = {}}
+      progs[key] = p
+      reports[r] = reports[r] or {}
+      table.insert(reports[r], p)
+    end
+    table.insert(p.threads, {pid = launch.pid[i], tid = launch.tid[i]})
+  end
+  local map, offset = {}, 0
+  local nrep = #trace.reports
+  for r = 0, nrep - 1 do
+    local l, list = launchers[r], reports[r] or {}
+    if l then
+      local main, ndev = {}, 0
+      for _, p in ipairs(list) do
+        if #p.threads == 1 then main[p.threads[1].pid .. ":" .. p.threads[1].tid] = true end
+      end
+      local cnt = 0
+      for i = 1, #compile do if compile.report[i] == r then cnt = cnt + 1 end end
+      if cnt == 1 then
+        for i = 1, #compile do if compile.report[i] == r then main[compile.pid[i] .. ":" .. compile.tid[i]] = true end end
+      end
+      local key = next(main)
+      if key and next(main, key) then
+        nsl.fail(string.format("%s: more than one thread runs programs alone; cannot tell which one is the main thread",
+                               trace.reports.name[r + 1]))
+      end
+      if key then map[r .. "\0" .. key] = l.first end
+      for k, d in pairs(l) do
+        if k ~= "first" then
+          map[r .. "\0" .. k] = d
+          ndev = ndev + 1
+        end
+      end
+      offset = offset + ndev
+    else
+      local workers, seen, alone = {}, {}, {}
+      for _, p in ipairs(list) do
+        for _, t in ipairs(p.threads) do
+          local k = t.pid .. ":" .. t.tid
+          if #p.threads > 1 then
+            if not seen[k] then seen[k] = true; workers[#workers + 1] = t end
+          else alone[k] = true end
+        end
+      end
+      table.sort(workers, function(a, b) if a.tid ~= b.tid then return a.tid < b.tid end return a.pid < b.pid end)
+      for k in pairs(alone) do map[r .. "\0" .. k] = offset end
+      for i, t in ipairs(workers) do map[r .. "\0" .. t.pid .. ":" .. t.tid] = offset + i - 1 end
+      if #list > 0 then offset = offset + math.max(1, #workers) end
+    end
+  end
+  return map
+end
+
 --- The module and thunk frames (and the communication frame) of a trace.
 function M.gpu_frames(trace, store, opts)
   opts = opts or {}
@@ -409,50 +487,17 @@ function M.gpu_frames(trace, store, opts)
   mt = mt:with("Name", mname, "ProgramId", mfp)
   if opts.programs == "structure" then mt = M.merge_programs(mt, store) end
   mt = mt:with("ProgramExecution", nsl.cumcount(mt:group_by("report", "tid", "ProgramId"):ids()))
-  -- devices: XlaLauncher threads, else the main thread (one (pid, tid) runs a whole program)
+  -- devices: the launching thread's (M.thread_device_map)
   local dev = mt.device
   if dev:isnull():count() > 0 or th0.device:isnull():count() > 0 then
-    local launchers = M.launcher_devices(trace)
-    local main = {}
     local th_prog = th0:join(pick(mt, {{"module_row", "row"}, "ProgramId"}), {"module_row"}, {"ProgramId"}, "m_")
-    local pg = th_prog:group_by("report", "m_ProgramId")
-    local per = {}
-    local pk = pg:keys()
-    local pairs_of = th_prog:group_by("report", "m_ProgramId", "pid", "tid"):keys()
-    for i = 1, #pairs_of do
-      local key = pairs_of.report[i] .. "\0" .. tostring(pairs_of.m_ProgramId[i])
-      per[key] = per[key] or {r = pairs_of.report[i], list = {}}
-      table.insert(per[key].list, {pairs_of.pid[i], pairs_of.tid[i]})
-    end
-    local _ = pk
-    for _, e in pairs(per) do
-      if #e.list == 1 then
-        main[e.r] = main[e.r] or {}
-        main[e.r][e.list[1][1] .. ":" .. e.list[1][2]] = true
-      end
-    end
-    -- compile ranges projected onto the GPU name the main thread too
     local comp = g:filter(~is_thunk & g.text:match("^" .. prefix:gsub("%p", "%%%0") .. "XlaCompile:#module="))
-    local cp = comp:group_by("report", "pid", "tid"):keys()
-    local cnt = {}
-    for i = 1, #cp do cnt[cp.report[i]] = (cnt[cp.report[i]] or 0) + 1 end
-    for i = 1, #cp do
-      if cnt[cp.report[i]] == 1 then
-        main[cp.report[i]] = main[cp.report[i]] or {}
-        main[cp.report[i]][cp.pid[i] .. ":" .. cp.tid[i]] = true
-      end
-    end
-    local main_dev = {}
-    for r, set in pairs(main) do
-      local key = next(set)
-      if next(set, key) then nsl.fail(string.format("report %d: more than one candidate main thread", r)) end
-      local l = launchers[r]
-      if l and l.first then main_dev[r .. "\0" .. key] = l.first end
-    end
+    local map = M.thread_device_map(trace, th_prog:group_by("report", "m_ProgramId", "pid", "tid"):keys(),
+                                    comp:group_by("report", "pid", "tid"):keys())
     local function fill(t)
       return per_group(t, {"report", "pid", "tid", "device"}, function(k, i)
         if k.device[i] then return k.device[i] end
-        return main_dev[k.report[i] .. "\0" .. k.pid[i] .. ":" .. k.tid[i]]
+        return map[k.report[i] .. "\0" .. k.pid[i] .. ":" .. k.tid[i]]
       end, "int")
     end
     mt = mt:with("device", fill(mt))

@@ -10,66 +10,8 @@ local procs = {}
 for p = 0, 3 do procs[p + 1] = D .. "/pax_fsdp4_4proc_proc" .. p .. ".zip" end
 local G4, G0 = D .. "/golden/combined4/", D .. "/golden/proc0/"
 
--- ---- reading the golden files ----
-
-local function read_cmd(cmd)
-  local p = assert(io.popen(cmd, "r"))
-  local text = p:read("a")
-  assert(p:close(), cmd .. " failed")
-  return text
-end
-
-local function read(path)
-  if path:match("%.gz$") then return read_cmd("zcat " .. T.shell_quote(path)) end
-  if path:match("%.xz$") then return read_cmd("xzcat " .. T.shell_quote(path)) end
-  local f = assert(io.open(path, "rb"))
-  local text = f:read("a")
-  f:close()
-  return text
-end
-
--- RFC 4180 records -> array of arrays of strings.
-local function parse_csv(text)
-  local rows, row, field, i, n, quoted = {}, {}, {}, 1, #text, false
-  while i <= n do
-    local c = text:sub(i, i)
-    if quoted then
-      if c == '"' then
-        if text:sub(i + 1, i + 1) == '"' then field[#field + 1] = '"'; i = i + 1 else quoted = false end
-      else field[#field + 1] = c end
-    elseif c == '"' then quoted = true
-    elseif c == "," then row[#row + 1] = table.concat(field); field = {}
-    elseif c == "\n" then
-      row[#row + 1] = table.concat(field); field = {}
-      rows[#rows + 1] = row; row = {}
-    elseif c ~= "\r" then field[#field + 1] = c end
-    i = i + 1
-  end
-  if #field > 0 or #row > 0 then row[#row + 1] = table.concat(field); rows[#rows + 1] = row end
-  return rows
-end
-
--- CSV with a header -> array of {column = value}.
-local function csv_records(path)
-  local rows = parse_csv(read(path))
-  local head, out = rows[1], {}
-  for r = 2, #rows do
-    local rec = {}
-    for k, name in ipairs(head) do rec[name] = rows[r][k] end
-    out[#out + 1] = rec
-  end
-  return out
-end
-
-local function folded(text)
-  local m, n = {}, 0
-  for line in text:gmatch("[^\n]+") do
-    local k, v = line:match("^(.*) (%S+)$")
-    m[k] = (m[k] or 0) + tonumber(v)
-    n = n + 1
-  end
-  return m, n
-end
+local J = dofile(T.source_dir .. "/tests/lua/jax_testlib.lua")(T)
+local read, parse_csv, csv_records, folded = J.read, J.parse_csv, J.csv_records, J.folded
 
 -- ---- the traces, loaded once ----
 
@@ -85,46 +27,7 @@ local function data(which)
   return cache[which]
 end
 
-local function compile_rows(d)
-  local n = 0
-  for _, p in ipairs(d.compile_parts) do n = n + #p end
-  return n
-end
-
--- A frame's rows by key columns, as strings.
-local function index(frame, keys, cols)
-  local out, colv = {}, {}
-  for _, c in ipairs(keys) do colv[c] = frame[c]:totable() end
-  for _, c in ipairs(cols) do colv[c] = frame[c]:totable() end
-  for i = 1, #frame do
-    local k = {}
-    for j, c in ipairs(keys) do k[j] = tostring(colv[c][i]) end
-    local rec = {}
-    for _, c in ipairs(cols) do rec[c] = colv[c][i] end
-    out[table.concat(k, "|")] = rec
-  end
-  return out
-end
-
-local function compare_frame(frame, golden_path, keys, cols, tol)
-  local mine = index(frame, keys, cols)
-  local n = 0
-  for _, g in ipairs(csv_records(golden_path)) do
-    local k = {}
-    for j, c in ipairs(keys) do k[j] = g[c] end
-    local key = table.concat(k, "|")
-    local m = mine[key]
-    T.ok(m ~= nil, "golden row " .. key .. " present")
-    for _, c in ipairs(cols) do
-      local want = g[c]
-      if want == "True" or want == "False" then T.eq(m[c], want == "True", key .. " " .. c)
-      elseif tonumber(want) then T.near(m[c], tonumber(want), tol, key .. " " .. c)
-      else T.eq(m[c], want, key .. " " .. c) end
-    end
-    n = n + 1
-  end
-  T.eq(n, #frame, "rows of " .. golden_path)
-end
+local compile_rows, index, compare_frame = J.compile_rows, J.index, J.compare_frame
 
 return {
   {"the archive opens as one report per process with its tables", function()
