@@ -20,7 +20,8 @@
  *       bus_correction} when the instruction is communication, false when not,
  *       nil when there is no such instruction
  *   h:stack(frame) -> array of "file:line[:column][function]", outermost first
- *   h:heap() -> array of {n_events, peak_bytes}, one per heap-simulator trace
+ *   h:heap() -> array of {n_events, peak_bytes, n_alloc, n_free, n_share}, one
+ *       per heap-simulator trace (peak: nsl_hlo_heap_peak, XLA's semantics)
  *   h:instructions() -> nsl table: computation, name, opcode, op_name,
  *       source_file, source_line, frame (one row per instruction)
  *   h:structure() -> a string that is equal for modules of the same shape:
@@ -292,9 +293,15 @@ static int hlo_heap(lua_State *L) {
   const nsl_hlo_buffer_assignment *ba = &b->h->buffer_assignment;
   lua_createtable(L, (int)ba->nheap_simulator_traces, 0);
   for (int64_t t = 0; t < ba->nheap_simulator_traces; t++) {
-    lua_createtable(L, 0, 2);
+    nsl_hlo_heap_stats st;
+    int64_t peak = nsl_hlo_heap_peak(b->h, t, &st);
+    if (peak < 0) return luaL_error(L, "out of memory");
+    lua_createtable(L, 0, 5);
     setint(L, "n_events", ba->heap_simulator_traces[t].nevents);
-    setint(L, "peak_bytes", nsl_hlo_heap_peak(b->h, t));
+    setint(L, "peak_bytes", peak);
+    setint(L, "n_alloc", st.alloc);
+    setint(L, "n_free", st.free);
+    setint(L, "n_share", st.share);
     lua_rawseti(L, -2, t + 1);
   }
   return 1;

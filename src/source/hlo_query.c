@@ -1,6 +1,7 @@
 /* hlo_query.c -- instruction lookup by name, communication classification
  * and message sizes, heap-simulator peaks over a decoded HloProto (see
- * hlo_query.h; the rules are nsys-jax's, protobuf.py and analysis.py). */
+ * hlo_query.h; the rules are nsys-jax's, protobuf.py and analysis.py, and the
+ * heap peak XLA's heap simulator's). */
 #include "source/hlo_query.h"
 
 #include <stdio.h>
@@ -164,16 +165,54 @@ void nsl_hlo_comm_info(const nsl_hlo *h, const nsl_hlo_instruction *inst, nsl_hl
   } else out->bw_correction = out->bus_correction = 1;
 }
 
-int64_t nsl_hlo_heap_peak(const nsl_hlo *h, int64_t t) {
+/* Position of buffer id in the logical buffer array, or -1. */
+static int64_t buffer_pos(const nsl_hlo *h, int64_t id) {
+  const nsl_hlo_logical_buffer *lb = nsl_hlo_find_buffer(h, id);
+  return lb ? lb - h->buffer_assignment.logical_buffers : -1;
+}
+
+int64_t nsl_hlo_heap_peak(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *stats) {
   const nsl_hlo_buffer_assignment *ba = &h->buffer_assignment;
+  if (stats) memset(stats, 0, sizeof *stats);
   if (t < 0 || t >= ba->nheap_simulator_traces) return -1;
   const nsl_hlo_heap_trace *tr = &ba->heap_simulator_traces[t];
+  int64_t nb = ba->nlogical_buffers;
+  /* canon[b]: the buffer whose memory b uses (itself unless it shares);
+   * refs[r]: live buffers using r's memory */
+  int64_t *canon = malloc((size_t)(nb ? nb : 1) * sizeof *canon);
+  int64_t *refs = calloc((size_t)(nb ? nb : 1), sizeof *refs);
+  if (!canon || !refs) {
+    free(canon);
+    free(refs);
+    return -1;
+  }
+  for (int64_t b = 0; b < nb; b++) canon[b] = b;
   int64_t cur = 0, peak = 0;
   for (int64_t e = 0; e < tr->nevents; e++) {
-    const nsl_hlo_logical_buffer *lb = nsl_hlo_find_buffer(h, tr->events[e].buffer_id);
-    int64_t size = lb ? lb->size : 0;
-    cur += tr->events[e].kind == NSL_HLO_HEAP_FREE ? -size : size;
+    const nsl_hlo_heap_event *ev = &tr->events[e];
+    int64_t b = buffer_pos(h, ev->buffer_id);
+    if (stats) {
+      if (ev->kind == NSL_HLO_HEAP_ALLOC) stats->alloc++;
+      else if (ev->kind == NSL_HLO_HEAP_FREE) stats->free++;
+      else if (ev->kind == NSL_HLO_HEAP_SHARE_WITH) stats->share++;
+    }
+    if (b < 0) continue;   /* a buffer the assignment does not list takes no memory */
+    if (ev->kind == NSL_HLO_HEAP_SHARE_WITH) {
+      int64_t c = buffer_pos(h, ev->share_with_canonical_id);
+      if (c >= 0) {
+        for (int64_t hops = 0; canon[c] != c && hops < nb; hops++) c = canon[c];   /* the chain's root */
+        canon[b] = c;
+      }
+    }
+    int64_t r = canon[b];
+    if (ev->kind == NSL_HLO_HEAP_FREE) {
+      if (refs[r] > 0 && --refs[r] == 0) cur -= ba->logical_buffers[r].size;
+    } else if (refs[r]++ == 0) {   /* ALLOC, or SHARE_WITH a region no live buffer holds */
+      cur += ba->logical_buffers[r].size;
+    }
     if (cur > peak) peak = cur;
   }
+  free(canon);
+  free(refs);
   return peak;
 }

@@ -45,8 +45,19 @@ typedef struct nsl_hlo_comm {
  * and the nccl-tests bandwidth corrections. */
 void nsl_hlo_comm_info(const nsl_hlo *h, const nsl_hlo_instruction *inst, nsl_hlo_comm *out);
 
-/* Peak of heap-simulator trace t as nsys-jax computes it: ALLOC and
- * SHARE_WITH events add the logical buffer's size, FREE subtracts it. */
-int64_t nsl_hlo_heap_peak(const nsl_hlo *h, int64_t t);
+/* Events of a heap-simulator trace by kind. */
+typedef struct nsl_hlo_heap_stats {
+  int64_t alloc, free, share;
+} nsl_hlo_heap_stats;
+
+/* Peak bytes of heap-simulator trace t with XLA's semantics
+ * (xla.HeapSimulatorTrace): ALLOC takes the logical buffer's size; SHARE_WITH
+ * takes no new memory -- the buffer uses the region of its canonical buffer
+ * (the root of a chain of shares), whose lifetime extends to the union of
+ * the lifetimes of the buffers sharing it; a region is freed when the last
+ * buffer using it is, and a share of a region already freed takes it again.
+ * Counts the events by kind into *stats when not NULL.  -1 when t is out of
+ * range (or out of memory). */
+int64_t nsl_hlo_heap_peak(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *stats);
 
 #endif

@@ -147,6 +147,50 @@ return {
     end
   end},
 
+  {"heap peak of a hand-built trace with buffer sharing: XLA's heap-simulator semantics", function()
+    -- An xla.HloProto encoded here from hlo.proto's field numbers (no nsl
+    -- encoder): HloProto.buffer_assignment = 3; BufferAssignmentProto:
+    -- logical_buffers = 1, heap_simulator_traces = 4; LogicalBufferProto:
+    -- id = 1, size = 2; HeapSimulatorTrace: events = 1; Event: kind = 1
+    -- (ALLOC 0, FREE 1, SHARE_WITH 2), buffer_id = 2, share_with_canonical_id = 5.
+    local function varint(n)
+      local out = {}
+      repeat
+        local b = n & 0x7f
+        n = n >> 7
+        out[#out + 1] = string.char(n ~= 0 and (b | 0x80) or b)
+      until n == 0
+      return table.concat(out)
+    end
+    local function int(num, v) return varint(num << 3) .. varint(v) end
+    local function msg(num, body) return varint(num << 3 | 2) .. varint(#body) .. body end
+    local ALLOC, FREE, SHARE = 0, 1, 2
+    local function ev(kind, id, canonical)
+      return msg(1, (kind ~= ALLOC and int(1, kind) or "") .. int(2, id) .. (canonical and int(5, canonical) or ""))
+    end
+    -- buffers: A (id 1) 100 bytes, B (2) 60, C (3) 40, D (4) 30, E (5) 100
+    local ba = msg(1, int(1, 1) .. int(2, 100)) .. msg(1, int(1, 2) .. int(2, 60)) ..
+               msg(1, int(1, 3) .. int(2, 40)) .. msg(1, int(1, 4) .. int(2, 30)) .. msg(1, int(1, 5) .. int(2, 100))
+    -- trace 1, the live bytes after each event worked out by hand:
+    --   ALLOC A 100; B SHARE_WITH A 100 (A's region, no new memory); ALLOC C 140;
+    --   FREE A 140 (B still holds the region); ALLOC D 170; FREE B 70 (the
+    --   region's last user); E SHARE_WITH B 170 (the chain's root A, whose
+    --   region is taken again); FREE C 130; FREE D 100; FREE E 0.  Peak 170.
+    --   (Counting shares as allocations of their own size gives 240.)
+    ba = ba .. msg(4, ev(ALLOC, 1) .. ev(SHARE, 2, 1) .. ev(ALLOC, 3) .. ev(FREE, 1) .. ev(ALLOC, 4) ..
+                      ev(FREE, 2) .. ev(SHARE, 5, 2) .. ev(FREE, 3) .. ev(FREE, 4) .. ev(FREE, 5))
+    -- trace 2, no sharing: ALLOC C 40, ALLOC D 70, FREE C 30, FREE D 0.  Peak 70.
+    ba = ba .. msg(4, ev(ALLOC, 3) .. ev(ALLOC, 4) .. ev(FREE, 3) .. ev(FREE, 4))
+    local h = assert(nsl.hlo_decode(msg(3, ba), "hand-built"))
+    local heap = h:heap()
+    T.eq(#heap, 2, "traces")
+    T.eq(heap[1].peak_bytes, 170, "peak with sharing")
+    T.eq(heap[1].n_events, 10, "events")
+    T.eq(heap[1].n_share, 2, "share events")
+    T.eq(heap[1].n_alloc, 3, "alloc events")
+    T.eq(heap[2].peak_bytes, 70, "peak without sharing")
+  end},
+
   {"op runtime totals and folded flame graphs equal the notebook's", function()
     for which, g in pairs{combined = G4, proc0 = G0} do
       local d = data(which)
