@@ -6,12 +6,15 @@
 --   nvtx      nested NVTX ranges per thread, weighted by the GPU time projected
 --             onto them (the ops whose launching call lies innermost in a range
 --             count for that range; `--arg weight=cpu`: range CPU time instead);
---             GPU work launched outside every range is "[outside NVTX]".
+--             GPU work launched outside every range is "[outside NVTX]".  On an
+--             nsys-jax archive: the ranges nsys projected onto the GPU, each
+--             weighted by its GPU span less its children's.
 --   sampling  CPU sampling call stacks (samples + frames), one per sample.
 --   launch    the CPU call stacks of CUDA API calls (CUDA_CALLCHAINS), ending
 --             in the API call, weighted by the GPU time of the work it launched.
---   xla       (nsys-jax archives) source lines of the HLO operations, weighted
---             by GPU time, when lua/nsl/jax.lua provides them.
+--   xla       (JAX traces: nsys-jax archives, bundles with XLA dumps) the Python
+--             source lines of the HLO operations, weighted by steady-state GPU
+--             time as nsys-jax's notebook attributes it (jax_flamegraph).
 -- Weights are ns (GPU/CPU time) or sample counts.
 local nsl = require("nsl")
 local report = require("nsl.report")
@@ -29,8 +32,33 @@ local function fold(paths, weights)
   return g:sort("-weight", "stack")
 end
 
+--- nsys-jax archives hold the NVTX ranges already projected onto the GPU
+-- (trace.gpu_ranges: range_id, parent_id per report) and no GPU operations:
+-- the tree of those ranges, each weighted by its projected GPU span less its
+-- children's.
+local function projected_stacks(trace)
+  local g = trace.gpu_ranges
+  g:load{"report", "range_id", "parent_id", "text", "dur"}
+  local _, parent = g:join(nsl.table{{"report", g.report}, {"parent_id", g.range_id}}, {"report", "parent_id"})
+  parent = nsl.where(parent:isnull(), -1, parent:cast("i64"))
+  local tp = nsl.tree_paths(parent, g.text)
+  local kids = nsl.table{{"row", parent}, {"dur", g.dur}}:group_by("row"):agg{"dur=sum(dur)"}
+  local child = nsl.table{{"row", nsl.range(#g)}}:join(kids, {"row"}, {"dur"}).dur
+  local self = g.dur - nsl.where(child:isnull(), 0, child)
+  self = nsl.where(self:lt(0), 0, self)
+  local names, parents = g.text:gather(tp.node_row):totable(), tp.node_parent:totable()
+  local paths = {}
+  for id = 0, tp.n - 1 do   -- nodes are made parents first
+    local p = parents[id + 1]
+    local name = clean(names[id + 1])
+    paths[id + 1] = p < 0 and name or (paths[p + 1] .. ";" .. name)
+  end
+  return fold(nsl.column(paths):gather(tp.node), self), "ns of GPU time projected"
+end
+
 local function nvtx_stacks(trace, args)
   local nvtx = require("nsl.nvtx")
+  if require("nsl.jax").is_archive(trace) then return projected_stacks(trace) end
   if #trace.nvtx == 0 then return nil end
   local P = nvtx.project(trace, {strip = args.raw_names and nil or nvtx.pytorch_suffixes})
   local R = P.ranges
@@ -96,11 +124,11 @@ local function launch_stacks(trace)
 end
 
 local function xla_stacks(trace)
-  local ok, jax = pcall(require, "nsl.jax")
-  if not ok or type(jax) ~= "table" or not jax.source_folded then return nil end
-  local f = jax.source_folded(trace)
+  local jax = require("nsl.jax")
+  if not jax.is_jax(trace) then return nil end
+  local f = jax.attribution_stacks(jax.steady_attribution(trace), "source")
   if not f or #f == 0 then return nil end
-  return f, "ns of GPU time"
+  return f, "ns of steady-state GPU time"
 end
 
 local sources = {nvtx = nvtx_stacks, sampling = sampling_stacks, launch = launch_stacks, xla = xla_stacks}

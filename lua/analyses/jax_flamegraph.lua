@@ -1,8 +1,9 @@
 -- jax_flamegraph -- where steady-state GPU time goes in an nsys-jax trace, as
 -- nsys-jax's notebook attributes it: per HLO opcode, and as folded stacks by
 -- Python source line (HLO stack frames) and by JAX op name, written to
--- source_flamegraph.folded and op_name_flamegraph.folded under --out (the
--- `flamegraph` renderer draws them).
+-- source_flamegraph.folded and op_name_flamegraph.folded (weights in ms, as
+-- nsys-jax writes them) and drawn as interactive SVG and PNG flame graphs
+-- (weights in ns) under --out.
 local nsl = require("nsl")
 local jax = require("nsl.jax")
 
@@ -15,16 +16,7 @@ return {
   },
   example = "nsl run jax_flamegraph proc0.zip --out fg/",
   run = function(trace, args, out)
-    local d = jax.load(trace, {programs = args.programs})
-    local compiled = jax.compiled_programs(d.compile_parts)
-    local has_comm = #d.communication > 0
-    local module = d.module:filter(~d.module.ProgramId:isin{"unknown"})
-    local thunk = d.thunk:filter(~d.thunk.ProgramId:isin{"unknown"})
-    local corr = jax.alignment(d.communication)
-    module, thunk = jax.apply_alignment(module, corr), jax.apply_alignment(thunk, corr)
-    local sm = jax.steady(module, compiled, has_comm)
-    local stt = jax.steady(thunk, compiled, has_comm)
-    local a = jax.attribution(d, sm, stt)
+    local a = jax.steady_attribution(trace, {programs = args.programs})
     local ops, ms = {}, {}
     for k, v in pairs(a.op_runtime) do
       if k:sub(1, 1) ~= "_" then ops[#ops + 1] = k end
@@ -37,7 +29,16 @@ return {
                                      table.concat(a.top, " "))})
     out:value("op_runtime", a.op_runtime)
     out:value("totals", a.totals)
-    out:file("source_flamegraph.folded", jax.folded(a.source, a.order_source))
-    out:file("op_name_flamegraph.folded", jax.folded(a.op_name, a.order_op_name))
+    local plot = require("nsl.plot")
+    for _, which in ipairs{"source", "op_name"} do
+      out:file(which .. "_flamegraph.folded", jax.folded(a[which], a["order_" .. which]))
+      local f = out.dir and jax.attribution_stacks(a, which)
+      if f and #f > 0 then
+        local title = string.format("GPU time by %s (steady state, ns)", which == "source" and "source line" or "op name")
+        out:file(which .. "_flamegraph.svg",
+                 plot.flamegraph(f, {title = title, format = "svg", interactive = true, unit = "ns"}):to_string())
+        out:file(which .. "_flamegraph.png", plot.flamegraph(f, {title = title, format = "png", unit = "ns"}):to_string())
+      end
+    end
   end,
 }

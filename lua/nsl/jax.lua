@@ -77,6 +77,25 @@ M.pick = pick
 
 local function starts(s, prefix) return s:sub(1, #prefix) == prefix end
 
+-- ---------------------------------------------------------------- recognition
+
+--- Whether the trace is an nsys-jax archive: NVTX ranges projected onto the
+-- GPU and no CUDA activity tables (nsys-jax keeps no kernels, memory
+-- operations or API calls; analyses of those point here instead).
+function M.is_archive(trace)
+  return #trace.gpu_ranges > 0 and #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0
+end
+
+--- Whether the trace is a JAX (XLA) one: an nsys-jax archive or an export
+-- whose NVTX ranges include XLA's module ranges (XlaModule:#...#).
+function M.is_jax(trace)
+  if M.is_archive(trace) then return true end
+  local n = trace.nvtx
+  if #n == 0 then return false end
+  n:load{"text"}
+  return n.text:contains("XlaModule:#"):count() > 0
+end
+
 -- ---------------------------------------------------------------- XLA dumps
 
 --- The parts of an XLA dump file name (its last path component):
@@ -972,6 +991,36 @@ function M.attribution(d, steady_module, steady_thunk)
     add(res[which], res["order_" .. which], IDLE_BETWEEN, idle_between)
   end
   return res
+end
+
+--- The attribution (M.attribution) of a trace's steady state, as nsys-jax's
+-- notebook makes it: frames loaded (opts as M.load), programs without a dump
+-- left out, clocks aligned across devices, warm-up executions dropped.
+-- Returns the attribution and the loaded frames.
+function M.steady_attribution(trace, opts)
+  local d = M.load(trace, opts)
+  local compiled = M.compiled_programs(d.compile_parts)
+  local has_comm = #d.communication > 0
+  local module = d.module:filter(~d.module.ProgramId:isin{"unknown"})
+  local thunk = d.thunk:filter(~d.thunk.ProgramId:isin{"unknown"})
+  local corr = M.alignment(d.communication)
+  module, thunk = M.apply_alignment(module, corr), M.apply_alignment(thunk, corr)
+  return M.attribution(d, M.steady(module, compiled, has_comm), M.steady(thunk, compiled, has_comm)), d
+end
+
+--- The stacks of one of an attribution's flame graphs ("source" or
+-- "op_name") as an nsl table {stack, weight} in integer ns, heaviest first
+-- (the input of nsl.plot.flamegraph and of the flamegraph analysis).
+function M.attribution_stacks(a, which)
+  local stacks, weights = {}, {}
+  for i, k in ipairs(a["order_" .. which]) do
+    stacks[i] = k
+    weights[i] = math.floor(a[which][k] * 1e6 + 0.5)
+  end
+  if #stacks == 0 then return nil end
+  local t = nsl.table{{"stack", stacks}, {"weight", weights}}
+  t = t:filter(t.weight:gt(0))
+  return t:sort("-weight", "stack")
 end
 
 --- Folded-stack text ("a;b;c weight" lines, flamegraph.pl's input) of a map

@@ -86,4 +86,75 @@ return {
     T.ok(lines > 1, "several stacks")
     os.execute("rm -rf " .. T.shell_quote(dir))
   end},
+  {"nsys-jax archive, source=xla: the notebook's source flame graph (golden), in ns; SVG and PNG written", function()
+    local J = dofile(T.source_dir .. "/tests/lua/jax_testlib.lua")(T)
+    local D = T.data("nsys-jax")
+    local dir = J.tmpdir()
+    local ok = os.execute(string.format("%s run flamegraph %s --arg source=xla --out %s > /dev/null",
+      T.shell_quote(assert(os.getenv("NSL"))), T.shell_quote(D .. "/pax_fsdp4_4proc_proc0.zip"), T.shell_quote(dir)))
+    T.ok(ok, "nsl run flamegraph --arg source=xla --out")
+    local want, nwant = J.folded(J.read(D .. "/golden/proc0/source_flamegraph.folded.xz"))
+    local got, ngot = J.folded(J.read(dir .. "/flamegraph-xla.folded"))
+    T.eq(ngot, nwant, "stacks")
+    for k, ms in pairs(want) do
+      T.ok(got[k], "stack " .. k:sub(1, 100))
+      T.ok(math.abs(got[k] - ms * 1e6) <= 1, "weight of " .. k:sub(1, 100) .. " (ns = golden ms x 1e6, rounded)")
+    end
+    T.ok(J.read(dir .. "/flamegraph-xla.svg"):find("<svg", 1, true), "interactive SVG")
+    T.eq(J.read(dir .. "/flamegraph-xla.png"):sub(1, 8), "\137PNG\r\n\26\n", "PNG")
+    -- jax_flamegraph: both graphs as nsys-jax's folded text (ms), SVG and PNG
+    ok = os.execute(string.format("%s run jax_flamegraph %s --out %s/j > /dev/null",
+      T.shell_quote(assert(os.getenv("NSL"))), T.shell_quote(D .. "/pax_fsdp4_4proc_proc0.zip"), T.shell_quote(dir)))
+    T.ok(ok, "nsl run jax_flamegraph --out")
+    for _, which in ipairs{"source", "op_name"} do
+      local w = J.folded(J.read(D .. "/golden/proc0/" .. which .. "_flamegraph.folded.xz"))
+      local g = J.folded(J.read(dir .. "/j/" .. which .. "_flamegraph.folded"))
+      for k, ms in pairs(w) do T.near(g[k], ms, 1e-6, which .. " stack " .. k:sub(1, 80)) end
+      T.ok(J.read(dir .. "/j/" .. which .. "_flamegraph.svg"):find("<svg", 1, true), which .. " SVG")
+      T.eq(J.read(dir .. "/j/" .. which .. "_flamegraph.png"):sub(1, 8), "\137PNG\r\n\26\n", which .. " PNG")
+    end
+    J.cleanup()
+  end},
+
+  {"nsys-jax archive, source=nvtx: the projected ranges' tree (= the trace.parquet CSV copy, in plain Lua)", function()
+    local J = dofile(T.source_dir .. "/tests/lua/jax_testlib.lua")(T)
+    local D = T.data("nsys-jax")
+    local tables = T.run_analysis("flamegraph", {D .. "/pax_fsdp4_4proc_proc0.zip"}, {"source=nvtx", "top=1000000"})
+    local got = {}
+    local f = tables.stacks_nvtx
+    for i = 1, #f do got[f.stack[i]] = f.weight[i] end
+    -- oracle: the CSV copy of trace.parquet; path = texts of the ParentId chain,
+    -- weight = Projected Duration less the children's, at least 0
+    local rows = J.csv_records(D .. "/mini/proc0/nvtx_gpu_proj_trace.trace.csv.gz")
+    local by, child = {}, {}
+    for _, r in ipairs(rows) do
+      if r.RangeId ~= "" then by[r.RangeId] = r end
+    end
+    for _, r in ipairs(rows) do
+      if r.RangeId ~= "" and r.ParentId ~= "" then
+        child[r.ParentId] = (child[r.ParentId] or 0) + tonumber(r["Projected Duration"])
+      end
+    end
+    local want, total = {}, 0
+    for id, r in pairs(by) do
+      local names, p = {}, r
+      while p do
+        table.insert(names, 1, (p.Name:gsub("[;\r\n]", ":")))
+        p = p.ParentId ~= "" and by[p.ParentId:match("^(%d+)")] or nil
+      end
+      local w = math.max(0, tonumber(r["Projected Duration"]) - (child[id] or 0))
+      local k = table.concat(names, ";")
+      want[k] = (want[k] or 0) + w
+      total = total + w
+    end
+    local n = 0
+    for k, w in pairs(want) do
+      if w > 0 then
+        T.eq(got[k], w, "stack " .. k:sub(1, 100))
+        n = n + 1
+      end
+    end
+    T.eq(#f, n, "stacks")
+    T.eq(f.weight:sum(), total, "total")
+  end},
 }
