@@ -24,6 +24,7 @@
 -- Times are sums of operation durations in ns (overlapping operations each
 -- count), as nsys stats and both map tools count them.
 local nsl = require("nsl")
+local jax = require("nsl.jax")
 local classes = require("nsl.classes")
 local steps = require("nsl.steps")
 
@@ -132,8 +133,7 @@ return {
     end
     local ops = classes.gpu_ops(trace, which)
     if #ops == 0 then
-      nsl.fail(string.format("%s: no GPU kernels or memory operations; was it profiled with -t cuda?",
-                             table.concat(trace.reports.path:totable(), ", ")))
+      return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations to classify", "jax_flamegraph")
     end
     ops = ops:with("class", classes.classify_column(ops.name, map))
     local limit = args.limit > 0 and args.limit or nil

@@ -5,6 +5,7 @@
 -- kernels, memory copies or memsets runs; its gaps are the idle intervals
 -- between its first operation's start and its last operation's stop.
 local nsl = require("nsl")
+local jax = require("nsl.jax")
 local units = require("nsl.units")
 local findings = require("nsl.findings")
 local report = require("nsl.report")
@@ -144,8 +145,7 @@ return {
     end
     local ops = gpu_ops(trace)
     if #ops == 0 then
-      nsl.fail(string.format("%s: no GPU activity (no kernels, memory copies or memsets); was it profiled with -t cuda?",
-                             table.concat(trace.reports.path:totable(), ", ")))
+      return jax.no_cuda_activity(trace, out, "no GPU activity (no kernels, memory copies or memsets)", "jax_flamegraph")
     end
     local sources = cpu_sources(trace)
     local mintext = report.duration(min)

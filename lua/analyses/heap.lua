@@ -10,6 +10,9 @@
 -- address; an allocation is live at the peak when it happened at or before
 -- the peak event and its free (if any) after it.  Never freed: allocations
 -- without a later free of their address.
+--
+-- A JAX trace without memory events (nsys-jax archives never have them) gets
+-- jax_heap instead: the heap XLA simulated for each program.
 local nsl = require("nsl")
 local report = require("nsl.report")
 local stats = require("nsl.stats")
@@ -62,7 +65,13 @@ return {
     local per_device = {report = {}, device = {}, events = {}, allocs = {}, frees = {}, peak = {}, peak_at = {},
                         live_at_peak = {}, never_freed = {}, never_freed_bytes = {}, final = {}}
     local live_rows, never_rows, series = {}, {}, {}
-    if #m == 0 then
+    if #m == 0 and require("nsl.jax").is_jax(trace) then
+      -- XLA plans a JAX program's device memory ahead of time: its heap simulation is what there is
+      out:text("No device-memory events in this JAX trace; the device memory XLA planned per program " ..
+               "(heap-simulator peaks, nsl run jax_heap):")
+      local a = require("analyses.jax_heap")
+      return a.run(trace, assert(require("nsl.runner").parse_args(a, {})), out)
+    elseif #m == 0 then
       out:text("No device-memory events: the export has no CUDA_GPU_MEMORY_USAGE_EVENTS rows " ..
                "(profile with `nsys profile --cuda-memory-usage=true`).")
     else

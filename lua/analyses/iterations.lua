@@ -4,7 +4,9 @@
 --
 -- Iterations come from --arg range=NAME (an NVTX range name, or a Lua
 -- pattern) or are detected: an NVTX range that repeats as a step, else a
--- marker kernel with a regular period.  lua/nsl/iterations.lua documents
+-- marker kernel with a regular period.  In a JAX trace (nsys-jax archives,
+-- bundles with XLA's ranges) they are the executions of the step program on
+-- every device, aligned across devices.  lua/nsl/iterations.lua documents
 -- the rules, the attribution of GPU work and the limits.
 --
 -- Steady state: warm-up iterations are left out -- with --arg warmup=N the
@@ -18,6 +20,66 @@ local classes = require("nsl.classes")
 local report = require("nsl.report")
 
 local function col(v, fallback) return #v > 0 and nsl.column(v) or (fallback or nsl.column{}) end
+
+--- The steps of a JAX trace (nsl.iterations.jax_steps): per execution of the
+-- step program on each device, per device the steady state (warm-up:
+-- --arg warmup=N, else nsys-jax's), and how the devices' steps line up.
+local function jax_steps(it, args, out)
+  local s = it.steps
+  local limit = args.limit > 0 and args.limit or nil
+  local warm = s.warm
+  if args.warmup >= 0 then warm = (s.iter - 1 - args.warmup):lt(0) end
+  out:table("iterations", nsl.table{
+    {"Report", s.report}, {"Device", s.device}, {"Iter", s.iter}, {"Start (ns)", s.start}, {"End (ns)", s.stop},
+    {"Duration (ns)", s.dur}, {"Thunks", s.thunks}, {"GPU Busy (ns)", s.busy}, {"Busy (%)", s.busy * 100.0 / s.dur},
+    {"Exposed Comm (ns)", s.comm}, {"Warm-up", nsl.where(warm, "yes", "")}},
+    {title = "Iterations: executions of " .. it.name .. " per device (times projected onto the GPU, clocks aligned)",
+     limit = limit})
+  local st = {report = {}, device = {}, n = {}, warm = {}, steady = {}, med = {}, mean = {}, std = {}, min = {},
+              max = {}, busy = {}}
+  local dev, rep, dur, busy, w = s.device:totable(), s.report:totable(), s.dur:totable(), s.busy:totable(),
+                                 warm:totable()
+  local all = {}
+  for i = 1, #s do
+    local j = #st.device
+    if j == 0 or st.device[j] ~= dev[i] then
+      j = j + 1
+      st.report[j], st.device[j], st.n[j], st.warm[j] = rep[i], dev[i], 0, 0
+      st[j] = {list = {}, pct = {}}
+    end
+    st.n[j] = st.n[j] + 1
+    if w[i] then st.warm[j] = st.warm[j] + 1
+    else
+      table.insert(st[j].list, dur[i])
+      table.insert(st[j].pct, busy[i] * 100.0 / dur[i])
+      all[#all + 1] = dur[i]
+    end
+  end
+  for j = 1, #st.device do
+    local d, b = iterations.describe(st[j].list), iterations.describe(st[j].pct)
+    st.steady[j] = #st[j].list
+    st.med[j], st.mean[j], st.std[j] = d and d.median or -1, d and d.mean or -1, d and d.std or -1
+    st.min[j], st.max[j], st.busy[j] = d and d.min or -1, d and d.max or -1, b and b.median or -1.0
+    if d then out:value(string.format("steady_median_ns_device%d", st.device[j]), d.median) end
+  end
+  out:table("steady_state", nsl.table{
+    {"Report", col(st.report)}, {"Device", col(st.device)}, {"Iterations", col(st.n)}, {"Warm-up", col(st.warm)},
+    {"Steady", col(st.steady)}, {"Med (ns)", col(st.med)}, {"Avg (ns)", col(st.mean)}, {"StdDev (ns)", col(st.std)},
+    {"Min (ns)", col(st.min)}, {"Max (ns)", col(st.max)}, {"Med Busy (%)", col(st.busy)}},
+    {title = "Steady-state step time per device (warm-up left out)"})
+  if #st.device > 1 then   -- how iteration k of every device lines up
+    local g = s:group_by("iter"):agg{"devices=count", "first=min(start)", "last=max(start)", "slowest=max(dur)",
+                                     "fastest=min(dur)"}
+    out:table("alignment", nsl.table{{"Iter", g.iter}, {"Devices", g.devices}, {"Start spread (ns)", g.last - g.first},
+      {"Slowest (ns)", g.slowest}, {"Fastest (ns)", g.fastest}}, {title = "Iterations across devices", limit = limit})
+  end
+  local d = iterations.describe(all)
+  if d then
+    out:value("steady_mean_ns", d.mean)
+    out:text(string.format("Steady state: %d steps over %d device%s, median %s, mean %s, std %s.", d.n, #st.device,
+      #st.device == 1 and "" or "s", report.duration(d.median), report.duration(d.mean), report.duration(d.std)))
+  end
+end
 
 return {
   name = "iterations",
@@ -36,6 +98,7 @@ return {
     local it, err = iterations.find(trace, args.range)
     if not it then nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err)) end
     out:text(it.how)
+    if it.mode == "jax" then return jax_steps(it, args, out) end
     local map = classes.default_map()
     if args.map ~= "" then
       local m, merr = classes.load(args.map, args.model ~= "" and args.model or nil)

@@ -5,6 +5,7 @@
 -- costs (explicit syncs, synchronous and pageable memory copies); and the
 -- slowest launches.
 local nsl = require("nsl")
+local jax = require("nsl.jax")
 local percentiles = require("nsl.percentiles")
 local stats = require("nsl.stats")
 
@@ -83,8 +84,7 @@ return {
   example = "nsl run launch trace.sqlite --arg queue=stream --arg n=50",
   run = function(trace, args, out)
     if #trace.kernels == 0 and #trace.api == 0 then
-      nsl.fail(string.format("%s: no kernels and no CUDA API calls; was it profiled with -t cuda?",
-                             table.concat(trace.reports.path:totable(), ", ")))
+      return jax.no_cuda_activity(trace, out, "no kernels and no CUDA API calls to time launches from")
     end
     if args.queue ~= "device" and args.queue ~= "stream" then
       nsl.fail(string.format("--arg queue: '%s' is neither device nor stream", args.queue))

@@ -16,6 +16,7 @@
 --   nccl_kernels      per distinct NCCL kernel: collective, algorithm,
 --                     protocol, operation, data type, Instances, Total, Name
 local nsl = require("nsl")
+local jax = require("nsl.jax")
 local nccl = require("nsl.nccl")
 
 local function pct_of(values, totals)
@@ -36,8 +37,7 @@ return {
     local k = trace.kernels
     k:load{"report", "device", "stream", "start", "stop", "dur", "name", "demangled"}
     if #k == 0 then
-      nsl.fail(string.format("%s: no GPU kernels; was it profiled with -t cuda?",
-                             table.concat(trace.reports.path:totable(), ", ")))
+      return jax.no_cuda_activity(trace, out, "no GPU kernels (NCCL collectives)", "jax_communication")
     end
     local limit = args.limit > 0 and args.limit or nil
     local mask = nccl.mask(k.name)

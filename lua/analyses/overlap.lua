@@ -24,6 +24,7 @@
 -- whose sum, window - |C|, equals the estimate when no two compute kernels
 -- overlap (concurrent streams make the estimate smaller).
 local nsl = require("nsl")
+local jax = require("nsl.jax")
 local classes = require("nsl.classes")
 local steps = require("nsl.steps")
 local overlap = require("nsl.overlap")
@@ -48,8 +49,7 @@ return {
   run = function(trace, args, out)
     local ops = classes.gpu_ops(trace, "short")
     if #ops == 0 then
-      nsl.fail(string.format("%s: no GPU kernels or memory operations; was it profiled with -t cuda?",
-                             table.concat(trace.reports.path:totable(), ", ")))
+      return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations", "jax_communication")
     end
     local limit = args.limit > 0 and args.limit or nil
     local is_nccl = overlap.nccl_mask(ops)

@@ -28,6 +28,14 @@
 --     occurrence.  Iteration k runs from the marker's k-th period start to
 --     the next: n period starts make n - 1 iterations; the work before the
 --     first and after the last is left out.
+--  0. A JAX trace (nsl.jax.is_jax: an nsys-jax archive, or an export with
+--     XLA's module ranges): the steps are the executions of the step
+--     program -- the XLA program name (or --arg range=NAME when it names
+--     one) with the most GPU time among those run at least 3 times on a
+--     device -- one iteration per execution on each device (rank), numbered
+--     per device in time order, so that iteration k lines up across devices.
+--     Times are the executions' spans projected onto the GPU, with every
+--     device's clock corrected as nsys-jax aligns them (nsl.jax.alignment).
 -- Limits: a trace shorter than three periods has no detectable period; the
 -- longest regular period wins, so a marker that repeats once per step is
 -- found even when layers repeat more often, but a run whose steps vary by
@@ -230,11 +238,70 @@ function M.detect_kernels(trace)
   return list
 end
 
---- Finds the iterations of trace: spec (a range name or pattern; "" to
--- detect).  Returns it = {mode = "range" | "kernel", ranges = (range mode)
+--- The steps of a JAX trace (see 0. above): it = {mode = "jax", steps =
+-- table report, device, iter (1-based per device), start, stop (ns, clocks
+-- aligned), dur, program (ProgramId), name, thunks, busy (union of the
+-- thunks' GPU time), comm (exposed communication, ns), warm (nsys-jax's
+-- warm-up: the first execution of a program compiled in the profile, one
+-- more with communication), how}, or nil and a message.
+function M.jax_steps(trace, spec)
+  local jax = require("nsl.jax")
+  local d = jax.load(trace, {programs = "structure"})   -- one program on every device, for the alignment
+  local module = d.module
+  if #module == 0 then return nil, "no XLA module executions on the GPU" end
+  local per = module:group_by("Name", "Device"):agg{"n=count"}:group_by("Name"):agg{"n=max(n)"}
+  local tot = module:group_by("Name"):agg{"ms=sum(ProjDurMs)"}:join(per, {"Name"}, {"n"})
+  local best, best_ms
+  for i = 1, #tot do
+    local name = tot.Name[i]
+    if (spec and spec ~= "" and name == spec) or
+       (not (spec and spec ~= "") and tot.n[i] >= M.min_count and (not best or tot.ms[i] > best_ms)) then
+      best, best_ms = name, tot.ms[i]
+    end
+  end
+  if not best then
+    if spec and spec ~= "" then return nil, string.format("no XLA program named '%s'", spec) end
+    return nil, string.format("no XLA program ran %d times or more on a device", M.min_count)
+  end
+  local corr = jax.alignment(d.communication)
+  local m = module:filter(module.Name:eq(best))
+  local shift = jax.per_group(m, {"Device"}, function(k, i)   -- the device's clock correction, ns
+    return math.floor((corr and corr[k.Device[i]] or 0) * 1e6 + 0.5)
+  end, "int")
+  m = m:with("a_start", m.start - shift, "a_stop", m.stop - shift):sort("Device", "start")
+  local iter = nsl.cumcount(m:group_by("Device"):ids()) + 1
+  -- the thunks of each execution: count, busy time, exposed communication
+  local th = d.thunk:join(m:select{"ProgramId", "ProgramExecution", "Device"}:with("x", nsl.range(#m)),
+               {"ProgramId", "ProgramExecution", "Device"}, {"x"})
+  th = th:filter(~th.x:isnull())
+  local g = th:group_by("x")
+  local a = g:agg{"thunks=count"}
+  local ca = nsl.table{{"x", th.x}, {"c", nsl.where(th.Communication, th.ProjDurMs, 0.0)}}:group_by("x"):agg{"c=sum(c)"}
+  a = a:with("busy", nsl.busy_by_group(th.start, th.stop, g:ids(), #a))
+  local rows = nsl.table{{"x", nsl.range(#m)}}:join(a, {"x"}, {"thunks", "busy"}):join(ca, {"x"}, {"c"})
+  local compiled = jax.compiled_programs(d.compile_parts)
+  local threshold = m.ProgramId:isin(compiled):cast("i64") + (#d.communication > 0 and 1 or 0)
+  local steps = nsl.table{
+    {"report", m.report}, {"device", m.Device}, {"iter", iter}, {"start", m.a_start}, {"stop", m.a_stop},
+    {"dur", m.stop - m.start}, {"program", m.ProgramId}, {"name", m.Name},
+    {"thunks", nsl.coalesce(rows.thunks, 0)}, {"busy", nsl.coalesce(rows.busy, 0)},
+    {"comm", (nsl.coalesce(rows.c, 0.0) * 1e6):cast("i64")}, {"warm", (iter - 1 - threshold):lt(0)}}
+  local ndev = #steps:group_by("device"):keys()
+  return {mode = "jax", steps = steps, name = best,
+          how = string.format("XLA step program '%s': %d executions on %d device%s%s", best, #steps, ndev,
+                              ndev == 1 and "" or "s", corr and ", clocks aligned across devices" or "")}
+end
+
+--- Finds the iterations of trace: spec (a range name or pattern, or on a
+-- JAX trace a program name; "" to detect).  Returns it = M.jax_steps on a
+-- JAX trace, else {mode = "range" | "kernel", ranges = (range mode)
 -- ranges table, markers = (kernel mode) M.detect_kernels list, how = text},
 -- or nil and a message.
 function M.find(trace, spec)
+  if require("nsl.jax").is_jax(trace) then
+    local it, err = M.jax_steps(trace, spec)
+    if it or not (spec and spec ~= "") then return it, err end
+  end
   if spec and spec ~= "" then
     local r, how = M.by_name(trace, spec)
     if not r then return nil, how end

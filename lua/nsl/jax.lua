@@ -96,6 +96,28 @@ function M.is_jax(trace)
   return n.text:contains("XlaModule:#"):count() > 0
 end
 
+--- For an analysis of CUDA activity (kernels, memory operations, API calls)
+-- that found none.  On an nsys-jax archive, which keeps no CUDA activity,
+-- runs the JAX analysis `instead` with its default arguments after a line
+-- saying so (with no `instead`, the line points at jax_summary) and returns
+-- true.  Anywhere else, fails: "<paths>: <missing>; was it profiled
+-- with -t cuda?".
+function M.no_cuda_activity(trace, out, missing, instead)
+  local paths = table.concat(trace.reports.path:totable(), ", ")
+  if not M.is_archive(trace) then nsl.fail(string.format("%s: %s; was it profiled with -t cuda?", paths, missing)) end
+  local what = string.format("%s: an nsys-jax archive keeps no CUDA activity (%s), only the NVTX ranges projected " ..
+                             "onto the GPU", paths, missing)
+  if not instead then
+    out:text(what .. "; nothing here to measure: nsl run jax_summary shows its XLA modules and thunks.")
+    return true
+  end
+  out:text(string.format("%s; its JAX counterpart follows (nsl run %s).", what, instead))
+  local runner = require("nsl.runner")
+  local a = assert(runner.load_analysis(instead))
+  a.run(trace, assert(runner.parse_args(a, {})), out)
+  return true
+end
+
 -- ---------------------------------------------------------------- XLA dumps
 
 --- The parts of an XLA dump file name (its last path component):
@@ -606,10 +628,8 @@ function M.ms_frame(t, kind)
   end
   cols[#cols + 1] = {"report", t.report}
   cols[#cols + 1] = {"tid", t.tid}
-  if kind == "thunk" then   -- the projected range in ns, as loaded (ProjStartMs = start x 1e-6)
-    cols[#cols + 1] = {"start", t.start}
-    cols[#cols + 1] = {"stop", t.stop}
-  end
+  cols[#cols + 1] = {"start", t.start}   -- the projected range in ns, as loaded (ProjStartMs = start x 1e-6)
+  cols[#cols + 1] = {"stop", t.stop}
   local r = nsl.table(cols)
   if kind == "thunk" then return r:sort("ProgramId", "ProgramExecution", "ThunkIndex", "Device") end
   return r:sort("ProgramId", "ProgramExecution", "Device")

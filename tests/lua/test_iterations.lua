@@ -245,4 +245,50 @@ return {
     T.eq(d.min, 1, "min")
     T.eq(d.max, 4, "max")
   end},
+  {"JAX: the step program's executions per device, equal to nsys-jax's steady module frame (golden)", function()
+    local J = dofile(T.source_dir .. "/tests/lua/jax_testlib.lua")(T)
+    local D = T.data("nsys-jax")
+    local procs = {}
+    for p = 0, 3 do procs[p + 1] = D .. "/pax_fsdp4_4proc_proc" .. p .. ".zip" end
+    local tables, out = T.run_analysis("iterations", procs)
+    local it = tables.iterations
+    T.eq(#it, 20, "5 executions of pjit__wrapped_step_fn on each of 4 devices")
+    local mine = {}
+    for i = 1, #it do mine[it.Device[i] .. "|" .. (it.Iter[i] - 1)] = i end
+    -- nsys-jax's steady rows: the same durations, and they are the executions not marked warm-up
+    local n, sum, cnt = 0, 0, 0
+    for _, g in ipairs(J.csv_records(D .. "/golden/combined4/module_frame_steady_aligned.csv.gz")) do
+      if g.Name == "pjit__wrapped_step_fn" then
+        local i = mine[g.Device .. "|" .. g.ProgramExecution]
+        T.ok(i, "golden execution " .. g.Device .. "/" .. g.ProgramExecution)
+        T.near(it["Duration (ns)"][i] * 1e-6, tonumber(g.ProjDurMs), 1e-9, "duration")
+        T.eq(it["Warm-up"][i], "", "steady in nsys-jax, steady here")
+        n = n + 1
+        if g.ProgramId == "25fa0b3e673a92036f22550cd7bcb068" then
+          sum, cnt = sum + tonumber(g.ProjDurMs), cnt + 1
+        end
+      end
+    end
+    T.eq(n, 12, "golden steady executions")
+    T.eq(it["Warm-up"]:eq("yes"):count(), 8, "the others are warm-up")
+    T.near(sum / cnt, 126.5079655556, 1e-9, "golden steady ms/step of the devices of one fingerprint")
+    -- aligned: iteration k starts on every device within a few ms once warm
+    local al = tables.alignment
+    for i = 1, #al do
+      if al.Iter[i] >= 3 then T.ok(al["Start spread (ns)"][i] < 5e6, "iteration " .. al.Iter[i] .. " lines up") end
+    end
+    T.eq(#tables.steady_state, 4, "steady state per device")
+    T.ok(out, "ran")
+    -- one process alone (and without its metadata files): nsys-jax's summary of proc0, 127.21(31) ms
+    local dir = J.tmpdir()
+    local bare = J.variant(procs[1], dir .. "/bare.zip", "rm -f *-metadata.parquet")
+    for _, path in ipairs{procs[1], bare} do
+      local t = T.run_analysis("iterations", {path})
+      local st = t.steady_state
+      T.eq(st.Steady[1], 3, "steady executions")
+      T.near(st["Avg (ns)"][1] * 1e-6, 127.21, 0.005 / 127.21, "proc0 steady mean (golden 127.21(31) ms)")
+      T.near(st["StdDev (ns)"][1] * 1e-6, 0.31, 0.005, "proc0 steady std (golden 0.31 ms)")
+    end
+    J.cleanup()
+  end},
 }
