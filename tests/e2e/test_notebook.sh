@@ -22,6 +22,16 @@ cmp -s "$TMP/analysis.html" "$TMP/by-name.html" && ok "shipped notebook by name"
 check_eq "analysis.md renders on a bundle (exit code)" "$?" 0
 grep -q 'CUDA GPU Kernel Summary' "$TMP/bundle.html" && ok "bundle report has the summary" || bad "bundle report lacks the summary"
 
+# On an nsys-jax archive every section recognises the JAX trace: no cell fails,
+# none asks for a CUDA trace, the JAX counterparts' tables are there.
+"$NSL" notebook analysis "$NSL_DATA_DIR/nsys-jax/pax_fsdp4_4proc_proc0.zip" -o "$TMP/jax.html" 2> "$TMP/jax.err"
+check_eq "analysis.md renders on an nsys-jax archive (exit code)" "$?" 0
+grep -q "cell(s) failed" "$TMP/jax.err" && bad "cells failed on the archive: $(cat "$TMP/jax.err")" || ok "no cell failed on the archive"
+grep -q -e "-t cuda" -e "cuda-memory-usage" "$TMP/jax.html" && bad "advice for a CUDA trace on an archive" || ok "no CUDA advice"
+grep -q "MODULE EXECUTION SUMMARY" "$TMP/jax.html" && ok "jax summary inside" || bad "jax summary missing"
+grep -q "Heap-simulator peaks" "$TMP/jax.html" && ok "heap section shows jax_heap" || bad "jax_heap missing"
+grep -q "pjit__wrapped_step_fn" "$TMP/jax.html" && ok "step program named" || bad "no step program"
+
 # A failing cell is shown, the next cell still runs.
 cat > "$TMP/fail.md" <<'MD'
 # Failing cell

@@ -97,6 +97,26 @@ return {
     J.check_goldens(jax, d, G4, "combined archive", {compile = true, corrections = true})
   end},
 
+  {"analyses of CUDA activity recognise an archive: its JAX counterpart runs, no advice to profile with -t cuda",
+   function()
+    local counterpart = {classes = "op_runtime", gaps = "op_runtime", overlap = "bandwidth", nccl = "bandwidth",
+                         heap = "heap", launch = false, iterations = "steady_state"}
+    for name, tbl in pairs(counterpart) do
+      local tables, out = T.run_analysis(name, {proc(0)})
+      local text = {}
+      for _, it in ipairs(out.items) do if it.kind == "text" then text[#text + 1] = tostring(it.text) end end
+      text = table.concat(text, "\n")
+      T.ok(not text:find("-t cuda", 1, true) and not text:find("cuda-memory-usage", 1, true), name .. ": no CUDA advice")
+      if tbl then T.ok(tables[tbl], name .. " runs its JAX counterpart (table " .. tbl .. ")")
+      else T.ok(text:find("jax_summary", 1, true), name .. " points at jax_summary") end
+    end
+    -- the counterparts' numbers are nsys-jax's: heap peak, op runtime
+    T.eq(T.run_analysis("heap", {proc(0)}).heap.PeakBytes[1], 16384076800, "heap: jax_heap's golden peak")
+    local op = T.run_analysis("classes", {proc(0)}).op_runtime
+    local want = J.read(G0 .. "notebook_runtime_totals.json"):match('"fusion": ([%d.e-]+)')
+    T.near(op.Ms[op.Operation:eq("fusion"):indices()[1] + 1], tonumber(want), 1e-9, "classes: fusion ms (golden)")
+  end},
+
   {"the analyses run on an archive without metadata", function()
     local v = variant("nometa", NO_METADATA)
     for _, name in ipairs{"jax_summary", "jax_communication", "jax_heap", "summary", "straggler"} do
