@@ -70,7 +70,7 @@ function M.run(text, trace, opts)
     for _, f in ipairs(out.findings) do
       current.outputs[#current.outputs + 1] = {kind = "finding", severity = f.severity, text = f.message}
     end
-    if not ok then error(err, 0) end
+    if not ok then nsl.fail(runner.failure(a, err, trace and trace.reports.path:totable())) end
   end
   local failed = false
   for _, b in ipairs(blocks) do

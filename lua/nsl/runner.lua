@@ -20,23 +20,41 @@ local function file_exists(path)
   return false
 end
 
---- Error handler: nsl errors (bad input, environment) stay one line; other
--- errors (bugs in a script) get a traceback.
+--- Error handler: nsl errors of the input or the environment (nsl.fail, a
+-- source's errors) stay as they are, one line for the user.  Anything else
+-- is a bug in the script -- a Lua error, or a kernel's refusal of its
+-- arguments (an nsl error marked internal) -- and becomes {bug = message,
+-- traceback = ...}, for M.failure to report.
 function M.handler(e)
-  if nsl.is_error(e) then return e end
-  return debug.traceback(tostring(e), 2)
+  if nsl.is_error(e) and not e.internal then return e end
+  return {bug = nsl.is_error(e) and e.message or tostring(e), traceback = debug.traceback("", 2)}
+end
+
+--- The message for a run of analysis a on inputs (array of paths) that
+-- failed with e (from M.handler): the user's error as it is; a bug names
+-- the analysis and the inputs, says whose bug it is (nsl's for a shipped
+-- analysis, else the script's) and carries the traceback.
+function M.failure(a, e, inputs)
+  if type(e) ~= "table" or not e.bug then return tostring(e) end
+  local on = inputs and #inputs > 0 and (" on " .. table.concat(inputs, ", ")) or ""
+  if a.shipped then
+    return string.format("internal error in analysis '%s'%s: %s\nThis is a bug in nsl, not a problem of the input; " ..
+                         "please report it with this message.%s", a.name, on, e.bug, e.traceback)
+  end
+  return string.format("error in script '%s'%s: %s%s", a.name, on, e.bug, e.traceback)
 end
 
 --- Loads an analysis by name ("summary"), shipped path ("analyses/summary.lua")
 -- or own path; returns the analysis table, or nil and a message.
 function M.load_analysis(spec)
-  local chunk, err
+  local chunk, err, shipped
   local name = spec:match("^analyses/([%w_%-]+)%.lua$") or spec:match("^([%w_%-]+)$")
   if file_exists(spec) and not spec:match("^[%w_%-]+$") then
     chunk, err = loadfile(spec, "t")
     if not chunk then return nil, err end
   elseif name then
     chunk = nsl.load_embedded("analyses/" .. name .. ".lua")
+    shipped = chunk ~= nil
     if not chunk then
       if file_exists(spec) then
         chunk, err = loadfile(spec, "t")
@@ -53,6 +71,7 @@ function M.load_analysis(spec)
   if type(a) ~= "table" or type(a.run) ~= "function" then
     return nil, string.format("%s: an analysis must return a table with a run(trace, args, out) function", spec)
   end
+  a.shipped = shipped
   a.name = a.name or name or spec
   a.args = a.args or {}
   return a
@@ -159,7 +178,7 @@ function M.run(a, opts)
   local ok, msg = xpcall(a.run, M.handler, trace, args, out)
   if not ok then
     out:flush()
-    return fail(1, nsl.is_error(msg) and tostring(msg) or string.format("analysis '%s' failed: %s", a.name, tostring(msg)))
+    return fail(1, M.failure(a, msg, opts.traces))
   end
   local werr = out:finish()
   if werr then return fail(1, werr) end

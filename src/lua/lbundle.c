@@ -488,7 +488,7 @@ int nsl__push_bundle_view(lua_State *L, const nsl_trace *tr, const char *folder)
     const char *path = nsl_trace_input_path(tr, i);
     if (!nsl_bundle_sniff(path)) continue;
     nsl_error err = {0};
-    if (nsl_bundle_open(&v->b[v->n], path, &o, &err) != NSL_OK) return nsl__lua_error(L, &err);
+    if (nsl_bundle_open(&v->b[v->n], path, &o, &err) != NSL_OK) return nsl__input_error(L, &err);
     v->n++;
   }
   return 1;

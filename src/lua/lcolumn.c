@@ -19,10 +19,15 @@ static int error_tostring(lua_State *L) {
   return 1;
 }
 
-int nsl__raise(lua_State *L, const char *msg) {
-  lua_createtable(L, 0, 1);
+/* Raises an nsl error object {message [, internal = true]}. */
+static int raise_error(lua_State *L, const char *msg, int internal) {
+  lua_createtable(L, 0, 2);
   lua_pushstring(L, msg);
   lua_setfield(L, -2, "message");
+  if (internal) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "internal");
+  }
   if (luaL_newmetatable(L, "nsl.error")) {
     lua_pushcfunction(L, error_tostring);
     lua_setfield(L, -2, "__tostring");
@@ -31,8 +36,14 @@ int nsl__raise(lua_State *L, const char *msg) {
   return lua_error(L);
 }
 
+int nsl__raise(lua_State *L, const char *msg) { return raise_error(L, msg, 0); }
+
 int nsl__lua_error(lua_State *L, const nsl_error *err) {
-  return nsl__raise(L, err && err->msg[0] ? err->msg : "out of memory");
+  return raise_error(L, err && err->msg[0] ? err->msg : "out of memory", err && err->code == NSL_ERR_ARG);
+}
+
+int nsl__input_error(lua_State *L, const nsl_error *err) {
+  return raise_error(L, err && err->msg[0] ? err->msg : "out of memory", 0);
 }
 
 nsl_column *nsl__tocolumn(lua_State *L, int idx) {

@@ -147,7 +147,8 @@ void nsl__install_searcher(lua_State *L) {
  * environment, reported as one line without a traceback. */
 static int l_fail(lua_State *L) { return nsl__raise(L, luaL_checkstring(L, 1)); }
 
-/* nsl.is_error(e) -> true when e is an nsl error object. */
+/* nsl.is_error(e) -> true when e is an nsl error object ({message}, and
+ * internal = true when a kernel refused its arguments: see nsl__lua_error). */
 static int l_is_error(lua_State *L) {
   int is = 0;
   if (lua_getmetatable(L, 1)) {

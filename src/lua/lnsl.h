@@ -14,10 +14,17 @@
 #define NSL_IV_MT "nsl.intervals"
 #define NSL_CANVAS_MT "nsl.canvas"
 
-/* Raises an nsl error object (input/environment failure, shown as one
- * line) with err's message; nsl__raise with a message. */
-int nsl__lua_error(lua_State *L, const nsl_error *err);
+/* Raise nsl error objects {message [, internal]}.  nsl__raise: a failure
+ * of the input or the environment (nsl.fail), shown to the user as one line.
+ * nsl__lua_error: err from a kernel; its refusal of the arguments
+ * (NSL_ERR_ARG: lengths, types, column names) is a broken precondition of
+ * the calling script, marked internal (the runner reports it as a bug, with
+ * the analysis, the input and a traceback); other codes are input failures.
+ * nsl__input_error: err from reading an input (sources, user patterns), an
+ * input failure whatever its code. */
 int nsl__raise(lua_State *L, const char *msg);
+int nsl__lua_error(lua_State *L, const nsl_error *err);
+int nsl__input_error(lua_State *L, const nsl_error *err);
 
 /* Columns: the box holds one reference. */
 nsl_column *nsl__checkcolumn(lua_State *L, int idx);

@@ -35,7 +35,7 @@ static lregex *push_compiled(lua_State *L, const char *pattern, int flags) {
   b->re = NULL;
   luaL_setmetatable(L, NSL_REGEX_MT);
   nsl_error err = {0};
-  if (nsl_regex_compile(&b->re, pattern, flags, &err) != NSL_OK) nsl__lua_error(L, &err);
+  if (nsl_regex_compile(&b->re, pattern, flags, &err) != NSL_OK) nsl__input_error(L, &err);
   return b;
 }
 

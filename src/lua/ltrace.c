@@ -112,7 +112,7 @@ static int tr_table(lua_State *L) {
     lua_pushstring(L, err.msg);
     return 2;
   }
-  if (rc != NSL_OK) return nsl__lua_error(L, &err);
+  if (rc != NSL_OK) return nsl__input_error(L, &err);
   nsl__pushtable(L, nsl_table_retain(t), 1);
   lua_pushvalue(L, -1);
   lua_setfield(L, -3, name);
@@ -212,7 +212,7 @@ static int tr_sql(lua_State *L) {
   sql_ctx c = {L, 0, luaL_optinteger(L, 4, 0)};
   lua_newtable(L);
   nsl_error err = {0};
-  if (nsl_nsys_sql(src, q, sql_row, &c, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  if (nsl_nsys_sql(src, q, sql_row, &c, &err) != NSL_OK) return nsl__input_error(L, &err);
   return 1;
 }
 

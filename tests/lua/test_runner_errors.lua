@@ -1,0 +1,69 @@
+-- Failures as the user sees them: a problem of the input (nsl.fail, a
+-- source's error) is one line; a broken precondition of a C kernel or a Lua
+-- error inside an analysis is a bug, reported with the analysis, the input,
+-- whose bug it is and a traceback -- told apart by the error's kind, never by
+-- its text.
+local T = ...
+local nsl = require("nsl")
+local runner = require("nsl.runner")
+
+local tiny = T.data("nsys/tiny_2026.1.sqlite")
+
+local function caught(fn)
+  local ok, e = xpcall(fn, runner.handler)
+  assert(not ok, "did not fail")
+  return e
+end
+
+local function kernel_refusal()
+  local a = nsl.column{1, 2, 3}
+  return nsl.overlap_sum(a, a, nsl.column{0}, a:gt(1))   -- groups shorter than the rest
+end
+
+return {
+  {"a kernel's refusal of its arguments is marked internal; nsl.fail and source errors are not", function()
+    local ok, e = pcall(kernel_refusal)
+    T.ok(not ok and nsl.is_error(e), "an nsl error")
+    T.eq(e.internal, true, "marked internal")
+    ok, e = pcall(nsl.fail, "x.sqlite: no kernels")
+    T.ok(not ok and nsl.is_error(e) and not e.internal, "nsl.fail is the user's")
+    -- a garbage Parquet member: the source's error is about the input
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute(string.format("mkdir -p %s && cd %s && mkdir -p nvtx_gpu_proj_trace && printf 'PAR1junk' > " ..
+      "nvtx_gpu_proj_trace/trace.parquet && zip -q -r bad.zip nvtx_gpu_proj_trace", T.shell_quote(dir), T.shell_quote(dir))))
+    local tr = assert(nsl.open(dir .. "/bad.zip"))
+    ok, e = pcall(function() return #tr.gpu_ranges end)
+    T.ok(not ok and nsl.is_error(e) and not e.internal, "a source's error is the input's")
+    T.ok(tostring(e):find("trace.parquet", 1, true), "names the member")
+    os.execute("rm -rf " .. T.shell_quote(dir))
+  end},
+
+  {"the runner: the user's error stays one line; a bug names analysis, input, whose bug, with a traceback", function()
+    local shipped = {name = "jax_summary", shipped = true}
+    local own = {name = "mine"}
+    local user = caught(function() nsl.fail("x.zip: no XLA module ranges") end)
+    T.eq(runner.failure(shipped, user, {tiny}), "x.zip: no XLA module ranges", "the user's error as it is")
+    for _, fn in ipairs{kernel_refusal, function() local t = nil; return t.x end} do
+      local bug = caught(fn)
+      local msg = runner.failure(shipped, bug, {tiny})
+      T.ok(msg:find("internal error in analysis 'jax_summary' on " .. tiny, 1, true), "names analysis and input")
+      T.ok(msg:find("bug in nsl", 1, true), "says it is a bug in nsl")
+      T.ok(msg:find("stack traceback", 1, true), "carries the traceback")
+      msg = runner.failure(own, bug, {tiny})
+      T.ok(msg:find("error in script 'mine' on " .. tiny, 1, true) and not msg:find("bug in nsl", 1, true),
+           "an own script's bug is the script's")
+    end
+    T.ok(runner.failure(shipped, caught(kernel_refusal), {tiny}):find("overlap_sum", 1, true), "the kernel's message")
+  end},
+
+  {"shipped analyses are marked shipped, scripts by path are not", function()
+    T.eq(assert(runner.load_analysis("jax_summary")).shipped, true, "by name")
+    local path = os.tmpname() .. ".lua"
+    local f = assert(io.open(path, "w"))
+    f:write("return {name = 'own', run = function() end}\n")
+    f:close()
+    T.ok(not assert(runner.load_analysis(path)).shipped, "by path")
+    os.remove(path)
+  end},
+}
