@@ -11,6 +11,10 @@
  *   thread-metadata.parquet -> threads; device-metadata.parquet -> devices
  *       (columns named like "('TARGET_INFO_GPU', 'name')");
  *   system-metadata.parquet -> the report's host and nsys version.
+ * The three metadata files are optional: nsys-jax releases of mid-2024 wrote
+ * none of them (threads and devices are then empty tables, and
+ * lua/nsl/jax.lua finds the devices from the launching threads, as those
+ * releases did).
  * dump/ (XLA HloProto files) and sources/ are reached by the binding through
  * nsl_jax_member_read / nsl_jax_member_list.
  *
@@ -28,7 +32,8 @@
  *
  * gpu_ranges.device is the global device of the launching thread when the
  * thread metadata names it (XlaLauncher:#global=N,...#), else NULL (the main
- * thread of a one-device process; lua/nsl/jax.lua resolves it). */
+ * thread, or an archive without thread metadata; lua/nsl/jax.lua resolves
+ * it: M.thread_device_map). */
 #include "source/nsys_jax.h"
 
 #include <stdio.h>
@@ -668,6 +673,9 @@ static nsl_status load_devices(jax_src *s, const char *const *colnames, const ns
       nsl_column_release(mi);
       continue;
     }
+    /* device-metadata.parquet indexed by cuDevice (nsys-jax since 2024) may
+     * lack TARGET_INFO_GPU's id */
+    if (strcmp(colnames[k], "device") == 0 && nsl_parquet_find(s->devices, pq) < 0) pq = "cuDevice";
     rc = pq_column(s->devices, pq, types[k], dict, NULL, 0, &out[k], err);
   }
   return rc;

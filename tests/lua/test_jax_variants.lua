@@ -77,24 +77,68 @@ return {
   end},
 
   {"an nsys-jax-combine archive of archives without metadata: one device per input, the goldens hold", function()
+    -- nsys-jax-combine's rule: a member equal in every input is stored once
+    -- under its own name, any other as <member>/<input stem>
     local v = variant("nometa", NO_METADATA)
     local combined = tmp() .. "/combined.zip"
     local script = [[
       set -e
-      cd "$1" && mkdir -p x && cd x
-      for p in 0 1 2 3; do
-        mkdir -p ../in$p && (cd ../in$p && unzip -q "$1/nometa_proc$p.zip")
-        (cd ../in$p && find . -type f | sed 's|^\./||') | while read -r m; do
-          mkdir -p "$m" && cp "../in$p/$m" "$m/nometa_proc$p"
-        done
-      done
-      zip -q -r ../combined.zip .
+      cd "$1" && rm -rf x && mkdir -p x
+      for p in 0 1 2 3; do mkdir -p in$p && (cd in$p && unzip -q -o "$1/nometa_proc$p.zip"); done
+      (for p in 0 1 2 3; do (cd in$p && find . -type f | sed 's|^\./||'); done) | sort -u > members
+      once=0; apart=0
+      while read -r m; do
+        same=1
+        for p in 1 2 3; do cmp -s "in0/$m" "in$p/$m" || same=0; done
+        if [ $same = 1 ]; then
+          mkdir -p "x/$(dirname "$m")" && cp "in0/$m" "x/$m"; once=$((once + 1))
+        else
+          for p in 0 1 2 3; do
+            if [ -f "in$p/$m" ]; then mkdir -p "x/$m" && cp "in$p/$m" "x/$m/nometa_proc$p"; fi
+          done
+          apart=$((apart + 1))
+        fi
+      done < members
+      echo "$once $apart" > counts
+      cd x && zip -q -r ../combined.zip .
     ]]
     assert(os.execute(string.format("sh -c %s sh %s", T.shell_quote(script), T.shell_quote(tmp()))))
     T.ok(v[4], "inputs made")
+    local once, apart = J.read(tmp() .. "/counts"):match("(%d+) (%d+)")
+    T.ok(tonumber(once) > 0 and tonumber(apart) > 0, "members stored once (" .. once .. ") and per input (" .. apart .. ")")
     local d = load(combined)
     T.eq(#d.trace.reports, 4, "one report per input")
     J.check_goldens(jax, d, G4, "combined archive", {compile = true, corrections = true})
+  end},
+
+  {"without thread metadata, one process driving four GPUs: launcher threads are local devices in thread-id order",
+   function()
+    -- the rule of nsys-jax's mid-2024 loader, over two real metadata-less
+    -- reports and the threads of a one-process, four-GPU run: the step
+    -- program launched from four worker threads, small programs from the main
+    -- thread; the second process's devices follow the first's
+    local v = variant("nometa", NO_METADATA)
+    local tr = assert(nsl.open{v[1], v[2]})
+    local rep, prog, pid, tid = {}, {}, {}, {}
+    local function add(r, p, pd, t) rep[#rep + 1], prog[#prog + 1], pid[#pid + 1], tid[#tid + 1] = r, p, pd, t end
+    for _, t in ipairs{2003, 2001, 2004, 2002} do add(0, "step", 1000, t) end
+    add(0, "psum", 1000, 1000)
+    add(0, "seed", 1000, 1000)
+    for _, t in ipairs{3012, 3011, 3013, 3014} do add(1, "step", 3000, t) end
+    add(1, "psum", 3000, 3000)
+    local launch = nsl.table{{"report", rep}, {"m_ProgramId", prog}, {"pid", pid}, {"tid", tid}}
+    local none = nsl.table{{"report", nsl.column{0}}, {"pid", nsl.column{0}}, {"tid", nsl.column{0}}}:head(0)
+    local map = jax.thread_device_map(tr, launch, none)
+    local want = {["0\0" .. "1000:2001"] = 0, ["0\0" .. "1000:2002"] = 1, ["0\0" .. "1000:2003"] = 2,
+                  ["0\0" .. "1000:2004"] = 3, ["0\0" .. "1000:1000"] = 0, ["1\0" .. "3000:3011"] = 4,
+                  ["1\0" .. "3000:3012"] = 5, ["1\0" .. "3000:3013"] = 6, ["1\0" .. "3000:3014"] = 7,
+                  ["1\0" .. "3000:3000"] = 4}
+    local n = 0
+    for k, d in pairs(map) do
+      T.eq(d, want[k], "device of " .. k:gsub("%z", " "))
+      n = n + 1
+    end
+    T.eq(n, 10, "threads")
   end},
 
   {"analyses of CUDA activity recognise an archive: its JAX counterpart runs, no advice to profile with -t cuda",
