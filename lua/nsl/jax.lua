@@ -50,8 +50,9 @@ local function derive(nkeys, ids, fn, kind)
       code[i] = at
     end
   end
-  if n == 0 then
-    vals[1] = (kind == "str" and "") or (kind == "num" and 0.0) or (kind == "bool" and false) or 0
+  if n == 0 then   -- typed by kind (an and/or chain cannot yield false)
+    if kind == "str" then vals[1] = "" elseif kind == "num" then vals[1] = 0.0
+    elseif kind == "bool" then vals[1] = false else vals[1] = 0 end
   end
   return nsl.column(vals):gather(nsl.column(code):gather(ids))
 end
@@ -544,8 +545,14 @@ function M.gpu_frames(trace, store, opts)
     mt = mt:with("device", fill(mt))
     th0 = th0:with("device", fill(th0))
   end
+  local had = #mt
   mt = mt:filter(~mt.device:isnull())
   th0 = th0:filter(~th0.device:isnull())
+  if had > 0 and #mt == 0 then
+    nsl.fail(string.format("%s: no GPU found for any XLA module execution: the threads that launched them are " ..
+      "neither XlaLauncher threads of the thread metadata nor the main thread",
+      table.concat(trace.reports.path:totable(), ", ")))
+  end
   -- launcher metadata (LocalDevice, Process, Slice)
   -- thunk frame
   local tj = th0:join(pick(mt, {{"module_row", "row"}, "ProgramId", "ProgramExecution"}), {"module_row"},

@@ -141,6 +141,20 @@ return {
     T.eq(n, 10, "threads")
   end},
 
+  {"no device for any module: one clear line, not an internal length check", function()
+    local v = variant("nometa", NO_METADATA)
+    local tr = assert(nsl.open(v[1]))
+    local saved = jax.thread_device_map
+    jax.thread_device_map = function() return {} end   -- as if no launching thread were known
+    local ok, e = pcall(jax.load, tr, {compile = false})
+    jax.thread_device_map = saved
+    T.ok(not ok and nsl.is_error(e) and not e.internal, "an error about the input")
+    T.ok(tostring(e):find("no GPU found for any XLA module execution", 1, true), "says what is missing")
+    -- and frames derived over no rows keep their types (the length check fired on a mistyped empty mask)
+    local empty = nsl.table{{"k", nsl.column{"a"}}}:head(0)
+    T.eq(jax.per_group(empty, {"k"}, function() return true end, "bool"):type(), "bool", "empty bool column")
+  end},
+
   {"analyses of CUDA activity recognise an archive: its JAX counterpart runs, no advice to profile with -t cuda",
    function()
     local counterpart = {classes = "op_runtime", gaps = "op_runtime", overlap = "bandwidth", nccl = "bandwidth",
