@@ -42,6 +42,7 @@
 -- and CDFs of the kernel durations per run.  The data behind each figure is
 -- kept as the value `figures` (results.json).
 local nsl = require("nsl")
+local jax = require("nsl.jax")
 local classes = require("nsl.classes")
 local nvtx = require("nsl.nvtx")
 local overlap = require("nsl.overlap")
@@ -335,6 +336,12 @@ return {
     local n = R.n
     local labels = R.labels
     local limit = args.top > 0 and args.top * n or nil
+    if jax.is_archive(trace) then   -- nsys-jax archives: no CUDA activity, their XLA programs instead
+      out:text("nsys-jax archives keep no CUDA activity to compare; their XLA programs' steady-state times instead.")
+      out:table("jax_programs", jax.compare_runs(trace, R.of_report, labels, base),
+                {title = "Steady-state time per XLA program and run (ms per execution, mean over devices)", limit = limit})
+      return
+    end
 
     local ops = classes.gpu_ops(trace, args.names, {bytes = true})
     local run = runs.column(R, ops.report)

@@ -14,6 +14,7 @@
 -- significant when p < --arg alpha and both samples have at least 3
 -- instances.
 local nsl = require("nsl")
+local jax = require("nsl.jax")
 local report = require("nsl.report")
 local classes = require("nsl.classes")
 local findings = require("nsl.findings")
@@ -86,6 +87,15 @@ return {
     local b = pick_report(trace, args.after, nrep - 1)
     if a == b then nsl.fail("diff: before and after are the same report") end
     local names = trace.reports.name
+    if jax.is_archive(trace) then   -- nsys-jax archives: no CUDA activity, their XLA programs instead
+      local of = {}
+      for r = 0, nrep - 1 do of[r + 1] = r == a and 0 or (r == b and 1 or -1) end
+      out:text(string.format("before: %s, after: %s; nsys-jax archives keep no CUDA activity to compare, their " ..
+                             "XLA programs' steady-state times instead.", names[a + 1], names[b + 1]))
+      out:table("jax_programs", jax.compare_runs(trace, of, {"before", "after"}, 0),
+                {title = "Steady-state time per XLA program (ms per execution, mean over devices)"})
+      return
+    end
     local ops = classes.gpu_ops(trace)
     local sel = ops:filter(ops.report:eq(a) | ops.report:eq(b))
     local side = sel.report:eq(b):cast("i64")

@@ -717,6 +717,53 @@ function M.load(trace, opts)
   return d
 end
 
+--- Steady-state time per XLA program and run, to compare JAX runs: of_report
+-- (array: of_report[r + 1] = the 0-based run of report r, -1 for none),
+-- labels (one per run), base (0-based run the others are measured against).
+-- Programs are matched across runs by name (their fingerprints may differ);
+-- steady as nsys-jax (M.steady).  Returns a table Name, then per run
+-- "<label> execs" and "<label> ms" (mean steady execution over the run's
+-- devices), and "<label> vs <base label> (%)" for the other runs; sorted by
+-- the base run's time, longest first.
+function M.compare_runs(trace, of_report, labels, base)
+  local d = M.load(trace)
+  local m = d.module:filter(~d.module.ProgramId:isin{"unknown"})
+  local st = M.steady(m, M.compiled_programs(d.compile_parts), #d.communication > 0)
+  local run = nsl.column(of_report):gather(st.report:cast("i64"))
+  st = st:with("run", run):filter(run:ge(0))
+  local g = st:group_by("Name", "run"):agg{"n=count", "ms=mean(ProjDurMs)"}
+  local per, names, total = {}, {}, {}
+  for i = 1, #g do
+    local name, r = g.Name[i], g.run[i]
+    if not per[name] then per[name] = {}; names[#names + 1] = name end
+    per[name][r] = {n = g.n[i], ms = g.ms[i]}
+  end
+  local function key(name) local e = per[name][base] return e and e.ms * e.n or -1 end
+  for _, name in ipairs(names) do total[name] = key(name) end
+  table.sort(names, function(a, b) if total[a] ~= total[b] then return total[a] > total[b] end return a < b end)
+  local cols = {{"Name", names}}
+  for r = 0, #labels - 1 do
+    local execs, ms = {}, {}
+    for i, name in ipairs(names) do
+      local e = per[name][r]
+      execs[i], ms[i] = e and e.n or 0, e and e.ms or 0 / 0
+    end
+    cols[#cols + 1] = {labels[r + 1] .. " execs", execs}
+    cols[#cols + 1] = {labels[r + 1] .. " ms", ms}
+  end
+  for r = 0, #labels - 1 do
+    if r ~= base then
+      local pct = {}
+      for i, name in ipairs(names) do
+        local a, b = per[name][base], per[name][r]
+        pct[i] = (a and b) and (b.ms - a.ms) * 100 / a.ms or 0 / 0
+      end
+      cols[#cols + 1] = {string.format("%s vs %s (%%)", labels[r + 1], labels[base + 1]), pct}
+    end
+  end
+  return nsl.table(cols)
+end
+
 --- The collective instance of every row of a communication frame: the rows
 -- of one program execution with the same thunk name and thunk execution are
 -- one collective on every device that ran it (nsys-jax's matching for the

@@ -175,6 +175,38 @@ return {
     T.near(op.Ms[op.Operation:eq("fusion"):indices()[1] + 1], tonumber(want), 1e-9, "classes: fusion ms (golden)")
   end},
 
+  {"compare and diff of archives: steady time per XLA program and run = nsys-jax's steady frame (golden)", function()
+    local procs = {proc(0), proc(1), proc(2), proc(3)}
+    local t = T.run_analysis("compare", procs).jax_programs
+    -- oracle: the golden steady module frame of the four archives, mean per (device, program name)
+    local sum, cnt = {}, {}
+    for _, g in ipairs(J.csv_records(G4 .. "module_frame_steady_aligned.csv.gz")) do
+      local k = g.Device .. "|" .. g.Name
+      sum[k], cnt[k] = (sum[k] or 0) + tonumber(g.ProjDurMs), (cnt[k] or 0) + 1
+    end
+    local n = 0
+    for i = 1, #t do
+      for p = 0, 3 do
+        local k = p .. "|" .. t.Name[i]
+        local label = "pax_fsdp4_4proc_proc" .. p
+        if cnt[k] then
+          T.eq(t[label .. " execs"][i], cnt[k], k .. " steady executions")
+          T.near(t[label .. " ms"][i], sum[k] / cnt[k], 1e-9, k .. " ms")
+          n = n + 1
+        else
+          T.eq(t[label .. " execs"][i], 0, k .. " not steady in nsys-jax")
+        end
+      end
+    end
+    local golden = 0
+    for _ in pairs(cnt) do golden = golden + 1 end
+    T.eq(n, golden, "every golden (device, program)")
+    local d = T.run_analysis("diff", {proc(0), proc(3)}).jax_programs
+    local row = d.Name:eq("pjit__wrapped_step_fn"):indices()[1] + 1
+    local a, b = sum["0|pjit__wrapped_step_fn"] / 3, sum["3|pjit__wrapped_step_fn"] / 3
+    T.near(d["after vs before (%)"][row], (b - a) * 100 / a, 1e-9, "diff: step time change")
+  end},
+
   {"the analyses run on an archive without metadata", function()
     local v = variant("nometa", NO_METADATA)
     for _, name in ipairs{"jax_summary", "jax_communication", "jax_heap", "summary", "straggler"} do
