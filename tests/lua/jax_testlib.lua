@@ -115,6 +115,26 @@ return function(T)
     return counts, tonumber(log:match("total compile DurNonChildMs: ([%d.]+)"))
   end
 
+  --- Checks the steady module table (jax.module_stats) of frames d against
+  -- golden folder G's notebook_module_table.csv: executions and active ms per
+  -- program, and no other program.  Returns the table.
+  function J.check_module_table(jax, d, G, what)
+    local module = d.module:filter(~d.module.ProgramId:isin{"unknown"})
+    local has = #d.communication > 0
+    local st = jax.module_stats(jax.steady(module, d.compiled, has), jax.steady(d.communication, d.compiled, has))
+    local mine = J.index(st, {"ProgramId"}, {"Execs", "DurSumMs"})
+    local rows = 0
+    for _, r in ipairs(J.csv_records(G .. "notebook_module_table.csv")) do
+      local m = mine[r.ProgramId]
+      T.ok(m, what .. ": program " .. r.ProgramId)
+      T.eq(m.Execs, tonumber(r.Execs), what .. ": execs")
+      T.near(m.DurSumMs, tonumber(r.ActiveMs), 1e-9, what .. ": active ms")
+      rows = rows + 1
+    end
+    T.eq(rows, #st, what .. ": programs")
+    return st
+  end
+
   --- Checks frames d (jax.load of a trace, d.compiled set) against golden
   -- folder G: row counts, the module frame row by row, the steady module
   -- table (executions, active ms per program), the communication frame row
@@ -132,19 +152,7 @@ return function(T)
                     {"ProgramId", "ProgramExecution", "Name", "ThunkExecution", "Device"},
                     {"ProjDurMs", "ProjDurHiddenMs", "MessageSize", "Collective", "CollectiveSize",
                      "BusBandwidthGBPerSec"}, 1e-6)
-    local module = d.module:filter(~d.module.ProgramId:isin{"unknown"})
-    local has = #d.communication > 0
-    local st = jax.module_stats(jax.steady(module, d.compiled, has), jax.steady(d.communication, d.compiled, has))
-    local mine = J.index(st, {"ProgramId"}, {"Execs", "DurSumMs"})
-    local rows = 0
-    for _, r in ipairs(J.csv_records(G .. "notebook_module_table.csv")) do
-      local m = mine[r.ProgramId]
-      T.ok(m, what .. ": program " .. r.ProgramId)
-      T.eq(m.Execs, tonumber(r.Execs), what .. ": execs")
-      T.near(m.DurSumMs, tonumber(r.ActiveMs), 1e-9, what .. ": active ms")
-      rows = rows + 1
-    end
-    T.eq(rows, #st, what .. ": programs")
+    J.check_module_table(jax, d, G, what)
     if opts.compile then
       T.eq(J.compile_rows(d), counts.compile, what .. ": compile rows")
       T.near(jax.compile_statistics(d.compile_parts).DurNonChildMs:sum(), compile_ms, 1e-9, what .. ": compile ms")
@@ -190,20 +198,9 @@ return function(T)
     return out
   end
 
-  --- A fresh temporary folder; J.cleanup removes the ones made.
-  function J.tmpdir()
-    local p = assert(io.popen("mktemp -d"))
-    local d = p:read("l")
-    p:close()
-    J.dirs = J.dirs or {}
-    J.dirs[#J.dirs + 1] = d
-    return d
-  end
-
-  function J.cleanup()
-    for _, d in ipairs(J.dirs or {}) do os.execute("rm -rf " .. T.shell_quote(d)) end
-    J.dirs = {}
-  end
+  -- temporary folders (comm_testlib's): J.tmpdir() makes one, J.cleanup() removes them
+  local L = dofile(T.source_dir .. "/tests/lua/comm_testlib.lua")(T)
+  J.tmpdir, J.cleanup = L.tmpdir, L.cleanup
 
   return J
 end

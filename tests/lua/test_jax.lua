@@ -97,19 +97,7 @@ return {
   {"steady step time and module table equal nsys-jax's summary", function()
     for which, g in pairs{combined = G4, proc0 = G0} do
       local d = data(which)
-      local module = d.module:filter(~d.module.ProgramId:isin{"unknown"})
-      local has = #d.communication > 0
-      local st = jax.module_stats(jax.steady(module, d.compiled, has), jax.steady(d.communication, d.compiled, has))
-      local mine = index(st, {"ProgramId"}, {"Execs", "DurSumMs", "DurMeanMs", "Name"})
-      local rows = 0
-      for _, r in ipairs(csv_records(g .. "notebook_module_table.csv")) do
-        local m = mine[r.ProgramId]
-        T.ok(m, which .. " program " .. r.ProgramId)
-        T.eq(m.Execs, tonumber(r.Execs), which .. " execs")
-        T.near(m.DurSumMs, tonumber(r.ActiveMs), 1e-9, which .. " active ms")
-        rows = rows + 1
-      end
-      T.eq(rows, #st, which .. " programs")
+      J.check_module_table(jax, d, g, which)
     end
     local d = data("combined")
     local module = d.module:filter(~d.module.ProgramId:isin{"unknown"})
