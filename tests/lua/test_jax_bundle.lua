@@ -456,6 +456,31 @@ return {
     T.eq(#m1:filter(m1.ProgramId:eq("unknown")), 0, "rank 1's modules all known")
     local m0 = d.module:filter(d.module.report:eq(0))
     T.eq(#m0:filter(m0.ProgramId:eq("unknown")), #m0, "rank 0's modules unknown")
+    -- iterations on this multi-rank bundle: the executions of the step program on each of the four devices,
+    -- against the oracle modules (SQL): the program with the most GPU time among those run 3+ times
+    local mods = oracle_modules(f.ranges)
+    local best, best_t = nil, -1
+    for _, progs in pairs(mods) do
+      for name, list in pairs(progs) do
+        local t = 0
+        for _, m in ipairs(list) do t = t + m.pstop - m.pstart end
+        if #list >= 3 and t > best_t then best, best_t = name, t end
+      end
+    end
+    local it = T.run_analysis("iterations", {zip}).iterations
+    local n = 0
+    for dev, progs in pairs(mods) do
+      for rank = 0, 1 do
+        local mine = it:filter(it.Device:eq(dev + 2 * rank))
+        T.eq(#mine, #progs[best], "executions of " .. best .. " on device " .. dev + 2 * rank)
+        for k, m in ipairs(progs[best]) do
+          T.eq(mine.Iter[k], k, "iteration number")
+          T.eq(mine["Duration (ns)"][k], m.pstop - m.pstart, "duration of execution " .. k)
+        end
+        n = n + #mine
+      end
+    end
+    T.eq(#it, n, "iterations over the four devices")
   end},
 
   {"the export alone (no dumps): the same modules, every program unknown", function()
