@@ -69,8 +69,7 @@ return {
       -- XLA plans a JAX program's device memory ahead of time: its heap simulation is what there is
       out:text("No device-memory events in this JAX trace; the device memory XLA planned per program " ..
                "(heap-simulator peaks, nsl run jax_heap):")
-      local a = require("analyses.jax_heap")
-      return a.run(trace, assert(require("nsl.runner").parse_args(a, {})), out)
+      return require("nsl.runner").delegate("jax_heap", trace, out)
     elseif #m == 0 then
       out:text("No device-memory events: the export has no CUDA_GPU_MEMORY_USAGE_EVENTS rows " ..
                "(profile with `nsys profile --cuda-memory-usage=true`).")

@@ -3,6 +3,14 @@
 -- and the GPU work of each.
 --
 -- How iterations are found (M.find):
+--  0. A JAX trace (nsl.jax.is_jax: an nsys-jax archive, or an export with
+--     XLA's module ranges): the steps are the executions of the step
+--     program -- the XLA program name (or --arg range=NAME when it names
+--     one) with the most GPU time among those run at least 3 times on a
+--     device -- one iteration per execution on each device (rank), numbered
+--     per device in time order, so that iteration k lines up across devices.
+--     Times are the executions' spans projected onto the GPU, with every
+--     device's clock corrected as nsys-jax aligns them (nsl.jax.alignment).
 --  1. --arg range=NAME: ranges whose name ("domain:text", as nvtx_sum
 --     prints it) is NAME, or starts with NAME followed by a character that
 --     is not a letter, digit or '_' (nsl.steps.matches: "ProfilerStep"
@@ -28,14 +36,6 @@
 --     occurrence.  Iteration k runs from the marker's k-th period start to
 --     the next: n period starts make n - 1 iterations; the work before the
 --     first and after the last is left out.
---  0. A JAX trace (nsl.jax.is_jax: an nsys-jax archive, or an export with
---     XLA's module ranges): the steps are the executions of the step
---     program -- the XLA program name (or --arg range=NAME when it names
---     one) with the most GPU time among those run at least 3 times on a
---     device -- one iteration per execution on each device (rank), numbered
---     per device in time order, so that iteration k lines up across devices.
---     Times are the executions' spans projected onto the GPU, with every
---     device's clock corrected as nsys-jax aligns them (nsl.jax.alignment).
 -- Limits: a trace shorter than three periods has no detectable period; the
 -- longest regular period wins, so a marker that repeats once per step is
 -- found even when layers repeat more often, but a run whose steps vary by

@@ -113,9 +113,7 @@ function M.no_cuda_activity(trace, out, missing, instead)
     return true
   end
   out:text(string.format("%s; its JAX counterpart follows (nsl run %s).", what, instead))
-  local runner = require("nsl.runner")
-  local a = assert(runner.load_analysis(instead))
-  a.run(trace, assert(runner.parse_args(a, {})), out)
+  require("nsl.runner").delegate(instead, trace, out)
   return true
 end
 
@@ -388,7 +386,7 @@ end
 --- The device of every thread that launched XLA programs, found as nsys-jax
 -- finds it, per report:
 --   * with thread metadata naming XlaLauncher threads ("XlaLauncher:#global=N,
---     ...#", nsys-jax since late 2024): such a thread launches for global
+--     ...#" in thread-metadata.parquet): such a thread launches for global
 --     device N, and the main thread -- the one thread of a program that one
 --     thread ran alone, or the one thread whose XlaCompile ranges were
 --     projected onto the GPU -- for the report's first launcher's device;

@@ -77,6 +77,13 @@ function M.load_analysis(spec)
   return a
 end
 
+--- Runs shipped analysis `name` with its default arguments on trace, into
+-- out (an analysis handing over to another, e.g. on a trace of another kind).
+function M.delegate(name, trace, out)
+  local a = assert(M.load_analysis(name))
+  return a.run(trace, assert(M.parse_args(a, {})), out)
+end
+
 --- The shipped analyses: array of {name, description}, sorted by name.
 function M.shipped()
   local list = {}
