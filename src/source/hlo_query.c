@@ -197,13 +197,14 @@ int64_t nsl_hlo_heap_peak(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *stats
       else if (ev->kind == NSL_HLO_HEAP_SHARE_WITH) stats->share++;
     }
     if (b < 0) continue;   /* a buffer the assignment does not list takes no memory */
-    if (ev->kind == NSL_HLO_HEAP_SHARE_WITH) {
+    if (ev->kind == NSL_HLO_HEAP_ALLOC) canon[b] = b;   /* a region of its own */
+    else if (ev->kind == NSL_HLO_HEAP_SHARE_WITH) {
       int64_t c = buffer_pos(h, ev->share_with_canonical_id);
       if (c >= 0) {
         for (int64_t hops = 0; canon[c] != c && hops < nb; hops++) c = canon[c];   /* the chain's root */
         canon[b] = c;
       }
-    }
+    } else if (ev->kind != NSL_HLO_HEAP_FREE) continue;   /* an event kind of a later XLA */
     int64_t r = canon[b];
     if (ev->kind == NSL_HLO_HEAP_FREE) {
       if (refs[r] > 0 && --refs[r] == 0) cur -= ba->logical_buffers[r].size;
