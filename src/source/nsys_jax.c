@@ -18,6 +18,9 @@
  * dump/ (XLA HloProto files) and sources/ are reached by the binding through
  * nsl_jax_member_read / nsl_jax_member_list.
  *
+ * An archive zipped as a folder (every member under one top-level folder
+ * that holds nvtx_gpu_proj_trace/) reads the same, relative to that folder.
+ *
  * Combined archives: nsys-jax-combine keeps members that are equal in all
  * inputs once, and stores the others as folders of `<path>/<input stem>`.
  * Every stem under nvtx_gpu_proj_trace/trace.parquet/ is a report; a member
@@ -49,6 +52,7 @@
 typedef struct jax_archive {
   nsl_bundle *b;
   int refs;
+  char root[256];   /* the folder every member lies in: "" (as nsys-jax writes), or "<dir>/" */
 } jax_archive;
 
 typedef struct csv_table {   /* the push/pop trace, parsed once */
@@ -78,15 +82,12 @@ static void archive_release(jax_archive *a) {
   }
 }
 
-/* The member name the report sees as `name`: itself, or name/<stem>. */
+/* The member the report sees as `name`: <root>name, or <root>name/<stem>. */
 static const nsl_bundle_member *find_member(jax_src *s, const char *name, char *buf, size_t cap) {
-  const nsl_bundle_member *m = nsl_bundle_find(s->ar->b, name);
-  if (m) {
-    snprintf(buf, cap, "%s", name);
-    return m;
-  }
-  if (!s->stem[0]) return NULL;
-  if ((size_t)snprintf(buf, cap, "%s/%s", name, s->stem) >= cap) return NULL;
+  if ((size_t)snprintf(buf, cap, "%s%s", s->ar->root, name) >= cap) return NULL;
+  const nsl_bundle_member *m = nsl_bundle_find(s->ar->b, buf);
+  if (m || !s->stem[0]) return m;
+  if ((size_t)snprintf(buf, cap, "%s%s/%s", s->ar->root, name, s->stem) >= cap) return NULL;
   return nsl_bundle_find(s->ar->b, buf);
 }
 
@@ -102,8 +103,11 @@ size_t nsl_jax_member_list(void *p, const char *prefix, void (*fn)(void *, const
   jax_src *s = p;
   size_t np = strlen(prefix), count = 0, ns = strlen(s->stem);
   char buf[4096];
+  size_t nr = strlen(s->ar->root);
   for (size_t i = 0; i < nsl_bundle_count(s->ar->b); i++) {
-    const char *name = nsl_bundle_member_at(s->ar->b, i)->name;
+    const char *full = nsl_bundle_member_at(s->ar->b, i)->name;
+    if (strncmp(full, s->ar->root, nr) != 0) continue;
+    const char *name = full + nr;   /* as the report sees it */
     if (strncmp(name, prefix, np) != 0) continue;
     size_t n = strlen(name);
     const char *slash = strrchr(name, '/');
@@ -112,7 +116,7 @@ size_t nsl_jax_member_list(void *p, const char *prefix, void (*fn)(void *, const
       size_t dir = (size_t)(slash - name);
       const char *base = slash + 1;
       int dir_is_file = memchr(name, '.', dir) && strrchr(name, '.') < slash;
-      if (dir_is_file && nsl_bundle_find(s->ar->b, name) && !strchr(base, '.')) {
+      if (dir_is_file && nsl_bundle_find(s->ar->b, full) && !strchr(base, '.')) {
         if (ns == 0 || strcmp(base, s->stem) != 0) continue;   /* another input's copy */
         if (dir >= sizeof buf) continue;
         memcpy(buf, name, dir);
@@ -742,13 +746,46 @@ const nsl_source_ops nsl_jax_source_ops = {"nsys-jax", jax_describe, jax_load, j
 
 #define TRACE_MEMBER "nvtx_gpu_proj_trace/trace.parquet"
 
-int nsl_jax_is_archive(const nsl_bundle *b) {
-  if (nsl_bundle_find(b, NSL_BUNDLE_MANIFEST)) return 0;
-  if (nsl_bundle_find(b, TRACE_MEMBER)) return 1;
-  size_t np = strlen(TRACE_MEMBER "/");
-  for (size_t i = 0; i < nsl_bundle_count(b); i++)
-    if (strncmp(nsl_bundle_member_at(b, i)->name, TRACE_MEMBER "/", np) == 0) return 1;
+/* Whether b holds root + the projection (or nsys-jax-combine's folder of it). */
+static int has_trace(const nsl_bundle *b, const char *root) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s" TRACE_MEMBER, root);
+  if (nsl_bundle_find(b, buf)) return 1;
+  size_t np = strlen(buf);
+  for (size_t i = 0; i < nsl_bundle_count(b); i++) {
+    const char *name = nsl_bundle_member_at(b, i)->name;
+    if (strncmp(name, buf, np) == 0 && name[np] == '/') return 1;
+  }
   return 0;
+}
+
+/* The folder an nsys-jax archive's members lie in, into root (cap bytes):
+ * "" as nsys-jax writes them, or "<dir>/" for an archive zipped as a folder
+ * (every member under one top-level folder that holds the projection).
+ * Returns 0 when b is not an nsys-jax archive. */
+static int archive_root(const nsl_bundle *b, char *root, size_t cap) {
+  root[0] = 0;
+  if (nsl_bundle_find(b, NSL_BUNDLE_MANIFEST)) return 0;
+  if (has_trace(b, "")) return 1;
+  if (nsl_bundle_count(b) == 0) return 0;
+  const char *first = nsl_bundle_member_at(b, 0)->name;
+  const char *slash = strchr(first, '/');
+  if (!slash || (size_t)(slash - first) + 2 > cap || (size_t)(slash - first) + 2 > 256) return 0;
+  size_t nr = (size_t)(slash - first) + 1;
+  for (size_t i = 1; i < nsl_bundle_count(b); i++)
+    if (strncmp(nsl_bundle_member_at(b, i)->name, first, nr) != 0) return 0;
+  memcpy(root, first, nr);
+  root[nr] = 0;
+  char manifest[300];
+  snprintf(manifest, sizeof manifest, "%s%s", root, NSL_BUNDLE_MANIFEST);
+  if (!nsl_bundle_find(b, manifest) && has_trace(b, root)) return 1;
+  root[0] = 0;
+  return 0;
+}
+
+int nsl_jax_is_archive(const nsl_bundle *b) {
+  char root[256];
+  return archive_root(b, root, sizeof root);
 }
 
 /* The file stem of path: "dir/pax_proc0.zip" -> "pax_proc0". */
@@ -830,17 +867,21 @@ nsl_status nsl_jax_add_reports(nsl_trace *tr, const char *path, nsl_error *err) 
     return rc;
   }
   ar->refs = 1;
-  if (!nsl_jax_is_archive(ar->b)) {
+  char trace_dir[512];   /* <root>nvtx_gpu_proj_trace/trace.parquet */
+  int is = archive_root(ar->b, ar->root, sizeof ar->root);
+  snprintf(trace_dir, sizeof trace_dir, "%s" TRACE_MEMBER, ar->root);
+  if (!is) {
     rc = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': not an nsys-jax archive (no %s)", path, TRACE_MEMBER);
-  } else if (nsl_bundle_find(ar->b, TRACE_MEMBER)) {
+  } else if (nsl_bundle_find(ar->b, trace_dir)) {
     rc = add_one(tr, ar, path, "", err);
   } else {   /* nsys-jax-combine: one report per stem, in name order */
-    size_t n = nsl_bundle_count(ar->b), ns = 0, np = strlen(TRACE_MEMBER "/");
+    strcat(trace_dir, "/");
+    size_t n = nsl_bundle_count(ar->b), ns = 0, np = strlen(trace_dir);
     const char **stems = calloc(n ? n : 1, sizeof *stems);
     if (!stems) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
     for (size_t i = 0; stems && i < n; i++) {
       const char *name = nsl_bundle_member_at(ar->b, i)->name;
-      if (strncmp(name, TRACE_MEMBER "/", np) == 0 && !strchr(name + np, '/')) stems[ns++] = name + np;
+      if (strncmp(name, trace_dir, np) == 0 && !strchr(name + np, '/')) stems[ns++] = name + np;
     }
     if (stems) qsort(stems, ns, sizeof *stems, cmp_str);
     for (size_t i = 0; rc == NSL_OK && i < ns; i++) rc = add_one(tr, ar, path, stems[i], err);

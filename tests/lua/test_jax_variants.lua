@@ -71,9 +71,15 @@ return {
     end
   end},
 
-  {"members stored in another order: the goldens hold", function()
+  {"members stored in another order, or under one top-level folder: the goldens hold", function()
     local v = variant("reversed", NO_METADATA, true)
     J.check_goldens(jax, load(v, {compile = false}), G4, "reversed members", {corrections = true})
+    -- an archive extracted and zipped again as a folder
+    local f = J.variant(proc(0), tmp() .. "/folder.zip", 'mkdir "$1.sub" && mv ./* "$1.sub"/ && mv "$1.sub" ./pax_run')
+    local tr = assert(nsl.open(f))
+    T.eq(#tr.reports, 1, "one report")
+    T.ok(tr:member(0, "sources/opt/paxml/paxml/main.py"), "members read relative to the folder")
+    J.check_goldens(jax, load{f}, G0, "under a folder", {compile = true})
   end},
 
   {"an nsys-jax-combine archive of archives without metadata: one device per input, the goldens hold", function()
