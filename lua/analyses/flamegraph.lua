@@ -144,12 +144,11 @@ return {
           {"stack", shown.stack}},
           {title = string.format("Flame graph '%s': %d stacks, %s %s in all (heaviest first)", name, #f,
                                  report.int(total), unit)})
-        if out.dir and plot_ok and type(plot) == "table" and plot.flamegraph then
-          local svg = plot.flamegraph(f, {title = "nsl flame graph: " .. name .. " (" .. unit .. ")", format = "svg",
-                                          interactive = true})
-          out:file("flamegraph-" .. name .. ".svg", svg:to_string())
-          local png = plot.flamegraph(f, {title = "nsl flame graph: " .. name .. " (" .. unit .. ")", format = "png"})
-          out:file("flamegraph-" .. name .. ".png", png:to_string())
+        if plot_ok and type(plot) == "table" and plot.flamegraph then   -- interactive SVG, PNG
+          local title = "nsl flame graph: " .. name .. " (" .. unit .. ")"
+          out:figure("flamegraph-" .. name, function(format)
+            return plot.flamegraph(f, {title = title, format = format, interactive = format == "svg"})
+          end, {formats = {"svg", "png"}, title = title})
         end
       elseif args.source ~= "auto" then
         out:text(string.format("No '%s' stacks in this trace.", name))

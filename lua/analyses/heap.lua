@@ -110,13 +110,11 @@ return {
         local t = nsl.table(cols):sort("-bytes", "start")
         out:table(name, t, {title = title, limit = args.top})
       end
-      if out.dir and #series > 0 then   -- the live-bytes chart
-        local plot = require("nsl.plot")
-        for _, fmt in ipairs{"png", "svg"} do
-          local c = plot.lines{series = series, format = fmt, title = "Live device memory", xlabel = "time",
-                               ylabel = "live bytes", xunit = "ns", yunit = "bytes"}
-          out:file("heap_live." .. fmt, c:to_string())
-        end
+      if #series > 0 then   -- the live-bytes chart
+        out:figure("heap_live", function(fmt)
+          return require("nsl.plot").lines{series = series, format = fmt, title = "Live device memory",
+                                           xlabel = "time", ylabel = "live bytes", xunit = "ns", yunit = "bytes"}
+        end)
       end
       listing("live_at_peak", "Allocations live at the peak (largest first)", live_rows)
       listing("never_freed", "Allocations never freed (largest first)", never_rows)

@@ -208,6 +208,6 @@ return {
       out:table("arrivals", arrivals, {title = "Arrival of each rank after the first, per collective " ..
                                                 "(figure straggler_arrivals)", limit = args.steps})
     end
-    if out.dir then core.write_figures(out, steps, arrivals, labels) end
+    core.write_figures(out, steps, arrivals, labels)
   end,
 }
