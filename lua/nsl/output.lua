@@ -142,8 +142,9 @@ function Out:figure(name, draw, opts)
   end
   if self.format == "notebook" then
     local inline = type(draw) == "function" and (opts.inline or formats[1] or "png") or formats[1]
-    self.items[#self.items + 1] = {kind = "figure", name = name, format = inline, data = get(inline),
-                                   title = opts.title}
+    local s = get(inline)
+    self.items[#self.items + 1] = {kind = "figure", name = name, format = inline, data = s, title = opts.title,
+                                   values = data}   -- values: what the plot function returned beside the canvas
   end
   if self.dir or self.embed then
     for _, f in ipairs(formats) do self:file(name .. "." .. f, get(f)) end
