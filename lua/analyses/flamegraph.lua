@@ -147,7 +147,8 @@ return {
         if plot_ok and type(plot) == "table" and plot.flamegraph then   -- interactive SVG, PNG
           local title = "nsl flame graph: " .. name .. " (" .. unit .. ")"
           out:figure("flamegraph-" .. name, function(format)
-            return plot.flamegraph(f, {title = title, format = format, interactive = format == "svg"})
+            return plot.flamegraph(f, {title = title, format = format, interactive = format == "svg",
+                                       id_prefix = "nslfg-" .. name .. "-"})   -- several in one page
           end, {formats = {"svg", "png"}, title = title})
         end
       elseif args.source ~= "auto" then

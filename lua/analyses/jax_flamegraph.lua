@@ -1,8 +1,8 @@
 -- jax_flamegraph -- where steady-state GPU time goes in an nsys-jax trace, as
 -- nsys-jax's notebook attributes it: per HLO opcode, and as folded stacks by
 -- Python source line (HLO stack frames) and by JAX op name, written to
--- source_flamegraph.folded and op_name_flamegraph.folded under --out (the
--- `flamegraph` renderer draws them).
+-- source_flamegraph.folded and op_name_flamegraph.folded under --out, and
+-- drawn as flame graphs (SVG, interactive; PNG) wherever figures go.
 local nsl = require("nsl")
 local jax = require("nsl.jax")
 
@@ -37,7 +37,15 @@ return {
                                      table.concat(a.top, " "))})
     out:value("op_runtime", a.op_runtime)
     out:value("totals", a.totals)
-    out:file("source_flamegraph.folded", jax.folded(a.source, a.order_source))
-    out:file("op_name_flamegraph.folded", jax.folded(a.op_name, a.order_op_name))
+    local folded = {source = jax.folded(a.source, a.order_source), op_name = jax.folded(a.op_name, a.order_op_name)}
+    for _, name in ipairs{"source", "op_name"} do
+      out:file(name .. "_flamegraph.folded", folded[name])
+      out:figure(name .. "_flamegraph", function(format)   -- interactive SVG, PNG
+        local plot = require("nsl.plot")
+        return plot.flamegraph(plot.folded_frames(folded[name]), {format = format, interactive = format == "svg",
+          id_prefix = "nslfg-" .. name:gsub("_", "-") .. "-",
+          title = "Steady-state GPU time by " .. (name == "source" and "Python source line" or "JAX op name")})
+      end, {formats = {"svg", "png"}})
+    end
   end,
 }

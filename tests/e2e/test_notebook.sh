@@ -82,4 +82,123 @@ if grep -E "CONSOLE|Uncaught|SyntaxError|Refused" "$TMP/chrome.err" | grep -v -i
 else ok "no console errors"; fi
 run_browser --dump-dom "file://$TMP/analysis.html" > "$TMP/dom.html" 2> /dev/null
 grep -q "CUDA GPU Kernel Summary" "$TMP/dom.html" && ok "the browser's DOM has the tables" || bad "DOM lacks the tables"
+
+# Figures, as the browser draws them: a copy of the page gets a script that,
+# once every image has loaded, lists per section (h2) each figure's drawn size
+# and distinct colours (PNG: pixels read back from a canvas; SVG: its shapes),
+# the one-line notes and the text lines; --dump-dom brings the list back.
+figures_in_browser() { # figures_in_browser PAGE.html OUT.json
+  sed 's#</body></html>##' "$1" > "$1.check.html"
+  cat >> "$1.check.html" <<'JS'
+<script>
+window.addEventListener('load', function () {
+  var out = [], cur = null;
+  function colours(img) {
+    var c = document.createElement('canvas'), w = img.naturalWidth, h = img.naturalHeight;
+    c.width = w; c.height = h;
+    var g = c.getContext('2d');
+    g.drawImage(img, 0, 0);
+    var d = g.getImageData(0, 0, w, h).data, seen = {}, n = 0;
+    for (var i = 0; i < d.length; i += 4) {
+      var k = d[i] + ',' + d[i + 1] + ',' + d[i + 2];
+      if (!seen[k]) { seen[k] = 1; n++; }
+    }
+    return n;
+  }
+  var all = document.body.querySelectorAll('h2, div.figure > img, div.figure > svg, p.note, pre.output, pre.error');
+  for (var i = 0; i < all.length; i++) {
+    var e = all[i], t = e.tagName.toLowerCase();
+    if (t === 'h2') { cur = {id: e.id, figures: [], notes: 0, lines: 0, errors: 0}; out.push(cur); continue; }
+    if (!cur) continue;
+    if (t === 'img') {
+      cur.figures.push({kind: 'png', w: e.naturalWidth, h: e.naturalHeight, colours: e.naturalWidth ? colours(e) : 0});
+    } else if (t === 'svg') {
+      var r = e.getBoundingClientRect();
+      cur.figures.push({kind: 'svg', w: Math.round(r.width), h: Math.round(r.height),
+                        colours: e.querySelectorAll('rect, path, polyline, line').length});
+    } else if (t === 'p') cur.notes++;
+    else if (e.className === 'error') cur.errors++;
+    else cur.lines += e.textContent.trim().split('\n').length;
+  }
+  var p = document.createElement('pre');
+  p.id = 'nsl-figures';
+  p.textContent = JSON.stringify(out);
+  document.body.appendChild(p);
+});
+</script>
+</body></html>
+JS
+  run_browser --virtual-time-budget=20000 --dump-dom "file://$1.check.html" > "$1.dom" 2> "$1.console"
+  python3 - "$1.dom" > "$2" <<'PY'
+import html, json, re, sys
+m = re.search(r'<pre id="nsl-figures">(.*?)</pre>', open(sys.argv[1]).read(), re.S)
+print(html.unescape(m.group(1)) if m else "[]")
+PY
+}
+# check_sections OUT.json WHAT FIGURE_SECTIONS... : every figure drawn anywhere
+# is not blank (>= 8 colours or shapes, non-zero size); each section named
+# with a "+" has at least one such figure; each named with "-" has none and
+# says why in one line (a note or one line of text); no section failed.
+check_sections() {
+  local json=$1 what=$2
+  shift 2
+  if python3 - "$json" "$@" > "$TMP/sections.txt" <<'PY'
+import json, sys
+sections = {s["id"]: s for s in json.load(open(sys.argv[1]))}
+bad = []
+if not sections: bad.append("the browser reported no sections")
+for s in sections.values():
+    for f in s["figures"]:
+        if f["w"] <= 0 or f["h"] <= 0 or f["colours"] < 8:
+            bad.append("%s: a blank %s figure (%dx%d, %d colours)" % (s["id"], f["kind"], f["w"], f["h"], f["colours"]))
+    if s["errors"]: bad.append("%s: %d failed cell(s)" % (s["id"], s["errors"]))
+for spec in sys.argv[2:]:
+    want, sid = spec[0], spec[1:]
+    s = sections.get(sid)
+    if s is None: bad.append("no section " + sid); continue
+    if want == "+" and not s["figures"]: bad.append(sid + ": no figure")
+    if want == "-" and (s["figures"] or s["notes"] + s["lines"] != 1):
+        bad.append("%s: expected one line saying why, got %d figures, %d notes, %d lines" %
+                   (sid, len(s["figures"]), s["notes"], s["lines"]))
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+  then ok "$what: figures per section ($*)"; else bad "$what: $(head -5 "$TMP/sections.txt" | tr '\n' ';')"; fi
+}
+console_clean() { # console_clean FILE WHAT (messages of Chromium's own chrome:// pages left out)
+  if grep -E "CONSOLE|Uncaught|SyntaxError|Refused" "$1" | grep -v -i "deprecat" |
+     grep -v 'source: chrome://' > "$TMP/console.txt"; then
+    bad "$2: console errors: $(head -3 "$TMP/console.txt")"
+  else ok "$2: no console errors"; fi
+}
+
+# The NCCL export: a figure in every section that promises one; it has no
+# device-memory events (SQL), so that section says so in one line.
+check_eq "the sample has no device-memory events (SQL)" \
+  "$(count_or_zero "$sample" CUDA_GPU_MEMORY_USAGE_EVENTS)" 0
+check_eq "the sample has NCCL kernels on 2 devices (SQL)" "$(sql "$sample" "SELECT count(DISTINCT k.deviceId)
+  FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'nccl%'")" 2
+figures_in_browser "$TMP/analysis.html" "$TMP/figures.json"
+console_clean "$TMP/analysis.html.console" "figures page"
+check_sections "$TMP/figures.json" "NCCL export" +iterations +nccl-and-overlap +idle-gaps +launch-costs \
+  +flame-graph -device-memory +stragglers
+n=$(python3 -c 'import json,sys; print([len(s["figures"]) for s in json.load(open(sys.argv[1])) if s["id"] == "iterations"][0])' \
+  "$TMP/figures.json" 2> /dev/null)
+check_eq "iterations: classes per iteration and a timeline of one steady step" "$n" 2
+grep -q '<svg[^>]*>' "$TMP/analysis.html" && grep -q 'nslfg-nvtx-unzoom' "$TMP/analysis.html" &&
+  ok "the NVTX flame graph is the interactive SVG" || bad "no interactive NVTX flame graph"
+
+# The nsys-jax archives (four processes): the notebook renders without a
+# failed cell; the flame graphs (XLA's attribution) and the straggler
+# arrivals are drawn, the sections without CUDA activity say so in one line.
+jax="$NSL_DATA_DIR/nsys-jax"
+"$NSL" notebook "$nb" "$jax"/pax_fsdp4_4proc_proc{0,1,2,3}.zip -o "$TMP/jax.html" 2> "$TMP/jax.err"
+check_eq "analysis.md on the nsys-jax archives (exit code)" "$?" 0
+[ -s "$TMP/jax.err" ] && bad "nsys-jax notebook: $(head -2 "$TMP/jax.err")" || ok "nsys-jax notebook: no failed cell"
+if grep -q -E '(src|href)="(https?:)?//' "$TMP/jax.html"; then bad "nsys-jax page refers to the network"
+else ok "nsys-jax page is self-contained"; fi
+figures_in_browser "$TMP/jax.html" "$TMP/jax-figures.json"
+console_clean "$TMP/jax.html.console" "nsys-jax page"
+check_sections "$TMP/jax-figures.json" "nsys-jax archives" +flame-graph +stragglers -idle-gaps -launch-costs \
+  -device-memory
 finish
