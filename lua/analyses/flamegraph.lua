@@ -1,6 +1,7 @@
 -- flamegraph -- flame graphs from every source of stacks a trace has, as
 -- folded stacks (`a;b;c N`, the format flamegraph.pl, speedscope and inferno
--- read) and, with --out, as an interactive SVG and a PNG.
+-- read) and, wherever figures go (--out, --embed, notebooks), as an
+-- interactive SVG and a PNG.
 --
 -- Sources (`--arg source=auto` takes every one the trace has):
 --   nvtx      nested NVTX ranges per thread, weighted by the GPU time projected

@@ -4,6 +4,7 @@
 -- overlapped the gap most.  A device or stream is busy while any of its
 -- kernels, memory copies or memsets runs; its gaps are the idle intervals
 -- between its first operation's start and its last operation's stop.
+-- Figure gap_durations: every idle gap of every device, logarithmic bins.
 local nsl = require("nsl")
 local units = require("nsl.units")
 local findings = require("nsl.findings")

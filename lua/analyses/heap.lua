@@ -2,6 +2,7 @@
 -- events of CUDA_GPU_MEMORY_USAGE_EVENTS (the `memory` table), live bytes per
 -- device, the peak and when it happens, the allocations live at the peak,
 -- what is never freed; and the allocation API calls (counts and time).
+-- Figure heap_live: live bytes per device over time.
 --
 -- Definitions.  Events of one (report, device) are replayed in time order
 -- (ties keep the export's order); an alloc adds its bytes, a free subtracts

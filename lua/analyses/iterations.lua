@@ -12,6 +12,12 @@
 -- each following one that is more than 1.2 x slower than the median of the
 -- iterations after it (at most half of them).  Statistics are per process
 -- (per report for kernel markers), of the iteration durations.
+--
+-- Figures, of the first process (report): iteration_classes, GPU time per
+-- kernel class and iteration (stacked bars, at most 100 iterations), and
+-- step_timeline, the timeline of the steady iteration of median duration
+-- (from the earlier of its start and its first GPU operation to the later of
+-- its end and its last GPU operation).
 local nsl = require("nsl")
 local iterations = require("nsl.iterations")
 local classes = require("nsl.classes")

@@ -3,7 +3,8 @@
 -- queue depth (kernels launched but not yet started when a launch is made),
 -- as distributions per kernel name and per stream; host synchronisation
 -- costs (explicit syncs, synchronous and pageable memory copies); and the
--- slowest launches.
+-- slowest launches.  Figure launch_latency_cdf: the latency distribution of
+-- each GPU (CDF, logarithmic axis).
 local nsl = require("nsl")
 local percentiles = require("nsl.percentiles")
 local stats = require("nsl.stats")

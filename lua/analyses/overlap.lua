@@ -23,6 +23,8 @@
 --   Bubble           = window - |C u N u M|    (Idle)
 -- whose sum, window - |C|, equals the estimate when no two compute kernels
 -- overlap (concurrent streams make the estimate smaller).
+-- Figure overlap: each GPU's span split into compute only, NCCL only, both,
+-- memory only and idle (stacked bars).
 local nsl = require("nsl")
 local plot = require("nsl.plot")
 local classes = require("nsl.classes")

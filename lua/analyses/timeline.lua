@@ -1,7 +1,8 @@
 -- timeline -- a picture of a time window of the trace: one lane per GPU
 -- stream (kernels, NCCL kernels, memcpy by direction, memset) and NVTX
 -- ranges per thread (nested ranges in sub-rows), written as PNG or SVG
--- under --out DIR; the lanes are printed as a table with their busy time.
+-- under --out DIR (stored with --embed, inline in a notebook); the lanes are
+-- printed as a table with their busy time.
 local nsl = require("nsl")
 local plot = require("nsl.plot")
 local window = require("nsl.window")
