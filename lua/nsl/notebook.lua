@@ -138,7 +138,7 @@ local function output_html(o)
   elseif o.kind == "png" then
     return '<div class="figure"><img alt="' .. md.escape(o.title or "figure") .. '" src="data:image/png;base64,' ..
            nsl.base64(o.data) .. '"></div>'
-  elseif o.kind == "svg" then return '<div class="figure">' .. o.data:gsub("^%s*<%?xml[^>]*>", "") .. "</div>"
+  elseif o.kind == "svg" then return '<div class="figure">' .. o.data:gsub("^%s*<%?xml[^>]*>%s*", "") .. "</div>"
   elseif o.kind == "note" then return '<p class="note">' .. md.escape(o.text) .. "</p>"
   elseif o.kind == "finding" then
     return '<div class="finding ' .. md.escape(o.severity) .. '"><b>' .. md.escape(o.severity) .. ":</b> " ..

@@ -43,6 +43,39 @@ grep -q "1 cell(s) failed" "$TMP/fail.err" && ok "failure reported on stderr" ||
 check_eq "--stop-on-error exit code" "$?" 1
 grep -q "<pre class=\"output\">after-the-failure" "$TMP/stop.html" && bad "--stop-on-error ran the next cell" || ok "--stop-on-error stops"
 
+# show(canvas) displays the figure; so does a last line that draws one (not
+# the data the plot function returns beside it); an analysis that lacks its
+# data says so in a note and the notebook goes on.
+cat > "$TMP/show.md" <<'MD'
+# Figures in cells
+
+```lua
+local plot = require("nsl.plot")
+show(plot.histogram(trace.kernels.dur, {log = true, unit = "ns"}))
+```
+
+```lua
+require("nsl.plot").cdf({{label = "kernels", values = trace.kernels.dur}}, {log = true, format = "svg"})
+```
+
+```lua
+run("heap")
+run("nvtx")
+print("after-the-note")
+```
+MD
+"$NSL" notebook "$TMP/show.md" "$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" -o "$TMP/show.html" 2> "$TMP/show.err"
+check_eq "figures in cells: exit code" "$?" 0
+check_eq "show(plot.histogram(...)) is an inline PNG" "$(grep -c '<img alt="figure" src="data:image/png;base64,' "$TMP/show.html")" 1
+check_eq "a last line that draws shows the SVG figure" "$(grep -c '<div class="figure"><svg' "$TMP/show.html")" 1
+grep -q 'canvas&lt;\|canvas<\|edges' "$TMP/show.html" && bad "a canvas or its data printed as text" || ok "no canvas printed as text"
+check_eq "the trace has no NVTX ranges (SQL)" "$(count_or_zero "$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" NVTX_EVENTS)" 0
+grep -q '<p class="note">nvtx: .*no NVTX ranges' "$TMP/show.html" && ok "missing data: a one-line note" ||
+  bad "no note for the missing NVTX ranges"
+grep -q "<pre class=\"output\">after-the-note" "$TMP/show.html" && ok "the cell goes on after the note" ||
+  bad "the cell stopped at the note"
+[ -s "$TMP/show.err" ] && bad "a note counted as a failed cell: $(cat "$TMP/show.err")" || ok "a note is not a failure"
+
 # Jupyter output: nbformat 4 JSON with outputs filled in (checked by Python's json module).
 "$NSL" notebook "$TMP/fail.md" "$sample" -o "$TMP/fail.ipynb" 2> /dev/null
 if python3 - "$TMP/fail.ipynb" <<'PY'
@@ -71,15 +104,19 @@ run_browser() {
   timeout 120 $netoff "$browser" --headless=new --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
     --proxy-server=http://127.0.0.1:9 --user-data-dir="$TMP/chrome-profile" --enable-logging=stderr --v=0 "$@"
 }
+console_clean() { # console_clean FILE WHAT (messages of Chromium's own chrome:// pages left out)
+  if grep -E "CONSOLE|Uncaught|SyntaxError|Refused" "$1" | grep -v -i "deprecat" |
+     grep -v 'source: chrome://' > "$TMP/console.txt"; then
+    bad "$2: console errors: $(head -3 "$TMP/console.txt")"
+  else ok "$2: no console errors"; fi
+}
 run_browser --window-size=1200,1600 --screenshot="$TMP/shot.png" "file://$TMP/analysis.html" \
   > "$TMP/chrome.out" 2> "$TMP/chrome.err"
 [ -f "$TMP/shot.png" ] && ok "screenshot taken" || bad "no screenshot: $(tail -3 "$TMP/chrome.err")"
 # A blank 1200x1600 page compresses to a few KB; text and tables make it far larger.
 size=$(stat -c %s "$TMP/shot.png" 2> /dev/null || echo 0)
 [ "$size" -gt 30000 ] && ok "screenshot is not blank ($size bytes)" || bad "screenshot looks blank ($size bytes)"
-if grep -E "CONSOLE|Uncaught|SyntaxError|Refused" "$TMP/chrome.err" | grep -v -i "deprecat" > "$TMP/console.txt"; then
-  bad "console errors: $(head -3 "$TMP/console.txt")"
-else ok "no console errors"; fi
+console_clean "$TMP/chrome.err" "the page"
 run_browser --dump-dom "file://$TMP/analysis.html" > "$TMP/dom.html" 2> /dev/null
 grep -q "CUDA GPU Kernel Summary" "$TMP/dom.html" && ok "the browser's DOM has the tables" || bad "DOM lacks the tables"
 
@@ -164,12 +201,6 @@ print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
   then ok "$what: figures per section ($*)"; else bad "$what: $(head -5 "$TMP/sections.txt" | tr '\n' ';')"; fi
-}
-console_clean() { # console_clean FILE WHAT (messages of Chromium's own chrome:// pages left out)
-  if grep -E "CONSOLE|Uncaught|SyntaxError|Refused" "$1" | grep -v -i "deprecat" |
-     grep -v 'source: chrome://' > "$TMP/console.txt"; then
-    bad "$2: console errors: $(head -3 "$TMP/console.txt")"
-  else ok "$2: no console errors"; fi
 }
 
 # The NCCL export: a figure in every section that promises one; it has no
