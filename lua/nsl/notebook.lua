@@ -6,8 +6,8 @@
 -- In a cell: `trace` is the loaded trace, `nsl` the library, print() goes to
 -- the cell's output, show(x) displays a table, a figure (canvas), SVG text or
 -- any value, run(name, {KEY = value}) runs a shipped analysis and displays
--- its tables, figures and findings in the order it gave them (an analysis
--- that stops because the trace lacks its data shows its message as a note).
+-- its findings, figures, then text and tables (an analysis that stops
+-- because the trace lacks its data shows its message as a note).
 -- A cell whose last line is an expression displays its value (a figure
 -- without the data a plot function returns beside it).
 local nsl = require("nsl")
@@ -35,16 +35,18 @@ local function display(v, title)
   return {kind = "text", text = kind and tostring(v) or require("nsl.repl").show(v)}
 end
 
---- The outputs of an analysis's out object, in the order it gave them.
+--- The outputs of an analysis's out object: its findings first (the
+-- answer), then its figures, then its text and tables in the order it gave them.
 local function analysis_outputs(out, outputs)
-  for _, it in ipairs(out.items) do
-    if it.kind == "table" then outputs[#outputs + 1] = display(it.t, it.opts.title or it.name)
-    elseif it.kind == "figure" then
-      outputs[#outputs + 1] = {kind = it.format, data = it.data, title = it.title or it.name}
-    else outputs[#outputs + 1] = {kind = "stream", text = it.text .. "\n"} end
-  end
   for _, f in ipairs(out.findings) do
     outputs[#outputs + 1] = {kind = "finding", severity = f.severity, text = f.message}
+  end
+  for _, it in ipairs(out.items) do
+    if it.kind == "figure" then outputs[#outputs + 1] = {kind = it.format, data = it.data, title = it.title or it.name} end
+  end
+  for _, it in ipairs(out.items) do
+    if it.kind == "table" then outputs[#outputs + 1] = display(it.t, it.opts.title or it.name)
+    elseif it.kind == "text" then outputs[#outputs + 1] = {kind = "stream", text = it.text .. "\n"} end
   end
 end
 
