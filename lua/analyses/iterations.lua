@@ -13,11 +13,11 @@
 -- iterations after it (at most half of them).  Statistics are per process
 -- (per report for kernel markers), of the iteration durations.
 --
--- Figures, of the first process (report): iteration_classes, GPU time per
--- kernel class and iteration (stacked bars, at most 100 iterations), and
--- step_timeline, the timeline of the steady iteration of median duration
--- (from the earlier of its start and its first GPU operation to the later of
--- its end and its last GPU operation).
+-- Figures, of the first process (report): step_timeline, the timeline of
+-- the steady iteration of median duration (from the earlier of its start and
+-- its first GPU operation to the later of its end and its last GPU
+-- operation), and iteration_classes, GPU time per kernel class and iteration
+-- (stacked bars, at most 100 iterations).
 local nsl = require("nsl")
 local iterations = require("nsl.iterations")
 local classes = require("nsl.classes")
@@ -124,9 +124,9 @@ return {
     out:table("iteration_classes", nsl.table(ccols), {title = "GPU time per kernel class and iteration (" ..
       map.source .. ")", limit = limit})
 
-    -- figures, of the first process (report for kernel markers): GPU time
-    -- per class and iteration as stacked bars, and a timeline of one steady
-    -- iteration (the one of median duration)
+    -- figures, of the first process (report for kernel markers): a timeline
+    -- of one steady iteration (the one of median duration), and GPU time per
+    -- class and iteration as stacked bars
     if out:carries_figures() and #order > 0 then
       local plot = require("nsl.plot")
       local rows = groups[order[1]].rows
@@ -141,12 +141,6 @@ return {
         for k = 1, n do vals[k] = v[rows[k]] end
         series[j] = {label = ct[1], values = vals}
       end
-      out:figure("iteration_classes", function(format)
-        return plot.stacked_bars{format = format, categories = cats, series = series, unit = "ns",
-                                 ylabel = "GPU time", xlabel = "iteration",
-                                 title = string.format("GPU time per kernel class and iteration (%s%s)", who,
-                                                       n < #rows and string.format(", first %d of %d", n, #rows) or "")}
-      end, {title = "GPU time per kernel class and iteration"})
       local steady = {}
       for _, i in ipairs(rows) do if warm[i] ~= "yes" then steady[#steady + 1] = i end end
       if #steady > 0 then
@@ -163,6 +157,12 @@ return {
                                        xlabel = "time since the start of the trace"})
         end, {title = "a steady iteration"})
       end
+      out:figure("iteration_classes", function(format)
+        return plot.stacked_bars{format = format, categories = cats, series = series, unit = "ns",
+                                 ylabel = "GPU time", xlabel = "iteration",
+                                 title = string.format("GPU time per kernel class and iteration (%s%s)", who,
+                                                       n < #rows and string.format(", first %d of %d", n, #rows) or "")}
+      end, {title = "GPU time per kernel class and iteration"})
     end
 
     local scols = {{"Report", col(st.report)}}
