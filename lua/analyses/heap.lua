@@ -112,8 +112,8 @@ return {
         out:table(name, t, {title = title, limit = args.top})
       end
       if #series > 0 then   -- the live-bytes chart
-        out:figure("heap_live", function(fmt)
-          return require("nsl.plot").lines{series = series, format = fmt, title = "Live device memory",
+        out:figure("heap_live", function(format)
+          return require("nsl.plot").lines{series = series, format = format, title = "Live device memory",
                                            xlabel = "time", ylabel = "live bytes", xunit = "ns", yunit = "bytes"}
         end)
       end
