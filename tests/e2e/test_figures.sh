@@ -123,6 +123,18 @@ unzip -p "$TMP/emb.zip" analyses/gaps/gap_durations.png > "$TMP/emb.png"
 check_eq "--embed: the stored PNG is the one --out writes" "$(cmp -s "$TMP/emb.png" "$TMP/fig_gaps/gap_durations.png" &&
   echo same)" same
 
+# nsl profile --analysis stores the figures in the bundle it makes (nsys played by
+# tests/e2e/fake_nsys.sh, which hands over the real export).
+mkdir -p "$TMP/prof"
+( cd "$TMP/prof" && FAKE_NSYS_EXPORT="$f" "$NSL" profile --nsys "$NSL_SOURCE_DIR/tests/e2e/fake_nsys.sh" \
+    --analysis gaps --analysis overlap -o prof.zip -- true > /dev/null 2> "$TMP/prof/err" ) ||
+  bad "profile --analysis: $(head -2 "$TMP/prof/err")"
+members=$(unzip -Z1 "$TMP/prof/prof.zip" 2> /dev/null)
+for m in gaps/gap_durations.png gaps/gap_durations.svg overlap/overlap.png; do
+  echo "$members" | grep -qx "analyses/$m" && ok "profile --analysis: analyses/$m stored" ||
+    bad "profile --analysis: no analyses/$m"
+done
+
 # bad arguments: exit code 1 and one line naming the problem
 for args in "--arg from=soon" "--arg from=2s --arg to=1s" "--arg format=gif" "--arg width=10" "--arg from=1h"; do
   # shellcheck disable=SC2086
