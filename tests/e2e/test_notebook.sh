@@ -159,6 +159,10 @@ window.addEventListener('load', function () {
     else if (e.className === 'error') cur.errors++;
     else cur.lines += e.textContent.trim().split('\n').length;
   }
+  // every resource the page fetched that is not inline data: none expected
+  var fetched = performance.getEntriesByType('resource').map(function (r) { return r.name; })
+                .filter(function (u) { return u.indexOf('data:') !== 0; });
+  out.push({id: '(fetched)', figures: [], notes: 0, lines: 0, errors: 0, tables: 0, fetched: fetched});
   var p = document.createElement('pre');
   p.id = 'nsl-figures';
   p.textContent = JSON.stringify(out);
@@ -175,7 +179,8 @@ print(html.unescape(m.group(1)) if m else "[]")
 PY
 }
 # check_sections OUT.json WHAT FIGURE_SECTIONS... : every figure drawn anywhere
-# is not blank (>= 8 colours or shapes, non-zero size); each section named
+# is not blank (>= 8 colours or shapes, non-zero size); the page fetched
+# nothing (the browser's resource timing); each section named
 # with a "+" has at least one such figure; each named with "-" has neither
 # figure nor table and says why in a line per analysis (a note or a line of
 # text; at most 2); "?" is either; no section failed.
@@ -186,6 +191,8 @@ check_sections() {
 import json, sys
 sections = {s["id"]: s for s in json.load(open(sys.argv[1]))}
 bad = []
+fetched = sections.pop("(fetched)", {"fetched": ["(the browser reported nothing)"]})["fetched"]
+if fetched: bad.append("the page fetched " + ", ".join(fetched[:3]))
 if not sections: bad.append("the browser reported no sections")
 for s in sections.values():
     for f in s["figures"]:
