@@ -376,8 +376,8 @@ local function category_labels(f, labels, rotated, slotw)
       f.cv:text(cx(i), f.py1 + 6, category_label(s, f.fs), {fill = MUTED, font_size = f.fs, anchor = "end",
                                                              baseline = "middle", rotation = 90})
     else
-      f.cv:text(cx(i), f.py1 + 6, fit_text(s, slotw - 4, f.fs) or "", {fill = MUTED, font_size = f.fs,
-                                                                        anchor = "middle", baseline = "top"})
+      f.cv:text(cx(i), f.py1 + 6, fit_text(category_label(s, f.fs), slotw - 4, f.fs) or "",
+                {fill = MUTED, font_size = f.fs, anchor = "middle", baseline = "top"})
     end
   end
 end
