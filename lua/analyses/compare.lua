@@ -36,7 +36,7 @@
 -- runs in order (default: the file names).  The base of the changes is the
 -- first run, or --arg base=LABEL|NUMBER.
 --
--- Figures, with --out DIR (one file per format of --arg figures) and in
+-- Figures, with --out DIR (one file per format of --arg figures), --embed and in
 -- notebooks: grouped bars of the macro times, of the transfer volumes, of
 -- the top kernels, classes and NVTX ranges; violins, overlaid histograms
 -- and CDFs of the kernel durations per run.  The data behind each figure is
@@ -203,19 +203,13 @@ local function top_bars(t, key, n, top)
   return cats, series
 end
 
---- Draws the figures (see the header) through nsl.plot and writes them with
--- out:file in every format; F holds the data.  Returns the data behind each
--- figure, by name.
+--- Draws the figures (see the header) through nsl.plot and gives them to
+-- out:figure, files in `formats`; F holds the data.  Returns the data behind
+-- each figure, by name.
 local function draw_figures(out, formats, F)
   local plot = require("nsl.plot")
   local data = {}
-  local function emit(name, draw)
-    for _, f in ipairs(formats) do
-      local cv, d = draw(f)
-      out:file(name .. "." .. f, cv:to_string())
-      data[name] = d
-    end
-  end
+  local function emit(name, draw) data[name] = out:figure(name, draw, {formats = formats}) end
   local n, labels = F.n, F.labels
   local function series_of(values_of)
     local s = {}
@@ -486,9 +480,7 @@ return {
 
     -- ---- figures ----
     local formats = figure_formats(args.figures)
-    if out.format == "notebook" then formats = {formats[1]}
-    elseif not out:path("figure") then formats = {} end
-    if #formats > 0 then
+    if #formats > 0 and out:carries_figures() then
       local kdur = {}
       for r = 1, n do kdur[r] = kern.dur:gather(kern.run:eq(r - 1):indices()) end
       local mset = {}

@@ -1,6 +1,7 @@
 -- flamegraph -- flame graphs from every source of stacks a trace has, as
 -- folded stacks (`a;b;c N`, the format flamegraph.pl, speedscope and inferno
--- read) and, with --out, as an interactive SVG and a PNG.
+-- read) and, wherever figures go (--out, --embed, notebooks), as an
+-- interactive SVG and a PNG.
 --
 -- Sources (`--arg source=auto` takes every one the trace has):
 --   nvtx      nested NVTX ranges per thread, weighted by the GPU time projected
@@ -172,12 +173,12 @@ return {
           {"stack", shown.stack}},
           {title = string.format("Flame graph '%s': %d stacks, %s %s in all (heaviest first)", name, #f,
                                  report.int(total), unit)})
-        if out.dir and plot_ok and type(plot) == "table" and plot.flamegraph then
-          local svg = plot.flamegraph(f, {title = "nsl flame graph: " .. name .. " (" .. unit .. ")", format = "svg",
-                                          interactive = true})
-          out:file("flamegraph-" .. name .. ".svg", svg:to_string())
-          local png = plot.flamegraph(f, {title = "nsl flame graph: " .. name .. " (" .. unit .. ")", format = "png"})
-          out:file("flamegraph-" .. name .. ".png", png:to_string())
+        if plot_ok and type(plot) == "table" and plot.flamegraph then   -- interactive SVG, PNG
+          local title = "nsl flame graph: " .. name .. " (" .. unit .. ")"
+          out:figure("flamegraph-" .. name, function(format)
+            return plot.flamegraph(f, {title = title, format = format, interactive = format == "svg",
+                                       id_prefix = "nslfg-" .. name .. "-"})   -- several in one page
+          end, {formats = {"svg", "png"}, title = title})
         end
       elseif args.source ~= "auto" then
         out:text(string.format("No '%s' stacks in this trace.", name))

@@ -4,6 +4,7 @@
 -- overlapped the gap most.  A device or stream is busy while any of its
 -- kernels, memory copies or memsets runs; its gaps are the idle intervals
 -- between its first operation's start and its last operation's stop.
+-- Figure gap_durations: every idle gap of every device, logarithmic bins.
 local nsl = require("nsl")
 local jax = require("nsl.jax")
 local units = require("nsl.units")
@@ -86,7 +87,7 @@ local function scope_gaps(ops, keys, min)
   end
   local before, after = neighbour("start", "stop", "b_"), neighbour("stop", "start", "a_")
   d = d:with("before", before.b_op, "after", after.a_op, "pid", after.a_pid, "corr", after.a_corr)
-  return summary, d
+  return summary, d, dur
 end
 
 -- The thread that launched the operation after each gap: the tid of the
@@ -154,7 +155,15 @@ return {
       if wanted(args.scope, scope) then
         collectgarbage()   -- the columns of the scope before, held in C memory the collector does not see
         local keys = scope == "device" and {"report", "device"} or {"report", "device", "stream"}
-        local s, d = scope_gaps(ops, keys, min)
+        local s, d, all_gaps = scope_gaps(ops, keys, min)
+        if scope == "device" then   -- every idle gap of every device, on logarithmic bins
+          out:figure("gap_durations", function(format)
+            return require("nsl.plot").histogram(all_gaps, {format = format, log = true, bins = 40, unit = "ns",
+              xlabel = "gap (idle time between two operations of a device)", ylabel = "gaps",
+              title = string.format("GPU idle gaps per device: %d gaps, %d longer than %s", all_gaps:gt(0):count(),
+                                    all_gaps:gt(min):count(), mintext)})
+          end, {title = "GPU idle gap durations"})
+        end
         local cols = {{"report", report_names(trace, s.report)}, {"device", s.device}}
         if scope == "stream" then cols[#cols + 1] = {"stream", s.stream} end
         for _, c in ipairs{{"Ops", s.ops}, {"Span (ns)", s.span}, {"Busy (ns)", s.busy}, {"Idle (ns)", s.idle},

@@ -2,6 +2,7 @@
 -- events of CUDA_GPU_MEMORY_USAGE_EVENTS (the `memory` table), live bytes per
 -- device, the peak and when it happens, the allocations live at the peak,
 -- what is never freed; and the allocation API calls (counts and time).
+-- Figure heap_live: live bytes per device over time.
 --
 -- Definitions.  Events of one (report, device) are replayed in time order
 -- (ties keep the export's order); an alloc adds its bytes, a free subtracts
@@ -118,13 +119,11 @@ return {
         local t = nsl.table(cols):sort("-bytes", "start")
         out:table(name, t, {title = title, limit = args.top})
       end
-      if out.dir and #series > 0 then   -- the live-bytes chart
-        local plot = require("nsl.plot")
-        for _, fmt in ipairs{"png", "svg"} do
-          local c = plot.lines{series = series, format = fmt, title = "Live device memory", xlabel = "time",
-                               ylabel = "live bytes", xunit = "ns", yunit = "bytes"}
-          out:file("heap_live." .. fmt, c:to_string())
-        end
+      if #series > 0 then   -- the live-bytes chart
+        out:figure("heap_live", function(format)
+          return require("nsl.plot").lines{series = series, format = format, title = "Live device memory",
+                                           xlabel = "time", ylabel = "live bytes", xunit = "ns", yunit = "bytes"}
+        end)
       end
       listing("live_at_peak", "Allocations live at the peak (largest first)", live_rows)
       listing("never_freed", "Allocations never freed (largest first)", never_rows)

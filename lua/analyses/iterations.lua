@@ -14,10 +14,17 @@
 -- each following one that is more than 1.2 x slower than the median of the
 -- iterations after it (at most half of them).  Statistics are per process
 -- (per report for kernel markers), of the iteration durations.
+--
+-- Figures, of the first process (report): step_timeline, the timeline of
+-- the steady iteration of median duration (from the earlier of its start and
+-- its first GPU operation to the later of its end and its last GPU
+-- operation), and iteration_classes, GPU time per kernel class and iteration
+-- (stacked bars, at most 100 iterations).
 local nsl = require("nsl")
 local iterations = require("nsl.iterations")
 local classes = require("nsl.classes")
 local report = require("nsl.report")
+local window = require("nsl.window")
 
 local function col(v, fallback) return #v > 0 and nsl.column(v) or (fallback or nsl.column{}) end
 
@@ -167,16 +174,59 @@ return {
     local ccols = {{"Report", w.report}}
     if it.mode == "range" then ccols[#ccols + 1] = {"PID", w.pid} end
     ccols[#ccols + 1] = {"Iter", w.iter}
+    local class_time = {}   -- {class, column} in the map's order, for the figure
     for _, c in ipairs(map:classes()) do
       if present[c] then
         local one = per_class:filter(per_class.class:eq(c))
         local j = w:select(keys):join(one, keys, {"time"})
-        ccols[#ccols + 1] = {c .. " (ns)", nsl.coalesce(j.time, 0)}
+        class_time[#class_time + 1] = {c, nsl.coalesce(j.time, 0)}
+        ccols[#ccols + 1] = {c .. " (ns)", class_time[#class_time][2]}
         present[c] = nil
       end
     end
     out:table("iteration_classes", nsl.table(ccols), {title = "GPU time per kernel class and iteration (" ..
       map.source .. ")", limit = limit})
+
+    -- figures, of the first process (report for kernel markers): a timeline
+    -- of one steady iteration (the one of median duration), and GPU time per
+    -- class and iteration as stacked bars
+    if out:carries_figures() and #order > 0 then
+      local plot = require("nsl.plot")
+      local rows = groups[order[1]].rows
+      local gr = groups[order[1]]
+      local who = trace.reports.name[gr.report + 1] .. (it.mode == "range" and (", pid " .. gr.pid) or "")
+      local n = math.min(#rows, 100)
+      local iter = w.iter:totable()
+      local cats, series = {}, {}
+      for k = 1, n do cats[k] = tostring(iter[rows[k]]) end
+      for j, ct in ipairs(class_time) do
+        local v, vals = ct[2]:totable(), {}
+        for k = 1, n do vals[k] = v[rows[k]] end
+        series[j] = {label = ct[1], values = vals}
+      end
+      local steady = {}
+      for _, i in ipairs(rows) do if warm[i] ~= "yes" then steady[#steady + 1] = i end end
+      if #steady > 0 then
+        table.sort(steady, function(a, b) return dur[a] < dur[b] or (dur[a] == dur[b] and a < b) end)
+        local i = steady[(#steady + 1) // 2]
+        local starts, stops = w.start:totable(), w.stop:totable()
+        local from, to = math.min(starts[i], gs[i] or starts[i]), math.max(stops[i], ge[i] or stops[i])
+        local origin = window.span(trace)
+        out:figure("step_timeline", function(format)
+          return plot.timeline(trace, {from = from, to = to, origin = origin, format = format, width = 1400,
+                                       max_depth = 6, tables = {"kernels", "memcpy", "memset", "nvtx"},
+                                       title = string.format("Iteration %d (%s), a steady one of median duration: %s",
+                                                             iter[i], who, report.duration(to - from)),
+                                       xlabel = "time since the start of the trace"})
+        end, {title = "a steady iteration"})
+      end
+      out:figure("iteration_classes", function(format)
+        return plot.stacked_bars{format = format, categories = cats, series = series, unit = "ns",
+                                 ylabel = "GPU time", xlabel = "iteration",
+                                 title = string.format("GPU time per kernel class and iteration (%s%s)", who,
+                                                       n < #rows and string.format(", first %d of %d", n, #rows) or "")}
+      end, {title = "GPU time per kernel class and iteration"})
+    end
 
     local scols = {{"Report", col(st.report)}}
     if it.mode == "range" then scols[#scols + 1] = {"PID", col(st.pid)} end

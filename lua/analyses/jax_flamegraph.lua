@@ -2,8 +2,8 @@
 -- nsys-jax's notebook attributes it: per HLO opcode, and as folded stacks by
 -- Python source line (HLO stack frames) and by JAX op name, written to
 -- source_flamegraph.folded and op_name_flamegraph.folded (weights in ms, as
--- nsys-jax writes them) and drawn as interactive SVG and PNG flame graphs
--- (weights in ns) under --out.
+-- nsys-jax writes them) under --out, and drawn as flame graphs (weights in
+-- ns; SVG, interactive; PNG) wherever figures go.
 local nsl = require("nsl")
 local jax = require("nsl.jax")
 
@@ -29,15 +29,15 @@ return {
                                      table.concat(a.top, " "))})
     out:value("op_runtime", a.op_runtime)
     out:value("totals", a.totals)
-    local plot = require("nsl.plot")
     for _, which in ipairs{"source", "op_name"} do
       out:file(which .. "_flamegraph.folded", jax.folded(a[which], a["order_" .. which]))
-      local f = out.dir and jax.attribution_stacks(a, which)
+      local f = out:carries_figures() and jax.attribution_stacks(a, which)
       if f and #f > 0 then
-        local title = string.format("GPU time by %s (steady state, ns)", which == "source" and "source line" or "op name")
-        out:file(which .. "_flamegraph.svg",
-                 plot.flamegraph(f, {title = title, format = "svg", interactive = true, unit = "ns"}):to_string())
-        out:file(which .. "_flamegraph.png", plot.flamegraph(f, {title = title, format = "png", unit = "ns"}):to_string())
+        out:figure(which .. "_flamegraph", function(format)   -- interactive SVG, PNG
+          return require("nsl.plot").flamegraph(f, {format = format, interactive = format == "svg", unit = "ns",
+            id_prefix = "nslfg-" .. which:gsub("_", "-") .. "-",
+            title = "Steady-state GPU time by " .. (which == "source" and "Python source line" or "JAX op name") .. " (ns)"})
+        end, {formats = {"svg", "png"}})
       end
     end
   end,

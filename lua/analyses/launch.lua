@@ -3,7 +3,8 @@
 -- queue depth (kernels launched but not yet started when a launch is made),
 -- as distributions per kernel name and per stream; host synchronisation
 -- costs (explicit syncs, synchronous and pageable memory copies); and the
--- slowest launches.
+-- slowest launches.  Figure launch_latency_cdf: the latency distribution of
+-- each GPU (CDF, logarithmic axis).
 local nsl = require("nsl")
 local jax = require("nsl.jax")
 local percentiles = require("nsl.percentiles")
@@ -106,6 +107,23 @@ return {
               {title = string.format("Kernel launch latency (API call start -> kernel start) and queue depth " ..
                                      "(kernels of the same %s launched, not yet started); %d kernels without a " ..
                                      "launch call left out", args.queue, #L - #launched)})
+    if out:carries_figures() then   -- the latency distribution of each device
+      local g = launched:group_by("report", "device")
+      local kt, series = g:keys(), {}
+      local ids = g:ids()
+      local rn = names:totable()
+      for i = 1, #kt do
+        local r, d = kt.report[i], kt.device[i]
+        series[i] = {label = (#rn > 1 and rn[r + 1] .. " " or "") .. "GPU " .. tostring(d),
+                     values = launched.latency:gather(ids:eq(i - 1):indices())}
+      end
+      table.sort(series, function(a, b) return a.label < b.label end)
+      out:figure("launch_latency_cdf", function(format)
+        return require("nsl.plot").cdf(series, {format = format, log = true, unit = "ns",
+          xlabel = "launch latency (API call start -> kernel start)",
+          title = string.format("Kernel launch latency per GPU (%d launches)", #launched)})
+      end, {title = "kernel launch latency CDF"})
+    end
     local by_name = {}
     for _, k in ipairs(keys) do by_name[#by_name + 1] = k end
     by_name[#by_name + 1] = name_key

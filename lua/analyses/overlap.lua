@@ -23,8 +23,11 @@
 --   Bubble           = window - |C u N u M|    (Idle)
 -- whose sum, window - |C|, equals the estimate when no two compute kernels
 -- overlap (concurrent streams make the estimate smaller).
+-- Figure overlap: each GPU's span split into compute only, NCCL only, both,
+-- memory only and idle (stacked bars).
 local nsl = require("nsl")
 local jax = require("nsl.jax")
+local plot = require("nsl.plot")
 local classes = require("nsl.classes")
 local steps = require("nsl.steps")
 local overlap = require("nsl.overlap")
@@ -90,6 +93,24 @@ return {
       {"gid", nsl.range(ng)}}
     t = t:take(order.gid):filter(~order.device:isnull())
     if #t == 0 then nsl.fail("no GPU operation has a device id") end
+    if out:carries_figures() then   -- each device's span split into the sets, stacked
+      local sets = nsl.table{{"report", dev.report}, {"device", dev.device}, {"compute", m.compute_only},
+        {"nccl", m.nccl_only}, {"both", m.both}, {"memory", m.memory_only}, {"idle", idle}}
+      sets = sets:take(order.gid):filter(~order.device:isnull())
+      local rep, devs, cats = sets.report:totable(), sets.device:totable(), {}
+      for i = 1, #sets do
+        cats[i] = (#report_names > 1 and report_names[rep[i] + 1] .. " " or "") .. "GPU " .. devs[i]
+      end
+      local series = {}
+      for _, s in ipairs{{"compute", "compute only"}, {"nccl", "NCCL only"}, {"both", "compute and NCCL"},
+                         {"memory", "memory only"}, {"idle", "idle"}} do
+        series[#series + 1] = {label = s[2], values = sets[s[1]]:totable()}
+      end
+      out:figure("overlap", function(format)
+        return plot.stacked_bars{format = format, categories = cats, series = series, unit = "ns",
+                                 ylabel = "time", title = "Each GPU's span: compute, NCCL, memory, idle"}
+      end, {title = "compute / NCCL / memory overlap per GPU"})
+    end
     if #t > 1 then   -- the whole trace: sums over devices
       local sum = {}
       for _, c in ipairs{"Span (ns)", "Compute Only (ns)", "NCCL Only (ns)", "Both (ns)", "Neither (ns)",

@@ -25,9 +25,10 @@
 -- least `--arg last_share` of the collectives) with a median step compute at
 -- least `--arg threshold` x the median rank's is a straggler: a finding
 -- (warning) that `--fail-on warning` turns into exit code 3.
--- With `--out DIR`: straggler_steps.{png,svg} (compute per step, one line per
--- rank) and straggler_arrivals.{png,svg} (each rank's arrival after the first
--- rank at every collective), drawn from the step_compute and arrivals tables.
+-- Figures (out:figure: --out DIR, --embed, notebooks): straggler_steps
+-- (compute per step, one line per rank) and straggler_arrivals (each rank's
+-- arrival after the first rank at every collective), drawn from the
+-- step_compute and arrivals tables.
 local nsl = require("nsl")
 local nccl = require("nsl.nccl")
 local jax = require("nsl.jax")
@@ -208,6 +209,6 @@ return {
       out:table("arrivals", arrivals, {title = "Arrival of each rank after the first, per collective " ..
                                                 "(figure straggler_arrivals)", limit = args.steps})
     end
-    if out.dir then core.write_figures(out, steps, arrivals, labels) end
+    core.write_figures(out, steps, arrivals, labels)
   end,
 }

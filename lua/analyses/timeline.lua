@@ -1,7 +1,8 @@
 -- timeline -- a picture of a time window of the trace: one lane per GPU
 -- stream (kernels, NCCL kernels, memcpy by direction, memset) and NVTX
 -- ranges per thread (nested ranges in sub-rows), written as PNG or SVG
--- under --out DIR; the lanes are printed as a table with their busy time.
+-- under --out DIR (stored with --embed, inline in a notebook); the lanes are
+-- printed as a table with their busy time.
 local nsl = require("nsl")
 local plot = require("nsl.plot")
 local window = require("nsl.window")
@@ -19,7 +20,7 @@ return {
     width = {default = 1400, help = "figure width in px"},
     nvtx = {default = true, help = "draw NVTX ranges"},
     max_depth = {default = 8, help = "NVTX nesting levels drawn per thread"},
-    file = {default = "", help = "file name under --out DIR (default timeline.png / timeline.svg)"},
+    file = {default = "", help = "file name under --out DIR, without or with the format's extension (default timeline)"},
   },
   example = "nsl run timeline run.sqlite --arg from=1.2s --arg to=1.25s --out figures/",
   run = function(trace, args, out)
@@ -35,8 +36,9 @@ return {
                                          title = fmt("Timeline %s to %s", report.duration(from - lo),
                                                      report.duration(to - lo)),
                                          xlabel = "time since the start of the trace"})
-    local name = args.file ~= "" and args.file or "timeline." .. args.format
-    local path = out:file(name, cv:to_string())
+    local stem = args.file ~= "" and args.file:gsub("%.[Pp][Nn][Gg]$", ""):gsub("%.[Ss][Vv][Gg]$", "") or "timeline"
+    out:figure(stem, cv, {main = true, title = "timeline"})
+    local path = out:path(stem .. "." .. args.format)
     -- busy time of each lane in the window (union of its events), in C
     local labels, kinds, events, busy, share = {}, {}, {}, {}, {}
     local function busy_of(parts, keys)

@@ -6,18 +6,17 @@
 -- In a cell: `trace` is the loaded trace, `nsl` the library, print() goes to
 -- the cell's output, show(x) displays a table, a figure (canvas), SVG text or
 -- any value, run(name, {KEY = value}) runs a shipped analysis and displays
--- its tables, findings and figures.  A cell whose last line is an
--- expression displays its value.
+-- its findings, figures, then text and tables (an analysis that stops
+-- because the trace lacks its data shows its message as a note).
+-- A cell whose last line is an expression displays its value (a figure
+-- without the data a plot function returns beside it).
 local nsl = require("nsl")
 local md = require("nsl.markdown")
 local report = require("nsl.report")
 
 local M = {}
 
-local function is_canvas(v)
-  return type(v) == "userdata" and nsl.type(v) == nil and pcall(function() return v.to_string end)
-         and type(v.to_string) == "function"
-end
+local function is_canvas(v) return nsl.type(v) == "canvas" end
 
 --- An output item for a value: {kind = "table"|"png"|"svg"|"text"|"html", ...}.
 local function display(v, title)
@@ -36,6 +35,21 @@ local function display(v, title)
   return {kind = "text", text = kind and tostring(v) or require("nsl.repl").show(v)}
 end
 
+--- The outputs of an analysis's out object: its findings first (the
+-- answer), then its figures, then its text and tables in the order it gave them.
+local function analysis_outputs(out, outputs)
+  for _, f in ipairs(out.findings) do
+    outputs[#outputs + 1] = {kind = "finding", severity = f.severity, text = f.message}
+  end
+  for _, it in ipairs(out.items) do
+    if it.kind == "figure" then outputs[#outputs + 1] = {kind = it.format, data = it.data, title = it.title or it.name} end
+  end
+  for _, it in ipairs(out.items) do
+    if it.kind == "table" then outputs[#outputs + 1] = display(it.t, it.opts.title or it.name)
+    elseif it.kind == "text" then outputs[#outputs + 1] = {kind = "stream", text = it.text .. "\n"} end
+  end
+end
+
 --- Runs the notebook text against trace (may be nil); returns the list of
 -- blocks, code blocks carrying .outputs and .error.  opts.stop_on_error,
 -- opts.path (for error positions), opts.trace_paths.
@@ -50,7 +64,13 @@ function M.run(text, trace, opts)
     for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
     current.outputs[#current.outputs + 1] = {kind = "stream", text = table.concat(parts, "\t") .. "\n"}
   end
-  env.show = function(v, title) current.outputs[#current.outputs + 1] = display(v, title) end
+  -- show(x [, title]): a title that is not a string (the data a plot
+  -- function returns beside its canvas) is left out
+  env.show = function(v, title)
+    current.outputs[#current.outputs + 1] = display(v, type(title) == "string" and title or nil)
+  end
+  -- run(name, {KEY = value}): an analysis whose data the trace lacks stops
+  -- with an nsl error; that shows as a one-line note and the notebook goes on
   env.run = function(name, args)
     local runner = require("nsl.runner")
     local a = assert(runner.load_analysis(name))
@@ -60,17 +80,12 @@ function M.run(text, trace, opts)
     local parsed = assert(runner.parse_args(a, given))
     local out = require("nsl.output").new{analysis = a.name, format = "notebook", trace = trace}
     local ok, err = xpcall(a.run, runner.handler, trace, parsed, out)
-    for _, it in ipairs(out.items) do
-      if it.kind == "table" then env.show(it.t, it.opts.title or it.name)
-      else current.outputs[#current.outputs + 1] = {kind = "stream", text = it.text .. "\n"} end
+    analysis_outputs(out, current.outputs)
+    if not ok then
+      -- a bug (runner.handler's record) fails the cell, naming the analysis and the inputs
+      if not nsl.is_error(err) then error(runner.failure(a, err, trace and trace.reports.path:totable()), 0) end
+      current.outputs[#current.outputs + 1] = {kind = "note", text = a.name .. ": " .. tostring(err)}
     end
-    for _, f in ipairs(out.files) do
-      if f.name:match("%.png$") or f.name:match("%.svg$") then env.show(f.data, f.name) end
-    end
-    for _, f in ipairs(out.findings) do
-      current.outputs[#current.outputs + 1] = {kind = "finding", severity = f.severity, text = f.message}
-    end
-    if not ok then nsl.fail(runner.failure(a, err, trace and trace.reports.path:totable())) end
   end
   local failed = false
   for _, b in ipairs(blocks) do
@@ -95,7 +110,8 @@ function M.run(text, trace, opts)
         end))
         if not res[1] then b.error = res[2]
         else
-          for i = 2, res.n do if res[i] ~= nil then b.outputs[#b.outputs + 1] = display(res[i]) end end
+          local last = is_canvas(res[2]) and 2 or res.n   -- a figure, not the data drawn beside it
+          for i = 2, last do if res[i] ~= nil then b.outputs[#b.outputs + 1] = display(res[i]) end end
         end
       end
       if b.error then failed = true end
@@ -115,6 +131,7 @@ code{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace}
 table.nsl{border-collapse:collapse;font-size:13px;margin:.5em 0}table.nsl td,table.nsl th{border-bottom:1px solid #ddd;padding:2px 8px;text-align:left;white-space:nowrap}
 table.nsl .num{text-align:right;font-variant-numeric:tabular-nums}table.nsl caption{text-align:left;font-weight:bold;padding:.3em 0}
 .finding{padding:.4em .8em;margin:.3em 0;border-left:4px solid #E69F00;background:#fffaf0}.finding.error{border-color:#D55E00}
+.note{padding:.3em .8em;margin:.3em 0;border-left:4px solid #999;background:#f6f6f6;color:#444}
 .figure img,.figure svg{max-width:100%;height:auto}.more{color:#666;font-size:12px}.cell{margin:1em 0}
 ]]
 
@@ -124,7 +141,8 @@ local function output_html(o)
   elseif o.kind == "png" then
     return '<div class="figure"><img alt="' .. md.escape(o.title or "figure") .. '" src="data:image/png;base64,' ..
            nsl.base64(o.data) .. '"></div>'
-  elseif o.kind == "svg" then return '<div class="figure">' .. o.data:gsub("^%s*<%?xml[^>]*>", "") .. "</div>"
+  elseif o.kind == "svg" then return '<div class="figure">' .. o.data:gsub("^%s*<%?xml[^>]*>%s*", "") .. "</div>"
+  elseif o.kind == "note" then return '<p class="note">' .. md.escape(o.text) .. "</p>"
   elseif o.kind == "finding" then
     return '<div class="finding ' .. md.escape(o.severity) .. '"><b>' .. md.escape(o.severity) .. ":</b> " ..
            md.escape(o.text) .. "</div>"

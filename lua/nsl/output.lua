@@ -96,6 +96,62 @@ function Out:file(name, data)
   return path
 end
 
+--- out:carries_figures() -> true when some output of this run can hold a
+-- figure: files under --out DIR, the bundle with --embed (also `nsl profile
+-- --analysis`), or a notebook cell.  Figures cost time: nothing else draws.
+function Out:carries_figures()
+  return self.dir ~= nil or self.embed == true or self.format == "notebook"
+end
+
+local function figure_format(v)
+  local s = type(v) == "string" and v or v:to_string()
+  return s, s:sub(1, 8) == "\137PNG\r\n\26\n" and "png" or "svg"
+end
+
+--- out:figure(name, draw [, opts]) -- a figure, the one way an analysis
+-- shows one.  draw is a canvas (or PNG/SVG data) already drawn, or a
+-- function draw(format) -> canvas [, data] called for "png" and "svg" only
+-- when an output carries figures: --out DIR and --embed get NAME.png and
+-- NAME.svg (opts.formats narrows the list; an empty list writes no file), a
+-- notebook shows one inline (opts.inline, default the first format; an
+-- interactive SVG is best shown as "svg").  opts.title labels it, opts.main
+-- marks a figure that is the analysis's point: without --out it says how to
+-- get it.  Returns the data of the first draw, or nil when nothing carried it.
+function Out:figure(name, draw, opts)
+  opts = opts or {}
+  assert(type(name) == "string", "out:figure: name must be a string (a file name without extension)")
+  if not self:carries_figures() then
+    if opts.main and not self.warned_no_dir then
+      io.stderr:write(string.format("nsl: %s: use --out DIR to write the figure %s\n", self.analysis, name))
+      self.warned_no_dir = true
+    end
+    return nil
+  end
+  local formats, drawn, data = opts.formats or {"png", "svg"}, {}, nil
+  if type(draw) ~= "function" then   -- drawn already: its own format only
+    local s, f = figure_format(draw)
+    drawn[f], formats = s, {f}
+  end
+  local function get(format)
+    if not drawn[format] then
+      local cv, d = draw(format)
+      if data == nil then data = d end
+      drawn[format] = (figure_format(cv))
+    end
+    return drawn[format]
+  end
+  if self.format == "notebook" then
+    local inline = type(draw) == "function" and (opts.inline or formats[1] or "png") or formats[1]
+    local s = get(inline)
+    self.items[#self.items + 1] = {kind = "figure", name = name, format = inline, data = s, title = opts.title,
+                                   values = data}   -- values: what the plot function returned beside the canvas
+  end
+  if self.dir or self.embed then
+    for _, f in ipairs(formats) do self:file(name .. "." .. f, get(f)) end
+  end
+  return data
+end
+
 function Out:flush() io.stdout:flush() end
 
 local function findings_text(findings)
@@ -111,7 +167,7 @@ function Out:document()
   local tables, texts = {}, {}
   for _, it in ipairs(self.items) do
     if it.kind == "table" then tables[it.name] = report.records(it.t)
-    else texts[#texts + 1] = it.text end
+    elseif it.kind == "text" then texts[#texts + 1] = it.text end
   end
   local files = {}
   for i, f in ipairs(self.files) do files[i] = f.path or f.name end
@@ -134,7 +190,7 @@ function Out:finish()
         if fmt == "csv" then parts[#parts + 1] = (#self.items > 1 and ("# " .. title .. "\n") or "") .. report.csv(it.t)
         elseif fmt == "md" then parts[#parts + 1] = report.md(it.t, {title = title, decimals = it.opts.decimals})
         elseif fmt == "tex" then parts[#parts + 1] = report.tex(it.t, {title = title, decimals = it.opts.decimals}) end
-      elseif fmt == "md" then parts[#parts + 1] = it.text .. "\n"
+      elseif fmt == "md" and it.kind == "text" then parts[#parts + 1] = it.text .. "\n"
       end
     end
     if #self.findings > 0 then

@@ -344,24 +344,40 @@ local function slots(f, n)
   return function(i) return f.px0 + (i - 0.5) * w end, w
 end
 
---- Room below the axis for category labels (rotated when they do not fit).
-local function category_room(f, labels, n)
+local LABEL_MAX = 320   -- px of a rotated category label; longer ones are shortened
+
+--- A category label that fits in LABEL_MAX px: a long C++ name loses its
+-- return type, template arguments (kept as "<…>") and parameter list first,
+-- so what tells kernels apart stays readable; then its end is cut ("…").
+local function category_label(s, fs)
+  if nsl.text_width(s, fs) <= LABEL_MAX then return s end
+  local t, prev = s:gsub("^void ", ""), nil
+  repeat prev = t; t = t:gsub("<[^<>]*>", "\1") until t == prev
+  t = t:gsub("\1", "<…>"):gsub("%b()$", "")
+  return fit_text(t, LABEL_MAX, fs) or t
+end
+M.category_label = category_label
+
+--- Room below the axis for category labels in a figure w px wide: 0 when
+-- they fit side by side, else the height of the labels rotated (the figure
+-- grows by it, so nothing is cut).  Returns room, rotated.
+local function category_room(fs, w, labels, n)
   local wmax = 0
-  for _, s in ipairs(labels) do wmax = max(wmax, nsl.text_width(s, f.fs)) end
-  local slot = (f.w - 120) / max(n, 1)
+  for _, s in ipairs(labels) do wmax = max(wmax, nsl.text_width(category_label(s, fs), fs)) end
+  local slot = (w - 120) / max(n, 1)
   if wmax <= slot - 4 then return 0, false end
-  return min(wmax, 180) - f.fs, true
+  return floor(min(wmax, LABEL_MAX) - fs + 8), true
 end
 
 local function category_labels(f, labels, rotated, slotw)
   local cx = slots(f, #labels)
   for i, s in ipairs(labels) do
     if rotated then
-      f.cv:text(cx(i), f.py1 + 6, fit_text(s, 180, f.fs) or "", {fill = MUTED, font_size = f.fs, anchor = "end",
-                                                                  baseline = "middle", rotation = 90})
+      f.cv:text(cx(i), f.py1 + 6, category_label(s, f.fs), {fill = MUTED, font_size = f.fs, anchor = "end",
+                                                             baseline = "middle", rotation = 90})
     else
-      f.cv:text(cx(i), f.py1 + 6, fit_text(s, slotw - 4, f.fs) or "", {fill = MUTED, font_size = f.fs,
-                                                                        anchor = "middle", baseline = "top"})
+      f.cv:text(cx(i), f.py1 + 6, fit_text(category_label(s, f.fs), slotw - 4, f.fs) or "",
+                {fill = MUTED, font_size = f.fs, anchor = "middle", baseline = "top"})
     end
   end
 end
@@ -369,7 +385,11 @@ end
 --- Shared frame of box and violin plots: y axis over every group's values.
 local function group_figure(kind, groups, opts)
   local list = group_list(groups)
-  local f = figure(opts, max(480, 120 + 90 * #list), 480)
+  local labels = {}
+  for i, g in ipairs(list) do labels[i] = g.label end
+  local w = floor(opts.width or max(480, 120 + 90 * #list))
+  local room, rotated = category_room(opts.font_size or 12, w, labels, #list)
+  local f = figure(opts, w, 480 + room)
   local stats, lo, hi = {}, nil, nil
   for i, g in ipairs(list) do
     stats[i] = box_stats(g.values, opts.log)
@@ -380,9 +400,6 @@ local function group_figure(kind, groups, opts)
     end
   end
   local ya = make_axis(lo or (opts.log and 1 or 0), hi or 1, {log = opts.log, unit = opts.unit})
-  local labels = {}
-  for i, g in ipairs(list) do labels[i] = g.label end
-  local room, rotated = category_room(f, labels, #list)
   f:layout(ya.ticks.labels, {bottom = room})
   axis_place(ya, f.py1, f.py0)
   f:yaxis(ya)
@@ -551,10 +568,17 @@ local function bars(opts, stacked)
   local cats = opts.categories or {}
   local series = opts.series or {}
   local ncat, nser = #cats, #series
-  local f = figure(opts, max(480, 140 + ncat * (stacked and 40 or 18 * max(nser, 1) + 16)), 480)
   local labels, totals, vmax = {}, {}, 0
+  for i = 1, ncat do labels[i] = tostring(cats[i]) end
+  local fs = opts.font_size or 12
+  local legend = 0   -- the legend's width (as Fig:legend_width), added to the plot's
+  for j, s in ipairs(series) do
+    legend = max(legend, min(nsl.text_width(tostring(s.label or s[1] or j), fs), 220) + 34)
+  end
+  local w = floor(opts.width or max(480, 140 + ncat * (stacked and 40 or 18 * max(nser, 1) + 16)) + legend)
+  local room, rotated = category_room(fs, w - legend, labels, ncat)
+  local f = figure(opts, w, 480 + room)
   for i = 1, ncat do
-    labels[i] = tostring(cats[i])
     local sum = 0
     for _, s in ipairs(series) do
       local v = s.values[i] or 0
@@ -566,7 +590,6 @@ local function bars(opts, stacked)
   for j, s in ipairs(series) do f:add_legend(tostring(s.label or s[1] or j), nsl.palette((j - 1) % 8)) end
   vmax = max(vmax, opts.ymax or 0)
   local ya = make_axis(0, vmax > 0 and vmax or 1, {unit = opts.unit, target = 6})
-  local room, rotated = category_room(f, labels, ncat)
   f:layout(ya.ticks.labels, {bottom = room})
   axis_place(ya, f.py1, f.py0)
   f:yaxis(ya)

@@ -270,14 +270,14 @@ function M.draw(fig, format)
   return plot.lines(opts)
 end
 
---- Writes every figure as NAME.png and NAME.svg through out:file; returns
--- the figures.
+--- Gives every figure to out:figure (NAME.png and NAME.svg under --out, in
+-- the bundle with --embed, inline in a notebook); returns the figures, none
+-- when no output carries them.
 function M.write_figures(out, step_compute, arrivals, labels)
+  if not out:carries_figures() then return {} end
   local figs = M.figures(step_compute, arrivals, labels)
   for _, fig in ipairs(figs) do
-    for _, format in ipairs{"png", "svg"} do
-      out:file(fig.name .. "." .. format, (M.draw(fig, format)):to_string())
-    end
+    out:figure(fig.name, function(format) return M.draw(fig, format) end, {title = fig.opts.title})
   end
   return figs
 end

@@ -5,6 +5,9 @@
 # SQL; `nsl run export` writes one trace event per line, so grep counts them
 # against SQL (and python3 / jq / xmllint validate the files when present);
 # bad arguments fail with one line and exit code 1; inputs stay unchanged.
+# The analyses' figures are written under --out (PNG size read from IHDR, SVG
+# checked by xmllint) and stored in a bundle by --embed; without either
+# nothing is drawn.
 . "$(dirname "$0")/lib.sh"
 
 png_size() { # png_size FILE -> "WIDTH HEIGHT" from the IHDR chunk, or "bad"
@@ -87,8 +90,52 @@ for src in "$NSL_DATA_DIR"/nsys/*.sqlite; do
   rm -f "$f"
 done
 
-# bad arguments: exit code 1 and one line naming the problem
+# The analyses' figures go wherever the output can hold them, through one
+# mechanism (out:figure): PNG and SVG files under --out, members of the bundle
+# with --embed; without either nothing is drawn and nothing is said about it.
 f="$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite"
+"$NSL" bundle "$f" -o "$TMP/fig.zip" > /dev/null 2>&1 || bad "nsl bundle failed"
+for spec in "gaps gap_durations" "launch launch_latency_cdf" "overlap overlap" "iterations iteration_classes" \
+            "iterations step_timeline" "straggler straggler_arrivals" "flamegraph flamegraph-nvtx"; do
+  set -- $spec
+  a=$1 fig=$2
+  "$NSL" run "$a" "$f" --out "$TMP/fig_$a" > /dev/null 2> "$TMP/err" || bad "$a --out: $(head -2 "$TMP/err")"
+  size=$(png_size "$TMP/fig_$a/$fig.png")
+  [ "$size" != bad ] && [ "${size% *}" -gt 0 ] && ok "$a --out: $fig.png ($size)" || bad "$a --out: $fig.png: $size"
+  if command -v xmllint > /dev/null; then
+    xmllint --noout "$TMP/fig_$a/$fig.svg" 2> "$TMP/err" && ok "$a --out: $fig.svg well-formed" ||
+      bad "$a --out: $fig.svg: $(head -2 "$TMP/err")"
+  fi
+  "$NSL" run "$a" "$f" > "$TMP/plain.txt" 2> "$TMP/err"
+  if grep -q 'figure\|\.png\|\.svg' "$TMP/err"; then bad "$a without --out talks about figures: $(head -1 "$TMP/err")"
+  else ok "$a without --out: no word about figures"; fi
+done
+cp -p "$TMP/fig.zip" "$TMP/emb.zip"
+for a in gaps launch overlap iterations; do
+  "$NSL" run "$a" "$TMP/emb.zip" --embed > /dev/null 2> "$TMP/err" || bad "$a --embed: $(head -2 "$TMP/err")"
+done
+members=$(unzip -Z1 "$TMP/emb.zip")
+for m in gaps/gap_durations.png gaps/gap_durations.svg launch/launch_latency_cdf.png overlap/overlap.svg \
+         iterations/iteration_classes.png iterations/step_timeline.png; do
+  echo "$members" | grep -qx "analyses/$m" && ok "--embed: analyses/$m in the bundle" || bad "--embed: no analyses/$m"
+done
+unzip -p "$TMP/emb.zip" analyses/gaps/gap_durations.png > "$TMP/emb.png"
+check_eq "--embed: the stored PNG is the one --out writes" "$(cmp -s "$TMP/emb.png" "$TMP/fig_gaps/gap_durations.png" &&
+  echo same)" same
+
+# nsl profile --analysis stores the figures in the bundle it makes (nsys played by
+# tests/e2e/fake_nsys.sh, which hands over the real export).
+mkdir -p "$TMP/prof"
+( cd "$TMP/prof" && FAKE_NSYS_EXPORT="$f" "$NSL" profile --nsys "$NSL_SOURCE_DIR/tests/e2e/fake_nsys.sh" \
+    --analysis gaps --analysis overlap -o prof.zip -- true > /dev/null 2> "$TMP/prof/err" ) ||
+  bad "profile --analysis: $(head -2 "$TMP/prof/err")"
+members=$(unzip -Z1 "$TMP/prof/prof.zip" 2> /dev/null)
+for m in gaps/gap_durations.png gaps/gap_durations.svg overlap/overlap.png; do
+  echo "$members" | grep -qx "analyses/$m" && ok "profile --analysis: analyses/$m stored" ||
+    bad "profile --analysis: no analyses/$m"
+done
+
+# bad arguments: exit code 1 and one line naming the problem
 for args in "--arg from=soon" "--arg from=2s --arg to=1s" "--arg format=gif" "--arg width=10" "--arg from=1h"; do
   # shellcheck disable=SC2086
   "$NSL" run timeline "$f" $args --out "$TMP/bad" > /dev/null 2> "$TMP/err"

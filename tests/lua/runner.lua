@@ -77,6 +77,24 @@ function T.run_analysis(name, paths, args)
   return tables, out, trace
 end
 
+--- Runs analysis `name` as a notebook cell does (the output that carries
+-- figures without writing files); returns its figures by name ({format,
+-- data = PNG/SVG bytes, values = what the plot function returned beside
+-- the canvas}), the tables by name and the out object.
+function T.figures(name, paths, args)
+  local runner = require("nsl.runner")
+  local a = assert(runner.load_analysis(name))
+  local parsed = assert(runner.parse_args(a, args or {}))
+  local trace = assert(require("nsl").open(paths))
+  local out = require("nsl.output").new{analysis = name, format = "notebook", trace = trace}
+  a.run(trace, parsed, out)
+  local figs, tables = {}, {}
+  for _, it in ipairs(out.items) do
+    if it.kind == "figure" then figs[it.name] = it elseif it.kind == "table" then tables[it.name] = it.t end
+  end
+  return figs, tables, out
+end
+
 --- A temporary copy of a shared-data file (tests never write near the originals).
 function T.copy(rel)
   local path = os.tmpname()

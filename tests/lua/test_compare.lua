@@ -458,13 +458,14 @@ return {
     local trace = assert(nsl.open{A, B})
     local out = require("nsl.output").new{analysis = "compare", format = "notebook", trace = trace}
     a.run(trace, args, out)
-    local files = {}
-    for _, f in ipairs(out.files) do files[f.name] = f.data end
+    local figs = {}
+    for _, it in ipairs(out.items) do if it.kind == "figure" then figs[it.name] = it end end
     for _, name in ipairs{"macro_time", "transfers", "kernels_top", "classes", "nvtx_top", "kernel_durations_violin",
                           "kernel_durations_cdf", "kernel_durations_hist"} do
-      T.eq(files[name .. ".png"] and files[name .. ".png"]:sub(1, 8), "\137PNG\r\n\26\n", name .. ".png (notebook: PNG)")
-      T.eq(files[name .. ".svg"], nil, name .. ": one format in a notebook")
+      T.eq(figs[name] and figs[name].format, "png", name .. ": one format in a notebook, PNG")
+      T.eq(figs[name] and figs[name].data:sub(1, 8), "\137PNG\r\n\26\n", name .. ": PNG data inline")
     end
+    T.eq(#out.files, 0, "a notebook writes no files")
     local F = out.values.figures
     local o = {oracle(A), oracle(B)}
     local labels = {"nccl", "h100"}

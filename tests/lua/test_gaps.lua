@@ -216,6 +216,28 @@ return {
     end
   end},
 
+  {"figure: the idle-gap histogram counts the brute-force gaps of the SQL rows, bin by bin", function()
+    for _, path in ipairs{nccl, h100, mpi} do
+      local gaps = {}
+      for _, r in pairs(brute(sql_ops(path), false)) do
+        for _, g in ipairs(r.gaps) do gaps[#gaps + 1] = g.stop - g.start end
+      end
+      local figs = T.figures("gaps", {path}, {"scope=device"})
+      local f = assert(figs.gap_durations, "gap_durations figure")
+      T.eq(f.data:sub(1, 8), "\137PNG\r\n\26\n", "PNG inline")
+      local d = f.values
+      T.eq(d.total, #gaps, path .. ": every gap in a bin")
+      local e = d.edges
+      for i = 1, #e - 1 do
+        local n = 0
+        for _, g in ipairs(gaps) do
+          if g >= e[i] and (g < e[i + 1] or (i == #e - 1 and g <= e[i + 1])) then n = n + 1 end
+        end
+        T.eq(d.counts[i], n, string.format("%s: gaps in bin %d [%g, %g)", path, i, e[i], e[i + 1]))
+      end
+    end
+  end},
+
   {"summary totals agree with SQL aggregates", function()
     local _, out = T.run_analysis("gaps", {nccl}, {"scope=device"})
     local s = out.tables.gaps_device_summary

@@ -131,6 +131,24 @@ return {
     end
   end},
 
+  {"figure: the live-bytes lines have SQL's events, span and peak per device", function()
+    local path = fixture()
+    local d = assert(T.figures("heap", {path}).heap_live, "heap_live figure").values
+    local want = T.sql(path, replay .. [[SELECT l.d, count(*), min(l.start), max(l.start), max(l.live), min(l.live)
+      FROM live l GROUP BY l.d ORDER BY l.d]])
+    T.eq(#d.series, #want, "one line per device")
+    for i, r in ipairs(want) do
+      local s = d.series[i]
+      T.ok(s.label:find("gpu" .. r[1] .. "$"), "line " .. i .. " is device " .. r[1] .. ": " .. s.label)
+      T.eq(s.n, math.tointeger(r[2]), "events of device " .. r[1])
+      T.eq(s.xmin, math.tointeger(r[3]), "first event of device " .. r[1])
+      T.eq(s.xmax, math.tointeger(r[4]), "last event of device " .. r[1])
+      T.eq(s.ymax, math.tointeger(r[5]), "peak of device " .. r[1])
+      T.eq(s.ymin, math.tointeger(r[6]), "lowest live bytes of device " .. r[1])
+    end
+    os.remove(path)
+  end},
+
   {"--out draws the live-bytes chart (a PNG that decodes to the chart's size, an SVG)", function()
     local path = fixture()
     local dir = os.tmpname()

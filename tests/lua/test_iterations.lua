@@ -127,6 +127,41 @@ return {
     check_against(tables, sql_iterations(nccl, NAME .. " LIKE 'FlashAttnFunc,%'"), "FlashAttnFunc")
   end},
 
+  {"figures: class bars add up to SQL's GPU time per iteration; the steady-step timeline shows SQL's events", function()
+    local want = sql_iterations(nccl, NAME .. " LIKE 'FlashAttnFunc,%'")
+    local first = {}   -- the iterations of the first process (the figures draw it)
+    for _, w in ipairs(want) do if w.pid == want[1].pid then first[#first + 1] = w end end
+    local figs = T.figures("iterations", {nccl}, {"range=FlashAttnFunc", "warmup=1"})
+    local bars = assert(figs.iteration_classes, "iteration_classes figure").values
+    T.eq(#bars.categories, math.min(#first, 100), "one bar per iteration of the first process")
+    for k = 1, #bars.categories do
+      T.eq(bars.categories[k], tostring(k), "bar " .. k .. ": iteration number")
+      T.eq(bars.totals[k], first[k].total, "bar " .. k .. ": GPU time of the iteration's operations")
+    end
+    -- the steady iteration of median duration (warm-up: the first), ties by order
+    local steady = {}
+    for k = 2, #first do steady[#steady + 1] = k end
+    table.sort(steady, function(a, b)
+      local da, db = first[a].stop - first[a].start, first[b].stop - first[b].start
+      return da < db or (da == db and a < b)
+    end)
+    local it = first[steady[(#steady + 1) // 2]]
+    local from, to = it.start, it.stop
+    for _, s in ipairs(it.spans) do from, to = math.min(from, s[1]), math.max(to, s[2]) end
+    local tl = assert(figs.step_timeline, "step_timeline figure").values
+    T.eq(tl.from, from, "window start: the iteration's range or its first GPU operation")
+    T.eq(tl.to, to, "window end: the iteration's range or its last GPU operation")
+    local ov = string.format("start < %d AND end > %d", to, from)
+    T.eq(tl.counts.kernel + tl.counts.nccl,
+         T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE " .. ov), "kernels in the window")
+    T.eq(tl.counts.nccl, T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s " ..
+         "ON s.id = k.shortName WHERE s.value LIKE 'nccl%' AND " .. ov), "NCCL kernels in the window")
+    T.eq(tl.counts.memset, T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE " .. ov),
+         "memsets in the window")
+    T.eq(tl.counts.nvtx, T.sql1(nccl, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60) AND " .. ov),
+         "NVTX ranges in the window")
+  end},
+
   {"range by Lua pattern gives the same iterations", function()
     local a = T.run_analysis("iterations", {nccl}, {"range=FlashAttnFunc"})
     local b = T.run_analysis("iterations", {nccl}, {"range=^Flash%a+Func, seq"})

@@ -128,6 +128,40 @@ return {
     end
   end},
 
+  {"figure: the latency CDF of each GPU has SQL's launches, order statistics and percentiles", function()
+    for _, path in ipairs{h100, nccl, mpi} do
+      local by_dev = {}
+      for _, l in ipairs(sql_launches(path)) do
+        by_dev[l.device] = by_dev[l.device] or {}
+        table.insert(by_dev[l.device], l.latency)
+      end
+      local figs = T.figures("launch", {path})
+      local d = assert(figs.launch_latency_cdf, "launch_latency_cdf figure").values
+      local seen = 0
+      for _, s in ipairs(d.series) do
+        local dev = tonumber(s.label:match("GPU (%d+)$"))
+        local v = assert(by_dev[dev], path .. ": a series for device " .. tostring(dev))
+        table.sort(v)
+        local pos = {}   -- the CDF is drawn on a logarithmic axis: latencies > 0
+        for _, x in ipairs(v) do if x > 0 then pos[#pos + 1] = x end end
+        local what = path .. " " .. s.label
+        T.eq(s.n, #pos, what .. ": launches")
+        local k = math.min(#pos, 512)
+        for j = 1, k do
+          local r = k == 1 and #pos - 1 or math.floor((j - 1) * (#pos - 1) / (k - 1) + 0.5)
+          T.eq(s.x[j], pos[r + 1], what .. ": point " .. j)
+          T.near(s.p[j], (r + 1) / #pos, 1e-12, what .. ": fraction at point " .. j)
+        end
+        T.near(s.p50, pct(pos, 0.5), 1e-9, what .. ": p50")
+        T.near(s.p99, pct(pos, 0.99), 1e-9, what .. ": p99")
+        seen = seen + 1
+      end
+      local ndev = 0
+      for _ in pairs(by_dev) do ndev = ndev + 1 end
+      T.eq(seen, ndev, path .. ": one series per device")
+    end
+  end},
+
   {"kernels without a launch call are counted, not measured", function()
     local _, out = T.run_analysis("launch", {h100}, {})
     local unmatched = T.sql1(h100, [[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE NOT EXISTS

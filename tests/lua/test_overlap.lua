@@ -135,6 +135,25 @@ return {
     T.ok(rows[1]["NCCL Only (ns)"] > 0, "device 0 has exposed NCCL time")
   end},
 
+  {"figure: each GPU's bar splits its span as the brute-force sweep of the SQL rows does", function()
+    for _, path in ipairs{nccl_file, h100_file} do
+      local devs = by_device(L.sql_ops(path))
+      local d = assert(T.figures("overlap", {path}).overlap, "overlap figure").values
+      local ndev = 0
+      for _ in pairs(devs) do ndev = ndev + 1 end
+      T.eq(#d.categories, ndev, path .. ": one bar per device")
+      for i, label in ipairs(d.categories) do
+        local dev = assert(devs[tonumber(label:match("GPU (%d+)$"))], "device of " .. label)
+        local want = L.sweep(dev.list, dev.lo, dev.hi)
+        local what = path:match("[^/]+$") .. " " .. label
+        for j, key in ipairs{"compute_only", "nccl_only", "both", "memory_only", "idle"} do
+          T.eq(d.series[j].values[i], want[key], what .. ": " .. d.series[j].label)
+        end
+        T.eq(d.totals[i], dev.hi - dev.lo, what .. ": the bar is the device's span")
+      end
+    end
+  end},
+
   {"per device: h100 file (no NCCL) against the brute-force sweep", function()
     local rows = check_device_rows(h100_file)
     for _, r in ipairs(rows) do

@@ -281,6 +281,18 @@ return {
     T.raises(function() plot.histogram(k.dur, {format = "gif"}) end, "format", "bad format")
   end},
 
+  {"category labels: a long C++ name loses template arguments and parameters, never its end; the figure grows", function()
+    local long = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctor_add<float>, " ..
+                 "std::array<char *, (unsigned long)3>>(int, T2, T3)"
+    T.eq(plot.category_label(long, 12), "at::native::vectorized_elementwise_kernel<…>", "shortened")
+    T.eq(plot.category_label("GPU 0", 12), "GPU 0", "a short label stays")
+    local short = plot.category_label(long, 12)
+    local probe = check_figure_png((plot.grouped_bars{categories = {long, "b"}, series = {{label = "a", values = {1, 2}}}}),
+                                   nil, nil, "bars with a long label")
+    T.ok(probe.height >= 480 + nsl.text_width(short, 12) - 12, "the figure is tall enough for the rotated label " ..
+         "(" .. probe.height .. " px)")
+  end},
+
   {"box, violin and CDF of durations per kernel name: quartiles, whiskers, density, CDF points equal SQL", function()
     local tr = assert(nsl.open(h100))
     local k = tr.kernels
@@ -291,7 +303,7 @@ return {
     local bycount = {}
     for _, r in ipairs(top) do bycount[r[1]] = num(r[2]) end
     local cv, d = plot.box(groups, {log = true, unit = "ns", title = "Durations per kernel"})
-    check_figure_png(cv, nil, 480, "box")
+    check_figure_png(cv, nil, nil, "box")
     for _, g in ipairs(d.groups) do
       T.eq(g.n, bycount[g.label], "group size of " .. g.label)
       local v = sql_values(h100, fmt([[SELECT k.end - k.start AS d FROM CUPTI_ACTIVITY_KIND_KERNEL k
@@ -312,7 +324,7 @@ return {
     end
     local vcv, vd = plot.violin(groups, {log = true, unit = "ns", format = "svg"})
     check_xml(vcv:to_string())
-    check_figure_png((plot.violin(groups, {log = true, unit = "ns"})), nil, 480, "violin")
+    check_figure_png((plot.violin(groups, {log = true, unit = "ns"})), nil, nil, "violin")
     for _, g in ipairs(vd.groups) do   -- the density's counts: a brute-force histogram of the SQL values
       local v = sql_values(h100, fmt([[SELECT k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k
         JOIN StringIds s ON s.id = k.shortName WHERE s.value = '%s']], g.label))
