@@ -44,25 +44,101 @@ function M.bytes(b)
   return i == 1 and fmt("%d B", b) or fmt("%.2f %s", v, units[i])
 end
 
+-- ---- how a column reads ----
+-- A column's unit is declared by its name where the column is made:
+--   "x (ns)" or "x_ns"    integer (or float) nanoseconds: the human formats
+--                          (text, md, tex, html) show them in the unit that
+--                          suits the column, named in the header ("x (ms)");
+--   "address" or "x_addr" an address: hex in the human formats;
+--   "name", "kernel", "demangled" (string)  a kernel or range name: template
+--                          arguments elided in the human formats, and the
+--                          column placed last when its names are long.
+-- CSV and JSON keep every column as it is: full names, raw integers, under
+-- the name (with its unit) the analysis gave.  opts.nsys_stats marks a table
+-- that reproduces an `nsys stats` report: its columns stay exactly as made.
+
+local name_columns = {name = true, kernel = true, demangled = true}
+
+--- The duration-column base name of `name` ("Total (ns)" -> "Total",
+-- "gap_ns" -> "gap"), or nil when the name declares no ns unit.
+function M.ns_base(name)
+  return name:match("^(.-)%s*%(ns%)$") or name:match("^(.+)_ns$")
+end
+
+local function is_address(name) return name == "address" or name:match("_addr$") ~= nil end
+
+--- A kernel name with its template arguments elided: "f<int, 4>(T1)" ->
+-- "f<…>(T1)".  Names whose angle brackets do not balance (operator<) stay.
+function M.short_name(s)
+  if not s:find("<", 1, true) then return s end
+  local out, depth, last = {}, 0, 1
+  for i = 1, #s do
+    local c = s:byte(i)
+    if c == 60 then          -- <
+      if depth == 0 then out[#out + 1] = s:sub(last, i) .. "…" end
+      depth = depth + 1
+    elseif c == 62 and depth > 0 then   -- >
+      depth = depth - 1
+      if depth == 0 then last = i end
+    elseif c == 62 then return s end
+  end
+  if depth ~= 0 then return s end
+  out[#out + 1] = s:sub(last)
+  return concat(out)
+end
+
+-- The unit that suits a duration column: that of its median magnitude.
+local units = {{1e9, "s"}, {1e6, "ms"}, {1e3, "µs"}}
+local function duration_unit(col, limit)
+  local mags = {}
+  for i = 1, limit do
+    local v = col[i]
+    if v and v ~= 0 and v == v then mags[#mags + 1] = math.abs(v) end
+  end
+  if #mags == 0 then return 1, "ns" end
+  table.sort(mags)
+  local med = mags[(#mags + 1) // 2]
+  for _, u in ipairs(units) do if med >= u[1] then return u[1], u[2] end end
+  return 1, "ns"
+end
+
 --- The cells of a table as strings, plus which columns are numeric.
 -- opts.limit: rows shown; opts.decimals: places for floats (default 1);
--- opts.raw: no thousands separators (CSV/JSON/TeX data).
+-- opts.raw: no thousands separators, no units (CSV/JSON/TeX data);
+-- opts.nsys_stats: columns exactly as made (no units, no reordering).
+-- Returns names (headers), rows, numeric, n (all rows), and which column
+-- is a shortened name (the one a narrow terminal cuts).
 local function cells(t, opts)
   local names = t:columns()
   local n = #t
   local limit = opts.limit and math.min(opts.limit, n) or n
-  local cols, numeric, rows = {}, {}, {}
+  local human = not opts.raw and not opts.nsys_stats
+  local cols, numeric, rows, headers, kinds, scale = {}, {}, {}, {}, {}, {}
   for k, name in ipairs(names) do
-    cols[k] = t[name]
+    cols[k] = t:col(name)
     local ty = t:coltype(name)
     numeric[k] = ty == "i64" or ty == "i32" or ty == "f64"
+    headers[k] = name
+    if human and numeric[k] and M.ns_base(name) then
+      local unit
+      scale[k], unit = duration_unit(cols[k], limit)
+      kinds[k] = "ns"
+      headers[k] = M.ns_base(name) .. " (" .. unit .. ")"
+    elseif human and (ty == "i64" or ty == "i32") and is_address(name) then kinds[k] = "addr"
+    elseif human and ty == "str" and name_columns[name] then kinds[k] = "name" end
   end
   local decimals = opts.decimals or 1
   for i = 1, limit do
     local row = {}
     for k = 1, #names do
       local v = cols[k][i]
+      local kind = kinds[k]
       if v == nil then row[k] = ""
+      elseif kind == "ns" then
+        if scale[k] == 1 then row[k] = math_type(v) == "integer" and M.int(v) or M.float(v, decimals)
+        else row[k] = M.float(v / scale[k], 3) end
+      elseif kind == "addr" then row[k] = fmt("0x%x", v)
+      elseif kind == "name" then row[k] = M.short_name(v)
       elseif math_type(v) == "integer" then row[k] = opts.raw and fmt("%d", v) or M.int(v)
       elseif math_type(v) == "float" then
         if opts.raw then row[k] = fmt("%.17g", v)
@@ -71,26 +147,64 @@ local function cells(t, opts)
     end
     rows[i] = row
   end
-  return names, rows, numeric, n
+  -- long names go last, so the numbers stay in view
+  local order, tail = {}, {}
+  for k = 1, #names do
+    local long = false
+    if kinds[k] == "name" then
+      for i = 1, #rows do if #rows[i][k] > 40 then long = true break end end
+    end
+    if long then tail[#tail + 1] = k else order[#order + 1] = k end
+  end
+  for _, k in ipairs(tail) do order[#order + 1] = k end
+  -- the last column, when it is text, is the one a narrow terminal cuts
+  local cut = #order > 0 and not numeric[order[#order]] and not opts.nsys_stats and #order or nil
+  local function permute(list)
+    local r = {}
+    for j, k in ipairs(order) do r[j] = list[k] end
+    return r
+  end
+  for i, row in ipairs(rows) do rows[i] = permute(row) end
+  return permute(headers), rows, permute(numeric), n, cut
 end
 
---- Aligned text, as `nsys stats` prints: header, dashes, rows; numbers right-aligned.
+local function display_width(s) return utf8.len(s) or #s end
+
+-- s cut to w display characters, ending in "…" when cut.
+local function cut_to(s, w)
+  if display_width(s) <= w then return s end
+  if w < 1 then return "" end
+  local stop = utf8.offset(s, w) or (w + 1)
+  return s:sub(1, stop - 1) .. "…"
+end
+
+--- Aligned text, as `nsys stats` prints: header, dashes, rows; numbers
+-- right-aligned.  opts.width: the terminal's width, which the last text
+-- column is cut to fit (nsl.output passes it when stdout is a terminal).
 function M.text(t, opts)
   opts = opts or {}
-  local names, rows, numeric, n = cells(t, opts)
+  local names, rows, numeric, n, cut = cells(t, opts)
   local width = {}
-  for k, name in ipairs(names) do width[k] = #name end
-  local function w(s) return utf8.len(s) or #s end
+  for k, name in ipairs(names) do width[k] = display_width(name) end
+  local w = display_width
   for _, row in ipairs(rows) do
     for k, s in ipairs(row) do width[k] = math.max(width[k], w(s)) end
+  end
+  if opts.width and cut and cut == #names then
+    local used = 1
+    for k = 1, #names - 1 do used = used + width[k] + 2 end
+    local room = math.max(opts.width - used, 12, display_width(names[cut]))
+    if width[cut] > room then
+      width[cut] = room
+      for _, row in ipairs(rows) do row[cut] = cut_to(row[cut], room) end
+    end
   end
   local function line(values, is_header)
     local out = {}
     for k, s in ipairs(values) do
       local pad = string.rep(" ", width[k] - w(s))
       local last = k == #values
-      if numeric[k] and not is_header then out[k] = pad .. s
-      elseif numeric[k] and is_header then out[k] = pad .. s
+      if numeric[k] then out[k] = pad .. s
       else out[k] = last and s or s .. pad end
     end
     return " " .. concat(out, "  ")
@@ -106,25 +220,12 @@ function M.text(t, opts)
   return concat(lines, "\n")
 end
 
-local function csv_cell(s)
-  if s:find('[,"\r\n]') then return '"' .. s:gsub('"', '""') .. '"' end
-  return s
-end
-
---- RFC 4180 CSV with a header row.
+--- RFC 4180 CSV with a header row: every column under its own name, values
+-- whole (raw integers, full names; NULL empty), written in C.
+-- opts.limit: the first rows only.
 function M.csv(t, opts)
-  opts = opts or {}
-  local names, rows = cells(t, {raw = true, limit = opts.limit})
-  local lines = {}
-  local h = {}
-  for k, name in ipairs(names) do h[k] = csv_cell(name) end
-  lines[1] = concat(h, ",")
-  for _, row in ipairs(rows) do
-    local r = {}
-    for k, s in ipairs(row) do r[k] = csv_cell(s) end
-    lines[#lines + 1] = concat(r, ",")
-  end
-  return concat(lines, "\n") .. "\n"
+  if opts and opts.limit and opts.limit < #t then t = t:head(opts.limit) end
+  return require("nsl.core").format_table(t, "csv")
 end
 
 --- GitHub-flavoured Markdown pipe table.
@@ -182,10 +283,8 @@ end
 local html_escapes = {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;"}
 local function html(s) return (s:gsub('[&<>"]', html_escapes)) end
 
---- An HTML <table> (numbers right-aligned, at most opts.limit rows).
-function M.html(t, opts)
-  opts = opts or {}
-  local names, rows, numeric, n = cells(t, opts)
+local function html_table(t, opts)
+  local names, rows, numeric = cells(t, opts)
   local out = {'<table class="nsl">'}
   if opts.title then out[#out + 1] = "<caption>" .. html(opts.title) .. "</caption>" end
   out[#out + 1] = "<thead><tr>"
@@ -199,8 +298,25 @@ function M.html(t, opts)
     out[#out + 1] = "</tr>"
   end
   out[#out + 1] = "</tbody></table>"
-  if #rows < n then out[#out + 1] = string.format('<p class="more">%s more rows (%s in all)</p>', M.int(n - #rows), M.int(n)) end
-  return table.concat(out)
+  return concat(out)
+end
+
+--- An HTML <table> of the first opts.limit rows (numbers right-aligned);
+-- when there are more, the whole table (up to opts.full_limit rows, 10,000
+-- by default) follows in a <details> element, a click away, no script.
+function M.html(t, opts)
+  opts = opts or {}
+  local n = #t
+  local shown = opts.limit or n
+  local first = html_table(t, {limit = shown, title = opts.title, decimals = opts.decimals,
+                               col_decimals = opts.col_decimals, nsys_stats = opts.nsys_stats})
+  if n <= shown then return first end
+  local all = math.min(n, opts.full_limit or 10000)
+  local label = all == n and fmt("all %s rows", M.int(n)) or fmt("the first %s of %s rows (--out DIR writes them all as CSV)",
+                                                                  M.int(all), M.int(n))
+  return first .. fmt('<details class="more"><summary>%s</summary>', html(label)) ..
+         html_table(t, {limit = all, decimals = opts.decimals, col_decimals = opts.col_decimals,
+                        nsys_stats = opts.nsys_stats}) .. "</details>"
 end
 
 -- ---- JSON ----
@@ -234,7 +350,7 @@ function M.json(v, indent, level)
     return fmt("%.17g", v)
   elseif ty == "string" then return json_string(v)
   elseif ty == "userdata" and require("nsl.core").type(v) == "table" then
-    return M.json(M.records(v), indent, level)
+    return require("nsl.core").format_table(v, "json")   -- an array of row objects, NULL as null
   elseif ty == "table" then
     local nl = indent and "\n" .. string.rep(indent, level + 1) or ""
     local close = indent and "\n" .. string.rep(indent, level) or ""
@@ -259,7 +375,8 @@ function M.json(v, indent, level)
 end
 M.object_mt = {}
 
---- An nsl table as an array of records {column = value} (NULL -> absent).
+--- An nsl table as an array of Lua records {column = value} (NULL -> absent);
+-- JSON text of a table is M.json(t), written in C.
 function M.records(t, limit)
   local out = {}
   local i = 0
