@@ -35,6 +35,10 @@ return {
                                          title = fmt("Timeline %s to %s", report.duration(from - lo),
                                                      report.duration(to - lo)),
                                          xlabel = "time since the start of the trace"})
+    if #d.lanes == 0 then   -- no empty figure: say so
+      nsl.fail(fmt("no events from %s to %s (the trace lasts %s): nothing to draw", report.duration(from - lo),
+                   report.duration(to - lo), report.duration(select(2, window.span(trace)) - lo)))
+    end
     local name = args.file ~= "" and args.file or "timeline." .. args.format
     local path = out:file(name, cv:to_string())
     -- busy time of each lane in the window (union of its events), in C
@@ -45,7 +49,7 @@ return {
       local spec = {}
       for _, name in ipairs(keys) do
         local cols = {}
-        for i, p in ipairs(parts) do cols[i] = p[name] end
+        for i, p in ipairs(parts) do cols[i] = p:col(name) end
         spec[#spec + 1] = {name, #cols == 1 and cols[1] or nsl.concat(table.unpack(cols))}
       end
       local t = nsl.table(spec)

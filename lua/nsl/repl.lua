@@ -116,13 +116,13 @@ local returns = {
 }
 
 -- The expression that ends s: names joined by "." and ":", with balanced
--- (...) and [...] (calls, indexing) between them.
+-- (...), {...} and [...] (calls, indexing) between them.
 local function trailing_expression(s)
   local i = #s
   while i >= 1 do
     local c = s:sub(i, i)
-    if c == ")" or c == "]" then
-      local open, depth = c == ")" and "(" or "[", 0
+    if c == ")" or c == "]" or c == "}" then
+      local open, depth = c == ")" and "(" or c == "]" and "[" or "{", 0
       while i >= 1 do
         local d = s:sub(i, i)
         if d == c then depth = depth + 1
@@ -145,6 +145,7 @@ end
 -- run) the kind of what it returns: value, kind.
 local function resolve(e, env)
   local base, sep, method = e:match("^(.-)([%.:])([%a_][%w_]*)%b()$")
+  if not base then base, sep, method = e:match("^(.-)([%.:])([%a_][%w_]*)%b{}$") end   -- g:agg{...}
   if base then
     if sep ~= ":" then return nil end
     local v, kind = resolve(base, env)

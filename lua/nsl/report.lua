@@ -52,7 +52,7 @@ end
 --   "address" or "x_addr" an address: hex in the human formats;
 --   "name", "kernel", "demangled" (string)  a kernel or range name: template
 --                          arguments elided in the human formats, and the
---                          column placed last when its names are long.
+--                          column placed last.
 -- CSV and JSON keep every column as it is: full names, raw integers, under
 -- the name (with its unit) the analysis gave.  opts.nsys_stats marks a table
 -- that reproduces an `nsys stats` report: its columns stay exactly as made.
@@ -147,14 +147,10 @@ local function cells(t, opts)
     end
     rows[i] = row
   end
-  -- long names go last, so the numbers stay in view
+  -- names go last, so the numbers stay in view however long the names are
   local order, tail = {}, {}
   for k = 1, #names do
-    local long = false
-    if kinds[k] == "name" then
-      for i = 1, #rows do if #rows[i][k] > 40 then long = true break end end
-    end
-    if long then tail[#tail + 1] = k else order[#order + 1] = k end
+    if kinds[k] == "name" then tail[#tail + 1] = k else order[#order + 1] = k end
   end
   for _, k in ipairs(tail) do order[#order + 1] = k end
   -- the last column, when it is text, is the one a narrow terminal cuts

@@ -130,6 +130,31 @@ static void put_f64(obuf *b, double d) {
     put(b, "null", 4);
     return;
   }
+  /* Fast paths, without printf: values with at most 6 decimals.  r / 10^p
+   * and the text "r with p decimals" are both the correctly rounded double
+   * of the same rational, so the text reads back as d; trying p from 0 up
+   * finds the shortest such text. */
+  static const double pow10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
+  for (int p = 0; p <= 6; p++) {
+    double scaled = d * pow10[p];
+    if (!(fabs(scaled) < 9007199254740992.0)) break;   /* 2^53: r exact */
+    double r = nearbyint(scaled);
+    if (r != scaled || r / pow10[p] != d) continue;
+    int64_t v = (int64_t)r;
+    while (p > 0 && v % 10 == 0) v /= 10, p--;   /* d * 10^p may miss by a rounding: same rational */
+    if (p == 0) {
+      put_i64(b, v);
+      return;
+    }
+    char tmp[32], *end = tmp + sizeof tmp, *s = end;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    for (int k = 0; k < p; k++) *--s = (char)('0' + u % 10), u /= 10;
+    *--s = '.';
+    s = utoa_end(u, s);
+    if (v < 0 || (v == 0 && signbit(d))) *--s = '-';
+    put(b, s, (size_t)(end - s));
+    return;
+  }
   char tmp[40];
   int n = snprintf(tmp, sizeof tmp, "%.15g", d);
   if (strtod(tmp, NULL) != d) n = snprintf(tmp, sizeof tmp, "%.17g", d);
