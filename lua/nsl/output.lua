@@ -51,7 +51,8 @@ end
 function Out:text(s)
   self.items[#self.items + 1] = {kind = "text", text = s}
   if self.format == "text" then
-    emit((#self.items > 1 and "\n" or "") .. s)
+    local width = nsl.terminal_width()
+    emit((#self.items > 1 and "\n" or "") .. (width and report.wrap(s, width) or s))
     self.printed = #self.items
   end
 end
@@ -119,14 +120,17 @@ end
 
 --- The whole result as a JSON-able Lua value.
 function Out:document()
-  local tables, texts = {}, {}
+  local tables, columns, texts = {}, {}, {}
   for _, it in ipairs(self.items) do
-    if it.kind == "table" then tables[it.name] = it.t   -- report.json writes a table's rows in C
+    if it.kind == "table" then
+      tables[it.name] = it.t   -- report.json writes a table's rows in C
+      columns[it.name] = it.t:columns()   -- the names also of a table without rows
     else texts[#texts + 1] = it.text end
   end
   local files = {}
   for i, f in ipairs(self.files) do files[i] = f.path or f.name end
-  return {analysis = self.analysis, tables = setmetatable(tables, report.object_mt), notes = texts,
+  return {analysis = self.analysis, tables = setmetatable(tables, report.object_mt),
+          columns = setmetatable(columns, report.object_mt), notes = texts,
           findings = self.findings, values = setmetatable(self.values, report.object_mt), files = files}
 end
 

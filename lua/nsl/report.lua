@@ -174,9 +174,57 @@ local function cut_to(s, w)
   return s:sub(1, stop - 1) .. "…"
 end
 
+-- The columns of each block of a table printed `width` wide: the leading
+-- text columns (keys) start every block and the last text column (cut, the
+-- names) ends every block, so each block says which row is which; the
+-- other columns fill the blocks in order while they fit, leaving the names
+-- at least 24 characters.  Returns the blocks and the room of the names.
+local function blocks_for(widths, numeric, cut, width)
+  local keys, k = {}, 1
+  local key_w = 1
+  while k <= #widths and not numeric[k] and k ~= cut and key_w + widths[k] + 2 <= width // 2 do
+    keys[#keys + 1], key_w, k = k, key_w + widths[k] + 2, k + 1
+  end
+  local reserve = cut and math.min(24, widths[cut]) or 0
+  local blocks, cur, used, widest = {}, {table.unpack(keys)}, key_w, key_w
+  local function flush()
+    if cut then cur[#cur + 1] = cut end
+    blocks[#blocks + 1], cur, used = cur, {table.unpack(keys)}, key_w
+  end
+  for j = k, #widths do
+    if j ~= cut then
+      local need = widths[j] + 2
+      if used + need + reserve > width and #cur > #keys then flush() end
+      cur[#cur + 1], used = j, used + need
+      widest = math.max(widest, used)
+    end
+  end
+  if #cur > #keys or #blocks == 0 then flush() end
+  return blocks, cut and math.max(width - widest, math.min(12, widths[cut])) or nil
+end
+
+--- Text wrapped at spaces to lines of at most `width` characters (a word
+-- longer than that stays whole on its own line); line breaks are kept.
+function M.wrap(text, width)
+  local out = {}
+  for para in (text .. "\n"):gmatch("(.-)\n") do
+    local line = ""
+    for word in para:gmatch("%S+") do
+      if line ~= "" and display_width(line) + 1 + display_width(word) > width then
+        out[#out + 1] = line
+        line = word
+      else line = line == "" and word or line .. " " .. word end
+    end
+    out[#out + 1] = line
+  end
+  return concat(out, "\n")
+end
+
 --- Aligned text, as `nsys stats` prints: header, dashes, rows; numbers
--- right-aligned.  opts.width: the terminal's width, which the last text
--- column is cut to fit (nsl.output passes it when stdout is a terminal).
+-- right-aligned.  opts.width: the terminal's width (nsl.output passes it
+-- when stdout is a terminal): the last text column is cut to fit, and a
+-- table still wider is printed in blocks of columns that fit, each starting
+-- with the leading text columns.
 function M.text(t, opts)
   opts = opts or {}
   local names, rows, numeric, n, cut = cells(t, opts)
@@ -186,32 +234,41 @@ function M.text(t, opts)
   for _, row in ipairs(rows) do
     for k, s in ipairs(row) do width[k] = math.max(width[k], w(s)) end
   end
-  if opts.width and cut and cut == #names then
-    local used = 1
-    for k = 1, #names - 1 do used = used + width[k] + 2 end
-    local room = math.max(opts.width - used, 12, display_width(names[cut]))
-    if width[cut] > room then
+  local blocks = {}
+  for k = 1, #names do blocks[k] = k end
+  blocks = {blocks}
+  if opts.width and not opts.nsys_stats then
+    local room
+    blocks, room = blocks_for(width, numeric, cut, opts.width)
+    if cut and room and width[cut] > room then
       width[cut] = room
+      names[cut] = cut_to(names[cut], room)
       for _, row in ipairs(rows) do row[cut] = cut_to(row[cut], room) end
     end
   end
-  local function line(values, is_header)
+  local function line(values, cols)
     local out = {}
-    for k, s in ipairs(values) do
+    for i, k in ipairs(cols) do
+      local s = values[k]
       local pad = string.rep(" ", width[k] - w(s))
-      local last = k == #values
-      if numeric[k] then out[k] = pad .. s
-      else out[k] = last and s or s .. pad end
+      if numeric[k] then out[i] = pad .. s
+      else out[i] = i == #cols and s or s .. pad end
     end
     return " " .. concat(out, "  ")
   end
   local lines = {}
-  if opts.title then lines[#lines + 1] = opts.title; lines[#lines + 1] = "" end
-  lines[#lines + 1] = line(names, true)
-  local dashes = {}
-  for k = 1, #names do dashes[k] = string.rep("-", width[k]) end
-  lines[#lines + 1] = " " .. concat(dashes, "  ")
-  for _, row in ipairs(rows) do lines[#lines + 1] = line(row) end
+  if opts.title then
+    lines[#lines + 1] = opts.width and M.wrap(opts.title, opts.width) or opts.title
+    lines[#lines + 1] = ""
+  end
+  for b, cols in ipairs(blocks) do
+    if b > 1 then lines[#lines + 1] = "" end
+    lines[#lines + 1] = line(names, cols)
+    local dashes = {}
+    for i, k in ipairs(cols) do dashes[i] = string.rep("-", width[k]) end
+    lines[#lines + 1] = " " .. concat(dashes, "  ")
+    for _, row in ipairs(rows) do lines[#lines + 1] = line(row, cols) end
+  end
   if #rows < n then lines[#lines + 1] = fmt(" ... %s more rows (%s in all)", M.int(n - #rows), M.int(n)) end
   return concat(lines, "\n")
 end
