@@ -161,6 +161,18 @@ static void put_f64(obuf *b, double d) {
   put(b, tmp, (size_t)n);
 }
 
+/* Ends the text in b with a NUL and hands it to *out (b keeps nothing), or
+ * reports running out of memory (also when other_oom: a side buffer failed). */
+static nsl_status hand_over(obuf *b, int other_oom, char **out, size_t *len, const char *what, int64_t rows,
+                            nsl_error *err) {
+  if (!grow(b, 1) || other_oom)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory writing %lld rows", what, (long long)rows);
+  b->p[b->len] = '\0';
+  *out = b->p, *len = b->len;
+  b->p = NULL;
+  return NSL_OK;
+}
+
 /* One template piece: literal text, then (unless last) a conversion of a
  * column. */
 typedef struct piece {
@@ -324,13 +336,7 @@ nsl_status nsl_format_rows(const char *fmt, const nsl_column *const *cols, int n
     }
     if (b.oom || cache.oom) break;
   }
-  if (!grow(&b, 1) || cache.oom) {
-    rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory writing %lld rows", what, (long long)n);
-    goto done;
-  }
-  b.p[b.len] = '\0';
-  *out = b.p, *len = b.len;
-  b.p = NULL;
+  rc = hand_over(&b, cache.oom, out, len, what, n, err);
 done:
   for (int j = 0; pc && j < nconv; j++) {
     free(pc[j].off);
@@ -445,14 +451,7 @@ nsl_status nsl_format_table(const char *const *names, const nsl_column *const *c
     else put(&b, ncols ? "}" : "{}", ncols ? 1 : 2);
   }
   if (f == NSL_TEXT_JSON) put(&b, nrows ? "\n]" : "]", nrows ? 2 : 1);
-  if (!grow(&b, 1) || keys.oom) {
-    rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory writing %lld rows", what, (long long)nrows);
-    goto done;
-  }
-  b.p[b.len] = '\0';
-  *out = b.p, *len = b.len;
-  b.p = NULL;
-done:
+  rc = hand_over(&b, keys.oom, out, len, what, nrows, err);
   free(koff);
   free(keys.p);
   free(b.p);
