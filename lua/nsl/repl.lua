@@ -32,7 +32,7 @@ nsl REPL -- Lua 5.4 with the nsl library; `trace` is the loaded trace.
 function M.show(v)
   local kind = nsl.type(v)
   if kind == "table" then
-    return report.text(v, {limit = 10}) .. string.format("\n(%s rows)", report.int(#v))
+    return report.text(v, {limit = 10, width = nsl.terminal_width()}) .. string.format("\n(%s rows)", report.int(#v))
   elseif kind then
     return tostring(v)
   elseif type(v) == "table" then

@@ -46,7 +46,7 @@ function M.load_analysis(spec)
         for _, path in ipairs(nsl.embedded()) do names[#names + 1] = path:match("^lua/analyses/([%w_%-]+)%.lua$") end
         local near = nsl.closest(spec, names)
         return nil, string.format("no analysis '%s'%s (nsl list shows the shipped ones; a script is run by its path)",
-                                  spec, near and string.format(" -- did you mean '%s'?", near) or "")
+                                  spec, near and string.format(" (did you mean '%s'?)", near) or "")
       end
     end
   else
@@ -120,7 +120,7 @@ function M.parse_args(a, given)
     if not spec then
       local near = k and nsl.closest(k, sorted_keys(a.args))
       return nil, string.format("analysis '%s' has no argument '%s'%s (nsl run %s --help)", a.name, tostring(k),
-                                near and string.format(" -- did you mean '%s'?", near) or "", a.name)
+                                near and string.format(" (did you mean '%s'?)", near) or "", a.name)
     end
     local kind = spec.type or type(spec.default)
     if kind == "number" then

@@ -177,8 +177,8 @@ static int l_closest(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg funcs[] = {{"closest", l_closest}, {"fail", l_fail}, {"is_error", l_is_error}, {"version", l_version},   {"methods", l_methods},
-                                 {"metatable", l_metatable}, {"type", l_type},
+static const luaL_Reg funcs[] = {{"fail", l_fail}, {"is_error", l_is_error}, {"version", l_version},   {"methods", l_methods},
+                                 {"closest", l_closest},     {"metatable", l_metatable}, {"type", l_type},
                                  {"embedded", l_embedded}, {"load_embedded", l_load_embedded},
                                  {"embedded_file", l_embedded_file},
                                  {NULL, NULL}};

@@ -2,7 +2,7 @@
  * nsl bundle): nsl.spawn runs a program with posix_spawnp (an argv, never
  * a shell string) and passes on its exit code or signal; the rest are the
  * few file-system calls Lua's os library lacks (temporary folders, folder
- * listings, file types, the environment).
+ * listings, file types, the environment, the terminal's width).
  *
  * Environmental failures return nil and a message; misuse raises. */
 #define _XOPEN_SOURCE 700   /* nftw */
@@ -363,9 +363,10 @@ static int l_terminal_width(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg funcs[] = {{"terminal_width", l_terminal_width},{"spawn", l_spawn},     {"environ", l_environ}, {"hostname", l_hostname},
+static const luaL_Reg funcs[] = {{"spawn", l_spawn},     {"environ", l_environ}, {"hostname", l_hostname},
                                  {"getpid", l_getpid},   {"mkdtemp", l_mkdtemp}, {"rmtree", l_rmtree},
                                  {"stat", l_stat},       {"listdir", l_listdir}, {"realpath", l_realpath},
+                                 {"terminal_width", l_terminal_width},
                                  {NULL, NULL}};
 
 int nsl__open_sys(lua_State *L) {
