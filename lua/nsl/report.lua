@@ -104,15 +104,14 @@ end
 
 --- The cells of a table as strings, plus which columns are numeric.
 -- opts.limit: rows shown; opts.decimals: places for floats (default 1);
--- opts.raw: no thousands separators, no units (CSV/JSON/TeX data);
 -- opts.nsys_stats: columns exactly as made (no units, no reordering).
--- Returns names (headers), rows, numeric, n (all rows), and which column
--- is a shortened name (the one a narrow terminal cuts).
+-- Returns the headers, rows, numeric, n (all rows), and the index of the
+-- last column when it is text (the one a narrow terminal cuts).
 local function cells(t, opts)
   local names = t:columns()
   local n = #t
   local limit = opts.limit and math.min(opts.limit, n) or n
-  local human = not opts.raw and not opts.nsys_stats
+  local human = not opts.nsys_stats
   local cols, numeric, rows, headers, kinds, scale = {}, {}, {}, {}, {}, {}
   for k, name in ipairs(names) do
     cols[k] = t:col(name)
@@ -139,10 +138,9 @@ local function cells(t, opts)
         else row[k] = M.float(v / scale[k], 3) end
       elseif kind == "addr" then row[k] = fmt("0x%x", v)
       elseif kind == "name" then row[k] = M.short_name(v)
-      elseif math_type(v) == "integer" then row[k] = opts.raw and fmt("%d", v) or M.int(v)
+      elseif math_type(v) == "integer" then row[k] = M.int(v)
       elseif math_type(v) == "float" then
-        if opts.raw then row[k] = fmt("%.17g", v)
-        else row[k] = M.float(v, (opts.col_decimals and opts.col_decimals[names[k]]) or decimals) end
+        row[k] = M.float(v, (opts.col_decimals and opts.col_decimals[names[k]]) or decimals)
       else row[k] = tostring(v) end
     end
     rows[i] = row
@@ -224,7 +222,7 @@ end
 -- right-aligned.  opts.width: the terminal's width (nsl.output passes it
 -- when stdout is a terminal): the last text column is cut to fit, and a
 -- table still wider is printed in blocks of columns that fit, each starting
--- with the leading text columns.
+-- with the leading text columns and ending with the names.
 function M.text(t, opts)
   opts = opts or {}
   local names, rows, numeric, n, cut = cells(t, opts)
@@ -234,9 +232,9 @@ function M.text(t, opts)
   for _, row in ipairs(rows) do
     for k, s in ipairs(row) do width[k] = math.max(width[k], w(s)) end
   end
-  local blocks = {}
-  for k = 1, #names do blocks[k] = k end
-  blocks = {blocks}
+  local every = {}
+  for k = 1, #names do every[k] = k end
+  local blocks = {every}
   if opts.width and not opts.nsys_stats then
     local room
     blocks, room = blocks_for(width, numeric, cut, opts.width)
@@ -355,7 +353,7 @@ local function html_table(t, opts)
 end
 
 --- An HTML <table> of the first opts.limit rows (numbers right-aligned);
--- when there are more, the whole table (up to opts.full_limit rows, 10,000
+-- when there are more, the whole table (up to opts.full_limit rows, 1,000
 -- by default) follows in a <details> element, a click away, no script.
 function M.html(t, opts)
   opts = opts or {}
@@ -364,7 +362,7 @@ function M.html(t, opts)
   local first = html_table(t, {limit = shown, title = opts.title, decimals = opts.decimals,
                                col_decimals = opts.col_decimals, nsys_stats = opts.nsys_stats})
   if n <= shown then return first end
-  local all = math.min(n, opts.full_limit or 10000)
+  local all = math.min(n, opts.full_limit or 1000)
   local label = all == n and fmt("all %s rows", M.int(n)) or fmt("the first %s of %s rows (--out DIR writes them all as CSV)",
                                                                   M.int(all), M.int(n))
   return first .. fmt('<details class="more"><summary>%s</summary>', html(label)) ..
