@@ -123,6 +123,8 @@ return {
     end
     local wide = report.text(t)
     T.ok(wide:find(names[30], 1, true), "no width: the whole name")
+    -- prose: wrapped at spaces, line breaks kept, a longer word whole
+    T.eq(report.wrap("aa bb cc dd\nee " .. string.rep("x", 12), 5), "aa bb\ncc dd\nee\n" .. string.rep("x", 12), "wrap")
   end},
 
   {"HTML: the first rows, and all of them a click away", function()
