@@ -20,11 +20,13 @@ local function is_canvas(v)
 end
 
 --- An output item for a value: {kind = "table"|"png"|"svg"|"text"|"html", ...}.
-local function display(v, title)
+-- topts: an analysis's out:table options (nsys_stats: columns exactly as made).
+local function display(v, title, topts)
   local kind = nsl.type(v)
   if kind == "table" then
-    return {kind = "table", title = title, html = report.html(v, {limit = 50, title = title}),
-            text = report.text(v, {limit = 50, title = title})}
+    local nsys_stats = topts and topts.nsys_stats
+    return {kind = "table", title = title, html = report.html(v, {limit = 50, title = title, nsys_stats = nsys_stats}),
+            text = report.text(v, {limit = 50, title = title, nsys_stats = nsys_stats})}
   elseif type(v) == "string" and v:match("^%s*<svg") then
     return {kind = "svg", data = v, title = title}
   elseif type(v) == "string" and v:sub(1, 8) == "\137PNG\r\n\26\n" then
@@ -61,7 +63,8 @@ function M.run(text, trace, opts)
     local out = require("nsl.output").new{analysis = a.name, format = "notebook", trace = trace}
     local ok, err = xpcall(a.run, runner.handler, trace, parsed, out)
     for _, it in ipairs(out.items) do
-      if it.kind == "table" then env.show(it.t, it.opts.title or it.name)
+      if it.kind == "table" then
+        current.outputs[#current.outputs + 1] = display(it.t, it.opts.title or it.name, it.opts)
       else current.outputs[#current.outputs + 1] = {kind = "stream", text = it.text .. "\n"} end
     end
     for _, f in ipairs(out.files) do
