@@ -10,11 +10,12 @@
 #include "nsl/nsl.h"
 
 static const char *const commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile",
-                                       "notebook", NULL};
+                                       "notebook"};
+enum { NCOMMANDS = sizeof commands / sizeof *commands };
 
-static int is_command(const char *s) {
-  for (const char *const *c = commands; *c; c++)
-    if (strcmp(*c, s) == 0) return 1;
+static int one_of(const char *s, const char *const *list, int n) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(s, list[i]) == 0) return 1;
   return 0;
 }
 
@@ -75,11 +76,14 @@ static int usage_error(const char *fmt, const char *what) {
   return 2;
 }
 
-/* A usage error for an unknown word, with the closest known one. */
+/* A usage error for an unknown word, with the closest known one (or, when
+ * none is close, the few known ones). */
 static int unknown_error(const char *kind, const char *word, const char *const *known, int n, const char *cmd) {
   const char *best = nsl_closest(word, known, n);
   fprintf(stderr, "nsl: unknown %s '%s'", kind, word);
   if (best) fprintf(stderr, " (did you mean '%s'?)", best);
+  else if (n <= 8)
+    for (int i = 0; i < n; i++) fprintf(stderr, "%s%s%s", i ? ", " : " (one of: ", known[i], i == n - 1 ? ")" : "");
   if (cmd) fprintf(stderr, "\nTry 'nsl %s --help'.\n", cmd);
   else fprintf(stderr, "\nTry 'nsl --help'.\n");
   return 2;
@@ -123,14 +127,14 @@ int nsl__cli_parse(int argc, char **argv, nsl_cli_options *o) {
   o->named = calloc(2 * (size_t)argc + 2, sizeof *o->named);
   if (!o->traces || !o->args || !o->rest || !o->program || !o->named) return usage_error("%s", "out of memory");
   o->command = argv[0];
-  if (!is_command(o->command)) {
+  if (!one_of(o->command, commands, NCOMMANDS)) {
     /* `nsl TRACE...` with no command, on a terminal: the REPL on those traces. */
     if (isatty(0) && isatty(1) && access(o->command, R_OK) == 0) {
       o->command = "repl";
       for (int i = 0; i < argc; i++) o->traces[o->ntraces++] = argv[i];
       return 0;
     }
-    return unknown_error("command", o->command, commands, (int)(sizeof commands / sizeof *commands) - 1, NULL);
+    return unknown_error("command", o->command, commands, NCOMMANDS, NULL);
   }
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -153,13 +157,12 @@ int nsl__cli_parse(int argc, char **argv, nsl_cli_options *o) {
       o->args[o->nargs++] = value;
     } else if (TAKE("--out")) o->out_dir = value;
     else if (TAKE("--format")) {
-      if (strcmp(value, "text") && strcmp(value, "csv") && strcmp(value, "json") && strcmp(value, "md") &&
-          strcmp(value, "tex"))
-        return usage_error("unknown --format '%s' (text, csv, json, md, tex)", value);
+      static const char *const formats[] = {"text", "csv", "json", "md", "tex"};
+      if (!one_of(value, formats, 5)) return unknown_error("--format", value, formats, 5, o->command);
       o->format = value;
     } else if (TAKE("--fail-on")) {
-      if (strcmp(value, "info") && strcmp(value, "warning") && strcmp(value, "error"))
-        return usage_error("unknown --fail-on '%s' (info, warning, error)", value);
+      static const char *const severities[] = {"info", "warning", "error"};
+      if (!one_of(value, severities, 3)) return unknown_error("--fail-on", value, severities, 3, o->command);
       o->fail_on = value;
     } else if (TAKE("-o") || TAKE("--output")) o->output = value;
     else if (strcmp(a, "--embed") == 0) o->embed = 1;

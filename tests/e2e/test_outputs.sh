@@ -123,6 +123,7 @@ suggest notebook notbook x.md
 suggest summary run sumary "$F"
 suggest limit run summary "$F" --arg limt=3
 suggest --out run summary "$F" --ot x
+suggest json run info "$F" --format jsn
 suggest --stop-on-error notebook analysis "$F" -o "$TMP/x.html" --stop-on-eror
 
 # Width: on a terminal the text fits it; on a pipe nothing is cut; CSV keeps whole names.
