@@ -642,6 +642,20 @@ void nsl_spans_free(nsl_spans *s);
 nsl_status nsl_format_rows(const char *fmt, const nsl_column *const *cols, int ncols, const nsl_column *mask,
                            const char *sep, char **out, size_t *len, nsl_error *err);
 
+/* "Did you mean": of candidates[0..n), the one closest to word by edit
+ * distance when it is a likely misspelling (at most max(1, min(3,
+ * strlen(word) / 3)) edits away); NULL otherwise.  (src/core/suggest.c) */
+const char *nsl_closest(const char *word, const char *const *candidates, int n);
+
+/* A whole table as text for machines: CSV (RFC 4180, a header row of the
+ * names) or JSON (an array of one object per row, keys in column order).
+ * NULL (and NaN, infinities) is an empty CSV field and JSON null; integers
+ * and strings are written whole (JSON strings escaped).  *out is malloc'ed,
+ * NUL-terminated, *len excludes the NUL.  NSL_ERR_ARG, NSL_ERR_NOMEM. */
+typedef enum nsl_text_format { NSL_TEXT_CSV, NSL_TEXT_JSON } nsl_text_format;
+nsl_status nsl_format_table(const char *const *names, const nsl_column *const *cols, int ncols, int64_t nrows,
+                            nsl_text_format f, char **out, size_t *len, nsl_error *err);
+
 /* ---- traces ----------------------------------------------------------- */
 
 typedef struct nsl_trace nsl_trace;

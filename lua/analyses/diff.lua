@@ -41,14 +41,16 @@ local function compare(t, steps, alpha, with_test)
     per[key].n[side], per[key].total[side], per[key].med[side] = g.n[i], g.total[i], g.med[i]
   end
   local mw = with_test and stats.mann_whitney(t) or {}
-  local rows = {key = {}, n1 = {}, n2 = {}, t1 = {}, t2 = {}, d = {}, dp = {}, m1 = {}, m2 = {}, impact = {}, p = {}, sig = {}}
+  local rows = {key = {}, n1 = {}, n2 = {}, t1 = {}, t2 = {}, d = {}, dp = {}, m1 = {}, m2 = {}, impact = {}, p = {}, sig = {}, status = {}}
   for key, v in pairs(per) do
     local i = #rows.key + 1
     rows.key[i] = key
     rows.n1[i], rows.n2[i] = v.n[1], v.n[2]
     rows.t1[i], rows.t2[i] = v.total[1], v.total[2]
     rows.d[i] = v.total[2] - v.total[1]
-    rows.dp[i] = v.total[1] > 0 and 100.0 * rows.d[i] / v.total[1] or (v.total[2] > 0 and math.huge or 0.0)
+    -- a name new in the after run has no relative change: NULL (NaN), and status "new"
+    rows.dp[i] = v.total[1] > 0 and 100.0 * rows.d[i] / v.total[1] or (v.total[2] > 0 and 0 / 0 or 0.0)
+    rows.status[i] = v.n[1] == 0 and "new" or v.n[2] == 0 and "gone" or ""
     rows.m1[i], rows.m2[i] = v.med[1] or 0.0, v.med[2] or 0.0
     rows.impact[i] = v.total[2] / steps[2] - v.total[1] / steps[1]
     local test = mw[key]
@@ -61,12 +63,12 @@ local function compare(t, steps, alpha, with_test)
   return nsl.table{{"name", rows.key}, {"count before", rows.n1}, {"count after", rows.n2},
     {"total before (ns)", rows.t1}, {"total after (ns)", rows.t2}, {"change (ns)", rows.d}, {"change (%)", rows.dp},
     {"median before (ns)", rows.m1}, {"median after (ns)", rows.m2}, {"impact per step (ns)", rows.impact},
-    {"p (Mann-Whitney)", rows.p}, {"significant", rows.sig}, {"_abs", abs}}:sort("-_abs", "name")
+    {"p (Mann-Whitney)", rows.p}, {"significant", rows.sig}, {"status", rows.status}, {"_abs", abs}}:sort("-_abs", "name")
 end
 
 local function strip(t) return t:select{"name", "count before", "count after", "total before (ns)", "total after (ns)",
   "change (ns)", "change (%)", "median before (ns)", "median after (ns)", "impact per step (ns)", "p (Mann-Whitney)",
-  "significant"} end
+  "significant", "status"} end
 
 return {
   name = "diff",

@@ -28,7 +28,7 @@ end
 --- One column from the same column of several tables.
 local function concat_col(list, name)
   local cols = {}
-  for i, t in ipairs(list) do cols[i] = t[name] end
+  for i, t in ipairs(list) do cols[i] = t:col(name) end
   return #cols == 1 and cols[1] or nsl.concat(table.unpack(cols))
 end
 
@@ -271,7 +271,7 @@ return {
     local text = '{"traceEvents":[\n' .. concat(meta, ",\n") .. (#meta > 0 and #parts > 0 and ",\n" or "") ..
                  concat(parts, ",\n") .. '\n],\n"displayTimeUnit":"ns",\n"otherData":' .. report.json(other) .. "}\n"
     if not out:path(args.file) then
-      io.stdout:write(text)
+      out:stdout(text)
       return
     end
     local path = out:file(args.file, text)

@@ -113,7 +113,7 @@ return {
         local cols = {}
         for _, c in ipairs{"report_name", "device", "start", "address", "bytes", "kind"} do
           local pieces = {}
-          for k, t in ipairs(parts) do pieces[k] = t[c] end
+          for k, t in ipairs(parts) do pieces[k] = t:col(c) end
           cols[#cols + 1] = {c == "report_name" and "report" or c, nsl.concat(table.unpack(pieces))}
         end
         local t = nsl.table(cols):sort("-bytes", "start")

@@ -1,7 +1,6 @@
 -- info -- what a trace holds: reports with their nsys and schema versions,
 -- time span, devices, processes, and the row count of every table.
 local nsl = require("nsl")
-local report = require("nsl.report")
 
 local timed = {"kernels", "memcpy", "memset", "api", "nvtx", "osrt", "sync"}
 
@@ -31,12 +30,12 @@ return {
       local rep = r.report[i]
       span_start[i] = first[rep] or 0
       span_stop[i] = last[rep] or 0
-      span[i] = first[rep] and report.duration(last[rep] - first[rep]) or "(no events)"
+      span[i] = first[rep] and last[rep] - first[rep] or math.mininteger   -- NSL_NULL_I64: no events
     end
     out:table("reports", nsl.table{
       {"report", r.name}, {"nsys", r.nsys_version}, {"schema", r.schema_version}, {"host", r.host},
       {"rank", r.rank}, {"start_utc_ns", r.start_utc}, {"first_ns", nsl.column(span_start)},
-      {"last_ns", nsl.column(span_stop)}, {"span", nsl.column(span)}, {"path", r.path}},
+      {"last_ns", nsl.column(span_stop)}, {"span_ns", nsl.column(span)}, {"path", r.path}},
       {title = "Reports"})
 
     local d = trace.devices

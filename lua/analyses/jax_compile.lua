@@ -43,7 +43,7 @@ return {
     local cols = {}
     for _, name in ipairs{"report", "ProgramId", "ProgramName", "ms"} do
       local list = {}
-      for k, t in ipairs(per) do list[k] = t[name] end
+      for k, t in ipairs(per) do list[k] = t:col(name) end
       cols[#cols + 1] = {name, nsl.concat(table.unpack(list))}
     end
     local all = nsl.table(cols)

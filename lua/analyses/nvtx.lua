@@ -52,7 +52,7 @@ return {
       collectgarbage()   -- the summaries' temporaries are large C columns Lua does not see
     end
     if want_sum then
-      out:table("nvtx_sum", sum, {title = "NVTX Range Summary (nvtx_sum)", limit = limit})
+      out:table("nvtx_sum", sum, {title = "NVTX Range Summary (nvtx_sum)", limit = limit, nsys_stats = true})
     end
     if not need_proj then return end
     if #P.ops == 0 then
@@ -61,11 +61,11 @@ return {
     end
     if want_proj then
       out:table("nvtx_gpu_proj_sum", proj, {title = "NVTX GPU Projection Summary (nvtx_gpu_proj_sum)", limit = limit,
-        col_decimals = {["Avg GPU Ops"] = 1, ["Avg Range Lvl"] = 1, ["Avg Num Child"] = 1}})
+        nsys_stats = true, col_decimals = {["Avg GPU Ops"] = 1, ["Avg Range Lvl"] = 1, ["Avg Num Child"] = 1}})
     end
     if wanted(args.only, "trace") then
       out:table("nvtx_gpu_proj_trace", nvtx.projected(R), {title = "NVTX GPU Projection Trace (nvtx_gpu_proj_trace)",
-        limit = limit})
+        limit = limit, nsys_stats = true})
     end
     if wanted(args.only, "tree") then
       local T = nvtx.tree(P)

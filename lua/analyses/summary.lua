@@ -59,19 +59,19 @@ return {
       local k = trace.kernels
       out:table("cuda_gpu_kern_sum",
         named(stats.time_summary(k, key_name, {keys = keys, count_label = "Instances", name_label = "Name"})),
-        {title = "CUDA GPU Kernel Summary (cuda_gpu_kern_sum)", limit = limit})
+        {title = "CUDA GPU Kernel Summary (cuda_gpu_kern_sum)", limit = limit, nsys_stats = true})
     end
     local ops
     if wanted(args.only, "mem_time") then
       ops = ops or memops(trace)
       out:table("cuda_gpu_mem_time_sum",
         named(stats.time_summary(ops, "op", {keys = keys, count_label = "Count", name_label = "Operation"})),
-        {title = "CUDA GPU MemOps Summary by Time (cuda_gpu_mem_time_sum)", limit = limit})
+        {title = "CUDA GPU MemOps Summary by Time (cuda_gpu_mem_time_sum)", limit = limit, nsys_stats = true})
     end
     if wanted(args.only, "mem_size") then
       ops = ops or memops(trace)
       out:table("cuda_gpu_mem_size_sum", named(stats.size_summary(ops, "op", {keys = keys})),
-        {title = "CUDA GPU MemOps Summary by Size (cuda_gpu_mem_size_sum)", limit = limit, decimals = 3})
+        {title = "CUDA GPU MemOps Summary by Size (cuda_gpu_mem_size_sum)", limit = limit, decimals = 3, nsys_stats = true})
     end
     if wanted(args.only, "api") then
       local api = trace.api
@@ -79,7 +79,7 @@ return {
       api = api:filter(api.source:eq("runtime"))
       out:table("cuda_api_sum",
         named(stats.time_summary(api, "name", {keys = keys, count_label = "Num Calls", name_label = "Name"})),
-        {title = "CUDA API Summary (cuda_api_sum)", limit = limit})
+        {title = "CUDA API Summary (cuda_api_sum)", limit = limit, nsys_stats = true})
     end
   end,
 }

@@ -36,6 +36,10 @@ return {
                                          title = fmt("Timeline %s to %s", report.duration(from - lo),
                                                      report.duration(to - lo)),
                                          xlabel = "time since the start of the trace"})
+    if #d.lanes == 0 then   -- no empty figure: say so
+      nsl.fail(fmt("no events from %s to %s (the trace lasts %s): nothing to draw", report.duration(from - lo),
+                   report.duration(to - lo), report.duration(select(2, window.span(trace)) - lo)))
+    end
     local stem = args.file ~= "" and args.file:gsub("%.[Pp][Nn][Gg]$", ""):gsub("%.[Ss][Vv][Gg]$", "") or "timeline"
     out:figure(stem, cv, {main = true, title = "timeline"})
     local path = out:path(stem .. "." .. args.format)
@@ -47,7 +51,7 @@ return {
       local spec = {}
       for _, name in ipairs(keys) do
         local cols = {}
-        for i, p in ipairs(parts) do cols[i] = p[name] end
+        for i, p in ipairs(parts) do cols[i] = p:col(name) end
         spec[#spec + 1] = {name, #cols == 1 and cols[1] or nsl.concat(table.unpack(cols))}
       end
       local t = nsl.table(spec)

@@ -59,7 +59,7 @@ function M.concat_tables(list)
   local cols = {}
   for _, name in ipairs(list[1]:columns()) do
     local parts = {}
-    for i, t in ipairs(list) do parts[i] = t[name] end
+    for i, t in ipairs(list) do parts[i] = t:col(name) end
     cols[#cols + 1] = {name, nsl.concat(table.unpack(parts))}
   end
   return nsl.table(cols)

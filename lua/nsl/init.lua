@@ -17,7 +17,7 @@ function methods.table.rows(t, first, last)
   local n = #t
   first, last = first or 1, math.min(last or n, n)
   local cols = {}
-  for k, name in ipairs(names) do cols[k] = t[name] end
+  for k, name in ipairs(names) do cols[k] = t:col(name) end
   local i = first - 1
   return function()
     i = i + 1

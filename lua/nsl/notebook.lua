@@ -19,11 +19,13 @@ local M = {}
 local function is_canvas(v) return nsl.type(v) == "canvas" end
 
 --- An output item for a value: {kind = "table"|"png"|"svg"|"text"|"html", ...}.
-local function display(v, title)
+-- topts: an analysis's out:table options (nsys_stats: columns exactly as made).
+local function display(v, title, topts)
   local kind = nsl.type(v)
   if kind == "table" then
-    return {kind = "table", title = title, html = report.html(v, {limit = 50, title = title}),
-            text = report.text(v, {limit = 50, title = title})}
+    local nsys_stats = topts and topts.nsys_stats
+    return {kind = "table", title = title, html = report.html(v, {limit = 50, title = title, nsys_stats = nsys_stats}),
+            text = report.text(v, {limit = 50, title = title, nsys_stats = nsys_stats})}
   elseif type(v) == "string" and v:match("^%s*<svg") then
     return {kind = "svg", data = v, title = title}
   elseif type(v) == "string" and v:sub(1, 8) == "\137PNG\r\n\26\n" then
@@ -45,7 +47,7 @@ local function analysis_outputs(out, outputs)
     if it.kind == "figure" then outputs[#outputs + 1] = {kind = it.format, data = it.data, title = it.title or it.name} end
   end
   for _, it in ipairs(out.items) do
-    if it.kind == "table" then outputs[#outputs + 1] = display(it.t, it.opts.title or it.name)
+    if it.kind == "table" then outputs[#outputs + 1] = display(it.t, it.opts.title or it.name, it.opts)
     elseif it.kind == "text" then outputs[#outputs + 1] = {kind = "stream", text = it.text .. "\n"} end
   end
 end

@@ -29,7 +29,9 @@ local function emit(s)
 end
 
 --- out:table(name, t [, opts]) -- a result table; opts.title, opts.decimals,
--- opts.limit (rows printed as text; all rows go to files and other formats).
+-- opts.limit (rows printed as text; all rows go to files and other formats),
+-- opts.nsys_stats (the table reproduces an `nsys stats` report: printed with
+-- its columns exactly as made, see nsl.report).
 function Out:table(name, t, opts)
   opts = opts or {}
   assert(type(name) == "string", "out:table: name must be a string")
@@ -38,7 +40,8 @@ function Out:table(name, t, opts)
   if self.format == "text" then
     emit((#self.items > 1 and "\n" or "") ..
          report.text(t, {title = opts.title or name, limit = opts.limit or 50, decimals = opts.decimals,
-                         col_decimals = opts.col_decimals}))
+                         col_decimals = opts.col_decimals, nsys_stats = opts.nsys_stats,
+                         width = nsl.terminal_width()}))
     self.printed = #self.items
   end
   return t
@@ -48,7 +51,8 @@ end
 function Out:text(s)
   self.items[#self.items + 1] = {kind = "text", text = s}
   if self.format == "text" then
-    emit((#self.items > 1 and "\n" or "") .. s)
+    local width = nsl.terminal_width()
+    emit((#self.items > 1 and "\n" or "") .. (width and report.wrap(s, width) or s))
     self.printed = #self.items
   end
 end
@@ -152,6 +156,14 @@ function Out:figure(name, draw, opts)
   return data
 end
 
+--- out:stdout(s) -- s is the whole of stdout (export's trace JSON without
+-- --out): nothing else is printed there, whatever --format asks, so stdout
+-- stays one valid document; findings go to stderr.
+function Out:stdout(s)
+  io.stdout:write(s)
+  self.stdout_taken = true
+end
+
 function Out:flush() io.stdout:flush() end
 
 local function findings_text(findings)
@@ -164,32 +176,40 @@ end
 
 --- The whole result as a JSON-able Lua value.
 function Out:document()
-  local tables, texts = {}, {}
+  local tables, columns, texts = {}, {}, {}
   for _, it in ipairs(self.items) do
-    if it.kind == "table" then tables[it.name] = report.records(it.t)
+    if it.kind == "table" then
+      tables[it.name] = it.t   -- report.json writes a table's rows in C
+      columns[it.name] = it.t:columns()   -- the names also of a table without rows
     elseif it.kind == "text" then texts[#texts + 1] = it.text end
   end
   local files = {}
   for i, f in ipairs(self.files) do files[i] = f.path or f.name end
-  return {analysis = self.analysis, tables = setmetatable(tables, report.object_mt), notes = texts,
+  return {analysis = self.analysis, tables = setmetatable(tables, report.object_mt),
+          columns = setmetatable(columns, report.object_mt), notes = texts,
           findings = self.findings, values = setmetatable(self.values, report.object_mt), files = files}
 end
 
 --- Emits what is not printed yet and writes --out files; returns nil or an error message.
 function Out:finish()
   local fmt = self.format
-  if fmt == "text" then
+  if self.stdout_taken then
+    if #self.findings > 0 then io.stderr:write(findings_text(self.findings), "\n") end
+  elseif fmt == "text" then
     if #self.findings > 0 then emit("\n" .. findings_text(self.findings)) end
   elseif fmt == "json" then
-    emit(report.json(self:document(), "  "))
+    self.json = self.json or report.json(self:document(), "  ")
+    emit(self.json)
   else
     local parts = {}
     for _, it in ipairs(self.items) do
       if it.kind == "table" then
         local title = it.opts.title or it.name
         if fmt == "csv" then parts[#parts + 1] = (#self.items > 1 and ("# " .. title .. "\n") or "") .. report.csv(it.t)
-        elseif fmt == "md" then parts[#parts + 1] = report.md(it.t, {title = title, decimals = it.opts.decimals})
-        elseif fmt == "tex" then parts[#parts + 1] = report.tex(it.t, {title = title, decimals = it.opts.decimals}) end
+        elseif fmt == "md" then parts[#parts + 1] = report.md(it.t, {title = title, decimals = it.opts.decimals,
+                                                                             nsys_stats = it.opts.nsys_stats})
+        elseif fmt == "tex" then parts[#parts + 1] = report.tex(it.t, {title = title, decimals = it.opts.decimals,
+                                                                               nsys_stats = it.opts.nsys_stats}) end
       elseif fmt == "md" and it.kind == "text" then parts[#parts + 1] = it.text .. "\n"
       end
     end
@@ -208,7 +228,8 @@ function Out:finish()
         if not ok then return err end
       end
     end
-    local ok, err = nsl.write_file(self.dir .. "/results.json", report.json(self:document(), "  ") .. "\n")
+    self.json = self.json or report.json(self:document(), "  ")
+    local ok, err = nsl.write_file(self.dir .. "/results.json", self.json .. "\n")
     if not ok then return err end
   end
   io.stdout:flush()

@@ -32,7 +32,7 @@ nsl REPL -- Lua 5.4 with the nsl library; `trace` is the loaded trace.
 function M.show(v)
   local kind = nsl.type(v)
   if kind == "table" then
-    return report.text(v, {limit = 10}) .. string.format("\n(%s rows)", report.int(#v))
+    return report.text(v, {limit = 10, width = nsl.terminal_width()}) .. string.format("\n(%s rows)", report.int(#v))
   elseif kind then
     return tostring(v)
   elseif type(v) == "table" then
@@ -102,28 +102,86 @@ local function sorted(set)
   return list
 end
 
+-- What a method call returns, by the kind of its receiver: completion after
+-- `k:group_by("device"):` knows the groups' methods without running the
+-- call (which may be slow or change something).
+local column_scalars = {type = true, stats = true, sum = true, count = true, min = true, max = true, mean = true,
+                        std = true, median = true, quantile = true, histogram = true, totable = true, raw = true,
+                        nbytes = true, searchsorted = true}
+local returns = {
+  table = {filter = "table", take = "table", head = "table", sort = "table", select = "table", with = "table",
+           load = "table", join = "table", group_by = "groups", col = "column"},
+  groups = {agg = "table", keys = "table", ids = "column"},
+  trace = {sql = "table"},
+}
+
+-- The expression that ends s: names joined by "." and ":", with balanced
+-- (...), {...} and [...] (calls, indexing) between them.
+local function trailing_expression(s)
+  local i = #s
+  while i >= 1 do
+    local c = s:sub(i, i)
+    if c == ")" or c == "]" or c == "}" then
+      local open, depth = c == ")" and "(" or c == "]" and "[" or "{", 0
+      while i >= 1 do
+        local d = s:sub(i, i)
+        if d == c then depth = depth + 1
+        elseif d == open then
+          depth = depth - 1
+          if depth == 0 then break end
+        end
+        i = i - 1
+      end
+      if i < 1 then return nil end
+      i = i - 1
+    elseif c:match("[%w_%.:]") then i = i - 1
+    else break end
+  end
+  local e = s:sub(i + 1)
+  return e:match("^[%a_]") and e or nil
+end
+
+-- The value of expression e in env, or (after a method call, which is not
+-- run) the kind of what it returns: value, kind.
+local function resolve(e, env)
+  local base, sep, method = e:match("^(.-)([%.:])([%a_][%w_]*)%b()$")
+  if not base then base, sep, method = e:match("^(.-)([%.:])([%a_][%w_]*)%b{}$") end   -- g:agg{...}
+  if base then
+    if sep ~= ":" then return nil end
+    local v, kind = resolve(base, env)
+    kind = kind or nsl.type(v)
+    if kind == "column" then return nil, not column_scalars[method] and "column" or nil end
+    return nil, returns[kind] and returns[kind][method]
+  end
+  if e:find("[%(%[]") then return nil end   -- only plain names are evaluated
+  local chunk = load("return " .. e:gsub(":", "."), "=complete", "t", env)
+  local ok, v = false, nil
+  if chunk then ok, v = pcall(chunk) end
+  if ok then return v, nsl.type(v) end
+  return nil
+end
+
 --- Completion candidates for the word being typed at the end of `text`:
 -- globals, then after "x." or "x:" the fields of x -- table names of a
--- trace, column names and methods of a table, methods of a column.
+-- trace, column names and methods of a table, methods of a column -- also
+-- when x ends in a method call (k:group_by("device"):agg ...).
 function M.complete(text, env)
-  local prefix, sep, partial = text:match("([%a_][%w_%.:]-)([%.:])([%w_]*)$")
+  local before, sep, partial = text:match("^(.-)([%.:])([%w_]*)$")
+  local prefix = before and trailing_expression(before)
   local set = {}
   if not prefix then
     partial = text:match("([%a_][%w_]*)$") or ""
     for k in pairs(env) do if type(k) == "string" then set[k] = true end end
     for k in pairs(_G) do if type(k) == "string" then set[k] = true end end
   else
-    local chunk = load("return " .. prefix:gsub(":", "."), "=complete", "t", env)
-    local ok, v = false, nil
-    if chunk then ok, v = pcall(chunk) end
-    if not ok or v == nil then return {} end
-    local kind = nsl.type(v)
+    local v, kind = resolve(prefix, env)
+    if v == nil and not kind then return {} end
     local methods = nsl.methods()
     if kind == "trace" then
-      if sep == "." then for _, n in ipairs(v:tables()) do set[n] = true end end
+      if sep == "." and v then for _, n in ipairs(v:tables()) do set[n] = true end end
       for k in pairs(methods.trace) do set[k] = true end
     elseif kind == "table" then
-      if sep == "." then for _, n in ipairs(v:columns()) do set[n] = true end end
+      if sep == "." and v then for _, n in ipairs(v:columns()) do set[n] = true end end
       for k in pairs(methods.table) do set[k] = true end
     elseif kind then
       for k in pairs(methods[kind] or {}) do set[k] = true end

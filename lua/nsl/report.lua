@@ -44,87 +44,239 @@ function M.bytes(b)
   return i == 1 and fmt("%d B", b) or fmt("%.2f %s", v, units[i])
 end
 
+-- ---- how a column reads ----
+-- A column's unit is declared by its name where the column is made:
+--   "x (ns)" or "x_ns"    integer (or float) nanoseconds: the human formats
+--                          (text, md, tex, html) show them in the unit that
+--                          suits the column, named in the header ("x (ms)");
+--   "address" or "x_addr" an address: hex in the human formats;
+--   "name", "kernel", "demangled" (string)  a kernel or range name: template
+--                          arguments elided in the human formats, and the
+--                          column placed last.
+-- CSV and JSON keep every column as it is: full names, raw integers, under
+-- the name (with its unit) the analysis gave.  opts.nsys_stats marks a table
+-- that reproduces an `nsys stats` report: its columns stay exactly as made.
+
+local name_columns = {name = true, kernel = true, demangled = true}
+
+--- The duration-column base name of `name` ("Total (ns)" -> "Total",
+-- "gap_ns" -> "gap"), or nil when the name declares no ns unit.
+function M.ns_base(name)
+  return name:match("^(.-)%s*%(ns%)$") or name:match("^(.+)_ns$")
+end
+
+local function is_address(name) return name == "address" or name:match("_addr$") ~= nil end
+
+--- A kernel name with its template arguments elided: "f<int, 4>(T1)" ->
+-- "f<…>(T1)".  Names whose angle brackets do not balance (operator<) stay.
+function M.short_name(s)
+  if not s:find("<", 1, true) then return s end
+  local out, depth, last = {}, 0, 1
+  for i = 1, #s do
+    local c = s:byte(i)
+    if c == 60 then          -- <
+      if depth == 0 then out[#out + 1] = s:sub(last, i) .. "…" end
+      depth = depth + 1
+    elseif c == 62 and depth > 0 then   -- >
+      depth = depth - 1
+      if depth == 0 then last = i end
+    elseif c == 62 then return s end
+  end
+  if depth ~= 0 then return s end
+  out[#out + 1] = s:sub(last)
+  return concat(out)
+end
+
+-- The unit that suits a duration column: that of its median magnitude.
+local units = {{1e9, "s"}, {1e6, "ms"}, {1e3, "µs"}}
+local function duration_unit(col, limit)
+  local mags = {}
+  for i = 1, limit do
+    local v = col[i]
+    if v and v ~= 0 and v == v then mags[#mags + 1] = math.abs(v) end
+  end
+  if #mags == 0 then return 1, "ns" end
+  table.sort(mags)
+  local med = mags[(#mags + 1) // 2]
+  for _, u in ipairs(units) do if med >= u[1] then return u[1], u[2] end end
+  return 1, "ns"
+end
+
 --- The cells of a table as strings, plus which columns are numeric.
 -- opts.limit: rows shown; opts.decimals: places for floats (default 1);
--- opts.raw: no thousands separators (CSV/JSON/TeX data).
+-- opts.nsys_stats: columns exactly as made (no units, no reordering).
+-- Returns the headers, rows, numeric, n (all rows), and the index of the
+-- last column when it is text (the one a narrow terminal cuts).
 local function cells(t, opts)
   local names = t:columns()
   local n = #t
   local limit = opts.limit and math.min(opts.limit, n) or n
-  local cols, numeric, rows = {}, {}, {}
+  local human = not opts.nsys_stats
+  local cols, numeric, rows, headers, kinds, scale = {}, {}, {}, {}, {}, {}
   for k, name in ipairs(names) do
-    cols[k] = t[name]
+    cols[k] = t:col(name)
     local ty = t:coltype(name)
     numeric[k] = ty == "i64" or ty == "i32" or ty == "f64"
+    headers[k] = name
+    if human and numeric[k] and M.ns_base(name) then
+      local unit
+      scale[k], unit = duration_unit(cols[k], limit)
+      kinds[k] = "ns"
+      headers[k] = M.ns_base(name) .. " (" .. unit .. ")"
+    elseif human and (ty == "i64" or ty == "i32") and is_address(name) then kinds[k] = "addr"
+    elseif human and ty == "str" and name_columns[name] then kinds[k] = "name" end
   end
   local decimals = opts.decimals or 1
   for i = 1, limit do
     local row = {}
     for k = 1, #names do
       local v = cols[k][i]
+      local kind = kinds[k]
       if v == nil then row[k] = ""
-      elseif math_type(v) == "integer" then row[k] = opts.raw and fmt("%d", v) or M.int(v)
+      elseif kind == "ns" then
+        if scale[k] == 1 then row[k] = math_type(v) == "integer" and M.int(v) or M.float(v, decimals)
+        else row[k] = M.float(v / scale[k], 3) end
+      elseif kind == "addr" then row[k] = fmt("0x%x", v)
+      elseif kind == "name" then row[k] = M.short_name(v)
+      elseif math_type(v) == "integer" then row[k] = M.int(v)
       elseif math_type(v) == "float" then
-        if opts.raw then row[k] = fmt("%.17g", v)
-        else row[k] = M.float(v, (opts.col_decimals and opts.col_decimals[names[k]]) or decimals) end
+        row[k] = M.float(v, (opts.col_decimals and opts.col_decimals[names[k]]) or decimals)
       else row[k] = tostring(v) end
     end
     rows[i] = row
   end
-  return names, rows, numeric, n
+  -- names go last, so the numbers stay in view however long the names are
+  local order, tail = {}, {}
+  for k = 1, #names do
+    if kinds[k] == "name" then tail[#tail + 1] = k else order[#order + 1] = k end
+  end
+  for _, k in ipairs(tail) do order[#order + 1] = k end
+  -- the last column, when it is text, is the one a narrow terminal cuts
+  local cut = #order > 0 and not numeric[order[#order]] and not opts.nsys_stats and #order or nil
+  local function permute(list)
+    local r = {}
+    for j, k in ipairs(order) do r[j] = list[k] end
+    return r
+  end
+  for i, row in ipairs(rows) do rows[i] = permute(row) end
+  return permute(headers), rows, permute(numeric), n, cut
 end
 
---- Aligned text, as `nsys stats` prints: header, dashes, rows; numbers right-aligned.
+local function display_width(s) return utf8.len(s) or #s end
+
+-- s cut to w display characters, ending in "…" when cut.
+local function cut_to(s, w)
+  if display_width(s) <= w then return s end
+  if w < 1 then return "" end
+  local stop = utf8.offset(s, w) or (w + 1)
+  return s:sub(1, stop - 1) .. "…"
+end
+
+-- The columns of each block of a table printed `width` wide: the leading
+-- text columns (keys) start every block and the last text column (cut, the
+-- names) ends every block, so each block says which row is which; the
+-- other columns fill the blocks in order while they fit, leaving the names
+-- at least 24 characters.  Returns the blocks and the room of the names.
+local function blocks_for(widths, numeric, cut, width)
+  local keys, k = {}, 1
+  local key_w = 1
+  while k <= #widths and not numeric[k] and k ~= cut and key_w + widths[k] + 2 <= width // 2 do
+    keys[#keys + 1], key_w, k = k, key_w + widths[k] + 2, k + 1
+  end
+  local reserve = cut and math.min(24, widths[cut]) or 0
+  local blocks, cur, used, widest = {}, {table.unpack(keys)}, key_w, key_w
+  local function flush()
+    if cut then cur[#cur + 1] = cut end
+    blocks[#blocks + 1], cur, used = cur, {table.unpack(keys)}, key_w
+  end
+  for j = k, #widths do
+    if j ~= cut then
+      local need = widths[j] + 2
+      if used + need + reserve > width and #cur > #keys then flush() end
+      cur[#cur + 1], used = j, used + need
+      widest = math.max(widest, used)
+    end
+  end
+  if #cur > #keys or #blocks == 0 then flush() end
+  return blocks, cut and math.max(width - widest, math.min(12, widths[cut])) or nil
+end
+
+--- Text wrapped at spaces to lines of at most `width` characters (a word
+-- longer than that stays whole on its own line); line breaks are kept.
+function M.wrap(text, width)
+  local out = {}
+  for para in (text .. "\n"):gmatch("(.-)\n") do
+    local line = ""
+    for word in para:gmatch("%S+") do
+      if line ~= "" and display_width(line) + 1 + display_width(word) > width then
+        out[#out + 1] = line
+        line = word
+      else line = line == "" and word or line .. " " .. word end
+    end
+    out[#out + 1] = line
+  end
+  return concat(out, "\n")
+end
+
+--- Aligned text, as `nsys stats` prints: header, dashes, rows; numbers
+-- right-aligned.  opts.width: the terminal's width (nsl.output passes it
+-- when stdout is a terminal): the last text column is cut to fit, and a
+-- table still wider is printed in blocks of columns that fit, each starting
+-- with the leading text columns and ending with the names.
 function M.text(t, opts)
   opts = opts or {}
-  local names, rows, numeric, n = cells(t, opts)
+  local names, rows, numeric, n, cut = cells(t, opts)
   local width = {}
-  for k, name in ipairs(names) do width[k] = #name end
-  local function w(s) return utf8.len(s) or #s end
+  for k, name in ipairs(names) do width[k] = display_width(name) end
+  local w = display_width
   for _, row in ipairs(rows) do
     for k, s in ipairs(row) do width[k] = math.max(width[k], w(s)) end
   end
-  local function line(values, is_header)
+  local every = {}
+  for k = 1, #names do every[k] = k end
+  local blocks = {every}
+  if opts.width and not opts.nsys_stats then
+    local room
+    blocks, room = blocks_for(width, numeric, cut, opts.width)
+    if cut and room and width[cut] > room then
+      width[cut] = room
+      names[cut] = cut_to(names[cut], room)
+      for _, row in ipairs(rows) do row[cut] = cut_to(row[cut], room) end
+    end
+  end
+  local function line(values, cols)
     local out = {}
-    for k, s in ipairs(values) do
+    for i, k in ipairs(cols) do
+      local s = values[k]
       local pad = string.rep(" ", width[k] - w(s))
-      local last = k == #values
-      if numeric[k] and not is_header then out[k] = pad .. s
-      elseif numeric[k] and is_header then out[k] = pad .. s
-      else out[k] = last and s or s .. pad end
+      if numeric[k] then out[i] = pad .. s
+      else out[i] = i == #cols and s or s .. pad end
     end
     return " " .. concat(out, "  ")
   end
   local lines = {}
-  if opts.title then lines[#lines + 1] = opts.title; lines[#lines + 1] = "" end
-  lines[#lines + 1] = line(names, true)
-  local dashes = {}
-  for k = 1, #names do dashes[k] = string.rep("-", width[k]) end
-  lines[#lines + 1] = " " .. concat(dashes, "  ")
-  for _, row in ipairs(rows) do lines[#lines + 1] = line(row) end
+  if opts.title then
+    lines[#lines + 1] = opts.width and M.wrap(opts.title, opts.width) or opts.title
+    lines[#lines + 1] = ""
+  end
+  for b, cols in ipairs(blocks) do
+    if b > 1 then lines[#lines + 1] = "" end
+    lines[#lines + 1] = line(names, cols)
+    local dashes = {}
+    for i, k in ipairs(cols) do dashes[i] = string.rep("-", width[k]) end
+    lines[#lines + 1] = " " .. concat(dashes, "  ")
+    for _, row in ipairs(rows) do lines[#lines + 1] = line(row, cols) end
+  end
   if #rows < n then lines[#lines + 1] = fmt(" ... %s more rows (%s in all)", M.int(n - #rows), M.int(n)) end
   return concat(lines, "\n")
 end
 
-local function csv_cell(s)
-  if s:find('[,"\r\n]') then return '"' .. s:gsub('"', '""') .. '"' end
-  return s
-end
-
---- RFC 4180 CSV with a header row.
+--- RFC 4180 CSV with a header row: every column under its own name, values
+-- whole (raw integers, full names; NULL empty), written in C.
+-- opts.limit: the first rows only.
 function M.csv(t, opts)
-  opts = opts or {}
-  local names, rows = cells(t, {raw = true, limit = opts.limit})
-  local lines = {}
-  local h = {}
-  for k, name in ipairs(names) do h[k] = csv_cell(name) end
-  lines[1] = concat(h, ",")
-  for _, row in ipairs(rows) do
-    local r = {}
-    for k, s in ipairs(row) do r[k] = csv_cell(s) end
-    lines[#lines + 1] = concat(r, ",")
-  end
-  return concat(lines, "\n") .. "\n"
+  if opts and opts.limit and opts.limit < #t then t = t:head(opts.limit) end
+  return require("nsl.core").format_table(t, "csv")
 end
 
 --- GitHub-flavoured Markdown pipe table.
@@ -182,10 +334,8 @@ end
 local html_escapes = {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;"}
 local function html(s) return (s:gsub('[&<>"]', html_escapes)) end
 
---- An HTML <table> (numbers right-aligned, at most opts.limit rows).
-function M.html(t, opts)
-  opts = opts or {}
-  local names, rows, numeric, n = cells(t, opts)
+local function html_table(t, opts)
+  local names, rows, numeric = cells(t, opts)
   local out = {'<table class="nsl">'}
   if opts.title then out[#out + 1] = "<caption>" .. html(opts.title) .. "</caption>" end
   out[#out + 1] = "<thead><tr>"
@@ -199,8 +349,25 @@ function M.html(t, opts)
     out[#out + 1] = "</tr>"
   end
   out[#out + 1] = "</tbody></table>"
-  if #rows < n then out[#out + 1] = string.format('<p class="more">%s more rows (%s in all)</p>', M.int(n - #rows), M.int(n)) end
-  return table.concat(out)
+  return concat(out)
+end
+
+--- An HTML <table> of the first opts.limit rows (numbers right-aligned);
+-- when there are more, the whole table (up to opts.full_limit rows, 1,000
+-- by default) follows in a <details> element, a click away, no script.
+function M.html(t, opts)
+  opts = opts or {}
+  local n = #t
+  local shown = opts.limit or n
+  local first = html_table(t, {limit = shown, title = opts.title, decimals = opts.decimals,
+                               col_decimals = opts.col_decimals, nsys_stats = opts.nsys_stats})
+  if n <= shown then return first end
+  local all = math.min(n, opts.full_limit or 1000)
+  local label = all == n and fmt("all %s rows", M.int(n)) or fmt("the first %s of %s rows (--out DIR writes them all as CSV)",
+                                                                  M.int(all), M.int(n))
+  return first .. fmt('<details class="more"><summary>%s</summary>', html(label)) ..
+         html_table(t, {limit = all, decimals = opts.decimals, col_decimals = opts.col_decimals,
+                        nsys_stats = opts.nsys_stats}) .. "</details>"
 end
 
 -- ---- JSON ----
@@ -234,7 +401,7 @@ function M.json(v, indent, level)
     return fmt("%.17g", v)
   elseif ty == "string" then return json_string(v)
   elseif ty == "userdata" and require("nsl.core").type(v) == "table" then
-    return M.json(M.records(v), indent, level)
+    return require("nsl.core").format_table(v, "json")   -- an array of row objects, NULL as null
   elseif ty == "table" then
     local nl = indent and "\n" .. string.rep(indent, level + 1) or ""
     local close = indent and "\n" .. string.rep(indent, level) or ""
@@ -259,7 +426,8 @@ function M.json(v, indent, level)
 end
 M.object_mt = {}
 
---- An nsl table as an array of records {column = value} (NULL -> absent).
+--- An nsl table as an array of Lua records {column = value} (NULL -> absent);
+-- JSON text of a table is M.json(t), written in C.
 function M.records(t, limit)
   local out = {}
   local i = 0

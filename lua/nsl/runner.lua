@@ -60,7 +60,11 @@ function M.load_analysis(spec)
         chunk, err = loadfile(spec, "t")
         if not chunk then return nil, err end
       else
-        return nil, string.format("no analysis '%s' (nsl list shows the shipped ones; a script is run by its path)", spec)
+        local names = {}
+        for _, path in ipairs(nsl.embedded()) do names[#names + 1] = path:match("^lua/analyses/([%w_%-]+)%.lua$") end
+        local near = nsl.closest(spec, names)
+        return nil, string.format("no analysis '%s'%s (nsl list shows the shipped ones; a script is run by its path)",
+                                  spec, near and string.format(" (did you mean '%s'?)", near) or "")
       end
     end
   else
@@ -113,8 +117,10 @@ function M.help(a)
     for _, k in ipairs(sorted_keys(a.args)) do
       local spec = a.args[k]
       local default = spec.default
-      lines[#lines + 1] = string.format("  %-16s %s%s", k, spec.help or "",
-        default ~= nil and string.format(" (default: %s)", tostring(default)) or "")
+      local help = spec.help or ""
+      local says_default = help:find("default", 1, true)   -- a help that names its default keeps its own words
+      lines[#lines + 1] = string.format("  %-16s %s%s", k, help,
+        default ~= nil and not says_default and string.format(" (default: %s)", tostring(default)) or "")
     end
   else
     lines[#lines + 1] = "no arguments"
@@ -138,7 +144,9 @@ function M.parse_args(a, given)
     local k, v = kv:match("^([^=]+)=(.*)$")
     local spec = a.args[k]
     if not spec then
-      return nil, string.format("analysis '%s' has no argument '%s' (nsl run %s --help)", a.name, tostring(k), a.name)
+      local near = k and nsl.closest(k, sorted_keys(a.args))
+      return nil, string.format("analysis '%s' has no argument '%s'%s (nsl run %s --help)", a.name, tostring(k),
+                                near and string.format(" (did you mean '%s'?)", near) or "", a.name)
     end
     local kind = spec.type or type(spec.default)
     if kind == "number" then

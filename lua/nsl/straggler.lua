@@ -46,7 +46,7 @@ local function concat_tables(parts, names)
   local cols = {}
   for _, name in ipairs(names) do
     local list = {}
-    for i, t in ipairs(parts) do list[i] = t[name] end
+    for i, t in ipairs(parts) do list[i] = t:col(name) end
     cols[#cols + 1] = {name, nsl.concat(table.unpack(list))}
   end
   return nsl.table(cols)

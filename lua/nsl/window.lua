@@ -33,8 +33,8 @@ end
 
 --- window.resolve(trace, args [, tables]) -> from, to (absolute ns): args.from
 -- and args.to are times counted from the trace's first event (to empty or
--- absent: the last stop).  Fails with one line for a bad time or an empty
--- window.
+-- absent: the last stop).  Fails with one line for a bad time, an empty
+-- window or one that starts after the last event.
 function M.resolve(trace, args, tables)
   local lo, hi = M.span(trace, tables)
   if not lo then nsl.fail("the trace has no events (kernels, memory operations, NVTX ranges or CUDA API calls)") end
@@ -49,6 +49,10 @@ function M.resolve(trace, args, tables)
     local function show(v) return (v == nil or v == "") and "the end" or tostring(v) end
     nsl.fail(string.format("the window from %s to %s is empty (the trace lasts %s)", show(args.from), show(args.to),
       require("nsl.report").duration(hi - lo)))
+  end
+  if from >= hi then   -- starts after the last event: nothing would be drawn
+    nsl.fail(string.format("the window starts at %s, after the trace's last event (the trace lasts %s)",
+      tostring(args.from), require("nsl.report").duration(hi - lo)))
   end
   return from, to, lo, hi
 end

@@ -7,13 +7,15 @@
 #include <lauxlib.h>
 
 #include "cli/cli.h"
+#include "nsl/nsl.h"
 
 static const char *const commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile",
-                                       "notebook", NULL};
+                                       "notebook"};
+enum { NCOMMANDS = sizeof commands / sizeof *commands };
 
-static int is_command(const char *s) {
-  for (const char *const *c = commands; *c; c++)
-    if (strcmp(*c, s) == 0) return 1;
+static int one_of(const char *s, const char *const *list, int n) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(s, list[i]) == 0) return 1;
   return 0;
 }
 
@@ -37,11 +39,66 @@ static const struct command_option {
     {"run", "--label", "label", OPT_ONE},   /* the runs' labels: --arg labels= of compare */
     {NULL, NULL, NULL, OPT_ONE}};
 
+/* The help of the commands the C side runs itself (run without an
+ * analysis, info, list, repl); bundle, combine, profile and notebook print
+ * their own (lua/nsl/cmd_*.lua). */
+static const struct command_help {
+  const char *command, *text;
+} command_help[] = {
+    {"run", "usage: nsl run SCRIPT|NAME [TRACE...] [--arg KEY=VALUE]... [--out DIR]\n"
+            "               [--format text|csv|json|md|tex] [--fail-on info|warning|error] [--embed]\n"
+            "               [--label \"A,B,...\"]\n"
+            "\n"
+            "Runs a shipped analysis (by name: nsl list) or your own Lua script on the traces.\n"
+            "  --arg KEY=VALUE  an argument of the analysis (nsl run NAME --help lists them)\n"
+            "  --out DIR        write every table as CSV, results.json and the figures under DIR\n"
+            "  --format F       text (default), csv, json, md or tex on stdout\n"
+            "  --fail-on S      exit 3 when a finding has severity S or worse\n"
+            "  --embed          store the results in the bundle (one .zip) under analyses/NAME/\n"
+            "  --label A,B,...  the runs' labels, for compare (its --arg labels=)\n"
+            "nsl run NAME --help prints the analysis's description and arguments."},
+    {"info", "usage: nsl info TRACE... [--format text|csv|json|md|tex] [--out DIR]\n"
+             "\n"
+             "Versions, time span, devices, processes and the row count of every table\n"
+             "(the same as nsl run info)."},
+    {"list", "usage: nsl list\n\nThe shipped analyses, with what each does (nsl run NAME --help for one)."},
+    {"repl", "usage: nsl repl [TRACE...]\n"
+             "\n"
+             "Interactive Lua 5.4 with the nsl library; `trace` is the loaded trace.  Line\n"
+             "editing, history (~/.nsl_history, or $NSL_HISTORY) and Tab completion of\n"
+             "globals, tables, columns and methods; :help inside lists the commands."},
+    {NULL, NULL}};
+
 static int usage_error(const char *fmt, const char *what) {
   fprintf(stderr, "nsl: ");
   fprintf(stderr, fmt, what);
   fprintf(stderr, "\nTry 'nsl --help'.\n");
   return 2;
+}
+
+/* A usage error for an unknown word, with the closest known one (or, when
+ * none is close, the few known ones). */
+static int unknown_error(const char *kind, const char *word, const char *const *known, int n, const char *cmd) {
+  const char *best = nsl_closest(word, known, n);
+  fprintf(stderr, "nsl: unknown %s '%s'", kind, word);
+  if (best) fprintf(stderr, " (did you mean '%s'?)", best);
+  else if (n <= 8)
+    for (int i = 0; i < n; i++) fprintf(stderr, "%s%s%s", i ? ", " : " (one of: ", known[i], i == n - 1 ? ")" : "");
+  if (cmd) fprintf(stderr, "\nTry 'nsl %s --help'.\n", cmd);
+  else fprintf(stderr, "\nTry 'nsl --help'.\n");
+  return 2;
+}
+
+/* The options `command` takes: nsl's own, then the command's. */
+static const char *const general_options[] = {"--arg", "--out", "--format", "--fail-on", "-o", "--output",
+                                              "--embed", "--help", NULL};
+static int known_options(const char *command, const char **out, int cap) {
+  int n = 0;
+  for (const char *const *g = general_options; *g && n < cap; g++) out[n++] = *g;
+  for (const struct command_option *co = command_options; co->command && n < cap; co++)
+    if (strcmp(co->command, command) == 0) out[n++] = co->opt;
+  if (strcmp(command, "notebook") == 0 && n < cap) out[n++] = "--stop-on-error";
+  return n;
 }
 
 /* Matches option opt as "opt VALUE" or "opt=VALUE" at argv[*i]; a missing
@@ -70,14 +127,14 @@ int nsl__cli_parse(int argc, char **argv, nsl_cli_options *o) {
   o->named = calloc(2 * (size_t)argc + 2, sizeof *o->named);
   if (!o->traces || !o->args || !o->rest || !o->program || !o->named) return usage_error("%s", "out of memory");
   o->command = argv[0];
-  if (!is_command(o->command)) {
+  if (!one_of(o->command, commands, NCOMMANDS)) {
     /* `nsl TRACE...` with no command, on a terminal: the REPL on those traces. */
     if (isatty(0) && isatty(1) && access(o->command, R_OK) == 0) {
       o->command = "repl";
       for (int i = 0; i < argc; i++) o->traces[o->ntraces++] = argv[i];
       return 0;
     }
-    return usage_error("unknown command '%s'", o->command);
+    return unknown_error("command", o->command, commands, NCOMMANDS, NULL);
   }
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -100,27 +157,31 @@ int nsl__cli_parse(int argc, char **argv, nsl_cli_options *o) {
       o->args[o->nargs++] = value;
     } else if (TAKE("--out")) o->out_dir = value;
     else if (TAKE("--format")) {
-      if (strcmp(value, "text") && strcmp(value, "csv") && strcmp(value, "json") && strcmp(value, "md") &&
-          strcmp(value, "tex"))
-        return usage_error("unknown --format '%s' (text, csv, json, md, tex)", value);
+      static const char *const formats[] = {"text", "csv", "json", "md", "tex"};
+      if (!one_of(value, formats, 5)) return unknown_error("--format", value, formats, 5, o->command);
       o->format = value;
     } else if (TAKE("--fail-on")) {
-      if (strcmp(value, "info") && strcmp(value, "warning") && strcmp(value, "error"))
-        return usage_error("unknown --fail-on '%s' (info, warning, error)", value);
+      static const char *const severities[] = {"info", "warning", "error"};
+      if (!one_of(value, severities, 3)) return unknown_error("--fail-on", value, severities, 3, o->command);
       o->fail_on = value;
     } else if (TAKE("-o") || TAKE("--output")) o->output = value;
     else if (strcmp(a, "--embed") == 0) o->embed = 1;
     else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) o->help = 1;
     else if (a[0] == '-' && a[1] != '\0') {
       /* profile passes the options it does not know to nsys; notebook's go to its Lua side */
-      if (strcmp(o->command, "profile") != 0 && strcmp(o->command, "notebook") != 0)
-        return usage_error("unknown option '%s'", a);
+      if (strcmp(o->command, "profile") != 0 && strcmp(o->command, "notebook") != 0) {
+        const char *known[64];
+        char name[128];   /* "--opt=value": the option part */
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
+        return unknown_error("option", name, known, known_options(o->command, known, 64), o->command);
+      }
       o->rest[o->nrest++] = a;
     } else if (strcmp(o->command, "profile") == 0) o->rest[o->nrest++] = a;   /* a value of an nsys option */
     else if (strcmp(o->command, "run") == 0 && !o->script) o->script = a;
     else o->traces[o->ntraces++] = a;
 #undef TAKE
   }
+  if (o->help) return 0;   /* --help needs nothing else */
   if (strcmp(o->command, "run") == 0 && !o->script) return usage_error("%s", "run: which analysis? (nsl list)");
   if (strcmp(o->command, "info") == 0 && o->ntraces == 0) return usage_error("%s", "info: no trace given");
   return 0;
@@ -185,6 +246,12 @@ static int call_main(lua_State *L) {
 }
 
 int nsl__cli_dispatch(lua_State *L, const nsl_cli_options *o) {
+  if (o->help && !(strcmp(o->command, "run") == 0 && o->script))
+    for (const struct command_help *h = command_help; h->command; h++)
+      if (strcmp(h->command, o->command) == 0) {
+        puts(h->text);
+        return 0;
+      }
   if (strcmp(o->command, "repl") == 0) return nsl__repl(L, o);
   lua_pushcfunction(L, call_main);
   lua_createtable(L, 0, 16);

@@ -130,10 +130,47 @@ static void put_f64(obuf *b, double d) {
     put(b, "null", 4);
     return;
   }
+  /* Fast paths, without printf: values with at most 6 decimals.  r / 10^p
+   * and the text "r with p decimals" are both the correctly rounded double
+   * of the same rational, so the text reads back as d; trying p from 0 up
+   * finds the shortest such text. */
+  static const double pow10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
+  for (int p = 0; p <= 6; p++) {
+    double scaled = d * pow10[p];
+    if (!(fabs(scaled) < 9007199254740992.0)) break;   /* 2^53: r exact */
+    double r = nearbyint(scaled);
+    if (r != scaled || r / pow10[p] != d) continue;
+    int64_t v = (int64_t)r;
+    while (p > 0 && v % 10 == 0) v /= 10, p--;   /* d * 10^p may miss by a rounding: same rational */
+    if (p == 0) {
+      put_i64(b, v);
+      return;
+    }
+    char tmp[32], *end = tmp + sizeof tmp, *s = end;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    for (int k = 0; k < p; k++) *--s = (char)('0' + u % 10), u /= 10;
+    *--s = '.';
+    s = utoa_end(u, s);
+    if (v < 0 || (v == 0 && signbit(d))) *--s = '-';
+    put(b, s, (size_t)(end - s));
+    return;
+  }
   char tmp[40];
   int n = snprintf(tmp, sizeof tmp, "%.15g", d);
   if (strtod(tmp, NULL) != d) n = snprintf(tmp, sizeof tmp, "%.17g", d);
   put(b, tmp, (size_t)n);
+}
+
+/* Ends the text in b with a NUL and hands it to *out (b keeps nothing), or
+ * reports running out of memory (also when other_oom: a side buffer failed). */
+static nsl_status hand_over(obuf *b, int other_oom, char **out, size_t *len, const char *what, int64_t rows,
+                            nsl_error *err) {
+  if (!grow(b, 1) || other_oom)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory writing %lld rows", what, (long long)rows);
+  b->p[b->len] = '\0';
+  *out = b->p, *len = b->len;
+  b->p = NULL;
+  return NSL_OK;
 }
 
 /* One template piece: literal text, then (unless last) a conversion of a
@@ -299,13 +336,7 @@ nsl_status nsl_format_rows(const char *fmt, const nsl_column *const *cols, int n
     }
     if (b.oom || cache.oom) break;
   }
-  if (!grow(&b, 1) || cache.oom) {
-    rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory writing %lld rows", what, (long long)n);
-    goto done;
-  }
-  b.p[b.len] = '\0';
-  *out = b.p, *len = b.len;
-  b.p = NULL;
+  rc = hand_over(&b, cache.oom, out, len, what, n, err);
 done:
   for (int j = 0; pc && j < nconv; j++) {
     free(pc[j].off);
@@ -314,6 +345,115 @@ done:
   free(pc);
   free(lits);
   free(cache.p);
+  free(b.p);
+  return rc;
+}
+
+/* s as one CSV field (RFC 4180): quoted, with quotes doubled, when it holds
+ * a comma, a quote, CR or LF; as it is otherwise. */
+static void put_csv_string(obuf *b, const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n && s[i] != ',' && s[i] != '"' && s[i] != '\r' && s[i] != '\n') i++;
+  if (i == n) {
+    put(b, s, n);
+    return;
+  }
+  put(b, "\"", 1);
+  size_t run = 0;
+  for (i = 0; i < n; i++)
+    if (s[i] == '"') {
+      put(b, s + run, i + 1 - run);   /* through the quote, which is then doubled */
+      run = i;
+    }
+  put(b, s + run, n - run);
+  put(b, "\"", 1);
+}
+
+/* Value r of column c as a CSV field or JSON value (NULL: empty / null). */
+static void put_cell(obuf *b, const nsl_column *c, int64_t r, nsl_text_format f) {
+  int null = 0;
+  switch (c->type) {
+  case NSL_STR: {
+    int32_t id = nsl_i32(c)[r];
+    const char *s = id >= 0 && c->dict ? nsl_dict_str(c->dict, id) : NULL;
+    if (!s) null = 1;
+    else if (f == NSL_TEXT_CSV) put_csv_string(b, s, nsl_dict_strlen(c->dict, id));
+    else put_json_string(b, s, nsl_dict_strlen(c->dict, id));
+    break;
+  }
+  case NSL_F64: {
+    double d = nsl_f64(c)[r];
+    if (isnan(d) || isinf(d)) null = 1;   /* JSON has no NaN or infinity */
+    else put_f64(b, d);
+    break;
+  }
+  case NSL_BOOL: {
+    uint8_t v = nsl_bool(c)[r];
+    if (v > 1) null = 1;
+    else if (v) put(b, "true", 4);
+    else put(b, "false", 5);
+    break;
+  }
+  default: {
+    int64_t v = nsl__int_at(c, r, &null);
+    if (!null) put_i64(b, v);
+    break;
+  }
+  }
+  if (null && f == NSL_TEXT_JSON) put(b, "null", 4);
+}
+
+/* A whole table as CSV (a header row of the names, then one line per row,
+ * "\n" line ends) or as JSON (an array of one object per row, keys in
+ * column order, one row per line).  NULL is an empty field in CSV and null
+ * in JSON; NaN and infinities count as NULL; strings keep all their text
+ * (JSON: escaped, invalid UTF-8 as U+FFFD).  *out is malloc'ed and
+ * NUL-terminated; NSL_ERR_ARG (columns of unequal length), NSL_ERR_NOMEM. */
+nsl_status nsl_format_table(const char *const *names, const nsl_column *const *cols, int ncols, int64_t nrows,
+                            nsl_text_format f, char **out, size_t *len, nsl_error *err) {
+  const char *what = "format table";
+  if (!out || !len || ncols < 0 || (ncols > 0 && (!cols || !names)))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: missing columns or output", what);
+  *out = NULL, *len = 0;
+  for (int k = 0; k < ncols; k++)
+    if (!cols[k] || cols[k]->len != nrows)
+      return nsl_error_set(err, NSL_ERR_ARG, "%s: column '%s' has %lld rows, not %lld", what, names[k],
+                           (long long)(cols[k] ? cols[k]->len : -1), (long long)nrows);
+  obuf keys = {0}, b = {0};   /* JSON: the escaped keys, "name": each */
+  size_t *koff = calloc((size_t)ncols + 1, sizeof *koff);
+  nsl_status rc = NSL_OK;
+  if (!koff) return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory", what);
+  for (int k = 0; k < ncols; k++) {
+    if (f == NSL_TEXT_CSV) {
+      if (k) put(&b, ",", 1);
+      put_csv_string(&b, names[k], strlen(names[k]));
+    } else {
+      put(&keys, k ? "," : "{", 1);
+      put_json_string(&keys, names[k], strlen(names[k]));
+      put(&keys, ":", 1);
+    }
+    koff[k + 1] = keys.len;
+  }
+  put(&b, f == NSL_TEXT_CSV ? "\n" : "[", 1);
+  for (int64_t r = 0; r < nrows && !b.oom && !keys.oom; r++) {
+    if (r == 512 && nrows > 1024) {   /* size the text once from the first rows */
+      double want = (double)b.len / 512.0 * 1.08 * (double)nrows + 4096.0;
+      if (want < (double)(SIZE_MAX / 4)) grow(&b, (size_t)want);
+    }
+    if (f == NSL_TEXT_JSON) put(&b, r ? ",\n" : "\n", r ? 2 : 1);
+    for (int k = 0; k < ncols; k++) {
+      if (f == NSL_TEXT_CSV) {
+        if (k) put(&b, ",", 1);
+      } else put(&b, keys.p + koff[k], koff[k + 1] - koff[k]);
+      put_cell(&b, cols[k], r, f);
+    }
+    if (f == NSL_TEXT_CSV) put(&b, "\n", 1);
+    else put(&b, ncols ? "}" : "{}", ncols ? 1 : 2);
+  }
+  if (f == NSL_TEXT_JSON) put(&b, nrows ? "\n]" : "]", nrows ? 2 : 1);
+  rc = hand_over(&b, keys.oom, out, len, what, nrows, err);
+  free(koff);
+  free(keys.p);
   free(b.p);
   return rc;
 }

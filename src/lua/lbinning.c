@@ -182,6 +182,31 @@ static int l_format_rows(lua_State *L) {
   return 1;
 }
 
+/* nsl.format_table(t, "csv" | "json") -> the whole table as CSV (header row,
+ * one line per row) or as a JSON array of row objects, written in C in one
+ * pass (NULL: empty field / null). */
+static int l_format_table(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  static const char *const kinds[] = {"csv", "json", NULL};
+  nsl_text_format f = luaL_checkoption(L, 2, NULL, kinds) == 0 ? NSL_TEXT_CSV : NSL_TEXT_JSON;
+  nsl_error err = {0};
+  int n = nsl_table_ncols(t);
+  const char **names = lua_newuserdatauv(L, sizeof *names * (size_t)(n + 1), 0);   /* freed by the GC */
+  const nsl_column **cols = lua_newuserdatauv(L, sizeof *cols * (size_t)(n + 1), 0);
+  for (int i = 0; i < n; i++) names[i] = nsl_table_colname(t, i);
+  if (nsl_table_require(t, names, n, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  for (int i = 0; i < n; i++)
+    if (!(cols[i] = nsl_table_column_at(t, i, &err))) return nsl__lua_error(L, &err);
+  int64_t nrows = nsl_table_nrows(t, &err);
+  if (nrows < 0) return nsl__lua_error(L, &err);
+  char *out = NULL;
+  size_t len = 0;
+  if (nsl_format_table(names, cols, n, nrows, f, &out, &len, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  lua_pushlstring(L, out, len);
+  free(out);
+  return 1;
+}
+
 /* nsl.extent(c) -> min, max of a numeric column (NULLs skipped; nil, nil
  * when it has no values): one pass, no median (c:min() and c:max() go
  * through c:stats(), which also finds the median). */
@@ -232,7 +257,7 @@ static const luaL_Reg funcs[] = {{"count_overlapping", l_count_overlapping},
                                  {"nest_depth", l_nest_depth},
                                  {"nest_lanes", l_nest_lanes},
                                  {"spans_merge", l_spans_merge},
-                                 {"format_rows", l_format_rows},
+                                 {"format_rows", l_format_rows},   {"format_table", l_format_table},
                                  {NULL, NULL}};
 
 int nsl__open_binning(lua_State *L) {

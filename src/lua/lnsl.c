@@ -159,8 +159,27 @@ static int l_is_error(lua_State *L) {
   return 1;
 }
 
+/* nsl.closest(word, {names...}) -> the name word is likely a misspelling
+ * of ("did you mean"), or nil. */
+static int l_closest(lua_State *L) {
+  const char *word = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 2);
+  luaL_argcheck(L, n >= 0 && n <= 100000, 2, "too many names");
+  const char **names = lua_newuserdatauv(L, sizeof *names * (size_t)(n + 1), 0);
+  for (lua_Integer i = 0; i < n; i++) {
+    lua_geti(L, 2, i + 1);
+    names[i] = lua_tostring(L, -1);   /* kept alive by the table */
+    lua_pop(L, 1);
+  }
+  const char *best = nsl_closest(word, names, (int)n);
+  if (best) lua_pushstring(L, best);
+  else lua_pushnil(L);
+  return 1;
+}
+
 static const luaL_Reg funcs[] = {{"fail", l_fail}, {"is_error", l_is_error}, {"version", l_version},   {"methods", l_methods},
-                                 {"metatable", l_metatable}, {"type", l_type},
+                                 {"closest", l_closest},     {"metatable", l_metatable}, {"type", l_type},
                                  {"embedded", l_embedded}, {"load_embedded", l_load_embedded},
                                  {"embedded_file", l_embedded_file},
                                  {NULL, NULL}};

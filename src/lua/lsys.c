@@ -2,7 +2,7 @@
  * nsl bundle): nsl.spawn runs a program with posix_spawnp (an argv, never
  * a shell string) and passes on its exit code or signal; the rest are the
  * few file-system calls Lua's os library lacks (temporary folders, folder
- * listings, file types, the environment).
+ * listings, file types, the environment, the terminal's width).
  *
  * Environmental failures return nil and a message; misuse raises. */
 #define _XOPEN_SOURCE 700   /* nftw */
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -349,9 +350,23 @@ static int l_realpath(lua_State *L) {
   return 1;
 }
 
+/* nsl.terminal_width() -> the columns of the terminal stdout writes to, or
+ * nil when stdout is not a terminal (a file, a pipe): tables fit a
+ * terminal, never a file. */
+static int l_terminal_width(lua_State *L) {
+  struct winsize ws;
+  if (!isatty(1) || ioctl(1, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_pushinteger(L, ws.ws_col);
+  return 1;
+}
+
 static const luaL_Reg funcs[] = {{"spawn", l_spawn},     {"environ", l_environ}, {"hostname", l_hostname},
                                  {"getpid", l_getpid},   {"mkdtemp", l_mkdtemp}, {"rmtree", l_rmtree},
                                  {"stat", l_stat},       {"listdir", l_listdir}, {"realpath", l_realpath},
+                                 {"terminal_width", l_terminal_width},
                                  {NULL, NULL}};
 
 int nsl__open_sys(lua_State *L) {

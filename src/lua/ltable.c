@@ -68,18 +68,28 @@ static nsl_column *checkcol(lua_State *L, nsl_table *t, const char *name) {
   return c;
 }
 
-/* t.name -> the column (columns come first, so a column called like a
- * method still reads as data: memcpy.bytes); otherwise the method. */
+/* t.name -> the method of that name, else the column: methods come first,
+ * so no column can hide one (a table may have a column called "rows" or
+ * "sort"); t:col(name) reaches every column, whatever its name. */
 static int tbl_index(lua_State *L) {
   nsl_table *t = nsl__checktable(L, 1);
+  luaL_getmetatable(L, NSL_TABLE_MT);
+  lua_getfield(L, -1, "methods");
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, -2) != LUA_TNIL) return 1;
   if (lua_type(L, 2) == LUA_TSTRING && nsl_table_find(t, lua_tostring(L, 2)) >= 0) {
     nsl__pushcolumn(L, nsl_column_retain(checkcol(L, t, lua_tostring(L, 2))));
     return 1;
   }
-  luaL_getmetatable(L, NSL_TABLE_MT);
-  lua_getfield(L, -1, "methods");
-  lua_pushvalue(L, 2);
-  lua_rawget(L, -2);
+  lua_pushnil(L);
+  return 1;
+}
+
+/* t:col(name) -> the column called name (any name, a method's too); an
+ * unknown name is an error. */
+static int tbl_col(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  nsl__pushcolumn(L, nsl_column_retain(checkcol(L, t, luaL_checkstring(L, 2))));
   return 1;
 }
 
@@ -515,7 +525,7 @@ static int l_table(lua_State *L) {
 }
 
 static const luaL_Reg tbl_methods[] = {
-    {"columns", tbl_columns}, {"coltype", tbl_coltype}, {"load", tbl_load},
+    {"col", tbl_col},         {"columns", tbl_columns}, {"coltype", tbl_coltype}, {"load", tbl_load},
     {"take", tbl_take},       {"filter", tbl_filter},   {"head", tbl_head},
     {"sort", tbl_sort},       {"select", tbl_select},   {"with", tbl_with},
     {"nbytes", tbl_bytes},     {"is_loaded", tbl_is_loaded}, {"join", tbl_join},

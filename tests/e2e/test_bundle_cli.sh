@@ -19,14 +19,14 @@ run_nsl() {
   fi
 }
 # expect_refused WHAT CODE PATTERN -- ARGS...: exit code CODE, one line on stderr matching
-# PATTERN (a usage error, code 2, adds "Try 'nsl --help'." for the subcommands' options)
+# PATTERN (a usage error, code 2, adds "Try 'nsl COMMAND --help'." for the subcommands' options)
 expect_refused() {
   local what=$1 code=$2 pattern=$3
   shift 4
   run_nsl refused "$@"
   if [ "$RC" -ne "$code" ]; then bad "$what: exit code $RC, expected $code ($(head -3 "$TMP/refused.err"))"; return; fi
   if ! grep -q -- "$pattern" "$TMP/refused.err"; then bad "$what: stderr lacks '$pattern': $(cat "$TMP/refused.err")"; return; fi
-  if [ "$(grep -v -c "^Try 'nsl --help'" "$TMP/refused.err")" -ne 1 ]; then
+  if [ "$(grep -v -c "^Try 'nsl .*--help'" "$TMP/refused.err")" -ne 1 ]; then
     bad "$what: not one line: $(cat "$TMP/refused.err")"; return
   fi
   ok "$what"

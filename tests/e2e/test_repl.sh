@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The REPL driven through a pseudo-terminal (tmux): completion of a column
-# name, an expression's value, an error that keeps the session, Ctrl-C during
-# a long loop returning to the prompt, history kept across sessions.
+# name and of a method after a method call, an expression's value, an error
+# that keeps the session, Ctrl-C during a long loop returning to the prompt,
+# history kept across sessions.
 . "$(dirname "$0")/lib.sh"
 command -v tmux > /dev/null || { echo "tmux is missing (scripts/install-deps.sh installs it)"; exit 1; }
 export NSL_HISTORY="$TMP/history" TMUX_TMPDIR="$TMP"
@@ -27,6 +28,15 @@ sleep 0.3
 tmux send-keys -t $S Enter
 type_line "print(x and 'COMPLETED-' .. #x)"
 wait_for "COMPLETED-4010" && ok "tab completion of a column name" || bad "completion: $(screen | tail -5)"
+
+# after a method call: the groups' methods, without running the call first
+tmux send-keys -t $S -l 'g = k:group_by("device"):ag'
+tmux send-keys -t $S Tab
+sleep 0.3
+tmux send-keys -t $S -l '{"n=count"}'
+tmux send-keys -t $S Enter
+type_line "print('GROUPS-' .. #g .. '-' .. g.n:sum())"
+wait_for "GROUPS-2-4010" && ok "tab completion after a method call" || bad "completion after a call: $(screen | tail -5)"
 
 type_line "error('boom-123')"
 wait_for "boom-123" && ok "error shown" || bad "error not shown"

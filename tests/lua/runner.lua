@@ -132,7 +132,7 @@ end
 --- Rows of nsl table t as arrays of Lua values, for the columns named.
 function T.rows(t, cols)
   local c, out = {}, {}
-  for k, name in ipairs(cols) do c[k] = t[name]:totable() end
+  for k, name in ipairs(cols) do c[k] = t:col(name):totable() end
   for i = 1, #t do
     local r = {}
     for k = 1, #cols do r[k] = c[k][i] end

@@ -1,7 +1,10 @@
 /* test_format_rows.c -- columns formatted as JSON rows: exact text for hand
  * cases (escapes, ns -> µs, NULLs, masks), and every row of random data
  * parsed back by jansson (an independent JSON parser) to the values it
- * was made from. */
+ * was made from; whole tables as CSV and JSON (nsl_format_table): exact
+ * text with int64 extremes, NULLs and quoting, JSON read back by jansson;
+ * floats with few decimals written short and read back exactly (strtod);
+ * "did you mean" (nsl_closest). */
 #include <stdio.h>
 
 #include <jansson.h>
@@ -165,11 +168,135 @@ static void test_many_rows(void **state) {
   nsl_column_release(m);
 }
 
+static char *fmt_table(const char *const *names, const nsl_column *const *cols, int n, int64_t rows,
+                       nsl_text_format f) {
+  char *out = NULL;
+  size_t len = 0;
+  nsl_error err = {0};
+  if (nsl_format_table(names, cols, n, rows, f, &out, &len, &err) != NSL_OK) fail_msg("format table: %s", err.msg);
+  assert_int_equal(strlen(out), len);
+  return out;
+}
+
+/* A table with int64 extremes, NULLs of every type, strings that need CSV
+ * quoting and JSON escapes, booleans and floats: exact CSV and JSON text,
+ * and the JSON read back by jansson. */
+static void test_table(void **state) {
+  (void)state;
+  nsl_dict *d = nsl_dict_new();
+  const char *strs[] = {"plain", "a,b \"q\"", NULL, "line\nbreak"};
+  nsl_column *s = fx_str(d, 4, strs);
+  nsl_column *i = FX_I64(INT64_MAX, INT64_MIN + 1, NSL_NULL_I64, 0);
+  nsl_column *k = FX_I32(INT32_MAX, NSL_NULL_I32, -7, 1);
+  nsl_column *f = FX_F64(0.25, NAN, -1e300, 1.0 / 3.0);
+  nsl_column *b = FX_BOOL(1, 0, 1, 0);
+  const nsl_column *cols[] = {s, i, k, f, b};
+  const char *names[] = {"name", "total_ns", "rows", "ratio, %", "ok"};
+  char *csv = fmt_table(names, cols, 5, 4, NSL_TEXT_CSV);
+  assert_string_equal(csv, "name,total_ns,rows,\"ratio, %\",ok\n"
+                           "plain,9223372036854775807,2147483647,0.25,true\n"
+                           "\"a,b \"\"q\"\"\",-9223372036854775807,,,false\n"
+                           ",,-7,-1e+300,true\n"
+                           "\"line\nbreak\",0,1,0.33333333333333331,false\n");
+  char *js = fmt_table(names, cols, 5, 4, NSL_TEXT_JSON);
+  assert_string_equal(js, "[\n"
+      "{\"name\":\"plain\",\"total_ns\":9223372036854775807,\"rows\":2147483647,\"ratio, %\":0.25,\"ok\":true},\n"
+      "{\"name\":\"a,b \\\"q\\\"\",\"total_ns\":-9223372036854775807,\"rows\":null,\"ratio, %\":null,\"ok\":false},\n"
+      "{\"name\":null,\"total_ns\":null,\"rows\":-7,\"ratio, %\":-1e+300,\"ok\":true},\n"
+      "{\"name\":\"line\\nbreak\",\"total_ns\":0,\"rows\":1,\"ratio, %\":0.33333333333333331,\"ok\":false}\n]");
+  json_error_t je;
+  json_t *root = json_loads(js, 0, &je);
+  if (!root) fail_msg("jansson: %s at %d", je.text, je.position);
+  assert_int_equal(json_array_size(root), 4);
+  assert_int_equal(json_integer_value(json_object_get(json_array_get(root, 0), "total_ns")), INT64_MAX);
+  assert_true(json_real_value(json_object_get(json_array_get(root, 3), "ratio, %")) == 1.0 / 3.0);
+  assert_int_equal(json_object_size(json_array_get(root, 2)), 5);   /* NULLs are keys with null */
+  json_decref(root);
+  free(csv);
+  free(js);
+  /* columns of another length than the table's: an error, no text */
+  char *out = NULL;
+  size_t len = 0;
+  nsl_error err = {0};
+  assert_int_equal(nsl_format_table(names, cols, 1, 3, NSL_TEXT_CSV, &out, &len, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "'name'"));
+  assert_null(out);
+  /* no rows */
+  nsl_column *z = nsl_column_new(NSL_I64, 0, NULL);
+  const nsl_column *cz[] = {z};
+  csv = fmt_table(names + 1, cz, 1, 0, NSL_TEXT_CSV);
+  assert_string_equal(csv, "total_ns\n");
+  free(csv);
+  js = fmt_table(names + 1, cz, 1, 0, NSL_TEXT_JSON);
+  assert_string_equal(js, "[]");
+  free(js);
+  nsl_column *all[] = {s, i, k, f, b, z};
+  for (size_t c = 0; c < sizeof all / sizeof *all; c++) nsl_column_release(all[c]);
+  nsl_dict_release(d);
+}
+
+/* Floats that are integers or have a few decimals are written as their
+ * shortest decimal (the fast path without printf), any other as the
+ * shortest of %.15g / %.17g; every one reads back exactly. */
+static void test_float_text(void **state) {
+  (void)state;
+  fx_seed(7);
+  int64_t n = 5000;
+  nsl_column *f = nsl_column_new(NSL_F64, n, NULL);
+  static const double scale[] = {1, 10, 100, 1000, 1e4, 1e5, 1e6};
+  for (int64_t r = 0; r < n; r++) {
+    int p = (int)fx_range(0, 6);
+    double v = (double)fx_range(-100000000000, 100000000000) / scale[p];
+    if (r % 7 == 0) v = (double)(int64_t)fx_next() / 3.0;   /* needs 17 digits */
+    nsl_f64(f)[r] = v;
+  }
+  const nsl_column *cols[] = {f};
+  const char *names[] = {"v"};
+  char *csv = fmt_table(names, cols, 1, n, NSL_TEXT_CSV);
+  char *line = strchr(csv, '\n') + 1;
+  for (int64_t r = 0; r < n; r++) {
+    char *end = strchr(line, '\n');
+    *end = '\0';
+    double v = nsl_f64(f)[r];
+    assert_true(strtod(line, NULL) == v);
+    if (r % 7 != 0 && !strchr(line, 'e')) {   /* a few decimals: no shorter text reads back */
+      int digits = 1;
+      char shortest[40];
+      for (; digits <= 17; digits++) {
+        snprintf(shortest, sizeof shortest, "%.*g", digits, v);
+        if (strtod(shortest, NULL) == v) break;
+      }
+      if (!strchr(shortest, 'e') && strlen(line) != strlen(shortest)) fail_msg("%s, shortest %s", line, shortest);
+    }
+    line = end + 1;
+  }
+  free(csv);
+  nsl_column_release(f);
+}
+
+static void test_closest(void **state) {
+  (void)state;
+  const char *commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile", "notebook"};
+  assert_string_equal(nsl_closest("rn", commands, 8), "run");
+  assert_string_equal(nsl_closest("notbook", commands, 8), "notebook");
+  assert_string_equal(nsl_closest("porfile", commands, 8), "profile");   /* a swap is one edit */
+  assert_null(nsl_closest("zzzzzz", commands, 8));
+  assert_null(nsl_closest("run", commands, 8));   /* the word itself is no suggestion */
+  const char *args[] = {"limit", "per_report", "only"};
+  assert_string_equal(nsl_closest("limt", args, 3), "limit");
+  assert_string_equal(nsl_closest("per-report", args, 3), "per_report");
+  assert_null(nsl_closest("x", args, 3));
+  assert_null(nsl_closest("limit", NULL, 0));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand),
       cmocka_unit_test(test_random_roundtrip),
       cmocka_unit_test(test_many_rows),
+      cmocka_unit_test(test_table),
+      cmocka_unit_test(test_float_text),
+      cmocka_unit_test(test_closest),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
