@@ -24,6 +24,7 @@
 #endif
 
 #define COPY_CHUNK (256 * 1024)
+#define LOCK_WAIT_MS (10 * 60 * 1000)   /* how long a writer waits for another writer of its target */
 
 typedef struct wmember {
   char *name;
@@ -35,6 +36,9 @@ struct nsl_bundle_writer {
   char *target;
   int fd;
   char tmp[NSL__TMPFILE_PATH_MAX];
+  int lock_fd;                 /* flock on the target being replaced, or -1 */
+  nsl__file_id replaced;       /* replace the target only if it is still this file (see _replaces) */
+  unsigned char *copy_buf;     /* add_file's buffer: zlib may point into it until the archive is freed */
   struct archive *ar;
   struct archive_entry *entry;
   wmember *m;                  /* members written, in order */
@@ -158,7 +162,15 @@ nsl_status nsl_bundle_writer_open(nsl_bundle_writer **out, const char *target, n
   if (w == NULL)
     return nsl_error_set(err, NSL_ERR_NOMEM, "cannot write '%s': out of memory", target ? target : "");
   w->fd = -1;
+  w->lock_fd = -1;
+  /* Writers of one target take turns: a second --embed reads the bundle the
+   * first one wrote, and no update is lost. */
+  if ((st = nsl__tmpfile_lock_target(target, LOCK_WAIT_MS, &w->lock_fd, err)) != NSL_OK) {
+    free(w);
+    return st;
+  }
   if ((st = nsl__tmpfile_open(target, &w->fd, w->tmp, err)) != NSL_OK) {
+    if (w->lock_fd >= 0) close(w->lock_fd);
     free(w);
     return st;
   }
@@ -317,11 +329,13 @@ nsl_status nsl_bundle_writer_add_file(nsl_bundle_writer *w, const char *name, co
     st = nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': '%s' is not a regular file", w->target, path);
     goto done;
   }
-  buf = malloc(COPY_CHUNK);
-  if (buf == NULL) {
+  /* The buffer belongs to the writer, not to this call: after a failed
+   * write zlib still points into it, and it must outlive the archive. */
+  if (w->copy_buf == NULL && (w->copy_buf = malloc(COPY_CHUNK)) == NULL) {
     st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot write '%s': out of memory", w->target);
     goto done;
   }
+  buf = w->copy_buf;
   uint64_t size = (uint64_t)sb.st_size, done = 0;
   if ((st = begin(w, name, size, comp, 0, err)) != NSL_OK)
     goto done;
@@ -352,9 +366,14 @@ nsl_status nsl_bundle_writer_add_file(nsl_bundle_writer *w, const char *name, co
   }
   st = nsl_bundle_writer_end(w, err);
 done:
-  free(buf);
   close(fd);
   return st;
+}
+
+nsl_status nsl_bundle_writer_replaces(nsl_bundle_writer *w, const nsl_bundle *b, nsl_error *err) {
+  if (!nsl__bundle_file_id(b, &w->replaced))
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': the bundle given is not a file", w->target);
+  return NSL_OK;
 }
 
 nsl_status nsl_bundle_writer_set_level(nsl_bundle_writer *w, int level, nsl_error *err) {
@@ -444,7 +463,7 @@ nsl_status nsl_bundle_writer_finish(nsl_bundle_writer *w, const json_t *manifest
     st = nsl_error_set(err, NSL_ERR_IO, "%s: %s", prefix, ar_reason(w));
     goto fail;
   }
-  st = nsl__tmpfile_commit(w->fd, w->tmp, w->target, err);
+  st = nsl__tmpfile_commit(w->fd, w->tmp, w->target, &w->replaced, err);
   w->fd = -1;
   w->tmp[0] = '\0';
   if (st != NSL_OK)
@@ -464,11 +483,19 @@ void nsl_bundle_writer_abort(nsl_bundle_writer *w) {
   if (w == NULL)
     return;
   w->discard = 1;   /* archive_write_free may still flush: drop it */
+  /* After a failed write the deflate stream still points at data the caller
+   * may have freed: mark the archive failed so that freeing it flushes
+   * nothing (a closed one has nothing left to flush anyway). */
+  if (w->ar)
+    archive_write_fail(w->ar);
   if (w->ar)
     archive_write_free(w->ar);
   if (w->entry)
     archive_entry_free(w->entry);
   nsl__tmpfile_abort(w->fd, w->tmp);
+  if (w->lock_fd >= 0)
+    close(w->lock_fd);   /* after the rename: the next writer reads what we wrote */
+  free(w->copy_buf);
   for (size_t i = 0; i < w->n; i++)
     free(w->m[i].name);
   free(w->m);

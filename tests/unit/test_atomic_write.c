@@ -2,10 +2,12 @@
  * test_atomic_write.c -- nsl_write_file_atomic: the target holds either its
  * old content or all the new bytes, and no temporary file outlives a call,
  * whether it succeeds or fails (missing folder, target that is a folder, a
- * write cut short by the file-size limit).
+ * write cut short by the file-size limit); a replaced file keeps its mode, a
+ * read-only one is refused, and a killed writer's leftover is swept.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -138,9 +141,9 @@ static void test_target_is_a_folder(void **state) {
   nsl_error err = {0};
   snprintf(path, sizeof path, "%s/sub", dir);
   assert_int_equal(mkdir(path, 0755), 0);
-  /* everything is written, then the rename fails: the temporary goes */
-  assert_int_equal(nsl_write_file_atomic(path, "data", 4, &err), NSL_ERR_IO);
-  assert_non_null(strstr(err.msg, "renaming"));
+  /* refused before anything is written: no temporary is made */
+  assert_int_equal(nsl_write_file_atomic(path, "data", 4, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "not a regular file"));
   listing(ls, sizeof ls);
   assert_string_equal(ls, "sub");
   struct stat sb;
@@ -199,6 +202,71 @@ static void test_write_cut_short(void **state) {
   assert_string_equal(ls, "keep.bin");
 }
 
+/* A file replaced keeps its mode (a private 0600 file stays private); a
+ * read-only one (no write bit: root too) is refused and left as it was. */
+static void test_mode_kept_read_only_refused(void **state) {
+  (void)state;
+  char path[512], ls[1024];
+  nsl_error err = {0};
+  struct stat sb;
+  size_t len;
+  snprintf(path, sizeof path, "%s/private.json", dir);
+  assert_int_equal(nsl_write_file_atomic(path, "one", 3, &err), NSL_OK);
+  const mode_t modes[] = {0600, 0640, 0604};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(chmod(path, modes[i]), 0);
+    assert_int_equal(nsl_write_file_atomic(path, "two", 3, &err), NSL_OK);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, modes[i]);
+    assert_int_equal(sb.st_uid, geteuid());
+  }
+  assert_int_equal(chmod(path, 0444), 0);
+  assert_int_equal(nsl_write_file_atomic(path, "three", 5, &err), NSL_ERR_IO);
+  assert_non_null(strstr(err.msg, path));
+  assert_non_null(strstr(err.msg, "read-only"));
+  char *got = slurp(path, &len);
+  assert_int_equal(len, 3);
+  assert_memory_equal(got, "two", 3);
+  free(got);
+  assert_int_equal(stat(path, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0444);
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, "private.json");
+  chmod(path, 0644);
+}
+
+/* The temporary file of a killed writer (ours by its name, its lock free)
+ * is removed by the next write to the folder; one whose writer lives (the
+ * lock held) and files of other names are left alone. */
+static void test_stale_temporaries_swept(void **state) {
+  (void)state;
+  char p[512], ls[1024];
+  nsl_error err = {0};
+  const char *names[] = {".a.zip.nsl-tmp-k3x9q0", ".b.json.nsl-tmp-000000", ".live.zip.nsl-tmp-abcdef",
+                         ".c.nsl-tmp-ABCDEF", "d.nsl-tmp-abcdef", ".e.nsl-tmp-abc"};
+  int live = -1;
+  for (int i = 0; i < 6; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+    int f = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    assert_true(f >= 0);
+    assert_int_equal(write(f, "partial", 7), 7);
+    if (i == 2) {
+      assert_int_equal(flock(f, LOCK_EX), 0);   /* a writer at work */
+      live = f;
+    } else {
+      close(f);
+    }
+  }
+  snprintf(p, sizeof p, "%s/out.txt", dir);
+  assert_int_equal(nsl_write_file_atomic(p, "x", 1, &err), NSL_OK);
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, ".c.nsl-tmp-ABCDEF .e.nsl-tmp-abc .live.zip.nsl-tmp-abcdef d.nsl-tmp-abcdef out.txt");
+  close(live);   /* that writer is gone now: the next write removes it */
+  assert_int_equal(nsl_write_file_atomic(p, "y", 1, &err), NSL_OK);
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, ".c.nsl-tmp-ABCDEF .e.nsl-tmp-abc d.nsl-tmp-abcdef out.txt");
+}
+
 static void test_mkdir_p(void **state) {
   (void)state;
   char path[512], file[512];
@@ -232,6 +300,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
       cmocka_unit_test_setup_teardown(test_write_cut_short, setup, teardown),
       cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_mode_kept_read_only_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stale_temporaries_swept, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

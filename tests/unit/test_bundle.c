@@ -1319,7 +1319,7 @@ static void test_tmpfile(void **state) {
   assert_true(strstr(tmp, "atomic/.out.bin.nsl-tmp-") != NULL);
   assert_int_equal(write(fd, "new", 3), 3);
   assert_int_equal(access(target, F_OK), -1);   /* not there before commit */
-  assert_int_equal(nsl__tmpfile_commit(fd, tmp, target, &err), NSL_OK);
+  assert_int_equal(nsl__tmpfile_commit(fd, tmp, target, NULL, &err), NSL_OK);
   size_t len;
   unsigned char *p = slurp(target, &len);
   assert_int_equal(len, 3);
