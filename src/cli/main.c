@@ -114,6 +114,10 @@ lua_State *nsl__new_state(void) {
 }
 
 int main(int argc, char **argv) {
+  /* Past the file-size limit (ulimit -f) a write fails with EFBIG, which
+   * nsl reports and cleans up after (the temporary file removed, the target
+   * left as it was), rather than the process dying mid-write. */
+  signal(SIGXFSZ, SIG_IGN);
   if (argc < 2) {
     print_usage(stderr);
     return 2;
