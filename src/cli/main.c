@@ -93,12 +93,7 @@ int nsl__report(lua_State *L, int status) {
 }
 
 static int pmain(lua_State *L) {
-  luaL_openlibs(L);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushcfunction(L, luaopen_nsl_core);
-  lua_setfield(L, -2, "nsl.core");
-  lua_pop(L, 1);
-  nsl__install_searcher(L);
+  nsl__open_libs(L);
   return 0;
 }
 

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <lauxlib.h>
-#include <lualib.h>
 
 #include "lua/lnsl.h"
 
@@ -26,12 +25,7 @@ static char path[64];
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
   L = luaL_newstate();
-  luaL_openlibs(L);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushcfunction(L, luaopen_nsl_core);
-  lua_setfield(L, -2, "nsl.core");
-  lua_pop(L, 1);
-  nsl__install_searcher(L);
+  nsl__open_libs(L);   /* as the CLI's state */
   if (luaL_dostring(L, "classes = require('nsl.classes')") != LUA_OK) {
     fprintf(stderr, "%s\n", lua_tostring(L, -1));
     abort();
