@@ -241,35 +241,33 @@ nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target,
     nsl__tmpfile_abort(fd, tmp_path);
     return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': fsync failed: %s", target, strerror(e));
   }
-  if (close(fd) != 0) {
-    int e = errno;
-    nsl__tmpfile_abort(-1, tmp_path);
-    return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': close failed: %s", target, strerror(e));
-  }
   if (expect != NULL && expect->known) {
     struct stat now;
     nsl__file_id id = {0};
     if (stat(target, &now) == 0) nsl__file_id_of(&now, &id);
     if (!id.known || id.dev != expect->dev || id.ino != expect->ino || id.size != expect->size ||
         id.mtime_ns != expect->mtime_ns) {
-      nsl__tmpfile_abort(-1, tmp_path);
+      nsl__tmpfile_abort(fd, tmp_path);
       return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': it changed while it was being rewritten "
                            "(another program wrote it); nothing was written, run again", target);
     }
   }
+  /* Renamed while still open, so still locked: a writer sweeping the folder
+   * in between must not take the finished file for a dead writer's. */
   if (rename(tmp_path, target) != 0) {
     int e = errno;
-    nsl__tmpfile_abort(-1, tmp_path);
+    nsl__tmpfile_abort(fd, tmp_path);
     return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': rename failed: %s", target,
                          strerror(e));
   }
+  (void)close(fd);   /* the bytes are on disk already (fsync): nothing left to fail */
   sync_folder(target);
   return NSL_OK;
 }
 
 void nsl__tmpfile_abort(int fd, const char *tmp_path) {
+  if (tmp_path != NULL && tmp_path[0] != '\0')
+    (void)unlink(tmp_path);   /* before the close drops the lock */
   if (fd >= 0)
     close(fd);
-  if (tmp_path != NULL && tmp_path[0] != '\0')
-    (void)unlink(tmp_path);
 }

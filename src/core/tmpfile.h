@@ -10,8 +10,8 @@
  *      the target it will replace, and first removes the temporary files of
  *      this naming in that folder whose writer is gone (killed).
  *   2. The caller writes through fd.
- *   3. nsl__tmpfile_commit(fd, tmp, target, expect, &err) fsyncs, closes and
- *      renames the file over the target, then fsyncs the folder; on failure
+ *   3. nsl__tmpfile_commit(fd, tmp, target, expect, &err) fsyncs the file,
+ *      renames it over the target and closes it, then fsyncs the folder; on failure
  *      it removes the temporary file itself.  Or nsl__tmpfile_abort(fd, tmp)
  *      closes and removes it.
  * Either way fd is closed and the temporary file is gone (renamed or
@@ -60,7 +60,7 @@ void nsl__file_id_of(const struct stat *st, nsl__file_id *id);
  * permission bit), NSL_ERR_ARG when target names a folder or is too long. */
 nsl_status nsl__tmpfile_open(const char *target, int *fd, char *tmp_path, nsl_error *err);
 
-/* fsync + close + rename(tmp_path, target) + fsync of the folder.  With
+/* fsync + rename(tmp_path, target) + close + fsync of the folder.  With
  * expect (may be NULL) known, the rename happens only if target is still
  * that file; otherwise NSL_ERR_IO "changed while ...".  On any failure the
  * temporary file is removed and the target is left as it was. */

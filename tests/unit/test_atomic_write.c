@@ -19,10 +19,12 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "core/tmpfile.h"
 #include "nsl/nsl_io.h"
 
 static char dir[256];
@@ -267,6 +269,61 @@ static void test_stale_temporaries_swept(void **state) {
   assert_string_equal(ls, ".c.nsl-tmp-ABCDEF .e.nsl-tmp-abc d.nsl-tmp-abcdef out.txt");
 }
 
+/* The rename fails at commit (a folder took the target's name while the
+ * bytes were written): the error says so, the temporary file goes, and what
+ * holds the name is left as it is. */
+static void test_rename_fails(void **state) {
+  (void)state;
+  char path[512], inner[600], tmp[NSL__TMPFILE_PATH_MAX], ls[1024];
+  nsl_error err = {0};
+  int fd;
+  snprintf(path, sizeof path, "%s/late.json", dir);
+  assert_int_equal(nsl__tmpfile_open(path, &fd, tmp, &err), NSL_OK);
+  assert_int_equal(write(fd, "{}", 2), 2);
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(inner, sizeof inner, "%s/keep", path);
+  assert_int_equal(mkdir(inner, 0755), 0);   /* not empty: rename cannot replace it */
+  assert_int_equal(nsl__tmpfile_commit(fd, tmp, path, NULL, &err), NSL_ERR_IO);
+  assert_non_null(strstr(err.msg, "rename failed"));
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, "late.json");
+  struct stat sb;
+  assert_int_equal(stat(inner, &sb), 0);
+  rmdir(inner);
+}
+
+/* Writers of different files in one folder at once: each one's sweep must
+ * never take another's finished-but-not-yet-renamed file for a leftover. */
+static void test_writers_share_a_folder(void **state) {
+  (void)state;
+  enum { WRITERS = 4, WRITES = 150 };
+  pid_t pids[WRITERS];
+  for (int w = 0; w < WRITERS; w++) {
+    pids[w] = fork();
+    assert_true(pids[w] >= 0);
+    if (pids[w] == 0) {
+      char path[512];
+      nsl_error err = {0};
+      snprintf(path, sizeof path, "%s/w%d.txt", dir, w);
+      for (int i = 0; i < WRITES; i++)
+        if (nsl_write_file_atomic(path, "0123456789", 10, &err) != NSL_OK) {
+          fprintf(stderr, "writer %d, write %d: %s\n", w, i, err.msg);
+          _exit(1);
+        }
+      _exit(0);
+    }
+  }
+  for (int w = 0; w < WRITERS; w++) {
+    int status = 0;
+    assert_int_equal(waitpid(pids[w], &status, 0), pids[w]);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+  }
+  char ls[1024];
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, "w0.txt w1.txt w2.txt w3.txt");
+}
+
 static void test_mkdir_p(void **state) {
   (void)state;
   char path[512], file[512];
@@ -302,6 +359,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
       cmocka_unit_test_setup_teardown(test_mode_kept_read_only_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stale_temporaries_swept, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rename_fails, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_writers_share_a_folder, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
