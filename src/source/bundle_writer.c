@@ -38,7 +38,7 @@ struct nsl_bundle_writer {
   char tmp[NSL__TMPFILE_PATH_MAX];
   int lock_fd;                 /* flock on the target being replaced, or -1 */
   nsl__file_id replaced;       /* replace the target only if it is still this file (see _replaces) */
-  unsigned char *copy_buf;     /* add_file's buffer: zlib may point into it until the archive is freed */
+  unsigned char *copy_buf;     /* every byte reaches the zip writer from here: zlib may point into it until the archive is freed */
   struct archive *ar;
   struct archive_entry *entry;
   wmember *m;                  /* members written, in order */
@@ -259,14 +259,16 @@ nsl_status nsl_bundle_writer_begin(nsl_bundle_writer *w, const char *name, uint6
   return begin(w, name, size, comp, 0, err);
 }
 
-nsl_status nsl_bundle_writer_write(nsl_bundle_writer *w, const void *data, size_t len, nsl_error *err) {
-  if (!w->open)
-    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no member is open", w->target);
+/* Passes len bytes of w->copy_buf to the zip writer.  zlib keeps a pointer
+ * to the bytes it has not consumed when a write fails, and libarchive's
+ * cleanup still flushes them: so only the writer's own buffer, freed after
+ * the archive, is ever handed over. */
+static nsl_status write_buffered(nsl_bundle_writer *w, size_t len, nsl_error *err) {
   if (len > w->expect - w->written)
     return fail(w, err, NSL_ERR_ARG, "member '%s' gets more than the %llu bytes announced", w->cur_name,
                 (unsigned long long)w->expect);
-  sha256_update(&w->sha, len, data);
-  const char *p = data;
+  sha256_update(&w->sha, len, w->copy_buf);
+  const unsigned char *p = w->copy_buf;
   while (len > 0) {
     la_ssize_t n = archive_write_data(w->ar, p, len);
     if (n <= 0)
@@ -276,6 +278,31 @@ nsl_status nsl_bundle_writer_write(nsl_bundle_writer *w, const void *data, size_
     w->written += (uint64_t)n;
   }
   return NSL_OK;
+}
+
+/* w->copy_buf, allocated on first use. */
+static nsl_status need_buffer(nsl_bundle_writer *w, nsl_error *err) {
+  if (w->copy_buf == NULL && (w->copy_buf = malloc(COPY_CHUNK)) == NULL)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "cannot write '%s': out of memory", w->target);
+  return NSL_OK;
+}
+
+nsl_status nsl_bundle_writer_write(nsl_bundle_writer *w, const void *data, size_t len, nsl_error *err) {
+  if (!w->open)
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no member is open", w->target);
+  if (len > w->expect - w->written)
+    return fail(w, err, NSL_ERR_ARG, "member '%s' gets more than the %llu bytes announced", w->cur_name,
+                (unsigned long long)w->expect);
+  nsl_status st = need_buffer(w, err);
+  const char *p = data;
+  while (st == NSL_OK && len > 0) {   /* copied: the caller's bytes may be gone before the writer is */
+    size_t piece = len < COPY_CHUNK ? len : COPY_CHUNK;
+    memcpy(w->copy_buf, p, piece);
+    st = write_buffered(w, piece, err);
+    p += piece;
+    len -= piece;
+  }
+  return st;
 }
 
 nsl_status nsl_bundle_writer_end(nsl_bundle_writer *w, nsl_error *err) {
@@ -329,13 +356,9 @@ nsl_status nsl_bundle_writer_add_file(nsl_bundle_writer *w, const char *name, co
     st = nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': '%s' is not a regular file", w->target, path);
     goto done;
   }
-  /* The buffer belongs to the writer, not to this call: after a failed
-   * write zlib still points into it, and it must outlive the archive. */
-  if (w->copy_buf == NULL && (w->copy_buf = malloc(COPY_CHUNK)) == NULL) {
-    st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot write '%s': out of memory", w->target);
+  if ((st = need_buffer(w, err)) != NSL_OK)
     goto done;
-  }
-  buf = w->copy_buf;
+  buf = w->copy_buf;   /* read straight into the writer's buffer (see write_buffered) */
   uint64_t size = (uint64_t)sb.st_size, done = 0;
   if ((st = begin(w, name, size, comp, 0, err)) != NSL_OK)
     goto done;
@@ -352,7 +375,7 @@ nsl_status nsl_bundle_writer_add_file(nsl_bundle_writer *w, const char *name, co
       st = fail(w, err, NSL_ERR_IO, "'%s' shrank while it was copied", path);
       goto done;
     }
-    if ((st = nsl_bundle_writer_write(w, buf, (size_t)n, err)) != NSL_OK)
+    if ((st = write_buffered(w, (size_t)n, err)) != NSL_OK)
       goto done;
     done += (uint64_t)n;
   }
@@ -483,13 +506,8 @@ void nsl_bundle_writer_abort(nsl_bundle_writer *w) {
   if (w == NULL)
     return;
   w->discard = 1;   /* archive_write_free may still flush: drop it */
-  /* After a failed write the deflate stream still points at data the caller
-   * may have freed: mark the archive failed so that freeing it flushes
-   * nothing (a closed one has nothing left to flush anyway). */
   if (w->ar)
-    archive_write_fail(w->ar);
-  if (w->ar)
-    archive_write_free(w->ar);
+    archive_write_free(w->ar);   /* before copy_buf: it may still flush from it */
   if (w->entry)
     archive_entry_free(w->entry);
   nsl__tmpfile_abort(w->fd, w->tmp);
