@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages nsl builds and tests with (needs root or sudo).
 # Tests use sqlite3 (the SQL oracle), tmux (REPL through a terminal), chromium
-# (rendered notebooks checked in a real browser) and python3 (nbformat check).
+# (rendered notebooks checked in a real browser) and python3 (nbformat check);
+# clang and libfuzzer-14-dev build the fuzzing harnesses (scripts/fuzz.sh).
 set -euo pipefail
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -11,4 +12,4 @@ $SUDO apt-get install -y --no-install-recommends \
   build-essential cmake pkg-config ca-certificates \
   liblua5.4-dev libsqlite3-dev sqlite3 libarchive-dev libstb-dev libjansson-dev nettle-dev \
   zlib1g-dev libzstd-dev libsnappy-dev liblzma-dev libedit-dev fonts-dejavu-core \
-  libcmocka-dev zip unzip xz-utils tmux python3 chromium
+  libcmocka-dev zip unzip xz-utils tmux python3 chromium clang libfuzzer-14-dev

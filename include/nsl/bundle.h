@@ -174,7 +174,9 @@ typedef enum nsl_bundle_compression {
 } nsl_bundle_compression;
 
 /* Starts a bundle that will replace target (created in its folder under a
- * temporary name).  NSL_ERR_IO when the folder cannot be written. */
+ * temporary name, with the mode and owner of the target it replaces).
+ * Waits while another writer holds the target (see _replaces).  NSL_ERR_IO
+ * when the folder cannot be written or the target is read-only. */
 nsl_status nsl_bundle_writer_open(nsl_bundle_writer **out, const char *target, nsl_error *err);
 /* Adds a member from memory.  NSL_ERR_ARG for a bad or duplicate name or
  * "manifest.json" (the writer makes that one). */
@@ -191,6 +193,14 @@ nsl_status nsl_bundle_writer_begin(nsl_bundle_writer *w, const char *name, uint6
 nsl_status nsl_bundle_writer_write(nsl_bundle_writer *w, const void *data, size_t len,
                                    nsl_error *err);
 nsl_status nsl_bundle_writer_end(nsl_bundle_writer *w, nsl_error *err);
+/* Declares that w rewrites bundle b, read from w's own target (--embed):
+ * finish then renames over the target only if it is still the very file b
+ * read (same device, inode, size and modification time), and fails
+ * otherwise, so that no other writer's update is lost.  The writer also
+ * holds a lock on its target from open to finish: open the writer before
+ * opening b, and writers of one target take turns.  NSL_ERR_ARG for a
+ * bundle read from memory. */
+nsl_status nsl_bundle_writer_replaces(nsl_bundle_writer *w, const nsl_bundle *b, nsl_error *err);
 /* Deflate level, 1 (fastest) .. 9 (smallest); default 6.  Only before the
  * first member is added. */
 nsl_status nsl_bundle_writer_set_level(nsl_bundle_writer *w, int level, nsl_error *err);

@@ -284,12 +284,14 @@ end
 function M.store(path, name, files)
   local safe = tostring(name):gsub("%.lua$", ""):gsub("[^%w_%-%.]", "_")
   local prefix = "analyses/" .. safe .. "/"
-  local b, err = nsl.bundle_open(path)
-  if not b then return nil, err end
-  local w
-  w, err = nsl.bundle_writer(path)
-  if not w then
-    b:close()
+  -- the writer first: it waits for any other writer of this bundle, so
+  -- the bundle read next already holds that writer's results
+  local w, err = nsl.bundle_writer(path)
+  if not w then return nil, err end
+  local b
+  b, err = nsl.bundle_open(path)
+  if not b then
+    w:abort()
     return nil, err
   end
   local function fail(msg)
@@ -297,7 +299,9 @@ function M.store(path, name, files)
     b:close()
     return nil, msg
   end
-  local ok, aerr = w:copy(b, prefix)
+  local ok, aerr = w:replaces(b)
+  if not ok then return fail(aerr) end
+  ok, aerr = w:copy(b, prefix)
   if not ok then return fail(aerr) end
   local names = {}
   for _, f in ipairs(files) do

@@ -12,13 +12,15 @@ Out.__index = Out
 local severities = {info = 1, warning = 2, error = 3}
 function M.severity_rank(s) return severities[s] or 0 end
 
+-- Returns the object, or nil and a message when the --out folder cannot be
+-- made (a file of that name, no permission): the user's input, not a bug.
 function M.new(o)
   local self = setmetatable({analysis = o.analysis, format = o.format or "text", dir = o.dir, embed = o.embed,
                              trace = o.trace, items = {}, findings = {}, values = {}, files = {},
                              printed = 0}, Out)
   if self.dir then
     local ok, err = nsl.mkdir_p(self.dir)
-    if not ok then error(err, 0) end
+    if not ok then return nil, "--out: " .. tostring(err) end
   end
   return self
 end

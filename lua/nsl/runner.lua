@@ -188,8 +188,9 @@ function M.run(a, opts)
   elseif a.needs_trace ~= false then
     return fail(2, string.format("analysis '%s' needs a trace: nsl run %s TRACE...", a.name, a.name))
   end
-  local out = output.new{analysis = a.name, format = opts.format or "text", dir = opts.out,
-                         trace = trace, traces = opts.traces, embed = opts.embed}
+  local out, oerr = output.new{analysis = a.name, format = opts.format or "text", dir = opts.out,
+                               trace = trace, traces = opts.traces, embed = opts.embed}
+  if not out then return fail(1, oerr) end
   local ok, msg = xpcall(a.run, M.handler, trace, args, out)
   if not ok then
     out:flush()

@@ -96,12 +96,7 @@ int nsl__report(lua_State *L, int status) {
 }
 
 static int pmain(lua_State *L) {
-  luaL_openlibs(L);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushcfunction(L, luaopen_nsl_core);
-  lua_setfield(L, -2, "nsl.core");
-  lua_pop(L, 1);
-  nsl__install_searcher(L);
+  nsl__open_libs(L);
   return 0;
 }
 
@@ -117,6 +112,10 @@ lua_State *nsl__new_state(void) {
 }
 
 int main(int argc, char **argv) {
+  /* Past the file-size limit (ulimit -f) a write fails with EFBIG, which
+   * nsl reports and cleans up after (the temporary file removed, the target
+   * left as it was), rather than the process dying mid-write. */
+  signal(SIGXFSZ, SIG_IGN);
   if (argc < 2) {
     print_usage(stderr);
     return 2;

@@ -5,34 +5,78 @@
  * Basic outline:
  *   1. nsl__tmpfile_open(target, &fd, tmp, &err) creates an empty file
  *      "<dir>/.<name>.nsl-tmp-XXXXXX" in the target's folder (same file
- *      system, so the rename is atomic); the target is not touched.
+ *      system, so the rename is atomic); the target is not touched.  It
+ *      refuses a read-only target, gives the new file the mode and owner of
+ *      the target it will replace, and first removes the temporary files of
+ *      this naming in that folder whose writer is gone (killed).
  *   2. The caller writes through fd.
- *   3. nsl__tmpfile_commit(fd, tmp, target, &err) fsyncs, closes and renames
- *      the file over the target, then fsyncs the folder; on failure it
- *      removes the temporary file itself.  Or nsl__tmpfile_abort(fd, tmp)
+ *   3. nsl__tmpfile_commit(fd, tmp, target, expect, &err) fsyncs the file,
+ *      renames it over the target and closes it, then fsyncs the folder; on failure
+ *      it removes the temporary file itself.  Or nsl__tmpfile_abort(fd, tmp)
  *      closes and removes it.
  * Either way fd is closed and the temporary file is gone (renamed or
  * removed) when commit/abort returns.  Only a process killed between open
- * and commit can leave a temporary file behind; the target is never partial.
+ * and commit can leave a temporary file behind; the target is never partial,
+ * and the next write to that folder removes the leftover.
+ *
+ * A writer holds an exclusive flock on its temporary file while it lives:
+ * that is how the next writer tells a leftover (lock free: its writer is
+ * gone) from a file being written (locked).  The lock goes with the process,
+ * so kill -9 frees it.
+ *
+ * Read-modify-write (rewriting a file from its own old content, as --embed
+ * does) adds two steps: nsl__tmpfile_lock_target before reading serialises
+ * writers of the same target, and the identity of what was read, passed to
+ * commit, makes the rename a compare-and-swap: it fails with a clear error
+ * when the target is no longer the file that was read (a writer that did not
+ * lock, or a file system without locks).
  */
 #ifndef NSL_CORE_TMPFILE_H
 #define NSL_CORE_TMPFILE_H
+
+#include <stdint.h>
+#include <sys/stat.h>
 
 #include "nsl/nsl.h"
 
 #define NSL__TMPFILE_PATH_MAX 4096
 
-/* Creates the temporary file for target (mode 0666 & ~umask, O_EXCL,
- * close-on-exec).  tmp_path receives its name (NSL__TMPFILE_PATH_MAX
- * bytes).  NSL_ERR_IO when the folder is missing or not writable,
- * NSL_ERR_ARG when target names a folder or is too long. */
+/* Which file a path named when it was read: device, inode, size and
+ * modification time (ns).  known = 0: no expectation. */
+typedef struct nsl__file_id {
+  int known;
+  uint64_t dev, ino;
+  int64_t size, mtime_ns;
+} nsl__file_id;
+
+/* The identity of a file from its stat. */
+void nsl__file_id_of(const struct stat *st, nsl__file_id *id);
+
+/* Creates the temporary file for target (O_EXCL, close-on-exec, locked).
+ * For a new target its mode is 0666 & ~umask; over an existing one it gets
+ * that file's mode and (where permitted) owner and group.  tmp_path
+ * receives its name (NSL__TMPFILE_PATH_MAX bytes).  NSL_ERR_IO when the
+ * folder is missing or not writable or the target is read-only (no write
+ * permission bit), NSL_ERR_ARG when target names a folder or is too long. */
 nsl_status nsl__tmpfile_open(const char *target, int *fd, char *tmp_path, nsl_error *err);
 
-/* fsync + close + rename(tmp_path, target) + fsync of the folder.  On any
- * failure the temporary file is removed and the target is left as it was. */
-nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target, nsl_error *err);
+/* fsync + rename(tmp_path, target) + close + fsync of the folder.  With
+ * expect (may be NULL) known, the rename happens only if target is still
+ * that file; otherwise NSL_ERR_IO "changed while ...".  On any failure the
+ * temporary file is removed and the target is left as it was. */
+nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target, const nsl__file_id *expect,
+                               nsl_error *err);
 
 /* Closes fd (if >= 0) and removes tmp_path (if not empty).  Never fails. */
 void nsl__tmpfile_abort(int fd, const char *tmp_path);
+
+/* Waits (up to wait_ms) for an exclusive lock on the existing file target
+ * and returns its descriptor in *lock_fd (to close after commit or abort),
+ * -1 when target does not exist yet or its file system has no locks (then
+ * only the compare-and-swap of commit guards it).  The lock is taken on the
+ * file that target names once locked: a writer that renamed a new file over
+ * it while we waited makes us lock the new one.  NSL_ERR_IO when another
+ * process held it for all of wait_ms. */
+nsl_status nsl__tmpfile_lock_target(const char *target, int wait_ms, int *lock_fd, nsl_error *err);
 
 #endif

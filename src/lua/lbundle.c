@@ -289,6 +289,17 @@ static int writer_copy(lua_State *L) {
   return writer_result(L, nsl_bundle_copy_members(b, w, exclude, &err), &err);
 }
 
+/* w:replaces(bundle) -> true, or nil and a message: the writer rewrites
+ * bundle (opened from the writer's own target after the writer, which
+ * holds the target's lock); finish fails rather than lose an update if the
+ * file changed meanwhile. */
+static int writer_replaces(lua_State *L) {
+  nsl_bundle_writer *w = checkwriter(L, 1);
+  nsl_bundle *b = checkbundle(L, 2);
+  nsl_error err = {0};
+  return writer_result(L, nsl_bundle_writer_replaces(w, b, &err), &err);
+}
+
 /* w:sha256(name) -> hex digest of a member already written, or nil. */
 static int writer_sha256(lua_State *L) {
   const char *sha = nsl_bundle_writer_sha256(checkwriter(L, 1), luaL_checkstring(L, 2));
@@ -500,6 +511,7 @@ static const luaL_Reg bundle_methods[] = {{"path", bundle_path},     {"is_raw", 
                                           {"close", bundle_gc},      {NULL, NULL}};
 static const luaL_Reg writer_methods[] = {{"add", writer_add},       {"add_file", writer_add_file},
                                           {"copy", writer_copy},     {"sha256", writer_sha256},
+                                          {"replaces", writer_replaces},
                                           {"finish", writer_finish}, {"abort", writer_abort},
                                           {NULL, NULL}};
 static const luaL_Reg view_methods[] = {{"list", view_list}, {"read", view_read}, {"bundles", view_bundles},

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <lualib.h>
+
 #include "lua/embedded.h"
 #include "lua/lnsl.h"
 
@@ -130,7 +132,8 @@ static int l_load_embedded(lua_State *L) {
   return 1;
 }
 
-void nsl__install_searcher(lua_State *L) {
+/* Adds the searcher for embedded files and NSL_LUA_PATH after preload. */
+static void install_searcher(lua_State *L) {
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "searchers");
   lua_Integer n = luaL_len(L, -1);
@@ -183,6 +186,15 @@ static const luaL_Reg funcs[] = {{"fail", l_fail}, {"is_error", l_is_error}, {"v
                                  {"embedded", l_embedded}, {"load_embedded", l_load_embedded},
                                  {"embedded_file", l_embedded_file},
                                  {NULL, NULL}};
+
+void nsl__open_libs(lua_State *L) {
+  luaL_openlibs(L);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushcfunction(L, luaopen_nsl_core);
+  lua_setfield(L, -2, "nsl.core");
+  lua_pop(L, 1);
+  install_searcher(L);
+}
 
 int luaopen_nsl_core(lua_State *L) {
   luaL_newlib(L, funcs);

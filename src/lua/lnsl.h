@@ -73,7 +73,9 @@ int nsl__open_binning(lua_State *L);   /* bins, depths, spans, format_rows (lbin
 
 /* luaopen for the C core module ("nsl.core"). */
 int luaopen_nsl_core(lua_State *L);
-/* Installs the searcher for embedded Lua files and NSL_LUA_PATH. */
-void nsl__install_searcher(lua_State *L);
+/* Opens Lua's standard libraries and makes require find nsl.core and the
+ * Lua files (embedded, or under NSL_LUA_PATH): every state nsl runs starts
+ * so (the CLI's, the fuzzing harness's). */
+void nsl__open_libs(lua_State *L);
 
 #endif

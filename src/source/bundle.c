@@ -401,6 +401,7 @@ typedef struct cursor {
 struct nsl_bundle {
   char *path;
   int fd;                        /* -1 for an in-memory image */
+  nsl__file_id id;               /* of the file when opened (known = 0 for an image) */
   const unsigned char *mem;
   uint64_t size;                 /* bytes of the zip */
   nsl_bundle_options opts;
@@ -1087,6 +1088,11 @@ static nsl_status bundle_init(nsl_bundle *b, nsl_error *err) {
   return NSL_OK;
 }
 
+int nsl__bundle_file_id(const nsl_bundle *b, nsl__file_id *id) {
+  *id = b->id;
+  return b->id.known;
+}
+
 nsl_status nsl_bundle_open(nsl_bundle **out, const char *path, const nsl_bundle_options *opts,
                            nsl_error *err) {
   struct stat st_;
@@ -1111,6 +1117,7 @@ nsl_status nsl_bundle_open(nsl_bundle **out, const char *path, const nsl_bundle_
     goto fail;
   }
   b->size = (uint64_t)st_.st_size;
+  nsl__file_id_of(&st_, &b->id);
   if ((st = bundle_init(b, err)) != NSL_OK)
     goto fail;
   *out = b;

@@ -8,6 +8,7 @@
 #include <nettle/sha2.h>
 #include <stdint.h>
 
+#include "core/tmpfile.h"
 #include "nsl/bundle.h"
 
 #define NSL__BUNDLE_NAME_MAX 4096
@@ -34,6 +35,10 @@ void nsl__sha256_hex(struct sha256_ctx *ctx, char out[65]);
 /* 1 when name looks already compressed (.xz, .zst, .gz, .png, ...), so
  * deflating it again would only cost time. */
 int nsl__bundle_is_precompressed(const char *name);
+
+/* The identity of the file b was read from, as it was when opened; 0 for a
+ * bundle in memory (nothing to compare with). */
+int nsl__bundle_file_id(const nsl_bundle *b, nsl__file_id *id);
 
 /* "2025-11-25T22:09:00Z" for t (UTC). */
 void nsl__iso8601_utc(int64_t t, char out[32]);

@@ -24,6 +24,7 @@
 #endif
 
 #define COPY_CHUNK (256 * 1024)
+#define LOCK_WAIT_MS (10 * 60 * 1000)   /* how long a writer waits for another writer of its target */
 
 typedef struct wmember {
   char *name;
@@ -35,6 +36,9 @@ struct nsl_bundle_writer {
   char *target;
   int fd;
   char tmp[NSL__TMPFILE_PATH_MAX];
+  int lock_fd;                 /* flock on the target being replaced, or -1 */
+  nsl__file_id replaced;       /* replace the target only if it is still this file (see _replaces) */
+  unsigned char *copy_buf;     /* every byte reaches the zip writer from here: zlib may point into it until the archive is freed */
   struct archive *ar;
   struct archive_entry *entry;
   wmember *m;                  /* members written, in order */
@@ -158,7 +162,15 @@ nsl_status nsl_bundle_writer_open(nsl_bundle_writer **out, const char *target, n
   if (w == NULL)
     return nsl_error_set(err, NSL_ERR_NOMEM, "cannot write '%s': out of memory", target ? target : "");
   w->fd = -1;
+  w->lock_fd = -1;
+  /* Writers of one target take turns: a second --embed reads the bundle the
+   * first one wrote, and no update is lost. */
+  if ((st = nsl__tmpfile_lock_target(target, LOCK_WAIT_MS, &w->lock_fd, err)) != NSL_OK) {
+    free(w);
+    return st;
+  }
   if ((st = nsl__tmpfile_open(target, &w->fd, w->tmp, err)) != NSL_OK) {
+    if (w->lock_fd >= 0) close(w->lock_fd);
     free(w);
     return st;
   }
@@ -247,14 +259,16 @@ nsl_status nsl_bundle_writer_begin(nsl_bundle_writer *w, const char *name, uint6
   return begin(w, name, size, comp, 0, err);
 }
 
-nsl_status nsl_bundle_writer_write(nsl_bundle_writer *w, const void *data, size_t len, nsl_error *err) {
-  if (!w->open)
-    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no member is open", w->target);
+/* Passes len bytes of w->copy_buf to the zip writer.  zlib keeps a pointer
+ * to the bytes it has not consumed when a write fails, and libarchive's
+ * cleanup still flushes them: so only the writer's own buffer, freed after
+ * the archive, is ever handed over. */
+static nsl_status write_buffered(nsl_bundle_writer *w, size_t len, nsl_error *err) {
   if (len > w->expect - w->written)
     return fail(w, err, NSL_ERR_ARG, "member '%s' gets more than the %llu bytes announced", w->cur_name,
                 (unsigned long long)w->expect);
-  sha256_update(&w->sha, len, data);
-  const char *p = data;
+  sha256_update(&w->sha, len, w->copy_buf);
+  const unsigned char *p = w->copy_buf;
   while (len > 0) {
     la_ssize_t n = archive_write_data(w->ar, p, len);
     if (n <= 0)
@@ -264,6 +278,31 @@ nsl_status nsl_bundle_writer_write(nsl_bundle_writer *w, const void *data, size_
     w->written += (uint64_t)n;
   }
   return NSL_OK;
+}
+
+/* w->copy_buf, allocated on first use. */
+static nsl_status need_buffer(nsl_bundle_writer *w, nsl_error *err) {
+  if (w->copy_buf == NULL && (w->copy_buf = malloc(COPY_CHUNK)) == NULL)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "cannot write '%s': out of memory", w->target);
+  return NSL_OK;
+}
+
+nsl_status nsl_bundle_writer_write(nsl_bundle_writer *w, const void *data, size_t len, nsl_error *err) {
+  if (!w->open)
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no member is open", w->target);
+  if (len > w->expect - w->written)
+    return fail(w, err, NSL_ERR_ARG, "member '%s' gets more than the %llu bytes announced", w->cur_name,
+                (unsigned long long)w->expect);
+  nsl_status st = need_buffer(w, err);
+  const char *p = data;
+  while (st == NSL_OK && len > 0) {   /* copied: the caller's bytes may be gone before the writer is */
+    size_t piece = len < COPY_CHUNK ? len : COPY_CHUNK;
+    memcpy(w->copy_buf, p, piece);
+    st = write_buffered(w, piece, err);
+    p += piece;
+    len -= piece;
+  }
+  return st;
 }
 
 nsl_status nsl_bundle_writer_end(nsl_bundle_writer *w, nsl_error *err) {
@@ -317,11 +356,9 @@ nsl_status nsl_bundle_writer_add_file(nsl_bundle_writer *w, const char *name, co
     st = nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': '%s' is not a regular file", w->target, path);
     goto done;
   }
-  buf = malloc(COPY_CHUNK);
-  if (buf == NULL) {
-    st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot write '%s': out of memory", w->target);
+  if ((st = need_buffer(w, err)) != NSL_OK)
     goto done;
-  }
+  buf = w->copy_buf;   /* read straight into the writer's buffer (see write_buffered) */
   uint64_t size = (uint64_t)sb.st_size, done = 0;
   if ((st = begin(w, name, size, comp, 0, err)) != NSL_OK)
     goto done;
@@ -338,7 +375,7 @@ nsl_status nsl_bundle_writer_add_file(nsl_bundle_writer *w, const char *name, co
       st = fail(w, err, NSL_ERR_IO, "'%s' shrank while it was copied", path);
       goto done;
     }
-    if ((st = nsl_bundle_writer_write(w, buf, (size_t)n, err)) != NSL_OK)
+    if ((st = write_buffered(w, (size_t)n, err)) != NSL_OK)
       goto done;
     done += (uint64_t)n;
   }
@@ -352,9 +389,14 @@ nsl_status nsl_bundle_writer_add_file(nsl_bundle_writer *w, const char *name, co
   }
   st = nsl_bundle_writer_end(w, err);
 done:
-  free(buf);
   close(fd);
   return st;
+}
+
+nsl_status nsl_bundle_writer_replaces(nsl_bundle_writer *w, const nsl_bundle *b, nsl_error *err) {
+  if (!nsl__bundle_file_id(b, &w->replaced))
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': the bundle given is not a file", w->target);
+  return NSL_OK;
 }
 
 nsl_status nsl_bundle_writer_set_level(nsl_bundle_writer *w, int level, nsl_error *err) {
@@ -444,7 +486,7 @@ nsl_status nsl_bundle_writer_finish(nsl_bundle_writer *w, const json_t *manifest
     st = nsl_error_set(err, NSL_ERR_IO, "%s: %s", prefix, ar_reason(w));
     goto fail;
   }
-  st = nsl__tmpfile_commit(w->fd, w->tmp, w->target, err);
+  st = nsl__tmpfile_commit(w->fd, w->tmp, w->target, &w->replaced, err);
   w->fd = -1;
   w->tmp[0] = '\0';
   if (st != NSL_OK)
@@ -465,10 +507,13 @@ void nsl_bundle_writer_abort(nsl_bundle_writer *w) {
     return;
   w->discard = 1;   /* archive_write_free may still flush: drop it */
   if (w->ar)
-    archive_write_free(w->ar);
+    archive_write_free(w->ar);   /* before copy_buf: it may still flush from it */
   if (w->entry)
     archive_entry_free(w->entry);
   nsl__tmpfile_abort(w->fd, w->tmp);
+  if (w->lock_fd >= 0)
+    close(w->lock_fd);   /* after the rename: the next writer reads what we wrote */
+  free(w->copy_buf);
   for (size_t i = 0; i < w->n; i++)
     free(w->m[i].name);
   free(w->m);

@@ -81,19 +81,36 @@ static int is_offload(const nsl_hlo *h, const nsl_hlo_instruction *in) {
   return 0;
 }
 
+/* One search of the computations an instruction calls: each computation is
+ * searched once and its answer kept, since modules share computations (a
+ * DAG) and a hostile one may call the same computation from every
+ * instruction of a long chain (exponential without the memo) or call itself
+ * (a cycle: the computation being searched counts as holding nothing). */
+typedef struct comm_search {
+  const nsl_hlo *h;
+  unsigned char *state;              /* per computation: 0 not seen, 1 being searched, 2 done */
+  const nsl_hlo_instruction **found; /* per computation, once done */
+} comm_search;
+
 /* The collective (or offload) inside the computations called by `comp_id`, depth-first. */
-static const nsl_hlo_instruction *find_comm(const nsl_hlo *h, int64_t comp_id, int depth) {
-  const nsl_hlo_computation *c = nsl_hlo_find_computation(h, comp_id);
+static const nsl_hlo_instruction *find_comm(comm_search *s, int64_t comp_id, int depth) {
+  const nsl_hlo_computation *c = nsl_hlo_find_computation(s->h, comp_id);
   const nsl_hlo_instruction *found = NULL;
   if (!c || depth > 64) return NULL;
+  size_t ci = (size_t)(c - s->h->module.computations);
+  if (s->state[ci] == 1) return NULL;
+  if (s->state[ci] == 2) return s->found[ci];
+  s->state[ci] = 1;
   for (int64_t i = 0; i < c->ninstructions; i++) {
     const nsl_hlo_instruction *in = &c->instructions[i];
     for (int64_t k = 0; k < in->ncalled_computation_ids; k++) {
-      const nsl_hlo_instruction *f = find_comm(h, in->called_computation_ids[k], depth + 1);
+      const nsl_hlo_instruction *f = find_comm(s, in->called_computation_ids[k], depth + 1);
       if (f) found = f;
     }
-    if (in_set(in->opcode, comm_ops) || is_offload(h, in)) found = in;
+    if (in_set(in->opcode, comm_ops) || is_offload(s->h, in)) found = in;
   }
+  s->state[ci] = 2;
+  s->found[ci] = found;
   return found;
 }
 
@@ -114,11 +131,17 @@ void nsl_hlo_comm_info(const nsl_hlo *h, const nsl_hlo_instruction *inst, nsl_hl
   out->bytes = -1;
   const nsl_hlo_instruction *c = NULL;
   if (in_set(inst->opcode, comm_ops) || in_set(inst->opcode, comm_start_ops)) c = inst;
-  else if (strcmp(inst->opcode, "async-start") == 0 || strcmp(inst->opcode, "fusion") == 0)
-    for (int64_t k = 0; k < inst->ncalled_computation_ids; k++) {
-      const nsl_hlo_instruction *f = find_comm(h, inst->called_computation_ids[k], 0);
+  else if ((strcmp(inst->opcode, "async-start") == 0 || strcmp(inst->opcode, "fusion") == 0) &&
+           h->module.ncomputations > 0) {
+    size_t n = (size_t)h->module.ncomputations;
+    comm_search s = {h, calloc(n, 1), calloc(n, sizeof *s.found)};
+    for (int64_t k = 0; s.state && s.found && k < inst->ncalled_computation_ids; k++) {
+      const nsl_hlo_instruction *f = find_comm(&s, inst->called_computation_ids[k], 0);
       if (f) c = f;
     }
+    free(s.state);
+    free(s.found);
+  }
   if (!c) return;
   out->is_comm = 1;
   out->opcode = c->opcode;

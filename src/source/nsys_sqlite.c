@@ -92,6 +92,7 @@ typedef struct col_map {
   map_kind kind;
   const char *src[4];       /* candidate nsys columns, first present wins */
   const enum_def *en;
+  int required;             /* a load that asks for it fails when the table has none of src (see build_select) */
 } col_map;
 
 typedef struct table_map {
@@ -145,14 +146,17 @@ static const enum_def en_sync = {"ENUM_CUPTI_SYNC_TYPE", "CUPTI_ACTIVITY_SYNCHRO
 static const enum_def en_memop = {"ENUM_CUDA_DEV_MEM_EVENT_OPER", "CUDA_DEV_MEM_EVENT_OPR_", mem_ops};
 static const enum_def en_overhead = {"ENUM_CUPTI_OVERHEAD_TYPE", "OVERHEAD_", overhead_kinds};
 
-#define C1(m, k, a) {m, k, {a, NULL}, NULL}
-#define C2(m, k, a, b) {m, k, {a, b, NULL}, NULL}
-#define CE(m, a, e) {m, M_ENUM, {a, NULL}, e}
-#define CEND {NULL, M_INT, {NULL}, NULL}
+#define C1(m, k, a) {m, k, {a, NULL}, NULL, 0}
+#define C2(m, k, a, b) {m, k, {a, b, NULL}, NULL, 0}
+#define CE(m, a, e) {m, M_ENUM, {a, NULL}, e, 0}
+/* A column every version of its nsys table has had (the times of an event):
+ * its absence means a damaged or hand-edited export, never an older schema. */
+#define CREQ(m, a) {m, M_INT, {a, NULL}, NULL, 1}
+#define CEND {NULL, M_INT, {NULL}, NULL, 0}
 #define GPU_ACTIVITY_COMMON                                                                        \
   C1("pid", M_PID, "globalPid"), C1("device", M_INT, "deviceId"), C1("context", M_INT, "contextId"), \
-      C1("stream", M_INT, "streamId"), C1("corr", M_INT, "correlationId"), C1("start", M_INT, "start"), \
-      C1("stop", M_INT, "end")
+      C1("stream", M_INT, "streamId"), C1("corr", M_INT, "correlationId"), CREQ("start", "start"), \
+      CREQ("stop", "end")
 
 static const col_map kernel_cols[] = {
     GPU_ACTIVITY_COMMON,
@@ -194,15 +198,15 @@ static const col_map memset_cols[] = {
 
 static const col_map api_cols[] = {
     C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"),  C1("corr", M_INT, "correlationId"),
-    C1("start", M_INT, "start"),   C1("stop", M_INT, "end"),        C1("name", M_API_NAME, "nameId"),
+    CREQ("start", "start"),        CREQ("stop", "end"),             C1("name", M_API_NAME, "nameId"),
     C1("ret", M_INT, "returnValue"), C1("callchain", M_INT, "callchainId"),
-    {"source", M_SOURCE, {NULL}, NULL}, CEND};
+    {"source", M_SOURCE, {NULL}, NULL, 0}, CEND};
 
 static const col_map nvtx_cols[] = {
     C1("pid", M_PID, "globalTid"),
     C1("tid", M_TID, "globalTid"),
-    C1("start", M_INT, "start"),
-    C1("stop", M_INT, "end"),
+    CREQ("start", "start"),
+    CREQ("stop", "end"),
     C2("text", M_NVTX_TEXT, "text", "textId"),
     C1("domain", M_NVTX_DOMAIN, "domainId"),
     C1("kind", M_NVTX_KIND, "eventType"),
@@ -215,13 +219,13 @@ static const col_map nvtx_cols[] = {
 /* syncType; deprecatedSyncType appeared next to it in 2025 and is NULL there. */
 static const col_map sync_cols[] = {
     GPU_ACTIVITY_COMMON,
-    {"kind", M_ENUM, {"syncType", "deprecatedSyncType", NULL}, &en_sync},
+    {"kind", M_ENUM, {"syncType", "deprecatedSyncType", NULL}, &en_sync, 0},
     C1("event", M_INT, "eventId"),
     CEND};
 
 static const col_map osrt_cols[] = {
-    C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"), C1("start", M_INT, "start"),
-    C1("stop", M_INT, "end"),      C1("name", M_STR, "nameId"),    C1("ret", M_INT, "returnValue"),
+    C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"), CREQ("start", "start"),
+    CREQ("stop", "end"),           C1("name", M_STR, "nameId"),    C1("ret", M_INT, "returnValue"),
     C1("callchain", M_INT, "callchainId"), CEND};
 
 static const col_map memory_cols[] = {
@@ -229,7 +233,7 @@ static const col_map memory_cols[] = {
     C1("device", M_INT, "deviceId"),
     C1("stream", M_INT, "streamId"),
     C1("corr", M_INT, "correlationId"),
-    C1("start", M_INT, "start"),
+    CREQ("start", "start"),
     C1("address", M_INT, "address"),
     C1("bytes", M_INT, "bytes"),
     CE("op", "memoryOperationType", &en_memop),
@@ -239,11 +243,11 @@ static const col_map memory_cols[] = {
 
 static const col_map overhead_cols[] = {
     C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"), C1("corr", M_INT, "correlationId"),
-    C1("start", M_INT, "start"),   C1("stop", M_INT, "end"),        C1("name", M_STR, "nameId"),
+    CREQ("start", "start"),        CREQ("stop", "end"),             C1("name", M_STR, "nameId"),
     CE("kind", "overheadType", &en_overhead), CEND};
 
 static const col_map sample_cols[] = {
-    C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"), C1("time", M_INT, "start"),
+    C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"), CREQ("time", "start"),
     C1("stack", M_INT, "id"),      C1("cpu", M_INT, "cpu"),         CEND};
 
 static const col_map frame_cols[] = {
@@ -269,7 +273,7 @@ static const col_map cuda_gpu_cols[] = {
     C2("device", M_INT, "deviceId", "id"),
     C1("name", M_TEXT, "name"),
     C2("sm_count", M_INT, "numMultiprocessors", "smCount"),
-    {"memory", M_INT, {"totalGlobalMem", "globalMemorySize", "totalMemory", NULL}, NULL},
+    {"memory", M_INT, {"totalGlobalMem", "globalMemorySize", "totalMemory", NULL}, NULL, 0},
     C2("bandwidth", M_INT, "globalMemoryBandwidth", "memoryBandwidth"),
     C2("clock", M_INT, "coreClockRate", "clockRate"),
     C2("compute_capability", M_CC, "computeCapabilityMajor", "computeCapabilityMinor"),
@@ -388,7 +392,8 @@ static nsl_status sql_error_on(nsys_src *s, sqlite3 *db, int rc, const char *wha
     return nsl_error_set(err, NSL_ERR_FORMAT, "'%s' is truncated or corrupt: reading %s: %s", s->label, what,
                          sqlite3_errstr(rc));
   if (prim == SQLITE_NOMEM) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading '%s' (%s)", s->label, what);
-  return nsl_error_set(err, NSL_ERR_FORMAT, "'%s': %s: %s", s->label, what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  return nsl_error_set(err, NSL_ERR_FORMAT, "'%s': reading %s: %s", s->label, what,
+                       db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 }
 
 static nsl_status sql_error(nsys_src *s, int rc, const char *what, nsl_error *err) {
@@ -406,7 +411,7 @@ static nsl_status load_columns(nsys_src *s, table_info *t, nsl_error *err) {
   if (t->loaded) return NSL_OK;
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(s->db, "SELECT name FROM pragma_table_info(?1)", -1, &st, NULL);
-  if (rc != SQLITE_OK) return sql_error(s, rc, "reading the schema", err);
+  if (rc != SQLITE_OK) return sql_error(s, rc, "the schema", err);
   sqlite3_bind_text(st, 1, t->name, -1, SQLITE_STATIC);
   nsl_status out = NSL_OK;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -424,7 +429,7 @@ static nsl_status load_columns(nsys_src *s, table_info *t, nsl_error *err) {
     }
     t->ncols++;
   }
-  if (out == NSL_OK && rc != SQLITE_DONE) out = sql_error(s, rc, "reading the schema", err);
+  if (out == NSL_OK && rc != SQLITE_DONE) out = sql_error(s, rc, "the schema", err);
   sqlite3_finalize(st);
   if (out == NSL_OK) t->loaded = 1;
   return out;
@@ -470,15 +475,36 @@ static nsl_status pick_map(nsys_src *s, const char *name, const table_map **out,
 
 /* ---- StringIds ----------------------------------------------------------- */
 
+/* Frees what a read of StringIds holds and marks it unread, so that a read
+ * that failed part-way leaves no half-set state behind (the next load reads
+ * again and meets the same error, instead of using arrays never allocated). */
+static void strings_free(nsys_src *s) {
+  free(s->str_id);
+  free(s->str_off);
+  free(s->str_len);
+  free(s->str_data);
+  free(s->dense);
+  free(s->map);
+  free(s->map_api);
+  s->str_id = s->str_off = NULL;
+  s->str_len = s->dense = s->map = s->map_api = NULL;
+  s->str_data = NULL;
+  s->nstr = s->ndense = 0;
+  s->strings_state = 0;
+}
+
+/* Reads StringIds once; marked read only when every array is in place. */
 static nsl_status load_strings(nsys_src *s, nsl_error *err) {
   if (s->strings_state) return NSL_OK;
-  s->strings_state = 1;
-  if (!find_table(s, "StringIds")) return NSL_OK;   /* no strings: every id resolves to NULL */
+  if (!find_table(s, "StringIds")) {   /* no strings: every id resolves to NULL */
+    s->strings_state = 1;
+    return NSL_OK;
+  }
   sqlite3_stmt *st = NULL;
   int64_t cap = 0, dcap = 0, dlen = 0;
   nsl_status out = NSL_OK;
   int rc = sqlite3_prepare_v2(s->db, "SELECT id, value FROM StringIds", -1, &st, NULL);
-  if (rc != SQLITE_OK) return sql_error(s, rc, "reading StringIds", err);
+  if (rc != SQLITE_OK) return sql_error(s, rc, "StringIds", err);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     if (sqlite3_column_type(st, 0) != SQLITE_INTEGER) continue;
     int64_t id = sqlite3_column_int64(st, 0);
@@ -513,7 +539,7 @@ static nsl_status load_strings(nsys_src *s, nsl_error *err) {
     dlen += len + 1;
   }
   if (rc != SQLITE_DONE) {
-    out = sql_error(s, rc, "reading StringIds", err);
+    out = sql_error(s, rc, "StringIds", err);
     goto done;
   }
   /* ids are the rowid: ascending.  Dense ids get a direct index. */
@@ -537,6 +563,8 @@ nomem:
   out = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading StringIds of '%s'", s->label);
 done:
   sqlite3_finalize(st);
+  if (out == NSL_OK) s->strings_state = 1;
+  else strings_free(s);
   return out;
 }
 
@@ -809,6 +837,9 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
         sb_add(b, num);
       } else {
         if (cm) c = pick_column(t, cm, w);
+        if (!c && cm && cm->required)
+          return nsl_error_set(err, NSL_ERR_FORMAT, "'%s': table %s has no column '%s' (needed for %s.%s)", s->label,
+                               m->sources[k], cm->src[0], m->model, cm->model);
         if (c) sb_ident(b, c);
         else sb_add(b, "NULL");
       }
@@ -1702,13 +1733,7 @@ static void nsys_close(void *p) {
     free(s->tables[i].cols);
   }
   free(s->tables);
-  free(s->str_id);
-  free(s->str_off);
-  free(s->str_len);
-  free(s->str_data);
-  free(s->dense);
-  free(s->map);
-  free(s->map_api);
+  strings_free(s);
   free(s);
 }
 
@@ -1811,7 +1836,7 @@ static nsl_status finish_open(nsys_src *s, nsl_report_info *info, nsl_error *err
     if ((rc & 0xff) == SQLITE_NOTADB)
       return nsl_error_set(err, NSL_ERR_FORMAT, "'%s' is not an nsys SQLite export: file is not a database",
                            s->label);
-    return sql_error(s, rc, "reading the table list", err);
+    return sql_error(s, rc, "the table list", err);
   }
   nsl_status out = NSL_OK;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1830,7 +1855,7 @@ static nsl_status finish_open(nsys_src *s, nsl_report_info *info, nsl_error *err
     }
     s->ntables++;
   }
-  if (out == NSL_OK && rc != SQLITE_DONE) out = sql_error(s, rc, "reading the table list", err);
+  if (out == NSL_OK && rc != SQLITE_DONE) out = sql_error(s, rc, "the table list", err);
   sqlite3_finalize(st);
   if (out != NSL_OK) return out;
 
@@ -2067,7 +2092,7 @@ nsl_status nsl_nsys_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx,
       break;
     }
   }
-  if (rc != SQLITE_DONE) out = sql_error(s, rc, "SQL", err);
+  if (rc != SQLITE_DONE) out = sql_error(s, rc, "the query", err);
 done:
   free(names);
   free(vals);

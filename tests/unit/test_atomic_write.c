@@ -2,10 +2,12 @@
  * test_atomic_write.c -- nsl_write_file_atomic: the target holds either its
  * old content or all the new bytes, and no temporary file outlives a call,
  * whether it succeeds or fails (missing folder, target that is a folder, a
- * write cut short by the file-size limit).
+ * write cut short by the file-size limit); a replaced file keeps its mode, a
+ * read-only one is refused, and a killed writer's leftover is swept.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,12 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "core/tmpfile.h"
 #include "nsl/nsl_io.h"
 
 static char dir[256];
@@ -138,9 +143,9 @@ static void test_target_is_a_folder(void **state) {
   nsl_error err = {0};
   snprintf(path, sizeof path, "%s/sub", dir);
   assert_int_equal(mkdir(path, 0755), 0);
-  /* everything is written, then the rename fails: the temporary goes */
-  assert_int_equal(nsl_write_file_atomic(path, "data", 4, &err), NSL_ERR_IO);
-  assert_non_null(strstr(err.msg, "renaming"));
+  /* refused before anything is written: no temporary is made */
+  assert_int_equal(nsl_write_file_atomic(path, "data", 4, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "not a regular file"));
   listing(ls, sizeof ls);
   assert_string_equal(ls, "sub");
   struct stat sb;
@@ -199,6 +204,126 @@ static void test_write_cut_short(void **state) {
   assert_string_equal(ls, "keep.bin");
 }
 
+/* A file replaced keeps its mode (a private 0600 file stays private); a
+ * read-only one (no write bit: root too) is refused and left as it was. */
+static void test_mode_kept_read_only_refused(void **state) {
+  (void)state;
+  char path[512], ls[1024];
+  nsl_error err = {0};
+  struct stat sb;
+  size_t len;
+  snprintf(path, sizeof path, "%s/private.json", dir);
+  assert_int_equal(nsl_write_file_atomic(path, "one", 3, &err), NSL_OK);
+  const mode_t modes[] = {0600, 0640, 0604};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(chmod(path, modes[i]), 0);
+    assert_int_equal(nsl_write_file_atomic(path, "two", 3, &err), NSL_OK);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, modes[i]);
+    assert_int_equal(sb.st_uid, geteuid());
+  }
+  assert_int_equal(chmod(path, 0444), 0);
+  assert_int_equal(nsl_write_file_atomic(path, "three", 5, &err), NSL_ERR_IO);
+  assert_non_null(strstr(err.msg, path));
+  assert_non_null(strstr(err.msg, "read-only"));
+  char *got = slurp(path, &len);
+  assert_int_equal(len, 3);
+  assert_memory_equal(got, "two", 3);
+  free(got);
+  assert_int_equal(stat(path, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0444);
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, "private.json");
+  chmod(path, 0644);
+}
+
+/* The temporary file of a killed writer (ours by its name, its lock free)
+ * is removed by the next write to the folder; one whose writer lives (the
+ * lock held) and files of other names are left alone. */
+static void test_stale_temporaries_swept(void **state) {
+  (void)state;
+  char p[512], ls[1024];
+  nsl_error err = {0};
+  const char *names[] = {".a.zip.nsl-tmp-k3x9q0", ".b.json.nsl-tmp-000000", ".live.zip.nsl-tmp-abcdef",
+                         ".c.nsl-tmp-ABCDEF", "d.nsl-tmp-abcdef", ".e.nsl-tmp-abc"};
+  int live = -1;
+  for (int i = 0; i < 6; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+    int f = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    assert_true(f >= 0);
+    assert_int_equal(write(f, "partial", 7), 7);
+    if (i == 2) {
+      assert_int_equal(flock(f, LOCK_EX), 0);   /* a writer at work */
+      live = f;
+    } else {
+      close(f);
+    }
+  }
+  snprintf(p, sizeof p, "%s/out.txt", dir);
+  assert_int_equal(nsl_write_file_atomic(p, "x", 1, &err), NSL_OK);
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, ".c.nsl-tmp-ABCDEF .e.nsl-tmp-abc .live.zip.nsl-tmp-abcdef d.nsl-tmp-abcdef out.txt");
+  close(live);   /* that writer is gone now: the next write removes it */
+  assert_int_equal(nsl_write_file_atomic(p, "y", 1, &err), NSL_OK);
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, ".c.nsl-tmp-ABCDEF .e.nsl-tmp-abc d.nsl-tmp-abcdef out.txt");
+}
+
+/* The rename fails at commit (a folder took the target's name while the
+ * bytes were written): the error says so, the temporary file goes, and what
+ * holds the name is left as it is. */
+static void test_rename_fails(void **state) {
+  (void)state;
+  char path[512], inner[600], tmp[NSL__TMPFILE_PATH_MAX], ls[1024];
+  nsl_error err = {0};
+  int fd;
+  snprintf(path, sizeof path, "%s/late.json", dir);
+  assert_int_equal(nsl__tmpfile_open(path, &fd, tmp, &err), NSL_OK);
+  assert_int_equal(write(fd, "{}", 2), 2);
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(inner, sizeof inner, "%s/keep", path);
+  assert_int_equal(mkdir(inner, 0755), 0);   /* not empty: rename cannot replace it */
+  assert_int_equal(nsl__tmpfile_commit(fd, tmp, path, NULL, &err), NSL_ERR_IO);
+  assert_non_null(strstr(err.msg, "rename failed"));
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, "late.json");
+  struct stat sb;
+  assert_int_equal(stat(inner, &sb), 0);
+  rmdir(inner);
+}
+
+/* Writers of different files in one folder at once: each one's sweep must
+ * never take another's finished-but-not-yet-renamed file for a leftover. */
+static void test_writers_share_a_folder(void **state) {
+  (void)state;
+  enum { WRITERS = 4, WRITES = 150 };
+  pid_t pids[WRITERS];
+  for (int w = 0; w < WRITERS; w++) {
+    pids[w] = fork();
+    assert_true(pids[w] >= 0);
+    if (pids[w] == 0) {
+      char path[512];
+      nsl_error err = {0};
+      snprintf(path, sizeof path, "%s/w%d.txt", dir, w);
+      for (int i = 0; i < WRITES; i++)
+        if (nsl_write_file_atomic(path, "0123456789", 10, &err) != NSL_OK) {
+          fprintf(stderr, "writer %d, write %d: %s\n", w, i, err.msg);
+          _exit(1);
+        }
+      _exit(0);
+    }
+  }
+  for (int w = 0; w < WRITERS; w++) {
+    int status = 0;
+    assert_int_equal(waitpid(pids[w], &status, 0), pids[w]);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+  }
+  char ls[1024];
+  listing(ls, sizeof ls);
+  assert_string_equal(ls, "w0.txt w1.txt w2.txt w3.txt");
+}
+
 static void test_mkdir_p(void **state) {
   (void)state;
   char path[512], file[512];
@@ -232,6 +357,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
       cmocka_unit_test_setup_teardown(test_write_cut_short, setup, teardown),
       cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_mode_kept_read_only_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stale_temporaries_swept, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rename_fails, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_writers_share_a_folder, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

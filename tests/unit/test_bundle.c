@@ -1319,7 +1319,7 @@ static void test_tmpfile(void **state) {
   assert_true(strstr(tmp, "atomic/.out.bin.nsl-tmp-") != NULL);
   assert_int_equal(write(fd, "new", 3), 3);
   assert_int_equal(access(target, F_OK), -1);   /* not there before commit */
-  assert_int_equal(nsl__tmpfile_commit(fd, tmp, target, &err), NSL_OK);
+  assert_int_equal(nsl__tmpfile_commit(fd, tmp, target, NULL, &err), NSL_OK);
   size_t len;
   unsigned char *p = slurp(target, &len);
   assert_int_equal(len, 3);
@@ -1354,6 +1354,66 @@ static void expect_untouched(const char *dir, const char *target) {
   assert_int_equal(len, 3);
   assert_memory_equal(p, "old", 3);
   free(p);
+}
+
+/* A bundle rewritten from itself (--embed): the writer locks the target,
+ * so a second writer waits and then reads the first one's result; and the
+ * rename is a compare-and-swap on the file read, so a program that replaced
+ * the bundle without the lock makes the rewrite fail instead of losing its
+ * update. */
+static void test_writer_replaces(void **state) {
+  (void)state;
+  mkdir(tpath("cas"), 0755);
+  char target[1024];
+  snprintf(target, sizeof target, "%s", tpath("cas/b.zip"));
+  nsl_error err = {0};
+  nsl_bundle_writer *w, *w2;
+  assert_int_equal(nsl_bundle_writer_open(&w, target, &err), NSL_OK);
+  assert_int_equal(add_text(w, "meta/a.txt", "a", &err), NSL_OK);
+  assert_int_equal(nsl_bundle_writer_finish(w, NULL, &err), NSL_OK);
+
+  /* rewrite: replaced by another program between read and rename */
+  assert_int_equal(nsl_bundle_writer_open(&w, target, &err), NSL_OK);
+  nsl_bundle *b = NULL;
+  assert_int_equal(nsl_bundle_open(&b, target, NULL, &err), NSL_OK);
+  assert_int_equal(nsl_bundle_writer_replaces(w, b, &err), NSL_OK);
+  assert_int_equal(nsl_bundle_copy_members(b, w, NULL, &err), NSL_OK);
+  assert_int_equal(add_text(w, "analyses/x/results.json", "{}", &err), NSL_OK);
+  size_t len;
+  unsigned char *theirs = slurp(target, &len);
+  spit(tpath("cas/other.zip"), theirs, len);
+  assert_int_equal(rename(tpath("cas/other.zip"), target), 0);   /* what a writer without the lock does */
+  assert_int_equal(nsl_bundle_writer_finish(w, nsl_bundle_manifest(b), &err), NSL_ERR_IO);
+  assert_msg_has(err, "changed while it was being rewritten");
+  nsl_bundle_close(b);
+  char *l = listing(tpath("cas"));
+  assert_string_equal(l, "b.zip\n");   /* theirs kept, no temporary */
+  free(l);
+  free(theirs);
+
+  /* the lock: a second writer of the same target waits for the first
+   * (here: it gives up after its wait; in nsl the wait is minutes) */
+  assert_int_equal(nsl_bundle_writer_open(&w, target, &err), NSL_OK);
+  int fd = -1;
+  assert_int_equal(nsl__tmpfile_lock_target(target, 200, &fd, &err), NSL_ERR_IO);
+  assert_msg_has(err, "another process is writing it");
+  assert_int_equal(fd, -1);
+  nsl_bundle_writer_abort(w);
+  assert_int_equal(nsl__tmpfile_lock_target(target, 200, &fd, &err), NSL_OK);   /* free again */
+  assert_true(fd >= 0);
+  close(fd);
+  /* a writer that replaced the file while another waited: the waiter locks
+   * the new file, not the old one */
+  assert_int_equal(nsl_bundle_writer_open(&w, target, &err), NSL_OK);
+  assert_int_equal(add_text(w, "meta/b.txt", "b", &err), NSL_OK);
+  assert_int_equal(nsl_bundle_writer_finish(w, NULL, &err), NSL_OK);
+  assert_int_equal(nsl_bundle_writer_open(&w2, target, &err), NSL_OK);
+  assert_int_equal(nsl_bundle_open(&b, target, NULL, &err), NSL_OK);
+  assert_non_null(nsl_bundle_find(b, "meta/b.txt"));
+  assert_int_equal(nsl_bundle_writer_replaces(w2, b, &err), NSL_OK);
+  assert_int_equal(nsl_bundle_copy_members(b, w2, NULL, &err), NSL_OK);
+  assert_int_equal(nsl_bundle_writer_finish(w2, nsl_bundle_manifest(b), &err), NSL_OK);
+  nsl_bundle_close(b);
 }
 
 static void test_writer_failures(void **state) {
@@ -1414,8 +1474,26 @@ static void test_writer_failures(void **state) {
   assert_int_equal(st, NSL_ERR_IO);
   assert_msg_has(err, "out.zip");
   assert_int_equal(nsl_bundle_writer_finish(w, NULL, &err), NSL_ERR_ARG);
-  free(noise);
   expect_untouched(tpath("w"), target);
+
+  /* the same while a file is deflated (nsl bundle's path): zlib still points
+   * into the copy buffer when the write fails, and the abort that follows
+   * must not flush the stream over it (a use after free under ASan) */
+  char noise_path[1024];
+  snprintf(noise_path, sizeof noise_path, "%s", tpath("noise.bin"));
+  spit(noise_path, noise, big);
+  assert_int_equal(nsl_bundle_writer_open(&w, target, &err), NSL_OK);
+  prev = signal(SIGXFSZ, SIG_IGN);
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  st = nsl_bundle_writer_add_file(w, "meta/noise.bin", noise_path, NSL_BUNDLE_COMPRESS_DEFLATE, &err);
+  setrlimit(RLIMIT_FSIZE, &old);
+  signal(SIGXFSZ, prev);
+  assert_int_equal(st, NSL_ERR_IO);
+  assert_msg_has(err, "File too large");
+  nsl_bundle_writer_abort(w);
+  unlink(noise_path);
+  expect_untouched(tpath("w"), target);
+  free(noise);
 
   /* abort */
   assert_int_equal(nsl_bundle_writer_open(&w, target, &err), NSL_OK);
@@ -1590,6 +1668,7 @@ int main(void) {
       cmocka_unit_test(test_truncated_and_garbage),
       cmocka_unit_test(test_tmpfile),
       cmocka_unit_test(test_writer_failures),
+      cmocka_unit_test(test_writer_replaces),
       cmocka_unit_test(test_combine),
   };
   return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
