@@ -168,9 +168,10 @@ end
 -- event (the whole trace's when all reports come from one file, a bundle).
 local function timeline_cmd(trace, rep, from, to)
   local paths = trace.reports.path
-  local path = paths[rep + 1]
+  local function file_of(p) return p:match("^(.-%.zip):") or p end   -- a bundle's reports: bundle.zip:member
+  local path = file_of(paths[rep + 1])
   local shared = false
-  for i = 1, #paths do if i ~= rep + 1 and paths[i] == path then shared = true end end
+  for i = 1, #paths do if i ~= rep + 1 and file_of(paths[i]) == path then shared = true end end
   local lo = first_event(trace, rep, shared)
   if not lo then return nil end
   local function sec(ns) return string.format("%.6fs", math.max(ns - lo, 0) / 1e9) end

@@ -60,15 +60,16 @@ function M.run(text, trace, opts)
     local parsed = assert(runner.parse_args(a, given))
     local out = require("nsl.output").new{analysis = a.name, format = "notebook", trace = trace}
     local ok, err = xpcall(a.run, runner.handler, trace, parsed, out)
+    for _, f in ipairs(out.findings) do   -- findings first, as nsl run prints them
+      current.outputs[#current.outputs + 1] = {kind = "finding", severity = f.severity,
+                                               text = table.concat(require("nsl.findings").lines(f), "\n")}
+    end
     for _, it in ipairs(out.items) do
       if it.kind == "table" then env.show(it.t, it.opts.title or it.name)
       else current.outputs[#current.outputs + 1] = {kind = "stream", text = it.text .. "\n"} end
     end
     for _, f in ipairs(out.files) do
       if f.name:match("%.png$") or f.name:match("%.svg$") then env.show(f.data, f.name) end
-    end
-    for _, f in ipairs(out.findings) do
-      current.outputs[#current.outputs + 1] = {kind = "finding", severity = f.severity, text = f.message}
     end
     if not ok then error(err, 0) end
   end
@@ -114,7 +115,7 @@ pre.output{background:#fff;border-left:3px solid #0072B2}pre.error{background:#f
 code{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace}
 table.nsl{border-collapse:collapse;font-size:13px;margin:.5em 0}table.nsl td,table.nsl th{border-bottom:1px solid #ddd;padding:2px 8px;text-align:left;white-space:nowrap}
 table.nsl .num{text-align:right;font-variant-numeric:tabular-nums}table.nsl caption{text-align:left;font-weight:bold;padding:.3em 0}
-.finding{padding:.4em .8em;margin:.3em 0;border-left:4px solid #E69F00;background:#fffaf0}.finding.error{border-color:#D55E00}
+.finding{white-space:pre-wrap;padding:.4em .8em;margin:.3em 0;border-left:4px solid #E69F00;background:#fffaf0}.finding.error{border-color:#D55E00}
 .figure img,.figure svg{max-width:100%;height:auto}.more{color:#666;font-size:12px}.cell{margin:1em 0}
 ]]
 

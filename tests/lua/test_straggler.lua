@@ -478,6 +478,16 @@ return {
     cleanup(dir)
   end},
 
+  {"the shipped sample (samples/make_straggler_sample.sh): rank 2 named, host idle, 500 µs", function()
+    local tables, out = T.run_analysis("straggler", {T.source_dir .. "/samples/nccl_4rank_straggler.zip"})
+    T.eq(#out.findings, 1, "one finding")
+    T.eq(out.findings[1].id, "straggler.host_idle", "host idle")
+    T.eq(out.findings[1].where.rank, "rank2:gpu0", "rank 2")
+    within(tables.causes["late by med (ns)"][cause_row(tables, "rank2:gpu0")], 500000, 0.05, "its delay")
+    T.ok(out.findings[1].next:find("^nsl run timeline [^ ]*samples/nccl_4rank_straggler%.zip %-%-arg"),
+         "the next command opens the bundle: " .. out.findings[1].next)
+  end},
+
   {"one rank: a sentence, no verdict", function()
     local f = plant(os.tmpname(), 0)
     local tables, out = T.run_analysis("straggler", {f}, {"rank_by=report"})
