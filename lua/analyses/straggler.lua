@@ -1,5 +1,5 @@
--- straggler -- which rank (a GPU, by default) holds the others back at the
--- collectives, and by how much.
+-- straggler -- which ranks (GPUs, by default) hold the others back at the
+-- collectives, by how much, and why.
 --
 -- Sources.  The collectives are NCCL kernels in Nsight Systems exports, or the
 -- communication thunks of nsys-jax archives or of exports (bundles) with XLA's
@@ -30,31 +30,39 @@
 -- (the first, then each next one slower than 1.2x the median of those after
 -- it); `--arg warmup=N` leaves out the first N instead, `warmup=0` keeps all.
 -- The step: the median time between consecutive steady collectives.
--- Verdict.  A rank is a straggler when it is late -- by more than the
--- threshold, the larger of `--arg min_delay` (20 µs) and `--arg min_share`
--- (2 %) of the step -- at at least `--arg late_share` (half) of the
--- collectives, whatever its GPU compute: its median lateness is then above
--- the threshold.  Several ranks can be stragglers.  Why, per straggler,
--- from the windows before the collectives it was late at (from the end of
--- its previous collective to its arrival), as the median excess over the
--- other ranks' median (nsl.straggler.windows) of:
---   collective  its previous collective ended later (straggler.collective:
+-- Verdict.  A rank is late at a collective when it arrives at least
+-- `--arg min_delay` (20 µs) after the median of the others.  It is a
+-- straggler when it is late at at least `--arg late_share` (half) of the
+-- collectives anyone was late at (twice at least), and the time the others
+-- lose waiting for it -- its lateness summed over those collectives, over
+-- the steady run's span -- is at least `--arg min_share` (2 %) of the run,
+-- whatever its GPU compute: the cost is reported per step (that share of
+-- the step).  Several ranks can be stragglers (each is named).  Why, per
+-- straggler, from the windows before the collectives it was late at (from
+-- the end of its previous collective to its arrival), as the median excess
+-- over the other ranks' median (nsl.straggler.windows) of:
+--   collective  the end of its previous collective (straggler.collective:
 --               its collective kernels run longer, a slow link or NIC; seen
 --               where the clock is shared, i.e. GPUs of one export: across
 --               exports a collective that always ends late reads as a clock
 --               offset)
---   compute     its GPU was busy longer (straggler.compute)
---   host        its GPU was idle, waiting for work the host had not launched
---               yet (straggler.host_idle), with what the launching thread
---               was in meanwhile (CUDA API call, OS runtime call, NVTX range,
---               as gaps attributes them: nsl.host); when that is a CUDA
---               launch call, the host is launch-bound (straggler.launch)
---   queue       its GPU was idle while launched work waited in the queue
---               (straggler.launch)
--- the largest is the cause.  No straggler but a median arrival skew above
--- the threshold: the straggler rotates (straggler.rotating, info): no single
--- rank is to blame.  Findings are warnings (`--fail-on warning`: exit 3),
--- and print first.
+--   compute     its GPU's busy time (straggler.compute)
+--   idle        its GPU's idle time, split by what ended each gap: work
+--               launched during the gap (the GPU waited for the host:
+--               straggler.host_idle, with what the launching thread was in
+--               meanwhile -- CUDA API call, OS runtime call, NVTX range, as
+--               gaps attributes them: nsl.host; straggler.launch when that
+--               is a CUDA launch call) or work launched before it (it sat in
+--               the queue: straggler.launch); the larger part names it
+-- the largest is the cause.  No straggler but a skew that costs at least
+-- min_share of the run: the straggler rotates (straggler.rotating, info),
+-- no single rank is to blame.  Straggler findings are warnings (`--fail-on
+-- warning`: exit 3); like every finding they print first, with the window
+-- of a typical late collective and the `nsl run timeline` command that
+-- shows it.
+-- With `--out DIR`: straggler_steps.{png,svg} (compute per step, one line per
+-- rank) and straggler_arrivals.{png,svg} (each rank's arrival after the first
+-- rank at every collective), drawn from the step_compute and arrivals tables.
 local nsl = require("nsl")
 local nccl = require("nsl.nccl")
 local jax = require("nsl.jax")
@@ -219,12 +227,67 @@ end
 local function pct(x) return string.format("%.1f%%", 100 * x) end
 local dur = report.duration
 
+--- The finding for straggler r (1-based): its cause, what the host did
+-- (for a host-side cause), the window of its median late collective and the
+-- command that shows it.  Returns the finding's id.
+local function straggler_finding(trace, src, res, rows, r, out)
+  local labels, step, thr = src.labels, res.step_ns, rows.threshold
+  local c = rows.cause[r]
+  local late_insts = res.late:filter(res.late.rank:eq(r - 1) & res.late.late:ge(thr))
+  late_insts = late_insts:select{"instance"}:with("mine", nsl.rep(1, #late_insts))
+  local id, why = "straggler.late", "no cause stands out in the windows before its collectives"
+  local where = {rank = labels[r], report = src.where[r].report, device = src.where[r].device,
+                 pid = src.where[r].pid}
+  if c then
+    id = c.id
+    why = string.format("%s (%s more than the others' median)", c.what, dur(rows.x[c.key][r]))
+  end
+  if c and c.id == "straggler.host_idle" then
+    local acts, tid = host_activity(trace, res, r - 1, late_insts)
+    if acts and #acts > 0 then
+      local parts = {}
+      for _, a in ipairs(acts) do
+        parts[#parts + 1] = string.format("%s '%s' (%s of that time)", a.label, a.text, pct(a.share))
+        if a.key == "nvtx" then where.nvtx = a.text end
+        if a.key == "api" and a.share >= 0.5 and a.text:find("Launch") then
+          id = "straggler.launch"
+          why = string.format("its GPU sat idle while the host was launching work (%s more than the " ..
+            "others' median)", dur(rows.x[c.key][r]))
+        end
+      end
+      why = why .. "; the launching thread was in " .. table.concat(parts, ", ")
+    else
+      why = why .. "; the launching thread was in no CUDA API call, OS runtime call or NVTX range"
+    end
+    where.tid = tid
+  end
+  -- the window of the late collective whose lateness is the median one
+  local mine = res.coll:filter(res.coll.rank:eq(r - 1)):join(late_insts, {"instance"}, {"mine"})
+  mine = mine:filter(~mine.mine:isnull()):join(res.late:filter(res.late.rank:eq(r - 1)), {"instance"}, {"late"})
+  local nextcmd
+  if #mine > 0 then
+    mine = mine:sort("late", "index")
+    local i = (#mine + 1) // 2
+    local prev = res.coll:filter(res.coll.rank:eq(r - 1) & res.coll.start:lt(mine.start[i]))
+    local from = #prev > 0 and prev.stop:max() or mine.start[i] - (step or 0)
+    from = math.min(from, mine.start[i])
+    where.from, where.to = from, mine.stop[i]
+    nextcmd = timeline_cmd(trace, src.where[r].report, from, mine.stop[i])
+  end
+  local cost = math.floor(rows.cost[r] + 0.5)
+  findings.add(out, {severity = "warning", id = id, cost_ns = cost, step_ns = step,
+                     share = math.min(rows.lost[r], 1.0), where = where, next = nextcmd, evidence = "causes"},
+    "%s is a straggler: late at %d of the %d collectives anyone was late at (%d in all), by %s " ..
+    "(median); why: %s", labels[r], rows.late_n[r], rows.skewed, res.ninst, dur(rows.late_delay[r]), why)
+  return id
+end
+
 return {
   name = "straggler",
   description = "Which ranks hold the others back at the collectives, and why: clock offsets, arrivals, waits, causes",
   args = {
     min_delay = {default = "20us", help = "lateness that counts, at least (ns, or with a unit: 20us, 1ms)"},
-    min_share = {default = 0.02, help = "lateness that counts, at least this share of the step (time between collectives)"},
+    min_share = {default = 0.02, help = "time the others lose waiting for a straggler (or a rotating one), at least this share of the run"},
     late_share = {default = 0.5, help = "share of the collectives a rank must be late at to be a straggler"},
     warmup = {default = -1, help = "collective instances left out as warm-up (-1: detected; 0: keep all)"},
     rank_by = {default = "device", help = "what a rank is: device (report and GPU), process (report and pid), or report (NCCL only)"},
@@ -265,53 +328,7 @@ return {
     local names = {}
     for r = 1, nranks do
       if rows.straggler[r] then
-        local c = rows.cause[r]
-        local late_insts = res.late:filter(res.late.rank:eq(r - 1) & res.late.late:ge(thr))
-        late_insts = late_insts:select{"instance"}:with("mine", nsl.rep(1, #late_insts))
-        local id, why = "straggler.late", "no cause stands out in the windows before its collectives"
-        local where = {rank = labels[r], report = src.where[r].report, device = src.where[r].device,
-                       pid = src.where[r].pid}
-        if c then
-          id = c.id
-          why = string.format("%s (%s more than the others' median)", c.what, dur(rows.x[c.key][r]))
-        end
-        if c and c.id == "straggler.host_idle" then
-          local acts, tid = host_activity(trace, res, r - 1, late_insts)
-          if acts and #acts > 0 then
-            local parts = {}
-            for _, a in ipairs(acts) do
-              parts[#parts + 1] = string.format("%s '%s' (%s of that time)", a.label, a.text, pct(a.share))
-              if a.key == "nvtx" then where.nvtx = a.text end
-              if a.key == "api" and a.share >= 0.5 and a.text:find("Launch") then
-                id = "straggler.launch"
-                why = string.format("its GPU sat idle while the host was launching work (%s more than the " ..
-                  "others' median)", dur(rows.x[c.key][r]))
-              end
-            end
-            why = why .. "; the launching thread was in " .. table.concat(parts, ", ")
-          else
-            why = why .. "; the launching thread was in no CUDA API call, OS runtime call or NVTX range"
-          end
-          where.tid = tid
-        end
-        -- the window of the late collective whose lateness is the median one
-        local mine = res.coll:filter(res.coll.rank:eq(r - 1)):join(late_insts, {"instance"}, {"mine"})
-        mine = mine:filter(~mine.mine:isnull()):join(res.late:filter(res.late.rank:eq(r - 1)), {"instance"}, {"late"})
-        local nextcmd
-        if #mine > 0 then
-          mine = mine:sort("late", "index")
-          local i = (#mine + 1) // 2
-          local prev = res.coll:filter(res.coll.rank:eq(r - 1) & res.coll.start:lt(mine.start[i]))
-          local from = #prev > 0 and prev.stop:max() or mine.start[i] - (step or 0)
-          from = math.min(from, mine.start[i])
-          where.from, where.to = from, mine.stop[i]
-          nextcmd = timeline_cmd(trace, src.where[r].report, from, mine.stop[i])
-        end
-        local cost = math.floor(rows.cost[r] + 0.5)
-        findings.add(out, {severity = "warning", id = id, cost_ns = cost, step_ns = step,
-                           share = math.min(rows.lost[r], 1.0), where = where, next = nextcmd, evidence = "causes"},
-          "%s is a straggler: late at %d of the %d collectives anyone was late at (%d in all), by %s " ..
-          "(median); why: %s", labels[r], rows.late_n[r], rows.skewed, res.ninst, dur(rows.late_delay[r]), why)
+        local id = straggler_finding(trace, src, res, rows, r, out)
         names[#names + 1] = labels[r] .. " (" .. id:gsub("^straggler%.", "") .. ")"
       end
     end

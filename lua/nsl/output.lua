@@ -39,7 +39,7 @@ function Out:table(name, t, opts)
   assert(type(name) == "string", "out:table: name must be a string")
   assert(nsl.type(t) == "table", "out:table: not an nsl table")
   self.items[#self.items + 1] = {kind = "table", name = name, t = t, opts = opts}
-   return t
+  return t
 end
 
 --- out:text(s) -- a paragraph of prose (printed in text and md output).
@@ -94,14 +94,15 @@ function Out:file(name, data)
   return path
 end
 
---- Text output: what is not printed yet -- the findings first (once), then
--- the tables and prose given since the last call.  Also what a failing
--- analysis shows of the results it had.
+--- Text output: what is not printed yet -- the findings first, then the
+-- tables and prose given since the last call.  Also what a failing analysis
+-- shows of the results it had.
 function Out:flush()
   if self.format == "text" then
-    if not self.findings_printed and #self.findings > 0 then
-      emit(findings.text(self.findings))
-      self.findings_printed = true
+    local nf = self.findings_printed or 0
+    if #self.findings > nf then
+      emit((self.any_printed and "\n" or "") .. findings.text(table.move(self.findings, nf + 1, #self.findings, 1, {})))
+      self.findings_printed = #self.findings
       self.any_printed = true
     end
     for i = self.printed + 1, #self.items do
@@ -157,7 +158,9 @@ function Out:finish()
       if fmt == "md" then
         local items = {}
         for _, f in ipairs(self.findings) do
-          items[#items + 1] = "- " .. table.concat(findings.lines(f), "\n  ")
+          local lines = findings.lines(f)
+          for i = 2, #lines do lines[i] = lines[i]:gsub("^%s+", "") end
+          items[#items + 1] = "- " .. table.concat(lines, "  \n  ")
         end
         table.insert(parts, 1, "### Findings\n\n" .. table.concat(items, "\n") .. "\n")
       elseif fmt == "csv" then io.stderr:write(ftxt, "\n")

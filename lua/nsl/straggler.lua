@@ -8,6 +8,9 @@
 --   work     one row per piece of GPU work of a rank: rank, start, stop, with
 --            a mask of the rows that are compute (the kernels or thunks that
 --            are not collectives)
+--   both may carry launch (when the CUDA call that launched it started),
+--   report, pid, corr: then idle time is split into waiting for the host and
+--   waiting in the queue (M.windows)
 --
 -- Method (M.analyse):
 --  1. Instances seen on fewer than two ranks are dropped (partial captures
@@ -15,7 +18,9 @@
 --  2. Clocks: a collective finishes together on every rank, so a rank's clock
 --     offset is the median, over the instances it shares with the reference
 --     rank (the first rank with matched collectives), of its collective end
---     minus the reference's; aligned time = own time - offset.  (nsys-jax
+--     minus the reference's; aligned time = own time - offset.  Ranks on one
+--     clock (opts.clock: the GPUs of one export) share one offset, the median
+--     over all their instances (the reference's clock: 0).  (nsys-jax
 --     aligns devices on the mean end over the devices present and takes the
 --     median skew of each device: the same estimate, from a different centre;
 --     see tests/lua/test_straggler.lua for how far the two may differ; on
@@ -31,9 +36,12 @@
 --     collective k arrives; its compute time is the busy time (union) of that
 --     work.  Only whole windows (k = 1 .. n-1) count.  (A rank's clock offset
 --     moves its arrivals and its work alike: steps do not depend on it.)
---  5. A straggler is consistently last (last in at least `last_share` of its
---     instances, and more often than 1.5/ranks) and its median step compute is
---     at least `threshold` x the median rank's (M.ranks).
+--  5. Warm-up: the first instances in time order are left out of 3, 4 and
+--     6 (opts.warmup, or detected by nsl.iterations.warmup over the windows
+--     between instances); the step is the median window of the rest.
+--  6. The windows before each collective (M.windows) and every rank's
+--     excess in them over the others' median: what the verdict's causes
+--     are made of (M.ranks, M.causes: see lua/analyses/straggler.lua).
 -- Everything runs over whole columns; Lua loops run over ranks only.
 local nsl = require("nsl")
 

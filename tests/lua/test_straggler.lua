@@ -117,6 +117,20 @@ local function finding(out, id)
   return list
 end
 
+--- Asserts that the findings are exactly one of id per rank label in
+-- `labels` (in any order); returns them in the order of labels.
+local function named(out, id, labels)
+  T.eq(#out.findings, #labels, "one finding per planted rank")
+  local by = {}
+  for _, f in ipairs(finding(out, id)) do by[f.where.rank] = f end
+  local list = {}
+  for i, label in ipairs(labels) do
+    list[i] = by[label]
+    T.ok(list[i], string.format("a %s finding for %s", id, label))
+  end
+  return list
+end
+
 --- Row of the causes table for rank label `label`.
 local function cause_row(tables, label)
   local c = tables.causes
@@ -279,11 +293,9 @@ return {
     within(r["delay (ns)"][slow], D, 0.05, "recovered delay")
     within(r["clock offset (ns)"][slow] - r["clock offset (ns)"][fast], OFFSET, 0.05, "recovered clock offset")
     T.ok(r["last (%)"][slow] > 90, "the straggler arrives last nearly always")
-    local fs = finding(out, "straggler.compute")
-    T.eq(#out.findings, 1, "one finding")
-    T.eq(#fs, 1, "one compute finding")
-    T.ok(fs[1].where.rank:find(":gpu1$"), "finding names gpu1")
-    T.eq(fs[1].where.device, 1, "finding names its device")
+    local f = named(out, "straggler.compute", {r.rank[slow]})[1]
+    T.ok(f.where.rank:find(":gpu1$"), "finding names gpu1")
+    T.eq(f.where.device, 1, "finding names its device")
     -- per collective: the skew is the latest arrival after the first, and the last rank is the one arriving then
     local c, a = tables.collectives, tables.arrivals
     local after = {}
@@ -314,11 +326,7 @@ return {
     local d = 500000
     local files, dir = copies(8, d, {[5] = "idle"}, "idlewait", 10000)
     local tables, out = T.run_analysis("straggler", files)
-    local fs = finding(out, "straggler.host_idle")
-    T.eq(#out.findings, 1, "one finding")
-    T.eq(#fs, 1, "a host-idle finding")
-    local f = fs[1]
-    T.eq(f.where.rank, "r5:gpu0", "the planted rank")
+    local f = named(out, "straggler.host_idle", {"r5:gpu0"})[1]
     T.eq(f.where.report, 5, "its report")
     T.eq(f.where.device, 0, "its device")
     local c = tables.causes
@@ -354,10 +362,7 @@ return {
     local d = 300000
     local files, dir = copies(4, d, {[1] = "slow"}, "wait", 10000)
     local tables, out = T.run_analysis("straggler", files)
-    local fs = finding(out, "straggler.compute")
-    T.eq(#out.findings, 1, "one finding")
-    T.eq(#fs, 1, "a compute finding")
-    T.eq(fs[1].where.rank, "r1:gpu0", "the planted rank")
+    named(out, "straggler.compute", {"r1:gpu0"})
     local i = cause_row(tables, "r1:gpu0")
     within(tables.causes["late by med (ns)"][i], d, 0.05, "recovered delay")
     within(tables.causes["compute excess (ns)"][i], d, 0.05, "the excess is compute")
@@ -369,9 +374,8 @@ return {
     local d = 300000
     local f = plant(os.tmpname(), "all", d, "0=lag,1=collective")
     local tables, out = T.run_analysis("straggler", {f})
-    local fs = finding(out, "straggler.collective")
-    T.eq(#fs, 1, "a collective finding")
-    T.ok(fs[1].where.rank:find(":gpu1$"), "GPU 1 named")
+    named(out, "straggler.collective", {tables.ranks.rank[2]})
+    T.ok(tables.ranks.rank[2]:find(":gpu1$"), "GPU 1 named")
     T.eq(tables.ranks["clock offset (ns)"][2], 0, "one export, one clock")
     -- per collective, GPU 1 arrives d later behind GPU 0 than in the source (SQL)
     local src = T.sql(T.data(SRC), [[SELECT k.deviceId, k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k
@@ -396,12 +400,7 @@ return {
     local d = 500000
     local files, dir = copies(8, d, {[2] = "idle", [6] = "idle"}, "idlewait", 10000)
     local tables, out = T.run_analysis("straggler", files)
-    local fs = finding(out, "straggler.host_idle")
-    T.eq(#out.findings, 2, "two findings")
-    T.eq(#fs, 2, "two host-idle findings")
-    local named = {fs[1].where.rank, fs[2].where.rank}
-    table.sort(named)
-    T.eq(named[1] .. " " .. named[2], "r2:gpu0 r6:gpu0", "both planted ranks")
+    named(out, "straggler.host_idle", {"r2:gpu0", "r6:gpu0"})
     for _, label in ipairs{"r2:gpu0", "r6:gpu0"} do
       within(tables.causes["late by med (ns)"][cause_row(tables, label)], d, 0.05, "delay of " .. label)
     end
@@ -471,18 +470,14 @@ return {
     end
     local tables, out = T.run_analysis("straggler", files, {"steps=1"})
     T.eq(#tables.ranks, 64, "64 ranks")
-    T.eq(#out.findings, 1, "one finding")
-    T.eq(out.findings[1].id, "straggler.host_idle", "host idle")
-    T.eq(out.findings[1].where.rank, "r37:gpu0", "rank 37")
+    named(out, "straggler.host_idle", {"r37:gpu0"})
     within(tables.causes["late by med (ns)"][cause_row(tables, "r37:gpu0")], d, 0.05, "its delay")
     cleanup(dir)
   end},
 
   {"the shipped sample (samples/make_straggler_sample.sh): rank 2 named, host idle, 500 µs", function()
     local tables, out = T.run_analysis("straggler", {T.source_dir .. "/samples/nccl_4rank_straggler.zip"})
-    T.eq(#out.findings, 1, "one finding")
-    T.eq(out.findings[1].id, "straggler.host_idle", "host idle")
-    T.eq(out.findings[1].where.rank, "rank2:gpu0", "rank 2")
+    named(out, "straggler.host_idle", {"rank2:gpu0"})
     within(tables.causes["late by med (ns)"][cause_row(tables, "rank2:gpu0")], 500000, 0.05, "its delay")
     T.ok(out.findings[1].next:find("^nsl run timeline [^ ]*samples/nccl_4rank_straggler%.zip %-%-arg"),
          "the next command opens the bundle: " .. out.findings[1].next)
