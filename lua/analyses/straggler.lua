@@ -25,7 +25,9 @@
 -- compute per step is the busy time of its compute in the window before
 -- each collective.
 -- Steady state: the first collectives are warm-up (NCCL set-up, compilation,
--- first iterations) and left out of everything: the windows between
+-- first iterations) and left out of everything: on nsys-jax traces those of
+-- the executions nsys-jax calls warm-up (nsl.jax.steady: the first execution
+-- of a program, two when it was compiled); otherwise the windows between
 -- consecutive collectives are read as iterations by nsl.iterations.warmup
 -- (the first, then each next one slower than 1.2x the median of those after
 -- it); `--arg warmup=N` leaves out the first N instead, `warmup=0` keeps all.
@@ -117,7 +119,7 @@ local function from_thunks(trace, args, gpu_ranges)
   if args.programs ~= "structure" and args.programs ~= "fingerprint" then
     nsl.fail("straggler: --arg programs must be structure or fingerprint")
   end
-  local d = jax.load(trace, {programs = args.programs, compile = false, gpu_ranges = gpu_ranges})
+  local d = jax.load(trace, {programs = args.programs, gpu_ranges = gpu_ranges})
   local th = d.thunk
   local rank, rk = number_ranks(th, {"Device", "report"})
   local names = trace.reports.name
@@ -127,8 +129,13 @@ local function from_thunks(trace, args, gpu_ranges)
   local comm = d.communication
   local crank = comm:join(nsl.table{{"Device", rk.Device}, {"report", rk.report}, {"rank", nsl.range(#rk)}},
                           {"Device", "report"}, {"rank"}).rank
+  -- warm-up as nsys-jax reads it (jax.steady: the first execution of a program, two when it was compiled)
+  local _, init = jax.steady(comm:select{"ProgramId", "ProgramExecution"}:with("row", nsl.range(#comm)),
+                             jax.compiled_programs(d.compile_parts), true)
+  local marked = init:select{"row"}:with("w", nsl.rep(1, #init))
+  local warm = nsl.coalesce(nsl.table{{"row", nsl.range(#comm)}}:join(marked, {"row"}, {"w"}).w, 0)
   local coll = nsl.table{{"rank", crank}, {"instance", (jax.collective_instances(comm))}, {"type", comm.Collective},
-                         {"start", comm.start}, {"stop", comm.stop}}
+                         {"start", comm.start}, {"stop", comm.stop}, {"warmup", warm}}
   local where = {}
   for r = 1, #rk do where[r] = {report = rk.report[r], device = rk.Device[r]} end
   return {coll = coll, work = t, compute = ~th.Communication, labels = labels,

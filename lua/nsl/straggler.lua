@@ -279,6 +279,7 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
   local all = coll
   coll = coll:join(nr, {"instance"}, {"nr"})
   local keep = {"rank", "instance", "type", "start", "stop"}
+  if coll.warmup then keep[#keep + 1] = "warmup" end
   if coll.launch and work.launch then
     for _, c in ipairs{"launch", "report", "pid", "corr"} do keep[#keep + 1] = c end
   end
@@ -290,23 +291,28 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
   local off = nsl.column(res.offsets)
   local offcol = off:gather(coll.rank)
   coll = coll:with("arrive", coll.start - offcol, "leave", coll.stop - offcol)
-  -- warm-up: the first instances in time order, by the windows between them (nsl.iterations.warmup)
+  -- warm-up: the instances the source marks (nsys-jax's heuristic), or the first ones in time order, by
+  -- the windows between them (nsl.iterations.warmup), or opts.warmup of them
   if #coll > 0 then
-    local first = coll:group_by("instance"):agg{"first=min(arrive)"}:sort("first", "instance")
-    local nw = opts.warmup or -1
-    if nw < 0 then
-      local f = first.first
-      local durs = (f:gather(nsl.range(#f - 1) + 1) - f:gather(nsl.range(#f - 1))):totable()
-      local k = require("nsl.iterations").warmup(durs, -1)
-      nw = k > 0 and k + 1 or 0
+    local nw, out = opts.warmup or -1, nil
+    if nw < 0 and coll.warmup then
+      local w = coll:group_by("instance"):agg{"w=max(warmup)"}
+      out = w:filter(w.w:eq(1))
+    else
+      local first = coll:group_by("instance"):agg{"first=min(arrive)"}:sort("first", "instance")
+      if nw < 0 then
+        local f = first.first
+        local k = require("nsl.iterations").warmup((f:gather(nsl.range(#f - 1) + 1) - f:gather(nsl.range(#f - 1)))
+                                                    :totable(), -1)
+        nw = k > 0 and k + 1 or 0
+      end
+      out = first:head(math.min(nw, #first))
     end
-    nw = math.min(nw, #first)
-    if nw > 0 then
-      local out = first:head(nw):select{"instance"}:with("out", nsl.rep(1, nw))
-      local j = coll:join(out, {"instance"}, {"out"})
+    if #out > 0 then
+      local j = coll:join(out:select{"instance"}:with("out", nsl.rep(1, #out)), {"instance"}, {"out"})
       coll = coll:filter(j.out:isnull())
     end
-    res.warmup = nw
+    res.warmup = #out
   end
   res.ninst = #coll:group_by("instance")
   -- 3. arrivals, waits, lateness

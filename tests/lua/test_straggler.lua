@@ -805,6 +805,20 @@ return {
     T.eq(offset_of(r2, 2), want[2], "device 2 against device 0")
   end},
 
+  {"nsys-jax: warm-up left out is nsys-jax's own (its steady communication frame)", function()
+    local tables, out = T.run_analysis("straggler", procs)
+    golden_collectives(true)   -- loads golden.names (ProgramId -> program name)
+    local seen = {}
+    for _, c in ipairs(gz_records(G4 .. "communication_frame_steady_aligned.csv.gz")) do
+      local key = table.concat({golden.names[c.ProgramId], c.ProgramExecution, c.Name, c.ThunkExecution}, "|")
+      seen[key] = (seen[key] or 0) + 1
+    end
+    local steady = 0
+    for _, n in pairs(seen) do if n >= 2 then steady = steady + 1 end end
+    T.eq(#tables.collectives, steady, "steady instances on two devices or more")
+    T.eq(out.values.warmup_collectives, 120 - steady, "the rest is warm-up")
+  end},
+
   {"nsys-jax: bad rank_by, source and programs are one-line failures", function()
     T.raises(function() T.run_analysis("straggler", {procs[1]}, {"rank_by=report"}) end, "ranks are the devices")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"source=jax"}) end, "needs an nsys%-jax trace")
