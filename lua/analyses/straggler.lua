@@ -100,15 +100,22 @@ local function from_kernels(trace, args)
     elseif args.rank_by == "process" then name = name .. ":pid" .. rk.pid[r] end
     labels[r] = name
   end
-  local kr = nsl.table{{"rank", rank}, {"stream", k.stream}, {"start", k.start}, {"stop", k.stop}, {"name", k.name},
-                       {"launch", steps.launch_times(trace, k)}, {"report", k.report}, {"pid", k.pid},
-                       {"corr", k.corr}}
+  local cols = {{"rank", rank}, {"stream", k.stream}, {"start", k.start}, {"stop", k.stop}, {"name", k.name}}
+  local host_cols = {"rank", "instance", "type", "start", "stop"}
+  if #trace.api > 0 then   -- when each kernel was launched: idle time splits into host and queue
+    for _, c in ipairs{{"launch", steps.launch_times(trace, k)}, {"report", k.report}, {"pid", k.pid},
+                       {"corr", k.corr}} do
+      cols[#cols + 1] = c
+      host_cols[#host_cols + 1] = c[1]
+    end
+  end
+  local kr = nsl.table(cols)
   local is_coll = nccl.mask(kr.name)
   local coll = kr:filter(is_coll)
   coll = nccl.instances(coll:with("type", nccl.annotate(coll.name).collective))
   local where = {}
   for r = 1, #rk do where[r] = {report = rk.report[r], device = rk.device and rk.device[r], pid = rk.pid and rk.pid[r]} end
-  return {coll = coll:select{"rank", "instance", "type", "start", "stop", "launch", "report", "pid", "corr"}, work = kr,
+  return {coll = coll:select(host_cols), work = kr,
           compute = ~is_coll, labels = labels, what = "NCCL kernels", by = args.rank_by, clock = rk.report:totable(),
           where = where}
 end
@@ -251,7 +258,9 @@ local function straggler_finding(trace, src, res, rows, r, out)
   end
   if c and c.id == "straggler.host_idle" then
     local acts, tid = host_activity(trace, res, r - 1, late_insts)
-    if acts and #acts > 0 then
+    if not res.host then
+      why = why .. "; the trace has no CUDA API calls to say what the host was doing"
+    elseif acts and #acts > 0 then
       local parts = {}
       for _, a in ipairs(acts) do
         parts[#parts + 1] = string.format("%s '%s' (%s of that time)", a.label, a.text, pct(a.share))

@@ -177,7 +177,8 @@ end
 -- starts; its idle time is the gaps of their busy time.  A gap ends when a
 -- piece of work starts; the part of the gap before that work was launched
 -- is the GPU waiting for the host (host), the rest the work waiting in the
--- queue, launched but not started (queue).  Returns a table of rank,
+-- queue, launched but not started (queue); without launch times all of it
+-- counts as host.  Returns a table of rank,
 -- instance, window, idle, host, queue, busy (window - idle), one row per
 -- collective with a previous one on its rank, and a table of the host parts
 -- of the gaps: rank, instance, start, stop, report, pid, corr (the work
@@ -227,7 +228,7 @@ function M.windows(coll, work)
     gaps = gaps:with("hp", gaps.dur - positive(gaps.dur - early))
     hostcols = true
   else
-    gaps = gaps:with("hp", nsl.rep(0, #gaps))
+    gaps = gaps:with("hp", gaps.dur)   -- when each piece of work was launched is unknown: idle counts as host
   end
   local per = gaps:group_by("group"):agg{"idle=sum(dur)", "host=sum(hp)"}
   local win = cur:select{"rank", "instance", "group"}

@@ -358,6 +358,17 @@ return {
     cleanup(dir)
   end},
 
+  {"the same without CUDA API calls (table dropped): still named, idle, and it says the host is unknown", function()
+    local d = 500000
+    local files, dir = copies(4, d, {[2] = "idle"}, "idlewait", 10000)
+    for _, f in ipairs(files) do T.sql_exec(f, "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME") end
+    local tables, out = T.run_analysis("straggler", files)
+    local f = named(out, "straggler.host_idle", {"r2:gpu0"})[1]
+    T.ok(f.message:find("no CUDA API calls to say what the host was doing", 1, true), f.message)
+    within(tables.causes["late by med (ns)"][cause_row(tables, "r2:gpu0")], d, 0.05, "its delay")
+    cleanup(dir)
+  end},
+
   {"4 ranks, rank 1 computes 300 µs longer before every collective: named, compute, late at every collective", function()
     local d = 300000
     local files, dir = copies(4, d, {[1] = "slow"}, "wait", 10000)
@@ -609,6 +620,10 @@ return {
     T.eq(#by_pid, T.sql1(T.data(SRC), [[SELECT count(DISTINCT (globalPid >> 24) & 16777215) FROM CUPTI_ACTIVITY_KIND_KERNEL]]),
          "one rank per process with kernels")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"rank_by=node"}) end, "device, process or report")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"min_delay=soon"}) end, "%-%-arg min_delay")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"min_share=2"}) end, "min_share must be")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"late_share=0"}) end, "late_share must be")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"warmup=-2"}) end, "warmup must be")
   end},
 
   {"CLI: the verdict prints first, --format json carries the record, --fail-on warning exits 3", function()
