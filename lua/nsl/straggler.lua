@@ -252,7 +252,8 @@ end
 -- compute_mask is true (all when it is nil) are compute; nranks: ranks are
 -- 0 .. nranks-1.  opts: clock (array by rank + 1 of the clock each rank's
 -- times are on: ranks of one export share one), warmup (collective
--- instances left out at the start; -1 or nil: detected).  Returns {nranks,
+-- instances left out at the start; -1 or nil: detected; a `warmup` column
+-- of coll, 1 on warm-up rows, then says which).  Returns {nranks,
 -- ref, ninst, warmup, offsets, shared, coll, late, steps, instances,
 -- windows, host, step_ns}:
 --   coll       the matched steady collectives: rank, instance, type, start,
@@ -265,11 +266,11 @@ end
 --              instance, type, ranks, first (aligned arrival of the first
 --              rank), skew (last - first arrival), who (the last rank),
 --              waited (sum of waits)
---   warmup     the instances left out as warm-up (the first ones in time order)
+--   warmup     how many instances were left out as warm-up
 --   windows    M.windows of the steady collectives, with the excess of each
---              column over the other ranks' median (x_window, x_idle,
---              x_host, x_queue, x_busy) and the previous collective's leave
---              lateness (x_leave); nil without windows
+--              column over the other ranks' median (x_idle, x_host, x_queue,
+--              x_busy) and the previous collective's leave lateness
+--              (x_leave); nil without windows
 --   host       M.windows' host parts of the gaps (nil when unknown)
 --   step_ns    median time between consecutive steady instances (the first
 --              arrivals), the step the thresholds and shares refer to
@@ -317,27 +318,19 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
   end
   res.ninst = #coll:group_by("instance")
   -- 3. arrivals, waits, lateness
-  if #coll > 0 then
-    local last, who = last_arrivals(coll)
-    coll = coll:with("wait", last - coll.arrive, "who", who, "last", who:eq(coll.rank):cast("i64"))
-    local ig = coll:group_by("instance")
-    local inst = ig:agg{"type=first(type)", "ranks=count", "first=min(arrive)", "hi=max(arrive)", "who=first(who)",
-                        "waited=sum(wait)"}
-    inst = inst:sort("first", "instance")
-    inst = inst:with("index", nsl.range(#inst) + 1, "skew", inst.hi - inst.first)
-    res.instances = inst:select{"index", "instance", "type", "ranks", "first", "skew", "who", "waited"}
-    local ji = coll:join(inst, {"instance"}, {"index", "first"}, "i_")
-    coll = coll:with("index", ji.i_index, "after_first", coll.arrive - ji.i_first)
-    if #inst >= 2 then
-      local f = inst.first
-      res.step_ns = math.floor((f:gather(nsl.range(#f - 1) + 1) - f:gather(nsl.range(#f - 1))):median() + 0.5)
-    end
-  else
-    coll = coll:with("wait", coll.start, "who", coll.rank, "last", coll.rank, "index", coll.rank,
-                     "after_first", coll.start)
-    res.instances = nsl.table{{"index", coll.rank}, {"instance", coll.rank}, {"type", coll.type},
-                              {"ranks", coll.rank}, {"first", coll.start}, {"skew", coll.start},
-                              {"who", coll.rank}, {"waited", coll.start}}
+  local last, who = last_arrivals(coll)
+  coll = coll:with("wait", last - coll.arrive, "who", who, "last", who:eq(coll.rank):cast("i64"))
+  local ig = coll:group_by("instance")
+  local inst = ig:agg{"type=first(type)", "ranks=count", "first=min(arrive)", "hi=max(arrive)", "who=first(who)",
+                      "waited=sum(wait)"}
+  inst = inst:sort("first", "instance")
+  inst = inst:with("index", nsl.range(#inst) + 1, "skew", inst.hi - inst.first)
+  res.instances = inst:select{"index", "instance", "type", "ranks", "first", "skew", "who", "waited"}
+  local ji = coll:join(inst, {"instance"}, {"index", "first"}, "i_")
+  coll = coll:with("index", ji.i_index, "after_first", coll.arrive - ji.i_first)
+  if #inst >= 2 then
+    local f = inst.first
+    res.step_ns = math.floor((f:gather(nsl.range(#f - 1) + 1) - f:gather(nsl.range(#f - 1))):median() + 0.5)
   end
   res.late = excess(coll)
   res.coll = coll
@@ -361,7 +354,7 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
       else
         win = win:with("x_leave", nsl.rep(0.0, #win))
       end
-      for _, c in ipairs{"window", "idle", "host", "queue", "busy"} do
+      for _, c in ipairs{"idle", "host", "queue", "busy"} do
         local x = excess(win, c)
         if x then
           win = win:join(x:select{"rank", "instance", "late"}:with("x_" .. c, x.late), {"rank", "instance"}, {"x_" .. c})
@@ -370,8 +363,8 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
           win = win:with("x_" .. c, nsl.rep(0.0, #win))
         end
       end
-      res.windows = win:select{"rank", "instance", "window", "idle", "host", "queue", "busy", "x_leave", "x_window",
-                               "x_idle", "x_host", "x_queue", "x_busy"}
+      res.windows = win:select{"rank", "instance", "window", "idle", "host", "queue", "busy", "x_leave", "x_idle",
+                               "x_host", "x_queue", "x_busy"}
       res.host = hp
     end
   end
