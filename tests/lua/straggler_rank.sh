@@ -15,18 +15,23 @@
 #   slow        computes D longer before every collective: work moves by nD,
 #               and the last non-NCCL kernel before each collective ends D
 #               later (straggler.compute)
-#   idle        sits idle D before every collective, waiting for its host:
-#               work moves by nD; the host (CUDA API calls, synchronisation,
-#               OS runtime calls, NVTX ranges of the GPU's processes) moves so
-#               that the call launching collective k ends 1 µs before it
-#               starts: a host row in segment k (at or after launch k, before
-#               launch k+1) moves by T_k = the running maximum of S_k + kD -
-#               L_k - a_k - 1 µs (S: start, L: launch call start, a: its
-#               length; T_0 = 0; calls move by their start's segment, NVTX
-#               ranges end by their end's), and an NVTX range 'planted host
-#               delay' on the launching thread fills the time the host moved
-#               (straggler.host_idle)
-#   wait        a rank that waits for an idle or slow one: its collective
+#   idle        its host stops D after every synchronising CUDA call (a
+#               call named *Synchronize*: the host waited for the GPU, so
+#               the GPU sits idle until the host launches again, as after
+#               data loading or Python work): every host row (CUDA API calls,
+#               synchronisation records, OS runtime calls, NVTX ranges) of
+#               the GPU's processes that starts at or after the end of the
+#               m-th such call moves by mD (an NVTX range's end by the count
+#               at its end), every piece of GPU work moves with the call that
+#               launched it (by its own start without one), and an NVTX range
+#               'planted host delay' fills each stop on the synchronising
+#               thread (straggler.host_idle)
+#   idlewait    a rank that waits for an idle one (a copy of the same GPU,
+#               so it synchronises alike): with W(k) = D x the synchronising
+#               calls that ended at or before the launch of collective k,
+#               collective k starts W(k-1) and ends W(k) later, its other
+#               work moves by W(n)
+#   wait        a rank that waits for a slow one: its collective
 #               starts (n-1)D later (it had waited before) and ends nD later;
 #               its other work moves by nD
 #   collective  its collectives run D longer (a slow link): the same moves as
@@ -40,9 +45,9 @@
 # their times).  OFFSET_NS != 0: every time of the copy (every column start,
 # end or timestamp of every table) moves by OFFSET_NS, a clock that runs
 # ahead by that much.  JITTER_NS > 0: collective k of the GPU starts
-# ((k x 2654435761 + SEED x 97531 + device x 7919) mod 4294967291 x 40503 mod
-# 1000003) mod JITTER_NS later (its end stays; not when that would reach it).  With one
-# DEVICE kept, the host rows of the processes without work on it are
+# ((k x 2654435761 + SEED x 97531 + device x 7919) mod 4294967291 x 40503
+# mod 1000003) mod JITTER_NS later (its end stays; not when that would reach
+# it).  With one DEVICE kept, the host rows of the processes without work on it are
 # deleted too, and the copy is vacuumed (small copies for many ranks).
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 SRC DST DEVICE|all [DELAY_NS ROLE [OFFSET_NS [JITTER_NS [SEED]]]]" >&2; exit 2; }
@@ -77,6 +82,11 @@ trap 'rm -f "$tmp"' EXIT
 has_table() { [ "$(sqlite3 "$tmp" "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='$1'")" = 1 ]; }
 has_col() { [ "$(sqlite3 "$tmp" "SELECT count(*) FROM pragma_table_info('$1') WHERE name='$2'")" = 1 ]; }
 has_table $K || { echo "$0: $src has no kernels" >&2; exit 1; }
+case ",$role" in *[,=]idle*)
+  [ "$(sqlite3 "$tmp" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds n ON n.id = r.nameId
+                        WHERE n.value LIKE '%Synchronize%'" 2>/dev/null || echo 0)" != 0 ] ||
+    { echo "$0: $src has no synchronising CUDA call to plant a host delay after" >&2; exit 1; } ;;
+esac
 
 sql="PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;"
 if [ "$dev" != all ]; then
