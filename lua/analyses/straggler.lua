@@ -60,8 +60,9 @@
 -- min_share of the run: the straggler rotates (straggler.rotating, info),
 -- no single rank is to blame.  Straggler findings are warnings (`--fail-on
 -- warning`: exit 3); like every finding they print first, with the window
--- of a typical late collective and the `nsl run timeline` command that
--- shows it.
+-- before a typical late collective (where.from/to) and the command that
+-- looks inside the cause on the rank's file: gaps (idle, with what the host
+-- did), diff against a typical rank (compute), nccl (collective).
 -- With `--out DIR`: straggler_steps.{png,svg} (compute per step, one line per
 -- rank) and straggler_arrivals.{png,svg} (each rank's arrival after the first
 -- rank at every collective), drawn from the step_compute and arrivals tables.
@@ -169,36 +170,37 @@ local function label_col(ranks, labels)
   return ranks:map(function(r) return labels[r + 1] end)
 end
 
---- The first event of a report (ns, the trace's clock): `nsl run timeline`
--- counts --arg from/to from the first event of the trace it opens.
-local function first_event(trace, rep, all)
-  local lo
-  for _, name in ipairs(require("nsl.window").event_tables) do
-    local t = trace[name]
-    if #t > 0 then
-      t:load{"report", "start"}
-      local v = all and t.start or t:filter(t.report:eq(rep)).start
-      local m = #v > 0 and v:min() or nil
-      if m and (not lo or m < lo) then lo = m end
-    end
-  end
-  return lo
+--- The file that holds report rep (a bundle's reports are bundle.zip:member),
+-- quoted for a shell when it needs to be.
+local function file_of(trace, rep)
+  local path = trace.reports.path[rep + 1]
+  path = path:match("^(.-%.zip):") or path
+  return path:find("^[%w%._/%-]+$") and path or ("'" .. path:gsub("'", "'\\''") .. "'")
 end
 
---- The command that shows a window of report rep: timeline on the file
--- that holds the report, with the window counted from that file's first
--- event (the whole trace's when all reports come from one file, a bundle).
-local function timeline_cmd(trace, rep, from, to)
-  local paths = trace.reports.path
-  local function file_of(p) return p:match("^(.-%.zip):") or p end   -- a bundle's reports: bundle.zip:member
-  local path = file_of(paths[rep + 1])
-  local shared = false
-  for i = 1, #paths do if i ~= rep + 1 and file_of(paths[i]) == path then shared = true end end
-  local lo = first_event(trace, rep, shared)
-  if not lo then return nil end
-  local function sec(ns) return string.format("%.6fs", math.max(ns - lo, 0) / 1e9) end
-  local quoted = path:find("^[%w%._/%-]+$") and path or ("'" .. path:gsub("'", "'\\''") .. "'")
-  return string.format("nsl run timeline %s --arg from=%s --arg to=%s --out timeline/", quoted, sec(from), sec(to))
+--- The next command for straggler r (1-based) with cause id: the analysis
+-- that looks inside what made it late, on its file -- gaps (with what the
+-- host did) for an idle GPU, diff against the rank whose lateness is
+-- nearest the median's for compute, nccl for its collectives.
+local function next_command(trace, src, rows, r, id)
+  local mine = file_of(trace, src.where[r].report)
+  if id == "straggler.host_idle" or id == "straggler.launch" then
+    local min = math.max(math.floor(rows.late_delay[r] / 2000 + 0.5), 1)
+    return string.format("nsl run gaps %s --arg min=%dus --arg scope=device", mine, min)
+  elseif id == "straggler.compute" then
+    local best, bd
+    for q = 1, #src.labels do
+      local f = file_of(trace, src.where[q].report)
+      if not rows.straggler[q] and f ~= mine and (not bd or math.abs(rows.delay[q]) < bd) then
+        best, bd = f, math.abs(rows.delay[q])
+      end
+    end
+    if best then return string.format("nsl run diff %s %s", best, mine) end
+    return string.format("nsl run summary %s", mine)
+  elseif id == "straggler.collective" then
+    return string.format("nsl run nccl %s --arg per_report=true", mine)
+  end
+  return nil
 end
 
 --- What the host was doing while rank r's GPU waited for it before the
@@ -277,24 +279,24 @@ local function straggler_finding(trace, src, res, rows, r, out)
     end
     where.tid = tid
   end
-  -- the window of the late collective whose lateness is the median one
+  -- the window before the late collective whose lateness is the median one
   local mine = res.coll:filter(res.coll.rank:eq(r - 1)):join(late_insts, {"instance"}, {"mine"})
   mine = mine:filter(~mine.mine:isnull()):join(res.late:filter(res.late.rank:eq(r - 1)), {"instance"}, {"late"})
-  local nextcmd
+  local typical = ""
   if #mine > 0 then
     mine = mine:sort("late", "index")
     local i = (#mine + 1) // 2
     local prev = res.coll:filter(res.coll.rank:eq(r - 1) & res.coll.start:lt(mine.start[i]))
     local from = #prev > 0 and prev.stop:max() or mine.start[i] - (step or 0)
-    from = math.min(from, mine.start[i])
-    where.from, where.to = from, mine.stop[i]
-    nextcmd = timeline_cmd(trace, src.where[r].report, from, mine.stop[i])
+    where.from, where.to = math.min(from, mine.start[i]), mine.stop[i]
+    typical = string.format("; e.g. collective %d, %s late", mine.index[i], dur(mine.late[i]))
   end
   local cost = math.floor(rows.cost[r] + 0.5)
   findings.add(out, {severity = "warning", id = id, cost_ns = cost, step_ns = step,
-                     share = math.min(rows.lost[r], 1.0), where = where, next = nextcmd, evidence = "causes"},
-    "%s is a straggler: late at %d of the %d collectives anyone was late at (%d in all), by %s " ..
-    "(median); why: %s", labels[r], rows.late_n[r], rows.skewed, res.ninst, dur(rows.late_delay[r]), why)
+                     share = math.min(rows.lost[r], 1.0), where = where, next = next_command(trace, src, rows, r, id),
+                     evidence = "causes"},
+    "%s is a straggler: late by %s (median) at %d of the %d collectives anyone was late at (of %d steady%s); " ..
+    "why: %s", labels[r], dur(rows.late_delay[r]), rows.late_n[r], rows.skewed, res.ninst, typical, why)
   return id
 end
 

@@ -349,8 +349,8 @@ return {
     T.ok(f.share > 0 and f.share <= 1, "share " .. f.share)
     T.near(f.share, f.cost_ns / f.step_ns, 1e-6, "share = cost / step")
     T.ok(f.where.from < f.where.to, "a window")
-    T.ok(f.next:find("^nsl run timeline ") and f.next:find(files[6], 1, true) and f.next:find("--arg from="),
-         "next command on the rank's file: " .. f.next)
+    T.eq(f.next, string.format("nsl run gaps %s --arg min=%dus --arg scope=device", files[6],
+         math.floor(c["late by med (ns)"][i] / 2000 + 0.5)), "next: its gaps longer than half its delay")
     T.eq(f.evidence, "causes", "evidence")
     -- --arg warmup=0 keeps every collective
     local _, out0 = T.run_analysis("straggler", files, {"warmup=0"})
@@ -373,7 +373,9 @@ return {
     local d = 300000
     local files, dir = copies(4, d, {[1] = "slow"}, "wait", 10000)
     local tables, out = T.run_analysis("straggler", files)
-    named(out, "straggler.compute", {"r1:gpu0"})
+    local f = named(out, "straggler.compute", {"r1:gpu0"})[1]
+    T.ok(f.next:find("^nsl run diff [^ ]+/r[023]%.sqlite " .. files[2]:gsub("%p", "%%%0") .. "$"),
+         "next: diff against a typical rank: " .. f.next)
     local i = cause_row(tables, "r1:gpu0")
     within(tables.causes["late by med (ns)"][i], d, 0.05, "recovered delay")
     within(tables.causes["compute excess (ns)"][i], d, 0.05, "the excess is compute")
@@ -385,7 +387,8 @@ return {
     local d = 300000
     local f = plant(os.tmpname(), "all", d, "0=lag,1=collective")
     local tables, out = T.run_analysis("straggler", {f})
-    named(out, "straggler.collective", {tables.ranks.rank[2]})
+    T.eq(named(out, "straggler.collective", {tables.ranks.rank[2]})[1].next,
+         "nsl run nccl " .. f .. " --arg per_report=true", "next: its collectives")
     T.ok(tables.ranks.rank[2]:find(":gpu1$"), "GPU 1 named")
     T.eq(tables.ranks["clock offset (ns)"][2], 0, "one export, one clock")
     -- per collective, GPU 1 arrives d later behind GPU 0 than in the source (SQL)
@@ -490,7 +493,7 @@ return {
     local tables, out = T.run_analysis("straggler", {T.source_dir .. "/samples/nccl_4rank_straggler.zip"})
     named(out, "straggler.host_idle", {"rank2:gpu0"})
     within(tables.causes["late by med (ns)"][cause_row(tables, "rank2:gpu0")], 500000, 0.05, "its delay")
-    T.ok(out.findings[1].next:find("^nsl run timeline [^ ]*samples/nccl_4rank_straggler%.zip %-%-arg"),
+    T.ok(out.findings[1].next:find("^nsl run gaps [^ ]*samples/nccl_4rank_straggler%.zip %-%-arg"),
          "the next command opens the bundle: " .. out.findings[1].next)
   end},
 
@@ -637,11 +640,12 @@ return {
     local lines = {}
     for line in p:lines() do lines[#lines + 1] = line end
     p:close()
-    T.ok(lines[1]:find("^%[warning straggler%.host_idle%] r2:gpu0 is a straggler: late at %d+ of the %d+ collectives"),
+    T.ok(lines[1]:find("^%[warning straggler%.host_idle%] r2:gpu0 is a straggler: late by [%d.]+ µs %(median%) " ..
+                       "at %d+ of the %d+ collectives"),
          "the finding first: " .. lines[1])
     T.ok(lines[2]:find("^  costs [%d.]+ µs per step %([%d.]+%% of the [%d.]+ ms step%); at rank r2:gpu0, device 0"),
          "its cost and where: " .. lines[2])
-    T.ok(lines[3]:find("^  next: nsl run timeline .*r2%.sqlite %-%-arg from=[%d.]+s %-%-arg to=[%d.]+s"),
+    T.ok(lines[3]:find("^  next: nsl run gaps .*r2%.sqlite %-%-arg min=%d+us %-%-arg scope=device$"),
          "the next command: " .. lines[3])
     T.ok(lines[5]:find("^1 straggler: r2:gpu0 %(host_idle%)"), "then the verdict sentence: " .. lines[5])
     local jp = assert(io.popen(cmd .. " --format json 2>/dev/null"))
