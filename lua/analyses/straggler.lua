@@ -102,12 +102,12 @@ local function from_kernels(trace, args)
     labels[r] = name
   end
   local cols = {{"rank", rank}, {"stream", k.stream}, {"start", k.start}, {"stop", k.stop}, {"name", k.name}}
-  local host_cols = {"rank", "instance", "type", "start", "stop"}
+  local coll_cols = {"rank", "instance", "type", "start", "stop"}
   if #trace.api > 0 then   -- when each kernel was launched: idle time splits into host and queue
     for _, c in ipairs{{"launch", steps.launch_times(trace, k)}, {"report", k.report}, {"pid", k.pid},
                        {"corr", k.corr}} do
       cols[#cols + 1] = c
-      host_cols[#host_cols + 1] = c[1]
+      coll_cols[#coll_cols + 1] = c[1]
     end
   end
   local kr = nsl.table(cols)
@@ -116,7 +116,7 @@ local function from_kernels(trace, args)
   coll = nccl.instances(coll:with("type", nccl.annotate(coll.name).collective))
   local where = {}
   for r = 1, #rk do where[r] = {report = rk.report[r], device = rk.device and rk.device[r], pid = rk.pid and rk.pid[r]} end
-  return {coll = coll:select(host_cols), work = kr,
+  return {coll = coll:select(coll_cols), work = kr,
           compute = ~is_coll, labels = labels, what = "NCCL kernels", by = args.rank_by, clock = rk.report:totable(),
           where = where}
 end

@@ -11,6 +11,7 @@
 local nsl = require("nsl")
 local md = require("nsl.markdown")
 local report = require("nsl.report")
+local findings = require("nsl.findings")
 
 local M = {}
 
@@ -62,7 +63,7 @@ function M.run(text, trace, opts)
     local ok, err = xpcall(a.run, runner.handler, trace, parsed, out)
     for _, f in ipairs(out.findings) do   -- findings first, as nsl run prints them
       current.outputs[#current.outputs + 1] = {kind = "finding", severity = f.severity,
-                                               text = table.concat(require("nsl.findings").lines(f), "\n")}
+                                               text = table.concat(findings.lines(f), "\n")}
     end
     for _, it in ipairs(out.items) do
       if it.kind == "table" then env.show(it.t, it.opts.title or it.name)
