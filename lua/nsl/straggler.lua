@@ -221,9 +221,7 @@ function M.windows(coll, work)
   local hostcols
   if host then
     -- the work that ends the gap (one of those starting then), and when it was launched
-    local after = members:group_by("group", "start"):agg{"launch=min(launch)", "row=first(corr)",
-                                                          "report=first(report)", "pid=first(pid)"}
-    gaps = gaps:join(after, {"group", "start"}, {"launch", "row", "report", "pid"})
+    gaps = gaps:join(members, {"group", "start"}, {"launch", "corr", "report", "pid"})
     local early = positive(gaps.launch - gaps.gs)
     gaps = gaps:with("hp", gaps.dur - positive(gaps.dur - early))
     hostcols = true
@@ -241,7 +239,7 @@ function M.windows(coll, work)
   if hostcols then
     local g = gaps:filter(gaps.hp:gt(0))
     hp = nsl.table{{"rank", cs.rank:gather(g.group)}, {"instance", cs.instance:gather(g.group)},
-                   {"start", g.gs}, {"stop", g.gs + g.hp}, {"report", g.report}, {"pid", g.pid}, {"corr", g.row}}
+                   {"start", g.gs}, {"stop", g.gs + g.hp}, {"report", g.report}, {"pid", g.pid}, {"corr", g.corr}}
   end
   return win, hp
 end
