@@ -36,9 +36,11 @@
 --     collective k arrives; its compute time is the busy time (union) of that
 --     work.  Only whole windows (k = 1 .. n-1) count.  (A rank's clock offset
 --     moves its arrivals and its work alike: steps do not depend on it.)
---  5. Warm-up: the first instances in time order are left out of 3, 4 and
---     6 (opts.warmup, or detected by nsl.iterations.warmup over the windows
---     between instances); the step is the median window of the rest.
+--  5. Warm-up: instances are left out of 3, 4 and 6 -- the first
+--     opts.warmup in time order, or those a source marks (a `warmup` column:
+--     nsys-jax's heuristic), or the first ones nsl.iterations.warmup finds
+--     over the windows between instances; the step is the median window of
+--     the rest.
 --  6. The windows before each collective (M.windows) and every rank's
 --     excess in them over the others' median: what the verdict's causes
 --     are made of (M.ranks, M.causes: see lua/analyses/straggler.lua).
@@ -127,7 +129,6 @@ local function excess(coll, col)
   local med = (s.v:gather(lo) + s.v:gather(hi)) / 2
   return nsl.table{{"rank", s.rank}, {"instance", s.instance}, {"late", s.v - med}}
 end
-M.excess = excess
 
 --- max(c, 0) of an i64 column.
 local function positive(c) return c:gt(0):cast("i64") * c end
@@ -178,11 +179,11 @@ end
 -- piece of work starts; the part of the gap before that work was launched
 -- is the GPU waiting for the host (host), the rest the work waiting in the
 -- queue, launched but not started (queue); without launch times all of it
--- counts as host.  Returns a table of rank,
--- instance, window, idle, host, queue, busy (window - idle), one row per
--- collective with a previous one on its rank, and a table of the host parts
--- of the gaps: rank, instance, start, stop, report, pid, corr (the work
--- after the gap); nil when no window exists.
+-- counts as host.  Returns a table of rank, instance, window, idle, host,
+-- queue, busy (window - idle), one row per collective with a previous one
+-- on its rank, and a table of the host parts of the gaps: rank, instance,
+-- start, stop, report, pid, corr (the work after the gap; nil without
+-- launch times); nil when no window exists.
 function M.windows(coll, work)
   local cs = coll:sort("rank", "start")
   local n = #cs
@@ -218,13 +219,11 @@ function M.windows(coll, work)
   local members = M.concat_tables({part(wk), part(cur, prev_rows), part(cur)}, names)
   local gid, gs, ge = nsl.gaps_grouped(members.start, members.stop, members.group, n)
   local gaps = nsl.table{{"group", gid}, {"start", ge}, {"gs", gs}, {"dur", ge - gs}}
-  local hostcols
   if host then
     -- the work that ends the gap (one of those starting then), and when it was launched
     gaps = gaps:join(members, {"group", "start"}, {"launch", "corr", "report", "pid"})
     local early = positive(gaps.launch - gaps.gs)
     gaps = gaps:with("hp", gaps.dur - positive(gaps.dur - early))
-    hostcols = true
   else
     gaps = gaps:with("hp", gaps.dur)   -- when each piece of work was launched is unknown: idle counts as host
   end
@@ -236,7 +235,7 @@ function M.windows(coll, work)
   win = nsl.table{{"rank", win.rank}, {"instance", win.instance}, {"window", window}, {"idle", idle},
                   {"host", hostt}, {"queue", idle - hostt}, {"busy", positive(window - idle)}}
   local hp
-  if hostcols then
+  if host then
     local g = gaps:filter(gaps.hp:gt(0))
     hp = nsl.table{{"rank", cs.rank:gather(g.group)}, {"instance", cs.instance:gather(g.group)},
                    {"start", g.gs}, {"stop", g.gs + g.hp}, {"report", g.report}, {"pid", g.pid}, {"corr", g.corr}}
