@@ -95,7 +95,7 @@ end
 --- n rank files, every one a copy of GPU 0 of the export (so only what is
 -- planted tells them apart): roles[r] (0-based rank; default `others`),
 -- clock offsets of several ms (a different one per rank), jitter J ns with
--- seed r.  Files are named r<k>.sqlite in a temporary folder.
+-- seed r + 1.  Files are named r<k>.sqlite in a temporary folder.
 local function copies(n, delay, roles, others, jitter)
   local dir = os.tmpname()
   os.remove(dir)
@@ -668,8 +668,9 @@ return {
 
   {"the planting script refuses bad arguments", function()
     local bad = {"", "a b", T.shell_quote(T.data(SRC)) .. " /tmp/x 0 5 fast", T.shell_quote(T.data(SRC)) .. " /tmp/x zero",
-                 T.shell_quote(T.data(SRC)) .. " /tmp/x 0 5", T.shell_quote(T.data(SRC)) .. " /tmp/x all 5 idle",
-                 T.shell_quote(T.data(SRC)) .. " /tmp/x all 5 0=fast"}
+                 T.shell_quote(T.data(SRC)) .. " /tmp/x 0 5"}
+    bad[#bad + 1] = T.shell_quote(T.data(SRC)) .. " never.sqlite all 5 idle"
+    bad[#bad + 1] = T.shell_quote(T.data(SRC)) .. " never.sqlite all 5 0=fast"
     for _, a in ipairs(bad) do
       local ok = os.execute(T.shell_quote(script) .. " " .. a .. " 2>/dev/null")
       T.ok(not ok, "refused: " .. a)
