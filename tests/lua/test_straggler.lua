@@ -131,6 +131,15 @@ local function named(out, id, labels)
   return list
 end
 
+--- Plants n copies with one straggler (copies, 10 µs of jitter), runs
+-- straggler on them and asserts one finding, id, naming label: returns the
+-- finding, the tables, out, the files and their folder.
+local function planted(n, d, roles, others, id, label)
+  local files, dir = copies(n, d, roles, others, 10000)
+  local tables, out = T.run_analysis("straggler", files)
+  return named(out, id, {label})[1], tables, out, files, dir
+end
+
 --- Row of the causes table for rank label `label`.
 local function cause_row(tables, label)
   local c = tables.causes
@@ -324,9 +333,7 @@ return {
 
   {"8 ranks, rank 5's host stops 500 µs after every synchronisation: named, host idle, late where SQL says, 500 µs", function()
     local d = 500000
-    local files, dir = copies(8, d, {[5] = "idle"}, "idlewait", 10000)
-    local tables, out = T.run_analysis("straggler", files)
-    local f = named(out, "straggler.host_idle", {"r5:gpu0"})[1]
+    local f, tables, out, files, dir = planted(8, d, {[5] = "idle"}, "idlewait", "straggler.host_idle", "r5:gpu0")
     T.eq(f.where.report, 5, "its report")
     T.eq(f.where.device, 0, "its device")
     local c = tables.causes
@@ -371,9 +378,7 @@ return {
 
   {"4 ranks, rank 1 computes 300 µs longer before every collective: named, compute, late at every collective", function()
     local d = 300000
-    local files, dir = copies(4, d, {[1] = "slow"}, "wait", 10000)
-    local tables, out = T.run_analysis("straggler", files)
-    local f = named(out, "straggler.compute", {"r1:gpu0"})[1]
+    local f, tables, _, files, dir = planted(4, d, {[1] = "slow"}, "wait", "straggler.compute", "r1:gpu0")
     T.ok(f.next:find("^nsl run diff [^ ]+/r[023]%.sqlite " .. files[2]:gsub("%p", "%%%0") .. "$"),
          "next: diff against a typical rank: " .. f.next)
     local i = cause_row(tables, "r1:gpu0")
