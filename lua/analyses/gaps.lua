@@ -10,6 +10,7 @@ local jax = require("nsl.jax")
 local units = require("nsl.units")
 local findings = require("nsl.findings")
 local report = require("nsl.report")
+local host = require("nsl.host")
 
 -- The GPU operations of every report as one table: report, pid, device,
 -- stream, corr, start, stop and op (kernel short name, "[memcpy HtoD]",
@@ -26,27 +27,6 @@ local function gpu_ops(trace)
                                         nsl.rep("[memset]", #ms))}
   local ops = nsl.table(parts)
   return ops:filter(ops.stop:gt(ops.start))
-end
-
--- The CPU-side tables a gap is attributed to: {key, label, table, text
--- column}; only those with rows.
-local function cpu_sources(trace)
-  local list = {}
-  local api, osrt, nvtx = trace.api, trace.osrt, trace.nvtx
-  if #api > 0 then
-    api:load{"report", "pid", "tid", "start", "stop", "name"}
-    list[#list + 1] = {key = "api", label = "CUDA API", t = api, text = "name"}
-  end
-  if #osrt > 0 then
-    osrt:load{"report", "pid", "tid", "start", "stop", "name"}
-    list[#list + 1] = {key = "osrt", label = "OS runtime", t = osrt, text = "name"}
-  end
-  if #nvtx > 0 then
-    -- marks have no stop (or a zero-length one), so only ranges can overlap a gap
-    nvtx:load{"report", "pid", "tid", "start", "stop", "text"}
-    list[#list + 1] = {key = "nvtx", label = "NVTX range", t = nvtx, text = "text"}
-  end
-  return list
 end
 
 -- Gaps of one scope (keys {"report", "device"} or {"report", "device",
@@ -90,30 +70,6 @@ local function scope_gaps(ops, keys, min)
   return summary, d, dur
 end
 
--- The thread that launched the operation after each gap: the tid of the
--- CUDA API call of its process with its correlation id (NULL when none).
-local function launcher(trace, d)
-  local api = trace.api
-  api:load{"report", "pid", "corr", "tid"}
-  return (d:join(api, {"report", "pid", "corr"}, {"tid"}, "launch_")).launch_tid
-end
-
--- For every gap of d, the row of each CPU source on the same (report, pid)
--- -- or, by_launcher, the same (report, pid, launching thread) -- that
--- overlaps it most: adds <key>_text, <key>_tid, <key>_ov (ns of the gap it
--- covers) and <key>_cover (the same in % of the gap).
-local function attribute(d, sources, by_launcher)
-  for _, src in ipairs(sources) do
-    local t = src.t
-    local dk, tk = {d.report, d.pid}, {t.report, t.pid}
-    if by_launcher then dk[3], tk[3] = d.launch_tid, t.tid end
-    local rows, ov = nsl.overlap_join(d.start, d.stop, t.start, t.stop, dk, tk)
-    d = d:with(src.key .. "_text", t[src.text]:gather(rows), src.key .. "_tid", t.tid:gather(rows),
-               src.key .. "_ov", ov, src.key .. "_cover", ov * 100.0 / d.dur)
-  end
-  return d
-end
-
 local function report_names(trace, col) return trace.reports.name:gather(col) end
 
 local function wanted(list, part)
@@ -148,7 +104,7 @@ return {
     if #ops == 0 then
       return jax.no_cuda_activity(trace, out, "no GPU activity (no kernels, memory copies or memsets)", "jax_flamegraph")
     end
-    local sources = cpu_sources(trace)
+    local sources = host.sources(trace)
     local mintext = report.duration(min)
     local first_detail = true
     for _, scope in ipairs{"device", "stream"} do
@@ -182,7 +138,7 @@ return {
               summary.report[i], summary.device[i], s.idle_pct[i], report.int(s.n[i]), mintext)
           end
         end
-        d = attribute(d:with("launch_tid", launcher(trace, d)), sources, args.threads == "launcher")
+        d = host.attribute(d:with("launch_tid", host.launcher(trace, d)), sources, args.threads == "launcher")
         local list = {{"report", report_names(trace, d.report)}, {"device", d.device}}
         if scope == "stream" then list[#list + 1] = {"stream", d.stream} end
         for _, c in ipairs{{"Start (ns)", d.start}, {"Gap (ns)", d.dur}, {"Before", d.before}, {"After", d.after},

@@ -1,5 +1,5 @@
--- straggler -- which rank (a GPU, by default) holds the others back at the
--- collectives, and by how much.
+-- straggler -- which ranks (GPUs, by default) hold the others back at the
+-- collectives, by how much, and why.
 --
 -- Sources.  The collectives are NCCL kernels in Nsight Systems exports, or the
 -- communication thunks of nsys-jax archives or of exports (bundles) with XLA's
@@ -17,14 +17,52 @@
 --    Programs are grouped by HLO structure (`--arg programs`), so a process
 --    whose autotuning changed a fingerprint still matches the others.
 -- Method (nsl.straggler): instances seen on one rank only are dropped; clock
--- offsets are the median collective end difference to the reference rank;
--- on aligned clocks the last rank to arrive at a collective is the one the
--- others waited for; a rank's delay is its median lateness behind the median
--- arrival of the others; its compute per step is the busy time of its compute
--- in the window before each collective.  A rank that is consistently last (at
--- least `--arg last_share` of the collectives) with a median step compute at
--- least `--arg threshold` x the median rank's is a straggler: a finding
--- (warning) that `--fail-on warning` turns into exit code 3.
+-- offsets are the median collective end difference to the reference rank
+-- (ranks of one export share its clock, so they share an offset); on
+-- aligned clocks the last rank to arrive at a collective is the one the
+-- others waited for; a rank's lateness at a collective is its arrival minus
+-- the median arrival of the others, its delay the median lateness; its
+-- compute per step is the busy time of its compute in the window before
+-- each collective.
+-- Steady state: the first collectives are warm-up (NCCL set-up, compilation,
+-- first iterations) and left out of everything: on nsys-jax traces those of
+-- the executions nsys-jax calls warm-up (nsl.jax.steady: the first execution
+-- of a program, two when it was compiled); otherwise the windows between
+-- consecutive collectives are read as iterations by nsl.iterations.warmup
+-- (the first, then each next one slower than 1.2x the median of those after
+-- it); `--arg warmup=N` leaves out the first N instead, `warmup=0` keeps all.
+-- The step: the median time between consecutive steady collectives.
+-- Verdict.  A rank is late at a collective when it arrives at least
+-- `--arg min_delay` (20 µs) after the median of the others.  It is a
+-- straggler when it is late at at least `--arg late_share` (half) of the
+-- collectives anyone was late at (twice at least), and the time the others
+-- lose waiting for it -- its lateness summed over those collectives, over
+-- the steady run's span -- is at least `--arg min_share` (2 %) of the run,
+-- whatever its GPU compute: the cost is reported per step (that share of
+-- the step).  Several ranks can be stragglers (each is named).  Why, per
+-- straggler, from the windows before the collectives it was late at (from
+-- the end of its previous collective to its arrival), as the median excess
+-- over the other ranks' median (nsl.straggler.windows) of:
+--   collective  the end of its previous collective (straggler.collective:
+--               its collective kernels run longer, a slow link or NIC; seen
+--               where the clock is shared, i.e. GPUs of one export: across
+--               exports a collective that always ends late reads as a clock
+--               offset)
+--   compute     its GPU's busy time (straggler.compute)
+--   idle        its GPU's idle time, split by what ended each gap: work
+--               launched during the gap (the GPU waited for the host:
+--               straggler.host_idle, with what the launching thread was in
+--               meanwhile -- CUDA API call, OS runtime call, NVTX range, as
+--               gaps attributes them: nsl.host; straggler.launch when that
+--               is a CUDA launch call) or work launched before it (it sat in
+--               the queue: straggler.launch); the larger part names it
+-- the largest is the cause.  No straggler but a skew that costs at least
+-- min_share of the run: the straggler rotates (straggler.rotating, info),
+-- no single rank is to blame.  Straggler findings are warnings (`--fail-on
+-- warning`: exit 3); like every finding they print first, with the window
+-- before a typical late collective (where.from/to) and the command that
+-- looks inside the cause on the rank's file: gaps (idle, with what the host
+-- did), diff against a typical rank (compute), nccl (collective).
 -- Figures (out:figure: --out DIR, --embed, notebooks): straggler_steps
 -- (compute per step, one line per rank) and straggler_arrivals (each rank's
 -- arrival after the first rank at every collective), drawn from the
@@ -35,6 +73,10 @@ local jax = require("nsl.jax")
 local core = require("nsl.straggler")
 local report = require("nsl.report")
 local findings = require("nsl.findings")
+local units = require("nsl.units")
+local steps = require("nsl.steps")
+local host = require("nsl.host")
+local iterations = require("nsl.iterations")
 
 --- Ranks numbered 0.. in the order of the key columns of t: returns the
 -- rank of every row of t and the table of keys (one row per rank).
@@ -50,9 +92,7 @@ local function from_kernels(trace, args)
   local keys = ({device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}})[args.rank_by]
   if not keys then nsl.fail("straggler: --arg rank_by must be device, process or report") end
   local k = trace.kernels
-  local cols = {"report", "stream", "start", "stop", "name"}
-  if keys[2] then cols[#cols + 1] = keys[2] end
-  k:load(cols)
+  k:load{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
   local rank, rk = number_ranks(k, keys)
   local names = trace.reports.name
   local labels = {}
@@ -62,12 +102,24 @@ local function from_kernels(trace, args)
     elseif args.rank_by == "process" then name = name .. ":pid" .. rk.pid[r] end
     labels[r] = name
   end
-  local kr = nsl.table{{"rank", rank}, {"stream", k.stream}, {"start", k.start}, {"stop", k.stop}, {"name", k.name}}
+  local cols = {{"rank", rank}, {"stream", k.stream}, {"start", k.start}, {"stop", k.stop}, {"name", k.name}}
+  local coll_cols = {"rank", "instance", "type", "start", "stop"}
+  if #trace.api > 0 then   -- when each kernel was launched: idle time splits into host and queue
+    for _, c in ipairs{{"launch", steps.launch_times(trace, k)}, {"report", k.report}, {"pid", k.pid},
+                       {"corr", k.corr}} do
+      cols[#cols + 1] = c
+      coll_cols[#coll_cols + 1] = c[1]
+    end
+  end
+  local kr = nsl.table(cols)
   local is_coll = nccl.mask(kr.name)
   local coll = kr:filter(is_coll)
   coll = nccl.instances(coll:with("type", nccl.annotate(coll.name).collective))
-  return {coll = coll:select{"rank", "instance", "type", "start", "stop"}, work = kr, compute = ~is_coll,
-          labels = labels, what = "NCCL kernels", by = args.rank_by}
+  local where = {}
+  for r = 1, #rk do where[r] = {report = rk.report[r], device = rk.device and rk.device[r], pid = rk.pid and rk.pid[r]} end
+  return {coll = coll:select(coll_cols), work = kr,
+          compute = ~is_coll, labels = labels, what = "NCCL kernels", by = args.rank_by, clock = rk.report:totable(),
+          where = where}
 end
 
 --- Collectives and compute of the thunks of an nsys-jax trace.
@@ -76,7 +128,7 @@ local function from_thunks(trace, args, gpu_ranges)
   if args.programs ~= "structure" and args.programs ~= "fingerprint" then
     nsl.fail("straggler: --arg programs must be structure or fingerprint")
   end
-  local d = jax.load(trace, {programs = args.programs, compile = false, gpu_ranges = gpu_ranges})
+  local d = jax.load(trace, {programs = args.programs, gpu_ranges = gpu_ranges})
   local th = d.thunk
   local rank, rk = number_ranks(th, {"Device", "report"})
   local names = trace.reports.name
@@ -86,10 +138,17 @@ local function from_thunks(trace, args, gpu_ranges)
   local comm = d.communication
   local crank = comm:join(nsl.table{{"Device", rk.Device}, {"report", rk.report}, {"rank", nsl.range(#rk)}},
                           {"Device", "report"}, {"rank"}).rank
+  -- warm-up as nsys-jax reads it (jax.steady: the first execution of a program, two when it was compiled)
+  local _, init = jax.steady(comm:select{"ProgramId", "ProgramExecution"}:with("row", nsl.range(#comm)),
+                             jax.compiled_programs(d.compile_parts), true)
+  local marked = init:select{"row"}:with("w", nsl.rep(1, #init))
+  local warm = nsl.coalesce(nsl.table{{"row", nsl.range(#comm)}}:join(marked, {"row"}, {"w"}).w, 0)
   local coll = nsl.table{{"rank", crank}, {"instance", (jax.collective_instances(comm))}, {"type", comm.Collective},
-                         {"start", comm.start}, {"stop", comm.stop}}
+                         {"start", comm.start}, {"stop", comm.stop}, {"warmup", warm}}
+  local where = {}
+  for r = 1, #rk do where[r] = {report = rk.report[r], device = rk.Device[r]} end
   return {coll = coll, work = t, compute = ~th.Communication, labels = labels,
-          what = "nsys-jax communication thunks", by = "device"}
+          what = "nsys-jax communication thunks", by = "device", clock = rk.report:totable(), where = where}
 end
 
 --- The source of the collectives: args.source, or auto.
@@ -112,12 +171,144 @@ local function label_col(ranks, labels)
   return ranks:map(function(r) return labels[r + 1] end)
 end
 
+--- The file that holds report rep (a bundle's reports are bundle.zip:member),
+-- quoted for a shell when it needs to be.
+local function file_of(trace, rep)
+  local path = trace.reports.path[rep + 1]
+  path = path:match("^(.-%.zip):") or path
+  return path:find("^[%w%._/%-]+$") and path or ("'" .. path:gsub("'", "'\\''") .. "'")
+end
+
+--- The next command for straggler r (1-based) with cause id: the analysis
+-- that looks inside what made it late, on its file -- gaps (with what the
+-- host did) for an idle GPU, diff against the rank whose lateness is
+-- nearest the median's for compute, nccl for its collectives.
+local function next_command(trace, src, rows, r, id)
+  local mine = file_of(trace, src.where[r].report)
+  if id == "straggler.host_idle" or id == "straggler.launch" then
+    local min = math.max(math.floor(rows.late_delay[r] / 2000 + 0.5), 1)
+    return string.format("nsl run gaps %s --arg min=%dus --arg scope=device", mine, min)
+  elseif id == "straggler.compute" then
+    local best, bd
+    for q = 1, #src.labels do
+      local f = file_of(trace, src.where[q].report)
+      if not rows.straggler[q] and f ~= mine and (not bd or math.abs(rows.delay[q]) < bd) then
+        best, bd = f, math.abs(rows.delay[q])
+      end
+    end
+    if best then return string.format("nsl run diff %s %s", best, mine) end
+    return string.format("nsl run summary %s", mine)
+  elseif id == "straggler.collective" then
+    return string.format("nsl run nccl %s --arg per_report=true", mine)
+  end
+  return nil
+end
+
+--- What the host was doing while rank r's GPU waited for it before the
+-- collectives it was late at: per source (CUDA API, OS runtime, NVTX), the
+-- text that covered most of that time on the launching thread, and its
+-- share.  Returns a list of {label, text, share} (largest share first) and
+-- the thread, or nil when the trace cannot say.
+local function host_activity(trace, res, r, late_insts)
+  local hp = res.host
+  if not hp then return nil end
+  hp = hp:filter(hp.rank:eq(r))
+  if #hp == 0 then return nil end
+  hp = hp:join(late_insts, {"instance"}, {"mine"})
+  hp = hp:filter(~hp.mine:isnull())
+  if #hp == 0 then return nil end
+  local d = nsl.table{{"report", hp.report}, {"pid", hp.pid}, {"corr", hp.corr}, {"start", hp.start},
+                      {"stop", hp.stop}, {"dur", hp.stop - hp.start}}
+  d = d:with("launch_tid", host.launcher(trace, d))
+  local total = d.dur:sum()
+  local list = {}
+  d = host.attribute(d, host.sources(trace), true)
+  for _, src in ipairs(host.sources(trace)) do
+    local t = d:filter(~d[src.key .. "_text"]:isnull())
+    if #t > 0 then
+      -- PyTorch's per-call suffixes and step numbers apart, one range name is one text
+      local text = t[src.key .. "_text"]:map(function(x)
+        for _, p in ipairs(iterations.step_strip) do x = x:gsub(p, "") end
+        return x
+      end)
+      local g = nsl.table{{"text", text}, {"ov", t[src.key .. "_ov"]}}:group_by("text")
+        :agg{"ov=sum(ov)"}:sort("-ov", "text")
+      list[#list + 1] = {key = src.key, label = src.label, text = g.text[1], share = g.ov[1] / total}
+    end
+  end
+  table.sort(list, function(a, b) return a.share > b.share end)
+  local tids = d:filter(~d.launch_tid:isnull()).launch_tid
+  return list, #tids > 0 and tids[1] or nil
+end
+
+local function pct(x) return string.format("%.1f%%", 100 * x) end
+local dur = report.duration
+
+--- The finding for straggler r (1-based): its cause, what the host did
+-- (for a host-side cause), the window of its median late collective and the
+-- command that shows it.  Returns the finding's id.
+local function straggler_finding(trace, src, res, rows, r, out)
+  local labels, step, thr = src.labels, res.step_ns, rows.threshold
+  local c = rows.cause[r]
+  local late_insts = res.late:filter(res.late.rank:eq(r - 1) & res.late.late:ge(thr))
+  late_insts = late_insts:select{"instance"}:with("mine", nsl.rep(1, #late_insts))
+  local id, why = "straggler.late", "no cause stands out in the windows before its collectives"
+  local where = {rank = labels[r], report = src.where[r].report, device = src.where[r].device,
+                 pid = src.where[r].pid}
+  if c then
+    id = c.id
+    why = string.format("%s (%s more than the others' median)", c.what, dur(rows.x[c.key][r]))
+  end
+  if c and c.id == "straggler.host_idle" then
+    local acts, tid = host_activity(trace, res, r - 1, late_insts)
+    if not res.host then
+      why = why .. "; the trace has no CUDA API calls to say what the host was doing"
+    elseif acts and #acts > 0 then
+      local parts = {}
+      for _, a in ipairs(acts) do
+        parts[#parts + 1] = string.format("%s '%s' (%s of that time)", a.label, a.text, pct(a.share))
+        if a.key == "nvtx" then where.nvtx = a.text end
+        if a.key == "api" and a.share >= 0.5 and a.text:find("Launch") then
+          id = "straggler.launch"
+          why = string.format("its GPU sat idle while the host was launching work (%s more than the " ..
+            "others' median)", dur(rows.x[c.key][r]))
+        end
+      end
+      why = why .. "; the launching thread was in " .. table.concat(parts, ", ")
+    else
+      why = why .. "; the launching thread was in no CUDA API call, OS runtime call or NVTX range"
+    end
+    where.tid = tid
+  end
+  -- the window before the late collective whose lateness is the median one
+  local mine = res.coll:filter(res.coll.rank:eq(r - 1)):join(late_insts, {"instance"}, {"mine"})
+  mine = mine:filter(~mine.mine:isnull()):join(res.late:filter(res.late.rank:eq(r - 1)), {"instance"}, {"late"})
+  local typical = ""
+  if #mine > 0 then
+    mine = mine:sort("late", "index")
+    local i = (#mine + 1) // 2
+    local prev = res.coll:filter(res.coll.rank:eq(r - 1) & res.coll.start:lt(mine.start[i]))
+    local from = #prev > 0 and prev.stop:max() or mine.start[i] - (step or 0)
+    where.from, where.to = math.min(from, mine.start[i]), mine.stop[i]
+    typical = string.format("; e.g. collective %d, %s late", mine.index[i], dur(mine.late[i]))
+  end
+  local cost = math.floor(rows.cost[r] + 0.5)
+  findings.add(out, {severity = "warning", id = id, cost_ns = cost, step_ns = step,
+                     share = math.min(rows.lost[r], 1.0), where = where, next = next_command(trace, src, rows, r, id),
+                     evidence = "causes"},
+    "%s is a straggler: late by %s (median) at %d of the %d collectives anyone was late at (of %d steady%s); " ..
+    "why: %s", labels[r], dur(rows.late_delay[r]), rows.late_n[r], rows.skewed, res.ninst, typical, why)
+  return id
+end
+
 return {
   name = "straggler",
-  description = "Ranks whose compute delays the collectives of the others: clock offsets, arrival order, waits",
+  description = "Which ranks hold the others back at the collectives, and why: clock offsets, arrivals, waits, causes",
   args = {
-    threshold = {default = 1.05, help = "median step compute of a rank / the median rank's, above which a consistently last rank is a straggler"},
-    last_share = {default = 0.5, help = "share of the collectives a rank must arrive last at to count as consistently last"},
+    min_delay = {default = "20us", help = "lateness that counts, at least (ns, or with a unit: 20us, 1ms)"},
+    min_share = {default = 0.02, help = "time the others lose waiting for a straggler (or a rotating one), at least this share of the run"},
+    late_share = {default = 0.5, help = "share of the collectives a rank must be late at to be a straggler"},
+    warmup = {default = -1, help = "collective instances left out as warm-up (-1: detected; 0: keep all)"},
     rank_by = {default = "device", help = "what a rank is: device (report and GPU), process (report and pid), or report (NCCL only)"},
     source = {default = "auto", help = "collectives from NCCL kernels (nccl), nsys-jax communication thunks (jax), or auto"},
     programs = {default = "structure", help = "nsys-jax: match programs by 'structure' (same name and HLO) or 'fingerprint' (nsys-jax's)"},
@@ -125,25 +316,71 @@ return {
   },
   example = "nsl run straggler rank0.sqlite rank1.sqlite ... --fail-on warning --out straggler/",
   run = function(trace, args, out)
+    local min_delay = units.duration_arg(args, "min_delay")
+    if type(args.min_share) ~= "number" or args.min_share < 0 or args.min_share >= 1 then
+      nsl.fail("straggler: --arg min_share must be a number from 0 to 1")
+    end
+    if type(args.late_share) ~= "number" or args.late_share <= 0 or args.late_share > 1 then
+      nsl.fail("straggler: --arg late_share must be a number above 0, at most 1")
+    end
+    if math.type(args.warmup) ~= "integer" or args.warmup < -1 then
+      nsl.fail("straggler: --arg warmup must be -1 (detect) or a number of collectives")
+    end
     local src = source_of(trace, args)
     local labels, nranks = src.labels, #src.labels
     if nranks == 0 or #src.coll == 0 then
       out:text(string.format("No straggler analysis: %d rank(s) and no %s.", nranks, src.what))
       return
     end
-    local res = core.analyse(src.coll, src.work, nranks, src.compute)
-    local rows = core.ranks(res, args)
+    local res = core.analyse(src.coll, src.work, nranks, src.compute, {clock = src.clock, warmup = args.warmup})
+    local rows = core.ranks(res, {min_delay = min_delay, min_share = args.min_share, late_share = args.late_share})
     local all = src.coll:group_by("rank"):agg{"n=count"}
     local ncoll = {}
     for r = 1, nranks do ncoll[r] = 0 end
     for i = 1, #all do ncoll[all.rank[i] + 1] = all.n[i] end
+    local step, thr = res.step_ns, rows.threshold
+    out:value("warmup_collectives", res.warmup)
+    out:value("step_ns", step)
 
+    -- the verdict: findings first, then a sentence
     local ref = labels[res.ref + 1]
+    local names = {}
+    for r = 1, nranks do
+      if rows.straggler[r] then
+        local id = straggler_finding(trace, src, res, rows, r, out)
+        names[#names + 1] = labels[r] .. " (" .. id:gsub("^straggler%.", "") .. ")"
+      end
+    end
+    local warm = res.warmup > 0 and string.format(" (%d warm-up collective(s) left out; --arg warmup=0 keeps them)",
+                                                  res.warmup) or ""
     if nranks == 1 then
       out:text(string.format("1 rank (%s) with %d %s: arrivals need two ranks or more; compute per step only.",
         labels[1], ncoll[1], src.what))
+    elseif res.ninst == 0 then
+      out:text(string.format("No straggler verdict: the %d ranks share no collective.", nranks))
+    elseif #names > 0 then
+      out:text(string.format("%d straggler%s: %s. A straggler is late by at least %s behind the others' median " ..
+        "at %s of the collectives anyone was late at, losing at least %s of the %s step%s.", #names,
+        #names > 1 and "s" or "", table.concat(names, ", "), dur(thr), pct(args.late_share), pct(args.min_share),
+        dur(step), warm))
+    elseif rows.skewed > 0 and rows.skew_lost >= args.min_share then
+      local lastc = res.instances:filter(res.instances.skew:ge(thr)):group_by("who"):agg{"n=count"}:sort("-n", "who")
+      local cost = math.floor(rows.skew_cost + 0.5)
+      findings.add(out, {severity = "info", id = "straggler.rotating", cost_ns = cost, step_ns = step,
+                         share = math.min(rows.skew_lost, 1.0), evidence = "collectives"},
+        "No single rank is to blame: the last rank to arrive changes (most often %s, at %d of the %d collectives " ..
+        "anyone was late at); the arrivals spread by %s (median skew)", labels[lastc.who[1] + 1], lastc.n[1],
+        rows.skewed, dur(rows.skew))
+      out:text(string.format("No straggler, but the straggler rotates: the others wait %s per step (%s) at " ..
+        "collectives where the last rank changes%s.", dur(cost), pct(rows.skew_lost), warm))
     else
-      out:text(string.format("%d ranks (by %s), %d collective instances of %s matched on two ranks or more; " ..
+      out:text(string.format("No straggler: no rank is late by at least %s at %s of the collectives anyone was " ..
+        "late at while losing %s of the %s step; median arrival skew %s%s.", dur(thr), pct(args.late_share),
+        pct(args.min_share), dur(step), dur(rows.skew), warm))
+    end
+
+    if nranks > 1 then
+      out:text(string.format("%d ranks (by %s), %d steady collective instances of %s matched on two ranks or more; " ..
         "clocks aligned on %s.", nranks, src.by, res.ninst, src.what, ref))
     end
     local unaligned = {}
@@ -155,16 +392,24 @@ return {
     end
     local verdict = {}
     for r = 1, nranks do
-      verdict[r] = rows.straggler[r] and "STRAGGLER" or ""
+      local c = rows.cause[r]
+      verdict[r] = rows.straggler[r] and ("STRAGGLER" .. (c and (" (" .. (c.label or c.key) .. ")") or "")) or ""
       out:value("offset_ns." .. labels[r], rows.offset[r])
       out:value("delay_ns." .. labels[r], rows.delay[r])
-      if rows.straggler[r] then
-        findings.add(out, {severity = "warning", check = "straggler", rank = labels[r], delay_ns = rows.delay[r]},
-          "%s is a straggler: last at %d of %d collectives (%.0f%%), arriving %s after the others (median), " ..
-          "compute per step %.2fx the median rank's; the others waited %s in all for it",
-          labels[r], rows.last[r], rows.matched[r], 100 * rows.share[r], report.duration(rows.delay[r]),
-          rows.ratio[r], report.duration(rows.caused[r]))
+    end
+    if nranks > 1 then
+      local cc = {{"rank", labels}, {"late at", rows.late_n}, {"late (% of skewed)", nsl.column(rows.late_share) * 100},
+                  {"late by med (ns)", rows.late_delay}, {"cost per step (ns)", rows.cost},
+                  {"of the step (%)", nsl.column(rows.lost) * 100}}
+      for _, key in ipairs{"collective", "compute", "idle", "host", "queue"} do
+        local v = {}
+        for r = 1, nranks do v[r] = rows.x[key][r] or 0.0 end
+        cc[#cc + 1] = {key .. " excess (ns)", v}
       end
+      cc[#cc + 1] = {"verdict", verdict}
+      out:table("causes", nsl.table(cc), {title = string.format("Per rank: the collectives it was late at (by %s " ..
+        "or more; %d of %d had a rank that late) and where its lateness comes from: the median excess over the " ..
+        "others' median in the window before each (idle = host + queue)", dur(thr), rows.skewed, res.ninst)})
     end
     out:table("ranks", nsl.table{
       {"rank", labels}, {"clock offset (ns)", rows.offset}, {"collectives", ncoll}, {"matched", rows.matched},

@@ -1,7 +1,88 @@
 -- nsl.findings -- checks that turn a measured value into a finding on the
 -- `out` object (out:finding), graded by limits, so analyses word and grade
--- their checks the same way and `--fail-on` can gate on them.
+-- their checks the same way and `--fail-on` can gate on them; and the one
+-- way a finding reads as text (M.lines), which output prints first.
+--
+-- The finding record: severity ("info" | "warning" | "error") and message,
+-- and optionally
+--   id        stable dotted id of the check ("straggler.host_idle", "gpu.gaps")
+--   cost_ns   integer ns the problem costs: per step when step_ns is set,
+--             else over the run
+--   step_ns   integer ns of the (median steady) step, when steps are known
+--   share     cost_ns / step_ns (or of the run), a fraction
+--   where     {rank = label, report = 0-based, device, stream, pid, tid,
+--             from, to (ns on the trace's aligned clock), nvtx = range text}
+--   next      the next command to run (a string)
+--   evidence  the name of the out:table that backs it
+local report = require("nsl.report")
+
 local M = {}
+
+local where_keys = {rank = "string", report = "integer", device = "integer", stream = "integer", pid = "integer",
+                    tid = "integer", from = "integer", to = "integer", nvtx = "string"}
+
+local function kind(v)
+  return math.type(v) or type(v)
+end
+
+--- findings.validate(f) -- raises when an optional field of the record has
+-- the wrong type (a misuse by an analysis, not bad input).
+function M.validate(f)
+  local function want(name, v, ty)
+    if v ~= nil and kind(v) ~= ty and not (ty == "number" and type(v) == "number") then
+      error(string.format("finding field %s must be %s, not %s", name, ty == "integer" and "an integer" or
+        "a " .. ty, kind(v)), 3)
+    end
+  end
+  want("id", f.id, "string")
+  want("cost_ns", f.cost_ns, "integer")
+  want("step_ns", f.step_ns, "integer")
+  want("share", f.share, "number")
+  want("next", f.next, "string")
+  want("evidence", f.evidence, "string")
+  want("where", f.where, "table")
+  for k, v in pairs(f.where or {}) do
+    if not where_keys[k] then error(string.format("finding field where.%s is not one of the record's", k), 3) end
+    want("where." .. k, v, where_keys[k])
+  end
+end
+
+--- The lines of a finding as text (a few at most): "[severity id] message";
+-- then what it costs, in ms/µs with the share of the step, and where; then
+-- the next command.
+function M.lines(f)
+  local lines = {string.format("[%s%s] %s", f.severity, f.id and (" " .. f.id) or "", f.message)}
+  local parts = {}
+  if f.cost_ns then
+    if f.step_ns then
+      parts[#parts + 1] = string.format("costs %s per step (%.1f%% of the %s step)", report.duration(f.cost_ns),
+        100 * (f.share or (f.step_ns > 0 and f.cost_ns / f.step_ns or 0)), report.duration(f.step_ns))
+    else
+      parts[#parts + 1] = string.format("costs %s%s", report.duration(f.cost_ns),
+        f.share and string.format(" (%.1f%% of the run)", 100 * f.share) or "")
+    end
+  end
+  local w = f.where
+  if w then
+    local at = {}
+    for _, k in ipairs{"rank", "device", "stream", "pid", "tid"} do
+      if w[k] ~= nil then at[#at + 1] = k .. " " .. tostring(w[k]) end
+    end
+    if w.nvtx then at[#at + 1] = "NVTX '" .. w.nvtx .. "'" end
+    if #at > 0 then parts[#parts + 1] = "at " .. table.concat(at, ", ") end
+  end
+  if f.evidence then parts[#parts + 1] = "evidence: table " .. f.evidence end
+  if #parts > 0 then lines[#lines + 1] = "  " .. table.concat(parts, "; ") end
+  if f.next then lines[#lines + 1] = "  next: " .. f.next end
+  return lines
+end
+
+--- A list of findings as text, one block of M.lines each.
+function M.text(list)
+  local out = {}
+  for _, f in ipairs(list) do out[#out + 1] = table.concat(M.lines(f), "\n") end
+  return table.concat(out, "\n")
+end
 
 local order = {"info", "warning", "error"}
 

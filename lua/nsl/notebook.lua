@@ -13,6 +13,7 @@
 local nsl = require("nsl")
 local md = require("nsl.markdown")
 local report = require("nsl.report")
+local findings = require("nsl.findings")
 
 local M = {}
 
@@ -41,7 +42,7 @@ end
 -- answer), then its figures, then its text and tables in the order it gave them.
 local function analysis_outputs(out, outputs)
   for _, f in ipairs(out.findings) do
-    outputs[#outputs + 1] = {kind = "finding", severity = f.severity, text = f.message}
+    outputs[#outputs + 1] = {kind = "finding", severity = f.severity, text = table.concat(findings.lines(f), "\n")}
   end
   for _, it in ipairs(out.items) do
     if it.kind == "figure" then outputs[#outputs + 1] = {kind = it.format, data = it.data, title = it.title or it.name} end
@@ -132,7 +133,7 @@ pre.output{background:#fff;border-left:3px solid #0072B2}pre.error{background:#f
 code{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace}
 table.nsl{border-collapse:collapse;font-size:13px;margin:.5em 0}table.nsl td,table.nsl th{border-bottom:1px solid #ddd;padding:2px 8px;text-align:left;white-space:nowrap}
 table.nsl .num{text-align:right;font-variant-numeric:tabular-nums}table.nsl caption{text-align:left;font-weight:bold;padding:.3em 0}
-.finding{padding:.4em .8em;margin:.3em 0;border-left:4px solid #E69F00;background:#fffaf0}.finding.error{border-color:#D55E00}
+.finding{white-space:pre-wrap;padding:.4em .8em;margin:.3em 0;border-left:4px solid #E69F00;background:#fffaf0}.finding.error{border-color:#D55E00}
 .note{padding:.3em .8em;margin:.3em 0;border-left:4px solid #999;background:#f6f6f6;color:#444}
 .figure img,.figure svg{max-width:100%;height:auto}.more{color:#666;font-size:12px}.cell{margin:1em 0}
 ]]

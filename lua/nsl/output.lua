@@ -1,8 +1,12 @@
 -- nsl.output -- the `out` object an analysis writes its results to:
--- tables, free text, findings and files.  Text tables print as soon as they
--- are given; csv/json/md/tex are emitted at the end; --out DIR gets every
--- table as CSV, a results.json, and the files (figures, folded stacks).
+-- tables, free text, findings and files.  Findings come first: text output
+-- is held until the analysis ends (or fails), then its findings print, in
+-- human units (nsl.findings.lines), before the tables and prose, which keep
+-- the order they were given in; csv/json/md/tex are emitted at the end;
+-- --out DIR gets every table as CSV, a results.json, and the files
+-- (figures, folded stacks).
 local report = require("nsl.report")
+local findings = require("nsl.findings")
 local nsl = require("nsl")
 
 local M = {}
@@ -39,35 +43,27 @@ function Out:table(name, t, opts)
   assert(type(name) == "string", "out:table: name must be a string")
   assert(nsl.type(t) == "table", "out:table: not an nsl table")
   self.items[#self.items + 1] = {kind = "table", name = name, t = t, opts = opts}
-  if self.format == "text" then
-    emit((#self.items > 1 and "\n" or "") ..
-         report.text(t, {title = opts.title or name, limit = opts.limit or 50, decimals = opts.decimals,
-                         col_decimals = opts.col_decimals, nsys_stats = opts.nsys_stats,
-                         width = nsl.terminal_width()}))
-    self.printed = #self.items
-  end
   return t
 end
 
 --- out:text(s) -- a paragraph of prose (printed in text and md output).
 function Out:text(s)
   self.items[#self.items + 1] = {kind = "text", text = s}
-  if self.format == "text" then
-    local width = nsl.terminal_width()
-    emit((#self.items > 1 and "\n" or "") .. (width and report.wrap(s, width) or s))
-    self.printed = #self.items
-  end
 end
 
 --- out:value(name, v) -- a named scalar result (kept for JSON output).
 function Out:value(name, v) self.values[name] = v end
 
 --- out:finding{severity = "warning", message = "...", ...} -- a check that
--- failed; with --fail-on the worst severity sets the exit code.
+-- failed; with --fail-on the worst severity sets the exit code.  The
+-- optional fields of the shared record (nsl.findings.validate checks them):
+-- id, cost_ns, step_ns, share, where, next, evidence.
 function Out:finding(f)
   assert(type(f) == "table" and f.message, "out:finding needs {severity=, message=}")
   f.severity = f.severity or "warning"
   assert(severities[f.severity], "severity must be info, warning or error")
+  findings.validate(f)
+  if f.where then setmetatable(f.where, report.object_mt) end
   self.findings[#self.findings + 1] = f
 end
 
@@ -166,14 +162,34 @@ function Out:stdout(s)
   self.stdout_taken = true
 end
 
-function Out:flush() io.stdout:flush() end
-
-local function findings_text(findings)
-  local lines = {}
-  for _, f in ipairs(findings) do
-    lines[#lines + 1] = string.format("[%s] %s", f.severity, f.message)
+--- Text output: what is not printed yet -- the findings first, then the
+-- tables and prose given since the last call.  Also what a failing analysis
+-- shows of the results it had.
+function Out:flush()
+  if self.format == "text" then
+    local nf = self.findings_printed or 0
+    if #self.findings > nf then
+      emit((self.any_printed and "\n" or "") .. findings.text(table.move(self.findings, nf + 1, #self.findings, 1, {})))
+      self.findings_printed = #self.findings
+      self.any_printed = true
+    end
+    local width = nsl.terminal_width()
+    for i = self.printed + 1, #self.items do
+      local it = self.items[i]
+      local sep = self.any_printed and "\n" or ""
+      if it.kind == "table" then
+        local o = it.opts
+        emit(sep .. report.text(it.t, {title = o.title or it.name, limit = o.limit or 50, decimals = o.decimals,
+                                       col_decimals = o.col_decimals, nsys_stats = o.nsys_stats, width = width}))
+        self.any_printed = true
+      elseif it.kind == "text" then
+        emit(sep .. (width and report.wrap(it.text, width) or it.text))
+        self.any_printed = true
+      end
+    end
+    self.printed = #self.items
   end
-  return table.concat(lines, "\n")
+  io.stdout:flush()
 end
 
 --- The whole result as a JSON-able Lua value.
@@ -196,9 +212,9 @@ end
 function Out:finish()
   local fmt = self.format
   if self.stdout_taken then
-    if #self.findings > 0 then io.stderr:write(findings_text(self.findings), "\n") end
+    if #self.findings > 0 then io.stderr:write(findings.text(self.findings), "\n") end
   elseif fmt == "text" then
-    if #self.findings > 0 then emit("\n" .. findings_text(self.findings)) end
+    self:flush()
   elseif fmt == "json" then
     self.json = self.json or report.json(self:document(), "  ")
     emit(self.json)
@@ -216,10 +232,17 @@ function Out:finish()
       end
     end
     if #self.findings > 0 then
-      local ftxt = findings_text(self.findings)
-      if fmt == "md" then parts[#parts + 1] = "### Findings\n\n" .. ftxt:gsub("([^\n]+)", "- %1") .. "\n"
+      local ftxt = findings.text(self.findings)
+      if fmt == "md" then
+        local items = {}
+        for _, f in ipairs(self.findings) do
+          local lines = findings.lines(f)
+          for i = 2, #lines do lines[i] = lines[i]:gsub("^%s+", "") end
+          items[#items + 1] = "- " .. table.concat(lines, "  \n  ")
+        end
+        table.insert(parts, 1, "### Findings\n\n" .. table.concat(items, "\n") .. "\n")
       elseif fmt == "csv" then io.stderr:write(ftxt, "\n")
-      else parts[#parts + 1] = "% " .. ftxt:gsub("\n", "\n%% ") .. "\n" end
+      else table.insert(parts, 1, "% " .. ftxt:gsub("\n", "\n%% ") .. "\n") end
     end
     io.stdout:write(table.concat(parts, "\n"))
   end

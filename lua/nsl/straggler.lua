@@ -8,6 +8,9 @@
 --   work     one row per piece of GPU work of a rank: rank, start, stop, with
 --            a mask of the rows that are compute (the kernels or thunks that
 --            are not collectives)
+--   both may carry launch (when the CUDA call that launched it started),
+--   report, pid, corr: then idle time is split into waiting for the host and
+--   waiting in the queue (M.windows)
 --
 -- Method (M.analyse):
 --  1. Instances seen on fewer than two ranks are dropped (partial captures
@@ -15,7 +18,9 @@
 --  2. Clocks: a collective finishes together on every rank, so a rank's clock
 --     offset is the median, over the instances it shares with the reference
 --     rank (the first rank with matched collectives), of its collective end
---     minus the reference's; aligned time = own time - offset.  (nsys-jax
+--     minus the reference's; aligned time = own time - offset.  Ranks on one
+--     clock (opts.clock: the GPUs of one export) share one offset, the median
+--     over all their instances (the reference's clock: 0).  (nsys-jax
 --     aligns devices on the mean end over the devices present and takes the
 --     median skew of each device: the same estimate, from a different centre;
 --     see tests/lua/test_straggler.lua for how far the two may differ; on
@@ -31,9 +36,14 @@
 --     collective k arrives; its compute time is the busy time (union) of that
 --     work.  Only whole windows (k = 1 .. n-1) count.  (A rank's clock offset
 --     moves its arrivals and its work alike: steps do not depend on it.)
---  5. A straggler is consistently last (last in at least `last_share` of its
---     instances, and more often than 1.5/ranks) and its median step compute is
---     at least `threshold` x the median rank's (M.ranks).
+--  5. Warm-up: instances are left out of 3, 4 and 6 -- the first
+--     opts.warmup in time order, or those a source marks (a `warmup` column:
+--     nsys-jax's heuristic), or the first ones nsl.iterations.warmup finds
+--     over the windows between instances; the step is the median window of
+--     the rest.
+--  6. The windows before each collective (M.windows) and every rank's
+--     excess in them over the others' median: what the verdict's causes
+--     are made of (M.ranks, M.causes: see lua/analyses/straggler.lua).
 -- Everything runs over whole columns; Lua loops run over ranks only.
 local nsl = require("nsl")
 
@@ -53,21 +63,31 @@ local function concat_tables(parts, names)
 end
 M.concat_tables = concat_tables
 
---- Clock offsets against rank `ref`: for every rank, the median over the
--- instances it shares with ref of (its stop - ref's stop), rounded to ns.
--- Returns offsets and shared, arrays indexed by rank + 1 (offset 0 and
--- shared 0 for a rank that shares no instance with ref).
-function M.offsets(coll, nranks, ref)
+--- Clock offsets against rank `ref`: ranks that share a clock (clock[r + 1],
+-- e.g. their report: one export has one clock) share an offset, the median
+-- over the instances its ranks share with ref of (their stop - ref's stop),
+-- rounded to ns; ref's clock has offset 0.  Without clock, every rank has
+-- its own.  Returns offsets and shared, arrays indexed by rank + 1 (shared:
+-- the instances the rank's clock shares with ref; offset 0 and shared 0 for
+-- a clock that shares none).
+function M.offsets(coll, nranks, ref, clock)
+  if not clock then
+    clock = {}
+    for r = 1, nranks do clock[r] = r - 1 end
+  end
   local ref_rows = coll:filter(coll.rank:eq(ref)):select{"instance", "stop"}
   local j = coll:join(ref_rows, {"instance"}, {"stop"}, "ref_")
   j = j:filter(~j.ref_stop:isnull())
-  local g = nsl.table{{"rank", j.rank}, {"diff", j.stop - j.ref_stop}}:group_by("rank")
+  local g = nsl.table{{"clock", nsl.column(clock):gather(j.rank)}, {"diff", j.stop - j.ref_stop}}:group_by("clock")
     :agg{"off=median(diff)", "n=count"}
+  local by_clock = {}
+  for i = 1, #g do by_clock[g.clock[i]] = {math.floor(g.off[i] + 0.5), g.n[i]} end
+  local ref_clock = clock[ref + 1]
   local off, shared = {}, {}
-  for r = 1, nranks do off[r], shared[r] = 0, 0 end
-  for i = 1, #g do
-    off[g.rank[i] + 1] = math.floor(g.off[i] + 0.5)
-    shared[g.rank[i] + 1] = g.n[i]
+  for r = 1, nranks do
+    local c = by_clock[clock[r]]
+    off[r], shared[r] = 0, c and c[2] or 0
+    if c and clock[r] ~= ref_clock then off[r] = c[1] end
   end
   return off, shared
 end
@@ -84,15 +104,20 @@ local function last_arrivals(coll)
   return last, who
 end
 
---- Each rank's lateness per instance: its arrival minus the median arrival
--- of the other ranks (table rank, instance, late; nil when coll is empty).
--- An instance holds one row per rank, so with its arrivals sorted (row p of
+--- Each rank's excess per instance in column `col` (default arrive: its
+-- lateness): its value minus the median of the other ranks' values in that
+-- instance (table rank, instance, late; nil when no instance has two ranks).
+-- An instance holds one row per rank, so with its values sorted (row p of
 -- the rank, n rows), the others' are the sorted list without row p: their
 -- median is the mean of its rows j_lo = (n-2)//2 and j_hi = (n-1)//2, row j of
 -- the others being row j + (j >= p) of the instance.
-local function lateness(coll)
+local function excess(coll, col)
+  col = col or "arrive"
+  local nr = coll:group_by("instance"):agg{"nr=count"}
+  coll = coll:join(nr, {"instance"}, {"nr"})
+  coll = coll:filter(coll.nr:ge(2))
   if #coll == 0 then return nil end
-  local s = coll:select{"rank", "instance", "arrive"}:sort("instance", "arrive")
+  local s = nsl.table{{"rank", coll.rank}, {"instance", coll.instance}, {"v", coll[col]}}:sort("instance", "v")
   local g = s:group_by("instance")
   local ids = g:ids()
   local p = nsl.cumcount(ids)
@@ -101,9 +126,12 @@ local function lateness(coll)
   local lo, hi = (n - 2) // 2, (n - 1) // 2
   lo = base + lo + lo:ge(p):cast("i64")
   hi = base + hi + hi:ge(p):cast("i64")
-  local med = (s.arrive:gather(lo) + s.arrive:gather(hi)) / 2
-  return nsl.table{{"rank", s.rank}, {"instance", s.instance}, {"late", s.arrive - med}}
+  local med = (s.v:gather(lo) + s.v:gather(hi)) / 2
+  return nsl.table{{"rank", s.rank}, {"instance", s.instance}, {"late", s.v - med}}
 end
+
+--- max(c, 0) of an i64 column.
+local function positive(c) return c:gt(0):cast("i64") * c end
 
 --- Compute time per step and rank (table rank, step, compute), from each
 -- rank's collective arrivals `cs` (rank, arrive) and its work (rank, start,
@@ -141,33 +169,151 @@ local function step_compute(cs, comp, mask, nranks)
   return steps
 end
 
---- The analysis (see the header).  coll: rank, instance, type, start, stop;
--- work: rank, start, stop, of which the rows where compute_mask is true (all
--- when it is nil) are compute; nranks: ranks are 0 .. nranks-1.  Returns
--- {nranks, ref, ninst, offsets, shared, coll, late, steps, instances}:
---   coll       the matched collectives: rank, instance, type, start, stop,
---              arrive, leave (aligned), wait (for the last rank), who (the
---              last rank), last (1/0), index (of the instance in time order,
---              1-based), after_first (arrival after the first rank's)
+--- The windows before each collective of every rank, from the end of its
+-- previous collective (own clock) to its arrival, and how the GPU spent
+-- them.  coll: rank, instance, start, stop (own clock), and, when the trace
+-- says when each piece of work was launched, launch, report, pid, corr;
+-- work: rank, start, stop (and the same optional columns).  A window holds
+-- the two collectives around it and the work that starts between their
+-- starts; its idle time is the gaps of their busy time.  A gap ends when a
+-- piece of work starts; the part of the gap before that work was launched
+-- is the GPU waiting for the host (host), the rest the work waiting in the
+-- queue, launched but not started (queue); without launch times all of it
+-- counts as host.  Returns a table of rank, instance, window, idle, host,
+-- queue, busy (window - idle), one row per collective with a previous one
+-- on its rank, and a table of the host parts of the gaps: rank, instance,
+-- start, stop, report, pid, corr (the work after the gap; nil without
+-- launch times); nil when no window exists.
+function M.windows(coll, work)
+  local cs = coll:sort("rank", "start")
+  local n = #cs
+  if n < 2 then return nil end
+  local host = cs.launch ~= nil and work.launch ~= nil
+  local t0 = math.min(cs.start:min(), #work > 0 and work.start:min() or math.maxinteger)
+  local t1 = math.max(cs.stop:max(), #work > 0 and work.stop:max() or math.mininteger)
+  local w = t1 - t0 + 1
+  local nranks = cs.rank:max() + 1
+  if w <= 0 or w > math.maxinteger // (nranks + 1) then
+    nsl.fail(string.format("straggler: a time span of %d ns over %d ranks is too wide for the window keys", w, nranks))
+  end
+  local pos = nsl.cumcount(cs:group_by("rank"):ids())
+  local row = nsl.range(n)
+  -- work: in window `at` when collectives at - 1 and at are its rank's
+  local at = (cs.rank * w + (cs.start - t0)):searchsorted(work.rank * w + (work.start - t0))
+  local wk = work:with("group", at)
+  wk = wk:filter(at:ge(1) & at:le(n - 1))
+  wk = wk:filter(cs.rank:gather(wk.group - 1):eq(wk.rank) & cs.rank:gather(wk.group):eq(wk.rank))
+  local cur = cs:with("group", row):filter(pos:ge(1))
+  local prev_rows = cur.group - 1
+  local names = {"group", "start", "stop"}
+  if host then for _, c in ipairs{"launch", "report", "pid", "corr"} do names[#names + 1] = c end end
+  local function part(t, rows)
+    local cols = {}
+    for _, c in ipairs(names) do
+      local v = t[c]
+      if rows and (c == "start" or c == "stop") then v = cs[c]:gather(rows) end
+      cols[#cols + 1] = {c, v}
+    end
+    return nsl.table(cols)
+  end
+  local members = M.concat_tables({part(wk), part(cur, prev_rows), part(cur)}, names)
+  local gid, gs, ge = nsl.gaps_grouped(members.start, members.stop, members.group, n)
+  local gaps = nsl.table{{"group", gid}, {"start", ge}, {"gs", gs}, {"dur", ge - gs}}
+  if host then
+    -- the work that ends the gap (one of those starting then), and when it was launched
+    gaps = gaps:join(members, {"group", "start"}, {"launch", "corr", "report", "pid"})
+    local early = positive(gaps.launch - gaps.gs)
+    gaps = gaps:with("hp", gaps.dur - positive(gaps.dur - early))
+  else
+    gaps = gaps:with("hp", gaps.dur)   -- when each piece of work was launched is unknown: idle counts as host
+  end
+  local per = gaps:group_by("group"):agg{"idle=sum(dur)", "host=sum(hp)"}
+  local win = cur:select{"rank", "instance", "group"}
+  local window = positive(cur.start - cs.stop:gather(prev_rows))
+  win = win:with("window", window):join(per, {"group"}, {"idle", "host"})
+  local idle, hostt = nsl.coalesce(win.idle, 0), nsl.coalesce(win.host, 0)
+  win = nsl.table{{"rank", win.rank}, {"instance", win.instance}, {"window", window}, {"idle", idle},
+                  {"host", hostt}, {"queue", idle - hostt}, {"busy", positive(window - idle)}}
+  local hp
+  if host then
+    local g = gaps:filter(gaps.hp:gt(0))
+    hp = nsl.table{{"rank", cs.rank:gather(g.group)}, {"instance", cs.instance:gather(g.group)},
+                   {"start", g.gs}, {"stop", g.gs + g.hp}, {"report", g.report}, {"pid", g.pid}, {"corr", g.corr}}
+  end
+  return win, hp
+end
+
+--- The analysis (see the header).  coll: rank, instance, type, start, stop
+-- (and optionally launch, report, pid, corr: see M.windows); work: rank,
+-- start, stop (and the same optional columns), of which the rows where
+-- compute_mask is true (all when it is nil) are compute; nranks: ranks are
+-- 0 .. nranks-1.  opts: clock (array by rank + 1 of the clock each rank's
+-- times are on: ranks of one export share one), warmup (collective
+-- instances left out at the start; -1 or nil: detected; a `warmup` column
+-- of coll, 1 on warm-up rows, then says which).  Returns {nranks,
+-- ref, ninst, warmup, offsets, shared, coll, late, steps, instances,
+-- windows, host, step_ns}:
+--   coll       the matched steady collectives: rank, instance, type, start,
+--              stop, arrive, leave (aligned), wait (for the last rank), who
+--              (the last rank), last (1/0), index (of the instance in time
+--              order, 1-based), after_first (arrival after the first rank's)
 --   late       rank, instance, late (nil without matched instances)
 --   steps      rank, step, compute (nil without a whole step)
---   instances  one row per matched instance in time order: index, instance,
---              type, ranks, first (aligned arrival of the first rank), skew
---              (last - first arrival), who (the last rank), waited (sum of waits)
-function M.analyse(coll, work, nranks, compute_mask)
-  local res = {nranks = nranks}
+--   instances  one row per matched steady instance in time order: index,
+--              instance, type, ranks, first (aligned arrival of the first
+--              rank), skew (last - first arrival), who (the last rank),
+--              waited (sum of waits)
+--   warmup     how many instances were left out as warm-up
+--   windows    M.windows of the steady collectives, with the excess of each
+--              column over the other ranks' median (x_idle, x_host, x_queue,
+--              x_busy) and the previous collective's leave lateness
+--              (x_leave); nil without windows
+--   host       M.windows' host parts of the gaps (nil when unknown)
+--   step_ns    median time between consecutive steady instances (the first
+--              arrivals), the step the thresholds and shares refer to
+function M.analyse(coll, work, nranks, compute_mask, opts)
+  opts = opts or {}
+  local res = {nranks = nranks, warmup = 0}
   local nr = coll:group_by("instance"):agg{"nr=count_distinct(rank)"}
   local all = coll
   coll = coll:join(nr, {"instance"}, {"nr"})
-  coll = coll:filter(coll.nr:ge(2)):select{"rank", "instance", "type", "start", "stop"}
-  res.ninst = #coll:group_by("instance")
+  local keep = {"rank", "instance", "type", "start", "stop"}
+  if coll.warmup then keep[#keep + 1] = "warmup" end
+  if coll.launch and work.launch then
+    for _, c in ipairs{"launch", "report", "pid", "corr"} do keep[#keep + 1] = c end
+  end
+  coll = coll:filter(coll.nr:ge(2)):select(keep)
   -- 2. clocks, against the first rank with matched collectives
   local ref = #coll > 0 and coll.rank:min() or 0
   res.ref = ref
-  res.offsets, res.shared = M.offsets(coll, nranks, ref)
+  res.offsets, res.shared = M.offsets(coll, nranks, ref, opts.clock)
   local off = nsl.column(res.offsets)
   local offcol = off:gather(coll.rank)
   coll = coll:with("arrive", coll.start - offcol, "leave", coll.stop - offcol)
+  -- warm-up: the instances the source marks (nsys-jax's heuristic), or the first ones in time order, by
+  -- the windows between them (nsl.iterations.warmup), or opts.warmup of them
+  if #coll > 0 then
+    local nw, out = opts.warmup or -1, nil
+    if nw < 0 and coll.warmup then
+      local w = coll:group_by("instance"):agg{"w=max(warmup)"}
+      out = w:filter(w.w:eq(1))
+    else
+      local first = coll:group_by("instance"):agg{"first=min(arrive)"}:sort("first", "instance")
+      if nw < 0 then
+        local f = first.first
+        local k = require("nsl.iterations").warmup((f:gather(nsl.range(#f - 1) + 1) - f:gather(nsl.range(#f - 1)))
+                                                    :totable(), -1)
+        nw = k > 0 and k + 1 or 0
+      end
+      out = first:head(math.min(nw, #first))
+    end
+    if #out > 0 then
+      local j = coll:join(out:select{"instance"}:with("out", nsl.rep(1, #out)), {"instance"}, {"out"})
+      coll = coll:filter(j.out:isnull())
+    end
+    res.warmup = #out
+  end
+  res.ninst = #coll:group_by("instance")
   -- 3. arrivals, waits, lateness
   local last, who = last_arrivals(coll)
   coll = coll:with("wait", last - coll.arrive, "who", who, "last", who:eq(coll.rank):cast("i64"))
@@ -179,25 +325,89 @@ function M.analyse(coll, work, nranks, compute_mask)
   res.instances = inst:select{"index", "instance", "type", "ranks", "first", "skew", "who", "waited"}
   local ji = coll:join(inst, {"instance"}, {"index", "first"}, "i_")
   coll = coll:with("index", ji.i_index, "after_first", coll.arrive - ji.i_first)
-  res.late = lateness(coll)
+  if #inst >= 2 then
+    local f = inst.first
+    res.step_ns = math.floor((f:gather(nsl.range(#f - 1) + 1) - f:gather(nsl.range(#f - 1))):median() + 0.5)
+  end
+  res.late = excess(coll)
   res.coll = coll
   -- 4. compute per step; one rank alone: its own collectives
   local cs = nranks == 1 and all or coll
   res.steps = step_compute(cs:with("arrive", cs.start), work, compute_mask, nranks)
+  -- 5. the windows before the collectives, and each rank's excess in them
+  if #coll > 0 then
+    local win, hp = M.windows(coll, work)
+    if win and #win > 0 then
+      local leave = excess(coll, "leave")
+      -- the previous collective of the rank: its leave lateness
+      local s = coll:select{"rank", "instance", "start"}:sort("rank", "start")
+      local pos = nsl.cumcount(s:group_by("rank"):ids())
+      local prev_inst = s.instance:shift(-1)
+      local lv = s:with("prev", prev_inst):filter(pos:ge(1))
+      if leave then
+        lv = lv:join(leave:select{"rank", "instance", "late"}:with("prev", leave.instance), {"rank", "prev"}, {"late"})
+        win = win:join(lv, {"rank", "instance"}, {"late"})
+        win = win:with("x_leave", nsl.coalesce(win.late, 0.0))
+      else
+        win = win:with("x_leave", nsl.rep(0.0, #win))
+      end
+      for _, c in ipairs{"idle", "host", "queue", "busy"} do
+        local x = excess(win, c)
+        if x then
+          win = win:join(x:select{"rank", "instance", "late"}:with("x_" .. c, x.late), {"rank", "instance"}, {"x_" .. c})
+          win = win:with("x_" .. c, nsl.coalesce(win["x_" .. c], 0.0))
+        else
+          win = win:with("x_" .. c, nsl.rep(0.0, #win))
+        end
+      end
+      res.windows = win:select{"rank", "instance", "window", "idle", "host", "queue", "busy", "x_leave", "x_idle",
+                               "x_host", "x_queue", "x_busy"}
+      res.host = hp
+    end
+  end
   return res
 end
 
+--- The causes a straggler's lateness is split into (M.ranks' cause), each
+-- the median, over the collectives it was late at, of its excess over the
+-- other ranks' median in the window before the collective: the previous
+-- collective's end (collective), the GPU's busy time (compute), its idle
+-- time (idle; split by whether the work after each gap was launched during
+-- the gap -- the GPU waited for the host -- or before it -- the work sat in
+-- the queue: the larger part names it).
+M.causes = {
+  {key = "collective", col = "x_leave", id = "straggler.collective",
+   what = "its previous collective ended later than the others'"},
+  {key = "compute", col = "x_busy", id = "straggler.compute",
+   what = "its GPU was busy longer before the collective"},
+  {key = "idle", col = "x_idle", id = "straggler.host_idle",
+   what = "its GPU sat idle before the collective, waiting for the host to launch work",
+   queue = {id = "straggler.launch",
+            what = "its GPU sat idle before the collective while launched work waited in the queue"}},
+}
+
 --- Per-rank results of an analysis `res` (M.analyse): arrays indexed by
 -- rank + 1 of offset, shared (instances shared with the reference), matched,
--- last, share (last / matched), delay (median lateness, ns), caused (waits
--- of the others in the instances it arrived last at), suffered (its own
--- waits), compute (median step compute), steps (whole steps), ratio (compute
--- / median over ranks of it), straggler (boolean).  opts: threshold,
--- last_share.
+-- last, share (last / matched), delay (median lateness over all its
+-- collectives, ns), late_n (collectives it was late at: by at least
+-- opts.min_delay behind the others' median), late_delay (median lateness
+-- over those), late_share (late_n / the collectives anyone was late at),
+-- lost (its lateness summed over its late collectives, over the span of
+-- the steady collectives: the share of the run the others lost waiting for
+-- it), cost (lost x step: per step), caused (waits of the others
+-- in the instances it arrived last at), suffered (its own waits), compute
+-- (median step compute), steps (whole steps), ratio (compute / median over
+-- ranks of it), x (x[cause key][rank + 1]: the median excess of each
+-- cause), cause (the entry of M.causes with the largest positive excess,
+-- or its queue variant; nil when none) and straggler: late at at least
+-- opts.late_share of the collectives anyone was late at, at least twice,
+-- and lost >= opts.min_share.  Also rows.skewed (collectives anyone was late
+-- at), rows.skew (median arrival skew), rows.skew_cost and skew_lost (the
+-- skew of the skewed collectives summed, per step, and over the step).
 function M.ranks(res, opts)
   local n = res.nranks
-  local rows = {offset = res.offsets, shared = res.shared, matched = {}, last = {}, share = {}, delay = {},
-                caused = {}, suffered = {}, compute = {}, steps = {}, ratio = {}, straggler = {}}
+  local rows = {offset = res.offsets, shared = res.shared, straggler = {}, late_share = {}, late_delay = {},
+                cost = {}, lost = {}, cause = {}, share = {}, ratio = {}}
   local function spread(t, col, key, default)
     local v = {}
     for r = 1, n do v[r] = default end
@@ -206,11 +416,20 @@ function M.ranks(res, opts)
     end
     return v
   end
+  local step = res.step_ns
+  local thr = opts.min_delay
+  rows.threshold = thr
   local coll = res.coll
   local pr = coll:group_by("rank"):agg{"matched=count", "last=sum(last)", "suffered=sum(wait)"}
   local caused = coll:filter(coll.last:eq(1)):join(res.instances, {"instance"}, {"waited"})
   local cz = caused:group_by("rank"):agg{"caused=sum(waited)"}
-  local lt = res.late and res.late:group_by("rank"):agg{"delay=median(late)"}
+  local late = res.late
+  local lt, late_rows
+  if late then
+    lt = late:group_by("rank"):agg{"delay=median(late)"}
+    late_rows = late:filter(late.late:ge(thr))
+  end
+  local lg = late_rows and #late_rows > 0 and late_rows:group_by("rank"):agg{"n=count", "med=median(late)", "sum=sum(late)"}
   local sc = res.steps and res.steps:group_by("rank"):agg{"med=median(compute)", "n=count"}
   rows.matched = spread(pr, "matched", "rank", 0)
   rows.last = spread(pr, "last", "rank", 0)
@@ -219,12 +438,53 @@ function M.ranks(res, opts)
   rows.delay = spread(lt, "delay", "rank", 0.0)
   rows.compute = spread(sc, "med", "rank", 0.0)
   rows.steps = spread(sc, "n", "rank", 0)
+  rows.late_n = spread(lg, "n", "rank", 0)
+  rows.late_delay = spread(lg, "med", "rank", 0.0)
+  local late_sum = spread(lg, "sum", "rank", 0.0)
+  local inst = res.instances
+  local skewed = inst and inst:filter(inst.skew:ge(thr)) or nil
+  rows.skewed = skewed and #skewed or 0
+  rows.skew = inst and #inst > 0 and inst.skew:median() or nil
+  -- time lost: a sum over the steady run's span (first to last arrival), per step
+  local span = inst and #inst >= 2 and (inst.first:max() - inst.first:min()) or 0
+  local function lost_of(total) return span > 0 and total / span or 0.0 end
+  local function per_step(total) return (step and span > 0) and total / span * step or 0.0 end
+  rows.skew_cost = per_step(skewed and #skewed > 0 and skewed.skew:sum() or 0)
+  rows.skew_lost = lost_of(skewed and #skewed > 0 and skewed.skew:sum() or 0)
+  -- causes: median excess over the instances the rank was late at
+  local x = {}
+  for _, c in ipairs(M.causes) do x[c.key] = {} end
+  x.host, x.queue = {}, {}
+  if res.windows and late_rows and #late_rows > 0 then
+    local w = res.windows:join(late_rows:select{"rank", "instance", "late"}, {"rank", "instance"}, {"late"})
+    w = w:filter(~w.late:isnull())
+    if #w > 0 then
+      local aggs = {"host=median(x_host)", "queue=median(x_queue)"}
+      for _, c in ipairs(M.causes) do aggs[#aggs + 1] = c.key .. "=median(" .. c.col .. ")" end
+      local g = w:group_by("rank"):agg(aggs)
+      for _, c in ipairs(M.causes) do x[c.key] = spread(g, c.key, "rank", nil) end
+      x.host, x.queue = spread(g, "host", "rank", nil), spread(g, "queue", "rank", nil)
+    end
+  end
+  rows.x = x
   local med_all = sc and sc.med:median() or nil
-  local min_share = math.max(opts.last_share, 1.5 / n)
   for r = 1, n do
     rows.share[r] = rows.matched[r] > 0 and rows.last[r] / rows.matched[r] or 0.0
     rows.ratio[r] = (med_all and med_all > 0) and rows.compute[r] / med_all or 1.0
-    rows.straggler[r] = n >= 2 and rows.share[r] >= min_share and rows.ratio[r] >= opts.threshold
+    rows.late_share[r] = rows.skewed > 0 and rows.late_n[r] / rows.skewed or 0.0
+    rows.cost[r] = per_step(late_sum[r])
+    rows.lost[r] = lost_of(late_sum[r])
+    rows.straggler[r] = n >= 2 and rows.late_n[r] >= 2 and rows.late_share[r] >= opts.late_share
+                        and rows.lost[r] >= opts.min_share
+    local best, bv = nil, 0
+    for _, c in ipairs(M.causes) do
+      local v = x[c.key][r]
+      if v and v > bv then best, bv = c, v end
+    end
+    if best and best.queue and (x.queue[r] or 0) > (x.host[r] or 0) then
+      best = {key = best.key, label = "queue", col = best.col, id = best.queue.id, what = best.queue.what}
+    end
+    rows.cause[r] = best
   end
   return rows
 end

@@ -8,8 +8,10 @@
 # before every collective; every other rank waits for it), made by
 # tests/lua/straggler_rank.sh, the script the straggler test uses.  Times
 # `nsl run straggler` over the RANKS files against a script that only loads
-# the kernel columns straggler reads (report, device, stream, start, stop,
-# name): wall and CPU time (best of 3) and peak RSS, and the ratio.  Files
+# the columns straggler reads (kernels: report, pid, device, stream, corr,
+# start, stop, name; CUDA API calls: report, pid, corr, start, for when each
+# kernel was launched): wall and CPU time (best of 3) and peak RSS, and the
+# ratio.  Files
 # go to ${BENCH_DIR:-/tmp/nsl-bench}/straggler (RANKS x ~100 MB; kept for
 # reruns, delete the folder to remake them).  Needs /usr/bin/time.
 . "$(dirname "$0")/lib.sh"
@@ -31,11 +33,12 @@ for ((r = 0; r < ranks; r++)); do
 done
 rm -f "$tiled"   # only the rank files are needed from here on
 cat > "$work/load_kernels.lua" <<'EOF'
--- the baseline: load the kernel columns straggler reads, nothing else
-return {name = "load_kernels", description = "loads the kernel columns of straggler", run = function(trace, _, out)
-  local k = trace.kernels
-  k:load{"report", "device", "stream", "start", "stop", "name"}
-  out:text(#k .. " kernels")
+-- the baseline: load the kernel and CUDA API columns straggler reads, nothing else
+return {name = "load_kernels", description = "loads the columns of straggler", run = function(trace, _, out)
+  local k, api = trace.kernels, trace.api
+  k:load{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
+  api:load{"report", "pid", "corr", "start"}
+  out:text(#k .. " kernels, " .. #api .. " CUDA API calls")
 end}
 EOF
 cat "${files[@]}" > /dev/null   # warm the page cache for both contenders

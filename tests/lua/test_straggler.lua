@@ -1,14 +1,22 @@
--- straggler.  NCCL: on copies of the real 2-GPU NCCL export, split per GPU
--- into two rank files by tests/lua/straggler_rank.sh (also used by the
--- benchmark), a straggler is planted (one rank computes D longer before every
--- collective; the other waits for it, so both timelines shift) and one rank's
--- clock is shifted by a known offset: the planted rank is named, D and the
--- offset are recovered within 5 %, unplanted copies report no straggler, and
--- the compute per step equals a brute force over SQL rows.  nsys-jax: on the
--- four real archives, offsets, arrivals and compute per step equal the same
--- definitions computed in plain Lua from nsys-jax's own frames
--- (golden/combined4/*_frame_all.csv.gz), and the offsets agree with nsys-jax's
--- device clock corrections within a bound derived from the same frames.
+-- straggler.  NCCL: copies of the real 2-GPU NCCL export, one GPU each
+-- (tests/lua/straggler_rank.sh, also used by the benchmark and the sample),
+-- with a straggler planted by SQL -- a rank whose host stops D after every
+-- synchronising call (idle: the GPU waits for the launches), one that
+-- computes D longer before every collective (compute), one whose
+-- collectives run D longer (collective; in one export, where the clock is
+-- shared) -- while the others wait for it, clock offsets of several ms and
+-- per-rank jitter: the planted rank, cause and delay (within 5 %) are the
+-- oracle, and the collectives it is late at are counted by SQL over the
+-- source; unplanted copies name nobody; jitter alone gives a rotating
+-- straggler whose last rank and skew equal the planted jitter; 2 to 64 ranks.
+-- On the real 2-GPU export the verdict follows the documented rule applied
+-- to the kernels' start times read by SQL, and the compute per step equals
+-- a brute force over SQL rows.  nsys-jax: on the four real archives,
+-- offsets, arrivals and compute per step equal the same definitions
+-- computed in plain Lua from nsys-jax's own frames
+-- (golden/combined4/*_frame_all.csv.gz), and the offsets agree with
+-- nsys-jax's device clock corrections within a bound derived from the same
+-- frames (all collectives kept: --arg warmup=0).
 local T = ...
 
 local D = 5000000          -- 5 ms more compute before each collective
@@ -67,17 +75,99 @@ end
 
 local script = T.source_dir .. "/tests/lua/straggler_rank.sh"
 
+--- One planted rank file: straggler_rank.sh SRC path dev delay role offset jitter seed.
+local function plant(path, dev, delay, role, offset, jitter, seed)
+  local cmd = string.format("%s %s %s %s %d %s %d %d %d", T.shell_quote(script), T.shell_quote(T.data(SRC)),
+    T.shell_quote(path), tostring(dev), delay or 0, T.shell_quote(role or ""), offset or 0, jitter or 0, seed or 1)
+  T.ok(os.execute(cmd), cmd)
+  return path
+end
+
 local function rank_files(delay, slow_dev, offset)
   local files = {}
   for _, dev in ipairs{0, 1} do
-    local path = os.tmpname()
-    local role = delay and (dev == slow_dev and "slow" or "wait") or "''"
-    local cmd = string.format("%s %s %s %d %d %s %d", T.shell_quote(script), T.shell_quote(T.data(SRC)),
-      T.shell_quote(path), dev, delay or 0, role, dev == 1 and offset or 0)
-    T.ok(os.execute(cmd), cmd)
-    files[#files + 1] = path
+    local role = delay and (dev == slow_dev and "slow" or "wait") or nil
+    files[#files + 1] = plant(os.tmpname(), dev, delay, role, dev == 1 and offset or 0)
   end
   return files
+end
+
+--- n rank files, every one a copy of GPU 0 of the export (so only what is
+-- planted tells them apart): roles[r] (0-based rank; default `others`),
+-- clock offsets of several ms (a different one per rank), jitter J ns with
+-- seed r + 1.  Files are named r<k>.sqlite in a temporary folder.
+local function copies(n, delay, roles, others, jitter)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. T.shell_quote(dir)))
+  local files = {}
+  for r = 0, n - 1 do
+    local role = roles[r] or others
+    local offset = ((r * 37) % 23 - 11) * 1000000      -- -11 .. +11 ms
+    files[r + 1] = plant(string.format("%s/r%d.sqlite", dir, r), 0, role and delay or 0, role, offset, jitter, r + 1)
+  end
+  return files, dir
+end
+
+local function cleanup(dir) os.execute("rm -rf " .. T.shell_quote(dir)) end
+
+local function finding(out, id)
+  local list = {}
+  for _, f in ipairs(out.findings) do if f.id == id then list[#list + 1] = f end end
+  return list
+end
+
+--- Asserts that the findings are exactly one of id per rank label in
+-- `labels` (in any order); returns them in the order of labels.
+local function named(out, id, labels)
+  T.eq(#out.findings, #labels, "one finding per planted rank")
+  local by = {}
+  for _, f in ipairs(finding(out, id)) do by[f.where.rank] = f end
+  local list = {}
+  for i, label in ipairs(labels) do
+    list[i] = by[label]
+    T.ok(list[i], string.format("a %s finding for %s", id, label))
+  end
+  return list
+end
+
+--- Plants n copies with one straggler (copies, 10 µs of jitter), runs
+-- straggler on them and asserts one finding, id, naming label: returns the
+-- finding, the tables, out, the files and their folder.
+local function planted(n, d, roles, others, id, label)
+  local files, dir = copies(n, d, roles, others, 10000)
+  local tables, out = T.run_analysis("straggler", files)
+  return named(out, id, {label})[1], tables, out, files, dir
+end
+
+--- Row of the causes table for rank label `label`.
+local function cause_row(tables, label)
+  local c = tables.causes
+  for i = 1, #c do if c.rank[i] == label then return i end end
+  error("no rank " .. label)
+end
+
+--- The collectives (k, 1-based, in start order) of GPU 0 of the source that
+-- follow a host synchronisation: a synchronising call of its process ended
+-- at or before the call launching collective k, and after the one launching
+-- collective k - 1 (SQL over the source: the oracle of where an idle rank,
+-- whose host stops after every such call, is late).
+local function after_sync()
+  local rows = T.sql(T.data(SRC), [[
+    WITH c AS (SELECT k.start AS s, coalesce(rt.start, k.start) AS l, (k.globalPid >> 24) & 16777215 AS pid,
+                      row_number() OVER (ORDER BY k.start) AS k
+               FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds n ON n.id = k.shortName
+               LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME rt ON rt.correlationId = k.correlationId
+                 AND ((rt.globalTid >> 24) & 16777215) = ((k.globalPid >> 24) & 16777215)
+               WHERE n.value LIKE 'nccl%' AND k.deviceId = 0),
+         y AS (SELECT rt.end AS y, (rt.globalTid >> 24) & 16777215 AS pid, rt.globalTid & 16777215 AS tid
+               FROM CUPTI_ACTIVITY_KIND_RUNTIME rt JOIN StringIds n ON n.id = rt.nameId
+               WHERE n.value LIKE '%Synchronize%')
+    SELECT cur.k, (SELECT max(tid) FROM y WHERE y.pid = cur.pid) FROM c cur JOIN c prev ON prev.k = cur.k - 1
+    WHERE EXISTS (SELECT 1 FROM y WHERE y.pid = cur.pid AND y.y > prev.l AND y.y <= cur.l)]])
+  local ks = {}
+  for _, r in ipairs(rows) do ks[tonumber(r[1])] = tonumber(r[2]) end
+  return ks
 end
 
 local function row_of(t, label_pattern)
@@ -200,21 +290,21 @@ local function golden_corrections()
 end
 
 return {
-  {"planted straggler on rank 1 is named; delay and clock offset recovered within 5%", function()
+  {"planted compute straggler on rank 1 is named, cause compute; delay and clock offset recovered within 5%", function()
     local files = rank_files(D, 1, OFFSET)
     local tables, out = T.run_analysis("straggler", files)
     local r = tables.ranks
     T.eq(#r, 2, "two ranks")
     local slow = row_of(r, ":gpu1$")
     local fast = row_of(r, ":gpu0$")
-    T.eq(r.verdict[slow], "STRAGGLER", "planted rank named")
+    T.eq(r.verdict[slow], "STRAGGLER (compute)", "planted rank and cause named")
     T.eq(r.verdict[fast], "", "other rank not named")
     within(r["delay (ns)"][slow], D, 0.05, "recovered delay")
     within(r["clock offset (ns)"][slow] - r["clock offset (ns)"][fast], OFFSET, 0.05, "recovered clock offset")
     T.ok(r["last (%)"][slow] > 90, "the straggler arrives last nearly always")
-    local nf = 0
-    for _, f in ipairs(out.findings) do if f.check == "straggler" then nf = nf + 1; T.ok(f.rank:find(":gpu1$"), "finding names gpu1") end end
-    T.eq(nf, 1, "one straggler finding")
+    local f = named(out, "straggler.compute", {r.rank[slow]})[1]
+    T.ok(f.where.rank:find(":gpu1$"), "finding names gpu1")
+    T.eq(f.where.device, 1, "finding names its device")
     -- per collective: the skew is the latest arrival after the first, and the last rank is the one arriving then
     local c, a = tables.collectives, tables.arrivals
     local after = {}
@@ -231,32 +321,226 @@ return {
     for _, f in ipairs(files) do os.remove(f) end
   end},
 
-  {"planted straggler on rank 0 (no clock shift) is named too", function()
+  {"planted compute straggler on rank 0 (no clock shift) is named too", function()
     local files = rank_files(D, 0, nil)
     local tables = T.run_analysis("straggler", files)
     local r = tables.ranks
-    T.eq(r.verdict[row_of(r, ":gpu0$")], "STRAGGLER", "planted rank named")
+    T.eq(r.verdict[row_of(r, ":gpu0$")], "STRAGGLER (compute)", "planted rank named")
     within(r["delay (ns)"][row_of(r, ":gpu0$")], D, 0.05, "recovered delay")
     T.ok(math.abs(r["clock offset (ns)"][row_of(r, ":gpu1$")]) < 0.05 * OFFSET, "no clock offset planted")
     for _, f in ipairs(files) do os.remove(f) end
   end},
 
-  {"unplanted copies (with a clock shift) report no straggler, and the offset is recovered", function()
-    local files = rank_files(nil, nil, OFFSET)
-    local tables, out = T.run_analysis("straggler", files)
-    local r = tables.ranks
-    T.eq(r.verdict[1] .. r.verdict[2], "", "no straggler")
-    within(r["clock offset (ns)"][row_of(r, ":gpu1$")] - r["clock offset (ns)"][row_of(r, ":gpu0$")], OFFSET, 0.05, "offset")
-    T.eq(#out.findings, 0, "no finding")
-    for _, f in ipairs(files) do os.remove(f) end
+  {"8 ranks, rank 5's host stops 500 µs after every synchronisation: named, host idle, late where SQL says, 500 µs", function()
+    local d = 500000
+    local f, tables, out, files, dir = planted(8, d, {[5] = "idle"}, "idlewait", "straggler.host_idle", "r5:gpu0")
+    T.eq(f.where.report, 5, "its report")
+    T.eq(f.where.device, 0, "its device")
+    local c = tables.causes
+    local i = cause_row(tables, "r5:gpu0")
+    within(c["late by med (ns)"][i], d, 0.05, "recovered delay")
+    T.eq(c.verdict[i], "STRAGGLER (idle)", "verdict column")
+    -- late exactly at the steady collectives that follow a host synchronisation (SQL over the source)
+    local ks, nw = after_sync(), out.values.warmup_collectives
+    local want, tid = 0, nil
+    for k, t in pairs(ks) do if k > nw then want = want + 1; tid = t end end
+    T.ok(want >= 10, "enough planted delays to mean something: " .. want)
+    T.eq(c["late at"][i], want, "collectives it is late at")
+    T.eq(f.where.tid, tid, "the launching thread: the one that synchronised")
+    for r = 0, 7 do
+      if r ~= 5 then T.eq(c["late at"][cause_row(tables, "r" .. r .. ":gpu0")], 0, "rank " .. r .. " never late") end
+    end
+    -- the record: integers, a share of the step, the window and the command that shows it
+    T.eq(math.type(f.cost_ns), "integer", "cost_ns")
+    T.eq(math.type(f.step_ns), "integer", "step_ns")
+    T.ok(f.share > 0 and f.share <= 1, "share " .. f.share)
+    T.near(f.share, f.cost_ns / f.step_ns, 1e-6, "share = cost / step")
+    T.ok(f.where.from < f.where.to, "a window")
+    T.eq(f.next, string.format("nsl run gaps %s --arg min=%dus --arg scope=device", files[6],
+         math.floor(c["late by med (ns)"][i] / 2000 + 0.5)), "next: its gaps longer than half its delay")
+    T.eq(f.evidence, "causes", "evidence")
+    -- --arg warmup=0 keeps every collective
+    local _, out0 = T.run_analysis("straggler", files, {"warmup=0"})
+    T.eq(out0.values.warmup_collectives, 0, "warmup=0 keeps all")
+    cleanup(dir)
   end},
 
-  {"one export holding two GPUs: ranks are its devices, no straggler; counts and compute per step equal SQL", function()
-    local f = T.data(SRC)
+  {"the same without CUDA API calls (table dropped): still named, idle, and it says the host is unknown", function()
+    local d = 500000
+    local files, dir = copies(4, d, {[2] = "idle"}, "idlewait", 10000)
+    for _, f in ipairs(files) do T.sql_exec(f, "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME") end
+    local tables, out = T.run_analysis("straggler", files)
+    local f = named(out, "straggler.host_idle", {"r2:gpu0"})[1]
+    T.ok(f.message:find("no CUDA API calls to say what the host was doing", 1, true), f.message)
+    within(tables.causes["late by med (ns)"][cause_row(tables, "r2:gpu0")], d, 0.05, "its delay")
+    cleanup(dir)
+  end},
+
+  {"4 ranks, rank 1 computes 300 µs longer before every collective: named, compute, late at every collective", function()
+    local d = 300000
+    local f, tables, _, files, dir = planted(4, d, {[1] = "slow"}, "wait", "straggler.compute", "r1:gpu0")
+    T.ok(f.next:find("^nsl run diff [^ ]+/r[023]%.sqlite " .. files[2]:gsub("%p", "%%%0") .. "$"),
+         "next: diff against a typical rank: " .. f.next)
+    local i = cause_row(tables, "r1:gpu0")
+    within(tables.causes["late by med (ns)"][i], d, 0.05, "recovered delay")
+    within(tables.causes["compute excess (ns)"][i], d, 0.05, "the excess is compute")
+    T.eq(tables.causes["late at"][i], #tables.collectives, "late at every steady collective")
+    cleanup(dir)
+  end},
+
+  {"one export, GPU 1's collectives run 300 µs longer (shared clock): named, cause collective, exactly 300 µs later", function()
+    local d = 300000
+    local f = plant(os.tmpname(), "all", d, "0=lag,1=collective")
     local tables, out = T.run_analysis("straggler", {f})
+    T.eq(named(out, "straggler.collective", {tables.ranks.rank[2]})[1].next,
+         "nsl run nccl " .. f .. " --arg per_report=true", "next: its collectives")
+    T.ok(tables.ranks.rank[2]:find(":gpu1$"), "GPU 1 named")
+    T.eq(tables.ranks["clock offset (ns)"][2], 0, "one export, one clock")
+    -- per collective, GPU 1 arrives d later behind GPU 0 than in the source (SQL)
+    local src = T.sql(T.data(SRC), [[SELECT k.deviceId, k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k
+      JOIN StringIds n ON n.id = k.shortName WHERE n.value LIKE 'nccl%' ORDER BY k.deviceId, k.start]])
+    local starts = {[0] = {}, [1] = {}}
+    for _, row in ipairs(src) do table.insert(starts[tonumber(row[1])], tonumber(row[2])) end
+    local nw = out.values.warmup_collectives
+    local a = tables.arrivals
+    local arr = {}
+    for j = 1, #a do
+      arr[a.collective[j]] = arr[a.collective[j]] or {}
+      arr[a.collective[j]][a.rank[j]:match(":gpu(%d)$")] = a["after first (ns)"][j]
+    end
+    for idx, v in pairs(arr) do
+      local k = idx + nw
+      T.eq((v["1"] - v["0"]) - (starts[1][k] - starts[0][k]), k >= 2 and d or 0, "collective " .. k)
+    end
+    os.remove(f)
+  end},
+
+  {"8 ranks, two of them (2 and 6) idle: both named, each 500 µs late", function()
+    local d = 500000
+    local files, dir = copies(8, d, {[2] = "idle", [6] = "idle"}, "idlewait", 10000)
+    local tables, out = T.run_analysis("straggler", files)
+    named(out, "straggler.host_idle", {"r2:gpu0", "r6:gpu0"})
+    for _, label in ipairs{"r2:gpu0", "r6:gpu0"} do
+      within(tables.causes["late by med (ns)"][cause_row(tables, label)], d, 0.05, "delay of " .. label)
+    end
+    cleanup(dir)
+  end},
+
+  {"jitter alone (4 ranks, up to 80 µs): nobody named; rotating, with the planted jitter's last rank and skew", function()
+    local J = 80000
+    local files, dir = copies(4, 0, {}, nil, J)
+    local tables, out = T.run_analysis("straggler", files, {"min_share=0.001"})
+    T.eq(#finding(out, "straggler.rotating"), 1, "a rotating finding")
+    T.eq(#out.findings, 1, "and nothing else")
+    T.eq(out.findings[1].severity, "info", "rotating is info")
+    -- the planted jitter of rank r at collective k (straggler_rank.sh's hash; copies of one GPU are otherwise equal)
+    local function jit(r, k) return ((k * 2654435761 + (r + 1) * 97531) % 4294967291 * 40503 % 1000003) % J end
+    local nw = out.values.warmup_collectives
+    local c = tables.collectives
+    local lasts = {}
+    for i = 1, #c do
+      local k = c.collective[i] + nw
+      local hi, lo, who = -1, math.huge, nil
+      for r = 0, 3 do
+        local j = jit(r, k)
+        if j > hi then hi, who = j, r end
+        lo = math.min(lo, j)
+      end
+      T.eq(c["skew (ns)"][i], hi - lo, "skew of collective " .. k)
+      T.eq(c["last rank"][i], "r" .. who .. ":gpu0", "last rank of collective " .. k)
+      lasts[who] = (lasts[who] or 0) + 1
+    end
+    local n = 0
+    for _ in pairs(lasts) do n = n + 1 end
+    T.ok(n >= 3, "the last rank changes")
+    -- the default threshold (2 % of the step): no finding at all
+    local _, quiet = T.run_analysis("straggler", files)
+    T.eq(#quiet.findings, 0, "below the default share: no finding")
+    cleanup(dir)
+  end},
+
+  {"unplanted copies (8 ranks, clocks shifted, jitter) name nobody; offsets recovered", function()
+    local files, dir = copies(8, 0, {}, nil, 10000)
+    local tables, out = T.run_analysis("straggler", files)
+    T.eq(#out.findings, 0, "no finding")
+    local r = tables.ranks
+    for i = 1, #r do
+      T.eq(r.verdict[i], "", "nobody named")
+      local k = tonumber(r.rank[i]:match("^r(%d+)"))
+      local want = ((k * 37) % 23 - 11) * 1000000 - (-11 * 1000000)   -- vs r0's -11 ms
+      T.ok(math.abs(r["clock offset (ns)"][i] - want) <= 10000, "offset of " .. r.rank[i])
+    end
+    T.ok(out.items[1].text:find("^No straggler"), "the verdict says so: " .. out.items[1].text)
+    cleanup(dir)
+  end},
+
+  {"64 small ranks, rank 37 idle: named alone", function()
+    local d = 500000
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. T.shell_quote(dir)))
+    local idle = plant(dir .. "/r37.sqlite", 0, d, "idle", 3000000)
+    local waiting = plant(dir .. "/r00.sqlite", 0, d, "idlewait", 0)
+    local files = {}
+    for r = 0, 63 do
+      local f = string.format("%s/r%02d.sqlite", dir, r)
+      if r ~= 0 and r ~= 37 then assert(os.execute("cp " .. T.shell_quote(waiting) .. " " .. T.shell_quote(f))) end
+      files[#files + 1] = f
+    end
+    local tables, out = T.run_analysis("straggler", files, {"steps=1"})
+    T.eq(#tables.ranks, 64, "64 ranks")
+    named(out, "straggler.host_idle", {"r37:gpu0"})
+    within(tables.causes["late by med (ns)"][cause_row(tables, "r37:gpu0")], d, 0.05, "its delay")
+    cleanup(dir)
+  end},
+
+  {"the shipped sample (samples/make_straggler_sample.sh): rank 2 named, host idle, 500 µs", function()
+    local tables, out = T.run_analysis("straggler", {T.source_dir .. "/samples/nccl_4rank_straggler.zip"})
+    named(out, "straggler.host_idle", {"rank2:gpu0"})
+    within(tables.causes["late by med (ns)"][cause_row(tables, "rank2:gpu0")], 500000, 0.05, "its delay")
+    T.ok(out.findings[1].next:find("^nsl run gaps [^ ]*samples/nccl_4rank_straggler%.zip %-%-arg"),
+         "the next command opens the bundle: " .. out.findings[1].next)
+  end},
+
+  {"one rank: a sentence, no verdict", function()
+    local f = plant(os.tmpname(), 0)
+    local tables, out = T.run_analysis("straggler", {f}, {"rank_by=report"})
+    T.eq(#tables.ranks, 1, "one rank")
+    T.eq(#out.findings, 0, "no finding")
+    T.ok(out.items[1].text:find("^1 rank"), "says so: " .. out.items[1].text)
+    os.remove(f)
+  end},
+
+  {"one export holding two GPUs: the verdict follows the rule over SQL start times; compute per step equals SQL", function()
+    local f = T.data(SRC)
+    local tables, out = T.run_analysis("straggler", {f}, {"warmup=0"})
     local r = tables.ranks
     T.eq(#r, 2, "two GPUs")
-    T.eq(#out.findings, 0, "no straggler")
+    -- the rule by SQL: lateness of a GPU at collective k = its start - the other's (one clock, one stream each)
+    local st = {[0] = {}, [1] = {}}
+    for _, row in ipairs(T.sql(f, [[SELECT k.deviceId, k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k
+        JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'nccl%' ORDER BY k.deviceId, k.start]])) do
+      table.insert(st[tonumber(row[1])], tonumber(row[2]))
+    end
+    local n, thr = #st[0], 20000
+    local firsts, skewed, late, sum = {}, 0, {[0] = 0, [1] = 0}, {[0] = 0, [1] = 0}
+    for k = 1, n do
+      firsts[k] = math.min(st[0][k], st[1][k])
+      local d1 = st[1][k] - st[0][k]
+      if math.abs(d1) >= thr then skewed = skewed + 1 end
+      for g, v in pairs{[0] = -d1, [1] = d1} do
+        if v >= thr then late[g] = late[g] + 1; sum[g] = sum[g] + v end
+      end
+    end
+    local span = firsts[n] - firsts[1]
+    local c = tables.causes
+    for g = 0, 1 do
+      local i = cause_row(tables, "pytorch_nccl_2gpu_2026.2:gpu" .. g)
+      T.eq(c["late at"][i], late[g], "collectives gpu" .. g .. " is late at")
+      T.near(c["of the step (%)"][i], 100 * sum[g] / span, 1e-6, "time lost to gpu" .. g)
+      local named = late[g] >= 2 and late[g] >= 0.5 * skewed and sum[g] / span >= 0.02
+      T.eq(c.verdict[i] ~= "", named, "verdict of gpu" .. g)
+    end
     for i = 1, #r do
       local dev = tonumber(r.rank[i]:match(":gpu(%d+)$"))
       local rows = T.sql(f, string.format([[SELECT k.start, k.end, s.value LIKE 'nccl%%' FROM CUPTI_ACTIVITY_KIND_KERNEL k
@@ -270,8 +554,8 @@ return {
       T.eq(r.matched[i], #arrivals, "all matched on gpu" .. dev)
       -- a rank's clock offset moves its arrivals and compute alike: steps do not depend on it
       local want = brute_steps(arrivals, work)
-      local got, n = steps_of(tables.step_compute, r.rank[i])
-      T.eq(n, #arrivals - 1, "whole steps of gpu" .. dev)
+      local got, nst = steps_of(tables.step_compute, r.rank[i])
+      T.eq(nst, #arrivals - 1, "whole steps of gpu" .. dev)
       for k = 1, #arrivals - 1 do T.eq(got[k], want[k], "gpu" .. dev .. " step " .. k) end
     end
   end},
@@ -344,21 +628,54 @@ return {
     T.eq(#by_pid, T.sql1(T.data(SRC), [[SELECT count(DISTINCT (globalPid >> 24) & 16777215) FROM CUPTI_ACTIVITY_KIND_KERNEL]]),
          "one rank per process with kernels")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"rank_by=node"}) end, "device, process or report")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"min_delay=soon"}) end, "%-%-arg min_delay")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"min_share=2"}) end, "min_share must be")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"late_share=0"}) end, "late_share must be")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"warmup=-2"}) end, "warmup must be")
   end},
 
-  {"--fail-on warning gates on the finding (exit code 3)", function()
-    local files = rank_files(D, 1, OFFSET)
+  {"CLI: the verdict prints first, --format json carries the record, --fail-on warning exits 3", function()
+    local d = 500000
+    local files, dir = copies(4, d, {[2] = "idle"}, "idlewait", 10000)
     local nslbin = assert(os.getenv("NSL"), "ctest sets NSL to the nsl binary")
-    local cmd = string.format("%s run straggler %s %s --fail-on warning > /dev/null 2>&1", T.shell_quote(nslbin),
-      T.shell_quote(files[1]), T.shell_quote(files[2]))
-    local _, _, code = os.execute(cmd)
+    local q = {}
+    for i, f in ipairs(files) do q[i] = T.shell_quote(f) end
+    local cmd = T.shell_quote(nslbin) .. " run straggler " .. table.concat(q, " ")
+    local p = assert(io.popen(cmd .. " 2>&1"))
+    local lines = {}
+    for line in p:lines() do lines[#lines + 1] = line end
+    p:close()
+    T.ok(lines[1]:find("^%[warning straggler%.host_idle%] r2:gpu0 is a straggler: late by [%d.]+ µs %(median%) " ..
+                       "at %d+ of the %d+ collectives"),
+         "the finding first: " .. lines[1])
+    T.ok(lines[2]:find("^  costs [%d.]+ µs per step %([%d.]+%% of the [%d.]+ ms step%); at rank r2:gpu0, device 0"),
+         "its cost and where: " .. lines[2])
+    T.ok(lines[3]:find("^  next: nsl run gaps .*r2%.sqlite %-%-arg min=%d+us %-%-arg scope=device$"),
+         "the next command: " .. lines[3])
+    T.ok(lines[5]:find("^1 straggler: r2:gpu0 %(host_idle%)"), "then the verdict sentence: " .. lines[5])
+    local jp = assert(io.popen(cmd .. " --format json 2>/dev/null"))
+    local doc = assert(require("nsl.json").decode(jp:read("a")))
+    jp:close()
+    local f = doc.findings[1]
+    T.eq(f.id, "straggler.host_idle", "json id")
+    T.eq(math.type(f.cost_ns), "integer", "json cost_ns is an integer")
+    T.eq(math.type(f.step_ns), "integer", "json step_ns is an integer")
+    T.eq(f.where.rank, "r2:gpu0", "json where.rank")
+    T.eq(math.type(f.where.from), "integer", "json where.from")
+    T.eq(f.evidence, "causes", "json evidence")
+    T.ok(doc.tables.causes, "the evidence table is in the document")
+    local _, _, code = os.execute(cmd .. " --fail-on warning > /dev/null 2>&1")
     T.eq(code, 3, "exit code with a straggler and --fail-on warning")
-    for _, f in ipairs(files) do os.remove(f) end
+    local _, _, code0 = os.execute(cmd .. " > /dev/null 2>&1")
+    T.eq(code0, 0, "exit code without --fail-on")
+    cleanup(dir)
   end},
 
   {"the planting script refuses bad arguments", function()
     local bad = {"", "a b", T.shell_quote(T.data(SRC)) .. " /tmp/x 0 5 fast", T.shell_quote(T.data(SRC)) .. " /tmp/x zero",
                  T.shell_quote(T.data(SRC)) .. " /tmp/x 0 5"}
+    bad[#bad + 1] = T.shell_quote(T.data(SRC)) .. " never.sqlite all 5 idle"
+    bad[#bad + 1] = T.shell_quote(T.data(SRC)) .. " never.sqlite all 5 0=fast"
     for _, a in ipairs(bad) do
       local ok = os.execute(T.shell_quote(script) .. " " .. a .. " 2>/dev/null")
       T.ok(not ok, "refused: " .. a)
@@ -368,7 +685,7 @@ return {
   -- ---- nsys-jax ----
 
   {"nsys-jax, four archives: offsets equal the definition over nsys-jax's own frame (structure matching)", function()
-    local tables = T.run_analysis("straggler", procs)
+    local tables = T.run_analysis("straggler", procs, {"warmup=0"})
     local r = tables.ranks
     T.eq(#r, 4, "four devices")
     local colls = golden_collectives(true)
@@ -427,7 +744,7 @@ return {
     -- (skew 0 in 115 of its 120), hence its correction 0; straggler with the same matching (programs=fingerprint)
     -- aligns device 3 on the 5 collectives it shares with the others
     T.eq(golden_corr[3], 0.0, "device 3's golden correction")
-    local tables = T.run_analysis("straggler", procs, {"programs=fingerprint"})
+    local tables = T.run_analysis("straggler", procs, {"programs=fingerprint", "warmup=0"})
     local r = tables.ranks
     local want, n = oracle_offsets(colls, {0, 1, 2, 3}, 0)
     T.eq(n[3], 5, "device 3 shares 5 collectives with device 0 under fingerprint matching")
@@ -474,7 +791,7 @@ return {
   end},
 
   {"nsys-jax: compute per step equals the definition over nsys-jax's thunk frame", function()
-    local tables = T.run_analysis("straggler", procs)
+    local tables = T.run_analysis("straggler", procs, {"warmup=0"})
     local arrivals, work = {}, {}
     for _, t in ipairs(gz_records(G4 .. "thunk_frame_all.csv.gz")) do
       local d = tonumber(t.Device)
@@ -506,11 +823,25 @@ return {
     T.eq(r.steps[1], 119, "steps between its collectives")
     T.eq(#out.findings, 0, "no finding")
     T.eq(tables.collectives, nil, "no per-collective table")
-    local two = T.run_analysis("straggler", {procs[1], procs[3]})
+    local two = T.run_analysis("straggler", {procs[1], procs[3]}, {"warmup=0"})
     local r2 = two.ranks
     T.eq(#r2, 2, "two ranks present")
     local want = oracle_offsets(golden_collectives(true), {0, 2}, 0)
     T.eq(offset_of(r2, 2), want[2], "device 2 against device 0")
+  end},
+
+  {"nsys-jax: warm-up left out is nsys-jax's own (its steady communication frame)", function()
+    local tables, out = T.run_analysis("straggler", procs)
+    golden_collectives(true)   -- loads golden.names (ProgramId -> program name)
+    local seen = {}
+    for _, c in ipairs(gz_records(G4 .. "communication_frame_steady_aligned.csv.gz")) do
+      local key = table.concat({golden.names[c.ProgramId], c.ProgramExecution, c.Name, c.ThunkExecution}, "|")
+      seen[key] = (seen[key] or 0) + 1
+    end
+    local steady = 0
+    for _, n in pairs(seen) do if n >= 2 then steady = steady + 1 end end
+    T.eq(#tables.collectives, steady, "steady instances on two devices or more")
+    T.eq(out.values.warmup_collectives, 120 - steady, "the rest is warm-up")
   end},
 
   {"nsys-jax: bad rank_by, source and programs are one-line failures", function()

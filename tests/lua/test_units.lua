@@ -70,6 +70,44 @@ return {
     T.eq(out.findings[4].severity, "info", "add severity")
   end},
 
+  {"the finding record: validated, a few lines in ms/µs with the share of the step, printed first", function()
+    local output = require("nsl.output")
+    local f = {severity = "warning", id = "straggler.host_idle", message = "r5 is late", cost_ns = 498000,
+               step_ns = 9600000, share = 498000 / 9600000, where = {rank = "r5", device = 0, tid = 12},
+               next = "nsl run timeline r5.sqlite --arg from=1.2s --arg to=1.25s", evidence = "causes"}
+    local lines = findings.lines(f)
+    T.eq(#lines, 3, "three lines")
+    T.eq(lines[1], "[warning straggler.host_idle] r5 is late", "severity, id, message")
+    T.eq(lines[2], "  costs 498.000 µs per step (5.2% of the 9.600 ms step); at rank r5, device 0, tid 12; " ..
+         "evidence: table causes", "cost, share of the step, where")
+    T.eq(lines[3], "  next: nsl run timeline r5.sqlite --arg from=1.2s --arg to=1.25s", "next command")
+    T.eq(findings.lines{severity = "info", message = "m", cost_ns = 2000000, share = 0.25}[2],
+         "  costs 2.000 ms (25.0% of the run)", "no step: over the run")
+    T.eq(#findings.lines{severity = "error", message = "m"}, 1, "message only: one line")
+    local out = output.new{analysis = "t", format = "json-silent"}
+    T.raises(function() out:finding{message = "m", cost_ns = 1.5} end, "cost_ns must be an integer")
+    T.raises(function() out:finding{message = "m", where = {rank = 3}} end, "where.rank must be a string")
+    T.raises(function() out:finding{message = "m", where = {node = "x"}} end, "where.node is not one of")
+    -- text output: the findings print before the tables and prose given earlier
+    local written = {}
+    local real = io.stdout
+    io.stdout = {write = function(_, ...) for _, s in ipairs{...} do written[#written + 1] = s end end,
+                 flush = function() end}
+    local ok, err = pcall(function()
+      local o = output.new{analysis = "t", format = "text"}
+      o:text("first the prose")
+      o:table("t", require("nsl").table{{"a", {1, 2}}})
+      o:finding(f)
+      o:finish()
+    end)
+    io.stdout = real
+    assert(ok, err)
+    local text = table.concat(written)
+    T.ok(text:find("^%[warning straggler.host_idle%] r5 is late\n  costs"), "the finding first: " .. text)
+    T.ok(text:find("first the prose", 1, true) > text:find("next:", 1, true), "then the prose")
+    T.ok(text:find("first the prose", 1, true) < text:find(" a\n", 1, true), "then the table, in order")
+  end},
+
   {"percentile labels", function()
     T.eq(percentiles.label(0.5), "p50", "p50")
     T.eq(percentiles.label(0.99), "p99", "p99")
