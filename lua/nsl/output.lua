@@ -123,7 +123,7 @@ end
 function Out:finish()
   local fmt = self.format
   if fmt == "text" then
-    if #self.findings > 0 then emit("\n" .. findings_text(self.findings)) end
+    if #self.findings > 0 and not self.findings_printed then emit("\n" .. findings_text(self.findings)) end
   elseif fmt == "json" then
     emit(report.json(self:document(), "  "))
   else
