@@ -58,6 +58,10 @@ return {
     for _, f in ipairs(findings) do out:finding(f) end
     out.findings_printed = true
     if st then out:value("step_ns", st.step_ns) end
-    for _, e in ipairs(ctx.evidence) do out:table(e.name, e.t, {title = e.title, limit = args.limit}) end
+    local cited = {}
+    for _, f in ipairs(findings) do if f.evidence then cited[f.evidence] = true end end
+    for _, e in ipairs(ctx.evidence) do
+      if cited[e.name] then out:table(e.name, e.t, {title = e.title, limit = args.limit}) end
+    end
   end,
 }

@@ -110,7 +110,12 @@ end
 
 --- A context for the checks: the trace, its arguments, its steps.
 function M.context(trace, args)
-  local ctx = setmetatable({trace = trace, args = args, findings = {}, evidence = {}, notes = {}, cache = {}}, Ctx)
+  -- arguments first: a bad one fails the run, not just its check
+  local ns = {gap = units.duration_arg(args, "gap"), short = units.duration_arg(args, "short"),
+              launch_gap = units.duration_arg(args, "launch_gap")}
+  if args.chunks < 1 or math.type(args.chunks) ~= "integer" then nsl.fail("--arg chunks must be a whole number, 1 or more") end
+  local ctx = setmetatable({trace = trace, args = args, ns = ns, findings = {}, evidence = {}, notes = {}, cache = {}},
+                           Ctx)
   ctx.names = trace.reports.name:totable()
   ctx.paths = trace.reports.path:totable()
   ctx.steps = find_steps(trace, args.iteration, args.warmup)
@@ -130,11 +135,12 @@ function Ctx:api()
 end
 
 --- The active span of report r (0-based): first start to last stop of its
--- kernels, memcpy, memset and CUDA API calls.  Returns lo, hi.
+-- kernels, memcpy, memset and CUDA API calls (and, for nsys-jax archives,
+-- of the NVTX ranges projected onto the GPU).  Returns lo, hi.
 function Ctx:report_span(r)
   if not self.cache.spans then
     local spans = {}
-    for _, name in ipairs{"kernels", "memcpy", "memset", "api"} do
+    for _, name in ipairs{"kernels", "memcpy", "memset", "api", "gpu_ranges"} do
       local t = self.trace[name]
       if #t > 0 then
         t:load{"report", "start", "stop"}
@@ -353,7 +359,7 @@ end
 checks[#checks + 1] = {id = "gpu.gaps", run = function(ctx)
   local pd = process_devices(ctx)
   if #pd.ops == 0 then return end
-  local min = units.duration_arg(ctx.args, "gap")
+  local min = ctx.ns.gap
   local span = pd.span
   local gid, gs, ge = nsl.gaps_grouped(pd.ops.start, pd.ops.stop, pd.g:ids(), #span, 0)
   local d = nsl.table{{"g", gid}, {"start", gs}, {"stop", ge}, {"dur", ge - gs}}
@@ -381,7 +387,6 @@ checks[#checks + 1] = {id = "gpu.low_utilisation", run = function(ctx)
   local pd = process_devices(ctx)
   if #pd.ops == 0 then return end
   local n, util = ctx.args.chunks, ctx.args.util
-  if n < 1 then nsl.fail("--arg chunks must be at least 1") end
   local span = pd.span
   local wg, wlo, whi, wk = {}, {}, {}, {}
   for i = 1, #span do
@@ -553,7 +558,7 @@ checks[#checks + 1] = {id = "launch.bound", run = function(ctx)
   k:load{"report", "device", "start", "stop", "dur"}
   local kt = k:filter(~k.device:isnull())
   if #kt == 0 then return end
-  local short, maxgap = units.duration_arg(ctx.args, "short"), units.duration_arg(ctx.args, "launch_gap")
+  local short, maxgap = ctx.ns.short, ctx.ns.launch_gap
   local g = kt:group_by("report", "device")
   local keys = g:keys()
   local span = g:agg{"lo=min(start)", "hi=max(stop)", "n=count"}

@@ -490,6 +490,19 @@ return {
     os.remove(path)
   end},
 
+  {"compile.time on an nsys-jax archive equals NVIDIA's nsys-jax (golden: 69,388.4 ms on proc0)", function()
+    local got = by_id(diag(T.data("nsys-jax/pax_fsdp4_4proc_proc0.zip")), "compile.time")
+    T.eq(#got, 1, "one process")
+    -- golden/proc0/compilation_statistics.csv (name, DurNonChildMs, DurChildMs; names are quoted and hold
+    -- commas): the parallel-aware total is the sum of DurNonChildMs
+    local total, first = 0, true
+    for line in io.lines(T.data("nsys-jax/golden/proc0/compilation_statistics.csv")) do
+      if first then T.eq(line, ",DurNonChildMs,DurChildMs", "header"); first = false
+      else total = total + tonumber(line:match(",([^,]*),[^,]*$")) end
+    end
+    T.near(got[1].total_ns / 1e6, total, 1e-6, "compile time (ms)")
+  end},
+
   {"warmup.share: planted slow first step, excess over the steady median equals the rule on SQL; negatives", function()
     none_of(diag(T.data(nvfuser)), "warmup.share", "no steps")
     local path = T.plant_steps{30000000, 30000000, 30000000, 30000000, 30000000, 30000000}
