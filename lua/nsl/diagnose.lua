@@ -450,30 +450,29 @@ local function exposed(ctx, mask)
   return m.nccl_only, m.nccl
 end
 
-checks[#checks + 1] = {id = "nccl.exposed", run = function(ctx)
-  local dv = devices(ctx)
-  if #dv.ops == 0 then return end
-  local mask = overlap.nccl_mask(dv.ops) & ~dv.ops.name:where(M.is_p2p)
+-- Findings of the kernels of mask that run with no other kernel on their
+-- device (exposed): spec = {id, table = evidence name, title, head = label
+-- of the rank column, what = label of the kernels' column, text =
+-- function(label, exposed, all) -> string, next = analysis to run next}.
+local function exposed_findings(ctx, mask, spec)
   if mask:count() == 0 then return end
   local only, all = exposed(ctx, mask)
-  local s = dv.span
-  local t = nsl.table{{"report", s.report:map(function(r) return ctx:rank(r) end)}, {"device", s.device},
-    {"span (ns)", s.hi - s.lo}, {"NCCL (ns)", all}, {"NCCL not hidden (ns)", only},
+  local s = devices(ctx).span
+  local t = nsl.table{{spec.head, s.report:map(function(r) return ctx:rank(r) end)}, {"device", s.device},
+    {"span (ns)", s.hi - s.lo}, {spec.what .. " (ns)", all}, {"with no other kernel (ns)", only},
     {"hidden (%)", (all - only) * 100.0 / all}}
-  local ev = ctx:table("nccl_exposed", t:filter(all:gt(0)), "NCCL kernel time per device, and the part no " ..
-    "compute kernel overlaps")
+  local ev = ctx:table(spec.table, t:filter(all:gt(0)), spec.title)
   for i = 1, #s do
     local o = only[i]
     if o > 0 then
       local r, dev = s.report[i], s.device[i]
-      ctx:add{id = "nccl.exposed", total = o, window = s.hi[i] - s.lo[i], evidence = ev,
-              text = string.format("%s: %s of %s NCCL kernel time is not hidden under compute (%.1f%% hidden)",
-                ctx:rank(r, dev), report.duration(o), report.duration(all[i]), (all[i] - o) * 100.0 / all[i]),
+      ctx:add{id = spec.id, total = o, window = s.hi[i] - s.lo[i], evidence = ev,
+              text = spec.text(ctx:rank(r, dev), o, all[i]),
               where = {rank = ctx:rank(r, dev), report = r, device = dev, from = s.lo[i], to = s.hi[i]},
-              next = "nsl run overlap " .. ctx:path(r)}
+              next = string.format("nsl run %s %s", spec.next, ctx:path(r))}
     end
   end
-end}
+end
 
 --- true for the names of NCCL point-to-point kernels (Send, Recv, SendRecv).
 function M.is_p2p(name)
@@ -482,28 +481,27 @@ function M.is_p2p(name)
   return c == "SendRecv" or c == "Send" or c == "Recv"
 end
 
+checks[#checks + 1] = {id = "nccl.exposed", run = function(ctx)
+  local ops = devices(ctx).ops
+  if #ops == 0 then return end
+  exposed_findings(ctx, overlap.nccl_mask(ops) & ~ops.name:where(M.is_p2p), {id = "nccl.exposed",
+    table = "nccl_exposed", title = "NCCL collective kernel time per device (send/receive apart), and the part " ..
+    "no compute kernel overlaps", head = "report", what = "NCCL", next = "overlap",
+    text = function(label, o, all)
+      return string.format("%s: %s of %s NCCL collective time is not hidden under compute (%.1f%% hidden)", label,
+        report.duration(o), report.duration(all), (all - o) * 100.0 / all)
+    end})
+end}
+
 checks[#checks + 1] = {id = "pipeline.bubbles", run = function(ctx)
-  local dv = devices(ctx)
-  if #dv.ops == 0 then return end
-  local mask = dv.ops.name:where(M.is_p2p) & ~dv.ops.memop
-  if mask:count() == 0 then return end
-  local only, all = exposed(ctx, mask)
-  local s = dv.span
-  local t = nsl.table{{"stage", s.report:map(function(r) return ctx:rank(r) end)}, {"device", s.device},
-    {"span (ns)", s.hi - s.lo}, {"send/recv (ns)", all}, {"waiting (ns)", only}}
-  local ev = ctx:table("pipeline_bubbles", t:filter(all:gt(0)), "Send/receive kernel time per device (pipeline " ..
-    "stage), and the part with no other kernel running: the stage waits on its neighbour")
-  for i = 1, #s do
-    local o = only[i]
-    if o > 0 then
-      local r, dev = s.report[i], s.device[i]
-      ctx:add{id = "pipeline.bubbles", total = o, window = s.hi[i] - s.lo[i], evidence = ev,
-              text = string.format("%s: %s waiting in pipeline send/receive with no compute running",
-                ctx:rank(r, dev), report.duration(o)),
-              where = {rank = ctx:rank(r, dev), report = r, device = dev, from = s.lo[i], to = s.hi[i]},
-              next = "nsl run nccl " .. ctx:path(r)}
-    end
-  end
+  local ops = devices(ctx).ops
+  if #ops == 0 then return end
+  exposed_findings(ctx, ops.name:where(M.is_p2p) & ~ops.memop, {id = "pipeline.bubbles",
+    table = "pipeline_bubbles", title = "Send/receive kernel time per device (pipeline stage), and the part with " ..
+    "no other kernel running: the stage waits on its neighbour", head = "stage", what = "send/recv", next = "nccl",
+    text = function(label, o)
+      return string.format("%s: %s waiting in pipeline send/receive with no compute running", label, report.duration(o))
+    end})
 end}
 
 -- Runs a shipped analysis on the trace with a collecting out; returns the

@@ -99,25 +99,7 @@ local SYNC_API = "SELECT " .. TPID .. " AS p, count(*), sum(r.end - r.start) FRO
 
 -- ---------------------------------------------------------------- interval oracles (plain Lua)
 
--- Length of the union of intervals {{s, e}, ...}, clipped to [lo, hi) when given.
-local function union_len(iv, lo, hi)
-  local list = {}
-  for _, x in ipairs(iv) do
-    local s, e = x[1], x[2]
-    if lo then s, e = math.max(s, lo), math.min(e, hi) end
-    if e > s then list[#list + 1] = {s, e} end
-  end
-  table.sort(list, function(a, b) return a[1] < b[1] end)
-  local total, cs, ce = 0, nil, nil
-  for _, x in ipairs(list) do
-    if not ce or x[1] > ce then
-      if ce then total = total + ce - cs end
-      cs, ce = x[1], x[2]
-    elseif x[2] > ce then ce = x[2] end
-  end
-  if ce then total = total + ce - cs end
-  return total
-end
+local union_len = T.union_len
 
 -- |A - B|
 local function minus_len(a, b)
@@ -182,6 +164,34 @@ end
 local function is_p2p(name) return name:find("SendRecv") ~= nil or name:find("ncclDevKernel_Send") ~= nil
   or name:find("ncclDevKernel_Recv") ~= nil end
 local function is_nccl(name) return name:lower():find("nccl") ~= nil end
+
+-- Checks the findings `id` of diagnose on path, one per device: want(ops of
+-- the device) returns the ns the check loses there (0: no finding) and,
+-- optionally, the operations whose extent is the window.  Returns the count.
+local function check_devices(path, id, want, args)
+  local fs = diag(path, args)
+  local count = 0
+  for dev, list in pairs(group(sql_ops(path), function(o) return o.device end)) do
+    local w, win = want(list)
+    local f = finding_for(fs, id, dev)
+    if w == 0 then T.ok(not f, id .. ": no finding on device " .. dev)
+    else
+      count = count + 1
+      T.ok(f, id .. ": finding on device " .. dev)
+      local lo, hi = extent(win or list)
+      T.eq(f.total_ns, w, id .. ": time on device " .. dev)
+      T.near(f.share, w / (hi - lo), 1e-9, id .. ": share of the window")
+    end
+  end
+  T.eq(#by_id(fs, id), count, id .. ": findings")
+  return count
+end
+
+local function kernels_of(list)
+  local k = {}
+  for _, o in ipairs(list) do if o.what == "kernel" then k[#k + 1] = o end end
+  return k
+end
 
 -- ---------------------------------------------------------------- tests
 
@@ -305,52 +315,34 @@ return {
   end},
 
   {"nccl.exposed: planted AllReduce kernels, |N - C| per device equals a Lua sweep; negatives", function()
-    none_of(diag(T.data(ncclf)), "nccl.exposed", "send/receive only (pipeline.bubbles' part)")
-    none_of(diag(T.data(h100)), "nccl.exposed", "no NCCL")
+    local function exposed(list)
+      local k = kernels_of(list)
+      return minus_len(intervals(k, function(o) return is_nccl(o.name) and not is_p2p(o.name) end),
+                       intervals(k, function(o) return not is_nccl(o.name) end))
+    end
+    T.eq(check_devices(T.data(ncclf), "nccl.exposed", exposed), 0, "send/receive only (pipeline.bubbles' part)")
+    T.eq(check_devices(T.data(h100), "nccl.exposed", exposed), 0, "no NCCL")
     local path = T.copy(ncclf)
     local id = string_id(path, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
     T.sql_exec(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = " .. id .. ", demangledName = " .. id ..
       " WHERE deviceId = 0 AND shortName IN (SELECT id FROM StringIds WHERE value LIKE 'ncclDevKernel_SendRecv%');")
-    local fs = diag(path)
-    local got = by_id(fs, "nccl.exposed")
-    T.eq(#got, 1, "device 0 only")
-    local k = group(sql_ops(path), function(o) return o.what == "kernel" and o.device == 0 and 1 or nil end)[1]
-    local N = intervals(k, function(o) return is_nccl(o.name) and not is_p2p(o.name) end)
-    local C = intervals(k, function(o) return not is_nccl(o.name) end)
-    local ops0 = group(sql_ops(path), function(o) return o.device == 0 and 1 or nil end)[1]
-    local lo, hi = extent(ops0)
-    T.eq(got[1].total_ns, minus_len(N, C), "NCCL time not under compute")
-    T.near(got[1].share, minus_len(N, C) / (hi - lo), 1e-9, "share of the device span")
+    T.eq(check_devices(path, "nccl.exposed", exposed), 1, "planted on device 0")
     os.remove(path)
   end},
 
   {"pipeline.bubbles: send/receive time with no other kernel equals a Lua sweep; planted; negative", function()
-    local function check(path)
-      local fs = diag(path)
-      local count = 0
-      for dev, list in pairs(group(sql_ops(path), function(o) return o.device end)) do
-        local k = {}
-        for _, o in ipairs(list) do if o.what == "kernel" then k[#k + 1] = o end end
-        local P = intervals(k, function(o) return is_p2p(o.name) end)
-        local want = minus_len(P, intervals(k, function(o) return not is_p2p(o.name) end))
-        local f = finding_for(fs, "pipeline.bubbles", dev)
-        if want == 0 then T.ok(not f, "no finding on device " .. dev)
-        else
-          count = count + 1
-          local lo, hi = extent(list)
-          T.eq(f.total_ns, want, "waiting time on device " .. dev)
-          T.near(f.share, want / (hi - lo), 1e-9, "share")
-        end
-      end
-      return count
+    local function waiting(list)
+      local k = kernels_of(list)
+      return minus_len(intervals(k, function(o) return is_p2p(o.name) end),
+                       intervals(k, function(o) return not is_p2p(o.name) end))
     end
-    T.eq(check(T.data(ncclf)), 2, "real NCCL export: both stages wait")
-    T.eq(check(T.data(h100)), 0, "real H100 export: no send/receive")
+    T.eq(check_devices(T.data(ncclf), "pipeline.bubbles", waiting), 2, "real NCCL export: both stages wait")
+    T.eq(check_devices(T.data(h100), "pipeline.bubbles", waiting), 0, "real H100 export: no send/receive")
     local path = T.copy(h100)
     local id = string_id(path, "ncclDevKernel_SendRecv")
     T.sql_exec(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = " .. id .. ", demangledName = " .. id ..
       " WHERE deviceId = 1 AND shortName IN (SELECT id FROM StringIds WHERE value = 'reduce_kernel');")
-    T.eq(check(path), 1, "planted send/receive on device 1")
+    T.eq(check_devices(path, "pipeline.bubbles", waiting), 1, "planted send/receive on device 1")
     os.remove(path)
   end},
 
@@ -383,41 +375,30 @@ return {
   end},
 
   {"launch.bound: idle gaps before short kernels equal a Lua sweep; planted (shrunk kernels); negative", function()
-    local function check(path, short, maxgap, args)
-      local fs = diag(path, args)
-      local count = 0
-      for dev, k in pairs(group(sql_ops(path), function(o) return o.what == "kernel" and o.device or nil end)) do
+    local function bound(short, maxgap)
+      return function(list)
+        local k = kernels_of(list)
         table.sort(k, function(a, b) return a.start < b.start end)
-        local first_at = {}   -- shortest kernel starting at each time
+        local first_at = {}   -- the shortest kernel starting at each time
         for _, o in ipairs(k) do
           local d = o.stop - o.start
           if not first_at[o.start] or d < first_at[o.start] then first_at[o.start] = d end
         end
-        local ce, total, n = nil, 0, 0
+        local ce, total = nil, 0
         for _, o in ipairs(k) do
-          if ce and o.start > ce then
-            local gap = o.start - ce
-            if gap <= maxgap and first_at[o.start] < short then total, n = total + gap, n + 1 end
+          if ce and o.start > ce and o.start - ce <= maxgap and first_at[o.start] < short then
+            total = total + o.start - ce
           end
           if not ce or o.stop > ce then ce = o.stop end
         end
-        local f = finding_for(fs, "launch.bound", dev)
-        if n == 0 then T.ok(not f, "no finding on device " .. dev)
-        else
-          count = count + 1
-          T.ok(f, "finding on device " .. dev)
-          T.eq(f.total_ns, total, "launch-bound idle time on device " .. dev)
-          local lo, hi = extent(k)
-          T.near(f.share, total / (hi - lo), 1e-9, "share of the kernel span")
-        end
+        return total, k
       end
-      return count
     end
-    T.eq(check(T.data(ncclf), 10000, 1000000), 2, "real NCCL export")
-    T.eq(check(T.data(mpi), 10000, 1000000), 0, "real MPI export: long saxpy kernels")
+    T.eq(check_devices(T.data(ncclf), "launch.bound", bound(10000, 1000000)), 2, "real NCCL export")
+    T.eq(check_devices(T.data(mpi), "launch.bound", bound(10000, 1000000)), 0, "real MPI export: long saxpy kernels")
     local path = T.copy(mpi)
     T.sql_exec(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start + 2000;")
-    T.eq(check(path, 10000, 10000000000, {"launch_gap=10s"}), 1, "planted: 2 us kernels")
+    T.eq(check_devices(path, "launch.bound", bound(10000, 10000000000), {"launch_gap=10s"}), 1, "planted: 2 us kernels")
     os.remove(path)
   end},
 
@@ -563,31 +544,17 @@ return {
   end},
 
   {"streams.serialised: copies on kernel streams with no kernel running equal a Lua sweep; planted negative", function()
-    local function check(path)
-      local fs = diag(path)
-      local count = 0
-      for dev, list in pairs(group(sql_ops(path), function(o) return o.device end)) do
-        local kstreams = {}
-        for _, o in ipairs(list) do if o.what == "kernel" then kstreams[o.stream] = true end end
-        local K = intervals(list, function(o) return o.what == "kernel" end)
-        local Mc = intervals(list, function(o) return o.what == "memcpy" and kstreams[o.stream] end)
-        local want = minus_len(Mc, K)
-        local f = finding_for(fs, "streams.serialised", dev)
-        if want == 0 then T.ok(not f, "no finding on device " .. dev)
-        else
-          count = count + 1
-          local lo, hi = extent(list)
-          T.eq(f.total_ns, want, "serialised copy time on device " .. dev)
-          T.near(f.share, want / (hi - lo), 1e-9, "share")
-        end
-      end
-      return count
+    local function serialised(list)
+      local kstreams = {}
+      for _, o in ipairs(list) do if o.what == "kernel" then kstreams[o.stream] = true end end
+      return minus_len(intervals(list, function(o) return o.what == "memcpy" and kstreams[o.stream] end),
+                       intervals(list, function(o) return o.what == "kernel" end))
     end
-    T.eq(check(T.data(cuda2021)), 1, "real 2021 export: copies on the kernels' stream")
-    T.eq(check(T.data(h100)), 2, "real H100 export")
+    T.eq(check_devices(T.data(cuda2021), "streams.serialised", serialised), 1, "real 2021 export: one stream")
+    T.eq(check_devices(T.data(h100), "streams.serialised", serialised), 2, "real H100 export")
     local path = T.copy(cuda2021)
     T.sql_exec(path, "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET streamId = 9999;")
-    T.eq(check(path), 0, "planted: copies on a stream of their own")
+    T.eq(check_devices(path, "streams.serialised", serialised), 0, "planted: copies on a stream of their own")
     os.remove(path)
   end},
 
