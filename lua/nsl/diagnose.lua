@@ -191,12 +191,12 @@ function Ctx:add(f)
   local total, window = f.total, f.window
   local rec = {id = f.id, where = f.where, next = f.next, evidence = f.evidence, total_ns = total}
   if total then
-    if st then
-      rec.step_ns = st.step_ns
-      if f.once then rec.cost_ns = total // st.n
-      else rec.cost_ns = round(total / window * st.step_ns) end
+    if st and f.once then
+      rec.step_ns, rec.cost_ns = st.step_ns, total // st.n
       rec.share = rec.cost_ns / st.step_ns
-      if not f.once then rec.share = total / window end
+    elseif st then
+      rec.step_ns, rec.share = st.step_ns, total / window
+      rec.cost_ns = round(rec.share * st.step_ns)
     else
       rec.cost_ns = total
       rec.share = window and window > 0 and total / window or 0.0
@@ -650,13 +650,12 @@ checks[#checks + 1] = {id = "host.sync_per_step", run = function(ctx)
   local ev = ctx:table("host_sync_per_step", table_of(rows, {{"report", "report"}, {"pid", "pid"}, {"step", "step"},
     {"step (ns)", "len"}, {"blocking calls", "n"}, {"blocked (ns)", "t"}}),
     "CUDA calls that block the host (explicit syncs, synchronous and pageable copies) per steady step and process")
-  local cost = round(worst.t)
-  local rec = ctx:add{id = "host.sync_per_step", total = cost, window = st.step_ns, evidence = ev,
+  local cost = round(worst.t)   -- already per step: over a window of one step
+  ctx:add{id = "host.sync_per_step", total = cost, window = st.step_ns, evidence = ev,
     text = string.format("%s pid %d: the host blocks in %g CUDA calls per step (median; most time in %s): it " ..
       "cannot queue work ahead of the GPU", ctx:rank(worst.r), worst.pid, worst.n, top.name[1] or "?"),
     where = {rank = ctx:rank(worst.r), report = worst.r, pid = worst.pid},
     next = "nsl run launch " .. ctx:path(worst.r)}
-  rec.cost_ns, rec.share = cost, cost / st.step_ns
 end}
 
 -- ---------------------------------------------------------------- one-time costs
