@@ -71,8 +71,9 @@ Ctx.__index = Ctx
 
 --- The steps of a trace for diagnose: nil (no steps), or {step_ns (median
 -- steady step, integer ns), n (most iterations of one process), how,
--- it (iterations.find), windows (iterations.windows with a `warm` flag),
--- warm = {group key -> warm-up count}}.  spec "" detects; a named range
+-- it (iterations.find), windows (iterations.windows sorted by report, pid,
+-- iter), warm_flag (1 for a warm-up window, by row of windows), warm =
+-- {group key -> warm-up count}, nvtx (the step range's name, or nil)}.  spec "" detects; a named range
 -- that is missing fails.
 local function find_steps(trace, spec, warmup)
   local it, err = iterations.find(trace, spec)
@@ -105,7 +106,7 @@ local function find_steps(trace, spec, warmup)
   local d = iterations.describe(steady)
   if not d or d.median <= 0 then return nil end
   return {step_ns = round(d.median), n = n, how = it.how, it = it, windows = W, warm = warm, warm_flag = warm_flag,
-          groups = groups, order = order}
+          groups = groups, order = order, nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}
 end
 
 --- A context for the checks: the trace, its arguments, its steps.
@@ -654,7 +655,7 @@ checks[#checks + 1] = {id = "host.sync_per_step", run = function(ctx)
   ctx:add{id = "host.sync_per_step", total = cost, window = st.step_ns, evidence = ev,
     text = string.format("%s pid %d: the host blocks in %g CUDA calls per step (median; most time in %s): it " ..
       "cannot queue work ahead of the GPU", ctx:rank(worst.r), worst.pid, worst.n, top.name[1] or "?"),
-    where = {rank = ctx:rank(worst.r), report = worst.r, pid = worst.pid},
+    where = {rank = ctx:rank(worst.r), report = worst.r, pid = worst.pid, nvtx = st.nvtx},
     next = "nsl run launch " .. ctx:path(worst.r)}
 end}
 
@@ -718,7 +719,8 @@ checks[#checks + 1] = {id = "warmup.share", run = function(ctx)
             text = string.format("%s%s: %d warm-up step(s) take %s longer than steady ones (steady median %s)",
               ctx:rank(r.report), r.pid and (" pid " .. r.pid) or "", r.warm, report.duration(r.excess),
               report.duration(r.median)),
-            where = {rank = ctx:rank(r.report), report = r.report, pid = r.pid, from = r.from, to = r.to},
+            where = {rank = ctx:rank(r.report), report = r.report, pid = r.pid, from = r.from, to = r.to,
+                     nvtx = st.nvtx},
             next = "nsl run iterations " .. ctx:path(r.report)}
   end
 end}

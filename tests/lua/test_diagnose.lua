@@ -450,6 +450,7 @@ return {
       T.eq(got[1].step_ns, 30000000, "step")
       T.near(got[1].share, got[1].cost_ns / 30000000, 1e-12, "share of the step")
       T.eq(got[1].where.pid, pid, "the planted process")
+      T.eq(got[1].where.nvtx, "train_step", "the step range")
       os.remove(path)
     end}
   end)(),
