@@ -254,7 +254,8 @@ local function launched_by(ctx, t, fn)
 end
 
 -- Findings per process for CUDA calls that block: rows (report, pid,
--- api_tid, api_start, api_dur, api_name, ...) -> one finding per (report, pid).
+-- api_tid, api_start, api_dur, api_name, and device, stream for memory
+-- operations) -> one finding per (report, pid), where = its longest call.
 local function per_process_calls(ctx, id, rows, what, evidence, next_cmd)
   if #rows == 0 then return end
   local a = rows:group_by("report", "pid"):agg{"n=count", "total=sum(api_dur)", "longest=max(api_dur)"}
@@ -267,6 +268,8 @@ local function per_process_calls(ctx, id, rows, what, evidence, next_cmd)
             text = string.format("%s pid %d: %s %s (%s blocked the calling threads, longest %s)", ctx:rank(r), pid,
               report.int(a.n[i]), what, report.duration(a.total[i]), report.duration(a.longest[i])),
             where = {rank = ctx:rank(r), report = r, pid = pid, tid = one.api_tid[1],
+                     device = one:coltype("device") and one.device[1] or nil,
+                     stream = one:coltype("stream") and one.stream[1] or nil,
                      from = one.api_start[1], to = one.api_start[1] + one.api_dur[1]},
             next = next_cmd(r)}
   end
@@ -787,6 +790,13 @@ checks[#checks + 1] = {id = "streams.serialised", run = function(ctx)
   local m = overlap.measure(sub, none(#sub), g:ids(), #g, {{gid = nsl.range(#g), lo = sp.lo, hi = sp.hi}})[1]
   local exposed_copies = m.memory_only
   local cs = on_k:filter(serial):group_by("report", "device"):agg{"n=count", "t=sum(dur)"}
+  -- the stream with the most copy time on each device
+  local per_stream = on_k:filter(serial):group_by("report", "device", "stream"):agg{"t=sum(dur)"}:sort("-t", "stream")
+  local top = {}
+  for i = 1, #per_stream do
+    local k = per_stream.report[i] .. ":" .. per_stream.device[i]
+    if not top[k] then top[k] = per_stream.stream[i] end
+  end
   local t = keys:with("span", sp.hi - sp.lo, "copy_exposed", exposed_copies):join(cs, {"report", "device"}, {"n", "t"})
   local ev = ctx:table("streams_serialised", nsl.table{
     {"report", t.report:map(function(r) return ctx:rank(r) end)}, {"device", t.device},
@@ -801,7 +811,8 @@ checks[#checks + 1] = {id = "streams.serialised", run = function(ctx)
               text = string.format("%s: %s of memory copies on compute streams run with no kernel beside them " ..
                 "(issue copies on their own stream to overlap them with compute)", ctx:rank(r, dev),
                 report.duration(o)),
-              where = {rank = ctx:rank(r, dev), report = r, device = dev, from = sp.lo[i], to = sp.hi[i]},
+              where = {rank = ctx:rank(r, dev), report = r, device = dev, stream = top[r .. ":" .. dev],
+                       from = sp.lo[i], to = sp.hi[i]},
               next = "nsl run overlap " .. ctx:path(r)}
     end
   end
