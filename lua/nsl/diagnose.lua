@@ -30,24 +30,44 @@
 --                         split into args.chunks (30) equal chunks; a chunk
 --                         whose busy time (union of GPU operations) is under
 --                         args.util (50 %) of its length is low.
--- (NVIDIA's rules count their profiling overhead as GPU work and match
--- CUDA calls by names with SQL LIKE, case-insensitive; the costs here are the
--- time the calling threads were blocked: the duration of the CUDA calls.)
--- The other checks: nccl.exposed (time of NCCL collectives other than
--- send/receive that no compute kernel hides, nsl.overlap), pipeline.bubbles (send/receive kernel time no other kernel
--- hides, per device: a pipeline stage waiting on its neighbour), the
--- straggler analysis's findings, launch.bound (idle gaps of at most
--- args.launch_gap before a kernel shorter than args.short: the GPU waits on
--- launches), host.sync_per_step (CUDA calls that block the host,
--- nsl.host_sync, per steady step: median), compile.time (the compile
--- analysis's union of compiling and loading per process), warmup.share
--- (warm-up iterations' time above the steady median), memory.near_capacity
--- (the heap analysis's peak against the device's memory), streams.serialised
--- (memcpy on a stream that also runs kernels, while no kernel runs on the
--- device: copies that a side stream would overlap) and mfu (model FLOPs
--- utilisation from --arg flops_per_step, nsys-ai's formula, against the
--- device's dense FP16/BF16 tensor peak from its SM count, clock and compute
--- capability).
+-- NVIDIA's rules count their profiling overhead as GPU work (nsl cannot:
+-- exports do not say which overhead is GPU time) and match CUDA calls by
+-- name with SQL LIKE, case-insensitive, as here.  The four call rules find
+-- per process the time its threads were blocked (the calls' durations); the
+-- two GPU rules the idle time (of the gaps, and of the low chunks).
+-- The other checks:
+--  nccl.exposed         per device, the time of NCCL collectives other than
+--                       send/receive that no compute kernel overlaps
+--                       (nsl.overlap's NCCL-only set);
+--  pipeline.bubbles     per device (a pipeline stage), send/receive kernel
+--                       time with no other kernel running: waiting on the
+--                       neighbouring stage;
+--  straggler.*          the straggler analysis's own findings, passed on;
+--  launch.bound         per device, idle gaps of at most args.launch_gap
+--                       before a kernel shorter than args.short (the
+--                       shortest of those starting at the gap's end);
+--  host.sync_per_step   per process, the median over steady steps of the
+--                       time in CUDA calls that block the host
+--                       (nsl.host_sync, by the call's start); the worst
+--                       process;
+--  compile.time         per process, the compile analysis's union of
+--                       compiling and loading (one-time);
+--  warmup.share         per process, the warm-up steps' time above the
+--                       steady median (one-time);
+--  memory.near_capacity per device, the heap analysis's peak over the
+--                       device's memory (no cost: a risk, graded by
+--                       args.memory_warn / memory_error);
+--  streams.serialised   per device, memcpy on streams that also run kernels
+--                       while no kernel runs on the device: copies a stream
+--                       of their own would overlap with compute;
+--  mfu                  nsys-ai's model FLOPs utilisation, flops_per_step /
+--                       step / peak, against the dense FP16/BF16 tensor
+--                       peak from the device's SM count, clock and compute
+--                       capability (M.flops_per_sm_clock) or
+--                       args.peak_tflops (no cost; a warning below
+--                       args.mfu_warn).
+-- Besides the shared fields a finding keeps total_ns: the time lost over
+-- its window, from which cost_ns and share derive.
 local nsl = require("nsl")
 local report = require("nsl.report")
 local units = require("nsl.units")
