@@ -134,7 +134,9 @@ function M.context(trace, args)
   -- arguments first: a bad one fails the run, not just its check
   local ns = {gap = units.duration_arg(args, "gap"), short = units.duration_arg(args, "short"),
               launch_gap = units.duration_arg(args, "launch_gap")}
-  if args.chunks < 1 or math.type(args.chunks) ~= "integer" then nsl.fail("--arg chunks must be a whole number, 1 or more") end
+  if args.chunks < 1 or math.type(args.chunks) ~= "integer" then
+    nsl.fail("--arg chunks must be a whole number, 1 or more")
+  end
   local ctx = setmetatable({trace = trace, args = args, ns = ns, findings = {}, evidence = {}, notes = {}, cache = {}},
                            Ctx)
   ctx.names = trace.reports.name:totable()
@@ -403,7 +405,8 @@ checks[#checks + 1] = {id = "gpu.gaps", run = function(ctx)
               report.duration(a.longest[i])),
             where = {rank = ctx:rank(r, dev), report = r, pid = span.pid[k], device = dev, from = a.first[i],
                      to = a.first[i] + a.longest[i]},
-            next = string.format("nsl run gaps %s --arg min=%s --arg scope=device", ctx:path(r), report.duration(min):gsub(" ", ""):gsub("µ", "u"))}
+            next = string.format("nsl run gaps %s --arg min=%s --arg scope=device", ctx:path(r),
+                                 min % 1000000 == 0 and (min // 1000000) .. "ms" or tostring(min))}
   end
 end}
 
@@ -560,7 +563,7 @@ checks[#checks + 1] = {id = "straggler", run = function(ctx)
   for _, f in ipairs(sub.findings) do
     local rec = {}
     for k, v in pairs(f) do rec[k] = v end
-    rec.id = rec.id or "straggler." .. (f.check == "straggler" and "compute" or (f.check or "compute"))
+    rec.id = rec.id or "straggler.compute"   -- today's verdict: compute per step above the median rank's
     rec.evidence = rec.evidence or ev
     rec.where = rec.where or {rank = f.rank}
     if not rec.cost_ns and f.delay_ns then
@@ -596,8 +599,9 @@ checks[#checks + 1] = {id = "launch.bound", run = function(ctx)
   local rows = {}
   for i = 1, #a do
     local j = a.g[i] + 1
+    local width = span.hi[j] - span.lo[j]
     rows[i] = {report = ctx:rank(span.report[j], span.device[j]), device = span.device[j], kernels = span.n[j],
-               n = a.n[i], total = a.total[i], span = span.hi[j] - span.lo[j], share = a.total[i] * 100.0 / (span.hi[j] - span.lo[j])}
+               n = a.n[i], total = a.total[i], span = width, share = a.total[i] * 100.0 / width}
   end
   local ev = ctx:table("launch_bound", table_of(rows, {{"rank", "report"}, {"device", "device"}, {"kernels", "kernels"},
     {"gaps before short kernels", "n"}, {"idle (ns)", "total"}, {"span (ns)", "span"}, {"idle (% of span)", "share"}}),
@@ -856,7 +860,8 @@ checks[#checks + 1] = {id = "mfu", run = function(ctx)
   if not flops or flops <= 0 then return end
   local st = ctx.steps
   if not st then
-    ctx.notes[#ctx.notes + 1] = "mfu: --arg flops_per_step needs steps (none found; name them with --arg iteration=NAME)"
+    ctx.notes[#ctx.notes + 1] = "mfu: --arg flops_per_step needs steps (none found; name them with " ..
+      "--arg iteration=NAME)"
     return
   end
   local dv = ctx.trace.devices
