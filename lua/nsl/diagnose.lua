@@ -190,8 +190,21 @@ function Ctx:rank(r, device)
   return name
 end
 
---- The path of report r, for the next command.
-function Ctx:path(r) return self.paths[r + 1] or "TRACE" end
+-- A path as one shell word.
+local function shell_word(p)
+  if not p:find("[^%w%._/%-+:,=@]") then return p end
+  return "'" .. p:gsub("'", "'\\''") .. "'"
+end
+
+--- The path of report r as a shell word, for the next command.
+function Ctx:path(r) return shell_word(self.paths[r + 1] or "TRACE") end
+
+--- Every input path as shell words, for a next command over the whole trace.
+function Ctx:all_paths()
+  local list = {}
+  for i, p in ipairs(self.paths) do list[i] = shell_word(p) end
+  return table.concat(list, " ")
+end
 
 --- A time on the trace's clock as an --arg from/to value (from the trace's first event).
 function Ctx:at(t)
@@ -570,7 +583,7 @@ checks[#checks + 1] = {id = "straggler", run = function(ctx)
       rec.cost_ns = f.delay_ns
       if st then rec.step_ns, rec.share = st.step_ns, f.delay_ns / st.step_ns end
     end
-    rec.next = rec.next or ("nsl run straggler " .. table.concat(ctx.paths, " "))
+    rec.next = rec.next or ("nsl run straggler " .. ctx:all_paths())
     ctx.findings[#ctx.findings + 1] = rec
   end
 end}
@@ -893,7 +906,7 @@ checks[#checks + 1] = {id = "mfu", run = function(ctx)
     text = string.format("model FLOPs utilisation %.1f%%: %.1f TFLOP/s achieved per GPU (%.4g FLOPs per %s step) " ..
       "against a peak of %.1f TFLOP/s (%s); at peak the step would take %s", 100 * mfu, achieved / 1e12, flops,
       report.duration(st.step_ns), peak / 1e12, what, report.duration(ideal)),
-    next = "nsl run iterations " .. table.concat(ctx.paths, " ")}
+    next = "nsl run iterations " .. ctx:all_paths()}
   f.value, f.step_ns = mfu, st.step_ns
 end}
 

@@ -49,6 +49,21 @@ assert got == want, (got, want)
 PY
 then ok "json: valid, every field, ranked, api.sync equals SQL"; else bad "json: document"; fi
 
+# every suggested next command runs (nsl for the binary, in a scratch folder;
+# the commands quote paths for the shell: one has a space and a quote)
+cp "$D/cuda_2021.2.sqlite" "$TMP/run 1's.sqlite"
+for f in "$NCCL" "$TMP/run 1's.sqlite"; do
+  "$NSL" run diagnose "$f" --format json |
+    python3 -c 'import json, sys; [print(x["next"]) for x in json.load(sys.stdin)["findings"] if "next" in x]' |
+    sort -u > "$TMP/next.txt"
+  [ -s "$TMP/next.txt" ] || bad "next commands of $(basename "$f")"
+  while read -r cmd; do
+    case "$cmd" in "nsl run "*) ;; *) bad "next: not an nsl command: $cmd"; continue ;; esac
+    eval "set -- ${cmd#nsl }"
+    (cd "$TMP" && "$NSL" "$@" > /dev/null 2>&1) && ok "next runs: $1 $2 ..." || bad "next fails: $cmd"
+  done < "$TMP/next.txt"
+done
+
 # --fail-on: 3 when a finding is at least that severe, else 0
 "$NSL" run diagnose "$D/cuda_2021.2.sqlite" --fail-on error > /dev/null; check_eq "--fail-on error, error findings" "$?" 3
 "$NSL" run diagnose "$D/osrt_sampling_2025.5.sqlite" --fail-on info > "$TMP/clean.txt"
