@@ -230,12 +230,13 @@ function Ctx:add(f)
     if st and f.once then
       rec.step_ns, rec.cost_ns = st.step_ns, total // st.n
       rec.share = rec.cost_ns / st.step_ns
+    elseif not (window and window > 0) then   -- an instant: no rate to take
+      rec.cost_ns, rec.share = total, 0.0
     elseif st then
       rec.step_ns, rec.share = st.step_ns, total / window
       rec.cost_ns = round(rec.share * st.step_ns)
     else
-      rec.cost_ns = total
-      rec.share = window and window > 0 and total / window or 0.0
+      rec.cost_ns, rec.share = total, total / window
     end
   end
   local sev = f.severity
