@@ -30,13 +30,19 @@ end
 -- record a call twice, nested, under one id (e.g. 2022 exports with
 -- eventClass 67 beside 0); the earliest-starting (outer) record stays.
 -- Correlation ids are numbered per process.  Columns: report, pid, tid,
--- corr, start, stop, dur, name.
+-- corr, start, stop, dur, name; the trace's own api table when no call is
+-- recorded twice (no copy), else the calls kept, in start order.
 function M.api_calls(trace)
   local api = trace.api
   api:load{"report", "pid", "tid", "corr", "start", "stop", "dur", "name"}
-  api = api:sort("start")
-  local _, first = api:join(api, {"report", "pid", "corr"}, {})
-  return api:filter(first:eq(nsl.range(#api)) | api.corr:isnull())
+  -- the first of each id in start order, found on the key columns alone
+  local order = api.start:argsort()
+  local keys = nsl.table{{"report", api.report:gather(order)}, {"pid", api.pid:gather(order)},
+                         {"corr", api.corr:gather(order)}}
+  local _, first = keys:join(keys, {"report", "pid", "corr"}, {})
+  local keep = first:eq(nsl.range(#keys)) | keys.corr:isnull()
+  if keep:count() == #api then return api end
+  return api:take(order:gather(keep:indices()))
 end
 
 --- The CUDA API calls of api (M.api_calls) that block the host: report, pid,
