@@ -9,38 +9,7 @@ local nsl = require("nsl")
 local jax = require("nsl.jax")
 local percentiles = require("nsl.percentiles")
 local stats = require("nsl.stats")
-
--- Host synchronisation calls by their name without a _vNNNN suffix.
-local sync_calls = {
-  cudaDeviceSynchronize = "device sync", cuCtxSynchronize = "device sync",
-  cudaStreamSynchronize = "stream sync", cuStreamSynchronize = "stream sync",
-  cudaEventSynchronize = "event sync", cuEventSynchronize = "event sync",
-  cudaStreamWaitEvent = "stream wait event", cuStreamWaitEvent = "stream wait event",
-}
-
---- The sync category of a CUDA API call name, or nil: the explicit syncs
--- above, and memory copies that are not Async (cudaMemcpy, cudaMemcpy2D,
--- cuMemcpyDtoH, ...), which return only once the copy is done.
-local function sync_category(name)
-  local base = name:gsub("_v%d+$", "")
-  if sync_calls[base] then return sync_calls[base] end
-  if (base:match("^cudaMemcpy") or base:match("^cuMemcpy")) and not base:find("Async", 1, true) then
-    return "synchronous memcpy"
-  end
-  return nil
-end
-
--- The CUDA API calls, one per correlation id of a process: some exports
--- record a call twice, nested, under one id (e.g. 2022 exports with
--- eventClass 67 beside 0); the earliest-starting (outer) record stays.
--- Correlation ids are numbered per process.
-local function api_calls(trace)
-  local api = trace.api
-  api:load{"report", "pid", "tid", "corr", "start", "stop", "dur", "name"}
-  api = api:sort("start")
-  local _, first = api:join(api, {"report", "pid", "corr"}, {})
-  return api:filter(first:eq(nsl.range(#api)) | api.corr:isnull())
-end
+local host_sync = require("nsl.host_sync")
 
 -- Kernels with their launch: api_start, api_name, api_tid (NULL when no
 -- API call of the process has the kernel's correlation id), latency and
@@ -53,23 +22,6 @@ local function launches(trace, api, name_key, queue_keys)
   for i, c in ipairs(queue_keys) do qk[i] = kj[c] end
   local depth = nsl.count_open(kj.api_start, kj.api_start, kj.start, qk, qk)
   return kj:with("latency", kj.start - kj.api_start, "depth", depth)
-end
-
--- The CUDA API calls that block the host: report, name, dur, category.
-local function host_syncs(trace, api)
-  local cat = api.name:map(sync_category)
-  local explicit = api:with("category", cat):filter(~cat:isnull())
-  -- Async copies whose host side is pageable memory: the call returns only
-  -- once the data is staged, so it blocks like a synchronous copy
-  local mc = trace.memcpy
-  mc:load{"report", "pid", "corr", "src_kind", "dst_kind"}
-  local pageable = mc:filter(mc.src_kind:eq("pageable") | mc.dst_kind:eq("pageable"))
-  local _, idx = api:join(pageable, {"report", "pid", "corr"}, {})
-  local implicit = api:filter(idx:ge(0) & api.name:contains("Async"))
-  local cols = {}
-  for _, c in ipairs{"report", "name", "dur"} do cols[#cols + 1] = {c, nsl.concat(explicit[c], implicit[c])} end
-  cols[#cols + 1] = {"category", nsl.concat(explicit.category, nsl.rep("pageable memcpy (Async call)", #implicit))}
-  return nsl.table(cols)
 end
 
 return {
@@ -98,7 +50,7 @@ return {
       if t:coltype("report") then return t:with("report", names:gather(t.report)) end
       return t
     end
-    local api = api_calls(trace)
+    local api = host_sync.api_calls(trace)
     local L = launches(trace, api, name_key, queue_keys)
     local values = {{col = "latency", label = "Latency", unit = "ns", total = true}, {col = "depth", label = "Queue"}}
     local keys = args.per_report and {"report"} or {}
@@ -142,7 +94,7 @@ return {
         {"Kernel start (ns)", slow.start}, {"Latency (ns)", slow.latency}, {"Queue", slow.depth},
         {"Kernel", slow[name_key]}}), {title = "Slowest launches"})
     end
-    local syncs = host_syncs(trace, api)
+    local syncs = host_sync.calls(trace, api)
     local sk = args.per_report and {"report", "category"} or {"category"}
     out:table("host_sync", named(stats.time_summary(syncs, "name", {keys = sk, count_label = "Calls"})),
               {title = "Host synchronisation: time the calling thread was blocked, per call", limit = limit})

@@ -36,9 +36,11 @@ return {
                                          title = fmt("Timeline %s to %s", report.duration(from - lo),
                                                      report.duration(to - lo)),
                                          xlabel = "time since the start of the trace"})
-    if #d.lanes == 0 then   -- no empty figure: say so
-      nsl.fail(fmt("no events from %s to %s (the trace lasts %s): nothing to draw", report.duration(from - lo),
-                   report.duration(to - lo), report.duration(select(2, window.span(trace)) - lo)))
+    if #d.lanes == 0 then   -- a window inside the trace where nothing ran: no empty figure, say so
+      out:text(fmt("no events from %s to %s (the trace lasts %s): the GPUs were idle, nothing to draw",
+                   report.duration(from - lo), report.duration(to - lo),
+                   report.duration(select(2, window.span(trace)) - lo)))
+      return
     end
     local stem = args.file ~= "" and args.file:gsub("%.[Pp][Nn][Gg]$", ""):gsub("%.[Ss][Vv][Gg]$", "") or "timeline"
     out:figure(stem, cv, {main = true, title = "timeline"})

@@ -49,8 +49,9 @@ end
 
 --- The lines of a finding as text (a few at most): "[severity id] message";
 -- then what it costs, in ms/µs with the share of the step, and where; then
--- the next command.
-function M.lines(f)
+-- the next command.  at_time(ns) -> text, when given, words the time
+-- window where.from/where.to (e.g. relative to the trace's start).
+function M.lines(f, at_time)
   local lines = {string.format("[%s%s] %s", f.severity, f.id and (" " .. f.id) or "", f.message)}
   local parts = {}
   if f.cost_ns then
@@ -64,12 +65,13 @@ function M.lines(f)
   end
   local w = f.where
   if w then
-    local at = {}
+    local where = {}
     for _, k in ipairs{"rank", "device", "stream", "pid", "tid"} do
-      if w[k] ~= nil then at[#at + 1] = k .. " " .. tostring(w[k]) end
+      if w[k] ~= nil then where[#where + 1] = k .. " " .. tostring(w[k]) end
     end
-    if w.nvtx then at[#at + 1] = "NVTX '" .. w.nvtx .. "'" end
-    if #at > 0 then parts[#parts + 1] = "at " .. table.concat(at, ", ") end
+    if w.nvtx then where[#where + 1] = "NVTX '" .. w.nvtx .. "'" end
+    if w.from and w.to and at_time then where[#where + 1] = string.format("from %s to %s", at_time(w.from), at_time(w.to)) end
+    if #where > 0 then parts[#parts + 1] = "at " .. table.concat(where, ", ") end
   end
   if f.evidence then parts[#parts + 1] = "evidence: table " .. f.evidence end
   if #parts > 0 then lines[#lines + 1] = "  " .. table.concat(parts, "; ") end
@@ -78,9 +80,9 @@ function M.lines(f)
 end
 
 --- A list of findings as text, one block of M.lines each.
-function M.text(list)
+function M.text(list, at_time)
   local out = {}
-  for _, f in ipairs(list) do out[#out + 1] = table.concat(M.lines(f), "\n") end
+  for _, f in ipairs(list) do out[#out + 1] = table.concat(M.lines(f, at_time), "\n") end
   return table.concat(out, "\n")
 end
 

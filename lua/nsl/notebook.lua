@@ -42,7 +42,7 @@ end
 -- answer), then its figures, then its text and tables in the order it gave them.
 local function analysis_outputs(out, outputs)
   for _, f in ipairs(out.findings) do
-    outputs[#outputs + 1] = {kind = "finding", severity = f.severity, text = table.concat(findings.lines(f), "\n")}
+    outputs[#outputs + 1] = {kind = "finding", severity = f.severity, text = table.concat(findings.lines(f, out.at), "\n")}
   end
   for _, it in ipairs(out.items) do
     if it.kind == "figure" then outputs[#outputs + 1] = {kind = it.format, data = it.data, title = it.title or it.name} end

@@ -169,7 +169,7 @@ function Out:flush()
   if self.format == "text" then
     local nf = self.findings_printed or 0
     if #self.findings > nf then
-      emit((self.any_printed and "\n" or "") .. findings.text(table.move(self.findings, nf + 1, #self.findings, 1, {})))
+      emit((self.any_printed and "\n" or "") .. findings.text(table.move(self.findings, nf + 1, #self.findings, 1, {}), self.at))
       self.findings_printed = #self.findings
       self.any_printed = true
     end
@@ -212,7 +212,7 @@ end
 function Out:finish()
   local fmt = self.format
   if self.stdout_taken then
-    if #self.findings > 0 then io.stderr:write(findings.text(self.findings), "\n") end
+    if #self.findings > 0 then io.stderr:write(findings.text(self.findings, self.at), "\n") end
   elseif fmt == "text" then
     self:flush()
   elseif fmt == "json" then
@@ -232,11 +232,11 @@ function Out:finish()
       end
     end
     if #self.findings > 0 then
-      local ftxt = findings.text(self.findings)
+      local ftxt = findings.text(self.findings, self.at)
       if fmt == "md" then
         local items = {}
         for _, f in ipairs(self.findings) do
-          local lines = findings.lines(f)
+          local lines = findings.lines(f, self.at)
           for i = 2, #lines do lines[i] = lines[i]:gsub("^%s+", "") end
           items[#items + 1] = "- " .. table.concat(lines, "  \n  ")
         end

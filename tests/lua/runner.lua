@@ -129,6 +129,28 @@ function T.stdev(list)
   return math.sqrt(ss / (n - 1))
 end
 
+--- Reference interval algebra in plain Lua: the length of the union of
+-- intervals {{start, stop}, ...}, each clipped to [lo, hi) when given (the
+-- list is left as it is).
+function T.union_len(iv, lo, hi)
+  local list = {}
+  for _, x in ipairs(iv) do
+    local s, e = x[1], x[2]
+    if lo then s, e = math.max(s, lo), math.min(e, hi) end
+    if e > s then list[#list + 1] = {s, e} end
+  end
+  table.sort(list, function(a, b) return a[1] < b[1] end)
+  local total, cs, ce = 0, nil, nil
+  for _, x in ipairs(list) do
+    if not ce or x[1] > ce then
+      if ce then total = total + ce - cs end
+      cs, ce = x[1], x[2]
+    elseif x[2] > ce then ce = x[2] end
+  end
+  if ce then total = total + ce - cs end
+  return total
+end
+
 --- Rows of nsl table t as arrays of Lua values, for the columns named.
 function T.rows(t, cols)
   local c, out = {}, {}

@@ -21,19 +21,8 @@ local JAX = T.data("nsys-jax")
 
 local function num(s) return math.tointeger(tonumber(s)) or tonumber(s) end
 
--- Length of the union of intervals {{start, stop}, ...}, by sorting.
-local function union(iv)
-  table.sort(iv, function(a, b) return a[1] < b[1] end)
-  local total, cs, ce = 0, nil, nil
-  for _, x in ipairs(iv) do
-    if not cs or x[1] > ce then
-      if cs then total = total + ce - cs end
-      cs, ce = x[1], x[2]
-    elseif x[2] > ce then ce = x[2] end
-  end
-  if cs then total = total + ce - cs end
-  return total
-end
+-- Length of the union of intervals {{start, stop}, ...}.
+local union = T.union_len
 
 -- Rows of table t as Lua records, keyed by the given columns joined with "|".
 local function by_key(t, keys)

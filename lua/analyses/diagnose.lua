@@ -1,0 +1,66 @@
+-- diagnose -- what holds a run back, answered first: runs the checks of the
+-- shipped analyses over one load of the trace (an export, several per-rank
+-- exports, a bundle, nsys-jax archives) and ranks their findings by the time
+-- each costs per step (per run when the trace has no steps), then shows the
+-- evidence tables.  The checks and their definitions are in
+-- lua/nsl/diagnose.lua: the rules of `nsys analyze` (pageable async memcpy,
+-- synchronous memcpy and memset, synchronising CUDA calls, GPU gaps, low GPU
+-- utilisation), exposed NCCL time, pipeline bubbles, stragglers,
+-- launch-bound devices, host synchronisation per step, compile and loading
+-- time, warm-up, device memory near capacity, copies serialised with
+-- compute, and model FLOPs utilisation (--arg flops_per_step).
+-- Every finding carries id, severity, cost_ns, step_ns, share, where,
+-- evidence and next (`--format json` gives them all; `--fail-on` gates).
+local diagnose = require("nsl.diagnose")
+local report = require("nsl.report")
+
+return {
+  name = "diagnose",
+  description = "Ranked findings: what costs the most time per step (nsys analyze rules, NCCL, stragglers, " ..
+                "launches, syncs, compile, warm-up, memory, streams, MFU), then the evidence",
+  args = {
+    iteration = {default = "", help = "NVTX range that marks a step (empty: detect, as the iterations analysis does)"},
+    warmup = {default = -1, help = "steps left out as warm-up (-1: automatic, as the iterations analysis does)"},
+    warn_share = {default = 0.05, help = "share of the step (or run) from which a finding is a warning"},
+    error_share = {default = 0.25, help = "share of the step (or run) from which a finding is an error"},
+    gap = {default = "500ms", help = "gpu.gaps: idle gaps longer than this (nsys analyze gpu_gaps: 500 ms)"},
+    chunks = {default = 30, help = "gpu.low_utilisation: chunks each device span is cut into (nsys: 30)"},
+    util = {default = 50, help = "gpu.low_utilisation: utilisation (%) under which a chunk is low (nsys: 50)"},
+    short = {default = "10us", help = "launch.bound: kernels shorter than this are short"},
+    launch_gap = {default = "1ms", help = "launch.bound: idle gaps up to this before a short kernel count"},
+    memory_warn = {default = 0.9, help = "memory.near_capacity: peak / device memory for a warning"},
+    memory_error = {default = 0.98, help = "memory.near_capacity: peak / device memory for an error"},
+    flops_per_step = {default = 0.0, help = "mfu: the model's FLOPs per step and GPU (0: no MFU)"},
+    peak_tflops = {default = 0.0, help = "mfu: the GPU's peak TFLOP/s (0: from the device's SM count, clock " ..
+                                          "and compute capability)"},
+    mfu_warn = {default = 0.3, help = "mfu: a warning below this utilisation"},
+    limit = {default = 20, help = "rows printed per evidence table in text output (all rows go to files)"},
+  },
+  example = "nsl run diagnose rank0.sqlite rank1.sqlite --format json --fail-on warning",
+  run = function(trace, args, out)
+    local ctx = diagnose.context(trace, args)
+    local findings = diagnose.run(ctx)
+    local where = table.concat(ctx.paths, ", ")
+    local st = ctx.steps
+    local head
+    if st then
+      head = string.format("steps: %s; median steady step %s", st.how, report.duration(st.step_ns))
+    else
+      head = "no steps found: costs are over the whole run"
+    end
+    if #findings == 0 then
+      out:text(string.format("No problems found: %d checks on %s (%s).", #diagnose.checks, where, head))
+    else
+      out:text(string.format("%d finding(s) on %s, largest cost first, printed above (%s).", #findings, where, head))
+    end
+    for _, n in ipairs(ctx.notes) do out:text("note: " .. n) end
+    out.at = function(ns) return ctx:at(ns) end   -- findings' windows, from the trace's start
+    for _, f in ipairs(findings) do out:finding(f) end
+    if st then out:value("step_ns", st.step_ns) end
+    local cited = {}
+    for _, f in ipairs(findings) do if f.evidence then cited[f.evidence] = true end end
+    for _, e in ipairs(ctx.evidence) do
+      if cited[e.name] then out:table(e.name, e.t, {title = e.title, limit = args.limit}) end
+    end
+  end,
+}

@@ -1,0 +1,68 @@
+-- nsl.host_sync -- the CUDA API calls that block the host thread: explicit
+-- synchronisation (device, stream, event), synchronous memory copies, and
+-- Async copies that pageable memory makes synchronous.  Shared by the launch
+-- analysis (host_sync table) and diagnose (host synchronisation per step).
+local nsl = require("nsl")
+
+local M = {}
+
+-- Host synchronisation calls by their name without a _vNNNN suffix.
+local sync_calls = {
+  cudaDeviceSynchronize = "device sync", cuCtxSynchronize = "device sync",
+  cudaStreamSynchronize = "stream sync", cuStreamSynchronize = "stream sync",
+  cudaEventSynchronize = "event sync", cuEventSynchronize = "event sync",
+  cudaStreamWaitEvent = "stream wait event", cuStreamWaitEvent = "stream wait event",
+}
+
+--- The sync category of a CUDA API call name, or nil: the explicit syncs
+-- above, and memory copies that are not Async (cudaMemcpy, cudaMemcpy2D,
+-- cuMemcpyDtoH, ...), which return only once the copy is done.
+function M.category(name)
+  local base = name:gsub("_v%d+$", "")
+  if sync_calls[base] then return sync_calls[base] end
+  if (base:match("^cudaMemcpy") or base:match("^cuMemcpy")) and not base:find("Async", 1, true) then
+    return "synchronous memcpy"
+  end
+  return nil
+end
+
+--- The CUDA API calls, one per correlation id of a process: some exports
+-- record a call twice, nested, under one id (e.g. 2022 exports with
+-- eventClass 67 beside 0); the earliest-starting (outer) record stays.
+-- Correlation ids are numbered per process.  Columns: report, pid, tid,
+-- corr, start, stop, dur, name; the trace's own api table when no call is
+-- recorded twice (no copy), else the calls kept, in start order.
+function M.api_calls(trace)
+  local api = trace.api
+  api:load{"report", "pid", "tid", "corr", "start", "stop", "dur", "name"}
+  -- the first of each id in start order, found on the key columns alone
+  local order = api.start:argsort()
+  local keys = nsl.table{{"report", api.report:gather(order)}, {"pid", api.pid:gather(order)},
+                         {"corr", api.corr:gather(order)}}
+  local _, first = keys:join(keys, {"report", "pid", "corr"}, {})
+  local keep = first:eq(nsl.range(#keys)) | keys.corr:isnull()
+  if keep:count() == #api then return api end
+  return api:take(order:gather(keep:indices()))
+end
+
+--- The CUDA API calls of api (M.api_calls) that block the host: report, pid,
+-- tid, start, name, dur, category.
+function M.calls(trace, api)
+  local cat = api.name:map(M.category)
+  local explicit = api:with("category", cat):filter(~cat:isnull())
+  -- Async copies whose host side is pageable memory: the call returns only
+  -- once the data is staged, so it blocks like a synchronous copy
+  local mc = trace.memcpy
+  mc:load{"report", "pid", "corr", "src_kind", "dst_kind"}
+  local pageable = mc:filter(mc.src_kind:eq("pageable") | mc.dst_kind:eq("pageable"))
+  local _, idx = api:join(pageable, {"report", "pid", "corr"}, {})
+  local implicit = api:filter(idx:ge(0) & api.name:contains("Async"))
+  local cols = {}
+  for _, c in ipairs{"report", "pid", "tid", "start", "name", "dur"} do
+    cols[#cols + 1] = {c, nsl.concat(explicit[c], implicit[c])}
+  end
+  cols[#cols + 1] = {"category", nsl.concat(explicit.category, nsl.rep("pageable memcpy (Async call)", #implicit))}
+  return nsl.table(cols)
+end
+
+return M

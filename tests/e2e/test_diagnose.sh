@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# diagnose through the CLI: findings first in text, one valid JSON document
+# with every field of the shared finding record (its numbers checked against
+# SQL on the same file), --fail-on exit codes, one line for a trace with
+# nothing wrong, a bundle giving the findings of its export, one-line errors
+# for bad input, and inputs left untouched.
+. "$(dirname "$0")/lib.sh"
+D=$NSL_DATA_DIR/nsys
+NCCL=$D/pytorch_nccl_2gpu_2026.2.sqlite
+before=$(fingerprint "$NCCL")
+
+# text: the ranked findings come before the first evidence table
+"$NSL" run diagnose "$NCCL" > "$TMP/text.txt"; rc=$?
+check_eq "text: exit code" "$rc" 0
+first_finding=$(grep -n '^\[\(info\|warning\|error\) ' "$TMP/text.txt" | head -1 | cut -d: -f1)
+first_table=$(grep -n '^ *-----' "$TMP/text.txt" | head -1 | cut -d: -f1)
+if [ -n "$first_finding" ] && [ -n "$first_table" ] && [ "$first_finding" -lt "$first_table" ]; then
+  ok "text: findings print before the evidence"
+else bad "text: findings print before the evidence ($first_finding, $first_table)"; fi
+n_said=$(sed -n 's/^\([0-9]*\) finding(s) on .*/\1/p' "$TMP/text.txt")
+check_eq "text: each finding printed once" "$(grep -c '^\[\(info\|warning\|error\) ' "$TMP/text.txt")" "$n_said"
+
+# json: one document; every finding carries the record; api.sync per process equals SQL
+"$NSL" run diagnose "$NCCL" --format json > "$TMP/d.json"; rc=$?
+check_eq "json: exit code" "$rc" 0
+sql "$NCCL" "SELECT ((r.globalTid >> 24) & 16777215), sum(r.end - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+  JOIN StringIds s ON s.id = r.nameId WHERE s.value LIKE 'cudaDeviceSynchronize%' OR s.value LIKE 'cudaStreamSynchronize%'
+  GROUP BY 1 ORDER BY 1" | tr '|' ' ' > "$TMP/want.txt"
+if python3 - "$TMP/d.json" "$TMP/want.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = {int(p): int(t) for p, t in (l.split() for l in open(sys.argv[2]) if l.strip())}
+fs = d["findings"]
+assert fs, "no findings"
+ranks = {"info": 1, "warning": 2, "error": 3}
+for f in fs:
+    for k in ("id", "severity", "message"):
+        assert isinstance(f[k], str), (k, f)
+    assert f["severity"] in ranks, f
+    if "cost_ns" in f:
+        assert isinstance(f["cost_ns"], int) and isinstance(f["step_ns"], int), f
+        assert 0 <= f["share"], f
+    assert isinstance(f["where"], dict) and isinstance(f["next"], str), f
+    if "evidence" in f:
+        assert f["evidence"] in d["tables"], f["evidence"]
+costs = [f.get("cost_ns", -1) for f in fs]
+assert costs == sorted(costs, reverse=True), costs
+got = {f["where"]["pid"]: f["total_ns"] for f in fs if f["id"] == "api.sync"}
+assert got == want, (got, want)
+PY
+then ok "json: valid, every field, ranked, api.sync equals SQL"; else bad "json: document"; fi
+
+# every suggested next command runs (nsl for the binary, in a scratch folder;
+# the commands quote paths for the shell: one has a space and a quote)
+cp "$D/cuda_2021.2.sqlite" "$TMP/run 1's.sqlite"
+for f in "$NCCL" "$TMP/run 1's.sqlite"; do
+  "$NSL" run diagnose "$f" --format json |
+    python3 -c 'import json, sys; [print(x["next"]) for x in json.load(sys.stdin)["findings"] if "next" in x]' |
+    sort -u > "$TMP/next.txt"
+  [ -s "$TMP/next.txt" ] || bad "next commands of $(basename "$f")"
+  while read -r cmd; do
+    case "$cmd" in "nsl run "*) ;; *) bad "next: not an nsl command: $cmd"; continue ;; esac
+    eval "set -- ${cmd#nsl }"
+    (cd "$TMP" && "$NSL" "$@" > /dev/null 2>&1) && ok "next runs: $1 $2 ..." || bad "next fails: $cmd"
+  done < "$TMP/next.txt"
+done
+
+# --fail-on: 3 when a finding is at least that severe, else 0
+"$NSL" run diagnose "$D/cuda_2021.2.sqlite" --fail-on error > /dev/null; check_eq "--fail-on error, error findings" "$?" 3
+"$NSL" run diagnose "$D/osrt_sampling_2025.5.sqlite" --fail-on info > "$TMP/clean.txt"
+check_eq "--fail-on info, no findings" "$?" 0
+check_eq "clean trace: one line" "$(wc -l < "$TMP/clean.txt")" 1
+grep -q '^No problems found' "$TMP/clean.txt" && ok "clean trace: says so" || bad "clean trace: says so"
+
+# a bundle of the export gives the export's findings
+(cd "$TMP" && cp "$NCCL" train.sqlite && "$NSL" bundle train.sqlite --rank 0 -o b.zip > /dev/null) || bad "bundle: making it"
+"$NSL" run diagnose "$TMP/b.zip" --format json > "$TMP/b.json"
+if python3 - "$TMP/d.json" "$TMP/b.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["findings"] for p in sys.argv[1:3])
+key = lambda f: (f["id"], f.get("cost_ns"), f.get("total_ns"), json.dumps(f["where"].get("pid")), f["where"].get("device"))
+assert sorted(map(key, a)) == sorted(map(key, b)), (len(a), len(b))
+PY
+then ok "bundle: same findings as its export"; else bad "bundle: same findings as its export"; fi
+
+# bad input: one line, non-zero
+"$NSL" run diagnose "$TMP/missing.sqlite" > /dev/null 2> "$TMP/err.txt"; rc=$?
+[ "$rc" -ne 0 ] && [ "$(wc -l < "$TMP/err.txt")" = 1 ] && ok "missing file: one-line error" || bad "missing file ($rc)"
+"$NSL" run diagnose "$NCCL" --arg gap=soon > /dev/null 2> "$TMP/err.txt"; rc=$?
+[ "$rc" -ne 0 ] && [ "$(wc -l < "$TMP/err.txt")" = 1 ] && grep -q "gap" "$TMP/err.txt" && ok "bad --arg: one-line error" || bad "bad --arg ($rc)"
+"$NSL" run diagnose "$NCCL" --arg iteration=no_such_range > /dev/null 2> "$TMP/err.txt"; rc=$?
+[ "$rc" -ne 0 ] && [ "$(wc -l < "$TMP/err.txt")" = 1 ] && ok "missing step range: one-line error" || bad "missing step range ($rc)"
+
+check_eq "input untouched" "$(fingerprint "$NCCL")" "$before"
+finish
