@@ -51,11 +51,15 @@ return {
     local hr, overall = jax.hidden_ratio(steady)
     if out:carries_figures() then
       local plot = require("nsl.plot")
-      -- one series per collective: its sizes and mean bandwidths (bw is sorted by size)
+      -- one series per collective: its sizes and mean bandwidths (bw is sorted by
+      -- size); a bandwidth a log axis cannot show (0, or infinite from a
+      -- zero-length thunk) would blank its whole line: left out
       local series = {}
       for _, c in ipairs(colls) do
-        local one = bw:filter(bw.Collective:eq(c))
-        series[#series + 1] = {label = c, x = one.MessageSize:totable(), y = one.BusBwMean:totable()}
+        local one = bw:filter(bw.Collective:eq(c) & bw.BusBwMean:gt(0) & bw.BusBwMean:lt(math.huge))
+        if #one > 0 then
+          series[#series + 1] = {label = c, x = one.MessageSize:totable(), y = one.BusBwMean:totable()}
+        end
       end
       out:figure("bandwidth", function(format)
         local cv, data = plot.lines{format = format, series = series, xlog = true, ylog = true, points = true,
@@ -69,7 +73,7 @@ return {
       for i = 1, #hr do
         local total = hr.HiddenMs[i] + hr.ExposedMs[i]
         cats[i] = string.format("%s (%s)", hr.Collective[i], report.duration(math.floor(total * 1e6 + 0.5)))
-        hid[i], exp[i] = hr.HiddenMs[i] / total, hr.ExposedMs[i] / total
+        hid[i], exp[i] = total > 0 and hr.HiddenMs[i] / total or 0, total > 0 and hr.ExposedMs[i] / total or 0
       end
       out:figure("hidden", function(format)
         local cv, data = plot.stacked_bars{format = format, categories = cats, unit = "percent", ymax = 1,
