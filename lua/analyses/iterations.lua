@@ -19,7 +19,10 @@
 -- the steady iteration of median duration (from the earlier of its start and
 -- its first GPU operation to the later of its end and its last GPU
 -- operation), and iteration_classes, GPU time per kernel class and iteration
--- (stacked bars, at most 100 iterations).
+-- (stacked bars, at most 100 iterations).  On a JAX trace: step_time, the
+-- duration of every execution of the step program per device (one line per
+-- device, log scale so warm-up and steady steps both show; the title names
+-- the warm-up iterations).
 local nsl = require("nsl")
 local iterations = require("nsl.iterations")
 local classes = require("nsl.classes")
@@ -74,6 +77,30 @@ local function jax_steps(it, args, out)
     {"Steady", col(st.steady)}, {"Med (ns)", col(st.med)}, {"Avg (ns)", col(st.mean)}, {"StdDev (ns)", col(st.std)},
     {"Min (ns)", col(st.min)}, {"Max (ns)", col(st.max)}, {"Med Busy (%)", col(st.busy)}},
     {title = "Steady-state step time per device (warm-up left out)"})
+  if out:carries_figures() and #st.device > 0 then   -- step time per device and iteration, warm-up named
+    local iter, series, slot, warm_at = s.iter:totable(), {}, {}, {}
+    for j, dv in ipairs(st.device) do
+      slot[dv], series[j] = j, {label = string.format("device %d", dv), x = {}, y = {}}
+    end
+    for i = 1, #s do   -- s is sorted by device and iteration
+      local sr = series[slot[dev[i]]]
+      sr.x[#sr.x + 1], sr.y[#sr.y + 1] = iter[i], dur[i]
+      if w[i] then warm_at[iter[i]] = true end
+    end
+    local warmup = {}
+    for k in pairs(warm_at) do warmup[#warmup + 1] = k end
+    table.sort(warmup)
+    out:figure("step_time", function(format)
+      local cv, data = require("nsl.plot").lines{format = format, series = series, ylog = true, points = true,
+        yunit = "ns", xlabel = "iteration", ylabel = "step time",
+        title = string.format("Step time of %s per device (warm-up: %s)", it.name,
+                              #warmup == 0 and "none" or
+                              ((#warmup == 1 and "iteration " or "iterations ") .. table.concat(warmup, ", ")))}
+      for j, sr in ipairs(series) do data.series[j].x, data.series[j].y = sr.x, sr.y end   -- the points drawn
+      data.warmup = warmup
+      return cv, data
+    end, {title = "Step time per device and iteration"})
+  end
   if #st.device > 1 then   -- how iteration k of every device lines up
     local g = s:group_by("iter"):agg{"devices=count", "first=min(start)", "last=max(start)", "slowest=max(dur)",
                                      "fastest=min(dur)"}

@@ -5,8 +5,13 @@
 -- runs on one process's archive of a multi-process run (the clock alignment
 -- uses the devices present), and `--arg programs=structure` joins programs
 -- whose fingerprints differ between processes.
+--
+-- Figures: bandwidth, the mean bus bandwidth against message size (log-log,
+-- one line per collective), and hidden, per collective the share of its
+-- steady-state time hidden under computation and exposed (stacked bars).
 local nsl = require("nsl")
 local jax = require("nsl.jax")
+local report = require("nsl.report")
 
 return {
   name = "jax_communication",
@@ -44,6 +49,43 @@ return {
     out:table("bandwidth", nsl.table(spec), {title = "Bus bandwidth [GB/s]"})
     out:table("bandwidth_long", bw, {title = "Bus bandwidth per collective and message size"})
     local hr, overall = jax.hidden_ratio(steady)
+    if out:carries_figures() then
+      local plot = require("nsl.plot")
+      -- one series per collective: its sizes and mean bandwidths (bw is sorted by
+      -- size); a bandwidth a log axis cannot show (0, or infinite from a
+      -- zero-length thunk) would blank its whole line: left out
+      local series = {}
+      for _, c in ipairs(colls) do
+        local one = bw:filter(bw.Collective:eq(c) & bw.BusBwMean:gt(0) & bw.BusBwMean:lt(math.huge))
+        if #one > 0 then
+          series[#series + 1] = {label = c, x = one.MessageSize:totable(), y = one.BusBwMean:totable()}
+        end
+      end
+      out:figure("bandwidth", function(format)
+        local cv, data = plot.lines{format = format, series = series, xlog = true, ylog = true, points = true,
+                                    xunit = "bytes", xlabel = "message size", ylabel = "bus bandwidth [GB/s]",
+                                    title = "Bus bandwidth per collective (steady state, fastest device per instance)"}
+        for i, s in ipairs(series) do data.series[i].x, data.series[i].y = s.x, s.y end   -- the points drawn
+        return cv, data
+      end, {title = "Bus bandwidth against message size"})
+      -- per collective the share of its time hidden and exposed, its total in the label
+      local cats, hid, exp = {}, {}, {}
+      for i = 1, #hr do
+        local total = hr.HiddenMs[i] + hr.ExposedMs[i]
+        cats[i] = string.format("%s (%s)", hr.Collective[i], report.duration(math.floor(total * 1e6 + 0.5)))
+        hid[i], exp[i] = total > 0 and hr.HiddenMs[i] / total or 0, total > 0 and hr.ExposedMs[i] / total or 0
+      end
+      out:figure("hidden", function(format)
+        local cv, data = plot.stacked_bars{format = format, categories = cats, unit = "percent", ymax = 1,
+                                 series = {{label = "hidden under computation", values = hid},
+                                           {label = "exposed", values = exp}},
+                                 ylabel = "share of communication time", xlabel = "collective (total time)",
+                                 title = string.format("Steady-state communication time hidden under computation " ..
+                                                       "(%.2f%% overall)", 100 * overall)}
+        data.hidden_ms, data.exposed_ms = hr.HiddenMs:totable(), hr.ExposedMs:totable()
+        return cv, data
+      end, {title = "Communication hidden under computation"})
+    end
     out:table("hidden", hr, {title = "Communication hidden under computation (steady state)"})
     out:text(string.format("Overall HiddenMs to TotalMs: %.4f", overall))
     out:value("hidden_to_total", overall)

@@ -1,6 +1,8 @@
 -- jax_heap -- the static heap simulation XLA recorded for each program (buffer
 -- assignment of the after-optimizations HLO dump): events and peak bytes per
 -- heap-simulator trace, for the programs that take most GPU time.
+-- Figure heap_peaks: the peak of every trace as a bar, labelled by program
+-- name and fingerprint.
 local nsl = require("nsl")
 local jax = require("nsl.jax")
 local report = require("nsl.report")
@@ -41,5 +43,19 @@ return {
     out:table("heap", nsl.table{{"ProgramId", c.ProgramId}, {"Name", c.Name}, {"Trace", c.Trace},
                                 {"Events", c.Events}, {"PeakBytes", c.PeakBytes}, {"Peak", c.Peak}},
               {title = "Heap-simulator peaks"})
+    if out:carries_figures() then
+      local cats = {}
+      for i = 1, #c.ProgramId do
+        cats[i] = string.format("%s %s%s", c.Name[i], c.ProgramId[i]:sub(1, 8),
+                                #heaps[c.ProgramId[i]] > 1 and ("#" .. c.Trace[i]) or "")
+      end
+      out:figure("heap_peaks", function(format)
+        local cv, data = require("nsl.plot").grouped_bars{format = format, categories = cats, unit = "bytes",
+          series = {{label = "heap-simulator peak", values = c.PeakBytes}}, ylabel = "peak heap",
+          xlabel = "program (fingerprint)", title = "Heap-simulator peak per XLA program"}
+        data.programs = c.ProgramId   -- the fingerprint of each bar
+        return cv, data
+      end, {title = "Heap-simulator peak per program"})
+    end
   end,
 }

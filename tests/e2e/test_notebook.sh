@@ -253,6 +253,6 @@ if grep -q -E '(src|href)="(https?:)?//' "$TMP/jax.html"; then bad "nsys-jax pag
 else ok "nsys-jax page is self-contained"; fi
 figures_in_browser "$TMP/jax.html" "$TMP/jax-figures.json"
 console_clean "$TMP/jax.html.console" "nsys-jax page"
-check_sections "$TMP/jax-figures.json" "nsys-jax archives" +flame-graph +stragglers ?iterations ?nccl-and-overlap \
-  ?idle-gaps ?launch-costs ?device-memory
+check_sections "$TMP/jax-figures.json" "nsys-jax archives" +flame-graph +stragglers +iterations +nccl-and-overlap \
+  +idle-gaps -launch-costs +device-memory
 finish

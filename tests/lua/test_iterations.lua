@@ -326,4 +326,44 @@ return {
     end
     J.cleanup()
   end},
+
+  {"JAX figure: the step-time lines equal nsys-jax's module frame, warm-up as it leaves it out", function()
+    local J = dofile(T.source_dir .. "/tests/lua/jax_testlib.lua")(T)
+    local D = T.data("nsys-jax")
+    local procs = {}
+    for p = 0, 3 do procs[p + 1] = D .. "/pax_fsdp4_4proc_proc" .. p .. ".zip" end
+    local figs = T.figures("iterations", procs)
+    local v = assert(figs.step_time, "step_time figure").values
+    local want, steady, iters, devices = {}, {}, 0, {}
+    for _, g in ipairs(J.csv_records(D .. "/golden/combined4/module_frame_all.csv.gz")) do
+      if g.Name == "pjit__wrapped_step_fn" then
+        local k = tonumber(g.ProgramExecution) + 1
+        want[g.Device .. "|" .. k] = tonumber(g.ProjDurMs)
+        iters, devices[g.Device] = math.max(iters, k), true
+      end
+    end
+    for _, g in ipairs(J.csv_records(D .. "/golden/combined4/module_frame_steady_aligned.csv.gz")) do
+      if g.Name == "pjit__wrapped_step_fn" then steady[g.Device .. "|" .. (tonumber(g.ProgramExecution) + 1)] = true end
+    end
+    local ndev = 0
+    for _ in pairs(devices) do ndev = ndev + 1 end
+    T.eq(#v.series, ndev, "one line per device")
+    for _, s in ipairs(v.series) do
+      local dv = assert(s.label:match("^device (%d+)$"), "series label " .. s.label)
+      T.eq(#s.x, iters, s.label .. ": one point per iteration")
+      for k = 1, #s.x do
+        T.eq(s.x[k], k, s.label .. ": iterations in order")
+        T.near(s.y[k] * 1e-6, want[dv .. "|" .. k], 1e-9, s.label .. " iteration " .. k)
+      end
+    end
+    -- warm-up: the iterations some device leaves out of nsys-jax's steady frame
+    local warm = {}
+    for k = 1, iters do
+      local w = false
+      for dv in pairs(devices) do w = w or not steady[dv .. "|" .. k] end
+      if w then warm[#warm + 1] = k end
+    end
+    T.eq(table.concat(v.warmup, ","), table.concat(warm, ","), "warm-up iterations")
+    T.eq(#warm, 2, "nsys-jax's rule: the compiled execution and one more with communication")
+  end},
 }

@@ -248,6 +248,73 @@ return {
     T.ok(#jax.bandwidth(jax.steady(c0, p.compiled, true)) > 0, "proc0 bandwidth table")
   end},
 
+  {"figures: the bandwidth points and the hidden/exposed bars equal nsys-jax's tables and frame", function()
+    local figs = T.figures("jax_communication", procs)
+    -- every point drawn is a cell of nsys-jax's bandwidth table: same collective and
+    -- size, the mean within half a unit of the last digit it printed
+    local rows = parse_csv(read(G4 .. "analysis_communication/communication_summary.csv"))
+    local head, want, nwant = rows[2], {}, 0
+    for r = 3, #rows do
+      if #rows[r] < 2 or rows[r][1] == "" then break end
+      for k = 2, #head do
+        if rows[r][k] ~= "-" then want[head[k] .. "|" .. rows[r][1]] = rows[r][k]; nwant = nwant + 1 end
+      end
+    end
+    local bw = assert(figs.bandwidth, "bandwidth figure").values
+    local n = 0
+    for _, s in ipairs(bw.series) do
+      T.eq(#s.x, #s.y, s.label .. ": x and y")
+      for i = 1, #s.x do
+        local cell = want[s.label .. "|" .. s.x[i]]
+        T.ok(cell, "point " .. s.label .. " " .. s.x[i] .. " is in nsys-jax's table")
+        if cell then
+          local mean = cell:match("^([%d.]+)%(")
+          local frac = mean:match("%.(%d+)$")
+          local half = 0.5 * 10 ^ -(frac and #frac or 0)   -- T.near's tolerance is relative above 1
+          T.near(s.y[i], tonumber(mean), half / math.max(1, tonumber(mean)), s.label .. " " .. s.x[i] .. ": " .. cell)
+        end
+        n = n + 1
+      end
+    end
+    T.eq(n, nwant, "one point per cell of nsys-jax's table")
+    -- the bars: per collective the shares of its time hidden and exposed, from the
+    -- sums of nsys-jax's steady, aligned communication frame
+    local hidden, exposed = {}, {}
+    for _, g in ipairs(csv_records(G4 .. "communication_frame_steady_aligned.csv.gz")) do
+      hidden[g.Collective] = (hidden[g.Collective] or 0) + tonumber(g.ProjDurHiddenMs)
+      exposed[g.Collective] = (exposed[g.Collective] or 0) + tonumber(g.ProjDurMs)
+    end
+    local bars = assert(figs.hidden, "hidden figure").values
+    local ncoll = 0
+    for _ in pairs(hidden) do ncoll = ncoll + 1 end
+    T.eq(#bars.categories, ncoll, "one bar per collective")
+    T.eq(bars.series[1].label, "hidden under computation", "first series")
+    for i, label in ipairs(bars.categories) do
+      local c = label:match("^(%S+) %(")
+      T.ok(hidden[c], "bar " .. label .. " is a collective of nsys-jax's frame")
+      local total = hidden[c] + exposed[c]
+      T.near(bars.series[1].values[i], hidden[c] / total, 1e-9, c .. ": hidden share")
+      T.near(bars.series[2].values[i], exposed[c] / total, 1e-9, c .. ": exposed share")
+      T.near(bars.totals[i], 1, 1e-12, c .. ": the shares add up")
+      T.near(bars.hidden_ms[i], hidden[c], 1e-9, c .. ": hidden ms")
+      T.near(bars.exposed_ms[i], exposed[c], 1e-9, c .. ": exposed ms")
+    end
+  end},
+
+  {"figure: the heap-simulator peak bars equal nsys-jax's heap_peaks.json", function()
+    local figs = T.figures("jax_heap", procs)
+    local want = require("nsl.json").decode(read(G4 .. "heap_peaks.json"))
+    local v = assert(figs.heap_peaks, "heap_peaks figure").values
+    local nwant = 0
+    for _, list in pairs(want) do nwant = nwant + #list end
+    T.eq(#v.categories, nwant, "one bar per heap-simulator trace of nsys-jax's")
+    for i, fp in ipairs(v.programs) do
+      T.ok(want[fp] and #want[fp] == 1, fp .. ": one trace in nsys-jax's")
+      T.eq(v.series[1].values[i], want[fp][1].peak_bytes, fp .. ": peak bytes")
+      T.ok(v.categories[i]:find(fp:sub(1, 8), 1, true), "bar " .. i .. " names its fingerprint: " .. v.categories[i])
+    end
+  end},
+
   {"programs=structure joins the step function split by autotuning", function()
     local tr = assert(nsl.open(procs))
     local d = jax.load(tr, {programs = "structure", compile = false})
