@@ -351,9 +351,8 @@ local LABEL_MAX = 320   -- px of a rotated category label; longer ones are short
 -- so what tells kernels apart stays readable; then its end is cut ("…").
 local function category_label(s, fs)
   if nsl.text_width(s, fs) <= LABEL_MAX then return s end
-  local t, prev = s:gsub("^void ", ""), nil
-  repeat prev = t; t = t:gsub("<[^<>]*>", "\1") until t == prev
-  t = t:gsub("\1", "<…>"):gsub("%b()$", "")
+  -- template arguments elided as in text tables (nsl.report.short_name), the parameter list dropped
+  local t = require("nsl.report").short_name((s:gsub("^void ", ""))):gsub("%b()$", "")
   return fit_text(t, LABEL_MAX, fs) or t
 end
 M.category_label = category_label
