@@ -114,6 +114,20 @@ static size_t quantifier_len(const char *p, int *lo_missing) {
 
 /* Translates the set starting at p (just after '['); returns the position
  * after its closing ']', or NULL with err filled. */
+/* Whether a quantifier starts at p. */
+static int starts_quantifier(const char *p) {
+  int lo_missing;
+  return *p == '*' || *p == '+' || *p == '?' || (*p == '{' && quantifier_len(p, &lo_missing) > 0);
+}
+
+/* Python refuses a quantifier after a quantifier ("multiple repeat"); the C
+ * library would take one, and a run of them (a+++++...) makes its compiler
+ * take minutes. */
+static nsl_status multiple_repeat(const char *pattern, nsl_error *err) {
+  return nsl_error_set(err, NSL_ERR_ARG, "regular expression '%s': multiple repeat (a quantifier after a quantifier)",
+                       pattern);
+}
+
 static const char *translate_set(const char *pattern, const char *p, sbuf *out, nsl_error *err) {
   int negate = 0;
   if (*p == '^') {
@@ -340,6 +354,7 @@ static nsl_status translate(const char *pattern, sbuf *out, int *icase, nsl_erro
       sb_putn(out, p + 1, n - 1);
       p += n;
       if (*p == '?' || *p == '+') p++;   /* lazy / possessive: same matches */
+      if (starts_quantifier(p)) return multiple_repeat(pattern, err);
       continue;
     }
     if (c == '}') {
@@ -351,6 +366,7 @@ static nsl_status translate(const char *pattern, sbuf *out, int *icase, nsl_erro
       sb_putc(out, (char)c);
       p++;
       if (*p == '?' || *p == '+') p++;   /* *? +? ?? *+ ++ ?+ */
+      if (starts_quantifier(p)) return multiple_repeat(pattern, err);
       continue;
     }
     sb_putc(out, (char)c);   /* . ^ $ | and ordinary characters */
