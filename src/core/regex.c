@@ -114,6 +114,8 @@ static size_t quantifier_len(const char *p, int *lo_missing) {
 
 /* Translates the set starting at p (just after '['); returns the position
  * after its closing ']', or NULL with err filled. */
+#define MAX_REPEAT_COUNT 255
+
 /* Whether a quantifier starts at p. */
 static int starts_quantifier(const char *p) {
   int lo_missing;
@@ -349,6 +351,11 @@ static nsl_status translate(const char *pattern, sbuf *out, int *icase, nsl_erro
         p++;
         continue;
       }
+      for (const char *d = p + 1; d < p + n; d++)   /* every count within POSIX's smallest RE_DUP_MAX */
+        if (isdigit((unsigned char)*d) && strtol(d, NULL, 10) > MAX_REPEAT_COUNT)
+          return nsl_error_set(err, NSL_ERR_ARG, "regular expression '%s': a repetition count above %d (the C "
+                               "library's regex compiler would copy the pattern that many times)", pattern,
+                               MAX_REPEAT_COUNT);
       sb_putc(out, '{');
       if (lo_missing) sb_putc(out, '0');
       sb_putn(out, p + 1, n - 1);
