@@ -114,6 +114,22 @@ static size_t quantifier_len(const char *p, int *lo_missing) {
 
 /* Translates the set starting at p (just after '['); returns the position
  * after its closing ']', or NULL with err filled. */
+#define MAX_REPEAT_COUNT 255
+
+/* Whether a quantifier starts at p. */
+static int starts_quantifier(const char *p) {
+  int lo_missing;
+  return *p == '*' || *p == '+' || *p == '?' || (*p == '{' && quantifier_len(p, &lo_missing) > 0);
+}
+
+/* Python refuses a quantifier after a quantifier ("multiple repeat"); the C
+ * library would take one, and a run of them (a+++++...) makes its compiler
+ * take minutes. */
+static nsl_status multiple_repeat(const char *pattern, nsl_error *err) {
+  return nsl_error_set(err, NSL_ERR_ARG, "regular expression '%s': multiple repeat (a quantifier after a quantifier)",
+                       pattern);
+}
+
 static const char *translate_set(const char *pattern, const char *p, sbuf *out, nsl_error *err) {
   int negate = 0;
   if (*p == '^') {
@@ -335,11 +351,17 @@ static nsl_status translate(const char *pattern, sbuf *out, int *icase, nsl_erro
         p++;
         continue;
       }
+      for (const char *d = p + 1; d < p + n; d++)   /* every count within POSIX's smallest RE_DUP_MAX */
+        if (isdigit((unsigned char)*d) && strtol(d, NULL, 10) > MAX_REPEAT_COUNT)
+          return nsl_error_set(err, NSL_ERR_ARG, "regular expression '%s': a repetition count above %d (the C "
+                               "library's regex compiler would copy the pattern that many times)", pattern,
+                               MAX_REPEAT_COUNT);
       sb_putc(out, '{');
       if (lo_missing) sb_putc(out, '0');
       sb_putn(out, p + 1, n - 1);
       p += n;
       if (*p == '?' || *p == '+') p++;   /* lazy / possessive: same matches */
+      if (starts_quantifier(p)) return multiple_repeat(pattern, err);
       continue;
     }
     if (c == '}') {
@@ -351,6 +373,7 @@ static nsl_status translate(const char *pattern, sbuf *out, int *icase, nsl_erro
       sb_putc(out, (char)c);
       p++;
       if (*p == '?' || *p == '+') p++;   /* *? +? ?? *+ ++ ?+ */
+      if (starts_quantifier(p)) return multiple_repeat(pattern, err);
       continue;
     }
     sb_putc(out, (char)c);   /* . ^ $ | and ordinary characters */

@@ -71,7 +71,7 @@ head -c 1024 /dev/zero | tr '\0' '\377' | dd of="$d" bs=1024 seek=$((pg - 1)) co
 # An nsl bundle of a trimmed export with a source file, and its manifest.
 cp "$out/nsys_sqlite/seed-tiny_2026.1.sqlite" "$tmp/tiny.sqlite"
 printf 'print("train")\n' > "$tmp/train.py"
-"$nsl" bundle "$tmp/tiny.sqlite" --rank 0 --source "$tmp/train.py" -o "$tmp/b.zip" > /dev/null
+(cd "$tmp" && "$nsl" bundle tiny.sqlite --rank 0 --source train.py -o b.zip > /dev/null)   # relative member names
 cp "$tmp/b.zip" "$out/bundle/seed-bundle.zip"
 unzip -p "$tmp/b.zip" manifest.json > "$out/manifest/seed-manifest.json"
 

@@ -110,6 +110,9 @@ static void test_refused(void **state) {
       {"[abc", "unterminated"},    {"[\\W]", "not supported"},    {"\\q", "unsupported escape"},
       {"[z-a]", "bad character range"}, {"(?x)a", "inline flag"}, {"\\", "unsupported escape"},
       {"(?P<name", "group name"},  {"\\x4", "unsupported escape"},
+      /* Python's "multiple repeat" (a+++ took glibc's compiler minutes) */
+      {"a**", "multiple repeat"},  {"a+++", "multiple repeat"},   {"a{2}{3}", "multiple repeat"},
+      {"a?+*", "multiple repeat"}, {"a{2,22222}", "above 255"}, {"a{256}", "above 255"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     nsl_regex *re = (nsl_regex *)&re;   /* must be reset to NULL */
