@@ -115,6 +115,11 @@ static size_t quantifier_len(const char *p, int *lo_missing) {
 /* Translates the set starting at p (just after '['); returns the position
  * after its closing ']', or NULL with err filled. */
 #define MAX_REPEAT_COUNT 255
+/* Nested counted repetitions multiply ((a{255}){255}){255} copies the
+ * pattern 16 M times in glibc's compiler; the product of every counted
+ * repetition's largest count is bounded (a conservative bound: side-by-side
+ * counts are multiplied too). */
+#define MAX_REPEAT_PRODUCT 65536
 
 /* Whether a quantifier starts at p. */
 static int starts_quantifier(const char *p) {
@@ -251,6 +256,7 @@ fail:
 static nsl_status translate(const char *pattern, sbuf *out, int *icase, nsl_error *err) {
   const char *p = pattern;
   int depth = 0;
+  uint64_t copies = 1;   /* product of the counted repetitions' largest counts */
   while (*p) {
     int c = (unsigned char)*p;
     if (c == '\\') {
@@ -356,6 +362,17 @@ static nsl_status translate(const char *pattern, sbuf *out, int *icase, nsl_erro
           return nsl_error_set(err, NSL_ERR_ARG, "regular expression '%s': a repetition count above %d (the C "
                                "library's regex compiler would copy the pattern that many times)", pattern,
                                MAX_REPEAT_COUNT);
+      long most = 1;
+      for (const char *d = p + 1; d < p + n; d++)
+        if (isdigit((unsigned char)*d) && (d == p + 1 || !isdigit((unsigned char)d[-1]))) {
+          long v = strtol(d, NULL, 10);
+          if (v > most) most = v;
+        }
+      copies *= (uint64_t)most;
+      if (copies > MAX_REPEAT_PRODUCT)
+        return nsl_error_set(err, NSL_ERR_ARG, "regular expression '%s': counted repetitions whose counts multiply "
+                             "above %d (the C library's regex compiler would copy the pattern that many times)",
+                             pattern, MAX_REPEAT_PRODUCT);
       sb_putc(out, '{');
       if (lo_missing) sb_putc(out, '0');
       sb_putn(out, p + 1, n - 1);

@@ -113,6 +113,8 @@ static void test_refused(void **state) {
       /* Python's "multiple repeat" (a+++ took glibc's compiler minutes) */
       {"a**", "multiple repeat"},  {"a+++", "multiple repeat"},   {"a{2}{3}", "multiple repeat"},
       {"a?+*", "multiple repeat"}, {"a{2,22222}", "above 255"}, {"a{256}", "above 255"},
+      /* nested counts multiply in glibc's compiler */
+      {"((a{255}){255}){255}", "multiply above"}, {"(a{100}b){100}c{10}", "multiply above"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     nsl_regex *re = (nsl_regex *)&re;   /* must be reset to NULL */
