@@ -109,7 +109,6 @@ return {
     local first_detail = true
     for _, scope in ipairs{"device", "stream"} do
       if wanted(args.scope, scope) then
-        collectgarbage()   -- the columns of the scope before, held in C memory the collector does not see
         local keys = scope == "device" and {"report", "device"} or {"report", "device", "stream"}
         local s, d, all_gaps = scope_gaps(ops, keys, min)
         if scope == "device" then   -- every idle gap of every device, on logarithmic bins

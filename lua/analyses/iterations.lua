@@ -140,7 +140,6 @@ return {
       map = m
     end
     local ops = iterations.ops(trace, it, map)
-    collectgarbage()   -- temporaries of the detection and of the attribution: large C columns Lua does not see
     local w, per_class = iterations.metrics(it, ops)
     local limit = args.limit > 0 and args.limit or nil
     local keys = iterations.keys(it)

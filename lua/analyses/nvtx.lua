@@ -39,7 +39,6 @@ return {
     if need_proj then
       P = nvtx.project(trace, {strip = args.normalize and nvtx.pytorch_suffixes or nil})
       R = P.ranges
-      collectgarbage()
     else
       R = trace.nvtx
       R:load{"report", "dur", "kind", "text", "domain"}
@@ -49,7 +48,6 @@ return {
     local sum, proj
     if want_sum or want_proj then
       sum, proj = nvtx.summaries(R, {per_report = args.per_report, proj = need_proj and want_proj})
-      collectgarbage()   -- the summaries' temporaries are large C columns Lua does not see
     end
     if want_sum then
       out:table("nvtx_sum", sum, {title = "NVTX Range Summary (nvtx_sum)", limit = limit, nsys_stats = true})

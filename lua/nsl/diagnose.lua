@@ -97,7 +97,6 @@ Ctx.__index = Ctx
 -- that is missing fails.
 local function find_steps(trace, spec, warmup)
   local it, err = iterations.find(trace, spec)
-  collectgarbage()
   if not it then
     if spec ~= "" then nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err)) end
     return nil
@@ -935,7 +934,6 @@ function M.run(ctx)
       if nsl.is_error(err) then ctx.notes[#ctx.notes + 1] = c.id .. ": " .. tostring(err)
       else error(err, 0) end
     end
-    collectgarbage()   -- the check's temporaries: large C columns Lua does not see
   end
   local f = ctx.findings
   for i, x in ipairs(f) do x._pos = i end

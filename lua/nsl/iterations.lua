@@ -208,7 +208,6 @@ function M.detect_kernels(trace)
         fundamental[id] = {lag = lag, period = med}
       end
     end
-    collectgarbage()   -- this lag's columns: large C buffers Lua does not see
   end
   local best = {}
   for i = 1, #base do
@@ -308,7 +307,6 @@ function M.find(trace, spec)
     return {mode = "range", ranges = r, how = string.format("NVTX ranges matching '%s' (by %s): %d", spec, how, #r)}
   end
   local name, how, r = M.detect_nvtx(trace)
-  collectgarbage()
   if name then return {mode = "range", ranges = r, how = how, name = name} end
   local markers = M.detect_kernels(trace)
   if #markers == 0 then

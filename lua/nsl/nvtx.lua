@@ -120,7 +120,6 @@ function M.project(trace, opts)
   api:load{"report", "pid", "tid", "corr", "start", "stop"}
   local ops = M.gpu_ops(trace)
   local mask = M.range_mask(nv)
-  collectgarbage()   -- the join's and the mask's temporaries are large C columns Lua does not see
   local r = nsl.nvtx_project{
     range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop, range_mask = mask,
     api_keys = {api.report, api.pid, api.tid}, api_start = api.start, api_stop = api.stop,

@@ -9,6 +9,7 @@
 
 typedef struct lcolumn {
   nsl_column *c;
+  size_t charged;   /* bytes counted in the state's live total (nsl__gc_charge) */
 } lcolumn;
 
 /* Raises an nsl error object: a table {message = ...} whose metatable is
@@ -57,16 +58,65 @@ nsl_column *nsl__checkcolumn(lua_State *L, int idx) {
   return b->c;
 }
 
-/* The Lua collector does not see the memory columns hold in C; a new
- * column of a megabyte or more advances it as if Lua had allocated that
- * much, so the garbage of whole-column expressions is released promptly. */
+/* The Lua collector does not see the memory that columns and tables hold
+ * in C, so whole-column expressions would pile up garbage it thinks is a
+ * few bytes each.  Each state keeps a running total of the C bytes its
+ * boxes own alone (charged when boxed, credited when collected); when the
+ * total reaches twice what survived the last full collection (and at
+ * least NSL_GC_MIN_GROWTH more), a full collection runs, the policy of
+ * Lua's own pause of 200% applied to the memory Lua cannot see. */
+#define NSL_GC_MIN_GROWTH ((size_t)64 << 20)
+
+typedef struct gc_account {
+  size_t live;        /* bytes charged by boxes not yet collected */
+  size_t threshold;   /* live total that triggers the next full collection */
+} gc_account;
+
+static const char gc_account_key = 0;
+
+static gc_account *gc_account_of(lua_State *L) {
+  gc_account *a;
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &gc_account_key) == LUA_TUSERDATA) {
+    a = lua_touserdata(L, -1);
+  } else {
+    a = lua_newuserdatauv(L, sizeof *a, 0);
+    a->live = 0;
+    a->threshold = NSL_GC_MIN_GROWTH;
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &gc_account_key);
+    lua_remove(L, -2);
+  }
+  lua_pop(L, 1);   /* anchored in the registry */
+  return a;
+}
+
+void nsl__gc_charge(lua_State *L, size_t bytes) {
+  if (!bytes) return;
+  gc_account *a = gc_account_of(L);
+  a->live += bytes;
+  if (a->live < a->threshold) return;
+  lua_gc(L, LUA_GCCOLLECT);   /* the finalizers credit what they free */
+  a->threshold = a->live + (a->live > NSL_GC_MIN_GROWTH ? a->live : NSL_GC_MIN_GROWTH);
+}
+
+void nsl__gc_credit(lua_State *L, size_t bytes) {
+  if (!bytes) return;
+  gc_account *a = gc_account_of(L);
+  a->live = a->live > bytes ? a->live - bytes : 0;
+}
+
+/* A column counts when the box holds its only reference: a column shared
+ * with a table or another box frees nothing when the box goes. */
 void nsl__pushcolumn(lua_State *L, nsl_column *c) {
   if (!c) luaL_error(L, "out of memory");
   lcolumn *b = lua_newuserdatauv(L, sizeof *b, 0);
   b->c = c;
+  b->charged = 0;
   luaL_setmetatable(L, NSL_COLUMN_MT);
-  size_t bytes = nsl_column_bytes(c);
-  if (c->refcount == 1 && bytes >= (1u << 20)) lua_gc(L, LUA_GCSTEP, (int)(bytes >> 10));
+  if (c->refcount == 1) {
+    b->charged = nsl_column_bytes(c);
+    nsl__gc_charge(L, b->charged);
+  }
 }
 
 /* A new column from a Lua array: all integers -> i64, any float -> f64,
@@ -130,6 +180,8 @@ static int col_gc(lua_State *L) {
   lcolumn *b = luaL_checkudata(L, 1, NSL_COLUMN_MT);
   nsl_column_release(b->c);
   b->c = NULL;
+  nsl__gc_credit(L, b->charged);
+  b->charged = 0;
   return 0;
 }
 

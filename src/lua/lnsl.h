@@ -26,6 +26,12 @@ int nsl__raise(lua_State *L, const char *msg);
 int nsl__lua_error(lua_State *L, const nsl_error *err);
 int nsl__input_error(lua_State *L, const nsl_error *err);
 
+/* The collector's view of C memory (lcolumn.c): boxes charge the bytes
+ * they alone own when made and credit them when collected; a full
+ * collection runs when the live total doubles since the last one. */
+void nsl__gc_charge(lua_State *L, size_t bytes);
+void nsl__gc_credit(lua_State *L, size_t bytes);
+
 /* Columns: the box holds one reference. */
 nsl_column *nsl__checkcolumn(lua_State *L, int idx);
 nsl_column *nsl__tocolumn(lua_State *L, int idx);        /* NULL when not a column */

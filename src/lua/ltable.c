@@ -9,6 +9,7 @@
 
 typedef struct ltable {
   nsl_table *t;
+  size_t charged;   /* bytes counted in the state's live total (nsl__gc_charge) */
 } ltable;
 
 typedef struct lgroups {
@@ -27,11 +28,26 @@ void nsl__pushtable(lua_State *L, nsl_table *t, int keep_idx) {
   if (keep_idx) keep_idx = lua_absindex(L, keep_idx);
   ltable *b = lua_newuserdatauv(L, sizeof *b, 1);
   b->t = t;
+  b->charged = 0;
   luaL_setmetatable(L, NSL_TABLE_MT);
   if (keep_idx) {
     lua_pushvalue(L, keep_idx);
     lua_setiuservalue(L, -2, 1);
   }
+}
+
+/* Charges the collector (nsl__gc_charge) with the loaded columns that the
+ * new, complete table at idx alone holds: what its collection will free. */
+static void charge_table(lua_State *L, int idx) {
+  ltable *b = luaL_checkudata(L, idx, NSL_TABLE_MT);
+  size_t bytes = 0;
+  for (int i = 0; i < nsl_table_ncols(b->t); i++) {
+    if (!nsl_table_is_loaded(b->t, i)) continue;
+    nsl_column *c = nsl_table_column_at(b->t, i, NULL);
+    if (c && c->refcount == 1) bytes += nsl_column_bytes(c);
+  }
+  b->charged += bytes;
+  nsl__gc_charge(L, bytes);
 }
 
 /* Pushes a new table derived from the one at index 1, keeping alive what it keeps. */
@@ -40,12 +56,15 @@ static void push_derived(lua_State *L, nsl_table *t) {
   lua_getiuservalue(L, 1, 1);
   nsl__pushtable(L, t, lua_isnil(L, -1) ? 0 : -1);
   lua_remove(L, -2);
+  charge_table(L, -1);
 }
 
 static int tbl_gc(lua_State *L) {
   ltable *b = luaL_checkudata(L, 1, NSL_TABLE_MT);
   nsl_table_release(b->t);
   b->t = NULL;
+  nsl__gc_credit(L, b->charged);
+  b->charged = 0;
   return 0;
 }
 
@@ -482,6 +501,7 @@ static int grp_agg(lua_State *L) {
     nsl_column_release(res[i]);
   }
   if (!ok) return nsl__lua_error(L, &err);
+  charge_table(L, -1);
   return 1;
 }
 
