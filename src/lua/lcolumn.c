@@ -58,14 +58,16 @@ nsl_column *nsl__checkcolumn(lua_State *L, int idx) {
   return b->c;
 }
 
-/* The Lua collector does not see the memory that columns and tables hold
- * in C, so whole-column expressions would pile up garbage it thinks is a
- * few bytes each.  Each state keeps a running total of the C bytes its
- * boxes own alone (charged when boxed, credited when collected); when the
- * total reaches twice what survived the last full collection (and at
- * least NSL_GC_MIN_GROWTH more), a full collection runs, the policy of
- * Lua's own pause of 200% applied to the memory Lua cannot see. */
-#define NSL_GC_MIN_GROWTH ((size_t)64 << 20)
+/* The Lua collector does not see the memory that columns, tables and
+ * groups hold in C, so whole-column expressions would pile up garbage it
+ * thinks is a few bytes each.  Each state keeps a running total of the C
+ * bytes its boxes own alone (charged when boxed, credited when
+ * collected); when the total grows by an eighth of what survived the last
+ * full collection (and at least NSL_GC_MIN_GROWTH), a full collection
+ * runs.  The eighth keeps peak memory within a few percent of collecting
+ * by hand between an analysis's phases; a full collection is cheap, as
+ * the Lua heap itself is small next to the columns. */
+#define NSL_GC_MIN_GROWTH ((size_t)32 << 20)
 
 typedef struct gc_account {
   size_t live;        /* bytes charged by boxes not yet collected */
@@ -96,7 +98,7 @@ void nsl__gc_charge(lua_State *L, size_t bytes) {
   a->live += bytes;
   if (a->live < a->threshold) return;
   lua_gc(L, LUA_GCCOLLECT);   /* the finalizers credit what they free */
-  a->threshold = a->live + (a->live > NSL_GC_MIN_GROWTH ? a->live : NSL_GC_MIN_GROWTH);
+  a->threshold = a->live + (a->live / 8 > NSL_GC_MIN_GROWTH ? a->live / 8 : NSL_GC_MIN_GROWTH);
 }
 
 void nsl__gc_credit(lua_State *L, size_t bytes) {

@@ -28,7 +28,7 @@ int nsl__input_error(lua_State *L, const nsl_error *err);
 
 /* The collector's view of C memory (lcolumn.c): boxes charge the bytes
  * they alone own when made and credit them when collected; a full
- * collection runs when the live total doubles since the last one. */
+ * collection runs when the live total has grown by an eighth. */
 void nsl__gc_charge(lua_State *L, size_t bytes);
 void nsl__gc_credit(lua_State *L, size_t bytes);
 

@@ -15,6 +15,7 @@ typedef struct ltable {
 typedef struct lgroups {
   nsl_groups g;
   nsl_table *keys;   /* one row per group: the key columns */
+  size_t charged;    /* bytes counted in the state's live total (nsl__gc_charge) */
 } lgroups;
 
 nsl_table *nsl__checktable(lua_State *L, int idx) {
@@ -358,6 +359,8 @@ static int grp_gc(lua_State *L) {
   nsl_groups_free(&g->g);
   nsl_table_release(g->keys);
   g->keys = NULL;
+  nsl__gc_credit(L, g->charged);
+  g->charged = 0;
   return 0;
 }
 
@@ -389,6 +392,8 @@ static int tbl_group_by(lua_State *L) {
     nsl_column_release(kc);
   }
   nsl_table_set_nrows(g->keys, g->g.ngroups);
+  g->charged = nsl_column_bytes(g->g.group_of) + nsl_column_bytes(g->g.first_row) + nsl_table_bytes(g->keys);
+  nsl__gc_charge(L, g->charged);
   return 1;
 }
 
