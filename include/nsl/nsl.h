@@ -660,8 +660,23 @@ nsl_status nsl_format_table(const char *const *names, const nsl_column *const *c
 
 typedef struct nsl_trace nsl_trace;
 
+/* Raw SQL rows: nsl_source_ops.sql calls row(ctx, ncols, names, values) per
+ * row of the result; non-zero from row stops early. */
+typedef struct nsl_sql_value {
+  int type;            /* 0 NULL, 1 integer, 2 real, 3 text, 4 blob */
+  int64_t i;
+  double d;
+  const char *s;       /* text or blob bytes (valid during the callback) */
+  size_t len;
+} nsl_sql_value;
+typedef int (*nsl_sql_row_fn)(void *ctx, int ncols, const char *const *names,
+                              const nsl_sql_value *values);
+
 /* A report source: one SQLite export (or other input) seen as the data
- * model's tables.  Implemented in src/source/; the trace owns it. */
+ * model's tables.  Implemented in src/source/; the trace owns it.  The
+ * operations after close are optional (NULL when the source has no such
+ * thing); callers go through nsl_trace_sql / nsl_trace_members /
+ * nsl_trace_member_read, never through a source's own functions. */
 typedef struct nsl_source_ops {
   const char *kind;   /* "nsys-sqlite", ... */
   /* Declares the columns of data-model table `name` on t (nsl_table_declare),
@@ -675,6 +690,16 @@ typedef struct nsl_source_ops {
   /* Row count of table `name` (exact). */
   nsl_status (*count)(void *src, const char *name, int64_t *out, nsl_error *err);
   void (*close)(void *src);
+  /* Runs one read-only SQL statement on the source's own database (a
+   * source that has one: an SQLite export). */
+  nsl_status (*sql)(void *src, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
+  /* Calls fn(ctx, name) for each member of the source's archive whose name
+   * starts with prefix (a source read from an archive: nsys-jax); returns
+   * the number of calls. */
+  size_t (*members)(void *src, const char *prefix, void (*fn)(void *ctx, const char *name), void *ctx);
+  /* Reads archive member `name` whole into *data (release with free());
+   * NSL_ERR_NOTFOUND when there is no such member. */
+  nsl_status (*member_read)(void *src, const char *name, void **data, size_t *len, nsl_error *err);
 } nsl_source_ops;
 
 /* Report metadata, filled by the source when it opens. */
@@ -720,8 +745,24 @@ nsl_status nsl_trace_set_dict(nsl_trace *tr, nsl_dict *d, nsl_error *err);
 nsl_status nsl_trace_table(nsl_trace *tr, const char *name, nsl_table **out, nsl_error *err);
 /* Names of the data-model tables, NULL-terminated. */
 const char *const *nsl_model_tables(void);
-/* The source and source context of report i (for raw SQL access). */
+/* The source and source context of report i (0-based; NULL out of range). */
 const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src);
+/* Runs one read-only SQL statement on report i's database: NSL_ERR_ARG for
+ * a report out of range, NSL_ERR_NOTFOUND when its source has no SQL. */
+nsl_status nsl_trace_sql(nsl_trace *tr, int i, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
+/* Whether report i's source is read from an archive whose members
+ * nsl_trace_members / nsl_trace_member_read reach. */
+int nsl_trace_has_members(const nsl_trace *tr, int i);
+/* Calls fn(ctx, name) for each archive member of report i whose name starts
+ * with prefix; returns the number of calls (0 for a source without members
+ * or a report out of range). */
+size_t nsl_trace_members(nsl_trace *tr, int i, const char *prefix, void (*fn)(void *ctx, const char *name),
+                         void *ctx);
+/* Reads archive member `name` of report i whole (as nsl_source_ops.member_read);
+ * NSL_ERR_ARG for a report out of range, NSL_ERR_NOTFOUND for a source
+ * without members or no such member. */
+nsl_status nsl_trace_member_read(nsl_trace *tr, int i, const char *name, void **data, size_t *len,
+                                 nsl_error *err);
 
 /* ---- nsys SQLite source (src/source/nsys_sqlite.c) -------------------- */
 
@@ -738,17 +779,7 @@ nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size,
 nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **src,
                                 nsl_report_info *info, nsl_error *err);
 extern const nsl_source_ops nsl_nsys_source_ops;
-/* Runs one read-only SQL statement on an opened export; calls row(ctx,
- * ncols, names, values) per row.  Non-zero from row stops early. */
-typedef struct nsl_sql_value {
-  int type;            /* 0 NULL, 1 integer, 2 real, 3 text, 4 blob */
-  int64_t i;
-  double d;
-  const char *s;       /* text or blob bytes (valid during the callback) */
-  size_t len;
-} nsl_sql_value;
-typedef int (*nsl_sql_row_fn)(void *ctx, int ncols, const char *const *names,
-                              const nsl_sql_value *values);
+/* nsl_nsys_sql: the nsys source's sql operation (nsl_source_ops.sql). */
 nsl_status nsl_nsys_sql(void *src, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
 
 #ifdef __cplusplus

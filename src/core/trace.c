@@ -127,6 +127,33 @@ const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src) {
   return tr->reports[i].ops;
 }
 
+nsl_status nsl_trace_sql(nsl_trace *tr, int i, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err) {
+  if (i < 0 || i >= tr->nreports) return nsl_error_set(err, NSL_ERR_ARG, "no report %d", i + 1);
+  const report_src *r = &tr->reports[i];
+  if (!r->ops->sql)
+    return nsl_error_set(err, NSL_ERR_NOTFOUND, "report %d (%s) is not an SQLite export", i + 1, r->info.path);
+  return r->ops->sql(r->src, sql, row, ctx, err);
+}
+
+int nsl_trace_has_members(const nsl_trace *tr, int i) {
+  return i >= 0 && i < tr->nreports && tr->reports[i].ops->members && tr->reports[i].ops->member_read;
+}
+
+size_t nsl_trace_members(nsl_trace *tr, int i, const char *prefix, void (*fn)(void *ctx, const char *name),
+                         void *ctx) {
+  if (!nsl_trace_has_members(tr, i)) return 0;
+  return tr->reports[i].ops->members(tr->reports[i].src, prefix, fn, ctx);
+}
+
+nsl_status nsl_trace_member_read(nsl_trace *tr, int i, const char *name, void **data, size_t *len,
+                                 nsl_error *err) {
+  if (i < 0 || i >= tr->nreports) return nsl_error_set(err, NSL_ERR_ARG, "no report %d", i + 1);
+  if (!nsl_trace_has_members(tr, i))
+    return nsl_error_set(err, NSL_ERR_NOTFOUND, "report %d (%s) has no archive members", i + 1,
+                         tr->reports[i].info.path);
+  return tr->reports[i].ops->member_read(tr->reports[i].src, name, data, len, err);
+}
+
 /* Offset added to report i's times so that all reports share one clock:
  * each report's session start (UTC) relative to the earliest. */
 static int64_t time_offset(const nsl_trace *tr, int i) {

@@ -34,7 +34,6 @@
 #include "lua/lnsl.h"
 #include "source/hlo.h"
 #include "source/hlo_query.h"
-#include "source/nsys_jax.h"
 
 #define NSL_HLO_MT "nsl.hlo"
 
@@ -72,14 +71,15 @@ static int finish_hlo(lua_State *L, lhlo *b) {
   return 1;
 }
 
-/* The source of report `idx` argument when it is an nsys-jax one, else NULL. */
-static void *jax_source(lua_State *L, int tr_idx, int rep_idx) {
+/* The trace and 0-based report of the (trace, report) arguments; whether the
+ * report's source has archive members in *members. */
+static nsl_trace *report_arg(lua_State *L, int tr_idx, int rep_idx, int *rep, int *members) {
   nsl_trace *tr = nsl__checktrace(L, tr_idx);
   lua_Integer r = luaL_checkinteger(L, rep_idx);
-  void *src = NULL;
-  const nsl_source_ops *ops = nsl_trace_source(tr, (int)r, &src);
-  if (!ops) luaL_argerror(L, rep_idx, "no such report");
-  return ops == &nsl_jax_source_ops ? src : NULL;
+  luaL_argcheck(L, r >= 0 && r < nsl_trace_nreports(tr), rep_idx, "no such report");
+  *rep = (int)r;
+  *members = nsl_trace_has_members(tr, (int)r);
+  return tr;
 }
 
 static void add_name(void *ctx, const char *name) {
@@ -89,17 +89,19 @@ static void add_name(void *ctx, const char *name) {
 }
 
 static int tr_members(lua_State *L) {
-  void *src = jax_source(L, 1, 2);
+  int rep, members;
+  nsl_trace *tr = report_arg(L, 1, 2, &rep, &members);
   const char *prefix = luaL_optstring(L, 3, "");
   lua_newtable(L);
-  if (src) nsl_jax_member_list(src, prefix, add_name, L);
+  nsl_trace_members(tr, rep, prefix, add_name, L);
   return 1;
 }
 
 static int tr_member(lua_State *L) {
-  void *src = jax_source(L, 1, 2);
+  int rep, members;
+  nsl_trace *tr = report_arg(L, 1, 2, &rep, &members);
   const char *name = luaL_checkstring(L, 3);
-  if (!src) {
+  if (!members) {
     lua_pushnil(L);
     lua_pushstring(L, "not an nsys-jax report");
     return 2;
@@ -107,7 +109,7 @@ static int tr_member(lua_State *L) {
   void *data = NULL;
   size_t len = 0;
   nsl_error err = {0};
-  if (nsl_jax_member_read(src, name, &data, &len, &err) != NSL_OK) {
+  if (nsl_trace_member_read(tr, rep, name, &data, &len, &err) != NSL_OK) {
     lua_pushnil(L);
     lua_pushstring(L, err.msg);
     return 2;
@@ -124,9 +126,10 @@ static nsl_status decode_bytes(lhlo *b, const void *data, size_t len, const char
 }
 
 static int tr_hlo(lua_State *L) {
-  void *src = jax_source(L, 1, 2);
+  int rep, members;
+  nsl_trace *tr = report_arg(L, 1, 2, &rep, &members);
   const char *name = luaL_checkstring(L, 3);
-  if (!src) {
+  if (!members) {
     lua_pushnil(L);
     lua_pushstring(L, "not an nsys-jax report");
     return 2;
@@ -135,7 +138,7 @@ static int tr_hlo(lua_State *L) {
   void *data = NULL;
   size_t len = 0;
   nsl_error err = {0};
-  if (nsl_jax_member_read(src, name, &data, &len, &err) != NSL_OK) {
+  if (nsl_trace_member_read(tr, rep, name, &data, &len, &err) != NSL_OK) {
     lua_pushnil(L);
     lua_pushstring(L, err.msg);
     return 2;

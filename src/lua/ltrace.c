@@ -205,14 +205,11 @@ static int tr_sql(lua_State *L) {
   nsl_trace *tr = checktrace(L, 1);
   lua_Integer r = luaL_checkinteger(L, 2);
   const char *q = luaL_checkstring(L, 3);
-  void *src = NULL;
-  const nsl_source_ops *ops = nsl_trace_source(tr, (int)r - 1, &src);
-  luaL_argcheck(L, ops != NULL, 2, "no such report");
-  if (strcmp(ops->kind, "nsys-sqlite") != 0) return luaL_error(L, "report %d is not an SQLite export", (int)r);
+  luaL_argcheck(L, r >= 1 && r <= nsl_trace_nreports(tr), 2, "no such report");
   sql_ctx c = {L, 0, luaL_optinteger(L, 4, 0)};
   lua_newtable(L);
   nsl_error err = {0};
-  if (nsl_nsys_sql(src, q, sql_row, &c, &err) != NSL_OK) return nsl__input_error(L, &err);
+  if (nsl_trace_sql(tr, (int)r - 1, q, sql_row, &c, &err) != NSL_OK) return nsl__input_error(L, &err);
   return 1;
 }
 

@@ -740,7 +740,13 @@ static nsl_status jax_count(void *p, const char *name, int64_t *out, nsl_error *
   return NSL_OK;
 }
 
-const nsl_source_ops nsl_jax_source_ops = {"nsys-jax", jax_describe, jax_load, jax_count, jax_close};
+const nsl_source_ops nsl_jax_source_ops = {.kind = "nsys-jax",
+                                           .describe = jax_describe,
+                                           .load = jax_load,
+                                           .count = jax_count,
+                                           .close = jax_close,
+                                           .members = nsl_jax_member_list,
+                                           .member_read = nsl_jax_member_read};
 
 /* ---- opening ---------------------------------------------------------------- */
 

@@ -1737,7 +1737,12 @@ static void nsys_close(void *p) {
   free(s);
 }
 
-const nsl_source_ops nsl_nsys_source_ops = {"nsys-sqlite", nsys_describe, nsys_load, nsys_count, nsys_close};
+const nsl_source_ops nsl_nsys_source_ops = {.kind = "nsys-sqlite",
+                                            .describe = nsys_describe,
+                                            .load = nsys_load,
+                                            .count = nsys_count,
+                                            .close = nsys_close,
+                                            .sql = nsl_nsys_sql};
 
 /* ---- opening ------------------------------------------------------------- */
 

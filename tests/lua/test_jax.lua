@@ -51,6 +51,30 @@ return {
     T.ok(tr:member(0, "sources/opt/paxml/paxml/main.py"):find("def main", 1, true), "source file readable")
   end},
 
+  {"archive members and raw SQL go through the source interface: unzip is the oracle", function()
+    local tr = assert(nsl.open(procs[1]))
+    local q = T.shell_quote(procs[1])
+    local p = assert(io.popen("unzip -Z1 " .. q .. " | grep -c '^dump/.*[^/]$'", "r"))
+    local want = tonumber(p:read("a"))
+    p:close()
+    T.eq(#tr:members(0, "dump/"), want, "dump/ members = unzip -Z1")
+    local name = "sources/opt/paxml/paxml/main.py"
+    p = assert(io.popen("unzip -p " .. q .. " " .. T.shell_quote(name), "r"))
+    local bytes = p:read("a")
+    p:close()
+    T.eq(tr:member(0, name), bytes, "member bytes = unzip -p")
+    local none, msg = tr:member(0, "sources/nonesuch.py")
+    T.eq(none, nil, "missing member")
+    T.ok(msg:find("nonesuch", 1, true), "message names the member")
+    T.raises(function() tr:sql(1, "SELECT 1") end, "not an SQLite export", "no SQL on an nsys-jax report")
+    local ex = assert(nsl.open(T.data("nsys/tiny_2026.1.sqlite")))
+    T.eq(#ex:members(0, ""), 0, "an export has no archive members")
+    local nomem, why = ex:member(0, "x")
+    T.eq(nomem, nil, "no member of an export")
+    T.eq(why, "not an nsys-jax report", "message")
+    T.eq(ex:sql(1, "SELECT 7 AS n")[1].n, 7, "SQL on an export")
+  end},
+
   {"frame row counts equal nsys-jax's (combined and proc0)", function()
     local c = data("combined")
     T.eq(#c.module, 1283, "module")
