@@ -435,7 +435,7 @@ typedef struct nsl_source_ops {
 
 /* Report metadata, filled by the source when it opens. */
 typedef struct nsl_report_info {
-  char path[1024];        /* as given by the user */
+  const char *path;       /* as given by the user; the trace keeps its own copy */
   char name[256];         /* unique report name within the trace, e.g. file stem */
   char host[256];
   char nsys_version[64];  /* "2026.2.1.210" or "" */
