@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 /* libnsl is built with hidden visibility: what the installed headers
- * declare is exported, nothing else (tests/e2e/test_exports.sh). */
+ * declare is exported, nothing else (tests/e2e/test_symbols.sh). */
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif
