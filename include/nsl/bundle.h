@@ -47,6 +47,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 
 #define NSL_BUNDLE_FORMAT "nsl-bundle"
 #define NSL_BUNDLE_FORMAT_VERSION 1      /* highest version this nsl reads and the one it writes */
@@ -248,6 +251,10 @@ void nsl_combine_options_init(nsl_combine_options *o);
  * (size and sha256) while it is copied. */
 nsl_status nsl_bundle_combine(const char *const *inputs, int n, const char *out_path,
                               const nsl_combine_options *opts, nsl_error *err);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

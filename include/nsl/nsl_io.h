@@ -13,6 +13,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 
 /* Writes len bytes of data to path so that path either keeps its old
  * content or holds all the new bytes, never a part of them: the bytes go to
@@ -28,6 +31,10 @@ extern "C" {
 nsl_status nsl_write_file_atomic(const char *path, const void *data, size_t len, nsl_error *err);
 /* Creates a folder and its parents (like mkdir -p). */
 nsl_status nsl_mkdir_p(const char *path, nsl_error *err);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 
 /* ---- colours ------------------------------------------------------------ */
 
@@ -269,6 +272,10 @@ nsl_status nsl_ticks_log(double lo, double hi, int target, nsl_axis_unit unit, n
  * 12.5%, 1.2M.  Writes at most n bytes (NUL included) into buf; returns
  * buf. */
 char *nsl_format_value(double v, nsl_axis_unit unit, int digits, char *buf, size_t n);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

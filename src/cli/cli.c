@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "nsl/nsl.h"
+#include "core/nsl_internal.h"
 
 static const char *const commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile",
                                        "notebook"};

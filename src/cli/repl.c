@@ -177,12 +177,16 @@ static int run_command(lua_State *L, const char *line) {
 }
 
 static const char *history_path(void) {
-  static char path[4096];
+  static char *path;   /* made once, kept for the life of the process */
   const char *env = getenv("NSL_HISTORY");
   if (env && *env) return env;
   const char *home = getenv("HOME");
   if (!home || !*home) return NULL;
-  snprintf(path, sizeof path, "%s/.nsl_history", home);
+  if (!path) {
+    size_t n = strlen(home) + sizeof "/.nsl_history";
+    if (!(path = malloc(n))) return NULL;
+    snprintf(path, n, "%s/.nsl_history", home);
+  }
   return path;
 }
 

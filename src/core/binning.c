@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/nsl_internal.h"
 
 static int int_col(const nsl_column *c) { return c && (c->type == NSL_I64 || c->type == NSL_I32); }
 static int num_col(const nsl_column *c) { return c && (int_col(c) || c->type == NSL_F64); }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/nsl_internal.h"
 
 /* A growable output buffer; oom set once an allocation fails. */
 typedef struct obuf {

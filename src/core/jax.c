@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "nsl/nsl.h"
+#include "core/nsl_internal.h"
 
 /* Parent of row i, or -1. */
 static inline int64_t parent_of(const nsl_column *p, int64_t i) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nsl/nsl.h"
+#include "core/nsl_internal.h"
 
 /* Optimal string alignment distance between a and b; stops early and
  * returns limit + 1 once every alignment costs more than limit. */

@@ -20,6 +20,7 @@
 
 #include "core/kernels_internal.h"
 #include "core/parallel.h"
+#include "core/nsl_internal.h"
 
 #define MAX_KEYS 8
 

@@ -61,6 +61,7 @@ void nsl_trace_close(nsl_trace *tr) {
   }
   for (int i = 0; i < tr->nreports; i++)
     if (tr->reports[i].ops->close) tr->reports[i].ops->close(tr->reports[i].src);
+  for (int i = 0; i < tr->nreports; i++) free((char *)tr->reports[i].info.path);
   free(tr->reports);
   for (int i = 0; i < tr->ninputs; i++) free(tr->inputs[i]);
   free(tr->inputs);
@@ -97,6 +98,8 @@ nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *
   r->ops = ops;
   r->src = src;
   r->info = *info;
+  if (!(r->info.path = strdup(info->path ? info->path : "")))
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   /* Report names are unique within a trace: a clash gets "#2", "#3", ... */
   for (int k = 2;; k++) {
     int clash = 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "lua/lnsl.h"
+#include "core/nsl_internal.h"
 
 /* A column argument that may be nil. */
 static nsl_column *optcolumn(lua_State *L, int idx) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lua/lnsl.h"
+#include "core/nsl_internal.h"
 
 static int l_tree_ancestor(lua_State *L) {
   nsl_column *anc = NULL, *inner = NULL;

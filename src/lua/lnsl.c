@@ -8,6 +8,7 @@
 
 #include "lua/embedded.h"
 #include "lua/lnsl.h"
+#include "core/nsl_internal.h"
 
 static int l_version(lua_State *L) {
   lua_pushstring(L, nsl_version());

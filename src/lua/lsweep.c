@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "lua/lnsl.h"
+#include "core/nsl_internal.h"
 
 #define MAX_KEYS 8
 

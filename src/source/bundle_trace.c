@@ -13,14 +13,20 @@
 static nsl_status add_report(nsl_trace *tr, nsl_bundle *b, const char *name, nsl_error *err) {
   void *data = NULL, *src = NULL;
   size_t len = 0;
-  char label[1024];
   nsl_report_info info;
   nsl_status st = nsl_bundle_read_member(b, name, &data, &len, err);
   if (st != NSL_OK)
     return st;
-  snprintf(label, sizeof label, "%s:%s", nsl_bundle_path(b), name);
+  size_t lsize = strlen(nsl_bundle_path(b)) + strlen(name) + 2;
+  char *label = malloc(lsize);
+  if (!label) {
+    free(data);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  snprintf(label, lsize, "%s:%s", nsl_bundle_path(b), name);
   memset(&info, 0, sizeof info);
   st = nsl_nsys_adopt_image(label, data, len, &src, &info, err);   /* takes data over */
+  free(label);   /* the source keeps its own copy */
   if (st != NSL_OK)
     return st;
   nsl_bundle_fill_report_info(b, name, &info);

@@ -848,7 +848,7 @@ static nsl_status add_one(nsl_trace *tr, jax_archive *ar, const char *path, cons
   else snprintf(s->label, sizeof s->label, "%s", path);
   nsl_report_info info;
   memset(&info, 0, sizeof info);
-  snprintf(info.path, sizeof info.path, "%s", path);
+  info.path = path;
   if (stem[0]) snprintf(info.name, sizeof info.name, "%s", stem);
   else file_stem(path, info.name, sizeof info.name);
   info.rank = -1;

@@ -362,7 +362,7 @@ typedef struct table_info {
 
 struct nsys_src {
   sqlite3 *db;
-  char label[1024];     /* the path or bundle member, for messages */
+  char *label;          /* the path or bundle member, for messages */
   int64_t db_bytes;
   int ntables;
   table_info *tables;
@@ -1734,6 +1734,7 @@ static void nsys_close(void *p) {
   }
   free(s->tables);
   strings_free(s);
+  free(s->label);
   free(s);
 }
 
@@ -1900,10 +1901,12 @@ static nsl_status finish_open(nsys_src *s, nsl_report_info *info, nsl_error *err
 
 static nsys_src *new_src(const char *label, nsl_report_info *info) {
   nsys_src *s = calloc(1, sizeof *s);
-  if (!s) return NULL;
-  snprintf(s->label, sizeof s->label, "%s", label);
+  if (!s || !(s->label = strdup(label))) {
+    free(s);
+    return NULL;
+  }
   memset(info, 0, sizeof *info);
-  snprintf(info->path, sizeof info->path, "%s", label);
+  info->path = s->label;   /* valid while the source is open */
   name_and_rank(label, info);
   info->first_ts = info->last_ts = NSL_NULL_I64;
   return s;

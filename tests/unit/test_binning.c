@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "kernel_fixtures.h"
+#include "core/nsl_internal.h"
 
 #define SPAN 400   /* bitmap references use coordinates in [0, SPAN) */
 

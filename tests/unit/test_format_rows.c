@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "kernel_fixtures.h"
+#include "core/nsl_internal.h"
 
 static char *fmt_rows(const char *fmt, const nsl_column *const *cols, int n, const nsl_column *mask,
                       const char *sep) {

@@ -7,6 +7,7 @@
 
 #include "kernel_fixtures.h"
 #include "source/nsys_jax.h"
+#include "core/nsl_internal.h"
 
 /*        0
  *      /   \

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "kernel_fixtures.h"
+#include "core/nsl_internal.h"
 
 /* Asserts that c is an I32 column equal to the values. */
 static void expect_i32(const nsl_column *c, int64_t n, const int64_t *want) {
