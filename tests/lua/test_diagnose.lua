@@ -56,6 +56,14 @@ local function string_id(path, value)
   return T.sql1(path, "SELECT id FROM StringIds WHERE value = '" .. value .. "'")
 end
 
+-- Renames the kernels of one device whose short name matches `like` (an SQL
+-- LIKE pattern) to `name` (short and demangled), in the copy at path.
+local function rename_kernels(path, device, like, name)
+  local id = string_id(path, name)
+  T.sql_exec(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = " .. id .. ", demangledName = " .. id ..
+    " WHERE deviceId = " .. device .. " AND shortName IN (SELECT id FROM StringIds WHERE value LIKE '" .. like .. "');")
+end
+
 -- {pid -> {n, total}} from SQL rows (pid, n, total).
 local function per_pid(rows)
   local m = {}
@@ -323,9 +331,7 @@ return {
     T.eq(check_devices(T.data(ncclf), "nccl.exposed", exposed), 0, "send/receive only (pipeline.bubbles' part)")
     T.eq(check_devices(T.data(h100), "nccl.exposed", exposed), 0, "no NCCL")
     local path = T.copy(ncclf)
-    local id = string_id(path, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
-    T.sql_exec(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = " .. id .. ", demangledName = " .. id ..
-      " WHERE deviceId = 0 AND shortName IN (SELECT id FROM StringIds WHERE value LIKE 'ncclDevKernel_SendRecv%');")
+    rename_kernels(path, 0, "ncclDevKernel_SendRecv%", "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
     T.eq(check_devices(path, "nccl.exposed", exposed), 1, "planted on device 0")
     os.remove(path)
   end},
@@ -339,9 +345,7 @@ return {
     T.eq(check_devices(T.data(ncclf), "pipeline.bubbles", waiting), 2, "real NCCL export: both stages wait")
     T.eq(check_devices(T.data(h100), "pipeline.bubbles", waiting), 0, "real H100 export: no send/receive")
     local path = T.copy(h100)
-    local id = string_id(path, "ncclDevKernel_SendRecv")
-    T.sql_exec(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = " .. id .. ", demangledName = " .. id ..
-      " WHERE deviceId = 1 AND shortName IN (SELECT id FROM StringIds WHERE value = 'reduce_kernel');")
+    rename_kernels(path, 1, "reduce_kernel", "ncclDevKernel_SendRecv")
     T.eq(check_devices(path, "pipeline.bubbles", waiting), 1, "planted send/receive on device 1")
     os.remove(path)
   end},
