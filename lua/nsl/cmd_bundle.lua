@@ -7,30 +7,14 @@ local report = require("nsl.report")
 
 local M = {}
 
-M.usage = [[
-usage: nsl bundle EXPORT... -o OUT.zip [--rank N]... [--meta FILE|DIR]... [--source FILE|DIR]... [--note TEXT]
-
-Writes one bundle (archive-format/) holding the exports under reports/, the
---meta files under meta/ and the --source files under sources/ (folders are
-walked; hidden entries and __pycache__ are skipped).  The manifest records
-what the exports say: nsys and schema versions, hosts, session starts, GPUs,
-and the profiled command line when the export has it.  --rank gives the
-exports' ranks in order (one per export); otherwise a "rank<N>" in a file
-name is taken.  --note is free text kept in the manifest.]]
-
 local function fail(code, msg)
   io.stderr:write("nsl: ", msg, "\n")
   return code
 end
 
---- Entry point (see nsl.runner): opts.traces are the exports.
+--- Entry point (src/cli/commands.c declares the command and its options):
+-- opts.traces are the exports (at least one), opts.output the bundle.
 function M.main(opts)
-  if opts.help then
-    print(M.usage)
-    return 0
-  end
-  if #opts.traces == 0 then return fail(2, "bundle: no export given (nsl bundle EXPORT... -o OUT.zip)") end
-  if not opts.output then return fail(2, "bundle: where to? give -o OUT.zip") end
   local ranks
   if opts.rank then
     if #opts.rank ~= #opts.traces then

@@ -43,34 +43,12 @@ function M.render(path, traces, output, stop_on_error)
   return 0
 end
 
-M.usage = [[
-usage: nsl notebook NOTEBOOK.md|NAME [TRACE...] -o OUT.html|OUT.ipynb [--stop-on-error]
-
-Runs the notebook's Lua cells in order on the traces and writes the rendered
-report: one self-contained HTML file, or a Jupyter notebook (.ipynb) with
-the outputs filled in.  NAME is a shipped notebook (analysis, compare).
-  -o FILE           where to write it (.html or .ipynb)
-  --stop-on-error   stop at the first failing cell and exit 1 (by default the
-                    remaining cells still run and errors show in the report)]]
-
+--- Entry point (src/cli/commands.c declares the command and its options):
+-- opts.traces[1] is the notebook, the others the traces; opts.output the file.
 function M.main(opts)
-  if opts.help then
-    print(M.usage)
-    return 0
-  end
-  local stop = false
-  for _, a in ipairs(opts.rest or {}) do
-    if a == "--stop-on-error" then stop = true
-    else
-      local near = nsl.closest(a, {"--stop-on-error", "--help", "-o", "--output"})
-      return fail(2, "notebook: unknown option '" .. a .. "'" .. (near and " (did you mean '" .. near .. "'?)" or ""))
-    end
-  end
   local traces = {}
   for i = 2, #opts.traces do traces[#traces + 1] = opts.traces[i] end
-  if not opts.traces[1] then return fail(2, "usage: nsl notebook NOTEBOOK.md [TRACE...] -o report.html|report.ipynb") end
-  if not opts.output then return fail(2, "notebook: say where to write it: -o report.html (or .ipynb)") end
-  return M.render(opts.traces[1], traces, opts.output, stop)
+  return M.render(opts.traces[1], traces, opts.output, opts.stop_on_error)
 end
 
 return M

@@ -11,45 +11,6 @@ local M = {}
 
 local fmt = string.format
 
-M.usage = [[
-usage: nsl profile [--analysis NAME]... [-o OUT.zip] [--nsys PATH] [--condition EXPR]
-                   [--rank N] [--meta FILE|DIR]... [--source FILE|DIR]... [--xla-dump DIR]...
-                   [--note TEXT] [--no-rep] [--arg KEY=VALUE]... [--notebook NB.md]...
-                   [nsys profile options] -- COMMAND...
-
-Runs COMMAND under `nsys profile` (default options --trace=cuda,nvtx,osrt,cublas,cudnn
---cuda-graph-trace=node; an option you give replaces its default), exports the report
-to SQLite and writes one bundle to OUT.zip (default nsl-profile-%h-%p.zip) with:
-  reports/   the SQLite export, and the .nsys-rep unless --no-rep
-  meta/      environment.txt (variables whose names hold TOKEN, SECRET, PASSWORD,
-             PASSWD, KEY or CREDENTIAL left out), nvidia-smi.txt (`nvidia-smi -q`, when
-             present), nsys-export.log, the --meta files, XLA dumps (xla_dump/)
-  sources/   the --source files (folders walked; hidden entries skipped)
-Each --analysis then runs on the bundle and its results are stored in it under
-analyses/NAME/ (--arg KEY=VALUE goes to the analyses that declare KEY).
-
-OUT may hold %h (host), %p (nsl's pid), %r (rank), %q{VAR} (an environment
-variable) and %%.  The rank is --rank, else RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
-PMIX_RANK or SLURM_PROCID from the environment.
-
---xla-dump DIR adds --xla_dump_to=DIR --xla_dump_hlo_as_proto to XLA_FLAGS (unless
-XLA_FLAGS names a dump folder already) and stores DIR's files under meta/xla_dump/.
-
---notebook NB.md (or the name of a shipped notebook) runs the notebook on the bundle and
-stores the page in it as analyses/notebook-NAME/NAME.html.
-
---condition EXPR profiles only where EXPR is true; elsewhere COMMAND runs
-unprofiled.  EXPR is a Lua expression over the environment: a bare NAME is the
-variable's value (a number when it looks like one, nil when unset), env.NAME its
-text, rank the rank (as above); != is accepted for ~=.  Examples:
-  --condition 'LOCAL_RANK == 0'      --condition 'env.OMPI_COMM_WORLD_RANK == "0"'
-  --condition 'rank == nil or rank % 8 == 0'
-
-Work happens in a temporary folder beside OUT (or in $TMPDIR); only the finished
-bundle reaches OUT, and it is written even when COMMAND fails.  The exit code is
-COMMAND's (128 + N when signal N ended it); when COMMAND succeeded, 1 if nsys, the
-export, the bundle or an analysis failed, 3 for a finding at or above --fail-on.]]
-
 M.default_options = {
   {names = {"-t", "--trace"}, value = "--trace=cuda,nvtx,osrt,cublas,cudnn"},
   {names = {"--cuda-graph-trace"}, value = "--cuda-graph-trace=node"},
@@ -311,16 +272,9 @@ function M.run_notebooks(notebooks, output)
   return failed
 end
 
---- Entry point (see nsl.runner): opts.program is the command, opts.rest
--- the nsys options.
+--- Entry point (src/cli/commands.c declares the command and its options):
+-- opts.program is the command (not empty), opts.rest the nsys options.
 function M.main(opts)
-  if opts.help then
-    print(M.usage)
-    return 0
-  end
-  if #(opts.program or {}) == 0 then
-    return fail(2, "profile: give the command after '--' (nsl profile [options] -- COMMAND...)")
-  end
   local env = nsl.environ()
   if opts.rank and not math.tointeger(tonumber(opts.rank)) then
     return fail(2, fmt("profile: --rank '%s' is not an integer", opts.rank))

@@ -210,8 +210,9 @@ function M.run(a, opts)
   return 0
 end
 
---- Entry point from the CLI: opts = {command, script, traces, args, out,
--- format, fail_on, output, embed, help, rest, label}.
+--- Entry point of run, list and info (src/cli/commands.c declares them and
+-- their options): opts = {command, script, traces, args, out, format,
+-- fail_on, embed, help, label}.
 function M.main(opts)
   local cmd = opts.command
   if cmd == "list" then
@@ -222,7 +223,8 @@ function M.main(opts)
   elseif cmd == "info" then
     local a = assert(M.load_analysis("info"))
     return M.run(a, opts)
-  elseif cmd == "run" then
+  else
+    assert(cmd == "run", "nsl.runner runs run, list and info")
     local a, err = M.load_analysis(opts.script)
     if not a then return fail(opts.script:match("^[%w_%-]+$") and 2 or 1, err) end
     if opts.help then
@@ -230,11 +232,6 @@ function M.main(opts)
       return 0
     end
     return M.run(a, opts)
-  else
-    if not nsl.load_embedded("nsl/cmd_" .. cmd .. ".lua") then
-      return fail(2, string.format("command '%s' is not available in this build", cmd))
-    end
-    return require("nsl.cmd_" .. cmd).main(opts)
   end
 end
 

@@ -1,4 +1,5 @@
-/* cli.c -- the one argument parser of nsl, and dispatch to the Lua runner. */
+/* cli.c -- the one argument parser of nsl, the help texts and the dispatch
+ * to the Lua modules, all made from the declarations of commands.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,191 +11,388 @@
 #include "nsl/nsl.h"
 #include "core/nsl_internal.h"
 
-static const char *const commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile",
-                                       "notebook"};
-enum { NCOMMANDS = sizeof commands / sizeof *commands };
+#define WIDTH 80   /* prose and usage lines of the help */
+#define SYNOPSIS_WIDTH 116   /* the README's synopsis block */
 
-static int one_of(const char *s, const char *const *list, int n) {
-  for (int i = 0; i < n; i++)
-    if (strcmp(s, list[i]) == 0) return 1;
+static const nsl_cli_option help_option = {"--help", "-h", NSL_CLI_FLAG, NULL, NULL, 0, "this help"};
+
+/* ---- looking things up in the table ---------------------------------------- */
+
+/* The command called name, or NULL. */
+static const nsl_cli_command *find_command(const char *name) {
+  for (const nsl_cli_command *c = nsl__cli_commands; c->name; c++)
+    if (strcmp(c->name, name) == 0) return c;
+  return NULL;
+}
+
+/* Loops o over every option of c, groups in order. */
+#define FOR_OPTIONS(c, o)                                              \
+  for (int g_ = 0; g_ < NSL_CLI_MAX_GROUPS && (c)->options[g_]; g_++) \
+    for (const nsl_cli_option *o = (c)->options[g_]; o->name; o++)
+
+/* The option of c spelled `word` (its name or alias), or NULL. */
+static const nsl_cli_option *find_option(const nsl_cli_command *c, const char *word, size_t len) {
+  FOR_OPTIONS(c, o) {
+    if (strlen(o->name) == len && strncmp(o->name, word, len) == 0) return o;
+    if (o->alias && strlen(o->alias) == len && strncmp(o->alias, word, len) == 0) return o;
+  }
+  return NULL;
+}
+
+/* opt's name in synopses: the alias when shorter ("-o"). */
+static const char *short_name(const nsl_cli_option *o) {
+  return o->alias && strlen(o->alias) < strlen(o->name) ? o->alias : o->name;
+}
+
+/* Whether value is one of the '|'-separated choices. */
+static int is_choice(const char *choices, const char *value) {
+  size_t n = strlen(value);
+  for (const char *p = choices; *p;) {
+    size_t m = strcspn(p, "|");
+    if (m == n && strncmp(p, value, n) == 0) return 1;
+    p += m + (p[m] == '|');
+  }
   return 0;
 }
 
-/* Options of single commands, handed to the Lua side as opts[field]: a
- * list of the values when the option may repeat, the last value otherwise,
- * true for a flag (no value). */
-typedef enum opt_kind { OPT_ONE, OPT_LIST, OPT_FLAG } opt_kind;
-static const struct command_option {
-  const char *command, *opt, *field;
-  opt_kind kind;
-} command_options[] = {
-    {"bundle", "--rank", "rank", OPT_LIST},         {"bundle", "--meta", "meta", OPT_LIST},
-    {"bundle", "--source", "source", OPT_LIST},     {"bundle", "--note", "note", OPT_ONE},
-    {"combine", "--allow-mixed-commands", "allow_mixed_commands", OPT_FLAG},
-    {"combine", "--allow-mixed-nsys", "allow_mixed_nsys", OPT_FLAG},
-    {"profile", "--analysis", "analysis", OPT_LIST}, {"profile", "--nsys", "nsys", OPT_ONE},
-    {"profile", "--condition", "condition", OPT_ONE}, {"profile", "--rank", "rank", OPT_ONE},
-    {"profile", "--meta", "meta", OPT_LIST},         {"profile", "--source", "source", OPT_LIST},
-    {"profile", "--note", "note", OPT_ONE},          {"profile", "--xla-dump", "xla_dump", OPT_LIST},
-    {"profile", "--notebook", "notebook", OPT_LIST}, {"profile", "--no-rep", "no_rep", OPT_FLAG},
-    {"run", "--label", "label", OPT_ONE},   /* the runs' labels: --arg labels= of compare */
-    {NULL, NULL, NULL, OPT_ONE}};
+/* ---- usage errors ---------------------------------------------------------------- */
 
-/* The help of the commands the C side runs itself (run without an
- * analysis, info, list, repl); bundle, combine, profile and notebook print
- * their own (lua/nsl/cmd_*.lua). */
-static const struct command_help {
-  const char *command, *text;
-} command_help[] = {
-    {"run", "usage: nsl run SCRIPT|NAME [TRACE...] [--arg KEY=VALUE]... [--out DIR]\n"
-            "               [--format text|csv|json|md|tex] [--fail-on info|warning|error] [--embed]\n"
-            "               [--label \"A,B,...\"]\n"
-            "\n"
-            "Runs a shipped analysis (by name: nsl list) or your own Lua script on the traces.\n"
-            "  --arg KEY=VALUE  an argument of the analysis (nsl run NAME --help lists them)\n"
-            "  --out DIR        write every table as CSV, results.json and the figures under DIR\n"
-            "  --format F       text (default), csv, json, md or tex on stdout\n"
-            "  --fail-on S      exit 3 when a finding has severity S or worse\n"
-            "  --embed          store the results in the bundle (one .zip) under analyses/NAME/\n"
-            "  --label A,B,...  the runs' labels, for compare (its --arg labels=)\n"
-            "nsl run NAME --help prints the analysis's description and arguments."},
-    {"info", "usage: nsl info TRACE... [--format text|csv|json|md|tex] [--out DIR]\n"
-             "\n"
-             "Versions, time span, devices, processes and the row count of every table\n"
-             "(the same as nsl run info)."},
-    {"list", "usage: nsl list\n\nThe shipped analyses, with what each does (nsl run NAME --help for one)."},
-    {"repl", "usage: nsl repl [TRACE...]\n"
-             "\n"
-             "Interactive Lua 5.4 with the nsl library; `trace` is the loaded trace.  Line\n"
-             "editing, history (~/.nsl_history, or $NSL_HISTORY) and Tab completion of\n"
-             "globals, tables, columns and methods; :help inside lists the commands."},
-    {NULL, NULL}};
-
-static int usage_error(const char *fmt, const char *what) {
+/* Prints "nsl: [CMD: ]MESSAGE" and the hint of where help is; returns 2. */
+static int usage_error(const nsl_cli_command *c, const char *fmt, const char *a, const char *b) {
   fprintf(stderr, "nsl: ");
-  fprintf(stderr, fmt, what);
-  fprintf(stderr, "\nTry 'nsl --help'.\n");
+  fprintf(stderr, fmt, a, b);
+  if (c) fprintf(stderr, "\nTry 'nsl %s --help'.\n", c->name);
+  else fprintf(stderr, "\nTry 'nsl --help'.\n");
   return 2;
 }
 
 /* A usage error for an unknown word, with the closest known one (or, when
  * none is close, the few known ones). */
-static int unknown_error(const char *kind, const char *word, const char *const *known, int n, const char *cmd) {
+static int unknown_error(const nsl_cli_command *c, const char *kind, const char *word, const char *const *known,
+                         int n) {
   const char *best = nsl_closest(word, known, n);
   fprintf(stderr, "nsl: unknown %s '%s'", kind, word);
   if (best) fprintf(stderr, " (did you mean '%s'?)", best);
   else if (n <= 8)
     for (int i = 0; i < n; i++) fprintf(stderr, "%s%s%s", i ? ", " : " (one of: ", known[i], i == n - 1 ? ")" : "");
-  if (cmd) fprintf(stderr, "\nTry 'nsl %s --help'.\n", cmd);
+  if (c) fprintf(stderr, "\nTry 'nsl %s --help'.\n", c->name);
   else fprintf(stderr, "\nTry 'nsl --help'.\n");
   return 2;
 }
 
-/* The options `command` takes: nsl's own, then the command's. */
-static const char *const general_options[] = {"--arg", "--out", "--format", "--fail-on", "-o", "--output",
-                                              "--embed", "--help", NULL};
-static int known_options(const char *command, const char **out, int cap) {
+static int unknown_command(const char *word) {
+  const char *names[64];
   int n = 0;
-  for (const char *const *g = general_options; *g && n < cap; g++) out[n++] = *g;
-  for (const struct command_option *co = command_options; co->command && n < cap; co++)
-    if (strcmp(co->command, command) == 0) out[n++] = co->opt;
-  if (strcmp(command, "notebook") == 0 && n < cap) out[n++] = "--stop-on-error";
-  return n;
+  for (const nsl_cli_command *c = nsl__cli_commands; c->name && n < 64; c++) names[n++] = c->name;
+  return unknown_error(NULL, "command", word, names, n);
 }
 
-/* Matches option opt as "opt VALUE" or "opt=VALUE" at argv[*i]; a missing
- * value is a usage error that ends the program (exit code 2). */
-static int take(int argc, char **argv, int *i, const char *opt, const char **value) {
-  const char *a = argv[*i];
-  size_t n = strlen(opt);
-  if (strcmp(a, opt) == 0) {
-    if (*i + 1 >= argc) exit(usage_error("option %s needs a value", opt));
-    *value = argv[++*i];
-    return 1;
+static int unknown_option(const nsl_cli_command *c, const char *word) {
+  const char *names[128];
+  int n = 0;
+  FOR_OPTIONS(c, o) {
+    if (n < 126) names[n++] = o->name;
+    if (o->alias && n < 126) names[n++] = o->alias;
   }
-  if (strncmp(a, opt, n) == 0 && a[n] == '=') {
-    *value = a + n + 1;
-    return 1;
-  }
-  return 0;
+  names[n++] = help_option.name;
+  char name[128];   /* "--opt=value": the option part */
+  snprintf(name, sizeof name, "%.*s", (int)strcspn(word, "="), word);
+  return unknown_error(c, "option", name, names, n);
 }
 
-int nsl__cli_parse(int argc, char **argv, nsl_cli_options *o) {
-  memset(o, 0, sizeof *o);
-  o->traces = calloc((size_t)argc + 1, sizeof *o->traces);
-  o->args = calloc((size_t)argc + 1, sizeof *o->args);
-  o->rest = calloc((size_t)argc + 1, sizeof *o->rest);
-  o->program = calloc((size_t)argc + 1, sizeof *o->program);
-  o->named = calloc(2 * (size_t)argc + 2, sizeof *o->named);
-  if (!o->traces || !o->args || !o->rest || !o->program || !o->named) return usage_error("%s", "out of memory");
-  o->command = argv[0];
-  if (!one_of(o->command, commands, NCOMMANDS)) {
-    /* `nsl TRACE...` with no command, on a terminal: the REPL on those traces. */
-    if (isatty(0) && isatty(1) && access(o->command, R_OK) == 0) {
-      o->command = "repl";
-      for (int i = 0; i < argc; i++) o->traces[o->ntraces++] = argv[i];
-      return 0;
-    }
-    return unknown_error("command", o->command, commands, NCOMMANDS, NULL);
-  }
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *value = NULL;
-#define TAKE(opt) take(argc, argv, &i, opt, &value)
-    const struct command_option *co = command_options;
-    for (; co->command; co++)
-      if (strcmp(co->command, o->command) == 0 &&
-          (co->kind == OPT_FLAG ? strcmp(a, co->opt) == 0 : TAKE(co->opt)))
-        break;
-    if (co->command) {
-      o->named[2 * o->nnamed] = co->field;
-      o->named[2 * o->nnamed + 1] = co->kind == OPT_FLAG ? NULL : value;
-      o->nnamed++;
-    } else if (strcmp(a, "--") == 0) {
-      for (i++; i < argc; i++) o->program[o->nprogram++] = argv[i];
-      break;
-    } else if (TAKE("--arg")) {
-      if (!strchr(value, '=')) return usage_error("--arg wants KEY=VALUE, got '%s'", value);
-      o->args[o->nargs++] = value;
-    } else if (TAKE("--out")) o->out_dir = value;
-    else if (TAKE("--format")) {
-      static const char *const formats[] = {"text", "csv", "json", "md", "tex"};
-      if (!one_of(value, formats, 5)) return unknown_error("--format", value, formats, 5, o->command);
-      o->format = value;
-    } else if (TAKE("--fail-on")) {
-      static const char *const severities[] = {"info", "warning", "error"};
-      if (!one_of(value, severities, 3)) return unknown_error("--fail-on", value, severities, 3, o->command);
-      o->fail_on = value;
-    } else if (TAKE("-o") || TAKE("--output")) o->output = value;
-    else if (strcmp(a, "--embed") == 0) o->embed = 1;
-    else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) o->help = 1;
-    else if (a[0] == '-' && a[1] != '\0') {
-      /* profile passes the options it does not know to nsys; notebook's go to its Lua side */
-      if (strcmp(o->command, "profile") != 0 && strcmp(o->command, "notebook") != 0) {
-        const char *known[64];
-        char name[128];   /* "--opt=value": the option part */
-        snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
-        return unknown_error("option", name, known, known_options(o->command, known, 64), o->command);
+static int bad_choice(const nsl_cli_command *c, const nsl_cli_option *o, const char *value) {
+  const char *names[32];
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", o->value);
+  int n = 0;
+  for (char *p = strtok(buf, "|"); p && n < 32; p = strtok(NULL, "|")) names[n++] = p;
+  return unknown_error(c, o->name, value, names, n);
+}
+
+/* ---- text: wrapped words, synopses, help ----------------------------------------- */
+
+/* Prints text wrapped at WIDTH; a line that starts with a space is printed
+ * as it is (a list or an example). */
+static void print_prose(FILE *f, const char *text) {
+  while (*text) {
+    size_t len = strcspn(text, "\n");
+    if (text[0] == ' ' || len <= WIDTH) fprintf(f, "%.*s\n", (int)len, text);
+    else {
+      size_t col = 0;
+      const char *p = text, *end = text + len;
+      while (p < end) {
+        while (p < end && *p == ' ') p++;
+        size_t w = 0;
+        while (p + w < end && p[w] != ' ') w++;
+        if (w == 0) break;
+        if (col > 0 && col + 1 + w > WIDTH) {
+          fputc('\n', f);
+          col = 0;
+        }
+        if (col > 0) {
+          fputc(' ', f);
+          col++;
+        }
+        fprintf(f, "%.*s", (int)w, p);
+        col += w;
+        p += w;
       }
-      o->rest[o->nrest++] = a;
-    } else if (strcmp(o->command, "profile") == 0) o->rest[o->nrest++] = a;   /* a value of an nsys option */
-    else if (strcmp(o->command, "run") == 0 && !o->script) o->script = a;
-    else o->traces[o->ntraces++] = a;
-#undef TAKE
+      fputc('\n', f);
+    }
+    text += len + (text[len] == '\n');
   }
-  if (o->help) return 0;   /* --help needs nothing else */
-  if (strcmp(o->command, "run") == 0 && !o->script) return usage_error("%s", "run: which analysis? (nsl list)");
-  if (strcmp(o->command, "info") == 0 && o->ntraces == 0) return usage_error("%s", "info: no trace given");
-  return 0;
 }
 
-void nsl__cli_free(nsl_cli_options *o) {
-  free(o->traces);
-  free(o->args);
-  free(o->rest);
-  free(o->program);
-  free(o->named);
+/* Words laid out on lines of at most `width` columns, the lines after the
+ * first indented by `indent`; `fresh` while the line has no word yet. */
+typedef struct layout {
+  FILE *f;
+  int width, indent, col, fresh;
+} layout;
+
+static void put_word(layout *l, const char *word) {
+  int w = (int)strlen(word);
+  if (!l->fresh && l->col + 1 + w > l->width) {
+    fprintf(l->f, "\n%*s", l->indent, "");
+    l->col = l->indent;
+    l->fresh = 1;
+  }
+  if (!l->fresh) {
+    fputc(' ', l->f);
+    l->col++;
+  }
+  fputs(word, l->f);
+  l->col += w;
+  l->fresh = 0;
 }
+
+/* Prints `prefix` and c's synopsis: the words, every option (required ones
+ * bare, the others in brackets, "..." when they repeat), the passthrough
+ * and the program, wrapped under the first word; ends the line. */
+static void print_synopsis(FILE *f, const nsl_cli_command *c, const char *prefix, int width) {
+  fputs(prefix, f);
+  layout l = {f, width, (int)strlen(prefix) + 1, (int)strlen(prefix), 0};
+  char word[256];
+  if (c->args) put_word(&l, c->args);
+  FOR_OPTIONS(c, o) {
+    int req = (o->flags & NSL_CLI_REQUIRED) != 0;
+    snprintf(word, sizeof word, "%s%s%s%s%s%s", req ? "" : "[", short_name(o), o->value ? " " : "",
+             o->value ? o->value : "", req ? "" : "]", o->kind == NSL_CLI_LIST ? "..." : "");
+    put_word(&l, word);
+  }
+  if (c->passthrough) {
+    snprintf(word, sizeof word, "[%s]", c->passthrough);
+    put_word(&l, word);
+  }
+  if (c->program) {
+    snprintf(word, sizeof word, "-- %s", c->program);
+    put_word(&l, word);
+  }
+  fputc('\n', f);
+}
+
+/* The left column of an option in the help: "-o, --output OUT.zip". */
+static void option_label(const nsl_cli_option *o, char *buf, size_t cap) {
+  if (o->alias) snprintf(buf, cap, "%s, %s", short_name(o), short_name(o) == o->name ? o->alias : o->name);
+  else snprintf(buf, cap, "%s", o->name);
+  if (o->value) snprintf(buf + strlen(buf), cap - strlen(buf), " %s", o->value);
+}
+
+/* Prints one option of the help: its label, then its help wrapped beside it
+ * (under it when the label is wide). */
+static void print_option(FILE *f, const nsl_cli_option *o) {
+  enum { COL = 26 };
+  char label[256], word[256];
+  option_label(o, label, sizeof label);
+  int n = fprintf(f, "  %s", label);
+  if (n + 2 > COL) fprintf(f, "\n%*s", COL, "");
+  else fprintf(f, "%*s", COL - n, "");
+  layout l = {f, WIDTH, COL, COL, 1};
+  for (const char *p = o->help; *p;) {
+    while (*p == ' ') p++;
+    size_t w = strcspn(p, " ");
+    if (w == 0) break;
+    snprintf(word, sizeof word, "%.*s", (int)w, p);
+    put_word(&l, word);
+    p += w;
+  }
+  fputc('\n', f);
+}
+
+/* nsl COMMAND --help: usage, description, options, epilog. */
+static void print_command_help(FILE *f, const nsl_cli_command *c) {
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "usage: nsl %s", c->name);
+  print_synopsis(f, c, prefix, WIDTH);
+  fputc('\n', f);
+  print_prose(f, c->description);
+  fprintf(f, "\noptions:\n");
+  FOR_OPTIONS(c, o) print_option(f, o);
+  print_option(f, &help_option);
+  if (c->epilog) {
+    fputc('\n', f);
+    print_prose(f, c->epilog);
+  }
+}
+
+/* The command's words and required options ("bundle EXPORT... -o OUT.zip"). */
+static void short_usage(const nsl_cli_command *c, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s", c->name);
+  if (c->args) snprintf(buf + strlen(buf), cap - strlen(buf), " %s", c->args);
+  FOR_OPTIONS(c, o)
+  if (o->flags & NSL_CLI_REQUIRED)
+    snprintf(buf + strlen(buf), cap - strlen(buf), " %s %s", short_name(o), o->value ? o->value : "");
+  if (c->program) snprintf(buf + strlen(buf), cap - strlen(buf), " [OPTIONS] -- %s", c->program);
+}
+
+/* nsl --help: what nsl is, every command with its summary, exit codes. */
+static void print_usage(FILE *f) {
+  fprintf(f, "usage: nsl COMMAND [ARGS]\n\n%s\n\ncommands:\n", nsl__cli_about);
+  char buf[256];
+  for (const nsl_cli_command *c = nsl__cli_commands; c->name; c++) {
+    short_usage(c, buf, sizeof buf);
+    if (strlen(buf) <= 20) fprintf(f, "  %-20s %s\n", buf, c->summary);
+    else fprintf(f, "  %s\n  %-20s %s\n", buf, "", c->summary);
+  }
+  fprintf(f, "  %-20s %s\n", "COMMAND --help", "the options of a command");
+  fprintf(f, "  %-20s %s\n", "run NAME --help", "an analysis's description and arguments");
+  fprintf(f, "  %-20s %s\n", "--help-synopsis", "the synopsis of every command");
+  fprintf(f, "  --help, --version\n\n%s\n", nsl__cli_exit_codes);
+}
+
+/* nsl --help-synopsis: every command with all its options (the README's
+ * "The command line" block is this text). */
+static void print_all_synopses(FILE *f) {
+  char prefix[64];
+  for (const nsl_cli_command *c = nsl__cli_commands; c->name; c++) {
+    fprintf(f, "# %s\n", c->summary);
+    snprintf(prefix, sizeof prefix, "nsl %s", c->name);
+    print_synopsis(f, c, prefix, SYNOPSIS_WIDTH);
+  }
+  fprintf(f, "# the options of a command; an analysis's description and arguments\n"
+             "nsl COMMAND --help\nnsl run NAME --help\nnsl --help | --version | --help-synopsis\n");
+}
+
+/* ---- parsing ------------------------------------------------------------------------ */
+
+/* Records option o with its value. */
+static void add_given(nsl_cli_args *a, const nsl_cli_option *o, const char *value) {
+  a->given[a->ngiven].opt = o;
+  a->given[a->ngiven].value = value;
+  a->ngiven++;
+}
+
+/* Parses the words after the command name. */
+static int parse_command(int argc, char **argv, nsl_cli_args *a) {
+  const nsl_cli_command *c = a->command;
+  int i = 2;
+  for (; i < argc; i++) {
+    const char *w = argv[i];
+    if (strcmp(w, "--") == 0) {
+      i++;
+      break;
+    }
+    if (w[0] == '-' && w[1] != '\0') {
+      size_t len = strcspn(w, "=");
+      const nsl_cli_option *o = find_option(c, w, len);
+      if (!o) {
+        if (strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0) a->help = 1;
+        else if (c->passthrough) a->rest[a->nrest++] = w;
+        else return unknown_option(c, w);
+        continue;
+      }
+      const char *value = NULL;
+      if (o->kind == NSL_CLI_FLAG) {
+        if (w[len] == '=') return usage_error(c, "option %s takes no value%s", o->name, "");
+      } else if (w[len] == '=') value = w + len + 1;
+      else if (i + 1 < argc) value = argv[++i];
+      else return usage_error(c, "option %s needs a value%s", o->name, "");
+      if (value && (o->flags & NSL_CLI_CHOICES) && !is_choice(o->value, value)) return bad_choice(c, o, value);
+      if (value && strchr(o->value, '=') && !strchr(value, '='))
+        return usage_error(c, "%s wants KEY=VALUE, got '%s'", o->name, value);
+      add_given(a, o, value);
+    } else if (c->passthrough) a->rest[a->nrest++] = w;   /* a value of a passed-on option */
+    else if (c->first && !a->first) a->first = w;
+    else a->traces[a->ntraces++] = w;
+  }
+  for (; i < argc; i++) {
+    if (c->program) a->program[a->nprogram++] = argv[i];
+    else if (c->first && !a->first) a->first = argv[i];
+    else a->traces[a->ntraces++] = argv[i];
+  }
+  if (a->help) return -1;   /* --help needs nothing else */
+  char buf[256];
+  if ((a->first != NULL) + a->ntraces < c->min_args) {
+    short_usage(c, buf, sizeof buf);
+    fprintf(stderr, "nsl: %s: %s (nsl %s)\nTry 'nsl %s --help'.\n", c->name, c->missing, buf, c->name);
+    return 2;
+  }
+  FOR_OPTIONS(c, o) {
+    if (!(o->flags & NSL_CLI_REQUIRED)) continue;
+    int k = 0;
+    while (k < a->ngiven && a->given[k].opt != o) k++;
+    if (k == a->ngiven) {
+      fprintf(stderr, "nsl: %s: where to? give %s %s\nTry 'nsl %s --help'.\n", c->name, short_name(o),
+              o->value ? o->value : "", c->name);
+      return 2;
+    }
+  }
+  if (c->program && a->nprogram == 0) {
+    short_usage(c, buf, sizeof buf);
+    fprintf(stderr, "nsl: %s: give the command after '--' (nsl %s)\nTry 'nsl %s --help'.\n", c->name, buf, c->name);
+    return 2;
+  }
+  return -1;
+}
+
+int nsl__cli_parse(int argc, char **argv, nsl_cli_args *a) {
+  memset(a, 0, sizeof *a);
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    print_usage(stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    printf("nsl %s (%s)\n", nsl_version(), LUA_RELEASE);
+    return 0;
+  }
+  if (strcmp(cmd, "--help-synopsis") == 0) {
+    print_all_synopses(stdout);
+    return 0;
+  }
+  a->traces = calloc((size_t)argc + 1, sizeof *a->traces);
+  a->given = calloc((size_t)argc + 1, sizeof *a->given);
+  a->rest = calloc((size_t)argc + 1, sizeof *a->rest);
+  a->program = calloc((size_t)argc + 1, sizeof *a->program);
+  if (!a->traces || !a->given || !a->rest || !a->program) {
+    fprintf(stderr, "nsl: out of memory\n");
+    return 1;
+  }
+  a->command = find_command(cmd);
+  if (!a->command) {
+    /* `nsl TRACE...` with no command, on a terminal: the REPL on those traces. */
+    if (isatty(0) && isatty(1) && access(cmd, R_OK) == 0) {
+      a->command = find_command("repl");
+      for (int i = 1; i < argc; i++) a->traces[a->ntraces++] = argv[i];
+      return -1;
+    }
+    return unknown_command(cmd);
+  }
+  return parse_command(argc, argv, a);
+}
+
+void nsl__cli_free(nsl_cli_args *a) {
+  free(a->traces);
+  free(a->given);
+  free(a->rest);
+  free(a->program);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------ */
 
 static void set_list(lua_State *L, const char *field, const char **v, int n) {
   lua_createtable(L, n, 0);
@@ -205,73 +403,79 @@ static void set_list(lua_State *L, const char *field, const char **v, int n) {
   lua_setfield(L, -2, field);
 }
 
-static void set_str(lua_State *L, const char *field, const char *v) {
-  if (!v) return;
-  lua_pushstring(L, v);
-  lua_setfield(L, -2, field);
+/* Pushes o's field name in opts: declared, or the name without its
+ * leading dashes with '-' as '_'. */
+static void push_field(lua_State *L, const nsl_cli_option *o) {
+  if (o->field) {
+    lua_pushstring(L, o->field);
+    return;
+  }
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", o->name + strspn(o->name, "-"));
+  for (char *p = buf; *p; p++)
+    if (*p == '-') *p = '_';
+  lua_pushstring(L, buf);
 }
 
-/* Sets the command's own options (see command_options) on the table on top. */
-static void set_named(lua_State *L, const nsl_cli_options *o) {
-  for (int k = 0; k < o->nnamed; k++) {
-    const char *field = o->named[2 * k], *value = o->named[2 * k + 1];
-    opt_kind kind = OPT_ONE;
-    for (const struct command_option *co = command_options; co->command; co++)
-      if (strcmp(co->command, o->command) == 0 && strcmp(co->field, field) == 0) kind = co->kind;
-    if (kind == OPT_LIST) {
-      if (lua_getfield(L, -1, field) != LUA_TTABLE) {
+/* Sets the options given on the table on top (see nsl_cli_kind). */
+static void set_given(lua_State *L, const nsl_cli_args *a) {
+  for (int k = 0; k < a->ngiven; k++) {
+    const nsl_cli_option *o = a->given[k].opt;
+    push_field(L, o);
+    if (o->kind == NSL_CLI_LIST) {
+      lua_pushvalue(L, -1);
+      if (lua_rawget(L, -3) != LUA_TTABLE) {
         lua_pop(L, 1);
         lua_newtable(L);
-        lua_pushvalue(L, -1);
-        lua_setfield(L, -3, field);
+        lua_pushvalue(L, -2);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, -5);
       }
-      lua_pushstring(L, value);
+      lua_pushstring(L, a->given[k].value);
       lua_seti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
-      lua_pop(L, 1);
+      lua_pop(L, 2);
     } else {
-      if (kind == OPT_FLAG) lua_pushboolean(L, 1);
-      else lua_pushstring(L, value);
-      lua_setfield(L, -2, field);
+      if (o->kind == NSL_CLI_FLAG) lua_pushboolean(L, 1);
+      else lua_pushstring(L, a->given[k].value);
+      lua_rawset(L, -3);
     }
   }
 }
 
+/* require(module).main(opts): the module and opts are arguments 1 and 2. */
 static int call_main(lua_State *L) {
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "nsl.runner");
+  lua_pushvalue(L, 1);
   lua_call(L, 1, 1);
   lua_getfield(L, -1, "main");
-  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
   lua_call(L, 1, 1);
   return 1;
 }
 
-int nsl__cli_dispatch(lua_State *L, const nsl_cli_options *o) {
-  if (o->help && !(strcmp(o->command, "run") == 0 && o->script))
-    for (const struct command_help *h = command_help; h->command; h++)
-      if (strcmp(h->command, o->command) == 0) {
-        puts(h->text);
-        return 0;
-      }
-  if (strcmp(o->command, "repl") == 0) return nsl__repl(L, o);
+int nsl__cli_dispatch(lua_State *L, const nsl_cli_args *a) {
+  const nsl_cli_command *c = a->command;
+  if (a->help && !(c->first_help && a->first)) {
+    print_command_help(stdout, c);
+    return 0;
+  }
+  if (c->run) return c->run(L, a);
   lua_pushcfunction(L, call_main);
+  lua_pushstring(L, c->module);
   lua_createtable(L, 0, 16);
-  set_str(L, "command", o->command);
-  set_str(L, "script", o->script);
-  set_list(L, "traces", o->traces, o->ntraces);
-  set_list(L, "args", o->args, o->nargs);
-  set_list(L, "rest", o->rest, o->nrest);
-  set_list(L, "program", o->program, o->nprogram);
-  set_named(L, o);
-  set_str(L, "out", o->out_dir);
-  set_str(L, "format", o->format);
-  set_str(L, "fail_on", o->fail_on);
-  set_str(L, "output", o->output);
-  lua_pushboolean(L, o->embed);
-  lua_setfield(L, -2, "embed");
-  lua_pushboolean(L, o->help);
+  lua_pushstring(L, c->name);
+  lua_setfield(L, -2, "command");
+  if (c->first && a->first) {
+    lua_pushstring(L, a->first);
+    lua_setfield(L, -2, c->first);
+  }
+  set_list(L, "traces", a->traces, a->ntraces);
+  set_list(L, "rest", a->rest, a->nrest);
+  set_list(L, "program", a->program, a->nprogram);
+  set_given(L, a);
+  lua_pushboolean(L, a->help);
   lua_setfield(L, -2, "help");
-  int status = nsl__docall(L, 1, 1);
+  int status = nsl__docall(L, 2, 1);
   if (status != LUA_OK) {
     nsl__report(L, status);
     return 1;

@@ -192,7 +192,7 @@ static const char *history_path(void) {
 
 /* Opens the traces as `trace`, then reads, evaluates and prints until EOF
  * or :quit.  Returns the exit code. */
-int nsl__repl(lua_State *L, const nsl_cli_options *o) {
+int nsl__repl(lua_State *L, const nsl_cli_args *o) {
   int interactive = isatty(0);
   repl_L = L;
   lua_getglobal(L, "require");

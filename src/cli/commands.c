@@ -1,0 +1,177 @@
+/* commands.c -- the commands of nsl and their options, declared once.
+ *
+ * The parser, `nsl COMMAND --help`, `nsl --help`, the usage errors and the
+ * README's synopsis (`nsl --help-synopsis`) are all made from this table
+ * (cli.c).  To add a command: one entry in nsl__cli_commands naming the Lua
+ * module whose main(opts) runs it; to add an option: one line in the
+ * command's group (or in a shared group, for every command that lists it).
+ * The Lua side finds each option as opts[field]. */
+#include "cli/cli.h"
+
+/* The options of the commands that run analyses (run, info, profile). */
+static const nsl_cli_option analysis_options[] = {
+    {"--arg", NULL, NSL_CLI_LIST, "KEY=VALUE", "args", 0,
+     "an argument of the analysis (nsl run NAME --help lists them)"},
+    {"--out", NULL, NSL_CLI_ONE, "DIR", NULL, 0, "write every table as CSV, results.json and the figures under DIR"},
+    {"--format", NULL, NSL_CLI_ONE, "text|csv|json|md|tex", NULL, NSL_CLI_CHOICES,
+     "the tables on stdout as text (default), CSV, JSON, Markdown or LaTeX"},
+    {"--fail-on", NULL, NSL_CLI_ONE, "info|warning|error", NULL, NSL_CLI_CHOICES,
+     "exit 3 when a finding has this severity or worse"},
+    {NULL}};
+
+static const nsl_cli_option run_options[] = {
+    {"--embed", NULL, NSL_CLI_FLAG, NULL, NULL, 0,
+     "store the results in the bundle (one .zip) under analyses/NAME/"},
+    {"--label", NULL, NSL_CLI_ONE, "A,B,...", NULL, 0, "the runs' labels, for compare (its --arg labels=)"},
+    {NULL}};
+
+static const nsl_cli_option bundle_options[] = {
+    {"--output", "-o", NSL_CLI_ONE, "OUT.zip", NULL, NSL_CLI_REQUIRED, "the bundle to write"},
+    {"--rank", NULL, NSL_CLI_LIST, "N", NULL, 0,
+     "the exports' ranks, one per export in order (default: a \"rank<N>\" in the file name)"},
+    {"--meta", NULL, NSL_CLI_LIST, "FILE|DIR", NULL, 0, "metadata files stored under meta/ (folders are walked)"},
+    {"--source", NULL, NSL_CLI_LIST, "FILE|DIR", NULL, 0, "source files stored under sources/ (folders are walked)"},
+    {"--note", NULL, NSL_CLI_ONE, "TEXT", NULL, 0, "free text kept in the manifest"},
+    {NULL}};
+
+static const nsl_cli_option combine_options[] = {
+    {"--output", "-o", NSL_CLI_ONE, "OUT.zip", NULL, NSL_CLI_REQUIRED, "the bundle to write"},
+    {"--allow-mixed-commands", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "combine bundles of different profiled commands"},
+    {"--allow-mixed-nsys", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "combine bundles made by different nsys releases"},
+    {NULL}};
+
+static const nsl_cli_option profile_options[] = {
+    {"--analysis", NULL, NSL_CLI_LIST, "NAME", NULL, 0,
+     "an analysis to run on the bundle; its results are stored in it under analyses/NAME/"},
+    {"--output", "-o", NSL_CLI_ONE, "OUT.zip", NULL, 0, "the bundle to write (default nsl-profile-%h-%p.zip)"},
+    {"--nsys", NULL, NSL_CLI_ONE, "PATH", NULL, 0, "the nsys program (default: nsys, found on PATH)"},
+    {"--condition", NULL, NSL_CLI_ONE, "EXPR", NULL, 0, "profile only where the Lua expression EXPR holds"},
+    {"--rank", NULL, NSL_CLI_ONE, "N", NULL, 0, "the rank of this process (default: from the environment)"},
+    {"--meta", NULL, NSL_CLI_LIST, "FILE|DIR", NULL, 0, "metadata files stored under meta/ (folders are walked)"},
+    {"--source", NULL, NSL_CLI_LIST, "FILE|DIR", NULL, 0, "source files stored under sources/ (folders are walked)"},
+    {"--xla-dump", NULL, NSL_CLI_LIST, "DIR", NULL, 0, "where XLA dumps its HLO; stored under meta/xla_dump/"},
+    {"--note", NULL, NSL_CLI_ONE, "TEXT", NULL, 0, "free text kept in the manifest"},
+    {"--no-rep", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "leave the .nsys-rep out of the bundle"},
+    {"--notebook", NULL, NSL_CLI_LIST, "NB.md", NULL, 0,
+     "a notebook (file or shipped name) rendered on the bundle and stored in it"},
+    {NULL}};
+
+static const nsl_cli_option notebook_options[] = {
+    {"--output", "-o", NSL_CLI_ONE, "OUT.html|OUT.ipynb", NULL, NSL_CLI_REQUIRED,
+     "where to write the report (.html or .ipynb)"},
+    {"--stop-on-error", NULL, NSL_CLI_FLAG, NULL, NULL, 0,
+     "stop at the first failing cell and exit 1 (by default the remaining cells still run and errors show in the "
+     "report)"},
+    {NULL}};
+
+const nsl_cli_command nsl__cli_commands[] = {
+    {.name = "run",
+     .args = "SCRIPT|NAME [TRACE...]",
+     .min_args = 1,
+     .missing = "which analysis?",
+     .first = "script",
+     .first_help = 1,
+     .options = {analysis_options, run_options},
+     .summary = "run a shipped analysis (by name) or your own script",
+     .description = "Runs a shipped analysis (by name: nsl list) or your own Lua script on the traces.",
+     .epilog = "nsl run NAME --help prints the analysis's description and arguments.",
+     .module = "nsl.runner"},
+    {.name = "list",
+     .summary = "the shipped analyses",
+     .description = "The shipped analyses, with what each does (nsl run NAME --help for one).",
+     .module = "nsl.runner"},
+    {.name = "info",
+     .args = "TRACE...",
+     .min_args = 1,
+     .missing = "no trace given",
+     .options = {analysis_options},
+     .summary = "versions, time span, devices, processes, row counts",
+     .description = "Versions, time span, devices, processes and the row count of every table (the same as nsl run "
+                    "info).",
+     .module = "nsl.runner"},
+    {.name = "repl",
+     .args = "[TRACE...]",
+     .summary = "interactive Lua with `trace` loaded (also nsl TRACE... on a terminal)",
+     .description = "Interactive Lua 5.4 with the nsl library; `trace` is the loaded trace.  Line editing, history "
+                    "(~/.nsl_history, or $NSL_HISTORY) and Tab completion of globals, tables, columns and methods; "
+                    ":help inside lists the commands.",
+     .run = nsl__repl},
+    {.name = "bundle",
+     .args = "EXPORT...",
+     .min_args = 1,
+     .missing = "no export given",
+     .options = {bundle_options},
+     .summary = "a bundle of exports, metadata and sources",
+     .description = "Writes one bundle (archive-format/) holding the exports under reports/, the --meta files under "
+                    "meta/ and the --source files under sources/ (folders are walked; hidden entries and "
+                    "__pycache__ are skipped).  The manifest records what the exports say: nsys and schema "
+                    "versions, hosts, session starts, GPUs, and the profiled command line when the export has it.",
+     .module = "nsl.cmd_bundle"},
+    {.name = "combine",
+     .args = "IN.zip...",
+     .min_args = 1,
+     .missing = "no bundle given",
+     .options = {combine_options},
+     .summary = "per-rank bundles merged into one",
+     .description = "Merges bundles (one per rank or process) into one.  Identical members are stored once; a name "
+                    "that clashes with other content is renamed (a report of rank R becomes "
+                    "reports/<stem>.rank<R>.sqlite).  Refused, naming both inputs: different profiled commands, "
+                    "nsys versions of different releases, a rank or a report present in two inputs, the output "
+                    "being an input.",
+     .module = "nsl.cmd_combine"},
+    {.name = "profile",
+     .passthrough = "nsys profile options",
+     .program = "COMMAND...",
+     .options = {profile_options, analysis_options},
+     .summary = "nsys profile, export, bundle and analyse in one go",
+     .description =
+         "Runs COMMAND under `nsys profile` (default options --trace=cuda,nvtx,osrt,cublas,cudnn "
+         "--cuda-graph-trace=node; an option you give replaces its default), exports the report to SQLite and "
+         "writes one bundle to OUT.zip with:\n"
+         "  reports/   the SQLite export, and the .nsys-rep unless --no-rep\n"
+         "  meta/      environment.txt (variables whose names hold TOKEN, SECRET, PASSWORD,\n"
+         "             PASSWD, KEY or CREDENTIAL left out), nvidia-smi.txt (`nvidia-smi -q`, when\n"
+         "             present), nsys-export.log, the --meta files, XLA dumps (xla_dump/)\n"
+         "  sources/   the --source files (folders walked; hidden entries skipped)\n"
+         "Each --analysis then runs on the bundle and its results are stored in it under analyses/NAME/ (--arg "
+         "KEY=VALUE goes to the analyses that declare KEY).",
+     .epilog =
+         "OUT may hold %h (host), %p (nsl's pid), %r (rank), %q{VAR} (an environment variable) and %%.  The rank "
+         "is --rank, else RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID from the environment.\n"
+         "\n"
+         "--xla-dump DIR adds --xla_dump_to=DIR --xla_dump_hlo_as_proto to XLA_FLAGS (unless XLA_FLAGS names a "
+         "dump folder already) and stores DIR's files under meta/xla_dump/.\n"
+         "\n"
+         "--notebook NB.md (or the name of a shipped notebook) runs the notebook on the bundle and stores the "
+         "page in it as analyses/notebook-NAME/NAME.html.\n"
+         "\n"
+         "--condition EXPR profiles only where EXPR is true; elsewhere COMMAND runs unprofiled.  EXPR is a Lua "
+         "expression over the environment: a bare NAME is the variable's value (a number when it looks like one, "
+         "nil when unset), env.NAME its text, rank the rank (as above); != is accepted for ~=.  Examples:\n"
+         "  --condition 'LOCAL_RANK == 0'      --condition 'env.OMPI_COMM_WORLD_RANK == \"0\"'\n"
+         "  --condition 'rank == nil or rank % 8 == 0'\n"
+         "\n"
+         "Work happens in a temporary folder beside OUT (or in $TMPDIR); only the finished bundle reaches OUT, "
+         "and it is written even when COMMAND fails.  The exit code is COMMAND's (128 + N when signal N ended "
+         "it); when COMMAND succeeded, 1 if nsys, the export, the bundle or an analysis failed, 3 for a finding "
+         "at or above --fail-on.",
+     .module = "nsl.cmd_profile"},
+    {.name = "notebook",
+     .args = "NOTEBOOK.md|NAME [TRACE...]",
+     .min_args = 1,
+     .missing = "no notebook given",
+     .options = {notebook_options},
+     .summary = "run a literate analysis (Markdown with Lua cells) into a report",
+     .description = "Runs the notebook's Lua cells in order on the traces and writes the rendered report: one "
+                    "self-contained HTML file, or a Jupyter notebook (.ipynb) with the outputs filled in.  NAME is "
+                    "a shipped notebook (analysis, compare).",
+     .module = "nsl.cmd_notebook"},
+    {NULL}};
+
+const char nsl__cli_about[] =
+    "Analyse NVIDIA Nsight Systems profiles: SQLite exports (nsys export --type sqlite)\n"
+    "and nsl bundles (.zip).";
+
+const char nsl__cli_exit_codes[] =
+    "exit codes: 0 success, 1 error (bad input, failing script), 2 usage,\n"
+    "            3 a finding at or above --fail-on; profile: the command's when it failed";
