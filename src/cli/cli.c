@@ -1,5 +1,6 @@
 /* cli.c -- the one argument parser of nsl, the help texts and the dispatch
  * to the Lua modules, all made from the declarations of commands.c. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,13 +58,24 @@ static int is_choice(const char *choices, const char *value) {
 
 /* ---- usage errors ---------------------------------------------------------------- */
 
-/* Prints "nsl: [CMD: ]MESSAGE" and the hint of where help is; returns 2. */
-static int usage_error(const nsl_cli_command *c, const char *fmt, const char *a, const char *b) {
-  fprintf(stderr, "nsl: ");
-  fprintf(stderr, fmt, a, b);
+/* Ends a usage error with where help is (c's, or nsl's); returns 2, the
+ * exit code of a usage error. */
+static int try_help(const nsl_cli_command *c) {
   if (c) fprintf(stderr, "\nTry 'nsl %s --help'.\n", c->name);
   else fprintf(stderr, "\nTry 'nsl --help'.\n");
   return 2;
+}
+
+/* Prints "nsl: MESSAGE" (printf's fmt and arguments) and where help is;
+ * returns 2, the exit code of a usage error. */
+static int usage_error(const nsl_cli_command *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(const nsl_cli_command *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "nsl: ");
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  return try_help(c);
 }
 
 /* A usage error for an unknown word, with the closest known one (or, when
@@ -75,9 +87,7 @@ static int unknown_error(const nsl_cli_command *c, const char *kind, const char 
   if (best) fprintf(stderr, " (did you mean '%s'?)", best);
   else if (n <= 8)
     for (int i = 0; i < n; i++) fprintf(stderr, "%s%s%s", i ? ", " : " (one of: ", known[i], i == n - 1 ? ")" : "");
-  if (c) fprintf(stderr, "\nTry 'nsl %s --help'.\n", c->name);
-  else fprintf(stderr, "\nTry 'nsl --help'.\n");
-  return 2;
+  return try_help(c);
 }
 
 static int unknown_command(const char *word) {
@@ -303,10 +313,10 @@ static int parse_command(int argc, char **argv, nsl_cli_args *a) {
       }
       const char *value = NULL;
       if (o->kind == NSL_CLI_FLAG) {
-        if (w[len] == '=') return usage_error(c, "option %s takes no value%s", o->name, "");
+        if (w[len] == '=') return usage_error(c, "option %s takes no value", o->name);
       } else if (w[len] == '=') value = w + len + 1;
       else if (i + 1 < argc) value = argv[++i];
-      else return usage_error(c, "option %s needs a value%s", o->name, "");
+      else return usage_error(c, "option %s needs a value", o->name);
       if (value && (o->flags & NSL_CLI_CHOICES) && !is_choice(o->value, value)) return bad_choice(c, o, value);
       if (value && strchr(o->value, '=') && !strchr(value, '='))
         return usage_error(c, "%s wants KEY=VALUE, got '%s'", o->name, value);
@@ -324,23 +334,19 @@ static int parse_command(int argc, char **argv, nsl_cli_args *a) {
   char buf[256];
   if ((a->first != NULL) + a->ntraces < c->min_args) {
     short_usage(c, buf, sizeof buf);
-    fprintf(stderr, "nsl: %s: %s (nsl %s)\nTry 'nsl %s --help'.\n", c->name, c->missing, buf, c->name);
-    return 2;
+    return usage_error(c, "%s: %s (nsl %s)", c->name, c->missing, buf);
   }
   FOR_OPTIONS(c, o) {
     if (!(o->flags & NSL_CLI_REQUIRED)) continue;
     int k = 0;
     while (k < a->ngiven && a->given[k].opt != o) k++;
-    if (k == a->ngiven) {
-      fprintf(stderr, "nsl: %s: where to? give %s %s\nTry 'nsl %s --help'.\n", c->name, short_name(o),
-              o->value ? o->value : "", c->name);
-      return 2;
-    }
+    if (k == a->ngiven)
+      return usage_error(c, "%s: give %s%s%s (%s)", c->name, short_name(o), o->value ? " " : "",
+                         o->value ? o->value : "", o->help);
   }
   if (c->program && a->nprogram == 0) {
     short_usage(c, buf, sizeof buf);
-    fprintf(stderr, "nsl: %s: give the command after '--' (nsl %s)\nTry 'nsl %s --help'.\n", c->name, buf, c->name);
-    return 2;
+    return usage_error(c, "%s: give the command after '--' (nsl %s)", c->name, buf);
   }
   return -1;
 }
@@ -383,6 +389,13 @@ int nsl__cli_parse(int argc, char **argv, nsl_cli_args *a) {
     return unknown_command(cmd);
   }
   return parse_command(argc, argv, a);
+}
+
+const char *nsl__cli_value(const nsl_cli_args *a, const char *name) {
+  const char *v = NULL;
+  for (int k = 0; k < a->ngiven; k++)
+    if (strcmp(a->given[k].opt->name, name) == 0) v = a->given[k].opt->kind == NSL_CLI_FLAG ? "" : a->given[k].value;
+  return v;
 }
 
 void nsl__cli_free(nsl_cli_args *a) {

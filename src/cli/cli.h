@@ -87,6 +87,9 @@ typedef struct nsl_cli_args {
  * version or synopsis printed (0), a usage error printed (2). */
 int nsl__cli_parse(int argc, char **argv, nsl_cli_args *a);
 void nsl__cli_free(nsl_cli_args *a);
+/* For commands written in C: the last value given to the option called
+ * name ("--nsys"), "" for a flag given, NULL when not given. */
+const char *nsl__cli_value(const nsl_cli_args *a, const char *name);
 /* Runs the parsed command; returns the process exit code. */
 int nsl__cli_dispatch(lua_State *L, const nsl_cli_args *a);
 
