@@ -2,10 +2,18 @@
  *
  * The parser, `nsl COMMAND --help`, `nsl --help`, the usage errors and the
  * README's synopsis (`nsl --help-synopsis`) are all made from this table
- * (cli.c).  To add a command: one entry in nsl__cli_commands naming the Lua
- * module whose main(opts) runs it; to add an option: one line in the
- * command's group (or in a shared group, for every command that lists it).
- * The Lua side finds each option as opts[field]. */
+ * (cli.c); nothing else lists a command or an option.
+ *
+ * To add a command: one entry in nsl__cli_commands, in the order nsl --help
+ * shows them, with .module naming the Lua module whose main(opts) runs it
+ * (opts.command, opts.traces, opts.rest, opts.program, opts.help and one
+ * field per option given), or .run a C function (cli.h's nsl_cli_main,
+ * reading options with nsl__cli_value).  To add an option: one line in the
+ * command's group, or in a shared group (analysis_options) for every
+ * command that lists that group in .options.  Then refresh the README with
+ * scripts/readme-synopsis.sh build/nsl (tests/e2e/test_cli_table.sh checks
+ * it).  An option's name is declared once per command: the same name in
+ * two groups of one command is a mistake the test reports. */
 #include "cli/cli.h"
 
 /* The options of the commands that run analyses (run, info, profile). */

@@ -53,6 +53,8 @@ for c in $commands; do
   awk '/^options:$/ { on = 1; next } on && /^$/ { on = 0 } on && /^  -/ { print }' "$TMP/help.txt" |
     sed -E 's/^  //; s/ {2,}.*$//' > "$TMP/help_labels.txt"
   sed -E 's/ .*//' "$TMP/syn_opts.txt" | sort -u > "$TMP/syn_names.txt"
+  twice=$({ echo "$line" | grep -oE '\[--?[a-z][a-z-]*'; echo "$line" | grep -oE ' --?[a-z][a-z-]* '; } | tr -d '[ ' | sort | uniq -d)
+  check_eq "nsl $c: no option declared twice" "$twice" ""
   sed -E 's/,? .*//' "$TMP/help_labels.txt" | grep -vx -- '-h' | sort -u > "$TMP/help_names.txt"
   if cmp -s "$TMP/syn_names.txt" "$TMP/help_names.txt"; then
     ok "nsl $c: the options of the synopsis and of --help are the same ($(wc -l < "$TMP/syn_names.txt"))"
