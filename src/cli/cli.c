@@ -90,6 +90,7 @@ static int unknown_error(const nsl_cli_command *c, const char *kind, const char 
   return try_help(c);
 }
 
+/* A first word that is no command. */
 static int unknown_command(const char *word) {
   const char *names[64];
   int n = 0;
@@ -97,6 +98,7 @@ static int unknown_command(const char *word) {
   return unknown_error(NULL, "command", word, names, n);
 }
 
+/* An option word ("--opt" or "--opt=value") that c does not declare. */
 static int unknown_option(const nsl_cli_command *c, const char *word) {
   const char *names[128];
   int n = 0;
@@ -110,6 +112,7 @@ static int unknown_option(const nsl_cli_command *c, const char *word) {
   return unknown_error(c, "option", name, names, n);
 }
 
+/* A value of a NSL_CLI_CHOICES option that is not one of its choices. */
 static int bad_choice(const nsl_cli_command *c, const nsl_cli_option *o, const char *value) {
   const char *names[32];
   char buf[256];
@@ -120,38 +123,6 @@ static int bad_choice(const nsl_cli_command *c, const nsl_cli_option *o, const c
 }
 
 /* ---- text: wrapped words, synopses, help ----------------------------------------- */
-
-/* Prints text wrapped at WIDTH; a line that starts with a space is printed
- * as it is (a list or an example). */
-static void print_prose(FILE *f, const char *text) {
-  while (*text) {
-    size_t len = strcspn(text, "\n");
-    if (text[0] == ' ' || len <= WIDTH) fprintf(f, "%.*s\n", (int)len, text);
-    else {
-      size_t col = 0;
-      const char *p = text, *end = text + len;
-      while (p < end) {
-        while (p < end && *p == ' ') p++;
-        size_t w = 0;
-        while (p + w < end && p[w] != ' ') w++;
-        if (w == 0) break;
-        if (col > 0 && col + 1 + w > WIDTH) {
-          fputc('\n', f);
-          col = 0;
-        }
-        if (col > 0) {
-          fputc(' ', f);
-          col++;
-        }
-        fprintf(f, "%.*s", (int)w, p);
-        col += w;
-        p += w;
-      }
-      fputc('\n', f);
-    }
-    text += len + (text[len] == '\n');
-  }
-}
 
 /* Words laid out on lines of at most `width` columns, the lines after the
  * first indented by `indent`; `fresh` while the line has no word yet. */
@@ -174,6 +145,36 @@ static void put_word(layout *l, const char *word) {
   fputs(word, l->f);
   l->col += w;
   l->fresh = 0;
+}
+
+/* Lays out the words of text[0..len) (separated by spaces). */
+static void put_words(layout *l, const char *text, size_t len) {
+  char word[256];
+  const char *end = text + len;
+  while (text < end) {
+    while (text < end && *text == ' ') text++;
+    size_t w = 0;
+    while (text + w < end && text[w] != ' ') w++;
+    if (w == 0) break;
+    snprintf(word, sizeof word, "%.*s", (int)w, text);
+    put_word(l, word);
+    text += w;
+  }
+}
+
+/* Prints text wrapped at WIDTH; a line that starts with a space is printed
+ * as it is (a list or an example). */
+static void print_prose(FILE *f, const char *text) {
+  while (*text) {
+    size_t len = strcspn(text, "\n");
+    if (text[0] == ' ' || len <= WIDTH) fprintf(f, "%.*s", (int)len, text);
+    else {
+      layout l = {f, WIDTH, 0, 0, 1};
+      put_words(&l, text, len);
+    }
+    fputc('\n', f);
+    text += len + (text[len] == '\n');
+  }
 }
 
 /* Prints `prefix` and c's synopsis: the words, every option (required ones
@@ -212,20 +213,13 @@ static void option_label(const nsl_cli_option *o, char *buf, size_t cap) {
  * (under it when the label is wide). */
 static void print_option(FILE *f, const nsl_cli_option *o) {
   enum { COL = 26 };
-  char label[256], word[256];
+  char label[256];
   option_label(o, label, sizeof label);
   int n = fprintf(f, "  %s", label);
   if (n + 2 > COL) fprintf(f, "\n%*s", COL, "");
   else fprintf(f, "%*s", COL - n, "");
   layout l = {f, WIDTH, COL, COL, 1};
-  for (const char *p = o->help; *p;) {
-    while (*p == ' ') p++;
-    size_t w = strcspn(p, " ");
-    if (w == 0) break;
-    snprintf(word, sizeof word, "%.*s", (int)w, p);
-    put_word(&l, word);
-    p += w;
-  }
+  put_words(&l, o->help, strlen(o->help));
   fputc('\n', f);
 }
 
