@@ -33,13 +33,17 @@ static const nsl_cli_option run_options[] = {
     {"--label", NULL, NSL_CLI_ONE, "A,B,...", NULL, 0, "the runs' labels, for compare (its --arg labels=)"},
     {NULL}};
 
+/* What the commands that write a bundle (bundle, profile) put in it besides the reports. */
+static const nsl_cli_option contents_options[] = {
+    {"--meta", NULL, NSL_CLI_LIST, "FILE|DIR", NULL, 0, "metadata files stored under meta/ (folders are walked)"},
+    {"--source", NULL, NSL_CLI_LIST, "FILE|DIR", NULL, 0, "source files stored under sources/ (folders are walked)"},
+    {"--note", NULL, NSL_CLI_ONE, "TEXT", NULL, 0, "free text kept in the manifest"},
+    {NULL}};
+
 static const nsl_cli_option bundle_options[] = {
     {"--output", "-o", NSL_CLI_ONE, "OUT.zip", NULL, NSL_CLI_REQUIRED, "the bundle to write"},
     {"--rank", NULL, NSL_CLI_LIST, "N", NULL, 0,
      "the exports' ranks, one per export in order (default: a \"rank<N>\" in the file name)"},
-    {"--meta", NULL, NSL_CLI_LIST, "FILE|DIR", NULL, 0, "metadata files stored under meta/ (folders are walked)"},
-    {"--source", NULL, NSL_CLI_LIST, "FILE|DIR", NULL, 0, "source files stored under sources/ (folders are walked)"},
-    {"--note", NULL, NSL_CLI_ONE, "TEXT", NULL, 0, "free text kept in the manifest"},
     {NULL}};
 
 static const nsl_cli_option combine_options[] = {
@@ -55,10 +59,7 @@ static const nsl_cli_option profile_options[] = {
     {"--nsys", NULL, NSL_CLI_ONE, "PATH", NULL, 0, "the nsys program (default: nsys, found on PATH)"},
     {"--condition", NULL, NSL_CLI_ONE, "EXPR", NULL, 0, "profile only where the Lua expression EXPR holds"},
     {"--rank", NULL, NSL_CLI_ONE, "N", NULL, 0, "the rank of this process (default: from the environment)"},
-    {"--meta", NULL, NSL_CLI_LIST, "FILE|DIR", NULL, 0, "metadata files stored under meta/ (folders are walked)"},
-    {"--source", NULL, NSL_CLI_LIST, "FILE|DIR", NULL, 0, "source files stored under sources/ (folders are walked)"},
     {"--xla-dump", NULL, NSL_CLI_LIST, "DIR", NULL, 0, "where XLA dumps its HLO; stored under meta/xla_dump/"},
-    {"--note", NULL, NSL_CLI_ONE, "TEXT", NULL, 0, "free text kept in the manifest"},
     {"--no-rep", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "leave the .nsys-rep out of the bundle"},
     {"--notebook", NULL, NSL_CLI_LIST, "NB.md", NULL, 0,
      "a notebook (file or shipped name) rendered on the bundle and stored in it"},
@@ -108,7 +109,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "EXPORT...",
      .min_args = 1,
      .missing = "no export given",
-     .options = {bundle_options},
+     .options = {bundle_options, contents_options},
      .summary = "a bundle of exports, metadata and sources",
      .description = "Writes one bundle (archive-format/) holding the exports under reports/, the --meta files under "
                     "meta/ and the --source files under sources/ (folders are walked; hidden entries and "
@@ -130,7 +131,7 @@ const nsl_cli_command nsl__cli_commands[] = {
     {.name = "profile",
      .passthrough = "nsys profile options",
      .program = "COMMAND...",
-     .options = {profile_options, analysis_options},
+     .options = {profile_options, contents_options, analysis_options},
      .summary = "nsys profile, export, bundle and analyse in one go",
      .description =
          "Runs COMMAND under `nsys profile` (default options --trace=cuda,nvtx,osrt,cublas,cudnn "
