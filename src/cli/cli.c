@@ -11,7 +11,7 @@
 #include "core/nsl_internal.h"
 
 static const char *const commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile",
-                                       "notebook"};
+                                       "notebook", "tui"};
 enum { NCOMMANDS = sizeof commands / sizeof *commands };
 
 static int one_of(const char *s, const char *const *list, int n) {

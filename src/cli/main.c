@@ -30,6 +30,7 @@ static void print_usage(FILE *f) {
           "  list                 the shipped analyses\n"
           "  info TRACE...        versions, time span, devices, processes, row counts\n"
           "  repl [TRACE...]      interactive Lua with `trace` loaded\n"
+          "  tui TRACE...         terminal timeline, event details, NVTX tree and findings\n"
           "  bundle EXPORT... -o OUT.zip [--rank N]... [--meta FILE|DIR]... [--source FILE|DIR]...\n"
           "      [--note TEXT]    a bundle of exports, metadata and sources\n"
           "  combine IN.zip... -o OUT.zip\n"
