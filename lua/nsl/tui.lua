@@ -479,6 +479,7 @@ end
 
 function App:draw_findings()
   local list = self.m:load_findings()
+  self:put(1, 0, fmt("%-8s %12s  %-24s %s", "severity", "cost", "id", "message"), 0, self.curses.BOLD)
   if #list == 0 then
     self:put(3, 2, "diagnose found no problems", 0)
     return
@@ -487,7 +488,6 @@ function App:draw_findings()
   local nvis = self.nvis
   if self.find_sel < self.find_top then self.find_top = self.find_sel end
   if self.find_sel >= self.find_top + nvis then self.find_top = self.find_sel - nvis + 1 end
-  self:put(1, 0, fmt("%-8s %12s  %-24s %s", "severity", "cost", "id", "message"), 0, self.curses.BOLD)
   for y = self.lanes_y0, self.lanes_y1 do
     local k = self.find_top + y - self.lanes_y0
     local f = list[k]
@@ -657,7 +657,8 @@ end
 
 function App:pan(num, den)
   local span = self.to - self.from
-  local d = (span * num) // den
+  local d = (span * math.abs(num)) // den   -- the same step both ways
+  if num < 0 then d = -d end
   self:set_window(self.from + d, self.to + d)
   self.cur = min(max(self.cur + d, self.from), self.to - 1)
 end
@@ -933,7 +934,9 @@ end
 function App:load_step()
   local stage = table.remove(self.pending, 1)
   local done = self.stages_total - #self.pending
-  self.status = fmt("loading %s (%s rows, step %d of %d)...", stage.label, report.int(stage.rows), done,
+  self.status = fmt("loading %s (step %d of %d)...", stage.label, done, self.stages_total)
+  self:draw()
+  self.status = fmt("loading %s (%s rows, step %d of %d)...", stage.label, report.int(stage.rows()), done,
                     self.stages_total)
   self:draw()
   local t0 = self.curses.now()

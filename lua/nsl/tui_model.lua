@@ -41,16 +41,19 @@ function M.new(trace, opts)
   return m
 end
 
---- The loading steps, in order: {label, rows (a count to show), run()}.
--- The GPU lanes first, so the first full screen needs only them.
+--- The loading steps, in order: {label, rows() (the rows it loads; a
+-- count, asked for when the step begins), run()}.  The GPU lanes first.
 function Model:stages()
   local trace = self.trace
-  local list = {}
-  local gpu_rows = 0
-  for _, name in ipairs(gpu_tables) do gpu_rows = gpu_rows + #trace[name] end
-  list[#list + 1] = {label = "GPU kernels, memcpy and memset", rows = gpu_rows, run = function() self:load_gpu() end}
-  list[#list + 1] = {label = "NVTX ranges", rows = #trace.nvtx, run = function() self:load_nvtx() end}
-  return list
+  local function gpu_rows()
+    local n = 0
+    for _, name in ipairs(gpu_tables) do n = n + #trace[name] end
+    return n
+  end
+  return {
+    {label = "GPU kernels, memcpy and memset", rows = gpu_rows, run = function() self:load_gpu() end},
+    {label = "NVTX ranges", rows = function() return #trace.nvtx end, run = function() self:load_nvtx() end},
+  }
 end
 
 --- The trace's span over the loaded lanes: lo, hi (nil before any).
@@ -140,7 +143,7 @@ function Model:load_nvtx()
     self.loaded.nvtx = true
     return
   end
-  nv:load{"report", "pid", "tid", "start", "stop", "text", "domain", "kind"}
+  nv:load{"report", "pid", "tid", "start", "stop", "text", "domain"}
   local keys = {nv.report, nv.pid, nv.tid}
   local lane, groups = nsl.nest_lanes(nv.start, nv.stop, keys, 0, self.max_depth)
   local nlanes = 0
@@ -236,11 +239,11 @@ local function gpu_match(self, re)
         local g = t:group_by("kind"):keys()
         for i = 1, #g do
           local kind = g.kind[i]
-          if kind and re:match("memcpy " .. kind) then kinds[#kinds + 1] = kind end
+          if kind and re:search("memcpy " .. kind) then kinds[#kinds + 1] = kind end
         end
         mask = #kinds > 0 and t.kind:isin(kinds) or nsl.rep(0, #t):eq(1)
       else
-        mask = nsl.rep(re:match("memset") and 1 or 0, #t):eq(1)
+        mask = nsl.rep(re:search("memset") and 1 or 0, #t):eq(1)
       end
       parts[#parts + 1] = mask
     end
@@ -366,6 +369,7 @@ function Model:details(l, r)
   if l.kind == "nvtx" then
     local nv = self.nvtx.nv
     add("name", self.nvtx.name[r + 1])
+    nv:load{"kind"}
     add("kind", nv.kind[r + 1])
     add("start", start)
     add("stop", stop)
