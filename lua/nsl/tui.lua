@@ -934,10 +934,8 @@ end
 function App:load_step()
   local stage = table.remove(self.pending, 1)
   local done = self.stages_total - #self.pending
-  self.status = fmt("loading %s (step %d of %d)...", stage.label, done, self.stages_total)
-  self:draw()
-  self.status = fmt("loading %s (%s rows, step %d of %d)...", stage.label, report.int(stage.rows()), done,
-                    self.stages_total)
+  self.status = fmt("loading %s (step %d of %d; %s rows so far)...", stage.label, done, self.stages_total,
+                    report.int(self.m:rows_loaded()))
   self:draw()
   local t0 = self.curses.now()
   stage.run()

@@ -41,19 +41,18 @@ function M.new(trace, opts)
   return m
 end
 
---- The loading steps, in order: {label, rows() (the rows it loads; a
--- count, asked for when the step begins), run()}.  The GPU lanes first.
+--- The loading steps, in order: {label, run()}.  The GPU lanes first.
+-- (No row counts beforehand: counting a table is a scan of its own.)
 function Model:stages()
-  local trace = self.trace
-  local function gpu_rows()
-    local n = 0
-    for _, name in ipairs(gpu_tables) do n = n + #trace[name] end
-    return n
-  end
   return {
-    {label = "GPU kernels, memcpy and memset", rows = gpu_rows, run = function() self:load_gpu() end},
-    {label = "NVTX ranges", rows = function() return #trace.nvtx end, run = function() self:load_nvtx() end},
+    {label = "GPU kernels, memcpy and memset", run = function() self:load_gpu() end},
+    {label = "NVTX ranges", run = function() self:load_nvtx() end},
   }
+end
+
+--- Rows loaded so far (GPU operations and NVTX ranges).
+function Model:rows_loaded()
+  return (self.gpu and #self.gpu.G or 0) + (self.nvtx and #self.nvtx.nv or 0)
 end
 
 --- The trace's span over the loaded lanes: lo, hi (nil before any).
@@ -89,10 +88,10 @@ function Model:load_gpu()
                 src = {}, row = {}}
   for src, name in ipairs(gpu_tables) do
     local t = trace[name]
+    local want = {"report", "pid", "device", "stream", "start", "stop", "corr"}
+    if name == "kernels" then want[#want + 1] = "name" elseif name == "memcpy" then want[#want + 1] = "kind" end
+    t:load(want)   -- one scan; the row count comes with it
     if #t > 0 then
-      local want = {"report", "pid", "device", "stream", "start", "stop", "corr"}
-      if name == "kernels" then want[#want + 1] = "name" elseif name == "memcpy" then want[#want + 1] = "kind" end
-      t:load(want)
       local class
       if name == "kernels" then
         class = t.name:match("^nccl"):cast("i32") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel
@@ -139,11 +138,11 @@ end
 function Model:load_nvtx()
   local trace = self.trace
   local nv = trace.nvtx
+  nv:load{"report", "pid", "tid", "start", "stop", "text", "domain"}   -- one scan; the row count comes with it
   if #nv == 0 then
     self.loaded.nvtx = true
     return
   end
-  nv:load{"report", "pid", "tid", "start", "stop", "text", "domain"}
   local keys = {nv.report, nv.pid, nv.tid}
   local lane, groups = nsl.nest_lanes(nv.start, nv.stop, keys, 0, self.max_depth)
   local nlanes = 0
@@ -302,10 +301,10 @@ function Model:step(l, t, dir) return self:lod(l):step(l.id, t, dir) end
 local function launch_index(self)
   if not self.gpu.api then
     local api = self.trace.api
+    api:load{"report", "pid", "tid", "corr", "start", "stop", "name"}   -- one scan, the count with it
     if #api == 0 then
       self.gpu.api = false
     else
-      api:load{"report", "pid", "tid", "corr", "start", "stop", "name"}
       local G = self.gpu.G
       local keys = nsl.table{{"report", G.report}, {"pid", G.pid}, {"corr", G.corr}}
       local _, idx = keys:join(api, {"report", "pid", "corr"})

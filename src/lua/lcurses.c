@@ -11,6 +11,7 @@
  *   curses.cursor(visible [, y, x])
  *   curses.interrupted()         "idle" (Ctrl-C while waiting for a key), "busy" (while computing), or nil;
  *                                clears it
+ *   curses.now()                 monotonic ns (redraw timings)
  *   curses.BOLD, REVERSE, UNDERLINE, DIM
  * Ctrl-C (SIGINT) while Lua computes stops the computation with the error
  * "interrupted" (as lua.c does); while waiting for a key it makes getch
@@ -30,6 +31,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <wchar.h>
 
@@ -258,7 +260,15 @@ static int l_interrupted(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg curses_funcs[] = {{"init", l_init},       {"done", l_done},     {"size", l_size},
+/* curses.now() -> monotonic ns (redraw timings). */
+static int l_now(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushinteger(L, (lua_Integer)ts.tv_sec * 1000000000 + ts.tv_nsec);
+  return 1;
+}
+
+static const luaL_Reg curses_funcs[] = {{"now", l_now}, {"init", l_init},       {"done", l_done},     {"size", l_size},
                                         {"getch", l_getch},     {"erase", l_erase},   {"refresh", l_refresh},
                                         {"put", l_put},         {"pair", l_pair},     {"cursor", l_cursor},
                                         {"interrupted", l_interrupted}, {NULL, NULL}};
