@@ -187,6 +187,7 @@ check_eq "events in the window after the resize" "$(lane_events)" "$(in_window "
 # Ctrl-C leaves, the terminal as it was
 tmux send-keys -t $S C-c
 wait_for "TUI-EXITED rc=0" 100 && ok "Ctrl-C leaves with exit code 0" || bad "Ctrl-C: $(screen | tail -3)"
+wait_for "icanon" 50
 sane=$(screen | grep -E 'icanon' | tail -1)
 case "$sane" in *-icanon*|*-echo*|*-isig*|"") bad "terminal not sane after Ctrl-C: '$sane'" ;; *) ok "terminal sane after Ctrl-C" ;; esac
 
@@ -201,6 +202,7 @@ screen | grep -E '^GPU0 s7' | cut -c27- | grep -qE '[#N<>=S|▌█]' && ok "no c
   bad "no colour: $(screen | grep GPU0)"
 keys q
 wait_for "TUI-EXITED rc=0" 100 && ok "q leaves" || bad "q: $(screen | tail -3)"
+wait_for "icanon" 50
 case "$(screen | grep icanon | tail -1)" in *-icanon*|*-echo*|"") bad "terminal not sane after q" ;; *) ok "terminal sane after q" ;; esac
 tmux kill-server 2>/dev/null
 
