@@ -237,13 +237,13 @@ function App:lane_row(y, i)
   local n = 0
   for k = 1, w do if count[k] > 0 then n = n + 1 end end
   self:put(y, 0, string.rep(" ", self.lw), 0)
+  if (utf8.len(label) or #label) > self.lw then label = label:sub(1, utf8.offset(label, self.lw) - 1) end
   self:put(y, 0, label, 0, selected and c.REVERSE or (l.kind == "gpu" and c.BOLD or 0))
   local span = self.to - self.from
   local sel_row = self.sel and self.sel.lane == l and self.sel.row or nil
   local x0 = self.lw + 1
   -- runs of columns with one look, each drawn with one call
   local k = 1
-  local full_char = self.info.utf8 and "█" or nil
   local part_char = self.info.utf8 and "▌" or "|"
   while k <= w do
     local cnt, cl, r = count[k], cls[k], row[k]
@@ -272,7 +272,7 @@ function App:lane_row(y, i)
         text = text:sub(1, len)   -- bytes; put() clips wide text at the screen edge, runs stay short
         if utf8.len(text) == nil then text = string.rep(" ", len) end
       elseif full then
-        text = string.rep(self.color and " " or (full_char and l.kind ~= "gpu" and "=" or class_char[cname]), len)
+        text = string.rep(self.color and " " or class_char[cname], len)
       else
         text = string.rep(part_char, len)
       end
@@ -335,7 +335,8 @@ function App:detail_lines()
     if not l then return {"no lane"} end
     local n = self.from and self.m:count_in(l, self.from, self.to) or 0
     return {fmt("lane %s: %d events in the window (%s in the trace)%s", l.label:gsub("^%s+", ""), n,
-                report.int(l.events), l.kind == "gpu" and "; enter selects the event at the cursor, n/p snap" or "")}
+                report.int(l.events), l.kind == "gpu" and "; enter selects the event at the cursor, n/p snap" or ""),
+            self.m.multi and fmt("report r%d: %s", l.report, self.m.report_names[l.report + 1]) or nil}
   end
   local list = self.m:details(sel.lane, sel.row)
   local shown = {}
@@ -516,6 +517,25 @@ function App:draw_help()
   for line in M.keys:gmatch("[^\n]+") do
     if y < self.rows - 1 then self:put(y, 0, line, 0) end
     y = y + 1
+  end
+  -- the legend: each kind of event as it is drawn
+  if y < self.rows - 1 then
+    local x = 2
+    self:put(y, 0, "Legend", 0, self.curses.BOLD)
+    x = 9
+    for i, cl in ipairs(model.classes) do
+      local sample = self.color and "  " or string.rep(class_char[cl.name], 2)
+      self:put(y, x, sample, self.color and self.pair_bg[i - 1] or 0)
+      self:put(y, x + 3, cl.label, 0)
+      x = x + 5 + #cl.label
+    end
+    y = y + 1
+  end
+  if self.m.multi and y < self.rows - 1 then
+    for r, name in ipairs(self.m.report_names) do
+      if y < self.rows - 1 then self:put(y, 0, fmt("  r%d  %s", r - 1, name), 0) end
+      y = y + 1
+    end
   end
 end
 

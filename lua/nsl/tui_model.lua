@@ -125,7 +125,7 @@ function Model:load_gpu()
     self.lanes[#self.lanes + 1] = {
       kind = "gpu", lod_key = "gpu", id = j - 1, report = rep, device = device, stream = stream,
       events = groups.count[j],
-      label = fmt("%sGPU%s s%s", self.multi and ((self.report_names[rep + 1] or rep) .. " ") or "",
+      label = fmt("%sGPU%s s%s", self.multi and fmt("r%d ", rep) or "",
                   tostring(device), tostring(stream))}
   end
   order_lanes(self.lanes)
@@ -166,7 +166,7 @@ function Model:load_nvtx()
         kind = "nvtx", lod_key = "nvtx", id = first + d, report = rep, pid = pid, tid = tid, depth = d,
         events = lod:count(first + d),
         label = d > 0 and fmt("  %s", string.rep(".", math.min(d, 6))) or
-                fmt("%s%s", self.multi and ((self.report_names[rep + 1] or rep) .. " ") or "",
+                fmt("%s%s", self.multi and fmt("r%d ", rep) or "",
                     tname and fmt("%s %s", tname, tostring(tid)) or fmt("tid %s", tostring(tid)))}
     end
   end
