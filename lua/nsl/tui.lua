@@ -954,13 +954,13 @@ end
 function App:load_step()
   local stage = table.remove(self.pending, 1)
   local done = self.stages_total - #self.pending
-  self.status = fmt("loading %s (step %d of %d; %s rows so far)...", stage.label, done, self.stages_total,
-                    report.int(self.m:rows_loaded()))
+  self.status = fmt("loading %s (step %d of %d; %s events on the screen so far)...", stage.label, done,
+                    self.stages_total, report.int(self.m:rows_loaded()))
   self:draw()
   local t0 = self.curses.now()
   stage.run()
   self:log("loaded stage=%q ms=%.3f", stage.label, (self.curses.now() - t0) / 1e6)
-  if not self.from or self.from_is_loading then self:whole() end
+  if not self.from then self:whole() end
   if #self.pending == 0 then
     self:whole_if_untouched()
     self.status = fmt("%d lanes; ? for the keys", #self.m.lanes)

@@ -41,16 +41,21 @@ function M.new(trace, opts)
   return m
 end
 
---- The loading steps, in order: {label, run()}.  The GPU lanes first.
--- (No row counts beforehand: counting a table is a scan of its own.)
+--- The loading steps, in order: {label, run()}: each table in one scan,
+-- then its lanes; the GPU first.  (No row counts beforehand: counting a
+-- table is a scan of its own.)  Keys are read between the steps.
 function Model:stages()
-  return {
-    {label = "GPU kernels, memcpy and memset", run = function() self:load_gpu() end},
-    {label = "NVTX ranges", run = function() self:load_nvtx() end},
-  }
+  local list = {}
+  for _, name in ipairs(gpu_tables) do
+    list[#list + 1] = {label = name, run = function() self:load_gpu_table(name) end}
+  end
+  list[#list + 1] = {label = "the GPU lanes", run = function() self:load_gpu() end}
+  list[#list + 1] = {label = "NVTX ranges", run = function() self:load_nvtx_table() end}
+  list[#list + 1] = {label = "the NVTX lanes", run = function() self:load_nvtx() end}
+  return list
 end
 
---- Rows loaded so far (GPU operations and NVTX ranges).
+--- Rows indexed so far (GPU operations and NVTX ranges).
 function Model:rows_loaded()
   return (self.gpu and #self.gpu.G or 0) + (self.nvtx and #self.nvtx.nv or 0)
 end
@@ -82,15 +87,24 @@ end
 --- Loads kernels, memcpy and memset into one table G (src: 1 kernels, 2
 -- memcpy, 3 memset; row: 0-based in its table) and indexes it by lane
 -- (report, device, stream).
+local function gpu_columns(name)
+  local want = {"report", "pid", "device", "stream", "start", "stop", "corr"}
+  if name == "kernels" then want[#want + 1] = "name" elseif name == "memcpy" then want[#want + 1] = "kind" end
+  return want
+end
+
+--- Loads the columns of GPU table name (kernels, memcpy, memset) the lanes need, in one scan.
+function Model:load_gpu_table(name)
+  self.trace[name]:load(gpu_columns(name))
+end
+
 function Model:load_gpu()
   local trace = self.trace
   local cols = {report = {}, pid = {}, device = {}, stream = {}, start = {}, stop = {}, corr = {}, class = {},
                 src = {}, row = {}}
   for src, name in ipairs(gpu_tables) do
     local t = trace[name]
-    local want = {"report", "pid", "device", "stream", "start", "stop", "corr"}
-    if name == "kernels" then want[#want + 1] = "name" elseif name == "memcpy" then want[#want + 1] = "kind" end
-    t:load(want)   -- one scan; the row count comes with it
+    t:load(gpu_columns(name))   -- loaded already by load_gpu_table when run in stages
     if #t > 0 then
       local class
       if name == "kernels" then
@@ -135,10 +149,17 @@ end
 
 --- Loads the NVTX ranges: a lane per (report, pid, tid) and nesting depth
 -- (at most max_depth), marks and ranges that never ended left out.
+local nvtx_columns = {"report", "pid", "tid", "start", "stop", "text", "domain"}
+
+--- Loads the NVTX columns the lanes need, in one scan.
+function Model:load_nvtx_table()
+  self.trace.nvtx:load(nvtx_columns)
+end
+
 function Model:load_nvtx()
   local trace = self.trace
   local nv = trace.nvtx
-  nv:load{"report", "pid", "tid", "start", "stop", "text", "domain"}   -- one scan; the row count comes with it
+  nv:load(nvtx_columns)   -- one scan (none when load_nvtx_table ran); the row count comes with it
   if #nv == 0 then
     self.loaded.nvtx = true
     return

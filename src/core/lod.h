@@ -27,7 +27,8 @@ typedef struct nsl_lod nsl_lod;
 /* The summary of one column [t0, t1) of a lane. */
 typedef struct nsl_lod_cell {
   int64_t count;   /* events overlapping the column: those starting in it, plus one running into it */
-  int64_t busy;    /* ns of the column covered (sum of the events' clipped lengths, at most t1 - t0) */
+  int64_t busy;    /* ns of the column covered: exact for events that do not overlap one another (a
+                    * stream's); where some do, at least the union and at most t1 - t0 */
   int64_t row;     /* the event covering t0, else the first one starting in the column; -1: none */
   int32_t cls;     /* the class with the most time in the column; -1: none */
 } nsl_lod_cell;
