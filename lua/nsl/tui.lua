@@ -297,7 +297,8 @@ end
 function App:draw_timeline()
   local m = self.m
   if not self.from then
-    self:put(3, 2, "loading...", 0)
+    self:put(3, 2, #self.pending > 0 and "loading..." or
+                   "nothing to draw: this trace has no kernels, memcpy, memset or NVTX ranges", 0)
     return
   end
   self:axis()
