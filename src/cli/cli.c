@@ -83,7 +83,7 @@ static int unknown_error(const char *kind, const char *word, const char *const *
   const char *best = nsl_closest(word, known, n);
   fprintf(stderr, "nsl: unknown %s '%s'", kind, word);
   if (best) fprintf(stderr, " (did you mean '%s'?)", best);
-  else if (n <= 8)
+  else if (n <= 12)
     for (int i = 0; i < n; i++) fprintf(stderr, "%s%s%s", i ? ", " : " (one of: ", known[i], i == n - 1 ? ")" : "");
   if (cmd) fprintf(stderr, "\nTry 'nsl %s --help'.\n", cmd);
   else fprintf(stderr, "\nTry 'nsl --help'.\n");
