@@ -76,6 +76,7 @@ local function edge(from, span, ncols, c) return from + (span * c) // ncols end
 
 -- ---- set-up ----------------------------------------------------------------------------
 
+-- A new application over trace: the model (nothing loaded yet), the view's state, the log file.
 local function new_app(trace, opts)
   local self = setmetatable({}, App)
   self.trace, self.opts = trace, opts
@@ -98,6 +99,7 @@ local function new_app(trace, opts)
   return self
 end
 
+-- Appends a formatted line to NSL_TUI_LOG's file (timings), when set.
 function App:log(...)
   if self.log_file then
     self.log_file:write(fmt(...), "\n")
@@ -105,6 +107,8 @@ function App:log(...)
   end
 end
 
+-- Colour pairs per event class (background for events, foreground for partly covered columns),
+-- unless the terminal has fewer than 8 colours, NO_COLOR is set or colour was turned off.
 function App:setup_colors()
   local c = self.curses
   self.color = self.info.colors >= 8 and not self.opts.no_color and (os.getenv("NO_COLOR") or "") == ""
@@ -122,6 +126,7 @@ end
 
 -- ---- layout ----------------------------------------------------------------------------
 
+-- Sizes from the terminal: label width, timeline columns, the lanes' rows and the bottom pane.
 function App:layout()
   local rows, cols = self.curses.size()
   self.rows, self.cols = rows, cols
@@ -143,6 +148,7 @@ function App:set_window(from, to)
   end
 end
 
+-- The window on the whole span of the loaded lanes, the cursor in its middle.
 function App:whole()
   local lo, hi = self.m:span()
   if not lo then return end
@@ -151,6 +157,7 @@ function App:whole()
   self.cur = self.from + (self.to - self.from) // 2
 end
 
+-- The column (0-based, clamped to the window) that holds time t.
 function App:col_of(t)
   local span = self.to - self.from
   return max(0, min(self.w - 1, ((t - self.from) * self.w) // span))
@@ -158,10 +165,12 @@ end
 
 -- ---- drawing ----------------------------------------------------------------------------
 
+-- Text at row y, column x (clipped by nsl.curses at the right edge).
 function App:put(y, x, text, pair, attrs)
   self.curses.put(y, x, text, pair or 0, attrs or 0)
 end
 
+-- A full-width bar (reverse video, or the bar colour) with text.
 function App:bar(y, text)
   local c = self.curses
   local line = text .. string.rep(" ", max(0, self.cols - utf8.len(text) or #text))
@@ -169,6 +178,7 @@ function App:bar(y, text)
   else self:put(y, 0, line, 0, c.REVERSE) end
 end
 
+-- The top bar: the window, the time mode, the filter, the range, the view.
 function App:header()
   local parts = {"nsl tui"}
   if self.from then
@@ -294,6 +304,7 @@ function App:lane_row(y, i)
   return n
 end
 
+-- The axis and the visible lanes, scrolled so the selected lane shows.
 function App:draw_timeline()
   local m = self.m
   if not self.from then
@@ -376,6 +387,7 @@ function App:detail_lines()
   return lines
 end
 
+-- The bottom pane: a title bar and as many lines as fit.
 function App:draw_pane(title, lines)
   self:bar(self.pane_y0 - 1, title)
   for i = 1, self.pane_h do
@@ -384,6 +396,7 @@ function App:draw_pane(title, lines)
   end
 end
 
+-- The status line: the last message (with `i`: the window, cursor and last redraw in ns and ms).
 function App:draw_status()
   local y = self.rows - 1
   local text = self.status or ""
@@ -422,6 +435,7 @@ function App:tree_rows()
   return out
 end
 
+-- The NVTX tree view: nvtx.tree's rows (GPU and CPU time, inclusive and self, instances), indented.
 function App:draw_tree()
   local T = self.m:load_tree()
   if T.empty then
@@ -452,6 +466,7 @@ function App:draw_tree()
   end
 end
 
+-- The selected node's numbers and, after `k`, the kernels launched directly inside it.
 function App:tree_pane()
   local T = self.m:load_tree()
   if T.empty or not self.tree_list then return {} end
@@ -479,6 +494,7 @@ function App:tree_pane()
   return lines
 end
 
+-- The findings view: diagnose's findings, largest cost first.
 function App:draw_findings()
   local list = self.m:load_findings()
   self:put(1, 0, fmt("%-8s %12s  %-24s %s", "severity", "cost", "id", "message"), 0, self.curses.BOLD)
@@ -501,6 +517,7 @@ function App:draw_findings()
   end
 end
 
+-- The selected finding as findings.lines words it (times as the header shows them).
 function App:findings_pane()
   local list = self.m.findings or {}
   local f = list[self.find_sel]
@@ -513,6 +530,7 @@ function App:findings_pane()
   return lines
 end
 
+-- The keys, the legend of event kinds and, for several reports, their r0, r1... names.
 function App:draw_help()
   local y = 1
   for line in M.keys:gmatch("[^\n]+") do
@@ -540,6 +558,7 @@ function App:draw_help()
   end
 end
 
+-- Draws the whole screen for the current view; returns the time it took in ms.
 function App:draw()
   local c = self.curses
   local t0 = c.now()
@@ -632,6 +651,7 @@ function App:show_time(t)
   self.cur = t
 end
 
+-- Selects the event of the selected lane under the cursor (else the first in the cursor's column).
 function App:select_at_cursor()
   local l = self.m.lanes[self.lane_sel]
   if not l then return end
@@ -652,6 +672,8 @@ function App:select_at_cursor()
   end
 end
 
+-- Selects the next (dir > 0) or previous event start of the selected lane (with the filter) and
+-- moves the cursor there, the window following when it is outside.
 function App:snap(dir)
   local l = self.m.lanes[self.lane_sel]
   if not l then return end
@@ -667,6 +689,7 @@ function App:snap(dir)
   self.status = ""
 end
 
+-- Scales the window by num/den around the cursor, which keeps its place on the screen.
 function App:zoom(factor_num, factor_den)
   local span = self.to - self.from
   local new = max(self.w, (span * factor_num) // factor_den)
@@ -676,6 +699,7 @@ function App:zoom(factor_num, factor_den)
   self.cur = cur
 end
 
+-- Moves the window (and the cursor) by num/den of its span, the same step either way.
 function App:pan(num, den)
   local span = self.to - self.from
   local d = (span * math.abs(num)) // den   -- the same step both ways
@@ -832,6 +856,7 @@ function App:key_timeline(key)
   local _ = span
 end
 
+-- Tree view keys: move, expand and collapse, `k` kernels, enter shows the next instance.
 function App:key_tree(key)
   local rows = self.tree_list or self:tree_rows()
   local T = self.m:load_tree()
@@ -875,6 +900,7 @@ function App:key_tree(key)
   end
 end
 
+-- Findings view keys: move; enter goes to the finding's window and lane.
 function App:key_findings(key)
   local list = self.m.findings or {}
   if key == "down" or key == "j" then self.find_sel = min(#list, self.find_sel + 1)
@@ -968,10 +994,12 @@ function App:load_step()
   end
 end
 
+-- After loading: the whole span again, unless the user has moved already.
 function App:whole_if_untouched()
   if not self.touched then self:whole() end
 end
 
+-- The loop: the first screen, then the loading steps between keys, then keys until quit.
 function App:main()
   local c = self.curses
   self:setup_colors()

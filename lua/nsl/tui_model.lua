@@ -84,9 +84,7 @@ local function order_lanes(lanes)
   end)
 end
 
---- Loads kernels, memcpy and memset into one table G (src: 1 kernels, 2
--- memcpy, 3 memset; row: 0-based in its table) and indexes it by lane
--- (report, device, stream).
+-- The columns of GPU table name the lanes read.
 local function gpu_columns(name)
   local want = {"report", "pid", "device", "stream", "start", "stop", "corr"}
   if name == "kernels" then want[#want + 1] = "name" elseif name == "memcpy" then want[#want + 1] = "kind" end
@@ -98,6 +96,9 @@ function Model:load_gpu_table(name)
   self.trace[name]:load(gpu_columns(name))
 end
 
+--- Puts kernels, memcpy and memset in one table G (src: 1 kernels, 2
+-- memcpy, 3 memset; row: 0-based in its table; class: the kind of event)
+-- and indexes it by lane (report, device, stream) with nsl.lod.
 function Model:load_gpu()
   local trace = self.trace
   local cols = {report = {}, pid = {}, device = {}, stream = {}, start = {}, stop = {}, corr = {}, class = {},
@@ -147,8 +148,6 @@ function Model:load_gpu()
   self:apply_filter()
 end
 
---- Loads the NVTX ranges: a lane per (report, pid, tid) and nesting depth
--- (at most max_depth), marks and ranges that never ended left out.
 local nvtx_columns = {"report", "pid", "tid", "start", "stop", "text", "domain"}
 
 --- Loads the NVTX columns the lanes need, in one scan.
@@ -156,6 +155,9 @@ function Model:load_nvtx_table()
   self.trace.nvtx:load(nvtx_columns)
 end
 
+--- Indexes the NVTX ranges with nsl.lod: a lane per (report, pid, tid) and
+-- nesting depth (at most max_depth; nsl.nest_lanes); marks and ranges that
+-- never ended take no part.
 function Model:load_nvtx()
   local trace = self.trace
   local nv = trace.nvtx
@@ -351,6 +353,7 @@ local function nvtx_stack(self, rep, pid, tid, start, stop)
   return list
 end
 
+-- The name of thread (report, pid, tid) from trace.threads, or nil.
 local function thread_name(self, rep, pid, tid)
   local th = self.trace.threads
   if #th == 0 then return nil end
