@@ -401,10 +401,9 @@ function App:draw_status()
   local y = self.rows - 1
   local text = self.status or ""
   if self.show_info and self.from then
-    text = fmt("window=%d..%d cursor=%d lane=%d%s%s", self.from, self.to, self.cur or 0, self.lane_sel,
-               self.sel and fmt(" row=%d", self.sel.row) or "",
+    text = (text ~= "" and (text .. "  ") or "") .. fmt("draws=%d window=%d..%d cursor=%d lane=%d%s%s", self.draws or 0, self.from, self.to, self.cur or 0,
+               self.lane_sel, self.sel and fmt(" row=%d", self.sel.row) or "",
                self.last_ms and fmt(" redraw=%.2fms", self.last_ms) or "")
-      .. (text ~= "" and ("  " .. text) or "")
   end
   local right = "? keys  q quit"
   self:put(y, 0, text, 0)
@@ -562,6 +561,7 @@ end
 function App:draw()
   local c = self.curses
   local t0 = c.now()
+  self.draws = (self.draws or 0) + 1
   self:layout()
   c.erase()
   self:header()

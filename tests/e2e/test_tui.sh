@@ -20,8 +20,16 @@ wait_for() { # wait_for PATTERN [TENTHS]: until the screen shows it (30 s at mos
   for _ in $(seq "${2:-300}"); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
   return 1
 }
-keys() { for k in "$@"; do tmux send-keys -t $S "$k"; done; sleep 0.4; }
-typed() { tmux send-keys -t $S -l "$1"; tmux send-keys -t $S Enter; sleep 0.6; }
+# draws=N on the status line counts the redraws: after keys, wait for a new one, then for a still screen
+draws() { screen | grep -o 'draws=[0-9]*' | tail -1 | cut -d= -f2; }
+settle() { # settle BEFORE: until a redraw after BEFORE, then until the screen stays the same for 0.3 s
+  for _ in $(seq 200); do [ "$(draws)" != "$1" ] && break; sleep 0.05; done
+  local a b
+  for _ in $(seq 50); do a=$(screen); sleep 0.3; b=$(screen); [ "$a" = "$b" ] && break; done
+}
+keys() { local n; n=$(draws); for k in "$@"; do tmux send-keys -t $S "$k"; done; settle "$n"; }
+typed() { local n; n=$(draws); tmux send-keys -t $S -l "$1"; tmux send-keys -t $S Enter; settle "$n"; }
+ask() { tmux send-keys -t $S "$1"; wait_for "$2" 100; }   # ask KEY PROMPT: a key that opens a prompt
 # window=FROM..TO cursor=C on the status line
 state() { screen | grep -o 'window=[0-9]*\.\.[0-9]* cursor=[0-9]*' | tail -1; }
 win_from() { state | sed 's/window=\([0-9]*\)\.\..*/\1/'; }
@@ -86,7 +94,7 @@ read -r kstart kend kname gx gy gz bx by bz corr pid < <(sql "$F" "SELECT k.star
     blockX, blockY, blockZ, correlationId, globalPid / 16777216 % 16777216 FROM CUPTI_ACTIVITY_KIND_KERNEL k
     JOIN StringIds s ON s.id = k.shortName WHERE deviceId = 0 AND streamId = 7 AND s.value = 'flash_fwd_kernel'
     ORDER BY start LIMIT 1 OFFSET 3" | tr '|' ' ')
-keys g
+ask g "go to time"
 typed "@$kstart"
 check_eq "go to a time" "$(cursor)" "$kstart"
 pane=$(screen)
@@ -115,7 +123,7 @@ stack=$(sql "$F" "SELECT group_concat(text, ' > ') FROM (SELECT text FROM NVTX_E
 echo "$pane" | grep -qF "nvtx=$stack" && ok "details: NVTX stack at launch" || bad "nvtx stack: want '$stack': $(echo "$pane" | grep nvtx=)"
 
 # filter by name (regular expression): the next matching kernel only
-keys /
+ask / "filter (regex"
 typed "SendRecv"
 c=$(cursor)
 keys n
@@ -125,26 +133,27 @@ check_eq "filter: snap to the next matching kernel" "$(cursor)" "$want"
 check_eq "filter: events in the window" "$(lane_events)" "$(sql "$F" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k
     JOIN StringIds s ON s.id = k.shortName WHERE deviceId = 0 AND streamId = 7 AND s.value GLOB '*SendRecv*'
     AND start < $(win_to) AND end > $(win_from)")"
-keys /
-tmux send-keys -t $S C-u BSpace BSpace BSpace BSpace BSpace BSpace BSpace BSpace Enter; sleep 0.5
+ask / "filter (regex"
+tmux send-keys -t $S BSpace BSpace BSpace BSpace BSpace BSpace BSpace BSpace
+typed ""
 # minimum duration
-keys m
+ask m "minimum duration"
 typed "200us"
 c=$(cursor)
 keys n
 want=$(sql "$F" "SELECT min(start) FROM ($OPS) WHERE dev = 0 AND st = 7 AND end - start >= 200000 AND start > $c")
 check_eq "minimum duration: snap to the next long event" "$(cursor)" "$want"
-keys m
+ask m "minimum duration"
 typed "0"
 
 # the whole trace again, then the Lua prompt
 keys 0
 check_eq "0: the whole trace" "$(win_from)" "${span%|*}"
-keys :
+ask : "^: "
 typed "#trace.kernels"
 screen | grep -q "^$(sql "$F" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")\$" && ok ": prompt evaluates Lua" ||
   bad ": prompt: $(screen | tail -8)"
-keys :
+ask : "^: "
 typed "tui.cursor()"
 screen | grep -q "^$(cursor)\$" && ok ": prompt sees the TUI's state" || bad "tui.cursor(): $(screen | tail -8)"
 
@@ -176,8 +185,9 @@ screen | grep -q "zoom in / out at the cursor" && ok "? shows the keys" || bad "
 keys Escape
 
 # resize: the screen is laid out again for 80x24
+n=$(draws)
 tmux resize-window -t $S -x 80 -y 24
-sleep 0.8
+settle "$n"
 keys k k k k k k k k
 w=$(screen | wc -L)
 [ "$(screen | wc -l)" -le 24 ] && [ "$w" -le 80 ] && screen | grep -q '^GPU0 s7' && screen | grep -q 'nsl tui' &&
@@ -195,7 +205,7 @@ case "$sane" in *-icanon*|*-echo*|*-isig*|"") bad "terminal not sane after Ctrl-
 S1=$S
 S=${S1}2
 tmux new-session -d -s $S -x 100 -y 24 \
-  "NO_COLOR=1 $NSL tui $F; echo TUI-EXITED rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo)\$' | tr '\n' ' '; echo; sleep 60"
+  "NO_COLOR=1 NSL_TUI_INFO=1 $NSL tui $F; echo TUI-EXITED rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo)\$' | tr '\n' ' '; echo; sleep 60"
 wait_for "lanes; ? for the keys" && ok "loads without colour" || bad "no colour: $(screen)"
 keys + + + + + +
 screen | grep -E '^GPU0 s7' | cut -c27- | grep -qE '[#N<>=S|▌█]' && ok "no colour: events drawn as characters" ||
