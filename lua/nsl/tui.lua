@@ -401,6 +401,8 @@ function App:draw_status()
   local y = self.rows - 1
   local text = self.status or ""
   if self.show_info and self.from then
+    local room = max(0, min(40, self.cols - 66))   -- the window and cursor stay on the line
+    if (utf8.len(text) or #text) > room then text = room > 0 and (text:sub(1, utf8.offset(text, room) - 1) .. "~") or "" end
     text = (text ~= "" and (text .. "  ") or "") .. fmt("draws=%d window=%d..%d cursor=%d lane=%d%s%s", self.draws or 0, self.from, self.to, self.cur or 0,
                self.lane_sel, self.sel and fmt(" row=%d", self.sel.row) or "",
                self.last_ms and fmt(" redraw=%.2fms", self.last_ms) or "")
@@ -852,6 +854,7 @@ function App:key_timeline(key)
   elseif key == "esc" then
     self.pane = nil
     self.sel = nil
+    self.status = ""
   end
   local _ = span
 end

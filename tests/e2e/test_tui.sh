@@ -178,6 +178,18 @@ screen | grep -q "instance 1 of $n of FlashAttnFunc" && ok "tree: instance named
 # findings (diagnose) and back
 keys F
 wait_for "severity" && ok "findings view" || bad "no findings view: $(screen | head -5)"
+# the second finding of diagnose (as `nsl run diagnose --format json` lists them) leads to its window
+"$NSL" run diagnose "$F" --format json > "$TMP/diagnose.json"
+read -r fid ffrom < <(python3 -c 'import json, sys
+f = json.load(open(sys.argv[1]))["findings"][1]
+print(f["id"], f.get("where", {}).get("from", ""))' "$TMP/diagnose.json")
+keys Down Enter
+if [ -n "$ffrom" ]; then
+  check_eq "a finding leads to its place (cursor at its window's start)" "$(cursor)" "$ffrom"
+  screen | grep -q "\[timeline\]" && screen | grep -q "$fid" && ok "the finding named on the timeline" ||
+    bad "finding: $(screen | tail -2)"
+fi
+keys F
 keys tab
 screen | grep -q '\[timeline\]' && ok "tab cycles back to the timeline" || bad "tab: $(screen | head -1)"
 keys '?'
