@@ -14,6 +14,13 @@
 command -v tmux > /dev/null || { echo "tmux is missing (scripts/install-deps.sh installs it)"; exit 1; }
 export TMUX_TMPDIR="$TMP"
 F="$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite"
+# a build without ncurses says so, in one line, and fails
+if "$NSL" tui "$F" < /dev/null 2>&1 | grep -q "built without ncurses"; then
+  out=$("$NSL" tui "$F" 2>&1 < /dev/null); rc=$?
+  [ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && ok "built without ncurses: one line, exit 1" || bad "no ncurses: $rc '$out'"
+  finish
+  exit
+fi
 S=nsltui
 screen() { tmux capture-pane -t $S -p; }
 wait_for() { # wait_for PATTERN [TENTHS]: until the screen shows it (30 s at most by default)
