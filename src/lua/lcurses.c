@@ -70,7 +70,7 @@ static void restore(void) {
 static int l_init(lua_State *L) {
   static int registered = 0;
   if (!active) {
-    setlocale(LC_ALL, "");
+    setlocale(LC_CTYPE, "");   /* wide characters; numbers keep the C locale */
     if (!isatty(0) || !isatty(1)) return luaL_error(L, "nsl tui needs a terminal (standard input and output)");
     if (!registered) {
       atexit(restore);
