@@ -23,7 +23,7 @@ Timeline                                   Everywhere
   0  home       the whole trace              i          window start/end in ns on the status line
   up/down j k   select a lane                q  C-c     quit
   pgup/pgdn     lanes a page up / down     Tree
-  n / p         next / previous event        up/down    move;  right/left  expand/collapse
+  n / p         next / previous kernel       up/down    move;  right/left  expand/collapse
   enter         select the event at cursor   enter      show the next instance on the timeline
   e             zoom to the selected event   k          the kernels under the range
   g             jump to a time (1.5ms, ns) Findings
@@ -674,16 +674,17 @@ function App:select_at_cursor()
   end
 end
 
--- Selects the next (dir > 0) or previous event start of the selected lane (with the filter) and
+-- Selects the next (dir > 0) or previous kernel of the selected lane (with the filter; on an NVTX lane
+-- the next range) and
 -- moves the cursor there, the window following when it is outside.
 function App:snap(dir)
   local l = self.m.lanes[self.lane_sel]
   if not l then return end
   local from_t = self.cur
   if self.sel and self.sel.lane == l then from_t = (self.m:times(l, self.sel.row)) end
-  local r = self.m:step(l, from_t, dir)
+  local r = self.m:snap(l, from_t, dir)
   if not r then
-    self.status = dir > 0 and "no later event on this lane" or "no earlier event on this lane"
+    self.status = dir > 0 and "no later kernel on this lane" or "no earlier kernel on this lane"
     return
   end
   self.sel = {lane = l, row = r}

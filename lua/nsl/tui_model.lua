@@ -319,6 +319,20 @@ function Model:at(l, t) return self:lod(l):at(l.id, t) end
 --- The row of the next (dir > 0) or previous event start of lane l from t (with the filter), or nil.
 function Model:step(l, t, dir) return self:lod(l):step(l.id, t, dir) end
 
+--- The row of the next (dir > 0) or previous kernel (NCCL kernels too) of
+-- GPU lane l from t, memcpy and memset passed over; on an NVTX lane the
+-- next or previous range.  With the filter.  nil when there is none.
+function Model:snap(l, t, dir)
+  local lod = self:lod(l)
+  local r = lod:step(l.id, t, dir)
+  if l.kind ~= "gpu" then return r end
+  local G = self.gpu.G
+  while r and G.src[r + 1] ~= 1 do
+    r = lod:step(l.id, G.start[r + 1], dir)
+  end
+  return r
+end
+
 -- The launching API call of every row of G (0-based rows of trace.api, -1 none), joined once on
 -- (report, pid, correlation id) as nsl.nvtx.gpu_ops does.
 local function launch_index(self)

@@ -85,13 +85,14 @@ check_eq "events after paging" "$(lane_events)" "$(in_window "$(win_from)" "$(wi
 keys [ a
 check_eq "page and pan back" "$(win_from)" "$fa"
 
-# snap: the next event of the stream after the cursor
+# snap: the next kernel of the stream after the cursor (memcpy and memset passed over)
+KERN="FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 0 AND streamId = 7"
 c=$(cursor)
 keys n
-next=$(sql "$F" "SELECT min(start) FROM ($OPS) WHERE dev = 0 AND st = 7 AND start > $c")
-check_eq "snap to the next event" "$(cursor)" "$next"
+next=$(sql "$F" "SELECT min(start) $KERN AND start > $c")
+check_eq "snap to the next kernel" "$(cursor)" "$next"
 keys n
-next2=$(sql "$F" "SELECT min(start) FROM ($OPS) WHERE dev = 0 AND st = 7 AND start > $next")
+next2=$(sql "$F" "SELECT min(start) $KERN AND start > $next")
 check_eq "snap again" "$(cursor)" "$next2"
 keys p
 check_eq "snap back" "$(cursor)" "$next"
@@ -148,8 +149,8 @@ ask m "minimum duration"
 typed "200us"
 c=$(cursor)
 keys n
-want=$(sql "$F" "SELECT min(start) FROM ($OPS) WHERE dev = 0 AND st = 7 AND end - start >= 200000 AND start > $c")
-check_eq "minimum duration: snap to the next long event" "$(cursor)" "$want"
+want=$(sql "$F" "SELECT min(start) $KERN AND end - start >= 200000 AND start > $c")
+check_eq "minimum duration: snap to the next long kernel" "$(cursor)" "$want"
 ask m "minimum duration"
 typed "0"
 

@@ -3,7 +3,7 @@
 -- sqlite3 program: the lanes (one per device and stream; NVTX per thread),
 -- per character column of random windows the events that overlap it and
 -- the time they cover (brute force over the SQL rows), the events of a
--- window, snapping to the next and previous start, the name filter and the
+-- window, snapping to the next and previous start and kernel, the name filter and the
 -- minimum duration, and the details of kernels (their row and launching
 -- CUDA call).
 local T = ...
@@ -106,6 +106,15 @@ for _, f in ipairs(files) do
         local rn, rp = m:step(l, t, 1), m:step(l, t, -1)
         T.eq(rn and (m:times(l, rn)), nxt, k .. ": next start")
         T.eq(rp and (m:times(l, rp)), prv, k .. ": previous start")
+        -- snapping to kernels: memcpy and memset (no name in SQL's rows) passed over
+        local knext, kprev
+        for _, r in ipairs(rows) do
+          if r[3] ~= "" and r[1] > t and not knext then knext = r[1] end
+          if r[3] ~= "" and r[1] < t then kprev = r[1] end
+        end
+        local sn, sp = m:snap(l, t, 1), m:snap(l, t, -1)
+        T.eq(sn and (m:times(l, sn)), knext, k .. ": next kernel")
+        T.eq(sp and (m:times(l, sp)), kprev, k .. ": previous kernel")
       end
     end
   end}
