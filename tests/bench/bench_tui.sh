@@ -35,11 +35,14 @@ press() { # press SCALE KEY... : each key, then wait until its redraw is logged
 }
 rm -f "$work/tui_redraws.txt"
 press whole d d d d d a a a a a ] [ ] [ + - + - + - + -
-# a 1 ms window around the cursor, through the Lua prompt
+# a 1 ms window in the middle of the trace, through the Lua prompt
+tmux send-keys -t $S "0"; sleep 0.5
 tmux send-keys -t $S ":"; sleep 0.3
-tmux send-keys -t $S -l "tui.go(tui.cursor(), tui.cursor() + 1000000)"; tmux send-keys -t $S Enter; sleep 1
+tmux send-keys -t $S -l "do local a, b = tui.window(); tui.go((a + b) // 2, (a + b) // 2 + 1000000) end"
+tmux send-keys -t $S Enter; sleep 1
 press 1ms d d d d d a a a a a ] [ ] [ + - + - + - + -
 window=$(tmux capture-pane -t $S -p | grep -o 'window=[0-9]*\.\.[0-9]*' | tail -1)
+lanes_busy=$(tmux capture-pane -t $S -p | grep -cE '^(GPU|python|  \.)' || true)
 tmux send-keys -t $S q
 sleep 1
 tmux kill-server 2> /dev/null || true
@@ -75,4 +78,4 @@ for w in whole 1ms; do
   done
   echo "  $w window: $best ms (best of 3)"
 done
-echo "(last TUI $window)"
+echo "(last TUI $window, $lanes_busy lanes on the screen)"
