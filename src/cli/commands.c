@@ -73,6 +73,11 @@ static const nsl_cli_option notebook_options[] = {
      "report)"},
     {NULL}};
 
+static const nsl_cli_option tui_options[] = {
+    {"--no-color", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "draw without colour (also when NO_COLOR is set)"},
+    {"--max-depth", NULL, NSL_CLI_ONE, "N", NULL, 0, "NVTX nesting rows shown per thread (default: all)"},
+    {NULL}};
+
 const nsl_cli_command nsl__cli_commands[] = {
     {.name = "run",
      .args = "SCRIPT|NAME [TRACE...]",
@@ -105,6 +110,22 @@ const nsl_cli_command nsl__cli_commands[] = {
                     "(~/.nsl_history, or $NSL_HISTORY) and Tab completion of globals, tables, columns and methods; "
                     ":help inside lists the commands.",
      .run = nsl__repl},
+    {.name = "tui",
+     .args = "TRACE...",
+     .min_args = 1,
+     .missing = "no trace given",
+     .options = {tui_options},
+     .summary = "terminal timeline, event details, NVTX tree and findings",
+     .description =
+         "A terminal timeline of the traces (SQLite exports, bundles; several are stacked on their aligned "
+         "clocks): one row per GPU stream (kernels, NCCL kernels, memcpy by direction, memset) and NVTX ranges "
+         "per thread on a row per nesting level; the details of the selected event (its launching CUDA call, "
+         "thread and NVTX stack, the gaps around it); the NVTX range tree with inclusive and exclusive GPU and "
+         "CPU time; the findings of diagnose, each leading to its place.  `:` evaluates Lua against `trace`; `?` "
+         "lists the keys.  Works in 80x24 and up, over ssh and in tmux (needs ncurses at build time).",
+     .epilog = "Environment: NO_COLOR draws without colour; NSL_TUI_LOG=FILE appends the load and redraw timings "
+               "to FILE; NSL_TUI_INFO=1 starts with the window in ns shown.",
+     .module = "nsl.cmd_tui"},
     {.name = "bundle",
      .args = "EXPORT...",
      .min_args = 1,

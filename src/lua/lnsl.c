@@ -213,5 +213,7 @@ int luaopen_nsl_core(lua_State *L) {
   nsl__open_hlo(L);
   nsl__open_render(L);
   nsl__open_binning(L);
+  nsl__open_lod(L);
+  nsl__open_curses(L);
   return 1;
 }

@@ -76,6 +76,8 @@ int nsl__open_overlap(lua_State *L);
 int nsl__open_sweep(lua_State *L);
 int nsl__open_render(lua_State *L);    /* nsl.canvas, ticks, palette (lrender.c) */
 int nsl__open_binning(lua_State *L);   /* bins, depths, spans, format_rows (lbinning.c) */
+int nsl__open_lod(lua_State *L);       /* nsl.lod: a timeline's level of detail (llod.c) */
+int nsl__open_curses(lua_State *L);    /* nsl.curses: the terminal of nsl tui (lcurses.c; nil without ncurses) */
 
 /* luaopen for the C core module ("nsl.core"). */
 int luaopen_nsl_core(lua_State *L);

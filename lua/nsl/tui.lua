@@ -1,0 +1,1070 @@
+-- nsl.tui -- `nsl tui`: a terminal timeline of a trace (GPU streams, NVTX
+-- ranges per thread), the details of an event, the NVTX tree and the
+-- findings of diagnose, over ssh and in tmux, with and without colour.
+-- The terminal is nsl.curses (src/lua/lcurses.c); what is shown comes from
+-- nsl.tui_model (the tables, nsl.lod's per-column summaries, nsl.nvtx's
+-- tree, diagnose's findings): this file is the view and the keys only.
+local nsl = require("nsl")
+local model = require("nsl.tui_model")
+local report = require("nsl.report")
+local units = require("nsl.units")
+local findings_text = require("nsl.findings")
+
+local M = {}
+
+local fmt, floor, max, min = string.format, math.floor, math.max, math.min
+
+M.keys = [[
+Timeline                                   Everywhere
+  left/right    move the cursor a column     tab        next view: timeline, tree, findings
+  a d  h l      pan an eighth of the window  T  F       the tree, the findings
+  [ ]           page: a whole window         :          Lua prompt (`trace`, `nsl`, `tui`)
+  + = w / - s   zoom in / out at the cursor  ?          these keys
+  0  home       the whole trace              i          window start/end in ns on the status line
+  up/down j k   select a lane                q  C-c     quit
+  pgup/pgdn     lanes a page up / down     Tree
+  n / p         next / previous kernel       up/down    move;  right/left  expand/collapse
+  enter         select the event at cursor   enter      show the next instance on the timeline
+  e             zoom to the selected event   k          the kernels under the range
+  g             jump to a time (1.5ms, ns) Findings
+  t             relative / absolute time     up/down    move;  enter  go to its place
+  /             filter names (regex)
+  m             minimum duration (10us)
+  N             short / demangled names
+  b  '  B       bookmark, next, clear
+  { }  z        range start, end, zoom to it
+  c             colour on / off
+]]
+
+-- Terminal colours (the 8 of every terminal) of each class, and the ink on them.
+local class_color = {kernel = 4, nccl = 1, memcpy_htod = 3, memcpy_dtoh = 2, memcpy_other = 7, memset = 5, nvtx = 6}
+local dark_ink = {[4] = true, [1] = true, [5] = true}
+-- Characters of each class without colour (full column; a partly covered one is '|').
+local class_char = {kernel = "#", nccl = "N", memcpy_htod = ">", memcpy_dtoh = "<", memcpy_other = "=",
+                    memset = "S", nvtx = "-"}
+
+local App = {}
+App.__index = App
+
+-- ---- time ------------------------------------------------------------------------------
+
+-- Compact time for the axis: t ns in the unit of step (s, ms, µs, ns) with the decimals it needs.
+local function axis_time(t, step, utf8)
+  local mu = utf8 and "µs" or "us"
+  local unit, div
+  if step >= 1e9 then unit, div = "s", 1e9
+  elseif step >= 1e6 then unit, div = "ms", 1e6
+  elseif step >= 1e3 then unit, div = mu, 1e3
+  else unit, div = "ns", 1 end
+  local dec = 0
+  local s = step / div
+  while dec < 9 and math.abs(s - floor(s + 0.5)) > 1e-9 * max(1, s) do
+    s, dec = s * 10, dec + 1
+  end
+  return fmt("%." .. dec .. "f%s", t / div, unit)
+end
+
+--- The time t as shown: relative to the trace's start (+1.234567 s) or absolute ns.
+function App:time_text(t)
+  if t == nil then return "" end
+  if self.rel then return fmt("+%s", report.duration(t - self.origin)) end
+  return fmt("%d ns", t)
+end
+
+-- Edge c of the window's ncols columns (exact integers).
+local function edge(from, span, ncols, c) return from + (span * c) // ncols end
+
+-- ---- set-up ----------------------------------------------------------------------------
+
+-- A new application over trace: the model (nothing loaded yet), the view's state, the log file.
+local function new_app(trace, opts)
+  local self = setmetatable({}, App)
+  self.trace, self.opts = trace, opts
+  self.m = model.new(trace, {max_depth = opts.max_depth})
+  self.curses = nsl.curses
+  self.view = "timeline"
+  self.rel = true
+  self.lane_sel, self.top = 1, 1
+  self.bookmarks, self.bm_next = {}, 1
+  self.pane = nil            -- lines shown in the bottom pane instead of the details (Lua output)
+  self.status = ""
+  self.show_info = os.getenv("NSL_TUI_INFO") ~= nil
+  self.tree_open, self.tree_sel, self.tree_top = {}, 1, 1
+  self.find_sel, self.find_top = 1, 1
+  self.instance = {}
+  self.pending = self.m:stages()
+  self.t0 = opts.t0
+  local log = os.getenv("NSL_TUI_LOG")
+  if log and log ~= "" then self.log_file = io.open(log, "a") end
+  return self
+end
+
+-- Appends a formatted line to NSL_TUI_LOG's file (timings), when set.
+function App:log(...)
+  if self.log_file then
+    self.log_file:write(fmt(...), "\n")
+    self.log_file:flush()
+  end
+end
+
+-- Colour pairs per event class (background for events, foreground for partly covered columns),
+-- unless the terminal has fewer than 8 colours, NO_COLOR is set or colour was turned off.
+function App:setup_colors()
+  local c = self.curses
+  self.color = self.info.colors >= 8 and not self.opts.no_color and (os.getenv("NO_COLOR") or "") == ""
+  if not self.color then return end
+  self.pair_bg, self.pair_fg = {}, {}
+  for i, cl in ipairs(model.classes) do
+    local col = class_color[cl.name] or 7
+    c.pair(i, dark_ink[col] and 7 or 0, col)
+    c.pair(10 + i, col, -1)
+    self.pair_bg[i - 1], self.pair_fg[i - 1] = i, 10 + i
+  end
+  c.pair(30, 0, 7)    -- bars
+  c.pair(31, 3, -1)   -- marks on the axis
+end
+
+-- ---- layout ----------------------------------------------------------------------------
+
+-- Sizes from the terminal: label width, timeline columns, the lanes' rows and the bottom pane.
+function App:layout()
+  local rows, cols = self.curses.size()
+  self.rows, self.cols = rows, cols
+  self.lw = max(8, min(30, cols // 4))                   -- lane labels
+  self.w = max(1, cols - self.lw - 1)                    -- timeline columns
+  self.pane_h = rows >= 20 and max(6, min(10, rows // 4)) or 3
+  self.lanes_y0 = 2
+  self.lanes_y1 = max(self.lanes_y0, rows - self.pane_h - 3)   -- last lane row
+  self.pane_y0 = self.lanes_y1 + 2                       -- below the pane's title row
+  self.nvis = self.lanes_y1 - self.lanes_y0 + 1
+end
+
+-- Keeps the window at least one ns per column and inside int64.
+function App:set_window(from, to)
+  local span = max(to - from, self.w)
+  self.from, self.to = from, from + span
+  if self.cur and (self.cur < self.from or self.cur >= self.to) then
+    self.cur = self.from + (self.to - self.from) // 2
+  end
+end
+
+-- The window on the whole span of the loaded lanes, the cursor in its middle.
+function App:whole()
+  local lo, hi = self.m:span()
+  if not lo then return end
+  self.origin = self.origin and min(self.origin, lo) or lo
+  self:set_window(lo, hi + 1)
+  self.cur = self.from + (self.to - self.from) // 2
+end
+
+-- The column (0-based, clamped to the window) that holds time t.
+function App:col_of(t)
+  local span = self.to - self.from
+  return max(0, min(self.w - 1, ((t - self.from) * self.w) // span))
+end
+
+-- ---- drawing ----------------------------------------------------------------------------
+
+-- Text at row y, column x (clipped by nsl.curses at the right edge).
+function App:put(y, x, text, pair, attrs)
+  self.curses.put(y, x, text, pair or 0, attrs or 0)
+end
+
+-- A full-width bar (reverse video, or the bar colour) with text.
+function App:bar(y, text)
+  local c = self.curses
+  local line = text .. string.rep(" ", max(0, self.cols - utf8.len(text) or #text))
+  if self.color then self:put(y, 0, line, 30)
+  else self:put(y, 0, line, 0, c.REVERSE) end
+end
+
+-- The top bar: the window, the time mode, the filter, the range, the view.
+function App:header()
+  local parts = {"nsl tui"}
+  if self.from then
+    parts[#parts + 1] = fmt("%s .. %s (%s)", self:time_text(self.from), self:time_text(self.to),
+                            report.duration(self.to - self.from))
+  end
+  parts[#parts + 1] = self.rel and "relative" or "absolute"
+  if self.m.filter then parts[#parts + 1] = fmt("filter /%s/", self.m.filter) end
+  if (self.m.min_dur or 0) > 0 then parts[#parts + 1] = fmt(">= %s", report.duration(self.m.min_dur)) end
+  if self.m.names == "demangled" then parts[#parts + 1] = "demangled" end
+  if self.range_start or self.range_stop then
+    parts[#parts + 1] = fmt("range %s..%s%s", self:time_text(self.range_start), self:time_text(self.range_stop),
+      (self.range_start and self.range_stop) and fmt(" (%s)", report.duration(self.range_stop - self.range_start))
+        or "")
+  end
+  parts[#parts + 1] = "[" .. self.view .. "]"
+  self:bar(0, table.concat(parts, " | "))
+end
+
+-- The time axis: ticks at a round step, the cursor, bookmarks and the range.
+function App:axis()
+  local w, span = self.w, self.to - self.from
+  local chars = {}
+  for c = 1, w do chars[c] = " " end
+  -- a step of 1, 2 or 5 x 10^k with ticks about 14 columns apart
+  local want = span * 14 / w
+  local step = 1
+  while step * 10 <= want do step = step * 10 end
+  if step * 5 <= want then step = step * 5 elseif step * 2 <= want then step = step * 2 end
+  local base = self.rel and self.origin or 0
+  local first = ((self.from - base + step - 1) // step) * step + base
+  local t = first
+  while t < self.to do
+    local c = self:col_of(t) + 1
+    local label = "|" .. axis_time(t - base, step, self.info.utf8)
+    local room = true
+    for k = c, min(w, c + #label) do if chars[k] ~= " " then room = false end end
+    if room and c + #label - 1 <= w then
+      for k = 1, #label do chars[c + k - 1] = label:sub(k, k) end
+    elseif chars[c] == " " then chars[c] = "|" end
+    t = t + step
+  end
+  self:put(1, 0, string.rep(" ", self.lw), 0)
+  self:put(1, self.lw + 1, table.concat(chars), 0, self.curses.DIM)
+  local function mark(time, ch)
+    if time and time >= self.from and time < self.to then
+      self:put(1, self.lw + 1 + self:col_of(time), ch, self.color and 31 or 0, self.curses.BOLD)
+    end
+  end
+  for _, b in ipairs(self.bookmarks) do mark(b, "*") end
+  mark(self.range_start, "{")
+  mark(self.range_stop, "}")
+  mark(self.cur, "v")
+  self:put(1, 0, self.rel and "time (relative)" or "time (ns)", 0, self.curses.DIM)
+end
+
+-- One lane's row: label, then the columns from the level-of-detail summaries,
+-- names written on events wide enough, the selection and the cursor marked.
+function App:lane_row(y, i)
+  local m, c = self.m, self.curses
+  local l = m.lanes[i]
+  local w = self.w
+  local count, busy, row, cls = m:cells(l, self.from, self.to, w)
+  local selected = i == self.lane_sel
+  local label = l.label
+  local n = 0
+  for k = 1, w do if count[k] > 0 then n = n + 1 end end
+  self:put(y, 0, string.rep(" ", self.lw), 0)
+  if (utf8.len(label) or #label) > self.lw then label = label:sub(1, utf8.offset(label, self.lw) - 1) end
+  self:put(y, 0, label, 0, selected and c.REVERSE or (l.kind == "gpu" and c.BOLD or 0))
+  local span = self.to - self.from
+  local sel_row = self.sel and self.sel.lane == l and self.sel.row or nil
+  local x0 = self.lw + 1
+  -- runs of columns with one look, each drawn with one call
+  local k = 1
+  local part_char = self.info.utf8 and "▌" or "|"
+  while k <= w do
+    local cnt, cl, r = count[k], cls[k], row[k]
+    if cnt == 0 then
+      local j = k
+      while j < w and count[j + 1] == 0 do j = j + 1 end
+      k = j + 1
+    else
+      local colw = edge(self.from, span, w, k) - edge(self.from, span, w, k - 1)
+      local full = busy[k] * 2 >= colw
+      -- a run of columns of one event (row r, covering each): room for its name
+      local j = k
+      if cnt == 1 and full then
+        while j < w and row[j + 1] == r and count[j + 1] == 1 and busy[j + 1] * 2 >= colw do j = j + 1 end
+      else
+        while j < w and count[j + 1] > 0 and cls[j + 1] == cl and row[j + 1] ~= sel_row and r ~= sel_row and
+              ((busy[j + 1] * 2 >= colw) == full) and not (count[j + 1] == 1 and full) do j = j + 1 end
+      end
+      local len = j - k + 1
+      local name = (cnt == 1 and full and len >= 4) and m:name_of(l, r) or nil
+      local cname = model.classes[cl + 1] and model.classes[cl + 1].name or "kernel"
+      local text
+      if name then
+        name = name:gsub("[%c]", " ")
+        text = name .. string.rep(" ", len)
+        text = text:sub(1, len)   -- bytes; put() clips wide text at the screen edge, runs stay short
+        if utf8.len(text) == nil then text = string.rep(" ", len) end
+      elseif full then
+        text = string.rep(self.color and " " or class_char[cname], len)
+      else
+        text = string.rep(part_char, len)
+      end
+      local attrs = (r == sel_row) and (c.BOLD | c.UNDERLINE) or 0
+      if self.color then
+        local pair = (full or name) and self.pair_bg[cl] or self.pair_fg[cl]
+        self:put(y, x0 + k - 1, text, pair, attrs | ((r == sel_row) and c.REVERSE or 0))
+      else
+        self:put(y, x0 + k - 1, text, 0, attrs | ((name or r == sel_row) and c.REVERSE or 0))
+      end
+      k = j + 1
+    end
+  end
+  if selected and self.cur then   -- the cursor on the selected lane
+    local cc = self:col_of(self.cur)
+    local ch = count[cc + 1] > 0 and (self.color and " " or "#") or "+"
+    self:put(y, x0 + cc, ch, 0, c.REVERSE)
+  end
+  return n
+end
+
+-- The axis and the visible lanes, scrolled so the selected lane shows.
+function App:draw_timeline()
+  local m = self.m
+  if not self.from then
+    self:put(3, 2, #self.pending > 0 and "loading..." or
+                   "nothing to draw: this trace has no kernels, memcpy, memset or NVTX ranges", 0)
+    return
+  end
+  self:axis()
+  local nl = #m.lanes
+  if self.lane_sel > nl then self.lane_sel = max(1, nl) end
+  if self.lane_sel < self.top then self.top = self.lane_sel end
+  if self.lane_sel >= self.top + self.nvis then self.top = self.lane_sel - self.nvis + 1 end
+  for y = self.lanes_y0, self.lanes_y1 do
+    local i = self.top + y - self.lanes_y0
+    if i <= nl then self:lane_row(y, i) end
+  end
+  if nl == 0 then self:put(3, 2, "no events", 0) end
+end
+
+-- Lines of key=value pairs wrapped to width.
+local function wrap_pairs(pairs_list, width)
+  local lines, line = {}, ""
+  for _, kv in ipairs(pairs_list) do
+    local item = kv[1] .. "=" .. tostring(kv[2])
+    if line ~= "" and #line + 2 + #item > width then
+      lines[#lines + 1] = line
+      line = ""
+    end
+    line = line == "" and item or (line .. "  " .. item)
+  end
+  if line ~= "" then lines[#lines + 1] = line end
+  return lines
+end
+
+-- The details of the selected event as key=value lines (exact ns, with human units beside).
+function App:detail_lines()
+  local sel = self.sel
+  if not sel then
+    local l = self.m.lanes[self.lane_sel]
+    if not l then return {"no lane"} end
+    local n = self.from and self.m:count_in(l, self.from, self.to) or 0
+    return {fmt("lane %s: %d events in the window (%s in the trace)%s", l.label:gsub("^%s+", ""), n,
+                report.int(l.events), l.kind == "gpu" and "; enter selects the event at the cursor, n/p snap" or ""),
+            self.m.multi and fmt("report r%d: %s", l.report, self.m.report_names[l.report + 1]) or nil}
+  end
+  local list = self.m:details(sel.lane, sel.row)
+  local shown = {}
+  for _, kv in ipairs(list) do
+    local k, v = kv[1], kv[2]
+    if k == "start" or k == "stop" or k == "api_start" then
+      v = self.rel and fmt("%d(%s)", v, self:time_text(v)) or tostring(v)
+    elseif k == "dur" or k == "gap_before" or k == "gap_after" or k == "api_dur" then
+      v = fmt("%d(%s)", v, report.duration(v))
+    end
+    shown[#shown + 1] = {k, v}
+  end
+  -- the name first, then the fields that matter most, the NVTX stack and the demangled name last
+  local by = {}
+  for _, kv in ipairs(shown) do by[kv[1]] = kv end
+  local order = {"dur", "start", "stop", "grid", "block", "device", "stream", "api", "api_tid", "thread",
+                 "gap_before", "gap_after", "api_start", "api_dur", "kind", "bytes", "regs", "pid", "tid", "depth",
+                 "corr", "report"}
+  local first, rest, seen = {}, {}, {name = true, nvtx = true, demangled = true}
+  for i, k in ipairs(order) do
+    if by[k] then
+      local list = i <= 12 and first or rest
+      list[#list + 1] = by[k]
+      seen[k] = true
+    end
+  end
+  for _, kv in ipairs(shown) do if not seen[kv[1]] then rest[#rest + 1] = kv end end
+  local lines = {}
+  if by.name then lines[1] = "name=" .. by.name[2] end
+  for _, line in ipairs(wrap_pairs(first, self.cols - 1)) do lines[#lines + 1] = line end
+  if by.nvtx then lines[#lines + 1] = "nvtx=" .. by.nvtx[2] end
+  for _, line in ipairs(wrap_pairs(rest, self.cols - 1)) do lines[#lines + 1] = line end
+  if by.demangled and by.demangled[2] ~= (by.name and by.name[2]) then
+    lines[#lines + 1] = "demangled=" .. by.demangled[2]
+  end
+  return lines
+end
+
+-- The bottom pane: a title bar and as many lines as fit.
+function App:draw_pane(title, lines)
+  self:bar(self.pane_y0 - 1, title)
+  for i = 1, self.pane_h do
+    local line = lines[i]
+    if line then self:put(self.pane_y0 + i - 1, 0, line, 0) end
+  end
+end
+
+-- The status line: the last message (with `i`: the window, cursor and last redraw in ns and ms).
+function App:draw_status()
+  local y = self.rows - 1
+  local text = self.status or ""
+  if self.show_info and self.from then
+    local room = max(0, min(40, self.cols - 66))   -- the window and cursor stay on the line
+    if (utf8.len(text) or #text) > room then text = room > 0 and (text:sub(1, utf8.offset(text, room) - 1) .. "~") or "" end
+    text = (text ~= "" and (text .. "  ") or "") .. fmt("draws=%d window=%d..%d cursor=%d lane=%d%s%s", self.draws or 0, self.from, self.to, self.cur or 0,
+               self.lane_sel, self.sel and fmt(" row=%d", self.sel.row) or "",
+               self.last_ms and fmt(" redraw=%.2fms", self.last_ms) or "")
+  end
+  local right = "? keys  q quit"
+  self:put(y, 0, text, 0)
+  if #text + #right + 2 < self.cols then self:put(y, self.cols - #right, right, 0, self.curses.DIM) end
+end
+
+-- ---- tree and findings views -----------------------------------------------------------------
+
+-- The visible rows of the tree: node ids in depth-first order, children of open nodes only.
+function App:tree_rows()
+  local T = self.m:load_tree()
+  if T.empty then return {} end
+  local out = {}
+  local function visit(id)
+    out[#out + 1] = id
+    if self.tree_open[id] and T.kids[id] then
+      -- children in nvtx.tree's order (by GPU time, then CPU time, then name)
+      local kids = {}
+      for _, k in ipairs(T.kids[id]) do kids[#kids + 1] = k end
+      table.sort(kids, function(a, b) return T.index[a] < T.index[b] end)
+      for _, k in ipairs(kids) do visit(k) end
+    end
+  end
+  local roots = {}
+  for _, r in ipairs(T.roots) do roots[#roots + 1] = r end
+  table.sort(roots, function(a, b) return T.index[a] < T.index[b] end)
+  for _, r in ipairs(roots) do visit(r) end
+  return out
+end
+
+-- The NVTX tree view: nvtx.tree's rows (GPU and CPU time, inclusive and self, instances), indented.
+function App:draw_tree()
+  local T = self.m:load_tree()
+  if T.empty then
+    self:put(3, 2, "no NVTX ranges in this trace", 0)
+    return
+  end
+  local nodes = T.nodes
+  local rows = self:tree_rows()
+  self.tree_list = rows
+  if self.tree_sel > #rows then self.tree_sel = #rows end
+  if self.tree_sel < 1 then self.tree_sel = 1 end
+  local nvis = self.nvis
+  if self.tree_sel < self.tree_top then self.tree_top = self.tree_sel end
+  if self.tree_sel >= self.tree_top + nvis then self.tree_top = self.tree_sel - nvis + 1 end
+  local head = fmt("%14s %14s %14s %14s %9s  %s", "GPU Time (ns)", "GPU Self (ns)", "CPU Time (ns)",
+                   "CPU Self (ns)", "Instances", "Range")
+  self:put(1, 0, head, 0, self.curses.BOLD)
+  for y = self.lanes_y0, self.lanes_y1 do
+    local k = self.tree_top + y - self.lanes_y0
+    local id = rows[k]
+    if id then
+      local i = T.index[id]
+      local mark = T.kids[id] and (self.tree_open[id] and "- " or "+ ") or "  "
+      local line = fmt("%14d %14d %14d %14d %9d  %s%s%s", nodes.gpu_time[i], nodes.gpu_self[i], nodes.cpu_time[i],
+                       nodes.cpu_self[i], nodes.instances[i], string.rep("  ", nodes.depth[i]), mark, nodes.name[i])
+      self:put(y, 0, line, 0, k == self.tree_sel and self.curses.REVERSE or 0)
+    end
+  end
+end
+
+-- The selected node's numbers and, after `k`, the kernels launched directly inside it.
+function App:tree_pane()
+  local T = self.m:load_tree()
+  if T.empty or not self.tree_list then return {} end
+  local id = self.tree_list[self.tree_sel]
+  if not id then return {} end
+  local i = T.index[id]
+  local n = T.nodes
+  local lines = {
+    "path=" .. n.path[i],
+    fmt("gpu_time=%d(%s)  gpu_self=%d  cpu_time=%d(%s)  cpu_self=%d  instances=%d  ops=%d  ops_self=%d",
+        n.gpu_time[i], report.duration(n.gpu_time[i]), n.gpu_self[i], n.cpu_time[i], report.duration(n.cpu_time[i]),
+        n.cpu_self[i], n.instances[i], n.ops[i], n.ops_self[i]),
+  }
+  if self.tree_kernels and self.tree_kernels.id == id then
+    local k = self.tree_kernels.t
+    if not k then lines[#lines + 1] = "no GPU operations launched directly inside this range"
+    else
+      for r = 1, min(#k, self.pane_h - 2) do
+        lines[#lines + 1] = fmt("  %8d ops %14d ns  %s", k.ops[r], k.gpu_time[r], k.name[r])
+      end
+    end
+  else
+    lines[#lines + 1] = "enter: show an instance on the timeline   k: the kernels under it"
+  end
+  return lines
+end
+
+-- The findings view: diagnose's findings, largest cost first.
+function App:draw_findings()
+  local list = self.m:load_findings()
+  self:put(1, 0, fmt("%-8s %12s  %-24s %s", "severity", "cost", "id", "message"), 0, self.curses.BOLD)
+  if #list == 0 then
+    self:put(3, 2, "diagnose found no problems", 0)
+    return
+  end
+  if self.find_sel > #list then self.find_sel = #list end
+  local nvis = self.nvis
+  if self.find_sel < self.find_top then self.find_top = self.find_sel end
+  if self.find_sel >= self.find_top + nvis then self.find_top = self.find_sel - nvis + 1 end
+  for y = self.lanes_y0, self.lanes_y1 do
+    local k = self.find_top + y - self.lanes_y0
+    local f = list[k]
+    if f then
+      local line = fmt("%-8s %12s  %-24s %s", f.severity, f.cost_ns and report.duration(f.cost_ns) or "",
+                       f.id or "", f.message)
+      self:put(y, 0, line, 0, k == self.find_sel and self.curses.REVERSE or 0)
+    end
+  end
+end
+
+-- The selected finding as findings.lines words it (times as the header shows them).
+function App:findings_pane()
+  local list = self.m.findings or {}
+  local f = list[self.find_sel]
+  if not f then return self.m.finding_notes or {} end
+  local lines = {}
+  for _, line in ipairs(findings_text.lines(f, function(ns) return self:time_text(ns) end)) do
+    for _, part in ipairs(report.wrap(line, self.cols - 1)) do lines[#lines + 1] = part end
+  end
+  if f.where and f.where.from then lines[#lines + 1] = "enter: go to its place on the timeline" end
+  return lines
+end
+
+-- The keys, the legend of event kinds and, for several reports, their r0, r1... names.
+function App:draw_help()
+  local y = 1
+  for line in M.keys:gmatch("[^\n]+") do
+    if y < self.rows - 1 then self:put(y, 0, line, 0) end
+    y = y + 1
+  end
+  -- the legend: each kind of event as it is drawn
+  if y < self.rows - 1 then
+    local x = 2
+    self:put(y, 0, "Legend", 0, self.curses.BOLD)
+    x = 9
+    for i, cl in ipairs(model.classes) do
+      local sample = self.color and "  " or string.rep(class_char[cl.name], 2)
+      self:put(y, x, sample, self.color and self.pair_bg[i - 1] or 0)
+      self:put(y, x + 3, cl.label, 0)
+      x = x + 5 + #cl.label
+    end
+    y = y + 1
+  end
+  if self.m.multi and y < self.rows - 1 then
+    for r, name in ipairs(self.m.report_names) do
+      if y < self.rows - 1 then self:put(y, 0, fmt("  r%d  %s", r - 1, name), 0) end
+      y = y + 1
+    end
+  end
+end
+
+-- Draws the whole screen for the current view; returns the time it took in ms.
+function App:draw()
+  local c = self.curses
+  local t0 = c.now()
+  self.draws = (self.draws or 0) + 1
+  self:layout()
+  c.erase()
+  self:header()
+  local title, lines = "details", nil
+  if self.view == "help" then
+    self:draw_help()
+  elseif self.view == "tree" then
+    self:draw_tree()
+    title, lines = "NVTX range", self:tree_pane()
+  elseif self.view == "findings" then
+    self:draw_findings()
+    title, lines = "finding", self:findings_pane()
+  else
+    self:draw_timeline()
+    if self.pane then title, lines = "output", self.pane
+    else lines = self:detail_lines() end
+  end
+  if self.view ~= "help" then
+    if self.pane and self.view ~= "timeline" then title, lines = "output", self.pane end
+    local shown = {}
+    local from = max(1, #lines - self.pane_h + 1)
+    if title ~= "output" then from = 1 end
+    for i = from, #lines do shown[#shown + 1] = lines[i] end
+    self:draw_pane(title, shown)
+  end
+  self:draw_status()
+  c.refresh()
+  self.last_ms = (c.now() - t0) / 1e6
+  return self.last_ms
+end
+
+-- ---- input -----------------------------------------------------------------------------
+
+--- A line typed on the status row after prompt; nil when Esc leaves it.
+function App:read_line(prompt, initial)
+  local c = self.curses
+  local buf = initial or ""
+  while true do
+    local y = self.rows - 1
+    self:put(y, 0, string.rep(" ", self.cols), 0)
+    local text = prompt .. buf
+    local shown = text
+    if utf8.len(shown) and utf8.len(shown) >= self.cols then shown = "<" .. text:sub(-(self.cols - 2)) end
+    self:put(y, 0, shown, 0)
+    c.cursor(true, y, min(self.cols - 1, utf8.len(shown) or #shown))
+    c.refresh()
+    local key = c.getch(250)
+    if key == "interrupt" then
+      c.cursor(false)
+      return nil, "interrupt"
+    elseif key == "enter" then
+      c.cursor(false)
+      return buf
+    elseif key == "esc" then
+      c.cursor(false)
+      return nil
+    elseif key == "backspace" then
+      local n = utf8.len(buf)
+      if n and n > 0 then buf = buf:sub(1, utf8.offset(buf, n) - 1) end
+    elseif key == "resize" then
+      self:draw()
+    elseif key and #key >= 1 and not key:match("^%a%a+") and not key:match("^C%-") and not key:match("^key%d") then
+      buf = buf .. key
+    elseif key and (key == "up" or key == "down") then
+      -- no history in the prompt
+    end
+  end
+end
+
+-- A time typed by the user: a duration with a unit (relative to the trace's start when relative
+-- time is shown) or "@N" / a bare integer in absolute mode for trace-clock ns.
+function App:parse_time(text)
+  local abs = text:match("^@(%-?%d+)$")
+  if abs then return math.tointeger(tonumber(abs)) end
+  if not self.rel and text:match("^%-?%d+$") then return math.tointeger(tonumber(text)) end
+  local ns, err = units.duration(text)
+  if not ns then return nil, err end
+  return self.origin + ns
+end
+
+-- Moves the window so t is inside it (centred when it was outside), keeping the zoom.
+function App:show_time(t)
+  if t < self.from or t >= self.to then
+    local span = self.to - self.from
+    self:set_window(t - span // 2, t - span // 2 + span)
+  end
+  self.cur = t
+end
+
+-- Selects the event of the selected lane under the cursor (else the first in the cursor's column).
+function App:select_at_cursor()
+  local l = self.m.lanes[self.lane_sel]
+  if not l then return end
+  local c = self:col_of(self.cur)
+  local t0 = edge(self.from, self.to - self.from, self.w, c)
+  local t1 = edge(self.from, self.to - self.from, self.w, c + 1)
+  local r = self.m:at(l, self.cur)
+  if not r then
+    local _, _, row = self.m:cells(l, t0, max(t1, t0 + 1), 1)
+    r = row[1] >= 0 and row[1] or nil
+  end
+  if r then
+    self.sel = {lane = l, row = r}
+    self.status = ""
+  else
+    self.sel = nil
+    self.status = "no event at the cursor on this lane"
+  end
+end
+
+-- Selects the next (dir > 0) or previous kernel of the selected lane (with the filter; on an NVTX lane
+-- the next range) and
+-- moves the cursor there, the window following when it is outside.
+function App:snap(dir)
+  local l = self.m.lanes[self.lane_sel]
+  if not l then return end
+  local from_t = self.cur
+  if self.sel and self.sel.lane == l then from_t = (self.m:times(l, self.sel.row)) end
+  local r = self.m:snap(l, from_t, dir)
+  if not r then
+    self.status = dir > 0 and "no later kernel on this lane" or "no earlier kernel on this lane"
+    return
+  end
+  self.sel = {lane = l, row = r}
+  self:show_time((self.m:times(l, r)))
+  self.status = ""
+end
+
+-- Scales the window by num/den around the cursor, which keeps its place on the screen.
+function App:zoom(factor_num, factor_den)
+  local span = self.to - self.from
+  local new = max(self.w, (span * factor_num) // factor_den)
+  local cur = self.cur
+  local from = cur - ((cur - self.from) * factor_num) // factor_den
+  self:set_window(from, from + new)
+  self.cur = cur
+end
+
+-- Moves the window (and the cursor) by num/den of its span, the same step either way.
+function App:pan(num, den)
+  local span = self.to - self.from
+  local d = (span * math.abs(num)) // den   -- the same step both ways
+  if num < 0 then d = -d end
+  self:set_window(self.from + d, self.to + d)
+  self.cur = min(max(self.cur + d, self.from), self.to - 1)
+end
+
+-- Evaluates a line of Lua against trace, as the REPL does: an expression's value, or a statement.
+function App:eval(line)
+  local out = {}
+  local env = setmetatable({trace = self.trace, nsl = nsl, tui = self:api(),
+                            print = function(...)
+                              local parts = {}
+                              for i = 1, select("#", ...) do parts[#parts + 1] = tostring((select(i, ...))) end
+                              for s in (table.concat(parts, "\t") .. "\n"):gmatch("(.-)\n") do out[#out + 1] = s end
+                            end}, {__index = _G})
+  local chunk, err = load("return " .. line, "=tui", "t", env)
+  if not chunk then chunk, err = load(line, "=tui", "t", env) end
+  if not chunk then
+    out[#out + 1] = "error: " .. err
+  else
+    local res = table.pack(xpcall(chunk, debug.traceback))
+    if not res[1] then
+      local msg = tostring(nsl.is_error(res[2]) and res[2].message or res[2])
+      out[#out + 1] = "error: " .. (msg:match("^[^\n]*") or msg)
+    else
+      local show = require("nsl.repl").show
+      for i = 2, res.n do
+        for s in (show(res[i]) .. "\n"):gmatch("(.-)\n") do out[#out + 1] = s end
+      end
+    end
+  end
+  local lines = {": " .. line}
+  for _, s in ipairs(out) do lines[#lines + 1] = s end
+  return lines
+end
+
+--- What the `:` prompt sees as `tui`: the window, the cursor, the selection, and ways to move them.
+function App:api()
+  local app = self
+  return {
+    window = function() return app.from, app.to end,
+    cursor = function() return app.cur end,
+    go = function(from, to)
+      app:set_window(from, to or (from + (app.to - app.from)))
+      app.cur = app.from + (app.to - app.from) // 2
+    end,
+    selected = function()
+      if not app.sel then return nil end
+      local _, rec = app.m:details(app.sel.lane, app.sel.row)
+      return rec
+    end,
+    lanes = function()
+      local list = {}
+      for i, l in ipairs(app.m.lanes) do list[i] = l.label end
+      return list
+    end,
+  }
+end
+
+-- Timeline keys.
+function App:key_timeline(key)
+  local m = self.m
+  local nl = #m.lanes
+  local span = self.to and (self.to - self.from) or 0
+  if not self.from then return end
+  if key == "right" or key == "left" then
+    local c = self:col_of(self.cur) + (key == "right" and 1 or -1)
+    if c >= self.w then self:pan(1, 4) c = self:col_of(self.cur) + 1 end
+    if c < 0 then self:pan(-1, 4) c = max(0, self:col_of(self.cur) - 1) end
+    self.cur = edge(self.from, self.to - self.from, self.w, c)
+  elseif key == "d" or key == "l" or key == "S-right" then self:pan(1, 8)
+  elseif key == "a" or key == "h" or key == "S-left" then self:pan(-1, 8)
+  elseif key == "]" then self:pan(1, 1)
+  elseif key == "[" then self:pan(-1, 1)
+  elseif key == "+" or key == "=" or key == "w" then self:zoom(1, 2)
+  elseif key == "-" or key == "s" then self:zoom(2, 1)
+  elseif key == "0" or key == "home" then self:whole()
+  elseif key == "down" or key == "j" then self.lane_sel = min(nl, self.lane_sel + 1)
+  elseif key == "up" or key == "k" then self.lane_sel = max(1, self.lane_sel - 1)
+  elseif key == "pgdn" then self.lane_sel = min(nl, self.lane_sel + self.nvis)
+  elseif key == "pgup" then self.lane_sel = max(1, self.lane_sel - self.nvis)
+  elseif key == "n" then self:snap(1)
+  elseif key == "p" then self:snap(-1)
+  elseif key == "enter" then self:select_at_cursor()
+  elseif key == "e" then
+    if self.sel then
+      local s, e = m:times(self.sel.lane, self.sel.row)
+      local pad = max(1, (e - s) // 4)
+      self:set_window(s - pad, e + pad)
+      self.cur = s
+    end
+  elseif key == "t" then self.rel = not self.rel
+  elseif key == "N" then
+    m.names = m.names == "short" and "demangled" or "short"
+    if m.filter then m:apply_filter() end
+  elseif key == "/" then
+    local text = self:read_line("filter (regex, empty: none): /", m.filter or "")
+    if text then
+      local ok, err = m:set_filter(text, m.min_dur)
+      self.status = ok and (text ~= "" and fmt("filter /%s/", text) or "filter cleared") or ("bad expression: " .. err)
+    end
+  elseif key == "m" then
+    local text = self:read_line("minimum duration (e.g. 10us, 0: none): ")
+    if text then
+      local ns, err = units.duration(text)
+      if ns then
+        m:set_filter(m.filter, ns)
+        self.status = ns > 0 and fmt("events of at least %s", report.duration(ns)) or "no minimum duration"
+      else self.status = err end
+    end
+  elseif key == "g" then
+    local text = self:read_line(self.rel and "go to time (from the trace's start, e.g. 1.5ms; @NS absolute): "
+                                          or "go to time (ns on the trace's clock): ")
+    if text then
+      local t, err = self:parse_time(text)
+      if t then
+        self:show_time(t)
+        local r = m.lanes[self.lane_sel] and m:at(m.lanes[self.lane_sel], t)
+        if r then self.sel = {lane = m.lanes[self.lane_sel], row = r} end
+        self.status = ""
+      else self.status = err end
+    end
+  elseif key == "b" then
+    self.bookmarks[#self.bookmarks + 1] = self.cur
+    table.sort(self.bookmarks)
+    self.status = fmt("bookmark %d at %s", #self.bookmarks, self:time_text(self.cur))
+  elseif key == "'" then
+    if #self.bookmarks == 0 then self.status = "no bookmarks (b sets one)"
+    else
+      local t
+      for _, b in ipairs(self.bookmarks) do if b > self.cur then t = b break end end
+      t = t or self.bookmarks[1]
+      self:show_time(t)
+      self.status = fmt("bookmark at %s", self:time_text(t))
+    end
+  elseif key == "B" then
+    self.bookmarks = {}
+    self.status = "bookmarks cleared"
+  elseif key == "{" then
+    self.range_start = self.cur
+  elseif key == "}" then
+    self.range_stop = self.cur
+  elseif key == "z" then
+    if self.range_start and self.range_stop and self.range_stop > self.range_start then
+      self:set_window(self.range_start, self.range_stop)
+      self.cur = self.range_start
+    else self.status = "set a range first: { at its start, } at its end" end
+  elseif key == "esc" then
+    self.pane = nil
+    self.sel = nil
+    self.status = ""
+  end
+  local _ = span
+end
+
+-- Tree view keys: move, expand and collapse, `k` kernels, enter shows the next instance.
+function App:key_tree(key)
+  local rows = self.tree_list or self:tree_rows()
+  local T = self.m:load_tree()
+  local id = rows[self.tree_sel]
+  if key == "down" or key == "j" then self.tree_sel = min(#rows, self.tree_sel + 1)
+  elseif key == "up" then self.tree_sel = max(1, self.tree_sel - 1)
+  elseif key == "pgdn" then self.tree_sel = min(#rows, self.tree_sel + self.nvis)
+  elseif key == "pgup" then self.tree_sel = max(1, self.tree_sel - self.nvis)
+  elseif (key == "right" or key == "+" or key == " ") and id then
+    if T.kids[id] then self.tree_open[id] = not self.tree_open[id] or key ~= " " end
+  elseif (key == "left" or key == "-") and id then
+    if self.tree_open[id] then self.tree_open[id] = nil
+    else
+      local p = T.nodes.parent[T.index[id]]
+      for k, other in ipairs(rows) do if other == p then self.tree_sel = k end end
+    end
+  elseif key == "k" and id then
+    self.tree_kernels = {id = id, t = self.m:node_kernels(id)}
+  elseif key == "enter" and id then
+    local list = self.m:node_rows(id)
+    if #list == 0 then return end
+    local k = (self.instance[id] or 0) % #list + 1
+    self.instance[id] = k
+    local r = list[k]
+    local nv = self.trace.nvtx
+    local s, e = nv.start[r + 1], nv.stop[r + 1]
+    if not self.m.nvtx then self.status = "NVTX lanes are still loading" return end
+    local pad = max(1, (e - s) // 10)
+    self:set_window(s - pad, e + pad)
+    self.cur = s
+    -- the lane of its thread and depth
+    local lane_id = self.m.nvtx.lane[r + 1]
+    for i, l in ipairs(self.m.lanes) do
+      if l.kind == "nvtx" and l.id == lane_id then
+        self.lane_sel = i
+        self.sel = {lane = l, row = r}
+      end
+    end
+    self.view = "timeline"
+    self.status = fmt("instance %d of %d of %s", k, #list, T.nodes.name[T.index[id]])
+  end
+end
+
+-- Findings view keys: move; enter goes to the finding's window and lane.
+function App:key_findings(key)
+  local list = self.m.findings or {}
+  if key == "down" or key == "j" then self.find_sel = min(#list, self.find_sel + 1)
+  elseif key == "up" or key == "k" then self.find_sel = max(1, self.find_sel - 1)
+  elseif key == "enter" then
+    local f = list[self.find_sel]
+    if not f then return end
+    local w = f.where or {}
+    if not w.from or not self.from then
+      self.status = "this finding has no time window"
+      return
+    end
+    local to = w.to or w.from + 1
+    local pad = max(1, (to - w.from) // 10)
+    self:set_window(w.from - pad, to + pad)
+    self.cur = w.from
+    local i = self.m:lane_of(w)
+    if i then self.lane_sel = i end
+    self.sel = nil
+    self.view = "timeline"
+    self.status = fmt("%s: %s", f.id or f.severity, f.message)
+  end
+end
+
+-- One key; returns "quit" to leave.
+function App:on_key(key)
+  if key == "q" or key == "interrupt" or key == "C-c" then return "quit" end
+  if key == "resize" then return end
+  if self.view == "help" then
+    self.view = self.prev_view or "timeline"
+    return
+  end
+  if key == "?" then
+    self.prev_view = self.view
+    self.view = "help"
+  elseif key == "tab" then
+    self.view = ({timeline = "tree", tree = "findings", findings = "timeline"})[self.view] or "timeline"
+    self:prepare_view()
+  elseif key == "T" then
+    self.view = "tree"
+    self:prepare_view()
+  elseif key == "F" then
+    self.view = "findings"
+    self:prepare_view()
+  elseif key == "i" then
+    self.show_info = not self.show_info
+  elseif key == "c" then
+    if self.info.colors >= 8 then
+      self.opts.no_color = not self.opts.no_color
+      self:setup_colors()
+    end
+  elseif key == ":" then
+    local line = self:read_line(": ")
+    if line and line ~= "" then
+      self.pane = self:eval(line)
+    end
+  elseif self.view == "tree" then self:key_tree(key)
+  elseif self.view == "findings" then self:key_findings(key)
+  else self:key_timeline(key) end
+end
+
+-- Computes what a view needs (the tree, the findings) with a word on the status line first.
+function App:prepare_view()
+  if self.view == "tree" and not self.m.tree then
+    self.status = "projecting the NVTX ranges onto the GPU..."
+    self:draw()
+    self.m:load_tree()
+    self.status = ""
+  elseif self.view == "findings" and not self.m.findings then
+    self.status = "running diagnose's checks..."
+    self:draw()
+    self.m:load_findings()
+    self.status = ""
+  end
+end
+
+-- Runs the next loading stage, with its progress on the status line.
+function App:load_step()
+  local stage = table.remove(self.pending, 1)
+  local done = self.stages_total - #self.pending
+  self.status = fmt("loading %s (step %d of %d; %s events on the screen so far)...", stage.label, done,
+                    self.stages_total, report.int(self.m:rows_loaded()))
+  self:draw()
+  local t0 = self.curses.now()
+  stage.run()
+  self:log("loaded stage=%q ms=%.3f", stage.label, (self.curses.now() - t0) / 1e6)
+  if not self.from then self:whole() end
+  if #self.pending == 0 then
+    self:whole_if_untouched()
+    self.status = fmt("%d lanes; ? for the keys", #self.m.lanes)
+  end
+end
+
+-- After loading: the whole span again, unless the user has moved already.
+function App:whole_if_untouched()
+  if not self.touched then self:whole() end
+end
+
+-- The loop: the first screen, then the loading steps between keys, then keys until quit.
+function App:main()
+  local c = self.curses
+  self:setup_colors()
+  self.stages_total = #self.pending
+  self:draw()
+  self:log("first_screen ms=%.3f", (c.now() - self.t0) / 1e6)
+  local key_name
+  while true do
+    local key
+    if #self.pending > 0 then
+      key = c.getch(0)
+      if not key then
+        local ok, err = pcall(self.load_step, self)
+        if not ok then
+          if tostring(err):find("interrupted", 1, true) then return end
+          error(err, 0)
+        end
+        local ms = self:draw()
+        if #self.pending == 0 then
+          self:log("full_screen ms=%.3f redraw_ms=%.3f", (c.now() - self.t0) / 1e6, ms)
+        end
+      end
+    else
+      key = c.getch(250)
+      if not key and c.interrupted() == "idle" then return end
+    end
+    if key then
+      key_name = key
+      local ok, res = pcall(self.on_key, self, key)
+      if not ok then
+        if tostring(res):find("interrupted", 1, true) then self.status = "interrupted"
+        else self.pane = {"error: " .. tostring(res):match("^[^\n]*")} end
+      elseif res == "quit" then
+        return
+      end
+      if key ~= "resize" and key ~= "i" and self.from then self.touched = true end
+      local ms = self:draw()
+      self:log("redraw key=%s ms=%.3f from=%d to=%d", key_name, ms, self.from or 0, self.to or 0)
+    end
+  end
+end
+
+--- Runs the TUI on trace until the user quits; the terminal is restored
+-- whatever happens.  opts: no_color, max_depth, t0 (ns when nsl started,
+-- for the first-screen timing).  Returns true, or nil and a message.
+function M.run(trace, opts)
+  opts = opts or {}
+  if not nsl.curses then return nil, "this nsl was built without ncurses: nsl tui is not available" end
+  opts.t0 = opts.t0 or nsl.curses.now()
+  local app = new_app(trace, opts)
+  local iok, info = pcall(nsl.curses.init)
+  if not iok then
+    nsl.curses.done()
+    return nil, (tostring(info):gsub("^[^:]*:%d+: ", ""))
+  end
+  app.info = info
+  local ok, err = xpcall(App.main, debug.traceback, app)
+  nsl.curses.done()
+  if app.log_file then app.log_file:close() end
+  if not ok then return nil, tostring(err) end
+  return true
+end
+
+return M

@@ -1,0 +1,571 @@
+-- nsl.tui_model -- what `nsl tui` shows, without the terminal: the lanes
+-- of a timeline (one per GPU stream with kernels, NCCL kernels, memcpy by
+-- direction and memset; NVTX ranges per thread on a lane per nesting depth;
+-- reports one after the other on the trace's aligned clock), indexed in C
+-- for level-of-detail summaries per character column (nsl.lod), the name
+-- filter, the details of one event, the NVTX tree (nsl.nvtx's projection
+-- and tree, as the nvtx analysis prints it) and the findings of diagnose.
+-- It holds no analysis of its own: every number comes from the tables and
+-- from the library's analyses.
+--   local m = model.new(trace)
+--   for _, stage in ipairs(m:stages()) do stage.run() end   -- loads, in steps
+--   local count, busy, row, class = m:cells(lane, from, to, ncols)
+local nsl = require("nsl")
+local plot = require("nsl.plot")
+local nvtx = require("nsl.nvtx")
+local report = require("nsl.report")
+
+local M = {}
+
+local fmt = string.format
+
+--- The kinds of events and their class ids (plot.timeline_classes' order).
+M.classes = plot.timeline_classes
+local CLASS = {}
+for i, c in ipairs(M.classes) do CLASS[c.name] = i - 1 end
+M.CLASS = CLASS
+
+local gpu_tables = {"kernels", "memcpy", "memset"}
+
+local Model = {}
+Model.__index = Model
+
+--- model.new(trace, opts) -> a model with nothing loaded yet.  opts.max_depth:
+-- NVTX nesting levels shown per thread (8).
+function M.new(trace, opts)
+  opts = opts or {}
+  local m = setmetatable({trace = trace, lanes = {}, max_depth = opts.max_depth or 8, names = "short",
+                          min_dur = 0, filter = nil, loaded = {}}, Model)
+  m.report_names = trace.reports.name:totable()
+  m.multi = trace:nreports() > 1
+  return m
+end
+
+--- The loading steps, in order: {label, run()}: each table in one scan,
+-- then its lanes; the GPU first.  (No row counts beforehand: counting a
+-- table is a scan of its own.)  Keys are read between the steps.
+function Model:stages()
+  local list = {}
+  for _, name in ipairs(gpu_tables) do
+    list[#list + 1] = {label = name, run = function() self:load_gpu_table(name) end}
+  end
+  list[#list + 1] = {label = "the GPU lanes", run = function() self:load_gpu() end}
+  list[#list + 1] = {label = "NVTX ranges", run = function() self:load_nvtx_table() end}
+  list[#list + 1] = {label = "the NVTX lanes", run = function() self:load_nvtx() end}
+  return list
+end
+
+--- Rows indexed so far (GPU operations and NVTX ranges).
+function Model:rows_loaded()
+  return (self.gpu and #self.gpu.G or 0) + (self.nvtx and #self.nvtx.nv or 0)
+end
+
+--- The trace's span over the loaded lanes: lo, hi (nil before any).
+function Model:span()
+  local lo, hi
+  for _, key in ipairs{"gpu", "nvtx"} do
+    local l = self[key]
+    if l then
+      local a, b = l.lod:extent()
+      if a and (not lo or a < lo) then lo = a end
+      if b and (not hi or b > hi) then hi = b end
+    end
+  end
+  return lo, hi
+end
+
+-- Sorts the lanes: by report, GPU lanes before NVTX lanes, each kind in its own order.
+local function order_lanes(lanes)
+  for i, l in ipairs(lanes) do l.pos = i end
+  table.sort(lanes, function(a, b)
+    if a.report ~= b.report then return (a.report or -1) < (b.report or -1) end
+    if a.kind ~= b.kind then return a.kind == "gpu" end
+    return a.pos < b.pos
+  end)
+end
+
+-- The columns of GPU table name the lanes read.
+local function gpu_columns(name)
+  local want = {"report", "pid", "device", "stream", "start", "stop", "corr"}
+  if name == "kernels" then want[#want + 1] = "name" elseif name == "memcpy" then want[#want + 1] = "kind" end
+  return want
+end
+
+--- Loads the columns of GPU table name (kernels, memcpy, memset) the lanes need, in one scan.
+function Model:load_gpu_table(name)
+  self.trace[name]:load(gpu_columns(name))
+end
+
+--- Puts kernels, memcpy and memset in one table G (src: 1 kernels, 2
+-- memcpy, 3 memset; row: 0-based in its table; class: the kind of event)
+-- and indexes it by lane (report, device, stream) with nsl.lod.
+function Model:load_gpu()
+  local trace = self.trace
+  local cols = {report = {}, pid = {}, device = {}, stream = {}, start = {}, stop = {}, corr = {}, class = {},
+                src = {}, row = {}}
+  for src, name in ipairs(gpu_tables) do
+    local t = trace[name]
+    t:load(gpu_columns(name))   -- loaded already by load_gpu_table when run in stages
+    if #t > 0 then
+      local class
+      if name == "kernels" then
+        class = t.name:match("^nccl"):cast("i32") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel
+      elseif name == "memcpy" then
+        local h2d, d2h = t.kind:eq("HtoD"), t.kind:eq("DtoH")
+        class = h2d:cast("i32") * (CLASS.memcpy_htod - CLASS.memcpy_other) +
+                d2h:cast("i32") * (CLASS.memcpy_dtoh - CLASS.memcpy_other) + CLASS.memcpy_other
+      else
+        class = nsl.rep(CLASS.memset, #t)
+      end
+      local n = #cols.report + 1
+      for _, c in ipairs{"report", "pid", "device", "stream", "start", "stop", "corr"} do cols[c][n] = t[c] end
+      cols.class[n], cols.src[n], cols.row[n] = class, nsl.rep(src, #t), nsl.range(#t)
+    end
+  end
+  if #cols.report == 0 then
+    self.loaded.gpu = true
+    return
+  end
+  local spec = {}
+  for _, c in ipairs{"report", "pid", "device", "stream", "start", "stop", "corr", "class", "src", "row"} do
+    spec[#spec + 1] = {c, #cols[c] == 1 and cols[c][1] or nsl.concat(table.unpack(cols[c]))}
+  end
+  local G = nsl.table(spec)
+  local lane, groups = nsl.nest_lanes(nil, nil, {G.report, G.device, G.stream}, 0, 1)
+  local lod = nsl.lod(G.start, G.stop, lane, G.class, #groups)
+  self.gpu = {G = G, lane = lane, lod = lod, full = lod}
+  for j = 1, #groups do
+    local r = groups.row[j] + 1
+    local rep, device, stream = G.report[r], G.device[r], G.stream[r]
+    self.lanes[#self.lanes + 1] = {
+      kind = "gpu", lod_key = "gpu", id = j - 1, report = rep, device = device, stream = stream,
+      events = groups.count[j],
+      label = fmt("%sGPU%s s%s", self.multi and fmt("r%d ", rep) or "",
+                  tostring(device), tostring(stream))}
+  end
+  order_lanes(self.lanes)
+  self.loaded.gpu = true
+  self:apply_filter()
+end
+
+local nvtx_columns = {"report", "pid", "tid", "start", "stop", "text", "domain"}
+
+--- Loads the NVTX columns the lanes need, in one scan.
+function Model:load_nvtx_table()
+  self.trace.nvtx:load(nvtx_columns)
+end
+
+--- Indexes the NVTX ranges with nsl.lod: a lane per (report, pid, tid) and
+-- nesting depth (at most max_depth; nsl.nest_lanes); marks and ranges that
+-- never ended take no part.
+function Model:load_nvtx()
+  local trace = self.trace
+  local nv = trace.nvtx
+  nv:load(nvtx_columns)   -- one scan (none when load_nvtx_table ran); the row count comes with it
+  if #nv == 0 then
+    self.loaded.nvtx = true
+    return
+  end
+  local keys = {nv.report, nv.pid, nv.tid}
+  local lane, groups = nsl.nest_lanes(nv.start, nv.stop, keys, 0, self.max_depth)
+  local nlanes = 0
+  for j = 1, #groups do nlanes = math.max(nlanes, groups.first_lane[j] + groups.lanes[j]) end
+  local lod = nsl.lod(nv.start, nv.stop, lane, nil, nlanes)
+  local tnames = {}
+  local th = trace.threads
+  if #th > 0 then
+    th:load{"report", "pid", "tid", "name"}
+    for i = 1, #th do tnames[fmt("%s/%s/%s", th.report[i], th.pid[i], th.tid[i])] = th.name[i] end
+  end
+  self.nvtx = {nv = nv, lane = lane, lod = lod, full = lod, threads = {}, name = nvtx.names(nv)}
+  for j = 1, #groups do
+    local r = groups.row[j] + 1
+    local rep, pid, tid = nv.report[r], nv.pid[r], nv.tid[r]
+    local tname = tnames[fmt("%s/%s/%s", rep, pid, tid)]
+    local first, count = groups.first_lane[j], groups.lanes[j]
+    self.nvtx.threads[fmt("%s/%s/%s", rep, pid, tid)] = {first = first, lanes = count}
+    for d = 0, count - 1 do
+      self.lanes[#self.lanes + 1] = {
+        kind = "nvtx", lod_key = "nvtx", id = first + d, report = rep, pid = pid, tid = tid, depth = d,
+        events = lod:count(first + d),
+        label = d > 0 and fmt("  %s", string.rep(".", math.min(d, 6))) or
+                fmt("%s%s", self.multi and fmt("r%d ", rep) or "",
+                    tname and fmt("%s %s", tname, tostring(tid)) or fmt("tid %s", tostring(tid)))}
+    end
+  end
+  order_lanes(self.lanes)
+  self.loaded.nvtx = true
+  self:apply_filter()
+end
+
+--- The index of lane l (the filtered one when a filter is set).
+function Model:lod(l) return self[l.lod_key].lod end
+
+--- Summaries of ncols columns of [from, to) on lane l: arrays count, busy
+-- (ns), row (0-based in the lane's table, -1 none), class (-1 none).
+function Model:cells(l, from, to, ncols) return self:lod(l):query(l.id, from, to, ncols) end
+
+--- Events of lane l that overlap [from, to) (with the filter), exactly.
+function Model:count_in(l, from, to)
+  local lod = self:lod(l)
+  local count = lod:query(l.id, from, to, 1)
+  return count[1]
+end
+
+--- The name of row r (0-based) of lane l's table: the kernel's short or
+-- demangled name (self.names), "memcpy HtoD", "memset", or the NVTX range's
+-- "domain:text".
+function Model:name_of(l, r)
+  if r == nil or r < 0 then return nil end
+  if l.kind == "nvtx" then return self.nvtx.name[r + 1] end
+  local G = self.gpu.G
+  local src, row = G.src[r + 1], G.row[r + 1] + 1
+  if src == 1 then
+    local k = self.trace.kernels
+    if self.names == "demangled" then
+      k:load{"demangled"}
+      return k.demangled[row] or k.name[row]
+    end
+    return k.name[row]
+  elseif src == 2 then
+    return "memcpy " .. tostring(self.trace.memcpy.kind[row])
+  end
+  return "memset"
+end
+
+--- The row's start and stop (ns).
+function Model:times(l, r)
+  if l.kind == "nvtx" then
+    local nv = self.nvtx.nv
+    return nv.start[r + 1], nv.stop[r + 1]
+  end
+  local G = self.gpu.G
+  return G.start[r + 1], G.stop[r + 1]
+end
+
+-- The names of every row of G (the filter's subject): kernels by their
+-- short or demangled name, memcpy as "memcpy KIND", memset as "memset".
+local function gpu_match(self, re)
+  local trace, G = self.trace, self.gpu.G
+  local parts = {}
+  for src, name in ipairs(gpu_tables) do
+    local t = trace[name]
+    if #t > 0 then
+      local mask
+      if name == "kernels" then
+        local col = self.names == "demangled" and "demangled" or "name"
+        t:load{col}
+        mask = t[col]:regex(re)
+      elseif name == "memcpy" then
+        local kinds = {}
+        local g = t:group_by("kind"):keys()
+        for i = 1, #g do
+          local kind = g.kind[i]
+          if kind and re:search("memcpy " .. kind) then kinds[#kinds + 1] = kind end
+        end
+        mask = #kinds > 0 and t.kind:isin(kinds) or nsl.rep(0, #t):eq(1)
+      else
+        mask = nsl.rep(re:search("memset") and 1 or 0, #t):eq(1)
+      end
+      parts[#parts + 1] = mask
+    end
+  end
+  local all = #parts == 1 and parts[1] or nsl.concat(table.unpack(parts))
+  assert(#all == #G)
+  return all
+end
+
+--- Sets the name filter (a regular expression, nil or "" for none) and
+-- the minimum duration (ns); returns nil, message for a bad expression.
+function Model:set_filter(pattern, min_dur)
+  if pattern == "" then pattern = nil end
+  local re
+  if pattern then
+    local ok, r = pcall(nsl.regex, pattern)
+    if not ok then return nil, tostring(nsl.is_error(r) and r.message or r) end
+    re = r
+  end
+  self.filter, self.filter_re, self.min_dur = pattern, re, min_dur or self.min_dur
+  self:apply_filter()
+  return true
+end
+
+--- Rebuilds the filtered indexes from the full ones (no sort: nsl.lod's filter).
+function Model:apply_filter()
+  local re, min = self.filter_re, self.min_dur or 0
+  if self.gpu then
+    local G = self.gpu.G
+    if not re and min <= 0 then self.gpu.lod = self.gpu.full
+    else
+      local mask = (G.stop - G.start):ge(min)
+      if re then mask = mask & gpu_match(self, re) end
+      self.gpu.lod = self.gpu.full:filter(mask)
+    end
+  end
+  if self.nvtx then
+    local nv = self.nvtx.nv
+    if not re and min <= 0 then self.nvtx.lod = self.nvtx.full
+    else
+      local mask = (nv.stop - nv.start):ge(min)
+      if re then mask = mask & self.nvtx.name:regex(re) end
+      self.nvtx.lod = self.nvtx.full:filter(mask)
+    end
+  end
+end
+
+--- The row of the event of lane l under time t (with the filter), or nil.
+function Model:at(l, t) return self:lod(l):at(l.id, t) end
+
+--- The row of the next (dir > 0) or previous event start of lane l from t (with the filter), or nil.
+function Model:step(l, t, dir) return self:lod(l):step(l.id, t, dir) end
+
+--- The row of the next (dir > 0) or previous kernel (NCCL kernels too) of
+-- GPU lane l from t, memcpy and memset passed over; on an NVTX lane the
+-- next or previous range.  With the filter.  nil when there is none.
+function Model:snap(l, t, dir)
+  local lod = self:lod(l)
+  local r = lod:step(l.id, t, dir)
+  if l.kind ~= "gpu" then return r end
+  local G = self.gpu.G
+  while r and G.src[r + 1] ~= 1 do
+    r = lod:step(l.id, G.start[r + 1], dir)
+  end
+  return r
+end
+
+-- The launching API call of every row of G (0-based rows of trace.api, -1 none), joined once on
+-- (report, pid, correlation id) as nsl.nvtx.gpu_ops does.
+local function launch_index(self)
+  if not self.gpu.api then
+    local api = self.trace.api
+    api:load{"report", "pid", "tid", "corr", "start", "stop", "name"}   -- one scan, the count with it
+    if #api == 0 then
+      self.gpu.api = false
+    else
+      local G = self.gpu.G
+      local keys = nsl.table{{"report", G.report}, {"pid", G.pid}, {"corr", G.corr}}
+      local _, idx = keys:join(api, {"report", "pid", "corr"})
+      self.gpu.api = idx
+    end
+  end
+  return self.gpu.api or nil
+end
+
+-- The NVTX ranges of thread (report, pid, tid) that enclose [start, stop), outermost first.
+local function nvtx_stack(self, rep, pid, tid, start, stop)
+  if not self.nvtx then return nil end
+  local th = self.nvtx.threads[fmt("%s/%s/%s", rep, pid, tid)]
+  local list = {}
+  if not th then return list end
+  local nv, lod = self.nvtx.nv, self.nvtx.full
+  for d = 0, th.lanes - 1 do
+    local r = lod:at(th.first + d, start)
+    if not r then break end
+    local s, e = nv.start[r + 1], nv.stop[r + 1]
+    if s <= start and e >= stop then list[#list + 1] = self.nvtx.name[r + 1] end
+  end
+  return list
+end
+
+-- The name of thread (report, pid, tid) from trace.threads, or nil.
+local function thread_name(self, rep, pid, tid)
+  local th = self.trace.threads
+  if #th == 0 then return nil end
+  if not self.thread_names then
+    th:load{"report", "pid", "tid", "name"}
+    local map = {}
+    for i = 1, #th do map[fmt("%s/%s/%s", th.report[i], th.pid[i], th.tid[i])] = th.name[i] end
+    self.thread_names = map
+  end
+  return self.thread_names[fmt("%s/%s/%s", rep, pid, tid)]
+end
+
+--- The details of row r of lane l: a list of {key, value} pairs (values
+-- are integers ns where they are times) in display order, and a record
+-- with the same fields by key.
+function Model:details(l, r)
+  local out, rec = {}, {}
+  local function add(k, v)
+    if v == nil then return end
+    out[#out + 1] = {k, v}
+    rec[k] = v
+  end
+  local lod = self[l.lod_key].full
+  local start, stop = self:times(l, r)
+  -- the gaps to the lane's neighbours (every event, the filter aside)
+  local prev, nxt = lod:step(l.id, start, -1), lod:step(l.id, start, 1)
+  local gap_before, gap_after
+  if prev then
+    local _, pstop = self:times(l, prev)
+    gap_before = start - pstop
+  end
+  if nxt then
+    local nstart = self:times(l, nxt)
+    gap_after = nstart - stop
+  end
+  if l.kind == "nvtx" then
+    local nv = self.nvtx.nv
+    add("name", self.nvtx.name[r + 1])
+    nv:load{"kind"}
+    add("kind", nv.kind[r + 1])
+    add("start", start)
+    add("stop", stop)
+    add("dur", stop - start)
+    add("report", self.report_names[nv.report[r + 1] + 1])
+    add("pid", nv.pid[r + 1])
+    add("tid", nv.tid[r + 1])
+    add("thread", thread_name(self, nv.report[r + 1], nv.pid[r + 1], nv.tid[r + 1]))
+    add("depth", l.depth)
+  else
+    local G = self.gpu.G
+    local src, row = G.src[r + 1], G.row[r + 1] + 1
+    local t = self.trace[gpu_tables[src]]
+    if src == 1 then
+      t:load{"name", "demangled", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "regs",
+             "smem_static", "smem_dynamic", "context"}
+      add("name", t.name[row])
+      add("demangled", t.demangled[row])
+      add("kind", "kernel")
+    elseif src == 2 then
+      t:load{"kind", "bytes"}
+      add("name", "memcpy " .. tostring(t.kind[row]))
+      add("kind", "memcpy")
+      add("bytes", t.bytes[row])
+    else
+      t:load{"bytes"}
+      add("name", "memset")
+      add("kind", "memset")
+      add("bytes", t.bytes[row])
+    end
+    add("start", start)
+    add("stop", stop)
+    add("dur", stop - start)
+    if src == 1 then
+      add("grid", fmt("%s,%s,%s", t.grid_x[row], t.grid_y[row], t.grid_z[row]))
+      add("block", fmt("%s,%s,%s", t.block_x[row], t.block_y[row], t.block_z[row]))
+      add("regs", t.regs[row])
+    end
+    add("report", self.report_names[G.report[r + 1] + 1])
+    add("device", G.device[r + 1])
+    add("stream", G.stream[r + 1])
+    add("pid", G.pid[r + 1])
+    add("corr", G.corr[r + 1])
+    local idx = launch_index(self)
+    local a = idx and idx[r + 1]
+    if a and a >= 0 then
+      local api = self.trace.api
+      local ai = a + 1
+      add("api", api.name[ai])
+      add("api_start", api.start[ai])
+      add("api_dur", api.stop[ai] - api.start[ai])
+      add("api_tid", api.tid[ai])
+      add("thread", thread_name(self, api.report[ai], api.pid[ai], api.tid[ai]))
+      local stack = nvtx_stack(self, api.report[ai], api.pid[ai], api.tid[ai], api.start[ai], api.stop[ai])
+      if stack and #stack > 0 then add("nvtx", table.concat(stack, " > ")) end
+    end
+  end
+  add("gap_before", gap_before)
+  add("gap_after", gap_after)
+  return out, rec
+end
+
+-- ---- the NVTX tree (nsl.nvtx's projection and tree: the nvtx analysis's numbers) ----
+
+--- Builds the tree once: self.tree = {nodes (nvtx.tree's table), kids =
+-- {node -> child node ids}, roots, node_rows = {node -> 0-based row of
+-- trace.nvtx, in start order}, op_node, ops}.
+function Model:load_tree()
+  if self.tree then return self.tree end
+  local trace = self.trace
+  if #trace.nvtx == 0 then
+    self.tree = {empty = true}
+    return self.tree
+  end
+  local P = nvtx.project(trace, {strip = nvtx.pytorch_suffixes})
+  local T = nvtx.tree(P)
+  local nodes = T.nodes
+  local n = #nodes
+  local kids, roots, index = {}, {}, {}
+  for i = 1, n do
+    local id, parent = nodes.node[i], nodes.parent[i]
+    index[id] = i
+    if parent < 0 then roots[#roots + 1] = id
+    else
+      kids[parent] = kids[parent] or {}
+      table.insert(kids[parent], id)
+    end
+  end
+  self.tree = {nodes = nodes, kids = kids, roots = roots, index = index, node_of = T.node_of, P = P,
+               op_node = T.op_node, outside = T.outside}
+  return self.tree
+end
+
+--- The instances of tree node id: 0-based rows of trace.nvtx, by start.
+function Model:node_rows(id)
+  local T = self:load_tree()
+  T.rows = T.rows or {}
+  if not T.rows[id] then
+    local rows = T.node_of:eq(id):indices()
+    local starts = self.trace.nvtx.start:gather(rows)
+    T.rows[id] = rows:gather(starts:argsort()):totable()
+  end
+  return T.rows[id]
+end
+
+--- The GPU operations whose innermost range is in node id, grouped by
+-- kernel name: a table name, ops, gpu_time (ns), sorted by time.
+function Model:node_kernels(id)
+  local T = self:load_tree()
+  local ops = T.P.ops
+  local mask = T.op_node:eq(id)
+  if mask:count() == 0 then return nil end
+  local sel = ops:filter(mask)
+  local names = {}
+  local kn = self.trace.kernels
+  kn:load{"name"}
+  -- op names: kernels by short name, memcpy/memset by kind of table
+  local kind = sel.kind:totable()
+  local rows = sel.row:totable()
+  for i = 1, #sel do names[i] = kind[i] == "kernel" and kn.name[rows[i] + 1] or kind[i] end
+  local t = nsl.table{{"name", names}, {"dur", sel.dur}}
+  return t:group_by("name"):agg{"ops=count", "gpu_time=sum(dur)"}:sort("-gpu_time", "name")
+end
+
+-- ---- findings (diagnose) ----
+
+--- The findings of diagnose over the trace, largest cost first (computed once).
+function Model:load_findings()
+  if self.findings then return self.findings end
+  local runner = require("nsl.runner")
+  local diagnose = require("nsl.diagnose")
+  local a = assert(runner.load_analysis("diagnose"))
+  local args = assert(runner.parse_args(a, {}))
+  local ctx = diagnose.context(self.trace, args)
+  self.findings = diagnose.run(ctx)
+  self.finding_notes = ctx.notes
+  return self.findings
+end
+
+--- The lane index (in self.lanes) that best matches a finding's where:
+-- its report, device and stream, or its report, pid and tid; nil for none.
+function Model:lane_of(where)
+  if not where then return nil end
+  local best, score = nil, 0
+  for i, l in ipairs(self.lanes) do
+    local s = 0
+    if where.report == nil or where.report == l.report then s = s + 1 else s = -10 end
+    if l.kind == "gpu" then
+      if where.device ~= nil and where.device == l.device then s = s + 2 end
+      if where.stream ~= nil and where.stream == l.stream then s = s + 2 end
+    else
+      if where.tid ~= nil and where.tid == l.tid and (l.depth or 0) == 0 then s = s + 3 end
+    end
+    if s > score then best, score = i, s end
+  end
+  return best
+end
+
+--- A duration as text (report.duration).
+M.duration = report.duration
+
+return M

@@ -1,0 +1,397 @@
+/* lod.c -- the level of detail of a timeline (see lod.h): per lane, the
+ * events sorted by start with three running sums over that order -- the
+ * latest stop so far (what still runs at a time), the total duration (busy
+ * time between two positions) and, per class, the positions and durations
+ * of that class's events (the class that fills a column) -- so a column of
+ * any width costs a few binary searches, not its events. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/kernels_internal.h"
+#include "core/lod.h"
+
+struct nsl_lod {
+  int64_t nlanes, n, nrows;   /* lanes; events indexed; input rows */
+  int64_t *off;               /* nlanes + 1: lane l holds positions [off[l], off[l + 1]) */
+  int64_t *start, *stop;      /* per position, by lane then start */
+  int64_t *maxstop;           /* latest stop of the lane's positions up to and including this one */
+  int64_t *cum;               /* n + 1: sum of durations of positions before this one (over all lanes) */
+  int64_t *row;               /* per position: the input row */
+  uint8_t *cls;               /* per position: class */
+  uint16_t *lane_classes;     /* per lane: bit k set when class k occurs */
+  int nclasses;               /* 1 + the largest class present */
+  /* per class k with nclasses > 1: the positions of its events (ascending) and the running
+   * sum of their durations (kn[k] + 1 entries) */
+  int64_t *kpos[NSL_LOD_CLASSES], *kcum[NSL_LOD_CLASSES], kn[NSL_LOD_CLASSES];
+};
+
+/* Frees every array of l and l itself (NULL is fine). */
+void nsl_lod_free(nsl_lod *l) {
+  if (!l) return;
+  free(l->off);
+  free(l->start);
+  free(l->stop);
+  free(l->maxstop);
+  free(l->cum);
+  free(l->row);
+  free(l->cls);
+  free(l->lane_classes);
+  for (int k = 0; k < NSL_LOD_CLASSES; k++) {
+    free(l->kpos[k]);
+    free(l->kcum[k]);
+  }
+  free(l);
+}
+
+/* Allocates the per-position arrays of n positions and the lane offsets. */
+static nsl_lod *lod_alloc(int64_t nlanes, int64_t n, int64_t nrows) {
+  nsl_lod *l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  l->nlanes = nlanes, l->n = n, l->nrows = nrows;
+  size_t m = (size_t)(n ? n : 1);
+  l->off = calloc((size_t)nlanes + 1, sizeof *l->off);
+  l->start = malloc(m * sizeof *l->start);
+  l->stop = malloc(m * sizeof *l->stop);
+  l->maxstop = malloc(m * sizeof *l->maxstop);
+  l->cum = malloc((m + 1) * sizeof *l->cum);
+  l->row = malloc(m * sizeof *l->row);
+  l->cls = malloc(m);
+  l->lane_classes = calloc((size_t)nlanes + 1, sizeof *l->lane_classes);
+  if (!l->off || !l->start || !l->stop || !l->maxstop || !l->cum || !l->row || !l->cls || !l->lane_classes) {
+    nsl_lod_free(l);
+    return NULL;
+  }
+  return l;
+}
+
+/* Fills maxstop, cum, lane_classes and the per-class arrays from start,
+ * stop, cls and off.  0 on out of memory. */
+static int lod_finish(nsl_lod *l) {
+  l->cum[0] = 0;
+  int nclasses = 0;
+  for (int64_t g = 0; g < l->nlanes; g++) {
+    int64_t m = INT64_MIN;
+    uint16_t bits = 0;
+    for (int64_t p = l->off[g]; p < l->off[g + 1]; p++) {
+      if (l->stop[p] > m) m = l->stop[p];
+      l->maxstop[p] = m;
+      bits |= (uint16_t)(1u << l->cls[p]);
+      if (l->cls[p] + 1 > nclasses) nclasses = l->cls[p] + 1;
+    }
+    l->lane_classes[g] = bits;
+  }
+  for (int64_t p = 0; p < l->n; p++) l->cum[p + 1] = l->cum[p] + (l->stop[p] - l->start[p]);
+  l->nclasses = nclasses;
+  if (nclasses <= 1) return 1;
+  for (int64_t p = 0; p < l->n; p++) l->kn[l->cls[p]]++;
+  for (int k = 0; k < nclasses; k++) {
+    l->kpos[k] = malloc((size_t)(l->kn[k] ? l->kn[k] : 1) * sizeof(int64_t));
+    l->kcum[k] = malloc((size_t)(l->kn[k] + 1) * sizeof(int64_t));
+    if (!l->kpos[k] || !l->kcum[k]) return 0;
+    l->kcum[k][0] = 0;
+    l->kn[k] = 0;
+  }
+  for (int64_t p = 0; p < l->n; p++) {
+    int k = l->cls[p];
+    int64_t j = l->kn[k]++;
+    l->kpos[k][j] = p;
+    l->kcum[k][j + 1] = l->kcum[k][j] + (l->stop[p] - l->start[p]);
+  }
+  return 1;
+}
+
+/* Whether column c is an integer column of length n. */
+static int int_col_of(const nsl_column *c, int64_t n) {
+  return c && (c->type == NSL_I64 || c->type == NSL_I32) && c->len == n;
+}
+
+nsl_lod *nsl_lod_build(const nsl_column *start, const nsl_column *stop, const nsl_column *lane,
+                       const nsl_column *cls, int64_t nlanes, nsl_error *err) {
+  if (!start || !int_col_of(start, start->len) || !int_col_of(stop, start->len) || !int_col_of(lane, start->len) ||
+      (cls && !int_col_of(cls, start->len))) {
+    nsl_error_set(err, NSL_ERR_ARG, "lod: start, stop, lane (and class) must be integer columns of one length");
+    return NULL;
+  }
+  if (nlanes < 0 || nlanes > ((int64_t)1 << 31)) {
+    nsl_error_set(err, NSL_ERR_ARG, "lod: %lld lanes (0 to 2^31 allowed)", (long long)nlanes);
+    return NULL;
+  }
+  int64_t nrows = start->len;
+  /* pass 1: which rows take part, and how many per lane */
+  int64_t *count = calloc((size_t)nlanes + 1, sizeof *count);
+  int64_t *lane_of = malloc((size_t)(nrows ? nrows : 1) * sizeof *lane_of);
+  if (!count || !lane_of) {
+    free(count);
+    free(lane_of);
+    nsl_error_set(err, NSL_ERR_NOMEM, "lod: out of memory for %lld rows", (long long)nrows);
+    return NULL;
+  }
+  int64_t n = 0;
+  for (int64_t i = 0; i < nrows; i++) {
+    int ns, ne, nl, nc = 0;
+    int64_t s = nsl__int_at(start, i, &ns), e = nsl__int_at(stop, i, &ne), g = nsl__int_at(lane, i, &nl);
+    int64_t k = cls ? nsl__int_at(cls, i, &nc) : 0;
+    if (ns || ne || nl || nc || g < 0 || g >= nlanes || e < s || k < 0 || k >= NSL_LOD_CLASSES) {
+      lane_of[i] = -1;
+      continue;
+    }
+    lane_of[i] = g;
+    count[g]++;
+    n++;
+  }
+  nsl_lod *l = lod_alloc(nlanes, n, nrows);
+  if (!l) goto nomem;
+  for (int64_t g = 0; g < nlanes; g++) l->off[g + 1] = l->off[g] + count[g];
+  /* pass 2: rows into their lanes, in input order (a counting sort) */
+  memcpy(count, l->off, (size_t)nlanes * sizeof *count);
+  for (int64_t i = 0; i < nrows; i++) {
+    int64_t g = lane_of[i];
+    if (g < 0) continue;
+    int64_t p = count[g]++;
+    int nul;
+    l->start[p] = nsl__int_at(start, i, &nul);
+    l->stop[p] = nsl__int_at(stop, i, &nul);
+    l->row[p] = i;
+    l->cls[p] = (uint8_t)(cls ? nsl__int_at(cls, i, &nul) : 0);
+  }
+  free(lane_of);
+  lane_of = NULL;
+  /* lanes not in start order: a stable radix sort of (start, position) */
+  for (int64_t g = 0; g < nlanes; g++) {
+    int64_t a = l->off[g], b = l->off[g + 1], sorted = 1, lo = INT64_MAX, hi = INT64_MIN;
+    for (int64_t p = a; p < b; p++) {
+      if (p > a && l->start[p] < l->start[p - 1]) sorted = 0;
+      if (l->start[p] < lo) lo = l->start[p];
+      if (l->start[p] > hi) hi = l->start[p];
+    }
+    if (sorted) continue;
+    int64_t m = b - a;
+    nsl__kv *kv = malloc((size_t)m * sizeof *kv), *tmp = malloc((size_t)m * sizeof *tmp);
+    int64_t *s2 = malloc((size_t)m * sizeof *s2), *e2 = malloc((size_t)m * sizeof *e2);
+    int64_t *r2 = malloc((size_t)m * sizeof *r2);
+    uint8_t *c2 = malloc((size_t)m);
+    if (!kv || !tmp || !s2 || !e2 || !r2 || !c2) {
+      free(kv), free(tmp), free(s2), free(e2), free(r2), free(c2);
+      goto nomem;
+    }
+    for (int64_t j = 0; j < m; j++) kv[j].k = (uint64_t)(l->start[a + j] - lo), kv[j].v = a + j;
+    nsl__kv *res = nsl__radix_kv(kv, tmp, m, nsl__bitwidth((uint64_t)(hi - lo)));
+    for (int64_t j = 0; j < m; j++) {
+      int64_t p = res[j].v;
+      s2[j] = l->start[p], e2[j] = l->stop[p], r2[j] = l->row[p], c2[j] = l->cls[p];
+    }
+    memcpy(l->start + a, s2, (size_t)m * sizeof *s2);
+    memcpy(l->stop + a, e2, (size_t)m * sizeof *e2);
+    memcpy(l->row + a, r2, (size_t)m * sizeof *r2);
+    memcpy(l->cls + a, c2, (size_t)m);
+    free(kv), free(tmp), free(s2), free(e2), free(r2), free(c2);
+  }
+  free(count);
+  count = NULL;
+  if (!lod_finish(l)) goto nomem;
+  return l;
+nomem:
+  free(count);
+  free(lane_of);
+  nsl_lod_free(l);
+  nsl_error_set(err, NSL_ERR_NOMEM, "lod: out of memory for %lld rows", (long long)nrows);
+  return NULL;
+}
+
+nsl_lod *nsl_lod_filter(const nsl_lod *l, const nsl_column *mask, nsl_error *err) {
+  if (!mask || mask->type != NSL_BOOL || mask->len != l->nrows) {
+    nsl_error_set(err, NSL_ERR_ARG, "lod filter: the mask must be a bool column of %lld rows", (long long)l->nrows);
+    return NULL;
+  }
+  const uint8_t *mk = nsl_bool(mask);
+  int64_t n = 0;
+  for (int64_t p = 0; p < l->n; p++) n += mk[l->row[p]] != 0;
+  nsl_lod *f = lod_alloc(l->nlanes, n, l->nrows);
+  if (!f) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "lod filter: out of memory for %lld rows", (long long)n);
+    return NULL;
+  }
+  int64_t q = 0;
+  for (int64_t g = 0; g < l->nlanes; g++) {
+    f->off[g] = q;
+    for (int64_t p = l->off[g]; p < l->off[g + 1]; p++) {
+      if (!mk[l->row[p]]) continue;
+      f->start[q] = l->start[p], f->stop[q] = l->stop[p], f->row[q] = l->row[p], f->cls[q] = l->cls[p];
+      q++;
+    }
+  }
+  f->off[l->nlanes] = q;
+  if (!lod_finish(f)) {
+    nsl_lod_free(f);
+    nsl_error_set(err, NSL_ERR_NOMEM, "lod filter: out of memory for %lld rows", (long long)n);
+    return NULL;
+  }
+  return f;
+}
+
+int64_t nsl_lod_nlanes(const nsl_lod *l) { return l->nlanes; }
+int64_t nsl_lod_nrows(const nsl_lod *l) { return l->nrows; }
+int64_t nsl_lod_count(const nsl_lod *l, int64_t lane) {
+  return lane < 0 || lane >= l->nlanes ? 0 : l->off[lane + 1] - l->off[lane];
+}
+
+size_t nsl_lod_bytes(const nsl_lod *l) {
+  size_t b = sizeof *l + (size_t)(l->nlanes + 1) * (sizeof *l->off + sizeof *l->lane_classes) +
+             (size_t)l->n * (5 * sizeof(int64_t) + 1) + sizeof(int64_t);
+  for (int k = 0; k < NSL_LOD_CLASSES; k++)
+    if (l->kpos[k]) b += (size_t)(2 * l->kn[k] + 1) * sizeof(int64_t);
+  return b;
+}
+
+int nsl_lod_extent(const nsl_lod *l, int64_t lane, int64_t *lo, int64_t *hi) {
+  int64_t a = 0, b = l->nlanes;
+  if (lane >= 0) {
+    if (lane >= l->nlanes) return 0;
+    a = lane, b = lane + 1;
+  }
+  int any = 0;
+  for (int64_t g = a; g < b; g++) {
+    int64_t p0 = l->off[g], p1 = l->off[g + 1];
+    if (p0 == p1) continue;
+    if (!any || l->start[p0] < *lo) *lo = l->start[p0];
+    if (!any || l->maxstop[p1 - 1] > *hi) *hi = l->maxstop[p1 - 1];
+    any = 1;
+  }
+  return any;
+}
+
+/* The first position in [a, b) whose start is >= t (b when none). */
+static inline int64_t lower_bound(const int64_t *s, int64_t a, int64_t b, int64_t t) {
+  while (a < b) {
+    int64_t m = a + (b - a) / 2;
+    if (s[m] < t) a = m + 1;
+    else b = m;
+  }
+  return a;
+}
+
+/* The first position in [a, b) of the sorted array v whose value is >= t. */
+#define first_at_least lower_bound
+
+/* Time of class k in positions [i0, i1) (whole durations) plus their number. */
+static int64_t class_time(const nsl_lod *l, int k, int64_t i0, int64_t i1) {
+  const int64_t *pos = l->kpos[k];
+  int64_t a = first_at_least(pos, 0, l->kn[k], i0), b = first_at_least(pos, a, l->kn[k], i1);
+  return l->kcum[k][b] - l->kcum[k][a] + (b - a);
+}
+
+/* Clipped length of position p inside [t0, t1). */
+static inline int64_t clipped(const nsl_lod *l, int64_t p, int64_t t0, int64_t t1) {
+  int64_t s = l->start[p] > t0 ? l->start[p] : t0, e = l->stop[p] < t1 ? l->stop[p] : t1;
+  return e > s ? e - s : 0;
+}
+
+/* The time past t1 of the events at positions [i0, i1), which start
+ * before t1: in a lane of serial events only the last to start can run
+ * past, or several starting together (instants beside it); the walk back
+ * stops at 64 events.  Subtracted per class from per when not NULL. */
+static int64_t overhang(const nsl_lod *l, int64_t i0, int64_t i1, int64_t t1, int64_t *per) {
+  int64_t sum = 0;
+  for (int64_t p = i1 - 1, steps = 0; p >= i0 && steps < 64; p--, steps++) {
+    if (l->stop[p] > t1) {
+      sum += l->stop[p] - t1;
+      if (per) per[l->cls[p]] -= l->stop[p] - t1;
+    } else if (l->start[p] != l->start[i1 - 1]) {
+      break;
+    }
+  }
+  return sum;
+}
+
+/* The class with the most time of lane g in column [t0, t1): events at
+ * positions [i0, i1) start in it, carry (or -1) runs into it.  An event
+ * starting in the column counts 1 ns more (so instants count).  Exact for
+ * serial events; with many overlapping ones, those running past the
+ * column but the last count whole. */
+static int32_t column_class(const nsl_lod *l, int64_t g, int64_t i0, int64_t i1, int64_t carry, int64_t t0,
+                            int64_t t1) {
+  uint16_t bits = l->lane_classes[g];
+  if (bits == 0) return -1;
+  if ((bits & (bits - 1)) == 0) return __builtin_ctz(bits);   /* one class in the lane */
+  int64_t per[NSL_LOD_CLASSES] = {0};
+  if (carry >= 0) per[l->cls[carry]] += clipped(l, carry, t0, t1);
+  if (i1 - i0 <= 32) {
+    for (int64_t p = i0; p < i1; p++) per[l->cls[p]] += clipped(l, p, t0, t1) + 1;   /* +1: instants count */
+  } else {
+    for (int k = 0; k < l->nclasses; k++)
+      if (bits & (1u << k)) per[k] += class_time(l, k, i0, i1);
+    overhang(l, i0, i1, t1, per);
+  }
+  int32_t best = -1;
+  for (int k = 0; k < l->nclasses; k++)
+    if (per[k] > 0 && (best < 0 || per[k] > per[best])) best = k;
+  return best;
+}
+
+/* Edge b of ncols equal columns of [from, from + span). */
+static inline int64_t edge(int64_t from, int64_t span, int64_t ncols, int64_t b) {
+  __extension__ __int128 p = (__int128)span * b;
+  return from + (int64_t)(p / ncols);
+}
+
+nsl_status nsl_lod_query(const nsl_lod *l, int64_t lane, int64_t from, int64_t to, int64_t ncols,
+                         nsl_lod_cell *cells, nsl_error *err) {
+  if (lane < 0 || lane >= l->nlanes)
+    return nsl_error_set(err, NSL_ERR_ARG, "lod query: lane %lld outside 0..%lld", (long long)lane,
+                         (long long)l->nlanes - 1);
+  if (to <= from || (from < 0 && to > INT64_MAX + from))
+    return nsl_error_set(err, NSL_ERR_ARG, "lod query: the window [%lld, %lld) is empty or too wide",
+                         (long long)from, (long long)to);
+  if (ncols < 1 || ncols > (1 << 20))
+    return nsl_error_set(err, NSL_ERR_ARG, "lod query: %lld columns (1 to 2^20 allowed)", (long long)ncols);
+  int64_t a = l->off[lane], b = l->off[lane + 1], span = to - from;
+  int64_t i0 = lower_bound(l->start, a, b, from);
+  for (int64_t c = 0; c < ncols; c++) {
+    int64_t t0 = edge(from, span, ncols, c), t1 = edge(from, span, ncols, c + 1);
+    nsl_lod_cell *cell = &cells[c];
+    int64_t i1 = lower_bound(l->start, i0, b, t1 > t0 ? t1 : t0 + 1);
+    if (t1 <= t0) {   /* more columns than ns: an empty column */
+      cell->count = 0, cell->busy = 0, cell->row = -1, cell->cls = -1;
+      continue;
+    }
+    /* an earlier event still running at t0: the one before i0 when the lane's events do not overlap,
+     * else the latest-starting one of those that do (a short walk back) */
+    int64_t carry = -1;
+    if (i0 > a && l->maxstop[i0 - 1] > t0) {
+      int64_t p = i0 - 1;
+      for (int steps = 0; p >= a && l->stop[p] <= t0 && steps < 64; p--, steps++) {}
+      carry = p >= a && l->stop[p] > t0 ? p : i0 - 1;
+    }
+    int64_t busy = l->cum[i1] - l->cum[i0] - overhang(l, i0, i1, t1, NULL);
+    if (carry >= 0) busy += (l->maxstop[i0 - 1] < t1 ? l->maxstop[i0 - 1] : t1) - t0;
+    if (busy > t1 - t0) busy = t1 - t0;
+    if (busy < 0) busy = 0;
+    cell->count = i1 - i0 + (carry >= 0);
+    cell->busy = busy;
+    cell->row = carry >= 0 ? l->row[carry] : i1 > i0 ? l->row[i0] : -1;
+    cell->cls = cell->count ? column_class(l, lane, i0, i1, carry, t0, t1) : -1;
+    i0 = i1;
+  }
+  return NSL_OK;
+}
+
+int64_t nsl_lod_at(const nsl_lod *l, int64_t lane, int64_t t) {
+  if (lane < 0 || lane >= l->nlanes || t == INT64_MAX) return -1;
+  int64_t a = l->off[lane], b = l->off[lane + 1];
+  int64_t p = lower_bound(l->start, a, b, t + 1) - 1;   /* the last to start at or before t */
+  for (; p >= a && l->maxstop[p] > t; p--)
+    if (l->stop[p] > t) return l->row[p];
+  return -1;
+}
+
+int64_t nsl_lod_step(const nsl_lod *l, int64_t lane, int64_t t, int dir) {
+  if (lane < 0 || lane >= l->nlanes) return -1;
+  int64_t a = l->off[lane], b = l->off[lane + 1];
+  if (dir > 0) {
+    if (t == INT64_MAX) return -1;
+    int64_t p = lower_bound(l->start, a, b, t + 1);
+    return p < b ? l->row[p] : -1;
+  }
+  int64_t p = lower_bound(l->start, a, b, t) - 1;
+  return p >= a ? l->row[p] : -1;
+}

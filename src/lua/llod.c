@@ -1,0 +1,158 @@
+/* llod.c -- the level of detail of a timeline in Lua (src/core/lod.h):
+ *   l = nsl.lod(start, stop, lane, class|nil, nlanes)   lanes 0-based
+ *   count, busy, row, class = l:query(lane, from, to, ncols)   arrays of ncols
+ *   l:at(lane, t), l:step(lane, t, dir)   input rows (0-based) or nil
+ *   l:filter(mask) -> a new index of the rows where mask is set
+ *   l:extent([lane]) -> lo, hi (nil without events); l:count(lane); #l lanes */
+#include "lua/lnsl.h"
+#include "core/lod.h"
+
+#define NSL_LOD_MT "nsl.lod"
+
+typedef struct lod_box {
+  nsl_lod *lod;
+  size_t charged;
+} lod_box;
+
+static lod_box *checklod(lua_State *L, int idx) {
+  lod_box *b = luaL_checkudata(L, idx, NSL_LOD_MT);
+  if (!b->lod) luaL_error(L, "the level-of-detail index is closed");
+  return b;
+}
+
+/* A new empty box on the stack (before the index exists, so no error leaks it). */
+static lod_box *newbox(lua_State *L) {
+  lod_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+  b->lod = NULL;
+  b->charged = 0;
+  luaL_setmetatable(L, NSL_LOD_MT);
+  return b;
+}
+
+static void adopt(lua_State *L, lod_box *b, nsl_lod *l) {
+  b->lod = l;
+  b->charged = nsl_lod_bytes(l);
+  nsl__gc_charge(L, b->charged);
+}
+
+/* nsl.lod(start, stop, lane, class|nil, nlanes) */
+static int l_lod(lua_State *L) {
+  nsl_column *s = nsl__checkcolumn(L, 1), *e = nsl__checkcolumn(L, 2), *g = nsl__checkcolumn(L, 3);
+  nsl_column *k = lua_isnoneornil(L, 4) ? NULL : nsl__checkcolumn(L, 4);
+  lua_Integer nlanes = luaL_checkinteger(L, 5);
+  lod_box *b = newbox(L);
+  nsl_error err = {0};
+  nsl_lod *l = nsl_lod_build(s, e, g, k, nlanes, &err);
+  if (!l) return nsl__lua_error(L, &err);
+  adopt(L, b, l);
+  return 1;
+}
+
+/* l:query(lane, from, to, ncols) -> count, busy, row, class (arrays of ncols). */
+static int l_query(lua_State *L) {
+  lod_box *b = checklod(L, 1);
+  lua_Integer lane = luaL_checkinteger(L, 2), from = luaL_checkinteger(L, 3), to = luaL_checkinteger(L, 4);
+  lua_Integer ncols = luaL_checkinteger(L, 5);
+  luaL_argcheck(L, ncols >= 1 && ncols <= 4096, 5, "1 to 4096 columns");
+  nsl_lod_cell *cells = lua_newuserdatauv(L, (size_t)ncols * sizeof *cells, 0);
+  nsl_error err = {0};
+  if (nsl_lod_query(b->lod, lane, from, to, ncols, cells, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  int base = lua_gettop(L);
+  for (int k = 0; k < 4; k++) lua_createtable(L, (int)ncols, 0);
+  for (lua_Integer c = 0; c < ncols; c++) {
+    lua_pushinteger(L, cells[c].count);
+    lua_seti(L, base + 1, c + 1);
+    lua_pushinteger(L, cells[c].busy);
+    lua_seti(L, base + 2, c + 1);
+    lua_pushinteger(L, cells[c].row);
+    lua_seti(L, base + 3, c + 1);
+    lua_pushinteger(L, cells[c].cls);
+    lua_seti(L, base + 4, c + 1);
+  }
+  return 4;
+}
+
+static void push_row(lua_State *L, int64_t row) {
+  if (row < 0) lua_pushnil(L);
+  else lua_pushinteger(L, row);
+}
+
+/* l:at(lane, t) -> the row of the event covering t, or nil. */
+static int l_at(lua_State *L) {
+  push_row(L, nsl_lod_at(checklod(L, 1)->lod, luaL_checkinteger(L, 2), luaL_checkinteger(L, 3)));
+  return 1;
+}
+
+/* l:step(lane, t, dir) -> the row of the next (dir > 0) or previous event start, or nil. */
+static int l_step(lua_State *L) {
+  lod_box *b = checklod(L, 1);
+  push_row(L, nsl_lod_step(b->lod, luaL_checkinteger(L, 2), luaL_checkinteger(L, 3), (int)luaL_checkinteger(L, 4)));
+  return 1;
+}
+
+/* l:filter(mask) -> a new index of the rows where mask (bool column) is set. */
+static int l_filter(lua_State *L) {
+  lod_box *b = checklod(L, 1);
+  nsl_column *mask = nsl__checkcolumn(L, 2);
+  lod_box *f = newbox(L);
+  nsl_error err = {0};
+  nsl_lod *l = nsl_lod_filter(b->lod, mask, &err);
+  if (!l) return nsl__lua_error(L, &err);
+  adopt(L, f, l);
+  return 1;
+}
+
+/* l:extent([lane]) -> lo, hi of the lane's events (all lanes without one), or nil. */
+static int l_extent(lua_State *L) {
+  lod_box *b = checklod(L, 1);
+  int64_t lo = 0, hi = 0;
+  if (!nsl_lod_extent(b->lod, luaL_optinteger(L, 2, -1), &lo, &hi)) return 0;
+  lua_pushinteger(L, lo);
+  lua_pushinteger(L, hi);
+  return 2;
+}
+
+/* l:count(lane) -> events on the lane. */
+static int l_count(lua_State *L) {
+  lua_pushinteger(L, nsl_lod_count(checklod(L, 1)->lod, luaL_checkinteger(L, 2)));
+  return 1;
+}
+
+static int l_len(lua_State *L) {
+  lua_pushinteger(L, nsl_lod_nlanes(checklod(L, 1)->lod));
+  return 1;
+}
+
+static int l_bytes(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)nsl_lod_bytes(checklod(L, 1)->lod));
+  return 1;
+}
+
+/* __gc and __close: frees the index once. */
+static int l_release(lua_State *L) {
+  lod_box *b = luaL_checkudata(L, 1, NSL_LOD_MT);
+  if (b->lod) {
+    nsl_lod_free(b->lod);
+    b->lod = NULL;
+    nsl__gc_credit(L, b->charged);
+    b->charged = 0;
+  }
+  return 0;
+}
+
+static const luaL_Reg methods[] = {{"query", l_query},   {"at", l_at},       {"step", l_step},
+                                   {"filter", l_filter}, {"extent", l_extent}, {"count", l_count},
+                                   {"bytes", l_bytes},   {NULL, NULL}};
+static const luaL_Reg metamethods[] = {{"__gc", l_release}, {"__close", l_release}, {"__len", l_len},
+                                       {"__index", NULL},   {NULL, NULL}};
+static const luaL_Reg funcs[] = {{"lod", l_lod}, {NULL, NULL}};
+
+int nsl__open_lod(lua_State *L) {
+  luaL_newmetatable(L, NSL_LOD_MT);
+  luaL_setfuncs(L, metamethods, 0);
+  luaL_newlib(L, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  luaL_setfuncs(L, funcs, 0);
+  return 0;
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# bench_tui.sh [EXPORT] -- the nsl tui benchmark (run on demand, never a
+# test): on the export tiled 425 times (~1.7 M kernels, ~8.1 M NVTX ranges,
+# ~1 GB; or EXPORT), nsl tui runs in tmux (160x45) with NSL_TUI_LOG, which
+# records the time to the first screen (before anything is loaded), to the
+# first full screen (every lane loaded and drawn) and every redraw.  Keys
+# then pan (d, a), page (], [) and zoom (+, -) at the whole-trace scale and
+# in a 1 ms window; the script prints the median and worst redraw per scale
+# and action (target: under 50 ms), beside what one SQL query per redraw
+# costs through the sqlite3 CLI on the same file (the busy time per stream
+# in the same windows: one number per stream, where the TUI draws 130 columns
+# per lane).  Needs tmux and /usr/bin/time.
+. "$(dirname "$0")/lib.sh"
+if [ $# -ge 1 ]; then big=$1; cat "$big" > /dev/null; else tiled_export 425; fi
+command -v tmux > /dev/null || { echo "tmux is missing"; exit 1; }
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $(du -h "$big" | cut -f1) $big"
+export TMUX_TMPDIR="$work/tmux"
+mkdir -p "$TMUX_TMPDIR"
+log="$work/tui.log"
+rm -f "$log"
+S=nslbench
+tmux kill-server 2> /dev/null || true
+tmux new-session -d -s $S -x 160 -y 45 "NSL_TUI_LOG=$log NSL_TUI_INFO=1 $nsl tui $big; sleep 5"
+for _ in $(seq 1200); do grep -q full_screen "$log" 2> /dev/null && break; sleep 0.5; done
+grep -q full_screen "$log" || { echo "nsl tui did not finish loading in 10 minutes"; tmux kill-server; exit 1; }
+
+press() { # press SCALE KEY... : each key, then wait until its redraw is logged
+  local scale=$1; shift
+  for k in "$@"; do
+    local n; n=$(grep -c '^redraw' "$log" || true)
+    tmux send-keys -t $S "$k"
+    for _ in $(seq 200); do [ "$(grep -c '^redraw' "$log" || true)" -gt "$n" ] && break; sleep 0.05; done
+    echo "$scale $(grep '^redraw' "$log" | tail -1)" >> "$work/tui_redraws.txt"
+  done
+}
+rm -f "$work/tui_redraws.txt"
+press whole d d d d d a a a a a ] [ ] [ + - + - + - + -
+# a 1 ms window in the middle of the trace, through the Lua prompt
+tmux send-keys -t $S "0"; sleep 0.5
+tmux send-keys -t $S ":"; sleep 0.3
+tmux send-keys -t $S -l "do local a, b = tui.window(); tui.go((a + b) // 2, (a + b) // 2 + 1000000) end"
+tmux send-keys -t $S Enter; sleep 1
+press 1ms d d d d d a a a a a ] [ ] [ + - + - + - + -
+window=$(tmux capture-pane -t $S -p | grep -o 'window=[0-9]*\.\.[0-9]*' | tail -1)
+lanes_busy=$(tmux capture-pane -t $S -p | grep -cE '^(GPU|python|  \.)' || true)
+tmux send-keys -t $S q
+sleep 1
+tmux kill-server 2> /dev/null || true
+
+echo
+grep -E '^(first_screen|loaded|full_screen)' "$log"
+echo
+echo "redraw times (ms; the window's columns from nsl.lod, drawn and sent to the terminal):"
+awk '{ scale = $1; key = $3; sub("key=", "", key); ms = $4; sub("ms=", "", ms)
+       act = (key == "d" || key == "a") ? "pan" : (key == "]" || key == "[") ? "page" : "zoom"
+       k = scale " " act; v[k, ++n[k]] = ms + 0 }
+     END { for (k in n) { m = n[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]
+             for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+             printf "  %-12s median %6.2f  worst %6.2f  (%d redraws; target < 50)\n", k, a[int((m + 1) / 2)], a[m], m } }' \
+  "$work/tui_redraws.txt" | sort
+
+# the peer: one SQL query per redraw through the sqlite3 CLI, busy time per stream in the window
+lo=$(sqlite3 -readonly "file:$big?immutable=1" "SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+hi=$(sqlite3 -readonly "file:$big?immutable=1" "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+mid=$(( lo + (hi - lo) / 2 ))
+q() { echo "SELECT deviceId, streamId, count(*), sum(min(end, $2) - max(start, $1)) FROM CUPTI_ACTIVITY_KIND_KERNEL
+            WHERE start < $2 AND end > $1 GROUP BY 1, 2;"; }
+echo
+echo "sqlite3 CLI, one query per redraw (busy time per stream of the window):"
+for w in whole 1ms; do
+  if [ $w = whole ]; then f=$lo; t=$hi; else f=$mid; t=$(( mid + 1000000 )); fi
+  best=
+  for i in 1 2 3; do
+    s=$(date +%s%N)
+    sqlite3 -readonly "file:$big?immutable=1" "$(q $f $t)" > /dev/null
+    e=$(( ($(date +%s%N) - s) / 1000000 ))
+    [ -z "$best" ] || [ "$e" -lt "$best" ] && best=$e
+  done
+  echo "  $w window: $best ms (best of 3)"
+done
+echo "(last TUI $window, $lanes_busy lanes on the screen)"
