@@ -11,7 +11,7 @@
 #include "core/nsl_internal.h"
 
 static const char *const commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile",
-                                       "notebook"};
+                                       "notebook", "view"};
 enum { NCOMMANDS = sizeof commands / sizeof *commands };
 
 static int one_of(const char *s, const char *const *list, int n) {
@@ -38,11 +38,12 @@ static const struct command_option {
     {"profile", "--note", "note", OPT_ONE},          {"profile", "--xla-dump", "xla_dump", OPT_LIST},
     {"profile", "--notebook", "notebook", OPT_LIST}, {"profile", "--no-rep", "no_rep", OPT_FLAG},
     {"run", "--label", "label", OPT_ONE},   /* the runs' labels: --arg labels= of compare */
+    {"view", "--from", "from", OPT_ONE},    {"view", "--to", "to", OPT_ONE},
     {NULL, NULL, NULL, OPT_ONE}};
 
 /* The help of the commands the C side runs itself (run without an
- * analysis, info, list, repl); bundle, combine, profile and notebook print
- * their own (lua/nsl/cmd_*.lua). */
+ * analysis, info, list, repl); bundle, combine, profile, notebook and view
+ * print their own (lua/nsl/cmd_*.lua). */
 static const struct command_help {
   const char *command, *text;
 } command_help[] = {

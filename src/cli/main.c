@@ -40,6 +40,8 @@ static void print_usage(FILE *f) {
           "  notebook NOTEBOOK.md|NAME [TRACE...] -o OUT.html|OUT.ipynb [--stop-on-error]\n"
           "                       run a literate analysis (Markdown with Lua cells) into a report\n"
           "                       (shipped: analysis, compare)\n"
+          "  view TRACE... -o OUT.html [--from T] [--to T] [--arg KEY=VALUE]...\n"
+          "                       an interactive timeline in one self-contained HTML file\n"
           "  COMMAND --help       the options of any command\n"
           "  --help, --version\n"
           "\n"
