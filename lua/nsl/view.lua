@@ -152,7 +152,7 @@ local function starts_per_bin(start, lane, lo, hi, nbins)
   local b = bin_of(start, lo, hi - lo, nbins)
   local inside = b:lt(nbins) & b:ge(0)
   local key = (lane * nbins + b)
-  if inside:count() < #key then key = key:filter(inside) end
+  if inside:count() < #key then key = key:gather(inside:indices()) end
   local agg = nsl.table{{"key", key}}:group_by("key"):agg{"n=count"}
   local order = agg.key:argsort()
   return agg.key:gather(order), agg.n:gather(order)
@@ -177,7 +177,7 @@ local function default_to(starts, from, hi, max_events)
   local after = starts:ge(from)
   local n = after:count()
   if n <= max_events then return hi end
-  local s = starts:filter(after)
+  local s = starts:gather(after:indices())
   local nb = 1024
   local b = bin_of(s, from, hi - from + 1, nb)
   local agg = nsl.table{{"b", b}}:group_by("b"):agg{"n=count"}
@@ -187,7 +187,7 @@ local function default_to(starts, from, hi, max_events)
   for bin = 0, nb - 1 do
     local c = per[bin] or 0
     if seen + c > max_events then
-      local inbin = s:filter(b:eq(bin))
+      local inbin = s:gather(b:eq(bin):indices())
       local sorted = inbin:gather(inbin:argsort())
       return sorted[max_events - seen + 1]   -- the first start left out
     end
