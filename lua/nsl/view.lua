@@ -145,6 +145,7 @@ end
 local function bin_of(t, lo, span, nbins)
   return ((t - lo + 1) * nbins + (span - 1)) // span - 1
 end
+M.bin_of = bin_of
 
 --- Number of events starting in each bin (sparse): keys (lane * nbins +
 -- bin, ascending) and counts, as columns.
@@ -242,7 +243,9 @@ end
 local function b64(col, ty, offset) return nsl.base64(nsl.pack(col, ty, offset)) end
 
 --- view.viewer(trace, opts) -> a viewer: the data of the page for the
--- trace.  opts.from / opts.to: the detail window (absolute ns; default
+-- trace (v.data), with the detail window (v.from, v.to, absolute ns), the
+-- trace's span (v.lo, v.hi), the rows and the level of detail as columns
+-- (v.lod: bins, busy_cell, busy, count_cell, count).  opts.from / opts.to: the detail window (absolute ns; default
 -- from the first event to where opts.max_events (M.max_events) events have
 -- started); opts.bins (M.bins) level-of-detail bins over the whole trace;
 -- opts.findings: false (none), a list of finding records, or true/nil (run
@@ -309,7 +312,8 @@ function M.viewer(trace, opts)
            count_cell = b64(lod.count_cell, "u32"), count = b64(lod.count, "u32")},
     findings = page_findings(flist, lo), notes = notes,
   }
-  return setmetatable({data = data, from = from, to = to, lo = lo, hi = hi, events = n}, Viewer)
+  return setmetatable({data = data, from = from, to = to, lo = lo, hi = hi, events = n, rows = rows, lod = lod},
+                      Viewer)
 end
 
 -- ---- the page ------------------------------------------------------------------------

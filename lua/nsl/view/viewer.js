@@ -629,6 +629,7 @@
     root.setAttribute('data-ready', '1');
     var script = root.querySelector('script.nsl-view-data');
     var v = new Viewer(root, JSON.parse(script.textContent));
+    root.setAttribute('data-ready-ms', performance.now().toFixed(1));   // page start to the first drawing (benchmarks)
     var m = /^#selftest(?:=(.*))?$/.exec(window.location.hash);
     if (m) {
       var out = el('pre', 'nsl-selftest', root);
