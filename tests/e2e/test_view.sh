@@ -6,6 +6,7 @@
 # SQL run by Python's sqlite3 on the same export: the events drawn per row in
 # the visible window, the level of detail (events and busy time, the union of
 # the row's intervals, per row over the whole trace), the names found, the
+# NVTX ranges enclosing a time and a selection (the stack viewer), the
 # default detail window, and the window --from/--to ask for.
 . "$(dirname "$0")/lib.sh"
 F=$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite
@@ -119,6 +120,22 @@ for (n,) in q("SELECT coalesce(n.text, s.value) FROM NVTX_EVENTS n LEFT JOIN Str
 if sorted(names) != rep["found"]: bad.append("found %d names, SQL %d (%s...)" % (len(rep["found"]), len(names), sorted(names)[:2]))
 if rep["found_events"] != hits: bad.append("found %d events, SQL %d" % (rep["found_events"], hits))
 if not names: bad.append("the search term '%s' matches nothing: a weak test" % term)
+# the NVTX stack: ranges enclosing the middle of the view (start <= t < end), and a selection (start <= a, end >= b)
+def stack(where, *a):
+    if "NVTX_EVENTS" not in tables: return {}
+    res = {}
+    for pid, tid, n in q("SELECT (n.globalTid >> 24) & 16777215, n.globalTid & 16777215, coalesce(n.text, s.value) "
+                         "FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId WHERE n.end IS NOT NULL AND "
+                         + where + " ORDER BY n.start, n.end DESC", *a):
+        res.setdefault((pid, tid), []).append(n)
+    return res
+for key, want, got in (("stack", stack("n.start <= ? AND n.end > ?", int(rep["stack"]["at"]), int(rep["stack"]["at"])),
+                        rep["stack"]["threads"]),
+                       ("selection", stack("n.start <= ? AND n.end >= ?", int(rep["selection"]["from"]),
+                                           int(rep["selection"]["to"])), rep["selection"]["threads"])):
+    got = {(t["pid"], t["tid"]): t["names"] for t in got}
+    if got != want: bad.append("NVTX %s: %s, SQL %s" % (key, str(got)[:200], str(want)[:200]))
+    if "NVTX_EVENTS" in tables and key == "stack" and not want: bad.append("no NVTX range at the middle: a weak test")
 if rep["painted"] < 1000: bad.append("only %d pixels painted" % rep["painted"])
 if rep["fetched"]: bad.append("the page fetched %s" % rep["fetched"])
 print("%d rows, window %d..%d, %d names" % (len(rep["rows"]), t0, t1, len(names)))

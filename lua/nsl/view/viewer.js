@@ -578,6 +578,15 @@
     this.pan(0.25);
     this.setView(Math.round(this.view[0]), Math.round(this.view[1]));
     var shown = this.view.slice(), drawn = this.drawn.slice();
+    // the NVTX stack at the middle (a click) and over a selection from there (shift-drag)
+    var ev = this.x.ev, mid = Math.round((shown[0] + shown[1]) / 2), sel = [mid, mid + Math.round((shown[1] - shown[0]) / 50)];
+    var stacks = [[mid, mid], sel].map(function (ab) {
+      this.showStack(ab[0], ab[1]);
+      return this.stackAt(ab[0], ab[1]).map(function (st) {
+        return {pid: d.rows[st.row].pid, tid: d.rows[st.row].tid,
+                names: st.ranges.map(function (i) { return d.strings[ev.name[i]]; })};
+      });
+    }, this);
     this.find(term);
     var found = this.found.slice().sort(), hits = this.hits ? this.hits.length : 0;
     var painted = 0, g = this.canvas.getContext('2d');
@@ -615,6 +624,9 @@
                 pid: row.pid, tid: row.tid, drawn: drawn[r], lod_events: lodCount[r], lod_busy: lodBusy[r],
                 lod_drawn: this.lodDrawn[r]};
       }, this),
+      stack: {at: (this.base + BigInt(mid)).toString(), threads: stacks[0]},
+      selection: {from: (this.base + BigInt(sel[0])).toString(), to: (this.base + BigInt(sel[1])).toString(),
+                  threads: stacks[1]},
       term: term, found: found, found_events: hits, painted: painted, went: went, fetched: fetched,
       findings: (d.findings || []).map(function (f) {
         return {id: f.id, severity: f.severity, from: f.from === undefined ? null : abs(f.from),
