@@ -48,11 +48,10 @@ read -r _ ewall < <(chromium_open "$out/empty.html")
 row "(an empty page)" "" "" "" "" "" "$ewall"
 
 # the sqlite3 CLI reading the columns the viewer reads
-t0=$(date +%s.%N)
-sqlite3 -readonly "file:$big?immutable=1" \
+/usr/bin/time -f "%e %U %S %M" -o "$out/time.txt" sqlite3 -readonly "file:$big?immutable=1" \
   "SELECT deviceId, streamId, start, end, shortName FROM CUPTI_ACTIVITY_KIND_KERNEL;
    SELECT deviceId, streamId, start, end, copyKind FROM CUPTI_ACTIVITY_KIND_MEMCPY;
    SELECT deviceId, streamId, start, end FROM CUPTI_ACTIVITY_KIND_MEMSET;
    SELECT globalTid, start, end, text, textId FROM NVTX_EVENTS;" > /dev/null
-t1=$(date +%s.%N)
-echo "sqlite3 CLI reading the same columns: $(echo "$t1 - $t0" | bc) s wall"
+read -r wall user sys rss < "$out/time.txt"
+row "sqlite3 CLI, the same columns" "$wall" "$(echo "$user + $sys" | bc)" "$((rss / 1024))" "" "" ""
