@@ -33,6 +33,7 @@ local function fail(code, msg)
 end
 
 local known = {max_events = "integer", bins = "integer", findings = "boolean"}
+local most = {max_events = 10000000, bins = 100000}   -- beyond: pages no browser opens
 
 --- The --arg values as view options, or nil and a usage message.
 local function parse_args(list)
@@ -49,7 +50,9 @@ local function parse_args(list)
     end
     if ty == "integer" then
       local n = math.tointeger(tonumber(v))
-      if not n or n < 1 then return nil, string.format("view: --arg %s wants a whole number, 1 or more, not '%s'", k, v) end
+      if not n or n < 1 or n > most[k] then
+        return nil, string.format("view: --arg %s wants a whole number from 1 to %d, not '%s'", k, most[k], v)
+      end
       res[k] = n
     else
       if v ~= "true" and v ~= "false" then return nil, string.format("view: --arg %s wants true or false, not '%s'", k, v) end

@@ -19,6 +19,7 @@ grep -q -- "--from" "$TMP/help.txt" && ok "help names --from" || bad "help lacks
 "$NSL" view "$F" -o "$TMP/x.html" --arg max_event=5 2> "$TMP/err.txt"; check_eq "unknown --arg: usage error" "$?" 2
 grep -q "did you mean 'max_events'" "$TMP/err.txt" && ok "unknown --arg: suggestion" || bad "no suggestion: $(cat "$TMP/err.txt")"
 "$NSL" view "$F" -o "$TMP/x.html" --arg bins=0 2> /dev/null; check_eq "bins=0 refused" "$?" 2
+"$NSL" view "$F" -o "$TMP/x.html" --arg bins=100000000 2> /dev/null; check_eq "bins=10^8 refused" "$?" 2
 printf 'not sqlite' > "$TMP/bad.sqlite"
 "$NSL" view "$TMP/bad.sqlite" -o "$TMP/x.html" 2> "$TMP/err.txt"; check_eq "bad input: exit 1" "$?" 1
 [ "$(wc -l < "$TMP/err.txt")" = 1 ] && grep -q "bad.sqlite" "$TMP/err.txt" && ok "bad input: one line naming the file" ||
@@ -120,6 +121,19 @@ for (n,) in q("SELECT coalesce(n.text, s.value) FROM NVTX_EVENTS n LEFT JOIN Str
 if sorted(names) != rep["found"]: bad.append("found %d names, SQL %d (%s...)" % (len(rep["found"]), len(names), sorted(names)[:2]))
 if rep["found_events"] != hits: bad.append("found %d events, SQL %d" % (rep["found_events"], hits))
 if not names: bad.append("the search term '%s' matches nothing: a weak test" % term)
+# hovering the middle of the first row names an event of that row under the pointer (within the slack)
+hv, row0 = rep["hover"], rep["rows"][0]
+if row0["kind"] == "gpu" and hv["text"] is not None:
+    t, sl = int(hv["at"]), hv["slack"] + 1
+    cands = set()
+    if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+        cands |= {n for (n,) in q("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName "
+                                  "WHERE deviceId = ? AND streamId = ? AND k.start - ? <= ? AND ? <= k.end + ?",
+                                  row0["device"], row0["stream"], sl, t, t, sl)}
+    if not any(hv["text"].startswith(c) for c in cands) and not any(k in hv["text"] for k in ("memcpy", "memset")):
+        bad.append("hover shows '%s', SQL has %s there" % (hv["text"][:80], sorted(cands)[:3]))
+elif row0["kind"] == "gpu" and any(s - hv["slack"] <= int(hv["at"]) <= e + hv["slack"] for s, e in gpu_rows(row0["device"], row0["stream"])):
+    bad.append("hover shows nothing where SQL has an event")
 # the NVTX stack: ranges enclosing the middle of the view (start <= t < end), and a selection (start <= a, end >= b)
 def stack(where, *a):
     if "NVTX_EVENTS" not in tables: return {}

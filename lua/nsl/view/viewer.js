@@ -578,6 +578,13 @@
     this.pan(0.25);
     this.setView(Math.round(this.view[0]), Math.round(this.view[1]));
     var shown = this.view.slice(), drawn = this.drawn.slice();
+    // hovering the middle of the first row: the event under the pointer (within 3 px)
+    var hx = Math.round(this.xOf(Math.round((shown[0] + shown[1]) / 2))), hy = this.rowY[0] + ROW_H / 2;
+    this.hover(hx, hy);
+    var hovered = {at: (this.base + BigInt(Math.round(this.timeAt(hx)))).toString(),
+                   slack: 3 * (shown[1] - shown[0]) / (this.width - LABEL_W),
+                   text: this.tip.style.display === 'none' ? null : this.tip.textContent};
+    this.tip.style.display = 'none';
     // the NVTX stack at the middle (a click) and over a selection from there (shift-drag)
     var ev = this.x.ev, mid = Math.round((shown[0] + shown[1]) / 2), sel = [mid, mid + Math.round((shown[1] - shown[0]) / 50)];
     var stacks = [[mid, mid], sel].map(function (ab) {
@@ -624,6 +631,7 @@
                 pid: row.pid, tid: row.tid, drawn: drawn[r], lod_events: lodCount[r], lod_busy: lodBusy[r],
                 lod_drawn: this.lodDrawn[r]};
       }, this),
+      hover: hovered,
       stack: {at: (this.base + BigInt(mid)).toString(), threads: stacks[0]},
       selection: {from: (this.base + BigInt(sel[0])).toString(), to: (this.base + BigInt(sel[1])).toString(),
                   threads: stacks[1]},
