@@ -18,6 +18,8 @@ grep -q -- "--from" "$TMP/help.txt" && ok "help names --from" || bad "help lacks
 "$NSL" view "$F" 2> "$TMP/err.txt"; check_eq "no -o: usage error" "$?" 2
 "$NSL" view "$F" -o "$TMP/x.html" --arg max_event=5 2> "$TMP/err.txt"; check_eq "unknown --arg: usage error" "$?" 2
 grep -q "did you mean 'max_events'" "$TMP/err.txt" && ok "unknown --arg: suggestion" || bad "no suggestion: $(cat "$TMP/err.txt")"
+"$NSL" view "$F" -o "$TMP/x.html" --form 1ms 2> "$TMP/err.txt"; check_eq "unknown option: usage error" "$?" 2
+grep -q "did you mean '--from'" "$TMP/err.txt" && ok "unknown option: suggestion" || bad "$(cat "$TMP/err.txt")"
 "$NSL" view "$F" -o "$TMP/x.html" --arg bins=0 2> /dev/null; check_eq "bins=0 refused" "$?" 2
 "$NSL" view "$F" -o "$TMP/x.html" --arg bins=100000000 2> /dev/null; check_eq "bins=10^8 refused" "$?" 2
 printf 'not sqlite' > "$TMP/bad.sqlite"
