@@ -303,7 +303,8 @@ function M.viewer(trace, opts)
   for _, r in ipairs(rows) do r.sub = r.sub or 1 end
   local flist, notes = {}, {}
   if type(opts.findings) == "table" then flist = opts.findings
-  elseif opts.findings ~= false then flist, notes = diagnose_findings(trace) end
+  elseif opts.findings ~= false then flist, notes = diagnose_findings(trace)
+  else notes = {"Findings left out (nsl view --arg findings=false)."} end
   local data = {
     format = M.format, title = opts.title or table.concat(trace.reports.name:totable(), ", "),
     nsl = nsl.version, base = tostring(lo), span = hi - lo, from = from - lo, to = to - lo,

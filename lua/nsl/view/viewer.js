@@ -55,7 +55,12 @@
     var byRow = [];   // each row's events, for hover and the NVTX stack
     for (i = 0; i < nrows; i++) byRow.push([]);
     for (i = 0; i < n; i++) byRow[ev.row[i]].push(i);
-    return {ev: ev, busy: busy, count: count, byRow: byRow};
+    // drawing order: memset, memcpy, then kernels on top (where they share a pixel, the kernels show), each by start
+    var layer = [2, 2, 1, 1, 1, 0, 3], order = new Uint32Array(n);
+    for (i = 0; i < n; i++) order[i] = i;
+    order.sort(function (p, q) { return layer[ev.cls[p]] - layer[ev.cls[q]] || ev.start[p] - ev.start[q]; });
+    ev.layer = layer;
+    return {ev: ev, busy: busy, count: count, byRow: byRow, order: order};
   }
 
   // ---- units -------------------------------------------------------------------------
@@ -171,7 +176,7 @@
 
   Viewer.prototype.fillFindings = function () {
     var self = this, list = this.d.findings || [];
-    if (!list.length) el('p', 'nv-muted', this.findingsBox, 'No findings.');
+    if (!list.length && !(this.d.notes || []).length) el('p', 'nv-muted', this.findingsBox, 'No findings.');
     list.forEach(function (f) {
       var item = el('div', 'nv-finding ' + f.severity, self.findingsBox);
       item.textContent = f.text;
@@ -333,8 +338,8 @@
     // inside it: every event, tiny ones merged per sub-row and pixel
     var dimmed = !!this.matchName;
     var drawn = new Array(rows.length).fill(0), lastPx = {}, labels = 0;
-    for (var i = 0; i < ev.n; i++) {
-      var s = ev.start[i], e = s + ev.dur[i];
+    for (var j = 0; j < ev.n; j++) {
+      var i = x.order[j], s = ev.start[i], e = s + ev.dur[i];
       if (!(s < v1 && e > v0)) continue;
       var row = ev.row[i];
       drawn[row]++;
@@ -342,7 +347,7 @@
       var y = this.rowY[row] + ev.sub[i] * ROW_H;
       var match = dimmed && this.matchName[ev.name[i]];
       if (x1 - x0 < 1) {
-        var key = row * 65536 + ev.sub[i], px = Math.floor(x0);
+        var key = (row * 65536 + ev.sub[i]) * 4 + ev.layer[ev.cls[i]], px = Math.floor(x0);
         if (lastPx[key] === px && !match) continue;
         lastPx[key] = px;
         x1 = x0 + 1;
