@@ -207,6 +207,16 @@ PY
 then ok "findings equal diagnose's, and the first one's window is shown when clicked"
 else bad "findings differ from diagnose's"; fi
 
+# names are data, never markup: an NVTX text that closes the script element (a derived copy of the export)
+cp "$F" "$TMP/markup.sqlite"
+chmod u+w "$TMP/markup.sqlite"
+sqlite3 "$TMP/markup.sqlite" "UPDATE NVTX_EVENTS SET text = '</script><script>document.title=1</script><b>zq' WHERE rowid =
+  (SELECT min(rowid) FROM NVTX_EVENTS WHERE text IS NOT NULL)"
+"$NSL" view "$TMP/markup.sqlite" -o "$TMP/markup.html" --arg findings=false; check_eq "view of the markup copy" "$?" 0
+selftest "$TMP/markup.html" zq "$TMP/markup.json"
+check_selftest "$TMP/markup.json" "$TMP/markup.sqlite" "a name holding </script>" "$lo" "$hi"
+console_clean "$TMP/markup.html.console" "a name holding </script>"
+
 # a screenshot of the page is not blank
 run_browser --window-size=1400,900 --screenshot="$TMP/shot.png" "file://$TMP/view.html" > /dev/null 2> "$TMP/shot.err"
 size=$(stat -c %s "$TMP/shot.png" 2> /dev/null || echo 0)
