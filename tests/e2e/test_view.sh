@@ -190,6 +190,52 @@ selftest "$TMP/nb.html" nccl "$TMP/nb.json"
 check_selftest "$TMP/nb.json" "$F" "notebook viewer" $((lo + 100000000)) $((lo + 160000000))
 console_clean "$TMP/nb.html.console" "notebook viewer"
 
+# several reports (a bundle of four ranks): a row per report's stream and thread, labelled with the report;
+# per row, the events and busy time over the whole trace (shift-free, so the clock alignment does not matter)
+B=$NSL_SOURCE_DIR/samples/nccl_4rank_straggler.zip
+"$NSL" view "$B" -o "$TMP/ranks.html" --arg findings=false; check_eq "view of a 4-rank bundle" "$?" 0
+selftest "$TMP/ranks.html" nccl "$TMP/ranks.json"
+console_clean "$TMP/ranks.html.console" "4-rank bundle"
+if python3 - "$TMP/ranks.json" "$B" "$TMP" <<'PY'
+import json, sqlite3, sys, zipfile
+rep, tmp = json.load(open(sys.argv[1])), sys.argv[3]
+z = zipfile.ZipFile(sys.argv[2])
+dbs = {}
+for m in z.namelist():
+    if m.startswith("reports/") and m.endswith(".sqlite"):
+        z.extract(m, tmp)
+        dbs[m[8:-7]] = sqlite3.connect("file:%s/%s?immutable=1" % (tmp, m), uri=True)
+want = 0
+for name, db in dbs.items():
+    want += db.execute("SELECT count(*) FROM (SELECT DISTINCT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_KERNEL UNION "
+                       "SELECT DISTINCT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION "
+                       "SELECT DISTINCT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_MEMSET)").fetchone()[0]
+    want += db.execute("SELECT count(DISTINCT globalTid) FROM NVTX_EVENTS WHERE end IS NOT NULL").fetchone()[0]
+assert len(rep["rows"]) == want, (len(rep["rows"]), want)
+def union(iv):
+    tot, cs, ce = 0, None, None
+    for s, e in sorted(iv):
+        if ce is not None and s <= ce: ce = max(ce, e); continue
+        if ce is not None: tot += ce - cs
+        cs, ce = s, e
+    return tot + (ce - cs if ce is not None else 0)
+for r in rep["rows"]:
+    name = r["label"].split(" ")[0]
+    db = dbs[name]
+    if r["kind"] == "gpu":
+        iv = []
+        for t in ("KERNEL", "MEMCPY", "MEMSET"):
+            iv += db.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_%s WHERE deviceId = ? AND streamId = ?" % t,
+                             (r["device"], r["stream"])).fetchall()
+    else:
+        iv = db.execute("SELECT start, end FROM NVTX_EVENTS WHERE end IS NOT NULL AND globalTid & 16777215 = ? AND "
+                        "(globalTid >> 24) & 16777215 = ?", (r["tid"], r["pid"])).fetchall()
+    assert r["lod_events"] == len(iv) and r["lod_busy"] == union(iv), (r, len(iv), union(iv))
+print(len(rep["rows"]))
+PY
+then ok "4 ranks: a row per report's stream and thread; events and busy time per row equal SQL"
+else bad "4 ranks: rows differ from SQL"; fi
+
 # the findings are diagnose's: the same ids and windows; clicking the first shows its place
 "$NSL" run diagnose "$F" --format json > "$TMP/diag.json"
 if python3 - "$TMP/view.json" "$TMP/diag.json" <<'PY'
