@@ -55,7 +55,9 @@ local function parse_args(list)
       end
       res[k] = n
     else
-      if v ~= "true" and v ~= "false" then return nil, string.format("view: --arg %s wants true or false, not '%s'", k, v) end
+      if v ~= "true" and v ~= "false" then
+        return nil, string.format("view: --arg %s wants true or false, not '%s'", k, v)
+      end
       res[k] = v == "true"
     end
   end

@@ -245,9 +245,9 @@ local function b64(col, ty, offset) return nsl.base64(nsl.pack(col, ty, offset))
 --- view.viewer(trace, opts) -> a viewer: the data of the page for the
 -- trace (v.data), with the detail window (v.from, v.to, absolute ns), the
 -- trace's span (v.lo, v.hi), the rows and the level of detail as columns
--- (v.lod: bins, busy_cell, busy, count_cell, count).  opts.from / opts.to: the detail window (absolute ns; default
--- from the first event to where opts.max_events (M.max_events) events have
--- started); opts.bins (M.bins) level-of-detail bins over the whole trace;
+-- (v.lod: bins, busy_cell, busy, count_cell, count).  opts.from / opts.to:
+-- the detail window (absolute ns; default from the first event to where
+-- opts.max_events (M.max_events) events have started); opts.bins (M.bins) level-of-detail bins over the whole trace;
 -- opts.findings: false (none), a list of finding records, or true/nil (run
 -- diagnose); opts.title.  Fails (nsl.fail) on a trace without GPU
 -- operations or NVTX ranges.

@@ -42,7 +42,9 @@ return {
       for i, t in ipairs(ts) do
         local want = 0
         while want + 1 < nb and edges[want + 2] <= t do want = want + 1 end
-        if b[i] ~= want then error(string.format("t=%d over [%d, %d) in %d bins: bin %d, edges say %d", t, lo, hi, nb, b[i], want)) end
+        if b[i] ~= want then
+          error(string.format("t=%d over [%d, %d) in %d bins: bin %d, edges say %d", t, lo, hi, nb, b[i], want))
+        end
       end
     end
   end},
@@ -83,7 +85,8 @@ return {
     for _, n in ipairs{1, 777, 10000} do
       local v = view.viewer(tr, {findings = false, max_events = n})
       T.eq(v.from, lo, "from the first event")
-      T.eq(v.to, T.sql1(nccl, string.format("SELECT s FROM %s ORDER BY s LIMIT 1 OFFSET %d", all, n)), "max_events " .. n)
+      T.eq(v.to, T.sql1(nccl, string.format("SELECT s FROM %s ORDER BY s LIMIT 1 OFFSET %d", all, n)),
+           "max_events " .. n)
     end
     -- from a later start: the window counts from there
     local from = lo + 100000000

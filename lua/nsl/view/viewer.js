@@ -413,7 +413,8 @@
           if (pe <= ps) continue;
           var frac = (pe - ps) / (e - s);
           var xa = LABEL_W + (ps - v0) * k, xb = LABEL_W + (pe - v0) * k;
-          if (px && Math.floor(xa) <= Math.floor(px.b)) { px.b = xb; } else { flush(); px = {a: xa, b: xb}; busy = 0; width = 0; }
+          if (px && Math.floor(xa) <= Math.floor(px.b)) px.b = xb;   // the same pixel column: merge
+          else { flush(); px = {a: xa, b: xb}; busy = 0; width = 0; }
           busy += x.busy[cell] * frac;
           width += pe - ps;
           out[r]++;
@@ -591,7 +592,8 @@
                    text: this.tip.style.display === 'none' ? null : this.tip.textContent};
     this.tip.style.display = 'none';
     // the NVTX stack at the middle (a click) and over a selection from there (shift-drag)
-    var ev = this.x.ev, mid = Math.round((shown[0] + shown[1]) / 2), sel = [mid, mid + Math.round((shown[1] - shown[0]) / 50)];
+    var ev = this.x.ev, mid = Math.round((shown[0] + shown[1]) / 2);
+    var sel = [mid, mid + Math.round((shown[1] - shown[0]) / 50)];
     var stacks = [[mid, mid], sel].map(function (ab) {
       this.showStack(ab[0], ab[1]);
       return this.stackAt(ab[0], ab[1]).map(function (st) {
