@@ -38,6 +38,17 @@ check_eq "the input is untouched" "$(fingerprint "$F")" "$before"
 grep -q "Content-Security-Policy" "$TMP/view.html" && ok "the page forbids fetching (CSP)" || bad "no CSP"
 if grep -Eq '(src|href)="(https?:)?//' "$TMP/view.html"; then bad "the page links outside"; else ok "no external links"; fi
 
+# an analysis writes the same page through out:file (the one mechanism, from nsl run)
+cat > "$TMP/page.lua" <<'EOF'
+return {name = "page", description = "the viewer's page under --out",
+        run = function(trace, args, out)
+          out:file("view.html", require("nsl.view").viewer(trace, {findings = false}):page())
+        end}
+EOF
+"$NSL" view "$F" -o "$TMP/nofind.html" --arg findings=false
+"$NSL" run "$TMP/page.lua" "$F" --out "$TMP/page" > /dev/null; check_eq "nsl run writes the page" "$?" 0
+cmp -s "$TMP/page/view.html" "$TMP/nofind.html" && ok "nsl run's page equals nsl view's" || bad "nsl run's page differs"
+
 # ---- the notebook: the same viewer in a cell -------------------------------------------------
 cat > "$TMP/nb.md" <<'EOF'
 # Timeline
