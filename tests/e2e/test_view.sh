@@ -187,6 +187,14 @@ to5k=$(sql "$F" "SELECT s FROM (SELECT start s FROM CUPTI_ACTIVITY_KIND_KERNEL U
   UNION ALL SELECT start FROM NVTX_EVENTS WHERE end IS NOT NULL) ORDER BY s LIMIT 1 OFFSET 5000")
 selftest "$TMP/small.html" elementwise "$TMP/small.json"
 check_selftest "$TMP/small.json" "$F" "max_events=5000" "$lo" "$to5k"
+# past that window the page names the command that embeds every event there: it does
+hint=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hint"])' "$TMP/small.json")
+if [[ $hint =~ --from\ ([0-9]+)\ --to\ ([0-9]+) ]]; then
+  a=${BASH_REMATCH[1]} b=${BASH_REMATCH[2]}
+  "$NSL" view "$F" -o "$TMP/hint.html" --from "$a" --to "$b" --arg findings=false
+  selftest "$TMP/hint.html" aten "$TMP/hint.json"
+  check_selftest "$TMP/hint.json" "$F" "the hint's window" $((lo + a)) $((lo + b))
+else bad "no hint past the detail window: '$hint'"; fi
 # --from 50ms --to 120ms: from the first event
 selftest "$TMP/window.html" aten "$TMP/window.json"
 check_selftest "$TMP/window.json" "$F" "--from 50ms --to 120ms" $((lo + 50000000)) $((lo + 120000000))

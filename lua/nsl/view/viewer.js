@@ -155,6 +155,7 @@
     });
     el('span', 'nv-note', legend, 'all events in ' + dur(d.to - d.from) + ' from ' + dur(d.from) +
        ' (' + d.events.n + '); elsewhere busy time per ' + dur(d.span / d.lod.bins) + ' bin');
+    this.hint = el('div', 'nv-hint', root);
     this.wrap = el('div', 'nv-canvas', root);
     this.canvas = el('canvas', '', this.wrap);
     this.canvas.tabIndex = 0;
@@ -380,6 +381,10 @@
     this.drawn = drawn;
     this.lodDrawn = lodDrawn;
     this.status.textContent = dur(v0) + ' \u2013 ' + dur(v1) + '  (' + dur(v1 - v0) + ' shown)';
+    // outside the detail window only the summary shows: the command that embeds every event of this view
+    var a = Math.max(0, Math.floor(v0)), b = Math.min(d.span, Math.ceil(v1));
+    this.hint.textContent = (v0 < d.from || v1 > d.to) && b - a < (d.to - d.from) * 4 ?
+      'every event here: nsl view TRACE --from ' + a + ' --to ' + b + ' (ns from the first event)' : '';
   };
 
   /* The level-of-detail bins in view outside the detail window: per row
@@ -608,8 +613,11 @@
                             this.canvas.width - Math.round(LABEL_W * (window.devicePixelRatio || 1)),
                             this.canvas.height).data;
     for (var i = 0; i < px.length; i += 4) if (px[i] < 235 || px[i + 1] < 235 || px[i + 2] < 235) painted++;
-    // the whole trace: the level of detail
+    // past the detail window: the hint names the command that embeds every event there
     this.find('');
+    this.setView(d.to, d.to + (d.to - d.from) / 2);
+    var hint = this.hint.textContent;
+    // the whole trace: the level of detail
     this.setView(0, d.span);
     var lodCount = [], lodBusy = [], nb = d.lod.bins;
     for (var r = 0; r < d.rows.length; r++) {
@@ -638,7 +646,7 @@
                 pid: row.pid, tid: row.tid, drawn: drawn[r], lod_events: lodCount[r], lod_busy: lodBusy[r],
                 lod_drawn: this.lodDrawn[r]};
       }, this),
-      hover: hovered,
+      hover: hovered, hint: hint,
       stack: {at: (this.base + BigInt(mid)).toString(), threads: stacks[0]},
       selection: {from: (this.base + BigInt(sel[0])).toString(), to: (this.base + BigInt(sel[1])).toString(),
                   threads: stacks[1]},
