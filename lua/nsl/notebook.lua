@@ -4,8 +4,9 @@
 -- notebook (.ipynb, nbformat 4) with the outputs filled in.
 --
 -- In a cell: `trace` is the loaded trace, `nsl` the library, print() goes to
--- the cell's output, show(x) displays a table, a figure (canvas), SVG text or
--- any value, run(name, {KEY = value}) runs a shipped analysis and displays
+-- the cell's output, show(x) displays a table, a figure (canvas), SVG text,
+-- an interactive timeline (require("nsl.view").viewer(trace, {from =, to =}))
+-- or any value, run(name, {KEY = value}) runs a shipped analysis and displays
 -- its findings, figures, then text and tables (an analysis that stops
 -- because the trace lacks its data shows its message as a note).
 -- A cell whose last line is an expression displays its value (a figure
@@ -31,6 +32,8 @@ local function display(v, title, topts)
     return {kind = "svg", data = v, title = title}
   elseif type(v) == "string" and v:sub(1, 8) == "\137PNG\r\n\26\n" then
     return {kind = "png", data = v, title = title}
+  elseif require("nsl.view").is_viewer(v) then   -- the interactive timeline (nsl.view), embedded whole
+    return {kind = "html", html = v:fragment(), title = title or "timeline"}
   elseif is_canvas(v) then
     local data = v:to_string()
     return {kind = data:sub(1, 4) == "\137PNG" and "png" or "svg", data = data, title = title}
@@ -145,6 +148,7 @@ local function output_html(o)
     return '<div class="figure"><img alt="' .. md.escape(o.title or "figure") .. '" src="data:image/png;base64,' ..
            nsl.base64(o.data) .. '"></div>'
   elseif o.kind == "svg" then return '<div class="figure">' .. o.data:gsub("^%s*<%?xml[^>]*>%s*", "") .. "</div>"
+  elseif o.kind == "html" then return o.html
   elseif o.kind == "note" then return '<p class="note">' .. md.escape(o.text) .. "</p>"
   elseif o.kind == "finding" then
     return '<div class="finding ' .. md.escape(o.severity) .. '"><b>' .. md.escape(o.severity) .. ":</b> " ..
@@ -211,6 +215,9 @@ function M.ipynb(blocks)
         elseif o.kind == "png" then
           outputs[#outputs + 1] = {output_type = "display_data", metadata = setmetatable({}, report.object_mt),
                                    data = {["image/png"] = nsl.base64(o.data), ["text/plain"] = {o.title or "figure"}}}
+        elseif o.kind == "html" then
+          outputs[#outputs + 1] = {output_type = "display_data", metadata = setmetatable({}, report.object_mt),
+                                   data = {["text/html"] = lines_of(o.html), ["text/plain"] = {o.title}}}
         elseif o.kind == "svg" then
           outputs[#outputs + 1] = {output_type = "display_data", metadata = setmetatable({}, report.object_mt),
                                    data = {["image/svg+xml"] = lines_of(o.data), ["text/plain"] = {o.title or "figure"}}}

@@ -78,6 +78,16 @@ static const nsl_cli_option tui_options[] = {
     {"--max-depth", NULL, NSL_CLI_ONE, "N", NULL, 0, "NVTX nesting rows shown per thread (default: all)"},
     {NULL}};
 
+static const nsl_cli_option view_options[] = {
+    {"--output", "-o", NSL_CLI_ONE, "OUT.html", NULL, NSL_CLI_REQUIRED, "the page to write"},
+    {"--from", NULL, NSL_CLI_ONE, "T", NULL, 0,
+     "the detail window's start, from the trace's first event (250us, 1.5ms, 2s; default 0)"},
+    {"--to", NULL, NSL_CLI_ONE, "T", NULL, 0, "its end (default: where --max-events events have started, or the end)"},
+    {"--max-events", NULL, NSL_CLI_ONE, "N", NULL, 0, "events in the default detail window (100000)"},
+    {"--bins", NULL, NSL_CLI_ONE, "N", NULL, 0, "level-of-detail bins over the whole trace (2000)"},
+    {"--no-findings", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "leave out the findings of diagnose (they cost a run of it)"},
+    {NULL}};
+
 const nsl_cli_command nsl__cli_commands[] = {
     {.name = "run",
      .args = "SCRIPT|NAME [TRACE...]",
@@ -126,6 +136,20 @@ const nsl_cli_command nsl__cli_commands[] = {
      .epilog = "Environment: NO_COLOR draws without colour; NSL_TUI_LOG=FILE appends the load and redraw timings "
                "to FILE; NSL_TUI_INFO=1 starts with the window in ns shown.",
      .module = "nsl.cmd_tui"},
+    {.name = "view",
+     .args = "TRACE...",
+     .min_args = 1,
+     .missing = "no trace given",
+     .options = {view_options},
+     .summary = "an interactive timeline in one self-contained HTML file",
+     .description =
+         "Writes an interactive timeline of the traces as one self-contained HTML file (no network access): a "
+         "row per GPU stream (kernels, NCCL kernels, memcpy by direction, memset) and per thread's NVTX ranges "
+         "(nested ranges in sub-rows); zoom (wheel, + and -), pan (drag, arrow keys), details on hover, search by "
+         "name, the NVTX ranges enclosing a point (click) or a selection (shift-drag), and the findings of "
+         "diagnose (click one to go to its place).  The whole trace is summarised per time bin and row (busy "
+         "time and events); the events of a detail window are embedded one by one.",
+     .module = "nsl.cmd_view"},
     {.name = "bundle",
      .args = "EXPORT...",
      .min_args = 1,

@@ -167,6 +167,20 @@ int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, i
 nsl_column *nsl_overlapping_rows(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to,
                                  nsl_error *err);
 
+/* Little-endian packing of a column for embedding (src/core/pack.c). */
+typedef enum nsl_pack_type {
+  NSL_PACK_U8, NSL_PACK_U16, NSL_PACK_I32, NSL_PACK_U32, NSL_PACK_F32, NSL_PACK_F64
+} nsl_pack_type;
+/* The pack type named "u8", "u16", "i32", "u32", "f32" or "f64"; -1 otherwise. */
+int nsl_pack_type_of(const char *name);
+/* Bytes per value of type t (0 when t is not one). */
+size_t nsl_pack_width(nsl_pack_type t);
+/* c's values less offset as little-endian `as` into out (len * width bytes):
+ * integer targets refuse NULL and values outside their range, f64 refuses
+ * integers beyond 2^53, NULL is NaN for floats; NSL_ERR_ARG names the row. */
+nsl_status nsl_column_pack_le(const nsl_column *c, nsl_pack_type as, int64_t offset, unsigned char *out,
+                              nsl_error *err);
+
 /* A sub-row per row such that rows of one group overlapping in time never
  * share one; for properly nested ranges (NVTX push/pop per thread) the
  * nesting depth, 0 outermost.  group_of: dense ids below the row count +

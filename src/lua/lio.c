@@ -1,6 +1,8 @@
-/* lio.c -- file helpers for Lua: nsl.write_file (atomic), nsl.mkdir_p. */
+/* lio.c -- file helpers for Lua: nsl.write_file (atomic), nsl.mkdir_p, and the
+ * encodings that embed data in a page: nsl.base64, nsl.pack. */
 #include "lua/lnsl.h"
 #include "nsl/nsl_io.h"
+#include "core/nsl_internal.h"
 
 /* nsl.write_file(path, data) -> true, or nil and a message. */
 static int l_write_file(lua_State *L) {
@@ -56,8 +58,25 @@ static int l_base64(lua_State *L) {
   return 1;
 }
 
+/* nsl.pack(column, type [, offset]) -> the values less offset as
+ * little-endian bytes of type "u8", "u16", "i32", "u32", "f32" or "f64" (for
+ * a page's typed arrays); raises for a value the type cannot hold. */
+static int l_pack(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  int t = nsl_pack_type_of(luaL_checkstring(L, 2));
+  luaL_argcheck(L, t >= 0, 2, "one of u8, u16, i32, u32, f32, f64");
+  lua_Integer offset = luaL_optinteger(L, 3, 0);
+  size_t w = nsl_pack_width((nsl_pack_type)t);
+  luaL_Buffer b;
+  unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, (size_t)c->len * w + 1);
+  nsl_error err = {0};
+  if (nsl_column_pack_le(c, (nsl_pack_type)t, offset, out, &err) != NSL_OK) return luaL_error(L, "nsl.pack: %s", err.msg);
+  luaL_pushresultsize(&b, (size_t)c->len * w);
+  return 1;
+}
+
 static const luaL_Reg funcs[] = {{"write_file", l_write_file}, {"mkdir_p", l_mkdir_p}, {"base64", l_base64},
-                                 {NULL, NULL}};
+                                 {"pack", l_pack}, {NULL, NULL}};
 
 int nsl__open_io(lua_State *L) {
   luaL_setfuncs(L, funcs, 0);

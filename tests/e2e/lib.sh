@@ -21,6 +21,21 @@ count_or_zero() { # count_or_zero FILE TABLE [WHERE]
 }
 # Fingerprint of a file: content hash, size and mtime.
 fingerprint() { echo "$(sha256sum < "$1" | cut -d' ' -f1) $(stat -c '%s %Y' "$1")"; }
+# A real browser: headless Chromium (BROWSER, empty when missing), networking
+# off (its own network namespace when possible, and a proxy that answers nothing).
+BROWSER=$(command -v chromium || command -v chromium-browser || true)
+NETOFF=""
+unshare -n true 2> /dev/null && NETOFF="unshare -n"
+run_browser() {
+  timeout 120 $NETOFF "$BROWSER" --headless=new --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
+    --proxy-server=http://127.0.0.1:9 --user-data-dir="$TMP/chrome-profile" --enable-logging=stderr --v=0 "$@"
+}
+console_clean() { # console_clean FILE WHAT (messages of Chromium's own chrome:// pages left out)
+  if grep -E "CONSOLE|Uncaught|SyntaxError|Refused" "$1" | grep -v -i "deprecat" |
+     grep -v 'source: chrome://' > "$TMP/console.txt"; then
+    bad "$2: console errors: $(head -3 "$TMP/console.txt")"
+  else ok "$2: no console errors"; fi
+}
 finish() {
   echo "$PASS passed, $FAIL failed"
   [ "$FAIL" -eq 0 ]

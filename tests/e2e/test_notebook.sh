@@ -105,21 +105,8 @@ assert "after-the-failure" in "".join(codes[1]["outputs"][0]["text"])
 PY
 then ok ".ipynb is nbformat 4 with outputs"; else bad ".ipynb invalid"; fi
 
-# A real browser: headless Chromium, networking off (its own network namespace when possible).
-browser=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$browser" ]; then bad "chromium is missing (scripts/install-deps.sh installs it)"; finish; exit 1; fi
-netoff=""
-unshare -n true 2> /dev/null && netoff="unshare -n"
-run_browser() {
-  timeout 120 $netoff "$browser" --headless=new --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
-    --proxy-server=http://127.0.0.1:9 --user-data-dir="$TMP/chrome-profile" --enable-logging=stderr --v=0 "$@"
-}
-console_clean() { # console_clean FILE WHAT (messages of Chromium's own chrome:// pages left out)
-  if grep -E "CONSOLE|Uncaught|SyntaxError|Refused" "$1" | grep -v -i "deprecat" |
-     grep -v 'source: chrome://' > "$TMP/console.txt"; then
-    bad "$2: console errors: $(head -3 "$TMP/console.txt")"
-  else ok "$2: no console errors"; fi
-}
+# A real browser: headless Chromium, networking off (run_browser, console_clean: lib.sh).
+if [ -z "$BROWSER" ]; then bad "chromium is missing (scripts/install-deps.sh installs it)"; finish; exit 1; fi
 run_browser --window-size=1200,1600 --screenshot="$TMP/shot.png" "file://$TMP/analysis.html" \
   > "$TMP/chrome.out" 2> "$TMP/chrome.err"
 [ -f "$TMP/shot.png" ] && ok "screenshot taken" || bad "no screenshot: $(tail -3 "$TMP/chrome.err")"

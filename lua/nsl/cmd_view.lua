@@ -1,0 +1,55 @@
+-- nsl.cmd_view -- `nsl view TRACE... -o view.html [--from T] [--to T]
+-- [--max-events N] [--bins N] [--no-findings]`: writes the interactive timeline viewer
+-- (lua/nsl/view.lua) of the traces as one self-contained HTML file.
+local nsl = require("nsl")
+local view = require("nsl.view")
+local window = require("nsl.window")
+
+local M = {}
+
+local most = {max_events = 10000000, bins = 100000}   -- beyond: pages no browser opens
+
+local function fail(code, msg)
+  io.stderr:write("nsl: ", msg, "\n")
+  return code
+end
+
+--- The view options given on the command line (opts from the command
+-- table, src/cli/commands.c), or nil and a usage message.
+local function view_options(opts)
+  local res = {findings = not opts.no_findings}
+  for _, k in ipairs({"max_events", "bins"}) do
+    local v = opts[k]
+    if v then
+      local n = math.tointeger(tonumber(v))
+      local flag = "--" .. k:gsub("_", "-")
+      if not n or n < 1 or n > most[k] then
+        return nil, string.format("view: %s wants a whole number from 1 to %d, not '%s'", flag, most[k], v)
+      end
+      res[k] = n
+    end
+  end
+  return res
+end
+
+function M.main(opts)
+  local vopts, aerr = view_options(opts)
+  if not vopts then return fail(2, aerr) end
+  local trace, err = nsl.open(opts.traces)
+  if not trace then return fail(1, err) end
+  local ok, res = pcall(function()
+    local from, to = window.resolve(trace, {from = opts.from, to = opts.to}, {"kernels", "memcpy", "memset", "nvtx"})
+    vopts.from = from
+    if opts.to and opts.to ~= "" then vopts.to = to end
+    return view.viewer(trace, vopts)
+  end)
+  if not ok then
+    if nsl.is_error(res) then return fail(1, table.concat(opts.traces, ", ") .. ": " .. tostring(res)) end
+    error(res, 0)
+  end
+  local wok, werr = nsl.write_file(opts.output, res:page())
+  if not wok then return fail(1, werr) end
+  return 0
+end
+
+return M

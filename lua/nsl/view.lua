@@ -1,0 +1,363 @@
+-- nsl.view -- the interactive timeline viewer: one self-contained HTML file
+-- (no network) with a canvas timeline of the trace (one row per GPU stream:
+-- kernels, NCCL kernels, memcpy by direction, memset; NVTX ranges per
+-- thread in nesting sub-rows), zoom, pan, hover details, search by name,
+-- the NVTX stack at a point or over a selection, and the findings of
+-- `diagnose`.  The page's script and style are lua/nsl/view/viewer.js and
+-- viewer.css; this module only gathers the data, from the same tables and
+-- findings `nsl run` uses, and embeds it compactly:
+--   * level of detail over the whole trace: per row and time bin, the busy
+--     time (union of the row's events, nsl.busy_per_bin) and the number of
+--     events starting in the bin, both computed in C over whole columns;
+--   * every event of a detail window [from, to), as columns of
+--     little-endian typed arrays (nsl.pack) in base64, names through one
+--     string table.
+--   local v = require("nsl.view").viewer(trace, {from = t0, to = t1})
+--   nsl.write_file("view.html", v:page())      -- `nsl view`; out:file(name, v:page()) in an analysis
+--   show(v)                                     -- a notebook cell embeds it (v:fragment())
+local nsl = require("nsl")
+local plot = require("nsl.plot")
+local window = require("nsl.window")
+local report = require("nsl.report")
+
+local M = {}
+
+--- At most this many events get full detail by default (the detail
+-- window ends where that many events have started).
+M.max_events = 100000
+--- Time bins of the level-of-detail summary over the whole trace.
+M.bins = 2000
+--- Format version of the embedded data (viewer.js checks it).
+M.format = 1
+
+local fmt = string.format
+
+local Viewer = {}
+Viewer.__index = Viewer
+M.Viewer = Viewer
+
+-- ---- gathering -----------------------------------------------------------------------
+
+local CLASS = {}
+for i, c in ipairs(plot.timeline_classes) do CLASS[c.name] = i - 1 end
+
+--- The GPU operations of the whole trace as columns report, device,
+-- stream, start, stop, name, cls (a Lua table of them), or nil when there
+-- are none.  cls is the
+-- timeline class (plot.timeline_classes, 0-based); name the kernel's short
+-- name, the memcpy kind, or "memset".
+local function gpu_ops(trace)
+  local parts = {}
+  local cols = {"report", "device", "stream", "start", "stop"}
+  local k = trace.kernels
+  if #k > 0 then
+    k = k:select{"report", "device", "stream", "start", "stop", "name"}
+    local nccl = k.name:match("^nccl")
+    parts[#parts + 1] = {t = k, name = k.name, cls = nccl * (CLASS.nccl - CLASS.kernel) + CLASS.kernel}
+  end
+  local m = trace.memcpy
+  if #m > 0 then
+    m = m:select{"report", "device", "stream", "start", "stop", "kind"}
+    local h2d, d2h = m.kind:eq("HtoD"), m.kind:eq("DtoH")
+    parts[#parts + 1] = {t = m, name = m.kind, cls = h2d * (CLASS.memcpy_htod - CLASS.memcpy_other) +
+                                                    d2h * (CLASS.memcpy_dtoh - CLASS.memcpy_other) + CLASS.memcpy_other}
+  end
+  local s = trace.memset
+  if #s > 0 then
+    s = s:select(cols)
+    parts[#parts + 1] = {t = s, name = nsl.rep("memset", #s), cls = nsl.rep(CLASS.memset, #s)}
+  end
+  if #parts == 0 then return nil end
+  local spec = {}
+  for _, c in ipairs(cols) do
+    local list = {}
+    for i, p in ipairs(parts) do list[i] = p.t[c] end
+    spec[#spec + 1] = {c, nsl.concat(table.unpack(list))}
+  end
+  local names, cls = {}, {}
+  for i, p in ipairs(parts) do names[i], cls[i] = p.name, p.cls:cast("i64") end
+  local g = {name = nsl.concat(table.unpack(names)), cls = nsl.concat(table.unpack(cls))}
+  for _, c in ipairs(spec) do g[c[1]] = c[2] end
+  return g
+end
+
+--- The NVTX ranges of the trace as columns report, pid, tid, start, stop,
+-- text (a Lua table of them), marks and unfinished ranges left out, or nil.
+local function nvtx_ranges(trace)
+  local nv = trace.nvtx
+  if #nv == 0 then return nil end
+  nv = nv:select{"report", "pid", "tid", "start", "stop", "text"}
+  local ranges = ~nv.stop:isnull()
+  if ranges:count() < #nv then nv = nv:filter(ranges) end
+  if #nv == 0 then return nil end
+  return {report = nv.report, pid = nv.pid, tid = nv.tid, start = nv.start, stop = nv.stop, text = nv.text}
+end
+
+--- Names of the reports (0-based index -> name) and of the threads ("report/pid/tid" -> name).
+local function names_of(trace)
+  local r, reports = trace.reports, {}
+  for i = 1, #r do reports[r.report[i]] = r.name[i] end
+  local th, threads = trace.threads, {}
+  if #th > 0 then
+    th:load{"report", "pid", "tid", "name"}
+    for i = 1, #th do threads[fmt("%s/%s/%s", th.report[i], th.pid[i], th.tid[i])] = th.name[i] end
+  end
+  return reports, threads
+end
+
+--- Rows of the timeline: one per (report, device, stream) of the GPU
+-- operations, then one per (report, pid, tid) of the NVTX ranges, in key
+-- order.  Sets g.row / nv.row (i64 column: each event's row, 0-based) and
+-- returns the list of rows.
+local function layout_rows(trace, g, nv)
+  local rows = {}
+  local multi = trace:nreports() > 1
+  local reports, threads = names_of(trace)
+  local function prefix(r) return multi and ((reports[r] or tostring(r)) .. " ") or "" end
+  if g then
+    local lane, groups = nsl.nest_lanes(nil, nil, {g.report, g.device, g.stream}, 0, 1)
+    g.row = lane:cast("i64")
+    for i = 1, #groups do
+      local r = groups.row[i] + 1
+      local rep, dev, str = g.report[r], g.device[r], g.stream[r]
+      rows[#rows + 1] = {kind = "gpu", report = rep, device = dev, stream = str, events = groups.count[i],
+                         label = fmt("%sGPU %s stream %s", prefix(rep), tostring(dev), tostring(str))}
+    end
+  end
+  if nv then
+    local lane, groups = nsl.nest_lanes(nil, nil, {nv.report, nv.pid, nv.tid}, #rows, 1)
+    nv.row = lane:cast("i64")
+    for i = 1, #groups do
+      local r = groups.row[i] + 1
+      local rep, pid, tid = nv.report[r], nv.pid[r], nv.tid[r]
+      local tname = threads[fmt("%s/%s/%s", rep, pid, tid)]
+      rows[#rows + 1] = {kind = "nvtx", report = rep, pid = pid, tid = tid, events = groups.count[i],
+                         label = prefix(rep) .. (tname and fmt("%s (%s)", tname, tostring(tid))
+                                                 or fmt("pid %s tid %s", tostring(pid), tostring(tid)))}
+    end
+  end
+  return rows
+end
+
+--- The bin of each time in t among nbins equal bins over [lo, lo + span)
+-- (nsl.bin_edges: edge b = lo + floor(span * b / nbins)): the largest b
+-- whose edge is <= t, i.e. ceil((t - lo + 1) * nbins / span) - 1.
+local function bin_of(t, lo, span, nbins)
+  return ((t - lo + 1) * nbins + (span - 1)) // span - 1
+end
+M.bin_of = bin_of
+
+--- Number of events starting in each bin (sparse): keys (lane * nbins +
+-- bin, ascending) and counts, as columns.
+local function starts_per_bin(start, lane, lo, hi, nbins)
+  local b = bin_of(start, lo, hi - lo, nbins)
+  local inside = b:lt(nbins) & b:ge(0)
+  local key = (lane * nbins + b)
+  if inside:count() < #key then key = key:gather(inside:indices()) end
+  local agg = nsl.table{{"key", key}}:group_by("key"):agg{"n=count"}
+  local order = agg.key:argsort()
+  return agg.key:gather(order), agg.n:gather(order)
+end
+
+--- Level of detail over [lo, hi): per row and bin, busy ns (sparse: cell
+-- index row * nbins + bin, value) and events starting in the bin.
+local function level_of_detail(parts, nrows, lo, hi, nbins)
+  local s, e, l = {}, {}, {}
+  for i, p in ipairs(parts) do s[i], e[i], l[i] = p.start, p.stop, p.row end
+  local start, stop, lane = nsl.concat(table.unpack(s)), nsl.concat(table.unpack(e)), nsl.concat(table.unpack(l))
+  local busy = nsl.busy_per_bin(start, stop, lane, nrows, lo, hi, nbins)
+  local nz = busy:gt(0):indices()
+  local ckey, cn = starts_per_bin(start, lane, lo, hi, nbins)
+  return {bins = nbins, busy_cell = nz, busy = busy:gather(nz), count_cell = ckey, count = cn}
+end
+
+--- The end of the default detail window from `from`: where max_events
+-- events have started (all of them: hi).  Exact: bins narrow it down, then
+-- the starts of the one bin that holds the limit are sorted.
+local function default_to(starts, from, hi, max_events)
+  local after = starts:ge(from)
+  local n = after:count()
+  if n <= max_events then return hi end
+  local s = starts:gather(after:indices())
+  local nb = 1024
+  local b = bin_of(s, from, hi - from + 1, nb)
+  local agg = nsl.table{{"b", b}}:group_by("b"):agg{"n=count"}
+  local per = {}
+  for i = 1, #agg do per[agg.b[i]] = agg.n[i] end
+  local seen = 0
+  for bin = 0, nb - 1 do
+    local c = per[bin] or 0
+    if seen + c > max_events then
+      local inbin = s:gather(b:eq(bin):indices())
+      local sorted = inbin:gather(inbin:argsort())
+      return sorted[max_events - seen + 1]   -- the first start left out
+    end
+    seen = seen + c
+  end
+  return hi
+end
+
+--- Rows of t overlapping [from, to) with the columns the page needs.
+local function window_part(t, from, to, nvtx)
+  local idx = nsl.overlapping_rows(t.start, t.stop, from, to)
+  if #idx == 0 then return nil end
+  local w = {start = t.start:gather(idx), stop = t.stop:gather(idx), row = t.row:gather(idx),
+             name = (nvtx and t.text or t.name):gather(idx)}
+  w.cls = nvtx and nsl.rep(CLASS.nvtx, #idx) or t.cls:gather(idx)
+  return w
+end
+
+--- The findings of `diagnose` on the trace as records for the page, and
+-- notes (a check that could not run, or diagnose itself).
+local function diagnose_findings(trace)
+  local runner = require("nsl.runner")
+  local findings = require("nsl.findings")
+  local a = assert(runner.load_analysis("diagnose"))
+  local parsed = assert(runner.parse_args(a, {}))
+  local out = require("nsl.output").new{analysis = a.name, format = "notebook", trace = trace}
+  local ok, err = xpcall(a.run, runner.handler, trace, parsed, out)
+  if not ok then
+    if not nsl.is_error(err) then error(runner.failure(a, err, trace.reports.path:totable()), 0) end
+    return {}, {"diagnose: " .. tostring(err)}
+  end
+  local list = {}
+  for _, f in ipairs(out.findings) do
+    list[#list + 1] = {severity = f.severity, id = f.id, message = f.message,
+                       text = table.concat(findings.lines(f, out.at), "\n"), where = f.where, cost_ns = f.cost_ns}
+  end
+  return list
+end
+
+--- Findings as the page reads them: times relative to lo.
+local function page_findings(list, lo)
+  local res = {}
+  for _, f in ipairs(list) do
+    local w = f.where or {}
+    res[#res + 1] = {severity = f.severity, id = f.id, text = f.text or f.message, cost_ns = f.cost_ns,
+                     from = w.from and w.from - lo, to = w.to and w.to - lo, report = w.report,
+                     device = w.device, stream = w.stream, pid = w.pid, tid = w.tid, nvtx = w.nvtx}
+  end
+  return res
+end
+
+local function b64(col, ty, offset) return nsl.base64(nsl.pack(col, ty, offset)) end
+
+--- view.viewer(trace, opts) -> a viewer: the data of the page for the
+-- trace (v.data), with the detail window (v.from, v.to, absolute ns), the
+-- trace's span (v.lo, v.hi), the rows and the level of detail as columns
+-- (v.lod: bins, busy_cell, busy, count_cell, count).  opts.from / opts.to:
+-- the detail window (absolute ns; default from the first event to where
+-- opts.max_events (M.max_events) events have started); opts.bins (M.bins) level-of-detail bins over the whole trace;
+-- opts.findings: false (none), a list of finding records, or true/nil (run
+-- diagnose); opts.title.  Fails (nsl.fail) on a trace without GPU
+-- operations or NVTX ranges.
+function M.viewer(trace, opts)
+  opts = opts or {}
+  local g, nv = gpu_ops(trace), nvtx_ranges(trace)
+  if not g and not nv then nsl.fail("the trace has no GPU operations or NVTX ranges to show") end
+  local lo, hi = window.span(trace, {"kernels", "memcpy", "memset", "nvtx"})
+  if hi <= lo then hi = lo + 1 end
+  local rows = layout_rows(trace, g, nv)
+  local parts = {}
+  if g then parts[#parts + 1] = g end
+  if nv then parts[#parts + 1] = nv end
+  local nbins = math.max(1, math.floor(opts.bins or M.bins))
+  local lod = level_of_detail(parts, #rows, lo, hi, nbins)
+  -- the detail window
+  local from = math.max(lo, opts.from or lo)
+  local to = opts.to
+  if not to then
+    local s = {}
+    for i, p in ipairs(parts) do s[i] = p.start end
+    to = default_to(nsl.concat(table.unpack(s)), from, hi, opts.max_events or M.max_events)
+  end
+  to = math.min(to, hi)
+  if to <= from then to = from + 1 end
+  local w = {}
+  if g then w[#w + 1] = window_part(g, from, to, false) end
+  if nv then w[#w + 1] = window_part(nv, from, to, true) end
+  local ev = {}
+  for _, name in ipairs{"start", "stop", "row", "name", "cls"} do
+    local list = {}
+    for _, p in ipairs(w) do list[#list + 1] = p[name] end
+    if #list > 0 then ev[name] = #list == 1 and list[1] or nsl.concat(table.unpack(list)) end
+  end
+  local n = ev.start and #ev.start or 0
+  local strings, data_ev = {}, {n = n}
+  if n > 0 then
+    -- NVTX sub-rows: the nesting depth of each range among its thread's ranges in the window
+    local depth, deepest = nsl.nest_depth(ev.start, ev.stop, ev.row)
+    local bad = depth:isnull()   -- a range that stops before it starts: the top sub-row
+    if bad:count() > 0 then depth = nsl.where(bad, nsl.rep(0, #depth), depth) end
+    for r = 1, #rows do rows[r].sub = math.max(1, (deepest[r] or -1) + 1) end
+    local names = nsl.table{{"name", ev.name}}:group_by("name")
+    local keys = names:keys().name
+    for i = 1, #keys do strings[i] = keys[i] or "" end
+    data_ev.row = b64(ev.row, "u32")
+    data_ev.sub = b64(depth, "u16")
+    data_ev.start = b64(ev.start, "f64", lo)
+    data_ev.dur = b64(ev.stop - ev.start, "f64")
+    data_ev.cls = b64(ev.cls, "u8")
+    data_ev.name = b64(names:ids(), "u32")
+  end
+  for _, r in ipairs(rows) do r.sub = r.sub or 1 end
+  local flist, notes = {}, {}
+  if type(opts.findings) == "table" then flist = opts.findings
+  elseif opts.findings ~= false then flist, notes = diagnose_findings(trace)
+  else notes = {"Findings left out (nsl view --no-findings)."} end
+  local data = {
+    format = M.format, title = opts.title or table.concat(trace.reports.name:totable(), ", "),
+    nsl = nsl.version, base = tostring(lo), span = hi - lo, from = from - lo, to = to - lo,
+    classes = plot.timeline_classes, rows = rows, strings = strings, events = data_ev,
+    lod = {bins = lod.bins, busy_cell = b64(lod.busy_cell, "u32"), busy = b64(lod.busy, "f64"),
+           count_cell = b64(lod.count_cell, "u32"), count = b64(lod.count, "u32")},
+    findings = page_findings(flist, lo), notes = notes,
+  }
+  return setmetatable({data = data, from = from, to = to, lo = lo, hi = hi, events = n, rows = rows, lod = lod},
+                      Viewer)
+end
+
+-- ---- the page ------------------------------------------------------------------------
+
+--- The viewer's script and style, as shipped in the binary.
+local function asset(name)
+  local text = nsl.embedded_file("lua/nsl/view/" .. name)
+  if not text then error("the viewer's " .. name .. " is not in this build", 2) end
+  return text
+end
+
+--- JSON safe inside a <script> element.
+local function script_json(v)
+  return (report.json(v):gsub("</", "<\\/"))
+end
+
+local function escape(s)
+  return (tostring(s):gsub("[&<>\"]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;"}))
+end
+
+--- The viewer as an HTML fragment (a div with its data, style and script),
+-- for a notebook report or any page.
+function Viewer:fragment()
+  return table.concat({
+    '<div class="nsl-view">',
+    '<script type="application/json" class="nsl-view-data">' .. script_json(self.data) .. "</script>",
+    "</div>",
+    "<style>" .. asset("viewer.css") .. "</style>",
+    "<script>" .. asset("viewer.js") .. "</script>"}, "\n")
+end
+
+--- The viewer as a whole page: one self-contained HTML file that fetches
+-- nothing (its Content-Security-Policy forbids it).
+function Viewer:page()
+  return table.concat({"<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; " ..
+    "script-src 'unsafe-inline'; img-src data:\">",
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    "<title>" .. escape(self.data.title) .. " - nsl view</title></head>",
+    '<body class="nsl-view-page">', self:fragment(), "</body></html>"}, "\n")
+end
+
+--- true when v is a viewer (for notebook display).
+function M.is_viewer(v) return getmetatable(v) == Viewer end
+
+return M

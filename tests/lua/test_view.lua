@@ -1,0 +1,97 @@
+-- The viewer's data (lua/nsl/view.lua) against SQL through the sqlite3
+-- program and against Lua's own string.unpack: the packed columns decode to
+-- the values, the level of detail per bin equals the events SQL finds
+-- between the bin's edges (nsl.bin_edges) and the union of their intervals
+-- clipped to the bin, and the default detail window ends at the right start.
+local T = ...
+local nsl = require("nsl")
+local view = require("nsl.view")
+
+local nccl = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite")
+
+local GPU = "(SELECT deviceId d, streamId s, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL " ..
+            "SELECT deviceId, streamId, start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL " ..
+            "SELECT deviceId, streamId, start, end FROM CUPTI_ACTIVITY_KIND_MEMSET)"
+
+return {
+  {"nsl.pack writes little-endian values that string.unpack reads back", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    local lo = k.start:min()
+    local packed = nsl.pack(k.start, "f64", lo)
+    T.eq(#packed, 8 * #k, "8 bytes a value")
+    for _, i in ipairs{1, 2, #k // 2, #k} do
+      T.eq(string.unpack("<d", packed, 8 * (i - 1) + 1), (k.start[i] - lo) + 0.0, "start " .. i)
+    end
+    local ids = nsl.pack(k.device, "u16")
+    T.eq(string.unpack("<I2", ids, 2 * (#k - 1) + 1), k.device[#k], "u16")
+    local neg = nsl.pack(nsl.column{-5, 7}, "i32")
+    T.eq(string.unpack("<i4", neg, 1), -5, "i32 negative")
+    T.raises(function() nsl.pack(nsl.column{-1}, "u32") end, "does not fit", "u32 of a negative value")
+    T.raises(function() nsl.pack(nsl.column{1}, "i64") end, "one of", "an unknown type")
+  end},
+
+  {"bin_of is the bin whose edges (nsl.bin_edges) enclose each time", function()
+    for _, case in ipairs{{0, 10, 4}, {7, 1000, 13}, {100, 103, 7}, {-50, 5000000017, 2000}} do
+      local lo, hi, nb = case[1], case[2], case[3]
+      local edges = nsl.bin_edges(lo, hi, nb):totable()
+      local ts = {}
+      for t = lo, math.min(hi - 1, lo + 300) do ts[#ts + 1] = t end
+      for j = 0, nb do ts[#ts + 1] = math.min(edges[j + 1], hi - 1); ts[#ts + 1] = math.max(lo, edges[j + 1] - 1) end
+      local b = view.bin_of(nsl.column(ts), lo, hi - lo, nb):totable()
+      for i, t in ipairs(ts) do
+        local want = 0
+        while want + 1 < nb and edges[want + 2] <= t do want = want + 1 end
+        if b[i] ~= want then
+          error(string.format("t=%d over [%d, %d) in %d bins: bin %d, edges say %d", t, lo, hi, nb, b[i], want))
+        end
+      end
+    end
+  end},
+
+  {"the level of detail per bin equals SQL between the bin's edges", function()
+    local tr = assert(nsl.open(nccl))
+    local v = view.viewer(tr, {findings = false, bins = 64})
+    local edges = nsl.bin_edges(v.lo, v.hi, 64):totable()
+    local counts, busy = {}, {}
+    for i = 1, #v.lod.count_cell do counts[v.lod.count_cell[i]] = v.lod.count[i] end
+    for i = 1, #v.lod.busy_cell do busy[v.lod.busy_cell[i]] = v.lod.busy[i] end
+    local checked = 0
+    for r, row in ipairs(v.rows) do
+      if row.kind == "gpu" then
+        local iv = {}
+        for _, x in ipairs(T.sql(nccl, string.format("SELECT start, end FROM %s WHERE d = %d AND s = %d", GPU,
+                                                     row.device, row.stream))) do
+          iv[#iv + 1] = {math.tointeger(x[1]), math.tointeger(x[2])}
+        end
+        for b = 0, 63 do
+          local e0, e1 = edges[b + 1], edges[b + 2]
+          local n = 0
+          for _, x in ipairs(iv) do if x[1] >= e0 and x[1] < e1 then n = n + 1 end end
+          local cell = (r - 1) * 64 + b
+          T.eq(counts[cell] or 0, n, string.format("%s bin %d: events starting", row.label, b))
+          T.eq(busy[cell] or 0, T.union_len(iv, e0, e1), string.format("%s bin %d: busy", row.label, b))
+          checked = checked + 1
+        end
+      end
+    end
+    T.ok(checked >= 128, "two GPU rows of 64 bins checked")
+  end},
+
+  {"the default detail window ends at the start of the event past max_events", function()
+    local tr = assert(nsl.open(nccl))
+    local all = "(SELECT start s FROM " .. GPU .. " UNION ALL SELECT start FROM NVTX_EVENTS WHERE end IS NOT NULL)"
+    local lo = T.sql1(nccl, "SELECT min(s) FROM " .. all)
+    for _, n in ipairs{1, 777, 10000} do
+      local v = view.viewer(tr, {findings = false, max_events = n})
+      T.eq(v.from, lo, "from the first event")
+      T.eq(v.to, T.sql1(nccl, string.format("SELECT s FROM %s ORDER BY s LIMIT 1 OFFSET %d", all, n)),
+           "max_events " .. n)
+    end
+    -- from a later start: the window counts from there
+    local from = lo + 100000000
+    local v = view.viewer(tr, {findings = false, max_events = 2000, from = from})
+    T.eq(v.to, T.sql1(nccl, string.format("SELECT s FROM %s WHERE s >= %d ORDER BY s LIMIT 1 OFFSET 2000", all, from)),
+         "2000 events from 100 ms on")
+  end},
+}
