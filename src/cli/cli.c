@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "nsl/nsl.h"
 #include "core/nsl_internal.h"
+#include "source/nsys_rep.h"
 
 static const char *const commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile",
                                        "notebook"};
@@ -38,6 +39,10 @@ static const struct command_option {
     {"profile", "--note", "note", OPT_ONE},          {"profile", "--xla-dump", "xla_dump", OPT_LIST},
     {"profile", "--notebook", "notebook", OPT_LIST}, {"profile", "--no-rep", "no_rep", OPT_FLAG},
     {"run", "--label", "label", OPT_ONE},   /* the runs' labels: --arg labels= of compare */
+    /* the nsys that exports .nsys-rep inputs (nsl__nsys_set_program) */
+    {"run", "--nsys", "nsys", OPT_ONE},     {"info", "--nsys", "nsys", OPT_ONE},
+    {"bundle", "--nsys", "nsys", OPT_ONE},  {"notebook", "--nsys", "nsys", OPT_ONE},
+    {"repl", "--nsys", "nsys", OPT_ONE},    {"bundle", "--keep-rep", "keep_rep", OPT_FLAG},
     {NULL, NULL, NULL, OPT_ONE}};
 
 /* The help of the commands the C side runs itself (run without an
@@ -246,7 +251,24 @@ static int call_main(lua_State *L) {
   return 1;
 }
 
+/* The progress of `nsys export` on a .nsys-rep input: one line on stderr,
+ * rewritten about once a second, only when stderr is a terminal (set in
+ * nsl__cli_dispatch).  Kept in one function so that it can be routed to a
+ * general progress facility. */
+static void export_progress(const char *report, double seconds, int64_t bytes, int done) {
+  if (done) {
+    fprintf(stderr, "\r\033[K");
+    return;
+  }
+  fprintf(stderr, "\rnsl: exporting %s with nsys: %.0f s, %.1f MB written\033[K", report, seconds, (double)bytes / 1e6);
+  fflush(stderr);
+}
+
 int nsl__cli_dispatch(lua_State *L, const nsl_cli_options *o) {
+  if (isatty(2)) nsl__nsys_set_progress(export_progress);
+  for (int k = 0; k < o->nnamed; k++)
+    if (strcmp(o->named[2 * k], "nsys") == 0 && strcmp(o->command, "profile") != 0)
+      nsl__nsys_set_program(o->named[2 * k + 1]);
   if (o->help && !(strcmp(o->command, "run") == 0 && o->script))
     for (const struct command_help *h = command_help; h->command; h++)
       if (strcmp(h->command, o->command) == 0) {
