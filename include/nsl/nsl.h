@@ -310,6 +310,9 @@ nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values,
 /* Running sum over the rows; a NULL row adds nothing and reads NULL.
  * NSL_I64 for integer columns, NSL_F64 for F64. */
 nsl_column *nsl_col_cumsum(const nsl_column *c, nsl_error *err);
+/* Running maximum of an integer column: row i holds the largest value of
+ * rows 0..i, NULLs skipped (NULL until the first value).  NSL_I64. */
+nsl_column *nsl_col_cummax(const nsl_column *c, nsl_error *err);
 /* x[i] - x[j], j the previous row (of the same group when group_of, I64
  * group ids as nsl_groupby gives, is not NULL; a negative id is in no group).
  * NULL for the first row of each group and where either value is NULL.

@@ -162,7 +162,7 @@ static nsl_status parse_file(csv_file *f, const char *path, const char *kind, ns
   f->kind = kind;
   if (!(f->path = strdup(path)) || !(f->scratch = malloc(len + 1)))
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading '%s'", path);
-  size_t pos = header_start(f->text, len), used = 0;
+  size_t pos = header_start(f->text, len);
   char *fields[MAX_FIELDS];
   int nf = nsl__csv_record(f->text, len, &pos, f->scratch, fields, MAX_FIELDS);
   if (nf < 3 || nf > MAX_FIELDS) return nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': no CSV header", path);
@@ -173,11 +173,9 @@ static nsl_status parse_file(csv_file *f, const char *path, const char *kind, ns
     normalize(fields[k], norm, sizeof norm);
     if (!(f->head[k] = strdup(norm))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
-  used = pos;   /* the header's fields stay in scratch[0 .. ) until overwritten below */
   int64_t cap = 0;
   char *scratch = f->scratch;
   for (int64_t line = 2;; line++) {
-    size_t start = pos;
     int n = nsl__csv_record(f->text, len, &pos, scratch, fields, MAX_FIELDS);
     if (n == -1) break;
     if (n == -2) return nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': line %lld: unterminated quote", path, (long long)line);
@@ -195,9 +193,9 @@ static nsl_status parse_file(csv_file *f, const char *path, const char *kind, ns
     if (!row) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading '%s'", path);
     for (int k = 0; k < nf; k++) row[k] = k < n ? fields[k] : (char *)"";
     f->rows[f->nrows++] = row;
-    scratch += (pos - start) + 1;   /* fields never take more bytes than their record, plus one NUL */
+    /* the next record's fields go after this one's (never more bytes than the records, plus one NUL) */
+    scratch = fields[n - 1] + strlen(fields[n - 1]) + 1;
   }
-  (void)used;
   return NSL_OK;
 }
 
