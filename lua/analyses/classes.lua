@@ -143,9 +143,13 @@ local function run_gputrc2graph(args, out)
     if r.warning then out:finding{severity = "warning", message = r.warning} end
     results[i] = r
   end
-  local all = {}
-  for i, r in ipairs(results) do all[i] = r.rows end
-  local rows = nsl.concat(table.unpack(all))
+  local cols = {}
+  for _, c in ipairs(results[1].rows:columns()) do
+    local parts = {}
+    for i, r in ipairs(results) do parts[i] = r.rows[c] end
+    cols[#cols + 1] = {c, nsl.concat(table.unpack(parts))}
+  end
+  local rows = nsl.table(cols)
   rows = rows:sort("Category", "Model_Engine", "-Elapsed Time (sec)", "Name")
   out:table("gputrc2graph", rows, {title = "Elapsed (non-overlapped) GPU seconds per kernel and category " ..
                                            "(gputrc2graph's result.csv)", col_decimals = {["Elapsed Time (sec)"] = 6}})

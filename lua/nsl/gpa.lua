@@ -37,7 +37,7 @@ function M.kernel_rows(trace)
   local k = trace.kernels
   if #k > 0 then
     k:load{"demangled", "dur"}
-    local s = k:group_by("demangled"):agg{"total=sum(dur)", "n=count"}
+    local s = k:group_by("demangled"):agg{"total=sum(dur)", "n=count"}:sort("-total", "demangled")
     return {name = s.demangled:totable(), total = s.total:totable(), count = s.n:totable()}
   end
   return M.sum_rows(trace, "cuda_gpu_kern_sum")
@@ -57,7 +57,7 @@ function M.mem_rows(trace)
   if #trace.memcpy + #trace.memset > 0 then
     local ops = classes.gpu_ops(trace, "short")
     ops = ops:filter(ops.memop)
-    local s = ops:group_by("name"):agg{"total=sum(dur)", "n=count"}
+    local s = ops:group_by("name"):agg{"total=sum(dur)", "n=count"}:sort("-total", "name")
     return {name = s.name:totable(), total = s.total:totable(), count = s.n:totable()}
   end
   if #trace.kernels > 0 then return {name = {}, total = {}, count = {}} end

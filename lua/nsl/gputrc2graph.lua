@@ -112,10 +112,12 @@ function M.pivot(results)
     labels[li] = r.label
     local c, s = r.rows.Category:totable(), r.rows["Elapsed Time (sec)"]:totable()
     for i = 1, #c do
-      local key = c[i] or "(none)"
-      if not seen[key] then seen[key] = true; cats[#cats + 1] = key end
-      cells[key] = cells[key] or {}
-      cells[key][li] = (cells[key][li] or 0) + s[i]
+      local key = c[i]   -- names no regex matched have no category: not in the table (pandas drops them)
+      if key then
+        if not seen[key] then seen[key] = true; cats[#cats + 1] = key end
+        cells[key] = cells[key] or {}
+        cells[key][li] = (cells[key][li] or 0) + s[i]
+      end
     end
   end
   table.sort(cats)
