@@ -77,12 +77,12 @@ return {
   },
   example = "nsl run summary trace.sqlite --arg only=kernels --format csv",
   run = function(trace, args, out)
+    if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 and #trace.sums > 0 then
+      return summary_from_csv(trace, args, out)
+    end
     if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 and #trace.gpu_ranges > 0 then
       -- an nsys-jax trace: NVTX ranges projected onto the GPU, no CUDA activity tables
       return require("analyses.jax_summary").run(trace, {programs = "fingerprint", top = 10}, out)
-    end
-    if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 and #trace.sums > 0 then
-      return summary_from_csv(trace, args, out)
     end
     if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 then
       local paths = trace.reports.path:totable()
