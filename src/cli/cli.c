@@ -9,7 +9,6 @@
 #include "cli/cli.h"
 #include "nsl/nsl.h"
 #include "core/nsl_internal.h"
-#include "source/nsys_rep.h"
 
 static const char *const commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile",
                                        "notebook"};
@@ -39,7 +38,7 @@ static const struct command_option {
     {"profile", "--note", "note", OPT_ONE},          {"profile", "--xla-dump", "xla_dump", OPT_LIST},
     {"profile", "--notebook", "notebook", OPT_LIST}, {"profile", "--no-rep", "no_rep", OPT_FLAG},
     {"run", "--label", "label", OPT_ONE},   /* the runs' labels: --arg labels= of compare */
-    /* the nsys that exports .nsys-rep inputs (nsl__nsys_set_program) */
+    /* the nsys that exports .nsys-rep inputs (nsl_rep_set_nsys) */
     {"run", "--nsys", "nsys", OPT_ONE},     {"info", "--nsys", "nsys", OPT_ONE},
     {"bundle", "--nsys", "nsys", OPT_ONE},  {"notebook", "--nsys", "nsys", OPT_ONE},
     {"repl", "--nsys", "nsys", OPT_ONE},    {"bundle", "--keep-rep", "keep_rep", OPT_FLAG},
@@ -265,10 +264,10 @@ static void export_progress(const char *report, double seconds, int64_t bytes, i
 }
 
 int nsl__cli_dispatch(lua_State *L, const nsl_cli_options *o) {
-  if (isatty(2)) nsl__nsys_set_progress(export_progress);
+  if (isatty(2)) nsl_rep_set_progress(export_progress);
   for (int k = 0; k < o->nnamed; k++)
     if (strcmp(o->named[2 * k], "nsys") == 0 && strcmp(o->command, "profile") != 0)
-      nsl__nsys_set_program(o->named[2 * k + 1]);
+      nsl_rep_set_nsys(o->named[2 * k + 1]);
   if (o->help && !(strcmp(o->command, "run") == 0 && o->script))
     for (const struct command_help *h = command_help; h->command; h++)
       if (strcmp(h->command, o->command) == 0) {

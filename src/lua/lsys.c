@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include "lua/lnsl.h"
-#include "source/nsys_rep.h"
 
 extern char **environ;
 
@@ -371,7 +370,7 @@ static int l_terminal_width(lua_State *L) {
  * .nsys-rep inputs. */
 static int l_find_nsys(lua_State *L) {
   char out[PATH_MAX];
-  if (nsl__nsys_find(luaL_optstring(L, 1, NULL), out, sizeof out) == 0) {
+  if (nsl_rep_find_nsys(luaL_optstring(L, 1, NULL), out, sizeof out) == 0) {
     lua_pushstring(L, out);
     return 1;
   }
@@ -385,13 +384,13 @@ static int l_find_nsys(lua_State *L) {
 
 /* nsl.set_nsys(path|nil) -- the nsys program for .nsys-rep inputs (--nsys). */
 static int l_set_nsys(lua_State *L) {
-  nsl__nsys_set_program(luaL_optstring(L, 1, NULL));
+  nsl_rep_set_nsys(luaL_optstring(L, 1, NULL));
   return 0;
 }
 
 /* nsl.is_nsys_rep(path) -> true when the file is an Nsight Systems report. */
 static int l_is_nsys_rep(lua_State *L) {
-  lua_pushboolean(L, nsl__nsys_rep_sniff(luaL_checkstring(L, 1)));
+  lua_pushboolean(L, nsl_rep_sniff(luaL_checkstring(L, 1)));
   return 1;
 }
 
@@ -400,7 +399,7 @@ static int l_is_nsys_rep(lua_State *L) {
 static int l_nsys_export(lua_State *L) {
   char *out = NULL;
   nsl_error err = {0};
-  if (nsl__nsys_rep_export(luaL_checkstring(L, 1), &out, &err) != NSL_OK) {
+  if (nsl_rep_export(luaL_checkstring(L, 1), &out, &err) != NSL_OK) {
     lua_pushnil(L);
     lua_pushstring(L, err.msg);
     return 2;

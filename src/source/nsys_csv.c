@@ -19,7 +19,7 @@
 /* One CSV file: its report kind, normalized header names and rows. */
 typedef struct csv_file {
   char *path;
-  const char *kind;      /* nsl__nsys_csv_kinds entry */
+  const char *kind;      /* the report: a static string of kind_of */
   char *text;            /* the file, NUL-terminated */
   char *scratch;         /* fields of every record, one after another */
   int ncols;
@@ -33,9 +33,6 @@ typedef struct csv_src {
   int nfiles;
   csv_file files[MAX_FILES];
 } csv_src;
-
-static const char *const kinds[] = {"cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_api_sum", "nvtx_sum",
-                                    "osrt_sum", "nvtx_gpu_proj_trace", NULL};
 
 /* "Total Time (ns)" -> "totaltime": lower case, no blanks, no unit suffix. */
 static void normalize(const char *in, char *out, size_t cap) {
@@ -392,14 +389,3 @@ static nsl_status csv_load(void *p, const char *name, const char *const *colname
 
 const nsl_source_ops nsl__nsys_csv_source_ops = {
     .kind = "nsys-stats-csv", .describe = csv_describe, .load = csv_load, .count = csv_count, .close = csv_close};
-
-const char *const *nsl__nsys_csv_kinds(void) { return kinds; }
-
-const char *nsl__nsys_csv_reports(void *src, char *out, size_t cap) {
-  csv_src *s = src;
-  size_t o = 0;
-  out[0] = 0;
-  for (int i = 0; i < s->nfiles && o < cap; i++)
-    o += (size_t)snprintf(out + o, cap - o, "%s%s", i ? "," : "", s->files[i].kind);
-  return out;
-}

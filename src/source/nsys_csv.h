@@ -40,9 +40,5 @@ nsl_status nsl__nsys_csv_open(const char *path, const char *kind, void **src, ns
 nsl_status nsl__nsys_csv_add(void *src, const char *path, const char *kind, nsl_error *err);
 /* The prefix of src. */
 const char *nsl__nsys_csv_src_prefix(void *src);
-/* The reports src holds, comma separated, into out. */
-const char *nsl__nsys_csv_reports(void *src, char *out, size_t cap);
-/* The report kinds, NULL-terminated. */
-const char *const *nsl__nsys_csv_kinds(void);
 
 #endif

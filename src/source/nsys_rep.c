@@ -1,7 +1,7 @@
 /* nsys_rep.c -- .nsys-rep reports through `nsys export --type=sqlite` into
- * the cache folder (see nsys_rep.h for the contract). */
+ * the cache folder (the contract: include/nsl/nsl.h, "Nsight Systems reports"). */
 #define _GNU_SOURCE   /* strverscmp */
-#include "source/nsys_rep.h"
+#include "nsl/nsl.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,9 +28,9 @@ extern char **environ;
 #define DEFAULT_TIMEOUT_S 7200
 
 static char *g_program;                     /* --nsys */
-static nsl__export_progress_fn g_progress;  /* set by the CLI */
+static nsl_rep_progress_fn g_progress;  /* set by the CLI */
 
-int nsl__nsys_rep_sniff(const char *path) {
+int nsl_rep_sniff(const char *path) {
   char h[sizeof REP_MAGIC - 1];
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
@@ -39,12 +39,12 @@ int nsl__nsys_rep_sniff(const char *path) {
   return n == sizeof h && memcmp(h, REP_MAGIC, sizeof h) == 0;
 }
 
-void nsl__nsys_set_program(const char *path) {
+void nsl_rep_set_nsys(const char *path) {
   free(g_program);
   g_program = path ? strdup(path) : NULL;
 }
 
-void nsl__nsys_set_progress(nsl__export_progress_fn fn) { g_progress = fn; }
+void nsl_rep_set_progress(nsl_rep_progress_fn fn) { g_progress = fn; }
 
 /* 1 when path is an executable regular file. */
 static int executable(const char *path) {
@@ -83,7 +83,7 @@ static int newest_in(const char *dir, char *out, size_t cap) {
   return snprintf(out, cap, "%s/%s/bin/nsys", dir, best) < (int)cap;
 }
 
-int nsl__nsys_find(const char *given, char *out, size_t cap) {
+int nsl_rep_find_nsys(const char *given, char *out, size_t cap) {
   if (!given || !*given) given = g_program;
   if (given && *given) {
     if (strchr(given, '/')) {
@@ -251,7 +251,7 @@ static void command_text(const char *nsys, const char *out, const char *rep, cha
   if (snprintf(buf, cap, "%s export --type=sqlite --output=%s %s", nsys, out, rep) >= (int)cap) buf[cap - 1] = 0;
 }
 
-nsl_status nsl__nsys_rep_export(const char *path, char **sqlite, nsl_error *err) {
+nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
   *sqlite = NULL;
   struct stat st;
   if (stat(path, &st) != 0) return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
@@ -265,7 +265,7 @@ nsl_status nsl__nsys_rep_export(const char *path, char **sqlite, nsl_error *err)
   if (dot && dot != stem) *dot = 0;
 
   char nsys[PATH_MAX];
-  if (nsl__nsys_find(NULL, nsys, sizeof nsys) != 0) {
+  if (nsl_rep_find_nsys(NULL, nsys, sizeof nsys) != 0) {
     char cmd[3 * PATH_MAX], outname[300];
     snprintf(outname, sizeof outname, "%s.sqlite", stem);
     command_text("nsys", outname, path, cmd, sizeof cmd);

@@ -9,7 +9,6 @@
 #include "nsl/nsl.h"
 #include "source/nsys_csv.h"
 #include "source/nsys_jax.h"
-#include "source/nsys_rep.h"
 
 /* A zip: an nsys-jax archive (no manifest.json, nvtx_gpu_proj_trace/
  * trace.parquet, or nsys-jax-combine's per-input folders of it), whose
@@ -35,7 +34,7 @@ static nsl_status open_export(nsl_trace *tr, const char *path, nsl_error *err) {
   nsl_report_info info;
   char *exported = NULL;
   nsl_status rc = NSL_OK;
-  if (nsl__nsys_rep_sniff(path) && (rc = nsl__nsys_rep_export(path, &exported, err)) != NSL_OK) return rc;
+  if (nsl_rep_sniff(path) && (rc = nsl_rep_export(path, &exported, err)) != NSL_OK) return rc;
   rc = nsl_nsys_open_file(exported ? exported : path, &src, &info, err);
   free(exported);
   if (rc != NSL_OK) return rc;
