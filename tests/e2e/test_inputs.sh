@@ -152,6 +152,15 @@ grep -q "no cuda_api_sum report among the CSV files; add it: nsys stats -r cuda_
 "$NSL" run gaps nccl_cuda_gpu_kern_sum.csv > /dev/null 2> gaps.err
 check_eq "csv: gaps refuses summaries" "$?" 1
 grep -q "hold summaries, not the events" gaps.err && ok "csv: gaps says what it needs" || bad "csv: gaps: $(cat gaps.err)"
+# nvtx_sum: the export's (nsl nvtx) = the SQL's = the CSV trace's, per (Style, Range)
+"$NSL" run nvtx "$nccl" --arg only=sum --out ne > /dev/null 2>&1
+"$NSL" run nvtx nccl_nvtx_sum.csv --out nc > /dev/null 2>&1
+check_eq "csv: nvtx_sum: export = SQL = CSV trace" "$(sqlite3 :memory: ".import --csv ne/nvtx_sum.csv e" \
+  ".import --csv nccl_nvtx_sum.csv q" ".import --csv nc/nvtx_sum.csv c" \
+  "SELECT count(*) FROM q LEFT JOIN e ON e.Range = q.Range AND e.Style = q.Style
+     LEFT JOIN c ON c.Range = q.Range AND c.Style = q.Style
+   WHERE e.\"Total Time (ns)\" + 0 IS NOT q.\"Total Time (ns)\" + 0 OR e.Instances + 0 IS NOT q.Instances + 0
+      OR c.\"Total Time (ns)\" + 0 IS NOT q.\"Total Time (ns)\" + 0 OR c.Instances + 0 IS NOT q.Instances + 0")" 0
 # the projected NVTX ranges: the CSV's rows are the gpu_ranges table
 "$NSL" run info nccl_nvtx_gpu_proj_trace.csv --format json > pj.json 2>&1
 grep -q "\"gpu_ranges\"" pj.json && ok "csv: nvtx_gpu_proj_trace becomes gpu_ranges" || bad "csv: gpu_ranges: $(head -c 300 pj.json)"
