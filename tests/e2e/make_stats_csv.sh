@@ -90,7 +90,7 @@ if has NVTX_EVENTS; then
                           r.start AS \"Orig Start (ns)\", r.\"end\" - r.start AS \"Orig Duration (ns)\", r.style AS \"Style\",
                           (r.globalTid >> 24) & 16777215 AS \"PID\", r.globalTid & 16777215 AS \"TID\", count(*) AS \"NumGPUOps\",
                           NULL AS \"Lvl\", NULL AS \"NumChild\", r.id AS \"RangeId\", NULL AS \"ParentId\", NULL AS \"RangeStack\"
-                   FROM r JOIN launch l ON l.globalTid = r.globalTid AND l.start >= r.start AND l.\"end\" <= r.\"end\"
+                   FROM r JOIN launch l ON l.globalTid = r.globalTid AND l.start BETWEEN r.start AND r.\"end\" AND l.\"end\" <= r.\"end\"
                    GROUP BY r.id ORDER BY 2, 3 DESC;" > "${prefix}_nvtx_gpu_proj_trace.csv"
   fi
 fi
