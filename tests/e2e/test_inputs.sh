@@ -253,7 +253,11 @@ gpu=$(sqlite3 :memory: ".mode tabs" ".import oracle.tsv o" "SELECT round(sum(c2)
 nongpu=$(sqlite3 :memory: ".import --csv g2g/gputrc2graph.csv g" \
   "SELECT round(\"Elapsed Time (sec)\", 6) FROM g WHERE Name = 'CPU(non-GPU)' AND Model_Engine LIKE '%nccl%'")
 check_eq "g2g: non-GPU = 5.0 - round(GPU, 1)" "$nongpu" "$(sqlite3 :memory: "SELECT round(5.0 - $gpu, 6)")"
-# elapsed 0: the report's duration (META_DATA_EXPORT or the analysis span is the report's; nsl info prints it)
+# elapsed 0: the report's own elapsed time (ANALYSIS_DETAILS.duration, the session nsys recorded)
+gpu_h=$(elapsed_sql "$h100" | awk -F'|' '{s += $2} END {printf "%.0f", s}')
+check_eq "g2g: SEC 0 takes the report's duration" "$(sqlite3 :memory: ".import --csv g2g/gputrc2graph.csv g" \
+  "SELECT round(\"Elapsed Time (sec)\", 6) FROM g WHERE Name = 'CPU(non-GPU)' AND Model_Engine LIKE '%h100%'")" \
+  "$(sql "$h100" "SELECT round(round(duration / 1e9, 1) - round($gpu_h / 1e9, 1), 6) FROM ANALYSIS_DETAILS")"
 check_eq "g2g: a category of every name with a match" "$(sqlite3 :memory: ".import --csv g2g/gputrc2graph.csv g" \
   "SELECT count(*) FROM g WHERE Name LIKE '%nvjet%' AND Category <> 'gemm'")" 0
 
