@@ -26,6 +26,7 @@ typedef struct csv_file {
   char **head;           /* normalized header names */
   int64_t nrows;
   char ***rows;          /* rows[i][k]: field k of row i ("" when short) */
+  char *rowtab;          /* cuda_gpu_trace: per row 'k' kernel, 'c' memcpy, 's' memset */
 } csv_file;
 
 typedef struct csv_src {
@@ -57,6 +58,9 @@ static int has(char **head, int n, const char *name) {
  * it is none of the reports nsl reads. */
 static const char *kind_of(char **head, int n, const char *path) {
   const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  if (has(head, n, "start") >= 0 && has(head, n, "duration") >= 0 && has(head, n, "name") >= 0 &&
+      (has(head, n, "grdx") >= 0 || has(head, n, "corrid") >= 0))
+    return "cuda_gpu_trace";
   if (has(head, n, "projectedstart") >= 0 && has(head, n, "projectedduration") >= 0 && has(head, n, "name") >= 0)
     return "nvtx_gpu_proj_trace";
   if (has(head, n, "totaltime") < 0) return NULL;
@@ -141,6 +145,7 @@ static void free_file(csv_file *f) {
   if (f->rows)
     for (int64_t i = 0; i < f->nrows; i++) free(f->rows[i]);
   free(f->rows);
+  free(f->rowtab);
 }
 
 static void csv_close(void *p) {
@@ -193,6 +198,14 @@ static nsl_status parse_file(csv_file *f, const char *path, const char *kind, ns
     /* the next record's fields go after this one's (never more bytes than the records, plus one NUL) */
     scratch = fields[n - 1] + strlen(fields[n - 1]) + 1;
   }
+  if (strcmp(kind, "cuda_gpu_trace") == 0) {   /* which table each row goes to, by its name */
+    int k = has(f->head, f->ncols, "name");
+    if (!(f->rowtab = malloc((size_t)f->nrows + 1))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < f->nrows; i++) {
+      const char *name = f->rows[i][k];
+      f->rowtab[i] = strncmp(name, "[CUDA memcpy", 12) == 0 ? 'c' : strncmp(name, "[CUDA memset", 12) == 0 ? 's' : 'k';
+    }
+  }
   return NSL_OK;
 }
 
@@ -233,7 +246,19 @@ nsl_status nsl__nsys_csv_add(void *src, const char *path, const char *kind, nsl_
 
 /* ---- tables ---------------------------------------------------------------- */
 
-static int is_sum(const char *kind) { return strcmp(kind, "nvtx_gpu_proj_trace") != 0; }
+static int is_sum(const char *kind) {
+  return strcmp(kind, "nvtx_gpu_proj_trace") != 0 && strcmp(kind, "cuda_gpu_trace") != 0;
+}
+
+/* The row-table letter of an event table fed by cuda_gpu_trace, 0 for others. */
+static char trace_table(const char *name) {
+  return strcmp(name, "kernels") == 0 ? 'k' : strcmp(name, "memcpy") == 0 ? 'c' : strcmp(name, "memset") == 0 ? 's' : 0;
+}
+
+/* Whether row j of f belongs to table name. */
+static int row_in(const csv_file *f, const char *name, int64_t j) {
+  return !f->rowtab || f->rowtab[j] == trace_table(name);
+}
 
 /* The column of f that model column `col` of table `table` comes from, -1
  * when f has none. */
@@ -258,16 +283,63 @@ static int source_col(const csv_file *f, const char *table, const char *col) {
     if (strcmp(col, "count") == 0 && has(head, f->ncols, "calls") >= 0) return has(head, f->ncols, "calls");
     return -1;
   }
+  if (f->rowtab) {   /* cuda_gpu_trace */
+    static const char *const trace_map[][2] = {
+        {"start", "start"},   {"dur", "duration"},  {"corr", "corrid"},     {"grid_x", "grdx"},
+        {"grid_y", "grdy"},   {"grid_z", "grdz"},   {"block_x", "blkx"},    {"block_y", "blky"},
+        {"block_z", "blkz"},  {"regs", "reg/trd"},  {"smem_static", "stcsmem(mb)"}, {"smem_dynamic", "dymsmem(mb)"},
+        {"bytes", "bytes(mb)"}, {"device", "device"}, {"context", "ctx"},   {"stream", "strm"},
+        {"name", "name"},     {"demangled", "name"}, {"kind", "name"}};
+    for (size_t m = 0; m < sizeof trace_map / sizeof *trace_map; m++)
+      if (strcmp(trace_map[m][0], col) == 0) return has(head, f->ncols, trace_map[m][1]);
+    return -1;
+  }
   for (size_t m = 0; m < sizeof ranges_map / sizeof *ranges_map; m++)
     if (strcmp(ranges_map[m][0], col) == 0) return has(head, f->ncols, ranges_map[m][1]);
   return -1;
 }
 
+/* nsys's memcpy label ("[CUDA memcpy Host-to-Device]") as the data model's kind ("HtoD"). */
+static const char *memcpy_kind(const char *label) {
+  static const char *const kinds[][2] = {
+      {"Host-to-Device", "HtoD"},   {"Device-to-Host", "DtoH"},   {"Device-to-Device", "DtoD"},
+      {"Host-to-Host", "HtoH"},     {"Peer-to-Peer", "PtoP"},     {"Host-to-Array", "HtoA"},
+      {"Array-to-Host", "AtoH"},    {"Array-to-Array", "AtoA"},   {"Array-to-Device", "AtoD"},
+      {"Device-to-Array", "DtoA"},  {"Unified Host-to-Device", "UVM_HtoD"},
+      {"Unified Device-to-Host", "UVM_DtoH"}, {"Unified Device-to-Device", "UVM_DtoD"}};
+  const char *p = label + (strncmp(label, "[CUDA memcpy ", 13) == 0 ? 13 : 0);
+  size_t n = strcspn(p, "]");
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+    if (strlen(kinds[i][0]) == n && strncmp(p, kinds[i][0], n) == 0) return kinds[i][1];
+  return "Unknown";
+}
+
+/* A cuda_gpu_trace field as the model column wants it: megabytes as bytes,
+ * "NVIDIA H100 (0)" as device 0.  Writes into buf when it converts. */
+static const char *trace_value(const char *col, const char *v, char *buf, size_t cap) {
+  if (!*v) return v;
+  if (strcmp(col, "bytes") == 0 || strcmp(col, "smem_static") == 0 || strcmp(col, "smem_dynamic") == 0) {
+    char *end;
+    double mb = strtod(v, &end);
+    if (*end) return "";
+    snprintf(buf, cap, "%.0f", mb * 1e6);
+    return buf;
+  }
+  if (strcmp(col, "device") == 0) {
+    const char *open = strrchr(v, '(');
+    if (!open) return v;
+    snprintf(buf, cap, "%.*s", (int)strcspn(open + 1, ")"), open + 1);
+    return buf;
+  }
+  if (strcmp(col, "kind") == 0) return strncmp(v, "[CUDA memcpy", 12) == 0 ? memcpy_kind(v) : "";
+  return v;
+}
+
 /* The files that feed table name. */
 static int feeds(const csv_file *f, const char *name) {
   if (strcmp(name, "sums") == 0) return is_sum(f->kind);
-  if (strcmp(name, "gpu_ranges") == 0) return !is_sum(f->kind);
-  return 0;
+  if (strcmp(name, "gpu_ranges") == 0) return strcmp(f->kind, "nvtx_gpu_proj_trace") == 0;
+  return f->rowtab && trace_table(name);
 }
 
 static nsl_status csv_describe(void *p, const char *name, nsl_table *t, nsl_error *err) {
@@ -286,7 +358,8 @@ static nsl_status csv_count(void *p, const char *name, int64_t *out, nsl_error *
   (void)err;
   *out = 0;
   for (int i = 0; i < s->nfiles; i++)
-    if (feeds(&s->files[i], name)) *out += s->files[i].nrows;
+    if (feeds(&s->files[i], name))
+      for (int64_t j = 0; j < s->files[i].nrows; j++) *out += row_in(&s->files[i], name, j);
   return NSL_OK;
 }
 
@@ -347,23 +420,26 @@ static nsl_status load_column(csv_src *s, const char *name, const char *col, nsl
     if (stop || ostop) {   /* start + duration */
       k = source_col(f, name, stop ? "start" : "orig_start");
       k2 = source_col(f, name, stop ? "dur" : "orig_dur");
-    } else if (strcmp(col, "kind") != 0)
+    } else if (f->rowtab || strcmp(col, "kind") != 0)
       k = source_col(f, name, col);
-    for (int64_t j = 0; j < f->nrows; j++, r++) {
+    for (int64_t j = 0; j < f->nrows; j++) {
+      if (!row_in(f, name, j)) continue;
       nsl_status rc = NSL_OK;
-      if (strcmp(col, "kind") == 0) rc = set_value(c, r, f->kind, dict, 0, 0);
-      else if (stop || ostop) {
+      char buf[64];
+      if (stop || ostop) {
         int64_t a = k >= 0 ? nsl__csv_i64(f->rows[j][k]) : NSL_NULL_I64;
         int64_t b = k2 >= 0 ? nsl__csv_i64(f->rows[j][k2]) : NSL_NULL_I64;
-        if (a == NSL_NULL_I64 || b == NSL_NULL_I64) set_null(c, r);
-        else if (type == NSL_I64) nsl_i64(c)[r] = a + b + off;
-        else set_null(c, r);
-      } else if (k < 0) set_null(c, r);
+        if (a == NSL_NULL_I64 || b == NSL_NULL_I64 || type != NSL_I64) set_null(c, r);
+        else nsl_i64(c)[r] = a + b + off;
+      } else if (k < 0 && !(strcmp(col, "kind") == 0 && !f->rowtab)) set_null(c, r);
+      else if (f->rowtab) rc = set_value(c, r, trace_value(col, f->rows[j][k], buf, sizeof buf), dict, off, is_time);
+      else if (strcmp(col, "kind") == 0) rc = set_value(c, r, f->kind, dict, 0, 0);
       else rc = set_value(c, r, f->rows[j][k], dict, off, is_time);
       if (rc != NSL_OK) {
         nsl_column_release(c);
         return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
       }
+      r++;
     }
   }
   *out = c;

@@ -11,11 +11,16 @@
  *   nvtx_sum               Total Time, Instances, ..., [Style,] Range
  *   nvtx_gpu_proj_trace    Name, Projected Start, Projected Duration, Orig Start, Orig Duration, Style, PID,
  *                          TID, NumGPUOps, Lvl, NumChild, RangeId, ParentId, RangeStack
+ *   cuda_gpu_trace         Start, Duration, CorrId, GrdX.., BlkX.., Reg/Trd, StcSMem (MB), DymSMem (MB),
+ *                          Bytes (MB), ..., Device, Ctx, [GreenCtx,] Strm, Name
  * The files of one run share a prefix (`nsys stats -o PREFIX` writes
  * PREFIX_<report>.csv) and form one report.  Tables:
  *   sums        one row per row of every summary report: kind (the report's
  *               name), name, style, count, total, avg, med, min, max, std, pct
  *   gpu_ranges  nvtx_gpu_proj_trace's rows (start/stop projected, orig_*, ...)
+ *   kernels, memcpy, memset  cuda_gpu_trace's rows, told apart by their names ("[CUDA memcpy <kind>]",
+ *               "[CUDA memset]", else a kernel: name = demangled = Name); megabytes become bytes,
+ *               "NVIDIA H100 (0)" device 0, memcpy labels the model's kinds (HtoD, ...); no pid
  */
 #ifndef NSL_SOURCE_NSYS_CSV_H
 #define NSL_SOURCE_NSYS_CSV_H

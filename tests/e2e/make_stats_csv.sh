@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make_stats_csv.sh EXPORT PREFIX -- writes the CSV files `nsys stats --format csv -o PREFIX` would write
-# for the reports cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_api_sum, nvtx_sum and nvtx_gpu_proj_trace,
+# for the reports cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_api_sum, nvtx_sum, nvtx_gpu_proj_trace and
+# cuda_gpu_trace,
 # computed from the SQLite export with SQL through the sqlite3 CLI (the oracle of the CSV tests: nsl is not
 # involved).  Definitions, as NVIDIA documents the reports:
 #   *_sum: per name (kernels: demangled name; memory operations: "[CUDA memcpy <kind>]" / "[CUDA memset]";
@@ -10,6 +11,10 @@
 #          within the range on the same thread; Projected Start = their first start, Projected Duration = last
 #          end - first start, NumGPUOps = the launching calls.  Lvl, NumChild, ParentId and RangeStack are
 #          left empty (not computed here); RangeId is the NVTX event's row id.
+#   cuda_gpu_trace: every kernel, memcpy and memset in start order: Start, Duration, CorrId, grid and block,
+#          registers, static and dynamic shared memory and bytes in MB (10^6), Device (the device id), Ctx,
+#          Strm, Name (demangled; "[CUDA memcpy <kind>]", "[CUDA memset]").  Throughput, memory kinds and
+#          GreenCtx are left empty.
 # The export is copied first (indexes are added to the copy).
 set -euo pipefail
 export_in=$1 prefix=$2
@@ -93,4 +98,21 @@ if has NVTX_EVENTS; then
                    FROM r JOIN launch l ON l.globalTid = r.globalTid AND l.start BETWEEN r.start AND r.\"end\" AND l.\"end\" <= r.\"end\"
                    GROUP BY r.id ORDER BY 2, 3 DESC;" > "${prefix}_nvtx_gpu_proj_trace.csv"
   fi
+fi
+if has CUPTI_ACTIVITY_KIND_KERNEL; then
+  q="SELECT k.start AS s, k.\"end\" - k.start AS d, k.correlationId AS c, k.gridX AS gx, k.gridY AS gy, k.gridZ AS gz,
+       k.blockX AS bx, k.blockY AS by_, k.blockZ AS bz, k.registersPerThread AS regs,
+       k.staticSharedMemory / 1e6 AS ss, k.dynamicSharedMemory / 1e6 AS ds, NULL AS mb, k.deviceId AS dev,
+       k.contextId AS ctx, k.streamId AS strm, n.value AS name
+     FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds n ON n.id = k.demangledName"
+  has CUPTI_ACTIVITY_KIND_MEMCPY && q="$q UNION ALL SELECT m.start, m.\"end\" - m.start, m.correlationId, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, m.bytes / 1e6, m.deviceId, m.contextId, m.streamId,
+       '[CUDA memcpy ' || e.label || ']' FROM CUPTI_ACTIVITY_KIND_MEMCPY m JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = m.copyKind"
+  has CUPTI_ACTIVITY_KIND_MEMSET && q="$q UNION ALL SELECT start, \"end\" - start, correlationId, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, bytes / 1e6, deviceId, contextId, streamId, '[CUDA memset]'
+       FROM CUPTI_ACTIVITY_KIND_MEMSET"
+  sqlite3 -header -csv "$db" "SELECT s AS \"Start (ns)\", d AS \"Duration (ns)\", c AS CorrId, gx AS GrdX, gy AS GrdY,
+      gz AS GrdZ, bx AS BlkX, by_ AS BlkY, bz AS BlkZ, regs AS \"Reg/Trd\", ss AS \"StcSMem (MB)\", ds AS \"DymSMem (MB)\",
+      mb AS \"Bytes (MB)\", NULL AS \"Throughput (MBps)\", NULL AS SrcMemKd, NULL AS DstMemKd, dev AS Device, ctx AS Ctx,
+      NULL AS GreenCtx, strm AS Strm, name AS Name FROM ($q) ORDER BY s, c" > "${prefix}_cuda_gpu_trace.csv"
 fi

@@ -127,11 +127,12 @@ unzip -l c.zip | grep -q 'nsys-rep' && bad "rep: the report stored without --kee
 # ---- 2. nsys stats CSV files ------------------------------------------------------------
 mkdir -p "$TMP/csv" && cd "$TMP/csv" || exit 1
 bash "$NSL_SOURCE_DIR/tests/e2e/make_stats_csv.sh" "$nccl" nccl
-check_eq "csv: the five reports were made" "$(ls nccl_*.csv | wc -l)" 5
+check_eq "csv: the six reports were made" "$(ls nccl_*.csv | wc -l)" 6
 # nsl on the export against the SQL of the report definitions: Total Time and Instances per name
 "$NSL" run summary "$nccl" --arg only=kernels,mem_time,api --out exp > /dev/null 2>&1
 check_eq "csv: summary on the export" "$?" 0
-"$NSL" run summary nccl_*.csv --arg only=kernels,mem_time,api --out fromcsv > /dev/null 2>&1
+"$NSL" run summary nccl_cuda_gpu_kern_sum.csv nccl_cuda_gpu_mem_time_sum.csv nccl_cuda_api_sum.csv \
+  --arg only=kernels,mem_time,api --out fromcsv > /dev/null 2>&1
 check_eq "csv: summary on the CSV files" "$?" 0
 for r in cuda_gpu_kern_sum:Name:Instances cuda_gpu_mem_time_sum:Operation:Count; do
   IFS=: read -r rep col cnt <<< "$r"
@@ -182,6 +183,26 @@ check_eq "csv: a 2021 header gives the same classes" "$(sqlite3 :memory: ".impor
 printf 'a,b,c\n1,2,3\n' > plain.csv
 "$NSL" info plain.csv > /dev/null 2> plain.err
 check_eq "csv: an unknown CSV is refused" "$?" 1
+
+# cuda_gpu_trace: the kernels, memcpy and memset themselves; every summary nsl makes from them equals the export's
+"$NSL" run summary nccl_cuda_gpu_trace.csv --arg only=kernels,mem_time,mem_size --out gt > /dev/null 2>&1
+check_eq "csv: summary on cuda_gpu_trace" "$?" 0
+"$NSL" run summary "$nccl" --arg only=kernels,mem_time,mem_size --out ge > /dev/null 2>&1
+for t in cuda_gpu_kern_sum cuda_gpu_mem_time_sum cuda_gpu_mem_size_sum; do
+  cmp -s gt/$t.csv ge/$t.csv && ok "csv: cuda_gpu_trace: $t = the export's" || bad "csv: cuda_gpu_trace: $t differs"
+done
+cat > per_stream.lua <<'LUA'
+return {name = "per_stream", description = "kernels per device and stream", args = {},
+        run = function(trace, _, out)
+          local g = trace.kernels:group_by("device", "stream"):agg{"n=count"}:sort("device", "stream")
+          local parts = {}
+          for i = 1, #g do parts[i] = g.device[i] .. ":" .. g.stream[i] .. ":" .. g.n[i] end
+          out:text(table.concat(parts, " "))
+        end}
+LUA
+check_eq "csv: cuda_gpu_trace: kernels per device and stream = SQL on the export" \
+  "$("$NSL" run per_stream.lua nccl_cuda_gpu_trace.csv 2>&1)" "$(sql "$nccl" "SELECT group_concat(d || ':' || s || ':' || n, ' ')
+   FROM (SELECT deviceId AS d, streamId AS s, count(*) AS n FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1, 2 ORDER BY 1, 2)")"
 
 # ---- 3. GPU Performance Analyzer and gputrc2graph ---------------------------------------
 make_report "$TMP/csv/nccl.nsys-rep" "gpa"
@@ -249,6 +270,10 @@ bad_rows=$(sqlite3 :memory: ".mode tabs" ".import oracle.tsv o" ".mode csv" ".im
   "SELECT count(*) FROM o LEFT JOIN g ON g.Name = o.name AND g.Model_Engine = 'llama_vllm_pytorch_nccl_2gpu_2026.2.sqlite_0'
    WHERE g.Name IS NULL OR abs(g.\"Elapsed Time (sec)\" * 1e9 - o.c2) > 0.5")
 check_eq "g2g: elapsed seconds per name = SQL ($(wc -l < oracle.tsv) names)" "$bad_rows" 0
+"$NSL" run classes --arg map=vllm.json --arg in_file="nccl_cuda_gpu_trace.csv,vllm,llama,5" --out g2c > /dev/null 2>&1
+bad_rows=$(sqlite3 :memory: ".mode tabs" ".import oracle.tsv o" ".mode csv" ".import --csv g2c/gputrc2graph.csv g" ".mode list" \
+  "SELECT count(*) FROM o LEFT JOIN g ON g.Name = o.name WHERE g.Name IS NULL OR abs(g.\"Elapsed Time (sec)\" * 1e9 - o.c2) > 0.5")
+check_eq "g2g: from the cuda_gpu_trace CSV = SQL on the export" "$bad_rows" 0
 gpu=$(sqlite3 :memory: ".mode tabs" ".import oracle.tsv o" "SELECT round(sum(c2) / 1e9, 1) FROM o")
 nongpu=$(sqlite3 :memory: ".import --csv g2g/gputrc2graph.csv g" \
   "SELECT round(\"Elapsed Time (sec)\", 6) FROM g WHERE Name = 'CPU(non-GPU)' AND Model_Engine LIKE '%nccl%'")

@@ -39,6 +39,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   nsl_table *t = NULL;
   if (nsl_trace_table(tr, "sums", &t, &err) == NSL_OK) nsl_table_require(t, sums, 11, &err);
   if (nsl_trace_table(tr, "gpu_ranges", &t, &err) == NSL_OK) nsl_table_require(t, ranges, 14, &err);
+  static const char *const events[] = {"start", "stop", "dur", "corr", "device", "context", "stream", "bytes", "kind"};
+  if (nsl_trace_table(tr, "memcpy", &t, &err) == NSL_OK) nsl_table_require(t, events, 9, &err);
+  if (nsl_trace_table(tr, "memset", &t, &err) == NSL_OK) nsl_table_require(t, events, 8, &err);
+  static const char *const kernels[] = {"start", "stop", "dur", "name", "demangled", "grid_x", "block_z", "regs",
+                                        "smem_static", "smem_dynamic", "device", "stream"};
+  if (nsl_trace_table(tr, "kernels", &t, &err) == NSL_OK) nsl_table_require(t, kernels, 12, &err);
   nsl_trace_close(tr);
   return 0;
 }

@@ -67,6 +67,10 @@ static void test_sniff_kinds(void **state) {
        "NumGPUOps,Lvl,NumChild,RangeId,ParentId,RangeStack\n",
        "nvtx_gpu_proj_trace"},
       {"jax.csv", "Name,Projected Start,Projected Duration,Orig Start,Orig Duration,Style,PID,TID\n", "nvtx_gpu_proj_trace"},
+      {"t.csv",
+       "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem (MB),Bytes (MB),"
+       "Throughput (MBps),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name\n",
+       "cuda_gpu_trace"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     const char *kind = nsl__nsys_csv_sniff(write_file(cases[i].name, cases[i].text, p, sizeof p));
@@ -200,12 +204,53 @@ static void test_malformed(void **state) {
   nsl_trace_close(tr);
 }
 
+static void test_gpu_trace_rows(void **state) {
+  (void)state;
+  char p[512];
+  write_file("g_cuda_gpu_trace.csv",
+             "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem (MB),"
+             "Bytes (MB),Throughput (MBps),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name\n"
+             "100,10,5,2,1,1,128,1,1,32,0.001,0.000,,,,,NVIDIA H100 80GB HBM3 (1),1,,7,\"void k<(int)2>(float *)\"\n"
+             "120,4,6,,,,,,,,,,1.048576,262.144,Pageable,Device,NVIDIA H100 80GB HBM3 (1),1,,7,[CUDA memcpy Host-to-Device]\n"
+             "130,2,7,,,,,,,,,,0.000512,256.0,Device,,2,1,,8,[CUDA memset]\n",
+             p, sizeof p);
+  nsl_error err = {0};
+  nsl_trace *tr = open2(p, NULL, &err);
+  assert_non_null(tr);
+  nsl_table *k = NULL, *mc = NULL, *ms = NULL;
+  assert_int_equal(nsl_trace_table(tr, "kernels", &k, &err), NSL_OK);
+  assert_int_equal(nsl_trace_table(tr, "memcpy", &mc, &err), NSL_OK);
+  assert_int_equal(nsl_trace_table(tr, "memset", &ms, &err), NSL_OK);
+  const char *kc[] = {"start", "stop", "device", "stream", "grid_x", "regs", "smem_static", "demangled"};
+  assert_int_equal(nsl_table_require(k, kc, 8, &err), NSL_OK);
+  assert_int_equal(nsl_table_column(k, "stop", &err)->len, 1);
+  assert_int_equal(nsl_i64(nsl_table_column(k, "stop", &err))[0], 110);
+  assert_int_equal(nsl_i32(nsl_table_column(k, "device", &err))[0], 1);
+  assert_int_equal(nsl_i32(nsl_table_column(k, "stream", &err))[0], 7);
+  assert_int_equal(nsl_i32(nsl_table_column(k, "grid_x", &err))[0], 2);
+  assert_int_equal(nsl_i32(nsl_table_column(k, "smem_static", &err))[0], 1000);
+  nsl_column *dm = nsl_table_column(k, "demangled", &err);
+  assert_string_equal(nsl_dict_str(dm->dict, nsl_i32(dm)[0]), "void k<(int)2>(float *)");
+  const char *mcc[] = {"bytes", "kind", "stop"};
+  assert_int_equal(nsl_table_require(mc, mcc, 3, &err), NSL_OK);
+  nsl_column *kind = nsl_table_column(mc, "kind", &err);
+  assert_int_equal(kind->len, 1);
+  assert_string_equal(nsl_dict_str(kind->dict, nsl_i32(kind)[0]), "HtoD");
+  assert_int_equal(nsl_i64(nsl_table_column(mc, "bytes", &err))[0], 1048576);
+  const char *msc[] = {"bytes", "device"};
+  assert_int_equal(nsl_table_require(ms, msc, 2, &err), NSL_OK);
+  assert_int_equal(nsl_i64(nsl_table_column(ms, "bytes", &err))[0], 512);
+  assert_int_equal(nsl_i32(nsl_table_column(ms, "device", &err))[0], 2);
+  nsl_trace_close(tr);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sniff_kinds),
       cmocka_unit_test(test_one_report_per_prefix),
       cmocka_unit_test(test_projection_rows),
       cmocka_unit_test(test_malformed),
+      cmocka_unit_test(test_gpu_trace_rows),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
