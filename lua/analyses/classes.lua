@@ -114,10 +114,10 @@ local function run_gpa(args, out)
     "NVTX Total Range Time (ns)", "Estimate per Range (ns)", "Estimate per Range (%)", "Estimate Total (ns)",
     "Estimate Total (%)"}, vrow),
     {title = "Totals and estimated non-hidden NCCL, memory and bubble time (GPU Performance Analyzer)"})
-  for _, e in ipairs(exact) do
+  for i, e in ipairs(exact) do
     local cols = {{"Input", nsl.rep(e.title, #e.t)}}
     for _, c in ipairs(e.t:columns()) do cols[#cols + 1] = {c, e.t[c]} end
-    out:table("gpa_exact" .. (#exact > 1 and ("_" .. _) or ""), nsl.table(cols),
+    out:table("gpa_exact" .. (#exact > 1 and ("_" .. i) or ""), nsl.table(cols),
       {title = "The estimate's exact split per iteration (nsl: non-hidden NCCL, memory and bubble measured)"})
   end
 end

@@ -42,16 +42,23 @@ end
 
 local function round1(x) return math.floor(x * 10 + 0.5) / 10 end
 
+--- The elapsed (non-overlapped) time of every operation of ops (start,
+-- stop; sorted by start): the part of it after the latest stop of the rows
+-- before it.  An I64 column.
+function M.elapsed_of(ops)
+  -- the latest end before each operation: a running max of the stops, moved down one row
+  local before = ops.stop:cummax():shift(-1)
+  local from = nsl.where(before:isnull(), ops.start, nsl.where(before:gt(ops.start), before, ops.start))
+  local elapsed = ops.stop - from
+  return nsl.where(elapsed:gt(0), elapsed, 0)
+end
+
 --- Elapsed (non-overlapped) time per GPU operation of trace, summed per
 -- name: a table name, elapsed (ns), total (ns, the durations), instances.
 function M.elapsed_by_name(trace)
   local ops = classes.gpu_ops(trace, "demangled")
   ops = ops:filter(~ops.start:isnull() & ~ops.stop:isnull()):sort("start", "stop", "name")
-  -- the latest end before each operation: a running max of the stops, shifted by one
-  local before = ops.stop:cummax():shift(-1)
-  local from = nsl.where(before:isnull(), ops.start, nsl.where(before:gt(ops.start), before, ops.start))
-  local elapsed = ops.stop - from
-  elapsed = nsl.where(elapsed:gt(0), elapsed, 0)
+  local elapsed = M.elapsed_of(ops)
   local t = nsl.table{{"name", ops.name}, {"elapsed", elapsed}, {"dur", ops.stop - ops.start}}
   local g = t:group_by("name"):agg{"elapsed=sum(elapsed)", "total=sum(dur)", "instances=count"}
   return g
