@@ -71,6 +71,16 @@ cmp -s a.csv sum.csv && cmp -s b.csv sum.csv && ok "rep: concurrent: both result
 check_eq "rep: concurrent: one entry" "$(find "$TMP/cache/exports" -name 'twin.sqlite' | wc -l)" 1
 check_eq "rep: concurrent: no temporary file left" "$(find "$TMP/cache/exports" -name '.export-*' | wc -l)" 0
 
+# progress on a terminal (a pseudo-terminal through script(1)), one line rewritten in place
+if command -v script > /dev/null; then
+  make_report tty.nsys-rep "tty"
+  FAKE_NSYS_EXPORT_DELAY=2 script -qec "'$NSL' info tty.nsys-rep --nsys '$FAKE' > /dev/null" /dev/null > tty.out 2>&1
+  grep -q "nsl: exporting tty.nsys-rep with nsys: [0-9]* s, [0-9.]* MB written" tty.out &&
+    ok "rep: progress on a terminal" || bad "rep: no progress on a terminal: $(cat -v tty.out | head -c 300)"
+else
+  ok "rep: progress on a terminal (skipped: no script(1))"
+fi
+
 # failure, hang, absence
 make_report bad.nsys-rep "bad"
 FAKE_NSYS_EXPORT_FAIL=1 "$NSL" info bad.nsys-rep --nsys "$FAKE" > /dev/null 2> fail.err
