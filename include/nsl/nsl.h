@@ -310,6 +310,9 @@ nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values,
 /* Running sum over the rows; a NULL row adds nothing and reads NULL.
  * NSL_I64 for integer columns, NSL_F64 for F64. */
 nsl_column *nsl_col_cumsum(const nsl_column *c, nsl_error *err);
+/* Running maximum of an integer column: row i holds the largest value of
+ * rows 0..i, NULLs skipped (NULL until the first value).  NSL_I64. */
+nsl_column *nsl_col_cummax(const nsl_column *c, nsl_error *err);
 /* x[i] - x[j], j the previous row (of the same group when group_of, I64
  * group ids as nsl_groupby gives, is not NULL; a negative id is in no group).
  * NULL for the first row of each group and where either value is NULL.
@@ -537,6 +540,39 @@ nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void
 extern const nsl_source_ops nsl_nsys_source_ops;
 /* nsl_nsys_sql: the nsys source's sql operation (nsl_source_ops.sql). */
 nsl_status nsl_nsys_sql(void *src, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
+
+/* ---- Nsight Systems reports (src/source/nsys_rep.c) ------------------ */
+
+/* A report (.nsys-rep, .qdrep) is recognised by its first bytes ("NVIDIA
+ * Tegra Profiler Report ") and opened through `nsys export --type=sqlite`
+ * into <cache>/exports/<key>/<stem>.sqlite (nsl__cache_dir): reused while
+ * the report keeps its size, modification time and inode; made under an
+ * exclusive lock on the entry (of two processes one exports, the other
+ * waits and reuses it), written under a temporary name and renamed.  nsys
+ * is nsl_rep_set_nsys's (--nsys), else nsl_rep_find_nsys's; the time limit
+ * is NSL_NSYS_TIMEOUT seconds (default 7200). */
+/* 1 when the file at path starts like an Nsight Systems report. */
+int nsl_rep_sniff(const char *path);
+
+/* The nsys program used for reports from now on (NULL: find it again). */
+void nsl_rep_set_nsys(const char *path);
+
+/* Finds nsys: given (a path, or a name looked up in PATH), else $NSYS, else
+ * PATH, else the newest /opt/nvidia/nsight-systems[-cli]/VERSION/bin/nsys,
+ * else CUDA's bin folders.  Writes the path to out and returns 0; -1 when
+ * none is found (out then holds what was tried, for a message). */
+int nsl_rep_find_nsys(const char *given, char *out, size_t cap);
+
+/* Called while nsys exports: report path, seconds so far, bytes written so
+ * far, and done = 1 once at the end (success or not). */
+typedef void (*nsl_rep_progress_fn)(const char *report, double seconds, int64_t bytes, int done);
+void nsl_rep_set_progress(nsl_rep_progress_fn fn);
+
+/* Exports report path (or reuses the cached export); *sqlite (malloc'd)
+ * receives the export's path.  NSL_ERR_NOTFOUND when nsys is not found,
+ * NSL_ERR_IO when it fails or runs out of time, with the command named. */
+nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err);
+
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

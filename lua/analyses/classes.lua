@@ -23,10 +23,172 @@
 --                      Name.
 -- Times are sums of operation durations in ns (overlapping operations each
 -- count), as nsys stats and both map tools count them.
+--
+-- On `nsys stats` CSV files (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum) the
+-- classes are summed from the reports' rows (no median, no iterations).
+--
+-- --arg config=gpa.json runs a GPU Performance Analyzer config unchanged
+-- (lua/nsl/gpa.lua has its definitions): every input (csv files or an
+-- nsys-rep) side by side, tables gpa_classes, gpa_nccl, gpa_mem, gpa_nvtx
+-- (ns; GPA prints ms), and with nvtx_tag_of_iter on an input with CUDA
+-- activity the exact split of the same estimate (the overlap analysis's
+-- iteration_summary) as gpa_exact.
+--
+-- --arg in_file="FILE,ENGINE,MODEL,SEC ..." does what vLLM's gputrc2graph
+-- does (lua/nsl/gputrc2graph.lua): with the engine/model maps of --arg
+-- map=FILE.json, per input the non-overlapped GPU seconds per kernel name and
+-- category, the non-GPU seconds against the unprofiled wall time: tables
+-- gputrc2graph (its result.csv) and gputrc2graph_totals (its HTML table),
+-- the figure gputrc2graph (stacked bars per input, PNG and SVG) and, under
+-- --out, result.html (the chart and the table).
 local nsl = require("nsl")
 local jax = require("nsl.jax")
 local classes = require("nsl.classes")
 local steps = require("nsl.steps")
+
+local report = require("nsl.report")
+
+local function html_escape(s) return (s:gsub("[&<>\"]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;"})) end
+
+-- One column per field of a list of records.
+local function records_table(heads, rows)
+  local cols = {}
+  for j, h in ipairs(heads) do
+    local v = {}
+    for i, r in ipairs(rows) do v[i] = r[j] end
+    cols[j] = {h, #v > 0 and nsl.column(v) or nsl.column{}}
+  end
+  return nsl.table(cols)
+end
+
+local function pct(part, whole) return whole ~= 0 and part / whole * 100 or 0.0 end
+
+-- GPU Performance Analyzer configs (--arg config=).
+local function run_gpa(args, out)
+  local gpa = require("nsl.gpa")
+  local cfg, err = gpa.load_config(args.config)
+  if not cfg then nsl.fail(err) end
+  for _, w in ipairs(cfg.map.warnings) do out:finding{severity = "warning", message = w} end
+  local crow, nrow, mrow, vrow, exact = {}, {}, {}, {}, {}
+  for _, it in ipairs(cfg.inputs) do
+    local trace, oerr = nsl.open(it.paths)
+    if not trace then nsl.fail(oerr) end
+    local r = gpa.run_input(trace, it, cfg.map)
+    if r.warning then out:finding{severity = "warning", message = it.title .. ": " .. r.warning} end
+    for _, e in ipairs(r.classes) do
+      crow[#crow + 1] = {it.title, e.name, e.time_per_iter, e.inst_per_iter, pct(e.time_per_iter, r.time_per_iter),
+                         e.total, e.instances, pct(e.total, r.total)}
+    end
+    for _, e in ipairs(r.nccl) do nrow[#nrow + 1] = {it.title, e.name, e.time_per_iter, e.inst_per_iter, e.total, e.instances} end
+    for _, e in ipairs(r.mem or {}) do
+      mrow[#mrow + 1] = {it.title, e.name, e.time_per_iter, e.inst_per_iter, e.total, e.instances}
+    end
+    vrow[#vrow + 1] = {it.title, r.time_per_iter, r.inst_per_iter, r.total, r.instances, r.nccl_time_per_iter,
+                       r.nccl_inst_per_iter, r.nccl_total, r.nccl_instances, r.nvtx_count or 0, r.nvtx_avg or 0.0,
+                       r.nvtx_total or 0, r.estimate_per_range or 0.0, r.estimate_per_range_pct or 0.0,
+                       r.estimate_total or 0.0, r.estimate_total_pct or 0.0}
+    local tag = it.args.nvtx_tag_of_iter
+    if tag and #trace.kernels > 0 then   -- nsl's exact split of the same time, per iteration and GPU
+      local runner = require("nsl.runner")
+      local a = assert(runner.load_analysis("overlap"))
+      local sub = require("nsl.output").new{analysis = "overlap", format = "json"}
+      a.run(trace, assert(runner.parse_args(a, {"iteration=" .. tag})), sub)
+      for _, item in ipairs(sub.items) do
+        if item.kind == "table" and item.name == "iteration_summary" then exact[#exact + 1] = {title = it.title, t = item.t} end
+      end
+    end
+    trace:close()
+  end
+  out:table("gpa_classes", records_table({"Input", "Class", "Time per Iteration (ns)", "Instances per Iteration",
+    "Time per Iteration (%)", "Total Time (ns)", "Total Instances", "Total Time (%)"}, crow),
+    {title = "Kernel time by class (GPU Performance Analyzer: NCCL apart, per iteration = total / (iterations x GPUs))"})
+  out:table("gpa_nccl", records_table({"Input", "Collective", "Time per Iteration (ns)", "Instances per Iteration",
+    "Total Time (ns)", "Total Instances"}, nrow), {title = "NCCL kernels by collective (GPU Performance Analyzer)"})
+  if #mrow > 0 then
+    out:table("gpa_mem", records_table({"Input", "Operation", "Time per Iteration (ns)", "Instances per Iteration",
+      "Total Time (ns)", "Total Instances"}, mrow), {title = "Memory operations (GPU Performance Analyzer)"})
+  end
+  out:table("gpa_summary", records_table({"Input", "Kernel Time per Iteration (ns)", "Kernel Instances per Iteration",
+    "Kernel Total Time (ns)", "Kernel Total Instances", "NCCL Time per Iteration (ns)", "NCCL Instances per Iteration",
+    "NCCL Total Time (ns)", "NCCL Total Instances", "NVTX Ranges", "NVTX Average Range Time (ns)",
+    "NVTX Total Range Time (ns)", "Estimate per Range (ns)", "Estimate per Range (%)", "Estimate Total (ns)",
+    "Estimate Total (%)"}, vrow),
+    {title = "Totals and estimated non-hidden NCCL, memory and bubble time (GPU Performance Analyzer)"})
+  for i, e in ipairs(exact) do
+    local cols = {{"Input", nsl.rep(e.title, #e.t)}}
+    for _, c in ipairs(e.t:columns()) do cols[#cols + 1] = {c, e.t[c]} end
+    out:table("gpa_exact" .. (#exact > 1 and ("_" .. i) or ""), nsl.table(cols),
+      {title = "The estimate's exact split per iteration (nsl: non-hidden NCCL, memory and bubble measured)"})
+  end
+end
+
+-- vLLM gputrc2graph (--arg in_file=).
+local function run_gputrc2graph(args, out)
+  local g2g = require("nsl.gputrc2graph")
+  local plot = require("nsl.plot")
+  local inputs, err = g2g.parse_inputs(args.in_file)
+  if not inputs then nsl.fail(err) end
+  if args.map == "" then nsl.fail("in_file: give the engine/model kernel maps with --arg map=FILE.json (gputrc2graph's JSON)") end
+  local results = {}
+  for i, inp in ipairs(inputs) do
+    local map, merr = classes.load(args.map, inp.engine .. "/" .. inp.model)
+    if not map then nsl.fail(merr) end
+    local trace, oerr = nsl.open(inp.path)
+    if not trace then nsl.fail(oerr) end
+    if #trace.kernels + #trace.memcpy + #trace.memset == 0 then
+      nsl.fail(string.format("%s: no GPU operations (kernels, memcpy, memset); was it profiled with -t cuda?", inp.path))
+    end
+    local r = g2g.input(trace, inp, map, i - 1)
+    trace:close()
+    if r.warning then out:finding{severity = "warning", message = r.warning} end
+    results[i] = r
+  end
+  local cols = {}
+  for _, c in ipairs(results[1].rows:columns()) do
+    local parts = {}
+    for i, r in ipairs(results) do parts[i] = r.rows[c] end
+    cols[#cols + 1] = {c, nsl.concat(table.unpack(parts))}
+  end
+  local rows = nsl.table(cols)
+  rows = rows:sort("Category", "Model_Engine", "-Elapsed Time (sec)", "Name")
+  out:table("gputrc2graph", rows, {title = "Elapsed (non-overlapped) GPU seconds per kernel and category " ..
+                                           "(gputrc2graph's result.csv)", col_decimals = {["Elapsed Time (sec)"] = 6}})
+  local pv = g2g.pivot(results)
+  local cols = {{"Category", nsl.column(pv.categories)}}
+  local totals = {}
+  for li, l in ipairs(pv.labels) do
+    local v = {}
+    for ci, c in ipairs(pv.categories) do
+      v[ci] = math.floor(((pv.cells[c] or {})[li] or 0) * 100 + 0.5) / 100
+      totals[li] = (totals[li] or 0) + ((pv.cells[c] or {})[li] or 0)
+    end
+    v[#v + 1] = math.floor(totals[li] * 100 + 0.5) / 100
+    cols[#cols + 1] = {l, nsl.column(v)}
+  end
+  cols[1][2] = nsl.concat(cols[1][2], nsl.column{"total_elapsed_sec"})
+  local pivot = nsl.table(cols)
+  out:table("gputrc2graph_totals", pivot, {title = "Elapsed seconds per category and input (gputrc2graph's table)",
+                                           col_decimals = {}})
+  local series = {}
+  for ci, c in ipairs(pv.categories) do
+    local v = {}
+    for li = 1, #pv.labels do v[li] = (pv.cells[c] or {})[li] or 0 end
+    series[ci] = {label = c, values = v}
+  end
+  local title = args.title ~= "" and args.title or "Model_Engine"
+  local function chart(format)
+    return plot.stacked_bars{categories = pv.labels, series = series, unit = "number", format = format,
+                             title = "Elapsed Time (sec) for " .. title, ylabel = "Elapsed Time (sec)"}
+  end
+  out:figure("gputrc2graph", chart)
+  if out:carries_figures() then
+    local svg = chart("svg"):to_string()
+    local html = {"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>", html_escape(title),
+                  "</title></head><body>\n<h1>Elapsed Time (sec) for ", html_escape(title), "</h1>\n", svg,
+                  "\n", report.html(pivot), "\n</body></html>\n"}
+    out:file("result.html", table.concat(html))
+  end
+end
 
 local function load_map(args)
   if args.map == "" then return classes.default_map() end
@@ -48,6 +210,34 @@ local function percent(totals, keys)
     pct[i] = s > 0 and v * 100.0 / s or 0.0
   end
   return pct
+end
+
+
+-- classes on `nsys stats` CSV files: the rows of cuda_gpu_kern_sum and
+-- cuda_gpu_mem_time_sum, each classified by its name.
+local function classes_from_sums(trace, args, out)
+  local map = load_map(args)
+  local s = trace.sums
+  s = s:filter(s.kind:isin{"cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum"})
+  if #s == 0 then
+    nsl.fail(string.format("%s: the CSV files hold no cuda_gpu_kern_sum report; add it: nsys stats -r " ..
+      "cuda_gpu_kern_sum,cuda_gpu_mem_time_sum --format csv -o PREFIX REPORT", table.concat(trace.reports.path:totable(), ", ")))
+  end
+  if args.iteration ~= "" then
+    nsl.fail("--arg iteration needs the kernels themselves (an export or .nsys-rep): summary CSV files have no times")
+  end
+  local memop = s.kind:eq("cuda_gpu_mem_time_sum")
+  local t = nsl.table{{"class", classes.classify_column(s.name, map)}, {"total", s.total}, {"n", s.count},
+                      {"name", s.name}}
+  local g = t:group_by("class"):agg{"total=sum(total)", "n=sum(n)"}:sort("-total", "class")
+  out:text(string.format("Kernel classes from %s over the nsys stats summaries (%d kernel names, %d memory operations)",
+                         map.source, (~memop):count(), memop:count()))
+  out:table("classes", nsl.table{{"Class", g.class}, {"Time (%)", nsl.column(percent(g.total:totable()))},
+    {"Total Time (ns)", g.total}, {"Instances", g.n}, {"Avg (ns)", g.total:cast("f64") / g.n:cast("f64")}},
+    {title = "GPU time by class"})
+  local kn = t:sort("class", "-total", "name")
+  out:table("class_kernels", nsl.table{{"Class", kn.class}, {"Instances", kn.n}, {"Total Time (ns)", kn.total},
+                                       {"Name", kn.name}}, {title = "Names by class"})
 end
 
 -- Per-iteration figures of the ops inside iterations: time and instances of
@@ -122,9 +312,18 @@ return {
                                       "demangled for a JSON map, as the tools they come from)"},
     per_report = {default = false, help = "one class summary per report"},
     limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
+    config = {default = "", help = "a GPU Performance Analyzer config (JSON): run it, its inputs side by side"},
+    in_file = {default = "", help = "gputrc2graph inputs: \"FILE,ENGINE,MODEL,ELAPSED_NONPROFILED_SEC ...\" " ..
+                                    "(SEC 0: the report's duration); the maps come from --arg map="},
+    title = {default = "", help = "the title of the gputrc2graph chart"},
   },
+  needs_trace = false,
   example = "nsl run classes trace.sqlite --arg map=vllm_engine_model.json --arg model=vllm/llama --arg iteration=train_step",
   run = function(trace, args, out)
+    if args.config ~= "" then return run_gpa(args, out) end
+    if args.in_file ~= "" then return run_gputrc2graph(args, out) end
+    if not trace then nsl.fail("classes needs a trace (nsl run classes TRACE...), --arg config=GPA.json or --arg in_file=...") end
+    if #trace.kernels + #trace.memcpy + #trace.memset == 0 and #trace.sums > 0 then return classes_from_sums(trace, args, out) end
     local map = load_map(args)
     for _, w in ipairs(map.warnings) do out:finding{severity = "warning", message = w} end
     local which = args.names == "auto" and map.names or args.names

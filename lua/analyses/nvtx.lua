@@ -31,6 +31,21 @@ return {
     local need_proj = wanted(args.only, "proj_sum") or wanted(args.only, "trace") or wanted(args.only, "tree")
     -- load first: the row count then comes with the columns, not from a scan of its own
     trace.nvtx:load(need_proj and nvtx.range_columns or {"report", "dur", "kind", "text", "domain"})
+    if #trace.nvtx == 0 and #trace.sums > 0 then   -- nsys stats CSV files: nvtx_sum as they give it
+      local s = trace.sums
+      s = s:filter(s.kind:eq("nvtx_sum")):sort("-total", "name")
+      local paths = table.concat(trace.reports.path:totable(), ", ")
+      if #s == 0 then
+        nsl.fail(string.format("%s: the CSV files hold no nvtx_sum report; add it: nsys stats -r nvtx_sum --format csv " ..
+                               "-o PREFIX REPORT (the projection and tree need the report itself)", paths))
+      end
+      out:table("nvtx_sum", nsl.table{{"Time (%)", s.pct}, {"Total Time (ns)", s.total}, {"Instances", s.count},
+        {"Avg (ns)", s.avg}, {"Med (ns)", s.med}, {"Min (ns)", s.min}, {"Max (ns)", s.max}, {"StdDev (ns)", s.std},
+        {"Style", s.style}, {"Range", s.name}}, {title = "NVTX Range Summary (nvtx_sum) from the CSV files", limit = limit,
+                                                nsys_stats = true})
+      out:text("The GPU projection and the range tree need the ranges themselves: give the .nsys-rep or its export.")
+      return
+    end
     if #trace.nvtx == 0 then
       local paths = trace.reports.path:totable()
       nsl.fail(string.format("%s: no NVTX ranges; was it profiled with -t nvtx?", table.concat(paths, ", ")))

@@ -19,10 +19,50 @@ local function memops(trace)
   }
 end
 
+local summary_from_csv
+
 local function wanted(list, part)
   if list == "" or list == "all" then return true end
   for p in list:gmatch("[^,%s]+") do if p == part then return true end end
   return false
+end
+
+-- The summaries of `nsys stats` CSV files, as the files give them (sorted
+-- by total time); a part whose report is missing says which one to add.
+local reports = {
+  {part = "kernels", kind = "cuda_gpu_kern_sum", count = "Instances", name = "Name",
+   title = "CUDA GPU Kernel Summary (cuda_gpu_kern_sum)"},
+  {part = "mem_time", kind = "cuda_gpu_mem_time_sum", count = "Count", name = "Operation",
+   title = "CUDA GPU MemOps Summary by Time (cuda_gpu_mem_time_sum)"},
+  {part = "api", kind = "cuda_api_sum", count = "Num Calls", name = "Name", title = "CUDA API Summary (cuda_api_sum)"},
+}
+
+summary_from_csv = function(trace, args, out)
+  local s = trace.sums
+  local limit = args.limit > 0 and args.limit or nil
+  local prefix = table.concat(trace.reports.name:totable(), ", ")
+  for _, r in ipairs(reports) do
+    if wanted(args.only, r.part) then
+      local t = s:filter(s.kind:eq(r.kind)):sort("-total", "name")
+      if #t == 0 then
+        out:text(string.format("%s: no %s report among the CSV files; add it: nsys stats -r %s --format csv -o %s REPORT",
+                               r.title, r.kind, r.kind, prefix))
+      else
+        local cols = {}
+        if args.per_report then cols[1] = {"report", t.report:map(function(i) return trace.reports.name[i + 1] end)} end
+        for _, c in ipairs{{"Time (%)", t.pct}, {"Total Time (ns)", t.total}, {r.count, t.count}, {"Avg (ns)", t.avg},
+                           {"Med (ns)", t.med}, {"Min (ns)", t.min}, {"Max (ns)", t.max}, {"StdDev (ns)", t.std},
+                           {r.name, t.name}} do
+          cols[#cols + 1] = c
+        end
+        out:table(r.kind, nsl.table(cols), {title = r.title .. " from the CSV files", limit = limit, nsys_stats = true})
+      end
+    end
+  end
+  if wanted(args.only, "mem_size") then
+    out:text(string.format("cuda_gpu_mem_size_sum: nsl reads no such CSV report (sizes need the trace: an export or " ..
+                           ".nsys-rep of %s)", prefix))
+  end
 end
 
 return {
@@ -37,6 +77,9 @@ return {
   },
   example = "nsl run summary trace.sqlite --arg only=kernels --format csv",
   run = function(trace, args, out)
+    if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 and #trace.sums > 0 then
+      return summary_from_csv(trace, args, out)
+    end
     if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 and #trace.gpu_ranges > 0 then
       -- an nsys-jax trace: NVTX ranges projected onto the GPU, no CUDA activity tables
       return require("analyses.jax_summary").run(trace, {programs = "fingerprint", top = 10}, out)

@@ -188,6 +188,7 @@ end
 -- export, or nil: the rank an export's name gives), members ({name=, path=
 -- | data=, compress=} added as they are: meta/, sources/, ...), command
 -- (argv; else the command the exports record, when they agree), note,
+-- keep_rep (an export given as its .nsys-rep report also stores the report),
 -- fields (more manifest fields), writer (an nsl.bundle_writer already open
 -- on output, else one is opened; it is finished or aborted either way).
 -- Returns a summary {reports=, members=, bytes=}, or nil and a message;
@@ -210,7 +211,12 @@ function M.write_unprotected(spec)
     end
     local d, err = M.describe_export(path)
     if not d then return nil, err end
-    local stem = basename(path):gsub("%.sqlite$", ""):gsub("%.nsys%-rep$", "")
+    local stem = basename(path):gsub("%.sqlite$", ""):gsub("%.nsys%-rep$", ""):gsub("%.qdrep$", "")
+    local rep, export = nil, path
+    if nsl.is_nsys_rep(path) then   -- a report: its export (made or reused by nsl.open above) goes in
+      rep, export = path, nsl.nsys_export(path)
+      if not export then return nil, select(2, nsl.nsys_export(path)) end
+    end
     local member = "reports/" .. stem .. ".sqlite"
     for k = 2, math.huge do
       if not used[member] then break end
@@ -235,7 +241,11 @@ function M.write_unprotected(spec)
     add_unique(schema, seen_s, d.schema_version)
     for _, dev in ipairs(d.devices) do devices[#devices + 1] = dev end
     if d.command then commands[#commands + 1] = d.command end
-    plan[#plan + 1] = {name = member, path = path}
+    plan[#plan + 1] = {name = member, path = export}
+    if rep and spec.keep_rep then
+      entry.nsys_rep = member:gsub("%.sqlite$", "") .. (path:match("%.qdrep$") and ".qdrep" or ".nsys-rep")
+      plan[#plan + 1] = {name = entry.nsys_rep, path = rep, compress = "store"}
+    end
   end
   table.sort(ranks)
   local command = spec.command

@@ -144,7 +144,8 @@ end
 -- Profiles, exports and bundles inside the work folder; returns the exit
 -- code of the application (or nil when nothing was bundled) and a message.
 local function profile_and_bundle(opts, env, rank, output, writer, work)
-  local nsys = opts.nsys or "nsys"
+  local nsys, nerr = nsl.find_nsys(opts.nsys)
+  if not nsys then return nil, nerr end
   local child_env = {}
   for k, v in pairs(env) do child_env[k] = v end
   local dumps = opts.xla_dump or {}

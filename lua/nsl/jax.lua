@@ -105,6 +105,12 @@ end
 -- with -t cuda?".
 function M.no_cuda_activity(trace, out, missing, instead)
   local paths = table.concat(trace.reports.path:totable(), ", ")
+  if #trace.sums > 0 then   -- nsys stats CSV files: summaries only
+    local kinds = trace.sums.kind:unique():totable()
+    table.sort(kinds)
+    nsl.fail(string.format("%s: nsys stats CSV files (%s) hold summaries, not the events this analysis needs (%s); " ..
+      "give the .nsys-rep or its SQLite export (nsys export --type=sqlite)", paths, table.concat(kinds, ", "), missing))
+  end
   if not M.is_archive(trace) then nsl.fail(string.format("%s: %s; was it profiled with -t cuda?", paths, missing)) end
   local what = string.format("%s: an nsys-jax archive keeps no CUDA activity (%s), only the NVTX ranges projected " ..
                              "onto the GPU", paths, missing)

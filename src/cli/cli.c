@@ -460,8 +460,23 @@ static int call_main(lua_State *L) {
   return 1;
 }
 
+/* The progress of `nsys export` on a .nsys-rep input: one line on stderr,
+ * rewritten about once a second, only when stderr is a terminal (set in
+ * nsl__cli_dispatch). */
+static void export_progress(const char *report, double seconds, int64_t bytes, int done) {
+  if (done) {
+    fprintf(stderr, "\r\033[K");
+    return;
+  }
+  fprintf(stderr, "\rnsl: exporting %s with nsys: %.0f s, %.1f MB written\033[K", report, seconds, (double)bytes / 1e6);
+  fflush(stderr);
+}
+
 int nsl__cli_dispatch(lua_State *L, const nsl_cli_args *a) {
   const nsl_cli_command *c = a->command;
+  if (isatty(2)) nsl_rep_set_progress(export_progress);
+  const char *nsys = nsl__cli_value(a, "--nsys");   /* the nsys that exports .nsys-rep inputs */
+  if (nsys && *nsys) nsl_rep_set_nsys(nsys);
   if (a->help && !(c->first_help && a->first)) {
     print_command_help(stdout, c);
     return 0;

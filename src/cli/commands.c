@@ -27,6 +27,13 @@ static const nsl_cli_option analysis_options[] = {
      "exit 3 when a finding has this severity or worse"},
     {NULL}};
 
+/* The options of every command that opens traces (a .nsys-rep input is
+ * exported with nsys first). */
+static const nsl_cli_option trace_options[] = {
+    {"--nsys", NULL, NSL_CLI_ONE, "PATH", NULL, 0,
+     "the nsys that exports .nsys-rep inputs (default: NSYS, PATH, then the install folders)"},
+    {NULL}};
+
 static const nsl_cli_option run_options[] = {
     {"--embed", NULL, NSL_CLI_FLAG, NULL, NULL, 0,
      "store the results in the bundle (one .zip) under analyses/NAME/"},
@@ -44,6 +51,7 @@ static const nsl_cli_option bundle_options[] = {
     {"--output", "-o", NSL_CLI_ONE, "OUT.zip", NULL, NSL_CLI_REQUIRED, "the bundle to write"},
     {"--rank", NULL, NSL_CLI_LIST, "N", NULL, 0,
      "the exports' ranks, one per export in order (default: a \"rank<N>\" in the file name)"},
+    {"--keep-rep", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "store a .nsys-rep input too, beside its export under reports/"},
     {NULL}};
 
 static const nsl_cli_option combine_options[] = {
@@ -95,7 +103,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .missing = "which analysis?",
      .first = "script",
      .first_help = 1,
-     .options = {analysis_options, run_options},
+     .options = {analysis_options, run_options, trace_options},
      .summary = "run a shipped analysis (by name) or your own script",
      .description = "Runs a shipped analysis (by name: nsl list) or your own Lua script on the traces.",
      .epilog = "nsl run NAME --help prints the analysis's description and arguments.",
@@ -108,13 +116,14 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "TRACE...",
      .min_args = 1,
      .missing = "no trace given",
-     .options = {analysis_options},
+     .options = {analysis_options, trace_options},
      .summary = "versions, time span, devices, processes, row counts",
      .description = "Versions, time span, devices, processes and the row count of every table (the same as nsl run "
                     "info).",
      .module = "nsl.runner"},
     {.name = "repl",
      .args = "[TRACE...]",
+     .options = {trace_options},
      .summary = "interactive Lua with `trace` loaded (also nsl TRACE... on a terminal)",
      .description = "Interactive Lua 5.4 with the nsl library; `trace` is the loaded trace.  Line editing, history "
                     "(~/.nsl_history, or $NSL_HISTORY) and Tab completion of globals, tables, columns and methods; "
@@ -124,7 +133,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "TRACE...",
      .min_args = 1,
      .missing = "no trace given",
-     .options = {tui_options},
+     .options = {tui_options, trace_options},
      .summary = "terminal timeline, event details, NVTX tree and findings",
      .description =
          "A terminal timeline of the traces (SQLite exports, bundles; several are stacked on their aligned "
@@ -140,7 +149,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "TRACE...",
      .min_args = 1,
      .missing = "no trace given",
-     .options = {view_options},
+     .options = {view_options, trace_options},
      .summary = "an interactive timeline in one self-contained HTML file",
      .description =
          "Writes an interactive timeline of the traces as one self-contained HTML file (no network access): a "
@@ -154,12 +163,15 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "EXPORT...",
      .min_args = 1,
      .missing = "no export given",
-     .options = {bundle_options, contents_options},
+     .options = {bundle_options, contents_options, trace_options},
      .summary = "a bundle of exports, metadata and sources",
      .description = "Writes one bundle (archive-format/) holding the exports under reports/, the --meta files under "
                     "meta/ and the --source files under sources/ (folders are walked; hidden entries and "
                     "__pycache__ are skipped).  The manifest records what the exports say: nsys and schema "
-                    "versions, hosts, session starts, GPUs, and the profiled command line when the export has it.",
+                    "versions, hosts, session starts, GPUs, and the profiled command line when the export has it.  "
+                    "An EXPORT may be an Nsight Systems report (.nsys-rep): it is exported with `nsys export "
+                    "--type=sqlite` into nsl's cache folder and the export is stored; --keep-rep stores the report "
+                    "too.",
      .module = "nsl.cmd_bundle"},
     {.name = "combine",
      .args = "IN.zip...",
@@ -214,7 +226,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "NOTEBOOK.md|NAME [TRACE...]",
      .min_args = 1,
      .missing = "no notebook given",
-     .options = {notebook_options},
+     .options = {notebook_options, trace_options},
      .summary = "run a literate analysis (Markdown with Lua cells) into a report",
      .description = "Runs the notebook's Lua cells in order on the traces and writes the rendered report: one "
                     "self-contained HTML file, or a Jupyter notebook (.ipynb) with the outputs filled in.  NAME is "

@@ -641,6 +641,27 @@ nsl_column *nsl_col_histogram(const nsl_column *c, const double *edges, int nbin
 
 /* ---- running sums and differences ------------------------------------------------ */
 
+nsl_column *nsl_col_cummax(const nsl_column *c, nsl_error *err) {
+  if (!valid_col(c) || c->type == NSL_STR || c->type == NSL_F64 || c->type == NSL_BOOL) {
+    nsl_error_set(err, NSL_ERR_ARG, "cummax: needs an integer column");
+    return NULL;
+  }
+  int64_t n = c->len;
+  nsl_column *r = nsl_column_new(NSL_I64, n, NULL);
+  if (!r) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "cummax: out of memory for %lld rows", (long long)n);
+    return NULL;
+  }
+  int64_t m = NSL_NULL_I64;   /* no value yet */
+  for (int64_t i = 0; i < n; i++) {
+    int null;
+    int64_t v = int_at(c, i, &null);
+    if (!null && (m == NSL_NULL_I64 || v > m)) m = v;
+    nsl_i64(r)[i] = m;
+  }
+  return r;
+}
+
 nsl_column *nsl_col_cumsum(const nsl_column *c, nsl_error *err) {
   if (!valid_col(c) || c->type == NSL_STR) {
     nsl_error_set(err, NSL_ERR_ARG, "cumsum: needs a numeric column");

@@ -84,6 +84,14 @@ static const nsl_model_column gpu_ranges[] = {
     COL("parent_id", NSL_I64), TIME("orig_start"), TIME("orig_stop"), COL("orig_dur", NSL_I64),
     COL("num_gpu_ops", NSL_I64), COL("num_child", NSL_I32), END};
 
+/* Rows of `nsys stats` summary reports read from their CSV files (one row
+ * per row of cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_api_sum,
+ * osrt_sum, nvtx_sum); kind is the report's name.  Exports have none. */
+static const nsl_model_column sums[] = {
+    COL("kind", NSL_STR), COL("name", NSL_STR), COL("style", NSL_STR), COL("count", NSL_I64), COL("total", NSL_I64),
+    COL("avg", NSL_F64), COL("med", NSL_F64), COL("min", NSL_I64), COL("max", NSL_I64), COL("std", NSL_F64),
+    COL("pct", NSL_F64), END};
+
 static const nsl_model_table tables[] = {
     {"kernels", kernels}, {"memcpy", memcpy_cols}, {"memset", memset_cols}, {"api", api},
     {"nvtx", nvtx},       {"sync", sync},          {"osrt", osrt},          {"memory", memory},
@@ -91,11 +99,11 @@ static const nsl_model_table tables[] = {
     {"samples", samples}, {"frames", frames},       /* CPU sampling call stacks */
     {"callchains", frames}, /* CUDA API call stacks (CUDA_CALLCHAINS), same shape as frames */
     {"devices", devices}, {"processes", processes}, {"threads", threads},
-    {"gpu_ranges", gpu_ranges}, {NULL, NULL}};
+    {"gpu_ranges", gpu_ranges}, {"sums", sums}, {NULL, NULL}};
 
 static const char *const table_names[] = {"reports", "kernels", "memcpy", "memset", "api", "nvtx",
                                           "sync", "osrt", "memory", "overhead", "samples", "frames", "callchains",
-                                          "devices", "processes", "threads", "gpu_ranges", NULL};
+                                          "devices", "processes", "threads", "gpu_ranges", "sums", NULL};
 
 const char *const *nsl_model_tables(void) { return table_names; }
 

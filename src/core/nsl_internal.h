@@ -273,4 +273,9 @@ typedef enum nsl_text_format { NSL_TEXT_CSV, NSL_TEXT_JSON } nsl_text_format;
 nsl_status nsl_format_table(const char *const *names, const nsl_column *const *cols, int ncols, int64_t nrows,
                             nsl_text_format f, char **out, size_t *len, nsl_error *err);
 
+/* ---- caches (src/core/cache_dir.c) ------------------------------------ */
+
+/* The folder of nsl's caches, subfolder `sub` (created with parents, mode 0700); *out is malloc'd. */
+nsl_status nsl__cache_dir(const char *sub, char **out, nsl_error *err);
+
 #endif

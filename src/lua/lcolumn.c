@@ -741,6 +741,15 @@ static int col_cumsum(lua_State *L) {
   return 1;
 }
 
+/* c:cummax() -> running maximum (integer columns). */
+static int col_cummax(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *r = nsl_col_cummax(nsl__checkcolumn(L, 1), &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
 /* c:diff([group_ids]) -> x[i] - x[previous row (of the same group)]; NULL first. */
 static int col_diff(lua_State *L) {
   nsl_column *c = nsl__checkcolumn(L, 1);
@@ -866,7 +875,7 @@ static const luaL_Reg methods[] = {
     {"totable", col_totable},   {"raw", col_raw},
     {"nbytes", col_bytes},      {"map", col_map},
     {"unique", col_unique},     {"searchsorted", col_searchsorted},
-    {"cumsum", col_cumsum},     {"diff", col_diff},
+    {"cumsum", col_cumsum}, {"cummax", col_cummax},     {"diff", col_diff},
     {"shift", col_shift},
     {NULL, NULL}};
 

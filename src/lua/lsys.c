@@ -363,7 +363,54 @@ static int l_terminal_width(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg funcs[] = {{"spawn", l_spawn},     {"environ", l_environ}, {"hostname", l_hostname},
+/* ---- nsys ----------------------------------------------------------------- */
+
+/* nsl.find_nsys([given]) -> path, or nil and a message: the one search for
+ * nsys (--nsys, NSYS, PATH, the install folders), shared with the export of
+ * .nsys-rep inputs. */
+static int l_find_nsys(lua_State *L) {
+  char out[PATH_MAX];
+  if (nsl_rep_find_nsys(luaL_optstring(L, 1, NULL), out, sizeof out) == 0) {
+    lua_pushstring(L, out);
+    return 1;
+  }
+  lua_pushnil(L);
+  if (strcmp(out, "nsys") == 0)
+    lua_pushliteral(L, "nsys was not found (looked in PATH, /opt/nvidia/nsight-systems/*/bin and /usr/local/cuda/bin; "
+                       "give --nsys PATH or set NSYS)");
+  else lua_pushfstring(L, "cannot run nsys '%s': not an executable program", out);
+  return 2;
+}
+
+/* nsl.set_nsys(path|nil) -- the nsys program for .nsys-rep inputs (--nsys). */
+static int l_set_nsys(lua_State *L) {
+  nsl_rep_set_nsys(luaL_optstring(L, 1, NULL));
+  return 0;
+}
+
+/* nsl.is_nsys_rep(path) -> true when the file is an Nsight Systems report. */
+static int l_is_nsys_rep(lua_State *L) {
+  lua_pushboolean(L, nsl_rep_sniff(luaL_checkstring(L, 1)));
+  return 1;
+}
+
+/* nsl.nsys_export(report) -> the path of its SQLite export in the cache
+ * folder (exported now, or reused), or nil and a message. */
+static int l_nsys_export(lua_State *L) {
+  char *out = NULL;
+  nsl_error err = {0};
+  if (nsl_rep_export(luaL_checkstring(L, 1), &out, &err) != NSL_OK) {
+    lua_pushnil(L);
+    lua_pushstring(L, err.msg);
+    return 2;
+  }
+  lua_pushstring(L, out);
+  free(out);
+  return 1;
+}
+
+static const luaL_Reg funcs[] = {{"find_nsys", l_find_nsys}, {"set_nsys", l_set_nsys},
+                                 {"is_nsys_rep", l_is_nsys_rep}, {"nsys_export", l_nsys_export},{"spawn", l_spawn},     {"environ", l_environ}, {"hostname", l_hostname},
                                  {"getpid", l_getpid},   {"mkdtemp", l_mkdtemp}, {"rmtree", l_rmtree},
                                  {"stat", l_stat},       {"listdir", l_listdir}, {"realpath", l_realpath},
                                  {"terminal_width", l_terminal_width},

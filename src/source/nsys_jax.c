@@ -38,6 +38,7 @@
  * thread, or an archive without thread metadata; lua/nsl/jax.lua resolves
  * it: M.thread_device_map). */
 #include "source/nsys_jax.h"
+#include "source/csv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,63 +181,6 @@ static nsl_status open_parquet(jax_src *s, const char *name, nsl_parquet **pq, n
 
 /* ---- the push/pop trace (CSV, xz-compressed) ----------------------------- */
 
-/* Splits one CSV record starting at *pos (RFC 4180 quoting) into fields
- * (pointers into a scratch copy with quotes removed).  Returns the number of
- * fields, -1 at the end of input, -2 for an unterminated quote. */
-static int csv_record(const char *d, size_t len, size_t *pos, char *scratch, char **fields, int maxf) {
-  size_t i = *pos, o = 0;
-  int nf = 0;
-  if (i >= len) return -1;
-  fields[nf++] = scratch;
-  while (i < len) {
-    char c = d[i];
-    if (c == '"') {
-      i++;
-      for (;;) {
-        if (i >= len) return -2;
-        if (d[i] == '"') {
-          if (i + 1 < len && d[i + 1] == '"') {
-            scratch[o++] = '"';
-            i += 2;
-            continue;
-          }
-          i++;
-          break;
-        }
-        scratch[o++] = d[i++];
-      }
-      continue;
-    }
-    if (c == ',') {
-      scratch[o++] = 0;
-      if (nf < maxf) fields[nf++] = scratch + o;
-      i++;
-      continue;
-    }
-    if (c == '\r' || c == '\n') {
-      i++;
-      if (c == '\r' && i < len && d[i] == '\n') i++;
-      break;
-    }
-    scratch[o++] = c;
-    i++;
-  }
-  scratch[o] = 0;
-  *pos = i;
-  return nf;
-}
-
-static int64_t parse_i64(const char *f) {
-  if (!f || !*f) return NSL_NULL_I64;
-  char *end;
-  long long v = strtoll(f, &end, 10);
-  if (*end == '.') {   /* pandas may write integers as "123.0" */
-    double d = strtod(f, &end);
-    return *end ? NSL_NULL_I64 : (int64_t)d;
-  }
-  return *end ? NSL_NULL_I64 : (int64_t)v;
-}
-
 enum { C_START, C_END, C_DURCHILD, C_DURNONCHILD, C_NAME, C_PID, C_TID, C_LVL, C_NUMCHILD, C_RANGEID,
        C_PARENTID, C_NCOLS };
 static const char *const csv_names[C_NCOLS] = {"Start (ns)", "End (ns)", "DurChild (ns)", "DurNonChild (ns)",
@@ -255,7 +199,7 @@ static nsl_status parse_pushpop_csv(jax_src *s, const char *d, size_t len, nsl_e
     goto done;
   }
   for (size_t i = 0; i < len; i++) rows_cap += d[i] == '\n';
-  int nf = csv_record(d, len, &pos, scratch, fields, MAXF);
+  int nf = nsl__csv_record(d, len, &pos, scratch, fields, MAXF);
   if (nf < 0) {
     rc = nsl_error_set(err, NSL_ERR_FORMAT, "%s: report_nvtx_pushpop_trace: no header", s->label);
     goto done;
@@ -288,7 +232,7 @@ static nsl_status parse_pushpop_csv(jax_src *s, const char *d, size_t len, nsl_e
     goto done;
   }
   int header_nf = nf;
-  while ((nf = csv_record(d, len, &pos, scratch, fields, MAXF)) != -1) {
+  while ((nf = nsl__csv_record(d, len, &pos, scratch, fields, MAXF)) != -1) {
     if (nf == -2) {
       rc = nsl_error_set(err, NSL_ERR_FORMAT, "%s: report_nvtx_pushpop_trace: unterminated quote in row %lld",
                          s->label, (long long)t->n + 1);
@@ -302,17 +246,17 @@ static nsl_status parse_pushpop_csv(jax_src *s, const char *d, size_t len, nsl_e
     }
 #define F(c) (idx[c] >= 0 ? fields[idx[c]] : NULL)
     int64_t i = t->n;
-    t->start[i] = parse_i64(F(C_START));
-    t->stop[i] = parse_i64(F(C_END));
-    t->dur_child[i] = parse_i64(F(C_DURCHILD));
-    t->dur_nonchild[i] = parse_i64(F(C_DURNONCHILD));
-    t->range_id[i] = parse_i64(F(C_RANGEID));
-    t->parent_id[i] = parse_i64(F(C_PARENTID));
+    t->start[i] = nsl__csv_i64(F(C_START));
+    t->stop[i] = nsl__csv_i64(F(C_END));
+    t->dur_child[i] = nsl__csv_i64(F(C_DURCHILD));
+    t->dur_nonchild[i] = nsl__csv_i64(F(C_DURNONCHILD));
+    t->range_id[i] = nsl__csv_i64(F(C_RANGEID));
+    t->parent_id[i] = nsl__csv_i64(F(C_PARENTID));
     int64_t v;
-    t->pid[i] = (v = parse_i64(F(C_PID))) == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)v;
-    t->tid[i] = (v = parse_i64(F(C_TID))) == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)v;
-    t->level[i] = (v = parse_i64(F(C_LVL))) == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)v;
-    t->num_child[i] = (v = parse_i64(F(C_NUMCHILD))) == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)v;
+    t->pid[i] = (v = nsl__csv_i64(F(C_PID))) == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)v;
+    t->tid[i] = (v = nsl__csv_i64(F(C_TID))) == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)v;
+    t->level[i] = (v = nsl__csv_i64(F(C_LVL))) == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)v;
+    t->num_child[i] = (v = nsl__csv_i64(F(C_NUMCHILD))) == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)v;
     if (!(t->text[i] = strdup(fields[idx[C_NAME]]))) {
       rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
       goto done;

@@ -1,10 +1,13 @@
 /* open.c -- opening the user's inputs as the reports of one trace: nsys
- * SQLite exports and zip bundles. */
+ * SQLite exports, zip bundles, Nsight Systems reports (.nsys-rep, through
+ * `nsys export`) and `nsys stats` CSV files, each recognised by its content. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nsl/bundle.h"
 #include "nsl/nsl.h"
+#include "source/nsys_csv.h"
 #include "source/nsys_jax.h"
 
 /* A zip: an nsys-jax archive (no manifest.json, nvtx_gpu_proj_trace/
@@ -24,15 +27,42 @@ static nsl_status open_bundle(nsl_trace *tr, const char *path, nsl_error *err) {
   return nsl_bundle_add_reports(tr, path, NULL, err);
 }
 
-/* Opens one nsys export as a report of tr. */
+/* Opens one nsys export as a report of tr; a report (.nsys-rep) is opened
+ * through its export in the cache folder, its own path kept as the report's. */
 static nsl_status open_export(nsl_trace *tr, const char *path, nsl_error *err) {
   void *src = NULL;
   nsl_report_info info;
-  nsl_status rc = nsl_nsys_open_file(path, &src, &info, err);
+  char *exported = NULL;
+  nsl_status rc = NSL_OK;
+  if (nsl_rep_sniff(path) && (rc = nsl_rep_export(path, &exported, err)) != NSL_OK) return rc;
+  rc = nsl_nsys_open_file(exported ? exported : path, &src, &info, err);
+  free(exported);
   if (rc != NSL_OK) return rc;
+  info.path = path;
   rc = nsl_trace_add_source(tr, &nsl_nsys_source_ops, src, &info, err);
   if (rc != NSL_OK) nsl_nsys_source_ops.close(src);
   return rc;
+}
+
+/* Opens `nsys stats` CSV file path (report kind) into the report of its run:
+ * a new report, or the one of csv[0..*ncsv) with the same prefix. */
+static nsl_status open_csv(nsl_trace *tr, const char *path, const char *kind, void **csv, int *ncsv, int cap,
+                           nsl_error *err) {
+  char prefix[4096];
+  nsl__nsys_csv_prefix(path, kind, prefix, sizeof prefix);
+  for (int i = 0; i < *ncsv; i++)
+    if (strcmp(nsl__nsys_csv_src_prefix(csv[i]), prefix) == 0) return nsl__nsys_csv_add(csv[i], path, kind, err);
+  void *src = NULL;
+  nsl_report_info info;
+  nsl_status rc = nsl__nsys_csv_open(path, kind, &src, &info, err);
+  if (rc != NSL_OK) return rc;
+  rc = nsl_trace_add_source(tr, &nsl__nsys_csv_source_ops, src, &info, err);
+  if (rc != NSL_OK) {
+    nsl__nsys_csv_source_ops.close(src);
+    return rc;
+  }
+  if (*ncsv < cap) csv[(*ncsv)++] = src;
+  return NSL_OK;
 }
 
 nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, nsl_error *err) {
@@ -40,9 +70,16 @@ nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths,
   if (npaths <= 0) return nsl_error_set(err, NSL_ERR_ARG, "no input: give at least one nsys SQLite export");
   nsl_trace *tr = nsl_trace_new();
   if (!tr) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  void *csv[64];
+  int ncsv = 0;
   for (int i = 0; i < npaths; i++) {
     nsl_status rc = nsl_trace_add_input(tr, paths[i], err);
-    if (rc == NSL_OK) rc = nsl_bundle_sniff(paths[i]) ? open_bundle(tr, paths[i], err) : open_export(tr, paths[i], err);
+    const char *kind = NULL;
+    if (rc == NSL_OK) {
+      if (nsl_bundle_sniff(paths[i])) rc = open_bundle(tr, paths[i], err);
+      else if ((kind = nsl__nsys_csv_sniff(paths[i]))) rc = open_csv(tr, paths[i], kind, csv, &ncsv, 64, err);
+      else rc = open_export(tr, paths[i], err);
+    }
     if (rc != NSL_OK) {
       nsl_trace_close(tr);
       return rc;

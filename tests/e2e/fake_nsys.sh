@@ -5,7 +5,9 @@
 #   fake_nsys.sh export --type=sqlite --output=FILE REPORT
 #                                              copies $FAKE_NSYS_EXPORT (a real export) to FILE
 # Every call appends its arguments, one per line and then "--end--", to $FAKE_NSYS_LOG.
-# FAKE_NSYS_NO_REPORT=1 writes no report; FAKE_NSYS_EXPORT_FAIL=1 makes the export fail.
+# FAKE_NSYS_NO_REPORT=1 writes no report; FAKE_NSYS_EXPORT_FAIL=1 makes the export fail;
+# FAKE_NSYS_EXPORT_HANG=1 makes it hang (sleeps 60 s); FAKE_NSYS_EXPORT_DELAY=S writes half the file, waits S
+# seconds, then writes the rest (an export in progress, for concurrent readers to meet).
 log=${FAKE_NSYS_LOG:-/dev/null}
 { printf '%s\n' "$@"; echo --end--; } >> "$log"
 cmd=$1
@@ -41,7 +43,13 @@ export)
   [ "$type" = sqlite ] || { echo "fake nsys: export type '$type' not played" >&2; exit 1; }
   [ -f "$input" ] || { echo "fake nsys: no report '$input'" >&2; exit 1; }
   [ -z "${FAKE_NSYS_EXPORT_FAIL:-}" ] || { echo "fake nsys: export failed as asked" >&2; exit 1; }
+  [ -z "${FAKE_NSYS_EXPORT_HANG:-}" ] || exec sleep 60
   echo "Processing events..."
+  if [ -n "${FAKE_NSYS_EXPORT_DELAY:-}" ]; then
+    size=$(stat -c %s "$FAKE_NSYS_EXPORT")
+    head -c $((size / 2)) "$FAKE_NSYS_EXPORT" > "$out"
+    sleep "$FAKE_NSYS_EXPORT_DELAY"
+  fi
   cp "$FAKE_NSYS_EXPORT" "$out"
   ;;
 *)

@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# test_inputs.sh -- the inputs users have besides exports:
+#   1. .nsys-rep reports through a stand-in nsys (tests/e2e/fake_nsys.sh, which copies a real export where
+#      `nsys export` would write): cache, reuse, a changed report, two processes at once, failure, a hang,
+#      absent nsys, recognition by content, `nsl bundle --keep-rep`;
+#   2. nsys stats CSV files made from real exports by SQL (tests/e2e/make_stats_csv.sh): the numbers nsl reads
+#      from them against the same numbers nsl computes from the export, and the export against the SQL;
+#   3. a GPU Performance Analyzer config and gputrc2graph inputs, checked against their formulas computed in
+#      SQL over the same rows.
+. "$(dirname "$0")/lib.sh"
+
+FAKE=$NSL_SOURCE_DIR/tests/e2e/fake_nsys.sh
+nccl=$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite
+h100=$NSL_DATA_DIR/nsys/pytorch_h100_2gpu_2026.2.sqlite
+export NSL_CACHE_DIR=$TMP/cache FAKE_NSYS_LOG=$TMP/nsys.log FAKE_NSYS_EXPORT=$nccl
+unset NSYS FAKE_NSYS_EXPORT_FAIL FAKE_NSYS_EXPORT_HANG FAKE_NSYS_EXPORT_DELAY NSL_NSYS_TIMEOUT
+nsys_exports() { grep -c '^export$' "$FAKE_NSYS_LOG" || true; }
+make_report() { printf 'NVIDIA Tegra Profiler Report 2026@2@1@210-1v0.\n%s\n' "$2" > "$1"; }
+
+# ---- 1. .nsys-rep --------------------------------------------------------------------
+mkdir -p "$TMP/rep" && cd "$TMP/rep" || exit 1
+make_report run.nsys-rep "first"
+fp_rep=$(fingerprint run.nsys-rep)
+: > "$FAKE_NSYS_LOG"
+n_kernels=$(sql "$nccl" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+kernels_of() { # kernels_of OUTPUT.json -> the kernels row count nsl info printed
+  sed -n 's/.*"table": *"kernels", *"rows": *\([0-9]*\).*/\1/p' "$1" | head -1
+}
+"$NSL" info run.nsys-rep --nsys "$FAKE" --format json > info.json 2> info.err
+check_eq "rep: info exits 0" "$?" 0
+grep -q '"kernels"' info.json && ok "rep: info lists the tables" || bad "rep: info output: $(head -c 300 info.json)"
+"$NSL" run summary run.nsys-rep --nsys "$FAKE" --arg only=kernels --format csv > sum.csv 2> sum.err
+check_eq "rep: summary exits 0" "$?" 0
+got=$(sqlite3 :memory: ".import --csv sum.csv s" "SELECT sum(Instances) FROM s")
+check_eq "rep: kernel instances = SQL on the export" "$got" "$n_kernels"
+check_eq "rep: one nsys export so far" "$(nsys_exports)" 1
+cached=$(find "$TMP/cache/exports" -name 'run.sqlite')
+check_eq "rep: the export lies in the cache folder" "$(echo "$cached" | grep -c .)" 1
+cmp -s "$cached" "$nccl" && ok "rep: the cached export is nsys's output" || bad "rep: cached export differs"
+check_eq "rep: the report is untouched" "$(fingerprint run.nsys-rep)" "$fp_rep"
+check_eq "rep: nothing written beside the report" "$(ls | grep -vc '\.json$\|\.csv$\|\.err$' )" 1
+grep -q 'run.nsys-rep' sum.err info.err && bad "rep: progress on a non-terminal" || ok "rep: no progress line off a terminal"
+[ "$(stat -c %a "$TMP/cache/exports")" = 700 ] && ok "rep: cache folder mode 0700" || bad "rep: cache mode $(stat -c %a "$TMP/cache/exports")"
+
+NSYS=$FAKE "$NSL" run summary run.nsys-rep --arg only=kernels --format csv > sum2.csv 2>&1
+check_eq "rep: NSYS finds nsys too" "$?" 0
+check_eq "rep: an unchanged report is not exported again" "$(nsys_exports)" 1
+cmp -s sum.csv sum2.csv && ok "rep: the reused export gives the same result" || bad "rep: reuse changed the result"
+PATH=$(dirname "$FAKE"):$PATH
+ln -s "$FAKE" "$TMP/nsys" && PATH=$TMP:$PATH "$NSL" info run.nsys-rep > /dev/null 2>&1
+check_eq "rep: nsys found in PATH" "$?" 0
+
+sleep 1.1 && make_report run.nsys-rep "second"   # changed: size and mtime differ
+"$NSL" info run.nsys-rep --nsys "$FAKE" > /dev/null 2>&1
+check_eq "rep: a changed report is exported again" "$(nsys_exports)" 2
+check_eq "rep: still one cache entry" "$(find "$TMP/cache/exports" -name '*.sqlite' | wc -l)" 1
+
+# two processes at once on a new report: one export, both right
+make_report twin.nsys-rep "twin"
+: > "$FAKE_NSYS_LOG"
+FAKE_NSYS_EXPORT_DELAY=2 "$NSL" run summary twin.nsys-rep --nsys "$FAKE" --arg only=kernels --format csv > a.csv 2> a.err &
+pa=$!
+sleep 0.3
+FAKE_NSYS_EXPORT_DELAY=2 "$NSL" run summary twin.nsys-rep --nsys "$FAKE" --arg only=kernels --format csv > b.csv 2> b.err &
+pb=$!
+wait $pa; ra=$?
+wait $pb; rb=$?
+check_eq "rep: concurrent: both exit 0" "$ra $rb" "0 0"
+check_eq "rep: concurrent: one export" "$(nsys_exports)" 1
+cmp -s a.csv sum.csv && cmp -s b.csv sum.csv && ok "rep: concurrent: both results right" || bad "rep: concurrent results differ"
+check_eq "rep: concurrent: one entry" "$(find "$TMP/cache/exports" -name 'twin.sqlite' | wc -l)" 1
+check_eq "rep: concurrent: no temporary file left" "$(find "$TMP/cache/exports" -name '.export-*' | wc -l)" 0
+
+# progress on a terminal (a pseudo-terminal through script(1)), one line rewritten in place
+if command -v script > /dev/null; then
+  make_report tty.nsys-rep "tty"
+  FAKE_NSYS_EXPORT_DELAY=2 script -qec "'$NSL' info tty.nsys-rep --nsys '$FAKE' > /dev/null" /dev/null > tty.out 2>&1
+  grep -q "nsl: exporting tty.nsys-rep with nsys: [0-9]* s, [0-9.]* MB written" tty.out &&
+    ok "rep: progress on a terminal" || bad "rep: no progress on a terminal: $(cat -v tty.out | head -c 300)"
+else
+  ok "rep: progress on a terminal (skipped: no script(1))"
+fi
+
+# failure, hang, absence
+make_report bad.nsys-rep "bad"
+FAKE_NSYS_EXPORT_FAIL=1 "$NSL" info bad.nsys-rep --nsys "$FAKE" > /dev/null 2> fail.err
+check_eq "rep: failed export exits 1" "$?" 1
+grep -q "cannot open 'bad.nsys-rep': nsys export failed (exit code 1): fake nsys: export failed as asked" fail.err &&
+  grep -q -- "export --type=sqlite --output=" fail.err && ok "rep: failure names the file, nsys's message and the command" ||
+  bad "rep: failure message: $(cat fail.err)"
+check_eq "rep: failure leaves no export" "$(find "$TMP/cache/exports" -name 'bad.sqlite' -o -name '.export-*' | wc -l)" 0
+check_eq "rep: failure: one line" "$(wc -l < fail.err)" 1
+
+start=$(date +%s)
+FAKE_NSYS_EXPORT_HANG=1 NSL_NSYS_TIMEOUT=2 "$NSL" info bad.nsys-rep --nsys "$FAKE" > /dev/null 2> hang.err
+rc=$?
+took=$(( $(date +%s) - start ))
+check_eq "rep: a hanging nsys: exit 1" "$rc" 1
+grep -q "cannot open 'bad.nsys-rep': nsys export did not finish within 2 s (NSL_NSYS_TIMEOUT)" hang.err &&
+  ok "rep: the timeout is named" || bad "rep: hang message: $(cat hang.err)"
+[ "$took" -lt 30 ] && ok "rep: gave up after the timeout" || bad "rep: took $took s"
+check_eq "rep: no leftovers after a timeout" "$(find "$TMP/cache/exports" -name '.export-*' | wc -l)" 0
+
+mkdir -p "$TMP/emptybin" && ln -sf "$(command -v sqlite3)" "$TMP/emptybin/sqlite3"
+env -u NSYS PATH=/usr/bin:/bin "$NSL" run summary bad.nsys-rep > /dev/null 2> absent.err
+rc=$?
+if PATH=/usr/bin:/bin command -v nsys > /dev/null || ls -d /opt/nvidia/nsight-systems*/*/bin/nsys /usr/local/cuda/bin/nsys > /dev/null 2>&1; then
+  ok "rep: absent nsys (skipped: an nsys is installed here)"
+else
+  check_eq "rep: absent nsys: exit 1" "$rc" 1
+  grep -q "cannot open 'bad.nsys-rep': it is an Nsight Systems report and nsys was not found" absent.err &&
+    grep -q "nsys export --type=sqlite --output=bad.sqlite bad.nsys-rep" absent.err &&
+    ok "rep: absent nsys: the file and the exact command are named" || bad "rep: absent message: $(cat absent.err)"
+  check_eq "rep: absent nsys: one line" "$(wc -l < absent.err)" 1
+fi
+
+# by content, not by name
+printf 'not a report\n' > fake.nsys-rep
+"$NSL" info fake.nsys-rep --nsys "$FAKE" > /dev/null 2> fake.err
+check_eq "rep: a .nsys-rep name without the content is refused" "$?" 1
+grep -q "nsys" fake.err && ! grep -q "Nsight Systems report" fake.err && ok "rep: refused as not an export" ||
+  bad "rep: wrong refusal: $(cat fake.err)"
+make_report oddname.bin "odd"
+"$NSL" info oddname.bin --nsys "$FAKE" > /dev/null 2>&1
+check_eq "rep: a report of any name is exported" "$?" 0
+
+# bundle
+"$NSL" bundle run.nsys-rep -o b.zip --keep-rep --nsys "$FAKE" > bundle.out 2>&1
+check_eq "rep: bundle exits 0" "$?" 0
+check_eq "rep: bundle stores the export" "$(unzip -p b.zip reports/run.sqlite | sha256sum | cut -d' ' -f1)" \
+  "$(sha256sum < "$nccl" | cut -d' ' -f1)"
+check_eq "rep: --keep-rep stores the report" "$(unzip -p b.zip reports/run.nsys-rep | sha256sum | cut -d' ' -f1)" \
+  "$(sha256sum < run.nsys-rep | cut -d' ' -f1)"
+"$NSL" bundle run.nsys-rep -o c.zip --nsys "$FAKE" > /dev/null 2>&1
+unzip -l c.zip | grep -q 'nsys-rep' && bad "rep: the report stored without --keep-rep" || ok "rep: no report without --keep-rep"
+
+# ---- 2. nsys stats CSV files ------------------------------------------------------------
+mkdir -p "$TMP/csv" && cd "$TMP/csv" || exit 1
+bash "$NSL_SOURCE_DIR/tests/e2e/make_stats_csv.sh" "$nccl" nccl
+check_eq "csv: the six reports were made" "$(ls nccl_*.csv | wc -l)" 6
+# nsl on the export against the SQL of the report definitions: Total Time and Instances per name
+"$NSL" run summary "$nccl" --arg only=kernels,mem_time,api --out exp > /dev/null 2>&1
+check_eq "csv: summary on the export" "$?" 0
+"$NSL" run summary nccl_cuda_gpu_kern_sum.csv nccl_cuda_gpu_mem_time_sum.csv nccl_cuda_api_sum.csv \
+  --arg only=kernels,mem_time,api --out fromcsv > /dev/null 2>&1
+check_eq "csv: summary on the CSV files" "$?" 0
+for r in cuda_gpu_kern_sum:Name:Instances cuda_gpu_mem_time_sum:Operation:Count; do
+  IFS=: read -r rep col cnt <<< "$r"
+  diffs=$(sqlite3 :memory: ".import --csv exp/$rep.csv e" ".import --csv nccl_$rep.csv q" ".import --csv fromcsv/$rep.csv c" \
+    "SELECT count(*) FROM q LEFT JOIN e ON e.\"$col\" = q.\"$col\" LEFT JOIN c ON c.\"$col\" = q.\"$col\"
+     WHERE e.\"Total Time (ns)\" + 0 IS NOT q.\"Total Time (ns)\" + 0 OR c.\"Total Time (ns)\" + 0 IS NOT q.\"Total Time (ns)\" + 0
+        OR e.$cnt + 0 IS NOT q.$cnt + 0 OR c.$cnt + 0 IS NOT q.$cnt + 0
+        OR abs(e.\"Med (ns)\" - q.\"Med (ns)\") > 0.5 OR abs(c.\"Med (ns)\" - q.\"Med (ns)\") > 1e-6
+        OR e.\"Med (ns)\" IS NULL OR c.\"Med (ns)\" IS NULL")
+  rows=$(($(wc -l < "nccl_$rep.csv") - 1))
+  check_eq "csv: $rep: export = SQL = CSV trace ($rows rows)" "$diffs" 0
+done
+check_eq "csv: the CSV trace has no mem_size report, and says so" \
+  "$("$NSL" run summary nccl_cuda_gpu_kern_sum.csv --arg only=mem_size 2>&1 | grep -c 'nsl reads no such CSV report')" 1
+"$NSL" run summary nccl_cuda_gpu_kern_sum.csv --arg only=api > miss.out 2>&1
+grep -q "no cuda_api_sum report among the CSV files; add it: nsys stats -r cuda_api_sum" miss.out &&
+  ok "csv: a missing report is named" || bad "csv: missing report: $(cat miss.out)"
+"$NSL" run gaps nccl_cuda_gpu_kern_sum.csv > /dev/null 2> gaps.err
+check_eq "csv: gaps refuses summaries" "$?" 1
+grep -q "hold summaries, not the events" gaps.err && ok "csv: gaps says what it needs" || bad "csv: gaps: $(cat gaps.err)"
+# nvtx_sum: the export's (nsl nvtx) = the SQL's = the CSV trace's, per (Style, Range)
+"$NSL" run nvtx "$nccl" --arg only=sum --out ne > /dev/null 2>&1
+"$NSL" run nvtx nccl_nvtx_sum.csv --out nc > /dev/null 2>&1
+check_eq "csv: nvtx_sum: export = SQL = CSV trace" "$(sqlite3 :memory: ".import --csv ne/nvtx_sum.csv e" \
+  ".import --csv nccl_nvtx_sum.csv q" ".import --csv nc/nvtx_sum.csv c" \
+  "SELECT count(*) FROM q LEFT JOIN e ON e.Range = q.Range AND e.Style = q.Style
+     LEFT JOIN c ON c.Range = q.Range AND c.Style = q.Style
+   WHERE e.\"Total Time (ns)\" + 0 IS NOT q.\"Total Time (ns)\" + 0 OR e.Instances + 0 IS NOT q.Instances + 0
+      OR c.\"Total Time (ns)\" + 0 IS NOT q.\"Total Time (ns)\" + 0 OR c.Instances + 0 IS NOT q.Instances + 0")" 0
+# the projected NVTX ranges: the CSV's rows are the gpu_ranges table
+"$NSL" run info nccl_nvtx_gpu_proj_trace.csv --format json > pj.json 2>&1
+grep -q "\"gpu_ranges\"" pj.json && ok "csv: nvtx_gpu_proj_trace becomes gpu_ranges" || bad "csv: gpu_ranges: $(head -c 300 pj.json)"
+# classes from the CSV files = classes from the export (Total Time and Instances per class)
+"$NSL" run classes nccl_cuda_gpu_kern_sum.csv nccl_cuda_gpu_mem_time_sum.csv --out cc > /dev/null 2>&1
+"$NSL" run classes "$nccl" --out ce > /dev/null 2>&1
+check_eq "csv: classes per class equal the export's" "$(sqlite3 :memory: ".import --csv cc/classes.csv c" ".import --csv ce/classes.csv e" \
+  "SELECT count(*) FROM e LEFT JOIN c USING (Class) WHERE c.\"Total Time (ns)\" + 0 IS NOT e.\"Total Time (ns)\" + 0
+   OR c.Instances + 0 IS NOT e.Instances + 0")" 0
+# headers of older releases (gpukernsum: Time(%), Average, Minimum, Maximum) are recognised too
+sqlite3 :memory: ".import --csv nccl_cuda_gpu_kern_sum.csv k" ".headers on" ".mode csv" \
+  "SELECT \"Time (%)\" AS \"Time(%)\", \"Total Time (ns)\", Instances, \"Avg (ns)\" AS Average, \"Min (ns)\" AS Minimum,
+          \"Max (ns)\" AS Maximum, Name FROM k" > old_gpukernsum.csv
+"$NSL" run classes old_gpukernsum.csv --out co > /dev/null 2>&1
+"$NSL" run classes nccl_cuda_gpu_kern_sum.csv --out ck > /dev/null 2>&1
+check_eq "csv: a 2021 header gives the same classes" "$(sqlite3 :memory: ".import --csv ck/classes.csv c" ".import --csv co/classes.csv o" \
+  "SELECT count(*) FROM o JOIN c USING (Class) WHERE o.\"Total Time (ns)\" = c.\"Total Time (ns)\" AND o.Instances = c.Instances")" \
+  "$(sqlite3 :memory: ".import --csv co/classes.csv o" "SELECT count(*) FROM o")"
+printf 'a,b,c\n1,2,3\n' > plain.csv
+"$NSL" info plain.csv > /dev/null 2> plain.err
+check_eq "csv: an unknown CSV is refused" "$?" 1
+
+# cuda_gpu_trace: the kernels, memcpy and memset themselves; every summary nsl makes from them equals the export's
+"$NSL" run summary nccl_cuda_gpu_trace.csv --arg only=kernels,mem_time,mem_size --out gt > /dev/null 2>&1
+check_eq "csv: summary on cuda_gpu_trace" "$?" 0
+"$NSL" run summary "$nccl" --arg only=kernels,mem_time,mem_size --out ge > /dev/null 2>&1
+for t in cuda_gpu_kern_sum cuda_gpu_mem_time_sum cuda_gpu_mem_size_sum; do
+  cmp -s gt/$t.csv ge/$t.csv && ok "csv: cuda_gpu_trace: $t = the export's" || bad "csv: cuda_gpu_trace: $t differs"
+done
+cat > per_stream.lua <<'LUA'
+return {name = "per_stream", description = "kernels per device and stream", args = {},
+        run = function(trace, _, out)
+          local g = trace.kernels:group_by("device", "stream"):agg{"n=count"}:sort("device", "stream")
+          local parts = {}
+          for i = 1, #g do parts[i] = g.device[i] .. ":" .. g.stream[i] .. ":" .. g.n[i] end
+          out:text(table.concat(parts, " "))
+        end}
+LUA
+check_eq "csv: cuda_gpu_trace: kernels per device and stream = SQL on the export" \
+  "$("$NSL" run per_stream.lua nccl_cuda_gpu_trace.csv 2>&1)" "$(sql "$nccl" "SELECT group_concat(d || ':' || s || ':' || n, ' ')
+   FROM (SELECT deviceId AS d, streamId AS s, count(*) AS n FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1, 2 ORDER BY 1, 2)")"
+
+# ---- 3. GPU Performance Analyzer and gputrc2graph ---------------------------------------
+make_report "$TMP/csv/nccl.nsys-rep" "gpa"
+cat > gpa.json <<EOF
+{"inputs": [
+  {"format": "csv", "title": "csv",
+   "nsys_csv_file_path": {"kernel_sum": "nccl_cuda_gpu_kern_sum.csv", "nvtx_proj_trace": "nccl_nvtx_gpu_proj_trace.csv",
+                          "mem_time_sum": "nccl_cuda_gpu_mem_time_sum.csv"},
+   "analysis_args": {"num_of_iters": 32, "num_of_gpus": 2, "nvtx_tag_of_iter": "ncclGroupEnd"}},
+  {"format": "nsys-rep", "title": "rep",
+   "nsys_report": {"path": "nccl.nsys-rep", "with_nvtx": true, "with_mem": true},
+   "analysis_args": {"num_of_iters": 32, "num_of_gpus": 2, "nvtx_tag_of_iter": "ncclGroupEnd"}}],
+ "kernel_to_class_map": {"nvjet": "gemm", "flash": "fmha", "elementwise": "elementwise", "reduce": "reduce"}}
+EOF
+NSYS=$FAKE "$NSL" run classes --arg config=gpa.json --out gpa > gpa.out 2>&1
+check_eq "gpa: config runs" "$?" 0
+# GPA's formulas in SQL over the cuda_gpu_kern_sum rows: class by first contained key, nccl first, else others
+oracle="CREATE TABLE c AS SELECT CASE WHEN instr(lower(Name), 'nccl') THEN 'nccl' WHEN instr(lower(Name), 'nvjet') THEN 'gemm'
+          WHEN instr(lower(Name), 'flash') THEN 'fmha' WHEN instr(lower(Name), 'elementwise') THEN 'elementwise'
+          WHEN instr(lower(Name), 'reduce') THEN 'reduce' ELSE 'others' END AS class,
+          CAST(\"Total Time (ns)\" AS INTEGER) AS total, CAST(Instances AS INTEGER) AS n FROM k;
+        CREATE TABLE o AS SELECT class, sum(total / 64.0) AS tpi, sum(n / 64) AS ipi, sum(total) AS total, sum(n) AS n
+          FROM c GROUP BY class;"
+for input in csv rep; do
+  check_eq "gpa: $input: per class = GPA's formulas in SQL" "$(sqlite3 :memory: ".import --csv nccl_cuda_gpu_kern_sum.csv k" \
+    ".import --csv gpa/gpa_classes.csv g" "$oracle" \
+    "SELECT count(*) FROM o JOIN g ON g.Class = o.class AND g.Input = '$input'
+     WHERE abs(g.\"Time per Iteration (ns)\" - o.tpi) < 1e-6 * o.tpi + 1e-9 AND g.\"Instances per Iteration\" + 0 = o.ipi
+       AND g.\"Total Time (ns)\" + 0 = o.total AND g.\"Total Instances\" + 0 = o.n")" \
+    "$(sqlite3 :memory: ".import --csv nccl_cuda_gpu_kern_sum.csv k" "$oracle" "SELECT count(*) FROM o WHERE class <> 'nccl'")"
+  # the NVTX estimate: ranges named by the tag in nvtx_gpu_proj_trace, minus the non-NCCL kernel time
+  check_eq "gpa: $input: estimate = SQL" "$(sqlite3 :memory: ".import --csv nccl_cuda_gpu_kern_sum.csv k" \
+    ".import --csv nccl_nvtx_gpu_proj_trace.csv p" ".import --csv gpa/gpa_summary.csv s" "$oracle" \
+    "SELECT (SELECT count(*) FROM p WHERE Name = 'ncclGroupEnd') = s.\"NVTX Ranges\" + 0
+        AND abs((SELECT sum(\"Projected Duration (ns)\") FROM p WHERE Name = 'ncclGroupEnd')
+                - (SELECT sum(total) FROM o WHERE class <> 'nccl') - s.\"Estimate Total (ns)\") < 1e-3
+     FROM s WHERE Input = '$input'")" 1
+done
+grep -q "64 NVTX ranges 'ncclGroupEnd', but num_of_iters is 32" gpa.out && ok "gpa: the iteration-count warning" ||
+  bad "gpa: no warning: $(head -5 gpa.out)"
+[ -s gpa/gpa_exact.csv ] && ok "gpa: nsl's exact split beside the estimate" || bad "gpa: no exact split"
+
+# gputrc2graph: the non-overlapped time per name in SQL (a running max of the ends, in start order)
+cat > vllm.json <<'EOF'
+{"vllm": {"llama": {"flash|attn": "attn", "nvjet|gemm": "gemm", "nccl": "nccl", "CUDA mem": "non-gpu-H_D_memops",
+                    "elementwise": "elementwise"}}}
+EOF
+"$NSL" run classes --arg map=vllm.json --arg in_file="$nccl,vllm,llama,5 $h100,vllm,llama,0" --out g2g > g2g.out 2>&1
+check_eq "g2g: runs" "$?" 0
+for f in gputrc2graph.csv gputrc2graph_totals.csv gputrc2graph.png gputrc2graph.svg result.html; do
+  [ -s "g2g/$f" ] && ok "g2g: wrote $f" || bad "g2g: no $f"
+done
+elapsed_sql() { # elapsed_sql EXPORT -> name|elapsed ns, per name
+  sql "$1" "WITH ops AS (
+      SELECT s.value AS name, k.start, k.\"end\" FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName
+      UNION ALL SELECT '[CUDA memcpy ' || e.label || ']', m.start, m.\"end\" FROM CUPTI_ACTIVITY_KIND_MEMCPY m
+        JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = m.copyKind
+      UNION ALL SELECT '[CUDA memset]', start, \"end\" FROM CUPTI_ACTIVITY_KIND_MEMSET),
+    w AS (SELECT name, start, \"end\", max(\"end\") OVER (ORDER BY start, \"end\", name ROWS BETWEEN UNBOUNDED PRECEDING
+          AND 1 PRECEDING) AS before FROM ops)
+    SELECT name, sum(max(0, \"end\" - max(start, coalesce(before, start)))) FROM w GROUP BY name"
+}
+{ printf 'name\tc2\n'; elapsed_sql "$nccl" | tr '|' '\t'; } > oracle.tsv
+bad_rows=$(sqlite3 :memory: ".mode tabs" ".import oracle.tsv o" ".mode csv" ".import --csv g2g/gputrc2graph.csv g" ".mode list" \
+  "SELECT count(*) FROM o LEFT JOIN g ON g.Name = o.name AND g.Model_Engine = 'llama_vllm_pytorch_nccl_2gpu_2026.2.sqlite_0'
+   WHERE g.Name IS NULL OR abs(g.\"Elapsed Time (sec)\" * 1e9 - o.c2) > 0.5")
+check_eq "g2g: elapsed seconds per name = SQL ($(wc -l < oracle.tsv) names)" "$bad_rows" 0
+"$NSL" run classes --arg map=vllm.json --arg in_file="nccl_cuda_gpu_trace.csv,vllm,llama,5" --out g2c > /dev/null 2>&1
+bad_rows=$(sqlite3 :memory: ".mode tabs" ".import oracle.tsv o" ".mode csv" ".import --csv g2c/gputrc2graph.csv g" ".mode list" \
+  "SELECT count(*) FROM o LEFT JOIN g ON g.Name = o.name WHERE g.Name IS NULL OR abs(g.\"Elapsed Time (sec)\" * 1e9 - o.c2) > 0.5")
+check_eq "g2g: from the cuda_gpu_trace CSV = SQL on the export" "$bad_rows" 0
+gpu=$(sqlite3 :memory: ".mode tabs" ".import oracle.tsv o" "SELECT round(sum(c2) / 1e9, 1) FROM o")
+nongpu=$(sqlite3 :memory: ".import --csv g2g/gputrc2graph.csv g" \
+  "SELECT round(\"Elapsed Time (sec)\", 6) FROM g WHERE Name = 'CPU(non-GPU)' AND Model_Engine LIKE '%nccl%'")
+check_eq "g2g: non-GPU = 5.0 - round(GPU, 1)" "$nongpu" "$(sqlite3 :memory: "SELECT round(5.0 - $gpu, 6)")"
+# elapsed 0: the report's own elapsed time (ANALYSIS_DETAILS.duration, the session nsys recorded)
+gpu_h=$(elapsed_sql "$h100" | awk -F'|' '{s += $2} END {printf "%.0f", s}')
+check_eq "g2g: SEC 0 takes the report's duration" "$(sqlite3 :memory: ".import --csv g2g/gputrc2graph.csv g" \
+  "SELECT round(\"Elapsed Time (sec)\", 6) FROM g WHERE Name = 'CPU(non-GPU)' AND Model_Engine LIKE '%h100%'")" \
+  "$(sql "$h100" "SELECT round(round(duration / 1e9, 1) - round($gpu_h / 1e9, 1), 6) FROM ANALYSIS_DETAILS")"
+check_eq "g2g: a category of every name with a match" "$(sqlite3 :memory: ".import --csv g2g/gputrc2graph.csv g" \
+  "SELECT count(*) FROM g WHERE Name LIKE '%nvjet%' AND Category <> 'gemm'")" 0
+
+finish
