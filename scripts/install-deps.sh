@@ -12,4 +12,5 @@ $SUDO apt-get install -y --no-install-recommends \
   build-essential cmake pkg-config ca-certificates \
   liblua5.4-dev libsqlite3-dev sqlite3 libarchive-dev libstb-dev libjansson-dev nettle-dev \
   zlib1g-dev libzstd-dev libsnappy-dev liblzma-dev libedit-dev fonts-dejavu-core \
-  libcmocka-dev zip unzip xz-utils tmux python3 chromium clang libfuzzer-14-dev
+  libcmocka-dev zip unzip xz-utils tmux python3 chromium clang libfuzzer-14-dev \
+  libopenmpi-dev openmpi-bin

@@ -213,5 +213,6 @@ int luaopen_nsl_core(lua_State *L) {
   nsl__open_hlo(L);
   nsl__open_render(L);
   nsl__open_binning(L);
+  nsl__open_mpi(L);
   return 1;
 }

@@ -1,0 +1,108 @@
+-- nsl.distributed -- an analysis run by the processes of an MPI job
+-- (`mpirun -np P nsl run NAME TRACE...`, `srun nsl run ...`).
+--
+-- The reports of the trace are split among the processes, each reading
+-- only its share (src/mpi/dist.c).  MPI rank 0 prints and writes exactly
+-- what a one-process run prints and writes:
+--
+--  * an analysis with a distributed form,
+--      distributed = {
+--        step = function(view, args) return {name = table, ...} end,
+--        combine = function(trace, parts, args, out) ... end,
+--      }
+--    runs step on every process over a trace of its own reports (times on
+--    the whole trace's clock; a `report` column numbers reports as the
+--    whole trace does once it arrives on rank 0); the tables (native column
+--    buffers) are gathered on rank 0 and concatenated in report order into
+--    parts[name], and combine produces the output there.  Every process
+--    returns the same names.  combine may still read the whole trace: what
+--    it reads of other processes' reports is asked of them then;
+--  * any other analysis runs on rank 0 over the whole trace, whose tables
+--    are read by every process for its share and gathered when first used.
+--
+-- No process waits for one that failed: the processes agree on success
+-- (an all-reduce) after opening their shares and after the steps, before
+-- any data moves; the failing process's message names its MPI rank.
+local nsl = require("nsl")
+
+local M = {}
+
+local mpi = nsl.mpi
+
+--- The tables got[1..P] (false where a process sent none) as one table,
+-- rows in process order (= report order).
+local function concat(got)
+  local tabs = {}
+  for _, t in ipairs(got) do if t then tabs[#tabs + 1] = t end end
+  if #tabs == 0 then return nil end
+  if #tabs == 1 then return tabs[1] end
+  local cols = {}
+  for _, name in ipairs(tabs[1]:columns()) do
+    local parts = {}
+    for k, t in ipairs(tabs) do parts[k] = t:col(name) end
+    cols[#cols + 1] = {name, nsl.concat(table.unpack(parts))}
+  end
+  return nsl.table(cols)
+end
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
+--- The per-report steps of analysis a: every process runs step over its
+-- view; rank 0 gets parts (name -> table).  Returns true, parts (nil
+-- elsewhere), or false and the first failure's message (on rank 0).
+local function steps(runner, a, args, dist, opts)
+  local first = dist:share()
+  local view = dist:view()
+  local ok, res = xpcall(a.distributed.step, runner.handler, view, args)
+  if ok and type(res) ~= "table" then
+    ok, res = false, {bug = "distributed.step must return a table of tables", traceback = ""}
+  end
+  local agreed, why = mpi.agree(ok, not ok and runner.failure(a, res, opts.traces) or nil)
+  if not agreed then return false, why end
+  local parts = {}
+  for _, name in ipairs(sorted_keys(res)) do
+    local got = mpi.gather(res[name], first)
+    if got then parts[name] = concat(got) end
+  end
+  return true, parts
+end
+
+--- Runs analysis a (its args checked) on opts.traces as one process of
+-- the job; returns the exit code, the same on every process.
+function M.run(runner, a, args, opts)
+  local _, rank = mpi.start()
+  local root = rank == 0
+  local dist, err = mpi.open(opts.traces)
+  if not dist then return runner.fail(1, err or "another MPI rank could not read its share") end
+  local parts
+  if a.distributed then
+    local ok, p = steps(runner, a, args, dist, opts)
+    if not ok then return runner.fail(1, p or "another MPI rank failed") end
+    parts = p
+  end
+  if not root then
+    dist:serve()
+    return mpi.bcast(0)
+  end
+  local okt, code = pcall(function()
+    local trace = dist:trace()
+    return runner.emit(a, trace, opts, function(out)
+      if parts then return a.distributed.combine(trace, parts, args, out) end
+      return a.run(trace, args, out)
+    end)
+  end)
+  dist:quit()
+  if not okt then code = runner.fail(1, tostring(nsl.is_error(code) and code.message or code)) end
+  if os.getenv("NSL_MPI_STATS") then
+    io.stderr:write(string.format("nsl: mpi: %d processes, rank 0 in communication %.3f s\n",
+                                  select(1, mpi.start()), mpi.seconds()))
+  end
+  return mpi.bcast(code)
+end
+
+return M
