@@ -125,7 +125,7 @@ static int l_agree(lua_State *L) {
   return 2;
 }
 
-/* Encodes table t (every column loaded) with its I32 column `report`
+/* Encodes table t (every column loaded) with its integer column `report`
  * shifted by shift. */
 static nsl_status encode_table(nsl_table *t, int shift, void **buf, size_t *len, nsl_error *err) {
   int n = nsl_table_ncols(t);
@@ -139,15 +139,20 @@ static nsl_status encode_table(nsl_table *t, int shift, void **buf, size_t *len,
       rc = err && err->code ? err->code : NSL_ERR_NOMEM;
       break;
     }
-    if (shift && col->type == NSL_I32 && strcmp(names[c], "report") == 0) {
-      nsl_column *moved = nsl_column_new(NSL_I32, col->len, NULL);
+    if (shift && (col->type == NSL_I32 || col->type == NSL_I64) && strcmp(names[c], "report") == 0) {
+      nsl_column *moved = nsl_column_new(col->type, col->len, NULL);
       if (!moved) {
         rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
         break;
       }
       for (int64_t i = 0; i < col->len; i++) {
-        int32_t v = nsl_i32(col)[i];
-        nsl_i32(moved)[i] = v == NSL_NULL_I32 ? v : v + shift;
+        if (col->type == NSL_I32) {
+          int32_t v = nsl_i32(col)[i];
+          nsl_i32(moved)[i] = v == NSL_NULL_I32 ? v : v + shift;
+        } else {
+          int64_t v = nsl_i64(col)[i];
+          nsl_i64(moved)[i] = v == NSL_NULL_I64 ? v : v + shift;
+        }
       }
       col = moved;
     } else nsl_column_retain(col);
@@ -162,7 +167,7 @@ static nsl_status encode_table(nsl_table *t, int shift, void **buf, size_t *len,
 
 /* nsl.mpi.gather(t, shift) (collective): every process's table t (or nil)
  * to rank 0, which gets an array with one entry per process (false for
- * nil), in rank order; a column `report` (I32) is shifted by shift (the
+ * nil), in rank order; an integer column `report` is shifted by shift (the
  * process's first report in the whole trace).  Other processes get nil. */
 static int l_gather(lua_State *L) {
   nsl_table *t = lua_isnoneornil(L, 1) ? NULL : nsl__checktable(L, 1);
