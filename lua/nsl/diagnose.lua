@@ -139,7 +139,36 @@ local function find_steps(trace, spec, warmup)
 end
 
 --- A context for the checks: the trace, its arguments, its steps.
-function M.context(trace, args)
+--- The distributed step (nsl.distributed) of diagnose over a process's
+-- reports: the GPU operations (Ctx:ops, with `part` 0/1/2 for kernels,
+-- memcpy, memset, so rank 0 can restore the one-process row order) and the
+-- steps of the analyses diagnose runs that have a distributed form, under
+-- "NAME.TABLE".
+function M.step(trace)
+  local ops = classes.gpu_ops(trace, "short")
+  local nk, nmc = #trace.kernels, #trace.memcpy
+  local part = nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc))
+  local parts = {ops = ops:with("part", part)}
+  local runner = require("nsl.runner")
+  for _, name in ipairs{"straggler"} do
+    local a = assert(runner.load_analysis(name))
+    for tname, t in pairs(a.distributed.step(trace, assert(runner.parse_args(a, {})))) do
+      parts[name .. "." .. tname] = t
+    end
+  end
+  return parts
+end
+
+--- The GPU operations from the gathered parts of M.step: kernels, memcpy,
+-- memset, each in report order, as classes.gpu_ops gives them.
+local function gathered_ops(parts)
+  local ops = parts.ops
+  local cols = {}
+  for _, c in ipairs(ops:columns()) do if c ~= "part" then cols[#cols + 1] = c end end
+  return ops:take(ops.part:argsort()):select(cols)
+end
+
+function M.context(trace, args, parts)
   -- arguments first: a bad one fails the run, not just its check
   local ns = {gap = units.duration_arg(args, "gap"), short = units.duration_arg(args, "short"),
               launch_gap = units.duration_arg(args, "launch_gap")}
@@ -148,6 +177,10 @@ function M.context(trace, args)
   end
   local ctx = setmetatable({trace = trace, args = args, ns = ns, findings = {}, evidence = {}, notes = {}, cache = {}},
                            Ctx)
+  if parts then   -- a distributed run: what the processes computed of their reports
+    ctx.parts = parts
+    ctx.cache.ops = gathered_ops(parts)
+  end
   ctx.names = trace.reports.name:totable()
   ctx.paths = trace.reports.path:totable()
   ctx.steps = find_steps(trace, args.iteration, args.warmup)
@@ -554,7 +587,15 @@ local function run_analysis(ctx, name, given)
   local a = assert(runner.load_analysis(name))
   local args = assert(runner.parse_args(a, given or {}))
   local sub = output.new{analysis = name, format = "collect", trace = ctx.trace}
-  local ok, err = xpcall(a.run, runner.handler, ctx.trace, args, sub)
+  local run, sp = a.run, nil
+  if ctx.parts and a.distributed then   -- its step ran on every process (M.step)
+    for k, t in pairs(ctx.parts) do
+      local tname = k:match("^" .. name .. "%.(.+)$")
+      if tname then sp = sp or {}; sp[tname] = t end
+    end
+    if sp then run = function(tr, ar, o) return a.distributed.combine(tr, sp, ar, o) end end
+  end
+  local ok, err = xpcall(run, runner.handler, ctx.trace, args, sub)
   if not ok then
     if nsl.is_error(err) then return nil, tostring(err) end
     error(err, 0)
