@@ -72,6 +72,7 @@ local nsl = require("nsl")
 local report = require("nsl.report")
 local units = require("nsl.units")
 local classes = require("nsl.classes")
+local distributed = require("nsl.distributed")
 local overlap = require("nsl.overlap")
 local nccl = require("nsl.nccl")
 local steps = require("nsl.steps")
@@ -145,10 +146,7 @@ end
 -- steps of the analyses diagnose runs that have a distributed form, under
 -- "NAME.TABLE".
 function M.step(trace)
-  local ops = classes.gpu_ops(trace, "short")
-  local nk, nmc = #trace.kernels, #trace.memcpy
-  local part = nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc))
-  local parts = {ops = ops:with("part", part)}
+  local parts = {ops = distributed.ops_step(trace, "short")}
   local runner = require("nsl.runner")
   for _, name in ipairs{"straggler"} do
     local a = assert(runner.load_analysis(name))
@@ -157,15 +155,6 @@ function M.step(trace)
     end
   end
   return parts
-end
-
---- The GPU operations from the gathered parts of M.step: kernels, memcpy,
--- memset, each in report order, as classes.gpu_ops gives them.
-local function gathered_ops(parts)
-  local ops = parts.ops
-  local cols = {}
-  for _, c in ipairs(ops:columns()) do if c ~= "part" then cols[#cols + 1] = c end end
-  return ops:take(ops.part:argsort()):select(cols)
 end
 
 function M.context(trace, args, parts)
@@ -179,7 +168,7 @@ function M.context(trace, args, parts)
                            Ctx)
   if parts then   -- a distributed run: what the processes computed of their reports
     ctx.parts = parts
-    ctx.cache.ops = gathered_ops(parts)
+    ctx.cache.ops = distributed.ops_combine(parts.ops)
   end
   ctx.names = trace.reports.name:totable()
   ctx.paths = trace.reports.path:totable()

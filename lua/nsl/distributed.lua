@@ -24,6 +24,7 @@
 -- (an all-reduce) after opening their shares and after the steps, before
 -- any data moves; the failing process's message names its MPI rank.
 local nsl = require("nsl")
+local classes = require("nsl.classes")
 
 local M = {}
 
@@ -70,6 +71,22 @@ local function steps(runner, a, args, dist, opts)
     if got then parts[name] = concat(got) end
   end
   return true, parts
+end
+
+--- The GPU operations of trace (classes.gpu_ops(trace, which, opts)) for a
+-- distributed step, with `part` 0/1/2 for kernels, memcpy, memset rows.
+function M.ops_step(trace, which, opts)
+  local ops = classes.gpu_ops(trace, which, opts)
+  local nk, nmc = #trace.kernels, #trace.memcpy
+  return ops:with("part", nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc)))
+end
+
+--- The gathered tables of M.ops_step as classes.gpu_ops gives them for the
+-- whole trace: the kernels, the memcpy, the memset, each in report order.
+function M.ops_combine(ops)
+  local cols = {}
+  for _, c in ipairs(ops:columns()) do if c ~= "part" then cols[#cols + 1] = c end end
+  return ops:take(ops.part:argsort()):select(cols)
 end
 
 --- Runs analysis a (its args checked) on opts.traces as one process of
