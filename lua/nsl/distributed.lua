@@ -92,6 +92,7 @@ end
 --- Runs analysis a (its args checked) on opts.traces as one process of
 -- the job; returns the exit code, the same on every process.
 function M.run(runner, a, args, opts)
+  local clock0 = mpi.wtime()
   local _, rank = mpi.start()
   local root = rank == 0
   local dist, err = mpi.open(opts.traces)
@@ -115,9 +116,11 @@ function M.run(runner, a, args, opts)
   end)
   dist:quit()
   if not okt then code = runner.fail(1, tostring(nsl.is_error(code) and code.message or code)) end
-  if os.getenv("NSL_MPI_STATS") then
-    io.stderr:write(string.format("nsl: mpi: %d processes, rank 0 in communication %.3f s\n",
-                                  select(1, mpi.start()), mpi.seconds()))
+  if os.getenv("NSL_MPI_STATS") then   -- for benchmarks and tests: how the run went
+    local secs, bytes = mpi.seconds()
+    io.stderr:write(string.format("nsl: mpi: %d processes, %d reports, %s form, rank 0: %.3f s in communication, " ..
+                                  "%.0f bytes moved, %.3f s in all\n", (mpi.start()), select(3, dist:share()),
+                                  a.distributed and "distributed" or "gathered", secs, bytes, mpi.wtime() - clock0))
   end
   return mpi.bcast(code)
 end

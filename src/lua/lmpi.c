@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/wire.h"
 #include "lua/lnsl.h"
@@ -243,9 +244,19 @@ static int l_bcast(lua_State *L) {
   return 1;
 }
 
-/* nsl.mpi.seconds() -> seconds this process spent in communication calls. */
+/* nsl.mpi.seconds() -> seconds this process spent in communication calls,
+ * and the bytes it sent and received. */
 static int l_seconds(lua_State *L) {
   lua_pushnumber(L, nsl__comm_seconds());
+  lua_pushnumber(L, nsl__comm_bytes());
+  return 2;
+}
+
+/* nsl.mpi.wtime() -> seconds on a monotonic clock (the benchmark's timings). */
+static int l_wtime(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec);
   return 1;
 }
 
@@ -253,7 +264,8 @@ static const luaL_Reg dist_methods[] = {{"view", dist_view},   {"trace", dist_tr
                                         {"serve", dist_serve}, {"quit", dist_quit},   {NULL, NULL}};
 static const luaL_Reg dist_meta[] = {{"__gc", dist_gc}, {"__close", dist_gc}, {NULL, NULL}};
 static const luaL_Reg funcs[] = {{"start", l_start},   {"open", l_open},   {"agree", l_agree}, {"gather", l_gather},
-                                 {"bcast", l_bcast},   {"seconds", l_seconds}, {NULL, NULL}};
+                                 {"bcast", l_bcast},   {"seconds", l_seconds}, {"wtime", l_wtime},
+                                 {NULL, NULL}};
 
 int nsl__open_mpi(lua_State *L) {
   luaL_newmetatable(L, DIST_MT);

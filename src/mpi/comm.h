@@ -39,6 +39,8 @@ nsl_status nsl__comm_bcast(void **buf, size_t *len, nsl_error *err);
 nsl_status nsl__comm_gather(const void *buf, size_t len, void ***bufs, size_t **lens, nsl_error *err);
 /* Seconds spent inside communication calls since the start (benchmarks). */
 double nsl__comm_seconds(void);
+/* Bytes this process sent and received in messages since the start. */
+double nsl__comm_bytes(void);
 /* Ends the whole job with code (a process that cannot go on safely). */
 void nsl__comm_abort(int code);
 

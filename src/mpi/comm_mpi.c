@@ -13,7 +13,7 @@
 #define CHUNK ((size_t)1 << 30)
 
 static int started, joined, my_rank, my_size = 1;
-static double comm_secs;
+static double comm_secs, comm_bytes;
 
 static double now(void) {
   struct timespec ts;
@@ -61,6 +61,7 @@ int nsl__comm_start(nsl_error *err) {
 int nsl__comm_rank(void) { return my_rank; }
 int nsl__comm_size(void) { return my_size; }
 double nsl__comm_seconds(void) { return comm_secs; }
+double nsl__comm_bytes(void) { return comm_bytes; }
 
 int nsl__comm_allmin(int v) {
   if (!joined) return v;
@@ -79,6 +80,7 @@ nsl_status nsl__comm_send(int dest, int tag, const void *buf, size_t len, nsl_er
   if (!joined) return nsl_error_set(err, NSL_ERR_ARG, "not in an MPI job");
   double t = now();
   uint64_t n = len;
+  comm_bytes += (double)len;
   int rc = MPI_Send(&n, 1, MPI_UINT64_T, dest, tag, MPI_COMM_WORLD);
   for (size_t off = 0; rc == MPI_SUCCESS && off < len; off += CHUNK) {
     size_t k = len - off < CHUNK ? len - off : CHUNK;
@@ -101,6 +103,7 @@ nsl_status nsl__comm_recv(int src, int tag, void **buf, size_t *len, nsl_error *
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory receiving %llu bytes from MPI rank %d",
                          (unsigned long long)n, src);
   }
+  if (rc == MPI_SUCCESS) comm_bytes += (double)n;
   for (size_t off = 0; rc == MPI_SUCCESS && off < n; off += CHUNK) {
     size_t k = n - off < CHUNK ? n - off : CHUNK;
     rc = MPI_Recv(b + off, (int)k, MPI_BYTE, src, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
