@@ -171,11 +171,12 @@ function M.parse_args(a, given)
   return args
 end
 
---- Runs analysis a on the given trace paths with opts (format, out, fail_on).
--- Returns the exit code.
+--- Runs analysis a on the given trace paths with opts (format, out, fail_on;
+-- distribute: split the trace among the processes of an MPI job when
+-- started by a launcher).  Returns the exit code.
 function M.run(a, opts)
-  local nproc, myrank = 1, 0
-  if opts.traces and #opts.traces > 0 then nproc, myrank = nsl.mpi.start() end
+  local nproc, myrank = 1, 0   -- `nsl run` and `nsl info` under an MPI launcher split the trace (nsl.distributed)
+  if opts.distribute and opts.traces and #opts.traces > 0 then nproc, myrank = nsl.mpi.start() end
   quiet = myrank ~= 0
   local given = opts.args or {}
   if opts.label then   -- --label L: the analysis's labels argument (an explicit --arg labels= wins)
@@ -234,6 +235,7 @@ function M.main(opts)
     return 0
   elseif cmd == "info" then
     local a = assert(M.load_analysis("info"))
+    opts.distribute = true
     return M.run(a, opts)
   elseif cmd == "run" then
     local a, err = M.load_analysis(opts.script)
@@ -242,6 +244,7 @@ function M.main(opts)
       print(M.help(a))
       return 0
     end
+    opts.distribute = true
     return M.run(a, opts)
   else
     if not nsl.load_embedded("nsl/cmd_" .. cmd .. ".lua") then

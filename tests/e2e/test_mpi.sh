@@ -114,6 +114,29 @@ check_eq "info on 4 processes: kernel rows = SQL count" "$got" "$want"
 same_as_one "straggler on a bundle of 6 reports" 4 run straggler "$TMP/six.zip"; form_was "bundle" distributed
 same_as_one "summary on a bundle and exports" 3 run summary "$TMP/six.zip" "${RANKS[@]:6}"
 
+# ---- the cluster workflow: srun nsl profile -o run_%q{SLURM_PROCID}.zip per rank
+# (srun sets SLURM_PROCID in each task; tests/e2e/fake_nsys.sh plays nsys and
+# hands out a rank's export) -> nsl combine -> mpirun nsl run straggler ----
+W=$TMP/cluster
+mkdir -p "$W"
+for r in 0 1 2 3 4 5; do
+  (cd "$W" && SLURM_PROCID=$r FAKE_NSYS_EXPORT=${RANKS[$r]} "$NSL" profile --nsys "$NSL_SOURCE_DIR/tests/e2e/fake_nsys.sh" \
+     --condition 'SLURM_PROCID < 8' -o 'run_%q{SLURM_PROCID}.zip' -- true > /dev/null 2>&1) ||
+    bad "profile of rank $r failed"
+done
+ls "$W"/run_?.zip > /dev/null 2>&1 && [ "$(ls "$W" | grep -c '^run_[0-5]\.zip$')" = 6 ] &&
+  ok "profile -o run_%q{SLURM_PROCID}.zip wrote one bundle per rank" || bad "per-rank bundles: $(ls "$W")"
+"$NSL" combine "$W"/run_*.zip -o "$W/job.zip" > "$TMP/comb.out" 2>&1 && ok "combine of the per-rank bundles" ||
+  bad "combine: $(head -3 "$TMP/comb.out")"
+for r in 0 5; do   # each rank's export is in the combined bundle, byte for byte
+  got=$(unzip -Z1 "$W/job.zip" | grep '^reports/' | while read -r m; do unzip -p "$W/job.zip" "$m" | sha256sum; done |
+        grep -c "$(sha256sum < "${RANKS[$r]}" | cut -d' ' -f1)")
+  check_eq "rank $r's export is in the combined bundle" "$got" 1
+done
+same_as_one "straggler on the combined bundle" 4 run straggler "$W/job.zip"; form_was "combined bundle" distributed
+grep -q "is a straggler" "$TMP/many.out" && ok "the planted straggler is found in the combined bundle" ||
+  bad "no straggler found in the combined bundle: $(head -3 "$TMP/many.out")"
+
 # ---- edge shares ----
 same_as_one "one report on 3 processes" 3 run summary "${RANKS[0]}"
 same_as_one "more processes than reports (empty shares)" 4 run straggler "${RANKS[@]:0:2}"
