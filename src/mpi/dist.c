@@ -212,17 +212,14 @@ static nsl_status open_units(nsl_dist *d, const unit *u, int lo, int hi, int who
   if (!(d->share = nsl_trace_new())) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   for (int i = lo; i < hi; i++) {
     const char *path = d->paths[u[i].path];
-    nsl_status rc = NSL_OK;
-    if (i == lo || u[i].path != u[i - 1].path) rc = nsl_trace_add_input(d->share, path, err);
-    if (rc == NSL_OK && u[i].member >= 0) {
-      int total = 0;
-      rc = nsl_bundle_add_report_range(d->share, path, NULL, u[i].member, 1, &total, err);
-    } else if (rc == NSL_OK) {
-      void *src = NULL;
-      nsl_report_info info;
-      rc = nsl_nsys_open_file(path, &src, &info, err);
-      if (rc == NSL_OK && (rc = nsl_trace_add_source(d->share, &nsl_nsys_source_ops, src, &info, err)) != NSL_OK)
-        nsl_nsys_source_ops.close(src);
+    nsl_status rc;
+    if (u[i].member < 0) rc = nsl_trace_add_path(d->share, path, err);   /* an export */
+    else {   /* the share's report members of a bundle: one open of its central directory */
+      int total = 0, j = i;
+      while (j + 1 < hi && u[j + 1].path == u[i].path) j++;
+      rc = nsl_trace_add_input(d->share, path, err);
+      if (rc == NSL_OK) rc = nsl_bundle_add_report_range(d->share, path, NULL, u[i].member, j - i + 1, &total, err);
+      i = j;
     }
     if (rc != NSL_OK) return rc;
   }

@@ -35,14 +35,19 @@ static nsl_status open_export(nsl_trace *tr, const char *path, nsl_error *err) {
   return rc;
 }
 
+nsl_status nsl_trace_add_path(nsl_trace *tr, const char *path, nsl_error *err) {
+  nsl_status rc = nsl_trace_add_input(tr, path, err);
+  if (rc == NSL_OK) rc = nsl_bundle_sniff(path) ? open_bundle(tr, path, err) : open_export(tr, path, err);
+  return rc;
+}
+
 nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, nsl_error *err) {
   *out = NULL;
   if (npaths <= 0) return nsl_error_set(err, NSL_ERR_ARG, "no input: give at least one nsys SQLite export");
   nsl_trace *tr = nsl_trace_new();
   if (!tr) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   for (int i = 0; i < npaths; i++) {
-    nsl_status rc = nsl_trace_add_input(tr, paths[i], err);
-    if (rc == NSL_OK) rc = nsl_bundle_sniff(paths[i]) ? open_bundle(tr, paths[i], err) : open_export(tr, paths[i], err);
+    nsl_status rc = nsl_trace_add_path(tr, paths[i], err);
     if (rc != NSL_OK) {
       nsl_trace_close(tr);
       return rc;

@@ -70,13 +70,13 @@ printf '%-7s %-10s %5s %3s %9s  %-36s %s\n' scaling analysis N P "wall (s)" "ran
 for a in straggler summary; do
   for n in "${sizes[@]}"; do
     make_set "$n"
-    run strong "$a" "$n" 0   # reference: one process, default threads (P column 0)
-    for np in 1 2 4; do run strong "$a" "$n" "$np"; done
+    run strong 0 "$a" "$n"   # reference: one process, default threads (P column 0)
+    for np in 1 2 4; do run strong "$np" "$a" "$n"; done
   done
   for np in 1 2 4; do
     n=$((16 * np))
     make_set "$n"
-    [ -f "$work/out.$a.$n.ref" ] || run weak "$a" "$n" 0
-    run weak "$a" "$n" "$np"
+    [ -f "$work/out.$a.$n.ref" ] || run weak 0 "$a" "$n"
+    run weak "$np" "$a" "$n"
   done
 done
