@@ -98,11 +98,13 @@ function M.run(runner, a, args, opts)
   local dist, err = mpi.open(opts.traces)
   if not dist then return runner.fail(1, err or "another MPI rank could not read its share") end
   local parts
+  local t_open, t_steps = mpi.wtime(), nil
   if a.distributed then
     local ok, p = steps(runner, a, args, dist, opts)
     if not ok then return runner.fail(1, p or "another MPI rank failed") end
     parts = p
   end
+  t_steps = mpi.wtime()
   if not root then
     dist:serve()
     return mpi.bcast(0)
@@ -118,9 +120,12 @@ function M.run(runner, a, args, opts)
   if not okt then code = runner.fail(1, tostring(nsl.is_error(code) and code.message or code)) end
   if os.getenv("NSL_MPI_STATS") then   -- for benchmarks and tests: how the run went
     local secs, bytes = mpi.seconds()
+    local t = mpi.wtime()
     io.stderr:write(string.format("nsl: mpi: %d processes, %d reports, %s form, rank 0: %.3f s in communication, " ..
-                                  "%.0f bytes moved, %.3f s in all\n", (mpi.start()), select(3, dist:share()),
-                                  a.distributed and "distributed" or "gathered", secs, bytes, mpi.wtime() - clock0))
+                                  "%.0f bytes moved, %.3f s in all (open %.3f, steps and gather %.3f, rank 0 alone " ..
+                                  "%.3f)\n", (mpi.start()), select(3, dist:share()),
+                                  a.distributed and "distributed" or "gathered", secs, bytes, t - clock0,
+                                  t_open - clock0, t_steps - t_open, t - t_steps))
   end
   return mpi.bcast(code)
 end
