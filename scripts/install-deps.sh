@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages nsl builds and tests with (needs root or sudo).
 # Tests use sqlite3 (the SQL oracle), tmux (REPL through a terminal), chromium
 # (rendered notebooks checked in a real browser) and python3 (nbformat check);
-# clang and libfuzzer-14-dev build the fuzzing harnesses (scripts/fuzz.sh).
+# clang and libfuzzer-14-dev build the fuzzing harnesses (scripts/fuzz.sh);
+# libopenmpi-dev and openmpi-bin build and test distributed runs (mpirun nsl run).
 set -euo pipefail
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
