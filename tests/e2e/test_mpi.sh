@@ -25,6 +25,8 @@ if [ "$("$NSL" run "$TMP/probe.lua")" != mpi ]; then
 fi
 if ! command -v mpirun > /dev/null; then echo "skipped: no mpirun (openmpi-bin)"; exit 0; fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# one node: no remote shell is ever started, but OpenMPI wants one named (CI images may have no ssh)
+command -v ssh > /dev/null || export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 # mpi NP ARGS... -- nsl ARGS on NP processes (never hangs: a limit of 300 s)
 mpi() { local np=$1; shift; timeout 300 mpirun --oversubscribe -np "$np" "$NSL" "$@"; }
