@@ -12,7 +12,9 @@
 # (NSL_MPI_STATS), and each distributed output compared with the
 # one-process output (they must be equal).  The per-rank exports are 16
 # distinct ones (seeds 1..16) copied round-robin: a rank's export is about
-# 1.5 MB, 7,500 rows (kernels, memcpy, CUDA API, OS runtime, NVTX).
+# 1.5 MB, 7,500 rows (kernels, memcpy, CUDA API, OS runtime, NVTX), TILES
+# times that with TILES=N.  ANALYSES="summary" picks analyses; WEAK=0 skips
+# weak scaling.
 #
 # Needs mpirun (openmpi-bin); OpenMPI as root needs OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM).
 set -euo pipefail
@@ -27,6 +29,13 @@ work=${BENCH_DIR:-$(mktemp -d /tmp/nsl-bench-mpi.XXXXXX)}
 mkdir -p "$work/base"
 echo "# nsl: $nsl; work: $work; $(nproc) CPUs"
 
+# TILES=N (default 1): the per-rank exports are made from the real export
+# tiled N times in time (tests/bench/make_tiled.sh), N times larger each
+tiles=${TILES:-1}
+if [ "$tiles" -gt 1 ]; then
+  [ -f "$work/tiled.sqlite" ] || "$root/tests/bench/make_tiled.sh" "$src" "$tiles" "$work/tiled.sqlite"
+  src=$work/tiled.sqlite
+fi
 # 16 distinct per-rank exports, rank 5 the straggler
 for r in $(seq 0 15); do
   [ -f "$work/base/r$r.sqlite" ] && continue
@@ -67,12 +76,13 @@ run() {
   printf '%-7s %-10s %5d %3s %9.2f  %-36s %s\n' "$label" "$a" "$n" "$np" "$(echo "$t1 - $t0" | bc)" "$stats" "$same"
 }
 printf '%-7s %-10s %5s %3s %9s  %-36s %s\n' scaling analysis N P "wall (s)" "rank 0: MPI time, bytes moved" output
-for a in straggler summary; do
+for a in ${ANALYSES:-straggler summary}; do
   for n in "${sizes[@]}"; do
     make_set "$n"
     run strong 0 "$a" "$n"   # reference: one process, default threads (P column 0)
     for np in 1 2 4; do run strong "$np" "$a" "$n"; done
   done
+  [ "${WEAK:-1}" = 1 ] || continue
   for np in 1 2 4; do
     n=$((16 * np))
     make_set "$n"
