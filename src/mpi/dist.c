@@ -203,6 +203,47 @@ static nsl_status plan(char **paths, int npaths, unit **out, int *nout, int *who
   return NSL_OK;
 }
 
+/* The plan of rank 0, made once and broadcast (collective: every process
+ * calls it), so the inputs are looked at by one process, not by all. */
+static nsl_status shared_plan(nsl_dist *d, unit **u, int *nu, int *whole, nsl_error *err) {
+  msg m = {0};
+  int32_t head[3] = {NSL_OK, 0, 0};
+  if (d->rank == 0) {
+    head[0] = plan(d->paths, d->npaths, u, nu, whole, err);
+    head[1] = *whole;
+    head[2] = head[0] == NSL_OK ? *nu : 0;
+    put(&m, head, sizeof head);
+    if (head[0] == NSL_OK) put(&m, *u, (size_t)*nu * sizeof **u);
+    if (m.oom) {
+      free(m.p);
+      m = (msg){0};
+      head[0] = NSL_ERR_NOMEM;
+      head[2] = 0;
+      put(&m, head, sizeof head);
+    }
+  }
+  void *buf = m.p;
+  size_t len = m.len;
+  nsl_status rc = nsl__comm_bcast(&buf, &len, err);
+  if (rc == NSL_OK && d->rank != 0) {
+    reader r = {buf, len, 0, 0};
+    get(&r, head, sizeof head);
+    *whole = head[1];
+    *nu = head[2];
+    if (r.bad || head[2] < 0 || (size_t)head[2] > (len - r.at) / sizeof **u)
+      rc = nsl_error_set(err, NSL_ERR_FORMAT, "corrupt plan from MPI rank 0");
+    else if (head[0] != NSL_OK) rc = nsl_error_set(err, (nsl_status)head[0], "MPI rank 0 could not plan the shares");
+    else if (!(*u = malloc((size_t)(head[2] ? head[2] : 1) * sizeof **u)))
+      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    else get(&r, *u, (size_t)head[2] * sizeof **u);
+    free(buf);
+  } else if (rc == NSL_OK) {
+    rc = (nsl_status)head[0];
+  }
+  free(m.p);
+  return rc;
+}
+
 /* Opens units [lo, hi) into a new trace. */
 static nsl_status open_units(nsl_dist *d, const unit *u, int lo, int hi, int whole, nsl_error *err) {
   if (whole) {   /* rank 0 reads every input as a one-process run would */
@@ -332,7 +373,7 @@ nsl_status nsl__dist_open(nsl_dist **out, const char *const *paths, int npaths, 
   for (int i = 0; rc == NSL_OK && i < npaths; i++, d->npaths++)
     if (!(d->paths[i] = strdup(paths[i]))) rc = nsl_error_set(&local, NSL_ERR_NOMEM, "out of memory");
   if (rc == NSL_OK && npaths <= 0) rc = nsl_error_set(&local, NSL_ERR_ARG, "no input: give at least one nsys SQLite export");
-  if (rc == NSL_OK) rc = plan(d->paths, d->npaths, &u, &nu, &whole, &local);
+  if (rc == NSL_OK) rc = shared_plan(d, &u, &nu, &whole, &local);
   if (rc == NSL_OK) {
     int lo = (int)((int64_t)nu * d->rank / d->size), hi = (int)((int64_t)nu * (d->rank + 1) / d->size);
     rc = open_units(d, u, lo, hi, whole, &local);
