@@ -68,6 +68,7 @@
 -- arrival after the first rank at every collective), drawn from the
 -- step_compute and arrivals tables.
 local nsl = require("nsl")
+local distributed = require("nsl.distributed")
 local nccl = require("nsl.nccl")
 local jax = require("nsl.jax")
 local core = require("nsl.straggler")
@@ -230,6 +231,11 @@ local function host_activity(trace, res, r, late_insts)
   if #hp == 0 then return nil end
   local d = nsl.table{{"report", hp.report}, {"pid", hp.pid}, {"corr", hp.corr}, {"start", hp.start},
                       {"stop", hp.stop}, {"dur", hp.stop - hp.start}}
+  -- a distributed run reads the host tables of the rank's report alone (it
+  -- is numbered 0 there; rows of other reports would never match anyway)
+  local reps = d.report:unique()
+  local sub = #reps == 1 and distributed.report_trace(trace, {reps[1]})
+  if sub then trace, d = sub, d:with("report", nsl.rep(0, #d):cast("i32")) end
   d = d:with("launch_tid", host.launcher(trace, d))
   local total = d.dur:sum()
   local list = {}

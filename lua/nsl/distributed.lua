@@ -29,6 +29,16 @@ local classes = require("nsl.classes")
 local M = {}
 
 local mpi = nsl.mpi
+local split_of = setmetatable({}, {__mode = "k"})   -- whole trace (rank 0) -> its split (dist)
+
+--- A trace of some reports (0-based indices into trace's reports, report
+-- numbers 0.. in that order) when trace is a distributed run's whole trace
+-- on rank 0: what is read of it comes from those reports' processes alone.
+-- nil for any other trace (where the caller reads the trace itself).
+function M.report_trace(trace, reports)
+  local dist = split_of[trace]
+  return dist and dist:subtrace(reports) or nil
+end
 
 --- The tables got[1..P] (false where a process sent none) as one table,
 -- rows in process order (= report order).
@@ -111,6 +121,7 @@ function M.run(runner, a, args, opts)
   end
   local okt, code = pcall(function()
     local trace = dist:trace()
+    split_of[trace] = dist
     return runner.emit(a, trace, opts, function(out)
       if parts then return a.distributed.combine(trace, parts, args, out) end
       return a.run(trace, args, out)

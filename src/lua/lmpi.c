@@ -82,6 +82,26 @@ static int dist_view(lua_State *L) { return push_made(L, nsl__dist_view); }
 /* dist:trace() -> the whole trace (rank 0). */
 static int dist_trace(lua_State *L) { return push_made(L, nsl__dist_trace); }
 
+/* dist:subtrace{reports} (rank 0) -> a trace of those reports of the whole
+ * trace (0-based indices), each read from its process alone when used. */
+static int dist_subtrace(lua_State *L) {
+  nsl_dist *d = checkdist(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 2);
+  luaL_argcheck(L, n >= 1 && n <= 65536, 2, "one report or more");
+  int *reports = lua_newuserdatauv(L, (size_t)n * sizeof *reports, 0);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 2, i);
+    reports[i - 1] = (int)luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+  }
+  nsl_trace **slot = nsl__newtrace(L);
+  nsl_error err = {0};
+  if (nsl__dist_subtrace(d, reports, (int)n, slot, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  if (nsl_trace_set_dict(*slot, nsl__state_dict(L), &err) != NSL_OK) return nsl__lua_error(L, &err);
+  return 1;
+}
+
 /* dist:share() -> index (0-based) of this process's first report, its report count, all reports. */
 static int dist_share(lua_State *L) {
   nsl_dist *d = checkdist(L);
@@ -261,6 +281,7 @@ static int l_wtime(lua_State *L) {
 }
 
 static const luaL_Reg dist_methods[] = {{"view", dist_view},   {"trace", dist_trace}, {"share", dist_share},
+                                        {"subtrace", dist_subtrace},
                                         {"serve", dist_serve}, {"quit", dist_quit},   {NULL, NULL}};
 static const luaL_Reg dist_meta[] = {{"__gc", dist_gc}, {"__close", dist_gc}, {NULL, NULL}};
 static const luaL_Reg funcs[] = {{"start", l_start},   {"open", l_open},   {"agree", l_agree}, {"gather", l_gather},

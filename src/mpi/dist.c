@@ -483,6 +483,7 @@ nsl_status nsl__dist_view(nsl_dist *d, nsl_trace **out, nsl_error *err) {
 typedef struct remote {
   nsl_dist *d;
   int report;   /* index in the whole trace */
+  int single;   /* asked alone (a trace of some reports: nsl__dist_subtrace), not with all others */
 } remote;
 
 /* The answer of report `report` to request req (kind, key): asks every other
@@ -518,8 +519,19 @@ static nsl_status fetch(nsl_dist *d, const char *key, const msg *req, int report
   return rc;
 }
 
-/* A request: kind, table, columns (name, type). */
-static void request(msg *m, int kind, const char *table, const char *const *cols, const nsl_type *types, int n) {
+/* The answer of report `report` alone, asked of its process only. */
+static nsl_status fetch_one(nsl_dist *d, const msg *req, int report, void **buf, size_t *len, nsl_error *err) {
+  pthread_mutex_lock(&d->mu);
+  nsl_status rc = nsl__comm_send(d->owner[report], TAG_REQ, req->p, req->len, err);
+  if (rc == NSL_OK) rc = nsl__comm_recv(d->owner[report], TAG_REPLY, buf, len, err);
+  pthread_mutex_unlock(&d->mu);
+  return rc;
+}
+
+/* A request: kind, table, columns (name, type), then the one report asked
+ * for (-1: every report of the process). */
+static void request(msg *m, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
+                    int only) {
   uint8_t k = (uint8_t)kind;
   int32_t nc = n;
   put(m, &k, 1);
@@ -530,6 +542,8 @@ static void request(msg *m, int kind, const char *table, const char *const *cols
     put_str(m, cols[i]);
     put(m, &t, 1);
   }
+  int32_t o = only;
+  put(m, &o, sizeof o);
 }
 
 /* Reads an answer's status; on failure fills err with the process's message. */
@@ -549,7 +563,7 @@ static nsl_status answer_status(reader *r, nsl_error *err) {
 static nsl_status ask(remote *rm, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
                       void **buf, reader *r, nsl_error *err) {
   msg m = {0};
-  request(&m, kind, table, cols, types, n);
+  request(&m, kind, table, cols, types, n, rm->single ? rm->report : -1);
   if (m.oom) {
     free(m.p);
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
@@ -560,8 +574,9 @@ static nsl_status ask(remote *rm, int kind, const char *table, const char *const
     if (key.p && key.p[i] == '\0') key.p[i] = '\x01';
   put(&key, "", 1);
   size_t len = 0;
-  nsl_status rc = key.oom ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory")
-                          : fetch(rm->d, key.p, &m, rm->report, buf, &len, err);
+  nsl_status rc = key.oom       ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory")
+                 : rm->single ? fetch_one(rm->d, &m, rm->report, buf, &len, err)
+                              : fetch(rm->d, key.p, &m, rm->report, buf, &len, err);
   free(key.p);
   free(m.p);
   if (rc != NSL_OK) return rc;
@@ -653,7 +668,37 @@ nsl_status nsl__dist_trace(nsl_dist *d, nsl_trace **out, nsl_error *err) {
       rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
       break;
     }
-    *rm = (remote){dist_retain(d), i};
+    *rm = (remote){dist_retain(d), i, 0};
+    if ((rc = nsl_trace_add_source(tr, &remote_ops, rm, &d->infos[i], err)) != NSL_OK) r_close(rm);
+  }
+  if (rc != NSL_OK) {
+    nsl_trace_close(tr);
+    return rc;
+  }
+  *out = tr;
+  return NSL_OK;
+}
+
+nsl_status nsl__dist_subtrace(nsl_dist *d, const int *reports, int n, nsl_trace **out, nsl_error *err) {
+  nsl_trace *tr = nsl_trace_new();
+  if (!tr) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  nsl_status rc = NSL_OK;
+  for (int k = 0; rc == NSL_OK && k < n; k++) {
+    int i = reports[k];
+    if (i < 0 || i >= d->nreports) {
+      rc = nsl_error_set(err, NSL_ERR_ARG, "no report %d in the trace", i + 1);
+      break;
+    }
+    if (d->owner[i] == d->rank) {
+      rc = add_borrowed(d, tr, i - d->first, &d->infos[i], d->offsets[i], err);
+      continue;
+    }
+    remote *rm = malloc(sizeof *rm);
+    if (!rm) {
+      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+      break;
+    }
+    *rm = (remote){dist_retain(d), i, 1};
     if ((rc = nsl_trace_add_source(tr, &remote_ops, rm, &d->infos[i], err)) != NSL_OK) r_close(rm);
   }
   if (rc != NSL_OK) {
@@ -767,16 +812,24 @@ nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err) {
         j.types[i] = (nsl_type)t;
       }
     }
+    int32_t only = -1;
+    get(&r, &only, sizeof only);
+    int lo = 0, hi = d->count;   /* the reports answered: all, or the one asked for */
+    if (only >= 0) {
+      lo = only - d->first;
+      hi = lo + 1;
+      if (lo < 0 || lo >= d->count) r.bad = 1, lo = 0, hi = 1;
+    }
     j.answers = calloc((size_t)(d->count ? d->count : 1), sizeof *j.answers);
     if (r.bad || !j.table || !j.answers || (n > 0 && (!j.cols || !j.types))) {
-      for (int i = 0; j.answers && i < d->count; i++) answer_error(&j.answers[i], NSL_ERR_FORMAT, "corrupt request", d->rank);
-    } else if (kind == REQ_LOAD && d->count > 1) {
+      for (int i = lo; j.answers && i < hi; i++) answer_error(&j.answers[i], NSL_ERR_FORMAT, "corrupt request", d->rank);
+    } else if (kind == REQ_LOAD && hi - lo > 1) {
       nsl__run_parallel(d->count, nsl__thread_count(d->count), serve_one, &j);
     } else {
-      for (int i = 0; i < d->count; i++) serve_one(&j, i);
+      for (int i = lo; i < hi; i++) serve_one(&j, i);
     }
     /* one answer per report, in order, even when it could not be made */
-    for (int i = 0; i < d->count && rc == NSL_OK; i++) {
+    for (int i = lo; i < hi && rc == NSL_OK; i++) {
       msg *m = j.answers ? &j.answers[i] : NULL;
       if (!m || m->oom) {
         static const char nomem[] = "\x03\0\0\0";   /* a status without text: out of memory */

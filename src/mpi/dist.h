@@ -32,6 +32,12 @@ int nsl__dist_count(const nsl_dist *d);
 int nsl__dist_nreports(const nsl_dist *d);
 nsl_status nsl__dist_view(nsl_dist *d, nsl_trace **out, nsl_error *err);
 nsl_status nsl__dist_trace(nsl_dist *d, nsl_trace **out, nsl_error *err);
+/* On rank 0: a trace of the given reports of the whole trace (indices,
+ * numbered 0.. in the order given; times on the whole trace's clock), each
+ * read from its process alone when first used: an analysis that needs a
+ * few reports' tables in full (a straggler's host activity) moves only
+ * theirs. */
+nsl_status nsl__dist_subtrace(nsl_dist *d, const int *reports, int n, nsl_trace **out, nsl_error *err);
 nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err);
 nsl_status nsl__dist_quit(nsl_dist *d, nsl_error *err);
 /* Collective: 1 when every process passed ok != 0.  On rank 0, when some
