@@ -68,18 +68,25 @@ end
 -- elsewhere), or false and the first failure's message (on rank 0).
 local function steps(runner, a, args, dist, opts)
   local first = dist:share()
-  local view = dist:view()
-  local ok, res = xpcall(a.distributed.step, runner.handler, view, args)
+  local ok, res = xpcall(function() return a.distributed.step(dist:view(), args) end, runner.handler)
   if ok and type(res) ~= "table" then
     ok, res = false, {bug = "distributed.step must return a table of tables", traceback = ""}
   end
   local agreed, why = mpi.agree(ok, not ok and runner.failure(a, res, opts.traces) or nil)
   if not agreed then return false, why end
-  local parts = {}
+  -- every process sends the same names (the step's contract); a failure to
+  -- send or read one is agreed on before anyone goes on
+  local parts, gerr = {}, nil
   for _, name in ipairs(sorted_keys(res)) do
-    local got = mpi.gather(res[name], first)
-    if got then parts[name] = concat(got) end
+    local got, err = mpi.gather(res[name], first)
+    if not got then gerr = gerr or err
+    elseif type(got) == "table" then
+      local cok, t = pcall(concat, got)
+      if cok then parts[name] = t else gerr = gerr or tostring(t) end
+    end
   end
+  agreed, why = mpi.agree(gerr == nil, gerr and string.format("analysis '%s': %s", a.name, gerr))
+  if not agreed then return false, why end
   return true, parts
 end
 

@@ -189,7 +189,10 @@ static nsl_status encode_table(nsl_table *t, int shift, void **buf, size_t *len,
 /* nsl.mpi.gather(t, shift) (collective): every process's table t (or nil)
  * to rank 0, which gets an array with one entry per process (false for
  * nil), in rank order; an integer column `report` is shifted by shift (the
- * process's first report in the whole trace).  Other processes get nil. */
+ * process's first report in the whole trace).  Other processes get true.
+ * A failure (a table that cannot be sent or read) returns nil and a
+ * message instead of raising, so the caller can agree on it with the
+ * other processes (nsl.mpi.agree) before anyone waits for anyone. */
 static int l_gather(lua_State *L) {
   nsl_table *t = lua_isnoneornil(L, 1) ? NULL : nsl__checktable(L, 1);
   int shift = (int)luaL_optinteger(L, 2, 0);
@@ -205,14 +208,18 @@ static int l_gather(lua_State *L) {
   nsl_error gerr = {0};
   nsl_status grc = nsl__comm_gather(buf ? buf : "", len, &bufs, &lens, &gerr);
   free(buf);
-  if (rc != NSL_OK) {
+  if (rc != NSL_OK || grc != NSL_OK) {
     for (int r = 0; bufs && r < nsl__comm_size(); r++) free(bufs[r]);
     free(bufs);
     free(lens);
-    return nsl__lua_error(L, &err);
+    lua_pushnil(L);
+    lua_pushstring(L, rc != NSL_OK ? err.msg : gerr.msg);
+    return 2;
   }
-  if (grc != NSL_OK) return nsl__input_error(L, &gerr);
-  if (!bufs) return 0;
+  if (!bufs) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
   int size = nsl__comm_size();
   lua_createtable(L, size, 0);
   nsl_dict *dict = nsl__state_dict(L);
@@ -236,7 +243,9 @@ static int l_gather(lua_State *L) {
       for (int k = r; k < size; k++) free(bufs[k]);
       free(bufs);
       free(lens);
-      return nsl__input_error(L, &err);
+      lua_pushnil(L);
+      lua_pushfstring(L, "table from MPI rank %d: %s", r, err.msg);
+      return 2;
     }
     free(bufs[r]);
     bufs[r] = NULL;

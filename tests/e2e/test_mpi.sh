@@ -164,6 +164,27 @@ mpi 2 run straggler "${RANKS[0]}" "$TMP/absent.sqlite" > /dev/null 2> "$TMP/bad.
 rc=$?
 [ $rc -eq 1 ] && grep -q "^nsl: MPI rank 1: .*absent.sqlite" "$TMP/bad.err" &&
   ok "a missing file on rank 1 fails the run (exit 1)" || bad "missing file: exit $rc: $(cat "$TMP/bad.err" | head -3)"
+# a step that fails on one process only: the others do not wait for it
+cat > "$TMP/failing_step.lua" <<'EOF'
+local nsl = require("nsl")
+return {name = "failing_step", run = function(_, _, out) out:text("one process") end,
+  distributed = {
+    step = function(trace)
+      for _, p in ipairs(trace.reports.path:totable()) do
+        if p:match("rank3%.sqlite$") then nsl.fail(p .. ": this report cannot be used") end
+      end
+      return {n = nsl.table{{"reports", {#trace.reports}}}}
+    end,
+    combine = function(_, parts, _, out) out:text("combined " .. parts.n.reports:sum()) end}}
+EOF
+mpi 4 run "$TMP/failing_step.lua" "${RANKS[@]}" > "$TMP/bad.out" 2> "$TMP/bad.err"
+rc=$?
+[ $rc -eq 1 ] && [ "$(grep -c '^nsl:' "$TMP/bad.err")" = 1 ] &&
+  grep -q "^nsl: MPI rank 1: .*rank3.sqlite: this report cannot be used" "$TMP/bad.err" &&
+  ok "a step failing on MPI rank 1 only fails the run with one line naming the rank" ||
+  bad "failing step: exit $rc: $(grep '^nsl' "$TMP/bad.err")"
+mpi 4 run "$TMP/failing_step.lua" "${RANKS[@]:4}" > "$TMP/good.out" 2> /dev/null
+check_eq "an own script's distributed form: the steps' tables reach combine" "$(cat "$TMP/good.out")" "combined 6"
 # a usage error is said once, not by every process
 mpi 3 run summary "${RANKS[@]}" --arg nope=1 > /dev/null 2> "$TMP/bad.err"
 rc=$?
