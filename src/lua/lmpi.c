@@ -1,8 +1,9 @@
 /* lmpi.c -- distributed runs in Lua: nsl.mpi.start(), nsl.mpi.open(paths)
- * (a split trace: dist:view(), dist:trace(), dist:serve(), dist:quit()),
- * nsl.mpi.agree(ok, msg), nsl.mpi.gather(table), nsl.mpi.bcast(n).  The
- * policy (which analysis step runs where) is lua/nsl/runner.lua's; MPI
- * itself stays in src/mpi. */
+ * (a split trace: dist:view(), dist:trace(), dist:subtrace(reports),
+ * dist:share(), dist:serve(), dist:quit()), nsl.mpi.agree(ok, msg),
+ * nsl.mpi.gather(table), nsl.mpi.bcast(n), nsl.mpi.seconds(),
+ * nsl.mpi.wtime().  The policy (which analysis step runs where) is
+ * lua/nsl/distributed.lua's; MPI itself stays in src/mpi. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
