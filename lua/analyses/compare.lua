@@ -293,190 +293,6 @@ end
 
 local MEMSET = classes.memset_label
 
---- The comparison (run's body); parts: a distributed run's gathered
--- columns (the step below), or nil.
-local function compare(trace, args, out, parts)
-  local R = runs.resolve(trace, args.runs, args.labels)
-  local base = 0
-  if args.base ~= "" then
-    local b, err = runs.find(R, args.base)
-    if not b then nsl.fail("compare: base: " .. err) end
-    base = b
-  end
-  if args.names ~= "demangled" and args.names ~= "short" then
-    nsl.fail(string.format("compare: --arg names=%s: expected demangled or short", args.names))
-  end
-  local map = classes.default_map()
-  if args.map ~= "" then
-    local err
-    map, err = classes.load(args.map, args.model)
-    if not map then nsl.fail(err) end
-  end
-  for _, w in ipairs(map.warnings) do out:finding{severity = "warning", message = w} end
-  local n = R.n
-  local labels = R.labels
-  local limit = args.top > 0 and args.top * n or nil
-  if jax.is_archive(trace) then   -- nsys-jax archives: no CUDA activity, their XLA programs instead
-    out:text("nsys-jax archives keep no CUDA activity to compare; their XLA programs' steady-state times instead.")
-    out:table("jax_programs", jax.compare_runs(trace, R.of_report, labels, base),
-              {title = "Steady-state time per XLA program and run (ms per execution, mean over devices)", limit = limit})
-    return
-  end
-
-  local ops = parts and distributed.ops_combine(parts.ops) or classes.gpu_ops(trace, args.names, {bytes = true})
-  local run = runs.column(R, ops.report)
-  ops = ops:with("run", run):filter(run:ge(0))
-  local is_kernel = ~ops.memop
-
-  local lines = {}
-  for r = 1, n do
-    lines[r] = string.format("  %s%s: %s", labels[r], r - 1 == base and " (base)" or "",
-                             table.concat(R.paths[r], ", "))
-  end
-  out:text(string.format("%d run%s:\n%s", n, n == 1 and "" or "s", table.concat(lines, "\n")))
-
-  -- ---- macro: per device, then per run ----
-  local dev = overlap.per_device(ops)
-  local drun = runs.column(R, dev.report)
-  dev = dev:with("run", drun)
-  local rep_names = trace.reports.name
-  out:table("devices", nsl.table{{"Run", runs.labels(R, drun)},
-    {"Report", rep_names:gather(dev.report:cast("i64"))}, {"Device", dev.device}, {"Span (ns)", dev.span},
-    {"Busy (ns)", dev.busy}, {"Idle (ns)", dev.idle}, {"Busy (%)", pct_column(dev.busy, dev.span)},
-    {"Compute Only (ns)", dev.compute_only}, {"NCCL Only (ns)", dev.nccl_only}, {"Both (ns)", dev.both},
-    {"Memory Only (ns)", dev.memory_only}, {"NCCL Hidden (%)", pct_column(dev.both, dev.nccl)}},
-    {title = "Per device", limit = args.top > 0 and 4 * args.top or nil})
-
-  local span_g = ops:group_by("run"):agg{"lo=min(start)", "hi=max(stop)"}
-  local gspan = {}
-  for i = 1, #span_g do gspan[span_g.run[i] + 1] = span_g.hi[i] - span_g.lo[i] end
-  local ndev = {}
-  for r = 1, n do ndev[r] = 0 end
-  for _, r in ipairs(drun:totable()) do ndev[r + 1] = ndev[r + 1] + 1 end
-  local sum = {}
-  for _, k in ipairs{"span", "busy", "idle", "compute_only", "nccl_only", "both", "memory_only"} do
-    sum[k] = per_run_sum(dev, k, n)
-  end
-  local m = {run = {}, reports = {}, devices = {}, gspan = {}, busy_pct = {}, hidden = {}}
-  for r = 1, n do
-    m.run[r], m.reports[r], m.devices[r] = labels[r], #R.reports[r], ndev[r]
-    m.gspan[r] = gspan[r]
-    m.busy_pct[r] = pct(sum.busy[r], sum.span[r])
-    m.hidden[r] = pct(sum.both[r], sum.both[r] + sum.nccl_only[r])
-  end
-  out:table("macro", nsl.table{{"Run", m.run}, {"Reports", m.reports}, {"Devices", m.devices},
-    {"GPU Span (ns)", nullable(m.gspan, n, 0)}, {"Device Span (ns)", sum.span}, {"Busy (ns)", sum.busy},
-    {"Idle (ns)", sum.idle}, {"Busy (%)", nullable(m.busy_pct, n, 0.0)}, {"Compute Only (ns)", sum.compute_only},
-    {"NCCL Only (ns)", sum.nccl_only}, {"Both (ns)", sum.both}, {"Memory Only (ns)", sum.memory_only},
-    {"NCCL Hidden (%)", nullable(m.hidden, n, 0.0)}},
-    {title = "Whole runs: GPU time summed over devices"})
-
-  -- operations and transfer volumes
-  local cat = nsl.where(ops.memop, nsl.where(ops.name:eq(MEMSET), "memset", "memcpy"), "kernel")
-  local opc = ops:select{"run", "dur", "bytes"}:with("cat", cat)
-  local cnt, tim, byt = sums_by(opc, "cat", "dur", "n"), sums_by(opc, "cat", "dur"), sums_by(opc, "cat", "bytes")
-  local mc = parts and parts.memcpy or trace.memcpy
-  if not parts then mc:load{"report", "kind", "bytes"} end
-  local mcr = runs.column(R, mc.report)
-  local mct = nsl.table{{"run", mcr}, {"kind", mc.kind}, {"bytes", mc.bytes}}:filter(mcr:ge(0))
-  local kinds = mct.kind:unique():totable()
-  table.sort(kinds)
-  local kbytes = sums_by(mct, "kind", "bytes")
-  local nv = parts and parts.nvtx or trace.nvtx
-  local nvt
-  if #nv > 0 then
-    if not parts then nv:load{"report", "kind", "dur", "text", "domain"} end
-    local nvr = runs.column(R, nv.report)
-    local _, label = nvtx.names(nv, {strip = nvtx.pytorch_suffixes})
-    nvt = nsl.table{{"run", nvr}, {"key", label}, {"dur", nv.dur}}
-      :filter(nvr:ge(0) & nv.kind:isin{"push_pop", "start_end"} & ~nv.dur:isnull())
-  end
-  local nvcount = {}
-  if nvt then
-    local a = nvt:group_by("run"):agg{"n=count"}
-    for i = 1, #a do nvcount[a.run[i] + 1] = a.n[i] end
-  end
-  local metrics = {}   -- {name, values[1..n]} for the operations and changes tables
-  local function metric(name, f)
-    local v = {}
-    for r = 1, n do v[r] = f(r) end
-    metrics[#metrics + 1] = {name, v}
-    return v
-  end
-  local function get(tab, r, k) return tab[r] and tab[r][k] or 0 end
-  metric("Kernels", function(r) return get(cnt, r, "kernel") end)
-  metric("Kernel Time (ns)", function(r) return get(tim, r, "kernel") end)
-  metric("Memcpy", function(r) return get(cnt, r, "memcpy") end)
-  metric("Memcpy Time (ns)", function(r) return get(tim, r, "memcpy") end)
-  metric("Memcpy Bytes", function(r) return get(byt, r, "memcpy") end)
-  for _, k in ipairs(kinds) do metric(k .. " Bytes", function(r) return get(kbytes, r, k) end) end
-  metric("Memset", function(r) return get(cnt, r, "memset") end)
-  metric("Memset Time (ns)", function(r) return get(tim, r, "memset") end)
-  metric("Memset Bytes", function(r) return get(byt, r, "memset") end)
-  metric("NVTX Ranges", function(r) return nvcount[r] or 0 end)
-  local ocols = {{"Run", labels}}
-  for _, mt in ipairs(metrics) do ocols[#ocols + 1] = mt end
-  out:table("operations", nsl.table(ocols), {title = "Whole runs: operations and transfer volumes"})
-
-  if n > 1 then
-    local rows = {{"GPU Span (ns)", m.gspan}, {"Device Span (ns)", sum.span}, {"Busy (ns)", sum.busy},
-                  {"Idle (ns)", sum.idle}, {"Compute Only (ns)", sum.compute_only}, {"NCCL Only (ns)", sum.nccl_only},
-                  {"Both (ns)", sum.both}, {"Memory Only (ns)", sum.memory_only}}
-    for _, mt in ipairs(metrics) do rows[#rows + 1] = mt end
-    local names = {}
-    for i, rw in ipairs(rows) do names[i] = rw[1] end
-    local ccols = {{"Metric", names}}
-    for r = 1, n do
-      if r - 1 ~= base then
-        local v = {}
-        for i, rw in ipairs(rows) do v[i] = change(rw[2][r], rw[2][base + 1]) end
-        ccols[#ccols + 1] = {string.format("%s vs %s (%%)", labels[r], labels[base + 1]), nullable(v, #rows, 0.0)}
-      end
-    end
-    out:table("changes", nsl.table(ccols), {title = "Change against the base run (% of its value)"})
-  end
-
-  -- ---- meso: per kernel name, class, NVTX range ----
-  local kern = ops:filter(is_kernel)
-  local kt = side_by_side(nsl.table{{"key", kern.name}, {"run", kern.run}, {"dur", kern.dur}}, R, base, "Name")
-  if kt then out:table("kernels", kt, {title = "Per kernel name", limit = limit}) end
-  local cls_names = ops.name
-  if map.names == "short" and args.names ~= "short" then
-    local short = classes.gpu_ops(trace, "short")
-    cls_names = short.name:gather(run:ge(0):indices())
-  end
-  local cls = classes.classify_column(cls_names, map)
-  local ct = side_by_side(nsl.table{{"key", cls}, {"run", ops.run}, {"dur", ops.dur}}, R, base, "Class")
-  if ct then out:table("classes", ct, {title = "Per kernel class (" .. map.source .. ")", limit = limit}) end
-  local nvtt = nvt and #nvt > 0 and side_by_side(nvt, R, base, "Range") or nil
-  if nvtt then out:table("nvtx", nvtt, {title = "Per NVTX range name (CPU time)", limit = limit}) end
-
-  -- ---- micro: distributions of single operations ----
-  local opname = nsl.where(is_kernel, "kernels", ops.name)
-  local d = percentiles.table(ops:select{"run", "dur", "bytes"}:with("op", opname), {"op", "run"},
-    {{col = "dur", label = "Duration", unit = "ns", total = true}, {col = "bytes", label = "Bytes", total = true}},
-    {qs = QS})
-  local rank = d.op:map(function(s) return s == "kernels" and "0" or (s == MEMSET and "2" or "1" .. s) end)
-  d = d:with("_rank", rank):sort("_rank", "run")
-  local dcols = {{"Run", runs.labels(R, d.run)}, {"Operation", d.op}}
-  for _, c in ipairs(d:columns()) do
-    if c ~= "op" and c ~= "run" and c ~= "_rank" then dcols[#dcols + 1] = {c, d[c]} end
-  end
-  out:table("distributions", nsl.table(dcols), {title = "Single operations: durations and sizes"})
-
-  -- ---- figures ----
-  local formats = figure_formats(args.figures)
-  if #formats > 0 and out:carries_figures() then
-    local kdur = {}
-    for r = 1, n do kdur[r] = kern.dur:gather(kern.run:eq(r - 1):indices()) end
-    local mset = {}
-    for r = 1, n do mset[r] = get(byt, r, "memset") end
-    out:value("figures", draw_figures(out, formats, {n = n, labels = labels, kinds = kinds,
-      kind_bytes = function(r, k) return get(kbytes, r, k) end, memset_bytes = mset,
-      macro = sum, kernels = kt, classes = ct, nvtx = nvtt, kernel_dur = kdur}))
-  end
-end
-
 return {
   name = "compare",
   description = "Several runs side by side: whole-run GPU time, overlap and transfers; per kernel, class and " ..
@@ -494,7 +310,188 @@ return {
     figures = {default = "png,svg", help = "formats of the figures written under --out: png, svg, both, or none"},
   },
   example = "nsl run compare 1gpu.sqlite 2gpu.zip 4gpu.zip --arg labels=\"1 GPU,2 GPU,4 GPU\" --out cmp",
-  run = function(trace, args, out) return compare(trace, args, out) end,
+  -- parts: a distributed run's gathered columns (the step below)
+  run = function(trace, args, out, parts)
+    local R = runs.resolve(trace, args.runs, args.labels)
+    local base = 0
+    if args.base ~= "" then
+      local b, err = runs.find(R, args.base)
+      if not b then nsl.fail("compare: base: " .. err) end
+      base = b
+    end
+    if args.names ~= "demangled" and args.names ~= "short" then
+      nsl.fail(string.format("compare: --arg names=%s: expected demangled or short", args.names))
+    end
+    local map = classes.default_map()
+    if args.map ~= "" then
+      local err
+      map, err = classes.load(args.map, args.model)
+      if not map then nsl.fail(err) end
+    end
+    for _, w in ipairs(map.warnings) do out:finding{severity = "warning", message = w} end
+    local n = R.n
+    local labels = R.labels
+    local limit = args.top > 0 and args.top * n or nil
+    if jax.is_archive(trace) then   -- nsys-jax archives: no CUDA activity, their XLA programs instead
+      out:text("nsys-jax archives keep no CUDA activity to compare; their XLA programs' steady-state times instead.")
+      out:table("jax_programs", jax.compare_runs(trace, R.of_report, labels, base),
+                {title = "Steady-state time per XLA program and run (ms per execution, mean over devices)", limit = limit})
+      return
+    end
+
+    local ops = parts and distributed.ops_combine(parts.ops) or classes.gpu_ops(trace, args.names, {bytes = true})
+    local run = runs.column(R, ops.report)
+    ops = ops:with("run", run):filter(run:ge(0))
+    local is_kernel = ~ops.memop
+
+    local lines = {}
+    for r = 1, n do
+      lines[r] = string.format("  %s%s: %s", labels[r], r - 1 == base and " (base)" or "",
+                               table.concat(R.paths[r], ", "))
+    end
+    out:text(string.format("%d run%s:\n%s", n, n == 1 and "" or "s", table.concat(lines, "\n")))
+
+    -- ---- macro: per device, then per run ----
+    local dev = overlap.per_device(ops)
+    local drun = runs.column(R, dev.report)
+    dev = dev:with("run", drun)
+    local rep_names = trace.reports.name
+    out:table("devices", nsl.table{{"Run", runs.labels(R, drun)},
+      {"Report", rep_names:gather(dev.report:cast("i64"))}, {"Device", dev.device}, {"Span (ns)", dev.span},
+      {"Busy (ns)", dev.busy}, {"Idle (ns)", dev.idle}, {"Busy (%)", pct_column(dev.busy, dev.span)},
+      {"Compute Only (ns)", dev.compute_only}, {"NCCL Only (ns)", dev.nccl_only}, {"Both (ns)", dev.both},
+      {"Memory Only (ns)", dev.memory_only}, {"NCCL Hidden (%)", pct_column(dev.both, dev.nccl)}},
+      {title = "Per device", limit = args.top > 0 and 4 * args.top or nil})
+
+    local span_g = ops:group_by("run"):agg{"lo=min(start)", "hi=max(stop)"}
+    local gspan = {}
+    for i = 1, #span_g do gspan[span_g.run[i] + 1] = span_g.hi[i] - span_g.lo[i] end
+    local ndev = {}
+    for r = 1, n do ndev[r] = 0 end
+    for _, r in ipairs(drun:totable()) do ndev[r + 1] = ndev[r + 1] + 1 end
+    local sum = {}
+    for _, k in ipairs{"span", "busy", "idle", "compute_only", "nccl_only", "both", "memory_only"} do
+      sum[k] = per_run_sum(dev, k, n)
+    end
+    local m = {run = {}, reports = {}, devices = {}, gspan = {}, busy_pct = {}, hidden = {}}
+    for r = 1, n do
+      m.run[r], m.reports[r], m.devices[r] = labels[r], #R.reports[r], ndev[r]
+      m.gspan[r] = gspan[r]
+      m.busy_pct[r] = pct(sum.busy[r], sum.span[r])
+      m.hidden[r] = pct(sum.both[r], sum.both[r] + sum.nccl_only[r])
+    end
+    out:table("macro", nsl.table{{"Run", m.run}, {"Reports", m.reports}, {"Devices", m.devices},
+      {"GPU Span (ns)", nullable(m.gspan, n, 0)}, {"Device Span (ns)", sum.span}, {"Busy (ns)", sum.busy},
+      {"Idle (ns)", sum.idle}, {"Busy (%)", nullable(m.busy_pct, n, 0.0)}, {"Compute Only (ns)", sum.compute_only},
+      {"NCCL Only (ns)", sum.nccl_only}, {"Both (ns)", sum.both}, {"Memory Only (ns)", sum.memory_only},
+      {"NCCL Hidden (%)", nullable(m.hidden, n, 0.0)}},
+      {title = "Whole runs: GPU time summed over devices"})
+
+    -- operations and transfer volumes
+    local cat = nsl.where(ops.memop, nsl.where(ops.name:eq(MEMSET), "memset", "memcpy"), "kernel")
+    local opc = ops:select{"run", "dur", "bytes"}:with("cat", cat)
+    local cnt, tim, byt = sums_by(opc, "cat", "dur", "n"), sums_by(opc, "cat", "dur"), sums_by(opc, "cat", "bytes")
+    local mc = parts and parts.memcpy or trace.memcpy
+    if not parts then mc:load{"report", "kind", "bytes"} end
+    local mcr = runs.column(R, mc.report)
+    local mct = nsl.table{{"run", mcr}, {"kind", mc.kind}, {"bytes", mc.bytes}}:filter(mcr:ge(0))
+    local kinds = mct.kind:unique():totable()
+    table.sort(kinds)
+    local kbytes = sums_by(mct, "kind", "bytes")
+    local nv = parts and parts.nvtx or trace.nvtx
+    local nvt
+    if #nv > 0 then
+      if not parts then nv:load{"report", "kind", "dur", "text", "domain"} end
+      local nvr = runs.column(R, nv.report)
+      local _, label = nvtx.names(nv, {strip = nvtx.pytorch_suffixes})
+      nvt = nsl.table{{"run", nvr}, {"key", label}, {"dur", nv.dur}}
+        :filter(nvr:ge(0) & nv.kind:isin{"push_pop", "start_end"} & ~nv.dur:isnull())
+    end
+    local nvcount = {}
+    if nvt then
+      local a = nvt:group_by("run"):agg{"n=count"}
+      for i = 1, #a do nvcount[a.run[i] + 1] = a.n[i] end
+    end
+    local metrics = {}   -- {name, values[1..n]} for the operations and changes tables
+    local function metric(name, f)
+      local v = {}
+      for r = 1, n do v[r] = f(r) end
+      metrics[#metrics + 1] = {name, v}
+      return v
+    end
+    local function get(tab, r, k) return tab[r] and tab[r][k] or 0 end
+    metric("Kernels", function(r) return get(cnt, r, "kernel") end)
+    metric("Kernel Time (ns)", function(r) return get(tim, r, "kernel") end)
+    metric("Memcpy", function(r) return get(cnt, r, "memcpy") end)
+    metric("Memcpy Time (ns)", function(r) return get(tim, r, "memcpy") end)
+    metric("Memcpy Bytes", function(r) return get(byt, r, "memcpy") end)
+    for _, k in ipairs(kinds) do metric(k .. " Bytes", function(r) return get(kbytes, r, k) end) end
+    metric("Memset", function(r) return get(cnt, r, "memset") end)
+    metric("Memset Time (ns)", function(r) return get(tim, r, "memset") end)
+    metric("Memset Bytes", function(r) return get(byt, r, "memset") end)
+    metric("NVTX Ranges", function(r) return nvcount[r] or 0 end)
+    local ocols = {{"Run", labels}}
+    for _, mt in ipairs(metrics) do ocols[#ocols + 1] = mt end
+    out:table("operations", nsl.table(ocols), {title = "Whole runs: operations and transfer volumes"})
+
+    if n > 1 then
+      local rows = {{"GPU Span (ns)", m.gspan}, {"Device Span (ns)", sum.span}, {"Busy (ns)", sum.busy},
+                    {"Idle (ns)", sum.idle}, {"Compute Only (ns)", sum.compute_only}, {"NCCL Only (ns)", sum.nccl_only},
+                    {"Both (ns)", sum.both}, {"Memory Only (ns)", sum.memory_only}}
+      for _, mt in ipairs(metrics) do rows[#rows + 1] = mt end
+      local names = {}
+      for i, rw in ipairs(rows) do names[i] = rw[1] end
+      local ccols = {{"Metric", names}}
+      for r = 1, n do
+        if r - 1 ~= base then
+          local v = {}
+          for i, rw in ipairs(rows) do v[i] = change(rw[2][r], rw[2][base + 1]) end
+          ccols[#ccols + 1] = {string.format("%s vs %s (%%)", labels[r], labels[base + 1]), nullable(v, #rows, 0.0)}
+        end
+      end
+      out:table("changes", nsl.table(ccols), {title = "Change against the base run (% of its value)"})
+    end
+
+    -- ---- meso: per kernel name, class, NVTX range ----
+    local kern = ops:filter(is_kernel)
+    local kt = side_by_side(nsl.table{{"key", kern.name}, {"run", kern.run}, {"dur", kern.dur}}, R, base, "Name")
+    if kt then out:table("kernels", kt, {title = "Per kernel name", limit = limit}) end
+    local cls_names = ops.name
+    if map.names == "short" and args.names ~= "short" then
+      local short = classes.gpu_ops(trace, "short")
+      cls_names = short.name:gather(run:ge(0):indices())
+    end
+    local cls = classes.classify_column(cls_names, map)
+    local ct = side_by_side(nsl.table{{"key", cls}, {"run", ops.run}, {"dur", ops.dur}}, R, base, "Class")
+    if ct then out:table("classes", ct, {title = "Per kernel class (" .. map.source .. ")", limit = limit}) end
+    local nvtt = nvt and #nvt > 0 and side_by_side(nvt, R, base, "Range") or nil
+    if nvtt then out:table("nvtx", nvtt, {title = "Per NVTX range name (CPU time)", limit = limit}) end
+
+    -- ---- micro: distributions of single operations ----
+    local opname = nsl.where(is_kernel, "kernels", ops.name)
+    local d = percentiles.table(ops:select{"run", "dur", "bytes"}:with("op", opname), {"op", "run"},
+      {{col = "dur", label = "Duration", unit = "ns", total = true}, {col = "bytes", label = "Bytes", total = true}},
+      {qs = QS})
+    local rank = d.op:map(function(s) return s == "kernels" and "0" or (s == MEMSET and "2" or "1" .. s) end)
+    d = d:with("_rank", rank):sort("_rank", "run")
+    local dcols = {{"Run", runs.labels(R, d.run)}, {"Operation", d.op}}
+    for _, c in ipairs(d:columns()) do
+      if c ~= "op" and c ~= "run" and c ~= "_rank" then dcols[#dcols + 1] = {c, d[c]} end
+    end
+    out:table("distributions", nsl.table(dcols), {title = "Single operations: durations and sizes"})
+
+    -- ---- figures ----
+    local formats = figure_formats(args.figures)
+    if #formats > 0 and out:carries_figures() then
+      local kdur = {}
+      for r = 1, n do kdur[r] = kern.dur:gather(kern.run:eq(r - 1):indices()) end
+      local mset = {}
+      for r = 1, n do mset[r] = get(byt, r, "memset") end
+      out:value("figures", draw_figures(out, formats, {n = n, labels = labels, kinds = kinds,
+        kind_bytes = function(r, k) return get(kbytes, r, k) end, memset_bytes = mset,
+        macro = sum, kernels = kt, classes = ct, nvtx = nvtt, kernel_dur = kdur}))
+    end
+  end,
   -- distributed (nsl.distributed): each process makes the GPU operations,
   -- memcpy kinds and NVTX ranges of its reports; rank 0 compares the runs
   distributed = {
@@ -506,6 +503,5 @@ return {
               memcpy = mc:select{"report", "kind", "bytes"},
               nvtx = nv:select{"report", "kind", "dur", "text", "domain"}}
     end,
-    combine = function(trace, parts, args, out) return compare(trace, args, out, parts) end,
   },
 }

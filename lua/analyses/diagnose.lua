@@ -14,35 +14,6 @@
 local diagnose = require("nsl.diagnose")
 local report = require("nsl.report")
 
---- The findings, ranked, then the evidence; parts: a distributed run's
--- gathered columns (diagnose.step), or nil.
-local function answer(trace, args, out, parts)
-  local ctx = diagnose.context(trace, args, parts)
-  local findings = diagnose.run(ctx)
-  local where = table.concat(ctx.paths, ", ")
-  local st = ctx.steps
-  local head
-  if st then
-    head = string.format("steps: %s; median steady step %s", st.how, report.duration(st.step_ns))
-  else
-    head = "no steps found: costs are over the whole run"
-  end
-  if #findings == 0 then
-    out:text(string.format("No problems found: %d checks on %s (%s).", #diagnose.checks, where, head))
-  else
-    out:text(string.format("%d finding(s) on %s, largest cost first, printed above (%s).", #findings, where, head))
-  end
-  for _, n in ipairs(ctx.notes) do out:text("note: " .. n) end
-  out.at = function(ns) return ctx:at(ns) end   -- findings' windows, from the trace's start
-  for _, f in ipairs(findings) do out:finding(f) end
-  if st then out:value("step_ns", st.step_ns) end
-  local cited = {}
-  for _, f in ipairs(findings) do if f.evidence then cited[f.evidence] = true end end
-  for _, e in ipairs(ctx.evidence) do
-    if cited[e.name] then out:table(e.name, e.t, {title = e.title, limit = args.limit}) end
-  end
-end
-
 return {
   name = "diagnose",
   description = "Ranked findings: what costs the most time per step (nsys analyze rules, NCCL, stragglers, " ..
@@ -66,12 +37,35 @@ return {
     limit = {default = 20, help = "rows printed per evidence table in text output (all rows go to files)"},
   },
   example = "nsl run diagnose rank0.sqlite rank1.sqlite --format json --fail-on warning",
-  run = function(trace, args, out) return answer(trace, args, out) end,
+  -- parts: a distributed run's gathered columns (diagnose.step)
+  run = function(trace, args, out, parts)
+    local ctx = diagnose.context(trace, args, parts)
+    local findings = diagnose.run(ctx)
+    local where = table.concat(ctx.paths, ", ")
+    local st = ctx.steps
+    local head
+    if st then
+      head = string.format("steps: %s; median steady step %s", st.how, report.duration(st.step_ns))
+    else
+      head = "no steps found: costs are over the whole run"
+    end
+    if #findings == 0 then
+      out:text(string.format("No problems found: %d checks on %s (%s).", #diagnose.checks, where, head))
+    else
+      out:text(string.format("%d finding(s) on %s, largest cost first, printed above (%s).", #findings, where, head))
+    end
+    for _, n in ipairs(ctx.notes) do out:text("note: " .. n) end
+    out.at = function(ns) return ctx:at(ns) end   -- findings' windows, from the trace's start
+    for _, f in ipairs(findings) do out:finding(f) end
+    if st then out:value("step_ns", st.step_ns) end
+    local cited = {}
+    for _, f in ipairs(findings) do if f.evidence then cited[f.evidence] = true end end
+    for _, e in ipairs(ctx.evidence) do
+      if cited[e.name] then out:table(e.name, e.t, {title = e.title, limit = args.limit}) end
+    end
+  end,
   -- distributed (nsl.distributed): each process makes the GPU operations of
   -- its reports and the straggler analysis's kernel columns; rank 0 runs the
   -- checks over them and reads the rest of the trace from the processes
-  distributed = {
-    step = function(trace, args) return diagnose.step(trace, args) end,
-    combine = function(trace, parts, args, out) return answer(trace, args, out, parts) end,
-  },
+  distributed = {step = function(trace, args) return diagnose.step(trace, args) end},
 }

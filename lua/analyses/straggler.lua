@@ -318,150 +318,6 @@ local function straggler_finding(trace, src, res, rows, r, out)
   return id
 end
 
---- The analysis (run's body); k: the kernel columns a distributed run
--- gathered, or nil.
-local function analyse(trace, args, out, k)
-  local min_delay = units.duration_arg(args, "min_delay")
-  if type(args.min_share) ~= "number" or args.min_share < 0 or args.min_share >= 1 then
-    nsl.fail("straggler: --arg min_share must be a number from 0 to 1")
-  end
-  if type(args.late_share) ~= "number" or args.late_share <= 0 or args.late_share > 1 then
-    nsl.fail("straggler: --arg late_share must be a number above 0, at most 1")
-  end
-  if math.type(args.warmup) ~= "integer" or args.warmup < -1 then
-    nsl.fail("straggler: --arg warmup must be -1 (detect) or a number of collectives")
-  end
-  local src = source_of(trace, args, k)
-  local labels, nranks = src.labels, #src.labels
-  if nranks == 0 or #src.coll == 0 then
-    out:text(string.format("No straggler analysis: %d rank(s) and no %s.", nranks, src.what))
-    return
-  end
-  local res = core.analyse(src.coll, src.work, nranks, src.compute, {clock = src.clock, warmup = args.warmup})
-  local rows = core.ranks(res, {min_delay = min_delay, min_share = args.min_share, late_share = args.late_share})
-  local all = src.coll:group_by("rank"):agg{"n=count"}
-  local ncoll = {}
-  for r = 1, nranks do ncoll[r] = 0 end
-  for i = 1, #all do ncoll[all.rank[i] + 1] = all.n[i] end
-  local step, thr = res.step_ns, rows.threshold
-  out:value("warmup_collectives", res.warmup)
-  out:value("step_ns", step)
-
-  -- the verdict: findings first, then a sentence
-  local ref = labels[res.ref + 1]
-  local names = {}
-  for r = 1, nranks do
-    if rows.straggler[r] then
-      local id = straggler_finding(trace, src, res, rows, r, out)
-      names[#names + 1] = labels[r] .. " (" .. id:gsub("^straggler%.", "") .. ")"
-    end
-  end
-  local warm = res.warmup > 0 and string.format(" (%d warm-up collective(s) left out; --arg warmup=0 keeps them)",
-                                                res.warmup) or ""
-  if nranks == 1 then
-    out:text(string.format("1 rank (%s) with %d %s: arrivals need two ranks or more; compute per step only.",
-      labels[1], ncoll[1], src.what))
-  elseif res.ninst == 0 then
-    out:text(string.format("No straggler verdict: the %d ranks share no collective.", nranks))
-  elseif #names > 0 then
-    out:text(string.format("%d straggler%s: %s. A straggler is late by at least %s behind the others' median " ..
-      "at %s of the collectives anyone was late at, losing at least %s of the %s step%s.", #names,
-      #names > 1 and "s" or "", table.concat(names, ", "), dur(thr), pct(args.late_share), pct(args.min_share),
-      dur(step), warm))
-  elseif rows.skewed > 0 and rows.skew_lost >= args.min_share then
-    local lastc = res.instances:filter(res.instances.skew:ge(thr)):group_by("who"):agg{"n=count"}:sort("-n", "who")
-    local cost = math.floor(rows.skew_cost + 0.5)
-    findings.add(out, {severity = "info", id = "straggler.rotating", cost_ns = cost, step_ns = step,
-                       share = math.min(rows.skew_lost, 1.0), evidence = "collectives"},
-      "No single rank is to blame: the last rank to arrive changes (most often %s, at %d of the %d collectives " ..
-      "anyone was late at); the arrivals spread by %s (median skew)", labels[lastc.who[1] + 1], lastc.n[1],
-      rows.skewed, dur(rows.skew))
-    out:text(string.format("No straggler, but the straggler rotates: the others wait %s per step (%s) at " ..
-      "collectives where the last rank changes%s.", dur(cost), pct(rows.skew_lost), warm))
-  else
-    out:text(string.format("No straggler: no rank is late by at least %s at %s of the collectives anyone was " ..
-      "late at while losing %s of the %s step; median arrival skew %s%s.", dur(thr), pct(args.late_share),
-      pct(args.min_share), dur(step), dur(rows.skew), warm))
-  end
-
-  if nranks > 1 then
-    out:text(string.format("%d ranks (by %s), %d steady collective instances of %s matched on two ranks or more; " ..
-      "clocks aligned on %s.", nranks, src.by, res.ninst, src.what, ref))
-  end
-  local unaligned = {}
-  for r = 1, nranks do
-    if nranks > 1 and rows.shared[r] == 0 and r ~= res.ref + 1 then unaligned[#unaligned + 1] = labels[r] end
-  end
-  if #unaligned > 0 then
-    out:text("No collective shared with " .. ref .. " (clock offset left at 0): " .. table.concat(unaligned, ", "))
-  end
-  local verdict = {}
-  for r = 1, nranks do
-    local c = rows.cause[r]
-    verdict[r] = rows.straggler[r] and ("STRAGGLER" .. (c and (" (" .. (c.label or c.key) .. ")") or "")) or ""
-    out:value("offset_ns." .. labels[r], rows.offset[r])
-    out:value("delay_ns." .. labels[r], rows.delay[r])
-  end
-  if nranks > 1 then
-    local cc = {{"rank", labels}, {"late at", rows.late_n}, {"late (% of skewed)", nsl.column(rows.late_share) * 100},
-                {"late by med (ns)", rows.late_delay}, {"cost per step (ns)", rows.cost},
-                {"of the step (%)", nsl.column(rows.lost) * 100}}
-    for _, key in ipairs{"collective", "compute", "idle", "host", "queue"} do
-      local v = {}
-      for r = 1, nranks do v[r] = rows.x[key][r] or 0.0 end
-      cc[#cc + 1] = {key .. " excess (ns)", v}
-    end
-    cc[#cc + 1] = {"verdict", verdict}
-    out:table("causes", nsl.table(cc), {title = string.format("Per rank: the collectives it was late at (by %s " ..
-      "or more; %d of %d had a rank that late) and where its lateness comes from: the median excess over the " ..
-      "others' median in the window before each (idle = host + queue)", dur(thr), rows.skewed, res.ninst)})
-  end
-  out:table("ranks", nsl.table{
-    {"rank", labels}, {"clock offset (ns)", rows.offset}, {"collectives", ncoll}, {"matched", rows.matched},
-    {"last", rows.last}, {"last (%)", nsl.column(rows.share) * 100}, {"delay (ns)", rows.delay},
-    {"wait caused (ns)", rows.caused}, {"wait suffered (ns)", rows.suffered}, {"steps", rows.steps},
-    {"step compute med (ns)", rows.compute}, {"vs median rank", rows.ratio}, {"verdict", verdict}},
-    {title = "Per rank: clock offset (vs " .. ref .. "), arrival order, waits, compute per step",
-     col_decimals = {["vs median rank"] = 3}})
-
-  -- per step: the spread of compute over ranks, and the long form behind the figure
-  local steps = res.steps
-  if steps then
-    local byk = steps:group_by("step")
-    local s = byk:agg{"ranks=count", "median=median(compute)", "max=max(compute)", "min=min(compute)"}
-    local mx = s.max:gather(byk:ids())
-    local slow = steps:filter(steps.compute:eq(mx)):group_by("step"):agg{"who=min(rank)"}
-    s = s:join(slow, {"step"}, {"who"})
-    out:table("steps", nsl.table{
-      {"step", s.step}, {"ranks", s.ranks}, {"compute median (ns)", s.median}, {"compute min (ns)", s.min},
-      {"compute max (ns)", s.max}, {"slowest rank", label_col(s.who, labels)},
-      {"max/median", s.max / s.median}}:sort("step"),
-      {title = "Per step (window before each collective): compute by rank", limit = args.steps,
-       col_decimals = {["max/median"] = 3}})
-    steps = steps:sort("rank", "step")
-    steps = nsl.table{{"rank", label_col(steps.rank, labels)}, {"step", steps.step}, {"compute (ns)", steps.compute}}
-    out:table("step_compute", steps, {title = "Compute per step and rank (figure straggler_steps)", limit = args.steps})
-  end
-
-  -- per collective: arrival skew, who came last, and each rank's arrival
-  local arrivals
-  if res.ninst > 0 then
-    local inst = res.instances
-    out:table("collectives", nsl.table{
-      {"collective", inst.index}, {"type", inst.type}, {"ranks", inst.ranks}, {"skew (ns)", inst.skew},
-      {"last rank", label_col(inst.who, labels)}, {"waited (ns)", inst.waited}},
-      {title = "Per collective (aligned clocks, time order): arrival skew (last - first), who came last",
-       limit = args.steps})
-    out:value("median_arrival_skew_ns", inst.skew:median())
-    local c = res.coll:sort("index", "rank")
-    arrivals = nsl.table{{"collective", c.index}, {"rank", label_col(c.rank, labels)},
-                         {"after first (ns)", c.after_first}, {"wait (ns)", c.wait}}
-    out:table("arrivals", arrivals, {title = "Arrival of each rank after the first, per collective " ..
-                                              "(figure straggler_arrivals)", limit = args.steps})
-  end
-  core.write_figures(out, steps, arrivals, labels)
-end
-
 return {
   name = "straggler",
   description = "Which ranks hold the others back at the collectives, and why: clock offsets, arrivals, waits, causes",
@@ -476,12 +332,150 @@ return {
     steps = {default = 20, help = "rows printed of the per-step and per-collective tables (all go to files)"},
   },
   example = "nsl run straggler rank0.sqlite rank1.sqlite ... --fail-on warning --out straggler/",
-  run = function(trace, args, out) return analyse(trace, args, out) end,
+  -- parts: a distributed run's gathered kernel columns (the step below)
+  run = function(trace, args, out, parts)
+    local min_delay = units.duration_arg(args, "min_delay")
+    if type(args.min_share) ~= "number" or args.min_share < 0 or args.min_share >= 1 then
+      nsl.fail("straggler: --arg min_share must be a number from 0 to 1")
+    end
+    if type(args.late_share) ~= "number" or args.late_share <= 0 or args.late_share > 1 then
+      nsl.fail("straggler: --arg late_share must be a number above 0, at most 1")
+    end
+    if math.type(args.warmup) ~= "integer" or args.warmup < -1 then
+      nsl.fail("straggler: --arg warmup must be -1 (detect) or a number of collectives")
+    end
+    local src = source_of(trace, args, parts and parts.kernels)
+    local labels, nranks = src.labels, #src.labels
+    if nranks == 0 or #src.coll == 0 then
+      out:text(string.format("No straggler analysis: %d rank(s) and no %s.", nranks, src.what))
+      return
+    end
+    local res = core.analyse(src.coll, src.work, nranks, src.compute, {clock = src.clock, warmup = args.warmup})
+    local rows = core.ranks(res, {min_delay = min_delay, min_share = args.min_share, late_share = args.late_share})
+    local all = src.coll:group_by("rank"):agg{"n=count"}
+    local ncoll = {}
+    for r = 1, nranks do ncoll[r] = 0 end
+    for i = 1, #all do ncoll[all.rank[i] + 1] = all.n[i] end
+    local step, thr = res.step_ns, rows.threshold
+    out:value("warmup_collectives", res.warmup)
+    out:value("step_ns", step)
+
+    -- the verdict: findings first, then a sentence
+    local ref = labels[res.ref + 1]
+    local names = {}
+    for r = 1, nranks do
+      if rows.straggler[r] then
+        local id = straggler_finding(trace, src, res, rows, r, out)
+        names[#names + 1] = labels[r] .. " (" .. id:gsub("^straggler%.", "") .. ")"
+      end
+    end
+    local warm = res.warmup > 0 and string.format(" (%d warm-up collective(s) left out; --arg warmup=0 keeps them)",
+                                                  res.warmup) or ""
+    if nranks == 1 then
+      out:text(string.format("1 rank (%s) with %d %s: arrivals need two ranks or more; compute per step only.",
+        labels[1], ncoll[1], src.what))
+    elseif res.ninst == 0 then
+      out:text(string.format("No straggler verdict: the %d ranks share no collective.", nranks))
+    elseif #names > 0 then
+      out:text(string.format("%d straggler%s: %s. A straggler is late by at least %s behind the others' median " ..
+        "at %s of the collectives anyone was late at, losing at least %s of the %s step%s.", #names,
+        #names > 1 and "s" or "", table.concat(names, ", "), dur(thr), pct(args.late_share), pct(args.min_share),
+        dur(step), warm))
+    elseif rows.skewed > 0 and rows.skew_lost >= args.min_share then
+      local lastc = res.instances:filter(res.instances.skew:ge(thr)):group_by("who"):agg{"n=count"}:sort("-n", "who")
+      local cost = math.floor(rows.skew_cost + 0.5)
+      findings.add(out, {severity = "info", id = "straggler.rotating", cost_ns = cost, step_ns = step,
+                         share = math.min(rows.skew_lost, 1.0), evidence = "collectives"},
+        "No single rank is to blame: the last rank to arrive changes (most often %s, at %d of the %d collectives " ..
+        "anyone was late at); the arrivals spread by %s (median skew)", labels[lastc.who[1] + 1], lastc.n[1],
+        rows.skewed, dur(rows.skew))
+      out:text(string.format("No straggler, but the straggler rotates: the others wait %s per step (%s) at " ..
+        "collectives where the last rank changes%s.", dur(cost), pct(rows.skew_lost), warm))
+    else
+      out:text(string.format("No straggler: no rank is late by at least %s at %s of the collectives anyone was " ..
+        "late at while losing %s of the %s step; median arrival skew %s%s.", dur(thr), pct(args.late_share),
+        pct(args.min_share), dur(step), dur(rows.skew), warm))
+    end
+
+    if nranks > 1 then
+      out:text(string.format("%d ranks (by %s), %d steady collective instances of %s matched on two ranks or more; " ..
+        "clocks aligned on %s.", nranks, src.by, res.ninst, src.what, ref))
+    end
+    local unaligned = {}
+    for r = 1, nranks do
+      if nranks > 1 and rows.shared[r] == 0 and r ~= res.ref + 1 then unaligned[#unaligned + 1] = labels[r] end
+    end
+    if #unaligned > 0 then
+      out:text("No collective shared with " .. ref .. " (clock offset left at 0): " .. table.concat(unaligned, ", "))
+    end
+    local verdict = {}
+    for r = 1, nranks do
+      local c = rows.cause[r]
+      verdict[r] = rows.straggler[r] and ("STRAGGLER" .. (c and (" (" .. (c.label or c.key) .. ")") or "")) or ""
+      out:value("offset_ns." .. labels[r], rows.offset[r])
+      out:value("delay_ns." .. labels[r], rows.delay[r])
+    end
+    if nranks > 1 then
+      local cc = {{"rank", labels}, {"late at", rows.late_n}, {"late (% of skewed)", nsl.column(rows.late_share) * 100},
+                  {"late by med (ns)", rows.late_delay}, {"cost per step (ns)", rows.cost},
+                  {"of the step (%)", nsl.column(rows.lost) * 100}}
+      for _, key in ipairs{"collective", "compute", "idle", "host", "queue"} do
+        local v = {}
+        for r = 1, nranks do v[r] = rows.x[key][r] or 0.0 end
+        cc[#cc + 1] = {key .. " excess (ns)", v}
+      end
+      cc[#cc + 1] = {"verdict", verdict}
+      out:table("causes", nsl.table(cc), {title = string.format("Per rank: the collectives it was late at (by %s " ..
+        "or more; %d of %d had a rank that late) and where its lateness comes from: the median excess over the " ..
+        "others' median in the window before each (idle = host + queue)", dur(thr), rows.skewed, res.ninst)})
+    end
+    out:table("ranks", nsl.table{
+      {"rank", labels}, {"clock offset (ns)", rows.offset}, {"collectives", ncoll}, {"matched", rows.matched},
+      {"last", rows.last}, {"last (%)", nsl.column(rows.share) * 100}, {"delay (ns)", rows.delay},
+      {"wait caused (ns)", rows.caused}, {"wait suffered (ns)", rows.suffered}, {"steps", rows.steps},
+      {"step compute med (ns)", rows.compute}, {"vs median rank", rows.ratio}, {"verdict", verdict}},
+      {title = "Per rank: clock offset (vs " .. ref .. "), arrival order, waits, compute per step",
+       col_decimals = {["vs median rank"] = 3}})
+
+    -- per step: the spread of compute over ranks, and the long form behind the figure
+    local steps = res.steps
+    if steps then
+      local byk = steps:group_by("step")
+      local s = byk:agg{"ranks=count", "median=median(compute)", "max=max(compute)", "min=min(compute)"}
+      local mx = s.max:gather(byk:ids())
+      local slow = steps:filter(steps.compute:eq(mx)):group_by("step"):agg{"who=min(rank)"}
+      s = s:join(slow, {"step"}, {"who"})
+      out:table("steps", nsl.table{
+        {"step", s.step}, {"ranks", s.ranks}, {"compute median (ns)", s.median}, {"compute min (ns)", s.min},
+        {"compute max (ns)", s.max}, {"slowest rank", label_col(s.who, labels)},
+        {"max/median", s.max / s.median}}:sort("step"),
+        {title = "Per step (window before each collective): compute by rank", limit = args.steps,
+         col_decimals = {["max/median"] = 3}})
+      steps = steps:sort("rank", "step")
+      steps = nsl.table{{"rank", label_col(steps.rank, labels)}, {"step", steps.step}, {"compute (ns)", steps.compute}}
+      out:table("step_compute", steps, {title = "Compute per step and rank (figure straggler_steps)", limit = args.steps})
+    end
+
+    -- per collective: arrival skew, who came last, and each rank's arrival
+    local arrivals
+    if res.ninst > 0 then
+      local inst = res.instances
+      out:table("collectives", nsl.table{
+        {"collective", inst.index}, {"type", inst.type}, {"ranks", inst.ranks}, {"skew (ns)", inst.skew},
+        {"last rank", label_col(inst.who, labels)}, {"waited (ns)", inst.waited}},
+        {title = "Per collective (aligned clocks, time order): arrival skew (last - first), who came last",
+         limit = args.steps})
+      out:value("median_arrival_skew_ns", inst.skew:median())
+      local c = res.coll:sort("index", "rank")
+      arrivals = nsl.table{{"collective", c.index}, {"rank", label_col(c.rank, labels)},
+                           {"after first (ns)", c.after_first}, {"wait (ns)", c.wait}}
+      out:table("arrivals", arrivals, {title = "Arrival of each rank after the first, per collective " ..
+                                                "(figure straggler_arrivals)", limit = args.steps})
+    end
+    core.write_figures(out, steps, arrivals, labels)
+  end,
   -- distributed (nsl.distributed): each process joins its kernels to their
   -- launches; rank 0 matches the collectives (and reads the host activity
-  -- of a straggler's late windows, when there is one, from its process)
-  distributed = {
-    step = function(trace) return {kernels = kernel_columns(trace)} end,
-    combine = function(trace, parts, args, out) return analyse(trace, args, out, parts.kernels) end,
-  },
+  -- of a straggler's late windows from that rank's process alone)
+  distributed = {step = function(trace) return {kernels = kernel_columns(trace)} end},
 }

@@ -582,7 +582,12 @@ local function run_analysis(ctx, name, given)
       local tname = k:match("^" .. name .. "%.(.+)$")
       if tname then sp = sp or {}; sp[tname] = t end
     end
-    if sp then run = function(tr, ar, o) return a.distributed.combine(tr, sp, ar, o) end end
+    if sp then
+      run = function(tr, ar, o)
+        if a.distributed.combine then return a.distributed.combine(tr, sp, ar, o) end
+        return a.run(tr, ar, o, sp)
+      end
+    end
   end
   local ok, err = xpcall(run, runner.handler, ctx.trace, args, sub)
   if not ok then

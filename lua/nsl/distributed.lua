@@ -8,15 +8,16 @@
 --  * an analysis with a distributed form,
 --      distributed = {
 --        step = function(view, args) return {name = table, ...} end,
---        combine = function(trace, parts, args, out) ... end,
+--        combine = function(trace, parts, args, out) ... end,   -- optional
 --      }
 --    runs step on every process over a trace of its own reports (times on
---    the whole trace's clock; a `report` column numbers reports as the
---    whole trace does once it arrives on rank 0); the tables (native column
---    buffers) are gathered on rank 0 and concatenated in report order into
---    parts[name], and combine produces the output there.  Every process
---    returns the same names.  combine may still read the whole trace: what
---    it reads of other processes' reports is asked of them then;
+--    the whole trace's clock; an integer `report` column numbers reports as
+--    the whole trace does once it arrives on rank 0); the tables (native
+--    column buffers) are gathered on rank 0 and concatenated in report order
+--    into parts[name], and combine produces the output there -- without a
+--    combine, run(trace, args, out, parts).  Every process returns the same
+--    names.  combine may still read the whole trace: what it reads of other
+--    processes' reports is asked of them then;
 --  * any other analysis runs on rank 0 over the whole trace, whose tables
 --    are read by every process for its share and gathered when first used.
 --
@@ -130,8 +131,9 @@ function M.run(runner, a, args, opts)
     local trace = dist:trace()
     split_of[trace] = dist
     return runner.emit(a, trace, opts, function(out)
-      if parts then return a.distributed.combine(trace, parts, args, out) end
-      return a.run(trace, args, out)
+      if not parts then return a.run(trace, args, out) end
+      if a.distributed.combine then return a.distributed.combine(trace, parts, args, out) end
+      return a.run(trace, args, out, parts)
     end)
   end)
   dist:quit()
