@@ -139,7 +139,6 @@ local function find_steps(trace, spec, warmup)
           groups = groups, order = order, nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}
 end
 
---- A context for the checks: the trace, its arguments, its steps.
 --- The distributed step (nsl.distributed) of diagnose over a process's
 -- reports: the GPU operations (Ctx:ops, with `part` 0/1/2 for kernels,
 -- memcpy, memset, so rank 0 can restore the one-process row order) and the
@@ -157,6 +156,8 @@ function M.step(trace)
   return parts
 end
 
+--- A context for the checks: the trace, its arguments, its steps; parts:
+-- a distributed run's gathered columns (M.step), or nil.
 function M.context(trace, args, parts)
   -- arguments first: a bad one fails the run, not just its check
   local ns = {gap = units.duration_arg(args, "gap"), short = units.duration_arg(args, "short"),
