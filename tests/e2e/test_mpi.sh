@@ -17,6 +17,7 @@
 . "$(dirname "$0")/lib.sh"
 : "${NSL_SOURCE_DIR:?NSL_SOURCE_DIR must name the repository}"
 SRC=$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite
+[ "${NSL#/}" = "$NSL" ] && NSL=$PWD/$NSL   # the workflow below runs nsl from another folder
 
 cat > "$TMP/probe.lua" <<'EOF'
 return {name = "probe", needs_trace = false,
@@ -119,6 +120,17 @@ check_eq "info on 4 processes: kernel rows = SQL count" "$got" "$want"
 "$NSL" bundle "${RANKS[@]:0:6}" -o "$TMP/six.zip" > /dev/null 2>&1 || bad "bundle of six exports"
 same_as_one "straggler on a bundle of 6 reports" 4 run straggler "$TMP/six.zip"; form_was "bundle" distributed
 same_as_one "summary on a bundle and exports" 3 run summary "$TMP/six.zip" "${RANKS[@]:6}"
+
+# a member whose bytes no longer match the manifest: its reader says so, with its rank
+mkdir "$TMP/tz" && (cd "$TMP/tz" && unzip -q "$TMP/six.zip" &&
+  printf 'X' | dd of=reports/rank5.sqlite bs=1 seek=500000 conv=notrunc 2> /dev/null &&
+  zip -q -X -r "$TMP/tampered.zip" manifest.json $(ls | grep -v '^manifest.json$'))
+mpi 4 run straggler "$TMP/tampered.zip" > /dev/null 2> "$TMP/bad.err"
+rc=$?
+[ $rc -eq 1 ] && [ "$(grep -c '^nsl:' "$TMP/bad.err")" = 1 ] &&
+  grep -q "^nsl: MPI rank 3: .*tampered.zip.*reports/rank5.sqlite.*sha256" "$TMP/bad.err" &&
+  ok "a tampered bundle member fails the run, named with its reader's MPI rank" ||
+  bad "tampered member: exit $rc: $(grep '^nsl' "$TMP/bad.err")"
 
 # ---- the cluster workflow: srun nsl profile -o run_%q{SLURM_PROCID}.zip per rank
 # (srun sets SLURM_PROCID in each task; tests/e2e/fake_nsys.sh plays nsys and
