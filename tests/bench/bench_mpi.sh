@@ -25,7 +25,7 @@ sizes=("${@:-64 256}")
 read -r -a sizes <<< "${sizes[*]}"
 src=$root/../shared/data/nsys/pytorch_nccl_2gpu_2026.2.sqlite
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-work=${BENCH_DIR:-$(mktemp -d /tmp/nsl-bench-mpi.XXXXXX)}
+work=${BENCH_DIR:-$(mktemp -d -t nsl-bench-mpi.XXXXXX)}
 mkdir -p "$work/base"
 echo "# nsl: $nsl; work: $work; $(nproc) CPUs"
 
