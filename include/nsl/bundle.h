@@ -160,6 +160,13 @@ nsl_status nsl_bundle_verify(nsl_bundle *b, nsl_error *err);
  * the export says.  NSL_ERR_FORMAT for a bundle without reports. */
 nsl_status nsl_bundle_add_reports(nsl_trace *tr, const char *path, const nsl_bundle_options *opts,
                                   nsl_error *err);
+/* The same for the reports numbered first .. first+count-1 (0-based, in
+ * the order nsl_bundle_add_reports adds them) only: a process of a
+ * distributed run reads just its share of one bundle, each member through
+ * the central directory with its size and sha256 checked.  tr NULL adds
+ * none; *total receives the number of reports the bundle holds. */
+nsl_status nsl_bundle_add_report_range(nsl_trace *tr, const char *path, const nsl_bundle_options *opts, int first,
+                                       int count, int *total, nsl_error *err);
 
 /* Checks a member name as a bundle writer would accept it (relative, "/"
  * separated, no empty, "." or ".." component, no backslash or control

@@ -478,6 +478,9 @@ typedef struct nsl_report_info {
  * as reports of one trace, and records the paths as its inputs.  Nothing
  * but metadata is read (a bundle's reports are decompressed into memory). */
 nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, nsl_error *err);
+/* Opens path (an export, a bundle, an nsys-jax archive) as nsl_trace_open
+ * does one of its paths and adds its reports to tr, recording the input. */
+nsl_status nsl_trace_add_path(nsl_trace *tr, const char *path, nsl_error *err);
 /* Records path as one of the inputs the trace was made from, as the user
  * gave it (an export or a bundle); nsl_trace_open records each of its paths.
  * A bundle input may add several reports, so inputs and reports differ. */

@@ -44,6 +44,7 @@
 local nsl = require("nsl")
 local jax = require("nsl.jax")
 local classes = require("nsl.classes")
+local distributed = require("nsl.distributed")
 local nvtx = require("nsl.nvtx")
 local overlap = require("nsl.overlap")
 local percentiles = require("nsl.percentiles")
@@ -309,7 +310,8 @@ return {
     figures = {default = "png,svg", help = "formats of the figures written under --out: png, svg, both, or none"},
   },
   example = "nsl run compare 1gpu.sqlite 2gpu.zip 4gpu.zip --arg labels=\"1 GPU,2 GPU,4 GPU\" --out cmp",
-  run = function(trace, args, out)
+  -- parts: a distributed run's gathered columns (the step below)
+  run = function(trace, args, out, parts)
     local R = runs.resolve(trace, args.runs, args.labels)
     local base = 0
     if args.base ~= "" then
@@ -337,7 +339,7 @@ return {
       return
     end
 
-    local ops = classes.gpu_ops(trace, args.names, {bytes = true})
+    local ops = parts and distributed.ops_combine(parts.ops) or classes.gpu_ops(trace, args.names, {bytes = true})
     local run = runs.column(R, ops.report)
     ops = ops:with("run", run):filter(run:ge(0))
     local is_kernel = ~ops.memop
@@ -389,17 +391,17 @@ return {
     local cat = nsl.where(ops.memop, nsl.where(ops.name:eq(MEMSET), "memset", "memcpy"), "kernel")
     local opc = ops:select{"run", "dur", "bytes"}:with("cat", cat)
     local cnt, tim, byt = sums_by(opc, "cat", "dur", "n"), sums_by(opc, "cat", "dur"), sums_by(opc, "cat", "bytes")
-    local mc = trace.memcpy
-    mc:load{"report", "kind", "bytes"}
+    local mc = parts and parts.memcpy or trace.memcpy
+    if not parts then mc:load{"report", "kind", "bytes"} end
     local mcr = runs.column(R, mc.report)
     local mct = nsl.table{{"run", mcr}, {"kind", mc.kind}, {"bytes", mc.bytes}}:filter(mcr:ge(0))
     local kinds = mct.kind:unique():totable()
     table.sort(kinds)
     local kbytes = sums_by(mct, "kind", "bytes")
-    local nv = trace.nvtx
+    local nv = parts and parts.nvtx or trace.nvtx
     local nvt
     if #nv > 0 then
-      nv:load{"report", "kind", "dur", "text", "domain"}
+      if not parts then nv:load{"report", "kind", "dur", "text", "domain"} end
       local nvr = runs.column(R, nv.report)
       local _, label = nvtx.names(nv, {strip = nvtx.pytorch_suffixes})
       nvt = nsl.table{{"run", nvr}, {"key", label}, {"dur", nv.dur}}
@@ -490,4 +492,16 @@ return {
         macro = sum, kernels = kt, classes = ct, nvtx = nvtt, kernel_dur = kdur}))
     end
   end,
+  -- distributed (nsl.distributed): each process makes the GPU operations,
+  -- memcpy kinds and NVTX ranges of its reports; rank 0 compares the runs
+  distributed = {
+    step = function(trace, args)
+      local mc, nv = trace.memcpy, trace.nvtx
+      mc:load{"report", "kind", "bytes"}
+      nv:load{"report", "kind", "dur", "text", "domain"}
+      return {ops = distributed.ops_step(trace, args.names, {bytes = true}),
+              memcpy = mc:select{"report", "kind", "bytes"},
+              nvtx = nv:select{"report", "kind", "dur", "text", "domain"}}
+    end,
+  },
 }

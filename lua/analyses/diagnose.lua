@@ -37,8 +37,9 @@ return {
     limit = {default = 20, help = "rows printed per evidence table in text output (all rows go to files)"},
   },
   example = "nsl run diagnose rank0.sqlite rank1.sqlite --format json --fail-on warning",
-  run = function(trace, args, out)
-    local ctx = diagnose.context(trace, args)
+  -- parts: a distributed run's gathered columns (diagnose.step)
+  run = function(trace, args, out, parts)
+    local ctx = diagnose.context(trace, args, parts)
     local findings = diagnose.run(ctx)
     local where = table.concat(ctx.paths, ", ")
     local st = ctx.steps
@@ -63,4 +64,8 @@ return {
       if cited[e.name] then out:table(e.name, e.t, {title = e.title, limit = args.limit}) end
     end
   end,
+  -- distributed (nsl.distributed): each process makes the GPU operations of
+  -- its reports and the straggler analysis's kernel columns; rank 0 runs the
+  -- checks over them and reads the rest of the trace from the processes
+  distributed = {step = function(trace, args) return diagnose.step(trace, args) end},
 }

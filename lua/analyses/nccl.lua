@@ -25,6 +25,16 @@ local function pct_of(values, totals)
   return p
 end
 
+--- What the tables need of trace's kernels: the NCCL kernels (nk) and
+-- per report and device the count and time of all kernels (kd).  Computed
+-- per report, so a distributed run does it on each process's share.
+local function extract(trace)
+  local k = trace.kernels
+  k:load{"report", "device", "stream", "start", "stop", "dur", "name"}
+  return {nk = k:filter(nccl.mask(k.name)):select{"report", "device", "stream", "start", "stop", "dur", "name"},
+          kd = k:group_by("report", "device"):agg{"kn=count", "kt=sum(dur)"}}
+end
+
 return {
   name = "nccl",
   description = "NCCL collectives by type, algorithm and protocol: counts, time, share of GPU time",
@@ -33,17 +43,18 @@ return {
     limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
   },
   example = "nsl run nccl rank0.sqlite rank1.sqlite --arg per_report=true",
-  run = function(trace, args, out)
-    local k = trace.kernels
-    k:load{"report", "device", "stream", "start", "stop", "dur", "name", "demangled"}
-    if #k == 0 then
+  -- parts: a distributed run's gathered extract (the step below)
+  run = function(trace, args, out, parts)
+    local p = parts or extract(trace)
+    local nk, kd = p.nk, p.kd
+    local nkernels = #kd > 0 and kd.kn:sum() or 0
+    if nkernels == 0 then
       return jax.no_cuda_activity(trace, out, "no GPU kernels (NCCL collectives)", "jax_communication")
     end
     local limit = args.limit > 0 and args.limit or nil
-    local mask = nccl.mask(k.name)
-    local nk = k:filter(mask)
     if #nk == 0 then
-      out:text(string.format("No NCCL kernels in %s (%d kernels).", table.concat(trace.reports.name:totable(), ", "), #k))
+      out:text(string.format("No NCCL kernels in %s (%d kernels).", table.concat(trace.reports.name:totable(), ", "),
+                             nkernels))
       out:finding{severity = "info", message = "no NCCL kernels"}
       return
     end
@@ -54,9 +65,9 @@ return {
 
     -- all kernel time, per report and over all (for GPU Time (%))
     local ktime = {}
-    local kr = k:group_by("report"):agg{"t=sum(dur)"}
+    local kr = kd:group_by("report"):agg{"t=sum(kt)"}
     for i, r in ipairs(kr.report:totable()) do ktime[r] = kr.t[i] end
-    local kall = k.dur:sum()
+    local kall = kd.kt:sum()
 
     -- per collective
     local keys = args.per_report and {"report", "collective"} or {"collective"}
@@ -88,7 +99,6 @@ return {
 
     -- per device: NCCL kernels beside all kernels of the device
     local report_name = function(r) return report_names[r + 1] end
-    local kd = k:group_by("report", "device"):agg{"kn=count", "kt=sum(dur)"}
     local gd = nk:group_by("report", "device")
     local nd = gd:agg{"n=count", "t=sum(dur)"}:with("busy", nsl.busy_by_group(nk.start, nk.stop, gd:ids(), #gd))
     nd = nd:join(kd, {"report", "device"}, {"kn", "kt"}):sort("report", "device")
@@ -113,4 +123,7 @@ return {
       {"Protocol", kk.protocol}, {"Op", kk.op}, {"Type", kk.dtype}, {"Instances", kk.n}, {"Total Time (ns)", kk.total},
       {"Name", kk.name}}, {title = "NCCL kernels", limit = limit})
   end,
+  -- distributed (nsl.distributed): the NCCL kernels and per-device kernel
+  -- totals of each process's reports, tabulated on rank 0
+  distributed = {step = function(trace) return extract(trace) end},
 }

@@ -68,6 +68,7 @@
 -- arrival after the first rank at every collective), drawn from the
 -- step_compute and arrivals tables.
 local nsl = require("nsl")
+local distributed = require("nsl.distributed")
 local nccl = require("nsl.nccl")
 local jax = require("nsl.jax")
 local core = require("nsl.straggler")
@@ -87,12 +88,22 @@ local function number_ranks(t, keys)
   return rank_of_group:gather(rg:ids()), order
 end
 
---- Collectives and compute of the NCCL kernels of an export.
-local function from_kernels(trace, args)
-  local keys = ({device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}})[args.rank_by]
-  if not keys then nsl.fail("straggler: --arg rank_by must be device, process or report") end
+--- The kernels of trace with the columns the analysis reads and, as
+-- `launch`, the time each was launched (steps.launch_times).  Per report:
+-- a distributed run makes it on each process's share (the step below).
+local function kernel_columns(trace)
   local k = trace.kernels
   k:load{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
+  return k:select{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
+    :with("launch", steps.launch_times(trace, k))
+end
+
+--- Collectives and compute of the NCCL kernels of an export (k: its
+-- kernel_columns, made here when not given).
+local function from_kernels(trace, args, k)
+  local keys = ({device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}})[args.rank_by]
+  if not keys then nsl.fail("straggler: --arg rank_by must be device, process or report") end
+  k = k or kernel_columns(trace)
   local rank, rk = number_ranks(k, keys)
   local names = trace.reports.name
   local labels = {}
@@ -105,7 +116,7 @@ local function from_kernels(trace, args)
   local cols = {{"rank", rank}, {"stream", k.stream}, {"start", k.start}, {"stop", k.stop}, {"name", k.name}}
   local coll_cols = {"rank", "instance", "type", "start", "stop"}
   if #trace.api > 0 then   -- when each kernel was launched: idle time splits into host and queue
-    for _, c in ipairs{{"launch", steps.launch_times(trace, k)}, {"report", k.report}, {"pid", k.pid},
+    for _, c in ipairs{{"launch", k.launch}, {"report", k.report}, {"pid", k.pid},
                        {"corr", k.corr}} do
       cols[#cols + 1] = c
       coll_cols[#coll_cols + 1] = c[1]
@@ -151,11 +162,12 @@ local function from_thunks(trace, args, gpu_ranges)
           what = "nsys-jax communication thunks", by = "device", clock = rk.report:totable(), where = where}
 end
 
---- The source of the collectives: args.source, or auto.
-local function source_of(trace, args)
+--- The source of the collectives: args.source, or auto (k: the kernel
+-- columns a distributed run gathered).
+local function source_of(trace, args, k)
   local s = args.source
   if s == "auto" then s = (#trace.kernels == 0 and #trace.gpu_ranges > 0) and "jax" or "nccl" end
-  if s == "nccl" then return from_kernels(trace, args) end
+  if s == "nccl" then return from_kernels(trace, args, k) end
   if s == "jax" then
     local g = jax.gpu_ranges(trace)
     if #g == 0 or g.text:match("XlaModule:#"):count() == 0 then
@@ -219,6 +231,11 @@ local function host_activity(trace, res, r, late_insts)
   if #hp == 0 then return nil end
   local d = nsl.table{{"report", hp.report}, {"pid", hp.pid}, {"corr", hp.corr}, {"start", hp.start},
                       {"stop", hp.stop}, {"dur", hp.stop - hp.start}}
+  -- a distributed run reads the host tables of the rank's report alone (it
+  -- is numbered 0 there; rows of other reports would never match anyway)
+  local reps = d.report:unique()
+  local sub = #reps == 1 and distributed.report_trace(trace, {reps[1]})
+  if sub then trace, d = sub, d:with("report", nsl.rep(0, #d):cast("i32")) end
   d = d:with("launch_tid", host.launcher(trace, d))
   local total = d.dur:sum()
   local list = {}
@@ -315,7 +332,8 @@ return {
     steps = {default = 20, help = "rows printed of the per-step and per-collective tables (all go to files)"},
   },
   example = "nsl run straggler rank0.sqlite rank1.sqlite ... --fail-on warning --out straggler/",
-  run = function(trace, args, out)
+  -- parts: a distributed run's gathered kernel columns (the step below)
+  run = function(trace, args, out, parts)
     local min_delay = units.duration_arg(args, "min_delay")
     if type(args.min_share) ~= "number" or args.min_share < 0 or args.min_share >= 1 then
       nsl.fail("straggler: --arg min_share must be a number from 0 to 1")
@@ -326,7 +344,7 @@ return {
     if math.type(args.warmup) ~= "integer" or args.warmup < -1 then
       nsl.fail("straggler: --arg warmup must be -1 (detect) or a number of collectives")
     end
-    local src = source_of(trace, args)
+    local src = source_of(trace, args, parts and parts.kernels)
     local labels, nranks = src.labels, #src.labels
     if nranks == 0 or #src.coll == 0 then
       out:text(string.format("No straggler analysis: %d rank(s) and no %s.", nranks, src.what))
@@ -456,4 +474,8 @@ return {
     end
     core.write_figures(out, steps, arrivals, labels)
   end,
+  -- distributed (nsl.distributed): each process joins its kernels to their
+  -- launches; rank 0 matches the collectives (and reads the host activity
+  -- of a straggler's late windows from that rank's process alone)
+  distributed = {step = function(trace) return {kernels = kernel_columns(trace)} end},
 }

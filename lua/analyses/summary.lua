@@ -65,6 +65,11 @@ summary_from_csv = function(trace, args, out)
   end
 end
 
+--- The kernel name column the summary groups by.
+local function key_of(args)
+  return args.base and "name" or (args.mangled and "mangled" or "demangled")
+end
+
 return {
   name = "summary",
   description = "GPU kernel, memory-operation and CUDA API summaries (nsys stats semantics)",
@@ -76,7 +81,8 @@ return {
     limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
   },
   example = "nsl run summary trace.sqlite --arg only=kernels --format csv",
-  run = function(trace, args, out)
+  -- parts: a distributed run's gathered columns (the step below), standing for the trace's tables
+  run = function(trace, args, out, parts)
     if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 and #trace.sums > 0 then
       return summary_from_csv(trace, args, out)
     end
@@ -89,7 +95,7 @@ return {
       nsl.fail(string.format("%s: no CUDA activity (no kernels, memory operations or CUDA API calls); " ..
         "was it profiled with -t cuda?", table.concat(paths, ", ")))
     end
-    local key_name = args.base and "name" or (args.mangled and "mangled" or "demangled")
+    local key_name = key_of(args)
     local keys = args.per_report and {"report"} or nil
     local limit = args.limit > 0 and args.limit or nil
     local rnames = trace.reports.name
@@ -99,30 +105,48 @@ return {
       return t:with("report", t.report:map(function(r) return rnames[r + 1] end))
     end
     if wanted(args.only, "kernels") then
-      local k = trace.kernels
+      local k = parts and parts.kernels or trace.kernels
       out:table("cuda_gpu_kern_sum",
         named(stats.time_summary(k, key_name, {keys = keys, count_label = "Instances", name_label = "Name"})),
         {title = "CUDA GPU Kernel Summary (cuda_gpu_kern_sum)", limit = limit, nsys_stats = true})
     end
     local ops
     if wanted(args.only, "mem_time") then
-      ops = ops or memops(trace)
+      ops = ops or (parts and parts.memops) or memops(trace)
       out:table("cuda_gpu_mem_time_sum",
         named(stats.time_summary(ops, "op", {keys = keys, count_label = "Count", name_label = "Operation"})),
         {title = "CUDA GPU MemOps Summary by Time (cuda_gpu_mem_time_sum)", limit = limit, nsys_stats = true})
     end
     if wanted(args.only, "mem_size") then
-      ops = ops or memops(trace)
+      ops = ops or (parts and parts.memops) or memops(trace)
       out:table("cuda_gpu_mem_size_sum", named(stats.size_summary(ops, "op", {keys = keys})),
         {title = "CUDA GPU MemOps Summary by Size (cuda_gpu_mem_size_sum)", limit = limit, decimals = 3, nsys_stats = true})
     end
     if wanted(args.only, "api") then
-      local api = trace.api
-      api:load{"source", "name", "start", "stop", "dur", "report"}
-      api = api:filter(api.source:eq("runtime"))
+      local api = parts and parts.api
+      if not api then
+        api = trace.api
+        api:load{"source", "name", "start", "stop", "dur", "report"}
+        api = api:filter(api.source:eq("runtime"))
+      end
       out:table("cuda_api_sum",
         named(stats.time_summary(api, "name", {keys = keys, count_label = "Num Calls", name_label = "Name"})),
         {title = "CUDA API Summary (cuda_api_sum)", limit = limit, nsys_stats = true})
     end
   end,
+  -- distributed (nsl.distributed): each process keeps the columns the
+  -- summaries group (every value, so medians stay exact); rank 0 runs run
+  -- with them as parts
+  distributed = {
+    step = function(trace, args)
+      local key_name = key_of(args)
+      local k = trace.kernels
+      k:load{"report", key_name, "dur"}
+      local api = trace.api
+      api:load{"source", "name", "dur", "report"}
+      api = api:filter(api.source:eq("runtime"))
+      return {kernels = k:select{"report", key_name, "dur"}, memops = memops(trace),
+              api = api:select{"report", "name", "dur"}}
+    end,
+  },
 }

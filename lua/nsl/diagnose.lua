@@ -72,6 +72,7 @@ local nsl = require("nsl")
 local report = require("nsl.report")
 local units = require("nsl.units")
 local classes = require("nsl.classes")
+local distributed = require("nsl.distributed")
 local overlap = require("nsl.overlap")
 local nccl = require("nsl.nccl")
 local steps = require("nsl.steps")
@@ -138,8 +139,26 @@ local function find_steps(trace, spec, warmup)
           groups = groups, order = order, nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}
 end
 
---- A context for the checks: the trace, its arguments, its steps.
-function M.context(trace, args)
+--- The distributed step (nsl.distributed) of diagnose over a process's
+-- reports: the GPU operations (Ctx:ops, with `part` 0/1/2 for kernels,
+-- memcpy, memset, so rank 0 can restore the one-process row order) and the
+-- steps of the analyses diagnose runs that have a distributed form, under
+-- "NAME.TABLE".
+function M.step(trace)
+  local parts = {ops = distributed.ops_step(trace, "short")}
+  local runner = require("nsl.runner")
+  for _, name in ipairs{"straggler"} do
+    local a = assert(runner.load_analysis(name))
+    for tname, t in pairs(a.distributed.step(trace, assert(runner.parse_args(a, {})))) do
+      parts[name .. "." .. tname] = t
+    end
+  end
+  return parts
+end
+
+--- A context for the checks: the trace, its arguments, its steps; parts:
+-- a distributed run's gathered columns (M.step), or nil.
+function M.context(trace, args, parts)
   -- arguments first: a bad one fails the run, not just its check
   local ns = {gap = units.duration_arg(args, "gap"), short = units.duration_arg(args, "short"),
               launch_gap = units.duration_arg(args, "launch_gap")}
@@ -148,6 +167,10 @@ function M.context(trace, args)
   end
   local ctx = setmetatable({trace = trace, args = args, ns = ns, findings = {}, evidence = {}, notes = {}, cache = {}},
                            Ctx)
+  if parts then   -- a distributed run: what the processes computed of their reports
+    ctx.parts = parts
+    ctx.cache.ops = distributed.ops_combine(parts.ops)
+  end
   ctx.names = trace.reports.name:totable()
   ctx.paths = trace.reports.path:totable()
   ctx.steps = find_steps(trace, args.iteration, args.warmup)
@@ -554,7 +577,20 @@ local function run_analysis(ctx, name, given)
   local a = assert(runner.load_analysis(name))
   local args = assert(runner.parse_args(a, given or {}))
   local sub = output.new{analysis = name, format = "collect", trace = ctx.trace}
-  local ok, err = xpcall(a.run, runner.handler, ctx.trace, args, sub)
+  local run, sp = a.run, nil
+  if ctx.parts and a.distributed then   -- its step ran on every process (M.step)
+    for k, t in pairs(ctx.parts) do
+      local tname = k:match("^" .. name .. "%.(.+)$")
+      if tname then sp = sp or {}; sp[tname] = t end
+    end
+    if sp then
+      run = function(tr, ar, o)
+        if a.distributed.combine then return a.distributed.combine(tr, sp, ar, o) end
+        return a.run(tr, ar, o, sp)
+      end
+    end
+  end
+  local ok, err = xpcall(run, runner.handler, ctx.trace, args, sub)
   if not ok then
     if nsl.is_error(err) then return nil, tostring(err) end
     error(err, 0)

@@ -8,11 +8,13 @@ local output = require("nsl.output")
 local M = {}
 
 local stderr = io.stderr
+local quiet = false   -- a distributed run's processes other than MPI rank 0 print nothing
 
 local function fail(code, msg)
-  stderr:write("nsl: ", msg, "\n")
+  if not quiet then stderr:write("nsl: ", msg, "\n") end
   return code
 end
+M.fail = fail
 
 local function file_exists(path)
   local f = io.open(path, "rb")
@@ -169,9 +171,13 @@ function M.parse_args(a, given)
   return args
 end
 
---- Runs analysis a on the given trace paths with opts (format, out, fail_on).
--- Returns the exit code.
+--- Runs analysis a on the given trace paths with opts (format, out, fail_on;
+-- distribute: split the trace among the processes of an MPI job when
+-- started by a launcher).  Returns the exit code.
 function M.run(a, opts)
+  local nproc, myrank = 1, 0   -- `nsl run` and `nsl info` under an MPI launcher split the trace (nsl.distributed)
+  if opts.distribute and opts.traces and #opts.traces > 0 then nproc, myrank = nsl.mpi.start() end
+  quiet = myrank ~= 0
   local given = opts.args or {}
   if opts.label then   -- --label L: the analysis's labels argument (an explicit --arg labels= wins)
     if not a.args.labels then
@@ -181,6 +187,7 @@ function M.run(a, opts)
   end
   local args, err = M.parse_args(a, given)
   if not args then return fail(2, err) end
+  if nproc > 1 then return require("nsl.distributed").run(M, a, args, opts) end
   local trace
   if opts.traces and #opts.traces > 0 then
     trace, err = nsl.open(opts.traces)
@@ -188,10 +195,17 @@ function M.run(a, opts)
   elseif a.needs_trace ~= false then
     return fail(2, string.format("analysis '%s' needs a trace: nsl run %s TRACE...", a.name, a.name))
   end
+  return M.emit(a, trace, opts, function(out) return a.run(trace, args, out) end)
+end
+
+--- Runs body(out) for analysis a on trace (opened from opts.traces) and
+-- emits what it produced as opts asks (format, --out, --embed, --fail-on).
+-- Returns the exit code.
+function M.emit(a, trace, opts, body)
   local out, oerr = output.new{analysis = a.name, format = opts.format or "text", dir = opts.out,
                                trace = trace, traces = opts.traces, embed = opts.embed}
   if not out then return fail(1, oerr) end
-  local ok, msg = xpcall(a.run, M.handler, trace, args, out)
+  local ok, msg = xpcall(body, M.handler, out)
   if not ok then
     out:flush()
     return fail(1, M.failure(a, msg, opts.traces))
@@ -222,6 +236,7 @@ function M.main(opts)
     return 0
   elseif cmd == "info" then
     local a = assert(M.load_analysis("info"))
+    opts.distribute = true
     return M.run(a, opts)
   else
     assert(cmd == "run", "nsl.runner runs run, list and info")
@@ -231,6 +246,7 @@ function M.main(opts)
       print(M.help(a))
       return 0
     end
+    opts.distribute = true
     return M.run(a, opts)
   end
 end

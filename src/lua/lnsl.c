@@ -215,5 +215,6 @@ int luaopen_nsl_core(lua_State *L) {
   nsl__open_binning(L);
   nsl__open_lod(L);
   nsl__open_curses(L);
+  nsl__open_mpi(L);
   return 1;
 }

@@ -57,6 +57,12 @@ nsl_dict *nsl__state_dict(lua_State *L);
 int nsl__open_trace(lua_State *L);
 /* The trace of a trace userdata (raises when closed or not a trace). */
 nsl_trace *nsl__checktrace(lua_State *L, int idx);
+/* Pushes an empty trace box and returns its slot: the caller stores a
+ * trace there (owned by the box from then on), then sets the state's
+ * dictionary on it (nsl_trace_set_dict). */
+nsl_trace **nsl__newtrace(lua_State *L);
+/* nsl.mpi: distributed runs (lmpi.c). */
+int nsl__open_mpi(lua_State *L);
 int nsl__open_jax(lua_State *L);   /* range-tree kernels (ljax.c) */
 int nsl__open_hlo(lua_State *L);   /* XLA metadata (lhlo.c); after nsl__open_trace */
 int nsl__open_intervals(lua_State *L);

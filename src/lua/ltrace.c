@@ -72,22 +72,25 @@ static int l_open(lua_State *L) {
     for (int i = 1; i <= top; i++) paths[n++] = luaL_checkstring(L, i);
   }
   if (n == 0) return luaL_error(L, "nsl.open: no file given");
-  nsl_dict *dict = nsl__state_dict(L);
+  nsl_trace **slot = nsl__newtrace(L);
+  nsl_error err = {0};
+  if (nsl_trace_open(slot, paths, n, &err) != NSL_OK) {
+    lua_pushnil(L);
+    lua_pushstring(L, err.msg);
+    return 2;
+  }
+  if (nsl_trace_set_dict(*slot, nsl__state_dict(L), &err) != NSL_OK) return nsl__lua_error(L, &err);
+  return 1;
+}
+
+nsl_trace **nsl__newtrace(lua_State *L) {
+  nsl__state_dict(L);
   ltrace *b = lua_newuserdatauv(L, sizeof *b, 1);   /* box first: no leak on error */
   b->tr = NULL;
   luaL_setmetatable(L, NSL_TRACE_MT);
   lua_newtable(L);
   lua_setiuservalue(L, -2, 1);   /* cache of table userdata */
-  nsl_error err = {0};
-  nsl_trace *tr = NULL;
-  if (nsl_trace_open(&tr, paths, n, &err) != NSL_OK) {
-    lua_pushnil(L);
-    lua_pushstring(L, err.msg);
-    return 2;
-  }
-  b->tr = tr;
-  if (nsl_trace_set_dict(tr, dict, &err) != NSL_OK) return nsl__lua_error(L, &err);
-  return 1;
+  return &b->tr;
 }
 
 static int tr_gc(lua_State *L) {

@@ -41,40 +41,61 @@ static int is_report_name(const char *name) {
   return strncmp(name, "reports/", 8) == 0 && n > 15 && strcmp(name + n - 7, ".sqlite") == 0;
 }
 
-nsl_status nsl_bundle_add_reports(nsl_trace *tr, const char *path, const nsl_bundle_options *opts,
-                                  nsl_error *err) {
+/* Visits the report members of b in the order they become reports: the
+ * manifest's reports first, in its order, then any other .sqlite member
+ * under reports/, in archive order.  Adds to tr those numbered first ..
+ * first+count-1 (none when tr is NULL); *total receives the count of all. */
+static nsl_status add_report_range(nsl_trace *tr, nsl_bundle *b, int first, int count, int *total,
+                                   nsl_error *err) {
+  size_t i;
+  const json_t *r;
+  int k = 0;
+  nsl_status st = NSL_OK;
+  json_array_foreach(json_object_get(nsl_bundle_manifest(b), "reports"), i, r) {
+    if (tr && k >= first && k - first < count &&
+        (st = add_report(tr, b, json_string_value(json_object_get(r, "member")), err)) != NSL_OK)
+      return st;
+    k++;
+  }
+  for (i = 0; i < nsl_bundle_count(b); i++) {
+    const char *name = nsl_bundle_member_at(b, i)->name;
+    if (!is_report_name(name) || nsl_bundle_report_entry(b, name) != NULL)
+      continue;
+    if (tr && k >= first && k - first < count && (st = add_report(tr, b, name, err)) != NSL_OK)
+      return st;
+    k++;
+  }
+  if (k == 0)
+    return nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': the bundle holds no report (reports/*.sqlite)",
+                         nsl_bundle_path(b));
+  *total = k;
+  return NSL_OK;
+}
+
+/* Opens path as a strict bundle with opts (NULL: defaults). */
+static nsl_status open_strict(nsl_bundle **b, const char *path, const nsl_bundle_options *opts, nsl_error *err) {
   nsl_bundle_options o;
-  nsl_bundle *b = NULL;
   if (opts)
     o = *opts;
   else
     nsl_bundle_options_init(&o);
   o.mode = NSL_BUNDLE_STRICT;
-  nsl_status st = nsl_bundle_open(&b, path, &o, err);
+  return nsl_bundle_open(b, path, &o, err);
+}
+
+nsl_status nsl_bundle_add_reports(nsl_trace *tr, const char *path, const nsl_bundle_options *opts,
+                                  nsl_error *err) {
+  int total = 0;
+  return nsl_bundle_add_report_range(tr, path, opts, 0, 1 << 30, &total, err);
+}
+
+nsl_status nsl_bundle_add_report_range(nsl_trace *tr, const char *path, const nsl_bundle_options *opts, int first,
+                                       int count, int *total, nsl_error *err) {
+  nsl_bundle *b = NULL;
+  nsl_status st = open_strict(&b, path, opts, err);
   if (st != NSL_OK)
     return st;
-  /* the manifest's reports first, in its order ... */
-  size_t i;
-  const json_t *r;
-  int added = 0;
-  json_array_foreach(json_object_get(nsl_bundle_manifest(b), "reports"), i, r) {
-    if ((st = add_report(tr, b, json_string_value(json_object_get(r, "member")), err)) != NSL_OK)
-      goto done;
-    added++;
-  }
-  /* ... then any other .sqlite member under reports/, in archive order */
-  for (i = 0; i < nsl_bundle_count(b); i++) {
-    const char *name = nsl_bundle_member_at(b, i)->name;
-    if (!is_report_name(name) || nsl_bundle_report_entry(b, name) != NULL)
-      continue;
-    if ((st = add_report(tr, b, name, err)) != NSL_OK)
-      goto done;
-    added++;
-  }
-  if (added == 0)
-    st = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': the bundle holds no report (reports/*.sqlite)",
-                       path);
-done:
+  st = add_report_range(tr, b, first, count, total, err);
   nsl_bundle_close(b);
   return st;
 }

@@ -45,24 +45,32 @@ static nsl_status open_export(nsl_trace *tr, const char *path, nsl_error *err) {
 }
 
 /* Opens `nsys stats` CSV file path (report kind) into the report of its run:
- * a new report, or the one of csv[0..*ncsv) with the same prefix. */
-static nsl_status open_csv(nsl_trace *tr, const char *path, const char *kind, void **csv, int *ncsv, int cap,
-                           nsl_error *err) {
+ * the trace's CSV report with the same prefix, or a new report. */
+static nsl_status open_csv(nsl_trace *tr, const char *path, const char *kind, nsl_error *err) {
   char prefix[4096];
   nsl__nsys_csv_prefix(path, kind, prefix, sizeof prefix);
-  for (int i = 0; i < *ncsv; i++)
-    if (strcmp(nsl__nsys_csv_src_prefix(csv[i]), prefix) == 0) return nsl__nsys_csv_add(csv[i], path, kind, err);
+  for (int i = 0; i < nsl_trace_nreports(tr); i++) {
+    void *other = NULL;
+    if (nsl_trace_source(tr, i, &other) == &nsl__nsys_csv_source_ops &&
+        strcmp(nsl__nsys_csv_src_prefix(other), prefix) == 0)
+      return nsl__nsys_csv_add(other, path, kind, err);
+  }
   void *src = NULL;
   nsl_report_info info;
   nsl_status rc = nsl__nsys_csv_open(path, kind, &src, &info, err);
   if (rc != NSL_OK) return rc;
   rc = nsl_trace_add_source(tr, &nsl__nsys_csv_source_ops, src, &info, err);
-  if (rc != NSL_OK) {
-    nsl__nsys_csv_source_ops.close(src);
-    return rc;
-  }
-  if (*ncsv < cap) csv[(*ncsv)++] = src;
-  return NSL_OK;
+  if (rc != NSL_OK) nsl__nsys_csv_source_ops.close(src);
+  return rc;
+}
+
+nsl_status nsl_trace_add_path(nsl_trace *tr, const char *path, nsl_error *err) {
+  nsl_status rc = nsl_trace_add_input(tr, path, err);
+  const char *kind = NULL;
+  if (rc != NSL_OK) return rc;
+  if (nsl_bundle_sniff(path)) return open_bundle(tr, path, err);
+  if ((kind = nsl__nsys_csv_sniff(path))) return open_csv(tr, path, kind, err);
+  return open_export(tr, path, err);
 }
 
 nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, nsl_error *err) {
@@ -70,16 +78,8 @@ nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths,
   if (npaths <= 0) return nsl_error_set(err, NSL_ERR_ARG, "no input: give at least one nsys SQLite export");
   nsl_trace *tr = nsl_trace_new();
   if (!tr) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-  void *csv[64];
-  int ncsv = 0;
   for (int i = 0; i < npaths; i++) {
-    nsl_status rc = nsl_trace_add_input(tr, paths[i], err);
-    const char *kind = NULL;
-    if (rc == NSL_OK) {
-      if (nsl_bundle_sniff(paths[i])) rc = open_bundle(tr, paths[i], err);
-      else if ((kind = nsl__nsys_csv_sniff(paths[i]))) rc = open_csv(tr, paths[i], kind, csv, &ncsv, 64, err);
-      else rc = open_export(tr, paths[i], err);
-    }
+    nsl_status rc = nsl_trace_add_path(tr, paths[i], err);
     if (rc != NSL_OK) {
       nsl_trace_close(tr);
       return rc;

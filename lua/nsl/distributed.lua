@@ -1,0 +1,153 @@
+-- nsl.distributed -- an analysis run by the processes of an MPI job
+-- (`mpirun -np P nsl run NAME TRACE...`, `srun nsl run ...`).
+--
+-- The reports of the trace are split among the processes, each reading
+-- only its share (src/mpi/dist.c).  MPI rank 0 prints and writes exactly
+-- what a one-process run prints and writes:
+--
+--  * an analysis with a distributed form,
+--      distributed = {
+--        step = function(view, args) return {name = table, ...} end,
+--        combine = function(trace, parts, args, out) ... end,   -- optional
+--      }
+--    runs step on every process over a trace of its own reports (times on
+--    the whole trace's clock; an integer `report` column numbers reports as
+--    the whole trace does once it arrives on rank 0); the tables (native
+--    column buffers) are gathered on rank 0 and concatenated in report order
+--    into parts[name], and combine produces the output there -- without a
+--    combine, run(trace, args, out, parts).  Every process returns the same
+--    names.  combine may still read the whole trace: what it reads of other
+--    processes' reports is asked of them then;
+--  * any other analysis runs on rank 0 over the whole trace, whose tables
+--    are read by every process for its share and gathered when first used.
+--
+-- No process waits for one that failed: the processes agree on success
+-- (an all-reduce) after opening their shares and after the steps, before
+-- any data moves; the failing process's message names its MPI rank.
+local nsl = require("nsl")
+local classes = require("nsl.classes")
+
+local M = {}
+
+local mpi = nsl.mpi
+local split_of = setmetatable({}, {__mode = "k"})   -- whole trace (rank 0) -> its split (dist)
+
+--- A trace of some reports (0-based indices into trace's reports, report
+-- numbers 0.. in that order) when trace is a distributed run's whole trace
+-- on rank 0: what is read of it comes from those reports' processes alone.
+-- nil for any other trace (where the caller reads the trace itself).
+function M.report_trace(trace, reports)
+  local dist = split_of[trace]
+  return dist and dist:subtrace(reports) or nil
+end
+
+--- The tables got[1..P] (false where a process sent none) as one table,
+-- rows in process order (= report order).
+local function concat(got)
+  local tabs = {}
+  for _, t in ipairs(got) do if t then tabs[#tabs + 1] = t end end
+  if #tabs == 0 then return nil end
+  if #tabs == 1 then return tabs[1] end
+  local cols = {}
+  for _, name in ipairs(tabs[1]:columns()) do
+    local parts = {}
+    for k, t in ipairs(tabs) do parts[k] = t:col(name) end
+    cols[#cols + 1] = {name, nsl.concat(table.unpack(parts))}
+  end
+  return nsl.table(cols)
+end
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
+--- The per-report steps of analysis a: every process runs step over its
+-- view; rank 0 gets parts (name -> table).  Returns true, parts (nil
+-- elsewhere), or false and the first failure's message (on rank 0).
+local function steps(runner, a, args, dist, opts)
+  local first = dist:share()
+  local ok, res = xpcall(function() return a.distributed.step(dist:view(), args) end, runner.handler)
+  if ok and type(res) ~= "table" then
+    ok, res = false, {bug = "distributed.step must return a table of tables", traceback = ""}
+  end
+  local agreed, why = mpi.agree(ok, not ok and runner.failure(a, res, opts.traces) or nil)
+  if not agreed then return false, why end
+  -- every process sends the same names (the step's contract); a failure to
+  -- send or read one is agreed on before anyone goes on
+  local parts, gerr = {}, nil
+  for _, name in ipairs(sorted_keys(res)) do
+    local got, err = mpi.gather(res[name], first)
+    if not got then gerr = gerr or err
+    elseif type(got) == "table" then
+      local cok, t = pcall(concat, got)
+      if cok then parts[name] = t else gerr = gerr or tostring(t) end
+    end
+  end
+  agreed, why = mpi.agree(gerr == nil, gerr and string.format("analysis '%s': %s", a.name, gerr))
+  if not agreed then return false, why end
+  return true, parts
+end
+
+--- The GPU operations of trace (classes.gpu_ops(trace, which, opts)) for a
+-- distributed step, with `part` 0/1/2 for kernels, memcpy, memset rows.
+function M.ops_step(trace, which, opts)
+  local ops = classes.gpu_ops(trace, which, opts)
+  local nk, nmc = #trace.kernels, #trace.memcpy
+  return ops:with("part", nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc)))
+end
+
+--- The gathered tables of M.ops_step as classes.gpu_ops gives them for the
+-- whole trace: the kernels, the memcpy, the memset, each in report order.
+function M.ops_combine(ops)
+  local cols = {}
+  for _, c in ipairs(ops:columns()) do if c ~= "part" then cols[#cols + 1] = c end end
+  return ops:take(ops.part:argsort()):select(cols)
+end
+
+--- Runs analysis a (its args checked) on opts.traces as one process of
+-- the job; returns the exit code, the same on every process.
+function M.run(runner, a, args, opts)
+  local clock0 = mpi.wtime()
+  local _, rank = mpi.start()
+  local root = rank == 0
+  local dist, err = mpi.open(opts.traces)
+  if not dist then return runner.fail(1, err or "another MPI rank could not read its share") end
+  local parts
+  local t_open, t_steps = mpi.wtime(), nil
+  if a.distributed then
+    local ok, p = steps(runner, a, args, dist, opts)
+    if not ok then return runner.fail(1, p or "another MPI rank failed") end
+    parts = p
+  end
+  t_steps = mpi.wtime()
+  if not root then
+    dist:serve()
+    return mpi.bcast(0)
+  end
+  local okt, code = pcall(function()
+    local trace = dist:trace()
+    split_of[trace] = dist
+    return runner.emit(a, trace, opts, function(out)
+      if not parts then return a.run(trace, args, out) end
+      if a.distributed.combine then return a.distributed.combine(trace, parts, args, out) end
+      return a.run(trace, args, out, parts)
+    end)
+  end)
+  dist:quit()
+  if not okt then code = runner.fail(1, tostring(nsl.is_error(code) and code.message or code)) end
+  if os.getenv("NSL_MPI_STATS") then   -- for benchmarks and tests: how the run went
+    local secs, bytes = mpi.seconds()
+    local t = mpi.wtime()
+    io.stderr:write(string.format("nsl: mpi: %d processes, %d reports, %s form, rank 0: %.3f s in communication, " ..
+                                  "%.0f bytes moved, %.3f s in all (open %.3f, steps and gather %.3f, rank 0 alone " ..
+                                  "%.3f)\n", (mpi.start()), select(3, dist:share()),
+                                  a.distributed and "distributed" or "gathered", secs, bytes, t - clock0,
+                                  t_open - clock0, t_steps - t_open, t - t_steps))
+  end
+  return mpi.bcast(code)
+end
+
+return M

@@ -1,0 +1,203 @@
+/* wire.c -- columns to a flat buffer and back (wire.h). */
+#include "core/wire.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char MAGIC[8] = {'N', 'S', 'L', 'W', 'I', 'R', 'E', '1'};
+
+typedef struct wbuf {
+  char *p;
+  size_t len, cap;
+  int oom;
+} wbuf;
+
+/* Appends n bytes (remembers a failed allocation). */
+static void put(wbuf *w, const void *src, size_t n) {
+  if (w->oom) return;
+  if (w->len + n > w->cap) {
+    size_t cap = w->cap ? w->cap : 256;
+    while (cap < w->len + n) cap *= 2;
+    char *p = realloc(w->p, cap);
+    if (!p) {
+      w->oom = 1;
+      return;
+    }
+    w->p = p;
+    w->cap = cap;
+  }
+  if (n) memcpy(w->p + w->len, src, n);
+  w->len += n;
+}
+
+nsl_status nsl__wire_encode(const char *const *names, nsl_column *const *cols, int n, void **buf, size_t *len,
+                            nsl_error *err) {
+  *buf = NULL;
+  *len = 0;
+  int64_t nrows = n > 0 ? cols[0]->len : 0;
+  nsl_dict *dict = NULL;
+  for (int c = 0; c < n; c++) {
+    if (cols[c]->len != nrows)
+      return nsl_error_set(err, NSL_ERR_ARG, "cannot send columns of different lengths ('%s')", names[c]);
+    if (cols[c]->type != NSL_STR) continue;
+    if (dict && cols[c]->dict != dict)
+      return nsl_error_set(err, NSL_ERR_ARG, "cannot send string columns of different dictionaries ('%s')", names[c]);
+    dict = cols[c]->dict;
+  }
+  /* the strings used, numbered in the order of their ids */
+  int32_t nd = dict ? nsl_dict_size(dict) : 0, nused = 0;
+  int32_t *map = malloc((size_t)(nd > 0 ? nd : 1) * sizeof *map);
+  if (!map) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  for (int32_t k = 0; k < nd; k++) map[k] = -1;
+  for (int c = 0; c < n; c++) {
+    if (cols[c]->type != NSL_STR) continue;
+    const int32_t *v = nsl_i32(cols[c]);
+    for (int64_t r = 0; r < nrows; r++)
+      if (v[r] >= 0 && v[r] < nd) map[v[r]] = 0;
+  }
+  for (int32_t k = 0; k < nd; k++)
+    if (map[k] == 0) map[k] = nused++;
+  wbuf w = {0};
+  uint32_t u32 = (uint32_t)n;
+  put(&w, MAGIC, sizeof MAGIC);
+  put(&w, &u32, sizeof u32);
+  put(&w, &nrows, sizeof nrows);
+  u32 = (uint32_t)nused;
+  put(&w, &u32, sizeof u32);
+  for (int32_t k = 0; k < nd; k++) {
+    if (map[k] < 0) continue;
+    uint32_t sl = (uint32_t)nsl_dict_strlen(dict, k);
+    put(&w, &sl, sizeof sl);
+    put(&w, nsl_dict_str(dict, k), sl);
+  }
+  for (int c = 0; c < n && !w.oom; c++) {
+    uint16_t nl = (uint16_t)strlen(names[c]);
+    uint8_t type = (uint8_t)cols[c]->type;
+    put(&w, &nl, sizeof nl);
+    put(&w, names[c], nl);
+    put(&w, &type, 1);
+    size_t bytes = (size_t)nrows * nsl_type_size(cols[c]->type);
+    if (cols[c]->type != NSL_STR) {
+      put(&w, cols[c]->data, bytes);
+      continue;
+    }
+    size_t at = w.len;
+    put(&w, cols[c]->data, bytes);   /* then ids rewritten in place */
+    if (w.oom) break;
+    int32_t *v = (int32_t *)(void *)(w.p + at);
+    for (int64_t r = 0; r < nrows; r++) {
+      int32_t id;
+      memcpy(&id, &v[r], sizeof id);
+      id = id >= 0 && id < nd ? map[id] : -1;
+      memcpy(&v[r], &id, sizeof id);
+    }
+  }
+  free(map);
+  if (w.oom) {
+    free(w.p);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory encoding %lld rows", (long long)nrows);
+  }
+  *buf = w.p;
+  *len = w.len;
+  return NSL_OK;
+}
+
+typedef struct rbuf {
+  const char *p;
+  size_t len, at;
+} rbuf;
+
+/* Takes n bytes; NULL past the end. */
+static const char *take(rbuf *r, size_t n) {
+  if (n > r->len - r->at) return NULL;
+  const char *p = r->p + r->at;
+  r->at += n;
+  return p;
+}
+
+void nsl__wire_free(char **names, nsl_column **cols, int n) {
+  for (int c = 0; c < n; c++) {
+    if (names) free(names[c]);
+    if (cols) nsl_column_release(cols[c]);
+  }
+  free(names);
+  free(cols);
+}
+
+nsl_status nsl__wire_decode(const void *buf, size_t len, nsl_dict *dict, char ***names_out, nsl_column ***cols_out,
+                            int *n_out, nsl_error *err) {
+  *names_out = NULL;
+  *cols_out = NULL;
+  *n_out = 0;
+  rbuf r = {buf, len, 0};
+  const char *p;
+  uint32_t ncols, nstr;
+  int64_t nrows;
+  if (!(p = take(&r, sizeof MAGIC)) || memcmp(p, MAGIC, sizeof MAGIC) != 0 || !(p = take(&r, 4)))
+    return nsl_error_set(err, NSL_ERR_FORMAT, "not a table message");
+  memcpy(&ncols, p, 4);
+  if (!(p = take(&r, 8))) return nsl_error_set(err, NSL_ERR_FORMAT, "truncated table message");
+  memcpy(&nrows, p, 8);
+  if (!(p = take(&r, 4))) return nsl_error_set(err, NSL_ERR_FORMAT, "truncated table message");
+  memcpy(&nstr, p, 4);
+  if (nrows < 0 || ncols > 65536 || nstr > len) return nsl_error_set(err, NSL_ERR_FORMAT, "corrupt table message");
+  int32_t *map = malloc((size_t)(nstr ? nstr : 1) * sizeof *map);
+  char **names = calloc((size_t)(ncols ? ncols : 1), sizeof *names);
+  nsl_column **cols = calloc((size_t)(ncols ? ncols : 1), sizeof *cols);
+  nsl_status rc = NSL_OK;
+  if (!map || !names || !cols) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (uint32_t k = 0; k < nstr; k++) {
+    uint32_t sl;
+    if (!(p = take(&r, 4))) goto corrupt;
+    memcpy(&sl, p, 4);
+    if (!(p = take(&r, sl))) goto corrupt;
+    if ((map[k] = nsl_dict_intern(dict, p, sl)) < 0) {
+      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+      goto done;
+    }
+  }
+  for (uint32_t c = 0; c < ncols; c++) {
+    uint16_t nl;
+    uint8_t type;
+    if (!(p = take(&r, 2))) goto corrupt;
+    memcpy(&nl, p, 2);
+    if (!(p = take(&r, nl))) goto corrupt;
+    if (!(names[c] = malloc((size_t)nl + 1))) {
+      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+      goto done;
+    }
+    memcpy(names[c], p, nl);
+    names[c][nl] = '\0';
+    if (!(p = take(&r, 1))) goto corrupt;
+    type = (uint8_t)*p;
+    if (type > NSL_BOOL) goto corrupt;
+    size_t es = nsl_type_size((nsl_type)type);
+    if ((uint64_t)nrows > (r.len - r.at) / es) goto corrupt;
+    if (!(p = take(&r, (size_t)nrows * es))) goto corrupt;
+    if (!(cols[c] = nsl_column_new((nsl_type)type, nrows, type == NSL_STR ? dict : NULL))) {
+      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory receiving %lld rows", (long long)nrows);
+      goto done;
+    }
+    memcpy(cols[c]->data, p, (size_t)nrows * es);
+    if (type == NSL_STR) {
+      int32_t *v = nsl_i32(cols[c]);
+      for (int64_t i = 0; i < nrows; i++) v[i] = v[i] >= 0 && (uint32_t)v[i] < nstr ? map[v[i]] : -1;
+    }
+  }
+  if (r.at != r.len) goto corrupt;
+  free(map);
+  *names_out = names;
+  *cols_out = cols;
+  *n_out = (int)ncols;
+  return NSL_OK;
+corrupt:
+  rc = nsl_error_set(err, NSL_ERR_FORMAT, "corrupt table message");
+done:
+  free(map);
+  nsl__wire_free(names, cols, (int)ncols);
+  return rc;
+}

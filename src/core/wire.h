@@ -1,0 +1,30 @@
+/* wire.h -- columns as one flat byte buffer and back, to move tables
+ * between processes (distributed runs) as native buffers, not Lua values.
+ *
+ * Layout (little-endian host order: both ends run the same build):
+ *   "NSLWIRE1", u32 ncols, i64 nrows, u32 nstrings, the strings (u32 len,
+ *   bytes) in the order of their ids in the sender's dictionary, then per
+ *   column: u16 name length, name, u8 type, nrows values.  String columns
+ *   hold indices into the strings (-1 NULL); the receiver interns the
+ *   strings into its dictionary in that order, as a report loaded on a
+ *   thread of its own is remapped into a trace's (trace.c), so string ids
+ *   come out as a one-process load gives them. */
+#ifndef NSL_CORE_WIRE_H
+#define NSL_CORE_WIRE_H
+#include <stddef.h>
+
+#include "nsl/nsl.h"
+
+/* Encodes cols[0..n) (all of one length; string columns of one dictionary)
+ * under names into a new buffer (*buf, release with free()). */
+nsl_status nsl__wire_encode(const char *const *names, nsl_column *const *cols, int n, void **buf, size_t *len,
+                            nsl_error *err);
+/* Decodes a buffer of nsl__wire_encode: *names (strings and array, one
+ * allocation each: nsl__wire_free) and *cols (new columns, strings interned
+ * into dict).  NSL_ERR_FORMAT for a buffer that is not one. */
+nsl_status nsl__wire_decode(const void *buf, size_t len, nsl_dict *dict, char ***names, nsl_column ***cols, int *n,
+                            nsl_error *err);
+/* Releases what nsl__wire_decode returned. */
+void nsl__wire_free(char **names, nsl_column **cols, int n);
+
+#endif

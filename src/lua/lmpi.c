@@ -1,0 +1,310 @@
+/* lmpi.c -- distributed runs in Lua: nsl.mpi.start(), nsl.mpi.open(paths)
+ * (a split trace: dist:view(), dist:trace(), dist:subtrace(reports),
+ * dist:share(), dist:serve(), dist:quit()), nsl.mpi.agree(ok, msg),
+ * nsl.mpi.gather(table), nsl.mpi.bcast(n), nsl.mpi.seconds(),
+ * nsl.mpi.wtime().  The policy (which analysis step runs where) is
+ * lua/nsl/distributed.lua's; MPI itself stays in src/mpi. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/wire.h"
+#include "lua/lnsl.h"
+#include "mpi/comm.h"
+#include "mpi/dist.h"
+
+#define DIST_MT "nsl.mpi.dist"
+
+typedef struct ldist {
+  nsl_dist *d;
+} ldist;
+
+static nsl_dist *checkdist(lua_State *L) {
+  ldist *b = luaL_checkudata(L, 1, DIST_MT);
+  if (!b->d) luaL_argerror(L, 1, "closed");
+  return b->d;
+}
+
+/* nsl.mpi.start() -> processes, this process's rank, whether the build has MPI. */
+static int l_start(lua_State *L) {
+  nsl_error err = {0};
+  int n = nsl__comm_start(&err);
+  if (n < 0) return nsl__input_error(L, &err);
+  lua_pushinteger(L, n);
+  lua_pushinteger(L, nsl__comm_rank());
+  lua_pushboolean(L, nsl__comm_available());
+  return 3;
+}
+
+/* nsl.mpi.open{paths} (collective) -> dist, or nil and a message (the
+ * failing MPI rank's, with its rank, on rank 0). */
+static int l_open(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 1);
+  luaL_argcheck(L, n >= 0 && n <= 65536, 1, "too many inputs");
+  const char **paths = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *paths, 0);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 1, i);
+    paths[i - 1] = luaL_checkstring(L, -1);
+    lua_pop(L, 1);   /* the string stays alive in the argument table */
+  }
+  ldist *b = lua_newuserdatauv(L, sizeof *b, 0);
+  b->d = NULL;
+  luaL_setmetatable(L, DIST_MT);
+  nsl_error err = {0};
+  if (nsl__dist_open(&b->d, paths, (int)n, &err) != NSL_OK) {
+    lua_pushnil(L);
+    lua_pushstring(L, err.msg);
+    return 2;
+  }
+  return 1;
+}
+
+static int dist_gc(lua_State *L) {
+  ldist *b = luaL_checkudata(L, 1, DIST_MT);
+  nsl__dist_release(b->d);
+  b->d = NULL;
+  return 0;
+}
+
+/* Pushes a trace made by fn (a view or the whole trace). */
+static int push_made(lua_State *L, nsl_status (*fn)(nsl_dist *, nsl_trace **, nsl_error *)) {
+  nsl_dist *d = checkdist(L);
+  nsl_trace **slot = nsl__newtrace(L);
+  nsl_error err = {0};
+  if (fn(d, slot, &err) != NSL_OK) return nsl__input_error(L, &err);
+  if (nsl_trace_set_dict(*slot, nsl__state_dict(L), &err) != NSL_OK) return nsl__lua_error(L, &err);
+  return 1;
+}
+
+/* dist:view() -> a trace of this process's reports (whole trace's clock). */
+static int dist_view(lua_State *L) { return push_made(L, nsl__dist_view); }
+/* dist:trace() -> the whole trace (rank 0). */
+static int dist_trace(lua_State *L) { return push_made(L, nsl__dist_trace); }
+
+/* dist:subtrace{reports} (rank 0) -> a trace of those reports of the whole
+ * trace (0-based indices), each read from its process alone when used. */
+static int dist_subtrace(lua_State *L) {
+  nsl_dist *d = checkdist(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 2);
+  luaL_argcheck(L, n >= 1 && n <= 65536, 2, "one report or more");
+  int *reports = lua_newuserdatauv(L, (size_t)n * sizeof *reports, 0);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 2, i);
+    reports[i - 1] = (int)luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+  }
+  nsl_trace **slot = nsl__newtrace(L);
+  nsl_error err = {0};
+  if (nsl__dist_subtrace(d, reports, (int)n, slot, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  if (nsl_trace_set_dict(*slot, nsl__state_dict(L), &err) != NSL_OK) return nsl__lua_error(L, &err);
+  return 1;
+}
+
+/* dist:share() -> index (0-based) of this process's first report, its report count, all reports. */
+static int dist_share(lua_State *L) {
+  nsl_dist *d = checkdist(L);
+  lua_pushinteger(L, nsl__dist_first(d));
+  lua_pushinteger(L, nsl__dist_count(d));
+  lua_pushinteger(L, nsl__dist_nreports(d));
+  return 3;
+}
+
+/* dist:serve() answers rank 0's requests until it says quit. */
+static int dist_serve(lua_State *L) {
+  nsl_error err = {0};
+  if (nsl__dist_serve(checkdist(L), &err) != NSL_OK) {   /* the link to rank 0 is broken: end the job */
+    fprintf(stderr, "nsl: MPI rank %d: %s\n", nsl__comm_rank(), err.msg);
+    nsl__comm_abort(1);
+  }
+  return 0;
+}
+
+/* dist:quit() (rank 0) ends the other processes' serve(). */
+static int dist_quit(lua_State *L) {
+  nsl_error err = {0};
+  if (nsl__dist_quit(checkdist(L), &err) != NSL_OK) return nsl__input_error(L, &err);
+  return 0;
+}
+
+/* nsl.mpi.agree(ok [, message]) (collective) -> true when every process
+ * passed a true ok; else false and, on rank 0, the first failing process's
+ * message prefixed with its MPI rank. */
+static int l_agree(lua_State *L) {
+  int ok = lua_toboolean(L, 1);
+  const char *msg = luaL_optstring(L, 2, "failed");
+  char *why = NULL;
+  if (nsl__dist_agree(ok, msg, &why)) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  lua_pushboolean(L, 0);
+  if (why) lua_pushstring(L, why);
+  else lua_pushnil(L);
+  free(why);
+  return 2;
+}
+
+/* Encodes table t (every column loaded) with its integer column `report`
+ * shifted by shift. */
+static nsl_status encode_table(nsl_table *t, int shift, void **buf, size_t *len, nsl_error *err) {
+  int n = nsl_table_ncols(t);
+  const char **names = calloc((size_t)(n ? n : 1), sizeof *names);
+  nsl_column **cols = calloc((size_t)(n ? n : 1), sizeof *cols);
+  nsl_status rc = names && cols ? NSL_OK : nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  for (int c = 0; rc == NSL_OK && c < n; c++) {
+    names[c] = nsl_table_colname(t, c);
+    nsl_column *col = nsl_table_column_at(t, c, err);
+    if (!col) {
+      rc = err && err->code ? err->code : NSL_ERR_NOMEM;
+      break;
+    }
+    if (shift && (col->type == NSL_I32 || col->type == NSL_I64) && strcmp(names[c], "report") == 0) {
+      nsl_column *moved = nsl_column_new(col->type, col->len, NULL);
+      if (!moved) {
+        rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+        break;
+      }
+      for (int64_t i = 0; i < col->len; i++) {
+        if (col->type == NSL_I32) {
+          int32_t v = nsl_i32(col)[i];
+          nsl_i32(moved)[i] = v == NSL_NULL_I32 ? v : v + shift;
+        } else {
+          int64_t v = nsl_i64(col)[i];
+          nsl_i64(moved)[i] = v == NSL_NULL_I64 ? v : v + shift;
+        }
+      }
+      col = moved;
+    } else nsl_column_retain(col);
+    cols[c] = col;
+  }
+  if (rc == NSL_OK) rc = nsl__wire_encode(names, cols, n, buf, len, err);
+  for (int c = 0; cols && c < n; c++) nsl_column_release(cols[c]);
+  free(cols);
+  free(names);
+  return rc;
+}
+
+/* nsl.mpi.gather(t, shift) (collective): every process's table t (or nil)
+ * to rank 0, which gets an array with one entry per process (false for
+ * nil), in rank order; an integer column `report` is shifted by shift (the
+ * process's first report in the whole trace).  Other processes get true.
+ * A failure (a table that cannot be sent or read) returns nil and a
+ * message instead of raising, so the caller can agree on it with the
+ * other processes (nsl.mpi.agree) before anyone waits for anyone. */
+static int l_gather(lua_State *L) {
+  nsl_table *t = lua_isnoneornil(L, 1) ? NULL : nsl__checktable(L, 1);
+  int shift = (int)luaL_optinteger(L, 2, 0);
+  void *buf = NULL;
+  size_t len = 0;
+  nsl_error err = {0};
+  nsl_status rc = t ? encode_table(t, shift, &buf, &len, &err) : NSL_OK;
+  if (rc != NSL_OK) {   /* the others still gather: send nothing, then raise */
+    len = 0;
+  }
+  void **bufs = NULL;
+  size_t *lens = NULL;
+  nsl_error gerr = {0};
+  nsl_status grc = nsl__comm_gather(buf ? buf : "", len, &bufs, &lens, &gerr);
+  free(buf);
+  if (rc != NSL_OK || grc != NSL_OK) {
+    for (int r = 0; bufs && r < nsl__comm_size(); r++) free(bufs[r]);
+    free(bufs);
+    free(lens);
+    lua_pushnil(L);
+    lua_pushstring(L, rc != NSL_OK ? err.msg : gerr.msg);
+    return 2;
+  }
+  if (!bufs) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  int size = nsl__comm_size();
+  lua_createtable(L, size, 0);
+  nsl_dict *dict = nsl__state_dict(L);
+  for (int r = 0; r < size; r++) {
+    if (lens[r] == 0) {
+      lua_pushboolean(L, 0);
+      lua_rawseti(L, -2, r + 1);
+      continue;
+    }
+    char **names = NULL;
+    nsl_column **cols = NULL;
+    int n = 0;
+    nsl_table *tt = NULL;
+    rc = nsl__wire_decode(bufs[r], lens[r], dict, &names, &cols, &n, &err);
+    if (rc == NSL_OK && !(tt = nsl_table_new())) rc = nsl_error_set(&err, NSL_ERR_NOMEM, "out of memory");
+    for (int c = 0; rc == NSL_OK && c < n; c++)
+      if (nsl_table_add(tt, names[c], cols[c], &err) < 0) rc = err.code ? err.code : NSL_ERR_NOMEM;
+    nsl__wire_free(names, cols, n);
+    if (rc != NSL_OK) {
+      nsl_table_release(tt);
+      for (int k = r; k < size; k++) free(bufs[k]);
+      free(bufs);
+      free(lens);
+      lua_pushnil(L);
+      lua_pushfstring(L, "table from MPI rank %d: %s", r, err.msg);
+      return 2;
+    }
+    free(bufs[r]);
+    bufs[r] = NULL;
+    nsl__pushtable(L, tt, 0);
+    lua_rawseti(L, -2, r + 1);
+  }
+  free(bufs);
+  free(lens);
+  return 1;
+}
+
+/* nsl.mpi.bcast(n) (collective) -> rank 0's integer n. */
+static int l_bcast(lua_State *L) {
+  lua_Integer v = luaL_optinteger(L, 1, 0);
+  void *buf = &v;
+  size_t len = sizeof v;
+  nsl_error err = {0};
+  if (nsl__comm_rank() != 0) buf = NULL;
+  if (nsl__comm_bcast(&buf, &len, &err) != NSL_OK) return nsl__input_error(L, &err);
+  if (nsl__comm_rank() != 0) {
+    if (buf && len == sizeof v) memcpy(&v, buf, sizeof v);
+    free(buf);
+  }
+  lua_pushinteger(L, v);
+  return 1;
+}
+
+/* nsl.mpi.seconds() -> seconds this process spent in communication calls,
+ * and the bytes it sent and received. */
+static int l_seconds(lua_State *L) {
+  lua_pushnumber(L, nsl__comm_seconds());
+  lua_pushnumber(L, nsl__comm_bytes());
+  return 2;
+}
+
+/* nsl.mpi.wtime() -> seconds on a monotonic clock (the benchmark's timings). */
+static int l_wtime(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec);
+  return 1;
+}
+
+static const luaL_Reg dist_methods[] = {{"view", dist_view},   {"trace", dist_trace}, {"share", dist_share},
+                                        {"subtrace", dist_subtrace},
+                                        {"serve", dist_serve}, {"quit", dist_quit},   {NULL, NULL}};
+static const luaL_Reg dist_meta[] = {{"__gc", dist_gc}, {"__close", dist_gc}, {NULL, NULL}};
+static const luaL_Reg funcs[] = {{"start", l_start},   {"open", l_open},   {"agree", l_agree}, {"gather", l_gather},
+                                 {"bcast", l_bcast},   {"seconds", l_seconds}, {"wtime", l_wtime},
+                                 {NULL, NULL}};
+
+int nsl__open_mpi(lua_State *L) {
+  luaL_newmetatable(L, DIST_MT);
+  luaL_setfuncs(L, dist_meta, 0);
+  luaL_newlib(L, dist_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  luaL_newlib(L, funcs);
+  lua_setfield(L, -2, "mpi");
+  return 0;
+}
