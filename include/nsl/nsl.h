@@ -111,6 +111,8 @@ typedef struct nsl_column {
   void *data;       /* int64_t*, int32_t*, double*, int32_t* ids, uint8_t* */
   nsl_dict *dict;   /* NSL_STR only (retained) */
   int refcount;
+  struct nsl_mapping *mapping;   /* data lies in a mapped cache file (retained), not in malloc'd memory;
+                                    NULL for columns nsl_column_new makes */
 } nsl_column;
 
 /* New column of len elements (zero-filled); dict is retained for NSL_STR. */

@@ -38,6 +38,7 @@
  * thread, or an archive without thread metadata; lua/nsl/jax.lua resolves
  * it: M.thread_device_map). */
 #include "source/nsys_jax.h"
+#include "source/colcache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -854,7 +855,7 @@ static nsl_status add_one(nsl_trace *tr, jax_archive *ar, const char *path, cons
   info.rank = -1;
   info.first_ts = info.last_ts = NSL_NULL_I64;
   system_info(s, &info);
-  nsl_status rc = nsl_trace_add_source(tr, &nsl_jax_source_ops, s, &info, err);
+  nsl_status rc = nsl__cache_add_source(tr, &nsl_jax_source_ops, s, &info, path, stem, err);
   if (rc != NSL_OK) jax_close(s);
   return rc;
 }

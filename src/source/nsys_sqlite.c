@@ -55,6 +55,7 @@
 #include <sqlite3.h>
 
 #include "core/model.h"
+#include "core/nsl_internal.h"
 #include "core/parallel.h"
 #include "nsl/nsl.h"
 
@@ -1272,7 +1273,7 @@ static int put_row(row_reader *rr, sqlite3_value **argv) {
     }
     }
   }
-  p->rows++;
+  if ((++p->rows & 0xffff) == 0) nsl__progress_add(0x10000);   /* what a front end shows of a long load */
   return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include "nsl/bundle.h"
 #include "nsl/nsl.h"
+#include "source/colcache.h"
 #include "source/nsys_jax.h"
 
 /* A zip: an nsys-jax archive (no manifest.json, nvtx_gpu_proj_trace/
@@ -30,7 +31,7 @@ static nsl_status open_export(nsl_trace *tr, const char *path, nsl_error *err) {
   nsl_report_info info;
   nsl_status rc = nsl_nsys_open_file(path, &src, &info, err);
   if (rc != NSL_OK) return rc;
-  rc = nsl_trace_add_source(tr, &nsl_nsys_source_ops, src, &info, err);
+  rc = nsl__cache_add_source(tr, &nsl_nsys_source_ops, src, &info, path, "", err);
   if (rc != NSL_OK) nsl_nsys_source_ops.close(src);
   return rc;
 }

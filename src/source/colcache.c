@@ -1,0 +1,959 @@
+/*
+ * colcache.c -- the columnar cache (see colcache.h and archive-format/CACHE.md).
+ *
+ * An entry is a folder <root>/columns/<key>/ per report of an input, key a
+ * hash of the input's device, inode, kind and report; it holds
+ *   entry                 the input's identity, as text (for `nsl cache list`)
+ *   t-<table>             a table's description: found or not, extra
+ *                         columns the source declares, row count
+ *   c-<table>-<column>    one column of the report, unshifted in time:
+ *                         a 256-byte header, the values, for strings the
+ *                         column's own dictionary
+ * Each file is written whole to a temporary file and renamed (two processes
+ * filling one entry both publish complete, equal files), and checked on
+ * every read: magic, format version, byte order, the identity hash of the
+ * input it was made from, names and type asked for, bounds, and checksums of
+ * header, values and dictionary.  A file that fails is ignored and written
+ * again from the input.
+ *
+ * Numeric columns are mapped and handed out without a copy, except time
+ * columns of a report whose clock is shifted (a multi-report trace): those
+ * are copied with the offset added.  String columns are mapped too when
+ * their dictionary matches the trace's ids (the first string columns of a
+ * fresh trace); otherwise the ids are remapped into a new column.
+ */
+#include "source/colcache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/model.h"
+#include "core/nsl_internal.h"
+#include "core/tmpfile.h"
+#include "nsl/nsl_io.h"
+
+/* ---- hashing ---- */
+
+#define P1 0x9E3779B185EBCA87ULL
+#define P2 0xC2B2AE3D27D4EB4FULL
+#define P3 0x165667B19E3779F9ULL
+#define P4 0x85EBCA77C2B2AE63ULL
+
+static uint64_t rotl(uint64_t x, int r) { return x << r | x >> (64 - r); }
+
+/* A 64-bit checksum of n bytes: four independent lanes over 32-byte
+ * blocks (several GB/s), then the tail, then a final mix. */
+static uint64_t hash64(const void *p, size_t n, uint64_t seed) {
+  const unsigned char *b = p;
+  uint64_t a0 = seed + P1, a1 = seed ^ P2, a2 = seed + P3, a3 = seed ^ P4;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    uint64_t w[4];
+    memcpy(w, b + i, 32);
+    a0 = rotl(a0 + w[0] * P2, 31) * P1;
+    a1 = rotl(a1 + w[1] * P2, 31) * P1;
+    a2 = rotl(a2 + w[2] * P2, 31) * P1;
+    a3 = rotl(a3 + w[3] * P2, 31) * P1;
+  }
+  uint64_t h = rotl(a0, 1) + rotl(a1, 7) + rotl(a2, 12) + rotl(a3, 18) + (uint64_t)n;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, b + i, 8);
+    h = rotl(h ^ rotl(w * P2, 31) * P1, 27) * P1 + P4;
+  }
+  for (; i < n; i++) h = rotl(h ^ (b[i] * P3), 11) * P1;
+  h ^= h >> 33;
+  h *= P2;
+  h ^= h >> 29;
+  h *= P3;
+  h ^= h >> 32;
+  return h;
+}
+
+/* ---- settings ---- */
+
+static int enabled = -1;   /* -1: not decided yet (NSL_NO_CACHE) */
+static int warned;
+
+void nsl__cache_set_enabled(int on) { enabled = on; }
+
+int nsl__cache_enabled(void) {
+  if (enabled < 0) {
+    const char *v = getenv("NSL_NO_CACHE");
+    enabled = !(v && v[0] && strcmp(v, "0") != 0);
+  }
+  return enabled;
+}
+
+int64_t nsl__cache_max_bytes(void) {
+  const char *v = getenv("NSL_CACHE_MAX");
+  int64_t def = (int64_t)16 << 30;
+  if (!v || !v[0]) return def;
+  char *end;
+  double x = strtod(v, &end);
+  if (end == v || x < 0) return def;
+  switch (*end) {
+  case 'k': case 'K': x *= 1024.0; break;
+  case 'm': case 'M': x *= 1024.0 * 1024; break;
+  case 'g': case 'G': x *= 1024.0 * 1024 * 1024; break;
+  case 't': case 'T': x *= 1024.0 * 1024 * 1024 * 1024; break;
+  default: break;
+  }
+  return x >= 9.2e18 ? INT64_MAX : (int64_t)x;
+}
+
+/* One warning per process: the cache could not be used; the work goes on. */
+static void warn_once(const char *what, const char *detail) {
+  if (warned) return;
+  warned = 1;
+  nsl__warn("cannot use the cache: %s: %s; going on without it (--no-cache turns it off)", what, detail);
+}
+
+/* ---- files of an entry ---- */
+
+#define HEAD_BYTES 256
+#define MAGIC "NSLCACHE"
+#define BOM 0x0102030405060708ULL
+enum { KIND_COLUMN = 1, KIND_TABLE = 2 };
+
+typedef struct file_head {
+  char magic[8];
+  uint32_t version, kind;
+  uint64_t bom, ident;
+  char table[64], column[64];
+  uint32_t type, found;        /* column: its type; table: 1 when the source has it */
+  int64_t rows;                /* column: its length; table: row count or -1 */
+  uint64_t data_off, data_bytes, data_hash;
+  uint64_t dict_off, dict_count, dict_bytes, dict_hash;
+  uint8_t pad[HEAD_BYTES - 8 - 8 - 16 - 128 - 8 - 8 - 56 - 8];
+  uint64_t head_hash;          /* of the bytes before it */
+} file_head;
+_Static_assert(sizeof(file_head) == HEAD_BYTES, "cache file header is 256 bytes");
+
+typedef struct cache_src {
+  nsl_source_ops ops;          /* the wrapper's, pointing here */
+  const nsl_source_ops *in;    /* the wrapped source */
+  void *src;
+  char *dir;                   /* the entry's folder */
+  char *label;
+  uint64_t ident;
+  int nowrite;                 /* a write failed: read only from now on */
+} cache_src;
+
+/* A file name for table (and column): the names when they are plain, else a hash. */
+static void file_name(char *out, size_t cap, const char *table, const char *column) {
+  int plain = strlen(table) < 60 && (!column || strlen(column) < 60);
+  for (const char *s = table; *s; s++) plain &= (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_';
+  for (const char *s = column; s && *s; s++) plain &= (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_';
+  if (plain && column) snprintf(out, cap, "c-%s-%s", table, column);
+  else if (plain) snprintf(out, cap, "t-%s", table);
+  else {
+    uint64_t h = hash64(table, strlen(table), column ? hash64(column, strlen(column), 1) : 2);
+    snprintf(out, cap, "%c-x%016llx", column ? 'c' : 't', (unsigned long long)h);
+  }
+}
+
+static char *path_in(const cache_src *c, const char *name) {
+  size_t n = strlen(c->dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s", c->dir, name);
+  return p;
+}
+
+static void head_init(file_head *h, const cache_src *c, uint32_t kind, const char *table, const char *column) {
+  memset(h, 0, sizeof *h);
+  memcpy(h->magic, MAGIC, 8);
+  h->version = NSL_CACHE_FORMAT;
+  h->kind = kind;
+  h->bom = BOM;
+  h->ident = c->ident;
+  snprintf(h->table, sizeof h->table, "%s", table);
+  if (column) snprintf(h->column, sizeof h->column, "%s", column);
+}
+
+static int write_all(int fd, const void *p, size_t n) {
+  const char *b = p;
+  while (n > 0) {
+    ssize_t w = write(fd, b, n > ((size_t)1 << 30) ? (size_t)1 << 30 : n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    b += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Writes header + parts atomically as file `name` of the entry.  A failure
+ * stops writing to this entry and warns once. */
+static void publish(cache_src *c, const char *name, file_head *h, const void *const *parts, const size_t *lens,
+                    int nparts) {
+  if (c->nowrite) return;
+  size_t total = HEAD_BYTES;
+  for (int i = 0; i < nparts; i++) total += lens[i];
+  if ((int64_t)total > nsl__cache_max_bytes()) return;   /* would never stay */
+  h->head_hash = hash64(h, offsetof(file_head, head_hash), 0);
+  char *target = path_in(c, name), tmp[NSL__TMPFILE_PATH_MAX];
+  nsl_error e;
+  int fd = -1;
+  if (!target || nsl__tmpfile_open(target, &fd, tmp, &e) != NSL_OK) {
+    c->nowrite = 1;
+    warn_once(c->dir, target ? e.msg : "out of memory");
+    free(target);
+    return;
+  }
+  int bad = write_all(fd, h, HEAD_BYTES);
+  for (int i = 0; !bad && i < nparts; i++) bad = lens[i] && write_all(fd, parts[i], lens[i]);
+  if (bad) {
+    int code = errno;
+    nsl__tmpfile_abort(fd, tmp);
+    c->nowrite = 1;
+    warn_once(target, strerror(code));
+  } else if (nsl__tmpfile_commit(fd, tmp, target, NULL, &e) != NSL_OK) {
+    c->nowrite = 1;
+    warn_once(target, e.msg);
+  }
+  free(target);
+}
+
+/* Maps file `name` of the entry and checks its header against the
+ * identity, kind and names; NULL (nothing mapped) when absent or bad. */
+static nsl_mapping *map_file(const cache_src *c, const char *name, uint32_t kind, const char *table,
+                             const char *column, const file_head **head, size_t *size) {
+  char *path = path_in(c, name);
+  if (!path) return NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  free(path);
+  if (fd < 0) return NULL;
+  struct stat st;
+  void *addr = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= HEAD_BYTES && (uint64_t)st.st_size < SIZE_MAX / 2)
+    addr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (addr == MAP_FAILED) return NULL;
+  size_t n = (size_t)st.st_size;
+  const file_head *h = addr;
+  int ok = memcmp(h->magic, MAGIC, 8) == 0 && h->version == NSL_CACHE_FORMAT && h->kind == kind && h->bom == BOM &&
+           h->ident == c->ident && h->head_hash == hash64(h, offsetof(file_head, head_hash), 0) &&
+           memchr(h->table, 0, sizeof h->table) && memchr(h->column, 0, sizeof h->column) &&
+           strcmp(h->table, table) == 0 && strcmp(h->column, column ? column : "") == 0 &&
+           h->data_off >= HEAD_BYTES && h->data_off <= n && h->data_bytes <= n - h->data_off &&
+           h->dict_off >= HEAD_BYTES && h->dict_off <= n && h->dict_bytes <= n - h->dict_off &&
+           hash64((const char *)addr + h->data_off, h->data_bytes, 3) == h->data_hash &&
+           hash64((const char *)addr + h->dict_off, h->dict_bytes, 4) == h->dict_hash;
+  nsl_mapping *m = ok ? nsl__mapping_new(addr, n) : NULL;
+  if (!m) {
+    munmap(addr, n);
+    return NULL;
+  }
+  *head = h;
+  *size = n;
+  return m;
+}
+
+/* ---- table descriptions ---- */
+
+typedef struct table_meta {
+  int known, found;
+  int64_t rows;
+  int nextra;
+  char names[32][64];
+  nsl_type types[32];
+} table_meta;
+
+static int read_meta(const cache_src *c, const char *table, table_meta *m) {
+  char name[160];
+  const file_head *h;
+  size_t size;
+  memset(m, 0, sizeof *m);
+  file_name(name, sizeof name, table, NULL);
+  nsl_mapping *map = map_file(c, name, KIND_TABLE, table, NULL, &h, &size);
+  if (!map) return 0;
+  const unsigned char *d = (const unsigned char *)h + h->dict_off, *end = d + h->dict_bytes;
+  int ok = h->found <= 1 && h->rows >= -1 && h->dict_count <= 32;
+  for (uint64_t k = 0; ok && k < h->dict_count; k++) {   /* u32 type, then the name, NUL-terminated */
+    uint32_t type;
+    const unsigned char *z = end - d > 4 ? memchr(d + 4, 0, (size_t)(end - d - 4)) : NULL;
+    if (!z || z - (d + 4) >= 64) ok = 0;
+    else {
+      memcpy(&type, d, 4);
+      if (type > NSL_BOOL) ok = 0;
+      m->types[k] = (nsl_type)type;
+      memcpy(m->names[k], d + 4, (size_t)(z - d - 3));
+      d = z + 1;
+    }
+  }
+  if (ok) {
+    m->known = 1;
+    m->found = (int)h->found;
+    m->rows = h->rows;
+    m->nextra = (int)h->dict_count;
+  }
+  nsl__mapping_release(map);
+  if (!ok) memset(m, 0, sizeof *m);
+  return ok;
+}
+
+static void write_meta(cache_src *c, const char *table, const table_meta *m) {
+  char name[160], buf[32 * 72];
+  size_t len = 0;
+  file_head h;
+  head_init(&h, c, KIND_TABLE, table, NULL);
+  for (int k = 0; k < m->nextra; k++) {
+    uint32_t type = (uint32_t)m->types[k];
+    memcpy(buf + len, &type, 4);
+    size_t nl = strlen(m->names[k]) + 1;
+    memcpy(buf + len + 4, m->names[k], nl);
+    len += 4 + nl;
+  }
+  h.found = (uint32_t)m->found;
+  h.rows = m->rows;
+  h.data_off = h.dict_off = HEAD_BYTES;
+  h.dict_count = (uint64_t)m->nextra;
+  h.dict_bytes = len;
+  h.data_hash = hash64(buf, 0, 3);
+  h.dict_hash = hash64(buf, len, 4);
+  const void *parts[] = {buf};
+  size_t lens[] = {len};
+  file_name(name, sizeof name, table, NULL);
+  publish(c, name, &h, parts, lens, 1);
+}
+
+/* ---- columns ---- */
+
+/* Column `column` of `table` from the entry, as a column of the trace:
+ * strings in dict, times shifted by off; NULL when the entry lacks it (or
+ * its file is bad). */
+static nsl_column *read_column(const cache_src *c, const char *table, const char *column, nsl_type type,
+                               nsl_dict *dict, int64_t off) {
+  char name[200];
+  const file_head *h;
+  size_t size;
+  file_name(name, sizeof name, table, column);
+  nsl_mapping *map = map_file(c, name, KIND_COLUMN, table, column, &h, &size);
+  if (!map) return NULL;
+  size_t es = nsl_type_size(type);
+  nsl_column *col = NULL;
+  if (h->type != (uint32_t)type || h->rows < 0 || h->data_off % 8 != 0 || (uint64_t)h->rows > h->data_bytes / es ||
+      h->data_bytes != (uint64_t)h->rows * es)
+    goto done;
+  void *data = (char *)h + h->data_off;
+  int64_t n = h->rows;
+  if (type == NSL_STR) {
+    /* the dictionary: dict_count + 1 offsets (u64), then the bytes */
+    uint64_t ns = h->dict_count;
+    if (h->dict_off % 8 != 0 || ns >= INT32_MAX || h->dict_bytes / 8 < ns + 1) goto done;
+    const uint64_t *offs = (const uint64_t *)((const char *)h + h->dict_off);
+    const char *bytes = (const char *)(offs + ns + 1);
+    uint64_t blen = h->dict_bytes - (ns + 1) * 8;
+    int32_t *map_ids = malloc((size_t)(ns ? ns : 1) * sizeof *map_ids);
+    if (!map_ids) goto done;
+    int same = 1;
+    for (uint64_t k = 0; k < ns; k++) {
+      if (offs[k] > offs[k + 1] || offs[k + 1] > blen) {
+        free(map_ids);
+        goto done;
+      }
+      map_ids[k] = nsl_dict_intern(dict, bytes + offs[k], (size_t)(offs[k + 1] - offs[k]));
+      if (map_ids[k] < 0) {
+        free(map_ids);
+        goto done;
+      }
+      same &= map_ids[k] == (int32_t)k;
+    }
+    const int32_t *ids = data;
+    int inrange = 1;
+    for (int64_t r = 0; r < n; r++) inrange &= ids[r] >= -1 && ids[r] < (int64_t)ns;
+    if (!inrange) {
+      free(map_ids);
+      goto done;
+    }
+    if (same) col = nsl__column_mapped(type, n, data, map, dict);
+    else if ((col = nsl_column_new(type, n, dict)))
+      for (int64_t r = 0; r < n; r++) nsl_i32(col)[r] = ids[r] < 0 ? -1 : map_ids[ids[r]];
+    free(map_ids);
+  } else if (off != 0 && type == NSL_I64) {
+    if ((col = nsl_column_new(type, n, NULL))) {
+      const int64_t *v = data;
+      for (int64_t r = 0; r < n; r++) nsl_i64(col)[r] = v[r] == NSL_NULL_I64 ? v[r] : v[r] + off;
+    }
+  } else {
+    col = nsl__column_mapped(type, n, data, map, NULL);
+  }
+done:
+  nsl__mapping_release(map);
+  return col;
+}
+
+/* Writes column col (rows of this report, times unshifted) to the entry. */
+static void write_column(cache_src *c, const char *table, const char *column, const nsl_column *col) {
+  char name[200];
+  file_head h;
+  head_init(&h, c, KIND_COLUMN, table, column);
+  size_t es = nsl_type_size(col->type), dlen = (size_t)col->len * es;
+  h.type = (uint32_t)col->type;
+  h.rows = col->len;
+  h.data_off = HEAD_BYTES;
+  h.data_bytes = dlen;
+  h.dict_off = HEAD_BYTES + ((dlen + 7) & ~(size_t)7);
+  static const char zeros[8];
+  const void *data = col->data;
+  int32_t *local = NULL, *ids = NULL;
+  uint64_t *dictbuf = NULL;
+  size_t dictlen = 0;
+  if (col->type == NSL_STR) {   /* the strings it uses, in the order of their ids, numbered from 0 */
+    int32_t nd = nsl_dict_size(col->dict);
+    local = malloc((size_t)(nd > 0 ? nd : 1) * sizeof *local);
+    ids = malloc((size_t)(col->len ? col->len : 1) * sizeof *ids);
+    if (!local || !ids) goto done;
+    for (int32_t k = 0; k < nd; k++) local[k] = -1;
+    const int32_t *v = nsl_i32(col);
+    for (int64_t r = 0; r < col->len; r++)
+      if (v[r] >= 0 && v[r] < nd) local[v[r]] = 0;
+    uint64_t ns = 0, bytes = 0;
+    for (int32_t k = 0; k < nd; k++)
+      if (local[k] == 0) {
+        local[k] = (int32_t)ns++;
+        bytes += nsl_dict_strlen(col->dict, k);
+      }
+    for (int64_t r = 0; r < col->len; r++) ids[r] = v[r] >= 0 && v[r] < nd ? local[v[r]] : -1;
+    dictlen = (size_t)((ns + 1) * 8 + bytes);
+    if (!(dictbuf = malloc(dictlen))) goto done;
+    char *sb = (char *)(dictbuf + ns + 1);
+    uint64_t at = 0, j = 0;
+    for (int32_t k = 0; k < nd; k++)
+      if (local[k] >= 0) {
+        size_t l = nsl_dict_strlen(col->dict, k);
+        dictbuf[j++] = at;
+        memcpy(sb + at, nsl_dict_str(col->dict, k), l);
+        at += l;
+      }
+    dictbuf[j] = at;
+    h.dict_count = ns;
+    data = ids;
+  }
+  h.dict_bytes = dictlen;
+  h.data_hash = hash64(data, dlen, 3);
+  h.dict_hash = hash64(dictbuf ? (const void *)dictbuf : zeros, dictlen, 4);
+  const void *parts[] = {data, zeros, dictbuf};
+  size_t lens[] = {dlen, (size_t)(h.dict_off - HEAD_BYTES - dlen), dictlen};
+  file_name(name, sizeof name, table, column);
+  publish(c, name, &h, parts, lens, 3);
+done:
+  free(local);
+  free(ids);
+  free(dictbuf);
+}
+
+/* ---- the wrapper's operations ---- */
+
+static nsl_status cache_describe(void *p, const char *name, nsl_table *t, nsl_error *err) {
+  cache_src *c = p;
+  table_meta m;
+  if (!read_meta(c, name, &m)) {
+    nsl_table *probe = nsl_table_new();
+    if (!probe) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    nsl_status rc = c->in->describe(c->src, name, probe, err);
+    if (rc != NSL_OK && rc != NSL_ERR_NOTFOUND) {
+      nsl_table_release(probe);
+      return rc;
+    }
+    memset(&m, 0, sizeof m);
+    m.known = 1;
+    m.found = rc == NSL_OK;
+    m.rows = -1;
+    for (int k = 0; k < nsl_table_ncols(probe) && m.nextra < 32; k++)
+      if (strlen(nsl_table_colname(probe, k)) < 64) {
+        snprintf(m.names[m.nextra], sizeof m.names[0], "%s", nsl_table_colname(probe, k));
+        m.types[m.nextra++] = nsl_table_coltype(probe, k);
+      }
+    int complete = nsl_table_ncols(probe) == m.nextra;
+    nsl_table_release(probe);
+    if (complete) write_meta(c, name, &m);
+  }
+  if (!m.found) return nsl_error_set(err, NSL_ERR_NOTFOUND, "'%s' has no %s", c->label, name);
+  for (int k = 0; k < m.nextra; k++)
+    if (nsl_table_find(t, m.names[k]) < 0) nsl_table_declare(t, m.names[k], m.types[k]);
+  return NSL_OK;
+}
+
+static nsl_status cache_count(void *p, const char *name, int64_t *out, nsl_error *err) {
+  cache_src *c = p;
+  table_meta m;
+  int known = read_meta(c, name, &m);
+  if (known && !m.found) {
+    *out = 0;
+    return nsl_error_set(err, NSL_ERR_NOTFOUND, "'%s' has no %s", c->label, name);
+  }
+  if (known && m.rows >= 0) {
+    *out = m.rows;
+    return NSL_OK;
+  }
+  nsl_status rc = c->in->count(c->src, name, out, err);
+  if (rc == NSL_OK && known) {
+    m.rows = *out;
+    write_meta(c, name, &m);
+  }
+  return rc;
+}
+
+static nsl_status cache_load(void *p, const char *name, const char *const *colnames, const nsl_type *types, int n,
+                             nsl_dict *dict, int64_t off, nsl_column **out, nsl_error *err) {
+  cache_src *c = p;
+  const nsl_model_table *mt = nsl__model_table(name);
+  for (int k = 0; k < n; k++) out[k] = NULL;
+  int *miss = malloc((size_t)(n > 0 ? n : 1) * sizeof *miss), *is_time = calloc((size_t)(n > 0 ? n : 1), sizeof *is_time);
+  const char **mnames = malloc((size_t)(n > 0 ? n : 1) * sizeof *mnames);
+  nsl_type *mtypes = malloc((size_t)(n > 0 ? n : 1) * sizeof *mtypes);
+  nsl_column **got = calloc((size_t)(n > 0 ? n : 1), sizeof *got);
+  nsl_status rc = NSL_OK;
+  int nmiss = 0, direct = 0;
+  if (!miss || !is_time || !mnames || !mtypes || !got) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (int k = 0; k < n; k++) {
+    const nsl_model_column *mc = mt ? nsl__model_column(mt, colnames[k]) : NULL;
+    is_time[k] = mc && mc->is_time;
+    if (is_time[k] && off != 0 && types[k] != NSL_I64) direct = 1;   /* shifted where the cache does not shift */
+  }
+  if (direct) {
+    rc = c->in->load(c->src, name, colnames, types, n, dict, off, out, err);
+    goto done;
+  }
+  for (int k = 0; k < n; k++) {
+    out[k] = read_column(c, name, colnames[k], types[k], dict, is_time[k] ? off : 0);
+    if (!out[k]) {
+      mnames[nmiss] = colnames[k];
+      mtypes[nmiss] = types[k];
+      miss[nmiss++] = k;
+    }
+  }
+  if (nmiss > 0) {
+    rc = c->in->load(c->src, name, mnames, mtypes, nmiss, dict, 0, got, err);
+    if (rc != NSL_OK) goto done;
+    for (int j = 0; j < nmiss; j++) {
+      int k = miss[j];
+      nsl_column *col = got[j];
+      if (!col || col->type != types[k]) {
+        rc = nsl_error_set(err, NSL_ERR_FORMAT, "'%s': table %s: column %s did not load", c->label, name, colnames[k]);
+        goto done;
+      }
+      write_column(c, name, colnames[k], col);
+      if (is_time[k] && off != 0)
+        for (int64_t r = 0; r < col->len; r++)
+          if (nsl_i64(col)[r] != NSL_NULL_I64) nsl_i64(col)[r] += off;
+      out[k] = col;
+      got[j] = NULL;
+    }
+  }
+  /* every column one length, else the cached ones were of another load: read it all again */
+  for (int k = 1; k < n; k++)
+    if (out[k]->len != out[0]->len) {
+      for (int j = 0; j < n; j++) {
+        nsl_column_release(out[j]);
+        out[j] = NULL;
+      }
+      rc = c->in->load(c->src, name, colnames, types, n, dict, off, out, err);
+      goto done;
+    }
+  if (n > 0) {   /* the row count, for later counts */
+    table_meta m;
+    if (read_meta(c, name, &m) && m.found && m.rows < 0) {
+      m.rows = out[0]->len;
+      write_meta(c, name, &m);
+    }
+  }
+done:
+  if (rc != NSL_OK)
+    for (int k = 0; k < n; k++) {
+      nsl_column_release(out[k]);
+      out[k] = NULL;
+    }
+  for (int j = 0; got && j < n; j++) nsl_column_release(got[j]);
+  free(miss);
+  free(is_time);
+  free(mnames);
+  free(mtypes);
+  free(got);
+  return rc;
+}
+
+static void evict(const char *except);
+
+static void cache_close(void *p) {
+  cache_src *c = p;
+  if (!c) return;
+  c->in->close(c->src);
+  if (!c->nowrite) evict(c->dir);
+  free(c->dir);
+  free(c->label);
+  free(c);
+}
+
+static nsl_status cache_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err) {
+  cache_src *c = p;
+  return c->in->sql(c->src, sql, row, ctx, err);
+}
+
+static size_t cache_members(void *p, const char *prefix, void (*fn)(void *ctx, const char *name), void *ctx) {
+  cache_src *c = p;
+  return c->in->members(c->src, prefix, fn, ctx);
+}
+
+static nsl_status cache_member_read(void *p, const char *name, void **data, size_t *len, nsl_error *err) {
+  cache_src *c = p;
+  return c->in->member_read(c->src, name, data, len, err);
+}
+
+/* ---- identity of an input ---- */
+
+static int schema_row(void *ctx, int ncols, const char *const *names, const nsl_sql_value *values) {
+  uint64_t *h = ctx;
+  (void)names;
+  for (int i = 0; i < ncols; i++) {
+    *h = hash64(&values[i].type, sizeof values[i].type, *h);
+    if (values[i].type == 3) *h = hash64(values[i].s, values[i].len, *h);
+  }
+  return 0;
+}
+
+typedef struct input_id {
+  uint64_t dev, ino;
+  int64_t size, mtime_ns;
+  uint64_t head, pages, schema;
+  uint32_t version;
+} input_id;
+
+/* The identity of report `sub` of input `file`: file system identity, the
+ * first 100 bytes (an SQLite header: its change counter and schema cookie),
+ * 17 pages sampled across the file, the database schema where the source
+ * has SQL, and the cache format.  *key names the entry (same input and
+ * report: same entry, whatever its content). */
+static int identify(const char *file, const char *kind, const char *sub, const nsl_source_ops *ops, void *src,
+                    uint64_t *ident, uint64_t *key) {
+  struct stat st;
+  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return -1;
+  }
+  input_id id;
+  memset(&id, 0, sizeof id);
+  id.dev = (uint64_t)st.st_dev;
+  id.ino = (uint64_t)st.st_ino;
+  id.size = (int64_t)st.st_size;
+  id.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  id.version = NSL_CACHE_FORMAT;
+  unsigned char buf[4096];
+  ssize_t got = pread(fd, buf, 100, 0);
+  id.head = hash64(buf, got > 0 ? (size_t)got : 0, 5);
+  id.pages = 6;
+  for (int i = 0; i <= 16; i++) {
+    off_t at = i == 16 ? (st.st_size > 4096 ? st.st_size - 4096 : 0) : (off_t)((st.st_size / 16 * i) & ~(off_t)4095);
+    got = pread(fd, buf, sizeof buf, at);
+    id.pages = hash64(buf, got > 0 ? (size_t)got : 0, id.pages);
+  }
+  close(fd);
+  if (ops->sql) {
+    uint64_t h = 7;
+    nsl_error e;
+    if (ops->sql(src, "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid", schema_row, &h, &e) !=
+        NSL_OK)
+      return -1;
+    id.schema = h;
+  }
+  uint64_t k = hash64(kind, strlen(kind), hash64(sub, strlen(sub), 8));
+  *ident = hash64(&id, sizeof id, k);
+  uint64_t where[2] = {id.dev, id.ino};
+  *key = hash64(where, sizeof where, k);
+  return 0;
+}
+
+/* ---- entries ---- */
+
+/* Reads the whole small file path (NUL-terminated) or NULL. */
+static char *slurp(const char *path, size_t cap) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *b = malloc(cap + 1);
+  size_t n = b ? fread(b, 1, cap, f) : 0;
+  fclose(f);
+  if (b) b[n] = 0;
+  return b;
+}
+
+/* Removes the files of folder dir (not sub-folders), then dir itself when rmdir_too. */
+static int64_t remove_files(const char *dir, int rmdir_too, int64_t *files) {
+  DIR *d = opendir(dir);
+  int64_t bytes = 0;
+  if (!d) return 0;
+  struct dirent *e;
+  char path[PATH_MAX];
+  while ((e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    struct stat st;
+    if (lstat(path, &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      bytes += remove_files(path, 1, files);
+      continue;
+    }
+    if (unlink(path) == 0) {
+      bytes += (int64_t)st.st_blocks * 512;
+      if (files) (*files)++;
+    }
+  }
+  closedir(d);
+  if (rmdir_too) rmdir(dir);
+  return bytes;
+}
+
+/* Size on disk and number of the files under dir (recursively), newest mtime. */
+static int64_t folder_size(const char *dir, int64_t *files, int64_t *newest) {
+  DIR *d = opendir(dir);
+  int64_t bytes = 0;
+  if (!d) return 0;
+  struct dirent *e;
+  char path[PATH_MAX];
+  while ((e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    struct stat st;
+    if (lstat(path, &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) bytes += folder_size(path, files, newest);
+    else {
+      bytes += (int64_t)st.st_blocks * 512;
+      if (files) (*files)++;
+      if (newest && (int64_t)st.st_mtime > *newest) *newest = (int64_t)st.st_mtime;
+    }
+  }
+  closedir(d);
+  return bytes;
+}
+
+nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,
+                                 const char *file, const char *sub, nsl_error *err) {
+  if (!nsl__cache_enabled() || !ops->load || !ops->count || !ops->close)
+    return nsl_trace_add_source(tr, ops, src, info, err);
+  uint64_t ident, key;
+  char *root = NULL;
+  nsl_error e;
+  if (identify(file, ops->kind ? ops->kind : "", sub ? sub : "", ops, src, &ident, &key) != 0)
+    return nsl_trace_add_source(tr, ops, src, info, err);
+  if (nsl__cache_dir("columns", &root, &e) != NSL_OK) {
+    warn_once("the cache folder", e.msg);
+    return nsl_trace_add_source(tr, ops, src, info, err);
+  }
+  cache_src *c = calloc(1, sizeof *c);
+  size_t dn = strlen(root) + 20;
+  if (!c || !(c->dir = malloc(dn)) || !(c->label = strdup(info->path ? info->path : file))) {
+    if (c) free(c->dir);
+    free(c);
+    free(root);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  snprintf(c->dir, dn, "%s/%016llx", root, (unsigned long long)key);
+  free(root);
+  c->in = ops;
+  c->src = src;
+  c->ident = ident;
+  c->nowrite = nsl__cache_max_bytes() <= 0;
+  /* The entry: made, or emptied when it holds another version of the input. */
+  char *entry = path_in(c, "entry"), *text = NULL, want[64];
+  snprintf(want, sizeof want, "ident %016llx\n", (unsigned long long)ident);
+  if (entry) text = slurp(entry, 8192);
+  if (!entry) c->nowrite = 1;
+  else if (!text || !strstr(text, want)) {
+    if (text) remove_files(c->dir, 0, NULL);
+    if (mkdir(c->dir, 0700) != 0 && errno != EEXIST) {
+      warn_once(c->dir, strerror(errno));
+      c->nowrite = 1;
+    } else if (!c->nowrite) {
+      char abs[PATH_MAX], body[PATH_MAX + 512];
+      if (!realpath(file, abs)) snprintf(abs, sizeof abs, "%s", file);
+      int len = snprintf(body, sizeof body, "nsl-cache %d\n%skind %s\ninput %s\nsub %s\n", NSL_CACHE_FORMAT, want,
+                         ops->kind ? ops->kind : "", abs, sub ? sub : "");
+      if (nsl_write_file_atomic(entry, body, (size_t)len, &e) != NSL_OK) {
+        warn_once(c->dir, e.msg);
+        c->nowrite = 1;
+      }
+    }
+  } else {
+    utimensat(AT_FDCWD, entry, NULL, 0);   /* last used: the LRU order */
+  }
+  free(entry);
+  free(text);
+  c->ops.kind = ops->kind;
+  c->ops.describe = ops->describe ? cache_describe : NULL;
+  c->ops.load = cache_load;
+  c->ops.count = cache_count;
+  c->ops.close = cache_close;
+  c->ops.sql = ops->sql ? cache_sql : NULL;
+  c->ops.members = ops->members ? cache_members : NULL;
+  c->ops.member_read = ops->member_read ? cache_member_read : NULL;
+  nsl_status rc = nsl_trace_add_source(tr, &c->ops, c, info, err);
+  if (rc != NSL_OK) {   /* the caller closes src */
+    free(c->dir);
+    free(c->label);
+    free(c);
+  }
+  return rc;
+}
+
+/* ---- size bound, list, clear ---- */
+
+typedef struct entry_info {
+  char *path;
+  int64_t bytes, files, used;
+} entry_info;
+
+static int by_used_desc(const void *a, const void *b) {
+  const entry_info *x = a, *y = b;
+  return x->used > y->used ? -1 : x->used < y->used ? 1 : strcmp(x->path, y->path);
+}
+
+/* The entries of folder `sub` of the cache, most recently used first. */
+static int scan_entries(const char *root, const char *sub, entry_info **out, int *n) {
+  char dir[PATH_MAX];
+  if (snprintf(dir, sizeof dir, "%s/%s", root, sub) >= (int)sizeof dir) return -1;
+  *out = NULL;
+  *n = 0;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  struct dirent *e;
+  int cap = 0;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    if (*n == cap) {
+      cap = cap ? 2 * cap : 16;
+      entry_info *g = realloc(*out, (size_t)cap * sizeof *g);
+      if (!g) break;
+      *out = g;
+    }
+    entry_info *x = &(*out)[*n];
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    struct stat st;
+    if (lstat(path, &st) != 0 || !(x->path = strdup(path))) continue;
+    x->files = 0;
+    x->used = (int64_t)st.st_mtime;
+    if (S_ISDIR(st.st_mode)) {
+      char ep[PATH_MAX + 8];
+      struct stat es;
+      if (snprintf(ep, sizeof ep, "%s/entry", path) >= (int)sizeof ep) ep[0] = 0;
+      x->bytes = folder_size(path, &x->files, NULL);
+      if (stat(ep, &es) == 0) x->used = (int64_t)es.st_mtime;
+    } else {
+      x->bytes = (int64_t)st.st_blocks * 512;
+      x->files = 1;
+    }
+    (*n)++;
+  }
+  closedir(d);
+  if (*n > 1) qsort(*out, (size_t)*n, sizeof **out, by_used_desc);
+  return 0;
+}
+
+static void free_entries(entry_info *v, int n) {
+  for (int i = 0; i < n; i++) free(v[i].path);
+  free(v);
+}
+
+/* Removes the least recently used entries of columns/ until the folder is
+ * within NSL_CACHE_MAX; `except` (the entry just used) goes last. */
+static void evict(const char *except) {
+  char *root = NULL;
+  nsl_error e;
+  int64_t max = nsl__cache_max_bytes();
+  if (nsl__cache_dir(NULL, &root, &e) != NSL_OK) return;
+  entry_info *v;
+  int n;
+  scan_entries(root, "columns", &v, &n);
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) total += v[i].bytes;
+  for (int pass = 0; pass < 2 && total > max; pass++)
+    for (int i = n - 1; i >= 0 && total > max; i--) {
+      if (!v[i].path || (pass == 0 && except && strcmp(v[i].path, except) == 0)) continue;
+      remove_files(v[i].path, 1, NULL);
+      total -= v[i].bytes;
+      free(v[i].path);
+      v[i].path = NULL;
+    }
+  free_entries(v, n);
+  free(root);
+}
+
+/* The value of line "key VALUE" of an entry file, or "". */
+static void entry_field(const char *text, const char *key, char *out, size_t cap) {
+  out[0] = 0;
+  size_t kl = strlen(key);
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (strncmp(l, key, kl) == 0 && l[kl] == ' ') {
+      size_t n = strcspn(l + kl + 1, "\n");
+      snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), l + kl + 1);
+      return;
+    }
+}
+
+nsl_status nsl__cache_list(char **rootp, void (*fn)(void *ctx, const nsl_cache_entry *e), void *ctx, nsl_error *err) {
+  char *root = NULL;
+  nsl_status rc = nsl__cache_dir(NULL, &root, err);
+  if (rc != NSL_OK) return rc;
+  static const char *const subs[] = {"columns", "exports"};
+  for (int s = 0; s < 2; s++) {
+    entry_info *v;
+    int n;
+    scan_entries(root, subs[s], &v, &n);
+    for (int i = 0; i < n; i++) {
+      if (!v[i].path) continue;
+      char ep[PATH_MAX + 8], input[PATH_MAX] = "", sub[512] = "";
+      if (snprintf(ep, sizeof ep, "%s/entry", v[i].path) >= (int)sizeof ep) ep[0] = 0;
+      char *text = s == 0 ? slurp(ep, 8192) : NULL;
+      if (text) {
+        entry_field(text, "input", input, sizeof input);
+        entry_field(text, "sub", sub, sizeof sub);
+      }
+      const char *slash = strrchr(v[i].path, '/');
+      nsl_cache_entry ce = {subs[s], slash ? slash + 1 : v[i].path, input, sub, v[i].bytes, v[i].files, v[i].used};
+      fn(ctx, &ce);
+      free(text);
+    }
+    free_entries(v, n);
+  }
+  if (rootp) *rootp = root;
+  else free(root);
+  return NSL_OK;
+}
+
+nsl_status nsl__cache_clear(int64_t *bytes, int64_t *entries, nsl_error *err) {
+  char *root = NULL;
+  nsl_status rc = nsl__cache_dir(NULL, &root, err);
+  if (rc != NSL_OK) return rc;
+  static const char *const subs[] = {"columns", "exports"};
+  *bytes = *entries = 0;
+  for (int s = 0; s < 2; s++) {
+    entry_info *v;
+    int n;
+    scan_entries(root, subs[s], &v, &n);
+    for (int i = 0; i < n; i++) {
+      struct stat st;
+      if (!v[i].path || lstat(v[i].path, &st) != 0) continue;
+      if (S_ISDIR(st.st_mode)) *bytes += remove_files(v[i].path, 1, NULL);
+      else if (unlink(v[i].path) == 0) *bytes += (int64_t)st.st_blocks * 512;
+      (*entries)++;
+    }
+    free_entries(v, n);
+  }
+  free(root);
+  return NSL_OK;
+}

@@ -1,0 +1,55 @@
+/*
+ * colcache.h -- the columnar cache: a layer around a report's source that
+ * keeps the columns it loaded in files under <cache root>/columns/ and maps
+ * them on later opens (format: archive-format/CACHE.md).
+ *
+ * Basic outline:
+ *   1. A source that opened a report calls nsl__cache_add_source instead of
+ *      nsl_trace_add_source, naming the input file (and, for a report inside
+ *      an archive, its member or stem).  With the cache on and usable the
+ *      trace gets a wrapper that answers describe/count/load from the cache
+ *      entry and goes to the wrapped source for what the entry lacks, adding
+ *      it; otherwise (off, unwritable: one warning) the source as it is.
+ *   2. nsl__cache_list / nsl__cache_clear serve `nsl cache list|clear`.
+ * Every file of an entry is checked before use (format version, the input's
+ * identity, checksums of header and data, bounds); a file that fails is
+ * ignored and written again.  Results never depend on the cache.
+ */
+#ifndef NSL_SOURCE_COLCACHE_H
+#define NSL_SOURCE_COLCACHE_H
+
+#include <stdint.h>
+
+#include "nsl/nsl.h"
+
+#define NSL_CACHE_FORMAT 1   /* bump with every change of archive-format/CACHE.md */
+
+/* Adds the report (ops, src, info) to tr, through the cache when it is on:
+ * file is the input on disk (an export, a bundle, an nsys-jax archive), sub
+ * the report within it ("" for a plain export).  On failure src is not
+ * closed (as nsl_trace_add_source). */
+nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,
+                                 const char *file, const char *sub, nsl_error *err);
+/* The cache is on unless turned off here (--no-cache) or by NSL_NO_CACHE=1. */
+void nsl__cache_set_enabled(int on);
+int nsl__cache_enabled(void);
+
+/* One entry of the cache folder, for `nsl cache list`. */
+typedef struct nsl_cache_entry {
+  const char *folder;   /* "columns" or "exports" */
+  const char *name;     /* file or folder name under it */
+  const char *input;    /* the input it caches ("" when unknown) */
+  const char *sub;      /* report within the input ("" for none) */
+  int64_t bytes;        /* on disk */
+  int64_t files;
+  int64_t last_used;    /* seconds since the epoch */
+} nsl_cache_entry;
+/* Calls fn for every entry of columns/ and exports/, most recently used
+ * first; *root receives the cache folder (malloc'd; may be NULL). */
+nsl_status nsl__cache_list(char **root, void (*fn)(void *ctx, const nsl_cache_entry *e), void *ctx, nsl_error *err);
+/* Removes every entry of columns/ and exports/; *bytes receives what was freed. */
+nsl_status nsl__cache_clear(int64_t *bytes, int64_t *entries, nsl_error *err);
+/* The size bound (NSL_CACHE_MAX: bytes, or with a K/M/G/T suffix; default 16G). */
+int64_t nsl__cache_max_bytes(void);
+
+#endif
