@@ -9,9 +9,10 @@
 #include "cli/cli.h"
 #include "nsl/nsl.h"
 #include "core/nsl_internal.h"
+#include "source/colcache.h"
 
 static const char *const commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile",
-                                       "notebook"};
+                                       "notebook", "cache"};
 enum { NCOMMANDS = sizeof commands / sizeof *commands };
 
 static int one_of(const char *s, const char *const *list, int n) {
@@ -63,6 +64,13 @@ static const struct command_help {
              "Versions, time span, devices, processes and the row count of every table\n"
              "(the same as nsl run info)."},
     {"list", "usage: nsl list\n\nThe shipped analyses, with what each does (nsl run NAME --help for one)."},
+    {"cache", "usage: nsl cache [list|clear]\n"
+              "\n"
+              "The columnar cache of the traces nsl has loaded (and the exports of .nsys-rep\n"
+              "files): list shows each entry, its size, last use and input; clear removes\n"
+              "them all.  The folder is $NSL_CACHE_DIR, else $XDG_CACHE_HOME/nsl, else\n"
+              "~/.cache/nsl; NSL_CACHE_MAX bounds its size (e.g. 8G; least recently used\n"
+              "entries go first); --no-cache or NSL_NO_CACHE=1 leaves it alone."},
     {"repl", "usage: nsl repl [TRACE...]\n"
              "\n"
              "Interactive Lua 5.4 with the nsl library; `trace` is the loaded trace.  Line\n"
@@ -92,7 +100,7 @@ static int unknown_error(const char *kind, const char *word, const char *const *
 
 /* The options `command` takes: nsl's own, then the command's. */
 static const char *const general_options[] = {"--arg", "--out", "--format", "--fail-on", "-o", "--output",
-                                              "--embed", "--help", NULL};
+                                              "--embed", "--help", "--no-cache", "--quiet", NULL};
 static int known_options(const char *command, const char **out, int cap) {
   int n = 0;
   for (const char *const *g = general_options; *g && n < cap; g++) out[n++] = *g;
@@ -167,6 +175,8 @@ int nsl__cli_parse(int argc, char **argv, nsl_cli_options *o) {
       o->fail_on = value;
     } else if (TAKE("-o") || TAKE("--output")) o->output = value;
     else if (strcmp(a, "--embed") == 0) o->embed = 1;
+    else if (strcmp(a, "--no-cache") == 0) o->no_cache = 1;
+    else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) o->quiet = 1;
     else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) o->help = 1;
     else if (a[0] == '-' && a[1] != '\0') {
       /* profile passes the options it does not know to nsys; notebook's go to its Lua side */
@@ -253,6 +263,8 @@ int nsl__cli_dispatch(lua_State *L, const nsl_cli_options *o) {
         puts(h->text);
         return 0;
       }
+  if (o->no_cache) nsl__cache_set_enabled(0);
+  if (strcmp(o->command, "cache") == 0) return nsl__cli_cache(o);
   if (strcmp(o->command, "repl") == 0) return nsl__repl(L, o);
   lua_pushcfunction(L, call_main);
   lua_createtable(L, 0, 16);

@@ -17,6 +17,8 @@ typedef struct nsl_cli_options {
   const char *output;       /* -o */
   int embed;                /* --embed */
   int help;                 /* --help after the command */
+  int no_cache;             /* --no-cache: neither read nor write the columnar cache */
+  int quiet;                /* --quiet: no progress line */
   const char **rest;        /* options this parser does not know, in order (profile: with
                                their values: everything before "--" that is not nsl's) */
   int nrest;
@@ -35,6 +37,13 @@ int nsl__cli_dispatch(lua_State *L, const nsl_cli_options *o);
 int nsl__docall(lua_State *L, int nargs, int nres);
 int nsl__report(lua_State *L, int status);
 lua_State *nsl__new_state(void);
+/* Progress line on stderr while the library reports long work (progress.c):
+ * only on a terminal and without --quiet; the library's warnings on stderr. */
+void nsl__cli_progress_start(int quiet);
+void nsl__cli_progress_stop(void);
+void nsl__cli_warnings(void);
+/* nsl cache list|clear; returns the exit code. */
+int nsl__cli_cache(const nsl_cli_options *o);
 /* The interactive REPL (repl.c); returns the exit code. */
 int nsl__repl(lua_State *L, const nsl_cli_options *o);
 

@@ -40,7 +40,10 @@ static void print_usage(FILE *f) {
           "  notebook NOTEBOOK.md|NAME [TRACE...] -o OUT.html|OUT.ipynb [--stop-on-error]\n"
           "                       run a literate analysis (Markdown with Lua cells) into a report\n"
           "                       (shipped: analysis, compare)\n"
+          "  cache [list|clear]   the columnar cache of loaded traces (NSL_CACHE_DIR, NSL_CACHE_MAX)\n"
           "  COMMAND --help       the options of any command\n"
+          "  --no-cache           (any command) neither read nor write the columnar cache\n"
+          "  --quiet              (any command) no progress line on stderr for long work\n"
           "  --help, --version\n"
           "\n"
           "exit codes: 0 success, 1 error (bad input, failing script), 2 usage,\n"
@@ -140,7 +143,10 @@ int main(int argc, char **argv) {
     nsl__cli_free(&opts);
     return 1;
   }
+  nsl__cli_warnings();
+  nsl__cli_progress_start(opts.quiet);
   int code = nsl__cli_dispatch(L, &opts);
+  nsl__cli_progress_stop();
   nsl__cli_free(&opts);
   lua_close(L);
   return code;
