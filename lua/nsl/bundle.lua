@@ -235,7 +235,7 @@ function M.write_unprotected(spec)
     add_unique(schema, seen_s, d.schema_version)
     for _, dev in ipairs(d.devices) do devices[#devices + 1] = dev end
     if d.command then commands[#commands + 1] = d.command end
-    plan[#plan + 1] = {name = member, path = path}
+    plan[#plan + 1] = {name = member, path = path, columns = spec.columns}
   end
   table.sort(ranks)
   local command = spec.command
@@ -263,6 +263,7 @@ function M.write_unprotected(spec)
       bytes = bytes + #m.data
     else
       ok, aerr = w:add_file(m.name, m.path, m.compress)
+      if ok and m.columns then ok, aerr = w:add_columns(m.name, m.path) end   -- nsl bundle --columns
       local st = nsl.stat(m.path)
       bytes = bytes + (st and st.size or 0)
     end

@@ -9,6 +9,7 @@ local M = {}
 
 M.usage = [[
 usage: nsl bundle EXPORT... -o OUT.zip [--rank N]... [--meta FILE|DIR]... [--source FILE|DIR]... [--note TEXT]
+                  [--columns]
 
 Writes one bundle (archive-format/) holding the exports under reports/, the
 --meta files under meta/ and the --source files under sources/ (folders are
@@ -16,7 +17,10 @@ walked; hidden entries and __pycache__ are skipped).  The manifest records
 what the exports say: nsys and schema versions, hosts, session starts, GPUs,
 and the profiled command line when the export has it.  --rank gives the
 exports' ranks in order (one per export); otherwise a "rank<N>" in a file
-name is taken.  --note is free text kept in the manifest.]]
+name is taken.  --note is free text kept in the manifest.  --columns also
+stores every table's columns in nsl's columnar form (archive-format/CACHE.md),
+uncompressed and aligned, so that nsl maps them straight from the zip instead
+of decoding SQLite; the exports stay in the bundle for other tools.]]
 
 local function fail(code, msg)
   io.stderr:write("nsl: ", msg, "\n")
@@ -55,7 +59,7 @@ function M.main(opts)
   if not ok then return fail(1, "bundle: " .. err) end
   local summary
   summary, err = bundle.write{output = opts.output, exports = opts.traces, ranks = ranks, members = members,
-                              note = opts.note}
+                              note = opts.note, columns = opts.columns}
   if not summary then return fail(1, err) end
   print(string.format("wrote %s: %d report%s, %d members, %s before compression", opts.output, summary.reports,
                       summary.reports == 1 and "" or "s", summary.members, report.bytes(summary.bytes)))

@@ -31,6 +31,7 @@ static const struct command_option {
 } command_options[] = {
     {"bundle", "--rank", "rank", OPT_LIST},         {"bundle", "--meta", "meta", OPT_LIST},
     {"bundle", "--source", "source", OPT_LIST},     {"bundle", "--note", "note", OPT_ONE},
+    {"bundle", "--columns", "columns", OPT_FLAG},
     {"combine", "--allow-mixed-commands", "allow_mixed_commands", OPT_FLAG},
     {"combine", "--allow-mixed-nsys", "allow_mixed_nsys", OPT_FLAG},
     {"profile", "--analysis", "analysis", OPT_LIST}, {"profile", "--nsys", "nsys", OPT_ONE},

@@ -31,7 +31,7 @@ static nsl_status add_report(nsl_trace *tr, nsl_bundle *b, const char *name, nsl
   if (st != NSL_OK)
     return st;
   nsl_bundle_fill_report_info(b, name, &info);
-  st = nsl__cache_add_source(tr, &nsl_nsys_source_ops, src, &info, nsl_bundle_path(b), name, err);
+  st = nsl__cache_add_bundle_source(tr, &nsl_nsys_source_ops, src, &info, b, name, err);
   if (st != NSL_OK)
     nsl_nsys_source_ops.close(src);
   return st;

@@ -40,6 +40,7 @@
 #include "core/nsl_internal.h"
 #include "core/tmpfile.h"
 #include "nsl/nsl_io.h"
+#include "source/bundle_internal.h"
 
 /* ---- hashing ---- */
 
@@ -139,14 +140,31 @@ typedef struct file_head {
 } file_head;
 _Static_assert(sizeof(file_head) == HEAD_BYTES, "cache file header is 256 bytes");
 
+/* A column file stored in a bundle (nsl bundle --columns): where its
+ * member's data lies in the zip. */
+typedef struct emb_file {
+  char *name;                  /* after "columns/<report member>/" */
+  uint64_t off, size;
+} emb_file;
+
 typedef struct cache_src {
   nsl_source_ops ops;          /* the wrapper's, pointing here */
   const nsl_source_ops *in;    /* the wrapped source */
   void *src;
-  char *dir;                   /* the entry's folder */
+  char *dir;                   /* the entry's folder; NULL: no cache folder in use */
   char *label;
   uint64_t ident;
   int nowrite;                 /* a write failed: read only from now on */
+  /* columns stored in the bundle the report comes from */
+  int zfd;                     /* the bundle, open; -1 for none */
+  emb_file *emb;
+  size_t nemb;
+  uint64_t emb_ident;
+  /* writing into a bundle instead of the cache folder (nsl__bundle_add_columns) */
+  nsl_bundle_writer *bw;
+  const char *bmember;
+  nsl_status bw_rc;
+  nsl_error *bw_err;
 } cache_src;
 
 /* A file name for table (and column): the names when they are plain, else a hash. */
@@ -196,11 +214,34 @@ static int write_all(int fd, const void *p, size_t n) {
  * stops writing to this entry and warns once. */
 static void publish(cache_src *c, const char *name, file_head *h, const void *const *parts, const size_t *lens,
                     int nparts) {
-  if (c->nowrite) return;
   size_t total = HEAD_BYTES;
   for (int i = 0; i < nparts; i++) total += lens[i];
-  if ((int64_t)total > nsl__cache_max_bytes()) return;   /* would never stay */
   h->head_hash = hash64(h, offsetof(file_head, head_hash), 0);
+  if (c->bw) {   /* a stored member: u64 P, zeros up to P, the file (its values 8-aligned in the zip), 16 - P zeros */
+    if (c->bw_rc != NSL_OK) return;
+    size_t mn = strlen(c->bmember) + strlen(name) + 16;
+    char *member = malloc(mn);
+    static const char zeros[16];
+    if (!member) {
+      c->bw_rc = nsl_error_set(c->bw_err, NSL_ERR_NOMEM, "out of memory");
+      return;
+    }
+    snprintf(member, mn, "columns/%s/%s", c->bmember, name);
+    nsl_status rc = nsl_bundle_writer_begin(c->bw, member, total + 16, NSL_BUNDLE_COMPRESS_STORE, c->bw_err);
+    uint64_t at = nsl__bundle_writer_offset(c->bw), pad = 8 + (8 - (at + 8) % 8) % 8;
+    if (rc == NSL_OK) rc = nsl_bundle_writer_write(c->bw, &pad, 8, c->bw_err);
+    if (rc == NSL_OK) rc = nsl_bundle_writer_write(c->bw, zeros, (size_t)pad - 8, c->bw_err);
+    if (rc == NSL_OK) rc = nsl_bundle_writer_write(c->bw, h, HEAD_BYTES, c->bw_err);
+    for (int i = 0; rc == NSL_OK && i < nparts; i++)
+      if (lens[i]) rc = nsl_bundle_writer_write(c->bw, parts[i], lens[i], c->bw_err);
+    if (rc == NSL_OK) rc = nsl_bundle_writer_write(c->bw, zeros, 16 - (size_t)pad, c->bw_err);
+    if (rc == NSL_OK) rc = nsl_bundle_writer_end(c->bw, c->bw_err);
+    c->bw_rc = rc;
+    free(member);
+    return;
+  }
+  if (c->nowrite || !c->dir) return;
+  if ((int64_t)total > nsl__cache_max_bytes()) return;   /* would never stay */
   char *target = path_in(c, name), tmp[NSL__TMPFILE_PATH_MAX];
   nsl_error e;
   int fd = -1;
@@ -224,10 +265,53 @@ static void publish(cache_src *c, const char *name, file_head *h, const void *co
   free(target);
 }
 
-/* Maps file `name` of the entry and checks its header against the
- * identity, kind and names; NULL (nothing mapped) when absent or bad. */
+/* Whether the n bytes at h are a sound cache file of the given identity,
+ * kind and names (section 5 of archive-format/CACHE.md). */
+static int sound_file(const file_head *h, size_t n, uint64_t ident, uint32_t kind, const char *table,
+                      const char *column) {
+  return n >= HEAD_BYTES && memcmp(h->magic, MAGIC, 8) == 0 && h->version == NSL_CACHE_FORMAT && h->kind == kind &&
+         h->bom == BOM && h->ident == ident && h->head_hash == hash64(h, offsetof(file_head, head_hash), 0) &&
+         memchr(h->table, 0, sizeof h->table) && memchr(h->column, 0, sizeof h->column) &&
+         strcmp(h->table, table) == 0 && strcmp(h->column, column ? column : "") == 0 &&
+         h->data_off >= HEAD_BYTES && h->data_off <= n && h->data_bytes <= n - h->data_off &&
+         h->dict_off >= HEAD_BYTES && h->dict_off <= n && h->dict_bytes <= n - h->dict_off &&
+         hash64((const char *)h + h->data_off, h->data_bytes, 3) == h->data_hash &&
+         hash64((const char *)h + h->dict_off, h->dict_bytes, 4) == h->dict_hash;
+}
+
+static int emb_cmp(const void *a, const void *b) {
+  return strcmp(((const emb_file *)a)->name, ((const emb_file *)b)->name);
+}
+
+/* Maps file `name` from the bundle's stored columns, else from the entry's
+ * folder, and checks it; NULL (nothing mapped) when absent or bad. */
 static nsl_mapping *map_file(const cache_src *c, const char *name, uint32_t kind, const char *table,
                              const char *column, const file_head **head, size_t *size) {
+  emb_file key = {(char *)name, 0, 0};
+  const emb_file *e = c->nemb ? bsearch(&key, c->emb, c->nemb, sizeof *c->emb, emb_cmp) : NULL;
+  if (e && e->size >= 16 + HEAD_BYTES && e->size < SIZE_MAX / 2) {
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t base = e->off & ~(uint64_t)(page > 0 ? page - 1 : 4095);
+    size_t len = (size_t)(e->off - base + e->size);
+    void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, c->zfd, (off_t)base);
+    if (addr != MAP_FAILED) {
+      const unsigned char *m = (const unsigned char *)addr + (e->off - base);
+      uint64_t pad;
+      memcpy(&pad, m, 8);
+      const file_head *h = (const file_head *)(m + pad);
+      nsl_mapping *map = NULL;
+      if (pad >= 8 && pad < 16 && ((uintptr_t)h & 7) == 0 &&
+          sound_file(h, (size_t)(e->size - pad), c->emb_ident, kind, table, column))
+        map = nsl__mapping_new(addr, len);
+      if (map) {
+        *head = h;
+        *size = (size_t)(e->size - pad);
+        return map;
+      }
+      munmap(addr, len);
+    }
+  }
+  if (!c->dir) return NULL;
   char *path = path_in(c, name);
   if (!path) return NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -240,21 +324,12 @@ static nsl_mapping *map_file(const cache_src *c, const char *name, uint32_t kind
   close(fd);
   if (addr == MAP_FAILED) return NULL;
   size_t n = (size_t)st.st_size;
-  const file_head *h = addr;
-  int ok = memcmp(h->magic, MAGIC, 8) == 0 && h->version == NSL_CACHE_FORMAT && h->kind == kind && h->bom == BOM &&
-           h->ident == c->ident && h->head_hash == hash64(h, offsetof(file_head, head_hash), 0) &&
-           memchr(h->table, 0, sizeof h->table) && memchr(h->column, 0, sizeof h->column) &&
-           strcmp(h->table, table) == 0 && strcmp(h->column, column ? column : "") == 0 &&
-           h->data_off >= HEAD_BYTES && h->data_off <= n && h->data_bytes <= n - h->data_off &&
-           h->dict_off >= HEAD_BYTES && h->dict_off <= n && h->dict_bytes <= n - h->dict_off &&
-           hash64((const char *)addr + h->data_off, h->data_bytes, 3) == h->data_hash &&
-           hash64((const char *)addr + h->dict_off, h->dict_bytes, 4) == h->dict_hash;
-  nsl_mapping *m = ok ? nsl__mapping_new(addr, n) : NULL;
+  nsl_mapping *m = sound_file(addr, n, c->ident, kind, table, column) ? nsl__mapping_new(addr, n) : NULL;
   if (!m) {
     munmap(addr, n);
     return NULL;
   }
-  *head = h;
+  *head = addr;
   *size = n;
   return m;
 }
@@ -589,14 +664,14 @@ done:
 
 static void evict(const char *except);
 
+static void cache_free(cache_src *c);
+
 static void cache_close(void *p) {
   cache_src *c = p;
   if (!c) return;
   c->in->close(c->src);
-  if (!c->nowrite) evict(c->dir);
-  free(c->dir);
-  free(c->label);
-  free(c);
+  if (c->dir && !c->nowrite) evict(c->dir);
+  cache_free(c);
 }
 
 static nsl_status cache_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err) {
@@ -741,36 +816,37 @@ static int64_t folder_size(const char *dir, int64_t *files, int64_t *newest) {
   return bytes;
 }
 
-nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,
-                                 const char *file, const char *sub, nsl_error *err) {
-  if (!nsl__cache_enabled() || !ops->load || !ops->count || !ops->close)
-    return nsl_trace_add_source(tr, ops, src, info, err);
-  uint64_t ident, key;
+/* Frees c (not the wrapped source). */
+static void cache_free(cache_src *c) {
+  if (!c) return;
+  if (c->zfd >= 0) close(c->zfd);
+  for (size_t i = 0; i < c->nemb; i++) free(c->emb[i].name);
+  free(c->emb);
+  free(c->dir);
+  free(c->label);
+  free(c);
+}
+
+/* Sets up c's entry in the cache folder: made, or emptied when it holds
+ * another version of the input; touched (LRU) when it is current.  Without
+ * a usable folder c->dir stays NULL (one warning). */
+static void open_entry(cache_src *c, const char *file, const char *sub, uint64_t key) {
   char *root = NULL;
   nsl_error e;
-  if (identify(file, ops->kind ? ops->kind : "", sub ? sub : "", ops, src, &ident, &key) != 0)
-    return nsl_trace_add_source(tr, ops, src, info, err);
   if (nsl__cache_dir("columns", &root, &e) != NSL_OK) {
     warn_once("the cache folder", e.msg);
-    return nsl_trace_add_source(tr, ops, src, info, err);
+    return;
   }
-  cache_src *c = calloc(1, sizeof *c);
   size_t dn = strlen(root) + 20;
-  if (!c || !(c->dir = malloc(dn)) || !(c->label = strdup(info->path ? info->path : file))) {
-    if (c) free(c->dir);
-    free(c);
+  if (!(c->dir = malloc(dn))) {
     free(root);
-    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    return;
   }
   snprintf(c->dir, dn, "%s/%016llx", root, (unsigned long long)key);
   free(root);
-  c->in = ops;
-  c->src = src;
-  c->ident = ident;
   c->nowrite = nsl__cache_max_bytes() <= 0;
-  /* The entry: made, or emptied when it holds another version of the input. */
   char *entry = path_in(c, "entry"), *text = NULL, want[64];
-  snprintf(want, sizeof want, "ident %016llx\n", (unsigned long long)ident);
+  snprintf(want, sizeof want, "ident %016llx\n", (unsigned long long)c->ident);
   if (entry) text = slurp(entry, 8192);
   if (!entry) c->nowrite = 1;
   else if (!text || !strstr(text, want)) {
@@ -782,7 +858,7 @@ nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void 
       char abs[PATH_MAX], body[PATH_MAX + 512];
       if (!realpath(file, abs)) snprintf(abs, sizeof abs, "%s", file);
       int len = snprintf(body, sizeof body, "nsl-cache %d\n%skind %s\ninput %s\nsub %s\n", NSL_CACHE_FORMAT, want,
-                         ops->kind ? ops->kind : "", abs, sub ? sub : "");
+                         c->in->kind ? c->in->kind : "", abs, sub ? sub : "");
       if (nsl_write_file_atomic(entry, body, (size_t)len, &e) != NSL_OK) {
         warn_once(c->dir, e.msg);
         c->nowrite = 1;
@@ -793,6 +869,104 @@ nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void 
   }
   free(entry);
   free(text);
+}
+
+/* The identity of columns stored in a bundle: the report member's name and
+ * sha256 (from the manifest), whatever file the bundle is. */
+static uint64_t embedded_ident(const char *member, const char *sha) {
+  uint64_t h = hash64("nsl bundle columns", 18, NSL_CACHE_FORMAT);
+  h = hash64(member, strlen(member), h);
+  return hash64(sha, strlen(sha), h);
+}
+
+static int zip_pread(void *ctx, void *buf, size_t len, uint64_t off) {
+  int fd = *(int *)ctx;
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return -1;
+    }
+    done += (size_t)n;
+  }
+  return 0;
+}
+
+/* Finds the stored column files of report `member` in the bundle at zip
+ * (the file id: the one the bundle reader opened): members
+ * columns/<member>/<file>, stored, unencrypted, their data inside the
+ * archive before the central directory.  Anything else is not used. */
+static void find_embedded(cache_src *c, const char *zip, const nsl__file_id *id, const char *member) {
+  int fd = open(zip, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  nsl__file_id now;
+  if (fd < 0) return;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) goto fail;
+  nsl__file_id_of(&st, &now);
+  if (id->known && (now.dev != id->dev || now.ino != id->ino || now.size != id->size || now.mtime_ns != id->mtime_ns))
+    goto fail;
+  nsl__zip_dir d;
+  nsl_error e;
+  memset(&d, 0, sizeof d);
+  if (nsl__zip_dir_read(&d, zip_pread, &fd, (uint64_t)st.st_size, 0, zip, &e) != NSL_OK) goto fail;
+  size_t pl = strlen(member) + 10;
+  char *prefix = malloc(pl);
+  if (prefix) snprintf(prefix, pl, "columns/%s/", member);
+  for (size_t i = 0; prefix && i < d.n; i++) {
+    const nsl__zip_entry *z = &d.e[i];
+    unsigned char lh[30];
+    if (strncmp(z->name, prefix, pl - 1) != 0 || z->is_dir || z->method != 0 || (z->flags & 1) || z->csize != z->usize ||
+        zip_pread(&fd, lh, 30, z->offset) != 0 || memcmp(lh, "PK\3\4", 4) != 0)
+      continue;
+    uint64_t data = z->offset + 30 + (lh[26] | lh[27] << 8) + (lh[28] | lh[29] << 8);
+    if (data > d.cd_offset || z->usize > d.cd_offset - data) continue;
+    emb_file *g = realloc(c->emb, (c->nemb + 1) * sizeof *g);
+    if (!g) break;
+    c->emb = g;
+    if (!(g[c->nemb].name = strdup(z->name + pl - 1))) break;
+    g[c->nemb].off = data;
+    g[c->nemb].size = z->usize;
+    c->nemb++;
+  }
+  free(prefix);
+  nsl__zip_dir_free(&d);
+  if (c->nemb == 0) goto fail;
+  qsort(c->emb, c->nemb, sizeof *c->emb, emb_cmp);
+  c->zfd = fd;
+  return;
+fail:
+  close(fd);
+}
+
+/* nsl__cache_add_source and nsl__cache_add_bundle_source: the wrapper with
+ * the cache folder (when on) and the bundle's stored columns (when given). */
+static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,
+                              const char *file, const char *sub, const nsl__file_id *zid, const char *sha,
+                              nsl_error *err) {
+  int use_dir = nsl__cache_enabled();
+  if ((!use_dir && !sha) || !ops->load || !ops->count || !ops->close) return nsl_trace_add_source(tr, ops, src, info, err);
+  uint64_t ident = 0, key = 0;
+  if (use_dir && identify(file, ops->kind ? ops->kind : "", sub ? sub : "", ops, src, &ident, &key) != 0) use_dir = 0;
+  cache_src *c = calloc(1, sizeof *c);
+  if (!c || !(c->label = strdup(info->path ? info->path : file))) {
+    free(c);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  c->zfd = -1;
+  c->in = ops;
+  c->src = src;
+  c->ident = ident;
+  if (sha) {
+    c->emb_ident = embedded_ident(sub, sha);
+    find_embedded(c, file, zid, sub);
+  }
+  if (use_dir) open_entry(c, file, sub, key);
+  if (!c->dir && c->nemb == 0) {
+    cache_free(c);
+    return nsl_trace_add_source(tr, ops, src, info, err);
+  }
   c->ops.kind = ops->kind;
   c->ops.describe = ops->describe ? cache_describe : NULL;
   c->ops.load = cache_load;
@@ -802,12 +976,107 @@ nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void 
   c->ops.members = ops->members ? cache_members : NULL;
   c->ops.member_read = ops->member_read ? cache_member_read : NULL;
   nsl_status rc = nsl_trace_add_source(tr, &c->ops, c, info, err);
-  if (rc != NSL_OK) {   /* the caller closes src */
-    free(c->dir);
-    free(c->label);
-    free(c);
-  }
+  if (rc != NSL_OK) cache_free(c);   /* the caller closes src */
   return rc;
+}
+
+nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,
+                                 const char *file, const char *sub, nsl_error *err) {
+  return add_wrapped(tr, ops, src, info, file, sub ? sub : "", NULL, NULL, err);
+}
+
+nsl_status nsl__cache_add_bundle_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
+                                        const nsl_report_info *info, const nsl_bundle *b, const char *member,
+                                        nsl_error *err) {
+  nsl__file_id id;
+  const char *sha = NULL;
+  for (size_t i = 0; i < nsl_bundle_count(b); i++)
+    if (strcmp(nsl_bundle_member_at(b, i)->name, member) == 0) sha = nsl_bundle_member_at(b, i)->sha256;
+  int known = nsl__bundle_file_id(b, &id);
+  if (!known || !sha || !sha[0]) sha = NULL;
+  return add_wrapped(tr, ops, src, info, nsl_bundle_path(b), member, known ? &id : NULL, sha, err);
+}
+
+/* ---- nsl bundle --columns ---- */
+
+nsl_status nsl__bundle_add_columns(nsl_bundle_writer *w, const char *member, const char *export_path, nsl_error *err) {
+  const char *sha = nsl__bundle_writer_sha256(w, member);
+  if (!sha) return nsl_error_set(err, NSL_ERR_ARG, "cannot store the columns of '%s': no member %s yet", export_path, member);
+  void *src = NULL;
+  nsl_report_info info;
+  nsl_status rc = nsl_nsys_open_file(export_path, &src, &info, err);
+  if (rc != NSL_OK) return rc;
+  const nsl_source_ops *ops = &nsl_nsys_source_ops;
+  cache_src c;
+  memset(&c, 0, sizeof c);
+  c.zfd = -1;
+  c.in = ops;
+  c.src = src;
+  c.label = (char *)export_path;
+  c.ident = embedded_ident(member, sha);
+  c.bw = w;
+  c.bmember = member;
+  c.bw_err = err;
+  const char *const *tables = nsl_model_tables();
+  int ntables = 0;
+  while (tables[ntables]) ntables++;
+  nsl__progress_begin("storing columns", "tables", ntables);
+  for (int ti = 0; rc == NSL_OK && c.bw_rc == NSL_OK && tables[ti]; ti++) {
+    const char *name = tables[ti];
+    const nsl_model_table *mt = nsl__model_table(name);
+    nsl_table *probe = nsl_table_new();
+    nsl_dict *dict = nsl_dict_new();
+    table_meta m;
+    memset(&m, 0, sizeof m);
+    m.known = 1;
+    m.rows = -1;
+    if (!mt || !probe || !dict) rc = mt ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory") : NSL_OK;
+    else {
+      nsl_status d = ops->describe(src, name, probe, err);
+      if (d != NSL_OK && d != NSL_ERR_NOTFOUND) rc = d;
+      m.found = d == NSL_OK;
+    }
+    int ncols = 0;
+    const char *names[128];
+    nsl_type types[128];
+    if (rc == NSL_OK && mt && m.found) {
+      for (int k = 0; k < nsl_table_ncols(probe) && m.nextra < 32; k++) {
+        snprintf(m.names[m.nextra], sizeof m.names[0], "%s", nsl_table_colname(probe, k));
+        m.types[m.nextra++] = nsl_table_coltype(probe, k);
+      }
+      for (const nsl_model_column *mc = mt->cols; mc->name && ncols < 96; mc++)
+        if (strcmp(mc->name, "report") != 0 && strcmp(mc->name, "dur") != 0) {
+          names[ncols] = mc->name;
+          types[ncols++] = mc->type;
+        }
+      for (int k = 0; k < m.nextra; k++) {
+        int dup = 0;
+        for (int j = 0; j < ncols; j++) dup |= strcmp(names[j], m.names[k]) == 0;
+        if (!dup) {
+          names[ncols] = m.names[k];
+          types[ncols++] = m.types[k];
+        }
+      }
+      nsl_column *out[128] = {0};
+      nsl_status l = ops->load(src, name, names, types, ncols, dict, 0, out, err);
+      if (l == NSL_OK) {
+        m.rows = ncols > 0 ? out[0]->len : -1;
+        for (int k = 0; k < ncols; k++) write_column(&c, name, names[k], out[k]);
+      } else if (l == NSL_ERR_NOTFOUND) m.found = 0;
+      else rc = l;
+      for (int k = 0; k < ncols; k++) nsl_column_release(out[k]);
+    }
+    if (rc == NSL_OK && mt) {
+      nsl_error_clear(err);
+      write_meta(&c, name, &m);
+    }
+    nsl_table_release(probe);
+    nsl_dict_release(dict);
+    nsl__progress_add(1);
+  }
+  nsl__progress_end();
+  ops->close(src);
+  return rc != NSL_OK ? rc : c.bw_rc;
 }
 
 /* ---- size bound, list, clear ---- */

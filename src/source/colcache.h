@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "nsl/bundle.h"
 #include "nsl/nsl.h"
 
 #define NSL_CACHE_FORMAT 1   /* bump with every change of archive-format/CACHE.md */
@@ -30,6 +31,18 @@
  * closed (as nsl_trace_add_source). */
 nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,
                                  const char *file, const char *sub, nsl_error *err);
+/* The same for report `member` of bundle b: besides the cache folder, the
+ * columns the bundle stores (nsl bundle --columns) are used, mapped
+ * straight from the zip, even with the cache off. */
+nsl_status nsl__cache_add_bundle_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
+                                        const nsl_report_info *info, const nsl_bundle *b, const char *member,
+                                        nsl_error *err);
+/* Stores the columnar form of the export at export_path -- every table of
+ * the data model its source has, every column -- in bundle writer w, as
+ * stored members columns/<member>/<file> aligned for mapping (CACHE.md,
+ * section 7).  The export must already be in w as member `member`. */
+nsl_status nsl__bundle_add_columns(nsl_bundle_writer *w, const char *member, const char *export_path,
+                                   nsl_error *err);
 /* The cache is on unless turned off here (--no-cache) or by NSL_NO_CACHE=1. */
 void nsl__cache_set_enabled(int on);
 int nsl__cache_enabled(void);
