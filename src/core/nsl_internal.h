@@ -270,6 +270,8 @@ nsl_status nsl__cache_dir(const char *sub, char **out, nsl_error *err);
  * outermost); add counts units done, from any thread. */
 void nsl__progress_begin(const char *what, const char *unit, int64_t total);
 void nsl__progress_add(int64_t n);
+/* n more units to do than the bracket's total said (an estimate learnt on the way). */
+void nsl__progress_expect(int64_t n);
 void nsl__progress_end(void);
 typedef struct nsl_progress_info {
   int generation;           /* changes with each outermost begin */

@@ -45,9 +45,13 @@ void nsl__progress_begin(const char *what, const char *unit, int64_t total) {
     atomic_store(&prog.total, total > 0 ? total : 0);
     atomic_store(&prog.started, nsl__now());
     atomic_fetch_add(&prog.generation, 1);
-  } else if (total > 0 && atomic_load(&prog.total) > 0) {
+  } else if (total > 0) {
     atomic_fetch_add(&prog.total, total);
   }
+}
+
+void nsl__progress_expect(int64_t n) {
+  if (n > 0 && atomic_load(&prog.depth) > 0) atomic_fetch_add(&prog.total, n);
 }
 
 void nsl__progress_add(int64_t n) {

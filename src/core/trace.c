@@ -361,11 +361,9 @@ static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_e
   /* One load call per report for all its columns; reports in parallel,
    * each into a dictionary of its own, remapped into the trace's in order. */
   nthreads = nsl__thread_count(tr->nreports);
-  int64_t known = 0;   /* rows to load, when every report's count is known */
-  for (int i = 0; i < tr->nreports; i++) known = known < 0 || tt->rows[i] < 0 ? -1 : known + tt->rows[i];
-  char what[96];
+  char what[96];   /* the total is the sources' to tell (nsl__progress_expect) */
   snprintf(what, sizeof what, "loading %s", tt->name);
-  nsl__progress_begin(what, "rows", known);
+  nsl__progress_begin(what, "rows", 0);
   progress = 1;
   job = (report_job){tr, tt, names, types, nsrc, parts, (size_t)n + 2, NULL,
                      calloc((size_t)tr->nreports + 1, sizeof(nsl_status)),

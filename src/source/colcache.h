@@ -40,7 +40,7 @@ nsl_status nsl__cache_add_bundle_source(nsl_trace *tr, const nsl_source_ops *ops
 /* Stores the columnar form of the export at export_path -- every table of
  * the data model its source has, every column -- in bundle writer w, as
  * stored members columns/<member>/<file> aligned for mapping (CACHE.md,
- * section 7).  The export must already be in w as member `member`. */
+ * section 6).  The export must already be in w as member `member`. */
 nsl_status nsl__bundle_add_columns(nsl_bundle_writer *w, const char *member, const char *export_path,
                                    nsl_error *err);
 /* The cache is on unless turned off here (--no-cache) or by NSL_NO_CACHE=1. */

@@ -1557,6 +1557,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
   int threads = nsl__thread_count(0);
   int64_t total = threads > 1 ? parallel_spans(s, m, lo, hi) : 0;
   int parallel = total > 0;
+  nsl__progress_expect(total);   /* rowid spans: about the rows to come, for a progress line's time left */
   if (!s->uri) {   /* an in-memory image: the parts open it again, read-only */
     sc.image = s->image;
     sc.image_size = s->db_bytes;
