@@ -344,14 +344,9 @@ typedef struct table_meta {
   nsl_type types[32];
 } table_meta;
 
-static int read_meta(const cache_src *c, const char *table, table_meta *m) {
-  char name[160];
-  const file_head *h;
-  size_t size;
+/* The description in table file h (already sound_file), or 0 when it is not one. */
+static int meta_from(const file_head *h, table_meta *m) {
   memset(m, 0, sizeof *m);
-  file_name(name, sizeof name, table, NULL);
-  nsl_mapping *map = map_file(c, name, KIND_TABLE, table, NULL, &h, &size);
-  if (!map) return 0;
   const unsigned char *d = (const unsigned char *)h + h->dict_off, *end = d + h->dict_bytes;
   int ok = h->found <= 1 && h->rows >= -1 && h->dict_count <= 32;
   for (uint64_t k = 0; ok && k < h->dict_count; k++) {   /* u32 type, then the name, NUL-terminated */
@@ -371,9 +366,21 @@ static int read_meta(const cache_src *c, const char *table, table_meta *m) {
     m->found = (int)h->found;
     m->rows = h->rows;
     m->nextra = (int)h->dict_count;
-  }
+  } else
+    memset(m, 0, sizeof *m);
+  return ok;
+}
+
+static int read_meta(const cache_src *c, const char *table, table_meta *m) {
+  char name[160];
+  const file_head *h;
+  size_t size;
+  memset(m, 0, sizeof *m);
+  file_name(name, sizeof name, table, NULL);
+  nsl_mapping *map = map_file(c, name, KIND_TABLE, table, NULL, &h, &size);
+  if (!map) return 0;
+  int ok = meta_from(h, m);
   nsl__mapping_release(map);
-  if (!ok) memset(m, 0, sizeof *m);
   return ok;
 }
 
@@ -407,6 +414,65 @@ static void write_meta(cache_src *c, const char *table, const table_meta *m) {
 /* Column `column` of `table` from the entry, as a column of the trace:
  * strings in dict, times shifted by off; NULL when the entry lacks it (or
  * its file is bad). */
+/* The column in column file h (already sound_file) as a column of the
+ * trace: strings in dict, times shifted by off; over the file's memory when
+ * map is given and nothing needs changing, else a copy.  NULL when the file
+ * does not hold a sound column of that type. */
+static nsl_column *column_from(const file_head *h, nsl_mapping *map, nsl_type type, nsl_dict *dict, int64_t off) {
+  size_t es = nsl_type_size(type);
+  if (h->type != (uint32_t)type || h->rows < 0 || h->data_off % 8 != 0 || (uint64_t)h->rows > h->data_bytes / es ||
+      h->data_bytes != (uint64_t)h->rows * es)
+    return NULL;
+  const void *data = (const char *)h + h->data_off;
+  int64_t n = h->rows;
+  nsl_column *col = NULL;
+  if (type == NSL_STR) {
+    /* the dictionary: dict_count + 1 offsets (u64), then the bytes */
+    uint64_t ns = h->dict_count;
+    if (h->dict_off % 8 != 0 || ns >= INT32_MAX || h->dict_bytes / 8 < ns + 1) return NULL;
+    const uint64_t *offs = (const uint64_t *)((const char *)h + h->dict_off);
+    const char *bytes = (const char *)(offs + ns + 1);
+    uint64_t blen = h->dict_bytes - (ns + 1) * 8;
+    const int32_t *ids = data;
+    for (int64_t r = 0; r < n; r++)
+      if (ids[r] < -1 || ids[r] >= (int64_t)ns) return NULL;
+    for (uint64_t k = 0; k < ns; k++)
+      if (offs[k] > offs[k + 1] || offs[k + 1] > blen) return NULL;
+    int32_t *map_ids = malloc((size_t)(ns ? ns : 1) * sizeof *map_ids);
+    if (!map_ids) return NULL;
+    int same = 1;
+    for (uint64_t k = 0; k < ns; k++) {
+      if ((map_ids[k] = nsl_dict_intern(dict, bytes + offs[k], (size_t)(offs[k + 1] - offs[k]))) < 0) {
+        free(map_ids);
+        return NULL;
+      }
+      same &= map_ids[k] == (int32_t)k;
+    }
+    if (same && map) col = nsl__column_mapped(type, n, (void *)data, map, dict);
+    else if ((col = nsl_column_new(type, n, dict)))
+      for (int64_t r = 0; r < n; r++) nsl_i32(col)[r] = ids[r] < 0 ? -1 : map_ids[ids[r]];
+    free(map_ids);
+  } else if (type == NSL_BOOL) {   /* masks hold 0 and 1 only */
+    const uint8_t *v = data;
+    for (int64_t r = 0; r < n; r++)
+      if (v[r] > 1) return NULL;
+    col = map ? nsl__column_mapped(type, n, (void *)data, map, NULL) : nsl_column_new(type, n, NULL);
+    if (col && !map) memcpy(col->data, data, (size_t)n);
+  } else if (off != 0 && type == NSL_I64) {
+    if ((col = nsl_column_new(type, n, NULL))) {
+      const int64_t *v = data;
+      for (int64_t r = 0; r < n; r++) nsl_i64(col)[r] = v[r] == NSL_NULL_I64 ? v[r] : v[r] + off;
+    }
+  } else if (map) {
+    col = nsl__column_mapped(type, n, (void *)data, map, NULL);
+  } else if ((col = nsl_column_new(type, n, NULL))) {
+    memcpy(col->data, data, (size_t)n * es);
+  }
+  return col;
+}
+
+/* Column `column` of `table` from the bundle or the entry; NULL when
+ * neither has a sound file of it. */
 static nsl_column *read_column(const cache_src *c, const char *table, const char *column, nsl_type type,
                                nsl_dict *dict, int64_t off) {
   char name[200];
@@ -415,57 +481,42 @@ static nsl_column *read_column(const cache_src *c, const char *table, const char
   file_name(name, sizeof name, table, column);
   nsl_mapping *map = map_file(c, name, KIND_COLUMN, table, column, &h, &size);
   if (!map) return NULL;
-  size_t es = nsl_type_size(type);
-  nsl_column *col = NULL;
-  if (h->type != (uint32_t)type || h->rows < 0 || h->data_off % 8 != 0 || (uint64_t)h->rows > h->data_bytes / es ||
-      h->data_bytes != (uint64_t)h->rows * es)
-    goto done;
-  void *data = (char *)h + h->data_off;
-  int64_t n = h->rows;
-  if (type == NSL_STR) {
-    /* the dictionary: dict_count + 1 offsets (u64), then the bytes */
-    uint64_t ns = h->dict_count;
-    if (h->dict_off % 8 != 0 || ns >= INT32_MAX || h->dict_bytes / 8 < ns + 1) goto done;
-    const uint64_t *offs = (const uint64_t *)((const char *)h + h->dict_off);
-    const char *bytes = (const char *)(offs + ns + 1);
-    uint64_t blen = h->dict_bytes - (ns + 1) * 8;
-    int32_t *map_ids = malloc((size_t)(ns ? ns : 1) * sizeof *map_ids);
-    if (!map_ids) goto done;
-    int same = 1;
-    for (uint64_t k = 0; k < ns; k++) {
-      if (offs[k] > offs[k + 1] || offs[k + 1] > blen) {
-        free(map_ids);
-        goto done;
-      }
-      map_ids[k] = nsl_dict_intern(dict, bytes + offs[k], (size_t)(offs[k + 1] - offs[k]));
-      if (map_ids[k] < 0) {
-        free(map_ids);
-        goto done;
-      }
-      same &= map_ids[k] == (int32_t)k;
-    }
-    const int32_t *ids = data;
-    int inrange = 1;
-    for (int64_t r = 0; r < n; r++) inrange &= ids[r] >= -1 && ids[r] < (int64_t)ns;
-    if (!inrange) {
-      free(map_ids);
-      goto done;
-    }
-    if (same) col = nsl__column_mapped(type, n, data, map, dict);
-    else if ((col = nsl_column_new(type, n, dict)))
-      for (int64_t r = 0; r < n; r++) nsl_i32(col)[r] = ids[r] < 0 ? -1 : map_ids[ids[r]];
-    free(map_ids);
-  } else if (off != 0 && type == NSL_I64) {
-    if ((col = nsl_column_new(type, n, NULL))) {
-      const int64_t *v = data;
-      for (int64_t r = 0; r < n; r++) nsl_i64(col)[r] = v[r] == NSL_NULL_I64 ? v[r] : v[r] + off;
-    }
-  } else {
-    col = nsl__column_mapped(type, n, data, map, NULL);
-  }
-done:
+  nsl_column *col = column_from(h, map, type, dict, off);
   nsl__mapping_release(map);
   return col;
+}
+
+/* ---- the checks alone, over bytes in memory (tests, fuzzing) ---- */
+
+nsl_column *nsl__cache_column_from_bytes(const void *file, size_t n, uint64_t ident, const char *table,
+                                         const char *column, nsl_type type, nsl_dict *dict, int64_t off) {
+  if (((uintptr_t)file & 7) || !sound_file(file, n, ident, KIND_COLUMN, table, column)) return NULL;
+  return column_from(file, NULL, type, dict, off);
+}
+
+int nsl__cache_table_from_bytes(const void *file, size_t n, uint64_t ident, const char *table, int *found,
+                                int64_t *rows, int *nextra) {
+  table_meta m;
+  if (((uintptr_t)file & 7) || !sound_file(file, n, ident, KIND_TABLE, table, NULL) || !meta_from(file, &m)) return 0;
+  *found = m.found;
+  *rows = m.rows;
+  *nextra = m.nextra;
+  return 1;
+}
+
+void nsl__cache_seal(void *file, size_t n, uint64_t ident) {
+  file_head *h = file;
+  if (n < HEAD_BYTES || ((uintptr_t)file & 7)) return;
+  memcpy(h->magic, MAGIC, 8);
+  h->version = NSL_CACHE_FORMAT;
+  h->bom = BOM;
+  h->ident = ident;
+  h->table[sizeof h->table - 1] = h->column[sizeof h->column - 1] = 0;
+  if (h->data_off <= n && h->data_bytes <= n - h->data_off)
+    h->data_hash = hash64((const char *)file + h->data_off, h->data_bytes, 3);
+  if (h->dict_off <= n && h->dict_bytes <= n - h->dict_off)
+    h->dict_hash = hash64((const char *)file + h->dict_off, h->dict_bytes, 4);
+  h->head_hash = hash64(h, offsetof(file_head, head_hash), 0);
 }
 
 /* Writes column col (rows of this report, times unshifted) to the entry. */

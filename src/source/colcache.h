@@ -62,6 +62,16 @@ typedef struct nsl_cache_entry {
 nsl_status nsl__cache_list(char **root, void (*fn)(void *ctx, const nsl_cache_entry *e), void *ctx, nsl_error *err);
 /* Removes every entry of columns/ and exports/; *bytes receives what was freed. */
 nsl_status nsl__cache_clear(int64_t *bytes, int64_t *entries, nsl_error *err);
+/* The checks of a cache file alone, over bytes in memory (8-aligned), for
+ * tests and fuzzing: the column (a copy) or NULL; the table description
+ * (1) or 0.  nsl__cache_seal makes magic, version, identity and checksums
+ * right for whatever the rest of the bytes say, so that a fuzzer reaches the
+ * checks behind them. */
+nsl_column *nsl__cache_column_from_bytes(const void *file, size_t n, uint64_t ident, const char *table,
+                                         const char *column, nsl_type type, nsl_dict *dict, int64_t off);
+int nsl__cache_table_from_bytes(const void *file, size_t n, uint64_t ident, const char *table, int *found,
+                                int64_t *rows, int *nextra);
+void nsl__cache_seal(void *file, size_t n, uint64_t ident);
 /* The size bound (NSL_CACHE_MAX: bytes, or with a K/M/G/T suffix; default 16G). */
 int64_t nsl__cache_max_bytes(void);
 
