@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 #include "nsl/nsl.h"
 #include "core/nsl_internal.h"
-#include "source/colcache.h"
+#include "nsl/cache.h"
 
 static const char *const commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile",
                                        "notebook", "cache"};
@@ -264,7 +264,7 @@ int nsl__cli_dispatch(lua_State *L, const nsl_cli_options *o) {
         puts(h->text);
         return 0;
       }
-  if (o->no_cache) nsl__cache_set_enabled(0);
+  if (o->no_cache) nsl_cache_set_enabled(0);
   if (strcmp(o->command, "cache") == 0) return nsl__cli_cache(o);
   if (strcmp(o->command, "repl") == 0) return nsl__repl(L, o);
   lua_pushcfunction(L, call_main);

@@ -13,7 +13,7 @@
 
 #include "cli/cli.h"
 #include "core/nsl_internal.h"
-#include "source/colcache.h"
+#include "nsl/cache.h"
 
 static pthread_t ticker;
 static volatile int ticking;
@@ -127,7 +127,7 @@ int nsl__cli_cache(const nsl_cli_options *o) {
   }
   if (strcmp(what, "clear") == 0) {
     int64_t bytes, entries;
-    if (nsl__cache_clear(&bytes, &entries, &err) != NSL_OK) {
+    if (nsl_cache_clear(&bytes, &entries, &err) != NSL_OK) {
       fprintf(stderr, "nsl: %s\n", err.msg);
       return 1;
     }
@@ -138,15 +138,15 @@ int nsl__cli_cache(const nsl_cli_options *o) {
   }
   list_ctx lc = {0, 0};
   char *root = NULL;
-  if (nsl__cache_list(&root, list_one, &lc, &err) != NSL_OK) {
+  if (nsl_cache_list(&root, list_one, &lc, &err) != NSL_OK) {
     fprintf(stderr, "nsl: %s\n", err.msg);
     return 1;
   }
   char size[32], max[32];
   size_text(size, sizeof size, lc.bytes);
-  size_text(max, sizeof max, nsl__cache_max_bytes());
+  size_text(max, sizeof max, nsl_cache_max_bytes());
   printf("%d entries, %s in %s (bound %s: NSL_CACHE_MAX)%s\n", lc.n, size, root ? root : "?", max,
-         nsl__cache_enabled() ? "" : "; the cache is off (NSL_NO_CACHE)");
+         nsl_cache_enabled() ? "" : "; the cache is off (NSL_NO_CACHE)");
   free(root);
   return 0;
 }

@@ -12,7 +12,7 @@
 
 #include "lua/lnsl.h"
 #include "nsl/bundle.h"
-#include "source/colcache.h"
+#include "nsl/cache.h"
 
 #define NSL_BUNDLE_MT "nsl.bundle"
 #define NSL_WRITER_MT "nsl.bundle_writer"
@@ -286,7 +286,7 @@ static int writer_add_columns(lua_State *L) {
   nsl_bundle_writer *w = checkwriter(L, 1);
   const char *member = luaL_checkstring(L, 2), *path = luaL_checkstring(L, 3);
   nsl_error err = {0};
-  return writer_result(L, nsl__bundle_add_columns(w, member, path, &err), &err);
+  return writer_result(L, nsl_bundle_writer_add_columns(w, member, path, &err), &err);
 }
 
 /* w:copy(bundle [, exclude_prefix]) -> true, or nil and a message: every

@@ -14,7 +14,7 @@
 
 #include "core/nsl_internal.h"
 #include "lua/lnsl.h"
-#include "source/colcache.h"
+#include "nsl/cache.h"
 
 #define PROGRESS_MT "nsl.progress"
 
@@ -58,7 +58,7 @@ static int l_progress_done(lua_State *L) {
 
 /* nsl.cache_enabled() -> whether loads go through the columnar cache. */
 static int l_cache_enabled(lua_State *L) {
-  lua_pushboolean(L, nsl__cache_enabled());
+  lua_pushboolean(L, nsl_cache_enabled());
   return 1;
 }
 

@@ -85,9 +85,9 @@ static uint64_t hash64(const void *p, size_t n, uint64_t seed) {
 static int enabled = -1;   /* -1: not decided yet (NSL_NO_CACHE) */
 static int warned;
 
-void nsl__cache_set_enabled(int on) { enabled = on; }
+void nsl_cache_set_enabled(int on) { enabled = on; }
 
-int nsl__cache_enabled(void) {
+int nsl_cache_enabled(void) {
   if (enabled < 0) {
     const char *v = getenv("NSL_NO_CACHE");
     enabled = !(v && v[0] && strcmp(v, "0") != 0);
@@ -95,7 +95,7 @@ int nsl__cache_enabled(void) {
   return enabled;
 }
 
-int64_t nsl__cache_max_bytes(void) {
+int64_t nsl_cache_max_bytes(void) {
   const char *v = getenv("NSL_CACHE_MAX");
   int64_t def = (int64_t)16 << 30;
   if (!v || !v[0]) return def;
@@ -155,12 +155,13 @@ typedef struct cache_src {
   char *label;
   uint64_t ident;
   int nowrite;                 /* a write failed: read only from now on */
+  int wrote;                   /* a file was added: the size bound is checked at close */
   /* columns stored in the bundle the report comes from */
   int zfd;                     /* the bundle, open; -1 for none */
   emb_file *emb;
   size_t nemb;
   uint64_t emb_ident;
-  /* writing into a bundle instead of the cache folder (nsl__bundle_add_columns) */
+  /* writing into a bundle instead of the cache folder (nsl_bundle_writer_add_columns) */
   nsl_bundle_writer *bw;
   const char *bmember;
   nsl_status bw_rc;
@@ -241,7 +242,7 @@ static void publish(cache_src *c, const char *name, file_head *h, const void *co
     return;
   }
   if (c->nowrite || !c->dir) return;
-  if ((int64_t)total > nsl__cache_max_bytes()) return;   /* would never stay */
+  if ((int64_t)total > nsl_cache_max_bytes()) return;   /* would never stay */
   char *target = path_in(c, name), tmp[NSL__TMPFILE_PATH_MAX];
   nsl_error e;
   int fd = -1;
@@ -261,7 +262,8 @@ static void publish(cache_src *c, const char *name, file_head *h, const void *co
   } else if (nsl__tmpfile_commit(fd, tmp, target, NULL, &e) != NSL_OK) {
     c->nowrite = 1;
     warn_once(target, e.msg);
-  }
+  } else
+    c->wrote = 1;
   free(target);
 }
 
@@ -721,7 +723,7 @@ static void cache_close(void *p) {
   cache_src *c = p;
   if (!c) return;
   c->in->close(c->src);
-  if (c->dir && !c->nowrite) evict(c->dir);
+  if (c->dir && c->wrote) evict(c->dir);
   cache_free(c);
 }
 
@@ -895,7 +897,7 @@ static void open_entry(cache_src *c, const char *file, const char *sub, uint64_t
   }
   snprintf(c->dir, dn, "%s/%016llx", root, (unsigned long long)key);
   free(root);
-  c->nowrite = nsl__cache_max_bytes() <= 0;
+  c->nowrite = nsl_cache_max_bytes() <= 0;
   char *entry = path_in(c, "entry"), *text = NULL, want[64];
   snprintf(want, sizeof want, "ident %016llx\n", (unsigned long long)c->ident);
   if (entry) text = slurp(entry, 8192);
@@ -996,7 +998,7 @@ fail:
 static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,
                               const char *file, const char *sub, const nsl__file_id *zid, const char *sha,
                               nsl_error *err) {
-  int use_dir = nsl__cache_enabled();
+  int use_dir = nsl_cache_enabled();
   if ((!use_dir && !sha) || !ops->load || !ops->count || !ops->close) return nsl_trace_add_source(tr, ops, src, info, err);
   uint64_t ident = 0, key = 0;
   if (use_dir && identify(file, ops->kind ? ops->kind : "", sub ? sub : "", ops, src, &ident, &key) != 0) use_dir = 0;
@@ -1050,7 +1052,7 @@ nsl_status nsl__cache_add_bundle_source(nsl_trace *tr, const nsl_source_ops *ops
 
 /* ---- nsl bundle --columns ---- */
 
-nsl_status nsl__bundle_add_columns(nsl_bundle_writer *w, const char *member, const char *export_path, nsl_error *err) {
+nsl_status nsl_bundle_writer_add_columns(nsl_bundle_writer *w, const char *member, const char *export_path, nsl_error *err) {
   const char *sha = nsl__bundle_writer_sha256(w, member);
   if (!sha) return nsl_error_set(err, NSL_ERR_ARG, "cannot store the columns of '%s': no member %s yet", export_path, member);
   void *src = NULL;
@@ -1194,7 +1196,7 @@ static void free_entries(entry_info *v, int n) {
 static void evict(const char *except) {
   char *root = NULL;
   nsl_error e;
-  int64_t max = nsl__cache_max_bytes();
+  int64_t max = nsl_cache_max_bytes();
   if (nsl__cache_dir(NULL, &root, &e) != NSL_OK) return;
   entry_info *v;
   int n;
@@ -1225,7 +1227,7 @@ static void entry_field(const char *text, const char *key, char *out, size_t cap
     }
 }
 
-nsl_status nsl__cache_list(char **rootp, void (*fn)(void *ctx, const nsl_cache_entry *e), void *ctx, nsl_error *err) {
+nsl_status nsl_cache_list(char **rootp, void (*fn)(void *ctx, const nsl_cache_entry *e), void *ctx, nsl_error *err) {
   char *root = NULL;
   nsl_status rc = nsl__cache_dir(NULL, &root, err);
   if (rc != NSL_OK) return rc;
@@ -1255,7 +1257,7 @@ nsl_status nsl__cache_list(char **rootp, void (*fn)(void *ctx, const nsl_cache_e
   return NSL_OK;
 }
 
-nsl_status nsl__cache_clear(int64_t *bytes, int64_t *entries, nsl_error *err) {
+nsl_status nsl_cache_clear(int64_t *bytes, int64_t *entries, nsl_error *err) {
   char *root = NULL;
   nsl_status rc = nsl__cache_dir(NULL, &root, err);
   if (rc != NSL_OK) return rc;

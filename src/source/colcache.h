@@ -10,7 +10,7 @@
  *      trace gets a wrapper that answers describe/count/load from the cache
  *      entry and goes to the wrapped source for what the entry lacks, adding
  *      it; otherwise (off, unwritable: one warning) the source as it is.
- *   2. nsl__cache_list / nsl__cache_clear serve `nsl cache list|clear`.
+ *   2. nsl_cache_list / nsl_cache_clear (nsl/cache.h) serve `nsl cache list|clear`.
  * Every file of an entry is checked before use (format version, the input's
  * identity, checksums of header and data, bounds); a file that fails is
  * ignored and written again.  Results never depend on the cache.
@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "nsl/bundle.h"
+#include "nsl/cache.h"
 #include "nsl/nsl.h"
 
 #define NSL_CACHE_FORMAT 1   /* bump with every change of archive-format/CACHE.md */
@@ -37,31 +38,6 @@ nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void 
 nsl_status nsl__cache_add_bundle_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
                                         const nsl_report_info *info, const nsl_bundle *b, const char *member,
                                         nsl_error *err);
-/* Stores the columnar form of the export at export_path -- every table of
- * the data model its source has, every column -- in bundle writer w, as
- * stored members columns/<member>/<file> aligned for mapping (CACHE.md,
- * section 6).  The export must already be in w as member `member`. */
-nsl_status nsl__bundle_add_columns(nsl_bundle_writer *w, const char *member, const char *export_path,
-                                   nsl_error *err);
-/* The cache is on unless turned off here (--no-cache) or by NSL_NO_CACHE=1. */
-void nsl__cache_set_enabled(int on);
-int nsl__cache_enabled(void);
-
-/* One entry of the cache folder, for `nsl cache list`. */
-typedef struct nsl_cache_entry {
-  const char *folder;   /* "columns" or "exports" */
-  const char *name;     /* file or folder name under it */
-  const char *input;    /* the input it caches ("" when unknown) */
-  const char *sub;      /* report within the input ("" for none) */
-  int64_t bytes;        /* on disk */
-  int64_t files;
-  int64_t last_used;    /* seconds since the epoch */
-} nsl_cache_entry;
-/* Calls fn for every entry of columns/ and exports/, most recently used
- * first; *root receives the cache folder (malloc'd; may be NULL). */
-nsl_status nsl__cache_list(char **root, void (*fn)(void *ctx, const nsl_cache_entry *e), void *ctx, nsl_error *err);
-/* Removes every entry of columns/ and exports/; *bytes receives what was freed. */
-nsl_status nsl__cache_clear(int64_t *bytes, int64_t *entries, nsl_error *err);
 /* The checks of a cache file alone, over bytes in memory (8-aligned), for
  * tests and fuzzing: the column (a copy) or NULL; the table description
  * (1) or 0.  nsl__cache_seal makes magic, version, identity and checksums
@@ -72,7 +48,5 @@ nsl_column *nsl__cache_column_from_bytes(const void *file, size_t n, uint64_t id
 int nsl__cache_table_from_bytes(const void *file, size_t n, uint64_t ident, const char *table, int *found,
                                 int64_t *rows, int *nextra);
 void nsl__cache_seal(void *file, size_t n, uint64_t ident);
-/* The size bound (NSL_CACHE_MAX: bytes, or with a K/M/G/T suffix; default 16G). */
-int64_t nsl__cache_max_bytes(void);
 
 #endif
