@@ -15,7 +15,10 @@ static nsl_status add_report(nsl_trace *tr, nsl_bundle *b, const char *name, nsl
   void *data = NULL, *src = NULL;
   size_t len = 0;
   nsl_report_info info;
-  nsl_status st = nsl_bundle_read_member(b, name, &data, &len, err);
+  nsl_status st;
+  if (nsl__cache_add_stored_report(tr, b, name, &st, err))   /* its columns stored beside it: no export read */
+    return st;
+  st = nsl_bundle_read_member(b, name, &data, &len, err);
   if (st != NSL_OK)
     return st;
   size_t lsize = strlen(nsl_bundle_path(b)) + strlen(name) + 2;

@@ -124,7 +124,14 @@ static void warn_once(const char *what, const char *detail) {
 #define HEAD_BYTES 256
 #define MAGIC "NSLCACHE"
 #define BOM 0x0102030405060708ULL
-enum { KIND_COLUMN = 1, KIND_TABLE = 2 };
+enum { KIND_COLUMN = 1, KIND_TABLE = 2, KIND_INFO = 3 };
+
+/* A report's metadata as its export gives it (the info file of stored
+ * columns), so that a bundle report opens without its export. */
+typedef struct stored_info {
+  char host[256], nsys_version[64], schema_version[32];
+  int64_t start_utc, duration;
+} stored_info;
 
 typedef struct file_head {
   char magic[8];
@@ -161,6 +168,9 @@ typedef struct cache_src {
   emb_file *emb;
   size_t nemb;
   uint64_t emb_ident;
+  /* a bundle report opened lazily: its export is read from the zip only when a column is missing or SQL is run */
+  char *lazy_zip, *lazy_member;
+  nsl__file_id lazy_id;
   /* writing into a bundle instead of the cache folder (nsl_bundle_writer_add_columns) */
   nsl_bundle_writer *bw;
   const char *bmember;
@@ -583,13 +593,41 @@ done:
 
 /* ---- the wrapper's operations ---- */
 
+/* The wrapped source, opened now for a lazily opened bundle report: the
+ * bundle read again (it must still be the file whose columns are mapped),
+ * the export decompressed into memory and opened from there. */
+static nsl_status ensure_inner(cache_src *c, nsl_error *err) {
+  if (c->in) return NSL_OK;
+  nsl_bundle_options o;
+  nsl_bundle *b = NULL;
+  nsl__file_id now;
+  void *data = NULL, *src = NULL;
+  size_t len = 0;
+  nsl_report_info info;
+  nsl_bundle_options_init(&o);
+  o.mode = NSL_BUNDLE_STRICT;
+  nsl_status rc = nsl_bundle_open(&b, c->lazy_zip, &o, err);
+  if (rc != NSL_OK) return rc;
+  if (!nsl__bundle_file_id(b, &now) || now.dev != c->lazy_id.dev || now.ino != c->lazy_id.ino ||
+      now.size != c->lazy_id.size || now.mtime_ns != c->lazy_id.mtime_ns)
+    rc = nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the bundle changed while it was open", c->lazy_zip);
+  if (rc == NSL_OK) rc = nsl_bundle_read_member(b, c->lazy_member, &data, &len, err);
+  nsl_bundle_close(b);
+  if (rc == NSL_OK) rc = nsl_nsys_adopt_image(c->label, data, len, &src, &info, err);   /* takes data over */
+  if (rc != NSL_OK) return rc;
+  c->in = &nsl_nsys_source_ops;
+  c->src = src;
+  return NSL_OK;
+}
+
 static nsl_status cache_describe(void *p, const char *name, nsl_table *t, nsl_error *err) {
   cache_src *c = p;
   table_meta m;
   if (!read_meta(c, name, &m)) {
     nsl_table *probe = nsl_table_new();
     if (!probe) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    nsl_status rc = c->in->describe(c->src, name, probe, err);
+    nsl_status rc = ensure_inner(c, err);
+    if (rc == NSL_OK) rc = c->in->describe(c->src, name, probe, err);
     if (rc != NSL_OK && rc != NSL_ERR_NOTFOUND) {
       nsl_table_release(probe);
       return rc;
@@ -625,7 +663,8 @@ static nsl_status cache_count(void *p, const char *name, int64_t *out, nsl_error
     *out = m.rows;
     return NSL_OK;
   }
-  nsl_status rc = c->in->count(c->src, name, out, err);
+  nsl_status rc = ensure_inner(c, err);
+  if (rc == NSL_OK) rc = c->in->count(c->src, name, out, err);
   if (rc == NSL_OK && known) {
     m.rows = *out;
     write_meta(c, name, &m);
@@ -654,7 +693,7 @@ static nsl_status cache_load(void *p, const char *name, const char *const *colna
     if (is_time[k] && off != 0 && types[k] != NSL_I64) direct = 1;   /* shifted where the cache does not shift */
   }
   if (direct) {
-    rc = c->in->load(c->src, name, colnames, types, n, dict, off, out, err);
+    if ((rc = ensure_inner(c, err)) == NSL_OK) rc = c->in->load(c->src, name, colnames, types, n, dict, off, out, err);
     goto done;
   }
   for (int k = 0; k < n; k++) {
@@ -666,7 +705,7 @@ static nsl_status cache_load(void *p, const char *name, const char *const *colna
     }
   }
   if (nmiss > 0) {
-    rc = c->in->load(c->src, name, mnames, mtypes, nmiss, dict, 0, got, err);
+    if ((rc = ensure_inner(c, err)) == NSL_OK) rc = c->in->load(c->src, name, mnames, mtypes, nmiss, dict, 0, got, err);
     if (rc != NSL_OK) goto done;
     for (int j = 0; j < nmiss; j++) {
       int k = miss[j];
@@ -690,7 +729,7 @@ static nsl_status cache_load(void *p, const char *name, const char *const *colna
         nsl_column_release(out[j]);
         out[j] = NULL;
       }
-      rc = c->in->load(c->src, name, colnames, types, n, dict, off, out, err);
+      if ((rc = ensure_inner(c, err)) == NSL_OK) rc = c->in->load(c->src, name, colnames, types, n, dict, off, out, err);
       goto done;
     }
   if (n > 0) {   /* the row count, for later counts */
@@ -722,14 +761,15 @@ static void cache_free(cache_src *c);
 static void cache_close(void *p) {
   cache_src *c = p;
   if (!c) return;
-  c->in->close(c->src);
+  if (c->in) c->in->close(c->src);
   if (c->dir && c->wrote) evict(c->dir);
   cache_free(c);
 }
 
 static nsl_status cache_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err) {
   cache_src *c = p;
-  return c->in->sql(c->src, sql, row, ctx, err);
+  nsl_status rc = ensure_inner(c, err);
+  return rc != NSL_OK ? rc : c->in->sql(c->src, sql, row, ctx, err);
 }
 
 static size_t cache_members(void *p, const char *prefix, void (*fn)(void *ctx, const char *name), void *ctx) {
@@ -872,6 +912,8 @@ static int64_t folder_size(const char *dir, int64_t *files, int64_t *newest) {
 /* Frees c (not the wrapped source). */
 static void cache_free(cache_src *c) {
   if (!c) return;
+  free(c->lazy_zip);
+  free(c->lazy_member);
   if (c->zfd >= 0) close(c->zfd);
   for (size_t i = 0; i < c->nemb; i++) free(c->emb[i].name);
   free(c->emb);
@@ -1127,9 +1169,84 @@ nsl_status nsl_bundle_writer_add_columns(nsl_bundle_writer *w, const char *membe
     nsl_dict_release(dict);
     nsl__progress_add(1);
   }
+  if (rc == NSL_OK) {   /* the report's metadata: the bundle opens without decompressing the export */
+    stored_info si;
+    memset(&si, 0, sizeof si);
+    snprintf(si.host, sizeof si.host, "%s", info.host);
+    snprintf(si.nsys_version, sizeof si.nsys_version, "%s", info.nsys_version);
+    snprintf(si.schema_version, sizeof si.schema_version, "%s", info.schema_version);
+    si.start_utc = info.start_utc;
+    si.duration = info.duration;
+    file_head h;
+    head_init(&h, &c, KIND_INFO, "", NULL);
+    h.data_off = h.dict_off = HEAD_BYTES;
+    h.dict_bytes = sizeof si;
+    h.data_hash = hash64(&si, 0, 3);
+    h.dict_hash = hash64(&si, sizeof si, 4);
+    const void *parts[] = {&si};
+    size_t lens[] = {sizeof si};
+    publish(&c, "info", &h, parts, lens, 1);
+  }
   nsl__progress_end();
   ops->close(src);
   return rc != NSL_OK ? rc : c.bw_rc;
+}
+
+/* ---- bundle reports opened from their stored columns ---- */
+
+int nsl__cache_add_stored_report(nsl_trace *tr, const nsl_bundle *b, const char *member, nsl_status *st,
+                                 nsl_error *err) {
+  nsl__file_id id;
+  const nsl_bundle_member *bm = nsl_bundle_find(b, member);
+  char info_name[4200];
+  if (!bm || !bm->sha256 || !bm->sha256[0] || !nsl__bundle_file_id(b, &id) ||
+      snprintf(info_name, sizeof info_name, "columns/%s/info", member) >= (int)sizeof info_name ||
+      !nsl_bundle_find(b, info_name))
+    return 0;
+  cache_src *c = calloc(1, sizeof *c);
+  size_t ln = strlen(nsl_bundle_path(b)) + strlen(member) + 2;
+  if (!c) return 0;
+  c->zfd = -1;
+  c->emb_ident = embedded_ident(member, bm->sha256);
+  c->lazy_id = id;
+  if (!(c->label = malloc(ln)) || !(c->lazy_zip = strdup(nsl_bundle_path(b))) || !(c->lazy_member = strdup(member))) {
+    cache_free(c);
+    return 0;
+  }
+  snprintf(c->label, ln, "%s:%s", nsl_bundle_path(b), member);
+  find_embedded(c, nsl_bundle_path(b), &id, member);
+  const file_head *h;
+  size_t size;
+  nsl_mapping *map = c->nemb ? map_file(c, "info", KIND_INFO, "", NULL, &h, &size) : NULL;
+  if (!map || h->dict_bytes != sizeof(stored_info) || h->dict_off % 8 != 0) {
+    nsl__mapping_release(map);
+    cache_free(c);
+    return 0;   /* open it from the export, as any report */
+  }
+  stored_info si;
+  memcpy(&si, (const char *)h + h->dict_off, sizeof si);
+  nsl__mapping_release(map);
+  nsl_report_info info;
+  memset(&info, 0, sizeof info);
+  info.path = c->label;
+  nsl__nsys_name_and_rank(c->label, &info);
+  si.host[sizeof si.host - 1] = si.nsys_version[sizeof si.nsys_version - 1] = si.schema_version[sizeof si.schema_version - 1] = 0;
+  snprintf(info.host, sizeof info.host, "%s", si.host);
+  snprintf(info.nsys_version, sizeof info.nsys_version, "%s", si.nsys_version);
+  snprintf(info.schema_version, sizeof info.schema_version, "%s", si.schema_version);
+  info.start_utc = si.start_utc > 0 ? si.start_utc : 0;
+  info.duration = si.duration > 0 ? si.duration : 0;
+  info.first_ts = info.last_ts = NSL_NULL_I64;
+  nsl_bundle_fill_report_info(b, member, &info);
+  c->ops.kind = nsl_nsys_source_ops.kind;
+  c->ops.describe = cache_describe;
+  c->ops.load = cache_load;
+  c->ops.count = cache_count;
+  c->ops.close = cache_close;
+  c->ops.sql = cache_sql;
+  *st = nsl_trace_add_source(tr, &c->ops, c, &info, err);
+  if (*st != NSL_OK) cache_free(c);
+  return 1;
 }
 
 /* ---- size bound, list, clear ---- */

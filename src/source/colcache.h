@@ -38,6 +38,15 @@ nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void 
 nsl_status nsl__cache_add_bundle_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
                                         const nsl_report_info *info, const nsl_bundle *b, const char *member,
                                         nsl_error *err);
+/* When bundle b stores the columns of report `member` with its metadata
+ * (nsl bundle --columns), adds the report to tr without reading its export:
+ * the export is decompressed only if a column the bundle lacks, or SQL, is
+ * asked for.  Returns 1 and sets *st when it did, 0 when the report must be
+ * opened from its export. */
+int nsl__cache_add_stored_report(nsl_trace *tr, const nsl_bundle *b, const char *member, nsl_status *st,
+                                 nsl_error *err);
+/* The report name and rank the nsys source gives a label (nsys_sqlite.c). */
+void nsl__nsys_name_and_rank(const char *label, nsl_report_info *info);
 /* The checks of a cache file alone, over bytes in memory (8-aligned), for
  * tests and fuzzing: the column (a copy) or NULL; the table description
  * (1) or 0.  nsl__cache_seal makes magic, version, identity and checksums

@@ -58,6 +58,7 @@
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
 #include "nsl/nsl.h"
+#include "source/colcache.h"
 
 /* ---- the mapping: data-model tables from nsys tables ------------------- */
 
@@ -1816,7 +1817,7 @@ static void version_from_path(const char *path, char *dst, size_t cap) {
 
 /* name = the label's last path component without its extension; rank from
  * "rank<N>" in it (the last one), else -1. */
-static void name_and_rank(const char *label, nsl_report_info *info) {
+void nsl__nsys_name_and_rank(const char *label, nsl_report_info *info) {
   const char *base = strrchr(label, '/');
   base = base ? base + 1 : label;
   const char *dot = strrchr(base, '.');
@@ -1909,7 +1910,7 @@ static nsys_src *new_src(const char *label, nsl_report_info *info) {
   }
   memset(info, 0, sizeof *info);
   info->path = s->label;   /* valid while the source is open */
-  name_and_rank(label, info);
+  nsl__nsys_name_and_rank(label, info);
   info->first_ts = info->last_ts = NSL_NULL_I64;
   return s;
 }
