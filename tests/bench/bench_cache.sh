@@ -60,3 +60,18 @@ entry=$(dirname "$(grep -lx "input $(readlink -f "$big")" "$NSL_CACHE_DIR"/colum
 read -r nk nn < <(sed -n 's/^rows kernels=\([0-9]*\) nvtx=\([0-9]*\).*/\1 \2/p' "$work/load_warm.out")
 kb=$(cat "$entry"/c-kernels-* | wc -c); vb=$(cat "$entry"/c-nvtx-* | wc -c)
 echo "cache: $(du -sh "$entry" | cut -f1) for the entry; kernels $kb bytes for $nk rows ($(echo "scale=1; $kb / $nk" | bc) B/row, $(ls "$entry" | grep -c '^c-kernels-') columns); NVTX $vb bytes for $nn rows ($(echo "scale=1; $vb / $nn" | bc) B/row, $(ls "$entry" | grep -c '^c-nvtx-') columns)"
+
+# BUNDLE=1: nsl bundle --columns of the same export, and what opening it costs without any cache
+# (the columns mapped from the zip, the export not decompressed) against the plain export, cold.
+if [ "${BUNDLE:-0}" = 1 ]; then
+  rm -f "$work/tiled_cols.zip"
+  bc=$(measure bundle_columns "$nsl" bundle "$big" -o "$work/tiled_cols.zip" --columns)
+  {
+    best bundle_summary "$nsl" run summary "$work/tiled_cols.zip" --no-cache
+    best bundle_load "$nsl" run "$work/cache_load.lua" "$work/tiled_cols.zip" --no-cache
+    best bundle_repl sh -c "printf 'print(#trace.kernels, #trace.nvtx)\n' | '$nsl' repl --no-cache '$work/tiled_cols.zip'"
+  } | tee "$work/bundle_results.txt"
+  echo "bundle --columns: $(echo "$bc" | awk '{print $2}') s to write; $(stat -c %s "$work/tiled_cols.zip") bytes" \
+       "(the export deflated, the columns stored)"
+  awk '{ printf "%s: %.2f s wall, %.2f s CPU, peak RSS %d MiB\n", $1, $2, $3, $4 / 1024 }' "$work/bundle_results.txt"
+fi
