@@ -503,7 +503,9 @@ nsl_status nsl_trace_set_dict(nsl_trace *tr, nsl_dict *d, nsl_error *err);
 nsl_status nsl_trace_table(nsl_trace *tr, const char *name, nsl_table **out, nsl_error *err);
 /* Names of the data-model tables, NULL-terminated. */
 const char *const *nsl_model_tables(void);
-/* The source and source context of report i (0-based; NULL out of range). */
+/* The source and source context of report i (0-based; NULL out of range).
+ * A report loaded through the columnar cache (nsl/cache.h) gives the cache's
+ * wrapper: call the returned ops on src, never a source's own functions. */
 const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src);
 /* Runs one read-only SQL statement on report i's database: NSL_ERR_ARG for
  * a report out of range, NSL_ERR_NOTFOUND when its source has no SQL. */
