@@ -47,6 +47,14 @@ int nsl__cache_add_stored_report(nsl_trace *tr, const nsl_bundle *b, const char 
                                  nsl_error *err);
 /* The report name and rank the nsys source gives a label (nsys_sqlite.c). */
 void nsl__nsys_name_and_rank(const char *label, nsl_report_info *info);
+/* The cache folder as a whole (colcache_folder.c): the small file path read
+ * whole (NUL-terminated; NULL when unreadable), the files of folder dir
+ * removed (sub-folders too; dir itself with rmdir_too; returns the bytes
+ * freed), and the least recently used entries of columns/ removed until the
+ * folder is within NSL_CACHE_MAX (`except`, the entry just used, last). */
+char *nsl__cache_slurp(const char *path, size_t cap);
+int64_t nsl__cache_remove_files(const char *dir, int rmdir_too, int64_t *files);
+void nsl__cache_evict(const char *except);
 /* The checks of a cache file alone, over bytes in memory (8-aligned), for
  * tests and fuzzing: the column (a copy) or NULL; the table description
  * (1) or 0.  nsl__cache_seal makes magic, version, identity and checksums
