@@ -15,6 +15,17 @@
 #include "core/nsl_internal.h"
 #include "source/colcache.h"
 
+/* The cache root (*root malloc'd): the folder above columns/, found through
+ * nsl__cache_dir as every user of the cache folder finds it. */
+static nsl_status cache_root(char **root, nsl_error *err) {
+  nsl_status rc = nsl__cache_dir("columns", root, err);
+  if (rc == NSL_OK) {
+    char *slash = strrchr(*root, '/');
+    if (slash && slash != *root) *slash = '\0';
+  }
+  return rc;
+}
+
 /* Reads the whole small file path (NUL-terminated) or NULL. */
 char *nsl__cache_slurp(const char *path, size_t cap) {
   FILE *f = fopen(path, "rb");
@@ -140,7 +151,7 @@ void nsl__cache_evict(const char *except) {
   char *root = NULL;
   nsl_error e;
   int64_t max = nsl_cache_max_bytes();
-  if (nsl__cache_dir(NULL, &root, &e) != NSL_OK) return;
+  if (cache_root(&root, &e) != NSL_OK) return;
   entry_info *v;
   int n;
   scan_entries(root, "columns", &v, &n);
@@ -172,7 +183,7 @@ static void entry_field(const char *text, const char *key, char *out, size_t cap
 
 nsl_status nsl_cache_list(char **rootp, void (*fn)(void *ctx, const nsl_cache_entry *e), void *ctx, nsl_error *err) {
   char *root = NULL;
-  nsl_status rc = nsl__cache_dir(NULL, &root, err);
+  nsl_status rc = cache_root(&root, err);
   if (rc != NSL_OK) return rc;
   static const char *const subs[] = {"columns", "exports"};
   for (int s = 0; s < 2; s++) {
@@ -202,7 +213,7 @@ nsl_status nsl_cache_list(char **rootp, void (*fn)(void *ctx, const nsl_cache_en
 
 nsl_status nsl_cache_clear(int64_t *bytes, int64_t *entries, nsl_error *err) {
   char *root = NULL;
-  nsl_status rc = nsl__cache_dir(NULL, &root, err);
+  nsl_status rc = cache_root(&root, err);
   if (rc != NSL_OK) return rc;
   static const char *const subs[] = {"columns", "exports"};
   *bytes = *entries = 0;
