@@ -111,6 +111,8 @@ typedef struct nsl_column {
   void *data;       /* int64_t*, int32_t*, double*, int32_t* ids, uint8_t* */
   nsl_dict *dict;   /* NSL_STR only (retained) */
   int refcount;
+  struct nsl_mapping *mapping;   /* data lies in a mapped cache file (retained), not in malloc'd memory;
+                                    NULL for columns nsl_column_new makes */
 } nsl_column;
 
 /* New column of len elements (zero-filled); dict is retained for NSL_STR. */
@@ -507,7 +509,9 @@ nsl_status nsl_trace_set_dict(nsl_trace *tr, nsl_dict *d, nsl_error *err);
 nsl_status nsl_trace_table(nsl_trace *tr, const char *name, nsl_table **out, nsl_error *err);
 /* Names of the data-model tables, NULL-terminated. */
 const char *const *nsl_model_tables(void);
-/* The source and source context of report i (0-based; NULL out of range). */
+/* The source and source context of report i (0-based; NULL out of range).
+ * A report loaded through the columnar cache (nsl/cache.h) gives the cache's
+ * wrapper: call the returned ops on src, never a source's own functions. */
 const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src);
 /* Runs one read-only SQL statement on report i's database: NSL_ERR_ARG for
  * a report out of range, NSL_ERR_NOTFOUND when its source has no SQL. */
@@ -565,11 +569,6 @@ void nsl_rep_set_nsys(const char *path);
  * else CUDA's bin folders.  Writes the path to out and returns 0; -1 when
  * none is found (out then holds what was tried, for a message). */
 int nsl_rep_find_nsys(const char *given, char *out, size_t cap);
-
-/* Called while nsys exports: report path, seconds so far, bytes written so
- * far, and done = 1 once at the end (success or not). */
-typedef void (*nsl_rep_progress_fn)(const char *report, double seconds, int64_t bytes, int done);
-void nsl_rep_set_progress(nsl_rep_progress_fn fn);
 
 /* Exports report path (or reuses the cached export); *sqlite (malloc'd)
  * receives the export's path.  NSL_ERR_NOTFOUND when nsys is not found,

@@ -241,7 +241,7 @@ function M.write_unprotected(spec)
     add_unique(schema, seen_s, d.schema_version)
     for _, dev in ipairs(d.devices) do devices[#devices + 1] = dev end
     if d.command then commands[#commands + 1] = d.command end
-    plan[#plan + 1] = {name = member, path = export}
+    plan[#plan + 1] = {name = member, path = export, columns = spec.columns}
     if rep and spec.keep_rep then
       entry.nsys_rep = member:gsub("%.sqlite$", "") .. (path:match("%.qdrep$") and ".qdrep" or ".nsys-rep")
       plan[#plan + 1] = {name = entry.nsys_rep, path = rep, compress = "store"}
@@ -273,6 +273,7 @@ function M.write_unprotected(spec)
       bytes = bytes + #m.data
     else
       ok, aerr = w:add_file(m.name, m.path, m.compress)
+      if ok and m.columns then ok, aerr = w:add_columns(m.name, m.path) end   -- nsl bundle --columns
       local st = nsl.stat(m.path)
       bytes = bytes + (st and st.size or 0)
     end

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "nsl/nsl.h"
 #include "core/nsl_internal.h"
+#include "nsl/cache.h"
 
 #define WIDTH 80   /* prose and usage lines of the help */
 #define SYNOPSIS_WIDTH 116   /* the README's synopsis block */
@@ -460,27 +461,9 @@ static int call_main(lua_State *L) {
   return 1;
 }
 
-/* The progress of `nsys export` on a .nsys-rep input: one line on stderr,
- * rewritten about once a second, only when stderr is a terminal (set in
- * nsl__cli_dispatch). */
-static void export_progress(const char *report, double seconds, int64_t bytes, int done) {
-  if (done) {
-    fprintf(stderr, "\r\033[K");
-    return;
-  }
-  fprintf(stderr, "\rnsl: exporting %s with nsys: %.0f s, %.1f MB written\033[K", report, seconds, (double)bytes / 1e6);
-  fflush(stderr);
-}
-
-int nsl__cli_dispatch(lua_State *L, const nsl_cli_args *a) {
+/* Runs the parsed command in L: its C function or its module's main(opts). */
+static int run_command(lua_State *L, const nsl_cli_args *a) {
   const nsl_cli_command *c = a->command;
-  if (isatty(2)) nsl_rep_set_progress(export_progress);
-  const char *nsys = nsl__cli_value(a, "--nsys");   /* the nsys that exports .nsys-rep inputs */
-  if (nsys && *nsys) nsl_rep_set_nsys(nsys);
-  if (a->help && !(c->first_help && a->first)) {
-    print_command_help(stdout, c);
-    return 0;
-  }
   if (c->run) return c->run(L, a);
   lua_pushcfunction(L, call_main);
   lua_pushstring(L, c->module);
@@ -504,5 +487,21 @@ int nsl__cli_dispatch(lua_State *L, const nsl_cli_args *a) {
   }
   int code = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
   lua_pop(L, 1);
+  return code;
+}
+
+int nsl__cli_dispatch(lua_State *L, const nsl_cli_args *a) {
+  const nsl_cli_command *c = a->command;
+  if (a->help && !(c->first_help && a->first)) {
+    print_command_help(stdout, c);
+    return 0;
+  }
+  const char *nsys = nsl__cli_value(a, "--nsys");   /* the nsys that exports .nsys-rep inputs */
+  if (nsys && *nsys) nsl_rep_set_nsys(nsys);
+  if (nsl__cli_value(a, "--no-cache")) nsl_cache_set_enabled(0);
+  nsl__cli_warnings();
+  nsl__cli_progress_start(nsl__cli_value(a, "--quiet") != NULL);
+  int code = run_command(L, a);
+  nsl__cli_progress_stop();
   return code;
 }

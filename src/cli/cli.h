@@ -93,6 +93,14 @@ const char *nsl__cli_value(const nsl_cli_args *a, const char *name);
 /* Runs the parsed command; returns the process exit code. */
 int nsl__cli_dispatch(lua_State *L, const nsl_cli_args *a);
 
+/* progress.c: a progress line on stderr while the library reports long
+ * work (only on a terminal and without --quiet), the library's warnings on
+ * stderr, and `nsl cache list|clear` (returns the exit code). */
+void nsl__cli_progress_start(int quiet);
+void nsl__cli_progress_stop(void);
+void nsl__cli_warnings(void);
+int nsl__cli_cache(lua_State *L, const nsl_cli_args *a);
+
 /* state.c: a Lua state with the nsl libraries (NULL, with the reason on
  * stderr, when it cannot be made); every chunk runs through nsl__docall:
  * the function and its nargs arguments on the stack, protected, with a

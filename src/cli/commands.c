@@ -34,6 +34,12 @@ static const nsl_cli_option trace_options[] = {
      "the nsys that exports .nsys-rep inputs (default: NSYS, PATH, then the install folders)"},
     {NULL}};
 
+/* What every command that reads or writes traces takes. */
+static const nsl_cli_option common_options[] = {
+    {"--no-cache", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "neither read nor write nsl's columnar cache (also NSL_NO_CACHE=1)"},
+    {"--quiet", "-q", NSL_CLI_FLAG, NULL, NULL, 0, "no progress line on stderr for long work"},
+    {NULL}};
+
 static const nsl_cli_option run_options[] = {
     {"--embed", NULL, NSL_CLI_FLAG, NULL, NULL, 0,
      "store the results in the bundle (one .zip) under analyses/NAME/"},
@@ -52,6 +58,8 @@ static const nsl_cli_option bundle_options[] = {
     {"--rank", NULL, NSL_CLI_LIST, "N", NULL, 0,
      "the exports' ranks, one per export in order (default: a \"rank<N>\" in the file name)"},
     {"--keep-rep", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "store a .nsys-rep input too, beside its export under reports/"},
+    {"--columns", NULL, NSL_CLI_FLAG, NULL, NULL, 0,
+     "also store every table's columns, uncompressed and aligned, so nsl maps them from the zip without SQLite"},
     {NULL}};
 
 static const nsl_cli_option combine_options[] = {
@@ -103,7 +111,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .missing = "which analysis?",
      .first = "script",
      .first_help = 1,
-     .options = {analysis_options, run_options, trace_options},
+     .options = {analysis_options, run_options, trace_options, common_options},
      .summary = "run a shipped analysis (by name) or your own script",
      .description = "Runs a shipped analysis (by name: nsl list) or your own Lua script on the traces.",
      .epilog = "nsl run NAME --help prints the analysis's description and arguments.",
@@ -116,14 +124,14 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "TRACE...",
      .min_args = 1,
      .missing = "no trace given",
-     .options = {analysis_options, trace_options},
+     .options = {analysis_options, trace_options, common_options},
      .summary = "versions, time span, devices, processes, row counts",
      .description = "Versions, time span, devices, processes and the row count of every table (the same as nsl run "
                     "info).",
      .module = "nsl.runner"},
     {.name = "repl",
      .args = "[TRACE...]",
-     .options = {trace_options},
+     .options = {trace_options, common_options},
      .summary = "interactive Lua with `trace` loaded (also nsl TRACE... on a terminal)",
      .description = "Interactive Lua 5.4 with the nsl library; `trace` is the loaded trace.  Line editing, history "
                     "(~/.nsl_history, or $NSL_HISTORY) and Tab completion of globals, tables, columns and methods; "
@@ -133,7 +141,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "TRACE...",
      .min_args = 1,
      .missing = "no trace given",
-     .options = {tui_options, trace_options},
+     .options = {tui_options, trace_options, common_options},
      .summary = "terminal timeline, event details, NVTX tree and findings",
      .description =
          "A terminal timeline of the traces (SQLite exports, bundles; several are stacked on their aligned "
@@ -149,7 +157,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "TRACE...",
      .min_args = 1,
      .missing = "no trace given",
-     .options = {view_options, trace_options},
+     .options = {view_options, trace_options, common_options},
      .summary = "an interactive timeline in one self-contained HTML file",
      .description =
          "Writes an interactive timeline of the traces as one self-contained HTML file (no network access): a "
@@ -163,7 +171,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "EXPORT...",
      .min_args = 1,
      .missing = "no export given",
-     .options = {bundle_options, contents_options, trace_options},
+     .options = {bundle_options, contents_options, trace_options, common_options},
      .summary = "a bundle of exports, metadata and sources",
      .description = "Writes one bundle (archive-format/) holding the exports under reports/, the --meta files under "
                     "meta/ and the --source files under sources/ (folders are walked; hidden entries and "
@@ -177,7 +185,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "IN.zip...",
      .min_args = 1,
      .missing = "no bundle given",
-     .options = {combine_options},
+     .options = {combine_options, common_options},
      .summary = "per-rank bundles merged into one",
      .description = "Merges bundles (one per rank or process) into one.  Identical members are stored once; a name "
                     "that clashes with other content is renamed (a report of rank R becomes "
@@ -188,7 +196,7 @@ const nsl_cli_command nsl__cli_commands[] = {
     {.name = "profile",
      .passthrough = "nsys profile options",
      .program = "COMMAND...",
-     .options = {profile_options, contents_options, analysis_options},
+     .options = {profile_options, contents_options, analysis_options, common_options},
      .summary = "nsys profile, export, bundle and analyse in one go",
      .description =
          "Runs COMMAND under `nsys profile` (default options --trace=cuda,nvtx,osrt,cublas,cudnn "
@@ -222,11 +230,20 @@ const nsl_cli_command nsl__cli_commands[] = {
          "it); when COMMAND succeeded, 1 if nsys, the export, the bundle or an analysis failed, 3 for a finding "
          "at or above --fail-on.",
      .module = "nsl.cmd_profile"},
+    {.name = "cache",
+     .args = "[list|clear]",
+     .first = "action",
+     .summary = "the columnar cache of loaded traces and the exports of .nsys-rep reports",
+     .description = "list shows each entry of nsl's cache (columns of loaded traces, exports of .nsys-rep reports), "
+                    "its size, last use and input; clear removes them all.  The folder is $NSL_CACHE_DIR, else "
+                    "$XDG_CACHE_HOME/nsl, else ~/.cache/nsl; NSL_CACHE_MAX bounds its size (e.g. 8G; least "
+                    "recently used entries go first); --no-cache or NSL_NO_CACHE=1 leaves it alone.",
+     .run = nsl__cli_cache},
     {.name = "notebook",
      .args = "NOTEBOOK.md|NAME [TRACE...]",
      .min_args = 1,
      .missing = "no notebook given",
-     .options = {notebook_options, trace_options},
+     .options = {notebook_options, trace_options, common_options},
      .summary = "run a literate analysis (Markdown with Lua cells) into a report",
      .description = "Runs the notebook's Lua cells in order on the traces and writes the rendered report: one "
                     "self-contained HTML file, or a Jupyter notebook (.ipynb) with the outputs filled in.  NAME is "

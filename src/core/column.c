@@ -1,8 +1,11 @@
 /* column.c -- typed, contiguous, reference-counted columns. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 
+#include "core/nsl_internal.h"
 #include "kernels_internal.h"
 #include "nsl/nsl.h"
 
@@ -55,7 +58,8 @@ nsl_column *nsl_column_retain(nsl_column *c) {
 
 void nsl_column_release(nsl_column *c) {
   if (!c || --c->refcount > 0) return;
-  free(c->data);
+  if (c->mapping) nsl__mapping_release(c->mapping);
+  else free(c->data);
   nsl_dict_release(c->dict);
   free(c);
 }
@@ -64,8 +68,14 @@ nsl_status nsl_column_reserve(nsl_column *c, int64_t cap) {
   if (cap <= c->cap) return NSL_OK;
   size_t es = nsl_type_size(c->type);
   if (cap < 0 || (uint64_t)cap > SIZE_MAX / es) return NSL_ERR_NOMEM;
-  void *p = realloc(c->data, (size_t)cap * es);
-  if (!p) return NSL_ERR_NOMEM;
+  void *p;
+  if (c->mapping) {   /* a mapped column grows into memory of its own */
+    if (!(p = malloc((size_t)cap * es))) return NSL_ERR_NOMEM;
+    memcpy(p, c->data, (size_t)c->len * es);
+    nsl__mapping_release(c->mapping);
+    c->mapping = NULL;
+  } else if (!(p = realloc(c->data, (size_t)cap * es)))
+    return NSL_ERR_NOMEM;
   c->data = p;
   nsl__advise_huge(p, (size_t)cap * es);   /* the part not yet written (see nsl_column_new) */
   c->cap = cap;
@@ -109,4 +119,44 @@ double nsl_column_get_f64(const nsl_column *c, int64_t i) {
   if (i < 0 || i >= c->len || nsl_column_is_null(c, i)) return NAN;
   if (c->type == NSL_F64) return nsl_f64(c)[i];
   return (double)nsl_column_get_i64(c, i);
+}
+
+/* ---- columns over mapped files ---- */
+
+struct nsl_mapping {
+  void *addr;
+  size_t len;
+  atomic_int refs;
+};
+
+nsl_mapping *nsl__mapping_new(void *addr, size_t len) {
+  nsl_mapping *m = malloc(sizeof *m);
+  if (!m) return NULL;
+  m->addr = addr;
+  m->len = len;
+  atomic_init(&m->refs, 1);
+  return m;
+}
+
+nsl_mapping *nsl__mapping_retain(nsl_mapping *m) {
+  if (m) atomic_fetch_add(&m->refs, 1);
+  return m;
+}
+
+void nsl__mapping_release(nsl_mapping *m) {
+  if (!m || atomic_fetch_sub(&m->refs, 1) > 1) return;
+  munmap(m->addr, m->len);
+  free(m);
+}
+
+nsl_column *nsl__column_mapped(nsl_type type, int64_t len, void *data, nsl_mapping *m, nsl_dict *dict) {
+  nsl_column *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->type = type;
+  c->refcount = 1;
+  c->len = c->cap = len;
+  c->data = data;
+  c->mapping = nsl__mapping_retain(m);
+  if (type == NSL_STR) c->dict = nsl_dict_retain(dict);
+  return c;
 }

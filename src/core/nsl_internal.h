@@ -273,9 +273,51 @@ typedef enum nsl_text_format { NSL_TEXT_CSV, NSL_TEXT_JSON } nsl_text_format;
 nsl_status nsl_format_table(const char *const *names, const nsl_column *const *cols, int ncols, int64_t nrows,
                             nsl_text_format f, char **out, size_t *len, nsl_error *err);
 
-/* ---- caches (src/core/cache_dir.c) ------------------------------------ */
+
+/* ---- caches, progress and warnings (src/core/cache_dir.c, progress.c) -- */
 
 /* The folder of nsl's caches, subfolder `sub` (created with parents, mode 0700); *out is malloc'd. */
 nsl_status nsl__cache_dir(const char *sub, char **out, nsl_error *err);
+
+/* Progress of long work, for a front end to show (the library never
+ * prints).  begin/end bracket the work (nested brackets count into the
+ * outermost); add counts units done, from any thread. */
+void nsl__progress_begin(const char *what, const char *unit, int64_t total);
+void nsl__progress_add(int64_t n);
+/* n more units to do than the bracket's total said (an estimate learnt on the way). */
+void nsl__progress_expect(int64_t n);
+void nsl__progress_end(void);
+typedef struct nsl_progress_info {
+  int generation;           /* changes with each outermost begin */
+  char what[128], unit[16];
+  int64_t done, total;      /* total 0: unknown */
+  double elapsed;           /* seconds since the outermost begin */
+} nsl_progress_info;
+/* Fills out and returns 1 while work is bracketed, else 0. */
+int nsl__progress_snapshot(nsl_progress_info *out);
+/* Monotonic clock, seconds. */
+double nsl__now(void);
+/* Warnings the library cannot return (a cache it could not write: the work
+ * went on without it) go to the sink a front end installed, else nowhere. */
+typedef void (*nsl_warn_fn)(void *ctx, const char *msg);
+void nsl__set_warn_sink(nsl_warn_fn fn, void *ctx);
+void nsl__warn(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+
+/* ---- columns over mapped files (src/core/column.c) ------------------- */
+
+/* A region mapped with mmap (MAP_PRIVATE: a write to a column copies the
+ * page, never reaches the file), unmapped when its last column goes. */
+typedef struct nsl_mapping nsl_mapping;
+/* Takes over [addr, addr + len) (one reference); NULL on out of memory. */
+nsl_mapping *nsl__mapping_new(void *addr, size_t len);
+nsl_mapping *nsl__mapping_retain(nsl_mapping *m);
+void nsl__mapping_release(nsl_mapping *m);
+/* A column of len elements at data, which lies inside m (retained). */
+nsl_column *nsl__column_mapped(nsl_type type, int64_t len, void *data, nsl_mapping *m, nsl_dict *dict);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/model.h"
+#include "core/nsl_internal.h"
 #include "core/parallel.h"
 #include "nsl/nsl.h"
 
@@ -324,7 +325,7 @@ static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_e
   if (n == 0) return count_rows(tr, tt, err);
 
   /* Split the request: `report` and `dur` are derived here, the rest comes from the sources. */
-  int want_report = 0, want_dur = -1, nsrc = 0, nthreads = 1;
+  int want_report = 0, want_dur = -1, nsrc = 0, nthreads = 1, progress = 0;
   report_job job = {0};
   const char **names = calloc((size_t)n + 2, sizeof *names);
   nsl_type *types = calloc((size_t)n + 2, sizeof *types);
@@ -360,6 +361,10 @@ static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_e
   /* One load call per report for all its columns; reports in parallel,
    * each into a dictionary of its own, remapped into the trace's in order. */
   nthreads = nsl__thread_count(tr->nreports);
+  char what[96];   /* the total is the sources' to tell (nsl__progress_expect) */
+  snprintf(what, sizeof what, "loading %s", tt->name);
+  nsl__progress_begin(what, "rows", 0);
+  progress = 1;
   job = (report_job){tr, tt, names, types, nsrc, parts, (size_t)n + 2, NULL,
                      calloc((size_t)tr->nreports + 1, sizeof(nsl_status)),
                      calloc((size_t)tr->nreports + 1, sizeof(nsl_error)), NULL, NULL};
@@ -469,6 +474,7 @@ static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_e
     }
   }
 done:
+  if (progress) nsl__progress_end();
   if (parts)
     for (size_t i = 0; i < ((size_t)n + 2) * (size_t)(tr->nreports ? tr->nreports : 1); i++)
       nsl_column_release(parts[i]);

@@ -12,6 +12,7 @@
 
 #include "lua/lnsl.h"
 #include "nsl/bundle.h"
+#include "nsl/cache.h"
 
 #define NSL_BUNDLE_MT "nsl.bundle"
 #define NSL_WRITER_MT "nsl.bundle_writer"
@@ -278,6 +279,16 @@ static int writer_add_file(lua_State *L) {
   return writer_result(L, nsl_bundle_writer_add_file(w, name, path, check_compression(L, 4), &err), &err);
 }
 
+/* w:add_columns(member, export_path) -> true, or nil and a message: the
+ * columnar form of the export, already in w as `member`, stored beside it
+ * (nsl bundle --columns). */
+static int writer_add_columns(lua_State *L) {
+  nsl_bundle_writer *w = checkwriter(L, 1);
+  const char *member = luaL_checkstring(L, 2), *path = luaL_checkstring(L, 3);
+  nsl_error err = {0};
+  return writer_result(L, nsl_bundle_writer_add_columns(w, member, path, &err), &err);
+}
+
 /* w:copy(bundle [, exclude_prefix]) -> true, or nil and a message: every
  * member of bundle but manifest.json and those under exclude_prefix,
  * verified on the way. */
@@ -510,6 +521,7 @@ static const luaL_Reg bundle_methods[] = {{"path", bundle_path},     {"is_raw", 
                                           {"read", bundle_read},     {"verify", bundle_verify},
                                           {"close", bundle_gc},      {NULL, NULL}};
 static const luaL_Reg writer_methods[] = {{"add", writer_add},       {"add_file", writer_add_file},
+                                          {"add_columns", writer_add_columns},
                                           {"copy", writer_copy},     {"sha256", writer_sha256},
                                           {"replaces", writer_replaces},
                                           {"finish", writer_finish}, {"abort", writer_abort},

@@ -206,6 +206,7 @@ int luaopen_nsl_core(lua_State *L) {
   nsl__open_io(L);
   nsl__open_bundle(L);
   nsl__open_sys(L);
+  nsl__open_progress(L);
   nsl__open_regex(L);
   nsl__open_overlap(L);
   nsl__open_sweep(L);

@@ -75,6 +75,8 @@ int nsl__open_bundle(lua_State *L);
 int nsl__push_bundle_view(lua_State *L, const nsl_trace *tr, const char *folder);
 /* Processes and files for the command modules (lsys.c): nsl.spawn, ... */
 int nsl__open_sys(lua_State *L);
+/* nsl.progress, nsl.cache_enabled (lprogress.c) */
+int nsl__open_progress(lua_State *L);
 /* Regular expressions (lregex.c) and the interval sweeps by key (loverlap.c). */
 int nsl__open_regex(lua_State *L);
 int nsl__open_overlap(lua_State *L);

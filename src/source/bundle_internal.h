@@ -43,6 +43,13 @@ int nsl__bundle_file_id(const nsl_bundle *b, nsl__file_id *id);
 /* "2025-11-25T22:09:00Z" for t (UTC). */
 void nsl__iso8601_utc(int64_t t, char out[32]);
 
+/* Bytes the writer has put in its file so far: after nsl_bundle_writer_begin
+ * of a stored member, where that member's data starts (its local header is
+ * written at begin, unbuffered). */
+uint64_t nsl__bundle_writer_offset(const nsl_bundle_writer *w);
+/* The sha256 (hex) of a member already written, or NULL. */
+const char *nsl__bundle_writer_sha256(const nsl_bundle_writer *w, const char *name);
+
 /* ---- the zip central directory, parsed by nsl itself (zipdir.c) ---------
  * The reader trusts neither libarchive's view nor the archive alone: the
  * central directory is parsed here from the PKWARE APPNOTE (zip64

@@ -4,6 +4,7 @@
  * (sqlite3_deserialize, read-only); nothing is extracted to disk.
  */
 #include "source/bundle_internal.h"
+#include "source/colcache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,10 @@ static nsl_status add_report(nsl_trace *tr, nsl_bundle *b, const char *name, nsl
   void *data = NULL, *src = NULL;
   size_t len = 0;
   nsl_report_info info;
-  nsl_status st = nsl_bundle_read_member(b, name, &data, &len, err);
+  nsl_status st;
+  if (nsl__cache_add_stored_report(tr, b, name, &st, err))   /* its columns stored beside it: no export read */
+    return st;
+  st = nsl_bundle_read_member(b, name, &data, &len, err);
   if (st != NSL_OK)
     return st;
   size_t lsize = strlen(nsl_bundle_path(b)) + strlen(name) + 2;
@@ -30,7 +34,7 @@ static nsl_status add_report(nsl_trace *tr, nsl_bundle *b, const char *name, nsl
   if (st != NSL_OK)
     return st;
   nsl_bundle_fill_report_info(b, name, &info);
-  st = nsl_trace_add_source(tr, &nsl_nsys_source_ops, src, &info, err);
+  st = nsl__cache_add_bundle_source(tr, &nsl_nsys_source_ops, src, &info, b, name, err);
   if (st != NSL_OK)
     nsl_nsys_source_ops.close(src);
   return st;

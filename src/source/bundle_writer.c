@@ -50,6 +50,7 @@ struct nsl_bundle_writer {
   int discard;                 /* aborting: drop whatever libarchive still writes */
   int io_errno;                /* errno of the last failed write */
   int started;                 /* archive_write_open2 done (on the first member) */
+  uint64_t offset;             /* bytes written to the file so far (unbuffered: bytes_per_block 0) */
   /* the member being written */
   int open;
   char *cur_name;
@@ -75,6 +76,7 @@ static la_ssize_t cb_write(struct archive *a, void *ctx, const void *buf, size_t
     p += n;
     left -= (size_t)n;
   }
+  w->offset += len;
   return (la_ssize_t)len;
 }
 
@@ -521,4 +523,12 @@ void nsl_bundle_writer_abort(nsl_bundle_writer *w) {
   free(w->cur_name);
   free(w->target);
   free(w);
+}
+
+
+uint64_t nsl__bundle_writer_offset(const nsl_bundle_writer *w) { return w->offset; }
+
+const char *nsl__bundle_writer_sha256(const nsl_bundle_writer *w, const char *name) {
+  long i = lookup(w, name);
+  return i < 0 ? NULL : w->m[i].sha;
 }

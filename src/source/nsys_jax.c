@@ -39,6 +39,7 @@
  * it: M.thread_device_map). */
 #include "source/nsys_jax.h"
 #include "source/csv.h"
+#include "source/colcache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -798,7 +799,7 @@ static nsl_status add_one(nsl_trace *tr, jax_archive *ar, const char *path, cons
   info.rank = -1;
   info.first_ts = info.last_ts = NSL_NULL_I64;
   system_info(s, &info);
-  nsl_status rc = nsl_trace_add_source(tr, &nsl_jax_source_ops, s, &info, err);
+  nsl_status rc = nsl__cache_add_source(tr, &nsl_jax_source_ops, s, &info, path, stem, err);
   if (rc != NSL_OK) jax_close(s);
   return rc;
 }

@@ -28,7 +28,6 @@ extern char **environ;
 #define DEFAULT_TIMEOUT_S 7200
 
 static char *g_program;                     /* --nsys */
-static nsl_rep_progress_fn g_progress;  /* set by the CLI */
 
 int nsl_rep_sniff(const char *path) {
   char h[sizeof REP_MAGIC - 1];
@@ -43,8 +42,6 @@ void nsl_rep_set_nsys(const char *path) {
   free(g_program);
   g_program = path ? strdup(path) : NULL;
 }
-
-void nsl_rep_set_progress(nsl_rep_progress_fn fn) { g_progress = fn; }
 
 /* 1 when path is an executable regular file. */
 static int executable(const char *path) {
@@ -197,8 +194,8 @@ static void remove_leftovers(const char *dir) {
 }
 
 /* Runs argv with stdout and stderr to log; waits at most timeout_s seconds
- * (then SIGTERM, and SIGKILL 5 s later), calling the progress function
- * about once a second with the size of watch.  Returns the exit status
+ * (then SIGTERM, and SIGKILL 5 s later), reporting the size of watch as
+ * progress (nsl__progress_*: the front end decides whether to show it).  Returns the exit status
  * (128 + signal), -1 when it could not start (errno), -2 on timeout. */
 static int run_export(char *const argv[], const char *log, const char *watch, const char *report, double timeout_s) {
   posix_spawn_file_actions_t fa;
@@ -213,8 +210,13 @@ static int run_export(char *const argv[], const char *log, const char *watch, co
     errno = rc;
     return -1;
   }
-  double t0 = now_s(), next = t0 + 1.0;
+  double t0 = now_s();
   int status = 0, timed_out = 0;
+  const char *base = strrchr(report, '/');
+  char what[128];
+  snprintf(what, sizeof what, "exporting %s with nsys", base ? base + 1 : report);
+  nsl__progress_begin(what, "B", 0);
+  int64_t written = 0;
   for (;;) {
     pid_t w = waitpid(pid, &status, WNOHANG);
     if (w == pid) break;
@@ -233,14 +235,14 @@ static int run_export(char *const argv[], const char *log, const char *watch, co
       }
       break;
     }
-    if (g_progress && t >= next) {
-      struct stat st;
-      g_progress(report, t - t0, stat(watch, &st) == 0 ? (int64_t)st.st_size : 0, 0);
-      next = t + 1.0;
+    struct stat st;
+    if (stat(watch, &st) == 0 && (int64_t)st.st_size > written) {
+      nsl__progress_add((int64_t)st.st_size - written);
+      written = (int64_t)st.st_size;
     }
     nanosleep(&(struct timespec){0, 50000000}, NULL);
   }
-  if (g_progress) g_progress(report, now_s() - t0, 0, 1);
+  nsl__progress_end();
   if (timed_out) return -2;
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;

@@ -55,8 +55,10 @@
 #include <sqlite3.h>
 
 #include "core/model.h"
+#include "core/nsl_internal.h"
 #include "core/parallel.h"
 #include "nsl/nsl.h"
+#include "source/colcache.h"
 
 /* ---- the mapping: data-model tables from nsys tables ------------------- */
 
@@ -1272,7 +1274,7 @@ static int put_row(row_reader *rr, sqlite3_value **argv) {
     }
     }
   }
-  p->rows++;
+  if ((++p->rows & 0xffff) == 0) nsl__progress_add(0x10000);   /* what a front end shows of a long load */
   return 0;
 }
 
@@ -1556,6 +1558,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
   int threads = nsl__thread_count(0);
   int64_t total = threads > 1 ? parallel_spans(s, m, lo, hi) : 0;
   int parallel = total > 0;
+  nsl__progress_expect(total);   /* rowid spans: about the rows to come, for a progress line's time left */
   if (!s->uri) {   /* an in-memory image: the parts open it again, read-only */
     sc.image = s->image;
     sc.image_size = s->db_bytes;
@@ -1814,7 +1817,7 @@ static void version_from_path(const char *path, char *dst, size_t cap) {
 
 /* name = the label's last path component without its extension; rank from
  * "rank<N>" in it (the last one), else -1. */
-static void name_and_rank(const char *label, nsl_report_info *info) {
+void nsl__nsys_name_and_rank(const char *label, nsl_report_info *info) {
   const char *base = strrchr(label, '/');
   base = base ? base + 1 : label;
   const char *dot = strrchr(base, '.');
@@ -1907,7 +1910,7 @@ static nsys_src *new_src(const char *label, nsl_report_info *info) {
   }
   memset(info, 0, sizeof *info);
   info->path = s->label;   /* valid while the source is open */
-  name_and_rank(label, info);
+  nsl__nsys_name_and_rank(label, info);
   info->first_ts = info->last_ts = NSL_NULL_I64;
   return s;
 }

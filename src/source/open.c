@@ -8,6 +8,7 @@
 #include "nsl/bundle.h"
 #include "nsl/nsl.h"
 #include "source/nsys_csv.h"
+#include "source/colcache.h"
 #include "source/nsys_jax.h"
 
 /* A zip: an nsys-jax archive (no manifest.json, nvtx_gpu_proj_trace/
@@ -36,11 +37,13 @@ static nsl_status open_export(nsl_trace *tr, const char *path, nsl_error *err) {
   nsl_status rc = NSL_OK;
   if (nsl_rep_sniff(path) && (rc = nsl_rep_export(path, &exported, err)) != NSL_OK) return rc;
   rc = nsl_nsys_open_file(exported ? exported : path, &src, &info, err);
+  if (rc == NSL_OK) {
+    info.path = path;
+    /* the cache knows the export by the file it reads: the export nsys made of a report */
+    rc = nsl__cache_add_source(tr, &nsl_nsys_source_ops, src, &info, exported ? exported : path, "", err);
+    if (rc != NSL_OK) nsl_nsys_source_ops.close(src);
+  }
   free(exported);
-  if (rc != NSL_OK) return rc;
-  info.path = path;
-  rc = nsl_trace_add_source(tr, &nsl_nsys_source_ops, src, &info, err);
-  if (rc != NSL_OK) nsl_nsys_source_ops.close(src);
   return rc;
 }
 

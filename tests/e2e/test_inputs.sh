@@ -75,7 +75,7 @@ check_eq "rep: concurrent: no temporary file left" "$(find "$TMP/cache/exports" 
 if command -v script > /dev/null; then
   make_report tty.nsys-rep "tty"
   FAKE_NSYS_EXPORT_DELAY=2 script -qec "'$NSL' info tty.nsys-rep --nsys '$FAKE' > /dev/null" /dev/null > tty.out 2>&1
-  grep -q "nsl: exporting tty.nsys-rep with nsys: [0-9]* s, [0-9.]* MB written" tty.out &&
+  grep -q "exporting tty.nsys-rep with nsys: [0-9.]*[kMG]* B, .* s" tty.out &&
     ok "rep: progress on a terminal" || bad "rep: no progress on a terminal: $(cat -v tty.out | head -c 300)"
 else
   ok "rep: progress on a terminal (skipped: no script(1))"

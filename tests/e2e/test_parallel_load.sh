@@ -6,6 +6,7 @@
 # whose CUPTI_ACTIVITY_KIND_DRIVER (same nsys schema as the runtime table) takes
 # every third runtime call.
 . "$(dirname "$0")/lib.sh"
+export NSL_NO_CACHE=1   # the SQLite loader itself, every time (not its columns from the cache)
 src="$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite"
 fx="$TMP/driver.sqlite"
 cp "$src" "$fx"

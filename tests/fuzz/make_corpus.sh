@@ -13,7 +13,7 @@ data=${NSL_DATA_DIR:-$root/../shared/data}
 out=$root/tests/fuzz/corpus
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for d in nsys_sqlite bundle parquet hlo xz manifest classmap; do
+for d in nsys_sqlite bundle parquet hlo xz manifest classmap colcache; do
   mkdir -p "$out/$d"
   find "$out/$d" -name 'seed-*' -delete
 done
@@ -99,4 +99,13 @@ printf '%s\n' '{"vllm": {"llama": {"layer_anno": {"Stage": {".*": "layer"}, "Sub
   > "$out/classmap/seed-vllm-layer-anno.json"
 printf '%s\n' '{"inputs": [{"format": "csv", "title": "t"}], "kernel_to_class_map": {"GEMM": "GEMM", "nvjet": "gemm", "layer_norm": "norm"}}' \
   > "$out/classmap/seed-gpa.json"
+# Columnar cache files of the trimmed export (a string column, a time column,
+# a table description), each after the selector byte of fuzz_colcache.c:
+# 0x80 + type (sealed), so they pass the checks as they are.
+NSL_CACHE_DIR="$tmp/cache" "$nsl" run summary "$out/nsys_sqlite/seed-tiny_2026.1.sqlite" > /dev/null
+e=$(ls -d "$tmp"/cache/columns/*/ | head -1)
+{ printf '\x83'; cat "$e/c-kernels-demangled"; } > "$out/colcache/seed-str"
+{ printf '\x80'; cat "$e/c-kernels-start"; } > "$out/colcache/seed-i64"
+{ printf '\xc0'; cat "$e/c-kernels-start"; } > "$out/colcache/seed-i64-offset"
+{ printf '\x80'; cat "$e/t-kernels"; } > "$out/colcache/seed-table"
 du -sh "$out"/*

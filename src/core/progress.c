@@ -1,0 +1,90 @@
+/*
+ * progress.c -- how long work tells the front end how far it got, and how
+ * the library passes on a warning without printing it.
+ *
+ * Work that may take long (a table load, an export, an analysis's loop)
+ * brackets itself with nsl__progress_begin / nsl__progress_end and counts
+ * what it did with nsl__progress_add, from any thread (the count is
+ * atomic).  The library never prints: a front end (the CLI) polls
+ * nsl__progress_snapshot from a thread of its own and decides whether and
+ * how to show it.  Nested work counts into the outermost bracket.
+ */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/nsl_internal.h"
+
+static struct {
+  atomic_int depth;
+  atomic_llong done, total;
+  atomic_int generation;     /* bumped by each outermost begin: a poller tells runs apart */
+  _Atomic double started;    /* monotonic seconds */
+  char what[128], unit[16];  /* written by the outermost begin only */
+} prog;
+
+static nsl_warn_fn warn_sink;
+static void *warn_ctx;
+
+double nsl__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Starts counting `what` (e.g. "loading kernels") in `unit` ("rows",
+ * "bytes") towards total (<= 0: unknown).  Inside another bracket it only
+ * adds its total to the outer one's. */
+void nsl__progress_begin(const char *what, const char *unit, int64_t total) {
+  if (atomic_fetch_add(&prog.depth, 1) == 0) {
+    snprintf(prog.what, sizeof prog.what, "%s", what ? what : "working");
+    snprintf(prog.unit, sizeof prog.unit, "%s", unit ? unit : "");
+    atomic_store(&prog.done, 0);
+    atomic_store(&prog.total, total > 0 ? total : 0);
+    atomic_store(&prog.started, nsl__now());
+    atomic_fetch_add(&prog.generation, 1);
+  } else if (total > 0) {
+    atomic_fetch_add(&prog.total, total);
+  }
+}
+
+void nsl__progress_expect(int64_t n) {
+  if (n > 0 && atomic_load(&prog.depth) > 0) atomic_fetch_add(&prog.total, n);
+}
+
+void nsl__progress_add(int64_t n) {
+  if (atomic_load_explicit(&prog.depth, memory_order_relaxed) > 0) atomic_fetch_add(&prog.done, n);
+}
+
+void nsl__progress_end(void) {
+  if (atomic_load(&prog.depth) > 0) atomic_fetch_sub(&prog.depth, 1);
+}
+
+int nsl__progress_snapshot(nsl_progress_info *out) {
+  memset(out, 0, sizeof *out);
+  if (atomic_load(&prog.depth) <= 0) return 0;
+  out->generation = atomic_load(&prog.generation);
+  snprintf(out->what, sizeof out->what, "%s", prog.what);
+  snprintf(out->unit, sizeof out->unit, "%s", prog.unit);
+  out->done = atomic_load(&prog.done);
+  out->total = atomic_load(&prog.total);
+  out->elapsed = nsl__now() - atomic_load(&prog.started);
+  return 1;
+}
+
+void nsl__set_warn_sink(nsl_warn_fn fn, void *ctx) {
+  warn_sink = fn;
+  warn_ctx = ctx;
+}
+
+void nsl__warn(const char *fmt, ...) {
+  if (!warn_sink) return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  warn_sink(warn_ctx, msg);
+}

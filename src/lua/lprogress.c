@@ -1,0 +1,77 @@
+/*
+ * lprogress.c -- progress of long work for Lua analyses, and the cache's
+ * controls: nsl.progress(what, total, unit) brackets work the front end may
+ * show a progress line for (src/core/progress.c decides nothing about
+ * showing; the CLI does), nsl.cache_enabled() tells whether the columnar
+ * cache is on.
+ *
+ *   local p <close> = nsl.progress("matching ranges", #rows, "rows")
+ *   for ... do ... p:add(n) end
+ *   p:done()            -- also on __close and __gc; a second call does nothing
+ */
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "core/nsl_internal.h"
+#include "lua/lnsl.h"
+#include "nsl/cache.h"
+
+#define PROGRESS_MT "nsl.progress"
+
+typedef struct lprogress {
+  int open;
+} lprogress;
+
+/* nsl.progress(what [, total [, unit]]) -> a progress object. */
+static int l_progress(lua_State *L) {
+  const char *what = luaL_checkstring(L, 1);
+  lua_Integer total = luaL_optinteger(L, 2, 0);
+  const char *unit = luaL_optstring(L, 3, "");
+  lprogress *p = lua_newuserdatauv(L, sizeof *p, 0);   /* the box first: an error leaves nothing open */
+  p->open = 0;
+  luaL_setmetatable(L, PROGRESS_MT);
+  nsl__progress_begin(what, unit, (int64_t)total);
+  p->open = 1;
+  return 1;
+}
+
+static lprogress *check_progress(lua_State *L) { return luaL_checkudata(L, 1, PROGRESS_MT); }
+
+/* p:add(n): n more units done. */
+static int l_progress_add(lua_State *L) {
+  lprogress *p = check_progress(L);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  if (p->open && n > 0) nsl__progress_add((int64_t)n);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* p:done() (also __close, __gc): ends the bracket, once. */
+static int l_progress_done(lua_State *L) {
+  lprogress *p = check_progress(L);
+  if (p->open) {
+    p->open = 0;
+    nsl__progress_end();
+  }
+  return 0;
+}
+
+/* nsl.cache_enabled() -> whether loads go through the columnar cache. */
+static int l_cache_enabled(lua_State *L) {
+  lua_pushboolean(L, nsl_cache_enabled());
+  return 1;
+}
+
+static const luaL_Reg methods[] = {{"add", l_progress_add}, {"done", l_progress_done}, {NULL, NULL}};
+static const luaL_Reg metamethods[] = {{"__close", l_progress_done}, {"__gc", l_progress_done}, {NULL, NULL}};
+static const luaL_Reg funcs[] = {{"progress", l_progress}, {"cache_enabled", l_cache_enabled}, {NULL, NULL}};
+
+int nsl__open_progress(lua_State *L) {
+  luaL_newmetatable(L, PROGRESS_MT);
+  luaL_setfuncs(L, metamethods, 0);
+  luaL_newlib(L, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  luaL_setfuncs(L, funcs, 0);
+  return 0;
+}

@@ -1,0 +1,235 @@
+/*
+ * colcache_folder.c -- the cache folder as a whole: its entries listed and
+ * removed (nsl cache list|clear), and the size bound (NSL_CACHE_MAX) kept by
+ * removing the least recently used entries.  The files inside an entry are
+ * colcache.c's.
+ */
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/nsl_internal.h"
+#include "source/colcache.h"
+
+/* The cache root (*root malloc'd): the folder above columns/, found through
+ * nsl__cache_dir as every user of the cache folder finds it. */
+static nsl_status cache_root(char **root, nsl_error *err) {
+  nsl_status rc = nsl__cache_dir("columns", root, err);
+  if (rc == NSL_OK) {
+    char *slash = strrchr(*root, '/');
+    if (slash && slash != *root) *slash = '\0';
+  }
+  return rc;
+}
+
+/* Reads the whole small file path (NUL-terminated) or NULL. */
+char *nsl__cache_slurp(const char *path, size_t cap) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *b = malloc(cap + 1);
+  size_t n = b ? fread(b, 1, cap, f) : 0;
+  fclose(f);
+  if (b) b[n] = 0;
+  return b;
+}
+
+/* Removes the files under folder dir (sub-folders too), then dir itself when rmdir_too. */
+int64_t nsl__cache_remove_files(const char *dir, int rmdir_too, int64_t *files) {
+  DIR *d = opendir(dir);
+  int64_t bytes = 0;
+  if (!d) return 0;
+  struct dirent *e;
+  char path[PATH_MAX];
+  while ((e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    struct stat st;
+    if (lstat(path, &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      bytes += nsl__cache_remove_files(path, 1, files);
+      continue;
+    }
+    if (unlink(path) == 0) {
+      bytes += (int64_t)st.st_blocks * 512;
+      if (files) (*files)++;
+    }
+  }
+  closedir(d);
+  if (rmdir_too) rmdir(dir);
+  return bytes;
+}
+
+/* Size on disk and number of the files under dir (recursively), newest mtime. */
+static int64_t folder_size(const char *dir, int64_t *files, int64_t *newest) {
+  DIR *d = opendir(dir);
+  int64_t bytes = 0;
+  if (!d) return 0;
+  struct dirent *e;
+  char path[PATH_MAX];
+  while ((e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    struct stat st;
+    if (lstat(path, &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) bytes += folder_size(path, files, newest);
+    else {
+      bytes += (int64_t)st.st_blocks * 512;
+      if (files) (*files)++;
+      if (newest && (int64_t)st.st_mtime > *newest) *newest = (int64_t)st.st_mtime;
+    }
+  }
+  closedir(d);
+  return bytes;
+}
+
+/* ---- size bound, list, clear ---- */
+
+typedef struct entry_info {
+  char *path;
+  int64_t bytes, files, used;
+} entry_info;
+
+static int by_used_desc(const void *a, const void *b) {
+  const entry_info *x = a, *y = b;
+  return x->used > y->used ? -1 : x->used < y->used ? 1 : strcmp(x->path, y->path);
+}
+
+/* The entries of folder `sub` of the cache, most recently used first. */
+static int scan_entries(const char *root, const char *sub, entry_info **out, int *n) {
+  char dir[PATH_MAX];
+  if (snprintf(dir, sizeof dir, "%s/%s", root, sub) >= (int)sizeof dir) return -1;
+  *out = NULL;
+  *n = 0;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  struct dirent *e;
+  int cap = 0;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    if (*n == cap) {
+      cap = cap ? 2 * cap : 16;
+      entry_info *g = realloc(*out, (size_t)cap * sizeof *g);
+      if (!g) break;
+      *out = g;
+    }
+    entry_info *x = &(*out)[*n];
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    struct stat st;
+    if (lstat(path, &st) != 0 || !(x->path = strdup(path))) continue;
+    x->files = 0;
+    x->used = (int64_t)st.st_mtime;
+    if (S_ISDIR(st.st_mode)) {
+      char ep[PATH_MAX + 8];
+      struct stat es;
+      if (snprintf(ep, sizeof ep, "%s/entry", path) >= (int)sizeof ep) ep[0] = 0;
+      x->bytes = folder_size(path, &x->files, NULL);
+      if (stat(ep, &es) == 0) x->used = (int64_t)es.st_mtime;
+    } else {
+      x->bytes = (int64_t)st.st_blocks * 512;
+      x->files = 1;
+    }
+    (*n)++;
+  }
+  closedir(d);
+  if (*n > 1) qsort(*out, (size_t)*n, sizeof **out, by_used_desc);
+  return 0;
+}
+
+static void free_entries(entry_info *v, int n) {
+  for (int i = 0; i < n; i++) free(v[i].path);
+  free(v);
+}
+
+/* Removes the least recently used entries of columns/ until the folder is
+ * within NSL_CACHE_MAX; `except` (the entry just used) goes last. */
+void nsl__cache_evict(const char *except) {
+  char *root = NULL;
+  nsl_error e;
+  int64_t max = nsl_cache_max_bytes();
+  if (cache_root(&root, &e) != NSL_OK) return;
+  entry_info *v;
+  int n;
+  scan_entries(root, "columns", &v, &n);
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) total += v[i].bytes;
+  for (int pass = 0; pass < 2 && total > max; pass++)
+    for (int i = n - 1; i >= 0 && total > max; i--) {
+      if (!v[i].path || (pass == 0 && except && strcmp(v[i].path, except) == 0)) continue;
+      nsl__cache_remove_files(v[i].path, 1, NULL);
+      total -= v[i].bytes;
+      free(v[i].path);
+      v[i].path = NULL;
+    }
+  free_entries(v, n);
+  free(root);
+}
+
+/* The value of line "key VALUE" of an entry file, or "". */
+static void entry_field(const char *text, const char *key, char *out, size_t cap) {
+  out[0] = 0;
+  size_t kl = strlen(key);
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (strncmp(l, key, kl) == 0 && l[kl] == ' ') {
+      size_t n = strcspn(l + kl + 1, "\n");
+      snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), l + kl + 1);
+      return;
+    }
+}
+
+nsl_status nsl_cache_list(char **rootp, void (*fn)(void *ctx, const nsl_cache_entry *e), void *ctx, nsl_error *err) {
+  char *root = NULL;
+  nsl_status rc = cache_root(&root, err);
+  if (rc != NSL_OK) return rc;
+  static const char *const subs[] = {"columns", "exports"};
+  for (int s = 0; s < 2; s++) {
+    entry_info *v;
+    int n;
+    scan_entries(root, subs[s], &v, &n);
+    for (int i = 0; i < n; i++) {
+      if (!v[i].path) continue;
+      char ep[PATH_MAX + 8], input[PATH_MAX] = "", sub[512] = "";
+      if (snprintf(ep, sizeof ep, "%s/entry", v[i].path) >= (int)sizeof ep) ep[0] = 0;
+      char *text = s == 0 ? nsl__cache_slurp(ep, 8192) : NULL;
+      if (text) {
+        entry_field(text, "input", input, sizeof input);
+        entry_field(text, "sub", sub, sizeof sub);
+      }
+      const char *slash = strrchr(v[i].path, '/');
+      nsl_cache_entry ce = {subs[s], slash ? slash + 1 : v[i].path, input, sub, v[i].bytes, v[i].files, v[i].used};
+      fn(ctx, &ce);
+      free(text);
+    }
+    free_entries(v, n);
+  }
+  if (rootp) *rootp = root;
+  else free(root);
+  return NSL_OK;
+}
+
+nsl_status nsl_cache_clear(int64_t *bytes, int64_t *entries, nsl_error *err) {
+  char *root = NULL;
+  nsl_status rc = cache_root(&root, err);
+  if (rc != NSL_OK) return rc;
+  static const char *const subs[] = {"columns", "exports"};
+  *bytes = *entries = 0;
+  for (int s = 0; s < 2; s++) {
+    entry_info *v;
+    int n;
+    scan_entries(root, subs[s], &v, &n);
+    for (int i = 0; i < n; i++) {
+      struct stat st;
+      if (!v[i].path || lstat(v[i].path, &st) != 0) continue;
+      if (S_ISDIR(st.st_mode)) *bytes += nsl__cache_remove_files(v[i].path, 1, NULL);
+      else if (unlink(v[i].path) == 0) *bytes += (int64_t)st.st_blocks * 512;
+      (*entries)++;
+    }
+    free_entries(v, n);
+  }
+  free(root);
+  return NSL_OK;
+}

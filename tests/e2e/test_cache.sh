@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# The columnar cache: the same results without it, cold and warm (numbers
+# checked against SQL through sqlite3 on the same file); every kind of damage
+# to a cache file met with a correct result and the file written again; two
+# processes filling one entry; eviction under NSL_CACHE_MAX; an unusable cache
+# folder (one warning, correct results); --no-cache; nsl cache list|clear.
+. "$(dirname "$0")/lib.sh"
+export NSL_CACHE_DIR="$TMP/cache"
+unset NSL_NO_CACHE NSL_CACHE_MAX
+exp="$TMP/run.sqlite"
+cp "$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$exp"
+other="$TMP/other.sqlite"
+cp "$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" "$other"
+bundle=$(readlink -f "$NSL_SOURCE_DIR/samples/nccl_4rank_straggler.zip")
+jax="$NSL_DATA_DIR/nsys-jax/pax_fsdp4_4proc_proc0.zip"
+
+# kernels, NVTX and API: count, time sums and bounds, distinct names (string columns)
+cat > "$TMP/digest.lua" <<'LUA'
+return { run = function(trace)
+  local k, n, a = trace.kernels, trace.nvtx, trace.api
+  print(#k, k.start:sum(), k.stop:max(), k.demangled:unique():count(), k.grid_x:sum())
+  print(#n, n.start:sum(), n.text:unique():count())
+  print(#a, a.stop:sum(), a.name:unique():count())
+end }
+LUA
+oracle() {
+  sql "$1" "SELECT count(*), sum(start), max(end), count(DISTINCT demangledName), sum(gridX) FROM CUPTI_ACTIVITY_KIND_KERNEL" | tr '|' '\t'
+  sql "$1" "SELECT count(*), sum(start), count(DISTINCT coalesce(text, s.value)) FROM NVTX_EVENTS LEFT JOIN StringIds s ON s.id = textId WHERE eventType IN (34, 59, 60)" | tr '|' '\t'
+  sql "$1" "SELECT count(*), sum(r.end), count(DISTINCT s.value) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId" | tr '|' '\t'
+}
+digest() { "$NSL" run "$TMP/digest.lua" "$@" | tr -s ' \t' '\t'; }
+entry() { # the entry folder of input $1 (a plain export)
+  dirname "$(grep -lx "input $(readlink -f "$1")" "$NSL_CACHE_DIR"/columns/*/entry 2>/dev/null | head -1)"; }
+
+# --- the oracle, cold, warm, without the cache ---
+want=$(oracle "$exp" | tr -s ' \t' '\t')
+cold=$(digest "$exp")
+check_eq "cold cache: kernels/NVTX/API digests equal SQL on the export" "$cold" "$want"
+e=$(entry "$exp")
+[ -n "$e" ] && [ -f "$e/c-kernels-start" ] && ok "the first load wrote an entry with its columns" || bad "no cache entry after a load"
+warm=$(digest "$exp")
+check_eq "warm cache: the same digests" "$warm" "$want"
+check_eq "--no-cache: the same digests" "$(digest "$exp" --no-cache)" "$want"
+for a in summary nvtx gaps; do
+  for f in text json; do
+    NSL_CACHE_DIR="$TMP/c2" "$NSL" run $a "$exp" --format $f > "$TMP/cold.$a.$f" 2>&1
+    NSL_CACHE_DIR="$TMP/c2" "$NSL" run $a "$exp" --format $f > "$TMP/warm.$a.$f" 2>&1
+    NSL_NO_CACHE=1 "$NSL" run $a "$exp" --format $f > "$TMP/none.$a.$f" 2>&1
+    cmp -s "$TMP/cold.$a.$f" "$TMP/none.$a.$f" && cmp -s "$TMP/warm.$a.$f" "$TMP/none.$a.$f" &&
+      ok "$a --format $f: cold, warm and no cache byte-identical" || bad "$a --format $f differs with the cache"
+  done
+done
+# a bundle of four reports (times shifted per report) and an nsys-jax archive
+for input in "$bundle" "$jax"; do
+  a=summary; [ "$input" = "$jax" ] && a=jax_summary
+  NSL_NO_CACHE=1 "$NSL" run $a "$input" --format json > "$TMP/none.json" 2>&1
+  "$NSL" run $a "$input" --format json > "$TMP/cold.json" 2>&1
+  "$NSL" run $a "$input" --format json > "$TMP/warm.json" 2>&1
+  cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
+    ok "$a on $(basename "$input"): cold, warm and no cache byte-identical" || bad "$a on $(basename "$input") differs with the cache"
+done
+mkdir -p "$TMP/members"
+(cd "$TMP/members" && unzip -q "$bundle" 'reports/*')
+bwant=$(for f in $(unzip -Z1 "$bundle" 'reports/*.sqlite'); do sql "$TMP/members/$f" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"; done | paste -sd' ')
+cat > "$TMP/per_report.lua" <<'LUA'
+return { run = function(trace)
+  local k = trace.kernels
+  local g = k:group_by("report"):agg{"n=count"}:sort("report")
+  local t = {}
+  for i = 1, #g do t[#t + 1] = g.n[i] end
+  print(table.concat(t, " "))
+  local r = trace.reports
+  local s = k:filter(k.report:eq(#r - 1)).start
+  print(s:min() - r.time_offset[#r])
+end }
+LUA
+bgot=$("$NSL" run "$TMP/per_report.lua" "$bundle" | head -1)
+check_eq "bundle from a warm cache: kernels per report equal SQL on its members" "$bgot" "$bwant"
+last=$(unzip -Z1 "$bundle" 'reports/*.sqlite' | tail -1)
+check_eq "bundle from a warm cache: the last report's first kernel, its clock offset taken off, equals SQL" \
+  "$("$NSL" run "$TMP/per_report.lua" "$bundle" | tail -1)" "$(sql "$TMP/members/$last" "SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL")"
+
+# --- damage: each met with the right result and the file written again ---
+e=$(entry "$exp")
+col="$e/c-kernels-start"
+cp "$col" "$TMP/pristine"
+damage() { # label, then a command that damages $col
+  local label=$1; shift
+  "$@"
+  local got
+  got=$(digest "$exp")
+  check_eq "$label: correct result" "$got" "$want"
+  cmp -s "$col" "$TMP/pristine" && ok "$label: the file was written again" || bad "$label: the file was not rebuilt"
+}
+damage "truncated column file" truncate -s 300 "$col"
+damage "empty column file" truncate -s 0 "$col"
+poke() { printf "$2" | dd of="$col" bs=1 seek="$1" conv=notrunc status=none; }
+damage "a flipped byte in the header (the values' size)" poke 184 '\xff'
+damage "a flipped byte in the values" poke 300 '\xff'
+damage "an older format version (0)" poke 8 '\x00'
+damage "a file of another input" cp "$(NSL_CACHE_DIR=$TMP/c3 "$NSL" run "$TMP/digest.lua" "$other" >/dev/null; ls -d "$TMP"/c3/columns/*/)c-kernels-start" "$col"
+# an entry being written: another process's temporary file beside it, half written
+head -c 1000 "$TMP/pristine" > "$e/.c-kernels-stop.nsl-tmp-AAAAAA"
+check_eq "a half-written temporary file of another writer: correct result" "$(digest "$exp")" "$want"
+# a changed input (same path, new content): the entry is rebuilt for it
+sqlite3 "$exp" "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid % 2 = 0"
+want2=$(oracle "$exp" | tr -s ' \t' '\t')
+check_eq "the input changed: results of the new content" "$(digest "$exp")" "$want2"
+check_eq "the input changed: still one entry for it" "$(grep -lx "input $(readlink -f "$exp")" "$NSL_CACHE_DIR"/columns/*/entry | wc -l)" 1
+
+# --- two processes filling one entry at once ---
+export NSL_CACHE_DIR="$TMP/race"
+cp "$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$exp.2"
+for i in 1 2 3 4; do digest "$exp.2" > "$TMP/race.$i" & done
+wait
+for i in 1 2 3 4; do check_eq "concurrent fill $i: correct result" "$(cat "$TMP/race.$i")" "$want"; done
+check_eq "concurrent fill: one entry" "$(ls "$NSL_CACHE_DIR/columns" | wc -l)" 1
+check_eq "concurrent fill: no temporary file left" "$(ls -A "$NSL_CACHE_DIR"/columns/*/ | grep -c nsl-tmp)" 0
+check_eq "after the concurrent fill: warm result" "$(digest "$exp.2")" "$want"
+
+# --- eviction: the least recently used entry goes ---
+export NSL_CACHE_DIR="$TMP/evict"
+digest "$exp.2" > /dev/null
+big=$(du -sk "$NSL_CACHE_DIR/columns" | cut -f1)
+export NSL_CACHE_MAX=$(( (big + 8) * 1024 ))
+sleep 1
+digest "$other" > /dev/null
+now=$(du -sk "$NSL_CACHE_DIR/columns" | cut -f1)
+[ $((now * 1024)) -le "$NSL_CACHE_MAX" ] && ok "eviction: the folder is within NSL_CACHE_MAX ($now KiB)" || bad "eviction: $now KiB above the bound"
+check_eq "eviction: the newest entry stays, the older one went" "$(grep -h '^input' "$NSL_CACHE_DIR"/columns/*/entry | sed 's,.*/,,')" "other.sqlite"
+NSL_CACHE_MAX=0 digest "$exp" > /dev/null
+unset NSL_CACHE_MAX
+
+# --- an unusable cache folder: correct results, one warning ---
+touch "$TMP/afile"
+export NSL_CACHE_DIR="$TMP/afile/cache"
+got=$("$NSL" run "$TMP/digest.lua" "$exp.2" 2> "$TMP/err" | tr -s ' \t' '\t')
+check_eq "unusable cache folder: correct result" "$got" "$want"
+check_eq "unusable cache folder: one warning" "$(grep -c 'warning: cannot use the cache' "$TMP/err")" 1
+check_eq "unusable cache folder: nothing else on stderr" "$(wc -l < "$TMP/err")" 1
+ro="$TMP/ro"
+mkdir -p "$ro/columns"
+export NSL_CACHE_DIR="$ro"
+digest "$exp.2" > /dev/null 2>&1
+ent=$(ls -d "$ro"/columns/*/)
+chmod 500 "$ent"
+if [ -w "$ent" ]; then ok "read-only entry: skipped (running as root)"
+else
+  rm -f "$ent"/c-api-*
+  got=$("$NSL" run "$TMP/digest.lua" "$exp.2" 2> "$TMP/err" | tr -s ' \t' '\t')
+  check_eq "read-only entry: correct result" "$got" "$want"
+  check_eq "read-only entry: one warning" "$(grep -c 'warning' "$TMP/err")" 1
+fi
+chmod 700 "$ent"
+
+# --- --no-cache, list, clear ---
+export NSL_CACHE_DIR="$TMP/flags"
+"$NSL" run "$TMP/digest.lua" "$exp.2" --no-cache > /dev/null
+check_eq "--no-cache writes nothing" "$(ls "$NSL_CACHE_DIR/columns" 2>/dev/null | wc -l)" 0
+NSL_NO_CACHE=1 "$NSL" run "$TMP/digest.lua" "$exp.2" > /dev/null
+check_eq "NSL_NO_CACHE=1 writes nothing" "$(ls "$NSL_CACHE_DIR/columns" 2>/dev/null | wc -l)" 0
+digest "$exp.2" > /dev/null
+digest "$other" > /dev/null
+mkdir -p "$NSL_CACHE_DIR/exports" && echo x > "$NSL_CACHE_DIR/exports/some.sqlite"
+list=$("$NSL" cache list)
+check_eq "cache list: an entry per input and the exports' file" "$(echo "$list" | grep -c -e 'run.sqlite.2' -e 'other.sqlite' -e 'some.sqlite')" 3
+echo "$list" | tail -1 | grep -q "^3 entries" && ok "cache list: a total line" || bad "cache list: no total: $list"
+"$NSL" cache clear > "$TMP/clear"
+check_eq "cache clear: everything gone" "$(find "$NSL_CACHE_DIR" -type f | wc -l)" 0
+grep -q "removed 3 cache entries" "$TMP/clear" && ok "cache clear: says what it removed" || bad "cache clear: $(cat "$TMP/clear")"
+"$NSL" cache frob > /dev/null 2>&1
+check_eq "cache with an unknown subcommand: usage error" "$?" 2
+# progress never reaches a stderr that is not a terminal
+"$NSL" run "$TMP/digest.lua" "$other" 2> "$TMP/err" > /dev/null
+check_eq "no progress on a non-terminal stderr" "$(wc -c < "$TMP/err")" 0
+finish
