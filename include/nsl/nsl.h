@@ -427,12 +427,15 @@ typedef struct nsl_sql_value {
 } nsl_sql_value;
 typedef int (*nsl_sql_row_fn)(void *ctx, int ncols, const char *const *names,
                               const nsl_sql_value *values);
+/* One metadata entry of a report (nsl_trace_metadata); non-zero stops. */
+typedef int (*nsl_metadata_fn)(void *ctx, const char *name, const char *value);
 
 /* A report source: one SQLite export (or other input) seen as the data
  * model's tables.  Implemented in src/source/; the trace owns it.  The
  * operations after close are optional (NULL when the source has no such
  * thing); callers go through nsl_trace_sql / nsl_trace_members /
- * nsl_trace_member_read, never through a source's own functions. */
+ * nsl_trace_member_read / nsl_trace_metadata, never through a source's own
+ * functions. */
 typedef struct nsl_source_ops {
   const char *kind;   /* "nsys-sqlite", ... */
   /* Declares the columns of data-model table `name` on t (nsl_table_declare),
@@ -456,6 +459,10 @@ typedef struct nsl_source_ops {
   /* Reads archive member `name` whole into *data (release with free());
    * NSL_ERR_NOTFOUND when there is no such member. */
   nsl_status (*member_read)(void *src, const char *name, void **data, size_t *len, nsl_error *err);
+  /* Calls fn(ctx, name, value) for each entry of the metadata the report
+   * records about its capture (an nsys export: META_DATA_CAPTURE, in table
+   * order, entries without a value left out); fn returning non-zero stops. */
+  nsl_status (*metadata)(void *src, nsl_metadata_fn fn, void *ctx, nsl_error *err);
 } nsl_source_ops;
 
 /* Report metadata, filled by the source when it opens. */
@@ -471,7 +478,8 @@ typedef struct nsl_report_info {
   int64_t first_ts, last_ts; /* earliest and latest event time seen (raw), or NSL_NULL_I64 */
 } nsl_report_info;
 
-/* Opens each path (an nsys SQLite export, or a bundle: nsl_bundle_add_reports)
+/* Opens each path (an nsys SQLite export, an nsys-jax archive, or a bundle:
+ * nsl_bundle_add_reports; src/source/open.c knows them all)
  * as reports of one trace, and records the paths as its inputs.  Nothing
  * but metadata is read (a bundle's reports are decompressed into memory). */
 nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, nsl_error *err);
@@ -501,11 +509,13 @@ nsl_status nsl_trace_set_dict(nsl_trace *tr, nsl_dict *d, nsl_error *err);
 nsl_status nsl_trace_table(nsl_trace *tr, const char *name, nsl_table **out, nsl_error *err);
 /* Names of the data-model tables, NULL-terminated. */
 const char *const *nsl_model_tables(void);
-/* The source and source context of report i (0-based; NULL out of range). */
-const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src);
 /* Runs one read-only SQL statement on report i's database: NSL_ERR_ARG for
  * a report out of range, NSL_ERR_NOTFOUND when its source has no SQL. */
 nsl_status nsl_trace_sql(nsl_trace *tr, int i, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
+/* Calls fn(ctx, name, value) for each entry of report i's capture metadata
+ * (nsl_source_ops.metadata); NSL_ERR_ARG for a report out of range, NSL_OK
+ * without a call for a source that records none. */
+nsl_status nsl_trace_metadata(nsl_trace *tr, int i, nsl_metadata_fn fn, void *ctx, nsl_error *err);
 /* Whether report i's source is read from an archive whose members
  * nsl_trace_members / nsl_trace_member_read reach. */
 int nsl_trace_has_members(const nsl_trace *tr, int i);
@@ -519,24 +529,6 @@ size_t nsl_trace_members(nsl_trace *tr, int i, const char *prefix, void (*fn)(vo
  * without members or no such member. */
 nsl_status nsl_trace_member_read(nsl_trace *tr, int i, const char *name, void **data, size_t *len,
                                  nsl_error *err);
-
-/* ---- nsys SQLite source (src/source/nsys_sqlite.c) -------------------- */
-
-/* Opens an nsys SQLite export read-only (immutable, never writes beside
- * it) from a path, or from an in-memory image (copied; used for bundle
- * members).  Fills info. */
-nsl_status nsl_nsys_open_file(const char *path, void **src, nsl_report_info *info, nsl_error *err);
-nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size, void **src,
-                               nsl_report_info *info, nsl_error *err);
-/* The same over an image in a buffer allocated with malloc, which the
- * source takes over instead of copying it (half the peak memory of
- * nsl_nsys_open_image): data is released with free() when the source is
- * closed, and before returning when the open fails. */
-nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **src,
-                                nsl_report_info *info, nsl_error *err);
-extern const nsl_source_ops nsl_nsys_source_ops;
-/* nsl_nsys_sql: the nsys source's sql operation (nsl_source_ops.sql). */
-nsl_status nsl_nsys_sql(void *src, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

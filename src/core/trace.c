@@ -124,11 +124,6 @@ nsl_status nsl_trace_set_dict(nsl_trace *tr, nsl_dict *d, nsl_error *err) {
   tr->dict = d;
   return NSL_OK;
 }
-const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src) {
-  if (i < 0 || i >= tr->nreports) return NULL;
-  if (src) *src = tr->reports[i].src;
-  return tr->reports[i].ops;
-}
 
 nsl_status nsl_trace_sql(nsl_trace *tr, int i, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err) {
   if (i < 0 || i >= tr->nreports) return nsl_error_set(err, NSL_ERR_ARG, "no report %d", i + 1);
@@ -136,6 +131,12 @@ nsl_status nsl_trace_sql(nsl_trace *tr, int i, const char *sql, nsl_sql_row_fn r
   if (!r->ops->sql)
     return nsl_error_set(err, NSL_ERR_NOTFOUND, "report %d (%s) is not an SQLite export", i + 1, r->info.path);
   return r->ops->sql(r->src, sql, row, ctx, err);
+}
+
+nsl_status nsl_trace_metadata(nsl_trace *tr, int i, nsl_metadata_fn fn, void *ctx, nsl_error *err) {
+  if (i < 0 || i >= tr->nreports) return nsl_error_set(err, NSL_ERR_ARG, "no report %d", i + 1);
+  const report_src *r = &tr->reports[i];
+  return r->ops->metadata ? r->ops->metadata(r->src, fn, ctx, err) : NSL_OK;
 }
 
 int nsl_trace_has_members(const nsl_trace *tr, int i) {

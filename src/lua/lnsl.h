@@ -63,10 +63,6 @@ int nsl__open_intervals(lua_State *L);
 int nsl__open_io(lua_State *L);
 /* Bundles (lbundle.c): nsl.bundle_open, nsl.bundle_writer, nsl.bundle_combine. */
 int nsl__open_bundle(lua_State *L);
-/* Pushes the members of tr's zip inputs (bundles, nsys-jax archives) under
- * folder ("meta", "sources") as an object with :list() and :read(name)
- * (trace.meta, trace.sources). */
-int nsl__push_bundle_view(lua_State *L, const nsl_trace *tr, const char *folder);
 /* Processes and files for the command modules (lsys.c): nsl.spawn, ... */
 int nsl__open_sys(lua_State *L);
 /* Regular expressions (lregex.c) and the interval sweeps by key (loverlap.c). */

@@ -1,6 +1,6 @@
 /* ltrace.c -- traces as Lua userdata: nsl.open(paths), trace.kernels,
- * trace:sql(report, query), trace:tables(), trace:inputs(), and the
- * bundles' folders trace.meta and trace.sources (lbundle.c). */
+ * trace:sql(report, query), trace:metadata(report), trace:tables(),
+ * trace:inputs(); archive members are trace:members / trace:member (lhlo.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,17 +126,6 @@ static int tr_index(lua_State *L) {
   lua_pushvalue(L, 2);
   if (lua_rawget(L, -2) != LUA_TNIL || lua_type(L, 2) != LUA_TSTRING) return 1;
   lua_settop(L, 2);
-  const char *key = lua_tostring(L, 2);
-  if (strcmp(key, "meta") == 0 || strcmp(key, "sources") == 0) {
-    /* the bundles' meta/ and sources/ folders, made once per trace */
-    lua_getiuservalue(L, 1, 1);
-    if (lua_getfield(L, -1, key) != LUA_TNIL) return 1;
-    lua_pop(L, 1);
-    nsl__push_bundle_view(L, checktrace(L, 1), key);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -3, key);
-    return 1;
-  }
   for (const char *const *n = nsl_model_tables(); *n; n++)
     if (strcmp(*n, lua_tostring(L, 2)) == 0) {
       if (tr_table(L) == 2) lua_pop(L, 1);   /* nil, message -> nil */
@@ -213,8 +202,29 @@ static int tr_sql(lua_State *L) {
   return 1;
 }
 
+static int set_metadata(void *ctx, const char *name, const char *value) {
+  lua_State *L = ctx;
+  lua_pushstring(L, value);
+  lua_setfield(L, -2, name);
+  return 0;
+}
+
+/* trace:metadata(report) -> {name = value} of what the report records about
+ * its capture (an nsys export's META_DATA_CAPTURE; {} when it has none);
+ * report is 0-based, as the `report` column and trace:members. */
+static int tr_metadata(lua_State *L) {
+  nsl_trace *tr = checktrace(L, 1);
+  lua_Integer r = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, r >= 0 && r < nsl_trace_nreports(tr), 2, "no such report");
+  lua_newtable(L);
+  nsl_error err = {0};
+  if (nsl_trace_metadata(tr, (int)r, set_metadata, L, &err) != NSL_OK) return nsl__input_error(L, &err);
+  return 1;
+}
+
 static const luaL_Reg tr_methods[] = {{"table", tr_table}, {"tables", tr_tables}, {"nreports", tr_nreports},
-                                      {"inputs", tr_inputs}, {"sql", tr_sql},     {"close", tr_gc},
+                                      {"inputs", tr_inputs}, {"sql", tr_sql},     {"metadata", tr_metadata},
+                                      {"close", tr_gc},
                                       {NULL, NULL}};
 
 static const luaL_Reg tr_meta[] = {{"__gc", tr_gc}, {"__close", tr_gc}, {"__index", tr_index}, {NULL, NULL}};

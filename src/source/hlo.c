@@ -7,6 +7,7 @@
  * member in hlo.h.
  */
 #include "source/hlo.h"
+#include "source/hlo_query.h"
 
 #include <lzma.h>
 #include <stdio.h>
@@ -322,6 +323,7 @@ nsl_status nsl_hlo_decode(const void *data, size_t size, const char *label, nsl_
     return st;
   }
   h->arena_ = a;
+  h->names_ = NULL;
   if (build_indexes(h) != 0) {
     nsl_pb_arena_free(a);
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory indexing HLO '%s'",
@@ -452,7 +454,9 @@ done:
 }
 
 void nsl_hlo_free(nsl_hlo *h) {
-  if (h) nsl_pb_arena_free(h->arena_);
+  if (!h) return;
+  nsl_hlo_names_free(h->names_);
+  nsl_pb_arena_free(h->arena_);
 }
 
 /* ---- lookups -------------------------------------------------------------------- */

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nsl/hlo.h"
 #include "nsl/nsl.h"
 #include "source/protobuf.h"
 
@@ -225,6 +226,7 @@ typedef struct nsl_hlo_buffer_assignment {  /* xla.BufferAssignmentProto */
 } nsl_hlo_buffer_assignment;
 
 struct nsl_hlo_index_entry;
+struct nsl_hlo_names;
 
 typedef struct nsl_hlo {                    /* xla.HloProto */
   nsl_hlo_module module;                    /* 1: hlo_module */
@@ -233,6 +235,7 @@ typedef struct nsl_hlo {                    /* xla.HloProto */
   struct nsl_pb_arena *arena_;
   struct nsl_hlo_index_entry *comp_index_, *inst_index_, *buffer_index_;
   int64_t ncomp_index_, ninst_index_, nbuffer_index_;
+  struct nsl_hlo_names *names_;             /* instruction names, built by the first nsl_hlo_find */
 } nsl_hlo;
 
 /* Decodes a serialized xla.HloProto of size bytes.  label names it in
@@ -242,9 +245,7 @@ nsl_status nsl_hlo_decode(const void *data, size_t size, const char *label, nsl_
 /* Same for an xz-compressed one (as nsys-jax stores them). */
 nsl_status nsl_hlo_decode_xz(const void *data, size_t size, const char *label, nsl_hlo **out,
                              nsl_error *err);
-/* Reads a file, xz-compressed (by its magic) or not, and decodes it. */
-nsl_status nsl_hlo_read_file(const char *path, nsl_hlo **out, nsl_error *err);
-void nsl_hlo_free(nsl_hlo *h);
+/* nsl_hlo_read_file, nsl_hlo_load and nsl_hlo_free: see nsl/hlo.h. */
 
 /* Decompresses an xz stream into a malloc'd buffer (*out, *outlen); refuses
  * output above limit bytes (NSL_ERR_LIMIT). */
@@ -262,12 +263,6 @@ const nsl_hlo_logical_buffer *nsl_hlo_find_buffer(const nsl_hlo *h, int64_t id);
 /* The value of frontend attribute key, or NULL. */
 const char *nsl_hlo_frontend_attr(const nsl_hlo_attrs *a, const char *key);
 
-/* One resolved stack frame. */
-typedef struct nsl_hlo_frame {
-  const char *file, *function;
-  int32_t line, column;
-  int32_t parent;   /* parent frame id, 0 at the outermost frame */
-} nsl_hlo_frame;
 /* Resolves frame id (1-based) of the index.  Returns 0, or -1 when the id
  * or one of the ids it refers to is out of range. */
 int nsl_hlo_stack_frame(const nsl_hlo_stack_frame_index *s, int32_t id, nsl_hlo_frame *out);

@@ -240,3 +240,143 @@ int64_t nsl_hlo_heap_peak(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *stats
   free(refs);
   return peak;
 }
+
+/* ---- the public module API (nsl/hlo.h) ---------------------------------------- */
+
+nsl_status nsl_hlo_load(const void *data, size_t size, const char *label, nsl_hlo **out, nsl_error *err) {
+  return size >= 6 && memcmp(data, "\xfd" "7zXZ", 5) == 0 ? nsl_hlo_decode_xz(data, size, label, out, err)
+                                                         : nsl_hlo_decode(data, size, label, out, err);
+}
+
+void nsl_hlo_summarize(const nsl_hlo *h, nsl_hlo_summary *out) {
+  const nsl_hlo_module *m = &h->module;
+  int64_t ni = 0;
+  for (int64_t c = 0; c < m->ncomputations; c++) ni += m->computations[c].ninstructions;
+  const char *fp = nsl_hlo_frontend_attr(&m->frontend_attributes, "fingerprint_before_lhs");
+  *out = (nsl_hlo_summary){m->name, m->id, fp ? fp : "", m->ncomputations, ni,
+                           h->buffer_assignment.nheap_simulator_traces};
+}
+
+int64_t nsl_hlo_ncomputations(const nsl_hlo *h) { return h->module.ncomputations; }
+
+int64_t nsl_hlo_computation_size(const nsl_hlo *h, int64_t c) {
+  return c >= 0 && c < h->module.ncomputations ? h->module.computations[c].ninstructions : 0;
+}
+
+int64_t nsl_hlo_computation_index(const nsl_hlo *h, int64_t id) {
+  const nsl_hlo_computation *c = nsl_hlo_find_computation(h, id);
+  return c ? c - h->module.computations : -1;
+}
+
+nsl_status nsl_hlo_find(nsl_hlo *h, const char *name, int64_t *c, int64_t *i, nsl_error *err) {
+  if (!h->names_ && !(h->names_ = nsl_hlo_names_build(h))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  name_entry key = {name, 0, 0};
+  const name_entry *e = bsearch(&key, h->names_->e, (size_t)h->names_->n, sizeof *e, cmp_entry);
+  if (!e) return nsl_error_set(err, NSL_ERR_NOTFOUND, "no instruction '%s' in HLO module '%s'", name, h->module.name);
+  *c = e->comp;
+  *i = e->inst;
+  return NSL_OK;
+}
+
+/* Instruction i of computation c, or NULL out of range. */
+static const nsl_hlo_instruction *inst_at(const nsl_hlo *h, int64_t c, int64_t i) {
+  if (c < 0 || c >= h->module.ncomputations || i < 0 || i >= h->module.computations[c].ninstructions) return NULL;
+  return &h->module.computations[c].instructions[i];
+}
+
+nsl_status nsl_hlo_get(const nsl_hlo *h, int64_t c, int64_t i, nsl_hlo_inst *out, nsl_error *err) {
+  const nsl_hlo_instruction *in = inst_at(h, c, i);
+  if (!in) return nsl_error_set(err, NSL_ERR_ARG, "no instruction %lld of computation %lld", (long long)i, (long long)c);
+  *out = (nsl_hlo_inst){in->name, in->opcode, in->metadata.op_name, in->metadata.op_type, in->metadata.source_file,
+                        in->metadata.source_line, in->metadata.stack_frame_id, h->module.computations[c].name,
+                        in->called_computation_ids, in->ncalled_computation_ids};
+  return NSL_OK;
+}
+
+nsl_status nsl_hlo_comm_of(const nsl_hlo *h, int64_t c, int64_t i, nsl_hlo_comm *out, nsl_error *err) {
+  const nsl_hlo_instruction *in = inst_at(h, c, i);
+  if (!in) return nsl_error_set(err, NSL_ERR_ARG, "no instruction %lld of computation %lld", (long long)i, (long long)c);
+  nsl_hlo_comm_info(h, in, out);
+  return NSL_OK;
+}
+
+nsl_status nsl_hlo_frame_of(const nsl_hlo *h, int32_t id, nsl_hlo_frame *out, nsl_error *err) {
+  if (nsl_hlo_stack_frame(&h->module.stack_frame_index, id, out) != 0)
+    return nsl_error_set(err, NSL_ERR_FORMAT, "stack frame %d is out of range", (int)id);
+  return NSL_OK;
+}
+
+int64_t nsl_hlo_nheap_traces(const nsl_hlo *h) { return h->buffer_assignment.nheap_simulator_traces; }
+
+nsl_status nsl_hlo_heap(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *out, nsl_error *err) {
+  memset(out, 0, sizeof *out);
+  if (t < 0 || t >= h->buffer_assignment.nheap_simulator_traces)
+    return nsl_error_set(err, NSL_ERR_ARG, "no heap-simulator trace %lld", (long long)t);
+  int64_t peak = nsl_hlo_heap_peak(h, t, out);
+  if (peak < 0) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  out->peak = peak;
+  out->events = h->buffer_assignment.heap_simulator_traces[t].nevents;
+  return NSL_OK;
+}
+
+/* A growing text for nsl_hlo_structure. */
+typedef struct text_buf {
+  char *s;
+  size_t len, cap;
+  int failed;
+} text_buf;
+
+static void text_add(text_buf *b, const char *s, size_t n) {
+  if (b->failed) return;
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *p = realloc(b->s, cap);
+    if (!p) {
+      b->failed = 1;
+      return;
+    }
+    b->s = p;
+    b->cap = cap;
+  }
+  memcpy(b->s + b->len, s, n);
+  b->len += n;
+  b->s[b->len] = '\0';
+}
+
+static void text_str(text_buf *b, const char *s) { text_add(b, s, strlen(s)); }
+
+nsl_status nsl_hlo_structure(const nsl_hlo *h, char **out, size_t *len, nsl_error *err) {
+  const nsl_hlo_module *m = &h->module;
+  text_buf b = {0};
+  text_str(&b, m->name);
+  for (int64_t c = 0; c < m->ncomputations; c++)
+    for (int64_t i = 0; i < m->computations[c].ninstructions; i++) {
+      const nsl_hlo_instruction *in = &m->computations[c].instructions[i];
+      text_str(&b, "\n");
+      text_str(&b, in->name);
+      text_str(&b, " ");
+      text_str(&b, in->opcode);
+      text_str(&b, " ");
+      text_str(&b, nsl_hlo_element_name(in->shape.element_type));
+      for (int64_t d = 0; d < in->shape.ndimensions; d++) {
+        char num[32];
+        snprintf(num, sizeof num, "%c%lld", d ? ',' : '[', (long long)in->shape.dimensions[d]);
+        text_str(&b, num);
+      }
+      for (int64_t t = 0; t < in->shape.ntuple_shapes; t++) {
+        char num[48];
+        snprintf(num, sizeof num, " t%lld:%s", (long long)t,
+                 nsl_hlo_element_name(in->shape.tuple_shapes[t].element_type));
+        text_str(&b, num);
+      }
+    }
+  if (b.failed || !b.s) {
+    free(b.s);
+    *out = NULL;
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  *out = b.s;
+  *len = b.len;
+  return NSL_OK;
+}

@@ -25,15 +25,6 @@ const nsl_hlo_instruction *nsl_hlo_names_find(const nsl_hlo_names *ix, const cha
                                               const nsl_hlo_computation **comp);
 void nsl_hlo_names_free(nsl_hlo_names *ix);
 
-typedef struct nsl_hlo_comm {
-  int is_comm;              /* the instruction is (or wraps) a collective or a host offload */
-  const char *opcode;       /* of the collective instruction itself */
-  char collective[40];      /* "all-gather", "all-reduce", ..., "device-to-host", "host-to-device" */
-  int64_t size;             /* devices per collective; 0 when unknown */
-  int64_t bytes;            /* message size as NCCL counts it; -1 when unknown */
-  double bw_correction;     /* algorithm bandwidth factor */
-  double bus_correction;    /* bus bandwidth factor */
-} nsl_hlo_comm;
 
 /* Classifies inst: a collective opcode (all-gather, all-reduce, all-to-all,
  * collective-broadcast, collective-permute, reduce-scatter and the -start
@@ -45,10 +36,6 @@ typedef struct nsl_hlo_comm {
  * and the nccl-tests bandwidth corrections. */
 void nsl_hlo_comm_info(const nsl_hlo *h, const nsl_hlo_instruction *inst, nsl_hlo_comm *out);
 
-/* Events of a heap-simulator trace by kind. */
-typedef struct nsl_hlo_heap_stats {
-  int64_t alloc, free, share;
-} nsl_hlo_heap_stats;
 
 /* Peak bytes of heap-simulator trace t with XLA's semantics
  * (xla.HeapSimulatorTrace): ALLOC takes the logical buffer's size; SHARE_WITH
@@ -56,7 +43,7 @@ typedef struct nsl_hlo_heap_stats {
  * (the root of a chain of shares), whose lifetime extends to the union of
  * the lifetimes of the buffers sharing it; a region is freed when the last
  * buffer using it is, and a share of a region already freed takes it again.
- * Counts the events by kind into *stats when not NULL.  -1 when t is out of
+ * Counts the events by kind into stats->alloc, free, share when not NULL.  -1 when t is out of
  * range (or out of memory). */
 int64_t nsl_hlo_heap_peak(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *stats);
 

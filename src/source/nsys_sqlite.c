@@ -57,6 +57,7 @@
 #include "core/model.h"
 #include "core/parallel.h"
 #include "nsl/nsl.h"
+#include "source/nsys_sqlite.h"
 
 /* ---- the mapping: data-model tables from nsys tables ------------------- */
 
@@ -1738,12 +1739,42 @@ static void nsys_close(void *p) {
   free(s);
 }
 
+typedef struct metadata_ctx {
+  nsl_metadata_fn fn;
+  void *ctx;
+  int64_t tables;
+} metadata_ctx;
+
+static int count_row(void *p, int ncols, const char *const *names, const nsl_sql_value *v) {
+  (void)names;
+  if (ncols == 1 && v[0].type == 1) ((metadata_ctx *)p)->tables = v[0].i;
+  return 0;
+}
+
+static int metadata_row(void *p, int ncols, const char *const *names, const nsl_sql_value *v) {
+  (void)names;
+  metadata_ctx *m = p;
+  if (ncols != 2 || v[0].type != 3 || v[1].type != 3) return 0;   /* no value: left out */
+  return m->fn(m->ctx, v[0].s, v[1].s);
+}
+
+/* The metadata operation: META_DATA_CAPTURE's (name, value) rows, in table
+ * order, where the export has that table (nsys 2023.3 and later). */
+static nsl_status nsys_metadata(void *p, nsl_metadata_fn fn, void *ctx, nsl_error *err) {
+  metadata_ctx m = {fn, ctx, 0};
+  nsl_status rc = nsl_nsys_sql(p, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'META_DATA_CAPTURE'",
+                               count_row, &m, err);
+  if (rc != NSL_OK || m.tables == 0) return rc;
+  return nsl_nsys_sql(p, "SELECT name, CAST(value AS TEXT) FROM META_DATA_CAPTURE", metadata_row, &m, err);
+}
+
 const nsl_source_ops nsl_nsys_source_ops = {.kind = "nsys-sqlite",
                                             .describe = nsys_describe,
                                             .load = nsys_load,
                                             .count = nsys_count,
                                             .close = nsys_close,
-                                            .sql = nsl_nsys_sql};
+                                            .sql = nsl_nsys_sql,
+                                            .metadata = nsys_metadata};
 
 /* ---- opening ------------------------------------------------------------- */
 

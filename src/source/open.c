@@ -5,6 +5,7 @@
 
 #include "nsl/bundle.h"
 #include "nsl/nsl.h"
+#include "source/nsys_sqlite.h"
 #include "source/nsys_jax.h"
 
 /* A zip: an nsys-jax archive (no manifest.json, nvtx_gpu_proj_trace/

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "nsl/nsl.h"
+#include "source/nsys_sqlite.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -17,6 +17,7 @@
 
 #include "nsl/bundle.h"
 #include "nsl/nsl.h"
+#include "source/nsys_sqlite.h"
 
 static char export_path[1024];
 

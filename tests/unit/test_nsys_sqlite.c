@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "nsl/nsl.h"
+#include "source/nsys_sqlite.h"
 
 #define MAX_FILES 64
 
@@ -879,11 +880,9 @@ static void test_input_untouched(void **state) {
 
     nsl_trace *tr = open_trace((const char *const *)&(const char *){copy}, 1);
     for (const char *const *t = nsl_model_tables(); *t; t++) load_all(tr, *t);
-    void *src = NULL;
-    nsl_trace_source(tr, 0, &src);
     int64_t n = -1;
     nsl_error err = {0};
-    assert_int_equal(nsl_nsys_sql(src, "SELECT count(*) FROM StringIds", count_row, &n, &err), NSL_OK);
+    assert_int_equal(nsl_trace_sql(tr, 0, "SELECT count(*) FROM StringIds", count_row, &n, &err), NSL_OK);
     assert_true(n > 0);
     char *list_during = listing(dir);   /* nothing beside it while open, either */
     assert_string_equal(list_during, list_before);
