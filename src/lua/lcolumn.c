@@ -12,41 +12,6 @@ typedef struct lcolumn {
   size_t charged;   /* bytes counted in the state's live total (nsl__gc_charge) */
 } lcolumn;
 
-/* Raises an nsl error object: a table {message = ...} whose metatable is
- * "nsl.error".  These are failures of the input or the environment (a
- * corrupt file, out of memory), shown as one line without a traceback. */
-static int error_tostring(lua_State *L) {
-  lua_getfield(L, 1, "message");
-  return 1;
-}
-
-/* Raises an nsl error object {message [, internal = true]}. */
-static int raise_error(lua_State *L, const char *msg, int internal) {
-  lua_createtable(L, 0, 2);
-  lua_pushstring(L, msg);
-  lua_setfield(L, -2, "message");
-  if (internal) {
-    lua_pushboolean(L, 1);
-    lua_setfield(L, -2, "internal");
-  }
-  if (luaL_newmetatable(L, "nsl.error")) {
-    lua_pushcfunction(L, error_tostring);
-    lua_setfield(L, -2, "__tostring");
-  }
-  lua_setmetatable(L, -2);
-  return lua_error(L);
-}
-
-int nsl__raise(lua_State *L, const char *msg) { return raise_error(L, msg, 0); }
-
-int nsl__lua_error(lua_State *L, const nsl_error *err) {
-  return raise_error(L, err && err->msg[0] ? err->msg : "out of memory", err && err->code == NSL_ERR_ARG);
-}
-
-int nsl__input_error(lua_State *L, const nsl_error *err) {
-  return raise_error(L, err && err->msg[0] ? err->msg : "out of memory", 0);
-}
-
 nsl_column *nsl__tocolumn(lua_State *L, int idx) {
   lcolumn *b = luaL_testudata(L, idx, NSL_COLUMN_MT);
   return b ? b->c : NULL;

@@ -14,7 +14,7 @@
 #define NSL_IV_MT "nsl.intervals"
 #define NSL_CANVAS_MT "nsl.canvas"
 
-/* Raise nsl error objects {message [, internal]}.  nsl__raise: a failure
+/* Raise nsl error objects {message [, internal]} (lnsl.c).  nsl__raise: a failure
  * of the input or the environment (nsl.fail), shown to the user as one line.
  * nsl__lua_error: err from a kernel; its refusal of the arguments
  * (NSL_ERR_ARG: lengths, types, column names) is a broken precondition of
@@ -50,8 +50,8 @@ nsl_table *nsl__checktable(lua_State *L, int idx);
 void nsl__pushtable(lua_State *L, nsl_table *t, int keep_idx);
 int nsl__open_table(lua_State *L);
 
-/* The dictionary of a table/trace (string ids <-> strings) for a given
- * string column, or the shared one of the state. */
+/* The state's shared dictionary (lnsl.c): every trace and every string
+ * column made in this Lua state uses it, so string ids compare across traces. */
 nsl_dict *nsl__state_dict(lua_State *L);
 
 int nsl__open_trace(lua_State *L);

@@ -10,49 +10,13 @@ typedef struct ltrace {
   nsl_trace *tr;
 } ltrace;
 
-typedef struct ldict {
-  nsl_dict *d;
-} ldict;
-
-static const char DICT_KEY[] = "nsl.dict";
-
-static nsl_trace *checktrace(lua_State *L, int idx);
-
-static int dict_gc(lua_State *L) {
-  ldict *b = lua_touserdata(L, 1);
-  nsl_dict_release(b->d);
-  b->d = NULL;
-  return 0;
-}
-
-/* The state's shared dictionary: every trace and every string column made
- * in this Lua state uses it, so string ids compare across traces. */
-nsl_dict *nsl__state_dict(lua_State *L) {
-  if (lua_getfield(L, LUA_REGISTRYINDEX, DICT_KEY) == LUA_TUSERDATA) {
-    nsl_dict *d = ((ldict *)lua_touserdata(L, -1))->d;
-    lua_pop(L, 1);
-    return d;
-  }
-  lua_pop(L, 1);
-  ldict *b = lua_newuserdatauv(L, sizeof *b, 0);
-  b->d = NULL;
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, dict_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
-  b->d = nsl_dict_new();
-  if (!b->d) luaL_error(L, "out of memory");
-  lua_setfield(L, LUA_REGISTRYINDEX, DICT_KEY);
-  return b->d;
-}
-
-nsl_trace *nsl__checktrace(lua_State *L, int idx) { return checktrace(L, idx); }
-
 static nsl_trace *checktrace(lua_State *L, int idx) {
   ltrace *b = luaL_checkudata(L, idx, NSL_TRACE_MT);
   if (!b->tr) luaL_argerror(L, idx, "trace is closed");
   return b->tr;
 }
+
+nsl_trace *nsl__checktrace(lua_State *L, int idx) { return checktrace(L, idx); }
 
 /* nsl.open(path, ...) or nsl.open{paths} -> trace, or nil and a message. */
 static int l_open(lua_State *L) {
