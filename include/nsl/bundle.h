@@ -128,9 +128,9 @@ const json_t *nsl_bundle_manifest(const nsl_bundle *b);
 /* The manifest's "reports" entry whose "member" is member (borrowed), or NULL. */
 const json_t *nsl_bundle_report_entry(const nsl_bundle *b, const char *member);
 /* Copies what the manifest says about report member into info (overriding):
- * host, rank, nsys and schema versions, session start; fields it does not
- * give are left as they are.  Returns 1 when the manifest has an entry for
- * member. */
+ * host (a string of the manifest: valid while b is open), rank, nsys and
+ * schema versions, session start; fields it does not give are left as they
+ * are.  Returns 1 when the manifest has an entry for member. */
 int nsl_bundle_fill_report_info(const nsl_bundle *b, const char *member, nsl_report_info *info);
 
 /* Decompresses member name into a new buffer (*data, release with free();

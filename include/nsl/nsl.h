@@ -102,21 +102,24 @@ typedef enum nsl_type {
 #define NSL_NULL_I32 INT32_MIN
 
 /* A typed, contiguous, immutable-once-built array.  Fields are read-only
- * for users; build columns with nsl_column_new and fill data before
- * sharing them. */
+ * for users; build columns with nsl_column_new (never declare one: columns
+ * are reference counted, nsl_column_retain / _release) and fill data
+ * before sharing them. */
 typedef struct nsl_column {
   nsl_type type;
   int64_t len;
   int64_t cap;      /* allocated elements */
   void *data;       /* int64_t*, int32_t*, double*, int32_t* ids, uint8_t* */
   nsl_dict *dict;   /* NSL_STR only (retained) */
-  int refcount;
 } nsl_column;
 
 /* New column of len elements (zero-filled); dict is retained for NSL_STR. */
 nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict);
 nsl_column *nsl_column_retain(nsl_column *c);
 void nsl_column_release(nsl_column *c);
+/* 1 when c has other holders than the caller's one reference (a table, a
+ * view), so releasing it would free nothing. */
+int nsl_column_is_shared(const nsl_column *c);
 /* Grows capacity to at least cap elements (len unchanged); NSL_ERR_NOMEM. */
 nsl_status nsl_column_reserve(nsl_column *c, int64_t cap);
 /* Sets len (within cap), e.g. after filling a reserved column. */
@@ -467,9 +470,11 @@ typedef struct nsl_source_ops {
 
 /* Report metadata, filled by the source when it opens. */
 typedef struct nsl_report_info {
-  const char *path;       /* as given by the user; the trace keeps its own copy */
-  char name[256];         /* unique report name within the trace, e.g. file stem */
-  char host[256];
+  /* Strings: a source fills them with its own, valid until it is added to a
+   * trace (nsl_trace_add_source), which keeps copies of them. */
+  const char *path;       /* as given by the user */
+  const char *name;       /* unique report name within the trace, e.g. file stem */
+  const char *host;       /* "" when unknown */
   char nsys_version[64];  /* "2026.2.1.210" or "" */
   char schema_version[32];/* "3.25.0" or "" */
   int64_t rank;           /* -1 when unknown */

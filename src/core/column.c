@@ -22,21 +22,31 @@ const char *nsl_type_name(nsl_type t) {
   return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
 }
 
+/* A column and its reference count, which nsl.h does not show: users hold
+ * references through nsl_column_retain / nsl_column_release only. */
+typedef struct column_box {
+  nsl_column c;   /* first: a column's address is its box's */
+  int refcount;
+} column_box;
+
+static column_box *box_of(const nsl_column *c) { return (column_box *)(void *)(uintptr_t)c; }
+
 /* New zero-filled column of len elements; NULL on out of memory. */
 nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict) {
   if (len < 0) return NULL;
-  nsl_column *c = calloc(1, sizeof *c);
-  if (!c) return NULL;
+  column_box *box = calloc(1, sizeof *box);
+  if (!box) return NULL;
+  nsl_column *c = &box->c;
+  box->refcount = 1;
   c->type = type;
-  c->refcount = 1;
   size_t es = nsl_type_size(type);
   if ((uint64_t)len > SIZE_MAX / es) {
-    free(c);
+    free(box);
     return NULL;
   }
   c->data = calloc(len ? (size_t)len : 1, es);
   if (!c->data) {
-    free(c);
+    free(box);
     return NULL;
   }
   /* A large buffer is fresh mapped memory that calloc has not touched:
@@ -49,16 +59,18 @@ nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict) {
 }
 
 nsl_column *nsl_column_retain(nsl_column *c) {
-  if (c) c->refcount++;
+  if (c) box_of(c)->refcount++;
   return c;
 }
 
 void nsl_column_release(nsl_column *c) {
-  if (!c || --c->refcount > 0) return;
+  if (!c || --box_of(c)->refcount > 0) return;
   free(c->data);
   nsl_dict_release(c->dict);
-  free(c);
+  free(box_of(c));
 }
+
+int nsl_column_is_shared(const nsl_column *c) { return box_of(c)->refcount > 1; }
 
 nsl_status nsl_column_reserve(nsl_column *c, int64_t cap) {
   if (cap <= c->cap) return NSL_OK;

@@ -61,7 +61,11 @@ void nsl_trace_close(nsl_trace *tr) {
   }
   for (int i = 0; i < tr->nreports; i++)
     if (tr->reports[i].ops->close) tr->reports[i].ops->close(tr->reports[i].src);
-  for (int i = 0; i < tr->nreports; i++) free((char *)tr->reports[i].info.path);
+  for (int i = 0; i < tr->nreports; i++) {
+    free((char *)tr->reports[i].info.path);
+    free((char *)tr->reports[i].info.name);
+    free((char *)tr->reports[i].info.host);
+  }
   free(tr->reports);
   for (int i = 0; i < tr->ninputs; i++) free(tr->inputs[i]);
   free(tr->inputs);
@@ -98,14 +102,26 @@ nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *
   r->ops = ops;
   r->src = src;
   r->info = *info;
-  if (!(r->info.path = strdup(info->path ? info->path : "")))
-    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  const char *name = info->name ? info->name : "";
+  r->info.path = strdup(info->path ? info->path : "");
+  r->info.host = strdup(info->host ? info->host : "");
+  r->info.name = strdup(name);
   /* Report names are unique within a trace: a clash gets "#2", "#3", ... */
-  for (int k = 2;; k++) {
+  for (int k = 2; r->info.name; k++) {
     int clash = 0;
     for (int i = 0; i < tr->nreports; i++) clash |= strcmp(tr->reports[i].info.name, r->info.name) == 0;
     if (!clash) break;
-    snprintf(r->info.name, sizeof r->info.name, "%.200s#%d", info->name, k);
+    size_t n = strlen(name) + 16;
+    char *unique = malloc(n);
+    if (unique) snprintf(unique, n, "%s#%d", name, k);
+    free((char *)r->info.name);
+    r->info.name = unique;
+  }
+  if (!r->info.path || !r->info.host || !r->info.name) {
+    free((char *)r->info.path);
+    free((char *)r->info.host);
+    free((char *)r->info.name);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
   tr->nreports++;
   return NSL_OK;

@@ -80,7 +80,7 @@ void nsl__pushcolumn(lua_State *L, nsl_column *c) {
   b->c = c;
   b->charged = 0;
   luaL_setmetatable(L, NSL_COLUMN_MT);
-  if (c->refcount == 1) {
+  if (!nsl_column_is_shared(c)) {
     b->charged = nsl_column_bytes(c);
     nsl__gc_charge(L, b->charged);
   }

@@ -45,7 +45,7 @@ static void charge_table(lua_State *L, int idx) {
   for (int i = 0; i < nsl_table_ncols(b->t); i++) {
     if (!nsl_table_is_loaded(b->t, i)) continue;
     nsl_column *c = nsl_table_column_at(b->t, i, NULL);
-    if (c && c->refcount == 1) bytes += nsl_column_bytes(c);
+    if (c && !nsl_column_is_shared(c)) bytes += nsl_column_bytes(c);
   }
   b->charged += bytes;
   nsl__gc_charge(L, bytes);

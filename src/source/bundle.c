@@ -848,7 +848,9 @@ int nsl_bundle_fill_report_info(const nsl_bundle *b, const char *member, nsl_rep
   const json_t *r = nsl_bundle_report_entry(b, member);
   if (r == NULL)
     return 0;
-  copy_string_field(r, "host", info->host, sizeof info->host);
+  const char *host = json_string_value(json_object_get(r, "host"));
+  if (host && host[0])
+    info->host = host;   /* the manifest's, valid while b is open */
   copy_string_field(r, "nsys_version", info->nsys_version, sizeof info->nsys_version);
   copy_string_field(r, "schema_version", info->schema_version, sizeof info->schema_version);
   const json_t *rank = json_object_get(r, "rank");

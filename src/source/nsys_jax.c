@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "core/model.h"
+#include "core/text.h"
 #include "source/hlo.h"
 #include "source/parquet.h"
 
@@ -64,8 +65,9 @@ typedef struct csv_table {   /* the push/pop trace, parsed once */
 
 typedef struct jax_src {
   jax_archive *ar;
-  char stem[256];            /* "" for a single archive */
-  char label[1300];
+  char *stem;                /* "" for a single archive */
+  char *label;               /* the archive's path, with [stem] in a combined one */
+  char *name, *host;         /* the report's name and host (nsl_report_info) */
   nsl_parquet *trace, *threads, *devices;
   int64_t *keep;             /* trace rows with a RangeId (the others are the recipe's root row) */
   int64_t nkeep;
@@ -163,6 +165,10 @@ static void jax_close(void *p) {
   free_csv(s->pushpop);
   free(s->keep);
   archive_release(s->ar);
+  free(s->stem);
+  free(s->label);
+  free(s->name);
+  free(s->host);
   free(s);
 }
 
@@ -171,11 +177,16 @@ static nsl_status open_parquet(jax_src *s, const char *name, nsl_parquet **pq, n
   if (*pq) return NSL_OK;
   void *data = NULL;
   size_t len = 0;
-  char label[1600];
   nsl_status rc = nsl_jax_member_read(s, name, &data, &len, err);
   if (rc != NSL_OK) return rc;
-  snprintf(label, sizeof label, "%s:%s", nsl_bundle_path(s->ar->b), name);
-  return nsl_parquet_open_mem(pq, label, data, len, free, err);
+  char *label = nsl__printf_alloc("%s:%s", nsl_bundle_path(s->ar->b), name);
+  if (!label) {
+    free(data);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  rc = nsl_parquet_open_mem(pq, label, data, len, free, err);
+  free(label);   /* the reader keeps its own copy */
+  return rc;
 }
 
 /* ---- the push/pop trace (CSV, xz-compressed) ----------------------------- */
@@ -345,9 +356,10 @@ static nsl_status load_pushpop(jax_src *s, nsl_error *err) {
   if (rc != NSL_OK) return rc;
   uint8_t *csv = NULL;
   size_t csvlen = 0;
-  char label[1600];
-  snprintf(label, sizeof label, "%s:report_nvtx_pushpop_trace.csv.xz", s->label);
-  rc = nsl_xz_decompress(data, len, (size_t)8 << 30, label, &csv, &csvlen, err);
+  char *label = nsl__printf_alloc("%s:report_nvtx_pushpop_trace.csv.xz", s->label);
+  rc = label ? nsl_xz_decompress(data, len, (size_t)8 << 30, label, &csv, &csvlen, err)
+             : nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  free(label);
   free(data);
   if (rc != NSL_OK) return rc;
   rc = parse_pushpop_csv(s, (const char *)csv, csvlen, err);
@@ -794,13 +806,12 @@ int nsl_jax_is_archive(const nsl_bundle *b) {
   return archive_root(b, root, sizeof root);
 }
 
-/* The file stem of path: "dir/pax_proc0.zip" -> "pax_proc0". */
-static void file_stem(const char *path, char *out, size_t cap) {
+/* The file stem of path as a new string: "dir/pax_proc0.zip" -> "pax_proc0". */
+static char *file_stem(const char *path) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
-  snprintf(out, cap, "%s", base);
-  char *dot = strrchr(out, '.');
-  if (dot && dot != out) *dot = 0;
+  const char *dot = strrchr(base, '.');
+  return strndup(base, dot && dot != base ? (size_t)(dot - base) : strlen(base));
 }
 
 /* Host and nsys version from system-metadata.parquet (name/value rows). */
@@ -817,7 +828,10 @@ static void system_info(jax_src *s, nsl_report_info *info) {
     for (int64_t i = 0; i < name->len; i++) {
       const char *k = nsl_dict_str(d, nsl_i32(name)[i]), *v = nsl_dict_str(d, nsl_i32(value)[i]);
       if (!k || !v) continue;
-      if (strcmp(k, "Hostname") == 0) snprintf(info->host, sizeof info->host, "%s", v);
+      if (strcmp(k, "Hostname") == 0) {   /* the last one, as before */
+        free(s->host);
+        info->host = s->host = strdup(v);
+      }
       if (strcmp(k, "TargetInstallDir") == 0) {   /* .../nsight-systems-cli/2024.4.1/target-linux-x64 */
         const char *p = strstr(v, "nsight-systems");
         p = p ? strchr(p, '/') : NULL;
@@ -843,14 +857,18 @@ static nsl_status add_one(nsl_trace *tr, jax_archive *ar, const char *path, cons
   if (!s) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   s->ar = ar;
   ar->refs++;
-  snprintf(s->stem, sizeof s->stem, "%s", stem);
-  if (stem[0]) snprintf(s->label, sizeof s->label, "%s[%s]", path, stem);
-  else snprintf(s->label, sizeof s->label, "%s", path);
+  s->stem = strdup(stem);
+  s->label = stem[0] ? nsl__printf_alloc("%s[%s]", path, stem) : strdup(path);
+  s->name = stem[0] ? strdup(stem) : file_stem(path);
+  if (!s->stem || !s->label || !s->name) {
+    jax_close(s);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
   nsl_report_info info;
   memset(&info, 0, sizeof info);
   info.path = path;
-  if (stem[0]) snprintf(info.name, sizeof info.name, "%s", stem);
-  else file_stem(path, info.name, sizeof info.name);
+  info.name = s->name;
+  info.host = "";
   info.rank = -1;
   info.first_ts = info.last_ts = NSL_NULL_I64;
   system_info(s, &info);

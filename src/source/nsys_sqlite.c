@@ -55,6 +55,7 @@ typedef struct table_info {
 struct nsys_src {
   sqlite3 *db;
   char *label;          /* the path or bundle member, for messages */
+  char *name, *host;    /* the report's name and host (nsl_report_info points at them) */
   int64_t db_bytes;
   int ntables;
   table_info *tables;
@@ -1427,6 +1428,8 @@ static void nsys_close(void *p) {
   free(s->tables);
   strings_free(s);
   free(s->label);
+  free(s->name);
+  free(s->host);
   free(s);
 }
 
@@ -1499,14 +1502,25 @@ static nsl_status check_header(const char *label, const unsigned char *h, size_t
 }
 
 /* Reads a text value of a (name, value) metadata table. */
-static void meta_value(nsys_src *s, const char *sql, const char *key, char *dst, size_t cap) {
+/* The value of key in metadata table sql (a SELECT with ?1 for the key) as
+ * a new string, or NULL when absent (or out of memory). */
+static char *meta_text(nsys_src *s, const char *sql, const char *key) {
   sqlite3_stmt *st = NULL;
+  char *v = NULL;
   if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-      snprintf(dst, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+      v = strdup((const char *)sqlite3_column_text(st, 0));
   }
   sqlite3_finalize(st);
+  return v;
+}
+
+/* The same into dst (cap bytes, cut), for the short version fields. */
+static void meta_value(nsys_src *s, const char *sql, const char *key, char *dst, size_t cap) {
+  char *v = meta_text(s, sql, key);
+  if (v) snprintf(dst, cap, "%s", v);
+  free(v);
 }
 
 static int64_t meta_int(nsys_src *s, const char *sql) {
@@ -1534,15 +1548,16 @@ static void version_from_path(const char *path, char *dst, size_t cap) {
   }
 }
 
-/* name = the label's last path component without its extension; rank from
- * "rank<N>" in it (the last one), else -1. */
-static void name_and_rank(const char *label, nsl_report_info *info) {
+/* name = the label's last path component without its extension (s->name);
+ * rank from "rank<N>" in it (the last one), else -1.  -1 when out of memory. */
+static int name_and_rank(nsys_src *s, const char *label, nsl_report_info *info) {
   const char *base = strrchr(label, '/');
   base = base ? base + 1 : label;
   const char *dot = strrchr(base, '.');
   size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
   /* "x.nsys-rep.sqlite" style double extensions keep their inner part */
-  snprintf(info->name, sizeof info->name, "%.*s", (int)(n < sizeof info->name ? n : sizeof info->name - 1), base);
+  if (!(s->name = strndup(base, n))) return -1;
+  info->name = s->name;
   info->rank = -1;
   for (const char *p = info->name; *p; p++) {
     if (strncasecmp(p, "rank", 4) != 0 || !isdigit((unsigned char)p[4])) continue;
@@ -1552,6 +1567,7 @@ static void name_and_rank(const char *label, nsl_report_info *info) {
     while (isdigit((unsigned char)*q) && r < 100000000) r = r * 10 + (*q++ - '0');
     info->rank = r;
   }
+  return 0;
 }
 
 /* Reads the table list, checks that this is an nsys export, and fills info. */
@@ -1606,13 +1622,17 @@ static nsl_status finish_open(nsys_src *s, nsl_report_info *info, nsl_error *err
     meta_value(s, meta, "EXPORT_SCHEMA_VERSION", info->schema_version, sizeof info->schema_version);
   }
   if (env && !info->nsys_version[0]) {
-    char dir[1024] = "";
-    meta_value(s, env, "TargetInstallDir", dir, sizeof dir);
-    version_from_path(dir, info->nsys_version, sizeof info->nsys_version);
+    char *dir = meta_text(s, env, "TargetInstallDir");
+    if (dir) version_from_path(dir, info->nsys_version, sizeof info->nsys_version);
+    free(dir);
   }
   /* The profiled host (where the ranks ran) rather than where the export ran. */
-  if (env) meta_value(s, env, "Hostname", info->host, sizeof info->host);
-  if (meta && !info->host[0]) meta_value(s, meta, "EXPORT_HOST", info->host, sizeof info->host);
+  if (env) s->host = meta_text(s, env, "Hostname");
+  if (meta && (!s->host || !s->host[0])) {
+    free(s->host);
+    s->host = meta_text(s, meta, "EXPORT_HOST");
+  }
+  info->host = s->host ? s->host : "";
   if (find_table(s, "TARGET_INFO_SESSION_START_TIME"))
     info->start_utc = meta_int(s, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1");
   if (find_table(s, "ANALYSIS_DETAILS")) info->duration = meta_int(s, "SELECT duration FROM ANALYSIS_DETAILS LIMIT 1");
@@ -1628,8 +1648,13 @@ static nsys_src *new_src(const char *label, nsl_report_info *info) {
     return NULL;
   }
   memset(info, 0, sizeof *info);
-  info->path = s->label;   /* valid while the source is open */
-  name_and_rank(label, info);
+  info->path = s->label;   /* valid while the source is open, as name and host */
+  info->host = "";
+  if (name_and_rank(s, label, info) != 0) {
+    free(s->label);
+    free(s);
+    return NULL;
+  }
   info->first_ts = info->last_ts = NSL_NULL_I64;
   return s;
 }
