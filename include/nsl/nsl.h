@@ -12,9 +12,15 @@
  *   5. nsl_column_release / nsl_table_release / nsl_trace_close release
  *      everything; handles are reference counted.
  *
- * Conventions: functions that can fail return an nsl_status and fill an
- * nsl_error (message text kept in the error, never printed).  Times are
- * int64 nanoseconds.  Missing values are sentinels: NSL_NULL_I64,
+ * Conventions: every function that can fail takes an nsl_error *err as
+ * its last argument (NULL when the caller wants no message) and fills it
+ * when it fails (code and message text, never printed): a function that
+ * makes a new object (column, table, mask) returns it, or NULL; any other
+ * returns an nsl_status (NSL_OK or the error's code).  Two kinds of
+ * function take no err: constructors whose only failure is memory
+ * (nsl_*_new, which return NULL) and questions that cannot fail (accessors,
+ * counts, finds, predicates such as nsl_bundle_sniff).  Times are int64
+ * nanoseconds.  Missing values are sentinels: NSL_NULL_I64,
  * NSL_NULL_I32, NaN for doubles, -1 for string ids.
  * This header never includes lua.h.
  */
@@ -121,7 +127,7 @@ void nsl_column_release(nsl_column *c);
  * view), so releasing it would free nothing. */
 int nsl_column_is_shared(const nsl_column *c);
 /* Grows capacity to at least cap elements (len unchanged); NSL_ERR_NOMEM. */
-nsl_status nsl_column_reserve(nsl_column *c, int64_t cap);
+nsl_status nsl_column_reserve(nsl_column *c, int64_t cap, nsl_error *err);
 /* Sets len (within cap), e.g. after filling a reserved column. */
 void nsl_column_set_len(nsl_column *c, int64_t len);
 size_t nsl_type_size(nsl_type t);
@@ -152,8 +158,10 @@ typedef nsl_status (*nsl_table_loader)(void *ctx, nsl_table *t, const int *idx, 
 nsl_table *nsl_table_new(void);
 nsl_table *nsl_table_retain(nsl_table *t);
 void nsl_table_release(nsl_table *t);
-/* Declares a column (not loaded) of the given type; returns its index or -1. */
-int nsl_table_declare(nsl_table *t, const char *name, nsl_type type);
+/* Declares a column (not loaded) of the given type; returns its index, or
+ * -1 and err filled (out of memory; NSL_ERR_ARG when it is declared already
+ * with another type). */
+int nsl_table_declare(nsl_table *t, const char *name, nsl_type type, nsl_error *err);
 /* Adds (or replaces) a loaded column; retains c.  Its length must equal the
  * table's row count once one is known.  Returns index or -1 (NSL_ERR_ARG). */
 int nsl_table_add(nsl_table *t, const char *name, nsl_column *c, nsl_error *err);
@@ -187,22 +195,22 @@ typedef enum nsl_cmp { NSL_EQ, NSL_NE, NSL_LT, NSL_LE, NSL_GT, NSL_GE } nsl_cmp;
 
 /* Mask (NSL_BOOL) of c OP value; NULLs compare false (NE: true).  For
  * NSL_STR columns value is a string id (EQ/NE only are meaningful). */
-nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t value);
-nsl_column *nsl_col_cmp_f64(const nsl_column *c, nsl_cmp op, double value);
+nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t value, nsl_error *err);
+nsl_column *nsl_col_cmp_f64(const nsl_column *c, nsl_cmp op, double value, nsl_error *err);
 /* Mask of a OP b, element-wise (same length). */
 nsl_column *nsl_col_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column *b, nsl_error *err);
 /* Mask of rows whose value (int or string id) is in ids[0..n); NULL rows
  * are never in; F64 values are in when integral and equal. */
-nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n);
-nsl_column *nsl_col_isnull(const nsl_column *c);
+nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n, nsl_error *err);
+nsl_column *nsl_col_isnull(const nsl_column *c, nsl_error *err);
 /* Mask algebra: and/or of equal-length masks, not. */
 nsl_column *nsl_mask_and(const nsl_column *a, const nsl_column *b, nsl_error *err);
 nsl_column *nsl_mask_or(const nsl_column *a, const nsl_column *b, nsl_error *err);
-nsl_column *nsl_mask_not(const nsl_column *a);
+nsl_column *nsl_mask_not(const nsl_column *a, nsl_error *err);
 /* Number of set rows (-1 when mask is not a bool column). */
 int64_t nsl_mask_count(const nsl_column *mask);
 /* Row indices (NSL_I64) where mask is 1. */
-nsl_column *nsl_mask_indices(const nsl_column *mask);
+nsl_column *nsl_mask_indices(const nsl_column *mask, nsl_error *err);
 /* c[idx[i]] for every i; idx entries < 0 give NULL (0 for bool columns);
  * an entry past the end is NSL_ERR_ARG.  idx is NSL_I64 (or NSL_I32). */
 nsl_column *nsl_col_gather(const nsl_column *c, const nsl_column *idx, nsl_error *err);
@@ -213,12 +221,12 @@ nsl_column *nsl_col_gather(const nsl_column *c, const nsl_column *idx, nsl_error
  * columns are refused (NULL / NSL_ERR_ARG). */
 typedef enum nsl_arith { NSL_ADD, NSL_SUB, NSL_MUL, NSL_DIV } nsl_arith;
 nsl_column *nsl_col_arith(const nsl_column *a, nsl_arith op, const nsl_column *b, nsl_error *err);
-nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v);
+nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v, nsl_error *err);
 /* Converts to another numeric type (NSL_STR -> NSL_I64 gives ids).  Values
  * that do not fit (and NaN) become NULL; doubles truncate toward zero; to
  * NSL_BOOL: 1 for non-NULL non-zero values.  Nothing converts to NSL_STR
  * but a string column (a copy). */
-nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to);
+nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to, nsl_error *err);
 
 /* Stable ascending argsort by keys[0] then keys[1]...; desc[k] nonzero
  * sorts that key descending (desc may be NULL).  NULLs (and NaN) sort

@@ -72,12 +72,13 @@ void nsl_column_release(nsl_column *c) {
 
 int nsl_column_is_shared(const nsl_column *c) { return box_of(c)->refcount > 1; }
 
-nsl_status nsl_column_reserve(nsl_column *c, int64_t cap) {
+nsl_status nsl_column_reserve(nsl_column *c, int64_t cap, nsl_error *err) {
   if (cap <= c->cap) return NSL_OK;
   size_t es = nsl_type_size(c->type);
-  if (cap < 0 || (uint64_t)cap > SIZE_MAX / es) return NSL_ERR_NOMEM;
+  if (cap < 0 || (uint64_t)cap > SIZE_MAX / es)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory: a column of %lld values", (long long)cap);
   void *p = realloc(c->data, (size_t)cap * es);
-  if (!p) return NSL_ERR_NOMEM;
+  if (!p) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory: a column of %lld values", (long long)cap);
   c->data = p;
   nsl__advise_huge(p, (size_t)cap * es);   /* the part not yet written (see nsl_column_new) */
   c->cap = cap;

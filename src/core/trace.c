@@ -522,8 +522,8 @@ nsl_status nsl_trace_table(nsl_trace *tr, const char *name, nsl_table **out, nsl
     if (build_reports(tr, tt->table, err) != NSL_OK) goto fail;
     free(ctx);
   } else {
-    nsl_table_declare(tt->table, "report", NSL_I32);
-    for (const nsl_model_column *c = mt->cols; c->name; c++) nsl_table_declare(tt->table, c->name, c->type);
+    nsl_table_declare(tt->table, "report", NSL_I32, NULL);
+    for (const nsl_model_column *c = mt->cols; c->name; c++) nsl_table_declare(tt->table, c->name, c->type, NULL);
     for (int i = 0; i < tr->nreports; i++) {   /* extra columns a source offers */
       report_src *r = &tr->reports[i];
       if (r->ops->describe) {

@@ -710,7 +710,7 @@ static nsl_status jax_describe(void *p, const char *name, nsl_table *t, nsl_erro
   if (strcmp(name, "nvtx") == 0)
     for (size_t k = 0; k < sizeof nvtx_extra / sizeof *nvtx_extra; k++)
       if (nsl_table_find(t, nvtx_extra[k][0]) < 0)
-        nsl_table_declare(t, nvtx_extra[k][0], strncmp(nvtx_extra[k][0], "dur", 3) == 0 || k == 0 ? NSL_I64 : NSL_I32);
+        nsl_table_declare(t, nvtx_extra[k][0], strncmp(nvtx_extra[k][0], "dur", 3) == 0 || k == 0 ? NSL_I64 : NSL_I32, NULL);
   return NSL_OK;
 }
 

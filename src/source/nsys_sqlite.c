@@ -628,7 +628,7 @@ static int64_t estimate_rows(nsys_src *s, const table_map *m) {
 
 static nsl_status grow_columns(nsl_column **out, int n, int64_t cap) {
   for (int j = 0; j < n; j++)
-    if (nsl_column_reserve(out[j], cap) != NSL_OK) return NSL_ERR_NOMEM;
+    if (nsl_column_reserve(out[j], cap, NULL) != NSL_OK) return NSL_ERR_NOMEM;
   return NSL_OK;
 }
 
