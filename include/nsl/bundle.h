@@ -155,7 +155,7 @@ nsl_status nsl_bundle_verify(nsl_bundle *b, nsl_error *err);
 /* Opens the bundle at path (opts NULL = default limits; the mode is always
  * STRICT) and adds its reports to tr: the members its manifest's "reports"
  * name, in that order, then any other .sqlite member under reports/.  Each
- * is read into memory and opened with nsl_nsys_adopt_image (labelled "<path>:<member>");
+ * is read into memory and opened from there as an nsys export (labelled "<path>:<member>");
  * the manifest's host, rank, versions and session start then override what
  * the export says.  NSL_ERR_FORMAT for a bundle without reports. */
 nsl_status nsl_bundle_add_reports(nsl_trace *tr, const char *path, const nsl_bundle_options *opts,

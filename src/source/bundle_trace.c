@@ -30,37 +30,37 @@ static void shared_release(shared_bundle *sb) {
 /* A report of a bundle: an nsys SQLite export read from memory, whose
  * archive members are its bundle's. */
 typedef struct bundle_report {
-  void *nsys;   /* the nsys source (nsl_nsys_source_ops) */
+  void *nsys;   /* the nsys source (nsl__nsys_source_ops) */
   shared_bundle *sb;
 } bundle_report;
 
 static nsl_status br_describe(void *p, const char *name, nsl_table *t, nsl_error *err) {
-  return nsl_nsys_source_ops.describe(((bundle_report *)p)->nsys, name, t, err);
+  return nsl__nsys_source_ops.describe(((bundle_report *)p)->nsys, name, t, err);
 }
 
 static nsl_status br_load(void *p, const char *name, const char *const *colnames, const nsl_type *types, int n,
                           nsl_dict *dict, int64_t time_offset, nsl_column **out, nsl_error *err) {
-  return nsl_nsys_source_ops.load(((bundle_report *)p)->nsys, name, colnames, types, n, dict, time_offset, out, err);
+  return nsl__nsys_source_ops.load(((bundle_report *)p)->nsys, name, colnames, types, n, dict, time_offset, out, err);
 }
 
 static nsl_status br_count(void *p, const char *name, int64_t *out, nsl_error *err) {
-  return nsl_nsys_source_ops.count(((bundle_report *)p)->nsys, name, out, err);
+  return nsl__nsys_source_ops.count(((bundle_report *)p)->nsys, name, out, err);
 }
 
 static void br_close(void *p) {
   bundle_report *r = p;
   if (!r) return;
-  nsl_nsys_source_ops.close(r->nsys);
+  nsl__nsys_source_ops.close(r->nsys);
   shared_release(r->sb);
   free(r);
 }
 
 static nsl_status br_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err) {
-  return nsl_nsys_source_ops.sql(((bundle_report *)p)->nsys, sql, row, ctx, err);
+  return nsl__nsys_source_ops.sql(((bundle_report *)p)->nsys, sql, row, ctx, err);
 }
 
 static nsl_status br_metadata(void *p, nsl_metadata_fn fn, void *ctx, nsl_error *err) {
-  return nsl_nsys_source_ops.metadata(((bundle_report *)p)->nsys, fn, ctx, err);
+  return nsl__nsys_source_ops.metadata(((bundle_report *)p)->nsys, fn, ctx, err);
 }
 
 /* The members of the bundle whose names start with prefix, in archive
@@ -112,14 +112,14 @@ static nsl_status add_report(nsl_trace *tr, shared_bundle *sb, const char *name,
   }
   snprintf(label, lsize, "%s:%s", nsl_bundle_path(b), name);
   memset(&info, 0, sizeof info);
-  st = nsl_nsys_adopt_image(label, data, len, &src, &info, err);   /* takes data over */
+  st = nsl__nsys_adopt_image(label, data, len, &src, &info, err);   /* takes data over */
   free(label);   /* the source keeps its own copy */
   if (st != NSL_OK)
     return st;
   nsl_bundle_fill_report_info(b, name, &info);
   bundle_report *r = malloc(sizeof *r);
   if (!r) {
-    nsl_nsys_source_ops.close(src);
+    nsl__nsys_source_ops.close(src);
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
   r->nsys = src;

@@ -1456,18 +1456,18 @@ static int metadata_row(void *p, int ncols, const char *const *names, const nsl_
  * order, where the export has that table (nsys 2023.3 and later). */
 static nsl_status nsys_metadata(void *p, nsl_metadata_fn fn, void *ctx, nsl_error *err) {
   metadata_ctx m = {fn, ctx, 0};
-  nsl_status rc = nsl_nsys_sql(p, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'META_DATA_CAPTURE'",
+  nsl_status rc = nsl__nsys_sql(p, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'META_DATA_CAPTURE'",
                                count_row, &m, err);
   if (rc != NSL_OK || m.tables == 0) return rc;
-  return nsl_nsys_sql(p, "SELECT name, CAST(value AS TEXT) FROM META_DATA_CAPTURE", metadata_row, &m, err);
+  return nsl__nsys_sql(p, "SELECT name, CAST(value AS TEXT) FROM META_DATA_CAPTURE", metadata_row, &m, err);
 }
 
-const nsl_source_ops nsl_nsys_source_ops = {.kind = "nsys-sqlite",
+const nsl_source_ops nsl__nsys_source_ops = {.kind = "nsys-sqlite",
                                             .describe = nsys_describe,
                                             .load = nsys_load,
                                             .count = nsys_count,
                                             .close = nsys_close,
-                                            .sql = nsl_nsys_sql,
+                                            .sql = nsl__nsys_sql,
                                             .metadata = nsys_metadata};
 
 /* ---- opening ------------------------------------------------------------- */
@@ -1674,7 +1674,7 @@ static char *file_uri(const char *path) {
   return u;
 }
 
-nsl_status nsl_nsys_open_file(const char *path, void **out, nsl_report_info *info, nsl_error *err) {
+nsl_status nsl__nsys_open_file(const char *path, void **out, nsl_report_info *info, nsl_error *err) {
   *out = NULL;
   struct stat sb;
   if (stat(path, &sb) != 0)
@@ -1718,7 +1718,7 @@ nsl_status nsl_nsys_open_file(const char *path, void **out, nsl_report_info *inf
   return NSL_OK;
 }
 
-nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size, void **out, nsl_report_info *info,
+nsl_status nsl__nsys_open_image(const char *label, const void *data, size_t size, void **out, nsl_report_info *info,
                                nsl_error *err) {
   *out = NULL;
   nsl_status rc = check_header(label, data, size < 100 ? size : 100, (int64_t)size, err);
@@ -1726,10 +1726,10 @@ nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size,
   void *copy = malloc(size ? size : 1);
   if (!copy) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label);
   memcpy(copy, data, size);
-  return nsl_nsys_adopt_image(label, copy, size, out, info, err);   /* frees the copy when it fails */
+  return nsl__nsys_adopt_image(label, copy, size, out, info, err);   /* frees the copy when it fails */
 }
 
-nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **out, nsl_report_info *info,
+nsl_status nsl__nsys_adopt_image(const char *label, void *data, size_t size, void **out, nsl_report_info *info,
                                 nsl_error *err) {
   *out = NULL;
   nsl_status rc = check_header(label, data, size < 100 ? size : 100, (int64_t)size, err);
@@ -1787,7 +1787,7 @@ static int sql_authorizer(void *ctx, int action, const char *a, const char *b, c
   return SQLITE_OK;
 }
 
-nsl_status nsl_nsys_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err) {
+nsl_status nsl__nsys_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err) {
   nsys_src *s = p;
   sqlite3_stmt *st = NULL;
   const char *tail = NULL;

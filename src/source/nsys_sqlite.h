@@ -11,17 +11,17 @@
 /* Opens an nsys SQLite export read-only (immutable, never writes beside
  * it) from a path, or from an in-memory image (copied; used for bundle
  * members).  Fills info. */
-nsl_status nsl_nsys_open_file(const char *path, void **src, nsl_report_info *info, nsl_error *err);
-nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size, void **src,
+nsl_status nsl__nsys_open_file(const char *path, void **src, nsl_report_info *info, nsl_error *err);
+nsl_status nsl__nsys_open_image(const char *label, const void *data, size_t size, void **src,
                                nsl_report_info *info, nsl_error *err);
 /* The same over an image in a buffer allocated with malloc, which the
  * source takes over instead of copying it (half the peak memory of
- * nsl_nsys_open_image): data is released with free() when the source is
+ * nsl__nsys_open_image): data is released with free() when the source is
  * closed, and before returning when the open fails. */
-nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **src,
+nsl_status nsl__nsys_adopt_image(const char *label, void *data, size_t size, void **src,
                                 nsl_report_info *info, nsl_error *err);
-extern const nsl_source_ops nsl_nsys_source_ops;
-/* nsl_nsys_sql: the nsys source's sql operation (nsl_source_ops.sql). */
-nsl_status nsl_nsys_sql(void *src, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
+extern const nsl_source_ops nsl__nsys_source_ops;
+/* nsl__nsys_sql: the nsys source's sql operation (nsl_source_ops.sql). */
+nsl_status nsl__nsys_sql(void *src, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
 
 #endif

@@ -18,9 +18,9 @@ static nsl_status open_bundle(nsl_trace *tr, const char *path, nsl_error *err) {
   nsl_bundle_options_init(&o);
   o.mode = NSL_BUNDLE_AUTO;
   if (nsl_bundle_open(&b, path, &o, NULL) == NSL_OK) {
-    int jax = nsl_jax_is_archive(b);
+    int jax = nsl__jax_is_archive(b);
     nsl_bundle_close(b);
-    if (jax) return nsl_jax_add_reports(tr, path, err);
+    if (jax) return nsl__jax_add_reports(tr, path, err);
   }
   return nsl_bundle_add_reports(tr, path, NULL, err);
 }
@@ -29,10 +29,10 @@ static nsl_status open_bundle(nsl_trace *tr, const char *path, nsl_error *err) {
 static nsl_status open_export(nsl_trace *tr, const char *path, nsl_error *err) {
   void *src = NULL;
   nsl_report_info info;
-  nsl_status rc = nsl_nsys_open_file(path, &src, &info, err);
+  nsl_status rc = nsl__nsys_open_file(path, &src, &info, err);
   if (rc != NSL_OK) return rc;
-  rc = nsl_trace_add_source(tr, &nsl_nsys_source_ops, src, &info, err);
-  if (rc != NSL_OK) nsl_nsys_source_ops.close(src);
+  rc = nsl_trace_add_source(tr, &nsl__nsys_source_ops, src, &info, err);
+  if (rc != NSL_OK) nsl__nsys_source_ops.close(src);
   return rc;
 }
 

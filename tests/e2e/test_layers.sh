@@ -15,7 +15,7 @@ grep -ohE '\bnsl_[a-z0-9_]+ *\(' "$NSL_SOURCE_DIR"/include/nsl/*.h | tr -d ' (' 
 fns=$(cat "$NSL_SOURCE_DIR"/src/source/*.h | grep -oE '\bnsl_[a-z0-9_]+ *\(' | tr -d ' (' | sort -u \
         | comm -23 - "$TMP/public")
 [ -n "$fns" ] && ok "source functions listed ($(echo "$fns" | wc -l))" || bad "no source function found"
-forbidden="nsl_[a-z_]*source_ops|->kind\b|\bnsl_nsys_[a-z_]+ *\($(printf '|\\b%s *\\(' $fns)"
+forbidden="nsl_[a-z_]*source_ops|->kind\b|\bnsl_+nsys_[a-z_]+ *\($(printf '|\\b%s *\\(' $fns)"
 hits=$(grep -n -E "$forbidden" "$src"/*.c "$src"/*.h)
 check_eq "src/lua names no source's ops, kind or functions" "$hits" ""
 # The Lua library and the analyses reach inputs through the trace's tables,
@@ -25,7 +25,7 @@ hits=$(grep -rn -E ':sql *\(' "$NSL_SOURCE_DIR"/lua | grep -v '/lua/nsl/repl\.lu
 check_eq "lua/ runs no SQL on the inputs" "$hits" ""
 # The check can fail: it finds what it forbids.
 printf '#include "source/nsys_jax.h"\nx = ops->kind;\n' > "$TMP/probe.c"
-printf 'nsl_jax_member_read(src, n, &d, &l, &e);\n' > "$TMP/probe2.c"
+printf 'nsl__jax_member_read(src, n, &d, &l, &e);\n' > "$TMP/probe2.c"
 [ -n "$(grep -n -E "$forbidden" "$TMP/probe2.c")" ] && ok "probe: a source function is found" \
   || bad "probe: a source function was missed"
 [ -n "$(grep -n -E '#[[:space:]]*include[[:space:]]*[<"](\.\./)*(src/)?source/' "$TMP/probe.c")" ] \
