@@ -7,8 +7,6 @@
  * each contract says.  Functions without an nsl_error return NULL on bad
  * input or out of memory. */
 #include <float.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,19 +36,8 @@ static const uint8_t hits[] = {
 static int valid_cmp(nsl_cmp op) { return (unsigned)op <= NSL_GE; }
 
 /* Fills err with NSL_ERR_ARG (a caller's mistake) and returns NULL. */
-static nsl_column *arg_error(nsl_error *err, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static nsl_column *arg_error(nsl_error *err, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-    err->code = NSL_ERR_ARG;
-  }
+static nsl_column *arg_error(nsl_error *err, const char *msg) {
+  nsl_error_set(err, NSL_ERR_ARG, "%s", msg);
   return NULL;
 }
 
@@ -469,8 +456,10 @@ const int64_t *nsl__as_i64(const nsl_column *c, nsl_column **copy) {
 
 nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to, nsl_error *err) {
   if (!valid_col(c) || (unsigned)to > NSL_BOOL) return arg_error(err, "cast: missing column or unknown type");
-  if (to == NSL_STR && c->type != NSL_STR)   /* no dictionary to map into */
-    return arg_error(err, "cast: a %s column cannot become a str column", nsl_type_name(c->type));
+  if (to == NSL_STR && c->type != NSL_STR) {   /* no dictionary to map into */
+    nsl_error_set(err, NSL_ERR_ARG, "cast: a %s column cannot become a str column", nsl_type_name(c->type));
+    return NULL;
+  }
   int64_t n = c->len;
   nsl_column *r = nsl_column_new(to, n, c->dict);
   if (!r) return nomem(err);

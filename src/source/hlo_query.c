@@ -4,6 +4,8 @@
  * heap peak XLA's heap simulator's). */
 #include "source/hlo_query.h"
 
+#include "core/text.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,59 +321,32 @@ nsl_status nsl_hlo_heap(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *out, ns
   return NSL_OK;
 }
 
-/* A growing text for nsl_hlo_structure. */
-typedef struct text_buf {
-  char *s;
-  size_t len, cap;
-  int failed;
-} text_buf;
-
-static void text_add(text_buf *b, const char *s, size_t n) {
-  if (b->failed) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *p = realloc(b->s, cap);
-    if (!p) {
-      b->failed = 1;
-      return;
-    }
-    b->s = p;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->len, s, n);
-  b->len += n;
-  b->s[b->len] = '\0';
-}
-
-static void text_str(text_buf *b, const char *s) { text_add(b, s, strlen(s)); }
-
 nsl_status nsl_hlo_structure(const nsl_hlo *h, char **out, size_t *len, nsl_error *err) {
   const nsl_hlo_module *m = &h->module;
-  text_buf b = {0};
-  text_str(&b, m->name);
+  nsl__text b = {0};
+  nsl__text_add(&b, m->name);
   for (int64_t c = 0; c < m->ncomputations; c++)
     for (int64_t i = 0; i < m->computations[c].ninstructions; i++) {
       const nsl_hlo_instruction *in = &m->computations[c].instructions[i];
-      text_str(&b, "\n");
-      text_str(&b, in->name);
-      text_str(&b, " ");
-      text_str(&b, in->opcode);
-      text_str(&b, " ");
-      text_str(&b, nsl__hlo_element_name(in->shape.element_type));
+      nsl__text_add(&b, "\n");
+      nsl__text_add(&b, in->name);
+      nsl__text_add(&b, " ");
+      nsl__text_add(&b, in->opcode);
+      nsl__text_add(&b, " ");
+      nsl__text_add(&b, nsl__hlo_element_name(in->shape.element_type));
       for (int64_t d = 0; d < in->shape.ndimensions; d++) {
         char num[32];
         snprintf(num, sizeof num, "%c%lld", d ? ',' : '[', (long long)in->shape.dimensions[d]);
-        text_str(&b, num);
+        nsl__text_add(&b, num);
       }
       for (int64_t t = 0; t < in->shape.ntuple_shapes; t++) {
         char num[48];
         snprintf(num, sizeof num, " t%lld:%s", (long long)t,
                  nsl__hlo_element_name(in->shape.tuple_shapes[t].element_type));
-        text_str(&b, num);
+        nsl__text_add(&b, num);
       }
     }
-  if (b.failed || !b.s) {
+  if (b.oom || !b.s) {
     free(b.s);
     *out = NULL;
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");

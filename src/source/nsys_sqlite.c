@@ -39,6 +39,7 @@
 
 #include "core/model.h"
 #include "core/parallel.h"
+#include "core/text.h"
 #include "nsl/nsl.h"
 #include "source/nsys_schema.h"
 #include "source/nsys_sqlite.h"
@@ -412,29 +413,9 @@ static int32_t enum_value(enum_map *e, nsl_dict *dict, int64_t v) {
 
 /* ---- building the SELECT ------------------------------------------------- */
 
-typedef struct sbuf {
-  char *p;
-  size_t len, cap;
-  int oom;
-} sbuf;
+typedef nsl__text sbuf;   /* core/text.h */
 
-static void sb_add(sbuf *b, const char *s) {
-  size_t n = strlen(s);
-  if (b->oom) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap * 2 : 512;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-      b->oom = 1;
-      return;
-    }
-    b->p = p;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->len, s, n + 1);
-  b->len += n;
-}
+static void sb_add(sbuf *b, const char *s) { nsl__text_add(b, s); }
 
 static void sb_ident(sbuf *b, const char *id) {   /* "id" (nsys names have no quotes) */
   sb_add(b, "\"");
@@ -1019,7 +1000,7 @@ static nsl_status scan_rows(scan_part *p) {
   if (b.oom) goto nomem;
   step = sqlite3_create_function_v2(db, ROW_FUNCTION, nc, SQLITE_UTF8 | SQLITE_DIRECTONLY, &rr, NULL, row_step,
                                     row_final, NULL);
-  if (step == SQLITE_OK) step = sqlite3_prepare_v2(db, b.p, -1, &st, NULL);
+  if (step == SQLITE_OK) step = sqlite3_prepare_v2(db, b.s, -1, &st, NULL);
   if (step == SQLITE_OK && p->hi >= p->lo) {
     sqlite3_bind_int64(st, 1, p->lo);
     sqlite3_bind_int64(st, 2, p->hi);
@@ -1038,7 +1019,7 @@ nomem:
 done:
   sqlite3_finalize(st);
   sqlite3_create_function_v2(db, ROW_FUNCTION, nc, SQLITE_UTF8, NULL, NULL, NULL, NULL, NULL);   /* unregister */
-  free(b.p);
+  free(b.s);
   lag_free(&rr.lag);
   return p->rc = rc;
 }
@@ -1256,7 +1237,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
   }
   if ((rc = build_statement(s, m, cols, n, nvtx_domains, sc.types_in_c, extras, &b, &sc.ncols, err)) != NSL_OK)
     goto done;
-  sc.sql = b.p;
+  sc.sql = b.s;
 
   int64_t cap = parallel ? total : estimate_rows(s, m);
   for (int j = 0; j < n; j++)
@@ -1281,7 +1262,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
         q->cap = q->hi - q->lo + 1;
         sbuf qb = {0};
         rc = build_select(s, m, k, cols, n, nvtx_domains, sc.types_in_c, extras, 1, &qb, &sc.ncols, err);
-        q->sql = qb.p;
+        q->sql = qb.s;
         if (rc != NSL_OK) goto done;
         if (qb.oom) goto nomem;
         if (!(q->dict = nsl_dict_new()) || part_constants(q) < 0) goto nomem;
@@ -1370,7 +1351,7 @@ done:
   free(parts);
   for (int j = 0; j < n; j++) enum_map_free(&cols[j].en);
   free(cols);
-  free(b.p);
+  free(b.s);
   enum_map_free(&dom);
   return rc;
 }
@@ -1393,13 +1374,13 @@ static nsl_status nsys_count(void *p, const char *name, int64_t *out, nsl_error 
   if (rc == NSL_OK && b.oom) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   if (rc == NSL_OK) {
     sqlite3_stmt *st = NULL;
-    int src = sqlite3_prepare_v2(s->db, b.p, -1, &st, NULL);
+    int src = sqlite3_prepare_v2(s->db, b.s, -1, &st, NULL);
     if (src == SQLITE_OK) src = sqlite3_step(st);
     if (src == SQLITE_ROW) *out = sqlite3_column_int64(st, 0);
     else rc = sql_error(s, src, m->sources[0], err);
     sqlite3_finalize(st);
   }
-  free(b.p);
+  free(b.s);
   return rc;
 }
 
