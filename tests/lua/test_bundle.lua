@@ -126,6 +126,34 @@ return {
     b:close()
   end},
 
+  {"trace:metadata is META_DATA_CAPTURE (sqlite3 as oracle), through a bundle too", function()
+    for _, f in ipairs{"nsys/tiny_2026.1.sqlite", "nsys/pytorch_nccl_2gpu_2026.2.sqlite", "nsys/cuda_2021.2.sqlite"} do
+      local path = T.data(f)
+      local want, n = {}, 0
+      if T.sql1(path, "SELECT count(*) FROM sqlite_master WHERE name = 'META_DATA_CAPTURE'") == 1 then
+        for _, r in ipairs(T.sql(path, "SELECT name, value FROM META_DATA_CAPTURE WHERE value IS NOT NULL")) do
+          if want[r[1]] == nil then n = n + 1 end
+          want[r[1]] = r[2]
+        end
+      end
+      local tr = assert(nsl.open(path))
+      local got, m = tr:metadata(0), 0
+      for k, v in pairs(got) do
+        m = m + 1
+        T.eq(v, want[k], f .. ": " .. k)
+      end
+      T.eq(m, n, f .. ": entries")
+      T.raises(function() return tr:metadata(1) end, "no such report", "report out of range")
+    end
+    local out = tmp .. "/metadata.zip"
+    assert(bundle.write{output = out, exports = {T.data("nsys/tiny_2026.1.sqlite")}})
+    local b = assert(nsl.open(out))
+    local e = assert(nsl.open(T.data("nsys/tiny_2026.1.sqlite")))
+    local bm, em = b:metadata(0), e:metadata(0)
+    for k, v in pairs(em) do T.eq(bm[k], v, "bundle: " .. k) end
+    T.ok(next(em) ~= nil, "tiny has capture metadata")
+  end},
+
   {"trace:members and trace:member list and read the bundle's files", function()
     local src = tmp .. "/src"
     assert(nsl.mkdir_p(src .. "/pkg/.git"))
