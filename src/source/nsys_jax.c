@@ -801,9 +801,17 @@ static int archive_root(const nsl_bundle *b, char *root, size_t cap) {
   return 0;
 }
 
-int nsl__jax_is_archive(const nsl_bundle *b) {
+int nsl__jax_sniff(const char *path) {
+  if (!nsl_bundle_sniff(path)) return 0;
+  nsl_bundle_options o;
+  nsl_bundle *b = NULL;
+  nsl_bundle_options_init(&o);
+  o.mode = NSL_BUNDLE_AUTO;
+  if (nsl_bundle_open(&b, path, &o, NULL) != NSL_OK) return 0;   /* a bundle's error says what is wrong */
   char root[256];
-  return archive_root(b, root, sizeof root);
+  int is = archive_root(b, root, sizeof root);
+  nsl_bundle_close(b);
+  return is;
 }
 
 /* The file stem of path as a new string: "dir/pax_proc0.zip" -> "pax_proc0". */

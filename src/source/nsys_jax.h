@@ -8,7 +8,7 @@
  * stem found under nvtx_gpu_proj_trace/trace.parquet/ becomes one report.
  *
  * Basic outline:
- *   1. nsl__jax_is_archive(b) tells open.c that a raw-opened zip is one.
+ *   1. nsl__jax_sniff(path) tells open.c that a file is one.
  *   2. nsl__jax_add_reports(tr, path, &err) adds its report(s) to a trace.
  *   3. The binding reaches a report's members (XLA dumps, sources) through
  *      nsl__jax_member_read / nsl__jax_member_list on the source of a report
@@ -22,9 +22,9 @@
 
 extern const nsl_source_ops nsl__jax_source_ops;
 
-/* 1 when the zip b (opened in RAW or AUTO mode) is an nsys-jax archive or an
- * nsys-jax-combine output. */
-int nsl__jax_is_archive(const nsl_bundle *b);
+/* 1 when the file at path is a zip that is an nsys-jax archive or an
+ * nsys-jax-combine output (open.c's test). */
+int nsl__jax_sniff(const char *path);
 
 /* Opens the archive at path and adds one report per process it holds. */
 nsl_status nsl__jax_add_reports(nsl_trace *tr, const char *path, nsl_error *err);

@@ -1699,6 +1699,16 @@ nsl_status nsl__nsys_open_file(const char *path, void **out, nsl_report_info *in
   return NSL_OK;
 }
 
+nsl_status nsl__nsys_add_reports(nsl_trace *tr, const char *path, nsl_error *err) {
+  void *src = NULL;
+  nsl_report_info info;
+  nsl_status rc = nsl__nsys_open_file(path, &src, &info, err);
+  if (rc != NSL_OK) return rc;
+  rc = nsl_trace_add_source(tr, &nsl__nsys_source_ops, src, &info, err);
+  if (rc != NSL_OK) nsys_close(src);
+  return rc;
+}
+
 nsl_status nsl__nsys_open_image(const char *label, const void *data, size_t size, void **out, nsl_report_info *info,
                                nsl_error *err) {
   *out = NULL;

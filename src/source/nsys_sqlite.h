@@ -21,6 +21,8 @@ nsl_status nsl__nsys_open_image(const char *label, const void *data, size_t size
 nsl_status nsl__nsys_adopt_image(const char *label, void *data, size_t size, void **src,
                                 nsl_report_info *info, nsl_error *err);
 extern const nsl_source_ops nsl__nsys_source_ops;
+/* Opens the export at path and adds it to tr as one report (open.c). */
+nsl_status nsl__nsys_add_reports(nsl_trace *tr, const char *path, nsl_error *err);
 /* nsl__nsys_sql: the nsys source's sql operation (nsl_source_ops.sql). */
 nsl_status nsl__nsys_sql(void *src, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
 
