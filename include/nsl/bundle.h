@@ -128,9 +128,9 @@ const json_t *nsl_bundle_manifest(const nsl_bundle *b);
 /* The manifest's "reports" entry whose "member" is member (borrowed), or NULL. */
 const json_t *nsl_bundle_report_entry(const nsl_bundle *b, const char *member);
 /* Copies what the manifest says about report member into info (overriding):
- * host, rank, nsys and schema versions, session start; fields it does not
- * give are left as they are.  Returns 1 when the manifest has an entry for
- * member. */
+ * host (a string of the manifest: valid while b is open), rank, nsys and
+ * schema versions, session start; fields it does not give are left as they
+ * are.  Returns 1 when the manifest has an entry for member. */
 int nsl_bundle_fill_report_info(const nsl_bundle *b, const char *member, nsl_report_info *info);
 
 /* Decompresses member name into a new buffer (*data, release with free();
@@ -155,7 +155,7 @@ nsl_status nsl_bundle_verify(nsl_bundle *b, nsl_error *err);
 /* Opens the bundle at path (opts NULL = default limits; the mode is always
  * STRICT) and adds its reports to tr: the members its manifest's "reports"
  * name, in that order, then any other .sqlite member under reports/.  Each
- * is read into memory and opened with nsl_nsys_adopt_image (labelled "<path>:<member>");
+ * is read into memory and opened from there as an nsys export (labelled "<path>:<member>");
  * the manifest's host, rank, versions and session start then override what
  * the export says.  NSL_ERR_FORMAT for a bundle without reports. */
 nsl_status nsl_bundle_add_reports(nsl_trace *tr, const char *path, const nsl_bundle_options *opts,

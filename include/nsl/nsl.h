@@ -12,9 +12,15 @@
  *   5. nsl_column_release / nsl_table_release / nsl_trace_close release
  *      everything; handles are reference counted.
  *
- * Conventions: functions that can fail return an nsl_status and fill an
- * nsl_error (message text kept in the error, never printed).  Times are
- * int64 nanoseconds.  Missing values are sentinels: NSL_NULL_I64,
+ * Conventions: every function that can fail takes an nsl_error *err as
+ * its last argument (NULL when the caller wants no message) and fills it
+ * when it fails (code and message text, never printed): a function that
+ * makes a new object (column, table, mask) returns it, or NULL; any other
+ * returns an nsl_status (NSL_OK or the error's code).  Two kinds of
+ * function take no err: constructors whose only failure is memory
+ * (nsl_*_new, which return NULL) and questions that cannot fail (accessors,
+ * counts, finds, predicates such as nsl_bundle_sniff).  Times are int64
+ * nanoseconds.  Missing values are sentinels: NSL_NULL_I64,
  * NSL_NULL_I32, NaN for doubles, -1 for string ids.
  * This header never includes lua.h.
  */
@@ -102,25 +108,26 @@ typedef enum nsl_type {
 #define NSL_NULL_I32 INT32_MIN
 
 /* A typed, contiguous, immutable-once-built array.  Fields are read-only
- * for users; build columns with nsl_column_new and fill data before
- * sharing them. */
+ * for users; build columns with nsl_column_new (never declare one: columns
+ * are reference counted, nsl_column_retain / _release) and fill data
+ * before sharing them. */
 typedef struct nsl_column {
   nsl_type type;
   int64_t len;
   int64_t cap;      /* allocated elements */
   void *data;       /* int64_t*, int32_t*, double*, int32_t* ids, uint8_t* */
   nsl_dict *dict;   /* NSL_STR only (retained) */
-  int refcount;
-  struct nsl_mapping *mapping;   /* data lies in a mapped cache file (retained), not in malloc'd memory;
-                                    NULL for columns nsl_column_new makes */
 } nsl_column;
 
 /* New column of len elements (zero-filled); dict is retained for NSL_STR. */
 nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict);
 nsl_column *nsl_column_retain(nsl_column *c);
 void nsl_column_release(nsl_column *c);
+/* 1 when c has other holders than the caller's one reference (a table, a
+ * view), so releasing it would free nothing. */
+int nsl_column_is_shared(const nsl_column *c);
 /* Grows capacity to at least cap elements (len unchanged); NSL_ERR_NOMEM. */
-nsl_status nsl_column_reserve(nsl_column *c, int64_t cap);
+nsl_status nsl_column_reserve(nsl_column *c, int64_t cap, nsl_error *err);
 /* Sets len (within cap), e.g. after filling a reserved column. */
 void nsl_column_set_len(nsl_column *c, int64_t len);
 size_t nsl_type_size(nsl_type t);
@@ -151,8 +158,10 @@ typedef nsl_status (*nsl_table_loader)(void *ctx, nsl_table *t, const int *idx, 
 nsl_table *nsl_table_new(void);
 nsl_table *nsl_table_retain(nsl_table *t);
 void nsl_table_release(nsl_table *t);
-/* Declares a column (not loaded) of the given type; returns its index or -1. */
-int nsl_table_declare(nsl_table *t, const char *name, nsl_type type);
+/* Declares a column (not loaded) of the given type; returns its index, or
+ * -1 and err filled (out of memory; NSL_ERR_ARG when it is declared already
+ * with another type). */
+int nsl_table_declare(nsl_table *t, const char *name, nsl_type type, nsl_error *err);
 /* Adds (or replaces) a loaded column; retains c.  Its length must equal the
  * table's row count once one is known.  Returns index or -1 (NSL_ERR_ARG). */
 int nsl_table_add(nsl_table *t, const char *name, nsl_column *c, nsl_error *err);
@@ -186,22 +195,22 @@ typedef enum nsl_cmp { NSL_EQ, NSL_NE, NSL_LT, NSL_LE, NSL_GT, NSL_GE } nsl_cmp;
 
 /* Mask (NSL_BOOL) of c OP value; NULLs compare false (NE: true).  For
  * NSL_STR columns value is a string id (EQ/NE only are meaningful). */
-nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t value);
-nsl_column *nsl_col_cmp_f64(const nsl_column *c, nsl_cmp op, double value);
+nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t value, nsl_error *err);
+nsl_column *nsl_col_cmp_f64(const nsl_column *c, nsl_cmp op, double value, nsl_error *err);
 /* Mask of a OP b, element-wise (same length). */
 nsl_column *nsl_col_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column *b, nsl_error *err);
 /* Mask of rows whose value (int or string id) is in ids[0..n); NULL rows
  * are never in; F64 values are in when integral and equal. */
-nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n);
-nsl_column *nsl_col_isnull(const nsl_column *c);
+nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n, nsl_error *err);
+nsl_column *nsl_col_isnull(const nsl_column *c, nsl_error *err);
 /* Mask algebra: and/or of equal-length masks, not. */
 nsl_column *nsl_mask_and(const nsl_column *a, const nsl_column *b, nsl_error *err);
 nsl_column *nsl_mask_or(const nsl_column *a, const nsl_column *b, nsl_error *err);
-nsl_column *nsl_mask_not(const nsl_column *a);
+nsl_column *nsl_mask_not(const nsl_column *a, nsl_error *err);
 /* Number of set rows (-1 when mask is not a bool column). */
 int64_t nsl_mask_count(const nsl_column *mask);
 /* Row indices (NSL_I64) where mask is 1. */
-nsl_column *nsl_mask_indices(const nsl_column *mask);
+nsl_column *nsl_mask_indices(const nsl_column *mask, nsl_error *err);
 /* c[idx[i]] for every i; idx entries < 0 give NULL (0 for bool columns);
  * an entry past the end is NSL_ERR_ARG.  idx is NSL_I64 (or NSL_I32). */
 nsl_column *nsl_col_gather(const nsl_column *c, const nsl_column *idx, nsl_error *err);
@@ -212,12 +221,12 @@ nsl_column *nsl_col_gather(const nsl_column *c, const nsl_column *idx, nsl_error
  * columns are refused (NULL / NSL_ERR_ARG). */
 typedef enum nsl_arith { NSL_ADD, NSL_SUB, NSL_MUL, NSL_DIV } nsl_arith;
 nsl_column *nsl_col_arith(const nsl_column *a, nsl_arith op, const nsl_column *b, nsl_error *err);
-nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v);
+nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v, nsl_error *err);
 /* Converts to another numeric type (NSL_STR -> NSL_I64 gives ids).  Values
  * that do not fit (and NaN) become NULL; doubles truncate toward zero; to
  * NSL_BOOL: 1 for non-NULL non-zero values.  Nothing converts to NSL_STR
  * but a string column (a copy). */
-nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to);
+nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to, nsl_error *err);
 
 /* Stable ascending argsort by keys[0] then keys[1]...; desc[k] nonzero
  * sorts that key descending (desc may be NULL).  NULLs (and NaN) sort
@@ -432,12 +441,15 @@ typedef struct nsl_sql_value {
 } nsl_sql_value;
 typedef int (*nsl_sql_row_fn)(void *ctx, int ncols, const char *const *names,
                               const nsl_sql_value *values);
+/* One metadata entry of a report (nsl_trace_metadata); non-zero stops. */
+typedef int (*nsl_metadata_fn)(void *ctx, const char *name, const char *value);
 
 /* A report source: one SQLite export (or other input) seen as the data
  * model's tables.  Implemented in src/source/; the trace owns it.  The
  * operations after close are optional (NULL when the source has no such
  * thing); callers go through nsl_trace_sql / nsl_trace_members /
- * nsl_trace_member_read, never through a source's own functions. */
+ * nsl_trace_member_read / nsl_trace_metadata, never through a source's own
+ * functions. */
 typedef struct nsl_source_ops {
   const char *kind;   /* "nsys-sqlite", ... */
   /* Declares the columns of data-model table `name` on t (nsl_table_declare),
@@ -461,13 +473,19 @@ typedef struct nsl_source_ops {
   /* Reads archive member `name` whole into *data (release with free());
    * NSL_ERR_NOTFOUND when there is no such member. */
   nsl_status (*member_read)(void *src, const char *name, void **data, size_t *len, nsl_error *err);
+  /* Calls fn(ctx, name, value) for each entry of the metadata the report
+   * records about its capture (an nsys export: META_DATA_CAPTURE, in table
+   * order, entries without a value left out); fn returning non-zero stops. */
+  nsl_status (*metadata)(void *src, nsl_metadata_fn fn, void *ctx, nsl_error *err);
 } nsl_source_ops;
 
 /* Report metadata, filled by the source when it opens. */
 typedef struct nsl_report_info {
-  const char *path;       /* as given by the user; the trace keeps its own copy */
-  char name[256];         /* unique report name within the trace, e.g. file stem */
-  char host[256];
+  /* Strings: a source fills them with its own, valid until it is added to a
+   * trace (nsl_trace_add_source), which keeps copies of them. */
+  const char *path;       /* as given by the user */
+  const char *name;       /* unique report name within the trace, e.g. file stem */
+  const char *host;       /* "" when unknown */
   char nsys_version[64];  /* "2026.2.1.210" or "" */
   char schema_version[32];/* "3.25.0" or "" */
   int64_t rank;           /* -1 when unknown */
@@ -476,7 +494,8 @@ typedef struct nsl_report_info {
   int64_t first_ts, last_ts; /* earliest and latest event time seen (raw), or NSL_NULL_I64 */
 } nsl_report_info;
 
-/* Opens each path (an nsys SQLite export, or a bundle: nsl_bundle_add_reports)
+/* Opens each path (an nsys SQLite export, an nsys-jax archive, or a bundle:
+ * nsl_bundle_add_reports; src/source/open.c knows them all)
  * as reports of one trace, and records the paths as its inputs.  Nothing
  * but metadata is read (a bundle's reports are decompressed into memory). */
 nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, nsl_error *err);
@@ -509,13 +528,13 @@ nsl_status nsl_trace_set_dict(nsl_trace *tr, nsl_dict *d, nsl_error *err);
 nsl_status nsl_trace_table(nsl_trace *tr, const char *name, nsl_table **out, nsl_error *err);
 /* Names of the data-model tables, NULL-terminated. */
 const char *const *nsl_model_tables(void);
-/* The source and source context of report i (0-based; NULL out of range).
- * A report loaded through the columnar cache (nsl/cache.h) gives the cache's
- * wrapper: call the returned ops on src, never a source's own functions. */
-const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src);
 /* Runs one read-only SQL statement on report i's database: NSL_ERR_ARG for
  * a report out of range, NSL_ERR_NOTFOUND when its source has no SQL. */
 nsl_status nsl_trace_sql(nsl_trace *tr, int i, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
+/* Calls fn(ctx, name, value) for each entry of report i's capture metadata
+ * (nsl_source_ops.metadata); NSL_ERR_ARG for a report out of range, NSL_OK
+ * without a call for a source that records none. */
+nsl_status nsl_trace_metadata(nsl_trace *tr, int i, nsl_metadata_fn fn, void *ctx, nsl_error *err);
 /* Whether report i's source is read from an archive whose members
  * nsl_trace_members / nsl_trace_member_read reach. */
 int nsl_trace_has_members(const nsl_trace *tr, int i);
@@ -529,24 +548,6 @@ size_t nsl_trace_members(nsl_trace *tr, int i, const char *prefix, void (*fn)(vo
  * without members or no such member. */
 nsl_status nsl_trace_member_read(nsl_trace *tr, int i, const char *name, void **data, size_t *len,
                                  nsl_error *err);
-
-/* ---- nsys SQLite source (src/source/nsys_sqlite.c) -------------------- */
-
-/* Opens an nsys SQLite export read-only (immutable, never writes beside
- * it) from a path, or from an in-memory image (copied; used for bundle
- * members).  Fills info. */
-nsl_status nsl_nsys_open_file(const char *path, void **src, nsl_report_info *info, nsl_error *err);
-nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size, void **src,
-                               nsl_report_info *info, nsl_error *err);
-/* The same over an image in a buffer allocated with malloc, which the
- * source takes over instead of copying it (half the peak memory of
- * nsl_nsys_open_image): data is released with free() when the source is
- * closed, and before returning when the open fails. */
-nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **src,
-                                nsl_report_info *info, nsl_error *err);
-extern const nsl_source_ops nsl_nsys_source_ops;
-/* nsl_nsys_sql: the nsys source's sql operation (nsl_source_ops.sql). */
-nsl_status nsl_nsys_sql(void *src, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
 
 /* ---- Nsight Systems reports (src/source/nsys_rep.c) ------------------ */
 

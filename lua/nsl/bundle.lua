@@ -113,19 +113,17 @@ function M.add_paths(list, folder, paths, flat)
 end
 
 -- The profiled command line recorded in an export (nsys 2023.3 and later:
--- META_DATA_CAPTURE rows PROCESS_<n>:COMMAND and :ARGUMENT_<k>), or nil.
+-- capture metadata PROCESS_<n>:COMMAND and :ARGUMENT_<k>), or nil.
 local function export_command(tr)
-  local has = tr:sql(1, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'META_DATA_CAPTURE'")
-  if has[1].n == 0 then return nil end
-  local rows = tr:sql(1, [[SELECT name, value FROM META_DATA_CAPTURE
-    WHERE name GLOB 'PROCESS_[0-9]*:COMMAND' OR name GLOB 'PROCESS_[0-9]*:ARGUMENT_[0-9]*']])
   local procs = {}
-  for _, r in ipairs(rows) do
-    local p, what = r.name:match("^PROCESS_(%d+):(.*)$")
-    p = tonumber(p)
-    procs[p] = procs[p] or {args = {}}
-    if what == "COMMAND" then procs[p].command = r.value
-    else procs[p].args[tonumber(what:match("%d+"))] = r.value end
+  for name, value in pairs(tr:metadata(0)) do
+    local p, what = name:match("^PROCESS_(%d+):(.*)$")
+    local arg = what and what:match("^ARGUMENT_(%d+)$")
+    if what == "COMMAND" or arg then
+      p = tonumber(p)
+      procs[p] = procs[p] or {args = {}}
+      if arg then procs[p].args[tonumber(arg)] = value else procs[p].command = value end
+    end
   end
   local first
   for p, v in pairs(procs) do

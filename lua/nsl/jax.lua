@@ -145,7 +145,7 @@ function M.parse_dump_name(base)
 end
 
 -- The after-optimizations dumps of the reports that come from nsl bundles
--- (trace.meta, members meta/xla_dump/[<folder>/]module_*.hlo.pb[.xz]): a
+-- (trace:members, meta/xla_dump/[<folder>/]module_*.hlo.pb[.xz]): a
 -- list per report of {id, rest, member, specific, load}.  A dump belongs to
 -- the reports of its own bundle: to the one report it names -- a folder
 -- "rank<N>", "<N>" or the report's name, or the rank tag of `nsl combine`'s
@@ -156,19 +156,22 @@ local function bundle_dumps(trace, files)
   local pending = false
   for r = 0, #rt - 1 do if #files[r] == 0 then pending = true end end
   if not pending then return end
-  local meta = trace.meta
-  for _, b in ipairs(meta:bundles()) do
+  for _, b in ipairs(trace:inputs()) do
     local mine = {}
     for r = 0, #rt - 1 do
       if #files[r] == 0 and paths[r + 1]:sub(1, #b + 1) == b .. ":" then mine[#mine + 1] = r end
     end
     if #mine > 0 then
+      local first = mine[1]   -- the reports of one bundle see the same members
+      local rels = {}
+      for _, name in ipairs(trace:members(first, "meta/")) do rels[#rels + 1] = name:sub(#"meta/" + 1) end
+      table.sort(rels)
       local function named(sub, r)
         local rank = ranks[r + 1]
         if rank ~= nil and rank < 0 then rank = nil end
         return sub == names[r + 1] or (rank ~= nil and (sub == "rank" .. rank or sub == tostring(rank)))
       end
-      for _, rel in ipairs(meta:list(b)) do
+      for _, rel in ipairs(rels) do
         local sub, base = rel:match("^xla_dump/(.-)/?([^/]+)$")
         local id, rest, _, tag = M.parse_dump_name(base or "")
         if id and rest:find("after_optimizations", 1, true) then
@@ -181,7 +184,7 @@ local function bundle_dumps(trace, files)
             for _, r in ipairs(mine) do if named(sub, r) then owner = r; claimed = true end end
           end
           local function load()   -- a damaged bundle fails; a dump that does not decode is no dump
-            local bytes, err = meta:read(rel, b)
+            local bytes, err = trace:member(first, "meta/" .. rel)
             if not bytes then nsl.fail(err) end
             return nsl.hlo_decode(bytes, b .. ":meta/" .. rel)
           end

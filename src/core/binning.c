@@ -375,7 +375,7 @@ nsl_column *nsl_overlapping_rows(const nsl_column *start, const nsl_column *stop
     if (fast ? !(s[i] < to && e[i] > from && s[i] != NSL_NULL_I64) : !overlaps(start, stop, i, from, to)) continue;
     if (k == cap) {
       cap = cap ? cap * 2 : 1024;
-      if (nsl_column_reserve(r, cap) != NSL_OK) goto nomem;
+      if (nsl_column_reserve(r, cap, NULL) != NSL_OK) goto nomem;
     }
     nsl_i64(r)[k++] = i;
   }
@@ -913,7 +913,7 @@ typedef struct span_out {
 static int span_out_reserve(span_out *o, int64_t cap) {
   nsl_column *cols[] = {o->s->x0, o->s->x1, o->s->busy, o->s->lane, o->s->cls, o->s->count, o->s->row};
   for (size_t q = 0; q < sizeof cols / sizeof *cols; q++)
-    if (nsl_column_reserve(cols[q], cap) != NSL_OK) return -1;
+    if (nsl_column_reserve(cols[q], cap, NULL) != NSL_OK) return -1;
   o->cap = cap;
   o->x0 = nsl_f64(o->s->x0), o->x1 = nsl_f64(o->s->x1), o->busy = nsl_f64(o->s->busy);
   o->lane = nsl_i64(o->s->lane), o->cls = nsl_i64(o->s->cls), o->count = nsl_i64(o->s->count);

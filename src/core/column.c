@@ -25,21 +25,33 @@ const char *nsl_type_name(nsl_type t) {
   return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
 }
 
+/* A column and its reference count, which nsl.h does not show: users hold
+ * references through nsl_column_retain / nsl_column_release only. */
+typedef struct column_box {
+  nsl_column c;   /* first: a column's address is its box's */
+  int refcount;
+  struct nsl_mapping *mapping;   /* data lies in a mapped cache file (retained), not in malloc'd
+                                    memory; NULL for columns nsl_column_new makes */
+} column_box;
+
+static column_box *box_of(const nsl_column *c) { return (column_box *)(void *)(uintptr_t)c; }
+
 /* New zero-filled column of len elements; NULL on out of memory. */
 nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict) {
   if (len < 0) return NULL;
-  nsl_column *c = calloc(1, sizeof *c);
-  if (!c) return NULL;
+  column_box *box = calloc(1, sizeof *box);
+  if (!box) return NULL;
+  nsl_column *c = &box->c;
+  box->refcount = 1;
   c->type = type;
-  c->refcount = 1;
   size_t es = nsl_type_size(type);
   if ((uint64_t)len > SIZE_MAX / es) {
-    free(c);
+    free(box);
     return NULL;
   }
   c->data = calloc(len ? (size_t)len : 1, es);
   if (!c->data) {
-    free(c);
+    free(box);
     return NULL;
   }
   /* A large buffer is fresh mapped memory that calloc has not touched:
@@ -52,30 +64,35 @@ nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict) {
 }
 
 nsl_column *nsl_column_retain(nsl_column *c) {
-  if (c) c->refcount++;
+  if (c) box_of(c)->refcount++;
   return c;
 }
 
 void nsl_column_release(nsl_column *c) {
-  if (!c || --c->refcount > 0) return;
-  if (c->mapping) nsl__mapping_release(c->mapping);
+  if (!c || --box_of(c)->refcount > 0) return;
+  if (box_of(c)->mapping) nsl__mapping_release(box_of(c)->mapping);
   else free(c->data);
   nsl_dict_release(c->dict);
-  free(c);
+  free(box_of(c));
 }
 
-nsl_status nsl_column_reserve(nsl_column *c, int64_t cap) {
+int nsl_column_is_shared(const nsl_column *c) { return box_of(c)->refcount > 1; }
+
+nsl_status nsl_column_reserve(nsl_column *c, int64_t cap, nsl_error *err) {
   if (cap <= c->cap) return NSL_OK;
   size_t es = nsl_type_size(c->type);
-  if (cap < 0 || (uint64_t)cap > SIZE_MAX / es) return NSL_ERR_NOMEM;
+  if (cap < 0 || (uint64_t)cap > SIZE_MAX / es)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory: a column of %lld values", (long long)cap);
   void *p;
-  if (c->mapping) {   /* a mapped column grows into memory of its own */
-    if (!(p = malloc((size_t)cap * es))) return NSL_ERR_NOMEM;
+  column_box *box = box_of(c);
+  if (box->mapping) {   /* a mapped column grows into memory of its own */
+    if (!(p = malloc((size_t)cap * es)))
+      return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory: a column of %lld values", (long long)cap);
     memcpy(p, c->data, (size_t)c->len * es);
-    nsl__mapping_release(c->mapping);
-    c->mapping = NULL;
+    nsl__mapping_release(box->mapping);
+    box->mapping = NULL;
   } else if (!(p = realloc(c->data, (size_t)cap * es)))
-    return NSL_ERR_NOMEM;
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory: a column of %lld values", (long long)cap);
   c->data = p;
   nsl__advise_huge(p, (size_t)cap * es);   /* the part not yet written (see nsl_column_new) */
   c->cap = cap;
@@ -150,13 +167,14 @@ void nsl__mapping_release(nsl_mapping *m) {
 }
 
 nsl_column *nsl__column_mapped(nsl_type type, int64_t len, void *data, nsl_mapping *m, nsl_dict *dict) {
-  nsl_column *c = calloc(1, sizeof *c);
-  if (!c) return NULL;
+  column_box *box = calloc(1, sizeof *box);
+  if (!box) return NULL;
+  nsl_column *c = &box->c;
   c->type = type;
-  c->refcount = 1;
+  box->refcount = 1;
   c->len = c->cap = len;
   c->data = data;
-  c->mapping = nsl__mapping_retain(m);
+  box->mapping = nsl__mapping_retain(m);
   if (type == NSL_STR) c->dict = nsl_dict_retain(dict);
   return c;
 }

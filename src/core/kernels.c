@@ -35,12 +35,24 @@ static const uint8_t hits[] = {
 
 static int valid_cmp(nsl_cmp op) { return (unsigned)op <= NSL_GE; }
 
+/* Fills err with NSL_ERR_ARG (a caller's mistake) and returns NULL. */
+static nsl_column *arg_error(nsl_error *err, const char *msg) {
+  nsl_error_set(err, NSL_ERR_ARG, "%s", msg);
+  return NULL;
+}
+
+/* Fills err with NSL_ERR_NOMEM and returns NULL. */
+static nsl_column *nomem(nsl_error *err) {
+  nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  return NULL;
+}
+
 /* ---- comparison masks ----------------------------------------------------- */
 
-nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t v) {
-  if (!valid_col(c) || !valid_cmp(op)) return NULL;
+nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t v, nsl_error *err) {
+  if (!valid_col(c) || !valid_cmp(op)) return arg_error(err, "compare: missing column or unknown operator");
   nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
-  if (!m) return NULL;
+  if (!m) return nomem(err);
   uint8_t *o = nsl_bool(m), ne = op == NSL_NE;
   int64_t n = c->len;
   if (v == NSL_NULL_I64) {   /* comparing with NULL */
@@ -77,10 +89,10 @@ nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t v) {
   return m;
 }
 
-nsl_column *nsl_col_cmp_f64(const nsl_column *c, nsl_cmp op, double v) {
-  if (!valid_col(c) || !valid_cmp(op)) return NULL;
+nsl_column *nsl_col_cmp_f64(const nsl_column *c, nsl_cmp op, double v, nsl_error *err) {
+  if (!valid_col(c) || !valid_cmp(op)) return arg_error(err, "compare: missing column or unknown operator");
   nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
-  if (!m) return NULL;
+  if (!m) return nomem(err);
   uint8_t *o = nsl_bool(m), ne = op == NSL_NE;
   int64_t n = c->len;
   if (isnan(v)) {
@@ -170,10 +182,11 @@ nsl_column *nsl_col_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column *b
 
 /* ---- membership, NULL tests ----------------------------------------------- */
 
-nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n) {
-  if (!valid_col(c) || n < 0 || (n > 0 && !ids)) return NULL;
+nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n, nsl_error *err) {
+  if (!valid_col(c) || n < 0 || (n > 0 && !ids)) return arg_error(err, "isin: needs a column and a list of values");
   nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
-  if (!m || n == 0) return m;
+  if (!m) return nomem(err);
+  if (n == 0) return m;
   uint8_t *o = nsl_bool(m);
   if (c->type == NSL_STR || c->type == NSL_I32) {   /* small ids (strings): a table indexed by the value */
     int64_t hi = -1;
@@ -197,7 +210,7 @@ nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n) {
   int64_t *set = malloc(cap * sizeof *set);
   if (!set) {
     nsl_column_release(m);
-    return NULL;
+    return nomem(err);
   }
   for (uint64_t s = 0; s < cap; s++) set[s] = NSL_NULL_I64;
   for (int64_t j = 0; j < n; j++) {
@@ -225,10 +238,10 @@ nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n) {
   return m;
 }
 
-nsl_column *nsl_col_isnull(const nsl_column *c) {
-  if (!valid_col(c)) return NULL;
+nsl_column *nsl_col_isnull(const nsl_column *c, nsl_error *err) {
+  if (!valid_col(c)) return arg_error(err, "isnull: missing column");
   nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
-  if (!m) return NULL;
+  if (!m) return nomem(err);
   uint8_t *o = nsl_bool(m);
   switch (c->type) {
   case NSL_I64:
@@ -283,10 +296,10 @@ nsl_column *nsl_mask_or(const nsl_column *a, const nsl_column *b, nsl_error *err
   return mask_binop(a, b, 0, err);
 }
 
-nsl_column *nsl_mask_not(const nsl_column *a) {
-  if (!a || a->type != NSL_BOOL) return NULL;
+nsl_column *nsl_mask_not(const nsl_column *a, nsl_error *err) {
+  if (!a || a->type != NSL_BOOL) return arg_error(err, "mask not: the operand must be a bool mask");
   nsl_column *m = nsl_column_new(NSL_BOOL, a->len, NULL);
-  if (!m) return NULL;
+  if (!m) return nomem(err);
   for (int64_t i = 0; i < a->len; i++) nsl_bool(m)[i] = nsl_bool(a)[i] == 0;
   return m;
 }
@@ -300,11 +313,11 @@ int64_t nsl_mask_count(const nsl_column *mask) {
   return k;
 }
 
-nsl_column *nsl_mask_indices(const nsl_column *mask) {
+nsl_column *nsl_mask_indices(const nsl_column *mask, nsl_error *err) {
   int64_t k = nsl_mask_count(mask);
-  if (k < 0) return NULL;
+  if (k < 0) return arg_error(err, "mask indices: the operand must be a bool mask");
   nsl_column *r = nsl_column_new(NSL_I64, k, NULL);
-  if (!r) return NULL;
+  if (!r) return nomem(err);
   const uint8_t *x = nsl_bool(mask);
   int64_t *o = nsl_i64(r), j = 0;
   for (int64_t i = 0; i < mask->len; i++)
@@ -409,13 +422,14 @@ nsl_column *nsl_col_arith(const nsl_column *a, nsl_arith op, const nsl_column *b
   return r;
 }
 
-nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v) {
-  if (!valid_col(a) || a->type == NSL_STR || (unsigned)op > NSL_DIV) return NULL;
+nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v, nsl_error *err) {
+  if (!valid_col(a) || a->type == NSL_STR || (unsigned)op > NSL_DIV)
+    return arg_error(err, a && a->type == NSL_STR ? "arithmetic on a str column" : "arithmetic: missing column or unknown operator");
   int64_t n = a->len;
   int int_scalar = v >= -9223372036854775807.0 && v < 9223372036854775808.0 && v == trunc(v);
   if (a->type != NSL_F64 && int_scalar) {
     nsl_column *r = nsl_column_new(NSL_I64, n, NULL);
-    if (!r) return NULL;
+    if (!r) return nomem(err);
     int64_t y = (int64_t)v, *o = nsl_i64(r);
     for (int64_t i = 0; i < n; i++) {
       int null;
@@ -425,7 +439,7 @@ nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v) {
     return r;
   }
   nsl_column *r = nsl_column_new(NSL_F64, n, NULL);
-  if (!r) return NULL;
+  if (!r) return nomem(err);
   double *o = nsl_f64(r);
   for (int64_t i = 0; i < n; i++) o[i] = arith_f64(nsl__f64_at(a, i), op, v);
   return r;
@@ -436,16 +450,19 @@ nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v) {
 const int64_t *nsl__as_i64(const nsl_column *c, nsl_column **copy) {
   *copy = NULL;
   if (c->type == NSL_I64) return nsl_i64(c);
-  if (!(*copy = nsl_col_cast(c, NSL_I64))) return NULL;
+  if (!(*copy = nsl_col_cast(c, NSL_I64, NULL))) return NULL;
   return nsl_i64(*copy);
 }
 
-nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to) {
-  if (!valid_col(c) || (unsigned)to > NSL_BOOL) return NULL;
-  if (to == NSL_STR && c->type != NSL_STR) return NULL;   /* no dictionary to map into */
+nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to, nsl_error *err) {
+  if (!valid_col(c) || (unsigned)to > NSL_BOOL) return arg_error(err, "cast: missing column or unknown type");
+  if (to == NSL_STR && c->type != NSL_STR) {   /* no dictionary to map into */
+    nsl_error_set(err, NSL_ERR_ARG, "cast: a %s column cannot become a str column", nsl_type_name(c->type));
+    return NULL;
+  }
   int64_t n = c->len;
   nsl_column *r = nsl_column_new(to, n, c->dict);
-  if (!r) return NULL;
+  if (!r) return nomem(err);
   if (to == c->type) {
     memcpy(r->data, c->data, (size_t)n * nsl_type_size(to));
     return r;

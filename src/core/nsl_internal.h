@@ -276,6 +276,12 @@ nsl_status nsl_format_table(const char *const *names, const nsl_column *const *c
 
 /* ---- caches, progress and warnings (src/core/cache_dir.c, progress.c) -- */
 
+/* The source and source context of report i of tr (0-based; NULL out of
+ * range), for sources that build on other sources (the CSV source joining
+ * files of one run, MPI's borrowed reports).  A report loaded through the
+ * columnar cache gives the cache's wrapper: call the returned ops on src. */
+const nsl_source_ops *nsl__trace_source(const nsl_trace *tr, int i, void **src);
+
 /* The folder of nsl's caches, subfolder `sub` (created with parents, mode 0700); *out is malloc'd. */
 nsl_status nsl__cache_dir(const char *sub, char **out, nsl_error *err);
 

@@ -338,8 +338,8 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
   if (!perm) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
   nsl_column *g = nsl_column_new(NSL_I64, 0, NULL), *gs = nsl_column_new(NSL_I64, 0, NULL),
              *ge = nsl_column_new(NSL_I64, 0, NULL);
-  if (!g || !gs || !ge || nsl_column_reserve(g, n) != NSL_OK || nsl_column_reserve(gs, n) != NSL_OK ||
-      nsl_column_reserve(ge, n) != NSL_OK) {
+  if (!g || !gs || !ge || nsl_column_reserve(g, n, NULL) != NSL_OK || nsl_column_reserve(gs, n, NULL) != NSL_OK ||
+      nsl_column_reserve(ge, n, NULL) != NSL_OK) {
     rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
     nsl_column_release(g);
     nsl_column_release(gs);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "nsl/nsl.h"
 
 struct nsl_regex {
@@ -29,31 +30,11 @@ struct nsl_regex {
   char *posix;       /* the translation */
 };
 
-/* A growable output string. */
-typedef struct sbuf {
-  char *s;
-  size_t len, cap;
-  int oom;
-} sbuf;
+/* A growable output string (core/text.h). */
+typedef nsl__text sbuf;
 
-static void sb_putn(sbuf *b, const char *s, size_t n) {
-  if (b->oom) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 64;
-    while (b->len + n + 1 > cap) cap *= 2;
-    char *p = realloc(b->s, cap);
-    if (!p) {
-      b->oom = 1;
-      return;
-    }
-    b->s = p;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->len, s, n);
-  b->len += n;
-  b->s[b->len] = '\0';
-}
-static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
+static void sb_putn(sbuf *b, const char *s, size_t n) { nsl__text_addn(b, s, n); }
+static void sb_puts(sbuf *b, const char *s) { nsl__text_add(b, s); }
 static void sb_putc(sbuf *b, char c) { sb_putn(b, &c, 1); }
 
 /* Characters with a meaning in POSIX EREs, escaped when meant literally. */

@@ -713,8 +713,8 @@ static int64_t tree_add(nsl_tree *t, int64_t pnode, int32_t depth, int64_t row) 
   int64_t id = t->nnodes;
   if (id == t->node_parent->cap) {
     int64_t cap = id * 2 > 1024 ? id * 2 : 1024;
-    if (nsl_column_reserve(t->node_parent, cap) != NSL_OK || nsl_column_reserve(t->node_depth, cap) != NSL_OK ||
-        nsl_column_reserve(t->node_row, cap) != NSL_OK)
+    if (nsl_column_reserve(t->node_parent, cap, NULL) != NSL_OK || nsl_column_reserve(t->node_depth, cap, NULL) != NSL_OK ||
+        nsl_column_reserve(t->node_row, cap, NULL) != NSL_OK)
       return -1;
   }
   nsl_i64(t->node_parent)[id] = pnode;

@@ -65,12 +65,19 @@ int nsl_table_find(const nsl_table *t, const char *name) {
   return -1;
 }
 
-int nsl_table_declare(nsl_table *t, const char *name, nsl_type type) {
+int nsl_table_declare(nsl_table *t, const char *name, nsl_type type, nsl_error *err) {
   int i = nsl_table_find(t, name);
-  if (i >= 0) return t->cols[i] || t->types[i] == type ? i : -1;
-  if (grow(t) != 0) return -1;
-  char *copy = strdup(name);
-  if (!copy) return -1;
+  if (i >= 0 && !t->cols[i] && t->types[i] != type) {
+    nsl_error_set(err, NSL_ERR_ARG, "column '%s' is already declared as %s, not %s", name, nsl_type_name(t->types[i]),
+                  nsl_type_name(type));
+    return -1;
+  }
+  if (i >= 0) return i;
+  char *copy = grow(t) == 0 ? strdup(name) : NULL;
+  if (!copy) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    return -1;
+  }
   i = t->ncols++;
   t->names[i] = copy;
   t->types[i] = type;
@@ -263,7 +270,7 @@ nsl_table *nsl_table_take(nsl_table *t, const nsl_column *idx, nsl_error *err) {
       int rc = nsl_table_add(r, t->names[i], g, err);
       nsl_column_release(g);
       if (rc < 0) goto fail;
-    } else if (nsl_table_declare(r, t->names[i], t->types[i]) < 0) goto nomem;
+    } else if (nsl_table_declare(r, t->names[i], t->types[i], NULL) < 0) goto nomem;
   }
   nsl_table_set_nrows(r, idx->len);
   ctx->parent = nsl_table_retain(t);

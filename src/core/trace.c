@@ -62,7 +62,11 @@ void nsl_trace_close(nsl_trace *tr) {
   }
   for (int i = 0; i < tr->nreports; i++)
     if (tr->reports[i].ops->close) tr->reports[i].ops->close(tr->reports[i].src);
-  for (int i = 0; i < tr->nreports; i++) free((char *)tr->reports[i].info.path);
+  for (int i = 0; i < tr->nreports; i++) {
+    free((char *)tr->reports[i].info.path);
+    free((char *)tr->reports[i].info.name);
+    free((char *)tr->reports[i].info.host);
+  }
   free(tr->reports);
   for (int i = 0; i < tr->ninputs; i++) free(tr->inputs[i]);
   free(tr->inputs);
@@ -99,14 +103,26 @@ nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *
   r->ops = ops;
   r->src = src;
   r->info = *info;
-  if (!(r->info.path = strdup(info->path ? info->path : "")))
-    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  const char *name = info->name ? info->name : "";
+  r->info.path = strdup(info->path ? info->path : "");
+  r->info.host = strdup(info->host ? info->host : "");
+  r->info.name = strdup(name);
   /* Report names are unique within a trace: a clash gets "#2", "#3", ... */
-  for (int k = 2;; k++) {
+  for (int k = 2; r->info.name; k++) {
     int clash = 0;
     for (int i = 0; i < tr->nreports; i++) clash |= strcmp(tr->reports[i].info.name, r->info.name) == 0;
     if (!clash) break;
-    snprintf(r->info.name, sizeof r->info.name, "%.200s#%d", info->name, k);
+    size_t n = strlen(name) + 16;
+    char *unique = malloc(n);
+    if (unique) snprintf(unique, n, "%s#%d", name, k);
+    free((char *)r->info.name);
+    r->info.name = unique;
+  }
+  if (!r->info.path || !r->info.host || !r->info.name) {
+    free((char *)r->info.path);
+    free((char *)r->info.host);
+    free((char *)r->info.name);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
   tr->nreports++;
   return NSL_OK;
@@ -125,7 +141,8 @@ nsl_status nsl_trace_set_dict(nsl_trace *tr, nsl_dict *d, nsl_error *err) {
   tr->dict = d;
   return NSL_OK;
 }
-const nsl_source_ops *nsl_trace_source(const nsl_trace *tr, int i, void **src) {
+
+const nsl_source_ops *nsl__trace_source(const nsl_trace *tr, int i, void **src) {
   if (i < 0 || i >= tr->nreports) return NULL;
   if (src) *src = tr->reports[i].src;
   return tr->reports[i].ops;
@@ -137,6 +154,12 @@ nsl_status nsl_trace_sql(nsl_trace *tr, int i, const char *sql, nsl_sql_row_fn r
   if (!r->ops->sql)
     return nsl_error_set(err, NSL_ERR_NOTFOUND, "report %d (%s) is not an SQLite export", i + 1, r->info.path);
   return r->ops->sql(r->src, sql, row, ctx, err);
+}
+
+nsl_status nsl_trace_metadata(nsl_trace *tr, int i, nsl_metadata_fn fn, void *ctx, nsl_error *err) {
+  if (i < 0 || i >= tr->nreports) return nsl_error_set(err, NSL_ERR_ARG, "no report %d", i + 1);
+  const report_src *r = &tr->reports[i];
+  return r->ops->metadata ? r->ops->metadata(r->src, fn, ctx, err) : NSL_OK;
 }
 
 int nsl_trace_has_members(const nsl_trace *tr, int i) {
@@ -511,8 +534,8 @@ nsl_status nsl_trace_table(nsl_trace *tr, const char *name, nsl_table **out, nsl
     if (build_reports(tr, tt->table, err) != NSL_OK) goto fail;
     free(ctx);
   } else {
-    nsl_table_declare(tt->table, "report", NSL_I32);
-    for (const nsl_model_column *c = mt->cols; c->name; c++) nsl_table_declare(tt->table, c->name, c->type);
+    nsl_table_declare(tt->table, "report", NSL_I32, NULL);
+    for (const nsl_model_column *c = mt->cols; c->name; c++) nsl_table_declare(tt->table, c->name, c->type, NULL);
     for (int i = 0; i < tr->nreports; i++) {   /* extra columns a source offers */
       report_src *r = &tr->reports[i];
       if (r->ops->describe) {

@@ -1,6 +1,6 @@
 /* lbundle.c -- bundles in Lua: reading (nsl.bundle_open), writing
- * (nsl.bundle_writer), combining (nsl.bundle_combine), and the metadata and
- * sources of a trace opened from bundles (trace.meta, trace.sources).
+ * (nsl.bundle_writer), combining (nsl.bundle_combine).  The members of the
+ * bundles a trace was opened from are trace:members / trace:member.
  *
  * Environmental failures (a missing file, a refused archive, a member that
  * fails its check) return nil and a message; misuse raises. */
@@ -16,7 +16,6 @@
 
 #define NSL_BUNDLE_MT "nsl.bundle"
 #define NSL_WRITER_MT "nsl.bundle_writer"
-#define NSL_VIEW_MT "nsl.bundle_view"
 
 typedef struct lbundle {
   nsl_bundle *b;
@@ -25,13 +24,6 @@ typedef struct lbundle {
 typedef struct lwriter {
   nsl_bundle_writer *w;
 } lwriter;
-
-/* The members of a trace's bundles under one folder ("meta/", "sources/"). */
-typedef struct lview {
-  int n;
-  nsl_bundle **b;
-  char prefix[16];
-} lview;
 
 static int push_fail(lua_State *L, const nsl_error *err) {
   lua_pushnil(L);
@@ -401,121 +393,6 @@ static int l_is_zip(lua_State *L) {
   return 1;
 }
 
-/* ---- trace.meta and trace.sources --------------------------------------- */
-
-static lview *checkview(lua_State *L, int idx) { return luaL_checkudata(L, idx, NSL_VIEW_MT); }
-
-static int view_gc(lua_State *L) {
-  lview *v = checkview(L, 1);
-  for (int i = 0; i < v->n; i++) nsl_bundle_close(v->b[i]);
-  free(v->b);
-  v->b = NULL;
-  v->n = 0;
-  return 0;
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
-/* The index of the trace's bundle whose path is `path` (view:bundles()), or
- * raises: a bundle argument names one of the trace's own bundles. */
-static int view_bundle_arg(lua_State *L, lview *v, int idx) {
-  const char *path = luaL_checkstring(L, idx);
-  for (int i = 0; i < v->n; i++)
-    if (strcmp(nsl_bundle_path(v->b[i]), path) == 0) return i;
-  return luaL_argerror(L, idx, lua_pushfstring(L, "'%s' is not a bundle of this trace", path));
-}
-
-/* view:list([bundle]) -> the member names under the folder (relative to it),
- * sorted, each once even when several bundles hold it; with bundle (a path
- * from view:bundles()) only that bundle's. */
-static int view_list(lua_State *L) {
-  lview *v = checkview(L, 1);
-  int only = lua_isnoneornil(L, 2) ? -1 : view_bundle_arg(L, v, 2);
-  size_t plen = strlen(v->prefix), total = 0, n = 0;
-  for (int i = 0; i < v->n; i++) total += nsl_bundle_count(v->b[i]);
-  const char **names = lua_newuserdatauv(L, (total ? total : 1) * sizeof *names, 0);
-  for (int i = 0; i < v->n; i++) {
-    if (only >= 0 && i != only) continue;
-    for (size_t k = 0; k < nsl_bundle_count(v->b[i]); k++) {
-      const char *name = nsl_bundle_member_at(v->b[i], k)->name;
-      if (strncmp(name, v->prefix, plen) == 0) names[n++] = name + plen;
-    }
-  }
-  qsort(names, n, sizeof *names, cmp_str);
-  lua_createtable(L, (int)n, 0);
-  lua_Integer k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (i == 0 || strcmp(names[i], names[i - 1]) != 0) {
-      lua_pushstring(L, names[i]);
-      lua_seti(L, -2, ++k);
-    }
-  return 1;
-}
-
-/* view:bundles() -> the paths of the trace's bundles, in input order (a
- * report of bundle B is named "B:reports/..." in trace.reports.path). */
-static int view_bundles(lua_State *L) {
-  lview *v = checkview(L, 1);
-  lua_createtable(L, v->n, 0);
-  for (int i = 0; i < v->n; i++) {
-    lua_pushstring(L, nsl_bundle_path(v->b[i]));
-    lua_seti(L, -2, i + 1);
-  }
-  return 1;
-}
-
-/* view:read(name [, bundle]) -> the bytes of <folder>/name from the first
- * bundle of the trace that holds it, or from the given one (a path from
- * view:bundles()) (checked against its manifest; a plain zip such as an
- * nsys-jax archive has none, only its sizes are checked), or nil and a
- * message. */
-static int view_read(lua_State *L) {
-  lview *v = checkview(L, 1);
-  const char *rel = luaL_checkstring(L, 2);
-  int only = lua_isnoneornil(L, 3) ? -1 : view_bundle_arg(L, v, 3);
-  const char *name = lua_pushfstring(L, "%s%s", v->prefix, rel);
-  for (int i = 0; i < v->n; i++) {
-    if ((only >= 0 && i != only) || !nsl_bundle_find(v->b[i], name)) continue;
-    void *data = NULL;
-    size_t len = 0;
-    nsl_error err = {0};
-    if (nsl_bundle_read_member(v->b[i], name, &data, &len, &err) != NSL_OK) return push_fail(L, &err);
-    lua_pushlstring(L, data, len);
-    free(data);
-    return 1;
-  }
-  lua_pushnil(L);
-  lua_pushfstring(L, "no member '%s' in the bundles of this trace", name);
-  return 2;
-}
-
-static int view_tostring(lua_State *L) {
-  lview *v = checkview(L, 1);
-  lua_pushfstring(L, "bundle folder %s (%d bundle%s)", v->prefix, v->n, v->n == 1 ? "" : "s");
-  return 1;
-}
-
-int nsl__push_bundle_view(lua_State *L, const nsl_trace *tr, const char *folder) {
-  lview *v = lua_newuserdatauv(L, sizeof *v, 0);   /* box first: no leak on error */
-  memset(v, 0, sizeof *v);
-  luaL_setmetatable(L, NSL_VIEW_MT);
-  snprintf(v->prefix, sizeof v->prefix, "%s/", folder);
-  int n = nsl_trace_ninputs(tr);
-  v->b = calloc((size_t)(n > 0 ? n : 1), sizeof *v->b);
-  if (!v->b) return luaL_error(L, "out of memory");
-  nsl_bundle_options o;
-  nsl_bundle_options_init(&o);
-  o.mode = NSL_BUNDLE_AUTO;   /* nsys-jax archives are plain zips (with a sources/ folder) */
-  for (int i = 0; i < n; i++) {
-    const char *path = nsl_trace_input_path(tr, i);
-    if (!nsl_bundle_sniff(path)) continue;
-    nsl_error err = {0};
-    if (nsl_bundle_open(&v->b[v->n], path, &o, &err) != NSL_OK) return nsl__input_error(L, &err);
-    v->n++;
-  }
-  return 1;
-}
-
 static const luaL_Reg bundle_methods[] = {{"path", bundle_path},     {"is_raw", bundle_is_raw},
                                           {"members", bundle_members}, {"manifest", bundle_manifest},
                                           {"read", bundle_read},     {"verify", bundle_verify},
@@ -526,8 +403,6 @@ static const luaL_Reg writer_methods[] = {{"add", writer_add},       {"add_file"
                                           {"replaces", writer_replaces},
                                           {"finish", writer_finish}, {"abort", writer_abort},
                                           {NULL, NULL}};
-static const luaL_Reg view_methods[] = {{"list", view_list}, {"read", view_read}, {"bundles", view_bundles},
-                                        {NULL, NULL}};
 
 static const luaL_Reg funcs[] = {{"bundle_open", l_bundle_open},
                                  {"bundle_writer", l_bundle_writer},
@@ -552,10 +427,6 @@ int nsl__open_bundle(lua_State *L) {
   new_type(L, NSL_BUNDLE_MT, bundle_methods, bundle_gc);
   lua_pop(L, 1);
   new_type(L, NSL_WRITER_MT, writer_methods, writer_abort);
-  lua_pop(L, 1);
-  new_type(L, NSL_VIEW_MT, view_methods, view_gc);
-  lua_pushcfunction(L, view_tostring);
-  lua_setfield(L, -2, "__tostring");
   lua_pop(L, 1);
   luaL_setfuncs(L, funcs, 0);
   return 0;

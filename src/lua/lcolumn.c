@@ -12,41 +12,6 @@ typedef struct lcolumn {
   size_t charged;   /* bytes counted in the state's live total (nsl__gc_charge) */
 } lcolumn;
 
-/* Raises an nsl error object: a table {message = ...} whose metatable is
- * "nsl.error".  These are failures of the input or the environment (a
- * corrupt file, out of memory), shown as one line without a traceback. */
-static int error_tostring(lua_State *L) {
-  lua_getfield(L, 1, "message");
-  return 1;
-}
-
-/* Raises an nsl error object {message [, internal = true]}. */
-static int raise_error(lua_State *L, const char *msg, int internal) {
-  lua_createtable(L, 0, 2);
-  lua_pushstring(L, msg);
-  lua_setfield(L, -2, "message");
-  if (internal) {
-    lua_pushboolean(L, 1);
-    lua_setfield(L, -2, "internal");
-  }
-  if (luaL_newmetatable(L, "nsl.error")) {
-    lua_pushcfunction(L, error_tostring);
-    lua_setfield(L, -2, "__tostring");
-  }
-  lua_setmetatable(L, -2);
-  return lua_error(L);
-}
-
-int nsl__raise(lua_State *L, const char *msg) { return raise_error(L, msg, 0); }
-
-int nsl__lua_error(lua_State *L, const nsl_error *err) {
-  return raise_error(L, err && err->msg[0] ? err->msg : "out of memory", err && err->code == NSL_ERR_ARG);
-}
-
-int nsl__input_error(lua_State *L, const nsl_error *err) {
-  return raise_error(L, err && err->msg[0] ? err->msg : "out of memory", 0);
-}
-
 nsl_column *nsl__tocolumn(lua_State *L, int idx) {
   lcolumn *b = luaL_testudata(L, idx, NSL_COLUMN_MT);
   return b ? b->c : NULL;
@@ -115,7 +80,7 @@ void nsl__pushcolumn(lua_State *L, nsl_column *c) {
   b->c = c;
   b->charged = 0;
   luaL_setmetatable(L, NSL_COLUMN_MT);
-  if (c->refcount == 1) {
+  if (!nsl_column_is_shared(c)) {
     b->charged = nsl_column_bytes(c);
     nsl__gc_charge(L, b->charged);
   }
@@ -252,9 +217,9 @@ static int compare(lua_State *L, nsl_cmp op) {
     if (id < 0) { /* a string never seen: nothing equals it */
       r = nsl_column_new(NSL_BOOL, c->len, NULL);
       if (r && op == NSL_NE) memset(r->data, 1, (size_t)c->len);
-    } else r = nsl_col_cmp_i64(c, op, id);
-  } else if (lua_isinteger(L, 2)) r = nsl_col_cmp_i64(c, op, lua_tointeger(L, 2));
-  else r = nsl_col_cmp_f64(c, op, luaL_checknumber(L, 2));
+    } else r = nsl_col_cmp_i64(c, op, id, NULL);
+  } else if (lua_isinteger(L, 2)) r = nsl_col_cmp_i64(c, op, lua_tointeger(L, 2), NULL);
+  else r = nsl_col_cmp_f64(c, op, luaL_checknumber(L, 2), NULL);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
@@ -285,7 +250,7 @@ static int col_isin(lua_State *L) {
     else if (lua_type(L, -1) == LUA_TNUMBER) ids[m++] = (int64_t)lua_tonumber(L, -1);
     lua_pop(L, 1);
   }
-  nsl_column *r = nsl_col_isin(c, ids, m);
+  nsl_column *r = nsl_col_isin(c, ids, m, NULL);
   free(ids);
   nsl__pushcolumn(L, r);
   return 1;
@@ -323,7 +288,7 @@ static nsl_column *match_ids(lua_State *L, nsl_column *c, int fn) {
   }
   free(seen);
   if (!ids) luaL_error(L, "out of memory");
-  nsl_column *r = nsl_col_isin(c, ids, m);
+  nsl_column *r = nsl_col_isin(c, ids, m, NULL);
   free(ids);
   return r;
 }
@@ -355,7 +320,7 @@ static int col_contains(lua_State *L) { return string_predicate(L, "contains"); 
 static int col_where(lua_State *L) { return string_predicate(L, "where"); }
 
 static int col_isnull(lua_State *L) {
-  nsl__pushcolumn(L, nsl_col_isnull(nsl__checkcolumn(L, 1)));
+  nsl__pushcolumn(L, nsl_col_isnull(nsl__checkcolumn(L, 1), NULL));
   return 1;
 }
 
@@ -372,11 +337,11 @@ static int mask_binop(lua_State *L, int is_and) {
 static int col_band(lua_State *L) { return mask_binop(L, 1); }
 static int col_bor(lua_State *L) { return mask_binop(L, 0); }
 static int col_bnot(lua_State *L) {
-  nsl__pushcolumn(L, nsl_mask_not(nsl__checkcolumn(L, 1)));
+  nsl__pushcolumn(L, nsl_mask_not(nsl__checkcolumn(L, 1), NULL));
   return 1;
 }
 static int col_indices(lua_State *L) {
-  nsl__pushcolumn(L, nsl_mask_indices(nsl__checkcolumn(L, 1)));
+  nsl__pushcolumn(L, nsl_mask_indices(nsl__checkcolumn(L, 1), NULL));
   return 1;
 }
 
@@ -386,7 +351,7 @@ static int col_indices(lua_State *L) {
 
 /* A float copy of integer column c for float arithmetic, or c retained. */
 static nsl_column *as_float(nsl_column *c) {
-  return c->type == NSL_F64 ? nsl_column_retain(c) : nsl_col_cast(c, NSL_F64);
+  return c->type == NSL_F64 ? nsl_column_retain(c) : nsl_col_cast(c, NSL_F64, NULL);
 }
 
 static int arith(lua_State *L, nsl_arith op, int floor_div) {
@@ -403,9 +368,9 @@ static int arith(lua_State *L, nsl_arith op, int floor_div) {
     double v = luaL_checknumber(L, 2);
     if ((want_float || !lua_isinteger(L, 2)) && a->type != NSL_F64) {
       nsl_column *fa = as_float(a);
-      r = fa ? nsl_col_arith_scalar(fa, op, v) : NULL;
+      r = fa ? nsl_col_arith_scalar(fa, op, v, NULL) : NULL;
       nsl_column_release(fa);
-    } else r = nsl_col_arith_scalar(a, op, v);
+    } else r = nsl_col_arith_scalar(a, op, v, NULL);
   } else {   /* number op column */
     double v = luaL_checknumber(L, 1);
     nsl_type kt = (want_float || !lua_isinteger(L, 1) || b->type == NSL_F64) ? NSL_F64 : NSL_I64;
@@ -432,7 +397,7 @@ static int col_div(lua_State *L) { return arith(L, NSL_DIV, 0); }
 static int col_idiv(lua_State *L) { return arith(L, NSL_DIV, 1); }
 static int col_unm(lua_State *L) {
   nsl_column *c = nsl__checkcolumn(L, 1);
-  nsl__pushcolumn(L, c->type == NSL_F64 ? nsl_col_arith_scalar(c, NSL_MUL, -1.0) : nsl_col_arith_scalar(c, NSL_MUL, -1));
+  nsl__pushcolumn(L, c->type == NSL_F64 ? nsl_col_arith_scalar(c, NSL_MUL, -1.0, NULL) : nsl_col_arith_scalar(c, NSL_MUL, -1, NULL));
   return 1;
 }
 
@@ -440,7 +405,7 @@ static int col_cast(lua_State *L) {
   static const char *const names[] = {"i64", "i32", "f64", NULL};
   static const nsl_type types[] = {NSL_I64, NSL_I32, NSL_F64};
   nsl_column *c = nsl__checkcolumn(L, 1);
-  nsl__pushcolumn(L, nsl_col_cast(c, types[luaL_checkoption(L, 2, NULL, names)]));
+  nsl__pushcolumn(L, nsl_col_cast(c, types[luaL_checkoption(L, 2, NULL, names)], NULL));
   return 1;
 }
 

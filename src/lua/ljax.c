@@ -57,7 +57,7 @@ static nsl_column *field(lua_State *L, const char *name, nsl_type type, int64_t 
   nsl_column *c = nsl__tocolumn(L, -1);
   if (!c) luaL_error(L, "jax: field '%s' must be a column", name);
   if (c->type != type) {
-    nsl_column *cc = nsl_col_cast(c, type);
+    nsl_column *cc = nsl_col_cast(c, type, NULL);
     if (!cc) luaL_error(L, "jax: field '%s' cannot be converted to %s", name, nsl_type_name(type));
     lua_pop(L, 1);
     nsl__pushcolumn(L, cc);

@@ -1,5 +1,6 @@
-/* lnsl.c -- the "nsl.core" module and the loader of the Lua files compiled
- * into the binary (or found under NSL_LUA_PATH during development). */
+/* lnsl.c -- the "nsl.core" module, the binding's error objects and the
+ * state's string dictionary, and the loader of the Lua files compiled into
+ * the binary (or found under NSL_LUA_PATH during development). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,81 @@
 #include "lua/embedded.h"
 #include "lua/lnsl.h"
 #include "core/nsl_internal.h"
+
+/* ---- error objects ---------------------------------------------------- */
+
+/* Raises an nsl error object: a table {message = ...} whose metatable is
+ * "nsl.error".  These are failures of the input or the environment (a
+ * corrupt file, out of memory), shown as one line without a traceback. */
+static int error_tostring(lua_State *L) {
+  lua_getfield(L, 1, "message");
+  return 1;
+}
+
+/* Raises an nsl error object {message [, internal = true]}. */
+static int raise_error(lua_State *L, const char *msg, int internal) {
+  lua_createtable(L, 0, 2);
+  lua_pushstring(L, msg);
+  lua_setfield(L, -2, "message");
+  if (internal) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "internal");
+  }
+  if (luaL_newmetatable(L, "nsl.error")) {
+    lua_pushcfunction(L, error_tostring);
+    lua_setfield(L, -2, "__tostring");
+  }
+  lua_setmetatable(L, -2);
+  return lua_error(L);
+}
+
+int nsl__raise(lua_State *L, const char *msg) { return raise_error(L, msg, 0); }
+
+int nsl__lua_error(lua_State *L, const nsl_error *err) {
+  return raise_error(L, err && err->msg[0] ? err->msg : "out of memory", err && err->code == NSL_ERR_ARG);
+}
+
+int nsl__input_error(lua_State *L, const nsl_error *err) {
+  return raise_error(L, err && err->msg[0] ? err->msg : "out of memory", 0);
+}
+
+/* ---- the state's string dictionary ------------------------------------ */
+
+typedef struct ldict {
+  nsl_dict *d;
+} ldict;
+
+static const char DICT_KEY[] = "nsl.dict";
+
+static int dict_gc(lua_State *L) {
+  ldict *b = lua_touserdata(L, 1);
+  nsl_dict_release(b->d);
+  b->d = NULL;
+  return 0;
+}
+
+/* The state's shared dictionary: every trace and every string column made
+ * in this Lua state uses it, so string ids compare across traces. */
+nsl_dict *nsl__state_dict(lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, DICT_KEY) == LUA_TUSERDATA) {
+    nsl_dict *d = ((ldict *)lua_touserdata(L, -1))->d;
+    lua_pop(L, 1);
+    return d;
+  }
+  lua_pop(L, 1);
+  ldict *b = lua_newuserdatauv(L, sizeof *b, 0);
+  b->d = NULL;
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, dict_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  b->d = nsl_dict_new();
+  if (!b->d) luaL_error(L, "out of memory");
+  lua_setfield(L, LUA_REGISTRYINDEX, DICT_KEY);
+  return b->d;
+}
+
+/* ---- nsl.core ----------------------------------------------------------- */
 
 static int l_version(lua_State *L) {
   lua_pushstring(L, nsl_version());

@@ -14,7 +14,7 @@
 #define NSL_IV_MT "nsl.intervals"
 #define NSL_CANVAS_MT "nsl.canvas"
 
-/* Raise nsl error objects {message [, internal]}.  nsl__raise: a failure
+/* Raise nsl error objects {message [, internal]} (lnsl.c).  nsl__raise: a failure
  * of the input or the environment (nsl.fail), shown to the user as one line.
  * nsl__lua_error: err from a kernel; its refusal of the arguments
  * (NSL_ERR_ARG: lengths, types, column names) is a broken precondition of
@@ -50,8 +50,8 @@ nsl_table *nsl__checktable(lua_State *L, int idx);
 void nsl__pushtable(lua_State *L, nsl_table *t, int keep_idx);
 int nsl__open_table(lua_State *L);
 
-/* The dictionary of a table/trace (string ids <-> strings) for a given
- * string column, or the shared one of the state. */
+/* The state's shared dictionary (lnsl.c): every trace and every string
+ * column made in this Lua state uses it, so string ids compare across traces. */
 nsl_dict *nsl__state_dict(lua_State *L);
 
 int nsl__open_trace(lua_State *L);
@@ -69,10 +69,6 @@ int nsl__open_intervals(lua_State *L);
 int nsl__open_io(lua_State *L);
 /* Bundles (lbundle.c): nsl.bundle_open, nsl.bundle_writer, nsl.bundle_combine. */
 int nsl__open_bundle(lua_State *L);
-/* Pushes the members of tr's zip inputs (bundles, nsys-jax archives) under
- * folder ("meta", "sources") as an object with :list() and :read(name)
- * (trace.meta, trace.sources). */
-int nsl__push_bundle_view(lua_State *L, const nsl_trace *tr, const char *folder);
 /* Processes and files for the command modules (lsys.c): nsl.spawn, ... */
 int nsl__open_sys(lua_State *L);
 /* nsl.progress, nsl.cache_enabled (lprogress.c) */

@@ -45,7 +45,7 @@ static void charge_table(lua_State *L, int idx) {
   for (int i = 0; i < nsl_table_ncols(b->t); i++) {
     if (!nsl_table_is_loaded(b->t, i)) continue;
     nsl_column *c = nsl_table_column_at(b->t, i, NULL);
-    if (c && c->refcount == 1) bytes += nsl_column_bytes(c);
+    if (c && !nsl_column_is_shared(c)) bytes += nsl_column_bytes(c);
   }
   b->charged += bytes;
   nsl__gc_charge(L, bytes);
@@ -183,7 +183,7 @@ static int tbl_filter(lua_State *L) {
   if (mask->type != NSL_BOOL || mask->len != n)
     return luaL_error(L, "filter: need a mask of %I rows, got a %s column of %I", (lua_Integer)n,
                       nsl_type_name(mask->type), (lua_Integer)mask->len);
-  nsl_column *idx = nsl_mask_indices(mask);
+  nsl_column *idx = nsl_mask_indices(mask, NULL);
   if (!idx) return luaL_error(L, "out of memory");
   nsl_table *r = nsl_table_take(t, idx, &err);
   nsl_column_release(idx);

@@ -1,6 +1,6 @@
 /* ltrace.c -- traces as Lua userdata: nsl.open(paths), trace.kernels,
- * trace:sql(report, query), trace:tables(), trace:inputs(), and the
- * bundles' folders trace.meta and trace.sources (lbundle.c). */
+ * trace:sql(report, query), trace:metadata(report), trace:tables(),
+ * trace:inputs(); archive members are trace:members / trace:member (lhlo.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,49 +10,13 @@ typedef struct ltrace {
   nsl_trace *tr;
 } ltrace;
 
-typedef struct ldict {
-  nsl_dict *d;
-} ldict;
-
-static const char DICT_KEY[] = "nsl.dict";
-
-static nsl_trace *checktrace(lua_State *L, int idx);
-
-static int dict_gc(lua_State *L) {
-  ldict *b = lua_touserdata(L, 1);
-  nsl_dict_release(b->d);
-  b->d = NULL;
-  return 0;
-}
-
-/* The state's shared dictionary: every trace and every string column made
- * in this Lua state uses it, so string ids compare across traces. */
-nsl_dict *nsl__state_dict(lua_State *L) {
-  if (lua_getfield(L, LUA_REGISTRYINDEX, DICT_KEY) == LUA_TUSERDATA) {
-    nsl_dict *d = ((ldict *)lua_touserdata(L, -1))->d;
-    lua_pop(L, 1);
-    return d;
-  }
-  lua_pop(L, 1);
-  ldict *b = lua_newuserdatauv(L, sizeof *b, 0);
-  b->d = NULL;
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, dict_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
-  b->d = nsl_dict_new();
-  if (!b->d) luaL_error(L, "out of memory");
-  lua_setfield(L, LUA_REGISTRYINDEX, DICT_KEY);
-  return b->d;
-}
-
-nsl_trace *nsl__checktrace(lua_State *L, int idx) { return checktrace(L, idx); }
-
 static nsl_trace *checktrace(lua_State *L, int idx) {
   ltrace *b = luaL_checkudata(L, idx, NSL_TRACE_MT);
   if (!b->tr) luaL_argerror(L, idx, "trace is closed");
   return b->tr;
 }
+
+nsl_trace *nsl__checktrace(lua_State *L, int idx) { return checktrace(L, idx); }
 
 /* nsl.open(path, ...) or nsl.open{paths} -> trace, or nil and a message. */
 static int l_open(lua_State *L) {
@@ -129,17 +93,6 @@ static int tr_index(lua_State *L) {
   lua_pushvalue(L, 2);
   if (lua_rawget(L, -2) != LUA_TNIL || lua_type(L, 2) != LUA_TSTRING) return 1;
   lua_settop(L, 2);
-  const char *key = lua_tostring(L, 2);
-  if (strcmp(key, "meta") == 0 || strcmp(key, "sources") == 0) {
-    /* the bundles' meta/ and sources/ folders, made once per trace */
-    lua_getiuservalue(L, 1, 1);
-    if (lua_getfield(L, -1, key) != LUA_TNIL) return 1;
-    lua_pop(L, 1);
-    nsl__push_bundle_view(L, checktrace(L, 1), key);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -3, key);
-    return 1;
-  }
   for (const char *const *n = nsl_model_tables(); *n; n++)
     if (strcmp(*n, lua_tostring(L, 2)) == 0) {
       if (tr_table(L) == 2) lua_pop(L, 1);   /* nil, message -> nil */
@@ -216,8 +169,29 @@ static int tr_sql(lua_State *L) {
   return 1;
 }
 
+static int set_metadata(void *ctx, const char *name, const char *value) {
+  lua_State *L = ctx;
+  lua_pushstring(L, value);
+  lua_setfield(L, -2, name);
+  return 0;
+}
+
+/* trace:metadata(report) -> {name = value} of what the report records about
+ * its capture (an nsys export's META_DATA_CAPTURE; {} when it has none);
+ * report is 0-based, as the `report` column and trace:members. */
+static int tr_metadata(lua_State *L) {
+  nsl_trace *tr = checktrace(L, 1);
+  lua_Integer r = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, r >= 0 && r < nsl_trace_nreports(tr), 2, "no such report");
+  lua_newtable(L);
+  nsl_error err = {0};
+  if (nsl_trace_metadata(tr, (int)r, set_metadata, L, &err) != NSL_OK) return nsl__input_error(L, &err);
+  return 1;
+}
+
 static const luaL_Reg tr_methods[] = {{"table", tr_table}, {"tables", tr_tables}, {"nreports", tr_nreports},
-                                      {"inputs", tr_inputs}, {"sql", tr_sql},     {"close", tr_gc},
+                                      {"inputs", tr_inputs}, {"sql", tr_sql},     {"metadata", tr_metadata},
+                                      {"close", tr_gc},
                                       {NULL, NULL}};
 
 static const luaL_Reg tr_meta[] = {{"__gc", tr_gc}, {"__close", tr_gc}, {"__index", tr_index}, {NULL, NULL}};

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/nsl_internal.h"
 #include "core/parallel.h"
 #include "core/wire.h"
 #include "mpi/comm.h"
@@ -74,6 +75,7 @@ static void put(msg *m, const void *src, size_t n) {
 }
 
 static void put_str(msg *m, const char *s) {
+  if (!s) s = "";
   uint32_t n = (uint32_t)strlen(s);
   put(m, &n, sizeof n);
   put(m, s, n);
@@ -130,7 +132,11 @@ void nsl__dist_release(nsl_dist *d) {
   nsl_trace_close(d->share);
   for (int i = 0; i < d->npaths; i++) free(d->paths[i]);
   free(d->paths);
-  for (int i = 0; d->infos && i < d->nreports; i++) free((char *)d->infos[i].path);
+  for (int i = 0; d->infos && i < d->nreports; i++) {
+    free((char *)d->infos[i].path);
+    free((char *)d->infos[i].name);
+    free((char *)d->infos[i].host);
+  }
   free(d->infos);
   free(d->owner);
   free(d->offsets);
@@ -275,8 +281,10 @@ static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
   put(&m, &n, sizeof n);
   for (int i = 0; i < n; i++) {
     nsl_report_info info = *nsl_trace_report(d->share, i);
-    put_str(&m, info.path);
-    info.path = NULL;
+    put_str(&m, info.path);   /* the strings by value, the rest as it is */
+    put_str(&m, info.name);
+    put_str(&m, info.host);
+    info.path = info.name = info.host = NULL;
     put(&m, &info, sizeof info);
   }
   if (m.oom) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
@@ -326,9 +334,11 @@ static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
         if (no) d->owner = no;
         if (!ni || !no) break;
       }
-      char *path = get_str(&r);
+      char *path = get_str(&r), *name = get_str(&r), *host = get_str(&r);
       get(&r, &d->infos[total], sizeof d->infos[total]);
       d->infos[total].path = path;
+      d->infos[total].name = name;
+      d->infos[total].host = host;
       d->owner[total++] = p;
     }
   }
@@ -404,7 +414,7 @@ typedef struct borrowed {
   int64_t offset;     /* time offset to use, or -1: the caller's */
 } borrowed;
 
-static const nsl_source_ops *inner(const borrowed *b, void **src) { return nsl_trace_source(b->d->share, b->local, src); }
+static const nsl_source_ops *inner(const borrowed *b, void **src) { return nsl__trace_source(b->d->share, b->local, src); }
 
 static nsl_status b_describe(void *p, const char *name, nsl_table *t, nsl_error *err) {
   void *src;
@@ -447,8 +457,13 @@ static nsl_status b_member_read(void *p, const char *name, void **data, size_t *
   return nsl_trace_member_read(b->d->share, b->local, name, data, len, err);
 }
 
+static nsl_status b_metadata(void *p, nsl_metadata_fn fn, void *ctx, nsl_error *err) {
+  const borrowed *b = p;
+  return nsl_trace_metadata(b->d->share, b->local, fn, ctx, err);
+}
+
 static const nsl_source_ops borrowed_ops = {"borrowed", b_describe, b_load, b_count, b_close,
-                                            b_sql, b_members, b_member_read};
+                                            b_sql, b_members, b_member_read, b_metadata};
 
 /* Adds report `local` of the share to tr (times at offset, or the trace's when -1). */
 static nsl_status add_borrowed(nsl_dist *d, nsl_trace *tr, int local, const nsl_report_info *info, int64_t offset,
@@ -595,7 +610,7 @@ static nsl_status r_describe(void *p, const char *name, nsl_table *t, nsl_error 
       char *col = get_str(&r);
       uint8_t type = 0;
       get(&r, &type, 1);
-      if (col && !r.bad && type <= NSL_BOOL && nsl_table_find(t, col) < 0) nsl_table_declare(t, col, (nsl_type)type);
+      if (col && !r.bad && type <= NSL_BOOL && nsl_table_find(t, col) < 0) nsl_table_declare(t, col, (nsl_type)type, NULL);
       free(col);
     }
     if (r.bad) rc = nsl_error_set(err, NSL_ERR_FORMAT, "corrupt answer from another MPI rank");
@@ -651,7 +666,7 @@ static nsl_status r_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx,
                        rm->report + 1, rm->d->infos[rm->report].path, rm->d->owner[rm->report]);
 }
 
-static const nsl_source_ops remote_ops = {"remote", r_describe, r_load, r_count, r_close, r_sql, NULL, NULL};
+static const nsl_source_ops remote_ops = {"remote", r_describe, r_load, r_count, r_close, r_sql, NULL, NULL, NULL};
 
 nsl_status nsl__dist_trace(nsl_dist *d, nsl_trace **out, nsl_error *err) {
   nsl_trace *tr = nsl_trace_new();
@@ -735,7 +750,7 @@ static void serve_one(void *p, int i) {
   nsl_dist *d = j->d;
   msg *m = &j->answers[i];
   void *src;
-  const nsl_source_ops *ops = nsl_trace_source(d->share, i, &src);
+  const nsl_source_ops *ops = nsl__trace_source(d->share, i, &src);
   nsl_error e = {0};
   int32_t ok = NSL_OK;
   if (j->kind == REQ_DESCRIBE) {

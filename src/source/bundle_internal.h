@@ -1,6 +1,7 @@
 /*
  * bundle_internal.h -- what the bundle reader, writer and combiner share:
- * the member-name rules, the manifest checks, small formatting helpers.
+ * the member-name rules and small formatting helpers (bundle_util.c), the
+ * manifest checks (bundle_manifest.c), the zip central directory (zipdir.c).
  */
 #ifndef NSL_SOURCE_BUNDLE_INTERNAL_H
 #define NSL_SOURCE_BUNDLE_INTERNAL_H
@@ -49,6 +50,8 @@ void nsl__iso8601_utc(int64_t t, char out[32]);
 uint64_t nsl__bundle_writer_offset(const nsl_bundle_writer *w);
 /* The sha256 (hex) of a member already written, or NULL. */
 const char *nsl__bundle_writer_sha256(const nsl_bundle_writer *w, const char *name);
+/* qsort / bsearch comparator of two `const char *` (strcmp order). */
+int nsl__cmp_str_ptr(const void *a, const void *b);
 
 /* ---- the zip central directory, parsed by nsl itself (zipdir.c) ---------
  * The reader trusts neither libarchive's view nor the archive alone: the

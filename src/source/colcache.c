@@ -23,6 +23,7 @@
  * fresh trace); otherwise the ids are remapped into a new column.
  */
 #include "source/colcache.h"
+#include "source/nsys_sqlite.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -613,9 +614,9 @@ static nsl_status ensure_inner(cache_src *c, nsl_error *err) {
     rc = nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the bundle changed while it was open", c->lazy_zip);
   if (rc == NSL_OK) rc = nsl_bundle_read_member(b, c->lazy_member, &data, &len, err);
   nsl_bundle_close(b);
-  if (rc == NSL_OK) rc = nsl_nsys_adopt_image(c->label, data, len, &src, &info, err);   /* takes data over */
+  if (rc == NSL_OK) rc = nsl__nsys_adopt_image(c->label, data, len, &src, &info, err);   /* takes data over */
   if (rc != NSL_OK) return rc;
-  c->in = &nsl_nsys_source_ops;
+  c->in = &nsl__nsys_source_ops;
   c->src = src;
   return NSL_OK;
 }
@@ -647,7 +648,7 @@ static nsl_status cache_describe(void *p, const char *name, nsl_table *t, nsl_er
   }
   if (!m.found) return nsl_error_set(err, NSL_ERR_NOTFOUND, "'%s' has no %s", c->label, name);
   for (int k = 0; k < m.nextra; k++)
-    if (nsl_table_find(t, m.names[k]) < 0) nsl_table_declare(t, m.names[k], m.types[k]);
+    if (nsl_table_find(t, m.names[k]) < 0) nsl_table_declare(t, m.names[k], m.types[k], NULL);
   return NSL_OK;
 }
 
@@ -778,6 +779,12 @@ static size_t cache_members(void *p, const char *prefix, void (*fn)(void *ctx, c
 static nsl_status cache_member_read(void *p, const char *name, void **data, size_t *len, nsl_error *err) {
   cache_src *c = p;
   return c->in->member_read(c->src, name, data, len, err);
+}
+
+static nsl_status cache_metadata(void *p, nsl_metadata_fn fn, void *ctx, nsl_error *err) {
+  cache_src *c = p;
+  nsl_status rc = ensure_inner(c, err);
+  return rc != NSL_OK ? rc : c->in->metadata(c->src, fn, ctx, err);
 }
 
 /* ---- identity of an input ---- */
@@ -1009,6 +1016,7 @@ static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *sr
   c->ops.sql = ops->sql ? cache_sql : NULL;
   c->ops.members = ops->members ? cache_members : NULL;
   c->ops.member_read = ops->member_read ? cache_member_read : NULL;
+  c->ops.metadata = ops->metadata ? cache_metadata : NULL;
   nsl_status rc = nsl_trace_add_source(tr, &c->ops, c, info, err);
   if (rc != NSL_OK) cache_free(c);   /* the caller closes src */
   return rc;
@@ -1038,9 +1046,9 @@ nsl_status nsl_bundle_writer_add_columns(nsl_bundle_writer *w, const char *membe
   if (!sha) return nsl_error_set(err, NSL_ERR_ARG, "cannot store the columns of '%s': no member %s yet", export_path, member);
   void *src = NULL;
   nsl_report_info info;
-  nsl_status rc = nsl_nsys_open_file(export_path, &src, &info, err);
+  nsl_status rc = nsl__nsys_open_file(export_path, &src, &info, err);
   if (rc != NSL_OK) return rc;
-  const nsl_source_ops *ops = &nsl_nsys_source_ops;
+  const nsl_source_ops *ops = &nsl__nsys_source_ops;
   cache_src c;
   memset(&c, 0, sizeof c);
   c.zfd = -1;
@@ -1168,22 +1176,29 @@ int nsl__cache_add_stored_report(nsl_trace *tr, const nsl_bundle *b, const char 
   nsl_report_info info;
   memset(&info, 0, sizeof info);
   info.path = c->label;
-  nsl__nsys_name_and_rank(c->label, &info);
+  char *name = NULL;
+  if (nsl__nsys_name_and_rank(c->label, &name, &info.rank) != 0) {
+    cache_free(c);
+    return 0;
+  }
+  info.name = name;   /* the trace keeps its own copies of name and host */
   si.host[sizeof si.host - 1] = si.nsys_version[sizeof si.nsys_version - 1] = si.schema_version[sizeof si.schema_version - 1] = 0;
-  snprintf(info.host, sizeof info.host, "%s", si.host);
+  info.host = si.host;
   snprintf(info.nsys_version, sizeof info.nsys_version, "%s", si.nsys_version);
   snprintf(info.schema_version, sizeof info.schema_version, "%s", si.schema_version);
   info.start_utc = si.start_utc > 0 ? si.start_utc : 0;
   info.duration = si.duration > 0 ? si.duration : 0;
   info.first_ts = info.last_ts = NSL_NULL_I64;
   nsl_bundle_fill_report_info(b, member, &info);
-  c->ops.kind = nsl_nsys_source_ops.kind;
+  c->ops.kind = nsl__nsys_source_ops.kind;
   c->ops.describe = cache_describe;
   c->ops.load = cache_load;
   c->ops.count = cache_count;
   c->ops.close = cache_close;
   c->ops.sql = cache_sql;
+  c->ops.metadata = cache_metadata;
   *st = nsl_trace_add_source(tr, &c->ops, c, &info, err);
+  free(name);
   if (*st != NSL_OK) cache_free(c);
   return 1;
 }

@@ -45,8 +45,6 @@ nsl_status nsl__cache_add_bundle_source(nsl_trace *tr, const nsl_source_ops *ops
  * opened from its export. */
 int nsl__cache_add_stored_report(nsl_trace *tr, const nsl_bundle *b, const char *member, nsl_status *st,
                                  nsl_error *err);
-/* The report name and rank the nsys source gives a label (nsys_sqlite.c). */
-void nsl__nsys_name_and_rank(const char *label, nsl_report_info *info);
 /* The cache folder as a whole (colcache_folder.c): the small file path read
  * whole (NUL-terminated; NULL when unreadable), the files of folder dir
  * removed (sub-folders too; dir itself with rmdir_too; returns the bytes

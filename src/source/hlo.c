@@ -7,6 +7,7 @@
  * member in hlo.h.
  */
 #include "source/hlo.h"
+#include "source/hlo_query.h"
 
 #include <lzma.h>
 #include <stdio.h>
@@ -262,10 +263,10 @@ static int build_indexes(nsl_hlo *h) {
   const nsl_hlo_module *m = &h->module;
   int64_t ni = 0;
   for (int64_t c = 0; c < m->ncomputations; c++) ni += m->computations[c].ninstructions;
-  struct nsl_hlo_index_entry *ce = nsl_pb_arena_alloc(h->arena_, (size_t)m->ncomputations * sizeof *ce);
-  struct nsl_hlo_index_entry *ie = nsl_pb_arena_alloc(h->arena_, (size_t)ni * sizeof *ie);
+  struct nsl_hlo_index_entry *ce = nsl__pb_arena_alloc(h->arena_, (size_t)m->ncomputations * sizeof *ce);
+  struct nsl_hlo_index_entry *ie = nsl__pb_arena_alloc(h->arena_, (size_t)ni * sizeof *ie);
   int64_t nb = h->buffer_assignment.nlogical_buffers;
-  struct nsl_hlo_index_entry *be = nsl_pb_arena_alloc(h->arena_, (size_t)nb * sizeof *be);
+  struct nsl_hlo_index_entry *be = nsl__pb_arena_alloc(h->arena_, (size_t)nb * sizeof *be);
   if (!ce || !ie || !be) return -1;
   int64_t k = 0;
   for (int64_t c = 0; c < m->ncomputations; c++) {
@@ -301,7 +302,7 @@ static const struct nsl_hlo_index_entry *index_find(const struct nsl_hlo_index_e
 
 /* ---- decoding ------------------------------------------------------------------ */
 
-nsl_status nsl_hlo_decode(const void *data, size_t size, const char *label, nsl_hlo **out,
+nsl_status nsl__hlo_decode(const void *data, size_t size, const char *label, nsl_hlo **out,
                           nsl_error *err) {
   *out = NULL;
   if (size > HLO_MAX_PB)
@@ -309,21 +310,22 @@ nsl_status nsl_hlo_decode(const void *data, size_t size, const char *label, nsl_
                          label ? label : "(memory)", size, HLO_MAX_PB);
   /* The decoded tree is a few times the protobuf: bound it so that a
    * hostile file cannot ask for unbounded memory. */
-  nsl_pb_arena *a = nsl_pb_arena_new(size * 64 + ((size_t)16 << 20));
+  nsl_pb_arena *a = nsl__pb_arena_new(size * 64 + ((size_t)16 << 20));
   if (!a) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory decoding HLO");
-  nsl_hlo *h = nsl_pb_arena_alloc(a, sizeof *h);
+  nsl_hlo *h = nsl__pb_arena_alloc(a, sizeof *h);
   if (!h) {
-    nsl_pb_arena_free(a);
+    nsl__pb_arena_free(a);
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory decoding HLO");
   }
-  nsl_status st = nsl_pb_decode(&hlo_msg, data, size, h, 1, a, label, err);
+  nsl_status st = nsl__pb_decode(&hlo_msg, data, size, h, 1, a, label, err);
   if (st != NSL_OK) {
-    nsl_pb_arena_free(a);
+    nsl__pb_arena_free(a);
     return st;
   }
   h->arena_ = a;
+  h->names_ = NULL;
   if (build_indexes(h) != 0) {
-    nsl_pb_arena_free(a);
+    nsl__pb_arena_free(a);
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory indexing HLO '%s'",
                          label ? label : "(memory)");
   }
@@ -331,7 +333,7 @@ nsl_status nsl_hlo_decode(const void *data, size_t size, const char *label, nsl_
   return NSL_OK;
 }
 
-nsl_status nsl_xz_decompress(const void *data, size_t size, size_t limit, const char *label,
+nsl_status nsl__xz_decompress(const void *data, size_t size, size_t limit, const char *label,
                              uint8_t **out, size_t *outlen, nsl_error *err) {
   *out = NULL;
   *outlen = 0;
@@ -398,15 +400,15 @@ done:
   return st;
 }
 
-nsl_status nsl_hlo_decode_xz(const void *data, size_t size, const char *label, nsl_hlo **out,
+nsl_status nsl__hlo_decode_xz(const void *data, size_t size, const char *label, nsl_hlo **out,
                              nsl_error *err) {
   *out = NULL;
   uint8_t *pb;
   size_t n;
   if (!label) label = "(memory)";
-  nsl_status st = nsl_xz_decompress(data, size, HLO_MAX_PB, label, &pb, &n, err);
+  nsl_status st = nsl__xz_decompress(data, size, HLO_MAX_PB, label, &pb, &n, err);
   if (st != NSL_OK) return st;
-  st = nsl_hlo_decode(pb, n, label, out, err);
+  st = nsl__hlo_decode(pb, n, label, out, err);
   free(pb);
   return st;
 }
@@ -443,8 +445,8 @@ nsl_status nsl_hlo_read_file(const char *path, nsl_hlo **out, nsl_error *err) {
     goto done;
   }
   static const uint8_t xz_magic[6] = {0xfd, '7', 'z', 'X', 'Z', 0};
-  if (n >= 6 && memcmp(buf, xz_magic, 6) == 0) st = nsl_hlo_decode_xz(buf, n, path, out, err);
-  else st = nsl_hlo_decode(buf, n, path, out, err);
+  if (n >= 6 && memcmp(buf, xz_magic, 6) == 0) st = nsl__hlo_decode_xz(buf, n, path, out, err);
+  else st = nsl__hlo_decode(buf, n, path, out, err);
 done:
   fclose(f);
   free(buf);
@@ -452,17 +454,19 @@ done:
 }
 
 void nsl_hlo_free(nsl_hlo *h) {
-  if (h) nsl_pb_arena_free(h->arena_);
+  if (!h) return;
+  nsl__hlo_names_free(h->names_);
+  nsl__pb_arena_free(h->arena_);
 }
 
 /* ---- lookups -------------------------------------------------------------------- */
 
-const nsl_hlo_computation *nsl_hlo_find_computation(const nsl_hlo *h, int64_t id) {
+const nsl_hlo_computation *nsl__hlo_find_computation(const nsl_hlo *h, int64_t id) {
   const struct nsl_hlo_index_entry *e = index_find(h->comp_index_, h->ncomp_index_, id);
   return e ? &h->module.computations[e->a] : NULL;
 }
 
-const nsl_hlo_instruction *nsl_hlo_find_instruction(const nsl_hlo *h, int64_t id,
+const nsl_hlo_instruction *nsl__hlo_find_instruction(const nsl_hlo *h, int64_t id,
                                                     const nsl_hlo_computation **comp) {
   const struct nsl_hlo_index_entry *e = index_find(h->inst_index_, h->ninst_index_, id);
   if (!e) return NULL;
@@ -471,18 +475,18 @@ const nsl_hlo_instruction *nsl_hlo_find_instruction(const nsl_hlo *h, int64_t id
   return &c->instructions[e->b];
 }
 
-const nsl_hlo_logical_buffer *nsl_hlo_find_buffer(const nsl_hlo *h, int64_t id) {
+const nsl_hlo_logical_buffer *nsl__hlo_find_buffer(const nsl_hlo *h, int64_t id) {
   const struct nsl_hlo_index_entry *e = index_find(h->buffer_index_, h->nbuffer_index_, id);
   return e ? &h->buffer_assignment.logical_buffers[e->a] : NULL;
 }
 
-const char *nsl_hlo_frontend_attr(const nsl_hlo_attrs *a, const char *key) {
+const char *nsl__hlo_frontend_attr(const nsl_hlo_attrs *a, const char *key) {
   for (int64_t i = a->nmap - 1; i >= 0; i--)   /* a map: the last entry wins */
     if (strcmp(a->map[i].key, key) == 0) return a->map[i].value;
   return NULL;
 }
 
-int nsl_hlo_stack_frame(const nsl_hlo_stack_frame_index *s, int32_t id, nsl_hlo_frame *out) {
+int nsl__hlo_stack_frame(const nsl_hlo_stack_frame_index *s, int32_t id, nsl_hlo_frame *out) {
   if (id < 1 || id > s->nstack_frames) return -1;
   const nsl_hlo_stack_frame_entry *f = &s->stack_frames[id - 1];
   if (f->file_location_id < 1 || f->file_location_id > s->nfile_locations) return -1;
@@ -498,7 +502,7 @@ int nsl_hlo_stack_frame(const nsl_hlo_stack_frame_index *s, int32_t id, nsl_hlo_
   return 0;
 }
 
-int nsl_hlo_element_bits(int32_t t) {
+int nsl__hlo_element_bits(int32_t t) {
   switch (t) {
   case 26: case 27: return 2;                   /* S2, U2 */
   case 21: case 22: return 4;                   /* S4, U4 */
@@ -512,7 +516,7 @@ int nsl_hlo_element_bits(int32_t t) {
   }
 }
 
-const char *nsl_hlo_element_name(int32_t t) {
+const char *nsl__hlo_element_name(int32_t t) {
   static const char *const names[] = {
       "invalid", "pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64",
       "f16", "f32", "f64", "tuple", "opaque", "c64", "bf16", "token", "c128", "f8e5m2",
@@ -520,7 +524,7 @@ const char *nsl_hlo_element_name(int32_t t) {
   return t >= 0 && t < (int32_t)(sizeof names / sizeof names[0]) ? names[t] : "?";
 }
 
-/* nsl_hlo_shape_bytes with a bound on tuple nesting. */
+/* nsl__hlo_shape_bytes with a bound on tuple nesting. */
 static int64_t shape_bytes(const nsl_hlo_shape *s, int depth) {
   if (depth > NSL_PB_MAX_DEPTH) return -1;
   if (s->element_type == NSL_HLO_TUPLE) {
@@ -532,7 +536,7 @@ static int64_t shape_bytes(const nsl_hlo_shape *s, int depth) {
     }
     return total;
   }
-  int bits = nsl_hlo_element_bits(s->element_type);
+  int bits = nsl__hlo_element_bits(s->element_type);
   int64_t n = 1;
   for (int64_t i = 0; i < s->ndimensions; i++) {
     int64_t d = s->dimensions[i];
@@ -543,4 +547,4 @@ static int64_t shape_bytes(const nsl_hlo_shape *s, int depth) {
   return (n * bits + 7) / 8;
 }
 
-int64_t nsl_hlo_shape_bytes(const nsl_hlo_shape *s) { return shape_bytes(s, 0); }
+int64_t nsl__hlo_shape_bytes(const nsl_hlo_shape *s) { return shape_bytes(s, 0); }

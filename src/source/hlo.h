@@ -4,13 +4,13 @@
  * analyses use, as a plain C struct tree.
  *
  * Basic outline:
- *   1. nsl_hlo_decode_xz(data, size, label, &hlo, &err) (an xz-compressed
- *      member), nsl_hlo_decode(data, size, ...) (raw protobuf) or
+ *   1. nsl__hlo_decode_xz(data, size, label, &hlo, &err) (an xz-compressed
+ *      member), nsl__hlo_decode(data, size, ...) (raw protobuf) or
  *      nsl_hlo_read_file(path, &hlo, &err) (either, by content).
  *   2. Walk hlo->module.computations[i].instructions[j]; look up with
- *      nsl_hlo_find_computation / nsl_hlo_find_instruction /
- *      nsl_hlo_find_buffer / nsl_hlo_frontend_attr; resolve stack frames with nsl_hlo_stack_frame;
- *      message sizes with nsl_hlo_shape_bytes; the static heap simulation
+ *      nsl__hlo_find_computation / nsl__hlo_find_instruction /
+ *      nsl__hlo_find_buffer / nsl__hlo_frontend_attr; resolve stack frames with nsl__hlo_stack_frame;
+ *      message sizes with nsl__hlo_shape_bytes; the static heap simulation
  *      from hlo->buffer_assignment.
  *   3. nsl_hlo_free(hlo) releases the whole tree.
  *
@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nsl/hlo.h"
 #include "nsl/nsl.h"
 #include "source/protobuf.h"
 
@@ -225,6 +226,7 @@ typedef struct nsl_hlo_buffer_assignment {  /* xla.BufferAssignmentProto */
 } nsl_hlo_buffer_assignment;
 
 struct nsl_hlo_index_entry;
+struct nsl_hlo_names;
 
 typedef struct nsl_hlo {                    /* xla.HloProto */
   nsl_hlo_module module;                    /* 1: hlo_module */
@@ -233,53 +235,46 @@ typedef struct nsl_hlo {                    /* xla.HloProto */
   struct nsl_pb_arena *arena_;
   struct nsl_hlo_index_entry *comp_index_, *inst_index_, *buffer_index_;
   int64_t ncomp_index_, ninst_index_, nbuffer_index_;
+  struct nsl_hlo_names *names_;             /* instruction names, built by the first nsl_hlo_find */
 } nsl_hlo;
 
 /* Decodes a serialized xla.HloProto of size bytes.  label names it in
  * errors.  *out is freed with nsl_hlo_free. */
-nsl_status nsl_hlo_decode(const void *data, size_t size, const char *label, nsl_hlo **out,
+nsl_status nsl__hlo_decode(const void *data, size_t size, const char *label, nsl_hlo **out,
                           nsl_error *err);
 /* Same for an xz-compressed one (as nsys-jax stores them). */
-nsl_status nsl_hlo_decode_xz(const void *data, size_t size, const char *label, nsl_hlo **out,
+nsl_status nsl__hlo_decode_xz(const void *data, size_t size, const char *label, nsl_hlo **out,
                              nsl_error *err);
-/* Reads a file, xz-compressed (by its magic) or not, and decodes it. */
-nsl_status nsl_hlo_read_file(const char *path, nsl_hlo **out, nsl_error *err);
-void nsl_hlo_free(nsl_hlo *h);
+/* nsl_hlo_read_file, nsl_hlo_load and nsl_hlo_free: see nsl/hlo.h. */
 
 /* Decompresses an xz stream into a malloc'd buffer (*out, *outlen); refuses
  * output above limit bytes (NSL_ERR_LIMIT). */
-nsl_status nsl_xz_decompress(const void *data, size_t size, size_t limit, const char *label,
+nsl_status nsl__xz_decompress(const void *data, size_t size, size_t limit, const char *label,
                              uint8_t **out, size_t *outlen, nsl_error *err);
 
 /* The computation with this id, or NULL (O(log n): indexed when decoded). */
-const nsl_hlo_computation *nsl_hlo_find_computation(const nsl_hlo *h, int64_t id);
+const nsl_hlo_computation *nsl__hlo_find_computation(const nsl_hlo *h, int64_t id);
 /* The instruction with this id (and its computation in *comp if not NULL),
  * or NULL.  Instruction ids are unique within a module. */
-const nsl_hlo_instruction *nsl_hlo_find_instruction(const nsl_hlo *h, int64_t id,
+const nsl_hlo_instruction *nsl__hlo_find_instruction(const nsl_hlo *h, int64_t id,
                                                     const nsl_hlo_computation **comp);
 /* The logical buffer with this id (heap-simulator events name them), or NULL. */
-const nsl_hlo_logical_buffer *nsl_hlo_find_buffer(const nsl_hlo *h, int64_t id);
+const nsl_hlo_logical_buffer *nsl__hlo_find_buffer(const nsl_hlo *h, int64_t id);
 /* The value of frontend attribute key, or NULL. */
-const char *nsl_hlo_frontend_attr(const nsl_hlo_attrs *a, const char *key);
+const char *nsl__hlo_frontend_attr(const nsl_hlo_attrs *a, const char *key);
 
-/* One resolved stack frame. */
-typedef struct nsl_hlo_frame {
-  const char *file, *function;
-  int32_t line, column;
-  int32_t parent;   /* parent frame id, 0 at the outermost frame */
-} nsl_hlo_frame;
 /* Resolves frame id (1-based) of the index.  Returns 0, or -1 when the id
  * or one of the ids it refers to is out of range. */
-int nsl_hlo_stack_frame(const nsl_hlo_stack_frame_index *s, int32_t id, nsl_hlo_frame *out);
+int nsl__hlo_stack_frame(const nsl_hlo_stack_frame_index *s, int32_t id, nsl_hlo_frame *out);
 
 /* Bits per element of a primitive type (PRED 8, S4 4, BF16 16, C64 64...),
  * 0 for TUPLE / TOKEN / OPAQUE / unknown. */
-int nsl_hlo_element_bits(int32_t element_type);
+int nsl__hlo_element_bits(int32_t element_type);
 /* Bytes of a shape: product of dimensions times the element size (rounded
  * up to whole bytes), summed over the leaves of a tuple; -1 when a
  * dimension is negative or the size overflows. */
-int64_t nsl_hlo_shape_bytes(const nsl_hlo_shape *s);
+int64_t nsl__hlo_shape_bytes(const nsl_hlo_shape *s);
 /* Name of a primitive type ("f32", "bf16", "tuple"...), "?" when unknown. */
-const char *nsl_hlo_element_name(int32_t element_type);
+const char *nsl__hlo_element_name(int32_t element_type);
 
 #endif

@@ -4,6 +4,8 @@
  * heap peak XLA's heap simulator's). */
 #include "source/hlo_query.h"
 
+#include "core/text.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +25,7 @@ static int cmp_entry(const void *a, const void *b) {
   return strcmp(((const name_entry *)a)->name, ((const name_entry *)b)->name);
 }
 
-nsl_hlo_names *nsl_hlo_names_build(const nsl_hlo *h) {
+nsl_hlo_names *nsl__hlo_names_build(const nsl_hlo *h) {
   nsl_hlo_names *ix = calloc(1, sizeof *ix);
   if (!ix) return NULL;
   int64_t n = 0;
@@ -41,7 +43,7 @@ nsl_hlo_names *nsl_hlo_names_build(const nsl_hlo *h) {
   return ix;
 }
 
-const nsl_hlo_instruction *nsl_hlo_names_find(const nsl_hlo_names *ix, const char *name,
+const nsl_hlo_instruction *nsl__hlo_names_find(const nsl_hlo_names *ix, const char *name,
                                               const nsl_hlo_computation **comp) {
   name_entry key = {name, 0, 0};
   const name_entry *e = bsearch(&key, ix->e, (size_t)ix->n, sizeof *ix->e, cmp_entry);
@@ -51,7 +53,7 @@ const nsl_hlo_instruction *nsl_hlo_names_find(const nsl_hlo_names *ix, const cha
   return &c->instructions[e->inst];
 }
 
-void nsl_hlo_names_free(nsl_hlo_names *ix) {
+void nsl__hlo_names_free(nsl_hlo_names *ix) {
   if (!ix) return;
   free(ix->e);
   free(ix);
@@ -73,8 +75,8 @@ static int on_host(const nsl_hlo_shape *s) { return s->layout.memory_space == 5;
 /* A dynamic(-update)-slice moving data between host and device. */
 static int is_offload(const nsl_hlo *h, const nsl_hlo_instruction *in) {
   int dest = on_host(&in->shape);
-  const nsl_hlo_instruction *op0 = in->noperand_ids > 0 ? nsl_hlo_find_instruction(h, in->operand_ids[0], NULL) : NULL;
-  const nsl_hlo_instruction *op1 = in->noperand_ids > 1 ? nsl_hlo_find_instruction(h, in->operand_ids[1], NULL) : NULL;
+  const nsl_hlo_instruction *op0 = in->noperand_ids > 0 ? nsl__hlo_find_instruction(h, in->operand_ids[0], NULL) : NULL;
+  const nsl_hlo_instruction *op1 = in->noperand_ids > 1 ? nsl__hlo_find_instruction(h, in->operand_ids[1], NULL) : NULL;
   if (strcmp(in->opcode, "dynamic-slice") == 0) return op0 && dest != on_host(&op0->shape);
   if (strcmp(in->opcode, "dynamic-update-slice") == 0)
     return op0 && op1 && dest == on_host(&op0->shape) && dest != on_host(&op1->shape);
@@ -94,7 +96,7 @@ typedef struct comm_search {
 
 /* The collective (or offload) inside the computations called by `comp_id`, depth-first. */
 static const nsl_hlo_instruction *find_comm(comm_search *s, int64_t comp_id, int depth) {
-  const nsl_hlo_computation *c = nsl_hlo_find_computation(s->h, comp_id);
+  const nsl_hlo_computation *c = nsl__hlo_find_computation(s->h, comp_id);
   const nsl_hlo_instruction *found = NULL;
   if (!c || depth > 64) return NULL;
   size_t ci = (size_t)(c - s->h->module.computations);
@@ -116,7 +118,7 @@ static const nsl_hlo_instruction *find_comm(comm_search *s, int64_t comp_id, int
 
 /* Bytes of an array shape: product of dimensions times the element width. */
 static int64_t array_bytes(const nsl_hlo_shape *s) {
-  int bits = nsl_hlo_element_bits(s->element_type);
+  int bits = nsl__hlo_element_bits(s->element_type);
   if (bits <= 0 || s->ntuple_shapes) return -1;
   int64_t v = bits;
   for (int64_t d = 0; d < s->ndimensions; d++) {
@@ -126,7 +128,7 @@ static int64_t array_bytes(const nsl_hlo_shape *s) {
   return v % 8 ? -1 : v / 8;
 }
 
-void nsl_hlo_comm_info(const nsl_hlo *h, const nsl_hlo_instruction *inst, nsl_hlo_comm *out) {
+void nsl__hlo_comm_info(const nsl_hlo *h, const nsl_hlo_instruction *inst, nsl_hlo_comm *out) {
   memset(out, 0, sizeof *out);
   out->bytes = -1;
   const nsl_hlo_instruction *c = NULL;
@@ -148,7 +150,7 @@ void nsl_hlo_comm_info(const nsl_hlo *h, const nsl_hlo_instruction *inst, nsl_hl
   if (strcmp(c->opcode, "dynamic-slice") == 0 || strcmp(c->opcode, "dynamic-update-slice") == 0) {
     int dus = c->opcode[7] == 'u';
     const nsl_hlo_instruction *src =
-        c->noperand_ids > (dus ? 1 : 0) ? nsl_hlo_find_instruction(h, c->operand_ids[dus ? 1 : 0], NULL) : NULL;
+        c->noperand_ids > (dus ? 1 : 0) ? nsl__hlo_find_instruction(h, c->operand_ids[dus ? 1 : 0], NULL) : NULL;
     out->bytes = dus ? (src ? array_bytes(&src->shape) : -1) : array_bytes(&c->shape);
     snprintf(out->collective, sizeof out->collective, "%s", on_host(&c->shape) ? "device-to-host" : "host-to-device");
     out->size = 1;
@@ -166,7 +168,7 @@ void nsl_hlo_comm_info(const nsl_hlo *h, const nsl_hlo_instruction *inst, nsl_hl
   }
   int64_t total = 0;
   for (int64_t k = 0; k < c->noperand_ids && total >= 0; k++) {
-    const nsl_hlo_instruction *op = nsl_hlo_find_instruction(h, c->operand_ids[k], NULL);
+    const nsl_hlo_instruction *op = nsl__hlo_find_instruction(h, c->operand_ids[k], NULL);
     int64_t b = op ? array_bytes(&op->shape) : -1;
     if (b < 0) total = -1;
     else if (strcmp(c->opcode, "reduce-scatter") == 0) total = out->size > 0 ? total + b / out->size : -1;
@@ -190,11 +192,11 @@ void nsl_hlo_comm_info(const nsl_hlo *h, const nsl_hlo_instruction *inst, nsl_hl
 
 /* Position of buffer id in the logical buffer array, or -1. */
 static int64_t buffer_pos(const nsl_hlo *h, int64_t id) {
-  const nsl_hlo_logical_buffer *lb = nsl_hlo_find_buffer(h, id);
+  const nsl_hlo_logical_buffer *lb = nsl__hlo_find_buffer(h, id);
   return lb ? lb - h->buffer_assignment.logical_buffers : -1;
 }
 
-int64_t nsl_hlo_heap_peak(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *stats) {
+int64_t nsl__hlo_heap_peak(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *stats) {
   const nsl_hlo_buffer_assignment *ba = &h->buffer_assignment;
   if (stats) memset(stats, 0, sizeof *stats);
   if (t < 0 || t >= ba->nheap_simulator_traces) return -1;
@@ -239,4 +241,117 @@ int64_t nsl_hlo_heap_peak(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *stats
   free(canon);
   free(refs);
   return peak;
+}
+
+/* ---- the public module API (nsl/hlo.h) ---------------------------------------- */
+
+nsl_status nsl_hlo_load(const void *data, size_t size, const char *label, nsl_hlo **out, nsl_error *err) {
+  return size >= 6 && memcmp(data, "\xfd" "7zXZ", 5) == 0 ? nsl__hlo_decode_xz(data, size, label, out, err)
+                                                         : nsl__hlo_decode(data, size, label, out, err);
+}
+
+void nsl_hlo_summarize(const nsl_hlo *h, nsl_hlo_summary *out) {
+  const nsl_hlo_module *m = &h->module;
+  int64_t ni = 0;
+  for (int64_t c = 0; c < m->ncomputations; c++) ni += m->computations[c].ninstructions;
+  const char *fp = nsl__hlo_frontend_attr(&m->frontend_attributes, "fingerprint_before_lhs");
+  *out = (nsl_hlo_summary){m->name, m->id, fp ? fp : "", m->ncomputations, ni,
+                           h->buffer_assignment.nheap_simulator_traces};
+}
+
+int64_t nsl_hlo_ncomputations(const nsl_hlo *h) { return h->module.ncomputations; }
+
+int64_t nsl_hlo_computation_size(const nsl_hlo *h, int64_t c) {
+  return c >= 0 && c < h->module.ncomputations ? h->module.computations[c].ninstructions : 0;
+}
+
+int64_t nsl_hlo_computation_index(const nsl_hlo *h, int64_t id) {
+  const nsl_hlo_computation *c = nsl__hlo_find_computation(h, id);
+  return c ? c - h->module.computations : -1;
+}
+
+nsl_status nsl_hlo_find(nsl_hlo *h, const char *name, int64_t *c, int64_t *i, nsl_error *err) {
+  if (!h->names_ && !(h->names_ = nsl__hlo_names_build(h))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  name_entry key = {name, 0, 0};
+  const name_entry *e = bsearch(&key, h->names_->e, (size_t)h->names_->n, sizeof *e, cmp_entry);
+  if (!e) return nsl_error_set(err, NSL_ERR_NOTFOUND, "no instruction '%s' in HLO module '%s'", name, h->module.name);
+  *c = e->comp;
+  *i = e->inst;
+  return NSL_OK;
+}
+
+/* Instruction i of computation c, or NULL out of range. */
+static const nsl_hlo_instruction *inst_at(const nsl_hlo *h, int64_t c, int64_t i) {
+  if (c < 0 || c >= h->module.ncomputations || i < 0 || i >= h->module.computations[c].ninstructions) return NULL;
+  return &h->module.computations[c].instructions[i];
+}
+
+nsl_status nsl_hlo_get(const nsl_hlo *h, int64_t c, int64_t i, nsl_hlo_inst *out, nsl_error *err) {
+  const nsl_hlo_instruction *in = inst_at(h, c, i);
+  if (!in) return nsl_error_set(err, NSL_ERR_ARG, "no instruction %lld of computation %lld", (long long)i, (long long)c);
+  *out = (nsl_hlo_inst){in->name, in->opcode, in->metadata.op_name, in->metadata.op_type, in->metadata.source_file,
+                        in->metadata.source_line, in->metadata.stack_frame_id, h->module.computations[c].name,
+                        in->called_computation_ids, in->ncalled_computation_ids};
+  return NSL_OK;
+}
+
+nsl_status nsl_hlo_comm_of(const nsl_hlo *h, int64_t c, int64_t i, nsl_hlo_comm *out, nsl_error *err) {
+  const nsl_hlo_instruction *in = inst_at(h, c, i);
+  if (!in) return nsl_error_set(err, NSL_ERR_ARG, "no instruction %lld of computation %lld", (long long)i, (long long)c);
+  nsl__hlo_comm_info(h, in, out);
+  return NSL_OK;
+}
+
+nsl_status nsl_hlo_frame_of(const nsl_hlo *h, int32_t id, nsl_hlo_frame *out, nsl_error *err) {
+  if (nsl__hlo_stack_frame(&h->module.stack_frame_index, id, out) != 0)
+    return nsl_error_set(err, NSL_ERR_FORMAT, "stack frame %d is out of range", (int)id);
+  return NSL_OK;
+}
+
+int64_t nsl_hlo_nheap_traces(const nsl_hlo *h) { return h->buffer_assignment.nheap_simulator_traces; }
+
+nsl_status nsl_hlo_heap(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *out, nsl_error *err) {
+  memset(out, 0, sizeof *out);
+  if (t < 0 || t >= h->buffer_assignment.nheap_simulator_traces)
+    return nsl_error_set(err, NSL_ERR_ARG, "no heap-simulator trace %lld", (long long)t);
+  int64_t peak = nsl__hlo_heap_peak(h, t, out);
+  if (peak < 0) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  out->peak = peak;
+  out->events = h->buffer_assignment.heap_simulator_traces[t].nevents;
+  return NSL_OK;
+}
+
+nsl_status nsl_hlo_structure(const nsl_hlo *h, char **out, size_t *len, nsl_error *err) {
+  const nsl_hlo_module *m = &h->module;
+  nsl__text b = {0};
+  nsl__text_add(&b, m->name);
+  for (int64_t c = 0; c < m->ncomputations; c++)
+    for (int64_t i = 0; i < m->computations[c].ninstructions; i++) {
+      const nsl_hlo_instruction *in = &m->computations[c].instructions[i];
+      nsl__text_add(&b, "\n");
+      nsl__text_add(&b, in->name);
+      nsl__text_add(&b, " ");
+      nsl__text_add(&b, in->opcode);
+      nsl__text_add(&b, " ");
+      nsl__text_add(&b, nsl__hlo_element_name(in->shape.element_type));
+      for (int64_t d = 0; d < in->shape.ndimensions; d++) {
+        char num[32];
+        snprintf(num, sizeof num, "%c%lld", d ? ',' : '[', (long long)in->shape.dimensions[d]);
+        nsl__text_add(&b, num);
+      }
+      for (int64_t t = 0; t < in->shape.ntuple_shapes; t++) {
+        char num[48];
+        snprintf(num, sizeof num, " t%lld:%s", (long long)t,
+                 nsl__hlo_element_name(in->shape.tuple_shapes[t].element_type));
+        nsl__text_add(&b, num);
+      }
+    }
+  if (b.oom || !b.s) {
+    free(b.s);
+    *out = NULL;
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  *out = b.s;
+  *len = b.len;
+  return NSL_OK;
 }

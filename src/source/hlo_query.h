@@ -5,11 +5,11 @@
  * NCCL tests' conventions), and the static heap simulation's peak.
  *
  * Basic outline:
- *   1. nsl_hlo_names *ix = nsl_hlo_names_build(hlo) indexes instruction names.
- *   2. nsl_hlo_names_find(ix, "all-gather-start.2", &comp) looks one up.
- *   3. nsl_hlo_comm_info(hlo, inst, &info) classifies it; nsl_hlo_heap_peak
+ *   1. nsl_hlo_names *ix = nsl__hlo_names_build(hlo) indexes instruction names.
+ *   2. nsl__hlo_names_find(ix, "all-gather-start.2", &comp) looks one up.
+ *   3. nsl__hlo_comm_info(hlo, inst, &info) classifies it; nsl__hlo_heap_peak
  *      gives one heap-simulator trace's peak.
- *   4. nsl_hlo_names_free(ix).
+ *   4. nsl__hlo_names_free(ix).
  */
 #ifndef NSL_SOURCE_HLO_QUERY_H
 #define NSL_SOURCE_HLO_QUERY_H
@@ -19,21 +19,12 @@
 typedef struct nsl_hlo_names nsl_hlo_names;
 
 /* Index of the instruction names of h (NULL when out of memory). */
-nsl_hlo_names *nsl_hlo_names_build(const nsl_hlo *h);
+nsl_hlo_names *nsl__hlo_names_build(const nsl_hlo *h);
 /* The instruction called name (and its computation), or NULL. */
-const nsl_hlo_instruction *nsl_hlo_names_find(const nsl_hlo_names *ix, const char *name,
+const nsl_hlo_instruction *nsl__hlo_names_find(const nsl_hlo_names *ix, const char *name,
                                               const nsl_hlo_computation **comp);
-void nsl_hlo_names_free(nsl_hlo_names *ix);
+void nsl__hlo_names_free(nsl_hlo_names *ix);
 
-typedef struct nsl_hlo_comm {
-  int is_comm;              /* the instruction is (or wraps) a collective or a host offload */
-  const char *opcode;       /* of the collective instruction itself */
-  char collective[40];      /* "all-gather", "all-reduce", ..., "device-to-host", "host-to-device" */
-  int64_t size;             /* devices per collective; 0 when unknown */
-  int64_t bytes;            /* message size as NCCL counts it; -1 when unknown */
-  double bw_correction;     /* algorithm bandwidth factor */
-  double bus_correction;    /* bus bandwidth factor */
-} nsl_hlo_comm;
 
 /* Classifies inst: a collective opcode (all-gather, all-reduce, all-to-all,
  * collective-broadcast, collective-permute, reduce-scatter and the -start
@@ -43,12 +34,8 @@ typedef struct nsl_hlo_comm {
  * size: the operands' bytes (reduce-scatter: divided by the group size),
  * group size from replica_groups (collective-permute: 2; host transfers: 1),
  * and the nccl-tests bandwidth corrections. */
-void nsl_hlo_comm_info(const nsl_hlo *h, const nsl_hlo_instruction *inst, nsl_hlo_comm *out);
+void nsl__hlo_comm_info(const nsl_hlo *h, const nsl_hlo_instruction *inst, nsl_hlo_comm *out);
 
-/* Events of a heap-simulator trace by kind. */
-typedef struct nsl_hlo_heap_stats {
-  int64_t alloc, free, share;
-} nsl_hlo_heap_stats;
 
 /* Peak bytes of heap-simulator trace t with XLA's semantics
  * (xla.HeapSimulatorTrace): ALLOC takes the logical buffer's size; SHARE_WITH
@@ -56,8 +43,8 @@ typedef struct nsl_hlo_heap_stats {
  * (the root of a chain of shares), whose lifetime extends to the union of
  * the lifetimes of the buffers sharing it; a region is freed when the last
  * buffer using it is, and a share of a region already freed takes it again.
- * Counts the events by kind into *stats when not NULL.  -1 when t is out of
+ * Counts the events by kind into stats->alloc, free, share when not NULL.  -1 when t is out of
  * range (or out of memory). */
-int64_t nsl_hlo_heap_peak(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *stats);
+int64_t nsl__hlo_heap_peak(const nsl_hlo *h, int64_t t, nsl_hlo_heap_stats *stats);
 
 #endif

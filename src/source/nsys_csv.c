@@ -223,7 +223,8 @@ nsl_status nsl__nsys_csv_open(const char *path, const char *kind, void **src, ns
   memset(info, 0, sizeof *info);
   info->path = path;
   const char *base = strrchr(s->prefix, '/') ? strrchr(s->prefix, '/') + 1 : s->prefix;
-  snprintf(info->name, sizeof info->name, "%.255s", base);
+  info->name = base;   /* valid while the source is open (the trace keeps a copy) */
+  info->host = "";
   info->rank = -1;
   info->first_ts = info->last_ts = NSL_NULL_I64;
   *src = s;
@@ -347,7 +348,7 @@ static nsl_status csv_describe(void *p, const char *name, nsl_table *t, nsl_erro
   (void)t;
   for (int i = 0; i < s->nfiles; i++)
     if (feeds(&s->files[i], name)) {
-      if (strcmp(name, "gpu_ranges") == 0 && nsl_table_find(t, "style") < 0) nsl_table_declare(t, "style", NSL_STR);
+      if (strcmp(name, "gpu_ranges") == 0 && nsl_table_find(t, "style") < 0) nsl_table_declare(t, "style", NSL_STR, NULL);
       return NSL_OK;
     }
   return nsl_error_set(err, NSL_ERR_NOTFOUND, "no %s in nsys stats CSV files", name);

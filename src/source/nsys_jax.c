@@ -16,7 +16,7 @@
  * lua/nsl/jax.lua finds the devices from the launching threads, as those
  * releases did).
  * dump/ (XLA HloProto files) and sources/ are reached by the binding through
- * nsl_jax_member_read / nsl_jax_member_list.
+ * nsl__jax_member_read / nsl__jax_member_list.
  *
  * An archive zipped as a folder (every member under one top-level folder
  * that holds nvtx_gpu_proj_trace/) reads the same, relative to that folder.
@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "core/model.h"
+#include "core/text.h"
 #include "source/hlo.h"
 #include "source/parquet.h"
 
@@ -66,8 +67,9 @@ typedef struct csv_table {   /* the push/pop trace, parsed once */
 
 typedef struct jax_src {
   jax_archive *ar;
-  char stem[256];            /* "" for a single archive */
-  char label[1300];
+  char *stem;                /* "" for a single archive */
+  char *label;               /* the archive's path, with [stem] in a combined one */
+  char *name, *host;         /* the report's name and host (nsl_report_info) */
   nsl_parquet *trace, *threads, *devices;
   int64_t *keep;             /* trace rows with a RangeId (the others are the recipe's root row) */
   int64_t nkeep;
@@ -93,7 +95,7 @@ static const nsl_bundle_member *find_member(jax_src *s, const char *name, char *
   return nsl_bundle_find(s->ar->b, buf);
 }
 
-nsl_status nsl_jax_member_read(void *p, const char *name, void **data, size_t *len, nsl_error *err) {
+nsl_status nsl__jax_member_read(void *p, const char *name, void **data, size_t *len, nsl_error *err) {
   jax_src *s = p;
   char buf[4096];
   if (!find_member(s, name, buf, sizeof buf))
@@ -101,7 +103,7 @@ nsl_status nsl_jax_member_read(void *p, const char *name, void **data, size_t *l
   return nsl_bundle_read_member(s->ar->b, buf, data, len, err);
 }
 
-size_t nsl_jax_member_list(void *p, const char *prefix, void (*fn)(void *, const char *), void *ctx) {
+size_t nsl__jax_member_list(void *p, const char *prefix, void (*fn)(void *, const char *), void *ctx) {
   jax_src *s = p;
   size_t np = strlen(prefix), count = 0, ns = strlen(s->stem);
   char buf[4096];
@@ -135,7 +137,7 @@ size_t nsl_jax_member_list(void *p, const char *prefix, void (*fn)(void *, const
   return count;
 }
 
-const char *nsl_jax_report_stem(void *p) { return ((jax_src *)p)->stem; }
+const char *nsl__jax_report_stem(void *p) { return ((jax_src *)p)->stem; }
 
 static void free_csv(csv_table *t) {
   if (!t) return;
@@ -158,13 +160,17 @@ static void free_csv(csv_table *t) {
 static void jax_close(void *p) {
   jax_src *s = p;
   if (!s) return;
-  nsl_parquet_close(s->trace);
-  nsl_parquet_close(s->threads);
-  nsl_parquet_close(s->devices);
-  nsl_parquet_close(s->pushpop_pq);
+  nsl__parquet_close(s->trace);
+  nsl__parquet_close(s->threads);
+  nsl__parquet_close(s->devices);
+  nsl__parquet_close(s->pushpop_pq);
   free_csv(s->pushpop);
   free(s->keep);
   archive_release(s->ar);
+  free(s->stem);
+  free(s->label);
+  free(s->name);
+  free(s->host);
   free(s);
 }
 
@@ -173,11 +179,16 @@ static nsl_status open_parquet(jax_src *s, const char *name, nsl_parquet **pq, n
   if (*pq) return NSL_OK;
   void *data = NULL;
   size_t len = 0;
-  char label[1600];
-  nsl_status rc = nsl_jax_member_read(s, name, &data, &len, err);
+  nsl_status rc = nsl__jax_member_read(s, name, &data, &len, err);
   if (rc != NSL_OK) return rc;
-  snprintf(label, sizeof label, "%s:%s", nsl_bundle_path(s->ar->b), name);
-  return nsl_parquet_open_mem(pq, label, data, len, free, err);
+  char *label = nsl__printf_alloc("%s:%s", nsl_bundle_path(s->ar->b), name);
+  if (!label) {
+    free(data);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  rc = nsl__parquet_open_mem(pq, label, data, len, free, err);
+  free(label);   /* the reader keeps its own copy */
+  return rc;
 }
 
 /* ---- the push/pop trace (CSV, xz-compressed) ----------------------------- */
@@ -279,7 +290,7 @@ static nsl_status load_pushpop(jax_src *s, nsl_error *err) {
   s->pushpop_tried = 1;
   void *data = NULL;
   size_t len = 0;
-  nsl_status rc = nsl_jax_member_read(s, "report_nvtx_pushpop_trace.csv.xz", &data, &len, err);
+  nsl_status rc = nsl__jax_member_read(s, "report_nvtx_pushpop_trace.csv.xz", &data, &len, err);
   if (rc == NSL_ERR_NOTFOUND) {
     nsl_error_clear(err);
     rc = open_parquet(s, "report_nvtx_pushpop_trace.parquet", &s->pushpop_pq, err);
@@ -290,9 +301,10 @@ static nsl_status load_pushpop(jax_src *s, nsl_error *err) {
   if (rc != NSL_OK) return rc;
   uint8_t *csv = NULL;
   size_t csvlen = 0;
-  char label[1600];
-  snprintf(label, sizeof label, "%s:report_nvtx_pushpop_trace.csv.xz", s->label);
-  rc = nsl_xz_decompress(data, len, (size_t)8 << 30, label, &csv, &csvlen, err);
+  char *label = nsl__printf_alloc("%s:report_nvtx_pushpop_trace.csv.xz", s->label);
+  rc = label ? nsl__xz_decompress(data, len, (size_t)8 << 30, label, &csv, &csvlen, err)
+             : nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  free(label);
   free(data);
   if (rc != NSL_OK) return rc;
   rc = parse_pushpop_csv(s, (const char *)csv, csvlen, err);
@@ -306,8 +318,8 @@ static nsl_status load_pushpop(jax_src *s, nsl_error *err) {
  * rows keep[0..nkeep) (all rows when keep is NULL). */
 static nsl_status pq_column(nsl_parquet *pq, const char *pqname, nsl_type type, nsl_dict *dict, const int64_t *keep,
                             int64_t nkeep, nsl_column **out, nsl_error *err) {
-  int ci = pqname ? nsl_parquet_find(pq, pqname) : -1;
-  int64_t n = keep ? nkeep : nsl_parquet_nrows(pq);
+  int ci = pqname ? nsl__parquet_find(pq, pqname) : -1;
+  int64_t n = keep ? nkeep : nsl__parquet_nrows(pq);
   nsl_column *c = NULL;
   *out = NULL;
   if (ci < 0) {
@@ -323,7 +335,7 @@ static nsl_status pq_column(nsl_parquet *pq, const char *pqname, nsl_type type, 
     *out = c;
     return NSL_OK;
   }
-  nsl_status rc = nsl_parquet_read_column_as(pq, ci, type, type == NSL_STR ? dict : NULL, &c, err);
+  nsl_status rc = nsl__parquet_read_column_as(pq, ci, type, type == NSL_STR ? dict : NULL, &c, err);
   if (rc != NSL_OK) return rc;
   if (keep) {
     nsl_column *idx = nsl_column_new(NSL_I64, nkeep, NULL);
@@ -361,7 +373,7 @@ static nsl_column *add_cols(const nsl_column *a, const nsl_column *b) {
 }
 
 /* The layout of trace.parquet: 0 = nsys 2024.4 ("Projected Start"), 1 = 2024.5+ ("Start"/"End"). */
-static int trace_layout(nsl_parquet *pq) { return nsl_parquet_find(pq, "Projected Start") >= 0 ? 0 : 1; }
+static int trace_layout(nsl_parquet *pq) { return nsl__parquet_find(pq, "Projected Start") >= 0 ? 0 : 1; }
 
 static nsl_status open_trace(jax_src *s, nsl_error *err) {
   nsl_status rc = open_parquet(s, "nvtx_gpu_proj_trace/trace.parquet", &s->trace, err);
@@ -522,7 +534,7 @@ static nsl_status load_nvtx(jax_src *s, const char *const *colnames, const nsl_t
       for (size_t m = 0; m < sizeof map / sizeof *map; m++)
         if (strcmp(map[m][0], colnames[k]) == 0) pqname = map[m][1];
       if (strcmp(colnames[k], "kind") == 0) {
-        int64_t rows = nsl_parquet_nrows(s->pushpop_pq);
+        int64_t rows = nsl__parquet_nrows(s->pushpop_pq);
         int32_t id = nsl_dict_intern(dict, "push_pop", 8);
         if (!(out[k] = nsl_column_new(NSL_STR, rows, dict))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
         for (int64_t i = 0; i < rows; i++) nsl_i32(out[k])[i] = id;
@@ -624,7 +636,7 @@ static nsl_status load_devices(jax_src *s, const char *const *colnames, const ns
     }
     /* device-metadata.parquet indexed by cuDevice (nsys-jax since 2024) may
      * lack TARGET_INFO_GPU's id */
-    if (strcmp(colnames[k], "device") == 0 && nsl_parquet_find(s->devices, pq) < 0) pq = "cuDevice";
+    if (strcmp(colnames[k], "device") == 0 && nsl__parquet_find(s->devices, pq) < 0) pq = "cuDevice";
     rc = pq_column(s->devices, pq, types[k], dict, NULL, 0, &out[k], err);
   }
   return rc;
@@ -643,7 +655,7 @@ static nsl_status jax_describe(void *p, const char *name, nsl_table *t, nsl_erro
   if (strcmp(name, "nvtx") == 0)
     for (size_t k = 0; k < sizeof nvtx_extra / sizeof *nvtx_extra; k++)
       if (nsl_table_find(t, nvtx_extra[k][0]) < 0)
-        nsl_table_declare(t, nvtx_extra[k][0], strncmp(nvtx_extra[k][0], "dur", 3) == 0 || k == 0 ? NSL_I64 : NSL_I32);
+        nsl_table_declare(t, nvtx_extra[k][0], strncmp(nvtx_extra[k][0], "dur", 3) == 0 || k == 0 ? NSL_I64 : NSL_I32, NULL);
   return NSL_OK;
 }
 
@@ -674,24 +686,24 @@ static nsl_status jax_count(void *p, const char *name, int64_t *out, nsl_error *
     *out = s->nkeep;
   } else if (strcmp(name, "nvtx") == 0) {
     if ((rc = load_pushpop(s, err)) != NSL_OK) return rc;
-    *out = s->pushpop ? s->pushpop->n : nsl_parquet_nrows(s->pushpop_pq);
+    *out = s->pushpop ? s->pushpop->n : nsl__parquet_nrows(s->pushpop_pq);
   } else if (strcmp(name, "threads") == 0) {
     if ((rc = open_parquet(s, "thread-metadata.parquet", &s->threads, err)) != NSL_OK) return rc;
-    *out = nsl_parquet_nrows(s->threads);
+    *out = nsl__parquet_nrows(s->threads);
   } else if (strcmp(name, "devices") == 0) {
     if ((rc = open_parquet(s, "device-metadata.parquet", &s->devices, err)) != NSL_OK) return rc;
-    *out = nsl_parquet_nrows(s->devices);
+    *out = nsl__parquet_nrows(s->devices);
   } else return nsl_error_set(err, NSL_ERR_NOTFOUND, "no %s in an nsys-jax archive", name);
   return NSL_OK;
 }
 
-const nsl_source_ops nsl_jax_source_ops = {.kind = "nsys-jax",
+const nsl_source_ops nsl__jax_source_ops = {.kind = "nsys-jax",
                                            .describe = jax_describe,
                                            .load = jax_load,
                                            .count = jax_count,
                                            .close = jax_close,
-                                           .members = nsl_jax_member_list,
-                                           .member_read = nsl_jax_member_read};
+                                           .members = nsl__jax_member_list,
+                                           .member_read = nsl__jax_member_read};
 
 /* ---- opening ---------------------------------------------------------------- */
 
@@ -734,18 +746,25 @@ static int archive_root(const nsl_bundle *b, char *root, size_t cap) {
   return 0;
 }
 
-int nsl_jax_is_archive(const nsl_bundle *b) {
+int nsl__jax_sniff(const char *path) {
+  if (!nsl_bundle_sniff(path)) return 0;
+  nsl_bundle_options o;
+  nsl_bundle *b = NULL;
+  nsl_bundle_options_init(&o);
+  o.mode = NSL_BUNDLE_AUTO;
+  if (nsl_bundle_open(&b, path, &o, NULL) != NSL_OK) return 0;   /* a bundle's error says what is wrong */
   char root[256];
-  return archive_root(b, root, sizeof root);
+  int is = archive_root(b, root, sizeof root);
+  nsl_bundle_close(b);
+  return is;
 }
 
-/* The file stem of path: "dir/pax_proc0.zip" -> "pax_proc0". */
-static void file_stem(const char *path, char *out, size_t cap) {
+/* The file stem of path as a new string: "dir/pax_proc0.zip" -> "pax_proc0". */
+static char *file_stem(const char *path) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
-  snprintf(out, cap, "%s", base);
-  char *dot = strrchr(out, '.');
-  if (dot && dot != out) *dot = 0;
+  const char *dot = strrchr(base, '.');
+  return strndup(base, dot && dot != base ? (size_t)(dot - base) : strlen(base));
 }
 
 /* Host and nsys version from system-metadata.parquet (name/value rows). */
@@ -756,13 +775,16 @@ static void system_info(jax_src *s, nsl_report_info *info) {
   nsl_dict *d = nsl_dict_new();
   nsl_column *name = NULL, *value = NULL;
   if (d && pq_column(pq, "name", NSL_STR, d, NULL, 0, &name, &e) == NSL_OK &&
-      nsl_parquet_find(pq, "value") >= 0 &&
-      nsl_parquet_column_info(pq, nsl_parquet_find(pq, "value"))->type == NSL_STR &&
+      nsl__parquet_find(pq, "value") >= 0 &&
+      nsl__parquet_column_info(pq, nsl__parquet_find(pq, "value"))->type == NSL_STR &&
       pq_column(pq, "value", NSL_STR, d, NULL, 0, &value, &e) == NSL_OK) {
     for (int64_t i = 0; i < name->len; i++) {
       const char *k = nsl_dict_str(d, nsl_i32(name)[i]), *v = nsl_dict_str(d, nsl_i32(value)[i]);
       if (!k || !v) continue;
-      if (strcmp(k, "Hostname") == 0) snprintf(info->host, sizeof info->host, "%s", v);
+      if (strcmp(k, "Hostname") == 0) {   /* the last one, as before */
+        free(s->host);
+        info->host = s->host = strdup(v);
+      }
       if (strcmp(k, "TargetInstallDir") == 0) {   /* .../nsight-systems-cli/2024.4.1/target-linux-x64 */
         const char *p = strstr(v, "nsight-systems");
         p = p ? strchr(p, '/') : NULL;
@@ -779,7 +801,7 @@ static void system_info(jax_src *s, nsl_report_info *info) {
   nsl_column_release(name);
   nsl_column_release(value);
   nsl_dict_release(d);
-  nsl_parquet_close(pq);
+  nsl__parquet_close(pq);
 }
 
 /* Adds one report of archive ar (stem "" for a single archive). */
@@ -788,25 +810,29 @@ static nsl_status add_one(nsl_trace *tr, jax_archive *ar, const char *path, cons
   if (!s) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   s->ar = ar;
   ar->refs++;
-  snprintf(s->stem, sizeof s->stem, "%s", stem);
-  if (stem[0]) snprintf(s->label, sizeof s->label, "%s[%s]", path, stem);
-  else snprintf(s->label, sizeof s->label, "%s", path);
+  s->stem = strdup(stem);
+  s->label = stem[0] ? nsl__printf_alloc("%s[%s]", path, stem) : strdup(path);
+  s->name = stem[0] ? strdup(stem) : file_stem(path);
+  if (!s->stem || !s->label || !s->name) {
+    jax_close(s);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
   nsl_report_info info;
   memset(&info, 0, sizeof info);
   info.path = path;
-  if (stem[0]) snprintf(info.name, sizeof info.name, "%s", stem);
-  else file_stem(path, info.name, sizeof info.name);
+  info.name = s->name;
+  info.host = "";
   info.rank = -1;
   info.first_ts = info.last_ts = NSL_NULL_I64;
   system_info(s, &info);
-  nsl_status rc = nsl__cache_add_source(tr, &nsl_jax_source_ops, s, &info, path, stem, err);
+  nsl_status rc = nsl__cache_add_source(tr, &nsl__jax_source_ops, s, &info, path, stem, err);
   if (rc != NSL_OK) jax_close(s);
   return rc;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-nsl_status nsl_jax_add_reports(nsl_trace *tr, const char *path, nsl_error *err) {
+nsl_status nsl__jax_add_reports(nsl_trace *tr, const char *path, nsl_error *err) {
   nsl_bundle_options o;
   nsl_bundle_options_init(&o);
   o.mode = NSL_BUNDLE_RAW;

@@ -6,7 +6,8 @@
  * Each data-model table is mapped to one or more nsys tables by a declarative
  * description (table_map below): which nsys tables, which filter, and for
  * every model column the nsys columns it comes from, picked by name so that
- * columns added or missing across versions are handled alike.  A load is one
+ * columns added or missing across versions are handled alike (nsys_schema.c:
+ * "add a table" means a table_map there).  A load is one
  * SELECT of only the requested columns, whose rows reach pre-sized arrays as
  * the arguments of an aggregate function (one sqlite3_step per load, not one
  * per row plus a call per cell); a large single table is split into rowid
@@ -21,27 +22,9 @@
  * clock, whose zero is the session start TARGET_INFO_SESSION_START_TIME.
  * utcEpochNs); the trace adds the offset that aligns reports by start_utc.
  *
- * Choices (where the export leaves room):
- * - nvtx: event types 59 (push_pop), 60 (start_end), 34 (mark) only; text is
- *   `text`, else StringIds[textId]; domain is the name its domain-create event
- *   (type 75) gave, NULL for the default domain 0 and for unnamed ids; a mark's
- *   stop is NULL as nsys writes it (so its dur is NULL: a mark is an instant).
- * - api.name drops a "_vNNNN" suffix ("cudaLaunchKernel_v7000" ->
- *   "cudaLaunchKernel"), as nsys's reports do; api.source is "runtime"/"driver".
- * - Enums (memcpy kind, memory kinds, sync kind, memory op) use the export's
- *   ENUM_* table when present, else nsys's values; the model's short forms
- *   (HtoD, DtoH, DtoD, PtoP, pageable, pinned, device, stream_sync, alloc,
- *   free, ...); a value with no name becomes its number as text.
- * - overhead: CUPTI_ACTIVITY_KIND_OVERHEAD, kind from overheadType (module_loading,
- *   lazy_loading, driver_jit, buffer_flush, ...), name from nameId.
- * - devices: the first GPU table with rows (TARGET_INFO_GPU by id, 2021.2+;
- *   TARGET_INFO_CUDA_GPU / TARGET_INFO_GPU by deviceId, 2020; then
- *   TARGET_INFO_CUDA_DEVICE by gpuId), else the distinct deviceId of the
- *   activity tables with unknown names.
- * - processes: PROCESSES; in exports before it existed, one per pid of
- *   ThreadNames, named after its main thread.
- * - host is the profiled machine (TARGET_INFO_SYSTEM_ENV Hostname), else the
- *   machine that ran the export (EXPORT_HOST). */
+ * The mapping itself (which nsys tables and columns make each data-model
+ * table, in every schema version, and the choices it makes) is declared in
+ * nsys_schema.c. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -57,301 +40,10 @@
 #include "core/model.h"
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
+#include "core/text.h"
 #include "nsl/nsl.h"
-#include "source/colcache.h"
-
-/* ---- the mapping: data-model tables from nsys tables ------------------- */
-
-typedef enum map_kind {
-  M_INT,          /* integer (or real) column as is */
-  M_PID,          /* (globalPid or globalTid >> 24) & 0xFFFFFF */
-  M_TID,          /* globalTid & 0xFFFFFF */
-  M_STR,          /* id into StringIds */
-  M_API_NAME,     /* id into StringIds of a CUDA API name, "_vNNNN" suffix cut as nsys's reports do */
-  M_TEXT,         /* inline text */
-  M_ENUM,         /* integer through an nsys ENUM_* table (or the built-in values) */
-  M_CC,           /* compute capability "major.minor" from two columns */
-  M_SOURCE,       /* the label of the nsys table the row comes from */
-  M_NVTX_TEXT,    /* text if not NULL else StringIds[textId] */
-  M_NVTX_DOMAIN,  /* domainId -> the name its domain-create event (type 75) gave */
-  M_NVTX_KIND     /* eventType -> push_pop, start_end, mark */
-} map_kind;
-
-typedef struct enum_item {
-  int id;
-  const char *nsys;    /* the nsys enum name without its prefix */
-  const char *value;   /* the data model's short form */
-} enum_item;
-
-typedef struct enum_def {
-  const char *table;   /* nsys ENUM_* table (id, name, label), when the export has it */
-  const char *prefix;
-  const enum_item *items;   /* built-in values (ended by nsys == NULL) */
-} enum_def;
-
-typedef struct col_map {
-  const char *model;
-  map_kind kind;
-  const char *src[4];       /* candidate nsys columns, first present wins */
-  const enum_def *en;
-  int required;             /* a load that asks for it fails when the table has none of src (see build_select) */
-} col_map;
-
-typedef struct table_map {
-  const char *model;
-  const char *sources[4];   /* nsys tables, rows concatenated (UNION ALL); those present */
-  const char *labels[4];    /* M_SOURCE value per source */
-  const char *require_col;  /* this alternative applies only when its first present source has it */
-  const char *where;        /* row filter, or NULL */
-  const char *group_by;     /* one row per group, or NULL */
-  int distinct;             /* UNION instead of UNION ALL (distinct rows) */
-  int need_rows;            /* applies only when sources[0] has rows (else the next one) */
-  const col_map *cols;      /* ended by model == NULL */
-  const char *extra;        /* an extra result column (not read), e.g. the aggregate that picks a group's row */
-} table_map;
-
-static const enum_item memcpy_kinds[] = {
-    {0, "UNKNOWN", "unknown"},   {1, "HTOD", "HtoD"},         {2, "DTOH", "DtoH"},
-    {3, "HTOA", "HtoA"},         {4, "ATOH", "AtoH"},         {5, "ATOA", "AtoA"},
-    {6, "ATOD", "AtoD"},         {7, "DTOA", "DtoA"},         {8, "DTOD", "DtoD"},
-    {9, "HTOH", "HtoH"},         {10, "PTOP", "PtoP"},        {11, "UVM_HTOD", "UVM_HtoD"},
-    {12, "UVM_DTOH", "UVM_DtoH"}, {13, "UVM_DTOD", "UVM_DtoD"}, {0, NULL, NULL}};
-/* nsys's own memory-kind enum (CUDA_MEMOPR_MEMORY_KIND), not CUPTI's. */
-static const enum_item mem_kinds[] = {
-    {0, "PAGEABLE", "pageable"}, {1, "PINNED", "pinned"},
-    {2, "DEVICE", "device"},     {3, "ARRAY", "array"},
-    {4, "MANAGED", "managed"},   {5, "DEVICE_STATIC", "device_static"},
-    {6, "MANAGED_STATIC", "managed_static"}, {7, "UNKNOWN", "unknown"}, {0, NULL, NULL}};
-static const enum_item sync_kinds[] = {
-    {0, "UNKNOWN", "unknown"},
-    {1, "EVENT_SYNCHRONIZE", "event_sync"},
-    {2, "STREAM_WAIT_EVENT", "stream_wait_event"},
-    {3, "STREAM_SYNCHRONIZE", "stream_sync"},
-    {4, "CONTEXT_SYNCHRONIZE", "context_sync"},
-    {0, NULL, NULL}};
-static const enum_item mem_ops[] = {{0, "ALLOCATION", "alloc"}, {1, "DEALLOCATION", "free"}, {0, NULL, NULL}};
-static const enum_item overhead_kinds[] = {
-    {0, "UNDEFINED", "undefined"},
-    {1, "UNKNOWN", "unknown"},
-    {2, "DRIVER_COMPILER", "driver_jit"},
-    {3, "CUPTI_BUFFER_FLUSH", "buffer_flush"},
-    {4, "CUPTI_INSTRUMENTATION", "instrumentation"},
-    {5, "CUPTI_RESOURCE", "resource"},
-    {6, "RUNTIME_TRIGGERED_MODULE_LOADING", "module_loading"},
-    {7, "LAZY_FUNCTION_LOADING", "lazy_loading"},
-    {8, "COMMAND_BUFFER_FULL", "command_buffer_full"},
-    {0, NULL, NULL}};
-
-static const enum_def en_memcpy = {"ENUM_CUDA_MEMCPY_OPER", "CUDA_MEMCPY_KIND_", memcpy_kinds};
-static const enum_def en_memkind = {"ENUM_CUDA_MEM_KIND", "CUDA_MEMOPR_MEMORY_KIND_", mem_kinds};
-static const enum_def en_sync = {"ENUM_CUPTI_SYNC_TYPE", "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_", sync_kinds};
-static const enum_def en_memop = {"ENUM_CUDA_DEV_MEM_EVENT_OPER", "CUDA_DEV_MEM_EVENT_OPR_", mem_ops};
-static const enum_def en_overhead = {"ENUM_CUPTI_OVERHEAD_TYPE", "OVERHEAD_", overhead_kinds};
-
-#define C1(m, k, a) {m, k, {a, NULL}, NULL, 0}
-#define C2(m, k, a, b) {m, k, {a, b, NULL}, NULL, 0}
-#define CE(m, a, e) {m, M_ENUM, {a, NULL}, e, 0}
-/* A column every version of its nsys table has had (the times of an event):
- * its absence means a damaged or hand-edited export, never an older schema. */
-#define CREQ(m, a) {m, M_INT, {a, NULL}, NULL, 1}
-#define CEND {NULL, M_INT, {NULL}, NULL, 0}
-#define GPU_ACTIVITY_COMMON                                                                        \
-  C1("pid", M_PID, "globalPid"), C1("device", M_INT, "deviceId"), C1("context", M_INT, "contextId"), \
-      C1("stream", M_INT, "streamId"), C1("corr", M_INT, "correlationId"), CREQ("start", "start"), \
-      CREQ("stop", "end")
-
-static const col_map kernel_cols[] = {
-    GPU_ACTIVITY_COMMON,
-    C2("name", M_STR, "shortName", "demangledName"),
-    C1("demangled", M_STR, "demangledName"),
-    C1("mangled", M_STR, "mangledName"),
-    C1("grid_x", M_INT, "gridX"),
-    C1("grid_y", M_INT, "gridY"),
-    C1("grid_z", M_INT, "gridZ"),
-    C1("block_x", M_INT, "blockX"),
-    C1("block_y", M_INT, "blockY"),
-    C1("block_z", M_INT, "blockZ"),
-    C1("regs", M_INT, "registersPerThread"),
-    C1("smem_static", M_INT, "staticSharedMemory"),
-    C1("smem_dynamic", M_INT, "dynamicSharedMemory"),
-    C1("launch_type", M_INT, "launchType"),
-    C1("graph_node", M_INT, "graphNodeId"),
-    C1("graph_id", M_INT, "graphId"),
-    CEND};
-
-static const col_map memcpy_cols[] = {
-    GPU_ACTIVITY_COMMON,
-    C1("bytes", M_INT, "bytes"),
-    CE("kind", "copyKind", &en_memcpy),
-    CE("src_kind", "srcKind", &en_memkind),
-    CE("dst_kind", "dstKind", &en_memkind),
-    C1("src_device", M_INT, "srcDeviceId"),
-    C1("dst_device", M_INT, "dstDeviceId"),
-    C1("graph_node", M_INT, "graphNodeId"),
-    CEND};
-
-static const col_map memset_cols[] = {
-    GPU_ACTIVITY_COMMON,
-    C1("bytes", M_INT, "bytes"),
-    CE("kind", "memKind", &en_memkind),
-    C1("value", M_INT, "value"),
-    C1("graph_node", M_INT, "graphNodeId"),
-    CEND};
-
-static const col_map api_cols[] = {
-    C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"),  C1("corr", M_INT, "correlationId"),
-    CREQ("start", "start"),        CREQ("stop", "end"),             C1("name", M_API_NAME, "nameId"),
-    C1("ret", M_INT, "returnValue"), C1("callchain", M_INT, "callchainId"),
-    {"source", M_SOURCE, {NULL}, NULL, 0}, CEND};
-
-static const col_map nvtx_cols[] = {
-    C1("pid", M_PID, "globalTid"),
-    C1("tid", M_TID, "globalTid"),
-    CREQ("start", "start"),
-    CREQ("stop", "end"),
-    C2("text", M_NVTX_TEXT, "text", "textId"),
-    C1("domain", M_NVTX_DOMAIN, "domainId"),
-    C1("kind", M_NVTX_KIND, "eventType"),
-    C1("category", M_INT, "category"),
-    C1("color", M_INT, "color"),
-    C1("range_id", M_INT, "rangeId"),
-    C1("end_tid", M_TID, "endGlobalTid"),
-    CEND};
-
-/* syncType; deprecatedSyncType appeared next to it in 2025 and is NULL there. */
-static const col_map sync_cols[] = {
-    GPU_ACTIVITY_COMMON,
-    {"kind", M_ENUM, {"syncType", "deprecatedSyncType", NULL}, &en_sync, 0},
-    C1("event", M_INT, "eventId"),
-    CEND};
-
-static const col_map osrt_cols[] = {
-    C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"), CREQ("start", "start"),
-    CREQ("stop", "end"),           C1("name", M_STR, "nameId"),    C1("ret", M_INT, "returnValue"),
-    C1("callchain", M_INT, "callchainId"), CEND};
-
-static const col_map memory_cols[] = {
-    C1("pid", M_PID, "globalPid"),
-    C1("device", M_INT, "deviceId"),
-    C1("stream", M_INT, "streamId"),
-    C1("corr", M_INT, "correlationId"),
-    CREQ("start", "start"),
-    C1("address", M_INT, "address"),
-    C1("bytes", M_INT, "bytes"),
-    CE("op", "memoryOperationType", &en_memop),
-    CE("kind", "memKind", &en_memkind),
-    C2("pool_address", M_INT, "localMemoryPoolAddress", "memoryPoolAddress"),
-    CEND};
-
-static const col_map overhead_cols[] = {
-    C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"), C1("corr", M_INT, "correlationId"),
-    CREQ("start", "start"),        CREQ("stop", "end"),             C1("name", M_STR, "nameId"),
-    CE("kind", "overheadType", &en_overhead), CEND};
-
-static const col_map sample_cols[] = {
-    C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"), CREQ("time", "start"),
-    C1("stack", M_INT, "id"),      C1("cpu", M_INT, "cpu"),         CEND};
-
-static const col_map frame_cols[] = {
-    C1("stack", M_INT, "id"), C1("depth", M_INT, "stackDepth"), C1("symbol", M_STR, "symbol"),
-    C1("module", M_STR, "module"), CEND};
-
-/* 2021.2+: the 41-column TARGET_INFO_GPU keyed by `id`. */
-static const col_map gpu_cols[] = {
-    C1("device", M_INT, "id"),
-    C1("name", M_TEXT, "name"),
-    C1("sm_count", M_INT, "smCount"),
-    C1("memory", M_INT, "totalMemory"),
-    C1("bandwidth", M_INT, "memoryBandwidth"),
-    C1("clock", M_INT, "clockRate"),
-    C2("compute_capability", M_CC, "computeMajor", "computeMinor"),
-    C1("bus", M_TEXT, "busLocation"),
-    C1("uuid", M_TEXT, "uuid"),
-    CEND};
-
-/* 2020 to early 2021: TARGET_INFO_CUDA_GPU keyed by deviceId (CUDA device
- * properties); names picked among those CUDA and nsys used over time. */
-static const col_map cuda_gpu_cols[] = {
-    C2("device", M_INT, "deviceId", "id"),
-    C1("name", M_TEXT, "name"),
-    C2("sm_count", M_INT, "numMultiprocessors", "smCount"),
-    {"memory", M_INT, {"totalGlobalMem", "globalMemorySize", "totalMemory", NULL}, NULL, 0},
-    C2("bandwidth", M_INT, "globalMemoryBandwidth", "memoryBandwidth"),
-    C2("clock", M_INT, "coreClockRate", "clockRate"),
-    C2("compute_capability", M_CC, "computeCapabilityMajor", "computeCapabilityMinor"),
-    C2("bus", M_TEXT, "busLocation", "pciBusId"),
-    C1("uuid", M_TEXT, "uuid"),
-    CEND};
-
-/* 2020: TARGET_INFO_GPU keyed by deviceId, when TARGET_INFO_CUDA_GPU is absent. */
-static const col_map gpu2020_cols[] = {
-    C1("device", M_INT, "deviceId"),
-    C1("name", M_TEXT, "name"),
-    C2("sm_count", M_INT, "smCount", "numMultiprocessors"),
-    C1("memory", M_INT, "totalMemory"),
-    C1("bandwidth", M_INT, "memoryBandwidth"),
-    C1("clock", M_INT, "clockRate"),
-    C2("compute_capability", M_CC, "computeMajor", "computeMinor"),
-    C1("bus", M_TEXT, "busLocation"),
-    C1("uuid", M_TEXT, "uuid"),
-    CEND};
-
-/* 2025.1+ exports may carry only TARGET_INFO_CUDA_DEVICE (one row per process
- * and device). */
-static const col_map cuda_device_cols[] = {
-    C1("device", M_INT, "gpuId"), C1("sm_count", M_INT, "numMultiprocessors"), C1("uuid", M_TEXT, "uuid"),
-    CEND};
-
-/* No GPU table at all: the devices the activity tables name (names unknown). */
-static const col_map activity_device_cols[] = {C1("device", M_INT, "deviceId"), CEND};
-
-static const col_map process_cols[] = {C1("pid", M_PID, "globalPid"), C1("name", M_TEXT, "name"), CEND};
-static const col_map thread_process_cols[] = {C1("pid", M_PID, "globalTid"), C1("name", M_STR, "nameId"), CEND};
-static const col_map thread_cols[] = {C1("pid", M_PID, "globalTid"), C1("tid", M_TID, "globalTid"),
-                                      C1("name", M_STR, "nameId"), CEND};
-
-#define KERNEL "CUPTI_ACTIVITY_KIND_KERNEL"
-#define MEMCPY "CUPTI_ACTIVITY_KIND_MEMCPY"
-#define MEMSET "CUPTI_ACTIVITY_KIND_MEMSET"
-#define SYNC "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
-#define NVTX_RANGE_TYPES "\"eventType\" IN (34, 59, 60)"   /* nvtx_kind_of's types */
-#define NVTX_RANGE_OR_DOMAIN_TYPES "\"eventType\" IN (34, 59, 60, 75)"
-
-/* Alternatives per model table, in order of preference: the first of which
- * the export has a source table (with require_col) is used. */
-static const table_map maps[] = {
-    {"kernels", {KERNEL}, {NULL}, NULL, NULL, NULL, 0, 0, kernel_cols, NULL},
-    {"memcpy", {MEMCPY}, {NULL}, NULL, NULL, NULL, 0, 0, memcpy_cols, NULL},
-    {"memset", {MEMSET}, {NULL}, NULL, NULL, NULL, 0, 0, memset_cols, NULL},
-    {"api", {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"}, {"runtime", "driver"}, NULL, NULL,
-     NULL, 0, 0, api_cols, NULL},
-    {"nvtx", {"NVTX_EVENTS"}, {NULL}, NULL, NVTX_RANGE_TYPES, NULL, 0, 0, nvtx_cols, NULL},
-    {"sync", {SYNC}, {NULL}, NULL, NULL, NULL, 0, 0, sync_cols, NULL},
-    {"osrt", {"OSRT_API"}, {NULL}, NULL, NULL, NULL, 0, 0, osrt_cols, NULL},
-    {"memory", {"CUDA_GPU_MEMORY_USAGE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, memory_cols, NULL},
-    {"overhead", {"CUPTI_ACTIVITY_KIND_OVERHEAD"}, {NULL}, NULL, NULL, NULL, 0, 0, overhead_cols, NULL},
-    {"samples", {"COMPOSITE_EVENTS"}, {NULL}, NULL, NULL, NULL, 0, 0, sample_cols, NULL},
-    {"frames", {"SAMPLING_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols, NULL},
-    {"callchains", {"CUDA_CALLCHAINS"}, {NULL}, NULL, NULL, NULL, 0, 0, frame_cols, NULL},
-    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "id", NULL, NULL, 0, 1, gpu_cols, NULL},
-    {"devices", {"TARGET_INFO_CUDA_GPU"}, {NULL}, NULL, NULL, NULL, 0, 1, cuda_gpu_cols, NULL},
-    {"devices", {"TARGET_INFO_GPU"}, {NULL}, "deviceId", NULL, NULL, 0, 1, gpu2020_cols, NULL},
-    {"devices", {"TARGET_INFO_CUDA_DEVICE"}, {NULL}, "gpuId", NULL, "\"gpuId\"", 0, 1, cuda_device_cols, NULL},
-    {"devices", {KERNEL, MEMCPY, MEMSET, SYNC}, {NULL}, NULL, NULL, NULL, 1, 0, activity_device_cols, NULL},
-    {"processes", {"PROCESSES"}, {NULL}, NULL, NULL, NULL, 0, 0, process_cols, NULL},
-    /* before PROCESSES existed (2021 and older): one per pid of ThreadNames,
-     * named after its main thread (tid = pid) when it has one; SQLite takes
-     * the bare columns from the row of the min() */
-    {"processes", {"ThreadNames"}, {NULL}, NULL, NULL, "(\"globalTid\" >> 24) & 16777215", 0, 0, thread_process_cols,
-     "min(abs((\"globalTid\" & 16777215) - ((\"globalTid\" >> 24) & 16777215)))"},
-    {"threads", {"ThreadNames"}, {NULL}, NULL, NULL, NULL, 0, 0, thread_cols, NULL},
-    {NULL, {NULL}, {NULL}, NULL, NULL, NULL, 0, 0, NULL, NULL}};
-
-/* Tables whose presence marks an nsys export (beside StringIds). */
-static const char *const nsys_markers[] = {
-    "META_DATA_EXPORT", "EXPORT_META_DATA", "TARGET_INFO_SESSION_START_TIME", "TARGET_INFO_SYSTEM_ENV",
-    "TARGET_INFO_GPU", "ThreadNames", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME",
-    "NVTX_EVENTS", "OSRT_API", "COMPOSITE_EVENTS", "ANALYSIS_DETAILS", NULL};
+#include "source/nsys_schema.h"
+#include "source/nsys_sqlite.h"
 
 /* ---- the source ---------------------------------------------------------- */
 
@@ -365,6 +57,7 @@ typedef struct table_info {
 struct nsys_src {
   sqlite3 *db;
   char *label;          /* the path or bundle member, for messages */
+  char *name, *host;    /* the report's name and host (nsl_report_info points at them) */
   int64_t db_bytes;
   int ntables;
   table_info *tables;
@@ -458,7 +151,7 @@ static int has_rows(nsys_src *s, const table_info *t) {
  * (and NSL_OK) when it has none; an error only when the schema is unreadable. */
 static nsl_status pick_map(nsys_src *s, const char *name, const table_map **out, nsl_error *err) {
   *out = NULL;
-  for (const table_map *m = maps; m->model; m++) {
+  for (const table_map *m = nsl__nsys_maps; m->model; m++) {
     if (strcmp(m->model, name) != 0) continue;
     table_info *t = NULL;
     for (int k = 0; k < 4 && m->sources[k] && !t; k++) t = find_table(s, m->sources[k]);
@@ -721,29 +414,9 @@ static int32_t enum_value(enum_map *e, nsl_dict *dict, int64_t v) {
 
 /* ---- building the SELECT ------------------------------------------------- */
 
-typedef struct sbuf {
-  char *p;
-  size_t len, cap;
-  int oom;
-} sbuf;
+typedef nsl__text sbuf;   /* core/text.h */
 
-static void sb_add(sbuf *b, const char *s) {
-  size_t n = strlen(s);
-  if (b->oom) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap * 2 : 512;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-      b->oom = 1;
-      return;
-    }
-    b->p = p;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->len, s, n + 1);
-  b->len += n;
-}
+static void sb_add(sbuf *b, const char *s) { nsl__text_add(b, s); }
 
 static void sb_ident(sbuf *b, const char *id) {   /* "id" (nsys names have no quotes) */
   sb_add(b, "\"");
@@ -874,7 +547,7 @@ static nsl_status build_select(nsys_src *s, const table_map *m, int k, const out
   int where = m->where && !in_c;
   if (where) {
     sb_add(b, " WHERE (");
-    sb_add(b, nvtx_domains ? NVTX_RANGE_OR_DOMAIN_TYPES : m->where);
+    sb_add(b, nvtx_domains ? NSL__NVTX_RANGE_OR_DOMAIN_TYPES : m->where);
     sb_add(b, ")");
   }
   if (rowid_range) sb_add(b, where ? " AND rowid BETWEEN ?1 AND ?2" : " WHERE rowid BETWEEN ?1 AND ?2");
@@ -937,12 +610,12 @@ static int64_t estimate_rows(nsys_src *s, const table_map *m) {
 
 static nsl_status grow_columns(nsl_column **out, int n, int64_t cap) {
   for (int j = 0; j < n; j++)
-    if (nsl_column_reserve(out[j], cap) != NSL_OK) return NSL_ERR_NOMEM;
+    if (nsl_column_reserve(out[j], cap, NULL) != NSL_OK) return NSL_ERR_NOMEM;
   return NSL_OK;
 }
 
 /* The kind of NVTX event type t: 0 push_pop (59), 1 start_end (60), 2 mark
- * (34); -1 for the other types (NVTX_RANGE_TYPES in SQL). */
+ * (34); -1 for the other types (the nvtx map's filter, nsys_schema.c). */
 static int nvtx_kind_of(int64_t t) { return t == 59 ? 0 : t == 60 ? 1 : t == 34 ? 2 : -1; }
 
 static void put_int(nsl_column *c, int64_t row, sqlite3_value *v, int64_t add) {
@@ -1328,7 +1001,7 @@ static nsl_status scan_rows(scan_part *p) {
   if (b.oom) goto nomem;
   step = sqlite3_create_function_v2(db, ROW_FUNCTION, nc, SQLITE_UTF8 | SQLITE_DIRECTONLY, &rr, NULL, row_step,
                                     row_final, NULL);
-  if (step == SQLITE_OK) step = sqlite3_prepare_v2(db, b.p, -1, &st, NULL);
+  if (step == SQLITE_OK) step = sqlite3_prepare_v2(db, b.s, -1, &st, NULL);
   if (step == SQLITE_OK && p->hi >= p->lo) {
     sqlite3_bind_int64(st, 1, p->lo);
     sqlite3_bind_int64(st, 2, p->hi);
@@ -1347,7 +1020,7 @@ nomem:
 done:
   sqlite3_finalize(st);
   sqlite3_create_function_v2(db, ROW_FUNCTION, nc, SQLITE_UTF8, NULL, NULL, NULL, NULL, NULL);   /* unregister */
-  free(b.p);
+  free(b.s);
   lag_free(&rr.lag);
   return p->rc = rc;
 }
@@ -1566,7 +1239,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
   }
   if ((rc = build_statement(s, m, cols, n, nvtx_domains, sc.types_in_c, extras, &b, &sc.ncols, err)) != NSL_OK)
     goto done;
-  sc.sql = b.p;
+  sc.sql = b.s;
 
   int64_t cap = parallel ? total : estimate_rows(s, m);
   for (int j = 0; j < n; j++)
@@ -1591,7 +1264,7 @@ static nsl_status nsys_load(void *p, const char *name, const char *const *colnam
         q->cap = q->hi - q->lo + 1;
         sbuf qb = {0};
         rc = build_select(s, m, k, cols, n, nvtx_domains, sc.types_in_c, extras, 1, &qb, &sc.ncols, err);
-        q->sql = qb.p;
+        q->sql = qb.s;
         if (rc != NSL_OK) goto done;
         if (qb.oom) goto nomem;
         if (!(q->dict = nsl_dict_new()) || part_constants(q) < 0) goto nomem;
@@ -1680,7 +1353,7 @@ done:
   free(parts);
   for (int j = 0; j < n; j++) enum_map_free(&cols[j].en);
   free(cols);
-  free(b.p);
+  free(b.s);
   enum_map_free(&dom);
   return rc;
 }
@@ -1703,13 +1376,13 @@ static nsl_status nsys_count(void *p, const char *name, int64_t *out, nsl_error 
   if (rc == NSL_OK && b.oom) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   if (rc == NSL_OK) {
     sqlite3_stmt *st = NULL;
-    int src = sqlite3_prepare_v2(s->db, b.p, -1, &st, NULL);
+    int src = sqlite3_prepare_v2(s->db, b.s, -1, &st, NULL);
     if (src == SQLITE_OK) src = sqlite3_step(st);
     if (src == SQLITE_ROW) *out = sqlite3_column_int64(st, 0);
     else rc = sql_error(s, src, m->sources[0], err);
     sqlite3_finalize(st);
   }
-  free(b.p);
+  free(b.s);
   return rc;
 }
 
@@ -1738,15 +1411,47 @@ static void nsys_close(void *p) {
   free(s->tables);
   strings_free(s);
   free(s->label);
+  free(s->name);
+  free(s->host);
   free(s);
 }
 
-const nsl_source_ops nsl_nsys_source_ops = {.kind = "nsys-sqlite",
+typedef struct metadata_ctx {
+  nsl_metadata_fn fn;
+  void *ctx;
+  int64_t tables;
+} metadata_ctx;
+
+static int count_row(void *p, int ncols, const char *const *names, const nsl_sql_value *v) {
+  (void)names;
+  if (ncols == 1 && v[0].type == 1) ((metadata_ctx *)p)->tables = v[0].i;
+  return 0;
+}
+
+static int metadata_row(void *p, int ncols, const char *const *names, const nsl_sql_value *v) {
+  (void)names;
+  metadata_ctx *m = p;
+  if (ncols != 2 || v[0].type != 3 || v[1].type != 3) return 0;   /* no value: left out */
+  return m->fn(m->ctx, v[0].s, v[1].s);
+}
+
+/* The metadata operation: META_DATA_CAPTURE's (name, value) rows, in table
+ * order, where the export has that table (nsys 2023.3 and later). */
+static nsl_status nsys_metadata(void *p, nsl_metadata_fn fn, void *ctx, nsl_error *err) {
+  metadata_ctx m = {fn, ctx, 0};
+  nsl_status rc = nsl__nsys_sql(p, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'META_DATA_CAPTURE'",
+                               count_row, &m, err);
+  if (rc != NSL_OK || m.tables == 0) return rc;
+  return nsl__nsys_sql(p, "SELECT name, CAST(value AS TEXT) FROM META_DATA_CAPTURE", metadata_row, &m, err);
+}
+
+const nsl_source_ops nsl__nsys_source_ops = {.kind = "nsys-sqlite",
                                             .describe = nsys_describe,
                                             .load = nsys_load,
                                             .count = nsys_count,
                                             .close = nsys_close,
-                                            .sql = nsl_nsys_sql};
+                                            .sql = nsl__nsys_sql,
+                                            .metadata = nsys_metadata};
 
 /* ---- opening ------------------------------------------------------------- */
 
@@ -1780,14 +1485,25 @@ static nsl_status check_header(const char *label, const unsigned char *h, size_t
 }
 
 /* Reads a text value of a (name, value) metadata table. */
-static void meta_value(nsys_src *s, const char *sql, const char *key, char *dst, size_t cap) {
+/* The value of key in metadata table sql (a SELECT with ?1 for the key) as
+ * a new string, or NULL when absent (or out of memory). */
+static char *meta_text(nsys_src *s, const char *sql, const char *key) {
   sqlite3_stmt *st = NULL;
+  char *v = NULL;
   if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-      snprintf(dst, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+      v = strdup((const char *)sqlite3_column_text(st, 0));
   }
   sqlite3_finalize(st);
+  return v;
+}
+
+/* The same into dst (cap bytes, cut), for the short version fields. */
+static void meta_value(nsys_src *s, const char *sql, const char *key, char *dst, size_t cap) {
+  char *v = meta_text(s, sql, key);
+  if (v) snprintf(dst, cap, "%s", v);
+  free(v);
 }
 
 static int64_t meta_int(nsys_src *s, const char *sql) {
@@ -1815,24 +1531,23 @@ static void version_from_path(const char *path, char *dst, size_t cap) {
   }
 }
 
-/* name = the label's last path component without its extension; rank from
- * "rank<N>" in it (the last one), else -1. */
-void nsl__nsys_name_and_rank(const char *label, nsl_report_info *info) {
+int nsl__nsys_name_and_rank(const char *label, char **name, int64_t *rank) {
   const char *base = strrchr(label, '/');
   base = base ? base + 1 : label;
   const char *dot = strrchr(base, '.');
   size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
   /* "x.nsys-rep.sqlite" style double extensions keep their inner part */
-  snprintf(info->name, sizeof info->name, "%.*s", (int)(n < sizeof info->name ? n : sizeof info->name - 1), base);
-  info->rank = -1;
-  for (const char *p = info->name; *p; p++) {
+  if (!(*name = strndup(base, n))) return -1;
+  *rank = -1;
+  for (const char *p = *name; *p; p++) {
     if (strncasecmp(p, "rank", 4) != 0 || !isdigit((unsigned char)p[4])) continue;
-    if (p > info->name && isalpha((unsigned char)p[-1])) continue;   /* "frank3" is not a rank */
+    if (p > *name && isalpha((unsigned char)p[-1])) continue;   /* "frank3" is not a rank */
     int64_t r = 0;
     const char *q = p + 4;
     while (isdigit((unsigned char)*q) && r < 100000000) r = r * 10 + (*q++ - '0');
-    info->rank = r;
+    *rank = r;
   }
+  return 0;
 }
 
 /* Reads the table list, checks that this is an nsys export, and fills info. */
@@ -1869,7 +1584,7 @@ static nsl_status finish_open(nsys_src *s, nsl_report_info *info, nsl_error *err
   if (out != NSL_OK) return out;
 
   int nsys = find_table(s, "StringIds") != NULL;
-  for (int i = 0; !nsys && nsys_markers[i]; i++) nsys = find_table(s, nsys_markers[i]) != NULL;
+  for (int i = 0; !nsys && nsl__nsys_markers[i]; i++) nsys = find_table(s, nsl__nsys_markers[i]) != NULL;
   if (!nsys)
     return nsl_error_set(err, NSL_ERR_FORMAT,
                          "'%s' is an SQLite database but not an nsys export (no StringIds and no nsys tables)",
@@ -1887,13 +1602,17 @@ static nsl_status finish_open(nsys_src *s, nsl_report_info *info, nsl_error *err
     meta_value(s, meta, "EXPORT_SCHEMA_VERSION", info->schema_version, sizeof info->schema_version);
   }
   if (env && !info->nsys_version[0]) {
-    char dir[1024] = "";
-    meta_value(s, env, "TargetInstallDir", dir, sizeof dir);
-    version_from_path(dir, info->nsys_version, sizeof info->nsys_version);
+    char *dir = meta_text(s, env, "TargetInstallDir");
+    if (dir) version_from_path(dir, info->nsys_version, sizeof info->nsys_version);
+    free(dir);
   }
   /* The profiled host (where the ranks ran) rather than where the export ran. */
-  if (env) meta_value(s, env, "Hostname", info->host, sizeof info->host);
-  if (meta && !info->host[0]) meta_value(s, meta, "EXPORT_HOST", info->host, sizeof info->host);
+  if (env) s->host = meta_text(s, env, "Hostname");
+  if (meta && (!s->host || !s->host[0])) {
+    free(s->host);
+    s->host = meta_text(s, meta, "EXPORT_HOST");
+  }
+  info->host = s->host ? s->host : "";
   if (find_table(s, "TARGET_INFO_SESSION_START_TIME"))
     info->start_utc = meta_int(s, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1");
   if (find_table(s, "ANALYSIS_DETAILS")) info->duration = meta_int(s, "SELECT duration FROM ANALYSIS_DETAILS LIMIT 1");
@@ -1909,8 +1628,14 @@ static nsys_src *new_src(const char *label, nsl_report_info *info) {
     return NULL;
   }
   memset(info, 0, sizeof *info);
-  info->path = s->label;   /* valid while the source is open */
-  nsl__nsys_name_and_rank(label, info);
+  info->path = s->label;   /* valid while the source is open, as name and host */
+  info->host = "";
+  if (nsl__nsys_name_and_rank(label, &s->name, &info->rank) != 0) {
+    free(s->label);
+    free(s);
+    return NULL;
+  }
+  info->name = s->name;
   info->first_ts = info->last_ts = NSL_NULL_I64;
   return s;
 }
@@ -1930,7 +1655,7 @@ static char *file_uri(const char *path) {
   return u;
 }
 
-nsl_status nsl_nsys_open_file(const char *path, void **out, nsl_report_info *info, nsl_error *err) {
+nsl_status nsl__nsys_open_file(const char *path, void **out, nsl_report_info *info, nsl_error *err) {
   *out = NULL;
   struct stat sb;
   if (stat(path, &sb) != 0)
@@ -1974,7 +1699,7 @@ nsl_status nsl_nsys_open_file(const char *path, void **out, nsl_report_info *inf
   return NSL_OK;
 }
 
-nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size, void **out, nsl_report_info *info,
+nsl_status nsl__nsys_open_image(const char *label, const void *data, size_t size, void **out, nsl_report_info *info,
                                nsl_error *err) {
   *out = NULL;
   nsl_status rc = check_header(label, data, size < 100 ? size : 100, (int64_t)size, err);
@@ -1982,10 +1707,10 @@ nsl_status nsl_nsys_open_image(const char *label, const void *data, size_t size,
   void *copy = malloc(size ? size : 1);
   if (!copy) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label);
   memcpy(copy, data, size);
-  return nsl_nsys_adopt_image(label, copy, size, out, info, err);   /* frees the copy when it fails */
+  return nsl__nsys_adopt_image(label, copy, size, out, info, err);   /* frees the copy when it fails */
 }
 
-nsl_status nsl_nsys_adopt_image(const char *label, void *data, size_t size, void **out, nsl_report_info *info,
+nsl_status nsl__nsys_adopt_image(const char *label, void *data, size_t size, void **out, nsl_report_info *info,
                                 nsl_error *err) {
   *out = NULL;
   nsl_status rc = check_header(label, data, size < 100 ? size : 100, (int64_t)size, err);
@@ -2043,7 +1768,7 @@ static int sql_authorizer(void *ctx, int action, const char *a, const char *b, c
   return SQLITE_OK;
 }
 
-nsl_status nsl_nsys_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err) {
+nsl_status nsl__nsys_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err) {
   nsys_src *s = p;
   sqlite3_stmt *st = NULL;
   const char *tail = NULL;

@@ -718,7 +718,7 @@ static void free_meta(pq_meta *m) {
   free(m->schema);
 }
 
-nsl_status nsl_parquet_open_mem(nsl_parquet **out, const char *label, const void *data, size_t size,
+nsl_status nsl__parquet_open_mem(nsl_parquet **out, const char *label, const void *data, size_t size,
                                 void (*free_data)(void *), nsl_error *err) {
   *out = NULL;
   nsl_parquet *pq = calloc(1, sizeof *pq);
@@ -772,11 +772,11 @@ nsl_status nsl_parquet_open_mem(nsl_parquet **out, const char *label, const void
   return NSL_OK;
 fail:
   free_meta(&m);
-  nsl_parquet_close(pq);
+  nsl__parquet_close(pq);
   return st;
 }
 
-nsl_status nsl_parquet_open_file(nsl_parquet **out, const char *path, nsl_error *err) {
+nsl_status nsl__parquet_open_file(nsl_parquet **out, const char *path, nsl_error *err) {
   *out = NULL;
   FILE *f = fopen(path, "rb");
   if (!f) return nsl_error_set(err, NSL_ERR_IO, "cannot open parquet '%s'", path);
@@ -799,7 +799,7 @@ nsl_status nsl_parquet_open_file(nsl_parquet **out, const char *path, nsl_error 
   }
   fclose(f);
   f = NULL;
-  st = nsl_parquet_open_mem(out, path, buf, (size_t)len, free, err);
+  st = nsl__parquet_open_mem(out, path, buf, (size_t)len, free, err);
   buf = NULL;   /* owned (or freed) by open_mem */
 done:
   if (f) fclose(f);
@@ -807,7 +807,7 @@ done:
   return st;
 }
 
-void nsl_parquet_close(nsl_parquet *pq) {
+void nsl__parquet_close(nsl_parquet *pq) {
   if (!pq) return;
   for (int g = 0; g < pq->nrg; g++) free(pq->rgs[g].chunks);
   free(pq->rgs);
@@ -824,41 +824,41 @@ void nsl_parquet_close(nsl_parquet *pq) {
   free(pq);
 }
 
-int nsl_parquet_ncols(const nsl_parquet *pq) { return pq->ncols; }
-int64_t nsl_parquet_nrows(const nsl_parquet *pq) { return pq->nrows; }
-int nsl_parquet_nrowgroups(const nsl_parquet *pq) { return pq->nrg; }
+int nsl__parquet_ncols(const nsl_parquet *pq) { return pq->ncols; }
+int64_t nsl__parquet_nrows(const nsl_parquet *pq) { return pq->nrows; }
+int nsl__parquet_nrowgroups(const nsl_parquet *pq) { return pq->nrg; }
 
-const char *nsl_parquet_colname(const nsl_parquet *pq, int idx) {
+const char *nsl__parquet_colname(const nsl_parquet *pq, int idx) {
   return idx >= 0 && idx < pq->ncols ? pq->names[idx] : NULL;
 }
 
-int nsl_parquet_find(const nsl_parquet *pq, const char *name) {
+int nsl__parquet_find(const nsl_parquet *pq, const char *name) {
   for (int i = 0; i < pq->ncols; i++)
     if (strcmp(pq->names[i], name) == 0) return i;
   return -1;
 }
 
-const nsl_parquet_colinfo *nsl_parquet_column_info(const nsl_parquet *pq, int idx) {
+const nsl_parquet_colinfo *nsl__parquet_column_info(const nsl_parquet *pq, int idx) {
   return idx >= 0 && idx < pq->ncols ? &pq->cols[idx] : NULL;
 }
 
-const char *nsl_parquet_created_by(const nsl_parquet *pq) {
+const char *nsl__parquet_created_by(const nsl_parquet *pq) {
   return pq->created_by ? pq->created_by : "";
 }
 
-const char *nsl_parquet_metadata(const nsl_parquet *pq, const char *key) {
+const char *nsl__parquet_metadata(const nsl_parquet *pq, const char *key) {
   for (int i = 0; i < pq->nkv; i++)
     if (pq->kv[i].key && strcmp(pq->kv[i].key, key) == 0) return pq->kv[i].value;
   return NULL;
 }
 
-const char *nsl_pq_physical_name(nsl_pq_physical t) {
+const char *nsl__pq_physical_name(nsl_pq_physical t) {
   static const char *const names[] = {"BOOLEAN", "INT32", "INT64", "INT96",
                                       "FLOAT", "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"};
   return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
-const char *nsl_pq_logical_name(nsl_pq_logical t) {
+const char *nsl__pq_logical_name(nsl_pq_logical t) {
   static const char *const names[] = {"NONE", "STRING", "ENUM", "JSON", "BSON", "UUID",
                                       "DECIMAL", "DATE", "TIME", "TIMESTAMP", "INTEGER",
                                       "FLOAT16", "NULL", "OTHER"};
@@ -867,7 +867,7 @@ const char *nsl_pq_logical_name(nsl_pq_logical t) {
 
 /* ---- column decoding ------------------------------------------------------ */
 
-/* The state of one nsl_parquet_read_column call. */
+/* The state of one nsl__parquet_read_column call. */
 typedef struct pq_reader {
   const nsl_parquet *pq;
   const nsl_parquet_colinfo *ci;
@@ -1159,7 +1159,7 @@ static nsl_status decode_plain(pq_reader *r, const uint8_t *p, size_t len, int64
   }
 short_data:
   return rd_fail(r, NSL_ERR_FORMAT, "%lld PLAIN %s values do not fit in %zu bytes",
-                 (long long)count, nsl_pq_physical_name(ci->physical), len);
+                 (long long)count, nsl__pq_physical_name(ci->physical), len);
 }
 
 /* A dictionary page: PLAIN values kept for the data pages that follow. */
@@ -1301,7 +1301,7 @@ static nsl_status read_values(pq_reader *r, int enc, const uint8_t *p, size_t le
                                         "RLE_DICTIONARY", "BYTE_STREAM_SPLIT"};
     return rd_fail(r, NSL_ERR_FORMAT, "encoding %s of %s values is not supported",
                    enc >= 0 && enc < 10 ? names[enc] : "unknown",
-                   nsl_pq_physical_name(r->ci->physical));
+                   nsl__pq_physical_name(r->ci->physical));
   }
   return put_rows(r, lev, n, row0, r->iv, r->dv);
 }
@@ -1500,7 +1500,7 @@ static int type_ok(const nsl_parquet_colinfo *ci, nsl_type want) {
   return want == NSL_I64 || want == NSL_I32 || want == NSL_F64 || want == NSL_BOOL;
 }
 
-nsl_status nsl_parquet_read_column_as(nsl_parquet *pq, int idx, nsl_type type, nsl_dict *dict,
+nsl_status nsl__parquet_read_column_as(nsl_parquet *pq, int idx, nsl_type type, nsl_dict *dict,
                                       nsl_column **out, nsl_error *err) {
   *out = NULL;
   if (idx < 0 || idx >= pq->ncols)
@@ -1509,7 +1509,7 @@ nsl_status nsl_parquet_read_column_as(nsl_parquet *pq, int idx, nsl_type type, n
   const nsl_parquet_colinfo *ci = &pq->cols[idx];
   if (!type_ok(ci, type))
     return nsl_error_set(err, NSL_ERR_ARG, "parquet '%s': column '%s' (%s) cannot be read as %s",
-                         pq->label, ci->name, nsl_pq_physical_name(ci->physical),
+                         pq->label, ci->name, nsl__pq_physical_name(ci->physical),
                          nsl_type_name(type));
   if (type == NSL_STR && !dict)
     return nsl_error_set(err, NSL_ERR_ARG, "parquet '%s': string column '%s' needs a dictionary",
@@ -1554,12 +1554,12 @@ done:
   return NSL_OK;
 }
 
-nsl_status nsl_parquet_read_column(nsl_parquet *pq, int idx, nsl_dict *dict, nsl_column **out,
+nsl_status nsl__parquet_read_column(nsl_parquet *pq, int idx, nsl_dict *dict, nsl_column **out,
                                    nsl_error *err) {
   if (idx < 0 || idx >= pq->ncols) {
     *out = NULL;
     return nsl_error_set(err, NSL_ERR_ARG, "parquet '%s': no column %d (it has %d)", pq->label, idx,
                          pq->ncols);
   }
-  return nsl_parquet_read_column_as(pq, idx, pq->cols[idx].type, dict, out, err);
+  return nsl__parquet_read_column_as(pq, idx, pq->cols[idx].type, dict, out, err);
 }

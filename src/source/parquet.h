@@ -9,15 +9,15 @@
  * groups, repeated fields) are rejected when the file is opened.
  *
  * Basic outline:
- *   1. nsl_parquet_open_mem(&pq, label, data, size, free_fn, &err) (a zip
- *      member already in memory) or nsl_parquet_open_file(&pq, path, &err)
+ *   1. nsl__parquet_open_mem(&pq, label, data, size, free_fn, &err) (a zip
+ *      member already in memory) or nsl__parquet_open_file(&pq, path, &err)
  *      parses the footer; no column data is read yet.
- *   2. nsl_parquet_ncols / nsl_parquet_nrows / nsl_parquet_colname /
- *      nsl_parquet_find / nsl_parquet_column_info describe the columns.
- *   3. nsl_parquet_read_column(pq, idx, dict, &col, &err) decodes one whole
+ *   2. nsl__parquet_ncols / nsl__parquet_nrows / nsl__parquet_colname /
+ *      nsl__parquet_find / nsl__parquet_column_info describe the columns.
+ *   3. nsl__parquet_read_column(pq, idx, dict, &col, &err) decodes one whole
  *      column (every row group) into a new nsl_column;
- *      nsl_parquet_read_column_as picks the nsl type.
- *   4. nsl_parquet_close(pq).
+ *      nsl__parquet_read_column_as picks the nsl type.
+ *   4. nsl__parquet_close(pq).
  *
  * Every offset and length in the file is checked: a truncated or corrupt
  * file gives NSL_ERR_FORMAT (or NSL_ERR_LIMIT for absurd sizes), never a
@@ -80,7 +80,7 @@ typedef struct nsl_parquet_colinfo {
   int utc;                  /* TIMESTAMP isAdjustedToUTC */
   int int_bits, int_signed; /* INTEGER: 8/16/32/64; signed 1/0 */
   int scale, precision;     /* DECIMAL */
-  nsl_type type;            /* the nsl type nsl_parquet_read_column gives */
+  nsl_type type;            /* the nsl type nsl__parquet_read_column gives */
 } nsl_parquet_colinfo;
 
 typedef struct nsl_parquet nsl_parquet;
@@ -89,29 +89,29 @@ typedef struct nsl_parquet nsl_parquet;
  * messages (e.g. "proc0.zip:thread-metadata.parquet").  When free_data is
  * not NULL the reader owns data and calls free_data(data) on close, and
  * also when opening fails; otherwise data must outlive the handle. */
-nsl_status nsl_parquet_open_mem(nsl_parquet **out, const char *label, const void *data, size_t size,
+nsl_status nsl__parquet_open_mem(nsl_parquet **out, const char *label, const void *data, size_t size,
                                 void (*free_data)(void *), nsl_error *err);
 /* Reads the file at path into memory and opens it. */
-nsl_status nsl_parquet_open_file(nsl_parquet **out, const char *path, nsl_error *err);
+nsl_status nsl__parquet_open_file(nsl_parquet **out, const char *path, nsl_error *err);
 /* Releases the handle (NULL is fine). */
-void nsl_parquet_close(nsl_parquet *pq);
+void nsl__parquet_close(nsl_parquet *pq);
 
-int nsl_parquet_ncols(const nsl_parquet *pq);
-int64_t nsl_parquet_nrows(const nsl_parquet *pq);
-int nsl_parquet_nrowgroups(const nsl_parquet *pq);
+int nsl__parquet_ncols(const nsl_parquet *pq);
+int64_t nsl__parquet_nrows(const nsl_parquet *pq);
+int nsl__parquet_nrowgroups(const nsl_parquet *pq);
 /* Name of column idx, or NULL when out of range. */
-const char *nsl_parquet_colname(const nsl_parquet *pq, int idx);
+const char *nsl__parquet_colname(const nsl_parquet *pq, int idx);
 /* Index of the column called name, or -1. */
-int nsl_parquet_find(const nsl_parquet *pq, const char *name);
+int nsl__parquet_find(const nsl_parquet *pq, const char *name);
 /* Description of column idx, or NULL when out of range. */
-const nsl_parquet_colinfo *nsl_parquet_column_info(const nsl_parquet *pq, int idx);
+const nsl_parquet_colinfo *nsl__parquet_column_info(const nsl_parquet *pq, int idx);
 /* The writer ("parquet-cpp-arrow version 16.1.0"), or "" when absent. */
-const char *nsl_parquet_created_by(const nsl_parquet *pq);
+const char *nsl__parquet_created_by(const nsl_parquet *pq);
 /* Value of the file's key/value metadata entry key (e.g. "pandas"), or NULL. */
-const char *nsl_parquet_metadata(const nsl_parquet *pq, const char *key);
+const char *nsl__parquet_metadata(const nsl_parquet *pq, const char *key);
 /* Name of a physical type / logical type, for messages. */
-const char *nsl_pq_physical_name(nsl_pq_physical t);
-const char *nsl_pq_logical_name(nsl_pq_logical t);
+const char *nsl__pq_physical_name(nsl_pq_physical t);
+const char *nsl__pq_logical_name(nsl_pq_logical t);
 
 /* Decodes column idx over every row group into a new column (*out, one
  * reference owned by the caller) of the column's default type
@@ -120,7 +120,7 @@ const char *nsl_pq_logical_name(nsl_pq_logical t);
  * NSL_STR (bytes interned into dict, which must then be non-NULL).  NULLs
  * are the sentinels of nsl.h.  Integer values are raw (a TIMESTAMP column
  * keeps its unit; see colinfo). */
-nsl_status nsl_parquet_read_column(nsl_parquet *pq, int idx, nsl_dict *dict, nsl_column **out,
+nsl_status nsl__parquet_read_column(nsl_parquet *pq, int idx, nsl_dict *dict, nsl_column **out,
                                    nsl_error *err);
 /* Same, converting to type:
  *   integer/boolean columns -> NSL_I64, NSL_I32 (NSL_ERR_FORMAT when a value
@@ -128,7 +128,7 @@ nsl_status nsl_parquet_read_column(nsl_parquet *pq, int idx, nsl_dict *dict, nsl
  *   FLOAT / DOUBLE columns -> NSL_F64, or NSL_I64 / NSL_I32 when every value
  *     is integral (NaN becomes NULL; pandas stores nullable integers so);
  *   string columns -> NSL_STR only. */
-nsl_status nsl_parquet_read_column_as(nsl_parquet *pq, int idx, nsl_type type, nsl_dict *dict,
+nsl_status nsl__parquet_read_column_as(nsl_parquet *pq, int idx, nsl_type type, nsl_dict *dict,
                                       nsl_column **out, nsl_error *err);
 
 #endif

@@ -33,13 +33,13 @@ struct nsl_pb_arena {
 
 #define ARENA_BLOCK ((size_t)64 << 10)
 
-nsl_pb_arena *nsl_pb_arena_new(size_t limit) {
+nsl_pb_arena *nsl__pb_arena_new(size_t limit) {
   nsl_pb_arena *a = calloc(1, sizeof *a);
   if (a) a->limit = limit;
   return a;
 }
 
-void *nsl_pb_arena_alloc(nsl_pb_arena *a, size_t n) {
+void *nsl__pb_arena_alloc(nsl_pb_arena *a, size_t n) {
   n = (n + 15) & ~(size_t)15;
   if (n == 0) n = 16;
   if (a->limit && (n > a->limit || a->used > a->limit - n)) return NULL;
@@ -65,9 +65,9 @@ void *nsl_pb_arena_alloc(nsl_pb_arena *a, size_t n) {
   return p;
 }
 
-size_t nsl_pb_arena_used(const nsl_pb_arena *a) { return a->used; }
+size_t nsl__pb_arena_used(const nsl_pb_arena *a) { return a->used; }
 
-void nsl_pb_arena_free(nsl_pb_arena *a) {
+void nsl__pb_arena_free(nsl_pb_arena *a) {
   if (!a) return;
   arena_block *b = a->head;
   while (b) {
@@ -80,7 +80,7 @@ void nsl_pb_arena_free(nsl_pb_arena *a) {
 
 /* ---- raw wire format -------------------------------------------------------- */
 
-int nsl_pb_read_varint(nsl_pb_reader *r, uint64_t *v) {
+int nsl__pb_read_varint(nsl_pb_reader *r, uint64_t *v) {
   if (r->p < r->end && *r->p < 0x80) {   /* the common one-byte case */
     *v = *r->p++;
     return 0;
@@ -99,25 +99,25 @@ int nsl_pb_read_varint(nsl_pb_reader *r, uint64_t *v) {
   return -1;
 }
 
-int nsl_pb_read_tag(nsl_pb_reader *r, uint32_t *number, int *wire) {
+int nsl__pb_read_tag(nsl_pb_reader *r, uint32_t *number, int *wire) {
   uint64_t t;
-  if (nsl_pb_read_varint(r, &t)) return -1;
+  if (nsl__pb_read_varint(r, &t)) return -1;
   if ((t >> 3) == 0 || (t >> 3) > 0x1fffffff) return -1;   /* field numbers 1..2^29-1 */
   *number = (uint32_t)(t >> 3);
   *wire = (int)(t & 7);
   return 0;
 }
 
-int nsl_pb_skip(nsl_pb_reader *r, int wire) {
+int nsl__pb_skip(nsl_pb_reader *r, int wire) {
   uint64_t v;
   switch (wire) {
-  case 0: return nsl_pb_read_varint(r, &v);
+  case 0: return nsl__pb_read_varint(r, &v);
   case 1:
     if (r->end - r->p < 8) return -1;
     r->p += 8;
     return 0;
   case 2:
-    if (nsl_pb_read_varint(r, &v) || v > (uint64_t)(r->end - r->p)) return -1;
+    if (nsl__pb_read_varint(r, &v) || v > (uint64_t)(r->end - r->p)) return -1;
     r->p += v;
     return 0;
   case 5:
@@ -145,7 +145,7 @@ static size_t elem_size(const nsl_pb_field *f) {
   return 0;
 }
 
-/* nsl_pb_check_table, recursing into nested tables a bounded depth. */
+/* nsl__pb_check_table, recursing into nested tables a bounded depth. */
 static nsl_status check_table(const nsl_pb_msg *m, int depth, nsl_error *err) {
   if (depth > 32) return NSL_OK;   /* recursive tables: checked once is enough */
   if (m->nfields > NSL_PB_MAX_FIELDS)
@@ -171,14 +171,14 @@ static nsl_status check_table(const nsl_pb_msg *m, int depth, nsl_error *err) {
   return NSL_OK;
 }
 
-nsl_status nsl_pb_check_table(const nsl_pb_msg *m, nsl_error *err) { return check_table(m, 0, err); }
+nsl_status nsl__pb_check_table(const nsl_pb_msg *m, nsl_error *err) { return check_table(m, 0, err); }
 
-void nsl_pb_init(const nsl_pb_msg *m, void *out) {
+void nsl__pb_init(const nsl_pb_msg *m, void *out) {
   for (int i = 0; i < m->nfields; i++) {
     const nsl_pb_field *f = &m->fields[i];
     if (f->repeated) continue;
     if (f->kind == NSL_PB_STRING) *(const char **)((char *)out + f->offset) = "";
-    else if (f->kind == NSL_PB_MESSAGE) nsl_pb_init(f->msg, (char *)out + f->offset);
+    else if (f->kind == NSL_PB_MESSAGE) nsl__pb_init(f->msg, (char *)out + f->offset);
   }
 }
 
@@ -241,15 +241,15 @@ static int read_scalar(nsl_pb_reader *r, int kind, void *dst) {
   uint64_t v;
   switch (kind) {
   case NSL_PB_INT64:
-    if (nsl_pb_read_varint(r, &v)) return -1;
+    if (nsl__pb_read_varint(r, &v)) return -1;
     *(int64_t *)dst = (int64_t)v;
     return 0;
   case NSL_PB_INT32:
-    if (nsl_pb_read_varint(r, &v)) return -1;
+    if (nsl__pb_read_varint(r, &v)) return -1;
     *(int32_t *)dst = (int32_t)(uint32_t)v;   /* protobuf semantics: truncate */
     return 0;
   case NSL_PB_BOOL:
-    if (nsl_pb_read_varint(r, &v)) return -1;
+    if (nsl__pb_read_varint(r, &v)) return -1;
     *(int32_t *)dst = v != 0;
     return 0;
   case NSL_PB_DOUBLE:
@@ -289,7 +289,7 @@ static nsl_status decode_msg(pb_dec *d, const nsl_pb_msg *m, const uint8_t *p, c
                              void *out, int depth);
 
 static void *copy_bytes(pb_dec *d, const uint8_t *s, size_t n) {
-  char *c = nsl_pb_arena_alloc(d->a, n + 1);
+  char *c = nsl__pb_arena_alloc(d->a, n + 1);
   if (c && n) memcpy(c, s, n);
   return c;
 }
@@ -312,11 +312,11 @@ static nsl_status decode_msg(pb_dec *d, const nsl_pb_msg *m, const uint8_t *p, c
   /* pass 1: validate the framing and count repeated elements */
   while (r.p < r.end) {
     const uint8_t *at = r.p;
-    if (nsl_pb_read_tag(&r, &num, &wire))
+    if (nsl__pb_read_tag(&r, &num, &wire))
       return dec_fail(d, NSL_ERR_FORMAT, m, 0, at, "bad or truncated tag");
     const nsl_pb_field *f = find_field(m, num);
     const uint8_t *val = r.p;
-    if (nsl_pb_skip(&r, wire))
+    if (nsl__pb_skip(&r, wire))
       return dec_fail(d, NSL_ERR_FORMAT, m, num, at,
                       wire == 3 || wire == 4 ? "groups are not supported"
                                              : "value truncated or wire type %d invalid", wire);
@@ -331,7 +331,7 @@ static nsl_status decode_msg(pb_dec *d, const nsl_pb_msg *m, const uint8_t *p, c
     if (packed) {
       nsl_pb_reader lr = {val, r.p};
       uint64_t len;
-      nsl_pb_read_varint(&lr, &len);
+      nsl__pb_read_varint(&lr, &len);
       add = packed_count(f->kind, lr.p, r.p);
       if (add < 0) return dec_fail(d, NSL_ERR_FORMAT, m, num, at, "bad packed %s", f->name);
     }
@@ -348,19 +348,19 @@ static nsl_status decode_msg(pb_dec *d, const nsl_pb_msg *m, const uint8_t *p, c
     if (!count[i]) continue;
     size_t es = elem_size(f);
     if ((uint64_t)count[i] > SIZE_MAX / es) return nomem(d, m, f->number, p);
-    if (!(*items = nsl_pb_arena_alloc(d->a, (size_t)count[i] * es)))
+    if (!(*items = nsl__pb_arena_alloc(d->a, (size_t)count[i] * es)))
       return nomem(d, m, f->number, p);
     if (f->kind == NSL_PB_MESSAGE)
-      for (int64_t k = 0; k < count[i]; k++) nsl_pb_init(f->msg, (char *)*items + (size_t)k * es);
+      for (int64_t k = 0; k < count[i]; k++) nsl__pb_init(f->msg, (char *)*items + (size_t)k * es);
   }
   /* pass 2: fill */
   r.p = p;
   while (r.p < r.end) {
     const uint8_t *at = r.p;
-    nsl_pb_read_tag(&r, &num, &wire);   /* validated in pass 1 */
+    nsl__pb_read_tag(&r, &num, &wire);   /* validated in pass 1 */
     const nsl_pb_field *f = find_field(m, num);
     if (!f) {
-      nsl_pb_skip(&r, wire);
+      nsl__pb_skip(&r, wire);
       continue;
     }
     char *slot;
@@ -370,7 +370,7 @@ static nsl_status decode_msg(pb_dec *d, const nsl_pb_msg *m, const uint8_t *p, c
       char *items = *(char **)((char *)out + f->offset);
       if (wire == 2 && wire_of(f->kind) != 2) {   /* packed */
         uint64_t len;
-        nsl_pb_read_varint(&r, &len);
+        nsl__pb_read_varint(&r, &len);
         nsl_pb_reader pr = {r.p, r.p + len};
         while (pr.p < pr.end) {
           if (read_scalar(&pr, f->kind, items + (size_t)*n * es))
@@ -390,7 +390,7 @@ static nsl_status decode_msg(pb_dec *d, const nsl_pb_msg *m, const uint8_t *p, c
       continue;
     }
     uint64_t len;
-    nsl_pb_read_varint(&r, &len);
+    nsl__pb_read_varint(&r, &len);
     const uint8_t *s = r.p;
     r.p += len;
     if (f->kind == NSL_PB_STRING) {
@@ -409,10 +409,10 @@ static nsl_status decode_msg(pb_dec *d, const nsl_pb_msg *m, const uint8_t *p, c
   return NSL_OK;
 }
 
-nsl_status nsl_pb_decode(const nsl_pb_msg *m, const void *data, size_t size, void *out, int init,
+nsl_status nsl__pb_decode(const nsl_pb_msg *m, const void *data, size_t size, void *out, int init,
                          nsl_pb_arena *a, const char *label, nsl_error *err) {
   pb_dec d = {a, label ? label : "(memory)", data, err};
-  if (init) nsl_pb_init(m, out);
+  if (init) nsl__pb_init(m, out);
   const uint8_t *p = data;
   return decode_msg(&d, m, p, p + size, out, 0);
 }

@@ -4,7 +4,7 @@
  *
  * A table (nsl_pb_msg) describes how the fields of one message map onto a
  * plain C struct: field number, kind, repeated or not, and the offsets of
- * the member (and of its count, for repeated fields).  nsl_pb_decode fills
+ * the member (and of its count, for repeated fields).  nsl__pb_decode fills
  * such a struct from bytes; fields the table does not name are skipped.
  * Everything it allocates (strings, arrays, nested structs) comes from one
  * arena, released in one call.
@@ -13,11 +13,11 @@
  *   1. static const nsl_pb_field foo_fields[] = {
  *        NSL_PB_F(1, NSL_PB_STRING, foo, name), NSL_PB_R(2, NSL_PB_INT64, foo, ids, nids)};
  *      static const nsl_pb_msg foo_msg = NSL_PB_MSG("pkg.Foo", foo, foo_fields);
- *      (fields sorted by number; nsl_pb_check_table verifies a table)
- *   2. nsl_pb_arena *a = nsl_pb_arena_new(limit);
- *      foo *f = nsl_pb_arena_alloc(a, sizeof *f);
- *      nsl_pb_decode(&foo_msg, data, size, f, a, "label", &err);
- *   3. nsl_pb_arena_free(a) releases f and all it points to.
+ *      (fields sorted by number; nsl__pb_check_table verifies a table)
+ *   2. nsl_pb_arena *a = nsl__pb_arena_new(limit);
+ *      foo *f = nsl__pb_arena_alloc(a, sizeof *f);
+ *      nsl__pb_decode(&foo_msg, data, size, f, a, "label", &err);
+ *   3. nsl__pb_arena_free(a) releases f and all it points to.
  *
  * C types by kind: INT64 int64_t (int64, uint64, sint not supported), INT32
  * int32_t (int32, uint32, enums), BOOL int32_t (0/1), DOUBLE double, FLOAT
@@ -89,28 +89,28 @@ typedef struct nsl_pb_msg {
 typedef struct nsl_pb_arena nsl_pb_arena;
 
 /* A new arena that refuses to hold more than limit bytes (0: no limit). */
-nsl_pb_arena *nsl_pb_arena_new(size_t limit);
+nsl_pb_arena *nsl__pb_arena_new(size_t limit);
 /* n zeroed bytes, 16-aligned; NULL when out of memory or past the limit. */
-void *nsl_pb_arena_alloc(nsl_pb_arena *a, size_t n);
+void *nsl__pb_arena_alloc(nsl_pb_arena *a, size_t n);
 /* Bytes handed out so far. */
-size_t nsl_pb_arena_used(const nsl_pb_arena *a);
-void nsl_pb_arena_free(nsl_pb_arena *a);
+size_t nsl__pb_arena_used(const nsl_pb_arena *a);
+void nsl__pb_arena_free(nsl_pb_arena *a);
 
 /* ---- decoding --------------------------------------------------------------- */
 
 /* Checks a table (sorted unique field numbers, sizes, nested tables,
  * recursively).  Returns NSL_OK or NSL_ERR_ARG naming the problem. */
-nsl_status nsl_pb_check_table(const nsl_pb_msg *m, nsl_error *err);
+nsl_status nsl__pb_check_table(const nsl_pb_msg *m, nsl_error *err);
 /* Sets the defaults of a zeroed struct of message m: "" for strings,
  * recursively into embedded messages. */
-void nsl_pb_init(const nsl_pb_msg *m, void *out);
+void nsl__pb_init(const nsl_pb_msg *m, void *out);
 /* Decodes size bytes at data as message m into out, a struct of m->size
- * bytes, zeroed (then pass init = 1 to apply nsl_pb_init) or already
+ * bytes, zeroed (then pass init = 1 to apply nsl__pb_init) or already
  * decoded (init = 0: fields present in data overwrite scalars and replace
  * repeated fields -- protobuf merging of repeated fields is not done).
  * A non-repeated message field seen twice is likewise decoded twice into
  * the same struct.  label names the input in errors. */
-nsl_status nsl_pb_decode(const nsl_pb_msg *m, const void *data, size_t size, void *out, int init,
+nsl_status nsl__pb_decode(const nsl_pb_msg *m, const void *data, size_t size, void *out, int init,
                          nsl_pb_arena *a, const char *label, nsl_error *err);
 
 /* Raw wire-format reading, for callers walking a message by hand.  Each
@@ -118,10 +118,10 @@ nsl_status nsl_pb_decode(const nsl_pb_msg *m, const void *data, size_t size, voi
 typedef struct nsl_pb_reader {
   const uint8_t *p, *end;
 } nsl_pb_reader;
-int nsl_pb_read_varint(nsl_pb_reader *r, uint64_t *v);
+int nsl__pb_read_varint(nsl_pb_reader *r, uint64_t *v);
 /* Reads a tag: field number and wire type (0 varint, 1 fixed64, 2 bytes, 5 fixed32). */
-int nsl_pb_read_tag(nsl_pb_reader *r, uint32_t *number, int *wire);
+int nsl__pb_read_tag(nsl_pb_reader *r, uint32_t *number, int *wire);
 /* Skips a value of the given wire type (groups are refused). */
-int nsl_pb_skip(nsl_pb_reader *r, int wire);
+int nsl__pb_skip(nsl_pb_reader *r, int wire);
 
 #endif

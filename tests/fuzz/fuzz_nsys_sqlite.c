@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "nsl/nsl.h"
+#include "source/nsys_sqlite.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -35,10 +36,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   nsl_error err = {0};
   nsl_report_info info = {0};
   void *src = NULL;
-  if (nsl_nsys_open_image("fuzz.sqlite", data, size, &src, &info, &err) != NSL_OK) return 0;
+  if (nsl__nsys_open_image("fuzz.sqlite", data, size, &src, &info, &err) != NSL_OK) return 0;
   nsl_trace *tr = nsl_trace_new();
-  if (!tr || nsl_trace_add_source(tr, &nsl_nsys_source_ops, src, &info, &err) != NSL_OK) {
-    nsl_nsys_source_ops.close(src);
+  if (!tr || nsl_trace_add_source(tr, &nsl__nsys_source_ops, src, &info, &err) != NSL_OK) {
+    nsl__nsys_source_ops.close(src);
     nsl_trace_close(tr);
     return 0;
   }

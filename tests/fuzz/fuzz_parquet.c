@@ -11,21 +11,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   nsl_error err = {0};
   nsl_parquet *pq = NULL;
-  if (nsl_parquet_open_mem(&pq, "fuzz.parquet", data, size, NULL, &err) != NSL_OK) return 0;
-  (void)nsl_parquet_created_by(pq);
-  (void)nsl_parquet_metadata(pq, "pandas");
+  if (nsl__parquet_open_mem(&pq, "fuzz.parquet", data, size, NULL, &err) != NSL_OK) return 0;
+  (void)nsl__parquet_created_by(pq);
+  (void)nsl__parquet_metadata(pq, "pandas");
   nsl_dict *dict = nsl_dict_new();
   const nsl_type as[] = {NSL_I64, NSL_I32, NSL_F64, NSL_BOOL, NSL_STR};
-  for (int i = 0; i < nsl_parquet_ncols(pq) && i < 64; i++) {
-    (void)nsl_parquet_column_info(pq, i);
+  for (int i = 0; i < nsl__parquet_ncols(pq) && i < 64; i++) {
+    (void)nsl__parquet_column_info(pq, i);
     nsl_column *c = NULL;
-    if (nsl_parquet_read_column(pq, i, dict, &c, &err) == NSL_OK) nsl_column_release(c);
+    if (nsl__parquet_read_column(pq, i, dict, &c, &err) == NSL_OK) nsl_column_release(c);
     for (int k = 0; k < 5; k++) {
       c = NULL;
-      if (nsl_parquet_read_column_as(pq, i, as[k], dict, &c, &err) == NSL_OK) nsl_column_release(c);
+      if (nsl__parquet_read_column_as(pq, i, as[k], dict, &c, &err) == NSL_OK) nsl_column_release(c);
     }
   }
   nsl_dict_release(dict);
-  nsl_parquet_close(pq);
+  nsl__parquet_close(pq);
   return 0;
 }

@@ -12,8 +12,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   nsl_error err = {0};
   uint8_t *out = NULL;
   size_t len = 0;
-  if (nsl_xz_decompress(data, size, 8u << 20, "fuzz.xz", &out, &len, &err) == NSL_OK) free(out);
+  if (nsl__xz_decompress(data, size, 8u << 20, "fuzz.xz", &out, &len, &err) == NSL_OK) free(out);
   nsl_hlo *h = NULL;
-  if (nsl_hlo_decode_xz(data, size, "fuzz.hlo.pb.xz", &h, &err) == NSL_OK) nsl_hlo_free(h);
+  if (nsl__hlo_decode_xz(data, size, "fuzz.hlo.pb.xz", &h, &err) == NSL_OK) nsl_hlo_free(h);
   return 0;
 }

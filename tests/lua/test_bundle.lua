@@ -1,6 +1,6 @@
 -- Bundles from Lua: every export bundled and read back equals the export
 -- (row counts, per-column sums and every value); the manifest agrees with
--- SQL on the export; trace.meta / trace.sources; --embed's module; the
+-- SQL on the export; trace:members / trace:member; --embed's module; the
 -- --condition and -o expansions of nsl profile.
 local T = ...
 local nsl = require("nsl")
@@ -126,7 +126,35 @@ return {
     b:close()
   end},
 
-  {"trace.meta and trace.sources list and read the bundle's files", function()
+  {"trace:metadata is META_DATA_CAPTURE (sqlite3 as oracle), through a bundle too", function()
+    for _, f in ipairs{"nsys/tiny_2026.1.sqlite", "nsys/pytorch_nccl_2gpu_2026.2.sqlite", "nsys/cuda_2021.2.sqlite"} do
+      local path = T.data(f)
+      local want, n = {}, 0
+      if T.sql1(path, "SELECT count(*) FROM sqlite_master WHERE name = 'META_DATA_CAPTURE'") == 1 then
+        for _, r in ipairs(T.sql(path, "SELECT name, value FROM META_DATA_CAPTURE WHERE value IS NOT NULL")) do
+          if want[r[1]] == nil then n = n + 1 end
+          want[r[1]] = r[2]
+        end
+      end
+      local tr = assert(nsl.open(path))
+      local got, m = tr:metadata(0), 0
+      for k, v in pairs(got) do
+        m = m + 1
+        T.eq(v, want[k], f .. ": " .. k)
+      end
+      T.eq(m, n, f .. ": entries")
+      T.raises(function() return tr:metadata(1) end, "no such report", "report out of range")
+    end
+    local out = tmp .. "/metadata.zip"
+    assert(bundle.write{output = out, exports = {T.data("nsys/tiny_2026.1.sqlite")}})
+    local b = assert(nsl.open(out))
+    local e = assert(nsl.open(T.data("nsys/tiny_2026.1.sqlite")))
+    local bm, em = b:metadata(0), e:metadata(0)
+    for k, v in pairs(em) do T.eq(bm[k], v, "bundle: " .. k) end
+    T.ok(next(em) ~= nil, "tiny has capture metadata")
+  end},
+
+  {"trace:members and trace:member list and read the bundle's files", function()
     local src = tmp .. "/src"
     assert(nsl.mkdir_p(src .. "/pkg/.git"))
     assert(nsl.mkdir_p(src .. "/pkg/__pycache__"))
@@ -141,47 +169,57 @@ return {
     local out = tmp .. "/meta.zip"
     assert(bundle.write{output = out, exports = {T.data("nsys/tiny_2026.1.sqlite")}, members = members})
     local tr = assert(nsl.open(out))
-    local metas = tr.meta:list()
+    local metas = tr:members(0, "meta/")
     T.eq(#metas, 1, "meta files")
-    T.eq(metas[1], "env.txt", "meta name")
-    T.eq(tr.meta:read("env.txt"), "A=1\n", "meta content")
-    local srcs = tr.sources:list()
+    T.eq(metas[1], "meta/env.txt", "meta name")
+    T.eq(tr:member(0, "meta/env.txt"), "A=1\n", "meta content")
+    local srcs = tr:members(0, "sources/")
+    table.sort(srcs)
     T.eq(#srcs, 2, "hidden folders and __pycache__ are skipped")
     local rel = src:gsub("^/", "")
-    T.eq(srcs[1], rel .. "/pkg/model.py", "source name")
-    T.eq(srcs[2], rel .. "/train.py", "source name")
-    T.eq(tr.sources:read(srcs[2]), "print('train')\n", "source content")
-    local none, msg = tr.sources:read("nope.py")
+    T.eq(srcs[1], "sources/" .. rel .. "/pkg/model.py", "source name")
+    T.eq(srcs[2], "sources/" .. rel .. "/train.py", "source name")
+    T.eq(tr:member(0, srcs[2]), "print('train')\n", "source content")
+    local none, msg = tr:member(0, "sources/nope.py")
     T.eq(none, nil, "absent member")
     T.ok(msg:find("nope.py", 1, true), "message names the member")
-    T.ok(rawequal(tr.meta, tr.meta), "one view per trace")
-    -- an export has no bundle folders
+    -- every member but the manifest, as unzip lists them
+    local p = assert(io.popen("unzip -Z1 " .. T.shell_quote(out) .. " | grep -v '^manifest.json$' | grep -c .", "r"))
+    local want = tonumber(p:read("a"))
+    p:close()
+    T.eq(#tr:members(0, ""), want, "all members = unzip -Z1 (the manifest left out)")
+    -- an export has no archive members
     local plain = assert(nsl.open(T.data("nsys/tiny_2026.1.sqlite")))
-    T.eq(#plain.meta:list(), 0, "export: no meta")
+    T.eq(#plain:members(0, "meta/"), 0, "export: no meta")
+    local nomem, why = plain:member(0, "meta/env.txt")
+    T.eq(nomem, nil, "export: no member")
+    T.ok(why:find("no archive members", 1, true), "message: " .. tostring(why))
     T.eq(plain:inputs()[1], T.data("nsys/tiny_2026.1.sqlite"), "inputs")
-    -- two bundles: names from both, each once
+    -- two bundles: each report sees its own bundle's members
     local tr2 = assert(nsl.open{out, out})
-    T.eq(#tr2.sources:list(), 2, "two bundles, same files listed once")
+    T.eq(#tr2.reports, 2, "two reports")
+    T.eq(#tr2:members(0, "sources/"), 2, "first bundle's sources")
+    T.eq(#tr2:members(1, "sources/"), 2, "second bundle's sources")
   end},
 
-  {"an nsys-jax archive's sources/ are trace.sources (a plain zip: unzip lists them)", function()
+  {"an nsys-jax archive's sources/ are trace:members (a plain zip: unzip lists them)", function()
     local zip = T.data("nsys-jax/pax_fsdp4_4proc_proc0.zip")
     local p = assert(io.popen("unzip -Z1 " .. T.shell_quote(zip)))
     local want = {}
     for line in p:lines() do
-      local rel = line:match("^sources/(.+[^/])$")
-      if rel then want[#want + 1] = rel end
+      if line:match("^sources/.+[^/]$") then want[#want + 1] = line end
     end
     p:close()
     table.sort(want)
     local tr = assert(nsl.open(zip))
-    local got = tr.sources:list()
+    local got = tr:members(0, "sources/")
+    table.sort(got)
     T.eq(#got, #want, "number of sources")
     for i = 1, #want do T.eq(got[i], want[i], "source " .. i) end
-    local q = assert(io.popen("unzip -p " .. T.shell_quote(zip) .. " " .. T.shell_quote("sources/" .. want[1])))
-    T.ok(tr.sources:read(want[1]) == q:read("a"), "content as unzip gives it")
+    local q = assert(io.popen("unzip -p " .. T.shell_quote(zip) .. " " .. T.shell_quote(want[1])))
+    T.ok(tr:member(0, want[1]) == q:read("a"), "content as unzip gives it")
     q:close()
-    T.eq(#tr.meta:list(), 0, "no meta/ folder")
+    T.eq(#tr:members(0, "meta/"), 0, "no meta/ folder")
   end},
 
   {"relative, absolute and .. paths become member names inside sources/", function()

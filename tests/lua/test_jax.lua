@@ -71,7 +71,7 @@ return {
     T.eq(#ex:members(0, ""), 0, "an export has no archive members")
     local nomem, why = ex:member(0, "x")
     T.eq(nomem, nil, "no member of an export")
-    T.eq(why, "not an nsys-jax report", "message")
+    T.ok(why:find("has no archive members", 1, true), "message: " .. tostring(why))
     T.eq(ex:sql(1, "SELECT 7 AS n")[1].n, 7, "SQL on an export")
   end},
 

@@ -234,12 +234,10 @@ return {
     T.eq(store.fingerprint(0, 5, "jit__threefry_seed"), f.ref.seed_fp, ".hlo.pb.xz decoded")
     T.eq(store.fingerprint(0, 7, "jit_concatenate"), "unknown", "no dump")
     T.eq(store.fingerprint(0, nil, "x"), "unknown", "no program id")
-    -- trace.meta per bundle
-    local b = tr.meta:bundles()
-    T.eq(#b, 1, "one bundle")
-    T.eq(#tr.meta:list(b[1]), 4, "meta members of the bundle (the four dump files)")
-    T.ok(tr.meta:read("xla_dump/" .. PSUM_DUMP, b[1]), "read from the named bundle")
-    T.raises(function() return tr.meta:list("nope.zip") end, "not a bundle of this trace", "unknown bundle")
+    -- the bundle's members, as the report sees them
+    T.eq(#tr:members(0, "meta/"), 4, "meta members of the bundle (the four dump files)")
+    T.ok(tr:member(0, "meta/xla_dump/" .. PSUM_DUMP), "read through the report")
+    T.eq(tr:hlo(0, m1):info().fingerprint, f.ref.psum_fp, "trace:hlo decodes a bundle's dump")
     local h, msg = nsl.hlo_decode("not a protobuf", "x")
     T.eq(h, nil, "garbage does not decode")
     T.ok(type(msg) == "string", "with a message")

@@ -135,12 +135,12 @@ static inline int64_t fx_sql_columns(sqlite3 *db, const char *sql, const char *t
   for (int k = 0; k < ncols; k++) {
     nsl_type t = types[k] == 's' ? NSL_STR : types[k] == 'f' ? NSL_F64 : NSL_I64;
     out[k] = nsl_column_new(t, 0, d);
-    assert_int_equal(nsl_column_reserve(out[k], 1024), NSL_OK);
+    assert_int_equal(nsl_column_reserve(out[k], 1024, NULL), NSL_OK);
   }
   while (sqlite3_step(st) == SQLITE_ROW) {
     for (int k = 0; k < ncols; k++) {
       nsl_column *c = out[k];
-      if (n == c->cap) assert_int_equal(nsl_column_reserve(c, c->cap * 2), NSL_OK);
+      if (n == c->cap) assert_int_equal(nsl_column_reserve(c, c->cap * 2, NULL), NSL_OK);
       int null = sqlite3_column_type(st, k) == SQLITE_NULL;
       if (c->type == NSL_STR) {
         const char *s = (const char *)sqlite3_column_text(st, k);

@@ -1,5 +1,5 @@
 /* test_adopt_image.c -- reports opened from a buffer the source takes over
- * (nsl_nsys_adopt_image, used for bundle members), the inputs a trace
+ * (nsl__nsys_adopt_image, used for bundle members), the inputs a trace
  * records, and the zip sniffing of nsl_trace_open.  Oracle: SQL run by
  * SQLite itself on the same export; the failure paths run under ASan, which
  * reports a buffer that is not released. */
@@ -17,6 +17,7 @@
 
 #include "nsl/bundle.h"
 #include "nsl/nsl.h"
+#include "source/nsys_sqlite.h"
 
 static char export_path[1024];
 
@@ -61,19 +62,19 @@ static void test_adopted_image_reads_like_the_file(void **state) {
   void *src = NULL;
   nsl_report_info info, finfo;
   nsl_error err = {0};
-  assert_int_equal(nsl_nsys_adopt_image("mem/nccl.sqlite", buf, len, &src, &info, &err), NSL_OK);
+  assert_int_equal(nsl__nsys_adopt_image("mem/nccl.sqlite", buf, len, &src, &info, &err), NSL_OK);
   void *fsrc = NULL;
-  assert_int_equal(nsl_nsys_open_file(export_path, &fsrc, &finfo, &err), NSL_OK);
+  assert_int_equal(nsl__nsys_open_file(export_path, &fsrc, &finfo, &err), NSL_OK);
   assert_string_equal(info.nsys_version, finfo.nsys_version);
   assert_string_equal(info.schema_version, finfo.schema_version);
   assert_string_equal(info.host, finfo.host);
   assert_true(info.start_utc == finfo.start_utc);
   assert_string_equal(info.name, "nccl");
   int64_t n = -1;
-  assert_int_equal(nsl_nsys_source_ops.count(src, "kernels", &n, &err), NSL_OK);
+  assert_int_equal(nsl__nsys_source_ops.count(src, "kernels", &n, &err), NSL_OK);
   assert_true(n == sql_int(export_path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"));
-  nsl_nsys_source_ops.close(src);   /* frees buf */
-  nsl_nsys_source_ops.close(fsrc);
+  nsl__nsys_source_ops.close(src);   /* frees buf */
+  nsl__nsys_source_ops.close(fsrc);
 }
 
 static void test_adopted_image_is_released_on_failure(void **state) {
@@ -83,13 +84,13 @@ static void test_adopted_image_is_released_on_failure(void **state) {
   nsl_report_info info;
   char *text = strdup("not an SQLite database, just text that is long enough to have a header ........."
                       "........................................................................");
-  assert_int_equal(nsl_nsys_adopt_image("mem:text", text, strlen(text), &src, &info, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__nsys_adopt_image("mem:text", text, strlen(text), &src, &info, &err), NSL_ERR_FORMAT);
   assert_null(src);
   assert_non_null(strstr(err.msg, "mem:text"));
   /* a truncated export: header fine, pages missing */
   size_t len;
   unsigned char *buf = slurp(export_path, &len);
-  assert_int_equal(nsl_nsys_adopt_image("mem:half", buf, len / 2, &src, &info, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__nsys_adopt_image("mem:half", buf, len / 2, &src, &info, &err), NSL_ERR_FORMAT);
   assert_non_null(strstr(err.msg, "truncated"));
   /* an SQLite database that is not an export */
   sqlite3 *db = NULL;
@@ -102,7 +103,7 @@ static void test_adopted_image_is_released_on_failure(void **state) {
   memcpy(copy, img, (size_t)size);
   sqlite3_free(img);
   sqlite3_close(db);
-  assert_int_equal(nsl_nsys_adopt_image("mem:other", copy, (size_t)size, &src, &info, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__nsys_adopt_image("mem:other", copy, (size_t)size, &src, &info, &err), NSL_ERR_FORMAT);
   assert_non_null(strstr(err.msg, "not an nsys export"));
   /* nothing to free here: every buffer was taken over (ASan checks) */
 }

@@ -699,12 +699,9 @@ static void test_trace_from_bundle(void **state) {
   const char *files[2] = {data_path("nsys/tiny_2026.1.sqlite"),
                           data_path("nsys/pytorch_h100_2gpu_2026.2.sqlite")};
   for (int i = 0; i < 2; i++) {
-    void *src;
-    const nsl_source_ops *ops = nsl_trace_source(tr, i, &src);
-    assert_non_null(ops);
     int64_t n = -1;
     const char *q = "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL";
-    assert_int_equal(nsl_nsys_sql(src, q, first_int, &n, &err), NSL_OK);
+    assert_int_equal(nsl_trace_sql(tr, i, q, first_int, &n, &err), NSL_OK);
     assert_int_equal(n, sql_int(files[i], q));
     assert_true(n > 0);
   }

@@ -456,7 +456,7 @@ static void test_real_busy_against_sql(void **state) {
     for (int64_t r = 0; r < nq; r++) {
       assert_int_equal(nsl_i64(busy)[nsl_i64(q[0])[r]], nsl_i64(q[1])[r]);
       /* the same through a mask and the plain union */
-      nsl_column *m = nsl_col_cmp_i64(k[0], NSL_EQ, nsl_i64(q[0])[r]);
+      nsl_column *m = nsl_col_cmp_i64(k[0], NSL_EQ, nsl_i64(q[0])[r], NULL);
       nsl_intervals u;
       assert_int_equal(nsl_iv_union(k[1], k[2], m, &u, &err), NSL_OK);
       assert_int_equal(nsl_iv_total(&u), nsl_i64(q[1])[r]);

@@ -12,45 +12,45 @@ static void test_cmp_i64_all_types(void **state) {
   (void)state;
   nsl_column *c = FX_I64(1, NSL_NULL_I64, 3, -4);
   nsl_column *m;
-  m = nsl_col_cmp_i64(c, NSL_EQ, 3);
+  m = nsl_col_cmp_i64(c, NSL_EQ, 3, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_NE, 3);
+  m = nsl_col_cmp_i64(c, NSL_NE, 3, NULL);
   FX_EXPECT_BOOL(m, 1, 1, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_LT, 1);
+  m = nsl_col_cmp_i64(c, NSL_LT, 1, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_LE, 1);
+  m = nsl_col_cmp_i64(c, NSL_LE, 1, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_GT, 1);
+  m = nsl_col_cmp_i64(c, NSL_GT, 1, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_GE, 1);
+  m = nsl_col_cmp_i64(c, NSL_GE, 1, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 1, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_EQ, NSL_NULL_I64);   /* against NULL: nothing equal */
+  m = nsl_col_cmp_i64(c, NSL_EQ, NSL_NULL_I64, NULL);   /* against NULL: nothing equal */
   FX_EXPECT_BOOL(m, 0, 0, 0, 0);
   nsl_column_release(m);
-  assert_null(nsl_col_cmp_i64(c, (nsl_cmp)42, 1));
+  assert_null(nsl_col_cmp_i64(c, (nsl_cmp)42, 1, NULL));
   nsl_column_release(c);
 
   c = FX_I32(NSL_NULL_I32, 7, INT32_MAX);
-  m = nsl_col_cmp_i64(c, NSL_GE, 7);
+  m = nsl_col_cmp_i64(c, NSL_GE, 7, NULL);
   FX_EXPECT_BOOL(m, 0, 1, 1);
   nsl_column_release(m);
   nsl_column_release(c);
 
   /* doubles compared exactly with an integer: 2^53 + 1 is not a double */
   c = FX_F64(9007199254740992.0, NAN, 0.5);
-  m = nsl_col_cmp_i64(c, NSL_EQ, INT64_C(9007199254740993));
+  m = nsl_col_cmp_i64(c, NSL_EQ, INT64_C(9007199254740993), NULL);
   FX_EXPECT_BOOL(m, 0, 0, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_LT, INT64_C(9007199254740993));
+  m = nsl_col_cmp_i64(c, NSL_LT, INT64_C(9007199254740993), NULL);
   FX_EXPECT_BOOL(m, 1, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_NE, 0);
+  m = nsl_col_cmp_i64(c, NSL_NE, 0, NULL);
   FX_EXPECT_BOOL(m, 1, 1, 1);
   nsl_column_release(m);
   nsl_column_release(c);
@@ -58,56 +58,56 @@ static void test_cmp_i64_all_types(void **state) {
   nsl_dict *d = nsl_dict_new();
   c = fx_str(d, 3, (const char *[]){"x", NULL, "y"});
   int32_t y = nsl_dict_find(d, "y", 1);
-  m = nsl_col_cmp_i64(c, NSL_EQ, y);
+  m = nsl_col_cmp_i64(c, NSL_EQ, y, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_NE, y);
+  m = nsl_col_cmp_i64(c, NSL_NE, y, NULL);
   FX_EXPECT_BOOL(m, 1, 1, 0);
   nsl_column_release(m);
   nsl_column_release(c);
   nsl_dict_release(d);
 
   c = FX_BOOL(1, 0);
-  m = nsl_col_cmp_i64(c, NSL_EQ, 1);
+  m = nsl_col_cmp_i64(c, NSL_EQ, 1, NULL);
   FX_EXPECT_BOOL(m, 1, 0);
   nsl_column_release(m);
   nsl_column_release(c);
 
   c = nsl_column_new(NSL_I64, 0, NULL);
-  m = nsl_col_cmp_i64(c, NSL_EQ, 1);
+  m = nsl_col_cmp_i64(c, NSL_EQ, 1, NULL);
   assert_int_equal(m->len, 0);
   nsl_column_release(m);
   nsl_column_release(c);
-  assert_null(nsl_col_cmp_i64(NULL, NSL_EQ, 1));
+  assert_null(nsl_col_cmp_i64(NULL, NSL_EQ, 1, NULL));
 }
 
 static void test_cmp_f64(void **state) {
   (void)state;
   nsl_column *c = FX_I64(1, 2, NSL_NULL_I64, INT64_MAX, INT64_MIN + 1);
-  nsl_column *m = nsl_col_cmp_f64(c, NSL_LT, 1.5);
+  nsl_column *m = nsl_col_cmp_f64(c, NSL_LT, 1.5, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 0, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_f64(c, NSL_LT, 1e19);   /* beyond int64 */
+  m = nsl_col_cmp_f64(c, NSL_LT, 1e19, NULL);   /* beyond int64 */
   FX_EXPECT_BOOL(m, 1, 1, 0, 1, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_f64(c, NSL_GT, -1e19);
+  m = nsl_col_cmp_f64(c, NSL_GT, -1e19, NULL);
   FX_EXPECT_BOOL(m, 1, 1, 0, 1, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_f64(c, NSL_EQ, 9223372036854775807.0);   /* that double is 2^63 */
+  m = nsl_col_cmp_f64(c, NSL_EQ, 9223372036854775807.0, NULL);   /* that double is 2^63 */
   FX_EXPECT_BOOL(m, 0, 0, 0, 0, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_f64(c, NSL_NE, NAN);
+  m = nsl_col_cmp_f64(c, NSL_NE, NAN, NULL);
   FX_EXPECT_BOOL(m, 1, 1, 1, 1, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_f64(c, NSL_GE, NAN);
+  m = nsl_col_cmp_f64(c, NSL_GE, NAN, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 0, 0, 0);
   nsl_column_release(m);
   nsl_column_release(c);
   c = FX_F64(-0.0, NAN, 2.5, -INFINITY);
-  m = nsl_col_cmp_f64(c, NSL_EQ, 0.0);
+  m = nsl_col_cmp_f64(c, NSL_EQ, 0.0, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 0, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_f64(c, NSL_LE, 2.5);
+  m = nsl_col_cmp_f64(c, NSL_LE, 2.5, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 1, 1);
   nsl_column_release(m);
   nsl_column_release(c);
@@ -174,69 +174,69 @@ static void test_cmp_col(void **state) {
 static void test_isin_isnull(void **state) {
   (void)state;
   nsl_column *c = FX_I64(3, NSL_NULL_I64, 5, 7, -1);
-  nsl_column *m = nsl_col_isin(c, (int64_t[]){5, -1, NSL_NULL_I64, 100}, 4);
+  nsl_column *m = nsl_col_isin(c, (int64_t[]){5, -1, NSL_NULL_I64, 100}, 4, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_isin(c, NULL, 0);
+  m = nsl_col_isin(c, NULL, 0, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 0, 0, 0);
   nsl_column_release(m);
-  assert_null(nsl_col_isin(c, NULL, 3));
+  assert_null(nsl_col_isin(c, NULL, 3, NULL));
   /* many ids: every even number below 2000 */
   int64_t ids[1000];
   for (int i = 0; i < 1000; i++) ids[i] = 2 * i;
   nsl_column *big = nsl_column_new(NSL_I32, 2100, NULL);
   for (int i = 0; i < 2100; i++) nsl_i32(big)[i] = i;
-  m = nsl_col_isin(big, ids, 1000);
+  m = nsl_col_isin(big, ids, 1000, NULL);
   for (int i = 0; i < 2100; i++) assert_int_equal(nsl_bool(m)[i], i < 2000 && i % 2 == 0);
   nsl_column_release(m);
   nsl_column_release(big);
   /* int32 values through a table of the ids (small ids) or the hash set (negative or huge ids), NULLs never in */
   nsl_column *c32 = FX_I32(INT32_MAX, NSL_NULL_I32, -5, 0, 7);
-  m = nsl_col_isin(c32, (int64_t[]){7, 0, NSL_NULL_I64}, 3);
+  m = nsl_col_isin(c32, (int64_t[]){7, 0, NSL_NULL_I64}, 3, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 0, 1, 1);
   nsl_column_release(m);
-  m = nsl_col_isin(c32, (int64_t[]){-5, 7, NSL_NULL_I64}, 3);
+  m = nsl_col_isin(c32, (int64_t[]){-5, 7, NSL_NULL_I64}, 3, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_isin(c32, (int64_t[]){INT32_MAX, 0}, 2);
+  m = nsl_col_isin(c32, (int64_t[]){INT32_MAX, 0}, 2, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 0, 1, 0);
   nsl_column_release(m);
-  m = nsl_col_isin(c32, (int64_t[]){NSL_NULL_I64}, 1);
+  m = nsl_col_isin(c32, (int64_t[]){NSL_NULL_I64}, 1, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 0, 0, 0);
   nsl_column_release(m);
   nsl_column_release(c32);
-  m = nsl_col_isnull(c);
+  m = nsl_col_isnull(c, NULL);
   FX_EXPECT_BOOL(m, 0, 1, 0, 0, 0);
   nsl_column_release(m);
   nsl_column_release(c);
 
   c = FX_F64(5.0, 5.5, NAN, -1.0, 1e300);
-  m = nsl_col_isin(c, (int64_t[]){5, -1}, 2);
+  m = nsl_col_isin(c, (int64_t[]){5, -1}, 2, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 0, 1, 0);
   nsl_column_release(m);
-  m = nsl_col_isnull(c);
+  m = nsl_col_isnull(c, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1, 0, 0);
   nsl_column_release(m);
   nsl_column_release(c);
 
   nsl_dict *d = nsl_dict_new();
   c = fx_str(d, 4, (const char *[]){"memcpy", NULL, "gemm", "memcpy"});
-  m = nsl_col_isin(c, (int64_t[]){nsl_dict_find(d, "memcpy", 6)}, 1);
+  m = nsl_col_isin(c, (int64_t[]){nsl_dict_find(d, "memcpy", 6)}, 1, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_isnull(c);
+  m = nsl_col_isnull(c, NULL);
   FX_EXPECT_BOOL(m, 0, 1, 0, 0);
   nsl_column_release(m);
   nsl_column_release(c);
   nsl_dict_release(d);
 
   c = FX_I32(NSL_NULL_I32, 0);
-  m = nsl_col_isnull(c);
+  m = nsl_col_isnull(c, NULL);
   FX_EXPECT_BOOL(m, 1, 0);
   nsl_column_release(m);
   nsl_column_release(c);
   c = FX_BOOL(1, 0);
-  m = nsl_col_isnull(c);
+  m = nsl_col_isnull(c, NULL);
   FX_EXPECT_BOOL(m, 0, 0);
   nsl_column_release(m);
   nsl_column_release(c);
@@ -252,10 +252,10 @@ static void test_masks(void **state) {
   m = nsl_mask_or(a, b, &err);
   FX_EXPECT_BOOL(m, 1, 1, 1, 0);
   nsl_column_release(m);
-  m = nsl_mask_not(a);
+  m = nsl_mask_not(a, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1, 1);
   assert_int_equal(nsl_mask_count(m), 2);
-  nsl_column *idx = nsl_mask_indices(m);
+  nsl_column *idx = nsl_mask_indices(m, NULL);
   FX_EXPECT_I64(idx, 2, 3);
   nsl_column_release(idx);
   nsl_column_release(m);
@@ -265,13 +265,13 @@ static void test_masks(void **state) {
   assert_null(nsl_mask_and(a, c, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
   assert_null(nsl_mask_or(a, i64, &err));
-  assert_null(nsl_mask_not(i64));
+  assert_null(nsl_mask_not(i64, NULL));
   assert_int_equal(nsl_mask_count(i64), -1);
   assert_int_equal(nsl_mask_count(NULL), -1);
-  assert_null(nsl_mask_indices(i64));
+  assert_null(nsl_mask_indices(i64, NULL));
   nsl_column *e = nsl_column_new(NSL_BOOL, 0, NULL);
   assert_int_equal(nsl_mask_count(e), 0);
-  idx = nsl_mask_indices(e);
+  idx = nsl_mask_indices(e, NULL);
   assert_int_equal(idx->len, 0);
   nsl_column_release(idx);
   nsl_column_release(e);
@@ -363,30 +363,30 @@ static void test_arith(void **state) {
   nsl_dict *d = nsl_dict_new();
   nsl_column *s = fx_str(d, 1, (const char *[]){"x"});
   assert_null(nsl_col_arith(s, NSL_ADD, short1, &err));
-  assert_null(nsl_col_arith_scalar(s, NSL_ADD, 1));
+  assert_null(nsl_col_arith_scalar(s, NSL_ADD, 1, NULL));
   nsl_column_release(s);
   nsl_dict_release(d);
 
   /* scalars: integral ones keep integer columns exact */
   nsl_column *t = FX_I64(INT64_C(1700000000123456789), NSL_NULL_I64, -7);
-  r = nsl_col_arith_scalar(t, NSL_SUB, 1700000000000000000.0);
+  r = nsl_col_arith_scalar(t, NSL_SUB, 1700000000000000000.0, NULL);
   FX_EXPECT_I64(r, 123456789, NSL_NULL_I64, -1700000000000000007);
   nsl_column_release(r);
-  r = nsl_col_arith_scalar(t, NSL_DIV, 2);
+  r = nsl_col_arith_scalar(t, NSL_DIV, 2, NULL);
   FX_EXPECT_I64(r, INT64_C(850000000061728394), NSL_NULL_I64, -3);
   nsl_column_release(r);
-  r = nsl_col_arith_scalar(t, NSL_MUL, 0.5);
+  r = nsl_col_arith_scalar(t, NSL_MUL, 0.5, NULL);
   assert_int_equal(r->type, NSL_F64);
   assert_true(isnan(nsl_f64(r)[1]));
   assert_true(nsl_f64(r)[2] == -3.5);
   nsl_column_release(r);
-  r = nsl_col_arith_scalar(t, NSL_DIV, 0);
+  r = nsl_col_arith_scalar(t, NSL_DIV, 0, NULL);
   FX_EXPECT_I64(r, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64);
   nsl_column_release(r);
-  r = nsl_col_arith_scalar(f, NSL_ADD, 1);
+  r = nsl_col_arith_scalar(f, NSL_ADD, 1, NULL);
   FX_EXPECT_F64(r, 1.5, 2, NAN, 3, 1, 2);
   nsl_column_release(r);
-  r = nsl_col_arith_scalar(t, NSL_ADD, 1e300);   /* beyond int64: doubles */
+  r = nsl_col_arith_scalar(t, NSL_ADD, 1e300, NULL);   /* beyond int64: doubles */
   assert_int_equal(r->type, NSL_F64);
   nsl_column_release(r);
   nsl_column_release(t);
@@ -400,46 +400,46 @@ static void test_arith(void **state) {
 static void test_cast(void **state) {
   (void)state;
   nsl_column *f = FX_F64(1.9, -1.9, NAN, 1e20, -0.0, 3e9);
-  nsl_column *r = nsl_col_cast(f, NSL_I64);
+  nsl_column *r = nsl_col_cast(f, NSL_I64, NULL);
   FX_EXPECT_I64(r, 1, -1, NSL_NULL_I64, NSL_NULL_I64, 0, 3000000000);
   nsl_column_release(r);
-  r = nsl_col_cast(f, NSL_I32);
+  r = nsl_col_cast(f, NSL_I32, NULL);
   assert_int_equal(r->type, NSL_I32);
   int32_t want32[] = {1, -1, NSL_NULL_I32, NSL_NULL_I32, 0, NSL_NULL_I32};
   for (int i = 0; i < 6; i++) assert_int_equal(nsl_i32(r)[i], want32[i]);
   nsl_column_release(r);
-  r = nsl_col_cast(f, NSL_BOOL);
+  r = nsl_col_cast(f, NSL_BOOL, NULL);
   FX_EXPECT_BOOL(r, 1, 1, 0, 1, 0, 1);
   nsl_column_release(r);
-  r = nsl_col_cast(f, NSL_F64);   /* a copy */
+  r = nsl_col_cast(f, NSL_F64, NULL);   /* a copy */
   assert_ptr_not_equal(r, f);
   FX_EXPECT_F64(r, 1.9, -1.9, NAN, 1e20, -0.0, 3e9);
   nsl_column_release(r);
-  assert_null(nsl_col_cast(f, NSL_STR));
+  assert_null(nsl_col_cast(f, NSL_STR, NULL));
   nsl_column_release(f);
 
   nsl_column *i = FX_I64(5, NSL_NULL_I64, INT64_C(1) << 40, INT32_MIN, INT32_MAX);
-  r = nsl_col_cast(i, NSL_I32);
+  r = nsl_col_cast(i, NSL_I32, NULL);
   int32_t w2[] = {5, NSL_NULL_I32, NSL_NULL_I32, NSL_NULL_I32, INT32_MAX};
   for (int k = 0; k < 5; k++) assert_int_equal(nsl_i32(r)[k], w2[k]);
   nsl_column_release(r);
-  r = nsl_col_cast(i, NSL_F64);
+  r = nsl_col_cast(i, NSL_F64, NULL);
   FX_EXPECT_F64(r, 5, NAN, 1099511627776.0, (double)INT32_MIN, (double)INT32_MAX);
   nsl_column_release(r);
   nsl_column_release(i);
 
   nsl_column *i32 = FX_I32(NSL_NULL_I32, -3);
-  r = nsl_col_cast(i32, NSL_I64);
+  r = nsl_col_cast(i32, NSL_I64, NULL);
   FX_EXPECT_I64(r, NSL_NULL_I64, -3);
   nsl_column_release(r);
   nsl_column_release(i32);
 
   nsl_dict *d = nsl_dict_new();
   nsl_column *s = fx_str(d, 3, (const char *[]){"a", NULL, "b"});
-  r = nsl_col_cast(s, NSL_I64);
+  r = nsl_col_cast(s, NSL_I64, NULL);
   FX_EXPECT_I64(r, 0, NSL_NULL_I64, 1);
   nsl_column_release(r);
-  r = nsl_col_cast(s, NSL_STR);
+  r = nsl_col_cast(s, NSL_STR, NULL);
   assert_ptr_equal(r->dict, d);
   assert_int_equal(nsl_i32(r)[1], -1);
   nsl_column_release(r);
@@ -447,11 +447,11 @@ static void test_cast(void **state) {
   nsl_dict_release(d);
 
   nsl_column *bl = FX_BOOL(1, 0);
-  r = nsl_col_cast(bl, NSL_F64);
+  r = nsl_col_cast(bl, NSL_F64, NULL);
   FX_EXPECT_F64(r, 1.0, 0.0);
   nsl_column_release(r);
   nsl_column_release(bl);
-  assert_null(nsl_col_cast(NULL, NSL_I64));
+  assert_null(nsl_col_cast(NULL, NSL_I64, NULL));
 }
 
 /* ---- stats, quantiles --------------------------------------------------------- */
@@ -703,8 +703,45 @@ static void test_diff(void **state) {
   nsl_column_release(c);
 }
 
+/* The error convention of nsl.h: a refused argument is NULL (or -1) with
+ * err filled with NSL_ERR_ARG and a message naming the operation. */
+static void test_errors_named(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_column *f = FX_F64(1.5, 2.0), *s = nsl_column_new(NSL_STR, 2, NULL), *m = FX_BOOL(1, 0);
+  assert_null(nsl_col_cast(f, NSL_STR, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "f64 column cannot become a str column"));
+  nsl_error_clear(&err);
+  assert_null(nsl_col_arith_scalar(s, NSL_ADD, 1, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "str column"));
+  nsl_error_clear(&err);
+  assert_null(nsl_mask_not(f, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_null(nsl_mask_indices(f, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_null(nsl_col_cmp_i64(f, (nsl_cmp)99, 0, &err));
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  nsl_column *ok = nsl_mask_not(m, &err);   /* a success leaves err alone */
+  FX_EXPECT_BOOL(ok, 0, 1);
+  nsl_column_release(ok);
+  nsl_table *t = nsl_table_new();
+  nsl_error_clear(&err);
+  assert_int_equal(nsl_table_declare(t, "dur", NSL_I64, &err), 0);
+  assert_int_equal(nsl_table_declare(t, "dur", NSL_I64, &err), 0);
+  assert_int_equal(nsl_table_declare(t, "dur", NSL_F64, &err), -1);
+  assert_int_equal(err.code, NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "'dur' is already declared as i64"));
+  nsl_table_release(t);
+  nsl_column_release(f);
+  nsl_column_release(s);
+  nsl_column_release(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_errors_named),
       cmocka_unit_test(test_cmp_i64_all_types),
       cmocka_unit_test(test_cmp_f64),
       cmocka_unit_test(test_cmp_col),

@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "nsl/nsl.h"
+#include "source/nsys_sqlite.h"
 
 #define MAX_FILES 64
 
@@ -692,7 +693,7 @@ static void test_report_info(void **state) {
     void *src = NULL;
     nsl_report_info info;
     nsl_error err = {0};
-    if (nsl_nsys_open_file(files[f], &src, &info, &err) != NSL_OK) fail_msg("%s", err.msg);
+    if (nsl__nsys_open_file(files[f], &src, &info, &err) != NSL_OK) fail_msg("%s", err.msg);
     assert_string_equal(info.path, files[f]);
     char stem[256];
     snprintf(stem, sizeof stem, "%s", base(files[f]));
@@ -727,7 +728,7 @@ static void test_report_info(void **state) {
       assert_string_equal(info.nsys_version, "2022.2.1.31");
       assert_string_equal(info.schema_version, "2.9.1");
     }
-    nsl_nsys_source_ops.close(src);
+    nsl__nsys_source_ops.close(src);
     sqlite3_close(db);
   }
 }
@@ -881,11 +882,9 @@ static void test_input_untouched(void **state) {
 
     nsl_trace *tr = open_trace((const char *const *)&(const char *){copy}, 1);
     for (const char *const *t = nsl_model_tables(); *t; t++) load_all(tr, *t);
-    void *src = NULL;
-    nsl_trace_source(tr, 0, &src);
     int64_t n = -1;
     nsl_error err = {0};
-    assert_int_equal(nsl_nsys_sql(src, "SELECT count(*) FROM StringIds", count_row, &n, &err), NSL_OK);
+    assert_int_equal(nsl_trace_sql(tr, 0, "SELECT count(*) FROM StringIds", count_row, &n, &err), NSL_OK);
     assert_true(n > 0);
     char *list_during = listing(dir);   /* nothing beside it while open, either */
     assert_string_equal(list_during, list_before);
@@ -955,9 +954,9 @@ static void test_odd_paths_and_wal(void **state) {
   void *src = NULL;
   nsl_report_info info;
   nsl_error err = {0};
-  if (nsl_nsys_open_image("wal.sqlite", wal, wlen, &src, &info, &err) != NSL_OK) fail_msg("%s", err.msg);
+  if (nsl__nsys_open_image("wal.sqlite", wal, wlen, &src, &info, &err) != NSL_OK) fail_msg("%s", err.msg);
   tr = nsl_trace_new();
-  assert_int_equal(nsl_trace_add_source(tr, &nsl_nsys_source_ops, src, &info, &err), NSL_OK);
+  assert_int_equal(nsl_trace_add_source(tr, &nsl__nsys_source_ops, src, &info, &err), NSL_OK);
   assert_int_equal(nsl_table_nrows(load_all(tr, "kernels"), NULL), kernels);
   nsl_trace_close(tr);
 
@@ -988,14 +987,14 @@ static void test_open_image(void **state) {
     nsl_error err = {0};
     char label[512];
     snprintf(label, sizeof label, "bundle.zip:reports/rank7.sqlite");
-    if (nsl_nsys_open_image(label, bytes, len, &src, &info, &err) != NSL_OK) fail_msg("%s", err.msg);
+    if (nsl__nsys_open_image(label, bytes, len, &src, &info, &err) != NSL_OK) fail_msg("%s", err.msg);
     memset(bytes, 0, len);   /* the image was copied */
     free(bytes);
     assert_string_equal(info.name, "rank7");
     assert_int_equal(info.rank, 7);
     sqlite3 *db = oracle_open(files[f]);
     nsl_trace *tr = nsl_trace_new();
-    assert_int_equal(nsl_trace_add_source(tr, &nsl_nsys_source_ops, src, &info, &err), NSL_OK);
+    assert_int_equal(nsl_trace_add_source(tr, &nsl__nsys_source_ops, src, &info, &err), NSL_OK);
     const char *tables[] = {"kernels", "nvtx", "api", "threads"};
     for (int i = 0; i < 4; i++) {
       nsl_table *t = load_all(tr, tables[i]);
@@ -1052,7 +1051,7 @@ static void test_bad_inputs(void **state) {
   /* image of text */
   void *src = NULL;
   nsl_report_info info;
-  assert_int_equal(nsl_nsys_open_image("member.sqlite", "hello", 5, &src, &info, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__nsys_open_image("member.sqlite", "hello", 5, &src, &info, &err), NSL_ERR_FORMAT);
   assert_non_null(strstr(err.msg, "member.sqlite"));
 }
 
@@ -1071,7 +1070,7 @@ static void test_truncated(void **state) {
   void *src = NULL;
   nsl_report_info info;
   nsl_error err = {0};
-  assert_int_equal(nsl_nsys_open_image(p, bytes, len / 2, &src, &info, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__nsys_open_image(p, bytes, len / 2, &src, &info, &err), NSL_ERR_FORMAT);
   assert_non_null(strstr(err.msg, "truncated"));
 
   /* the same with the header's page count marked invalid and a whole number
@@ -1115,24 +1114,24 @@ static void test_sql_read_only(void **state) {
   void *src = NULL;
   nsl_report_info info;
   nsl_error err = {0};
-  assert_int_equal(nsl_nsys_open_file(p, &src, &info, &err), NSL_OK);
+  assert_int_equal(nsl__nsys_open_file(p, &src, &info, &err), NSL_OK);
   int64_t n = -1;
-  assert_int_equal(nsl_nsys_sql(src, "SELECT count(*) FROM StringIds;", count_row, &n, &err), NSL_OK);
+  assert_int_equal(nsl__nsys_sql(src, "SELECT count(*) FROM StringIds;", count_row, &n, &err), NSL_OK);
   assert_true(n > 0);
   const char *bad[] = {"DELETE FROM StringIds", "CREATE TABLE x (a)", "ATTACH '/tmp/nsl_x.db' AS x",
                        "PRAGMA journal_mode = WAL", "SELECT 1; DELETE FROM StringIds", "SELECT * FROM no_such_table", "",
                        "VACUUM INTO '/tmp/nsl_x.db'", "PRAGMA mmap_size = 0"};
   for (int i = 0; i < 9; i++) {
     nsl_error_clear(&err);
-    if (nsl_nsys_sql(src, bad[i], count_row, &n, &err) == NSL_OK) fail_msg("accepted: %s", bad[i]);
+    if (nsl__nsys_sql(src, bad[i], count_row, &n, &err) == NSL_OK) fail_msg("accepted: %s", bad[i]);
     assert_true(err.msg[0] != '\0');
   }
   assert_int_equal(access("/tmp/nsl_x.db", F_OK), -1);
-  assert_int_equal(nsl_nsys_sql(src, "PRAGMA table_info(StringIds)", NULL, NULL, &err), NSL_OK);
+  assert_int_equal(nsl__nsys_sql(src, "PRAGMA table_info(StringIds)", NULL, NULL, &err), NSL_OK);
   n = -1;
-  assert_int_equal(nsl_nsys_sql(src, "SELECT count(*) FROM pragma_table_info('StringIds')", count_row, &n, &err), NSL_OK);
+  assert_int_equal(nsl__nsys_sql(src, "SELECT count(*) FROM pragma_table_info('StringIds')", count_row, &n, &err), NSL_OK);
   assert_int_equal(n, 2);
-  nsl_nsys_source_ops.close(src);
+  nsl__nsys_source_ops.close(src);
 }
 
 int main(void) {

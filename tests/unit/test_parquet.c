@@ -166,18 +166,18 @@ static nsl_parquet *open_member(int proc, const char *name) {
   nsl_error err = {0};
   char label[256];
   snprintf(label, sizeof label, "proc%d:%s", proc, name);
-  nsl_status st = nsl_parquet_open_mem(&pq, label, buf, size, free, &err);
+  nsl_status st = nsl__parquet_open_mem(&pq, label, buf, size, free, &err);
   if (st != NSL_OK) fail_msg("%s", err.msg);
   return pq;
 }
 
 static nsl_column *read_col(nsl_parquet *pq, const char *name, nsl_dict *dict) {
-  int idx = nsl_parquet_find(pq, name);
+  int idx = nsl__parquet_find(pq, name);
   if (idx < 0) fail_msg("no column '%s'", name);
   nsl_column *c = NULL;
   nsl_error err = {0};
-  if (nsl_parquet_read_column(pq, idx, dict, &c, &err) != NSL_OK) fail_msg("%s", err.msg);
-  assert_int_equal(c->len, nsl_parquet_nrows(pq));
+  if (nsl__parquet_read_column(pq, idx, dict, &c, &err) != NSL_OK) fail_msg("%s", err.msg);
+  assert_int_equal(c->len, nsl__parquet_nrows(pq));
   return c;
 }
 
@@ -228,14 +228,14 @@ static void test_trace_parquet_matches_csv(void **state) {
     nsl_parquet *pq = open_member(proc, "nvtx_gpu_proj_trace/trace.parquet");
     csv t;
     assert_int_equal(load_proc_csv(proc, "nvtx_gpu_proj_trace.trace.csv.gz", &t), 0);
-    assert_int_equal(nsl_parquet_nrows(pq), t.nrows);
-    assert_int_equal(nsl_parquet_ncols(pq), t.ncols);
-    assert_non_null(strstr(nsl_parquet_created_by(pq), "parquet-cpp-arrow"));
-    assert_non_null(nsl_parquet_metadata(pq, "pandas"));
+    assert_int_equal(nsl__parquet_nrows(pq), t.nrows);
+    assert_int_equal(nsl__parquet_ncols(pq), t.ncols);
+    assert_non_null(strstr(nsl__parquet_created_by(pq), "parquet-cpp-arrow"));
+    assert_non_null(nsl__parquet_metadata(pq, "pandas"));
     nsl_dict *d = nsl_dict_new();
     for (int i = 0; i < t.ncols; i++) {
       const char *name = t.cells[i];
-      assert_string_equal(nsl_parquet_colname(pq, i), name);
+      assert_string_equal(nsl__parquet_colname(pq, i), name);
       nsl_column *c = read_col(pq, name, d);
       char what[128];
       snprintf(what, sizeof what, "proc%d %s", proc, name);
@@ -243,20 +243,20 @@ static void test_trace_parquet_matches_csv(void **state) {
       nsl_column_release(c);
     }
     /* Types as pandas wrote them: nullable integers became doubles. */
-    const nsl_parquet_colinfo *ci = nsl_parquet_column_info(pq, nsl_parquet_find(pq, "Name"));
+    const nsl_parquet_colinfo *ci = nsl__parquet_column_info(pq, nsl__parquet_find(pq, "Name"));
     assert_int_equal(ci->physical, NSL_PQ_BYTE_ARRAY);
     assert_int_equal(ci->logical, NSL_PQ_L_STRING);
     assert_int_equal(ci->type, NSL_STR);
     assert_true(ci->nullable);
-    ci = nsl_parquet_column_info(pq, nsl_parquet_find(pq, "Projected Start"));
+    ci = nsl__parquet_column_info(pq, nsl__parquet_find(pq, "Projected Start"));
     assert_int_equal(ci->physical, NSL_PQ_INT64);
     assert_int_equal(ci->type, NSL_I64);
-    ci = nsl_parquet_column_info(pq, nsl_parquet_find(pq, "ParentId"));
+    ci = nsl__parquet_column_info(pq, nsl__parquet_find(pq, "ParentId"));
     assert_int_equal(ci->physical, NSL_PQ_DOUBLE);
     assert_int_equal(ci->type, NSL_F64);
     nsl_dict_release(d);
     csv_free(&t);
-    nsl_parquet_close(pq);
+    nsl__parquet_close(pq);
   }
 }
 
@@ -272,50 +272,50 @@ static void test_read_as_conversions(void **state) {
   /* doubles holding nullable integers -> int64 with NULLs */
   const char *intlike[] = {"Orig Start", "Orig Duration", "Lvl", "RangeId", "ParentId"};
   for (size_t k = 0; k < sizeof intlike / sizeof *intlike; k++) {
-    int idx = nsl_parquet_find(pq, intlike[k]);
-    assert_int_equal(nsl_parquet_read_column_as(pq, idx, NSL_I64, d, &c, &err), NSL_OK);
+    int idx = nsl__parquet_find(pq, intlike[k]);
+    assert_int_equal(nsl__parquet_read_column_as(pq, idx, NSL_I64, d, &c, &err), NSL_OK);
     assert_int_equal(c->type, NSL_I64);
     check_column(c, d, &t, csv_col(&t, intlike[k]), NULL, t.nrows, intlike[k]);
     nsl_column_release(c);
   }
   /* I32 */
-  int lvl = nsl_parquet_find(pq, "Lvl"), tcol = csv_col(&t, "Lvl");
-  assert_int_equal(nsl_parquet_read_column_as(pq, lvl, NSL_I32, d, &c, &err), NSL_OK);
+  int lvl = nsl__parquet_find(pq, "Lvl"), tcol = csv_col(&t, "Lvl");
+  assert_int_equal(nsl__parquet_read_column_as(pq, lvl, NSL_I32, d, &c, &err), NSL_OK);
   for (int r = 0; r < t.nrows; r++) {
     const char *w = csv_at(&t, r, tcol);
     assert_int_equal(nsl_i32(c)[r], *w ? (int32_t)strtol(w, NULL, 10) : NSL_NULL_I32);
   }
   nsl_column_release(c);
   /* int64 -> F64 and BOOL */
-  int ngpu = nsl_parquet_find(pq, "NumGPUOps");
+  int ngpu = nsl__parquet_find(pq, "NumGPUOps");
   tcol = csv_col(&t, "NumGPUOps");
-  assert_int_equal(nsl_parquet_read_column_as(pq, ngpu, NSL_F64, d, &c, &err), NSL_OK);
+  assert_int_equal(nsl__parquet_read_column_as(pq, ngpu, NSL_F64, d, &c, &err), NSL_OK);
   for (int r = 0; r < t.nrows; r++) assert_true(nsl_f64(c)[r] == strtod(csv_at(&t, r, tcol), NULL));
   nsl_column_release(c);
-  assert_int_equal(nsl_parquet_read_column_as(pq, ngpu, NSL_BOOL, d, &c, &err), NSL_OK);
+  assert_int_equal(nsl__parquet_read_column_as(pq, ngpu, NSL_BOOL, d, &c, &err), NSL_OK);
   for (int r = 0; r < t.nrows; r++)
     assert_int_equal(nsl_bool(c)[r], strtoll(csv_at(&t, r, tcol), NULL, 10) != 0);
   nsl_column_release(c);
   /* Projected Start does not fit an int32 */
   assert_int_equal(
-      nsl_parquet_read_column_as(pq, nsl_parquet_find(pq, "Projected Start"), NSL_I32, d, &c, &err),
+      nsl__parquet_read_column_as(pq, nsl__parquet_find(pq, "Projected Start"), NSL_I32, d, &c, &err),
       NSL_ERR_FORMAT);
   assert_null(c);
   assert_non_null(strstr(err.msg, "Projected Start"));
   /* strings only as strings, and only with a dictionary */
-  int name = nsl_parquet_find(pq, "Name");
-  assert_int_equal(nsl_parquet_read_column_as(pq, name, NSL_I64, d, &c, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_parquet_read_column(pq, name, NULL, &c, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_parquet_read_column_as(pq, lvl, NSL_STR, d, &c, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_parquet_read_column(pq, 99, d, &c, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_parquet_read_column(pq, -1, d, &c, &err), NSL_ERR_ARG);
-  assert_null(nsl_parquet_colname(pq, 15));
-  assert_null(nsl_parquet_column_info(pq, -1));
-  assert_int_equal(nsl_parquet_find(pq, "nope"), -1);
-  assert_null(nsl_parquet_metadata(pq, "nope"));
+  int name = nsl__parquet_find(pq, "Name");
+  assert_int_equal(nsl__parquet_read_column_as(pq, name, NSL_I64, d, &c, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__parquet_read_column(pq, name, NULL, &c, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__parquet_read_column_as(pq, lvl, NSL_STR, d, &c, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__parquet_read_column(pq, 99, d, &c, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__parquet_read_column(pq, -1, d, &c, &err), NSL_ERR_ARG);
+  assert_null(nsl__parquet_colname(pq, 15));
+  assert_null(nsl__parquet_column_info(pq, -1));
+  assert_int_equal(nsl__parquet_find(pq, "nope"), -1);
+  assert_null(nsl__parquet_metadata(pq, "nope"));
   nsl_dict_release(d);
   csv_free(&t);
-  nsl_parquet_close(pq);
+  nsl__parquet_close(pq);
 }
 
 /* Does parquet row r equal CSV row k in every column? */
@@ -344,15 +344,15 @@ static void test_thread_metadata_matches_csv(void **state) {
     nsl_parquet *pq = open_member(proc, "thread-metadata.parquet");
     csv t;
     assert_int_equal(load_proc_csv(proc, "thread-metadata.filtered.csv.gz", &t), 0);
-    assert_int_equal(nsl_parquet_ncols(pq), t.ncols);
+    assert_int_equal(nsl__parquet_ncols(pq), t.ncols);
     assert_true(t.nrows > 1000);
     nsl_dict *d = nsl_dict_new();
     nsl_column *cols[8];
     for (int i = 0; i < t.ncols; i++) {
-      assert_string_equal(nsl_parquet_colname(pq, i), t.cells[i]);
+      assert_string_equal(nsl__parquet_colname(pq, i), t.cells[i]);
       cols[i] = read_col(pq, t.cells[i], d);
     }
-    int64_t r = 0, n = nsl_parquet_nrows(pq);
+    int64_t r = 0, n = nsl__parquet_nrows(pq);
     int k = 0;
     for (; k < t.nrows; k++) {
       while (r < n && !row_equal(cols, d, &t, r, k)) r++;
@@ -363,7 +363,7 @@ static void test_thread_metadata_matches_csv(void **state) {
     for (int i = 0; i < t.ncols; i++) nsl_column_release(cols[i]);
     nsl_dict_release(d);
     csv_free(&t);
-    nsl_parquet_close(pq);
+    nsl__parquet_close(pq);
   }
 }
 
@@ -374,8 +374,8 @@ static void test_system_metadata_matches_csv(void **state) {
     nsl_parquet *pq = open_member(proc, "system-metadata.parquet");
     csv t;
     assert_int_equal(load_proc_csv(proc, "system-metadata.csv.gz", &t), 0);
-    assert_int_equal(nsl_parquet_nrows(pq), t.nrows);
-    assert_int_equal(nsl_parquet_ncols(pq), t.ncols);
+    assert_int_equal(nsl__parquet_nrows(pq), t.nrows);
+    assert_int_equal(nsl__parquet_ncols(pq), t.ncols);
     nsl_dict *d = nsl_dict_new();
     for (int i = 0; i < t.ncols; i++) {
       nsl_column *c = read_col(pq, t.cells[i], d);
@@ -384,7 +384,7 @@ static void test_system_metadata_matches_csv(void **state) {
     }
     nsl_dict_release(d);
     csv_free(&t);
-    nsl_parquet_close(pq);
+    nsl__parquet_close(pq);
   }
 }
 
@@ -395,8 +395,8 @@ static void test_device_metadata(void **state) {
   if (!data_dir()) skip();
   for (int proc = 0; proc < 4; proc++) {
     nsl_parquet *pq = open_member(proc, "device-metadata.parquet");
-    assert_int_equal(nsl_parquet_nrows(pq), 1);
-    assert_int_equal(nsl_parquet_ncols(pq), 45);
+    assert_int_equal(nsl__parquet_nrows(pq), 1);
+    assert_int_equal(nsl__parquet_ncols(pq), 45);
     nsl_dict *d = nsl_dict_new();
     nsl_column *name = read_col(pq, "('TARGET_INFO_GPU', 'name')", d);
     assert_string_equal(nsl_dict_str(d, nsl_i32(name)[0]), "NVIDIA A100-SXM4-40GB");
@@ -409,8 +409,8 @@ static void test_device_metadata(void **state) {
     assert_true(strncmp(got, want, strlen(want)) == 0);
     snprintf(want, sizeof want, ",process=%d,", proc);
     assert_non_null(strstr(got, want));
-    for (int i = 0; i < nsl_parquet_ncols(pq); i++) {
-      nsl_column *c = read_col(pq, nsl_parquet_colname(pq, i), d);
+    for (int i = 0; i < nsl__parquet_ncols(pq); i++) {
+      nsl_column *c = read_col(pq, nsl__parquet_colname(pq, i), d);
       assert_false(nsl_column_is_null(c, 0));
       nsl_column_release(c);
     }
@@ -418,7 +418,7 @@ static void test_device_metadata(void **state) {
     nsl_column_release(sm);
     nsl_column_release(nvtx);
     nsl_dict_release(d);
-    nsl_parquet_close(pq);
+    nsl__parquet_close(pq);
   }
   nsl_parquet *pq = open_member(0, "nvtx_gpu_proj_trace/files.parquet");
   nsl_dict *d = nsl_dict_new();
@@ -427,7 +427,7 @@ static void test_device_metadata(void **state) {
   assert_string_equal(nsl_dict_str(d, nsl_i32(c)[0]), "report");
   nsl_column_release(c);
   nsl_dict_release(d);
-  nsl_parquet_close(pq);
+  nsl__parquet_close(pq);
 }
 
 static void test_open_file(void **state) {
@@ -443,19 +443,19 @@ static void test_open_file(void **state) {
   close(fd);
   nsl_parquet *pq = NULL;
   nsl_error err = {0};
-  assert_int_equal(nsl_parquet_open_file(&pq, path, &err), NSL_OK);
+  assert_int_equal(nsl__parquet_open_file(&pq, path, &err), NSL_OK);
   nsl_dict *d = nsl_dict_new();
   nsl_column *c = read_col(pq, "Name", d);
   assert_string_equal(nsl_dict_str(d, nsl_i32(c)[0]), "systemd");
   nsl_column_release(c);
   nsl_dict_release(d);
-  nsl_parquet_close(pq);
+  nsl__parquet_close(pq);
   /* a borrowed buffer stays the caller's */
-  assert_int_equal(nsl_parquet_open_mem(&pq, "borrowed", buf, size, NULL, &err), NSL_OK);
-  nsl_parquet_close(pq);
+  assert_int_equal(nsl__parquet_open_mem(&pq, "borrowed", buf, size, NULL, &err), NSL_OK);
+  nsl__parquet_close(pq);
   free(buf);
   unlink(path);
-  assert_int_equal(nsl_parquet_open_file(&pq, path, &err), NSL_ERR_IO);
+  assert_int_equal(nsl__parquet_open_file(&pq, path, &err), NSL_ERR_IO);
   assert_null(pq);
   assert_non_null(strstr(err.msg, path));
 }
@@ -959,17 +959,17 @@ static void check_synth(const wcol *cols, int ncols, const buf *img,
                         const char *what) {
   nsl_parquet *pq = NULL;
   nsl_error err = {0};
-  if (nsl_parquet_open_mem(&pq, what, img->p, img->n, NULL, &err) != NSL_OK)
+  if (nsl__parquet_open_mem(&pq, what, img->p, img->n, NULL, &err) != NSL_OK)
     fail_msg("%s: %s", what, err.msg);
-  assert_int_equal(nsl_parquet_nrows(pq), NROWS);
-  assert_int_equal(nsl_parquet_ncols(pq), ncols);
-  assert_string_equal(nsl_parquet_created_by(pq), "nsl test writer");
-  assert_string_equal(nsl_parquet_metadata(pq, "writer"), "test_parquet.c");
+  assert_int_equal(nsl__parquet_nrows(pq), NROWS);
+  assert_int_equal(nsl__parquet_ncols(pq), ncols);
+  assert_string_equal(nsl__parquet_created_by(pq), "nsl test writer");
+  assert_string_equal(nsl__parquet_metadata(pq, "writer"), "test_parquet.c");
   nsl_dict *d = nsl_dict_new();
   for (int c = 0; c < ncols; c++) {
     const wcol *w = &cols[c];
     nsl_column *col = NULL;
-    if (nsl_parquet_read_column(pq, c, d, &col, &err) != NSL_OK)
+    if (nsl__parquet_read_column(pq, c, d, &col, &err) != NSL_OK)
       fail_msg("%s column %s: %s", what, w->name, err.msg);
     for (int r = 0; r < NROWS; r++) {
       int isnull = w->nulls && w->nulls[r];
@@ -1003,7 +1003,7 @@ static void check_synth(const wcol *cols, int ncols, const buf *img,
     nsl_column_release(col);
   }
   nsl_dict_release(d);
-  nsl_parquet_close(pq);
+  nsl__parquet_close(pq);
 }
 
 static void build_synth_cols(const synth *s, wcol *cols, int enc) {
@@ -1065,30 +1065,30 @@ static void test_synthetic_metadata(void **state) {
   buf img = write_file(cols, NSYNTH, NROWS, &o);
   nsl_parquet *pq;
   nsl_error err = {0};
-  assert_int_equal(nsl_parquet_open_mem(&pq, "meta", img.p, img.n, NULL, &err), NSL_OK);
-  const nsl_parquet_colinfo *ci = nsl_parquet_column_info(pq, nsl_parquet_find(pq, "ts"));
+  assert_int_equal(nsl__parquet_open_mem(&pq, "meta", img.p, img.n, NULL, &err), NSL_OK);
+  const nsl_parquet_colinfo *ci = nsl__parquet_column_info(pq, nsl__parquet_find(pq, "ts"));
   assert_int_equal(ci->logical, NSL_PQ_L_TIMESTAMP);
   assert_int_equal(ci->unit, NSL_PQ_UNIT_NANOS);
   assert_int_equal(ci->utc, 1);
-  ci = nsl_parquet_column_info(pq, nsl_parquet_find(pq, "u32"));
+  ci = nsl__parquet_column_info(pq, nsl__parquet_find(pq, "u32"));
   assert_int_equal(ci->logical, NSL_PQ_L_INTEGER);
   assert_int_equal(ci->int_bits, 32);
   assert_int_equal(ci->int_signed, 0);
   assert_false(ci->nullable);
-  ci = nsl_parquet_column_info(pq, nsl_parquet_find(pq, "i32"));   /* ConvertedType INT_32 */
+  ci = nsl__parquet_column_info(pq, nsl__parquet_find(pq, "i32"));   /* ConvertedType INT_32 */
   assert_int_equal(ci->logical, NSL_PQ_L_INTEGER);
   assert_int_equal(ci->converted, 17);
   assert_int_equal(ci->int_signed, 1);
-  ci = nsl_parquet_column_info(pq, nsl_parquet_find(pq, "str"));
+  ci = nsl__parquet_column_info(pq, nsl__parquet_find(pq, "str"));
   assert_int_equal(ci->logical, NSL_PQ_L_STRING);
-  ci = nsl_parquet_column_info(pq, nsl_parquet_find(pq, "fixed"));
+  ci = nsl__parquet_column_info(pq, nsl__parquet_find(pq, "fixed"));
   assert_int_equal(ci->physical, NSL_PQ_FIXED_LEN_BYTE_ARRAY);
   assert_int_equal(ci->type_length, 4);
   assert_int_equal(ci->type, NSL_STR);
-  ci = nsl_parquet_column_info(pq, nsl_parquet_find(pq, "flag"));
+  ci = nsl__parquet_column_info(pq, nsl__parquet_find(pq, "flag"));
   assert_int_equal(ci->type, NSL_I32);
-  assert_string_equal(nsl_pq_physical_name(ci->physical), "BOOLEAN");
-  nsl_parquet_close(pq);
+  assert_string_equal(nsl__pq_physical_name(ci->physical), "BOOLEAN");
+  nsl__parquet_close(pq);
   free(img.p);
   free(s);
 }
@@ -1102,13 +1102,13 @@ static void test_empty_file(void **state) {
   buf img = write_file(&c, 1, 0, &o);
   nsl_parquet *pq;
   nsl_error err = {0};
-  assert_int_equal(nsl_parquet_open_mem(&pq, "empty", img.p, img.n, NULL, &err), NSL_OK);
-  assert_int_equal(nsl_parquet_nrows(pq), 0);
+  assert_int_equal(nsl__parquet_open_mem(&pq, "empty", img.p, img.n, NULL, &err), NSL_OK);
+  assert_int_equal(nsl__parquet_nrows(pq), 0);
   nsl_column *col;
-  assert_int_equal(nsl_parquet_read_column(pq, 0, NULL, &col, &err), NSL_OK);
+  assert_int_equal(nsl__parquet_read_column(pq, 0, NULL, &col, &err), NSL_OK);
   assert_int_equal(col->len, 0);
   nsl_column_release(col);
-  nsl_parquet_close(pq);
+  nsl__parquet_close(pq);
   free(img.p);
 }
 
@@ -1155,32 +1155,32 @@ static void test_rejects_nested_and_bad_headers(void **state) {
   nsl_parquet *pq;
   nsl_error err = {0};
   buf f = footer_only(1);
-  assert_int_equal(nsl_parquet_open_mem(&pq, "nested", f.p, f.n, NULL, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__parquet_open_mem(&pq, "nested", f.p, f.n, NULL, &err), NSL_ERR_FORMAT);
   assert_null(pq);
   assert_non_null(strstr(err.msg, "'a_list'"));
   assert_non_null(strstr(err.msg, "flat"));
   free(f.p);
   f = footer_only(0);
-  assert_int_equal(nsl_parquet_open_mem(&pq, "repeated", f.p, f.n, NULL, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__parquet_open_mem(&pq, "repeated", f.p, f.n, NULL, &err), NSL_ERR_FORMAT);
   assert_non_null(strstr(err.msg, "'repeated_col'"));
   /* footer length larger than the file */
   f.p[f.n - 8] = 0xff;
   f.p[f.n - 7] = 0xff;
-  assert_int_equal(nsl_parquet_open_mem(&pq, "longfooter", f.p, f.n, NULL, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__parquet_open_mem(&pq, "longfooter", f.p, f.n, NULL, &err), NSL_ERR_FORMAT);
   free(f.p);
   static const char *const bad[] = {"", "PAR1", "PAR1PAR1", "PAR1\0\0\0\0PAR1", "hello world, no parquet"};
   static const size_t badlen[] = {0, 4, 8, 12, 23};
   for (int i = 0; i < 5; i++) {
-    assert_int_equal(nsl_parquet_open_mem(&pq, "bad", bad[i], badlen[i], NULL, &err), NSL_ERR_FORMAT);
+    assert_int_equal(nsl__parquet_open_mem(&pq, "bad", bad[i], badlen[i], NULL, &err), NSL_ERR_FORMAT);
     assert_null(pq);
   }
   /* an owned buffer is freed even when opening fails */
   char *owned = malloc(16);
   memcpy(owned, "not parquet at all", 16);
-  assert_int_equal(nsl_parquet_open_mem(&pq, "owned", owned, 16, free, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__parquet_open_mem(&pq, "owned", owned, 16, free, &err), NSL_ERR_FORMAT);
   /* encrypted footer */
   uint8_t enc[16] = "PAR1\0\0\0\0\0\0\0\0PARE";
-  assert_int_equal(nsl_parquet_open_mem(&pq, "enc", enc, 16, NULL, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__parquet_open_mem(&pq, "enc", enc, 16, NULL, &err), NSL_ERR_FORMAT);
   assert_non_null(strstr(err.msg, "encrypted"));
 }
 
@@ -1199,7 +1199,7 @@ static void test_hostile_thrift(void **state) {
   b_put(&f, t.p, t.n);
   b_le32(&f, (uint32_t)t.n);
   b_put(&f, "PAR1", 4);
-  assert_int_not_equal(nsl_parquet_open_mem(&pq, "deep", f.p, f.n, NULL, &err), NSL_OK);
+  assert_int_not_equal(nsl__parquet_open_mem(&pq, "deep", f.p, f.n, NULL, &err), NSL_OK);
   assert_non_null(strstr(err.msg, "deep"));
   free(f.p);
   free(t.p);
@@ -1210,7 +1210,7 @@ static void test_hostile_thrift(void **state) {
   b_put(&f, huge, sizeof huge);
   b_le32(&f, sizeof huge);
   b_put(&f, "PAR1", 4);
-  assert_int_equal(nsl_parquet_open_mem(&pq, "huge", f.p, f.n, NULL, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__parquet_open_mem(&pq, "huge", f.p, f.n, NULL, &err), NSL_ERR_FORMAT);
   free(f.p);
   /* created_by string longer than the footer */
   uint8_t longstr[] = {0x68, 0xff, 0x7f, 'a', 'b', 0x00};
@@ -1219,7 +1219,7 @@ static void test_hostile_thrift(void **state) {
   b_put(&f, longstr, sizeof longstr);
   b_le32(&f, sizeof longstr);
   b_put(&f, "PAR1", 4);
-  assert_int_equal(nsl_parquet_open_mem(&pq, "longstr", f.p, f.n, NULL, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__parquet_open_mem(&pq, "longstr", f.p, f.n, NULL, &err), NSL_ERR_FORMAT);
   free(f.p);
 }
 
@@ -1232,7 +1232,7 @@ static int try_all(const uint8_t *img, size_t n) {
   nsl_error err = {0};
   uint8_t *copy = malloc(n ? n : 1);   /* exact-size copy: ASan sees overreads */
   if (n) memcpy(copy, img, n);
-  nsl_status st = nsl_parquet_open_mem(&pq, "fuzz", copy, n, free, &err);
+  nsl_status st = nsl__parquet_open_mem(&pq, "fuzz", copy, n, free, &err);
   if (st != NSL_OK) {
     assert_null(pq);
     assert_true(err.msg[0] != 0);
@@ -1240,20 +1240,20 @@ static int try_all(const uint8_t *img, size_t n) {
   }
   int ok = 1;
   nsl_dict *d = nsl_dict_new();
-  for (int i = 0; i < nsl_parquet_ncols(pq); i++) {
+  for (int i = 0; i < nsl__parquet_ncols(pq); i++) {
     nsl_column *c = NULL;
     err.msg[0] = 0;
-    if (nsl_parquet_read_column(pq, i, d, &c, &err) != NSL_OK) {
+    if (nsl__parquet_read_column(pq, i, d, &c, &err) != NSL_OK) {
       assert_null(c);
       assert_true(err.msg[0] != 0);
       ok = 0;
     } else {
-      assert_int_equal(c->len, nsl_parquet_nrows(pq));
+      assert_int_equal(c->len, nsl__parquet_nrows(pq));
       nsl_column_release(c);
     }
   }
   nsl_dict_release(d);
-  nsl_parquet_close(pq);
+  nsl__parquet_close(pq);
   return ok;
 }
 

@@ -163,22 +163,22 @@ static const nsl_pb_field t_all_fields[] = {
 static const nsl_pb_msg t_all_msg = NSL_PB_MSG("test.All", t_all, t_all_fields);
 
 static nsl_status decode_all(const enc *e, t_all **out, nsl_pb_arena **a, nsl_error *err) {
-  *a = nsl_pb_arena_new(1 << 20);
-  *out = nsl_pb_arena_alloc(*a, sizeof **out);
-  return nsl_pb_decode(&t_all_msg, e->p, e->n, *out, 1, *a, "test", err);
+  *a = nsl__pb_arena_new(1 << 20);
+  *out = nsl__pb_arena_alloc(*a, sizeof **out);
+  return nsl__pb_decode(&t_all_msg, e->p, e->n, *out, 1, *a, "test", err);
 }
 
 static void test_tables(void **state) {
   (void)state;
   nsl_error err = {0};
-  assert_int_equal(nsl_pb_check_table(nsl__hlo_table(), &err), NSL_OK);
-  assert_int_equal(nsl_pb_check_table(&t_all_msg, &err), NSL_OK);
+  assert_int_equal(nsl__pb_check_table(nsl__hlo_table(), &err), NSL_OK);
+  assert_int_equal(nsl__pb_check_table(&t_all_msg, &err), NSL_OK);
   static const nsl_pb_field unsorted[] = {
       NSL_PB_F(2, NSL_PB_INT64, t_sub, x),
       NSL_PB_F(1, NSL_PB_STRING, t_sub, label),
   };
   static const nsl_pb_msg bad = NSL_PB_MSG("test.Bad", t_sub, unsorted);
-  assert_int_equal(nsl_pb_check_table(&bad, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__pb_check_table(&bad, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "test.Bad"));
 }
 
@@ -244,8 +244,8 @@ static void test_wire_format(void **state) {
   assert_int_equal(t->subs[1].x, 0);
   assert_string_equal(t->subs[1].label, "");
   assert_null(t->subs[1].kids);
-  assert_true(nsl_pb_arena_used(a) > 0);
-  nsl_pb_arena_free(a);
+  assert_true(nsl__pb_arena_used(a) > 0);
+  nsl__pb_arena_free(a);
   /* an empty message: all defaults */
   enc empty = {0};
   assert_int_equal(decode_all(&empty, &t, &a, &err), NSL_OK);
@@ -253,7 +253,7 @@ static void test_wire_format(void **state) {
   assert_string_equal(t->sub.label, "");
   assert_int_equal(t->nids, 0);
   assert_null(t->raw.data);
-  nsl_pb_arena_free(a);
+  nsl__pb_arena_free(a);
   free(e.p);
   free(sub.p);
   free(kid.p);
@@ -266,7 +266,7 @@ static void expect_error(const uint8_t *b, size_t n, nsl_status code, const char
   nsl_pb_arena *a;
   nsl_error err = {0};
   nsl_status st = decode_all(&e, &t, &a, &err);
-  nsl_pb_arena_free(a);
+  nsl__pb_arena_free(a);
   if (st != code) fail_msg("status %d, want %d (%s)", st, code, err.msg);
   if (needle && !strstr(err.msg, needle)) fail_msg("'%s' lacks '%s'", err.msg, needle);
 }
@@ -378,7 +378,7 @@ static void render(const nsl_hlo *h, sbuf *b) {
   const nsl_hlo_module *m = &h->module;
   sb_printf(b, "module.name = %s ; module.id = %lld ; entry = %s\n", m->name, (long long)m->id,
             m->entry_computation_name);
-  const char *fp = nsl_hlo_frontend_attr(&m->frontend_attributes, "fingerprint_before_lhs");
+  const char *fp = nsl__hlo_frontend_attr(&m->frontend_attributes, "fingerprint_before_lhs");
   sb_printf(b, "fingerprint_before_lhs = %s\n", fp ? fp : "None");
   for (int64_t c = 0; c < m->ncomputations; c++) {
     const nsl_hlo_computation *comp = &m->computations[c];
@@ -410,7 +410,7 @@ static void render(const nsl_hlo *h, sbuf *b) {
     int n = 0;
     nsl_hlo_frame f;
     for (int32_t cur = id; cur && n < 64; cur = f.parent) {
-      assert_int_equal(nsl_hlo_stack_frame(s, cur, &f), 0);
+      assert_int_equal(nsl__hlo_stack_frame(s, cur, &f), 0);
       char buf[1024];
       snprintf(buf, sizeof buf, "%s:%d[%s]", f.file, f.line, f.function);
       items[n++] = strdup(buf);
@@ -443,7 +443,7 @@ static void test_expected_decode(void **state) {
   uint8_t *expected = mini_file("module_0001.jit__psum.expected.txt", &en);
   nsl_hlo *h;
   nsl_error err = {0};
-  if (nsl_hlo_decode_xz(xz, n, "module_0001", &h, &err) != NSL_OK) fail_msg("%s", err.msg);
+  if (nsl__hlo_decode_xz(xz, n, "module_0001", &h, &err) != NSL_OK) fail_msg("%s", err.msg);
   sbuf got = {0};
   render(h, &got);
   /* the expected text without its title line and its analysis lines */
@@ -463,22 +463,22 @@ static void test_expected_decode(void **state) {
     fail_msg("decode differs:\n got: %.300s\nwant: %.300s", g, w);
   }
   /* the analysis line's message size is the all-reduce's shape bytes */
-  const nsl_hlo_instruction *ar = nsl_hlo_find_instruction(h, 45, NULL);
+  const nsl_hlo_instruction *ar = nsl__hlo_find_instruction(h, 45, NULL);
   assert_non_null(ar);
   assert_string_equal(ar->opcode, "all-reduce-start");
-  assert_int_equal(nsl_hlo_shape_bytes(&ar->shape), 4);
+  assert_int_equal(nsl__hlo_shape_bytes(&ar->shape), 4);
   /* ... and its collective size (4) the size of its one replica group */
   assert_int_equal(ar->nreplica_groups, 1);
   assert_int_equal(ar->replica_groups[0].nreplica_ids, 4);
   for (int64_t k = 0; k < 4; k++) assert_int_equal(ar->replica_groups[0].replica_ids[k], k);
   const nsl_hlo_computation *comp = NULL;
-  assert_non_null(nsl_hlo_find_instruction(h, 11, &comp));
+  assert_non_null(nsl__hlo_find_instruction(h, 11, &comp));
   assert_string_equal(comp->name, "region_0.3.clone");
-  assert_string_equal(nsl_hlo_find_computation(h, 49)->name, "wrapped_copy_computation");
-  assert_int_equal(nsl_hlo_find_buffer(h, 7)->size, 4);
-  assert_null(nsl_hlo_find_instruction(h, 12345, NULL));
-  assert_null(nsl_hlo_find_computation(h, -1));
-  assert_null(nsl_hlo_find_buffer(h, 3));
+  assert_string_equal(nsl__hlo_find_computation(h, 49)->name, "wrapped_copy_computation");
+  assert_int_equal(nsl__hlo_find_buffer(h, 7)->size, 4);
+  assert_null(nsl__hlo_find_instruction(h, 12345, NULL));
+  assert_null(nsl__hlo_find_computation(h, -1));
+  assert_null(nsl__hlo_find_buffer(h, 3));
   nsl_hlo_free(h);
   free(got.s);
   free(want.s);
@@ -499,13 +499,13 @@ static void test_before_optimizations(void **state) {
   assert_string_equal(h->module.name, "jit__psum");
   assert_int_equal(h->module.id, 1);
   assert_true(h->module.ncomputations >= 1);
-  assert_non_null(nsl_hlo_find_computation(h, h->module.entry_computation_id));
+  assert_non_null(nsl__hlo_find_computation(h, h->module.entry_computation_id));
   assert_int_equal(h->buffer_assignment.nlogical_buffers, 0);   /* no buffers before optimizing */
   nsl_hlo_free(h);
   /* the same protobuf, uncompressed, read from a file */
   size_t n, pn;
   uint8_t *xz = read_path(path, &n), *pb;
-  assert_int_equal(nsl_xz_decompress(xz, n, 1 << 20, "x", &pb, &pn, &err), NSL_OK);
+  assert_int_equal(nsl__xz_decompress(xz, n, 1 << 20, "x", &pb, &pn, &err), NSL_OK);
   char tmp[] = "/tmp/nsl_test_hlo_XXXXXX";
   int fd = mkstemp(tmp);
   assert_true(fd >= 0);
@@ -520,10 +520,10 @@ static void test_before_optimizations(void **state) {
   /* xz errors: a limit, a truncation, not xz at all */
   uint8_t *out;
   size_t on;
-  assert_int_equal(nsl_xz_decompress(xz, n, 100, "small", &out, &on, &err), NSL_ERR_LIMIT);
-  assert_int_equal(nsl_xz_decompress(xz, n / 2, 1 << 20, "half", &out, &on, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__xz_decompress(xz, n, 100, "small", &out, &on, &err), NSL_ERR_LIMIT);
+  assert_int_equal(nsl__xz_decompress(xz, n / 2, 1 << 20, "half", &out, &on, &err), NSL_ERR_FORMAT);
   assert_non_null(strstr(err.msg, "half"));
-  assert_int_equal(nsl_hlo_decode_xz(pb, pn, "raw", &h, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__hlo_decode_xz(pb, pn, "raw", &h, &err), NSL_ERR_FORMAT);
   assert_null(h);
   free(pb);
   free(xz);
@@ -546,7 +546,7 @@ static void check_module(const nsl_hlo *h, const char *member) {
   assert_int_equal(m->id, id);
   assert_true(strncmp(name, m->name, strlen(m->name)) == 0 && name[strlen(m->name)] == '.');
   assert_true(m->ncomputations > 0);
-  const nsl_hlo_computation *entry = nsl_hlo_find_computation(h, m->entry_computation_id);
+  const nsl_hlo_computation *entry = nsl__hlo_find_computation(h, m->entry_computation_id);
   if (!entry) fail_msg("%s: no entry computation %lld", member, (long long)m->entry_computation_id);
   assert_string_equal(entry->name, m->entry_computation_name);
   for (int64_t c = 0; c < m->ncomputations; c++) {
@@ -559,22 +559,22 @@ static void check_module(const nsl_hlo *h, const char *member) {
       root_found |= in->id == comp->root_id;
       for (int64_t k = 0; k < in->noperand_ids; k++) {
         const nsl_hlo_computation *oc = NULL;
-        if (!nsl_hlo_find_instruction(h, in->operand_ids[k], &oc) || oc != comp)
+        if (!nsl__hlo_find_instruction(h, in->operand_ids[k], &oc) || oc != comp)
           fail_msg("%s: %s operand %lld not in its computation", member, in->name,
                    (long long)in->operand_ids[k]);
       }
       for (int64_t k = 0; k < in->ncalled_computation_ids; k++)
-        if (!nsl_hlo_find_computation(h, in->called_computation_ids[k]))
+        if (!nsl__hlo_find_computation(h, in->called_computation_ids[k]))
           fail_msg("%s: %s calls unknown computation %lld", member, in->name,
                    (long long)in->called_computation_ids[k]);
       if (in->metadata.stack_frame_id) {
         nsl_hlo_frame f;
-        if (nsl_hlo_stack_frame(&m->stack_frame_index, in->metadata.stack_frame_id, &f) != 0)
+        if (nsl__hlo_stack_frame(&m->stack_frame_index, in->metadata.stack_frame_id, &f) != 0)
           fail_msg("%s: %s has unresolved stack frame %d", member, in->name,
                    in->metadata.stack_frame_id);
       }
       if (in->shape.element_type != NSL_HLO_TUPLE && in->shape.element_type != NSL_HLO_TOKEN)
-        assert_true(nsl_hlo_shape_bytes(&in->shape) >= 0);
+        assert_true(nsl__hlo_shape_bytes(&in->shape) >= 0);
       for (int64_t g = 0; g < in->nreplica_groups; g++)
         assert_true(in->replica_groups[g].nreplica_ids > 0);
     }
@@ -587,7 +587,7 @@ static void check_module(const nsl_hlo *h, const char *member) {
     for (int64_t e = 0; e < tr->nevents; e++) {
       assert_in_range(tr->events[e].kind, 0, 2);
       int64_t b = tr->events[e].buffer_id;
-      if (!nsl_hlo_find_buffer(h, b))
+      if (!nsl__hlo_find_buffer(h, b))
         fail_msg("%s: heap event for unknown buffer %lld", member, (long long)b);
     }
   }
@@ -604,7 +604,7 @@ static int64_t heap_peak(const nsl_hlo *h, int64_t *nevents) {
     int64_t cur = 0;
     *nevents += tr->nevents;
     for (int64_t e = 0; e < tr->nevents; e++) {
-      const nsl_hlo_logical_buffer *lb = nsl_hlo_find_buffer(h, tr->events[e].buffer_id);
+      const nsl_hlo_logical_buffer *lb = nsl__hlo_find_buffer(h, tr->events[e].buffer_id);
       int64_t size = lb ? lb->size : 0;
       cur += tr->events[e].kind == NSL_HLO_HEAP_FREE ? -size : size;
       if (cur > peak) peak = cur;
@@ -641,9 +641,9 @@ static void test_all_archive_dumps(void **state) {
       assert_int_equal(archive_read_data(ar, xz, n), (la_ssize_t)n);
       nsl_hlo *h;
       nsl_error err = {0};
-      if (nsl_hlo_decode_xz(xz, n, member, &h, &err) != NSL_OK) fail_msg("%s", err.msg);
+      if (nsl__hlo_decode_xz(xz, n, member, &h, &err) != NSL_OK) fail_msg("%s", err.msg);
       check_module(h, member);
-      const char *fp = nsl_hlo_frontend_attr(&h->module.frontend_attributes, "fingerprint_before_lhs");
+      const char *fp = nsl__hlo_frontend_attr(&h->module.frontend_attributes, "fingerprint_before_lhs");
       if (strstr(member, "after_optimizations")) {
         assert_non_null(fp);
         assert_int_equal(strlen(fp), 32);
@@ -697,14 +697,14 @@ static void test_fuzz_hlo(void **state) {
   size_t n, pn;
   uint8_t *xz = mini_file("module_0001.jit__psum.sm_8.0_gpu_after_optimizations.hlo.pb.xz", &n), *pb;
   nsl_error err = {0};
-  assert_int_equal(nsl_xz_decompress(xz, n, 1 << 24, "x", &pb, &pn, &err), NSL_OK);
+  assert_int_equal(nsl__xz_decompress(xz, n, 1 << 24, "x", &pb, &pn, &err), NSL_OK);
   nsl_hlo *h;
   int ok = 0, bad = 0;
   /* every truncation: exact-size copies so ASan sees any overread */
   for (size_t cut = 0; cut < pn; cut++) {
     uint8_t *c = malloc(cut ? cut : 1);
     memcpy(c, pb, cut);
-    if (nsl_hlo_decode(c, cut, "cut", &h, &err) == NSL_OK) {
+    if (nsl__hlo_decode(c, cut, "cut", &h, &err) == NSL_OK) {
       nsl_hlo_free(h);
       ok++;
     } else {
@@ -726,7 +726,7 @@ static void test_fuzz_hlo(void **state) {
       x ^= x << 17;
       c[x % pn] ^= (uint8_t)(x >> 32) | 1;
     }
-    if (nsl_hlo_decode(c, pn, "flip", &h, &err) == NSL_OK) nsl_hlo_free(h);
+    if (nsl__hlo_decode(c, pn, "flip", &h, &err) == NSL_OK) nsl_hlo_free(h);
     if (i % 10) continue;
     /* xz truncations and flips too (fewer: each starts an xz decoder) */
     x ^= x << 13;
@@ -734,8 +734,8 @@ static void test_fuzz_hlo(void **state) {
     x ^= x << 17;
     memcpy(c, xz, n);
     c[x % n] ^= (uint8_t)(x >> 40) | 1;
-    if (nsl_hlo_decode_xz(c, n, "xzflip", &h, &err) == NSL_OK) nsl_hlo_free(h);
-    if (nsl_hlo_decode_xz(xz, (size_t)(x >> 20) % n, "xzcut", &h, &err) == NSL_OK) nsl_hlo_free(h);
+    if (nsl__hlo_decode_xz(c, n, "xzflip", &h, &err) == NSL_OK) nsl_hlo_free(h);
+    if (nsl__hlo_decode_xz(xz, (size_t)(x >> 20) % n, "xzcut", &h, &err) == NSL_OK) nsl_hlo_free(h);
   }
   free(c);
   (void)ok;
@@ -754,7 +754,7 @@ static void test_fuzz_hlo(void **state) {
   e_bytes(&comp, 2, inst.p, inst.n);
   e_bytes(&mod, 3, comp.p, comp.n);
   e_bytes(&top, 1, mod.p, mod.n);
-  assert_int_equal(nsl_hlo_decode(top.p, top.n, "deep", &h, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__hlo_decode(top.p, top.n, "deep", &h, &err), NSL_ERR_FORMAT);
   assert_non_null(strstr(err.msg, "deeper"));
   free(e.p);
   free(inst.p);
@@ -767,45 +767,45 @@ static void test_fuzz_hlo(void **state) {
 
 static void test_lookups(void **state) {
   (void)state;
-  assert_int_equal(nsl_hlo_element_bits(NSL_HLO_F32), 32);
-  assert_int_equal(nsl_hlo_element_bits(NSL_HLO_BF16), 16);
-  assert_int_equal(nsl_hlo_element_bits(NSL_HLO_PRED), 8);
-  assert_int_equal(nsl_hlo_element_bits(21), 4);            /* S4 */
-  assert_int_equal(nsl_hlo_element_bits(NSL_HLO_C128), 128);
-  assert_int_equal(nsl_hlo_element_bits(NSL_HLO_TUPLE), 0);
-  assert_int_equal(nsl_hlo_element_bits(999), 0);
-  assert_string_equal(nsl_hlo_element_name(NSL_HLO_BF16), "bf16");
-  assert_string_equal(nsl_hlo_element_name(-3), "?");
+  assert_int_equal(nsl__hlo_element_bits(NSL_HLO_F32), 32);
+  assert_int_equal(nsl__hlo_element_bits(NSL_HLO_BF16), 16);
+  assert_int_equal(nsl__hlo_element_bits(NSL_HLO_PRED), 8);
+  assert_int_equal(nsl__hlo_element_bits(21), 4);            /* S4 */
+  assert_int_equal(nsl__hlo_element_bits(NSL_HLO_C128), 128);
+  assert_int_equal(nsl__hlo_element_bits(NSL_HLO_TUPLE), 0);
+  assert_int_equal(nsl__hlo_element_bits(999), 0);
+  assert_string_equal(nsl__hlo_element_name(NSL_HLO_BF16), "bf16");
+  assert_string_equal(nsl__hlo_element_name(-3), "?");
   int64_t d1[] = {3, 5}, d2[] = {7}, big[] = {INT64_C(1) << 40, INT64_C(1) << 40}, neg[] = {-1};
   nsl_hlo_shape leaves[2] = {{NSL_HLO_F32, d1, 2, NULL, 0, {0}}, {21, d2, 1, NULL, 0, {0}}};
   nsl_hlo_shape tup = {NSL_HLO_TUPLE, NULL, 0, leaves, 2, {0}};
-  assert_int_equal(nsl_hlo_shape_bytes(&leaves[0]), 60);
-  assert_int_equal(nsl_hlo_shape_bytes(&leaves[1]), 4);     /* 7 x 4 bits, rounded up */
-  assert_int_equal(nsl_hlo_shape_bytes(&tup), 64);
+  assert_int_equal(nsl__hlo_shape_bytes(&leaves[0]), 60);
+  assert_int_equal(nsl__hlo_shape_bytes(&leaves[1]), 4);     /* 7 x 4 bits, rounded up */
+  assert_int_equal(nsl__hlo_shape_bytes(&tup), 64);
   nsl_hlo_shape scalar = {NSL_HLO_F64, NULL, 0, NULL, 0, {0}};
-  assert_int_equal(nsl_hlo_shape_bytes(&scalar), 8);
+  assert_int_equal(nsl__hlo_shape_bytes(&scalar), 8);
   nsl_hlo_shape huge = {NSL_HLO_F32, big, 2, NULL, 0, {0}};
-  assert_int_equal(nsl_hlo_shape_bytes(&huge), -1);
+  assert_int_equal(nsl__hlo_shape_bytes(&huge), -1);
   nsl_hlo_shape negative = {NSL_HLO_F32, neg, 1, NULL, 0, {0}};
-  assert_int_equal(nsl_hlo_shape_bytes(&negative), -1);
+  assert_int_equal(nsl__hlo_shape_bytes(&negative), -1);
   /* stack frames with ids out of range */
   const char *files[] = {"a.py"}, *funcs[] = {"f"};
   nsl_hlo_file_location locs[] = {{1, 1, 10, 2}, {2, 1, 11, 0}};
   nsl_hlo_stack_frame_entry frames[] = {{1, 0}, {1, 1}, {2, 1}, {1, 9}};
   nsl_hlo_stack_frame_index s = {files, 1, funcs, 1, locs, 2, frames, 4};
   nsl_hlo_frame f;
-  assert_int_equal(nsl_hlo_stack_frame(&s, 2, &f), 0);
+  assert_int_equal(nsl__hlo_stack_frame(&s, 2, &f), 0);
   assert_string_equal(f.file, "a.py");
   assert_int_equal(f.line, 10);
   assert_int_equal(f.parent, 1);
-  assert_int_equal(nsl_hlo_stack_frame(&s, 0, &f), -1);
-  assert_int_equal(nsl_hlo_stack_frame(&s, 5, &f), -1);
-  assert_int_equal(nsl_hlo_stack_frame(&s, 3, &f), -1);    /* file name id 2 of 1 */
-  assert_int_equal(nsl_hlo_stack_frame(&s, 4, &f), -1);    /* parent 9 of 4 */
+  assert_int_equal(nsl__hlo_stack_frame(&s, 0, &f), -1);
+  assert_int_equal(nsl__hlo_stack_frame(&s, 5, &f), -1);
+  assert_int_equal(nsl__hlo_stack_frame(&s, 3, &f), -1);    /* file name id 2 of 1 */
+  assert_int_equal(nsl__hlo_stack_frame(&s, 4, &f), -1);    /* parent 9 of 4 */
   nsl_hlo_attr kv[] = {{"k", "v1"}, {"k", "v2"}};
   nsl_hlo_attrs attrs = {kv, 2};
-  assert_string_equal(nsl_hlo_frontend_attr(&attrs, "k"), "v2");
-  assert_null(nsl_hlo_frontend_attr(&attrs, "x"));
+  assert_string_equal(nsl__hlo_frontend_attr(&attrs, "k"), "v2");
+  assert_null(nsl__hlo_frontend_attr(&attrs, "x"));
   nsl_hlo_free(NULL);
 }
 
