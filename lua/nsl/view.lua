@@ -30,7 +30,7 @@ M.max_events = 100000
 M.bins = 2000
 --- Levels of detail at most, each with 4 times the bins of the one before.
 M.levels = 6
---- Cells stored at most over the levels past the first (about 12 bytes each in the page).
+--- Cells stored at most over the levels past the first (a few bytes each in the page).
 M.lod_cells = 1000000
 --- Format version of the embedded data (viewer.js checks it).
 M.format = 2
@@ -152,10 +152,12 @@ local function bin_of(t, lo, span, nbins)
 end
 M.bin_of = bin_of
 
---- The widths of nbins equal bins over [lo, hi) (nsl.bin_edges), as a column.
-local function bin_widths(lo, hi, nbins)
+--- The widths of nbins equal bins over [lo, hi) (nsl.bin_edges), as a
+-- column, and whether each lies wholly inside [from, to) (bool column).
+local function bin_widths(lo, hi, nbins, from, to)
   local edges, i = nsl.bin_edges(lo, hi, nbins), nsl.range(nbins)
-  return edges:gather(i + 1) - edges:gather(i)
+  local a, b = edges:gather(i), edges:gather(i + 1)
+  return b - a, a:ge(from) & b:le(to)
 end
 
 --- The levels of detail over [lo, hi): a pyramid of bins per row, level k
@@ -165,11 +167,13 @@ end
 -- timeline (nsl.lod, as `nsl tui` draws).  Stored sparse: a cell (row *
 -- nbins + bin) only where the row has something, and, past level 0, only
 -- where its parent bin is not full (wholly busy, no event starting: then
--- every bin under it is too, and the page infers them).  Levels are added
+-- every bin under it is too, and the page infers them) and not wholly
+-- inside the detail window [from, to) (whose events the page draws
+-- instead; level 0 is whole, the trace's summary).  Levels are added
 -- while the bins are at least 1 ns, at most 2^20 and the cells stored past
 -- level 0 stay within max_cells.  Returns the list of levels {bins, cell,
 -- busy, starts} (columns), level 0 first.
-local function levels_of_detail(parts, nrows, lo, hi, bins, nlevels, max_cells)
+local function levels_of_detail(parts, nrows, lo, hi, from, to, bins, nlevels, max_cells)
   local s, e, l = {}, {}, {}
   for i, p in ipairs(parts) do s[i], e[i], l[i] = p.start, p.stop, p.row end
   local index = nsl.lod(nsl.concat(table.unpack(s)), nsl.concat(table.unpack(e)), nsl.concat(table.unpack(l)),
@@ -178,19 +182,19 @@ local function levels_of_detail(parts, nrows, lo, hi, bins, nlevels, max_cells)
   local nb = bins
   for k = 0, nlevels - 1 do
     if k > 0 and (nb > hi - lo or nb > (1 << 20) or nrows * nb >= (1 << 32)) then break end
-    local width = bin_widths(lo, hi, nb)
+    local width, inside = bin_widths(lo, hi, nb, from, to)
     local parent = k > 0 and nsl.range(nb) // 4 or nil
     local cells, busy, starts, full = {}, {}, {}, {}
     for r = 0, nrows - 1 do
       local b, n = index:bins(r, lo, hi, nb)
       local keep = b:gt(0) | n:gt(0)
-      if full_above then keep = keep & ~full_above[r + 1]:gather(parent) end
+      if full_above then keep = keep & ~full_above[r + 1]:gather(parent) & ~inside end
       local idx = keep:indices()
       cells[#cells + 1], busy[#busy + 1], starts[#starts + 1] = idx + r * nb, b:gather(idx), n:gather(idx)
       full[r + 1] = b:eq(width) & n:eq(0)
     end
     local level = {bins = nb, cell = nsl.concat(table.unpack(cells)), busy = nsl.concat(table.unpack(busy)),
-                   starts = nsl.concat(table.unpack(starts)), widest = width:max()}
+                   starts = nsl.concat(table.unpack(starts))}
     if k > 0 then
       stored = stored + #level.cell
       if stored > max_cells then break end
@@ -274,14 +278,16 @@ end
 local function b64(col, ty, offset) return nsl.base64(nsl.pack(col, ty, offset)) end
 
 --- The levels of detail as the page reads them: per level its bins, the
--- type of busy ns (u32 while every bin is under 2^32 ns, else f64) and
--- base64 columns cell, busy, starts.
+-- number n of cells stored and base64 columns of unsigned varints (nsl.pack
+-- "uv": most take a byte or two): cell as the gap from the cell before
+-- (the first: itself), busy and starts.
 local function page_levels(levels)
   local res = {}
   for i, lv in ipairs(levels) do
-    local ty = lv.widest < (1 << 32) and "u32" or "f64"
-    res[i] = {bins = lv.bins, busy_type = ty, cell = b64(lv.cell, "u32"), busy = b64(lv.busy, ty),
-              starts = b64(lv.starts, "u32")}
+    local gap = lv.cell:diff()
+    gap = nsl.where(gap:isnull(), lv.cell, gap)
+    res[i] = {bins = lv.bins, n = #lv.cell, cell = b64(gap, "uv"), busy = b64(lv.busy, "uv"),
+              starts = b64(lv.starts, "uv")}
   end
   return res
 end
@@ -307,8 +313,6 @@ function M.viewer(trace, opts)
   local parts = {}
   if g then parts[#parts + 1] = g end
   if nv then parts[#parts + 1] = nv end
-  local nbins = math.max(1, math.floor(opts.bins or M.bins))
-  local lod = levels_of_detail(parts, #rows, lo, hi, nbins, opts.levels or M.levels, opts.lod_cells or M.lod_cells)
   -- the detail window
   local from = math.max(lo, opts.from or lo)
   local to = opts.to
@@ -319,6 +323,9 @@ function M.viewer(trace, opts)
   end
   to = math.min(to, hi)
   if to <= from then to = from + 1 end
+  local nbins = math.max(1, math.floor(opts.bins or M.bins))
+  local lod = levels_of_detail(parts, #rows, lo, hi, from, to, nbins, opts.levels or M.levels,
+                               opts.lod_cells or M.lod_cells)
   local w = {}
   if g then w[#w + 1] = window_part(g, from, to, false) end
   if nv then w[#w + 1] = window_part(nv, from, to, true) end

@@ -51,7 +51,8 @@ return {
 
   {"every level of detail per bin equals SQL between the bin's edges", function()
     local tr = assert(nsl.open(nccl))
-    local v = view.viewer(tr, {findings = false, bins = 64, levels = 3})
+    -- a detail window of the first 2000 events: the finer levels leave out the bins wholly inside it
+    local v = view.viewer(tr, {findings = false, bins = 64, levels = 3, max_events = 2000})
     T.eq(#v.lod, 3, "three levels")
     -- each level's cells, and a bin left out past level 0: full when its parent is, else empty
     local cells, edges_of = {}, {}
@@ -85,6 +86,10 @@ return {
         local edges = edges_of[k]
         for b = 0, lv.bins - 1 do
           local e0, e1 = edges[b + 1], edges[b + 2]
+          if k > 1 and e0 >= v.from and e1 <= v.to then
+            T.eq(cells[k][(r - 1) * lv.bins + b], nil, "a bin inside the detail window is left out")
+            goto next_bin
+          end
           local n = 0
           for _, x in ipairs(iv) do if x[1] >= e0 and x[1] < e1 then n = n + 1 end end
           local busy, starts = cell(k, r - 1, b)
@@ -93,10 +98,11 @@ return {
           T.eq(busy, T.union_len(iv, e0, e1), what .. ": busy")
           if k > 1 and not cells[k][(r - 1) * lv.bins + b] and busy > 0 then full = full + 1 end
           checked = checked + 1
+          ::next_bin::
         end
       end
     end
-    T.ok(checked >= 4 * 64 * 21, "four rows of 64 + 256 + 1024 bins checked")
+    T.ok(checked >= 4 * 64 * 15, "four rows of most of 64 + 256 + 1024 bins checked")
     T.ok(full > 0, "some full bins are left out and inferred from their parent")
   end},
 

@@ -12,8 +12,9 @@
  * little-endian typed array.  lod: levels of detail, coarsest first, level
  * k with `bins` equal bins over [0, span) (4 times those of level k - 1,
  * bin b under bin b >> 2 of the level above): per (row, bin) busy ns (the
- * union of the row's events) and events starting in it, as sparse cells
- * (index row * bins + bin, ascending); past level 0 a bin left out is full
+ * union of the row's events) and events starting in it, as n sparse cells
+ * (index row * bins + bin, ascending, each the gap from the one before),
+ * each column base64 of unsigned LEB128 varints; past level 0 a bin left out is full
  * (wholly busy, none starting) when its parent is full, else empty.
  *
  * #selftest[=TERM] in the URL: zooms, pans and searches as a user would and
@@ -45,6 +46,17 @@
     return out;
   }
 
+  /* n unsigned LEB128 varints from base64 (nsl.pack "uv"), as doubles (exact below 2^53). */
+  function varints(b64, n) {
+    var u = bytesOf(b64), out = new Float64Array(n), p = 0;
+    for (var i = 0; i < n; i++) {
+      var v = 0, m = 1, c;
+      do { c = u[p++]; v += (c & 127) * m; m *= 128; } while (c & 128);
+      out[i] = v;
+    }
+    return out;
+  }
+
   function decode(d) {
     var e = d.events, n = e.n || 0;
     var ev = {n: n, row: typed(e.row, Uint32Array), sub: typed(e.sub, Uint16Array),
@@ -52,9 +64,9 @@
               cls: typed(e.cls, Uint8Array), name: typed(e.name, Uint32Array)};
     var nrows = d.rows.length, i;
     var levels = d.lod.map(function (lv) {
-      return {bins: lv.bins, cell: typed(lv.cell, Uint32Array),
-              busy: typed(lv.busy, lv.busy_type === 'u32' ? Uint32Array : Float64Array),
-              starts: typed(lv.starts, Uint32Array)};
+      var cell = varints(lv.cell, lv.n);
+      for (var j = 1; j < cell.length; j++) cell[j] += cell[j - 1];   // gaps to cells
+      return {bins: lv.bins, cell: cell, busy: varints(lv.busy, lv.n), starts: varints(lv.starts, lv.n)};
     });
     var byRow = [];   // each row's events, for hover and the NVTX stack
     for (i = 0; i < nrows; i++) byRow.push([]);
