@@ -172,7 +172,7 @@ end
 -- instead; level 0 is whole, the trace's summary).  Levels are added
 -- while the bins are at least 1 ns, at most 2^20 and the cells stored past
 -- level 0 stay within max_cells.  Returns the list of levels {bins, cell,
--- busy, starts} (columns), level 0 first.
+-- busy, starts, width} (columns; width: the cell's bin's), level 0 first.
 local function levels_of_detail(parts, nrows, lo, hi, from, to, bins, nlevels, max_cells)
   local s, e, l = {}, {}, {}
   for i, p in ipairs(parts) do s[i], e[i], l[i] = p.start, p.stop, p.row end
@@ -184,17 +184,18 @@ local function levels_of_detail(parts, nrows, lo, hi, from, to, bins, nlevels, m
     if k > 0 and (nb > hi - lo or nb > (1 << 20) or nrows * nb >= (1 << 32)) then break end
     local width, inside = bin_widths(lo, hi, nb, from, to)
     local parent = k > 0 and nsl.range(nb) // 4 or nil
-    local cells, busy, starts, full = {}, {}, {}, {}
+    local cells, busy, starts, widths, full = {}, {}, {}, {}, {}
     for r = 0, nrows - 1 do
       local b, n = index:bins(r, lo, hi, nb)
       local keep = b:gt(0) | n:gt(0)
       if full_above then keep = keep & ~full_above[r + 1]:gather(parent) & ~inside end
       local idx = keep:indices()
       cells[#cells + 1], busy[#busy + 1], starts[#starts + 1] = idx + r * nb, b:gather(idx), n:gather(idx)
+      widths[#widths + 1] = width:gather(idx)
       full[r + 1] = b:eq(width) & n:eq(0)
     end
     local level = {bins = nb, cell = nsl.concat(table.unpack(cells)), busy = nsl.concat(table.unpack(busy)),
-                   starts = nsl.concat(table.unpack(starts))}
+                   starts = nsl.concat(table.unpack(starts)), width = nsl.concat(table.unpack(widths))}
     if k > 0 then
       stored = stored + #level.cell
       if stored > max_cells then break end
@@ -280,13 +281,17 @@ local function b64(col, ty, offset) return nsl.base64(nsl.pack(col, ty, offset))
 --- The levels of detail as the page reads them: per level its bins, the
 -- number n of cells stored and base64 columns of unsigned varints (nsl.pack
 -- "uv": most take a byte or two): cell as the gap from the cell before
--- (the first: itself), busy and starts.
+-- (the first: itself), starts, and busy folded so that nearly full bins
+-- take as few bytes as nearly empty ones: 2 * busy when at most half the
+-- bin, else 2 * (width - busy) + 1.
 local function page_levels(levels)
   local res = {}
   for i, lv in ipairs(levels) do
     local gap = lv.cell:diff()
     gap = nsl.where(gap:isnull(), lv.cell, gap)
-    res[i] = {bins = lv.bins, n = #lv.cell, cell = b64(gap, "uv"), busy = b64(lv.busy, "uv"),
+    local idle = lv.width - lv.busy
+    local folded = nsl.where((lv.busy * 2):gt(lv.width), idle * 2 + 1, lv.busy * 2)
+    res[i] = {bins = lv.bins, n = #lv.cell, cell = b64(gap, "uv"), busy = b64(folded, "uv"),
               starts = b64(lv.starts, "uv")}
   end
   return res

@@ -13,8 +13,9 @@
  * k with `bins` equal bins over [0, span) (4 times those of level k - 1,
  * bin b under bin b >> 2 of the level above): per (row, bin) busy ns (the
  * union of the row's events) and events starting in it, as n sparse cells
- * (index row * bins + bin, ascending, each the gap from the one before),
- * each column base64 of unsigned LEB128 varints; past level 0 a bin left out is full
+ * (index row * bins + bin, ascending, each the gap from the one before;
+ * busy folded: 2 * busy, or 2 * (bin width - busy) + 1 for a bin more than
+ * half busy), each column base64 of unsigned LEB128 varints; past level 0 a bin left out is full
  * (wholly busy, none starting) when its parent is full, else empty.
  *
  * #selftest[=TERM] in the URL: zooms, pans and searches as a user would and
@@ -64,9 +65,16 @@
               cls: typed(e.cls, Uint8Array), name: typed(e.name, Uint32Array)};
     var nrows = d.rows.length, i;
     var levels = d.lod.map(function (lv) {
-      var cell = varints(lv.cell, lv.n);
-      for (var j = 1; j < cell.length; j++) cell[j] += cell[j - 1];   // gaps to cells
-      return {bins: lv.bins, cell: cell, busy: varints(lv.busy, lv.n), starts: varints(lv.starts, lv.n)};
+      var cell = varints(lv.cell, lv.n), busy = varints(lv.busy, lv.n);
+      for (var j = 0; j < cell.length; j++) {
+        if (j > 0) cell[j] += cell[j - 1];   // gaps to cells
+        var v = busy[j], half = Math.floor(v / 2);
+        if (v % 2) {   // folded: the bin's width less half
+          var b = cell[j] % lv.bins;
+          busy[j] = edge(d.span, lv.bins, b + 1) - edge(d.span, lv.bins, b) - half;
+        } else busy[j] = half;
+      }
+      return {bins: lv.bins, cell: cell, busy: busy, starts: varints(lv.starts, lv.n)};
     });
     var byRow = [];   // each row's events, for hover and the NVTX stack
     for (i = 0; i < nrows; i++) byRow.push([]);
@@ -90,8 +98,13 @@
     return (ns / 1e9).toFixed(3) + ' s';
   }
 
-  /* Edge b of the level-of-detail bins (as nsl.bin_edges: floor(span * b / bins)). */
-  function edge(span, bins, b) { return Math.floor(span * b / bins); }
+  /* Edge b of the level-of-detail bins (as nsl.bin_edges: floor(span * b /
+   * bins)), exact while span < 2^53 and bins <= 2^20: span = q * bins + r
+   * (both exact in doubles), so the edge is q * b + floor(r * b / bins). */
+  function edge(span, bins, b) {
+    var r = span % bins, q = (span - r) / bins;
+    return q * b + Math.floor(r * b / bins);
+  }
 
   /* The first index of the ascending array a whose value is >= v. */
   function lowerBound(a, v) {
