@@ -202,7 +202,8 @@ for key, want, got in (("stack", stack("n.start <= ? AND n.end > ?", int(rep["st
     if "NVTX_EVENTS" in tables and key == "stack" and not want: bad.append("no NVTX range at the middle: a weak test")
 if rep["painted"] < 1000: bad.append("only %d pixels painted" % rep["painted"])
 if rep["fetched"]: bad.append("the page fetched %s" % rep["fetched"])
-print("%d rows, window %d..%d, %d names" % (len(rep["rows"]), t0, t1, len(names)))
+print("%d rows, window %d..%d, %d names%s" % (len(rep["rows"]), t0, t1, len(names),
+      "; outside the detail window %d bins of level %d" % (nbins, out["level"]) if out else ""))
 for b in bad: print(b)
 sys.exit(1 if bad else 0)
 PY
