@@ -181,7 +181,7 @@ local function levels_of_detail(parts, nrows, lo, hi, from, to, bins, nlevels, m
   local levels, stored, full_above = {}, 0, nil
   local nb = bins
   for k = 0, nlevels - 1 do
-    if k > 0 and (nb > hi - lo or nb > (1 << 20) or nrows * nb >= (1 << 32)) then break end
+    if k > 0 and (nb > hi - lo or nb > (1 << 20)) then break end
     local width, inside = bin_widths(lo, hi, nb, from, to)
     local parent = k > 0 and nsl.range(nb) // 4 or nil
     local cells, busy, starts, widths, full = {}, {}, {}, {}, {}
