@@ -192,7 +192,7 @@ local function levels_of_detail(parts, nrows, lo, hi, from, to, bins, nlevels, m
       local idx = keep:indices()
       cells[#cells + 1], busy[#busy + 1], starts[#starts + 1] = idx + r * nb, b:gather(idx), n:gather(idx)
       widths[#widths + 1] = width:gather(idx)
-      full[r + 1] = b:eq(width) & n:eq(0)
+      full[r + 1] = b:eq(width) & b:gt(0) & n:eq(0)   -- as the page infers: a bin of 0 ns is never full
     end
     local level = {bins = nb, cell = nsl.concat(table.unpack(cells)), busy = nsl.concat(table.unpack(busy)),
                    starts = nsl.concat(table.unpack(starts)), width = nsl.concat(table.unpack(widths))}
