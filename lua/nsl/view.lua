@@ -6,9 +6,10 @@
 -- `diagnose`.  The page's script and style are lua/nsl/view/viewer.js and
 -- viewer.css; this module only gathers the data, from the same tables and
 -- findings `nsl run` uses, and embeds it compactly:
---   * level of detail over the whole trace: per row and time bin, the busy
---     time (union of the row's events, nsl.busy_per_bin) and the number of
---     events starting in the bin, both computed in C over whole columns;
+--   * levels of detail over the whole trace: per row and time bin, the busy
+--     time (union of the row's events) and the number of events starting in
+--     the bin, a pyramid of bins 4 times finer per level, computed by the
+--     timeline's C index (nsl.lod, the one `nsl tui` draws from);
 --   * every event of a detail window [from, to), as columns of
 --     little-endian typed arrays (nsl.pack) in base64, names through one
 --     string table.
@@ -25,10 +26,14 @@ local M = {}
 --- At most this many events get full detail by default (the detail
 -- window ends where that many events have started).
 M.max_events = 100000
---- Time bins of the level-of-detail summary over the whole trace.
+--- Time bins of the coarsest level of detail over the whole trace.
 M.bins = 2000
+--- Levels of detail at most, each with 4 times the bins of the one before.
+M.levels = 6
+--- Cells stored at most over the levels past the first (a few bytes each in the page).
+M.lod_cells = 1000000
 --- Format version of the embedded data (viewer.js checks it).
-M.format = 1
+M.format = 2
 
 local fmt = string.format
 
@@ -147,28 +152,59 @@ local function bin_of(t, lo, span, nbins)
 end
 M.bin_of = bin_of
 
---- Number of events starting in each bin (sparse): keys (lane * nbins +
--- bin, ascending) and counts, as columns.
-local function starts_per_bin(start, lane, lo, hi, nbins)
-  local b = bin_of(start, lo, hi - lo, nbins)
-  local inside = b:lt(nbins) & b:ge(0)
-  local key = (lane * nbins + b)
-  if inside:count() < #key then key = key:gather(inside:indices()) end
-  local agg = nsl.table{{"key", key}}:group_by("key"):agg{"n=count"}
-  local order = agg.key:argsort()
-  return agg.key:gather(order), agg.n:gather(order)
+--- The widths of nbins equal bins over [lo, hi) (nsl.bin_edges), as a
+-- column, and whether each lies wholly inside [from, to) (bool column).
+local function bin_widths(lo, hi, nbins, from, to)
+  local edges, i = nsl.bin_edges(lo, hi, nbins), nsl.range(nbins)
+  local a, b = edges:gather(i), edges:gather(i + 1)
+  return b - a, a:ge(from) & b:le(to)
 end
 
---- Level of detail over [lo, hi): per row and bin, busy ns (sparse: cell
--- index row * nbins + bin, value) and events starting in the bin.
-local function level_of_detail(parts, nrows, lo, hi, nbins)
+--- The levels of detail over [lo, hi): a pyramid of bins per row, level k
+-- with bins * 4^k equal bins (nsl.bin_edges; bin b of level k is bins
+-- 4b..4b+3 of level k+1), each bin's busy ns (the union of the row's
+-- events in it) and events starting in it computed by the C index of the
+-- timeline (nsl.lod, as `nsl tui` draws).  Stored sparse: a cell (row *
+-- nbins + bin) only where the row has something, and, past level 0, only
+-- where its parent bin is not full (wholly busy, no event starting: then
+-- every bin under it is too, and the page infers them) and not wholly
+-- inside the detail window [from, to) (whose events the page draws
+-- instead; level 0 is whole, the trace's summary).  Levels are added
+-- while the bins are at least 1 ns, at most 2^20 and the cells stored past
+-- level 0 stay within max_cells.  Returns the list of levels {bins, cell,
+-- busy, starts, width} (columns; width: the cell's bin's), level 0 first.
+local function levels_of_detail(parts, nrows, lo, hi, from, to, bins, nlevels, max_cells)
   local s, e, l = {}, {}, {}
   for i, p in ipairs(parts) do s[i], e[i], l[i] = p.start, p.stop, p.row end
-  local start, stop, lane = nsl.concat(table.unpack(s)), nsl.concat(table.unpack(e)), nsl.concat(table.unpack(l))
-  local busy = nsl.busy_per_bin(start, stop, lane, nrows, lo, hi, nbins)
-  local nz = busy:gt(0):indices()
-  local ckey, cn = starts_per_bin(start, lane, lo, hi, nbins)
-  return {bins = nbins, busy_cell = nz, busy = busy:gather(nz), count_cell = ckey, count = cn}
+  local index = nsl.lod(nsl.concat(table.unpack(s)), nsl.concat(table.unpack(e)), nsl.concat(table.unpack(l)),
+                        nil, nrows)
+  local levels, stored, full_above = {}, 0, nil
+  local nb = bins
+  for k = 0, nlevels - 1 do
+    if k > 0 and (nb > hi - lo or nb > (1 << 20)) then break end
+    local width, inside = bin_widths(lo, hi, nb, from, to)
+    local parent = k > 0 and nsl.range(nb) // 4 or nil
+    local cells, busy, starts, widths, full = {}, {}, {}, {}, {}
+    for r = 0, nrows - 1 do
+      local b, n = index:bins(r, lo, hi, nb)
+      local keep = b:gt(0) | n:gt(0)
+      if full_above then keep = keep & ~full_above[r + 1]:gather(parent) & ~inside end
+      local idx = keep:indices()
+      cells[#cells + 1], busy[#busy + 1], starts[#starts + 1] = idx + r * nb, b:gather(idx), n:gather(idx)
+      widths[#widths + 1] = width:gather(idx)
+      full[r + 1] = b:eq(width) & b:gt(0) & n:eq(0)   -- as the page infers: a bin of 0 ns is never full
+    end
+    local level = {bins = nb, cell = nsl.concat(table.unpack(cells)), busy = nsl.concat(table.unpack(busy)),
+                   starts = nsl.concat(table.unpack(starts)), width = nsl.concat(table.unpack(widths))}
+    if k > 0 then
+      stored = stored + #level.cell
+      if stored > max_cells then break end
+    end
+    levels[#levels + 1] = level
+    full_above = full
+    nb = nb * 4
+  end
+  return levels
 end
 
 --- The end of the default detail window from `from`: where max_events
@@ -242,12 +278,33 @@ end
 
 local function b64(col, ty, offset) return nsl.base64(nsl.pack(col, ty, offset)) end
 
+--- The levels of detail as the page reads them: per level its bins, the
+-- number n of cells stored and base64 columns of unsigned varints (nsl.pack
+-- "uv": most take a byte or two): cell as the gap from the cell before
+-- (the first: itself), starts, and busy folded so that nearly full bins
+-- take as few bytes as nearly empty ones: 2 * busy when at most half the
+-- bin, else 2 * (width - busy) + 1.
+local function page_levels(levels)
+  local res = {}
+  for i, lv in ipairs(levels) do
+    local gap = lv.cell:diff()
+    gap = nsl.where(gap:isnull(), lv.cell, gap)
+    local idle = lv.width - lv.busy
+    local folded = nsl.where((lv.busy * 2):gt(lv.width), idle * 2 + 1, lv.busy * 2)
+    res[i] = {bins = lv.bins, n = #lv.cell, cell = b64(gap, "uv"), busy = b64(folded, "uv"),
+              starts = b64(lv.starts, "uv")}
+  end
+  return res
+end
+
 --- view.viewer(trace, opts) -> a viewer: the data of the page for the
 -- trace (v.data), with the detail window (v.from, v.to, absolute ns), the
--- trace's span (v.lo, v.hi), the rows and the level of detail as columns
--- (v.lod: bins, busy_cell, busy, count_cell, count).  opts.from / opts.to:
+-- trace's span (v.lo, v.hi), the rows and the levels of detail as columns
+-- (v.lod: a list of {bins, cell, busy, starts}, coarsest first).  opts.from / opts.to:
 -- the detail window (absolute ns; default from the first event to where
--- opts.max_events (M.max_events) events have started); opts.bins (M.bins) level-of-detail bins over the whole trace;
+-- opts.max_events (M.max_events) events have started); opts.bins (M.bins)
+-- bins of the coarsest level of detail; opts.levels (M.levels) and
+-- opts.lod_cells (M.lod_cells) bound the finer ones;
 -- opts.findings: false (none), a list of finding records, or true/nil (run
 -- diagnose); opts.title.  Fails (nsl.fail) on a trace without GPU
 -- operations or NVTX ranges.
@@ -261,8 +318,6 @@ function M.viewer(trace, opts)
   local parts = {}
   if g then parts[#parts + 1] = g end
   if nv then parts[#parts + 1] = nv end
-  local nbins = math.max(1, math.floor(opts.bins or M.bins))
-  local lod = level_of_detail(parts, #rows, lo, hi, nbins)
   -- the detail window
   local from = math.max(lo, opts.from or lo)
   local to = opts.to
@@ -273,6 +328,9 @@ function M.viewer(trace, opts)
   end
   to = math.min(to, hi)
   if to <= from then to = from + 1 end
+  local nbins = math.max(1, math.floor(opts.bins or M.bins))
+  local lod = levels_of_detail(parts, #rows, lo, hi, from, to, nbins, opts.levels or M.levels,
+                               opts.lod_cells or M.lod_cells)
   local w = {}
   if g then w[#w + 1] = window_part(g, from, to, false) end
   if nv then w[#w + 1] = window_part(nv, from, to, true) end
@@ -309,8 +367,7 @@ function M.viewer(trace, opts)
     format = M.format, title = opts.title or table.concat(trace.reports.name:totable(), ", "),
     nsl = nsl.version, base = tostring(lo), span = hi - lo, from = from - lo, to = to - lo,
     classes = plot.timeline_classes, rows = rows, strings = strings, events = data_ev,
-    lod = {bins = lod.bins, busy_cell = b64(lod.busy_cell, "u32"), busy = b64(lod.busy, "f64"),
-           count_cell = b64(lod.count_cell, "u32"), count = b64(lod.count, "u32")},
+    lod = page_levels(lod),
     findings = page_findings(flist, lo), notes = notes,
   }
   return setmetatable({data = data, from = from, to = to, lo = lo, hi = hi, events = n, rows = rows, lod = lod},

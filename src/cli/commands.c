@@ -100,7 +100,7 @@ static const nsl_cli_option view_options[] = {
      "the detail window's start, from the trace's first event (250us, 1.5ms, 2s; default 0)"},
     {"--to", NULL, NSL_CLI_ONE, "T", NULL, 0, "its end (default: where --max-events events have started, or the end)"},
     {"--max-events", NULL, NSL_CLI_ONE, "N", NULL, 0, "events in the default detail window (100000)"},
-    {"--bins", NULL, NSL_CLI_ONE, "N", NULL, 0, "level-of-detail bins over the whole trace (2000)"},
+    {"--bins", NULL, NSL_CLI_ONE, "N", NULL, 0, "bins of the coarsest level of detail (2000; each finer level 4x)"},
     {"--no-findings", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "leave out the findings of diagnose (they cost a run of it)"},
     {NULL}};
 

@@ -1,9 +1,10 @@
 /* lod.c -- the level of detail of a timeline (see lod.h): per lane, the
  * events sorted by start with three running sums over that order -- the
- * latest stop so far (what still runs at a time), the total duration (busy
- * time between two positions) and, per class, the positions and durations
- * of that class's events (the class that fills a column) -- so a column of
- * any width costs a few binary searches, not its events. */
+ * latest stop so far (what still runs at a time), the time each event adds
+ * to the union of those before it (so the covered time before any t is a
+ * difference and one correction) and, per class, the positions and
+ * durations of that class's events (the class that fills a column) -- so a
+ * column of any width costs a few binary searches, not its events. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,8 @@ struct nsl_lod {
   int64_t *off;               /* nlanes + 1: lane l holds positions [off[l], off[l + 1]) */
   int64_t *start, *stop;      /* per position, by lane then start */
   int64_t *maxstop;           /* latest stop of the lane's positions up to and including this one */
-  int64_t *cum;               /* n + 1: sum of durations of positions before this one (over all lanes) */
+  int64_t *cum;               /* n + 1: per position, the ns it adds to the union of its lane's earlier
+                               * positions, summed over the positions before this one (all lanes) */
   int64_t *row;               /* per position: the input row */
   uint8_t *cls;               /* per position: class */
   uint16_t *lane_classes;     /* per lane: bit k set when class k occurs */
@@ -73,6 +75,8 @@ static int lod_finish(nsl_lod *l) {
     int64_t m = INT64_MIN;
     uint16_t bits = 0;
     for (int64_t p = l->off[g]; p < l->off[g + 1]; p++) {
+      int64_t from = l->start[p] > m ? l->start[p] : m;   /* what p adds past the union so far */
+      l->cum[p + 1] = l->cum[p] + (l->stop[p] > from ? l->stop[p] - from : 0);
       if (l->stop[p] > m) m = l->stop[p];
       l->maxstop[p] = m;
       bits |= (uint16_t)(1u << l->cls[p]);
@@ -80,7 +84,6 @@ static int lod_finish(nsl_lod *l) {
     }
     l->lane_classes[g] = bits;
   }
-  for (int64_t p = 0; p < l->n; p++) l->cum[p + 1] = l->cum[p] + (l->stop[p] - l->start[p]);
   l->nclasses = nclasses;
   if (nclasses <= 1) return 1;
   for (int64_t p = 0; p < l->n; p++) l->kn[l->cls[p]]++;
@@ -286,21 +289,15 @@ static inline int64_t clipped(const nsl_lod *l, int64_t p, int64_t t0, int64_t t
   return e > s ? e - s : 0;
 }
 
-/* The time past t1 of the events at positions [i0, i1), which start
- * before t1: in a lane of serial events only the last to start can run
- * past, or several starting together (instants beside it); the walk back
- * stops at 64 events.  Subtracted per class from per when not NULL. */
-static int64_t overhang(const nsl_lod *l, int64_t i0, int64_t i1, int64_t t1, int64_t *per) {
-  int64_t sum = 0;
+/* Subtracts from per (by class) the time past t1 of the events at
+ * positions [i0, i1), which start before t1: in a lane of serial events
+ * only the last to start can run past, or several starting together
+ * (instants beside it); the walk back stops at 64 events. */
+static void overhang(const nsl_lod *l, int64_t i0, int64_t i1, int64_t t1, int64_t *per) {
   for (int64_t p = i1 - 1, steps = 0; p >= i0 && steps < 64; p--, steps++) {
-    if (l->stop[p] > t1) {
-      sum += l->stop[p] - t1;
-      if (per) per[l->cls[p]] -= l->stop[p] - t1;
-    } else if (l->start[p] != l->start[i1 - 1]) {
-      break;
-    }
+    if (l->stop[p] > t1) per[l->cls[p]] -= l->stop[p] - t1;
+    else if (l->start[p] != l->start[i1 - 1]) break;
   }
-  return sum;
 }
 
 /* The class with the most time of lane g in column [t0, t1): events at
@@ -328,6 +325,16 @@ static int32_t column_class(const nsl_lod *l, int64_t g, int64_t i0, int64_t i1,
   return best;
 }
 
+/* The ns before t covered by the union of lane [a, b)'s events, given i,
+ * the first position of the lane starting at or after t: the union of the
+ * events before i, less its part past t -- which is [t, maxstop), as the
+ * event that stops latest started before t. */
+static inline int64_t covered_before(const nsl_lod *l, int64_t a, int64_t i, int64_t t) {
+  int64_t u = l->cum[i] - l->cum[a];
+  if (i > a && l->maxstop[i - 1] > t) u -= l->maxstop[i - 1] - t;
+  return u;
+}
+
 /* Edge b of ncols equal columns of [from, from + span). */
 static inline int64_t edge(int64_t from, int64_t span, int64_t ncols, int64_t b) {
   __extension__ __int128 p = (__int128)span * b;
@@ -351,7 +358,7 @@ nsl_status nsl_lod_query(const nsl_lod *l, int64_t lane, int64_t from, int64_t t
     nsl_lod_cell *cell = &cells[c];
     int64_t i1 = lower_bound(l->start, i0, b, t1 > t0 ? t1 : t0 + 1);
     if (t1 <= t0) {   /* more columns than ns: an empty column */
-      cell->count = 0, cell->busy = 0, cell->row = -1, cell->cls = -1;
+      cell->count = 0, cell->starts = 0, cell->busy = 0, cell->row = -1, cell->cls = -1;
       continue;
     }
     /* an earlier event still running at t0: the one before i0 when the lane's events do not overlap,
@@ -362,12 +369,9 @@ nsl_status nsl_lod_query(const nsl_lod *l, int64_t lane, int64_t from, int64_t t
       for (int steps = 0; p >= a && l->stop[p] <= t0 && steps < 64; p--, steps++) {}
       carry = p >= a && l->stop[p] > t0 ? p : i0 - 1;
     }
-    int64_t busy = l->cum[i1] - l->cum[i0] - overhang(l, i0, i1, t1, NULL);
-    if (carry >= 0) busy += (l->maxstop[i0 - 1] < t1 ? l->maxstop[i0 - 1] : t1) - t0;
-    if (busy > t1 - t0) busy = t1 - t0;
-    if (busy < 0) busy = 0;
     cell->count = i1 - i0 + (carry >= 0);
-    cell->busy = busy;
+    cell->starts = i1 - i0;
+    cell->busy = covered_before(l, a, i1, t1) - covered_before(l, a, i0, t0);
     cell->row = carry >= 0 ? l->row[carry] : i1 > i0 ? l->row[i0] : -1;
     cell->cls = cell->count ? column_class(l, lane, i0, i1, carry, t0, t1) : -1;
     i0 = i1;

@@ -3,7 +3,8 @@
  * each lane (a GPU stream, an NVTX nesting row) indexed once, so that a
  * window of any width is summarised per pixel or character column in
  * O(columns x log events), whatever the number of events inside it.  The
- * terminal timeline (nsl tui) draws from it; an HTML viewer may too.  Never
+ * terminal timeline (nsl tui) and the HTML viewer's levels of detail (nsl
+ * view) draw from it.  Never
  * includes lua.h.
  *
  * Basic outline:
@@ -27,8 +28,9 @@ typedef struct nsl_lod nsl_lod;
 /* The summary of one column [t0, t1) of a lane. */
 typedef struct nsl_lod_cell {
   int64_t count;   /* events overlapping the column: those starting in it, plus one running into it */
-  int64_t busy;    /* ns of the column covered: exact for events that do not overlap one another (a
-                    * stream's); where some do, at least the union and at most t1 - t0 */
+  int64_t starts;  /* events starting in the column (summed over columns: each event once) */
+  int64_t busy;    /* ns of the column covered by at least one event (the union of the lane's
+                    * events, clipped to the column): exact, overlapping events or not */
   int64_t row;     /* the event covering t0, else the first one starting in the column; -1: none */
   int32_t cls;     /* the class with the most time in the column; -1: none */
 } nsl_lod_cell;

@@ -180,6 +180,12 @@ size_t nsl_pack_width(nsl_pack_type t);
  * integers beyond 2^53, NULL is NaN for floats; NSL_ERR_ARG names the row. */
 nsl_status nsl_column_pack_le(const nsl_column *c, nsl_pack_type as, int64_t offset, unsigned char *out,
                               nsl_error *err);
+/* c's values less offset as unsigned LEB128 varints into out (at most
+ * NSL_PACK_VARINT_MAX bytes a value), *nbytes written: refuses NULL and
+ * values below offset; NSL_ERR_ARG names the row. */
+#define NSL_PACK_VARINT_MAX 10
+nsl_status nsl_column_pack_varint(const nsl_column *c, int64_t offset, unsigned char *out, size_t *nbytes,
+                                  nsl_error *err);
 
 /* A sub-row per row such that rows of one group overlapping in time never
  * share one; for properly nested ranges (NVTX push/pop per thread) the

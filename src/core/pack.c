@@ -1,6 +1,7 @@
 /* pack.c -- a column as little-endian bytes of a chosen width, so that a
  * page (the HTML viewer) can decode it into a JavaScript typed array:
- * compact, exact where the type allows, the same bytes on every host. */
+ * compact, exact where the type allows, the same bytes on every host; or
+ * as variable-length integers, for small counts and gaps. */
 #include <math.h>
 #include <string.h>
 
@@ -73,5 +74,33 @@ nsl_status nsl_column_pack_le(const nsl_column *c, nsl_pack_type as, int64_t off
       put_le(out, bits, 4);
     } else put_le(out, (uint64_t)v, w);
   }
+  return NSL_OK;
+}
+
+/* Writes the values of c (an integer column), less offset, as unsigned
+ * LEB128 varints to out (at most NSL_PACK_VARINT_MAX bytes a value: 7 bits
+ * a byte, the lowest first, the high bit set on every byte but a value's
+ * last) and their length to *nbytes.  Refuses a NULL, a float column and
+ * a value below offset; NSL_ERR_ARG names the row. */
+nsl_status nsl_column_pack_varint(const nsl_column *c, int64_t offset, unsigned char *out, size_t *nbytes,
+                                  nsl_error *err) {
+  *nbytes = 0;
+  if (!c || c->type == NSL_F64) return nsl_error_set(err, NSL_ERR_ARG, "pack: varints want an integer column");
+  unsigned char *p = out;
+  for (int64_t i = 0; i < c->len; i++) {
+    int64_t x = nsl_column_get_i64(c, i);
+    if (x == NSL_NULL_I64 || (c->type == NSL_STR && x < 0))
+      return nsl_error_set(err, NSL_ERR_ARG, "pack: row %lld is NULL", (long long)i + 1);
+    if (x < offset)
+      return nsl_error_set(err, NSL_ERR_ARG, "pack: row %lld (%lld) is below %lld, not a varint", (long long)i + 1,
+                           (long long)x, (long long)offset);
+    uint64_t v = (uint64_t)x - (uint64_t)offset;
+    while (v >= 0x80) {
+      *p++ = (unsigned char)(v | 0x80);
+      v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+  }
+  *nbytes = (size_t)(p - out);
   return NSL_OK;
 }

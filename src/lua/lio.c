@@ -1,5 +1,7 @@
 /* lio.c -- file helpers for Lua: nsl.write_file (atomic), nsl.mkdir_p, and the
  * encodings that embed data in a page: nsl.base64, nsl.pack. */
+#include <string.h>
+
 #include "lua/lnsl.h"
 #include "nsl/nsl_io.h"
 #include "core/nsl_internal.h"
@@ -60,12 +62,23 @@ static int l_base64(lua_State *L) {
 
 /* nsl.pack(column, type [, offset]) -> the values less offset as
  * little-endian bytes of type "u8", "u16", "i32", "u32", "f32" or "f64" (for
- * a page's typed arrays); raises for a value the type cannot hold. */
+ * a page's typed arrays), or as unsigned LEB128 varints ("uv"); raises for a
+ * value the type cannot hold. */
 static int l_pack(lua_State *L) {
   nsl_column *c = nsl__checkcolumn(L, 1);
-  int t = nsl_pack_type_of(luaL_checkstring(L, 2));
-  luaL_argcheck(L, t >= 0, 2, "one of u8, u16, i32, u32, f32, f64");
+  const char *name = luaL_checkstring(L, 2);
   lua_Integer offset = luaL_optinteger(L, 3, 0);
+  if (strcmp(name, "uv") == 0) {
+    luaL_Buffer b;
+    unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, (size_t)c->len * NSL_PACK_VARINT_MAX + 1);
+    nsl_error err = {0};
+    size_t n = 0;
+    if (nsl_column_pack_varint(c, offset, out, &n, &err) != NSL_OK) return luaL_error(L, "nsl.pack: %s", err.msg);
+    luaL_pushresultsize(&b, n);
+    return 1;
+  }
+  int t = nsl_pack_type_of(name);
+  luaL_argcheck(L, t >= 0, 2, "one of u8, u16, i32, u32, f32, f64, uv");
   size_t w = nsl_pack_width((nsl_pack_type)t);
   luaL_Buffer b;
   unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, (size_t)c->len * w + 1);

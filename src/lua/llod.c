@@ -1,6 +1,7 @@
 /* llod.c -- the level of detail of a timeline in Lua (src/core/lod.h):
  *   l = nsl.lod(start, stop, lane, class|nil, nlanes)   lanes 0-based
  *   count, busy, row, class = l:query(lane, from, to, ncols)   arrays of ncols
+ *   busy, starts = l:bins(lane, from, to, nbins)   i64 columns of nbins
  *   l:at(lane, t), l:step(lane, t, dir)   input rows (0-based) or nil
  *   l:filter(mask) -> a new index of the rows where mask is set
  *   l:extent([lane]) -> lo, hi (nil without events); l:count(lane); #l lanes */
@@ -72,6 +73,28 @@ static int l_query(lua_State *L) {
   return 4;
 }
 
+/* l:bins(lane, from, to, nbins) -> busy, starts: i64 columns of nbins
+ * (up to 2^20) -- per bin the ns covered by the lane's events and the
+ * events starting in it, for summaries kept as columns (nsl view). */
+static int l_bins(lua_State *L) {
+  lod_box *b = checklod(L, 1);
+  lua_Integer lane = luaL_checkinteger(L, 2), from = luaL_checkinteger(L, 3), to = luaL_checkinteger(L, 4);
+  lua_Integer nbins = luaL_checkinteger(L, 5);
+  luaL_argcheck(L, nbins >= 1 && nbins <= (1 << 20), 5, "1 to 2^20 bins");
+  nsl_lod_cell *cells = lua_newuserdatauv(L, (size_t)nbins * sizeof *cells, 0);
+  nsl_error err = {0};
+  if (nsl_lod_query(b->lod, lane, from, to, nbins, cells, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  nsl_column *busy = nsl_column_new(NSL_I64, nbins, NULL);
+  if (!busy) return luaL_error(L, "out of memory for %d bins", (int)nbins);
+  nsl__pushcolumn(L, busy);
+  nsl_column *starts = nsl_column_new(NSL_I64, nbins, NULL);
+  if (!starts) return luaL_error(L, "out of memory for %d bins", (int)nbins);
+  nsl__pushcolumn(L, starts);
+  int64_t *bv = nsl_i64(busy), *sv = nsl_i64(starts);
+  for (lua_Integer c = 0; c < nbins; c++) bv[c] = cells[c].busy, sv[c] = cells[c].starts;
+  return 2;
+}
+
 static void push_row(lua_State *L, int64_t row) {
   if (row < 0) lua_pushnil(L);
   else lua_pushinteger(L, row);
@@ -140,7 +163,7 @@ static int l_release(lua_State *L) {
   return 0;
 }
 
-static const luaL_Reg methods[] = {{"query", l_query},   {"at", l_at},       {"step", l_step},
+static const luaL_Reg methods[] = {{"query", l_query},   {"bins", l_bins},   {"at", l_at},       {"step", l_step},
                                    {"filter", l_filter}, {"extent", l_extent}, {"count", l_count},
                                    {"bytes", l_bytes},   {NULL, NULL}};
 static const luaL_Reg metamethods[] = {{"__gc", l_release}, {"__close", l_release}, {"__len", l_len},

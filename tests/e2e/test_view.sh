@@ -5,7 +5,8 @@
 # writes what it drew into the DOM; every count it reports is checked against
 # SQL run by Python's sqlite3 on the same export: the events drawn per row in
 # the visible window, the level of detail (events and busy time, the union of
-# the row's intervals, per row over the whole trace), the names found, the
+# the row's intervals, per row over the whole trace, and per bin drawn when
+# zoomed in outside the detail window, from a finer level), the names found, the
 # NVTX ranges enclosing a time and a selection (the stack viewer), the
 # default detail window, and the window --from/--to ask for.
 . "$(dirname "$0")/lib.sh"
@@ -118,6 +119,42 @@ for r in rep["rows"]:
     if r["drawn"] != drawn: bad.append("%s: drew %d events, SQL has %d in the window" % (r["label"], r["drawn"], drawn))
     if r["lod_events"] != len(iv): bad.append("%s: level of detail counts %d events, SQL %d" % (r["label"], r["lod_events"], len(iv)))
     if r["lod_busy"] != union(iv): bad.append("%s: busy %d ns, SQL union %d" % (r["label"], r["lod_busy"], union(iv)))
+# zoomed in outside the detail window: every bin the page drew for a row, from the level of detail that fits
+# the zoom (a finer one than the whole trace's), holds the row's busy ns (the union of its events clipped to
+# the bin) and the events starting in it, as SQL says
+import bisect
+def covered(iv):
+    merged = []
+    for s, e in sorted(iv):
+        if merged and s <= merged[-1][1]: merged[-1][1] = max(merged[-1][1], e)
+        else: merged.append([s, e])
+    ms, cum = [m[0] for m in merged], [0]
+    for s, e in merged: cum.append(cum[-1] + e - s)
+    def before(t):   # ns covered before t
+        i = bisect.bisect_left(ms, t)
+        u = cum[i]
+        if i and merged[i - 1][1] > t: u -= merged[i - 1][1] - t
+        return u
+    return before
+out = rep.get("outside")
+if out:
+    o0, o1 = int(out["from"]), int(out["to"])
+    if o0 < d1: bad.append("the zoom outside the detail window starts at %d, before its end %d" % (o0, d1))
+    if out["level"] < 1: bad.append("outside the detail window the page drew level %d: a weak test" % out["level"])
+    nbins = nonzero = 0
+    for r, bins in zip(rep["rows"], out["rows"]):
+        iv = gpu_rows(r["device"], r["stream"]) if r["kind"] == "gpu" else nvtx_rows(r["pid"], r["tid"])
+        before, starts = covered(iv), sorted(s for s, e in iv)
+        for s, e, busy, n in bins:
+            s, e = int(s), int(e)
+            want_busy = before(e) - before(s)
+            want_n = bisect.bisect_left(starts, e) - bisect.bisect_left(starts, s)
+            if not (s < o1 and e > o0): bad.append("%s: bin %d..%d drawn outside the view" % (r["label"], s, e))
+            if (busy, n) != (want_busy, want_n):
+                bad.append("%s: bin %d..%d busy %d ns, %d start; SQL %d ns, %d" % (r["label"], s, e, busy, n, want_busy, want_n))
+            nbins += 1
+            nonzero += busy > 0
+    if nbins == 0 or nonzero == 0: bad.append("no busy bin drawn outside the detail window: a weak test")
 if rep["detail"]["events"] != total_detail:
     bad.append("detail window holds %d events, SQL %d" % (rep["detail"]["events"], total_detail))
 # the names found: kernels' short names and NVTX texts in the detail window that contain the term
@@ -165,7 +202,8 @@ for key, want, got in (("stack", stack("n.start <= ? AND n.end > ?", int(rep["st
     if "NVTX_EVENTS" in tables and key == "stack" and not want: bad.append("no NVTX range at the middle: a weak test")
 if rep["painted"] < 1000: bad.append("only %d pixels painted" % rep["painted"])
 if rep["fetched"]: bad.append("the page fetched %s" % rep["fetched"])
-print("%d rows, window %d..%d, %d names" % (len(rep["rows"]), t0, t1, len(names)))
+print("%d rows, window %d..%d, %d names%s" % (len(rep["rows"]), t0, t1, len(names),
+      "; outside the detail window %d bins of level %d" % (nbins, out["level"]) if out else ""))
 for b in bad: print(b)
 sys.exit(1 if bad else 0)
 PY

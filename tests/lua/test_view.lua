@@ -1,8 +1,8 @@
 -- The viewer's data (lua/nsl/view.lua) against SQL through the sqlite3
 -- program and against Lua's own string.unpack: the packed columns decode to
--- the values, the level of detail per bin equals the events SQL finds
--- between the bin's edges (nsl.bin_edges) and the union of their intervals
--- clipped to the bin, and the default detail window ends at the right start.
+-- the values, every level of detail per bin (a bin left out inferred from
+-- its parent) equals the events SQL finds starting between the bin's edges
+-- (nsl.bin_edges) and the union of their intervals clipped to the bin, and the default detail window ends at the right start.
 local T = ...
 local nsl = require("nsl")
 local view = require("nsl.view")
@@ -49,33 +49,61 @@ return {
     end
   end},
 
-  {"the level of detail per bin equals SQL between the bin's edges", function()
+  {"every level of detail per bin equals SQL between the bin's edges", function()
     local tr = assert(nsl.open(nccl))
-    local v = view.viewer(tr, {findings = false, bins = 64})
-    local edges = nsl.bin_edges(v.lo, v.hi, 64):totable()
-    local counts, busy = {}, {}
-    for i = 1, #v.lod.count_cell do counts[v.lod.count_cell[i]] = v.lod.count[i] end
-    for i = 1, #v.lod.busy_cell do busy[v.lod.busy_cell[i]] = v.lod.busy[i] end
-    local checked = 0
-    for r, row in ipairs(v.rows) do
-      if row.kind == "gpu" then
-        local iv = {}
-        for _, x in ipairs(T.sql(nccl, string.format("SELECT start, end FROM %s WHERE d = %d AND s = %d", GPU,
-                                                     row.device, row.stream))) do
-          iv[#iv + 1] = {math.tointeger(x[1]), math.tointeger(x[2])}
+    -- a detail window of the first 2000 events: the finer levels leave out the bins wholly inside it
+    local v = view.viewer(tr, {findings = false, bins = 64, levels = 3, max_events = 2000})
+    T.eq(#v.lod, 3, "three levels")
+    -- each level's cells, and a bin left out past level 0: full when its parent is, else empty
+    local cells, edges_of = {}, {}
+    for k, lv in ipairs(v.lod) do
+      T.eq(lv.bins, 64 * 4 ^ (k - 1) // 1, "level " .. k .. " bins")
+      cells[k], edges_of[k] = {}, nsl.bin_edges(v.lo, v.hi, lv.bins):totable()
+      for i = 1, #lv.cell do cells[k][lv.cell[i]] = {lv.busy[i], lv.starts[i]} end
+    end
+    local function cell(k, r, b)
+      local nb = v.lod[k].bins
+      local c = cells[k][r * nb + b]
+      if c then return c[1], c[2] end
+      if k > 1 then
+        local pb, pn = cell(k - 1, r, b // 4)
+        local pe, e = edges_of[k - 1], edges_of[k]
+        if pn == 0 and pb > 0 and pb == pe[b // 4 + 2] - pe[b // 4 + 1] then
+          return e[b + 2] - e[b + 1], 0
         end
-        for b = 0, 63 do
+      end
+      return 0, 0
+    end
+    local checked, full = 0, 0
+    for r, row in ipairs(v.rows) do
+      local sql = row.kind == "gpu" and
+        string.format("SELECT start, end FROM %s WHERE d = %d AND s = %d", GPU, row.device, row.stream) or
+        string.format("SELECT start, end FROM NVTX_EVENTS WHERE end IS NOT NULL AND (globalTid >> 24) & 16777215 = %d" ..
+                      " AND globalTid & 16777215 = %d", row.pid, row.tid)
+      local iv = {}
+      for _, x in ipairs(T.sql(nccl, sql)) do iv[#iv + 1] = {math.tointeger(x[1]), math.tointeger(x[2])} end
+      for k, lv in ipairs(v.lod) do
+        local edges = edges_of[k]
+        for b = 0, lv.bins - 1 do
           local e0, e1 = edges[b + 1], edges[b + 2]
+          if k > 1 and e0 >= v.from and e1 <= v.to then
+            T.eq(cells[k][(r - 1) * lv.bins + b], nil, "a bin inside the detail window is left out")
+            goto next_bin
+          end
           local n = 0
           for _, x in ipairs(iv) do if x[1] >= e0 and x[1] < e1 then n = n + 1 end end
-          local cell = (r - 1) * 64 + b
-          T.eq(counts[cell] or 0, n, string.format("%s bin %d: events starting", row.label, b))
-          T.eq(busy[cell] or 0, T.union_len(iv, e0, e1), string.format("%s bin %d: busy", row.label, b))
+          local busy, starts = cell(k, r - 1, b)
+          local what = string.format("%s level %d bin %d", row.label, k, b)
+          T.eq(starts, n, what .. ": events starting")
+          T.eq(busy, T.union_len(iv, e0, e1), what .. ": busy")
+          if k > 1 and not cells[k][(r - 1) * lv.bins + b] and busy > 0 then full = full + 1 end
           checked = checked + 1
+          ::next_bin::
         end
       end
     end
-    T.ok(checked >= 128, "two GPU rows of 64 bins checked")
+    T.ok(checked >= 4 * 64 * 15, "four rows of most of 64 + 256 + 1024 bins checked")
+    T.ok(full > 0, "some full bins are left out and inferred from their parent")
   end},
 
   {"the default detail window ends at the start of the event past max_events", function()

@@ -1,8 +1,8 @@
 /* test_lod.c -- the timeline's level of detail (src/core/lod.c) against a
  * hand-computed case and against brute force over every event on random
- * lanes: per column the events that overlap it, the covered ns (a
- * per-nanosecond bitmap for lanes whose events do not overlap, as a GPU
- * stream's), the class with the most time, the event under a time and the
+ * lanes: per column the events that overlap it and those starting in it,
+ * the covered ns (a per-nanosecond bitmap, for lanes whose events overlap
+ * or not), the class with the most time, the event under a time and the
  * next and previous start; the filter against an index built from the
  * kept rows alone. */
 #include <stdio.h>
@@ -30,6 +30,7 @@ static void test_hand(void **state) {
   /* columns [0,20) [20,40) [40,60) [60,80) */
   assert_int_equal(nsl_lod_query(l, 0, 0, 80, 4, c, &err), NSL_OK);
   assert_int_equal(c[0].count, 2);
+  assert_int_equal(c[0].starts, 2);
   assert_int_equal(c[0].busy, 15);
   assert_int_equal(c[0].row, 1);   /* covers t0 = 0 */
   assert_int_equal(c[0].cls, 0);
@@ -38,6 +39,7 @@ static void test_hand(void **state) {
   assert_int_equal(c[1].row, 0);
   assert_int_equal(c[1].cls, 1);
   assert_int_equal(c[2].count, 1);
+  assert_int_equal(c[2].starts, 0);   /* [30,60) runs into it */
   assert_int_equal(c[2].busy, 20);
   assert_int_equal(c[2].row, 0);
   assert_int_equal(c[3].count, 0);
@@ -96,15 +98,17 @@ static void random_events(int64_t *s, int64_t *e, int64_t *g, int64_t *k, int sh
 
 /* Brute force over every row of lane g for column [t0, t1). */
 static void brute(const int64_t *s, const int64_t *e, const int64_t *g, const int64_t *k, const uint8_t *keep,
-                  int64_t lane, int64_t t0, int64_t t1, int64_t *count, int64_t *busy, int *cls) {
+                  int64_t lane, int64_t t0, int64_t t1, int64_t *count, int64_t *busy, int64_t *starts,
+                  int *cls) {
   static uint8_t cover[T + 64];
   int64_t per[4] = {0};
   memset(cover, 0, sizeof cover);
-  *count = 0;
+  *count = 0, *starts = 0;
   for (int i = 0; i < N; i++) {
     if (g[i] != lane || (keep && !keep[i])) continue;
     int starts_in = s[i] >= t0 && s[i] < t1;
     if (starts_in || (s[i] < t0 && e[i] > t0)) (*count)++;
+    *starts += starts_in;
     int64_t a = s[i] > t0 ? s[i] : t0, b = e[i] < t1 ? e[i] : t1;
     for (int64_t t = a; t < b; t++) cover[t] = 1;
     if (b > a) per[k[i]] += b - a;
@@ -127,17 +131,17 @@ static void check_against_brute(const nsl_lod *l, const int64_t *s, const int64_
       assert_int_equal(nsl_lod_query(l, lane, from, to, ncols, cells, &err), NSL_OK);
       for (int64_t c = 0; c < ncols; c++) {
         int64_t t0 = from + (to - from) * c / ncols, t1 = from + (to - from) * (c + 1) / ncols;
-        int64_t count, busy;
+        int64_t count, busy, starts;
         int cls;
-        brute(s, e, g, k, keep, lane, t0, t1, &count, &busy, &cls);
-        if (t1 <= t0) count = 0;
+        brute(s, e, g, k, keep, lane, t0, t1, &count, &busy, &starts, &cls);
+        if (t1 <= t0) count = 0, starts = 0;
+        assert_int_equal(cells[c].busy, busy);       /* the union, overlapping events or not */
+        assert_int_equal(cells[c].starts, starts);
         if (lane < 3) {   /* streams: everything exact */
           assert_int_equal(cells[c].count, count);
-          assert_int_equal(cells[c].busy, busy);
           if (count) assert_int_equal(cells[c].cls, cls);
-        } else {          /* overlapping events: empty exactly when nothing overlaps, busy within the column */
+        } else {          /* overlapping events: empty exactly when nothing overlaps */
           assert_int_equal(cells[c].count > 0, count > 0);
-          assert_true(cells[c].busy >= 0 && cells[c].busy <= t1 - t0);
         }
         if (cells[c].row >= 0) {   /* the row overlaps the column, on the lane */
           int64_t r = cells[c].row;

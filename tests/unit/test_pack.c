@@ -102,9 +102,34 @@ static void test_overflow(void **state) {
   nsl_column_release(c);
 }
 
+/* Varints: 7 bits a byte, the lowest first, the high bit on all but a value's last byte. */
+static void test_varint(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  unsigned char b[64];
+  size_t n = 0;
+  nsl_column *c = fx_i64(5, (int64_t[]){10, 137, 138, 310, ((int64_t)1 << 35) + 10});
+  assert_int_equal(nsl_column_pack_varint(c, 10, b, &n, &err), NSL_OK);   /* 0, 127, 128, 300, 2^35 */
+  assert_int_equal(n, 1 + 1 + 2 + 2 + 6);
+  assert_memory_equal(b, ((unsigned char[]){0x00, 0x7f, 0x80, 0x01, 0xac, 0x02, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}),
+                      12);
+  /* below the offset, NULL and floats have no varint */
+  assert_int_equal(nsl_column_pack_varint(c, 11, b, &n, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "row 1"));
+  nsl_column_release(c);
+  c = fx_i64(2, (int64_t[]){5, NSL_NULL_I64});
+  assert_int_equal(nsl_column_pack_varint(c, 0, b, &n, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "NULL"));
+  nsl_column_release(c);
+  c = nsl_column_new(NSL_F64, 1, NULL);
+  nsl_f64(c)[0] = 1.0;
+  assert_int_equal(nsl_column_pack_varint(c, 0, b, &n, &err), NSL_ERR_ARG);
+  nsl_column_release(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_widths), cmocka_unit_test(test_integers),
                                      cmocka_unit_test(test_u8_range), cmocka_unit_test(test_floats),
-                                     cmocka_unit_test(test_overflow)};
+                                     cmocka_unit_test(test_overflow), cmocka_unit_test(test_varint)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

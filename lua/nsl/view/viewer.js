@@ -9,8 +9,14 @@
  * event, a decimal string: exact beyond 2^53), as doubles (exact below
  * 2^53).  events: columns row, sub (nesting sub-row), start, dur, cls
  * (class: data.classes), name (index into data.strings), each base64 of a
- * little-endian typed array.  lod: per (row, bin) of `bins` equal bins over
- * [0, span): busy ns and events starting in it, as sparse cells.
+ * little-endian typed array.  lod: levels of detail, coarsest first, level
+ * k with `bins` equal bins over [0, span) (4 times those of level k - 1,
+ * bin b under bin b >> 2 of the level above): per (row, bin) busy ns (the
+ * union of the row's events) and events starting in it, as n sparse cells
+ * (index row * bins + bin, ascending, each the gap from the one before;
+ * busy folded: 2 * busy, or 2 * (bin width - busy) + 1 for a bin more than
+ * half busy), each column base64 of unsigned LEB128 varints; past level 0 a bin left out is full
+ * (wholly busy, none starting) when its parent is full, else empty.
  *
  * #selftest[=TERM] in the URL: zooms, pans and searches as a user would and
  * writes what it drew into <pre class="nsl-selftest"> (JSON), for tests. */
@@ -41,17 +47,35 @@
     return out;
   }
 
+  /* n unsigned LEB128 varints from base64 (nsl.pack "uv"), as doubles (exact below 2^53). */
+  function varints(b64, n) {
+    var u = bytesOf(b64), out = new Float64Array(n), p = 0;
+    for (var i = 0; i < n; i++) {
+      var v = 0, m = 1, c;
+      do { c = u[p++]; v += (c & 127) * m; m *= 128; } while (c & 128);
+      out[i] = v;
+    }
+    return out;
+  }
+
   function decode(d) {
     var e = d.events, n = e.n || 0;
     var ev = {n: n, row: typed(e.row, Uint32Array), sub: typed(e.sub, Uint16Array),
               start: typed(e.start, Float64Array), dur: typed(e.dur, Float64Array),
               cls: typed(e.cls, Uint8Array), name: typed(e.name, Uint32Array)};
-    var nrows = d.rows.length, nb = d.lod.bins;
-    var busy = new Float64Array(nrows * nb), count = new Uint32Array(nrows * nb);
-    var bc = typed(d.lod.busy_cell, Uint32Array), bv = typed(d.lod.busy, Float64Array);
-    for (var i = 0; i < bc.length; i++) busy[bc[i]] = bv[i];
-    var cc = typed(d.lod.count_cell, Uint32Array), cv = typed(d.lod.count, Uint32Array);
-    for (i = 0; i < cc.length; i++) count[cc[i]] = cv[i];
+    var nrows = d.rows.length, i;
+    var levels = d.lod.map(function (lv) {
+      var cell = varints(lv.cell, lv.n), busy = varints(lv.busy, lv.n);
+      for (var j = 0; j < cell.length; j++) {
+        if (j > 0) cell[j] += cell[j - 1];   // gaps to cells
+        var v = busy[j], half = Math.floor(v / 2);
+        if (v % 2) {   // folded: the bin's width less half
+          var b = cell[j] % lv.bins;
+          busy[j] = edge(d.span, lv.bins, b + 1) - edge(d.span, lv.bins, b) - half;
+        } else busy[j] = half;
+      }
+      return {bins: lv.bins, cell: cell, busy: busy, starts: varints(lv.starts, lv.n)};
+    });
     var byRow = [];   // each row's events, for hover and the NVTX stack
     for (i = 0; i < nrows; i++) byRow.push([]);
     for (i = 0; i < n; i++) byRow[ev.row[i]].push(i);
@@ -60,7 +84,7 @@
     for (i = 0; i < n; i++) order[i] = i;
     order.sort(function (p, q) { return layer[ev.cls[p]] - layer[ev.cls[q]] || ev.start[p] - ev.start[q]; });
     ev.layer = layer;
-    return {ev: ev, busy: busy, count: count, byRow: byRow, order: order};
+    return {ev: ev, levels: levels, byRow: byRow, order: order};
   }
 
   // ---- units -------------------------------------------------------------------------
@@ -74,8 +98,42 @@
     return (ns / 1e9).toFixed(3) + ' s';
   }
 
-  /* Edge b of the level-of-detail bins (as nsl.bin_edges: floor(span * b / bins)). */
-  function edge(span, bins, b) { return Math.floor(span * b / bins); }
+  /* Edge b of the level-of-detail bins (as nsl.bin_edges: floor(span * b /
+   * bins)), exact while span < 2^53 and bins <= 2^20: span = q * bins + r
+   * (both exact in doubles), so the edge is q * b + floor(r * b / bins). */
+  function edge(span, bins, b) {
+    var r = span % bins, q = (span - r) / bins;
+    return q * b + Math.floor(r * b / bins);
+  }
+
+  /* The first index of the ascending array a whose value is >= v. */
+  function lowerBound(a, v) {
+    var lo = 0, hi = a.length;
+    while (lo < hi) { var m = (lo + hi) >> 1; if (a[m] < v) lo = m + 1; else hi = m; }
+    return lo;
+  }
+
+  /* The bin of level lv (of `levels`, span ns) holding time t. */
+  function binAt(span, lv, t) {
+    var nb = lv.bins, b = Math.min(nb - 1, Math.max(0, Math.floor(t / span * nb)));
+    while (b > 0 && edge(span, nb, b) > t) b--;
+    while (b < nb - 1 && edge(span, nb, b + 1) <= t) b++;
+    return b;
+  }
+
+  /* Busy ns and events starting in bin b of level k for row r: the cell
+   * stored, else full when the parent bin is, else empty. */
+  function lodCell(levels, span, k, r, b) {
+    var lv = levels[k], key = r * lv.bins + b, i = lowerBound(lv.cell, key);
+    if (i < lv.cell.length && lv.cell[i] === key) return {busy: lv.busy[i], starts: lv.starts[i]};
+    if (k > 0) {
+      var p = lodCell(levels, span, k - 1, r, b >> 2), up = levels[k - 1].bins;
+      if (p.starts === 0 && p.busy > 0 && p.busy === edge(span, up, (b >> 2) + 1) - edge(span, up, b >> 2)) {
+        return {busy: edge(span, lv.bins, b + 1) - edge(span, lv.bins, b), starts: 0};
+      }
+    }
+    return {busy: 0, starts: 0};
+  }
 
   function esc(s) {
     return String(s).replace(/[&<>"]/g, function (c) {
@@ -154,7 +212,8 @@
       s.appendChild(document.createTextNode(c.label));
     });
     el('span', 'nv-note', legend, 'all events in ' + dur(d.to - d.from) + ' from ' + dur(d.from) +
-       ' (' + d.events.n + '); elsewhere busy time per ' + dur(d.span / d.lod.bins) + ' bin');
+       ' (' + d.events.n + '); elsewhere busy time per bin, ' + d.lod.length + ' levels of ' +
+       dur(d.span / d.lod[0].bins) + ' to ' + dur(d.span / d.lod[d.lod.length - 1].bins));
     this.hint = el('div', 'nv-hint', root);
     this.wrap = el('div', 'nv-canvas', root);
     this.canvas = el('canvas', '', this.wrap);
@@ -387,18 +446,29 @@
       'every event here: nsl view TRACE --from ' + a + ' --to ' + b + ' (ns from the first event)' : '';
   };
 
-  /* The level-of-detail bins in view outside the detail window: per row
-   * and pixel column, the busy fraction as opacity.  Returns the number of
-   * bins drawn per row. */
+  /* The level of detail that fits the view: the coarsest whose bins are
+   * at most a pixel wide, else the finest. */
+  Viewer.prototype.lodLevel = function () {
+    var levels = this.x.levels, px = (this.view[1] - this.view[0]) / Math.max(1, this.width - LABEL_W);
+    for (var k = 0; k < levels.length; k++) if (this.d.span / levels[k].bins <= px) return k;
+    return levels.length - 1;
+  };
+
+  /* The level-of-detail bins in view outside the detail window, from the
+   * level that fits the view: per row and pixel column, the busy fraction
+   * as opacity.  Returns per row the bins drawn, and keeps them per row in
+   * this.lodBins ([from, to, busy, starts] of each part drawn) for the
+   * self-test. */
   Viewer.prototype.drawLod = function (g, k) {
-    var d = this.d, x = this.x, rows = d.rows, nb = d.lod.bins, span = d.span;
+    var d = this.d, x = this.x, rows = d.rows, span = d.span, lk = this.lodLevel(), nb = x.levels[lk].bins;
     var v0 = this.view[0], v1 = this.view[1], from = d.from, to = d.to;
-    var b0 = Math.max(0, Math.floor(v0 / span * nb) - 1), b1 = Math.min(nb - 1, Math.ceil(v1 / span * nb) + 1);
-    var out = new Array(rows.length).fill(0);
+    var b0 = binAt(span, x.levels[lk], Math.max(0, v0)), b1 = binAt(span, x.levels[lk], Math.min(span, v1));
+    var out = new Array(rows.length).fill(0), bins = [];
+    this.lodShown = lk;
     for (var r = 0; r < rows.length; r++) {
       var color = rows[r].kind === 'gpu' ? this.colors[0] : this.colors[6];
       var y = this.rowY[r], h = rows[r].kind === 'gpu' ? ROW_H - 2 : Math.min(rows[r].sub, 2) * ROW_H - 2;
-      var px = null, busy = 0, width = 0;
+      var px = null, busy = 0, width = 0, list = [];
       var flush = function () {
         if (px !== null && busy > 0) {
           g.globalAlpha = Math.max(0.15, Math.min(1, busy / width));
@@ -406,12 +476,15 @@
           g.fillRect(px.a, y + 1, Math.max(1, px.b - px.a), h);
         }
       };
+      bins.push(list);
       for (var b = b0; b <= b1; b++) {
         var s = edge(span, nb, b), e = edge(span, nb, b + 1);
-        if (e <= v0 || s >= v1) continue;
-        var cell = r * nb + b;
-        if (!x.busy[cell] && !x.count[cell]) continue;
+        if (e <= v0 || s >= v1 || e <= s) continue;
         // the parts outside the detail window only
+        if (s >= from && e <= to) continue;
+        var cell = lodCell(x.levels, span, lk, r, b);
+        list.push([s, e, cell.busy, cell.starts]);
+        if (!cell.busy && !cell.starts) continue;
         var parts = [[s, Math.min(e, from)], [Math.max(s, to), e]];
         for (var p = 0; p < 2; p++) {
           var ps = parts[p][0], pe = parts[p][1];
@@ -420,7 +493,7 @@
           var xa = LABEL_W + (ps - v0) * k, xb = LABEL_W + (pe - v0) * k;
           if (px && Math.floor(xa) <= Math.floor(px.b)) px.b = xb;   // the same pixel column: merge
           else { flush(); px = {a: xa, b: xb}; busy = 0; width = 0; }
-          busy += x.busy[cell] * frac;
+          busy += cell.busy * frac;
           width += pe - ps;
           out[r]++;
         }
@@ -428,6 +501,7 @@
       flush();
     }
     g.globalAlpha = 1;
+    this.lodBins = bins;
     return out;
   };
 
@@ -488,14 +562,11 @@
              esc(row.label) + (row.kind === 'nvtx' ? ', depth ' + ev.sub[best] : '') +
              '<br>start ' + dur(ev.start[best]) + ', duration ' + dur(ev.dur[best]);
     } else if (t < d.from || t >= d.to) {
-      var nb = d.lod.bins, b = Math.min(nb - 1, Math.max(0, Math.floor(t / d.span * nb)));
-      while (b > 0 && edge(d.span, nb, b) > t) b--;
-      while (b < nb - 1 && edge(d.span, nb, b + 1) <= t) b++;
-      var cell = at.row * nb + b, w = edge(d.span, nb, b + 1) - edge(d.span, nb, b);
+      var lk = this.lodLevel(), nb = this.x.levels[lk].bins, b = binAt(d.span, this.x.levels[lk], t);
+      var cell = lodCell(this.x.levels, d.span, lk, at.row, b), w = edge(d.span, nb, b + 1) - edge(d.span, nb, b);
       html = '<b>' + esc(row.label) + '</b><br>' + dur(edge(d.span, nb, b)) + ' \u2013 ' +
-             dur(edge(d.span, nb, b + 1)) + ': busy ' + dur(this.x.busy[cell]) + ' (' +
-             (w > 0 ? (100 * this.x.busy[cell] / w).toFixed(1) : '0') + '%), ' + this.x.count[cell] +
-             ' events start';
+             dur(edge(d.span, nb, b + 1)) + ': busy ' + dur(cell.busy) + ' (' +
+             (w > 0 ? (100 * cell.busy / w).toFixed(1) : '0') + '%), ' + cell.starts + ' events start';
     }
     if (!html) { tip.style.display = 'none'; return; }
     tip.innerHTML = html;
@@ -617,16 +688,29 @@
     this.find('');
     this.setView(d.to, d.to + (d.to - d.from) / 2);
     var hint = this.hint.textContent;
-    // the whole trace: the level of detail
+    var abs = function (t) { return (this.base + BigInt(t)).toString(); }.bind(this);
+    // zoomed in 16x in the middle of what lies past the detail window: the bins drawn there per row, from
+    // the level that fits
+    var outside = null;
+    if (d.span - d.to >= 64) {
+      var ow = Math.round((d.span - d.to) / 16), om = Math.round((d.to + d.span) / 2);
+      this.setView(om - Math.round(ow / 2), om - Math.round(ow / 2) + ow);
+      outside = {from: abs(this.view[0]), to: abs(this.view[1]), level: this.lodShown,
+                 bins: this.x.levels[this.lodShown].bins, levels: this.x.levels.length,
+                 rows: this.lodBins.map(function (list) {
+                   return list.map(function (c) { return [abs(c[0]), abs(c[1]), c[2], c[3]]; });
+                 })};
+    }
+    // the whole trace: the coarsest level, whose bins are all stored
     this.setView(0, d.span);
-    var lodCount = [], lodBusy = [], nb = d.lod.bins;
+    var lodCount = [], lodBusy = [], top = this.x.levels[0];
     for (var r = 0; r < d.rows.length; r++) {
       var n = 0, busy = 0;
-      for (var b = 0; b < nb; b++) { n += this.x.count[r * nb + b]; busy += this.x.busy[r * nb + b]; }
+      var i0 = lowerBound(top.cell, r * top.bins), i1 = lowerBound(top.cell, (r + 1) * top.bins);
+      for (var i = i0; i < i1; i++) { n += top.starts[i]; busy += top.busy[i]; }
       lodCount.push(n);
       lodBusy.push(busy);
     }
-    var abs = function (t) { return (this.base + BigInt(t)).toString(); }.bind(this);
     // the first finding with a place: clicking it shows that window and its row
     var placed = (d.findings || []).filter(function (f) { return f.from !== undefined && f.to !== undefined; });
     var went = null;
@@ -646,7 +730,7 @@
                 pid: row.pid, tid: row.tid, drawn: drawn[r], lod_events: lodCount[r], lod_busy: lodBusy[r],
                 lod_drawn: this.lodDrawn[r]};
       }, this),
-      hover: hovered, hint: hint,
+      hover: hovered, hint: hint, outside: outside,
       stack: {at: (this.base + BigInt(mid)).toString(), threads: stacks[0]},
       selection: {from: (this.base + BigInt(sel[0])).toString(), to: (this.base + BigInt(sel[1])).toString(),
                   threads: stacks[1]},
