@@ -288,6 +288,10 @@ nsl_status nsl_format_table(const char *const *names, const nsl_column *const *c
  * columnar cache gives the cache's wrapper: call the returned ops on src. */
 const nsl_source_ops *nsl__trace_source(const nsl_trace *tr, int i, void **src);
 
+/* A hash of the sources that turn inputs into columns (generated at build
+ * time by cmake/loader_id.cmake): part of the columnar cache's keys. */
+extern const char nsl__loader_id[];
+
 /* The folder of nsl's caches, subfolder `sub` (created with parents, mode 0700); *out is malloc'd. */
 nsl_status nsl__cache_dir(const char *sub, char **out, nsl_error *err);
 

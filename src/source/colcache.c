@@ -804,6 +804,7 @@ typedef struct input_id {
   int64_t size, mtime_ns;
   uint64_t head, pages, schema;
   uint32_t version;
+  uint64_t loader;   /* nsl__loader_id: columns another build made are not these */
 } input_id;
 
 /* The identity of report `sub` of input `file`: file system identity, the
@@ -827,6 +828,7 @@ static int identify(const char *file, const char *kind, const char *sub, const n
   id.size = (int64_t)st.st_size;
   id.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
   id.version = NSL_CACHE_FORMAT;
+  id.loader = hash64(nsl__loader_id, strlen(nsl__loader_id), 7);
   unsigned char buf[4096];
   ssize_t got = pread(fd, buf, 100, 0);
   id.head = hash64(buf, got > 0 ? (size_t)got : 0, 5);
@@ -916,6 +918,7 @@ static void open_entry(cache_src *c, const char *file, const char *sub, uint64_t
  * sha256 (from the manifest), whatever file the bundle is. */
 static uint64_t embedded_ident(const char *member, const char *sha) {
   uint64_t h = hash64("nsl bundle columns", 18, NSL_CACHE_FORMAT);
+  h = hash64(nsl__loader_id, strlen(nsl__loader_id), h);   /* stored by this very build of nsl */
   h = hash64(member, strlen(member), h);
   return hash64(sha, strlen(sha), h);
 }
