@@ -26,6 +26,7 @@
 local nsl = require("nsl")
 local jax = require("nsl.jax")
 local classes = require("nsl.classes")
+local gpu_ops = require("nsl.gpu_ops")
 local steps = require("nsl.steps")
 
 local function load_map(args)
@@ -131,7 +132,7 @@ return {
     if which ~= "short" and which ~= "demangled" then
       nsl.fail(string.format("--arg names=%s: expected demangled, short or auto", args.names))
     end
-    local ops = classes.gpu_ops(trace, which)
+    local ops = gpu_ops.table(trace, {names = which, memop = true})
     if #ops == 0 then
       return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations to classify", "jax_flamegraph")
     end

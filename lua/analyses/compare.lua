@@ -44,6 +44,7 @@
 local nsl = require("nsl")
 local jax = require("nsl.jax")
 local classes = require("nsl.classes")
+local gpu_ops = require("nsl.gpu_ops")
 local nvtx = require("nsl.nvtx")
 local overlap = require("nsl.overlap")
 local percentiles = require("nsl.percentiles")
@@ -290,8 +291,6 @@ local function draw_figures(out, formats, F)
   return data
 end
 
-local MEMSET = classes.memset_label
-
 return {
   name = "compare",
   description = "Several runs side by side: whole-run GPU time, overlap and transfers; per kernel, class and " ..
@@ -337,7 +336,7 @@ return {
       return
     end
 
-    local ops = classes.gpu_ops(trace, args.names, {bytes = true})
+    local ops = gpu_ops.table(trace, {names = args.names, memop = true, kind = true, bytes = true})
     local run = runs.column(R, ops.report)
     ops = ops:with("run", run):filter(run:ge(0))
     local is_kernel = ~ops.memop
@@ -386,8 +385,7 @@ return {
       {title = "Whole runs: GPU time summed over devices"})
 
     -- operations and transfer volumes
-    local cat = nsl.where(ops.memop, nsl.where(ops.name:eq(MEMSET), "memset", "memcpy"), "kernel")
-    local opc = ops:select{"run", "dur", "bytes"}:with("cat", cat)
+    local opc = ops:select{"run", "dur", "bytes"}:with("cat", ops.kind)
     local cnt, tim, byt = sums_by(opc, "cat", "dur", "n"), sums_by(opc, "cat", "dur"), sums_by(opc, "cat", "bytes")
     local mc = trace.memcpy
     mc:load{"report", "kind", "bytes"}
@@ -456,7 +454,7 @@ return {
     if kt then out:table("kernels", kt, {title = "Per kernel name", limit = limit}) end
     local cls_names = ops.name
     if map.names == "short" and args.names ~= "short" then
-      local short = classes.gpu_ops(trace, "short")
+      local short = gpu_ops.table(trace, {columns = {}, names = "short"})
       cls_names = short.name:gather(run:ge(0):indices())
     end
     local cls = classes.classify_column(cls_names, map)

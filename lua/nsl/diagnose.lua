@@ -71,7 +71,7 @@
 local nsl = require("nsl")
 local report = require("nsl.report")
 local units = require("nsl.units")
-local classes = require("nsl.classes")
+local gpu_ops = require("nsl.gpu_ops")
 local overlap = require("nsl.overlap")
 local nccl = require("nsl.nccl")
 local steps = require("nsl.steps")
@@ -154,9 +154,9 @@ function M.context(trace, args)
   return ctx
 end
 
---- The GPU operations of the trace (classes.gpu_ops, short names), loaded once.
+--- The GPU operations of the trace (nsl.gpu_ops, short names), loaded once.
 function Ctx:ops()
-  if not self.cache.ops then self.cache.ops = classes.gpu_ops(self.trace, "short") end
+  if not self.cache.ops then self.cache.ops = gpu_ops.table(self.trace, {names = "short", memop = true}) end
   return self.cache.ops
 end
 
