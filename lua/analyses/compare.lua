@@ -18,7 +18,7 @@
 --          durations of push/pop and start/end ranges, PyTorch's ", seq = N"
 --          and ", op_id = N" dropped from the names): one row per name and
 --          run -- Instances, Total, Time (%) of the run's total in the
---          table, Mean, p50, p90, p99 (lua/nsl/percentiles.lua: linear
+--          table, Mean, p50, p90, p99 (lua/nsl/util/percentiles.lua: linear
 --          interpolation), Max, the change of Total and p50 in % of the
 --          base run's, and the two-sided p of a Mann-Whitney U test of the
 --          durations against the base run's (lua/nsl/stats.lua; empty below
@@ -47,7 +47,7 @@ local classes = require("nsl.classes")
 local gpu_ops = require("nsl.gpu_ops")
 local nvtx = require("nsl.nvtx")
 local overlap = require("nsl.overlap")
-local percentiles = require("nsl.percentiles")
+local percentiles = require("nsl.util.percentiles")
 local runs = require("nsl.runs")
 local stats = require("nsl.stats")
 

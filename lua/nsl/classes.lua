@@ -22,7 +22,7 @@
 -- names them itself (a rule that does not also match the empty string: a
 -- catch-all ".*" does not count).
 local nsl = require("nsl")
-local json = require("nsl.json")
+local json = require("nsl.util.json")
 local nccl = require("nsl.nccl")
 local gpu_ops = require("nsl.gpu_ops")
 

@@ -70,7 +70,7 @@
 -- its window, from which cost_ns and share derive.
 local nsl = require("nsl")
 local report = require("nsl.report")
-local units = require("nsl.units")
+local units = require("nsl.util.units")
 local gpu_ops = require("nsl.gpu_ops")
 local overlap = require("nsl.overlap")
 local nccl = require("nsl.nccl")

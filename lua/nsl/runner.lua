@@ -231,10 +231,10 @@ function M.main(opts)
     end
     return M.run(a, opts)
   else
-    if not nsl.load_embedded("nsl/cmd_" .. cmd .. ".lua") then
+    if not nsl.load_embedded("nsl/cmd/" .. cmd .. ".lua") then
       return fail(2, string.format("command '%s' is not available in this build", cmd))
     end
-    return require("nsl.cmd_" .. cmd).main(opts)
+    return require("nsl.cmd." .. cmd).main(opts)
   end
 end
 

@@ -42,7 +42,7 @@ static const struct command_option {
 
 /* The help of the commands the C side runs itself (run without an
  * analysis, info, list, repl); bundle, combine, profile and notebook print
- * their own (lua/nsl/cmd_*.lua). */
+ * their own (lua/nsl/cmd/, one file a command). */
 static const struct command_help {
   const char *command, *text;
 } command_help[] = {
