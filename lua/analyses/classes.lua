@@ -24,6 +24,7 @@
 -- Times are sums of operation durations in ns (overlapping operations each
 -- count), as nsys stats and both map tools count them.
 local nsl = require("nsl")
+local tables = require("nsl.util.tables")
 local jax = require("nsl.jax")
 local classes = require("nsl.classes")
 local gpu_ops = require("nsl.gpu_ops")
@@ -89,9 +90,7 @@ local function by_iteration(inside, order)
     m[ci[i]] = m[ci[i]] or {}
     m[ci[i]][cc[i]] = ct[i]
   end
-  local iters = {}
-  for k in pairs(ndev) do iters[#iters + 1] = k end
-  table.sort(iters)
+  local iters = tables.sorted_keys(ndev)
   local cols = {{"Iteration", iters}, {"Devices", {}}, {"GPU Window (ns)", {}}}
   for i, k in ipairs(iters) do
     cols[2][2][i] = ndev[k]

@@ -74,4 +74,12 @@ function M.no_cuda_activity(trace, out, missing, instead)
   return true
 end
 
+--- The `programs` argument of the nsys-jax analyses (a fresh declaration for
+-- an analysis's args table): how module executions are grouped, as
+-- M.gpu_frames's opts.programs.
+function M.programs_arg()
+  return {default = "fingerprint",
+          help = "group module executions by 'fingerprint' (nsys-jax) or 'structure' (same name and HLO)"}
+end
+
 return M
