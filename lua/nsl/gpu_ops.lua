@@ -91,7 +91,16 @@ function M.table(trace, opts)
   opts = opts or {}
   local cols = opts.columns or default_columns
   local k, mc, ms = trace.kernels, trace.memcpy, trace.memset
-  local kc, mcc, msc = {table.unpack(cols)}, {table.unpack(cols)}, {table.unpack(cols)}
+  -- dur is stop - start over the concatenation: no dur column is loaded
+  -- into the three tables (they keep what they load)
+  local load = {}
+  for _, c in ipairs(cols) do if c ~= "dur" then load[#load + 1] = c end end
+  local function add(list, c)
+    for _, x in ipairs(list) do if x == c then return end end
+    list[#list + 1] = c
+  end
+  for _, c in ipairs(cols) do if c == "dur" then add(load, "start"); add(load, "stop") end end
+  local kc, mcc, msc = {table.unpack(load)}, {table.unpack(load)}, {table.unpack(load)}
   if opts.names then
     kc[#kc + 1] = "name"
     if opts.names ~= "short" then kc[#kc + 1] = "demangled" end
@@ -101,13 +110,9 @@ function M.table(trace, opts)
     mcc[#mcc + 1] = "bytes"
     msc[#msc + 1] = "bytes"
   end
-  if opts.api then   -- the join keys, where cols lacks them
+  if opts.api then   -- the join keys
     for _, list in ipairs{kc, mcc, msc} do
-      for _, c in ipairs{"report", "pid", "corr"} do
-        local have = false
-        for _, x in ipairs(cols) do have = have or x == c end
-        if not have then list[#list + 1] = c end
-      end
+      for _, c in ipairs{"report", "pid", "corr"} do add(list, c) end
     end
   end
   k:load(kc)
@@ -115,7 +120,9 @@ function M.table(trace, opts)
   ms:load(msc)
   local t, base = {}, {}
   local function all(c)   -- column c over the three tables, concatenated once
-    if not base[c] then base[c] = nsl.concat(k[c], mc[c], ms[c]) end
+    if not base[c] then
+      base[c] = c == "dur" and all("stop") - all("start") or nsl.concat(k[c], mc[c], ms[c])
+    end
     return base[c]
   end
   for _, c in ipairs(cols) do t[#t + 1] = {c, all(c)} end

@@ -77,10 +77,10 @@ end
 M.range_columns = {"report", "pid", "tid", "start", "stop", "dur", "kind", "end_tid", "text", "domain"}
 
 --- The GPU operations M.project sweeps (nsl.gpu_ops, in its row order):
--- report, pid, corr, start, stop, dur, and api (0-based row of the
+-- report, start, stop, dur, and api (0-based row of the
 -- launching call in trace.api, -1 for none).
 function M.gpu_ops(trace)
-  return gpu_ops.table(trace, {columns = {"report", "pid", "corr", "start", "stop", "dur"}, api = true})
+  return gpu_ops.table(trace, {columns = {"report", "start", "stop", "dur"}, api = true})
 end
 
 --- Projects the NVTX ranges of trace onto the GPU with one sweep per
