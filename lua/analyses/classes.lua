@@ -42,8 +42,10 @@
 -- the figure gputrc2graph (stacked bars per input, PNG and SVG) and, under
 -- --out, result.html (the chart and the table).
 local nsl = require("nsl")
+local tables = require("nsl.util.tables")
 local jax = require("nsl.jax")
 local classes = require("nsl.classes")
+local gpu_ops = require("nsl.gpu_ops")
 local steps = require("nsl.steps")
 
 local report = require("nsl.report")
@@ -278,9 +280,7 @@ local function by_iteration(inside, order)
     m[ci[i]] = m[ci[i]] or {}
     m[ci[i]][cc[i]] = ct[i]
   end
-  local iters = {}
-  for k in pairs(ndev) do iters[#iters + 1] = k end
-  table.sort(iters)
+  local iters = tables.sorted_keys(ndev)
   local cols = {{"Iteration", iters}, {"Devices", {}}, {"GPU Window (ns)", {}}}
   for i, k in ipairs(iters) do
     cols[2][2][i] = ndev[k]
@@ -330,7 +330,7 @@ return {
     if which ~= "short" and which ~= "demangled" then
       nsl.fail(string.format("--arg names=%s: expected demangled, short or auto", args.names))
     end
-    local ops = classes.gpu_ops(trace, which)
+    local ops = gpu_ops.table(trace, {names = which, memop = true})
     if #ops == 0 then
       return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations to classify", "jax_flamegraph")
     end

@@ -18,7 +18,7 @@
 --          durations of push/pop and start/end ranges, PyTorch's ", seq = N"
 --          and ", op_id = N" dropped from the names): one row per name and
 --          run -- Instances, Total, Time (%) of the run's total in the
---          table, Mean, p50, p90, p99 (lua/nsl/percentiles.lua: linear
+--          table, Mean, p50, p90, p99 (lua/nsl/util/percentiles.lua: linear
 --          interpolation), Max, the change of Total and p50 in % of the
 --          base run's, and the two-sided p of a Mann-Whitney U test of the
 --          durations against the base run's (lua/nsl/stats.lua; empty below
@@ -45,15 +45,21 @@ local nsl = require("nsl")
 local jax = require("nsl.jax")
 local classes = require("nsl.classes")
 local distributed = require("nsl.distributed")
+local gpu_ops = require("nsl.gpu_ops")
 local nvtx = require("nsl.nvtx")
 local overlap = require("nsl.overlap")
-local percentiles = require("nsl.percentiles")
+local percentiles = require("nsl.util.percentiles")
 local runs = require("nsl.runs")
 local stats = require("nsl.stats")
 
 local QS = percentiles.default
 local MED = 1   -- the index of the median in QS
 for j, q in ipairs(QS) do if q == 0.5 then MED = j end end
+
+--- The nsl.gpu_ops columns compare reads, in one run or the distributed step.
+local function ops_columns(args)
+  return {names = args.names, memop = true, kind = true, bytes = true}
+end
 
 --- A column from a Lua array with holes (nil -> NULL) of n values; zero is
 -- the placeholder giving the type (0 for i64, 0.0 for f64, "" for strings).
@@ -291,8 +297,6 @@ local function draw_figures(out, formats, F)
   return data
 end
 
-local MEMSET = classes.memset_label
-
 return {
   name = "compare",
   description = "Several runs side by side: whole-run GPU time, overlap and transfers; per kernel, class and " ..
@@ -339,7 +343,7 @@ return {
       return
     end
 
-    local ops = parts and distributed.ops_combine(parts.ops) or classes.gpu_ops(trace, args.names, {bytes = true})
+    local ops = parts and distributed.ops_combine(parts.ops) or gpu_ops.table(trace, ops_columns(args))
     local run = runs.column(R, ops.report)
     ops = ops:with("run", run):filter(run:ge(0))
     local is_kernel = ~ops.memop
@@ -388,8 +392,7 @@ return {
       {title = "Whole runs: GPU time summed over devices"})
 
     -- operations and transfer volumes
-    local cat = nsl.where(ops.memop, nsl.where(ops.name:eq(MEMSET), "memset", "memcpy"), "kernel")
-    local opc = ops:select{"run", "dur", "bytes"}:with("cat", cat)
+    local opc = ops:select{"run", "dur", "bytes"}:with("cat", ops.kind)
     local cnt, tim, byt = sums_by(opc, "cat", "dur", "n"), sums_by(opc, "cat", "dur"), sums_by(opc, "cat", "bytes")
     local mc = parts and parts.memcpy or trace.memcpy
     if not parts then mc:load{"report", "kind", "bytes"} end
@@ -458,7 +461,7 @@ return {
     if kt then out:table("kernels", kt, {title = "Per kernel name", limit = limit}) end
     local cls_names = ops.name
     if map.names == "short" and args.names ~= "short" then
-      local short = classes.gpu_ops(trace, "short")
+      local short = gpu_ops.table(trace, {columns = {}, names = "short"})
       cls_names = short.name:gather(run:ge(0):indices())
     end
     local cls = classes.classify_column(cls_names, map)
@@ -499,7 +502,7 @@ return {
       local mc, nv = trace.memcpy, trace.nvtx
       mc:load{"report", "kind", "bytes"}
       nv:load{"report", "kind", "dur", "text", "domain"}
-      return {ops = distributed.ops_step(trace, args.names, {bytes = true}),
+      return {ops = distributed.ops_step(trace, ops_columns(args)),
               memcpy = mc:select{"report", "kind", "bytes"},
               nvtx = nv:select{"report", "kind", "dur", "text", "domain"}}
     end,

@@ -103,7 +103,7 @@ return {
     if attr then
       local xc = {}
       for i, f in ipairs(frames) do xc[i] = f:filter(f.Name:where(is_xla_compile)) end
-      local xcomp = compile.concat_tables(xc)
+      local xcomp = nsl.concat_tables(xc)
       all_items[#all_items + 1] = items(summary_order[1], xcomp)
       xla_total = attr:group_by("report", "pid"):agg{"pa=sum(non)"}
     end
@@ -127,7 +127,7 @@ return {
       all_items[#all_items + 1] = t:with("what", oh.kind:map(overhead_group))
     end
 
-    local it = compile.concat_tables(all_items)
+    local it = nsl.concat_tables(all_items)
     if not it then
       out:text("No compilation or code loading found (no XLA, torch.compile or nvFuser NVTX ranges, " ..
                "no CUDA module-loading or JIT calls, no CUPTI loading overhead).")
@@ -274,7 +274,7 @@ return {
         xc[i] = nsl.table{{"report", c.report:cast("i64")}, {"pid", c.pid:cast("i64")}, {"ProgramName", c.ProgramName},
                           {"ProgramId", c.ProgramId}, {"dur", c.stop - c.start}}
       end
-      local progs = compile.concat_tables(xc):group_by(table.unpack(keys(pp, "ProgramName", "ProgramId")))
+      local progs = nsl.concat_tables(xc):group_by(table.unpack(keys(pp, "ProgramName", "ProgramId")))
         :agg{"n=count", "wall=sum(dur)", "max=max(dur)"}
       progs = progs:sort(table.unpack(keys(pp, "-wall")))
       out:table("xla_programs", result_table(progs, {

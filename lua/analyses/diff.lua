@@ -17,6 +17,7 @@ local nsl = require("nsl")
 local jax = require("nsl.jax")
 local report = require("nsl.report")
 local classes = require("nsl.classes")
+local gpu_ops = require("nsl.gpu_ops")
 local findings = require("nsl.findings")
 local stats = require("nsl.stats")
 
@@ -98,7 +99,7 @@ return {
                 {title = "Steady-state time per XLA program (ms per execution, mean over devices)"})
       return
     end
-    local ops = classes.gpu_ops(trace)
+    local ops = gpu_ops.table(trace, {names = "demangled", memop = true})
     local sel = ops:filter(ops.report:eq(a) | ops.report:eq(b))
     local side = sel.report:eq(b):cast("i64")
     -- steps of each run

@@ -7,6 +7,7 @@
 -- Timestamps are µs on the trace's clock with ns precision ("ts":
 -- 1234.567).  The JSON text is built by C over whole columns.
 local nsl = require("nsl")
+local gpu_ops = require("nsl.gpu_ops")
 local report = require("nsl.report")
 local window = require("nsl.window")
 local plot = require("nsl.plot")
@@ -25,19 +26,10 @@ local function rows(t, cols, from, to, whole)
   return plot.window_rows(t, cols, from, to)
 end
 
---- One column from the same column of several tables.
-local function concat_col(list, name)
-  local cols = {}
-  for i, t in ipairs(list) do cols[i] = t:col(name) end
-  return #cols == 1 and cols[1] or nsl.concat(table.unpack(cols))
-end
-
 --- Group ids over the concatenation of tables (keys names), split back into
 -- one id column per table, and the groups' keys sorted (each with `id`).
 local function group_tables(list, names)
-  local spec = {}
-  for i, n in ipairs(names) do spec[i] = {n, concat_col(list, n)} end
-  local g = nsl.table(spec):group_by(table.unpack(names))
+  local g = nsl.concat_tables(list, names):group_by(table.unpack(names))
   local ids, keys, kt = g:ids(), {}, g:keys()
   for i = 1, #kt do
     local row = {id = i - 1}
@@ -176,7 +168,7 @@ return {
     end
     count("kernel", k, k and k.dur)
     if m then
-      local label = m.kind:map(function(v) return "memcpy " .. v end)
+      local label = m.kind:map(gpu_ops.terse_label)
       add(nsl.format_rows('{"ph":"X","cat":"memcpy","name":%S,"pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{' ..
         '"bytes":%d,"kind":%s,"corr":%d,"device":%d,"stream":%d}}',
         {label, gpu_pid[m], gpu_tid[m], m.start, m.dur, m.bytes, m.kind, m.corr, m.device, m.stream}, ",\n"))

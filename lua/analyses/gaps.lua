@@ -6,27 +6,28 @@
 -- between its first operation's start and its last operation's stop.
 -- Figure gap_durations: every idle gap of every device, logarithmic bins.
 local nsl = require("nsl")
+local gpu_ops = require("nsl.gpu_ops")
 local jax = require("nsl.jax")
-local units = require("nsl.units")
+local units = require("nsl.util.units")
 local findings = require("nsl.findings")
 local report = require("nsl.report")
 local host = require("nsl.host")
 
--- The GPU operations of every report as one table: report, pid, device,
--- stream, corr, start, stop and op (kernel short name, "[memcpy HtoD]",
--- "[memset]"), without operations of zero length (they keep nothing busy).
-local function gpu_ops(trace)
-  local cols = {"report", "pid", "device", "stream", "corr", "start", "stop"}
-  local k, mc, ms = trace.kernels, trace.memcpy, trace.memset
-  k:load{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
-  mc:load{"report", "pid", "device", "stream", "corr", "start", "stop", "kind"}
-  ms:load(cols)
-  local parts = {}
-  for i, c in ipairs(cols) do parts[i] = {c, nsl.concat(k[c], mc[c], ms[c])} end
-  parts[#parts + 1] = {"op", nsl.concat(k.name, mc.kind:map(function(x) return "[memcpy " .. x .. "]" end),
-                                        nsl.rep("[memset]", #ms))}
-  local ops = nsl.table(parts)
+-- The GPU operations of every report (nsl.gpu_ops): report, pid, device,
+-- stream, corr, start, stop and name (short kernel names), without
+-- operations of zero length (they keep nothing busy).
+local function busy_ops(trace)
+  local ops = gpu_ops.table(trace, {columns = {"report", "pid", "device", "stream", "corr", "start", "stop"},
+                                    names = "short"})
   return ops:filter(ops.stop:gt(ops.start))
+end
+
+-- How gaps names an operation: the kernel's short name, "[memcpy HtoD]",
+-- "[memset]".
+local function op_label(name)
+  if name == gpu_ops.memset_label then return "[" .. gpu_ops.terse_label(nil) .. "]" end
+  local kind = gpu_ops.memcpy_kind(name)
+  return kind and "[" .. gpu_ops.terse_label(kind) .. "]" or name
 end
 
 -- Gaps of one scope (keys {"report", "device"} or {"report", "device",
@@ -63,10 +64,11 @@ local function scope_gaps(ops, keys, min)
     q[#q + 1] = {edge, d[at]}
     local qk = {table.unpack(keys)}
     qk[#qk + 1] = edge
-    return (nsl.table(q):join(ops, qk, {"op", "pid", "corr"}, prefix))
+    return (nsl.table(q):join(ops, qk, {"name", "pid", "corr"}, prefix))
   end
   local before, after = neighbour("start", "stop", "b_"), neighbour("stop", "start", "a_")
-  d = d:with("before", before.b_op, "after", after.a_op, "pid", after.a_pid, "corr", after.a_corr)
+  d = d:with("before", before.b_name:map(op_label), "after", after.a_name:map(op_label), "pid", after.a_pid,
+             "corr", after.a_corr)
   return summary, d, dur
 end
 
@@ -100,7 +102,7 @@ return {
     if args.threads ~= "process" and args.threads ~= "launcher" then
       nsl.fail(string.format("--arg threads: '%s' is neither process nor launcher", args.threads))
     end
-    local ops = gpu_ops(trace)
+    local ops = busy_ops(trace)
     if #ops == 0 then
       return jax.no_cuda_activity(trace, out, "no GPU activity (no kernels, memory copies or memsets)", "jax_flamegraph")
     end

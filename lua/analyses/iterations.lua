@@ -24,6 +24,7 @@
 -- device, log scale so warm-up and steady steps both show; the title names
 -- the warm-up iterations).
 local nsl = require("nsl")
+local tables = require("nsl.util.tables")
 local iterations = require("nsl.iterations")
 local classes = require("nsl.classes")
 local report = require("nsl.report")
@@ -87,9 +88,7 @@ local function jax_steps(it, args, out)
       sr.x[#sr.x + 1], sr.y[#sr.y + 1] = iter[i], dur[i]
       if w[i] then warm_at[iter[i]] = true end
     end
-    local warmup = {}
-    for k in pairs(warm_at) do warmup[#warmup + 1] = k end
-    table.sort(warmup)
+    local warmup = tables.sorted_keys(warm_at)
     out:figure("step_time", function(format)
       local cv, data = require("nsl.plot").lines{format = format, series = series, ylog = true, points = true,
         yunit = "ns", xlabel = "iteration", ylabel = "step time",

@@ -17,8 +17,7 @@ return {
   name = "jax_communication",
   description = "nsys-jax communication: bus bandwidth per collective and size, hidden communication time",
   args = {
-    programs = {default = "fingerprint",
-                help = "group module executions by 'fingerprint' (nsys-jax) or 'structure' (same name and HLO)"},
+    programs = jax.programs_arg(),
   },
   example = "nsl run jax_communication proc0.zip proc1.zip proc2.zip proc3.zip --out comm/",
   run = function(trace, args, out)

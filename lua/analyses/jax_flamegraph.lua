@@ -11,8 +11,7 @@ return {
   name = "jax_flamegraph",
   description = "GPU time by HLO opcode, source line and op name (folded stacks; nsys-jax archives, bundles with XLA dumps)",
   args = {
-    programs = {default = "fingerprint",
-                help = "group module executions by 'fingerprint' (nsys-jax) or 'structure' (same name and HLO)"},
+    programs = jax.programs_arg(),
   },
   example = "nsl run jax_flamegraph proc0.zip --out fg/",
   run = function(trace, args, out)

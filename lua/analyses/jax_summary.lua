@@ -5,6 +5,7 @@
 -- cross-device clock corrections.  `nsl run summary` delegates here for a trace
 -- of NVTX ranges projected onto the GPU without kernels.
 local nsl = require("nsl")
+local tables = require("nsl.util.tables")
 local jax = require("nsl.jax")
 
 local function ms(v) return v == nil and "---" or string.format("%.3f", v) end
@@ -13,8 +14,7 @@ return {
   name = "jax_summary",
   description = "nsys-jax summary: XLA module executions, wait times, compile time (nsys-jax archives, bundles with XLA dumps)",
   args = {
-    programs = {default = "fingerprint",
-                help = "group module executions by 'fingerprint' (nsys-jax) or 'structure' (same name and HLO)"},
+    programs = jax.programs_arg(),
     top = {default = 10, help = "rows of the compile-time tables"},
   },
   example = "nsl run jax_summary proc0.zip proc1.zip proc2.zip proc3.zip",
@@ -77,9 +77,7 @@ return {
     -- clock alignment
     local corr, size = jax.alignment(comm)
     if corr then
-      local dev, val = {}, {}
-      for k in pairs(corr) do dev[#dev + 1] = k end
-      table.sort(dev)
+      local dev, val = tables.sorted_keys(corr), {}
       for i, k in ipairs(dev) do val[i] = corr[k] end
       out:table("clock_corrections", nsl.table{{"Device", dev}, {"CorrectionMs", val}},
                 {title = string.format("DEVICE CLOCK CORRECTIONS (from collectives of %d devices)", size)})

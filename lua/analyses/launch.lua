@@ -7,7 +7,7 @@
 -- each GPU (CDF, logarithmic axis).
 local nsl = require("nsl")
 local jax = require("nsl.jax")
-local percentiles = require("nsl.percentiles")
+local percentiles = require("nsl.util.percentiles")
 local stats = require("nsl.stats")
 local host_sync = require("nsl.host_sync")
 

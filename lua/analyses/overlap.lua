@@ -28,7 +28,7 @@
 local nsl = require("nsl")
 local jax = require("nsl.jax")
 local plot = require("nsl.plot")
-local classes = require("nsl.classes")
+local gpu_ops = require("nsl.gpu_ops")
 local steps = require("nsl.steps")
 local overlap = require("nsl.overlap")
 
@@ -50,7 +50,7 @@ return {
   },
   example = "nsl run overlap rank0.sqlite rank1.sqlite --arg iteration=train_step",
   run = function(trace, args, out)
-    local ops = classes.gpu_ops(trace, "short")
+    local ops = gpu_ops.table(trace, {names = "short", memop = true})
     if #ops == 0 then
       return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations", "jax_communication")
     end

@@ -3,7 +3,7 @@
 -- cuda_gpu_mem_size_sum and cuda_api_sum; over all reports or per report.
 local nsl = require("nsl")
 local stats = require("nsl.stats")
-local classes = require("nsl.classes")
+local gpu_ops = require("nsl.gpu_ops")
 
 --- The memory operations of t (memcpy and memset together) as one table:
 -- dur, mb (bytes / 10^6), op (nsys's operation label), report.
@@ -15,7 +15,7 @@ local function memops(trace)
     {"report", nsl.concat(mc.report:cast("i64"), ms.report:cast("i64"))},
     {"dur", nsl.concat(mc.dur, ms.dur)},
     {"mb", nsl.concat(mc.bytes / 1e6, ms.bytes / 1e6)},
-    {"op", nsl.concat(mc.kind:map(classes.memcpy_label), nsl.rep(classes.memset_label, #ms))},
+    {"op", nsl.concat(mc.kind:map(gpu_ops.memcpy_label), nsl.rep(gpu_ops.memset_label, #ms))},
   }
 end
 

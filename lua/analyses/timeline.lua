@@ -4,6 +4,7 @@
 -- under --out DIR (stored with --embed, inline in a notebook); the lanes are
 -- printed as a table with their busy time.
 local nsl = require("nsl")
+local gpu_ops = require("nsl.gpu_ops")
 local plot = require("nsl.plot")
 local window = require("nsl.window")
 local report = require("nsl.report")
@@ -29,7 +30,7 @@ return {
     end
     if not (args.width >= 200 and args.width <= 16384) then nsl.fail("--arg width: 200 to 16384 px") end
     local from, to, lo = window.resolve(trace, args)
-    local tables = {"kernels", "memcpy", "memset"}
+    local tables = {table.unpack(gpu_ops.tables)}
     if args.nvtx then tables[#tables + 1] = "nvtx" end
     local cv, d = plot.timeline(trace, {from = from, to = to, origin = lo, format = args.format, width = args.width,
                                          max_depth = args.max_depth, tables = tables,
@@ -64,7 +65,7 @@ return {
       return map
     end
     local gpu_parts, cpu_parts = {}, {}
-    for _, tname in ipairs({"kernels", "memcpy", "memset"}) do
+    for _, tname in ipairs(gpu_ops.tables) do
       gpu_parts[#gpu_parts + 1] = plot.window_rows(trace[tname], {"report", "device", "stream", "start", "stop"},
                                                    from, to)
     end

@@ -22,33 +22,15 @@
 -- names them itself (a rule that does not also match the empty string: a
 -- catch-all ".*" does not count).
 local nsl = require("nsl")
-local json = require("nsl.json")
+local json = require("nsl.util.json")
 local nccl = require("nsl.nccl")
+local gpu_ops = require("nsl.gpu_ops")
 
 local M = {}
 
 local lower, find = string.lower, string.find
 
 M.NCCL, M.MEMORY = "nccl", "memory"
-
---- nsys's names of memory operations (cuda_gpu_trace, cuda_gpu_mem_time_sum),
--- by the memcpy kind of the data model.
-M.memcpy_labels = {
-  HtoD = "[CUDA memcpy Host-to-Device]", DtoH = "[CUDA memcpy Device-to-Host]",
-  HtoA = "[CUDA memcpy Host-to-Array]", AtoH = "[CUDA memcpy Array-to-Host]",
-  AtoA = "[CUDA memcpy Array-to-Array]", AtoD = "[CUDA memcpy Array-to-Device]",
-  DtoA = "[CUDA memcpy Device-to-Array]", DtoD = "[CUDA memcpy Device-to-Device]",
-  HtoH = "[CUDA memcpy Host-to-Host]", PtoP = "[CUDA memcpy Peer-to-Peer]",
-  UVM_HtoD = "[CUDA memcpy Unified Host-to-Device]", UVM_DtoH = "[CUDA memcpy Unified Device-to-Host]",
-  UVM_DtoD = "[CUDA memcpy Unified Device-to-Device]", Unknown = "[CUDA memcpy Unknown]",
-}
-M.memset_label = "[CUDA memset]"
-
---- nsys's name of a memcpy of the given kind ("HtoD" -> "[CUDA memcpy Host-to-Device]").
-function M.memcpy_label(kind) return M.memcpy_labels[kind] or ("[CUDA memcpy " .. kind .. "]") end
-
---- true when name is one of nsys's memory-operation names.
-function M.is_memop(name) return find(name, "^%[CUDA mem") ~= nil end
 
 -- The built-in map: tried in order, case-insensitive, on short names.
 local default_rules = {
@@ -93,7 +75,7 @@ end
 
 --- map:classify(name) -> the class of a kernel or memory operation name.
 function Map:classify(name)
-  local memop = M.is_memop(name)
+  local memop = gpu_ops.is_memop(name)
   local is_nccl = not memop and nccl.is_nccl(name)
   if memop and not self.memops_by_rules then return M.MEMORY end
   if is_nccl and self.nccl_first then return M.NCCL end
@@ -238,45 +220,6 @@ function M.load(path, key)
   if not ok then return nil, map end
   map.format, map.key = "vllm", chosen[1]
   return map
-end
-
---- The names a map classifies for the kernels of table k: the demangled
--- names (the short name where a demangled one is missing), or the short
--- names for which = "short".  A string column.
-function M.kernel_names(k, which)
-  if which == "short" then return k.name end
-  return nsl.coalesce(k.demangled, k.name)
-end
-
---- Every GPU operation of the trace -- kernels, memcpy, memset -- as one
--- table: report, pid, device, stream, corr, start, stop, dur, name (the
--- kernel name for `which` as in kernel_names, nsys's label for memory
--- operations), memop (true for memory operations), and with opts.bytes
--- bytes (NULL for kernels).  Rows: the kernels, the memcpy, the memset,
--- each in its table's order.
-function M.gpu_ops(trace, which, opts)
-  local with_bytes = opts and opts.bytes
-  local k, mc, ms = trace.kernels, trace.memcpy, trace.memset
-  local cols = {"report", "pid", "device", "stream", "corr", "start", "stop", "dur"}
-  local kc = {table.unpack(cols)}
-  kc[#kc + 1] = "name"
-  if which ~= "short" then kc[#kc + 1] = "demangled" end
-  k:load(kc)
-  local mcc = {table.unpack(cols)}
-  mcc[#mcc + 1] = "kind"
-  if with_bytes then mcc[#mcc + 1] = "bytes" end
-  mc:load(mcc)
-  local msc = {table.unpack(cols)}
-  if with_bytes then msc[#msc + 1] = "bytes" end
-  ms:load(msc)
-  local t = {}
-  for _, c in ipairs(cols) do t[#t + 1] = {c, nsl.concat(k[c], mc[c], ms[c])} end
-  t[#t + 1] = {"name", nsl.concat(M.kernel_names(k, which), mc.kind:map(M.memcpy_label), nsl.rep(M.memset_label, #ms))}
-  t[#t + 1] = {"memop", nsl.concat(nsl.rep(0, #k), nsl.rep(1, #mc + #ms)):eq(1)}
-  if with_bytes then   -- kernels move no bytes: NULL (a gather at -1)
-    t[#t + 1] = {"bytes", nsl.concat(mc.bytes:gather(nsl.rep(-1, #k)), mc.bytes, ms.bytes)}
-  end
-  return nsl.table(t)
 end
 
 --- The class of every row of a string column of names under map (each

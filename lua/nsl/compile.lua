@@ -53,18 +53,6 @@ M.XLA_BACKEND = "^TSL:XlaCompileBackend:#module=.-,program_id=%d+#$"
 
 local function empty(kind) return nsl.column{}:cast(kind) end
 
---- Tables of the same columns (a list) as one table; nil for an empty list.
-function M.concat_tables(list)
-  if #list == 0 then return nil end
-  local cols = {}
-  for _, name in ipairs(list[1]:columns()) do
-    local parts = {}
-    for i, t in ipairs(list) do parts[i] = t:col(name) end
-    cols[#cols + 1] = {name, nsl.concat(table.unpack(parts))}
-  end
-  return nsl.table(cols)
-end
-
 --- Parent of every range of nv (0-based row, -1 for none): the shortest range
 -- enclosing it on the same thread (report, pid, tid).  nv's rows are ranges
 -- with a start and a stop.
@@ -271,7 +259,7 @@ function M.xla_attribution(frames)
         {"ProgramId", sub.ProgramId}, {"ProgramName", sub.ProgramName}, {"non", non}, {"child", ch}}
     end
   end
-  return M.concat_tables(pieces)
+  return nsl.concat_tables(pieces)
 end
 
 --- Parallel-aware compile time per range name over compile frames, as

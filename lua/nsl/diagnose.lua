@@ -70,8 +70,8 @@
 -- its window, from which cost_ns and share derive.
 local nsl = require("nsl")
 local report = require("nsl.report")
-local units = require("nsl.units")
-local classes = require("nsl.classes")
+local units = require("nsl.util.units")
+local gpu_ops = require("nsl.gpu_ops")
 local distributed = require("nsl.distributed")
 local overlap = require("nsl.overlap")
 local nccl = require("nsl.nccl")
@@ -139,13 +139,16 @@ local function find_steps(trace, spec, warmup)
           groups = groups, order = order, nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}
 end
 
+-- The columns of nsl.gpu_ops the checks read (Ctx:ops and the distributed step).
+local OPS = {names = "short", memop = true}
+
 --- The distributed step (nsl.distributed) of diagnose over a process's
 -- reports: the GPU operations (Ctx:ops, with `part` 0/1/2 for kernels,
 -- memcpy, memset, so rank 0 can restore the one-process row order) and the
 -- steps of the analyses diagnose runs that have a distributed form, under
 -- "NAME.TABLE".
 function M.step(trace)
-  local parts = {ops = distributed.ops_step(trace, "short")}
+  local parts = {ops = distributed.ops_step(trace, OPS)}
   local runner = require("nsl.runner")
   for _, name in ipairs{"straggler"} do
     local a = assert(runner.load_analysis(name))
@@ -177,9 +180,9 @@ function M.context(trace, args, parts)
   return ctx
 end
 
---- The GPU operations of the trace (classes.gpu_ops, short names), loaded once.
+--- The GPU operations of the trace (nsl.gpu_ops, short names), loaded once.
 function Ctx:ops()
-  if not self.cache.ops then self.cache.ops = classes.gpu_ops(self.trace, "short") end
+  if not self.cache.ops then self.cache.ops = gpu_ops.table(self.trace, OPS) end
   return self.cache.ops
 end
 

@@ -25,7 +25,8 @@
 -- (an all-reduce) after opening their shares and after the steps, before
 -- any data moves; the failing process's message names its MPI rank.
 local nsl = require("nsl")
-local classes = require("nsl.classes")
+local gpu_ops = require("nsl.gpu_ops")
+local tables = require("nsl.util.tables")
 
 local M = {}
 
@@ -46,22 +47,8 @@ end
 local function concat(got)
   local tabs = {}
   for _, t in ipairs(got) do if t then tabs[#tabs + 1] = t end end
-  if #tabs == 0 then return nil end
   if #tabs == 1 then return tabs[1] end
-  local cols = {}
-  for _, name in ipairs(tabs[1]:columns()) do
-    local parts = {}
-    for k, t in ipairs(tabs) do parts[k] = t:col(name) end
-    cols[#cols + 1] = {name, nsl.concat(table.unpack(parts))}
-  end
-  return nsl.table(cols)
-end
-
-local function sorted_keys(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys)
-  return keys
+  return nsl.concat_tables(tabs)
 end
 
 --- The per-report steps of analysis a: every process runs step over its
@@ -78,7 +65,7 @@ local function steps(runner, a, args, dist, opts)
   -- every process sends the same names (the step's contract); a failure to
   -- send or read one is agreed on before anyone goes on
   local parts, gerr = {}, nil
-  for _, name in ipairs(sorted_keys(res)) do
+  for _, name in ipairs(tables.sorted_keys(res)) do
     local got, err = mpi.gather(res[name], first)
     if not got then gerr = gerr or err
     elseif type(got) == "table" then
@@ -91,16 +78,16 @@ local function steps(runner, a, args, dist, opts)
   return true, parts
 end
 
---- The GPU operations of trace (classes.gpu_ops(trace, which, opts)) for a
+--- The GPU operations of trace (nsl.gpu_ops.table(trace, opts)) for a
 -- distributed step, with `part` 0/1/2 for kernels, memcpy, memset rows.
-function M.ops_step(trace, which, opts)
-  local ops = classes.gpu_ops(trace, which, opts)
+function M.ops_step(trace, opts)
+  local ops = gpu_ops.table(trace, opts)
   local nk, nmc = #trace.kernels, #trace.memcpy
   return ops:with("part", nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc)))
 end
 
---- The gathered tables of M.ops_step as classes.gpu_ops gives them for the
--- whole trace: the kernels, the memcpy, the memset, each in report order.
+--- The gathered tables of M.ops_step as nsl.gpu_ops.table gives them for
+-- the whole trace: the kernels, the memcpy, the memset, each in report order.
 function M.ops_combine(ops)
   local cols = {}
   for _, c in ipairs(ops:columns()) do if c ~= "part" then cols[#cols + 1] = c end end

@@ -24,8 +24,9 @@
 -- kernels / memcpy / memset / NVTX projection when it has them (an export, a
 -- .nsys-rep), else from the `sums` and `gpu_ranges` of nsys stats CSV files.
 local nsl = require("nsl")
-local json = require("nsl.json")
+local json = require("nsl.util.json")
 local classes = require("nsl.classes")
+local gpu_ops = require("nsl.gpu_ops")
 
 local M = {}
 
@@ -55,7 +56,7 @@ end
 --- The memory-operation rows {name, total, count} (cuda_gpu_mem_time_sum), or nil.
 function M.mem_rows(trace)
   if #trace.memcpy + #trace.memset > 0 then
-    local ops = classes.gpu_ops(trace, "short")
+    local ops = gpu_ops.table(trace, {columns = {"dur"}, names = "short", memop = true})
     ops = ops:filter(ops.memop)
     local s = ops:group_by("name"):agg{"total=sum(dur)", "n=count"}:sort("-total", "name")
     return {name = s.name:totable(), total = s.total:totable(), count = s.n:totable()}

@@ -17,7 +17,7 @@
 --   * the label of an input is "<model>_<engine>_<file name without
 --     .nsys-rep>_<index from 0>".
 local nsl = require("nsl")
-local classes = require("nsl.classes")
+local gpu_ops = require("nsl.gpu_ops")
 
 local M = {}
 
@@ -56,7 +56,7 @@ end
 --- Elapsed (non-overlapped) time per GPU operation of trace, summed per
 -- name: a table name, elapsed (ns), total (ns, the durations), instances.
 function M.elapsed_by_name(trace)
-  local ops = classes.gpu_ops(trace, "demangled")
+  local ops = gpu_ops.table(trace, {columns = {"start", "stop"}, names = "demangled"})
   ops = ops:filter(~ops.start:isnull() & ~ops.stop:isnull()):sort("start", "stop", "name")
   local elapsed = M.elapsed_of(ops)
   local t = nsl.table{{"name", ops.name}, {"elapsed", elapsed}, {"dur", ops.stop - ops.start}}

@@ -56,6 +56,22 @@ function M.coalesce(a, b)
   return M.where(missing, b, a)
 end
 
+--- nsl.concat_tables(list [, names]) -> one table of the columns `names`
+-- (default: the first table's columns) of the tables in list, their rows
+-- one table after the other; nil for an empty list.  A column of a single
+-- table is taken as it is (no copy).
+function M.concat_tables(list, names)
+  if #list == 0 then return nil end
+  names = names or list[1]:columns()
+  local cols = {}
+  for i, name in ipairs(names) do
+    local parts = {}
+    for j, t in ipairs(list) do parts[j] = t:col(name) end
+    cols[i] = {name, #parts == 1 and parts[1] or M.concat(table.unpack(parts))}
+  end
+  return M.table(cols)
+end
+
 --- nsl.is(v, kind) -> true when v is a column/table/trace/groups/intervals.
 function M.is(v, kind) return core.type(v) == kind end
 

@@ -51,6 +51,7 @@ local nsl = require("nsl")
 local nvtx = require("nsl.nvtx")
 local steps = require("nsl.steps")
 local classes = require("nsl.classes")
+local gpu_ops = require("nsl.gpu_ops")
 
 local M = {}
 
@@ -329,7 +330,7 @@ end
 -- memcpy_bytes, iter (1-based per process in range mode, per report in
 -- kernel mode; NULL outside iterations).
 function M.ops(trace, it, map)
-  local ops = classes.gpu_ops(trace)
+  local ops = gpu_ops.table(trace, {names = "demangled", memop = true})
   local k, mc, ms = #trace.kernels, #trace.memcpy, #trace.memset
   trace.memcpy:load{"bytes"}
   local zero = function(n) return nsl.rep(0, n) end

@@ -12,7 +12,7 @@
 -- A cell whose last line is an expression displays its value (a figure
 -- without the data a plot function returns beside it).
 local nsl = require("nsl")
-local md = require("nsl.markdown")
+local md = require("nsl.util.markdown")
 local report = require("nsl.report")
 local findings = require("nsl.findings")
 

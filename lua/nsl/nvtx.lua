@@ -23,6 +23,7 @@
 --  * The parent of a range is the shortest range that encloses it on its
 --    thread (nsys's "tightest"); depth 0 is a top-level range.
 local nsl = require("nsl")
+local gpu_ops = require("nsl.gpu_ops")
 
 local M = {}
 
@@ -71,34 +72,15 @@ function M.range_mask(nv)
   return nv.kind:isin{"push_pop", "start_end"} & (nv.end_tid:isnull() | nv.end_tid:eq(nv.tid))
 end
 
-local op_tables = {"kernels", "memcpy", "memset"}
-
 --- The trace.nvtx columns M.project reads (loading them in one call is one
 -- scan of the export).
 M.range_columns = {"report", "pid", "tid", "start", "stop", "dur", "kind", "end_tid", "text", "domain"}
 
---- The GPU operations of a trace as one table: report, kind ("kernel",
--- "memcpy", "memset"), row (0-based, in its own table), start, stop, dur,
--- and api (0-based row of the launching call in trace.api, -1 for none;
--- joined on report, pid and correlation id).
+--- The GPU operations M.project sweeps (nsl.gpu_ops, in its row order):
+-- report, start, stop, dur, and api (0-based row of the
+-- launching call in trace.api, -1 for none).
 function M.gpu_ops(trace)
-  local api = trace.api
-  api:load{"report", "pid", "corr"}
-  local cols = {report = {}, pid = {}, corr = {}, kind = {}, row = {}, start = {}, stop = {}}
-  for _, name in ipairs(op_tables) do
-    local t = trace[name]
-    t:load{"report", "pid", "corr", "start", "stop"}
-    local n = #cols.report + 1
-    cols.report[n], cols.pid[n], cols.corr[n], cols.row[n], cols.start[n], cols.stop[n] =
-      t.report, t.pid, t.corr, nsl.range(#t), t.start, t.stop
-    cols.kind[n] = nsl.rep(name == "kernels" and "kernel" or name, #t)
-  end
-  local c = {}
-  for k, list in pairs(cols) do c[k] = nsl.concat(table.unpack(list)) end
-  local keys <close> = nsl.table{{"report", c.report}, {"pid", c.pid}, {"corr", c.corr}}
-  local _, idx = keys:join(api, {"report", "pid", "corr"})
-  return nsl.table{{"report", c.report}, {"kind", c.kind}, {"row", c.row}, {"start", c.start}, {"stop", c.stop},
-                   {"dur", c.stop - c.start}, {"api", idx}}
+  return gpu_ops.table(trace, {columns = {"report", "start", "stop", "dur"}, api = true})
 end
 
 --- Projects the NVTX ranges of trace onto the GPU with one sweep per

@@ -18,7 +18,7 @@ local M = {}
 --- The sets above, names in M.keys order.
 M.keys = {"compute_only", "nccl_only", "both", "kernels", "memory_only", "all", "nccl"}
 
---- The NCCL kernels among GPU operations ops (classes.gpu_ops): a mask.
+--- The NCCL kernels among GPU operations ops (nsl.gpu_ops): a mask.
 function M.nccl_mask(ops) return nccl.mask(ops.name) & ~ops.memop end
 
 -- Interval sets of every group of a batch at once, on the lanes axis:
@@ -35,7 +35,7 @@ local function sets_of(ops, s, e, sel, is_nccl)
 end
 
 --- overlap.measure(ops, is_nccl, gid, ngroups, windows) -> results.
--- ops: GPU operations (start, stop, memop, as classes.gpu_ops); is_nccl: a
+-- ops: GPU operations (start, stop, memop, as nsl.gpu_ops); is_nccl: a
 -- mask of its NCCL kernels; gid: the group of each operation (i64, 0-based,
 -- < ngroups); windows: an array of window sets, each {gid =, lo =, hi =}
 -- (columns: the group of each window and its bounds).  Returns one result

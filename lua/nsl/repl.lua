@@ -1,6 +1,7 @@
 -- nsl.repl -- the policy of the interactive REPL (src/cli/repl.c is the
 -- loop and line editing): help, value printing, commands, completion.
 local nsl = require("nsl")
+local tables = require("nsl.util.tables")
 local report = require("nsl.report")
 
 local M = {}
@@ -95,13 +96,6 @@ function M.command(line, env)
   return "unknown command :" .. tostring(cmd) .. " (:help)"
 end
 
-local function sorted(set)
-  local list = {}
-  for k in pairs(set) do list[#list + 1] = k end
-  table.sort(list)
-  return list
-end
-
 -- What a method call returns, by the kind of its receiver: completion after
 -- `k:group_by("device"):` knows the groups' methods without running the
 -- call (which may be slow or change something).
@@ -192,7 +186,7 @@ function M.complete(text, env)
     end
   end
   local out = {}
-  for _, k in ipairs(sorted(set)) do
+  for _, k in ipairs(tables.sorted_keys(set)) do
     if k:sub(1, #partial) == partial and k:match("^[%a_][%w_]*$") then out[#out + 1] = k end
   end
   return out, #text - #partial   -- the partial word starts at this offset (0-based)

@@ -2,6 +2,7 @@
 -- opens the trace, calls run(trace, args, out) and emits what it produced.
 -- The C side (src/cli) parses the command line and calls M.main(opts).
 local nsl = require("nsl")
+local tables = require("nsl.util.tables")
 local report = require("nsl.report")
 local output = require("nsl.output")
 
@@ -104,19 +105,12 @@ function M.shipped()
   return list
 end
 
-local function sorted_keys(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys)
-  return keys
-end
-
 --- The help text of an analysis: description and arguments with defaults.
 function M.help(a)
   local lines = {string.format("%s -- %s", a.name, a.description or ""), ""}
   if next(a.args) then
     lines[#lines + 1] = "arguments (--arg KEY=VALUE):"
-    for _, k in ipairs(sorted_keys(a.args)) do
+    for _, k in ipairs(tables.sorted_keys(a.args)) do
       local spec = a.args[k]
       local default = spec.default
       local help = spec.help or ""
@@ -146,7 +140,7 @@ function M.parse_args(a, given)
     local k, v = kv:match("^([^=]+)=(.*)$")
     local spec = a.args[k]
     if not spec then
-      local near = k and nsl.closest(k, sorted_keys(a.args))
+      local near = k and nsl.closest(k, tables.sorted_keys(a.args))
       return nil, string.format("analysis '%s' has no argument '%s'%s (nsl run %s --help)", a.name, tostring(k),
                                 near and string.format(" (did you mean '%s'?)", near) or "", a.name)
     end

@@ -49,20 +49,6 @@ local nsl = require("nsl")
 
 local M = {}
 
---- One table of the columns `names` from a list of tables with those columns
--- (nil for an empty list).
-local function concat_tables(parts, names)
-  if #parts == 0 then return nil end
-  local cols = {}
-  for _, name in ipairs(names) do
-    local list = {}
-    for i, t in ipairs(parts) do list[i] = t:col(name) end
-    cols[#cols + 1] = {name, nsl.concat(table.unpack(list))}
-  end
-  return nsl.table(cols)
-end
-M.concat_tables = concat_tables
-
 --- Clock offsets against rank `ref`: ranks that share a clock (clock[r + 1],
 -- e.g. their report: one export has one clock) share an offset, the median
 -- over the instances its ranks share with ref of (their stop - ref's stop),
@@ -216,7 +202,7 @@ function M.windows(coll, work)
     end
     return nsl.table(cols)
   end
-  local members = M.concat_tables({part(wk), part(cur, prev_rows), part(cur)}, names)
+  local members = nsl.concat_tables({part(wk), part(cur, prev_rows), part(cur)}, names)
   local gid, gs, ge = nsl.gaps_grouped(members.start, members.stop, members.group, n)
   local gaps = nsl.table{{"group", gid}, {"start", ge}, {"gs", gs}, {"dur", ge - gs}}
   if host then

@@ -7,7 +7,7 @@
 local nsl = require("nsl")
 local model = require("nsl.tui_model")
 local report = require("nsl.report")
-local units = require("nsl.units")
+local units = require("nsl.util.units")
 local findings_text = require("nsl.findings")
 
 local M = {}

@@ -334,7 +334,7 @@ function Model:snap(l, t, dir)
 end
 
 -- The launching API call of every row of G (0-based rows of trace.api, -1 none), joined once on
--- (report, pid, correlation id) as nsl.nvtx.gpu_ops does.
+-- (report, pid, correlation id) as nsl.gpu_ops does.
 local function launch_index(self)
   if not self.gpu.api then
     local api = self.trace.api

@@ -1,11 +1,11 @@
 -- nsl.window -- a time window of a trace from what users type in --arg
--- values: "from=1.5s to=1.6s" (durations in nsl.units' syntax, counted from
+-- values: "from=1.5s to=1.6s" (durations in nsl.util.units' syntax, counted from
 -- the start of the trace), resolved to absolute integer ns on the trace's
 -- clock.
 --   local lo, hi = window.span(trace)               -- first start, last stop
 --   local from, to = window.resolve(trace, args)    -- args.from / args.to
 local nsl = require("nsl")
-local units = require("nsl.units")
+local units = require("nsl.util.units")
 
 local M = {}
 

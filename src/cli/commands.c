@@ -152,7 +152,7 @@ const nsl_cli_command nsl__cli_commands[] = {
          "lists the keys.  Works in 80x24 and up, over ssh and in tmux (needs ncurses at build time).",
      .epilog = "Environment: NO_COLOR draws without colour; NSL_TUI_LOG=FILE appends the load and redraw timings "
                "to FILE; NSL_TUI_INFO=1 starts with the window in ns shown.",
-     .module = "nsl.cmd_tui"},
+     .module = "nsl.cmd.tui"},
     {.name = "view",
      .args = "TRACE...",
      .min_args = 1,
@@ -166,7 +166,7 @@ const nsl_cli_command nsl__cli_commands[] = {
          "name, the NVTX ranges enclosing a point (click) or a selection (shift-drag), and the findings of "
          "diagnose (click one to go to its place).  The whole trace is summarised per time bin and row (busy "
          "time and events); the events of a detail window are embedded one by one.",
-     .module = "nsl.cmd_view"},
+     .module = "nsl.cmd.view"},
     {.name = "bundle",
      .args = "EXPORT...",
      .min_args = 1,
@@ -180,7 +180,7 @@ const nsl_cli_command nsl__cli_commands[] = {
                     "An EXPORT may be an Nsight Systems report (.nsys-rep): it is exported with `nsys export "
                     "--type=sqlite` into nsl's cache folder and the export is stored; --keep-rep stores the report "
                     "too.",
-     .module = "nsl.cmd_bundle"},
+     .module = "nsl.cmd.bundle"},
     {.name = "combine",
      .args = "IN.zip...",
      .min_args = 1,
@@ -192,7 +192,7 @@ const nsl_cli_command nsl__cli_commands[] = {
                     "reports/<stem>.rank<R>.sqlite).  Refused, naming both inputs: different profiled commands, "
                     "nsys versions of different releases, a rank or a report present in two inputs, the output "
                     "being an input.",
-     .module = "nsl.cmd_combine"},
+     .module = "nsl.cmd.combine"},
     {.name = "profile",
      .passthrough = "nsys profile options",
      .program = "COMMAND...",
@@ -229,7 +229,7 @@ const nsl_cli_command nsl__cli_commands[] = {
          "and it is written even when COMMAND fails.  The exit code is COMMAND's (128 + N when signal N ended "
          "it); when COMMAND succeeded, 1 if nsys, the export, the bundle or an analysis failed, 3 for a finding "
          "at or above --fail-on.",
-     .module = "nsl.cmd_profile"},
+     .module = "nsl.cmd.profile"},
     {.name = "cache",
      .args = "[list|clear]",
      .first = "action",
@@ -248,7 +248,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .description = "Runs the notebook's Lua cells in order on the traces and writes the rendered report: one "
                     "self-contained HTML file, or a Jupyter notebook (.ipynb) with the outputs filled in.  NAME is "
                     "a shipped notebook (analysis, compare).",
-     .module = "nsl.cmd_notebook"},
+     .module = "nsl.cmd.notebook"},
     {NULL}};
 
 const char nsl__cli_about[] =

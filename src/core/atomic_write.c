@@ -1,16 +1,281 @@
 /*
- * atomic_write.c -- whole-or-nothing file writes (readers see either the
- * old content or all of the new one: temporary file, fsync, rename) and
- * folder creation.
+ * atomic_write.c -- whole-or-nothing file writes: a temporary file beside
+ * the target + fsync + rename (the one implementation every writer uses:
+ * nsl_write_file_atomic here, the bundle writer through nsl__tmpfile_*),
+ * and folder creation.  See atomic_write.h for the contract.
  */
+#include "core/atomic_write.h"
+
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "core/tmpfile.h"
 #include "nsl/nsl_io.h"
+
+#define TMP_TAG ".nsl-tmp-"
+#define TMP_SUFFIX_LEN 6
+/* Where a file system has no locks, a leftover is removed only once it is
+ * this old (no writer takes a day). */
+#define STALE_WITHOUT_LOCKS_S (24 * 3600)
+
+/* Splits target into its folder ("." when none) and base name.  Returns 0,
+ * or -1 when the target has no base name or does not fit. */
+static int split_target(const char *target, char *dir, size_t dircap, const char **base) {
+  const char *slash = strrchr(target, '/');
+  if (slash == NULL) {
+    if (dircap < 2)
+      return -1;
+    strcpy(dir, ".");
+    *base = target;
+  } else {
+    size_t n = (size_t)(slash - target);
+    if (n == 0)
+      n = 1;                     /* "/x": the folder is "/" */
+    if (n >= dircap)
+      return -1;
+    memcpy(dir, target, n);
+    dir[n] = '\0';
+    *base = slash + 1;
+  }
+  if (**base == '\0' || strcmp(*base, ".") == 0 || strcmp(*base, "..") == 0)
+    return -1;
+  return 0;
+}
+
+/* A name suffix that differs between calls, threads and processes; O_EXCL
+ * makes a collision harmless (we try again). */
+static void random_suffix(char out[7]) {
+  static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  static atomic_uint counter;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 32) ^
+               ((uint64_t)atomic_fetch_add(&counter, 1u) * 0x9E3779B97F4A7C15ull);
+  for (int i = 0; i < 6; i++) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 29;
+    out[i] = digits[x % 36];
+  }
+  out[6] = '\0';
+}
+
+void nsl__file_id_of(const struct stat *st, nsl__file_id *id) {
+  id->known = 1;
+  id->dev = (uint64_t)st->st_dev;
+  id->ino = (uint64_t)st->st_ino;
+  id->size = (int64_t)st->st_size;
+  id->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+static int same_file(const struct stat *a, const struct stat *b) {
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Whether name is one of ours: ".<base>.nsl-tmp-XXXXXX". */
+static int is_tmp_name(const char *name) {
+  size_t n = strlen(name), tag = strlen(TMP_TAG);
+  if (name[0] != '.' || n < 1 + tag + TMP_SUFFIX_LEN + 1) return 0;
+  const char *suffix = name + n - TMP_SUFFIX_LEN;
+  if (strncmp(suffix - tag, TMP_TAG, tag) != 0) return 0;
+  for (int i = 0; i < TMP_SUFFIX_LEN; i++)
+    if (!((suffix[i] >= 'a' && suffix[i] <= 'z') || (suffix[i] >= '0' && suffix[i] <= '9'))) return 0;
+  return 1;
+}
+
+/* Removes the temporary files of our naming in dir whose writer is gone:
+ * a live writer holds the flock of its file, so a lock we can take means
+ * nobody is writing it.  Best effort: nothing here fails the write. */
+static void sweep_stale(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d == NULL) return;
+  int dfd = dirfd(d);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!is_tmp_name(e->d_name)) continue;
+    int f = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (f < 0) continue;
+    struct stat held, now;
+    int gone = 0;
+    if (fstat(f, &held) == 0 && S_ISREG(held.st_mode)) {
+      if (flock(f, LOCK_EX | LOCK_NB) == 0) gone = 1;
+      else if (errno != EWOULDBLOCK && errno != EINTR)   /* no locks here: only the very old */
+        gone = time(NULL) - held.st_mtim.tv_sec > STALE_WITHOUT_LOCKS_S;
+    }
+    /* still the file we locked (not a new one of the same name) */
+    if (gone && fstatat(dfd, e->d_name, &now, AT_SYMLINK_NOFOLLOW) == 0 && same_file(&held, &now))
+      (void)unlinkat(dfd, e->d_name, 0);
+    close(f);
+  }
+  closedir(d);
+}
+
+/* Gives the new file f the owner, group and mode of the target it replaces
+ * (owner and group where the system permits: a user cannot give a file
+ * away, and then the file is theirs with the same mode). */
+static void keep_mode_and_owner(int f, const struct stat *target) {
+  struct stat mine;
+  if (fstat(f, &mine) == 0 && (mine.st_uid != target->st_uid || mine.st_gid != target->st_gid)) {
+    if (fchown(f, target->st_uid, target->st_gid) != 0) (void)fchown(f, (uid_t)-1, target->st_gid);
+  }
+  (void)fchmod(f, target->st_mode & 0777);
+}
+
+nsl_status nsl__tmpfile_open(const char *target, int *fd, char *tmp_path, nsl_error *err) {
+  char dir[NSL__TMPFILE_PATH_MAX];
+  const char *base;
+  struct stat st;
+
+  *fd = -1;
+  tmp_path[0] = '\0';
+  if (target == NULL || target[0] == '\0')
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write: empty output path");
+  if (split_target(target, dir, sizeof dir, &base) != 0)
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': not a file name", target);
+  int exists = stat(target, &st) == 0;
+  if (exists && !S_ISREG(st.st_mode))
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': it exists and is not a regular file",
+                         target);
+  /* root may write anything: the mode bits, not access(), say read-only */
+  if (exists && (st.st_mode & 0222) == 0)
+    return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': it is read-only (mode %04o); make it writable "
+                         "or write elsewhere", target, (unsigned)(st.st_mode & 07777));
+  sweep_stale(dir);
+  for (int attempt = 0; attempt < 100; attempt++) {
+    char suffix[TMP_SUFFIX_LEN + 1];
+    random_suffix(suffix);
+    int n = snprintf(tmp_path, NSL__TMPFILE_PATH_MAX, "%s/.%s" TMP_TAG "%s", dir, base, suffix);
+    if (n < 0 || n >= NSL__TMPFILE_PATH_MAX) {
+      tmp_path[0] = '\0';
+      return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': path too long", target);
+    }
+    /* over an existing file, private until it has that file's mode */
+    int f = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, exists ? 0600 : 0666);
+    if (f < 0 && errno == EEXIST) continue;
+    if (f < 0) {
+      int e = errno;
+      tmp_path[0] = '\0';
+      return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': cannot create a file in '%s': %s",
+                           target, dir, strerror(e));
+    }
+    /* The lock marks the file as being written.  Only a sweeper can hold it
+     * now, briefly, and it removes the file: then take another name. */
+    struct stat mine;
+    int r;
+    while ((r = flock(f, LOCK_EX)) != 0 && errno == EINTR) {}
+    if (r == 0 && fstat(f, &mine) == 0 && mine.st_nlink == 0) {
+      close(f);
+      continue;
+    }
+    if (exists) keep_mode_and_owner(f, &st);
+    *fd = f;
+    return NSL_OK;
+  }
+  tmp_path[0] = '\0';
+  return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': no free temporary name in '%s'", target,
+                       dir);
+}
+
+nsl_status nsl__tmpfile_lock_target(const char *target, int wait_ms, int *lock_fd, nsl_error *err) {
+  *lock_fd = -1;
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int f = -1;
+  for (;;) {
+    if (f < 0 && (f = open(target, O_RDONLY | O_CLOEXEC)) < 0) {
+      if (errno == ENOENT) return NSL_OK;   /* a new file: nothing to read, nothing to lose */
+      return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': %s", target, strerror(errno));
+    }
+    if (flock(f, LOCK_EX | LOCK_NB) == 0) {
+      struct stat held, named;
+      if (fstat(f, &held) == 0 && stat(target, &named) == 0 && same_file(&held, &named)) {
+        *lock_fd = f;
+        return NSL_OK;
+      }
+      close(f);   /* replaced while we waited: lock the new file */
+      f = -1;
+      continue;
+    }
+    if (errno != EWOULDBLOCK && errno != EINTR) {   /* no locks on this file system */
+      close(f);
+      return NSL_OK;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t waited = (int64_t)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+    if (waited >= wait_ms) {
+      close(f);
+      return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': another process is writing it (waited %d s)",
+                           target, wait_ms / 1000);
+    }
+    struct timespec nap = {0, 20 * 1000000};
+    nanosleep(&nap, NULL);
+  }
+}
+
+/* fsyncs the folder holding target so that the rename itself is durable.
+ * Failures are ignored: some file systems cannot fsync a folder. */
+static void sync_folder(const char *target) {
+  char dir[NSL__TMPFILE_PATH_MAX];
+  const char *base;
+  if (split_target(target, dir, sizeof dir, &base) != 0)
+    return;
+  int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d < 0)
+    return;
+  (void)fsync(d);
+  close(d);
+}
+
+nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target, const nsl__file_id *expect,
+                               nsl_error *err) {
+  if (fd < 0 || tmp_path == NULL || tmp_path[0] == '\0') {
+    nsl__tmpfile_abort(fd, tmp_path);
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no temporary file to commit",
+                         target ? target : "");
+  }
+  if (fsync(fd) != 0) {
+    int e = errno;
+    nsl__tmpfile_abort(fd, tmp_path);
+    return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': fsync failed: %s", target, strerror(e));
+  }
+  if (expect != NULL && expect->known) {
+    struct stat now;
+    nsl__file_id id = {0};
+    if (stat(target, &now) == 0) nsl__file_id_of(&now, &id);
+    if (!id.known || id.dev != expect->dev || id.ino != expect->ino || id.size != expect->size ||
+        id.mtime_ns != expect->mtime_ns) {
+      nsl__tmpfile_abort(fd, tmp_path);
+      return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': it changed while it was being rewritten "
+                           "(another program wrote it); nothing was written, run again", target);
+    }
+  }
+  /* Renamed while still open, so still locked: a writer sweeping the folder
+   * in between must not take the finished file for a dead writer's. */
+  if (rename(tmp_path, target) != 0) {
+    int e = errno;
+    nsl__tmpfile_abort(fd, tmp_path);
+    return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': rename failed: %s", target,
+                         strerror(e));
+  }
+  (void)close(fd);   /* the bytes are on disk already (fsync): nothing left to fail */
+  sync_folder(target);
+  return NSL_OK;
+}
+
+void nsl__tmpfile_abort(int fd, const char *tmp_path) {
+  if (tmp_path != NULL && tmp_path[0] != '\0')
+    (void)unlink(tmp_path);   /* before the close drops the lock */
+  if (fd >= 0)
+    close(fd);
+}
 
 /* Writes all of data to fd, retrying short writes and EINTR; 0 or errno. */
 static int write_all(int fd, const unsigned char *data, size_t len) {
@@ -29,8 +294,8 @@ static int write_all(int fd, const unsigned char *data, size_t len) {
 }
 
 /* The temporary file, its lock, the mode kept, the leftovers of killed
- * writers swept, fsync and rename: all tmpfile.c's (one way to replace a
- * file); this adds only the bytes. */
+ * writers swept, fsync and rename: nsl__tmpfile_* above (one way to
+ * replace a file); this adds only the bytes. */
 nsl_status nsl_write_file_atomic(const char *path, const void *data, size_t len, nsl_error *err) {
   char tmp[NSL__TMPFILE_PATH_MAX];
   int fd = -1;

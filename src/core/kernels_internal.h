@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/big_alloc.h"
 #include "nsl/nsl.h"
 
 #define NSL__SIGN 0x8000000000000000ull
@@ -52,17 +53,6 @@ static inline uint64_t nsl__mix64(uint64_t x) {
 
 /* Number of bits needed to hold x (0 for 0). */
 static inline int nsl__bitwidth(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0; }
-
-/* malloc for large scratch arrays (free with free()): 2 MiB aligned and
- * marked for transparent huge pages where the OS offers them, so random
- * access into big hash tables and radix buckets is not dominated by TLB
- * misses (page walks are dear, above all in virtual machines). */
-void *nsl__big_alloc(size_t bytes);
-/* nsl__big_alloc, zero-filled; NULL on overflow. */
-void *nsl__big_calloc(size_t n, size_t size);
-/* Marks the 2 MiB-aligned interior of [p, p + bytes) for huge pages (for
- * large arrays allocated elsewhere, before they are first touched). */
-void nsl__advise_huge(void *p, size_t bytes);
 
 /* A (key, value) pair sorted by key. */
 typedef struct nsl__kv {

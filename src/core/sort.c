@@ -1,7 +1,7 @@
 /* sort.c -- radix sorting of whole columns: nsl_argsort (stable, multi-key,
  * descending keys, NULLs first), nsl_col_unique, nsl_searchsorted, and the
  * primitives the other kernels share (kernels_internal.h): radix sorts,
- * selection, order codes, huge-page scratch memory.
+ * selection, order codes.
  *
  * nsl_argsort maps every key to an order code (kernels_internal.h), narrows
  * it to the key's range (code - min, or max - code when descending; NULL
@@ -14,43 +14,11 @@
  * keep their row order. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "core/kernels_internal.h"
 
 #define BLOCK 4096      /* rows per block when encoding keys */
 #define SMALL_SORT 32   /* insertion sort below this */
-
-/* ---- scratch memory ------------------------------------------------------ */
-
-void nsl__advise_huge(void *p, size_t bytes) {
-#ifdef MADV_HUGEPAGE
-  const uintptr_t huge = (uintptr_t)2 << 20;
-  uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
-  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
-
-void *nsl__big_calloc(size_t n, size_t size) {
-  if (size && n > SIZE_MAX / size) return NULL;
-  void *p = nsl__big_alloc(n * size);
-  if (p) memset(p, 0, n * size);
-  return p;
-}
-
-void *nsl__big_alloc(size_t bytes) {
-  const size_t huge = (size_t)2 << 20;
-  if (bytes < 2 * huge) return malloc(bytes ? bytes : 1);
-  size_t size = (bytes + huge - 1) & ~(huge - 1);
-  void *p = aligned_alloc(huge, size);
-#ifdef MADV_HUGEPAGE
-  if (p) (void)madvise(p, size, MADV_HUGEPAGE);   /* a hint: failure changes nothing */
-#endif
-  return p;
-}
 
 /* ---- radix primitives --------------------------------------------------- */
 

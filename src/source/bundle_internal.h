@@ -9,7 +9,7 @@
 #include <nettle/sha2.h>
 #include <stdint.h>
 
-#include "core/tmpfile.h"
+#include "core/atomic_write.h"
 #include "nsl/bundle.h"
 
 #define NSL__BUNDLE_NAME_MAX 4096

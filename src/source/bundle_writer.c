@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/tmpfile.h"
+#include "core/atomic_write.h"
 
 #ifndef NSL_VERSION
 #define NSL_VERSION "unknown"

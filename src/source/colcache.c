@@ -37,9 +37,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/atomic_write.h"
 #include "core/model.h"
 #include "core/nsl_internal.h"
-#include "core/tmpfile.h"
 #include "nsl/nsl_io.h"
 #include "source/bundle_internal.h"
 

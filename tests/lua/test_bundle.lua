@@ -5,7 +5,7 @@
 local T = ...
 local nsl = require("nsl")
 local bundle = require("nsl.bundle")
-local profile = require("nsl.cmd_profile")
+local profile = require("nsl.cmd.profile")
 
 local tmp = assert(nsl.mkdtemp((os.getenv("TMPDIR") or "/tmp") .. "/nsl-test-bundle-"))
 

@@ -559,7 +559,7 @@ return {
       T.eq((read(name .. ".png") or ""):sub(1, 8), "\137PNG\r\n\26\n", name .. ".png")
       T.ok((read(name .. ".svg") or ""):find("<svg", 1, true), name .. ".svg")
     end
-    local doc = assert(require("nsl.json").decode(read("results.json")))
+    local doc = assert(require("nsl.util.json").decode(read("results.json")))
     T.eq(doc.values.figures.macro_time.series[2].label, "two", "the figures' data in results.json")
     local function code(cmd)
       local _, _, c = os.execute(string.format("%s %s > /dev/null 2>&1", T.shell_quote(nslbin), cmd))

@@ -327,7 +327,7 @@ return {
 
   {"figure: the heap-simulator peak bars equal nsys-jax's heap_peaks.json", function()
     local figs = T.figures("jax_heap", procs)
-    local want = require("nsl.json").decode(read(G4 .. "heap_peaks.json"))
+    local want = require("nsl.util.json").decode(read(G4 .. "heap_peaks.json"))
     local v = assert(figs.heap_peaks, "heap_peaks figure").values
     local nwant = 0
     for _, list in pairs(want) do nwant = nwant + #list end

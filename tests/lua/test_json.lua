@@ -1,7 +1,7 @@
--- lua/nsl/json.lua against SQLite's JSON parser (json_tree, json_valid, run
+-- lua/nsl/util/json.lua against SQLite's JSON parser (json_tree, json_valid, run
 -- by the sqlite3 program) and RFC 8259 cases by hand.
 local T = ...
-local json = require("nsl.json")
+local json = require("nsl.util.json")
 
 -- Runs a query on an in-memory database through the sqlite3 program.
 local function sqlite(query)

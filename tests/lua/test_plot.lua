@@ -2,7 +2,7 @@
 -- are not nsl: SQL through the sqlite3 program, brute force in plain Lua
 -- over the rows SQL returns, the PNG specification (signature, IHDR, chunk
 -- CRCs) checked here and stb_image's decoder (nsl.png_probe), an XML
--- well-formedness checker written in this file, and nsl.json's parser.
+-- well-formedness checker written in this file, and nsl.util.json's parser.
 local T = ...
 local nsl = require("nsl")
 local plot = require("nsl.plot")
@@ -135,7 +135,7 @@ end
 
 --- JSON through nsl's one JSON reader (RFC 8259), raising on bad input.
 local function json_decode(text)
-  local v, err = require("nsl.json").decode(text)
+  local v, err = require("nsl.util.json").decode(text)
   if v == nil then error("JSON: " .. tostring(err), 2) end
   return v
 end
@@ -599,7 +599,7 @@ return {
       T.eq(doc.displayTimeUnit, "ns", "display unit")
       local p = case.path
       local lo = window.span(tr)
-      local units = require("nsl.units")
+      local units = require("nsl.util.units")
       local from = case.args.from and lo + units.duration(case.args.from) or nil
       local to = case.args.to and lo + units.duration(case.args.to) or nil
       local ov = from and fmt(" AND start < %d AND end > %d", to, from) or ""

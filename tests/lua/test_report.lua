@@ -9,7 +9,7 @@
 local T = ...
 local nsl = require("nsl")
 local report = require("nsl.report")
-local json = require("nsl.json")
+local json = require("nsl.util.json")
 
 -- Every method of a table, written in C or Lua, plus "col" and "rows".
 local function method_names()

@@ -654,7 +654,7 @@ return {
          "the next command: " .. lines[3])
     T.ok(lines[5]:find("^1 straggler: r2:gpu0 %(host_idle%)"), "then the verdict sentence: " .. lines[5])
     local jp = assert(io.popen(cmd .. " --format json 2>/dev/null"))
-    local doc = assert(require("nsl.json").decode(jp:read("a")))
+    local doc = assert(require("nsl.util.json").decode(jp:read("a")))
     jp:close()
     local f = doc.findings[1]
     T.eq(f.id, "straggler.host_idle", "json id")

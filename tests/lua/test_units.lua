@@ -1,11 +1,11 @@
--- The shared helpers of the analyses: nsl.units (durations), nsl.findings
--- (graded checks) and nsl.percentiles (distribution tables, against
+-- The shared helpers of the analyses: nsl.util.units (durations), nsl.findings
+-- (graded checks) and nsl.util.percentiles (distribution tables, against
 -- percentiles computed by sorting SQL rows in plain Lua).
 local T = ...
 local nsl = require("nsl")
-local units = require("nsl.units")
+local units = require("nsl.util.units")
 local findings = require("nsl.findings")
-local percentiles = require("nsl.percentiles")
+local percentiles = require("nsl.util.percentiles")
 
 local nccl = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite")
 

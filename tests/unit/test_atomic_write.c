@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "core/tmpfile.h"
+#include "core/atomic_write.h"
 #include "nsl/nsl_io.h"
 
 static char dir[256];

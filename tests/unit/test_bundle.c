@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/tmpfile.h"
+#include "core/atomic_write.h"
 #include "nsl/bundle.h"
 #include "source/bundle_internal.h"
 

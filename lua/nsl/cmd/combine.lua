@@ -1,4 +1,4 @@
--- nsl.cmd_combine -- `nsl combine IN.zip... -o OUT.zip`: per-rank bundles
+-- nsl.cmd.combine -- `nsl combine IN.zip... -o OUT.zip`: per-rank bundles
 -- merged into one (src/source/bundle_combine.c does the work and the checks).
 local nsl = require("nsl")
 

@@ -1,4 +1,4 @@
--- nsl.cmd_notebook -- `nsl notebook NOTEBOOK.md [TRACE...] -o report.html|report.ipynb
+-- nsl.cmd.notebook -- `nsl notebook NOTEBOOK.md [TRACE...] -o report.html|report.ipynb
 -- [--stop-on-error]`: runs the notebook's cells and writes the rendered file.
 local nsl = require("nsl")
 local notebook = require("nsl.notebook")

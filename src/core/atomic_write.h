@@ -1,5 +1,5 @@
 /*
- * tmpfile.h -- atomic replacement of a file: write a temporary file beside
+ * atomic_write.h -- atomic replacement of a file: write a temporary file beside
  * the target, fsync it, rename it over the target.
  *
  * Basic outline:
@@ -31,8 +31,8 @@
  * when the target is no longer the file that was read (a writer that did not
  * lock, or a file system without locks).
  */
-#ifndef NSL_CORE_TMPFILE_H
-#define NSL_CORE_TMPFILE_H
+#ifndef NSL_CORE_ATOMIC_WRITE_H
+#define NSL_CORE_ATOMIC_WRITE_H
 
 #include <stdint.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
--- nsl.percentiles -- distribution tables: per group, the count, mean,
+-- nsl.util.percentiles -- distribution tables: per group, the count, mean,
 -- chosen percentiles and maximum of one or more value columns (latencies,
 -- queue depths, gap lengths), as one nsl table.  Percentiles interpolate
 -- linearly between order statistics (NumPy's default; p50 is the median

@@ -1,4 +1,4 @@
--- nsl.cmd_tui -- `nsl tui TRACE...`: the terminal timeline, details, NVTX
+-- nsl.cmd.tui -- `nsl tui TRACE...`: the terminal timeline, details, NVTX
 -- tree and findings of a trace (lua/nsl/tui.lua), on a terminal.
 local nsl = require("nsl")
 

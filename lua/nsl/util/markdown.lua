@@ -1,4 +1,4 @@
--- nsl.markdown -- the Markdown that notebooks are written in, to HTML:
+-- nsl.util.markdown -- the Markdown that notebooks are written in, to HTML:
 -- headings, paragraphs, fenced code, lists, block quotes, pipe tables,
 -- inline code, emphasis and links.  Enough for prose around analyses.
 local M = {}

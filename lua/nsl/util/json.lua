@@ -1,4 +1,4 @@
--- nsl.json -- the one JSON reader of nsl (RFC 8259).  Objects keep the order
+-- nsl.util.json -- the one JSON reader of nsl (RFC 8259).  Objects keep the order
 -- of their keys (kernel maps are ordered: the first matching rule wins), so
 -- json.keys(obj) lists them as written.  Encoding stays with nsl.report.json.
 --   local v, err = json.decode(text)        -- nil, "line 3, column 7: ..." on bad input

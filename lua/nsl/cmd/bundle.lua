@@ -1,4 +1,4 @@
--- nsl.cmd_bundle -- `nsl bundle EXPORT... -o OUT.zip`: one bundle from nsys
+-- nsl.cmd.bundle -- `nsl bundle EXPORT... -o OUT.zip`: one bundle from nsys
 -- SQLite exports, with the manifest filled from the exports themselves, and
 -- metadata files and sources beside them.
 local nsl = require("nsl")

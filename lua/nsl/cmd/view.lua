@@ -1,4 +1,4 @@
--- nsl.cmd_view -- `nsl view TRACE... -o view.html [--from T] [--to T]
+-- nsl.cmd.view -- `nsl view TRACE... -o view.html [--from T] [--to T]
 -- [--max-events N] [--bins N] [--no-findings]`: writes the interactive timeline viewer
 -- (lua/nsl/view.lua) of the traces as one self-contained HTML file.
 local nsl = require("nsl")

@@ -1,4 +1,4 @@
--- nsl.units -- the one parser of durations that users type in --arg values
+-- nsl.util.units -- the one parser of durations that users type in --arg values
 -- ("250" ns, "10us", "1.5 ms", "2s"), giving integer nanoseconds.  Turning
 -- nanoseconds back into text is nsl.report.duration.
 local nsl = require("nsl")

@@ -1,4 +1,4 @@
--- nsl.cmd_profile -- `nsl profile [options] -- COMMAND...`: runs the command
+-- nsl.cmd.profile -- `nsl profile [options] -- COMMAND...`: runs the command
 -- under `nsys profile`, exports the report to SQLite, writes a bundle with
 -- the run's metadata and sources, and runs the requested analyses on it,
 -- storing their results in the bundle.  Processes are started by nsl.spawn
