@@ -72,6 +72,17 @@ function M.concat_tables(list, names)
   return M.table(cols)
 end
 
+--- The names of the trace's threads (trace.threads): a map from
+-- "report/pid/tid" to the thread's name; empty without the table.
+function M.thread_names(trace)
+  local th, map = trace.threads, {}
+  if #th > 0 then
+    th:load{"report", "pid", "tid", "name"}
+    for i = 1, #th do map[string.format("%s/%s/%s", th.report[i], th.pid[i], th.tid[i])] = th.name[i] end
+  end
+  return map
+end
+
 --- nsl.is(v, kind) -> true when v is a column/table/trace/groups/intervals.
 function M.is(v, kind) return core.type(v) == kind end
 

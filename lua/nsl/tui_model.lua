@@ -171,12 +171,7 @@ function Model:load_nvtx()
   local nlanes = 0
   for j = 1, #groups do nlanes = math.max(nlanes, groups.first_lane[j] + groups.lanes[j]) end
   local lod = nsl.lod(nv.start, nv.stop, lane, nil, nlanes)
-  local tnames = {}
-  local th = trace.threads
-  if #th > 0 then
-    th:load{"report", "pid", "tid", "name"}
-    for i = 1, #th do tnames[fmt("%s/%s/%s", th.report[i], th.pid[i], th.tid[i])] = th.name[i] end
-  end
+  local tnames = nsl.thread_names(trace)
   self.nvtx = {nv = nv, lane = lane, lod = lod, full = lod, threads = {}, name = nvtx.names(nv)}
   for j = 1, #groups do
     local r = groups.row[j] + 1
@@ -369,14 +364,7 @@ end
 
 -- The name of thread (report, pid, tid) from trace.threads, or nil.
 local function thread_name(self, rep, pid, tid)
-  local th = self.trace.threads
-  if #th == 0 then return nil end
-  if not self.thread_names then
-    th:load{"report", "pid", "tid", "name"}
-    local map = {}
-    for i = 1, #th do map[fmt("%s/%s/%s", th.report[i], th.pid[i], th.tid[i])] = th.name[i] end
-    self.thread_names = map
-  end
+  if not self.thread_names then self.thread_names = nsl.thread_names(self.trace) end
   return self.thread_names[fmt("%s/%s/%s", rep, pid, tid)]
 end
 

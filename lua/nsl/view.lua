@@ -102,12 +102,7 @@ end
 local function names_of(trace)
   local r, reports = trace.reports, {}
   for i = 1, #r do reports[r.report[i]] = r.name[i] end
-  local th, threads = trace.threads, {}
-  if #th > 0 then
-    th:load{"report", "pid", "tid", "name"}
-    for i = 1, #th do threads[fmt("%s/%s/%s", th.report[i], th.pid[i], th.tid[i])] = th.name[i] end
-  end
-  return reports, threads
+  return reports, nsl.thread_names(trace)
 end
 
 --- Rows of the timeline: one per (report, device, stream) of the GPU

@@ -256,7 +256,9 @@ const table_map nsl__nsys_maps[] = {
     {"devices", {"TARGET_INFO_CUDA_GPU"}, {NULL}, NULL, NULL, NULL, 0, 1, cuda_gpu_cols, NULL},
     {"devices", {"TARGET_INFO_GPU"}, {NULL}, "deviceId", NULL, NULL, 0, 1, gpu2020_cols, NULL},
     {"devices", {"TARGET_INFO_CUDA_DEVICE"}, {NULL}, "gpuId", NULL, "\"gpuId\"", 0, 1, cuda_device_cols, NULL},
-    {"devices", {KERNEL, MEMCPY, MEMSET, SYNC}, {NULL}, NULL, NULL, NULL, 1, 0, activity_device_cols, NULL},
+    /* devices seen in the activity: distinct over deviceId whichever columns are asked for (the extra
+     * column), so that every column has one row per device */
+    {"devices", {KERNEL, MEMCPY, MEMSET, SYNC}, {NULL}, NULL, NULL, NULL, 1, 0, activity_device_cols, "\"deviceId\""},
     {"processes", {"PROCESSES"}, {NULL}, NULL, NULL, NULL, 0, 0, process_cols, NULL},
     /* before PROCESSES existed (2021 and older): one per pid of ThreadNames,
      * named after its main thread (tid = pid) when it has one; SQLite takes

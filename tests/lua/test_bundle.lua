@@ -26,8 +26,7 @@ local function fingerprint(tr)
     local cols = {}
     for _, c in ipairs(t:columns()) do
       local ok, col = pcall(function() return t[c] end)
-      -- a column that fails to load must fail alike both ways (main's devices
-      -- table of activity-only exports does: a core issue, not a bundle one)
+      -- a column that fails to load must fail alike both ways
       if not ok then
         cols[c] = {all = "error: " .. tostring(col)}
         goto next_column

@@ -7,6 +7,21 @@ local h100 = T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite")
 
 -- Median as SQL users compute it: the middle value, or the mean of the two middle ones.
 return {
+  {"devices of an export without device tables: one row per device of the activity, whichever columns load", function()
+    -- the devices seen in the activity tables (SQL's distinct deviceId) give
+    -- every column one row each, asked for alone or together (a column asked
+    -- for alone once came back with one row, the table with two)
+    local want = T.sql1(nccl, "SELECT count(*) FROM (SELECT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL UNION " ..
+                              "SELECT deviceId FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION " ..
+                              "SELECT deviceId FROM CUPTI_ACTIVITY_KIND_MEMSET)")
+    for _, c in ipairs{"name", "device", "sm_count", "compute_capability"} do
+      local tr = nsl.open{nccl}
+      local t = tr.devices
+      T.eq(#t, want, "devices rows")
+      T.eq(#t[c], want, "rows of devices." .. c .. " loaded alone")
+      tr:close()
+    end
+  end},
   {"dropped columns are freed without collectgarbage(): the collector counts their C memory", function()
     -- 100 columns of 16 MiB, each garbage at once: 1.6 GB if the collector
     -- saw only the boxes (a few bytes each), a few dozen MiB when it counts

@@ -196,12 +196,7 @@ function M.timeline(trace, opts)
     -- rows by thread (key order), each on the sub-row of its nesting depth: lanes from C, no group ids
     local keys = multi and {nv.report, nv.pid, nv.tid} or {nv.pid, nv.tid}   -- one report: one value
     local lane, groups = nsl.nest_lanes(nv.start, nv.stop, keys, #lanes, maxd)
-    local tnames = {}
-    local th = trace.threads
-    if #th > 0 then
-      th:load{"report", "pid", "tid", "name"}
-      for i = 1, #th do tnames[fmt("%s/%s/%s", th.report[i], th.pid[i], th.tid[i])] = th.name[i] end
-    end
+    local tnames = nsl.thread_names(trace)
     local first_row, nrows, n_of = groups.row, groups.lanes, groups.count
     for i = 1, #groups do
       local r = first_row[i] + 1
