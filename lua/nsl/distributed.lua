@@ -20,12 +20,26 @@
 --    processes' reports is asked of them then;
 --  * any other analysis runs on rank 0 over the whole trace, whose tables
 --    are read by every process for its share and gathered when first used.
+--    It may declare row filters that drop, where the rows are read, rows it
+--    would drop itself (so rank 0 receives only the rows it uses):
+--      gather = {
+--        span = true,   -- where gets the trace's span (window.span), else nil
+--        where = function(args, lo, hi)
+--          return {kernels = {{"start", "<", to}, {"name", "match", "^nccl"},
+--                             {"device", "in", {0, 1}}}, ...}
+--        end,
+--      }
+--    conditions {column, op, value}, all to hold: op "match" (a regex on a
+--    string column), "in" (a list of integers), == ~= < <= > >= (an
+--    integer; NULLs never pass).  where raising, or returning nil, filters
+--    nothing.  NSL_MPI_FILTERS=0 turns filters off (tests, benchmarks).
 --
 -- No process waits for one that failed: the processes agree on success
 -- (an all-reduce) after opening their shares and after the steps, before
 -- any data moves; the failing process's message names its MPI rank.
 local nsl = require("nsl")
 local classes = require("nsl.classes")
+local window = require("nsl.window")
 
 local M = {}
 
@@ -107,6 +121,40 @@ function M.ops_combine(ops)
   return ops:take(ops.part:argsort()):select(cols)
 end
 
+--- The span (window.span) of the whole trace, measured by every process
+-- over its own reports (collective); lo, hi on rank 0 (nil: no events).
+local function whole_span(dist)
+  local ok, lo, hi = pcall(function() return window.span(dist:view()) end)
+  local t = ok and lo and nsl.table{{"lo", nsl.rep(lo, 1)}, {"hi", nsl.rep(hi, 1)}} or nil
+  local got = mpi.gather(t, 0)
+  if type(got) ~= "table" then return nil end
+  local glo, ghi
+  for _, g in ipairs(got) do
+    if g and #g > 0 then
+      local a, b = g.lo[1], g.hi[1]
+      if not glo or a < glo then glo = a end
+      if not ghi or b > ghi then ghi = b end
+    end
+  end
+  return glo, ghi
+end
+
+--- Declares analysis a's row filters (a.gather) on dist (collective: every
+-- process calls it); returns the whole trace's span when a asked for it.
+local function declare_filters(a, args, dist, root)
+  local g = a.gather
+  if a.distributed or type(g) ~= "table" or os.getenv("NSL_MPI_FILTERS") == "0" then return nil end
+  local lo, hi
+  if g.span then lo, hi = whole_span(dist) end
+  if not root then return nil end
+  pcall(function()   -- a bad declaration filters nothing: the analysis then says what is wrong itself
+    local where = g.where(args, lo, hi)
+    if type(where) ~= "table" then return end
+    for _, name in ipairs(sorted_keys(where)) do dist:filter(name, where[name]) end
+  end)
+  return g.span and {lo, hi} or nil
+end
+
 --- Runs analysis a (its args checked) on opts.traces as one process of
 -- the job; returns the exit code, the same on every process.
 function M.run(runner, a, args, opts)
@@ -122,6 +170,7 @@ function M.run(runner, a, args, opts)
     if not ok then return runner.fail(1, p or "another MPI rank failed") end
     parts = p
   end
+  local span = declare_filters(a, args, dist, root)
   t_steps = mpi.wtime()
   if not root then
     dist:serve()
@@ -130,6 +179,7 @@ function M.run(runner, a, args, opts)
   local okt, code = pcall(function()
     local trace = dist:trace()
     split_of[trace] = dist
+    if span and span[1] then window.set_span(trace, span[1], span[2]) end
     return runner.emit(a, trace, opts, function(out)
       if not parts then return a.run(trace, args, out) end
       if a.distributed.combine then return a.distributed.combine(trace, parts, args, out) end
