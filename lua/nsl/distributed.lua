@@ -24,15 +24,20 @@
 --    would drop itself (so rank 0 receives only the rows it uses):
 --      gather = {
 --        span = true,   -- where gets the trace's span (window.span), else nil
+--                       -- (or function(args) -> whether it needs it)
 --        where = function(args, lo, hi)
---          return {kernels = {{"start", "<", to}, {"name", "match", "^nccl"},
+--          return {kernels = {{"start", "<", to}, {"name", "imatch", "nccl"},
 --                             {"device", "in", {0, 1}}}, ...}
 --        end,
 --      }
---    conditions {column, op, value}, all to hold: op "match" (a regex on a
---    string column), "in" (a list of integers), == ~= < <= > >= (an
---    integer; NULLs never pass).  where raising, or returning nil, filters
---    nothing.  NSL_MPI_FILTERS=0 turns filters off (tests, benchmarks).
+--    conditions {column, op, value}, all to hold: op "match" (a regex on
+--    a string column; "imatch" ignoring case), "in" (a list of integers),
+--    == ~= < <= > >= (an integer); NULLs never pass; a condition on a
+--    column a report lacks, or on `report` or `dur` (derived), filters
+--    none of its rows.  The span is measured over all rows, and
+--    window.span of the filtered trace still gives it.  where raising, or
+--    returning nil, filters nothing.  NSL_MPI_FILTERS=0 turns filters off
+--    (tests, benchmarks).
 --
 -- No process waits for one that failed: the processes agree on success
 -- (an all-reduce) after opening their shares and after the steps, before
@@ -145,14 +150,19 @@ local function declare_filters(a, args, dist, root)
   local g = a.gather
   if a.distributed or type(g) ~= "table" or os.getenv("NSL_MPI_FILTERS") == "0" then return nil end
   local lo, hi
-  if g.span then lo, hi = whole_span(dist) end
+  local span = g.span
+  if type(span) == "function" then   -- every process decides alike: same args, same function
+    local ok, want = pcall(span, args)
+    span = ok and want
+  end
+  if span then lo, hi = whole_span(dist) end
   if not root then return nil end
   pcall(function()   -- a bad declaration filters nothing: the analysis then says what is wrong itself
     local where = g.where(args, lo, hi)
     if type(where) ~= "table" then return end
     for _, name in ipairs(sorted_keys(where)) do dist:filter(name, where[name]) end
   end)
-  return g.span and {lo, hi} or nil
+  return span and {lo, hi} or nil
 end
 
 --- Runs analysis a (its args checked) on opts.traces as one process of

@@ -77,9 +77,11 @@ end
 -- tables to filter, each "overlap" (rows with start < to and stop > from,
 -- plot.window_rows) or "before" (rows with start < to: ranges and marks).
 -- Without from and to (the whole trace) nothing is filtered.
+local function whole(args) return (args.from == nil or args.from == "") and (args.to == nil or args.to == "") end
+
 function M.gather(pick)
-  return {span = true, where = function(args, lo, hi)
-    if (args.from == nil or args.from == "") and (args.to == nil or args.to == "") then return nil end
+  return {span = function(args) return not whole(args) end, where = function(args, lo, hi)
+    if whole(args) then return nil end
     local from, to = M.resolve_span(lo, hi, args)
     local where = {}
     for name, how in pairs(pick(args)) do

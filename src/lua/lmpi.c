@@ -105,11 +105,12 @@ static int dist_subtrace(lua_State *L) {
 
 /* dist:filter(table, conds) (rank 0, before dist:trace()): the whole
  * trace's `table` holds the rows passing every condition {column, op,
- * value}: op "match" (value a regex), "in" (a list of integers), or one
+ * value}: op "match" or "imatch" (value a regex; imatch ignores case), "in" (a list of integers), or one
  * of == ~= < <= > >= (an integer); evaluated where the rows are read. */
 static int dist_filter(lua_State *L) {
-  static const char *const ops[] = {"==", "~=", "<", "<=", ">", ">=", "match", "in", NULL};
-  static const int codes[] = {NSL_EQ, NSL_NE, NSL_LT, NSL_LE, NSL_GT, NSL_GE, NSL_DIST_MATCH, NSL_DIST_IN};
+  static const char *const ops[] = {"==", "~=", "<", "<=", ">", ">=", "match", "imatch", "in", NULL};
+  static const int codes[] = {NSL_EQ,         NSL_NE, NSL_LT, NSL_LE, NSL_GT, NSL_GE, NSL_DIST_MATCH, NSL_DIST_IMATCH,
+                              NSL_DIST_IN};
   nsl_dist *d = checkdist(L);
   const char *table = luaL_checkstring(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
@@ -127,7 +128,7 @@ static int dist_filter(lua_State *L) {
     c->op = codes[luaL_checkoption(L, -1, NULL, ops)];
     lua_geti(L, at, 3);
     c->pattern = NULL;
-    if (c->op == NSL_DIST_MATCH) {
+    if (c->op == NSL_DIST_MATCH || c->op == NSL_DIST_IMATCH) {
       c->pattern = luaL_checkstring(L, -1);
       c->values = NULL;
       c->nvalues = 0;

@@ -429,16 +429,16 @@ nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl_dist_cond 
   put(&m, &nc, sizeof nc);
   for (int i = 0; i < n; i++) {
     const nsl_dist_cond *c = &conds[i];
-    int cmp = c->op >= NSL_EQ && c->op <= NSL_GE;
-    if (!c->column || !*c->column || (c->op == NSL_DIST_MATCH && !c->pattern) || (cmp && c->nvalues != 1) ||
-        (!cmp && c->op != NSL_DIST_MATCH && c->op != NSL_DIST_IN) || c->nvalues < 0 || (c->nvalues > 0 && !c->values)) {
+    int cmp = c->op >= NSL_EQ && c->op <= NSL_GE, match = c->op == NSL_DIST_MATCH || c->op == NSL_DIST_IMATCH;
+    if (!c->column || !*c->column || (match && !c->pattern) || (cmp && c->nvalues != 1) ||
+        (!cmp && !match && c->op != NSL_DIST_IN) || c->nvalues < 0 || (c->nvalues > 0 && !c->values)) {
       free(m.p);
       return nsl_error_set(err, NSL_ERR_ARG, "filter of table '%s': condition %d is not a regex, a set or a comparison",
                            table, i + 1);
     }
-    if (c->op == NSL_DIST_MATCH) {   /* a bad pattern fails here, on rank 0, not on every process */
+    if (match) {   /* a bad pattern fails here, on rank 0, not on every process */
       nsl_regex *re = NULL;
-      nsl_status rc = nsl_regex_compile(&re, c->pattern, 0, err);
+      nsl_status rc = nsl_regex_compile(&re, c->pattern, c->op == NSL_DIST_IMATCH ? NSL_REGEX_ICASE : 0, err);
       nsl_regex_free(re);
       if (rc != NSL_OK) {
         free(m.p);
@@ -448,7 +448,7 @@ nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl_dist_cond 
     int32_t op = c->op, nv = c->nvalues;
     put_str(&m, c->column);
     put(&m, &op, sizeof op);
-    put_str(&m, c->op == NSL_DIST_MATCH ? c->pattern : "");
+    put_str(&m, match ? c->pattern : "");
     put(&m, &nv, sizeof nv);
     put(&m, c->values, (size_t)nv * sizeof *c->values);
   }
@@ -496,9 +496,9 @@ static const void *filter_of(const nsl_dist *d, const char *table, size_t *len) 
 static nsl_column *cond_mask(const nsl_column *c, int op, const char *pattern, const int64_t *values, int nv,
                              nsl_error *err) {
   if (op == NSL_DIST_IN) return nsl_col_isin(c, values, nv, err);
-  if (op != NSL_DIST_MATCH) return nsl_col_cmp_i64(c, (nsl_cmp)op, values[0], err);
+  if (op != NSL_DIST_MATCH && op != NSL_DIST_IMATCH) return nsl_col_cmp_i64(c, (nsl_cmp)op, values[0], err);
   nsl_regex *re = NULL;
-  if (nsl_regex_compile(&re, pattern, 0, err) != NSL_OK) return NULL;
+  if (nsl_regex_compile(&re, pattern, op == NSL_DIST_IMATCH ? NSL_REGEX_ICASE : 0, err) != NSL_OK) return NULL;
   nsl_column *m = nsl_col_regex(c, re, err);
   nsl_regex_free(re);
   return m;
@@ -547,7 +547,8 @@ static nsl_status filter_rows(const nsl_source_ops *ops, void *src, const char *
     }
     get(&r, vals[i], (size_t)nvs[i] * sizeof(int64_t));
     int cmp = opv[i] >= NSL_EQ && opv[i] <= NSL_GE;
-    if (!cols[i] || !pats[i] || (cmp && nvs[i] != 1) || (!cmp && opv[i] != NSL_DIST_MATCH && opv[i] != NSL_DIST_IN))
+    int match = opv[i] == NSL_DIST_MATCH || opv[i] == NSL_DIST_IMATCH;
+    if (!cols[i] || !pats[i] || (cmp && nvs[i] != 1) || (!cmp && !match && opv[i] != NSL_DIST_IN))
       r.bad = 1;
   }
   if (r.bad) {

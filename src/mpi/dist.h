@@ -43,13 +43,14 @@ nsl_status nsl__dist_trace(nsl_dist *d, nsl_trace **out, nsl_error *err);
  * theirs. */
 nsl_status nsl__dist_subtrace(nsl_dist *d, const int *reports, int n, nsl_trace **out, nsl_error *err);
 /* A row condition of nsl__dist_filter on a column of the table: a regex
- * search on a string column, membership in a set of integers, or a
- * comparison with values[0] (an nsl_cmp).  NULLs never pass. */
-enum { NSL_DIST_MATCH = 100, NSL_DIST_IN = 101 };
+ * search on a string column (case-insensitive: NSL_DIST_IMATCH),
+ * membership in a set of integers, or a comparison with values[0] (an
+ * nsl_cmp).  NULLs never pass. */
+enum { NSL_DIST_MATCH = 100, NSL_DIST_IMATCH = 101, NSL_DIST_IN = 102 };
 typedef struct nsl_dist_cond {
   const char *column;
-  int op;                  /* NSL_DIST_MATCH, NSL_DIST_IN or an nsl_cmp */
-  const char *pattern;     /* NSL_DIST_MATCH */
+  int op;                  /* NSL_DIST_MATCH, NSL_DIST_IMATCH, NSL_DIST_IN or an nsl_cmp */
+  const char *pattern;     /* NSL_DIST_MATCH, NSL_DIST_IMATCH */
   const int64_t *values;   /* NSL_DIST_IN: the set; a comparison: the value */
   int nvalues;
 } nsl_dist_cond;
