@@ -35,8 +35,9 @@
 --    == ~= < <= > >= (an integer); NULLs never pass; a condition on a
 --    column a report lacks, or on `report` or `dur` (derived), filters
 --    none of its rows.  The span is measured over all rows, and
---    window.span of the filtered trace still gives it.  where raising, or
---    returning nil, filters nothing.  NSL_MPI_FILTERS=0 turns filters off
+--    window.span of the filtered trace still gives it.  where returning
+--    nil filters nothing; where raising fails the run as run raising would
+--    (a bad --arg: the same message).  NSL_MPI_FILTERS=0 turns filters off
 --    (tests, benchmarks).
 --
 -- No process waits for one that failed: the processes agree on success
@@ -144,25 +145,29 @@ local function whole_span(dist)
   return glo, ghi
 end
 
---- Declares analysis a's row filters (a.gather) on dist (collective: every
--- process calls it); returns the whole trace's span when a asked for it.
-local function declare_filters(a, args, dist, root)
+--- Whether analysis a's row filters (a.gather) apply, and the whole
+-- trace's span when they ask for it (collective: every process calls it;
+-- the span on rank 0 only).
+local function filter_plan(a, args, dist)
   local g = a.gather
-  if a.distributed or type(g) ~= "table" or os.getenv("NSL_MPI_FILTERS") == "0" then return nil end
-  local lo, hi
+  if a.distributed or type(g) ~= "table" or os.getenv("NSL_MPI_FILTERS") == "0" then return false end
   local span = g.span
   if type(span) == "function" then   -- every process decides alike: same args, same function
     local ok, want = pcall(span, args)
     span = ok and want
   end
-  if span then lo, hi = whole_span(dist) end
-  if not root then return nil end
-  pcall(function()   -- a bad declaration filters nothing: the analysis then says what is wrong itself
-    local where = g.where(args, lo, hi)
-    if type(where) ~= "table" then return end
-    for _, name in ipairs(sorted_keys(where)) do dist:filter(name, where[name]) end
-  end)
-  return span and {lo, hi} or nil
+  if not span then return true, nil end
+  local lo, hi = whole_span(dist)
+  return true, {lo, hi}
+end
+
+--- Declares analysis a's row filters on dist (rank 0, before the analysis
+-- reads a table).  Raises what where raises (a bad window argument fails
+-- as the analysis itself would, a bad declaration as a bug in it).
+local function declare_filters(a, args, dist, span)
+  local where = a.gather.where(args, span and span[1], span and span[2])
+  if type(where) ~= "table" then return end
+  for _, name in ipairs(sorted_keys(where)) do dist:filter(name, where[name]) end
 end
 
 --- Runs analysis a (its args checked) on opts.traces as one process of
@@ -180,7 +185,7 @@ function M.run(runner, a, args, opts)
     if not ok then return runner.fail(1, p or "another MPI rank failed") end
     parts = p
   end
-  local span = declare_filters(a, args, dist, root)
+  local filtered, span = filter_plan(a, args, dist)
   t_steps = mpi.wtime()
   if not root then
     dist:serve()
@@ -191,6 +196,7 @@ function M.run(runner, a, args, opts)
     split_of[trace] = dist
     if span and span[1] then window.set_span(trace, span[1], span[2]) end
     return runner.emit(a, trace, opts, function(out)
+      if filtered then declare_filters(a, args, dist, span) end
       if not parts then return a.run(trace, args, out) end
       if a.distributed.combine then return a.distributed.combine(trace, parts, args, out) end
       return a.run(trace, args, out, parts)

@@ -138,6 +138,10 @@ for np in 2 4; do
   filtered "export of a window, no API, no NVTX" $np run export "${RANKS[@]}" --arg to=20ms --arg api=false \
     --arg nvtx=false --out @OUT@
 done
+# a window the filters cannot be made for fails as the one-process run does, with its line
+same_as_one "export of a window after the end" 2 run export "${RANKS[@]}" --arg from=1s
+check_eq "export of a window after the end: the one-process error line" "$(grep '^nsl:' "$TMP/many.err" | grep -v 'nsl: mpi:')" \
+  "$(grep '^nsl:' "$TMP/one.err")"
 # the whole trace declares no filter: the same bytes either way
 same_as_one "export of the whole trace" 2 run export "${RANKS[@]}"
 cp "$TMP/many.err" "$TMP/on.err"
