@@ -167,7 +167,7 @@ end
 local function declare_filters(a, args, dist, span)
   local where = a.gather.where(args, span and span[1], span and span[2])
   if type(where) ~= "table" then return end
-  for _, name in ipairs(sorted_keys(where)) do dist:filter(name, where[name]) end
+  for name, conds in pairs(where) do dist:filter(name, conds) end   -- each table's filter stands alone
 end
 
 --- Runs analysis a (its args checked) on opts.traces as one process of
