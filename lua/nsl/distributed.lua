@@ -150,13 +150,17 @@ end
 -- the span on rank 0 only).
 local function filter_plan(a, args, dist)
   local g = a.gather
-  if a.distributed or type(g) ~= "table" or os.getenv("NSL_MPI_FILTERS") == "0" then return false end
+  if a.distributed or type(g) ~= "table" then return false end
+  -- rank 0 decides for all (0 off, 1 on, 2 on with the span): an
+  -- environment that differs between nodes never splits the collectives
   local span = g.span
-  if type(span) == "function" then   -- every process decides alike: same args, same function
+  if type(span) == "function" then
     local ok, want = pcall(span, args)
     span = ok and want
   end
-  if not span then return true, nil end
+  local plan = mpi.bcast(os.getenv("NSL_MPI_FILTERS") == "0" and 0 or span and 2 or 1)
+  if plan == 0 then return false end
+  if plan == 1 then return true, nil end
   local lo, hi = whole_span(dist)
   return true, {lo, hi}
 end
