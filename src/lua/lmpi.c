@@ -103,10 +103,11 @@ static int dist_subtrace(lua_State *L) {
   return 1;
 }
 
-/* dist:filter(table, conds) (rank 0, before dist:trace()): the whole
- * trace's `table` holds the rows passing every condition {column, op,
- * value}: op "match" or "imatch" (value a regex; imatch ignores case), "in" (a list of integers), or one
- * of == ~= < <= > >= (an integer); evaluated where the rows are read. */
+/* dist:filter(table, conds) (rank 0, before the trace's tables are read):
+ * the whole trace's `table` holds the rows passing every condition
+ * {column, op, value}: op "match" or "imatch" (value a regex; imatch
+ * ignores case), "in" (a list of integers), or one of == ~= < <= > >= (an
+ * integer); evaluated where the rows are read. */
 static int dist_filter(lua_State *L) {
   static const char *const ops[] = {"==", "~=", "<", "<=", ">", ">=", "match", "imatch", "in", NULL};
   static const int codes[] = {NSL_EQ,         NSL_NE, NSL_LT, NSL_LE, NSL_GT, NSL_GE, NSL_DIST_MATCH, NSL_DIST_IMATCH,
@@ -120,7 +121,8 @@ static int dist_filter(lua_State *L) {
   for (lua_Integer i = 1; i <= n; i++) {   /* the strings and values stay on the stack until the call */
     nsl_dist_cond *c = &conds[i - 1];
     luaL_checkstack(L, 8, "dist:filter");
-    if (lua_geti(L, 3, i) != LUA_TTABLE) return luaL_error(L, "dist:filter: condition %d is not {column, op, value}", (int)i);
+    if (lua_geti(L, 3, i) != LUA_TTABLE)
+      return luaL_error(L, "dist:filter: condition %d is not {column, op, value}", (int)i);
     int at = lua_gettop(L);
     lua_geti(L, at, 1);
     c->column = luaL_checkstring(L, -1);

@@ -47,7 +47,8 @@ for a in timeline export; do
       NSL_MPI_FILTERS=$f NSL_MPI_STATS=1 mpirun --oversubscribe -np "$np" "$nsl" run "$a" "${files[@]}" "${window[@]}" \
         --out "$work/o" > "$work/cur.out" 2> "$work/cur.err" || true
       t1=$(now)
-      stats=$(grep -o 'rank 0: .* moved' "$work/cur.err" | sed 's/rank 0: //; s/ in communication,/ comm,/; s/ bytes moved/ B/')
+      stats=$(grep -o 'rank 0: .* moved' "$work/cur.err" |
+              sed 's/rank 0: //; s/ in communication,/ comm,/; s/ bytes moved/ B/')
       same=DIFFERENT
       cmp -s "$work/cur.out" "$work/ref.out" && diff -r -q "$work/o" "$work/ref.d" > /dev/null && same=equal
       printf '%-9s %3s %-8s %9.2f  %-40s %s\n' "$a" "$np" "$([ $f = 1 ] && echo on || echo off)" \

@@ -129,7 +129,8 @@ filtered() {
   NSL_MPI_FILTERS=0 same_as_one "$what, filters off (NSL_MPI_FILTERS=0)" "$np" "$@"
   local on off
   on=$(moved "$TMP/on.err"); off=$(moved "$TMP/many.err")
-  if [ -n "$on" ] && [ -n "$off" ] && [ "$on" -lt "$off" ]; then ok "$what on $np: $on bytes moved, $off without filters"
+  if [ -n "$on" ] && [ -n "$off" ] && [ "$on" -lt "$off" ]; then
+    ok "$what on $np: $on bytes moved, $off without filters"
   else bad "$what on $np: $on bytes moved with filters, $off without"; fi
 }
 for np in 2 4; do
@@ -140,13 +141,14 @@ for np in 2 4; do
 done
 # a window the filters cannot be made for fails as the one-process run does, with its line
 same_as_one "export of a window after the end" 2 run export "${RANKS[@]}" --arg from=1s
-check_eq "export of a window after the end: the one-process error line" "$(grep '^nsl:' "$TMP/many.err" | grep -v 'nsl: mpi:')" \
-  "$(grep '^nsl:' "$TMP/one.err")"
+check_eq "export of a window after the end: the one-process error line" \
+  "$(grep '^nsl:' "$TMP/many.err" | grep -v 'nsl: mpi:')" "$(grep '^nsl:' "$TMP/one.err")"
 # the whole trace declares no filter: the same bytes either way
 same_as_one "export of the whole trace" 2 run export "${RANKS[@]}"
 cp "$TMP/many.err" "$TMP/on.err"
 NSL_MPI_FILTERS=0 same_as_one "export of the whole trace, filters off" 2 run export "${RANKS[@]}"
-check_eq "export of the whole trace: no filter, no span asked, as many bytes moved" "$(moved "$TMP/on.err")" "$(moved "$TMP/many.err")"
+check_eq "export of the whole trace: no filter, no span asked, as many bytes moved" "$(moved "$TMP/on.err")" \
+  "$(moved "$TMP/many.err")"
 # each kind of condition (a regex ignoring case, a set, a comparison) against SQL on the exports
 cat > "$TMP/filters.lua" <<'EOF'
 return {name = "filters", description = "NCCL kernels on some streams, large copies",
