@@ -82,6 +82,11 @@ return {
     max_events = {default = 20000000, help = "refuse larger exports (viewers load a few million events at best)"},
   },
   example = "nsl run export run.sqlite --arg from=1s --arg to=1.2s --out out/  (open out/trace.json in Perfetto)",
+  -- a distributed run moves only the window's rows to MPI rank 0
+  gather = window.gather(function(args)
+    return {kernels = "overlap", memcpy = "overlap", memset = "overlap", api = args.api and "overlap" or nil,
+            nvtx = args.nvtx and "before" or nil}
+  end),
   run = function(trace, args, out)
     local whole = (args.from == nil or args.from == "") and (args.to == nil or args.to == "")
     local from, to = window.resolve(trace, args)

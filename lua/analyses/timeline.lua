@@ -24,6 +24,10 @@ return {
     file = {default = "", help = "file name under --out DIR, without or with the format's extension (default timeline)"},
   },
   example = "nsl run timeline run.sqlite --arg from=1.2s --arg to=1.25s --out figures/",
+  -- a distributed run moves only the window's rows to MPI rank 0 (plot.timeline draws plot.window_rows)
+  gather = window.gather(function(args)
+    return {kernels = "overlap", memcpy = "overlap", memset = "overlap", nvtx = args.nvtx and "overlap" or nil}
+  end),
   run = function(trace, args, out)
     if args.format ~= "png" and args.format ~= "svg" then
       nsl.fail(fmt("--arg format: '%s' is neither png nor svg", tostring(args.format)))

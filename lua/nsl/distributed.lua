@@ -20,6 +20,25 @@
 --    processes' reports is asked of them then;
 --  * any other analysis runs on rank 0 over the whole trace, whose tables
 --    are read by every process for its share and gathered when first used.
+--    It may declare row filters that drop, where the rows are read, rows it
+--    would drop itself (so rank 0 receives only the rows it uses):
+--      gather = {
+--        span = true,   -- where gets the trace's span (window.span), else nil
+--                       -- (or function(args) -> whether it needs it)
+--        where = function(args, lo, hi)
+--          return {kernels = {{"start", "<", to}, {"name", "imatch", "nccl"},
+--                             {"device", "in", {0, 1}}}, ...}
+--        end,
+--      }
+--    conditions {column, op, value}, all to hold: op "match" (a regex on
+--    a string column; "imatch" ignoring case), "in" (a list of integers),
+--    == ~= < <= > >= (an integer); NULLs never pass; a condition on a
+--    column a report lacks, or on `report` or `dur` (derived), filters
+--    none of its rows.  The span is measured over all rows, and
+--    window.span of the filtered trace still gives it.  where returning
+--    nil filters nothing; where raising fails the run as run raising would
+--    (a bad --arg: the same message).  NSL_MPI_FILTERS=0 turns filters off
+--    (tests, benchmarks).
 --
 -- No process waits for one that failed: the processes agree on success
 -- (an all-reduce) after opening their shares and after the steps, before
@@ -27,6 +46,7 @@
 local nsl = require("nsl")
 local gpu_ops = require("nsl.gpu_ops")
 local tables = require("nsl.util.tables")
+local window = require("nsl.window")
 
 local M = {}
 
@@ -94,6 +114,53 @@ function M.ops_combine(ops)
   return ops:take(ops.part:argsort()):select(cols)
 end
 
+--- The span (window.span) of the whole trace, measured by every process
+-- over its own reports (collective); lo, hi on rank 0 (nil: no events).
+local function whole_span(dist)
+  local ok, lo, hi = pcall(function() return window.span(dist:view()) end)
+  local t = ok and lo and nsl.table{{"lo", nsl.rep(lo, 1)}, {"hi", nsl.rep(hi, 1)}} or nil
+  local got = mpi.gather(t, 0)
+  if type(got) ~= "table" then return nil end
+  local glo, ghi
+  for _, g in ipairs(got) do
+    if g and #g > 0 then
+      local a, b = g.lo[1], g.hi[1]
+      if not glo or a < glo then glo = a end
+      if not ghi or b > ghi then ghi = b end
+    end
+  end
+  return glo, ghi
+end
+
+--- Whether analysis a's row filters (a.gather) apply, and the whole
+-- trace's span when they ask for it (collective: every process calls it;
+-- the span on rank 0 only).
+local function filter_plan(a, args, dist)
+  local g = a.gather
+  if a.distributed or type(g) ~= "table" then return false end
+  -- rank 0 decides for all (0 off, 1 on, 2 on with the span): an
+  -- environment that differs between nodes never splits the collectives
+  local span = g.span
+  if type(span) == "function" then
+    local ok, want = pcall(span, args)
+    span = ok and want
+  end
+  local plan = mpi.bcast(os.getenv("NSL_MPI_FILTERS") == "0" and 0 or span and 2 or 1)
+  if plan == 0 then return false end
+  if plan == 1 then return true, nil end
+  local lo, hi = whole_span(dist)
+  return true, {lo, hi}
+end
+
+--- Declares analysis a's row filters on dist (rank 0, before the analysis
+-- reads a table).  Raises what where raises (a bad window argument fails
+-- as the analysis itself would, a bad declaration as a bug in it).
+local function declare_filters(a, args, dist, span)
+  local where = a.gather.where(args, span and span[1], span and span[2])
+  if type(where) ~= "table" then return end
+  for name, conds in pairs(where) do dist:filter(name, conds) end   -- each table's filter stands alone
+end
+
 --- Runs analysis a (its args checked) on opts.traces as one process of
 -- the job; returns the exit code, the same on every process.
 function M.run(runner, a, args, opts)
@@ -109,6 +176,7 @@ function M.run(runner, a, args, opts)
     if not ok then return runner.fail(1, p or "another MPI rank failed") end
     parts = p
   end
+  local filtered, span = filter_plan(a, args, dist)
   t_steps = mpi.wtime()
   if not root then
     dist:serve()
@@ -117,7 +185,9 @@ function M.run(runner, a, args, opts)
   local okt, code = pcall(function()
     local trace = dist:trace()
     split_of[trace] = dist
+    if span and span[1] then window.set_span(trace, span[1], span[2]) end
     return runner.emit(a, trace, opts, function(out)
+      if filtered then declare_filters(a, args, dist, span) end
       if not parts then return a.run(trace, args, out) end
       if a.distributed.combine then return a.distributed.combine(trace, parts, args, out) end
       return a.run(trace, args, out, parts)

@@ -9,6 +9,14 @@ local units = require("nsl.util.units")
 
 local M = {}
 
+-- trace -> {lo, hi}: the span of a trace whose tables hold only some rows
+-- (a distributed run's row filters, nsl.distributed), measured over all rows.
+local known = setmetatable({}, {__mode = "k"})
+
+--- window.set_span(trace, lo, hi): the default span of trace (its tables
+-- hold filtered rows; lo, hi were measured over all of them).
+function M.set_span(trace, lo, hi) known[trace] = {lo, hi} end
+
 -- Tables whose rows are events with start and stop.
 M.event_tables = {"kernels", "memcpy", "memset", "nvtx", "api"}
 
@@ -16,6 +24,7 @@ M.event_tables = {"kernels", "memcpy", "memset", "nvtx", "api"}
 -- stop over the tables (default: kernels, memcpy, memset, nvtx, api); nil
 -- when they have no events.
 function M.span(trace, tables)
+  if not tables and known[trace] then return known[trace][1], known[trace][2] end
   local lo, hi
   for _, name in ipairs(tables or M.event_tables) do
     local t = trace[name]
@@ -37,6 +46,12 @@ end
 -- window or one that starts after the last event.
 function M.resolve(trace, args, tables)
   local lo, hi = M.span(trace, tables)
+  return M.resolve_span(lo, hi, args)
+end
+
+--- window.resolve_span(lo, hi, args) -> from, to, lo, hi: window.resolve
+-- for a trace of span lo, hi (lo nil: no events).
+function M.resolve_span(lo, hi, args)
   if not lo then nsl.fail("the trace has no events (kernels, memory operations, NVTX ranges or CUDA API calls)") end
   if hi <= lo then hi = lo + 1 end   -- a single instant: a 1 ns window
   local function arg(name, default)
@@ -55,6 +70,25 @@ function M.resolve(trace, args, tables)
       tostring(args.from), require("nsl.report").duration(hi - lo)))
   end
   return from, to, lo, hi
+end
+
+--- window.gather(pick) -> a `gather` declaration (nsl.distributed) for an
+-- analysis of the window of args.from / args.to: pick(args) names the
+-- tables to filter, each "overlap" (rows with start < to and stop > from,
+-- plot.window_rows) or "before" (rows with start < to: ranges and marks).
+-- Without from and to (the whole trace) nothing is filtered.
+local function whole(args) return (args.from == nil or args.from == "") and (args.to == nil or args.to == "") end
+
+function M.gather(pick)
+  return {span = function(args) return not whole(args) end, where = function(args, lo, hi)
+    if whole(args) then return nil end
+    local from, to = M.resolve_span(lo, hi, args)
+    local where = {}
+    for name, how in pairs(pick(args)) do
+      where[name] = how == "overlap" and {{"start", "<", to}, {"stop", ">", from}} or {{"start", "<", to}}
+    end
+    return where
+  end}
 end
 
 return M

@@ -18,6 +18,7 @@
 
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
+#include "core/model.h"
 #include "core/wire.h"
 #include "mpi/comm.h"
 #include "nsl/bundle.h"
@@ -47,6 +48,11 @@ struct nsl_dist {
   char *key;
   void **bufs;
   size_t *lens;
+  /* rank 0: the whole trace's row filters (nsl__dist_filter), encoded as sent */
+  int nfilters;
+  char **ftables;
+  void **fblobs;
+  size_t *flens;
 };
 
 /* ---- growing byte buffers for messages ---- */
@@ -144,6 +150,13 @@ void nsl__dist_release(nsl_dist *d) {
   free(d->bufs);
   free(d->lens);
   free(d->key);
+  for (int i = 0; i < d->nfilters; i++) {
+    free(d->ftables[i]);
+    free(d->fblobs[i]);
+  }
+  free(d->ftables);
+  free(d->fblobs);
+  free(d->flens);
   pthread_mutex_destroy(&d->mu);
   free(d);
 }
@@ -406,12 +419,237 @@ nsl_status nsl__dist_open(nsl_dist **out, const char *const *paths, int npaths, 
   return NSL_OK;
 }
 
+/* ---- row filters: conditions evaluated where the rows are read ---- */
+
+/* A filter's encoding (as sent in requests): int32 n, then per condition
+ * the column, int32 op, the pattern, int32 nvalues, int64 values[]. */
+nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl_dist_cond *conds, int n, nsl_error *err) {
+  msg m = {0};
+  int32_t nc = n;
+  put(&m, &nc, sizeof nc);
+  for (int i = 0; i < n; i++) {
+    const nsl_dist_cond *c = &conds[i];
+    int cmp = c->op >= NSL_EQ && c->op <= NSL_GE, match = c->op == NSL_DIST_MATCH || c->op == NSL_DIST_IMATCH;
+    if (!c->column || !*c->column || (match && !c->pattern) || (cmp && c->nvalues != 1) ||
+        (!cmp && !match && c->op != NSL_DIST_IN) || c->nvalues < 0 || (c->nvalues > 0 && !c->values)) {
+      free(m.p);
+      return nsl_error_set(err, NSL_ERR_ARG, "filter of table '%s': condition %d is not a regex, a set or a comparison",
+                           table, i + 1);
+    }
+    if (match) {   /* a bad pattern fails here, on rank 0, not on every process */
+      nsl_regex *re = NULL;
+      nsl_status rc = nsl_regex_compile(&re, c->pattern, c->op == NSL_DIST_IMATCH ? NSL_REGEX_ICASE : 0, err);
+      nsl_regex_free(re);
+      if (rc != NSL_OK) {
+        free(m.p);
+        return rc;
+      }
+    }
+    int32_t op = c->op, nv = c->nvalues;
+    put_str(&m, c->column);
+    put(&m, &op, sizeof op);
+    put_str(&m, match ? c->pattern : "");
+    put(&m, &nv, sizeof nv);
+    put(&m, c->values, (size_t)nv * sizeof *c->values);
+  }
+  if (m.oom) {
+    free(m.p);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  for (int i = 0; i < d->nfilters; i++)
+    if (strcmp(d->ftables[i], table) == 0) {
+      free(d->fblobs[i]);
+      d->fblobs[i] = m.p;
+      d->flens[i] = m.len;
+      return NSL_OK;
+    }
+  char **nt = realloc(d->ftables, (size_t)(d->nfilters + 1) * sizeof *nt);
+  if (nt) d->ftables = nt;
+  void **nb = realloc(d->fblobs, (size_t)(d->nfilters + 1) * sizeof *nb);
+  if (nb) d->fblobs = nb;
+  size_t *nl = realloc(d->flens, (size_t)(d->nfilters + 1) * sizeof *nl);
+  if (nl) d->flens = nl;
+  char *name = strdup(table);
+  if (!nt || !nb || !nl || !name) {
+    free(name);
+    free(m.p);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  d->ftables[d->nfilters] = name;
+  d->fblobs[d->nfilters] = m.p;
+  d->flens[d->nfilters++] = m.len;
+  return NSL_OK;
+}
+
+/* The encoded filter of table (NULL, 0: none). */
+static const void *filter_of(const nsl_dist *d, const char *table, size_t *len) {
+  for (int i = 0; i < d->nfilters; i++)
+    if (strcmp(d->ftables[i], table) == 0) {
+      *len = d->flens[i];
+      return d->fblobs[i];
+    }
+  *len = 0;
+  return NULL;
+}
+
+/* The mask of the rows of one condition over column c. */
+static nsl_column *cond_mask(const nsl_column *c, int op, const char *pattern, const int64_t *values, int nv,
+                             nsl_error *err) {
+  if (op == NSL_DIST_IN) return nsl_col_isin(c, values, nv, err);
+  if (op != NSL_DIST_MATCH && op != NSL_DIST_IMATCH) return nsl_col_cmp_i64(c, (nsl_cmp)op, values[0], err);
+  nsl_regex *re = NULL;
+  if (nsl_regex_compile(&re, pattern, op == NSL_DIST_IMATCH ? NSL_REGEX_ICASE : 0, err) != NSL_OK) return NULL;
+  nsl_column *m = nsl_col_regex(c, re, err);
+  nsl_regex_free(re);
+  return m;
+}
+
+/* The rows of report (ops, src) that pass filter (blob, blen) of table:
+ * *idx receives their indices, or NULL when every row passes (no filter,
+ * or a condition on a column the report lacks); *rows their number
+ * (counted by the source when *idx is NULL).  The condition columns are
+ * read into a dictionary of their own, so the caller's sees only the rows
+ * it loads. */
+static nsl_status filter_rows(const nsl_source_ops *ops, void *src, const char *table, int64_t offset,
+                              const void *blob, size_t blen, nsl_column **idx, int64_t *rows, nsl_error *err) {
+  *idx = NULL;
+  reader r = {blob, blen, 0, 0};
+  int32_t n = 0;
+  if (blob) get(&r, &n, sizeof n);
+  if (r.bad || n < 0 || n > 64) return nsl_error_set(err, NSL_ERR_FORMAT, "corrupt row filter of table '%s'", table);
+  if (n == 0) return ops->count(src, table, rows, err);
+  nsl_status rc = NSL_OK;
+  char **cols = calloc((size_t)n, sizeof *cols), **pats = calloc((size_t)n, sizeof *pats);
+  int32_t *opv = calloc((size_t)n, sizeof *opv), *nvs = calloc((size_t)n, sizeof *nvs);
+  int64_t **vals = calloc((size_t)n, sizeof *vals);
+  nsl_type *types = calloc((size_t)n, sizeof *types);
+  nsl_column **got = calloc((size_t)n, sizeof *got);
+  nsl_table *schema = nsl_table_new();
+  nsl_dict *dict = nsl_dict_new();
+  nsl_column *mask = NULL;
+  int all = 0;   /* a condition on a column this report lacks: no filtering */
+  if (!cols || !pats || !opv || !nvs || !vals || !types || !got || !schema || !dict) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < n && !r.bad; i++) {
+    cols[i] = get_str(&r);
+    get(&r, &opv[i], sizeof opv[i]);
+    pats[i] = get_str(&r);
+    get(&r, &nvs[i], sizeof nvs[i]);
+    if (r.bad || nvs[i] < 0 || (size_t)nvs[i] > (r.len - r.at) / sizeof(int64_t)) {
+      r.bad = 1;
+      break;
+    }
+    if (!(vals[i] = malloc((size_t)(nvs[i] ? nvs[i] : 1) * sizeof(int64_t)))) {
+      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+      goto done;
+    }
+    get(&r, vals[i], (size_t)nvs[i] * sizeof(int64_t));
+    int cmp = opv[i] >= NSL_EQ && opv[i] <= NSL_GE;
+    int match = opv[i] == NSL_DIST_MATCH || opv[i] == NSL_DIST_IMATCH;
+    if (!cols[i] || !pats[i] || (cmp && nvs[i] != 1) || (!cmp && !match && opv[i] != NSL_DIST_IN))
+      r.bad = 1;
+  }
+  if (r.bad) {
+    rc = nsl_error_set(err, NSL_ERR_FORMAT, "corrupt row filter of table '%s'", table);
+    goto done;
+  }
+  rc = ops->describe ? ops->describe(src, table, schema, err) : NSL_OK;
+  if (rc == NSL_ERR_NOTFOUND) {   /* no such table: no rows, as the source counts them */
+    rc = ops->count(src, table, rows, err);
+    goto done;
+  }
+  if (rc != NSL_OK) goto done;
+  const nsl_model_table *mt = nsl__model_table(table);   /* the model's columns, then the source's extras */
+  for (const nsl_model_column *c = mt ? mt->cols : NULL; c && c->name; c++)
+    if (nsl_table_find(schema, c->name) < 0) nsl_table_declare(schema, c->name, c->type, NULL);
+  for (int i = 0; i < n && !all; i++) {
+    int ci = nsl_table_find(schema, cols[i]);
+    if (ci < 0 || strcmp(cols[i], "report") == 0 || strcmp(cols[i], "dur") == 0) all = 1;   /* derived: not filtered */
+    else types[i] = nsl_table_coltype(schema, ci);
+  }
+  if (all) {
+    rc = ops->count(src, table, rows, err);
+    goto done;
+  }
+  if ((rc = ops->load(src, table, (const char *const *)cols, types, n, dict, offset, got, err)) != NSL_OK) goto done;
+  for (int i = 0; i < n; i++) {
+    nsl_column *m = cond_mask(got[i], opv[i], pats[i], vals[i], nvs[i], err);
+    nsl_column *both = m && mask ? nsl_mask_and(mask, m, err) : NULL;
+    if (!m || (mask && !both)) {
+      nsl_column_release(m);
+      rc = err && err->code ? err->code : NSL_ERR_NOMEM;
+      goto done;
+    }
+    if (both) {
+      nsl_column_release(m);
+      nsl_column_release(mask);
+      mask = both;
+    } else mask = m;
+  }
+  *rows = nsl_mask_count(mask);
+  if (!(*idx = nsl_mask_indices(mask, err))) rc = err && err->code ? err->code : NSL_ERR_NOMEM;
+done:
+  for (int i = 0; i < n; i++) {
+    if (cols) free(cols[i]);
+    if (pats) free(pats[i]);
+    if (vals) free(vals[i]);
+    if (got) nsl_column_release(got[i]);
+  }
+  free(cols);
+  free(pats);
+  free(opv);
+  free(nvs);
+  free(vals);
+  free(types);
+  free(got);
+  nsl_column_release(mask);
+  nsl_table_release(schema);
+  nsl_dict_release(dict);
+  return rc;
+}
+
+/* ops->count, with filter (blob, blen) applied. */
+static nsl_status filtered_count(const nsl_source_ops *ops, void *src, const char *table, int64_t offset,
+                                 const void *blob, size_t blen, int64_t *out, nsl_error *err) {
+  if (!blob) return ops->count(src, table, out, err);
+  nsl_column *idx = NULL;
+  nsl_status rc = filter_rows(ops, src, table, offset, blob, blen, &idx, out, err);
+  nsl_column_release(idx);
+  return rc;
+}
+
+/* ops->load, with filter (blob, blen) applied: the columns hold the
+ * passing rows only. */
+static nsl_status filtered_load(const nsl_source_ops *ops, void *src, const char *table, const char *const *cols,
+                                const nsl_type *types, int n, nsl_dict *dict, int64_t offset, const void *blob,
+                                size_t blen, nsl_column **out, nsl_error *err) {
+  nsl_column *idx = NULL;
+  int64_t rows = 0;
+  nsl_status rc = blob ? filter_rows(ops, src, table, offset, blob, blen, &idx, &rows, err) : NSL_OK;
+  if (rc == NSL_OK) rc = ops->load(src, table, cols, types, n, dict, offset, out, err);
+  for (int k = 0; rc == NSL_OK && idx && k < n; k++) {
+    if (!out[k]) continue;
+    nsl_column *kept = nsl_col_gather(out[k], idx, err);
+    if (!kept) {
+      rc = err && err->code ? err->code : NSL_ERR_NOMEM;
+      break;
+    }
+    nsl_column_release(out[k]);
+    out[k] = kept;
+  }
+  nsl_column_release(idx);
+  return rc;
+}
+
 /* ---- borrowed sources: a report of the share, seen from another trace ---- */
 
 typedef struct borrowed {
   nsl_dist *d;
   int local;          /* report index in d->share */
   int64_t offset;     /* time offset to use, or -1: the caller's */
+  int filtered;       /* a report of the whole trace: d's row filters apply */
 } borrowed;
 
 static const nsl_source_ops *inner(const borrowed *b, void **src) { return nsl__trace_source(b->d->share, b->local, src); }
@@ -427,13 +665,18 @@ static nsl_status b_load(void *p, const char *name, const char *const *cols, con
   const borrowed *b = p;
   void *src;
   const nsl_source_ops *ops = inner(b, &src);
-  return ops->load(src, name, cols, types, n, dict, b->offset >= 0 ? b->offset : offset, out, err);
+  size_t flen = 0;
+  const void *f = b->filtered ? filter_of(b->d, name, &flen) : NULL;
+  return filtered_load(ops, src, name, cols, types, n, dict, b->offset >= 0 ? b->offset : offset, f, flen, out, err);
 }
 
 static nsl_status b_count(void *p, const char *name, int64_t *out, nsl_error *err) {
+  const borrowed *b = p;
   void *src;
-  const nsl_source_ops *ops = inner(p, &src);
-  return ops->count(src, name, out, err);
+  const nsl_source_ops *ops = inner(b, &src);
+  size_t flen = 0;
+  const void *f = b->filtered ? filter_of(b->d, name, &flen) : NULL;
+  return filtered_count(ops, src, name, b->d->offsets[b->d->first + b->local], f, flen, out, err);
 }
 
 static void b_close(void *p) {
@@ -465,12 +708,13 @@ static nsl_status b_metadata(void *p, nsl_metadata_fn fn, void *ctx, nsl_error *
 static const nsl_source_ops borrowed_ops = {"borrowed", b_describe, b_load, b_count, b_close,
                                             b_sql, b_members, b_member_read, b_metadata};
 
-/* Adds report `local` of the share to tr (times at offset, or the trace's when -1). */
+/* Adds report `local` of the share to tr (times at offset, or the trace's
+ * when -1; d's row filters applied when filtered). */
 static nsl_status add_borrowed(nsl_dist *d, nsl_trace *tr, int local, const nsl_report_info *info, int64_t offset,
-                               nsl_error *err) {
+                               int filtered, nsl_error *err) {
   borrowed *b = malloc(sizeof *b);
   if (!b) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-  *b = (borrowed){dist_retain(d), local, offset};
+  *b = (borrowed){dist_retain(d), local, offset, filtered};
   nsl_status rc = nsl_trace_add_source(tr, &borrowed_ops, b, info, err);
   if (rc != NSL_OK) b_close(b);
   return rc;
@@ -484,7 +728,7 @@ nsl_status nsl__dist_view(nsl_dist *d, nsl_trace **out, nsl_error *err) {
   for (int i = 0; rc == NSL_OK && i < nsl_trace_ninputs(d->share); i++)
     rc = nsl_trace_add_input(tr, nsl_trace_input_path(d->share, i), err);
   for (int i = 0; rc == NSL_OK && i < d->count; i++)
-    rc = add_borrowed(d, tr, i, nsl_trace_report(d->share, i), d->offsets[d->first + i], err);
+    rc = add_borrowed(d, tr, i, nsl_trace_report(d->share, i), d->offsets[d->first + i], 0, err);
   if (rc != NSL_OK) {
     nsl_trace_close(tr);
     return rc;
@@ -546,7 +790,7 @@ static nsl_status fetch_one(nsl_dist *d, const msg *req, int report, void **buf,
 /* A request: kind, table, columns (name, type), then the one report asked
  * for (-1: every report of the process). */
 static void request(msg *m, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
-                    int only) {
+                    int only, const void *filter, size_t flen) {
   uint8_t k = (uint8_t)kind;
   int32_t nc = n;
   put(m, &k, 1);
@@ -559,6 +803,9 @@ static void request(msg *m, int kind, const char *table, const char *const *cols
   }
   int32_t o = only;
   put(m, &o, sizeof o);
+  uint64_t fl = flen;   /* the table's row filter (nsl__dist_filter), 0 bytes: none */
+  put(m, &fl, sizeof fl);
+  put(m, filter, flen);
 }
 
 /* Reads an answer's status; on failure fills err with the process's message. */
@@ -578,7 +825,9 @@ static nsl_status answer_status(reader *r, nsl_error *err) {
 static nsl_status ask(remote *rm, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
                       void **buf, reader *r, nsl_error *err) {
   msg m = {0};
-  request(&m, kind, table, cols, types, n, rm->single ? rm->report : -1);
+  size_t flen = 0;
+  const void *f = rm->single || kind == REQ_DESCRIBE ? NULL : filter_of(rm->d, table, &flen);
+  request(&m, kind, table, cols, types, n, rm->single ? rm->report : -1, f, flen);
   if (m.oom) {
     free(m.p);
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
@@ -675,7 +924,7 @@ nsl_status nsl__dist_trace(nsl_dist *d, nsl_trace **out, nsl_error *err) {
   for (int i = 0; rc == NSL_OK && i < d->npaths; i++) rc = nsl_trace_add_input(tr, d->paths[i], err);
   for (int i = 0; rc == NSL_OK && i < d->nreports; i++) {
     if (d->owner[i] == d->rank) {
-      rc = add_borrowed(d, tr, i - d->first, &d->infos[i], -1, err);
+      rc = add_borrowed(d, tr, i - d->first, &d->infos[i], -1, 1, err);
       continue;
     }
     remote *rm = malloc(sizeof *rm);
@@ -705,7 +954,7 @@ nsl_status nsl__dist_subtrace(nsl_dist *d, const int *reports, int n, nsl_trace 
       break;
     }
     if (d->owner[i] == d->rank) {
-      rc = add_borrowed(d, tr, i - d->first, &d->infos[i], d->offsets[i], err);
+      rc = add_borrowed(d, tr, i - d->first, &d->infos[i], d->offsets[i], 0, err);
       continue;
     }
     remote *rm = malloc(sizeof *rm);
@@ -733,6 +982,8 @@ typedef struct serve_job {
   const char **cols;
   nsl_type *types;
   int n;
+  const void *filter;   /* the table's row filter, or NULL */
+  size_t flen;
   msg *answers;   /* per report of the share */
 } serve_job;
 
@@ -772,7 +1023,7 @@ static void serve_one(void *p, int i) {
     nsl_table_release(t);
   } else if (j->kind == REQ_COUNT) {
     int64_t rows = 0;
-    nsl_status st = ops->count(src, j->table, &rows, &e);
+    nsl_status st = filtered_count(ops, src, j->table, d->offsets[d->first + i], j->filter, j->flen, &rows, &e);
     if (st != NSL_OK) answer_error(m, st, e.msg, d->rank);
     else {
       put(m, &ok, sizeof ok);
@@ -782,8 +1033,8 @@ static void serve_one(void *p, int i) {
     nsl_dict *dict = nsl_dict_new();
     nsl_column **cols = calloc((size_t)(j->n ? j->n : 1), sizeof *cols);
     nsl_status st = !dict || !cols ? nsl_error_set(&e, NSL_ERR_NOMEM, "out of memory")
-                                   : ops->load(src, j->table, j->cols, j->types, j->n, dict,
-                                               d->offsets[d->first + i], cols, &e);
+                                   : filtered_load(ops, src, j->table, j->cols, j->types, j->n, dict,
+                                                   d->offsets[d->first + i], j->filter, j->flen, cols, &e);
     void *wire = NULL;
     size_t wlen = 0;
     if (st == NSL_OK) st = nsl__wire_encode(j->cols, cols, j->n, &wire, &wlen, &e);
@@ -812,7 +1063,7 @@ nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err) {
       free(buf);
       return NSL_OK;
     }
-    serve_job j = {d, kind, get_str(&r), NULL, NULL, 0, NULL};
+    serve_job j = {d, kind, get_str(&r), NULL, NULL, 0, NULL, 0, NULL};
     int32_t n = 0;
     get(&r, &n, sizeof n);
     if (n < 0 || n > 4096) r.bad = 1;
@@ -829,6 +1080,14 @@ nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err) {
     }
     int32_t only = -1;
     get(&r, &only, sizeof only);
+    uint64_t flen = 0;
+    get(&r, &flen, sizeof flen);
+    if (flen > r.len - r.at) r.bad = 1;
+    else if (flen > 0) {   /* read in place: buf lives until the answers are sent */
+      j.filter = r.p + r.at;
+      j.flen = (size_t)flen;
+      r.at += (size_t)flen;
+    }
     int lo = 0, hi = d->count;   /* the reports answered: all, or the one asked for */
     if (only >= 0) {
       lo = only - d->first;

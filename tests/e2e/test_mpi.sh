@@ -116,6 +116,65 @@ mpi 4 info "${RANKS[@]}" --format csv > "$TMP/info.csv"
 got=$(grep -E '^kernels,' "$TMP/info.csv" | cut -d, -f2)
 check_eq "info on 4 processes: kernel rows = SQL count" "$got" "$want"
 
+# ---- declared row filters (gather = ...): rank 0 receives only the rows the analysis keeps ----
+# moved FILE -- the bytes moved that the stats line in FILE reports
+moved() { grep -o '[0-9]* bytes moved' "$1" | cut -d' ' -f1; }
+# filtered WHAT NP ARGS... -- the run is the one-process run byte for byte with filters on and with
+# NSL_MPI_FILTERS=0, in the gathered form, and moves fewer bytes with filters on
+filtered() {
+  local what=$1 np=$2
+  shift 2
+  same_as_one "$what, filters on" "$np" "$@"; form_was "$what" gathered
+  cp "$TMP/many.err" "$TMP/on.err"
+  NSL_MPI_FILTERS=0 same_as_one "$what, filters off (NSL_MPI_FILTERS=0)" "$np" "$@"
+  local on off
+  on=$(moved "$TMP/on.err"); off=$(moved "$TMP/many.err")
+  if [ -n "$on" ] && [ -n "$off" ] && [ "$on" -lt "$off" ]; then
+    ok "$what on $np: $on bytes moved, $off without filters"
+  else bad "$what on $np: $on bytes moved with filters, $off without"; fi
+}
+for np in 2 4; do
+  filtered "timeline of a window" $np run timeline "${RANKS[@]}" --arg from=100ms --arg to=150ms --out @OUT@
+  filtered "export of a window" $np run export "${RANKS[@]}" --arg from=100ms --arg to=150ms
+  filtered "export of a window, no API, no NVTX" $np run export "${RANKS[@]}" --arg to=20ms --arg api=false \
+    --arg nvtx=false --out @OUT@
+done
+# a window the filters cannot be made for fails as the one-process run does, with its line
+same_as_one "export of a window after the end" 2 run export "${RANKS[@]}" --arg from=1s
+check_eq "export of a window after the end: the one-process error line" \
+  "$(grep '^nsl:' "$TMP/many.err" | grep -v 'nsl: mpi:')" "$(grep '^nsl:' "$TMP/one.err")"
+# the whole trace declares no filter: the same bytes either way
+same_as_one "export of the whole trace" 2 run export "${RANKS[@]}"
+cp "$TMP/many.err" "$TMP/on.err"
+NSL_MPI_FILTERS=0 same_as_one "export of the whole trace, filters off" 2 run export "${RANKS[@]}"
+check_eq "export of the whole trace: no filter, no span asked, as many bytes moved" "$(moved "$TMP/on.err")" \
+  "$(moved "$TMP/many.err")"
+# each kind of condition (a regex ignoring case, a set, a comparison) against SQL on the exports
+cat > "$TMP/filters.lua" <<'EOF'
+return {name = "filters", description = "NCCL kernels on some streams, large copies",
+  gather = {where = function()
+    return {kernels = {{"name", "imatch", "nccl"}, {"stream", "in", {7, 9}}}, memcpy = {{"bytes", ">=", 1048576}}}
+  end},
+  run = function(trace, _, out)
+    local k, m = trace.kernels, trace.memcpy
+    k = k:filter(k.name:regex("nccl", "i") & k.stream:isin{7, 9})
+    m = m:filter(m.bytes:ge(1048576))
+    out:text(string.format("%d %d %d %d", #k, k.dur:sum() or 0, #m, m.bytes:sum() or 0))
+  end}
+EOF
+want_k=0; want_kd=0; want_m=0; want_mb=0
+for f in "${RANKS[@]}"; do
+  read -r a b <<< "$(sql "$f" "SELECT count(*), sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s
+                              ON s.id = k.shortName WHERE s.value LIKE '%nccl%' AND k.streamId IN (7, 9)" | tr '|' ' ')"
+  want_k=$((want_k + a)); want_kd=$((want_kd + ${b:-0}))
+  read -r a b <<< "$(sql "$f" "SELECT count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE bytes >= 1048576" |
+                     tr '|' ' ')"
+  want_m=$((want_m + a)); want_mb=$((want_mb + ${b:-0}))
+done
+filtered "an own script's regex, set and comparison filters" 4 run "$TMP/filters.lua" "${RANKS[@]}"
+check_eq "filtered tables on 4 processes = SQL (NCCL kernels, their time, large copies, their bytes)" \
+  "$(cat "$TMP/one.out")" "$want_k $want_kd $want_m $want_mb"
+
 # ---- a bundle: each process reads its members only ----
 "$NSL" bundle "${RANKS[@]:0:6}" -o "$TMP/six.zip" > /dev/null 2>&1 || bad "bundle of six exports"
 same_as_one "straggler on a bundle of 6 reports" 4 run straggler "$TMP/six.zip"; form_was "bundle" distributed

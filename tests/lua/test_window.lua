@@ -1,0 +1,70 @@
+-- nsl.window: the span of a trace, the window of --arg from/to, and the row
+-- filters a windowed analysis declares for distributed runs (window.gather),
+-- against SQL through the sqlite3 program on the same export.
+local T = ...
+local nsl = require("nsl")
+local window = require("nsl.window")
+
+local nccl = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite")
+
+-- The rows of t passing every {column, op, value} of a gather declaration,
+-- evaluated with the column operations an analysis would use.
+local function passing(t, conds)
+  local mask
+  for _, c in ipairs(conds) do
+    local col, m = t[c[1]], nil
+    if c[2] == "<" then m = col:lt(c[3])
+    elseif c[2] == ">" then m = col:gt(c[3])
+    else error("unexpected op " .. tostring(c[2])) end
+    mask = mask and (mask & m) or m
+  end
+  return t:filter(mask)
+end
+
+return {
+  {"span of the kernels = SQL first start, last end", function()
+    local tr = assert(nsl.open(nccl))
+    local lo, hi = window.span(tr, {"kernels"})
+    local r = T.sql(nccl, "SELECT min(start), max(end) FROM CUPTI_ACTIVITY_KIND_KERNEL")[1]
+    T.eq(lo, math.tointeger(r[1]), "first start")
+    T.eq(hi, math.tointeger(r[2]), "last end")
+  end},
+
+  {"resolve_span is resolve over a given span; set_span replaces the measured one", function()
+    local tr = assert(nsl.open(nccl))
+    local lo, hi = window.span(tr)
+    local args = {from = "10ms", to = "20ms"}
+    local f1, t1 = window.resolve(tr, args)
+    local f2, t2 = window.resolve_span(lo, hi, args)
+    T.eq(f1, lo + 10000000, "from counted from the first event")
+    T.eq(t1, lo + 20000000, "to counted from the first event")
+    T.eq(f2, f1, "same from")
+    T.eq(t2, t1, "same to")
+    local other = assert(nsl.open(nccl))
+    window.set_span(other, lo - 5000000, hi)
+    T.eq(select(1, window.span(other)), lo - 5000000, "the span set is the default span")
+    T.eq(select(1, window.span(other, {"kernels"})), select(1, window.span(tr, {"kernels"})),
+         "named tables are still measured")
+    T.eq(select(1, window.resolve(other, args)), lo + 5000000, "resolve counts from the span set")
+    T.raises(function() window.resolve_span(nil, nil, args) end, "no events", "a span without events fails")
+  end},
+
+  {"window.gather keeps the rows overlapping the window (= SQL), nothing for the whole trace", function()
+    local tr = assert(nsl.open(nccl))
+    local lo, hi = window.span(tr)
+    local g = window.gather(function() return {kernels = "overlap", nvtx = "before"} end)
+    T.eq(g.span({}), false, "no window: no span asked")
+    T.eq(g.where({from = "", to = ""}, lo, hi), nil, "no window: no filter")
+    T.eq(g.span({from = "50ms"}), true, "a window: the span is asked")
+    local where = g.where({from = "50ms", to = "80ms"}, lo, hi)
+    local from, to = lo + 50000000, lo + 80000000
+    local k = passing(tr.kernels, where.kernels)
+    local want = T.sql1(nccl, string.format(
+      "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start < %d AND end > %d", to, from))
+    T.eq(#k, math.tointeger(want), "kernels overlapping the window")
+    T.ok(#k > 0 and #k < #tr.kernels, "the window keeps some kernels, not all")
+    local nv = passing(tr.nvtx, where.nvtx)
+    want = T.sql1(nccl, string.format("SELECT count(*) FROM NVTX_EVENTS WHERE start < %d", to))
+    T.eq(#nv, math.tointeger(want), "NVTX ranges and marks starting before the window ends")
+  end},
+}
