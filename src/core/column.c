@@ -118,14 +118,19 @@ int nsl_column_is_null(const nsl_column *c, int64_t i) {
   return 1;
 }
 
-/* Value i as int64; NULL (and NaN) give NSL_NULL_I64. */
+/* Value i as int64 (a double truncated toward zero); NULL, NaN and doubles
+ * outside int64's range give NSL_NULL_I64. */
 int64_t nsl_column_get_i64(const nsl_column *c, int64_t i) {
   if (i < 0 || i >= c->len || nsl_column_is_null(c, i)) return NSL_NULL_I64;
   switch (c->type) {
   case NSL_I64: return nsl_i64(c)[i];
   case NSL_I32:
   case NSL_STR: return nsl_i32(c)[i];
-  case NSL_F64: return (int64_t)nsl_f64(c)[i];
+  case NSL_F64: {
+    double v = nsl_f64(c)[i];
+    /* the cast is undefined outside [-2^63, 2^63) (and for NaN, which fails both tests) */
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : NSL_NULL_I64;
+  }
   case NSL_BOOL: return nsl_bool(c)[i];
   }
   return NSL_NULL_I64;
