@@ -567,9 +567,10 @@ void nsl_rep_set_nsys(const char *path);
 
 /* Finds nsys: given (a path, or a name looked up in PATH), else $NSYS, else
  * PATH, else the newest /opt/nvidia/nsight-systems[-cli]/VERSION/bin/nsys,
- * else CUDA's bin folders.  Writes the path to out and returns 0; -1 when
- * none is found (out then holds what was tried, for a message). */
-int nsl_rep_find_nsys(const char *given, char *out, size_t cap);
+ * else CUDA's bin folders.  Sets *out to the path (malloc'd; free() it)
+ * and returns 0; -1 when none is found (*out then holds what was tried, for
+ * a message; NULL only when out of memory). */
+int nsl_rep_find_nsys(const char *given, char **out);
 
 /* Exports report path (or reuses the cached export); *sqlite (malloc'd)
  * receives the export's path.  NSL_ERR_NOTFOUND when nsys is not found,

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/text.h"
 #include "nsl/nsl_io.h"
 
 #define TMP_TAG ".nsl-tmp-"
@@ -26,27 +27,33 @@
  * this old (no writer takes a day). */
 #define STALE_WITHOUT_LOCKS_S (24 * 3600)
 
-/* Splits target into its folder ("." when none) and base name.  Returns 0,
- * or -1 when the target has no base name or does not fit. */
-static int split_target(const char *target, char *dir, size_t dircap, const char **base) {
+/* Splits target into its folder ("." when none; *dir allocated, to free)
+ * and base name.  Returns 0, -1 when the target has no base name, -2 when
+ * out of memory. */
+static int split_target(const char *target, char **dir, const char **base) {
   const char *slash = strrchr(target, '/');
+  size_t n;
+  *dir = NULL;
   if (slash == NULL) {
-    if (dircap < 2)
-      return -1;
-    strcpy(dir, ".");
     *base = target;
   } else {
-    size_t n = (size_t)(slash - target);
-    if (n == 0)
-      n = 1;                     /* "/x": the folder is "/" */
-    if (n >= dircap)
-      return -1;
-    memcpy(dir, target, n);
-    dir[n] = '\0';
     *base = slash + 1;
   }
   if (**base == '\0' || strcmp(*base, ".") == 0 || strcmp(*base, "..") == 0)
     return -1;
+  if (slash == NULL) {
+    target = ".";
+    n = 1;
+  } else {
+    n = (size_t)(slash - target);
+    if (n == 0)
+      n = 1;                     /* "/x": the folder is "/" */
+  }
+  *dir = malloc(n + 1);
+  if (*dir == NULL)
+    return -2;
+  memcpy(*dir, target, n);
+  (*dir)[n] = '\0';
   return 0;
 }
 
@@ -129,42 +136,54 @@ static void keep_mode_and_owner(int f, const struct stat *target) {
   (void)fchmod(f, target->st_mode & 0777);
 }
 
-nsl_status nsl__tmpfile_open(const char *target, int *fd, char *tmp_path, nsl_error *err) {
-  char dir[NSL__TMPFILE_PATH_MAX];
+nsl_status nsl__tmpfile_open(const char *target, int *fd, char **tmp_path, nsl_error *err) {
+  char *dir = NULL;
   const char *base;
   struct stat st;
+  nsl_status rc;
 
   *fd = -1;
-  tmp_path[0] = '\0';
+  *tmp_path = NULL;
   if (target == NULL || target[0] == '\0')
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write: empty output path");
-  if (split_target(target, dir, sizeof dir, &base) != 0)
+  int sr = split_target(target, &dir, &base);
+  if (sr == -2)
+    return nsl_error_set(err, NSL_ERR_NOMEM, "cannot write '%s': out of memory", target);
+  if (sr != 0)
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': not a file name", target);
   int exists = stat(target, &st) == 0;
-  if (exists && !S_ISREG(st.st_mode))
-    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': it exists and is not a regular file",
-                         target);
+  if (exists && !S_ISREG(st.st_mode)) {
+    rc = nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': it exists and is not a regular file",
+                       target);
+    goto cleanup;
+  }
   /* root may write anything: the mode bits, not access(), say read-only */
-  if (exists && (st.st_mode & 0222) == 0)
-    return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': it is read-only (mode %04o); make it writable "
-                         "or write elsewhere", target, (unsigned)(st.st_mode & 07777));
+  if (exists && (st.st_mode & 0222) == 0) {
+    rc = nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': it is read-only (mode %04o); make it writable "
+                       "or write elsewhere", target, (unsigned)(st.st_mode & 07777));
+    goto cleanup;
+  }
   sweep_stale(dir);
   for (int attempt = 0; attempt < 100; attempt++) {
     char suffix[TMP_SUFFIX_LEN + 1];
     random_suffix(suffix);
-    int n = snprintf(tmp_path, NSL__TMPFILE_PATH_MAX, "%s/.%s" TMP_TAG "%s", dir, base, suffix);
-    if (n < 0 || n >= NSL__TMPFILE_PATH_MAX) {
-      tmp_path[0] = '\0';
-      return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': path too long", target);
+    char *name = nsl__printf_alloc("%s/.%s" TMP_TAG "%s", dir, base, suffix);
+    if (name == NULL) {
+      rc = nsl_error_set(err, NSL_ERR_NOMEM, "cannot write '%s': out of memory", target);
+      goto cleanup;
     }
     /* over an existing file, private until it has that file's mode */
-    int f = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, exists ? 0600 : 0666);
-    if (f < 0 && errno == EEXIST) continue;
+    int f = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, exists ? 0600 : 0666);
+    if (f < 0 && errno == EEXIST) {
+      free(name);
+      continue;
+    }
     if (f < 0) {
       int e = errno;
-      tmp_path[0] = '\0';
-      return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': cannot create a file in '%s': %s",
-                           target, dir, strerror(e));
+      free(name);
+      rc = nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': cannot create a file in '%s': %s",
+                         target, dir, strerror(e));
+      goto cleanup;
     }
     /* The lock marks the file as being written.  Only a sweeper can hold it
      * now, briefly, and it removes the file: then take another name. */
@@ -173,15 +192,20 @@ nsl_status nsl__tmpfile_open(const char *target, int *fd, char *tmp_path, nsl_er
     while ((r = flock(f, LOCK_EX)) != 0 && errno == EINTR) {}
     if (r == 0 && fstat(f, &mine) == 0 && mine.st_nlink == 0) {
       close(f);
+      free(name);
       continue;
     }
     if (exists) keep_mode_and_owner(f, &st);
     *fd = f;
-    return NSL_OK;
+    *tmp_path = name;
+    rc = NSL_OK;
+    goto cleanup;
   }
-  tmp_path[0] = '\0';
-  return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': no free temporary name in '%s'", target,
-                       dir);
+  rc = nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': no free temporary name in '%s'", target,
+                     dir);
+cleanup:
+  free(dir);
+  return rc;
 }
 
 nsl_status nsl__tmpfile_lock_target(const char *target, int wait_ms, int *lock_fd, nsl_error *err) {
@@ -223,11 +247,12 @@ nsl_status nsl__tmpfile_lock_target(const char *target, int wait_ms, int *lock_f
 /* fsyncs the folder holding target so that the rename itself is durable.
  * Failures are ignored: some file systems cannot fsync a folder. */
 static void sync_folder(const char *target) {
-  char dir[NSL__TMPFILE_PATH_MAX];
+  char *dir;
   const char *base;
-  if (split_target(target, dir, sizeof dir, &base) != 0)
+  if (split_target(target, &dir, &base) != 0)
     return;
   int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  free(dir);
   if (d < 0)
     return;
   (void)fsync(d);
@@ -297,21 +322,24 @@ static int write_all(int fd, const unsigned char *data, size_t len) {
  * writers swept, fsync and rename: nsl__tmpfile_* above (one way to
  * replace a file); this adds only the bytes. */
 nsl_status nsl_write_file_atomic(const char *path, const void *data, size_t len, nsl_error *err) {
-  char tmp[NSL__TMPFILE_PATH_MAX];
+  char *tmp = NULL;
   int fd = -1;
   if (path == NULL || path[0] == '\0')
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write a file: no path given");
   if (data == NULL && len > 0)
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no data given for %zu bytes", path, len);
-  nsl_status st = nsl__tmpfile_open(path, &fd, tmp, err);
+  nsl_status st = nsl__tmpfile_open(path, &fd, &tmp, err);
   if (st != NSL_OK) return st;
   int e = write_all(fd, data, len);
   if (e != 0) {
     nsl__tmpfile_abort(fd, tmp);
+    free(tmp);
     return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': writing %zu bytes failed: %s", path, len,
                          strerror(e));
   }
-  return nsl__tmpfile_commit(fd, tmp, path, NULL, err);
+  st = nsl__tmpfile_commit(fd, tmp, path, NULL, err);
+  free(tmp);
+  return st;
 }
 
 /* Creates path and the folders above it that are missing; NSL_ERR_IO when

@@ -39,8 +39,6 @@
 
 #include "nsl/nsl.h"
 
-#define NSL__TMPFILE_PATH_MAX 4096
-
 /* Which file a path named when it was read: device, inode, size and
  * modification time (ns).  known = 0: no expectation. */
 typedef struct nsl__file_id {
@@ -54,11 +52,12 @@ void nsl__file_id_of(const struct stat *st, nsl__file_id *id);
 
 /* Creates the temporary file for target (O_EXCL, close-on-exec, locked).
  * For a new target its mode is 0666 & ~umask; over an existing one it gets
- * that file's mode and (where permitted) owner and group.  tmp_path
- * receives its name (NSL__TMPFILE_PATH_MAX bytes).  NSL_ERR_IO when the
- * folder is missing or not writable or the target is read-only (no write
- * permission bit), NSL_ERR_ARG when target names a folder or is too long. */
-nsl_status nsl__tmpfile_open(const char *target, int *fd, char *tmp_path, nsl_error *err);
+ * that file's mode and (where permitted) owner and group.  *tmp_path
+ * receives its name, allocated (free() it after commit or abort; NULL on
+ * failure).  NSL_ERR_IO when the folder is missing or not writable or the
+ * target is read-only (no write permission bit), NSL_ERR_ARG when target
+ * names a folder, NSL_ERR_NOMEM when out of memory. */
+nsl_status nsl__tmpfile_open(const char *target, int *fd, char **tmp_path, nsl_error *err);
 
 /* fsync + rename(tmp_path, target) + close + fsync of the folder.  With
  * expect (may be NULL) known, the rename happens only if target is still

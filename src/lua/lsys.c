@@ -369,9 +369,12 @@ static int l_terminal_width(lua_State *L) {
  * nsys (--nsys, NSYS, PATH, the install folders), shared with the export of
  * .nsys-rep inputs. */
 static int l_find_nsys(lua_State *L) {
-  char out[PATH_MAX];
-  if (nsl_rep_find_nsys(luaL_optstring(L, 1, NULL), out, sizeof out) == 0) {
+  char *out = NULL;
+  int rc = nsl_rep_find_nsys(luaL_optstring(L, 1, NULL), &out);
+  if (out == NULL) return luaL_error(L, "out of memory");
+  if (rc == 0) {
     lua_pushstring(L, out);
+    free(out);
     return 1;
   }
   lua_pushnil(L);
@@ -379,6 +382,7 @@ static int l_find_nsys(lua_State *L) {
     lua_pushliteral(L, "nsys was not found (looked in PATH, /opt/nvidia/nsight-systems/*/bin and /usr/local/cuda/bin; "
                        "give --nsys PATH or set NSYS)");
   else lua_pushfstring(L, "cannot run nsys '%s': not an executable program", out);
+  free(out);
   return 2;
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/atomic_write.h"
+#include "core/text.h"
 
 #ifndef NSL_VERSION
 #define NSL_VERSION "unknown"
@@ -35,7 +36,7 @@ typedef struct wmember {
 struct nsl_bundle_writer {
   char *target;
   int fd;
-  char tmp[NSL__TMPFILE_PATH_MAX];
+  char *tmp;                   /* the temporary file's name (allocated), or NULL */
   int lock_fd;                 /* flock on the target being replaced, or -1 */
   nsl__file_id replaced;       /* replace the target only if it is still this file (see _replaces) */
   unsigned char *copy_buf;     /* every byte reaches the zip writer from here: zlib may point into it until the archive is freed */
@@ -171,7 +172,7 @@ nsl_status nsl_bundle_writer_open(nsl_bundle_writer **out, const char *target, n
     free(w);
     return st;
   }
-  if ((st = nsl__tmpfile_open(target, &w->fd, w->tmp, err)) != NSL_OK) {
+  if ((st = nsl__tmpfile_open(target, &w->fd, &w->tmp, err)) != NSL_OK) {
     if (w->lock_fd >= 0) close(w->lock_fd);
     free(w);
     return st;
@@ -429,11 +430,15 @@ nsl_status nsl_bundle_writer_finish(nsl_bundle_writer *w, const json_t *manifest
   nsl_status st;
   json_t *m = NULL;
   char *text = NULL;
-  char prefix[NSL__TMPFILE_PATH_MAX + 32];
+  char *prefix = NULL;
 
   if (w == NULL)
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write a bundle: no writer");
-  snprintf(prefix, sizeof prefix, "cannot write '%s'", w->target);
+  prefix = nsl__printf_alloc("cannot write '%s'", w->target);
+  if (prefix == NULL) {
+    st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot write '%s': out of memory", w->target);
+    goto fail;
+  }
   if (w->broken) {
     st = nsl_error_set(err, NSL_ERR_ARG, "%s: an earlier error left the bundle unfinishable", prefix);
     goto fail;
@@ -490,14 +495,17 @@ nsl_status nsl_bundle_writer_finish(nsl_bundle_writer *w, const json_t *manifest
   }
   st = nsl__tmpfile_commit(w->fd, w->tmp, w->target, &w->replaced, err);
   w->fd = -1;
-  w->tmp[0] = '\0';
+  free(w->tmp);
+  w->tmp = NULL;
   if (st != NSL_OK)
     goto fail;
+  free(prefix);
   free(text);
   json_decref(m);
   nsl_bundle_writer_abort(w);   /* releases what is left; nothing on disk remains to remove */
   return NSL_OK;
 fail:
+  free(prefix);
   free(text);
   json_decref(m);
   nsl_bundle_writer_abort(w);
@@ -513,6 +521,7 @@ void nsl_bundle_writer_abort(nsl_bundle_writer *w) {
   if (w->entry)
     archive_entry_free(w->entry);
   nsl__tmpfile_abort(w->fd, w->tmp);
+  free(w->tmp);
   if (w->lock_fd >= 0)
     close(w->lock_fd);   /* after the rename: the next writer reads what we wrote */
   free(w->copy_buf);

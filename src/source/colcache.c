@@ -40,6 +40,7 @@
 #include "core/atomic_write.h"
 #include "core/model.h"
 #include "core/nsl_internal.h"
+#include "core/text.h"
 #include "nsl/nsl_io.h"
 #include "source/bundle_internal.h"
 
@@ -254,10 +255,10 @@ static void publish(cache_src *c, const char *name, file_head *h, const void *co
   }
   if (c->nowrite || !c->dir) return;
   if ((int64_t)total > nsl_cache_max_bytes()) return;   /* would never stay */
-  char *target = path_in(c, name), tmp[NSL__TMPFILE_PATH_MAX];
+  char *target = path_in(c, name), *tmp = NULL;
   nsl_error e;
   int fd = -1;
-  if (!target || nsl__tmpfile_open(target, &fd, tmp, &e) != NSL_OK) {
+  if (!target || nsl__tmpfile_open(target, &fd, &tmp, &e) != NSL_OK) {
     c->nowrite = 1;
     warn_once(c->dir, target ? e.msg : "out of memory");
     free(target);
@@ -275,6 +276,7 @@ static void publish(cache_src *c, const char *name, file_head *h, const void *co
     warn_once(target, e.msg);
   } else
     c->wrote = 1;
+  free(tmp);
   free(target);
 }
 
@@ -898,14 +900,18 @@ static void open_entry(cache_src *c, const char *file, const char *sub, uint64_t
       warn_once(c->dir, strerror(errno));
       c->nowrite = 1;
     } else if (!c->nowrite) {
-      char abs[PATH_MAX], body[PATH_MAX + 512];
-      if (!realpath(file, abs)) snprintf(abs, sizeof abs, "%s", file);
-      int len = snprintf(body, sizeof body, "nsl-cache %d\n%skind %s\ninput %s\nsub %s\n", NSL_CACHE_FORMAT, want,
-                         c->in->kind ? c->in->kind : "", abs, sub ? sub : "");
-      if (nsl_write_file_atomic(entry, body, (size_t)len, &e) != NSL_OK) {
+      char *abs = realpath(file, NULL);
+      char *body = nsl__printf_alloc("nsl-cache %d\n%skind %s\ninput %s\nsub %s\n", NSL_CACHE_FORMAT, want,
+                                     c->in->kind ? c->in->kind : "", abs ? abs : file, sub ? sub : "");
+      if (body == NULL) {
+        warn_once(c->dir, "out of memory");
+        c->nowrite = 1;
+      } else if (nsl_write_file_atomic(entry, body, strlen(body), &e) != NSL_OK) {
         warn_once(c->dir, e.msg);
         c->nowrite = 1;
       }
+      free(body);
+      free(abs);
     }
   } else {
     utimensat(AT_FDCWD, entry, NULL, 0);   /* last used: the LRU order */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/nsl_internal.h"
+#include "core/text.h"
 #include "source/colcache.h"
 
 /* The cache root (*root malloc'd): the folder above columns/, found through
@@ -43,20 +44,20 @@ int64_t nsl__cache_remove_files(const char *dir, int rmdir_too, int64_t *files) 
   int64_t bytes = 0;
   if (!d) return 0;
   struct dirent *e;
-  char path[PATH_MAX];
   while ((e = readdir(d))) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    char *path = nsl__printf_alloc("%s/%s", dir, e->d_name);
+    if (!path) continue;
     struct stat st;
-    if (lstat(path, &st) != 0) continue;
-    if (S_ISDIR(st.st_mode)) {
-      bytes += nsl__cache_remove_files(path, 1, files);
-      continue;
+    if (lstat(path, &st) == 0) {
+      if (S_ISDIR(st.st_mode)) {
+        bytes += nsl__cache_remove_files(path, 1, files);
+      } else if (unlink(path) == 0) {
+        bytes += (int64_t)st.st_blocks * 512;
+        if (files) (*files)++;
+      }
     }
-    if (unlink(path) == 0) {
-      bytes += (int64_t)st.st_blocks * 512;
-      if (files) (*files)++;
-    }
+    free(path);
   }
   closedir(d);
   if (rmdir_too) rmdir(dir);
@@ -69,18 +70,20 @@ static int64_t folder_size(const char *dir, int64_t *files, int64_t *newest) {
   int64_t bytes = 0;
   if (!d) return 0;
   struct dirent *e;
-  char path[PATH_MAX];
   while ((e = readdir(d))) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    char *path = nsl__printf_alloc("%s/%s", dir, e->d_name);
+    if (!path) continue;
     struct stat st;
-    if (lstat(path, &st) != 0) continue;
-    if (S_ISDIR(st.st_mode)) bytes += folder_size(path, files, newest);
-    else {
-      bytes += (int64_t)st.st_blocks * 512;
-      if (files) (*files)++;
-      if (newest && (int64_t)st.st_mtime > *newest) *newest = (int64_t)st.st_mtime;
+    if (lstat(path, &st) == 0) {
+      if (S_ISDIR(st.st_mode)) bytes += folder_size(path, files, newest);
+      else {
+        bytes += (int64_t)st.st_blocks * 512;
+        if (files) (*files)++;
+        if (newest && (int64_t)st.st_mtime > *newest) *newest = (int64_t)st.st_mtime;
+      }
     }
+    free(path);
   }
   closedir(d);
   return bytes;
@@ -100,12 +103,15 @@ static int by_used_desc(const void *a, const void *b) {
 
 /* The entries of folder `sub` of the cache, most recently used first. */
 static int scan_entries(const char *root, const char *sub, entry_info **out, int *n) {
-  char dir[PATH_MAX];
-  if (snprintf(dir, sizeof dir, "%s/%s", root, sub) >= (int)sizeof dir) return -1;
   *out = NULL;
   *n = 0;
+  char *dir = nsl__printf_alloc("%s/%s", root, sub);
+  if (!dir) return -1;
   DIR *d = opendir(dir);
-  if (!d) return 0;
+  if (!d) {
+    free(dir);
+    return 0;
+  }
   struct dirent *e;
   int cap = 0;
   while ((e = readdir(d))) {
@@ -117,18 +123,22 @@ static int scan_entries(const char *root, const char *sub, entry_info **out, int
       *out = g;
     }
     entry_info *x = &(*out)[*n];
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    char *path = nsl__printf_alloc("%s/%s", dir, e->d_name);
+    if (!path) continue;
     struct stat st;
-    if (lstat(path, &st) != 0 || !(x->path = strdup(path))) continue;
+    if (lstat(path, &st) != 0) {
+      free(path);
+      continue;
+    }
+    x->path = path;
     x->files = 0;
     x->used = (int64_t)st.st_mtime;
     if (S_ISDIR(st.st_mode)) {
-      char ep[PATH_MAX + 8];
+      char *ep = nsl__printf_alloc("%s/entry", path);
       struct stat es;
-      if (snprintf(ep, sizeof ep, "%s/entry", path) >= (int)sizeof ep) ep[0] = 0;
       x->bytes = folder_size(path, &x->files, NULL);
-      if (stat(ep, &es) == 0) x->used = (int64_t)es.st_mtime;
+      if (ep && stat(ep, &es) == 0) x->used = (int64_t)es.st_mtime;
+      free(ep);
     } else {
       x->bytes = (int64_t)st.st_blocks * 512;
       x->files = 1;
@@ -136,6 +146,7 @@ static int scan_entries(const char *root, const char *sub, entry_info **out, int
     (*n)++;
   }
   closedir(d);
+  free(dir);
   if (*n > 1) qsort(*out, (size_t)*n, sizeof **out, by_used_desc);
   return 0;
 }
@@ -169,16 +180,14 @@ void nsl__cache_evict(const char *except) {
   free(root);
 }
 
-/* The value of line "key VALUE" of an entry file, or "". */
-static void entry_field(const char *text, const char *key, char *out, size_t cap) {
-  out[0] = 0;
+/* The value of line "key VALUE" of an entry file (malloc'd), "" when there
+ * is none; NULL when out of memory. */
+static char *entry_field(const char *text, const char *key) {
   size_t kl = strlen(key);
   for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-    if (strncmp(l, key, kl) == 0 && l[kl] == ' ') {
-      size_t n = strcspn(l + kl + 1, "\n");
-      snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), l + kl + 1);
-      return;
-    }
+    if (strncmp(l, key, kl) == 0 && l[kl] == ' ')
+      return strndup(l + kl + 1, strcspn(l + kl + 1, "\n"));
+  return strdup("");
 }
 
 nsl_status nsl_cache_list(char **rootp, void (*fn)(void *ctx, const nsl_cache_entry *e), void *ctx, nsl_error *err) {
@@ -192,17 +201,20 @@ nsl_status nsl_cache_list(char **rootp, void (*fn)(void *ctx, const nsl_cache_en
     scan_entries(root, subs[s], &v, &n);
     for (int i = 0; i < n; i++) {
       if (!v[i].path) continue;
-      char ep[PATH_MAX + 8], input[PATH_MAX] = "", sub[512] = "";
-      if (snprintf(ep, sizeof ep, "%s/entry", v[i].path) >= (int)sizeof ep) ep[0] = 0;
-      char *text = s == 0 ? nsl__cache_slurp(ep, 8192) : NULL;
+      char *ep = nsl__printf_alloc("%s/entry", v[i].path), *input = NULL, *sub = NULL;
+      char *text = s == 0 && ep ? nsl__cache_slurp(ep, 8192) : NULL;
       if (text) {
-        entry_field(text, "input", input, sizeof input);
-        entry_field(text, "sub", sub, sizeof sub);
+        input = entry_field(text, "input");
+        sub = entry_field(text, "sub");
       }
       const char *slash = strrchr(v[i].path, '/');
-      nsl_cache_entry ce = {subs[s], slash ? slash + 1 : v[i].path, input, sub, v[i].bytes, v[i].files, v[i].used};
+      nsl_cache_entry ce = {subs[s], slash ? slash + 1 : v[i].path, input ? input : "", sub ? sub : "",
+                            v[i].bytes, v[i].files, v[i].used};
       fn(ctx, &ce);
+      free(input);
+      free(sub);
       free(text);
+      free(ep);
     }
     free_entries(v, n);
   }

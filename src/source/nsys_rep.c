@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/nsl_internal.h"
+#include "core/text.h"
 
 extern char **environ;
 
@@ -49,61 +50,78 @@ static int executable(const char *path) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-/* Looks name up in PATH; 1 and the path in out when found. */
-static int in_path(const char *name, char *out, size_t cap) {
+/* Looks name up in PATH: the path found (malloc'd) or NULL. */
+static char *in_path(const char *name) {
   const char *path = getenv("PATH");
-  if (!path) return 0;
+  if (!path) return NULL;
   while (*path) {
     size_t n = strcspn(path, ":");
-    int len = snprintf(out, cap, "%.*s/%s", (int)(n ? n : 1), n ? path : ".", name);
-    if (len > 0 && (size_t)len < cap && executable(out)) return 1;
+    char *p = nsl__printf_alloc("%.*s/%s", (int)(n ? n : 1), n ? path : ".", name);
+    if (p && executable(p)) return p;
+    free(p);
     path += n;
     if (*path == ':') path++;
   }
-  return 0;
+  return NULL;
 }
 
-/* The newest <dir>/<version>/bin/nsys (versions compared as versions). */
-static int newest_in(const char *dir, char *out, size_t cap) {
+/* The newest <dir>/<version>/bin/nsys (versions compared as versions),
+ * malloc'd, or NULL. */
+static char *newest_in(const char *dir) {
   DIR *d = opendir(dir);
-  if (!d) return 0;
-  char best[256] = "";
+  if (!d) return NULL;
+  char *best = NULL;
   struct dirent *e;
   while ((e = readdir(d))) {
-    if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof best) continue;
-    char p[PATH_MAX];
-    if (snprintf(p, sizeof p, "%s/%s/bin/nsys", dir, e->d_name) >= (int)sizeof p || !executable(p)) continue;
-    if (!best[0] || strverscmp(e->d_name, best) > 0) snprintf(best, sizeof best, "%s", e->d_name);
+    if (e->d_name[0] == '.' || strlen(e->d_name) >= 256) continue;
+    char *p = nsl__printf_alloc("%s/%s/bin/nsys", dir, e->d_name);
+    int ok = p && executable(p);
+    free(p);
+    if (!ok) continue;
+    if (!best || strverscmp(e->d_name, best) > 0) {
+      char *b = strdup(e->d_name);
+      if (b) {
+        free(best);
+        best = b;
+      }
+    }
   }
   closedir(d);
-  if (!best[0]) return 0;
-  return snprintf(out, cap, "%s/%s/bin/nsys", dir, best) < (int)cap;
+  if (!best) return NULL;
+  char *out = nsl__printf_alloc("%s/%s/bin/nsys", dir, best);
+  free(best);
+  return out;
 }
 
-int nsl_rep_find_nsys(const char *given, char *out, size_t cap) {
+int nsl_rep_find_nsys(const char *given, char **out) {
+  *out = NULL;
   if (!given || !*given) given = g_program;
   if (given && *given) {
     if (strchr(given, '/')) {
-      snprintf(out, cap, "%s", given);
+      *out = strdup(given);
       return executable(given) ? 0 : -1;
     }
-    if (in_path(given, out, cap)) return 0;
-    snprintf(out, cap, "%s", given);
+    if ((*out = in_path(given))) return 0;
+    *out = strdup(given);
     return -1;
   }
   const char *env = getenv("NSYS");
   if (env && *env) {
-    if (strchr(env, '/') ? (snprintf(out, cap, "%s", env), executable(env)) : in_path(env, out, cap)) return 0;
-    snprintf(out, cap, "%s", env);
+    if (strchr(env, '/')) {
+      *out = strdup(env);
+      return executable(env) ? 0 : -1;
+    }
+    if ((*out = in_path(env))) return 0;
+    *out = strdup(env);
     return -1;
   }
-  if (in_path("nsys", out, cap)) return 0;
-  if (newest_in("/opt/nvidia/nsight-systems", out, cap) || newest_in("/opt/nvidia/nsight-systems-cli", out, cap))
+  if ((*out = in_path("nsys"))) return 0;
+  if ((*out = newest_in("/opt/nvidia/nsight-systems")) || (*out = newest_in("/opt/nvidia/nsight-systems-cli")))
     return 0;
   static const char *const cuda[] = {"/usr/local/cuda/bin/nsys", "/usr/local/cuda/nsight-systems/bin/nsys"};
   for (size_t i = 0; i < sizeof cuda / sizeof *cuda; i++)
-    if (executable(cuda[i])) return snprintf(out, cap, "%s", cuda[i]) < (int)cap ? 0 : -1;
-  snprintf(out, cap, "nsys");
+    if (executable(cuda[i])) return (*out = strdup(cuda[i])) ? 0 : -1;
+  *out = strdup("nsys");
   return -1;
 }
 
@@ -139,17 +157,22 @@ static ssize_t read_small(const char *path, char *out, size_t cap) {
 
 /* Writes text to path atomically (temporary name + fsync + rename). */
 static int write_small(const char *path, const char *text) {
-  char tmp[PATH_MAX];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp) return -1;
+  char *tmp = nsl__printf_alloc("%s.tmp%ld", path, (long)getpid());
+  if (!tmp) return -1;
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return -1;
+  if (fd < 0) {
+    free(tmp);
+    return -1;
+  }
   size_t n = strlen(text);
   int ok = write(fd, text, n) == (ssize_t)n && fsync(fd) == 0;
   close(fd);
   if (!ok || rename(tmp, path) != 0) {
     unlink(tmp);
+    free(tmp);
     return -1;
   }
+  free(tmp);
   return 0;
 }
 
@@ -186,10 +209,12 @@ static void remove_leftovers(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return;
   struct dirent *e;
-  char p[PATH_MAX];
   while ((e = readdir(d)))
-    if (strncmp(e->d_name, ".export-", 8) == 0 && snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
-      unlink(p);
+    if (strncmp(e->d_name, ".export-", 8) == 0) {
+      char *p = nsl__printf_alloc("%s/%s", dir, e->d_name);
+      if (p) unlink(p);
+      free(p);
+    }
   closedir(d);
 }
 
@@ -248,17 +273,22 @@ static int run_export(char *const argv[], const char *log, const char *watch, co
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-/* The export command for messages: nsys export --type=sqlite --output=OUT REP. */
-static void command_text(const char *nsys, const char *out, const char *rep, char *buf, size_t cap) {
-  if (snprintf(buf, cap, "%s export --type=sqlite --output=%s %s", nsys, out, rep) >= (int)cap) buf[cap - 1] = 0;
+/* The export command for messages: nsys export --type=sqlite --output=OUT
+ * REP (malloc'd; NULL when out of memory). */
+static char *command_text(const char *nsys, const char *out, const char *rep) {
+  return nsl__printf_alloc("%s export --type=sqlite --output=%s %s", nsys, out, rep);
 }
 
 nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
   *sqlite = NULL;
   struct stat st;
   if (stat(path, &st) != 0) return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-  char real[PATH_MAX];
-  if (!realpath(path, real)) return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  char *real = realpath(path, NULL);
+  if (!real) return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  char *nsys = NULL, *root = NULL, *dir = NULL, *lock = NULL, *out = NULL, *idp = NULL, *tmp = NULL, *log = NULL;
+  char *outarg = NULL, *cmd = NULL;
+  int lfd = -1;
+  nsl_status rc;
   /* the export keeps the report's stem, so the report keeps its name */
   const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
   char stem[256];
@@ -266,59 +296,72 @@ nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
   char *dot = strrchr(stem, '.');
   if (dot && dot != stem) *dot = 0;
 
-  char nsys[PATH_MAX];
-  if (nsl_rep_find_nsys(NULL, nsys, sizeof nsys) != 0) {
-    char cmd[3 * PATH_MAX], outname[300];
+  if (nsl_rep_find_nsys(NULL, &nsys) != 0) {
+    char outname[300];
     snprintf(outname, sizeof outname, "%s.sqlite", stem);
-    command_text("nsys", outname, path, cmd, sizeof cmd);
+    if (!nsys || !(cmd = command_text("nsys", outname, path))) {
+      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+      goto cleanup;
+    }
     int searched = strcmp(nsys, "nsys") == 0;
-    return nsl_error_set(err, NSL_ERR_NOTFOUND,
-                         "cannot open '%s': it is an Nsight Systems report and nsys was not found (%s%s; give "
-                         "--nsys PATH or set NSYS); or export it yourself: %s",
-                         path, searched ? "looked in PATH, /opt/nvidia/nsight-systems/*/bin and /usr/local/cuda/bin"
-                                        : "no program ", searched ? "" : nsys, cmd);
+    rc = nsl_error_set(err, NSL_ERR_NOTFOUND,
+                       "cannot open '%s': it is an Nsight Systems report and nsys was not found (%s%s; give "
+                       "--nsys PATH or set NSYS); or export it yourself: %s",
+                       path, searched ? "looked in PATH, /opt/nvidia/nsight-systems/*/bin and /usr/local/cuda/bin"
+                                      : "no program ", searched ? "" : nsys, cmd);
+    goto cleanup;
   }
 
-  char *root = NULL;
-  nsl_status rc = nsl__cache_dir("exports", &root, err);
-  if (rc != NSL_OK) return rc;
-  char dir[PATH_MAX], lock[PATH_MAX], out[PATH_MAX], idp[PATH_MAX], tmp[PATH_MAX], log[PATH_MAX];
-  int too_long = snprintf(dir, sizeof dir, "%s/%016llx", root, (unsigned long long)fnv1a(real)) >= (int)sizeof dir;
-  free(root);
-  too_long = too_long || snprintf(lock, sizeof lock, "%s/.lock", dir) >= (int)sizeof lock ||
-             snprintf(out, sizeof out, "%s/%s.sqlite", dir, stem) >= (int)sizeof out ||
-             snprintf(idp, sizeof idp, "%s/.report-id", dir) >= (int)sizeof idp ||
-             snprintf(tmp, sizeof tmp, "%s/.export-%ld.sqlite", dir, (long)getpid()) >= (int)sizeof tmp ||
-             snprintf(log, sizeof log, "%s/export.log", dir) >= (int)sizeof log;
-  if (too_long) return nsl_error_set(err, NSL_ERR_ARG, "cannot open '%s': the cache path is too long", path);
-  if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-    return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': cannot create '%s': %s", path, dir, strerror(errno));
-  int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lfd < 0) return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': cannot create '%s': %s", path, lock, strerror(errno));
+  rc = nsl__cache_dir("exports", &root, err);
+  if (rc != NSL_OK) goto cleanup;
+  dir = nsl__printf_alloc("%s/%016llx", root, (unsigned long long)fnv1a(real));
+  if (dir) {
+    lock = nsl__printf_alloc("%s/.lock", dir);
+    out = nsl__printf_alloc("%s/%s.sqlite", dir, stem);
+    idp = nsl__printf_alloc("%s/.report-id", dir);
+    tmp = nsl__printf_alloc("%s/.export-%ld.sqlite", dir, (long)getpid());
+    log = nsl__printf_alloc("%s/export.log", dir);
+  }
+  if (!dir || !lock || !out || !idp || !tmp || !log) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    goto cleanup;
+  }
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': cannot create '%s': %s", path, dir, strerror(errno));
+    goto cleanup;
+  }
+  lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lfd < 0) {
+    rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': cannot create '%s': %s", path, lock, strerror(errno));
+    goto cleanup;
+  }
   while (flock(lfd, LOCK_EX) != 0)   /* another nsl exporting the same report: wait for it */
     if (errno != EINTR) break;
 
   char want[256], have[256];
   identity(&st, want, sizeof want);
   if (read_small(idp, have, sizeof have) > 0 && strcmp(want, have) == 0 && is_sqlite(out)) {
-    close(lfd);   /* reuse */
-    if (!(*sqlite = strdup(out))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    return NSL_OK;
+    /* reuse */
+    if (!(*sqlite = strdup(out))) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    goto cleanup;
   }
   remove_leftovers(dir);
   unlink(idp);
   const char *t = getenv("NSL_NSYS_TIMEOUT");
   double timeout = t && *t ? strtod(t, NULL) : DEFAULT_TIMEOUT_S;
-  char outarg[PATH_MAX + 16];
-  snprintf(outarg, sizeof outarg, "--output=%s", tmp);
-  char *argv[] = {nsys, "export", "--type=sqlite", outarg, "--force-overwrite=true", (char *)real, NULL};
+  outarg = nsl__printf_alloc("--output=%s", tmp);
+  cmd = command_text(nsys, tmp, real);
+  if (!outarg || !cmd) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    goto cleanup;
+  }
+  char *argv[] = {nsys, "export", "--type=sqlite", outarg, "--force-overwrite=true", real, NULL};
   int code = run_export(argv, log, tmp, path, timeout);
-  char cmd[3 * PATH_MAX];
-  command_text(nsys, tmp, real, cmd, sizeof cmd);
+  int run_errno = errno;
   char tail[512];
   last_line(log, tail, sizeof tail);
   struct stat after;
-  if (code == -1) rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': cannot run '%s': %s", path, nsys, strerror(errno));
+  if (code == -1) rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': cannot run '%s': %s", path, nsys, strerror(run_errno));
   else if (code == -2)
     rc = nsl_error_set(err, NSL_ERR_IO,
                        "cannot open '%s': nsys export did not finish within %g s (NSL_NSYS_TIMEOUT); it was stopped: %s",
@@ -342,7 +385,19 @@ nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
                          strerror(errno));
   }
   if (rc != NSL_OK) unlink(tmp);
-  close(lfd);
   if (rc == NSL_OK && !(*sqlite = strdup(out))) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+cleanup:
+  if (lfd >= 0) close(lfd);
+  free(real);
+  free(nsys);
+  free(root);
+  free(dir);
+  free(lock);
+  free(out);
+  free(idp);
+  free(tmp);
+  free(log);
+  free(outarg);
+  free(cmd);
   return rc;
 }

@@ -1309,14 +1309,15 @@ static void test_tmpfile(void **state) {
   (void)state;
   nsl_error err = {0};
   int fd;
-  char tmp[NSL__TMPFILE_PATH_MAX];
+  char *tmp = NULL;
   mkdir(tpath("atomic"), 0755);
   const char *target = tpath("atomic/out.bin");
-  assert_int_equal(nsl__tmpfile_open(target, &fd, tmp, &err), NSL_OK);
+  assert_int_equal(nsl__tmpfile_open(target, &fd, &tmp, &err), NSL_OK);
   assert_true(strstr(tmp, "atomic/.out.bin.nsl-tmp-") != NULL);
   assert_int_equal(write(fd, "new", 3), 3);
   assert_int_equal(access(target, F_OK), -1);   /* not there before commit */
   assert_int_equal(nsl__tmpfile_commit(fd, tmp, target, NULL, &err), NSL_OK);
+  free(tmp);
   size_t len;
   unsigned char *p = slurp(target, &len);
   assert_int_equal(len, 3);
@@ -1324,9 +1325,10 @@ static void test_tmpfile(void **state) {
   free(p);
 
   /* abort: the existing target keeps its bytes, no temporary file left */
-  assert_int_equal(nsl__tmpfile_open(target, &fd, tmp, &err), NSL_OK);
+  assert_int_equal(nsl__tmpfile_open(target, &fd, &tmp, &err), NSL_OK);
   assert_int_equal(write(fd, "garbage", 7), 7);
   nsl__tmpfile_abort(fd, tmp);
+  free(tmp);
   p = slurp(target, &len);
   assert_memory_equal(p, "new", 3);
   free(p);
@@ -1334,10 +1336,13 @@ static void test_tmpfile(void **state) {
   assert_string_equal(l, "out.bin\n");
   free(l);
 
-  assert_int_equal(nsl__tmpfile_open(tpath("no/such/dir/out.bin"), &fd, tmp, &err), NSL_ERR_IO);
+  assert_int_equal(nsl__tmpfile_open(tpath("no/such/dir/out.bin"), &fd, &tmp, &err), NSL_ERR_IO);
   assert_int_equal(fd, -1);
-  assert_int_equal(nsl__tmpfile_open(tpath("atomic"), &fd, tmp, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl__tmpfile_open(tpath("atomic/"), &fd, tmp, &err), NSL_ERR_ARG);
+  assert_null(tmp);
+  assert_int_equal(nsl__tmpfile_open(tpath("atomic"), &fd, &tmp, &err), NSL_ERR_ARG);
+  assert_null(tmp);
+  assert_int_equal(nsl__tmpfile_open(tpath("atomic/"), &fd, &tmp, &err), NSL_ERR_ARG);
+  assert_null(tmp);
 }
 
 /* The folder holds exactly `want` (names joined by '\n'), and out.zip
