@@ -57,7 +57,8 @@ int64_t nsl__csv_i64(const char *f) {
   long long v = strtoll(f, &end, 10);
   if (*end == '.') {   /* pandas may write integers as "123.0" */
     double d = strtod(f, &end);
-    return *end ? NSL_NULL_I64 : (int64_t)d;
+    /* outside int64's range (or NaN) the cast is undefined: no value */
+    return *end || !(d >= -9223372036854775808.0 && d < 9223372036854775808.0) ? NSL_NULL_I64 : (int64_t)d;
   }
   return *end ? NSL_NULL_I64 : (int64_t)v;
 }

@@ -369,7 +369,9 @@ static nsl_status set_value(nsl_column *c, int64_t r, const char *v, nsl_dict *d
   switch (c->type) {
   case NSL_I64: {
     int64_t x = nsl__csv_i64(v);
-    nsl_i64(c)[r] = x != NSL_NULL_I64 && is_time ? x + off : x;
+    int64_t t;   /* a time shifted past int64's range is no time: NULL */
+    if (x != NSL_NULL_I64 && is_time) x = __builtin_add_overflow(x, off, &t) ? NSL_NULL_I64 : t;
+    nsl_i64(c)[r] = x;
     break;
   }
   case NSL_I32: {
@@ -430,8 +432,11 @@ static nsl_status load_column(csv_src *s, const char *name, const char *col, nsl
       if (stop || ostop) {
         int64_t a = k >= 0 ? nsl__csv_i64(f->rows[j][k]) : NSL_NULL_I64;
         int64_t b = k2 >= 0 ? nsl__csv_i64(f->rows[j][k2]) : NSL_NULL_I64;
-        if (a == NSL_NULL_I64 || b == NSL_NULL_I64 || type != NSL_I64) set_null(c, r);
-        else nsl_i64(c)[r] = a + b + off;
+        int64_t t;   /* start + duration (+ the clock offset) past int64's range: NULL */
+        if (a == NSL_NULL_I64 || b == NSL_NULL_I64 || type != NSL_I64 || __builtin_add_overflow(a, b, &t) ||
+            __builtin_add_overflow(t, off, &t))
+          set_null(c, r);
+        else nsl_i64(c)[r] = t;
       } else if (k < 0 && !(strcmp(col, "kind") == 0 && !f->rowtab)) set_null(c, r);
       else if (f->rowtab) rc = set_value(c, r, trace_value(col, f->rows[j][k], buf, sizeof buf), dict, off, is_time);
       else if (strcmp(col, "kind") == 0) rc = set_value(c, r, f->kind, dict, 0, 0);

@@ -31,10 +31,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     nsl_column *c = nsl__cache_column_from_bytes(buf, n, ident, table, column, (nsl_type)(sel % 5), d,
                                                  sel & 0x40 ? 1000 : 0);
     if (c) {   /* every value, every string */
-      volatile int64_t acc = 0;
+      volatile uint64_t acc = 0;   /* unsigned: the sum wraps, it does not overflow */
       for (int64_t i = 0; i < c->len; i++) {
-        acc += nsl_column_get_i64(c, i);
-        if (c->type == NSL_STR && nsl_i32(c)[i] >= 0) acc += (int64_t)nsl_dict_strlen(d, nsl_i32(c)[i]);
+        acc += (uint64_t)nsl_column_get_i64(c, i);
+        if (c->type == NSL_STR && nsl_i32(c)[i] >= 0) acc += (uint64_t)nsl_dict_strlen(d, nsl_i32(c)[i]);
       }
       (void)acc;   /* read so that no compiler drops the reads above */
       nsl_column_release(c);
