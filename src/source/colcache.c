@@ -476,7 +476,15 @@ static nsl_column *column_from(const file_head *h, nsl_mapping *map, nsl_type ty
   } else if (off != 0 && type == NSL_I64) {
     if ((col = nsl_column_new(type, n, NULL))) {
       const int64_t *v = data;
-      for (int64_t r = 0; r < n; r++) nsl_i64(col)[r] = v[r] == NSL_NULL_I64 ? v[r] : v[r] + off;
+      for (int64_t r = 0; r < n; r++) {
+        int64_t t = v[r];
+        /* a time that the clock offset moves past int64's range is no sound column: rebuilt from the input */
+        if (t != NSL_NULL_I64 && __builtin_add_overflow(t, off, &t)) {
+          nsl_column_release(col);
+          return NULL;
+        }
+        nsl_i64(col)[r] = t;
+      }
     }
   } else if (map) {
     col = nsl__column_mapped(type, n, (void *)data, map, NULL);
