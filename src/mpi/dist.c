@@ -917,24 +917,27 @@ static nsl_status r_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx,
 
 static const nsl_source_ops remote_ops = {"remote", r_describe, r_load, r_count, r_close, r_sql, NULL, NULL, NULL};
 
+/* Adds report i of the job to tr: borrowed from this process's share when
+ * it reads it, else a remote report.  whole: tr is the job's trace (times
+ * on the trace's clock, the declared filters applied); else a sub-trace of
+ * some reports (times at the report's offset, no filters). */
+static nsl_status add_job_report(nsl_dist *d, nsl_trace *tr, int i, int whole, nsl_error *err) {
+  if (d->owner[i] == d->rank)
+    return add_borrowed(d, tr, i - d->first, &d->infos[i], whole ? -1 : d->offsets[i], whole, err);
+  remote *rm = malloc(sizeof *rm);
+  if (!rm) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  *rm = (remote){dist_retain(d), i, !whole};
+  nsl_status rc = nsl_trace_add_source(tr, &remote_ops, rm, &d->infos[i], err);
+  if (rc != NSL_OK) r_close(rm);
+  return rc;
+}
+
 nsl_status nsl__dist_trace(nsl_dist *d, nsl_trace **out, nsl_error *err) {
   nsl_trace *tr = nsl_trace_new();
   if (!tr) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   nsl_status rc = NSL_OK;
   for (int i = 0; rc == NSL_OK && i < d->npaths; i++) rc = nsl_trace_add_input(tr, d->paths[i], err);
-  for (int i = 0; rc == NSL_OK && i < d->nreports; i++) {
-    if (d->owner[i] == d->rank) {
-      rc = add_borrowed(d, tr, i - d->first, &d->infos[i], -1, 1, err);
-      continue;
-    }
-    remote *rm = malloc(sizeof *rm);
-    if (!rm) {
-      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-      break;
-    }
-    *rm = (remote){dist_retain(d), i, 0};
-    if ((rc = nsl_trace_add_source(tr, &remote_ops, rm, &d->infos[i], err)) != NSL_OK) r_close(rm);
-  }
+  for (int i = 0; rc == NSL_OK && i < d->nreports; i++) rc = add_job_report(d, tr, i, 1, err);
   if (rc != NSL_OK) {
     nsl_trace_close(tr);
     return rc;
@@ -949,21 +952,8 @@ nsl_status nsl__dist_subtrace(nsl_dist *d, const int *reports, int n, nsl_trace 
   nsl_status rc = NSL_OK;
   for (int k = 0; rc == NSL_OK && k < n; k++) {
     int i = reports[k];
-    if (i < 0 || i >= d->nreports) {
-      rc = nsl_error_set(err, NSL_ERR_ARG, "no report %d in the trace", i + 1);
-      break;
-    }
-    if (d->owner[i] == d->rank) {
-      rc = add_borrowed(d, tr, i - d->first, &d->infos[i], d->offsets[i], 0, err);
-      continue;
-    }
-    remote *rm = malloc(sizeof *rm);
-    if (!rm) {
-      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-      break;
-    }
-    *rm = (remote){dist_retain(d), i, 1};
-    if ((rc = nsl_trace_add_source(tr, &remote_ops, rm, &d->infos[i], err)) != NSL_OK) r_close(rm);
+    rc = i < 0 || i >= d->nreports ? nsl_error_set(err, NSL_ERR_ARG, "no report %d in the trace", i + 1)
+                                   : add_job_report(d, tr, i, 0, err);
   }
   if (rc != NSL_OK) {
     nsl_trace_close(tr);
