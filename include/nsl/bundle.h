@@ -233,7 +233,8 @@ void nsl_bundle_writer_abort(nsl_bundle_writer *w);
  * against b's manifest on the way.  With the manifest of b passed to
  * nsl_bundle_writer_finish, this rewrites a bundle with some members
  * replaced, e.g. `--embed` replacing "analyses/<name>/"; the writer may
- * target b's own path (the rename happens after b is read). */
+ * target b's own path (the rename happens after b is read).  Stored column
+ * members (columns/, nsl bundle --columns) stay stored and aligned. */
 nsl_status nsl_bundle_copy_members(nsl_bundle *b, nsl_bundle_writer *w, const char *exclude_prefix,
                                    nsl_error *err);
 

@@ -17,12 +17,6 @@ local function fail(code, msg)
 end
 M.fail = fail
 
-local function file_exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return false
-end
-
 --- Error handler: nsl errors of the input or the environment (nsl.fail, a
 -- source's errors) stay as they are, one line for the user.  Anything else
 -- is a bug in the script -- a Lua error, or a kernel's refusal of its
@@ -52,14 +46,14 @@ end
 function M.load_analysis(spec)
   local chunk, err, shipped
   local name = spec:match("^analyses/([%w_%-]+)%.lua$") or spec:match("^([%w_%-]+)$")
-  if file_exists(spec) and not spec:match("^[%w_%-]+$") then
+  if nsl.readable(spec) and not spec:match("^[%w_%-]+$") then
     chunk, err = loadfile(spec, "t")
     if not chunk then return nil, err end
   elseif name then
     chunk = nsl.load_embedded("analyses/" .. name .. ".lua")
     shipped = chunk ~= nil
     if not chunk then
-      if file_exists(spec) then
+      if nsl.readable(spec) then
         chunk, err = loadfile(spec, "t")
         if not chunk then return nil, err end
       else

@@ -28,24 +28,18 @@ local function split(s, sep)
 end
 M.split = split
 
-local function readable(path)
-  local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return false
-end
-
 --- The input file a report was read from: its path when that is a file,
 -- else the longest prefix before a ":" that is one (bundle members are
 -- "<file>:<member>"), else the path itself.
 function M.file_of(path)
-  if readable(path) then return path end
+  if nsl.readable(path) then return path end
   local best
   local i = 0
   while true do
     i = path:find(":", i + 1, true)
     if not i then break end
     local prefix = path:sub(1, i - 1)
-    if prefix ~= "" and readable(prefix) then best = prefix end
+    if prefix ~= "" and nsl.readable(prefix) then best = prefix end
   end
   return best or path
 end

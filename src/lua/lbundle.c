@@ -411,23 +411,12 @@ static const luaL_Reg funcs[] = {{"bundle_open", l_bundle_open},
                                  {"is_zip", l_is_zip},
                                  {NULL, NULL}};
 
-/* Makes metatable mt with __gc/__close = gc and __index = methods. */
-static void new_type(lua_State *L, const char *mt, const luaL_Reg *methods, lua_CFunction gc) {
-  luaL_newmetatable(L, mt);
-  lua_pushcfunction(L, gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, gc);
-  lua_setfield(L, -2, "__close");
-  lua_newtable(L);
-  luaL_setfuncs(L, methods, 0);
-  lua_setfield(L, -2, "__index");
-}
+static const luaL_Reg bundle_meta[] = {{"__gc", bundle_gc}, {"__close", bundle_gc}, {NULL, NULL}};
+static const luaL_Reg writer_meta[] = {{"__gc", writer_abort}, {"__close", writer_abort}, {NULL, NULL}};
 
 int nsl__open_bundle(lua_State *L) {
-  new_type(L, NSL_BUNDLE_MT, bundle_methods, bundle_gc);
-  lua_pop(L, 1);
-  new_type(L, NSL_WRITER_MT, writer_methods, writer_abort);
-  lua_pop(L, 1);
+  nsl__register_type(L, NSL_BUNDLE_MT, bundle_meta, bundle_methods);
+  nsl__register_type(L, NSL_WRITER_MT, writer_meta, writer_methods);
   luaL_setfuncs(L, funcs, 0);
   return 0;
 }

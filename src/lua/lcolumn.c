@@ -856,11 +856,7 @@ static const luaL_Reg funcs[] = {{"column", l_column}, {"range", l_range}, {"con
 /* Registers the column metatable and adds nsl.column/nsl.range to the
  * module table on top of the stack. */
 int nsl__open_column(lua_State *L) {
-  luaL_newmetatable(L, NSL_COLUMN_MT);
-  luaL_setfuncs(L, metamethods, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "methods");
-  lua_pop(L, 1);
+  nsl__register_type(L, NSL_COLUMN_MT, metamethods, methods);
   luaL_setfuncs(L, funcs, 0);
   return 0;
 }

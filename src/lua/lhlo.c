@@ -358,11 +358,7 @@ static const luaL_Reg tr_methods[] = {
 static const luaL_Reg funcs[] = {{"hlo_read", l_hlo_read}, {"hlo_decode", l_hlo_decode}, {NULL, NULL}};
 
 int nsl__open_hlo(lua_State *L) {
-  luaL_newmetatable(L, NSL_HLO_MT);
-  luaL_setfuncs(L, hlo_meta, 0);
-  luaL_newlib(L, hlo_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  nsl__register_type(L, NSL_HLO_MT, hlo_meta, hlo_methods);
   luaL_getmetatable(L, NSL_TRACE_MT);   /* trace methods join the trace's own */
   lua_getfield(L, -1, "methods");
   luaL_setfuncs(L, tr_methods, 0);

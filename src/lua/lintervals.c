@@ -150,13 +150,7 @@ static const luaL_Reg meta[] = {{"__gc", iv_gc}, {"__close", iv_gc}, {"__len", i
 static const luaL_Reg funcs[] = {{"intervals", l_intervals}, {"busy_by_group", l_busy_by_group}, {NULL, NULL}};
 
 int nsl__open_intervals(lua_State *L) {
-  luaL_newmetatable(L, NSL_IV_MT);
-  luaL_setfuncs(L, meta, 0);
-  luaL_newlib(L, methods);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "methods");
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  nsl__register_type(L, NSL_IV_MT, meta, methods);
   luaL_setfuncs(L, funcs, 0);
   return 0;
 }

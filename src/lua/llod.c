@@ -199,16 +199,11 @@ static int l_release(lua_State *L) {
 static const luaL_Reg methods[] = {{"query", l_query},   {"bins", l_bins},   {"at", l_at},       {"step", l_step},
                                    {"filter", l_filter}, {"extent", l_extent}, {"count", l_count},
                                    {"bytes", l_bytes},   {NULL, NULL}};
-static const luaL_Reg metamethods[] = {{"__gc", l_release}, {"__close", l_release}, {"__len", l_len},
-                                       {"__index", NULL},   {NULL, NULL}};
+static const luaL_Reg metamethods[] = {{"__gc", l_release}, {"__close", l_release}, {"__len", l_len}, {NULL, NULL}};
 static const luaL_Reg funcs[] = {{"lod", l_lod}, {NULL, NULL}};
 
 int nsl__open_lod(lua_State *L) {
-  luaL_newmetatable(L, NSL_LOD_MT);
-  luaL_setfuncs(L, metamethods, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  nsl__register_type(L, NSL_LOD_MT, metamethods, methods);
   luaL_setfuncs(L, funcs, 0);
   return 0;
 }

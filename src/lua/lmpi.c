@@ -354,11 +354,7 @@ static const luaL_Reg funcs[] = {{"start", l_start},   {"open", l_open},   {"agr
                                  {NULL, NULL}};
 
 int nsl__open_mpi(lua_State *L) {
-  luaL_newmetatable(L, DIST_MT);
-  luaL_setfuncs(L, dist_meta, 0);
-  luaL_newlib(L, dist_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  nsl__register_type(L, DIST_MT, dist_meta, dist_methods);
   luaL_newlib(L, funcs);
   lua_setfield(L, -2, "mpi");
   return 0;

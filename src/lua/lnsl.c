@@ -102,6 +102,25 @@ nsl_dict *nsl__state_dict(lua_State *L) {
   return b->d;
 }
 
+/* One metatable per userdata type, its methods both "methods" and (by
+ * default) __index: see lnsl.h. */
+void nsl__register_type(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods) {
+  luaL_newmetatable(L, name);
+  if (meta)
+    luaL_setfuncs(L, meta, 0);
+  lua_newtable(L);
+  luaL_setfuncs(L, methods, 0);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "methods");
+  lua_getfield(L, -2, "__index");
+  if (!lua_toboolean(L, -1)) {   /* none, or the placeholder false ({"__index", NULL} in meta) */
+    lua_pop(L, 1);
+    lua_setfield(L, -2, "__index");
+  } else
+    lua_pop(L, 2);
+  lua_pop(L, 1);
+}
+
 /* ---- nsl.core ----------------------------------------------------------- */
 
 static int l_version(lua_State *L) {

@@ -26,6 +26,14 @@ int nsl__raise(lua_State *L, const char *msg);
 int nsl__lua_error(lua_State *L, const nsl_error *err);
 int nsl__input_error(lua_State *L, const nsl_error *err);
 
+/* Registers userdata type `name` (lnsl.c): luaL_newmetatable(L, name), the
+ * metamethods `meta` (NULL: none) set in it, and the methods `methods` in
+ * one new table kept as the metatable's field "methods" (where Lua adds
+ * methods: nsl.core.methods) and, unless `meta` has its own __index (a
+ * placeholder {"__index", NULL} does not count), as __index.  Leaves the
+ * stack as it was. */
+void nsl__register_type(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods);
+
 /* The collector's view of C memory (lcolumn.c): boxes charge the bytes
  * they alone own when made and credit them when collected; a full
  * collection runs when the live total has grown by an eighth. */

@@ -89,11 +89,7 @@ static const luaL_Reg funcs[] = {{"regex", l_regex}, {NULL, NULL}};
 /* Registers the regex metatable, adds c:regex to the column methods and
  * nsl.regex to the module table on top of the stack. */
 int nsl__open_regex(lua_State *L) {
-  luaL_newmetatable(L, NSL_REGEX_MT);
-  luaL_setfuncs(L, meta, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  nsl__register_type(L, NSL_REGEX_MT, meta, methods);
   luaL_getmetatable(L, NSL_COLUMN_MT);
   lua_getfield(L, -1, "methods");
   lua_pushcfunction(L, col_regex);

@@ -619,13 +619,7 @@ static const luaL_Reg funcs[] = {{"canvas", l_canvas},           {"ticks", l_tic
                                  {NULL, NULL}};
 
 int nsl__open_render(lua_State *L) {
-  luaL_newmetatable(L, NSL_CANVAS_MT);
-  luaL_setfuncs(L, meta, 0);
-  luaL_newlib(L, methods);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "methods");
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  nsl__register_type(L, NSL_CANVAS_MT, meta, methods);
   luaL_setfuncs(L, funcs, 0);
   return 0;
 }

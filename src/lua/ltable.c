@@ -597,18 +597,8 @@ static const luaL_Reg funcs[] = {{"table", l_table}, {NULL, NULL}};
 /* Registers the table and groups metatables; adds nsl.table to the module
  * table on top of the stack. */
 int nsl__open_table(lua_State *L) {
-  luaL_newmetatable(L, NSL_TABLE_MT);
-  luaL_setfuncs(L, tbl_meta, 0);
-  luaL_newlib(L, tbl_methods);
-  lua_setfield(L, -2, "methods");
-  lua_pop(L, 1);
-  luaL_newmetatable(L, NSL_GROUPS_MT);
-  luaL_setfuncs(L, grp_meta, 0);
-  luaL_newlib(L, grp_methods);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "methods");
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  nsl__register_type(L, NSL_TABLE_MT, tbl_meta, tbl_methods);
+  nsl__register_type(L, NSL_GROUPS_MT, grp_meta, grp_methods);
   luaL_setfuncs(L, funcs, 0);
   return 0;
 }

@@ -229,11 +229,7 @@ static const luaL_Reg tr_meta[] = {{"__gc", tr_gc}, {"__close", tr_gc}, {"__inde
 static const luaL_Reg funcs[] = {{"open", l_open}, {NULL, NULL}};
 
 int nsl__open_trace(lua_State *L) {
-  luaL_newmetatable(L, NSL_TRACE_MT);
-  luaL_setfuncs(L, tr_meta, 0);
-  luaL_newlib(L, tr_methods);
-  lua_setfield(L, -2, "methods");
-  lua_pop(L, 1);
+  nsl__register_type(L, NSL_TRACE_MT, tr_meta, tr_methods);
   luaL_setfuncs(L, funcs, 0);
   return 0;
 }

@@ -6,9 +6,12 @@
  * output is created.  Members are then streamed from each input into one
  * writer: same name and same sha256 is stored once, a name clash with other
  * content is renamed, and every byte copied is verified against its input's
- * manifest on the way.
+ * manifest on the way.  Stored column members (nsl bundle --columns) are
+ * written again aligned for their new place, and follow their report when
+ * it is renamed.
  */
 #include "source/bundle_internal.h"
+#include "source/colcache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,26 +200,106 @@ static int clash_name(const char *name, int input_no, const json_t *report, int 
   return len > 0 && (size_t)len < cap ? 0 : -1;
 }
 
+/* A member on its way from an input to the writer.  A column file stored
+ * by `nsl bundle --columns` (a columns/ member, laid out as
+ * bundle_internal.h's aligned members) is written again stored and aligned
+ * for where it lands, and when its report got another name, its identity
+ * follows the name; anything else goes through byte for byte. */
 typedef struct copy_ctx {
   nsl_bundle_writer *w;
   nsl_error *err;
+  const char *as;             /* the member's name in the output */
+  uint64_t size;              /* the member's bytes in the input */
+  int column;                 /* a columns/ member */
+  const char *report, *renamed;  /* its report's name in the input and in the output (NULL: not renamed) */
+  const char *sha;            /* that report's sha256 */
+  unsigned char lead[16 + NSL__CACHE_HEAD_BYTES];  /* the first bytes, held until the layout is known */
+  size_t lead_len, lead_want;
+  int begun;                  /* the output member is started */
+  uint64_t pad;               /* the input's P when realigned, else 0 */
+  uint64_t pos;               /* input bytes passed on so far */
 } copy_ctx;
 
-static int sink_writer(void *ctx, const void *data, size_t len) {
-  copy_ctx *c = ctx;
-  return nsl_bundle_writer_write(c->w, data, len, c->err) != NSL_OK;
+/* Passes input bytes [c->pos, c->pos + len) on: all of them, or for a
+ * realigned member only those of the column file. */
+static nsl_status pass_on(copy_ctx *c, const unsigned char *p, size_t len) {
+  uint64_t from = c->pos, to = c->pos + len;
+  c->pos = to;
+  if (c->pad) {
+    uint64_t lo = c->pad, hi = c->pad + (c->size - 16);
+    if (from < lo)
+      from = lo;
+    if (to > hi)
+      to = hi;
+    if (from >= to)
+      return NSL_OK;
+    p += from - (c->pos - len);
+  }
+  return nsl_bundle_writer_write(c->w, p, (size_t)(to - from), c->err);
 }
 
-/* Streams member `name` of in into w as `as`. */
-static nsl_status copy_member(input *in, const nsl_bundle_member *mem, const char *as,
-                              nsl_bundle_writer *w, nsl_error *err) {
-  nsl_status st = nsl_bundle_writer_begin(w, as, mem->size, NSL_BUNDLE_COMPRESS_AUTO, err);
+/* Starts the output member once the lead is in: realigned (the identity
+ * moved to the new report name when there is one) when the input follows
+ * the aligned layout, else stored or compressed as it is. */
+static nsl_status start_copy(copy_ctx *c) {
+  nsl_status st;
+  c->pad = c->column ? nsl__aligned_pad(c->lead, c->size) : 0;
+  if (c->pad) {
+    if (c->renamed && c->lead_len >= c->pad + NSL__CACHE_HEAD_BYTES)
+      nsl__cache_stored_rename(c->lead + c->pad, NSL__CACHE_HEAD_BYTES, c->report, c->renamed, c->sha);
+    st = nsl__bundle_writer_begin_aligned(c->w, c->as, c->size - 16, c->err);
+  } else
+    st = nsl_bundle_writer_begin(c->w, c->as, c->size, c->column ? NSL_BUNDLE_COMPRESS_STORE : NSL_BUNDLE_COMPRESS_AUTO,
+                                 c->err);
+  c->begun = 1;
+  return st == NSL_OK ? pass_on(c, c->lead, c->lead_len) : st;
+}
+
+/* The sink of copy_member: holds the lead, then passes bytes on. */
+static int sink_copy(void *ctx, const void *data, size_t len) {
+  copy_ctx *c = ctx;
+  const unsigned char *p = data;
+  if (!c->begun) {
+    size_t take = c->lead_want - c->lead_len < len ? c->lead_want - c->lead_len : len;
+    memcpy(c->lead + c->lead_len, p, take);
+    c->lead_len += take;
+    p += take;
+    len -= take;
+    if (c->lead_len < c->lead_want)
+      return 0;
+    if (start_copy(c) != NSL_OK)
+      return 1;
+  }
+  return len > 0 && pass_on(c, p, len) != NSL_OK;
+}
+
+/* Streams member mem of in into w as `as`; report/renamed: for a column
+ * file whose report is renamed in the output, that report's old and new
+ * names (else NULL). */
+static nsl_status copy_member(input *in, const nsl_bundle_member *mem, const char *as, const char *report,
+                              const char *renamed, nsl_bundle_writer *w, nsl_error *err) {
+  copy_ctx c;
+  memset(&c, 0, sizeof c);
+  c.w = w;
+  c.err = err;
+  c.as = as;
+  c.size = mem->size;
+  c.column = strncmp(mem->name, "columns/", 8) == 0;
+  c.report = report;
+  c.renamed = renamed;
+  const nsl_bundle_member *rm = report ? nsl_bundle_find(in->b, report) : NULL;
+  c.sha = rm ? rm->sha256 : NULL;
+  c.lead_want = c.column ? (mem->size < sizeof c.lead ? (size_t)mem->size : sizeof c.lead) : 0;
+  nsl_status st = NSL_OK;
+  if (c.lead_want == 0)
+    st = start_copy(&c);   /* nothing to look at first: begin now */
+  if (st == NSL_OK)
+    st = nsl_bundle_stream_member(in->b, mem->name, sink_copy, &c, err);
+  if (st == NSL_OK && !c.begun)
+    st = start_copy(&c);
   if (st != NSL_OK)
     return st;
-  copy_ctx c = {w, err};
-  if ((st = nsl_bundle_stream_member(in->b, mem->name, sink_writer, &c, err)) != NSL_OK)
-    return st;
-  return nsl_bundle_writer_end(w, err);
+  return c.pad ? nsl__bundle_writer_end_aligned(w, err) : nsl_bundle_writer_end(w, err);
 }
 
 nsl_status nsl_bundle_copy_members(nsl_bundle *b, nsl_bundle_writer *w, const char *exclude_prefix,
@@ -229,50 +312,74 @@ nsl_status nsl_bundle_copy_members(nsl_bundle *b, nsl_bundle_writer *w, const ch
       continue;
     if (plen && strncmp(mem->name, exclude_prefix, plen) == 0)
       continue;
-    nsl_status st = copy_member(&in, mem, mem->name, w, err);
+    nsl_status st = copy_member(&in, mem, mem->name, NULL, NULL, w, err);
     if (st != NSL_OK)
       return st;
   }
   return NSL_OK;
 }
 
-/* Copies every member of input i into w (see the file comment). origin maps
- * output names to the input number that wrote them. */
+/* For member name of the form columns/<report>/<file>: *report_len, the
+ * length of <report> (it starts at name + 8).  0 for any other name. */
+static int column_of(const char *name, size_t *report_len) {
+  const char *last = strrchr(name, '/');
+  if (strncmp(name, "columns/", 8) != 0 || last == NULL || last < name + 9)
+    return 0;
+  *report_len = (size_t)(last - (name + 8));
+  return 1;
+}
+
+/* Copies every member of input i into w (see the file comment): the column
+ * files last, so that they follow their report when it was renamed.  origin
+ * maps output names to the input number that wrote them. */
 static nsl_status copy_input(input *in, int i, const input *all, nsl_bundle_writer *w, json_t *origin,
                              nsl_error *err) {
-  char cand[NSL__BUNDLE_NAME_MAX + 64];
-  for (size_t j = 0; j < nsl_bundle_count(in->b); j++) {
-    const nsl_bundle_member *mem = nsl_bundle_member_at(in->b, j);
-    if (strcmp(mem->name, NSL_BUNDLE_MANIFEST) == 0)
-      continue;
-    const json_t *report = nsl_bundle_report_entry(in->b, mem->name);
-    const char *target = mem->name;
-    for (int k = 0;; k++) {
-      const char *have = nsl_bundle_writer_sha256(w, target);
-      if (have == NULL)
-        break;                                   /* a free name: copy there */
-      if (strcmp(have, mem->sha256) == 0) {      /* identical content: stored once */
-        if (report != NULL) {
-          json_int_t from = json_integer_value(json_object_get(origin, target));
-          return nsl_error_set(err, NSL_ERR_ARG, "cannot combine '%s' and '%s': both hold the same "
-                               "report '%s' (identical sha256)", all[from].path, in->path, mem->name);
-        }
-        goto mapped;
+  char cand[NSL__BUNDLE_NAME_MAX + 64], moved[2 * NSL__BUNDLE_NAME_MAX + 16], report[NSL__BUNDLE_NAME_MAX + 1];
+  for (int columns = 0; columns < 2; columns++)
+    for (size_t j = 0; j < nsl_bundle_count(in->b); j++) {
+      const nsl_bundle_member *mem = nsl_bundle_member_at(in->b, j);
+      size_t rlen = 0;
+      if (strcmp(mem->name, NSL_BUNDLE_MANIFEST) == 0 || column_of(mem->name, &rlen) != columns)
+        continue;
+      const json_t *entry = nsl_bundle_report_entry(in->b, mem->name);
+      const char *target = mem->name, *renamed = NULL;
+      if (columns && rlen < sizeof report) {   /* columns/<report>/<file>: where its report went */
+        memcpy(report, mem->name + 8, rlen);
+        report[rlen] = '\0';
+        renamed = json_string_value(json_object_get(in->renames, report));
+        if (renamed && snprintf(moved, sizeof moved, "columns/%s%s", renamed, mem->name + 8 + rlen) <
+                           (int)sizeof moved)
+          target = moved;
+        else
+          renamed = NULL;
       }
-      if (k > 1000 || clash_name(mem->name, i + 1, report, k, cand, sizeof cand) != 0)
-        return nsl_error_set(err, NSL_ERR_ARG, "cannot combine '%s': no free name for member '%s'",
-                             in->path, mem->name);
-      target = cand;
+      const char *name = target;
+      for (int k = 0;; k++) {
+        const char *have = nsl_bundle_writer_sha256(w, target);
+        if (have == NULL)
+          break;                                   /* a free name: copy there */
+        if (strcmp(have, mem->sha256) == 0) {      /* identical content: stored once */
+          if (entry != NULL) {
+            json_int_t from = json_integer_value(json_object_get(origin, target));
+            return nsl_error_set(err, NSL_ERR_ARG, "cannot combine '%s' and '%s': both hold the same "
+                                 "report '%s' (identical sha256)", all[from].path, in->path, mem->name);
+          }
+          goto mapped;
+        }
+        if (k > 1000 || clash_name(name, i + 1, entry, k, cand, sizeof cand) != 0)
+          return nsl_error_set(err, NSL_ERR_ARG, "cannot combine '%s': no free name for member '%s'",
+                               in->path, mem->name);
+        target = cand;
+      }
+      nsl_status st = copy_member(in, mem, target, renamed ? report : NULL, renamed, w, err);
+      if (st != NSL_OK)
+        return st;
+      if (json_object_set_new(origin, target, json_integer(i)) != 0)
+        return nsl_error_set(err, NSL_ERR_NOMEM, "cannot combine: out of memory");
+    mapped:
+      if (strcmp(target, mem->name) != 0 && json_object_set_new(in->renames, mem->name, json_string(target)))
+        return nsl_error_set(err, NSL_ERR_NOMEM, "cannot combine: out of memory");
     }
-    nsl_status st = copy_member(in, mem, target, w, err);
-    if (st != NSL_OK)
-      return st;
-    if (json_object_set_new(origin, target, json_integer(i)) != 0)
-      return nsl_error_set(err, NSL_ERR_NOMEM, "cannot combine: out of memory");
-  mapped:
-    if (strcmp(target, mem->name) != 0 && json_object_set_new(in->renames, mem->name, json_string(target)))
-      return nsl_error_set(err, NSL_ERR_NOMEM, "cannot combine: out of memory");
-  }
   return NSL_OK;
 }
 

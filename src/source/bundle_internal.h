@@ -44,10 +44,20 @@ int nsl__bundle_file_id(const nsl_bundle *b, nsl__file_id *id);
 /* "2025-11-25T22:09:00Z" for t (UTC). */
 void nsl__iso8601_utc(int64_t t, char out[32]);
 
-/* Bytes the writer has put in its file so far: after nsl_bundle_writer_begin
- * of a stored member, where that member's data starts (its local header is
- * written at begin, unbuffered). */
-uint64_t nsl__bundle_writer_offset(const nsl_bundle_writer *w);
+/* An aligned member (archive-format/CACHE.md, section 6: the columns of
+ * `nsl bundle --columns`) holds a file of n bytes as: P (uint64, little
+ * endian, 8 <= P < 16), P - 8 zeros, the file, 16 - P zeros; P puts the
+ * file at an offset of the zip that is a multiple of 8, so a reader maps it
+ * straight from the zip.  Every writer of such a member, a copy included,
+ * goes through these two: begin_aligned starts the stored member of n + 16
+ * bytes and writes what comes before the file (P chosen for where the
+ * member lands), the caller writes the n bytes of the file, end_aligned
+ * writes the trailing zeros and ends the member. */
+nsl_status nsl__bundle_writer_begin_aligned(nsl_bundle_writer *w, const char *name, uint64_t n, nsl_error *err);
+nsl_status nsl__bundle_writer_end_aligned(nsl_bundle_writer *w, nsl_error *err);
+/* P of an aligned member of `size` bytes whose first 8 bytes are `lead`;
+ * 0 when they do not follow the layout above. */
+uint64_t nsl__aligned_pad(const unsigned char lead[8], uint64_t size);
 /* The sha256 (hex) of a member already written, or NULL. */
 const char *nsl__bundle_writer_sha256(const nsl_bundle_writer *w, const char *name);
 /* qsort / bsearch comparator of two `const char *` (strcmp order). */

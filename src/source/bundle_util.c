@@ -163,3 +163,10 @@ void nsl__iso8601_utc(int64_t t, char out[32]) {
 int nsl__cmp_str_ptr(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
+
+uint64_t nsl__aligned_pad(const unsigned char lead[8], uint64_t size) {
+  uint64_t pad = 0;
+  for (int i = 7; i >= 0; i--)
+    pad = pad << 8 | lead[i];
+  return size >= 16 && pad >= 8 && pad < 16 ? pad : 0;
+}

@@ -52,6 +52,7 @@ struct nsl_bundle_writer {
   int io_errno;                /* errno of the last failed write */
   int started;                 /* archive_write_open2 done (on the first member) */
   uint64_t offset;             /* bytes written to the file so far (unbuffered: bytes_per_block 0) */
+  uint64_t align_pad;          /* P of the aligned member being written (nsl__bundle_writer_begin_aligned) */
   /* the member being written */
   int open;
   char *cur_name;
@@ -534,8 +535,34 @@ void nsl_bundle_writer_abort(nsl_bundle_writer *w) {
   free(w);
 }
 
+nsl_status nsl__bundle_writer_begin_aligned(nsl_bundle_writer *w, const char *name, uint64_t file_bytes,
+                                            nsl_error *err) {
+  static const unsigned char zeros[16];
+  if (file_bytes > (uint64_t)INT64_MAX - 16)
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': member '%s' is too large", w->target, name);
+  nsl_status st = begin(w, name, file_bytes + 16, NSL_BUNDLE_COMPRESS_STORE, 0, err);
+  if (st != NSL_OK)
+    return st;
+  /* stored and unbuffered: the member's data starts at w->offset */
+  uint64_t pad = 8 + (8 - (w->offset + 8) % 8) % 8;
+  unsigned char le[8];
+  for (int i = 0; i < 8; i++)
+    le[i] = (unsigned char)(pad >> (8 * i));
+  w->align_pad = pad;
+  st = nsl_bundle_writer_write(w, le, 8, err);
+  if (st == NSL_OK)
+    st = nsl_bundle_writer_write(w, zeros, (size_t)pad - 8, err);
+  return st;
+}
 
-uint64_t nsl__bundle_writer_offset(const nsl_bundle_writer *w) { return w->offset; }
+nsl_status nsl__bundle_writer_end_aligned(nsl_bundle_writer *w, nsl_error *err) {
+  static const unsigned char zeros[16];
+  if (w->align_pad < 8 || w->align_pad >= 16)
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no aligned member is open", w->target);
+  nsl_status st = nsl_bundle_writer_write(w, zeros, 16 - (size_t)w->align_pad, err);
+  w->align_pad = 0;
+  return st == NSL_OK ? nsl_bundle_writer_end(w, err) : st;
+}
 
 const char *nsl__bundle_writer_sha256(const nsl_bundle_writer *w, const char *name) {
   long i = lookup(w, name);

@@ -123,7 +123,7 @@ static void warn_once(const char *what, const char *detail) {
 
 /* ---- files of an entry ---- */
 
-#define HEAD_BYTES 256
+#define HEAD_BYTES NSL__CACHE_HEAD_BYTES
 #define MAGIC "NSLCACHE"
 #define BOM 0x0102030405060708ULL
 enum { KIND_COLUMN = 1, KIND_TABLE = 2, KIND_INFO = 3 };
@@ -230,25 +230,20 @@ static void publish(cache_src *c, const char *name, file_head *h, const void *co
   size_t total = HEAD_BYTES;
   for (int i = 0; i < nparts; i++) total += lens[i];
   h->head_hash = hash64(h, offsetof(file_head, head_hash), 0);
-  if (c->bw) {   /* a stored member: u64 P, zeros up to P, the file (its values 8-aligned in the zip), 16 - P zeros */
+  if (c->bw) {   /* an aligned member of the bundle (bundle_internal.h): its values 8-aligned in the zip */
     if (c->bw_rc != NSL_OK) return;
     size_t mn = strlen(c->bmember) + strlen(name) + 16;
     char *member = malloc(mn);
-    static const char zeros[16];
     if (!member) {
       c->bw_rc = nsl_error_set(c->bw_err, NSL_ERR_NOMEM, "out of memory");
       return;
     }
     snprintf(member, mn, "columns/%s/%s", c->bmember, name);
-    nsl_status rc = nsl_bundle_writer_begin(c->bw, member, total + 16, NSL_BUNDLE_COMPRESS_STORE, c->bw_err);
-    uint64_t at = nsl__bundle_writer_offset(c->bw), pad = 8 + (8 - (at + 8) % 8) % 8;
-    if (rc == NSL_OK) rc = nsl_bundle_writer_write(c->bw, &pad, 8, c->bw_err);
-    if (rc == NSL_OK) rc = nsl_bundle_writer_write(c->bw, zeros, (size_t)pad - 8, c->bw_err);
+    nsl_status rc = nsl__bundle_writer_begin_aligned(c->bw, member, total, c->bw_err);
     if (rc == NSL_OK) rc = nsl_bundle_writer_write(c->bw, h, HEAD_BYTES, c->bw_err);
     for (int i = 0; rc == NSL_OK && i < nparts; i++)
       if (lens[i]) rc = nsl_bundle_writer_write(c->bw, parts[i], lens[i], c->bw_err);
-    if (rc == NSL_OK) rc = nsl_bundle_writer_write(c->bw, zeros, 16 - (size_t)pad, c->bw_err);
-    if (rc == NSL_OK) rc = nsl_bundle_writer_end(c->bw, c->bw_err);
+    if (rc == NSL_OK) rc = nsl__bundle_writer_end_aligned(c->bw, c->bw_err);
     c->bw_rc = rc;
     free(member);
     return;
@@ -311,11 +306,10 @@ static nsl_mapping *map_file(const cache_src *c, const char *name, uint32_t kind
     void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, c->zfd, (off_t)base);
     if (addr != MAP_FAILED) {
       const unsigned char *m = (const unsigned char *)addr + (e->off - base);
-      uint64_t pad;
-      memcpy(&pad, m, 8);
+      uint64_t pad = nsl__aligned_pad(m, e->size);
       const file_head *h = (const file_head *)(m + pad);
       nsl_mapping *map = NULL;
-      if (pad >= 8 && pad < 16 && ((uintptr_t)h & 7) == 0 &&
+      if (pad && ((uintptr_t)h & 7) == 0 &&
           sound_file(h, (size_t)(e->size - pad), c->emb_ident, kind, table, column))
         map = nsl__mapping_new(addr, len);
       if (map) {
@@ -935,6 +929,19 @@ static uint64_t embedded_ident(const char *member, const char *sha) {
   h = hash64(nsl__loader_id, strlen(nsl__loader_id), h);   /* stored by this very build of nsl */
   h = hash64(member, strlen(member), h);
   return hash64(sha, strlen(sha), h);
+}
+
+int nsl__cache_stored_rename(void *head, size_t n, const char *old_member, const char *new_member, const char *sha) {
+  file_head h;
+  if (n < HEAD_BYTES || !old_member || !new_member || !sha) return -1;
+  memcpy(&h, head, HEAD_BYTES);
+  if (memcmp(h.magic, MAGIC, 8) != 0 || h.version != NSL_CACHE_FORMAT || h.bom != BOM ||
+      h.head_hash != hash64(&h, offsetof(file_head, head_hash), 0) || h.ident != embedded_ident(old_member, sha))
+    return -1;
+  h.ident = embedded_ident(new_member, sha);
+  h.head_hash = hash64(&h, offsetof(file_head, head_hash), 0);
+  memcpy(head, &h, HEAD_BYTES);
+  return 0;
 }
 
 static int zip_pread(void *ctx, void *buf, size_t len, uint64_t off) {

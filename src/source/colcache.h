@@ -25,6 +25,7 @@
 #include "nsl/nsl.h"
 
 #define NSL_CACHE_FORMAT 1   /* bump with every change of archive-format/CACHE.md */
+#define NSL__CACHE_HEAD_BYTES 256   /* a cache file's header */
 
 /* Adds the report (ops, src, info) to tr, through the cache when it is on:
  * file is the input on disk (an export, a bundle, an nsys-jax archive), sub
@@ -45,6 +46,12 @@ nsl_status nsl__cache_add_bundle_source(nsl_trace *tr, const nsl_source_ops *ops
  * opened from its export. */
 int nsl__cache_add_stored_report(nsl_trace *tr, const nsl_bundle *b, const char *member, nsl_status *st,
                                  nsl_error *err);
+/* A stored column file (its first n bytes at head) of report old_member,
+ * whose export has sha256 `sha`, made a file of report new_member: the
+ * same export under another name (nsl combine renames clashing reports).
+ * 0 when done; -1, head untouched, when the header is not a sound one of
+ * old_member (the copy then holds what the reader ignores). */
+int nsl__cache_stored_rename(void *head, size_t n, const char *old_member, const char *new_member, const char *sha);
 /* The cache folder as a whole (colcache_folder.c): the small file path read
  * whole (NUL-terminated; NULL when unreadable), the files of folder dir
  * removed (sub-folders too; dir itself with rmdir_too; returns the bytes

@@ -38,11 +38,14 @@ char *nsl__cache_slurp(const char *path, size_t cap) {
   return b;
 }
 
-/* Removes the files under folder dir (sub-folders too), then dir itself when rmdir_too. */
-int64_t nsl__cache_remove_files(const char *dir, int rmdir_too, int64_t *files) {
+/* Called by walk_folder for each file under a folder, and for each
+ * sub-folder after what it holds. */
+typedef void (*folder_visitor)(void *ctx, const char *path, const struct stat *st);
+
+/* Visits everything under dir, depth first, links not followed. */
+static void walk_folder(const char *dir, folder_visitor visit, void *ctx) {
   DIR *d = opendir(dir);
-  int64_t bytes = 0;
-  if (!d) return 0;
+  if (!d) return;
   struct dirent *e;
   while ((e = readdir(d))) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
@@ -50,43 +53,49 @@ int64_t nsl__cache_remove_files(const char *dir, int rmdir_too, int64_t *files) 
     if (!path) continue;
     struct stat st;
     if (lstat(path, &st) == 0) {
-      if (S_ISDIR(st.st_mode)) {
-        bytes += nsl__cache_remove_files(path, 1, files);
-      } else if (unlink(path) == 0) {
-        bytes += (int64_t)st.st_blocks * 512;
-        if (files) (*files)++;
-      }
+      if (S_ISDIR(st.st_mode)) walk_folder(path, visit, ctx);
+      visit(ctx, path, &st);
     }
     free(path);
   }
   closedir(d);
-  if (rmdir_too) rmdir(dir);
-  return bytes;
 }
 
-/* Size on disk and number of the files under dir (recursively), newest mtime. */
-static int64_t folder_size(const char *dir, int64_t *files, int64_t *newest) {
-  DIR *d = opendir(dir);
-  int64_t bytes = 0;
-  if (!d) return 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    char *path = nsl__printf_alloc("%s/%s", dir, e->d_name);
-    if (!path) continue;
-    struct stat st;
-    if (lstat(path, &st) == 0) {
-      if (S_ISDIR(st.st_mode)) bytes += folder_size(path, files, newest);
-      else {
-        bytes += (int64_t)st.st_blocks * 512;
-        if (files) (*files)++;
-        if (newest && (int64_t)st.st_mtime > *newest) *newest = (int64_t)st.st_mtime;
-      }
-    }
-    free(path);
-  }
-  closedir(d);
-  return bytes;
+/* Bytes on disk and number of the files a walk saw. */
+typedef struct folder_tally {
+  int64_t bytes, files;
+} folder_tally;
+
+/* Visitor: counts each file. */
+static void count_file(void *ctx, const char *path, const struct stat *st) {
+  folder_tally *t = ctx;
+  (void)path;
+  if (S_ISDIR(st->st_mode)) return;
+  t->bytes += (int64_t)st->st_blocks * 512;
+  t->files++;
+}
+
+/* Visitor: removes each file (counting those removed) and each emptied sub-folder. */
+static void remove_file(void *ctx, const char *path, const struct stat *st) {
+  if (S_ISDIR(st->st_mode)) rmdir(path);
+  else if (unlink(path) == 0) count_file(ctx, path, st);
+}
+
+/* Removes the files under folder dir (sub-folders too), then dir itself when rmdir_too. */
+int64_t nsl__cache_remove_files(const char *dir, int rmdir_too, int64_t *files) {
+  folder_tally t = {0, 0};
+  walk_folder(dir, remove_file, &t);
+  if (rmdir_too) rmdir(dir);
+  if (files) *files += t.files;
+  return t.bytes;
+}
+
+/* Size on disk and number of the files under dir (recursively). */
+static int64_t folder_size(const char *dir, int64_t *files) {
+  folder_tally t = {0, 0};
+  walk_folder(dir, count_file, &t);
+  *files += t.files;
+  return t.bytes;
 }
 
 /* ---- size bound, list, clear ---- */
@@ -136,7 +145,7 @@ static int scan_entries(const char *root, const char *sub, entry_info **out, int
     if (S_ISDIR(st.st_mode)) {
       char *ep = nsl__printf_alloc("%s/entry", path);
       struct stat es;
-      x->bytes = folder_size(path, &x->files, NULL);
+      x->bytes = folder_size(path, &x->files);
       if (ep && stat(ep, &es) == 0) x->used = (int64_t)es.st_mtime;
       free(ep);
     } else {

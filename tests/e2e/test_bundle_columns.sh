@@ -25,7 +25,10 @@ LUA
 read -r verified ncols < <("$NSL" run "$TMP/verify.lua" "$out" | tr '\t' ' ')
 check_eq "every member matches its manifest sha256" "$verified" "true"
 [ "${ncols:-0}" -gt 20 ] && ok "columns stored: $ncols members" || bad "too few column members: ${ncols:-0}"
-python3 - "$out" > "$TMP/align" <<'PY'
+# "N BAD": the columns/ members of zip $1 and how many of them are not
+# stored with the cache header 8-aligned in the file (Python's zipfile)
+aligned() {
+  python3 - "$1" <<'PY'
 import struct, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 raw = open(sys.argv[1], "rb").read()
@@ -43,6 +46,8 @@ for i in z.infolist():
         bad += 1
 print(n, bad)
 PY
+}
+aligned "$out" > "$TMP/align"
 read -r nz nbad < "$TMP/align"
 check_eq "column members stored, the cache header 8-aligned in the file (zipfile)" "$nbad/$nz" "0/$ncols"
 
@@ -69,6 +74,67 @@ for a in summary nvtx gaps; do
   "$NSL" run $a "$plain" --format json | sed "s,plain.zip,cols.zip,g" > "$TMP/b.json" 2>&1
   cmp -s "$TMP/a.json" "$TMP/b.json" && ok "$a: the same with and without stored columns" || bad "$a differs with stored columns"
 done
+# ---- writers that copy members keep the columns stored and aligned:
+# nsl run --embed rewrites the bundle around its members, nsl combine copies
+# two --columns bundles into one (the second's report renamed: the same
+# member name with other bytes, so its columns must follow the new name)
+verify_zip() { # verify_zip ZIP -> "true NCOLUMNS" (manifest sha256 of every member verified)
+  cat > "$TMP/verify_zip.lua" <<LUA
+return { run = function()
+  local b = assert(require("nsl").bundle_open("$1"))
+  local n = 0
+  for _, m in ipairs(b:members()) do if (m.name or m):find("^columns/") then n = n + 1 end end
+  print(assert(b:verify()), n)
+end }
+LUA
+  "$NSL" run "$TMP/verify_zip.lua" "$1" | tr '\t' ' '
+}
+emb="$TMP/embed-cols.zip"   # "cols.zip" in its name: digest.lua looks for its mapping
+cp "$out" "$emb"
+"$NSL" run summary "$emb" --embed > /dev/null && "$NSL" run nvtx "$emb" --embed > /dev/null || bad "nsl run --embed failed"
+unzip -tq "$emb" > /dev/null && ok "after --embed: a valid zip (unzip -t)" || bad "after --embed: unzip -t fails"
+[ "$(unzip -Z1 "$emb" | grep -c '^analyses/')" -gt 0 ] && ok "after --embed: the results are stored" || bad "after --embed: no analyses/ members"
+check_eq "after --embed: every member matches its sha256, every column member kept" "$(verify_zip "$emb")" "true $ncols"
+check_eq "after --embed: column members stored, the cache header 8-aligned (zipfile)" "$(aligned "$emb")" "$ncols 0"
+got=$("$NSL" run "$TMP/digest.lua" "$emb")
+check_eq "after --embed: digests equal SQL on the export" "$(echo "$got" | head -2 | tr -s ' \t' '\t')" "$(echo "$want" | tr -s ' \t' '\t')"
+check_eq "after --embed: the columns mapped straight from the zip" "$(echo "$got" | tail -1)" "mapped"
+
+mkdir -p "$TMP/a" "$TMP/b"
+cp "$exp" "$TMP/a/run.sqlite"
+cp "$exp" "$TMP/b/run.sqlite"
+sqlite3 "$TMP/b/run.sqlite" "PRAGMA user_version = 7"   # other bytes, the same rows: a second rank
+"$NSL" bundle "$TMP/a/run.sqlite" --rank 0 --columns -o "$TMP/r0.zip" > /dev/null &&
+  "$NSL" bundle "$TMP/b/run.sqlite" --rank 1 --columns -o "$TMP/r1.zip" > /dev/null || bad "combine: making the inputs"
+both="$TMP/both.zip"
+"$NSL" combine "$TMP/r0.zip" "$TMP/r1.zip" -o "$both" > /dev/null || bad "nsl combine failed"
+unzip -tq "$both" > /dev/null && ok "after combine: a valid zip (unzip -t)" || bad "after combine: unzip -t fails"
+check_eq "after combine: every member matches its sha256, both reports' columns kept" "$(verify_zip "$both")" "true $((2 * ncols))"
+check_eq "after combine: the renamed report's columns follow its new name" \
+  "$(unzip -Z1 "$both" | grep -c '^reports/run.rank1.sqlite$\|^columns/reports/run.rank1.sqlite/')" "$((ncols + 1))"
+check_eq "after combine: column members stored, the cache header 8-aligned (zipfile)" "$(aligned "$both")" "$((2 * ncols)) 0"
+# two reports' rows are concatenated (copied, not mapped): that the columns
+# are used is shown by damaging both exports, which are then never read
+python3 - "$both" <<'PY'
+import struct, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+with open(sys.argv[1], "r+b") as f:
+    for i in z.infolist():
+        if i.filename.startswith("reports/"):
+            f.seek(i.header_offset + 26)
+            nlen, elen = struct.unpack("<HH", f.read(4))
+            f.seek(i.header_offset + 30 + nlen + elen + i.compress_size // 2)
+            f.write(b"\xde\xad\xbe\xef" * 64)
+PY
+sql2() { sqlite3 ":memory:" "ATTACH 'file:$TMP/a/run.sqlite?immutable=1' AS a; ATTACH 'file:$TMP/b/run.sqlite?immutable=1' AS b; $1"; }
+kq() { echo "SELECT k.start, k.end, s.value AS d, k.gridX FROM $1.CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN $1.StringIds s ON s.id = k.demangledName"; }
+nq() { echo "SELECT n.start, coalesce(n.text, s.value) AS t FROM $1.NVTX_EVENTS n LEFT JOIN $1.StringIds s ON s.id = n.textId WHERE n.eventType IN (34, 59, 60)"; }
+want2="$(sql2 "SELECT count(*), sum(start), max(end), count(DISTINCT d), sum(gridX) FROM ($(kq a) UNION ALL $(kq b))" | tr '|' '\t')
+$(sql2 "SELECT count(*), sum(start), count(DISTINCT t) FROM ($(nq a) UNION ALL $(nq b))" | tr '|' '\t')"
+got=$("$NSL" run "$TMP/digest.lua" "$both" 2>&1)
+check_eq "after combine, both exports damaged: digests equal SQL on the two exports (the stored columns answer)" \
+  "$(echo "$got" | head -2 | tr -s ' \t' '\t')" "$(echo "$want2" | tr -s ' \t' '\t')"
+
 # a damaged stored column: the result comes from the export, still right
 python3 - "$out" <<'PY'
 import struct, sys, zipfile

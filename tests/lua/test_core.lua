@@ -255,4 +255,11 @@ return {
     T.eq((nc - nccl_k.dur):count(), #nccl_k, "rows")
     T.eq((nc - nccl_k.dur):sum(), 0, "NCCL kernels covered by themselves")
   end},
+  {"nsl.readable: a file that opens, not one that is missing; runs.file_of finds a bundle member's file", function()
+    T.eq(nsl.readable(nccl), true, "an export")
+    T.eq(nsl.readable(nccl .. ".missing"), false, "a missing file")
+    local runs = require("nsl.runs")
+    T.eq(runs.file_of(nccl .. ":reports/r0.sqlite"), nccl, "the file before the member name")
+    T.eq(runs.file_of(nccl), nccl, "a file is its own")
+  end},
 }
