@@ -157,11 +157,7 @@ static const luaL_Reg metamethods[] = {{"__gc", l_gc}, {"__close", l_gc}, {"__to
 static const luaL_Reg funcs[] = {{"background", l_background}, {NULL, NULL}};
 
 int nsl__open_job(lua_State *L) {
-  luaL_newmetatable(L, NSL_JOB_MT);
-  luaL_setfuncs(L, metamethods, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  nsl__register_type(L, NSL_JOB_MT, metamethods, methods);
   luaL_setfuncs(L, funcs, 0);
   return 0;
 }

@@ -91,11 +91,7 @@ static const luaL_Reg funcs[] = {{"progress", l_progress},
                                  {NULL, NULL}};
 
 int nsl__open_progress(lua_State *L) {
-  luaL_newmetatable(L, PROGRESS_MT);
-  luaL_setfuncs(L, metamethods, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  nsl__register_type(L, PROGRESS_MT, metamethods, methods);
   luaL_setfuncs(L, funcs, 0);
   return 0;
 }
