@@ -11,6 +11,7 @@
  * work itself is an nsl__work (lnsl.h); its synchronous function is the
  * same work done at once (nsl__work_now). */
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "lua/lnsl.h"
@@ -24,7 +25,11 @@ typedef struct job {
   const nsl__work *w;
   nsl__task *task;   /* while RUNNING on a thread of its own */
   int stage;
-  max_align_t state[];   /* w->size bytes */
+  union {   /* w->size bytes, aligned as Lua aligns userdata (8 bytes, not max_align_t's 16) */
+    int64_t i;
+    double d;
+    void *p;
+  } state[];
 } job;
 
 /* Cancels and waits for the work (if running), then releases the state. */
