@@ -7,6 +7,9 @@
 -- and tree, as the nvtx analysis prints it) and the findings of diagnose.
 -- It holds no analysis of its own: every number comes from the tables and
 -- from the library's analyses.
+-- The long work (reading columns, nesting the NVTX ranges, indexing) runs on
+-- threads of its own (nsl.spawn); run inside a coroutine, each stage yields
+-- while it waits, so the TUI reads keys and redraws meanwhile.
 --   local m = model.new(trace)
 --   for _, stage in ipairs(m:stages()) do stage.run() end   -- loads, in steps
 --   local count, busy, row, class = m:cells(lane, from, to, ncols)
@@ -30,6 +33,25 @@ local gpu_tables = {"kernels", "memcpy", "memset"}
 local Model = {}
 Model.__index = Model
 
+--- model.await(job [, owner]) -> the results of job (from nsl.spawn).  Inside
+-- a coroutine it yields "wait" until the job is done, owner.job naming the
+-- job meanwhile (so that a quit can cancel it); elsewhere it simply waits.
+function M.await(job, owner)
+  if coroutine.isyieldable() then
+    if owner then owner.job = job end
+    while not job:done() do coroutine.yield("wait") end
+    if owner then owner.job = nil end
+  end
+  return job:wait()
+end
+
+-- Inside a coroutine: yields "busy" between two pieces of work on the main
+-- thread, so that keys are read between them; elsewhere nothing.
+local function pause()
+  if coroutine.isyieldable() then coroutine.yield("busy") end
+end
+M.pause = pause
+
 --- model.new(trace, opts) -> a model with nothing loaded yet.  opts.max_depth:
 -- NVTX nesting levels shown per thread (8).
 function M.new(trace, opts)
@@ -43,17 +65,20 @@ end
 
 --- The loading steps, in order: {label, run()}: each table in one scan,
 -- then its lanes; the GPU first.  (No row counts beforehand: counting a
--- table is a scan of its own.)  Keys are read between the steps.
+-- table is a scan of its own.)  Run in a coroutine, each step yields while
+-- its background work runs and between its pieces of main-thread work.
 function Model:stages()
   local list = {}
-  for _, name in ipairs(gpu_tables) do
-    list[#list + 1] = {label = name, run = function() self:load_gpu_table(name) end}
+  for i, s in ipairs(M.stage_list) do
+    list[i] = {label = s[1], run = function() self[s[2]](self, s[3]) end}
   end
-  list[#list + 1] = {label = "the GPU lanes", run = function() self:load_gpu() end}
-  list[#list + 1] = {label = "NVTX ranges", run = function() self:load_nvtx_table() end}
-  list[#list + 1] = {label = "the NVTX lanes", run = function() self:load_nvtx() end}
   return list
 end
+
+--- The stages: label, the method that runs it, its argument.
+M.stage_list = {{"kernels", "load_gpu_table", "kernels"}, {"memcpy", "load_gpu_table", "memcpy"},
+                {"memset", "load_gpu_table", "memset"}, {"the GPU lanes", "load_gpu"},
+                {"NVTX ranges", "load_nvtx_table"}, {"the NVTX lanes", "load_nvtx"}}
 
 --- Rows indexed so far (GPU operations and NVTX ranges).
 function Model:rows_loaded()
@@ -91,9 +116,10 @@ local function gpu_columns(name)
   return want
 end
 
---- Loads the columns of GPU table name (kernels, memcpy, memset) the lanes need, in one scan.
+--- Loads the columns of GPU table name (kernels, memcpy, memset) the lanes
+-- need, in one scan on a thread of its own (nothing to read when loaded).
 function Model:load_gpu_table(name)
-  self.trace[name]:load(gpu_columns(name))
+  M.await(nsl.spawn("load", self.trace[name], gpu_columns(name)), self)
 end
 
 --- Puts kernels, memcpy and memset in one table G (src: 1 kernels, 2
@@ -105,7 +131,7 @@ function Model:load_gpu()
                 src = {}, row = {}}
   for src, name in ipairs(gpu_tables) do
     local t = trace[name]
-    t:load(gpu_columns(name))   -- loaded already by load_gpu_table when run in stages
+    self:load_gpu_table(name)   -- loaded already when run in stages
     if #t > 0 then
       local class
       if name == "kernels" then
@@ -120,6 +146,7 @@ function Model:load_gpu()
       local n = #cols.report + 1
       for _, c in ipairs{"report", "pid", "device", "stream", "start", "stop", "corr"} do cols[c][n] = t[c] end
       cols.class[n], cols.src[n], cols.row[n] = class, nsl.rep(src, #t), nsl.range(#t)
+      pause()
     end
   end
   if #cols.report == 0 then
@@ -129,10 +156,11 @@ function Model:load_gpu()
   local spec = {}
   for _, c in ipairs{"report", "pid", "device", "stream", "start", "stop", "corr", "class", "src", "row"} do
     spec[#spec + 1] = {c, #cols[c] == 1 and cols[c][1] or nsl.concat(table.unpack(cols[c]))}
+    if #cols[c] > 1 then pause() end
   end
   local G = nsl.table(spec)
-  local lane, groups = nsl.nest_lanes(nil, nil, {G.report, G.device, G.stream}, 0, 1)
-  local lod = nsl.lod(G.start, G.stop, lane, G.class, #groups)
+  local lane, groups = M.await(nsl.spawn("nest_lanes", nil, nil, {G.report, G.device, G.stream}, 0, 1), self)
+  local lod = M.await(nsl.spawn("lod", G.start, G.stop, lane, G.class, #groups), self)
   self.gpu = {G = G, lane = lane, lod = lod, full = lod}
   for j = 1, #groups do
     local r = groups.row[j] + 1
@@ -150,9 +178,9 @@ end
 
 local nvtx_columns = {"report", "pid", "tid", "start", "stop", "text", "domain"}
 
---- Loads the NVTX columns the lanes need, in one scan.
+--- Loads the NVTX columns the lanes need, in one scan on a thread of its own.
 function Model:load_nvtx_table()
-  self.trace.nvtx:load(nvtx_columns)
+  M.await(nsl.spawn("load", self.trace.nvtx, nvtx_columns), self)
 end
 
 --- Indexes the NVTX ranges with nsl.lod: a lane per (report, pid, tid) and
@@ -161,18 +189,20 @@ end
 function Model:load_nvtx()
   local trace = self.trace
   local nv = trace.nvtx
-  nv:load(nvtx_columns)   -- one scan (none when load_nvtx_table ran); the row count comes with it
+  self:load_nvtx_table()   -- one scan (none when it ran as a stage); the row count comes with it
   if #nv == 0 then
     self.loaded.nvtx = true
     return
   end
   local keys = {nv.report, nv.pid, nv.tid}
-  local lane, groups = nsl.nest_lanes(nv.start, nv.stop, keys, 0, self.max_depth)
+  local lane, groups = M.await(nsl.spawn("nest_lanes", nv.start, nv.stop, keys, 0, self.max_depth), self)
   local nlanes = 0
   for j = 1, #groups do nlanes = math.max(nlanes, groups.first_lane[j] + groups.lanes[j]) end
-  local lod = nsl.lod(nv.start, nv.stop, lane, nil, nlanes)
+  local lod = M.await(nsl.spawn("lod", nv.start, nv.stop, lane, nil, nlanes), self)
+  local names = nvtx.names(nv)
+  pause()
   local tnames = nsl.thread_names(trace)
-  self.nvtx = {nv = nv, lane = lane, lod = lod, full = lod, threads = {}, name = nvtx.names(nv)}
+  self.nvtx = {nv = nv, lane = lane, lod = lod, full = lod, threads = {}, name = names}
   for j = 1, #groups do
     local r = groups.row[j] + 1
     local rep, pid, tid = nv.report[r], nv.pid[r], nv.tid[r]
@@ -330,10 +360,12 @@ end
 
 -- The launching API call of every row of G (0-based rows of trace.api, -1 none), joined once on
 -- (report, pid, correlation id) as nsl.gpu_ops does.
+local api_columns = {"report", "pid", "tid", "corr", "start", "stop", "name"}
+
 local function launch_index(self)
   if not self.gpu.api then
     local api = self.trace.api
-    api:load{"report", "pid", "tid", "corr", "start", "stop", "name"}   -- one scan, the count with it
+    api:load(api_columns)   -- one scan (none after load_tree_columns), the count with it
     if #api == 0 then
       self.gpu.api = false
     else
@@ -458,6 +490,14 @@ function Model:details(l, r)
 end
 
 -- ---- the NVTX tree (nsl.nvtx's projection and tree: the nvtx analysis's numbers) ----
+
+--- Reads what the NVTX tree (nsl.nvtx.project) and the launching calls of
+-- the details read besides the lanes: the NVTX ranges' columns and the CUDA
+-- API calls, each table in one scan on a thread of its own.
+function Model:load_tree_columns()
+  M.await(nsl.spawn("load", self.trace.nvtx, nvtx.range_columns), self)
+  M.await(nsl.spawn("load", self.trace.api, api_columns), self)
+end
 
 --- Builds the tree once: self.tree = {nodes (nvtx.tree's table), kids =
 -- {node -> child node ids}, roots, node_rows = {node -> 0-based row of
