@@ -1211,6 +1211,7 @@ function App:main()
     local key = c.getch(self:key_timeout())
     if key then
       local t0 = c.now()
+      local from, to, cur = self.from, self.to, self.cur
       local ok, res = pcall(self.on_key, self, key)
       if not ok then
         if tostring(res):find("interrupted", 1, true) then self.status = "interrupted"
@@ -1219,10 +1220,10 @@ function App:main()
         return
       end
       if self.open_error or self.fail then return end
-      if key ~= "resize" and key ~= "i" and self.from then self.touched = true end
+      if from and (self.from ~= from or self.to ~= to or self.cur ~= cur) then self.touched = true end   -- moved
       local ms = self:draw()
-      self:log("redraw key=%s ms=%.3f total_ms=%.3f from=%d to=%d", key, ms, (c.now() - t0) / 1e6,
-               self.from or 0, self.to or 0)
+      self:log("redraw key=%s ms=%.3f total_ms=%.3f at=%d loading=%d from=%d to=%d", key, ms, (c.now() - t0) / 1e6,
+               c.now(), self.loader and 1 or 0, self.from or 0, self.to or 0)
     elseif not self.loader and c.interrupted() == "idle" then
       return
     end
