@@ -143,6 +143,7 @@ function Model:load_gpu()
       else
         class = nsl.rep(CLASS.memset, #t)
       end
+      pause()
       local n = #cols.report + 1
       for _, c in ipairs{"report", "pid", "device", "stream", "start", "stop", "corr"} do cols[c][n] = t[c] end
       cols.class[n], cols.src[n], cols.row[n] = class, nsl.rep(src, #t), nsl.range(#t)
