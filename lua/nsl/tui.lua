@@ -1090,7 +1090,6 @@ function App:load_all()
   self:whole_if_untouched()
   self.status = fmt("%d lanes; ? for the keys", #self.m.lanes)
   self:log("full_screen ms=%.3f", (c.now() - self.t0) / 1e6)
-  self.loaded = true
   self:run_tasks()
 end
 
@@ -1103,12 +1102,12 @@ function App:run_tasks()
     if task == "tree" then
       self.step_label = "the NVTX tree's columns"
       self.m:load_tree_columns()
+      coroutine.yield("stage")
       self.step_label = "the NVTX tree"
-      coroutine.yield("stage")   -- the word on the screen before the work
       self.m:load_tree()
     else
       self.step_label = "diagnose's findings"
-      coroutine.yield("stage")
+      coroutine.yield("busy")   -- the word on the screen before the work
       self.m:load_findings()
     end
     self.task_running, self.tasks[task] = nil, nil
@@ -1141,7 +1140,6 @@ function App:resume_loader()
   local co = self.loader
   local t0 = c.now()
   if not self.stage_t0 then self.stage_t0, self.slices, self.worst = t0, 0, 0 end
-  local label = self.step_label
   local ok, what = coroutine.resume(co)
   local ms = (c.now() - t0) / 1e6
   self.slices, self.worst = self.slices + 1, max(self.worst, ms)
@@ -1154,7 +1152,7 @@ function App:resume_loader()
   end
   local dead = coroutine.status(co) == "dead"
   if what == "stage" or dead then
-    self:log("loaded stage=%q ms=%.3f slices=%d worst_slice_ms=%.3f", label or "",
+    self:log("loaded stage=%q ms=%.3f slices=%d worst_slice_ms=%.3f", self.step_label or "",
              (c.now() - self.stage_t0) / 1e6, self.slices, self.worst)
     self.stage_t0 = nil
   end
