@@ -179,6 +179,23 @@ int nsl_table_find(const nsl_table *t, const char *name);   /* index or -1 */
 int nsl_table_is_loaded(const nsl_table *t, int idx);
 /* Loads the named columns that are not yet loaded, in one pass. */
 nsl_status nsl_table_require(nsl_table *t, const char *const *names, int n, nsl_error *err);
+/* The same load in three steps, so that a front end can read on a thread
+ * of its own and stay responsive:
+ *   1. nsl_table_load_begin(t, names, n, &l, &err) on the caller's thread
+ *      plans the load of the named columns not yet loaded (reads nothing);
+ *   2. nsl_load_read(l, &err) reads them, on any thread, touching neither t
+ *      nor the dictionaries the caller uses (a trace table's sources are
+ *      locked meanwhile: the caller's own loads and SQL on that trace wait);
+ *   3. nsl_load_end(l, &err) on the caller's thread stores the columns in t
+ *      (reading first if step 2 did not run) and frees l; nsl_load_free(l)
+ *      abandons the load instead.
+ * A column the caller loaded meanwhile is kept.  A read of a trace that was
+ * closed fails.  Tables without a trace's loader load in step 3. */
+typedef struct nsl_load nsl_load;
+nsl_status nsl_table_load_begin(nsl_table *t, const char *const *names, int n, nsl_load **out, nsl_error *err);
+nsl_status nsl_load_read(nsl_load *l, nsl_error *err);
+nsl_status nsl_load_end(nsl_load *l, nsl_error *err);
+void nsl_load_free(nsl_load *l);
 /* The loaded column (borrowed reference), loading it if needed; NULL and
  * err filled when unknown or the load fails. */
 nsl_column *nsl_table_column(nsl_table *t, const char *name, nsl_error *err);

@@ -336,4 +336,19 @@ void nsl__mapping_release(nsl_mapping *m);
 /* A column of len elements at data, which lies inside m (retained). */
 nsl_column *nsl__column_mapped(nsl_type type, int64_t len, void *data, nsl_mapping *m, nsl_dict *dict);
 
+
+/* A table loader in the three steps of nsl_table_load_begin/_read/_end:
+ * plan (caller's thread) makes *plan for columns idx[0..n) (NULL: nothing
+ * to read); read (any thread) fills it; store (caller's thread) puts its
+ * columns in t, keeping columns t has already; free releases a plan.  The
+ * table's loader context is passed to plan. */
+typedef struct nsl__load_steps {
+  nsl_status (*plan)(void *ctx, nsl_table *t, const int *idx, int n, void **plan, nsl_error *err);
+  nsl_status (*read)(void *plan, nsl_error *err);
+  nsl_status (*store)(void *plan, nsl_table *t, nsl_error *err);
+  void (*free)(void *plan);
+} nsl__load_steps;
+/* Gives t's loader (nsl_table_set_loader, set first) these steps too. */
+void nsl__table_set_load_steps(nsl_table *t, const nsl__load_steps *steps);
+
 #endif

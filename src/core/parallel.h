@@ -1,5 +1,7 @@
 /* parallel.h -- running independent jobs on a few threads (internal to the
- * library: the trace's per-report loads, a source's chunked scans). */
+ * library: the trace's per-report loads, a source's chunked scans), and one
+ * piece of work on a thread of its own while the caller goes on (a task:
+ * what a front end runs in the background, nsl.spawn). */
 #ifndef NSL_CORE_PARALLEL_H
 #define NSL_CORE_PARALLEL_H
 
@@ -9,7 +11,25 @@ int nsl__thread_count(int n);
 
 /* Runs job(ctx, i) for every i in [0, n) on up to nthreads threads (the
  * caller's included; each i exactly once) and returns when all are done.
- * Runs on fewer threads when some cannot be started. */
+ * Runs on fewer threads when some cannot be started.  The workers see the
+ * caller's cancellation (nsl__cancelled). */
 void nsl__run_parallel(int n, int nthreads, void (*job)(void *ctx, int i), void *ctx);
+
+/* A task: run(ctx) on a thread of its own.
+ *   1. t = nsl__task_start(run, ctx): NULL when no thread can be started
+ *      (the caller then runs run(ctx) itself);
+ *   2. nsl__task_done(t) tells, without waiting, whether run returned;
+ *   3. nsl__task_cancel(t) asks run to stop early: nsl__cancelled() turns
+ *      true on its thread and on the workers it starts (long loops poll it);
+ *   4. nsl__task_join(t) waits for run and frees t (exactly once).
+ * What run touches must not be touched by the caller until done says so. */
+typedef struct nsl__task nsl__task;
+nsl__task *nsl__task_start(void (*run)(void *ctx), void *ctx);
+int nsl__task_done(const nsl__task *t);
+void nsl__task_cancel(nsl__task *t);
+void nsl__task_join(nsl__task *t);
+/* Whether the task the calling thread works for was cancelled (0 outside
+ * tasks). */
+int nsl__cancelled(void);
 
 #endif

@@ -9,6 +9,7 @@
  * nsl__progress_snapshot from a thread of its own and decides whether and
  * how to show it.  Nested work counts into the outermost bracket.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,8 +23,9 @@ static struct {
   atomic_llong done, total;
   atomic_int generation;     /* bumped by each outermost begin: a poller tells runs apart */
   _Atomic double started;    /* monotonic seconds */
-  char what[128], unit[16];  /* written by the outermost begin only */
+  char what[128], unit[16];  /* written by the outermost begin only, under text_lock */
 } prog;
+static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;   /* a snapshot may run on another thread */
 
 static nsl_warn_fn warn_sink;
 static void *warn_ctx;
@@ -39,8 +41,10 @@ double nsl__now(void) {
  * adds its total to the outer one's. */
 void nsl__progress_begin(const char *what, const char *unit, int64_t total) {
   if (atomic_fetch_add(&prog.depth, 1) == 0) {
+    pthread_mutex_lock(&text_lock);
     snprintf(prog.what, sizeof prog.what, "%s", what ? what : "working");
     snprintf(prog.unit, sizeof prog.unit, "%s", unit ? unit : "");
+    pthread_mutex_unlock(&text_lock);
     atomic_store(&prog.done, 0);
     atomic_store(&prog.total, total > 0 ? total : 0);
     atomic_store(&prog.started, nsl__now());
@@ -66,8 +70,10 @@ int nsl__progress_snapshot(nsl_progress_info *out) {
   memset(out, 0, sizeof *out);
   if (atomic_load(&prog.depth) <= 0) return 0;
   out->generation = atomic_load(&prog.generation);
+  pthread_mutex_lock(&text_lock);
   snprintf(out->what, sizeof out->what, "%s", prog.what);
   snprintf(out->unit, sizeof out->unit, "%s", prog.unit);
+  pthread_mutex_unlock(&text_lock);
   out->done = atomic_load(&prog.done);
   out->total = atomic_load(&prog.total);
   out->elapsed = nsl__now() - atomic_load(&prog.started);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/nsl_internal.h"
 #include "nsl/nsl.h"
 
 struct nsl_table {
@@ -15,6 +16,7 @@ struct nsl_table {
   nsl_table_loader loader;
   void *loader_ctx;
   void (*free_ctx)(void *);
+  const nsl__load_steps *steps;   /* the loader's steps for nsl_table_load_begin, or NULL */
 };
 
 nsl_table *nsl_table_new(void) {
@@ -130,6 +132,7 @@ void nsl_table_set_loader(nsl_table *t, nsl_table_loader fn, void *ctx, void (*f
   if (t->free_ctx) t->free_ctx(t->loader_ctx);
   t->loader = fn;
   t->loader_ctx = ctx;
+  t->steps = NULL;
   t->free_ctx = free_ctx;
 }
 
@@ -181,17 +184,95 @@ int64_t nsl_table_nrows(nsl_table *t, nsl_error *err) {
   return t->nrows;
 }
 
+/* The indices of names in t (*idx malloc'd); NSL_ERR_NOTFOUND for an unknown name. */
+static nsl_status find_all(nsl_table *t, const char *const *names, int n, int **idx, nsl_error *err) {
+  *idx = malloc((size_t)(n ? n : 1) * sizeof **idx);
+  if (!*idx) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < n; k++)
+    if (((*idx)[k] = nsl_table_find(t, names[k])) < 0) {
+      free(*idx);
+      *idx = NULL;
+      return nsl_error_set(err, NSL_ERR_NOTFOUND, "no column '%s'", names[k]);
+    }
+  return NSL_OK;
+}
+
 nsl_status nsl_table_require(nsl_table *t, const char *const *names, int n, nsl_error *err) {
-  int *idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
-  if (!idx) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-  nsl_status rc = NSL_OK;
-  for (int k = 0; k < n && rc == NSL_OK; k++) {
-    idx[k] = nsl_table_find(t, names[k]);
-    if (idx[k] < 0) rc = nsl_error_set(err, NSL_ERR_NOTFOUND, "no column '%s'", names[k]);
-  }
+  int *idx;
+  nsl_status rc = find_all(t, names, n, &idx, err);
   if (rc == NSL_OK) rc = load_indices(t, idx, n, err);
   free(idx);
   return rc;
+}
+
+void nsl__table_set_load_steps(nsl_table *t, const nsl__load_steps *steps) { t->steps = steps; }
+
+struct nsl_load {
+  nsl_table *t;        /* retained */
+  int *idx, n;         /* the columns asked for */
+  const nsl__load_steps *steps;
+  void *plan;          /* NULL: nothing to read in step 2 */
+  int read;            /* step 2 ran */
+  nsl_status rc;       /* its outcome */
+  nsl_error err;
+};
+
+nsl_status nsl_table_load_begin(nsl_table *t, const char *const *names, int n, nsl_load **out, nsl_error *err) {
+  *out = NULL;
+  nsl_load *l = calloc(1, sizeof *l);
+  if (!l) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  nsl_status rc = find_all(t, names, n, &l->idx, err);
+  if (rc != NSL_OK) {
+    free(l);
+    return rc;
+  }
+  l->n = n;
+  l->t = nsl_table_retain(t);
+  if (t->steps) {
+    int *missing = malloc((size_t)(n ? n : 1) * sizeof *missing), m = 0;
+    if (!missing) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    for (int k = 0; missing && k < n; k++) {
+      int dup = 0;
+      for (int j = 0; j < m; j++) dup |= missing[j] == l->idx[k];
+      if (!t->cols[l->idx[k]] && !dup) missing[m++] = l->idx[k];
+    }
+    if (rc == NSL_OK && m > 0) {
+      l->steps = t->steps;
+      rc = t->steps->plan(t->loader_ctx, t, missing, m, &l->plan, err);
+    }
+    free(missing);
+  }
+  if (rc != NSL_OK) {
+    nsl_load_free(l);
+    return rc;
+  }
+  *out = l;
+  return NSL_OK;
+}
+
+nsl_status nsl_load_read(nsl_load *l, nsl_error *err) {
+  if (!l->read) {
+    l->read = 1;
+    l->rc = l->plan ? l->steps->read(l->plan, &l->err) : NSL_OK;
+  }
+  if (l->rc != NSL_OK && err) *err = l->err;
+  return l->rc;
+}
+
+nsl_status nsl_load_end(nsl_load *l, nsl_error *err) {
+  nsl_status rc = nsl_load_read(l, err);
+  if (rc == NSL_OK && l->plan) rc = l->steps->store(l->plan, l->t, err);
+  if (rc == NSL_OK) rc = load_indices(l->t, l->idx, l->n, err);   /* a table without steps loads here */
+  nsl_load_free(l);
+  return rc;
+}
+
+void nsl_load_free(nsl_load *l) {
+  if (!l) return;
+  if (l->plan) l->steps->free(l->plan);
+  nsl_table_release(l->t);
+  free(l->idx);
+  free(l);
 }
 
 nsl_column *nsl_table_column_at(nsl_table *t, int idx, nsl_error *err) {

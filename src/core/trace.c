@@ -6,6 +6,8 @@
  * source has its own connection): each report's strings go into a
  * dictionary of its own, remapped into the trace's afterwards in report
  * order, so string ids come out as a sequential load would give them. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,47 @@
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
 #include "nsl/nsl.h"
+
+/* What keeps the trace's sources to one thread at a time: the caller's
+ * loads, SQL and member reads, and a load read in the background
+ * (nsl_load_read).  Recursive: an SQL row callback may load.  A load plan
+ * holds a reference, so that a read that starts after nsl_trace_close finds
+ * it closed instead of the sources gone. */
+typedef struct source_guard {
+  pthread_mutex_t lock;
+  atomic_int refs;
+  int closed;               /* set under lock by nsl_trace_close */
+} source_guard;
+
+static source_guard *guard_new(void) {
+  source_guard *g = calloc(1, sizeof *g);
+  if (!g) return NULL;
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+  int bad = pthread_mutex_init(&g->lock, &a) != 0;
+  pthread_mutexattr_destroy(&a);
+  if (bad) {
+    free(g);
+    return NULL;
+  }
+  atomic_init(&g->refs, 1);
+  return g;
+}
+
+static source_guard *guard_retain(source_guard *g) {
+  atomic_fetch_add(&g->refs, 1);
+  return g;
+}
+
+static void guard_release(source_guard *g) {
+  if (!g || atomic_fetch_sub(&g->refs, 1) > 1) return;
+  pthread_mutex_destroy(&g->lock);
+  free(g);
+}
+
+static void guard_enter(source_guard *g) { pthread_mutex_lock(&g->lock); }
+static void guard_leave(source_guard *g) { pthread_mutex_unlock(&g->lock); }
 
 typedef struct report_src {
   const nsl_source_ops *ops;
@@ -35,13 +78,17 @@ struct nsl_trace {
   trace_table *tables;
   char **inputs;      /* the paths the trace was opened from */
   int ninputs;
+  source_guard *guard;
 };
 
 nsl_trace *nsl_trace_new(void) {
   nsl_trace *tr = calloc(1, sizeof *tr);
   if (!tr) return NULL;
   tr->dict = nsl_dict_new();
-  if (!tr->dict) {
+  tr->guard = guard_new();
+  if (!tr->dict || !tr->guard) {
+    nsl_dict_release(tr->dict);
+    guard_release(tr->guard);
     free(tr);
     return NULL;
   }
@@ -50,6 +97,9 @@ nsl_trace *nsl_trace_new(void) {
 
 void nsl_trace_close(nsl_trace *tr) {
   if (!tr) return;
+  guard_enter(tr->guard);   /* a read in flight ends first; one not begun finds the trace closed */
+  tr->guard->closed = 1;
+  guard_leave(tr->guard);
   trace_table *tt = tr->tables;
   while (tt) {
     trace_table *next = tt->next;
@@ -71,6 +121,7 @@ void nsl_trace_close(nsl_trace *tr) {
   for (int i = 0; i < tr->ninputs; i++) free(tr->inputs[i]);
   free(tr->inputs);
   nsl_dict_release(tr->dict);
+  guard_release(tr->guard);
   free(tr);
 }
 
@@ -153,13 +204,20 @@ nsl_status nsl_trace_sql(nsl_trace *tr, int i, const char *sql, nsl_sql_row_fn r
   const report_src *r = &tr->reports[i];
   if (!r->ops->sql)
     return nsl_error_set(err, NSL_ERR_NOTFOUND, "report %d (%s) is not an SQLite export", i + 1, r->info.path);
-  return r->ops->sql(r->src, sql, row, ctx, err);
+  guard_enter(tr->guard);
+  nsl_status rc = r->ops->sql(r->src, sql, row, ctx, err);
+  guard_leave(tr->guard);
+  return rc;
 }
 
 nsl_status nsl_trace_metadata(nsl_trace *tr, int i, nsl_metadata_fn fn, void *ctx, nsl_error *err) {
   if (i < 0 || i >= tr->nreports) return nsl_error_set(err, NSL_ERR_ARG, "no report %d", i + 1);
   const report_src *r = &tr->reports[i];
-  return r->ops->metadata ? r->ops->metadata(r->src, fn, ctx, err) : NSL_OK;
+  if (!r->ops->metadata) return NSL_OK;
+  guard_enter(tr->guard);
+  nsl_status rc = r->ops->metadata(r->src, fn, ctx, err);
+  guard_leave(tr->guard);
+  return rc;
 }
 
 int nsl_trace_has_members(const nsl_trace *tr, int i) {
@@ -169,7 +227,10 @@ int nsl_trace_has_members(const nsl_trace *tr, int i) {
 size_t nsl_trace_members(nsl_trace *tr, int i, const char *prefix, void (*fn)(void *ctx, const char *name),
                          void *ctx) {
   if (!nsl_trace_has_members(tr, i)) return 0;
-  return tr->reports[i].ops->members(tr->reports[i].src, prefix, fn, ctx);
+  guard_enter(tr->guard);
+  size_t n = tr->reports[i].ops->members(tr->reports[i].src, prefix, fn, ctx);
+  guard_leave(tr->guard);
+  return n;
 }
 
 nsl_status nsl_trace_member_read(nsl_trace *tr, int i, const char *name, void **data, size_t *len,
@@ -178,7 +239,10 @@ nsl_status nsl_trace_member_read(nsl_trace *tr, int i, const char *name, void **
   if (!nsl_trace_has_members(tr, i))
     return nsl_error_set(err, NSL_ERR_NOTFOUND, "report %d (%s) has no archive members", i + 1,
                          tr->reports[i].info.path);
-  return tr->reports[i].ops->member_read(tr->reports[i].src, name, data, len, err);
+  guard_enter(tr->guard);
+  nsl_status rc = tr->reports[i].ops->member_read(tr->reports[i].src, name, data, len, err);
+  guard_leave(tr->guard);
+  return rc;
 }
 
 /* Offset added to report i's times so that all reports share one clock:
@@ -236,24 +300,18 @@ typedef struct load_ctx {
   trace_table *tt;
 } load_ctx;
 
-/* One report's count (or load), run on a worker thread. */
-typedef struct report_job {
+/* One report's count, run on a worker thread. */
+typedef struct count_work {
   nsl_trace *tr;
   trace_table *tt;
-  const char **names;
-  nsl_type *types;
-  int n;
-  nsl_column **parts;       /* nreports x stride */
-  size_t stride;
-  nsl_dict **dicts;         /* per report, or NULL: the trace's dictionary */
   nsl_status *rc;
   nsl_error *errs;
   int64_t *counts;
-  const int *which;         /* count: job k counts report which[k] */
-} report_job;
+  const int *which;         /* job k counts report which[k] */
+} count_work;
 
 static void count_job(void *p, int k) {
-  report_job *j = p;
+  count_work *j = p;
   int i = j->which[k];
   report_src *r = &j->tr->reports[i];
   j->rc[i] = r->ops->count(r->src, j->tt->name, &j->counts[i], &j->errs[i]);
@@ -265,14 +323,16 @@ static nsl_status count_rows(nsl_trace *tr, trace_table *tt, nsl_error *err) {
   if (todo > 0) {
     size_t nr = (size_t)tr->nreports;
     int *which = malloc(nr * sizeof *which);
-    report_job j = {tr, tt, NULL, NULL, 0, NULL, 0, NULL, calloc(nr, sizeof(nsl_status)),
-                    calloc(nr, sizeof(nsl_error)), calloc(nr, sizeof(int64_t)), which};
+    count_work j = {tr, tt, calloc(nr, sizeof(nsl_status)), calloc(nr, sizeof(nsl_error)),
+                    calloc(nr, sizeof(int64_t)), which};
     nsl_status rc = NSL_OK;
     if (!j.rc || !j.errs || !j.counts || !which) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
     else {
       for (int i = 0, k = 0; i < tr->nreports; i++)
         if (tt->rows[i] < 0) which[k++] = i;
+      guard_enter(tr->guard);
       nsl__run_parallel(todo, nsl__thread_count(todo), count_job, &j);
+      guard_leave(tr->guard);
     }
     for (int i = 0; rc == NSL_OK && i < tr->nreports; i++) {
       if (tt->rows[i] >= 0) continue;
@@ -294,14 +354,6 @@ static nsl_status count_rows(nsl_trace *tr, trace_table *tt, nsl_error *err) {
   for (int i = 0; i < tr->nreports; i++) total += tt->rows[i];
   nsl_table_set_nrows(tt->table, total);
   return NSL_OK;
-}
-
-static void load_job(void *p, int i) {
-  report_job *j = p;
-  nsl_trace *tr = j->tr;
-  report_src *r = &tr->reports[i];
-  j->rc[i] = r->ops->load(r->src, j->tt->name, j->names, j->types, j->n, j->dicts ? j->dicts[i] : tr->dict,
-                          time_offset(tr, i), j->parts + (size_t)i * j->stride, &j->errs[i]);
 }
 
 /* Moves the string ids of report part columns from their own dictionary
@@ -341,154 +393,223 @@ static nsl_column *null_column(nsl_type type, int64_t n, nsl_dict *dict) {
   return c;
 }
 
-static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_error *err) {
-  load_ctx *ctx = p;
-  nsl_trace *tr = ctx->tr;
-  trace_table *tt = ctx->tt;
-  if (n == 0) return count_rows(tr, tt, err);
+/* A load of some columns of one table from every report, in the three steps
+ * of nsl__load_steps: plan_load (names, types, where they go), read_load (the
+ * sources, on any thread: each report's strings into a dictionary of its own
+ * unless the load is serial on the caller's thread), store_load (strings into
+ * the trace's dictionary, parts concatenated, `report` and `dur` derived). */
+typedef struct load_plan {
+  source_guard *guard;      /* retained: tr and tt are valid while it is not closed */
+  nsl_trace *tr;
+  trace_table *tt;
+  int nreports;
+  const char **names;       /* from the sources: names[0..nsrc), their types and target columns */
+  nsl_type *types;
+  int *target, nsrc;
+  int want_report, want_dur;   /* derived here; want_dur: its column index, or -1 */
+  nsl_column **parts;       /* nreports x stride */
+  size_t stride;
+  nsl_dict **dicts;         /* per report, or NULL: the trace's dictionary */
+  int64_t *offsets;         /* per report: time offset (copied at plan time) */
+  nsl_status *rc;
+  nsl_error *errs;
+} load_plan;
 
-  /* Split the request: `report` and `dur` are derived here, the rest comes from the sources. */
-  int want_report = 0, want_dur = -1, nsrc = 0, nthreads = 1, progress = 0;
-  report_job job = {0};
-  const char **names = calloc((size_t)n + 2, sizeof *names);
-  nsl_type *types = calloc((size_t)n + 2, sizeof *types);
-  int *target = calloc((size_t)n + 2, sizeof *target);
-  nsl_column **parts = calloc(((size_t)n + 2) * (size_t)(tr->nreports ? tr->nreports : 1), sizeof *parts);
-  nsl_status rc = NSL_OK;
-  if (!names || !types || !target || !parts) {
-    rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    goto done;
+static void load_job(void *p, int i) {
+  load_plan *lp = p;
+  report_src *r = &lp->tr->reports[i];
+  if (nsl__cancelled()) {
+    lp->rc[i] = nsl_error_set(&lp->errs[i], NSL_ERR_LIMIT, "loading %s was cancelled", lp->tt->name);
+    return;
   }
+  lp->rc[i] = r->ops->load(r->src, lp->tt->name, lp->names, lp->types, lp->nsrc,
+                           lp->dicts ? lp->dicts[i] : lp->tr->dict, lp->offsets[i],
+                           lp->parts + (size_t)i * lp->stride, &lp->errs[i]);
+}
+
+static void free_plan(void *p) {
+  load_plan *lp = p;
+  if (!lp) return;
+  if (lp->parts)
+    for (size_t i = 0; i < lp->stride * (size_t)(lp->nreports ? lp->nreports : 1); i++)
+      nsl_column_release(lp->parts[i]);
+  if (lp->dicts)
+    for (int i = 0; i < lp->nreports; i++) nsl_dict_release(lp->dicts[i]);
+  guard_release(lp->guard);
+  free(lp->dicts);
+  free(lp->offsets);
+  free(lp->rc);
+  free(lp->errs);
+  free(lp->parts);
+  free(lp->names);
+  free(lp->types);
+  free(lp->target);
+  free(lp);
+}
+
+/* Plans the load of columns idx[0..n) of the trace table; own_dicts: each
+ * report's strings go into a dictionary of its own (a read on another
+ * thread, or reports in parallel). */
+static nsl_status plan_load(load_ctx *ctx, nsl_table *t, const int *idx, int n, int own_dicts, load_plan **out,
+                            nsl_error *err) {
+  nsl_trace *tr = ctx->tr;
+  size_t nr = (size_t)(tr->nreports ? tr->nreports : 1);
+  load_plan *lp = calloc(1, sizeof *lp);
+  *out = NULL;
+  if (!lp) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  lp->guard = guard_retain(tr->guard);
+  lp->tr = tr;
+  lp->tt = ctx->tt;
+  lp->nreports = tr->nreports;
+  lp->want_dur = -1;
+  lp->stride = (size_t)n + 2;
+  lp->names = calloc((size_t)n + 2, sizeof *lp->names);
+  lp->types = calloc((size_t)n + 2, sizeof *lp->types);
+  lp->target = calloc((size_t)n + 2, sizeof *lp->target);
+  lp->parts = calloc(lp->stride * nr, sizeof *lp->parts);
+  lp->offsets = calloc(nr, sizeof *lp->offsets);
+  lp->rc = calloc(nr, sizeof *lp->rc);
+  lp->errs = calloc(nr, sizeof *lp->errs);
+  if (!lp->names || !lp->types || !lp->target || !lp->parts || !lp->offsets || !lp->rc || !lp->errs) goto nomem;
+  /* Split the request: `report` and `dur` are derived here, the rest comes from the sources. */
   for (int k = 0; k < n; k++) {
     const char *name = nsl_table_colname(t, idx[k]);
-    if (strcmp(name, "report") == 0) want_report = 1;
-    else if (strcmp(name, "dur") == 0) want_dur = idx[k];
+    if (strcmp(name, "report") == 0) lp->want_report = 1;
+    else if (strcmp(name, "dur") == 0) lp->want_dur = idx[k];
     else {
-      names[nsrc] = name;
-      types[nsrc] = nsl_table_coltype(t, idx[k]);
-      target[nsrc++] = idx[k];
+      lp->names[lp->nsrc] = name;
+      lp->types[lp->nsrc] = nsl_table_coltype(t, idx[k]);
+      lp->target[lp->nsrc++] = idx[k];
     }
   }
-  if (want_dur >= 0) {   /* dur needs start and stop */
+  if (lp->want_dur >= 0) {   /* dur needs start and stop */
     const char *need[] = {"start", "stop"};
     for (int j = 0; j < 2; j++) {
       int ci = nsl_table_find(t, need[j]), have = 0;
-      for (int k = 0; k < nsrc; k++) have |= target[k] == ci;
+      for (int k = 0; k < lp->nsrc; k++) have |= lp->target[k] == ci;
       if (ci >= 0 && !have && !nsl_table_is_loaded(t, ci)) {
-        names[nsrc] = need[j];
-        types[nsrc] = NSL_I64;
-        target[nsrc++] = ci;
+        lp->names[lp->nsrc] = need[j];
+        lp->types[lp->nsrc] = NSL_I64;
+        lp->target[lp->nsrc++] = ci;
       }
     }
   }
-  /* One load call per report for all its columns; reports in parallel,
-   * each into a dictionary of its own, remapped into the trace's in order. */
-  nthreads = nsl__thread_count(tr->nreports);
-  char what[96];   /* the total is the sources' to tell (nsl__progress_expect) */
-  snprintf(what, sizeof what, "loading %s", tt->name);
-  nsl__progress_begin(what, "rows", 0);
-  progress = 1;
-  job = (report_job){tr, tt, names, types, nsrc, parts, (size_t)n + 2, NULL,
-                     calloc((size_t)tr->nreports + 1, sizeof(nsl_status)),
-                     calloc((size_t)tr->nreports + 1, sizeof(nsl_error)), NULL, NULL};
-  if (!job.rc || !job.errs) {
-    rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    goto done;
-  }
-  if (nsrc > 0 && nthreads > 1) {
-    if (!(job.dicts = calloc((size_t)tr->nreports, sizeof *job.dicts))) {
-      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-      goto done;
-    }
+  for (int i = 0; i < tr->nreports; i++) lp->offsets[i] = time_offset(tr, i);
+  if (lp->nsrc > 0 && own_dicts) {
+    if (!(lp->dicts = calloc(nr, sizeof *lp->dicts))) goto nomem;
     for (int i = 0; i < tr->nreports; i++)
-      if (!(job.dicts[i] = nsl_dict_new())) {
-        rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-        goto done;
-      }
-    nsl__run_parallel(tr->nreports, nthreads, load_job, &job);
-  } else {
-    for (int i = 0; i < tr->nreports && nsrc > 0; i++) {
-      load_job(&job, i);
-      if (job.rc[i] != NSL_OK && job.rc[i] != NSL_ERR_NOTFOUND) break;   /* the first error stops */
-    }
+      if (!(lp->dicts[i] = nsl_dict_new())) goto nomem;
   }
+  *out = lp;
+  return NSL_OK;
+nomem:
+  free_plan(lp);
+  return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+}
+
+/* Reads the planned columns from every report (one load call per report
+ * for all its columns; reports in parallel when each has a dictionary of its
+ * own), with the sources locked. */
+static nsl_status read_load(void *p, nsl_error *err) {
+  load_plan *lp = p;
+  if (lp->nsrc == 0) return NSL_OK;
+  guard_enter(lp->guard);
+  if (lp->guard->closed) {
+    guard_leave(lp->guard);
+    return nsl_error_set(err, NSL_ERR_ARG, "the trace was closed while its %s loaded", "table");
+  }
+  char what[96];   /* the total is the sources' to tell (nsl__progress_expect) */
+  snprintf(what, sizeof what, "loading %s", lp->tt->name);
+  nsl__progress_begin(what, "rows", 0);
+  int nthreads = lp->dicts ? nsl__thread_count(lp->nreports) : 1;
+  if (nthreads > 1) nsl__run_parallel(lp->nreports, nthreads, load_job, lp);
+  else
+    for (int i = 0; i < lp->nreports; i++) {
+      load_job(lp, i);
+      if (lp->rc[i] != NSL_OK && lp->rc[i] != NSL_ERR_NOTFOUND) break;   /* the first error stops */
+    }
+  nsl__progress_end();
+  guard_leave(lp->guard);
+  for (int i = 0; i < lp->nreports; i++)
+    if (lp->rc[i] != NSL_OK && lp->rc[i] != NSL_ERR_NOTFOUND) {
+      if (err) *err = lp->errs[i];
+      return lp->rc[i];
+    }
+  return NSL_OK;
+}
+
+/* Stores what read_load read in t: columns t has already are kept. */
+static nsl_status store_load(void *p, nsl_table *t, nsl_error *err) {
+  load_plan *lp = p;
+  if (lp->guard->closed) return nsl_error_set(err, NSL_ERR_ARG, "the trace was closed while its tables loaded");
+  nsl_trace *tr = lp->tr;
+  trace_table *tt = lp->tt;
+  int nsrc = lp->nsrc;
+  nsl_status rc = NSL_OK;
   for (int i = 0; i < tr->nreports && nsrc > 0; i++) {
     report_src *r = &tr->reports[i];
-    nsl_column **out = parts + (size_t)i * (size_t)(n + 2);
-    rc = job.rc[i];
+    nsl_column **out = lp->parts + (size_t)i * lp->stride;
+    rc = lp->rc[i];
     if (rc == NSL_ERR_NOTFOUND) {
       rc = NSL_OK;
       for (int k = 0; k < nsrc; k++) {
         nsl_column_release(out[k]);
-        if (!(out[k] = null_column(types[k], 0, tr->dict))) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+        if (!(out[k] = null_column(lp->types[k], 0, tr->dict))) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
       }
     } else if (rc != NSL_OK) {
-      if (err) *err = job.errs[i];
-    } else if (job.dicts) {
-      rc = remap_strings(tr, job.dicts[i], out, nsrc, err);
+      if (err) *err = lp->errs[i];
+    } else if (lp->dicts) {
+      rc = remap_strings(tr, lp->dicts[i], out, nsrc, err);
     }
-    if (rc != NSL_OK) goto done;
+    if (rc != NSL_OK) return rc;
     for (int k = 1; k < nsrc; k++)
-      if (out[k]->len != out[0]->len) {
-        rc = nsl_error_set(err, NSL_ERR_FORMAT, "%s: table %s: columns of different lengths", r->info.path, tt->name);
-        goto done;
-      }
+      if (out[k]->len != out[0]->len)
+        return nsl_error_set(err, NSL_ERR_FORMAT, "%s: table %s: columns of different lengths", r->info.path,
+                             tt->name);
     tt->rows[i] = out[0]->len;
   }
   /* Concatenate the reports' parts (a single report's part is used as is). */
   for (int k = 0; k < nsrc; k++) {
+    if (nsl_table_is_loaded(t, lp->target[k])) continue;   /* the caller loaded it meanwhile */
     nsl_column *whole;
-    if (tr->nreports == 1) whole = nsl_column_retain(parts[k]);
+    if (tr->nreports == 1) whole = nsl_column_retain(lp->parts[k]);
     else {
       int64_t total = 0;
-      for (int i = 0; i < tr->nreports; i++) total += parts[(size_t)i * (size_t)(n + 2) + (size_t)k]->len;
-      whole = nsl_column_new(types[k], total, tr->dict);
-      if (!whole) {
-        rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory loading %s.%s", tt->name, names[k]);
-        goto done;
-      }
-      size_t es = nsl_type_size(types[k]), off = 0;
+      for (int i = 0; i < tr->nreports; i++) total += lp->parts[(size_t)i * lp->stride + (size_t)k]->len;
+      whole = nsl_column_new(lp->types[k], total, tr->dict);
+      if (!whole) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory loading %s.%s", tt->name, lp->names[k]);
+      size_t es = nsl_type_size(lp->types[k]), off = 0;
       for (int i = 0; i < tr->nreports; i++) {
-        nsl_column *part = parts[(size_t)i * (size_t)(n + 2) + (size_t)k];
+        nsl_column *part = lp->parts[(size_t)i * lp->stride + (size_t)k];
         memcpy((char *)whole->data + off, part->data, (size_t)part->len * es);
         off += (size_t)part->len * es;
       }
     }
-    rc = nsl_table_set_column(t, target[k], whole, err);
+    rc = nsl_table_set_column(t, lp->target[k], whole, err);
     nsl_column_release(whole);
-    if (rc != NSL_OK) goto done;
+    if (rc != NSL_OK) return rc;
   }
+  int want_report = lp->want_report && !nsl_table_is_loaded(t, nsl_table_find(t, "report"));
+  int want_dur = lp->want_dur >= 0 && !nsl_table_is_loaded(t, lp->want_dur) ? lp->want_dur : -1;
   if (want_report || want_dur >= 0) {
     int64_t total = nsl_table_nrows(t, err);
-    if (total < 0) {
-      rc = err ? err->code : NSL_ERR_FORMAT;
-      goto done;
-    }
+    if (total < 0) return err ? err->code : NSL_ERR_FORMAT;
     if (want_report) {
-      if ((rc = count_rows(tr, tt, err)) != NSL_OK) goto done;
+      if ((rc = count_rows(tr, tt, err)) != NSL_OK) return rc;
       nsl_column *rep = nsl_column_new(NSL_I32, total, NULL);
-      if (!rep) {
-        rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-        goto done;
-      }
+      if (!rep) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
       int64_t row = 0;
       for (int i = 0; i < tr->nreports; i++)
         for (int64_t j = 0; j < tt->rows[i]; j++) nsl_i32(rep)[row++] = i;
       rc = nsl_table_set_column(t, nsl_table_find(t, "report"), rep, err);
       nsl_column_release(rep);
-      if (rc != NSL_OK) goto done;
+      if (rc != NSL_OK) return rc;
     }
     if (want_dur >= 0) {
       nsl_column *start = nsl_table_column(t, "start", err), *stop = nsl_table_column(t, "stop", err);
-      if (!start || !stop) {
-        rc = err ? err->code : NSL_ERR_FORMAT;
-        goto done;
-      }
+      if (!start || !stop) return err ? err->code : NSL_ERR_FORMAT;
       nsl_column *dur = nsl_column_new(NSL_I64, total, NULL);
-      if (!dur) {
-        rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-        goto done;
-      }
+      if (!dur) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
       const int64_t *s = nsl_i64(start), *e = nsl_i64(stop);
       for (int64_t i = 0; i < total; i++)
         nsl_i64(dur)[i] = s[i] == NSL_NULL_I64 || e[i] == NSL_NULL_I64 ? NSL_NULL_I64 : e[i] - s[i];
@@ -496,20 +617,28 @@ static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_e
       nsl_column_release(dur);
     }
   }
-done:
-  if (progress) nsl__progress_end();
-  if (parts)
-    for (size_t i = 0; i < ((size_t)n + 2) * (size_t)(tr->nreports ? tr->nreports : 1); i++)
-      nsl_column_release(parts[i]);
-  if (job.dicts)
-    for (int i = 0; i < tr->nreports; i++) nsl_dict_release(job.dicts[i]);
-  free(job.dicts);
-  free(job.rc);
-  free(job.errs);
-  free(parts);
-  free(names);
-  free(types);
-  free(target);
+  return rc;
+}
+
+static nsl_status plan_step(void *ctx, nsl_table *t, const int *idx, int n, void **plan, nsl_error *err) {
+  load_plan *lp;
+  nsl_status rc = plan_load(ctx, t, idx, n, 1, &lp, err);
+  *plan = lp;
+  return rc;
+}
+
+static const nsl__load_steps trace_steps = {plan_step, read_load, store_load, free_plan};
+
+/* The table loader: the three steps on the caller's thread (n = 0: the row
+ * count only). */
+static nsl_status trace_load(void *p, nsl_table *t, const int *idx, int n, nsl_error *err) {
+  load_ctx *ctx = p;
+  if (n == 0) return count_rows(ctx->tr, ctx->tt, err);
+  load_plan *lp;
+  nsl_status rc = plan_load(ctx, t, idx, n, nsl__thread_count(ctx->tr->nreports) > 1, &lp, err);
+  if (rc == NSL_OK) rc = read_load(lp, err);
+  if (rc == NSL_OK) rc = store_load(lp, t, err);
+  free_plan(lp);
   return rc;
 }
 
@@ -539,7 +668,9 @@ nsl_status nsl_trace_table(nsl_trace *tr, const char *name, nsl_table **out, nsl
     for (int i = 0; i < tr->nreports; i++) {   /* extra columns a source offers */
       report_src *r = &tr->reports[i];
       if (r->ops->describe) {
+        guard_enter(tr->guard);
         nsl_status rc = r->ops->describe(r->src, name, tt->table, err);
+        guard_leave(tr->guard);
         if (rc == NSL_ERR_NOTFOUND) {
           tt->rows[i] = 0;
           nsl_error_clear(err);
@@ -549,6 +680,7 @@ nsl_status nsl_trace_table(nsl_trace *tr, const char *name, nsl_table **out, nsl
     ctx->tr = tr;
     ctx->tt = tt;
     nsl_table_set_loader(tt->table, trace_load, ctx, free);
+    nsl__table_set_load_steps(tt->table, &trace_steps);
   }
   tt->next = tr->tables;
   tr->tables = tt;

@@ -80,37 +80,74 @@ static int l_nest_depth(lua_State *L) {
  * order (key order, NULL first) with columns row (where the group first
  * appears, 0-based, to read its keys), first_lane, lanes and count (its
  * rows). */
-static int l_nest_lanes(lua_State *L) {
-  nsl_column *start = optcolumn(L, 1), *stop = optcolumn(L, 2);
-  luaL_checktype(L, 3, LUA_TTABLE);
-  lua_Integer nk = luaL_len(L, 3);
-  luaL_argcheck(L, nk >= 1 && nk <= 16, 3, "1 to 16 key columns");
-  const nsl_column *keys[16];
+typedef struct nest_work {
+  nsl_column *start, *stop, *keys[16];
+  int nk;
+  int64_t first, max_sub;
+  nsl_status rc;
+  nsl_lane_layout lo;
+  int have_lo;
+  nsl_error err;
+} nest_work;
+
+static void nest_prepare(lua_State *L, int first, void *p) {
+  nest_work *w = p;
+  nsl_column *start = optcolumn(L, first), *stop = optcolumn(L, first + 1);
+  luaL_checktype(L, first + 2, LUA_TTABLE);
+  lua_Integer nk = luaL_len(L, first + 2);
+  luaL_argcheck(L, nk >= 1 && nk <= 16, first + 2, "1 to 16 key columns");
+  nsl_column *keys[16];
   for (lua_Integer k = 0; k < nk; k++) {
-    lua_geti(L, 3, k + 1);
+    lua_geti(L, first + 2, k + 1);
     if (!(keys[k] = nsl__tocolumn(L, -1)))
-      return luaL_error(L, "nsl.nest_lanes: key %d is a %s, not a column", (int)k + 1, luaL_typename(L, -1));
+      luaL_error(L, "nsl.nest_lanes: key %d is a %s, not a column", (int)k + 1, luaL_typename(L, -1));
     lua_pop(L, 1);   /* still referenced by the table */
   }
-  lua_Integer first = luaL_checkinteger(L, 4), max_sub = luaL_checkinteger(L, 5);
+  w->first = luaL_checkinteger(L, first + 3);
+  w->max_sub = luaL_checkinteger(L, first + 4);
+  w->start = nsl_column_retain(start);
+  w->stop = nsl_column_retain(stop);
+  for (lua_Integer k = 0; k < nk; k++) w->keys[k] = nsl_column_retain(keys[k]);
+  w->nk = (int)nk;
+}
+
+static void nest_run(void *p) {
+  nest_work *w = p;
+  w->rc = nsl_nest_lanes(w->start, w->stop, (const nsl_column *const *)w->keys, w->nk, w->first, w->max_sub, &w->lo,
+                         &w->err);
+  w->have_lo = w->rc == NSL_OK;
+}
+
+static int nest_push(lua_State *L, void *p) {
+  nest_work *w = p;
+  if (w->rc != NSL_OK) return luaL_error(L, "nsl.nest_lanes: %s", w->err.msg);
   nsl_table *t = nsl_table_new();
   if (!t) return luaL_error(L, "out of memory");
   nsl__pushtable(L, t, 0);   /* owned by Lua before anything can raise */
-  nsl_lane_layout lo;
-  nsl_error err = {0};
-  if (nsl_nest_lanes(start, stop, keys, (int)nk, first, max_sub, &lo, &err) != NSL_OK)
-    return luaL_error(L, "nsl.nest_lanes: %s", err.msg);
   const char *names[] = {"row", "first_lane", "lanes", "count"};
-  nsl_column *cols[] = {lo.row, lo.first_lane, lo.lanes, lo.count};
+  nsl_column *cols[] = {w->lo.row, w->lo.first_lane, w->lo.lanes, w->lo.count};
+  nsl_error err = {0};
   int ok = 1;
   for (int k = 0; k < 4 && ok; k++) ok = nsl_table_add(t, names[k], cols[k], &err) >= 0;
-  nsl_table_set_nrows(t, lo.row->len);
-  nsl__pushcolumn(L, nsl_column_retain(lo.lane));
-  nsl_lane_layout_free(&lo);
+  nsl_table_set_nrows(t, w->lo.row->len);
+  nsl__pushcolumn(L, nsl_column_retain(w->lo.lane));
   if (!ok) return nsl__lua_error(L, &err);
   lua_insert(L, -2);   /* the lanes, then the groups */
   return 2;
 }
+
+static void nest_release(void *p) {
+  nest_work *w = p;
+  nsl_column_release(w->start);
+  nsl_column_release(w->stop);
+  for (int k = 0; k < w->nk; k++) nsl_column_release(w->keys[k]);
+  if (w->have_lo) nsl_lane_layout_free(&w->lo);
+}
+
+const nsl__work nsl__work_nest_lanes = {"nest_lanes", sizeof(nest_work), nest_prepare, nest_run, nest_push,
+                                        nest_release};
+
+static int l_nest_lanes(lua_State *L) { return nsl__work_now(L, &nsl__work_nest_lanes, 1); }
 
 /* nsl.spans_merge(x0, x1, lane [, class] [, {tol = 0, max_len = 0, origin = 0,
  * scale = 1, offset = 0, mask = nil}]) -> a table with columns x0, x1, busy,

@@ -36,18 +36,51 @@ static void adopt(lua_State *L, lod_box *b, nsl_lod *l) {
   nsl__gc_charge(L, b->charged);
 }
 
-/* nsl.lod(start, stop, lane, class|nil, nlanes) */
-static int l_lod(lua_State *L) {
-  nsl_column *s = nsl__checkcolumn(L, 1), *e = nsl__checkcolumn(L, 2), *g = nsl__checkcolumn(L, 3);
-  nsl_column *k = lua_isnoneornil(L, 4) ? NULL : nsl__checkcolumn(L, 4);
-  lua_Integer nlanes = luaL_checkinteger(L, 5);
+/* nsl.lod(start, stop, lane, class|nil, nlanes), as work (nsl__work: also nsl.background("lod", ...)). */
+typedef struct lod_work {
+  nsl_column *start, *stop, *lane, *cls;
+  int64_t nlanes;
+  nsl_lod *lod;
+  nsl_error err;
+} lod_work;
+
+static void lod_prepare(lua_State *L, int first, void *p) {
+  lod_work *w = p;
+  nsl_column *s = nsl__checkcolumn(L, first), *e = nsl__checkcolumn(L, first + 1), *g = nsl__checkcolumn(L, first + 2);
+  nsl_column *k = lua_isnoneornil(L, first + 3) ? NULL : nsl__checkcolumn(L, first + 3);
+  w->nlanes = luaL_checkinteger(L, first + 4);
+  w->start = nsl_column_retain(s);
+  w->stop = nsl_column_retain(e);
+  w->lane = nsl_column_retain(g);
+  w->cls = nsl_column_retain(k);
+}
+
+static void lod_run(void *p) {
+  lod_work *w = p;
+  w->lod = nsl_lod_build(w->start, w->stop, w->lane, w->cls, w->nlanes, &w->err);
+}
+
+static int lod_push(lua_State *L, void *p) {
+  lod_work *w = p;
+  if (!w->lod) return nsl__lua_error(L, &w->err);
   lod_box *b = newbox(L);
-  nsl_error err = {0};
-  nsl_lod *l = nsl_lod_build(s, e, g, k, nlanes, &err);
-  if (!l) return nsl__lua_error(L, &err);
-  adopt(L, b, l);
+  adopt(L, b, w->lod);
+  w->lod = NULL;
   return 1;
 }
+
+static void lod_release(void *p) {
+  lod_work *w = p;
+  nsl_column_release(w->start);
+  nsl_column_release(w->stop);
+  nsl_column_release(w->lane);
+  nsl_column_release(w->cls);
+  nsl_lod_free(w->lod);
+}
+
+const nsl__work nsl__work_lod = {"lod", sizeof(lod_work), lod_prepare, lod_run, lod_push, lod_release};
+
+static int l_lod(lua_State *L) { return nsl__work_now(L, &nsl__work_lod, 1); }
 
 /* l:query(lane, from, to, ncols) -> count, busy, row, class (arrays of ncols). */
 static int l_query(lua_State *L) {

@@ -291,6 +291,7 @@ int luaopen_nsl_core(lua_State *L) {
   nsl__open_render(L);
   nsl__open_binning(L);
   nsl__open_lod(L);
+  nsl__open_job(L);
   nsl__open_curses(L);
   nsl__open_mpi(L);
   return 1;

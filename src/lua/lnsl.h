@@ -83,6 +83,31 @@ int nsl__open_binning(lua_State *L);   /* bins, depths, spans, format_rows (lbin
 int nsl__open_lod(lua_State *L);       /* nsl.lod: a timeline's level of detail (llod.c) */
 int nsl__open_curses(lua_State *L);    /* nsl.curses: the terminal of nsl tui (lcurses.c; nil without ncurses) */
 
+/* Work that can run on a thread of its own (ljob.c): the same work as a
+ * synchronous function (nsl.lod, ...) and as nsl.background(kind, ...).
+ * Its state is `size` bytes, zeroed, kept in a job box on the Lua stack.
+ *   prepare (Lua thread): reads the arguments from stack index first on
+ *     (raising on bad ones), retains what run needs;
+ *   run (any thread): the work, touching nothing the Lua thread uses;
+ *   push (Lua thread): pushes the results (or raises) and returns their
+ *     number; what it pushes is no longer the state's to release; the job
+ *     box is on top of the stack, its user value 1 the list of arguments;
+ *   release (Lua thread): frees what the state still holds (after push,
+ *     after a cancel, or after a failed prepare: fields may be zero). */
+typedef struct nsl__work {
+  const char *name;   /* the kind nsl.background names */
+  size_t size;
+  void (*prepare)(lua_State *L, int first, void *state);
+  void (*run)(void *state);
+  int (*push)(lua_State *L, void *state);
+  void (*release)(void *state);
+} nsl__work;
+/* Does w now on the calling thread with the arguments from first on and
+ * returns push's count: the synchronous function of w. */
+int nsl__work_now(lua_State *L, const nsl__work *w, int first);
+extern const nsl__work nsl__work_open, nsl__work_load, nsl__work_lod, nsl__work_nest_lanes;
+int nsl__open_job(lua_State *L);   /* nsl.background (ljob.c) */
+
 /* luaopen for the C core module ("nsl.core"). */
 int luaopen_nsl_core(lua_State *L);
 /* Opens Lua's standard libraries and makes require find nsl.core and the

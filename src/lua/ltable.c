@@ -134,33 +134,70 @@ static int tbl_coltype(lua_State *L) {
   return 1;
 }
 
-/* Loads the columns named in the array at idx (or the strings from idx on). */
-static void require_names(lua_State *L, nsl_table *t, const char **names, int n) {
-  nsl_error err = {0};
-  if (nsl_table_require(t, names, n, &err) != NSL_OK) {
-    if (err.code == NSL_ERR_NOTFOUND) luaL_error(L, "%s in this table", err.msg);
-    nsl__lua_error(L, &err);
-  }
+/* Raises the error of a load. */
+static void load_error(lua_State *L, const nsl_error *err) {
+  if (err->code == NSL_ERR_NOTFOUND) luaL_error(L, "%s in this table", err->msg);
+  nsl__lua_error(L, err);
 }
 
-/* t:load{"a", "b"} or t:load("a", "b") -- loads columns in one pass; returns t. */
-static int tbl_load(lua_State *L) {
-  nsl_table *t = nsl__checktable(L, 1);
+/* Loads the named columns of t. */
+static void require_names(lua_State *L, nsl_table *t, const char **names, int n) {
+  nsl_error err = {0};
+  if (nsl_table_require(t, names, n, &err) != NSL_OK) load_error(L, &err);
+}
+
+/* t:load{"a", "b"} or t:load("a", "b") -- loads columns in one pass; returns
+ * t.  As work (nsl__work: also nsl.background("load", t, names)): planned
+ * here, read on any thread, stored by push (nsl_table_load_begin). */
+typedef struct load_work {
+  nsl_load *load;
+  nsl_status rc;
+  nsl_error err;
+} load_work;
+
+static void load_prepare(lua_State *L, int first, void *p) {
+  load_work *w = p;
+  nsl_table *t = nsl__checktable(L, first);
   const char *names[64];
   int n = 0;
-  if (lua_istable(L, 2)) {
-    lua_Integer len = luaL_len(L, 2);
+  if (lua_istable(L, first + 1)) {
+    lua_Integer len = luaL_len(L, first + 1);
     for (lua_Integer i = 1; i <= len && n < 64; i++) {
-      lua_geti(L, 2, i);
+      lua_geti(L, first + 1, i);
       names[n++] = luaL_checkstring(L, -1);
       lua_pop(L, 1);   /* strings stay alive in the array */
     }
   } else
-    for (int i = 2; i <= lua_gettop(L) && n < 64; i++) names[n++] = luaL_checkstring(L, i);
-  require_names(L, t, names, n);
-  lua_settop(L, 1);
+    for (int i = first + 1; i <= lua_gettop(L) && n < 64; i++) names[n++] = luaL_checkstring(L, i);
+  nsl_error err = {0};
+  if (nsl_table_load_begin(t, names, n, &w->load, &err) != NSL_OK) load_error(L, &err);
+}
+
+static void load_run(void *p) {
+  load_work *w = p;
+  w->rc = nsl_load_read(w->load, &w->err);
+}
+
+static int load_push(lua_State *L, void *p) {
+  load_work *w = p;
+  nsl_load *l = w->load;
+  w->load = NULL;
+  nsl_error err = {0};
+  if (nsl_load_end(l, &err) != NSL_OK) load_error(L, &err);   /* a failed read fails here too */
+  lua_getiuservalue(L, -1, 1);   /* the job's arguments: the table first */
+  lua_geti(L, -1, 1);
+  lua_remove(L, -2);
   return 1;
 }
+
+static void load_release(void *p) {
+  load_work *w = p;
+  nsl_load_free(w->load);
+}
+
+const nsl__work nsl__work_load = {"load", sizeof(load_work), load_prepare, load_run, load_push, load_release};
+
+static int tbl_load(lua_State *L) { return nsl__work_now(L, &nsl__work_load, 1); }
 
 /* t:take(idx) -> rows idx (0-based i64 column). */
 static int tbl_take(lua_State *L) {

@@ -19,33 +19,76 @@ static nsl_trace *checktrace(lua_State *L, int idx) {
 nsl_trace *nsl__checktrace(lua_State *L, int idx) { return checktrace(L, idx); }
 
 /* nsl.open(path, ...) or nsl.open{paths} -> trace, or nil and a message. */
-static int l_open(lua_State *L) {
+/* nsl.open(path, ...) or nsl.open{paths} -> trace, or nil and the message;
+ * as work (nsl__work: also nsl.background("open", ...)). */
+typedef struct open_work {
+  char **paths;
+  int n;
+  nsl_trace *tr;
+  nsl_status rc;
+  nsl_error err;
+} open_work;
+
+static void open_prepare(lua_State *L, int first, void *p) {
+  open_work *w = p;
   const char *paths[1024];
   int n = 0;
-  if (lua_istable(L, 1)) {
-    lua_Integer len = luaL_len(L, 1);
-    luaL_argcheck(L, len <= 1024, 1, "at most 1024 reports");
+  if (lua_istable(L, first)) {
+    lua_Integer len = luaL_len(L, first);
+    luaL_argcheck(L, len <= 1024, first, "at most 1024 reports");
     for (lua_Integer i = 1; i <= len; i++) {
-      lua_geti(L, 1, i);
+      lua_geti(L, first, i);
       paths[n++] = luaL_checkstring(L, -1);
       lua_pop(L, 1);
     }
   } else {
     int top = lua_gettop(L);
-    luaL_argcheck(L, top <= 1024, 1, "at most 1024 reports");
-    for (int i = 1; i <= top; i++) paths[n++] = luaL_checkstring(L, i);
+    luaL_argcheck(L, top - first + 1 <= 1024, first, "at most 1024 reports");
+    for (int i = first; i <= top; i++) paths[n++] = luaL_checkstring(L, i);
   }
-  if (n == 0) return luaL_error(L, "nsl.open: no file given");
-  nsl_trace **slot = nsl__newtrace(L);
-  nsl_error err = {0};
-  if (nsl_trace_open(slot, paths, n, &err) != NSL_OK) {
+  if (n == 0) luaL_error(L, "nsl.open: no file given");
+  char **copy = calloc((size_t)n, sizeof *copy);
+  for (int i = 0; copy && i < n; i++)
+    if (!(copy[i] = strdup(paths[i]))) {
+      while (i-- > 0) free(copy[i]);
+      free(copy);
+      copy = NULL;
+    }
+  if (!copy) luaL_error(L, "out of memory");
+  w->paths = copy;
+  w->n = n;
+}
+
+static void open_run(void *p) {
+  open_work *w = p;
+  w->rc = nsl_trace_open(&w->tr, (const char *const *)w->paths, w->n, &w->err);
+}
+
+static int open_push(lua_State *L, void *p) {
+  open_work *w = p;
+  if (w->rc != NSL_OK) {
     lua_pushnil(L);
-    lua_pushstring(L, err.msg);
+    lua_pushstring(L, w->err.msg);
     return 2;
   }
+  nsl_trace **slot = nsl__newtrace(L);
+  *slot = w->tr;   /* the box owns it from here */
+  w->tr = NULL;
+  nsl_error err = {0};
   if (nsl_trace_set_dict(*slot, nsl__state_dict(L), &err) != NSL_OK) return nsl__lua_error(L, &err);
   return 1;
 }
+
+static void open_release(void *p) {
+  open_work *w = p;
+  for (int i = 0; i < w->n; i++) free(w->paths[i]);
+  free(w->paths);
+  nsl_trace_close(w->tr);
+}
+
+const nsl__work nsl__work_open = {"open", sizeof(open_work), open_prepare, open_run, open_push, open_release};
+
+static int l_open(lua_State *L) { return nsl__work_now(L, &nsl__work_open, 1); }
 
 nsl_trace **nsl__newtrace(lua_State *L) {
   nsl__state_dict(L);

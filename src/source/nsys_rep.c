@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/nsl_internal.h"
+#include "core/parallel.h"
 #include "core/text.h"
 
 extern char **environ;
@@ -220,8 +221,10 @@ static void remove_leftovers(const char *dir) {
 
 /* Runs argv with stdout and stderr to log; waits at most timeout_s seconds
  * (then SIGTERM, and SIGKILL 5 s later), reporting the size of watch as
- * progress (nsl__progress_*: the front end decides whether to show it).  Returns the exit status
- * (128 + signal), -1 when it could not start (errno), -2 on timeout. */
+ * progress (nsl__progress_*: the front end decides whether to show it); a
+ * cancelled task (nsl__cancelled: the front end gave up) stops it the same
+ * way.  Returns the exit status (128 + signal), -1 when it could not start
+ * (errno), -2 on timeout, -3 when cancelled. */
 static int run_export(char *const argv[], const char *log, const char *watch, const char *report, double timeout_s) {
   posix_spawn_file_actions_t fa;
   if (posix_spawn_file_actions_init(&fa) != 0) return -1;
@@ -250,8 +253,9 @@ static int run_export(char *const argv[], const char *log, const char *watch, co
       break;
     }
     double t = now_s();
-    if (!timed_out && timeout_s > 0 && t - t0 > timeout_s) {
-      timed_out = 1;
+    int cancelled = nsl__cancelled();
+    if (!timed_out && (cancelled || (timeout_s > 0 && t - t0 > timeout_s))) {
+      timed_out = cancelled ? 2 : 1;
       kill(pid, SIGTERM);
       for (int i = 0; i < 50 && waitpid(pid, &status, WNOHANG) == 0; i++) nanosleep(&(struct timespec){0, 100000000}, NULL);
       if (waitpid(pid, &status, WNOHANG) == 0) {
@@ -268,7 +272,7 @@ static int run_export(char *const argv[], const char *log, const char *watch, co
     nanosleep(&(struct timespec){0, 50000000}, NULL);
   }
   nsl__progress_end();
-  if (timed_out) return -2;
+  if (timed_out) return timed_out == 2 ? -3 : -2;
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
@@ -366,6 +370,8 @@ nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
     rc = nsl_error_set(err, NSL_ERR_IO,
                        "cannot open '%s': nsys export did not finish within %g s (NSL_NSYS_TIMEOUT); it was stopped: %s",
                        path, timeout, cmd);
+  else if (code == -3)
+    rc = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': the nsys export was cancelled", path);
   else if (code != 0)
     rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': nsys export failed (exit code %d)%s%s; the command was: %s",
                        path, code, tail[0] ? ": " : "", tail, cmd);

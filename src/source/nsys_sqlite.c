@@ -815,11 +815,13 @@ typedef struct row_reader {
   scan_part *p;
   text_lag lag;
   int full;   /* a deferred part met more rows than its range holds */
+  int cancelled;   /* the task the load runs for was cancelled (nsl__cancelled) */
 } row_reader;
 
 /* Puts one result row (argv) into the part's output columns; 0, or -1 out
  * of memory, or 1 when a deferred part is full (cannot happen: its room is
- * its rowid range; the load is then redone serially). */
+ * its rowid range; the load is then redone serially), or 2 when the load
+ * was cancelled (checked every 64k rows). */
 static int put_row(row_reader *rr, sqlite3_value **argv) {
   scan_part *p = rr->p;
   scan *sc = p->sc;
@@ -947,7 +949,10 @@ static int put_row(row_reader *rr, sqlite3_value **argv) {
     }
     }
   }
-  if ((++p->rows & 0xffff) == 0) nsl__progress_add(0x10000);   /* what a front end shows of a long load */
+  if ((++p->rows & 0xffff) == 0) {
+    nsl__progress_add(0x10000);   /* what a front end shows of a long load */
+    if (nsl__cancelled()) return 2;
+  }
   return 0;
 }
 
@@ -961,7 +966,10 @@ static void row_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   row_reader *rr = sqlite3_user_data(ctx);
   int rc = put_row(rr, argv);   /* after an error SQLite calls no more */
   if (rc < 0) sqlite3_result_error_nomem(ctx);
-  else if (rc > 0) {
+  else if (rc == 2) {
+    rr->cancelled = 1;
+    sqlite3_result_error(ctx, "cancelled", -1);
+  } else if (rc > 0) {
     rr->full = 1;
     sqlite3_result_error(ctx, "part full", -1);
   }
@@ -1008,6 +1016,10 @@ static nsl_status scan_rows(scan_part *p) {
   }
   if (step == SQLITE_OK) step = sqlite3_step(st);
   if (rr.full) goto done;   /* p->fallback is set: the load starts again, serially */
+  if (rr.cancelled) {
+    rc = nsl_error_set(&p->err, NSL_ERR_LIMIT, "loading %s of '%s' was cancelled", sc->name, sc->s->label);
+    goto done;
+  }
   if (step == SQLITE_NOMEM) goto nomem;
   if (step != SQLITE_ROW && step != SQLITE_DONE) {
     rc = part_sql_error(p, db, step);
