@@ -1080,11 +1080,12 @@ function App:load_all()
     coroutine.yield("stage")
   end
   local first = self.step
-  for i, stage in ipairs(self.m:stages()) do
+  local stages = self.m:stages()
+  for i, stage in ipairs(stages) do
     self.step, self.step_label = first + i, stage.label
     stage.run()
     if not self.from then self:whole() end
-    coroutine.yield("stage")
+    if i < #stages then coroutine.yield("stage") end   -- the last one ends with the loader
   end
   self.step = self.steps_total + 1
   self:whole_if_untouched()
@@ -1143,6 +1144,17 @@ function App:resume_loader()
   local ok, what = coroutine.resume(co)
   local ms = (c.now() - t0) / 1e6
   self.slices, self.worst = self.slices + 1, max(self.worst, ms)
+  if self.log_file then   -- a long slice: where it began (the last one's end) and ended
+    local at = "end"
+    if ok and coroutine.status(co) ~= "dead" then
+      local i = debug.getinfo(co, 2, "Sl")   -- 0: yield, 1: model.await or pause, 2: their caller
+      at = i and fmt("%s:%d", i.short_src:match("[^/]*$"), i.currentline) or "?"
+    end
+    if ms > 20 then
+      self:log("slow_slice stage=%q ms=%.3f from=%s to=%s", self.step_label or "", ms, self.slice_at or "start", at)
+    end
+    self.slice_at = at
+  end
   self.busy = ok and what == "busy"
   if not ok then
     self.loader = nil
@@ -1236,7 +1248,7 @@ end
 
 --- Runs the TUI until the user quits; the terminal is restored whatever
 -- happens.  trace: the trace, or nil with opts.open a job of
--- nsl.spawn("open", ...) that opens it behind the first screen (opts.what
+-- nsl.background("open", ...) that opens it behind the first screen (opts.what
 -- names it: "opening WHAT").  opts: no_color, max_depth, t0 (ns when nsl
 -- started, for the first-screen timing).  Returns true; or nil, message and
 -- "open" when the open failed (message as nsl.open gives it); or nil and a

@@ -8,7 +8,7 @@
 -- It holds no analysis of its own: every number comes from the tables and
 -- from the library's analyses.
 -- The long work (reading columns, nesting the NVTX ranges, indexing) runs on
--- threads of its own (nsl.spawn); run inside a coroutine, each stage yields
+-- threads of its own (nsl.background); run inside a coroutine, each stage yields
 -- while it waits, so the TUI reads keys and redraws meanwhile.
 --   local m = model.new(trace)
 --   for _, stage in ipairs(m:stages()) do stage.run() end   -- loads, in steps
@@ -33,7 +33,7 @@ local gpu_tables = {"kernels", "memcpy", "memset"}
 local Model = {}
 Model.__index = Model
 
---- model.await(job [, owner]) -> the results of job (from nsl.spawn).  Inside
+--- model.await(job [, owner]) -> the results of job (from nsl.background).  Inside
 -- a coroutine it yields "wait" until the job is done, owner.job naming the
 -- job meanwhile (so that a quit can cancel it); elsewhere it simply waits.
 function M.await(job, owner)
@@ -119,23 +119,31 @@ end
 --- Loads the columns of GPU table name (kernels, memcpy, memset) the lanes
 -- need, in one scan on a thread of its own (nothing to read when loaded).
 function Model:load_gpu_table(name)
-  M.await(nsl.spawn("load", self.trace[name], gpu_columns(name)), self)
+  M.await(nsl.background("load", self.trace[name], gpu_columns(name)), self)
 end
 
---- Puts kernels, memcpy and memset in one table G (src: 1 kernels, 2
--- memcpy, 3 memset; row: 0-based in its table; class: the kind of event)
--- and indexes it by lane (report, device, stream) with nsl.lod.
+-- The columns of G: the lanes' keys, the times, the class (the kind of event).
+local g_columns = {"report", "device", "stream", "start", "stop", "class"}
+
+--- Puts kernels, memcpy and memset one after the other in one table G
+-- (g_columns; row r of G is row r - first[src] of gpu_tables[src]: see
+-- gpu_source) and indexes it by lane (report, device, stream) with nsl.lod.
 function Model:load_gpu()
   local trace = self.trace
-  local cols = {report = {}, pid = {}, device = {}, stream = {}, start = {}, stop = {}, corr = {}, class = {},
-                src = {}, row = {}}
-  for src, name in ipairs(gpu_tables) do
+  local cols, first = {}, {}
+  for _, c in ipairs(g_columns) do cols[c] = {} end
+  local total = 0
+  for _, name in ipairs(gpu_tables) do
     local t = trace[name]
     self:load_gpu_table(name)   -- loaded already when run in stages
+    first[#first + 1] = total
+    total = total + #t
     if #t > 0 then
       local class
       if name == "kernels" then
-        class = t.name:match("^nccl"):cast("i32") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel
+        local nccl = t.name:match("^nccl")
+        pause()
+        class = nccl:cast("i32") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel
       elseif name == "memcpy" then
         local h2d, d2h = t.kind:eq("HtoD"), t.kind:eq("DtoH")
         class = h2d:cast("i32") * (CLASS.memcpy_htod - CLASS.memcpy_other) +
@@ -145,9 +153,8 @@ function Model:load_gpu()
       end
       pause()
       local n = #cols.report + 1
-      for _, c in ipairs{"report", "pid", "device", "stream", "start", "stop", "corr"} do cols[c][n] = t[c] end
-      cols.class[n], cols.src[n], cols.row[n] = class, nsl.rep(src, #t), nsl.range(#t)
-      pause()
+      for _, c in ipairs(g_columns) do cols[c][n] = t[c] end
+      cols.class[n] = class
     end
   end
   if #cols.report == 0 then
@@ -155,14 +162,14 @@ function Model:load_gpu()
     return
   end
   local spec = {}
-  for _, c in ipairs{"report", "pid", "device", "stream", "start", "stop", "corr", "class", "src", "row"} do
+  for _, c in ipairs(g_columns) do
     spec[#spec + 1] = {c, #cols[c] == 1 and cols[c][1] or nsl.concat(table.unpack(cols[c]))}
-    if #cols[c] > 1 then pause() end
+    if #cols[c] > 1 then pause() end   -- each concatenation a slice of its own
   end
   local G = nsl.table(spec)
-  local lane, groups = M.await(nsl.spawn("nest_lanes", nil, nil, {G.report, G.device, G.stream}, 0, 1), self)
-  local lod = M.await(nsl.spawn("lod", G.start, G.stop, lane, G.class, #groups), self)
-  self.gpu = {G = G, lane = lane, lod = lod, full = lod}
+  local lane, groups = M.await(nsl.background("nest_lanes", nil, nil, {G.report, G.device, G.stream}, 0, 1), self)
+  local lod = M.await(nsl.background("lod", G.start, G.stop, lane, G.class, #groups), self)
+  self.gpu = {G = G, first = first, lane = lane, lod = lod, full = lod}
   for j = 1, #groups do
     local r = groups.row[j] + 1
     local rep, device, stream = G.report[r], G.device[r], G.stream[r]
@@ -181,7 +188,7 @@ local nvtx_columns = {"report", "pid", "tid", "start", "stop", "text", "domain"}
 
 --- Loads the NVTX columns the lanes need, in one scan on a thread of its own.
 function Model:load_nvtx_table()
-  M.await(nsl.spawn("load", self.trace.nvtx, nvtx_columns), self)
+  M.await(nsl.background("load", self.trace.nvtx, nvtx_columns), self)
 end
 
 --- Indexes the NVTX ranges with nsl.lod: a lane per (report, pid, tid) and
@@ -196,10 +203,10 @@ function Model:load_nvtx()
     return
   end
   local keys = {nv.report, nv.pid, nv.tid}
-  local lane, groups = M.await(nsl.spawn("nest_lanes", nv.start, nv.stop, keys, 0, self.max_depth), self)
+  local lane, groups = M.await(nsl.background("nest_lanes", nv.start, nv.stop, keys, 0, self.max_depth), self)
   local nlanes = 0
   for j = 1, #groups do nlanes = math.max(nlanes, groups.first_lane[j] + groups.lanes[j]) end
-  local lod = M.await(nsl.spawn("lod", nv.start, nv.stop, lane, nil, nlanes), self)
+  local lod = M.await(nsl.background("lod", nv.start, nv.stop, lane, nil, nlanes), self)
   local names = nvtx.names(nv)
   pause()
   local tnames = nsl.thread_names(trace)
@@ -238,14 +245,21 @@ function Model:count_in(l, from, to)
   return count[1]
 end
 
+-- Row r (0-based) of G as the table it comes from: src (1 kernels, 2 memcpy, 3 memset, the index in
+-- gpu_tables) and the row there (1-based).
+local function gpu_source(self, r)
+  local first = self.gpu.first
+  local src = r >= first[3] and 3 or r >= first[2] and 2 or 1
+  return src, r - first[src] + 1
+end
+
 --- The name of row r (0-based) of lane l's table: the kernel's short or
 -- demangled name (self.names), "memcpy HtoD", "memset", or the NVTX range's
 -- "domain:text".
 function Model:name_of(l, r)
   if r == nil or r < 0 then return nil end
   if l.kind == "nvtx" then return self.nvtx.name[r + 1] end
-  local G = self.gpu.G
-  local src, row = G.src[r + 1], G.row[r + 1] + 1
+  local src, row = gpu_source(self, r)
   if src == 1 then
     local k = self.trace.kernels
     if self.names == "demangled" then
@@ -353,7 +367,7 @@ function Model:snap(l, t, dir)
   local r = lod:step(l.id, t, dir)
   if l.kind ~= "gpu" then return r end
   local G = self.gpu.G
-  while r and G.src[r + 1] ~= 1 do
+  while r and gpu_source(self, r) ~= 1 do
     r = lod:step(l.id, G.start[r + 1], dir)
   end
   return r
@@ -370,8 +384,16 @@ local function launch_index(self)
     if #api == 0 then
       self.gpu.api = false
     else
-      local G = self.gpu.G
-      local keys = nsl.table{{"report", G.report}, {"pid", G.pid}, {"corr", G.corr}}
+      local G, parts = self.gpu.G, {pid = {}, corr = {}}
+      for _, name in ipairs(gpu_tables) do   -- G's rows: the tables with rows, one after the other
+        local t = self.trace[name]
+        if #t > 0 then
+          parts.pid[#parts.pid + 1], parts.corr[#parts.corr + 1] = t.pid, t.corr
+        end
+      end
+      local function all(list) return #list == 1 and list[1] or nsl.concat(table.unpack(list)) end
+      local pid, corr = all(parts.pid), all(parts.corr)
+      local keys = nsl.table{{"report", G.report}, {"pid", pid}, {"corr", corr}}
       local _, idx = keys:join(api, {"report", "pid", "corr"})
       self.gpu.api = idx
     end
@@ -439,7 +461,7 @@ function Model:details(l, r)
     add("depth", l.depth)
   else
     local G = self.gpu.G
-    local src, row = G.src[r + 1], G.row[r + 1] + 1
+    local src, row = gpu_source(self, r)
     local t = self.trace[gpu_tables[src]]
     if src == 1 then
       t:load{"name", "demangled", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "regs",
@@ -469,8 +491,8 @@ function Model:details(l, r)
     add("report", self.report_names[G.report[r + 1] + 1])
     add("device", G.device[r + 1])
     add("stream", G.stream[r + 1])
-    add("pid", G.pid[r + 1])
-    add("corr", G.corr[r + 1])
+    add("pid", t.pid[row])
+    add("corr", t.corr[row])
     local idx = launch_index(self)
     local a = idx and idx[r + 1]
     if a and a >= 0 then
@@ -496,8 +518,8 @@ end
 -- the details read besides the lanes: the NVTX ranges' columns and the CUDA
 -- API calls, each table in one scan on a thread of its own.
 function Model:load_tree_columns()
-  M.await(nsl.spawn("load", self.trace.nvtx, nvtx.range_columns), self)
-  M.await(nsl.spawn("load", self.trace.api, api_columns), self)
+  M.await(nsl.background("load", self.trace.nvtx, nvtx.range_columns), self)
+  M.await(nsl.background("load", self.trace.api, api_columns), self)
 end
 
 --- Builds the tree once: self.tree = {nodes (nvtx.tree's table), kids =

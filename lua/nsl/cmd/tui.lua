@@ -33,7 +33,7 @@ function M.main(opts)
     f:close()
   end
   -- the open (an nsys export for a .nsys-rep) runs behind the first screen; leaving cancels it
-  local job <close> = nsl.spawn("open", opts.traces)
+  local job <close> = nsl.background("open", opts.traces)
   local first = opts.traces[1]:match("([^/]+)/*$") or opts.traces[1]
   tuiopts.open = job
   tuiopts.what = #opts.traces > 1 and string.format("%s and %d more", first, #opts.traces - 1) or first
