@@ -1028,7 +1028,7 @@ function App:progress_text()
     local unit = p.unit or ""
     if (p.total or 0) > 0 then
       local done = math.min(p.done, p.total)
-      text = fmt("%s: %s of %s, %d%%, %.1f s", p.what, amount(done, ""), amount(p.total, unit),
+      text = fmt("%s: %s of %s, %d%%, %.1f s", p.what, amount(done, unit == "B" and unit or ""), amount(p.total, unit),
                  floor(done * 100 / p.total), p.elapsed or 0)
     else
       text = fmt("%s: %s, %.1f s", p.what, amount(p.done or 0, unit), p.elapsed or 0)
