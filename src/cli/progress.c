@@ -56,6 +56,11 @@ static void *tick(void *arg) {
     struct timespec ts = {0, 200 * 1000 * 1000};
     nanosleep(&ts, NULL);
     nsl_progress_info p;
+    if (nsl__terminal_claimed()) {   /* a full-screen front end owns the terminal */
+      drawn = 0;
+      shown = -1;
+      continue;
+    }
     int active = nsl__progress_snapshot(&p) && p.elapsed >= 1.0;
     if (active) {
       draw(&p, 1);

@@ -317,6 +317,12 @@ double nsl__now(void);
  * went on without it) go to the sink a front end installed, else nowhere. */
 typedef void (*nsl_warn_fn)(void *ctx, const char *msg);
 void nsl__set_warn_sink(nsl_warn_fn fn, void *ctx);
+void nsl__get_warn_sink(nsl_warn_fn *fn, void **ctx);   /* the sink installed now (to put it back later) */
+/* A front end that draws the whole terminal (nsl tui) claims it: whoever
+ * draws a progress line of its own (the CLI) leaves the terminal alone
+ * meanwhile. */
+void nsl__terminal_claim(int on);
+int nsl__terminal_claimed(void);
 void nsl__warn(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))

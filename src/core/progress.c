@@ -80,17 +80,34 @@ int nsl__progress_snapshot(nsl_progress_info *out) {
   return 1;
 }
 
+static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;   /* warnings may come from any thread */
+
 void nsl__set_warn_sink(nsl_warn_fn fn, void *ctx) {
+  pthread_mutex_lock(&warn_lock);
   warn_sink = fn;
   warn_ctx = ctx;
+  pthread_mutex_unlock(&warn_lock);
+}
+
+void nsl__get_warn_sink(nsl_warn_fn *fn, void **ctx) {
+  pthread_mutex_lock(&warn_lock);
+  *fn = warn_sink;
+  *ctx = warn_ctx;
+  pthread_mutex_unlock(&warn_lock);
 }
 
 void nsl__warn(const char *fmt, ...) {
-  if (!warn_sink) return;
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  warn_sink(warn_ctx, msg);
+  pthread_mutex_lock(&warn_lock);
+  if (warn_sink) warn_sink(warn_ctx, msg);
+  pthread_mutex_unlock(&warn_lock);
 }
+
+static atomic_int claimed;
+
+void nsl__terminal_claim(int on) { atomic_store(&claimed, on != 0); }
+int nsl__terminal_claimed(void) { return atomic_load(&claimed); }

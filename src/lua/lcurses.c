@@ -12,6 +12,9 @@
  *   curses.interrupted()         "idle" (Ctrl-C while waiting for a key), "busy" (while computing), or nil;
  *                                clears it
  *   curses.now()                 monotonic ns (redraw timings)
+ *   curses.warnings()            the library's warnings since the last call (a list of lines), kept
+ *                                while the terminal is claimed (between init and done: neither they nor
+ *                                the CLI's progress line are written to it)
  *   curses.BOLD, REVERSE, UNDERLINE, DIM
  * Ctrl-C (SIGINT) while Lua computes stops the computation with the error
  * "interrupted" (as lua.c does); while waiting for a key it makes getch
@@ -23,6 +26,9 @@
 #include "lua/lnsl.h"
 
 #ifdef NSL_HAVE_NCURSES
+#include <pthread.h>
+
+#include "core/nsl_internal.h"
 #define NCURSES_WIDECHAR 1
 #include <curses.h>
 #include <errno.h>
@@ -58,9 +64,31 @@ static void on_sigint(int sig) {
   }
 }
 
+/* Warnings given while the terminal is claimed (from any thread): the
+ * last WARNINGS of them, for curses.warnings. */
+#define WARNINGS 8
+static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+static char warnings[WARNINGS][256];
+static int nwarnings;
+static nsl_warn_fn old_sink;
+static void *old_sink_ctx;
+
+static void keep_warning(void *ctx, const char *msg) {
+  (void)ctx;
+  pthread_mutex_lock(&warn_lock);
+  if (nwarnings == WARNINGS) {
+    memmove(warnings[0], warnings[1], sizeof warnings - sizeof warnings[0]);
+    nwarnings--;
+  }
+  snprintf(warnings[nwarnings++], sizeof warnings[0], "%s", msg);
+  pthread_mutex_unlock(&warn_lock);
+}
+
 /* The terminal back to its state before init (idempotent). */
 static void restore(void) {
   if (!active) return;
+  nsl__set_warn_sink(old_sink, old_sink_ctx);
+  nsl__terminal_claim(0);
   endwin();
   sigaction(SIGINT, &old_int, NULL);
   active = 0;
@@ -81,6 +109,9 @@ static int l_init(lua_State *L) {
     if (!s) return luaL_error(L, "cannot use terminal type '%s' (set TERM)", term ? term : "");
     set_term(s);
     active = 1;
+    nsl__terminal_claim(1);
+    nsl__get_warn_sink(&old_sink, &old_sink_ctx);
+    nsl__set_warn_sink(keep_warning, NULL);
     cbreak();   /* keys one by one; Ctrl-C still raises SIGINT, caught below */
     noecho();
     nonl();
@@ -106,6 +137,19 @@ static int l_init(lua_State *L) {
   const char *cs = nl_langinfo(CODESET);
   lua_pushboolean(L, cs && strcmp(cs, "UTF-8") == 0);
   lua_setfield(L, -2, "utf8");
+  return 1;
+}
+
+/* curses.warnings() -> {line, ...} (forgotten once returned) */
+static int l_warnings(lua_State *L) {
+  pthread_mutex_lock(&warn_lock);
+  lua_createtable(L, nwarnings, 0);
+  for (int i = 0; i < nwarnings; i++) {
+    lua_pushstring(L, warnings[i]);
+    lua_seti(L, -2, i + 1);
+  }
+  nwarnings = 0;
+  pthread_mutex_unlock(&warn_lock);
   return 1;
 }
 
@@ -268,7 +312,7 @@ static int l_now(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg curses_funcs[] = {{"now", l_now}, {"init", l_init},       {"done", l_done},     {"size", l_size},
+static const luaL_Reg curses_funcs[] = {{"now", l_now}, {"warnings", l_warnings}, {"init", l_init},       {"done", l_done},     {"size", l_size},
                                         {"getch", l_getch},     {"erase", l_erase},   {"refresh", l_refresh},
                                         {"put", l_put},         {"pair", l_pair},     {"cursor", l_cursor},
                                         {"interrupted", l_interrupted}, {NULL, NULL}};

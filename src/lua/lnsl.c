@@ -63,6 +63,24 @@ static int dict_gc(lua_State *L) {
   return 0;
 }
 
+int nsl__check_strings(lua_State *L, int idx, const char **out, int max, const char *what) {
+  int n = 0;
+  if (lua_istable(L, idx)) {
+    lua_Integer len = luaL_len(L, idx);
+    luaL_argcheck(L, len <= max, idx, lua_pushfstring(L, "at most %d %s", max, what));
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_geti(L, idx, i);
+      out[n++] = luaL_checkstring(L, -1);
+      lua_pop(L, 1);   /* the string stays alive in the array */
+    }
+  } else {
+    int top = lua_gettop(L);
+    luaL_argcheck(L, top - idx + 1 <= max, idx, lua_pushfstring(L, "at most %d %s", max, what));
+    for (int i = idx; i <= top; i++) out[n++] = luaL_checkstring(L, i);
+  }
+  return n;
+}
+
 /* The state's shared dictionary: every trace and every string column made
  * in this Lua state uses it, so string ids compare across traces. */
 nsl_dict *nsl__state_dict(lua_State *L) {

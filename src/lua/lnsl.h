@@ -50,6 +50,11 @@ nsl_table *nsl__checktable(lua_State *L, int idx);
 void nsl__pushtable(lua_State *L, nsl_table *t, int keep_idx);
 int nsl__open_table(lua_State *L);
 
+/* The strings of the array at idx, or the string arguments from idx on
+ * (t:load{"a", "b"} or t:load("a", "b")), into out (at most max, else an
+ * argument error: "at most MAX WHAT"); returns their number.  They stay valid while the
+ * arguments are on the stack. */
+int nsl__check_strings(lua_State *L, int idx, const char **out, int max, const char *what);
 /* The state's shared dictionary (lnsl.c): every trace and every string
  * column made in this Lua state uses it, so string ids compare across traces. */
 nsl_dict *nsl__state_dict(lua_State *L);

@@ -2,8 +2,9 @@
  * lprogress.c -- progress of long work for Lua analyses, and the cache's
  * controls: nsl.progress(what, total, unit) brackets work the front end may
  * show a progress line for (src/core/progress.c decides nothing about
- * showing; the CLI does), nsl.cache_enabled() tells whether the columnar
- * cache is on.
+ * showing; the CLI does), nsl.progress_status() tells a front end that
+ * draws its own (nsl tui) what work is in flight and how far it got, and
+ * nsl.cache_enabled() tells whether the columnar cache is on.
  *
  *   local p <close> = nsl.progress("matching ranges", #rows, "rows")
  *   for ... do ... p:add(n) end
@@ -64,7 +65,30 @@ static int l_cache_enabled(lua_State *L) {
 
 static const luaL_Reg methods[] = {{"add", l_progress_add}, {"done", l_progress_done}, {NULL, NULL}};
 static const luaL_Reg metamethods[] = {{"__close", l_progress_done}, {"__gc", l_progress_done}, {NULL, NULL}};
-static const luaL_Reg funcs[] = {{"progress", l_progress}, {"cache_enabled", l_cache_enabled}, {NULL, NULL}};
+/* nsl.progress_status() -> nil, or {what, done, total (0: unknown), unit,
+ * elapsed (s)} of the long work in flight, on any thread (a background
+ * load, an nsys export): what a front end shows while it waits. */
+static int l_progress_status(lua_State *L) {
+  nsl_progress_info p;
+  if (!nsl__progress_snapshot(&p)) return 0;
+  lua_createtable(L, 0, 5);
+  lua_pushstring(L, p.what);
+  lua_setfield(L, -2, "what");
+  lua_pushinteger(L, p.done);
+  lua_setfield(L, -2, "done");
+  lua_pushinteger(L, p.total);
+  lua_setfield(L, -2, "total");
+  lua_pushstring(L, p.unit);
+  lua_setfield(L, -2, "unit");
+  lua_pushnumber(L, p.elapsed);
+  lua_setfield(L, -2, "elapsed");
+  return 1;
+}
+
+static const luaL_Reg funcs[] = {{"progress", l_progress},
+                                 {"progress_status", l_progress_status},
+                                 {"cache_enabled", l_cache_enabled},
+                                 {NULL, NULL}};
 
 int nsl__open_progress(lua_State *L) {
   luaL_newmetatable(L, PROGRESS_MT);

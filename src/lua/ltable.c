@@ -158,17 +158,8 @@ typedef struct load_work {
 static void load_prepare(lua_State *L, int first, void *p) {
   load_work *w = p;
   nsl_table *t = nsl__checktable(L, first);
-  const char *names[64];
-  int n = 0;
-  if (lua_istable(L, first + 1)) {
-    lua_Integer len = luaL_len(L, first + 1);
-    for (lua_Integer i = 1; i <= len && n < 64; i++) {
-      lua_geti(L, first + 1, i);
-      names[n++] = luaL_checkstring(L, -1);
-      lua_pop(L, 1);   /* strings stay alive in the array */
-    }
-  } else
-    for (int i = first + 1; i <= lua_gettop(L) && n < 64; i++) names[n++] = luaL_checkstring(L, i);
+  const char *names[256];
+  int n = nsl__check_strings(L, first + 1, names, 256, "columns");
   nsl_error err = {0};
   if (nsl_table_load_begin(t, names, n, &w->load, &err) != NSL_OK) load_error(L, &err);
 }

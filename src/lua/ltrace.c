@@ -32,20 +32,7 @@ typedef struct open_work {
 static void open_prepare(lua_State *L, int first, void *p) {
   open_work *w = p;
   const char *paths[1024];
-  int n = 0;
-  if (lua_istable(L, first)) {
-    lua_Integer len = luaL_len(L, first);
-    luaL_argcheck(L, len <= 1024, first, "at most 1024 reports");
-    for (lua_Integer i = 1; i <= len; i++) {
-      lua_geti(L, first, i);
-      paths[n++] = luaL_checkstring(L, -1);
-      lua_pop(L, 1);
-    }
-  } else {
-    int top = lua_gettop(L);
-    luaL_argcheck(L, top - first + 1 <= 1024, first, "at most 1024 reports");
-    for (int i = first; i <= top; i++) paths[n++] = luaL_checkstring(L, i);
-  }
+  int n = nsl__check_strings(L, first, paths, 1024, "reports");
   if (n == 0) luaL_error(L, "nsl.open: no file given");
   char **copy = calloc((size_t)n, sizeof *copy);
   for (int i = 0; copy && i < n; i++)

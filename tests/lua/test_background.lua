@@ -1,0 +1,118 @@
+-- nsl.background: work on a thread of its own (what nsl tui loads with)
+-- gives what the synchronous functions give, checked against SQL run by the
+-- sqlite3 program: an open, a load of kernel columns while the caller loads
+-- another table and runs SQL on the same trace, lanes and level-of-detail
+-- cells; cancelling, waiting twice, unknown kinds, a failing open.
+local T = ...
+local nsl = require("nsl")
+
+local F = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite")
+
+-- Waits for job like a front end does: polling done, doing other work between polls.
+local function poll(job, between)
+  local polls = 0
+  while not job:done() do
+    polls = polls + 1
+    if between then between() end
+  end
+  return job:wait()
+end
+
+local tests = {}
+
+tests[#tests + 1] = {"open: the trace, or nsl.open's message", function()
+  local tr = poll(nsl.background("open", F))
+  T.eq(tr:nreports(), 1, "reports")
+  T.eq(#tr.kernels, T.sql1(F, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "kernels")
+  local two = poll(nsl.background("open", {F, F}))
+  T.eq(two:nreports(), 2, "a list of paths")
+  local bad, msg = nsl.background("open", "/nonexistent/x.sqlite"):wait()
+  local bad2, msg2 = nsl.open("/nonexistent/x.sqlite")
+  T.eq(bad, nil, "no trace")
+  T.eq(msg, msg2, "the message of nsl.open")
+  T.raises(function() nsl.background("open") end, "no file given", "no path")
+end}
+
+tests[#tests + 1] = {"load: columns equal SQL while the caller loads and queries the same trace", function()
+  local tr = nsl.open(F, F)
+  local k = tr.kernels
+  local job = nsl.background("load", k, {"report", "start", "stop", "dur", "name"})
+  -- meanwhile: another table of the same trace, SQL on it, new strings
+  local mem = tr.memcpy:load{"bytes", "start"}
+  local rows = tr:sql(1, "SELECT count(*) AS n FROM CUPTI_ACTIVITY_KIND_KERNEL")
+  local strs = {}
+  for i = 1, 2000 do strs[i] = "caller " .. i end
+  local col = nsl.column(strs)
+  local t = poll(job, function() local _ = #col end)
+  T.eq(t, k, "wait returns the table")
+  local n = T.sql1(F, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+  T.eq(#k, 2 * n, "rows of both reports")
+  T.eq(rows[1].n, n, "SQL ran meanwhile")
+  T.eq(#mem, 2 * T.sql1(F, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY"), "memcpy loaded meanwhile")
+  T.eq(k.dur:sum(), 2 * T.sql1(F, "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "dur")
+  T.eq(k.start:sum(), 2 * T.sql1(F, "SELECT sum(start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "start")
+  T.eq(k.report:eq(1):sum(), n, "report column")
+  local want = {}
+  for _, r in ipairs(T.sql(F, "SELECT s.value, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s " ..
+                              "ON s.id = k.shortName GROUP BY 1")) do
+    want[r[1]] = 2 * tonumber(r[2])
+  end
+  local got = {}
+  for _, name in ipairs(k.name:totable()) do got[name] = (got[name] or 0) + 1 end
+  for name, c in pairs(want) do T.eq(got[name], c, "kernels named " .. name) end
+  for name in pairs(got) do T.ok(want[name], "no name SQL lacks: " .. name) end
+  T.eq(col[2000], "caller 2000", "the caller's strings")
+  T.raises(function() nsl.background("load", tr.nvtx, {"nope"}) end, "no column 'nope'", "unknown column")
+end}
+
+tests[#tests + 1] = {"lanes and levels of detail equal the synchronous ones", function()
+  local tr = nsl.open(F)
+  local nv = tr.nvtx:load{"report", "pid", "tid", "start", "stop"}
+  local keys = {nv.report, nv.pid, nv.tid}
+  local lane, groups = nsl.nest_lanes(nv.start, nv.stop, keys, 0, 8)
+  local blane, bgroups = poll(nsl.background("nest_lanes", nv.start, nv.stop, keys, 0, 8))
+  T.eq(#blane, #lane, "lane rows")
+  local same = 0
+  for i = 1, #lane do same = same + ((blane[i] == lane[i]) and 1 or 0) end
+  T.eq(same, #lane, "the same lane per row")
+  T.eq(#bgroups, #groups, "groups")
+  local nlanes = 0
+  for j = 1, #groups do nlanes = math.max(nlanes, groups.first_lane[j] + groups.lanes[j]) end
+  local lod = nsl.lod(nv.start, nv.stop, lane, nil, nlanes)
+  local blod = poll(nsl.background("lod", nv.start, nv.stop, blane, nil, nlanes))
+  local lo, hi = lod:extent()
+  T.eq(select(1, blod:extent()), lo, "extent")
+  for l = 0, nlanes - 1 do
+    local c1, b1 = lod:query(l, lo, hi + 1, 97)
+    local c2, b2 = blod:query(l, lo, hi + 1, 97)
+    T.eq(table.concat(c2, ","), table.concat(c1, ","), "counts of lane " .. l)
+    T.eq(table.concat(b2, ","), table.concat(b1, ","), "busy time of lane " .. l)
+  end
+  local ranges = 0
+  for l = 0, nlanes - 1 do ranges = ranges + blod:count(l) end
+  T.eq(ranges, T.sql1(F, "SELECT count(*) FROM NVTX_EVENTS WHERE end IS NOT NULL AND end >= start"),
+       "every range on a lane, as SQL counts them")
+end}
+
+tests[#tests + 1] = {"cancel, wait twice, unknown kinds, collected jobs", function()
+  local tr = nsl.open(F)
+  local job = nsl.background("load", tr.nvtx, {"start", "text"})
+  job:cancel()
+  T.raises(function() job:wait() end, "cancelled already", "wait after cancel")
+  job:cancel()   -- twice: nothing
+  T.eq(#tr.nvtx.text, T.sql1(F, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60)"),
+       "the table loads afterwards")
+  local j2 = nsl.background("lod", tr.nvtx.start, tr.nvtx.stop, nsl.rep(0, #tr.nvtx), nil, 1)
+  j2:wait()
+  T.raises(function() j2:wait() end, "waited for", "wait twice")
+  T.raises(function() nsl.background("sleep") end, "unknown kind 'sleep'", "unknown kind")
+  T.raises(function() nsl.background("lod", 1, 2) end, "column", "bad arguments raise at once")
+  for _ = 1, 20 do nsl.background("load", nsl.open(F).kernels, {"start", "name"}) end   -- left to the collector
+  collectgarbage()
+  do
+    local j3 <close> = nsl.background("open", F)
+  end
+  T.ok(tostring(job):find("nsl.job(load, finished)", 1, true), "tostring")
+end}
+
+return tests
