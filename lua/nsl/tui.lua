@@ -1089,7 +1089,7 @@ function App:load_all()
   end
   self.step = self.steps_total + 1
   self:whole_if_untouched()
-  self.status = fmt("%d lanes; ? for the keys", #self.m.lanes)
+  self.status = fmt("%d lanes; ? for the keys%s", #self.m.lanes, self.last_warning and (" | " .. self.last_warning) or "")
   self:log("full_screen ms=%.3f", (c.now() - self.t0) / 1e6)
   self:run_tasks()
 end
@@ -1197,7 +1197,8 @@ function App:take_warnings(quiet)
   if not list or #list == 0 then return end
   for _, w in ipairs(list) do self.warnings[#self.warnings + 1] = w end
   if quiet then return end
-  self.status = "warning: " .. list[#list] .. (#list > 1 and fmt(" (and %d more)", #list - 1) or "")
+  self.last_warning = "warning: " .. list[#list] .. (#list > 1 and fmt(" (and %d more)", #list - 1) or "")
+  self.status = self.last_warning
   self:draw()
 end
 
@@ -1247,22 +1248,32 @@ function App:main()
 end
 
 --- Runs the TUI until the user quits; the terminal is restored whatever
--- happens.  trace: the trace, or nil with opts.open a job of
--- nsl.background("open", ...) that opens it behind the first screen (opts.what
--- names it: "opening WHAT").  opts: no_color, max_depth, t0 (ns when nsl
--- started, for the first-screen timing).  Returns true; or nil, message and
--- "open" when the open failed (message as nsl.open gives it); or nil and a
--- message.  A quit while loading cancels the work in flight.
+-- happens.  trace: the trace, or nil to open opts.paths (as nsl.open) on a
+-- thread of its own behind the first screen, once the terminal is claimed
+-- (opts.what names them: "opening WHAT").  opts: no_color, max_depth, t0
+-- (ns when nsl started, for the first-screen timing).  Returns true; or
+-- nil, message and "open" when the open failed (message as nsl.open gives
+-- it); or nil and a message.  A quit while loading cancels the work in
+-- flight (an nsys export is killed).
 function M.run(trace, opts)
   opts = opts or {}
   if not nsl.curses then return nil, "this nsl was built without ncurses: nsl tui is not available" end
   opts.t0 = opts.t0 or nsl.curses.now()
-  local app = new_app(trace, opts)
   local iok, info = pcall(nsl.curses.init)
   if not iok then
     nsl.curses.done()
     return nil, (tostring(info):gsub("^[^:]*:%d+: ", ""))
   end
+  -- the open starts once the terminal is claimed: its warnings come to the status line
+  local sok, job = true, nil
+  if not trace then sok, job = pcall(nsl.background, "open", opts.paths) end
+  local open <close> = sok and job or nil   -- cancelled on leaving, whatever happens
+  if not sok then
+    nsl.curses.done()
+    return nil, nsl.is_error(job) and job.message or tostring(job)
+  end
+  opts.open = open
+  local app = new_app(trace, opts)
   app.info = info
   local ok, err = xpcall(App.main, function(e) return nsl.is_error(e) and e or debug.traceback(e) end, app)
   if not ok and tostring(nsl.is_error(err) and err.message or err):find("interrupted", 1, true) then

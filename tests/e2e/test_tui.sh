@@ -12,7 +12,8 @@
 # the first screen comes while the export runs and shows its progress; `?`,
 # `:` and the tree's waiting word answer meanwhile; then the lanes are
 # SQL's; q or Ctrl-C during the export leave at once (exit 0, terminal
-# sane, no nsys left); a failing export leaves with nsl.open's one line.
+# sane, no nsys left); a failing export leaves with nsl.open's one line; a
+# library warning shows on the status line and on stderr after the screen.
 # The status line shows the window with NSL_TUI_INFO=1 (key i), so every
 # check reads exact ns.
 . "$(dirname "$0")/lib.sh"
@@ -328,6 +329,20 @@ check_eq "background: a failing export gives nsl.open's one line" "$(sed 's/expo
   "$(echo "$want_err" | sed 's/export-[0-9]*\./export-N./')"
 echo "$want_err" | grep -q "nsys export failed" || bad "background: the failure names the export: '$want_err'"
 sane_after "background: a failing export"
+
+# a library warning while the TUI runs (a cache folder that cannot be made): on the status line, not
+# written over the screen, and on stderr once the screen is gone
+: > "$TMP/afile"
+tui_session NSL_CACHE_DIR="$TMP/afile/cache" -- "$F"
+wait_for "lanes; ? for the keys" 300
+screen | tail -1 | grep -q "warning: cannot use the cache" && ok "warnings: on the status line" ||
+  bad "warnings: not on the status line: $(screen | tail -2)"
+screen | grep -q "nsl: warning" && bad "warnings: written over the screen: $(screen | grep 'nsl: warning')" ||
+  ok "warnings: not written over the screen"
+tmux send-keys -t $S q
+wait_for "TUI-EXITED rc=0" 100 || bad "warnings: q: $(screen | tail -3)"
+grep -q "^nsl: warning: cannot use the cache: .*afile" "$TMP/tui.err" && ok "warnings: on stderr after the screen" ||
+  bad "warnings: stderr: '$(cat "$TMP/tui.err")'"
 tmux kill-server 2>/dev/null
 
 # not a terminal, no trace, bad input: one line, non-zero

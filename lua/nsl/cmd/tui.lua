@@ -32,10 +32,9 @@ function M.main(opts)
     end
     f:close()
   end
-  -- the open (an nsys export for a .nsys-rep) runs behind the first screen; leaving cancels it
-  local job <close> = nsl.background("open", opts.traces)
+  -- the open (an nsys export for a .nsys-rep) runs behind the first screen
   local first = opts.traces[1]:match("([^/]+)/*$") or opts.traces[1]
-  tuiopts.open = job
+  tuiopts.paths = opts.traces
   tuiopts.what = #opts.traces > 1 and string.format("%s and %d more", first, #opts.traces - 1) or first
   local ok, terr, failed = require("nsl.tui").run(nil, tuiopts)
   if not ok then
