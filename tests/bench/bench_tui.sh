@@ -27,6 +27,7 @@ cache="$work/tui-cache"
 rm -rf "$cache"
 S=nslbench
 tmux kill-server 2> /dev/null || true
+tmux new-session -d -s hold "sleep 3600"   # keeps the server up between the loads' sessions
 
 # load MODE ENV...: nsl tui on the export with ENV, keys sent while it loads; leaves the session
 # running (log in $work/tui-MODE.log) and prints the load's figures.
