@@ -592,7 +592,8 @@ function Model:load_findings()
   local a = assert(runner.load_analysis("diagnose"))
   local args = assert(runner.parse_args(a, {}))
   local ctx = diagnose.context(self.trace, args)
-  self.findings = diagnose.run(ctx)
+  pause()
+  self.findings = diagnose.run(ctx, pause)   -- in a coroutine, keys are read between the checks
   self.finding_notes = ctx.notes
   return self.findings
 end
