@@ -533,6 +533,7 @@ function Model:load_tree()
     return self.tree
   end
   local P = nvtx.project(trace, {strip = nvtx.pytorch_suffixes})
+  pause()
   local T = nvtx.tree(P)
   local nodes = T.nodes
   local n = #nodes
