@@ -50,7 +50,6 @@ end
 local function pause()
   if coroutine.isyieldable() then coroutine.yield("busy") end
 end
-M.pause = pause
 
 --- model.new(trace, opts) -> a model with nothing loaded yet.  opts.max_depth:
 -- NVTX nesting levels shown per thread (8).
@@ -79,11 +78,6 @@ end
 M.stage_list = {{"kernels", "load_gpu_table", "kernels"}, {"memcpy", "load_gpu_table", "memcpy"},
                 {"memset", "load_gpu_table", "memset"}, {"the GPU lanes", "load_gpu"},
                 {"NVTX ranges", "load_nvtx_table"}, {"the NVTX lanes", "load_nvtx"}}
-
---- Rows indexed so far (GPU operations and NVTX ranges).
-function Model:rows_loaded()
-  return (self.gpu and #self.gpu.G or 0) + (self.nvtx and #self.nvtx.nv or 0)
-end
 
 --- The trace's span over the loaded lanes: lo, hi (nil before any).
 function Model:span()
