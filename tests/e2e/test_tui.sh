@@ -266,7 +266,7 @@ rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo|isig)\$' | tr '\n' '
 }
 S=nsltui3
 make_report "$TMP/run.nsys-rep" "tui"
-tui_session FAKE_NSYS_EXPORT_DELAY=6 NSL_TUI_INFO=1 -- "$TMP/run.nsys-rep"
+tui_session FAKE_NSYS_EXPORT_DELAY=10 NSL_TUI_INFO=1 -- "$TMP/run.nsys-rep"
 if wait_for "exporting run.nsys-rep with nsys: [0-9.]* [KMG]*i*B, [0-9.]* s; step 1 of 7" 100 && nsys_running; then
   ok "background: the first screen comes while nsys exports, with the export's progress"
 else bad "background: no progress while exporting: $(screen | tail -2)"; fi
