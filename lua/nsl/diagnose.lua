@@ -965,14 +965,16 @@ M.checks = checks
 
 --- Runs every check on ctx; a check whose input is unusable (an nsl error)
 -- is skipped with a note.  Returns ctx.findings ranked: by cost_ns (largest
--- first; findings without a cost last), then severity, then id.
-function M.run(ctx)
+-- first; findings without a cost last), then severity, then id.  between,
+-- when given, is called after each check (nsl tui yields there to read keys).
+function M.run(ctx, between)
   for _, c in ipairs(checks) do
     local ok, err = xpcall(c.run, require("nsl.runner").handler, ctx)
     if not ok then
       if nsl.is_error(err) then ctx.notes[#ctx.notes + 1] = c.id .. ": " .. tostring(err)
       else error(err, 0) end
     end
+    if between then between(c.id) end
   end
   local f = ctx.findings
   for i, x in ipairs(f) do x._pos = i end

@@ -4,6 +4,9 @@
 -- The terminal is nsl.curses (src/lua/lcurses.c); what is shown comes from
 -- nsl.tui_model (the tables, nsl.lod's per-column summaries, nsl.nvtx's
 -- tree, diagnose's findings): this file is the view and the keys only.
+-- The first screen comes at once: the trace opens and loads behind it (a
+-- loader coroutine over background jobs, resumed between keys), with its
+-- progress on the status line; keys work the whole time.
 local nsl = require("nsl")
 local model = require("nsl.tui_model")
 local report = require("nsl.report")
@@ -76,11 +79,18 @@ local function edge(from, span, ncols, c) return from + (span * c) // ncols end
 
 -- ---- set-up ----------------------------------------------------------------------------
 
--- A new application over trace: the model (nothing loaded yet), the view's state, the log file.
+-- A new application over trace (or, when nil, the trace opts.open's job opens): the model (nothing
+-- loaded yet), the loader, the view's state, the log file.
 local function new_app(trace, opts)
   local self = setmetatable({}, App)
   self.trace, self.opts = trace, opts
-  self.m = model.new(trace, {max_depth = opts.max_depth})
+  self.m = trace and model.new(trace, {max_depth = opts.max_depth}) or nil
+  self.open = not trace and opts.open or nil   -- the job that opens the trace, until it has
+  self.steps_total = #model.stage_list + (self.open and 1 or 0)
+  self.step, self.step_label = 0, nil
+  self.tasks = {}            -- what views asked the loader for besides the lanes: "tree", "findings"
+  self.loader = coroutine.create(function() return self:load_all() end)
+  self.warnings = {}
   self.curses = nsl.curses
   self.view = "timeline"
   self.rel = true
@@ -92,7 +102,6 @@ local function new_app(trace, opts)
   self.tree_open, self.tree_sel, self.tree_top = {}, 1, 1
   self.find_sel, self.find_top = 1, 1
   self.instance = {}
-  self.pending = self.m:stages()
   self.t0 = opts.t0
   local log = os.getenv("NSL_TUI_LOG")
   if log and log ~= "" then self.log_file = io.open(log, "a") end
@@ -186,9 +195,10 @@ function App:header()
                             report.duration(self.to - self.from))
   end
   parts[#parts + 1] = self.rel and "relative" or "absolute"
-  if self.m.filter then parts[#parts + 1] = fmt("filter /%s/", self.m.filter) end
-  if (self.m.min_dur or 0) > 0 then parts[#parts + 1] = fmt(">= %s", report.duration(self.m.min_dur)) end
-  if self.m.names == "demangled" then parts[#parts + 1] = "demangled" end
+  local m = self.m or {}
+  if m.filter then parts[#parts + 1] = fmt("filter /%s/", m.filter) end
+  if (m.min_dur or 0) > 0 then parts[#parts + 1] = fmt(">= %s", report.duration(m.min_dur)) end
+  if m.names == "demangled" then parts[#parts + 1] = "demangled" end
   if self.range_start or self.range_stop then
     parts[#parts + 1] = fmt("range %s..%s%s", self:time_text(self.range_start), self:time_text(self.range_stop),
       (self.range_start and self.range_stop) and fmt(" (%s)", report.duration(self.range_stop - self.range_start))
@@ -308,7 +318,8 @@ end
 function App:draw_timeline()
   local m = self.m
   if not self.from then
-    self:put(3, 2, #self.pending > 0 and "loading..." or
+    self:put(3, 2, self.open and fmt("opening %s...", self.opts.what or "the trace") or
+                   self.loader and "loading..." or
                    "nothing to draw: this trace has no kernels, memcpy, memset or NVTX ranges", 0)
     return
   end
@@ -342,6 +353,7 @@ end
 -- The details of the selected event as key=value lines (exact ns, with human units beside).
 function App:detail_lines()
   local sel = self.sel
+  if not self.m then return {} end
   if not sel then
     local l = self.m.lanes[self.lane_sel]
     if not l then return {"no lane"} end
@@ -396,10 +408,14 @@ function App:draw_pane(title, lines)
   end
 end
 
--- The status line: the last message (with `i`: the window, cursor and last redraw in ns and ms).
+-- The status line: the last message, the loading progress while loading (with `i`: the window,
+-- cursor and last redraw in ns and ms).
 function App:draw_status()
   local y = self.rows - 1
   local text = self.status or ""
+  local progress = self:progress_text()
+  self.progress_shown = progress
+  if progress then text = text ~= "" and (text .. " | " .. progress) or progress end
   if self.show_info and self.from then
     local room = max(0, min(40, self.cols - 66))   -- the window and cursor stay on the line
     if (utf8.len(text) or #text) > room then text = room > 0 and (text:sub(1, utf8.offset(text, room) - 1) .. "~") or "" end
@@ -416,8 +432,8 @@ end
 
 -- The visible rows of the tree: node ids in depth-first order, children of open nodes only.
 function App:tree_rows()
-  local T = self.m:load_tree()
-  if T.empty then return {} end
+  local T = self.m and self.m.tree
+  if not T or T.empty then return {} end
   local out = {}
   local function visit(id)
     out[#out + 1] = id
@@ -438,7 +454,11 @@ end
 
 -- The NVTX tree view: nvtx.tree's rows (GPU and CPU time, inclusive and self, instances), indented.
 function App:draw_tree()
-  local T = self.m:load_tree()
+  local T = self.m and self.m.tree
+  if not T then   -- the loader computes it
+    self:put(3, 2, self:waiting_text("tree"), 0)
+    return
+  end
   if T.empty then
     self:put(3, 2, "no NVTX ranges in this trace", 0)
     return
@@ -469,8 +489,8 @@ end
 
 -- The selected node's numbers and, after `k`, the kernels launched directly inside it.
 function App:tree_pane()
-  local T = self.m:load_tree()
-  if T.empty or not self.tree_list then return {} end
+  local T = self.m and self.m.tree
+  if not T or T.empty or not self.tree_list then return {} end
   local id = self.tree_list[self.tree_sel]
   if not id then return {} end
   local i = T.index[id]
@@ -497,7 +517,11 @@ end
 
 -- The findings view: diagnose's findings, largest cost first.
 function App:draw_findings()
-  local list = self.m:load_findings()
+  local list = self.m and self.m.findings
+  if not list then   -- the loader computes them
+    self:put(3, 2, self:waiting_text("findings"), 0)
+    return
+  end
   self:put(1, 0, fmt("%-8s %12s  %-24s %s", "severity", "cost", "id", "message"), 0, self.curses.BOLD)
   if #list == 0 then
     self:put(3, 2, "diagnose found no problems", 0)
@@ -520,7 +544,8 @@ end
 
 -- The selected finding as findings.lines words it (times as the header shows them).
 function App:findings_pane()
-  local list = self.m.findings or {}
+  if not (self.m and self.m.findings) then return {} end
+  local list = self.m.findings
   local f = list[self.find_sel]
   if not f then return self.m.finding_notes or {} end
   local lines = {}
@@ -551,7 +576,7 @@ function App:draw_help()
     end
     y = y + 1
   end
-  if self.m.multi and y < self.rows - 1 then
+  if self.m and self.m.multi and y < self.rows - 1 then
     for r, name in ipairs(self.m.report_names) do
       if y < self.rows - 1 then self:put(y, 0, fmt("  r%d  %s", r - 1, name), 0) end
       y = y + 1
@@ -610,7 +635,16 @@ function App:read_line(prompt, initial)
     self:put(y, 0, shown, 0)
     c.cursor(true, y, min(self.cols - 1, utf8.len(shown) or #shown))
     c.refresh()
-    local key = c.getch(250)
+    local key = c.getch(self:key_timeout())
+    if not key and self.loader then   -- loading goes on while the line is typed
+      self.prompting = true
+      local res = self:resume_loader()
+      self.prompting = false
+      if res == "quit" then
+        c.cursor(false)
+        return nil, "quit"
+      end
+    end
     if key == "interrupt" then
       c.cursor(false)
       return nil, "interrupt"
@@ -758,7 +792,7 @@ function App:api()
     end,
     lanes = function()
       local list = {}
-      for i, l in ipairs(app.m.lanes) do list[i] = l.label end
+      for i, l in ipairs(app.m and app.m.lanes or {}) do list[i] = l.label end
       return list
     end,
   }
@@ -767,9 +801,9 @@ end
 -- Timeline keys.
 function App:key_timeline(key)
   local m = self.m
+  if not self.from or not m then return end
   local nl = #m.lanes
-  local span = self.to and (self.to - self.from) or 0
-  if not self.from then return end
+  local span = self.to - self.from
   if key == "right" or key == "left" then
     local c = self:col_of(self.cur) + (key == "right" and 1 or -1)
     if c >= self.w then self:pan(1, 4) c = self:col_of(self.cur) + 1 end
@@ -862,8 +896,9 @@ end
 
 -- Tree view keys: move, expand and collapse, `k` kernels, enter shows the next instance.
 function App:key_tree(key)
+  local T = self.m and self.m.tree
+  if not T or T.empty then return end
   local rows = self.tree_list or self:tree_rows()
-  local T = self.m:load_tree()
   local id = rows[self.tree_sel]
   if key == "down" or key == "j" then self.tree_sel = min(#rows, self.tree_sel + 1)
   elseif key == "up" then self.tree_sel = max(1, self.tree_sel - 1)
@@ -906,7 +941,7 @@ end
 
 -- Findings view keys: move; enter goes to the finding's window and lane.
 function App:key_findings(key)
-  local list = self.m.findings or {}
+  local list = self.m and self.m.findings or {}
   if key == "down" or key == "j" then self.find_sel = min(#list, self.find_sel + 1)
   elseif key == "up" or key == "k" then self.find_sel = max(1, self.find_sel - 1)
   elseif key == "enter" then
@@ -966,36 +1001,129 @@ function App:on_key(key)
   else self:key_timeline(key) end
 end
 
--- Computes what a view needs (the tree, the findings) with a word on the status line first.
-function App:prepare_view()
-  if self.view == "tree" and not self.m.tree then
-    self.status = "projecting the NVTX ranges onto the GPU..."
-    self:draw()
-    self.m:load_tree()
-    self.status = ""
-  elseif self.view == "findings" and not self.m.findings then
-    self.status = "running diagnose's checks..."
-    self:draw()
-    self.m:load_findings()
-    self.status = ""
+-- ---- loading ---------------------------------------------------------------------------
+
+local POLL_MS = 40   -- how long getch waits while background work runs
+
+-- A count in the units of progress: 3.2 M rows, 12.5 MiB.
+local function amount(n, unit)
+  if unit == "B" then return report.bytes(n) end
+  local text
+  if n >= 1e9 then text = fmt("%.1f G", n / 1e9)
+  elseif n >= 1e6 then text = fmt("%.1f M", n / 1e6)
+  elseif n >= 1e4 then text = fmt("%.1f k", n / 1e3)
+  else text = fmt("%d", n) end
+  return unit ~= "" and (text .. " " .. unit) or text
+end
+
+--- The loading progress as the status line shows it: the work in flight
+-- (nsl.progress_status) or the step's own label, and the step:
+-- "loading nvtx: 3.2 M of 8.1 M rows, 40%, 1.2 s; step 5 of 7".  nil when
+-- nothing loads.
+function App:progress_text()
+  if not self.loader then return nil end
+  local p = nsl.progress_status()
+  local text
+  if p then
+    local unit = p.unit or ""
+    if (p.total or 0) > 0 then
+      local done = math.min(p.done, p.total)
+      text = fmt("%s: %s of %s, %d%%, %.1f s", p.what, amount(done, unit == "B" and unit or ""), amount(p.total, unit),
+                 floor(done * 100 / p.total), p.elapsed or 0)
+    else
+      text = fmt("%s: %s, %.1f s", p.what, amount(p.done or 0, unit), p.elapsed or 0)
+    end
+  elseif self.task_running then
+    return self.task_running == "tree" and "projecting the NVTX ranges onto the GPU..." or
+           "running diagnose's checks..."
+  else
+    text = self.step_label and (self.step_label:find("^opening") and self.step_label or
+                                ("loading " .. self.step_label)) or "loading"
+  end
+  if self.step >= 1 and self.step <= self.steps_total then
+    text = fmt("%s; step %d of %d", text, self.step, self.steps_total)
+  end
+  return text, p
+end
+
+--- What a view that needs the loaded trace says until it can be drawn:
+-- "waiting for the NVTX ranges (40%)", or the word of the work computing it.
+function App:waiting_text(task)
+  if self.task_running == task then return (self:progress_text()) end
+  local what = task == "tree" and "the NVTX ranges" or "the trace to load"
+  local _, p = self:progress_text()
+  if p and (p.total or 0) > 0 and (task ~= "tree" or self.step_label == "NVTX ranges") then
+    return fmt("waiting for %s (%d%%)", what, floor(math.min(p.done, p.total) * 100 / p.total))
+  end
+  if self.step >= 1 and self.step <= self.steps_total then
+    return fmt("waiting for %s (step %d of %d)", what, self.step, self.steps_total)
+  end
+  return fmt("waiting for %s", what)
+end
+
+-- The loader (a coroutine, resumed between keys by resume_loader): the open when the trace comes
+-- from a job, then the model's stages, then what the views asked for.  It yields "wait" while
+-- background work runs, "busy" between two pieces of main-thread work and "stage" when something
+-- new can be drawn; an open that fails ends it with self.open_error set.
+function App:load_all()
+  local c = self.curses
+  if not self.m then
+    self.step, self.step_label = 1, fmt("opening %s", self.opts.what or "the trace")
+    local trace, err = model.await(self.open, self)
+    self.open = nil
+    if not trace then
+      self.open_error = err or "cannot open the trace"
+      return
+    end
+    self.trace = trace
+    self.m = model.new(trace, {max_depth = self.opts.max_depth})
+    coroutine.yield("stage")
+  end
+  local first = self.step
+  local stages = self.m:stages()
+  for i, stage in ipairs(stages) do
+    self.step, self.step_label = first + i, stage.label
+    stage.run()
+    if not self.from then self:whole() end
+    if i < #stages then coroutine.yield("stage") end   -- the last one ends with the loader
+  end
+  self.step = self.steps_total + 1
+  self:whole_if_untouched()
+  self.status = fmt("%d lanes; ? for the keys%s", #self.m.lanes, self.last_warning and (" | " .. self.last_warning) or "")
+  self:log("full_screen ms=%.3f", (c.now() - self.t0) / 1e6)
+  self:run_tasks()
+end
+
+-- The views' work, in the order asked: the NVTX tree (its columns read in
+-- the background, then computed) and diagnose's findings.
+function App:run_tasks()
+  while #self.tasks > 0 do
+    local task = table.remove(self.tasks, 1)
+    self.task_running = task
+    if task == "tree" then
+      self.step_label = "the NVTX tree's columns"
+      self.m:load_tree_columns()
+      coroutine.yield("stage")
+      self.step_label = "the NVTX tree"
+      self.m:load_tree()
+    else
+      self.step_label = "diagnose's findings"
+      coroutine.yield("busy")   -- the word on the screen before the work
+      self.m:load_findings()
+    end
+    self.task_running, self.tasks[task] = nil, nil
+    if #self.tasks > 0 then coroutine.yield("stage") end
   end
 end
 
--- Runs the next loading stage, with its progress on the status line.
-function App:load_step()
-  local stage = table.remove(self.pending, 1)
-  local done = self.stages_total - #self.pending
-  self.status = fmt("loading %s (step %d of %d; %s events on the screen so far)...", stage.label, done,
-                    self.stages_total, report.int(self.m:rows_loaded()))
-  self:draw()
-  local t0 = self.curses.now()
-  stage.run()
-  self:log("loaded stage=%q ms=%.3f", stage.label, (self.curses.now() - t0) / 1e6)
-  if not self.from then self:whole() end
-  if #self.pending == 0 then
-    self:whole_if_untouched()
-    self.status = fmt("%d lanes; ? for the keys", #self.m.lanes)
-  end
+-- A view that needs the tree or the findings: asks the loader for them (a new loader when the
+-- first one has ended).
+function App:prepare_view()
+  local task = (self.view == "tree" or self.view == "findings") and self.view or nil
+  if not task or (self.m and self.m[task]) or self.tasks[task] then return end
+  self.tasks[task] = true
+  self.tasks[#self.tasks + 1] = task
+  if not self.loader then self.loader = coroutine.create(function() return self:run_tasks() end) end
 end
 
 -- After loading: the whole span again, unless the user has moved already.
@@ -1003,35 +1131,98 @@ function App:whole_if_untouched()
   if not self.touched then self:whole() end
 end
 
--- The loop: the first screen, then the loading steps between keys, then keys until quit.
+-- Runs the loader until it yields: a slice of main-thread work, timed (NSL_TUI_LOG gets each
+-- stage's time and its worst slice).  A stage that ends redraws the screen; else the status line
+-- shows the progress when its text changed (not while a prompt is on it).  Returns "quit" when
+-- the TUI must end: the open failed (self.open_error), the loader failed (self.fail, its
+-- message), or a Ctrl-C stopped it.
+function App:resume_loader()
+  local c = self.curses
+  local co = self.loader
+  local t0 = c.now()
+  if not self.stage_t0 then self.stage_t0, self.slices, self.worst = t0, 0, 0 end
+  local ok, what = coroutine.resume(co)
+  local ms = (c.now() - t0) / 1e6
+  self.slices, self.worst = self.slices + 1, max(self.worst, ms)
+  if self.log_file then   -- a long slice: where it began (the last one's end) and ended
+    local at = "end"
+    if ok and coroutine.status(co) ~= "dead" then
+      local i = debug.getinfo(co, 2, "Sl")   -- 0: yield, 1: model.await or pause, 2: their caller
+      at = i and fmt("%s:%d", i.short_src:match("[^/]*$"), i.currentline) or "?"
+    end
+    if ms > 20 then
+      self:log("slow_slice stage=%q ms=%.3f from=%s to=%s", self.step_label or "", ms, self.slice_at or "start", at)
+    end
+    self.slice_at = at
+  end
+  self.busy = ok and what == "busy"
+  if not ok then
+    self.loader = nil
+    if tostring(what):find("interrupted", 1, true) then return "quit" end
+    self.fail = nsl.is_error(what) and what.message or debug.traceback(co, tostring(what))
+    return "quit"
+  end
+  local dead = coroutine.status(co) == "dead"
+  if what == "stage" or dead then
+    self:log("loaded stage=%q ms=%.3f slices=%d worst_slice_ms=%.3f", self.step_label or "",
+             (c.now() - self.stage_t0) / 1e6, self.slices, self.worst)
+    self.stage_t0 = nil
+  end
+  if dead then self.loader = nil end
+  if self.open_error then return "quit" end
+  if what == "stage" or dead then
+    self:draw()
+  elseif not self.prompting then
+    local text = self:progress_text()
+    if text ~= self.progress_shown then
+      -- a view waiting for the loader says how far it got: the whole screen; else the status line
+      if (self.view == "tree" or self.view == "findings") and not (self.m and self.m[self.view]) then self:draw()
+      else self:redraw_status() end
+    end
+  end
+end
+
+-- The status line alone, redrawn (the loading progress): the rest of the screen stays.
+function App:redraw_status()
+  self:layout()
+  self:put(self.rows - 1, 0, string.rep(" ", self.cols), 0)
+  self:draw_status()
+  self.curses.refresh()
+end
+
+-- Takes the library's warnings given since the last call (kept off the screen while it runs) onto
+-- the status line (unless quiet); they are printed again on leaving.
+function App:take_warnings(quiet)
+  local list = self.curses.warnings and self.curses.warnings()
+  if not list or #list == 0 then return end
+  for _, w in ipairs(list) do self.warnings[#self.warnings + 1] = w end
+  if quiet then return end
+  self.last_warning = "warning: " .. list[#list] .. (#list > 1 and fmt(" (and %d more)", #list - 1) or "")
+  self.status = self.last_warning
+  self:draw()
+end
+
+-- How long the next getch waits: not at all while the loader has main-thread work ready, a short
+-- poll while background work runs, else a while (Ctrl-C is checked between).
+function App:key_timeout()
+  if not self.loader then return 250 end
+  return self.busy and 0 or POLL_MS
+end
+
+-- The loop: the first screen at once, then keys; the loader runs between them until it ends
+-- (and again when a view asks for the tree or the findings).  Returns when the user quits, or
+-- when the open failed (self.open_error).
 function App:main()
   local c = self.curses
   self:setup_colors()
-  self.stages_total = #self.pending
   self:draw()
   self:log("first_screen ms=%.3f", (c.now() - self.t0) / 1e6)
-  local key_name
+  local last_resume = c.now()
   while true do
-    local key
-    if #self.pending > 0 then
-      key = c.getch(0)
-      if not key then
-        local ok, err = pcall(self.load_step, self)
-        if not ok then
-          if tostring(err):find("interrupted", 1, true) then return end
-          error(err, 0)
-        end
-        local ms = self:draw()
-        if #self.pending == 0 then
-          self:log("full_screen ms=%.3f redraw_ms=%.3f", (c.now() - self.t0) / 1e6, ms)
-        end
-      end
-    else
-      key = c.getch(250)
-      if not key and c.interrupted() == "idle" then return end
-    end
+    local key = c.getch(self:key_timeout())
     if key then
-      key_name = key
+      local t0 = c.now()
+      local from, to, cur = self.from, self.to, self.cur
       local ok, res = pcall(self.on_key, self, key)
       if not ok then
         if tostring(res):find("interrupted", 1, true) then self.status = "interrupted"
@@ -1039,31 +1230,66 @@ function App:main()
       elseif res == "quit" then
         return
       end
-      if key ~= "resize" and key ~= "i" and self.from then self.touched = true end
+      if self.open_error or self.fail then return end
+      if from and (self.from ~= from or self.to ~= to or self.cur ~= cur) then self.touched = true end   -- moved
       local ms = self:draw()
-      self:log("redraw key=%s ms=%.3f from=%d to=%d", key_name, ms, self.from or 0, self.to or 0)
+      self:log("redraw key=%s ms=%.3f total_ms=%.3f at=%d loading=%d from=%d to=%d", key, ms, (c.now() - t0) / 1e6,
+               c.now(), self.loader and 1 or 0, self.from or 0, self.to or 0)
+    elseif not self.loader and c.interrupted() == "idle" then
+      return
+    end
+    self:take_warnings()
+    -- the loader: when no key came, or at least every poll while keys keep coming
+    if self.loader and (not key or (c.now() - last_resume) >= POLL_MS * 1000000) then
+      last_resume = c.now()
+      if self:resume_loader() == "quit" then return end
     end
   end
 end
 
---- Runs the TUI on trace until the user quits; the terminal is restored
--- whatever happens.  opts: no_color, max_depth, t0 (ns when nsl started,
--- for the first-screen timing).  Returns true, or nil and a message.
+--- Runs the TUI until the user quits; the terminal is restored whatever
+-- happens.  trace: the trace, or nil to open opts.paths (as nsl.open) on a
+-- thread of its own behind the first screen, once the terminal is claimed
+-- (opts.what names them: "opening WHAT").  opts: no_color, max_depth, t0
+-- (ns when nsl started, for the first-screen timing).  Returns true; or
+-- nil, message and "open" when the open failed (message as nsl.open gives
+-- it); or nil and a message.  A quit while loading cancels the work in
+-- flight (an nsys export is killed).
 function M.run(trace, opts)
   opts = opts or {}
   if not nsl.curses then return nil, "this nsl was built without ncurses: nsl tui is not available" end
   opts.t0 = opts.t0 or nsl.curses.now()
-  local app = new_app(trace, opts)
   local iok, info = pcall(nsl.curses.init)
   if not iok then
     nsl.curses.done()
     return nil, (tostring(info):gsub("^[^:]*:%d+: ", ""))
   end
+  -- the open starts once the terminal is claimed: its warnings come to the status line
+  local sok, job = true, nil
+  if not trace then sok, job = pcall(nsl.background, "open", opts.paths) end
+  local open <close> = sok and job or nil   -- cancelled on leaving, whatever happens
+  if not sok then
+    nsl.curses.done()
+    return nil, nsl.is_error(job) and job.message or tostring(job)
+  end
+  opts.open = open
+  local app = new_app(trace, opts)
   app.info = info
-  local ok, err = xpcall(App.main, debug.traceback, app)
+  local ok, err = xpcall(App.main, function(e) return nsl.is_error(e) and e or debug.traceback(e) end, app)
+  if not ok and tostring(nsl.is_error(err) and err.message or err):find("interrupted", 1, true) then
+    ok = true   -- Ctrl-C during a slice of loading: a quit
+  end
+  -- the work in flight: the open, a table's load, an index
+  if app.open then app.open:cancel() end
+  if app.job then app.job:cancel() end
+  if app.m and app.m.job then app.m.job:cancel() end
+  app:take_warnings(true)
   nsl.curses.done()
+  for _, w in ipairs(app.warnings) do io.stderr:write("nsl: warning: ", w, "\n") end
   if app.log_file then app.log_file:close() end
-  if not ok then return nil, tostring(err) end
+  if app.open_error then return nil, app.open_error, "open" end
+  if app.fail then return nil, app.fail end
+  if not ok then return nil, nsl.is_error(err) and err.message or tostring(err) end
   return true
 end
 

@@ -7,6 +7,9 @@
 -- and tree, as the nvtx analysis prints it) and the findings of diagnose.
 -- It holds no analysis of its own: every number comes from the tables and
 -- from the library's analyses.
+-- The long work (reading columns, nesting the NVTX ranges, indexing) runs on
+-- threads of its own (nsl.background); run inside a coroutine, each stage yields
+-- while it waits, so the TUI reads keys and redraws meanwhile.
 --   local m = model.new(trace)
 --   for _, stage in ipairs(m:stages()) do stage.run() end   -- loads, in steps
 --   local count, busy, row, class = m:cells(lane, from, to, ncols)
@@ -30,6 +33,24 @@ local gpu_tables = {"kernels", "memcpy", "memset"}
 local Model = {}
 Model.__index = Model
 
+--- model.await(job [, owner]) -> the results of job (from nsl.background).  Inside
+-- a coroutine it yields "wait" until the job is done, owner.job naming the
+-- job meanwhile (so that a quit can cancel it); elsewhere it simply waits.
+function M.await(job, owner)
+  if coroutine.isyieldable() then
+    if owner then owner.job = job end
+    while not job:done() do coroutine.yield("wait") end
+    if owner then owner.job = nil end
+  end
+  return job:wait()
+end
+
+-- Inside a coroutine: yields "busy" between two pieces of work on the main
+-- thread, so that keys are read between them; elsewhere nothing.
+local function pause()
+  if coroutine.isyieldable() then coroutine.yield("busy") end
+end
+
 --- model.new(trace, opts) -> a model with nothing loaded yet.  opts.max_depth:
 -- NVTX nesting levels shown per thread (8).
 function M.new(trace, opts)
@@ -43,22 +64,20 @@ end
 
 --- The loading steps, in order: {label, run()}: each table in one scan,
 -- then its lanes; the GPU first.  (No row counts beforehand: counting a
--- table is a scan of its own.)  Keys are read between the steps.
+-- table is a scan of its own.)  Run in a coroutine, each step yields while
+-- its background work runs and between its pieces of main-thread work.
 function Model:stages()
   local list = {}
-  for _, name in ipairs(gpu_tables) do
-    list[#list + 1] = {label = name, run = function() self:load_gpu_table(name) end}
+  for i, s in ipairs(M.stage_list) do
+    list[i] = {label = s[1], run = function() self[s[2]](self, s[3]) end}
   end
-  list[#list + 1] = {label = "the GPU lanes", run = function() self:load_gpu() end}
-  list[#list + 1] = {label = "NVTX ranges", run = function() self:load_nvtx_table() end}
-  list[#list + 1] = {label = "the NVTX lanes", run = function() self:load_nvtx() end}
   return list
 end
 
---- Rows indexed so far (GPU operations and NVTX ranges).
-function Model:rows_loaded()
-  return (self.gpu and #self.gpu.G or 0) + (self.nvtx and #self.nvtx.nv or 0)
-end
+--- The stages: label, the method that runs it, its argument.
+M.stage_list = {{"kernels", "load_gpu_table", "kernels"}, {"memcpy", "load_gpu_table", "memcpy"},
+                {"memset", "load_gpu_table", "memset"}, {"the GPU lanes", "load_gpu"},
+                {"NVTX ranges", "load_nvtx_table"}, {"the NVTX lanes", "load_nvtx"}}
 
 --- The trace's span over the loaded lanes: lo, hi (nil before any).
 function Model:span()
@@ -91,25 +110,34 @@ local function gpu_columns(name)
   return want
 end
 
---- Loads the columns of GPU table name (kernels, memcpy, memset) the lanes need, in one scan.
+--- Loads the columns of GPU table name (kernels, memcpy, memset) the lanes
+-- need, in one scan on a thread of its own (nothing to read when loaded).
 function Model:load_gpu_table(name)
-  self.trace[name]:load(gpu_columns(name))
+  M.await(nsl.background("load", self.trace[name], gpu_columns(name)), self)
 end
 
---- Puts kernels, memcpy and memset in one table G (src: 1 kernels, 2
--- memcpy, 3 memset; row: 0-based in its table; class: the kind of event)
--- and indexes it by lane (report, device, stream) with nsl.lod.
+-- The columns of G: the lanes' keys, the times, the class (the kind of event).
+local g_columns = {"report", "device", "stream", "start", "stop", "class"}
+
+--- Puts kernels, memcpy and memset one after the other in one table G
+-- (g_columns; row r of G is row r - first[src] of gpu_tables[src]: see
+-- gpu_source) and indexes it by lane (report, device, stream) with nsl.lod.
 function Model:load_gpu()
   local trace = self.trace
-  local cols = {report = {}, pid = {}, device = {}, stream = {}, start = {}, stop = {}, corr = {}, class = {},
-                src = {}, row = {}}
-  for src, name in ipairs(gpu_tables) do
+  local cols, first = {}, {}
+  for _, c in ipairs(g_columns) do cols[c] = {} end
+  local total = 0
+  for _, name in ipairs(gpu_tables) do
     local t = trace[name]
-    t:load(gpu_columns(name))   -- loaded already by load_gpu_table when run in stages
+    self:load_gpu_table(name)   -- loaded already when run in stages
+    first[#first + 1] = total
+    total = total + #t
     if #t > 0 then
       local class
       if name == "kernels" then
-        class = t.name:match("^nccl"):cast("i32") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel
+        local nccl = t.name:match("^nccl")
+        pause()
+        class = nccl:cast("i32") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel
       elseif name == "memcpy" then
         local h2d, d2h = t.kind:eq("HtoD"), t.kind:eq("DtoH")
         class = h2d:cast("i32") * (CLASS.memcpy_htod - CLASS.memcpy_other) +
@@ -117,9 +145,10 @@ function Model:load_gpu()
       else
         class = nsl.rep(CLASS.memset, #t)
       end
+      pause()
       local n = #cols.report + 1
-      for _, c in ipairs{"report", "pid", "device", "stream", "start", "stop", "corr"} do cols[c][n] = t[c] end
-      cols.class[n], cols.src[n], cols.row[n] = class, nsl.rep(src, #t), nsl.range(#t)
+      for _, c in ipairs(g_columns) do cols[c][n] = t[c] end
+      cols.class[n] = class
     end
   end
   if #cols.report == 0 then
@@ -127,13 +156,14 @@ function Model:load_gpu()
     return
   end
   local spec = {}
-  for _, c in ipairs{"report", "pid", "device", "stream", "start", "stop", "corr", "class", "src", "row"} do
+  for _, c in ipairs(g_columns) do
     spec[#spec + 1] = {c, #cols[c] == 1 and cols[c][1] or nsl.concat(table.unpack(cols[c]))}
+    if #cols[c] > 1 then pause() end   -- each concatenation a slice of its own
   end
   local G = nsl.table(spec)
-  local lane, groups = nsl.nest_lanes(nil, nil, {G.report, G.device, G.stream}, 0, 1)
-  local lod = nsl.lod(G.start, G.stop, lane, G.class, #groups)
-  self.gpu = {G = G, lane = lane, lod = lod, full = lod}
+  local lane, groups = M.await(nsl.background("nest_lanes", nil, nil, {G.report, G.device, G.stream}, 0, 1), self)
+  local lod = M.await(nsl.background("lod", G.start, G.stop, lane, G.class, #groups), self)
+  self.gpu = {G = G, first = first, lane = lane, lod = lod, full = lod}
   for j = 1, #groups do
     local r = groups.row[j] + 1
     local rep, device, stream = G.report[r], G.device[r], G.stream[r]
@@ -150,9 +180,9 @@ end
 
 local nvtx_columns = {"report", "pid", "tid", "start", "stop", "text", "domain"}
 
---- Loads the NVTX columns the lanes need, in one scan.
+--- Loads the NVTX columns the lanes need, in one scan on a thread of its own.
 function Model:load_nvtx_table()
-  self.trace.nvtx:load(nvtx_columns)
+  M.await(nsl.background("load", self.trace.nvtx, nvtx_columns), self)
 end
 
 --- Indexes the NVTX ranges with nsl.lod: a lane per (report, pid, tid) and
@@ -161,18 +191,20 @@ end
 function Model:load_nvtx()
   local trace = self.trace
   local nv = trace.nvtx
-  nv:load(nvtx_columns)   -- one scan (none when load_nvtx_table ran); the row count comes with it
+  self:load_nvtx_table()   -- one scan (none when it ran as a stage); the row count comes with it
   if #nv == 0 then
     self.loaded.nvtx = true
     return
   end
   local keys = {nv.report, nv.pid, nv.tid}
-  local lane, groups = nsl.nest_lanes(nv.start, nv.stop, keys, 0, self.max_depth)
+  local lane, groups = M.await(nsl.background("nest_lanes", nv.start, nv.stop, keys, 0, self.max_depth), self)
   local nlanes = 0
   for j = 1, #groups do nlanes = math.max(nlanes, groups.first_lane[j] + groups.lanes[j]) end
-  local lod = nsl.lod(nv.start, nv.stop, lane, nil, nlanes)
+  local lod = M.await(nsl.background("lod", nv.start, nv.stop, lane, nil, nlanes), self)
+  local names = nvtx.names(nv)
+  pause()
   local tnames = nsl.thread_names(trace)
-  self.nvtx = {nv = nv, lane = lane, lod = lod, full = lod, threads = {}, name = nvtx.names(nv)}
+  self.nvtx = {nv = nv, lane = lane, lod = lod, full = lod, threads = {}, name = names}
   for j = 1, #groups do
     local r = groups.row[j] + 1
     local rep, pid, tid = nv.report[r], nv.pid[r], nv.tid[r]
@@ -207,14 +239,21 @@ function Model:count_in(l, from, to)
   return count[1]
 end
 
+-- Row r (0-based) of G as the table it comes from: src (1 kernels, 2 memcpy, 3 memset, the index in
+-- gpu_tables) and the row there (1-based).
+local function gpu_source(self, r)
+  local first = self.gpu.first
+  local src = r >= first[3] and 3 or r >= first[2] and 2 or 1
+  return src, r - first[src] + 1
+end
+
 --- The name of row r (0-based) of lane l's table: the kernel's short or
 -- demangled name (self.names), "memcpy HtoD", "memset", or the NVTX range's
 -- "domain:text".
 function Model:name_of(l, r)
   if r == nil or r < 0 then return nil end
   if l.kind == "nvtx" then return self.nvtx.name[r + 1] end
-  local G = self.gpu.G
-  local src, row = G.src[r + 1], G.row[r + 1] + 1
+  local src, row = gpu_source(self, r)
   if src == 1 then
     local k = self.trace.kernels
     if self.names == "demangled" then
@@ -322,7 +361,7 @@ function Model:snap(l, t, dir)
   local r = lod:step(l.id, t, dir)
   if l.kind ~= "gpu" then return r end
   local G = self.gpu.G
-  while r and G.src[r + 1] ~= 1 do
+  while r and gpu_source(self, r) ~= 1 do
     r = lod:step(l.id, G.start[r + 1], dir)
   end
   return r
@@ -330,15 +369,25 @@ end
 
 -- The launching API call of every row of G (0-based rows of trace.api, -1 none), joined once on
 -- (report, pid, correlation id) as nsl.gpu_ops does.
+local api_columns = {"report", "pid", "tid", "corr", "start", "stop", "name"}
+
 local function launch_index(self)
   if not self.gpu.api then
     local api = self.trace.api
-    api:load{"report", "pid", "tid", "corr", "start", "stop", "name"}   -- one scan, the count with it
+    api:load(api_columns)   -- one scan (none after load_tree_columns), the count with it
     if #api == 0 then
       self.gpu.api = false
     else
-      local G = self.gpu.G
-      local keys = nsl.table{{"report", G.report}, {"pid", G.pid}, {"corr", G.corr}}
+      local G, parts = self.gpu.G, {pid = {}, corr = {}}
+      for _, name in ipairs(gpu_tables) do   -- G's rows: the tables with rows, one after the other
+        local t = self.trace[name]
+        if #t > 0 then
+          parts.pid[#parts.pid + 1], parts.corr[#parts.corr + 1] = t.pid, t.corr
+        end
+      end
+      local function all(list) return #list == 1 and list[1] or nsl.concat(table.unpack(list)) end
+      local pid, corr = all(parts.pid), all(parts.corr)
+      local keys = nsl.table{{"report", G.report}, {"pid", pid}, {"corr", corr}}
       local _, idx = keys:join(api, {"report", "pid", "corr"})
       self.gpu.api = idx
     end
@@ -406,7 +455,7 @@ function Model:details(l, r)
     add("depth", l.depth)
   else
     local G = self.gpu.G
-    local src, row = G.src[r + 1], G.row[r + 1] + 1
+    local src, row = gpu_source(self, r)
     local t = self.trace[gpu_tables[src]]
     if src == 1 then
       t:load{"name", "demangled", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "regs",
@@ -436,8 +485,8 @@ function Model:details(l, r)
     add("report", self.report_names[G.report[r + 1] + 1])
     add("device", G.device[r + 1])
     add("stream", G.stream[r + 1])
-    add("pid", G.pid[r + 1])
-    add("corr", G.corr[r + 1])
+    add("pid", t.pid[row])
+    add("corr", t.corr[row])
     local idx = launch_index(self)
     local a = idx and idx[r + 1]
     if a and a >= 0 then
@@ -459,6 +508,14 @@ end
 
 -- ---- the NVTX tree (nsl.nvtx's projection and tree: the nvtx analysis's numbers) ----
 
+--- Reads what the NVTX tree (nsl.nvtx.project) and the launching calls of
+-- the details read besides the lanes: the NVTX ranges' columns and the CUDA
+-- API calls, each table in one scan on a thread of its own.
+function Model:load_tree_columns()
+  M.await(nsl.background("load", self.trace.nvtx, nvtx.range_columns), self)
+  M.await(nsl.background("load", self.trace.api, api_columns), self)
+end
+
 --- Builds the tree once: self.tree = {nodes (nvtx.tree's table), kids =
 -- {node -> child node ids}, roots, node_rows = {node -> 0-based row of
 -- trace.nvtx, in start order}, op_node, ops}.
@@ -470,6 +527,7 @@ function Model:load_tree()
     return self.tree
   end
   local P = nvtx.project(trace, {strip = nvtx.pytorch_suffixes})
+  pause()
   local T = nvtx.tree(P)
   local nodes = T.nodes
   local n = #nodes
@@ -529,7 +587,8 @@ function Model:load_findings()
   local a = assert(runner.load_analysis("diagnose"))
   local args = assert(runner.parse_args(a, {}))
   local ctx = diagnose.context(self.trace, args)
-  self.findings = diagnose.run(ctx)
+  pause()
+  self.findings = diagnose.run(ctx, pause)   -- in a coroutine, keys are read between the checks
   self.finding_notes = ctx.notes
   return self.findings
 end

@@ -8,6 +8,12 @@
 # tree shows the nvtx analysis's times (and SQL's for a top-level range);
 # the `:` prompt evaluates Lua; a resize re-lays the screen; Ctrl-C leaves
 # with the terminal sane (canonical mode, echo and signals back on).
+# Loading in the background, on a .nsys-rep that a stand-in nsys exports:
+# the first screen comes while the export runs and shows its progress; `?`,
+# `:` and the tree's waiting word answer meanwhile; then the lanes are
+# SQL's; q or Ctrl-C during the export leave at once (exit 0, terminal
+# sane, no nsys left); a failing export leaves with nsl.open's one line; a
+# library warning shows on the status line and on stderr after the screen.
 # The status line shows the window with NSL_TUI_INFO=1 (key i), so every
 # check reads exact ns.
 . "$(dirname "$0")/lib.sh"
@@ -59,9 +65,9 @@ span=$(sql "$F" "SELECT min(s), max(e) FROM (SELECT start s, end e FROM ($OPS)
 check_eq "window start is the first event's start" "$(win_from)" "${span%|*}"
 check_eq "window end is just past the last event's stop" "$(win_to)" "$(( ${span#*|} + 1 ))"
 # the streams, in (device, stream) order
-want=$(sql "$F" "SELECT DISTINCT 'GPU' || dev || ' s' || st FROM ($OPS) ORDER BY dev, st" | tr '\n' ' ')
+streams=$(sql "$F" "SELECT DISTINCT 'GPU' || dev || ' s' || st FROM ($OPS) ORDER BY dev, st" | tr '\n' ' ')
 got=$(screen | grep -o '^GPU[0-9]* s[0-9]*' | tr '\n' ' ')
-check_eq "one lane per GPU stream" "$got" "$want"
+check_eq "one lane per GPU stream" "$got" "$streams"
 screen | grep -q '^python3 144' && ok "an NVTX lane per thread" || bad "no NVTX thread lane: $(screen | head -20)"
 check_eq "events of the selected stream in the window" "$(lane_events)" "$(in_window "$(win_from)" "$(win_to)")"
 
@@ -236,10 +242,116 @@ wait_for "icanon" 50
 case "$(screen | grep icanon | tail -1)" in *-icanon*|*-echo*|"") bad "terminal not sane after q" ;; *) ok "terminal sane after q" ;; esac
 tmux kill-server 2>/dev/null
 
+# ---- loading in the background: a .nsys-rep that the stand-in nsys exports behind the first screen ----
+# (tests/e2e/fake_nsys.sh copies $FAKE_NSYS_EXPORT; with FAKE_NSYS_EXPORT_DELAY it writes half, waits, then
+# the rest).  The stand-in is started through a wrapper that notes its pid, to see it run and end.
+FAKE=$NSL_SOURCE_DIR/tests/e2e/fake_nsys.sh
+export NSL_CACHE_DIR=$TMP/cache FAKE_NSYS_LOG=$TMP/nsys.log FAKE_NSYS_EXPORT=$F
+unset NSYS FAKE_NSYS_EXPORT_FAIL FAKE_NSYS_EXPORT_HANG FAKE_NSYS_EXPORT_DELAY NSL_NSYS_TIMEOUT
+printf '#!/usr/bin/env bash\necho $$ > "%s/nsys.pid"\nexec "%s" "$@"\n' "$TMP" "$FAKE" > "$TMP/nsys"
+chmod +x "$TMP/nsys"
+make_report() { printf 'NVIDIA Tegra Profiler Report 2026@2@1@210-1v0.\n%s\n' "$2" > "$1"; }
+nsys_running() { [ -s "$TMP/nsys.pid" ] && kill -0 "$(cat "$TMP/nsys.pid")" 2> /dev/null; }
+sane_after() { # sane_after WHAT: the stty line printed after the TUI left shows canonical mode, echo and signals
+  wait_for "icanon" 50
+  case "$(screen | grep icanon | tail -1)" in *-icanon*|*-echo*|*-isig*|"") bad "$1: terminal not sane" ;;
+    *) ok "$1: terminal sane" ;; esac
+}
+tui_session() { # tui_session ENV... -- ARGS...: nsl tui in a new session (stderr to $TMP/tui.err)
+  local env=() ; while [ "$1" != -- ]; do env+=("$1"); shift; done; shift
+  rm -f "$TMP/nsys.pid"
+  tmux kill-session -t $S 2> /dev/null
+  tmux new-session -d -s $S -x 120 -y 30 "env ${env[*]} $NSL tui $* --nsys $TMP/nsys 2> $TMP/tui.err; echo TUI-EXITED \
+rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo|isig)\$' | tr '\n' ' '; echo; sleep 60"
+}
+S=nsltui3
+make_report "$TMP/run.nsys-rep" "tui"
+tui_session FAKE_NSYS_EXPORT_DELAY=10 NSL_TUI_INFO=1 -- "$TMP/run.nsys-rep"
+if wait_for "exporting run.nsys-rep with nsys: [0-9.]* [KMG]*i*B, [0-9.]* s; step 1 of 7" 100 && nsys_running; then
+  ok "background: the first screen comes while nsys exports, with the export's progress"
+else bad "background: no progress while exporting: $(screen | tail -2)"; fi
+screen | grep -q "opening run.nsys-rep" && ok "background: the timeline says what it opens" ||
+  bad "background: opening: $(screen | head -5)"
+tmux send-keys -t $S '?'
+wait_for "zoom in / out at the cursor" 50 && nsys_running && ok "background: ? answers during the export" ||
+  bad "background: ? while exporting: $(screen | head -3)"
+tmux send-keys -t $S Escape
+tmux send-keys -t $S ':'
+wait_for "^: " 50
+tmux send-keys -t $S -l "6 * 7"
+tmux send-keys -t $S Enter
+wait_for "^42\$" 50 && nsys_running && ok "background: the : prompt answers during the export" ||
+  bad "background: : while exporting: $(screen | tail -8)"
+tmux send-keys -t $S T
+wait_for "waiting for the NVTX ranges" 50 && ok "background: the tree waits for the NVTX ranges" ||
+  bad "background: tree while loading: $(screen | head -5)"
+# then the lanes, as SQL says, and the tree asked for meanwhile
+wait_for "GPU Time (ns)" 600 && ok "background: the tree asked for while loading comes when loaded" ||
+  bad "background: no tree after loading: $(screen | head -5)"
+screen | grep -qE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+  [-+] FlashAttnFunc$' && ok "background: the tree's rows" ||
+  bad "background: tree rows: $(screen | head -5)"
+tmux send-keys -t $S tab tab
+wait_for "lanes; ? for the keys" 300 || true
+check_eq "background: window start after loading" "$(win_from)" "${span%|*}"
+check_eq "background: window end after loading" "$(win_to)" "$(( ${span#*|} + 1 ))"
+check_eq "background: one lane per GPU stream" "$(screen | grep -o '^GPU[0-9]* s[0-9]*' | tr '\n' ' ')" "$streams"
+check_eq "background: events of the selected stream" "$(lane_events)" "$(in_window "$(win_from)" "$(win_to)")"
+keys q
+wait_for "TUI-EXITED rc=0" 100 && ok "background: q leaves after loading" || bad "background: q: $(screen | tail -3)"
+
+# q during the export: leaves at once with exit code 0, the terminal sane, no nsys left running
+make_report "$TMP/hang.nsys-rep" "hang"
+tui_session FAKE_NSYS_EXPORT_HANG=1 -- "$TMP/hang.nsys-rep"
+wait_for "exporting hang.nsys-rep with nsys" 100 && nsys_running || bad "background: the hanging export did not start"
+tmux send-keys -t $S q
+wait_for "TUI-EXITED rc=0" 50 && ok "background: q during the export leaves with exit code 0" ||
+  bad "background: q during the export: $(screen | tail -3)"
+sane_after "background: q during the export"
+for _ in $(seq 50); do nsys_running || break; sleep 0.1; done
+nsys_running && bad "background: nsys still runs after q" || ok "background: no nsys left after q"
+# Ctrl-C during the export: the same
+tui_session FAKE_NSYS_EXPORT_HANG=1 -- "$TMP/hang.nsys-rep"
+wait_for "exporting hang.nsys-rep with nsys" 100 && nsys_running || bad "background: the hanging export did not start"
+tmux send-keys -t $S C-c
+wait_for "TUI-EXITED rc=0" 50 && ok "background: Ctrl-C during the export leaves with exit code 0" ||
+  bad "background: Ctrl-C during the export: $(screen | tail -3)"
+sane_after "background: Ctrl-C during the export"
+for _ in $(seq 50); do nsys_running || break; sleep 0.1; done
+nsys_running && bad "background: nsys still runs after Ctrl-C" || ok "background: no nsys left after Ctrl-C"
+
+# a failing export: the screen goes, one line (nsl.open's message, as nsl info gives it), exit 1
+make_report "$TMP/bad.nsys-rep" "bad"
+want_err=$(FAKE_NSYS_EXPORT_FAIL=1 "$NSL" info "$TMP/bad.nsys-rep" --nsys "$TMP/nsys" 2>&1 > /dev/null)
+tui_session FAKE_NSYS_EXPORT_FAIL=1 -- "$TMP/bad.nsys-rep"
+wait_for "TUI-EXITED rc=1" 100 && ok "background: a failing export exits 1" || bad "background: failing export: $(screen | tail -3)"
+# (the export's temporary file is named after the process)
+check_eq "background: a failing export gives nsl.open's one line" "$(sed 's/export-[0-9]*\./export-N./' "$TMP/tui.err")" \
+  "$(echo "$want_err" | sed 's/export-[0-9]*\./export-N./')"
+echo "$want_err" | grep -q "nsys export failed" || bad "background: the failure names the export: '$want_err'"
+sane_after "background: a failing export"
+
+# a library warning while the TUI runs (a cache folder that cannot be made): on the status line, not
+# written over the screen, and on stderr once the screen is gone
+: > "$TMP/afile"
+tui_session NSL_CACHE_DIR="$TMP/afile/cache" -- "$F"
+wait_for "lanes; ? for the keys" 300
+screen | tail -1 | grep -q "warning: cannot use the cache" && ok "warnings: on the status line" ||
+  bad "warnings: not on the status line: $(screen | tail -2)"
+screen | grep -q "nsl: warning" && bad "warnings: written over the screen: $(screen | grep 'nsl: warning')" ||
+  ok "warnings: not written over the screen"
+tmux send-keys -t $S q
+wait_for "TUI-EXITED rc=0" 100 || bad "warnings: q: $(screen | tail -3)"
+grep -q "^nsl: warning: cannot use the cache: .*afile" "$TMP/tui.err" && ok "warnings: on stderr after the screen" ||
+  bad "warnings: stderr: '$(cat "$TMP/tui.err")'"
+tmux kill-server 2>/dev/null
+
 # not a terminal, no trace, bad input: one line, non-zero
 out=$("$NSL" tui "$F" < /dev/null 2>&1 > /dev/null); rc=$?
 [ $rc -ne 0 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && ok "no terminal: one line, exit $rc" || bad "no terminal: rc=$rc '$out'"
 "$NSL" tui > /dev/null 2>&1; check_eq "no trace: usage error" "$?" 2
-out=$(script -qc "$NSL tui $TMP/missing.sqlite" /dev/null 2>&1 < /dev/null); rc=$?
-echo "$out" | grep -q "missing.sqlite" && ok "a missing file is named" || bad "missing file: '$out'"
+out=$(script -qec "$NSL tui $TMP/missing.sqlite" /dev/null 2>&1 < /dev/null); rc=$?
+check_eq "a missing file: exit 1" "$rc" 1
+# before the screen (no escape sequences), in nsl.open's words (as nsl info gives them)
+check_eq "a missing file: nsl.open's one line, before the screen" "$(echo "$out" | tr -d '\r')" \
+  "$("$NSL" info "$TMP/missing.sqlite" 2>&1)"
 finish

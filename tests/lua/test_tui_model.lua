@@ -185,4 +185,76 @@ tests[#tests + 1] = {"NVTX lanes: a thread's ranges on a lane per nesting depth,
   T.eq(n, T.sql1(path(f), "SELECT count(DISTINCT globalTid) FROM NVTX_EVENTS WHERE end IS NOT NULL"), "threads")
 end}
 
+tests[#tests + 1] = {"the stages run in a coroutine (as the TUI loads) give SQL's lanes and the cells of a synchronous load", function()
+  for _, f in ipairs(files) do
+    local sync = loaded(f)
+    local m = model.new(assert(nsl.open({path(f)})))
+    local yields, kinds = 0, {}
+    for _, stage in ipairs(m:stages()) do
+      local co = coroutine.create(stage.run)
+      while true do
+        local ok, what = coroutine.resume(co)
+        assert(ok, what)
+        if coroutine.status(co) == "dead" then break end
+        yields, kinds[what] = yields + 1, true
+        T.ok(what == "wait" or what == "busy", "yields wait or busy, not " .. tostring(what))
+      end
+      T.eq(m.job, nil, f .. ": no job in flight after " .. stage.label)
+    end
+    T.ok(kinds.busy, f .. ": the main-thread work is cut into slices")
+    -- the GPU lanes and their events against SQL
+    local by, keys = sql_ops(f)
+    local labels = {}
+    for _, l in ipairs(m.lanes) do
+      if l.kind == "gpu" then
+        labels[#labels + 1] = l.label
+        T.eq(l.events, #by[l.label], f .. " " .. l.label .. ": events")
+      end
+    end
+    T.eq(table.concat(labels, ","), table.concat(keys, ","), f .. ": GPU lanes")
+    if has(f, "NVTX_EVENTS") then
+      local total = 0
+      for _, l in ipairs(m.lanes) do if l.kind == "nvtx" then total = total + l.events end end
+      T.eq(total, T.sql1(path(f), "SELECT count(*) FROM NVTX_EVENTS WHERE end IS NOT NULL AND end >= start"),
+           f .. ": NVTX ranges")
+    end
+    -- every lane, cell by cell, as loaded synchronously
+    T.eq(#m.lanes, #sync.lanes, f .. ": lanes")
+    local lo, hi = sync:span()
+    T.eq(select(1, m:span()), lo, f .. ": span start")
+    T.eq(select(2, m:span()), hi, f .. ": span end")
+    for i, l in ipairs(m.lanes) do
+      local s = sync.lanes[i]
+      T.eq(l.label, s.label, f .. ": lane " .. i)
+      for _, w in ipairs{{lo, hi + 1}, {lo + (hi - lo) // 3, lo + (hi - lo) // 3 + (hi - lo) // 50 + 1}} do
+        local c1, b1, r1, k1 = m:cells(l, w[1], w[2], 97)
+        local c2, b2, r2, k2 = sync:cells(s, w[1], w[2], 97)
+        for c = 1, 97 do
+          if c1[c] ~= c2[c] or b1[c] ~= b2[c] or r1[c] ~= r2[c] or k1[c] ~= k2[c] then
+            T.eq(table.concat({c1[c], b1[c], r1[c], k1[c]}, "/"), table.concat({c2[c], b2[c], r2[c], k2[c]}, "/"),
+                 string.format("%s %s column %d", f, l.label, c))
+          end
+        end
+      end
+    end
+  end
+end}
+
+tests[#tests + 1] = {"the NVTX tree's columns read in a coroutine, then the tree: the nvtx analysis's", function()
+  local f = "pytorch_nccl_2gpu_2026.2"
+  local m = loaded(f)
+  local co = coroutine.create(function() m:load_tree_columns() end)
+  repeat assert(coroutine.resume(co)) until coroutine.status(co) == "dead"
+  local tree = m:load_tree()
+  -- top-level FlashAttnFunc: its instances and CPU time from SQL (PyTorch's ", seq = N" suffixes merged)
+  local i
+  for k = 1, #tree.nodes do
+    if tree.nodes.name[k] == "FlashAttnFunc" and tree.nodes.depth[k] == 0 then i = k end
+  end
+  T.ok(i, "a FlashAttnFunc node")
+  local where = "(text = 'FlashAttnFunc' OR text GLOB 'FlashAttnFunc, seq = *')"
+  T.eq(tree.nodes.instances[i], T.sql1(path(f), "SELECT count(*) FROM NVTX_EVENTS WHERE " .. where), "instances")
+  T.eq(tree.nodes.cpu_time[i], T.sql1(path(f), "SELECT sum(end - start) FROM NVTX_EVENTS WHERE " .. where), "CPU time")
+end}
+
 return tests

@@ -22,14 +22,23 @@ function M.main(opts)
     end
     tuiopts.max_depth = d
   end
-  local trace, err = nsl.open(opts.traces)
-  if not trace then
-    io.stderr:write("nsl: ", err, "\n")
-    return 1
+  -- a missing or unreadable file fails at once, before the screen, in nsl.open's words
+  for _, path in ipairs(opts.traces) do
+    local f, err = io.open(path, "rb")
+    if not f then
+      local why = err:sub(1, #path + 2) == path .. ": " and err:sub(#path + 3) or err
+      io.stderr:write(string.format("nsl: cannot open '%s': %s\n", path, why))
+      return 1
+    end
+    f:close()
   end
-  local ok, terr = require("nsl.tui").run(trace, tuiopts)
+  -- the open (an nsys export for a .nsys-rep) runs behind the first screen
+  local first = opts.traces[1]:match("([^/]+)/*$") or opts.traces[1]
+  tuiopts.paths = opts.traces
+  tuiopts.what = #opts.traces > 1 and string.format("%s and %d more", first, #opts.traces - 1) or first
+  local ok, terr, failed = require("nsl.tui").run(nil, tuiopts)
   if not ok then
-    io.stderr:write("nsl: tui: ", terr, "\n")
+    io.stderr:write(failed == "open" and "nsl: " or "nsl: tui: ", terr, "\n")
     return 1
   end
   return 0
