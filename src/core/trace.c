@@ -356,32 +356,22 @@ static nsl_status count_rows(nsl_trace *tr, trace_table *tt, nsl_error *err) {
   return NSL_OK;
 }
 
-/* Moves the string ids of report part columns from their own dictionary
- * into the trace's (interning each string once, in id order). */
-static nsl_status remap_strings(nsl_trace *tr, nsl_dict *local, nsl_column **cols, int n, nsl_error *err) {
+/* The ids in the trace's dictionary of local's strings, interned in id
+ * order (so ids come out as a load straight into it would give them);
+ * *map malloc'd. */
+static nsl_status intern_all(nsl_trace *tr, const nsl_dict *local, int32_t **map, int32_t *n, nsl_error *err) {
   int32_t nl = nsl_dict_size(local);
-  int32_t *map = malloc((size_t)(nl > 0 ? nl : 1) * sizeof *map);
-  if (!map) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  *n = nl;
+  if (!(*map = malloc((size_t)(nl > 0 ? nl : 1) * sizeof **map))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   for (int32_t k = 0; k < nl; k++)
-    if ((map[k] = nsl_dict_intern(tr->dict, nsl_dict_str(local, k), nsl_dict_strlen(local, k))) < 0) {
-      free(map);
+    if (((*map)[k] = nsl_dict_intern(tr->dict, nsl_dict_str(local, k), nsl_dict_strlen(local, k))) < 0)
       return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    }
-  for (int c = 0; c < n; c++) {
-    nsl_column *col = cols[c];
-    if (!col || col->type != NSL_STR) continue;
-    int32_t *v = nsl_i32(col);
-    for (int64_t r = 0; r < col->len; r++) v[r] = v[r] >= 0 && v[r] < nl ? map[v[r]] : -1;
-    nsl_dict_release(col->dict);
-    col->dict = nsl_dict_retain(tr->dict);
-  }
-  free(map);
   return NSL_OK;
 }
 
-/* A column of n NULLs of the given type. */
-static nsl_column *null_column(nsl_type type, int64_t n, nsl_dict *dict) {
-  nsl_column *c = nsl_column_new(type, n, dict);
+/* A column of n NULLs of the given type (no dictionary yet). */
+static nsl_column *null_column(nsl_type type, int64_t n) {
+  nsl_column *c = nsl_column_new(type, n, NULL);
   if (!c) return NULL;
   for (int64_t i = 0; i < n; i++) switch (type) {
     case NSL_I64: nsl_i64(c)[i] = NSL_NULL_I64; break;
@@ -394,10 +384,13 @@ static nsl_column *null_column(nsl_type type, int64_t n, nsl_dict *dict) {
 }
 
 /* A load of some columns of one table from every report, in the three steps
- * of nsl__load_steps: plan_load (names, types, where they go), read_load (the
- * sources, on any thread: each report's strings into a dictionary of its own
- * unless the load is serial on the caller's thread), store_load (strings into
- * the trace's dictionary, parts concatenated, `report` and `dur` derived). */
+ * of nsl__load_steps.  plan_load (caller's thread): names, types, where
+ * they go.  read_load (any thread, sources locked): each report's part of
+ * each column, its strings in a dictionary of the read's own (unless the
+ * load is serial on the caller's thread), then the parts concatenated and
+ * `report` and `dur` derived -- everything that touches every row.
+ * store_load (caller's thread): the strings into the trace's dictionary
+ * (one pass over string columns), the columns into the table. */
 typedef struct load_plan {
   source_guard *guard;      /* retained: tr and tt are valid while it is not closed */
   nsl_trace *tr;
@@ -411,6 +404,9 @@ typedef struct load_plan {
   size_t stride;
   nsl_dict **dicts;         /* per report, or NULL: the trace's dictionary */
   int64_t *offsets;         /* per report: time offset (copied at plan time) */
+  int64_t *rows;            /* per report: rows (from tt at plan time, -1 unknown; then from the read) */
+  nsl_column **whole;       /* nsrc: the reports' parts concatenated (string ids still the parts') */
+  nsl_column *report_col, *dur_col;   /* derived by the read, or NULL */
   nsl_status *rc;
   nsl_error *errs;
 } load_plan;
@@ -433,11 +429,17 @@ static void free_plan(void *p) {
   if (lp->parts)
     for (size_t i = 0; i < lp->stride * (size_t)(lp->nreports ? lp->nreports : 1); i++)
       nsl_column_release(lp->parts[i]);
+  if (lp->whole)
+    for (int k = 0; k < lp->nsrc; k++) nsl_column_release(lp->whole[k]);
   if (lp->dicts)
     for (int i = 0; i < lp->nreports; i++) nsl_dict_release(lp->dicts[i]);
+  nsl_column_release(lp->report_col);
+  nsl_column_release(lp->dur_col);
   guard_release(lp->guard);
   free(lp->dicts);
   free(lp->offsets);
+  free(lp->rows);
+  free(lp->whole);
   free(lp->rc);
   free(lp->errs);
   free(lp->parts);
@@ -466,11 +468,15 @@ static nsl_status plan_load(load_ctx *ctx, nsl_table *t, const int *idx, int n, 
   lp->names = calloc((size_t)n + 2, sizeof *lp->names);
   lp->types = calloc((size_t)n + 2, sizeof *lp->types);
   lp->target = calloc((size_t)n + 2, sizeof *lp->target);
+  lp->whole = calloc((size_t)n + 2, sizeof *lp->whole);
   lp->parts = calloc(lp->stride * nr, sizeof *lp->parts);
   lp->offsets = calloc(nr, sizeof *lp->offsets);
+  lp->rows = calloc(nr, sizeof *lp->rows);
   lp->rc = calloc(nr, sizeof *lp->rc);
   lp->errs = calloc(nr, sizeof *lp->errs);
-  if (!lp->names || !lp->types || !lp->target || !lp->parts || !lp->offsets || !lp->rc || !lp->errs) goto nomem;
+  if (!lp->names || !lp->types || !lp->target || !lp->whole || !lp->parts || !lp->offsets || !lp->rows || !lp->rc ||
+      !lp->errs)
+    goto nomem;
   /* Split the request: `report` and `dur` are derived here, the rest comes from the sources. */
   for (int k = 0; k < n; k++) {
     const char *name = nsl_table_colname(t, idx[k]);
@@ -494,7 +500,10 @@ static nsl_status plan_load(load_ctx *ctx, nsl_table *t, const int *idx, int n, 
       }
     }
   }
-  for (int i = 0; i < tr->nreports; i++) lp->offsets[i] = time_offset(tr, i);
+  for (int i = 0; i < tr->nreports; i++) {
+    lp->offsets[i] = time_offset(tr, i);
+    lp->rows[i] = ctx->tt->rows[i];
+  }
   if (lp->nsrc > 0 && own_dicts) {
     if (!(lp->dicts = calloc(nr, sizeof *lp->dicts))) goto nomem;
     for (int i = 0; i < tr->nreports; i++)
@@ -507,115 +516,159 @@ nomem:
   return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
 }
 
-/* Reads the planned columns from every report (one load call per report
- * for all its columns; reports in parallel when each has a dictionary of its
- * own), with the sources locked. */
-static nsl_status read_load(void *p, nsl_error *err) {
-  load_plan *lp = p;
-  if (lp->nsrc == 0) return NSL_OK;
-  guard_enter(lp->guard);
-  if (lp->guard->closed) {
-    guard_leave(lp->guard);
-    return nsl_error_set(err, NSL_ERR_ARG, "the trace was closed while its %s loaded", "table");
+/* The index in lp->names of a column read, or -1. */
+static int read_index(const load_plan *lp, const char *name) {
+  for (int k = 0; k < lp->nsrc; k++)
+    if (strcmp(lp->names[k], name) == 0) return k;
+  return -1;
+}
+
+/* After the sources: each report's parts checked (a report without the
+ * table gives none), concatenated, and report and dur derived. */
+static nsl_status assemble(load_plan *lp, nsl_error *err) {
+  int nsrc = lp->nsrc;
+  for (int i = 0; i < lp->nreports && nsrc > 0; i++) {
+    nsl_column **out = lp->parts + (size_t)i * lp->stride;
+    if (lp->rc[i] == NSL_ERR_NOTFOUND)
+      for (int k = 0; k < nsrc; k++) {
+        nsl_column_release(out[k]);
+        if (!(out[k] = null_column(lp->types[k], 0))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+      }
+    for (int k = 1; k < nsrc; k++)
+      if (out[k]->len != out[0]->len)
+        return nsl_error_set(err, NSL_ERR_FORMAT, "%s: table %s: columns of different lengths",
+                             lp->tr->reports[i].info.path, lp->tt->name);
+    lp->rows[i] = out[0]->len;
   }
-  char what[96];   /* the total is the sources' to tell (nsl__progress_expect) */
-  snprintf(what, sizeof what, "loading %s", lp->tt->name);
-  nsl__progress_begin(what, "rows", 0);
-  int nthreads = lp->dicts ? nsl__thread_count(lp->nreports) : 1;
-  if (nthreads > 1) nsl__run_parallel(lp->nreports, nthreads, load_job, lp);
-  else
+  int64_t total = 0;
+  for (int i = 0; i < lp->nreports; i++) total += lp->rows[i];
+  for (int k = 0; k < nsrc; k++) {
+    if (lp->nreports == 1) {
+      lp->whole[k] = nsl_column_retain(lp->parts[k]);
+      continue;
+    }
+    nsl_column *whole = lp->whole[k] = nsl_column_new(lp->types[k], total, NULL);
+    if (!whole) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory loading %s.%s", lp->tt->name, lp->names[k]);
+    size_t es = nsl_type_size(lp->types[k]), off = 0;
     for (int i = 0; i < lp->nreports; i++) {
-      load_job(lp, i);
-      if (lp->rc[i] != NSL_OK && lp->rc[i] != NSL_ERR_NOTFOUND) break;   /* the first error stops */
+      nsl_column *part = lp->parts[(size_t)i * lp->stride + (size_t)k];
+      memcpy((char *)whole->data + off, part->data, (size_t)part->len * es);
+      off += (size_t)part->len * es;
     }
-  nsl__progress_end();
-  guard_leave(lp->guard);
-  for (int i = 0; i < lp->nreports; i++)
-    if (lp->rc[i] != NSL_OK && lp->rc[i] != NSL_ERR_NOTFOUND) {
-      if (err) *err = lp->errs[i];
-      return lp->rc[i];
-    }
+  }
+  if (lp->want_report) {
+    if (!(lp->report_col = nsl_column_new(NSL_I32, total, NULL))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    int32_t *v = nsl_i32(lp->report_col);
+    for (int i = 0; i < lp->nreports; i++)
+      for (int64_t j = 0; j < lp->rows[i]; j++) *v++ = i;
+  }
+  int ks = read_index(lp, "start"), ke = read_index(lp, "stop");
+  if (lp->want_dur >= 0 && ks >= 0 && ke >= 0) {   /* else store derives it from the table's start and stop */
+    if (!(lp->dur_col = nsl_column_new(NSL_I64, total, NULL))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    const int64_t *a = nsl_i64(lp->whole[ks]), *b = nsl_i64(lp->whole[ke]);
+    for (int64_t i = 0; i < total; i++)
+      nsl_i64(lp->dur_col)[i] = a[i] == NSL_NULL_I64 || b[i] == NSL_NULL_I64 ? NSL_NULL_I64 : b[i] - a[i];
+  }
   return NSL_OK;
 }
 
-/* Stores what read_load read in t: columns t has already are kept. */
+/* Reads the planned columns from every report (one load call per report
+ * for all its columns; reports in parallel when each has a dictionary of its
+ * own), or only the row counts when no column comes from the sources, with
+ * the sources locked; then assembles them. */
+static nsl_status read_load(void *p, nsl_error *err) {
+  load_plan *lp = p;
+  int counts = 0;
+  for (int i = 0; i < lp->nreports; i++) counts |= lp->rows[i] < 0;
+  if (lp->nsrc == 0 && !(lp->want_report && counts)) return lp->want_report ? assemble(lp, err) : NSL_OK;
+  guard_enter(lp->guard);
+  if (lp->guard->closed) {
+    guard_leave(lp->guard);
+    return nsl_error_set(err, NSL_ERR_ARG, "the trace was closed while its tables loaded");
+  }
+  if (lp->nsrc > 0) {
+    char what[96];   /* the total is the sources' to tell (nsl__progress_expect) */
+    snprintf(what, sizeof what, "loading %s", lp->tt->name);
+    nsl__progress_begin(what, "rows", 0);
+    int nthreads = lp->dicts ? nsl__thread_count(lp->nreports) : 1;
+    if (nthreads > 1) nsl__run_parallel(lp->nreports, nthreads, load_job, lp);
+    else
+      for (int i = 0; i < lp->nreports; i++) {
+        load_job(lp, i);
+        if (lp->rc[i] != NSL_OK && lp->rc[i] != NSL_ERR_NOTFOUND) break;   /* the first error stops */
+      }
+    nsl__progress_end();
+  } else {   /* `report` alone: the row counts */
+    for (int i = 0; i < lp->nreports; i++) {
+      if (lp->rows[i] >= 0) continue;
+      report_src *r = &lp->tr->reports[i];
+      lp->rc[i] = r->ops->count(r->src, lp->tt->name, &lp->rows[i], &lp->errs[i]);
+      if (lp->rc[i] == NSL_ERR_NOTFOUND) lp->rows[i] = 0;
+    }
+  }
+  nsl_status rc = NSL_OK;
+  for (int i = 0; i < lp->nreports && rc == NSL_OK; i++)
+    if (lp->rc[i] != NSL_OK && lp->rc[i] != NSL_ERR_NOTFOUND) {
+      if (err) *err = lp->errs[i];
+      rc = lp->rc[i];
+    }
+  if (rc == NSL_OK) rc = assemble(lp, err);   /* still locked: its messages name the report and table */
+  guard_leave(lp->guard);
+  return rc;
+}
+
+/* Stores what read_load read in t: string ids moved into the trace's
+ * dictionary, columns t has already kept. */
 static nsl_status store_load(void *p, nsl_table *t, nsl_error *err) {
   load_plan *lp = p;
   if (lp->guard->closed) return nsl_error_set(err, NSL_ERR_ARG, "the trace was closed while its tables loaded");
   nsl_trace *tr = lp->tr;
   trace_table *tt = lp->tt;
-  int nsrc = lp->nsrc;
   nsl_status rc = NSL_OK;
-  for (int i = 0; i < tr->nreports && nsrc > 0; i++) {
-    report_src *r = &tr->reports[i];
-    nsl_column **out = lp->parts + (size_t)i * lp->stride;
-    rc = lp->rc[i];
-    if (rc == NSL_ERR_NOTFOUND) {
-      rc = NSL_OK;
-      for (int k = 0; k < nsrc; k++) {
-        nsl_column_release(out[k]);
-        if (!(out[k] = null_column(lp->types[k], 0, tr->dict))) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  int have_strings = 0;
+  for (int k = 0; k < lp->nsrc; k++) have_strings |= lp->types[k] == NSL_STR;
+  if (have_strings && lp->dicts) {   /* each report's range through its dictionary's map */
+    int64_t off = 0;
+    for (int i = 0; i < lp->nreports && rc == NSL_OK; i++) {
+      int32_t *map = NULL, nl = 0;
+      rc = intern_all(tr, lp->dicts[i], &map, &nl, err);
+      for (int k = 0; rc == NSL_OK && k < lp->nsrc; k++) {
+        if (lp->types[k] != NSL_STR) continue;
+        int32_t *v = nsl_i32(lp->whole[k]) + off;
+        for (int64_t r = 0; r < lp->rows[i]; r++) v[r] = v[r] >= 0 && v[r] < nl ? map[v[r]] : -1;
       }
-    } else if (rc != NSL_OK) {
-      if (err) *err = lp->errs[i];
-    } else if (lp->dicts) {
-      rc = remap_strings(tr, lp->dicts[i], out, nsrc, err);
+      free(map);
+      off += lp->rows[i];
     }
     if (rc != NSL_OK) return rc;
-    for (int k = 1; k < nsrc; k++)
-      if (out[k]->len != out[0]->len)
-        return nsl_error_set(err, NSL_ERR_FORMAT, "%s: table %s: columns of different lengths", r->info.path,
-                             tt->name);
-    tt->rows[i] = out[0]->len;
   }
-  /* Concatenate the reports' parts (a single report's part is used as is). */
-  for (int k = 0; k < nsrc; k++) {
+  for (int k = 0; k < lp->nsrc; k++)
+    if (lp->types[k] == NSL_STR && lp->whole[k]->dict != tr->dict) {
+      nsl_dict_release(lp->whole[k]->dict);
+      lp->whole[k]->dict = nsl_dict_retain(tr->dict);
+    }
+  int64_t total = 0;
+  for (int i = 0; i < tr->nreports; i++) total += tt->rows[i] = lp->rows[i];
+  for (int k = 0; k < lp->nsrc; k++) {
     if (nsl_table_is_loaded(t, lp->target[k])) continue;   /* the caller loaded it meanwhile */
-    nsl_column *whole;
-    if (tr->nreports == 1) whole = nsl_column_retain(lp->parts[k]);
-    else {
-      int64_t total = 0;
-      for (int i = 0; i < tr->nreports; i++) total += lp->parts[(size_t)i * lp->stride + (size_t)k]->len;
-      whole = nsl_column_new(lp->types[k], total, tr->dict);
-      if (!whole) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory loading %s.%s", tt->name, lp->names[k]);
-      size_t es = nsl_type_size(lp->types[k]), off = 0;
-      for (int i = 0; i < tr->nreports; i++) {
-        nsl_column *part = lp->parts[(size_t)i * lp->stride + (size_t)k];
-        memcpy((char *)whole->data + off, part->data, (size_t)part->len * es);
-        off += (size_t)part->len * es;
-      }
-    }
-    rc = nsl_table_set_column(t, lp->target[k], whole, err);
-    nsl_column_release(whole);
-    if (rc != NSL_OK) return rc;
+    if ((rc = nsl_table_set_column(t, lp->target[k], lp->whole[k], err)) != NSL_OK) return rc;
   }
-  int want_report = lp->want_report && !nsl_table_is_loaded(t, nsl_table_find(t, "report"));
-  int want_dur = lp->want_dur >= 0 && !nsl_table_is_loaded(t, lp->want_dur) ? lp->want_dur : -1;
-  if (want_report || want_dur >= 0) {
-    int64_t total = nsl_table_nrows(t, err);
-    if (total < 0) return err ? err->code : NSL_ERR_FORMAT;
-    if (want_report) {
-      if ((rc = count_rows(tr, tt, err)) != NSL_OK) return rc;
-      nsl_column *rep = nsl_column_new(NSL_I32, total, NULL);
-      if (!rep) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-      int64_t row = 0;
-      for (int i = 0; i < tr->nreports; i++)
-        for (int64_t j = 0; j < tt->rows[i]; j++) nsl_i32(rep)[row++] = i;
-      rc = nsl_table_set_column(t, nsl_table_find(t, "report"), rep, err);
-      nsl_column_release(rep);
-      if (rc != NSL_OK) return rc;
-    }
-    if (want_dur >= 0) {
+  if (lp->report_col && !nsl_table_is_loaded(t, nsl_table_find(t, "report"))) {
+    nsl_table_set_nrows(t, total);
+    if ((rc = nsl_table_set_column(t, nsl_table_find(t, "report"), lp->report_col, err)) != NSL_OK) return rc;
+  }
+  if (lp->want_dur >= 0 && !nsl_table_is_loaded(t, lp->want_dur)) {
+    nsl_column *dur = nsl_column_retain(lp->dur_col);
+    if (!dur) {   /* start and stop were loaded before: from the table's */
       nsl_column *start = nsl_table_column(t, "start", err), *stop = nsl_table_column(t, "stop", err);
       if (!start || !stop) return err ? err->code : NSL_ERR_FORMAT;
-      nsl_column *dur = nsl_column_new(NSL_I64, total, NULL);
-      if (!dur) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-      const int64_t *s = nsl_i64(start), *e = nsl_i64(stop);
-      for (int64_t i = 0; i < total; i++)
-        nsl_i64(dur)[i] = s[i] == NSL_NULL_I64 || e[i] == NSL_NULL_I64 ? NSL_NULL_I64 : e[i] - s[i];
-      rc = nsl_table_set_column(t, want_dur, dur, err);
-      nsl_column_release(dur);
+      if (!(dur = nsl_column_new(NSL_I64, start->len, NULL))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+      const int64_t *a = nsl_i64(start), *b = nsl_i64(stop);
+      for (int64_t i = 0; i < start->len; i++)
+        nsl_i64(dur)[i] = a[i] == NSL_NULL_I64 || b[i] == NSL_NULL_I64 ? NSL_NULL_I64 : b[i] - a[i];
     }
+    rc = nsl_table_set_column(t, lp->want_dur, dur, err);
+    nsl_column_release(dur);
   }
   return rc;
 }
