@@ -5,6 +5,7 @@
  * the `nsl cache list|clear` command.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,8 +17,8 @@
 #include "nsl/cache.h"
 
 static pthread_t ticker;
-static volatile int ticking;
-static int drawn;   /* a progress line is on the terminal */
+static atomic_int ticking;   /* read by the ticker thread */
+static atomic_int drawn;   /* a progress line is on the terminal (ticker and warnings) */
 
 /* n with a k/M/G suffix into out. */
 static void human(char *out, size_t cap, double n) {

@@ -429,10 +429,17 @@ static int push_stats(lua_State *L, nsl_column *c, int with_median) {
   else lua_pushinteger(L, s.isum);
   lua_setfield(L, -2, "sum");
   if (s.count > 0) {
-    push_number(L, s.min);
-    lua_setfield(L, -2, "min");
-    push_number(L, s.max);
-    lua_setfield(L, -2, "max");
+    if (c->type == NSL_F64) {
+      push_number(L, s.min);
+      lua_setfield(L, -2, "min");
+      push_number(L, s.max);
+      lua_setfield(L, -2, "max");
+    } else {   /* exact: times past 2^53 ns (reports captured months apart, aligned) stay integers */
+      lua_pushinteger(L, s.imin);
+      lua_setfield(L, -2, "min");
+      lua_pushinteger(L, s.imax);
+      lua_setfield(L, -2, "max");
+    }
     lua_pushnumber(L, s.mean);
     lua_setfield(L, -2, "mean");
     lua_pushnumber(L, s.std);

@@ -603,4 +603,22 @@ return {
     end
     T.eq(#diag(T.data(osrt)), 0, "no findings on the OS-runtime export")
   end},
+  {"reports captured years apart: times past 2^53 ns stay exact integers in every finding", function()
+    -- aligned on their session starts, the 2022 export's events lie ~1.3e17 ns before the 2026 one's
+    local p1, p2 = T.data(ncclf), T.data(mpi)
+    local fs = diag({p1, p2})
+    T.ok(#fs > 0, "findings")
+    for _, f in ipairs(fs) do
+      for k, v in pairs(f.where or {}) do
+        if type(v) == "number" then T.eq(math.type(v), "integer", f.id .. ": where." .. k) end
+      end
+      if f.cost_ns then T.eq(math.type(f.cost_ns), "integer", f.id .. ": cost_ns") end
+    end
+    local tr = require("nsl").open(p1, p2)
+    local want = T.sql1(p1, "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_KERNEL") + tr.reports.time_offset[1]
+    local got = tr.kernels.stop:max()
+    T.eq(math.type(got), "integer", "max of an i64 column")
+    T.eq(got, want, "max of the aligned kernel ends: SQL's max plus the report's offset")
+    T.ok(got > 2 ^ 53, "past 2^53")
+  end},
 }
