@@ -24,6 +24,7 @@ M.fail = fail
 -- traceback = ...}, for M.failure to report.
 function M.handler(e)
   if nsl.is_error(e) and not e.internal then return e end
+  if type(e) == "table" and e.bug then return e end   -- handled by an inner run (diagnose's checks): its traceback
   return {bug = nsl.is_error(e) and e.message or tostring(e), traceback = debug.traceback("", 2)}
 end
 

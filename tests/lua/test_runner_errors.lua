@@ -66,4 +66,13 @@ return {
     T.ok(not assert(runner.load_analysis(path)).shipped, "by path")
     os.remove(path)
   end},
+  {"a bug inside a nested run (diagnose's checks) is reported with its own message, not a table's address", function()
+    local e = caught(function()
+      local inner = caught(function() local x = nil; return x.field end)
+      error(inner, 0)   -- what diagnose.run does with a check's bug
+    end)
+    T.ok(e.bug:find("attempt to index", 1, true), "the inner message: " .. tostring(e.bug))
+    local msg = runner.failure({name = "diagnose", shipped = true}, e, {tiny})
+    T.ok(not msg:find("table: 0x", 1, true), "no table address: " .. msg)
+  end},
 }
