@@ -78,6 +78,20 @@ void nsl_column_release(nsl_column *c) {
 
 int nsl_column_is_shared(const nsl_column *c) { return box_of(c)->refcount > 1; }
 
+nsl_status nsl__column_unmap(nsl_column *c, nsl_error *err) {
+  column_box *box = box_of(c);
+  if (!box->mapping) return NSL_OK;
+  size_t es = nsl_type_size(c->type);
+  void *p = malloc(c->len ? (size_t)c->len * es : 1);
+  if (!p) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory: a column of %lld values", (long long)c->len);
+  memcpy(p, c->data, (size_t)c->len * es);
+  nsl__mapping_release(box->mapping);
+  box->mapping = NULL;
+  c->data = p;
+  c->cap = c->len;
+  return NSL_OK;
+}
+
 nsl_status nsl_column_reserve(nsl_column *c, int64_t cap, nsl_error *err) {
   if (cap <= c->cap) return NSL_OK;
   size_t es = nsl_type_size(c->type);

@@ -341,6 +341,9 @@ nsl_mapping *nsl__mapping_retain(nsl_mapping *m);
 void nsl__mapping_release(nsl_mapping *m);
 /* A column of len elements at data, which lies inside m (retained). */
 nsl_column *nsl__column_mapped(nsl_type type, int64_t len, void *data, nsl_mapping *m, nsl_dict *dict);
+/* Gives a mapped column memory of its own (a copy; nothing for others), so
+ * that writing all of it costs no copy-on-write fault per page. */
+nsl_status nsl__column_unmap(nsl_column *c, nsl_error *err);
 
 
 /* A table loader in the three steps of nsl_table_load_begin/_read/_end:

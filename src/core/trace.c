@@ -545,6 +545,10 @@ static nsl_status assemble(load_plan *lp, nsl_error *err) {
   for (int k = 0; k < nsrc; k++) {
     if (lp->nreports == 1) {
       lp->whole[k] = nsl_column_retain(lp->parts[k]);
+      /* string ids are rewritten by the store, on the caller's thread: a
+       * column mapped from the cache is copied here, not page by page there */
+      nsl_status urc = lp->types[k] == NSL_STR && lp->dicts ? nsl__column_unmap(lp->whole[k], err) : NSL_OK;
+      if (urc != NSL_OK) return urc;
       continue;
     }
     nsl_column *whole = lp->whole[k] = nsl_column_new(lp->types[k], total, NULL);
@@ -617,6 +621,29 @@ static nsl_status read_load(void *p, nsl_error *err) {
   return rc;
 }
 
+/* Moving string ids through the maps of their reports' dictionaries: the
+ * one pass over every row the store does, in pieces on a few threads (the
+ * maps are read only, the pieces disjoint). */
+#define REMAP_ROWS ((int64_t)1 << 20)
+typedef struct remap_piece {
+  int32_t *ids;
+  int64_t n;
+  int report;
+} remap_piece;
+typedef struct remap_work {
+  int32_t **maps, *nl;   /* per report */
+  remap_piece *pieces;
+  int n;
+} remap_work;
+
+static void remap_job(void *p, int j) {
+  remap_work *w = p;
+  const remap_piece *pc = &w->pieces[j];
+  const int32_t *map = w->maps[pc->report], nl = w->nl[pc->report];
+  int32_t *v = pc->ids;
+  for (int64_t r = 0; r < pc->n; r++) v[r] = v[r] >= 0 && v[r] < nl ? map[v[r]] : -1;
+}
+
 /* Stores what read_load read in t: string ids moved into the trace's
  * dictionary, columns t has already kept. */
 static nsl_status store_load(void *p, nsl_table *t, nsl_error *err) {
@@ -628,18 +655,32 @@ static nsl_status store_load(void *p, nsl_table *t, nsl_error *err) {
   int have_strings = 0;
   for (int k = 0; k < lp->nsrc; k++) have_strings |= lp->types[k] == NSL_STR;
   if (have_strings && lp->dicts) {   /* each report's range through its dictionary's map */
-    int64_t off = 0;
-    for (int i = 0; i < lp->nreports && rc == NSL_OK; i++) {
-      int32_t *map = NULL, nl = 0;
-      rc = intern_all(tr, lp->dicts[i], &map, &nl, err);
-      for (int k = 0; rc == NSL_OK && k < lp->nsrc; k++) {
-        if (lp->types[k] != NSL_STR) continue;
-        int32_t *v = nsl_i32(lp->whole[k]) + off;
-        for (int64_t r = 0; r < lp->rows[i]; r++) v[r] = v[r] >= 0 && v[r] < nl ? map[v[r]] : -1;
-      }
-      free(map);
-      off += lp->rows[i];
-    }
+    remap_work w = {calloc((size_t)lp->nreports, sizeof *w.maps), calloc((size_t)lp->nreports, sizeof *w.nl),
+                    NULL, 0};
+    int cap = 0;
+    if (!w.maps || !w.nl) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    for (int i = 0; rc == NSL_OK && i < lp->nreports; i++) rc = intern_all(tr, lp->dicts[i], &w.maps[i], &w.nl[i], err);
+    int64_t off = 0;   /* pieces of at most REMAP_ROWS rows of one report and column */
+    for (int i = 0; rc == NSL_OK && i < lp->nreports; off += lp->rows[i++])
+      for (int k = 0; rc == NSL_OK && k < lp->nsrc; k++)
+        for (int64_t lo = 0; rc == NSL_OK && lp->types[k] == NSL_STR && lo < lp->rows[i]; lo += REMAP_ROWS) {
+          if (w.n == cap) {
+            cap = cap ? 2 * cap : 64;
+            remap_piece *pc = realloc(w.pieces, (size_t)cap * sizeof *pc);
+            if (!pc) {
+              rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+              break;
+            }
+            w.pieces = pc;
+          }
+          int64_t n = lp->rows[i] - lo < REMAP_ROWS ? lp->rows[i] - lo : REMAP_ROWS;
+          w.pieces[w.n++] = (remap_piece){nsl_i32(lp->whole[k]) + off + lo, n, i};
+        }
+    if (rc == NSL_OK) nsl__run_parallel(w.n, nsl__thread_count(w.n), remap_job, &w);
+    for (int i = 0; w.maps && i < lp->nreports; i++) free(w.maps[i]);
+    free(w.maps);
+    free(w.nl);
+    free(w.pieces);
     if (rc != NSL_OK) return rc;
   }
   for (int k = 0; k < lp->nsrc; k++)
