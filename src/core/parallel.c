@@ -1,10 +1,15 @@
 /* parallel.c -- a minimal job runner over pthreads, and tasks (see
  * parallel.h). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 #include "core/parallel.h"
 
@@ -53,8 +58,22 @@ struct nsl__task {
   atomic_int done, cancel;
 };
 
+/* Background work gives way to the thread that reads keys and draws: on
+ * Linux the nice value is per thread, and the workers it starts with
+ * nsl__run_parallel inherit it.  (Raising it needs no privilege.) */
+#define TASK_NICE 5
+static void lower_priority(void) {
+#ifdef __linux__
+  id_t tid = (id_t)syscall(SYS_gettid);
+  errno = 0;
+  int now = getpriority(PRIO_PROCESS, tid);
+  if (errno == 0) setpriority(PRIO_PROCESS, tid, now + TASK_NICE > 19 ? 19 : now + TASK_NICE);
+#endif
+}
+
 static void *task_main(void *p) {
   nsl__task *t = p;
+  lower_priority();
   cancel_flag = &t->cancel;
   t->run(t->ctx);
   cancel_flag = NULL;
