@@ -94,18 +94,24 @@ end
 --   P.mask    the ranges that take part (M.range_mask)
 --   P.ops     M.gpu_ops plus range: the innermost range of the launching call
 --   P.api_range  per row of trace.api: its innermost range, -1 for none
+-- A front end that stays responsive (nsl tui) gives opts.sweep, which runs
+-- the sweep for it (on a thread of its own: nsl.background("nvtx_project",
+-- args)), and opts.between, called between the other pieces of work.
 function M.project(trace, opts)
   opts = opts or {}
+  local between = opts.between or function() end
   local nv = trace.nvtx
   nv:load(M.range_columns)   -- one pass
   local api = trace.api
   api:load{"report", "pid", "tid", "corr", "start", "stop"}
   local ops = M.gpu_ops(trace)
+  between()
   local mask = M.range_mask(nv)
-  local r = nsl.nvtx_project{
+  local r = (opts.sweep or nsl.nvtx_project){
     range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop, range_mask = mask,
     api_keys = {api.report, api.pid, api.tid}, api_start = api.start, api_stop = api.stop,
     op_api = ops.api, op_start = ops.start, op_stop = ops.stop}
+  between()
   local name, label = M.names(nv, {strip = opts.strip})
   local ranges = nv:with("name", name, "parent", r.parent, "depth", r.depth, "proj_start", r.proj_start,
     "proj_dur", r.proj_dur, "ops", r.ops, "launches", r.launches, "gpu_time", r.gpu_time, "children", r.children)

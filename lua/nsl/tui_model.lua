@@ -526,7 +526,8 @@ function Model:load_tree()
     self.tree = {empty = true}
     return self.tree
   end
-  local P = nvtx.project(trace, {strip = nvtx.pytorch_suffixes})
+  local P = nvtx.project(trace, {strip = nvtx.pytorch_suffixes, between = pause,
+                                 sweep = function(a) return M.await(nsl.background("nvtx_project", a), self) end})
   pause()
   local T = nvtx.tree(P)
   local nodes = T.nodes

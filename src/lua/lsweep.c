@@ -8,16 +8,16 @@
 #define MAX_KEYS 8
 
 /* The column in field `name` of the table at idx (required unless opt). */
-static const nsl_column *field_column(lua_State *L, int idx, const char *name, int opt) {
+static nsl_column *field_column(lua_State *L, int idx, const char *name, int opt) {
   lua_getfield(L, idx, name);
   nsl_column *c = nsl__tocolumn(L, -1);
   if (!c && !(opt && lua_isnil(L, -1))) luaL_error(L, "nvtx_project: field '%s' must be a column", name);
-  lua_pop(L, 1);   /* the argument table keeps the column alive */
+  lua_pop(L, 1);   /* the argument table keeps the column alive until prepare retains it */
   return c;
 }
 
 /* The array of key columns in field `name`; returns their number. */
-static int field_keys(lua_State *L, int idx, const char *name, const nsl_column **keys) {
+static int field_keys(lua_State *L, int idx, const char *name, nsl_column **keys) {
   if (lua_getfield(L, idx, name) != LUA_TTABLE) luaL_error(L, "nvtx_project: field '%s' must be an array of columns", name);
   int n = (int)luaL_len(L, -1);
   if (n < 1 || n > MAX_KEYS) luaL_error(L, "nvtx_project: '%s' needs 1 to %d key columns", name, MAX_KEYS);
@@ -41,41 +41,83 @@ static void set_column(lua_State *L, const char *name, nsl_column **c) {
  *   range_mask = (optional), api_keys = {...}, api_start =, api_stop =,
  *   op_api =, op_start =, op_stop =}
  * -> {parent, depth, proj_start, proj_dur, ops, launches, gpu_time,
- *     children, api_range, op_range}: columns, row indices 0-based (-1: none). */
-static int l_nvtx_project(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  const nsl_column *rkeys[MAX_KEYS], *akeys[MAX_KEYS];
+ *     children, api_range, op_range}: columns, row indices 0-based (-1: none).
+ * As work (nsl__work): also nsl.background("nvtx_project", {...}). */
+enum { R_START, R_STOP, R_MASK, A_START, A_STOP, OP_API, OP_START, OP_STOP, NCOLS };
+typedef struct project_work {
+  nsl_column *rkeys[MAX_KEYS], *akeys[MAX_KEYS], *cols[NCOLS];   /* retained */
+  int nkeys;
+  nsl_nvtx_projection p;
+  nsl_status rc;
+  nsl_error err;
+} project_work;
+
+static void project_prepare(lua_State *L, int first, void *state) {
+  project_work *w = state;
+  luaL_checktype(L, first, LUA_TTABLE);
+  nsl_column *rkeys[MAX_KEYS], *akeys[MAX_KEYS], *cols[NCOLS];
+  int nr = field_keys(L, first, "range_keys", rkeys), na = field_keys(L, first, "api_keys", akeys);
+  if (nr != na) luaL_error(L, "nvtx_project: %d range keys but %d API keys", nr, na);
+  static const char *const names[NCOLS] = {"range_start", "range_stop", "range_mask", "api_start",
+                                           "api_stop",    "op_api",     "op_start",   "op_stop"};
+  for (int k = 0; k < NCOLS; k++) cols[k] = field_column(L, first, names[k], k == R_MASK);
+  w->nkeys = nr;   /* everything checked: retain */
+  for (int k = 0; k < nr; k++) {
+    w->rkeys[k] = nsl_column_retain(rkeys[k]);
+    w->akeys[k] = nsl_column_retain(akeys[k]);
+  }
+  for (int k = 0; k < NCOLS; k++) w->cols[k] = nsl_column_retain(cols[k]);
+}
+
+static void project_run(void *state) {
+  project_work *w = state;
   nsl_nvtx_input in;
   memset(&in, 0, sizeof in);
-  int nr = field_keys(L, 1, "range_keys", rkeys), na = field_keys(L, 1, "api_keys", akeys);
-  if (nr != na) return luaL_error(L, "nvtx_project: %d range keys but %d API keys", nr, na);
-  in.nkeys = nr;
-  in.range_keys = rkeys;
-  in.api_keys = akeys;
-  in.range_start = field_column(L, 1, "range_start", 0);
-  in.range_stop = field_column(L, 1, "range_stop", 0);
-  in.range_mask = field_column(L, 1, "range_mask", 1);
-  in.api_start = field_column(L, 1, "api_start", 0);
-  in.api_stop = field_column(L, 1, "api_stop", 0);
-  in.op_api = field_column(L, 1, "op_api", 0);
-  in.op_start = field_column(L, 1, "op_start", 0);
-  in.op_stop = field_column(L, 1, "op_stop", 0);
-  lua_createtable(L, 0, 10);   /* made before the work, so pushing cannot fail after it */
-  nsl_nvtx_projection p;
-  nsl_error err = {0};
-  if (nsl_nvtx_project(&in, &p, &err) != NSL_OK) return nsl__lua_error(L, &err);
-  set_column(L, "parent", &p.parent);
-  set_column(L, "depth", &p.depth);
-  set_column(L, "proj_start", &p.proj_start);
-  set_column(L, "proj_dur", &p.proj_dur);
-  set_column(L, "ops", &p.ops);
-  set_column(L, "launches", &p.launches);
-  set_column(L, "gpu_time", &p.gpu_time);
-  set_column(L, "children", &p.children);
-  set_column(L, "api_range", &p.api_range);
-  set_column(L, "op_range", &p.op_range);
+  in.nkeys = w->nkeys;
+  in.range_keys = (const nsl_column *const *)w->rkeys;
+  in.api_keys = (const nsl_column *const *)w->akeys;
+  in.range_start = w->cols[R_START];
+  in.range_stop = w->cols[R_STOP];
+  in.range_mask = w->cols[R_MASK];
+  in.api_start = w->cols[A_START];
+  in.api_stop = w->cols[A_STOP];
+  in.op_api = w->cols[OP_API];
+  in.op_start = w->cols[OP_START];
+  in.op_stop = w->cols[OP_STOP];
+  w->rc = nsl_nvtx_project(&in, &w->p, &w->err);
+}
+
+static int project_push(lua_State *L, void *state) {
+  project_work *w = state;
+  if (w->rc != NSL_OK) return nsl__lua_error(L, &w->err);
+  lua_createtable(L, 0, 10);
+  set_column(L, "parent", &w->p.parent);
+  set_column(L, "depth", &w->p.depth);
+  set_column(L, "proj_start", &w->p.proj_start);
+  set_column(L, "proj_dur", &w->p.proj_dur);
+  set_column(L, "ops", &w->p.ops);
+  set_column(L, "launches", &w->p.launches);
+  set_column(L, "gpu_time", &w->p.gpu_time);
+  set_column(L, "children", &w->p.children);
+  set_column(L, "api_range", &w->p.api_range);
+  set_column(L, "op_range", &w->p.op_range);
   return 1;
 }
+
+static void project_release(void *state) {
+  project_work *w = state;
+  for (int k = 0; k < w->nkeys; k++) {
+    nsl_column_release(w->rkeys[k]);
+    nsl_column_release(w->akeys[k]);
+  }
+  for (int k = 0; k < NCOLS; k++) nsl_column_release(w->cols[k]);
+  nsl_nvtx_projection_free(&w->p);   /* what push did not hand over (zeroed when it failed) */
+}
+
+const nsl__work nsl__work_nvtx_project = {"nvtx_project", sizeof(project_work), project_prepare, project_run,
+                                          project_push, project_release};
+
+static int l_nvtx_project(lua_State *L) { return nsl__work_now(L, &nsl__work_nvtx_project, 1); }
 
 /* nsl.tree_paths(parent, label [, mask]) -> {node = per row, node_parent =,
  * node_depth =, node_row = per node (0-based), n = number of nodes}. */

@@ -94,6 +94,23 @@ tests[#tests + 1] = {"lanes and levels of detail equal the synchronous ones", fu
        "every range on a lane, as SQL counts them")
 end}
 
+tests[#tests + 1] = {"the NVTX projection in the background equals the synchronous sweep (test_nvtx checks that one against SQL)", function()
+  local nvtx = require("nsl.nvtx")
+  local tr = nsl.open(F)
+  local sync = nvtx.project(tr)
+  local bg = nvtx.project(tr, {sweep = function(a) return poll(nsl.background("nvtx_project", a)) end})
+  for _, c in ipairs{"parent", "depth", "proj_start", "proj_dur", "ops", "launches", "gpu_time", "children"} do
+    local a, b = sync.ranges[c]:totable(), bg.ranges[c]:totable()
+    local same = #a == #b
+    for i = 1, #sync.ranges do same = same and a[i] == b[i] end
+    T.ok(same, "column " .. c)
+  end
+  T.eq(bg.ops.range:eq(-1):sum() + bg.ops.range:ge(0):sum(), #bg.ops, "a range (or none) per op")
+  -- each GPU op is counted once, in the top-level range that encloses its launching call
+  local top = bg.ranges:filter(bg.ranges.depth:eq(0))
+  T.eq(top.ops:sum(), bg.ops.range:ge(0):sum(), "ops under top-level ranges")
+end}
+
 tests[#tests + 1] = {"cancel, wait twice, unknown kinds, collected jobs", function()
   local tr = nsl.open(F)
   local job = nsl.background("load", tr.nvtx, {"start", "text"})
