@@ -615,8 +615,10 @@ function App:draw()
     self:draw_pane(title, shown)
   end
   self:draw_status()
+  local t1 = c.now()
   c.refresh()
-  self.last_ms = (c.now() - t0) / 1e6
+  local t2 = c.now()
+  self.last_ms, self.last_refresh_ms = (t2 - t0) / 1e6, (t2 - t1) / 1e6   -- refresh: the write to the terminal
   return self.last_ms
 end
 
@@ -1233,8 +1235,9 @@ function App:main()
       if self.open_error or self.fail then return end
       if from and (self.from ~= from or self.to ~= to or self.cur ~= cur) then self.touched = true end   -- moved
       local ms = self:draw()
-      self:log("redraw key=%s ms=%.3f total_ms=%.3f at=%d loading=%d from=%d to=%d", key, ms, (c.now() - t0) / 1e6,
-               c.now(), self.loader and 1 or 0, self.from or 0, self.to or 0)
+      self:log("redraw key=%s ms=%.3f total_ms=%.3f at=%d loading=%d from=%d to=%d refresh_ms=%.3f", key, ms,
+               (c.now() - t0) / 1e6, c.now(), self.loader and 1 or 0, self.from or 0, self.to or 0,
+               self.last_refresh_ms or 0)
     elseif not self.loader and c.interrupted() == "idle" then
       return
     end

@@ -2,15 +2,25 @@
  * marked for transparent huge pages, and the huge-page hint for column
  * buffers allocated elsewhere (big_alloc.h). */
 #include "core/big_alloc.h"
+#include "core/nsl_internal.h"
+#include "core/parallel.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+/* Whether memory this thread allocates may be marked for huge pages.  Not
+ * on the thread that draws a full-screen front end (nsl tui): with the
+ * kernel's usual `defrag = madvise`, a fault in a marked region compacts
+ * memory synchronously, and a key waited 60-90 ms for it while a trace
+ * loaded.  Tasks (the background loads) keep the hint. */
+static int may_advise(void) { return !nsl__terminal_claimed() || nsl__in_task(); }
+
 /* See big_alloc.h. */
 void nsl__advise_huge(void *p, size_t bytes) {
 #ifdef MADV_HUGEPAGE
+  if (!may_advise()) return;
   const uintptr_t huge = (uintptr_t)2 << 20;
   uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
   if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
@@ -35,7 +45,7 @@ void *nsl__big_alloc(size_t bytes) {
   size_t size = (bytes + huge - 1) & ~(huge - 1);
   void *p = aligned_alloc(huge, size);
 #ifdef MADV_HUGEPAGE
-  if (p) (void)madvise(p, size, MADV_HUGEPAGE);   /* a hint: failure changes nothing */
+  if (p && may_advise()) (void)madvise(p, size, MADV_HUGEPAGE);   /* a hint: failure changes nothing */
 #endif
   return p;
 }

@@ -17,6 +17,7 @@
 static _Thread_local atomic_int *cancel_flag;
 
 int nsl__cancelled(void) { return cancel_flag && atomic_load_explicit(cancel_flag, memory_order_relaxed); }
+int nsl__in_task(void) { return cancel_flag != NULL; }
 
 int nsl__thread_count(int n) {
   const char *env = getenv("NSL_THREADS");

@@ -31,5 +31,8 @@ void nsl__task_join(nsl__task *t);
 /* Whether the task the calling thread works for was cancelled (0 outside
  * tasks). */
 int nsl__cancelled(void);
+/* Whether the calling thread works for a task (its own thread or a worker
+ * it started). */
+int nsl__in_task(void);
 
 #endif
