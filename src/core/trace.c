@@ -303,7 +303,7 @@ typedef struct load_ctx {
 /* One report's count, run on a worker thread. */
 typedef struct count_work {
   nsl_trace *tr;
-  trace_table *tt;
+  const char *name;
   nsl_status *rc;
   nsl_error *errs;
   int64_t *counts;
@@ -314,42 +314,63 @@ static void count_job(void *p, int k) {
   count_work *j = p;
   int i = j->which[k];
   report_src *r = &j->tr->reports[i];
-  j->rc[i] = r->ops->count(r->src, j->tt->name, &j->counts[i], &j->errs[i]);
+  j->rc[i] = r->ops->count(r->src, j->name, &j->counts[i], &j->errs[i]);
 }
 
-static nsl_status count_rows(nsl_trace *tr, trace_table *tt, nsl_error *err) {
+/* Counts the rows of table `name` in each report whose rows[i] is not known
+ * (< 0), reports in parallel with the sources locked: rows[i] gets the
+ * count (0 where the report has no such table), rc[i] and errs[i] the
+ * outcome (rows[i] stays unknown after an error).  Any thread; NSL_ERR_NOMEM
+ * when there is no room to count. */
+static nsl_status count_reports(nsl_trace *tr, const char *name, int64_t *rows, nsl_status *rc, nsl_error *errs) {
   int todo = 0;
-  for (int i = 0; i < tr->nreports; i++) todo += tt->rows[i] < 0;
-  if (todo > 0) {
-    size_t nr = (size_t)tr->nreports;
-    int *which = malloc(nr * sizeof *which);
-    count_work j = {tr, tt, calloc(nr, sizeof(nsl_status)), calloc(nr, sizeof(nsl_error)),
-                    calloc(nr, sizeof(int64_t)), which};
-    nsl_status rc = NSL_OK;
-    if (!j.rc || !j.errs || !j.counts || !which) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    else {
-      for (int i = 0, k = 0; i < tr->nreports; i++)
-        if (tt->rows[i] < 0) which[k++] = i;
-      guard_enter(tr->guard);
-      nsl__run_parallel(todo, nsl__thread_count(todo), count_job, &j);
-      guard_leave(tr->guard);
-    }
-    for (int i = 0; rc == NSL_OK && i < tr->nreports; i++) {
-      if (tt->rows[i] >= 0) continue;
-      if (j.rc[i] == NSL_ERR_NOTFOUND) j.counts[i] = 0;
-      else if (j.rc[i] != NSL_OK) {
-        rc = j.rc[i];
-        if (err) *err = j.errs[i];
-        break;
-      }
-      tt->rows[i] = j.counts[i];
-    }
-    free(j.rc);
-    free(j.errs);
-    free(j.counts);
+  for (int i = 0; i < tr->nreports; i++) todo += rows[i] < 0;
+  if (todo == 0) return NSL_OK;
+  int *which = malloc((size_t)todo * sizeof *which);
+  int64_t *counts = calloc((size_t)tr->nreports, sizeof *counts);
+  if (!which || !counts) {
     free(which);
-    if (rc != NSL_OK) return rc;
+    free(counts);
+    return NSL_ERR_NOMEM;
   }
+  for (int i = 0, k = 0; i < tr->nreports; i++)
+    if (rows[i] < 0) which[k++] = i;
+  count_work j = {tr, name, rc, errs, counts, which};
+  guard_enter(tr->guard);
+  nsl__run_parallel(todo, nsl__thread_count(todo), count_job, &j);
+  guard_leave(tr->guard);
+  for (int k = 0; k < todo; k++) {
+    int i = which[k];
+    if (rc[i] == NSL_ERR_NOTFOUND) rows[i] = 0;
+    else if (rc[i] == NSL_OK) rows[i] = counts[i];
+  }
+  free(which);
+  free(counts);
+  return NSL_OK;
+}
+
+/* The first error among rc[0..n) other than NSL_ERR_NOTFOUND (a report
+ * without the table), with its message copied to err; else NSL_OK. */
+static nsl_status first_error(const nsl_status *rc, const nsl_error *errs, int n, nsl_error *err) {
+  for (int i = 0; i < n; i++)
+    if (rc[i] != NSL_OK && rc[i] != NSL_ERR_NOTFOUND) {
+      if (err) *err = errs[i];
+      return rc[i];
+    }
+  return NSL_OK;
+}
+
+/* The table's row count from every report's (counted where not known). */
+static nsl_status count_rows(nsl_trace *tr, trace_table *tt, nsl_error *err) {
+  size_t nr = (size_t)(tr->nreports ? tr->nreports : 1);
+  nsl_status *rc = calloc(nr, sizeof *rc);
+  nsl_error *errs = calloc(nr, sizeof *errs);
+  nsl_status st = rc && errs ? count_reports(tr, tt->name, tt->rows, rc, errs) : NSL_ERR_NOMEM;
+  if (st == NSL_ERR_NOMEM) nsl_error_set(err, st, "out of memory");
+  else st = first_error(rc, errs, tr->nreports, err);
+  free(rc);
+  free(errs);
+  if (st != NSL_OK) return st;
   int64_t total = 0;
   for (int i = 0; i < tr->nreports; i++) total += tt->rows[i];
   nsl_table_set_nrows(tt->table, total);
@@ -602,20 +623,11 @@ static nsl_status read_load(void *p, nsl_error *err) {
         if (lp->rc[i] != NSL_OK && lp->rc[i] != NSL_ERR_NOTFOUND) break;   /* the first error stops */
       }
     nsl__progress_end();
-  } else {   /* `report` alone: the row counts */
-    for (int i = 0; i < lp->nreports; i++) {
-      if (lp->rows[i] >= 0) continue;
-      report_src *r = &lp->tr->reports[i];
-      lp->rc[i] = r->ops->count(r->src, lp->tt->name, &lp->rows[i], &lp->errs[i]);
-      if (lp->rc[i] == NSL_ERR_NOTFOUND) lp->rows[i] = 0;
-    }
+  } else if (count_reports(lp->tr, lp->tt->name, lp->rows, lp->rc, lp->errs) != NSL_OK) {   /* `report` alone */
+    guard_leave(lp->guard);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
-  nsl_status rc = NSL_OK;
-  for (int i = 0; i < lp->nreports && rc == NSL_OK; i++)
-    if (lp->rc[i] != NSL_OK && lp->rc[i] != NSL_ERR_NOTFOUND) {
-      if (err) *err = lp->errs[i];
-      rc = lp->rc[i];
-    }
+  nsl_status rc = first_error(lp->rc, lp->errs, lp->nreports, err);
   if (rc == NSL_OK) rc = assemble(lp, err);   /* still locked: its messages name the report and table */
   guard_leave(lp->guard);
   return rc;
