@@ -243,11 +243,12 @@ case "$(screen | grep icanon | tail -1)" in *-icanon*|*-echo*|"") bad "terminal 
 tmux kill-server 2>/dev/null
 
 # ---- loading in the background: a .nsys-rep that the stand-in nsys exports behind the first screen ----
-# (tests/e2e/fake_nsys.sh copies $FAKE_NSYS_EXPORT; with FAKE_NSYS_EXPORT_DELAY it writes half, waits, then
-# the rest).  The stand-in is started through a wrapper that notes its pid, to see it run and end.
+# (tests/e2e/fake_nsys.sh copies $FAKE_NSYS_EXPORT; with FAKE_NSYS_EXPORT_GATE it writes half, then waits
+# until the test opens the gate: the export runs for exactly as long as the checks made during it need).
+# The stand-in is started through a wrapper that notes its pid, to see it run and end.
 FAKE=$NSL_SOURCE_DIR/tests/e2e/fake_nsys.sh
 export NSL_CACHE_DIR=$TMP/cache FAKE_NSYS_LOG=$TMP/nsys.log FAKE_NSYS_EXPORT=$F
-unset NSYS FAKE_NSYS_EXPORT_FAIL FAKE_NSYS_EXPORT_HANG FAKE_NSYS_EXPORT_DELAY NSL_NSYS_TIMEOUT
+unset NSYS FAKE_NSYS_EXPORT_FAIL FAKE_NSYS_EXPORT_HANG FAKE_NSYS_EXPORT_GATE NSL_NSYS_TIMEOUT
 printf '#!/usr/bin/env bash\necho $$ > "%s/nsys.pid"\nexec "%s" "$@"\n' "$TMP" "$FAKE" > "$TMP/nsys"
 chmod +x "$TMP/nsys"
 make_report() { printf 'NVIDIA Tegra Profiler Report 2026@2@1@210-1v0.\n%s\n' "$2" > "$1"; }
@@ -266,7 +267,7 @@ rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo|isig)\$' | tr '\n' '
 }
 S=nsltui3
 make_report "$TMP/run.nsys-rep" "tui"
-tui_session FAKE_NSYS_EXPORT_DELAY=10 NSL_TUI_INFO=1 -- "$TMP/run.nsys-rep"
+tui_session FAKE_NSYS_EXPORT_GATE=$TMP/tui.gate NSL_TUI_INFO=1 -- "$TMP/run.nsys-rep"
 if wait_for "exporting run.nsys-rep with nsys: [0-9.]* [KMG]*i*B, [0-9.]* s; step 1 of 7" 100 && nsys_running; then
   ok "background: the first screen comes while nsys exports, with the export's progress"
 else bad "background: no progress while exporting: $(screen | tail -2)"; fi
@@ -285,6 +286,8 @@ wait_for "^42\$" 50 && nsys_running && ok "background: the : prompt answers duri
 tmux send-keys -t $S T
 wait_for "waiting for the NVTX ranges" 50 && ok "background: the tree waits for the NVTX ranges" ||
   bad "background: tree while loading: $(screen | head -5)"
+nsys_running || bad "background: nsys ended before the gate was opened"
+: > "$TMP/tui.gate"   # the export may finish now
 # then the lanes, as SQL says, and the tree asked for meanwhile
 wait_for "GPU Time (ns)" 600 && ok "background: the tree asked for while loading comes when loaded" ||
   bad "background: no tree after loading: $(screen | head -5)"
