@@ -29,14 +29,15 @@ if "$NSL" tui "$F" < /dev/null 2>&1 | grep -q "built without ncurses"; then
 fi
 S=nsltui
 screen() { tmux capture-pane -t $S -p; }
-wait_for() { # wait_for PATTERN [TENTHS]: until the screen shows it (30 s at most by default)
-  for _ in $(seq "${2:-300}"); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
+wait_for() { # wait_for PATTERN [TENTHS]: until the screen shows it; the deadline (TENTHS x 4 tenths of a second,
+  # 120 s by default) only bounds a failure, so it is generous enough for an ASan build on a busy machine
+  for _ in $(seq "$(( ${2:-300} * 4 ))"); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
   return 1
 }
 # draws=N on the status line counts the redraws: after keys, wait for a new one, then for a still screen
 draws() { screen | grep -o 'draws=[0-9]*' | tail -1 | cut -d= -f2; }
 settle() { # settle BEFORE: until a redraw after BEFORE, then until the screen stays the same for 0.3 s
-  for _ in $(seq 200); do [ "$(draws)" != "$1" ] && break; sleep 0.05; done
+  for _ in $(seq 600); do [ "$(draws)" != "$1" ] && break; sleep 0.05; done
   local a b
   for _ in $(seq 50); do a=$(screen); sleep 0.3; b=$(screen); [ "$a" = "$b" ] && break; done
 }
@@ -310,7 +311,7 @@ tmux send-keys -t $S q
 wait_for "TUI-EXITED rc=0" 50 && ok "background: q during the export leaves with exit code 0" ||
   bad "background: q during the export: $(screen | tail -3)"
 sane_after "background: q during the export"
-for _ in $(seq 50); do nsys_running || break; sleep 0.1; done
+for _ in $(seq 600); do nsys_running || break; sleep 0.1; done
 nsys_running && bad "background: nsys still runs after q" || ok "background: no nsys left after q"
 # Ctrl-C during the export: the same
 tui_session FAKE_NSYS_EXPORT_HANG=1 -- "$TMP/hang.nsys-rep"
@@ -319,7 +320,7 @@ tmux send-keys -t $S C-c
 wait_for "TUI-EXITED rc=0" 50 && ok "background: Ctrl-C during the export leaves with exit code 0" ||
   bad "background: Ctrl-C during the export: $(screen | tail -3)"
 sane_after "background: Ctrl-C during the export"
-for _ in $(seq 50); do nsys_running || break; sleep 0.1; done
+for _ in $(seq 600); do nsys_running || break; sleep 0.1; done
 nsys_running && bad "background: nsys still runs after Ctrl-C" || ok "background: no nsys left after Ctrl-C"
 
 # a failing export: the screen goes, one line (nsl.open's message, as nsl info gives it), exit 1
