@@ -4,6 +4,7 @@
 #                                              (a placeholder) and exits with COMMAND's code
 #   fake_nsys.sh export --type=sqlite --output=FILE REPORT
 #                                              copies $FAKE_NSYS_EXPORT (a real export) to FILE
+#   fake_nsys.sh --version                     prints $FAKE_NSYS_VERSION (default 2026.2.1.210-1) as nsys does
 # Every call appends its arguments, one per line and then "--end--", to $FAKE_NSYS_LOG.
 # FAKE_NSYS_NO_REPORT=1 writes no report; FAKE_NSYS_EXPORT_FAIL=1 makes the export fail;
 # FAKE_NSYS_EXPORT_HANG=1 makes it hang (sleeps 60 s); FAKE_NSYS_EXPORT_DELAY=S writes half the file, waits S
@@ -51,6 +52,9 @@ export)
     sleep "$FAKE_NSYS_EXPORT_DELAY"
   fi
   cp "$FAKE_NSYS_EXPORT" "$out"
+  ;;
+--version)
+  echo "NVIDIA Nsight Systems version ${FAKE_NSYS_VERSION:-2026.2.1.210-1}"
   ;;
 *)
   echo "fake nsys: '$cmd' is not played" >&2
