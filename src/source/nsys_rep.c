@@ -126,6 +126,54 @@ int nsl_rep_find_nsys(const char *given, char **out) {
   return -1;
 }
 
+/* 1 when dir holds the importer, directly or in the host folder beside it
+ * (NVIDIA's layout: target-linux-x64/nsys, host-linux-x64/QdstrmImporter);
+ * *out receives its path. */
+static int importer_in(const char *dir, char **out) {
+  static const char *const rel[] = {"QdstrmImporter", "../host-linux-x64/QdstrmImporter"};
+  for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+    char *p = nsl__printf_alloc("%s/%s", dir, rel[i]);
+    if (p && executable(p)) {
+      char *real = realpath(p, NULL);   /* named without the hops that found it */
+      if (real) free(p);
+      *out = real ? real : p;
+      return 1;
+    }
+    free(p);
+  }
+  return 0;
+}
+
+int nsl_rep_find_importer(const char *nsys, char **out) {
+  *out = NULL;
+  char *path = strdup(nsys), *dir = NULL;
+  for (int hop = 0; path && hop < 16; hop++) {   /* each link of the chain, as nsys's packagers laid it */
+    const char *slash = strrchr(path, '/');
+    free(dir);
+    dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir || importer_in(dir, out)) break;
+    char target[PATH_MAX];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) break;
+    target[n] = 0;
+    char *next = target[0] == '/' ? strdup(target) : nsl__printf_alloc("%s/%s", dir, target);
+    free(path);
+    path = next;
+  }
+  if (!*out) {   /* links among the folders above it */
+    char *real = realpath(nsys, NULL);
+    char *slash = real ? strrchr(real, '/') : NULL;
+    if (slash) {
+      *slash = 0;
+      importer_in(real, out);
+    }
+    free(real);
+  }
+  free(path);
+  free(dir);
+  return *out ? 0 : -1;
+}
+
 /* 64-bit FNV-1a of s. */
 static uint64_t fnv1a(const char *s) {
   uint64_t h = 1469598103934665603ull;
