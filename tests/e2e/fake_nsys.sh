@@ -6,7 +6,7 @@
 #                                              copies $FAKE_NSYS_EXPORT (a real export) to FILE
 #   fake_nsys.sh --version                     prints $FAKE_NSYS_VERSION (default 2026.2.1.210-1) as nsys does
 # Every call appends its arguments, one per line and then "--end--", to $FAKE_NSYS_LOG.
-# FAKE_NSYS_NO_REPORT=1 writes no report; FAKE_NSYS_EXPORT_FAIL=1 makes the export fail;
+# FAKE_NSYS_NO_REPORT=1 writes no report; FAKE_NSYS_QDSTRM=1 writes <--output>.qdstrm instead of a report; FAKE_NSYS_EXPORT_FAIL=1 makes the export fail;
 # FAKE_NSYS_EXPORT_HANG=1 makes it hang (sleeps 60 s); FAKE_NSYS_EXPORT_DELAY=S writes half the file, waits S
 # seconds, then writes the rest (an export in progress, for concurrent readers to meet).
 log=${FAKE_NSYS_LOG:-/dev/null}
@@ -28,7 +28,12 @@ profile)
   [ $# -gt 0 ] || { echo "fake nsys: no application" >&2; exit 1; }
   "$@"
   code=$?
-  [ -n "${FAKE_NSYS_NO_REPORT:-}" ] || echo "placeholder for an nsys report" > "$out.nsys-rep"
+  if [ -n "${FAKE_NSYS_QDSTRM:-}" ]; then   # as Debian's nsys 2022.4, which does not find its importer
+    echo "placeholder for a .qdstrm" > "$out.qdstrm"
+    echo "Importer error status: The importer binary and its dependencies were not found." >&2
+  elif [ -z "${FAKE_NSYS_NO_REPORT:-}" ]; then
+    echo "placeholder for an nsys report" > "$out.nsys-rep"
+  fi
   exit $code
   ;;
 export)
