@@ -24,7 +24,7 @@ HERE=$NSL_SOURCE_DIR/tests/e2e
 REFUSED=""   # "NAME.sqlite:why ..." for each export nsys 2022.4 cannot read (none so far)
 REPORTS="gpukernsum cudaapisum gpumemtimesum gpumemsizesum nvtxsum"
 RULES="cuda-sync-api cuda-sync-memcpy cuda-sync-memset cuda-async-memcpy gpu-starv gpu-low-util"
-cd "$TMP"
+cd "$TMP" || exit 1
 
 for src in "$NSL_DATA_DIR"/nsys/*.sqlite; do
   name=$(basename "$src")

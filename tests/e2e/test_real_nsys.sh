@@ -11,7 +11,7 @@
 real_nsys_or_skip
 APP=${NSL_BUILD_DIR:-}/nvtx_app
 if [ ! -x "$APP" ]; then echo "skipped: no nvtx_app in the build (libnvtoolsext1 was missing when cmake ran)"; exit 0; fi
-cd "$TMP"
+cd "$TMP" || exit 1
 export NSL_CACHE_DIR=$TMP/cache
 STEPS=4
 
