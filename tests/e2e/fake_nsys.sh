@@ -5,8 +5,9 @@
 #   fake_nsys.sh export --type=sqlite --output=FILE REPORT
 #                                              copies $FAKE_NSYS_EXPORT (a real export) to FILE
 #   fake_nsys.sh --version                     prints $FAKE_NSYS_VERSION (default 2026.2.1.210-1) as nsys does
+# FAKE_NSYS_QDSTRM=1 makes profile write <--output>.qdstrm instead of a report, as Debian's nsys 2022.4 does.
 # Every call appends its arguments, one per line and then "--end--", to $FAKE_NSYS_LOG.
-# FAKE_NSYS_NO_REPORT=1 writes no report; FAKE_NSYS_QDSTRM=1 writes <--output>.qdstrm instead of a report; FAKE_NSYS_EXPORT_FAIL=1 makes the export fail;
+# FAKE_NSYS_NO_REPORT=1 writes no report; FAKE_NSYS_EXPORT_FAIL=1 makes the export fail;
 # FAKE_NSYS_EXPORT_HANG=1 makes it hang (sleeps 60 s); FAKE_NSYS_EXPORT_DELAY=S writes half the file, waits S
 # seconds, then writes the rest (an export in progress, for concurrent readers to meet).
 log=${FAKE_NSYS_LOG:-/dev/null}
