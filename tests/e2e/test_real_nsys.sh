@@ -2,7 +2,8 @@
 # test_real_nsys.sh -- `nsl profile` with NVIDIA's real nsys (Debian's nsight-systems 2022.4), end to end, on a
 # CPU program (tests/helpers/nvtx_app.c: NVTX v2 ranges and OS runtime calls), profiled once:
 #   1. profile -> (the .qdstrm importer fallback) -> report -> export -> bundle -> an analysis stored in it;
-#      oracles: the program's own account of what it did, SQL through sqlite3 on the export in the bundle;
+#      oracles: the program's own account of what it did, SQL through sqlite3 on the export in the bundle, and
+#      this nsys's own `nsys stats -r nvtxsum`;
 #   2. the bundle's .nsys-rep opened through the real nsys (a second export of it) against the same SQL;
 #   3. a copy of the report whose header names a newer release: both versions and what to install;
 #   4. the export of 2022.4 joins the schema test (tests/e2e/test_exports.sh: every table row-counted by SQL).
@@ -54,6 +55,9 @@ sql run.sqlite "SELECT name || ' ' || count(*) || ' ' || sum(dur) FROM (SELECT e
                 coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) AS name FROM NVTX_EVENTS
                 WHERE eventType IN (59, 60)) GROUP BY name" | LC_ALL=C sort > nvtx.sql
 cmp -s nvtx.nsl nvtx.sql && ok "nvtx: per range instances and total = SQL" || bad "nvtx: $(diff nvtx.sql nvtx.nsl | head -5)"
+nsys stats -r nvtxsum --format csv -o nsys run.sqlite > stats.out 2>&1 &&
+  python3 "$NSL_SOURCE_DIR/tests/e2e/nsys_stats_compare.py" nvtxsum nsys_nvtxsum.csv nvtx.csv > nvtxsum.cmp &&
+  ok "nvtx = this nsys's own nvtxsum: $(tail -1 nvtxsum.cmp)" || bad "nvtx vs nvtxsum: $(cat stats.out nvtxsum.cmp | head -5)"
 "$NSL" run diagnose run.zip > diag.out 2> diag.err
 check_eq "diagnose on the CPU-only bundle: exit code" "$?" 0
 "$NSL" run nvtx run.zip --embed > /dev/null 2> embed.err && unzip -Z1 run.zip | grep -q '^analyses/nvtx/' &&
