@@ -4,6 +4,8 @@
 #                                              (a placeholder) and exits with COMMAND's code
 #   fake_nsys.sh export --type=sqlite --output=FILE REPORT
 #                                              copies $FAKE_NSYS_EXPORT (a real export) to FILE
+#   fake_nsys.sh --version                     prints $FAKE_NSYS_VERSION (default 2026.2.1.210-1) as nsys does
+# FAKE_NSYS_QDSTRM=1 makes profile write <--output>.qdstrm instead of a report, as Debian's nsys 2022.4 does.
 # Every call appends its arguments, one per line and then "--end--", to $FAKE_NSYS_LOG.
 # FAKE_NSYS_NO_REPORT=1 writes no report; FAKE_NSYS_EXPORT_FAIL=1 makes the export fail;
 # FAKE_NSYS_EXPORT_HANG=1 makes it hang (sleeps 60 s, for timeouts and cancellation);
@@ -29,7 +31,12 @@ profile)
   [ $# -gt 0 ] || { echo "fake nsys: no application" >&2; exit 1; }
   "$@"
   code=$?
-  [ -n "${FAKE_NSYS_NO_REPORT:-}" ] || echo "placeholder for an nsys report" > "$out.nsys-rep"
+  if [ -n "${FAKE_NSYS_QDSTRM:-}" ]; then   # as Debian's nsys 2022.4, which does not find its importer
+    echo "placeholder for a .qdstrm" > "$out.qdstrm"
+    echo "Importer error status: The importer binary and its dependencies were not found." >&2
+  elif [ -z "${FAKE_NSYS_NO_REPORT:-}" ]; then
+    echo "placeholder for an nsys report" > "$out.nsys-rep"
+  fi
   exit $code
   ;;
 export)
@@ -55,6 +62,9 @@ export)
     for _ in $(seq 12000); do [ -e "$gate" ] && break; sleep 0.05; done
   fi
   cp "$FAKE_NSYS_EXPORT" "$out"
+  ;;
+--version)
+  echo "NVIDIA Nsight Systems version ${FAKE_NSYS_VERSION:-2026.2.1.210-1}"
   ;;
 *)
   echo "fake nsys: '$cmd' is not played" >&2

@@ -117,10 +117,25 @@ grep -q "cannot open 'bad.nsys-rep': nsys export did not finish within 2 s (NSL_
 [ "$took" -lt 30 ] && ok "rep: gave up after the timeout" || bad "rep: took $took s"
 check_eq "rep: no leftovers after a timeout" "$(find "$TMP/cache/exports" -name '.export-*' | wc -l)" 0
 
+# a report of a newer release than the nsys found: both versions and what to install, not nsys's own error
+# (the oracle: the release in the header and the one `nsys --version` prints)
+printf 'NVIDIA Tegra Profiler Report 2026@4@1@191-264138605071v0.\nnewer\n' > newer.nsys-rep
+FAKE_NSYS_EXPORT_FAIL=1 FAKE_NSYS_VERSION=2025.3.2.474-253236389321v0 "$NSL" info newer.nsys-rep --nsys "$FAKE" \
+  > /dev/null 2> newer.err
+check_eq "rep: newer than nsys: exit 1" "$?" 1
+grep -q "cannot open 'newer.nsys-rep': the report was written by Nsight Systems 2026.4.1.191-264138605071v0 and $FAKE is 2025.3.2.474-253236389321v0, .*install Nsight Systems 2026.4.1 or newer" newer.err &&
+  ok "rep: newer than nsys: both versions and what to install" || bad "rep: newer message: $(cat newer.err)"
+check_eq "rep: newer than nsys: one line" "$(wc -l < newer.err)" 1
+FAKE_NSYS_EXPORT_FAIL=1 FAKE_NSYS_VERSION=2026.4.1.191-264138605071v0 "$NSL" info newer.nsys-rep --nsys "$FAKE" \
+  > /dev/null 2> same.err
+grep -q "nsys export failed (exit code 1): fake nsys: export failed as asked" same.err &&
+  ok "rep: the same release failing: nsys's own error" || bad "rep: same-release message: $(cat same.err)"
+
+# no nsys anywhere: PATH holds sqlite3 alone (the search's fixed folders are checked to be empty too)
 mkdir -p "$TMP/emptybin" && ln -sf "$(command -v sqlite3)" "$TMP/emptybin/sqlite3"
-env -u NSYS PATH=/usr/bin:/bin "$NSL" run summary bad.nsys-rep > /dev/null 2> absent.err
+env -u NSYS PATH="$TMP/emptybin" "$NSL" run summary bad.nsys-rep > /dev/null 2> absent.err
 rc=$?
-if PATH=/usr/bin:/bin command -v nsys > /dev/null || ls -d /opt/nvidia/nsight-systems*/*/bin/nsys /usr/local/cuda/bin/nsys > /dev/null 2>&1; then
+if ls -d /opt/nvidia/nsight-systems*/*/bin/nsys /usr/local/cuda/bin/nsys /usr/local/cuda/nsight-systems/bin/nsys > /dev/null 2>&1; then
   ok "rep: absent nsys (skipped: an nsys is installed here)"
 else
   check_eq "rep: absent nsys: exit 1" "$rc" 1
