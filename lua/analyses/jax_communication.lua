@@ -39,23 +39,31 @@ return {
     local steady = jax.steady(comm, jax.compiled_programs(d.compile_parts), true)
     if #steady == 0 then nsl.fail("no steady-state communication was identified") end
     local bw = jax.bandwidth(steady)
-    -- wide table: one row per message size, one column per collective
+    -- wide table: one row per message size, one column per collective; people
+    -- read nsys-jax's "mean(error)" cells, CSV and JSON get the mean and the
+    -- standard error as numbers (NaN, JSON null, where a collective has no such size)
     local colls, sizes, cell = {}, {}, {}
     for i = 1, #bw do
       local c, s = bw.Collective[i], bw.MessageSize[i]
       if not cell[c] then cell[c] = {}; colls[#colls + 1] = c end
       if not cell[s] then cell[s] = true; sizes[#sizes + 1] = s end
-      cell[c][s] = jax.ufloat(bw.BusBwMean[i], bw.BusBwErr[i])
+      cell[c][s] = {bw.BusBwMean[i], bw.BusBwErr[i]}
     end
     table.sort(colls)
     table.sort(sizes)
-    local spec = {{"Size [B]", sizes}}
+    local shown, numbers = {{"Size [B]", sizes}}, {{"Size [B]", sizes}}
     for _, c in ipairs(colls) do
-      local v = {}
-      for k, s in ipairs(sizes) do v[k] = cell[c][s] or "-" end
-      spec[#spec + 1] = {c, v}
+      local v, mean, err = {}, {}, {}
+      for k, s in ipairs(sizes) do
+        local e = cell[c][s]
+        v[k] = e and jax.ufloat(e[1], e[2]) or "-"
+        mean[k], err[k] = e and e[1] or 0 / 0, e and e[2] or 0 / 0
+      end
+      shown[#shown + 1] = {c, v}
+      numbers[#numbers + 1] = {c, mean}
+      numbers[#numbers + 1] = {c .. " err", err}
     end
-    out:table("bandwidth", nsl.table(spec), {title = "Bus bandwidth [GB/s]"})
+    out:table("bandwidth", nsl.table(numbers), {title = "Bus bandwidth [GB/s]", shown = nsl.table(shown)})
     out:table("bandwidth_long", bw, {title = "Bus bandwidth per collective and message size"})
     local hr, overall = jax.hidden_ratio(steady, args.hidden)
     if out:carries_figures() then
