@@ -607,7 +607,65 @@ checks["nsys-jax-combine_output_listing.tsv"] = function(which, G, path)
   return cells
 end
 
+-- the sections of nsl's CSV output ("# title" lines, then a header and rows)
+local function csv_sections(text)
+  local out, cur = {}, nil
+  for line in text:gmatch("[^\n]*") do
+    local title = line:match("^# (.*)$")
+    if title then cur = {title = title}; out[#out + 1] = cur
+    elseif cur and line ~= "" then
+      local r = {}
+      for f in (line .. ","):gmatch("([^,]*),") do r[#r + 1] = f end
+      if not cur.head then cur.head = r else cur[#cur + 1] = r end
+    end
+  end
+  return out
+end
+
 return {
+  {"CSV and JSON carry numbers: jax_summary's and jax_communication's value and error apart, equal to the JSON; " ..
+   "no -0.0", function()
+    for _, spec in ipairs{{"jax_summary", "MODULE EXECUTION SUMMARY (steady state)", "modules", "ID",
+                           {"#execs", "Thunks", "Thunks std", "Duration [ms]", "Duration std [ms]", "Duration [%]",
+                            "Wait time [ms]", "Wait time std [ms]", "Wait time [%]"}},
+                          {"jax_communication", "Bus bandwidth [GB/s]", "bandwidth", "Size [B]",
+                           {"all-gather", "all-gather err", "all-reduce", "all-reduce err", "reduce-scatter",
+                            "reduce-scatter err"}}} do
+      local name, title, tname, key, cols = table.unpack(spec)
+      local p = assert(io.popen(table.concat({T.shell_quote(os.getenv("NSL") or "nsl"), "run", name,
+        T.shell_quote(procs[1]), T.shell_quote(procs[2]), T.shell_quote(procs[3]), T.shell_quote(procs[4]),
+        "--format csv 2>/dev/null"}, " "), "r"))
+      local text = p:read("a")
+      p:close()
+      local sec
+      for _, s in ipairs(csv_sections(text)) do if s.title == title then sec = s end end
+      T.ok(sec and #sec > 0, name .. ": CSV section " .. title)
+      local idx = {}
+      for k, c in ipairs(sec.head) do idx[c] = k end
+      local js = json_rows(nsl_json("combined4", name, name == "jax_summary" and {"top=100000"} or nil), tname, key)
+      local n = 0
+      for _, r in ipairs(sec) do
+        local m = js[r[idx[key]]]
+        T.ok(m, name .. ": CSV row " .. r[idx[key]] .. " is in the JSON")
+        for _, c in ipairs(cols) do
+          T.ok(idx[c], name .. ": CSV column " .. c)
+          local cell = r[idx[c]]
+          if cell == "" then T.eq(m[c], json.null, name .. " " .. c .. ": empty in CSV, null in JSON")
+          else
+            T.ok(tonumber(cell), string.format("%s %s: '%s' is a number", name, c, cell))
+            T.near(tonumber(cell), typed(m[c], c), 1e-12, name .. " " .. c .. ": CSV = JSON")
+          end
+          n = n + 1
+        end
+      end
+      T.ok(n > 0, name .. ": cells")
+    end
+    local report = require("nsl.report")
+    T.eq(report.float(-0.0, 1), "0.0", "-0.0 prints as 0.0")
+    T.eq(report.float(-0.04, 1), "0.0", "a tiny negative rounds to 0.0")
+    T.eq(report.float(-0.05001, 1), "-0.1", "a negative that rounds away from 0 keeps its sign")
+  end},
+
   {"every golden file of nsys-jax is compared cell by cell, or listed with the reason nsl does not produce it",
    function()
     local report = {}
