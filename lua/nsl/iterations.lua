@@ -387,7 +387,7 @@ function M.steps(trace, opts)
     by, jax_warm = st.device:totable(), st.warm:totable()
   else
     W = M.windows(it):sort("report", "pid", "iter")
-    W = W:with("device", W.pid)   -- NULL: not per device
+    W = W:with("device", nsl.column{0}:gather(nsl.rep(-1, #W)))   -- NULL: not per device
     W = W:select{"report", "pid", "tid", "device", "iter", "start", "stop"}
     by = W.pid:totable()
   end

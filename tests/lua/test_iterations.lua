@@ -308,6 +308,9 @@ return {
       T.ok(w.kernels > 0, string.format("SQL: the step from %d holds kernels (%d)", w.start, w.kernels))
     end
     T.eq(#st.windows, 6, "six steps")
+    T.eq(st.windows.device[1], nil, "range steps are per process, not per device")
+    T.eq(st.windows.pid[1], (gt >> 24) & 16777215, "the range's process")
+    T.eq(st.windows.dur:sum(), (st.windows.stop - st.windows.start):sum(), "dur = stop - start")
     -- an even range of the other process, more instances than train_step, over the
     -- whole run: regular, but none holds GPU work, so it is no step
     local es, ee = {}, {}
