@@ -55,8 +55,13 @@
 --               meanwhile -- CUDA API call, OS runtime call, NVTX range, as
 --               gaps attributes them: nsl.host; straggler.launch when that
 --               is a CUDA launch call) or work launched before it (it sat in
---               the queue: straggler.launch); the larger part names it
--- the largest is the cause.  No straggler but a skew that costs at least
+--               the queue: straggler.launch); queue when every late window's
+--               idle time is more queue than host, host when none is, else
+--               the larger median excess names it
+-- the largest is the cause.  A rank late at nearly every steady collective
+-- (90 %) that is no straggler only because it costs less than min_share is
+-- named at info level with its cost and cause (verdict "late every time").
+-- No straggler but a skew that costs at least
 -- min_share of the run: the straggler rotates (straggler.rotating, info),
 -- no single rank is to blame.  Straggler findings are warnings (`--fail-on
 -- warning`: exit 3); like every finding they print first, with the window
@@ -263,8 +268,10 @@ local dur = report.duration
 
 --- The finding for straggler r (1-based): its cause, what the host did
 -- (for a host-side cause), the window of its median late collective and the
--- command that shows it.  Returns the finding's id.
-local function straggler_finding(trace, src, res, rows, r, out)
+-- command that shows it; with `below` the finding of a rank late at nearly
+-- every collective whose cost stays under min_share (info).  Returns the
+-- finding's id.
+local function straggler_finding(trace, src, res, rows, r, out, below)
   local labels, step, thr = src.labels, res.step_ns, rows.threshold
   local c = rows.cause[r]
   local late_insts = res.late:filter(res.late.rank:eq(r - 1) & res.late.late:ge(thr))
@@ -310,11 +317,15 @@ local function straggler_finding(trace, src, res, rows, r, out)
     typical = string.format("; e.g. collective %d, %s late", mine.index[i], dur(mine.late[i]))
   end
   local cost = math.floor(rows.cost[r] + 0.5)
-  findings.add(out, {severity = "warning", id = id, cost_ns = cost, step_ns = step,
+  local head = below and "%s is late at nearly every collective, below the straggler threshold (min_share " ..
+                         pct(below):gsub("%%", "%%%%") .. "): late by %s (median) at %d of the %d collectives anyone was late at (of " ..
+                         "%d steady%s); why: %s"
+               or "%s is a straggler: late by %s (median) at %d of the %d collectives anyone was late at (of " ..
+                  "%d steady%s); why: %s"
+  findings.add(out, {severity = below and "info" or "warning", id = id, cost_ns = cost, step_ns = step,
                      share = math.min(rows.lost[r], 1.0), where = where, next = next_command(trace, src, rows, r, id),
                      evidence = "causes"},
-    "%s is a straggler: late by %s (median) at %d of the %d collectives anyone was late at (of %d steady%s); " ..
-    "why: %s", labels[r], dur(rows.late_delay[r]), rows.late_n[r], rows.skewed, res.ninst, typical, why)
+    head, labels[r], dur(rows.late_delay[r]), rows.late_n[r], rows.skewed, res.ninst, typical, why)
   return id
 end
 
@@ -369,6 +380,9 @@ return {
         names[#names + 1] = labels[r] .. " (" .. id:gsub("^straggler%.", "") .. ")"
       end
     end
+    for r = 1, nranks do   -- late every time, but below min_share: named at info level with its cost
+      if rows.consistent[r] then straggler_finding(trace, src, res, rows, r, out, args.min_share) end
+    end
     local warm = res.warmup > 0 and string.format(" (%d warm-up collective(s) left out; --arg warmup=0 keeps them)",
                                                   res.warmup) or ""
     if nranks == 1 then
@@ -411,7 +425,9 @@ return {
     local verdict = {}
     for r = 1, nranks do
       local c = rows.cause[r]
-      verdict[r] = rows.straggler[r] and ("STRAGGLER" .. (c and (" (" .. (c.label or c.key) .. ")") or "")) or ""
+      local cause = c and (" (" .. (c.label or c.key) .. ")") or ""
+      verdict[r] = rows.straggler[r] and ("STRAGGLER" .. cause) or rows.consistent[r] and ("late every time" .. cause)
+                   or ""
       out:value("offset_ns." .. labels[r], rows.offset[r])
       out:value("delay_ns." .. labels[r], rows.delay[r])
     end

@@ -97,46 +97,19 @@ Ctx.__index = Ctx
 -- {group key -> warm-up count}, nvtx (the step range's name, or nil)}.  spec "" detects; a named range
 -- that is missing fails.
 local function find_steps(trace, spec, warmup)
-  local it, err = iterations.find(trace, spec)
-  if not it then
+  -- the one step detection of the trace (nsl.iterations.steps: on JAX nsys-jax's warm-up rule)
+  local st, err = iterations.steps(trace, {spec = spec, warmup = warmup})
+  if not st then
     if spec ~= "" then nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err)) end
     return nil
   end
-  local W, by
-  if it.mode == "jax" then   -- the step program's executions, per device (nsl.iterations.jax_steps)
-    local st = it.steps:sort("report", "device", "iter")
-    local nulls = nsl.column{0}:gather(nsl.rep(-1, #st))
-    W = nsl.table{{"report", st.report}, {"pid", nulls}, {"tid", nulls}, {"iter", st.iter}, {"start", st.start},
-                  {"stop", st.stop}}
-    by = st.device:totable()
-  else
-    W = iterations.windows(it):sort("report", "pid", "iter")
-    by = W.pid:totable()
-  end
-  local rep, s, e = W.report:totable(), W.start:totable(), W.stop:totable()
-  local groups, order = {}, {}
-  for i = 1, #W do
-    local key = rep[i] .. ":" .. tostring(by[i])
-    if not groups[key] then groups[key] = {}; order[#order + 1] = key end
-    table.insert(groups[key], i)
-  end
-  local warm, steady, warm_flag, n = {}, {}, {}, 0
-  for _, key in ipairs(order) do
-    local rows = groups[key]
-    local durs = {}
-    for k, i in ipairs(rows) do durs[k] = e[i] - s[i] end
-    local nw = iterations.warmup(durs, warmup)
-    warm[key] = nw
-    n = math.max(n, #rows)
-    for k, i in ipairs(rows) do
-      warm_flag[i] = k <= nw and 1 or 0
-      if k > nw then steady[#steady + 1] = durs[k] end
-    end
-  end
-  local d = iterations.describe(steady)
-  if not d or d.median <= 0 then return nil end
-  return {step_ns = round(d.median), n = n, how = it.how, it = it, windows = W, warm = warm, warm_flag = warm_flag,
-          groups = groups, order = order, nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}
+  if not st.step_ns or st.step_ns <= 0 then return nil end
+  local warm_flag = {}
+  for i, w in ipairs(st.windows.warm:totable()) do warm_flag[i] = w and 1 or 0 end
+  local it = st.it
+  return {step_ns = st.step_ns, n = st.n, how = it.how, it = it, windows = st.windows, warm = st.warm,
+          warm_flag = warm_flag, groups = st.groups, order = st.order,
+          nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}
 end
 
 -- The columns of nsl.gpu_ops the checks read (Ctx:ops and the distributed step).

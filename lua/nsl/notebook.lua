@@ -51,7 +51,7 @@ local function analysis_outputs(out, outputs)
     if it.kind == "figure" then outputs[#outputs + 1] = {kind = it.format, data = it.data, title = it.title or it.name} end
   end
   for _, it in ipairs(out.items) do
-    if it.kind == "table" then outputs[#outputs + 1] = display(it.t, it.opts.title or it.name, it.opts)
+    if it.kind == "table" then outputs[#outputs + 1] = display(it.opts.shown or it.t, it.opts.title or it.name, it.opts)
     elseif it.kind == "text" then outputs[#outputs + 1] = {kind = "stream", text = it.text .. "\n"} end
   end
 end

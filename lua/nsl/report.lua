@@ -22,6 +22,7 @@ function M.float(x, decimals)
   local s = fmt("%." .. decimals .. "f", x)
   local sign, whole, frac = s:match("^(-?)(%d+)(.*)$")
   if not whole then return s end
+  if sign == "-" and not (whole .. frac):find("[1-9]") then sign = "" end   -- -0.0 (or -0.04 rounded) is 0.0
   return sign .. M.int(tonumber(whole)) .. frac
 end
 

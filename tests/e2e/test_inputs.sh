@@ -285,6 +285,21 @@ done
 grep -q "64 NVTX ranges 'ncclGroupEnd', but num_of_iters is 32" gpa.out && ok "gpa: the iteration-count warning" ||
   bad "gpa: no warning: $(head -5 gpa.out)"
 [ -s gpa/gpa_exact.csv ] && ok "gpa: nsl's exact split beside the estimate" || bad "gpa: no exact split"
+# a config naming an absent NVTX projection: GPA skips the NVTX estimate and goes on; without any
+# NVTX input the NVTX and estimate columns are left out, not printed as 0
+sed 's/"nccl_nvtx_gpu_proj_trace.csv"/"no_such_nvtx_gpu_proj_trace.csv"/' gpa.json |
+  python3 -c 'import json, sys; d = json.load(sys.stdin); d["inputs"] = d["inputs"][:1]; print(json.dumps(d))' > gpa_nonvtx.json
+"$NSL" run classes --arg config=gpa_nonvtx.json --out gpa_nonvtx > gpa_nonvtx.out 2>&1
+check_eq "gpa: an absent NVTX projection CSV: the config still runs" "$?" 0
+grep -q "no NVTX projection '.*no_such_nvtx_gpu_proj_trace.csv'" gpa_nonvtx.out && ok "gpa: the absent NVTX file is named" ||
+  bad "gpa: absent NVTX file not named: $(head -3 gpa_nonvtx.out)"
+check_eq "gpa: without NVTX input, no NVTX or estimate column" \
+  "$(head -1 gpa_nonvtx/gpa_summary.csv | tr ',' '\n' | grep -c -E 'NVTX|Estimate')" 0
+check_eq "gpa: without NVTX input, the class table = GPA's formulas in SQL" "$(sqlite3 :memory: \
+  ".import --csv nccl_cuda_gpu_kern_sum.csv k" ".import --csv gpa_nonvtx/gpa_classes.csv g" "$oracle" \
+  "SELECT count(*) FROM o JOIN g ON g.Class = o.class
+   WHERE abs(g.\"Time per Iteration (ns)\" - o.tpi) < 1e-6 * o.tpi + 1e-9 AND g.\"Total Time (ns)\" + 0 = o.total")" \
+  "$(sqlite3 :memory: ".import --csv nccl_cuda_gpu_kern_sum.csv k" "$oracle" "SELECT count(*) FROM o WHERE class <> 'nccl'")"
 
 # gputrc2graph: the non-overlapped time per name in SQL (a running max of the ends, in start order)
 cat > vllm.json <<'EOF'
