@@ -85,7 +85,6 @@ static uint64_t hash64(const void *p, size_t n, uint64_t seed) {
 /* ---- settings ---- */
 
 static int enabled = -1;   /* -1: not decided yet (NSL_NO_CACHE) */
-static int warned;
 
 void nsl_cache_set_enabled(int on) { enabled = on; }
 
@@ -112,13 +111,6 @@ int64_t nsl_cache_max_bytes(void) {
   default: break;
   }
   return x >= 9.2e18 ? INT64_MAX : (int64_t)x;
-}
-
-/* One warning per process: the cache could not be used; the work goes on. */
-static void warn_once(const char *what, const char *detail) {
-  if (warned) return;
-  warned = 1;
-  nsl__warn("cannot use the cache: %s: %s; going on without it (--no-cache turns it off)", what, detail);
 }
 
 /* ---- files of an entry ---- */
@@ -255,7 +247,7 @@ static void publish(cache_src *c, const char *name, file_head *h, const void *co
   int fd = -1;
   if (!target || nsl__tmpfile_open(target, &fd, &tmp, &e) != NSL_OK) {
     c->nowrite = 1;
-    warn_once(c->dir, target ? e.msg : "out of memory");
+    nsl__cache_warn(c->dir, target ? e.msg : "out of memory");
     free(target);
     return;
   }
@@ -265,10 +257,10 @@ static void publish(cache_src *c, const char *name, file_head *h, const void *co
     int code = errno;
     nsl__tmpfile_abort(fd, tmp);
     c->nowrite = 1;
-    warn_once(target, strerror(code));
+    nsl__cache_warn(target, strerror(code));
   } else if (nsl__tmpfile_commit(fd, tmp, target, NULL, &e) != NSL_OK) {
     c->nowrite = 1;
-    warn_once(target, e.msg);
+    nsl__cache_warn(target, e.msg);
   } else
     c->wrote = 1;
   free(tmp);
@@ -293,17 +285,39 @@ static int emb_cmp(const void *a, const void *b) {
   return strcmp(((const emb_file *)a)->name, ((const emb_file *)b)->name);
 }
 
-/* Maps file `name` from the bundle's stored columns, else from the entry's
- * folder, and checks it; NULL (nothing mapped) when absent or bad. */
+/* Reads len bytes at off of fd into memory of its own, anonymous pages
+ * that nsl_mapping releases as it would a mapping of the file: a file
+ * changed in place later (cp over it, truncate) cannot reach them, where a
+ * mapping of the file would take a SIGBUS on a page cut off.  MAP_FAILED
+ * when the file no longer holds them (it changed) or cannot be read. */
+static void *read_private(int fd, uint64_t off, size_t len) {
+  void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (addr == MAP_FAILED) return MAP_FAILED;
+  size_t done = 0;
+  while (done < len) {
+    size_t want = len - done > ((size_t)1 << 30) ? (size_t)1 << 30 : len - done;
+    ssize_t n = pread(fd, (char *)addr + done, want, (off_t)(off + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      munmap(addr, len);
+      return MAP_FAILED;
+    }
+    done += (size_t)n;
+  }
+  return addr;
+}
+
+/* Reads file `name` from the bundle's stored columns, else from the entry's
+ * folder, into memory of its own, and checks it; NULL when absent or bad. */
 static nsl_mapping *map_file(const cache_src *c, const char *name, uint32_t kind, const char *table,
                              const char *column, const file_head **head, size_t *size) {
   emb_file key = {(char *)name, 0, 0};
   const emb_file *e = c->nemb ? bsearch(&key, c->emb, c->nemb, sizeof *c->emb, emb_cmp) : NULL;
   if (e && e->size >= 16 + HEAD_BYTES && e->size < SIZE_MAX / 2) {
     long page = sysconf(_SC_PAGESIZE);
-    uint64_t base = e->off & ~(uint64_t)(page > 0 ? page - 1 : 4095);
+    uint64_t base = e->off & ~(uint64_t)(page > 0 ? page - 1 : 4095);   /* the alignment the zip gives the data */
     size_t len = (size_t)(e->off - base + e->size);
-    void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, c->zfd, (off_t)base);
+    void *addr = read_private(c->zfd, base, len);
     if (addr != MAP_FAILED) {
       const unsigned char *m = (const unsigned char *)addr + (e->off - base);
       uint64_t pad = nsl__aligned_pad(m, e->size);
@@ -323,13 +337,14 @@ static nsl_mapping *map_file(const cache_src *c, const char *name, uint32_t kind
   if (!c->dir) return NULL;
   char *path = path_in(c, name);
   if (!path) return NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);   /* never a link, never a FIFO */
   free(path);
   if (fd < 0) return NULL;
   struct stat st;
   void *addr = MAP_FAILED;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= HEAD_BYTES && (uint64_t)st.st_size < SIZE_MAX / 2)
-    addr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size >= HEAD_BYTES &&
+      (uint64_t)st.st_size < SIZE_MAX / 2)
+    addr = read_private(fd, 0, (size_t)st.st_size);
   close(fd);
   if (addr == MAP_FAILED) return NULL;
   size_t n = (size_t)st.st_size;
@@ -805,7 +820,7 @@ static int schema_row(void *ctx, int ncols, const char *const *names, const nsl_
 
 typedef struct input_id {
   uint64_t dev, ino;
-  int64_t size, mtime_ns;
+  int64_t size, mtime_ns, ctime_ns;   /* ctime: an edit in place that restores the mtime still shows */
   uint64_t head, pages, schema;
   uint32_t version;
   uint64_t loader;   /* nsl__loader_id: columns another build made are not these */
@@ -819,7 +834,7 @@ typedef struct input_id {
 static int identify(const char *file, const char *kind, const char *sub, const nsl_source_ops *ops, void *src,
                     uint64_t *ident, uint64_t *key) {
   struct stat st;
-  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return -1;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
@@ -831,6 +846,7 @@ static int identify(const char *file, const char *kind, const char *sub, const n
   id.ino = (uint64_t)st.st_ino;
   id.size = (int64_t)st.st_size;
   id.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  id.ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
   id.version = NSL_CACHE_FORMAT;
   id.loader = hash64(nsl__loader_id, strlen(nsl__loader_id), 7);
   unsigned char buf[4096];
@@ -881,7 +897,7 @@ static void open_entry(cache_src *c, const char *file, const char *sub, uint64_t
   char *root = NULL;
   nsl_error e;
   if (nsl__cache_dir("columns", &root, &e) != NSL_OK) {
-    warn_once("the cache folder", e.msg);
+    nsl__cache_warn("the cache folder", e.msg);
     return;
   }
   size_t dn = strlen(root) + 20;
@@ -898,18 +914,23 @@ static void open_entry(cache_src *c, const char *file, const char *sub, uint64_t
   if (!entry) c->nowrite = 1;
   else if (!text || !strstr(text, want)) {
     if (text) nsl__cache_remove_files(c->dir, 0, NULL);
+    struct stat ds;
     if (mkdir(c->dir, 0700) != 0 && errno != EEXIST) {
-      warn_once(c->dir, strerror(errno));
+      nsl__cache_warn(c->dir, strerror(errno));
       c->nowrite = 1;
+    } else if (lstat(c->dir, &ds) != 0 || !S_ISDIR(ds.st_mode) || ds.st_uid != geteuid()) {
+      nsl__cache_warn(c->dir, "not a folder of this user (a link?); it is not followed");
+      free(c->dir);
+      c->dir = NULL;
     } else if (!c->nowrite) {
       char *abs = realpath(file, NULL);
       char *body = nsl__printf_alloc("nsl-cache %d\n%skind %s\ninput %s\nsub %s\n", NSL_CACHE_FORMAT, want,
                                      c->in->kind ? c->in->kind : "", abs ? abs : file, sub ? sub : "");
       if (body == NULL) {
-        warn_once(c->dir, "out of memory");
+        nsl__cache_warn(c->dir, "out of memory");
         c->nowrite = 1;
       } else if (nsl_write_file_atomic(entry, body, strlen(body), &e) != NSL_OK) {
-        warn_once(c->dir, e.msg);
+        nsl__cache_warn(c->dir, e.msg);
         c->nowrite = 1;
       }
       free(body);
