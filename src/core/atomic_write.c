@@ -83,6 +83,48 @@ void nsl__file_id_of(const struct stat *st, nsl__file_id *id) {
   id->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
+/* What a file that is not regular is, for messages. */
+static const char *file_kind(mode_t m) {
+  return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+       : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a folder" : "not a regular file";
+}
+
+int nsl__open_regular(const char *path, int allow_dir, nsl_error *err) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);   /* a FIFO without a writer does not block */
+  if (fd < 0) {
+    nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode) && !(allow_dir && S_ISDIR(st.st_mode))) {
+    nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': it is %s, not a regular file", path, file_kind(st.st_mode));
+    close(fd);
+    return -1;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  return fd;
+}
+
+ssize_t nsl__read_head(const char *path, void *buf, size_t n) {
+  int fd = nsl__open_regular(path, 0, NULL);
+  if (fd < 0) return -1;
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, (char *)buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close(fd);
+  return (ssize_t)got;
+}
+
 static int same_file(const struct stat *a, const struct stat *b) {
   return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }

@@ -352,7 +352,7 @@ nsl_status nsl_bundle_writer_add_file(nsl_bundle_writer *w, const char *name, co
   struct stat sb;
   nsl_status st;
   unsigned char *buf = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);   /* a FIFO: refused below, never waited on */
   if (fd < 0)
     return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': cannot read '%s': %s", w->target, path,
                          strerror(errno));

@@ -626,11 +626,17 @@ static nsl_status ensure_inner(cache_src *c, nsl_error *err) {
   nsl_report_info info;
   nsl_bundle_options_init(&o);
   o.mode = NSL_BUNDLE_STRICT;
+  struct stat st;   /* changed (cut, overwritten) since it was opened: said so, before its new bytes are parsed */
+  if (stat(c->lazy_zip, &st) == 0) nsl__file_id_of(&st, &now);
+  else now.known = 0;
+  if (!now.known || now.dev != c->lazy_id.dev || now.ino != c->lazy_id.ino || now.size != c->lazy_id.size ||
+      now.mtime_ns != c->lazy_id.mtime_ns)
+    return nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the bundle changed while it was read", c->lazy_zip);
   nsl_status rc = nsl_bundle_open(&b, c->lazy_zip, &o, err);
   if (rc != NSL_OK) return rc;
   if (!nsl__bundle_file_id(b, &now) || now.dev != c->lazy_id.dev || now.ino != c->lazy_id.ino ||
       now.size != c->lazy_id.size || now.mtime_ns != c->lazy_id.mtime_ns)
-    rc = nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the bundle changed while it was open", c->lazy_zip);
+    rc = nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the bundle changed while it was read", c->lazy_zip);
   if (rc == NSL_OK) rc = nsl_bundle_read_member(b, c->lazy_member, &data, &len, err);
   nsl_bundle_close(b);
   if (rc == NSL_OK) rc = nsl__nsys_adopt_image(c->label, data, len, &src, &info, err);   /* takes data over */

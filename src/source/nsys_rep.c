@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/atomic_write.h"
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
 #include "core/text.h"
@@ -34,11 +35,7 @@ static char *g_program;                     /* --nsys */
 
 int nsl_rep_sniff(const char *path) {
   char h[sizeof REP_MAGIC - 1];
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
-  size_t n = fread(h, 1, sizeof h, f);
-  fclose(f);
-  return n == sizeof h && memcmp(h, REP_MAGIC, sizeof h) == 0;
+  return nsl__read_head(path, h, sizeof h) == (ssize_t)sizeof h && memcmp(h, REP_MAGIC, sizeof h) == 0;
 }
 
 void nsl_rep_set_nsys(const char *path) {
