@@ -301,14 +301,15 @@ static void sync_folder(const char *target) {
   close(d);
 }
 
-nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target, const nsl__file_id *expect,
-                               nsl_error *err) {
+/* nsl__tmpfile_commit, and with durable = 0 nsl__tmpfile_publish. */
+static nsl_status commit(int fd, const char *tmp_path, const char *target, const nsl__file_id *expect, int durable,
+                         nsl_error *err) {
   if (fd < 0 || tmp_path == NULL || tmp_path[0] == '\0') {
     nsl__tmpfile_abort(fd, tmp_path);
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no temporary file to commit",
                          target ? target : "");
   }
-  if (fsync(fd) != 0) {
+  if (durable && fsync(fd) != 0) {
     int e = errno;
     nsl__tmpfile_abort(fd, tmp_path);
     return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': fsync failed: %s", target, strerror(e));
@@ -332,9 +333,18 @@ nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target,
     return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': rename failed: %s", target,
                          strerror(e));
   }
-  (void)close(fd);   /* the bytes are on disk already (fsync): nothing left to fail */
-  sync_folder(target);
+  (void)close(fd);   /* the bytes are on disk already (fsync), or need not be: nothing left to fail */
+  if (durable) sync_folder(target);
   return NSL_OK;
+}
+
+nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target, const nsl__file_id *expect,
+                               nsl_error *err) {
+  return commit(fd, tmp_path, target, expect, 1, err);
+}
+
+nsl_status nsl__tmpfile_publish(int fd, const char *tmp_path, const char *target, nsl_error *err) {
+  return commit(fd, tmp_path, target, NULL, 0, err);
 }
 
 void nsl__tmpfile_abort(int fd, const char *tmp_path) {

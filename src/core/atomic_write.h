@@ -78,6 +78,14 @@ nsl_status nsl__tmpfile_open(const char *target, int *fd, char **tmp_path, nsl_e
 nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target, const nsl__file_id *expect,
                                nsl_error *err);
 
+/* nsl__tmpfile_commit without fsync (of the file or the folder) and without
+ * expect: the rename is as atomic for other processes, but a crash may leave
+ * the file empty or torn.  Only for files whose readers check them whole and
+ * make them again when they fail (the columnar cache's checksummed files):
+ * an fsync per file made filling the cache from many small reports ten
+ * times slower than reading them without it. */
+nsl_status nsl__tmpfile_publish(int fd, const char *tmp_path, const char *target, nsl_error *err);
+
 /* Closes fd (if >= 0) and removes tmp_path (if not empty).  Never fails. */
 void nsl__tmpfile_abort(int fd, const char *tmp_path);
 

@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,7 +259,7 @@ static void publish(cache_src *c, const char *name, file_head *h, const void *co
     nsl__tmpfile_abort(fd, tmp);
     c->nowrite = 1;
     nsl__cache_warn(target, strerror(code));
-  } else if (nsl__tmpfile_commit(fd, tmp, target, NULL, &e) != NSL_OK) {
+  } else if (nsl__tmpfile_publish(fd, tmp, target, &e) != NSL_OK) {   /* checked on every read: no fsync */
     c->nowrite = 1;
     nsl__cache_warn(target, e.msg);
   } else
@@ -786,7 +787,6 @@ static void cache_close(void *p) {
   cache_src *c = p;
   if (!c) return;
   if (c->in) c->in->close(c->src);
-  if (c->dir && c->wrote) nsl__cache_evict(c->dir);
   cache_free(c);
 }
 
@@ -883,9 +883,21 @@ static int identify(const char *file, const char *kind, const char *sub, const n
 /* ---- entries ---- */
 
 
-/* Frees c (not the wrapped source). */
+/* Entries open in this process, and whether one of those closed had added
+ * files: the size bound is kept once, when the last entry closes, not once
+ * per report (a scan of the whole folder each: a trace of 100 small reports
+ * scanned it 100 times). */
+static atomic_int live_entries;
+static atomic_int wrote_pending;
+
+/* Frees c (not the wrapped source); the size bound is kept when it was the
+ * last entry open. */
 static void cache_free(cache_src *c) {
   if (!c) return;
+  if (c->dir) {   /* one of the entries open in this process: the last one keeps the size bound */
+    if (c->wrote) atomic_store(&wrote_pending, 1);
+    if (atomic_fetch_sub(&live_entries, 1) == 1 && atomic_exchange(&wrote_pending, 0)) nsl__cache_evict(c->dir);
+  }
   free(c->lazy_zip);
   free(c->lazy_member);
   if (c->zfd >= 0) close(c->zfd);
@@ -894,6 +906,23 @@ static void cache_free(cache_src *c) {
   free(c->dir);
   free(c->label);
   free(c);
+}
+
+/* Writes the entry's description (text) as a whole file, without fsync as
+ * every file of the cache (a torn one is not the current ident: the entry
+ * starts again). */
+static nsl_status publish_text(const char *target, const char *text, nsl_error *err) {
+  int fd = -1;
+  char *tmp = NULL;
+  nsl_status rc = nsl__tmpfile_open(target, &fd, &tmp, err);
+  if (rc != NSL_OK) return rc;
+  if (write_all(fd, text, strlen(text)) != 0) {
+    rc = nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': %s", target, strerror(errno));
+    nsl__tmpfile_abort(fd, tmp);
+  } else
+    rc = nsl__tmpfile_publish(fd, tmp, target, err);
+  free(tmp);
+  return rc;
 }
 
 /* Sets up c's entry in the cache folder: made, or emptied when it holds
@@ -935,7 +964,7 @@ static void open_entry(cache_src *c, const char *file, const char *sub, uint64_t
       if (body == NULL) {
         nsl__cache_warn(c->dir, "out of memory");
         c->nowrite = 1;
-      } else if (nsl_write_file_atomic(entry, body, strlen(body), &e) != NSL_OK) {
+      } else if (publish_text(entry, body, &e) != NSL_OK) {
         nsl__cache_warn(c->dir, e.msg);
         c->nowrite = 1;
       }
@@ -1055,6 +1084,7 @@ static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *sr
     find_embedded(c, file, zid, sub);
   }
   if (use_dir) open_entry(c, file, sub, key);
+  if (c->dir) atomic_fetch_add(&live_entries, 1);
   if (!c->dir && c->nemb == 0) {
     cache_free(c);
     return nsl_trace_add_source(tr, ops, src, info, err);
