@@ -105,7 +105,7 @@ done
 mkfifo "$TMP/trace.fifo"
 for cmd in "info $TMP/trace.fifo" "run summary $TMP/trace.fifo" "bundle $TMP/trace.fifo -o $TMP/f.zip" \
            "info /dev/zero" "run classes $exp --arg map=/dev/zero" "run classes $exp --arg map=$TMP/trace.fifo" \
-           "notebook $TMP/trace.fifo $exp -o $TMP/nb.html"; do
+           "notebook $TMP/trace.fifo $exp -o $TMP/nb.html" "tui $TMP/trace.fifo"; do
   timeout 20 "$NSL" $cmd > /dev/null 2> "$TMP/err"
   rc=$?
   if [ $rc -eq 1 ] && [ "$(wc -l < "$TMP/err")" = 1 ] && grep -q "it is a FIFO, not a regular file\|it is a character device, not a regular file" "$TMP/err"; then

@@ -29,7 +29,6 @@ function M.main(opts)
       io.stderr:write(string.format("nsl: %s\n", err))
       return 1
     end
-    f:close()
   end
   -- the open (an nsys export for a .nsys-rep) runs behind the first screen
   local first = opts.traces[1]:match("([^/]+)/*$") or opts.traces[1]
