@@ -74,10 +74,25 @@ static int removable(int dfd, const char *name, const struct stat *st, int marke
 }
 
 /* Whether the folder dfd is an export entry nsl made: its record
- * .report-id is a regular file of this user with the cache's header. */
+ * .report-id is a regular file of this user with the cache's header, or
+ * the record of nsl before the header ("SIZE MTIME.NS DEV INO", one line),
+ * so that `nsl cache clear` also empties the entries older versions made. */
 static int marked_entry(int dfd) {
   struct stat st;
-  return fstatat(dfd, ".report-id", &st, AT_SYMLINK_NOFOLLOW) == 0 && removable(dfd, ".report-id", &st, 0);
+  if (fstatat(dfd, ".report-id", &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+  if (removable(dfd, ".report-id", &st, 0)) return 1;
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_size > 100) return 0;
+  char text[128];
+  int fd = openat(dfd, ".report-id", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? pread(fd, text, sizeof text - 1, 0) : -1;
+  if (fd >= 0) close(fd);
+  if (n <= 0) return 0;
+  text[n] = 0;
+  long long size, sec;
+  unsigned long long dev, ino;
+  long nsec;
+  int end = 0;
+  return sscanf(text, "%lld %lld.%ld %llu %llu\n%n", &size, &sec, &nsec, &dev, &ino, &end) == 5 && end == n;
 }
 
 /* Bytes on disk and number of files of an entry. */

@@ -108,7 +108,15 @@ check_eq "rep: export.log a link: the right kernel count" "$(kernels_of info.jso
 victim_intact "rep: export.log a link"
 [ -f "$entry/export.log" ] && [ ! -L "$entry/export.log" ] && ok "rep: the log made afresh, not through the link" ||
   bad "rep: the log: $(ls -l "$entry")"
+# cache clear: the export entries nsl made (this version's record, or an older nsl's), nothing else
+old=$NSL_CACHE_DIR/exports/00000000000000aa
+mkdir -m 0700 "$old" "$NSL_CACHE_DIR/exports/00000000000000bb" && printf '123 1700000000.000000001 2049 77\n' > "$old/.report-id" &&
+  cp "$other" "$old/x.sqlite" && : > "$old/.lock" && echo "some user's notes" > "$NSL_CACHE_DIR/exports/00000000000000bb/notes"
+"$NSL" cache clear > clear.out 2>&1
+check_eq "cache clear: exports of this and of an older nsl removed, a folder without a record kept" \
+  "$(cd "$NSL_CACHE_DIR" && find . -type f | sort)" "./exports/00000000000000bb/notes"
 # ctime: the report edited in place, same size, modification time put back
+"$NSL" info run.nsys-rep --nsys "$FAKE" > /dev/null 2>&1   # exported again after the clear
 : > "$FAKE_NSYS_LOG"
 "$NSL" info run.nsys-rep --nsys "$FAKE" > /dev/null 2>&1
 check_eq "rep: unchanged: reused" "$(nsys_exports)" 0
