@@ -340,8 +340,9 @@ void nsl__warn(const char *fmt, ...)
 
 /* ---- columns over mapped files (src/core/column.c) ------------------- */
 
-/* A region mapped with mmap (MAP_PRIVATE: a write to a column copies the
- * page, never reaches the file), unmapped when its last column goes. */
+/* A region mapped with mmap (anonymous memory a cache file was read into,
+ * or MAP_PRIVATE: a write never reaches a file), unmapped when its last
+ * column goes. */
 typedef struct nsl_mapping nsl_mapping;
 /* Takes over [addr, addr + len) (one reference); NULL on out of memory. */
 nsl_mapping *nsl__mapping_new(void *addr, size_t len);

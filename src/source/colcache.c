@@ -16,9 +16,11 @@
  * header, values and dictionary.  A file that fails is ignored and written
  * again from the input.
  *
- * Numeric columns are mapped and handed out without a copy, except time
- * columns of a report whose clock is shifted (a multi-report trace): those
- * are copied with the offset added.  String columns are mapped too when
+ * A file is read whole into anonymous memory (read_private) and checked
+ * there; numeric columns are handed out from it without a further copy,
+ * except time columns of a report whose clock is shifted (a multi-report
+ * trace): those are copied with the offset added.  String columns are used
+ * in place too when
  * their dictionary matches the trace's ids (the first string columns of a
  * fresh trace); otherwise the ids are remapped into a new column.
  */
