@@ -20,9 +20,9 @@
  * there; numeric columns are handed out from it without a further copy,
  * except time columns of a report whose clock is shifted (a multi-report
  * trace): those are copied with the offset added.  String columns are used
- * in place too when
- * their dictionary matches the trace's ids (the first string columns of a
- * fresh trace); otherwise the ids are remapped into a new column.
+ * in place too when their dictionary matches the trace's ids (the first
+ * string columns of a fresh trace); otherwise the ids are remapped into a
+ * new column.
  */
 #include "source/colcache.h"
 #include "source/nsys_sqlite.h"
@@ -974,7 +974,7 @@ static void open_entry(cache_src *c, const char *file, const char *sub, uint64_t
       free(abs);
     }
   } else {
-    utimensat(AT_FDCWD, entry, NULL, 0);   /* last used: the LRU order */
+    utimensat(AT_FDCWD, entry, NULL, AT_SYMLINK_NOFOLLOW);   /* last used: the LRU order (a link's target never touched) */
   }
   free(entry);
   free(text);
