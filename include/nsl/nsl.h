@@ -589,6 +589,13 @@ void nsl_rep_set_nsys(const char *path);
  * a message; NULL only when out of memory). */
 int nsl_rep_find_nsys(const char *given, char **out);
 
+/* Finds the QdstrmImporter shipped with the nsys at path (which turns the
+ * .qdstrm that `nsys profile` leaves when it cannot find its importer into a
+ * report): beside it or in the host-linux-x64 folder beside its folder, at
+ * each link from path to the program.  Sets *out (malloc'd) and returns 0;
+ * -1 when none is found. */
+int nsl_rep_find_importer(const char *nsys, char **out);
+
 /* Exports report path (or reuses the cached export); *sqlite (malloc'd)
  * receives the export's path.  NSL_ERR_NOTFOUND when nsys is not found,
  * NSL_ERR_IO when it fails or runs out of time, with the command named. */

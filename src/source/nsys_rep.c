@@ -124,6 +124,54 @@ int nsl_rep_find_nsys(const char *given, char **out) {
   return -1;
 }
 
+/* 1 when dir holds the importer, directly or in the host folder beside it
+ * (NVIDIA's layout: target-linux-x64/nsys, host-linux-x64/QdstrmImporter);
+ * *out receives its path. */
+static int importer_in(const char *dir, char **out) {
+  static const char *const rel[] = {"QdstrmImporter", "../host-linux-x64/QdstrmImporter"};
+  for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+    char *p = nsl__printf_alloc("%s/%s", dir, rel[i]);
+    if (p && executable(p)) {
+      char *real = realpath(p, NULL);   /* named without the hops that found it */
+      if (real) free(p);
+      *out = real ? real : p;
+      return 1;
+    }
+    free(p);
+  }
+  return 0;
+}
+
+int nsl_rep_find_importer(const char *nsys, char **out) {
+  *out = NULL;
+  char *path = strdup(nsys), *dir = NULL;
+  for (int hop = 0; path && hop < 16; hop++) {   /* each link of the chain, as nsys's packagers laid it */
+    const char *slash = strrchr(path, '/');
+    free(dir);
+    dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir || importer_in(dir, out)) break;
+    char target[PATH_MAX];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) break;
+    target[n] = 0;
+    char *next = target[0] == '/' ? strdup(target) : nsl__printf_alloc("%s/%s", dir, target);
+    free(path);
+    path = next;
+  }
+  if (!*out) {   /* links among the folders above it */
+    char *real = realpath(nsys, NULL);
+    char *slash = real ? strrchr(real, '/') : NULL;
+    if (slash) {
+      *slash = 0;
+      importer_in(real, out);
+    }
+    free(real);
+  }
+  free(path);
+  free(dir);
+  return *out ? 0 : -1;
+}
+
 /* 64-bit FNV-1a of s. */
 static uint64_t fnv1a(const char *s) {
   uint64_t h = 1469598103934665603ull;
@@ -381,6 +429,66 @@ static int run_export(char *const argv[], const char *log, const char *watch, co
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+/* The release that wrote the report at path, from its first line: reports
+ * of nsys 2023 and later start "NVIDIA Tegra Profiler Report
+ * 2026@4@1@191-264138605071v0.", and an nsys refuses a report of a release
+ * newer than its own ("Version number is invalid"); older reports carry
+ * "1." there (2022.4 writes so).  Returns 1 with v = {year, major, minor,
+ * build} and the build text in out; 0 when the header names no release. */
+static int report_release(const char *path, int v[4], char *out, size_t cap) {
+  char head[sizeof REP_MAGIC + 128];
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t n = fread(head, 1, sizeof head - 1, f);
+  fclose(f);
+  head[n] = 0;
+  if (n < sizeof REP_MAGIC || memcmp(head, REP_MAGIC, sizeof REP_MAGIC - 1) != 0) return 0;
+  const char *s = head + sizeof REP_MAGIC - 1;
+  size_t len = strcspn(s, "\n");
+  if (len == 0 || s[len] != '\n' || s[len - 1] != '.') return 0;
+  int used = 0;
+  if (sscanf(s, "%d@%d@%d@%d%n", &v[0], &v[1], &v[2], &v[3], &used) != 4 || v[0] < 2000) return 0;
+  snprintf(out, cap, "%d.%d.%d.%d%.*s", v[0], v[1], v[2], v[3], (int)(len - 1 - (size_t)used), s + used);
+  for (char *c = out; *c; c++)   /* header bytes reach the terminal only as printable text */
+    if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
+  return 1;
+}
+
+/* The version of the nsys at path ("NVIDIA Nsight Systems version
+ * 2022.4.2.1-df9881f"), run with its output to log: 1 with v and the text
+ * in out, 0 when it cannot be told. */
+static int nsys_release(char *nsys, const char *log, const char *report, int v[4], char *out, size_t cap) {
+  char *argv[] = {nsys, "--version", NULL};
+  unlink(log);   /* run_export makes the log afresh (never through a link): the export's log goes */
+  if (run_export(argv, log, log, report, 30) != 0) return 0;
+  char text[512];
+  if (read_own(AT_FDCWD, log, text, sizeof text) <= 0) return 0;
+  const char *s = strstr(text, "version ");
+  if (!s || sscanf(s + 8, "%d.%d.%d.%d", &v[0], &v[1], &v[2], &v[3]) != 4) return 0;
+  size_t len = strcspn(s + 8, " \r\n");
+  snprintf(out, cap, "%.*s", (int)(len < cap ? len : cap - 1), s + 8);
+  return 1;
+}
+
+/* When the report at path was written by a release newer than nsys, sets
+ * err to a message that names both and what to install, and returns 1. */
+static int newer_than_nsys(const char *path, char *nsys, const char *log, const char *stem, nsl_error *err) {
+  int rv[4], nv[4];
+  char rtext[128], ntext[128];
+  if (!report_release(path, rv, rtext, sizeof rtext) || !nsys_release(nsys, log, path, nv, ntext, sizeof ntext))
+    return 0;
+  int cmp = 0;
+  for (int i = 0; i < 3 && cmp == 0; i++) cmp = (rv[i] > nv[i]) - (rv[i] < nv[i]);
+  if (cmp <= 0) return 0;
+  nsl_error_set(err, NSL_ERR_IO,
+                "cannot open '%s': the report was written by Nsight Systems %s and %s is %s, which reads only "
+                "reports of its own release or older; install Nsight Systems %d.%d.%d or newer (NVIDIA's "
+                "nsight-systems-cli packages) and give it with --nsys PATH, or export the report there: nsys "
+                "export --type=sqlite --output=%s.sqlite %s",
+                path, rtext, nsys, ntext, rv[0], rv[1], rv[2], stem, path);
+  return 1;
+}
+
 /* The export command for messages: nsys export --type=sqlite --output=OUT
  * REP (malloc'd; NULL when out of memory). */
 static char *command_text(const char *nsys, const char *out, const char *rep) {
@@ -512,6 +620,8 @@ nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
                        path, timeout, cmd);
   else if (code == -3)
     rc = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': the nsys export was cancelled", path);
+  else if (code != 0 && newer_than_nsys(path, nsys, log, stem, err))
+    rc = NSL_ERR_IO;
   else if (code != 0)
     rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': nsys export failed (exit code %d)%s%s; the command was: %s",
                        path, code, tail[0] ? ": " : "", tail, cmd);

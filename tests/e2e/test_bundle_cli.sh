@@ -208,6 +208,26 @@ else ok "profile: -t replaces the default trace"; fi
 grep -q -x -- '--sample=none' nsys.log && grep -q -x -- '--cuda-graph-trace=node' nsys.log &&
   ok "profile: other options passed, other defaults kept" || bad "profile: options: $(cat nsys.log)"
 
+# nsys leaving a .qdstrm (its importer not found): the QdstrmImporter shipped with it makes the report. Laid out
+# as Debian's package: PATH's nsys is a link to lib/nsight-systems/bin/nsys (a link to the program), the importer
+# in lib/nsight-systems/host-linux-x64/, found along the links, not beside the program they end at
+mkdir -p qd/usr/bin qd/usr/lib/ns/bin qd/usr/lib/ns/host-linux-x64
+ln -s "$FAKE" qd/usr/lib/ns/bin/nsys && ln -s ../lib/ns/bin/nsys qd/usr/bin/nsys
+printf '#!/bin/sh\n[ "$1" = -i ] && printf "import of %%s\\n" "$2" > "${2%%.qdstrm}.nsys-rep"\n' \
+  > qd/usr/lib/ns/host-linux-x64/QdstrmImporter
+chmod +x qd/usr/lib/ns/host-linux-x64/QdstrmImporter
+FAKE_NSYS_QDSTRM=1 run_nsl qd profile --nsys "$TMP/p/qd/usr/bin/nsys" -o qd.zip -- true
+check_eq "profile: .qdstrm imported: exit code" "$RC" 0
+check_eq "profile: .qdstrm imported: one line says so, naming the importer" \
+  "$(grep -c "^nsl: nsys left a .qdstrm (it did not find its importer): importing it with $TMP/p/qd/usr/lib/ns/host-linux-x64/QdstrmImporter$" "$TMP/qd.err")" 1
+unzip -p qd.zip reports/profile.nsys-rep | grep -q '^import of .*profile.qdstrm$' &&
+  ok "profile: .qdstrm imported: the importer's report is bundled" || bad "profile: qd.zip: $(unzip -Z1 qd.zip | tr '\n' ' ')"
+rm qd/usr/lib/ns/host-linux-x64/QdstrmImporter
+FAKE_NSYS_QDSTRM=1 run_nsl qd2 profile --nsys "$TMP/p/qd/usr/bin/nsys" -o qd2.zip -- true
+check_eq "profile: .qdstrm without an importer: exit code" "$RC" 1
+grep -q "no QdstrmImporter lies beside $TMP/p/qd/usr/bin/nsys" "$TMP/qd2.err" && [ ! -e qd2.zip ] &&
+  ok "profile: .qdstrm without an importer: said, no bundle" || bad "profile: qd2: $(cat "$TMP/qd2.err")"
+
 run_nsl prof profile --nsys "$FAKE" -o fail.zip -- sh -c 'echo partial; exit 3'
 check_eq "profile: a failing application's exit code is passed on" "$RC" 3
 has_member fail.zip reports/profile.sqlite && ok "profile: bundle written when the application fails" || bad "profile: no bundle"
