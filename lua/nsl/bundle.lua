@@ -285,12 +285,42 @@ function M.write_unprotected(spec)
   return {reports = #reports, members = #plan + 1, bytes = bytes}
 end
 
+-- What results are computed on: every member but analyses/ and the
+-- manifest, by name, size and sha256 (from the manifest), as one string.
+local function signature_of(b)
+  local t = {}
+  for _, m in ipairs(b:members()) do
+    if not m.name:find("^analyses/") and m.name ~= "manifest.json" then
+      t[#t + 1] = fmt("%s %s %s", m.name, tostring(m.size), tostring(m.sha256))
+    end
+  end
+  table.sort(t)
+  return table.concat(t, "\n")
+end
+
+--- M.signature(path) -> the signature of the bundle at path (its members
+-- but analyses/), or nil and a message: equal signatures, the same reports.
+function M.signature(path)
+  local b, err = nsl.bundle_open(path)
+  if not b then return nil, err end
+  local s = signature_of(b)
+  b:close()
+  return s
+end
+
 --- Stores files ({name=, data=} each, names relative to the folder) in
 -- the bundle at path under analyses/<name>/, replacing what was there, and
 -- lists them in the manifest's "analyses".  The bundle is rewritten beside
 -- itself and renamed over: it is never half-written, and on any failure it
--- is left as it was.  Returns true, or nil and a message.
-function M.store(path, name, files)
+-- is left as it was.  A link is followed: the file it names is updated,
+-- the link stays.  With expect (M.signature of the bundle the analysis
+-- read), the bundle the writer holds must carry the same reports: results
+-- computed on reports another writer has replaced since are not grafted
+-- onto the new ones (results other writers added do not matter).  Returns
+-- true, or nil and a message.
+function M.store(path, name, files, expect)
+  local shown = path
+  path = nsl.realpath(path) or path   -- through a link: the bundle it names gets the results
   local safe = tostring(name):gsub("%.lua$", ""):gsub("[^%w_%-%.]", "_")
   local prefix = "analyses/" .. safe .. "/"
   -- the writer first: it waits for any other writer of this bundle, so
@@ -307,6 +337,10 @@ function M.store(path, name, files)
     w:abort()
     b:close()
     return nil, msg
+  end
+  if expect and signature_of(b) ~= expect then
+    return fail(string.format("'%s' changed while the analysis ran (another writer replaced its reports); the "
+                              .. "results, computed on the old ones, were not stored: run again", shown))
   end
   local ok, aerr = w:replaces(b)
   if not ok then return fail(aerr) end
@@ -336,7 +370,7 @@ end
 -- in the one bundle among traces (M.store): every table as CSV,
 -- results.json, and the files the analysis wrote.  Returns true, or nil and
 -- a message.
-function M.embed(traces, name, out)
+function M.embed(traces, name, out, expect)
   if #traces ~= 1 or not nsl.is_zip(traces[1]) then
     return nil, "--embed stores results in a bundle: give exactly one bundle (.zip)"
   end
@@ -348,7 +382,7 @@ function M.embed(traces, name, out)
   for _, f in ipairs(out.files) do
     if f.data then files[#files + 1] = {name = f.name, data = f.data} end
   end
-  local ok, err = M.store(traces[1], name, files)
+  local ok, err = M.store(traces[1], name, files, expect)
   if not ok then return nil, "--embed: " .. err end
   return true
 end

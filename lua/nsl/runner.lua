@@ -179,8 +179,18 @@ function M.run(a, opts)
   if nproc > 1 then return require("nsl.distributed").run(M, a, args, opts) end
   local trace
   if opts.traces and #opts.traces > 0 then
+    -- --embed: the results go into the bundle whose reports were read, checked from here to the rename
+    -- (bundle.store): the same reports before and after the trace read them
+    local bundle = opts.embed and #opts.traces == 1 and nsl.is_zip(opts.traces[1]) and require("nsl.bundle")
+    local sig0 = bundle and bundle.signature(opts.traces[1])
     trace, err = nsl.open(opts.traces)
     if not trace then return fail(1, err) end
+    if bundle then
+      if not sig0 or bundle.signature(opts.traces[1]) ~= sig0 then
+        return fail(1, string.format("--embed: '%s' changed while it was read; run again", opts.traces[1]))
+      end
+      opts.embed_sig = sig0
+    end
   elseif a.needs_trace ~= false then
     return fail(2, string.format("analysis '%s' needs a trace: nsl run %s TRACE...", a.name, a.name))
   end
@@ -206,7 +216,7 @@ function M.emit(a, trace, opts, body)
     if type(bundle) ~= "table" or not bundle.embed then
       return fail(1, "--embed: bundles are not supported by this build")
     end
-    local eok, eerr = bundle.embed(opts.traces, a.name, out)
+    local eok, eerr = bundle.embed(opts.traces, a.name, out, opts.embed_sig)
     if not eok then return fail(1, eerr) end
   end
   if opts.fail_on and out:worst_severity() >= output.severity_rank(opts.fail_on) then return 3 end

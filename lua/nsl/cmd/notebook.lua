@@ -14,12 +14,9 @@ end
 -- Returns the exit code: 0 when written (failing cells are shown in it),
 -- 1 when it cannot be written or, with stop_on_error, a cell failed.
 function M.render(path, traces, output, stop_on_error)
-  local f, err = io.open(path, "rb")
-  local text
-  if f then
-    text = f:read("a")
-    f:close()
-  else   -- a shipped notebook by name: `nsl notebook analysis ...`
+  local text, err = nsl.read_file(path)   -- a regular file: a FIFO or a device is refused at once
+  if not text then   -- a shipped notebook by name: `nsl notebook analysis ...`
+    err = err:gsub("^cannot open '.-': ", "")
     text = path:match("^[%w_%-]+$") and nsl.embedded_file("notebooks/" .. path .. ".md")
     if not text then return fail(1, string.format("cannot open notebook '%s': %s", path, err)) end
   end

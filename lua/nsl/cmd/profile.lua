@@ -270,12 +270,9 @@ end
 function M.run_notebooks(notebooks, output)
   local failed = 0
   for _, nb in ipairs(notebooks or {}) do
-    local f, err = io.open(nb, "rb")
-    local text
-    if f then
-      text = f:read("a")
-      f:close()
-    else
+    local text, err = nsl.read_file(nb)   -- a regular file: a FIFO or a device is refused at once
+    if not text then
+      err = err:gsub("^cannot open '.-': ", "")
       text = nb:match("^[%w_%-]+$") and nsl.embedded_file("notebooks/" .. nb .. ".md")
     end
     if not text then
