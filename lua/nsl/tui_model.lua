@@ -560,21 +560,15 @@ function Model:node_rows(id)
 end
 
 --- The GPU operations whose innermost range is in node id, grouped by
--- kernel name: a table name, ops, gpu_time (ns), sorted by time.
+-- name (kernels by short name, memory operations by nsys's label): a table
+-- name, ops, gpu_time (ns), sorted by time; nil when the node launched none.
 function Model:node_kernels(id)
   local T = self:load_tree()
-  local ops = T.P.ops
-  local mask = T.op_node:eq(id)
-  if mask:count() == 0 then return nil end
-  local sel = ops:filter(mask)
-  local names = {}
-  local kn = self.trace.kernels
-  kn:load{"name"}
-  -- op names: kernels by short name, memcpy/memset by kind of table
-  local kind = sel.kind:totable()
-  local rows = sel.row:totable()
-  for i = 1, #sel do names[i] = kind[i] == "kernel" and kn.name[rows[i] + 1] or kind[i] end
-  local t = nsl.table{{"name", names}, {"dur", sel.dur}}
+  local rows = T.op_node:eq(id):indices()
+  if #rows == 0 then return nil end
+  -- the names of T.P.ops's rows (nsl.gpu_ops's row order), made once
+  T.op_names = T.op_names or require("nsl.gpu_ops").table(self.trace, {columns = {}, names = "short"}).name
+  local t = nsl.table{{"name", T.op_names:gather(rows)}, {"dur", T.P.ops.dur:gather(rows)}}
   return t:group_by("name"):agg{"ops=count", "gpu_time=sum(dur)"}:sort("-gpu_time", "name")
 end
 

@@ -257,4 +257,25 @@ tests[#tests + 1] = {"the NVTX tree's columns read in a coroutine, then the tree
   T.eq(tree.nodes.cpu_time[i], T.sql1(path(f), "SELECT sum(end - start) FROM NVTX_EVENTS WHERE " .. where), "CPU time")
 end}
 
+tests[#tests + 1] = {"k on every tree node: its GPU operations by name, every operation once (SQL count)", function()
+  local f = "pytorch_nccl_2gpu_2026.2"
+  local m = loaded(f)
+  local tree = m:load_tree()
+  local nodes, total, gpu = tree.nodes, 0, 0
+  for i = 1, #nodes do
+    local t = m:node_kernels(nodes.node[i])
+    if nodes.ops_self[i] == 0 then
+      T.eq(t, nil, nodes.name[i] .. ": no GPU work, no table")
+    else
+      T.eq(t.ops:sum(), nodes.ops_self[i], nodes.name[i] .. ": its own operations")
+      total, gpu = total + t.ops:sum(), gpu + t.gpu_time:sum()
+    end
+  end
+  local q = "SELECT count(*), sum(end - start) FROM (SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL " ..
+            "SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET)"
+  local all = T.sql(path(f), q)[1]
+  T.eq(total + tree.outside.ops, math.tointeger(tonumber(all[1])), "every GPU operation in one node or outside (SQL)")
+  T.eq(gpu + tree.outside.gpu_time, math.tointeger(tonumber(all[2])), "and its time (SQL)")
+end}
+
 return tests
