@@ -164,6 +164,13 @@ end
 
 local function display_width(s) return utf8.len(s) or #s end
 
+--- s padded with spaces to w characters on the screen (not bytes: "µs" is
+-- two): on the left (right-aligned) when right is true.
+function M.pad(s, w, right)
+  local fill = string.rep(" ", math.max(0, w - display_width(s)))
+  return right and fill .. s or s .. fill
+end
+
 -- s cut to w display characters, ending in "…" when cut.
 local function cut_to(s, w)
   if display_width(s) <= w then return s end

@@ -1,6 +1,9 @@
 -- nsl.tui_model -- what `nsl tui` shows, without the terminal: the lanes
 -- of a timeline (one per GPU stream with kernels, NCCL kernels, memcpy by
--- direction and memset; NVTX ranges per thread on a lane per nesting depth;
+-- direction and memset; on nsys-jax archives, which keep no CUDA activity,
+-- the XLA modules and their thunks projected onto each GPU (the archive's
+-- nvtx_gpu_proj_trace: a lane per device and nesting depth); NVTX ranges
+-- per thread on a lane per nesting depth;
 -- reports one after the other on the trace's aligned clock), indexed in C
 -- for level-of-detail summaries per character column (nsl.lod), the name
 -- filter, the details of one event, the NVTX tree (nsl.nvtx's projection
@@ -77,12 +80,13 @@ end
 --- The stages: label, the method that runs it, its argument.
 M.stage_list = {{"kernels", "load_gpu_table", "kernels"}, {"memcpy", "load_gpu_table", "memcpy"},
                 {"memset", "load_gpu_table", "memset"}, {"the GPU lanes", "load_gpu"},
+                {"XLA ranges on the GPU", "load_xla"},
                 {"NVTX ranges", "load_nvtx_table"}, {"the NVTX lanes", "load_nvtx"}}
 
 --- The trace's span over the loaded lanes: lo, hi (nil before any).
 function Model:span()
   local lo, hi
-  for _, key in ipairs{"gpu", "nvtx"} do
+  for _, key in ipairs{"gpu", "xla", "nvtx"} do
     local l = self[key]
     if l then
       local a, b = l.lod:extent()
@@ -93,12 +97,14 @@ function Model:span()
   return lo, hi
 end
 
--- Sorts the lanes: by report, GPU lanes before NVTX lanes, each kind in its own order.
+-- Sorts the lanes: by report, GPU lanes (CUDA streams, then XLA ranges) before NVTX lanes, each kind
+-- in its own order.
+local kind_order = {gpu = 1, xla = 2, nvtx = 3}
 local function order_lanes(lanes)
   for i, l in ipairs(lanes) do l.pos = i end
   table.sort(lanes, function(a, b)
     if a.report ~= b.report then return (a.report or -1) < (b.report or -1) end
-    if a.kind ~= b.kind then return a.kind == "gpu" end
+    if a.kind ~= b.kind then return kind_order[a.kind] < kind_order[b.kind] end
     return a.pos < b.pos
   end)
 end
@@ -178,6 +184,57 @@ function Model:load_gpu()
   self:apply_filter()
 end
 
+--- nsys-jax archives: the NVTX ranges projected onto the GPU (XLA modules
+-- and their thunks; trace.gpu_ranges), a lane per (report, device) and
+-- nesting depth, named by the module or the HLO operation.  Nothing for
+-- other traces.
+function Model:load_xla()
+  local g = self.trace.gpu_ranges
+  if #g == 0 then
+    self.loaded.xla = true
+    return
+  end
+  M.await(nsl.background("load", g, {"report", "start", "stop", "text", "pid", "tid"}), self)
+  pause()
+  -- the device of each launching thread, as nsys-jax finds it (nsl.jax.frames.thread_device_map); -1 unknown
+  local frames = require("nsl.jax.frames")
+  local mod, comp = g:filter(g.text:match("XlaModule:#")), g:filter(g.text:match("XlaCompile:#module="))
+  local lk = mod:group_by("report", "text", "pid", "tid"):keys()
+  local launch = nsl.table{{"report", lk.report}, {"m_ProgramId", lk.text}, {"pid", lk.pid}, {"tid", lk.tid}}
+  local ok, map = pcall(frames.thread_device_map, self.trace, launch, comp:group_by("report", "pid", "tid"):keys())
+  local th = g:group_by("report", "pid", "tid")
+  local tk, devs = th:keys(), {}
+  for i = 1, #tk do   -- one Lua step per thread
+    devs[i] = ok and map[tk.report[i] .. "\0" .. tk.pid[i] .. ":" .. tk.tid[i]] or -1
+  end
+  local device = nsl.column(devs):gather(th:ids())
+  local lane, groups = M.await(nsl.background("nest_lanes", g.start, g.stop, {g.report, device}, 0, self.max_depth),
+                               self)
+  local nlanes = 0
+  for j = 1, #groups do nlanes = math.max(nlanes, groups.first_lane[j] + groups.lanes[j]) end
+  local lod = M.await(nsl.background("lod", g.start, g.stop, lane, nsl.rep(CLASS.kernel, #g), nlanes), self)
+  pause()
+  -- "XlaModule:#hlo_module=jit_step,program_id=3#" -> "jit_step"; "Thunk:#hlo_op=fusion.1#" -> "fusion.1"
+  local name = g.text:map(function(t)
+    return t:match("hlo_module=([^,#]+)") or t:match("hlo_op=([^,#]+)") or t
+  end)
+  self.xla = {g = g, device = device, lane = lane, lod = lod, full = lod, name = name}
+  for j = 1, #groups do
+    local r = groups.row[j] + 1
+    local rep, dev = g.report[r], device[r]
+    for d = 0, groups.lanes[j] - 1 do
+      self.lanes[#self.lanes + 1] = {
+        kind = "xla", lod_key = "xla", id = groups.first_lane[j] + d, report = rep, device = dev, depth = d,
+        events = lod:count(groups.first_lane[j] + d),
+        label = d > 0 and fmt("  depth %d", d) or
+                fmt("%sGPU%s XLA", self.multi and fmt("r%d ", rep) or "", dev >= 0 and tostring(dev) or "?")}
+    end
+  end
+  order_lanes(self.lanes)
+  self.loaded.xla = true
+  self:apply_filter()
+end
+
 local nvtx_columns = {"report", "pid", "tid", "start", "stop", "text", "domain"}
 
 --- Loads the NVTX columns the lanes need, in one scan on a thread of its own.
@@ -215,7 +272,7 @@ function Model:load_nvtx()
       self.lanes[#self.lanes + 1] = {
         kind = "nvtx", lod_key = "nvtx", id = first + d, report = rep, pid = pid, tid = tid, depth = d,
         events = lod:count(first + d),
-        label = d > 0 and fmt("  %s", string.rep(".", math.min(d, 6))) or
+        label = d > 0 and fmt("  depth %d", d) or   -- the thread's nesting levels under its first lane
                 fmt("%s%s", self.multi and fmt("r%d ", rep) or "",
                     tname and fmt("%s %s", tname, tostring(tid)) or fmt("tid %s", tostring(tid)))}
     end
@@ -253,6 +310,7 @@ end
 function Model:name_of(l, r)
   if r == nil or r < 0 then return nil end
   if l.kind == "nvtx" then return self.nvtx.name[r + 1] end
+  if l.kind == "xla" then return self.xla.name[r + 1] end
   local src, row = gpu_source(self, r)
   if src == 1 then
     local k = self.trace.kernels
@@ -273,6 +331,7 @@ function Model:times(l, r)
     local nv = self.nvtx.nv
     return nv.start[r + 1], nv.stop[r + 1]
   end
+  if l.kind == "xla" then return self.xla.g.start[r + 1], self.xla.g.stop[r + 1] end
   local G = self.gpu.G
   return G.start[r + 1], G.stop[r + 1]
 end
@@ -334,6 +393,15 @@ function Model:apply_filter()
       local mask = (G.stop - G.start):ge(min)
       if re then mask = mask & gpu_match(self, re) end
       self.gpu.lod = self.gpu.full:filter(mask)
+    end
+  end
+  if self.xla then
+    local g = self.xla.g
+    if not re and min <= 0 then self.xla.lod = self.xla.full
+    else
+      local mask = (g.stop - g.start):ge(min)
+      if re then mask = mask & self.xla.name:regex(re) end
+      self.xla.lod = self.xla.full:filter(mask)
     end
   end
   if self.nvtx then
@@ -452,6 +520,19 @@ function Model:details(l, r)
     add("pid", nv.pid[r + 1])
     add("tid", nv.tid[r + 1])
     add("thread", thread_name(self, nv.report[r + 1], nv.pid[r + 1], nv.tid[r + 1]))
+    add("depth", l.depth)
+  elseif l.kind == "xla" then
+    local g = self.xla.g
+    add("name", self.xla.name[r + 1])
+    add("range", g.text[r + 1])
+    add("kind", l.depth == 0 and "XLA module (projected onto the GPU)" or "XLA thunk (projected onto the GPU)")
+    add("start", start)
+    add("stop", stop)
+    add("dur", stop - start)
+    add("report", self.report_names[g.report[r + 1] + 1])
+    add("device", self.xla.device[r + 1] >= 0 and self.xla.device[r + 1] or nil)
+    add("pid", g.pid[r + 1])
+    add("tid", g.tid[r + 1])
     add("depth", l.depth)
   else
     local G = self.gpu.G
@@ -596,8 +677,8 @@ function Model:lane_of(where)
   for i, l in ipairs(self.lanes) do
     local s = 0
     if where.report == nil or where.report == l.report then s = s + 1 else s = -10 end
-    if l.kind == "gpu" then
-      if where.device ~= nil and where.device == l.device then s = s + 2 end
+    if l.kind == "gpu" or l.kind == "xla" then
+      if where.device ~= nil and where.device == l.device and (l.depth or 0) == 0 then s = s + 2 end
       if where.stream ~= nil and where.stream == l.stream then s = s + 2 end
     else
       if where.tid ~= nil and where.tid == l.tid and (l.depth or 0) == 0 then s = s + 3 end
