@@ -306,7 +306,7 @@ return {
                                      "reports grouped as \"1+2,3+4\" (numbers or names)"},
     labels = {default = "", help = "comma-separated labels of the runs, in order (default: file or report names)"},
     base = {default = "", help = "the run the others are compared with (label or 1-based number; default: the first)"},
-    names = {default = "demangled", help = "kernel names: demangled or short"},
+    names = {default = "demangled", choices = {"demangled", "short"}, help = "kernel names: demangled or short"},
     map = {default = "", help = "kernel class map, JSON (vLLM gputrc2graph or GPU Performance Analyzer; " ..
                                 "default: the built-in map)"},
     model = {default = "", help = "which map of a map file that holds several"},

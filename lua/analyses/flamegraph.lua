@@ -147,8 +147,8 @@ return {
   name = "flamegraph",
   description = "Flame graphs (folded stacks, SVG, PNG) from NVTX ranges, CPU samples, CUDA launch stacks, XLA source lines",
   args = {
-    source = {default = "auto", help = "nvtx, sampling, launch, xla, or auto (every one the trace has)"},
-    weight = {default = "gpu", help = "nvtx stacks weighted by gpu (projected GPU time) or cpu (range time)"},
+    source = {default = "auto", choices = {"auto", "nvtx", "sampling", "launch", "xla"}, help = "nvtx, sampling, launch, xla, or auto (every one the trace has)"},
+    weight = {default = "gpu", choices = {"gpu", "cpu"}, help = "nvtx stacks weighted by gpu (projected GPU time) or cpu (range time)"},
     top = {default = 15, help = "stacks listed per source in the table"},
     raw_names = {default = false, help = "keep per-call NVTX name suffixes (PyTorch's ', seq = N', ', op_id = N')"},
   },

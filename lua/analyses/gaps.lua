@@ -91,7 +91,7 @@ return {
     min = {default = "100us", help = "list and count gaps longer than this (ns, or with a unit: 10us, 1ms)"},
     n = {default = 20, help = "largest gaps listed per scope (0: all)"},
     scope = {default = "device,stream", help = "comma list of scopes: device, stream"},
-    threads = {default = "process", help = "attribute gaps to calls on any thread of the process (process) " ..
+    threads = {default = "process", choices = {"process", "launcher"}, help = "attribute gaps to calls on any thread of the process (process) " ..
                "or only on the thread that launched the operation after the gap (launcher)"},
     per_report = {default = false, help = "the gap-cause table per report instead of over all reports"},
     warn_idle = {default = 50, help = "idle % of a device's active span above which a warning is raised (0: never)"},

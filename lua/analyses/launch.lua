@@ -30,7 +30,7 @@ return {
   args = {
     per_report = {default = false, help = "distributions per report instead of over all reports"},
     base = {default = false, help = "name kernels by their short name instead of the demangled one"},
-    queue = {default = "device", help = "queue depth counts pending kernels of the same device or stream"},
+    queue = {default = "device", choices = {"device", "stream"}, help = "queue depth counts pending kernels of the same device or stream"},
     n = {default = 20, help = "slowest launches listed"},
     limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
   },

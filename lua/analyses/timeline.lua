@@ -17,7 +17,7 @@ return {
   args = {
     from = {default = "", help = "window start, counted from the trace's first event (1.5s, 200ms; empty: the start)"},
     to = {default = "", help = "window end, counted from the trace's first event (empty: the end)"},
-    format = {default = "png", help = "png or svg"},
+    format = {default = "png", choices = {"png", "svg"}, help = "png or svg"},
     width = {default = 1400, help = "figure width in px"},
     nvtx = {default = true, help = "draw NVTX ranges"},
     max_depth = {default = 8, help = "NVTX nesting levels drawn per thread"},

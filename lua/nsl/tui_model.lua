@@ -80,7 +80,6 @@ end
 --- The stages: label, the method that runs it, its argument.
 M.stage_list = {{"kernels", "load_gpu_table", "kernels"}, {"memcpy", "load_gpu_table", "memcpy"},
                 {"memset", "load_gpu_table", "memset"}, {"the GPU lanes", "load_gpu"},
-                {"XLA ranges on the GPU", "load_xla"},
                 {"NVTX ranges", "load_nvtx_table"}, {"the NVTX lanes", "load_nvtx"}}
 
 --- The trace's span over the loaded lanes: lo, hi (nil before any).
@@ -157,8 +156,9 @@ function Model:load_gpu()
       cols.class[n] = class
     end
   end
-  if #cols.report == 0 then
+  if #cols.report == 0 then   -- no CUDA activity: an nsys-jax archive's XLA ranges, if any
     self.loaded.gpu = true
+    self:load_xla()
     return
   end
   local spec = {}
@@ -187,7 +187,7 @@ end
 --- nsys-jax archives: the NVTX ranges projected onto the GPU (XLA modules
 -- and their thunks; trace.gpu_ranges), a lane per (report, device) and
 -- nesting depth, named by the module or the HLO operation.  Nothing for
--- other traces.
+-- other traces.  Part of the GPU lanes' stage.
 function Model:load_xla()
   local g = self.trace.gpu_ranges
   if #g == 0 then
