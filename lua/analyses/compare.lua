@@ -323,9 +323,6 @@ return {
       if not b then nsl.fail("compare: base: " .. err) end
       base = b
     end
-    if args.names ~= "demangled" and args.names ~= "short" then
-      nsl.fail(string.format("compare: --arg names=%s: expected demangled or short", args.names))
-    end
     local map = classes.default_map()
     if args.map ~= "" then
       local err

@@ -99,9 +99,6 @@ return {
   example = "nsl run gaps trace.sqlite --arg min=1ms --arg scope=device",
   run = function(trace, args, out)
     local min = units.duration_arg(args, "min")
-    if args.threads ~= "process" and args.threads ~= "launcher" then
-      nsl.fail(string.format("--arg threads: '%s' is neither process nor launcher", args.threads))
-    end
     local ops = busy_ops(trace)
     if #ops == 0 then
       return jax.no_cuda_activity(trace, out, "no GPU activity (no kernels, memory copies or memsets)", "jax_flamegraph")

@@ -39,9 +39,6 @@ return {
     if #trace.kernels == 0 and #trace.api == 0 then
       return jax.no_cuda_activity(trace, out, "no kernels and no CUDA API calls to time launches from")
     end
-    if args.queue ~= "device" and args.queue ~= "stream" then
-      nsl.fail(string.format("--arg queue: '%s' is neither device nor stream", args.queue))
-    end
     local name_key = args.base and "name" or "demangled"
     local queue_keys = args.queue == "device" and {"report", "device"} or {"report", "device", "stream"}
     local limit = args.limit > 0 and args.limit or nil

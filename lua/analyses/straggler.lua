@@ -102,7 +102,6 @@ end
 -- kernel_columns, made here when not given).
 local function from_kernels(trace, args, k)
   local keys = ({device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}})[args.rank_by]
-  if not keys then nsl.fail("straggler: --arg rank_by must be device, process or report") end
   k = k or kernel_columns(trace)
   local rank, rk = number_ranks(k, keys)
   local names = trace.reports.name
@@ -136,9 +135,6 @@ end
 --- Collectives and compute of the thunks of an nsys-jax trace.
 local function from_thunks(trace, args, gpu_ranges)
   if args.rank_by ~= "device" then nsl.fail("straggler: on nsys-jax traces the ranks are the devices (rank_by=device)") end
-  if args.programs ~= "structure" and args.programs ~= "fingerprint" then
-    nsl.fail("straggler: --arg programs must be structure or fingerprint")
-  end
   local d = jax.load(trace, {programs = args.programs, gpu_ranges = gpu_ranges})
   local th = d.thunk
   local rank, rk = number_ranks(th, {"Device", "report"})

@@ -29,9 +29,6 @@ return {
     return {kernels = "overlap", memcpy = "overlap", memset = "overlap", nvtx = args.nvtx and "overlap" or nil}
   end),
   run = function(trace, args, out)
-    if args.format ~= "png" and args.format ~= "svg" then
-      nsl.fail(fmt("--arg format: '%s' is neither png nor svg", tostring(args.format)))
-    end
     if not (args.width >= 200 and args.width <= 16384) then nsl.fail("--arg width: 200 to 16384 px") end
     local from, to, lo = window.resolve(trace, args)
     local tables = {table.unpack(gpu_ops.tables)}

@@ -47,8 +47,10 @@ function M.main(opts)
     if nsl.is_error(res) then return fail(1, table.concat(opts.traces, ", ") .. ": " .. tostring(res)) end
     error(res, 0)
   end
-  local wok, werr = nsl.write_file(opts.output, res:page())
+  local page = res:page()
+  local wok, werr = nsl.write_file(opts.output, page)
   if not wok then return fail(1, werr) end
+  io.stderr:write(string.format("nsl: wrote %s (%s)\n", opts.output, require("nsl.report").bytes(#page)))
   return 0
 end
 
