@@ -99,6 +99,9 @@ local function strip(t) return t:select{"name", "count before", "count after", "
   "p (Mann-Whitney)", "significant", "status"} end
 
 local DECIMALS = {["p (Mann-Whitney)"] = 4, alpha = 3}
+-- before and after in one unit each
+local SAME_UNIT = {{"total before (ns)", "total after (ns)", "change (ns)"}, {"median before (ns)", "median after (ns)"},
+                   {"before (ns)", "after (ns)"}}
 
 --- The steady steps of the runs a and b: {mode, how, durs = {before array,
 -- after array} (in order), per = {steps per process or device, before,
@@ -289,7 +292,7 @@ return {
           "change (%)", "p (Mann-Whitney)", "threshold (%)", "alpha", "kernels changed"}),
       {title = v.basis == "step" and "Verdict: median steady step time" or
         "Verdict: GPU time of the before run at the after run's speed per kernel instance",
-       col_decimals = DECIMALS})
+       col_decimals = DECIMALS, same_unit = SAME_UNIT})
     if v.verdict == "slower" then
       findings.add(out, {severity = "warning", id = "diff.regression", check = "regression",
         cost_ns = math.floor((v.after - v.before) + 0.5), step_ns = v.basis == "step" and math.floor(v.before + 0.5) or nil,
@@ -324,7 +327,7 @@ return {
 
     local how = per_step and "per step" or "per instance"
     out:table("kernels", strip(kt), {title = "Per kernel name, by impact " .. how, limit = args.top,
-      col_decimals = DECIMALS})
+      col_decimals = DECIMALS, same_unit = SAME_UNIT})
     local top = math.min(#kt, 10)
     if top > 0 then
       out:figure("diff_top", function(format)
@@ -346,7 +349,7 @@ return {
     local cls = classes.classify_column(sel.name, classes.default_map())
     local ct = compare(nsl.table{{"key", cls}, {"dur", sel.dur}, {"side", side}}, per_step, args.alpha)
     out:table("classes", strip(ct), {title = "Per kernel class, by impact " .. how, limit = args.top,
-      col_decimals = DECIMALS})
+      col_decimals = DECIMALS, same_unit = SAME_UNIT})
     -- NVTX ranges (CPU time of the ranges, by name), per instance
     local nv = trace.nvtx
     if #nv > 0 then
@@ -357,7 +360,7 @@ return {
         local rt = compare(nsl.table{{"key", label}, {"dur", r.dur}, {"side", r.report:eq(b):cast("i64")}}, nil,
           args.alpha)
         out:table("nvtx", strip(rt), {title = "Per NVTX range name (range time), by impact per instance",
-          limit = args.top, col_decimals = DECIMALS})
+          limit = args.top, col_decimals = DECIMALS, same_unit = SAME_UNIT})
       end
     end
     -- the per-kernel gate

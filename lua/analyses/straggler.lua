@@ -431,7 +431,7 @@ return {
       {"wait caused (ns)", rows.caused}, {"wait suffered (ns)", rows.suffered}, {"steps", rows.steps},
       {"step compute med (ns)", rows.compute}, {"vs median rank", rows.ratio}, {"verdict", verdict}},
       {title = "Per rank: clock offset (vs " .. ref .. "), arrival order, waits, compute per step",
-       col_decimals = {["vs median rank"] = 3}})
+       col_decimals = {["vs median rank"] = 3}, same_unit = {{"wait caused (ns)", "wait suffered (ns)"}}})
 
     -- per step: the spread of compute over ranks, and the long form behind the figure
     local steps = res.steps
