@@ -139,7 +139,10 @@ return {
         d = host.attribute(d:with("launch_tid", host.launcher(trace, d)), sources, args.threads == "launcher")
         local list = {{"report", report_names(trace, d.report)}, {"device", d.device}}
         if scope == "stream" then list[#list + 1] = {"stream", d.stream} end
-        for _, c in ipairs{{"Start (ns)", d.start}, {"Gap (ns)", d.dur}, {"Before", d.before}, {"After", d.after},
+        -- At: from the trace's first event, as diagnose, timeline and the TUI count; Start: session time
+        local origin = require("nsl.window").span(trace) or 0
+        for _, c in ipairs{{"At (ns)", d.start - origin}, {"Start (ns)", d.start}, {"Gap (ns)", d.dur},
+                           {"Before", d.before}, {"After", d.after},
                            {"PID", d.pid}, {"Launch TID", d.launch_tid}} do
           list[#list + 1] = c
         end
@@ -150,8 +153,8 @@ return {
         end
         local shown = args.n > 0 and nsl.table(list):head(args.n) or nsl.table(list)
         out:table("gaps_" .. scope, shown,
-                  {title = string.format("Largest GPU gaps per %s longer than %s, with the CPU call that overlapped most",
-                                         scope, mintext)})
+                  {title = string.format("Largest GPU gaps per %s longer than %s, with the CPU call that overlapped " ..
+                                         "most (At: from the trace's start; Start: session time)", scope, mintext)})
         if first_detail and #sources > 0 and sources[1].key == "api" then
           first_detail = false
           -- what the process's threads were in during the gaps, by CUDA API call
