@@ -196,28 +196,16 @@ function Model:load_xla()
   end
   M.await(nsl.background("load", g, {"report", "start", "stop", "text", "pid", "tid"}), self)
   pause()
-  -- the device of each launching thread, as nsys-jax finds it (nsl.jax.frames.thread_device_map); -1 unknown
+  -- the device of each launching thread, as nsys-jax finds it; -1 unknown
   local frames = require("nsl.jax.frames")
-  local mod, comp = g:filter(g.text:match("XlaModule:#")), g:filter(g.text:match("XlaCompile:#module="))
-  local lk = mod:group_by("report", "text", "pid", "tid"):keys()
-  local launch = nsl.table{{"report", lk.report}, {"m_ProgramId", lk.text}, {"pid", lk.pid}, {"tid", lk.tid}}
-  local ok, map = pcall(frames.thread_device_map, self.trace, launch, comp:group_by("report", "pid", "tid"):keys())
-  local th = g:group_by("report", "pid", "tid")
-  local tk, devs = th:keys(), {}
-  for i = 1, #tk do   -- one Lua step per thread
-    devs[i] = ok and map[tk.report[i] .. "\0" .. tk.pid[i] .. ":" .. tk.tid[i]] or -1
-  end
-  local device = nsl.column(devs):gather(th:ids())
+  local device = frames.range_devices(self.trace, g)
   local lane, groups = M.await(nsl.background("nest_lanes", g.start, g.stop, {g.report, device}, 0, self.max_depth),
                                self)
   local nlanes = 0
   for j = 1, #groups do nlanes = math.max(nlanes, groups.first_lane[j] + groups.lanes[j]) end
   local lod = M.await(nsl.background("lod", g.start, g.stop, lane, nsl.rep(CLASS.kernel, #g), nlanes), self)
   pause()
-  -- "XlaModule:#hlo_module=jit_step,program_id=3#" -> "jit_step"; "Thunk:#hlo_op=fusion.1#" -> "fusion.1"
-  local name = g.text:map(function(t)
-    return t:match("hlo_module=([^,#]+)") or t:match("hlo_op=([^,#]+)") or t
-  end)
+  local name = frames.range_names(g.text)
   self.xla = {g = g, device = device, lane = lane, lod = lod, full = lod, name = name}
   for j = 1, #groups do
     local r = groups.row[j] + 1

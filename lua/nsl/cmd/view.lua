@@ -38,7 +38,8 @@ function M.main(opts)
   local trace, err = nsl.open(opts.traces)
   if not trace then return fail(1, err) end
   local ok, res = pcall(function()
-    local from, to = window.resolve(trace, {from = opts.from, to = opts.to}, {"kernels", "memcpy", "memset", "nvtx"})
+    local from, to = window.resolve(trace, {from = opts.from, to = opts.to},
+                                    {"kernels", "memcpy", "memset", "nvtx", "gpu_ranges"})
     vopts.from = from
     if opts.to and opts.to ~= "" then vopts.to = to end
     return view.viewer(trace, vopts)
