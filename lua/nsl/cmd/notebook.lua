@@ -42,7 +42,7 @@ function M.render(path, traces, output, stop_on_error)
   else data = notebook.html(blocks) end
   local ok, werr = nsl.write_file(output, data)
   if not ok then return fail(1, werr) end
-  io.stderr:write(string.format("nsl: wrote %s (%s)\n", output, require("nsl.report").bytes(#data)))
+  print(string.format("wrote %s (%s)", output, require("nsl.report").bytes(#data)))   -- as bundle and combine say it
   local nfail = 0
   for _, b in ipairs(blocks) do if b.error then nfail = nfail + 1 end end
   if nfail > 0 then

@@ -51,7 +51,7 @@ function M.main(opts)
   local page = res:page()
   local wok, werr = nsl.write_file(opts.output, page)
   if not wok then return fail(1, werr) end
-  io.stderr:write(string.format("nsl: wrote %s (%s)\n", opts.output, require("nsl.report").bytes(#page)))
+  print(string.format("wrote %s (%s)", opts.output, require("nsl.report").bytes(#page)))   -- as bundle and combine say it
   return 0
 end
 
