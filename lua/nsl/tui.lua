@@ -1106,7 +1106,9 @@ function App:load_all()
   end
   self.step = self.steps_total + 1
   self:whole_if_untouched()
-  self.status = fmt("%d lanes; ? for the keys%s", #self.m.lanes, self.last_warning and (" | " .. self.last_warning) or "")
+  local apart = require("nsl.window").disjoint(self.trace)   -- stacked reports far apart: say so
+  self.status = fmt("%d lanes; ? for the keys%s%s", #self.m.lanes, apart and (" | " .. apart) or "",
+                    self.last_warning and (" | " .. self.last_warning) or "")
   self:log("full_screen ms=%.3f", (c.now() - self.t0) / 1e6)
   self:run_tasks()
 end

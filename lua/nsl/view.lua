@@ -368,6 +368,8 @@ function M.viewer(trace, opts)
   if type(opts.findings) == "table" then flist = opts.findings
   elseif opts.findings ~= false then flist, notes = diagnose_findings(trace)
   else notes = {"Findings left out (nsl view --no-findings)."} end
+  local apart = window.disjoint(trace)   -- stacked reports far apart: slivers on a long axis, said in words
+  if apart then notes[#notes + 1] = apart end
   local data = {
     format = M.format, title = opts.title or table.concat(trace.reports.name:totable(), ", "),
     nsl = nsl.version, base = tostring(lo), span = hi - lo, from = from - lo, to = to - lo,
