@@ -42,10 +42,15 @@ function M.rfc3339_ns(ns)
 end
 
 --- The member name under folder ("sources", "meta") for a local path: the
--- path as given, without "./" and leading "/"; a path with ".." (or one
+-- path as given (an absolute one under the working folder: relative to
+-- it), without "./" and leading "/"; a path with ".." (or one
 -- that is not a valid member name that way) is resolved to its real path
 -- first.  Returns the name, or nil and a message.
 function M.member_name(folder, path)
+  if path:sub(1, 1) == "/" then   -- an absolute path under the working folder: stored relative to it
+    local cwd = nsl.realpath(".")
+    if cwd and cwd ~= "/" and path:sub(1, #cwd + 1) == cwd .. "/" then path = path:sub(#cwd + 2) end
+  end
   local rel = path:gsub("^%./+", ""):gsub("/%./", "/"):gsub("^/+", ""):gsub("/+$", "")
   local name = folder .. "/" .. rel
   if rel == "" or rel:find("%.%.") or not nsl.bundle_check_name(name) then

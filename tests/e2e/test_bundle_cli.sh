@@ -102,6 +102,10 @@ sqlite3 b/train.sqlite "PRAGMA user_version = 7"   # other bytes, same command: 
 printf 'import torch\n' > src/train.py
 "$NSL" bundle a/train.sqlite --rank 0 --source src/train.py -o r0.zip > /dev/null &&
   "$NSL" bundle b/train.sqlite --rank 1 --source src/train.py -o r1.zip > /dev/null || bad "combine: making inputs"
+"$NSL" bundle a/train.sqlite --source "$PWD/src/train.py" -o abs.zip > /dev/null || bad "bundle --source /abs/path"
+check_eq "bundle --source \$PWD/src/train.py: stored relative to the working folder" \
+  "$(unzip -Z1 abs.zip | grep '^sources/')" "sources/src/train.py"
+rm -f abs.zip
 fp0=$(fingerprint r0.zip)
 run_nsl combine combine r0.zip r1.zip -o all.zip
 check_eq "combine: exit code" "$RC" 0
