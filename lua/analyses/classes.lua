@@ -322,7 +322,7 @@ return {
                                 "(default: the built-in map)"},
     model = {default = "", help = "which map of a file that holds several: ENGINE/MODEL or MODEL"},
     iteration = {default = "", help = "NVTX range that marks one iteration (its text, or the text before ', op_id')"},
-    names = {default = "auto", help = "names to classify: demangled, short, or auto (short for the built-in map, " ..
+    names = {default = "auto", choices = {"auto", "demangled", "short"}, help = "names to classify: demangled, short, or auto (short for the built-in map, " ..
                                       "demangled for a JSON map, as the tools they come from)"},
     per_report = {default = false, help = "one class summary per report"},
     limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},

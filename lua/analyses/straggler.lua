@@ -107,7 +107,6 @@ end
 -- kernel_columns, made here when not given).
 local function from_kernels(trace, args, k)
   local keys = ({device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}})[args.rank_by]
-  if not keys then nsl.fail("straggler: --arg rank_by must be device, process or report") end
   k = k or kernel_columns(trace)
   local rank, rk = number_ranks(k, keys)
   local names = trace.reports.name
@@ -141,9 +140,6 @@ end
 --- Collectives and compute of the thunks of an nsys-jax trace.
 local function from_thunks(trace, args, gpu_ranges)
   if args.rank_by ~= "device" then nsl.fail("straggler: on nsys-jax traces the ranks are the devices (rank_by=device)") end
-  if args.programs ~= "structure" and args.programs ~= "fingerprint" then
-    nsl.fail("straggler: --arg programs must be structure or fingerprint")
-  end
   local d = jax.load(trace, {programs = args.programs, gpu_ranges = gpu_ranges})
   local th = d.thunk
   local rank, rk = number_ranks(th, {"Device", "report"})
@@ -337,9 +333,9 @@ return {
     min_share = {default = 0.02, help = "time the others lose waiting for a straggler (or a rotating one), at least this share of the run"},
     late_share = {default = 0.5, help = "share of the collectives a rank must be late at to be a straggler"},
     warmup = {default = -1, help = "collective instances left out as warm-up (-1: detected; 0: keep all)"},
-    rank_by = {default = "device", help = "what a rank is: device (report and GPU), process (report and pid), or report (NCCL only)"},
-    source = {default = "auto", help = "collectives from NCCL kernels (nccl), nsys-jax communication thunks (jax), or auto"},
-    programs = {default = "structure", help = "nsys-jax: match programs by 'structure' (same name and HLO) or 'fingerprint' (nsys-jax's)"},
+    rank_by = {default = "device", choices = {"device", "process", "report"}, help = "what a rank is: device (report and GPU), process (report and pid), or report (NCCL only)"},
+    source = {default = "auto", choices = {"auto", "nccl", "jax"}, help = "collectives from NCCL kernels (nccl), nsys-jax communication thunks (jax), or auto"},
+    programs = {default = "structure", choices = {"structure", "fingerprint"}, help = "nsys-jax: match programs by 'structure' (same name and HLO) or 'fingerprint' (nsys-jax's)"},
     steps = {default = 20, help = "rows printed of the per-step and per-collective tables (all go to files)"},
   },
   example = "nsl run straggler rank0.sqlite rank1.sqlite ... --fail-on warning --out straggler/",
@@ -451,7 +447,7 @@ return {
       {"wait caused (ns)", rows.caused}, {"wait suffered (ns)", rows.suffered}, {"steps", rows.steps},
       {"step compute med (ns)", rows.compute}, {"vs median rank", rows.ratio}, {"verdict", verdict}},
       {title = "Per rank: clock offset (vs " .. ref .. "), arrival order, waits, compute per step",
-       col_decimals = {["vs median rank"] = 3}})
+       col_decimals = {["vs median rank"] = 3}, same_unit = {{"wait caused (ns)", "wait suffered (ns)"}}})
 
     -- per step: the spread of compute over ranks, and the long form behind the figure
     local steps = res.steps

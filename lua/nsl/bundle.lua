@@ -42,10 +42,15 @@ function M.rfc3339_ns(ns)
 end
 
 --- The member name under folder ("sources", "meta") for a local path: the
--- path as given, without "./" and leading "/"; a path with ".." (or one
+-- path as given (an absolute one under the working folder: relative to
+-- it), without "./" and leading "/"; a path with ".." (or one
 -- that is not a valid member name that way) is resolved to its real path
 -- first.  Returns the name, or nil and a message.
 function M.member_name(folder, path)
+  if path:sub(1, 1) == "/" then   -- an absolute path under the working folder: stored relative to it
+    local cwd = nsl.realpath(".")
+    if cwd and cwd ~= "/" and path:sub(1, #cwd + 1) == cwd .. "/" then path = path:sub(#cwd + 2) end
+  end
   local rel = path:gsub("^%./+", ""):gsub("/%./", "/"):gsub("^/+", ""):gsub("/+$", "")
   local name = folder .. "/" .. rel
   if rel == "" or rel:find("%.%.") or not nsl.bundle_check_name(name) then
@@ -187,6 +192,7 @@ end
 -- | data=, compress=} added as they are: meta/, sources/, ...), command
 -- (argv; else the command the exports record, when they agree), note,
 -- keep_rep (an export given as its .nsys-rep report also stores the report),
+-- allow_mixed_nsys (exports of different nsys releases; else refused),
 -- fields (more manifest fields), writer (an nsl.bundle_writer already open
 -- on output, else one is opened; it is finished or aborted either way).
 -- Returns a summary {reports=, members=, bytes=}, or nil and a message;
@@ -243,6 +249,19 @@ function M.write_unprotected(spec)
     if rep and spec.keep_rep then
       entry.nsys_rep = member:gsub("%.sqlite$", "") .. (path:match("%.qdrep$") and ".qdrep" or ".nsys-rep")
       plan[#plan + 1] = {name = entry.nsys_rep, path = rep, compress = "store"}
+    end
+  end
+  -- one nsys release, as `nsl combine` wants it (spec.allow_mixed_nsys: any)
+  local release = {}
+  for _, e in ipairs(reports) do
+    local r = e.nsys_version and e.nsys_version:match("^(%d+%.%d+)")
+    if r and not spec.allow_mixed_nsys then
+      if release.r and release.r ~= r then
+        return nil, fmt("cannot bundle '%s' (nsys %s) and '%s' (nsys %s): different nsys releases (%s vs %s); " ..
+                        "--allow-mixed-nsys bundles them anyway", release.export, release.version, e.export,
+                        e.nsys_version, release.r, r)
+      end
+      release = release.r and release or {r = r, export = e.export, version = e.nsys_version}
     end
   end
   table.sort(ranks)

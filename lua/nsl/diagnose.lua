@@ -941,7 +941,9 @@ M.checks = checks
 -- first; findings without a cost last), then severity, then id.  between,
 -- when given, is called after each check (nsl tui yields there to read keys).
 function M.run(ctx, between)
-  for _, c in ipairs(checks) do
+  for i, c in ipairs(checks) do
+    -- the progress line (on a terminal, for work over a second) names the check
+    local progress <close> = nsl.progress(string.format("diagnose: check %d of %d (%s)", i, #checks, c.id))
     local ok, err = xpcall(c.run, require("nsl.runner").handler, ctx)
     if not ok then
       if nsl.is_error(err) then ctx.notes[#ctx.notes + 1] = c.id .. ": " .. tostring(err)

@@ -184,7 +184,8 @@ function Out:flush()
         local o = it.opts
         emit(sep .. report.text(o.shown or it.t, {title = o.title or it.name, limit = o.limit or 50,
                                                   decimals = o.decimals, col_decimals = o.col_decimals,
-                                                  nsys_stats = o.nsys_stats, width = width}))
+                                                  nsys_stats = o.nsys_stats, width = width,
+                                                  same_unit = o.same_unit}))
         self.any_printed = true
       elseif it.kind == "text" then
         emit(sep .. (width and report.wrap(it.text, width) or it.text))

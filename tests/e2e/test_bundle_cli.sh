@@ -102,6 +102,10 @@ sqlite3 b/train.sqlite "PRAGMA user_version = 7"   # other bytes, same command: 
 printf 'import torch\n' > src/train.py
 "$NSL" bundle a/train.sqlite --rank 0 --source src/train.py -o r0.zip > /dev/null &&
   "$NSL" bundle b/train.sqlite --rank 1 --source src/train.py -o r1.zip > /dev/null || bad "combine: making inputs"
+"$NSL" bundle a/train.sqlite --source "$PWD/src/train.py" -o abs.zip > /dev/null || bad "bundle --source /abs/path"
+check_eq "bundle --source \$PWD/src/train.py: stored relative to the working folder" \
+  "$(unzip -Z1 abs.zip | grep '^sources/')" "sources/src/train.py"
+rm -f abs.zip
 fp0=$(fingerprint r0.zip)
 run_nsl combine combine r0.zip r1.zip -o all.zip
 check_eq "combine: exit code" "$RC" 0
@@ -317,4 +321,14 @@ check_eq "hostile: nothing written under the work folder" "$(find "$TMP/h" -newe
 check_eq "hostile: no file escaped" "$(find "$TMP" / -maxdepth 1 -name 'evil-*' 2>/dev/null | wc -l)" 0
 [ ! -e /tmp/evil-absolute.txt ] && ok "hostile: no absolute path written" || bad "hostile: /tmp/evil-absolute.txt exists"
 cd "$TMP" || exit 1
+
+# exports of two nsys releases (their META_DATA_EXPORT, by SQL): refused as combine refuses bundles, unless asked
+A="$D/pytorch_nccl_2gpu_2026.2.sqlite"; B="$D/nvfuser_2024.6.sqlite"
+va=$(sql "$A" "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION'" | cut -d. -f1-2)
+vb=$(sql "$B" "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION'" | cut -d. -f1-2)
+"$NSL" bundle "$A" "$B" -o mixed.zip > /dev/null 2> mixed.err; rc=$?
+[ "$rc" = 1 ] && [ ! -e mixed.zip ] && grep -q "different nsys releases ($va vs $vb)" mixed.err &&
+  ok "bundle: exports of nsys $va and $vb refused, nothing written" || bad "bundle mixed: $rc $(cat mixed.err)"
+"$NSL" bundle "$A" "$B" -o mixed.zip --allow-mixed-nsys > /dev/null 2> mixed.err && [ -s mixed.zip ] &&
+  ok "bundle --allow-mixed-nsys: written" || bad "bundle --allow-mixed-nsys: $(cat mixed.err)"
 finish

@@ -627,7 +627,7 @@ return {
     local by_pid = T.run_analysis("straggler", {T.data(SRC)}, {"rank_by=process"}).ranks
     T.eq(#by_pid, T.sql1(T.data(SRC), [[SELECT count(DISTINCT (globalPid >> 24) & 16777215) FROM CUPTI_ACTIVITY_KIND_KERNEL]]),
          "one rank per process with kernels")
-    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"rank_by=node"}) end, "device, process or report")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"rank_by=node"}) end, "device, process, report")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"min_delay=soon"}) end, "%-%-arg min_delay")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"min_share=2"}) end, "min_share must be")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"late_share=0"}) end, "late_share must be")
@@ -902,7 +902,7 @@ return {
   {"nsys-jax: bad rank_by, source and programs are one-line failures", function()
     T.raises(function() T.run_analysis("straggler", {procs[1]}, {"rank_by=report"}) end, "ranks are the devices")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"source=jax"}) end, "needs an nsys%-jax trace")
-    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"source=x"}) end, "auto, nccl or jax")
-    T.raises(function() T.run_analysis("straggler", {procs[1]}, {"programs=x"}) end, "structure or fingerprint")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"source=x"}) end, "auto, nccl, jax")
+    T.raises(function() T.run_analysis("straggler", {procs[1]}, {"programs=x"}) end, "structure, fingerprint")
   end},
 }
