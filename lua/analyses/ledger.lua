@@ -15,6 +15,7 @@ local ledger = require("nsl.ledger")
 local iterations = require("nsl.iterations")
 local plot = require("nsl.plot")
 local jax = require("nsl.jax")
+local nvtx = require("nsl.nvtx")
 
 --- The idle_host time of ledger result l by the NVTX range its launching
 -- thread was in (the innermost range overlapping each gap most): range
@@ -22,10 +23,11 @@ local jax = require("nsl.jax")
 local function host_by_range(trace, host)
   local nv = trace.nvtx
   if not host or #host == 0 or #nv == 0 then return nil end
-  nv:load{"report", "pid", "tid", "start", "stop", "text"}
+  nv:load{"report", "pid", "tid", "start", "stop", "text", "domain"}
   local row = nsl.overlap_join(host.hs, host.he, nv.start, nv.stop, {host.report, host.pid, host.tid},
                                {nv.report, nv.pid, nv.tid})
-  local text = nsl.coalesce(nv.text:gather(row), "(no NVTX range)")
+  local _, label = nvtx.names(nv, {strip = nvtx.pytorch_suffixes})   -- "aten::add", not one row per op id
+  local text = nsl.coalesce(label:gather(row), "(no NVTX range)")
   local t = nsl.table{{"range", text}, {"time", host.time}}
   return t:group_by("range"):agg{"time=sum(time)", "gaps=count"}:sort("-time")
 end

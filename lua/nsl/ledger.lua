@@ -11,8 +11,10 @@
 --   copy          memcpy and memset
 --   idle          the rest, split into one cause each, the first that holds:
 --     idle_onetime  the process was loading or compiling code (CUDA module
---                   loading and JIT calls, CUPTI's loading overhead records:
---                   nsl.compile)
+--                   loading and JIT calls, CUPTI's loading overhead records,
+--                   XLA's and other frameworks' compile ranges: nsl.compile;
+--                   on nsys-jax archives, whose thunks keep no process, the
+--                   report's compile ranges)
 --     idle_htod     the process was in a CUDA call that copies host to device
 --                   (the data the GPU waits for)
 --     idle_sync     the process was in a CUDA call that blocks the host
@@ -113,13 +115,14 @@ end
 --- Host intervals (report, pid, start, stop) repeated on every group of
 -- their process: returns start, stop, group columns.  pd: the (report,
 -- pid, group) rows of the trace's GPU work.
-local function on_groups(h, pd)
+local function on_groups(h, pd, keys)
+  keys = keys or {"report", "pid"}
   local s, e, g = {}, {}, {}
   if #h == 0 or #pd == 0 then return nil end
-  local pos = nsl.cumcount(pd:group_by("report", "pid"):ids())
+  local pos = nsl.cumcount(pd:group_by(table.unpack(keys)):ids())
   for k = 0, pos:max() do   -- the k-th device of each process
     local m = pd:filter(pos:eq(k))
-    local j = h:join(m, {"report", "pid"}, {"group"}, "m_")
+    local j = h:join(m, keys, {"group"}, "m_")
     local rows = (~j.m_group:isnull()):indices()
     s[#s + 1] = h.start:gather(rows)
     e[#e + 1] = h.stop:gather(rows)
@@ -130,16 +133,27 @@ end
 
 --- The host-side intervals of the idle causes: a list of {start, stop,
 -- group, class} column sets.
-local function host_causes(trace, pd)
+local function host_causes(trace, pd, source)
   local parts = {}
+  local keys = source == "jax" and {"report"} or {"report", "pid"}   -- nsys-jax thunks keep no process
   local function add(h, class)
     if not h or #h == 0 then return end
-    local s, e, g = on_groups(h:select{"report", "pid", "start", "stop"}, pd)
+    local cols = {table.unpack(keys)}
+    cols[#cols + 1], cols[#cols + 2] = "start", "stop"
+    local s, e, g = on_groups(h:select(cols), pd, keys)
     if s and #s > 0 then parts[#parts + 1] = {s, e, g, i64(#s, class)} end
   end
+  -- one-time work: compiling (XLA's compile ranges, other frameworks' compile ranges)
+  if #trace.nvtx > 0 then
+    for _, part in ipairs(compile.xla_ranges(trace)) do
+      add(part:filter(part.text:match(compile.XLA_COMPILE) & ~part.stop:isnull()), CLASS.idle_onetime)
+    end
+    local members = compile.framework_ranges(trace)
+    if members then add(members:filter(members.root), CLASS.idle_onetime) end
+  end
   local api = trace.api
-  if #api == 0 then return parts end
-  -- one-time work: code loading and compiling calls, CUPTI's loading overhead
+  if #api == 0 or source == "jax" then return parts end
+  -- code loading and compiling calls, CUPTI's loading overhead
   local lc = compile.loading_calls(trace)
   add(lc, CLASS.idle_onetime)
   if #trace.overhead > 0 then add(compile.loading_overhead(trace), CLASS.idle_onetime) end
@@ -208,11 +222,14 @@ function M.build(trace, opts)
     end
   end
   local hostrows
-  if source == "kernels" and not empty then
-    local pd = work:group_by("report", "pid", "group"):keys():sort("report", "pid", "group")
-    for _, p in ipairs(host_causes(trace, pd)) do
+  if not empty then
+    local pd = source == "jax" and work:group_by("report", "group"):keys():sort("report", "group")
+               or work:group_by("report", "pid", "group"):keys():sort("report", "pid", "group")
+    for _, p in ipairs(host_causes(trace, pd, source)) do
       S[#S + 1], E[#E + 1], G[#G + 1], C[#C + 1] = p[1], p[2], p[3], p[4]
     end
+  end
+  if source == "kernels" and not empty then
     -- host not launching: before each operation, from the previous operation's start on its GPU to the end of
     -- its launch call (at most its own start)
     local w = work:select{"group", "start", "launch_stop", "report", "pid", "tid"}:sort("group", "start")
