@@ -43,12 +43,17 @@ for f in fs:
     assert isinstance(f["where"], dict) and isinstance(f["next"], str), f
     if "evidence" in f:
         assert f["evidence"] in d["tables"], f["evidence"]
-costs = [f.get("cost_ns", -1) for f in fs]
-assert costs == sorted(costs, reverse=True), costs
-got = {f["where"]["pid"]: f["total_ns"] for f in fs if f["id"] == "api.sync"}
+# ranked by what the job loses: recurring costs, then one-time costs, then the rest
+order = [(0 if "lost_ns" in f and not f.get("once") else 1 if "lost_ns" in f else 2, -f.get("lost_ns", -1)) for f in fs]
+assert order == sorted(order), order
+for f in fs:
+    if "lost_ns" in f:
+        assert isinstance(f["lost_ns"], int) and 0 <= f["share"] <= 1, f
+sync = [p for f in fs if f["id"] == "api.sync" for p in f.get("parts", [f])]
+got = {f["where"]["pid"]: f["total_ns"] for f in sync}
 assert got == want, (got, want)
 PY
-then ok "json: valid, every field, ranked, api.sync equals SQL"; else bad "json: document"; fi
+then ok "json: valid, every field, ranked by lost_ns, shares within [0, 1], api.sync equals SQL"; else bad "json: document"; fi
 
 # every suggested next command runs (nsl for the binary, in a scratch folder;
 # the commands quote paths for the shell: one has a space and a quote)
