@@ -1136,6 +1136,39 @@ function M.merge(ctx, list)
   return merged
 end
 
+-- The first clause of a finding's message (up to its first ';' or '('), at most n characters.
+local function gist(msg, n)
+  local s = msg:match("^([^;(]+)") or msg
+  s = s:gsub("%s+$", "")
+  if #s > n then s = s:sub(1, n - 3) .. "..." end
+  return s
+end
+
+--- The one-line verdict over ranked findings: the top cause and what the
+-- job loses to it.
+function M.verdict(findings, job_wall)
+  local f = findings[1]
+  if not f then return "Verdict: no problems found." end
+  local cost = ""
+  if f.lost_ns then
+    cost = string.format(": the job loses %s%s (%.1f%% of its %s wall time)", report.duration(f.lost_ns),
+      f.once and " once" or "", 100 * (f.share or 0), report.duration(job_wall))
+  end
+  return string.format("Verdict: [%s %s] %s%s.", f.severity, f.id or "?", gist(f.message, 120), cost)
+end
+
+--- The top n findings, one line each (rank, severity, id, gist, loss).
+function M.top(findings, n)
+  local lines = {string.format("Top %d of %d finding(s), by what the job loses:", math.min(n, #findings), #findings)}
+  for i = 1, math.min(n, #findings) do
+    local f = findings[i]
+    lines[#lines + 1] = string.format("  %d. %s %s: %s%s", i, f.severity, f.id or "?", gist(f.message, 90),
+      f.lost_ns and string.format(" -- %s%s (%.1f%%)", report.duration(f.lost_ns), f.once and " once" or "",
+                                  100 * (f.share or 0)) or "")
+  end
+  return table.concat(lines, "\n")
+end
+
 --- Runs every check on ctx; a check whose input is unusable (an nsl error)
 -- is skipped with a note.  Returns ctx.findings ranked: recurring costs by
 -- lost_ns (largest first), then one-time costs by lost_ns, then findings

@@ -291,7 +291,8 @@ function M.build(trace, opts)
   for _, name in ipairs(cols) do
     local v = {}
     for i, r in ipairs(rows) do v[i] = r[name] end
-    t[#t + 1] = {name, #v > 0 and nsl.column(v) or nsl.column{}:cast(name == "rank" and "str" or "i64")}
+    local empty = (name == "rank" and nsl.column{""} or nsl.column{0}):gather(nsl.column{}:cast("i64"))
+    t[#t + 1] = {name, #v > 0 and nsl.column(v) or empty}
   end
   local ledger = nsl.table(t)
   -- idle_host by launching thread over the run (the rows' charged time)

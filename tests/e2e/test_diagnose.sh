@@ -9,14 +9,20 @@ D=$NSL_DATA_DIR/nsys
 NCCL=$D/pytorch_nccl_2gpu_2026.2.sqlite
 before=$(fingerprint "$NCCL")
 
-# text: the ranked findings come before the first evidence table
+# text: the verdict and the top findings, then the ledger, then the findings in full before the first
+# evidence table, and the verdict again as the last line
 "$NSL" run diagnose "$NCCL" > "$TMP/text.txt"; rc=$?
 check_eq "text: exit code" "$rc" 0
+check_eq "text: the verdict first" "$(head -1 "$TMP/text.txt" | cut -c1-9)" "Verdict: "
+check_eq "text: the verdict last" "$(tail -1 "$TMP/text.txt")" "$(head -1 "$TMP/text.txt")"
+top=$(grep -n '^  1\. ' "$TMP/text.txt" | head -1 | cut -d: -f1)
+ledger=$(grep -n "^Where each GPU's time went" "$TMP/text.txt" | head -1 | cut -d: -f1)
 first_finding=$(grep -n '^\[\(info\|warning\|error\) ' "$TMP/text.txt" | head -1 | cut -d: -f1)
-first_table=$(grep -n '^ *-----' "$TMP/text.txt" | head -1 | cut -d: -f1)
-if [ -n "$first_finding" ] && [ -n "$first_table" ] && [ "$first_finding" -lt "$first_table" ]; then
-  ok "text: findings print before the evidence"
-else bad "text: findings print before the evidence ($first_finding, $first_table)"; fi
+evidence=$(grep -n '^ *-----' "$TMP/text.txt" | sed -n 2p | cut -d: -f1)
+if [ -n "$top" ] && [ -n "$ledger" ] && [ -n "$first_finding" ] && [ -n "$evidence" ] && [ "$top" -lt "$ledger" ] &&
+   [ "$ledger" -lt "$first_finding" ] && [ "$first_finding" -lt "$evidence" ] && [ "$top" -le 20 ]; then
+  ok "text: verdict and top findings, ledger, findings, evidence"
+else bad "text: order ($top, $ledger, $first_finding, $evidence)"; fi
 n_said=$(sed -n 's/^\([0-9]*\) finding(s) on .*/\1/p' "$TMP/text.txt")
 check_eq "text: each finding printed once" "$(grep -c '^\[\(info\|warning\|error\) ' "$TMP/text.txt")" "$n_said"
 
@@ -76,6 +82,21 @@ done
 check_eq "--fail-on info, no findings" "$?" 0
 check_eq "clean trace: one line" "$(wc -l < "$TMP/clean.txt")" 1
 grep -q '^No problems found' "$TMP/clean.txt" && ok "clean trace: says so" || bad "clean trace: says so"
+
+# honest silence: no GPU events, or CSV summaries only: nothing checked, said so, and --fail-on fails
+cp "$D/tiny_2026.1.sqlite" "$TMP/nogpu.sqlite"
+sqlite3 "$TMP/nogpu.sqlite" "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL; DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY;" 2>/dev/null
+sqlite3 "$TMP/nogpu.sqlite" "DELETE FROM CUPTI_ACTIVITY_KIND_MEMSET;" 2>/dev/null
+check_eq "no GPU events: the copy has none" "$(sqlite3 "$TMP/nogpu.sqlite" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")" 0
+"$NSL" run diagnose "$TMP/nogpu.sqlite" --fail-on warning > "$TMP/nogpu.txt" 2>&1; rc=$?
+check_eq "no GPU events: --fail-on fails" "$rc" 3
+grep -q '^No problems found' "$TMP/nogpu.txt" && bad "no GPU events: an all-clear" || ok "no GPU events: no all-clear"
+grep -q 'Nothing checked.*-t cuda' "$TMP/nogpu.txt" && ok "no GPU events: says why" || bad "no GPU events: says why"
+(cd "$TMP" && bash "$NSL_SOURCE_DIR/tests/e2e/make_stats_csv.sh" "$NCCL" st > /dev/null 2>&1) || bad "csv: making them"
+"$NSL" run diagnose "$TMP"/st_cuda_gpu_kern_sum.csv "$TMP"/st_cuda_api_sum.csv --fail-on info > "$TMP/csv.txt" 2>&1; rc=$?
+check_eq "CSV summaries: --fail-on fails" "$rc" 3
+grep -q '^No problems found' "$TMP/csv.txt" && bad "CSV summaries: an all-clear" || ok "CSV summaries: no all-clear"
+grep -q 'Nothing checked.*summaries' "$TMP/csv.txt" && ok "CSV summaries: says why" || bad "CSV summaries: says why"
 
 # a bundle of the export gives the export's findings
 (cd "$TMP" && cp "$NCCL" train.sqlite && "$NSL" bundle train.sqlite --rank 0 -o b.zip > /dev/null) || bad "bundle: making it"
