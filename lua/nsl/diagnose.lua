@@ -38,10 +38,13 @@
 -- The other checks:
 --  nccl.exposed         per device, the time of NCCL collectives other than
 --                       send/receive that no compute kernel overlaps
---                       (nsl.overlap's NCCL-only set);
---  pipeline.bubbles     per device (a pipeline stage), send/receive kernel
---                       time with no other kernel running: waiting on the
---                       neighbouring stage;
+--                       (nsl.overlap's NCCL-only set); the job loses at
+--                       most the ledger's comm line of the device (waiting
+--                       for a later rank is the straggler's);
+--  pipeline.bubbles     per device (a pipeline stage), Send or Recv kernel
+--                       time (one direction: SendRecv is all-to-all's, a
+--                       collective) with no other kernel running: waiting
+--                       on the neighbouring stage;
 --  straggler.*          the straggler analysis's own findings, passed on;
 --  launch.bound         per device, idle gaps (no kernel, memcpy or memset
 --                       running: copies are not idle) of at most args.launch_gap
@@ -632,7 +635,11 @@ local function exposed_findings(ctx, mask, spec)
     local o = only[i]
     if o > 0 then
       local r, dev = s.report[i], s.device[i]
-      ctx:add{id = spec.id, total = o, window = s.hi[i] - s.lo[i], evidence = ev,
+      -- the job loses the transfer only: waiting inside a collective for a later rank is the straggler's
+      -- (the ledger's comm_wait), so the claim is at most the device's comm line
+      local row = ctx:ledger().run[r .. ":" .. dev]
+      local lost = row and math.min(o, row.comm) or o
+      ctx:add{id = spec.id, total = o, window = s.hi[i] - s.lo[i], evidence = ev, lost = lost,
               text = spec.text(ctx:rank(r, dev), o, all[i]),
               where = {rank = ctx:rank(r, dev), report = r, device = dev, from = s.lo[i], to = s.hi[i]},
               next = string.format("nsl run %s %s", spec.next, ctx:path(r))}
@@ -640,11 +647,13 @@ local function exposed_findings(ctx, mask, spec)
   end
 end
 
---- true for the names of NCCL point-to-point kernels (Send, Recv, SendRecv).
+--- true for the names of NCCL point-to-point kernels of one direction (Send,
+-- Recv): a pipeline stage's hand-over.  SendRecv -- both directions at once,
+-- as all-to-all and grouped exchanges run -- is a collective (nccl.exposed).
 function M.is_p2p(name)
   local p = nccl.parse(name)
   local c = p and p.collective
-  return c == "SendRecv" or c == "Send" or c == "Recv"
+  return c == "Send" or c == "Recv"
 end
 
 checks[#checks + 1] = {id = "nccl.exposed", run = function(ctx)

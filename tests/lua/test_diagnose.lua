@@ -184,8 +184,9 @@ local function finding_for(fs, id, device, pid)
   return nil
 end
 
-local function is_p2p(name) return name:find("SendRecv") ~= nil or name:find("ncclDevKernel_Send") ~= nil
-  or name:find("ncclDevKernel_Recv") ~= nil end
+-- one-direction point-to-point kernels (pipeline stages); SendRecv is all-to-all's, a collective
+local function is_p2p(name) return name:find("SendRecv") == nil and (name:find("ncclDevKernel_Send") ~= nil
+  or name:find("ncclDevKernel_Recv") ~= nil) end
 local function is_nccl(name) return name:lower():find("nccl") ~= nil end
 
 -- Checks the findings `id` of diagnose on path, one per device: want(ops of
@@ -203,8 +204,8 @@ local function check_devices(path, id, want, args)
       T.ok(f, id .. ": finding on device " .. dev)
       local lo, hi = extent(win or list)
       T.eq(f.total_ns, w, id .. ": time on device " .. dev)
-      T.eq(f.lost_ns, w, id .. ": the job loses it")
-      T.near(f.share, w / span(path), 1e-9, id .. ": share of the job's wall time")
+      T.ok(f.lost_ns <= w and f.lost_ns >= 0, id .. ": the job loses at most it")
+      T.near(f.share, f.lost_ns / span(path), 1e-9, id .. ": share of the job's wall time")
     end
   end
   T.eq(#by_id(fs, id), count, id .. ": findings")
@@ -344,11 +345,11 @@ return {
       return minus_len(intervals(k, function(o) return is_nccl(o.name) and not is_p2p(o.name) end),
                        intervals(k, function(o) return not is_nccl(o.name) end))
     end
-    T.eq(check_devices(T.data(ncclf), "nccl.exposed", exposed), 0, "send/receive only (pipeline.bubbles' part)")
+    T.eq(check_devices(T.data(ncclf), "nccl.exposed", exposed), 2, "SendRecv (all-to-all's) on both GPUs")
     T.eq(check_devices(T.data(h100), "nccl.exposed", exposed), 0, "no NCCL")
     local path = T.copy(ncclf)
     rename_kernels(path, 0, "ncclDevKernel_SendRecv%", "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
-    T.eq(check_devices(path, "nccl.exposed", exposed), 1, "planted on device 0")
+    T.eq(check_devices(path, "nccl.exposed", exposed), 2, "planted AllReduce on device 0, SendRecv on device 1")
     os.remove(path)
   end},
 
@@ -358,10 +359,10 @@ return {
       return minus_len(intervals(k, function(o) return is_p2p(o.name) end),
                        intervals(k, function(o) return not is_p2p(o.name) end))
     end
-    T.eq(check_devices(T.data(ncclf), "pipeline.bubbles", waiting), 2, "real NCCL export: both stages wait")
+    T.eq(check_devices(T.data(ncclf), "pipeline.bubbles", waiting), 0, "real NCCL export: SendRecv is no pipeline")
     T.eq(check_devices(T.data(h100), "pipeline.bubbles", waiting), 0, "real H100 export: no send/receive")
     local path = T.copy(h100)
-    rename_kernels(path, 1, "reduce_kernel", "ncclDevKernel_SendRecv")
+    rename_kernels(path, 1, "reduce_kernel", "ncclDevKernel_Send")
     T.eq(check_devices(path, "pipeline.bubbles", waiting), 1, "planted send/receive on device 1")
     os.remove(path)
   end},
