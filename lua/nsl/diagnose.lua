@@ -314,8 +314,13 @@ local function shell_word(p)
   return "'" .. p:gsub("'", "'\\''") .. "'"
 end
 
---- The path of report r as a shell word, for the next command.
-function Ctx:path(r) return shell_word(self.paths[r + 1] or "TRACE") end
+--- The input that holds report r as a shell word, for the next command: a
+-- bundle's report (bundle.zip:reports/x.sqlite) is named by its bundle,
+-- which every command opens.
+function Ctx:path(r)
+  local p = self.paths[r + 1] or "TRACE"
+  return shell_word(p:match("^(.-%.zip):") or p)
+end
 
 --- Every input path as shell words, for a next command over the whole trace.
 function Ctx:all_paths()
