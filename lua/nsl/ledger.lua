@@ -18,8 +18,9 @@
 --     idle_htod     the process was in a CUDA call that copies host to device
 --                   (the data the GPU waits for)
 --     idle_sync     the process was in a CUDA call that blocks the host
---                   (nsl.host_sync), or had not yet finished the CUDA call
---                   after it: the gap a synchronisation leaves
+--                   (nsl.host_sync), or had not yet finished the thread's
+--                   next CUDA call when that one started at most
+--                   M.sync_follow_ns after: the gap a synchronisation leaves
 --     idle_host     the call that launched the next GPU operation had not
 --                   ended yet: the host was not launching (each such gap
 --                   keeps the launching thread, for its NVTX range)
@@ -40,6 +41,12 @@ local host_sync = require("nsl.host_sync")
 local compile = require("nsl.compile")
 
 local M = {}
+
+--- A sync's gap: when the thread's next CUDA call starts within this long of
+-- the sync's return, the GPU idle until that call ends is the sync's (it
+-- drained the GPU, which waits for the relaunch); a later call means the
+-- host went off to other work (idle_host).
+M.sync_follow_ns = 100000
 
 --- The ledger's lines in priority order (the class numbers of the sweep,
 -- 0-based), then idle_unknown, the remainder.
@@ -173,6 +180,7 @@ local function host_causes(trace, pd, source)
   local th = calls:select{"report", "pid", "tid", "start", "stop"}:with("sync", ~cat:isnull()):sort("report", "pid",
                                                                                                    "tid", "start")
   local same = th.report:eq(th.report:shift(1)) & th.pid:eq(th.pid:shift(1)) & th.tid:eq(th.tid:shift(1))
+    & (th.start:shift(1) - th.stop):le(M.sync_follow_ns)
   local nxt = nsl.where(same, th.stop:shift(1), th.stop)
   local stop = nsl.where(nxt:gt(th.stop), nxt, th.stop)
   local sy = th:with("stop", stop):filter(th.sync)

@@ -269,6 +269,39 @@ return {
     os.remove(path)
   end},
 
+  {"no sync false alarms: a host blocked while its GPU is busy loses nothing (busy time during the calls by " ..
+   "SQL); a sync finding at warning or above has its GPU idle for much of the calls", function()
+    local SYNC = "SELECT r.start, r.end FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId " ..
+      "WHERE " .. TPID:gsub("globalTid", "r.globalTid") .. " = %d AND (s.value LIKE 'cudaDeviceSynchronize%%' " ..
+      "OR s.value LIKE 'cudaStreamSynchronize%%')"
+    local checked_busy = 0
+    for _, path in ipairs(T.exports()) do
+      local fs = diag(path)
+      for _, f in ipairs(by_id(fs, "api.sync")) do
+        local pid = f.where.pid
+        local calls = T.sql(path, string.format(SYNC, pid))
+        local ops = {}
+        for _, o in ipairs(sql_ops(path)) do if o.pid == pid then ops[#ops + 1] = {o.start, o.stop} end end
+        local blocked, busy = 0, 0
+        for _, c in ipairs(calls) do
+          local a, b = math.tointeger(tonumber(c[1])), math.tointeger(tonumber(c[2]))
+          blocked, busy = blocked + (b - a), busy + union_len(ops, a, b)
+        end
+        local frac = blocked > 0 and busy / blocked or 0
+        if frac >= 0.95 then
+          checked_busy = checked_busy + 1
+          T.eq(f.severity, "info", string.format("%s pid %d: GPU busy %.1f%% of the blocked time: no alarm", path,
+               pid, 100 * frac))
+        end
+        if f.severity ~= "info" then
+          T.ok(frac < 0.9, string.format("%s pid %d: a sync alarm with the GPU busy %.1f%% of the time", path, pid,
+               100 * frac))
+        end
+      end
+    end
+    T.ok(checked_busy >= 1, "an export whose host syncs while its GPU is busy (the NCCL export)")
+  end},
+
   {"gpu.gaps: gaps over 500 ms per process and device equal SQL (window function); planted; negative", function()
     local function sql_gaps(path, min)
       local parts = {}
