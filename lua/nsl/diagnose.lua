@@ -29,7 +29,9 @@
 --  gpu.low_utilisation    gpu_time_util: per process and device, the span
 --                         split into args.chunks (30) equal chunks; a chunk
 --                         whose busy time (union of GPU operations) is under
---                         args.util (50 %) of its length is low.
+--                         args.util (50 %) of its length is low; the job
+--                         loses the low chunks' idle outside gpu.gaps'
+--                         gaps (never counted twice).
 -- NVIDIA's rules count their profiling overhead as GPU work (nsl cannot:
 -- exports do not say which overhead is GPU time) and match CUDA calls by
 -- name with SQL LIKE, case-insensitive, as here.  The four call rules find
@@ -63,7 +65,9 @@
 --                       args.memory_warn / memory_error);
 --  streams.serialised   per device, memcpy on streams that also run kernels
 --                       while no kernel runs on the device: copies a stream
---                       of their own would overlap with compute;
+--                       of their own would overlap with compute (the job
+--                       loses at most the device's compute time: a copy
+--                       hides only under compute that exists);
 --  mfu                  nsys-ai's model FLOPs utilisation, flops_per_step /
 --                       step / peak, against the dense FP16/BF16 tensor
 --                       peak from the device's SM count, clock and compute
@@ -586,12 +590,20 @@ checks[#checks + 1] = {id = "gpu.low_utilisation", run = function(ctx)
     {"device", span.device:gather(low.g)}, {"chunk", low.chunk}, {"start (ns)", low.start},
     {"length (ns)", low.stop - low.start}, {"busy (ns)", low.busy}, {"utilisation (%)", low.util}},
     string.format("Chunks (1/%d of each process's device span) with GPU utilisation under %g%%", n, util))
-  local a = low:group_by("g"):agg{"n=count", "total=sum(idle)", "worst=min(util)"}:sort("g")
+  -- the idle of the low chunks that gpu.gaps does not claim already (its gaps longer than args.gap): one
+  -- ledger sweep over the chunks, the GPU work before the long gaps before the rest
+  local ids = pd.g:ids()
+  local gg, gs, ge = nsl.gaps_grouped(pd.ops.start, pd.ops.stop, ids, #span, ctx.ns.gap)
+  local tot = nsl.ledger_sweep(nsl.concat(pd.ops.start, gs), nsl.concat(pd.ops.stop, ge), nsl.concat(ids, gg),
+                               nsl.concat(nsl.rep(0, #pd.ops), nsl.rep(1, #gs)), 2, low.g, low.start, low.stop)
+  low = low:with("rest", tot:gather(nsl.range(#low) * 3 + 2))
+  local a = low:group_by("g"):agg{"n=count", "total=sum(idle)", "worst=min(util)", "rest=sum(rest)"}:sort("g")
   for i = 1, #a do
     local k = a.g[i] + 1
     local r, dev = span.report[k], span.device[k]
     local mine = low:filter(low.g:eq(a.g[i])):sort("util", "start")
     ctx:add{id = "gpu.low_utilisation", total = a.total[i], window = span.hi[k] - span.lo[k], evidence = ev,
+            lost = a.rest[i],
             text = string.format("%s pid %d: %d of %d chunks under %g%% GPU utilisation (lowest %.1f%%)",
               ctx:rank(r, dev), span.pid[k], a.n[i], n, util, a.worst[i]),
             where = {rank = ctx:rank(r, dev), report = r, pid = span.pid[k], device = dev, from = mine.start[1],
@@ -1016,7 +1028,10 @@ checks[#checks + 1] = {id = "streams.serialised", run = function(ctx)
     local o = t.copy_exposed[i]
     if o > 0 then
       local r, dev = t.report[i], t.device[i]
+      -- a copy can hide only under compute that exists: the job loses at most the device's compute time
+      local row = ctx:ledger().run[r .. ":" .. dev]
       ctx:add{id = "streams.serialised", total = o, window = t.span[i], evidence = ev,
+              lost = row and math.min(o, row.compute) or o,
               text = string.format("%s: %s of memory copies on compute streams run with no kernel beside them " ..
                 "(issue copies on their own stream to overlap them with compute)", ctx:rank(r, dev),
                 report.duration(o)),
