@@ -17,9 +17,12 @@
 -- ledger, the findings in full, the evidence, the verdict again.  A trace
 -- with nothing to check (no CUDA activity, CSV summaries) says so and
 -- gets an error finding (diagnose.unchecked), so --fail-on fails.
+-- Figures (--out DIR): ledger (a stacked bar per GPU), lost (the top ten
+-- findings' lost_ns).
 local diagnose = require("nsl.diagnose")
 local report = require("nsl.report")
 local ledger = require("nsl.ledger")
+local plot = require("nsl.plot")
 
 -- The whole-run rows of the ledger, the columns a reader compares.
 local function ledger_run(t)
@@ -100,6 +103,25 @@ return {
     for _, f in ipairs(findings) do if f.evidence then cited[f.evidence] = true end end
     for _, e in ipairs(ctx.evidence) do
       if cited[e.name] then out:table(e.name, e.t, {title = e.title, limit = args.limit}) end
+    end
+    if out:carries_figures() then   -- the ledger per GPU, and what the top findings cost the job
+      local run = ledger_run(L.t)
+      local series = ledger.figure_series(run)
+      out:figure("ledger", function(format)
+        return plot.stacked_bars{format = format, categories = run.rank:totable(), series = series, unit = "ns",
+                                 title = "Where each GPU's time went (whole run)"}
+      end)
+      local cats, vals = {}, {}
+      for i = 1, math.min(10, #findings) do
+        if findings[i].lost_ns then
+          cats[#cats + 1] = string.format("%d. %s", i, findings[i].id or "?")
+          vals[#vals + 1] = findings[i].lost_ns
+        end
+      end
+      out:figure("lost", function(format)
+        return plot.grouped_bars{format = format, categories = cats, series = {{label = "lost", values = vals}},
+                                 unit = "ns", title = "What the top findings cost the job (whole run)"}
+      end)
     end
     local steps_t = L.t:filter(L.t.step:gt(0))
     if #steps_t > 0 then

@@ -62,10 +62,7 @@ return {
     if out:carries_figures() then
       local run = t:filter(t.step:eq(0))
       local cats = run.rank:totable()
-      local series = {}
-      local lines = {table.unpack(ledger.lines)}
-      lines[#lines + 1] = ledger.remainder
-      for _, line in ipairs(lines) do series[#series + 1] = {label = line, values = run[line]:totable()} end
+      local series = ledger.figure_series(run)
       out:figure("ledger", function(format)
         return plot.stacked_bars{format = format, categories = cats, series = series, unit = "ns",
                                  title = "Where each GPU's time went (whole run)"}

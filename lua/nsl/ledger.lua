@@ -314,6 +314,22 @@ function M.build(trace, opts)
   return {ledger = ledger, host = host, groups = keys, source = source, straggler = res_strag, empty = empty}
 end
 
+--- The series of a stacked-bar figure of ledger rows t (one bar a row): the
+-- lines in order, idle_htod drawn with idle_sync (the palette has eight
+-- colours).
+function M.figure_series(t)
+  local series = {}
+  for _, line in ipairs(M.lines) do
+    if line == "idle_sync" then
+      series[#series + 1] = {label = "idle_sync + idle_htod", values = (t.idle_sync + t.idle_htod):totable()}
+    elseif line ~= "idle_htod" then
+      series[#series + 1] = {label = line, values = t[line]:totable()}
+    end
+  end
+  series[#series + 1] = {label = M.remainder, values = t[M.remainder]:totable()}
+  return series
+end
+
 --- The step windows of every group: arrays group, lo, hi, step (1-based),
 -- from it (nsl.iterations.find): the step program's executions per device
 -- (JAX), the marker windows of the report, or the step ranges of the process

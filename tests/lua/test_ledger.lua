@@ -132,4 +132,19 @@ tests[#tests + 1] = {"nsys-jax archives, alone and together: the lines sum to wa
   T.ok(t.comm_wait:sum() > 0, "four devices wait for each other inside collectives")
 end}
 
+tests[#tests + 1] = {"figure ledger: one stacked bar per GPU whose parts sum to its wall time (SQL's span)", function()
+  local path = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite")
+  local figs = T.figures("ledger", {path})
+  local f = figs.ledger
+  T.ok(f and f.data and #f.data > 0, "the figure is drawn")
+  local v = f.values
+  T.eq(#v.categories, 2, "one bar per GPU")
+  local lo, hi = span_sql(path)
+  for i = 1, #v.categories do
+    local sum = 0
+    for _, s in ipairs(v.series) do sum = sum + s.values[i] end
+    T.eq(sum, hi - lo, v.categories[i] .. ": the bar is the run's wall time")
+  end
+end}
+
 return tests
