@@ -235,13 +235,17 @@ function Ctx:ledger()
     end
   end
   -- a straggler's cost to the job: at each collective it arrived last at, the others could have gone on at
-  -- the second-last arrival
+  -- the second-last arrival (at most the shortest of their collectives later)
   local res = l.straggler
   if res and res.coll and #res.coll > 0 then
     local c = res.coll
-    local others = c:filter(c.last:eq(0)):group_by("instance"):agg{"second=max(arrive)"}
-    local lastrows = c:filter(c.last:eq(1)):join(others, {"instance"}, {"second"})
+    c = c:with("dur", c.stop - c.start)
+    -- the others wait inside their collective: what they waited beyond its length is not this rank's (the
+    -- gain at an instance is at most the shortest of their collectives)
+    local others = c:filter(c.last:eq(0)):group_by("instance"):agg{"second=max(arrive)", "shortest=min(dur)"}
+    local lastrows = c:filter(c.last:eq(1)):join(others, {"instance"}, {"second", "shortest"})
     local gain = lastrows.arrive - lastrows.second
+    gain = nsl.where(gain:lt(lastrows.shortest), gain, lastrows.shortest)
     local per = lastrows:with("gain", nsl.where(gain:gt(0), gain, nsl.rep(0, #gain))):filter(~gain:isnull())
       :group_by("rank"):agg{"lost=sum(gain)", "n=count"}
     local keys = l.groups
