@@ -255,8 +255,36 @@ function Ctx:ledger()
       L.lost[label] = {lost = per.lost[i], n = per.n[i]}
     end
   end
+  -- the ranks the others wait for: last to arrive at a tenth or more of the steady collectives (nil when
+  -- nothing is known: one rank, or no matched collectives -- then every rank counts)
+  if res and res.coll and #res.coll > 0 and res.ninst and res.ninst > 0 then
+    local c = res.coll
+    local lasts = c:filter(c.last:eq(1)):group_by("rank"):agg{"n=count"}
+    local keys = l.groups
+    L.critical = {}
+    for i = 1, #lasts do
+      if lasts.n[i] >= 0.1 * res.ninst then
+        local k = lasts.rank[i] + 1
+        L.critical[(self.names[keys.report[k] + 1] or tostring(keys.report[k])) .. ":gpu" .. keys.device[k]] = true
+      end
+    end
+  end
   self.cache.ledger = L
   return L
+end
+
+--- Whether the rank of finding f is one the job waits for (always, when
+-- nothing says otherwise): a rank label with ":gpuN" names a GPU, a report's
+-- name any of its GPUs.
+function Ctx:critical(f)
+  local crit = self:ledger().critical
+  local w = f.where
+  if not crit or not w or not w.rank then return true end
+  if crit[w.rank] then return true end
+  for label in pairs(crit) do
+    if label:sub(1, #w.rank + 4) == w.rank .. ":gpu" then return true end
+  end
+  return false
 end
 
 --- The most of ledger line `line` (or a list of lines, summed) over the
@@ -1110,7 +1138,10 @@ M.checks = checks
 -- What the job loses: on every GPU (or every process, for a per-process
 -- check) the least of them -- each rank must shed it before the job's step
 -- shrinks; on some only, the most (the affected ranks hold the others back
--- by at most that).  The straggler's findings are already the job's.
+-- by at most that).  On a rank the others do not wait for (Ctx:critical:
+-- with matched collectives, not last at a tenth of them) a cause is hidden:
+-- it loses 0 (hidden_ns keeps its own measure), said in its message.  The
+-- straggler's findings are already the job's.
 function M.merge(ctx, list)
   local by, order = {}, {}
   for _, f in ipairs(list) do
@@ -1121,11 +1152,21 @@ function M.merge(ctx, list)
     end
   end
   local merged = {}
+  local L = ctx:ledger()
+  local function job_share(lost) return L.job_wall > 0 and math.min(1.0, lost / L.job_wall) or 0.0 end
   for _, key in ipairs(order) do
     local fs = by[key]
+    -- a rank the others do not wait for hides its cause: the job gains nothing from removing it there
+    for _, f in ipairs(fs) do
+      if not ctx:critical(f) and f.lost_ns > 0 then
+        f.hidden_ns, f.lost_ns, f.share = f.lost_ns, 0, 0.0
+        if f.lost_per_step_ns then f.lost_per_step_ns = 0 end
+        f.severity = "info"
+        f.message = f.message .. " [hidden: the other ranks are slower; the job gains nothing here]"
+      end
+    end
     if #fs > 1 then
       table.sort(fs, function(a, b) return a.lost_ns > b.lost_ns end)
-      local L = ctx:ledger()
       local ngpu, nproc = 0, 0
       for _ in pairs(L.run) do ngpu = ngpu + 1 end
       for _ in pairs(L.devices) do nproc = nproc + 1 end
@@ -1138,14 +1179,17 @@ function M.merge(ctx, list)
       end
       local most, least = v[1], v[#v]
       local median = iterations.describe(v).median
+      local crit = {}   -- the parts on ranks the job waits for
+      for _, f in ipairs(fs) do if not f.hidden_ns then crit[#crit + 1] = f.lost_ns end end
       local everywhere = #fs >= (per_device and ngpu or nproc)
       local rec = {}
       for k, x in pairs(fs[1]) do rec[k] = x end
-      rec.lost_ns = everywhere and least or most
+      rec.hidden_ns = nil
+      rec.lost_ns = #crit == 0 and 0 or everywhere and crit[#crit] or crit[1]   -- over the critical parts
       rec.least_ns, rec.median_ns, rec.most_ns = least, round(median), most
       rec.ranks = ranks
       rec.parts = fs   -- the per-rank findings, each with its own lost_ns (JSON keeps them)
-      rec.share = L.job_wall > 0 and math.min(1.0, rec.lost_ns / L.job_wall) or 0.0
+      rec.share = job_share(rec.lost_ns)
       local st = ctx.steps
       if st and st.n > 0 and not rec.once then rec.lost_per_step_ns = rec.lost_ns // st.n end
       local args = ctx.args
