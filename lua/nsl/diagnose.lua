@@ -1,17 +1,24 @@
--- nsl.diagnose -- the checks of `nsl run diagnose`: each turns one kind of
--- lost time into findings in the shared record (lua/nsl/output.lua: id,
--- severity, message, cost_ns, step_ns, share, where, next, evidence), over
--- one trace object, so the tables a check loads stay loaded for the next.
+-- nsl.diagnose -- the engine of `nsl run diagnose`: builds the ledger of the
+-- trace once (nsl.ledger: each GPU's wall time split into compute,
+-- collective wait and transfer, copies and idle causes), runs the checks,
+-- each turning one kind of lost time into findings in the shared record
+-- (lua/nsl/findings.lua: id, severity, message, lost_ns, lost_per_step_ns,
+-- share, cost_ns, step_ns, where, next, evidence), merges one cause found on
+-- several ranks into one finding, and ranks them; over one trace object, so
+-- the tables a check loads stay loaded for the next.
 --
--- Cost.  A check measures `total` ns lost over a `window` (a device's or a
--- report's active span).  With steps known (nsl.iterations: an NVTX step
--- range or a marker kernel), step_ns is the median steady step (warm-up left
--- out, iterations.warmup) and a recurring cost is its rate over one step:
--- cost_ns = total / window x step_ns, share = total / window; a one-time
--- cost (compiling, warm-up) is amortised: cost_ns = total / steps.  Without
--- steps, cost_ns = total and share = total / window.  Severity: error from
--- args.error_share, warning from args.warn_share, else info (a check that
--- found nothing adds no finding).
+-- Cost.  A check measures `total` ns over a `window` (a device's or a
+-- report's active span); what the job loses is `lost` (the ledger line the
+-- check claims, e.g. idle_sync for blocking calls, or its total when it
+-- claims none) over the profiled run: lost_ns; lost_per_step_ns = lost_ns /
+-- steps where steps are known (nsl.iterations; never for one-time costs:
+-- compiling, loading, warm-up, ranked apart); share = lost_ns / the job's
+-- wall time (the longest GPU's run), at most 1.  A cause on a rank the
+-- others do not wait for is hidden (lost 0; M.merge).  cost_ns and step_ns
+-- keep the per-step rate of earlier releases: with steps, cost_ns = total /
+-- window x step_ns (one-time: total / steps), else total.  Severity: error
+-- from args.error_share, warning from args.warn_share of the share, else
+-- info (a check that found nothing adds no finding).
 --
 -- The rules of `nsys analyze` (NVIDIA's expert-system rules), with their
 -- documented semantics:
