@@ -11,7 +11,7 @@
 # step and its time.  Tests that keep several cores busy declare it to ctest
 # (PROCESSORS, RESOURCE_LOCK in CMakeLists.txt), so -j(nproc) never runs more
 # than the machine has.  The ASan build runs the same checks on smaller inputs
-# where size adds nothing (NSL_TEST_SMALL=1: fewer MPI ranks and processes).
+# where size adds nothing (CMakeLists.txt gives its tests NSL_TEST_SMALL=1).
 # No test waits for a fixed time: each waits for a state with a generous
 # deadline, and ctest's --timeout (300 s) only bounds a hang.
 set -uo pipefail
@@ -32,17 +32,15 @@ step() {
 build() { # build DIR TYPE
   cmake -S . -B "$1" -DCMAKE_BUILD_TYPE="$2" -DNSL_WERROR=ON > /dev/null && cmake --build "$1" -j"$jobs"
 }
-tests() { # tests DIR [ENV...]
-  local dir=$1
-  shift
-  echo "== tests, $dir"
-  env "$@" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 300
+tests() { # tests DIR
+  echo "== tests, $1"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$1" --output-on-failure -j"$jobs" --timeout 300
 }
 step "build, warnings as errors" build build-test-RelWithDebInfo RelWithDebInfo
 step "tests, warnings-as-errors build" tests build-test-RelWithDebInfo
 step "build, ASan+UBSan" build build-test-Asan Asan
-step "tests, ASan+UBSan build" tests build-test-Asan NSL_TEST_SMALL=1
+step "tests, ASan+UBSan build" tests build-test-Asan
 echo "== fuzzing, ${FUZZ_SECONDS:-20} s per harness"
 step "fuzzing, ${FUZZ_SECONDS:-20} s per harness" scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 echo "== summary"
