@@ -20,13 +20,23 @@ function M.severity_rank(s) return severities[s] or 0 end
 -- made (a file of that name, no permission): the user's input, not a bug.
 function M.new(o)
   local self = setmetatable({analysis = o.analysis, format = o.format or "text", dir = o.dir, embed = o.embed,
-                             trace = o.trace, items = {}, findings = {}, values = {}, files = {},
+                             trace = o.trace, traces = o.traces, items = {}, findings = {}, values = {}, files = {},
                              printed = 0}, Out)
   if self.dir then
     local ok, err = nsl.mkdir_p(self.dir)
     if not ok then return nil, "--out: " .. tostring(err) end
   end
   return self
+end
+
+-- Writes data to path under --out DIR atomically: nil, or a message when it
+-- cannot be written or path is one of the inputs (nsl.input_refused).
+local function write_out(self, path, data)
+  local refused = nsl.input_refused("--out", path, self.traces)
+  if refused then return refused end
+  local ok, err = nsl.write_file(path, data)
+  if not ok then return err end
+  return nil
 end
 
 local function emit(s)
@@ -93,8 +103,8 @@ function Out:file(name, data)
     end
     return nil
   end
-  local ok, err = nsl.write_file(path, data)
-  if not ok then error(err, 0) end
+  local err = write_out(self, path, data)
+  if err then error(err, 0) end
   return path
 end
 
@@ -249,13 +259,13 @@ function Out:finish()
   if self.dir then
     for _, it in ipairs(self.items) do
       if it.kind == "table" then
-        local ok, err = nsl.write_file(self.dir .. "/" .. it.name .. ".csv", report.csv(it.t))
-        if not ok then return err end
+        local err = write_out(self, self.dir .. "/" .. it.name .. ".csv", report.csv(it.t))
+        if err then return err end
       end
     end
     self.json = self.json or report.json(self:document(), "  ")
-    local ok, err = nsl.write_file(self.dir .. "/results.json", self.json .. "\n")
-    if not ok then return err end
+    local err = write_out(self, self.dir .. "/results.json", self.json .. "\n")
+    if err then return err end
   end
   io.stdout:flush()
   return nil
