@@ -39,7 +39,10 @@ local function write_out(self, path, data)
   return nil
 end
 
+-- Text for the terminal: everything printed passes through nsl.printable,
+-- so names from a trace never reach it as control sequences.
 local function emit(s)
+  s = nsl.printable(s, true)
   io.stdout:write(s)
   if s:sub(-1) ~= "\n" then io.stdout:write("\n") end
 end
@@ -222,7 +225,7 @@ end
 function Out:finish()
   local fmt = self.format
   if self.stdout_taken then
-    if #self.findings > 0 then io.stderr:write(findings.text(self.findings, self.at), "\n") end
+    if #self.findings > 0 then io.stderr:write(nsl.printable(findings.text(self.findings, self.at), true), "\n") end
   elseif fmt == "text" then
     self:flush()
   elseif fmt == "json" then
@@ -251,10 +254,10 @@ function Out:finish()
           items[#items + 1] = "- " .. table.concat(lines, "  \n  ")
         end
         table.insert(parts, 1, "### Findings\n\n" .. table.concat(items, "\n") .. "\n")
-      elseif fmt == "csv" then io.stderr:write(ftxt, "\n")
+      elseif fmt == "csv" then io.stderr:write(nsl.printable(ftxt, true), "\n")
       else table.insert(parts, 1, "% " .. ftxt:gsub("\n", "\n%% ") .. "\n") end
     end
-    io.stdout:write(table.concat(parts, "\n"))
+    io.stdout:write(nsl.printable(table.concat(parts, "\n"), true))
   end
   if self.dir then
     for _, it in ipairs(self.items) do

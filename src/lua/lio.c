@@ -1,10 +1,12 @@
 /* lio.c -- file helpers for Lua: nsl.write_file (atomic), nsl.mkdir_p, and the
  * encodings that embed data in a page: nsl.base64, nsl.pack. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "lua/lnsl.h"
 #include "nsl/nsl_io.h"
 #include "core/nsl_internal.h"
+#include "core/text.h"
 
 /* nsl.write_file(path, data) -> true, or nil and a message. */
 static int l_write_file(lua_State *L) {
@@ -30,6 +32,34 @@ static int l_mkdir_p(lua_State *L) {
     return 2;
   }
   lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* nsl.printable(s [, keep_layout]) -> s with every byte a terminal would
+ * obey as a control (C0 such as ESC, DEL, C1, bytes that are not UTF-8)
+ * written as a visible \xNN escape; tabs and line feeds kept when
+ * keep_layout.  s itself when it holds none: names from a trace pass
+ * through here on their way to stdout (nsl.report, nsl.output). */
+static int l_printable(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  int keep = lua_toboolean(L, 2);
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0;
+  for (int k; i < n; i += (size_t)k)
+    if ((k = u[i] >= 0x20 && u[i] < 0x7f ? 1 : nsl__terminal_safe(u + i, n - i, keep)) < 0) break;
+  if (i == n) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  nsl__text t = {0};
+  nsl__text_add_printable(&t, s, n, keep);
+  if (t.oom) {
+    free(t.s);
+    return luaL_error(L, "out of memory");
+  }
+  lua_pushlstring(L, t.s, t.len);
+  free(t.s);
   return 1;
 }
 
@@ -89,6 +119,7 @@ static int l_pack(lua_State *L) {
 }
 
 static const luaL_Reg funcs[] = {{"write_file", l_write_file}, {"mkdir_p", l_mkdir_p}, {"base64", l_base64},
+                                 {"printable", l_printable},
                                  {"pack", l_pack}, {NULL, NULL}};
 
 int nsl__open_io(lua_State *L) {
