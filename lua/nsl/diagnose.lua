@@ -226,10 +226,7 @@ function Ctx:rank(r, device)
 end
 
 -- A path as one shell word.
-local function shell_word(p)
-  if not p:find("[^%w%._/%-+:,=@]") then return p end
-  return "'" .. p:gsub("'", "'\\''") .. "'"
-end
+local shell_word = nsl.shell_word
 
 --- The path of report r as a shell word, for the next command.
 function Ctx:path(r) return shell_word(self.paths[r + 1] or "TRACE") end

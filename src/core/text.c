@@ -85,3 +85,19 @@ void nsl__text_add_printable(nsl__text *t, const char *s, size_t n, int keep_lay
   }
   nsl__text_addn(t, s + run, n - run);
 }
+
+void nsl__text_add_shell_word(nsl__text *t, const char *s) {
+  static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-+:,=@";
+  size_t n = strlen(s);
+  if (n > 0 && strspn(s, plain) == n) {
+    nsl__text_addn(t, s, n);
+    return;
+  }
+  nsl__text_addn(t, "'", 1);
+  for (const char *q; (q = strchr(s, '\'')) != NULL; s = q + 1) {
+    nsl__text_addn(t, s, (size_t)(q - s));
+    nsl__text_addn(t, "'\\''", 4);
+  }
+  nsl__text_add(t, s);
+  nsl__text_addn(t, "'", 1);
+}

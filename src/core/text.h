@@ -26,6 +26,12 @@ typedef struct nsl__text {
 void nsl__text_addn(nsl__text *t, const char *s, size_t n);
 void nsl__text_add(nsl__text *t, const char *s);
 
+/* Appends s to t as one POSIX shell word: as it is when it holds only
+ * characters no shell treats specially (letters, digits, . _ / - + : , = @),
+ * else in single quotes, a ' inside as '\''.  The one quoting of the
+ * commands nsl suggests in its messages (nsl.shell_word in Lua). */
+void nsl__text_add_shell_word(nsl__text *t, const char *s);
+
 /* The length (1 to 4) of the valid UTF-8 character at s, n bytes left; 0
  * when none starts there (a stray continuation byte, an overlong form, a
  * surrogate, past U+10FFFF, or cut short by n). */

@@ -63,6 +63,20 @@ static int l_printable(lua_State *L) {
   return 1;
 }
 
+/* nsl.shell_word(s) -> s as one POSIX shell word (quoted when it must
+ * be), for the commands a message or a finding suggests. */
+static int l_shell_word(lua_State *L) {
+  nsl__text t = {0};
+  nsl__text_add_shell_word(&t, luaL_checkstring(L, 1));
+  if (t.oom) {
+    free(t.s);
+    return luaL_error(L, "out of memory");
+  }
+  lua_pushlstring(L, t.s, t.len);
+  free(t.s);
+  return 1;
+}
+
 /* nsl.base64(data) -> the standard base64 encoding (RFC 4648, padded), for
  * embedding PNG figures in HTML and notebooks. */
 static int l_base64(lua_State *L) {
@@ -119,7 +133,7 @@ static int l_pack(lua_State *L) {
 }
 
 static const luaL_Reg funcs[] = {{"write_file", l_write_file}, {"mkdir_p", l_mkdir_p}, {"base64", l_base64},
-                                 {"printable", l_printable},
+                                 {"printable", l_printable}, {"shell_word", l_shell_word},
                                  {"pack", l_pack}, {NULL, NULL}};
 
 int nsl__open_io(lua_State *L) {

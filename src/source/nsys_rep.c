@@ -277,10 +277,25 @@ static int run_export(char *const argv[], const char *log, const char *watch, co
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-/* The export command for messages: nsys export --type=sqlite --output=OUT
- * REP (malloc'd; NULL when out of memory). */
+/* The export command for messages, as shell words a user can paste:
+ * nsys export --type=sqlite --output=OUT REP (malloc'd; NULL when out of
+ * memory). */
 static char *command_text(const char *nsys, const char *out, const char *rep) {
-  return nsl__printf_alloc("%s export --type=sqlite --output=%s %s", nsys, out, rep);
+  nsl__text t = {0};
+  char *outarg = nsl__printf_alloc("--output=%s", out);
+  if (outarg) {
+    nsl__text_add_shell_word(&t, nsys);
+    nsl__text_add(&t, " export --type=sqlite ");
+    nsl__text_add_shell_word(&t, outarg);
+    nsl__text_add(&t, " ");
+    nsl__text_add_shell_word(&t, rep);
+  }
+  free(outarg);
+  if (!outarg || t.oom) {
+    free(t.s);
+    return NULL;
+  }
+  return t.s;
 }
 
 nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
