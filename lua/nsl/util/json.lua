@@ -184,14 +184,27 @@ function M.decode(text)
   error(v, 0)
 end
 
---- Reads and decodes a JSON file; returns the value, or nil and a message
--- naming the file.
-function M.read_file(path)
+M.max_file_bytes = 16 * 1024 * 1024   -- kernel maps and configs are kilobytes
+
+--- Reads and decodes a JSON file (a kernel map, a config): a regular file
+-- of at most max_bytes (default M.max_file_bytes), so neither a FIFO nor
+-- /dev/zero holds nsl up.  Returns the value, or nil and a message naming
+-- the file.
+function M.read_file(path, max_bytes)
+  max_bytes = max_bytes or M.max_file_bytes
+  local st = require("nsl.core").stat(path)   -- nil: io.open says why
+  if st and st.type ~= "file" then return nil, string.format("cannot open '%s': not a regular file", path) end
+  if st and st.size > max_bytes then
+    return nil, string.format("cannot open '%s': %d bytes, above the limit of %d for a JSON file", path, st.size,
+                              max_bytes)
+  end
   local f, err = io.open(path, "rb")
   if not f then return nil, string.format("cannot open '%s': %s", path, err) end
-  local text = f:read("a")
+  local text = f:read(max_bytes + 1) or ""
   f:close()
-  if not text then return nil, string.format("cannot read '%s'", path) end
+  if #text > max_bytes then   -- grew since the stat
+    return nil, string.format("cannot open '%s': above the limit of %d bytes for a JSON file", path, max_bytes)
+  end
   local v, derr = M.decode(text)
   if v == nil then return nil, string.format("%s: not valid JSON: %s", path, derr) end
   return v
