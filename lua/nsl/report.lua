@@ -8,13 +8,17 @@ local math_type = math.type
 -- header and title passes through it (control characters as \xNN).
 local printable = require("nsl.core").printable
 
---- Thousands separators for an integer: 1234567 -> "1,234,567".
-function M.int(n)
-  local s = fmt("%d", n)
-  local sign, digits = s:match("^(-?)(%d+)$")
+-- Thousands separators in a string of digits: "1234567" -> "1,234,567".
+local function grouped(digits)
   digits = digits:reverse():gsub("(%d%d%d)", "%1,"):reverse()
   if digits:sub(1, 1) == "," then digits = digits:sub(2) end
-  return sign .. digits
+  return digits
+end
+
+--- Thousands separators for an integer: 1234567 -> "1,234,567".
+function M.int(n)
+  local sign, digits = fmt("%d", n):match("^(-?)(%d+)$")
+  return sign .. grouped(digits)
 end
 
 --- A float with `decimals` places and thousands separators: 1234.56 -> "1,234.6".
@@ -25,7 +29,7 @@ function M.float(x, decimals)
   local s = fmt("%." .. decimals .. "f", x)
   local sign, whole, frac = s:match("^(-?)(%d+)(.*)$")
   if not whole then return s end
-  return sign .. M.int(tonumber(whole)) .. frac
+  return sign .. grouped(whole) .. frac   -- the digits as printed: 1e308 has no integer of its own
 end
 
 --- Human duration from ns: 1500 -> "1.500 µs".
