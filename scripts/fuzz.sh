@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
-all="nsys_sqlite bundle parquet hlo xz manifest classmap nsys_csv colcache"
+all="nsys_sqlite bundle parquet hlo xz manifest classmap nsys_csv colcache analyses_sqlite analyses_csv"
 names=${*:-$all}
 dir=build-fuzz
 mkdir -p "$dir"

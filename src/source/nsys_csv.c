@@ -186,6 +186,11 @@ static int field_rules(const csv_file *f, field_rule *rules) {
       int col = has(f->head, f->ncols, known[i].name);
       if (col >= 0) rules[n++] = (field_rule){col, known[i].required, known[i].integer, known[i].negative};
     }
+  for (int i = 1; i < n; i++)   /* in the file's column order: a row's first bad field is the one named */
+    for (int j = i; j > 0 && rules[j].col < rules[j - 1].col; j--) {
+      field_rule r = rules[j];
+      rules[j] = rules[j - 1], rules[j - 1] = r;
+    }
   return n;
 }
 
