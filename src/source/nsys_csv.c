@@ -194,15 +194,16 @@ static int field_rules(const csv_file *f, field_rule *rules) {
   return n;
 }
 
-/* Whether v satisfies rule r: a finite number (an integer when r asks,
- * "123.0" counting as one, as pandas writes them), >= 0 unless r allows
- * negative, or empty when r does not require it. */
+/* Whether v satisfies rule r: a finite number (an integer of magnitude
+ * below 2^62 when r asks -- 146 years of ns, so a start plus a duration
+ * cannot overflow; "123.0" counts, as pandas writes them), >= 0 unless r
+ * allows negative, or empty when r does not require it. */
 static int field_ok(const char *v, const field_rule *r) {
   if (!*v) return !r->required;
   char *end;
   double d = strtod(v, &end);
   if (*end || !isfinite(d)) return 0;
-  if (r->integer && nsl__csv_i64(v) == NSL_NULL_I64) return 0;
+  if (r->integer && (nsl__csv_i64(v) == NSL_NULL_I64 || !(fabs(d) < 4611686018427387904.0))) return 0;
   return r->negative || d >= 0;
 }
 
