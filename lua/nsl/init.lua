@@ -96,8 +96,9 @@ end
 
 --- nsl.input_refused(what, target, inputs) -> nil when target may be
 -- written, else the one line that refuses it: target is the same file
--- (device and inode, whatever the path says) as one of inputs (paths).  Every command that writes asks it before writing, so
--- no output ever replaces an input.  what names the writer ("bundle", "--out").
+-- (device and inode, whatever the path says) as one of inputs (paths).
+-- Every command that writes asks it before writing, so no output ever
+-- replaces an input.  what names the writer ("bundle", "--out").
 function M.input_refused(what, target, inputs)
   for _, p in ipairs(inputs or {}) do
     if p and core.same_file(target, p) then
