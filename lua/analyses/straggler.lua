@@ -113,8 +113,9 @@ local function from_kernels(trace, args, k)
   local labels = {}
   for r = 1, #rk do
     local name = names[rk.report[r] + 1]
-    if args.rank_by == "device" then name = name .. ":gpu" .. rk.device[r]
-    elseif args.rank_by == "process" then name = name .. ":pid" .. rk.pid[r] end
+    -- a NULL device or pid (a column the export lacks) is "?", not an error
+    if args.rank_by == "device" then name = name .. ":gpu" .. (rk.device[r] or "?")
+    elseif args.rank_by == "process" then name = name .. ":pid" .. (rk.pid[r] or "?") end
     labels[r] = name
   end
   local cols = {{"rank", rank}, {"stream", k.stream}, {"start", k.start}, {"stop", k.stop}, {"name", k.name}}

@@ -46,7 +46,7 @@ summary_from_csv = function(trace, args, out)
       local t = s:filter(s.kind:eq(r.kind)):sort("-total", "name")
       if #t == 0 then
         out:text(string.format("%s: no %s report among the CSV files; add it: nsys stats -r %s --format csv -o %s REPORT",
-                               r.title, r.kind, r.kind, prefix))
+                               r.title, r.kind, r.kind, nsl.shell_word(prefix)))
       else
         local cols = {}
         if args.per_report then cols[1] = {"report", t.report:map(function(i) return trace.reports.name[i + 1] end)} end

@@ -9,9 +9,23 @@ local M = {}
 
 local fmt = string.format
 
+--- The environment variables `nsl profile` records (meta/environment.txt):
+-- an allow-list, since a deny-list cannot know every name a secret hides
+-- under (MYSQL_PWD, PGPASS, GITHUB_PAT, AUTH, DATABASE_URL, proxies...).
+-- A variable is recorded when its name starts with one of the prefixes or
+-- is one of the names, and holds none of the secret words; credentials
+-- inside URLs in its value are replaced (M.redact_urls).  README.md lists them.
+M.environment_prefixes = {"CUDA_", "CUBLAS", "CUDNN_", "NCCL_", "NVSHMEM_", "NVIDIA_", "NVTE_", "NSYS_", "NSIGHT_",
+                          "XLA_", "JAX_", "TF_", "TORCH", "PYTORCH_", "OMP_", "MKL_", "KMP_", "SLURM_", "OMPI_",
+                          "PMI_", "PMIX_", "UCX_", "HOROVOD_", "LOCAL_"}
+M.environment_names = {"HOSTNAME", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "VIRTUAL_ENV",
+                       "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "RANK", "WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
+                       "MASTER_ADDR", "MASTER_PORT", "LANG", "LC_ALL", "TZ"}
+
 --- Words that mark an environment variable as a secret (matched in the
--- upper-cased name): such variables never reach a bundle.
-M.secret_words = {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL"}
+-- upper-cased name): such variables never reach a bundle, even when allowed.
+M.secret_words = {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "_PAT",
+                  "COOKIE", "SESSION", "SIGNATURE", "PRIVATE"}
 
 --- true when the variable name may hold a secret.
 function M.is_secret(name)
@@ -22,15 +36,34 @@ function M.is_secret(name)
   return false
 end
 
---- The environment as "NAME=VALUE" lines, sorted, secrets left out.
+--- true when `nsl profile` records the variable (the allow-list above).
+function M.is_recorded(name)
+  if M.is_secret(name) then return false end
+  for _, n in ipairs(M.environment_names) do
+    if name == n then return true end
+  end
+  for _, p in ipairs(M.environment_prefixes) do
+    if name:sub(1, #p) == p then return true end
+  end
+  return false
+end
+
+--- value with the credentials of every URL in it removed:
+-- "https://alice:s3cret@proxy:3128" -> "https://<redacted>@proxy:3128".
+function M.redact_urls(value)
+  return (value:gsub("(%a[%w+.-]*://)[^/?#%s]*@", "%1<redacted>@"))
+end
+
+--- The environment as "NAME=VALUE" lines, sorted: the recorded variables
+-- only (M.is_recorded), URL credentials removed.
 function M.environment_text(env)
   local names = {}
   for k in pairs(env) do
-    if not M.is_secret(k) then names[#names + 1] = k end
+    if M.is_recorded(k) then names[#names + 1] = k end
   end
   table.sort(names)
   local lines = {}
-  for i, k in ipairs(names) do lines[i] = k .. "=" .. env[k] end
+  for i, k in ipairs(names) do lines[i] = k .. "=" .. M.redact_urls(env[k]) end
   return table.concat(lines, "\n") .. (#lines > 0 and "\n" or "")
 end
 

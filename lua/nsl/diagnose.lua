@@ -320,15 +320,16 @@ end
 --- Label of a rank: the report's name, with ":gpuN" for a device.
 function Ctx:rank(r, device)
   local name = self.names[r + 1] or tostring(r)
-  if device then name = name .. ":gpu" .. device end
+  if device then name = name .. ":gpu" .. device end   -- (a NULL device is nil: no suffix)
   return name
 end
 
 -- A path as one shell word.
-local function shell_word(p)
-  if not p:find("[^%w%._/%-+:,=@]") then return p end
-  return "'" .. p:gsub("'", "'\\''") .. "'"
-end
+local shell_word = nsl.shell_word
+
+-- A process id for a finding's text: "?" where the trace does not say (a
+-- NULL pid: a CSV file without one, an export with the column missing).
+local function pid_text(pid) return pid and string.format("%d", pid) or "?" end
 
 --- The input that holds report r as a shell word, for the next command: a
 -- bundle's report (bundle.zip:reports/x.sqlite) is named by its bundle,
@@ -449,8 +450,8 @@ local function per_process_calls(ctx, id, rows, what, evidence, next_cmd, line)
     local one = rows:filter(rows.report:eq(r) & rows.pid:eq(pid)):sort("-api_dur", "api_start")
     local lost = ctx:ledger_lost(r, pid, line)
     ctx:add{id = id, total = a.total[i], window = hi - lo, evidence = evidence, lost = lost,
-            text = string.format("%s pid %d: %s %s (%s blocked the calling threads, longest %s; its GPU sat idle " ..
-              "%s for them)", ctx:rank(r), pid, report.int(a.n[i]), what, report.duration(a.total[i]),
+            text = string.format("%s pid %s: %s %s (%s blocked the calling threads, longest %s; its GPU sat idle " ..
+              "%s for them)", ctx:rank(r), pid_text(pid), report.int(a.n[i]), what, report.duration(a.total[i]),
               report.duration(a.longest[i]), report.duration(lost)),
             where = {rank = ctx:rank(r), report = r, pid = pid, tid = one.api_tid[1],
                      device = one:coltype("device") and one.device[1] or nil,
@@ -563,8 +564,8 @@ checks[#checks + 1] = {id = "gpu.gaps", run = function(ctx)
     local k = a.g[i] + 1
     local r, dev = span.report[k], span.device[k]
     ctx:add{id = "gpu.gaps", total = a.total[i], window = span.hi[k] - span.lo[k], evidence = ev,
-            text = string.format("%s pid %d: %d GPU idle gaps longer than %s (%s in all, longest %s)",
-              ctx:rank(r, dev), span.pid[k], a.n[i], report.duration(min), report.duration(a.total[i]),
+            text = string.format("%s pid %s: %d GPU idle gaps longer than %s (%s in all, longest %s)",
+              ctx:rank(r, dev), pid_text(span.pid[k]), a.n[i], report.duration(min), report.duration(a.total[i]),
               report.duration(a.longest[i])),
             where = {rank = ctx:rank(r, dev), report = r, pid = span.pid[k], device = dev, from = a.first[i],
                      to = a.first[i] + a.longest[i]},
@@ -616,8 +617,8 @@ checks[#checks + 1] = {id = "gpu.low_utilisation", run = function(ctx)
     local mine = low:filter(low.g:eq(a.g[i])):sort("util", "start")
     ctx:add{id = "gpu.low_utilisation", total = a.total[i], window = span.hi[k] - span.lo[k], evidence = ev,
             lost = a.rest[i],
-            text = string.format("%s pid %d: %d of %d chunks under %g%% GPU utilisation (lowest %.1f%%)",
-              ctx:rank(r, dev), span.pid[k], a.n[i], n, util, a.worst[i]),
+            text = string.format("%s pid %s: %d of %d chunks under %g%% GPU utilisation (lowest %.1f%%)",
+              ctx:rank(r, dev), pid_text(span.pid[k]), a.n[i], n, util, a.worst[i]),
             where = {rank = ctx:rank(r, dev), report = r, pid = span.pid[k], device = dev, from = mine.start[1],
                      to = mine.stop[1]},
             next = string.format("nsl run timeline %s --arg from=%s --arg to=%s", ctx:path(r), ctx:at(mine.start[1]),
@@ -889,8 +890,8 @@ checks[#checks + 1] = {id = "host.sync_per_step", run = function(ctx)
   local cost = round(worst.t)   -- already per step: over a window of one step
   ctx:add{id = "host.sync_per_step", total = cost, window = st.step_ns, evidence = ev, per_step = true,
     lost = ctx:ledger_lost(worst.r, worst.pid, "idle_sync"),
-    text = string.format("%s pid %d: the host blocks in %g CUDA calls per step (median; most time in %s): it " ..
-      "cannot queue work ahead of the GPU", ctx:rank(worst.r), worst.pid, worst.n, top.name[1] or "?"),
+    text = string.format("%s pid %s: the host blocks in %g CUDA calls per step (median; most time in %s): it " ..
+      "cannot queue work ahead of the GPU", ctx:rank(worst.r), pid_text(worst.pid), worst.n, top.name[1] or "?"),
     where = {rank = ctx:rank(worst.r), report = worst.r, pid = worst.pid, nvtx = st.nvtx},
     next = "nsl run launch " .. ctx:path(worst.r)}
 end}
@@ -914,8 +915,8 @@ checks[#checks + 1] = {id = "compile.time", run = function(ctx)
       local lo, hi = ctx:report_span(r)
       if total > 0 and lo then
         ctx:add{id = "compile.time", total = total, window = hi - lo, once = true, evidence = ev,
-                text = string.format("%s pid %d: %s compiling and loading code (JIT, module loading, graph " ..
-                  "capture, framework compilers)", ctx:rank(r), rows.pid[i], report.duration(total)),
+                text = string.format("%s pid %s: %s compiling and loading code (JIT, module loading, graph " ..
+                  "capture, framework compilers)", ctx:rank(r), pid_text(rows.pid[i]), report.duration(total)),
                 where = {rank = ctx:rank(r), report = r, pid = rows.pid[i]},
                 next = "nsl run compile " .. ctx:path(r) .. " --arg per_process=true"}
       end

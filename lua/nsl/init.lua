@@ -90,4 +90,18 @@ function M.is(v, kind) return core.type(v) == kind end
 -- a message (nsl.stat says what it is; this says whether it can be read).
 -- In C (lio.c): opened without blocking, a FIFO or a device is not readable.
 
+--- nsl.input_refused(what, target, inputs) -> nil when target may be
+-- written, else the one line that refuses it: target is the same file
+-- (device and inode, whatever the path says) as one of inputs (paths).
+-- Every command that writes asks it before writing, so no output ever
+-- replaces an input.  what names the writer ("bundle", "--out").
+function M.input_refused(what, target, inputs)
+  for _, p in ipairs(inputs or {}) do
+    if p and core.same_file(target, p) then
+      return string.format("%s: '%s' is an input; inputs are never overwritten", what, target)
+    end
+  end
+  return nil
+end
+
 return M

@@ -254,11 +254,14 @@ function M.detect_kernels(trace)
   end
   local list = {}
   for r, b in pairs(best) do
-    local starts = k.start:gather((k.report:eq(r) & k.device:eq(b.device) & k.name:eq(b.name)):indices())
-    starts = starts:gather(starts:argsort())
-    local every = nsl.range((#starts - 1) // b.lag + 1) * b.lag   -- occurrences 0, L, 2L, ...
-    list[#list + 1] = {report = r, device = b.device, name = b.name, starts = starts:gather(every),
-                       period = b.period, lag = b.lag}
+    -- a kernel without device or name (NULL: a column the export lacks) marks no step
+    if b.device ~= nil and b.name ~= nil then
+      local starts = k.start:gather((k.report:eq(r) & k.device:eq(b.device) & k.name:eq(b.name)):indices())
+      starts = starts:gather(starts:argsort())
+      local every = nsl.range((#starts - 1) // b.lag + 1) * b.lag   -- occurrences 0, L, 2L, ...
+      list[#list + 1] = {report = r, device = b.device, name = b.name, starts = starts:gather(every),
+                         period = b.period, lag = b.lag}
+    end
   end
   table.sort(list, function(a, b) return a.report < b.report end)
   return list

@@ -20,7 +20,7 @@ function M.severity_rank(s) return severities[s] or 0 end
 -- made (a file of that name, no permission): the user's input, not a bug.
 function M.new(o)
   local self = setmetatable({analysis = o.analysis, format = o.format or "text", dir = o.dir, embed = o.embed,
-                             trace = o.trace, items = {}, findings = {}, values = {}, files = {},
+                             trace = o.trace, traces = o.traces, items = {}, findings = {}, values = {}, files = {},
                              printed = 0}, Out)
   if self.dir then
     local ok, err = nsl.mkdir_p(self.dir)
@@ -29,7 +29,20 @@ function M.new(o)
   return self
 end
 
+-- Writes data to path under --out DIR atomically: nil, or a message when it
+-- cannot be written or path is one of the inputs (nsl.input_refused).
+local function write_out(self, path, data)
+  local refused = nsl.input_refused("--out", path, self.traces)
+  if refused then return refused end
+  local ok, err = nsl.write_file(path, data)
+  if not ok then return err end
+  return nil
+end
+
+-- Text for the terminal: everything printed passes through nsl.printable,
+-- so names from a trace never reach it as control sequences.
 local function emit(s)
+  s = nsl.printable(s, true)
   io.stdout:write(s)
   if s:sub(-1) ~= "\n" then io.stdout:write("\n") end
 end
@@ -96,8 +109,8 @@ function Out:file(name, data)
     end
     return nil
   end
-  local ok, err = nsl.write_file(path, data)
-  if not ok then error(err, 0) end
+  local err = write_out(self, path, data)
+  if err then error(err, 0) end
   return path
 end
 
@@ -217,7 +230,7 @@ end
 function Out:finish()
   local fmt = self.format
   if self.stdout_taken then
-    if #self.findings > 0 then io.stderr:write(findings.text(self.findings, self.at), "\n") end
+    if #self.findings > 0 then io.stderr:write(nsl.printable(findings.text(self.findings, self.at), true), "\n") end
   elseif fmt == "text" then
     self:flush()
   elseif fmt == "json" then
@@ -246,21 +259,21 @@ function Out:finish()
           items[#items + 1] = "- " .. table.concat(lines, "  \n  ")
         end
         table.insert(parts, 1, "### Findings\n\n" .. table.concat(items, "\n") .. "\n")
-      elseif fmt == "csv" then io.stderr:write(ftxt, "\n")
+      elseif fmt == "csv" then io.stderr:write(nsl.printable(ftxt, true), "\n")
       else table.insert(parts, 1, "% " .. ftxt:gsub("\n", "\n%% ") .. "\n") end
     end
-    io.stdout:write(table.concat(parts, "\n"))
+    io.stdout:write(nsl.printable(table.concat(parts, "\n"), true))
   end
   if self.dir then
     for _, it in ipairs(self.items) do
       if it.kind == "table" then
-        local ok, err = nsl.write_file(self.dir .. "/" .. it.name .. ".csv", report.csv(it.t))
-        if not ok then return err end
+        local err = write_out(self, self.dir .. "/" .. it.name .. ".csv", report.csv(it.t))
+        if err then return err end
       end
     end
     self.json = self.json or report.json(self:document(), "  ")
-    local ok, err = nsl.write_file(self.dir .. "/results.json", self.json .. "\n")
-    if not ok then return err end
+    local err = write_out(self, self.dir .. "/results.json", self.json .. "\n")
+    if err then return err end
   end
   io.stdout:flush()
   return nil

@@ -4,14 +4,21 @@ local M = {}
 
 local floor, fmt, concat = math.floor, string.format, table.concat
 local math_type = math.type
+-- Names from a trace reach the terminal only as printable text: every cell,
+-- header and title passes through it (control characters as \xNN).
+local printable = require("nsl.core").printable
+
+-- Thousands separators in a string of digits: "1234567" -> "1,234,567".
+local function grouped(digits)
+  digits = digits:reverse():gsub("(%d%d%d)", "%1,"):reverse()
+  if digits:sub(1, 1) == "," then digits = digits:sub(2) end
+  return digits
+end
 
 --- Thousands separators for an integer: 1234567 -> "1,234,567".
 function M.int(n)
-  local s = fmt("%d", n)
-  local sign, digits = s:match("^(-?)(%d+)$")
-  digits = digits:reverse():gsub("(%d%d%d)", "%1,"):reverse()
-  if digits:sub(1, 1) == "," then digits = digits:sub(2) end
-  return sign .. digits
+  local sign, digits = fmt("%d", n):match("^(-?)(%d+)$")
+  return sign .. grouped(digits)
 end
 
 --- A float with `decimals` places and thousands separators: 1234.56 -> "1,234.6".
@@ -23,7 +30,7 @@ function M.float(x, decimals)
   local sign, whole, frac = s:match("^(-?)(%d+)(.*)$")
   if not whole then return s end
   if sign == "-" and not (whole .. frac):find("[1-9]") then sign = "" end   -- -0.0 (or -0.04 rounded) is 0.0
-  return sign .. M.int(tonumber(whole)) .. frac
+  return sign .. grouped(whole) .. frac   -- the digits as printed: 1e308 has no integer of its own
 end
 
 --- Human duration from ns: 1500 -> "1.500 µs".
@@ -122,7 +129,7 @@ local function cells(t, opts)
     cols[k] = t:col(name)
     local ty = t:coltype(name)
     numeric[k] = ty == "i64" or ty == "i32" or ty == "f64"
-    headers[k] = name
+    headers[k] = printable(name)
     if human and numeric[k] and M.ns_base(name) then
       local unit, more
       for _, group in ipairs(opts.same_unit or {}) do
@@ -154,11 +161,11 @@ local function cells(t, opts)
         if scale[k] == 1 then row[k] = math_type(v) == "integer" and M.int(v) or M.float(v, decimals)
         else row[k] = M.float(v / scale[k], 3) end
       elseif kind == "addr" then row[k] = fmt("0x%x", v)
-      elseif kind == "name" then row[k] = M.short_name(v)
+      elseif kind == "name" then row[k] = printable(M.short_name(v))
       elseif math_type(v) == "integer" then row[k] = M.int(v)
       elseif math_type(v) == "float" then
         row[k] = M.float(v, (opts.col_decimals and opts.col_decimals[names[k]]) or decimals)
-      else row[k] = tostring(v) end
+      else row[k] = printable(tostring(v)) end
     end
     rows[i] = row
   end
@@ -280,7 +287,8 @@ function M.text(t, opts)
   end
   local lines = {}
   if opts.title then
-    lines[#lines + 1] = opts.width and M.wrap(opts.title, opts.width) or opts.title
+    local title = printable(opts.title)
+    lines[#lines + 1] = opts.width and M.wrap(title, opts.width) or title
     lines[#lines + 1] = ""
   end
   for b, cols in ipairs(blocks) do
@@ -321,7 +329,7 @@ function M.md(t, opts)
     for k, s in ipairs(row) do r[k] = esc(s) end
     lines[#lines + 1] = "| " .. concat(r, " | ") .. " |"
   end
-  if opts.title then table.insert(lines, 1, "### " .. opts.title .. "\n") end
+  if opts.title then table.insert(lines, 1, "### " .. printable(opts.title) .. "\n") end
   return concat(lines, "\n") .. "\n"
 end
 
@@ -340,7 +348,7 @@ function M.tex(t, opts)
     h[k] = tex(name)
   end
   local lines = {}
-  if opts.title then lines[#lines + 1] = "% " .. opts.title end
+  if opts.title then lines[#lines + 1] = "% " .. printable(opts.title) end
   lines[#lines + 1] = "\\begin{tabular}{" .. concat(spec) .. "}"
   lines[#lines + 1] = "\\toprule"
   lines[#lines + 1] = concat(h, " & ") .. " \\\\"
@@ -398,10 +406,18 @@ end
 
 local json_escapes = {['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f", ["\n"] = "\\n",
                       ["\r"] = "\\r", ["\t"] = "\\t"}
+-- JSON string of s: C0, DEL and C1 controls escaped as \u00XX (JSON
+-- allows DEL and C1 raw, a terminal would obey them), bytes that are not
+-- UTF-8 as U+FFFD, as the C writer (format_table) does.
 local function json_string(s)
-  return '"' .. s:gsub('[%c"\\]', function(c)
-    return json_escapes[c] or fmt("\\u%04x", c:byte())
-  end) .. '"'
+  s = s:gsub('[%c"\\]', function(c) return json_escapes[c] or fmt("\\u%04x", c:byte()) end)
+       :gsub("\194([\128-\159])", function(c) return fmt("\\u%04x", c:byte()) end)
+  local ok, bad = utf8.len(s)
+  while not ok do
+    s = s:sub(1, bad - 1) .. "\u{FFFD}" .. s:sub(bad + 1)
+    ok, bad = utf8.len(s, bad + 3)
+  end
+  return '"' .. s .. '"'
 end
 
 local function is_array(v)

@@ -11,8 +11,8 @@ local M = {}
 local stderr = io.stderr
 local quiet = false   -- a distributed run's processes other than MPI rank 0 print nothing
 
-local function fail(code, msg)
-  if not quiet then stderr:write("nsl: ", msg, "\n") end
+local function fail(code, msg)   -- msg may quote names from the trace: printable only
+  if not quiet then stderr:write("nsl: ", nsl.printable(tostring(msg), true), "\n") end
   return code
 end
 M.fail = fail

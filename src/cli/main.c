@@ -2,11 +2,24 @@
  * The command line is parsed against the table of commands (cli.c,
  * commands.c); the command then runs in a Lua state with the nsl modules
  * (state.c), most of them in Lua (lua/nsl/runner.lua, lua/nsl/cmd/). */
+#include <langinfo.h>
+#include <locale.h>
 #include <signal.h>
+#include <string.h>
 
 #include "cli/cli.h"
 
+/* The locale's character type, once for the whole run: the user's when it
+ * is UTF-8, else C.UTF-8, so that libarchive writes and reads member names
+ * (prøfil.sqlite, café.py, 名前.py) as UTF-8 and the TUI draws wide
+ * characters.  Only LC_CTYPE: numbers keep the C locale. */
+static void set_utf8_ctype(void) {
+  const char *set = setlocale(LC_CTYPE, "");
+  if (set == NULL || strcmp(nl_langinfo(CODESET), "UTF-8") != 0) setlocale(LC_CTYPE, "C.UTF-8");
+}
+
 int main(int argc, char **argv) {
+  set_utf8_ctype();
   /* Past the file-size limit (ulimit -f) a write fails with EFBIG, which
    * nsl reports and cleans up after (the temporary file removed, the target
    * left as it was), rather than the process dying mid-write. */

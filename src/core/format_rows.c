@@ -9,6 +9,7 @@
 
 #include "core/kernels_internal.h"
 #include "core/nsl_internal.h"
+#include "core/text.h"
 
 /* A growable output buffer; oom set once an allocation fails. */
 typedef struct obuf {
@@ -79,14 +80,17 @@ static inline void put_us(obuf *b, int64_t v) {
   put(b, s, (size_t)(end - s));
 }
 
-/* s as a JSON string (quotes included): ", \ and control characters
- * escaped; invalid UTF-8 bytes become U+FFFD so the text stays valid. */
+/* s as a JSON string (quotes included): ", \\ and control characters
+ * escaped -- C0, and also DEL and C1 (U+0080..U+009F), which JSON allows
+ * raw but a terminal would obey; invalid UTF-8 bytes become U+FFFD so the
+ * text stays valid. */
 static void put_json_string(obuf *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
+  const unsigned char *us = (const unsigned char *)s;
   put(b, "\"", 1);
   size_t run = 0;   /* start of the pending plain run */
   for (size_t i = 0; i < n;) {
-    unsigned char c = (unsigned char)s[i];
+    unsigned char c = us[i];
     const char *esc = NULL;
     char u[6];
     size_t adv = 1, elen = 0;
@@ -95,23 +99,15 @@ static void put_json_string(obuf *b, const char *s, size_t n) {
     else if (c == '\n') esc = "\\n", elen = 2;
     else if (c == '\t') esc = "\\t", elen = 2;
     else if (c == '\r') esc = "\\r", elen = 2;
-    else if (c < 0x20) {
-      u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4], u[5] = hex[c & 15];
-      esc = u, elen = 6;
-    } else if (c >= 0x80) {   /* check one UTF-8 sequence */
-      size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-      int ok = len > 0 && i + len <= n;
-      for (size_t k = 1; ok && k < len; k++) ok = ((unsigned char)s[i + k] & 0xc0) == 0x80;
-      if (ok && len == 3) {
-        unsigned c1 = (unsigned char)s[i + 1];
-        ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);   /* overlong, surrogates */
+    else if (c >= 0x80 || c < 0x20 || c == 0x7f) {
+      int k = nsl__terminal_safe(us + i, n - i, 0);
+      if (k > 0) adv = (size_t)k;
+      else if (k == -1 && c >= 0x80) esc = "\xef\xbf\xbd", elen = 3;   /* not UTF-8 */
+      else {   /* C0, DEL, or C1 (its second byte is the code point) */
+        unsigned cp = k == -2 ? us[i + 1] : c;
+        u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[cp >> 4], u[5] = hex[cp & 15];
+        esc = u, elen = 6, adv = (size_t)-k;
       }
-      if (ok && len == 4) {
-        unsigned c1 = (unsigned char)s[i + 1];
-        ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
-      }
-      if (ok) adv = len;
-      else esc = "\xef\xbf\xbd", elen = 3;
     }
     if (esc) {
       put(b, s + run, i - run);
@@ -351,23 +347,43 @@ done:
 }
 
 /* s as one CSV field (RFC 4180): quoted, with quotes doubled, when it holds
- * a comma, a quote, CR or LF; as it is otherwise. */
+ * a comma, a quote or a line feed; as it is otherwise.  RFC 4180 has no
+ * escapes and no room for control characters: those a terminal would obey
+ * (ESC, CR, DEL, C1, bytes that are not UTF-8) are written as visible \\xNN
+ * escapes (nsl__text_add_printable), tab and line feed as they are. */
 static void put_csv_string(obuf *b, const char *s, size_t n) {
-  size_t i = 0;
-  while (i < n && s[i] != ',' && s[i] != '"' && s[i] != '\r' && s[i] != '\n') i++;
-  if (i == n) {
+  const unsigned char *u = (const unsigned char *)s;
+  int quote = 0, unsafe = 0;
+  for (size_t i = 0; i < n;) {
+    if (s[i] == ',' || s[i] == '"' || s[i] == '\n') quote = 1;
+    int k = u[i] < 0x20 || u[i] >= 0x7f ? nsl__terminal_safe(u + i, n - i, 1) : 1;
+    if (k < 0) unsafe = 1;
+    i += (size_t)(k < 0 ? -k : k);
+  }
+  nsl__text esc = {0};
+  if (unsafe) {
+    nsl__text_add_printable(&esc, s, n, 1);
+    if (esc.oom) {
+      b->oom = 1;
+      return;
+    }
+    s = esc.s, n = esc.len;
+  }
+  if (!quote) {
     put(b, s, n);
+    free(esc.s);
     return;
   }
   put(b, "\"", 1);
   size_t run = 0;
-  for (i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++)
     if (s[i] == '"') {
       put(b, s + run, i + 1 - run);   /* through the quote, which is then doubled */
       run = i;
     }
   put(b, s + run, n - run);
   put(b, "\"", 1);
+  free(esc.s);
 }
 
 /* Value r of column c as a CSV field or JSON value (NULL: empty / null). */

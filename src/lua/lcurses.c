@@ -98,7 +98,7 @@ static void restore(void) {
 static int l_init(lua_State *L) {
   static int registered = 0;
   if (!active) {
-    setlocale(LC_CTYPE, "");   /* wide characters; numbers keep the C locale */
+    /* wide characters: main.c set a UTF-8 LC_CTYPE at start-up */
     if (!isatty(0) || !isatty(1)) return luaL_error(L, "nsl tui needs a terminal (standard input and output)");
     if (!registered) {
       atexit(restore);

@@ -2,6 +2,7 @@
  * nsl.write_file (atomic), nsl.mkdir_p, and the
  * encodings that embed data in a page: nsl.base64, nsl.pack. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "core/atomic_write.h"
 #include "nsl/nsl_io.h"
 #include "core/nsl_internal.h"
+#include "core/text.h"
 
 /* nsl.read_file(path [, max]) -> the whole file, or nil and a message: a
  * FIFO, a device or a folder is refused before anything is read (so
@@ -97,6 +99,48 @@ static int l_mkdir_p(lua_State *L) {
   return 1;
 }
 
+/* nsl.printable(s [, keep_layout]) -> s with every byte a terminal would
+ * obey as a control (C0 such as ESC, DEL, C1, bytes that are not UTF-8)
+ * written as a visible \xNN escape; tabs and line feeds kept when
+ * keep_layout.  s itself when it holds none: names from a trace pass
+ * through here on their way to stdout (nsl.report, nsl.output). */
+static int l_printable(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  int keep = lua_toboolean(L, 2);
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0;
+  for (int k; i < n; i += (size_t)k)
+    if ((k = u[i] >= 0x20 && u[i] < 0x7f ? 1 : nsl__terminal_safe(u + i, n - i, keep)) < 0) break;
+  if (i == n) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  nsl__text t = {0};
+  nsl__text_add_printable(&t, s, n, keep);
+  if (t.oom) {
+    free(t.s);
+    return luaL_error(L, "out of memory");
+  }
+  lua_pushlstring(L, t.s, t.len);
+  free(t.s);
+  return 1;
+}
+
+/* nsl.shell_word(s) -> s as one POSIX shell word (quoted when it must
+ * be), for the commands a message or a finding suggests. */
+static int l_shell_word(lua_State *L) {
+  nsl__text t = {0};
+  nsl__text_add_shell_word(&t, luaL_checkstring(L, 1));
+  if (t.oom) {
+    free(t.s);
+    return luaL_error(L, "out of memory");
+  }
+  lua_pushlstring(L, t.s, t.len);
+  free(t.s);
+  return 1;
+}
+
 /* nsl.base64(data) -> the standard base64 encoding (RFC 4648, padded), for
  * embedding PNG figures in HTML and notebooks. */
 static int l_base64(lua_State *L) {
@@ -153,6 +197,7 @@ static int l_pack(lua_State *L) {
 }
 
 static const luaL_Reg funcs[] = {{"read_file", l_read_file}, {"readable", l_readable}, {"write_file", l_write_file}, {"mkdir_p", l_mkdir_p}, {"base64", l_base64},
+                                 {"printable", l_printable}, {"shell_word", l_shell_word},
                                  {"pack", l_pack}, {NULL, NULL}};
 
 int nsl__open_io(lua_State *L) {

@@ -350,6 +350,16 @@ static int l_realpath(lua_State *L) {
   return 1;
 }
 
+/* nsl.same_file(a, b) -> true when both paths name one file (the same
+ * device and inode, through links and hard links), false otherwise (also
+ * when either does not exist). */
+static int l_same_file(lua_State *L) {
+  struct stat sa, sb;
+  const char *a = luaL_checkstring(L, 1), *b = luaL_checkstring(L, 2);
+  lua_pushboolean(L, stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+  return 1;
+}
+
 /* nsl.terminal_width() -> the columns of the terminal stdout writes to, or
  * nil when stdout is not a terminal (a file, a pipe): tables fit a
  * terminal, never a file. */
@@ -428,6 +438,7 @@ static const luaL_Reg funcs[] = {{"find_nsys", l_find_nsys}, {"set_nsys", l_set_
                                  {"is_nsys_rep", l_is_nsys_rep}, {"nsys_export", l_nsys_export},{"spawn", l_spawn},     {"environ", l_environ}, {"hostname", l_hostname},
                                  {"getpid", l_getpid},   {"mkdtemp", l_mkdtemp}, {"rmtree", l_rmtree},
                                  {"stat", l_stat},       {"listdir", l_listdir}, {"realpath", l_realpath},
+                                 {"same_file", l_same_file},
                                  {"terminal_width", l_terminal_width},
                                  {NULL, NULL}};
 

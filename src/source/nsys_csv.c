@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "core/atomic_write.h"
+#include "core/text.h"
 #include "source/csv.h"
 
 #define MAX_FIELDS 64
@@ -155,7 +156,62 @@ static void csv_close(void *p) {
   free(s);
 }
 
-/* Parses the file at path (its kind known) into f. */
+static int is_sum(const char *kind);
+
+/* The checks of one column of a report's rows: nsys fills it with a number
+ * always (required) or may leave it empty; an integer, and whether it can
+ * be negative. */
+typedef struct field_rule {
+  int col;   /* -1: the file has no such column */
+  int required, integer, negative;
+} field_rule;
+
+/* The rules of a file's numeric columns (at most MAX_FIELDS); returns how many. */
+static int field_rules(const csv_file *f, field_rule *rules) {
+  static const struct {
+    const char *name;
+    char which;   /* 's' summaries, 't' cuda_gpu_trace, 'p' nvtx_gpu_proj_trace */
+    int required, integer, negative;
+  } known[] = {
+      {"totaltime", 's', 1, 1, 0}, {"instances", 's', 1, 1, 0}, {"count", 's', 1, 1, 0}, {"numcalls", 's', 1, 1, 0},
+      {"calls", 's', 1, 1, 0},     {"time(%)", 's', 0, 0, 0},   {"avg", 's', 0, 0, 0},   {"average", 's', 0, 0, 0},
+      {"med", 's', 0, 0, 0},       {"median", 's', 0, 0, 0},    {"min", 's', 0, 0, 0},   {"minimum", 's', 0, 0, 0},
+      {"max", 's', 0, 0, 0},       {"maximum", 's', 0, 0, 0},   {"stddev", 's', 0, 0, 0},
+      {"start", 't', 1, 1, 1},     {"duration", 't', 1, 1, 0},  {"corrid", 't', 0, 1, 0},
+      {"projectedstart", 'p', 1, 1, 1}, {"projectedduration", 'p', 1, 1, 0}, {"numgpuops", 'p', 0, 1, 0}};
+  char which = is_sum(f->kind) ? 's' : strcmp(f->kind, "cuda_gpu_trace") == 0 ? 't' : 'p';
+  int n = 0;
+  for (size_t i = 0; i < sizeof known / sizeof *known && n < MAX_FIELDS; i++)
+    if (known[i].which == which) {
+      int col = has(f->head, f->ncols, known[i].name);
+      if (col >= 0) rules[n++] = (field_rule){col, known[i].required, known[i].integer, known[i].negative};
+    }
+  for (int i = 1; i < n; i++)   /* in the file's column order: a row's first bad field is the one named */
+    for (int j = i; j > 0 && rules[j].col < rules[j - 1].col; j--) {
+      field_rule r = rules[j];
+      rules[j] = rules[j - 1], rules[j - 1] = r;
+    }
+  return n;
+}
+
+/* Whether v satisfies rule r: a finite number (an integer of magnitude
+ * below 2^62 when r asks -- 146 years of ns, so a start plus a duration
+ * cannot overflow; "123.0" counts, as pandas writes them), >= 0 unless r
+ * allows negative, or empty when r does not require it. */
+static int field_ok(const char *v, const field_rule *r) {
+  if (!*v) return !r->required;
+  char *end;
+  double d = strtod(v, &end);
+  if (*end || !isfinite(d)) return 0;
+  if (r->integer && (nsl__csv_i64(v) == NSL_NULL_I64 || !(fabs(d) < 4611686018427387904.0))) return 0;
+  return r->negative || d >= 0;
+}
+
+/* Parses the file at path (its kind known) into f.  Every row must have
+ * the numbers nsys always writes (a summary's total and count, a trace's
+ * start and duration) and numbers where nsys writes numbers: a file that
+ * does not is refused here, naming the line and the column, so no analysis
+ * meets a row it cannot use. */
 static nsl_status parse_file(csv_file *f, const char *path, const char *kind, nsl_error *err) {
   memset(f, 0, sizeof *f);
   size_t len = 0;
@@ -170,11 +226,15 @@ static nsl_status parse_file(csv_file *f, const char *path, const char *kind, ns
   if (nf < 3 || nf > MAX_FIELDS) return nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': no CSV header", path);
   f->ncols = nf;
   if (!(f->head = calloc((size_t)nf, sizeof *f->head))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  char titles[MAX_FIELDS][64];   /* the header as written, for messages */
   for (int k = 0; k < nf; k++) {
     char norm[64];
     normalize(fields[k], norm, sizeof norm);
+    snprintf(titles[k], sizeof titles[k], "%s", fields[k]);
     if (!(f->head[k] = strdup(norm))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
+  field_rule rules[MAX_FIELDS];
+  int nrules = field_rules(f, rules);
   int64_t cap = 0;
   char *scratch = f->scratch;
   for (int64_t line = 2;; line++) {
@@ -195,6 +255,18 @@ static nsl_status parse_file(csv_file *f, const char *path, const char *kind, ns
     if (!row) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading '%s'", path);
     for (int k = 0; k < nf; k++) row[k] = k < n ? fields[k] : (char *)"";
     f->rows[f->nrows++] = row;
+    for (int j = 0; j < nrules; j++)
+      if (!field_ok(row[rules[j].col], &rules[j])) {
+        const char *v = row[rules[j].col];
+        nsl__text shown = {0};
+        nsl__text_add_printable(&shown, v, strnlen(v, 40), 0);
+        rc = nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': line %lld: %s is '%s%s', not %s", path,
+                           (long long)line, titles[rules[j].col], shown.s ? shown.s : "", strlen(v) > 40 ? "..." : "",
+                           rules[j].integer ? (rules[j].negative ? "a whole number" : "a whole number >= 0")
+                                            : (rules[j].negative ? "a number" : "a number >= 0"));
+        free(shown.s);
+        return rc;
+      }
     /* the next record's fields go after this one's (never more bytes than the records, plus one NUL) */
     scratch = fields[n - 1] + strlen(fields[n - 1]) + 1;
   }

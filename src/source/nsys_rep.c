@@ -470,6 +470,8 @@ static int nsys_release(char *nsys, const char *log, const char *report, int v[4
   return 1;
 }
 
+static char *command_text(const char *nsys, const char *out, const char *rep);
+
 /* When the report at path was written by a release newer than nsys, sets
  * err to a message that names both and what to install, and returns 1. */
 static int newer_than_nsys(const char *path, char *nsys, const char *log, const char *stem, nsl_error *err) {
@@ -480,19 +482,37 @@ static int newer_than_nsys(const char *path, char *nsys, const char *log, const 
   int cmp = 0;
   for (int i = 0; i < 3 && cmp == 0; i++) cmp = (rv[i] > nv[i]) - (rv[i] < nv[i]);
   if (cmp <= 0) return 0;
+  char *out = nsl__printf_alloc("%s.sqlite", stem);
+  char *cmd = out ? command_text("nsys", out, path) : NULL;   /* shell words a user can paste */
   nsl_error_set(err, NSL_ERR_IO,
                 "cannot open '%s': the report was written by Nsight Systems %s and %s is %s, which reads only "
                 "reports of its own release or older; install Nsight Systems %d.%d.%d or newer (NVIDIA's "
-                "nsight-systems-cli packages) and give it with --nsys PATH, or export the report there: nsys "
-                "export --type=sqlite --output=%s.sqlite %s",
-                path, rtext, nsys, ntext, rv[0], rv[1], rv[2], stem, path);
+                "nsight-systems-cli packages) and give it with --nsys PATH, or export the report there: %s",
+                path, rtext, nsys, ntext, rv[0], rv[1], rv[2], cmd ? cmd : "nsys export --type=sqlite");
+  free(cmd);
+  free(out);
   return 1;
 }
 
-/* The export command for messages: nsys export --type=sqlite --output=OUT
- * REP (malloc'd; NULL when out of memory). */
+/* The export command for messages, as shell words a user can paste:
+ * nsys export --type=sqlite --output=OUT REP (malloc'd; NULL when out of
+ * memory). */
 static char *command_text(const char *nsys, const char *out, const char *rep) {
-  return nsl__printf_alloc("%s export --type=sqlite --output=%s %s", nsys, out, rep);
+  nsl__text t = {0};
+  char *outarg = nsl__printf_alloc("--output=%s", out);
+  if (outarg) {
+    nsl__text_add_shell_word(&t, nsys);
+    nsl__text_add(&t, " export --type=sqlite ");
+    nsl__text_add_shell_word(&t, outarg);
+    nsl__text_add(&t, " ");
+    nsl__text_add_shell_word(&t, rep);
+  }
+  free(outarg);
+  if (!outarg || t.oom) {
+    free(t.s);
+    return NULL;
+  }
+  return t.s;
 }
 
 nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {

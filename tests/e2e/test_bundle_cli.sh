@@ -129,7 +129,7 @@ expect_refused "combine: different commands" 1 "cannot combine 'r0.zip' and 'oth
   -- combine r0.zip other.zip -o bad.zip
 "$NSL" bundle a/train.sqlite --rank 5 -o r5.zip > /dev/null
 expect_refused "combine: the same export in two inputs" 1 "same report" -- combine r0.zip r5.zip -o bad.zip
-expect_refused "combine: output is an input" 1 "also input" -- combine r0.zip r1.zip -o r1.zip
+expect_refused "combine: output is an input" 1 "is an input; inputs are never overwritten" -- combine r0.zip r1.zip -o r1.zip
 check_eq "combine: refused output left alone" "$(fingerprint r0.zip)" "$fp0"
 [ ! -e bad.zip ] && ok "combine: nothing written on refusal" || bad "combine: bad.zip written"
 expect_refused "combine: without -o" 2 "give -o" -- combine r0.zip r1.zip
@@ -177,7 +177,10 @@ tiny_sha=$(sha256sum < "$tiny" | cut -d' ' -f1)
 nsys_calls() { grep -c -- '--end--' "$FAKE_NSYS_LOG" || true; }
 
 : > nsys.log
-HF_TOKEN=hf-secret MY_API_KEY=k1 DB_PASSWORD=pw SAFE_SETTING=kept run_nsl prof profile --nsys "$FAKE" \
+HF_TOKEN=hf-secret MY_API_KEY=k1 DB_PASSWORD=pw MYSQL_PWD=mysql-secret PGPASS=pg-secret GITHUB_PAT=gh-secret \
+AUTH=auth-secret DATABASE_URL=postgres://bob:db-secret@db:5432/x https_proxy=http://carol:proxy-secret@proxy:3128 \
+NCCL_DEBUG=kept TORCH_RDZV_ENDPOINT=etcd://dave:rdzv-secret@rdzv:2379/job SAFE_SETTING=unlisted \
+  run_nsl prof profile --nsys "$FAKE" \
   --analysis summary -o out.zip --source src/train.py --note "first run" -- sh -c 'echo "hello from the app"'
 check_eq "profile: exit code" "$RC" 0
 grep -q "hello from the app" "$TMP/prof.out" && ok "profile: the application ran" || bad "profile: no app output"
@@ -187,11 +190,15 @@ has_member out.zip reports/profile.nsys-rep && ok "profile: .nsys-rep kept" || b
 has_member out.zip sources/src/train.py && ok "profile: source stored" || bad "profile: no source"
 has_member out.zip analyses/summary/results.json && ok "profile: analysis embedded" || bad "profile: not embedded"
 unzip -p out.zip meta/environment.txt > env.txt
-grep -qx "SAFE_SETTING=kept" env.txt && ok "profile: environment recorded" || bad "profile: environment"
-if grep -q -E "hf-secret|HF_TOKEN|MY_API_KEY|DB_PASSWORD|pw$" env.txt; then bad "profile: a secret reached the bundle"
+grep -qx "NCCL_DEBUG=kept" env.txt && ok "profile: environment recorded" || bad "profile: environment"
+check_eq "profile: URL credentials removed" "$(grep '^TORCH_RDZV_ENDPOINT=' env.txt)" \
+  "TORCH_RDZV_ENDPOINT=etcd://<redacted>@rdzv:2379/job"
+grep -q "SAFE_SETTING" env.txt && bad "profile: a variable off the allow-list recorded" || ok "profile: allow-list"
+if grep -q -E "secret|HF_TOKEN|MY_API_KEY|DB_PASSWORD|MYSQL_PWD|PGPASS|GITHUB_PAT|^AUTH=|DATABASE_URL|proxy" env.txt
+then bad "profile: a secret reached the bundle: $(grep -E 'secret|proxy' env.txt)"
 else ok "profile: secrets left out"; fi
-if unzip -p out.zip | grep -a -q "hf-secret"; then bad "profile: the secret is somewhere in the bundle"
-else ok "profile: the secret is nowhere in the bundle"; fi
+if unzip -p out.zip | grep -a -q -E "[a-z]+-secret"; then bad "profile: a secret is somewhere in the bundle"
+else ok "profile: no secret anywhere in the bundle"; fi
 unzip -p out.zip manifest.json > manifest.json
 grep -q '"sh",' manifest.json && grep -q '"echo \\"hello from the app\\""' manifest.json &&
   ok "profile: manifest has the command" || bad "profile: command missing: $(grep -A4 '"command"' manifest.json)"

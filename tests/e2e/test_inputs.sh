@@ -106,6 +106,14 @@ grep -q "cannot open 'bad.nsys-rep': nsys export failed (exit code 1): fake nsys
   bad "rep: failure message: $(cat fail.err)"
 check_eq "rep: failure leaves no export" "$(find "$TMP/cache/exports" -name 'bad.sqlite' -o -name '.export-*' | wc -l)" 0
 check_eq "rep: failure: one line" "$(wc -l < fail.err)" 1
+# the command in the message is shell-quoted: pasted into a shell it gives nsys the same arguments
+make_report "it's a run \$HOME;.nsys-rep" "quoted"
+FAKE_NSYS_EXPORT_FAIL=1 "$NSL" info "it's a run \$HOME;.nsys-rep" --nsys "$FAKE" > /dev/null 2> quoted.err
+cmd=$(sed -n 's/.*; the command was: //p' quoted.err)
+eval "set -- $cmd"
+check_eq "rep: the suggested command is shell-quoted (the report is one word)" "${!#}" \
+  "$(realpath "it's a run \$HOME;.nsys-rep")"
+check_eq "rep: the suggested command runs nsys export" "$1 $2 $3" "$FAKE export --type=sqlite"
 
 start=$(date +%s)
 FAKE_NSYS_EXPORT_HANG=1 NSL_NSYS_TIMEOUT=2 "$NSL" info bad.nsys-rep --nsys "$FAKE" > /dev/null 2> hang.err

@@ -13,7 +13,7 @@ data=${NSL_DATA_DIR:-$root/../shared/data}
 out=$root/tests/fuzz/corpus
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for d in nsys_sqlite bundle parquet hlo xz manifest classmap colcache; do
+for d in nsys_sqlite bundle parquet hlo xz manifest classmap colcache analyses_sqlite analyses_csv; do
   mkdir -p "$out/$d"
   find "$out/$d" -name 'seed-*' -delete
 done
@@ -57,6 +57,14 @@ trim "$data/nsys/tiny_2026.1.sqlite" "$out/nsys_sqlite/seed-tiny_2026.1.sqlite"
 trim "$data/nsys/nvfuser_2024.6.sqlite" "$out/nsys_sqlite/seed-nvfuser_2024.6.sqlite"
 trim "$data/nsys/cuda_2021.2.sqlite" "$out/nsys_sqlite/seed-cuda_2021.2.sqlite"
 trim "$data/nsys/mpi_cuda_rank0_2022.2.sqlite" "$out/nsys_sqlite/seed-mpi_cuda_rank0_2022.2.sqlite"
+
+# The analyses' harnesses: the same trimmed exports, and the nsys stats CSV
+# files of one (tests/e2e/make_stats_csv.sh, SQL through sqlite3).
+for n in tiny_2026.1 mpi_cuda_rank0_2022.2 nvfuser_2024.6; do
+  cp "$out/nsys_sqlite/seed-$n.sqlite" "$out/analyses_sqlite/seed-$n.sqlite"
+done
+bash "$root/tests/e2e/make_stats_csv.sh" "$data/nsys/tiny_2026.1.sqlite" "$tmp/csv"
+for f in "$tmp"/csv_*.csv; do cp "$f" "$out/analyses_csv/seed-${f##*/csv_}"; done
 
 # The same export with a StringIds page in the middle of the table damaged
 # (0xff bytes): the read of the strings fails part-way (issue 15's crash of

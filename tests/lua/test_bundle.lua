@@ -235,6 +235,19 @@ return {
     T.eq(text, "LOCAL_RANK=0\nPATH=/bin\n", "filtered and sorted")
   end},
 
+  {"the environment is recorded by an allow-list, URL credentials removed", function()
+    local text = bundle.environment_text{
+      CUDA_VISIBLE_DEVICES = "0,1", NCCL_DEBUG = "INFO", SLURM_JOB_ID = "42", HOSTNAME = "node7",
+      TORCHINDUCTOR_CACHE_DIR = "/tmp/i", MYSQL_PWD = "m", PGPASS = "p", GITHUB_PAT = "g", AUTH = "a",
+      DATABASE_URL = "postgres://bob:pw@db/x", https_proxy = "http://u:p@proxy:3128", HOME = "/home/u",
+      NCCL_IB_AUTH_KEY = "k", TORCH_RDZV_ENDPOINT = "etcd://alice:s3@cr@t@rdzv:2379/a?b=c@d http://x@y",
+      XLA_FLAGS = "--xla_dump_to=/d"}
+    T.eq(text, "CUDA_VISIBLE_DEVICES=0,1\nHOSTNAME=node7\nNCCL_DEBUG=INFO\nSLURM_JOB_ID=42\n" ..
+               "TORCHINDUCTOR_CACHE_DIR=/tmp/i\n" ..
+               "TORCH_RDZV_ENDPOINT=etcd://<redacted>@rdzv:2379/a?b=c@d http://<redacted>@y\n" ..
+               "XLA_FLAGS=--xla_dump_to=/d\n", "allowed, redacted, sorted")
+  end},
+
   {"embed stores an analysis's tables, results and files and replaces an older run", function()
     local out = tmp .. "/embed.zip"
     assert(bundle.write{output = out, exports = {T.data("nsys/tiny_2026.1.sqlite")}})

@@ -119,4 +119,23 @@ return {
     T.eq(v, nil, "bad file")
     T.ok(err:find(path .. ": not valid JSON: line 1, column 12", 1, true), err)
   end},
+
+  {"read_file reads regular files of bounded size only (maps, configs): no /dev/zero, no FIFO", function()
+    local nsl = require("nsl")
+    local dir = assert(nsl.mkdtemp((os.getenv("TMPDIR") or "/tmp") .. "/nsl-test-json-"))
+    local v, err = json.read_file("/dev/zero")
+    T.eq(v, nil, "/dev/zero")
+    T.eq(err, "cannot open '/dev/zero': not a regular file", "/dev/zero refused")
+    assert(os.execute("mkfifo " .. T.shell_quote(dir .. "/fifo.json")))
+    v, err = json.read_file(dir .. "/fifo.json")   -- opening it would block for a writer
+    T.eq(err, "cannot open '" .. dir .. "/fifo.json': not a regular file", "FIFO refused")
+    local f = assert(io.open(dir .. "/big.json", "wb"))
+    f:write('["', string.rep("x", 100), '"]')
+    f:close()
+    v, err = json.read_file(dir .. "/big.json", 100)
+    T.eq(v, nil, "over the limit")
+    T.eq(err, "cannot open '" .. dir .. "/big.json': 104 bytes, above the limit of 100 for a JSON file", "limit named")
+    T.eq(json.read_file(dir .. "/big.json", 104)[1], string.rep("x", 100), "at the limit: read")
+    nsl.rmtree(dir)
+  end},
 }

@@ -187,10 +187,30 @@ static void test_malformed(void **state) {
              p, sizeof p);
   assert_null(open2(p, NULL, &err));
   assert_non_null(strstr(err.msg, "has 10 fields, the header 9"));
-  /* short rows and non-numbers read as NULL */
+  /* a number nsys always writes that is missing or not a number: refused, naming line and column */
+  write_file("x_cuda_gpu_kern_sum.csv",
+             "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+             "1,2,3,4,5,6,7,8,a\n"
+             "x,12\n",
+             p, sizeof p);
+  assert_null(open2(p, NULL, &err));
+  assert_non_null(strstr(err.msg, "line 3: Time (%) is 'x', not a number >= 0"));
+  write_file("y_cuda_gpu_kern_sum.csv",
+             "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+             "50,12\n",
+             p, sizeof p);
+  assert_null(open2(p, NULL, &err));
+  assert_non_null(strstr(err.msg, "line 2: Instances is '', not a whole number >= 0"));
+  write_file("z_cuda_gpu_kern_sum.csv",
+             "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+             "50,-12,1\n",
+             p, sizeof p);
+  assert_null(open2(p, NULL, &err));
+  assert_non_null(strstr(err.msg, "line 2: Total Time (ns) is '-12', not a whole number >= 0"));
+  /* short rows with those numbers read the rest as NULL */
   write_file("s_cuda_gpu_kern_sum.csv",
              "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
-             "x,12\n",
+             ",12,3\n",
              p, sizeof p);
   nsl_trace *tr = open2(p, NULL, &err);
   assert_non_null(tr);

@@ -27,16 +27,14 @@ function M.main(opts)
       if not ranks[i] or ranks[i] < 0 then return fail(2, string.format("bundle: --rank '%s' is not an integer >= 0", r)) end
     end
   end
-  local out_real = nsl.realpath(opts.output)
-  for _, p in ipairs(opts.traces) do
-    if out_real and nsl.realpath(p) == out_real then
-      return fail(1, string.format("bundle: '%s' is an input; inputs are never overwritten", opts.output))
-    end
-  end
   local members = {}
   local ok, err = bundle.add_paths(members, "meta", opts.meta, true)
   if ok then ok, err = bundle.add_paths(members, "sources", opts.source) end
   if not ok then return fail(1, "bundle: " .. err) end
+  local inputs = table.move(opts.traces, 1, #opts.traces, 1, {})
+  for _, m in ipairs(members) do inputs[#inputs + 1] = m.path end
+  local refused = nsl.input_refused("bundle", opts.output, inputs)
+  if refused then return fail(1, refused) end
   local summary
   summary, err = bundle.write{output = opts.output, exports = opts.traces, ranks = ranks, members = members,
                               note = opts.note, keep_rep = opts.keep_rep, columns = opts.columns,

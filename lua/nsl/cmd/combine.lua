@@ -7,6 +7,11 @@ local M = {}
 --- Entry point (src/cli/commands.c declares the command and its options):
 -- opts.traces are the input bundles (at least one), opts.output the bundle.
 function M.main(opts)
+  local refused = nsl.input_refused("combine", opts.output, opts.traces)
+  if refused then
+    io.stderr:write("nsl: ", refused, "\n")
+    return 1
+  end
   local ok, err = nsl.bundle_combine(opts.traces, opts.output, {allow_mixed_commands = opts.allow_mixed_commands,
                                                                 allow_mixed_nsys = opts.allow_mixed_nsys})
   if not ok then

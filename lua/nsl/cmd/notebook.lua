@@ -14,6 +14,8 @@ end
 -- Returns the exit code: 0 when written (failing cells are shown in it),
 -- 1 when it cannot be written or, with stop_on_error, a cell failed.
 function M.render(path, traces, output, stop_on_error)
+  local refused = nsl.input_refused("notebook", output, {path, table.unpack(traces or {})})
+  if refused then return fail(1, refused) end
   local text, err = nsl.read_file(path)   -- a regular file: a FIFO or a device is refused at once
   if not text then   -- a shipped notebook by name: `nsl notebook analysis ...`
     err = err:gsub("^cannot open '.-': ", "")

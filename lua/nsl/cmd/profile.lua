@@ -337,6 +337,10 @@ function M.main(opts)
 
   local output, oerr = M.expand_output(opts.output or "nsl-profile-%h-%p.zip", env, rank)
   if not output then return fail(2, "profile: " .. oerr) end
+  local inputs = {table.unpack(opts.notebook or {})}
+  for _, m in ipairs(user) do inputs[#inputs + 1] = m.path end
+  local refused = nsl.input_refused("profile", output, inputs)
+  if refused then return fail(1, refused) end
   local st = nsl.stat(output)
   if st and st.type ~= "file" then return fail(1, fmt("profile: '%s' is not a file", output)) end
   -- the writer's temporary file beside OUT checks now, not after the run, that OUT can be written

@@ -35,6 +35,8 @@ end
 function M.main(opts)
   local vopts, aerr = view_options(opts)
   if not vopts then return fail(2, aerr) end
+  local refused = nsl.input_refused("view", opts.output, opts.traces)
+  if refused then return fail(1, refused) end
   local trace, err = nsl.open(opts.traces)
   if not trace then return fail(1, err) end
   local ok, res = pcall(function()

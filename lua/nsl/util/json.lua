@@ -185,10 +185,14 @@ function M.decode(text)
   error(v, 0)
 end
 
---- Reads and decodes a JSON file; returns the value, or nil and a message
--- naming the file.
-function M.read_file(path)
-  local text, err = read_regular(path)   -- regular files only: a FIFO or /dev/zero is refused at once
+M.max_file_bytes = 16 * 1024 * 1024   -- kernel maps and configs are kilobytes
+
+--- Reads and decodes a JSON file (a kernel map, a config): a regular file
+-- of at most max_bytes (default M.max_file_bytes), so neither a FIFO nor
+-- /dev/zero holds nsl up.  Returns the value, or nil and a message naming
+-- the file.
+function M.read_file(path, max_bytes)
+  local text, err = read_regular(path, max_bytes or M.max_file_bytes)   -- refused before anything is read
   if not text then return nil, err end
   local v, derr = M.decode(text)
   if v == nil then return nil, string.format("%s: not valid JSON: %s", path, derr) end
