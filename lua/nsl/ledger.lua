@@ -59,6 +59,12 @@ M.class = CLASS
 
 local function i64(n, v) return nsl.rep(v or 0, n) end
 
+--- The rows of t that can be placed on a GPU's timeline: a device, a start and a stop (a damaged export can
+-- leave any of them NULL; such work belongs to no ledger row).
+local function placed(t)
+  return t:filter(~t.device:isnull() & ~t.start:isnull() & ~t.stop:isnull())
+end
+
 --- The GPU work of a trace as rows start, stop, report, device, class, and
 -- for kernels launched by a recorded CUDA call: pid, tid, launch_start,
 -- launch_stop of that call (NULL otherwise).  Also returns the source:
@@ -79,7 +85,7 @@ local function gpu_work(trace)
       local coll = nsl.table{{"report", comm.report}, {"device", comm.Device},
                              {"instance", (jax.collective_instances(comm))}, {"type", comm.Collective},
                              {"start", comm.start}, {"stop", comm.stop}}
-      return work, "jax", coll
+      return placed(work), "jax", placed(coll)
     end
   end
   local ops = gpu_ops.table(trace, {names = "short", memop = true, api = true,
@@ -94,7 +100,7 @@ local function gpu_work(trace)
                          {"launch_start", api.start:gather(ops.api)}, {"launch_stop", api.stop:gather(ops.api)}}
   local c = ops:filter(is_coll)
   local coll = c:select{"report", "device", "stream", "start", "stop", "name"}
-  return work, "kernels", coll:with("type", nccl.annotate(coll.name).collective)
+  return placed(work), "kernels", placed(coll:with("type", nccl.annotate(coll.name).collective))
 end
 
 --- The active span of every report: {report -> {lo, hi}} over GPU work

@@ -50,9 +50,19 @@ refused "view -o the export" t.sqlite "$fp" -- view t.sqlite -o t.sqlite --no-fi
 refused "view -o a hard link of the export" t.sqlite "$fp" -- view t.sqlite -o hard.sqlite --no-findings
 refused "view -o the bundle" b.zip "$fp_b" -- view b.zip -o b.zip --no-findings
 writes "view -o elsewhere" -- view t.sqlite -o v.html --no-findings
-refused "notebook -o a trace" t.sqlite "$fp" -- notebook nb.md t.sqlite -o link.sqlite
-refused "notebook -o the notebook" nb.md "$fp_nb" -- notebook nb.md t.sqlite -o nb.md
-refused "shipped notebook -o a trace" t.sqlite "$fp" -- notebook analysis t.sqlite -o t.sqlite
+# (notebook writes only .html and .ipynb names: the inputs are reached through names of those suffixes;
+# a target of another suffix is refused before anything, exit 2, the input untouched)
+ln t.sqlite hard.html
+ln -s t.sqlite link.ipynb
+cp nb.md nbsrc.html
+fp_nbsrc=$(fingerprint nbsrc.html)
+refused "notebook -o a hard link of a trace" t.sqlite "$fp" -- notebook nb.md t.sqlite -o hard.html
+refused "notebook -o a link to a trace" t.sqlite "$fp" -- notebook nb.md t.sqlite -o link.ipynb
+refused "notebook -o the notebook" nbsrc.html "$fp_nbsrc" -- notebook nbsrc.html t.sqlite -o nbsrc.html
+refused "shipped notebook -o a trace" t.sqlite "$fp" -- notebook analysis t.sqlite -o hard.html
+"$NSL" notebook analysis t.sqlite -o t.sqlite > /dev/null 2>&1
+check_eq "notebook -o the trace by its own name: a usage error (not .html/.ipynb)" "$?" 2
+check_eq "notebook -o the trace by its own name: the input is unchanged" "$(fingerprint t.sqlite)" "$fp"
 writes "notebook -o elsewhere" -- notebook nb.md t.sqlite -o nb.html
 
 # --out DIR: a file it would write is an input (an nsys stats CSV file of the same name, a link to the trace)
