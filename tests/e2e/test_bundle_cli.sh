@@ -150,10 +150,10 @@ unzip -tq emb.zip > /dev/null && ok "embed: unzip -t accepts the rewritten bundl
 run_nsl info info emb.zip
 check_eq "embed: the rewritten bundle opens" "$RC" 0
 check_eq "embed: the other bundle untouched" "$(fingerprint r0.zip)" "$fp_src"
+touch -d "@$(( $(date +%s) - 60 ))" emb.zip   # an mtime in the past (set, not waited for): a rewrite would show in it
 fp_emb=$(fingerprint emb.zip)
 printf 'return {name = "broken", run = function(trace) local k = trace.kernels; error("boom") end}\n' > broken.lua
 printf 'return {name = "failing", run = function(trace) require("nsl").fail("no data here") end}\n' > failing.lua
-sleep 1   # so that a rewrite would show in the mtime
 expect_refused "embed: a failing analysis" 1 "no data here" -- run failing.lua emb.zip --embed
 check_eq "embed: bundle byte-identical after a failing analysis" "$(fingerprint emb.zip)" "$fp_emb"
 run_nsl broken run broken.lua emb.zip --embed
@@ -313,8 +313,8 @@ mkdir -p "$TMP/h/zips" "$TMP/h/work/out"
   bad "making the hostile zips"
 cp "$TMP/rt/tiny_2026.1.zip" "$TMP/h/good.zip"
 cd "$TMP/h/work" || exit 1
-touch "$TMP/h/marker"
-sleep 1
+touch -d "@$(( $(date +%s) - 60 ))" "$TMP"/h/zips/* "$TMP/h/good.zip"   # the inputs are older than the marker
+touch "$TMP/h/marker"   # (find -newer compares nanoseconds: nothing to wait for)
 while read -r case pattern; do
   z="$TMP/h/zips/$case.zip"
   fp=$(fingerprint "$z")
