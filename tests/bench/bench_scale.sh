@@ -37,18 +37,21 @@ if [[ " $parts " == *" big "* ]]; then
   tiled_export "$tiles"
   # the peer: the kernel table grouped by name
   group="SELECT shortName, count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY shortName"
-  peer1=$(wall_of "$(row sqlite3_group_kernels sqlite3 "$big" "$group")")
+  p1=$(row sqlite3_group_kernels sqlite3 "$big" "$group")
   analyses=${ANALYSES:-$("$nsl" list | awk 'NR > 2 && $1 !~ /^jax_/ { print $1 }')}
   lines=()
   for a in $analyses; do
     "$nsl" run "$a" "$big" -q > /dev/null 2>&1 || true   # fills the cache
     lines+=("$(row "$a" "$nsl" run "$a" "$big" -q)")
   done
-  peer2=$(wall_of "$(row sqlite3_group_kernels sqlite3 "$big" "$group")")
-  peer=$(echo "if ($peer1 < $peer2) $peer1 else $peer2" | bc -l)
-  echo "sample x $tiles ($(du -h "$big" | cut -f1)), warm cache; sqlite3 grouping the kernel table: $peer s"
-  for l in "${lines[@]}"; do
-    printf '%s  ratio %.2f x\n' "$l" "$(echo "$(wall_of "$l") / $peer" | bc -l)"
+  p2=$(row sqlite3_group_kernels sqlite3 "$big" "$group")
+  min() { echo "if ($1 < $2) $1 else $2" | bc -l; }
+  peer=$(min "$(wall_of "$p1")" "$(wall_of "$p2")") peer_cpu=$(min "$(cpu_of "$p1")" "$(cpu_of "$p2")")
+  echo "sample x $tiles ($(du -h "$big" | cut -f1)), warm cache; sqlite3 grouping the kernel table: $peer s wall," \
+       "$peer_cpu s CPU"
+  for l in "${lines[@]}"; do   # a busy machine stretches wall times: the CPU ratio is the steadier one
+    printf '%s  ratio %.2f x wall, %.2f x CPU\n' "$l" "$(echo "$(wall_of "$l") / $peer" | bc -l)" \
+      "$(echo "$(cpu_of "$l") / $peer_cpu" | bc -l)"
   done
 fi
 
