@@ -443,6 +443,25 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
                                int64_t ngroups, const nsl_column *mask, int64_t min_len, nsl_column **group,
                                nsl_column **gap_start, nsl_column **gap_stop, nsl_error *err);
 
+/* ---- the ledger of lost time (src/core/ledger.c) --------------------- */
+
+/* Wall time of windows split among classes of intervals, each nanosecond
+ * counted once.  Interval row i belongs to group group_of[i] (e.g. a device
+ * of a rank) and class cls[i] in 0..nclasses-1 (at most 64); where rows of
+ * several classes of a group are open, the lowest class number takes the
+ * time.  Window w covers [win_lo[w], win_hi[w]) of group win_group[w];
+ * windows of one group must not overlap (NSL_ERR_ARG).  *totals receives an
+ * I64 column of nwin * (nclasses + 1): element w * (nclasses + 1) + c is the
+ * time of window w taken by class c, and the last of each window the time
+ * no row covers, so each window's elements sum to its length exactly.  With
+ * row_charged, *row_charged receives per row the time inside windows that
+ * its class took while the row was open (0 for rows left out: NULL bounds,
+ * stop <= start, a negative group, a class out of range). */
+nsl_status nsl_ledger_sweep(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                            const nsl_column *cls, int nclasses, const nsl_column *win_group,
+                            const nsl_column *win_lo, const nsl_column *win_hi, nsl_column **totals,
+                            nsl_column **row_charged, nsl_error *err);
+
 /* ---- traces ----------------------------------------------------------- */
 
 typedef struct nsl_trace nsl_trace;
@@ -588,6 +607,13 @@ void nsl_rep_set_nsys(const char *path);
  * and returns 0; -1 when none is found (*out then holds what was tried, for
  * a message; NULL only when out of memory). */
 int nsl_rep_find_nsys(const char *given, char **out);
+
+/* Finds the QdstrmImporter shipped with the nsys at path (which turns the
+ * .qdstrm that `nsys profile` leaves when it cannot find its importer into a
+ * report): beside it or in the host-linux-x64 folder beside its folder, at
+ * each link from path to the program.  Sets *out (malloc'd) and returns 0;
+ * -1 when none is found. */
+int nsl_rep_find_importer(const char *nsys, char **out);
 
 /* Exports report path (or reuses the cached export); *sqlite (malloc'd)
  * receives the export's path.  NSL_ERR_NOTFOUND when nsys is not found,

@@ -72,7 +72,12 @@ local function run_gpa(args, out)
   if not cfg then nsl.fail(err) end
   for _, w in ipairs(cfg.map.warnings) do out:finding{severity = "warning", message = w} end
   local crow, nrow, mrow, vrow, exact = {}, {}, {}, {}, {}
+  local any_nvtx = false
   for _, it in ipairs(cfg.inputs) do
+    if it.missing_nvtx then
+      out:finding{severity = "warning", message = string.format("%s: no NVTX projection '%s': the NVTX estimate is " ..
+        "left out (as GPU Performance Analyzer does)", it.title, it.missing_nvtx)}
+    end
     local trace, oerr = nsl.open(it.paths)
     if not trace then nsl.fail(oerr) end
     local r = gpa.run_input(trace, it, cfg.map)
@@ -85,10 +90,14 @@ local function run_gpa(args, out)
     for _, e in ipairs(r.mem or {}) do
       mrow[#mrow + 1] = {it.title, e.name, e.time_per_iter, e.inst_per_iter, e.total, e.instances}
     end
+    -- without NVTX input the NVTX and estimate cells are NaN (JSON null, empty in CSV), and
+    -- the columns are left out when no input has one
+    local nan = 0 / 0
+    any_nvtx = any_nvtx or r.nvtx_count ~= nil
     vrow[#vrow + 1] = {it.title, r.time_per_iter, r.inst_per_iter, r.total, r.instances, r.nccl_time_per_iter,
-                       r.nccl_inst_per_iter, r.nccl_total, r.nccl_instances, r.nvtx_count or 0, r.nvtx_avg or 0.0,
-                       r.nvtx_total or 0, r.estimate_per_range or 0.0, r.estimate_per_range_pct or 0.0,
-                       r.estimate_total or 0.0, r.estimate_total_pct or 0.0}
+                       r.nccl_inst_per_iter, r.nccl_total, r.nccl_instances, r.nvtx_count or nan, r.nvtx_avg or nan,
+                       r.nvtx_total or nan, r.estimate_per_range or nan, r.estimate_per_range_pct or nan,
+                       r.estimate_total or nan, r.estimate_total_pct or nan}
     local tag = it.args.nvtx_tag_of_iter
     if tag and #trace.kernels > 0 then   -- nsl's exact split of the same time, per iteration and GPU
       local runner = require("nsl.runner")
@@ -110,11 +119,16 @@ local function run_gpa(args, out)
     out:table("gpa_mem", records_table({"Input", "Operation", "Time per Iteration (ns)", "Instances per Iteration",
       "Total Time (ns)", "Total Instances"}, mrow), {title = "Memory operations (GPU Performance Analyzer)"})
   end
-  out:table("gpa_summary", records_table({"Input", "Kernel Time per Iteration (ns)", "Kernel Instances per Iteration",
+  local heads = {"Input", "Kernel Time per Iteration (ns)", "Kernel Instances per Iteration",
     "Kernel Total Time (ns)", "Kernel Total Instances", "NCCL Time per Iteration (ns)", "NCCL Instances per Iteration",
     "NCCL Total Time (ns)", "NCCL Total Instances", "NVTX Ranges", "NVTX Average Range Time (ns)",
     "NVTX Total Range Time (ns)", "Estimate per Range (ns)", "Estimate per Range (%)", "Estimate Total (ns)",
-    "Estimate Total (%)"}, vrow),
+    "Estimate Total (%)"}
+  if not any_nvtx then   -- the first 9 columns: no NVTX input at all
+    heads = table.move(heads, 1, 9, 1, {})
+    for _, row in ipairs(vrow) do for j = #row, 10, -1 do row[j] = nil end end
+  end
+  out:table("gpa_summary", records_table(heads, vrow),
     {title = "Totals and estimated non-hidden NCCL, memory and bubble time (GPU Performance Analyzer)"})
   for i, e in ipairs(exact) do
     local cols = {{"Input", nsl.rep(e.title, #e.t)}}
@@ -308,7 +322,7 @@ return {
                                 "(default: the built-in map)"},
     model = {default = "", help = "which map of a file that holds several: ENGINE/MODEL or MODEL"},
     iteration = {default = "", help = "NVTX range that marks one iteration (its text, or the text before ', op_id')"},
-    names = {default = "auto", help = "names to classify: demangled, short, or auto (short for the built-in map, " ..
+    names = {default = "auto", choices = {"auto", "demangled", "short"}, help = "names to classify: demangled, short, or auto (short for the built-in map, " ..
                                       "demangled for a JSON map, as the tools they come from)"},
     per_report = {default = false, help = "one class summary per report"},
     limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},

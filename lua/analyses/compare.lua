@@ -308,7 +308,7 @@ return {
                                      "reports grouped as \"1+2,3+4\" (numbers or names)"},
     labels = {default = "", help = "comma-separated labels of the runs, in order (default: file or report names)"},
     base = {default = "", help = "the run the others are compared with (label or 1-based number; default: the first)"},
-    names = {default = "demangled", help = "kernel names: demangled or short"},
+    names = {default = "demangled", choices = {"demangled", "short"}, help = "kernel names: demangled or short"},
     map = {default = "", help = "kernel class map, JSON (vLLM gputrc2graph or GPU Performance Analyzer; " ..
                                 "default: the built-in map)"},
     model = {default = "", help = "which map of a map file that holds several"},
@@ -324,9 +324,6 @@ return {
       local b, err = runs.find(R, args.base)
       if not b then nsl.fail("compare: base: " .. err) end
       base = b
-    end
-    if args.names ~= "demangled" and args.names ~= "short" then
-      nsl.fail(string.format("compare: --arg names=%s: expected demangled or short", args.names))
     end
     local map = classes.default_map()
     if args.map ~= "" then

@@ -147,18 +147,14 @@ return {
   name = "flamegraph",
   description = "Flame graphs (folded stacks, SVG, PNG) from NVTX ranges, CPU samples, CUDA launch stacks, XLA source lines",
   args = {
-    source = {default = "auto", help = "nvtx, sampling, launch, xla, or auto (every one the trace has)"},
-    weight = {default = "gpu", help = "nvtx stacks weighted by gpu (projected GPU time) or cpu (range time)"},
+    source = {default = "auto", choices = {"auto", "nvtx", "sampling", "launch", "xla"}, help = "nvtx, sampling, launch, xla, or auto (every one the trace has)"},
+    weight = {default = "gpu", choices = {"gpu", "cpu"}, help = "nvtx stacks weighted by gpu (projected GPU time) or cpu (range time)"},
     top = {default = 15, help = "stacks listed per source in the table"},
     raw_names = {default = false, help = "keep per-call NVTX name suffixes (PyTorch's ', seq = N', ', op_id = N')"},
   },
   example = "nsl run flamegraph trace.sqlite --out flame/ && flamegraph.pl flame/flamegraph-nvtx.folded",
   run = function(trace, args, out)
-    if args.weight ~= "gpu" and args.weight ~= "cpu" then nsl.fail("flamegraph: --arg weight must be gpu or cpu") end
     local want = args.source == "auto" and order or {args.source}
-    if args.source ~= "auto" and not sources[args.source] then
-      nsl.fail("flamegraph: unknown --arg source=" .. args.source .. " (nvtx, sampling, launch, xla, auto)")
-    end
     local made = 0
     local plot_ok, plot = pcall(require, "nsl.plot")
     for _, name in ipairs(want) do

@@ -95,7 +95,7 @@ return {
     min = {default = "100us", help = "list and count gaps longer than this (ns, or with a unit: 10us, 1ms)"},
     n = {default = 20, help = "largest gaps listed per scope (0: all)"},
     scope = {default = "device,stream", help = "comma list of scopes: device, stream"},
-    threads = {default = "process", help = "attribute gaps to calls on any thread of the process (process) " ..
+    threads = {default = "process", choices = {"process", "launcher"}, help = "attribute gaps to calls on any thread of the process (process) " ..
                "or only on the thread that launched the operation after the gap (launcher)"},
     per_report = {default = false, help = "the gap-cause table per report instead of over all reports"},
     warn_idle = {default = 50, help = "idle % of a device's active span above which a warning is raised (0: never)"},
@@ -103,9 +103,6 @@ return {
   example = "nsl run gaps trace.sqlite --arg min=1ms --arg scope=device",
   run = function(trace, args, out)
     local min = units.duration_arg(args, "min")
-    if args.threads ~= "process" and args.threads ~= "launcher" then
-      nsl.fail(string.format("--arg threads: '%s' is neither process nor launcher", args.threads))
-    end
     local ops = busy_ops(trace)
     if #ops == 0 then
       return jax.no_cuda_activity(trace, out, "no GPU activity (no kernels, memory copies or memsets)", "jax_flamegraph")
@@ -170,7 +167,10 @@ return {
         end
         local list = {{"report", report_names(trace, d.report)}, {"device", d.device}}
         if scope == "stream" then list[#list + 1] = {"stream", d.stream} end
-        for _, c in ipairs{{"Start (ns)", d.start}, {"Gap (ns)", d.dur}, {"Before", d.before}, {"After", d.after},
+        -- At: from the trace's first event, as diagnose, timeline and the TUI count; Start: session time
+        local origin = require("nsl.window").span(trace) or 0
+        for _, c in ipairs{{"At (ns)", d.start - origin}, {"Start (ns)", d.start}, {"Gap (ns)", d.dur},
+                           {"Before", d.before}, {"After", d.after},
                            {"PID", d.pid}, {"Launch TID", d.launch_tid}} do
           list[#list + 1] = c
         end
@@ -181,8 +181,8 @@ return {
         end
         local shown = args.n > 0 and nsl.table(list):head(args.n) or nsl.table(list)
         out:table("gaps_" .. scope, shown,
-                  {title = string.format("Largest GPU gaps per %s longer than %s, with the CPU call that overlapped most",
-                                         scope, mintext)})
+                  {title = string.format("Largest GPU gaps per %s longer than %s, with the CPU call that overlapped " ..
+                                         "most (At: from the trace's start; Start: session time)", scope, mintext)})
         if first_detail and #sources > 0 and sources[1].key == "api" then
           first_detail = false
           -- what the process's threads were in during the gaps, by CUDA API call

@@ -47,16 +47,16 @@ local function tabulate(trace, out, p)
     span_stop[i] = last[rep] or 0
     span[i] = first[rep] and last[rep] - first[rep] or math.mininteger   -- NSL_NULL_I64: no events
   end
+  local utc = {}   -- the session start as people read it (start_utc_ns keeps the number)
+  for i = 1, n do
+    local ns = r.start_utc[i]
+    utc[i] = ns and require("nsl.bundle").rfc3339_ns(ns) or ""
+  end
   out:table("reports", nsl.table{
     {"report", r.name}, {"nsys", r.nsys_version}, {"schema", r.schema_version}, {"host", r.host},
-    {"rank", r.rank}, {"start_utc_ns", r.start_utc}, {"first_ns", nsl.column(span_start)},
+    {"rank", r.rank}, {"start (UTC)", utc}, {"start_utc_ns", r.start_utc}, {"first_ns", nsl.column(span_start)},
     {"last_ns", nsl.column(span_stop)}, {"span_ns", nsl.column(span)}, {"path", r.path}},
     {title = "Reports"})
-
-  if #p.devices > 0 then out:table("devices", p.devices, {title = "Devices"}) end
-  if #p.processes > 0 then
-    out:table("processes", p.processes:sort("report", "pid"), {title = "Processes", limit = 30})
-  end
   local rows = {}
   for i = 1, #p.counts do
     local name = p.counts.table[i]
@@ -68,6 +68,18 @@ local function tabulate(trace, out, p)
     counts[#counts + 1] = rows[name] or 0
   end
   out:table("tables", nsl.table{{"table", names}, {"rows", counts}}, {title = "Tables (rows over all reports)"})
+  -- the devices without the columns the trace leaves empty; then the processes (often hundreds)
+  local d = p.devices
+  if #d > 0 then
+    local keep = {}
+    for _, c in ipairs(d:columns()) do
+      if c == "report" or c == "device" or d[c]:isnull():count() < #d then keep[#keep + 1] = c end
+    end
+    out:table("devices", d:select(keep), {title = "Devices"})
+  end
+  if #p.processes > 0 then
+    out:table("processes", p.processes:sort("report", "pid"), {title = "Processes", limit = 30})
+  end
 end
 
 return {

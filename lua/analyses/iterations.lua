@@ -128,9 +128,12 @@ return {
   },
   example = "nsl run iterations trace.sqlite --arg range=ProfilerStep",
   run = function(trace, args, out)
-    local it, err = iterations.find(trace, args.range)
-    if not it then nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err)) end
+    -- the one step detection of a trace (diagnose uses it too)
+    local steps, err = iterations.steps(trace, {spec = args.range, warmup = args.warmup})
+    if not steps then nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err)) end
+    local it = steps.it
     out:text(it.how)
+    if steps.step_ns then out:value("step_ns", steps.step_ns) end
     if it.mode == "jax" then return jax_steps(it, args, out) end
     local map = classes.default_map()
     if args.map ~= "" then
@@ -162,7 +165,7 @@ return {
       local gr = groups[key]
       local durs = {}
       for k, i in ipairs(gr.rows) do durs[k] = dur[i] end
-      local nw = iterations.warmup(durs, args.warmup)
+      local nw = steps.warm[key]
       local steady, pct = {}, {}
       for k, i in ipairs(gr.rows) do
         warm[i] = k <= nw and "yes" or ""

@@ -28,31 +28,41 @@ return {
     local steady_comm = jax.steady(comm, compiled, #comm > 0)
     local st = jax.module_stats(steady_module, steady_comm)
     local has_wait = #steady_comm > 0
-    local rows = {}
-    local cols = {ID = {}, Name = {}, ["#execs"] = {}, Thunks = {}, ["Duration [ms]"] = {}, ["Duration [%]"] = {},
-                  ["Wait time [ms]"] = {}, ["Wait time [%]"] = {}}
+    -- people read nsys-jax's "value(error)" cells; CSV and JSON get the mean and
+    -- the standard deviation as numbers of their own (NaN, JSON null, for one execution)
+    local shown = {ID = {}, Name = {}, ["#execs"] = {}, Thunks = {}, ["Duration [ms]"] = {}, ["Duration [%]"] = {},
+                   ["Wait time [ms]"] = {}, ["Wait time [%]"] = {}}
     for i = 1, #st do
-      rows[i] = i
-      cols.ID[i] = st.ProgramId[i]
-      cols.Name[i] = st.Name[i]
-      cols["#execs"][i] = st.Execs[i]
+      shown.ID[i] = st.ProgramId[i]
+      shown.Name[i] = st.Name[i]
+      shown["#execs"][i] = st.Execs[i]
       local tsd = st.NumThunksStd[i]
-      cols.Thunks[i] = (tsd == nil or tsd ~= tsd) and jax.ufloat(st.NumThunksMean[i], tsd)
-                       or (tsd == 0 and string.format("%.0f", st.NumThunksMean[i]))
-                       or jax.ufloat(st.NumThunksMean[i], tsd)
-      cols["Duration [ms]"][i] = jax.ufloat(st.DurMeanMs[i], st.DurStdMs[i])
-      cols["Duration [%]"][i] = string.format("%.3f", st.DurPercent[i])
+      shown.Thunks[i] = (tsd == nil or tsd ~= tsd) and jax.ufloat(st.NumThunksMean[i], tsd)
+                        or (tsd == 0 and string.format("%.0f", st.NumThunksMean[i]))
+                        or jax.ufloat(st.NumThunksMean[i], tsd)
+      shown["Duration [ms]"][i] = jax.ufloat(st.DurMeanMs[i], st.DurStdMs[i])
+      shown["Duration [%]"][i] = string.format("%.3f", st.DurPercent[i])
       local wm = st.WaitMeanMs[i]
-      cols["Wait time [ms]"][i] = (wm == nil or wm ~= wm) and "---" or jax.ufloat(wm, st.WaitStdMs[i])
+      shown["Wait time [ms]"][i] = (wm == nil or wm ~= wm) and "---" or jax.ufloat(wm, st.WaitStdMs[i])
       local wp = st.WaitPercent[i]
-      cols["Wait time [%]"][i] = (wp == nil or wp ~= wp) and "---" or ms(wp)
+      shown["Wait time [%]"][i] = (wp == nil or wp ~= wp) and "---" or ms(wp)
     end
+    local numbers = {ID = st.ProgramId, Name = st.Name, ["#execs"] = st.Execs, Thunks = st.NumThunksMean,
+                     ["Thunks std"] = st.NumThunksStd, ["Duration [ms]"] = st.DurMeanMs,
+                     ["Duration std [ms]"] = st.DurStdMs, ["Duration [%]"] = st.DurPercent,
+                     ["Wait time [ms]"] = st.WaitMeanMs, ["Wait time std [ms]"] = st.WaitStdMs,
+                     ["Wait time [%]"] = st.WaitPercent}
     local order = {"ID", "Name", "#execs", "Thunks", "Duration [ms]", "Duration [%]"}
-    if has_wait then order[#order + 1] = "Wait time [ms]"; order[#order + 1] = "Wait time [%]" end
-    local spec = {}
-    for k, name in ipairs(order) do spec[k] = {name, cols[name]} end
+    local norder = {"ID", "Name", "#execs", "Thunks", "Thunks std", "Duration [ms]", "Duration std [ms]", "Duration [%]"}
+    if has_wait then
+      order[#order + 1] = "Wait time [ms]"; order[#order + 1] = "Wait time [%]"
+      for _, c in ipairs{"Wait time [ms]", "Wait time std [ms]", "Wait time [%]"} do norder[#norder + 1] = c end
+    end
+    local spec, nspec = {}, {}
+    for k, name in ipairs(order) do spec[k] = {name, shown[name]} end
+    for k, name in ipairs(norder) do nspec[k] = {name, numbers[name]} end
     if #st > 0 then
-      out:table("modules", nsl.table(spec), {title = "MODULE EXECUTION SUMMARY (steady state)"})
+      out:table("modules", nsl.table(nspec), {title = "MODULE EXECUTION SUMMARY (steady state)", shown = nsl.table(spec)})
     else
       out:text("No steady-state module executions.")
     end
@@ -80,7 +90,8 @@ return {
       local dev, val = tables.sorted_keys(corr), {}
       for i, k in ipairs(dev) do val[i] = corr[k] end
       out:table("clock_corrections", nsl.table{{"Device", dev}, {"CorrectionMs", val}},
-                {title = string.format("DEVICE CLOCK CORRECTIONS (from collectives of %d devices)", size)})
+                {title = string.format("DEVICE CLOCK CORRECTIONS (from collectives of %d devices)", size),
+                 col_decimals = {CorrectionMs = 3}})
     end
 
     -- compilation

@@ -30,7 +30,7 @@ return {
   args = {
     per_report = {default = false, help = "distributions per report instead of over all reports"},
     base = {default = false, help = "name kernels by their short name instead of the demangled one"},
-    queue = {default = "device", help = "queue depth counts pending kernels of the same device or stream"},
+    queue = {default = "device", choices = {"device", "stream"}, help = "queue depth counts pending kernels of the same device or stream"},
     n = {default = 20, help = "slowest launches listed"},
     limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
   },
@@ -38,9 +38,6 @@ return {
   run = function(trace, args, out)
     if #trace.kernels == 0 and #trace.api == 0 then
       return jax.no_cuda_activity(trace, out, "no kernels and no CUDA API calls to time launches from")
-    end
-    if args.queue ~= "device" and args.queue ~= "stream" then
-      nsl.fail(string.format("--arg queue: '%s' is neither device nor stream", args.queue))
     end
     local name_key = args.base and "name" or "demangled"
     local queue_keys = args.queue == "device" and {"report", "device"} or {"report", "device", "stream"}
@@ -88,11 +85,13 @@ return {
               {title = "Launch latency and queue depth per stream, by total latency", limit = limit})
     if args.n > 0 then
       local slow = launched:sort("-latency", "report", "start"):head(args.n)
+      local origin = require("nsl.window").span(trace) or 0   -- At: from the trace's start, as diagnose counts
       out:table("slowest_launches", named(nsl.table{
         {"report", slow.report}, {"pid", slow.pid}, {"tid", slow.api_tid}, {"device", slow.device},
-        {"stream", slow.stream}, {"API call", slow.api_name}, {"API start (ns)", slow.api_start},
+        {"stream", slow.stream}, {"API call", slow.api_name}, {"At (ns)", slow.api_start - origin},
+        {"API start (ns)", slow.api_start},
         {"Kernel start (ns)", slow.start}, {"Latency (ns)", slow.latency}, {"Queue", slow.depth},
-        {"Kernel", slow[name_key]}}), {title = "Slowest launches"})
+        {"Kernel", slow[name_key]}}), {title = "Slowest launches (At: the API call, from the trace's start; starts: session time)"})
     end
     local syncs = host_sync.calls(trace, api)
     local sk = args.per_report and {"report", "category"} or {"category"}

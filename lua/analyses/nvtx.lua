@@ -17,7 +17,7 @@ return {
   name = "nvtx",
   description = "NVTX range summary, GPU projection of the ranges and the tree of range names (nsys nvtx_sum, nvtx_gpu_proj_sum)",
   args = {
-    only = {default = "sum,proj_sum,tree",
+    only = {default = "sum,proj_sum,tree", choices = {"all", "sum", "proj_sum", "trace", "tree"}, list = true,
             help = "comma list of parts: sum (nvtx_sum), proj_sum (nvtx_gpu_proj_sum), trace (nvtx_gpu_proj_trace, " ..
                    "one row per projected range), tree; or all"},
     per_report = {default = false, help = "summaries per report instead of over all reports"},

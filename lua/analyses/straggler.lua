@@ -55,8 +55,13 @@
 --               meanwhile -- CUDA API call, OS runtime call, NVTX range, as
 --               gaps attributes them: nsl.host; straggler.launch when that
 --               is a CUDA launch call) or work launched before it (it sat in
---               the queue: straggler.launch); the larger part names it
--- the largest is the cause.  No straggler but a skew that costs at least
+--               the queue: straggler.launch); queue when every late window's
+--               idle time is more queue than host, host when none is, else
+--               the larger median excess names it
+-- the largest is the cause.  A rank late at nearly every steady collective
+-- (90 %) that is no straggler only because it costs less than min_share is
+-- named at info level with its cost and cause (verdict "late every time").
+-- No straggler but a skew that costs at least
 -- min_share of the run: the straggler rotates (straggler.rotating, info),
 -- no single rank is to blame.  Straggler findings are warnings (`--fail-on
 -- warning`: exit 3); like every finding they print first, with the window
@@ -102,7 +107,6 @@ end
 -- kernel_columns, made here when not given).
 local function from_kernels(trace, args, k)
   local keys = ({device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}})[args.rank_by]
-  if not keys then nsl.fail("straggler: --arg rank_by must be device, process or report") end
   k = k or kernel_columns(trace)
   local rank, rk = number_ranks(k, keys)
   local names = trace.reports.name
@@ -136,9 +140,6 @@ end
 --- Collectives and compute of the thunks of an nsys-jax trace.
 local function from_thunks(trace, args, gpu_ranges)
   if args.rank_by ~= "device" then nsl.fail("straggler: on nsys-jax traces the ranks are the devices (rank_by=device)") end
-  if args.programs ~= "structure" and args.programs ~= "fingerprint" then
-    nsl.fail("straggler: --arg programs must be structure or fingerprint")
-  end
   local d = jax.load(trace, {programs = args.programs, gpu_ranges = gpu_ranges})
   local th = d.thunk
   local rank, rk = number_ranks(th, {"Device", "report"})
@@ -292,11 +293,12 @@ local dur = report.duration
 
 --- The finding for straggler r (1-based): its cause, what the host did
 -- (for a host-side cause: acts, host_activities' entry of the rank), the
--- window of its median late collective and the command that shows it.  by
--- holds the slices by rank (table:slices) of res.coll (coll), res.late
--- (late) and of its rows late by the threshold (late_thr).  Returns the
--- finding's id.
-local function straggler_finding(trace, src, res, rows, r, out, by, acts)
+-- window of its median late collective and the command that shows it; with
+-- `below` the finding of a rank late at nearly every collective whose cost
+-- stays under min_share (info).  by holds the slices by rank (table:slices)
+-- of res.coll (coll), res.late (late) and of its rows late by the threshold
+-- (late_thr).  Returns the finding's id.
+local function straggler_finding(trace, src, res, rows, r, out, by, acts, below)
   local labels, step = src.labels, res.step_ns
   local c = rows.cause[r]
   local late_insts = by.late_thr(r - 1)
@@ -343,11 +345,15 @@ local function straggler_finding(trace, src, res, rows, r, out, by, acts)
     typical = string.format("; e.g. collective %d, %s late", mine.index[i], dur(mine.late[i]))
   end
   local cost = math.floor(rows.cost[r] + 0.5)
-  findings.add(out, {severity = "warning", id = id, cost_ns = cost, step_ns = step,
+  local head = below and "%s is late at nearly every collective, below the straggler threshold (min_share " ..
+                         pct(below):gsub("%%", "%%%%") .. "): late by %s (median) at %d of the %d collectives anyone was late at (of " ..
+                         "%d steady%s); why: %s"
+               or "%s is a straggler: late by %s (median) at %d of the %d collectives anyone was late at (of " ..
+                  "%d steady%s); why: %s"
+  findings.add(out, {severity = below and "info" or "warning", id = id, cost_ns = cost, step_ns = step,
                      share = math.min(rows.lost[r], 1.0), where = where, next = next_command(trace, src, rows, r, id),
                      evidence = "causes"},
-    "%s is a straggler: late by %s (median) at %d of the %d collectives anyone was late at (of %d steady%s); " ..
-    "why: %s", labels[r], dur(rows.late_delay[r]), rows.late_n[r], rows.skewed, res.ninst, typical, why)
+    head, labels[r], dur(rows.late_delay[r]), rows.late_n[r], rows.skewed, res.ninst, typical, why)
   return id
 end
 
@@ -359,9 +365,9 @@ return {
     min_share = {default = 0.02, help = "time the others lose waiting for a straggler (or a rotating one), at least this share of the run"},
     late_share = {default = 0.5, help = "share of the collectives a rank must be late at to be a straggler"},
     warmup = {default = -1, help = "collective instances left out as warm-up (-1: detected; 0: keep all)"},
-    rank_by = {default = "device", help = "what a rank is: device (report and GPU), process (report and pid), or report (NCCL only)"},
-    source = {default = "auto", help = "collectives from NCCL kernels (nccl), nsys-jax communication thunks (jax), or auto"},
-    programs = {default = "structure", help = "nsys-jax: match programs by 'structure' (same name and HLO) or 'fingerprint' (nsys-jax's)"},
+    rank_by = {default = "device", choices = {"device", "process", "report"}, help = "what a rank is: device (report and GPU), process (report and pid), or report (NCCL only)"},
+    source = {default = "auto", choices = {"auto", "nccl", "jax"}, help = "collectives from NCCL kernels (nccl), nsys-jax communication thunks (jax), or auto"},
+    programs = {default = "structure", choices = {"structure", "fingerprint"}, help = "nsys-jax: match programs by 'structure' (same name and HLO) or 'fingerprint' (nsys-jax's)"},
     steps = {default = 20, help = "rows printed of the per-step and per-collective tables (all go to files)"},
   },
   example = "nsl run straggler rank0.sqlite rank1.sqlite ... --fail-on warning --out straggler/",
@@ -396,16 +402,18 @@ return {
     -- the verdict: findings first, then a sentence
     local ref = labels[res.ref + 1]
     local names = {}
-    -- per straggler, slices of the tables by rank (one pass each, however many stragglers)
+    -- per named rank, slices of the tables by rank (one pass each, however many are named)
     local by, acts = nil, {}
     for r = 1, nranks do
-      if rows.straggler[r] and not by then
+      if (rows.straggler[r] or rows.consistent[r]) and not by then
         local late_thr = res.late:filter(res.late.late:ge(thr))
         by = {coll = res.coll:slices("rank"), late = res.late:slices("rank"), late_thr = late_thr:slices("rank")}
         local idle = {}   -- what the host did, for the stragglers whose GPU waited for it
         for q = 1, nranks do
           local c = rows.cause[q]
-          if rows.straggler[q] and c and c.id == "straggler.host_idle" then idle[#idle + 1] = q - 1 end
+          if (rows.straggler[q] or rows.consistent[q]) and c and c.id == "straggler.host_idle" then
+            idle[#idle + 1] = q - 1
+          end
         end
         if #idle > 0 then
           local who = nsl.table{{"rank", nsl.column(idle)}, {"idle", nsl.rep(1, #idle)}}
@@ -417,6 +425,9 @@ return {
         local id = straggler_finding(trace, src, res, rows, r, out, by, acts[r - 1])
         names[#names + 1] = labels[r] .. " (" .. id:gsub("^straggler%.", "") .. ")"
       end
+    end
+    for r = 1, nranks do   -- late every time, but below min_share: named at info level with its cost
+      if rows.consistent[r] then straggler_finding(trace, src, res, rows, r, out, by, acts[r - 1], args.min_share) end
     end
     local warm = res.warmup > 0 and string.format(" (%d warm-up collective(s) left out; --arg warmup=0 keeps them)",
                                                   res.warmup) or ""
@@ -460,7 +471,9 @@ return {
     local verdict = {}
     for r = 1, nranks do
       local c = rows.cause[r]
-      verdict[r] = rows.straggler[r] and ("STRAGGLER" .. (c and (" (" .. (c.label or c.key) .. ")") or "")) or ""
+      local cause = c and (" (" .. (c.label or c.key) .. ")") or ""
+      verdict[r] = rows.straggler[r] and ("STRAGGLER" .. cause) or rows.consistent[r] and ("late every time" .. cause)
+                   or ""
       out:value("offset_ns." .. labels[r], rows.offset[r])
       out:value("delay_ns." .. labels[r], rows.delay[r])
     end
@@ -484,7 +497,7 @@ return {
       {"wait caused (ns)", rows.caused}, {"wait suffered (ns)", rows.suffered}, {"steps", rows.steps},
       {"step compute med (ns)", rows.compute}, {"vs median rank", rows.ratio}, {"verdict", verdict}},
       {title = "Per rank: clock offset (vs " .. ref .. "), arrival order, waits, compute per step",
-       col_decimals = {["vs median rank"] = 3}})
+       col_decimals = {["vs median rank"] = 3}, same_unit = {{"wait caused (ns)", "wait suffered (ns)"}}})
 
     -- per step: the spread of compute over ranks, and the long form behind the figure
     local steps = res.steps

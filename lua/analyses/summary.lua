@@ -77,7 +77,7 @@ return {
     per_report = {default = false, help = "one summary per report instead of one over all reports"},
     base = {default = false, help = "group kernels by base (short) name, as cuda_gpu_kern_sum:base"},
     mangled = {default = false, help = "group kernels by mangled name, as cuda_gpu_kern_sum:mangled"},
-    only = {default = "all", help = "comma list of parts: kernels, mem_time, mem_size, api"},
+    only = {default = "all", choices = {"all", "kernels", "mem_time", "mem_size", "api"}, list = true, help = "comma list of parts: kernels, mem_time, mem_size, api"},
     limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
   },
   example = "nsl run summary trace.sqlite --arg only=kernels --format csv",

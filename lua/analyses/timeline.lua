@@ -17,7 +17,7 @@ return {
   args = {
     from = {default = "", help = "window start, counted from the trace's first event (1.5s, 200ms; empty: the start)"},
     to = {default = "", help = "window end, counted from the trace's first event (empty: the end)"},
-    format = {default = "png", help = "png or svg"},
+    format = {default = "png", choices = {"png", "svg"}, help = "png or svg"},
     width = {default = 1400, help = "figure width in px"},
     nvtx = {default = true, help = "draw NVTX ranges"},
     max_depth = {default = 8, help = "NVTX nesting levels drawn per thread"},
@@ -29,9 +29,6 @@ return {
     return {kernels = "overlap", memcpy = "overlap", memset = "overlap", nvtx = args.nvtx and "overlap" or nil}
   end),
   run = function(trace, args, out)
-    if args.format ~= "png" and args.format ~= "svg" then
-      nsl.fail(fmt("--arg format: '%s' is neither png nor svg", tostring(args.format)))
-    end
     if not (args.width >= 200 and args.width <= 16384) then nsl.fail("--arg width: 200 to 16384 px") end
     local from, to, lo = window.resolve(trace, args)
     local tables = {table.unpack(gpu_ops.tables)}

@@ -42,10 +42,15 @@ function M.rfc3339_ns(ns)
 end
 
 --- The member name under folder ("sources", "meta") for a local path: the
--- path as given, without "./" and leading "/"; a path with ".." (or one
+-- path as given (an absolute one under the working folder: relative to
+-- it), without "./" and leading "/"; a path with ".." (or one
 -- that is not a valid member name that way) is resolved to its real path
 -- first.  Returns the name, or nil and a message.
 function M.member_name(folder, path)
+  if path:sub(1, 1) == "/" then   -- an absolute path under the working folder: stored relative to it
+    local cwd = nsl.realpath(".")
+    if cwd and cwd ~= "/" and path:sub(1, #cwd + 1) == cwd .. "/" then path = path:sub(#cwd + 2) end
+  end
   local rel = path:gsub("^%./+", ""):gsub("/%./", "/"):gsub("^/+", ""):gsub("/+$", "")
   local name = folder .. "/" .. rel
   if rel == "" or rel:find("%.%.") or not nsl.bundle_check_name(name) then
@@ -187,6 +192,7 @@ end
 -- | data=, compress=} added as they are: meta/, sources/, ...), command
 -- (argv; else the command the exports record, when they agree), note,
 -- keep_rep (an export given as its .nsys-rep report also stores the report),
+-- allow_mixed_nsys (exports of different nsys releases; else refused),
 -- fields (more manifest fields), writer (an nsl.bundle_writer already open
 -- on output, else one is opened; it is finished or aborted either way).
 -- Returns a summary {reports=, members=, bytes=}, or nil and a message;
@@ -245,6 +251,19 @@ function M.write_unprotected(spec)
       plan[#plan + 1] = {name = entry.nsys_rep, path = rep, compress = "store"}
     end
   end
+  -- one nsys release, as `nsl combine` wants it (spec.allow_mixed_nsys: any)
+  local release = {}
+  for _, e in ipairs(reports) do
+    local r = e.nsys_version and e.nsys_version:match("^(%d+%.%d+)")
+    if r and not spec.allow_mixed_nsys then
+      if release.r and release.r ~= r then
+        return nil, fmt("cannot bundle '%s' (nsys %s) and '%s' (nsys %s): different nsys releases (%s vs %s); " ..
+                        "--allow-mixed-nsys bundles them anyway", release.export, release.version, e.export,
+                        e.nsys_version, release.r, r)
+      end
+      release = release.r and release or {r = r, export = e.export, version = e.nsys_version}
+    end
+  end
   table.sort(ranks)
   local command = spec.command
   if not command and #commands > 0 and #commands == #reports then
@@ -285,12 +304,42 @@ function M.write_unprotected(spec)
   return {reports = #reports, members = #plan + 1, bytes = bytes}
 end
 
+-- What results are computed on: every member but analyses/ and the
+-- manifest, by name, size and sha256 (from the manifest), as one string.
+local function signature_of(b)
+  local t = {}
+  for _, m in ipairs(b:members()) do
+    if not m.name:find("^analyses/") and m.name ~= "manifest.json" then
+      t[#t + 1] = fmt("%s %s %s", m.name, tostring(m.size), tostring(m.sha256))
+    end
+  end
+  table.sort(t)
+  return table.concat(t, "\n")
+end
+
+--- M.signature(path) -> the signature of the bundle at path (its members
+-- but analyses/), or nil and a message: equal signatures, the same reports.
+function M.signature(path)
+  local b, err = nsl.bundle_open(path)
+  if not b then return nil, err end
+  local s = signature_of(b)
+  b:close()
+  return s
+end
+
 --- Stores files ({name=, data=} each, names relative to the folder) in
 -- the bundle at path under analyses/<name>/, replacing what was there, and
 -- lists them in the manifest's "analyses".  The bundle is rewritten beside
 -- itself and renamed over: it is never half-written, and on any failure it
--- is left as it was.  Returns true, or nil and a message.
-function M.store(path, name, files)
+-- is left as it was.  A link is followed: the file it names is updated,
+-- the link stays.  With expect (M.signature of the bundle the analysis
+-- read), the bundle the writer holds must carry the same reports: results
+-- computed on reports another writer has replaced since are not grafted
+-- onto the new ones (results other writers added do not matter).  Returns
+-- true, or nil and a message.
+function M.store(path, name, files, expect)
+  local shown = path
+  path = nsl.realpath(path) or path   -- through a link: the bundle it names gets the results
   local safe = tostring(name):gsub("%.lua$", ""):gsub("[^%w_%-%.]", "_")
   local prefix = "analyses/" .. safe .. "/"
   -- the writer first: it waits for any other writer of this bundle, so
@@ -307,6 +356,10 @@ function M.store(path, name, files)
     w:abort()
     b:close()
     return nil, msg
+  end
+  if expect and signature_of(b) ~= expect then
+    return fail(string.format("'%s' changed while the analysis ran (another writer replaced its reports); the "
+                              .. "results, computed on the old ones, were not stored: run again", shown))
   end
   local ok, aerr = w:replaces(b)
   if not ok then return fail(aerr) end
@@ -336,7 +389,7 @@ end
 -- in the one bundle among traces (M.store): every table as CSV,
 -- results.json, and the files the analysis wrote.  Returns true, or nil and
 -- a message.
-function M.embed(traces, name, out)
+function M.embed(traces, name, out, expect)
   if #traces ~= 1 or not nsl.is_zip(traces[1]) then
     return nil, "--embed stores results in a bundle: give exactly one bundle (.zip)"
   end
@@ -348,7 +401,7 @@ function M.embed(traces, name, out)
   for _, f in ipairs(out.files) do
     if f.data then files[#files + 1] = {name = f.name, data = f.data} end
   end
-  local ok, err = M.store(traces[1], name, files)
+  local ok, err = M.store(traces[1], name, files, expect)
   if not ok then return nil, "--embed: " .. err end
   return true
 end

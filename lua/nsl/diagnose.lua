@@ -1,17 +1,24 @@
--- nsl.diagnose -- the checks of `nsl run diagnose`: each turns one kind of
--- lost time into findings in the shared record (lua/nsl/output.lua: id,
--- severity, message, cost_ns, step_ns, share, where, next, evidence), over
--- one trace object, so the tables a check loads stay loaded for the next.
+-- nsl.diagnose -- the engine of `nsl run diagnose`: builds the ledger of the
+-- trace once (nsl.ledger: each GPU's wall time split into compute,
+-- collective wait and transfer, copies and idle causes), runs the checks,
+-- each turning one kind of lost time into findings in the shared record
+-- (lua/nsl/findings.lua: id, severity, message, lost_ns, lost_per_step_ns,
+-- share, cost_ns, step_ns, where, next, evidence), merges one cause found on
+-- several ranks into one finding, and ranks them; over one trace object, so
+-- the tables a check loads stay loaded for the next.
 --
--- Cost.  A check measures `total` ns lost over a `window` (a device's or a
--- report's active span).  With steps known (nsl.iterations: an NVTX step
--- range or a marker kernel), step_ns is the median steady step (warm-up left
--- out, iterations.warmup) and a recurring cost is its rate over one step:
--- cost_ns = total / window x step_ns, share = total / window; a one-time
--- cost (compiling, warm-up) is amortised: cost_ns = total / steps.  Without
--- steps, cost_ns = total and share = total / window.  Severity: error from
--- args.error_share, warning from args.warn_share, else info (a check that
--- found nothing adds no finding).
+-- Cost.  A check measures `total` ns over a `window` (a device's or a
+-- report's active span); what the job loses is `lost` (the ledger line the
+-- check claims, e.g. idle_sync for blocking calls, or its total when it
+-- claims none) over the profiled run: lost_ns; lost_per_step_ns = lost_ns /
+-- steps where steps are known (nsl.iterations; never for one-time costs:
+-- compiling, loading, warm-up, ranked apart); share = lost_ns / the job's
+-- wall time (the longest GPU's run), at most 1.  A cause on a rank the
+-- others do not wait for is hidden (lost 0; M.merge).  cost_ns and step_ns
+-- keep the per-step rate of earlier releases: with steps, cost_ns = total /
+-- window x step_ns (one-time: total / steps), else total.  Severity: error
+-- from args.error_share, warning from args.warn_share of the share, else
+-- info (a check that found nothing adds no finding).
 --
 -- The rules of `nsys analyze` (NVIDIA's expert-system rules), with their
 -- documented semantics:
@@ -29,7 +36,9 @@
 --  gpu.low_utilisation    gpu_time_util: per process and device, the span
 --                         split into args.chunks (30) equal chunks; a chunk
 --                         whose busy time (union of GPU operations) is under
---                         args.util (50 %) of its length is low.
+--                         args.util (50 %) of its length is low; the job
+--                         loses the low chunks' idle outside gpu.gaps'
+--                         gaps (never counted twice).
 -- NVIDIA's rules count their profiling overhead as GPU work (nsl cannot:
 -- exports do not say which overhead is GPU time) and match CUDA calls by
 -- name with SQL LIKE, case-insensitive, as here.  The four call rules find
@@ -38,12 +47,16 @@
 -- The other checks:
 --  nccl.exposed         per device, the time of NCCL collectives other than
 --                       send/receive that no compute kernel overlaps
---                       (nsl.overlap's NCCL-only set);
---  pipeline.bubbles     per device (a pipeline stage), send/receive kernel
---                       time with no other kernel running: waiting on the
---                       neighbouring stage;
+--                       (nsl.overlap's NCCL-only set); the job loses at
+--                       most the ledger's comm line of the device (waiting
+--                       for a later rank is the straggler's);
+--  pipeline.bubbles     per device (a pipeline stage), Send or Recv kernel
+--                       time (one direction: SendRecv is all-to-all's, a
+--                       collective) with no other kernel running: waiting
+--                       on the neighbouring stage;
 --  straggler.*          the straggler analysis's own findings, passed on;
---  launch.bound         per device, idle gaps of at most args.launch_gap
+--  launch.bound         per device, idle gaps (no kernel, memcpy or memset
+--                       running: copies are not idle) of at most args.launch_gap
 --                       before a kernel shorter than args.short (the
 --                       shortest of those starting at the gap's end);
 --  host.sync_per_step   per process, the median over steady steps of the
@@ -59,7 +72,9 @@
 --                       args.memory_warn / memory_error);
 --  streams.serialised   per device, memcpy on streams that also run kernels
 --                       while no kernel runs on the device: copies a stream
---                       of their own would overlap with compute;
+--                       of their own would overlap with compute (the job
+--                       loses at most the device's compute time: a copy
+--                       hides only under compute that exists);
 --  mfu                  nsys-ai's model FLOPs utilisation, flops_per_step /
 --                       step / peak, against the dense FP16/BF16 tensor
 --                       peak from the device's SM count, clock and compute
@@ -79,6 +94,7 @@ local steps = require("nsl.steps")
 local iterations = require("nsl.iterations")
 local host_sync = require("nsl.host_sync")
 local output = require("nsl.output")
+local ledger = require("nsl.ledger")
 
 local M = {}
 
@@ -97,46 +113,19 @@ Ctx.__index = Ctx
 -- {group key -> warm-up count}, nvtx (the step range's name, or nil)}.  spec "" detects; a named range
 -- that is missing fails.
 local function find_steps(trace, spec, warmup)
-  local it, err = iterations.find(trace, spec)
-  if not it then
+  -- the one step detection of the trace (nsl.iterations.steps: on JAX nsys-jax's warm-up rule)
+  local st, err = iterations.steps(trace, {spec = spec, warmup = warmup})
+  if not st then
     if spec ~= "" then nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err)) end
     return nil
   end
-  local W, by
-  if it.mode == "jax" then   -- the step program's executions, per device (nsl.iterations.jax_steps)
-    local st = it.steps:sort("report", "device", "iter")
-    local nulls = nsl.column{0}:gather(nsl.rep(-1, #st))
-    W = nsl.table{{"report", st.report}, {"pid", nulls}, {"tid", nulls}, {"iter", st.iter}, {"start", st.start},
-                  {"stop", st.stop}}
-    by = st.device:totable()
-  else
-    W = iterations.windows(it):sort("report", "pid", "iter")
-    by = W.pid:totable()
-  end
-  local rep, s, e = W.report:totable(), W.start:totable(), W.stop:totable()
-  local groups, order = {}, {}
-  for i = 1, #W do
-    local key = rep[i] .. ":" .. tostring(by[i])
-    if not groups[key] then groups[key] = {}; order[#order + 1] = key end
-    table.insert(groups[key], i)
-  end
-  local warm, steady, warm_flag, n = {}, {}, {}, 0
-  for _, key in ipairs(order) do
-    local rows = groups[key]
-    local durs = {}
-    for k, i in ipairs(rows) do durs[k] = e[i] - s[i] end
-    local nw = iterations.warmup(durs, warmup)
-    warm[key] = nw
-    n = math.max(n, #rows)
-    for k, i in ipairs(rows) do
-      warm_flag[i] = k <= nw and 1 or 0
-      if k > nw then steady[#steady + 1] = durs[k] end
-    end
-  end
-  local d = iterations.describe(steady)
-  if not d or d.median <= 0 then return nil end
-  return {step_ns = round(d.median), n = n, how = it.how, it = it, windows = W, warm = warm, warm_flag = warm_flag,
-          groups = groups, order = order, nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}
+  if not st.step_ns or st.step_ns <= 0 then return nil end
+  local warm_flag = {}
+  for i, w in ipairs(st.windows.warm:totable()) do warm_flag[i] = w and 1 or 0 end
+  local it = st.it
+  return {step_ns = st.step_ns, n = st.n, how = it.how, it = it, windows = st.windows, warm = st.warm,
+          warm_flag = warm_flag, groups = st.groups, order = st.order,
+          nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}
 end
 
 -- The columns of nsl.gpu_ops the checks read (Ctx:ops and the distributed step).
@@ -192,6 +181,116 @@ function Ctx:api()
   return self.cache.api
 end
 
+--- The ledger of the trace (nsl.ledger.build over the whole run, with the
+-- steps when there are some), built once: {t = the ledger table, run =
+-- {"report:device" -> run row as a Lua table}, job_wall = the longest
+-- GPU's run (the job's wall time: ranks wait for each other), devices =
+-- {"report:pid" -> list of devices it ran work on}, lost = {rank label ->
+-- ns the job would save without that rank's lateness}, res = the ledger's
+-- result}.
+function Ctx:ledger()
+  if self.cache.ledger then return self.cache.ledger end
+  local l = ledger.build(self.trace, {steps = self.steps and self.steps.it})
+  local t = l.ledger
+  local L = {t = t, run = {}, job_wall = 0, devices = {}, lost = {}, res = l}
+  local cols = {"report", "device", "rank", "wall"}
+  for _, c in ipairs(ledger.lines) do cols[#cols + 1] = c end
+  cols[#cols + 1] = ledger.remainder
+  local run = t:filter(t.step:eq(0))
+  local v = {}
+  for _, c in ipairs(cols) do v[c] = run[c]:totable() end
+  for i = 1, #run do
+    local row = {}
+    for _, c in ipairs(cols) do row[c] = v[c][i] end
+    L.run[row.report .. ":" .. row.device] = row
+    if row.wall > L.job_wall then L.job_wall = row.wall end
+  end
+  if not l.empty then
+    local ops = self:ops()
+    local pd = ops:filter(~ops.device:isnull() & ~ops.pid:isnull()):group_by("report", "pid", "device"):keys()
+    for i = 1, #pd do
+      local key = pd.report[i] .. ":" .. pd.pid[i]
+      L.devices[key] = L.devices[key] or {}
+      table.insert(L.devices[key], pd.device[i])
+    end
+  end
+  -- a straggler's cost to the job: at each collective it arrived last at, the others could have gone on at
+  -- the second-last arrival (at most the shortest of their collectives later)
+  local res = l.straggler
+  if res and res.coll and #res.coll > 0 then
+    local c = res.coll
+    c = c:with("dur", c.stop - c.start)
+    -- the others wait inside their collective: what they waited beyond its length is not this rank's (the
+    -- gain at an instance is at most the shortest of their collectives)
+    local others = c:filter(c.last:eq(0)):group_by("instance"):agg{"second=max(arrive)", "shortest=min(dur)"}
+    local lastrows = c:filter(c.last:eq(1)):join(others, {"instance"}, {"second", "shortest"})
+    local gain = lastrows.arrive - lastrows.second
+    gain = nsl.where(gain:lt(lastrows.shortest), gain, lastrows.shortest)
+    local per = lastrows:with("gain", nsl.where(gain:gt(0), gain, nsl.rep(0, #gain))):filter(~gain:isnull())
+      :group_by("rank"):agg{"lost=sum(gain)", "n=count"}
+    local keys = l.groups
+    for i = 1, #per do
+      local k = per.rank[i] + 1
+      local label = (self.names[keys.report[k] + 1] or tostring(keys.report[k])) .. ":gpu" .. keys.device[k]
+      L.lost[label] = {lost = per.lost[i], n = per.n[i]}
+    end
+  end
+  -- the ranks the others wait for: last to arrive at a tenth or more of the steady collectives (nil when
+  -- nothing is known: one rank, or no matched collectives -- then every rank counts)
+  if res and res.coll and #res.coll > 0 and res.ninst and res.ninst > 0 then
+    local c = res.coll
+    local lasts = c:filter(c.last:eq(1)):group_by("rank"):agg{"n=count"}
+    local keys = l.groups
+    L.critical = {}
+    for i = 1, #lasts do
+      if lasts.n[i] >= 0.1 * res.ninst then
+        local k = lasts.rank[i] + 1
+        L.critical[(self.names[keys.report[k] + 1] or tostring(keys.report[k])) .. ":gpu" .. keys.device[k]] = true
+      end
+    end
+  end
+  self.cache.ledger = L
+  return L
+end
+
+--- Whether the rank of finding f is one the job waits for (always, when
+-- nothing says otherwise): a rank label with ":gpuN" names a GPU, a report's
+-- name any of its GPUs.
+function Ctx:critical(f)
+  local crit = self:ledger().critical
+  local w = f.where
+  if not crit or not w or not w.rank then return true end
+  if crit[w.rank] then return true end
+  for label in pairs(crit) do
+    if label:sub(1, #w.rank + 4) == w.rank .. ":gpu" then return true end
+  end
+  return false
+end
+
+--- The most of ledger line `line` (or a list of lines, summed) over the
+-- GPUs of process (report r, pid) -- of report r's GPUs when pid is nil:
+-- what the job loses to a cause of that process on its worst GPU.
+function Ctx:ledger_lost(r, pid, line)
+  local L = self:ledger()
+  local lines = type(line) == "table" and line or {line}
+  local devs = pid and L.devices[r .. ":" .. pid] or nil
+  local best = 0
+  for key, row in pairs(L.run) do
+    local rep, dev = key:match("^(%-?%d+):(%-?%d+)$")
+    local mine = tonumber(rep) == r
+    if mine and devs then
+      mine = false
+      for _, d in ipairs(devs) do if d == tonumber(dev) then mine = true end end
+    end
+    if mine then
+      local v = 0
+      for _, x in ipairs(lines) do v = v + (row[x] or 0) end
+      if v > best then best = v end
+    end
+  end
+  return best
+end
+
 --- The active span of report r (0-based): first start to last stop of its
 -- kernels, memcpy, memset and CUDA API calls (and, for nsys-jax archives,
 -- of the NVTX ranges projected onto the GPU).  Returns lo, hi.
@@ -231,8 +330,13 @@ local function shell_word(p)
   return "'" .. p:gsub("'", "'\\''") .. "'"
 end
 
---- The path of report r as a shell word, for the next command.
-function Ctx:path(r) return shell_word(self.paths[r + 1] or "TRACE") end
+--- The input that holds report r as a shell word, for the next command: a
+-- bundle's report (bundle.zip:reports/x.sqlite) is named by its bundle,
+-- which every command opens.
+function Ctx:path(r)
+  local p = self.paths[r + 1] or "TRACE"
+  return shell_word(p:match("^(.-%.zip):") or p)
+end
 
 --- Every input path as shell words, for a next command over the whole trace.
 function Ctx:all_paths()
@@ -274,6 +378,18 @@ function Ctx:add(f)
       rec.cost_ns, rec.share = total, total / window
     end
   end
+  -- the job's cost: lost_ns over the profiled run (f.lost when the check
+  -- claims a ledger line, else its total over the run), per step, and the
+  -- share of the job's wall time, never above 1
+  local lost = f.lost
+  if lost == nil and total and not (f.per_step) then lost = total end
+  if lost then
+    local jw = self:ledger().job_wall
+    rec.lost_ns = lost
+    rec.share = jw > 0 and math.min(1.0, lost / jw) or 0.0
+    if f.once then rec.once = true
+    elseif st and st.n > 0 then rec.lost_per_step_ns = lost // st.n end
+  end
   local sev = f.severity
   if not sev then
     local sh = rec.share or 0
@@ -283,7 +399,7 @@ function Ctx:add(f)
   rec.severity = sev
   -- the cost itself is printed by nsl.findings.lines from cost_ns and step_ns
   local cost = ""
-  if rec.cost_ns and st and f.once then cost = string.format(" (a one-time cost, amortised over %d steps)", st.n) end
+  if rec.cost_ns and f.once then cost = " (a one-time cost)" end
   rec.message = f.text .. cost
   self.findings[#self.findings + 1] = rec
   return rec
@@ -320,7 +436,10 @@ end
 -- Findings per process for CUDA calls that block: rows (report, pid,
 -- api_tid, api_start, api_dur, api_name, and device, stream for memory
 -- operations) -> one finding per (report, pid), where = its longest call.
-local function per_process_calls(ctx, id, rows, what, evidence, next_cmd)
+-- The blocked time is the rule's measure (total_ns); what the job loses is
+-- the ledger line the calls claim (line: idle_sync, idle_htod) on the
+-- process's worst GPU: a host that waits while its GPU is busy loses nothing.
+local function per_process_calls(ctx, id, rows, what, evidence, next_cmd, line)
   if #rows == 0 then return end
   local a = rows:group_by("report", "pid"):agg{"n=count", "total=sum(api_dur)", "longest=max(api_dur)"}
   a = a:sort("report", "pid")
@@ -328,9 +447,11 @@ local function per_process_calls(ctx, id, rows, what, evidence, next_cmd)
     local r, pid = a.report[i], a.pid[i]
     local lo, hi = ctx:report_span(r)
     local one = rows:filter(rows.report:eq(r) & rows.pid:eq(pid)):sort("-api_dur", "api_start")
-    ctx:add{id = id, total = a.total[i], window = hi - lo, evidence = evidence,
-            text = string.format("%s pid %d: %s %s (%s blocked the calling threads, longest %s)", ctx:rank(r), pid,
-              report.int(a.n[i]), what, report.duration(a.total[i]), report.duration(a.longest[i])),
+    local lost = ctx:ledger_lost(r, pid, line)
+    ctx:add{id = id, total = a.total[i], window = hi - lo, evidence = evidence, lost = lost,
+            text = string.format("%s pid %d: %s %s (%s blocked the calling threads, longest %s; its GPU sat idle " ..
+              "%s for them)", ctx:rank(r), pid, report.int(a.n[i]), what, report.duration(a.total[i]),
+              report.duration(a.longest[i]), report.duration(lost)),
             where = {rank = ctx:rank(r), report = r, pid = pid, tid = one.api_tid[1],
                      device = one:coltype("device") and one.device[1] or nil,
                      stream = one:coltype("stream") and one.stream[1] or nil,
@@ -364,7 +485,7 @@ checks[#checks + 1] = {id = "memcpy.pageable_async", run = function(ctx)
     {"src", "src_kind"}, {"dst", "dst_kind"}}), "Async memcpy with pageable memory (they block like synchronous ones)")
   per_process_calls(ctx, "memcpy.pageable_async", rows, "asynchronous memcpy calls with pageable host memory, " ..
     "which run synchronously (pin the host buffers)", ev,
-    function(r) return "nsl run launch " .. ctx:path(r) end)
+    function(r) return "nsl run launch " .. ctx:path(r) end, "idle_htod")
 end}
 
 checks[#checks + 1] = {id = "memcpy.sync", run = function(ctx)
@@ -376,7 +497,7 @@ checks[#checks + 1] = {id = "memcpy.sync", run = function(ctx)
   local ev = ctx:table("memcpy_sync", calls_table(ctx, rows, {{"kind", "kind"}, {"bytes", "bytes"}}),
     "Synchronous memcpy calls (the host waits for the copy)")
   per_process_calls(ctx, "memcpy.sync", rows, "synchronous memcpy calls (use cudaMemcpyAsync on a stream)", ev,
-    function(r) return "nsl run launch " .. ctx:path(r) end)
+    function(r) return "nsl run launch " .. ctx:path(r) end, "idle_htod")
 end}
 
 checks[#checks + 1] = {id = "memset.sync", run = function(ctx)
@@ -389,7 +510,7 @@ checks[#checks + 1] = {id = "memset.sync", run = function(ctx)
   local ev = ctx:table("memset_sync", calls_table(ctx, rows, {{"memory", "kind"}, {"bytes", "bytes"}}),
     "Synchronous memset of pinned or managed memory")
   per_process_calls(ctx, "memset.sync", rows, "synchronous memset calls on pinned or managed memory " ..
-    "(use cudaMemsetAsync)", ev, function(r) return "nsl run launch " .. ctx:path(r) end)
+    "(use cudaMemsetAsync)", ev, function(r) return "nsl run launch " .. ctx:path(r) end, "idle_sync")
 end}
 
 checks[#checks + 1] = {id = "api.sync", run = function(ctx)
@@ -408,7 +529,7 @@ checks[#checks + 1] = {id = "api.sync", run = function(ctx)
     {"pid", s.pid}, {"tid", s.api_tid}, {"API call", s.api_name}, {"start (ns)", s.api_start},
     {"blocked (ns)", s.api_dur}}, "cudaDeviceSynchronize / cudaStreamSynchronize calls, longest first")
   per_process_calls(ctx, "api.sync", rows, "cudaDeviceSynchronize/cudaStreamSynchronize calls (wait on events " ..
-    "instead of blocking the host)", ev, function(r) return "nsl run launch " .. ctx:path(r) end)
+    "instead of blocking the host)", ev, function(r) return "nsl run launch " .. ctx:path(r) end, "idle_sync")
 end}
 
 -- Groups of the GPU operations by (report, pid, device), with their spans:
@@ -481,12 +602,20 @@ checks[#checks + 1] = {id = "gpu.low_utilisation", run = function(ctx)
     {"device", span.device:gather(low.g)}, {"chunk", low.chunk}, {"start (ns)", low.start},
     {"length (ns)", low.stop - low.start}, {"busy (ns)", low.busy}, {"utilisation (%)", low.util}},
     string.format("Chunks (1/%d of each process's device span) with GPU utilisation under %g%%", n, util))
-  local a = low:group_by("g"):agg{"n=count", "total=sum(idle)", "worst=min(util)"}:sort("g")
+  -- the idle of the low chunks that gpu.gaps does not claim already (its gaps longer than args.gap): one
+  -- ledger sweep over the chunks, the GPU work before the long gaps before the rest
+  local ids = pd.g:ids()
+  local gg, gs, ge = nsl.gaps_grouped(pd.ops.start, pd.ops.stop, ids, #span, ctx.ns.gap)
+  local tot = nsl.ledger_sweep(nsl.concat(pd.ops.start, gs), nsl.concat(pd.ops.stop, ge), nsl.concat(ids, gg),
+                               nsl.concat(nsl.rep(0, #pd.ops), nsl.rep(1, #gs)), 2, low.g, low.start, low.stop)
+  low = low:with("rest", tot:gather(nsl.range(#low) * 3 + 2))
+  local a = low:group_by("g"):agg{"n=count", "total=sum(idle)", "worst=min(util)", "rest=sum(rest)"}:sort("g")
   for i = 1, #a do
     local k = a.g[i] + 1
     local r, dev = span.report[k], span.device[k]
     local mine = low:filter(low.g:eq(a.g[i])):sort("util", "start")
     ctx:add{id = "gpu.low_utilisation", total = a.total[i], window = span.hi[k] - span.lo[k], evidence = ev,
+            lost = a.rest[i],
             text = string.format("%s pid %d: %d of %d chunks under %g%% GPU utilisation (lowest %.1f%%)",
               ctx:rank(r, dev), span.pid[k], a.n[i], n, util, a.worst[i]),
             where = {rank = ctx:rank(r, dev), report = r, pid = span.pid[k], device = dev, from = mine.start[1],
@@ -535,7 +664,11 @@ local function exposed_findings(ctx, mask, spec)
     local o = only[i]
     if o > 0 then
       local r, dev = s.report[i], s.device[i]
-      ctx:add{id = spec.id, total = o, window = s.hi[i] - s.lo[i], evidence = ev,
+      -- the job loses the transfer only: waiting inside a collective for a later rank is the straggler's
+      -- (the ledger's comm_wait), so the claim is at most the device's comm line
+      local row = ctx:ledger().run[r .. ":" .. dev]
+      local lost = row and math.min(o, row.comm) or o
+      ctx:add{id = spec.id, total = o, window = s.hi[i] - s.lo[i], evidence = ev, lost = lost,
               text = spec.text(ctx:rank(r, dev), o, all[i]),
               where = {rank = ctx:rank(r, dev), report = r, device = dev, from = s.lo[i], to = s.hi[i]},
               next = string.format("nsl run %s %s", spec.next, ctx:path(r))}
@@ -543,11 +676,13 @@ local function exposed_findings(ctx, mask, spec)
   end
 end
 
---- true for the names of NCCL point-to-point kernels (Send, Recv, SendRecv).
+--- true for the names of NCCL point-to-point kernels of one direction (Send,
+-- Recv): a pipeline stage's hand-over.  SendRecv -- both directions at once,
+-- as all-to-all and grouped exchanges run -- is a collective (nccl.exposed).
 function M.is_p2p(name)
   local p = nccl.parse(name)
   local c = p and p.collective
-  return c == "SendRecv" or c == "Send" or c == "Recv"
+  return c == "Send" or c == "Recv"
 end
 
 checks[#checks + 1] = {id = "nccl.exposed", run = function(ctx)
@@ -635,6 +770,14 @@ checks[#checks + 1] = {id = "straggler", run = function(ctx)
       if st then rec.step_ns, rec.share = st.step_ns, f.delay_ns / st.step_ns end
     end
     rec.next = rec.next or ("nsl run straggler " .. ctx:all_paths())
+    -- the job's cost: what the others would not have waited for it (nsl.ledger's collectives)
+    local L = ctx:ledger()
+    local mine = rec.where and rec.where.rank and L.lost[rec.where.rank]
+    if mine then
+      rec.lost_ns = mine.lost
+      rec.share = L.job_wall > 0 and math.min(1.0, mine.lost / L.job_wall) or 0.0
+      if st and st.n > 0 then rec.lost_per_step_ns = mine.lost // st.n end
+    end
     ctx.findings[#ctx.findings + 1] = rec
   end
 end}
@@ -642,10 +785,10 @@ end}
 -- ---------------------------------------------------------------- launches and host
 
 checks[#checks + 1] = {id = "launch.bound", run = function(ctx)
-  local k = ctx.trace.kernels
-  if #k == 0 then return end
-  k:load{"report", "device", "start", "stop", "dur"}
-  local kt = k:filter(~k.device:isnull())
+  if #ctx.trace.kernels == 0 then return end
+  -- the GPU is idle when nothing runs on it: copies count as busy (gaps of every GPU operation)
+  local ops = ctx:ops()
+  local kt = ops:filter(~ops.device:isnull())
   if #kt == 0 then return end
   local short, maxgap = ctx.ns.short, ctx.ns.launch_gap
   local g = kt:group_by("report", "device")
@@ -655,7 +798,8 @@ checks[#checks + 1] = {id = "launch.bound", run = function(ctx)
   local d = nsl.table{{"report", keys.report:gather(gid)}, {"device", keys.device:gather(gid)}, {"g", gid},
                       {"start", ge}, {"gap", ge - gs}}
   -- the kernel after each gap: the shortest of those starting where it ends
-  local next_k = kt:group_by("report", "device", "start"):agg{"next_dur=min(dur)"}
+  local kk = kt:filter(~kt.memop)
+  local next_k = kk:group_by("report", "device", "start"):agg{"next_dur=min(dur)"}
   d = d:join(next_k, {"report", "device", "start"}, {"next_dur"})
   local lb = d:filter(d.gap:gt(0) & d.gap:le(maxgap) & d.next_dur:lt(short))
   if #lb == 0 then return end
@@ -667,7 +811,7 @@ checks[#checks + 1] = {id = "launch.bound", run = function(ctx)
     rows[i] = {report = ctx:rank(span.report[j], span.device[j]), device = span.device[j], kernels = span.n[j],
                n = a.n[i], total = a.total[i], span = width, share = a.total[i] * 100.0 / width}
   end
-  local ev = ctx:table("launch_bound", table_of(rows, {{"rank", "report"}, {"device", "device"}, {"kernels", "kernels"},
+  local ev = ctx:table("launch_bound", table_of(rows, {{"rank", "report"}, {"device", "device"}, {"GPU operations", "kernels"},
     {"gaps before short kernels", "n"}, {"idle (ns)", "total"}, {"span (ns)", "span"}, {"idle (% of span)", "share"}}),
     string.format("GPU idle gaps of at most %s before kernels shorter than %s, per device",
                   report.duration(maxgap), report.duration(short)))
@@ -743,7 +887,8 @@ checks[#checks + 1] = {id = "host.sync_per_step", run = function(ctx)
     {"step (ns)", "len"}, {"blocking calls", "n"}, {"blocked (ns)", "t"}}),
     "CUDA calls that block the host (explicit syncs, synchronous and pageable copies) per steady step and process")
   local cost = round(worst.t)   -- already per step: over a window of one step
-  ctx:add{id = "host.sync_per_step", total = cost, window = st.step_ns, evidence = ev,
+  ctx:add{id = "host.sync_per_step", total = cost, window = st.step_ns, evidence = ev, per_step = true,
+    lost = ctx:ledger_lost(worst.r, worst.pid, "idle_sync"),
     text = string.format("%s pid %d: the host blocks in %g CUDA calls per step (median; most time in %s): it " ..
       "cannot queue work ahead of the GPU", ctx:rank(worst.r), worst.pid, worst.n, top.name[1] or "?"),
     where = {rank = ctx:rank(worst.r), report = worst.r, pid = worst.pid, nvtx = st.nvtx},
@@ -895,7 +1040,10 @@ checks[#checks + 1] = {id = "streams.serialised", run = function(ctx)
     local o = t.copy_exposed[i]
     if o > 0 then
       local r, dev = t.report[i], t.device[i]
+      -- a copy can hide only under compute that exists: the job loses at most the device's compute time
+      local row = ctx:ledger().run[r .. ":" .. dev]
       ctx:add{id = "streams.serialised", total = o, window = t.span[i], evidence = ev,
+              lost = row and math.min(o, row.compute) or o,
               text = string.format("%s: %s of memory copies on compute streams run with no kernel beside them " ..
                 "(issue copies on their own stream to overlap them with compute)", ctx:rank(r, dev),
                 report.duration(o)),
@@ -963,12 +1111,130 @@ end}
 
 M.checks = checks
 
+--- One finding per cause: the findings of one check (id) on several ranks
+-- or devices become one, whose where is the worst one's, with ranks (their
+-- labels, worst first), parts (their findings) and least_ns, median_ns,
+-- most_ns of their lost_ns.
+-- What the job loses: on every GPU (or every process, for a per-process
+-- check) the least of them -- each rank must shed it before the job's step
+-- shrinks; on some only, the most (the affected ranks hold the others back
+-- by at most that).  On a rank the others do not wait for (Ctx:critical:
+-- with matched collectives, not last at a tenth of them) a cause is hidden:
+-- it loses 0 (hidden_ns keeps its own measure), said in its message.  The
+-- straggler's findings are already the job's.
+function M.merge(ctx, list)
+  local by, order = {}, {}
+  for _, f in ipairs(list) do
+    local key = (f.lost_ns and f.where and f.where.rank and not f.id:find("^straggler")) and f.id or nil
+    if key then
+      if not by[key] then by[key] = {}; order[#order + 1] = key end
+      table.insert(by[key], f)
+    end
+  end
+  local merged = {}
+  local L = ctx:ledger()
+  local function job_share(lost) return L.job_wall > 0 and math.min(1.0, lost / L.job_wall) or 0.0 end
+  for _, key in ipairs(order) do
+    local fs = by[key]
+    -- a rank the others do not wait for hides its cause: the job gains nothing from removing it there
+    for _, f in ipairs(fs) do
+      if not ctx:critical(f) and f.lost_ns > 0 then
+        f.hidden_ns, f.lost_ns, f.share = f.lost_ns, 0, 0.0
+        if f.lost_per_step_ns then f.lost_per_step_ns = 0 end
+        f.severity = "info"
+        f.message = f.message .. " [hidden: the other ranks are slower; the job gains nothing here]"
+      end
+    end
+    if #fs > 1 then
+      table.sort(fs, function(a, b) return a.lost_ns > b.lost_ns end)
+      local ngpu, nproc = 0, 0
+      for _ in pairs(L.run) do ngpu = ngpu + 1 end
+      for _ in pairs(L.devices) do nproc = nproc + 1 end
+      local per_device = fs[1].where.device ~= nil
+      local v, ranks, sev = {}, {}, "info"
+      for i, f in ipairs(fs) do
+        v[i] = f.lost_ns
+        ranks[i] = f.where.rank .. (f.where.pid and not f.where.rank:find(":gpu") and (":pid" .. f.where.pid) or "")
+        if output.severity_rank(f.severity) > output.severity_rank(sev) then sev = f.severity end
+      end
+      local most, least = v[1], v[#v]
+      local median = iterations.describe(v).median
+      local crit = {}   -- the parts on ranks the job waits for
+      for _, f in ipairs(fs) do if not f.hidden_ns then crit[#crit + 1] = f.lost_ns end end
+      local everywhere = #fs >= (per_device and ngpu or nproc)
+      local rec = {}
+      for k, x in pairs(fs[1]) do rec[k] = x end
+      rec.hidden_ns = nil
+      rec.lost_ns = #crit == 0 and 0 or everywhere and crit[#crit] or crit[1]   -- over the critical parts
+      rec.least_ns, rec.median_ns, rec.most_ns = least, round(median), most
+      rec.ranks = ranks
+      rec.parts = fs   -- the per-rank findings, each with its own lost_ns (JSON keeps them)
+      rec.share = job_share(rec.lost_ns)
+      local st = ctx.steps
+      if st and st.n > 0 and not rec.once then rec.lost_per_step_ns = rec.lost_ns // st.n end
+      local args = ctx.args
+      rec.severity = (args.error_share > 0 and rec.share >= args.error_share) and "error"
+                     or (args.warn_share > 0 and rec.share >= args.warn_share) and "warning" or "info"
+      if fs[1].severity ~= "info" and fs[1].severity ~= "warning" and fs[1].severity ~= "error" then rec.severity = sev end
+      rec.message = string.format("%s [on %d %s: least %s, median %s, most %s; %s]", fs[1].message, #fs,
+        per_device and "GPUs" or "processes", report.duration(least), report.duration(round(median)),
+        report.duration(most), everywhere and "on every one, so the job gains the least" or
+        "not on every one: the job gains at most the most")
+      by[key] = rec
+    else
+      by[key] = fs[1]
+    end
+  end
+  for _, f in ipairs(list) do
+    local key = (f.lost_ns and f.where and f.where.rank and not f.id:find("^straggler")) and f.id or nil
+    if not key then merged[#merged + 1] = f
+    elseif by[key] then merged[#merged + 1] = by[key]; by[key] = nil end
+  end
+  return merged
+end
+
+-- The first clause of a finding's message (up to its first ';' or '('), at most n characters.
+local function gist(msg, n)
+  local s = msg:match("^([^;(]+)") or msg
+  s = s:gsub("%s+$", "")
+  if #s > n then s = s:sub(1, n - 3) .. "..." end
+  return s
+end
+
+--- The one-line verdict over ranked findings: the top cause and what the
+-- job loses to it.
+function M.verdict(findings, job_wall)
+  local f = findings[1]
+  if not f then return "Verdict: no problems found." end
+  local cost = ""
+  if f.lost_ns then
+    cost = string.format(": the job loses %s%s (%.1f%% of its %s wall time)", report.duration(f.lost_ns),
+      f.once and " once" or "", 100 * (f.share or 0), report.duration(job_wall))
+  end
+  return string.format("Verdict: [%s %s] %s%s.", f.severity, f.id or "?", gist(f.message, 120), cost)
+end
+
+--- The top n findings, one line each (rank, severity, id, gist, loss).
+function M.top(findings, n)
+  local lines = {string.format("Top %d of %d finding(s), by what the job loses:", math.min(n, #findings), #findings)}
+  for i = 1, math.min(n, #findings) do
+    local f = findings[i]
+    lines[#lines + 1] = string.format("  %d. %s %s: %s%s", i, f.severity, f.id or "?", gist(f.message, 90),
+      f.lost_ns and string.format(" -- %s%s (%.1f%%)", report.duration(f.lost_ns), f.once and " once" or "",
+                                  100 * (f.share or 0)) or "")
+  end
+  return table.concat(lines, "\n")
+end
+
 --- Runs every check on ctx; a check whose input is unusable (an nsl error)
--- is skipped with a note.  Returns ctx.findings ranked: by cost_ns (largest
--- first; findings without a cost last), then severity, then id.  between,
+-- is skipped with a note.  Returns ctx.findings ranked: recurring costs by
+-- lost_ns (largest first), then one-time costs by lost_ns, then findings
+-- without a cost; ties by cost_ns, severity, id.  between,
 -- when given, is called after each check (nsl tui yields there to read keys).
 function M.run(ctx, between)
-  for _, c in ipairs(checks) do
+  for i, c in ipairs(checks) do
+    -- the progress line (on a terminal, for work over a second) names the check
+    local progress <close> = nsl.progress(string.format("diagnose: check %d of %d (%s)", i, #checks, c.id))
     local ok, err = xpcall(c.run, require("nsl.runner").handler, ctx)
     if not ok then
       if nsl.is_error(err) then ctx.notes[#ctx.notes + 1] = c.id .. ": " .. tostring(err)
@@ -976,9 +1242,16 @@ function M.run(ctx, between)
     end
     if between then between(c.id) end
   end
+  ctx.findings = M.merge(ctx, ctx.findings)
   local f = ctx.findings
   for i, x in ipairs(f) do x._pos = i end
   table.sort(f, function(a, b)
+    -- recurring costs first, then one-time costs (ranked apart), then findings without a cost
+    local ga = a.lost_ns and (a.once and 1 or 0) or 2
+    local gb = b.lost_ns and (b.once and 1 or 0) or 2
+    if ga ~= gb then return ga < gb end
+    local la, lb = a.lost_ns or -1, b.lost_ns or -1
+    if la ~= lb then return la > lb end
     local ca, cb = a.cost_ns or -1, b.cost_ns or -1
     if ca ~= cb then return ca > cb end
     local sa, sb = output.severity_rank(a.severity), output.severity_rank(b.severity)

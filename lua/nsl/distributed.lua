@@ -195,7 +195,8 @@ function M.run(runner, a, args, opts)
   end)
   dist:quit()
   if not okt then code = runner.fail(1, tostring(nsl.is_error(code) and code.message or code)) end
-  if os.getenv("NSL_MPI_STATS") then   -- for benchmarks and tests: how the run went
+  local stats = os.getenv("NSL_MPI_STATS")
+  if stats and stats ~= "" and stats ~= "0" then   -- for benchmarks and tests: how the run went
     local secs, bytes = mpi.seconds()
     local t = mpi.wtime()
     io.stderr:write(string.format("nsl: mpi: %d processes, %d reports, %s form, rank 0: %.3f s in communication, " ..

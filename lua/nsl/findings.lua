@@ -9,7 +9,11 @@
 --   cost_ns   integer ns the problem costs: per step when step_ns is set,
 --             else over the run
 --   step_ns   integer ns of the (median steady) step, when steps are known
---   share     cost_ns / step_ns (or of the run), a fraction
+--   share     cost_ns / step_ns (or of the run), a fraction; with lost_ns,
+--             lost_ns / the job's wall time (never above 1)
+--   lost_ns   integer ns the whole job would save over the profiled run
+--             without this cause (diagnose's ledger); lost_per_step_ns
+--             that over the steps; once: a one-time cost (never per step)
 --   where     {rank = label, report = 0-based, device, stream, pid, tid,
 --             from, to (ns on the trace's aligned clock), nvtx = range text}
 --   next      the next command to run (a string)
@@ -38,6 +42,8 @@ function M.validate(f)
   want("cost_ns", f.cost_ns, "integer")
   want("step_ns", f.step_ns, "integer")
   want("share", f.share, "number")
+  want("lost_ns", f.lost_ns, "integer")
+  want("lost_per_step_ns", f.lost_per_step_ns, "integer")
   want("next", f.next, "string")
   want("evidence", f.evidence, "string")
   want("where", f.where, "table")
@@ -54,7 +60,12 @@ end
 function M.lines(f, at_time)
   local lines = {string.format("[%s%s] %s", f.severity, f.id and (" " .. f.id) or "", f.message)}
   local parts = {}
-  if f.cost_ns then
+  if f.lost_ns then   -- the job's cost (diagnose's ledger): over the run, per step, share of the job's wall time
+    parts[#parts + 1] = string.format("%s %s%s (%.1f%% of the job's wall time)",
+      f.once and "a one-time cost of" or "the job loses", report.duration(f.lost_ns),
+      (f.lost_per_step_ns and not f.once) and string.format(", %s per step", report.duration(f.lost_per_step_ns)) or "",
+      100 * (f.share or 0))
+  elseif f.cost_ns then
     if f.step_ns then
       parts[#parts + 1] = string.format("costs %s per step (%.1f%% of the %s step)", report.duration(f.cost_ns),
         100 * (f.share or (f.step_ns > 0 and f.cost_ns / f.step_ns or 0)), report.duration(f.step_ns))

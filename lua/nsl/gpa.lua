@@ -163,7 +163,8 @@ function M.analyze(rows, map, args)
 end
 
 --- Reads a GPA config: {inputs = {{format, title, paths (files to open),
--- analysis_args, with_nvtx, with_mem}}, map}.  Relative paths are taken
+-- analysis_args, with_nvtx, with_mem, missing_nvtx (the path of a named NVTX
+-- projection CSV that does not exist: left out, as GPA does)}}, map}.  Relative paths are taken
 -- as given, else from the config's folder.  Returns it, or nil and a message.
 function M.load_config(path)
   local doc, err = json.read_file(path)
@@ -188,6 +189,9 @@ function M.load_config(path)
       if not resolve(files.kernel_sum) then
         return nil, string.format("%s: input %d: nsys_csv_file_path.kernel_sum is required", path, i)
       end
+      -- an NVTX projection that is named but absent: GPA skips the NVTX estimate and goes on
+      local nvtx = resolve(files.nvtx_proj_trace)
+      if nvtx and not nsl.stat(nvtx) then it.missing_nvtx, files.nvtx_proj_trace = nvtx, nil end
       for _, key in ipairs{"kernel_sum", "nvtx_proj_trace", "mem_time_sum"} do
         local p = resolve(files[key])
         if p then it.paths[#it.paths + 1] = p end

@@ -108,12 +108,8 @@ end
 --- nsl.is(v, kind) -> true when v is a column/table/trace/groups/intervals.
 function M.is(v, kind) return core.type(v) == kind end
 
---- nsl.readable(path) -> true when path opens for reading, else false
--- (nsl.stat says what it is; this says whether it can be read).
-function M.readable(path)
-  local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return false
-end
+--- nsl.readable(path) -> true when path opens for reading, else false and
+-- a message (nsl.stat says what it is; this says whether it can be read).
+-- In C (lio.c): opened without blocking, a FIFO or a device is not readable.
 
 return M

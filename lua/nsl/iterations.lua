@@ -22,10 +22,14 @@
 --     ", seq = N" / ", op_id = N" and a trailing number ("ProfilerStep#7");
 --     a name is a step on a thread when it occurs at least 3 times there,
 --     its start-to-start periods are regular (interquartile range at most
---     a quarter of the median), its ranges fill at least half of the time
---     from the first start to the last end, and that time is at least half
---     of the report's NVTX span.  The name with the most such instances
---     wins (then the longest period).
+--     a quarter of the median, and every period within a factor
+--     M.range_ratio of the median -- the first may be longer, a warm-up
+--     step), its ranges fill at least half of the time from the first start
+--     to the last end, and that time is at least half of the report's NVTX
+--     span.  The name with the most such instances wins (then the longest
+--     period) -- provided every one of its ranges holds GPU work (an
+--     operation launched inside it, as below); else the next name.  A name
+--     whose ranges hold no GPU work is not a step.
 --  3. Otherwise, a marker kernel: per report, the kernel name (per device)
 --     with the longest regular period, whose occurrences span at least half
 --     of the report's kernel activity.  A name's period is the time from an
@@ -63,6 +67,7 @@ M.min_count = 3           -- iterations a detected period needs
 M.range_spread = 0.25     -- NVTX steps: IQR / median period at most this
 M.range_duty = 0.5        -- NVTX steps: ranges fill at least this share of their span
 M.range_cover = 0.5       -- NVTX steps: first start to last end over the report's NVTX span
+M.range_ratio = 2         -- NVTX steps: every period (the first: at least) within median / this .. median x this
 M.kernel_spread = 0.05    -- marker kernels: IQR / median period at most this
 M.kernel_cover = 0.5      -- marker kernels: first to last occurrence over the activity span
 
@@ -118,14 +123,18 @@ end
 
 -- Start-to-start periods of the rows of t (sorted by key columns then
 -- start) per group of the keys: a table with the keys, n, med, q1, q3,
--- first (start), last (start), busy (sum of dur, when t has dur).
+-- first (start), last (start), dmin (shortest period), lmin, lmax (shortest
+-- and longest period after the first; NULL with fewer than 2 periods), busy
+-- (sum of dur, when t has dur).
 local function periods(t, keys)
   local g = t:group_by(table.unpack(keys))
   local d = t.start:diff(g:ids())
-  local cols = {{"g", g:ids()}, {"d", d}, {"start", t.start}}
+  local pos = nsl.cumcount(g:ids())   -- 0 for a group's first row, 1 for the row after its first period
+  local later = d:gather((nsl.range(#t) + 1) * pos:ge(2):cast("i64") - 1)   -- NULL: none, or the first period
+  local cols = {{"g", g:ids()}, {"d", d}, {"start", t.start}, {"later", later}}
   if t:coltype("dur") then cols[#cols + 1] = {"dur", t.dur} end
   local aggs = {"n=count(start)", "med=median(d)", "q1=quantile(d, 0.25)", "q3=quantile(d, 0.75)",
-                "first=min(start)", "last=max(start)"}
+                "first=min(start)", "last=max(start)", "dmin=min(d)", "lmin=min(later)", "lmax=max(later)"}
   if t:coltype("dur") then aggs[#aggs + 1] = "busy=sum(dur)"; aggs[#aggs + 1] = "lastdur=last(dur)" end
   local s = nsl.table(cols):group_by("g"):agg(aggs)
   local keyt = g:keys()
@@ -151,11 +160,14 @@ function M.detect_nvtx(trace)
   for i = 1, #spans do act[spans.report[i]] = spans.hi[i] - spans.lo[i] end
   t = t:sort("report", "pid", "tid", "label", "start")
   local p = periods(t, {"report", "pid", "tid", "label"})
-  local best, best_n, best_med = nil, 0, 0
   local totals = {}
+  local ratio = M.range_ratio
   for i = 1, #p do
     local n, med, q1, q3 = p.n[i], p.med[i], p.q1[i], p.q3[i]
-    if n >= M.min_count and med and med > 0 and q3 - q1 <= M.range_spread * med then
+    local lmin, lmax = p.lmin[i], p.lmax[i]
+    local even = med and med > 0 and p.dmin[i] * ratio >= med and
+                 (lmin == nil or (lmin * ratio >= med and lmax <= ratio * med))
+    if n >= M.min_count and even and q3 - q1 <= M.range_spread * med then
       local span = p.last[i] + p.lastdur[i] - p.first[i]
       if span > 0 and p.busy[i] >= M.range_duty * span and span >= M.range_cover * act[p.report[i]] then
         local l = p.label[i]
@@ -165,15 +177,29 @@ function M.detect_nvtx(trace)
       end
     end
   end
-  for l, e in pairs(totals) do
-    if e.n > best_n or (e.n == best_n and e.med > best_med) or (e.n == best_n and e.med == best_med and l < best) then
-      best, best_n, best_med = l, e.n, e.med
+  local cands = {}
+  for l, e in pairs(totals) do cands[#cands + 1] = {label = l, n = e.n, med = e.med} end
+  table.sort(cands, function(a, b)
+    if a.n ~= b.n then return a.n > b.n end
+    if a.med ~= b.med then return a.med > b.med end
+    return a.label < b.label
+  end)
+  local launched   -- the GPU operations' processes and launch times, read for the first candidate
+  for _, c in ipairs(cands) do
+    local r = ranges_table(nv, top & label:eq(c.label))
+    if not launched then
+      local ops = gpu_ops.table(trace, {columns = {"report", "pid", "corr", "start"}})
+      launched = nsl.table{{"report", ops.report}, {"pid", ops.pid}, {"launch", steps.launch_times(trace, ops)}}
+    end
+    local iter = steps.assign(launched, r)
+    local held = nsl.table{{"report", launched.report}, {"pid", launched.pid}, {"iter", iter}}
+    held = held:filter(~iter:isnull())
+    if #held > 0 and #held:group_by("report", "pid", "iter"):keys() == #r then   -- every range holds work
+      return c.label, string.format("NVTX range '%s' detected: %d top-level instances with a regular period of " ..
+        "about %s, each holding GPU work", c.label, c.n, require("nsl.report").duration(c.med)), r
     end
   end
-  if not best then return nil end
-  local mask = top & label:eq(best)
-  return best, string.format("NVTX range '%s' detected: %d top-level instances with a regular period of about %s",
-    best, best_n, require("nsl.report").duration(best_med)), ranges_table(nv, mask)
+  return nil
 end
 
 --- Marker kernels per report (see 3. above): an array of {report, device,
@@ -321,6 +347,81 @@ function M.find(trace, spec)
       require("nsl.report").duration(m.period))
   end
   return {mode = "kernel", markers = markers, how = "marker kernels detected: " .. table.concat(parts, "; ")}
+end
+
+--- The steps of a trace: the one detection every analysis of a trace uses
+-- (iterations, diagnose, its ledger), so that they all work with one step.
+-- opts.spec: a range name or pattern, or on a JAX trace a program name (""
+-- or nil: detect, M.find); opts.warmup: warm-up steps per group (-1 or nil:
+-- automatic -- on a JAX trace nsys-jax's rule, it.steps.warm; else
+-- M.warmup).  Returns nil and a message when there are no steps, else:
+--   it         M.find's result (mode "jax", "range" or "kernel", how, ...)
+--   windows    one row per step, sorted by report, group, iter: report, pid,
+--              tid (NULL for JAX and marker kernels), device (the JAX
+--              device, else NULL), iter (1-based per group), start, stop
+--              (ns; JAX: projected onto the GPU, clocks aligned), dur
+--              (stop - start), warm (boolean: a warm-up step)
+--   group      per row of windows its group's key: "report:pid" (ranges),
+--              "report:nil" (marker kernels, per report), "report:device"
+--              (JAX)
+--   groups     {key -> array of the rows of windows (1-based), in order};
+--              order: the keys in order of first row
+--   warm       {key -> warm-up steps of that group}
+--   steady     array of the steady steps' durations (ns), in row order
+--   step_ns    the median steady step (integer ns); mean_ns its mean
+--   n          the most steps of one group
+--   how        text: how the steps were found
+-- step_ns is nil when no step is steady (then steady is empty).
+function M.steps(trace, opts)
+  opts = opts or {}
+  local warmup = opts.warmup
+  if warmup and warmup < 0 then warmup = nil end
+  local it, err = M.find(trace, opts.spec)
+  if not it then return nil, err end
+  local W, by, jax_warm
+  if it.mode == "jax" then   -- the step program's executions, per device (M.jax_steps)
+    local st = it.steps:sort("report", "device", "iter")
+    local nulls = nsl.column{0}:gather(nsl.rep(-1, #st))
+    W = nsl.table{{"report", st.report}, {"pid", nulls}, {"tid", nulls}, {"device", st.device}, {"iter", st.iter},
+                  {"start", st.start}, {"stop", st.stop}}
+    by, jax_warm = st.device:totable(), st.warm:totable()
+  else
+    W = M.windows(it):sort("report", "pid", "iter")
+    W = W:with("device", nsl.column{0}:gather(nsl.rep(-1, #W)))   -- NULL: not per device
+    W = W:select{"report", "pid", "tid", "device", "iter", "start", "stop"}
+    by = W.pid:totable()
+  end
+  local rep, s, e = W.report:totable(), W.start:totable(), W.stop:totable()
+  local groups, order, group = {}, {}, {}
+  for i = 1, #W do   -- one Lua step per step
+    local key = rep[i] .. ":" .. tostring(by[i])
+    if not groups[key] then groups[key] = {}; order[#order + 1] = key end
+    table.insert(groups[key], i)
+    group[i] = key
+  end
+  local warm, steady, flag, n = {}, {}, {}, 0
+  for _, key in ipairs(order) do
+    local rows = groups[key]
+    local durs = {}
+    for k, i in ipairs(rows) do durs[k] = e[i] - s[i] end
+    local nw
+    if jax_warm and not warmup then
+      nw = 0
+      for _, i in ipairs(rows) do if jax_warm[i] then nw = nw + 1 end end
+    else
+      nw = M.warmup(durs, warmup)
+    end
+    warm[key] = nw
+    n = math.max(n, #rows)
+    for k, i in ipairs(rows) do
+      flag[i] = k <= nw
+      if k > nw then steady[#steady + 1] = durs[k] end
+    end
+  end
+  W = W:with("dur", W.stop - W.start, "warm", #flag > 0 and nsl.column(flag) or nsl.column{}:eq(0))
+  local d = M.describe(steady)
+  return {it = it, how = it.how, windows = W, group = group, groups = groups, order = order, warm = warm,
+          steady = steady, n = n, step_ns = d and math.floor(d.median + 0.5) or nil, mean_ns = d and d.mean or nil}
 end
 
 --- The GPU operations of trace with their class (nsl.classes' built-in map

@@ -84,7 +84,7 @@ end
 -- an analysis's args table): how module executions are grouped, as
 -- M.gpu_frames's opts.programs.
 function M.programs_arg()
-  return {default = "fingerprint",
+  return {default = "fingerprint", choices = {"fingerprint", "structure"},
           help = "group module executions by 'fingerprint' (nsys-jax) or 'structure' (same name and HLO)"}
 end
 

@@ -51,7 +51,7 @@ local function analysis_outputs(out, outputs)
     if it.kind == "figure" then outputs[#outputs + 1] = {kind = it.format, data = it.data, title = it.title or it.name} end
   end
   for _, it in ipairs(out.items) do
-    if it.kind == "table" then outputs[#outputs + 1] = display(it.t, it.opts.title or it.name, it.opts)
+    if it.kind == "table" then outputs[#outputs + 1] = display(it.opts.shown or it.t, it.opts.title or it.name, it.opts)
     elseif it.kind == "text" then outputs[#outputs + 1] = {kind = "stream", text = it.text .. "\n"} end
   end
 end
@@ -94,8 +94,14 @@ function M.run(text, trace, opts)
     end
   end
   local failed = false
+  local ncells, cell = 0, 0
+  for _, b in ipairs(blocks) do if b.kind == "code" and (b.lang == "lua" or b.lang == "") then ncells = ncells + 1 end end
   for _, b in ipairs(blocks) do
     if b.kind == "code" and (b.lang == "lua" or b.lang == "") and not (failed and opts.stop_on_error) then
+      cell = cell + 1
+      -- the progress line (on a terminal, for work over a second) names the cell; the loads inside count in it
+      local progress <close> = nsl.progress(string.format("%s: cell %d of %d", (opts.path or "notebook"):match("[^/]*$"),
+                                                          cell, ncells))
       current = b
       b.outputs = {}
       local pad = string.rep("\n", (b.line or 1) - 1)   -- error positions are notebook lines

@@ -37,7 +37,10 @@ end
 --- out:table(name, t [, opts]) -- a result table; opts.title, opts.decimals,
 -- opts.limit (rows printed as text; all rows go to files and other formats),
 -- opts.nsys_stats (the table reproduces an `nsys stats` report: printed with
--- its columns exactly as made, see nsl.report).
+-- its columns exactly as made, see nsl.report), opts.shown (a table people
+-- read instead of t -- text, Markdown, LaTeX, notebooks --, e.g. a value and
+-- its error in one cell "125(4)"; CSV and JSON, files and bundles keep t's
+-- numbers).
 function Out:table(name, t, opts)
   opts = opts or {}
   assert(type(name) == "string", "out:table: name must be a string")
@@ -179,8 +182,10 @@ function Out:flush()
       local sep = self.any_printed and "\n" or ""
       if it.kind == "table" then
         local o = it.opts
-        emit(sep .. report.text(it.t, {title = o.title or it.name, limit = o.limit or 50, decimals = o.decimals,
-                                       col_decimals = o.col_decimals, nsys_stats = o.nsys_stats, width = width}))
+        emit(sep .. report.text(o.shown or it.t, {title = o.title or it.name, limit = o.limit or 50,
+                                                  decimals = o.decimals, col_decimals = o.col_decimals,
+                                                  nsys_stats = o.nsys_stats, width = width,
+                                                  same_unit = o.same_unit}))
         self.any_printed = true
       elseif it.kind == "text" then
         emit(sep .. (width and report.wrap(it.text, width) or it.text))
@@ -224,9 +229,9 @@ function Out:finish()
       if it.kind == "table" then
         local title = it.opts.title or it.name
         if fmt == "csv" then parts[#parts + 1] = (#self.items > 1 and ("# " .. title .. "\n") or "") .. report.csv(it.t)
-        elseif fmt == "md" then parts[#parts + 1] = report.md(it.t, {title = title, decimals = it.opts.decimals,
+        elseif fmt == "md" then parts[#parts + 1] = report.md(it.opts.shown or it.t, {title = title, decimals = it.opts.decimals,
                                                                              nsys_stats = it.opts.nsys_stats})
-        elseif fmt == "tex" then parts[#parts + 1] = report.tex(it.t, {title = title, decimals = it.opts.decimals,
+        elseif fmt == "tex" then parts[#parts + 1] = report.tex(it.opts.shown or it.t, {title = title, decimals = it.opts.decimals,
                                                                                nsys_stats = it.opts.nsys_stats}) end
       elseif fmt == "md" and it.kind == "text" then parts[#parts + 1] = it.text .. "\n"
       end

@@ -86,14 +86,20 @@ function M.command(line, env)
     if #w == 0 then return "usage: :run ANALYSIS [KEY=VALUE...]" end
     local runner = require("nsl.runner")
     local a, err = runner.load_analysis(w[1])
-    if not a then return "error: " .. err end
+    if not a then
+      if err:find("did you mean", 1, true) or not w[1]:match("^[%w_]+$") then return "error: " .. err end
+      local names = {}   -- nothing close: the names to choose from
+      for _, e in ipairs(runner.shipped()) do names[#names + 1] = e.name end
+      return string.format("error: no analysis '%s'; the shipped ones: %s", w[1], table.concat(names, " "))
+    end
     local args = {}
     for i = 2, #w do args[#args + 1] = w[i] end
     local code = runner.run(a, {args = args, traces = env.trace_paths or {}, format = "text"})
     return code == 0 and "" or string.format("(exit code %d)", code)
   elseif cmd == "quit" or cmd == "q" then return nil, "quit"
   end
-  return "unknown command :" .. tostring(cmd) .. " (:help)"
+  local near = cmd and nsl.closest(cmd, {"help", "tables", "open", "run", "quit"})
+  return "unknown command :" .. tostring(cmd) .. (near and (" (did you mean :" .. near .. "?)") or "") .. " (:help)"
 end
 
 -- What a method call returns, by the kind of its receiver: completion after

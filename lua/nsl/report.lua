@@ -22,6 +22,7 @@ function M.float(x, decimals)
   local s = fmt("%." .. decimals .. "f", x)
   local sign, whole, frac = s:match("^(-?)(%d+)(.*)$")
   if not whole then return s end
+  if sign == "-" and not (whole .. frac):find("[1-9]") then sign = "" end   -- -0.0 (or -0.04 rounded) is 0.0
   return sign .. M.int(tonumber(whole)) .. frac
 end
 
@@ -89,11 +90,13 @@ end
 
 -- The unit that suits a duration column: that of its median magnitude.
 local units = {{1e9, "s"}, {1e6, "ms"}, {1e3, "µs"}}
-local function duration_unit(col, limit)
+local function duration_unit(col, limit, more)
   local mags = {}
-  for i = 1, limit do
-    local v = col[i]
-    if v and v ~= 0 and v == v then mags[#mags + 1] = math.abs(v) end
+  for _, c in ipairs(more and {col, table.unpack(more)} or {col}) do
+    for i = 1, limit do
+      local v = c[i]
+      if v and v ~= 0 and v == v then mags[#mags + 1] = math.abs(v) end
+    end
   end
   if #mags == 0 then return 1, "ns" end
   table.sort(mags)
@@ -104,7 +107,9 @@ end
 
 --- The cells of a table as strings, plus which columns are numeric.
 -- opts.limit: rows shown; opts.decimals: places for floats (default 1);
--- opts.nsys_stats: columns exactly as made (no units, no reordering).
+-- opts.nsys_stats: columns exactly as made (no units, no reordering);
+-- opts.same_unit: lists of ns columns that show one quantity and share one
+-- unit ({{"wait caused (ns)", "wait suffered (ns)"}}).
 -- Returns the headers, rows, numeric, n (all rows), and the index of the
 -- last column when it is text (the one a narrow terminal cuts).
 local function cells(t, opts)
@@ -119,8 +124,20 @@ local function cells(t, opts)
     numeric[k] = ty == "i64" or ty == "i32" or ty == "f64"
     headers[k] = name
     if human and numeric[k] and M.ns_base(name) then
-      local unit
-      scale[k], unit = duration_unit(cols[k], limit)
+      local unit, more
+      for _, group in ipairs(opts.same_unit or {}) do
+        for _, g in ipairs(group) do
+          if g == name then
+            more = {}
+            for _, other in ipairs(group) do
+              for _, present in ipairs(names) do
+                if present == other and other ~= name then more[#more + 1] = t:col(other) end
+              end
+            end
+          end
+        end
+      end
+      scale[k], unit = duration_unit(cols[k], limit, more)
       kinds[k] = "ns"
       headers[k] = M.ns_base(name) .. " (" .. unit .. ")"
     elseif human and (ty == "i64" or ty == "i32") and is_address(name) then kinds[k] = "addr"
@@ -163,6 +180,13 @@ local function cells(t, opts)
 end
 
 local function display_width(s) return utf8.len(s) or #s end
+
+--- s padded with spaces to w characters on the screen (not bytes: "µs" is
+-- two): on the left (right-aligned) when right is true.
+function M.pad(s, w, right)
+  local fill = string.rep(" ", math.max(0, w - display_width(s)))
+  return right and fill .. s or s .. fill
+end
 
 -- s cut to w display characters, ending in "…" when cut.
 local function cut_to(s, w)

@@ -110,6 +110,7 @@ function M.help(a)
       local default = spec.default
       local help = spec.help or ""
       local says_default = help:find("default", 1, true)   -- a help that names its default keeps its own words
+      if spec.choices then help = help .. " [" .. table.concat(spec.choices, "|") .. "]" end
       lines[#lines + 1] = string.format("  %-16s %s%s", k, help,
         default ~= nil and not says_default and string.format(" (default: %s)", tostring(default)) or "")
     end
@@ -128,8 +129,12 @@ local falsy = {["false"] = true, ["0"] = true, no = true, off = true}
 
 --- Checks KEY=VALUE strings against the declared args; returns the args
 -- table (defaults filled, values converted to the default's type) or nil, msg.
+-- An argument given twice is refused; spec.choices (a list of strings) lists
+-- the only values an argument takes (spec.list: a comma list of them; a
+-- value outside is refused with the closest choice); spec.percent lets a
+-- number end in "%".
 function M.parse_args(a, given)
-  local args = {}
+  local args, seen = {}, {}
   for k, spec in pairs(a.args) do args[k] = spec.default end
   for _, kv in ipairs(given or {}) do
     local k, v = kv:match("^([^=]+)=(.*)$")
@@ -139,8 +144,33 @@ function M.parse_args(a, given)
       return nil, string.format("analysis '%s' has no argument '%s'%s (nsl run %s --help)", a.name, tostring(k),
                                 near and string.format(" (did you mean '%s'?)", near) or "", a.name)
     end
+    if seen[k] then
+      return nil, string.format("--arg %s given twice ('%s' and '%s'): give it once", k, seen[k], v)
+    end
+    seen[k] = v
+    if spec.choices then   -- spec.list: a comma list of them
+      for item in (spec.list and v:gmatch("[^,]+") or v:gmatch(".+")) do
+        local found = false
+        for _, c in ipairs(spec.choices) do found = found or c == item end
+        if not found then
+          local near = nsl.closest(item, spec.choices)
+          if not near then   -- too far for a typo: the choice that shares the longest start
+            local best = 0
+            for _, c in ipairs(spec.choices) do
+              local n = 0
+              while n < #c and c:sub(n + 1, n + 1) == item:sub(n + 1, n + 1) do n = n + 1 end
+              if n > best then near, best = c, n end
+            end
+          end
+          return nil, string.format("--arg %s: '%s' is not one of %s%s", k, item, table.concat(spec.choices, ", "),
+                                    near and string.format(" (did you mean '%s'?)", near) or "")
+        end
+      end
+      if v == "" then return nil, string.format("--arg %s: empty (one of %s)", k, table.concat(spec.choices, ", ")) end
+    end
     local kind = spec.type or type(spec.default)
     if kind == "number" then
+      if spec.percent then v = v:gsub("%%$", "") end
       local n = math.tointeger(tonumber(v)) or tonumber(v)
       if not n then return nil, string.format("--arg %s: '%s' is not a number", k, v) end
       args[k] = n
@@ -179,8 +209,18 @@ function M.run(a, opts)
   if nproc > 1 then return require("nsl.distributed").run(M, a, args, opts) end
   local trace
   if opts.traces and #opts.traces > 0 then
+    -- --embed: the results go into the bundle whose reports were read, checked from here to the rename
+    -- (bundle.store): the same reports before and after the trace read them
+    local bundle = opts.embed and #opts.traces == 1 and nsl.is_zip(opts.traces[1]) and require("nsl.bundle")
+    local sig0 = bundle and bundle.signature(opts.traces[1])
     trace, err = nsl.open(opts.traces)
     if not trace then return fail(1, err) end
+    if bundle then
+      if not sig0 or bundle.signature(opts.traces[1]) ~= sig0 then
+        return fail(1, string.format("--embed: '%s' changed while it was read; run again", opts.traces[1]))
+      end
+      opts.embed_sig = sig0
+    end
   elseif a.needs_trace ~= false then
     return fail(2, string.format("analysis '%s' needs a trace: nsl run %s TRACE...", a.name, a.name))
   end
@@ -206,7 +246,7 @@ function M.emit(a, trace, opts, body)
     if type(bundle) ~= "table" or not bundle.embed then
       return fail(1, "--embed: bundles are not supported by this build")
     end
-    local eok, eerr = bundle.embed(opts.traces, a.name, out)
+    local eok, eerr = bundle.embed(opts.traces, a.name, out, opts.embed_sig)
     if not eok then return fail(1, eerr) end
   end
   if opts.fail_on and out:worst_severity() >= output.severity_rank(opts.fail_on) then return 3 end

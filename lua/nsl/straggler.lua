@@ -372,6 +372,8 @@ M.causes = {
             what = "its GPU sat idle before the collective while launched work waited in the queue"}},
 }
 
+M.consistent_share = 0.9   -- a rank late at this share of the steady collectives is late "every time"
+
 --- Per-rank results of an analysis `res` (M.analyse): arrays indexed by
 -- rank + 1 of offset, shared (instances shared with the reference), matched,
 -- last, share (last / matched), delay (median lateness over all its
@@ -385,15 +387,19 @@ M.causes = {
 -- (median step compute), steps (whole steps), ratio (compute / median over
 -- ranks of it), x (x[cause key][rank + 1]: the median excess of each
 -- cause), cause (the entry of M.causes with the largest positive excess,
--- or its queue variant; nil when none) and straggler: late at at least
+-- or its queue variant -- chosen when the work after the gaps was launched
+-- before them in every late window, the host one when in none, else by the
+-- larger median excess; nil when none) and straggler: late at at least
 -- opts.late_share of the collectives anyone was late at, at least twice,
--- and lost >= opts.min_share.  Also rows.skewed (collectives anyone was late
+-- and lost >= opts.min_share; consistent: not a straggler only because
+-- lost < opts.min_share, while late at at least M.consistent_share of the
+-- steady collectives (named at info level with its cost).  Also rows.skewed (collectives anyone was late
 -- at), rows.skew (median arrival skew), rows.skew_cost and skew_lost (the
 -- skew of the skewed collectives summed, per step, and over the step).
 function M.ranks(res, opts)
   local n = res.nranks
   local rows = {offset = res.offsets, shared = res.shared, straggler = {}, late_share = {}, late_delay = {},
-                cost = {}, lost = {}, cause = {}, share = {}, ratio = {}}
+                cost = {}, lost = {}, cause = {}, share = {}, ratio = {}, consistent = {}}
   local function spread(t, col, key, default)
     local v = {}
     for r = 1, n do v[r] = default end
@@ -445,11 +451,15 @@ function M.ranks(res, opts)
     local w = res.windows:join(late_rows:select{"rank", "instance", "late"}, {"rank", "instance"}, {"late"})
     w = w:filter(~w.late:isnull())
     if #w > 0 then
-      local aggs = {"host=median(x_host)", "queue=median(x_queue)"}
+      -- queued: the late windows whose own idle time is more queue than host (the
+      -- work after the gaps was launched before them)
+      w = w:with("queued", (w.queue - w.host):gt(0):cast("i64"))
+      local aggs = {"host=median(x_host)", "queue=median(x_queue)", "queued=sum(queued)", "nw=count"}
       for _, c in ipairs(M.causes) do aggs[#aggs + 1] = c.key .. "=median(" .. c.col .. ")" end
       local g = w:group_by("rank"):agg(aggs)
       for _, c in ipairs(M.causes) do x[c.key] = spread(g, c.key, "rank", nil) end
       x.host, x.queue = spread(g, "host", "rank", nil), spread(g, "queue", "rank", nil)
+      x.queued, x.windows = spread(g, "queued", "rank", 0), spread(g, "nw", "rank", 0)
     end
   end
   rows.x = x
@@ -462,12 +472,23 @@ function M.ranks(res, opts)
     rows.lost[r] = lost_of(late_sum[r])
     rows.straggler[r] = n >= 2 and rows.late_n[r] >= 2 and rows.late_share[r] >= opts.late_share
                         and rows.lost[r] >= opts.min_share
+    -- late at (nearly) every steady collective, but costing less than min_share
+    rows.consistent[r] = n >= 2 and not rows.straggler[r] and rows.late_n[r] >= 2
+                         and rows.late_share[r] >= opts.late_share
+                         and rows.late_n[r] >= M.consistent_share * (res.ninst or 0) and rows.lost[r] > 0
     local best, bv = nil, 0
     for _, c in ipairs(M.causes) do
       local v = x[c.key][r]
       if v and v > bv then best, bv = c, v end
     end
-    if best and best.queue and (x.queue[r] or 0) > (x.host[r] or 0) then
+    -- idle: the queue variant when the work after the gaps was launched before them in
+    -- every late window, the host one when in none; else the larger median excess
+    local nw, nq = x.windows and x.windows[r] or 0, x.queued and x.queued[r] or 0
+    local queued
+    if nw > 0 and nq == nw then queued = true
+    elseif nw > 0 and nq == 0 then queued = false
+    else queued = (x.queue[r] or 0) > (x.host[r] or 0) end
+    if best and best.queue and queued then
       best = {key = best.key, label = "queue", col = best.col, id = best.queue.id, what = best.queue.what}
     end
     rows.cause[r] = best

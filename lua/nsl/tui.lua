@@ -23,7 +23,7 @@ Timeline                                   Everywhere
   a d  h l      pan an eighth of the window  T  F       the tree, the findings
   [ ]           page: a whole window         :          Lua prompt (`trace`, `nsl`, `tui`)
   + = w / - s   zoom in / out at the cursor  ?          these keys
-  0  home       the whole trace              i          window start/end in ns on the status line
+  0  home       the whole trace              i          exact ns: the window, the tree
   up/down j k   select a lane                q  C-c     quit
   pgup/pgdn     lanes a page up / down     Tree
   n / p         next / previous kernel       up/down    move;  right/left  expand/collapse
@@ -51,13 +51,15 @@ App.__index = App
 
 -- ---- time ------------------------------------------------------------------------------
 
--- Compact time for the axis: t ns in the unit of step (s, ms, µs, ns) with the decimals it needs.
+-- Compact time for the axis: t ns in the unit of its size (s, ms, µs, ns: 166ms, not 166000µs),
+-- with the decimals the tick step needs (60.3075s for a 500 µs step).
 local function axis_time(t, step, utf8)
   local mu = utf8 and "µs" or "us"
   local unit, div
-  if step >= 1e9 then unit, div = "s", 1e9
-  elseif step >= 1e6 then unit, div = "ms", 1e6
-  elseif step >= 1e3 then unit, div = mu, 1e3
+  local size = max(math.abs(t), step)
+  if size >= 1e9 then unit, div = "s", 1e9
+  elseif size >= 1e6 then unit, div = "ms", 1e6
+  elseif size >= 1e3 then unit, div = mu, 1e3
   else unit, div = "ns", 1 end
   local dec = 0
   local s = step / div
@@ -223,11 +225,12 @@ function App:axis()
   local t = first
   while t < self.to do
     local c = self:col_of(t) + 1
-    local label = "|" .. axis_time(t - base, step, self.info.utf8)
+    local label = {}   -- one cell per character ("µ" is two bytes)
+    for _, cp in utf8.codes("|" .. axis_time(t - base, step, self.info.utf8)) do label[#label + 1] = utf8.char(cp) end
     local room = true
     for k = c, min(w, c + #label) do if chars[k] ~= " " then room = false end end
     if room and c + #label - 1 <= w then
-      for k = 1, #label do chars[c + k - 1] = label:sub(k, k) end
+      for k = 1, #label do chars[c + k - 1] = label[k] end
     elseif chars[c] == " " then chars[c] = "|" end
     t = t + step
   end
@@ -258,7 +261,7 @@ function App:lane_row(y, i)
   for k = 1, w do if count[k] > 0 then n = n + 1 end end
   self:put(y, 0, string.rep(" ", self.lw), 0)
   if (utf8.len(label) or #label) > self.lw then label = label:sub(1, utf8.offset(label, self.lw) - 1) end
-  self:put(y, 0, label, 0, selected and c.REVERSE or (l.kind == "gpu" and c.BOLD or 0))
+  self:put(y, 0, label, 0, selected and c.REVERSE or (l.kind ~= "nvtx" and c.BOLD or 0))
   local span = self.to - self.from
   local sel_row = self.sel and self.sel.lane == l and self.sel.row or nil
   local x0 = self.lw + 1
@@ -471,17 +474,26 @@ function App:draw_tree()
   local nvis = self.nvis
   if self.tree_sel < self.tree_top then self.tree_top = self.tree_sel end
   if self.tree_sel >= self.tree_top + nvis then self.tree_top = self.tree_sel - nvis + 1 end
-  local head = fmt("%14s %14s %14s %14s %9s  %s", "GPU Time (ns)", "GPU Self (ns)", "CPU Time (ns)",
-                   "CPU Self (ns)", "Instances", "Range")
-  self:put(1, 0, head, 0, self.curses.BOLD)
+  -- the columns: exact ns with `i` (NSL_TUI_INFO), else ms with separators; the self times (in the pane
+  -- below) only where the names keep room
+  local exact = self.show_info
+  local cw = exact and 14 or 11
+  local cols = {{"GPU Time", "gpu_time"}, {"GPU Self", "gpu_self"}, {"CPU Time", "cpu_time"}, {"CPU Self", "cpu_self"}}
+  if not exact and self.cols < 4 * (cw + 1) + 10 + 40 then cols = {cols[1], cols[3]} end
+  local unit = exact and " (ns)" or " (ms)"
+  local parts = {}
+  for j, col in ipairs(cols) do parts[j] = fmt("%" .. cw .. "s", col[1] .. unit) end
+  self:put(1, 0, table.concat(parts, " ") .. fmt(" %9s  %s", "Instances", "Range"), 0, self.curses.BOLD)
+  local function value(ns) return exact and fmt("%d", ns) or report.float(ns / 1e6, 3) end
   for y = self.lanes_y0, self.lanes_y1 do
     local k = self.tree_top + y - self.lanes_y0
     local id = rows[k]
     if id then
       local i = T.index[id]
       local mark = T.kids[id] and (self.tree_open[id] and "- " or "+ ") or "  "
-      local line = fmt("%14d %14d %14d %14d %9d  %s%s%s", nodes.gpu_time[i], nodes.gpu_self[i], nodes.cpu_time[i],
-                       nodes.cpu_self[i], nodes.instances[i], string.rep("  ", nodes.depth[i]), mark, nodes.name[i])
+      for j, col in ipairs(cols) do parts[j] = fmt("%" .. cw .. "s", value(nodes[col[2]][i])) end
+      local line = table.concat(parts, " ") .. fmt(" %9s  %s%s%s", exact and fmt("%d", nodes.instances[i]) or
+                   report.int(nodes.instances[i]), string.rep("  ", nodes.depth[i]), mark, nodes.name[i])
       self:put(y, 0, line, 0, k == self.tree_sel and self.curses.REVERSE or 0)
     end
   end
@@ -506,7 +518,7 @@ function App:tree_pane()
     if not k then lines[#lines + 1] = "no GPU operations launched directly inside this range"
     else
       for r = 1, min(#k, self.pane_h - 2) do
-        lines[#lines + 1] = fmt("  %8d ops %14d ns  %s", k.ops[r], k.gpu_time[r], k.name[r])
+        lines[#lines + 1] = fmt("  %8s ops %14s  %s", report.int(k.ops[r]), report.duration(k.gpu_time[r]), k.name[r])
       end
     end
   else
@@ -535,8 +547,8 @@ function App:draw_findings()
     local k = self.find_top + y - self.lanes_y0
     local f = list[k]
     if f then
-      local line = fmt("%-8s %12s  %-24s %s", f.severity, f.cost_ns and report.duration(f.cost_ns) or "",
-                       f.id or "", f.message)
+      local line = fmt("%-8s %s  %s %s", f.severity, report.pad(f.cost_ns and report.duration(f.cost_ns) or "", 12, true),
+                       report.pad(f.id or "", 24), f.message)
       self:put(y, 0, line, 0, k == self.find_sel and self.curses.REVERSE or 0)
     end
   end
@@ -837,7 +849,8 @@ function App:key_timeline(key)
     m.names = m.names == "short" and "demangled" or "short"
     if m.filter then m:apply_filter() end
   elseif key == "/" then
-    local text = self:read_line("filter (regex, empty: none): /", m.filter or "")
+    local now = m.filter and m.filter ~= "" and ("; now /" .. m.filter .. "/") or ""
+    local text = self:read_line(fmt("filter (regex, empty: none%s): /", now))   -- a new expression, typed afresh
     if text then
       local ok, err = m:set_filter(text, m.min_dur)
       self.status = ok and (text ~= "" and fmt("filter /%s/", text) or "filter cleared") or ("bad expression: " .. err)
@@ -974,6 +987,8 @@ function App:on_key(key)
     self.view = self.prev_view or "timeline"
     return
   end
+  -- the `:` output (or a key's error) stays until the next key: then the details come back
+  if self.pane and key ~= ":" and key ~= "i" and key ~= "c" then self.pane = nil end
   if key == "?" then
     self.prev_view = self.view
     self.view = "help"
@@ -1091,7 +1106,9 @@ function App:load_all()
   end
   self.step = self.steps_total + 1
   self:whole_if_untouched()
-  self.status = fmt("%d lanes; ? for the keys%s", #self.m.lanes, self.last_warning and (" | " .. self.last_warning) or "")
+  local apart = require("nsl.window").disjoint(self.trace)   -- stacked reports far apart: say so
+  self.status = fmt("%d lanes; ? for the keys%s%s", #self.m.lanes, apart and (" | " .. apart) or "",
+                    self.last_warning and (" | " .. self.last_warning) or "")
   self:log("full_screen ms=%.3f", (c.now() - self.t0) / 1e6)
   self:run_tasks()
 end

@@ -1,6 +1,9 @@
 -- nsl.tui_model -- what `nsl tui` shows, without the terminal: the lanes
 -- of a timeline (one per GPU stream with kernels, NCCL kernels, memcpy by
--- direction and memset; NVTX ranges per thread on a lane per nesting depth;
+-- direction and memset; on nsys-jax archives, which keep no CUDA activity,
+-- the XLA modules and their thunks projected onto each GPU (the archive's
+-- nvtx_gpu_proj_trace: a lane per device and nesting depth); NVTX ranges
+-- per thread on a lane per nesting depth;
 -- reports one after the other on the trace's aligned clock), indexed in C
 -- for level-of-detail summaries per character column (nsl.lod), the name
 -- filter, the details of one event, the NVTX tree (nsl.nvtx's projection
@@ -82,7 +85,7 @@ M.stage_list = {{"kernels", "load_gpu_table", "kernels"}, {"memcpy", "load_gpu_t
 --- The trace's span over the loaded lanes: lo, hi (nil before any).
 function Model:span()
   local lo, hi
-  for _, key in ipairs{"gpu", "nvtx"} do
+  for _, key in ipairs{"gpu", "xla", "nvtx"} do
     local l = self[key]
     if l then
       local a, b = l.lod:extent()
@@ -93,12 +96,14 @@ function Model:span()
   return lo, hi
 end
 
--- Sorts the lanes: by report, GPU lanes before NVTX lanes, each kind in its own order.
+-- Sorts the lanes: by report, GPU lanes (CUDA streams, then XLA ranges) before NVTX lanes, each kind
+-- in its own order.
+local kind_order = {gpu = 1, xla = 2, nvtx = 3}
 local function order_lanes(lanes)
   for i, l in ipairs(lanes) do l.pos = i end
   table.sort(lanes, function(a, b)
     if a.report ~= b.report then return (a.report or -1) < (b.report or -1) end
-    if a.kind ~= b.kind then return a.kind == "gpu" end
+    if a.kind ~= b.kind then return kind_order[a.kind] < kind_order[b.kind] end
     return a.pos < b.pos
   end)
 end
@@ -151,8 +156,9 @@ function Model:load_gpu()
       cols.class[n] = class
     end
   end
-  if #cols.report == 0 then
+  if #cols.report == 0 then   -- no CUDA activity: an nsys-jax archive's XLA ranges, if any
     self.loaded.gpu = true
+    self:load_xla()
     return
   end
   local spec = {}
@@ -175,6 +181,45 @@ function Model:load_gpu()
   end
   order_lanes(self.lanes)
   self.loaded.gpu = true
+  self:apply_filter()
+end
+
+--- nsys-jax archives: the NVTX ranges projected onto the GPU (XLA modules
+-- and their thunks; trace.gpu_ranges), a lane per (report, device) and
+-- nesting depth, named by the module or the HLO operation.  Nothing for
+-- other traces.  Part of the GPU lanes' stage.
+function Model:load_xla()
+  local g = self.trace.gpu_ranges
+  if #g == 0 then
+    self.loaded.xla = true
+    return
+  end
+  M.await(nsl.background("load", g, {"report", "start", "stop", "text", "pid", "tid"}), self)
+  pause()
+  -- the device of each launching thread, as nsys-jax finds it; -1 unknown
+  local frames = require("nsl.jax.frames")
+  local device = frames.range_devices(self.trace, g)
+  local lane, groups = M.await(nsl.background("nest_lanes", g.start, g.stop, {g.report, device}, 0, self.max_depth),
+                               self)
+  local nlanes = 0
+  for j = 1, #groups do nlanes = math.max(nlanes, groups.first_lane[j] + groups.lanes[j]) end
+  local lod = M.await(nsl.background("lod", g.start, g.stop, lane, nsl.rep(CLASS.kernel, #g), nlanes), self)
+  pause()
+  local name = frames.range_names(g.text)
+  self.xla = {g = g, device = device, lane = lane, lod = lod, full = lod, name = name}
+  for j = 1, #groups do
+    local r = groups.row[j] + 1
+    local rep, dev = g.report[r], device[r]
+    for d = 0, groups.lanes[j] - 1 do
+      self.lanes[#self.lanes + 1] = {
+        kind = "xla", lod_key = "xla", id = groups.first_lane[j] + d, report = rep, device = dev, depth = d,
+        events = lod:count(groups.first_lane[j] + d),
+        label = d > 0 and fmt("  depth %d", d) or
+                fmt("%sGPU%s XLA", self.multi and fmt("r%d ", rep) or "", dev >= 0 and tostring(dev) or "?")}
+    end
+  end
+  order_lanes(self.lanes)
+  self.loaded.xla = true
   self:apply_filter()
 end
 
@@ -215,7 +260,7 @@ function Model:load_nvtx()
       self.lanes[#self.lanes + 1] = {
         kind = "nvtx", lod_key = "nvtx", id = first + d, report = rep, pid = pid, tid = tid, depth = d,
         events = lod:count(first + d),
-        label = d > 0 and fmt("  %s", string.rep(".", math.min(d, 6))) or
+        label = d > 0 and fmt("  depth %d", d) or   -- the thread's nesting levels under its first lane
                 fmt("%s%s", self.multi and fmt("r%d ", rep) or "",
                     tname and fmt("%s %s", tname, tostring(tid)) or fmt("tid %s", tostring(tid)))}
     end
@@ -253,6 +298,7 @@ end
 function Model:name_of(l, r)
   if r == nil or r < 0 then return nil end
   if l.kind == "nvtx" then return self.nvtx.name[r + 1] end
+  if l.kind == "xla" then return self.xla.name[r + 1] end
   local src, row = gpu_source(self, r)
   if src == 1 then
     local k = self.trace.kernels
@@ -273,6 +319,7 @@ function Model:times(l, r)
     local nv = self.nvtx.nv
     return nv.start[r + 1], nv.stop[r + 1]
   end
+  if l.kind == "xla" then return self.xla.g.start[r + 1], self.xla.g.stop[r + 1] end
   local G = self.gpu.G
   return G.start[r + 1], G.stop[r + 1]
 end
@@ -334,6 +381,15 @@ function Model:apply_filter()
       local mask = (G.stop - G.start):ge(min)
       if re then mask = mask & gpu_match(self, re) end
       self.gpu.lod = self.gpu.full:filter(mask)
+    end
+  end
+  if self.xla then
+    local g = self.xla.g
+    if not re and min <= 0 then self.xla.lod = self.xla.full
+    else
+      local mask = (g.stop - g.start):ge(min)
+      if re then mask = mask & self.xla.name:regex(re) end
+      self.xla.lod = self.xla.full:filter(mask)
     end
   end
   if self.nvtx then
@@ -453,6 +509,19 @@ function Model:details(l, r)
     add("tid", nv.tid[r + 1])
     add("thread", thread_name(self, nv.report[r + 1], nv.pid[r + 1], nv.tid[r + 1]))
     add("depth", l.depth)
+  elseif l.kind == "xla" then
+    local g = self.xla.g
+    add("name", self.xla.name[r + 1])
+    add("range", g.text[r + 1])
+    add("kind", l.depth == 0 and "XLA module (projected onto the GPU)" or "XLA thunk (projected onto the GPU)")
+    add("start", start)
+    add("stop", stop)
+    add("dur", stop - start)
+    add("report", self.report_names[g.report[r + 1] + 1])
+    add("device", self.xla.device[r + 1] >= 0 and self.xla.device[r + 1] or nil)
+    add("pid", g.pid[r + 1])
+    add("tid", g.tid[r + 1])
+    add("depth", l.depth)
   else
     local G = self.gpu.G
     local src, row = gpu_source(self, r)
@@ -560,21 +629,15 @@ function Model:node_rows(id)
 end
 
 --- The GPU operations whose innermost range is in node id, grouped by
--- kernel name: a table name, ops, gpu_time (ns), sorted by time.
+-- name (kernels by short name, memory operations by nsys's label): a table
+-- name, ops, gpu_time (ns), sorted by time; nil when the node launched none.
 function Model:node_kernels(id)
   local T = self:load_tree()
-  local ops = T.P.ops
-  local mask = T.op_node:eq(id)
-  if mask:count() == 0 then return nil end
-  local sel = ops:filter(mask)
-  local names = {}
-  local kn = self.trace.kernels
-  kn:load{"name"}
-  -- op names: kernels by short name, memcpy/memset by kind of table
-  local kind = sel.kind:totable()
-  local rows = sel.row:totable()
-  for i = 1, #sel do names[i] = kind[i] == "kernel" and kn.name[rows[i] + 1] or kind[i] end
-  local t = nsl.table{{"name", names}, {"dur", sel.dur}}
+  local rows = T.op_node:eq(id):indices()
+  if #rows == 0 then return nil end
+  -- the names of T.P.ops's rows (nsl.gpu_ops's row order), made once
+  T.op_names = T.op_names or require("nsl.gpu_ops").table(self.trace, {columns = {}, names = "short"}).name
+  local t = nsl.table{{"name", T.op_names:gather(rows)}, {"dur", T.P.ops.dur:gather(rows)}}
   return t:group_by("name"):agg{"ops=count", "gpu_time=sum(dur)"}:sort("-gpu_time", "name")
 end
 
@@ -602,8 +665,8 @@ function Model:lane_of(where)
   for i, l in ipairs(self.lanes) do
     local s = 0
     if where.report == nil or where.report == l.report then s = s + 1 else s = -10 end
-    if l.kind == "gpu" then
-      if where.device ~= nil and where.device == l.device then s = s + 2 end
+    if l.kind == "gpu" or l.kind == "xla" then
+      if where.device ~= nil and where.device == l.device and (l.depth or 0) == 0 then s = s + 2 end
       if where.stream ~= nil and where.stream == l.stream then s = s + 2 end
     else
       if where.tid ~= nil and where.tid == l.tid and (l.depth or 0) == 0 then s = s + 3 end

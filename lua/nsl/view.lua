@@ -1,6 +1,7 @@
 -- nsl.view -- the interactive timeline viewer: one self-contained HTML file
 -- (no network) with a canvas timeline of the trace (one row per GPU stream:
--- kernels, NCCL kernels, memcpy by direction, memset; NVTX ranges per
+-- kernels, NCCL kernels, memcpy by direction, memset; on nsys-jax archives
+-- one per device: the XLA modules and thunks projected onto it; NVTX ranges per
 -- thread in nesting sub-rows), zoom, pan, hover details, search by name,
 -- the NVTX stack at a point or over a selection, and the findings of
 -- `diagnose`.  The page's script and style are lua/nsl/view/viewer.js and
@@ -72,7 +73,15 @@ local function gpu_ops(trace)
     s = s:select(cols)
     parts[#parts + 1] = {t = s, name = nsl.rep("memset", #s), cls = nsl.rep(CLASS.memset, #s)}
   end
-  if #parts == 0 then return nil end
+  if #parts == 0 then   -- no CUDA activity: an nsys-jax archive's XLA modules and thunks on each device
+    local r = trace.gpu_ranges
+    if #r == 0 then return nil end
+    r:load{"report", "pid", "tid", "start", "stop", "text"}
+    local frames = require("nsl.jax.frames")
+    local dev = frames.range_devices(trace, r)
+    return {xla = true, report = r.report, device = dev, stream = nsl.rep(0, #r), start = r.start, stop = r.stop,
+            name = frames.range_names(r.text), cls = nsl.rep(CLASS.kernel, #r)}
+  end
   local spec = {}
   for _, c in ipairs(cols) do
     local list = {}
@@ -121,7 +130,8 @@ local function layout_rows(trace, g, nv)
       local r = groups.row[i] + 1
       local rep, dev, str = g.report[r], g.device[r], g.stream[r]
       rows[#rows + 1] = {kind = "gpu", report = rep, device = dev, stream = str, events = groups.count[i],
-                         label = fmt("%sGPU %s stream %s", prefix(rep), tostring(dev), tostring(str))}
+                         label = g.xla and fmt("%sGPU %s XLA", prefix(rep), dev >= 0 and tostring(dev) or "?") or
+                                 fmt("%sGPU %s stream %s", prefix(rep), tostring(dev), tostring(str))}
     end
   end
   if nv then
@@ -307,7 +317,7 @@ function M.viewer(trace, opts)
   opts = opts or {}
   local g, nv = gpu_ops(trace), nvtx_ranges(trace)
   if not g and not nv then nsl.fail("the trace has no GPU operations or NVTX ranges to show") end
-  local lo, hi = window.span(trace, {"kernels", "memcpy", "memset", "nvtx"})
+  local lo, hi = window.span(trace, {"kernels", "memcpy", "memset", "nvtx", "gpu_ranges"})
   if hi <= lo then hi = lo + 1 end
   local rows = layout_rows(trace, g, nv)
   local parts = {}
@@ -358,6 +368,8 @@ function M.viewer(trace, opts)
   if type(opts.findings) == "table" then flist = opts.findings
   elseif opts.findings ~= false then flist, notes = diagnose_findings(trace)
   else notes = {"Findings left out (nsl view --no-findings)."} end
+  local apart = window.disjoint(trace)   -- stacked reports far apart: slivers on a long axis, said in words
+  if apart then notes[#notes + 1] = apart end
   local data = {
     format = M.format, title = opts.title or table.concat(trace.reports.name:totable(), ", "),
     nsl = nsl.version, base = tostring(lo), span = hi - lo, from = from - lo, to = to - lo,

@@ -40,6 +40,43 @@ function M.span(trace, tables)
   return lo, hi
 end
 
+--- window.disjoint(trace [, tables]) -> a sentence when the trace's reports
+-- do not all overlap in time (each report's first start to last stop over
+-- the tables, default kernels, memcpy, memset and nvtx, on the trace's
+-- aligned clock): the reports on either side of the first gap and its
+-- length; nil for one report or reports that overlap.  A timeline that
+-- stacks such reports shows slivers on a long axis: front ends say so.
+function M.disjoint(trace, tables)
+  if trace:nreports() < 2 then return nil end
+  local span = {}
+  for _, name in ipairs(tables or {"kernels", "memcpy", "memset", "nvtx"}) do
+    local t = trace[name]
+    if #t > 0 then
+      t:load{"report", "start", "stop"}
+      local g = t:group_by("report"):agg{"a=min(start)", "b=max(stop)"}
+      for i = 1, #g do   -- one Lua step per report
+        local r, a, b = g.report[i], g.a[i], g.b[i] or g.a[i]
+        local cur = span[r]
+        if a then span[r] = {math.min(cur and cur[1] or a, a), math.max(cur and cur[2] or b, b), r} end
+      end
+    end
+  end
+  local list = {}
+  for _, v in pairs(span) do list[#list + 1] = v end
+  table.sort(list, function(x, y) return x[1] < y[1] or (x[1] == y[1] and x[3] < y[3]) end)
+  local reach, who = nil, nil
+  for _, v in ipairs(list) do
+    if reach and v[1] > reach then
+      local names = trace.reports.name
+      return string.format("reports %s and %s do not overlap in time: %s pass between the end of one and the start " ..
+        "of the other (each report keeps its session's clock)", names[who + 1], names[v[3] + 1],
+        require("nsl.report").duration(v[1] - reach))
+    end
+    if not reach or v[2] > reach then reach, who = v[2], v[3] end
+  end
+  return nil
+end
+
 --- window.resolve(trace, args [, tables]) -> from, to (absolute ns): args.from
 -- and args.to are times counted from the trace's first event (to empty or
 -- absent: the last stop).  Fails with one line for a bad time, an empty

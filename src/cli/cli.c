@@ -91,12 +91,17 @@ static int unknown_error(const nsl_cli_command *c, const char *kind, const char 
   return try_help(c);
 }
 
-/* A first word that is no command. */
+/* A first word that is no command (nor one of nsl's own options: --verison finds --version). */
 static int unknown_command(const char *word) {
-  const char *names[64];
+  const char *names[66];
   int n = 0;
   for (const nsl_cli_command *c = nsl__cli_commands; c->name && n < 64; c++) names[n++] = c->name;
-  return unknown_error(NULL, "command", word, names, n);
+  if (word[0] == '-') {   /* an option: only the options are candidates */
+    n = 0;
+    names[n++] = "--version";
+    names[n++] = "--help";
+  }
+  return unknown_error(NULL, word[0] == '-' ? "option" : "command", word, names, n);
 }
 
 /* An option word ("--opt" or "--opt=value") that c does not declare. */
@@ -326,6 +331,8 @@ static int parse_command(int argc, char **argv, nsl_cli_args *a) {
     else a->traces[a->ntraces++] = argv[i];
   }
   if (a->help) return -1;   /* --help needs nothing else */
+  if (!c->args && (a->first || a->ntraces > 0))   /* a command that takes no words */
+    return usage_error(c, "%s takes no arguments (got '%s')", c->name, a->first ? a->first : a->traces[0]);
   char buf[256];
   if ((a->first != NULL) + a->ntraces < c->min_args) {
     short_usage(c, buf, sizeof buf);

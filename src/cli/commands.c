@@ -60,6 +60,7 @@ static const nsl_cli_option bundle_options[] = {
     {"--keep-rep", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "store a .nsys-rep input too, beside its export under reports/"},
     {"--columns", NULL, NSL_CLI_FLAG, NULL, NULL, 0,
      "also store every table's columns, uncompressed and aligned, so nsl maps them from the zip without SQLite"},
+    {"--allow-mixed-nsys", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "bundle exports made by different nsys releases"},
     {NULL}};
 
 static const nsl_cli_option combine_options[] = {

@@ -40,9 +40,15 @@ static void draw(const nsl_progress_info *p, int active) {
   human(done, sizeof done, (double)p->done);
   human(total, sizeof total, (double)p->total);
   human(rate, sizeof rate, r);
-  int n = snprintf(line, sizeof line, "%s: %s", p->what, done);
-  if (p->total > 0 && n < (int)sizeof line) n += snprintf(line + n, sizeof line - (size_t)n, " of %s", total);
-  if (n < (int)sizeof line) n += snprintf(line + n, sizeof line - (size_t)n, " %s, %s %s/s, %.1f s", p->unit, rate, p->unit, p->elapsed);
+  int n;
+  if (p->done == 0 && p->total <= 0)   /* nothing counted (a notebook cell, a check): what, and for how long */
+    n = snprintf(line, sizeof line, "%s, %.1f s", p->what, p->elapsed);
+  else {
+    n = snprintf(line, sizeof line, "%s: %s", p->what, done);
+    if (p->total > 0 && n < (int)sizeof line) n += snprintf(line + n, sizeof line - (size_t)n, " of %s", total);
+    if (n < (int)sizeof line)
+      n += snprintf(line + n, sizeof line - (size_t)n, " %s, %s %s/s, %.1f s", p->unit, rate, p->unit, p->elapsed);
+  }
   if (p->total > 0 && r > 0 && p->done < p->total && n < (int)sizeof line)
     snprintf(line + n, sizeof line - (size_t)n, ", %.1f s left", (double)(p->total - p->done) / r);
   fprintf(stderr, "\r\033[K%s", line);

@@ -83,6 +83,48 @@ void nsl__file_id_of(const struct stat *st, nsl__file_id *id) {
   id->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
+/* What a file that is not regular is, for messages. */
+static const char *file_kind(mode_t m) {
+  return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+       : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a folder" : "not a regular file";
+}
+
+int nsl__open_regular(const char *path, int allow_dir, nsl_error *err) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);   /* a FIFO without a writer does not block */
+  if (fd < 0) {
+    nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode) && !(allow_dir && S_ISDIR(st.st_mode))) {
+    nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': it is %s, not a regular file", path, file_kind(st.st_mode));
+    close(fd);
+    return -1;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  return fd;
+}
+
+ssize_t nsl__read_head(const char *path, void *buf, size_t n) {
+  int fd = nsl__open_regular(path, 0, NULL);
+  if (fd < 0) return -1;
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, (char *)buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close(fd);
+  return (ssize_t)got;
+}
+
 static int same_file(const struct stat *a, const struct stat *b) {
   return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
@@ -259,14 +301,15 @@ static void sync_folder(const char *target) {
   close(d);
 }
 
-nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target, const nsl__file_id *expect,
-                               nsl_error *err) {
+/* nsl__tmpfile_commit, and with durable = 0 nsl__tmpfile_publish. */
+static nsl_status commit(int fd, const char *tmp_path, const char *target, const nsl__file_id *expect, int durable,
+                         nsl_error *err) {
   if (fd < 0 || tmp_path == NULL || tmp_path[0] == '\0') {
     nsl__tmpfile_abort(fd, tmp_path);
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no temporary file to commit",
                          target ? target : "");
   }
-  if (fsync(fd) != 0) {
+  if (durable && fsync(fd) != 0) {
     int e = errno;
     nsl__tmpfile_abort(fd, tmp_path);
     return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': fsync failed: %s", target, strerror(e));
@@ -290,9 +333,18 @@ nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target,
     return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': rename failed: %s", target,
                          strerror(e));
   }
-  (void)close(fd);   /* the bytes are on disk already (fsync): nothing left to fail */
-  sync_folder(target);
+  (void)close(fd);   /* the bytes are on disk already (fsync), or need not be: nothing left to fail */
+  if (durable) sync_folder(target);
   return NSL_OK;
+}
+
+nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target, const nsl__file_id *expect,
+                               nsl_error *err) {
+  return commit(fd, tmp_path, target, expect, 1, err);
+}
+
+nsl_status nsl__tmpfile_publish(int fd, const char *tmp_path, const char *target, nsl_error *err) {
+  return commit(fd, tmp_path, target, NULL, 0, err);
 }
 
 void nsl__tmpfile_abort(int fd, const char *tmp_path) {

@@ -35,6 +35,7 @@
 #define NSL_CORE_ATOMIC_WRITE_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/stat.h>
 
 #include "nsl/nsl.h"
@@ -49,6 +50,17 @@ typedef struct nsl__file_id {
 
 /* The identity of a file from its stat. */
 void nsl__file_id_of(const struct stat *st, nsl__file_id *id);
+
+/* Opens path for reading, but only a regular file (a folder too with
+ * allow_dir): it is opened without blocking and checked with fstat before
+ * anything is read, so a FIFO, /dev/zero or a device is refused at once
+ * ("cannot open 'P': it is a FIFO, not a regular file").  The descriptor
+ * (blocking, close-on-exec) or -1 with err set. */
+int nsl__open_regular(const char *path, int allow_dir, nsl_error *err);
+/* The first (up to) n bytes of the regular file path, for the sniffers that
+ * tell formats apart: the count read, -1 when path is not a regular file
+ * (never waiting on a FIFO) or cannot be read. */
+ssize_t nsl__read_head(const char *path, void *buf, size_t n);
 
 /* Creates the temporary file for target (O_EXCL, close-on-exec, locked).
  * For a new target its mode is 0666 & ~umask; over an existing one it gets
@@ -65,6 +77,14 @@ nsl_status nsl__tmpfile_open(const char *target, int *fd, char **tmp_path, nsl_e
  * temporary file is removed and the target is left as it was. */
 nsl_status nsl__tmpfile_commit(int fd, const char *tmp_path, const char *target, const nsl__file_id *expect,
                                nsl_error *err);
+
+/* nsl__tmpfile_commit without fsync (of the file or the folder) and without
+ * expect: the rename is as atomic for other processes, but a crash may leave
+ * the file empty or torn.  Only for files whose readers check them whole and
+ * make them again when they fail (the columnar cache's checksummed files):
+ * an fsync per file made filling the cache from many small reports ten
+ * times slower than reading them without it. */
+nsl_status nsl__tmpfile_publish(int fd, const char *tmp_path, const char *target, nsl_error *err);
 
 /* Closes fd (if >= 0) and removes tmp_path (if not empty).  Never fails. */
 void nsl__tmpfile_abort(int fd, const char *tmp_path);

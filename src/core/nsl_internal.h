@@ -292,8 +292,16 @@ const nsl_source_ops *nsl__trace_source(const nsl_trace *tr, int i, void **src);
  * time by cmake/loader_id.cmake): part of the columnar cache's keys. */
 extern const char nsl__loader_id[];
 
-/* The folder of nsl's caches, subfolder `sub` (created with parents, mode 0700); *out is malloc'd. */
+/* The folder of nsl's caches, subfolder `sub` (created with parents, mode
+ * 0700); *out is malloc'd.  Refused (NSL_ERR_IO, one line) unless the root
+ * and the subfolder are folders of this user that no one else can write,
+ * the subfolder not a link.  nsl__cache_dir_open also gives the subfolder
+ * open (*dirfd, close-on-exec; the caller closes it). */
 nsl_status nsl__cache_dir(const char *sub, char **out, nsl_error *err);
+nsl_status nsl__cache_dir_open(const char *sub, char **out, int *dirfd, nsl_error *err);
+/* One warning per process that the cache could not be used (what: where,
+ * detail: why); the work goes on without it. */
+void nsl__cache_warn(const char *what, const char *detail);
 
 /* Progress of long work, for a front end to show (the library never
  * prints).  begin/end bracket the work (nested brackets count into the
@@ -332,8 +340,9 @@ void nsl__warn(const char *fmt, ...)
 
 /* ---- columns over mapped files (src/core/column.c) ------------------- */
 
-/* A region mapped with mmap (MAP_PRIVATE: a write to a column copies the
- * page, never reaches the file), unmapped when its last column goes. */
+/* A region mapped with mmap (anonymous memory a cache file was read into,
+ * or MAP_PRIVATE: a write never reaches a file), unmapped when its last
+ * column goes. */
 typedef struct nsl_mapping nsl_mapping;
 /* Takes over [addr, addr + len) (one reference); NULL on out of memory. */
 nsl_mapping *nsl__mapping_new(void *addr, size_t len);

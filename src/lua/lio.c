@@ -1,10 +1,74 @@
-/* lio.c -- file helpers for Lua: nsl.write_file (atomic), nsl.mkdir_p, and the
+/* lio.c -- file helpers for Lua: nsl.read_file (regular files only),
+ * nsl.write_file (atomic), nsl.mkdir_p, and the
  * encodings that embed data in a page: nsl.base64, nsl.pack. */
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "lua/lnsl.h"
+#include "core/atomic_write.h"
 #include "nsl/nsl_io.h"
 #include "core/nsl_internal.h"
+
+/* nsl.read_file(path [, max]) -> the whole file, or nil and a message: a
+ * FIFO, a device or a folder is refused before anything is read (so
+ * --arg map=/dev/zero or a FIFO cannot make nsl wait or read without end),
+ * and with max a file of more than max bytes too. */
+static int l_read_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  lua_Integer max = luaL_optinteger(L, 2, -1);
+  nsl_error err = {0};
+  int fd = nsl__open_regular(path, 0, &err);
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) != 0) nsl_error_set(&err, NSL_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+  else if (fd >= 0 && max >= 0 && st.st_size > max)
+    nsl_error_set(&err, NSL_ERR_LIMIT, "cannot read '%s': %lld bytes, above the limit of %lld", path,
+                  (long long)st.st_size, (long long)max);
+  else if (fd >= 0) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    lua_Integer total = 0;
+    for (;;) {
+      char *p = luaL_prepbuffer(&b);
+      ssize_t n = read(fd, p, LUAL_BUFFERSIZE);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        int e = errno;
+        close(fd);
+        return luaL_error(L, "cannot read '%s': %s", path, strerror(e));
+      }
+      if (n == 0) break;
+      luaL_addsize(&b, (size_t)n);
+      total += n;
+      if (max >= 0 && total > max) {   /* it grew while read */
+        close(fd);
+        lua_pushnil(L);
+        lua_pushfstring(L, "cannot read '%s': more than the limit of %I bytes", path, max);
+        return 2;
+      }
+    }
+    close(fd);
+    luaL_pushresult(&b);
+    return 1;
+  }
+  if (fd >= 0) close(fd);
+  lua_pushnil(L);
+  lua_pushstring(L, err.msg);
+  return 2;
+}
+
+/* nsl.readable(path) -> true when path is a regular file (or a folder) that
+ * opens for reading, else false and a message; never blocks on a FIFO. */
+static int l_readable(lua_State *L) {
+  nsl_error err = {0};
+  int fd = nsl__open_regular(luaL_checkstring(L, 1), 1, &err);
+  if (fd >= 0) close(fd);
+  lua_pushboolean(L, fd >= 0);
+  if (fd >= 0) return 1;
+  lua_pushstring(L, err.msg);
+  return 2;
+}
 
 /* nsl.write_file(path, data) -> true, or nil and a message. */
 static int l_write_file(lua_State *L) {
@@ -88,7 +152,7 @@ static int l_pack(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg funcs[] = {{"write_file", l_write_file}, {"mkdir_p", l_mkdir_p}, {"base64", l_base64},
+static const luaL_Reg funcs[] = {{"read_file", l_read_file}, {"readable", l_readable}, {"write_file", l_write_file}, {"mkdir_p", l_mkdir_p}, {"base64", l_base64},
                                  {"pack", l_pack}, {NULL, NULL}};
 
 int nsl__open_io(lua_State *L) {

@@ -2,6 +2,7 @@
  *   rows, overlap = nsl.overlap_join(a_start, a_stop, b_start, b_stop [, a_keys, b_keys [, b_mask]])
  *   counts = nsl.count_open(points, start, stop [, point_keys, iv_keys])
  *   group, start, stop = nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask]])
+ *   totals, charged = nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group, win_lo, win_hi)
  * Keys are a column or an array of columns; row numbers are 0-based (as
  * c:gather and t:take expect), -1 where nothing matches. */
 #include "lua/lnsl.h"
@@ -82,7 +83,27 @@ static int l_gaps_grouped(lua_State *L) {
   return 3;
 }
 
+/* nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group, win_lo, win_hi)
+ * -> totals, charged: per window (nclasses + 1) times, the time each class
+ * took (the lowest class wins) and what none covered; per row the time its
+ * class took while it was open (src/core/ledger.c). */
+static int l_ledger_sweep(lua_State *L) {
+  nsl_column *s = nsl__checkcolumn(L, 1), *e = nsl__checkcolumn(L, 2), *g = nsl__checkcolumn(L, 3);
+  nsl_column *c = nsl__checkcolumn(L, 4);
+  lua_Integer nc = luaL_checkinteger(L, 5);
+  luaL_argcheck(L, nc >= 1 && nc <= 64, 5, "1 to 64 classes");
+  nsl_column *wg = nsl__checkcolumn(L, 6), *wl = nsl__checkcolumn(L, 7), *wh = nsl__checkcolumn(L, 8);
+  nsl_column *totals = NULL, *charged = NULL;
+  nsl_error err = {0};
+  if (nsl_ledger_sweep(s, e, g, c, (int)nc, wg, wl, wh, &totals, &charged, &err) != NSL_OK)
+    return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, totals);
+  nsl__pushcolumn(L, charged);
+  return 2;
+}
+
 static const luaL_Reg funcs[] = {{"overlap_join", l_overlap_join},
+                                 {"ledger_sweep", l_ledger_sweep},
                                  {"count_open", l_count_open},
                                  {"gaps_grouped", l_gaps_grouped},
                                  {NULL, NULL}};

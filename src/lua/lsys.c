@@ -392,6 +392,16 @@ static int l_set_nsys(lua_State *L) {
   return 0;
 }
 
+/* nsl.qdstrm_importer(nsys) -> the QdstrmImporter shipped with that nsys,
+ * or nil. */
+static int l_qdstrm_importer(lua_State *L) {
+  char *out = NULL;
+  if (nsl_rep_find_importer(luaL_checkstring(L, 1), &out) != 0) lua_pushnil(L);
+  else lua_pushstring(L, out);
+  free(out);
+  return 1;
+}
+
 /* nsl.is_nsys_rep(path) -> true when the file is an Nsight Systems report. */
 static int l_is_nsys_rep(lua_State *L) {
   lua_pushboolean(L, nsl_rep_sniff(luaL_checkstring(L, 1)));
@@ -414,6 +424,7 @@ static int l_nsys_export(lua_State *L) {
 }
 
 static const luaL_Reg funcs[] = {{"find_nsys", l_find_nsys}, {"set_nsys", l_set_nsys},
+                                 {"qdstrm_importer", l_qdstrm_importer},
                                  {"is_nsys_rep", l_is_nsys_rep}, {"nsys_export", l_nsys_export},{"spawn", l_spawn},     {"environ", l_environ}, {"hostname", l_hostname},
                                  {"getpid", l_getpid},   {"mkdtemp", l_mkdtemp}, {"rmtree", l_rmtree},
                                  {"stat", l_stat},       {"listdir", l_listdir}, {"realpath", l_realpath},

@@ -748,7 +748,7 @@ nsl_status nsl_bundle_open(nsl_bundle **out, const char *path, const nsl_bundle_
   nsl_bundle *b = bundle_alloc(path, opts);
   if (b == NULL)
     return nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", path);
-  b->fd = open(path, O_RDONLY | O_CLOEXEC);
+  b->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);   /* a FIFO: refused below, never waited on */
   if (b->fd < 0) {
     st = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     goto fail;
@@ -916,11 +916,7 @@ nsl_status nsl_bundle_verify(nsl_bundle *b, nsl_error *err) {
 
 int nsl_bundle_sniff(const char *path) {
   unsigned char h[4] = {0};
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return 0;
-  size_t n = fread(h, 1, sizeof h, f);
-  fclose(f);
+  ssize_t n = nsl__read_head(path, h, sizeof h);   /* a FIFO or a device: not a bundle, never waited on */
   return n == 4 && h[0] == 'P' && h[1] == 'K' &&
          ((h[2] == 3 && h[3] == 4) || (h[2] == 5 && h[3] == 6) || (h[2] == 7 && h[3] == 8));
 }

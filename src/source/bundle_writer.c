@@ -71,9 +71,14 @@ static la_ssize_t cb_write(struct archive *a, void *ctx, const void *buf, size_t
     if (n < 0) {
       if (errno == EINTR)
         continue;
+      /* Said to libarchive as written: a failed write callback leaves it in its fatal state, where
+       * archive_write_free no longer closes the entry and the member's zlib stream leaks (a full disk,
+       * a file size limit).  The error is kept in w->io_errno, which every caller checks after each
+       * libarchive call, and the rest is dropped. */
       w->io_errno = errno;
-      archive_set_error(a, errno, "%s", strerror(errno));
-      return -1;
+      w->discard = 1;
+      (void)a;
+      return (la_ssize_t)len;
     }
     p += n;
     left -= (size_t)n;
@@ -226,7 +231,7 @@ static nsl_status begin(nsl_bundle_writer *w, const char *name, uint64_t size,
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': member '%s' is too large", w->target,
                          name);
   if (!w->started) {
-    if (archive_write_open2(w->ar, w, NULL, cb_write, NULL, NULL) != ARCHIVE_OK)
+    if (archive_write_open2(w->ar, w, NULL, cb_write, NULL, NULL) != ARCHIVE_OK || w->io_errno)
       return fail(w, err, NSL_ERR_IO, "%s", ar_reason(w));
     w->started = 1;
   }
@@ -246,7 +251,7 @@ static nsl_status begin(nsl_bundle_writer *w, const char *name, uint64_t size,
                 : archive_write_zip_set_compression_deflate(w->ar);
   if (r == ARCHIVE_OK)
     r = archive_write_header(w->ar, w->entry);
-  if (r != ARCHIVE_OK) {
+  if (r != ARCHIVE_OK || w->io_errno) {
     free(w->cur_name);
     w->cur_name = NULL;
     return fail(w, err, NSL_ERR_IO, "member '%s': %s", name, ar_reason(w));
@@ -275,7 +280,7 @@ static nsl_status write_buffered(nsl_bundle_writer *w, size_t len, nsl_error *er
   const unsigned char *p = w->copy_buf;
   while (len > 0) {
     la_ssize_t n = archive_write_data(w->ar, p, len);
-    if (n <= 0)
+    if (n <= 0 || w->io_errno)
       return fail(w, err, NSL_ERR_IO, "member '%s': %s", w->cur_name, ar_reason(w));
     p += n;
     len -= (size_t)n;
@@ -315,7 +320,7 @@ nsl_status nsl_bundle_writer_end(nsl_bundle_writer *w, nsl_error *err) {
   if (w->written != w->expect)
     return fail(w, err, NSL_ERR_ARG, "member '%s' got %llu of the %llu bytes announced", w->cur_name,
                 (unsigned long long)w->written, (unsigned long long)w->expect);
-  if (archive_write_finish_entry(w->ar) != ARCHIVE_OK)
+  if (archive_write_finish_entry(w->ar) != ARCHIVE_OK || w->io_errno)
     return fail(w, err, NSL_ERR_IO, "member '%s': %s", w->cur_name, ar_reason(w));
   char hex[65];
   nsl__sha256_hex(&w->sha, hex);
@@ -352,7 +357,7 @@ nsl_status nsl_bundle_writer_add_file(nsl_bundle_writer *w, const char *name, co
   struct stat sb;
   nsl_status st;
   unsigned char *buf = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);   /* a FIFO: refused below, never waited on */
   if (fd < 0)
     return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': cannot read '%s': %s", w->target, path,
                          strerror(errno));
@@ -490,7 +495,7 @@ nsl_status nsl_bundle_writer_finish(nsl_bundle_writer *w, const json_t *manifest
   st = add_memory(w, NSL_BUNDLE_MANIFEST, text, len + 1, NSL_BUNDLE_COMPRESS_DEFLATE, 1, err);
   if (st != NSL_OK)
     goto fail;
-  if (archive_write_close(w->ar) != ARCHIVE_OK) {
+  if (archive_write_close(w->ar) != ARCHIVE_OK || w->io_errno) {
     st = nsl_error_set(err, NSL_ERR_IO, "%s: %s", prefix, ar_reason(w));
     goto fail;
   }

@@ -16,11 +16,13 @@
  * header, values and dictionary.  A file that fails is ignored and written
  * again from the input.
  *
- * Numeric columns are mapped and handed out without a copy, except time
- * columns of a report whose clock is shifted (a multi-report trace): those
- * are copied with the offset added.  String columns are mapped too when
- * their dictionary matches the trace's ids (the first string columns of a
- * fresh trace); otherwise the ids are remapped into a new column.
+ * A file is read whole into anonymous memory (read_private) and checked
+ * there; numeric columns are handed out from it without a further copy,
+ * except time columns of a report whose clock is shifted (a multi-report
+ * trace): those are copied with the offset added.  String columns are used
+ * in place too when their dictionary matches the trace's ids (the first
+ * string columns of a fresh trace); otherwise the ids are remapped into a
+ * new column.
  */
 #include "source/colcache.h"
 #include "source/nsys_sqlite.h"
@@ -29,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,7 +88,6 @@ static uint64_t hash64(const void *p, size_t n, uint64_t seed) {
 /* ---- settings ---- */
 
 static int enabled = -1;   /* -1: not decided yet (NSL_NO_CACHE) */
-static int warned;
 
 void nsl_cache_set_enabled(int on) { enabled = on; }
 
@@ -112,13 +114,6 @@ int64_t nsl_cache_max_bytes(void) {
   default: break;
   }
   return x >= 9.2e18 ? INT64_MAX : (int64_t)x;
-}
-
-/* One warning per process: the cache could not be used; the work goes on. */
-static void warn_once(const char *what, const char *detail) {
-  if (warned) return;
-  warned = 1;
-  nsl__warn("cannot use the cache: %s: %s; going on without it (--no-cache turns it off)", what, detail);
 }
 
 /* ---- files of an entry ---- */
@@ -255,7 +250,7 @@ static void publish(cache_src *c, const char *name, file_head *h, const void *co
   int fd = -1;
   if (!target || nsl__tmpfile_open(target, &fd, &tmp, &e) != NSL_OK) {
     c->nowrite = 1;
-    warn_once(c->dir, target ? e.msg : "out of memory");
+    nsl__cache_warn(c->dir, target ? e.msg : "out of memory");
     free(target);
     return;
   }
@@ -265,10 +260,10 @@ static void publish(cache_src *c, const char *name, file_head *h, const void *co
     int code = errno;
     nsl__tmpfile_abort(fd, tmp);
     c->nowrite = 1;
-    warn_once(target, strerror(code));
-  } else if (nsl__tmpfile_commit(fd, tmp, target, NULL, &e) != NSL_OK) {
+    nsl__cache_warn(target, strerror(code));
+  } else if (nsl__tmpfile_publish(fd, tmp, target, &e) != NSL_OK) {   /* checked on every read: no fsync */
     c->nowrite = 1;
-    warn_once(target, e.msg);
+    nsl__cache_warn(target, e.msg);
   } else
     c->wrote = 1;
   free(tmp);
@@ -293,17 +288,39 @@ static int emb_cmp(const void *a, const void *b) {
   return strcmp(((const emb_file *)a)->name, ((const emb_file *)b)->name);
 }
 
-/* Maps file `name` from the bundle's stored columns, else from the entry's
- * folder, and checks it; NULL (nothing mapped) when absent or bad. */
+/* Reads len bytes at off of fd into memory of its own, anonymous pages
+ * that nsl_mapping releases as it would a mapping of the file: a file
+ * changed in place later (cp over it, truncate) cannot reach them, where a
+ * mapping of the file would take a SIGBUS on a page cut off.  MAP_FAILED
+ * when the file no longer holds them (it changed) or cannot be read. */
+static void *read_private(int fd, uint64_t off, size_t len) {
+  void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (addr == MAP_FAILED) return MAP_FAILED;
+  size_t done = 0;
+  while (done < len) {
+    size_t want = len - done > ((size_t)1 << 30) ? (size_t)1 << 30 : len - done;
+    ssize_t n = pread(fd, (char *)addr + done, want, (off_t)(off + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      munmap(addr, len);
+      return MAP_FAILED;
+    }
+    done += (size_t)n;
+  }
+  return addr;
+}
+
+/* Reads file `name` from the bundle's stored columns, else from the entry's
+ * folder, into memory of its own, and checks it; NULL when absent or bad. */
 static nsl_mapping *map_file(const cache_src *c, const char *name, uint32_t kind, const char *table,
                              const char *column, const file_head **head, size_t *size) {
   emb_file key = {(char *)name, 0, 0};
   const emb_file *e = c->nemb ? bsearch(&key, c->emb, c->nemb, sizeof *c->emb, emb_cmp) : NULL;
   if (e && e->size >= 16 + HEAD_BYTES && e->size < SIZE_MAX / 2) {
     long page = sysconf(_SC_PAGESIZE);
-    uint64_t base = e->off & ~(uint64_t)(page > 0 ? page - 1 : 4095);
+    uint64_t base = e->off & ~(uint64_t)(page > 0 ? page - 1 : 4095);   /* the alignment the zip gives the data */
     size_t len = (size_t)(e->off - base + e->size);
-    void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, c->zfd, (off_t)base);
+    void *addr = read_private(c->zfd, base, len);
     if (addr != MAP_FAILED) {
       const unsigned char *m = (const unsigned char *)addr + (e->off - base);
       uint64_t pad = nsl__aligned_pad(m, e->size);
@@ -323,13 +340,14 @@ static nsl_mapping *map_file(const cache_src *c, const char *name, uint32_t kind
   if (!c->dir) return NULL;
   char *path = path_in(c, name);
   if (!path) return NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);   /* never a link, never a FIFO */
   free(path);
   if (fd < 0) return NULL;
   struct stat st;
   void *addr = MAP_FAILED;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= HEAD_BYTES && (uint64_t)st.st_size < SIZE_MAX / 2)
-    addr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size >= HEAD_BYTES &&
+      (uint64_t)st.st_size < SIZE_MAX / 2)
+    addr = read_private(fd, 0, (size_t)st.st_size);
   close(fd);
   if (addr == MAP_FAILED) return NULL;
   size_t n = (size_t)st.st_size;
@@ -611,11 +629,17 @@ static nsl_status ensure_inner(cache_src *c, nsl_error *err) {
   nsl_report_info info;
   nsl_bundle_options_init(&o);
   o.mode = NSL_BUNDLE_STRICT;
+  struct stat st;   /* changed (cut, overwritten) since it was opened: said so, before its new bytes are parsed */
+  if (stat(c->lazy_zip, &st) == 0) nsl__file_id_of(&st, &now);
+  else now.known = 0;
+  if (!now.known || now.dev != c->lazy_id.dev || now.ino != c->lazy_id.ino || now.size != c->lazy_id.size ||
+      now.mtime_ns != c->lazy_id.mtime_ns)
+    return nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the bundle changed while it was read", c->lazy_zip);
   nsl_status rc = nsl_bundle_open(&b, c->lazy_zip, &o, err);
   if (rc != NSL_OK) return rc;
   if (!nsl__bundle_file_id(b, &now) || now.dev != c->lazy_id.dev || now.ino != c->lazy_id.ino ||
       now.size != c->lazy_id.size || now.mtime_ns != c->lazy_id.mtime_ns)
-    rc = nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the bundle changed while it was open", c->lazy_zip);
+    rc = nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the bundle changed while it was read", c->lazy_zip);
   if (rc == NSL_OK) rc = nsl_bundle_read_member(b, c->lazy_member, &data, &len, err);
   nsl_bundle_close(b);
   if (rc == NSL_OK) rc = nsl__nsys_adopt_image(c->label, data, len, &src, &info, err);   /* takes data over */
@@ -765,7 +789,6 @@ static void cache_close(void *p) {
   cache_src *c = p;
   if (!c) return;
   if (c->in) c->in->close(c->src);
-  if (c->dir && c->wrote) nsl__cache_evict(c->dir);
   cache_free(c);
 }
 
@@ -805,7 +828,7 @@ static int schema_row(void *ctx, int ncols, const char *const *names, const nsl_
 
 typedef struct input_id {
   uint64_t dev, ino;
-  int64_t size, mtime_ns;
+  int64_t size, mtime_ns, ctime_ns;   /* ctime: an edit in place that restores the mtime still shows */
   uint64_t head, pages, schema;
   uint32_t version;
   uint64_t loader;   /* nsl__loader_id: columns another build made are not these */
@@ -819,7 +842,7 @@ typedef struct input_id {
 static int identify(const char *file, const char *kind, const char *sub, const nsl_source_ops *ops, void *src,
                     uint64_t *ident, uint64_t *key) {
   struct stat st;
-  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return -1;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
@@ -831,6 +854,7 @@ static int identify(const char *file, const char *kind, const char *sub, const n
   id.ino = (uint64_t)st.st_ino;
   id.size = (int64_t)st.st_size;
   id.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  id.ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
   id.version = NSL_CACHE_FORMAT;
   id.loader = hash64(nsl__loader_id, strlen(nsl__loader_id), 7);
   unsigned char buf[4096];
@@ -861,9 +885,21 @@ static int identify(const char *file, const char *kind, const char *sub, const n
 /* ---- entries ---- */
 
 
-/* Frees c (not the wrapped source). */
+/* Entries open in this process, and whether one of those closed had added
+ * files: the size bound is kept once, when the last entry closes, not once
+ * per report (a scan of the whole folder each: a trace of 100 small reports
+ * scanned it 100 times). */
+static atomic_int live_entries;
+static atomic_int wrote_pending;
+
+/* Frees c (not the wrapped source); the size bound is kept when it was the
+ * last entry open. */
 static void cache_free(cache_src *c) {
   if (!c) return;
+  if (c->dir) {   /* one of the entries open in this process: the last one keeps the size bound */
+    if (c->wrote) atomic_store(&wrote_pending, 1);
+    if (atomic_fetch_sub(&live_entries, 1) == 1 && atomic_exchange(&wrote_pending, 0)) nsl__cache_evict(c->dir);
+  }
   free(c->lazy_zip);
   free(c->lazy_member);
   if (c->zfd >= 0) close(c->zfd);
@@ -874,6 +910,23 @@ static void cache_free(cache_src *c) {
   free(c);
 }
 
+/* Writes the entry's description (text) as a whole file, without fsync as
+ * every file of the cache (a torn one is not the current ident: the entry
+ * starts again). */
+static nsl_status publish_text(const char *target, const char *text, nsl_error *err) {
+  int fd = -1;
+  char *tmp = NULL;
+  nsl_status rc = nsl__tmpfile_open(target, &fd, &tmp, err);
+  if (rc != NSL_OK) return rc;
+  if (write_all(fd, text, strlen(text)) != 0) {
+    rc = nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': %s", target, strerror(errno));
+    nsl__tmpfile_abort(fd, tmp);
+  } else
+    rc = nsl__tmpfile_publish(fd, tmp, target, err);
+  free(tmp);
+  return rc;
+}
+
 /* Sets up c's entry in the cache folder: made, or emptied when it holds
  * another version of the input; touched (LRU) when it is current.  Without
  * a usable folder c->dir stays NULL (one warning). */
@@ -881,7 +934,7 @@ static void open_entry(cache_src *c, const char *file, const char *sub, uint64_t
   char *root = NULL;
   nsl_error e;
   if (nsl__cache_dir("columns", &root, &e) != NSL_OK) {
-    warn_once("the cache folder", e.msg);
+    nsl__cache_warn("the cache folder", e.msg);
     return;
   }
   size_t dn = strlen(root) + 20;
@@ -898,25 +951,30 @@ static void open_entry(cache_src *c, const char *file, const char *sub, uint64_t
   if (!entry) c->nowrite = 1;
   else if (!text || !strstr(text, want)) {
     if (text) nsl__cache_remove_files(c->dir, 0, NULL);
+    struct stat ds;
     if (mkdir(c->dir, 0700) != 0 && errno != EEXIST) {
-      warn_once(c->dir, strerror(errno));
+      nsl__cache_warn(c->dir, strerror(errno));
       c->nowrite = 1;
+    } else if (lstat(c->dir, &ds) != 0 || !S_ISDIR(ds.st_mode) || ds.st_uid != geteuid()) {
+      nsl__cache_warn(c->dir, "not a folder of this user (a link?); it is not followed");
+      free(c->dir);
+      c->dir = NULL;
     } else if (!c->nowrite) {
       char *abs = realpath(file, NULL);
       char *body = nsl__printf_alloc("nsl-cache %d\n%skind %s\ninput %s\nsub %s\n", NSL_CACHE_FORMAT, want,
                                      c->in->kind ? c->in->kind : "", abs ? abs : file, sub ? sub : "");
       if (body == NULL) {
-        warn_once(c->dir, "out of memory");
+        nsl__cache_warn(c->dir, "out of memory");
         c->nowrite = 1;
-      } else if (nsl_write_file_atomic(entry, body, strlen(body), &e) != NSL_OK) {
-        warn_once(c->dir, e.msg);
+      } else if (publish_text(entry, body, &e) != NSL_OK) {
+        nsl__cache_warn(c->dir, e.msg);
         c->nowrite = 1;
       }
       free(body);
       free(abs);
     }
   } else {
-    utimensat(AT_FDCWD, entry, NULL, 0);   /* last used: the LRU order */
+    utimensat(AT_FDCWD, entry, NULL, AT_SYMLINK_NOFOLLOW);   /* last used: the LRU order (a link's target never touched) */
   }
   free(entry);
   free(text);
@@ -1028,6 +1086,7 @@ static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *sr
     find_embedded(c, file, zid, sub);
   }
   if (use_dir) open_entry(c, file, sub, key);
+  if (c->dir) atomic_fetch_add(&live_entries, 1);
   if (!c->dir && c->nemb == 0) {
     cache_free(c);
     return nsl_trace_add_source(tr, ops, src, info, err);

@@ -1,7 +1,8 @@
 /*
  * colcache.h -- the columnar cache: a layer around a report's source that
- * keeps the columns it loaded in files under <cache root>/columns/ and maps
- * them on later opens (format: archive-format/CACHE.md).
+ * keeps the columns it loaded in files under <cache root>/columns/ and reads
+ * them on later opens, whole, into memory of its own: never mapped from the
+ * file, which may change under a run (format: archive-format/CACHE.md).
  *
  * Basic outline:
  *   1. A source that opened a report calls nsl__cache_add_source instead of
@@ -24,7 +25,7 @@
 #include "nsl/cache.h"
 #include "nsl/nsl.h"
 
-#define NSL_CACHE_FORMAT 1   /* bump with every change of archive-format/CACHE.md */
+#define NSL_CACHE_FORMAT 2   /* bump with every change of archive-format/CACHE.md */
 #define NSL__CACHE_HEAD_BYTES 256   /* a cache file's header */
 
 /* Adds the report (ops, src, info) to tr, through the cache when it is on:
@@ -53,10 +54,12 @@ int nsl__cache_add_stored_report(nsl_trace *tr, const nsl_bundle *b, const char 
  * old_member (the copy then holds what the reader ignores). */
 int nsl__cache_stored_rename(void *head, size_t n, const char *old_member, const char *new_member, const char *sha);
 /* The cache folder as a whole (colcache_folder.c): the small file path read
- * whole (NUL-terminated; NULL when unreadable), the files of folder dir
- * removed (sub-folders too; dir itself with rmdir_too; returns the bytes
- * freed), and the least recently used entries of columns/ removed until the
- * folder is within NSL_CACHE_MAX (`except`, the entry just used, last). */
+ * whole (NUL-terminated; NULL when unreadable or not a regular file: links
+ * are not followed), the cache's own files of entry folder dir removed
+ * (regular files of the user with the cache's header; never a link, never a
+ * sub-folder; dir itself with rmdir_too; returns the bytes freed), and the
+ * least recently used entries of columns/ removed until the folder is
+ * within NSL_CACHE_MAX (`except`, the entry just used, last). */
 char *nsl__cache_slurp(const char *path, size_t cap);
 int64_t nsl__cache_remove_files(const char *dir, int rmdir_too, int64_t *files);
 void nsl__cache_evict(const char *except);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/atomic_write.h"
 #include "source/csv.h"
 
 #define MAX_FIELDS 64
@@ -105,10 +106,9 @@ static size_t header_start(const char *d, size_t len) {
 
 const char *nsl__nsys_csv_sniff(const char *path) {
   char buf[4096];
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
+  ssize_t got = nsl__read_head(path, buf, sizeof buf - 1);   /* regular files only, never waiting on a FIFO */
+  if (got < 0) return NULL;
+  size_t n = (size_t)got;
   buf[n] = 0;
   if (memchr(buf, 0, n)) return NULL;   /* binary */
   size_t pos = header_start(buf, n);

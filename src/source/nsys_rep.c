@@ -7,8 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/atomic_write.h"
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
 #include "core/text.h"
@@ -33,11 +35,7 @@ static char *g_program;                     /* --nsys */
 
 int nsl_rep_sniff(const char *path) {
   char h[sizeof REP_MAGIC - 1];
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
-  size_t n = fread(h, 1, sizeof h, f);
-  fclose(f);
-  return n == sizeof h && memcmp(h, REP_MAGIC, sizeof h) == 0;
+  return nsl__read_head(path, h, sizeof h) == (ssize_t)sizeof h && memcmp(h, REP_MAGIC, sizeof h) == 0;
 }
 
 void nsl_rep_set_nsys(const char *path) {
@@ -126,6 +124,54 @@ int nsl_rep_find_nsys(const char *given, char **out) {
   return -1;
 }
 
+/* 1 when dir holds the importer, directly or in the host folder beside it
+ * (NVIDIA's layout: target-linux-x64/nsys, host-linux-x64/QdstrmImporter);
+ * *out receives its path. */
+static int importer_in(const char *dir, char **out) {
+  static const char *const rel[] = {"QdstrmImporter", "../host-linux-x64/QdstrmImporter"};
+  for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+    char *p = nsl__printf_alloc("%s/%s", dir, rel[i]);
+    if (p && executable(p)) {
+      char *real = realpath(p, NULL);   /* named without the hops that found it */
+      if (real) free(p);
+      *out = real ? real : p;
+      return 1;
+    }
+    free(p);
+  }
+  return 0;
+}
+
+int nsl_rep_find_importer(const char *nsys, char **out) {
+  *out = NULL;
+  char *path = strdup(nsys), *dir = NULL;
+  for (int hop = 0; path && hop < 16; hop++) {   /* each link of the chain, as nsys's packagers laid it */
+    const char *slash = strrchr(path, '/');
+    free(dir);
+    dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir || importer_in(dir, out)) break;
+    char target[PATH_MAX];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) break;
+    target[n] = 0;
+    char *next = target[0] == '/' ? strdup(target) : nsl__printf_alloc("%s/%s", dir, target);
+    free(path);
+    path = next;
+  }
+  if (!*out) {   /* links among the folders above it */
+    char *real = realpath(nsys, NULL);
+    char *slash = real ? strrchr(real, '/') : NULL;
+    if (slash) {
+      *slash = 0;
+      importer_in(real, out);
+    }
+    free(real);
+  }
+  free(path);
+  free(dir);
+  return *out ? 0 : -1;
+}
+
 /* 64-bit FNV-1a of s. */
 static uint64_t fnv1a(const char *s) {
   uint64_t h = 1469598103934665603ull;
@@ -139,28 +185,46 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The identity of a report: size, modification time, device, inode. */
+/* The identity of a report: size, modification and change times, device,
+ * inode (the change time: an edit in place that restores the mtime). */
 static void identity(const struct stat *st, char *out, size_t cap) {
-  snprintf(out, cap, "%lld %lld.%09ld %llu %llu\n", (long long)st->st_size, (long long)st->st_mtim.tv_sec,
+  snprintf(out, cap, "report %lld %lld.%09ld %lld.%09ld %llu %llu\n", (long long)st->st_size,
+           (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec, (long long)st->st_ctim.tv_sec, st->st_ctim.tv_nsec,
+           (unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
+}
+
+/* The identity of an export nsl made: size, modification time, device, inode. */
+static void export_identity(const struct stat *st, char *out, size_t cap) {
+  snprintf(out, cap, "export %lld %lld.%09ld %llu %llu\n", (long long)st->st_size, (long long)st->st_mtim.tv_sec,
            st->st_mtim.tv_nsec, (unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
 }
 
-/* Reads at most cap-1 bytes of path into out (NUL-terminated); length or -1. */
-static ssize_t read_small(const char *path, char *out, size_t cap) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* The first line of an export's record (.report-id): what marks the entry as
+ * nsl's (colcache_folder.c removes only marked entries). */
+#define RECORD_HEAD "nsl-export 2\n"
+
+/* Reads at most cap-1 bytes of file `name` of folder dfd into out
+ * (NUL-terminated) when it is a regular file of this user, never through a
+ * link; length or -1. */
+static ssize_t read_own(int dfd, const char *name, char *out, size_t cap) {
+  int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return -1;
-  ssize_t n = read(fd, out, cap - 1);
+  struct stat st;
+  ssize_t n = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) n = read(fd, out, cap - 1);
   close(fd);
   if (n < 0) return -1;
   out[n] = 0;
   return n;
 }
 
-/* Writes text to path atomically (temporary name + fsync + rename). */
-static int write_small(const char *path, const char *text) {
-  char *tmp = nsl__printf_alloc("%s.tmp%ld", path, (long)getpid());
+/* Writes text as file `name` of folder dfd atomically (a fresh temporary
+ * file, never through a link: fsync + rename). */
+static int write_own(int dfd, const char *name, const char *text) {
+  char *tmp = nsl__printf_alloc(".%s.tmp%ld", name, (long)getpid());
   if (!tmp) return -1;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  unlinkat(dfd, tmp, 0);
+  int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     free(tmp);
     return -1;
@@ -168,8 +232,8 @@ static int write_small(const char *path, const char *text) {
   size_t n = strlen(text);
   int ok = write(fd, text, n) == (ssize_t)n && fsync(fd) == 0;
   close(fd);
-  if (!ok || rename(tmp, path) != 0) {
-    unlink(tmp);
+  if (!ok || renameat(dfd, tmp, dfd, name) != 0) {
+    unlinkat(dfd, tmp, 0);
     free(tmp);
     return -1;
   }
@@ -177,14 +241,16 @@ static int write_small(const char *path, const char *text) {
   return 0;
 }
 
-/* 1 when path starts with SQLite's header. */
-static int is_sqlite(const char *path) {
+/* 1 when file `name` of folder dfd is a regular file (not a link) that
+ * starts with SQLite's header; its stat in *st. */
+static int is_sqlite_at(int dfd, const char *name, struct stat *st) {
   char h[16];
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
-  size_t n = fread(h, 1, sizeof h, f);
-  fclose(f);
-  return n == sizeof h && memcmp(h, "SQLite format 3", 16) == 0;
+  int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return 0;
+  int ok = fstat(fd, st) == 0 && S_ISREG(st->st_mode) && pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
+           memcmp(h, "SQLite format 3", 16) == 0;
+  close(fd);
+  return ok;
 }
 
 /* The last non-empty line of the log at path, in out ("" when none). */
@@ -205,18 +271,66 @@ static void last_line(const char *path, char *out, size_t cap) {
   if (snprintf(out, cap, "%s", line ? line + 1 : buf) >= (int)cap) out[cap - 1] = 0;   /* cut */
 }
 
-/* Removes the leftovers of exports whose process is gone (we hold the lock). */
-static void remove_leftovers(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
+/* Removes the leftovers of exports whose process is gone (we hold the
+ * lock), and the old log: names, not what links point to. */
+static void remove_leftovers(int dfd) {
+  int d2 = dup(dfd);
+  DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+  if (!d) {
+    if (d2 >= 0) close(d2);
+    return;
+  }
   struct dirent *e;
   while ((e = readdir(d)))
-    if (strncmp(e->d_name, ".export-", 8) == 0) {
-      char *p = nsl__printf_alloc("%s/%s", dir, e->d_name);
-      if (p) unlink(p);
-      free(p);
-    }
+    if (strncmp(e->d_name, ".export-", 8) == 0 || strcmp(e->d_name, "export.log") == 0) unlinkat(dfd, e->d_name, 0);
   closedir(d);
+}
+
+/* Private folders made for exports when the cache folder is refused,
+ * removed with what they hold at exit. */
+static char *g_tmpdirs[64];
+static int g_ntmpdirs;
+static pthread_mutex_t g_tmp_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void remove_tmpdirs(void) {
+  for (int i = 0; i < g_ntmpdirs; i++) {
+    int dfd = open(g_tmpdirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd >= 0) {
+      DIR *d = fdopendir(dfd);
+      struct dirent *e;
+      while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) unlinkat(dfd, e->d_name, 0);
+      if (d) closedir(d);
+      else close(dfd);
+    }
+    rmdir(g_tmpdirs[i]);
+    free(g_tmpdirs[i]);
+  }
+  g_ntmpdirs = 0;
+}
+
+/* A fresh private folder (mode 0700, under $TMPDIR or /tmp) for one
+ * export, removed at exit; NULL when none can be made. */
+static char *private_tmpdir(void) {
+  const char *t = getenv("TMPDIR");
+  char *p = nsl__printf_alloc("%s/nsl-export-XXXXXX", t && t[0] == '/' ? t : "/tmp");
+  if (!p || !mkdtemp(p)) {
+    free(p);
+    return NULL;
+  }
+  pthread_mutex_lock(&g_tmp_lock);
+  int ok = g_ntmpdirs < (int)(sizeof g_tmpdirs / sizeof *g_tmpdirs);
+  if (ok) {
+    if (g_ntmpdirs == 0) atexit(remove_tmpdirs);
+    g_tmpdirs[g_ntmpdirs++] = p;
+  }
+  pthread_mutex_unlock(&g_tmp_lock);
+  if (!ok) {
+    rmdir(p);
+    free(p);
+    return NULL;
+  }
+  return strdup(p);
 }
 
 /* Runs argv with stdout and stderr to log; waits at most timeout_s seconds
@@ -226,16 +340,53 @@ static void remove_leftovers(const char *dir) {
  * way.  Returns the exit status (128 + signal), -1 when it could not start
  * (errno), -2 on timeout, -3 when cancelled. */
 static int run_export(char *const argv[], const char *log, const char *watch, const char *report, double timeout_s) {
-  posix_spawn_file_actions_t fa;
-  if (posix_spawn_file_actions_init(&fa) != 0) return -1;
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid;
-  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    errno = rc;
+  /* the log is made afresh (O_EXCL, no link followed: remove_leftovers took the old one away) */
+  int lfd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int nfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (lfd < 0 || nfd < 0) {
+    int e = errno;
+    if (lfd >= 0) close(lfd);
+    if (nfd >= 0) close(nfd);
+    errno = e;
+    return -1;
+  }
+  int pipefd[2];   /* the child reports a failed exec through it */
+  if (pipe2(pipefd, O_CLOEXEC) != 0) {
+    close(lfd);
+    close(nfd);
+    return -1;
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {   /* the child: async-signal-safe calls only */
+    /* its own process group (ended as a whole), and ended when nsl dies, even by kill -9 */
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    if (dup2(nfd, 0) < 0 || dup2(lfd, 1) < 0 || dup2(lfd, 2) < 0) _exit(127);
+    execve(argv[0], argv, environ);
+    int e = errno;
+    ssize_t w = write(pipefd[1], &e, sizeof e);
+    (void)w;
+    _exit(127);
+  }
+  int fork_errno = errno;
+  close(lfd);
+  close(nfd);
+  close(pipefd[1]);
+  if (pid < 0) {
+    close(pipefd[0]);
+    errno = fork_errno;
+    return -1;
+  }
+  setpgid(pid, pid);   /* as the child does: whichever runs first */
+  int exec_errno = 0;
+  ssize_t got;
+  while ((got = read(pipefd[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {}
+  close(pipefd[0]);
+  if (got == (ssize_t)sizeof exec_errno) {
+    waitpid(pid, NULL, 0);
+    errno = exec_errno;
     return -1;
   }
   double t0 = now_s();
@@ -256,12 +407,13 @@ static int run_export(char *const argv[], const char *log, const char *watch, co
     int cancelled = nsl__cancelled();
     if (!timed_out && (cancelled || (timeout_s > 0 && t - t0 > timeout_s))) {
       timed_out = cancelled ? 2 : 1;
-      kill(pid, SIGTERM);
+      kill(-pid, SIGTERM);   /* nsys and whatever it started */
       for (int i = 0; i < 50 && waitpid(pid, &status, WNOHANG) == 0; i++) nanosleep(&(struct timespec){0, 100000000}, NULL);
       if (waitpid(pid, &status, WNOHANG) == 0) {
-        kill(pid, SIGKILL);
+        kill(-pid, SIGKILL);
         waitpid(pid, &status, 0);
       }
+      kill(-pid, SIGKILL);   /* what is left of the group */
       break;
     }
     struct stat st;
@@ -277,6 +429,66 @@ static int run_export(char *const argv[], const char *log, const char *watch, co
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+/* The release that wrote the report at path, from its first line: reports
+ * of nsys 2023 and later start "NVIDIA Tegra Profiler Report
+ * 2026@4@1@191-264138605071v0.", and an nsys refuses a report of a release
+ * newer than its own ("Version number is invalid"); older reports carry
+ * "1." there (2022.4 writes so).  Returns 1 with v = {year, major, minor,
+ * build} and the build text in out; 0 when the header names no release. */
+static int report_release(const char *path, int v[4], char *out, size_t cap) {
+  char head[sizeof REP_MAGIC + 128];
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t n = fread(head, 1, sizeof head - 1, f);
+  fclose(f);
+  head[n] = 0;
+  if (n < sizeof REP_MAGIC || memcmp(head, REP_MAGIC, sizeof REP_MAGIC - 1) != 0) return 0;
+  const char *s = head + sizeof REP_MAGIC - 1;
+  size_t len = strcspn(s, "\n");
+  if (len == 0 || s[len] != '\n' || s[len - 1] != '.') return 0;
+  int used = 0;
+  if (sscanf(s, "%d@%d@%d@%d%n", &v[0], &v[1], &v[2], &v[3], &used) != 4 || v[0] < 2000) return 0;
+  snprintf(out, cap, "%d.%d.%d.%d%.*s", v[0], v[1], v[2], v[3], (int)(len - 1 - (size_t)used), s + used);
+  for (char *c = out; *c; c++)   /* header bytes reach the terminal only as printable text */
+    if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
+  return 1;
+}
+
+/* The version of the nsys at path ("NVIDIA Nsight Systems version
+ * 2022.4.2.1-df9881f"), run with its output to log: 1 with v and the text
+ * in out, 0 when it cannot be told. */
+static int nsys_release(char *nsys, const char *log, const char *report, int v[4], char *out, size_t cap) {
+  char *argv[] = {nsys, "--version", NULL};
+  unlink(log);   /* run_export makes the log afresh (never through a link): the export's log goes */
+  if (run_export(argv, log, log, report, 30) != 0) return 0;
+  char text[512];
+  if (read_own(AT_FDCWD, log, text, sizeof text) <= 0) return 0;
+  const char *s = strstr(text, "version ");
+  if (!s || sscanf(s + 8, "%d.%d.%d.%d", &v[0], &v[1], &v[2], &v[3]) != 4) return 0;
+  size_t len = strcspn(s + 8, " \r\n");
+  snprintf(out, cap, "%.*s", (int)(len < cap ? len : cap - 1), s + 8);
+  return 1;
+}
+
+/* When the report at path was written by a release newer than nsys, sets
+ * err to a message that names both and what to install, and returns 1. */
+static int newer_than_nsys(const char *path, char *nsys, const char *log, const char *stem, nsl_error *err) {
+  int rv[4], nv[4];
+  char rtext[128], ntext[128];
+  if (!report_release(path, rv, rtext, sizeof rtext) || !nsys_release(nsys, log, path, nv, ntext, sizeof ntext))
+    return 0;
+  int cmp = 0;
+  for (int i = 0; i < 3 && cmp == 0; i++) cmp = (rv[i] > nv[i]) - (rv[i] < nv[i]);
+  if (cmp <= 0) return 0;
+  nsl_error_set(err, NSL_ERR_IO,
+                "cannot open '%s': the report was written by Nsight Systems %s and %s is %s, which reads only "
+                "reports of its own release or older; install Nsight Systems %d.%d.%d or newer (NVIDIA's "
+                "nsight-systems-cli packages) and give it with --nsys PATH, or export the report there: nsys "
+                "export --type=sqlite --output=%s.sqlite %s",
+                path, rtext, nsys, ntext, rv[0], rv[1], rv[2], stem, path);
+  return 1;
+}
+
 /* The export command for messages: nsys export --type=sqlite --output=OUT
  * REP (malloc'd; NULL when out of memory). */
 static char *command_text(const char *nsys, const char *out, const char *rep) {
@@ -289,10 +501,10 @@ nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
   if (stat(path, &st) != 0) return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   char *real = realpath(path, NULL);
   if (!real) return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-  char *nsys = NULL, *root = NULL, *dir = NULL, *lock = NULL, *out = NULL, *idp = NULL, *tmp = NULL, *log = NULL;
+  char *nsys = NULL, *root = NULL, *dir = NULL, *out = NULL, *tmp = NULL, *log = NULL;
   char *outarg = NULL, *cmd = NULL;
-  int lfd = -1;
-  nsl_status rc;
+  int lfd = -1, dfd = -1;
+  nsl_status rc = NSL_OK;
   /* the export keeps the report's stem, so the report keeps its name */
   const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
   char stem[256];
@@ -316,41 +528,76 @@ nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
     goto cleanup;
   }
 
-  rc = nsl__cache_dir("exports", &root, err);
-  if (rc != NSL_OK) goto cleanup;
-  dir = nsl__printf_alloc("%s/%016llx", root, (unsigned long long)fnv1a(real));
-  if (dir) {
-    lock = nsl__printf_alloc("%s/.lock", dir);
-    out = nsl__printf_alloc("%s/%s.sqlite", dir, stem);
-    idp = nsl__printf_alloc("%s/.report-id", dir);
-    tmp = nsl__printf_alloc("%s/.export-%ld.sqlite", dir, (long)getpid());
-    log = nsl__printf_alloc("%s/export.log", dir);
+  /* the entry: a folder of the trusted exports/ (nsl__cache_dir_open), else a private temporary one */
+  int rfd = -1;
+  nsl_error ce;
+  char name[32];
+  snprintf(name, sizeof name, "%016llx", (unsigned long long)fnv1a(real));
+  if (nsl__cache_dir_open("exports", &root, &rfd, &ce) == NSL_OK) {
+    dir = nsl__printf_alloc("%s/%s", root, name);
+    if (dir && mkdirat(rfd, name, 0700) != 0 && errno != EEXIST) {
+      rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': cannot create '%s': %s", path, dir, strerror(errno));
+      close(rfd);
+      goto cleanup;
+    }
+    dfd = dir ? openat(rfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    close(rfd);
+    struct stat ds;
+    if (dir && (dfd < 0 || fstat(dfd, &ds) != 0 || ds.st_uid != geteuid() || (ds.st_mode & 022))) {
+      nsl__cache_warn(dir, "not a private folder of this user (a link?); it is not used");
+      if (dfd >= 0) close(dfd);
+      dfd = -1;
+      free(dir);
+      dir = NULL;
+    }
+  } else
+    nsl__cache_warn("the cache folder", ce.msg);
+  if (dfd < 0) {
+    free(dir);
+    if ((dir = private_tmpdir())) dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (!dir || dfd < 0) {
+      rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': no private folder for its export: %s", path,
+                         strerror(errno));
+      goto cleanup;
+    }
   }
-  if (!dir || !lock || !out || !idp || !tmp || !log) {
+  char outname[300];
+  snprintf(outname, sizeof outname, "%s.sqlite", stem);
+  out = nsl__printf_alloc("%s/%s", dir, outname);
+  tmp = nsl__printf_alloc("%s/.export-%ld.sqlite", dir, (long)getpid());
+  log = nsl__printf_alloc("%s/export.log", dir);
+  if (!out || !tmp || !log) {
     rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
     goto cleanup;
   }
-  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-    rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': cannot create '%s': %s", path, dir, strerror(errno));
-    goto cleanup;
-  }
-  lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  lfd = openat(dfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (lfd < 0) {
-    rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': cannot create '%s': %s", path, lock, strerror(errno));
+    rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': cannot create '%s/.lock': %s", path, dir, strerror(errno));
     goto cleanup;
   }
   while (flock(lfd, LOCK_EX) != 0)   /* another nsl exporting the same report: wait for it */
     if (errno != EINTR) break;
 
-  char want[256], have[256];
+  /* reused only when nsl made it: the record and the export regular files of this user (read_own,
+   * is_sqlite_at), the record naming this very report and this very export */
+  char want[256], have[512], exp_id[256];
   identity(&st, want, sizeof want);
-  if (read_small(idp, have, sizeof have) > 0 && strcmp(want, have) == 0 && is_sqlite(out)) {
-    /* reuse */
-    if (!(*sqlite = strdup(out))) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    goto cleanup;
+  struct stat es;
+  if (read_own(dfd, ".report-id", have, sizeof have) > 0 && is_sqlite_at(dfd, outname, &es) &&
+      es.st_uid == geteuid()) {
+    export_identity(&es, exp_id, sizeof exp_id);
+    char *rec = nsl__printf_alloc(RECORD_HEAD "%s%s", want, exp_id);
+    int same = rec && strcmp(rec, have) == 0;
+    free(rec);
+    if (same) {
+      if (!(*sqlite = strdup(out))) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+      goto cleanup;
+    }
   }
-  remove_leftovers(dir);
-  unlink(idp);
+  unlinkat(dfd, ".report-id", 0);
+  unlinkat(dfd, outname, 0);
+  remove_leftovers(dfd);
+  write_own(dfd, ".report-id", RECORD_HEAD);   /* the entry is nsl's (for nsl cache clear); no export yet */
   const char *t = getenv("NSL_NSYS_TIMEOUT");
   double timeout = t && *t ? strtod(t, NULL) : DEFAULT_TIMEOUT_S;
   outarg = nsl__printf_alloc("--output=%s", tmp);
@@ -365,6 +612,7 @@ nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
   char tail[512];
   last_line(log, tail, sizeof tail);
   struct stat after;
+  const char *tmpname = strrchr(tmp, '/') + 1;
   if (code == -1) rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': cannot run '%s': %s", path, nsys, strerror(run_errno));
   else if (code == -2)
     rc = nsl_error_set(err, NSL_ERR_IO,
@@ -372,35 +620,40 @@ nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
                        path, timeout, cmd);
   else if (code == -3)
     rc = nsl_error_set(err, NSL_ERR_LIMIT, "cannot open '%s': the nsys export was cancelled", path);
+  else if (code != 0 && newer_than_nsys(path, nsys, log, stem, err))
+    rc = NSL_ERR_IO;
   else if (code != 0)
     rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': nsys export failed (exit code %d)%s%s; the command was: %s",
                        path, code, tail[0] ? ": " : "", tail, cmd);
-  else if (!is_sqlite(tmp))
+  else if (!is_sqlite_at(dfd, tmpname, &es))
     rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': nsys export wrote no SQLite database; the command was: %s",
                        path, cmd);
   else if (stat(path, &after) != 0 || (identity(&after, have, sizeof have), strcmp(want, have) != 0))
     rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': the report changed while nsys exported it; try again", path);
   else {
-    int fd = open(tmp, O_RDONLY | O_CLOEXEC);
+    int fd = openat(dfd, tmpname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0) {
       fsync(fd);
       close(fd);
     }
-    if (rename(tmp, out) != 0 || write_small(idp, want) != 0)
+    char *rec = NULL;
+    if (renameat(dfd, tmpname, dfd, outname) != 0 || !is_sqlite_at(dfd, outname, &es) ||
+        (export_identity(&es, exp_id, sizeof exp_id), !(rec = nsl__printf_alloc(RECORD_HEAD "%s%s", want, exp_id))) ||
+        write_own(dfd, ".report-id", rec) != 0)
       rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': cannot store the export in '%s': %s", path, dir,
                          strerror(errno));
+    free(rec);
   }
-  if (rc != NSL_OK) unlink(tmp);
+  if (rc != NSL_OK) unlinkat(dfd, tmpname, 0);
   if (rc == NSL_OK && !(*sqlite = strdup(out))) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
 cleanup:
   if (lfd >= 0) close(lfd);
+  if (dfd >= 0) close(dfd);
   free(real);
   free(nsys);
   free(root);
   free(dir);
-  free(lock);
   free(out);
-  free(idp);
   free(tmp);
   free(log);
   free(outarg);

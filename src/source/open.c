@@ -5,7 +5,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/atomic_write.h"
 #include "core/nsl_internal.h"
 #include "nsl/bundle.h"
 #include "nsl/nsl.h"
@@ -85,6 +87,9 @@ static const input_format formats[] = {
 };
 
 nsl_status nsl_trace_add_path(nsl_trace *tr, const char *path, nsl_error *err) {
+  int fd = nsl__open_regular(path, 1, err);   /* a FIFO or a device refused before any sniffer reads it */
+  if (fd < 0) return NSL_ERR_IO;
+  close(fd);
   nsl_status rc = nsl_trace_add_input(tr, path, err);
   if (rc != NSL_OK) return rc;
   for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)

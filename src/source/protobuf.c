@@ -369,7 +369,7 @@ static nsl_status decode_msg(pb_dec *d, const nsl_pb_msg *m, const uint8_t *p, c
       int64_t *n = (int64_t *)((char *)out + f->count_offset);
       char *items = *(char **)((char *)out + f->offset);
       if (wire == 2 && wire_of(f->kind) != 2) {   /* packed */
-        uint64_t len;
+        uint64_t len = 0;   /* (the first pass checked the message's varints) */
         nsl__pb_read_varint(&r, &len);
         nsl_pb_reader pr = {r.p, r.p + len};
         while (pr.p < pr.end) {
@@ -389,7 +389,7 @@ static nsl_status decode_msg(pb_dec *d, const nsl_pb_msg *m, const uint8_t *p, c
         return dec_fail(d, NSL_ERR_FORMAT, m, num, at, "bad %s", f->name);
       continue;
     }
-    uint64_t len;
+    uint64_t len = 0;
     nsl__pb_read_varint(&r, &len);
     const uint8_t *s = r.p;
     r.p += len;

@@ -40,3 +40,15 @@ finish() {
   echo "$PASS passed, $FAIL failed"
   [ "$FAIL" -eq 0 ]
 }
+# real_nsys_or_skip: sets NSYS_REAL to a real Nsight Systems (the nsys in PATH, answering --version as NVIDIA's
+# does), or ends the test as passed, saying why: NSL_NO_NONFREE=1, or none installed (scripts/install-deps.sh
+# installs Debian's nsight-systems).
+real_nsys_or_skip() {
+  if [ "${NSL_NO_NONFREE:-0}" = 1 ]; then echo "skipped: NSL_NO_NONFREE=1 (the tests of a real nsys)"; exit 0; fi
+  NSYS_REAL=$(command -v nsys || true)
+  NSYS_VERSION=$([ -n "$NSYS_REAL" ] && "$NSYS_REAL" --version 2> /dev/null | sed -n 's/^NVIDIA Nsight Systems version //p')
+  if [ -z "$NSYS_VERSION" ]; then
+    echo "skipped: no real nsys in PATH (scripts/install-deps.sh installs Debian's nsight-systems)"
+    exit 0
+  fi
+}

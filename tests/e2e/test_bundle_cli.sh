@@ -102,6 +102,10 @@ sqlite3 b/train.sqlite "PRAGMA user_version = 7"   # other bytes, same command: 
 printf 'import torch\n' > src/train.py
 "$NSL" bundle a/train.sqlite --rank 0 --source src/train.py -o r0.zip > /dev/null &&
   "$NSL" bundle b/train.sqlite --rank 1 --source src/train.py -o r1.zip > /dev/null || bad "combine: making inputs"
+"$NSL" bundle a/train.sqlite --source "$PWD/src/train.py" -o abs.zip > /dev/null || bad "bundle --source /abs/path"
+check_eq "bundle --source \$PWD/src/train.py: stored relative to the working folder" \
+  "$(unzip -Z1 abs.zip | grep '^sources/')" "sources/src/train.py"
+rm -f abs.zip
 fp0=$(fingerprint r0.zip)
 run_nsl combine combine r0.zip r1.zip -o all.zip
 check_eq "combine: exit code" "$RC" 0
@@ -208,6 +212,26 @@ else ok "profile: -t replaces the default trace"; fi
 grep -q -x -- '--sample=none' nsys.log && grep -q -x -- '--cuda-graph-trace=node' nsys.log &&
   ok "profile: other options passed, other defaults kept" || bad "profile: options: $(cat nsys.log)"
 
+# nsys leaving a .qdstrm (its importer not found): the QdstrmImporter shipped with it makes the report. Laid out
+# as Debian's package: PATH's nsys is a link to lib/nsight-systems/bin/nsys (a link to the program), the importer
+# in lib/nsight-systems/host-linux-x64/, found along the links, not beside the program they end at
+mkdir -p qd/usr/bin qd/usr/lib/ns/bin qd/usr/lib/ns/host-linux-x64
+ln -s "$FAKE" qd/usr/lib/ns/bin/nsys && ln -s ../lib/ns/bin/nsys qd/usr/bin/nsys
+printf '#!/bin/sh\n[ "$1" = -i ] && printf "import of %%s\\n" "$2" > "${2%%.qdstrm}.nsys-rep"\n' \
+  > qd/usr/lib/ns/host-linux-x64/QdstrmImporter
+chmod +x qd/usr/lib/ns/host-linux-x64/QdstrmImporter
+FAKE_NSYS_QDSTRM=1 run_nsl qd profile --nsys "$TMP/p/qd/usr/bin/nsys" -o qd.zip -- true
+check_eq "profile: .qdstrm imported: exit code" "$RC" 0
+check_eq "profile: .qdstrm imported: one line says so, naming the importer" \
+  "$(grep -c "^nsl: nsys left a .qdstrm (it did not find its importer): importing it with $TMP/p/qd/usr/lib/ns/host-linux-x64/QdstrmImporter$" "$TMP/qd.err")" 1
+unzip -p qd.zip reports/profile.nsys-rep | grep -q '^import of .*profile.qdstrm$' &&
+  ok "profile: .qdstrm imported: the importer's report is bundled" || bad "profile: qd.zip: $(unzip -Z1 qd.zip | tr '\n' ' ')"
+rm qd/usr/lib/ns/host-linux-x64/QdstrmImporter
+FAKE_NSYS_QDSTRM=1 run_nsl qd2 profile --nsys "$TMP/p/qd/usr/bin/nsys" -o qd2.zip -- true
+check_eq "profile: .qdstrm without an importer: exit code" "$RC" 1
+grep -q "no QdstrmImporter lies beside $TMP/p/qd/usr/bin/nsys" "$TMP/qd2.err" && [ ! -e qd2.zip ] &&
+  ok "profile: .qdstrm without an importer: said, no bundle" || bad "profile: qd2: $(cat "$TMP/qd2.err")"
+
 run_nsl prof profile --nsys "$FAKE" -o fail.zip -- sh -c 'echo partial; exit 3'
 check_eq "profile: a failing application's exit code is passed on" "$RC" 3
 has_member fail.zip reports/profile.sqlite && ok "profile: bundle written when the application fails" || bad "profile: no bundle"
@@ -297,4 +321,14 @@ check_eq "hostile: nothing written under the work folder" "$(find "$TMP/h" -newe
 check_eq "hostile: no file escaped" "$(find "$TMP" / -maxdepth 1 -name 'evil-*' 2>/dev/null | wc -l)" 0
 [ ! -e /tmp/evil-absolute.txt ] && ok "hostile: no absolute path written" || bad "hostile: /tmp/evil-absolute.txt exists"
 cd "$TMP" || exit 1
+
+# exports of two nsys releases (their META_DATA_EXPORT, by SQL): refused as combine refuses bundles, unless asked
+A="$D/pytorch_nccl_2gpu_2026.2.sqlite"; B="$D/nvfuser_2024.6.sqlite"
+va=$(sql "$A" "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION'" | cut -d. -f1-2)
+vb=$(sql "$B" "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION'" | cut -d. -f1-2)
+"$NSL" bundle "$A" "$B" -o mixed.zip > /dev/null 2> mixed.err; rc=$?
+[ "$rc" = 1 ] && [ ! -e mixed.zip ] && grep -q "different nsys releases ($va vs $vb)" mixed.err &&
+  ok "bundle: exports of nsys $va and $vb refused, nothing written" || bad "bundle mixed: $rc $(cat mixed.err)"
+"$NSL" bundle "$A" "$B" -o mixed.zip --allow-mixed-nsys > /dev/null 2> mixed.err && [ -s mixed.zip ] &&
+  ok "bundle --allow-mixed-nsys: written" || bad "bundle --allow-mixed-nsys: $(cat mixed.err)"
 finish

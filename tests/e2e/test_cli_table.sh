@@ -118,6 +118,35 @@ refused "after '--'" profile --nsys /bin/false
 refused "wants KEY=VALUE" run summary "$F" --arg limit
 refused "unknown --format 'yaml'" info "$F" --format yaml
 
+# The README's statement of the options every command takes ("Every command but `a` and `b` also takes `--x`
+# and `--y`") against the table: exactly the commands it leaves out take neither option.
+stmt=$(grep -m1 '^Every command but .* also takes ' "$NSL_SOURCE_DIR/README.md")
+if [ -z "$stmt" ]; then bad "the README names no options that every command takes"; else
+  except=$(echo "$stmt" | sed 's/ also takes .*//' | grep -oE '`[a-z]+`' | tr -d '`' | sort | tr '\n' ' ')
+  opts=$(echo "$stmt" | sed 's/.* also takes //' | grep -oE '`--[a-z-]+`' | tr -d '`')
+  for c in $commands; do
+    line=$(grep "^nsl $c " "$TMP/commands.txt"; grep -x "nsl $c" "$TMP/commands.txt")
+    for o in $opts; do
+      short=$o; [ "$o" = --quiet ] && short=-q
+      has=no; echo "$line" | grep -qE -- "\[($o|$short)\]" && has=yes
+      want=yes; case " $except" in *" $c "*) want=no ;; esac
+      check_eq "as the README says, nsl $c takes $o: $want" "$has" "$want"
+    done
+  done
+fi
+"$NSL" list extra > /dev/null 2> "$TMP/err"; rc=$?
+[ "$rc" = 2 ] && grep -q "takes no arguments" "$TMP/err" && ok "list extra: refused" || bad "list extra: exit $rc $(cat "$TMP/err")"
+"$NSL" --verison > /dev/null 2> "$TMP/err"; rc=$?
+[ "$rc" = 2 ] && grep -q "did you mean '--version'" "$TMP/err" && ok "--verison: did you mean" || bad "--verison: $rc $(cat "$TMP/err")"
+# notebooks: a misspelled shipped name gets the closest; a report name that is neither HTML nor ipynb is refused
+T0="$NSL_DATA_DIR/nsys/tiny_2026.1.sqlite"
+"$NSL" notebook analyss "$T0" -o "$TMP/nb.html" > /dev/null 2> "$TMP/err"; rc=$?
+[ "$rc" = 2 ] && grep -q "did you mean 'analysis'" "$TMP/err" && ok "notebook analyss: did you mean" ||
+  bad "notebook analyss: $rc $(cat "$TMP/err")"
+"$NSL" notebook analysis "$T0" -o "$TMP/nb.pdf" > /dev/null 2> "$TMP/err"; rc=$?
+[ "$rc" = 2 ] && [ ! -e "$TMP/nb.pdf" ] && grep -q "nb.pdf" "$TMP/err" && ok "notebook -o x.pdf: refused, nothing written" ||
+  bad "notebook -o x.pdf: $rc $(cat "$TMP/err")"
+
 # The options reach the Lua side under their declared fields.
 "$NSL" run summary "$F" --format=csv --arg=limit=1 > "$TMP/csv.txt" 2> "$TMP/err"; rc=$?
 check_eq "run --format=csv --arg=limit=1: exit 0" "$rc" 0

@@ -13,7 +13,7 @@ FAKE=$NSL_SOURCE_DIR/tests/e2e/fake_nsys.sh
 nccl=$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite
 h100=$NSL_DATA_DIR/nsys/pytorch_h100_2gpu_2026.2.sqlite
 export NSL_CACHE_DIR=$TMP/cache FAKE_NSYS_LOG=$TMP/nsys.log FAKE_NSYS_EXPORT=$nccl
-unset NSYS FAKE_NSYS_EXPORT_FAIL FAKE_NSYS_EXPORT_HANG FAKE_NSYS_EXPORT_DELAY NSL_NSYS_TIMEOUT
+unset NSYS FAKE_NSYS_EXPORT_FAIL FAKE_NSYS_EXPORT_HANG FAKE_NSYS_EXPORT_GATE NSL_NSYS_TIMEOUT
 nsys_exports() { grep -c '^export$' "$FAKE_NSYS_LOG" || true; }
 make_report() { printf 'NVIDIA Tegra Profiler Report 2026@2@1@210-1v0.\n%s\n' "$2" > "$1"; }
 
@@ -50,19 +50,29 @@ PATH=$(dirname "$FAKE"):$PATH
 ln -s "$FAKE" "$TMP/nsys" && PATH=$TMP:$PATH "$NSL" info run.nsys-rep > /dev/null 2>&1
 check_eq "rep: nsys found in PATH" "$?" 0
 
-sleep 1.1 && make_report run.nsys-rep "second"   # changed: size and mtime differ
+make_report run.nsys-rep "second"   # changed: size and mtime differ (the mtime set apart, not waited for)
+touch -d "@$(( $(stat -c %Y run.nsys-rep) + 10 ))" run.nsys-rep
 "$NSL" info run.nsys-rep --nsys "$FAKE" > /dev/null 2>&1
 check_eq "rep: a changed report is exported again" "$(nsys_exports)" 2
 check_eq "rep: still one cache entry" "$(find "$TMP/cache/exports" -name '*.sqlite' | wc -l)" 1
 
-# two processes at once on a new report: one export, both right
+# two processes at once on a new report: one export, both right.  The first holds the export (and its
+# lock) open until the second is seen waiting on that lock; then the export is let finish.
 make_report twin.nsys-rep "twin"
 : > "$FAKE_NSYS_LOG"
-FAKE_NSYS_EXPORT_DELAY=2 "$NSL" run summary twin.nsys-rep --nsys "$FAKE" --arg only=kernels --format csv > a.csv 2> a.err &
+wait_file() { for _ in $(seq 1200); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
+holds_lock() { ls -l "/proc/$1/fd" 2> /dev/null | grep -q '/\.lock$'; }
+FAKE_NSYS_EXPORT_GATE=$TMP/twin.gate "$NSL" run summary twin.nsys-rep --nsys "$FAKE" --arg only=kernels --format csv \
+  > a.csv 2> a.err &
 pa=$!
-sleep 0.3
-FAKE_NSYS_EXPORT_DELAY=2 "$NSL" run summary twin.nsys-rep --nsys "$FAKE" --arg only=kernels --format csv > b.csv 2> b.err &
+wait_file "$TMP/twin.gate.reached" || bad "rep: concurrent: the first export never started"
+FAKE_NSYS_EXPORT_GATE=$TMP/twin.gate "$NSL" run summary twin.nsys-rep --nsys "$FAKE" --arg only=kernels --format csv \
+  > b.csv 2> b.err &
 pb=$!
+for _ in $(seq 1200); do holds_lock $pb && break; kill -0 $pb 2> /dev/null || break; sleep 0.05; done
+holds_lock $pb && ok "rep: concurrent: the second waits on the entry's lock while the first exports" ||
+  bad "rep: concurrent: the second never waited on the lock"
+: > "$TMP/twin.gate"
 wait $pa; ra=$?
 wait $pb; rb=$?
 check_eq "rep: concurrent: both exit 0" "$ra $rb" "0 0"
@@ -74,7 +84,13 @@ check_eq "rep: concurrent: no temporary file left" "$(find "$TMP/cache/exports" 
 # progress on a terminal (a pseudo-terminal through script(1)), one line rewritten in place
 if command -v script > /dev/null; then
   make_report tty.nsys-rep "tty"
-  FAKE_NSYS_EXPORT_DELAY=2 script -qec "'$NSL' info tty.nsys-rep --nsys '$FAKE' > /dev/null" /dev/null > tty.out 2>&1
+  # the export is held open until the progress line has been drawn
+  FAKE_NSYS_EXPORT_GATE=$TMP/tty.gate script -qec "'$NSL' info tty.nsys-rep --nsys '$FAKE' > /dev/null" /dev/null \
+    > tty.out 2>&1 &
+  pt=$!
+  for _ in $(seq 1200); do grep -q "exporting tty.nsys-rep with nsys" tty.out && break; sleep 0.05; done
+  : > "$TMP/tty.gate"
+  wait $pt
   grep -q "exporting tty.nsys-rep with nsys: [0-9.]*[kMG]* B, .* s" tty.out &&
     ok "rep: progress on a terminal" || bad "rep: no progress on a terminal: $(cat -v tty.out | head -c 300)"
 else
@@ -101,10 +117,25 @@ grep -q "cannot open 'bad.nsys-rep': nsys export did not finish within 2 s (NSL_
 [ "$took" -lt 30 ] && ok "rep: gave up after the timeout" || bad "rep: took $took s"
 check_eq "rep: no leftovers after a timeout" "$(find "$TMP/cache/exports" -name '.export-*' | wc -l)" 0
 
+# a report of a newer release than the nsys found: both versions and what to install, not nsys's own error
+# (the oracle: the release in the header and the one `nsys --version` prints)
+printf 'NVIDIA Tegra Profiler Report 2026@4@1@191-264138605071v0.\nnewer\n' > newer.nsys-rep
+FAKE_NSYS_EXPORT_FAIL=1 FAKE_NSYS_VERSION=2025.3.2.474-253236389321v0 "$NSL" info newer.nsys-rep --nsys "$FAKE" \
+  > /dev/null 2> newer.err
+check_eq "rep: newer than nsys: exit 1" "$?" 1
+grep -q "cannot open 'newer.nsys-rep': the report was written by Nsight Systems 2026.4.1.191-264138605071v0 and $FAKE is 2025.3.2.474-253236389321v0, .*install Nsight Systems 2026.4.1 or newer" newer.err &&
+  ok "rep: newer than nsys: both versions and what to install" || bad "rep: newer message: $(cat newer.err)"
+check_eq "rep: newer than nsys: one line" "$(wc -l < newer.err)" 1
+FAKE_NSYS_EXPORT_FAIL=1 FAKE_NSYS_VERSION=2026.4.1.191-264138605071v0 "$NSL" info newer.nsys-rep --nsys "$FAKE" \
+  > /dev/null 2> same.err
+grep -q "nsys export failed (exit code 1): fake nsys: export failed as asked" same.err &&
+  ok "rep: the same release failing: nsys's own error" || bad "rep: same-release message: $(cat same.err)"
+
+# no nsys anywhere: PATH holds sqlite3 alone (the search's fixed folders are checked to be empty too)
 mkdir -p "$TMP/emptybin" && ln -sf "$(command -v sqlite3)" "$TMP/emptybin/sqlite3"
-env -u NSYS PATH=/usr/bin:/bin "$NSL" run summary bad.nsys-rep > /dev/null 2> absent.err
+env -u NSYS PATH="$TMP/emptybin" "$NSL" run summary bad.nsys-rep > /dev/null 2> absent.err
 rc=$?
-if PATH=/usr/bin:/bin command -v nsys > /dev/null || ls -d /opt/nvidia/nsight-systems*/*/bin/nsys /usr/local/cuda/bin/nsys > /dev/null 2>&1; then
+if ls -d /opt/nvidia/nsight-systems*/*/bin/nsys /usr/local/cuda/bin/nsys /usr/local/cuda/nsight-systems/bin/nsys > /dev/null 2>&1; then
   ok "rep: absent nsys (skipped: an nsys is installed here)"
 else
   check_eq "rep: absent nsys: exit 1" "$rc" 1
@@ -254,6 +285,21 @@ done
 grep -q "64 NVTX ranges 'ncclGroupEnd', but num_of_iters is 32" gpa.out && ok "gpa: the iteration-count warning" ||
   bad "gpa: no warning: $(head -5 gpa.out)"
 [ -s gpa/gpa_exact.csv ] && ok "gpa: nsl's exact split beside the estimate" || bad "gpa: no exact split"
+# a config naming an absent NVTX projection: GPA skips the NVTX estimate and goes on; without any
+# NVTX input the NVTX and estimate columns are left out, not printed as 0
+sed 's/"nccl_nvtx_gpu_proj_trace.csv"/"no_such_nvtx_gpu_proj_trace.csv"/' gpa.json |
+  python3 -c 'import json, sys; d = json.load(sys.stdin); d["inputs"] = d["inputs"][:1]; print(json.dumps(d))' > gpa_nonvtx.json
+"$NSL" run classes --arg config=gpa_nonvtx.json --out gpa_nonvtx > gpa_nonvtx.out 2>&1
+check_eq "gpa: an absent NVTX projection CSV: the config still runs" "$?" 0
+grep -q "no NVTX projection '.*no_such_nvtx_gpu_proj_trace.csv'" gpa_nonvtx.out && ok "gpa: the absent NVTX file is named" ||
+  bad "gpa: absent NVTX file not named: $(head -3 gpa_nonvtx.out)"
+check_eq "gpa: without NVTX input, no NVTX or estimate column" \
+  "$(head -1 gpa_nonvtx/gpa_summary.csv | tr ',' '\n' | grep -c -E 'NVTX|Estimate')" 0
+check_eq "gpa: without NVTX input, the class table = GPA's formulas in SQL" "$(sqlite3 :memory: \
+  ".import --csv nccl_cuda_gpu_kern_sum.csv k" ".import --csv gpa_nonvtx/gpa_classes.csv g" "$oracle" \
+  "SELECT count(*) FROM o JOIN g ON g.Class = o.class
+   WHERE abs(g.\"Time per Iteration (ns)\" - o.tpi) < 1e-6 * o.tpi + 1e-9 AND g.\"Total Time (ns)\" + 0 = o.total")" \
+  "$(sqlite3 :memory: ".import --csv nccl_cuda_gpu_kern_sum.csv k" "$oracle" "SELECT count(*) FROM o WHERE class <> 'nccl'")"
 
 # gputrc2graph: the non-overlapped time per name in SQL (a running max of the ends, in start order)
 cat > vllm.json <<'EOF'

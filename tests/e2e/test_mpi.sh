@@ -99,7 +99,9 @@ grep -q "rank5:gpu0 is a straggler" "$TMP/many.out" && ok "the planted straggler
   bad "the planted straggler is not named: $(head -3 "$TMP/many.out")"
 
 # ---- the numbers against SQL on the exports ----
-mpi 4 run summary "${RANKS[@]}" --arg only=kernels --format csv > "$TMP/sum.csv"
+NSL_MPI_STATS=0 mpi 4 run summary "${RANKS[@]}" --arg only=kernels --format csv > "$TMP/sum.csv" 2> "$TMP/sum.err"
+grep -q "nsl: mpi:" "$TMP/sum.err" && bad "NSL_MPI_STATS=0 printed the statistics" ||
+  ok "NSL_MPI_STATS=0 turns the statistics off"
 want=0; nccl_want=0
 for f in "${RANKS[@]}"; do
   want=$((want + $(sql "$f" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")))

@@ -12,6 +12,13 @@ check_eq "analysis.md renders (exit code)" "$?" 0
 [ -s "$TMP/analysis.html" ] && ok "HTML written" || bad "no HTML"
 grep -q '<nav class="toc">' "$TMP/analysis.html" && ok "table of contents" || bad "no table of contents"
 grep -q 'CUDA GPU Kernel Summary' "$TMP/analysis.html" && ok "summary tables inside" || bad "summary missing"
+first=$(grep -o '<h2[^>]*>[^<]*' "$TMP/analysis.html" | head -1 | sed 's/.*>//')
+check_eq "the notebook opens with the verdict" "$first" "Verdict"
+"$NSL" run diagnose "$sample" --format json | python3 -c 'import json, sys
+print(json.load(sys.stdin)["findings"][0]["id"])' > "$TMP/first_id.txt"
+verdict=$(awk '/<h2[^>]*>Verdict/ { on = 1 } on && /<h2[^>]*>Overview/ { exit } on' "$TMP/analysis.html")
+echo "$verdict" | grep -q -- "$(cat "$TMP/first_id.txt")" && ok "the verdict leads with diagnose's first finding" ||
+  bad "no '$(cat "$TMP/first_id.txt")' in the verdict section"
 if grep -q -E '(src|href)="(https?:)?//' "$TMP/analysis.html"; then bad "refers to the network"; else ok "self-contained"; fi
 "$NSL" notebook analysis "$sample" -o "$TMP/by-name.html" 2> /dev/null
 cmp -s "$TMP/analysis.html" "$TMP/by-name.html" && ok "shipped notebook by name" || bad "by name differs from the file"

@@ -9,8 +9,8 @@ export NSL_HISTORY="$TMP/history" TMUX_TMPDIR="$TMP"
 sample="$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite"
 S=nsltest
 screen() { tmux capture-pane -t $S -p -S -200; }
-wait_for() { # wait_for PATTERN: until the screen shows it (10 s at most)
-  for _ in $(seq 100); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
+wait_for() { # wait_for PATTERN: until the screen shows it (a generous 120 s at most: a state, not a time)
+  for _ in $(seq 1200); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
   return 1
 }
 type_line() { tmux send-keys -t $S -l "$1"; tmux send-keys -t $S Enter; }
@@ -24,7 +24,7 @@ wait_for "^4010$" && ok "expression value printed" || bad "no value for #k: $(sc
 
 tmux send-keys -t $S -l "x = k.demang"
 tmux send-keys -t $S Tab
-sleep 0.3
+wait_for "x = k.demangled" || bad "completion not shown: $(screen | tail -3)"
 tmux send-keys -t $S Enter
 type_line "print(x and 'COMPLETED-' .. #x)"
 wait_for "COMPLETED-4010" && ok "tab completion of a column name" || bad "completion: $(screen | tail -5)"
@@ -32,7 +32,7 @@ wait_for "COMPLETED-4010" && ok "tab completion of a column name" || bad "comple
 # after a method call: the groups' methods, without running the call first
 tmux send-keys -t $S -l 'g = k:group_by("device"):ag'
 tmux send-keys -t $S Tab
-sleep 0.3
+wait_for ':agg' || bad "completion after a call not shown: $(screen | tail -3)"
 tmux send-keys -t $S -l '{"n=count"}'
 tmux send-keys -t $S Enter
 type_line "print('GROUPS-' .. #g .. '-' .. g.n:sum())"
@@ -43,8 +43,8 @@ wait_for "boom-123" && ok "error shown" || bad "error not shown"
 type_line "print('STILL-' .. #k)"
 wait_for "STILL-4010" && ok "session kept after an error" || bad "session lost after error: $(screen | tail -5)"
 
-type_line "while true do end"
-sleep 1
+type_line "print('LOOPING') while true do end"
+wait_for "^LOOPING" || bad "the loop did not start: $(screen | tail -3)"
 tmux send-keys -t $S C-c
 wait_for "interrupted" && ok "Ctrl-C interrupts a long loop" || bad "no interruption: $(screen | tail -5)"
 type_line "print('AFTER-' .. 2 + 2)"
@@ -61,7 +61,6 @@ grep -q "while" "$NSL_HISTORY" && ok "history written" || bad "history not writt
 tmux new-session -d -s $S -x 160 -y 50 "$NSL repl $sample; echo REPL-EXITED; sleep 30"
 wait_for "nsl>"
 tmux send-keys -t $S Up
-sleep 0.3
 wait_for "print('LOOP' .. i) end" && ok "history recalled in a new session" || bad "history not recalled: $(screen | tail -3)"
 tmux kill-session -t $S 2>/dev/null
 finish

@@ -29,14 +29,15 @@ if "$NSL" tui "$F" < /dev/null 2>&1 | grep -q "built without ncurses"; then
 fi
 S=nsltui
 screen() { tmux capture-pane -t $S -p; }
-wait_for() { # wait_for PATTERN [TENTHS]: until the screen shows it (30 s at most by default)
-  for _ in $(seq "${2:-300}"); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
+wait_for() { # wait_for PATTERN [TENTHS]: until the screen shows it; the deadline (TENTHS x 4 tenths of a second,
+  # 120 s by default) only bounds a failure, so it is generous enough for an ASan build on a busy machine
+  for _ in $(seq "$(( ${2:-300} * 4 ))"); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
   return 1
 }
 # draws=N on the status line counts the redraws: after keys, wait for a new one, then for a still screen
 draws() { screen | grep -o 'draws=[0-9]*' | tail -1 | cut -d= -f2; }
 settle() { # settle BEFORE: until a redraw after BEFORE, then until the screen stays the same for 0.3 s
-  for _ in $(seq 200); do [ "$(draws)" != "$1" ] && break; sleep 0.05; done
+  for _ in $(seq 600); do [ "$(draws)" != "$1" ] && break; sleep 0.05; done
   local a b
   for _ in $(seq 50); do a=$(screen); sleep 0.3; b=$(screen); [ "$a" = "$b" ] && break; done
 }
@@ -243,11 +244,12 @@ case "$(screen | grep icanon | tail -1)" in *-icanon*|*-echo*|"") bad "terminal 
 tmux kill-server 2>/dev/null
 
 # ---- loading in the background: a .nsys-rep that the stand-in nsys exports behind the first screen ----
-# (tests/e2e/fake_nsys.sh copies $FAKE_NSYS_EXPORT; with FAKE_NSYS_EXPORT_DELAY it writes half, waits, then
-# the rest).  The stand-in is started through a wrapper that notes its pid, to see it run and end.
+# (tests/e2e/fake_nsys.sh copies $FAKE_NSYS_EXPORT; with FAKE_NSYS_EXPORT_GATE it writes half, then waits
+# until the test opens the gate: the export runs for exactly as long as the checks made during it need).
+# The stand-in is started through a wrapper that notes its pid, to see it run and end.
 FAKE=$NSL_SOURCE_DIR/tests/e2e/fake_nsys.sh
 export NSL_CACHE_DIR=$TMP/cache FAKE_NSYS_LOG=$TMP/nsys.log FAKE_NSYS_EXPORT=$F
-unset NSYS FAKE_NSYS_EXPORT_FAIL FAKE_NSYS_EXPORT_HANG FAKE_NSYS_EXPORT_DELAY NSL_NSYS_TIMEOUT
+unset NSYS FAKE_NSYS_EXPORT_FAIL FAKE_NSYS_EXPORT_HANG FAKE_NSYS_EXPORT_GATE NSL_NSYS_TIMEOUT
 printf '#!/usr/bin/env bash\necho $$ > "%s/nsys.pid"\nexec "%s" "$@"\n' "$TMP" "$FAKE" > "$TMP/nsys"
 chmod +x "$TMP/nsys"
 make_report() { printf 'NVIDIA Tegra Profiler Report 2026@2@1@210-1v0.\n%s\n' "$2" > "$1"; }
@@ -266,7 +268,7 @@ rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo|isig)\$' | tr '\n' '
 }
 S=nsltui3
 make_report "$TMP/run.nsys-rep" "tui"
-tui_session FAKE_NSYS_EXPORT_DELAY=10 NSL_TUI_INFO=1 -- "$TMP/run.nsys-rep"
+tui_session FAKE_NSYS_EXPORT_GATE=$TMP/tui.gate NSL_TUI_INFO=1 -- "$TMP/run.nsys-rep"
 if wait_for "exporting run.nsys-rep with nsys: [0-9.]* [KMG]*i*B, [0-9.]* s; step 1 of 7" 100 && nsys_running; then
   ok "background: the first screen comes while nsys exports, with the export's progress"
 else bad "background: no progress while exporting: $(screen | tail -2)"; fi
@@ -285,6 +287,8 @@ wait_for "^42\$" 50 && nsys_running && ok "background: the : prompt answers duri
 tmux send-keys -t $S T
 wait_for "waiting for the NVTX ranges" 50 && ok "background: the tree waits for the NVTX ranges" ||
   bad "background: tree while loading: $(screen | head -5)"
+nsys_running || bad "background: nsys ended before the gate was opened"
+: > "$TMP/tui.gate"   # the export may finish now
 # then the lanes, as SQL says, and the tree asked for meanwhile
 wait_for "GPU Time (ns)" 600 && ok "background: the tree asked for while loading comes when loaded" ||
   bad "background: no tree after loading: $(screen | head -5)"
@@ -307,7 +311,7 @@ tmux send-keys -t $S q
 wait_for "TUI-EXITED rc=0" 50 && ok "background: q during the export leaves with exit code 0" ||
   bad "background: q during the export: $(screen | tail -3)"
 sane_after "background: q during the export"
-for _ in $(seq 50); do nsys_running || break; sleep 0.1; done
+for _ in $(seq 600); do nsys_running || break; sleep 0.1; done
 nsys_running && bad "background: nsys still runs after q" || ok "background: no nsys left after q"
 # Ctrl-C during the export: the same
 tui_session FAKE_NSYS_EXPORT_HANG=1 -- "$TMP/hang.nsys-rep"
@@ -316,7 +320,7 @@ tmux send-keys -t $S C-c
 wait_for "TUI-EXITED rc=0" 50 && ok "background: Ctrl-C during the export leaves with exit code 0" ||
   bad "background: Ctrl-C during the export: $(screen | tail -3)"
 sane_after "background: Ctrl-C during the export"
-for _ in $(seq 50); do nsys_running || break; sleep 0.1; done
+for _ in $(seq 600); do nsys_running || break; sleep 0.1; done
 nsys_running && bad "background: nsys still runs after Ctrl-C" || ok "background: no nsys left after Ctrl-C"
 
 # a failing export: the screen goes, one line (nsl.open's message, as nsl info gives it), exit 1

@@ -233,6 +233,8 @@ if [[ $hint =~ --from\ ([0-9]+)\ --to\ ([0-9]+) ]]; then
   selftest "$TMP/hint.html" aten "$TMP/hint.json"
   check_selftest "$TMP/hint.json" "$F" "the hint's window" $((lo + a)) $((lo + b))
 else bad "no hint past the detail window: '$hint'"; fi
+past=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("hint_past_end", "missing"))' "$TMP/small.json")
+check_eq "no hint wholly past the last event (it would name an empty window)" "$past" ""
 # --from 50ms --to 120ms: from the first event
 selftest "$TMP/window.html" aten "$TMP/window.json"
 check_selftest "$TMP/window.json" "$F" "--from 50ms --to 120ms" $((lo + 50000000)) $((lo + 120000000))

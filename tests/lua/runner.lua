@@ -67,7 +67,8 @@ end
 function T.run_analysis(name, paths, args)
   local runner = require("nsl.runner")
   local a = assert(runner.load_analysis(name))
-  local parsed = assert(runner.parse_args(a, args or {}))
+  local parsed, perr = runner.parse_args(a, args or {})
+  if not parsed then require("nsl").fail(perr) end   -- refused as the CLI refuses it: the user's error
   local trace = assert(require("nsl").open(paths))
   local out = require("nsl.output").new{analysis = name, format = "json-silent", trace = trace}
   a.run(trace, parsed, out)
@@ -84,7 +85,8 @@ end
 function T.figures(name, paths, args)
   local runner = require("nsl.runner")
   local a = assert(runner.load_analysis(name))
-  local parsed = assert(runner.parse_args(a, args or {}))
+  local parsed, perr = runner.parse_args(a, args or {})
+  if not parsed then require("nsl").fail(perr) end   -- refused as the CLI refuses it: the user's error
   local trace = assert(require("nsl").open(paths))
   local out = require("nsl.output").new{analysis = name, format = "notebook", trace = trace}
   a.run(trace, parsed, out)

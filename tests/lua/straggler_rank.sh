@@ -38,6 +38,11 @@
 #               wait -- collective k starts (k-1)D and ends kD later -- while
 #               the other ranks (ROLE lag) do not wait at its end
 #               (straggler.collective)
+#   queue       its GPU stalls D after every collective although the work
+#               after it was launched already (waiting in the queue: a stream
+#               waiting on an event, a slow clock): work moves by (n + 1)D, a
+#               collective by nD -- so the gap after collective k-1 grows by D
+#               and its host rows stay (straggler.launch)
 #   lag         a rank beside a collective one: collective k starts
 #               max(k-2,0)D and ends (k-1)D later, its other work moves by
 #               max(n-1,0)D
@@ -56,7 +61,7 @@ case "$delay$offset$jitter$seed" in *[!0-9-]*|"") echo "$0: DELAY_NS, OFFSET_NS,
 [ "$dev" = all ] || case "$dev" in ""|*[!0-9]*) echo "$0: DEVICE is a device id or all" >&2; exit 2 ;; esac
 roles_sql=""
 check_role() {
-  case "$1" in slow|idle|idlewait|wait|collective|lag) ;; *) echo "$0: ROLE is slow, idle, idlewait, wait, collective or lag" >&2; exit 2 ;; esac
+  case "$1" in slow|idle|idlewait|wait|collective|lag|queue) ;; *) echo "$0: ROLE is slow, idle, idlewait, wait, collective, lag or queue" >&2; exit 2 ;; esac
 }
 if [ "$delay" != 0 ]; then
   [ -n "$role" ] || { echo "$0: a delay needs a ROLE" >&2; exit 2; }
@@ -120,9 +125,9 @@ sql="$sql
     SELECT (SELECT p.rid FROM kk p WHERE p.dev = q.dev AND p.c = 0 AND p.s < q.s ORDER BY p.s DESC LIMIT 1)
     FROM kk q WHERE q.c = 1);"
 # the moves of a role, in units of D: start and end of a piece of work with n and c
-f_start="CASE r.role WHEN 'slow' THEN x.n WHEN 'idle' THEN x.m WHEN 'idlewait' THEN (CASE x.c WHEN 1 THEN x.wp ELSE x.w END)
+f_start="CASE r.role WHEN 'slow' THEN x.n WHEN 'queue' THEN x.n + 1 - x.c WHEN 'idle' THEN x.m WHEN 'idlewait' THEN (CASE x.c WHEN 1 THEN x.wp ELSE x.w END)
   WHEN 'wait' THEN x.n - x.c WHEN 'collective' THEN x.n - x.c ELSE max(x.n - x.c - 1, 0) END"
-f_end="CASE r.role WHEN 'slow' THEN x.n + x.lastc WHEN 'idle' THEN x.m WHEN 'idlewait' THEN x.w
+f_end="CASE r.role WHEN 'slow' THEN x.n + x.lastc WHEN 'queue' THEN x.n + 1 - x.c WHEN 'idle' THEN x.m WHEN 'idlewait' THEN x.w
   WHEN 'lag' THEN max(x.n - 1, 0) ELSE x.n END"
 if [ -n "$roles_sql" ]; then
   # idle GPUs: the host of their processes stops D after every synchronising call

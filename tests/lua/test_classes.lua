@@ -309,7 +309,7 @@ return {
     local msg = L.run_fails("classes", {nccl_file}, {"map=" .. dir .. "/missing.json"})
     T.ok(msg:find("missing.json", 1, true), msg)
     msg = L.run_fails("classes", {nccl_file}, {"names=mangled"})
-    T.ok(msg:find("expected demangled, short or auto", 1, true), msg)
+    T.ok(msg:find("is not one of auto, demangled, short", 1, true), msg)
     L.cleanup()
   end},
 

@@ -447,7 +447,7 @@ return {
     fails({"runs=1,4"}, "no report 4")
     fails({"runs=1+2,2"}, "named in two runs")
     fails({"runs=1,zzz"}, "no report 'zzz'")
-    fails({"names=mangled"}, "expected demangled or short")
+    fails({"names=mangled"}, "is not one of demangled, short")
     L.cleanup()
   end},
 

@@ -23,10 +23,22 @@ local function diag(paths, args)
   return out.findings, out
 end
 
+-- The findings of check id, per rank: a cause found on several ranks is one
+-- finding whose parts are the per-rank ones.
 local function by_id(fs, id)
   local list = {}
-  for _, f in ipairs(fs) do if f.id == id then list[#list + 1] = f end end
+  for _, f in ipairs(fs) do
+    if f.id == id then
+      if f.parts then for _, p in ipairs(f.parts) do list[#list + 1] = p end else list[#list + 1] = f end
+    end
+  end
   return list
+end
+
+local function merged(fs, id)
+  local n = 0
+  for _, f in ipairs(fs) do if f.id == id then n = n + 1 end end
+  return n
 end
 
 local function none_of(fs, id, what)
@@ -83,7 +95,10 @@ local function check_calls(path, fs, id, sql)
     local w = want[f.where.pid]
     T.ok(w, id .. ": pid " .. tostring(f.where.pid) .. " expected")
     T.eq(f.total_ns, w.total, id .. ": blocked time of pid " .. f.where.pid)
-    T.near(f.share, w.total / window, 1e-9, id .. ": share of the run")
+    -- what the job loses is the GPU idle the calls claim in the ledger, on the job's one base (the run)
+    T.eq(math.type(f.lost_ns), "integer", id .. ": lost_ns")
+    T.ok(f.lost_ns >= 0 and f.lost_ns <= window, id .. ": lost within the run")
+    T.near(f.share, f.lost_ns / window, 1e-9, id .. ": share of the job's wall time")
     if f.step_ns then T.eq(f.cost_ns, math.floor(w.total / window * f.step_ns + 0.5), id .. ": cost per step")
     else T.eq(f.cost_ns, w.total, id .. ": cost over the run") end
   end
@@ -169,8 +184,9 @@ local function finding_for(fs, id, device, pid)
   return nil
 end
 
-local function is_p2p(name) return name:find("SendRecv") ~= nil or name:find("ncclDevKernel_Send") ~= nil
-  or name:find("ncclDevKernel_Recv") ~= nil end
+-- one-direction point-to-point kernels (pipeline stages); SendRecv is all-to-all's, a collective
+local function is_p2p(name) return name:find("SendRecv") == nil and (name:find("ncclDevKernel_Send") ~= nil
+  or name:find("ncclDevKernel_Recv") ~= nil) end
 local function is_nccl(name) return name:lower():find("nccl") ~= nil end
 
 -- Checks the findings `id` of diagnose on path, one per device: want(ops of
@@ -188,7 +204,8 @@ local function check_devices(path, id, want, args)
       T.ok(f, id .. ": finding on device " .. dev)
       local lo, hi = extent(win or list)
       T.eq(f.total_ns, w, id .. ": time on device " .. dev)
-      T.near(f.share, w / (hi - lo), 1e-9, id .. ": share of the window")
+      T.ok(f.lost_ns <= w and f.lost_ns >= 0, id .. ": the job loses at most it")
+      T.near(f.share, f.lost_ns / span(path), 1e-9, id .. ": share of the job's wall time")
     end
   end
   T.eq(#by_id(fs, id), count, id .. ": findings")
@@ -252,6 +269,39 @@ return {
     os.remove(path)
   end},
 
+  {"no sync false alarms: a host blocked while its GPU is busy loses nothing (busy time during the calls by " ..
+   "SQL); a sync finding at warning or above has its GPU idle for much of the calls", function()
+    local SYNC = "SELECT r.start, r.end FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId " ..
+      "WHERE " .. TPID:gsub("globalTid", "r.globalTid") .. " = %d AND (s.value LIKE 'cudaDeviceSynchronize%%' " ..
+      "OR s.value LIKE 'cudaStreamSynchronize%%')"
+    local checked_busy = 0
+    for _, path in ipairs(T.exports()) do
+      local fs = diag(path)
+      for _, f in ipairs(by_id(fs, "api.sync")) do
+        local pid = f.where.pid
+        local calls = T.sql(path, string.format(SYNC, pid))
+        local ops = {}
+        for _, o in ipairs(sql_ops(path)) do if o.pid == pid then ops[#ops + 1] = {o.start, o.stop} end end
+        local blocked, busy = 0, 0
+        for _, c in ipairs(calls) do
+          local a, b = math.tointeger(tonumber(c[1])), math.tointeger(tonumber(c[2]))
+          blocked, busy = blocked + (b - a), busy + union_len(ops, a, b)
+        end
+        local frac = blocked > 0 and busy / blocked or 0
+        if frac >= 0.95 then
+          checked_busy = checked_busy + 1
+          T.eq(f.severity, "info", string.format("%s pid %d: GPU busy %.1f%% of the blocked time: no alarm", path,
+               pid, 100 * frac))
+        end
+        if f.severity ~= "info" then
+          T.ok(frac < 0.9, string.format("%s pid %d: a sync alarm with the GPU busy %.1f%% of the time", path, pid,
+               100 * frac))
+        end
+      end
+    end
+    T.ok(checked_busy >= 1, "an export whose host syncs while its GPU is busy (the NCCL export)")
+  end},
+
   {"gpu.gaps: gaps over 500 ms per process and device equal SQL (window function); planted; negative", function()
     local function sql_gaps(path, min)
       local parts = {}
@@ -304,7 +354,7 @@ return {
           found = found + 1
           T.ok(f, "finding for " .. key)
           T.eq(f.total_ns, idle, "idle time of the low chunks of " .. key)
-          T.near(f.share, idle / (hi - lo), 1e-9, "share of the span")
+          T.near(f.share, f.lost_ns / span(path), 1e-9, "share of the job's wall time")
         end
       end
       T.eq(#by_id(fs, "gpu.low_utilisation"), found, "findings")
@@ -328,11 +378,11 @@ return {
       return minus_len(intervals(k, function(o) return is_nccl(o.name) and not is_p2p(o.name) end),
                        intervals(k, function(o) return not is_nccl(o.name) end))
     end
-    T.eq(check_devices(T.data(ncclf), "nccl.exposed", exposed), 0, "send/receive only (pipeline.bubbles' part)")
+    T.eq(check_devices(T.data(ncclf), "nccl.exposed", exposed), 2, "SendRecv (all-to-all's) on both GPUs")
     T.eq(check_devices(T.data(h100), "nccl.exposed", exposed), 0, "no NCCL")
     local path = T.copy(ncclf)
     rename_kernels(path, 0, "ncclDevKernel_SendRecv%", "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
-    T.eq(check_devices(path, "nccl.exposed", exposed), 1, "planted on device 0")
+    T.eq(check_devices(path, "nccl.exposed", exposed), 2, "planted AllReduce on device 0, SendRecv on device 1")
     os.remove(path)
   end},
 
@@ -342,10 +392,10 @@ return {
       return minus_len(intervals(k, function(o) return is_p2p(o.name) end),
                        intervals(k, function(o) return not is_p2p(o.name) end))
     end
-    T.eq(check_devices(T.data(ncclf), "pipeline.bubbles", waiting), 2, "real NCCL export: both stages wait")
+    T.eq(check_devices(T.data(ncclf), "pipeline.bubbles", waiting), 0, "real NCCL export: SendRecv is no pipeline")
     T.eq(check_devices(T.data(h100), "pipeline.bubbles", waiting), 0, "real H100 export: no send/receive")
     local path = T.copy(h100)
-    rename_kernels(path, 1, "reduce_kernel", "ncclDevKernel_SendRecv")
+    rename_kernels(path, 1, "reduce_kernel", "ncclDevKernel_Send")
     T.eq(check_devices(path, "pipeline.bubbles", waiting), 1, "planted send/receive on device 1")
     os.remove(path)
   end},
@@ -398,15 +448,18 @@ return {
     local function bound(short, maxgap)
       return function(list)
         local k = kernels_of(list)
-        table.sort(k, function(a, b) return a.start < b.start end)
         local first_at = {}   -- the shortest kernel starting at each time
         for _, o in ipairs(k) do
           local d = o.stop - o.start
           if not first_at[o.start] or d < first_at[o.start] then first_at[o.start] = d end
         end
+        -- idle: nothing runs, copies included (a copy is not idle time)
+        local all = {}
+        for i, o in ipairs(list) do all[i] = o end
+        table.sort(all, function(a, b) return a.start < b.start end)
         local ce, total = nil, 0
-        for _, o in ipairs(k) do
-          if ce and o.start > ce and o.start - ce <= maxgap and first_at[o.start] < short then
+        for _, o in ipairs(all) do
+          if ce and o.start > ce and o.start - ce <= maxgap and first_at[o.start] and first_at[o.start] < short then
             total = total + o.start - ce
           end
           if not ce or o.stop > ce then ce = o.stop end
@@ -468,7 +521,7 @@ return {
       end
       T.eq(got[1].cost_ns, math.floor(T.median(per) + 0.5), "median blocked time per step")
       T.eq(got[1].step_ns, 30000000, "step")
-      T.near(got[1].share, got[1].cost_ns / 30000000, 1e-12, "share of the step")
+      T.near(got[1].share, got[1].lost_ns / span(path), 1e-12, "share of the job's wall time")
       T.eq(got[1].where.pid, pid, "the planted process")
       T.eq(got[1].where.nvtx, "train_step", "the step range")
       os.remove(path)
@@ -596,10 +649,26 @@ return {
     T.eq(got[1].severity, "warning", "1% MFU")
   end},
 
-  {"ranking: largest cost first; a clean export has no findings", function()
-    local fs = diag(T.data(cuda2021))
-    for i = 2, #fs do
-      T.ok((fs[i - 1].cost_ns or -1) >= (fs[i].cost_ns or -1), "ranked by cost")
+  {"ranking: recurring costs by lost_ns, then one-time costs, then the rest; shares on one base; a clean " ..
+   "export has no findings", function()
+    for _, p in ipairs{cuda2021, ncclf, nvfuser} do
+      local fs = diag(T.data(p))
+      local function group(f) return f.lost_ns and (f.once and 1 or 0) or 2 end
+      for i = 2, #fs do
+        local a, b = fs[i - 1], fs[i]
+        T.ok(group(a) < group(b) or (group(a) == group(b) and (a.lost_ns or -1) >= (b.lost_ns or -1)),
+             p .. ": ranked by lost_ns, one-time costs apart: " .. a.id .. " before " .. b.id)
+      end
+      local seen = {}
+      for _, f in ipairs(fs) do
+        if f.share then T.ok(f.share >= 0 and f.share <= 1, p .. ": share within [0, 1]: " .. f.id) end
+        if f.lost_ns then T.near(f.share, f.lost_ns / span(T.data(p)), 1e-9, p .. ": " .. f.id .. " share of the run") end
+        if not f.id:find("^straggler") then
+          T.ok(not seen[f.id], p .. ": one finding per cause: " .. f.id)
+          seen[f.id] = true
+        end
+        if f.once then T.eq(f.lost_per_step_ns, nil, p .. ": a one-time cost is not per step: " .. f.id) end
+      end
     end
     T.eq(#diag(T.data(osrt)), 0, "no findings on the OS-runtime export")
   end},

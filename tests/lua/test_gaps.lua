@@ -352,4 +352,17 @@ return {
     os.execute("rm -rf " .. T.shell_quote(dir))
     T.ok(not ok and nsl.is_error(e) and tostring(e):find("no GPU activity", 1, true), "no GPU work: " .. tostring(e))
   end},
+
+  {"one time base: At is the gap's start from the trace's first event (SQL), Start stays session time", function()
+    local _, out = T.run_analysis("gaps", {nccl}, {"scope=device"})
+    local g = out.tables.gaps_device
+    -- the trace's first event: the earliest start over GPU operations, NVTX ranges and CUDA API calls
+    local first = T.sql1(nccl, [[SELECT min(s) FROM (SELECT min(start) s FROM CUPTI_ACTIVITY_KIND_KERNEL
+      UNION ALL SELECT min(start) FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL SELECT min(start) FROM CUPTI_ACTIVITY_KIND_MEMSET
+      UNION ALL SELECT min(start) FROM NVTX_EVENTS UNION ALL SELECT min(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME)]])
+    T.ok(#g > 0, "gaps listed")
+    for i = 1, #g do
+      T.eq(g["At (ns)"][i], g["Start (ns)"][i] - first, "gap " .. i .. ": At = Start - the first event")
+    end
+  end},
 }

@@ -265,6 +265,62 @@ return {
     shell("rm -rf " .. T.shell_quote(dir))
   end},
 
+  {"detection: steps hold GPU work (SQL) and have even periods; irregular empty ranges are no steps", function()
+    local dir = tempdir()
+    local path = dir .. "/steps.sqlite"
+    shell(T.shell_quote(T.source_dir .. "/tests/bench/make_tiled.sh") .. " " .. T.shell_quote(h100) .. " 6 " ..
+          T.shell_quote(path) .. " > /dev/null")
+    local span, lo = tile_span(h100)
+    local gt = T.sql1(h100, "SELECT globalTid FROM NVTX_EVENTS GROUP BY 1 ORDER BY count(*) DESC LIMIT 1")
+    local function plant(db, name, starts, stops, tid)
+      local sql = {"BEGIN;"}
+      for k = 1, #starts do
+        sql[#sql + 1] = string.format("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) " ..
+          "VALUES (%d, %d, 59, '%s', %d);", starts[k], stops[k], name, tid)
+      end
+      sql[#sql + 1] = "COMMIT;"
+      T.sql_exec(db, table.concat(sql, "\n"))
+    end
+    -- a cuDF-like range of another process (nothing launched there) on a copy of the
+    -- export: starts at 1.150, 3.188, 3.189, 3.197, 3.207 and 3.218 s, each lasting to
+    -- just before the next (periods 2,038, 0.55, 8.5, 10.2 and 10.8 ms)
+    local other = ((T.sql1(h100, "SELECT max((globalTid >> 24) & 16777215) FROM NVTX_EVENTS") + 1) << 24) + 1
+    local cudf = T.copy("nsys/pytorch_h100_2gpu_2026.2.sqlite")
+    local first = T.sql1(cudf, "SELECT min(start) FROM NVTX_EVENTS")
+    local at = {1150000000, 3188000000, 3188550000, 3197050000, 3207250000, 3218050000}
+    local starts, stops = {}, {}
+    for k, t in ipairs(at) do starts[k] = first + t; stops[k] = first + (at[k + 1] or t + 10000000) - 1000 end
+    plant(cudf, "cudf_read", starts, stops, other)
+    -- SQL: none of them holds GPU work: no kernel of that process at all
+    T.eq(T.sql1(cudf, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE (globalPid >> 24) & 16777215 = " ..
+                      (other >> 24)), 0, "no kernel in the cuDF-like process")
+    local st, err = iterations.steps(assert(nsl.open{cudf}), {})
+    T.ok(st and st.it.mode == "kernel", "the irregular empty ranges are no steps: " .. tostring(st and st.how or err))
+    os.remove(cudf)
+    -- an even train_step range, one per tile, on the busiest thread: each holds kernels
+    local ts, te = {}, {}
+    for k = 0, 5 do ts[k + 1] = lo - 1000 + k * span; te[k + 1] = ts[k + 1] + math.floor(0.9 * span) end
+    plant(path, "train_step", ts, te, gt)
+    st = assert(iterations.steps(assert(nsl.open{path}), {}))
+    T.eq(st.it.mode, "range", "the even range is found: " .. st.how)
+    T.eq(st.it.name, "train_step", "the even range")
+    for _, w in ipairs(sql_iterations(path, NAME .. " = 'train_step'")) do
+      T.ok(w.kernels > 0, string.format("SQL: the step from %d holds kernels (%d)", w.start, w.kernels))
+    end
+    T.eq(#st.windows, 6, "six steps")
+    T.eq(st.windows.device[1], nil, "range steps are per process, not per device")
+    T.eq(st.windows.pid[1], (gt >> 24) & 16777215, "the range's process")
+    T.eq(st.windows.dur:sum(), (st.windows.stop - st.windows.start):sum(), "dur = stop - start")
+    -- an even range of the other process, more instances than train_step, over the
+    -- whole run: regular, but none holds GPU work, so it is no step
+    local es, ee = {}, {}
+    for k = 0, 7 do es[k + 1] = lo + k * (6 * span // 8); ee[k + 1] = es[k + 1] + (6 * span // 8) - 1000 end
+    plant(path, "idle_poll", es, ee, other)
+    st = assert(iterations.steps(assert(nsl.open{path}), {}))
+    T.eq(st.it.name, "train_step", "the even range without GPU work is passed over: " .. st.how)
+    shell("rm -rf " .. T.shell_quote(dir))
+  end},
+
   {"warm-up rule and statistics", function()
     T.eq(iterations.warmup({10, 10, 10}), 1, "first always")
     T.eq(iterations.warmup({10, 10}), 0, "fewer than 3: none")
@@ -324,6 +380,36 @@ return {
       T.near(st["Avg (ns)"][1] * 1e-6, 127.21, 0.005 / 127.21, "proc0 steady mean (golden 127.21(31) ms)")
       T.near(st["StdDev (ns)"][1] * 1e-6, 0.31, 0.005, "proc0 steady std (golden 0.31 ms)")
     end
+    J.cleanup()
+  end},
+
+  {"JAX: one step time for iterations, diagnose and jax_summary, nsys-jax's steady executions (golden)", function()
+    local J = dofile(T.source_dir .. "/tests/lua/jax_testlib.lua")(T)
+    local D = T.data("nsys-jax")
+    local procs = {}
+    for p = 0, 3 do procs[p + 1] = D .. "/pax_fsdp4_4proc_proc" .. p .. ".zip" end
+    -- the oracle: nsys-jax's steady, aligned module frame (its warm-up rule), the step program's rows
+    local durs = {}
+    for _, g in ipairs(J.csv_records(D .. "/golden/combined4/module_frame_steady_aligned.csv.gz")) do
+      if g.Name == "pjit__wrapped_step_fn" then durs[#durs + 1] = tonumber(g.ProjDurMs) * 1e6 end
+    end
+    T.eq(#durs, 12, "golden steady executions")
+    local med, sum = T.median(durs), 0
+    for _, v in ipairs(durs) do sum = sum + v end
+    local _, it = T.run_analysis("iterations", procs)
+    local _, dg = T.run_analysis("diagnose", procs)
+    local _, js = T.run_analysis("jax_summary", procs, {"programs=structure"})
+    T.ok(math.abs(it.values.step_ns - med) <= 1, "iterations: median steady step " .. it.values.step_ns .. " vs " .. med)
+    T.eq(dg.values.step_ns, it.values.step_ns, "diagnose works with the same step")
+    T.near(it.values.steady_mean_ns, sum / #durs, 1e-9, "iterations: mean steady step")
+    local ms = js.values.steady_step_ms
+    local n = 0
+    for _, v in pairs(ms) do if math.abs(v - sum / #durs * 1e-6) <= 1e-9 * v then n = n + 1 end end
+    T.eq(n, 1, "jax_summary: the step program's mean over the same steady executions")
+    local st = assert(iterations.steps(assert(nsl.open(procs)), {}))
+    local warm = 0
+    for _, c in pairs(st.warm) do warm = warm + c end
+    T.eq(warm, 8, "two warm-up executions per device (nsys-jax's rule)")
     J.cleanup()
   end},
 

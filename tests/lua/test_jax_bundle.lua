@@ -361,9 +361,12 @@ return {
         for k, e in ipairs(progs[name]) do if k > skip[name] then durs[#durs + 1] = (e.pstop - e.pstart) * 1e-6 end end
       end
       T.eq(m["#execs"][i], #durs, "#execs of " .. name)
-      T.eq(m.Thunks[i], name == "jit__psum" and "2" or "1", "thunks of " .. name)
-      local mean = mean_std(durs)
+      T.eq(m.Thunks[i], name == "jit__psum" and 2.0 or 1.0, "thunks of " .. name)
+      local mean, std = mean_std(durs)
       T.near(out.values.steady_step_ms[fp[name]], mean, 1e-12, "mean duration of " .. name)
+      -- machine outputs carry numbers: the mean and the standard deviation apart
+      T.near(m["Duration [ms]"][i], mean, 1e-12, "duration column of " .. name)
+      if #durs > 1 then T.near(m["Duration std [ms]"][i], std, 1e-9, "duration std column of " .. name) end
     end
     -- wait time of psum: per steady execution, the spread of the devices' exposed all-reduce time
     local oc = oracle_comm(mods)

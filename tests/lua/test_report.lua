@@ -143,6 +143,16 @@ return {
     T.eq(ctrs, 2 + 10 + 50, "the details stop at full_limit")
   end},
 
+  {"same_unit: columns of one quantity share one unit (µs beside ms is refused)", function()
+    local t = nsl.table{{"wait caused (ns)", {1500, 2500, 900}}, {"wait suffered (ns)", {2500000, 4000000, 3000000}}}
+    local apart = report.text(t, {})
+    T.ok(apart:find("wait caused (µs)", 1, true) and apart:find("wait suffered (ms)", 1, true), "apart: " .. apart)
+    local one = report.text(t, {same_unit = {{"wait caused (ns)", "wait suffered (ns)"}}})
+    -- the unit of the median magnitude over both columns (2,500 ns: µs)
+    T.ok(one:find("wait caused (µs)", 1, true) and one:find("wait suffered (µs)", 1, true), "shared: " .. one)
+    T.ok(one:find(" 1.500 ", 1, true) and one:find(" 2,500.000", 1, true), "values in µs: " .. one)
+  end},
+
   {"diff: a name only in the after run has change % NULL and status new (SQL oracle)", function()
     local src = "nsys/pytorch_nccl_2gpu_2026.2.sqlite"
     local before = T.data(src)
@@ -151,7 +161,7 @@ return {
     local row = T.sql(before, "SELECT rowid, end - start FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 1")[1]
     T.sql_exec(after, string.format([[INSERT INTO StringIds(id, value) VALUES (987654321, 'brand_new_kernel');
       UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 987654321, shortName = 987654321 WHERE rowid = %s;]], row[1]))
-    local tables = T.run_analysis("diff", {before, after})
+    local tables = T.run_analysis("diff", {before, after}, {"by=instance"})   -- every instance, not the steady steps
     local k = tables.kernels
     local found
     for i = 1, #k do if k.name[i] == "brand_new_kernel" then found = i end end

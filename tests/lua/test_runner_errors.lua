@@ -75,4 +75,45 @@ return {
     local msg = runner.failure({name = "diagnose", shipped = true}, e, {tiny})
     T.ok(not msg:find("table: 0x", 1, true), "no table address: " .. msg)
   end},
+
+  {"every enumerated --arg of every analysis: a wrong value exits 2 naming the choices and the closest one", function()
+    local nslbin = assert(os.getenv("NSL"))
+    local tried = 0
+    for _, entry in ipairs(runner.shipped()) do
+      local a = assert(runner.load_analysis(entry.name))
+      for k, spec in pairs(a.args) do
+        if spec.choices then
+          local good = spec.choices[#spec.choices]
+          T.ok(runner.parse_args(a, {k .. "=" .. good}), entry.name .. " " .. k .. "=" .. good .. " is taken")
+          -- a typo of a choice: refused, the choice suggested; the same exit code everywhere
+          local typo = good:sub(1, -2)
+          local cmd = string.format("%s run %s %s --arg %s=%s 2>&1; echo rc=$?", T.shell_quote(nslbin), entry.name,
+                                    T.shell_quote(tiny), k, typo)
+          local p = assert(io.popen(cmd))
+          local text = p:read("a")
+          p:close()
+          T.ok(text:find("rc=2\n$"), entry.name .. " --arg " .. k .. "=" .. typo .. ": exit 2: " .. text)
+          T.ok(text:find(table.concat(spec.choices, ", "), 1, true), entry.name .. " " .. k .. ": names the choices")
+          T.ok(text:find("did you mean '" .. good .. "'", 1, true), entry.name .. " " .. k .. ": the closest: " .. text)
+          tried = tried + 1
+        end
+      end
+    end
+    T.ok(tried >= 14, "enumerated arguments tried: " .. tried)
+    -- the cases users met: summary --arg only=memory, nvtx --arg only=foo; a duplicate
+    local s = assert(runner.load_analysis("summary"))
+    T.eq(select(2, runner.parse_args(s, {"only=memory"})),
+      "--arg only: 'memory' is not one of all, kernels, mem_time, mem_size, api (did you mean 'mem_time'?)", "only=memory")
+    T.ok(runner.parse_args(s, {"only=kernels,api"}), "a comma list of choices")
+    T.ok(not runner.parse_args(assert(runner.load_analysis("nvtx")), {"only=sum,foo"}), "nvtx only=sum,foo")
+    T.ok(select(2, runner.parse_args(s, {"only=api", "only=kernels"})):find("given twice", 1, true), "a duplicate")
+  end},
+
+  {"the REPL: :run of an unknown name lists the shipped ones, a misspelled command is named", function()
+    local repl = require("nsl.repl")
+    local text = repl.command(":run nope", {})
+    T.ok(text:find("no analysis 'nope'", 1, true) and text:find(" summary ", 1, true), ":run nope: " .. text)
+    T.ok(repl.command(":run sumary", {}):find("did you mean 'summary'", 1, true), ":run sumary")
+    T.ok(repl.command(":rnu", {}):find("did you mean :run", 1, true), ":rnu")
+  end},
 }

@@ -627,7 +627,7 @@ return {
     local by_pid = T.run_analysis("straggler", {T.data(SRC)}, {"rank_by=process"}).ranks
     T.eq(#by_pid, T.sql1(T.data(SRC), [[SELECT count(DISTINCT (globalPid >> 24) & 16777215) FROM CUPTI_ACTIVITY_KIND_KERNEL]]),
          "one rank per process with kernels")
-    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"rank_by=node"}) end, "device, process or report")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"rank_by=node"}) end, "device, process, report")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"min_delay=soon"}) end, "%-%-arg min_delay")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"min_share=2"}) end, "min_share must be")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"late_share=0"}) end, "late_share must be")
@@ -668,6 +668,61 @@ return {
     T.eq(code, 3, "exit code with a straggler and --fail-on warning")
     local _, _, code0 = os.execute(cmd .. " > /dev/null 2>&1")
     T.eq(code0, 0, "exit code without --fail-on")
+    cleanup(dir)
+  end},
+
+  {"4 ranks, rank 1 computes 50 µs longer: late at every collective, below min_share, named at info with its cost",
+   function()
+    local d = 50000
+    local files, dir = copies(4, d, {[1] = "slow"}, "wait", 10000)
+    local tables, out = T.run_analysis("straggler", files)
+    T.eq(#out.findings, 1, "one finding")
+    local f = out.findings[1]
+    T.eq(f.severity, "info", "info: below the straggler threshold")
+    T.eq(f.id, "straggler.compute", "its cause")
+    T.eq(f.where.rank, "r1:gpu0", "the planted rank")
+    local i = cause_row(tables, "r1:gpu0")
+    T.eq(tables.causes["late at"][i], #tables.collectives, "late at every steady collective")
+    T.ok(f.share > 0 and f.share < 0.02, "its share of the run is under min_share: " .. f.share)
+    -- the cost per step: the planted 50 µs, less the others' jitter, plus its own
+    within(f.cost_ns, d, 0.25, "cost per step near the planted delay")
+    T.eq(tables.causes.verdict[i], "late every time (compute)", "verdict column")
+    for r = 1, #tables.causes do
+      if r ~= i then T.eq(tables.causes.verdict[r], "", "no verdict for " .. tables.causes.rank[r]) end
+    end
+    -- a real straggler (the default 2 %) still warns
+    local big = T.run_analysis("straggler", files, {"min_share=0.001"})
+    T.eq(big.causes.verdict[i], "STRAGGLER (compute)", "over a lower min_share it is a straggler")
+    cleanup(dir)
+  end},
+
+  {"4 ranks, rank 1's work after each collective waits 50 µs in the queue: launch (SQL: launched before the gap)",
+   function()
+    local d = 50000
+    local files, dir = copies(4, d, {[1] = "queue"}, "wait", 10000)
+    -- SQL over rank 1's copy: after each collective, the first other kernel of its GPU
+    -- was launched (its runtime call started) before that collective ended: work in the queue
+    local rows = T.sql(files[2], [[
+      WITH k AS (SELECT k.start, k."end", k.correlationId AS corr, n.value LIKE 'nccl%' AS c
+                 FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds n ON n.id = k.shortName),
+           c AS (SELECT "end" AS e FROM k WHERE c),
+           nx AS (SELECT c.e, (SELECT corr FROM k WHERE NOT k.c AND k.start >= c.e ORDER BY k.start LIMIT 1) AS corr
+                  FROM c)
+      SELECT count(*), sum(rt.start < nx.e) FROM nx JOIN CUPTI_ACTIVITY_KIND_RUNTIME rt ON rt.correlationId = nx.corr]])
+    local windows, queued = tonumber(rows[1][1]), tonumber(rows[1][2])
+    T.ok(windows >= 20, "windows after collectives: " .. windows)
+    T.eq(queued, windows, "the next kernel was launched before every gap")
+    for _, args in ipairs{{}, {"min_share=0.001"}} do   -- below the threshold (info) and over it (warning)
+      local tables, out = T.run_analysis("straggler", files, args)
+      T.eq(#out.findings, 1, "one finding")
+      local f = out.findings[1]
+      T.eq(f.id, "straggler.launch", "the queue case is labelled launch at 50 µs")
+      T.eq(f.where.rank, "r1:gpu0", "the planted rank")
+      T.eq(f.severity, #args == 0 and "info" or "warning", "severity")
+      local i = cause_row(tables, "r1:gpu0")
+      within(tables.causes["queue excess (ns)"][i], d, 0.05, "the excess is queue")
+      T.ok(tables.causes.verdict[i]:find("(queue)", 1, true), "verdict: " .. tables.causes.verdict[i])
+    end
     cleanup(dir)
   end},
 
@@ -847,7 +902,7 @@ return {
   {"nsys-jax: bad rank_by, source and programs are one-line failures", function()
     T.raises(function() T.run_analysis("straggler", {procs[1]}, {"rank_by=report"}) end, "ranks are the devices")
     T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"source=jax"}) end, "needs an nsys%-jax trace")
-    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"source=x"}) end, "auto, nccl or jax")
-    T.raises(function() T.run_analysis("straggler", {procs[1]}, {"programs=x"}) end, "structure or fingerprint")
+    T.raises(function() T.run_analysis("straggler", {T.data(SRC)}, {"source=x"}) end, "auto, nccl, jax")
+    T.raises(function() T.run_analysis("straggler", {procs[1]}, {"programs=x"}) end, "structure, fingerprint")
   end},
 }

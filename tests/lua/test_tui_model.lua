@@ -257,4 +257,52 @@ tests[#tests + 1] = {"the NVTX tree's columns read in a coroutine, then the tree
   T.eq(tree.nodes.cpu_time[i], T.sql1(path(f), "SELECT sum(end - start) FROM NVTX_EVENTS WHERE " .. where), "CPU time")
 end}
 
+tests[#tests + 1] = {"k on every tree node: its GPU operations by name, every operation once (SQL count)", function()
+  local f = "pytorch_nccl_2gpu_2026.2"
+  local m = loaded(f)
+  local tree = m:load_tree()
+  local nodes, total, gpu = tree.nodes, 0, 0
+  for i = 1, #nodes do
+    local t = m:node_kernels(nodes.node[i])
+    if nodes.ops_self[i] == 0 then
+      T.eq(t, nil, nodes.name[i] .. ": no GPU work, no table")
+    else
+      T.eq(t.ops:sum(), nodes.ops_self[i], nodes.name[i] .. ": its own operations")
+      total, gpu = total + t.ops:sum(), gpu + t.gpu_time:sum()
+    end
+  end
+  local q = "SELECT count(*), sum(end - start) FROM (SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL " ..
+            "SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET)"
+  local all = T.sql(path(f), q)[1]
+  T.eq(total + tree.outside.ops, math.tointeger(tonumber(all[1])), "every GPU operation in one node or outside (SQL)")
+  T.eq(gpu + tree.outside.gpu_time, math.tointeger(tonumber(all[2])), "and its time (SQL)")
+end}
+
+tests[#tests + 1] = {"nsys-jax archives: XLA lanes per device hold every range the archive projected (its CSV copy)", function()
+  local J = dofile(T.source_dir .. "/tests/lua/jax_testlib.lua")(T)
+  for p = 0, 1 do
+    local tr = assert(nsl.open({T.data(string.format("nsys-jax/pax_fsdp4_4proc_proc%d.zip", p))}))
+    local m = model.new(tr)
+    for _, s in ipairs(m:stages()) do s.run() end
+    local events, first = 0, nil
+    for _, l in ipairs(m.lanes) do
+      if l.kind == "xla" then
+        events = events + l.events
+        first = first or l
+      end
+    end
+    -- oracle: the archive's trace.parquet as its CSV copy, named rows; nsys-jax's device of process p
+    local rows = 0
+    for _, r in ipairs(J.csv_records(T.data(string.format("nsys-jax/mini/proc%d/nvtx_gpu_proj_trace.trace.csv.gz", p)))) do
+      if r.Name ~= "" then rows = rows + 1 end
+    end
+    T.eq(events, rows, "proc" .. p .. ": every projected range on an XLA lane")
+    T.eq(first and first.label, string.format("GPU%d XLA", p), "proc" .. p .. ": the lane of its device")
+    T.ok(m.lanes[1].kind == "xla", "proc" .. p .. ": the GPU lanes first")
+    local r = m:step(first, select(1, m:span()) - 1, 1)
+    local d = select(2, m:details(first, r))
+    T.eq(d.device, p, "proc" .. p .. ": details name the device")
+  end
+end}
+
 return tests

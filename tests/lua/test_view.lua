@@ -122,4 +122,19 @@ return {
     T.eq(v.to, T.sql1(nccl, string.format("SELECT s FROM %s WHERE s >= %d ORDER BY s LIMIT 1 OFFSET 2000", all, from)),
          "2000 events from 100 ms on")
   end},
+
+  {"nsys-jax archives: a GPU row per device holds every range the archive projected (its CSV copy)", function()
+    local J = dofile(T.source_dir .. "/tests/lua/jax_testlib.lua")(T)
+    local tr = assert(nsl.open(T.data("nsys-jax/pax_fsdp4_4proc_proc1.zip")))
+    local v = view.viewer(tr, {findings = false})
+    local gpu = {}
+    for _, row in ipairs(v.rows) do if row.kind == "gpu" then gpu[#gpu + 1] = row end end
+    local rows = 0
+    for _, r in ipairs(J.csv_records(T.data("nsys-jax/mini/proc1/nvtx_gpu_proj_trace.trace.csv.gz"))) do
+      if r.Name ~= "" then rows = rows + 1 end
+    end
+    T.eq(#gpu, 1, "one device")
+    T.eq(gpu[1] and gpu[1].label, "GPU 1 XLA", "the device of process 1 (nsys-jax's)")
+    T.eq(gpu[1] and gpu[1].events, rows, "every projected range (CSV)")
+  end},
 }

@@ -67,4 +67,29 @@ return {
     want = T.sql1(nccl, string.format("SELECT count(*) FROM NVTX_EVENTS WHERE start < %d", to))
     T.eq(#nv, math.tointeger(want), "NVTX ranges and marks starting before the window ends")
   end},
+
+  {"reports that do not overlap in time are named, with the gap between them (SQL); overlapping ones are not", function()
+    local window = require("nsl.window")
+    local a, b = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite"), T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite")
+    T.eq(window.disjoint(assert(nsl.open({a}))), nil, "one report")
+    T.eq(window.disjoint(assert(nsl.open({a, a}))), nil, "the same report twice overlaps itself")
+    local text = window.disjoint(assert(nsl.open({a, b})))
+    T.ok(text and text:find("pytorch_nccl_2gpu_2026.2", 1, true) and text:find("pytorch_h100_2gpu_2026.2", 1, true),
+         "both named: " .. tostring(text))
+    -- the gap on the aligned clock: session start + event time, the later report's first start minus the
+    -- earlier one's last stop (SQL over the GPU operations and NVTX ranges of each)
+    local function ends(path)
+      local q = [[SELECT (SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME) + min(s),
+                         (SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME) + max(e) FROM (
+        SELECT start s, end e FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY
+        UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET UNION ALL SELECT start, coalesce(end, start) FROM NVTX_EVENTS)]]
+      local r = T.sql(path, q)[1]
+      return math.tointeger(tonumber(r[1])), math.tointeger(tonumber(r[2]))
+    end
+    local a0, a1 = ends(a)
+    local b0, b1 = ends(b)
+    local gap = a0 > b1 and a0 - b1 or b0 - a1
+    T.ok(text:find(require("nsl.report").duration(gap), 1, true), "the gap " .. require("nsl.report").duration(gap) ..
+         " in: " .. text)
+  end},
 }

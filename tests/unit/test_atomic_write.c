@@ -3,7 +3,9 @@
  * old content or all the new bytes, and no temporary file outlives a call,
  * whether it succeeds or fails (missing folder, target that is a folder, a
  * write cut short by the file-size limit); a replaced file keeps its mode, a
- * read-only one is refused, and a killed writer's leftover is swept.
+ * read-only one is refused, and a killed writer's leftover is swept.  And
+ * nsl__open_regular / nsl__read_head: a FIFO with no writer and /dev/zero are
+ * refused at once, never waited on or read without end.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -122,6 +124,42 @@ static void test_write_and_replace(void **state) {
   assert_int_equal(chdir(cwd), 0);
   listing(ls, sizeof ls);
   assert_string_equal(ls, "out.txt rel.txt");
+}
+
+/* A FIFO nobody writes to, a character device and a folder: refused at
+ * once (the call returns: open is non-blocking), with a message naming the
+ * path and what it is; a regular file opens, blocking again; a folder only
+ * with allow_dir. */
+static void test_open_regular_only(void **state) {
+  (void)state;
+  char fifo[512], file[512];
+  nsl_error err = {0};
+  snprintf(fifo, sizeof fifo, "%s/trace.fifo", dir);
+  snprintf(file, sizeof file, "%s/trace.sqlite", dir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  assert_int_equal(nsl__open_regular(fifo, 1, &err), -1);
+  assert_non_null(strstr(err.msg, fifo));
+  assert_non_null(strstr(err.msg, "it is a FIFO, not a regular file"));
+  assert_int_equal(nsl__open_regular("/dev/zero", 0, &err), -1);
+  assert_non_null(strstr(err.msg, "'/dev/zero': it is a character device, not a regular file"));
+  assert_int_equal(nsl__open_regular(dir, 0, &err), -1);
+  assert_non_null(strstr(err.msg, "it is a folder"));
+  int fd = nsl__open_regular(dir, 1, &err);
+  assert_true(fd >= 0);
+  close(fd);
+  FILE *f = fopen(file, "wb");
+  assert_non_null(f);
+  fputs("SQLite format 3", f);
+  fclose(f);
+  fd = nsl__open_regular(file, 0, &err);
+  assert_true(fd >= 0);
+  assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+  close(fd);
+  char h[8];
+  assert_int_equal(nsl__read_head(file, h, sizeof h), 8);
+  assert_memory_equal(h, "SQLite f", 8);
+  assert_int_equal(nsl__read_head(fifo, h, sizeof h), -1);
+  assert_int_equal(nsl__read_head("/dev/zero", h, sizeof h), -1);
 }
 
 static void test_missing_folder(void **state) {
@@ -354,6 +392,7 @@ static void test_mkdir_p(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_write_and_replace, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_open_regular_only, setup, teardown),
       cmocka_unit_test_setup_teardown(test_missing_folder, setup, teardown),
       cmocka_unit_test_setup_teardown(test_target_is_a_folder, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),

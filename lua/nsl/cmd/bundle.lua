@@ -39,7 +39,8 @@ function M.main(opts)
   if not ok then return fail(1, "bundle: " .. err) end
   local summary
   summary, err = bundle.write{output = opts.output, exports = opts.traces, ranks = ranks, members = members,
-                              note = opts.note, keep_rep = opts.keep_rep, columns = opts.columns}
+                              note = opts.note, keep_rep = opts.keep_rep, columns = opts.columns,
+                              allow_mixed_nsys = opts.allow_mixed_nsys}
   if not summary then return fail(1, err) end
   print(string.format("wrote %s: %d report%s, %d members, %s before compression", opts.output, summary.reports,
                       summary.reports == 1 and "" or "s", summary.members, report.bytes(summary.bytes)))

@@ -114,6 +114,33 @@ local function read_file(path)
   return s
 end
 
+-- The last line of the log at path ("" when none).
+local function last_line(path)
+  return (read_file(path) or ""):gsub("%s+$", ""):match("([^\n]*)$") or ""
+end
+
+-- nsys that cannot find its importer (Debian's 2022.4) leaves BASE.qdstrm
+-- and no report: the importer beside it makes BASE.nsys-rep.  Returns the
+-- report, or nil and a message; nothing when there is no .qdstrm.
+local function import_qdstrm(nsys, base, work)
+  local qdstrm = base .. ".qdstrm"
+  if not exists(qdstrm) then return nil end
+  local importer = nsl.qdstrm_importer(nsys)
+  if not importer then
+    return nil, fmt("nsys left %s and no report, and no QdstrmImporter lies beside %s to import it", qdstrm, nsys)
+  end
+  say(fmt("nsys left a .qdstrm (it did not find its importer): importing it with %s", importer))
+  local log = work .. "/qdstrm-import.log"
+  local code, how = nsl.spawn({importer, "-i", qdstrm}, {stdout = log, stderr = log})
+  local rep = base .. ".nsys-rep"
+  if code ~= 0 or not exists(rep) then
+    local tail = last_line(log)
+    return nil, fmt("%s -i %s failed (%s)%s", importer, qdstrm, code and fmt("exit code %d", code) or how,
+                    tail ~= "" and ": " .. tail or "")
+  end
+  return rep
+end
+
 -- The analyses asked for, loaded, with the --arg values each declares.
 -- Returns a list of {a=, args=}, or nil and a message (a usage error).
 local function load_analyses(names, given)
@@ -166,6 +193,11 @@ local function profile_and_bundle(opts, env, rank, output, writer, work)
   local rep = base .. ".nsys-rep"
   if not exists(rep) and exists(base .. ".qdrep") then rep = base .. ".qdrep" end
   if not exists(rep) then
+    local imported, ierr = import_qdstrm(nsys, base, work)
+    if ierr then return nil, ierr, code end
+    rep = imported or rep
+  end
+  if not exists(rep) then
     return nil, fmt("nsys wrote no report (%s exited with code %d): nothing to bundle", nsys, code), code
   end
   local sqlite = base .. ".sqlite"
@@ -173,7 +205,7 @@ local function profile_and_bundle(opts, env, rank, output, writer, work)
   local ecode, ehow = nsl.spawn({nsys, "export", "--type=sqlite", "--output=" .. sqlite, "--force-overwrite=true", rep},
                                 {stdout = log, stderr = log})
   if not ecode or ecode ~= 0 or not exists(sqlite) then
-    local tail = (read_file(log) or ""):gsub("%s+$", ""):match("([^\n]*)$") or ""
+    local tail = last_line(log)
     return nil, fmt("nsys export to SQLite failed (%s)%s", ecode and fmt("exit code %d", ecode) or ehow,
                     tail ~= "" and ": " .. tail or ""), code
   end
@@ -238,12 +270,9 @@ end
 function M.run_notebooks(notebooks, output)
   local failed = 0
   for _, nb in ipairs(notebooks or {}) do
-    local f, err = io.open(nb, "rb")
-    local text
-    if f then
-      text = f:read("a")
-      f:close()
-    else
+    local text, err = nsl.read_file(nb)   -- a regular file: a FIFO or a device is refused at once
+    if not text then
+      err = err:gsub("^cannot open '.-': ", "")
       text = nb:match("^[%w_%-]+$") and nsl.embedded_file("notebooks/" .. nb .. ".md")
     end
     if not text then

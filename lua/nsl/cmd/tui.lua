@@ -24,13 +24,11 @@ function M.main(opts)
   end
   -- a missing or unreadable file fails at once, before the screen, in nsl.open's words
   for _, path in ipairs(opts.traces) do
-    local f, err = io.open(path, "rb")
-    if not f then
-      local why = err:sub(1, #path + 2) == path .. ": " and err:sub(#path + 3) or err
-      io.stderr:write(string.format("nsl: cannot open '%s': %s\n", path, why))
+    local ok, err = nsl.readable(path)   -- opened without blocking: a FIFO fails here, not on the screen
+    if not ok then
+      io.stderr:write(string.format("nsl: %s\n", err))
       return 1
     end
-    f:close()
   end
   -- the open (an nsys export for a .nsys-rep) runs behind the first screen
   local first = opts.traces[1]:match("([^/]+)/*$") or opts.traces[1]

@@ -38,7 +38,8 @@ function M.main(opts)
   local trace, err = nsl.open(opts.traces)
   if not trace then return fail(1, err) end
   local ok, res = pcall(function()
-    local from, to = window.resolve(trace, {from = opts.from, to = opts.to}, {"kernels", "memcpy", "memset", "nvtx"})
+    local from, to = window.resolve(trace, {from = opts.from, to = opts.to},
+                                    {"kernels", "memcpy", "memset", "nvtx", "gpu_ranges"})
     vopts.from = from
     if opts.to and opts.to ~= "" then vopts.to = to end
     return view.viewer(trace, vopts)
@@ -47,8 +48,10 @@ function M.main(opts)
     if nsl.is_error(res) then return fail(1, table.concat(opts.traces, ", ") .. ": " .. tostring(res)) end
     error(res, 0)
   end
-  local wok, werr = nsl.write_file(opts.output, res:page())
+  local page = res:page()
+  local wok, werr = nsl.write_file(opts.output, page)
   if not wok then return fail(1, werr) end
+  print(string.format("wrote %s (%s)", opts.output, require("nsl.report").bytes(#page)))   -- as bundle and combine say it
   return 0
 end
 

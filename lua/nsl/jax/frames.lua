@@ -629,6 +629,31 @@ function M.compile_statistics(parts)
   return require("nsl.compile").xla_statistics(parts)
 end
 
+--- The device of every row of g (GPU-projected ranges: report, pid, tid,
+-- text), from the thread that launched it as M.thread_device_map finds it
+-- (XlaModule ranges name the programs, XlaCompile ranges the main thread):
+-- an i64 column, -1 where no device is known.  For the timelines (nsl tui,
+-- nsl view) of nsys-jax archives.
+function M.range_devices(trace, g)
+  local mod, comp = g:filter(g.text:match("XlaModule:#")), g:filter(g.text:match("XlaCompile:#module="))
+  local lk = mod:group_by("report", "text", "pid", "tid"):keys()
+  local launch = nsl.table{{"report", lk.report}, {"m_ProgramId", lk.text}, {"pid", lk.pid}, {"tid", lk.tid}}
+  local ok, map = pcall(M.thread_device_map, trace, launch, comp:group_by("report", "pid", "tid"):keys())
+  local th = g:group_by("report", "pid", "tid")
+  local tk, devs = th:keys(), {}
+  for i = 1, #tk do   -- one Lua step per thread
+    devs[i] = ok and map[tk.report[i] .. "\0" .. tk.pid[i] .. ":" .. tk.tid[i]] or -1
+  end
+  if #devs == 0 then return nsl.column{0}:gather(nsl.rep(-1, 0)) end
+  return nsl.column(devs):gather(th:ids())
+end
+
+--- The short name of GPU-projected ranges: "XlaModule:#hlo_module=jit_step,program_id=3#" -> "jit_step",
+-- "Thunk:#hlo_op=fusion.1#" -> "fusion.1"; other texts as they are.
+function M.range_names(text)
+  return text:map(function(t) return t:match("hlo_module=([^,#]+)") or t:match("hlo_op=([^,#]+)") or t end)
+end
+
 --- Devices of the XlaLauncher threads per report: {[r] = {first = device, [pid:tid] = device}}.
 function M.launcher_devices(trace)
   local th = trace.threads

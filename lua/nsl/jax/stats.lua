@@ -207,13 +207,29 @@ function M.bandwidth(steady_comm)
                    {"BusBwErr", err}, {"Instances", s.Instances}}:sort("MessageSize", "Collective")
 end
 
---- Mean hidden/total communication time per collective, and overall.
-function M.hidden_ratio(steady_comm)
+--- Communication time hidden under computation, per collective and overall.
+-- Per collective HiddenToTotal is nsys-jax's current definition (JAX-Toolbox
+-- since 2025): the summed hidden time over the summed total (hidden +
+-- exposed) time of its steady rows.  With how = "mean" it is the older one
+-- instead, MeanHiddenToTotal: the mean over rows of each row's ratio (a row
+-- of zero length counts as NaN, as in pandas, and is skipped).  Columns:
+-- Collective, HiddenToTotal (or MeanHiddenToTotal), HiddenMs, ExposedMs;
+-- sorted by collective.  Second result: the overall summed ratio.
+function M.hidden_ratio(steady_comm, how)
   local full = steady_comm.ProjDurMs + steady_comm.ProjDurHiddenMs
-  local t = steady_comm:with("ratio", steady_comm.ProjDurHiddenMs / full)
-  local s = t:group_by("Collective"):agg{"MeanHiddenToTotal=mean(ratio)", "HiddenMs=sum(ProjDurHiddenMs)",
-                                          "ExposedMs=sum(ProjDurMs)"}
-  return s:sort("Collective"), steady_comm.ProjDurHiddenMs:sum() / full:sum()
+  local overall = steady_comm.ProjDurHiddenMs:sum() / full:sum()
+  if how == "mean" then
+    local t = steady_comm:with("ratio", steady_comm.ProjDurHiddenMs / full)
+    t = t:filter(t.ratio:eq(t.ratio))   -- 0/0 is NaN: pandas' mean skips it
+    local s = t:group_by("Collective"):agg{"MeanHiddenToTotal=mean(ratio)", "HiddenMs=sum(ProjDurHiddenMs)",
+                                            "ExposedMs=sum(ProjDurMs)"}
+    return s:sort("Collective"), overall
+  end
+  local s = steady_comm:group_by("Collective"):agg{"HiddenMs=sum(ProjDurHiddenMs)", "ExposedMs=sum(ProjDurMs)"}
+  local ratio = s.HiddenMs / (s.HiddenMs + s.ExposedMs)
+  s = nsl.table{{"Collective", s.Collective}, {"HiddenToTotal", ratio}, {"HiddenMs", s.HiddenMs},
+                {"ExposedMs", s.ExposedMs}}
+  return s:sort("Collective"), overall
 end
 
 --- "value(uncertainty)" in the short notation of the Python uncertainties

@@ -5,6 +5,7 @@
 --   local v, err = json.read_file(path)
 --   for _, k in ipairs(json.keys(obj)) do ... obj[k] ... end
 local report = require("nsl.report")
+local read_regular = require("nsl.core").read_file
 
 local M = {}
 
@@ -187,11 +188,8 @@ end
 --- Reads and decodes a JSON file; returns the value, or nil and a message
 -- naming the file.
 function M.read_file(path)
-  local f, err = io.open(path, "rb")
-  if not f then return nil, string.format("cannot open '%s': %s", path, err) end
-  local text = f:read("a")
-  f:close()
-  if not text then return nil, string.format("cannot read '%s'", path) end
+  local text, err = read_regular(path)   -- regular files only: a FIFO or /dev/zero is refused at once
+  if not text then return nil, err end
   local v, derr = M.decode(text)
   if v == nil then return nil, string.format("%s: not valid JSON: %s", path, derr) end
   return v

@@ -442,7 +442,7 @@
     this.status.textContent = dur(v0) + ' \u2013 ' + dur(v1) + '  (' + dur(v1 - v0) + ' shown)';
     // outside the detail window only the summary shows: the command that embeds every event of this view
     var a = Math.max(0, Math.floor(v0)), b = Math.min(d.span, Math.ceil(v1));
-    this.hint.textContent = (v0 < d.from || v1 > d.to) && b - a < (d.to - d.from) * 4 ?
+    this.hint.textContent = (v0 < d.from || v1 > d.to) && b > a && b - a < (d.to - d.from) * 4 ?   // never an empty window
       'every event here: nsl view TRACE --from ' + a + ' --to ' + b + ' (ns from the first event)' : '';
   };
 
@@ -688,6 +688,8 @@
     this.find('');
     this.setView(d.to, d.to + (d.to - d.from) / 2);
     var hint = this.hint.textContent;
+    this.setView(d.span + 10, d.span + 1000);   // wholly past the last event: no hint (it would name an empty window)
+    var hintPastEnd = this.hint.textContent;
     var abs = function (t) { return (this.base + BigInt(t)).toString(); }.bind(this);
     // zoomed in 16x in the middle of what lies past the detail window: the bins drawn there per row, from
     // the level that fits
@@ -730,7 +732,7 @@
                 pid: row.pid, tid: row.tid, drawn: drawn[r], lod_events: lodCount[r], lod_busy: lodBusy[r],
                 lod_drawn: this.lodDrawn[r]};
       }, this),
-      hover: hovered, hint: hint, outside: outside,
+      hover: hovered, hint: hint, hint_past_end: hintPastEnd, outside: outside,
       stack: {at: (this.base + BigInt(mid)).toString(), threads: stacks[0]},
       selection: {from: (this.base + BigInt(sel[0])).toString(), to: (this.base + BigInt(sel[1])).toString(),
                   threads: stacks[1]},

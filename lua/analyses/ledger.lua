@@ -1,0 +1,72 @@
+-- ledger -- where each GPU's wall time went, every nanosecond once: per GPU
+-- of every rank, over the profiled run and over each step, the time split
+-- into compute, waiting inside a collective for a later rank, communication
+-- transfer, copies and idle, and idle into one cause each (one-time loading
+-- and compiling, host-to-device copy calls, synchronisation, the host not
+-- launching, unknown).  The parts of every row sum to its wall time.  How
+-- each line is measured: lua/nsl/ledger.lua.
+--
+-- Tables: ledger (one row per GPU and window: step 0 is the whole run, 1..
+-- the steps of nsl.iterations), ledger_host (idle_host time over the run by
+-- the launching thread's innermost NVTX range, when the trace has NVTX).
+-- Figure ledger: each GPU's run as a stacked bar of the lines.
+local nsl = require("nsl")
+local ledger = require("nsl.ledger")
+local iterations = require("nsl.iterations")
+local plot = require("nsl.plot")
+local jax = require("nsl.jax")
+local nvtx = require("nsl.nvtx")
+
+--- The idle_host time of ledger result l by the NVTX range its launching
+-- thread was in (the innermost range overlapping each gap most): range
+-- text, time, gaps; nil without NVTX.
+local function host_by_range(trace, host)
+  local nv = trace.nvtx
+  if not host or #host == 0 or #nv == 0 then return nil end
+  nv:load{"report", "pid", "tid", "start", "stop", "text", "domain"}
+  local row = nsl.overlap_join(host.hs, host.he, nv.start, nv.stop, {host.report, host.pid, host.tid},
+                               {nv.report, nv.pid, nv.tid})
+  local _, label = nvtx.names(nv, {strip = nvtx.pytorch_suffixes})   -- "aten::add", not one row per op id
+  local text = nsl.coalesce(label:gather(row), "(no NVTX range)")
+  local t = nsl.table{{"range", text}, {"time", host.time}}
+  return t:group_by("range"):agg{"time=sum(time)", "gaps=count"}:sort("-time")
+end
+
+return {
+  name = "ledger",
+  description = "Each GPU's wall time split once into compute, collective wait and transfer, copies and idle causes",
+  args = {
+    iteration = {default = "", help = "NVTX range (or XLA program) that marks one step; empty: detected"},
+    limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
+  },
+  example = "nsl run ledger rank0.sqlite rank1.sqlite",
+  run = function(trace, args, out)
+    local it = iterations.find(trace, args.iteration)
+    if not it and args.iteration ~= "" then
+      local _, err = iterations.find(trace, args.iteration)
+      nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err))
+    end
+    local l = ledger.build(trace, {steps = it})
+    if l.empty then
+      return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations")
+    end
+    local t = l.ledger
+    local limit = args.limit > 0 and args.limit or nil
+    out:table("ledger", t, {title = "Where each GPU's time went (ns; step 0: the whole run; lines sum to wall)",
+                            limit = limit})
+    local hr = host_by_range(trace, l.host)
+    if hr then
+      out:table("ledger_host", hr, {title = "Idle while the host was not launching, by the launching thread's NVTX " ..
+                                            "range (whole run)", limit = limit})
+    end
+    if out:carries_figures() then
+      local run = t:filter(t.step:eq(0))
+      local cats = run.rank:totable()
+      local series = ledger.figure_series(run)
+      out:figure("ledger", function(format)
+        return plot.stacked_bars{format = format, categories = cats, series = series, unit = "ns",
+                                 title = "Where each GPU's time went (whole run)"}
+      end)
+    end
+  end,
+}

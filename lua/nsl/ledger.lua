@@ -1,0 +1,381 @@
+-- nsl.ledger -- one ledger of a trace's time: for every GPU of every rank
+-- (a report's device), over the profiled run and over each step, wall time
+-- split into parts that sum to it, each nanosecond counted once:
+--
+--   compute       kernels that are not collectives (nsys-jax: thunks that
+--                 are not communication)
+--   comm_wait     inside a collective, waiting for the last rank to arrive
+--                 (nsl.straggler's matched steady collectives: the first
+--                 `wait` ns of each; warm-up instances stay in comm)
+--   comm          the rest of the collectives: the transfer
+--   copy          memcpy and memset
+--   idle          the rest, split into one cause each, the first that holds:
+--     idle_onetime  the process was loading or compiling code (CUDA module
+--                   loading and JIT calls, CUPTI's loading overhead records,
+--                   XLA's and other frameworks' compile ranges: nsl.compile;
+--                   on nsys-jax archives, whose thunks keep no process, the
+--                   report's compile ranges)
+--     idle_htod     the process was in a CUDA call that copies host to device
+--                   (the data the GPU waits for)
+--     idle_sync     the process was in a CUDA call that blocks the host
+--                   (nsl.host_sync), or had not yet finished the thread's
+--                   next CUDA call when that one started at most
+--                   M.sync_follow_ns after: the gap a synchronisation leaves
+--     idle_host     the call that launched the next GPU operation had not
+--                   ended yet: the host was not launching (each such gap
+--                   keeps the launching thread, for its NVTX range)
+--     idle_unknown  none of these (work launched but not started: waiting
+--                   on another stream or event; or no CUDA API trace)
+--
+-- Windows.  The whole run of a GPU is its report's active span (first
+-- start to last stop of its GPU operations and CUDA calls); steps are those
+-- of nsl.iterations (the process's step ranges for the process that
+-- launched most of the device's work, or per device the XLA step program),
+-- each clipped to start where the previous one ended.  The sweep is C
+-- (nsl.ledger_sweep): a lower line in the list above wins where several
+-- are open, so parts never overlap and sum to the window exactly.
+local nsl = require("nsl")
+local gpu_ops = require("nsl.gpu_ops")
+local nccl = require("nsl.nccl")
+local host_sync = require("nsl.host_sync")
+local compile = require("nsl.compile")
+
+local M = {}
+
+--- A sync's gap: when the thread's next CUDA call starts within this long of
+-- the sync's return, the GPU idle until that call ends is the sync's (it
+-- drained the GPU, which waits for the relaunch); a later call means the
+-- host went off to other work (idle_host).
+M.sync_follow_ns = 100000
+
+--- The ledger's lines in priority order (the class numbers of the sweep,
+-- 0-based), then idle_unknown, the remainder.
+M.lines = {"compute", "comm_wait", "comm", "copy", "idle_onetime", "idle_htod", "idle_sync", "idle_host"}
+M.remainder = "idle_unknown"
+M.idle = {"idle_onetime", "idle_htod", "idle_sync", "idle_host", "idle_unknown"}
+local CLASS = {}
+for i, l in ipairs(M.lines) do CLASS[l] = i - 1 end
+M.class = CLASS
+
+local function i64(n, v) return nsl.rep(v or 0, n) end
+
+--- The GPU work of a trace as rows start, stop, report, device, class, and
+-- for kernels launched by a recorded CUDA call: pid, tid, launch_start,
+-- launch_stop of that call (NULL otherwise).  Also returns the source:
+-- "kernels" or "jax" (an nsys-jax archive's thunks), and the collectives:
+-- report, device, type, start, stop, and stream (kernels: matched into
+-- instances once ranks are known) or instance (jax).
+local function gpu_work(trace)
+  if #trace.kernels == 0 and #trace.gpu_ranges > 0 then
+    local jax = require("nsl.jax")
+    local g = jax.gpu_ranges(trace)
+    if #g > 0 and g.text:match("XlaModule:#"):count() > 0 then
+      local d = jax.load(trace, {programs = "structure", gpu_ranges = g})
+      local th = d.thunk
+      local cls = nsl.where(th.Communication, i64(#th, CLASS.comm), i64(#th, CLASS.compute))
+      local work = nsl.table{{"start", th.start}, {"stop", th.stop}, {"report", th.report}, {"device", th.Device},
+                             {"class", cls}}
+      local comm = d.communication
+      local coll = nsl.table{{"report", comm.report}, {"device", comm.Device},
+                             {"instance", (jax.collective_instances(comm))}, {"type", comm.Collective},
+                             {"start", comm.start}, {"stop", comm.stop}}
+      return work, "jax", coll
+    end
+  end
+  local ops = gpu_ops.table(trace, {names = "short", memop = true, api = true,
+                                    columns = {"report", "pid", "device", "stream", "corr", "start", "stop"}})
+  local is_coll = nccl.mask(ops.name) & ~ops.memop
+  local cls = nsl.where(ops.memop, i64(#ops, CLASS.copy), nsl.where(is_coll, i64(#ops, CLASS.comm),
+                                                                   i64(#ops, CLASS.compute)))
+  local api = trace.api
+  api:load{"tid", "start", "stop"}
+  local work = nsl.table{{"start", ops.start}, {"stop", ops.stop}, {"report", ops.report}, {"device", ops.device},
+                         {"class", cls}, {"pid", ops.pid}, {"tid", api.tid:gather(ops.api)},
+                         {"launch_start", api.start:gather(ops.api)}, {"launch_stop", api.stop:gather(ops.api)}}
+  local c = ops:filter(is_coll)
+  local coll = c:select{"report", "device", "stream", "start", "stop", "name"}
+  return work, "kernels", coll:with("type", nccl.annotate(coll.name).collective)
+end
+
+--- The active span of every report: {report -> {lo, hi}} over GPU work
+-- and CUDA calls.
+local function report_spans(trace, work)
+  local spans = {}
+  local function add(t)
+    if #t == 0 then return end
+    local a = t:group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
+    for i = 1, #a do
+      local r = a.report[i]
+      local sp = spans[r] or {a.lo[i], a.hi[i]}
+      spans[r] = {math.min(sp[1], a.lo[i]), math.max(sp[2], a.hi[i])}
+    end
+  end
+  add(work:select{"report", "start", "stop"})
+  local api = trace.api
+  if #api > 0 then
+    api:load{"report", "start", "stop"}
+    add(api:select{"report", "start", "stop"})
+  end
+  return spans
+end
+
+--- Host intervals (report, pid, start, stop) repeated on every group of
+-- their process: returns start, stop, group columns.  pd: the (report,
+-- pid, group) rows of the trace's GPU work.
+local function on_groups(h, pd, keys)
+  keys = keys or {"report", "pid"}
+  local s, e, g = {}, {}, {}
+  if #h == 0 or #pd == 0 then return nil end
+  local pos = nsl.cumcount(pd:group_by(table.unpack(keys)):ids())
+  for k = 0, pos:max() do   -- the k-th device of each process
+    local m = pd:filter(pos:eq(k))
+    local j = h:join(m, keys, {"group"}, "m_")
+    local rows = (~j.m_group:isnull()):indices()
+    s[#s + 1] = h.start:gather(rows)
+    e[#e + 1] = h.stop:gather(rows)
+    g[#g + 1] = j.m_group:gather(rows)
+  end
+  return nsl.concat(table.unpack(s)), nsl.concat(table.unpack(e)), nsl.concat(table.unpack(g))
+end
+
+--- The host-side intervals of the idle causes: a list of {start, stop,
+-- group, class} column sets.
+local function host_causes(trace, pd, source)
+  local parts = {}
+  local keys = source == "jax" and {"report"} or {"report", "pid"}   -- nsys-jax thunks keep no process
+  local function add(h, class)
+    if not h or #h == 0 then return end
+    local cols = {table.unpack(keys)}
+    cols[#cols + 1], cols[#cols + 2] = "start", "stop"
+    local s, e, g = on_groups(h:select(cols), pd, keys)
+    if s and #s > 0 then parts[#parts + 1] = {s, e, g, i64(#s, class)} end
+  end
+  -- one-time work: compiling (XLA's compile ranges, other frameworks' compile ranges)
+  if #trace.nvtx > 0 then
+    for _, part in ipairs(compile.xla_ranges(trace)) do
+      add(part:filter(part.text:match(compile.XLA_COMPILE) & ~part.stop:isnull()), CLASS.idle_onetime)
+    end
+    local members = compile.framework_ranges(trace)
+    if members then add(members:filter(members.root), CLASS.idle_onetime) end
+  end
+  local api = trace.api
+  if #api == 0 or source == "jax" then return parts end
+  -- code loading and compiling calls, CUPTI's loading overhead
+  local lc = compile.loading_calls(trace)
+  add(lc, CLASS.idle_onetime)
+  if #trace.overhead > 0 then add(compile.loading_overhead(trace), CLASS.idle_onetime) end
+  -- host-to-device copies: the calls that launched HtoD memcpy
+  local mc = trace.memcpy
+  if #mc > 0 then
+    mc:load{"report", "pid", "corr", "kind"}
+    local h = mc:filter(mc.kind:eq("HtoD")):select{"report", "pid", "corr"}
+    api:load{"report", "pid", "corr", "start", "stop"}
+    local _, idx = h:join(api, {"report", "pid", "corr"})
+    idx = idx:gather(idx:ge(0):indices())
+    add(api:take(idx), CLASS.idle_htod)
+  end
+  -- synchronisation: the blocking calls, up to the end of the thread's next CUDA call
+  local calls = host_sync.api_calls(trace)
+  local cat = calls.name:map(host_sync.category)
+  local th = calls:select{"report", "pid", "tid", "start", "stop"}:with("sync", ~cat:isnull()):sort("report", "pid",
+                                                                                                   "tid", "start")
+  local same = th.report:eq(th.report:shift(1)) & th.pid:eq(th.pid:shift(1)) & th.tid:eq(th.tid:shift(1))
+    & (th.start:shift(1) - th.stop):le(M.sync_follow_ns)
+  local nxt = nsl.where(same, th.stop:shift(1), th.stop)
+  local stop = nsl.where(nxt:gt(th.stop), nxt, th.stop)
+  local sy = th:with("stop", stop):filter(th.sync)
+  add(sy, CLASS.idle_sync)
+  return parts
+end
+
+--- The ledger of trace.  opts.steps: nsl.iterations.find's result (or nil:
+-- the whole run only).  Returns a table with one row per GPU and window:
+-- report, device, rank (label), step (0: the whole run; 1.. the steps),
+-- start, stop, wall, then M.lines and idle_unknown (ns, summing to wall),
+-- idle (their idle parts summed); and a second table, host: the idle_host
+-- time per launching thread and step 0 (report, pid, tid, device, time).
+function M.build(trace, opts)
+  opts = opts or {}
+  local work, source, coll = gpu_work(trace)
+  local empty = #work == 0
+  local gk = work:group_by("report", "device")
+  local keys = gk:keys():with("gid", nsl.range(#gk)):sort("report", "device")
+  local group_of_gid = nsl.range(#keys):gather(keys.gid:argsort())
+  local group = group_of_gid:gather(gk:ids())
+  work = work:with("group", group)
+  local ngroups = #keys
+  local names = trace.reports.name:totable()
+  -- intervals: the GPU work, the collectives' waits, the host causes
+  local S, E, G, C = {work.start}, {work.stop}, {group}, {work.class}
+  local res_strag
+  if #coll > 0 and ngroups >= 2 then
+    local kj = coll:join(keys:with("group", nsl.range(#keys)), {"report", "device"}, {"group"}, "k_")
+    local cr = coll:with("rank", kj.k_group)
+    if source == "kernels" then cr = nccl.instances(cr) end   -- the k-th of a type on a rank's i-th NCCL stream
+    cr = cr:select{"rank", "instance", "type", "start", "stop"}
+    local clock = keys.report:totable()
+    local straggler = require("nsl.straggler")
+    local ok, res = pcall(straggler.analyse, cr, nsl.table{{"rank", group}, {"start", work.start},
+                                                           {"stop", work.stop}}, ngroups,
+                          work.class:eq(CLASS.compute), {clock = clock})
+    if ok and res.coll and #res.coll > 0 then
+      res_strag = res
+      local c = res.coll
+      local w = nsl.where(c.wait:lt(c.stop - c.start), c.wait, c.stop - c.start)
+      local pos = w:gt(0):indices()
+      S[#S + 1] = c.start:gather(pos)
+      E[#E + 1] = (c.start + w):gather(pos)
+      G[#G + 1] = c.rank:gather(pos)
+      C[#C + 1] = i64(#pos, CLASS.comm_wait)
+    end
+  end
+  local hostrows
+  if not empty then
+    local pd = source == "jax" and work:group_by("report", "group"):keys():sort("report", "group")
+               or work:group_by("report", "pid", "group"):keys():sort("report", "pid", "group")
+    for _, p in ipairs(host_causes(trace, pd, source)) do
+      S[#S + 1], E[#E + 1], G[#G + 1], C[#C + 1] = p[1], p[2], p[3], p[4]
+    end
+  end
+  if source == "kernels" and not empty then
+    -- host not launching: before each operation, from the previous operation's start on its GPU to the end of
+    -- its launch call (at most its own start)
+    local w = work:select{"group", "start", "launch_stop", "report", "pid", "tid"}:sort("group", "start")
+    local prev = w.start:shift(-1)
+    local same = w.group:eq(w.group:shift(-1))
+    local hi = nsl.where(w.launch_stop:lt(w.start), w.launch_stop, w.start)
+    local ok = same & ~w.launch_stop:isnull() & hi:gt(prev)
+    local rows = ok:indices()
+    hostrows = w:take(rows):with("hs", prev:gather(rows), "he", hi:gather(rows))
+    S[#S + 1], E[#E + 1], G[#G + 1] = hostrows.hs, hostrows.he, hostrows.group
+    C[#C + 1] = i64(#hostrows, CLASS.idle_host)
+  end
+  local s, e, g, c = nsl.concat(table.unpack(S)), nsl.concat(table.unpack(E)), nsl.concat(table.unpack(G)),
+                     nsl.concat(table.unpack(C))
+  -- the windows: the run, then the steps
+  local spans = report_spans(trace, work)
+  local wg, wlo, whi, wstep = {}, {}, {}, {}
+  for k = 1, ngroups do
+    local sp = spans[keys.report[k]]
+    wg[k], wlo[k], whi[k], wstep[k] = k - 1, sp[1], sp[2], 0
+  end
+  local function sweep(wgc, wloc, whic)
+    if #wgc == 0 then return nil end
+    local totals, charged = nsl.ledger_sweep(s, e, g, c, #M.lines, nsl.column(wgc), nsl.column(wloc),
+                                             nsl.column(whic))
+    return totals:totable(), charged
+  end
+  local run_totals, charged = sweep(wg, wlo, whi)
+  local rows = {}
+  local function add_rows(totals, gl, lo, hi, st)
+    local nc = #M.lines + 1
+    for w = 1, #gl do
+      local k = gl[w] + 1
+      local r = {report = keys.report[k], device = keys.device[k], step = st[w], start = lo[w], stop = hi[w],
+                 wall = hi[w] - lo[w]}
+      r.rank = (names[r.report + 1] or tostring(r.report)) .. ":gpu" .. tostring(r.device)
+      local idle = 0
+      for ci = 1, nc do
+        local line = M.lines[ci] or M.remainder
+        r[line] = totals[(w - 1) * nc + ci]
+        if ci > CLASS.copy + 1 then idle = idle + r[line] end
+      end
+      r.idle = idle
+      rows[#rows + 1] = r
+    end
+  end
+  if run_totals then add_rows(run_totals, wg, wlo, whi, wstep) end
+  -- steps
+  local sw = opts.steps and M.step_windows(opts.steps, work, keys) or nil
+  if sw and #sw.group > 0 then
+    local totals = sweep(sw.group, sw.lo, sw.hi)
+    add_rows(totals, sw.group, sw.lo, sw.hi, sw.step)
+  end
+  local cols = {"report", "rank", "device", "step", "start", "stop", "wall"}
+  for _, l in ipairs(M.lines) do cols[#cols + 1] = l end
+  cols[#cols + 1] = M.remainder
+  cols[#cols + 1] = "idle"
+  local t = {}
+  for _, name in ipairs(cols) do
+    local v = {}
+    for i, r in ipairs(rows) do v[i] = r[name] end
+    local empty = (name == "rank" and nsl.column{""} or nsl.column{0}):gather(nsl.column{}:cast("i64"))
+    t[#t + 1] = {name, #v > 0 and nsl.column(v) or empty}
+  end
+  local ledger = nsl.table(t)
+  -- idle_host by launching thread over the run (the rows' charged time)
+  local host
+  if hostrows and charged and #hostrows > 0 then
+    local base = #s - #hostrows
+    local ch = charged:gather(nsl.range(#hostrows) + base)
+    host = hostrows:select{"report", "pid", "tid", "group", "hs", "he"}:with("time", ch)
+    host = host:filter(ch:gt(0))
+  end
+  return {ledger = ledger, host = host, groups = keys, source = source, straggler = res_strag, empty = empty}
+end
+
+--- The series of a stacked-bar figure of ledger rows t (one bar a row): the
+-- lines in order, idle_htod drawn with idle_sync (the palette has eight
+-- colours).
+function M.figure_series(t)
+  local series = {}
+  for _, line in ipairs(M.lines) do
+    if line == "idle_sync" then
+      series[#series + 1] = {label = "idle_sync + idle_htod", values = (t.idle_sync + t.idle_htod):totable()}
+    elseif line ~= "idle_htod" then
+      series[#series + 1] = {label = line, values = t[line]:totable()}
+    end
+  end
+  series[#series + 1] = {label = M.remainder, values = t[M.remainder]:totable()}
+  return series
+end
+
+--- The step windows of every group: arrays group, lo, hi, step (1-based),
+-- from it (nsl.iterations.find): the step program's executions per device
+-- (JAX), the marker windows of the report, or the step ranges of the process
+-- that launched most of the device's work; each window clipped to start
+-- where the group's previous one ended.
+function M.step_windows(it, work, keys)
+  local iterations = require("nsl.iterations")
+  local W, by
+  if it.mode == "jax" then
+    local st = it.steps:sort("report", "device", "iter")
+    W = {report = st.report:totable(), device = st.device:totable(), start = st.start:totable(),
+         stop = st.stop:totable()}
+    by = "device"
+  else
+    local t = iterations.windows(it):sort("report", "pid", "iter", "start")
+    W = {report = t.report:totable(), pid = t.pid:totable(), start = t.start:totable(), stop = t.stop:totable()}
+    by = it.mode == "range" and "pid" or "report"
+  end
+  -- the process that launched most of each group's work
+  local main_pid = {}
+  if by == "pid" and work.pid then
+    local a = work:filter(~work.pid:isnull()):group_by("group", "pid"):agg{"n=count"}:sort("group", "-n")
+    for i = 1, #a do
+      if main_pid[a.group[i]] == nil then main_pid[a.group[i]] = a.pid[i] end
+    end
+  end
+  local out = {group = {}, lo = {}, hi = {}, step = {}}
+  for k = 1, #keys do
+    local gi = k - 1
+    local rep, dev = keys.report[k], keys.device[k]
+    local prev, n = nil, 0
+    for i = 1, #W.start do   -- one Lua step per step window (steps, not events)
+      local mine = W.report[i] == rep and ((by == "device" and W.device[i] == dev) or
+                   (by == "pid" and W.pid[i] == main_pid[gi]) or by == "report")
+      if mine then
+        local lo, hi = W.start[i], W.stop[i]
+        if prev and lo < prev then lo = prev end
+        if hi > lo then
+          n = n + 1
+          out.group[#out.group + 1], out.lo[#out.lo + 1], out.hi[#out.hi + 1], out.step[#out.step + 1] = gi, lo, hi, n
+          prev = hi
+        end
+      end
+    end
+  end
+  return out
+end
+
+return M

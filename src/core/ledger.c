@@ -1,0 +1,216 @@
+/* ledger.c -- the sweep under nsl.ledger: wall time of windows (a rank's
+ * device over a step, or over the profiled run) split among classes of
+ * intervals by priority, so every nanosecond is counted once and the parts
+ * sum to the window.
+ *
+ * Every interval row has a group (a device of a rank) and a class; a class
+ * with a lower number wins where intervals of several classes are open (a
+ * kernel over a copy, any GPU work over the host-side causes of idle time).
+ * One sweep per group over the rows' starts and stops, each in (group, time)
+ * order from a radix argsort: O(rows) after the sorts. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/kernels_internal.h"
+
+static int int_col(const nsl_column *c) { return c && (c->type == NSL_I64 || c->type == NSL_I32); }
+
+/* to - from for to >= from, saturating at INT64_MAX. */
+static inline int64_t span(int64_t from, int64_t to) {
+  uint64_t d = (uint64_t)to - (uint64_t)from;
+  return d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d;
+}
+
+/* Row i's bounds, group and class when it takes part (1), else 0. */
+static inline int row_of(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                         const nsl_column *cls, int nclasses, int64_t i, int64_t *s, int64_t *e, int64_t *g,
+                         int *c) {
+  int ns, ne, ng, nc;
+  *s = nsl__int_at(start, i, &ns);
+  *e = nsl__int_at(stop, i, &ne);
+  *g = nsl__int_at(group_of, i, &ng);
+  int64_t k = nsl__int_at(cls, i, &nc);
+  if (ns || ne || ng || nc || *e <= *s || *g < 0 || k < 0 || k >= nclasses) return 0;
+  *c = (int)k;
+  return 1;
+}
+
+/* The windows of every group, sorted by (group, lo) and checked disjoint. */
+typedef struct ledger_windows {
+  int64_t n, *order;   /* window rows in (group, lo) order */
+} ledger_windows;
+
+typedef struct ledger_state {
+  const nsl_column *win_group, *win_lo, *win_hi;
+  const int64_t *order;
+  int64_t nw, k;       /* k: the first window of the current group not yet behind the sweep */
+  int nclasses;
+  int64_t *out;        /* nw x (nclasses + 1) */
+  int64_t *charged;    /* per class: time it was on top inside windows, so far in this group */
+} ledger_state;
+
+static inline int64_t win_val(const nsl_column *c, int64_t w) {
+  int null;
+  return nsl__int_at(c, w, &null);
+}
+
+/* Adds segment [a, b) of group g, whose top class is top (nclasses: none),
+ * to the windows it overlaps. */
+static void add_segment(ledger_state *st, int64_t g, int64_t a, int64_t b, int top) {
+  if (b <= a || top >= st->nclasses) return;   /* uncovered time is the windows' remainder */
+  while (st->k < st->nw) {   /* windows of earlier groups, or ended before a, are done */
+    int64_t w = st->order[st->k];
+    int64_t wg = win_val(st->win_group, w);
+    if (wg > g || (wg == g && win_val(st->win_hi, w) > a)) break;
+    st->k++;
+  }
+  for (int64_t q = st->k; q < st->nw; q++) {
+    int64_t w = st->order[q];
+    if (win_val(st->win_group, w) != g) break;
+    int64_t lo = win_val(st->win_lo, w), hi = win_val(st->win_hi, w);
+    if (lo >= b) break;
+    int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+    if (y > x) {
+      st->out[w * (st->nclasses + 1) + top] += span(x, y);
+      st->charged[top] += span(x, y);
+    }
+  }
+}
+
+nsl_status nsl_ledger_sweep(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                            const nsl_column *cls, int nclasses, const nsl_column *win_group,
+                            const nsl_column *win_lo, const nsl_column *win_hi, nsl_column **totals,
+                            nsl_column **row_charged, nsl_error *err) {
+  const char *what = "ledger";
+  if (!totals) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
+  *totals = NULL;
+  if (row_charged) *row_charged = NULL;
+  if (!int_col(start) || !int_col(stop) || !int_col(group_of) || !int_col(cls))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: start, stop, group and class must be integer columns", what);
+  int64_t n = start->len;
+  if (stop->len != n || group_of->len != n || cls->len != n)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: start, stop, group and class must have one length", what);
+  if (nclasses < 1 || nclasses > 64) return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to 64 classes", what);
+  if (!int_col(win_group) || !int_col(win_lo) || !int_col(win_hi) || win_lo->len != win_group->len ||
+      win_hi->len != win_group->len)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: windows need integer group, lo and hi columns of one length", what);
+  int64_t nw = win_group->len;
+  for (int64_t w = 0; w < nw; w++) {
+    int n1, n2, n3;
+    int64_t g = nsl__int_at(win_group, w, &n1), lo = nsl__int_at(win_lo, w, &n2), hi = nsl__int_at(win_hi, w, &n3);
+    if (n1 || n2 || n3 || g < 0 || hi < lo)
+      return nsl_error_set(err, NSL_ERR_ARG, "%s: window %lld has no group or ends before it starts", what,
+                           (long long)w);
+  }
+  nsl_status rc = NSL_OK;
+  nsl_column *worder = NULL, *by_start = NULL, *by_stop = NULL, *out = NULL, *ch = NULL;
+  int64_t *open = NULL, *mark = NULL;
+  {
+    const nsl_column *wkeys[2] = {win_group, win_lo};
+    worder = nsl_argsort(wkeys, NULL, 2, err);
+    if (!worder) goto fail;
+    const int64_t *wo = nsl_i64(worder);
+    int64_t last = -1;   /* the group's latest-ending non-empty window so far */
+    for (int64_t q = 0; q < nw; q++) {
+      int64_t b = wo[q];
+      if (win_val(win_lo, b) == win_val(win_hi, b)) continue;   /* an empty window overlaps nothing */
+      if (last >= 0 && win_val(win_group, last) == win_val(win_group, b) && win_val(win_hi, last) > win_val(win_lo, b)) {
+        rc = nsl_error_set(err, NSL_ERR_ARG, "%s: windows %lld and %lld of group %lld overlap", what,
+                           (long long)last, (long long)b, (long long)win_val(win_group, b));
+        goto done;
+      }
+      last = b;
+    }
+  }
+  {
+    const nsl_column *skeys[2] = {group_of, start}, *ekeys[2] = {group_of, stop};
+    by_start = nsl_argsort(skeys, NULL, 2, err);
+    if (!by_start) goto fail;
+    by_stop = nsl_argsort(ekeys, NULL, 2, err);
+    if (!by_stop) goto fail;
+  }
+  out = nsl_column_new(NSL_I64, nw * (nclasses + 1), NULL);   /* zero-filled */
+  if (row_charged) ch = nsl_column_new(NSL_I64, n, NULL);
+  open = calloc((size_t)nclasses, sizeof *open);
+  mark = calloc((size_t)nclasses, sizeof *mark);
+  if (!out || (row_charged && !ch) || !open || !mark) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
+    goto done;
+  }
+  ledger_state st = {win_group, win_lo, win_hi, nsl_i64(worder), nw, 0, nclasses, nsl_i64(out), mark};
+  /* mark doubles as the per-class running total of time on top (st.charged) */
+  const int64_t *ps = nsl_i64(by_start), *pe = nsl_i64(by_stop);
+  int64_t *chv = ch ? nsl_i64(ch) : NULL;
+  int64_t qs = 0, qe = 0, cur = -1, t = 0;
+  while (qs < n || qe < n) {
+    /* the next event: a start, unless a stop comes first (of an earlier group, or earlier in this one) */
+    int64_t s = 0, e = 0, g = 0, gi = 0;
+    int c = 0, ci = 0, is_start = 0;
+    int64_t i = -1;
+    while (qs < n && !row_of(start, stop, group_of, cls, nclasses, ps[qs], &s, &e, &g, &c)) qs++;
+    int64_t j = -1, s2 = 0, e2 = 0, g2 = 0;
+    int c2 = 0;
+    while (qe < n && !row_of(start, stop, group_of, cls, nclasses, pe[qe], &s2, &e2, &g2, &c2)) qe++;
+    if (qs >= n && qe >= n) break;
+    if (qs < n) i = ps[qs];
+    if (qe < n) j = pe[qe];
+    if (i >= 0 && (j < 0 || g < g2 || (g == g2 && s < e2))) {
+      is_start = 1;
+      gi = g;
+      ci = c;
+    } else {
+      i = j;
+      gi = g2;
+      ci = c2;
+    }
+    int64_t at = is_start ? s : e2;
+    if (gi != cur) {   /* a new group: nothing open */
+      cur = gi;
+      t = at;
+      memset(open, 0, (size_t)nclasses * sizeof *open);
+      memset(mark, 0, (size_t)nclasses * sizeof *mark);
+    }
+    if (at > t) {
+      int top = nclasses;
+      for (int k = 0; k < nclasses; k++)
+        if (open[k] > 0) {
+          top = k;
+          break;
+        }
+      add_segment(&st, cur, t, at, top);
+      t = at;
+    }
+    if (is_start) {
+      open[ci]++;
+      if (chv) chv[i] = -mark[ci];
+      qs++;
+    } else {
+      open[ci]--;
+      if (chv) chv[i] += mark[ci];
+      qe++;
+    }
+  }
+  for (int64_t w = 0; w < nw; w++) {   /* what no class covers: the window less its classes */
+    int64_t *row = nsl_i64(out) + w * (nclasses + 1), sum = 0;
+    for (int k = 0; k < nclasses; k++) sum += row[k];
+    row[nclasses] = span(win_val(win_lo, w), win_val(win_hi, w)) - sum;
+  }
+  *totals = out;
+  out = NULL;
+  if (row_charged) {
+    *row_charged = ch;
+    ch = NULL;
+  }
+  goto done;
+fail:
+  rc = err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+done:
+  free(open);
+  free(mark);
+  nsl_column_release(worder);
+  nsl_column_release(by_start);
+  nsl_column_release(by_stop);
+  nsl_column_release(out);
+  nsl_column_release(ch);
+  return rc;
+}

@@ -1,0 +1,114 @@
+/* test_ledger.c -- the ledger sweep of ledger.c against a hand-computed case
+ * and a per-nanosecond brute force on random data: at every nanosecond of a
+ * window, the lowest class with a row of the window's group open takes it;
+ * a row's charge is the nanoseconds its class took while it was open. */
+#include <stdio.h>
+
+#include "kernel_fixtures.h"
+
+#define SPAN 120
+#define NCLS 4
+
+static void sweep(const nsl_column *s, const nsl_column *e, const nsl_column *g, const nsl_column *c, int nc,
+                  const nsl_column *wg, const nsl_column *wl, const nsl_column *wh, nsl_column **tot,
+                  nsl_column **ch) {
+  nsl_error err = {0};
+  if (nsl_ledger_sweep(s, e, g, c, nc, wg, wl, wh, tot, ch, &err) != NSL_OK) fail_msg("ledger failed: %s", err.msg);
+}
+
+static void test_ledger_hand(void **state) {
+  (void)state;
+  /* group 0: class 0 [10,20), class 1 [15,40), class 2 [0,100); group 1: class 1 [5,10);
+   * a NULL row, an empty row and a row of group -1 take nothing */
+  nsl_column *s = FX_I64(10, 15, 0, 5, NSL_NULL_I64, 50, 0), *e = FX_I64(20, 40, 100, 10, 9, 50, 100);
+  nsl_column *g = FX_I64(0, 0, 0, 1, 0, 0, -1), *c = FX_I64(0, 1, 2, 1, 0, 0, 0);
+  /* windows: group 0 [0,30) and [30,120); group 1 [0,20) */
+  nsl_column *wg = FX_I64(0, 1, 0), *wl = FX_I64(0, 0, 30), *wh = FX_I64(30, 20, 120);
+  nsl_column *tot, *ch;
+  sweep(s, e, g, c, 3, wg, wl, wh, &tot, &ch);
+  /* [0,30): 0 takes 10 ([10,20)), 1 takes 10 ([20,30)), 2 takes 10 ([0,10)), none 0
+   * group 1 [0,20): 1 takes 5, none 15;  [30,120): 1 takes 10, 2 takes 60, none 20 */
+  FX_EXPECT_I64(tot, 10, 10, 10, 0, 0, 5, 0, 15, 0, 10, 60, 20);
+  FX_EXPECT_I64(ch, 10, 20, 70, 5, 0, 0, 0);
+  nsl_column_release(tot);
+  nsl_column_release(ch);
+  /* overlapping windows of one group are refused */
+  nsl_column *og = FX_I64(0, 0), *ol = FX_I64(0, 10), *oh = FX_I64(20, 30);
+  nsl_error err = {0};
+  assert_int_equal(nsl_ledger_sweep(s, e, g, c, 3, og, ol, oh, &tot, NULL, &err), NSL_ERR_ARG);
+  assert_null(tot);
+  /* a window with no rows is all remainder */
+  nsl_column *eg = FX_I64(5), *el = FX_I64(3), *eh = FX_I64(11);
+  sweep(s, e, g, c, 3, eg, el, eh, &tot, NULL);
+  FX_EXPECT_I64(tot, 0, 0, 0, 8);
+  nsl_column_release(tot);
+  nsl_column *cols[] = {s, e, g, c, wg, wl, wh, og, ol, oh, eg, el, eh};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+}
+
+static void test_ledger_random(void **state) {
+  (void)state;
+  for (int round = 0; round < 300; round++) {
+    fx_seed(4200 + (uint64_t)round);
+    int64_t n = fx_range(0, 50), ng = fx_range(1, 3);
+    nsl_column *s = nsl_column_new(NSL_I64, n, NULL), *e = nsl_column_new(NSL_I64, n, NULL);
+    nsl_column *g = nsl_column_new(NSL_I64, n, NULL), *c = nsl_column_new(NSL_I64, n, NULL);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t a = fx_range(0, SPAN - 1), b = a + fx_range(-3, 40);
+      nsl_i64(s)[i] = a;
+      nsl_i64(e)[i] = b;
+      nsl_i64(g)[i] = fx_range(-1, ng - 1);
+      nsl_i64(c)[i] = fx_range(0, NCLS - 1);
+    }
+    /* per group, disjoint windows over [0, SPAN + 40) cut at random points */
+    int64_t wgv[64], wlv[64], whv[64], nw = 0;
+    for (int64_t grp = 0; grp < ng; grp++) {
+      int64_t t = fx_range(0, 10);
+      while (t < SPAN + 40 && nw < 64) {
+        int64_t len = fx_range(0, 50);
+        wgv[nw] = grp;
+        wlv[nw] = t;
+        whv[nw++] = t + len;
+        t += len + fx_range(0, 5);
+      }
+    }
+    nsl_column *wg = nsl_column_new(NSL_I64, nw, NULL), *wl = nsl_column_new(NSL_I64, nw, NULL),
+               *wh = nsl_column_new(NSL_I64, nw, NULL);
+    for (int64_t w = nw - 1, q = 0; w >= 0; w--, q++) {   /* given in reverse: the sweep sorts them */
+      nsl_i64(wg)[q] = wgv[w];
+      nsl_i64(wl)[q] = wlv[w];
+      nsl_i64(wh)[q] = whv[w];
+    }
+    nsl_column *tot, *ch;
+    sweep(s, e, g, c, NCLS, wg, wl, wh, &tot, &ch);
+    int64_t charged[64] = {0};
+    for (int64_t q = 0; q < nw; q++) {
+      int64_t want[NCLS + 1] = {0};
+      for (int64_t t = nsl_i64(wl)[q]; t < nsl_i64(wh)[q]; t++) {
+        int top = NCLS;
+        for (int64_t i = 0; i < n; i++)
+          if (nsl_i64(g)[i] == nsl_i64(wg)[q] && nsl_i64(s)[i] <= t && t < nsl_i64(e)[i] && nsl_i64(c)[i] < top)
+            top = (int)nsl_i64(c)[i];
+        want[top]++;
+        for (int64_t i = 0; i < n; i++)
+          if (nsl_i64(g)[i] == nsl_i64(wg)[q] && nsl_i64(s)[i] <= t && t < nsl_i64(e)[i] && nsl_i64(c)[i] == top)
+            charged[i]++;
+      }
+      for (int k = 0; k <= NCLS; k++)
+        if (nsl_i64(tot)[q * (NCLS + 1) + k] != want[k])
+          fail_msg("round %d window %lld class %d: %lld, brute force %lld", round, (long long)q, k,
+                   (long long)nsl_i64(tot)[q * (NCLS + 1) + k], (long long)want[k]);
+    }
+    for (int64_t i = 0; i < n; i++)
+      if (nsl_i64(ch)[i] != charged[i])
+        fail_msg("round %d row %lld: charged %lld, brute force %lld", round, (long long)i,
+                 (long long)nsl_i64(ch)[i], (long long)charged[i]);
+    nsl_column *cols[] = {s, e, g, c, wg, wl, wh, tot, ch};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_ledger_hand), cmocka_unit_test(test_ledger_random)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
