@@ -118,9 +118,11 @@ local function side_by_side(t, R, base, key_label)
   end)
   -- Mann-Whitney U tests of every other run against the base
   local mw = {}
+  local of_run = t:with("_row", nsl.range(#t)):slices("run")   -- the rows of each run once, not a filter per run
+  local base_rows = of_run(base)
   for r = 0, R.n - 1 do
     if r ~= base then
-      local sel = t:filter(t.run:eq(base) | t.run:eq(r))
+      local sel = nsl.concat_tables({base_rows, of_run(r)}):sort("_row")   -- both runs' rows in t's order
       mw[r] = stats.mann_whitney(nsl.table{{"key", sel.key}, {"dur", sel.dur}, {"side", sel.run:eq(r):cast("i64")}})
     end
   end
@@ -484,7 +486,8 @@ return {
     local formats = figure_formats(args.figures)
     if #formats > 0 and out:carries_figures() then
       local kdur = {}
-      for r = 1, n do kdur[r] = kern.dur:gather(kern.run:eq(r - 1):indices()) end
+      local of_run = kern:slices("run")
+      for r = 1, n do kdur[r] = of_run(r - 1).dur end
       local mset = {}
       for r = 1, n do mset[r] = get(byt, r, "memset") end
       out:value("figures", draw_figures(out, formats, {n = n, labels = labels, kinds = kinds,

@@ -64,7 +64,11 @@ local function scope_gaps(ops, keys, min)
     q[#q + 1] = {edge, d[at]}
     local qk = {table.unpack(keys)}
     qk[#qk + 1] = edge
-    return (nsl.table(q):join(ops, qk, {"name", "pid", "corr"}, prefix))
+    -- a few gaps against every operation: the operations at a gap's edge
+    -- first (one pass of a hash set), so the join indexes those alone
+    local cand = ops
+    if #d * 8 <= #ops then cand = ops:filter(ops[edge]:isin(d[at]:totable())) end
+    return (nsl.table(q):join(cand, qk, {"name", "pid", "corr"}, prefix))
   end
   local before, after = neighbour("start", "stop", "b_"), neighbour("stop", "start", "a_")
   d = d:with("before", before.b_name:map(op_label), "after", after.a_name:map(op_label), "pid", after.a_pid,
@@ -106,10 +110,35 @@ return {
     local sources = host.sources(trace)
     local mintext = report.duration(min)
     local first_detail = true
+    -- the gaps of every scope, then what the host did in them: one launcher
+    -- join and one overlap join per source for all scopes (each gap's row
+    -- depends on it alone), so the host tables are sorted once, not per scope
+    local scopes, parts = {}, {}
     for _, scope in ipairs{"device", "stream"} do
       if wanted(args.scope, scope) then
         local keys = scope == "device" and {"report", "device"} or {"report", "device", "stream"}
         local s, d, all_gaps = scope_gaps(ops, keys, min)
+        scopes[#scopes + 1] = {scope = scope, s = s, d = d, all_gaps = all_gaps}
+        parts[#parts + 1] = d:select{"report", "pid", "corr", "start", "stop", "dur"}
+      end
+    end
+    if #parts > 0 then
+      local a = nsl.concat_tables(parts)
+      a = host.attribute(a:with("launch_tid", host.launcher(trace, a)), sources, args.threads == "launcher")
+      local added = {"launch_tid"}
+      for _, src in ipairs(sources) do
+        for _, c in ipairs{"_text", "_tid", "_ov", "_cover"} do added[#added + 1] = src.key .. c end
+      end
+      local first = 0
+      for _, sc in ipairs(scopes) do
+        local mine = a:take(nsl.range(#sc.d) + first)
+        first = first + #sc.d
+        for _, c in ipairs(added) do sc.d = sc.d:with(c, mine[c]) end
+      end
+    end
+    for _, sc in ipairs(scopes) do
+      do
+        local scope, s, d, all_gaps = sc.scope, sc.s, sc.d, sc.all_gaps
         if scope == "device" then   -- every idle gap of every device, on logarithmic bins
           out:figure("gap_durations", function(format)
             return require("nsl.plot").histogram(all_gaps, {format = format, log = true, bins = 40, unit = "ns",
@@ -136,7 +165,6 @@ return {
               summary.report[i], summary.device[i], s.idle_pct[i], report.int(s.n[i]), mintext)
           end
         end
-        d = host.attribute(d:with("launch_tid", host.launcher(trace, d)), sources, args.threads == "launcher")
         local list = {{"report", report_names(trace, d.report)}, {"device", d.device}}
         if scope == "stream" then list[#list + 1] = {"stream", d.stream} end
         -- At: from the trace's first event, as diagnose, timeline and the TUI count; Start: session time

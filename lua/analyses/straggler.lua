@@ -198,14 +198,18 @@ end
 -- host did) for an idle GPU, diff against the rank whose lateness is
 -- nearest the median's for compute, nccl for its collectives.
 local function next_command(trace, src, rows, r, id)
-  local mine = file_of(trace, src.where[r].report)
+  if not src.files then   -- every rank's file, once for all the stragglers
+    src.files = {}
+    for q = 1, #src.labels do src.files[q] = file_of(trace, src.where[q].report) end
+  end
+  local mine = src.files[r]
   if id == "straggler.host_idle" or id == "straggler.launch" then
     local min = math.max(math.floor(rows.late_delay[r] / 2000 + 0.5), 1)
     return string.format("nsl run gaps %s --arg min=%dus --arg scope=device", mine, min)
   elseif id == "straggler.compute" then
     local best, bd
     for q = 1, #src.labels do
-      local f = file_of(trace, src.where[q].report)
+      local f = src.files[q]
       if not rows.straggler[q] and f ~= mine and (not bd or math.abs(rows.delay[q]) < bd) then
         best, bd = f, math.abs(rows.delay[q])
       end
@@ -218,60 +222,87 @@ local function next_command(trace, src, rows, r, id)
   return nil
 end
 
---- What the host was doing while rank r's GPU waited for it before the
--- collectives it was late at: per source (CUDA API, OS runtime, NVTX), the
--- text that covered most of that time on the launching thread, and its
--- share.  Returns a list of {label, text, share} (largest share first) and
--- the thread, or nil when the trace cannot say.
-local function host_activity(trace, res, r, late_insts)
+--- What the host was doing while the GPUs of the ranks in late_insts
+-- (rank, instance: the collectives each of them was late at) waited for
+-- it: per rank and source (CUDA API, OS runtime, NVTX), the text that
+-- covered most of that time on the launching thread, and its share.
+-- Returns a map from rank (0-based) to {list, tid}: the list of {label,
+-- text, share} (largest share first) and the thread; a rank the trace
+-- cannot say anything of has no entry.  One attribution for all the ranks
+-- (per report in a distributed run, which reads a report's host tables from
+-- its own process), so it costs the host tables once, not once per rank.
+local function host_activities(trace, res, late_insts)
+  local acts = {}
   local hp = res.host
-  if not hp then return nil end
-  hp = hp:filter(hp.rank:eq(r))
-  if #hp == 0 then return nil end
-  hp = hp:join(late_insts, {"instance"}, {"mine"})
+  if not hp or #late_insts == 0 then return acts end
+  hp = hp:join(late_insts:with("mine", nsl.rep(1, #late_insts)), {"rank", "instance"}, {"mine"})
   hp = hp:filter(~hp.mine:isnull())
-  if #hp == 0 then return nil end
-  local d = nsl.table{{"report", hp.report}, {"pid", hp.pid}, {"corr", hp.corr}, {"start", hp.start},
-                      {"stop", hp.stop}, {"dur", hp.stop - hp.start}}
-  -- a distributed run reads the host tables of the rank's report alone (it
-  -- is numbered 0 there; rows of other reports would never match anyway)
-  local reps = d.report:unique()
-  local sub = #reps == 1 and distributed.report_trace(trace, {reps[1]})
-  if sub then trace, d = sub, d:with("report", nsl.rep(0, #d):cast("i32")) end
-  d = d:with("launch_tid", host.launcher(trace, d))
-  local total = d.dur:sum()
-  local list = {}
-  d = host.attribute(d, host.sources(trace), true)
-  for _, src in ipairs(host.sources(trace)) do
-    local t = d:filter(~d[src.key .. "_text"]:isnull())
-    if #t > 0 then
-      -- PyTorch's per-call suffixes and step numbers apart, one range name is one text
-      local text = t[src.key .. "_text"]:map(function(x)
-        for _, p in ipairs(iterations.step_strip) do x = x:gsub(p, "") end
-        return x
-      end)
-      local g = nsl.table{{"text", text}, {"ov", t[src.key .. "_ov"]}}:group_by("text")
-        :agg{"ov=sum(ov)"}:sort("-ov", "text")
-      list[#list + 1] = {key = src.key, label = src.label, text = g.text[1], share = g.ov[1] / total}
+  if #hp == 0 then return acts end
+  local d = nsl.table{{"rank", hp.rank}, {"report", hp.report}, {"pid", hp.pid}, {"corr", hp.corr},
+                      {"start", hp.start}, {"stop", hp.stop}, {"dur", hp.stop - hp.start}}
+  local function attribute(tr, dd)
+    dd = dd:with("launch_tid", host.launcher(tr, dd))
+    local sources = host.sources(tr)
+    dd = host.attribute(dd, sources, true)
+    local total = dd:group_by("rank"):agg{"total=sum(dur)"}
+    local tot = {}
+    for i = 1, #total do tot[total.rank[i]] = total.total[i] end
+    for _, src in ipairs(sources) do
+      local t = dd:filter(~dd[src.key .. "_text"]:isnull())
+      if #t > 0 then
+        -- PyTorch's per-call suffixes and step numbers apart, one range name is one text
+        local text = t[src.key .. "_text"]:map(function(x)
+          for _, p in ipairs(iterations.step_strip) do x = x:gsub(p, "") end
+          return x
+        end)
+        local g = nsl.table{{"rank", t.rank}, {"text", text}, {"ov", t[src.key .. "_ov"]}}:group_by("rank", "text")
+          :agg{"ov=sum(ov)"}:sort("rank", "-ov", "text")
+        local top = g:group_by("rank"):agg{"text=first(text)", "ov=first(ov)"}
+        for i = 1, #top do
+          local r = top.rank[i]
+          acts[r] = acts[r] or {list = {}}
+          local list = acts[r].list
+          list[#list + 1] = {key = src.key, label = src.label, text = top.text[i], share = top.ov[i] / tot[r]}
+        end
+      end
+    end
+    local tids = dd:filter(~dd.launch_tid:isnull()):group_by("rank"):agg{"tid=first(launch_tid)"}
+    for i = 1, #tids do
+      local r = tids.rank[i]
+      acts[r] = acts[r] or {list = {}}
+      acts[r].tid = tids.tid[i]
     end
   end
-  table.sort(list, function(a, b) return a.share > b.share end)
-  local tids = d:filter(~d.launch_tid:isnull()).launch_tid
-  return list, #tids > 0 and tids[1] or nil
+  -- a distributed run reads the host tables of a report alone (numbered 0
+  -- there; rows of other reports would never match anyway)
+  local reps = d.report:unique()
+  if distributed.report_trace(trace, {reps[1]}) then
+    local of = d:slices("report")
+    for _, rep in ipairs(reps) do
+      local dr = of(rep)
+      attribute(distributed.report_trace(trace, {rep}), dr:with("report", nsl.rep(0, #dr):cast("i32")))
+    end
+  else
+    attribute(trace, d)
+  end
+  for _, a in pairs(acts) do table.sort(a.list, function(x, y) return x.share > y.share end) end
+  return acts
 end
 
 local function pct(x) return string.format("%.1f%%", 100 * x) end
 local dur = report.duration
 
 --- The finding for straggler r (1-based): its cause, what the host did
--- (for a host-side cause), the window of its median late collective and the
--- command that shows it; with `below` the finding of a rank late at nearly
--- every collective whose cost stays under min_share (info).  Returns the
--- finding's id.
-local function straggler_finding(trace, src, res, rows, r, out, below)
-  local labels, step, thr = src.labels, res.step_ns, rows.threshold
+-- (for a host-side cause: acts, host_activities' entry of the rank), the
+-- window of its median late collective and the command that shows it; with
+-- `below` the finding of a rank late at nearly every collective whose cost
+-- stays under min_share (info).  by holds the slices by rank (table:slices)
+-- of res.coll (coll), res.late (late) and of its rows late by the threshold
+-- (late_thr).  Returns the finding's id.
+local function straggler_finding(trace, src, res, rows, r, out, by, acts, below)
+  local labels, step = src.labels, res.step_ns
   local c = rows.cause[r]
-  local late_insts = res.late:filter(res.late.rank:eq(r - 1) & res.late.late:ge(thr))
+  local late_insts = by.late_thr(r - 1)
   late_insts = late_insts:select{"instance"}:with("mine", nsl.rep(1, #late_insts))
   local id, why = "straggler.late", "no cause stands out in the windows before its collectives"
   local where = {rank = labels[r], report = src.where[r].report, device = src.where[r].device,
@@ -281,12 +312,12 @@ local function straggler_finding(trace, src, res, rows, r, out, below)
     why = string.format("%s (%s more than the others' median)", c.what, dur(rows.x[c.key][r]))
   end
   if c and c.id == "straggler.host_idle" then
-    local acts, tid = host_activity(trace, res, r - 1, late_insts)
+    local list, tid = acts and acts.list, acts and acts.tid
     if not res.host then
       why = why .. "; the trace has no CUDA API calls to say what the host was doing"
-    elseif acts and #acts > 0 then
+    elseif list and #list > 0 then
       local parts = {}
-      for _, a in ipairs(acts) do
+      for _, a in ipairs(list) do
         parts[#parts + 1] = string.format("%s '%s' (%s of that time)", a.label, a.text, pct(a.share))
         if a.key == "nvtx" then where.nvtx = a.text end
         if a.key == "api" and a.share >= 0.5 and a.text:find("Launch") then
@@ -302,13 +333,14 @@ local function straggler_finding(trace, src, res, rows, r, out, below)
     where.tid = tid
   end
   -- the window before the late collective whose lateness is the median one
-  local mine = res.coll:filter(res.coll.rank:eq(r - 1)):join(late_insts, {"instance"}, {"mine"})
-  mine = mine:filter(~mine.mine:isnull()):join(res.late:filter(res.late.rank:eq(r - 1)), {"instance"}, {"late"})
+  local coll = by.coll(r - 1)
+  local mine = coll:join(late_insts, {"instance"}, {"mine"})
+  mine = mine:filter(~mine.mine:isnull()):join(by.late(r - 1), {"instance"}, {"late"})
   local typical = ""
   if #mine > 0 then
     mine = mine:sort("late", "index")
     local i = (#mine + 1) // 2
-    local prev = res.coll:filter(res.coll.rank:eq(r - 1) & res.coll.start:lt(mine.start[i]))
+    local prev = coll:filter(coll.start:lt(mine.start[i]))
     local from = #prev > 0 and prev.stop:max() or mine.start[i] - (step or 0)
     where.from, where.to = math.min(from, mine.start[i]), mine.stop[i]
     typical = string.format("; e.g. collective %d, %s late", mine.index[i], dur(mine.late[i]))
@@ -371,14 +403,32 @@ return {
     -- the verdict: findings first, then a sentence
     local ref = labels[res.ref + 1]
     local names = {}
+    -- per named rank, slices of the tables by rank (one pass each, however many are named)
+    local by, acts = nil, {}
     for r = 1, nranks do
+      if (rows.straggler[r] or rows.consistent[r]) and not by then
+        local late_thr = res.late:filter(res.late.late:ge(thr))
+        by = {coll = res.coll:slices("rank"), late = res.late:slices("rank"), late_thr = late_thr:slices("rank")}
+        local idle = {}   -- what the host did, for the stragglers whose GPU waited for it
+        for q = 1, nranks do
+          local c = rows.cause[q]
+          if (rows.straggler[q] or rows.consistent[q]) and c and c.id == "straggler.host_idle" then
+            idle[#idle + 1] = q - 1
+          end
+        end
+        if #idle > 0 then
+          local who = nsl.table{{"rank", nsl.column(idle)}, {"idle", nsl.rep(1, #idle)}}
+          local li = late_thr:join(who, {"rank"}, {"idle"})
+          acts = host_activities(trace, res, li:filter(~li.idle:isnull()):select{"rank", "instance"})
+        end
+      end
       if rows.straggler[r] then
-        local id = straggler_finding(trace, src, res, rows, r, out)
+        local id = straggler_finding(trace, src, res, rows, r, out, by, acts[r - 1])
         names[#names + 1] = labels[r] .. " (" .. id:gsub("^straggler%.", "") .. ")"
       end
     end
     for r = 1, nranks do   -- late every time, but below min_share: named at info level with its cost
-      if rows.consistent[r] then straggler_finding(trace, src, res, rows, r, out, args.min_share) end
+      if rows.consistent[r] then straggler_finding(trace, src, res, rows, r, out, by, acts[r - 1], args.min_share) end
     end
     local warm = res.warmup > 0 and string.format(" (%d warm-up collective(s) left out; --arg warmup=0 keeps them)",
                                                   res.warmup) or ""

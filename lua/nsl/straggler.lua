@@ -508,8 +508,9 @@ function M.figures(step_compute, arrivals, labels)
   local figs = {}
   local function series(t, xcol, ycol)
     local list = {}
+    local of_rank = t:slices("rank")
     for _, label in ipairs(labels) do
-      local mine = t:filter(t.rank:eq(label))
+      local mine = of_rank(label)
       if #mine > 0 then list[#list + 1] = {label = label, x = mine[xcol], y = mine[ycol]} end
     end
     return list

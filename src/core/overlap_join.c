@@ -117,11 +117,12 @@ static inline int wins_tie(const b_rows *b, int64_t j, int64_t k) {
   return b->row[j] < b->row[k];
 }
 
-nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
-                            const nsl_column *const *a_keys, const nsl_column *b_start,
-                            const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
-                            const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
-                            nsl_error *err) {
+/* The sweep over all of B (nsl_overlap_join without the pruning below). */
+static nsl_status overlap_join_all(const nsl_column *a_start, const nsl_column *a_stop,
+                                   const nsl_column *const *a_keys, const nsl_column *b_start,
+                                   const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
+                                   const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
+                                   nsl_error *err) {
   const char *what = "overlap join";
   if (!rows || !overlap) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
   *rows = *overlap = NULL;
@@ -222,6 +223,108 @@ done:
   nsl_column_release(ov);
   b_rows_free(&b);
   free(act);
+  return rc;
+}
+
+/* A few A rows against a large B (a few hundred idle gaps against every CUDA
+ * API call and NVTX range of a trace): only the B rows that overlap the
+ * union of the A intervals can be any A row's answer (it needs an overlap
+ * above 0), so B is cut to those first -- one pass with a binary search
+ * each -- and the sweep groups and sorts those alone instead of all of B.
+ * Row order is kept, so ties go to the same rows. */
+typedef struct span_pair {
+  int64_t s, e;
+} span_pair;
+
+static int cmp_span(const void *x, const void *y) {
+  const span_pair *a = x, *b = y;
+  return a->s < b->s ? -1 : a->s > b->s;
+}
+
+/* The B rows that overlap some A interval and pass b_mask: a new I64
+ * column of their row numbers, ascending; NULL when out of memory. */
+static nsl_column *b_rows_near_a(const nsl_column *a_start, const nsl_column *a_stop, const nsl_column *b_start,
+                                 const nsl_column *b_stop, const nsl_column *b_mask, nsl_error *err) {
+  int64_t na = a_start->len, nb = b_start->len, nu = 0;
+  span_pair *u = malloc((size_t)(na ? na : 1) * sizeof *u);
+  nsl_column *keep = nsl_column_new(NSL_BOOL, nb, NULL), *sel = NULL;
+  if (!u || !keep) goto nomem;
+  for (int64_t i = 0; i < na; i++) {
+    int64_t s, e;
+    if (bounds(a_start, a_stop, i, &s, &e) && s < e) u[nu++] = (span_pair){s, e};
+  }
+  qsort(u, (size_t)nu, sizeof *u, cmp_span);
+  int64_t m = 0;   /* merge into disjoint spans, ascending */
+  for (int64_t i = 0; i < nu; i++) {
+    if (m > 0 && u[i].s <= u[m - 1].e) {
+      if (u[i].e > u[m - 1].e) u[m - 1].e = u[i].e;
+    } else u[m++] = u[i];
+  }
+  const uint8_t *mk = b_mask ? nsl_bool(b_mask) : NULL;
+  uint8_t *k = nsl_bool(keep);
+  for (int64_t j = 0; j < nb; j++) {
+    int64_t s, e;
+    k[j] = 0;
+    if ((mk && !mk[j]) || !bounds(b_start, b_stop, j, &s, &e) || s >= e) continue;
+    int64_t lo = 0, hi = m;   /* the first span that ends after s */
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (u[mid].e <= s) lo = mid + 1;
+      else hi = mid;
+    }
+    k[j] = lo < m && u[lo].s < e;
+  }
+  sel = nsl_mask_indices(keep, err);
+  free(u);
+  nsl_column_release(keep);
+  return sel;
+nomem:
+  free(u);
+  nsl_column_release(keep);
+  nsl_error_set(err, NSL_ERR_NOMEM, "overlap join: out of memory (%lld and %lld rows)", (long long)na,
+                (long long)nb);
+  return NULL;
+}
+
+nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
+                            const nsl_column *const *a_keys, const nsl_column *b_start,
+                            const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
+                            const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
+                            nsl_error *err) {
+  if (!rows || !overlap) return nsl_error_set(err, NSL_ERR_ARG, "overlap join: no output");
+  *rows = *overlap = NULL;
+  nsl_status rc;
+  if ((rc = check_pair("overlap join", "A", a_start, a_stop, err)) != NSL_OK ||
+      (rc = check_pair("overlap join", "B", b_start, b_stop, err)) != NSL_OK)
+    return rc;
+  int64_t na = a_start->len, nb = b_start->len;
+  if (na == 0 || na > nb / 8 || (b_mask && (b_mask->type != NSL_BOOL || b_mask->len != nb)) || nkeys < 0 ||
+      nkeys > 16 || (nkeys > 0 && !b_keys))
+    return overlap_join_all(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, b_mask, rows, overlap, err);
+  for (int k = 0; k < nkeys; k++)
+    if (!a_keys || !a_keys[k] || a_keys[k]->len != na || !b_keys[k] || b_keys[k]->len != nb)   /* the sweep says what is wrong */
+      return overlap_join_all(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, b_mask, rows, overlap, err);
+  nsl_column *sel = b_rows_near_a(a_start, a_stop, b_start, b_stop, b_mask, err);
+  if (!sel) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+  nsl_column *sub[2 + 16] = {NULL};
+  const nsl_column *sub_keys[16];
+  rc = NSL_OK;
+  if (!(sub[0] = nsl_col_gather(b_start, sel, err)) || !(sub[1] = nsl_col_gather(b_stop, sel, err))) rc = NSL_ERR_NOMEM;
+  for (int k = 0; rc == NSL_OK && k < nkeys; k++)
+    if (!(sub[2 + k] = nsl_col_gather(b_keys[k], sel, err))) rc = NSL_ERR_NOMEM;
+    else sub_keys[k] = sub[2 + k];
+  if (rc == NSL_OK)
+    rc = overlap_join_all(a_start, a_stop, a_keys, sub[0], sub[1], nkeys ? sub_keys : NULL, nkeys, NULL, rows,
+                          overlap, err);
+  else rc = err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+  if (rc == NSL_OK) {   /* rows of the cut B back to rows of B */
+    int64_t *o = nsl_i64(*rows);
+    const int64_t *to = nsl_i64(sel);
+    for (int64_t i = 0; i < na; i++)
+      if (o[i] >= 0) o[i] = to[o[i]];
+  }
+  for (int k = 0; k < 2 + nkeys; k++) nsl_column_release(sub[k]);
+  nsl_column_release(sel);
   return rc;
 }
 

@@ -128,12 +128,13 @@ static void random_intervals(int64_t n, nsl_column **s, nsl_column **e, nsl_colu
   }
 }
 
-static void test_overlap_random(void **state) {
-  (void)state;
+/* Random rounds of A (na_lo..na_hi rows) against B (nb_lo..nb_hi rows),
+ * each row checked against the best overlap found by trying every pair. */
+static void overlap_rounds(uint64_t seed, int64_t na_lo, int64_t na_hi, int64_t nb_lo, int64_t nb_hi) {
   int64_t seen = 0, matched = 0;
   for (int round = 0; round < 200; round++) {
-    fx_seed(1000 + (uint64_t)round);
-    int64_t na = fx_range(0, 60), nb = fx_range(0, 120);
+    fx_seed(seed + (uint64_t)round);
+    int64_t na = fx_range(na_lo, na_hi), nb = fx_range(nb_lo, nb_hi);
     int nkeys = round % 3 == 0 ? 0 : 1;
     nsl_column *as, *ae, *ak, *bs, *be, *bk;
     random_intervals(na, &as, &ae, &ak, 1);
@@ -175,6 +176,18 @@ static void test_overlap_random(void **state) {
   }
   if (matched * 2 < seen) fail_msg("only %lld of %lld rows matched: the data does not exercise the sweep",
                                    (long long)matched, (long long)seen);
+}
+
+static void test_overlap_random(void **state) {
+  (void)state;
+  overlap_rounds(1000, 0, 60, 0, 120);
+}
+
+/* A few A rows against many B rows: the path that first cuts B to the rows
+ * overlapping the A intervals (at most one A row per eight B rows). */
+static void test_overlap_few_a(void **state) {
+  (void)state;
+  overlap_rounds(5000, 1, 9, 80, 400);
 }
 
 /* ---- open intervals at points ---------------------------------------------------- */
@@ -347,6 +360,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_overlap_hand),      cmocka_unit_test(test_overlap_string_keys),
       cmocka_unit_test(test_overlap_bad_input), cmocka_unit_test(test_overlap_random),
+      cmocka_unit_test(test_overlap_few_a),
       cmocka_unit_test(test_count_open_hand),   cmocka_unit_test(test_count_open_random),
       cmocka_unit_test(test_gaps_hand),         cmocka_unit_test(test_gaps_random),
   };

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# bench_scale.sh [TILES] -- how nsl scales (run on demand, never a test), in
+# two parts; each prints one line per measurement (wall s, CPU s, peak MiB)
+# and needs only /usr/bin/time and sqlite3 (mpirun for the MPI part).
+#
+#  big    every shipped analysis that runs on an export (`nsl list`, less the
+#         nsys-jax ones) on the sample export tiled TILES times (default 425:
+#         1.03 GB; tests/bench/make_tiled.sh, kept under BENCH_DIR), warm: one
+#         run fills nsl's cache (a private one under BENCH_DIR), the next is
+#         measured.  The ratio is to the sqlite3 CLI grouping the kernel table
+#         of the same file (count and total time per name), measured before
+#         and after the analyses in the same run (the faster of the two).
+#  ranks  straggler, summary and diagnose in one process over 64, 256 and
+#         1,024 per-rank exports (RANKS="64 256 1024"), each ~7,500 rows, made
+#         by tests/lua/straggler_rank.sh from the real NCCL export (8
+#         distinct ones copied round-robin: GPU 0, clocks shifted, every
+#         eighth rank's host idle 500 µs after each synchronisation, the others
+#         waiting for it), warm; then t(256)/t(64) and t(1024)/t(256), in CPU
+#         time (steadier than wall time on a shared machine) and wall time.
+#         With mpirun on PATH (MPI=0 skips): straggler and summary over 256
+#         exports under `mpirun -np 2` and `-np 4`, with rank 0's bytes moved
+#         (NSL_MPI_STATS).
+# PARTS="big ranks" picks the parts; ANALYSES="gaps nvtx" limits the big part.
+. "$(dirname "$0")/lib.sh"
+tiles=${1:-425}
+parts=${PARTS:-big ranks}
+export NSL_CACHE_DIR=$work/scale-cache
+mkdir -p "$NSL_CACHE_DIR"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+
+# row LABEL: measure's line as "LABEL wall cpu MiB"
+row() { measure "$@" | awk '{ printf "%-28s %8.2f s wall %8.2f s CPU %7d MiB\n", $1, $2, $3, $4 / 1024 }'; }
+wall_of() { awk '{ print $2 }' <<< "$1"; }
+cpu_of() { awk '{ print $5 }' <<< "$1"; }
+
+if [[ " $parts " == *" big "* ]]; then
+  tiled_export "$tiles"
+  # the peer: the kernel table grouped by name
+  group="SELECT shortName, count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY shortName"
+  p1=$(row sqlite3_group_kernels sqlite3 "$big" "$group")
+  analyses=${ANALYSES:-$("$nsl" list | awk 'NR > 2 && $1 !~ /^jax_/ { print $1 }')}
+  lines=()
+  for a in $analyses; do
+    "$nsl" run "$a" "$big" -q > /dev/null 2>&1 || true   # fills the cache
+    lines+=("$(row "$a" "$nsl" run "$a" "$big" -q)")
+  done
+  p2=$(row sqlite3_group_kernels sqlite3 "$big" "$group")
+  min() { echo "if ($1 < $2) $1 else $2" | bc -l; }
+  peer=$(min "$(wall_of "$p1")" "$(wall_of "$p2")") peer_cpu=$(min "$(cpu_of "$p1")" "$(cpu_of "$p2")")
+  echo "sample x $tiles ($(du -h "$big" | cut -f1)), warm cache; sqlite3 grouping the kernel table: $peer s wall," \
+       "$peer_cpu s CPU"
+  for l in "${lines[@]}"; do   # a busy machine stretches wall times: the CPU ratio is the steadier one
+    printf '%s  ratio %.2f x wall, %.2f x CPU\n' "$l" "$(echo "$(wall_of "$l") / $peer" | bc -l)" \
+      "$(echo "$(cpu_of "$l") / $peer_cpu" | bc -l)"
+  done
+fi
+
+if [[ " $parts " == *" ranks "* ]]; then
+  read -r -a sizes <<< "${RANKS:-64 256 1024}"
+  src=$data/nsys/pytorch_nccl_2gpu_2026.2.sqlite
+  mkdir -p "$work/ranks/base"
+  for r in 0 1 2 3 4 5 6 7; do
+    f=$work/ranks/base/r$r.sqlite
+    role=idlewait; [ $r = 5 ] && role=idle
+    [ -f "$f" ] || "$root/tests/lua/straggler_rank.sh" "$src" "$f" 0 500000 $role $(( (r * 37 % 23 - 11) * 1000000 ))
+  done
+  max=0
+  for n in "${sizes[@]}"; do [ "$n" -gt "$max" ] && max=$n; done
+  files=()
+  for ((i = 0; i < max; i++)); do
+    f=$work/ranks/rank$(printf %04d $i).sqlite
+    [ -f "$f" ] || cp "$work/ranks/base/r$((i % 8)).sqlite" "$f"
+    files+=("$f")
+  done
+  for a in ${RANK_ANALYSES:-straggler summary diagnose}; do
+    "$nsl" run "$a" "${files[@]}" -q > /dev/null 2>&1 || true   # fills the cache for every size
+    prev_cpu="" prev_wall=""
+    for n in "${sizes[@]}"; do
+      l=$(row "$a.$n" "$nsl" run "$a" "${files[@]:0:$n}" -q)
+      w=$(wall_of "$l") c=$(cpu_of "$l")
+      if [ -n "$prev_cpu" ]; then
+        printf '%s  vs the previous size: CPU %.2f x, wall %.2f x\n' "$l" "$(echo "$c / $prev_cpu" | bc -l)" \
+          "$(echo "$w / $prev_wall" | bc -l)"
+      else
+        echo "$l"
+      fi
+      prev_cpu=$c prev_wall=$w
+    done
+  done
+  if [ "${MPI:-1}" = 1 ] && command -v mpirun > /dev/null; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    n=256
+    [ "$max" -lt $n ] && n=$max
+    for a in straggler summary; do
+      for np in 2 4; do
+        /usr/bin/time -f "%e %U %S %M" -o "$work/time.txt" env NSL_THREADS=1 NSL_MPI_STATS=1 \
+          mpirun --oversubscribe -np $np "$nsl" run "$a" "${files[@]:0:$n}" -q > "$work/mpi.out" 2> "$work/mpi.err" || true
+        read -r wall user sys _ < "$work/time.txt"
+        moved=$(grep -o '[0-9]* bytes moved' "$work/mpi.err" | head -1)
+        printf '%-28s %8.2f s wall %8.2f s CPU (all processes)  rank 0: %s\n' "mpirun -np $np $a.$n" "$wall" \
+          "$(echo "$user + $sys" | bc)" "${moved:-?}"
+      done
+    done
+  fi
+fi
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
