@@ -741,9 +741,10 @@ end
 -- is skipped with a note.  Returns ctx.findings ranked: recurring costs by
 -- lost_ns (largest first), then one-time costs by lost_ns, then findings
 -- without a cost; ties by cost_ns, severity, id.  between,
--- when given, is called after each check (nsl tui yields there to read keys).
-function M.run(ctx, between)
-  local checks = M.checks()
+-- when given, is called after each check (nsl tui yields there to read keys);
+-- checks, when given, are the ones to run (default: M.checks()).
+function M.run(ctx, between, checks)
+  checks = checks or M.checks()
   for i, c in ipairs(checks) do
     -- the progress line (on a terminal, for work over a second) names the check
     local progress <close> = nsl.progress(string.format("diagnose: check %d of %d (%s)", i, #checks, c.id))
