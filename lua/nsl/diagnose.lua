@@ -23,14 +23,16 @@
 -- The checks.  Each is a file of lua/nsl/checks/ (module nsl.checks.NAME,
 -- the id with '_' for '.'), returning its contract: id, description, reads
 -- (the trace tables and columns it measures), claims (the ledger lines,
--- nsl.ledger.lines, its lost_ns is taken from or capped by; capped_by: a
--- line that only bounds it), thresholds (name -> {default, help, duration =
+-- nsl.ledger.lines, its lost_ns is charged to: at most their time on the
+-- GPU; none: its own measure), capped_by (optional: a line that only
+-- bounds it, as compute bounds the copies it could hide), thresholds (name -> {default, help, duration =
 -- true for a time given as text}: the --arg options of the diagnose
 -- analysis, checked and converted once here) and run(ctx), which adds
 -- findings through ctx:add.  M.order lists them in the order they run: a
 -- new check is a new file and one name added there.  The helpers checks
 -- share (blocking calls per process, GPU operations per device, exposed
 -- kernel time, running an analysis) are the M.* functions below.
+--
 -- Besides the shared fields a finding keeps total_ns: the time lost over
 -- its window, from which cost_ns and share derive.
 local nsl = require("nsl")

@@ -12,7 +12,8 @@ return {
   reads = {"GPU operations (nsl.gpu_ops): report, pid, device, start, stop"},
   claims = {},
   thresholds = {
-    gap = {default = "500ms", help = "gpu.gaps: idle gaps longer than this (nsys analyze gpu_gaps: 500 ms)", duration = true},
+    gap = {default = "500ms", help = "gpu.gaps: idle gaps longer than this (nsys analyze gpu_gaps: 500 ms)",
+      duration = true},
   },
   run = function(ctx)
     local pd = process_devices(ctx)

@@ -12,7 +12,8 @@ return {
   claims = {},
   thresholds = {
     short = {default = "10us", help = "launch.bound: kernels shorter than this are short", duration = true},
-    launch_gap = {default = "1ms", help = "launch.bound: idle gaps up to this before a short kernel count", duration = true},
+    launch_gap = {default = "1ms", help = "launch.bound: idle gaps up to this before a short kernel count",
+      duration = true},
   },
   run = function(ctx)
     if #ctx.trace.kernels == 0 then return end

@@ -8,7 +8,8 @@ return {
   id = "memcpy.sync",
   description = "Synchronous memcpy calls (cudaMemcpy* not Async; nsys analyze cuda_memcpy_sync); per " ..
     "process, the calls' blocked time",
-  reads = {"memcpy: report, pid, device, stream, corr, start, stop, bytes, kind", "CUDA API calls: report, pid, corr, tid, start, dur, name"},
+  reads = {"memcpy: report, pid, device, stream, corr, start, stop, bytes, kind",
+           "CUDA API calls: report, pid, corr, tid, start, dur, name"},
   claims = {"idle_htod"},
   thresholds = {},
   run = function(ctx)

@@ -8,7 +8,8 @@ return {
   id = "memset.sync",
   description = "Synchronous memset of pinned or managed memory (cudaMemset* not Async; nsys analyze " ..
     "cuda_memset_sync); per process, the calls' blocked time",
-  reads = {"memset: report, pid, device, stream, corr, start, stop, bytes, kind", "CUDA API calls: report, pid, corr, tid, start, dur, name"},
+  reads = {"memset: report, pid, device, stream, corr, start, stop, bytes, kind",
+           "CUDA API calls: report, pid, corr, tid, start, dur, name"},
   claims = {"idle_sync"},
   thresholds = {},
   run = function(ctx)
