@@ -2,10 +2,10 @@
 -- shipped analyses over one load of the trace (an export, several per-rank
 -- exports, a bundle, nsys-jax archives) and ranks their findings by the time
 -- each costs per step (per run when the trace has no steps), then shows the
--- evidence tables.  The checks and their definitions are in
--- lua/nsl/diagnose.lua: the rules of `nsys analyze` (pageable async memcpy,
--- synchronous memcpy and memset, synchronising CUDA calls, GPU gaps, low GPU
--- utilisation), exposed NCCL time, pipeline bubbles, stragglers,
+-- evidence tables.  The engine is lua/nsl/diagnose.lua; each check is a
+-- file of lua/nsl/checks/ with its contract and definition: the rules of
+-- `nsys analyze` (pageable async memcpy, synchronous memcpy and memset,
+-- synchronising CUDA calls, GPU gaps, low GPU utilisation), exposed NCCL time, pipeline bubbles, stragglers,
 -- launch-bound devices, host synchronisation per step, compile and loading
 -- time, warm-up, device memory near capacity, copies serialised with
 -- compute, and model FLOPs utilisation (--arg flops_per_step).
@@ -33,26 +33,22 @@ local function ledger_run(t)
   return run:select(cols)
 end
 
+-- args with the checks' thresholds added (nsl.diagnose.thresholds).
+local function with_thresholds(args)
+  for name, th in pairs(diagnose.thresholds()) do args[name] = th end
+  return args
+end
+
 return {
   name = "diagnose",
   description = "Ranked findings: what costs the most time per step (nsys analyze rules, NCCL, stragglers, " ..
                 "launches, syncs, compile, warm-up, memory, streams, MFU), then the evidence",
-  args = {
+  -- the engine's options, and each check's thresholds (declared in its file, lua/nsl/checks/)
+  args = with_thresholds{
     iteration = {default = "", help = "NVTX range that marks a step (empty: detect, as the iterations analysis does)"},
     warmup = {default = -1, help = "steps left out as warm-up (-1: automatic, as the iterations analysis does)"},
     warn_share = {default = 0.05, help = "share of the step (or run) from which a finding is a warning"},
     error_share = {default = 0.25, help = "share of the step (or run) from which a finding is an error"},
-    gap = {default = "500ms", help = "gpu.gaps: idle gaps longer than this (nsys analyze gpu_gaps: 500 ms)"},
-    chunks = {default = 30, help = "gpu.low_utilisation: chunks each device span is cut into (nsys: 30)"},
-    util = {default = 50, help = "gpu.low_utilisation: utilisation (%) under which a chunk is low (nsys: 50)"},
-    short = {default = "10us", help = "launch.bound: kernels shorter than this are short"},
-    launch_gap = {default = "1ms", help = "launch.bound: idle gaps up to this before a short kernel count"},
-    memory_warn = {default = 0.9, help = "memory.near_capacity: peak / device memory for a warning"},
-    memory_error = {default = 0.98, help = "memory.near_capacity: peak / device memory for an error"},
-    flops_per_step = {default = 0.0, help = "mfu: the model's FLOPs per step and GPU (0: no MFU)"},
-    peak_tflops = {default = 0.0, help = "mfu: the GPU's peak TFLOP/s (0: from the device's SM count, clock " ..
-                                          "and compute capability)"},
-    mfu_warn = {default = 0.3, help = "mfu: a warning below this utilisation"},
     limit = {default = 20, help = "rows printed per evidence table in text output (all rows go to files)"},
   },
   example = "nsl run diagnose rank0.sqlite rank1.sqlite --format json --fail-on warning",
@@ -83,7 +79,7 @@ return {
     end
     for _, n in ipairs(ctx.notes) do out:text("note: " .. n) end
     if #findings == 0 then
-      out:text(string.format("No problems found: %d checks on %s (%s).", #diagnose.checks, where, head))
+      out:text(string.format("No problems found: %d checks on %s (%s).", #diagnose.checks(), where, head))
       return
     end
     -- the verdict and the top findings first, then the ledger; the findings in full, the evidence, and the

@@ -20,67 +20,19 @@
 -- from args.error_share, warning from args.warn_share of the share, else
 -- info (a check that found nothing adds no finding).
 --
--- The rules of `nsys analyze` (NVIDIA's expert-system rules), with their
--- documented semantics:
---  memcpy.pageable_async  cuda_memcpy_async: memcpy from or to pageable memory
---                         launched by a cudaMemcpy*Async* call (it blocks);
---  memcpy.sync            cuda_memcpy_sync: memcpy launched by a cudaMemcpy*
---                         call that is not Async;
---  memset.sync            cuda_memset_sync: memset of pinned or managed
---                         memory launched by a cudaMemset* call not Async;
---  api.sync               cuda_api_sync: cudaDeviceSynchronize* and
---                         cudaStreamSynchronize* calls;
---  gpu.gaps               gpu_gaps: per process and device, the idle gaps
---                         longer than args.gap (500 ms) between the first
---                         and last GPU operation (kernel, memcpy, memset);
---  gpu.low_utilisation    gpu_time_util: per process and device, the span
---                         split into args.chunks (30) equal chunks; a chunk
---                         whose busy time (union of GPU operations) is under
---                         args.util (50 %) of its length is low; the job
---                         loses the low chunks' idle outside gpu.gaps'
---                         gaps (never counted twice).
--- NVIDIA's rules count their profiling overhead as GPU work (nsl cannot:
--- exports do not say which overhead is GPU time) and match CUDA calls by
--- name with SQL LIKE, case-insensitive, as here.  The four call rules find
--- per process the time its threads were blocked (the calls' durations); the
--- two GPU rules the idle time (of the gaps, and of the low chunks).
--- The other checks:
---  nccl.exposed         per device, the time of NCCL collectives other than
---                       send/receive that no compute kernel overlaps
---                       (nsl.overlap's NCCL-only set); the job loses at
---                       most the ledger's comm line of the device (waiting
---                       for a later rank is the straggler's);
---  pipeline.bubbles     per device (a pipeline stage), Send or Recv kernel
---                       time (one direction: SendRecv is all-to-all's, a
---                       collective) with no other kernel running: waiting
---                       on the neighbouring stage;
---  straggler.*          the straggler analysis's own findings, passed on;
---  launch.bound         per device, idle gaps (no kernel, memcpy or memset
---                       running: copies are not idle) of at most args.launch_gap
---                       before a kernel shorter than args.short (the
---                       shortest of those starting at the gap's end);
---  host.sync_per_step   per process, the median over steady steps of the
---                       time in CUDA calls that block the host
---                       (nsl.host_sync, by the call's start); the worst
---                       process;
---  compile.time         per process, the compile analysis's union of
---                       compiling and loading (one-time);
---  warmup.share         per process, the warm-up steps' time above the
---                       steady median (one-time);
---  memory.near_capacity per device, the heap analysis's peak over the
---                       device's memory (no cost: a risk, graded by
---                       args.memory_warn / memory_error);
---  streams.serialised   per device, memcpy on streams that also run kernels
---                       while no kernel runs on the device: copies a stream
---                       of their own would overlap with compute (the job
---                       loses at most the device's compute time: a copy
---                       hides only under compute that exists);
---  mfu                  nsys-ai's model FLOPs utilisation, flops_per_step /
---                       step / peak, against the dense FP16/BF16 tensor
---                       peak from the device's SM count, clock and compute
---                       capability (M.flops_per_sm_clock) or
---                       args.peak_tflops (no cost; a warning below
---                       args.mfu_warn).
+-- The checks.  Each is a file of lua/nsl/checks/ (module nsl.checks.NAME,
+-- the id with '_' for '.'), returning its contract: id, description, reads
+-- (the trace tables and columns it measures), claims (the ledger lines,
+-- nsl.ledger.lines, its lost_ns is charged to: at most their time on the
+-- GPU; none: its own measure), capped_by (optional: a line that only
+-- bounds it, as compute bounds the copies it could hide), thresholds (name -> {default, help, duration =
+-- true for a time given as text}: the --arg options of the diagnose
+-- analysis, checked and converted once here) and run(ctx), which adds
+-- findings through ctx:add.  M.order lists them in the order they run: a
+-- new check is a new file and one name added there.  The helpers checks
+-- share (blocking calls per process, GPU operations per device, exposed
+-- kernel time, running an analysis) are the M.* functions below.
+--
 -- Besides the shared fields a finding keeps total_ns: the time lost over
 -- its window, from which cost_ns and share derive.
 local nsl = require("nsl")
@@ -90,7 +42,6 @@ local gpu_ops = require("nsl.gpu_ops")
 local distributed = require("nsl.distributed")
 local overlap = require("nsl.overlap")
 local nccl = require("nsl.nccl")
-local steps = require("nsl.steps")
 local iterations = require("nsl.iterations")
 local host_sync = require("nsl.host_sync")
 local output = require("nsl.output")
@@ -100,6 +51,7 @@ local M = {}
 
 local floor = math.floor
 local function round(x) return floor(x + 0.5) end
+M.round = round
 
 -- ---------------------------------------------------------------- context
 
@@ -152,8 +104,13 @@ end
 -- a distributed run's gathered columns (M.step), or nil.
 function M.context(trace, args, parts)
   -- arguments first: a bad one fails the run, not just its check
-  local ns = {gap = units.duration_arg(args, "gap"), short = units.duration_arg(args, "short"),
-              launch_gap = units.duration_arg(args, "launch_gap")}
+  local ns = {}   -- the checks' duration thresholds in ns
+  for _, c in ipairs(M.checks()) do
+    local names = {}
+    for name, th in pairs(c.thresholds) do if th.duration then names[#names + 1] = name end end
+    table.sort(names)
+    for _, name in ipairs(names) do ns[name] = units.duration_arg(args, name) end
+  end
   if args.chunks < 1 or math.type(args.chunks) ~= "integer" then
     nsl.fail("--arg chunks must be a whole number, 1 or more")
   end
@@ -330,6 +287,7 @@ local shell_word = nsl.shell_word
 -- A process id for a finding's text: "?" where the trace does not say (a
 -- NULL pid: a CSV file without one, an export with the column missing).
 local function pid_text(pid) return pid and string.format("%d", pid) or "?" end
+M.pid_text = pid_text
 
 --- The input that holds report r as a shell word, for the next command: a
 -- bundle's report (bundle.zip:reports/x.sqlite) is named by its bundle,
@@ -422,9 +380,11 @@ local function table_of(rows, cols)
   end
   return nsl.table(t)
 end
+M.table_of = table_of
 
 -- A mask of n false values.
 local function none(n) return nsl.rep(0, n):eq(1) end
+M.none = none
 
 -- Memory operations of table t (memcpy or memset: report, pid, corr, ...)
 -- launched by a CUDA API call whose name passes fn: the rows of t with
@@ -433,6 +393,7 @@ local function launched_by(ctx, t, fn)
   local j = t:join(ctx:api(), {"report", "pid", "corr"}, {"tid", "start", "dur", "name"}, "api_")
   return j:filter(j.api_name:where(function(s) return fn(s:lower()) end))
 end
+M.launched_by = launched_by
 
 -- Findings per process for CUDA calls that block: rows (report, pid,
 -- api_tid, api_start, api_dur, api_name, and device, stream for memory
@@ -460,6 +421,7 @@ local function per_process_calls(ctx, id, rows, what, evidence, next_cmd, line)
             next = next_cmd(r)}
   end
 end
+M.per_process_calls = per_process_calls
 
 -- The evidence table of blocking calls with their GPU operation.
 local function calls_table(ctx, rows, extra)
@@ -470,68 +432,14 @@ local function calls_table(ctx, rows, extra)
   for _, c in ipairs(extra or {}) do cols[#cols + 1] = {c[1], s[c[2]]} end
   return nsl.table(cols)
 end
+M.calls_table = calls_table
 
 -- ---------------------------------------------------------------- nsys analyze rules
 
-local checks = {}
 
-checks[#checks + 1] = {id = "memcpy.pageable_async", run = function(ctx)
-  local mc = ctx.trace.memcpy
-  if #mc == 0 then return end
-  mc:load{"report", "pid", "device", "stream", "corr", "start", "stop", "bytes", "kind", "src_kind", "dst_kind"}
-  local pg = mc:filter(mc.src_kind:eq("pageable") | mc.dst_kind:eq("pageable"))
-  local rows = launched_by(ctx, pg, function(s) return s:find("^cudamemcpy.*async") ~= nil end)
-  if #rows == 0 then return end
-  local ev = ctx:table("memcpy_pageable_async", calls_table(ctx, rows, {{"kind", "kind"}, {"bytes", "bytes"},
-    {"src", "src_kind"}, {"dst", "dst_kind"}}), "Async memcpy with pageable memory (they block like synchronous ones)")
-  per_process_calls(ctx, "memcpy.pageable_async", rows, "asynchronous memcpy calls with pageable host memory, " ..
-    "which run synchronously (pin the host buffers)", ev,
-    function(r) return "nsl run launch " .. ctx:path(r) end, "idle_htod")
-end}
 
-checks[#checks + 1] = {id = "memcpy.sync", run = function(ctx)
-  local mc = ctx.trace.memcpy
-  if #mc == 0 then return end
-  mc:load{"report", "pid", "device", "stream", "corr", "start", "stop", "bytes", "kind"}
-  local rows = launched_by(ctx, mc, function(s) return s:find("^cudamemcpy") ~= nil and not s:find("async") end)
-  if #rows == 0 then return end
-  local ev = ctx:table("memcpy_sync", calls_table(ctx, rows, {{"kind", "kind"}, {"bytes", "bytes"}}),
-    "Synchronous memcpy calls (the host waits for the copy)")
-  per_process_calls(ctx, "memcpy.sync", rows, "synchronous memcpy calls (use cudaMemcpyAsync on a stream)", ev,
-    function(r) return "nsl run launch " .. ctx:path(r) end, "idle_htod")
-end}
 
-checks[#checks + 1] = {id = "memset.sync", run = function(ctx)
-  local ms = ctx.trace.memset
-  if #ms == 0 then return end
-  ms:load{"report", "pid", "device", "stream", "corr", "start", "stop", "bytes", "kind"}
-  local mk = ms:filter(ms.kind:isin{"pinned", "managed"})
-  local rows = launched_by(ctx, mk, function(s) return s:find("^cudamemset") ~= nil and not s:find("async") end)
-  if #rows == 0 then return end
-  local ev = ctx:table("memset_sync", calls_table(ctx, rows, {{"memory", "kind"}, {"bytes", "bytes"}}),
-    "Synchronous memset of pinned or managed memory")
-  per_process_calls(ctx, "memset.sync", rows, "synchronous memset calls on pinned or managed memory " ..
-    "(use cudaMemsetAsync)", ev, function(r) return "nsl run launch " .. ctx:path(r) end, "idle_sync")
-end}
 
-checks[#checks + 1] = {id = "api.sync", run = function(ctx)
-  local api = ctx:api()
-  if #api == 0 then return end
-  local m = api.name:where(function(s)
-    s = s:lower()
-    return s:find("^cudadevicesynchronize") ~= nil or s:find("^cudastreamsynchronize") ~= nil
-  end)
-  local c = api:filter(m)
-  if #c == 0 then return end
-  local rows = nsl.table{{"report", c.report}, {"pid", c.pid}, {"api_tid", c.tid}, {"api_start", c.start},
-                         {"api_dur", c.dur}, {"api_name", c.name}}
-  local s = rows:sort("-api_dur", "report", "api_start")
-  local ev = ctx:table("api_sync", nsl.table{{"report", s.report:map(function(r) return ctx:rank(r) end)},
-    {"pid", s.pid}, {"tid", s.api_tid}, {"API call", s.api_name}, {"start (ns)", s.api_start},
-    {"blocked (ns)", s.api_dur}}, "cudaDeviceSynchronize / cudaStreamSynchronize calls, longest first")
-  per_process_calls(ctx, "api.sync", rows, "cudaDeviceSynchronize/cudaStreamSynchronize calls (wait on events " ..
-    "instead of blocking the host)", ev, function(r) return "nsl run launch " .. ctx:path(r) end, "idle_sync")
-end}
 
 -- Groups of the GPU operations by (report, pid, device), with their spans:
 -- ops (with device), g (group_by), span (report, pid, device, lo, hi).
@@ -545,86 +453,9 @@ local function process_devices(ctx)
   end
   return ctx.cache.pd
 end
+M.process_devices = process_devices
 
-checks[#checks + 1] = {id = "gpu.gaps", run = function(ctx)
-  local pd = process_devices(ctx)
-  if #pd.ops == 0 then return end
-  local min = ctx.ns.gap
-  local span = pd.span
-  local gid, gs, ge = nsl.gaps_grouped(pd.ops.start, pd.ops.stop, pd.g:ids(), #span, 0)
-  local d = nsl.table{{"g", gid}, {"start", gs}, {"stop", ge}, {"dur", ge - gs}}
-  d = d:filter(d.dur:gt(min)):sort("-dur", "start")
-  if #d == 0 then return end
-  local ev = ctx:table("gpu_gaps", nsl.table{
-    {"report", span.report:gather(d.g):map(function(r) return ctx:rank(r) end)}, {"pid", span.pid:gather(d.g)},
-    {"device", span.device:gather(d.g)}, {"start (ns)", d.start}, {"gap (ns)", d.dur}},
-    string.format("GPU idle gaps longer than %s per process and device", report.duration(min)))
-  local a = d:group_by("g"):agg{"n=count", "total=sum(dur)", "first=first(start)", "longest=first(dur)"}:sort("g")
-  for i = 1, #a do
-    local k = a.g[i] + 1
-    local r, dev = span.report[k], span.device[k]
-    ctx:add{id = "gpu.gaps", total = a.total[i], window = span.hi[k] - span.lo[k], evidence = ev,
-            text = string.format("%s pid %s: %d GPU idle gaps longer than %s (%s in all, longest %s)",
-              ctx:rank(r, dev), pid_text(span.pid[k]), a.n[i], report.duration(min), report.duration(a.total[i]),
-              report.duration(a.longest[i])),
-            where = {rank = ctx:rank(r, dev), report = r, pid = span.pid[k], device = dev, from = a.first[i],
-                     to = a.first[i] + a.longest[i]},
-            next = string.format("nsl run gaps %s --arg min=%s --arg scope=device", ctx:path(r),
-                                 min % 1000000 == 0 and (min // 1000000) .. "ms" or tostring(min))}
-  end
-end}
 
-checks[#checks + 1] = {id = "gpu.low_utilisation", run = function(ctx)
-  local pd = process_devices(ctx)
-  if #pd.ops == 0 then return end
-  local n, util = ctx.args.chunks, ctx.args.util
-  local span = pd.span
-  local wg, wlo, whi, wk = {}, {}, {}, {}
-  for i = 1, #span do
-    local lo, width = span.lo[i], span.hi[i] - span.lo[i]
-    if width >= n then
-      for k = 0, n - 1 do
-        wg[#wg + 1], wk[#wk + 1] = i - 1, k
-        wlo[#wlo + 1], whi[#whi + 1] = lo + width * k // n, lo + width * (k + 1) // n
-      end
-    end
-  end
-  if #wg == 0 then return end
-  local lo, hi = nsl.column(wlo), nsl.column(whi)
-  local busy = overlap.measure(pd.ops, none(#pd.ops), pd.g:ids(), #span,
-                               {{gid = nsl.column(wg), lo = lo, hi = hi}})[1].all
-  local len = hi - lo
-  local w = nsl.table{{"g", nsl.column(wg)}, {"chunk", nsl.column(wk)}, {"start", lo}, {"stop", hi}, {"busy", busy},
-                      {"idle", len - busy}, {"util", busy * 100.0 / len}}
-  local low = w:filter(w.util:lt(util))
-  if #low == 0 then return end
-  local ev = ctx:table("gpu_low_utilisation", nsl.table{
-    {"report", span.report:gather(low.g):map(function(r) return ctx:rank(r) end)}, {"pid", span.pid:gather(low.g)},
-    {"device", span.device:gather(low.g)}, {"chunk", low.chunk}, {"start (ns)", low.start},
-    {"length (ns)", low.stop - low.start}, {"busy (ns)", low.busy}, {"utilisation (%)", low.util}},
-    string.format("Chunks (1/%d of each process's device span) with GPU utilisation under %g%%", n, util))
-  -- the idle of the low chunks that gpu.gaps does not claim already (its gaps longer than args.gap): one
-  -- ledger sweep over the chunks, the GPU work before the long gaps before the rest
-  local ids = pd.g:ids()
-  local gg, gs, ge = nsl.gaps_grouped(pd.ops.start, pd.ops.stop, ids, #span, ctx.ns.gap)
-  local tot = nsl.ledger_sweep(nsl.concat(pd.ops.start, gs), nsl.concat(pd.ops.stop, ge), nsl.concat(ids, gg),
-                               nsl.concat(nsl.rep(0, #pd.ops), nsl.rep(1, #gs)), 2, low.g, low.start, low.stop)
-  low = low:with("rest", tot:gather(nsl.range(#low) * 3 + 2))
-  local a = low:group_by("g"):agg{"n=count", "total=sum(idle)", "worst=min(util)", "rest=sum(rest)"}:sort("g")
-  for i = 1, #a do
-    local k = a.g[i] + 1
-    local r, dev = span.report[k], span.device[k]
-    local mine = low:filter(low.g:eq(a.g[i])):sort("util", "start")
-    ctx:add{id = "gpu.low_utilisation", total = a.total[i], window = span.hi[k] - span.lo[k], evidence = ev,
-            lost = a.rest[i],
-            text = string.format("%s pid %s: %d of %d chunks under %g%% GPU utilisation (lowest %.1f%%)",
-              ctx:rank(r, dev), pid_text(span.pid[k]), a.n[i], n, util, a.worst[i]),
-            where = {rank = ctx:rank(r, dev), report = r, pid = span.pid[k], device = dev, from = mine.start[1],
-                     to = mine.stop[1]},
-            next = string.format("nsl run timeline %s --arg from=%s --arg to=%s", ctx:path(r), ctx:at(mine.start[1]),
-                                 ctx:at(mine.stop[1]))}
-  end
-end}
 
 -- ---------------------------------------------------------------- communication
 
@@ -639,6 +470,7 @@ local function devices(ctx)
   end
   return ctx.cache.dev
 end
+M.devices = devices
 
 -- The time kernels of mask spent on each device with no other kernel
 -- running: |P - C| per device (nsl.overlap's nccl_only with P as its N).
@@ -676,6 +508,7 @@ local function exposed_findings(ctx, mask, spec)
     end
   end
 end
+M.exposed_findings = exposed_findings
 
 --- true for the names of NCCL point-to-point kernels of one direction (Send,
 -- Recv): a pipeline stage's hand-over.  SendRecv -- both directions at once,
@@ -686,28 +519,7 @@ function M.is_p2p(name)
   return c == "Send" or c == "Recv"
 end
 
-checks[#checks + 1] = {id = "nccl.exposed", run = function(ctx)
-  local ops = devices(ctx).ops
-  if #ops == 0 then return end
-  exposed_findings(ctx, overlap.nccl_mask(ops) & ~ops.name:where(M.is_p2p), {id = "nccl.exposed",
-    table = "nccl_exposed", title = "NCCL collective kernel time per device (send/receive apart), and the part " ..
-    "no compute kernel overlaps", head = "report", what = "NCCL", next = "overlap",
-    text = function(label, o, all)
-      return string.format("%s: %s of %s NCCL collective time is not hidden under compute (%.1f%% hidden)", label,
-        report.duration(o), report.duration(all), (all - o) * 100.0 / all)
-    end})
-end}
 
-checks[#checks + 1] = {id = "pipeline.bubbles", run = function(ctx)
-  local ops = devices(ctx).ops
-  if #ops == 0 then return end
-  exposed_findings(ctx, ops.name:where(M.is_p2p) & ~ops.memop, {id = "pipeline.bubbles",
-    table = "pipeline_bubbles", title = "Send/receive kernel time per device (pipeline stage), and the part with " ..
-    "no other kernel running: the stage waits on its neighbour", head = "stage", what = "send/recv", next = "nccl",
-    text = function(label, o)
-      return string.format("%s: %s waiting in pipeline send/receive with no compute running", label, report.duration(o))
-    end})
-end}
 
 -- Runs a shipped analysis on the trace with a collecting out; returns the
 -- out (its findings and items), or nil and the error of bad input.
@@ -736,97 +548,23 @@ local function run_analysis(ctx, name, given)
   end
   return sub
 end
+M.run_analysis = run_analysis
 
 local function item(sub, name)
   for _, it in ipairs(sub.items) do if it.kind == "table" and it.name == name then return it.t end end
   return nil
 end
+M.item = item
 
 local function item_title(sub, name)
   for _, it in ipairs(sub.items) do if it.kind == "table" and it.name == name then return it.opts.title end end
   return nil
 end
+M.item_title = item_title
 
-checks[#checks + 1] = {id = "straggler", run = function(ctx)
-  local trace = ctx.trace
-  if #trace.kernels == 0 and #trace.gpu_ranges == 0 then return end
-  local sub, err = run_analysis(ctx, "straggler")
-  if not sub then ctx.notes[#ctx.notes + 1] = "straggler: " .. err return end
-  if #sub.findings == 0 then return end
-  local ev = item(sub, "ranks") and ctx:table("straggler_ranks", item(sub, "ranks"),
-    "Per rank: clock offset, arrival order, waits, compute per step (straggler analysis)")
-  local st = ctx.steps
-  for _, f in ipairs(sub.findings) do
-    local rec = {}
-    for k, v in pairs(f) do rec[k] = v end
-    rec.id = rec.id or "straggler.compute"   -- today's verdict: compute per step above the median rank's
-    if rec.evidence and item(sub, rec.evidence) then   -- the straggler analysis's own table, kept under diagnose's name
-      rec.evidence = ctx:table("straggler_" .. rec.evidence, item(sub, rec.evidence),
-                               "straggler analysis: " .. ((item_title(sub, rec.evidence)) or rec.evidence))
-    end
-    rec.evidence = rec.evidence or ev
-    rec.where = rec.where or {rank = f.rank}
-    if not rec.cost_ns and f.delay_ns then
-      rec.cost_ns = f.delay_ns
-      if st then rec.step_ns, rec.share = st.step_ns, f.delay_ns / st.step_ns end
-    end
-    rec.next = rec.next or ("nsl run straggler " .. ctx:all_paths())
-    -- the job's cost: what the others would not have waited for it (nsl.ledger's collectives)
-    local L = ctx:ledger()
-    local mine = rec.where and rec.where.rank and L.lost[rec.where.rank]
-    if mine then
-      rec.lost_ns = mine.lost
-      rec.share = L.job_wall > 0 and math.min(1.0, mine.lost / L.job_wall) or 0.0
-      if st and st.n > 0 then rec.lost_per_step_ns = mine.lost // st.n end
-    end
-    ctx.findings[#ctx.findings + 1] = rec
-  end
-end}
 
 -- ---------------------------------------------------------------- launches and host
 
-checks[#checks + 1] = {id = "launch.bound", run = function(ctx)
-  if #ctx.trace.kernels == 0 then return end
-  -- the GPU is idle when nothing runs on it: copies count as busy (gaps of every GPU operation)
-  local ops = ctx:ops()
-  local kt = ops:filter(~ops.device:isnull())
-  if #kt == 0 then return end
-  local short, maxgap = ctx.ns.short, ctx.ns.launch_gap
-  local g = kt:group_by("report", "device")
-  local keys = g:keys()
-  local span = g:agg{"lo=min(start)", "hi=max(stop)", "n=count"}
-  local gid, gs, ge = nsl.gaps_grouped(kt.start, kt.stop, g:ids(), #span, 0)
-  local d = nsl.table{{"report", keys.report:gather(gid)}, {"device", keys.device:gather(gid)}, {"g", gid},
-                      {"start", ge}, {"gap", ge - gs}}
-  -- the kernel after each gap: the shortest of those starting where it ends
-  local kk = kt:filter(~kt.memop)
-  local next_k = kk:group_by("report", "device", "start"):agg{"next_dur=min(dur)"}
-  d = d:join(next_k, {"report", "device", "start"}, {"next_dur"})
-  local lb = d:filter(d.gap:gt(0) & d.gap:le(maxgap) & d.next_dur:lt(short))
-  if #lb == 0 then return end
-  local a = lb:group_by("g"):agg{"n=count", "total=sum(gap)", "first=min(start)", "last=max(start)"}:sort("g")
-  local rows = {}
-  for i = 1, #a do
-    local j = a.g[i] + 1
-    local width = span.hi[j] - span.lo[j]
-    rows[i] = {report = ctx:rank(span.report[j], span.device[j]), device = span.device[j], kernels = span.n[j],
-               n = a.n[i], total = a.total[i], span = width, share = a.total[i] * 100.0 / width}
-  end
-  local ev = ctx:table("launch_bound", table_of(rows, {{"rank", "report"}, {"device", "device"}, {"GPU operations", "kernels"},
-    {"gaps before short kernels", "n"}, {"idle (ns)", "total"}, {"span (ns)", "span"}, {"idle (% of span)", "share"}}),
-    string.format("GPU idle gaps of at most %s before kernels shorter than %s, per device",
-                  report.duration(maxgap), report.duration(short)))
-  for i = 1, #a do
-    local j = a.g[i] + 1
-    local r, dev = span.report[j], span.device[j]
-    ctx:add{id = "launch.bound", total = a.total[i], window = span.hi[j] - span.lo[j], evidence = ev,
-            text = string.format("%s: launch-bound -- the GPU idles %d times (%s) before kernels shorter than %s " ..
-              "(fuse kernels or capture them in a CUDA graph)", ctx:rank(r, dev), a.n[i],
-              report.duration(a.total[i]), report.duration(short)),
-            where = {rank = ctx:rank(r, dev), report = r, device = dev, from = a.first[i], to = a.last[i]},
-            next = "nsl run launch " .. ctx:path(r)}
-  end
-end}
 
 -- The steps of ctx as ranges for nsl.steps.assign: report, pid, start,
 -- stop, iter (pid 0 for marker-kernel steps, which are per report).
@@ -836,224 +574,14 @@ local function step_ranges(ctx)
   if ctx.steps.it.mode == "range" then return W:with("pid", W.pid:cast("i64")), false end
   return W:with("pid", nsl.rep(0, #W)), true
 end
+M.step_ranges = step_ranges
 
-checks[#checks + 1] = {id = "host.sync_per_step", run = function(ctx)
-  local st = ctx.steps
-  if not st or #ctx.trace.api == 0 then return end
-  local syncs = host_sync.calls(ctx.trace, ctx:api())
-  if #syncs == 0 then return end
-  local ranges, per_report = step_ranges(ctx)
-  local pid = syncs.pid:cast("i64")
-  local rep = syncs.report:cast("i64")
-  local iter = steps.assign(nsl.table{{"report", rep}, {"pid", per_report and nsl.rep(0, #syncs) or pid},
-                                      {"launch", syncs.start}}, ranges)
-  local inside = syncs:with("report", rep, "pid", pid, "iter", iter)
-  inside = inside:filter(~iter:isnull())
-  if #inside == 0 then return end
-  -- per process: blocked time and calls in each steady step (0 in a step without any)
-  local per = inside:group_by("report", "pid", "iter"):agg{"n=count", "t=sum(dur)"}
-  local steady = {}   -- report -> {pid (or 0) -> list of steady iters}
-  local W = ranges:with("warm", nsl.column(st.warm_flag))
-  for i = 1, #W do
-    if W.warm[i] == 0 then
-      local r, p = W.report[i], W.pid[i]
-      steady[r] = steady[r] or {}
-      steady[r][p] = steady[r][p] or {}
-      table.insert(steady[r][p], {iter = W.iter[i], start = W.start[i], stop = W.stop[i]})
-    end
-  end
-  local seen, got = {}, {}
-  for i = 1, #per do got[per.report[i] .. ":" .. per.pid[i] .. ":" .. per.iter[i]] = {per.n[i], per.t[i]} end
-  local rows, worst = {}, nil
-  for i = 1, #per do
-    local r, p = per.report[i], per.pid[i]
-    local key = r .. ":" .. p
-    local list = steady[r] and steady[r][per_report and 0 or p]
-    if not seen[key] and list then
-      seen[key] = true
-      local ts, ns = {}, {}
-      for k, w in ipairs(list) do
-        local v = got[key .. ":" .. w.iter] or {0, 0}
-        ns[k], ts[k] = v[1], v[2]
-        rows[#rows + 1] = {report = ctx:rank(r), pid = p, step = w.iter, len = w.stop - w.start, n = v[1], t = v[2]}
-      end
-      local mt, mn = iterations.describe(ts).median, iterations.describe(ns).median
-      if mn >= 1 and mt > 0 and (not worst or mt > worst.t) then worst = {r = r, pid = p, t = mt, n = mn} end
-    end
-  end
-  if not worst then return end
-  local top = inside:filter(inside.report:eq(worst.r) & inside.pid:eq(worst.pid))
-                    :group_by("name"):agg{"t=sum(dur)"}:sort("-t")
-  local ev = ctx:table("host_sync_per_step", table_of(rows, {{"report", "report"}, {"pid", "pid"}, {"step", "step"},
-    {"step (ns)", "len"}, {"blocking calls", "n"}, {"blocked (ns)", "t"}}),
-    "CUDA calls that block the host (explicit syncs, synchronous and pageable copies) per steady step and process")
-  local cost = round(worst.t)   -- already per step: over a window of one step
-  ctx:add{id = "host.sync_per_step", total = cost, window = st.step_ns, evidence = ev, per_step = true,
-    lost = ctx:ledger_lost(worst.r, worst.pid, "idle_sync"),
-    text = string.format("%s pid %s: the host blocks in %g CUDA calls per step (median; most time in %s): it " ..
-      "cannot queue work ahead of the GPU", ctx:rank(worst.r), pid_text(worst.pid), worst.n, top.name[1] or "?"),
-    where = {rank = ctx:rank(worst.r), report = worst.r, pid = worst.pid, nvtx = st.nvtx},
-    next = "nsl run launch " .. ctx:path(worst.r)}
-end}
 
 -- ---------------------------------------------------------------- one-time costs
 
-checks[#checks + 1] = {id = "compile.time", run = function(ctx)
-  local sub, err = run_analysis(ctx, "compile")
-  if not sub then ctx.notes[#ctx.notes + 1] = "compile: " .. err return end
-  local s = item(sub, "summary")
-  if not s then return end
-  local byname = {}
-  for i, n in ipairs(ctx.names) do byname[n] = i - 1 end
-  local rows = s:filter(s.What:eq("all compiling and loading") & ~s.pid:isnull())
-  if #rows == 0 then return end
-  local ev = ctx:table("compile_time", s, "Time spent compiling and loading code (compile analysis)")
-  for i = 1, #rows do
-    local r = byname[rows.report[i]]
-    if r then
-      local total = round(rows["Wall (ms)"][i] * 1e6)
-      local lo, hi = ctx:report_span(r)
-      if total > 0 and lo then
-        ctx:add{id = "compile.time", total = total, window = hi - lo, once = true, evidence = ev,
-                text = string.format("%s pid %s: %s compiling and loading code (JIT, module loading, graph " ..
-                  "capture, framework compilers)", ctx:rank(r), pid_text(rows.pid[i]), report.duration(total)),
-                where = {rank = ctx:rank(r), report = r, pid = rows.pid[i]},
-                next = "nsl run compile " .. ctx:path(r) .. " --arg per_process=true"}
-      end
-    end
-  end
-end}
 
-checks[#checks + 1] = {id = "warmup.share", run = function(ctx)
-  local st = ctx.steps
-  if not st then return end
-  local W = st.windows
-  local s, e = W.start:totable(), W.stop:totable()
-  local rows = {}
-  for _, key in ipairs(st.order) do
-    local list, nw = st.groups[key], st.warm[key]
-    if nw > 0 and #list > nw then
-      local steady, warm = {}, 0
-      for k, i in ipairs(list) do
-        if k <= nw then warm = warm + (e[i] - s[i]) else steady[#steady + 1] = e[i] - s[i] end
-      end
-      local med = iterations.describe(steady).median
-      local excess = round(warm - nw * med)
-      local first = list[1]
-      if excess > 0 then
-        rows[#rows + 1] = {report = W.report[first], pid = W.pid[first], warm = nw, steps = #list, time = warm,
-                           median = med, excess = excess, from = s[first], to = e[list[nw]]}
-      end
-    end
-  end
-  if #rows == 0 then return end
-  local ev = ctx:table("warmup", table_of(rows, {{"report", "report"}, {"pid", "pid"}, {"warm-up steps", "warm"},
-    {"steps", "steps"}, {"warm-up time (ns)", "time"}, {"steady median (ns)", "median"},
-    {"excess (ns)", "excess"}}), "Warm-up iterations: their time above the steady median")
-  for _, r in ipairs(rows) do
-    local lo, hi = ctx:report_span(r.report)
-    ctx:add{id = "warmup.share", total = r.excess, window = hi - lo, once = true, evidence = ev,
-            text = string.format("%s%s: %d warm-up step(s) take %s longer than steady ones (steady median %s)",
-              ctx:rank(r.report), r.pid and (" pid " .. r.pid) or "", r.warm, report.duration(r.excess),
-              report.duration(r.median)),
-            where = {rank = ctx:rank(r.report), report = r.report, pid = r.pid, from = r.from, to = r.to,
-                     nvtx = st.nvtx},
-            next = "nsl run iterations " .. ctx:path(r.report)}
-  end
-end}
 
-checks[#checks + 1] = {id = "memory.near_capacity", run = function(ctx)
-  local trace = ctx.trace
-  if #trace.memory == 0 or #trace.devices == 0 then return end
-  local sub, err = run_analysis(ctx, "heap")
-  if not sub then ctx.notes[#ctx.notes + 1] = "heap: " .. err return end
-  local h = item(sub, "devices")
-  if not h then return end
-  local dv = trace.devices
-  dv:load{"report", "device", "memory"}
-  local cap = {}
-  for i = 1, #dv do
-    if dv.memory[i] and dv.device[i] then cap[dv.report[i] .. ":" .. dv.device[i]] = dv.memory[i] end
-  end
-  local byname = {}
-  for i, n in ipairs(ctx.names) do byname[n] = i - 1 end
-  local ev
-  for i = 1, #h do
-    local r = byname[h.report[i]]
-    local c = r and cap[r .. ":" .. h.device[i]]
-    local peak = h["peak (B)"][i]
-    if c and c > 0 then
-      local ratio = peak / c
-      local sev = ratio >= ctx.args.memory_error and "error" or ratio >= ctx.args.memory_warn and "warning" or nil
-      if sev then
-        ev = ev or ctx:table("memory_peak", h, "Device memory: peak and leaks per device (heap analysis)")
-        local f = ctx:add{id = "memory.near_capacity", severity = sev, evidence = ev,
-          text = string.format("%s: device memory peaks at %s, %.1f%% of the device's %s (fragmentation or a " ..
-            "larger batch will run out of memory)", ctx:rank(r, h.device[i]), report.bytes(peak), 100 * ratio,
-            report.bytes(c)),
-          where = {rank = ctx:rank(r, h.device[i]), report = r, device = h.device[i], from = h["peak at (ns)"][i],
-                   to = h["peak at (ns)"][i]},
-          next = "nsl run heap " .. ctx:path(r) .. " --out heap/"}
-        f.value = ratio
-      end
-    end
-  end
-end}
 
-checks[#checks + 1] = {id = "streams.serialised", run = function(ctx)
-  local dv = devices(ctx)
-  local ops = dv.ops
-  if #ops == 0 then return end
-  local kern = ops:filter(~ops.memop)
-  local ks = kern:group_by("report", "device", "stream"):agg{"kernels=count"}
-  local copies = ops:filter(ops.memop & ops.name:where(function(s) return s:find("^%[CUDA memcpy") ~= nil end))
-  if #copies == 0 or #ks == 0 then return end
-  local on_k = copies:join(ks, {"report", "device", "stream"}, {"kernels"})
-  local serial = ~on_k.kernels:isnull()
-  if serial:count() == 0 then return end
-  -- kernels and the copies on kernel streams, grouped by device as in devices()
-  local sub = nsl.table{{"report", nsl.concat(kern.report, copies.report)},
-    {"device", nsl.concat(kern.device, copies.device)}, {"stream", nsl.concat(kern.stream, copies.stream)},
-    {"start", nsl.concat(kern.start, copies.start)}, {"stop", nsl.concat(kern.stop, copies.stop)},
-    {"memop", nsl.concat(kern.memop, copies.memop)},
-    {"keep", nsl.concat(nsl.rep(1, #kern), serial:cast("i64"))}}
-  sub = sub:filter(sub.keep:eq(1))
-  local g = sub:group_by("report", "device")
-  local keys = g:keys()
-  local sp = keys:join(dv.span, {"report", "device"}, {"lo", "hi"})
-  local m = overlap.measure(sub, none(#sub), g:ids(), #g, {{gid = nsl.range(#g), lo = sp.lo, hi = sp.hi}})[1]
-  local exposed_copies = m.memory_only
-  local cs = on_k:filter(serial):group_by("report", "device"):agg{"n=count", "t=sum(dur)"}
-  -- the stream with the most copy time on each device
-  local per_stream = on_k:filter(serial):group_by("report", "device", "stream"):agg{"t=sum(dur)"}:sort("-t", "stream")
-  local top = {}
-  for i = 1, #per_stream do
-    local k = per_stream.report[i] .. ":" .. per_stream.device[i]
-    if not top[k] then top[k] = per_stream.stream[i] end
-  end
-  local t = keys:with("span", sp.hi - sp.lo, "copy_exposed", exposed_copies):join(cs, {"report", "device"}, {"n", "t"})
-  local ev = ctx:table("streams_serialised", nsl.table{
-    {"report", t.report:map(function(r) return ctx:rank(r) end)}, {"device", t.device},
-    {"copies on kernel streams", nsl.coalesce(t.n, 0)}, {"copy time (ns)", nsl.coalesce(t.t, 0)},
-    {"with no kernel running (ns)", t.copy_exposed}, {"span (ns)", t.span}},
-    "Memory copies issued on streams that also run kernels, and their time with no kernel running on the device")
-  for i = 1, #t do
-    local o = t.copy_exposed[i]
-    if o > 0 then
-      local r, dev = t.report[i], t.device[i]
-      -- a copy can hide only under compute that exists: the job loses at most the device's compute time
-      local row = ctx:ledger().run[r .. ":" .. dev]
-      ctx:add{id = "streams.serialised", total = o, window = t.span[i], evidence = ev,
-              lost = row and math.min(o, row.compute) or o,
-              text = string.format("%s: %s of memory copies on compute streams run with no kernel beside them " ..
-                "(issue copies on their own stream to overlap them with compute)", ctx:rank(r, dev),
-                report.duration(o)),
-              where = {rank = ctx:rank(r, dev), report = r, device = dev, stream = top[r .. ":" .. dev],
-                       from = sp.lo[i], to = sp.hi[i]},
-              next = "nsl run overlap " .. ctx:path(r)}
-    end
-  end
-end}
 
 --- Dense FP16/BF16 tensor-core FLOPs per SM per clock by compute capability
 -- (datasheet peak / (SMs x boost clock): V100 125 TF, A100 312 TF, H100 SXM
@@ -1068,49 +596,33 @@ function M.peak_flops(sm_count, clock_hz, cc)
   return sm_count * clock_hz * per
 end
 
-checks[#checks + 1] = {id = "mfu", run = function(ctx)
-  local flops = ctx.args.flops_per_step
-  if not flops or flops <= 0 then return end
-  local st = ctx.steps
-  if not st then
-    ctx.notes[#ctx.notes + 1] = "mfu: --arg flops_per_step needs steps (none found; name them with " ..
-      "--arg iteration=NAME)"
-    return
-  end
-  local dv = ctx.trace.devices
-  local peak, what
-  if ctx.args.peak_tflops > 0 then
-    peak, what = ctx.args.peak_tflops * 1e12, string.format("--arg peak_tflops=%g", ctx.args.peak_tflops)
-  elseif #dv > 0 then
-    dv:load{"report", "device", "name", "sm_count", "clock", "compute_capability"}
-    for i = 1, #dv do
-      local p = M.peak_flops(dv.sm_count[i], dv.clock[i], dv.compute_capability[i])
-      if p then
-        peak = p
-        what = string.format("%s: %d SMs x %.2f GHz x %d FLOP/clock (compute capability %s)", dv.name[i] or "GPU",
-          dv.sm_count[i], dv.clock[i] / 1e9, M.flops_per_sm_clock[dv.compute_capability[i]], dv.compute_capability[i])
-        break
-      end
-    end
-  end
-  if not peak then
-    ctx.notes[#ctx.notes + 1] = "mfu: the trace records no device properties (SM count, clock, compute capability) " ..
-      "nsl knows a peak for; give --arg peak_tflops=N"
-    return
-  end
-  local achieved = flops / (st.step_ns / 1e9)
-  local mfu = achieved / peak
-  local ideal = round(flops / peak * 1e9)
-  local sev = mfu < ctx.args.mfu_warn and "warning" or "info"
-  local f = ctx:add{id = "mfu", severity = sev,
-    text = string.format("model FLOPs utilisation %.1f%%: %.1f TFLOP/s achieved per GPU (%.4g FLOPs per %s step) " ..
-      "against a peak of %.1f TFLOP/s (%s); at peak the step would take %s", 100 * mfu, achieved / 1e12, flops,
-      report.duration(st.step_ns), peak / 1e12, what, report.duration(ideal)),
-    next = "nsl run iterations " .. ctx:all_paths()}
-  f.value, f.step_ns = mfu, st.step_ns
-end}
 
-M.checks = checks
+
+--- The checks' modules (lua/nsl/checks/NAME.lua), in the order they run.
+M.order = {"memcpy_pageable_async", "memcpy_sync", "memset_sync", "api_sync", "gpu_gaps", "gpu_low_utilisation",
+           "nccl_exposed", "pipeline_bubbles", "straggler", "launch_bound", "host_sync_per_step", "compile_time",
+           "warmup_share", "memory_near_capacity", "streams_serialised", "mfu"}
+
+local loaded
+--- The checks (their contracts, in M.order), loaded on first use: a check
+-- requires this module for its helpers, so not while it loads.
+function M.checks()
+  if not loaded then
+    loaded = {}
+    for i, name in ipairs(M.order) do loaded[i] = require("nsl.checks." .. name) end
+  end
+  return loaded
+end
+
+--- The --arg options of the checks' thresholds (name -> {default, help}),
+-- for the diagnose analysis.
+function M.thresholds()
+  local t = {}
+  for _, c in ipairs(M.checks()) do
+    for name, th in pairs(c.thresholds) do t[name] = {default = th.default, help = th.help} end
+  end
+  return t
+end
 
 --- One finding per cause: the findings of one check (id) on several ranks
 -- or devices become one, whose where is the worst one's, with ranks (their
@@ -1231,8 +743,10 @@ end
 -- is skipped with a note.  Returns ctx.findings ranked: recurring costs by
 -- lost_ns (largest first), then one-time costs by lost_ns, then findings
 -- without a cost; ties by cost_ns, severity, id.  between,
--- when given, is called after each check (nsl tui yields there to read keys).
-function M.run(ctx, between)
+-- when given, is called after each check (nsl tui yields there to read keys);
+-- checks, when given, are the ones to run (default: M.checks()).
+function M.run(ctx, between, checks)
+  checks = checks or M.checks()
   for i, c in ipairs(checks) do
     -- the progress line (on a terminal, for work over a second) names the check
     local progress <close> = nsl.progress(string.format("diagnose: check %d of %d (%s)", i, #checks, c.id))

@@ -1,0 +1,71 @@
+-- nsl.checks.gpu_low_utilisation -- diagnose check gpu.low_utilisation (the engine: nsl.diagnose).
+local nsl = require("nsl")
+local overlap = require("nsl.overlap")
+local D = require("nsl.diagnose")
+local none = D.none
+local pid_text = D.pid_text
+local process_devices = D.process_devices
+
+return {
+  id = "gpu.low_utilisation",
+  description = "Per process and device, the span cut into chunks equal chunks; a chunk busy under util % of " ..
+    "its length is low (nsys analyze gpu_time_util); the job loses the low chunks' idle outside " ..
+    "gpu.gaps' gaps",
+  reads = {"GPU operations (nsl.gpu_ops): report, pid, device, start, stop"},
+  claims = {},
+  thresholds = {
+    chunks = {default = 30, help = "gpu.low_utilisation: chunks each device span is cut into (nsys: 30)"},
+    util = {default = 50, help = "gpu.low_utilisation: utilisation (%) under which a chunk is low (nsys: 50)"},
+  },
+  run = function(ctx)
+    local pd = process_devices(ctx)
+    if #pd.ops == 0 then return end
+    local n, util = ctx.args.chunks, ctx.args.util
+    local span = pd.span
+    local wg, wlo, whi, wk = {}, {}, {}, {}
+    for i = 1, #span do
+      local lo, width = span.lo[i], span.hi[i] - span.lo[i]
+      if width >= n then
+        for k = 0, n - 1 do
+          wg[#wg + 1], wk[#wk + 1] = i - 1, k
+          wlo[#wlo + 1], whi[#whi + 1] = lo + width * k // n, lo + width * (k + 1) // n
+        end
+      end
+    end
+    if #wg == 0 then return end
+    local lo, hi = nsl.column(wlo), nsl.column(whi)
+    local busy = overlap.measure(pd.ops, none(#pd.ops), pd.g:ids(), #span,
+                                 {{gid = nsl.column(wg), lo = lo, hi = hi}})[1].all
+    local len = hi - lo
+    local w = nsl.table{{"g", nsl.column(wg)}, {"chunk", nsl.column(wk)}, {"start", lo}, {"stop", hi}, {"busy", busy},
+                        {"idle", len - busy}, {"util", busy * 100.0 / len}}
+    local low = w:filter(w.util:lt(util))
+    if #low == 0 then return end
+    local ev = ctx:table("gpu_low_utilisation", nsl.table{
+      {"report", span.report:gather(low.g):map(function(r) return ctx:rank(r) end)}, {"pid", span.pid:gather(low.g)},
+      {"device", span.device:gather(low.g)}, {"chunk", low.chunk}, {"start (ns)", low.start},
+      {"length (ns)", low.stop - low.start}, {"busy (ns)", low.busy}, {"utilisation (%)", low.util}},
+      string.format("Chunks (1/%d of each process's device span) with GPU utilisation under %g%%", n, util))
+    -- the idle of the low chunks that gpu.gaps does not claim already (its gaps longer than args.gap): one
+    -- ledger sweep over the chunks, the GPU work before the long gaps before the rest
+    local ids = pd.g:ids()
+    local gg, gs, ge = nsl.gaps_grouped(pd.ops.start, pd.ops.stop, ids, #span, ctx.ns.gap)
+    local tot = nsl.ledger_sweep(nsl.concat(pd.ops.start, gs), nsl.concat(pd.ops.stop, ge), nsl.concat(ids, gg),
+                                 nsl.concat(nsl.rep(0, #pd.ops), nsl.rep(1, #gs)), 2, low.g, low.start, low.stop)
+    low = low:with("rest", tot:gather(nsl.range(#low) * 3 + 2))
+    local a = low:group_by("g"):agg{"n=count", "total=sum(idle)", "worst=min(util)", "rest=sum(rest)"}:sort("g")
+    for i = 1, #a do
+      local k = a.g[i] + 1
+      local r, dev = span.report[k], span.device[k]
+      local mine = low:filter(low.g:eq(a.g[i])):sort("util", "start")
+      ctx:add{id = "gpu.low_utilisation", total = a.total[i], window = span.hi[k] - span.lo[k], evidence = ev,
+              lost = a.rest[i],
+              text = string.format("%s pid %s: %d of %d chunks under %g%% GPU utilisation (lowest %.1f%%)",
+                ctx:rank(r, dev), pid_text(span.pid[k]), a.n[i], n, util, a.worst[i]),
+              where = {rank = ctx:rank(r, dev), report = r, pid = span.pid[k], device = dev, from = mine.start[1],
+                       to = mine.stop[1]},
+              next = string.format("nsl run timeline %s --arg from=%s --arg to=%s", ctx:path(r), ctx:at(mine.start[1]),
+                                   ctx:at(mine.stop[1]))}
+    end
+  end,
+}

@@ -1,0 +1,60 @@
+-- nsl.checks.launch_bound -- diagnose check launch.bound (the engine: nsl.diagnose).
+local nsl = require("nsl")
+local report = require("nsl.report")
+local D = require("nsl.diagnose")
+local table_of = D.table_of
+
+return {
+  id = "launch.bound",
+  description = "Per device, idle gaps (no kernel, memcpy or memset running) of at most launch_gap before a " ..
+    "kernel shorter than short; the job loses the gaps",
+  reads = {"GPU operations (nsl.gpu_ops): report, device, start, stop, dur, memop"},
+  claims = {},
+  thresholds = {
+    short = {default = "10us", help = "launch.bound: kernels shorter than this are short", duration = true},
+    launch_gap = {default = "1ms", help = "launch.bound: idle gaps up to this before a short kernel count",
+      duration = true},
+  },
+  run = function(ctx)
+    if #ctx.trace.kernels == 0 then return end
+    -- the GPU is idle when nothing runs on it: copies count as busy (gaps of every GPU operation)
+    local ops = ctx:ops()
+    local kt = ops:filter(~ops.device:isnull())
+    if #kt == 0 then return end
+    local short, maxgap = ctx.ns.short, ctx.ns.launch_gap
+    local g = kt:group_by("report", "device")
+    local keys = g:keys()
+    local span = g:agg{"lo=min(start)", "hi=max(stop)", "n=count"}
+    local gid, gs, ge = nsl.gaps_grouped(kt.start, kt.stop, g:ids(), #span, 0)
+    local d = nsl.table{{"report", keys.report:gather(gid)}, {"device", keys.device:gather(gid)}, {"g", gid},
+                        {"start", ge}, {"gap", ge - gs}}
+    -- the kernel after each gap: the shortest of those starting where it ends
+    local kk = kt:filter(~kt.memop)
+    local next_k = kk:group_by("report", "device", "start"):agg{"next_dur=min(dur)"}
+    d = d:join(next_k, {"report", "device", "start"}, {"next_dur"})
+    local lb = d:filter(d.gap:gt(0) & d.gap:le(maxgap) & d.next_dur:lt(short))
+    if #lb == 0 then return end
+    local a = lb:group_by("g"):agg{"n=count", "total=sum(gap)", "first=min(start)", "last=max(start)"}:sort("g")
+    local rows = {}
+    for i = 1, #a do
+      local j = a.g[i] + 1
+      local width = span.hi[j] - span.lo[j]
+      rows[i] = {report = ctx:rank(span.report[j], span.device[j]), device = span.device[j], kernels = span.n[j],
+                 n = a.n[i], total = a.total[i], span = width, share = a.total[i] * 100.0 / width}
+    end
+    local ev = ctx:table("launch_bound", table_of(rows, {{"rank", "report"}, {"device", "device"}, {"GPU operations", "kernels"},
+      {"gaps before short kernels", "n"}, {"idle (ns)", "total"}, {"span (ns)", "span"}, {"idle (% of span)", "share"}}),
+      string.format("GPU idle gaps of at most %s before kernels shorter than %s, per device",
+                    report.duration(maxgap), report.duration(short)))
+    for i = 1, #a do
+      local j = a.g[i] + 1
+      local r, dev = span.report[j], span.device[j]
+      ctx:add{id = "launch.bound", total = a.total[i], window = span.hi[j] - span.lo[j], evidence = ev,
+              text = string.format("%s: launch-bound -- the GPU idles %d times (%s) before kernels shorter than %s " ..
+                "(fuse kernels or capture them in a CUDA graph)", ctx:rank(r, dev), a.n[i],
+                report.duration(a.total[i]), report.duration(short)),
+              where = {rank = ctx:rank(r, dev), report = r, device = dev, from = a.first[i], to = a.last[i]},
+              next = "nsl run launch " .. ctx:path(r)}
+    end
+  end,
+}
