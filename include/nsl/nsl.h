@@ -550,6 +550,12 @@ const char *nsl_trace_input_path(const nsl_trace *tr, int i);
 nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
                                 const nsl_report_info *info, nsl_error *err);
 nsl_trace *nsl_trace_new(void);
+/* Keeps only reports keep[0..n) of tr (0-based, in any order; duplicates
+ * count once) and closes the others' sources; the kept reports are
+ * renumbered 0.. in their order in the trace, so the trace is the one that
+ * opening those reports alone would give.  Only before any table was
+ * loaded (NSL_ERR_ARG otherwise, and for an index out of range). */
+nsl_status nsl_trace_keep_reports(nsl_trace *tr, const int *keep, int n, nsl_error *err);
 void nsl_trace_close(nsl_trace *tr);
 int nsl_trace_nreports(const nsl_trace *tr);
 const nsl_report_info *nsl_trace_report(const nsl_trace *tr, int i);

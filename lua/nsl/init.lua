@@ -126,4 +126,38 @@ function M.input_refused(what, target, inputs)
   return nil
 end
 
+--- nsl.selectors(list) -> the report selectors of --report values (each a
+-- name or a 0-based index, several in one value separated by commas), or
+-- nil when none was given.
+function M.selectors(list)
+  local out = {}
+  for _, v in ipairs(list or {}) do
+    for part in tostring(v):gmatch("[^,]+") do
+      local s = part:match("^%s*(.-)%s*$")
+      if s ~= "" then out[#out + 1] = s end
+    end
+  end
+  return #out > 0 and out or nil
+end
+
+--- nsl.open_selected(paths, reports) -> trace, or nil, message, exit code:
+-- the trace of paths (nsl.open) holding only the reports that the --report
+-- values name (nsl.selectors; none: every report), renumbered 0.. in trace
+-- order (trace:keep_reports).  Every command that opens the user's traces
+-- opens them so; an unknown report is a usage error (code 2), naming the
+-- reports and the closest one, a failed open code 1.
+function M.open_selected(paths, reports)
+  local trace, err = M.open(paths)
+  if not trace then return nil, err, 1 end
+  local sel = M.selectors(reports)
+  if sel then
+    local ok, kerr = trace:keep_reports(sel)
+    if not ok then
+      trace:close()
+      return nil, string.format("%s: --report: %s", table.concat(paths, ", "), kerr), 2
+    end
+  end
+  return trace
+end
+
 return M

@@ -206,15 +206,22 @@ function M.run(a, opts)
   end
   local args, err = M.parse_args(a, given)
   if not args then return fail(2, err) end
-  if nproc > 1 then return require("nsl.distributed").run(M, a, args, opts) end
+  if opts.report and opts.embed then
+    return fail(2, "--embed stores results for the whole bundle: leave out --report")
+  end
+  if nproc > 1 then
+    if opts.report then return fail(2, "--report is not taken under an MPI launcher: run without it, or alone") end
+    return require("nsl.distributed").run(M, a, args, opts)
+  end
   local trace
   if opts.traces and #opts.traces > 0 then
     -- --embed: the results go into the bundle whose reports were read, checked from here to the rename
     -- (bundle.store): the same reports before and after the trace read them
     local bundle = opts.embed and #opts.traces == 1 and nsl.is_zip(opts.traces[1]) and require("nsl.bundle")
     local sig0 = bundle and bundle.signature(opts.traces[1])
-    trace, err = nsl.open(opts.traces)
-    if not trace then return fail(1, err) end
+    local code
+    trace, err, code = nsl.open_selected(opts.traces, opts.report)
+    if not trace then return fail(code, err) end
     if bundle then
       if not sig0 or bundle.signature(opts.traces[1]) ~= sig0 then
         return fail(1, string.format("--embed: '%s' changed while it was read; run again", opts.traces[1]))

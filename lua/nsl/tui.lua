@@ -1088,6 +1088,11 @@ function App:load_all()
     self.step, self.step_label = 1, fmt("opening %s", self.opts.what or "the trace")
     local trace, err = model.await(self.open, self)
     self.open = nil
+    local sel = trace and nsl.selectors(self.opts.reports)   -- --report: as nsl.open_selected keeps them
+    if sel then
+      local kept, kerr = trace:keep_reports(sel)
+      if not kept then trace, err, self.open_code = nil, table.concat(self.opts.paths, ", ") .. ": --report: " .. kerr, 2 end
+    end
     if not trace then
       self.open_error = err or "cannot open the trace"
       return
@@ -1307,7 +1312,7 @@ function M.run(trace, opts)
   nsl.curses.done()
   for _, w in ipairs(app.warnings) do io.stderr:write("nsl: warning: ", w, "\n") end
   if app.log_file then app.log_file:close() end
-  if app.open_error then return nil, app.open_error, "open" end
+  if app.open_error then return nil, app.open_error, "open", app.open_code end
   if app.fail then return nil, app.fail end
   if not ok then return nil, nsl.is_error(err) and err.message or tostring(err) end
   return true

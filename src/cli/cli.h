@@ -34,7 +34,7 @@ typedef struct nsl_cli_option {
 struct nsl_cli_args;
 typedef int (*nsl_cli_main)(lua_State *L, const struct nsl_cli_args *a);
 
-#define NSL_CLI_MAX_GROUPS 4
+#define NSL_CLI_MAX_GROUPS 5
 
 typedef struct nsl_cli_command {
   const char *name;          /* "bundle" */

@@ -34,6 +34,14 @@ static const nsl_cli_option trace_options[] = {
      "the nsys that exports .nsys-rep inputs (default: NSYS, PATH, then the install folders)"},
     {NULL}};
 
+/* The selection of every command that analyses or shows traces: the
+ * trace keeps only the reports named (nsl.open_selected). */
+static const nsl_cli_option select_options[] = {
+    {"--report", NULL, NSL_CLI_LIST, "NAME|N", NULL, 0,
+     "only this report of a bundle or of several traces: its name (as nsl info lists them) or 0-based index; "
+     "repeat or comma-separate for several"},
+    {NULL}};
+
 /* What every command that reads or writes traces takes. */
 static const nsl_cli_option common_options[] = {
     {"--no-cache", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "neither read nor write nsl's columnar cache (also NSL_NO_CACHE=1)"},
@@ -112,7 +120,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .missing = "which analysis?",
      .first = "script",
      .first_help = 1,
-     .options = {analysis_options, run_options, trace_options, common_options},
+     .options = {analysis_options, run_options, select_options, trace_options, common_options},
      .summary = "run a shipped analysis (by name) or your own script",
      .description = "Runs a shipped analysis (by name: nsl list) or your own Lua script on the traces.",
      .epilog = "nsl run NAME --help prints the analysis's description and arguments.",
@@ -125,14 +133,14 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "TRACE...",
      .min_args = 1,
      .missing = "no trace given",
-     .options = {analysis_options, trace_options, common_options},
+     .options = {analysis_options, select_options, trace_options, common_options},
      .summary = "versions, time span, devices, processes, row counts",
      .description = "Versions, time span, devices, processes and the row count of every table (the same as nsl run "
                     "info).",
      .module = "nsl.runner"},
     {.name = "repl",
      .args = "[TRACE...]",
-     .options = {trace_options, common_options},
+     .options = {select_options, trace_options, common_options},
      .summary = "interactive Lua with `trace` loaded (also nsl TRACE... on a terminal)",
      .description = "Interactive Lua 5.4 with the nsl library; `trace` is the loaded trace.  Line editing, history "
                     "(~/.nsl_history, or $NSL_HISTORY) and Tab completion of globals, tables, columns and methods; "
@@ -142,7 +150,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "TRACE...",
      .min_args = 1,
      .missing = "no trace given",
-     .options = {tui_options, trace_options, common_options},
+     .options = {tui_options, select_options, trace_options, common_options},
      .summary = "terminal timeline, event details, NVTX tree and findings",
      .description =
          "A terminal timeline of the traces (SQLite exports, bundles; several are stacked on their aligned "
@@ -158,7 +166,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "TRACE...",
      .min_args = 1,
      .missing = "no trace given",
-     .options = {view_options, trace_options, common_options},
+     .options = {view_options, select_options, trace_options, common_options},
      .summary = "an interactive timeline in one self-contained HTML file",
      .description =
          "Writes an interactive timeline of the traces as one self-contained HTML file (no network access): a "
@@ -244,7 +252,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .args = "NOTEBOOK.md|NAME [TRACE...]",
      .min_args = 1,
      .missing = "no notebook given",
-     .options = {notebook_options, trace_options, common_options},
+     .options = {notebook_options, select_options, trace_options, common_options},
      .summary = "run a literate analysis (Markdown with Lua cells) into a report",
      .description = "Runs the notebook's Lua cells in order on the traces and writes the rendered report: one "
                     "self-contained HTML file, or a Jupyter notebook (.ipynb) with the outputs filled in.  NAME is "

@@ -201,7 +201,7 @@ int nsl__repl(lua_State *L, const nsl_cli_args *o) {
   lua_setglobal(L, "nsl");
   if (o->ntraces > 0) {
     lua_getglobal(L, "nsl");
-    lua_getfield(L, -1, "open");
+    lua_getfield(L, -1, "open_selected");
     lua_remove(L, -2);
     lua_createtable(L, o->ntraces, 0);
     for (int i = 0; i < o->ntraces; i++) {
@@ -210,12 +210,18 @@ int nsl__repl(lua_State *L, const nsl_cli_args *o) {
     }
     lua_pushvalue(L, -1);
     lua_setglobal(L, "trace_paths");
-    if (nsl__report(L, nsl__docall(L, 1, 2)) != LUA_OK) return 1;
-    if (lua_isnil(L, -2)) {
-      fprintf(stderr, "nsl: %s\n", lua_tostring(L, -1));
-      return 1;
+    lua_newtable(L);   /* the --report values */
+    for (int k = 0, n = 0; k < o->ngiven; k++)
+      if (strcmp(o->given[k].opt->name, "--report") == 0) {
+        lua_pushstring(L, o->given[k].value);
+        lua_seti(L, -2, ++n);
+      }
+    if (nsl__report(L, nsl__docall(L, 2, 3)) != LUA_OK) return 1;
+    if (lua_isnil(L, -3)) {
+      fprintf(stderr, "nsl: %s\n", lua_tostring(L, -2));
+      return (int)luaL_optinteger(L, -1, 1);
     }
-    lua_pop(L, 1);
+    lua_pop(L, 2);
     lua_setglobal(L, "trace");
   }
   const char *hist = history_path();

@@ -179,6 +179,35 @@ nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *
   return NSL_OK;
 }
 
+nsl_status nsl_trace_keep_reports(nsl_trace *tr, const int *keep, int n, nsl_error *err) {
+  if (tr->tables) return nsl_error_set(err, NSL_ERR_ARG, "cannot select reports after tables were loaded");
+  if (n <= 0) return nsl_error_set(err, NSL_ERR_ARG, "no report selected");
+  char *kept = calloc((size_t)tr->nreports + 1, 1);
+  if (!kept) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < n; k++) {
+    if (keep[k] < 0 || keep[k] >= tr->nreports) {
+      free(kept);
+      return nsl_error_set(err, NSL_ERR_ARG, "no report %d: the trace has %d", keep[k], tr->nreports);
+    }
+    kept[keep[k]] = 1;
+  }
+  int m = 0;
+  for (int i = 0; i < tr->nreports; i++) {
+    report_src *r = &tr->reports[i];
+    if (kept[i]) {
+      tr->reports[m++] = *r;   /* renumbered in trace order, as if only the kept reports were opened */
+      continue;
+    }
+    if (r->ops->close) r->ops->close(r->src);
+    free((char *)r->info.path);
+    free((char *)r->info.name);
+    free((char *)r->info.host);
+  }
+  tr->nreports = m;
+  free(kept);
+  return NSL_OK;
+}
+
 int nsl_trace_nreports(const nsl_trace *tr) { return tr->nreports; }
 const nsl_report_info *nsl_trace_report(const nsl_trace *tr, int i) {
   return i >= 0 && i < tr->nreports ? &tr->reports[i].info : NULL;

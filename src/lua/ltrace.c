@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/nsl_internal.h"
 #include "lua/lnsl.h"
 
 typedef struct ltrace {
@@ -219,9 +220,70 @@ static int tr_metadata(lua_State *L) {
   return 1;
 }
 
+/* The report a selector names: a report's name (as `nsl info` lists it),
+ * else a 0-based index written in decimal; -1 when none. */
+static int report_named(const nsl_trace *tr, const char *sel) {
+  int n = nsl_trace_nreports(tr);
+  for (int i = 0; i < n; i++)
+    if (strcmp(nsl_trace_report(tr, i)->name, sel) == 0) return i;
+  char *end = NULL;
+  long v = *sel >= '0' && *sel <= '9' ? strtol(sel, &end, 10) : -1;
+  return end && *end == '\0' && v >= 0 && v < n ? (int)v : -1;
+}
+
+/* trace:keep_reports{sel, ...} -> true, or nil and the message: keeps only
+ * the reports named (names or 0-based indices; nsl_trace_keep_reports,
+ * before any table is loaded), renumbered 0.. in trace order.  An unknown
+ * name's message lists the reports and the closest name. */
+static int tr_keep_reports(lua_State *L) {
+  nsl_trace *tr = checktrace(L, 1);
+  const char *sels[1024];
+  int n = nsl__check_strings(L, 2, sels, 1024, "reports");
+  int nr = nsl_trace_nreports(tr);
+  int *keep = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *keep, 0);
+  for (int k = 0; k < n; k++) {
+    if ((keep[k] = report_named(tr, sels[k])) >= 0) continue;
+    const char **names = lua_newuserdatauv(L, (size_t)(nr > 0 ? nr : 1) * sizeof *names, 0);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    lua_pushfstring(L, "no report '%s': the reports are ", sels[k]);
+    luaL_addvalue(&b);
+    for (int i = 0; i < nr; i++) {
+      names[i] = nsl_trace_report(tr, i)->name;
+      if (i < 20) {
+        if (i) luaL_addstring(&b, ", ");
+        luaL_addstring(&b, names[i]);
+      }
+    }
+    if (nr > 20) {
+      lua_pushfstring(L, " and %d more", nr - 20);
+      luaL_addvalue(&b);
+    }
+    lua_pushfstring(L, " (by name, or 0 to %d)", nr - 1);
+    luaL_addvalue(&b);
+    const char *near = nsl_closest(sels[k], names, nr);
+    if (near) {
+      lua_pushfstring(L, "; did you mean '%s'?", near);
+      luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    lua_pushnil(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  nsl_error err = {0};
+  if (nsl_trace_keep_reports(tr, keep, n, &err) != NSL_OK) {
+    lua_pushnil(L);
+    lua_pushstring(L, err.msg);
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static const luaL_Reg tr_methods[] = {{"table", tr_table}, {"tables", tr_tables}, {"nreports", tr_nreports},
                                       {"inputs", tr_inputs}, {"sql", tr_sql},     {"metadata", tr_metadata},
-                                      {"close", tr_gc},
+                                      {"close", tr_gc}, {"keep_reports", tr_keep_reports},
                                       {NULL, NULL}};
 
 static const luaL_Reg tr_meta[] = {{"__gc", tr_gc}, {"__close", tr_gc}, {"__index", tr_index}, {NULL, NULL}};

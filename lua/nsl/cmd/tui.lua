@@ -34,10 +34,11 @@ function M.main(opts)
   local first = opts.traces[1]:match("([^/]+)/*$") or opts.traces[1]
   tuiopts.paths = opts.traces
   tuiopts.what = #opts.traces > 1 and string.format("%s and %d more", first, #opts.traces - 1) or first
-  local ok, terr, failed = require("nsl.tui").run(nil, tuiopts)
+  tuiopts.reports = opts.report
+  local ok, terr, failed, code = require("nsl.tui").run(nil, tuiopts)
   if not ok then
     io.stderr:write(failed == "open" and "nsl: " or "nsl: tui: ", terr, "\n")
-    return 1
+    return code or 1
   end
   return 0
 end

@@ -37,8 +37,8 @@ function M.main(opts)
   if not vopts then return fail(2, aerr) end
   local refused = nsl.input_refused("view", opts.output, opts.traces)
   if refused then return fail(1, refused) end
-  local trace, err = nsl.open(opts.traces)
-  if not trace then return fail(1, err) end
+  local trace, err, code = nsl.open_selected(opts.traces, opts.report)
+  if not trace then return fail(code, err) end
   local ok, res = pcall(function()
     local from, to = window.resolve(trace, {from = opts.from, to = opts.to},
                                     {"kernels", "memcpy", "memset", "nvtx", "gpu_ranges"})
