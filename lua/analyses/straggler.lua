@@ -185,12 +185,25 @@ local function label_col(ranks, labels)
   return ranks:map(function(r) return labels[r + 1] end)
 end
 
---- The file that holds report rep (a bundle's reports are bundle.zip:member),
--- quoted for a shell when it needs to be.
-local function file_of(trace, rep)
-  local path = trace.reports.path[rep + 1]
-  path = path:match("^(.-%.zip):") or path
-  return path:find("^[%w%._/%-]+$") and path or ("'" .. path:gsub("'", "'\\''") .. "'")
+--- The command-line words that open report rep alone (its export, or its
+-- bundle with --report NAME: nsl.report_args).
+local function file_of(trace, rep) return nsl.report_args(trace, rep) end
+
+--- `nsl run diff` of report a (before) against report b (after): the two
+-- exports, or their one archive with --arg before=/after= naming the
+-- reports (diff's numbers are 1-based); nil when they are neither.
+local function diff_command(trace, a, b)
+  local x, y = nsl.report_input(trace, a), nsl.report_input(trace, b)
+  if not x.name and not y.name then
+    return string.format("nsl run diff %s %s", nsl.shell_word(x.file), nsl.shell_word(y.file))
+  end
+  if not (x.name and y.name and x.file == y.file) then return nil end
+  local function spec(at)
+    local k = at.name:match("^%d+$") and math.tointeger(tonumber(at.name))
+    return k and tostring(k + 1) or at.name
+  end
+  return string.format("nsl run diff %s --arg before=%s --arg after=%s", nsl.shell_word(x.file),
+                       nsl.shell_word(spec(x)), nsl.shell_word(spec(y)))
 end
 
 --- The next command for straggler r (1-based) with cause id: the analysis
@@ -211,10 +224,11 @@ local function next_command(trace, src, rows, r, id)
     for q = 1, #src.labels do
       local f = src.files[q]
       if not rows.straggler[q] and f ~= mine and (not bd or math.abs(rows.delay[q]) < bd) then
-        best, bd = f, math.abs(rows.delay[q])
+        best, bd = q, math.abs(rows.delay[q])
       end
     end
-    if best then return string.format("nsl run diff %s %s", best, mine) end
+    local cmd = best and diff_command(trace, src.where[best].report, src.where[r].report)
+    if cmd then return cmd end
     return string.format("nsl run summary %s", mine)
   elseif id == "straggler.collective" then
     return string.format("nsl run nccl %s --arg per_report=true", mine)

@@ -281,33 +281,33 @@ function Ctx:rank(r, device)
   return name
 end
 
--- A path as one shell word.
-local shell_word = nsl.shell_word
-
 -- A process id for a finding's text: "?" where the trace does not say (a
 -- NULL pid: a CSV file without one, an export with the column missing).
 local function pid_text(pid) return pid and string.format("%d", pid) or "?" end
 M.pid_text = pid_text
 
---- The input that holds report r as a shell word, for the next command: a
--- bundle's report (bundle.zip:reports/x.sqlite) is named by its bundle,
--- which every command opens.
+--- Report r alone as shell words, for the next command: its export, or
+-- its bundle with --report NAME (nsl.report_args).
 function Ctx:path(r)
-  local p = self.paths[r + 1] or "TRACE"
-  return shell_word(p:match("^(.-%.zip):") or p)
+  return nsl.report_args(self.trace, r)
 end
 
---- Every input path as shell words, for a next command over the whole trace.
+--- The trace's inputs (and --report) as shell words, for a next command
+-- over the whole trace (nsl.trace_args).
 function Ctx:all_paths()
-  local list = {}
-  for i, p in ipairs(self.paths) do list[i] = shell_word(p) end
-  return table.concat(list, " ")
+  return nsl.trace_args(self.trace)
 end
 
---- A time on the trace's clock as an --arg from/to value (from the trace's first event).
-function Ctx:at(t)
-  if not self.cache.lo then self.cache.lo = require("nsl.window").span(self.trace) or 0 end
-  return string.format("%.6fs", (t - self.cache.lo) / 1e9)
+--- A time on the trace's clock as an --arg from/to value (from the trace's
+-- first event; with r, from report r's, as a command on Ctx:path(r) counts).
+function Ctx:at(t, r)
+  local key = r and ("lo" .. r) or "lo"
+  if not self.cache[key] then
+    local window = require("nsl.window")
+    if r then self.cache[key] = window.report_start(self.trace, r) or 0
+    else self.cache[key] = window.span(self.trace) or 0 end
+  end
+  return string.format("%.6fs", (t - self.cache[key]) / 1e9)
 end
 
 --- Keeps an evidence table (printed after the findings); returns its name.

@@ -146,6 +146,8 @@ end
 -- order (trace:keep_reports).  Every command that opens the user's traces
 -- opens them so; an unknown report is a usage error (code 2), naming the
 -- reports and the closest one, a failed open code 1.
+local selected = setmetatable({}, {__mode = "k"})   -- trace -> the --report selectors it was opened with
+
 function M.open_selected(paths, reports)
   local trace, err = M.open(paths)
   if not trace then return nil, err, 1 end
@@ -156,8 +158,48 @@ function M.open_selected(paths, reports)
       trace:close()
       return nil, string.format("%s: --report: %s", table.concat(paths, ", "), kerr), 2
     end
+    selected[trace] = sel
   end
   return trace
+end
+
+--- nsl.trace_args(trace) -> the inputs of trace as shell words, with the
+-- --report it was opened with: a printed command that runs on the same
+-- trace the user analysed.
+function M.trace_args(trace)
+  local words = {}
+  for i, p in ipairs(trace:inputs()) do words[i] = M.shell_word(p) end
+  if selected[trace] then
+    words[#words + 1] = "--report " .. M.shell_word(table.concat(selected[trace], ","))
+  end
+  return table.concat(words, " ")
+end
+
+--- nsl.report_input(trace, r) -> {file, name}: the input that holds report r
+-- (0-based) and, for a report inside an archive (bundle.zip:member), the
+-- name that --report selects it by (its 0-based index among the archive's
+-- reports when its name was made unique in this trace); name is nil for
+-- an export on its own.
+function M.report_input(trace, r)
+  local path = trace.reports.path[r + 1] or "TRACE"
+  local file = path:match("^(.-%.zip):")
+  if not file then return {file = path} end
+  local name = trace.reports.name[r + 1]
+  if name:find("#", 1, true) then
+    local k = 0
+    for i = 1, r do if (trace.reports.path[i] or ""):sub(1, #file + 1) == file .. ":" then k = k + 1 end end
+    name = tostring(k)
+  end
+  return {file = file, name = name}
+end
+
+--- nsl.report_args(trace, r) -> shell words that open report r (0-based)
+-- alone: its export, or its archive with --report NAME.  Every command an
+-- analysis prints for one rank names it so.
+function M.report_args(trace, r)
+  local at = M.report_input(trace, r)
+  if not at.name then return M.shell_word(at.file) end
+  return M.shell_word(at.file) .. " --report " .. M.shell_word(at.name)
 end
 
 return M

@@ -40,6 +40,24 @@ function M.span(trace, tables)
   return lo, hi
 end
 
+--- window.report_start(trace, r) -> the earliest start of report r (0-based)
+-- over the event tables: where a window counts from when report r is
+-- opened alone (nsl --report); nil when it has no events.
+function M.report_start(trace, r)
+  local lo
+  for _, name in ipairs(M.event_tables) do
+    local t = trace[name]
+    if #t > 0 then
+      t:load{"report", "start"}
+      local g = t:group_by("report"):agg{"a=min(start)"}
+      for i = 1, #g do   -- one Lua step per report
+        if g.report[i] == r and g.a[i] and (not lo or g.a[i] < lo) then lo = g.a[i] end
+      end
+    end
+  end
+  return lo
+end
+
 --- window.disjoint(trace [, tables]) -> a sentence when the trace's reports
 -- do not all overlap in time (each report's first start to last stop over
 -- the tables, default kernels, memcpy, memset and nvtx, on the trace's

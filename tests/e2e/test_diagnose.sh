@@ -68,18 +68,35 @@ cp "$D/cuda_2021.2.sqlite" "$TMP/run 1's.sqlite"
 (cd "$TMP" && cp "$D/pytorch_nccl_2gpu_2026.2.sqlite" rank0.sqlite && cp "$D/pytorch_nccl_2gpu_2026.2.sqlite" rank1.sqlite &&
   "$NSL" bundle rank0.sqlite --rank 0 -o r0.zip > /dev/null && "$NSL" bundle rank1.sqlite --rank 1 -o r1.zip > /dev/null &&
   "$NSL" combine r0.zip r1.zip -o combined.zip > /dev/null) || bad "combined bundle: making it"
-for f in "$D"/*.sqlite "$TMP/run 1's.sqlite" "$NSL_SOURCE_DIR/samples/nccl_4rank_straggler.zip" "$TMP/combined.zip"; do
-  "$NSL" run diagnose "$f" --format json |
+# (and straggler's on the multi-rank inputs: the bundles, two exports, one rank of a bundle by --report;
+# a command for one report of a bundle names it with --report, never bundle.zip:member)
+SAMPLE=$NSL_SOURCE_DIR/samples/nccl_4rank_straggler.zip
+while IFS='|' read -r an f sel; do
+  set -- ${sel:+--report "$sel"}
+  [ "$f" = pair ] && f="$TMP/rank0.sqlite $TMP/rank1.sqlite"
+  # shellcheck disable=SC2086  # pair: two paths without spaces
+  "$NSL" run "$an" $f "$@" --format json < /dev/null |
     python3 -c 'import json, sys; [print(x["next"]) for x in json.load(sys.stdin)["findings"] if "next" in x]' |
     sort -u > "$TMP/next.txt"
   [ -s "$TMP/next.txt" ] || [ "$f" != "$NCCL" ] || bad "next commands of $(basename "$f")"
+  [ -s "$TMP/next.txt" ] || [ "$f" != "$SAMPLE" ] || bad "$an: next commands of the sample bundle"
+  ! grep -q '\.zip:' "$TMP/next.txt" || bad "$an: a next command names a bundle member: $(grep '\.zip:' "$TMP/next.txt" | head -1)"
+  if [ "$f" = "$SAMPLE" ]; then
+    grep -q -- '--report rank[0-3]' "$TMP/next.txt" && ok "$an: next commands name one rank by --report" ||
+      bad "$an: no next command names a rank: $(head -1 "$TMP/next.txt")"
+  fi
+  if [ -n "$sel" ]; then   # the whole-trace commands keep the selection
+    ! grep -v -- '--report' "$TMP/next.txt" | grep -q . && ok "$an --report $sel: every next command keeps it" ||
+      bad "$an --report $sel: $(grep -v -- '--report' "$TMP/next.txt" | head -1)"
+  fi
   while read -r cmd; do
     case "$cmd" in "nsl run "*) ;; *) bad "next: not an nsl command: $cmd"; continue ;; esac
     eval "set -- ${cmd#nsl }"
     (cd "$TMP" && "$NSL" "$@" > /dev/null 2>&1); rc=$?
     [ "$rc" = 0 ] || [ "$rc" = 3 ] && ok "next runs: $1 $2 ..." || bad "next fails ($rc): $cmd"
   done < "$TMP/next.txt"
-done
+done < <(for f in "$D"/*.sqlite "$TMP/run 1's.sqlite" "$SAMPLE" "$TMP/combined.zip"; do echo "diagnose|$f|"; done
+         printf '%s\n' "straggler|$SAMPLE|" "straggler|$TMP/combined.zip|" "straggler|pair|" "diagnose|$SAMPLE|rank1,rank2")
 
 # --fail-on: 3 when a finding is at least that severe, else 0
 "$NSL" run diagnose "$D/cuda_2021.2.sqlite" --fail-on error > /dev/null; check_eq "--fail-on error, error findings" "$?" 3

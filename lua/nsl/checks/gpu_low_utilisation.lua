@@ -64,8 +64,8 @@ return {
                 ctx:rank(r, dev), pid_text(span.pid[k]), a.n[i], n, util, a.worst[i]),
               where = {rank = ctx:rank(r, dev), report = r, pid = span.pid[k], device = dev, from = mine.start[1],
                        to = mine.stop[1]},
-              next = string.format("nsl run timeline %s --arg from=%s --arg to=%s", ctx:path(r), ctx:at(mine.start[1]),
-                                   ctx:at(mine.stop[1]))}
+              next = string.format("nsl run timeline %s --arg from=%s --arg to=%s", ctx:path(r), ctx:at(mine.start[1], r),
+                                   ctx:at(mine.stop[1], r))}
     end
   end,
 }
