@@ -503,8 +503,8 @@ return {
     local tables, out = T.run_analysis("straggler", {T.source_dir .. "/samples/nccl_4rank_straggler.zip"})
     named(out, "straggler.host_idle", {"rank2:gpu0"})
     within(tables.causes["late by med (ns)"][cause_row(tables, "rank2:gpu0")], 500000, 0.05, "its delay")
-    T.ok(out.findings[1].next:find("^nsl run gaps [^ ]*samples/nccl_4rank_straggler%.zip %-%-arg"),
-         "the next command opens the bundle: " .. out.findings[1].next)
+    T.ok(out.findings[1].next:find("^nsl run gaps [^ ]*samples/nccl_4rank_straggler%.zip %-%-report rank2 %-%-arg"),
+         "the next command opens the late rank of the bundle: " .. out.findings[1].next)
   end},
 
   {"one rank: a sentence, no verdict", function()
