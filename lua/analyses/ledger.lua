@@ -41,12 +41,12 @@ return {
   },
   example = "nsl run ledger rank0.sqlite rank1.sqlite",
   run = function(trace, args, out)
-    local it = iterations.find(trace, args.iteration)
-    if not it and args.iteration ~= "" then
-      local _, err = iterations.find(trace, args.iteration)
+    -- the one step detection of a trace (nsl.iterations.steps), as iterations, diagnose and straggler use
+    local st, err = iterations.steps(trace, {spec = args.iteration})
+    if not st and args.iteration ~= "" then
       nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err))
     end
-    local l = ledger.build(trace, {steps = it})
+    local l = ledger.build(trace, {steps = st and st.it})
     if l.empty then
       return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations")
     end

@@ -31,15 +31,19 @@
 -- consecutive collectives are read as iterations by nsl.iterations.warmup
 -- (the first, then each next one slower than 1.2x the median of those after
 -- it); `--arg warmup=N` leaves out the first N instead, `warmup=0` keeps all.
--- The step: the median time between consecutive steady collectives.
+-- The step the costs are per: the training step when the trace has steps
+-- (nsl.iterations.steps, the step detection every analysis of a trace uses:
+-- the median steady step; values step_source = iterations), else the median
+-- time between consecutive steady collectives (step_source = collectives),
+-- as the text says.
 -- Verdict.  A rank is late at a collective when it arrives at least
 -- `--arg min_delay` (20 µs) after the median of the others.  It is a
 -- straggler when it is late at at least `--arg late_share` (half) of the
 -- collectives anyone was late at (twice at least), and the time the others
 -- lose waiting for it -- its lateness summed over those collectives, over
 -- the steady run's span -- is at least `--arg min_share` (2 %) of the run,
--- whatever its GPU compute: the cost is reported per step (that share of
--- the step).  Several ranks can be stragglers (each is named).  Why, per
+-- whatever its GPU compute: the cost is reported over the run and per step
+-- (that share of the step).  Several ranks can be stragglers (each is named).  Why, per
 -- straggler, from the windows before the collectives it was late at (from
 -- the end of its previous collective to its arrival), as the median excess
 -- over the other ranks' median (nsl.straggler.windows) of:
@@ -314,7 +318,7 @@ local dur = report.duration
 -- of res.coll (coll), res.late (late) and of its rows late by the threshold
 -- (late_thr).  Returns the finding's id.
 local function straggler_finding(trace, src, res, rows, r, out, by, acts, below)
-  local labels, step = src.labels, res.step_ns
+  local labels, step = src.labels, rows.step
   local c = rows.cause[r]
   local late_insts = by.late_thr(r - 1)
   late_insts = late_insts:select{"instance"}:with("mine", nsl.rep(1, #late_insts))
@@ -355,20 +359,22 @@ local function straggler_finding(trace, src, res, rows, r, out, by, acts, below)
     mine = mine:sort("late", "index")
     local i = (#mine + 1) // 2
     local prev = coll:filter(coll.start:lt(mine.start[i]))
-    local from = #prev > 0 and prev.stop:max() or mine.start[i] - (step or 0)
+    local from = #prev > 0 and prev.stop:max() or mine.start[i] - (res.step_ns or 0)
     where.from, where.to = math.min(from, mine.start[i]), mine.stop[i]
     typical = string.format("; e.g. collective %d, %s late", mine.index[i], dur(mine.late[i]))
   end
   local cost = math.floor(rows.cost[r] + 0.5)
   local head = below and "%s is late at nearly every collective, below the straggler threshold (min_share " ..
                          pct(below):gsub("%%", "%%%%") .. "): late by %s (median) at %d of the %d collectives anyone was late at (of " ..
-                         "%d steady%s); why: %s"
+                         "%d steady%s); %s; why: %s"
                or "%s is a straggler: late by %s (median) at %d of the %d collectives anyone was late at (of " ..
-                  "%d steady%s); why: %s"
+                  "%d steady%s); %s; why: %s"
+  -- what the others lose over the run (per step: the finding's cost, against rows.step)
+  local lost = string.format("the others lose %s over the run (%s of it)", dur(rows.lost_ns[r]), pct(rows.lost[r]))
   findings.add(out, {severity = below and "info" or "warning", id = id, cost_ns = cost, step_ns = step,
                      share = math.min(rows.lost[r], 1.0), where = where, next = next_command(trace, src, rows, r, id),
                      evidence = "causes"},
-    head, labels[r], dur(rows.late_delay[r]), rows.late_n[r], rows.skewed, res.ninst, typical, why)
+    head, labels[r], dur(rows.late_delay[r]), rows.late_n[r], rows.skewed, res.ninst, typical, lost, why)
   return id
 end
 
@@ -405,14 +411,22 @@ return {
       return
     end
     local res = core.analyse(src.coll, src.work, nranks, src.compute, {clock = src.clock, warmup = args.warmup})
-    local rows = core.ranks(res, {min_delay = min_delay, min_share = args.min_share, late_share = args.late_share})
+    -- the step the costs are per: the training step when the trace has steps (nsl.iterations.steps, the one
+    -- step detection of a trace: the median steady step), else the interval between steady collectives
+    local st = iterations.steps(trace)
+    local train = st and st.step_ns or nil
+    src.step_what = train and "training step" or "interval between collectives"
+    local rows = core.ranks(res, {min_delay = min_delay, min_share = args.min_share, late_share = args.late_share,
+                                  step_ns = train})
     local all = src.coll:group_by("rank"):agg{"n=count"}
     local ncoll = {}
     for r = 1, nranks do ncoll[r] = 0 end
     for i = 1, #all do ncoll[all.rank[i] + 1] = all.n[i] end
-    local step, thr = res.step_ns, rows.threshold
+    local step, thr = rows.step, rows.threshold
     out:value("warmup_collectives", res.warmup)
     out:value("step_ns", step)
+    out:value("step_source", train and "iterations" or "collectives")
+    out:value("collective_interval_ns", res.step_ns)
 
     -- the verdict: findings first, then a sentence
     local ref = labels[res.ref + 1]
@@ -453,9 +467,9 @@ return {
       out:text(string.format("No straggler verdict: the %d ranks share no collective.", nranks))
     elseif #names > 0 then
       out:text(string.format("%d straggler%s: %s. A straggler is late by at least %s behind the others' median " ..
-        "at %s of the collectives anyone was late at, losing at least %s of the %s step%s.", #names,
+        "at %s of the collectives anyone was late at, losing at least %s of the %s %s%s.", #names,
         #names > 1 and "s" or "", table.concat(names, ", "), dur(thr), pct(args.late_share), pct(args.min_share),
-        dur(step), warm))
+        dur(step), src.step_what, warm))
     elseif rows.skewed > 0 and rows.skew_lost >= args.min_share then
       local lastc = res.instances:filter(res.instances.skew:ge(thr)):group_by("who"):agg{"n=count"}:sort("-n", "who")
       local cost = math.floor(rows.skew_cost + 0.5)
@@ -468,10 +482,16 @@ return {
         "collectives where the last rank changes%s.", dur(cost), pct(rows.skew_lost), warm))
     else
       out:text(string.format("No straggler: no rank is late by at least %s at %s of the collectives anyone was " ..
-        "late at while losing %s of the %s step; median arrival skew %s%s.", dur(thr), pct(args.late_share),
-        pct(args.min_share), dur(step), dur(rows.skew), warm))
+        "late at while losing %s of the %s %s; median arrival skew %s%s.", dur(thr), pct(args.late_share),
+        pct(args.min_share), dur(step), src.step_what, dur(rows.skew), warm))
     end
 
+    if nranks > 1 and step then
+      out:text(train and string.format("The step: %s, the median steady training step (%s); collectives come " ..
+                                       "every %s (median).", dur(train), st.how, dur(res.step_ns))
+               or string.format("The step: %s, the median interval between steady collectives (no training steps " ..
+                                "detected).", dur(step)))
+    end
     if nranks > 1 then
       out:text(string.format("%d ranks (by %s), %d steady collective instances of %s matched on two ranks or more; " ..
         "clocks aligned on %s.", nranks, src.by, res.ninst, src.what, ref))
@@ -494,7 +514,8 @@ return {
     end
     if nranks > 1 then
       local cc = {{"rank", labels}, {"late at", rows.late_n}, {"late (% of skewed)", nsl.column(rows.late_share) * 100},
-                  {"late by med (ns)", rows.late_delay}, {"cost per step (ns)", rows.cost},
+                  {"late by med (ns)", rows.late_delay}, {"lost over the run (ns)", rows.lost_ns},
+                  {"cost per step (ns)", rows.cost},
                   {"of the step (%)", nsl.column(rows.lost) * 100}}
       for _, key in ipairs{"collective", "compute", "idle", "host", "queue"} do
         local v = {}

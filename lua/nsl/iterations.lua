@@ -353,7 +353,7 @@ function M.find(trace, spec)
 end
 
 --- The steps of a trace: the one detection every analysis of a trace uses
--- (iterations, diagnose, its ledger), so that they all work with one step.
+-- (iterations, diagnose, ledger, straggler), so that they all work with one step.
 -- opts.spec: a range name or pattern, or on a JAX trace a program name (""
 -- or nil: detect, M.find); opts.warmup: warm-up steps per group (-1 or nil:
 -- automatic -- on a JAX trace nsys-jax's rule, it.steps.warm; else

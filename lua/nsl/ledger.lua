@@ -194,7 +194,7 @@ local function host_causes(trace, pd, source)
   return parts
 end
 
---- The ledger of trace.  opts.steps: nsl.iterations.find's result (or nil:
+--- The ledger of trace.  opts.steps: nsl.iterations.steps(...).it (or nil:
 -- the whole run only).  Returns a table with one row per GPU and window:
 -- report, device, rank (label), step (0: the whole run; 1.. the steps),
 -- start, stop, wall, then M.lines and idle_unknown (ns, summing to wall),

@@ -256,7 +256,8 @@ end
 --              (x_leave); nil without windows
 --   host       M.windows' host parts of the gaps (nil when unknown)
 --   step_ns    median time between consecutive steady instances (the first
---              arrivals), the step the thresholds and shares refer to
+--              arrivals): the step the costs are per when the trace has no
+--              training steps (M.ranks' opts.step_ns)
 function M.analyse(coll, work, nranks, compute_mask, opts)
   opts = opts or {}
   local res = {nranks = nranks, warmup = 0}
@@ -382,7 +383,8 @@ M.consistent_share = 0.9   -- a rank late at this share of the steady collective
 -- over those), late_share (late_n / the collectives anyone was late at),
 -- lost (its lateness summed over its late collectives, over the span of
 -- the steady collectives: the share of the run the others lost waiting for
--- it), cost (lost x step: per step), caused (waits of the others
+-- it, which is also its share of every step), lost_ns (that lateness summed,
+-- ns: the time lost over the run), cost (lost x step: per step), caused (waits of the others
 -- in the instances it arrived last at), suffered (its own waits), compute
 -- (median step compute), steps (whole steps), ratio (compute / median over
 -- ranks of it), x (x[cause key][rank + 1]: the median excess of each
@@ -395,11 +397,14 @@ M.consistent_share = 0.9   -- a rank late at this share of the steady collective
 -- lost < opts.min_share, while late at at least M.consistent_share of the
 -- steady collectives (named at info level with its cost).  Also rows.skewed (collectives anyone was late
 -- at), rows.skew (median arrival skew), rows.skew_cost and skew_lost (the
--- skew of the skewed collectives summed, per step, and over the step).
+-- skew of the skewed collectives summed, per step, and over the step),
+-- rows.span (first to last steady arrival, ns) and rows.step: the step the
+-- costs are per -- opts.step_ns when given (the training step of
+-- nsl.iterations.steps), else res.step_ns (the interval between collectives).
 function M.ranks(res, opts)
   local n = res.nranks
   local rows = {offset = res.offsets, shared = res.shared, straggler = {}, late_share = {}, late_delay = {},
-                cost = {}, lost = {}, cause = {}, share = {}, ratio = {}, consistent = {}}
+                cost = {}, lost = {}, lost_ns = {}, cause = {}, share = {}, ratio = {}, consistent = {}}
   local function spread(t, col, key, default)
     local v = {}
     for r = 1, n do v[r] = default end
@@ -408,7 +413,8 @@ function M.ranks(res, opts)
     end
     return v
   end
-  local step = res.step_ns
+  local step = opts.step_ns or res.step_ns
+  rows.step = step
   local thr = opts.min_delay
   rows.threshold = thr
   local coll = res.coll
@@ -441,6 +447,7 @@ function M.ranks(res, opts)
   local span = inst and #inst >= 2 and (inst.first:max() - inst.first:min()) or 0
   local function lost_of(total) return span > 0 and total / span or 0.0 end
   local function per_step(total) return (step and span > 0) and total / span * step or 0.0 end
+  rows.span = span
   rows.skew_cost = per_step(skewed and #skewed > 0 and skewed.skew:sum() or 0)
   rows.skew_lost = lost_of(skewed and #skewed > 0 and skewed.skew:sum() or 0)
   -- causes: median excess over the instances the rank was late at
@@ -470,6 +477,7 @@ function M.ranks(res, opts)
     rows.late_share[r] = rows.skewed > 0 and rows.late_n[r] / rows.skewed or 0.0
     rows.cost[r] = per_step(late_sum[r])
     rows.lost[r] = lost_of(late_sum[r])
+    rows.lost_ns[r] = math.floor(late_sum[r] + 0.5)
     rows.straggler[r] = n >= 2 and rows.late_n[r] >= 2 and rows.late_share[r] >= opts.late_share
                         and rows.lost[r] >= opts.min_share
     -- late at (nearly) every steady collective, but costing less than min_share

@@ -383,7 +383,7 @@ return {
     J.cleanup()
   end},
 
-  {"JAX: one step time for iterations, diagnose and jax_summary, nsys-jax's steady executions (golden)", function()
+  {"JAX: one step time for iterations, diagnose, straggler and jax_summary, nsys-jax's steady executions (golden)", function()
     local J = dofile(T.source_dir .. "/tests/lua/jax_testlib.lua")(T)
     local D = T.data("nsys-jax")
     local procs = {}
@@ -401,6 +401,10 @@ return {
     local _, js = T.run_analysis("jax_summary", procs, {"programs=structure"})
     T.ok(math.abs(it.values.step_ns - med) <= 1, "iterations: median steady step " .. it.values.step_ns .. " vs " .. med)
     T.eq(dg.values.step_ns, it.values.step_ns, "diagnose works with the same step")
+    local _, sg = T.run_analysis("straggler", procs)
+    T.eq(sg.values.step_source, "iterations", "straggler: the training step, not the interval between collectives")
+    T.eq(sg.values.step_ns, it.values.step_ns, "straggler works with the same step")
+    T.ok(sg.values.collective_interval_ns < sg.values.step_ns / 10, "collectives come many times a step")
     T.near(it.values.steady_mean_ns, sum / #durs, 1e-9, "iterations: mean steady step")
     local ms = js.values.steady_step_ms
     local n = 0

@@ -388,6 +388,74 @@ return {
     cleanup(dir)
   end},
 
+  {"the step: without training steps, the interval between collectives (said); with planted step ranges, the training step (SQL)", function()
+    local d = 300000
+    local files, dir = copies(4, d, {[2] = "slow"}, "wait", 10000)
+    -- no NVTX range repeats as a step in the copies: the fallback, said
+    T.eq(require("nsl.iterations").steps(assert(require("nsl").open(files))), nil, "no training steps")
+    local tables, out = T.run_analysis("straggler", files)
+    local f = named(out, "straggler.compute", {"r2:gpu0"})[1]
+    T.eq(out.values.step_source, "collectives", "the fallback step")
+    T.eq(out.values.step_ns, out.values.collective_interval_ns, "the step is the interval between collectives")
+    local said = false
+    for _, it in ipairs(out.items) do
+      if it.text and it.text:find("median interval between steady collectives (no training steps detected)", 1, true) then
+        said = true
+      end
+    end
+    T.ok(said, "the text says the step is the interval between collectives")
+    -- the oracle: GPU 0's NCCL kernels in the source, every interval D longer on every planted copy
+    local st = T.sql(T.data(SRC), [[SELECT k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds n
+      ON n.id = k.shortName WHERE n.value LIKE 'nccl%' AND k.deviceId = 0 ORDER BY k.start]])
+    local iv = {}
+    for k = out.values.warmup_collectives + 2, #st do iv[#iv + 1] = tonumber(st[k][1]) - tonumber(st[k - 1][1]) + d end
+    within(out.values.step_ns, T.median(iv), 0.02, "the interval between collectives")
+    within(f.cost_ns, d, 0.25, "per interval the others lose the planted delay (the median interval, not the mean)")
+    -- one 'train_step' range per 4 collectives on each copy's launching thread (SQL): the training step
+    local per = 4
+    for _, path in ipairs(files) do
+      T.sql_exec(path, string.format([[
+        INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid)
+        SELECT a.s - 1000, b.s - 1000, 59, 'train_step', a.tid FROM
+          (SELECT k.start AS s, rt.globalTid AS tid, row_number() OVER (ORDER BY k.start) AS n
+           FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds sn ON sn.id = k.shortName
+           JOIN CUPTI_ACTIVITY_KIND_RUNTIME rt ON rt.correlationId = k.correlationId
+           WHERE sn.value LIKE 'nccl%%' AND k.deviceId = 0) a
+        JOIN (SELECT k.start AS s, row_number() OVER (ORDER BY k.start) AS n
+              FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds sn ON sn.id = k.shortName
+              WHERE sn.value LIKE 'nccl%%' AND k.deviceId = 0) b ON b.n = a.n + %d
+        WHERE a.n %% %d = 1 AND a.n > %d;]], per, per, per))
+    end
+    local durs = {}
+    for _, path in ipairs(files) do
+      for _, r in ipairs(T.sql(path, "SELECT end - start FROM NVTX_EVENTS WHERE text = 'train_step'")) do
+        durs[#durs + 1] = tonumber(r[1])
+      end
+    end
+    T.ok(#durs >= 4 * 5, "planted steps: " .. #durs)
+    local tables2, out2 = T.run_analysis("straggler", files)
+    local f2 = named(out2, "straggler.compute", {"r2:gpu0"})[1]
+    T.eq(out2.values.step_source, "iterations", "the training step")
+    within(out2.values.step_ns, T.median(durs), 0.01, "the step: the planted ranges' median (SQL)")
+    T.eq(out2.values.collective_interval_ns, out.values.collective_interval_ns, "collectives as before")
+    -- the share: the planted delay at each collective it is late at over the steady span (SQL: the first
+    -- arrivals are a waiting rank's collectives), and the cost per step that share of the planted step
+    local i = cause_row(tables2, "r2:gpu0")
+    local w = T.sql(files[1], [[SELECT k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds n
+      ON n.id = k.shortName WHERE n.value LIKE 'nccl%' AND k.deviceId = 0 ORDER BY k.start]])
+    local span = tonumber(w[#w][1]) - tonumber(w[out2.values.warmup_collectives + 1][1])
+    local share = tables2.causes["late at"][i] * d / span
+    within(f2.share, share, 0.05, "share of the training step: the planted delays over the steady span (SQL)")
+    within(f2.cost_ns, share * T.median(durs), 0.05, "cost per training step: that share of the planted step")
+    T.near(f2.share, f2.cost_ns / f2.step_ns, 1e-6, "share = cost / training step")
+    T.ok(f2.cost_ns > 2 * f.cost_ns, "the cost per training step is not the cost per interval")
+    T.eq(tables2.causes["late at"][i], tables.causes["late at"][i], "the verdict rules unchanged")
+    local c = tables2.causes
+    within(c["lost over the run (ns)"][i], c["late at"][i] * d, 0.05, "lost over the run: the planted delay at each")
+    T.ok(f2.message:find("over the run", 1, true), "the finding states the loss over the run: " .. f2.message)
+    cleanup(dir)
+  end},
+
   {"one export, GPU 1's collectives run 300 µs longer (shared clock): named, cause collective, exactly 300 µs later", function()
     local d = 300000
     local f = plant(os.tmpname(), "all", d, "0=lag,1=collective")
