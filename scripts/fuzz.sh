@@ -27,7 +27,7 @@ cmake --build "$dir" -j"${FUZZ_JOBS:-2}" --target "${targets[@]}" > "$dir/build.
   { tail -30 "$dir/build.log"; exit 1; }
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-printf '%-12s %8s %10s %8s %8s %7s %s\n' harness seconds execs cov ft corpus result
+printf '%-16s %8s %10s %8s %8s %7s %s\n' harness seconds execs cov ft corpus result
 # fuzz_one NAME: runs one harness; its exit code is the harness's
 fuzz_one() {
   local n=$1 work="$dir/corpus/$1" art="$dir/artifacts/$1" log="$dir/fuzz_$1.log"
@@ -44,7 +44,7 @@ report() {
   ft=$(echo "$last" | grep -o 'ft: [0-9]*' | grep -o '[0-9]*' || echo "?")
   corp=$(echo "$last" | grep -o 'corp: [0-9]*' | grep -o '[0-9]*' || echo "?")
   [ "$rc" -eq 0 ] || result="FAILED (exit $rc; see $log and $dir/artifacts/$n)"
-  printf '%-12s %8s %10s %8s %8s %7s %s\n' "$n" "$secs" "$execs" "$cov" "$ft" "$corp" "$result"
+  printf '%-16s %8s %10s %8s %8s %7s %s\n' "$n" "$secs" "$execs" "$cov" "$ft" "$corp" "$result"
   [ "$rc" -eq 0 ] || grep -m1 -A12 'ERROR:\|==ERROR\|runtime error\|deadly signal' "$log" || tail -20 "$log"
 }
 par=${FUZZ_PARALLEL:-$(nproc)}
