@@ -37,7 +37,8 @@ wait_for() { # wait_for PATTERN [TENTHS]: until the screen shows it; the deadlin
 # draws=N on the status line counts the redraws: after keys, wait for a new one, then for a still screen
 draws() { screen | grep -o 'draws=[0-9]*' | tail -1 | cut -d= -f2; }
 settle() { # settle BEFORE: until a redraw after BEFORE, then until the screen stays the same for 0.3 s
-  for _ in $(seq 600); do [ "$(draws)" != "$1" ] && break; sleep 0.05; done
+  # (a key that changes nothing draws nothing: this first wait is short, and the still screen decides)
+  for _ in $(seq 200); do [ "$(draws)" != "$1" ] && break; sleep 0.05; done
   local a b
   for _ in $(seq 50); do a=$(screen); sleep 0.3; b=$(screen); [ "$a" = "$b" ] && break; done
 }
