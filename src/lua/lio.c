@@ -99,6 +99,18 @@ static int l_mkdir_p(lua_State *L) {
   return 1;
 }
 
+/* Pushes the text t built, frees it, and returns 1 (raises when building it
+ * ran out of memory): the one ending of the functions that build text. */
+static int push_text(lua_State *L, nsl__text *t) {
+  if (t->oom) {
+    free(t->s);
+    return luaL_error(L, "out of memory");
+  }
+  lua_pushlstring(L, t->s, t->len);
+  free(t->s);
+  return 1;
+}
+
 /* nsl.printable(s [, keep_layout]) -> s with every byte a terminal would
  * obey as a control (C0 such as ESC, DEL, C1, bytes that are not UTF-8)
  * written as a visible \xNN escape; tabs and line feeds kept when
@@ -118,13 +130,7 @@ static int l_printable(lua_State *L) {
   }
   nsl__text t = {0};
   nsl__text_add_printable(&t, s, n, keep);
-  if (t.oom) {
-    free(t.s);
-    return luaL_error(L, "out of memory");
-  }
-  lua_pushlstring(L, t.s, t.len);
-  free(t.s);
-  return 1;
+  return push_text(L, &t);
 }
 
 /* nsl.shell_word(s) -> s as one POSIX shell word (quoted when it must
@@ -132,13 +138,7 @@ static int l_printable(lua_State *L) {
 static int l_shell_word(lua_State *L) {
   nsl__text t = {0};
   nsl__text_add_shell_word(&t, luaL_checkstring(L, 1));
-  if (t.oom) {
-    free(t.s);
-    return luaL_error(L, "out of memory");
-  }
-  lua_pushlstring(L, t.s, t.len);
-  free(t.s);
-  return 1;
+  return push_text(L, &t);
 }
 
 /* nsl.base64(data) -> the standard base64 encoding (RFC 4648, padded), for
