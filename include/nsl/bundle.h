@@ -15,7 +15,8 @@
  *      decompresses one member into memory (release with free()); its size
  *      and sha256 are checked against the manifest on the way.
  *      nsl_bundle_stream_member hands it over in chunks instead.
- *   5. nsl_bundle_close(b).
+ *   5. nsl_bundle_close(b) (reports added to a trace from b keep it open
+ *      until they close: each holds a reference).
  *
  * Basic outline of writing:
  *   1. nsl_bundle_writer_open(&w, "out.zip", &err) creates a temporary file

@@ -22,6 +22,7 @@
 #include "core/wire.h"
 #include "mpi/comm.h"
 #include "nsl/bundle.h"
+#include "source/input.h"
 
 enum { TAG_REQ = 11, TAG_REPLY = 12 };
 enum { REQ_DESCRIBE = 'D', REQ_COUNT = 'C', REQ_LOAD = 'L', REQ_QUIT = 'Q' };
@@ -191,19 +192,17 @@ int nsl__dist_agree(int ok, const char *text, char **first_failure) {
 
 /* ---- planning and opening the shares ---- */
 
-/* The units of paths: an export is one, a bundle's reports one each.  A
- * zip that is no nsl bundle (an nsys-jax archive) is read whole by rank 0:
- * *whole is set and the plan gives everything to rank 0. */
+/* The units of paths, as open.c's formats split them: an export is one, a
+ * bundle's reports one each.  A zip that is no nsl bundle (an nsys-jax
+ * archive) is read whole by rank 0: *whole is set and the plan gives
+ * everything to rank 0. */
 static nsl_status plan(char **paths, int npaths, unit **out, int *nout, int *whole, nsl_error *err) {
   unit *u = NULL;
   int n = 0, cap = 0;
   *whole = 0;
   for (int p = 0; p < npaths; p++) {
-    int members = 1, bundle = nsl_bundle_sniff(paths[p]);
-    if (bundle) {
-      nsl_error e = {0};
-      if (nsl_bundle_add_report_range(NULL, paths[p], NULL, 0, 0, &members, &e) != NSL_OK) *whole = 1;
-    }
+    int members = 1, units = nsl__input_units(paths[p], &members);   /* open.c's table decides */
+    if (units < 0) *whole = 1;
     for (int k = 0; k < members; k++) {
       if (n == cap) {
         cap = cap ? cap * 2 : 16;
@@ -214,7 +213,7 @@ static nsl_status plan(char **paths, int npaths, unit **out, int *nout, int *who
         }
         u = nu;
       }
-      u[n++] = (unit){p, bundle ? k : -1};
+      u[n++] = (unit){p, units ? k : -1};
     }
   }
   *out = u;
@@ -275,10 +274,9 @@ static nsl_status open_units(nsl_dist *d, const unit *u, int lo, int hi, int who
     nsl_status rc;
     if (u[i].member < 0) rc = nsl_trace_add_path(d->share, path, err);   /* an export */
     else {   /* the share's report members of a bundle: one open of its central directory */
-      int total = 0, j = i;
+      int j = i;
       while (j + 1 < hi && u[j + 1].path == u[i].path) j++;
-      rc = nsl_trace_add_input(d->share, path, err);
-      if (rc == NSL_OK) rc = nsl_bundle_add_report_range(d->share, path, NULL, u[i].member, j - i + 1, &total, err);
+      rc = nsl__trace_add_path_range(d->share, path, u[i].member, j - i + 1, err);
       i = j;
     }
     if (rc != NSL_OK) return rc;

@@ -2,9 +2,13 @@
  * bundle.c -- reading nsl bundles and plain zips (nsys-jax archives) with
  * libarchive, never trusting them.
  *
- * Opening walks the central directory once (libarchive's seekable zip
- * reader): every entry's name, type and declared size is checked before any
- * member is decompressed.  A member is read on demand by walking the
+ * Opening reads the central directory once: the zip's tail (its end
+ * records and the directory) is read into memory by nsl's own parser
+ * (zipdir.c), and every later walk of libarchive's seekable zip reader
+ * finds those bytes there; every entry's name, type and declared size is
+ * checked before any member is decompressed.  The handle is shared by
+ * reference (nsl__bundle_retain; nsl_bundle_close drops one): the reports
+ * of a trace and the columnar cache keep the bundle, never its path.  A member is read on demand by walking the
  * headers again up to it; one cursor per bundle is kept positioned so that
  * reading members in archive order costs one pass.  While a member is
  * decompressed, its bytes are counted against the size the central
@@ -18,6 +22,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -30,6 +35,7 @@
 #include <unistd.h>
 
 #define CHUNK (64 * 1024)
+#define TAIL_MAX (16u << 20)   /* the most of a zip's tail (end records, directory) kept in memory */
 
 /* ---- the bundle handle ------------------------------------------------------- */
 
@@ -44,6 +50,7 @@ typedef struct cursor {
 } cursor;
 
 struct nsl_bundle {
+  atomic_int refs;               /* nsl_bundle_close drops one; the last frees */
   char *path;
   int fd;                        /* -1 for an in-memory image */
   nsl__file_id id;               /* of the file when opened (known = 0 for an image) */
@@ -57,6 +64,9 @@ struct nsl_bundle {
   char (*sha)[65];               /* from the manifest; "" in raw mode */
   size_t *by_name;               /* member indices sorted by name */
   json_t *manifest;
+  nsl__zip_dir dir;              /* the central directory as nsl parsed it */
+  unsigned char *tail;           /* bytes [tail_off, size) of the file, read once at open */
+  uint64_t tail_off;
   pthread_mutex_t lock;          /* guards `cached` */
   cursor *cached;
 };
@@ -68,15 +78,15 @@ static la_ssize_t cb_read(struct archive *a, void *ctx, const void **out) {
     *out = c->buf;
     return 0;
   }
-  if (b->mem) {
+  if (b->mem || c->pos >= b->tail_off) {   /* an image, or the tail read at open */
     uint64_t n = b->size - c->pos;
     if (n > 1024 * 1024)
       n = 1024 * 1024;
-    *out = b->mem + c->pos;
+    *out = b->mem ? b->mem + c->pos : b->tail + (c->pos - b->tail_off);
     c->pos += n;
     return (la_ssize_t)n;
   }
-  uint64_t want = b->size - c->pos;
+  uint64_t want = b->tail_off - c->pos;   /* up to the tail, served from memory next */
   if (want > sizeof c->buf)
     want = sizeof c->buf;
   ssize_t got;
@@ -220,20 +230,10 @@ static long find_index(const nsl_bundle *b, const char *name) {
   return -1;
 }
 
-/* Reads len bytes at off of the zip (file or memory image). */
-static int src_pread(void *ctx, void *buf, size_t len, uint64_t off) {
-  nsl_bundle *b = ctx;
-  unsigned char *p = buf;
-  if (off > b->size || len > b->size - off) {
-    errno = EINVAL;
-    return -1;
-  }
-  if (b->mem) {
-    memcpy(p, b->mem + off, len);
-    return 0;
-  }
+/* Reads len bytes at off of the file into buf; 0, or -1 with errno set. */
+static int file_pread(int fd, unsigned char *p, size_t len, uint64_t off) {
   while (len > 0) {
-    ssize_t n = pread(b->fd, p, len, (off_t)off);
+    ssize_t n = pread(fd, p, len, (off_t)off);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
@@ -246,6 +246,43 @@ static int src_pread(void *ctx, void *buf, size_t len, uint64_t off) {
     len -= (size_t)n;
   }
   return 0;
+}
+
+/* Reads len bytes at off of the zip for the directory parser (file or
+ * memory image).  The parser reads from the end towards the directory's
+ * start: bytes within TAIL_MAX of the end are read once into b->tail, which
+ * grows towards the front, so libarchive's walks later find the end records
+ * and the directory there instead of reading them again. */
+static int src_pread(void *ctx, void *buf, size_t len, uint64_t off) {
+  nsl_bundle *b = ctx;
+  if (off > b->size || len > b->size - off) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (b->mem) {
+    memcpy(buf, b->mem + off, len);
+    return 0;
+  }
+  if (off < b->tail_off && b->size - off <= TAIL_MAX) {   /* the tail grows to start at off */
+    size_t n = (size_t)(b->size - off), have = (size_t)(b->size - b->tail_off);
+    unsigned char *t = malloc(n ? n : 1);
+    if (t == NULL)
+      return -1;
+    if (file_pread(b->fd, t, n - have, off) != 0) {
+      free(t);
+      return -1;
+    }
+    if (have)
+      memcpy(t + (n - have), b->tail, have);
+    free(b->tail);
+    b->tail = t;
+    b->tail_off = off;
+  }
+  if (off >= b->tail_off) {
+    memcpy(buf, b->tail + (off - b->tail_off), len);
+    return 0;
+  }
+  return file_pread(b->fd, buf, len, off);
 }
 
 static const char *unix_type_name(unsigned t) {
@@ -458,16 +495,13 @@ done:
   return st;
 }
 
-/* Parses and checks the directory, then maps it to libarchive's entries. */
+/* Parses and checks the directory (kept), then maps it to libarchive's entries. */
 static nsl_status scan_entries(nsl_bundle *b, nsl_error *err) {
-  nsl__zip_dir d;
-  nsl_status st = nsl__zip_dir_read(&d, src_pread, b, b->size, b->opts.limits.max_members, b->path, err);
+  nsl_status st = nsl__zip_dir_read(&b->dir, src_pread, b, b->size, b->opts.limits.max_members, b->path, err);
   if (st != NSL_OK)
     return st;
-  size_t entries = d.n;
-  st = check_directory(b, &d, err);
-  nsl__zip_dir_free(&d);
-  if (st == NSL_OK && entries > 0)   /* libarchive does not open a zip without entries */
+  st = check_directory(b, &b->dir, err);
+  if (st == NSL_OK && b->dir.n > 0)   /* libarchive does not open a zip without entries */
     st = map_entries(b, err);
   return st;
 }
@@ -698,6 +732,7 @@ static nsl_bundle *bundle_alloc(const char *label, const nsl_bundle_options *opt
   nsl_bundle *b = calloc(1, sizeof *b);
   if (b == NULL)
     return NULL;
+  atomic_init(&b->refs, 1);
   b->fd = -1;
   b->path = strdup(label ? label : "");
   if (b->path == NULL || pthread_mutex_init(&b->lock, NULL) != 0) {
@@ -715,6 +750,7 @@ static nsl_bundle *bundle_alloc(const char *label, const nsl_bundle_options *opt
 /* The part of opening shared by files and memory images. */
 static nsl_status bundle_init(nsl_bundle *b, nsl_error *err) {
   nsl_status st;
+  b->tail_off = b->size;   /* nothing of the file read yet */
   if (b->size == 0)
     return nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': empty file, not a zip archive", b->path);
   if ((st = scan_entries(b, err)) != NSL_OK)
@@ -740,19 +776,26 @@ int nsl__bundle_file_id(const nsl_bundle *b, nsl__file_id *id) {
 
 nsl_status nsl_bundle_open(nsl_bundle **out, const char *path, const nsl_bundle_options *opts,
                            nsl_error *err) {
-  struct stat st_;
-  nsl_status st;
   *out = NULL;
   if (path == NULL)
     return nsl_error_set(err, NSL_ERR_ARG, "cannot open a bundle: no path");
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);   /* a FIFO: refused below, never waited on */
+  if (fd < 0)
+    return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  return nsl__bundle_open_fd(out, path, fd, opts, err);
+}
+
+nsl_status nsl__bundle_open_fd(nsl_bundle **out, const char *path, int fd, const nsl_bundle_options *opts,
+                               nsl_error *err) {
+  struct stat st_;
+  nsl_status st;
+  *out = NULL;
   nsl_bundle *b = bundle_alloc(path, opts);
-  if (b == NULL)
+  if (b == NULL) {
+    close(fd);
     return nsl_error_set(err, NSL_ERR_NOMEM, "cannot open '%s': out of memory", path);
-  b->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);   /* a FIFO: refused below, never waited on */
-  if (b->fd < 0) {
-    st = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    goto fail;
   }
+  b->fd = fd;
   if (fstat(b->fd, &st_) != 0) {
     st = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     goto fail;
@@ -792,10 +835,21 @@ nsl_status nsl_bundle_open_memory(nsl_bundle **out, const char *label, const voi
   return NSL_OK;
 }
 
+nsl_bundle *nsl__bundle_retain(nsl_bundle *b) {
+  atomic_fetch_add(&b->refs, 1);
+  return b;
+}
+
+int nsl__bundle_fd(const nsl_bundle *b) { return b->fd; }
+
+const nsl__zip_dir *nsl__bundle_zip_dir(const nsl_bundle *b) { return &b->dir; }
+
 void nsl_bundle_close(nsl_bundle *b) {
-  if (b == NULL)
+  if (b == NULL || atomic_fetch_sub(&b->refs, 1) > 1)
     return;
   cursor_free(b->cached);
+  nsl__zip_dir_free(&b->dir);
+  free(b->tail);
   for (size_t i = 0; i < b->n; i++)
     free((char *)b->members[i].name);
   free(b->members);
@@ -914,9 +968,13 @@ nsl_status nsl_bundle_verify(nsl_bundle *b, nsl_error *err) {
   return NSL_OK;
 }
 
+int nsl__zip_head(const unsigned char *h, size_t n) {
+  return n >= 4 && h[0] == 'P' && h[1] == 'K' &&
+         ((h[2] == 3 && h[3] == 4) || (h[2] == 5 && h[3] == 6) || (h[2] == 7 && h[3] == 8));
+}
+
 int nsl_bundle_sniff(const char *path) {
   unsigned char h[4] = {0};
   ssize_t n = nsl__read_head(path, h, sizeof h);   /* a FIFO or a device: not a bundle, never waited on */
-  return n == 4 && h[0] == 'P' && h[1] == 'K' &&
-         ((h[2] == 3 && h[3] == 4) || (h[2] == 5 && h[3] == 6) || (h[2] == 7 && h[3] == 8));
+  return n == 4 && nsl__zip_head(h, 4);
 }

@@ -41,6 +41,25 @@ int nsl__bundle_is_precompressed(const char *name);
  * bundle in memory (nothing to compare with). */
 int nsl__bundle_file_id(const nsl_bundle *b, nsl__file_id *id);
 
+/* 1 when the n bytes at h start with a zip signature (nsl_bundle_sniff's test). */
+int nsl__zip_head(const unsigned char *h, size_t n);
+
+/* nsl_bundle_open over fd, open for reading on path (the bundle owns it
+ * from now on, closed on failure too): the opening of an input that
+ * src/source/open.c has already opened, never a second open of the path. */
+nsl_status nsl__bundle_open_fd(nsl_bundle **out, const char *path, int fd, const nsl_bundle_options *opts,
+                               nsl_error *err);
+/* One more reference to b: the holder calls nsl_bundle_close once when done
+ * (the last close frees).  Returns b. */
+nsl_bundle *nsl__bundle_retain(nsl_bundle *b);
+/* The bundle's file, open for reading (-1 for a memory image): what the
+ * columnar cache reads a bundle's stored columns and identity from. */
+int nsl__bundle_fd(const nsl_bundle *b);
+
+/* nsl_bundle_add_report_range over a bundle already open (an nsl bundle:
+ * STRICT); the reports added keep references to b. */
+nsl_status nsl__bundle_add_range(nsl_trace *tr, nsl_bundle *b, int first, int count, int *total, nsl_error *err);
+
 /* "2025-11-25T22:09:00Z" for t (UTC). */
 void nsl__iso8601_utc(int64_t t, char out[32]);
 
@@ -96,5 +115,8 @@ typedef int (*nsl__pread_fn)(void *ctx, void *buf, size_t len, uint64_t off);
 nsl_status nsl__zip_dir_read(nsl__zip_dir *d, nsl__pread_fn rd, void *ctx, uint64_t size,
                              uint64_t max_entries, const char *label, nsl_error *err);
 void nsl__zip_dir_free(nsl__zip_dir *d);
+/* The central directory of b as parsed and checked at open (every entry,
+ * folders included), valid while b is open. */
+const nsl__zip_dir *nsl__bundle_zip_dir(const nsl_bundle *b);
 
 #endif

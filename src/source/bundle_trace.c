@@ -3,7 +3,8 @@
  * SQLite export is decompressed into memory and opened from there
  * (sqlite3_deserialize, read-only); nothing is extracted to disk.  The
  * bundle stays open while its reports live: their archive members
- * (nsl_trace_members) are the bundle's members.
+ * (nsl_trace_members) are the bundle's members: each report holds a
+ * reference to the bundle (nsl__bundle_retain), never its path.
  */
 #include "source/bundle_internal.h"
 #include "source/colcache.h"
@@ -13,26 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The bundle a trace's reports were read from, shared by them (and kept
- * open: their archive members are read from it, never by reopening the
- * path). */
-typedef struct shared_bundle {
-  nsl_bundle *b;
-  int refs;
-} shared_bundle;
-
-static void shared_release(shared_bundle *sb) {
-  if (sb && --sb->refs == 0) {
-    nsl_bundle_close(sb->b);
-    free(sb);
-  }
-}
-
 /* A report of a bundle: an nsys SQLite export read from memory, whose
  * archive members are its bundle's. */
 typedef struct bundle_report {
   void *nsys;   /* the nsys source (nsl__nsys_source_ops) */
-  shared_bundle *sb;
+  nsl_bundle *b;   /* a reference of its own */
 } bundle_report;
 
 static nsl_status br_describe(void *p, const char *name, nsl_table *t, nsl_error *err) {
@@ -52,7 +38,7 @@ static void br_close(void *p) {
   bundle_report *r = p;
   if (!r) return;
   nsl__nsys_source_ops.close(r->nsys);
-  shared_release(r->sb);
+  nsl_bundle_close(r->b);
   free(r);
 }
 
@@ -67,7 +53,7 @@ static nsl_status br_metadata(void *p, nsl_metadata_fn fn, void *ctx, nsl_error 
 /* The members of the bundle whose names start with prefix, in archive
  * order (manifest.json left out: the manifest is the bundle's, not data). */
 static size_t br_members(void *p, const char *prefix, void (*fn)(void *ctx, const char *name), void *ctx) {
-  const nsl_bundle *b = ((bundle_report *)p)->sb->b;
+  const nsl_bundle *b = ((bundle_report *)p)->b;
   size_t plen = prefix ? strlen(prefix) : 0, n = 0;
   for (size_t i = 0; i < nsl_bundle_count(b); i++) {
     const char *name = nsl_bundle_member_at(b, i)->name;
@@ -80,7 +66,7 @@ static size_t br_members(void *p, const char *prefix, void (*fn)(void *ctx, cons
 
 /* Reads a member of the bundle, checked against its manifest. */
 static nsl_status br_member_read(void *p, const char *name, void **data, size_t *len, nsl_error *err) {
-  nsl_bundle *b = ((bundle_report *)p)->sb->b;
+  nsl_bundle *b = ((bundle_report *)p)->b;
   if (!nsl_bundle_find(b, name))
     return nsl_error_set(err, NSL_ERR_NOTFOUND, "no member '%s' in '%s'", name, nsl_bundle_path(b));
   return nsl_bundle_read_member(b, name, data, len, err);
@@ -96,9 +82,8 @@ static const nsl_source_ops bundle_report_ops = {.kind = "nsl-bundle",
                                                  .member_read = br_member_read,
                                                  .metadata = br_metadata};
 
-/* Adds report member `name` of sb's bundle to tr. */
-static nsl_status add_report(nsl_trace *tr, shared_bundle *sb, const char *name, nsl_error *err) {
-  nsl_bundle *b = sb->b;
+/* Adds report member `name` of bundle b to tr. */
+static nsl_status add_report(nsl_trace *tr, nsl_bundle *b, const char *name, nsl_error *err) {
   void *data = NULL, *src = NULL;
   size_t len = 0;
   nsl_report_info info;
@@ -127,8 +112,7 @@ static nsl_status add_report(nsl_trace *tr, shared_bundle *sb, const char *name,
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
   r->nsys = src;
-  r->sb = sb;
-  sb->refs++;
+  r->b = nsl__bundle_retain(b);
   st = nsl__cache_add_bundle_source(tr, &bundle_report_ops, r, &info, b, name, err);
   if (st != NSL_OK)
     br_close(r);
@@ -140,21 +124,19 @@ static int is_report_name(const char *name) {
   return strncmp(name, "reports/", 8) == 0 && n > 15 && strcmp(name + n - 7, ".sqlite") == 0;
 }
 
-/* Visits the report members of sb's bundle in the order they become
+/* Visits the report members of bundle b in the order they become
  * reports: the manifest's reports first, in its order, then any other
  * .sqlite member under reports/, in archive order.  Adds to tr those
  * numbered first .. first+count-1 (none when tr is NULL); *total receives
  * the count of all. */
-static nsl_status add_report_range(nsl_trace *tr, shared_bundle *sb, int first, int count, int *total,
-                                   nsl_error *err) {
-  nsl_bundle *b = sb->b;
+nsl_status nsl__bundle_add_range(nsl_trace *tr, nsl_bundle *b, int first, int count, int *total, nsl_error *err) {
   size_t i;
   const json_t *r;
   int k = 0;
   nsl_status st = NSL_OK;
   json_array_foreach(json_object_get(nsl_bundle_manifest(b), "reports"), i, r) {
     if (tr && k >= first && k - first < count &&
-        (st = add_report(tr, sb, json_string_value(json_object_get(r, "member")), err)) != NSL_OK)
+        (st = add_report(tr, b, json_string_value(json_object_get(r, "member")), err)) != NSL_OK)
       return st;
     k++;
   }
@@ -162,7 +144,7 @@ static nsl_status add_report_range(nsl_trace *tr, shared_bundle *sb, int first, 
     const char *name = nsl_bundle_member_at(b, i)->name;
     if (!is_report_name(name) || nsl_bundle_report_entry(b, name) != NULL)
       continue;
-    if (tr && k >= first && k - first < count && (st = add_report(tr, sb, name, err)) != NSL_OK)
+    if (tr && k >= first && k - first < count && (st = add_report(tr, b, name, err)) != NSL_OK)
       return st;
     k++;
   }
@@ -191,14 +173,7 @@ nsl_status nsl_bundle_add_report_range(nsl_trace *tr, const char *path, const ns
   nsl_status st = nsl_bundle_open(&b, path, &o, err);
   if (st != NSL_OK)
     return st;
-  shared_bundle *sb = malloc(sizeof *sb);
-  if (!sb) {
-    nsl_bundle_close(b);
-    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-  }
-  sb->b = b;
-  sb->refs = 1;   /* this function's own, dropped at the end */
-  st = add_report_range(tr, sb, first, count, total, err);
-  shared_release(sb);
+  st = nsl__bundle_add_range(tr, b, first, count, total, err);
+  nsl_bundle_close(b);   /* the reports added keep references of their own */
   return st;
 }

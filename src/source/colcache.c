@@ -161,13 +161,12 @@ typedef struct cache_src {
   int nowrite;                 /* a write failed: read only from now on */
   int wrote;                   /* a file was added: the size bound is checked at close */
   /* columns stored in the bundle the report comes from */
-  int zfd;                     /* the bundle, open; -1 for none */
+  nsl_bundle *zip;             /* that bundle (a reference of this wrapper's); NULL for none */
   emb_file *emb;
   size_t nemb;
   uint64_t emb_ident;
-  /* a bundle report opened lazily: its export is read from the zip only when a column is missing or SQL is run */
-  char *lazy_zip, *lazy_member;
-  nsl__file_id lazy_id;
+  /* a bundle report opened lazily: its export is read from zip only when a column is missing or SQL is run */
+  char *lazy_member;
   /* writing into a bundle instead of the cache folder (nsl_bundle_writer_add_columns) */
   nsl_bundle_writer *bw;
   const char *bmember;
@@ -320,7 +319,7 @@ static nsl_mapping *map_file(const cache_src *c, const char *name, uint32_t kind
     long page = sysconf(_SC_PAGESIZE);
     uint64_t base = e->off & ~(uint64_t)(page > 0 ? page - 1 : 4095);   /* the alignment the zip gives the data */
     size_t len = (size_t)(e->off - base + e->size);
-    void *addr = read_private(c->zfd, base, len);
+    void *addr = read_private(nsl__bundle_fd(c->zip), base, len);
     if (addr != MAP_FAILED) {
       const unsigned char *m = (const unsigned char *)addr + (e->off - base);
       uint64_t pad = nsl__aligned_pad(m, e->size);
@@ -617,31 +616,23 @@ done:
 /* ---- the wrapper's operations ---- */
 
 /* The wrapped source, opened now for a lazily opened bundle report: the
- * bundle read again (it must still be the file whose columns are mapped),
- * the export decompressed into memory and opened from there. */
+ * export decompressed from the bundle the report keeps open (it must still
+ * be the file whose columns are read: a file changed in place is said so,
+ * before its new bytes are parsed) and opened from memory. */
 static nsl_status ensure_inner(cache_src *c, nsl_error *err) {
   if (c->in) return NSL_OK;
-  nsl_bundle_options o;
-  nsl_bundle *b = NULL;
-  nsl__file_id now;
+  nsl__file_id was, now;
   void *data = NULL, *src = NULL;
   size_t len = 0;
   nsl_report_info info;
-  nsl_bundle_options_init(&o);
-  o.mode = NSL_BUNDLE_STRICT;
-  struct stat st;   /* changed (cut, overwritten) since it was opened: said so, before its new bytes are parsed */
-  if (stat(c->lazy_zip, &st) == 0) nsl__file_id_of(&st, &now);
+  struct stat st;
+  nsl__bundle_file_id(c->zip, &was);
+  if (fstat(nsl__bundle_fd(c->zip), &st) == 0) nsl__file_id_of(&st, &now);
   else now.known = 0;
-  if (!now.known || now.dev != c->lazy_id.dev || now.ino != c->lazy_id.ino || now.size != c->lazy_id.size ||
-      now.mtime_ns != c->lazy_id.mtime_ns)
-    return nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the bundle changed while it was read", c->lazy_zip);
-  nsl_status rc = nsl_bundle_open(&b, c->lazy_zip, &o, err);
-  if (rc != NSL_OK) return rc;
-  if (!nsl__bundle_file_id(b, &now) || now.dev != c->lazy_id.dev || now.ino != c->lazy_id.ino ||
-      now.size != c->lazy_id.size || now.mtime_ns != c->lazy_id.mtime_ns)
-    rc = nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the bundle changed while it was read", c->lazy_zip);
-  if (rc == NSL_OK) rc = nsl_bundle_read_member(b, c->lazy_member, &data, &len, err);
-  nsl_bundle_close(b);
+  if (!now.known || now.dev != was.dev || now.ino != was.ino || now.size != was.size || now.mtime_ns != was.mtime_ns)
+    return nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the bundle changed while it was read",
+                         nsl_bundle_path(c->zip));
+  nsl_status rc = nsl_bundle_read_member(c->zip, c->lazy_member, &data, &len, err);
   if (rc == NSL_OK) rc = nsl__nsys_adopt_image(c->label, data, len, &src, &info, err);   /* takes data over */
   if (rc != NSL_OK) return rc;
   c->in = &nsl__nsys_source_ops;
@@ -839,13 +830,13 @@ typedef struct input_id {
  * 17 pages sampled across the file, the database schema where the source
  * has SQL, and the cache format.  *key names the entry (same input and
  * report: same entry, whatever its content). */
-static int identify(const char *file, const char *kind, const char *sub, const nsl_source_ops *ops, void *src,
-                    uint64_t *ident, uint64_t *key) {
+static int identify(const char *file, int input_fd, const char *kind, const char *sub, const nsl_source_ops *ops,
+                    void *src, uint64_t *ident, uint64_t *key) {
   struct stat st;
-  int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int fd = input_fd >= 0 ? input_fd : open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return -1;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
+    if (fd != input_fd) close(fd);
     return -1;
   }
   input_id id;
@@ -866,7 +857,7 @@ static int identify(const char *file, const char *kind, const char *sub, const n
     got = pread(fd, buf, sizeof buf, at);
     id.pages = hash64(buf, got > 0 ? (size_t)got : 0, id.pages);
   }
-  close(fd);
+  if (fd != input_fd) close(fd);
   if (ops->sql) {
     uint64_t h = 7;
     nsl_error e;
@@ -900,9 +891,8 @@ static void cache_free(cache_src *c) {
     if (c->wrote) atomic_store(&wrote_pending, 1);
     if (atomic_fetch_sub(&live_entries, 1) == 1 && atomic_exchange(&wrote_pending, 0)) nsl__cache_evict(c->dir);
   }
-  free(c->lazy_zip);
   free(c->lazy_member);
-  if (c->zfd >= 0) close(c->zfd);
+  nsl_bundle_close(c->zip);
   for (size_t i = 0; i < c->nemb; i++) free(c->emb[i].name);
   free(c->emb);
   free(c->dir);
@@ -1002,49 +992,26 @@ int nsl__cache_stored_rename(void *head, size_t n, const char *old_member, const
   return 0;
 }
 
-static int zip_pread(void *ctx, void *buf, size_t len, uint64_t off) {
-  int fd = *(int *)ctx;
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n == 0) errno = EIO;
-      return -1;
-    }
-    done += (size_t)n;
-  }
-  return 0;
-}
-
-/* Finds the stored column files of report `member` in the bundle at zip
- * (the file id: the one the bundle reader opened): members
- * columns/<member>/<file>, stored, unencrypted, their data inside the
- * archive before the central directory.  Anything else is not used. */
-static void find_embedded(cache_src *c, const char *zip, const nsl__file_id *id, const char *member) {
-  int fd = open(zip, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  nsl__file_id now;
+/* Finds the stored column files of report `member` in bundle b (its
+ * central directory as the bundle parsed it, its file as the bundle holds
+ * it open): members columns/<member>/<file>, stored, unencrypted, their
+ * data inside the archive before the central directory.  Anything else is
+ * not used.  c keeps a reference to b when it found any. */
+static void find_embedded(cache_src *c, nsl_bundle *b, const char *member) {
+  const nsl__zip_dir *d = nsl__bundle_zip_dir(b);
+  int fd = nsl__bundle_fd(b);
   if (fd < 0) return;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) goto fail;
-  nsl__file_id_of(&st, &now);
-  if (id->known && (now.dev != id->dev || now.ino != id->ino || now.size != id->size || now.mtime_ns != id->mtime_ns))
-    goto fail;
-  nsl__zip_dir d;
-  nsl_error e;
-  memset(&d, 0, sizeof d);
-  if (nsl__zip_dir_read(&d, zip_pread, &fd, (uint64_t)st.st_size, 0, zip, &e) != NSL_OK) goto fail;
   size_t pl = strlen(member) + 10;
   char *prefix = malloc(pl);
   if (prefix) snprintf(prefix, pl, "columns/%s/", member);
-  for (size_t i = 0; prefix && i < d.n; i++) {
-    const nsl__zip_entry *z = &d.e[i];
+  for (size_t i = 0; prefix && i < d->n; i++) {
+    const nsl__zip_entry *z = &d->e[i];
     unsigned char lh[30];
     if (strncmp(z->name, prefix, pl - 1) != 0 || z->is_dir || z->method != 0 || (z->flags & 1) || z->csize != z->usize ||
-        zip_pread(&fd, lh, 30, z->offset) != 0 || memcmp(lh, "PK\3\4", 4) != 0)
+        pread(fd, lh, 30, (off_t)z->offset) != 30 || memcmp(lh, "PK\3\4", 4) != 0)
       continue;
     uint64_t data = z->offset + 30 + (lh[26] | lh[27] << 8) + (lh[28] | lh[29] << 8);
-    if (data > d.cd_offset || z->usize > d.cd_offset - data) continue;
+    if (data > d->cd_offset || z->usize > d->cd_offset - data) continue;
     emb_file *g = realloc(c->emb, (c->nemb + 1) * sizeof *g);
     if (!g) break;
     c->emb = g;
@@ -1054,36 +1021,32 @@ static void find_embedded(cache_src *c, const char *zip, const nsl__file_id *id,
     c->nemb++;
   }
   free(prefix);
-  nsl__zip_dir_free(&d);
-  if (c->nemb == 0) goto fail;
+  if (c->nemb == 0) return;
   qsort(c->emb, c->nemb, sizeof *c->emb, emb_cmp);
-  c->zfd = fd;
-  return;
-fail:
-  close(fd);
+  c->zip = nsl__bundle_retain(b);
 }
 
 /* nsl__cache_add_source and nsl__cache_add_bundle_source: the wrapper with
  * the cache folder (when on) and the bundle's stored columns (when given). */
 static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,
-                              const char *file, const char *sub, const nsl__file_id *zid, const char *sha,
+                              const char *file, int fd, const char *sub, nsl_bundle *zip, const char *sha,
                               nsl_error *err) {
   int use_dir = nsl_cache_enabled();
   if ((!use_dir && !sha) || !ops->load || !ops->count || !ops->close) return nsl_trace_add_source(tr, ops, src, info, err);
   uint64_t ident = 0, key = 0;
-  if (use_dir && identify(file, ops->kind ? ops->kind : "", sub ? sub : "", ops, src, &ident, &key) != 0) use_dir = 0;
+  if (use_dir && identify(file, fd, ops->kind ? ops->kind : "", sub ? sub : "", ops, src, &ident, &key) != 0)
+    use_dir = 0;
   cache_src *c = calloc(1, sizeof *c);
   if (!c || !(c->label = strdup(info->path ? info->path : file))) {
     free(c);
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
-  c->zfd = -1;
   c->in = ops;
   c->src = src;
   c->ident = ident;
   if (sha) {
     c->emb_ident = embedded_ident(sub, sha);
-    find_embedded(c, file, zid, sub);
+    find_embedded(c, zip, sub);
   }
   if (use_dir) open_entry(c, file, sub, key);
   if (c->dir) atomic_fetch_add(&live_entries, 1);
@@ -1106,20 +1069,19 @@ static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *sr
 }
 
 nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,
-                                 const char *file, const char *sub, nsl_error *err) {
-  return add_wrapped(tr, ops, src, info, file, sub ? sub : "", NULL, NULL, err);
+                                 const char *file, int fd, const char *sub, nsl_error *err) {
+  return add_wrapped(tr, ops, src, info, file, fd, sub ? sub : "", NULL, NULL, err);
 }
 
 nsl_status nsl__cache_add_bundle_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
-                                        const nsl_report_info *info, const nsl_bundle *b, const char *member,
+                                        const nsl_report_info *info, nsl_bundle *b, const char *member,
                                         nsl_error *err) {
   nsl__file_id id;
   const char *sha = NULL;
   for (size_t i = 0; i < nsl_bundle_count(b); i++)
     if (strcmp(nsl_bundle_member_at(b, i)->name, member) == 0) sha = nsl_bundle_member_at(b, i)->sha256;
-  int known = nsl__bundle_file_id(b, &id);
-  if (!known || !sha || !sha[0]) sha = NULL;
-  return add_wrapped(tr, ops, src, info, nsl_bundle_path(b), member, known ? &id : NULL, sha, err);
+  if (!nsl__bundle_file_id(b, &id) || !sha || !sha[0]) sha = NULL;
+  return add_wrapped(tr, ops, src, info, nsl_bundle_path(b), nsl__bundle_fd(b), member, b, sha, err);
 }
 
 /* ---- nsl bundle --columns ---- */
@@ -1134,7 +1096,6 @@ nsl_status nsl_bundle_writer_add_columns(nsl_bundle_writer *w, const char *membe
   const nsl_source_ops *ops = &nsl__nsys_source_ops;
   cache_src c;
   memset(&c, 0, sizeof c);
-  c.zfd = -1;
   c.in = ops;
   c.src = src;
   c.label = (char *)export_path;
@@ -1224,7 +1185,7 @@ nsl_status nsl_bundle_writer_add_columns(nsl_bundle_writer *w, const char *membe
 
 /* ---- bundle reports opened from their stored columns ---- */
 
-int nsl__cache_add_stored_report(nsl_trace *tr, const nsl_bundle *b, const char *member, nsl_status *st,
+int nsl__cache_add_stored_report(nsl_trace *tr, nsl_bundle *b, const char *member, nsl_status *st,
                                  nsl_error *err) {
   nsl__file_id id;
   const nsl_bundle_member *bm = nsl_bundle_find(b, member);
@@ -1236,15 +1197,13 @@ int nsl__cache_add_stored_report(nsl_trace *tr, const nsl_bundle *b, const char 
   cache_src *c = calloc(1, sizeof *c);
   size_t ln = strlen(nsl_bundle_path(b)) + strlen(member) + 2;
   if (!c) return 0;
-  c->zfd = -1;
   c->emb_ident = embedded_ident(member, bm->sha256);
-  c->lazy_id = id;
-  if (!(c->label = malloc(ln)) || !(c->lazy_zip = strdup(nsl_bundle_path(b))) || !(c->lazy_member = strdup(member))) {
+  if (!(c->label = malloc(ln)) || !(c->lazy_member = strdup(member))) {
     cache_free(c);
     return 0;
   }
   snprintf(c->label, ln, "%s:%s", nsl_bundle_path(b), member);
-  find_embedded(c, nsl_bundle_path(b), &id, member);
+  find_embedded(c, b, member);   /* c keeps b: the export is read from it when needed */
   const file_head *h;
   size_t size;
   nsl_mapping *map = c->nemb ? map_file(c, "info", KIND_INFO, "", NULL, &h, &size) : NULL;

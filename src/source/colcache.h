@@ -29,23 +29,24 @@
 #define NSL__CACHE_HEAD_BYTES 256   /* a cache file's header */
 
 /* Adds the report (ops, src, info) to tr, through the cache when it is on:
- * file is the input on disk (an export, a bundle, an nsys-jax archive), sub
- * the report within it ("" for a plain export).  On failure src is not
- * closed (as nsl_trace_add_source). */
+ * file is the input on disk (an export, a bundle, an nsys-jax archive), fd
+ * that file as the caller holds it open (its identity is read from there;
+ * -1: the cache opens file), sub the report within it ("" for a plain
+ * export).  On failure src is not closed (as nsl_trace_add_source). */
 nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,
-                                 const char *file, const char *sub, nsl_error *err);
+                                 const char *file, int fd, const char *sub, nsl_error *err);
 /* The same for report `member` of bundle b: besides the cache folder, the
- * columns the bundle stores (nsl bundle --columns) are used, mapped
- * straight from the zip, even with the cache off. */
+ * columns the bundle stores (nsl bundle --columns) are used, read from the
+ * zip through b (the wrapper keeps a reference), even with the cache off. */
 nsl_status nsl__cache_add_bundle_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
-                                        const nsl_report_info *info, const nsl_bundle *b, const char *member,
+                                        const nsl_report_info *info, nsl_bundle *b, const char *member,
                                         nsl_error *err);
 /* When bundle b stores the columns of report `member` with its metadata
  * (nsl bundle --columns), adds the report to tr without reading its export:
  * the export is decompressed only if a column the bundle lacks, or SQL, is
- * asked for.  Returns 1 and sets *st when it did, 0 when the report must be
+ * asked for, from b, which the report keeps open.  Returns 1 and sets *st when it did, 0 when the report must be
  * opened from its export. */
-int nsl__cache_add_stored_report(nsl_trace *tr, const nsl_bundle *b, const char *member, nsl_status *st,
+int nsl__cache_add_stored_report(nsl_trace *tr, nsl_bundle *b, const char *member, nsl_status *st,
                                  nsl_error *err);
 /* A stored column file (its first n bytes at head) of report old_member,
  * whose export has sha256 `sha`, made a file of report new_member: the

@@ -109,7 +109,13 @@ const char *nsl__nsys_csv_sniff(const char *path) {
   char buf[4096];
   ssize_t got = nsl__read_head(path, buf, sizeof buf - 1);   /* regular files only, never waiting on a FIFO */
   if (got < 0) return NULL;
-  size_t n = (size_t)got;
+  return nsl__nsys_csv_kind(buf, (size_t)got, path);
+}
+
+const char *nsl__nsys_csv_kind(const char *bytes, size_t n, const char *path) {
+  char buf[4096];
+  if (n > sizeof buf - 1) n = sizeof buf - 1;
+  memcpy(buf, bytes, n);
   buf[n] = 0;
   if (memchr(buf, 0, n)) return NULL;   /* binary */
   size_t pos = header_start(buf, n);

@@ -34,6 +34,8 @@ extern const nsl_source_ops nsl__nsys_csv_source_ops;
 /* The report a CSV file holds ("cuda_gpu_kern_sum", ...; a static string),
  * or NULL when the file is not one nsl reads. */
 const char *nsl__nsys_csv_sniff(const char *path);
+/* The same from the file's first n bytes (up to 4095 are looked at). */
+const char *nsl__nsys_csv_kind(const char *head, size_t n, const char *path);
 
 /* The run prefix of a file: path without "_<kind>.csv" (or ".csv"). */
 void nsl__nsys_csv_prefix(const char *path, const char *kind, char *out, size_t cap);

@@ -39,6 +39,7 @@
  * it: M.thread_device_map). */
 #include "source/nsys_jax.h"
 #include "source/csv.h"
+#include "source/bundle_internal.h"
 #include "source/colcache.h"
 
 #include <stdio.h>
@@ -746,17 +747,10 @@ static int archive_root(const nsl_bundle *b, char *root, size_t cap) {
   return 0;
 }
 
-int nsl__jax_sniff(const char *path) {
-  if (!nsl_bundle_sniff(path)) return 0;
-  nsl_bundle_options o;
-  nsl_bundle *b = NULL;
-  nsl_bundle_options_init(&o);
-  o.mode = NSL_BUNDLE_AUTO;
-  if (nsl_bundle_open(&b, path, &o, NULL) != NSL_OK) return 0;   /* a bundle's error says what is wrong */
+int nsl__jax_bid(nsl__input *in) {
   char root[256];
-  int is = archive_root(b, root, sizeof root);
-  nsl_bundle_close(b);
-  return is;
+  nsl_bundle *b = nsl__input_is_zip(in) ? nsl__input_zip(in) : NULL;   /* a bundle's error says what is wrong */
+  return b && archive_root(b, root, sizeof root);
 }
 
 /* The file stem of path as a new string: "dir/pax_proc0.zip" -> "pax_proc0". */
@@ -825,24 +819,24 @@ static nsl_status add_one(nsl_trace *tr, jax_archive *ar, const char *path, cons
   info.rank = -1;
   info.first_ts = info.last_ts = NSL_NULL_I64;
   system_info(s, &info);
-  nsl_status rc = nsl__cache_add_source(tr, &nsl__jax_source_ops, s, &info, path, stem, err);
+  nsl_status rc = nsl__cache_add_source(tr, &nsl__jax_source_ops, s, &info, path, nsl__bundle_fd(ar->b), stem, err);
   if (rc != NSL_OK) jax_close(s);
   return rc;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-nsl_status nsl__jax_add_reports(nsl_trace *tr, const char *path, nsl_error *err) {
-  nsl_bundle_options o;
-  nsl_bundle_options_init(&o);
-  o.mode = NSL_BUNDLE_RAW;
+nsl_status nsl__jax_add_reports(nsl_trace *tr, nsl__input *in, nsl_error *err) {
+  const char *path = in->path;
+  nsl_bundle *zip = nsl__input_zip(in);   /* the bid opened it: a plain zip (no manifest.json at its root) */
+  if (!zip) {
+    if (err) *err = in->zip_err;
+    return in->zip_err.code;
+  }
   jax_archive *ar = calloc(1, sizeof *ar);
   if (!ar) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-  nsl_status rc = nsl_bundle_open(&ar->b, path, &o, err);
-  if (rc != NSL_OK) {
-    free(ar);
-    return rc;
-  }
+  nsl_status rc = NSL_OK;
+  ar->b = nsl__bundle_retain(zip);
   ar->refs = 1;
   char trace_dir[512];   /* <root>nvtx_gpu_proj_trace/trace.parquet */
   int is = archive_root(ar->b, ar->root, sizeof ar->root);

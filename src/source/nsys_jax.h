@@ -8,8 +8,9 @@
  * stem found under nvtx_gpu_proj_trace/trace.parquet/ becomes one report.
  *
  * Basic outline:
- *   1. nsl__jax_sniff(path) tells open.c that a file is one.
- *   2. nsl__jax_add_reports(tr, path, &err) adds its report(s) to a trace.
+ *   1. nsl__jax_bid(in) tells open.c that an input is one.
+ *   2. nsl__jax_add_reports(tr, in, &err) adds its report(s) to a trace,
+ *      from the zip the bid opened (kept by the reports).
  *   3. The binding reaches a report's members (XLA dumps, sources) through
  *      nsl__jax_member_read / nsl__jax_member_list on the source of a report
  *      whose ops are nsl__jax_source_ops.
@@ -19,15 +20,16 @@
 
 #include "nsl/bundle.h"
 #include "nsl/nsl.h"
+#include "source/input.h"
 
 extern const nsl_source_ops nsl__jax_source_ops;
 
-/* 1 when the file at path is a zip that is an nsys-jax archive or an
- * nsys-jax-combine output (open.c's test). */
-int nsl__jax_sniff(const char *path);
+/* 1 when the input is a zip that is an nsys-jax archive or an
+ * nsys-jax-combine output (open.c's bid). */
+int nsl__jax_bid(nsl__input *in);
 
-/* Opens the archive at path and adds one report per process it holds. */
-nsl_status nsl__jax_add_reports(nsl_trace *tr, const char *path, nsl_error *err);
+/* Adds one report per process the archive holds, from the input's zip. */
+nsl_status nsl__jax_add_reports(nsl_trace *tr, nsl__input *in, nsl_error *err);
 
 /* Reads member `name` of the report's archive (release with free()); for a
  * combined archive, `name/<stem>` when `name` itself is a folder there.

@@ -23,6 +23,7 @@
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
 #include "core/text.h"
+#include "source/input.h"
 
 extern char **environ;
 
@@ -33,9 +34,14 @@ extern char **environ;
 
 static char *g_program;                     /* --nsys */
 
+int nsl__rep_head(const void *head, size_t n) {
+  return n >= sizeof REP_MAGIC - 1 && memcmp(head, REP_MAGIC, sizeof REP_MAGIC - 1) == 0;
+}
+
 int nsl_rep_sniff(const char *path) {
   char h[sizeof REP_MAGIC - 1];
-  return nsl__read_head(path, h, sizeof h) == (ssize_t)sizeof h && memcmp(h, REP_MAGIC, sizeof h) == 0;
+  ssize_t n = nsl__read_head(path, h, sizeof h);
+  return n > 0 && nsl__rep_head(h, (size_t)n);
 }
 
 void nsl_rep_set_nsys(const char *path) {

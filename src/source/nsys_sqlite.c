@@ -1668,6 +1668,11 @@ static char *file_uri(const char *path) {
 }
 
 nsl_status nsl__nsys_open_file(const char *path, void **out, nsl_report_info *info, nsl_error *err) {
+  return nsl__nsys_open_export(path, NULL, 0, out, info, err);
+}
+
+nsl_status nsl__nsys_open_export(const char *path, const void *head, size_t nhead, void **out, nsl_report_info *info,
+                                 nsl_error *err) {
   *out = NULL;
   struct stat sb;
   if (stat(path, &sb) != 0)
@@ -1678,10 +1683,15 @@ nsl_status nsl__nsys_open_file(const char *path, void **out, nsl_report_info *in
     return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': not a regular file", path);
   unsigned char h[100];
   size_t hlen = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-  hlen = fread(h, 1, sizeof h, f);
-  fclose(f);
+  if (head) {   /* the caller read the file's first bytes already */
+    hlen = nhead < sizeof h ? nhead : sizeof h;
+    memcpy(h, head, hlen);
+  } else {
+    FILE *f = fopen(path, "rb");
+    if (!f) return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    hlen = fread(h, 1, sizeof h, f);
+    fclose(f);
+  }
   nsl_status rc = check_header(path, h, hlen, (int64_t)sb.st_size, err);
   if (rc != NSL_OK) return rc;
 

@@ -12,6 +12,11 @@
  * it) from a path, or from an in-memory image (copied; used for bundle
  * members).  Fills info. */
 nsl_status nsl__nsys_open_file(const char *path, void **src, nsl_report_info *info, nsl_error *err);
+/* The same with the file's first nhead bytes already read (head; NULL: read
+ * them from path), as open.c has them: the file is not opened again for
+ * its header. */
+nsl_status nsl__nsys_open_export(const char *path, const void *head, size_t nhead, void **src, nsl_report_info *info,
+                                 nsl_error *err);
 nsl_status nsl__nsys_open_image(const char *label, const void *data, size_t size, void **src,
                                nsl_report_info *info, nsl_error *err);
 /* The same over an image in a buffer allocated with malloc, which the
