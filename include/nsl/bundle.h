@@ -39,7 +39,6 @@
 #ifndef NSL_BUNDLE_H
 #define NSL_BUNDLE_H
 
-#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -124,10 +123,9 @@ size_t nsl_bundle_count(const nsl_bundle *b);
 const nsl_bundle_member *nsl_bundle_member_at(const nsl_bundle *b, size_t i);
 /* The member called name, or NULL. */
 const nsl_bundle_member *nsl_bundle_find(const nsl_bundle *b, const char *name);
-/* The parsed manifest (borrowed), or NULL in raw mode. */
-const json_t *nsl_bundle_manifest(const nsl_bundle *b);
-/* The manifest's "reports" entry whose "member" is member (borrowed), or NULL. */
-const json_t *nsl_bundle_report_entry(const nsl_bundle *b, const char *member);
+/* manifest.json as read and checked (JSON text, NUL-terminated, borrowed),
+ * or NULL in raw mode. */
+const char *nsl_bundle_manifest_json(const nsl_bundle *b);
 /* Copies what the manifest says about report member into info (overriding):
  * host (a string of the manifest: valid while b is open), rank, nsys and
  * schema versions, session start; fields it does not give are left as they
@@ -217,15 +215,15 @@ nsl_status nsl_bundle_writer_replaces(nsl_bundle_writer *w, const nsl_bundle *b,
 nsl_status nsl_bundle_writer_set_level(nsl_bundle_writer *w, int level, nsl_error *err);
 /* The sha256 (hex) of member name already written, or NULL. */
 const char *nsl_bundle_writer_sha256(const nsl_bundle_writer *w, const char *name);
-/* Writes manifest.json and commits.  manifest (may be NULL) holds the
- * caller's fields: command (array of strings), hosts, ranks, devices,
+/* Writes manifest.json and commits.  manifest_json (JSON text of an
+ * object; may be NULL) holds the caller's fields: command (array of strings), hosts, ranks, devices,
  * nsys_versions, schema_versions, reports ([{member, rank, host,
  * nsys_version, schema_version, session_start_utc_ns, ...}]) and anything
- * else; it is copied, never modified.  The writer sets format,
+ * else.  The writer sets format,
  * format_version, creator, nsl_version, created (unless given) and members.
  * Releases w whatever happens; on failure the target is untouched and no
  * temporary file remains. */
-nsl_status nsl_bundle_writer_finish(nsl_bundle_writer *w, const json_t *manifest, nsl_error *err);
+nsl_status nsl_bundle_writer_finish(nsl_bundle_writer *w, const char *manifest_json, nsl_error *err);
 /* Drops everything written so far; the target is untouched.  NULL is fine. */
 void nsl_bundle_writer_abort(nsl_bundle_writer *w);
 

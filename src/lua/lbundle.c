@@ -180,9 +180,12 @@ static int bundle_members(lua_State *L) {
 
 /* b:manifest() -> the manifest as Lua tables, or nil for a plain zip. */
 static int bundle_manifest(lua_State *L) {
-  const json_t *m = nsl_bundle_manifest(checkbundle(L, 1));
+  const char *text = nsl_bundle_manifest_json(checkbundle(L, 1));
+  json_t *m = text ? json_loads(text, JSON_REJECT_DUPLICATES, NULL) : NULL;   /* checked at open: it parses */
+  if (text && !m) return luaL_error(L, "out of memory");
   if (!m) lua_pushnil(L);
   else push_json(L, m, 0);
+  json_decref(m);
   return 1;
 }
 
@@ -320,9 +323,9 @@ static int writer_finish(lua_State *L) {
   checkwriter(L, 1);
   json_t *m = NULL;
   if (luaL_testudata(L, 2, NSL_BUNDLE_MT)) {
-    const json_t *bm = nsl_bundle_manifest(checkbundle(L, 2));
+    const char *bm = nsl_bundle_manifest_json(checkbundle(L, 2));
     luaL_argcheck(L, bm != NULL, 2, "a plain zip has no manifest");
-    m = json_deep_copy(bm);
+    m = json_loads(bm, JSON_REJECT_DUPLICATES, NULL);
     if (!m) return luaL_error(L, "out of memory");
   } else {
     m = check_json_object(L, 2);
@@ -339,11 +342,14 @@ static int writer_finish(lua_State *L) {
     }
     json_decref(extra);
   }
+  char *text = json_dumps(m, 0);
+  json_decref(m);
+  if (!text) return luaL_error(L, "out of memory");
   nsl_error err = {0};
   nsl_bundle_writer *w = box->w;
   box->w = NULL;   /* finish releases it, whatever happens */
-  nsl_status st = nsl_bundle_writer_finish(w, m, &err);
-  json_decref(m);
+  nsl_status st = nsl_bundle_writer_finish(w, text, &err);
+  free(text);
   return writer_result(L, st, &err);
 }
 

@@ -64,6 +64,7 @@ struct nsl_bundle {
   char (*sha)[65];               /* from the manifest; "" in raw mode */
   size_t *by_name;               /* member indices sorted by name */
   json_t *manifest;
+  char *manifest_text;           /* manifest.json as read (NUL-terminated) */
   nsl__zip_dir dir;              /* the central directory as nsl parsed it */
   unsigned char *tail;           /* bytes [tail_off, size) of the file, read once at open */
   uint64_t tail_off;
@@ -712,7 +713,12 @@ static nsl_status load_manifest(nsl_bundle *b, long idx, nsl_error *err) {
   }
 done:
   free(listed);
-  free(mb.data);
+  if (st == NSL_OK) {
+    mb.data[mb.len] = '\0';
+    b->manifest_text = (char *)mb.data;   /* kept: nsl_bundle_manifest_json */
+  } else {
+    free(mb.data);
+  }
   return st;
 }
 
@@ -857,6 +863,7 @@ void nsl_bundle_close(nsl_bundle *b) {
   free(b->sha);
   free(b->by_name);
   json_decref(b->manifest);
+  free(b->manifest_text);
   if (b->fd >= 0)
     close(b->fd);
   pthread_mutex_destroy(&b->lock);
@@ -867,7 +874,9 @@ void nsl_bundle_close(nsl_bundle *b) {
 const char *nsl_bundle_path(const nsl_bundle *b) { return b->path; }
 int nsl_bundle_is_raw(const nsl_bundle *b) { return b->raw; }
 size_t nsl_bundle_count(const nsl_bundle *b) { return b->n; }
-const json_t *nsl_bundle_manifest(const nsl_bundle *b) { return b->raw ? NULL : b->manifest; }
+const json_t *nsl__bundle_manifest(const nsl_bundle *b) { return b->raw ? NULL : b->manifest; }
+
+const char *nsl_bundle_manifest_json(const nsl_bundle *b) { return b->raw ? NULL : b->manifest_text; }
 
 const nsl_bundle_member *nsl_bundle_member_at(const nsl_bundle *b, size_t i) {
   return i < b->n ? &b->members[i] : NULL;
@@ -878,7 +887,7 @@ const nsl_bundle_member *nsl_bundle_find(const nsl_bundle *b, const char *name) 
   return i < 0 ? NULL : &b->members[i];
 }
 
-const json_t *nsl_bundle_report_entry(const nsl_bundle *b, const char *member) {
+const json_t *nsl__bundle_report_entry(const nsl_bundle *b, const char *member) {
   const json_t *reports = b->raw ? NULL : json_object_get(b->manifest, "reports");
   size_t i;
   const json_t *r;
@@ -899,7 +908,7 @@ static void copy_string_field(const json_t *r, const char *key, char *dst, size_
 }
 
 int nsl_bundle_fill_report_info(const nsl_bundle *b, const char *member, nsl_report_info *info) {
-  const json_t *r = nsl_bundle_report_entry(b, member);
+  const json_t *r = nsl__bundle_report_entry(b, member);
   if (r == NULL)
     return 0;
   const char *host = json_string_value(json_object_get(r, "host"));

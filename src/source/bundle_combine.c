@@ -341,7 +341,7 @@ static nsl_status copy_input(input *in, int i, const input *all, nsl_bundle_writ
       size_t rlen = 0;
       if (strcmp(mem->name, NSL_BUNDLE_MANIFEST) == 0 || column_of(mem->name, &rlen) != columns)
         continue;
-      const json_t *entry = nsl_bundle_report_entry(in->b, mem->name);
+      const json_t *entry = nsl__bundle_report_entry(in->b, mem->name);
       const char *target = mem->name, *renamed = NULL;
       if (columns && rlen < sizeof report) {   /* columns/<report>/<file>: where its report went */
         memcpy(report, mem->name + 8, rlen);
@@ -530,7 +530,7 @@ nsl_status nsl_bundle_combine(const char *const *inputs, int n, const char *out_
     }
     if ((st = nsl_bundle_open(&in[i].b, inputs[i], &ropts, err)) != NSL_OK)
       goto done;
-    in[i].m = nsl_bundle_manifest(in[i].b);
+    in[i].m = nsl__bundle_manifest(in[i].b);
     in[i].renames = json_object();
     if (in[i].renames == NULL) {
       st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot combine: out of memory");
@@ -552,7 +552,7 @@ nsl_status nsl_bundle_combine(const char *const *inputs, int n, const char *out_
     st = nsl_error_set(err, NSL_ERR_NOMEM, "cannot combine: out of memory building the manifest");
     goto done;
   }
-  st = nsl_bundle_writer_finish(w, manifest, err);
+  st = nsl__bundle_writer_finish_json(w, manifest, err);
   w = NULL;
 done:
   nsl_bundle_writer_abort(w);

@@ -6,6 +6,7 @@
 #ifndef NSL_SOURCE_BUNDLE_INTERNAL_H
 #define NSL_SOURCE_BUNDLE_INTERNAL_H
 
+#include <jansson.h>
 #include <nettle/sha2.h>
 #include <stdint.h>
 
@@ -59,6 +60,14 @@ int nsl__bundle_fd(const nsl_bundle *b);
 /* nsl_bundle_add_report_range over a bundle already open (an nsl bundle:
  * STRICT); the reports added keep references to b. */
 nsl_status nsl__bundle_add_range(nsl_trace *tr, nsl_bundle *b, int first, int count, int *total, nsl_error *err);
+
+/* The manifest parsed (borrowed), or NULL in raw mode; its "reports" entry
+ * whose "member" is member (borrowed), or NULL. */
+const json_t *nsl__bundle_manifest(const nsl_bundle *b);
+const json_t *nsl__bundle_report_entry(const nsl_bundle *b, const char *member);
+/* nsl_bundle_writer_finish with the caller's fields as a JSON object
+ * (copied, never modified; NULL: none). */
+nsl_status nsl__bundle_writer_finish_json(nsl_bundle_writer *w, const json_t *manifest, nsl_error *err);
 
 /* "2025-11-25T22:09:00Z" for t (UTC). */
 void nsl__iso8601_utc(int64_t t, char out[32]);

@@ -134,7 +134,7 @@ nsl_status nsl__bundle_add_range(nsl_trace *tr, nsl_bundle *b, int first, int co
   const json_t *r;
   int k = 0;
   nsl_status st = NSL_OK;
-  json_array_foreach(json_object_get(nsl_bundle_manifest(b), "reports"), i, r) {
+  json_array_foreach(json_object_get(nsl__bundle_manifest(b), "reports"), i, r) {
     if (tr && k >= first && k - first < count &&
         (st = add_report(tr, b, json_string_value(json_object_get(r, "member")), err)) != NSL_OK)
       return st;
@@ -142,7 +142,7 @@ nsl_status nsl__bundle_add_range(nsl_trace *tr, nsl_bundle *b, int first, int co
   }
   for (i = 0; i < nsl_bundle_count(b); i++) {
     const char *name = nsl_bundle_member_at(b, i)->name;
-    if (!is_report_name(name) || nsl_bundle_report_entry(b, name) != NULL)
+    if (!is_report_name(name) || nsl__bundle_report_entry(b, name) != NULL)
       continue;
     if (tr && k >= first && k - first < count && (st = add_report(tr, b, name, err)) != NSL_OK)
       return st;

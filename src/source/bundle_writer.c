@@ -432,7 +432,19 @@ static int set_new(json_t *m, const char *key, json_t *v) {
   return v == NULL ? -1 : json_object_set_new(m, key, v);
 }
 
-nsl_status nsl_bundle_writer_finish(nsl_bundle_writer *w, const json_t *manifest, nsl_error *err) {
+nsl_status nsl_bundle_writer_finish(nsl_bundle_writer *w, const char *manifest_json, nsl_error *err) {
+  json_t *m = NULL;
+  if (manifest_json) {   /* text that is no JSON object: refused below as one that is not an object */
+    m = json_loads(manifest_json, JSON_REJECT_DUPLICATES, NULL);
+    if (m == NULL)
+      m = json_null();
+  }
+  nsl_status st = nsl__bundle_writer_finish_json(w, m, err);
+  json_decref(m);
+  return st;
+}
+
+nsl_status nsl__bundle_writer_finish_json(nsl_bundle_writer *w, const json_t *manifest, nsl_error *err) {
   nsl_status st;
   json_t *m = NULL;
   char *text = NULL;

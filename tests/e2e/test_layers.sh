@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The binding (src/lua) reaches the sources only through the public API
-# (include/nsl): no source's header, no source's ops table, no test of a
+# (include/nsl), whose headers include no third-party header: no source's header, no source's ops table, no test of a
 # source's kind.  A new input format is then a source file and one line in
 # src/source/open.c.  XLA HLO modules too are public API (nsl/hlo.h).
 . "$(dirname "$0")/lib.sh"
@@ -9,6 +9,13 @@ src="$NSL_SOURCE_DIR/src/lua"
 [ -d "$src" ] && ok "src/lua found" || { bad "no $src"; finish; exit 1; }
 hits=$(grep -n -E '#[[:space:]]*include[[:space:]]*[<"](\.\./)*(src/)?source/' "$src"/*.c "$src"/*.h)
 check_eq "src/lua includes no source header" "$hits" ""
+# The public headers (include/nsl) carry no third-party type: they include
+# the C standard library's headers and each other, nothing else.
+std_hdr='(assert|complex|ctype|errno|fenv|float|inttypes|iso646|limits|locale|math|setjmp|signal|stdalign|stdarg|stdatomic|stdbool|stddef|stdint|stdio|stdlib|stdnoreturn|string|tgmath|threads|time|uchar|wchar|wctype)\.h'
+third_party() { grep -n -E '#[[:space:]]*include' "$@" | grep -v -E "#[[:space:]]*include[[:space:]]*(<$std_hdr>|\"nsl/[a-z_]+\.h\")"; }
+check_eq "include/ includes no third-party header" "$(third_party "$NSL_SOURCE_DIR"/include/nsl/*.h)" ""
+printf '#include <stdint.h>\n#include "nsl/nsl.h"\n#include <jansson.h>\n#include <sqlite3.h>\n' > "$TMP/public.h"
+check_eq "probe: third-party includes are found" "$(third_party "$TMP/public.h" | wc -l)" 2
 # A source's own functions: those its private headers declare (every header
 # under src/source), less what the public headers declare too.
 grep -ohE '\bnsl_[a-z0-9_]+ *\(' "$NSL_SOURCE_DIR"/include/nsl/*.h | tr -d ' (' | sort -u > "$TMP/public"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "nsl/bundle.h"
+#include "source/bundle_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -26,7 +27,7 @@ static void read_all(const uint8_t *data, size_t size, nsl_bundle_mode mode) {
     void *buf = NULL;
     size_t len = 0;
     if (nsl_bundle_read_member(b, m->name, &buf, &len, &err) == NSL_OK) free(buf);
-    (void)nsl_bundle_report_entry(b, m->name);
+    (void)nsl__bundle_report_entry(b, m->name);
   }
   (void)nsl_bundle_verify(b, &err);
   nsl_bundle_close(b);

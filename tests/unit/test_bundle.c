@@ -547,7 +547,10 @@ static int write_roundtrip(const char *path) {
   assert_int_equal(add_path(w, "meta/module_0001.hlo.pb.xz", xz, &err), NSL_OK);
   assert_int_equal(add_text(w, "analyses/empty.txt", "", &err), NSL_OK);
   json_t *m = caller_manifest("train.py", 0, "reports/tiny.sqlite", "2026.1.1");
-  assert_int_equal(nsl_bundle_writer_finish(w, m, &err), NSL_OK);
+  char *text = json_dumps(m, 0);   /* the public API takes the caller's fields as JSON text */
+  assert_non_null(text);
+  assert_int_equal(nsl_bundle_writer_finish(w, text, &err), NSL_OK);
+  free(text);
   json_decref(m);
   return 0;
 }
@@ -610,8 +613,22 @@ static void test_roundtrip(void **state) {
   check_member(b, "meta/env.txt", k_env, strlen(k_env));
   assert_int_equal(nsl_bundle_verify(b, &err), NSL_OK);
 
+  /* the manifest's text is the member's bytes, as unzip reads them */
+  const char *mtext = nsl_bundle_manifest_json(b);
+  assert_non_null(mtext);
+  if (have_tool("unzip")) {
+    char cmd[1200], got[65536];
+    snprintf(cmd, sizeof cmd, "unzip -p '%s' manifest.json", path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(got, 1, sizeof got - 1, p);
+    pclose(p);
+    got[n] = 0;
+    assert_string_equal(mtext, got);
+  }
+
   /* what the manifest says */
-  const json_t *m = nsl_bundle_manifest(b);
+  const json_t *m = nsl__bundle_manifest(b);
   assert_string_equal(json_string_value(json_object_get(m, "format")), "nsl-bundle");
   assert_int_equal(json_integer_value(json_object_get(m, "format_version")), 1);
   assert_string_equal(json_string_value(json_object_get(m, "nsl_version")), NSL_VERSION);
@@ -727,11 +744,11 @@ static void test_rewrite_in_place(void **state) {
   nsl_bundle *b;
   nsl_bundle_writer *w;
   assert_int_equal(nsl_bundle_open(&b, path, NULL, &err), NSL_OK);
-  json_t *m = json_deep_copy(nsl_bundle_manifest(b));
+  json_t *m = json_deep_copy(nsl__bundle_manifest(b));
   assert_int_equal(nsl_bundle_writer_open(&w, path, &err), NSL_OK);
   assert_int_equal(nsl_bundle_copy_members(b, w, "analyses/", &err), NSL_OK);
   assert_int_equal(add_text(w, "analyses/straggler/table.csv", "rank,ratio\n1,1.07\n", &err), NSL_OK);
-  assert_int_equal(nsl_bundle_writer_finish(w, m, &err), NSL_OK);
+  assert_int_equal(nsl__bundle_writer_finish_json(w, m, &err), NSL_OK);
   json_decref(m);
   nsl_bundle_close(b);
 
@@ -812,7 +829,7 @@ static void test_raw_nsys_jax(void **state) {
   o.mode = NSL_BUNDLE_AUTO;
   assert_int_equal(nsl_bundle_open(&b, path, &o, &err), NSL_OK);
   assert_true(nsl_bundle_is_raw(b));
-  assert_null(nsl_bundle_manifest(b));
+  assert_null(nsl__bundle_manifest(b));
 
   size_t zlen;
   unsigned char *z = slurp(path, &zlen);
@@ -1016,10 +1033,10 @@ static void test_empty(void **state) {
   /* a bundle of nothing but its manifest */
   nsl_bundle_writer *w;
   assert_int_equal(nsl_bundle_writer_open(&w, tpath("bare.zip"), &err), NSL_OK);
-  assert_int_equal(nsl_bundle_writer_finish(w, NULL, &err), NSL_OK);
+  assert_int_equal(nsl__bundle_writer_finish_json(w, NULL, &err), NSL_OK);
   assert_int_equal(nsl_bundle_open(&b, tpath("bare.zip"), NULL, &err), NSL_OK);
   assert_int_equal(nsl_bundle_count(b), 1);
-  assert_int_equal(json_array_size(json_object_get(nsl_bundle_manifest(b), "members")), 0);
+  assert_int_equal(json_array_size(json_object_get(nsl__bundle_manifest(b), "members")), 0);
   assert_int_equal(nsl_bundle_verify(b, &err), NSL_OK);
   nsl_bundle_close(b);
 }
@@ -1372,7 +1389,7 @@ static void test_writer_replaces(void **state) {
   nsl_bundle_writer *w, *w2;
   assert_int_equal(nsl_bundle_writer_open(&w, target, &err), NSL_OK);
   assert_int_equal(add_text(w, "meta/a.txt", "a", &err), NSL_OK);
-  assert_int_equal(nsl_bundle_writer_finish(w, NULL, &err), NSL_OK);
+  assert_int_equal(nsl__bundle_writer_finish_json(w, NULL, &err), NSL_OK);
 
   /* rewrite: replaced by another program between read and rename */
   assert_int_equal(nsl_bundle_writer_open(&w, target, &err), NSL_OK);
@@ -1385,7 +1402,7 @@ static void test_writer_replaces(void **state) {
   unsigned char *theirs = slurp(target, &len);
   spit(tpath("cas/other.zip"), theirs, len);
   assert_int_equal(rename(tpath("cas/other.zip"), target), 0);   /* what a writer without the lock does */
-  assert_int_equal(nsl_bundle_writer_finish(w, nsl_bundle_manifest(b), &err), NSL_ERR_IO);
+  assert_int_equal(nsl__bundle_writer_finish_json(w, nsl__bundle_manifest(b), &err), NSL_ERR_IO);
   assert_msg_has(err, "changed while it was being rewritten");
   nsl_bundle_close(b);
   char *l = listing(tpath("cas"));
@@ -1408,13 +1425,13 @@ static void test_writer_replaces(void **state) {
    * the new file, not the old one */
   assert_int_equal(nsl_bundle_writer_open(&w, target, &err), NSL_OK);
   assert_int_equal(add_text(w, "meta/b.txt", "b", &err), NSL_OK);
-  assert_int_equal(nsl_bundle_writer_finish(w, NULL, &err), NSL_OK);
+  assert_int_equal(nsl__bundle_writer_finish_json(w, NULL, &err), NSL_OK);
   assert_int_equal(nsl_bundle_writer_open(&w2, target, &err), NSL_OK);
   assert_int_equal(nsl_bundle_open(&b, target, NULL, &err), NSL_OK);
   assert_non_null(nsl_bundle_find(b, "meta/b.txt"));
   assert_int_equal(nsl_bundle_writer_replaces(w2, b, &err), NSL_OK);
   assert_int_equal(nsl_bundle_copy_members(b, w2, NULL, &err), NSL_OK);
-  assert_int_equal(nsl_bundle_writer_finish(w2, nsl_bundle_manifest(b), &err), NSL_OK);
+  assert_int_equal(nsl__bundle_writer_finish_json(w2, nsl__bundle_manifest(b), &err), NSL_OK);
   nsl_bundle_close(b);
 }
 
@@ -1439,7 +1456,7 @@ static void test_writer_failures(void **state) {
   assert_null(nsl_bundle_writer_sha256(w, "meta/b.txt"));
   /* a manifest that names a member never written: refused, nothing left */
   json_t *m = json_pack("{s:[{s:s}]}", "reports", "member", "reports/r0.sqlite");
-  assert_int_equal(nsl_bundle_writer_finish(w, m, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__bundle_writer_finish_json(w, m, &err), NSL_ERR_ARG);
   assert_msg_has(err, "reports/r0.sqlite");
   json_decref(m);
   expect_untouched(tpath("w"), target);
@@ -1449,7 +1466,7 @@ static void test_writer_failures(void **state) {
   assert_int_equal(nsl_bundle_writer_begin(w, "meta/a.txt", 10, NSL_BUNDLE_COMPRESS_AUTO, &err), NSL_OK);
   assert_int_equal(nsl_bundle_writer_write(w, "12345", 5, &err), NSL_OK);
   assert_int_equal(nsl_bundle_writer_end(w, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_bundle_writer_finish(w, NULL, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__bundle_writer_finish_json(w, NULL, &err), NSL_ERR_ARG);
   expect_untouched(tpath("w"), target);
 
   /* the disk fills up mid-member (a file size limit stands in for it) */
@@ -1475,7 +1492,7 @@ static void test_writer_failures(void **state) {
   signal(SIGXFSZ, prev);
   assert_int_equal(st, NSL_ERR_IO);
   assert_msg_has(err, "out.zip");
-  assert_int_equal(nsl_bundle_writer_finish(w, NULL, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__bundle_writer_finish_json(w, NULL, &err), NSL_ERR_ARG);
   expect_untouched(tpath("w"), target);
 
   /* the same while a file is deflated (nsl bundle's path): zlib still points
@@ -1509,7 +1526,7 @@ static void test_writer_failures(void **state) {
   assert_int_equal(nsl_bundle_writer_set_level(w, 1, &err), NSL_OK);
   assert_int_equal(add_text(w, "meta/a.txt", "x", &err), NSL_OK);
   assert_int_equal(nsl_bundle_writer_set_level(w, 9, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_bundle_writer_finish(w, NULL, &err), NSL_OK);
+  assert_int_equal(nsl__bundle_writer_finish_json(w, NULL, &err), NSL_OK);
   nsl_bundle *b;
   assert_int_equal(nsl_bundle_open(&b, target, NULL, &err), NSL_OK);
   check_member(b, "meta/a.txt", "x", 1);
@@ -1538,7 +1555,7 @@ static void rank_bundle(const char *path, const char *report, int rank, const ch
   json_t *m = caller_manifest(cmd, rank, "reports/report.sqlite", nsys);
   json_array_set_new(json_object_get(m, "hosts"), 0, json_sprintf("node%d", rank));
   json_object_set_new(json_array_get(json_object_get(m, "reports"), 0), "host", json_sprintf("node%d", rank));
-  assert_int_equal(nsl_bundle_writer_finish(w, m, &err), NSL_OK);
+  assert_int_equal(nsl__bundle_writer_finish_json(w, m, &err), NSL_OK);
   json_decref(m);
 }
 
@@ -1574,7 +1591,7 @@ static void test_combine(void **state) {
   check_member(b, "sources/train.py", k_train, strlen(k_train));
   check_member(b, "meta/env.txt", "RANK=0\n", 7);
   check_member(b, "meta/env~2.txt", "RANK=1\n", 7);
-  const json_t *m = nsl_bundle_manifest(b);
+  const json_t *m = nsl__bundle_manifest(b);
   const json_t *ranks = json_object_get(m, "ranks");
   assert_int_equal(json_array_size(ranks), 2);
   assert_int_equal(json_integer_value(json_array_get(ranks, 0)), 0);
