@@ -4,9 +4,9 @@
  *
  * Basic outline:
  *   1. Traces opened with nsl_trace_open load through the cache unless
- *      nsl_cache_set_enabled(0) was called or NSL_NO_CACHE=1 is set: a
+ *      their options say cache = 0 (the default: NSL_NO_CACHE=1 unset): a
  *      column loaded once is kept under the cache folder ($NSL_CACHE_DIR,
- *      else $XDG_CACHE_HOME/nsl, else ~/.cache/nsl) and mapped on the next
+ *      else $XDG_CACHE_HOME/nsl, else ~/.cache/nsl) and read on the next
  *      open.  Results never depend on it (archive-format/CACHE.md).
  *   2. nsl_cache_list / nsl_cache_clear list and empty the folder.
  *   3. nsl_bundle_writer_add_columns stores an export's columns in a bundle
@@ -28,9 +28,8 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
-/* On (the default, unless NSL_NO_CACHE=1) or off for the traces opened from now on. */
-void nsl_cache_set_enabled(int on);
-int nsl_cache_enabled(void);
+/* Whether a trace goes through the cache is its own option
+ * (nsl_open_options.cache in nsl/nsl.h). */
 /* The size bound of the cache folder: NSL_CACHE_MAX (bytes, or with a K, M,
  * G, T suffix), default 16 GiB; least recently used entries go first. */
 int64_t nsl_cache_max_bytes(void);

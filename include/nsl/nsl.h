@@ -2,8 +2,9 @@
  * nsl.h -- public C API of nsl, the Nsight Systems profile analyser.
  *
  * Basic outline of a program that embeds nsl:
- *   1. nsl_trace_open(&trace, paths, npaths, &err) opens one or more exports
- *      (or bundles); nothing but metadata is read yet.
+ *   1. nsl_trace_open(&trace, paths, npaths, &opts, &err) opens one or more
+ *      exports (or bundles) with options (nsl_open_options_init; NULL: the
+ *      defaults); nothing but metadata is read yet.
  *   2. nsl_trace_table(trace, "kernels", &t, &err) returns a data-model table
  *      whose columns load lazily; nsl_table_require(t, names, n, &err) loads
  *      several columns in one pass over each report.
@@ -11,6 +12,8 @@
  *   4. Kernels (nsl_col_*, nsl_groupby_*, nsl_iv_*) compute over whole columns.
  *   5. nsl_column_release / nsl_table_release / nsl_trace_close release
  *      everything; handles are reference counted.
+ * This header is for programs that embed nsl; a new kind of input (a
+ * source) implements nsl/source.h.
  *
  * Conventions: every function that can fail takes an nsl_error *err as
  * its last argument (NULL when the caller wants no message) and fills it
@@ -466,8 +469,8 @@ nsl_status nsl_ledger_sweep(const nsl_column *start, const nsl_column *stop, con
 
 typedef struct nsl_trace nsl_trace;
 
-/* Raw SQL rows: nsl_source_ops.sql calls row(ctx, ncols, names, values) per
- * row of the result; non-zero from row stops early. */
+/* Raw SQL rows: nsl_trace_sql calls row(ctx, ncols, names, values) per row
+ * of the result; non-zero from row stops early. */
 typedef struct nsl_sql_value {
   int type;            /* 0 NULL, 1 integer, 2 real, 3 text, 4 blob */
   int64_t i;
@@ -479,41 +482,6 @@ typedef int (*nsl_sql_row_fn)(void *ctx, int ncols, const char *const *names,
                               const nsl_sql_value *values);
 /* One metadata entry of a report (nsl_trace_metadata); non-zero stops. */
 typedef int (*nsl_metadata_fn)(void *ctx, const char *name, const char *value);
-
-/* A report source: one SQLite export (or other input) seen as the data
- * model's tables.  Implemented in src/source/; the trace owns it.  The
- * operations after close are optional (NULL when the source has no such
- * thing); callers go through nsl_trace_sql / nsl_trace_members /
- * nsl_trace_member_read / nsl_trace_metadata, never through a source's own
- * functions. */
-typedef struct nsl_source_ops {
-  const char *kind;   /* "nsys-sqlite", ... */
-  /* Declares the columns of data-model table `name` on t (nsl_table_declare),
-   * or returns NSL_ERR_NOTFOUND when the source has no such table. */
-  nsl_status (*describe)(void *src, const char *name, nsl_table *t, nsl_error *err);
-  /* Loads the columns colnames[0..n) of table `name`: out[k] receives a new
-   * column (rows of this report only).  Strings interned into dict; times
-   * shifted by time_offset ns. */
-  nsl_status (*load)(void *src, const char *name, const char *const *colnames, const nsl_type *types,
-                     int n, nsl_dict *dict, int64_t time_offset, nsl_column **out, nsl_error *err);
-  /* Row count of table `name` (exact). */
-  nsl_status (*count)(void *src, const char *name, int64_t *out, nsl_error *err);
-  void (*close)(void *src);
-  /* Runs one read-only SQL statement on the source's own database (a
-   * source that has one: an SQLite export). */
-  nsl_status (*sql)(void *src, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
-  /* Calls fn(ctx, name) for each member of the source's archive whose name
-   * starts with prefix (a source read from an archive: nsys-jax); returns
-   * the number of calls. */
-  size_t (*members)(void *src, const char *prefix, void (*fn)(void *ctx, const char *name), void *ctx);
-  /* Reads archive member `name` whole into *data (release with free());
-   * NSL_ERR_NOTFOUND when there is no such member. */
-  nsl_status (*member_read)(void *src, const char *name, void **data, size_t *len, nsl_error *err);
-  /* Calls fn(ctx, name, value) for each entry of the metadata the report
-   * records about its capture (an nsys export: META_DATA_CAPTURE, in table
-   * order, entries without a value left out); fn returning non-zero stops. */
-  nsl_status (*metadata)(void *src, nsl_metadata_fn fn, void *ctx, nsl_error *err);
-} nsl_source_ops;
 
 /* Report metadata, filled by the source when it opens. */
 typedef struct nsl_report_info {
@@ -530,11 +498,26 @@ typedef struct nsl_report_info {
   int64_t first_ts, last_ts; /* earliest and latest event time seen (raw), or NSL_NULL_I64 */
 } nsl_report_info;
 
+/* How a trace opens its inputs: set by the embedder per trace, never
+ * process-wide.  nsl_open_options_init gives the defaults. */
+typedef struct nsl_open_options {
+  const char *nsys;   /* the nsys that exports .nsys-rep inputs (a path or a name in PATH); NULL: found by
+                       * nsl_rep_find_nsys's search.  Copied by the trace. */
+  int cache;          /* 1: loads go through the columnar cache, 0: not; default 1 unless NSL_NO_CACHE is set */
+} nsl_open_options;
+void nsl_open_options_init(nsl_open_options *o);
+
 /* Opens each path (an nsys SQLite export, an nsys-jax archive, or a bundle:
  * nsl_bundle_add_reports; src/source/open.c knows them all)
- * as reports of one trace, and records the paths as its inputs.  Nothing
- * but metadata is read (a bundle's reports are decompressed into memory). */
-nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, nsl_error *err);
+ * as reports of one trace, with options opts (NULL: the defaults), and
+ * records the paths as its inputs.  Nothing but metadata is read (a
+ * bundle's reports are decompressed into memory). */
+nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, const nsl_open_options *opts,
+                          nsl_error *err);
+/* The options later nsl_trace_add_path calls on tr use (a new trace has the
+ * defaults); NSL_ERR_NOMEM when the copy fails. */
+nsl_status nsl_trace_set_options(nsl_trace *tr, const nsl_open_options *opts, nsl_error *err);
+const nsl_open_options *nsl_trace_options(const nsl_trace *tr);
 /* Opens path (an export, a bundle, an nsys-jax archive) as nsl_trace_open
  * does one of its paths and adds its reports to tr, recording the input. */
 nsl_status nsl_trace_add_path(nsl_trace *tr, const char *path, nsl_error *err);
@@ -546,9 +529,6 @@ nsl_status nsl_trace_add_input(nsl_trace *tr, const char *path, nsl_error *err);
  * when out of range). */
 int nsl_trace_ninputs(const nsl_trace *tr);
 const char *nsl_trace_input_path(const nsl_trace *tr, int i);
-/* Adds a report from an already-opened source (used by bundle readers). */
-nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
-                                const nsl_report_info *info, nsl_error *err);
 nsl_trace *nsl_trace_new(void);
 /* Keeps only reports keep[0..n) of tr (0-based, in any order; duplicates
  * count once) and closes the others' sources; the kept reports are
@@ -573,8 +553,7 @@ const char *const *nsl_model_tables(void);
 /* Runs one read-only SQL statement on report i's database: NSL_ERR_ARG for
  * a report out of range, NSL_ERR_NOTFOUND when its source has no SQL. */
 nsl_status nsl_trace_sql(nsl_trace *tr, int i, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);
-/* Calls fn(ctx, name, value) for each entry of report i's capture metadata
- * (nsl_source_ops.metadata); NSL_ERR_ARG for a report out of range, NSL_OK
+/* Calls fn(ctx, name, value) for each entry of report i's capture metadata; NSL_ERR_ARG for a report out of range, NSL_OK
  * without a call for a source that records none. */
 nsl_status nsl_trace_metadata(nsl_trace *tr, int i, nsl_metadata_fn fn, void *ctx, nsl_error *err);
 /* Whether report i's source is read from an archive whose members
@@ -585,7 +564,7 @@ int nsl_trace_has_members(const nsl_trace *tr, int i);
  * or a report out of range). */
 size_t nsl_trace_members(nsl_trace *tr, int i, const char *prefix, void (*fn)(void *ctx, const char *name),
                          void *ctx);
-/* Reads archive member `name` of report i whole (as nsl_source_ops.member_read);
+/* Reads archive member `name` of report i whole (release with free());
  * NSL_ERR_ARG for a report out of range, NSL_ERR_NOTFOUND for a source
  * without members or no such member. */
 nsl_status nsl_trace_member_read(nsl_trace *tr, int i, const char *name, void **data, size_t *len,
@@ -599,13 +578,10 @@ nsl_status nsl_trace_member_read(nsl_trace *tr, int i, const char *name, void **
  * the report keeps its size, modification time and inode; made under an
  * exclusive lock on the entry (of two processes one exports, the other
  * waits and reuses it), written under a temporary name and renamed.  nsys
- * is nsl_rep_set_nsys's (--nsys), else nsl_rep_find_nsys's; the time limit
+ * is the trace's option (--nsys), else nsl_rep_find_nsys's; the time limit
  * is NSL_NSYS_TIMEOUT seconds (default 7200). */
 /* 1 when the file at path starts like an Nsight Systems report. */
 int nsl_rep_sniff(const char *path);
-
-/* The nsys program used for reports from now on (NULL: find it again). */
-void nsl_rep_set_nsys(const char *path);
 
 /* Finds nsys: given (a path, or a name looked up in PATH), else $NSYS, else
  * PATH, else the newest /opt/nvidia/nsight-systems[-cli]/VERSION/bin/nsys,
@@ -621,10 +597,11 @@ int nsl_rep_find_nsys(const char *given, char **out);
  * -1 when none is found. */
 int nsl_rep_find_importer(const char *nsys, char **out);
 
-/* Exports report path (or reuses the cached export); *sqlite (malloc'd)
- * receives the export's path.  NSL_ERR_NOTFOUND when nsys is not found,
- * NSL_ERR_IO when it fails or runs out of time, with the command named. */
-nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err);
+/* Exports report path (or reuses the cached export) with nsys (as
+ * nsl_rep_find_nsys's given: NULL searches); *sqlite (malloc'd) receives
+ * the export's path.  NSL_ERR_NOTFOUND when nsys is not found, NSL_ERR_IO
+ * when it fails or runs out of time, with the command named. */
+nsl_status nsl_rep_export(const char *path, const char *nsys, char **sqlite, nsl_error *err);
 
 
 #if defined(__GNUC__)

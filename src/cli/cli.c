@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "nsl/nsl.h"
 #include "core/nsl_internal.h"
+#include "lua/lnsl.h"
 #include "nsl/cache.h"
 
 #define WIDTH 80   /* prose and usage lines of the help */
@@ -504,8 +505,8 @@ int nsl__cli_dispatch(lua_State *L, const nsl_cli_args *a) {
     return 0;
   }
   const char *nsys = nsl__cli_value(a, "--nsys");   /* the nsys that exports .nsys-rep inputs */
-  if (nsys && *nsys) nsl_rep_set_nsys(nsys);
-  if (nsl__cli_value(a, "--no-cache")) nsl_cache_set_enabled(0);
+  if (nsys && *nsys) nsl__state_set_nsys(L, nsys);
+  if (nsl__cli_value(a, "--no-cache")) nsl__state_open_options(L)->cache = 0;
   nsl__cli_warnings();
   nsl__cli_progress_start(nsl__cli_value(a, "--quiet") != NULL);
   int code = run_command(L, a);

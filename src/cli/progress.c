@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "core/nsl_internal.h"
+#include "lua/lnsl.h"
 #include "nsl/cache.h"
 
 static pthread_t ticker;
@@ -159,7 +160,7 @@ int nsl__cli_cache(lua_State *L, const nsl_cli_args *a) {
   size_text(size, sizeof size, lc.bytes);
   size_text(max, sizeof max, nsl_cache_max_bytes());
   printf("%d entries, %s in %s (bound %s: NSL_CACHE_MAX)%s\n", lc.n, size, root ? root : "?", max,
-         nsl_cache_enabled() ? "" : "; the cache is off (NSL_NO_CACHE)");
+         nsl__state_open_options(L)->cache ? "" : "; the cache is off (NSL_NO_CACHE)");
   free(root);
   return 0;
 }

@@ -9,6 +9,7 @@
 #define NSL_CORE_NSL_INTERNAL_H
 
 #include "nsl/nsl.h"
+#include "nsl/source.h"
 
 /* ---- sweeps over NVTX ranges (src/core/sweep.c) ---------------------- */
 

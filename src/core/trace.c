@@ -16,6 +16,7 @@
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
 #include "nsl/nsl.h"
+#include "nsl/source.h"
 
 /* What keeps the trace's sources to one thread at a time: the caller's
  * loads, SQL and member reads, and a load read in the background
@@ -78,12 +79,14 @@ struct nsl_trace {
   trace_table *tables;
   char **inputs;      /* the paths the trace was opened from */
   int ninputs;
+  nsl_open_options opts;   /* opts.nsys: a copy of its own */
   source_guard *guard;
 };
 
 nsl_trace *nsl_trace_new(void) {
   nsl_trace *tr = calloc(1, sizeof *tr);
   if (!tr) return NULL;
+  nsl_open_options_init(&tr->opts);
   tr->dict = nsl_dict_new();
   tr->guard = guard_new();
   if (!tr->dict || !tr->guard) {
@@ -120,10 +123,28 @@ void nsl_trace_close(nsl_trace *tr) {
   free(tr->reports);
   for (int i = 0; i < tr->ninputs; i++) free(tr->inputs[i]);
   free(tr->inputs);
+  free((char *)tr->opts.nsys);
   nsl_dict_release(tr->dict);
   guard_release(tr->guard);
   free(tr);
 }
+
+void nsl_open_options_init(nsl_open_options *o) {
+  const char *v = getenv("NSL_NO_CACHE");
+  memset(o, 0, sizeof *o);
+  o->cache = !(v && v[0] && strcmp(v, "0") != 0);
+}
+
+nsl_status nsl_trace_set_options(nsl_trace *tr, const nsl_open_options *opts, nsl_error *err) {
+  char *nsys = opts->nsys ? strdup(opts->nsys) : NULL;
+  if (opts->nsys && !nsys) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  free((char *)tr->opts.nsys);
+  tr->opts = *opts;
+  tr->opts.nsys = nsys;
+  return NSL_OK;
+}
+
+const nsl_open_options *nsl_trace_options(const nsl_trace *tr) { return &tr->opts; }
 
 nsl_status nsl_trace_add_input(nsl_trace *tr, const char *path, nsl_error *err) {
   char **in = realloc(tr->inputs, (size_t)(tr->ninputs + 1) * sizeof *in);
@@ -141,6 +162,9 @@ const char *nsl_trace_input_path(const nsl_trace *tr, int i) {
 
 nsl_status nsl_trace_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src,
                                 const nsl_report_info *info, nsl_error *err) {
+  if (ops->version < 1 || ops->version > NSL_SOURCE_VERSION)
+    return nsl_error_set(err, NSL_ERR_ARG, "cannot add report '%s': its source is of version %d, this nsl knows 1 to %d",
+                         info->path, ops->version, NSL_SOURCE_VERSION);
   if (tr->tables)
     return nsl_error_set(err, NSL_ERR_ARG, "cannot add report '%s' after tables were loaded", info->path);
   if (tr->nreports == tr->cap) {

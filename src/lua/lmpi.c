@@ -53,7 +53,7 @@ static int l_open(lua_State *L) {
   b->d = NULL;
   luaL_setmetatable(L, DIST_MT);
   nsl_error err = {0};
-  if (nsl__dist_open(&b->d, paths, (int)n, &err) != NSL_OK) {
+  if (nsl__dist_open(&b->d, paths, (int)n, nsl__state_open_options(L), &err) != NSL_OK) {
     lua_pushnil(L);
     lua_pushstring(L, err.msg);
     return 2;

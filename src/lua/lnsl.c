@@ -55,6 +55,7 @@ typedef struct ldict {
 } ldict;
 
 static const char DICT_KEY[] = "nsl.dict";
+static const char OPTIONS_KEY[] = "nsl.open_options";
 
 static int dict_gc(lua_State *L) {
   ldict *b = lua_touserdata(L, 1);
@@ -100,6 +101,36 @@ nsl_dict *nsl__state_dict(lua_State *L) {
   if (!b->d) luaL_error(L, "out of memory");
   lua_setfield(L, LUA_REGISTRYINDEX, DICT_KEY);
   return b->d;
+}
+
+/* The state's open options: a registry userdata (no __gc: the nsys path
+ * lives in it). */
+typedef struct lopts {
+  nsl_open_options o;
+  char nsys[4096];
+} lopts;
+
+static lopts *state_opts(lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, OPTIONS_KEY) == LUA_TUSERDATA) {
+    lopts *p = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    return p;
+  }
+  lua_pop(L, 1);
+  lopts *p = lua_newuserdatauv(L, sizeof *p, 0);
+  nsl_open_options_init(&p->o);
+  p->nsys[0] = 0;
+  lua_setfield(L, LUA_REGISTRYINDEX, OPTIONS_KEY);
+  return p;
+}
+
+nsl_open_options *nsl__state_open_options(lua_State *L) { return &state_opts(L)->o; }
+
+void nsl__state_set_nsys(lua_State *L, const char *nsys) {
+  lopts *p = state_opts(L);
+  if (nsys && strlen(nsys) >= sizeof p->nsys) luaL_error(L, "the nsys path is too long");
+  snprintf(p->nsys, sizeof p->nsys, "%s", nsys ? nsys : "");
+  p->o.nsys = p->nsys[0] ? p->nsys : NULL;
 }
 
 /* One metatable per userdata type, its methods both "methods" and (by

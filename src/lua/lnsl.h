@@ -66,6 +66,11 @@ int nsl__check_strings(lua_State *L, int idx, const char **out, int max, const c
 /* The state's shared dictionary (lnsl.c): every trace and every string
  * column made in this Lua state uses it, so string ids compare across traces. */
 nsl_dict *nsl__state_dict(lua_State *L);
+/* The options the state's traces open with (host state in the registry,
+ * never a process global): the CLI sets them from --nsys and --no-cache;
+ * nsl__state_set_nsys sets the nsys (copied; NULL: searched). */
+nsl_open_options *nsl__state_open_options(lua_State *L);
+void nsl__state_set_nsys(lua_State *L, const char *nsys);
 
 int nsl__open_trace(lua_State *L);
 /* The trace of a trace userdata (raises when closed or not a trace). */

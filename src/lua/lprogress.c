@@ -59,7 +59,7 @@ static int l_progress_done(lua_State *L) {
 
 /* nsl.cache_enabled() -> whether loads go through the columnar cache. */
 static int l_cache_enabled(lua_State *L) {
-  lua_pushboolean(L, nsl_cache_enabled());
+  lua_pushboolean(L, nsl__state_open_options(L)->cache);
   return 1;
 }
 

@@ -380,7 +380,8 @@ static int l_terminal_width(lua_State *L) {
  * .nsys-rep inputs. */
 static int l_find_nsys(lua_State *L) {
   char *out = NULL;
-  int rc = nsl_rep_find_nsys(luaL_optstring(L, 1, NULL), &out);
+  const char *given = luaL_optstring(L, 1, NULL);
+  int rc = nsl_rep_find_nsys(given && *given ? given : nsl__state_open_options(L)->nsys, &out);
   if (out == NULL) return luaL_error(L, "out of memory");
   if (rc == 0) {
     lua_pushstring(L, out);
@@ -398,7 +399,7 @@ static int l_find_nsys(lua_State *L) {
 
 /* nsl.set_nsys(path|nil) -- the nsys program for .nsys-rep inputs (--nsys). */
 static int l_set_nsys(lua_State *L) {
-  nsl_rep_set_nsys(luaL_optstring(L, 1, NULL));
+  nsl__state_set_nsys(L, luaL_optstring(L, 1, NULL));
   return 0;
 }
 
@@ -423,7 +424,7 @@ static int l_is_nsys_rep(lua_State *L) {
 static int l_nsys_export(lua_State *L) {
   char *out = NULL;
   nsl_error err = {0};
-  if (nsl_rep_export(luaL_checkstring(L, 1), &out, &err) != NSL_OK) {
+  if (nsl_rep_export(luaL_checkstring(L, 1), nsl__state_open_options(L)->nsys, &out, &err) != NSL_OK) {
     lua_pushnil(L);
     lua_pushstring(L, err.msg);
     return 2;

@@ -25,6 +25,7 @@ nsl_trace *nsl__checktrace(lua_State *L, int idx) { return checktrace(L, idx); }
 typedef struct open_work {
   char **paths;
   int n;
+  nsl_open_options opts;   /* the state's, opts.nsys a copy of its own (the work may run on another thread) */
   nsl_trace *tr;
   nsl_status rc;
   nsl_error err;
@@ -45,11 +46,13 @@ static void open_prepare(lua_State *L, int first, void *p) {
   if (!copy) luaL_error(L, "out of memory");
   w->paths = copy;
   w->n = n;
+  w->opts = *nsl__state_open_options(L);
+  if (w->opts.nsys && !(w->opts.nsys = strdup(w->opts.nsys))) luaL_error(L, "out of memory");
 }
 
 static void open_run(void *p) {
   open_work *w = p;
-  w->rc = nsl_trace_open(&w->tr, (const char *const *)w->paths, w->n, &w->err);
+  w->rc = nsl_trace_open(&w->tr, (const char *const *)w->paths, w->n, &w->opts, &w->err);
 }
 
 static int open_push(lua_State *L, void *p) {
@@ -71,6 +74,7 @@ static void open_release(void *p) {
   open_work *w = p;
   for (int i = 0; i < w->n; i++) free(w->paths[i]);
   free(w->paths);
+  free((char *)w->opts.nsys);
   nsl_trace_close(w->tr);
 }
 

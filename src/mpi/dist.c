@@ -22,6 +22,7 @@
 #include "core/wire.h"
 #include "mpi/comm.h"
 #include "nsl/bundle.h"
+#include "nsl/source.h"
 #include "source/input.h"
 
 enum { TAG_REQ = 11, TAG_REPLY = 12 };
@@ -39,6 +40,7 @@ struct nsl_dist {
   int rank, size;
   char **paths;
   int npaths;
+  nsl_open_options opts;     /* how the share opens its inputs (opts.nsys owned) */
   nsl_trace *share;          /* this process's reports (owned) */
   int first, count;          /* the share in the whole trace */
   int nreports;
@@ -139,6 +141,7 @@ void nsl__dist_release(nsl_dist *d) {
   nsl_trace_close(d->share);
   for (int i = 0; i < d->npaths; i++) free(d->paths[i]);
   free(d->paths);
+  free((char *)d->opts.nsys);
   for (int i = 0; d->infos && i < d->nreports; i++) {
     free((char *)d->infos[i].path);
     free((char *)d->infos[i].name);
@@ -266,9 +269,11 @@ static nsl_status shared_plan(nsl_dist *d, unit **u, int *nu, int *whole, nsl_er
 static nsl_status open_units(nsl_dist *d, const unit *u, int lo, int hi, int whole, nsl_error *err) {
   if (whole) {   /* rank 0 reads every input as a one-process run would */
     if (d->rank != 0) return (d->share = nsl_trace_new()) ? NSL_OK : nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    return nsl_trace_open(&d->share, (const char *const *)d->paths, d->npaths, err);
+    return nsl_trace_open(&d->share, (const char *const *)d->paths, d->npaths, &d->opts, err);
   }
   if (!(d->share = nsl_trace_new())) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  nsl_status st = nsl_trace_set_options(d->share, &d->opts, err);
+  if (st != NSL_OK) return st;
   for (int i = lo; i < hi; i++) {
     const char *path = d->paths[u[i].path];
     nsl_status rc;
@@ -376,7 +381,8 @@ static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
   return NSL_OK;
 }
 
-nsl_status nsl__dist_open(nsl_dist **out, const char *const *paths, int npaths, nsl_error *err) {
+nsl_status nsl__dist_open(nsl_dist **out, const char *const *paths, int npaths, const nsl_open_options *opts,
+                          nsl_error *err) {
   *out = NULL;
   if (nsl__comm_start(err) < 0) return err ? err->code : NSL_ERR_IO;
   nsl_dist *d = calloc(1, sizeof *d);
@@ -389,7 +395,10 @@ nsl_status nsl__dist_open(nsl_dist **out, const char *const *paths, int npaths, 
   nsl_error local = {0};
   unit *u = NULL;
   int nu = 0, whole = 0;
-  if (!(d->paths = calloc((size_t)(npaths ? npaths : 1), sizeof *d->paths)))
+  if (opts) d->opts = *opts;
+  else nsl_open_options_init(&d->opts);
+  d->opts.nsys = d->opts.nsys ? strdup(d->opts.nsys) : NULL;
+  if (!(d->paths = calloc((size_t)(npaths ? npaths : 1), sizeof *d->paths)) || (opts && opts->nsys && !d->opts.nsys))
     rc = nsl_error_set(&local, NSL_ERR_NOMEM, "out of memory");
   for (int i = 0; rc == NSL_OK && i < npaths; i++, d->npaths++)
     if (!(d->paths[i] = strdup(paths[i]))) rc = nsl_error_set(&local, NSL_ERR_NOMEM, "out of memory");
@@ -703,8 +712,10 @@ static nsl_status b_metadata(void *p, nsl_metadata_fn fn, void *ctx, nsl_error *
   return nsl_trace_metadata(b->d->share, b->local, fn, ctx, err);
 }
 
-static const nsl_source_ops borrowed_ops = {"borrowed", b_describe, b_load, b_count, b_close,
-                                            b_sql, b_members, b_member_read, b_metadata};
+static const nsl_source_ops borrowed_ops = {.version = NSL_SOURCE_VERSION, .kind = "borrowed", .describe = b_describe,
+                                            .load = b_load, .count = b_count, .close = b_close, .sql = b_sql,
+                                            .members = b_members, .member_read = b_member_read,
+                                            .metadata = b_metadata};
 
 /* Adds report `local` of the share to tr (times at offset, or the trace's
  * when -1; d's row filters applied when filtered). */
@@ -913,7 +924,8 @@ static nsl_status r_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx,
                        rm->report + 1, rm->d->infos[rm->report].path, rm->d->owner[rm->report]);
 }
 
-static const nsl_source_ops remote_ops = {"remote", r_describe, r_load, r_count, r_close, r_sql, NULL, NULL, NULL};
+static const nsl_source_ops remote_ops = {.version = NSL_SOURCE_VERSION, .kind = "remote", .describe = r_describe,
+                                          .load = r_load, .count = r_count, .close = r_close, .sql = r_sql};
 
 /* Adds report i of the job to tr: borrowed from this process's share when
  * it reads it, else a remote report.  whole: tr is the job's trace (times

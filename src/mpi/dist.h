@@ -27,7 +27,8 @@
 
 typedef struct nsl_dist nsl_dist;
 
-nsl_status nsl__dist_open(nsl_dist **out, const char *const *paths, int npaths, nsl_error *err);
+nsl_status nsl__dist_open(nsl_dist **out, const char *const *paths, int npaths, const nsl_open_options *opts,
+                          nsl_error *err);
 void nsl__dist_release(nsl_dist *d);
 /* This process's share: its first report's index in the whole trace and
  * the number of its reports. */

@@ -72,7 +72,8 @@ static nsl_status br_member_read(void *p, const char *name, void **data, size_t 
   return nsl_bundle_read_member(b, name, data, len, err);
 }
 
-static const nsl_source_ops bundle_report_ops = {.kind = "nsl-bundle",
+static const nsl_source_ops bundle_report_ops = {.version = NSL_SOURCE_VERSION,
+                                                 .kind = "nsl-bundle",
                                                  .describe = br_describe,
                                                  .load = br_load,
                                                  .count = br_count,

@@ -87,18 +87,6 @@ static uint64_t hash64(const void *p, size_t n, uint64_t seed) {
 
 /* ---- settings ---- */
 
-static int enabled = -1;   /* -1: not decided yet (NSL_NO_CACHE) */
-
-void nsl_cache_set_enabled(int on) { enabled = on; }
-
-int nsl_cache_enabled(void) {
-  if (enabled < 0) {
-    const char *v = getenv("NSL_NO_CACHE");
-    enabled = !(v && v[0] && strcmp(v, "0") != 0);
-  }
-  return enabled;
-}
-
 int64_t nsl_cache_max_bytes(void) {
   const char *v = getenv("NSL_CACHE_MAX");
   int64_t def = (int64_t)16 << 30;
@@ -1031,7 +1019,7 @@ static void find_embedded(cache_src *c, nsl_bundle *b, const char *member) {
 static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,
                               const char *file, int fd, const char *sub, nsl_bundle *zip, const char *sha,
                               nsl_error *err) {
-  int use_dir = nsl_cache_enabled();
+  int use_dir = nsl_trace_options(tr)->cache;
   if ((!use_dir && !sha) || !ops->load || !ops->count || !ops->close) return nsl_trace_add_source(tr, ops, src, info, err);
   uint64_t ident = 0, key = 0;
   if (use_dir && identify(file, fd, ops->kind ? ops->kind : "", sub ? sub : "", ops, src, &ident, &key) != 0)
@@ -1054,6 +1042,7 @@ static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *sr
     cache_free(c);
     return nsl_trace_add_source(tr, ops, src, info, err);
   }
+  c->ops.version = NSL_SOURCE_VERSION;
   c->ops.kind = ops->kind;
   c->ops.describe = ops->describe ? cache_describe : NULL;
   c->ops.load = cache_load;
@@ -1232,6 +1221,7 @@ int nsl__cache_add_stored_report(nsl_trace *tr, nsl_bundle *b, const char *membe
   info.duration = si.duration > 0 ? si.duration : 0;
   info.first_ts = info.last_ts = NSL_NULL_I64;
   nsl_bundle_fill_report_info(b, member, &info);
+  c->ops.version = NSL_SOURCE_VERSION;
   c->ops.kind = nsl__nsys_source_ops.kind;
   c->ops.describe = cache_describe;
   c->ops.load = cache_load;

@@ -24,6 +24,7 @@
 #include "nsl/bundle.h"
 #include "nsl/cache.h"
 #include "nsl/nsl.h"
+#include "nsl/source.h"
 
 #define NSL_CACHE_FORMAT 2   /* bump with every change of archive-format/CACHE.md */
 #define NSL__CACHE_HEAD_BYTES 256   /* a cache file's header */

@@ -548,4 +548,4 @@ static nsl_status csv_load(void *p, const char *name, const char *const *colname
 }
 
 const nsl_source_ops nsl__nsys_csv_source_ops = {
-    .kind = "nsys-stats-csv", .describe = csv_describe, .load = csv_load, .count = csv_count, .close = csv_close};
+    .version = NSL_SOURCE_VERSION, .kind = "nsys-stats-csv", .describe = csv_describe, .load = csv_load, .count = csv_count, .close = csv_close};

@@ -28,6 +28,7 @@
 #include <stddef.h>
 
 #include "nsl/nsl.h"
+#include "nsl/source.h"
 
 extern const nsl_source_ops nsl__nsys_csv_source_ops;
 

@@ -698,7 +698,8 @@ static nsl_status jax_count(void *p, const char *name, int64_t *out, nsl_error *
   return NSL_OK;
 }
 
-const nsl_source_ops nsl__jax_source_ops = {.kind = "nsys-jax",
+const nsl_source_ops nsl__jax_source_ops = {.version = NSL_SOURCE_VERSION,
+                                           .kind = "nsys-jax",
                                            .describe = jax_describe,
                                            .load = jax_load,
                                            .count = jax_count,

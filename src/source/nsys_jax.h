@@ -20,6 +20,7 @@
 
 #include "nsl/bundle.h"
 #include "nsl/nsl.h"
+#include "nsl/source.h"
 #include "source/input.h"
 
 extern const nsl_source_ops nsl__jax_source_ops;

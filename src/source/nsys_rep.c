@@ -32,7 +32,6 @@ extern char **environ;
 #define REP_MAGIC "NVIDIA Tegra Profiler Report "
 #define DEFAULT_TIMEOUT_S 7200
 
-static char *g_program;                     /* --nsys */
 
 int nsl__rep_head(const void *head, size_t n) {
   return n >= sizeof REP_MAGIC - 1 && memcmp(head, REP_MAGIC, sizeof REP_MAGIC - 1) == 0;
@@ -44,10 +43,6 @@ int nsl_rep_sniff(const char *path) {
   return n > 0 && nsl__rep_head(h, (size_t)n);
 }
 
-void nsl_rep_set_nsys(const char *path) {
-  free(g_program);
-  g_program = path ? strdup(path) : NULL;
-}
 
 /* 1 when path is an executable regular file. */
 static int executable(const char *path) {
@@ -100,7 +95,6 @@ static char *newest_in(const char *dir) {
 
 int nsl_rep_find_nsys(const char *given, char **out) {
   *out = NULL;
-  if (!given || !*given) given = g_program;
   if (given && *given) {
     if (strchr(given, '/')) {
       *out = strdup(given);
@@ -521,7 +515,7 @@ static char *command_text(const char *nsys, const char *out, const char *rep) {
   return t.s;
 }
 
-nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
+nsl_status nsl_rep_export(const char *path, const char *nsys_given, char **sqlite, nsl_error *err) {
   *sqlite = NULL;
   struct stat st;
   if (stat(path, &st) != 0) return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
@@ -538,7 +532,7 @@ nsl_status nsl_rep_export(const char *path, char **sqlite, nsl_error *err) {
   char *dot = strrchr(stem, '.');
   if (dot && dot != stem) *dot = 0;
 
-  if (nsl_rep_find_nsys(NULL, &nsys) != 0) {
+  if (nsl_rep_find_nsys(nsys_given, &nsys) != 0) {
     char outname[300];
     snprintf(outname, sizeof outname, "%s.sqlite", stem);
     if (!nsys || !(cmd = command_text("nsys", outname, path))) {

@@ -1457,7 +1457,8 @@ static nsl_status nsys_metadata(void *p, nsl_metadata_fn fn, void *ctx, nsl_erro
   return nsl__nsys_sql(p, "SELECT name, CAST(value AS TEXT) FROM META_DATA_CAPTURE", metadata_row, &m, err);
 }
 
-const nsl_source_ops nsl__nsys_source_ops = {.kind = "nsys-sqlite",
+const nsl_source_ops nsl__nsys_source_ops = {.version = NSL_SOURCE_VERSION,
+                                            .kind = "nsys-sqlite",
                                             .describe = nsys_describe,
                                             .load = nsys_load,
                                             .count = nsys_count,

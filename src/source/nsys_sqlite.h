@@ -7,6 +7,7 @@
 #define NSL_SOURCE_NSYS_SQLITE_H
 
 #include "nsl/nsl.h"
+#include "nsl/source.h"
 
 /* Opens an nsys SQLite export read-only (immutable, never writes beside
  * it) from a path, or from an in-memory image (copied; used for bundle

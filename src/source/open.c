@@ -105,7 +105,7 @@ static nsl_status add_export(nsl_trace *tr, nsl__input *in, nsl_error *err) {
 /* A report (.nsys-rep): through its export in the cache folder. */
 static nsl_status add_rep(nsl_trace *tr, nsl__input *in, nsl_error *err) {
   char *exported = NULL;
-  nsl_status rc = nsl_rep_export(in->path, &exported, err);
+  nsl_status rc = nsl_rep_export(in->path, nsl_trace_options(tr)->nsys, &exported, err);
   if (rc == NSL_OK) rc = add_export_as(tr, exported, NULL, in->path, err);
   free(exported);
   return rc;
@@ -204,11 +204,17 @@ nsl_status nsl__trace_add_path_range(nsl_trace *tr, const char *path, int first,
   return rc;
 }
 
-nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, nsl_error *err) {
+nsl_status nsl_trace_open(nsl_trace **out, const char *const *paths, int npaths, const nsl_open_options *opts,
+                          nsl_error *err) {
   *out = NULL;
   if (npaths <= 0) return nsl_error_set(err, NSL_ERR_ARG, "no input: give at least one nsys SQLite export");
   nsl_trace *tr = nsl_trace_new();
   if (!tr) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  nsl_status st = opts ? nsl_trace_set_options(tr, opts, err) : NSL_OK;
+  if (st != NSL_OK) {
+    nsl_trace_close(tr);
+    return st;
+  }
   for (int i = 0; i < npaths; i++) {
     nsl_status rc = nsl_trace_add_path(tr, paths[i], err);
     if (rc != NSL_OK) {

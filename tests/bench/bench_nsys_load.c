@@ -32,7 +32,7 @@ static double load(const char *const *paths, int n, const char *table, const cha
   nsl_trace *tr = NULL;
   nsl_error err = {0};
   double t0 = now(), c0 = cpu_now();
-  if (nsl_trace_open(&tr, paths, n, &err) != NSL_OK) {
+  if (nsl_trace_open(&tr, paths, n, NULL, &err) != NSL_OK) {
     fprintf(stderr, "%s\n", err.msg);
     exit(1);
   }

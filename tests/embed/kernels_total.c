@@ -4,7 +4,7 @@
 int main(int argc, char **argv) {
   nsl_trace *tr; nsl_table *k; nsl_error err;
   const char *paths[] = {argv[1]};
-  if (nsl_trace_open(&tr, paths, 1, &err) != NSL_OK) { fprintf(stderr, "%s\n", err.msg); return 1; }
+  if (nsl_trace_open(&tr, paths, 1, NULL, &err) != NSL_OK) { fprintf(stderr, "%s\n", err.msg); return 1; }
   nsl_trace_table(tr, "kernels", &k, &err);
   nsl_column *dur = nsl_table_column(k, "dur", &err);
   nsl_stats s; nsl_col_stats(dur, &s);

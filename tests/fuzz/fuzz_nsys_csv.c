@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *paths[1] = {path};
   nsl_trace *tr = NULL;
   nsl_error err = {0};
-  if (nsl_trace_open(&tr, paths, 1, &err) != NSL_OK) return 0;
+  if (nsl_trace_open(&tr, paths, 1, NULL, &err) != NSL_OK) return 0;
   static const char *const sums[] = {"kind", "name", "style", "count", "total", "avg", "med", "min", "max", "std", "pct"};
   static const char *const ranges[] = {"text", "start", "stop", "dur", "orig_start", "orig_stop", "pid", "tid",
                                        "num_gpu_ops", "level", "num_child", "range_id", "parent_id", "device"};

@@ -1,6 +1,8 @@
 /* test_adopt_image.c -- reports opened from a buffer the source takes over
  * (nsl__nsys_adopt_image, used for bundle members), the inputs a trace
- * records, and the zip sniffing of nsl_trace_open.  Oracle: SQL run by
+ * records, the zip sniffing of nsl_trace_open, the options a trace opens
+ * with (the cache folder, seen by the file system) and the version of a
+ * source's operations.  Oracle: SQL run by
  * SQLite itself on the same export; the failure paths run under ASan, which
  * reports a buffer that is not released. */
 #include <setjmp.h>
@@ -12,11 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dirent.h>
 #include <cmocka.h>
 #include <sqlite3.h>
 
 #include "nsl/bundle.h"
 #include "nsl/nsl.h"
+#include "nsl/source.h"
 #include "source/nsys_sqlite.h"
 
 static char export_path[1024];
@@ -113,7 +117,7 @@ static void test_trace_records_inputs(void **state) {
   nsl_trace *tr = NULL;
   nsl_error err = {0};
   const char *paths[] = {export_path, export_path};
-  assert_int_equal(nsl_trace_open(&tr, paths, 2, &err), NSL_OK);
+  assert_int_equal(nsl_trace_open(&tr, paths, 2, NULL, &err), NSL_OK);
   assert_int_equal(nsl_trace_ninputs(tr), 2);
   assert_string_equal(nsl_trace_input_path(tr, 0), export_path);
   assert_string_equal(nsl_trace_input_path(tr, 1), export_path);
@@ -123,6 +127,73 @@ static void test_trace_records_inputs(void **state) {
   nsl_trace_close(tr);
   tr = nsl_trace_new();
   assert_int_equal(nsl_trace_ninputs(tr), 0);
+  nsl_trace_close(tr);
+}
+
+/* The entries of folder path (0 when it does not exist). */
+static int entries(const char *path) {
+  DIR *d = opendir(path);
+  int n = 0;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d));)
+    n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+  closedir(d);
+  return n;
+}
+
+/* Options are the trace's: cache = 0 leaves the cache folder alone, cache =
+ * 1 fills it, whatever the process did before; the rows are SQLite's. */
+static void test_open_options(void **state) {
+  (void)state;
+  char dir[] = "/tmp/nsl-opts-XXXXXX", columns[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(columns, sizeof columns, "%s/columns", dir);
+  setenv("NSL_CACHE_DIR", dir, 1);
+  int64_t want = sql_int(export_path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+  const char *paths[] = {export_path};
+  for (int cache = 0; cache <= 1; cache++) {
+    nsl_open_options o;
+    nsl_open_options_init(&o);
+    o.cache = cache;
+    o.nsys = "/nonexistent/nsys";
+    nsl_trace *tr = NULL;
+    nsl_table *k = NULL;
+    nsl_error err = {0};
+    assert_int_equal(nsl_trace_open(&tr, paths, 1, &o, &err), NSL_OK);
+    assert_int_equal(nsl_trace_options(tr)->cache, cache);
+    assert_string_equal(nsl_trace_options(tr)->nsys, "/nonexistent/nsys");
+    assert_int_equal(nsl_trace_table(tr, "kernels", &k, &err), NSL_OK);
+    assert_int_equal(nsl_table_nrows(k, &err), want);
+    nsl_trace_close(tr);
+    if (cache == 0) assert_int_equal(entries(columns), 0);
+    else assert_true(entries(columns) > 0);
+  }
+  unsetenv("NSL_CACHE_DIR");
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* A source says which version of the operations it fills: 1 is known,
+ * 0 and a later one are refused (the source stays the caller's). */
+static void test_source_version(void **state) {
+  (void)state;
+  void *src = NULL;
+  nsl_report_info info;
+  nsl_error err = {0};
+  assert_int_equal(nsl__nsys_open_file(export_path, &src, &info, &err), NSL_OK);
+  nsl_trace *tr = nsl_trace_new();
+  assert_non_null(tr);
+  nsl_source_ops ops = nsl__nsys_source_ops;
+  for (int v = 0; v <= NSL_SOURCE_VERSION + 1; v += NSL_SOURCE_VERSION + 1) {
+    ops.version = v;
+    assert_int_equal(nsl_trace_add_source(tr, &ops, src, &info, &err), NSL_ERR_ARG);
+    assert_non_null(strstr(err.msg, "version"));
+  }
+  assert_int_equal(nsl_trace_nreports(tr), 0);
+  assert_int_equal(nsl__nsys_source_ops.version, NSL_SOURCE_VERSION);
+  assert_int_equal(nsl_trace_add_source(tr, &nsl__nsys_source_ops, src, &info, &err), NSL_OK);
+  assert_int_equal(nsl_trace_nreports(tr), 1);
   nsl_trace_close(tr);
 }
 
@@ -157,6 +228,8 @@ int main(void) {
       cmocka_unit_test(test_adopted_image_is_released_on_failure),
       cmocka_unit_test(test_trace_records_inputs),
       cmocka_unit_test(test_sniff),
+      cmocka_unit_test(test_open_options),
+      cmocka_unit_test(test_source_version),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -188,7 +188,7 @@ static void test_source_archive(void **state) {
   nsl_trace *tr = NULL;
   nsl_error err = {0};
   const char *paths[] = {path};
-  assert_int_equal(nsl_trace_open(&tr, paths, 1, &err), NSL_OK);
+  assert_int_equal(nsl_trace_open(&tr, paths, 1, NULL, &err), NSL_OK);
   assert_int_equal(nsl_trace_nreports(tr), 1);
   nsl_table *t = NULL;
   assert_int_equal(nsl_trace_table(tr, "gpu_ranges", &t, &err), NSL_OK);
@@ -223,7 +223,7 @@ static void test_source_bad(void **state) {
   nsl_trace *tr = NULL;
   nsl_error err = {0};
   const char *paths[] = {zip};
-  assert_int_equal(nsl_trace_open(&tr, paths, 1, &err), NSL_OK);
+  assert_int_equal(nsl_trace_open(&tr, paths, 1, NULL, &err), NSL_OK);
   nsl_table *t = NULL;
   assert_int_equal(nsl_trace_table(tr, "gpu_ranges", &t, &err), NSL_OK);
   assert_true(nsl_table_nrows(t, &err) < 0);

@@ -54,7 +54,7 @@ static nsl_trace *open_two(void) {
   const char *paths[] = {path, path};
   nsl_trace *tr = NULL;
   nsl_error err = {0};
-  assert_int_equal(nsl_trace_open(&tr, paths, 2, &err), NSL_OK);
+  assert_int_equal(nsl_trace_open(&tr, paths, 2, NULL, &err), NSL_OK);
   return tr;
 }
 

@@ -90,7 +90,7 @@ static void test_sniff_kinds(void **state) {
 static nsl_trace *open2(const char *a, const char *b, nsl_error *err) {
   const char *paths[2] = {a, b};
   nsl_trace *tr = NULL;
-  nsl_status rc = nsl_trace_open(&tr, paths, b ? 2 : 1, err);
+  nsl_status rc = nsl_trace_open(&tr, paths, b ? 2 : 1, NULL, err);
   return rc == NSL_OK ? tr : NULL;
 }
 

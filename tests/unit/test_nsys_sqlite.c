@@ -189,7 +189,7 @@ static int64_t oracle_rows(sqlite3 *db, const char *table) {
 static nsl_trace *open_trace(const char *const *paths, int n) {
   nsl_trace *tr = NULL;
   nsl_error err = {0};
-  if (nsl_trace_open(&tr, paths, n, &err) != NSL_OK) fail_msg("nsl_trace_open(%s): %s", paths[0], err.msg);
+  if (nsl_trace_open(&tr, paths, n, NULL, &err) != NSL_OK) fail_msg("nsl_trace_open(%s): %s", paths[0], err.msg);
   return tr;
 }
 
@@ -1010,7 +1010,7 @@ static void test_open_image(void **state) {
 static void expect_open_error(const char *path, const char *what) {
   nsl_trace *tr = NULL;
   nsl_error err = {0};
-  nsl_status rc = nsl_trace_open(&tr, &path, 1, &err);
+  nsl_status rc = nsl_trace_open(&tr, &path, 1, NULL, &err);
   if (rc == NSL_OK) fail_msg("%s: opened without error", path);
   assert_null(tr);
   if (!strstr(err.msg, path)) fail_msg("error does not name the file: %s", err.msg);
@@ -1046,7 +1046,7 @@ static void test_bad_inputs(void **state) {
   /* nothing given */
   nsl_trace *tr = NULL;
   nsl_error err = {0};
-  assert_int_equal(nsl_trace_open(&tr, NULL, 0, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_trace_open(&tr, NULL, 0, NULL, &err), NSL_ERR_ARG);
 
   /* image of text */
   void *src = NULL;
@@ -1082,7 +1082,7 @@ static void test_truncated(void **state) {
   write_all(p, bytes, cut);
   nsl_trace *tr = NULL;
   const char *path = p;
-  nsl_status rc = nsl_trace_open(&tr, &path, 1, &err);
+  nsl_status rc = nsl_trace_open(&tr, &path, 1, NULL, &err);
   if (rc == NSL_OK) {
     int failed = 0;
     for (const char *const *t = nsl_model_tables(); *t && !failed; t++) {
