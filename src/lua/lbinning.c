@@ -17,7 +17,7 @@ static nsl_column *optcolumn(lua_State *L, int idx) {
 static int l_bin_edges(lua_State *L) {
   nsl_error err = {0};
   nsl_column *c = nsl_bin_edges(luaL_checkinteger(L, 1), luaL_checkinteger(L, 2), luaL_checkinteger(L, 3), &err);
-  if (!c) return luaL_error(L, "nsl.bin_edges: %s", err.msg);
+  if (!c) return nsl__lua_errorf(L, &err, "nsl.bin_edges");
   nsl__pushcolumn(L, c);
   return 1;
 }
@@ -31,7 +31,7 @@ static int l_busy_per_bin(lua_State *L) {
   nsl_column *mask = optcolumn(L, 8);
   nsl_error err = {0};
   nsl_column *c = nsl_busy_per_bin(start, stop, groups, ngroups, mask, lo, hi, nbins, &err);
-  if (!c) return luaL_error(L, "nsl.busy_per_bin: %s", err.msg);
+  if (!c) return nsl__lua_errorf(L, &err, "nsl.busy_per_bin");
   nsl__pushcolumn(L, c);
   return 1;
 }
@@ -44,7 +44,7 @@ static int l_nest_depth(lua_State *L) {
   nsl_column *groups = optcolumn(L, 3);
   nsl_error err = {0};
   nsl_column *c = nsl_nest_depth(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), groups, &err);
-  if (!c) return luaL_error(L, "nsl.nest_depth: %s", err.msg);
+  if (!c) return nsl__lua_errorf(L, &err, "nsl.nest_depth");
   nsl__pushcolumn(L, c);
   int64_t ngroups = groups ? 0 : 1;
   const int64_t *g64 = groups && groups->type == NSL_I64 ? nsl_i64(groups) : NULL;
@@ -120,7 +120,7 @@ static void nest_run(void *p) {
 
 static int nest_push(lua_State *L, void *p) {
   nest_work *w = p;
-  if (w->rc != NSL_OK) return luaL_error(L, "nsl.nest_lanes: %s", w->err.msg);
+  if (w->rc != NSL_OK) return nsl__lua_errorf(L, &w->err, "nsl.nest_lanes");
   nsl_table *t = nsl_table_new();
   if (!t) return luaL_error(L, "out of memory");
   nsl__pushtable(L, t, 0);   /* owned by Lua before anything can raise */
@@ -177,7 +177,7 @@ static int l_spans_merge(lua_State *L) {
   nsl__pushtable(L, t, 0);   /* owned by Lua before anything can raise */
   nsl_spans sp;
   nsl_error err = {0};
-  if (nsl_spans_merge(x0, x1, lane, cls, &o, &sp, &err) != NSL_OK) return luaL_error(L, "nsl.spans_merge: %s", err.msg);
+  if (nsl_spans_merge(x0, x1, lane, cls, &o, &sp, &err) != NSL_OK) return nsl__lua_errorf(L, &err, "nsl.spans_merge");
   const char *names[] = {"x0", "x1", "busy", "lane", "class", "count", "row"};
   nsl_column *cols[] = {sp.x0, sp.x1, sp.busy, sp.lane, sp.cls, sp.count, sp.row};
   int ok = 1;
@@ -213,7 +213,7 @@ static int l_format_rows(lua_State *L) {
   nsl_error err = {0};
   if (nsl_format_rows(fmt, cols, (int)n, mask, sep, &out, &len, &err) != NSL_OK) {
     if (err.code == NSL_ERR_NOMEM) return nsl__lua_error(L, &err);
-    return luaL_error(L, "nsl.format_rows: %s", err.msg);
+    return nsl__lua_errorf(L, &err, "nsl.format_rows");
   }
   lua_pushlstring(L, out, len);
   free(out);
@@ -282,7 +282,7 @@ static int l_overlapping_rows(lua_State *L) {
   nsl_error err = {0};
   nsl_column *c = nsl_overlapping_rows(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), luaL_checkinteger(L, 3),
                                        luaL_checkinteger(L, 4), &err);
-  if (!c) return luaL_error(L, "nsl.overlapping_rows: %s", err.msg);
+  if (!c) return nsl__lua_errorf(L, &err, "nsl.overlapping_rows");
   nsl__pushcolumn(L, c);
   return 1;
 }

@@ -25,12 +25,6 @@ typedef struct lwriter {
   nsl_bundle_writer *w;
 } lwriter;
 
-static int push_fail(lua_State *L, const nsl_error *err) {
-  lua_pushnil(L);
-  lua_pushstring(L, err->msg[0] ? err->msg : "out of memory");
-  return 2;
-}
-
 /* ---- JSON values as Lua values ------------------------------------------ */
 
 /* Pushes v: objects and arrays become tables (null members are left out),
@@ -139,7 +133,7 @@ static int l_bundle_open(lua_State *L) {
   b->b = NULL;
   luaL_setmetatable(L, NSL_BUNDLE_MT);
   nsl_error err = {0};
-  if (nsl_bundle_open(&b->b, path, &o, &err) != NSL_OK) return push_fail(L, &err);
+  if (nsl_bundle_open(&b->b, path, &o, &err) != NSL_OK) return nsl__push_fail(L, &err);
   return 1;
 }
 
@@ -197,7 +191,7 @@ static int bundle_read(lua_State *L) {
   void *data = NULL;
   size_t len = 0;
   nsl_error err = {0};
-  if (nsl_bundle_read_member(b, name, &data, &len, &err) != NSL_OK) return push_fail(L, &err);
+  if (nsl_bundle_read_member(b, name, &data, &len, &err) != NSL_OK) return nsl__push_fail(L, &err);
   lua_pushlstring(L, data, len);
   free(data);
   return 1;
@@ -207,7 +201,7 @@ static int bundle_read(lua_State *L) {
  * checked. */
 static int bundle_verify(lua_State *L) {
   nsl_error err = {0};
-  if (nsl_bundle_verify(checkbundle(L, 1), &err) != NSL_OK) return push_fail(L, &err);
+  if (nsl_bundle_verify(checkbundle(L, 1), &err) != NSL_OK) return nsl__push_fail(L, &err);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -237,7 +231,7 @@ static int l_bundle_writer(lua_State *L) {
   w->w = NULL;
   luaL_setmetatable(L, NSL_WRITER_MT);
   nsl_error err = {0};
-  if (nsl_bundle_writer_open(&w->w, target, &err) != NSL_OK) return push_fail(L, &err);
+  if (nsl_bundle_writer_open(&w->w, target, &err) != NSL_OK) return nsl__push_fail(L, &err);
   if (level != 0 && nsl_bundle_writer_set_level(w->w, (int)level, &err) != NSL_OK)
     return luaL_argerror(L, 2, err.msg);
   return 1;
@@ -251,7 +245,7 @@ static nsl_bundle_compression check_compression(lua_State *L, int idx) {
 }
 
 static int writer_result(lua_State *L, nsl_status st, const nsl_error *err) {
-  if (st != NSL_OK) return push_fail(L, err);
+  if (st != NSL_OK) return nsl__push_fail(L, err);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -379,7 +373,7 @@ static int l_bundle_combine(lua_State *L) {
     lua_pop(L, 1);   /* the string stays referenced by the inputs table */
   }
   nsl_error err = {0};
-  if (nsl_bundle_combine(inputs, (int)n, out, &o, &err) != NSL_OK) return push_fail(L, &err);
+  if (nsl_bundle_combine(inputs, (int)n, out, &o, &err) != NSL_OK) return nsl__push_fail(L, &err);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -387,7 +381,7 @@ static int l_bundle_combine(lua_State *L) {
 /* nsl.bundle_check_name(name) -> true, or nil and what is wrong with it. */
 static int l_bundle_check_name(lua_State *L) {
   nsl_error err = {0};
-  if (nsl_bundle_check_name(luaL_checkstring(L, 1), &err) != NSL_OK) return push_fail(L, &err);
+  if (nsl_bundle_check_name(luaL_checkstring(L, 1), &err) != NSL_OK) return nsl__push_fail(L, &err);
   lua_pushboolean(L, 1);
   return 1;
 }

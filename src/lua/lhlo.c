@@ -63,12 +63,6 @@ static lhlo *newhlo(lua_State *L) {
 }
 
 /* Pushes nil and err's message; returns 2. */
-static int push_fail(lua_State *L, const nsl_error *err) {
-  lua_pushnil(L);
-  lua_pushstring(L, err->msg[0] ? err->msg : "out of memory");
-  return 2;
-}
-
 /* The trace and 0-based report of the (trace, report) arguments. */
 static nsl_trace *report_arg(lua_State *L, int tr_idx, int rep_idx, int *rep) {
   nsl_trace *tr = nsl__checktrace(L, tr_idx);
@@ -98,7 +92,7 @@ static int tr_members(lua_State *L) {
 static int read_member(lua_State *L, nsl_trace *tr, int rep, const char *name, void **data, size_t *len) {
   nsl_error err = {0};
   if (nsl_trace_member_read(tr, rep, name, data, len, &err) != NSL_OK) {
-    push_fail(L, &err);
+    nsl__push_fail(L, &err);
     return 0;
   }
   return 1;
@@ -127,7 +121,7 @@ static int tr_hlo(lua_State *L) {
   nsl_error err = {0};
   nsl_status rc = nsl_hlo_load(data, len, name, &b->h, &err);
   free(data);
-  if (rc != NSL_OK) return push_fail(L, &err);
+  if (rc != NSL_OK) return nsl__push_fail(L, &err);
   return 1;
 }
 
@@ -137,7 +131,7 @@ static int l_hlo_decode(lua_State *L) {
   const char *label = luaL_optstring(L, 2, "HLO module");
   lhlo *b = newhlo(L);
   nsl_error err = {0};
-  if (nsl_hlo_load(data, len, label, &b->h, &err) != NSL_OK) return push_fail(L, &err);
+  if (nsl_hlo_load(data, len, label, &b->h, &err) != NSL_OK) return nsl__push_fail(L, &err);
   return 1;
 }
 
@@ -145,7 +139,7 @@ static int l_hlo_read(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   lhlo *b = newhlo(L);
   nsl_error err = {0};
-  if (nsl_hlo_read_file(path, &b->h, &err) != NSL_OK) return push_fail(L, &err);
+  if (nsl_hlo_read_file(path, &b->h, &err) != NSL_OK) return nsl__push_fail(L, &err);
   return 1;
 }
 

@@ -55,9 +55,7 @@ static int l_read_file(lua_State *L) {
     return 1;
   }
   if (fd >= 0) close(fd);
-  lua_pushnil(L);
-  lua_pushstring(L, err.msg);
-  return 2;
+  return nsl__push_fail(L, &err);
 }
 
 /* nsl.readable(path) -> true when path is a regular file (or a folder) that
@@ -79,9 +77,7 @@ static int l_write_file(lua_State *L) {
   const char *data = luaL_checklstring(L, 2, &len);
   nsl_error err = {0};
   if (nsl_write_file_atomic(path, data, len, &err) != NSL_OK) {
-    lua_pushnil(L);
-    lua_pushstring(L, err.msg);
-    return 2;
+    return nsl__push_fail(L, &err);
   }
   lua_pushboolean(L, 1);
   return 1;
@@ -91,9 +87,7 @@ static int l_write_file(lua_State *L) {
 static int l_mkdir_p(lua_State *L) {
   nsl_error err = {0};
   if (nsl_mkdir_p(luaL_checkstring(L, 1), &err) != NSL_OK) {
-    lua_pushnil(L);
-    lua_pushstring(L, err.msg);
-    return 2;
+    return nsl__push_fail(L, &err);
   }
   lua_pushboolean(L, 1);
   return 1;
@@ -181,7 +175,7 @@ static int l_pack(lua_State *L) {
     unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, (size_t)c->len * NSL_PACK_VARINT_MAX + 1);
     nsl_error err = {0};
     size_t n = 0;
-    if (nsl_column_pack_varint(c, offset, out, &n, &err) != NSL_OK) return luaL_error(L, "nsl.pack: %s", err.msg);
+    if (nsl_column_pack_varint(c, offset, out, &n, &err) != NSL_OK) return nsl__lua_errorf(L, &err, "nsl.pack");
     luaL_pushresultsize(&b, n);
     return 1;
   }
@@ -191,7 +185,7 @@ static int l_pack(lua_State *L) {
   luaL_Buffer b;
   unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, (size_t)c->len * w + 1);
   nsl_error err = {0};
-  if (nsl_column_pack_le(c, (nsl_pack_type)t, offset, out, &err) != NSL_OK) return luaL_error(L, "nsl.pack: %s", err.msg);
+  if (nsl_column_pack_le(c, (nsl_pack_type)t, offset, out, &err) != NSL_OK) return nsl__lua_errorf(L, &err, "nsl.pack");
   luaL_pushresultsize(&b, (size_t)c->len * w);
   return 1;
 }

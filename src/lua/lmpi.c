@@ -54,9 +54,7 @@ static int l_open(lua_State *L) {
   luaL_setmetatable(L, DIST_MT);
   nsl_error err = {0};
   if (nsl__dist_open(&b->d, paths, (int)n, nsl__state_open_options(L), &err) != NSL_OK) {
-    lua_pushnil(L);
-    lua_pushstring(L, err.msg);
-    return 2;
+    return nsl__push_fail(L, &err);
   }
   return 1;
 }
@@ -268,9 +266,7 @@ static int l_gather(lua_State *L) {
     for (int r = 0; bufs && r < nsl__comm_size(); r++) free(bufs[r]);
     free(bufs);
     free(lens);
-    lua_pushnil(L);
-    lua_pushstring(L, rc != NSL_OK ? err.msg : gerr.msg);
-    return 2;
+    return nsl__push_fail(L, rc != NSL_OK ? &err : &gerr);
   }
   if (!bufs) {
     lua_pushboolean(L, 1);

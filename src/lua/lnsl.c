@@ -1,6 +1,7 @@
 /* lnsl.c -- the "nsl.core" module, the binding's error objects and the
  * state's string dictionary, and the loader of the Lua files compiled into
  * the binary (or found under NSL_LUA_PATH during development). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,23 @@ int nsl__lua_error(lua_State *L, const nsl_error *err) {
 
 int nsl__input_error(lua_State *L, const nsl_error *err) {
   return raise_error(L, err && err->msg[0] ? err->msg : "out of memory", 0);
+}
+
+int nsl__lua_errorf(lua_State *L, const nsl_error *err, const char *fmt, ...) {
+  nsl_error e = {err ? err->code : NSL_ERR_NOMEM, {0}};
+  char what[256];   /* the message cut to its size by nsl_error_set */
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  nsl_error_set(&e, e.code, "%s: %s", what, err && err->msg[0] ? err->msg : "out of memory");
+  return nsl__lua_error(L, &e);
+}
+
+int nsl__push_fail(lua_State *L, const nsl_error *err) {
+  lua_pushnil(L);
+  lua_pushstring(L, err && err->msg[0] ? err->msg : "out of memory");
+  return 2;
 }
 
 /* ---- the state's string dictionary ------------------------------------ */

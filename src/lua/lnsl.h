@@ -25,6 +25,12 @@
 int nsl__raise(lua_State *L, const char *msg);
 int nsl__lua_error(lua_State *L, const nsl_error *err);
 int nsl__input_error(lua_State *L, const nsl_error *err);
+/* nsl__lua_error with what failed before the message ("nsl.pack: ..."):
+ * fmt and its arguments, printf-style. */
+int nsl__lua_errorf(lua_State *L, const nsl_error *err, const char *fmt, ...);
+/* The failure return of a function that reports environmental failure as
+ * values (as luaL_fileresult): pushes nil and err's message, returns 2. */
+int nsl__push_fail(lua_State *L, const nsl_error *err);
 
 /* Registers userdata type `name` (lnsl.c): luaL_newmetatable(L, name), the
  * metamethods `meta` (NULL: none) set in it, and the methods `methods` in

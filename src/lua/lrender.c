@@ -425,9 +425,7 @@ static int cv_write(lua_State *L) {
   nsl_canvas *cv = checkcanvas(L, 1);
   nsl_error err = {0};
   if (nsl_canvas_write(cv, luaL_checkstring(L, 2), &err) != NSL_OK) {
-    lua_pushnil(L);
-    lua_pushstring(L, err.msg);
-    return 2;
+    return nsl__push_fail(L, &err);
   }
   lua_pushboolean(L, 1);
   return 1;
@@ -503,7 +501,7 @@ static int l_ticks(lua_State *L) {
   nsl_ticks *t = lua_newuserdatauv(L, sizeof *t, 0);   /* ~2.5 KB: scratch the GC owns */
   nsl_error err = {0};
   nsl_status rc = log ? nsl_ticks_log(lo, hi, target, unit, t, &err) : nsl_ticks_linear(lo, hi, target, unit, t, &err);
-  if (rc != NSL_OK) return luaL_error(L, "nsl.ticks: %s", err.msg);
+  if (rc != NSL_OK) return nsl__lua_errorf(L, &err, "nsl.ticks");
   lua_createtable(L, 0, 5);
   lua_createtable(L, t->n, 0);
   lua_createtable(L, t->n, 0);

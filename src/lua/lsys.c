@@ -425,9 +425,7 @@ static int l_nsys_export(lua_State *L) {
   char *out = NULL;
   nsl_error err = {0};
   if (nsl_rep_export(luaL_checkstring(L, 1), nsl__state_open_options(L)->nsys, &out, &err) != NSL_OK) {
-    lua_pushnil(L);
-    lua_pushstring(L, err.msg);
-    return 2;
+    return nsl__push_fail(L, &err);
   }
   lua_pushstring(L, out);
   free(out);

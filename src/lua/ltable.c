@@ -136,7 +136,11 @@ static int tbl_coltype(lua_State *L) {
 
 /* Raises the error of a load. */
 static void load_error(lua_State *L, const nsl_error *err) {
-  if (err->code == NSL_ERR_NOTFOUND) luaL_error(L, "%s in this table", err->msg);
+  if (err->code == NSL_ERR_NOTFOUND) {   /* a column the script names wrongly: its bug */
+    nsl_error e = {NSL_ERR_ARG, {0}};
+    nsl_error_set(&e, NSL_ERR_ARG, "%s in this table", err->msg);
+    nsl__lua_error(L, &e);
+  }
   nsl__lua_error(L, err);
 }
 
@@ -553,7 +557,7 @@ static int l_table(lua_State *L) {
       nsl_column *c = nsl__tocolumn_any(L, -1, nsl__state_dict(L));
       int ok = nsl_table_add(r, name, c, &err) >= 0;
       nsl_column_release(c);
-      if (!ok) return luaL_error(L, "nsl.table: column '%s': %s", name, err.msg);
+      if (!ok) return nsl__lua_errorf(L, &err, "nsl.table: column '%s'", name);
       lua_pop(L, 2);
     }
   } else {
@@ -568,7 +572,7 @@ static int l_table(lua_State *L) {
       nsl_column *c = nsl__tocolumn_any(L, -1, nsl__state_dict(L));
       int ok = nsl_table_add(r, name, c, &err) >= 0;
       nsl_column_release(c);
-      if (!ok) return luaL_error(L, "nsl.table: column '%s': %s", name, err.msg);
+      if (!ok) return nsl__lua_errorf(L, &err, "nsl.table: column '%s'", name);
       lua_pop(L, 3);
     }
   }

@@ -58,9 +58,7 @@ static void open_run(void *p) {
 static int open_push(lua_State *L, void *p) {
   open_work *w = p;
   if (w->rc != NSL_OK) {
-    lua_pushnil(L);
-    lua_pushstring(L, w->err.msg);
-    return 2;
+    return nsl__push_fail(L, &w->err);
   }
   nsl_trace **slot = nsl__newtrace(L);
   *slot = w->tr;   /* the box owns it from here */
@@ -109,11 +107,7 @@ static int tr_table(lua_State *L) {
   nsl_table *t = NULL;
   nsl_error err = {0};
   nsl_status rc = nsl_trace_table(tr, name, &t, &err);
-  if (rc == NSL_ERR_NOTFOUND) {
-    lua_pushnil(L);
-    lua_pushstring(L, err.msg);
-    return 2;
-  }
+  if (rc == NSL_ERR_NOTFOUND) return nsl__push_fail(L, &err);
   if (rc != NSL_OK) return nsl__input_error(L, &err);
   nsl__pushtable(L, nsl_table_retain(t), 1);
   lua_pushvalue(L, -1);
@@ -191,16 +185,16 @@ static int sql_row(void *p, int ncols, const char *const *names, const nsl_sql_v
 }
 
 /* trace:sql(report, query [, limit]) -> array of rows {column = value};
- * report is 1-based; read-only statements only. */
+ * report counts from 0, as every report index; read-only statements only. */
 static int tr_sql(lua_State *L) {
   nsl_trace *tr = checktrace(L, 1);
   lua_Integer r = luaL_checkinteger(L, 2);
   const char *q = luaL_checkstring(L, 3);
-  luaL_argcheck(L, r >= 1 && r <= nsl_trace_nreports(tr), 2, "no such report");
+  luaL_argcheck(L, r >= 0 && r < nsl_trace_nreports(tr), 2, "no such report");
   sql_ctx c = {L, 0, luaL_optinteger(L, 4, 0)};
   lua_newtable(L);
   nsl_error err = {0};
-  if (nsl_trace_sql(tr, (int)r - 1, q, sql_row, &c, &err) != NSL_OK) return nsl__input_error(L, &err);
+  if (nsl_trace_sql(tr, (int)r, q, sql_row, &c, &err) != NSL_OK) return nsl__input_error(L, &err);
   return 1;
 }
 
@@ -277,9 +271,7 @@ static int tr_keep_reports(lua_State *L) {
   }
   nsl_error err = {0};
   if (nsl_trace_keep_reports(tr, keep, n, &err) != NSL_OK) {
-    lua_pushnil(L);
-    lua_pushstring(L, err.msg);
-    return 2;
+    return nsl__push_fail(L, &err);
   }
   lua_pushboolean(L, 1);
   return 1;

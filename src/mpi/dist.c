@@ -921,7 +921,7 @@ static nsl_status r_sql(void *p, const char *sql, nsl_sql_row_fn row, void *ctx,
   (void)sql, (void)row, (void)ctx;
   const remote *rm = p;
   return nsl_error_set(err, NSL_ERR_ARG, "report %d (%s) is read by MPI rank %d: raw SQL runs on rank 0's reports only",
-                       rm->report + 1, rm->d->infos[rm->report].path, rm->d->owner[rm->report]);
+                       rm->report, rm->d->infos[rm->report].path, rm->d->owner[rm->report]);
 }
 
 static const nsl_source_ops remote_ops = {.version = NSL_SOURCE_VERSION, .kind = "remote", .describe = r_describe,

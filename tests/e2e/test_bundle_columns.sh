@@ -170,7 +170,7 @@ got=$("$NSL" run "$TMP/digest.lua" "$lazy" | sed 's,lazy.zip,cols.zip,')
 check_eq "export damaged, columns stored: digests equal SQL on the export (the export is not read)" \
   "$(echo "$got" | head -2 | tr -s ' \t' '\t')" "$(echo "$want" | tr -s ' \t' '\t')"
 cat > "$TMP/sql.lua" <<'LUA'
-return { run = function(trace) print(trace:sql(1, "SELECT count(*) AS n FROM StringIds")[1].n) end }
+return { run = function(trace) print(trace:sql(0, "SELECT count(*) AS n FROM StringIds")[1].n) end }
 LUA
 "$NSL" run "$TMP/sql.lua" "$lazy" > /dev/null 2> "$TMP/err"
 rc=$?

@@ -39,7 +39,7 @@ tests[#tests + 1] = {"load: columns equal SQL while the caller loads and queries
   local job = nsl.background("load", k, {"report", "start", "stop", "dur", "name"})
   -- meanwhile: another table of the same trace, SQL on it, new strings
   local mem = tr.memcpy:load{"bytes", "start"}
-  local rows = tr:sql(1, "SELECT count(*) AS n FROM CUPTI_ACTIVITY_KIND_KERNEL")
+  local rows = tr:sql(0, "SELECT count(*) AS n FROM CUPTI_ACTIVITY_KIND_KERNEL")
   local strs = {}
   for i = 1, 2000 do strs[i] = "caller " .. i end
   local col = nsl.column(strs)

@@ -192,9 +192,9 @@ return {
     T.eq(w.c[3], 4, "derived column")
     T.eq(#w:select{"b"}:columns(), 1, "select")
     local tr = assert(nsl.open(nccl))
-    local rows = tr:sql(1, "SELECT count(*) AS n FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    local rows = tr:sql(0, "SELECT count(*) AS n FROM CUPTI_ACTIVITY_KIND_KERNEL")
     T.eq(rows[1].n, #tr.kernels, "sql")
-    T.raises(function() tr:sql(1, "DELETE FROM StringIds") end, "read%-only", "write refused")
+    T.raises(function() tr:sql(0, "DELETE FROM StringIds") end, "read%-only", "write refused")
   end},
 
   {"missing tables are empty, unknown columns are errors of the script", function()

@@ -66,13 +66,13 @@ return {
     local none, msg = tr:member(0, "sources/nonesuch.py")
     T.eq(none, nil, "missing member")
     T.ok(msg:find("nonesuch", 1, true), "message names the member")
-    T.raises(function() tr:sql(1, "SELECT 1") end, "not an SQLite export", "no SQL on an nsys-jax report")
+    T.raises(function() tr:sql(0, "SELECT 1") end, "not an SQLite export", "no SQL on an nsys-jax report")
     local ex = assert(nsl.open(T.data("nsys/tiny_2026.1.sqlite")))
     T.eq(#ex:members(0, ""), 0, "an export has no archive members")
     local nomem, why = ex:member(0, "x")
     T.eq(nomem, nil, "no member of an export")
     T.ok(why:find("has no archive members", 1, true), "message: " .. tostring(why))
-    T.eq(ex:sql(1, "SELECT 7 AS n")[1].n, 7, "SQL on an export")
+    T.eq(ex:sql(0, "SELECT 7 AS n")[1].n, 7, "SQL on an export")
   end},
 
   {"frame row counts equal nsys-jax's (combined and proc0)", function()
