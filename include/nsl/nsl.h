@@ -215,14 +215,14 @@ typedef enum nsl_cmp { NSL_EQ, NSL_NE, NSL_LT, NSL_LE, NSL_GT, NSL_GE } nsl_cmp;
 
 /* Mask (NSL_BOOL) of c OP value; NULLs compare false (NE: true).  For
  * NSL_STR columns value is a string id (EQ/NE only are meaningful). */
-nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t value, nsl_error *err);
-nsl_column *nsl_col_cmp_f64(const nsl_column *c, nsl_cmp op, double value, nsl_error *err);
+nsl_column *nsl_column_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t value, nsl_error *err);
+nsl_column *nsl_column_cmp_f64(const nsl_column *c, nsl_cmp op, double value, nsl_error *err);
 /* Mask of a OP b, element-wise (same length). */
-nsl_column *nsl_col_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column *b, nsl_error *err);
+nsl_column *nsl_column_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column *b, nsl_error *err);
 /* Mask of rows whose value (int or string id) is in ids[0..n); NULL rows
  * are never in; F64 values are in when integral and equal. */
-nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n, nsl_error *err);
-nsl_column *nsl_col_isnull(const nsl_column *c, nsl_error *err);
+nsl_column *nsl_column_isin(const nsl_column *c, const int64_t *ids, int64_t n, nsl_error *err);
+nsl_column *nsl_column_nulls(const nsl_column *c, nsl_error *err);
 /* Mask algebra: and/or of equal-length masks, not. */
 nsl_column *nsl_mask_and(const nsl_column *a, const nsl_column *b, nsl_error *err);
 nsl_column *nsl_mask_or(const nsl_column *a, const nsl_column *b, nsl_error *err);
@@ -233,20 +233,20 @@ int64_t nsl_mask_count(const nsl_column *mask);
 nsl_column *nsl_mask_indices(const nsl_column *mask, nsl_error *err);
 /* c[idx[i]] for every i; idx entries < 0 give NULL (0 for bool columns);
  * an entry past the end is NSL_ERR_ARG.  idx is NSL_I64 (or NSL_I32). */
-nsl_column *nsl_col_gather(const nsl_column *c, const nsl_column *idx, nsl_error *err);
+nsl_column *nsl_column_gather(const nsl_column *c, const nsl_column *idx, nsl_error *err);
 /* Element-wise arithmetic (NULL in, NULL out); result I64 unless either is F64.
  * Integer results that overflow, and integer division by zero, give NULL;
  * integer division truncates toward zero.  The scalar v counts as an
  * integer when it is integral (so `start - t0` stays exact); string
  * columns are refused (NULL / NSL_ERR_ARG). */
 typedef enum nsl_arith { NSL_ADD, NSL_SUB, NSL_MUL, NSL_DIV } nsl_arith;
-nsl_column *nsl_col_arith(const nsl_column *a, nsl_arith op, const nsl_column *b, nsl_error *err);
-nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v, nsl_error *err);
+nsl_column *nsl_column_arith(const nsl_column *a, nsl_arith op, const nsl_column *b, nsl_error *err);
+nsl_column *nsl_column_arith_scalar(const nsl_column *a, nsl_arith op, double v, nsl_error *err);
 /* Converts to another numeric type (NSL_STR -> NSL_I64 gives ids).  Values
  * that do not fit (and NaN) become NULL; doubles truncate toward zero; to
  * NSL_BOOL: 1 for non-NULL non-zero values.  Nothing converts to NSL_STR
  * but a string column (a copy). */
-nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to, nsl_error *err);
+nsl_column *nsl_column_cast(const nsl_column *c, nsl_type to, nsl_error *err);
 
 /* Stable ascending argsort by keys[0] then keys[1]...; desc[k] nonzero
  * sorts that key descending (desc may be NULL).  NULLs (and NaN) sort
@@ -264,11 +264,11 @@ typedef struct nsl_stats {
   int64_t isum;                      /* exact integer sum for integer columns */
   int64_t imin, imax;                /* exact min/max for integer columns (NSL_NULL_I64 if none) */
 } nsl_stats;
-void nsl_col_stats(const nsl_column *c, nsl_stats *out);
+void nsl_column_stats(const nsl_column *c, nsl_stats *out);
 /* Quantile q in [0,1] with linear interpolation between order statistics
  * (q=0.5 is the median of SQL/NumPy: mean of the two middle values).
  * NaN when there are no values, q is outside [0,1], or c is a string column. */
-double nsl_col_quantile(const nsl_column *c, double q);
+double nsl_column_quantile(const nsl_column *c, double q);
 
 /* Group-by: rows grouped by equal key tuples.  group_of[row] is the dense
  * group id (0..ngroups-1, in order of first appearance); first_row[g] is a
@@ -317,7 +317,7 @@ nsl_status nsl_group_aggs(const nsl_groups *g, const nsl_agg_spec *specs, int n,
 /* Histogram of c over nbins+1 ascending edges: counts[b] counts values in
  * [edges[b], edges[b+1]) (the last bin includes its right edge); values
  * outside are not counted.  Returns NSL_I64 counts. */
-nsl_column *nsl_col_histogram(const nsl_column *c, const double *edges, int nbins, nsl_error *err);
+nsl_column *nsl_column_histogram(const nsl_column *c, const double *edges, int nbins, nsl_error *err);
 
 /* Join on keys: for every row of the left key tuple, the row of the right
  * key tuple with equal keys (the first one), or -1.  Typically (report,
@@ -329,7 +329,7 @@ nsl_column *nsl_join_index(const nsl_column *const *left, const nsl_column *cons
 
 /* Distinct non-NULL values of c, ascending (strings in byte order), with
  * c's type (and dictionary). */
-nsl_column *nsl_col_unique(const nsl_column *c, nsl_error *err);
+nsl_column *nsl_column_unique(const nsl_column *c, nsl_error *err);
 /* For each value v of values, its insertion index into sorted (ascending
  * with NULLs first, as nsl_argsort orders): the first i with sorted[i] >= v
  * (right = 0) or > v (right = 1); a NULL v gives 0 (right: the number of
@@ -340,15 +340,15 @@ nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values,
                              nsl_error *err);
 /* Running sum over the rows; a NULL row adds nothing and reads NULL.
  * NSL_I64 for integer columns, NSL_F64 for F64. */
-nsl_column *nsl_col_cumsum(const nsl_column *c, nsl_error *err);
+nsl_column *nsl_column_cumsum(const nsl_column *c, nsl_error *err);
 /* Running maximum of an integer column: row i holds the largest value of
  * rows 0..i, NULLs skipped (NULL until the first value).  NSL_I64. */
-nsl_column *nsl_col_cummax(const nsl_column *c, nsl_error *err);
+nsl_column *nsl_column_cummax(const nsl_column *c, nsl_error *err);
 /* x[i] - x[j], j the previous row (of the same group when group_of, I64
  * group ids as nsl_groupby gives, is not NULL; a negative id is in no group).
  * NULL for the first row of each group and where either value is NULL.
  * NSL_I64 for integer columns, NSL_F64 for F64. */
-nsl_column *nsl_col_diff(const nsl_column *c, const nsl_column *group_of, nsl_error *err);
+nsl_column *nsl_column_diff(const nsl_column *c, const nsl_column *group_of, nsl_error *err);
 
 /* ---- interval algebra (half-open [start, stop), int64 ns) ------------- */
 
@@ -409,7 +409,7 @@ const char *nsl_regex_posix(const nsl_regex *re);
 void nsl_regex_free(nsl_regex *re);
 /* Mask (NSL_BOOL) of the rows of string column c that re matches; each
  * distinct string is tested once; NULL rows never match. */
-nsl_column *nsl_col_regex(const nsl_column *c, const nsl_regex *re, nsl_error *err);
+nsl_column *nsl_column_regex(const nsl_column *c, const nsl_regex *re, nsl_error *err);
 
 /* ---- interval sweeps by key (src/core/overlap_join.c) ---------------- */
 

@@ -84,7 +84,7 @@ static int usage_error(const nsl_cli_command *c, const char *fmt, ...) {
  * none is close, the few known ones). */
 static int unknown_error(const nsl_cli_command *c, const char *kind, const char *word, const char *const *known,
                          int n) {
-  const char *best = nsl_closest(word, known, n);
+  const char *best = nsl__closest(word, known, n);
   fprintf(stderr, "nsl: unknown %s '%s'", kind, word);
   if (best) fprintf(stderr, " (did you mean '%s'?)", best);
   else if (n <= 8)

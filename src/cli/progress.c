@@ -30,7 +30,7 @@ static void human(char *out, size_t cap, double n) {
 }
 
 /* Draws (or, with active 0, clears) the progress line. */
-static void draw(const nsl_progress_info *p, int active) {
+static void draw(const nsl__progress_info *p, int active) {
   if (!active) {
     if (drawn) fputs("\r\033[K", stderr);
     drawn = 0;
@@ -63,7 +63,7 @@ static void *tick(void *arg) {
   while (ticking) {
     struct timespec ts = {0, 200 * 1000 * 1000};
     nanosleep(&ts, NULL);
-    nsl_progress_info p;
+    nsl__progress_info p;
     if (nsl__terminal_claimed()) {   /* a full-screen front end owns the terminal */
       drawn = 0;
       shown = -1;
@@ -91,7 +91,7 @@ void nsl__cli_progress_stop(void) {
   if (!ticking) return;
   ticking = 0;
   pthread_join(ticker, NULL);
-  nsl_progress_info p;
+  nsl__progress_info p;
   memset(&p, 0, sizeof p);
   draw(&p, 0);
 }

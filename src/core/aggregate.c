@@ -532,7 +532,7 @@ static nsl_column *spec_result(const agg_run *r, const nsl_agg_spec *s, const pl
     nsl_column *rows = nsl_column_new(NSL_I64, ng, NULL);
     if (!rows) break;
     if (ng) memcpy(rows->data, k->rows, (size_t)ng * sizeof *k->rows);
-    c = nsl_col_gather(v, rows, err);
+    c = nsl_column_gather(v, rows, err);
     nsl_column_release(rows);
     return c;
   }

@@ -45,7 +45,7 @@ static nsl_status check_bins(const char *what, int64_t lo, int64_t hi, int64_t n
  * edge b = lo + floor((hi - lo) * b / nbins) (exact, no rounding drift);
  * the first is lo and the last hi.  NULL and err filled for hi <= lo or
  * nbins outside 1..2^31.  Result NSL_I64. */
-nsl_column *nsl_bin_edges(int64_t lo, int64_t hi, int64_t nbins, nsl_error *err) {
+nsl_column *nsl__bin_edges(int64_t lo, int64_t hi, int64_t nbins, nsl_error *err) {
   if (check_bins("bin edges", lo, hi, nbins, err) != NSL_OK) return NULL;
   nsl_column *c = nsl_column_new(NSL_I64, nbins + 1, NULL);
   if (!c) {
@@ -271,7 +271,7 @@ static void add_to_bins(int64_t *busy, int64_t lo, int64_t span, int64_t nbins, 
 }
 
 /* Busy time per group and bin: for every group g in 0..ngroups-1 and bin b
- * of nsl_bin_edges(lo, hi, nbins), the length of the union of the group's
+ * of nsl__bin_edges(lo, hi, nbins), the length of the union of the group's
  * intervals [start, stop) inside bin b, so that busy / bin width is the
  * fraction of the bin during which the group (a device, a stream) was
  * busy.  Overlapping rows of one group count once.  group_of is an integer
@@ -280,7 +280,7 @@ static void add_to_bins(int64_t *busy, int64_t lo, int64_t span, int64_t nbins, 
  * nsl_iv_union) are skipped; an id >= ngroups is NSL_ERR_ARG.  Rows need
  * not be sorted.  Result NSL_I64, ngroups * nbins long, group-major
  * (element g * nbins + b). */
-nsl_column *nsl_busy_per_bin(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+nsl_column *nsl__busy_per_bin(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                              int64_t ngroups, const nsl_column *mask, int64_t lo, int64_t hi, int64_t nbins,
                              nsl_error *err) {
   const char *what = "busy time per bin";
@@ -346,7 +346,7 @@ static inline int overlaps(const nsl_column *start, const nsl_column *stop, int6
   return !ns && !ne && s < to && e > from;
 }
 
-int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to) {
+int64_t nsl__count_overlapping(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to) {
   if (!int_col(start) || !int_col(stop) || start->len != stop->len) return -1;
   int64_t n = start->len, k = 0;
   if (start->type == NSL_I64 && stop->type == NSL_I64) {   /* the common case, in one tight loop */
@@ -359,7 +359,7 @@ int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, i
   return k;
 }
 
-nsl_column *nsl_overlapping_rows(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to,
+nsl_column *nsl__overlapping_rows(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to,
                                  nsl_error *err) {
   if (!int_col(start) || !int_col(stop) || start->len != stop->len) {
     nsl_error_set(err, NSL_ERR_ARG, "overlapping rows: start and stop must be integer columns of one length");
@@ -414,7 +414,7 @@ nomem:
  * outgrows it), the start of its previous row (walking in table order the
  * top of the stack is the previous row's stop: the walk checks their
  * order), its deepest depth (-1: none) and its rows (kept by
- * nsl_nest_lanes). */
+ * nsl__nest_lanes). */
 typedef struct nest_group {
   int64_t *edge, start, count;
   int32_t size, cap, deepest;
@@ -564,10 +564,10 @@ static nsl_status nest_ordered(const char *what, const rows_i64 *rw, int64_t n, 
   return NSL_OK;
 }
 
-/* nsl_nest_depth: the depths above; group_of: dense integer ids (below the
+/* nsl__nest_depth: the depths above; group_of: dense integer ids (below the
  * row count + NSL_SPANS_EXTRA_LANES), as nsl_groupby gives (NULL: one
  * group).  Result NSL_I32. */
-nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+nsl_column *nsl__nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                            nsl_error *err) {
   const char *what = "nesting depth";
   if (check_rows(what, start, stop, group_of, NULL, err) != NSL_OK) return NULL;
@@ -605,7 +605,7 @@ fail:
   return NULL;
 }
 
-void nsl_lane_layout_free(nsl_lane_layout *l) {
+void nsl__lane_layout_free(nsl__lane_layout *l) {
   if (!l) return;
   nsl_column_release(l->lane);
   nsl_column_release(l->row);
@@ -628,7 +628,7 @@ static nsl_column *groups_in_key_order(const nsl__grouping *gr, const nsl_column
   if (ng) memcpy(first->data, nsl__grouping_first_rows(gr), (size_t)ng * sizeof(int64_t));
   int k = 0;
   for (; k < nkeys; k++)
-    if (!(at[k] = nsl_col_gather(keys[k], first, err))) break;
+    if (!(at[k] = nsl_column_gather(keys[k], first, err))) break;
   if (k == nkeys) order = nsl_argsort((const nsl_column *const *)at, NULL, nkeys, err);
   for (int q = 0; q < k; q++) nsl_column_release(at[q]);
   nsl_column_release(first);
@@ -637,14 +637,14 @@ static nsl_column *groups_in_key_order(const nsl__grouping *gr, const nsl_column
 
 #define PROVISIONAL_LANES ((int64_t)1 << 20)   /* groups x max_sub up to this: provisional lanes, no group ids */
 
-/* nsl_nest_lanes: one walk in table order, a block of group ids at a time
+/* nsl__nest_lanes: one walk in table order, a block of group ids at a time
  * (nsl__grouping), where each row keeps g * max_sub + its sub-row (a
  * provisional lane) until the groups' lanes are known, then one pass maps
  * provisional lanes to lanes through a table.  Rows out of order, or too
  * many groups x max_sub for the table, take the column of group ids and
  * nest_ordered instead. */
-nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const nsl_column *const *keys, int nkeys,
-                          int64_t first, int64_t max_sub, nsl_lane_layout *out, nsl_error *err) {
+nsl_status nsl__nest_lanes(const nsl_column *start, const nsl_column *stop, const nsl_column *const *keys, int nkeys,
+                          int64_t first, int64_t max_sub, nsl__lane_layout *out, nsl_error *err) {
   const char *what = "nest lanes";
   if (!out) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
   memset(out, 0, sizeof *out);
@@ -741,7 +741,7 @@ nomem:
   nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
 fail:
   rc = err ? err->code : NSL_ERR_NOMEM;
-  nsl_lane_layout_free(out);
+  nsl__lane_layout_free(out);
 done:
   nsl_column_release(order);
   free(base);
@@ -753,7 +753,7 @@ done:
   return rc;
 }
 
-void nsl_spans_free(nsl_spans *s) {
+void nsl__spans_free(nsl__spans *s) {
   if (!s) return;
   nsl_column_release(s->x0);
   nsl_column_release(s->x1);
@@ -782,7 +782,7 @@ typedef struct open_span {
 
 /* x coordinate of row i of c under the transform: (v - origin) * scale +
  * offset; NaN for NULL. */
-static inline double xform_at(const nsl_column *c, int64_t i, const nsl_span_opts *o) {
+static inline double xform_at(const nsl_column *c, int64_t i, const nsl__span_opts *o) {
   if (c->type == NSL_F64) return (nsl_f64(c)[i] - (double)o->origin) * o->scale + o->offset;
   int null;
   int64_t v = nsl__int_at(c, i, &null), d;
@@ -811,7 +811,7 @@ static inline double xform_at(const nsl_column *c, int64_t i, const nsl_span_opt
  * each lane are merged in one pass; others are sorted first.  out receives
  * x0, x1, busy (F64), lane, cls, count and row (I64: the first input row
  * of the span, e.g. to label spans that hold one event); spans of one lane
- * and class are in x order; free with nsl_spans_free. */
+ * and class are in x order; free with nsl__spans_free. */
 /* The typed arrays behind the columns of one span merge, for the common
  * case (int64 times; int64 or int32 lanes; int64, int32 or bool classes),
  * where the loops read them directly; the generic path reads through the
@@ -823,7 +823,7 @@ typedef struct span_in {
   const int32_t *L32, *C32;
   const uint8_t *C8;
   const uint8_t *mk;
-  nsl_span_opts o;
+  nsl__span_opts o;
 } span_in;
 
 enum { SP_FAST = 1, SP_L32 = 2, SP_C32 = 4, SP_C8 = 8, SP_PERM = 16 };   /* the fast path: no mask */
@@ -903,7 +903,7 @@ SPAN_INLINE nsl_status sp_scan(const span_in *in, int mode, int64_t n, int64_t *
 
 /* The merged spans so far: the output columns, grown as spans come. */
 typedef struct span_out {
-  nsl_spans *s;
+  nsl__spans *s;
   int64_t k, cap;
   double *x0, *x1, *busy;
   int64_t *lane, *cls, *count, *row;
@@ -1010,10 +1010,10 @@ typedef nsl_status (*sp_scan_fn)(const span_in *, int64_t, int64_t *, int64_t *,
 typedef int (*sp_merge_fn)(const span_in *, int64_t, const int64_t *, double *, open_span *, int64_t, double,
                            double, span_out *);
 
-nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl_column *lane,
-                           const nsl_column *cls, const nsl_span_opts *opts, nsl_spans *out, nsl_error *err) {
+nsl_status nsl__spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl_column *lane,
+                           const nsl_column *cls, const nsl__span_opts *opts, nsl__spans *out, nsl_error *err) {
   const char *what = "span merge";
-  nsl_span_opts o = NSL_SPAN_OPTS_INIT;
+  nsl__span_opts o = NSL_SPAN_OPTS_INIT;
   if (opts) o = *opts;
   if (!out) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
   memset(out, 0, sizeof *out);
@@ -1099,6 +1099,6 @@ fail:
   free(st);
   free(last);
   nsl_column_release(perm);
-  nsl_spans_free(out);
+  nsl__spans_free(out);
   return err ? err->code : NSL_ERR_NOMEM;
 }

@@ -30,7 +30,7 @@ const char *nsl_type_name(nsl_type t) {
 typedef struct column_box {
   nsl_column c;   /* first: a column's address is its box's */
   int refcount;
-  struct nsl_mapping *mapping;   /* data lies in a mapped cache file (retained), not in malloc'd
+  struct nsl__mapping *mapping;   /* data lies in a mapped cache file (retained), not in malloc'd
                                     memory; NULL for columns nsl_column_new makes */
 } column_box;
 
@@ -159,14 +159,14 @@ double nsl_column_get_f64(const nsl_column *c, int64_t i) {
 
 /* ---- columns over mapped files ---- */
 
-struct nsl_mapping {
+struct nsl__mapping {
   void *addr;
   size_t len;
   atomic_int refs;
 };
 
-nsl_mapping *nsl__mapping_new(void *addr, size_t len) {
-  nsl_mapping *m = malloc(sizeof *m);
+nsl__mapping *nsl__mapping_new(void *addr, size_t len) {
+  nsl__mapping *m = malloc(sizeof *m);
   if (!m) return NULL;
   m->addr = addr;
   m->len = len;
@@ -174,18 +174,18 @@ nsl_mapping *nsl__mapping_new(void *addr, size_t len) {
   return m;
 }
 
-nsl_mapping *nsl__mapping_retain(nsl_mapping *m) {
+nsl__mapping *nsl__mapping_retain(nsl__mapping *m) {
   if (m) atomic_fetch_add(&m->refs, 1);
   return m;
 }
 
-void nsl__mapping_release(nsl_mapping *m) {
+void nsl__mapping_release(nsl__mapping *m) {
   if (!m || atomic_fetch_sub(&m->refs, 1) > 1) return;
   munmap(m->addr, m->len);
   free(m);
 }
 
-nsl_column *nsl__column_mapped(nsl_type type, int64_t len, void *data, nsl_mapping *m, nsl_dict *dict) {
+nsl_column *nsl__column_mapped(nsl_type type, int64_t len, void *data, nsl__mapping *m, nsl_dict *dict) {
   column_box *box = calloc(1, sizeof *box);
   if (!box) return NULL;
   nsl_column *c = &box->c;

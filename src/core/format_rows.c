@@ -198,7 +198,7 @@ typedef struct piece {
  * bool column of the same length) keeps the rows where it is 1.  *out is
  * malloc'ed, NUL-terminated, *len excludes the NUL; caller frees.  Errors:
  * NSL_ERR_ARG (bad template, wrong column count or type), NSL_ERR_NOMEM. */
-nsl_status nsl_format_rows(const char *fmt, const nsl_column *const *cols, int ncols, const nsl_column *mask,
+nsl_status nsl__format_rows(const char *fmt, const nsl_column *const *cols, int ncols, const nsl_column *mask,
                            const char *sep, char **out, size_t *len, nsl_error *err) {
   const char *what = "format rows";
   if (!fmt || !out || !len || ncols < 0 || (ncols > 0 && !cols))
@@ -387,7 +387,7 @@ static void put_csv_string(obuf *b, const char *s, size_t n) {
 }
 
 /* Value r of column c as a CSV field or JSON value (NULL: empty / null). */
-static void put_cell(obuf *b, const nsl_column *c, int64_t r, nsl_text_format f) {
+static void put_cell(obuf *b, const nsl_column *c, int64_t r, nsl__text_format f) {
   int null = 0;
   switch (c->type) {
   case NSL_STR: {
@@ -426,8 +426,8 @@ static void put_cell(obuf *b, const nsl_column *c, int64_t r, nsl_text_format f)
  * in JSON; NaN and infinities count as NULL; strings keep all their text
  * (JSON: escaped, invalid UTF-8 as U+FFFD).  *out is malloc'ed and
  * NUL-terminated; NSL_ERR_ARG (columns of unequal length), NSL_ERR_NOMEM. */
-nsl_status nsl_format_table(const char *const *names, const nsl_column *const *cols, int ncols, int64_t nrows,
-                            nsl_text_format f, char **out, size_t *len, nsl_error *err) {
+nsl_status nsl__format_table(const char *const *names, const nsl_column *const *cols, int ncols, int64_t nrows,
+                            nsl__text_format f, char **out, size_t *len, nsl_error *err) {
   const char *what = "format table";
   if (!out || !len || ncols < 0 || (ncols > 0 && (!cols || !names)))
     return nsl_error_set(err, NSL_ERR_ARG, "%s: missing columns or output", what);

@@ -35,7 +35,7 @@ static int check_tree(const nsl_column *parent_row, const nsl_column *const *mas
   return 1;
 }
 
-nsl_status nsl_tree_ancestor(const nsl_column *parent_row, const nsl_column *through, const nsl_column *target,
+nsl_status nsl__tree_ancestor(const nsl_column *parent_row, const nsl_column *through, const nsl_column *target,
                              nsl_column **anc, nsl_column **inner, nsl_error *err) {
   const nsl_column *masks[] = {through, target};
   *anc = *inner = NULL;
@@ -64,7 +64,7 @@ nsl_status nsl_tree_ancestor(const nsl_column *parent_row, const nsl_column *thr
   return NSL_OK;
 }
 
-nsl_column *nsl_tree_under(const nsl_column *parent_row, const nsl_column *mask, nsl_error *err) {
+nsl_column *nsl__tree_under(const nsl_column *parent_row, const nsl_column *mask, nsl_error *err) {
   const nsl_column *masks[] = {mask};
   if (!check_tree(parent_row, masks, 1, "tree_under", err) || !mask) return NULL;
   int64_t n = parent_row->len;
@@ -106,7 +106,7 @@ nsl_column *nsl_tree_under(const nsl_column *parent_row, const nsl_column *mask,
   return r;
 }
 
-nsl_column *nsl_group_cumcount(const nsl_column *group_of, nsl_error *err) {
+nsl_column *nsl__group_cumcount(const nsl_column *group_of, nsl_error *err) {
   if (!group_of || group_of->type != NSL_I64) {
     nsl_error_set(err, NSL_ERR_ARG, "cumcount: group ids must be an i64 column");
     return NULL;
@@ -141,7 +141,7 @@ static int cmp_ov(const void *a, const void *b) {
   return x->row < y->row ? -1 : x->row > y->row;
 }
 
-nsl_column *nsl_iv_overlap_sum(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+nsl_column *nsl__iv_overlap_sum(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                                const nsl_column *is_a, nsl_error *err) {
   if (!start || !stop || start->type != NSL_I64 || stop->type != NSL_I64 || stop->len != start->len ||
       (group_of && (group_of->type != NSL_I64 || group_of->len != start->len)) || !is_a ||
@@ -266,7 +266,7 @@ static void by_start_window(const by_start *o, int64_t s, int64_t e, int64_t *lo
 /* Every pass over the rows of a window looks only at the rows that start in
  * it (a start-sorted index), so the cost is the windows' sizes, not the
  * number of compilations times the number of ranges. */
-nsl_status nsl_jax_compile_tree(const nsl_jax_compile_in *in, nsl_jax_compile_out *out, nsl_error *err) {
+nsl_status nsl__jax_compile_tree(const nsl__jax_compile_in *in, nsl__jax_compile_out *out, nsl_error *err) {
   int64_t n = in->n, m = n ? n : 1;
   memset(out, 0, sizeof *out);
   out->parent = malloc((size_t)m * sizeof *out->parent);
@@ -282,7 +282,7 @@ nsl_status nsl_jax_compile_tree(const nsl_jax_compile_in *in, nsl_jax_compile_ou
   int ok = out->parent && out->num_child && out->dur_child && out->dur_nonchild && out->keep && out->program_row &&
            root && par && main_child && grafted && retain && holds_compile && by_start_init(&ord, in->start, n);
   if (!ok) {
-    nsl_jax_compile_out_free(out);
+    nsl__jax_compile_out_free(out);
     nsl_error_set(err, NSL_ERR_NOMEM, "compile tree: out of memory for %lld ranges", (long long)n);
     goto done;
   }
@@ -380,7 +380,7 @@ done:
   return ok ? NSL_OK : NSL_ERR_NOMEM;
 }
 
-void nsl_jax_compile_out_free(nsl_jax_compile_out *out) {
+void nsl__jax_compile_out_free(nsl__jax_compile_out *out) {
   free(out->parent);
   free(out->num_child);
   free(out->dur_child);
@@ -393,7 +393,7 @@ void nsl_jax_compile_out_free(nsl_jax_compile_out *out) {
 /* Descendants lie inside their ancestors' windows (well-nested ranges,
  * grafts strictly inside their new parents), so each launcher looks only at
  * the rows that start in its window. */
-nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild, double *child, nsl_error *err) {
+nsl_status nsl__jax_compile_attribute(const nsl__jax_attr_in *in, double *nonchild, double *child, nsl_error *err) {
   int64_t n = in->n, m = n ? n : 1;
   int64_t *dchild = malloc((size_t)m * sizeof *dchild), *dnon = malloc((size_t)m * sizeof *dnon);
   uint8_t *launcher = calloc((size_t)m, 1);

@@ -49,7 +49,7 @@ static nsl_column *nomem(nsl_error *err) {
 
 /* ---- comparison masks ----------------------------------------------------- */
 
-nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t v, nsl_error *err) {
+nsl_column *nsl_column_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t v, nsl_error *err) {
   if (!valid_col(c) || !valid_cmp(op)) return arg_error(err, "compare: missing column or unknown operator");
   nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
   if (!m) return nomem(err);
@@ -89,7 +89,7 @@ nsl_column *nsl_col_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t v, nsl_erro
   return m;
 }
 
-nsl_column *nsl_col_cmp_f64(const nsl_column *c, nsl_cmp op, double v, nsl_error *err) {
+nsl_column *nsl_column_cmp_f64(const nsl_column *c, nsl_cmp op, double v, nsl_error *err) {
   if (!valid_col(c) || !valid_cmp(op)) return arg_error(err, "compare: missing column or unknown operator");
   nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
   if (!m) return nomem(err);
@@ -121,7 +121,7 @@ static int cmp_str(const nsl_dict *da, int32_t a, const nsl_dict *db, int32_t b)
   return CMP3(la, lb);
 }
 
-nsl_column *nsl_col_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column *b, nsl_error *err) {
+nsl_column *nsl_column_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column *b, nsl_error *err) {
   if (!valid_col(a) || !valid_col(b) || !valid_cmp(op)) {
     nsl_error_set(err, NSL_ERR_ARG, "compare: missing column or unknown operator");
     return NULL;
@@ -182,7 +182,7 @@ nsl_column *nsl_col_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column *b
 
 /* ---- membership, NULL tests ----------------------------------------------- */
 
-nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n, nsl_error *err) {
+nsl_column *nsl_column_isin(const nsl_column *c, const int64_t *ids, int64_t n, nsl_error *err) {
   if (!valid_col(c) || n < 0 || (n > 0 && !ids)) return arg_error(err, "isin: needs a column and a list of values");
   nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
   if (!m) return nomem(err);
@@ -238,7 +238,7 @@ nsl_column *nsl_col_isin(const nsl_column *c, const int64_t *ids, int64_t n, nsl
   return m;
 }
 
-nsl_column *nsl_col_isnull(const nsl_column *c, nsl_error *err) {
+nsl_column *nsl_column_nulls(const nsl_column *c, nsl_error *err) {
   if (!valid_col(c)) return arg_error(err, "isnull: missing column");
   nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
   if (!m) return nomem(err);
@@ -327,7 +327,7 @@ nsl_column *nsl_mask_indices(const nsl_column *mask, nsl_error *err) {
 
 /* ---- gather --------------------------------------------------------------- */
 
-nsl_column *nsl_col_gather(const nsl_column *c, const nsl_column *idx, nsl_error *err) {
+nsl_column *nsl_column_gather(const nsl_column *c, const nsl_column *idx, nsl_error *err) {
   if (!valid_col(c) || !idx || (idx->type != NSL_I64 && idx->type != NSL_I32)) {
     nsl_error_set(err, NSL_ERR_ARG, "gather: needs a column and i64 (or i32) row indices");
     return NULL;
@@ -381,7 +381,7 @@ static inline double arith_f64(double x, nsl_arith op, double y) {
   return NAN;
 }
 
-nsl_column *nsl_col_arith(const nsl_column *a, nsl_arith op, const nsl_column *b, nsl_error *err) {
+nsl_column *nsl_column_arith(const nsl_column *a, nsl_arith op, const nsl_column *b, nsl_error *err) {
   if (!valid_col(a) || !valid_col(b) || (unsigned)op > NSL_DIV) {
     nsl_error_set(err, NSL_ERR_ARG, "arithmetic: missing column or unknown operator");
     return NULL;
@@ -422,7 +422,7 @@ nsl_column *nsl_col_arith(const nsl_column *a, nsl_arith op, const nsl_column *b
   return r;
 }
 
-nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v, nsl_error *err) {
+nsl_column *nsl_column_arith_scalar(const nsl_column *a, nsl_arith op, double v, nsl_error *err) {
   if (!valid_col(a) || a->type == NSL_STR || (unsigned)op > NSL_DIV)
     return arg_error(err, a && a->type == NSL_STR ? "arithmetic on a str column" : "arithmetic: missing column or unknown operator");
   int64_t n = a->len;
@@ -450,11 +450,11 @@ nsl_column *nsl_col_arith_scalar(const nsl_column *a, nsl_arith op, double v, ns
 const int64_t *nsl__as_i64(const nsl_column *c, nsl_column **copy) {
   *copy = NULL;
   if (c->type == NSL_I64) return nsl_i64(c);
-  if (!(*copy = nsl_col_cast(c, NSL_I64, NULL))) return NULL;
+  if (!(*copy = nsl_column_cast(c, NSL_I64, NULL))) return NULL;
   return nsl_i64(*copy);
 }
 
-nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to, nsl_error *err) {
+nsl_column *nsl_column_cast(const nsl_column *c, nsl_type to, nsl_error *err) {
   if (!valid_col(c) || (unsigned)to > NSL_BOOL) return arg_error(err, "cast: missing column or unknown type");
   if (to == NSL_STR && c->type != NSL_STR) {   /* no dictionary to map into */
     nsl_error_set(err, NSL_ERR_ARG, "cast: a %s column cannot become a str column", nsl_type_name(c->type));
@@ -501,7 +501,7 @@ nsl_column *nsl_col_cast(const nsl_column *c, nsl_type to, nsl_error *err) {
 
 /* ---- reductions ------------------------------------------------------------ */
 
-void nsl_col_stats(const nsl_column *c, nsl_stats *out) {
+void nsl_column_stats(const nsl_column *c, nsl_stats *out) {
   if (!out) return;
   *out = (nsl_stats){0, 0, NAN, NAN, NAN, 0, 0, NSL_NULL_I64, NSL_NULL_I64};
   if (!valid_col(c) || c->len == 0) return;
@@ -587,7 +587,7 @@ int64_t nsl__quantile_pos(int64_t n, double q, double *frac) {
   return k;
 }
 
-double nsl_col_quantile(const nsl_column *c, double q) {
+double nsl_column_quantile(const nsl_column *c, double q) {
   if (!valid_col(c) || c->type == NSL_STR || !(q >= 0 && q <= 1) || c->len == 0) return NAN;
   uint64_t *a = nsl__big_alloc((size_t)c->len * sizeof *a);
   if (!a) return NAN;
@@ -614,7 +614,7 @@ double nsl_col_quantile(const nsl_column *c, double q) {
 
 /* ---- histogram ---------------------------------------------------------------- */
 
-nsl_column *nsl_col_histogram(const nsl_column *c, const double *edges, int nbins, nsl_error *err) {
+nsl_column *nsl_column_histogram(const nsl_column *c, const double *edges, int nbins, nsl_error *err) {
   if (!valid_col(c) || c->type == NSL_STR) {
     nsl_error_set(err, NSL_ERR_ARG, "histogram: needs a numeric column");
     return NULL;
@@ -658,7 +658,7 @@ nsl_column *nsl_col_histogram(const nsl_column *c, const double *edges, int nbin
 
 /* ---- running sums and differences ------------------------------------------------ */
 
-nsl_column *nsl_col_cummax(const nsl_column *c, nsl_error *err) {
+nsl_column *nsl_column_cummax(const nsl_column *c, nsl_error *err) {
   if (!valid_col(c) || c->type == NSL_STR || c->type == NSL_F64 || c->type == NSL_BOOL) {
     nsl_error_set(err, NSL_ERR_ARG, "cummax: needs an integer column");
     return NULL;
@@ -679,7 +679,7 @@ nsl_column *nsl_col_cummax(const nsl_column *c, nsl_error *err) {
   return r;
 }
 
-nsl_column *nsl_col_cumsum(const nsl_column *c, nsl_error *err) {
+nsl_column *nsl_column_cumsum(const nsl_column *c, nsl_error *err) {
   if (!valid_col(c) || c->type == NSL_STR) {
     nsl_error_set(err, NSL_ERR_ARG, "cumsum: needs a numeric column");
     return NULL;
@@ -719,7 +719,7 @@ nsl_column *nsl_col_cumsum(const nsl_column *c, nsl_error *err) {
   return r;
 }
 
-nsl_column *nsl_col_diff(const nsl_column *c, const nsl_column *group_of, nsl_error *err) {
+nsl_column *nsl_column_diff(const nsl_column *c, const nsl_column *group_of, nsl_error *err) {
   if (!valid_col(c) || c->type == NSL_STR) {
     nsl_error_set(err, NSL_ERR_ARG, "diff: needs a numeric column");
     return NULL;

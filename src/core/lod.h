@@ -57,7 +57,7 @@ size_t nsl_lod_bytes(const nsl_lod *l);
  * 0 when it has none. */
 int nsl_lod_extent(const nsl_lod *l, int64_t lane, int64_t *lo, int64_t *hi);
 /* Summaries of ncols equal columns of [from, to) (column c is [edge c,
- * edge c+1), edges as nsl_bin_edges: exact integers) of lane into
+ * edge c+1), edges as nsl__bin_edges: exact integers) of lane into
  * cells[0..ncols).  NSL_ERR_ARG for a lane outside, to <= from or ncols
  * outside 1..2^20. */
 nsl_status nsl_lod_query(const nsl_lod *l, int64_t lane, int64_t from, int64_t to, int64_t ncols,

@@ -24,7 +24,7 @@
  * that match nothing).  One sweep per thread: O(R + A) when each thread's
  * rows come in start order (as exports store them; else a radix sort),
  * plus O(D) per call, D the number of ranges open at the call. */
-typedef struct nsl_nvtx_input {
+typedef struct nsl__nvtx_input {
   int nkeys;                          /* 1..8 key columns per side */
   const nsl_column *const *range_keys;
   const nsl_column *range_start, *range_stop;
@@ -33,9 +33,9 @@ typedef struct nsl_nvtx_input {
   const nsl_column *api_start, *api_stop;
   const nsl_column *op_api;           /* per GPU op: its API call's row or -1 (nsl_join_index) */
   const nsl_column *op_start, *op_stop; /* ops with a NULL time are not counted */
-} nsl_nvtx_input;
+} nsl__nvtx_input;
 
-typedef struct nsl_nvtx_projection {
+typedef struct nsl__nvtx_projection {
   /* one row per range */
   nsl_column *parent;     /* I64: the tightest (shortest) enclosing range on the same thread, -1 for none;
                            * of two equal intervals the first in (start, -stop, row) order is the parent */
@@ -49,11 +49,11 @@ typedef struct nsl_nvtx_projection {
   /* one row per API call / op */
   nsl_column *api_range;  /* I64: the innermost range enclosing the call, -1 */
   nsl_column *op_range;   /* I64: the innermost range enclosing the op's launching call, -1 */
-} nsl_nvtx_projection;
+} nsl__nvtx_projection;
 
 /* Fills out (every column new) or returns an error with out zeroed. */
-nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, nsl_error *err);
-void nsl_nvtx_projection_free(nsl_nvtx_projection *p);
+nsl_status nsl__nvtx_project(const nsl__nvtx_input *in, nsl__nvtx_projection *out, nsl_error *err);
+void nsl__nvtx_projection_free(nsl__nvtx_projection *p);
 
 /* Paths of a forest as a tree of distinct paths: rows with the same label
  * under the same parent path share a node (e.g. NVTX ranges by name under
@@ -61,16 +61,16 @@ void nsl_nvtx_projection_free(nsl_nvtx_projection *p);
  * (a parent masked out also makes a root); label: integer or string ids
  * (NULL is a label of its own).  NSL_ERR_ARG for a parent out of range or
  * a cycle.  Node ids are dense, in order of creation. */
-typedef struct nsl_tree {
+typedef struct nsl__tree {
   int64_t nnodes;
   nsl_column *node_of;      /* I64 per row: its node, -1 for rows masked out */
   nsl_column *node_parent;  /* I64 per node: the parent node, -1 for roots */
   nsl_column *node_depth;   /* I32 per node: 0 for roots */
   nsl_column *node_row;     /* I64 per node: one row of the node (to gather labels) */
-} nsl_tree;
-nsl_status nsl_tree_paths(const nsl_column *parent, const nsl_column *label, const nsl_column *mask,
-                          nsl_tree *out, nsl_error *err);
-void nsl_tree_free(nsl_tree *t);
+} nsl__tree;
+nsl_status nsl__tree_paths(const nsl_column *parent, const nsl_column *label, const nsl_column *mask,
+                          nsl__tree *out, nsl_error *err);
+void nsl__tree_free(nsl__tree *t);
 
 /* ---- range trees and nsys-jax kernels (src/core/jax.c) ---------------- */
 
@@ -83,23 +83,23 @@ void nsl_tree_free(nsl_tree *t);
  * I64, -1 when the walk leaves `through` or reaches a root; -1 for rows not
  * in `through`); *inner (BOOL) marks the `through` rows that lie on such a
  * walk, i.e. that have a `through` descendant.  E.g. thunk -> XlaModule. */
-nsl_status nsl_tree_ancestor(const nsl_column *parent_row, const nsl_column *through, const nsl_column *target,
+nsl_status nsl__tree_ancestor(const nsl_column *parent_row, const nsl_column *through, const nsl_column *target,
                              nsl_column **anc, nsl_column **inner, nsl_error *err);
 /* Mask (BOOL) of rows strictly below a row of mask. */
-nsl_column *nsl_tree_under(const nsl_column *parent_row, const nsl_column *mask, nsl_error *err);
+nsl_column *nsl__tree_under(const nsl_column *parent_row, const nsl_column *mask, nsl_error *err);
 /* For every row, how many earlier rows share its group (0, 1, ...): pandas'
  * groupby().cumcount().  group_of as nsl_groupby gives; negative: NULL. */
-nsl_column *nsl_group_cumcount(const nsl_column *group_of, nsl_error *err);
+nsl_column *nsl__group_cumcount(const nsl_column *group_of, nsl_error *err);
 /* For every row with is_a set: the summed overlap of [start, stop) with the
  * rows of the same group (group_of NULL: one group) whose is_a is 0 (each
  * overlap counted, not their union); 0 for the other rows.  E.g. the
  * part of each communication kernel hidden under computation.  I64. */
-nsl_column *nsl_iv_overlap_sum(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+nsl_column *nsl__iv_overlap_sum(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                                const nsl_column *is_a, nsl_error *err);
 
 /* The XLA compilation ranges of one process (host push/pop NVTX ranges in
  * their recorded order), as nsys-jax reads them. */
-typedef struct nsl_jax_compile_in {
+typedef struct nsl__jax_compile_in {
   int64_t n;
   const int64_t *start, *stop, *parent;   /* parent: row index or -1 */
   const int32_t *tid, *num_child;
@@ -107,35 +107,35 @@ typedef struct nsl_jax_compile_in {
   const uint8_t *is_compile;              /* XlaCompile ranges */
   const uint8_t *is_backend;              /* XlaCompileBackend ranges (they name the program) */
   const uint8_t *is_tsl;                  /* XLA's own ranges ("TSL:" prefix) */
-} nsl_jax_compile_in;
-typedef struct nsl_jax_compile_out {      /* n entries each, malloc'd */
+} nsl__jax_compile_in;
+typedef struct nsl__jax_compile_out {      /* n entries each, malloc'd */
   int64_t *parent;        /* worker-thread ranges grafted under the compiling thread */
   int32_t *num_child;
   int64_t *dur_child, *dur_nonchild;   /* NULL where grafting made them meaningless */
   uint8_t *keep;          /* the compile frame: XlaCompile ranges, what runs under them, TSL only */
   int64_t *program_row;   /* the XlaCompileBackend row naming the row's program, or -1 */
-} nsl_jax_compile_out;
+} nsl__jax_compile_out;
 /* nsys-jax's _splice_parallel_ranges, program propagation and _drop_non_tsl:
  * top-level ranges of other threads inside an XlaCompile range's window are
  * grafted under the deepest enclosing range of the compiling thread; rows
  * take the program of the nearest XlaCompileBackend (or its parent); other
  * ranges are folded into their parents. */
-nsl_status nsl_jax_compile_tree(const nsl_jax_compile_in *in, nsl_jax_compile_out *out, nsl_error *err);
-void nsl_jax_compile_out_free(nsl_jax_compile_out *out);
+nsl_status nsl__jax_compile_tree(const nsl__jax_compile_in *in, nsl__jax_compile_out *out, nsl_error *err);
+void nsl__jax_compile_out_free(nsl__jax_compile_out *out);
 
-typedef struct nsl_jax_attr_in {
+typedef struct nsl__jax_attr_in {
   int64_t n;
   const int64_t *start, *stop, *parent;
   const int32_t *tid;
   const int64_t *dur_child, *dur_nonchild;
   int32_t main_tid;       /* the thread that runs XlaCompile */
   const uint8_t *collapsed; /* rows whose detail was removed (child time 0); may be NULL */
-} nsl_jax_attr_in;
+} nsl__jax_attr_in;
 /* nsys-jax's parallel-aware compile-time attribution: each compiling-thread
  * range with worker-thread children spends its parallel region's wall time
  * in proportion to the workers' non-child times; nonchild[i] and child[i]
  * (ns, double) are row i's contributions (0 for rows that add nothing). */
-nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild, double *child, nsl_error *err);
+nsl_status nsl__jax_compile_attribute(const nsl__jax_attr_in *in, double *nonchild, double *child, nsl_error *err);
 
 /* ---- figures and exports: bins, sub-rows, spans, text rows ------------ */
 /* (src/core/binning.c, src/core/format_rows.c) */
@@ -145,47 +145,47 @@ nsl_status nsl_jax_compile_attribute(const nsl_jax_attr_in *in, double *nonchild
 /* Edges of nbins equal bins over [lo, hi): nbins + 1 integers, edge b =
  * lo + floor((hi - lo) * b / nbins), exact.  NULL and err filled for hi <=
  * lo or nbins outside 1..2^31.  Result NSL_I64. */
-nsl_column *nsl_bin_edges(int64_t lo, int64_t hi, int64_t nbins, nsl_error *err);
-/* Busy time per group and bin (bins of nsl_bin_edges(lo, hi, nbins)): the
+nsl_column *nsl__bin_edges(int64_t lo, int64_t hi, int64_t nbins, nsl_error *err);
+/* Busy time per group and bin (bins of nsl__bin_edges(lo, hi, nbins)): the
  * length of the union of each group's intervals [start, stop) inside each
  * bin, so busy / bin width is the busy fraction (utilisation heatmaps).
  * group_of: integer ids below ngroups (NULL: all rows in group 0); rows with
  * a negative or NULL id, NULL times, stop < start or masked out are skipped.
  * Unsorted rows are fine.  Result NSL_I64, ngroups * nbins, element
  * g * nbins + b. */
-nsl_column *nsl_busy_per_bin(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+nsl_column *nsl__busy_per_bin(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                              int64_t ngroups, const nsl_column *mask, int64_t lo, int64_t hi, int64_t nbins,
                              nsl_error *err);
 /* Rows that overlap the window [from, to): start < to and stop > from (NULL
  * times never do); one pass, nothing allocated.  -1 unless start and stop
  * are integer columns of one length.  (A window holding every row needs no
  * selection.) */
-int64_t nsl_count_overlapping(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to);
-/* The rows that overlap [from, to) as nsl_count_overlapping counts them:
+int64_t nsl__count_overlapping(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to);
+/* The rows that overlap [from, to) as nsl__count_overlapping counts them:
  * their 0-based indices, ascending (NSL_I64; none when from or to is
  * NULL).  One pass, no mask: a narrow window of a large table costs its
  * rows, not the table's.  NULL and err filled for bad columns. */
-nsl_column *nsl_overlapping_rows(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to,
+nsl_column *nsl__overlapping_rows(const nsl_column *start, const nsl_column *stop, int64_t from, int64_t to,
                                  nsl_error *err);
 
 /* Little-endian packing of a column for embedding (src/core/pack.c). */
-typedef enum nsl_pack_type {
+typedef enum nsl__pack_type {
   NSL_PACK_U8, NSL_PACK_U16, NSL_PACK_I32, NSL_PACK_U32, NSL_PACK_F32, NSL_PACK_F64
-} nsl_pack_type;
+} nsl__pack_type;
 /* The pack type named "u8", "u16", "i32", "u32", "f32" or "f64"; -1 otherwise. */
-int nsl_pack_type_of(const char *name);
+int nsl__pack_type_of(const char *name);
 /* Bytes per value of type t (0 when t is not one). */
-size_t nsl_pack_width(nsl_pack_type t);
+size_t nsl__pack_width(nsl__pack_type t);
 /* c's values less offset as little-endian `as` into out (len * width bytes):
  * integer targets refuse NULL and values outside their range, f64 refuses
  * integers beyond 2^53, NULL is NaN for floats; NSL_ERR_ARG names the row. */
-nsl_status nsl_column_pack_le(const nsl_column *c, nsl_pack_type as, int64_t offset, unsigned char *out,
+nsl_status nsl__column_pack_le(const nsl_column *c, nsl__pack_type as, int64_t offset, unsigned char *out,
                               nsl_error *err);
 /* c's values less offset as unsigned LEB128 varints into out (at most
  * NSL_PACK_VARINT_MAX bytes a value), *nbytes written: refuses NULL and
  * values below offset; NSL_ERR_ARG names the row. */
 #define NSL_PACK_VARINT_MAX 10
-nsl_status nsl_column_pack_varint(const nsl_column *c, int64_t offset, unsigned char *out, size_t *nbytes,
+nsl_status nsl__column_pack_varint(const nsl_column *c, int64_t offset, unsigned char *out, size_t *nbytes,
                                   nsl_error *err);
 
 /* A sub-row per row such that rows of one group overlapping in time never
@@ -193,51 +193,51 @@ nsl_status nsl_column_pack_varint(const nsl_column *c, int64_t offset, unsigned 
  * nesting depth, 0 outermost.  group_of: dense ids below the row count +
  * NSL_SPANS_EXTRA_LANES (NULL: one group).  Rows with NULL times, stop < start or a negative group get
  * NULL.  Result NSL_I32. */
-nsl_column *nsl_nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+nsl_column *nsl__nest_depth(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                            nsl_error *err);
 
 /* Lanes of a timeline, group after group (NVTX ranges per thread, on a
- * sub-row per nesting depth; GPU streams), from nsl_nest_lanes. */
-typedef struct nsl_lane_layout {
+ * sub-row per nesting depth; GPU streams), from nsl__nest_lanes. */
+typedef struct nsl__lane_layout {
   nsl_column *lane;         /* I32 per row: its lane; NULL when left out or at a sub-row >= max_sub */
   nsl_column *row;          /* I64 per group, in lane order: the row where the group first appears */
   nsl_column *first_lane;   /* I64 per group: its first lane */
   nsl_column *lanes;        /* I64 per group: how many lanes it owns */
   nsl_column *count;        /* I64 per group: its rows (those left out too) */
-} nsl_lane_layout;
+} nsl__lane_layout;
 /* Rows grouped by the tuple of keys[0..nkeys) (NULL is a value of its own,
- * as in nsl_groupby) get their nsl_nest_depth sub-row within the group, and
+ * as in nsl_groupby) get their nsl__nest_depth sub-row within the group, and
  * the groups, in the order of their key tuples (as nsl_argsort orders
  * them: ascending, NULL first), own consecutive lanes from lane first on:
  * as many as their deepest sub-row + 1, at most max_sub (0 for a group
  * none of whose rows takes part).  A row's lane is its group's first lane
  * + its sub-row.  One walk over the rows in table order when every group is
- * in start order (else as nsl_nest_depth orders them), and no column of
+ * in start order (else as nsl__nest_depth orders them), and no column of
  * group ids.  start and stop NULL: the rows are not ranges, and every row
  * is on its group's first lane (the lanes of key tuples, e.g. a timeline's
  * GPU streams).  first, max_sub >= 0; the lanes must fit in int32.  Free
- * out with nsl_lane_layout_free. */
-nsl_status nsl_nest_lanes(const nsl_column *start, const nsl_column *stop, const nsl_column *const *keys, int nkeys,
-                          int64_t first, int64_t max_sub, nsl_lane_layout *out, nsl_error *err);
-void nsl_lane_layout_free(nsl_lane_layout *l);
+ * out with nsl__lane_layout_free. */
+nsl_status nsl__nest_lanes(const nsl_column *start, const nsl_column *stop, const nsl_column *const *keys, int nkeys,
+                          int64_t first, int64_t max_sub, nsl__lane_layout *out, nsl_error *err);
+void nsl__lane_layout_free(nsl__lane_layout *l);
 
-/* Spans merged for drawing (nsl_spans_merge). */
-typedef struct nsl_spans {
+/* Spans merged for drawing (nsl__spans_merge). */
+typedef struct nsl__spans {
   nsl_column *x0, *x1;   /* F64: extent of each merged span */
   nsl_column *busy;      /* F64: length of the union of the spans it holds */
   nsl_column *lane;      /* I64 */
   nsl_column *cls;       /* I64: class (NSL_NULL_I64 for NULL or no classes) */
   nsl_column *count;     /* I64: spans held */
   nsl_column *row;       /* I64: the first input row of the span (0-based) */
-} nsl_spans;
-/* How nsl_spans_merge maps and merges coordinates. */
-typedef struct nsl_span_opts {
+} nsl__spans;
+/* How nsl__spans_merge maps and merges coordinates. */
+typedef struct nsl__span_opts {
   double tol;                /* merge across gaps up to tol (in mapped units, e.g. px) */
   double max_len;            /* a merged span stays within this (<= 0: no bound) */
   int64_t origin;            /* x = (v - origin) * scale + offset, e.g. ns to px */
   double scale, offset;      /* scale > 0 (0 is taken as 1) */
   const nsl_column *mask;    /* bool: rows where 1 take part (NULL: all) */
-} nsl_span_opts;
+} nsl__span_opts;
 #define NSL_SPAN_OPTS_INIT {0, 0, 0, 1, 0, NULL}
 /* Merges the spans [x0, x1) of each lane and class, coordinates mapped by
  * o (NULL: identity), visited by x within each lane: a span joins the one
@@ -250,10 +250,10 @@ typedef struct nsl_span_opts {
  * classes).  Rows with a NULL or
  * non-finite coordinate, x1 < x0, or a negative lane are dropped.  Rows
  * already in order within each lane are not sorted.  Free out with
- * nsl_spans_free. */
-nsl_status nsl_spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl_column *lane,
-                           const nsl_column *cls, const nsl_span_opts *o, nsl_spans *out, nsl_error *err);
-void nsl_spans_free(nsl_spans *s);
+ * nsl__spans_free. */
+nsl_status nsl__spans_merge(const nsl_column *x0, const nsl_column *x1, const nsl_column *lane,
+                           const nsl_column *cls, const nsl__span_opts *o, nsl__spans *out, nsl_error *err);
+void nsl__spans_free(nsl__spans *s);
 
 /* Rows [0, n) of cols as text, one template fmt per row, rows joined by sep
  * (NULL: "\n").  Conversions, each taking the next column: %s a string
@@ -263,22 +263,22 @@ void nsl_spans_free(nsl_spans *s);
  * as the shortest decimal that reads back (NaN as null), %% a literal %.
  * mask (NULL or bool) keeps the rows where it is 1.  *out is malloc'ed and
  * NUL-terminated (*len excludes the NUL).  NSL_ERR_ARG, NSL_ERR_NOMEM. */
-nsl_status nsl_format_rows(const char *fmt, const nsl_column *const *cols, int ncols, const nsl_column *mask,
+nsl_status nsl__format_rows(const char *fmt, const nsl_column *const *cols, int ncols, const nsl_column *mask,
                            const char *sep, char **out, size_t *len, nsl_error *err);
 
 /* "Did you mean": of candidates[0..n), the one closest to word by edit
  * distance when it is a likely misspelling (at most max(1, min(3,
  * strlen(word) / 3)) edits away); NULL otherwise.  (src/core/suggest.c) */
-const char *nsl_closest(const char *word, const char *const *candidates, int n);
+const char *nsl__closest(const char *word, const char *const *candidates, int n);
 
 /* A whole table as text for machines: CSV (RFC 4180, a header row of the
  * names) or JSON (an array of one object per row, keys in column order).
  * NULL (and NaN, infinities) is an empty CSV field and JSON null; integers
  * and strings are written whole (JSON strings escaped).  *out is malloc'ed,
  * NUL-terminated, *len excludes the NUL.  NSL_ERR_ARG, NSL_ERR_NOMEM. */
-typedef enum nsl_text_format { NSL_TEXT_CSV, NSL_TEXT_JSON } nsl_text_format;
-nsl_status nsl_format_table(const char *const *names, const nsl_column *const *cols, int ncols, int64_t nrows,
-                            nsl_text_format f, char **out, size_t *len, nsl_error *err);
+typedef enum nsl__text_format { NSL_TEXT_CSV, NSL_TEXT_JSON } nsl__text_format;
+nsl_status nsl__format_table(const char *const *names, const nsl_column *const *cols, int ncols, int64_t nrows,
+                            nsl__text_format f, char **out, size_t *len, nsl_error *err);
 
 
 /* ---- caches, progress and warnings (src/core/cache_dir.c, progress.c) -- */
@@ -312,21 +312,21 @@ void nsl__progress_add(int64_t n);
 /* n more units to do than the bracket's total said (an estimate learnt on the way). */
 void nsl__progress_expect(int64_t n);
 void nsl__progress_end(void);
-typedef struct nsl_progress_info {
+typedef struct nsl__progress_info {
   int generation;           /* changes with each outermost begin */
   char what[128], unit[16];
   int64_t done, total;      /* total 0: unknown */
   double elapsed;           /* seconds since the outermost begin */
-} nsl_progress_info;
+} nsl__progress_info;
 /* Fills out and returns 1 while work is bracketed, else 0. */
-int nsl__progress_snapshot(nsl_progress_info *out);
+int nsl__progress_snapshot(nsl__progress_info *out);
 /* Monotonic clock, seconds. */
 double nsl__now(void);
 /* Warnings the library cannot return (a cache it could not write: the work
  * went on without it) go to the sink a front end installed, else nowhere. */
-typedef void (*nsl_warn_fn)(void *ctx, const char *msg);
-void nsl__set_warn_sink(nsl_warn_fn fn, void *ctx);
-void nsl__get_warn_sink(nsl_warn_fn *fn, void **ctx);   /* the sink installed now (to put it back later) */
+typedef void (*nsl__warn_fn)(void *ctx, const char *msg);
+void nsl__set_warn_sink(nsl__warn_fn fn, void *ctx);
+void nsl__get_warn_sink(nsl__warn_fn *fn, void **ctx);   /* the sink installed now (to put it back later) */
 /* A front end that draws the whole terminal (nsl tui) claims it: whoever
  * draws a progress line of its own (the CLI) leaves the terminal alone
  * meanwhile. */
@@ -344,13 +344,13 @@ void nsl__warn(const char *fmt, ...)
 /* A region mapped with mmap (anonymous memory a cache file was read into,
  * or MAP_PRIVATE: a write never reaches a file), unmapped when its last
  * column goes. */
-typedef struct nsl_mapping nsl_mapping;
+typedef struct nsl__mapping nsl__mapping;
 /* Takes over [addr, addr + len) (one reference); NULL on out of memory. */
-nsl_mapping *nsl__mapping_new(void *addr, size_t len);
-nsl_mapping *nsl__mapping_retain(nsl_mapping *m);
-void nsl__mapping_release(nsl_mapping *m);
+nsl__mapping *nsl__mapping_new(void *addr, size_t len);
+nsl__mapping *nsl__mapping_retain(nsl__mapping *m);
+void nsl__mapping_release(nsl__mapping *m);
 /* A column of len elements at data, which lies inside m (retained). */
-nsl_column *nsl__column_mapped(nsl_type type, int64_t len, void *data, nsl_mapping *m, nsl_dict *dict);
+nsl_column *nsl__column_mapped(nsl_type type, int64_t len, void *data, nsl__mapping *m, nsl_dict *dict);
 /* Gives a mapped column memory of its own (a copy; nothing for others), so
  * that writing all of it costs no copy-on-write fault per page. */
 nsl_status nsl__column_unmap(nsl_column *c, nsl_error *err);

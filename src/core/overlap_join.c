@@ -309,9 +309,9 @@ nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
   nsl_column *sub[2 + 16] = {NULL};
   const nsl_column *sub_keys[16];
   rc = NSL_OK;
-  if (!(sub[0] = nsl_col_gather(b_start, sel, err)) || !(sub[1] = nsl_col_gather(b_stop, sel, err))) rc = NSL_ERR_NOMEM;
+  if (!(sub[0] = nsl_column_gather(b_start, sel, err)) || !(sub[1] = nsl_column_gather(b_stop, sel, err))) rc = NSL_ERR_NOMEM;
   for (int k = 0; rc == NSL_OK && k < nkeys; k++)
-    if (!(sub[2 + k] = nsl_col_gather(b_keys[k], sel, err))) rc = NSL_ERR_NOMEM;
+    if (!(sub[2 + k] = nsl_column_gather(b_keys[k], sel, err))) rc = NSL_ERR_NOMEM;
     else sub_keys[k] = sub[2 + k];
   if (rc == NSL_OK)
     rc = overlap_join_all(a_start, a_stop, a_keys, sub[0], sub[1], nkeys ? sub_keys : NULL, nkeys, NULL, rows,

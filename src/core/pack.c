@@ -13,14 +13,14 @@ static const struct {
 } pack_types[] = {{"u8", 1}, {"u16", 2}, {"i32", 4}, {"u32", 4}, {"f32", 4}, {"f64", 8}};
 
 /* The pack type named name ("u8", "u16", "i32", "u32", "f32", "f64"), or -1. */
-int nsl_pack_type_of(const char *name) {
+int nsl__pack_type_of(const char *name) {
   for (int t = 0; t < (int)(sizeof pack_types / sizeof *pack_types); t++)
     if (strcmp(pack_types[t].name, name) == 0) return t;
   return -1;
 }
 
 /* Bytes per value of pack type t (0 for an unknown one). */
-size_t nsl_pack_width(nsl_pack_type t) {
+size_t nsl__pack_width(nsl__pack_type t) {
   return t >= NSL_PACK_U8 && t <= NSL_PACK_F64 ? pack_types[t].width : 0;
 }
 
@@ -29,14 +29,14 @@ static void put_le(unsigned char *p, uint64_t v, size_t width) {
 }
 
 /* Writes the values of c, less offset, as little-endian `as` to out
- * (c->len * nsl_pack_width(as) bytes).  Integer targets take integer
+ * (c->len * nsl__pack_width(as) bytes).  Integer targets take integer
  * columns (NSL_STR: the string ids) and refuse a NULL or a value outside
  * their range; f64 takes any numeric column and refuses an integer it
  * cannot hold exactly (|v - offset| > 2^53); f32 rounds; NULL becomes NaN
  * in both.  Booleans are 0/1.  NSL_ERR_ARG names the row. */
-nsl_status nsl_column_pack_le(const nsl_column *c, nsl_pack_type as, int64_t offset, unsigned char *out,
+nsl_status nsl__column_pack_le(const nsl_column *c, nsl__pack_type as, int64_t offset, unsigned char *out,
                               nsl_error *err) {
-  size_t w = nsl_pack_width(as);
+  size_t w = nsl__pack_width(as);
   if (!c || !w) return nsl_error_set(err, NSL_ERR_ARG, "pack: no column or an unknown type");
   int is_float = as == NSL_PACK_F32 || as == NSL_PACK_F64;
   static const int64_t lo[] = {0, 0, INT32_MIN, 0}, hi[] = {UINT8_MAX, UINT16_MAX, INT32_MAX, UINT32_MAX};
@@ -82,7 +82,7 @@ nsl_status nsl_column_pack_le(const nsl_column *c, nsl_pack_type as, int64_t off
  * a byte, the lowest first, the high bit set on every byte but a value's
  * last) and their length to *nbytes.  Refuses a NULL, a float column and
  * a value below offset; NSL_ERR_ARG names the row. */
-nsl_status nsl_column_pack_varint(const nsl_column *c, int64_t offset, unsigned char *out, size_t *nbytes,
+nsl_status nsl__column_pack_varint(const nsl_column *c, int64_t offset, unsigned char *out, size_t *nbytes,
                                   nsl_error *err) {
   *nbytes = 0;
   if (!c || c->type == NSL_F64) return nsl_error_set(err, NSL_ERR_ARG, "pack: varints want an integer column");

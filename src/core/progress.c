@@ -27,7 +27,7 @@ static struct {
 } prog;
 static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;   /* a snapshot may run on another thread */
 
-static nsl_warn_fn warn_sink;
+static nsl__warn_fn warn_sink;
 static void *warn_ctx;
 
 double nsl__now(void) {
@@ -66,7 +66,7 @@ void nsl__progress_end(void) {
   if (atomic_load(&prog.depth) > 0) atomic_fetch_sub(&prog.depth, 1);
 }
 
-int nsl__progress_snapshot(nsl_progress_info *out) {
+int nsl__progress_snapshot(nsl__progress_info *out) {
   memset(out, 0, sizeof *out);
   if (atomic_load(&prog.depth) <= 0) return 0;
   out->generation = atomic_load(&prog.generation);
@@ -82,14 +82,14 @@ int nsl__progress_snapshot(nsl_progress_info *out) {
 
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;   /* warnings may come from any thread */
 
-void nsl__set_warn_sink(nsl_warn_fn fn, void *ctx) {
+void nsl__set_warn_sink(nsl__warn_fn fn, void *ctx) {
   pthread_mutex_lock(&warn_lock);
   warn_sink = fn;
   warn_ctx = ctx;
   pthread_mutex_unlock(&warn_lock);
 }
 
-void nsl__get_warn_sink(nsl_warn_fn *fn, void **ctx) {
+void nsl__get_warn_sink(nsl__warn_fn *fn, void **ctx) {
   pthread_mutex_lock(&warn_lock);
   *fn = warn_sink;
   *ctx = warn_ctx;

@@ -434,7 +434,7 @@ void nsl_regex_free(nsl_regex *re) {
   free(re);
 }
 
-nsl_column *nsl_col_regex(const nsl_column *c, const nsl_regex *re, nsl_error *err) {
+nsl_column *nsl_column_regex(const nsl_column *c, const nsl_regex *re, nsl_error *err) {
   if (!c || !re || c->type != NSL_STR) {
     nsl_error_set(err, NSL_ERR_ARG, "regex mask: need a string column, got %s",
                   c ? nsl_type_name(c->type) : "nothing");

@@ -1,5 +1,5 @@
 /* sort.c -- radix sorting of whole columns: nsl_argsort (stable, multi-key,
- * descending keys, NULLs first), nsl_col_unique, nsl_searchsorted, and the
+ * descending keys, NULLs first), nsl_column_unique, nsl_searchsorted, and the
  * primitives the other kernels share (kernels_internal.h): radix sorts,
  * selection, order codes.
  *
@@ -524,7 +524,7 @@ fail:
 
 /* ---- unique, searchsorted ----------------------------------------------- */
 
-nsl_column *nsl_col_unique(const nsl_column *c, nsl_error *err) {
+nsl_column *nsl_column_unique(const nsl_column *c, nsl_error *err) {
   if (!c || (unsigned)c->type > NSL_BOOL) {
     nsl_error_set(err, NSL_ERR_ARG, "unique: no column");
     return NULL;

@@ -43,7 +43,7 @@ static size_t edit_distance(const char *a, const char *b, size_t limit) {
 /* The candidate closest to word, when it is close enough to be a likely
  * misspelling: at most a third of the word's length away (at least 1, at
  * most 3 edits); the first of equally close ones.  NULL when none is. */
-const char *nsl_closest(const char *word, const char *const *candidates, int n) {
+const char *nsl__closest(const char *word, const char *const *candidates, int n) {
   if (!word || !candidates) return NULL;
   size_t len = strlen(word), limit = len / 3;
   if (limit < 1) limit = 1;

@@ -1,5 +1,5 @@
 /* sweep.c -- sweeps over NVTX ranges: their projection onto the GPU
- * (nsl_nvtx_project) and the tree of their name paths (nsl_tree_paths).
+ * (nsl__nvtx_project) and the tree of their name paths (nsl__tree_paths).
  *
  * The projection gives every (report, pid, tid)-like key tuple a dense
  * thread id, groups the ranges and the API calls by thread (a counting
@@ -61,7 +61,7 @@ static nsl_status check_side(const char *side, const nsl_column *const *keys, in
   return NSL_OK;
 }
 
-static nsl_status check_input(const nsl_nvtx_input *in, nsl_error *err) {
+static nsl_status check_input(const nsl__nvtx_input *in, nsl_error *err) {
   if (!in || in->nkeys < 1 || in->nkeys > MAX_KEYS)
     return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: need 1 to %d thread key columns", MAX_KEYS);
   nsl_status rc = check_side("ranges", in->range_keys, in->nkeys, in->range_start, in->range_stop, err);
@@ -78,7 +78,7 @@ static nsl_status check_input(const nsl_nvtx_input *in, nsl_error *err) {
   return NSL_OK;
 }
 
-void nsl_nvtx_projection_free(nsl_nvtx_projection *p) {
+void nsl__nvtx_projection_free(nsl__nvtx_projection *p) {
   if (!p) return;
   nsl_column *cols[] = {p->parent, p->depth, p->proj_start, p->proj_dur, p->ops,
                         p->launches, p->gpu_time, p->children, p->api_range, p->op_range};
@@ -116,7 +116,7 @@ static void stack_expire(range_stack *s, int64_t t) {
   s->compact_at = 2 * k > 64 ? 2 * k : 64;
 }
 
-/* Per-range sums the calls add to (see nsl_nvtx_projection). */
+/* Per-range sums the calls add to (see nsl__nvtx_projection). */
 typedef struct sums {
   int32_t *ops, *launches;
   int64_t *busy, *first, *last;
@@ -527,8 +527,8 @@ static void sweep_thread(void *ctx, int t) {
  * writes to fresh memory, whose page faults are dear) and the GPU work per
  * call; after it, the durations and child counts, and each op's range. */
 typedef struct around {
-  const nsl_nvtx_input *in;
-  nsl_nvtx_projection *out;
+  const nsl__nvtx_input *in;
+  nsl__nvtx_projection *out;
   int64_t nr, na, no;
   const int64_t *op_api, *op_start, *op_stop;
   int64_t *slot;
@@ -542,7 +542,7 @@ typedef struct around {
 
 static void before_sweep(void *ctx, int i) {
   around *w = ctx;
-  const nsl_nvtx_input *in = w->in;
+  const nsl__nvtx_input *in = w->in;
   if (i == 0) {
     w->threads_ok = side_threads(w->rs, in->range_keys, in->nkeys, in->range_mask ? nsl_bool(in->range_mask) : NULL,
                                  w->tt) &&
@@ -565,7 +565,7 @@ static void before_sweep(void *ctx, int i) {
 
 static void after_sweep(void *ctx, int i) {
   around *w = ctx;
-  nsl_nvtx_projection *out = w->out;
+  nsl__nvtx_projection *out = w->out;
   if (i == 0) {
     int64_t *first = nsl_i64(out->proj_start), *last = nsl_i64(out->proj_dur), *parent = nsl_i64(out->parent);
     const int32_t *nops = nsl_i32(out->ops);
@@ -581,7 +581,7 @@ static void after_sweep(void *ctx, int i) {
   }
 }
 
-nsl_status nsl_nvtx_project(const nsl_nvtx_input *in, nsl_nvtx_projection *out, nsl_error *err) {
+nsl_status nsl__nvtx_project(const nsl__nvtx_input *in, nsl__nvtx_projection *out, nsl_error *err) {
   if (!out) return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: no output");
   memset(out, 0, sizeof *out);
   nsl_status rc = check_input(in, err);
@@ -640,7 +640,7 @@ nomem:
   rc = nsl_error_set(err, NSL_ERR_NOMEM, "NVTX projection: out of memory (%lld ranges, %lld calls, %lld ops)",
                      (long long)nr, (long long)na, (long long)no);
 fail:
-  nsl_nvtx_projection_free(out);
+  nsl__nvtx_projection_free(out);
 done:
   side_free(&rs);
   side_free(&as);
@@ -699,7 +699,7 @@ static path_slot *path_find(path_table *t, int64_t pnode, int64_t label, int lab
   }
 }
 
-void nsl_tree_free(nsl_tree *t) {
+void nsl__tree_free(nsl__tree *t) {
   if (!t) return;
   nsl_column_release(t->node_of);
   nsl_column_release(t->node_parent);
@@ -709,7 +709,7 @@ void nsl_tree_free(nsl_tree *t) {
 }
 
 /* Appends a node; returns its id or -1 on out of memory. */
-static int64_t tree_add(nsl_tree *t, int64_t pnode, int32_t depth, int64_t row) {
+static int64_t tree_add(nsl__tree *t, int64_t pnode, int32_t depth, int64_t row) {
   int64_t id = t->nnodes;
   if (id == t->node_parent->cap) {
     int64_t cap = id * 2 > 1024 ? id * 2 : 1024;
@@ -730,8 +730,8 @@ static int64_t tree_add(nsl_tree *t, int64_t pnode, int32_t depth, int64_t row) 
 #define NODE_UNSEEN (-2)
 #define NODE_VISITING (-3)
 
-nsl_status nsl_tree_paths(const nsl_column *parent, const nsl_column *label, const nsl_column *mask,
-                          nsl_tree *out, nsl_error *err) {
+nsl_status nsl__tree_paths(const nsl_column *parent, const nsl_column *label, const nsl_column *mask,
+                          nsl__tree *out, nsl_error *err) {
   if (!out) return nsl_error_set(err, NSL_ERR_ARG, "tree paths: no output");
   memset(out, 0, sizeof *out);
   if (!int_col(parent) || !label || label->type == NSL_F64)
@@ -813,7 +813,7 @@ nsl_status nsl_tree_paths(const nsl_column *parent, const nsl_column *label, con
 nomem:
   rc = nsl_error_set(err, NSL_ERR_NOMEM, "tree paths: out of memory (%lld rows)", (long long)n);
 fail:
-  nsl_tree_free(out);
+  nsl__tree_free(out);
 done:
   free(tab.s);
   free(walk);

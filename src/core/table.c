@@ -325,7 +325,7 @@ static nsl_status take_load(void *p, nsl_table *t, const int *idx, int n, nsl_er
   nsl_status rc = nsl_table_require(c->parent, names, n, err);
   for (int k = 0; rc == NSL_OK && k < n; k++) {
     nsl_column *src = nsl_table_column(c->parent, names[k], err);
-    nsl_column *g = src ? nsl_col_gather(src, c->idx, err) : NULL;
+    nsl_column *g = src ? nsl_column_gather(src, c->idx, err) : NULL;
     if (!g) rc = err && err->code ? err->code : NSL_ERR_NOMEM;
     else {
       rc = nsl_table_set_column(t, idx[k], g, err);
@@ -346,7 +346,7 @@ nsl_table *nsl_table_take(nsl_table *t, const nsl_column *idx, nsl_error *err) {
   if (!r || !ctx) goto nomem;
   for (int i = 0; i < t->ncols; i++) {
     if (t->cols[i]) {
-      nsl_column *g = nsl_col_gather(t->cols[i], idx, err);
+      nsl_column *g = nsl_column_gather(t->cols[i], idx, err);
       if (!g) goto fail;
       int rc = nsl_table_add(r, t->names[i], g, err);
       nsl_column_release(g);

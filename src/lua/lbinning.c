@@ -16,7 +16,7 @@ static nsl_column *optcolumn(lua_State *L, int idx) {
 /* nsl.bin_edges(lo, hi, nbins) -> i64 column of nbins + 1 exact edges. */
 static int l_bin_edges(lua_State *L) {
   nsl_error err = {0};
-  nsl_column *c = nsl_bin_edges(luaL_checkinteger(L, 1), luaL_checkinteger(L, 2), luaL_checkinteger(L, 3), &err);
+  nsl_column *c = nsl__bin_edges(luaL_checkinteger(L, 1), luaL_checkinteger(L, 2), luaL_checkinteger(L, 3), &err);
   if (!c) return nsl__lua_errorf(L, &err, "nsl.bin_edges");
   nsl__pushcolumn(L, c);
   return 1;
@@ -30,7 +30,7 @@ static int l_busy_per_bin(lua_State *L) {
   lua_Integer nbins = luaL_checkinteger(L, 7);
   nsl_column *mask = optcolumn(L, 8);
   nsl_error err = {0};
-  nsl_column *c = nsl_busy_per_bin(start, stop, groups, ngroups, mask, lo, hi, nbins, &err);
+  nsl_column *c = nsl__busy_per_bin(start, stop, groups, ngroups, mask, lo, hi, nbins, &err);
   if (!c) return nsl__lua_errorf(L, &err, "nsl.busy_per_bin");
   nsl__pushcolumn(L, c);
   return 1;
@@ -43,7 +43,7 @@ static int l_busy_per_bin(lua_State *L) {
 static int l_nest_depth(lua_State *L) {
   nsl_column *groups = optcolumn(L, 3);
   nsl_error err = {0};
-  nsl_column *c = nsl_nest_depth(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), groups, &err);
+  nsl_column *c = nsl__nest_depth(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), groups, &err);
   if (!c) return nsl__lua_errorf(L, &err, "nsl.nest_depth");
   nsl__pushcolumn(L, c);
   int64_t ngroups = groups ? 0 : 1;
@@ -85,7 +85,7 @@ typedef struct nest_work {
   int nk;
   int64_t first, max_sub;
   nsl_status rc;
-  nsl_lane_layout lo;
+  nsl__lane_layout lo;
   int have_lo;
   nsl_error err;
 } nest_work;
@@ -113,7 +113,7 @@ static void nest_prepare(lua_State *L, int first, void *p) {
 
 static void nest_run(void *p) {
   nest_work *w = p;
-  w->rc = nsl_nest_lanes(w->start, w->stop, (const nsl_column *const *)w->keys, w->nk, w->first, w->max_sub, &w->lo,
+  w->rc = nsl__nest_lanes(w->start, w->stop, (const nsl_column *const *)w->keys, w->nk, w->first, w->max_sub, &w->lo,
                          &w->err);
   w->have_lo = w->rc == NSL_OK;
 }
@@ -141,7 +141,7 @@ static void nest_release(void *p) {
   nsl_column_release(w->start);
   nsl_column_release(w->stop);
   for (int k = 0; k < w->nk; k++) nsl_column_release(w->keys[k]);
-  if (w->have_lo) nsl_lane_layout_free(&w->lo);
+  if (w->have_lo) nsl__lane_layout_free(&w->lo);
 }
 
 const nsl__work nsl__work_nest_lanes = {"nest_lanes", sizeof(nest_work), nest_prepare, nest_run, nest_push,
@@ -156,7 +156,7 @@ static int l_nest_lanes(lua_State *L) { return nsl__work_now(L, &nsl__work_nest_
 static int l_spans_merge(lua_State *L) {
   nsl_column *x0 = nsl__checkcolumn(L, 1), *x1 = nsl__checkcolumn(L, 2), *lane = nsl__checkcolumn(L, 3);
   nsl_column *cls = optcolumn(L, 4);
-  nsl_span_opts o = NSL_SPAN_OPTS_INIT;
+  nsl__span_opts o = NSL_SPAN_OPTS_INIT;
   if (!lua_isnoneornil(L, 5)) {
     luaL_checktype(L, 5, LUA_TTABLE);
     lua_getfield(L, 5, "tol");
@@ -175,15 +175,15 @@ static int l_spans_merge(lua_State *L) {
   }
   nsl_table *t = nsl_table_new();
   nsl__pushtable(L, t, 0);   /* owned by Lua before anything can raise */
-  nsl_spans sp;
+  nsl__spans sp;
   nsl_error err = {0};
-  if (nsl_spans_merge(x0, x1, lane, cls, &o, &sp, &err) != NSL_OK) return nsl__lua_errorf(L, &err, "nsl.spans_merge");
+  if (nsl__spans_merge(x0, x1, lane, cls, &o, &sp, &err) != NSL_OK) return nsl__lua_errorf(L, &err, "nsl.spans_merge");
   const char *names[] = {"x0", "x1", "busy", "lane", "class", "count", "row"};
   nsl_column *cols[] = {sp.x0, sp.x1, sp.busy, sp.lane, sp.cls, sp.count, sp.row};
   int ok = 1;
   for (int k = 0; k < 7 && ok; k++) ok = nsl_table_add(t, names[k], cols[k], &err) >= 0;
   nsl_table_set_nrows(t, sp.x0->len);
-  nsl_spans_free(&sp);
+  nsl__spans_free(&sp);
   if (!ok) return nsl__lua_error(L, &err);
   return 1;
 }
@@ -211,7 +211,7 @@ static int l_format_rows(lua_State *L) {
   char *out = NULL;
   size_t len = 0;
   nsl_error err = {0};
-  if (nsl_format_rows(fmt, cols, (int)n, mask, sep, &out, &len, &err) != NSL_OK) {
+  if (nsl__format_rows(fmt, cols, (int)n, mask, sep, &out, &len, &err) != NSL_OK) {
     if (err.code == NSL_ERR_NOMEM) return nsl__lua_error(L, &err);
     return nsl__lua_errorf(L, &err, "nsl.format_rows");
   }
@@ -226,7 +226,7 @@ static int l_format_rows(lua_State *L) {
 static int l_format_table(lua_State *L) {
   nsl_table *t = nsl__checktable(L, 1);
   static const char *const kinds[] = {"csv", "json", NULL};
-  nsl_text_format f = luaL_checkoption(L, 2, NULL, kinds) == 0 ? NSL_TEXT_CSV : NSL_TEXT_JSON;
+  nsl__text_format f = luaL_checkoption(L, 2, NULL, kinds) == 0 ? NSL_TEXT_CSV : NSL_TEXT_JSON;
   nsl_error err = {0};
   int n = nsl_table_ncols(t);
   const char **names = lua_newuserdatauv(L, sizeof *names * (size_t)(n + 1), 0);   /* freed by the GC */
@@ -239,7 +239,7 @@ static int l_format_table(lua_State *L) {
   if (nrows < 0) return nsl__lua_error(L, &err);
   char *out = NULL;
   size_t len = 0;
-  if (nsl_format_table(names, cols, n, nrows, f, &out, &len, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  if (nsl__format_table(names, cols, n, nrows, f, &out, &len, &err) != NSL_OK) return nsl__lua_error(L, &err);
   lua_pushlstring(L, out, len);
   free(out);
   return 1;
@@ -252,7 +252,7 @@ static int l_extent(lua_State *L) {
   nsl_column *c = nsl__checkcolumn(L, 1);
   luaL_argcheck(L, c->type != NSL_STR, 1, "a string column has no extent");
   nsl_stats st;
-  nsl_col_stats(c, &st);
+  nsl_column_stats(c, &st);
   if (st.count == 0) {
     lua_pushnil(L);
     lua_pushnil(L);
@@ -269,7 +269,7 @@ static int l_extent(lua_State *L) {
 /* nsl.count_overlapping(start, stop, from, to) -> the rows with start < to
  * and stop > from (NULL times never). */
 static int l_count_overlapping(lua_State *L) {
-  int64_t k = nsl_count_overlapping(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), luaL_checkinteger(L, 3),
+  int64_t k = nsl__count_overlapping(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), luaL_checkinteger(L, 3),
                                     luaL_checkinteger(L, 4));
   if (k < 0) return luaL_error(L, "nsl.count_overlapping: start and stop must be integer columns of one length");
   lua_pushinteger(L, k);
@@ -280,7 +280,7 @@ static int l_count_overlapping(lua_State *L) {
  * rows with start < to and stop > from (for t:take). */
 static int l_overlapping_rows(lua_State *L) {
   nsl_error err = {0};
-  nsl_column *c = nsl_overlapping_rows(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), luaL_checkinteger(L, 3),
+  nsl_column *c = nsl__overlapping_rows(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), luaL_checkinteger(L, 3),
                                        luaL_checkinteger(L, 4), &err);
   if (!c) return nsl__lua_errorf(L, &err, "nsl.overlapping_rows");
   nsl__pushcolumn(L, c);

@@ -208,7 +208,7 @@ static int col_type(lua_State *L) {
 static int compare(lua_State *L, nsl_cmp op) {
   nsl_column *c = nsl__checkcolumn(L, 1), *r = NULL;
   nsl_error err = {0};
-  if (nsl__tocolumn(L, 2)) r = nsl_col_cmp_col(c, op, nsl__tocolumn(L, 2), &err);
+  if (nsl__tocolumn(L, 2)) r = nsl_column_cmp_col(c, op, nsl__tocolumn(L, 2), &err);
   else if (c->type == NSL_STR) {
     size_t len;
     const char *s = luaL_checklstring(L, 2, &len);
@@ -217,9 +217,9 @@ static int compare(lua_State *L, nsl_cmp op) {
     if (id < 0) { /* a string never seen: nothing equals it */
       r = nsl_column_new(NSL_BOOL, c->len, NULL);
       if (r && op == NSL_NE) memset(r->data, 1, (size_t)c->len);
-    } else r = nsl_col_cmp_i64(c, op, id, NULL);
-  } else if (lua_isinteger(L, 2)) r = nsl_col_cmp_i64(c, op, lua_tointeger(L, 2), NULL);
-  else r = nsl_col_cmp_f64(c, op, luaL_checknumber(L, 2), NULL);
+    } else r = nsl_column_cmp_i64(c, op, id, NULL);
+  } else if (lua_isinteger(L, 2)) r = nsl_column_cmp_i64(c, op, lua_tointeger(L, 2), NULL);
+  else r = nsl_column_cmp_f64(c, op, luaL_checknumber(L, 2), NULL);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
@@ -250,7 +250,7 @@ static int col_isin(lua_State *L) {
     else if (lua_type(L, -1) == LUA_TNUMBER) ids[m++] = (int64_t)lua_tonumber(L, -1);
     lua_pop(L, 1);
   }
-  nsl_column *r = nsl_col_isin(c, ids, m, NULL);
+  nsl_column *r = nsl_column_isin(c, ids, m, NULL);
   free(ids);
   nsl__pushcolumn(L, r);
   return 1;
@@ -288,7 +288,7 @@ static nsl_column *match_ids(lua_State *L, nsl_column *c, int fn) {
   }
   free(seen);
   if (!ids) luaL_error(L, "out of memory");
-  nsl_column *r = nsl_col_isin(c, ids, m, NULL);
+  nsl_column *r = nsl_column_isin(c, ids, m, NULL);
   free(ids);
   return r;
 }
@@ -320,7 +320,7 @@ static int col_contains(lua_State *L) { return string_predicate(L, "contains"); 
 static int col_where(lua_State *L) { return string_predicate(L, "where"); }
 
 static int col_isnull(lua_State *L) {
-  nsl__pushcolumn(L, nsl_col_isnull(nsl__checkcolumn(L, 1), NULL));
+  nsl__pushcolumn(L, nsl_column_nulls(nsl__checkcolumn(L, 1), NULL));
   return 1;
 }
 
@@ -351,7 +351,7 @@ static int col_indices(lua_State *L) {
 
 /* A float copy of integer column c for float arithmetic, or c retained. */
 static nsl_column *as_float(nsl_column *c) {
-  return c->type == NSL_F64 ? nsl_column_retain(c) : nsl_col_cast(c, NSL_F64, NULL);
+  return c->type == NSL_F64 ? nsl_column_retain(c) : nsl_column_cast(c, NSL_F64, NULL);
 }
 
 static int arith(lua_State *L, nsl_arith op, int floor_div) {
@@ -361,16 +361,16 @@ static int arith(lua_State *L, nsl_arith op, int floor_div) {
   if (a && b) {
     if (want_float) {
       nsl_column *fa = as_float(a);
-      r = fa ? nsl_col_arith(fa, op, b, &err) : NULL;
+      r = fa ? nsl_column_arith(fa, op, b, &err) : NULL;
       nsl_column_release(fa);
-    } else r = nsl_col_arith(a, op, b, &err);
+    } else r = nsl_column_arith(a, op, b, &err);
   } else if (a) {
     double v = luaL_checknumber(L, 2);
     if ((want_float || !lua_isinteger(L, 2)) && a->type != NSL_F64) {
       nsl_column *fa = as_float(a);
-      r = fa ? nsl_col_arith_scalar(fa, op, v, NULL) : NULL;
+      r = fa ? nsl_column_arith_scalar(fa, op, v, NULL) : NULL;
       nsl_column_release(fa);
-    } else r = nsl_col_arith_scalar(a, op, v, NULL);
+    } else r = nsl_column_arith_scalar(a, op, v, NULL);
   } else {   /* number op column */
     double v = luaL_checknumber(L, 1);
     nsl_type kt = (want_float || !lua_isinteger(L, 1) || b->type == NSL_F64) ? NSL_F64 : NSL_I64;
@@ -380,7 +380,7 @@ static int arith(lua_State *L, nsl_arith op, int floor_div) {
       if (kt == NSL_F64) nsl_f64(k)[i] = v;
       else nsl_i64(k)[i] = lua_tointeger(L, 1);
     }
-    r = nsl_col_arith(k, op, b, &err);
+    r = nsl_column_arith(k, op, b, &err);
     nsl_column_release(k);
   }
   if (r && floor_div && r->type == NSL_F64) {   /* // of floats: floor */
@@ -397,7 +397,7 @@ static int col_div(lua_State *L) { return arith(L, NSL_DIV, 0); }
 static int col_idiv(lua_State *L) { return arith(L, NSL_DIV, 1); }
 static int col_unm(lua_State *L) {
   nsl_column *c = nsl__checkcolumn(L, 1);
-  nsl__pushcolumn(L, c->type == NSL_F64 ? nsl_col_arith_scalar(c, NSL_MUL, -1.0, NULL) : nsl_col_arith_scalar(c, NSL_MUL, -1, NULL));
+  nsl__pushcolumn(L, c->type == NSL_F64 ? nsl_column_arith_scalar(c, NSL_MUL, -1.0, NULL) : nsl_column_arith_scalar(c, NSL_MUL, -1, NULL));
   return 1;
 }
 
@@ -405,7 +405,7 @@ static int col_cast(lua_State *L) {
   static const char *const names[] = {"i64", "i32", "f64", NULL};
   static const nsl_type types[] = {NSL_I64, NSL_I32, NSL_F64};
   nsl_column *c = nsl__checkcolumn(L, 1);
-  nsl__pushcolumn(L, nsl_col_cast(c, types[luaL_checkoption(L, 2, NULL, names)], NULL));
+  nsl__pushcolumn(L, nsl_column_cast(c, types[luaL_checkoption(L, 2, NULL, names)], NULL));
   return 1;
 }
 
@@ -421,7 +421,7 @@ static void push_number(lua_State *L, double v) {
  * of the column) only when with_median. */
 static int push_stats(lua_State *L, nsl_column *c, int with_median) {
   nsl_stats s;
-  nsl_col_stats(c, &s);
+  nsl_column_stats(c, &s);
   lua_createtable(L, 0, 8);
   lua_pushinteger(L, s.count);
   lua_setfield(L, -2, "count");
@@ -445,7 +445,7 @@ static int push_stats(lua_State *L, nsl_column *c, int with_median) {
     lua_pushnumber(L, s.std);
     lua_setfield(L, -2, "std");
     if (with_median) {
-      lua_pushnumber(L, nsl_col_quantile(c, 0.5));
+      lua_pushnumber(L, nsl_column_quantile(c, 0.5));
       lua_setfield(L, -2, "median");
     }
   }
@@ -476,7 +476,7 @@ static int col_quantile(lua_State *L) {
   nsl_column *c = nsl__checkcolumn(L, 1);
   double q = luaL_optnumber(L, 2, 0.5);
   luaL_argcheck(L, q >= 0 && q <= 1, 2, "quantile must be within [0, 1]");
-  double v = nsl_col_quantile(c, q);
+  double v = nsl_column_quantile(c, q);
   if (isnan(v)) lua_pushnil(L);
   else lua_pushnumber(L, v);
   return 1;
@@ -501,7 +501,7 @@ static int col_histogram(lua_State *L) {
     lua_pop(L, 1);
   }
   nsl_error err = {0};
-  nsl_column *h = nsl_col_histogram(c, edges, (int)(n - 1), &err);
+  nsl_column *h = nsl_column_histogram(c, edges, (int)(n - 1), &err);
   free(edges);
   if (!h) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, h);
@@ -512,7 +512,7 @@ static int col_histogram(lua_State *L) {
 static int col_gather(lua_State *L) {
   nsl_column *c = nsl__checkcolumn(L, 1), *idx = nsl__checkcolumn(L, 2);
   nsl_error err = {0};
-  nsl_column *r = nsl_col_gather(c, idx, &err);
+  nsl_column *r = nsl_column_gather(c, idx, &err);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
@@ -681,7 +681,7 @@ static int l_rep(lua_State *L) {
 /* c:unique() -> distinct non-NULL values, ascending. */
 static int col_unique(lua_State *L) {
   nsl_error err = {0};
-  nsl_column *r = nsl_col_unique(nsl__checkcolumn(L, 1), &err);
+  nsl_column *r = nsl_column_unique(nsl__checkcolumn(L, 1), &err);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
@@ -707,7 +707,7 @@ static int col_searchsorted(lua_State *L) {
 /* c:cumsum() -> running sum. */
 static int col_cumsum(lua_State *L) {
   nsl_error err = {0};
-  nsl_column *r = nsl_col_cumsum(nsl__checkcolumn(L, 1), &err);
+  nsl_column *r = nsl_column_cumsum(nsl__checkcolumn(L, 1), &err);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
@@ -716,7 +716,7 @@ static int col_cumsum(lua_State *L) {
 /* c:cummax() -> running maximum (integer columns). */
 static int col_cummax(lua_State *L) {
   nsl_error err = {0};
-  nsl_column *r = nsl_col_cummax(nsl__checkcolumn(L, 1), &err);
+  nsl_column *r = nsl_column_cummax(nsl__checkcolumn(L, 1), &err);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
@@ -727,7 +727,7 @@ static int col_diff(lua_State *L) {
   nsl_column *c = nsl__checkcolumn(L, 1);
   nsl_column *g = lua_isnoneornil(L, 2) ? NULL : nsl__checkcolumn(L, 2);
   nsl_error err = {0};
-  nsl_column *r = nsl_col_diff(c, g, &err);
+  nsl_column *r = nsl_column_diff(c, g, &err);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
@@ -745,7 +745,7 @@ static int col_shift(lua_State *L) {
     nsl_i64(idx)[i] = j >= 0 && j < c->len ? j : -1;
   }
   nsl_error err = {0};
-  nsl_column *r = nsl_col_gather(c, idx, &err);
+  nsl_column *r = nsl_column_gather(c, idx, &err);
   nsl_column_release(idx);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);

@@ -70,7 +70,7 @@ static void on_sigint(int sig) {
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
 static char warnings[WARNINGS][256];
 static int nwarnings;
-static nsl_warn_fn old_sink;
+static nsl__warn_fn old_sink;
 static void *old_sink_ctx;
 
 static void keep_warning(void *ctx, const char *msg) {

@@ -175,17 +175,17 @@ static int l_pack(lua_State *L) {
     unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, (size_t)c->len * NSL_PACK_VARINT_MAX + 1);
     nsl_error err = {0};
     size_t n = 0;
-    if (nsl_column_pack_varint(c, offset, out, &n, &err) != NSL_OK) return nsl__lua_errorf(L, &err, "nsl.pack");
+    if (nsl__column_pack_varint(c, offset, out, &n, &err) != NSL_OK) return nsl__lua_errorf(L, &err, "nsl.pack");
     luaL_pushresultsize(&b, n);
     return 1;
   }
-  int t = nsl_pack_type_of(name);
+  int t = nsl__pack_type_of(name);
   luaL_argcheck(L, t >= 0, 2, "one of u8, u16, i32, u32, f32, f64, uv");
-  size_t w = nsl_pack_width((nsl_pack_type)t);
+  size_t w = nsl__pack_width((nsl__pack_type)t);
   luaL_Buffer b;
   unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, (size_t)c->len * w + 1);
   nsl_error err = {0};
-  if (nsl_column_pack_le(c, (nsl_pack_type)t, offset, out, &err) != NSL_OK) return nsl__lua_errorf(L, &err, "nsl.pack");
+  if (nsl__column_pack_le(c, (nsl__pack_type)t, offset, out, &err) != NSL_OK) return nsl__lua_errorf(L, &err, "nsl.pack");
   luaL_pushresultsize(&b, (size_t)c->len * w);
   return 1;
 }

@@ -17,7 +17,7 @@
 static int l_tree_ancestor(lua_State *L) {
   nsl_column *anc = NULL, *inner = NULL;
   nsl_error err = {0};
-  if (nsl_tree_ancestor(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), nsl__checkcolumn(L, 3), &anc, &inner, &err) !=
+  if (nsl__tree_ancestor(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), nsl__checkcolumn(L, 3), &anc, &inner, &err) !=
       NSL_OK)
     return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, anc);
@@ -27,7 +27,7 @@ static int l_tree_ancestor(lua_State *L) {
 
 static int l_tree_under(lua_State *L) {
   nsl_error err = {0};
-  nsl_column *r = nsl_tree_under(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), &err);
+  nsl_column *r = nsl__tree_under(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), &err);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
@@ -35,7 +35,7 @@ static int l_tree_under(lua_State *L) {
 
 static int l_cumcount(lua_State *L) {
   nsl_error err = {0};
-  nsl_column *r = nsl_group_cumcount(nsl__checkcolumn(L, 1), &err);
+  nsl_column *r = nsl__group_cumcount(nsl__checkcolumn(L, 1), &err);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
@@ -44,7 +44,7 @@ static int l_cumcount(lua_State *L) {
 static int l_overlap_sum(lua_State *L) {
   nsl_error err = {0};
   nsl_column *g = lua_isnoneornil(L, 3) ? NULL : nsl__checkcolumn(L, 3);
-  nsl_column *r = nsl_iv_overlap_sum(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), g, nsl__checkcolumn(L, 4), &err);
+  nsl_column *r = nsl__iv_overlap_sum(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), g, nsl__checkcolumn(L, 4), &err);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
@@ -57,7 +57,7 @@ static nsl_column *field(lua_State *L, const char *name, nsl_type type, int64_t 
   nsl_column *c = nsl__tocolumn(L, -1);
   if (!c) luaL_error(L, "jax: field '%s' must be a column", name);
   if (c->type != type) {
-    nsl_column *cc = nsl_col_cast(c, type, NULL);
+    nsl_column *cc = nsl_column_cast(c, type, NULL);
     if (!cc) luaL_error(L, "jax: field '%s' cannot be converted to %s", name, nsl_type_name(type));
     lua_pop(L, 1);
     nsl__pushcolumn(L, cc);
@@ -79,7 +79,7 @@ static void push_copy(lua_State *L, nsl_type type, const void *data, int64_t n) 
 static int l_jax_compile_tree(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   int64_t n = -1;
-  nsl_jax_compile_in in;
+  nsl__jax_compile_in in;
   in.start = nsl_i64(field(L, "start", NSL_I64, &n));
   in.stop = nsl_i64(field(L, "stop", NSL_I64, &n));
   in.parent = nsl_i64(field(L, "parent", NSL_I64, &n));
@@ -93,9 +93,9 @@ static int l_jax_compile_tree(lua_State *L) {
   in.n = n < 0 ? 0 : n;
   for (int64_t i = 0; i < in.n; i++)
     if (in.start[i] == NSL_NULL_I64 || in.stop[i] == NSL_NULL_I64) return luaL_error(L, "jax: range without start/stop");
-  nsl_jax_compile_out out;
+  nsl__jax_compile_out out;
   nsl_error err = {0};
-  if (nsl_jax_compile_tree(&in, &out, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  if (nsl__jax_compile_tree(&in, &out, &err) != NSL_OK) return nsl__lua_error(L, &err);
   lua_createtable(L, 0, 6);
   int t = lua_gettop(L);
   /* an error while pushing would leak out: push_copy raises only on out of memory */
@@ -111,14 +111,14 @@ static int l_jax_compile_tree(lua_State *L) {
   lua_setfield(L, t, "keep");
   push_copy(L, NSL_I64, out.program_row, in.n);
   lua_setfield(L, t, "program_row");
-  nsl_jax_compile_out_free(&out);
+  nsl__jax_compile_out_free(&out);
   return 1;
 }
 
 static int l_jax_compile_attribute(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   int64_t n = -1;
-  nsl_jax_attr_in in;
+  nsl__jax_attr_in in;
   in.start = nsl_i64(field(L, "start", NSL_I64, &n));
   in.stop = nsl_i64(field(L, "stop", NSL_I64, &n));
   in.parent = nsl_i64(field(L, "parent", NSL_I64, &n));
@@ -143,7 +143,7 @@ static int l_jax_compile_attribute(lua_State *L) {
   nsl__pushcolumn(L, nc);
   nsl__pushcolumn(L, ch);
   nsl_error err = {0};
-  if (nsl_jax_compile_attribute(&in, nsl_f64(nc), nsl_f64(ch), &err) != NSL_OK) return nsl__lua_error(L, &err);
+  if (nsl__jax_compile_attribute(&in, nsl_f64(nc), nsl_f64(ch), &err) != NSL_OK) return nsl__lua_error(L, &err);
   return 2;
 }
 

@@ -338,7 +338,7 @@ static int l_closest(lua_State *L) {
     names[i] = lua_tostring(L, -1);   /* kept alive by the table */
     lua_pop(L, 1);
   }
-  const char *best = nsl_closest(word, names, (int)n);
+  const char *best = nsl__closest(word, names, (int)n);
   if (best) lua_pushstring(L, best);
   else lua_pushnil(L);
   return 1;

@@ -69,7 +69,7 @@ static const luaL_Reg metamethods[] = {{"__close", l_progress_done}, {"__gc", l_
  * elapsed (s)} of the long work in flight, on any thread (a background
  * load, an nsys export): what a front end shows while it waits. */
 static int l_progress_status(lua_State *L) {
-  nsl_progress_info p;
+  nsl__progress_info p;
   if (!nsl__progress_snapshot(&p)) return 0;
   lua_createtable(L, 0, 5);
   lua_pushstring(L, p.what);

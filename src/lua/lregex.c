@@ -76,7 +76,7 @@ static int col_regex(lua_State *L) {
   if (!b) b = push_compiled(L, luaL_checkstring(L, 2), flags_of(L, 3));
   else if (!b->re) return luaL_argerror(L, 2, "regex already released");
   nsl_error err = {0};
-  nsl_column *m = nsl_col_regex(c, b->re, &err);
+  nsl_column *m = nsl_column_regex(c, b->re, &err);
   if (!m) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, m);
   return 1;

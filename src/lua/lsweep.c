@@ -47,7 +47,7 @@ enum { R_START, R_STOP, R_MASK, A_START, A_STOP, OP_API, OP_START, OP_STOP, NCOL
 typedef struct project_work {
   nsl_column *rkeys[MAX_KEYS], *akeys[MAX_KEYS], *cols[NCOLS];   /* retained */
   int nkeys;
-  nsl_nvtx_projection p;
+  nsl__nvtx_projection p;
   nsl_status rc;
   nsl_error err;
 } project_work;
@@ -71,7 +71,7 @@ static void project_prepare(lua_State *L, int first, void *state) {
 
 static void project_run(void *state) {
   project_work *w = state;
-  nsl_nvtx_input in;
+  nsl__nvtx_input in;
   memset(&in, 0, sizeof in);
   in.nkeys = w->nkeys;
   in.range_keys = (const nsl_column *const *)w->rkeys;
@@ -84,7 +84,7 @@ static void project_run(void *state) {
   in.op_api = w->cols[OP_API];
   in.op_start = w->cols[OP_START];
   in.op_stop = w->cols[OP_STOP];
-  w->rc = nsl_nvtx_project(&in, &w->p, &w->err);
+  w->rc = nsl__nvtx_project(&in, &w->p, &w->err);
 }
 
 static int project_push(lua_State *L, void *state) {
@@ -111,7 +111,7 @@ static void project_release(void *state) {
     nsl_column_release(w->akeys[k]);
   }
   for (int k = 0; k < NCOLS; k++) nsl_column_release(w->cols[k]);
-  nsl_nvtx_projection_free(&w->p);   /* what push did not hand over (zeroed when it failed) */
+  nsl__nvtx_projection_free(&w->p);   /* what push did not hand over (zeroed when it failed) */
 }
 
 const nsl__work nsl__work_nvtx_project = {"nvtx_project", sizeof(project_work), project_prepare, project_run,
@@ -125,9 +125,9 @@ static int l_tree_paths(lua_State *L) {
   nsl_column *parent = nsl__checkcolumn(L, 1), *label = nsl__checkcolumn(L, 2);
   nsl_column *mask = lua_isnoneornil(L, 3) ? NULL : nsl__checkcolumn(L, 3);
   lua_createtable(L, 0, 5);
-  nsl_tree t;
+  nsl__tree t;
   nsl_error err = {0};
-  if (nsl_tree_paths(parent, label, mask, &t, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  if (nsl__tree_paths(parent, label, mask, &t, &err) != NSL_OK) return nsl__lua_error(L, &err);
   lua_pushinteger(L, t.nnodes);
   lua_setfield(L, -2, "n");
   set_column(L, "node", &t.node_of);

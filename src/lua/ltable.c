@@ -372,7 +372,7 @@ static int tbl_join(lua_State *L) {
   nsl_table_set_nrows(r, n);
   push_derived(L, r);
   for (int k = 0; k < nw; k++) {
-    nsl_column *g = nsl_col_gather(checkcol(L, o, want[k]), idx, &err);
+    nsl_column *g = nsl_column_gather(checkcol(L, o, want[k]), idx, &err);
     if (!g) return nsl__lua_error(L, &err);
     lua_pushfstring(L, "%s%s", prefix, want[k]);
     int ok = nsl_table_add(r, lua_tostring(L, -1), g, &err) >= 0;
@@ -416,7 +416,7 @@ static int tbl_group_by(lua_State *L) {
   g->keys = nsl_table_new();
   if (!g->keys) return luaL_error(L, "out of memory");
   for (int k = 0; k < nkeys; k++) {
-    nsl_column *kc = nsl_col_gather(keys[k], g->g.first_row, &err);
+    nsl_column *kc = nsl_column_gather(keys[k], g->g.first_row, &err);
     if (!kc || nsl_table_add(g->keys, names[k], kc, &err) < 0) {
       nsl_column_release(kc);
       return nsl__lua_error(L, &err);

@@ -259,7 +259,7 @@ static int tr_keep_reports(lua_State *L) {
     }
     lua_pushfstring(L, " (by name, or 0 to %d)", nr - 1);
     luaL_addvalue(&b);
-    const char *near = nsl_closest(sels[k], names, nr);
+    const char *near = nsl__closest(sels[k], names, nr);
     if (near) {
       lua_pushfstring(L, "; did you mean '%s'?", near);
       luaL_addvalue(&b);

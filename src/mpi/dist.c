@@ -502,11 +502,11 @@ static const void *filter_of(const nsl_dist *d, const char *table, size_t *len) 
 /* The mask of the rows of one condition over column c. */
 static nsl_column *cond_mask(const nsl_column *c, int op, const char *pattern, const int64_t *values, int nv,
                              nsl_error *err) {
-  if (op == NSL_DIST_IN) return nsl_col_isin(c, values, nv, err);
-  if (op != NSL_DIST_MATCH && op != NSL_DIST_IMATCH) return nsl_col_cmp_i64(c, (nsl_cmp)op, values[0], err);
+  if (op == NSL_DIST_IN) return nsl_column_isin(c, values, nv, err);
+  if (op != NSL_DIST_MATCH && op != NSL_DIST_IMATCH) return nsl_column_cmp_i64(c, (nsl_cmp)op, values[0], err);
   nsl_regex *re = NULL;
   if (nsl_regex_compile(&re, pattern, op == NSL_DIST_IMATCH ? NSL_REGEX_ICASE : 0, err) != NSL_OK) return NULL;
-  nsl_column *m = nsl_col_regex(c, re, err);
+  nsl_column *m = nsl_column_regex(c, re, err);
   nsl_regex_free(re);
   return m;
 }
@@ -638,7 +638,7 @@ static nsl_status filtered_load(const nsl_source_ops *ops, void *src, const char
   if (rc == NSL_OK) rc = ops->load(src, table, cols, types, n, dict, offset, out, err);
   for (int k = 0; rc == NSL_OK && idx && k < n; k++) {
     if (!out[k]) continue;
-    nsl_column *kept = nsl_col_gather(out[k], idx, err);
+    nsl_column *kept = nsl_column_gather(out[k], idx, err);
     if (!kept) {
       rc = err && err->code ? err->code : NSL_ERR_NOMEM;
       break;

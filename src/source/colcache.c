@@ -276,7 +276,7 @@ static int emb_cmp(const void *a, const void *b) {
 }
 
 /* Reads len bytes at off of fd into memory of its own, anonymous pages
- * that nsl_mapping releases as it would a mapping of the file: a file
+ * that nsl__mapping releases as it would a mapping of the file: a file
  * changed in place later (cp over it, truncate) cannot reach them, where a
  * mapping of the file would take a SIGBUS on a page cut off.  MAP_FAILED
  * when the file no longer holds them (it changed) or cannot be read. */
@@ -299,7 +299,7 @@ static void *read_private(int fd, uint64_t off, size_t len) {
 
 /* Reads file `name` from the bundle's stored columns, else from the entry's
  * folder, into memory of its own, and checks it; NULL when absent or bad. */
-static nsl_mapping *map_file(const cache_src *c, const char *name, uint32_t kind, const char *table,
+static nsl__mapping *map_file(const cache_src *c, const char *name, uint32_t kind, const char *table,
                              const char *column, const file_head **head, size_t *size) {
   emb_file key = {(char *)name, 0, 0};
   const emb_file *e = c->nemb ? bsearch(&key, c->emb, c->nemb, sizeof *c->emb, emb_cmp) : NULL;
@@ -312,7 +312,7 @@ static nsl_mapping *map_file(const cache_src *c, const char *name, uint32_t kind
       const unsigned char *m = (const unsigned char *)addr + (e->off - base);
       uint64_t pad = nsl__aligned_pad(m, e->size);
       const file_head *h = (const file_head *)(m + pad);
-      nsl_mapping *map = NULL;
+      nsl__mapping *map = NULL;
       if (pad && ((uintptr_t)h & 7) == 0 &&
           sound_file(h, (size_t)(e->size - pad), c->emb_ident, kind, table, column))
         map = nsl__mapping_new(addr, len);
@@ -338,7 +338,7 @@ static nsl_mapping *map_file(const cache_src *c, const char *name, uint32_t kind
   close(fd);
   if (addr == MAP_FAILED) return NULL;
   size_t n = (size_t)st.st_size;
-  nsl_mapping *m = sound_file(addr, n, c->ident, kind, table, column) ? nsl__mapping_new(addr, n) : NULL;
+  nsl__mapping *m = sound_file(addr, n, c->ident, kind, table, column) ? nsl__mapping_new(addr, n) : NULL;
   if (!m) {
     munmap(addr, n);
     return NULL;
@@ -391,7 +391,7 @@ static int read_meta(const cache_src *c, const char *table, table_meta *m) {
   size_t size;
   memset(m, 0, sizeof *m);
   file_name(name, sizeof name, table, NULL);
-  nsl_mapping *map = map_file(c, name, KIND_TABLE, table, NULL, &h, &size);
+  nsl__mapping *map = map_file(c, name, KIND_TABLE, table, NULL, &h, &size);
   if (!map) return 0;
   int ok = meta_from(h, m);
   nsl__mapping_release(map);
@@ -432,7 +432,7 @@ static void write_meta(cache_src *c, const char *table, const table_meta *m) {
  * trace: strings in dict, times shifted by off; over the file's memory when
  * map is given and nothing needs changing, else a copy.  NULL when the file
  * does not hold a sound column of that type. */
-static nsl_column *column_from(const file_head *h, nsl_mapping *map, nsl_type type, nsl_dict *dict, int64_t off) {
+static nsl_column *column_from(const file_head *h, nsl__mapping *map, nsl_type type, nsl_dict *dict, int64_t off) {
   size_t es = nsl_type_size(type);
   if (h->type != (uint32_t)type || h->rows < 0 || h->data_off % 8 != 0 || (uint64_t)h->rows > h->data_bytes / es ||
       h->data_bytes != (uint64_t)h->rows * es)
@@ -501,7 +501,7 @@ static nsl_column *read_column(const cache_src *c, const char *table, const char
   const file_head *h;
   size_t size;
   file_name(name, sizeof name, table, column);
-  nsl_mapping *map = map_file(c, name, KIND_COLUMN, table, column, &h, &size);
+  nsl__mapping *map = map_file(c, name, KIND_COLUMN, table, column, &h, &size);
   if (!map) return NULL;
   nsl_column *col = column_from(h, map, type, dict, off);
   nsl__mapping_release(map);
@@ -1195,7 +1195,7 @@ int nsl__cache_add_stored_report(nsl_trace *tr, nsl_bundle *b, const char *membe
   find_embedded(c, b, member);   /* c keeps b: the export is read from it when needed */
   const file_head *h;
   size_t size;
-  nsl_mapping *map = c->nemb ? map_file(c, "info", KIND_INFO, "", NULL, &h, &size) : NULL;
+  nsl__mapping *map = c->nemb ? map_file(c, "info", KIND_INFO, "", NULL, &h, &size) : NULL;
   if (!map || h->dict_bytes != sizeof(stored_info) || h->dict_off % 8 != 0) {
     nsl__mapping_release(map);
     cache_free(c);

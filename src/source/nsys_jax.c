@@ -345,7 +345,7 @@ static nsl_status pq_column(nsl_parquet *pq, const char *pqname, nsl_type type, 
       return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
     }
     memcpy(idx->data, keep, (size_t)nkeep * sizeof *keep);
-    nsl_column *g = nsl_col_gather(c, idx, err);
+    nsl_column *g = nsl_column_gather(c, idx, err);
     nsl_column_release(idx);
     nsl_column_release(c);
     if (!g) return err && err->code ? err->code : NSL_ERR_NOMEM;

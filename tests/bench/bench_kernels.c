@@ -197,7 +197,7 @@ int main(int argc, char **argv) {
     nsl_column_release(m);
     nsl_groups_free(&g);
   });
-  BENCH("quantile p99 dur (whole column)", { (void)nsl_col_quantile(dur, 0.99); });
+  BENCH("quantile p99 dur (whole column)", { (void)nsl_column_quantile(dur, 0.99); });
 
   const nsl_column *k_rc[2] = {report, corr};
   BENCH("join_index (report, corr) 1:1", {

@@ -33,7 +33,7 @@ missing=$(comm -13 "$TMP/exported" "$TMP/functions")
 check_eq "every public function is exported" "$missing" ""
 # Internals stay inside: a cross-file helper of the sources and a kernel of
 # the analyses (declared in src/, not installed) are not in the table.
-for s in nsl__font_ttf nsl_spans_merge nsl_jax_compile_tree; do
+for s in nsl__font_ttf nsl__spans_merge nsl__jax_compile_tree; do
   grep -qx "$s" "$TMP/exported" && bad "$s is exported" || ok "$s is not exported"
 done
 finish

@@ -7,7 +7,7 @@ int main(int argc, char **argv) {
   if (nsl_trace_open(&tr, paths, 1, NULL, &err) != NSL_OK) { fprintf(stderr, "%s\n", err.msg); return 1; }
   nsl_trace_table(tr, "kernels", &k, &err);
   nsl_column *dur = nsl_table_column(k, "dur", &err);
-  nsl_stats s; nsl_col_stats(dur, &s);
+  nsl_stats s; nsl_column_stats(dur, &s);
   printf("%lld kernels, %lld ns\n", (long long)s.count, (long long)s.isum);
   nsl_trace_close(tr);
   return argc > 2;

@@ -14,37 +14,37 @@
 static void test_edges(void **state) {
   (void)state;
   nsl_error err = {0};
-  nsl_column *e = nsl_bin_edges(0, 10, 4, &err);
+  nsl_column *e = nsl__bin_edges(0, 10, 4, &err);
   FX_EXPECT_I64(e, 0, 2, 5, 7, 10);   /* floor(10 * b / 4) */
   nsl_column_release(e);
-  e = nsl_bin_edges(-7, 2, 3, &err);
+  e = nsl__bin_edges(-7, 2, 3, &err);
   FX_EXPECT_I64(e, -7, -4, -1, 2);
   nsl_column_release(e);
-  e = nsl_bin_edges(5, 6, 1, &err);
+  e = nsl__bin_edges(5, 6, 1, &err);
   FX_EXPECT_I64(e, 5, 6);
   nsl_column_release(e);
   /* more bins than ns: empty bins, still ascending and exact at the ends */
-  e = nsl_bin_edges(0, 3, 6, &err);
+  e = nsl__bin_edges(0, 3, 6, &err);
   FX_EXPECT_I64(e, 0, 0, 1, 1, 2, 2, 3);
   nsl_column_release(e);
   /* near the int64 limits: no overflow */
-  e = nsl_bin_edges(INT64_MAX - 1000, INT64_MAX, 1000, &err);
+  e = nsl__bin_edges(INT64_MAX - 1000, INT64_MAX, 1000, &err);
   assert_non_null(e);
   assert_int_equal(nsl_i64(e)[1000], INT64_MAX);
   assert_int_equal(nsl_i64(e)[500], INT64_MAX - 500);
   nsl_column_release(e);
-  e = nsl_bin_edges(INT64_MIN + 1, INT64_MIN + 1 + INT64_MAX, 7, &err);
+  e = nsl__bin_edges(INT64_MIN + 1, INT64_MIN + 1 + INT64_MAX, 7, &err);
   assert_non_null(e);
   for (int b = 0; b < 7; b++) assert_true(nsl_i64(e)[b] < nsl_i64(e)[b + 1]);
   nsl_column_release(e);
   /* bad layouts */
-  assert_null(nsl_bin_edges(10, 10, 4, &err));
+  assert_null(nsl__bin_edges(10, 10, 4, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
-  assert_null(nsl_bin_edges(10, 0, 4, &err));
-  assert_null(nsl_bin_edges(0, 10, 0, &err));
-  assert_null(nsl_bin_edges(0, 10, -3, &err));
-  assert_null(nsl_bin_edges(INT64_MIN + 1, INT64_MAX, 4, &err));   /* span past int64 */
-  assert_null(nsl_bin_edges(NSL_NULL_I64, 0, 4, &err));
+  assert_null(nsl__bin_edges(10, 0, 4, &err));
+  assert_null(nsl__bin_edges(0, 10, 0, &err));
+  assert_null(nsl__bin_edges(0, 10, -3, &err));
+  assert_null(nsl__bin_edges(INT64_MIN + 1, INT64_MAX, 4, &err));   /* span past int64 */
+  assert_null(nsl__bin_edges(NSL_NULL_I64, 0, 4, &err));
   assert_non_null(strstr(err.msg, "bin edges"));
 }
 
@@ -55,41 +55,41 @@ static void test_busy_hand(void **state) {
   nsl_error err = {0};
   /* group 0: [0,10) and [5,15) overlap -> [0,15); group 1: [20,30); a NULL row; a reversed row */
   nsl_column *s = FX_I64(5, 0, 20, NSL_NULL_I64, 9), *e = FX_I64(15, 10, 30, 40, 8), *g = FX_I64(0, 0, 1, 1, 0);
-  nsl_column *b = nsl_busy_per_bin(s, e, g, 2, NULL, 0, 40, 4, &err);   /* bins of 10 ns */
+  nsl_column *b = nsl__busy_per_bin(s, e, g, 2, NULL, 0, 40, 4, &err);   /* bins of 10 ns */
   FX_EXPECT_I64(b, 10, 5, 0, 0, /* group 1 */ 0, 0, 10, 0);
   nsl_column_release(b);
   /* window clips: [3, 23) in 2 bins [3,13) [13,23) */
-  b = nsl_busy_per_bin(s, e, g, 2, NULL, 3, 23, 2, &err);
+  b = nsl__busy_per_bin(s, e, g, 2, NULL, 3, 23, 2, &err);
   FX_EXPECT_I64(b, 10, 2, 0, 3);
   nsl_column_release(b);
   /* no groups: union over all rows */
-  b = nsl_busy_per_bin(s, e, NULL, 1, NULL, 0, 40, 1, &err);
+  b = nsl__busy_per_bin(s, e, NULL, 1, NULL, 0, 40, 1, &err);
   FX_EXPECT_I64(b, 25);
   nsl_column_release(b);
   /* mask drops the [0,10) row */
   nsl_column *m = FX_BOOL(1, 0, 1, 1, 1);
-  b = nsl_busy_per_bin(s, e, g, 2, m, 0, 40, 4, &err);
+  b = nsl__busy_per_bin(s, e, g, 2, m, 0, 40, 4, &err);
   FX_EXPECT_I64(b, 5, 5, 0, 0, 0, 0, 10, 0);
   nsl_column_release(b);
   /* i32 times, a negative group id skipped */
   nsl_column *s32 = FX_I32(0, 2), *e32 = FX_I32(4, 6), *g2 = FX_I64(-1, 0);
-  b = nsl_busy_per_bin(s32, e32, g2, 1, NULL, 0, 8, 2, &err);
+  b = nsl__busy_per_bin(s32, e32, g2, 1, NULL, 0, 8, 2, &err);
   FX_EXPECT_I64(b, 2, 2);
   nsl_column_release(b);
   /* errors: a group id past ngroups, float times, length mismatch, bad mask, bad bins */
-  assert_null(nsl_busy_per_bin(s, e, g, 1, NULL, 0, 40, 4, &err));
+  assert_null(nsl__busy_per_bin(s, e, g, 1, NULL, 0, 40, 4, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "group"));
   nsl_column *f = FX_F64(1, 2, 3, 4, 5), *short1 = FX_I64(1);
-  assert_null(nsl_busy_per_bin(f, e, g, 2, NULL, 0, 40, 4, &err));
-  assert_null(nsl_busy_per_bin(s, short1, g, 2, NULL, 0, 40, 4, &err));
-  assert_null(nsl_busy_per_bin(s, e, short1, 2, NULL, 0, 40, 4, &err));
-  assert_null(nsl_busy_per_bin(s, e, g, 2, f, 0, 40, 4, &err));
-  assert_null(nsl_busy_per_bin(s, e, g, 2, NULL, 40, 0, 4, &err));
-  assert_null(nsl_busy_per_bin(s, e, g, 0, NULL, 0, 40, 4, &err));
+  assert_null(nsl__busy_per_bin(f, e, g, 2, NULL, 0, 40, 4, &err));
+  assert_null(nsl__busy_per_bin(s, short1, g, 2, NULL, 0, 40, 4, &err));
+  assert_null(nsl__busy_per_bin(s, e, short1, 2, NULL, 0, 40, 4, &err));
+  assert_null(nsl__busy_per_bin(s, e, g, 2, f, 0, 40, 4, &err));
+  assert_null(nsl__busy_per_bin(s, e, g, 2, NULL, 40, 0, 4, &err));
+  assert_null(nsl__busy_per_bin(s, e, g, 0, NULL, 0, 40, 4, &err));
   /* empty input: all zeros */
   nsl_column *z = nsl_column_new(NSL_I64, 0, NULL);
-  b = nsl_busy_per_bin(z, z, NULL, 1, NULL, 0, 10, 2, &err);
+  b = nsl__busy_per_bin(z, z, NULL, 1, NULL, 0, 10, 2, &err);
   FX_EXPECT_I64(b, 0, 0);
   nsl_column_release(b);
   nsl_column *all[] = {s, e, g, m, s32, e32, g2, f, short1, z};
@@ -119,8 +119,8 @@ static void test_busy_random(void **state) {
       if (nsl_bool(m)[i] && nsl_i64(g)[i] >= 0 && nsl_i64(s)[i] != NSL_NULL_I64)
         for (int64_t t = a; t < a + len; t++) cover[nsl_i64(g)[i]][t + 20] = 1;
     }
-    nsl_column *edges = nsl_bin_edges(lo, hi, nbins, &err);
-    nsl_column *b = nsl_busy_per_bin(s, e, g, ngroups, m, lo, hi, nbins, &err);
+    nsl_column *edges = nsl__bin_edges(lo, hi, nbins, &err);
+    nsl_column *b = nsl__busy_per_bin(s, e, g, ngroups, m, lo, hi, nbins, &err);
     assert_non_null(b);
     assert_int_equal(b->len, ngroups * nbins);
     for (int64_t gi = 0; gi < ngroups; gi++)
@@ -146,20 +146,20 @@ static void test_depth_hand(void **state) {
   nsl_column *s = FX_I64(20, 0, 10, 60, 100, 0, 0, NSL_NULL_I64);
   nsl_column *e = FX_I64(30, 100, 50, 90, 120, 10, 40, 5);
   nsl_column *g = FX_I64(0, 0, 0, 0, 0, 1, 1, 1);
-  nsl_column *d = nsl_nest_depth(s, e, g, &err);
+  nsl_column *d = nsl__nest_depth(s, e, g, &err);
   assert_non_null(d);
   assert_int_equal(d->type, NSL_I32);
   int32_t want[] = {2, 0, 1, 1, 0, 1, 0, NSL_NULL_I32};
   for (int i = 0; i < 8; i++) assert_int_equal(nsl_i32(d)[i], want[i]);
   nsl_column_release(d);
   /* one group: thread 1's rows now nest inside A too */
-  d = nsl_nest_depth(s, e, NULL, &err);
+  d = nsl__nest_depth(s, e, NULL, &err);
   assert_int_equal(nsl_i32(d)[5], 2);   /* A(0) > G(1) > F(2) */
   assert_int_equal(nsl_i32(d)[6], 1);
   nsl_column_release(d);
   /* crossing ranges (start/end): [0,10) [5,20) [12,15) [16,30) -> 0 1 2 2, never sharing a row while overlapping */
   nsl_column *s2 = FX_I64(0, 5, 12, 16), *e2 = FX_I64(10, 20, 15, 30);
-  d = nsl_nest_depth(s2, e2, NULL, &err);
+  d = nsl__nest_depth(s2, e2, NULL, &err);
   assert_int_equal(nsl_i32(d)[0], 0);
   assert_int_equal(nsl_i32(d)[1], 1);
   assert_int_equal(nsl_i32(d)[2], 2);
@@ -169,7 +169,7 @@ static void test_depth_hand(void **state) {
    * same start (the runs are reordered, no sort): g0 [0,10) [0,40) [5,8) [50,60); g1 [0,100) [10,20) [10,30) */
   nsl_column *s3 = FX_I64(0, 0, 0, 10, 5, 10, 50), *e3 = FX_I64(10, 100, 40, 20, 8, 30, 60);
   nsl_column *g3 = FX_I64(0, 1, 0, 1, 0, 1, 0);
-  d = nsl_nest_depth(s3, e3, g3, &err);
+  d = nsl__nest_depth(s3, e3, g3, &err);
   int32_t want3[] = {1, 0, 0, 2, 2, 1, 0};
   for (int i = 0; i < 7; i++) assert_int_equal(nsl_i32(d)[i], want3[i]);
   nsl_column_release(d);
@@ -178,9 +178,9 @@ static void test_depth_hand(void **state) {
   nsl_column_release(g3);
   /* errors: ids not dense, float times */
   nsl_column *gbad = FX_I64(0, 0, 0, 99999), *f = FX_F64(1, 2, 3, 4);
-  assert_null(nsl_nest_depth(s2, e2, gbad, &err));
+  assert_null(nsl__nest_depth(s2, e2, gbad, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
-  assert_null(nsl_nest_depth(f, e2, NULL, &err));
+  assert_null(nsl__nest_depth(f, e2, NULL, &err));
   nsl_column *all[] = {s, e, g, s2, e2, gbad, f};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
 }
@@ -223,7 +223,7 @@ static void test_depth_random(void **state) {
       ss[j] = ts, ee[j] = te, gg[j] = tg;
     }
     nsl_column *s = fx_i64(n, ss), *e = fx_i64(n, ee), *g = fx_i64(n, gg);
-    nsl_column *d = nsl_nest_depth(s, e, g, &err);
+    nsl_column *d = nsl__nest_depth(s, e, g, &err);
     assert_non_null(d);
     for (int64_t i = 0; i < n; i++) {
       int32_t want = 0;
@@ -241,8 +241,8 @@ static void test_depth_random(void **state) {
     const nsl_column *keys[3] = {g, s, e};
     int desc[3] = {0, 0, 1};
     nsl_column *perm = nsl_argsort(keys, desc, 3, &err);
-    nsl_column *ps = nsl_col_gather(s, perm, &err), *pe = nsl_col_gather(e, perm, &err);
-    nsl_column *pg = nsl_col_gather(g, perm, &err), *pd = nsl_nest_depth(ps, pe, pg, &err);
+    nsl_column *ps = nsl_column_gather(s, perm, &err), *pe = nsl_column_gather(e, perm, &err);
+    nsl_column *pg = nsl_column_gather(g, perm, &err), *pd = nsl__nest_depth(ps, pe, pg, &err);
     for (int64_t j = 0; j < n; j++) {
       int64_t i = nsl_i64(perm)[j];
       int same_twin = 0;   /* identical ranges may swap their depths */
@@ -252,8 +252,8 @@ static void test_depth_random(void **state) {
     /* ordered by (group, stop, later start first), as NVTX tables are: the mirror walk, same depths */
     const nsl_column *bkeys[3] = {g, e, s};
     nsl_column *bperm = nsl_argsort(bkeys, desc, 3, &err);
-    nsl_column *bs = nsl_col_gather(s, bperm, &err), *be = nsl_col_gather(e, bperm, &err);
-    nsl_column *bg = nsl_col_gather(g, bperm, &err), *bd = nsl_nest_depth(bs, be, bg, &err);
+    nsl_column *bs = nsl_column_gather(s, bperm, &err), *be = nsl_column_gather(e, bperm, &err);
+    nsl_column *bg = nsl_column_gather(g, bperm, &err), *bd = nsl__nest_depth(bs, be, bg, &err);
     for (int64_t j = 0; j < n; j++) {
       int64_t i = nsl_i64(bperm)[j];
       int same_twin = 0;
@@ -272,7 +272,7 @@ static void test_depth_random(void **state) {
       ee[i] = ss[i] + fx_range(0, 80);
     }
     s = fx_i64(n, ss), e = fx_i64(n, ee), g = fx_i64(n, gg);
-    d = nsl_nest_depth(s, e, g, &err);
+    d = nsl__nest_depth(s, e, g, &err);
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = i + 1; j < n; j++)
         if (gg[i] == gg[j] && nsl_i32(d)[i] == nsl_i32(d)[j] && ss[i] < ee[j] && ss[j] < ee[i])
@@ -281,8 +281,8 @@ static void test_depth_random(void **state) {
       const nsl_column *xbkeys[3] = {g, e, s};
       int xbdesc[3] = {0, 0, 1};
       nsl_column *xbperm = nsl_argsort(xbkeys, xbdesc, 3, &err);
-      nsl_column *xbs = nsl_col_gather(s, xbperm, &err), *xbe = nsl_col_gather(e, xbperm, &err);
-      nsl_column *xbg = nsl_col_gather(g, xbperm, &err), *xbd = nsl_nest_depth(xbs, xbe, xbg, &err);
+      nsl_column *xbs = nsl_column_gather(s, xbperm, &err), *xbe = nsl_column_gather(e, xbperm, &err);
+      nsl_column *xbg = nsl_column_gather(g, xbperm, &err), *xbd = nsl__nest_depth(xbs, xbe, xbg, &err);
       for (int64_t i = 0; i < n; i++)
         for (int64_t j = i + 1; j < n; j++)
           if (nsl_i64(xbg)[i] == nsl_i64(xbg)[j] && nsl_i32(xbd)[i] == nsl_i32(xbd)[j] &&
@@ -351,7 +351,7 @@ static void test_depth_in_order_then_not(void **state) {
         os[n - 1] = ts, oe[n - 1] = te, og[n - 1] = tg;
       }
       nsl_column *s = fx_i64(n, os), *e = fx_i64(n, oe), *g = fx_i64(n, og);
-      nsl_column *d = nsl_nest_depth(s, e, g, &err);
+      nsl_column *d = nsl__nest_depth(s, e, g, &err);
       assert_non_null(d);
       for (int64_t i = 0; i < n; i++) {
         int twin = 0;
@@ -382,7 +382,7 @@ static int tuple_cmp(const int64_t *a, const int *an, const int64_t *b, const in
   return 0;
 }
 
-/* nsl_nest_lanes against its definition, computed the slow way: groups are
+/* nsl__nest_lanes against its definition, computed the slow way: groups are
  * the distinct key tuples; a row's depth is 1 + the depth of the row of
  * its group visited last before it (visits by start, longer first, table
  * order among identical ranges) that is still open at its start (stop >
@@ -509,8 +509,8 @@ static void test_nest_lanes_random(void **state) {
     int64_t want[160], ng = 0, wrow[160], wfirst[160], wlanes[160], wcount[160];
     nest_lanes_reference(n, (int)nk, keys, nul, ss, ee, first, max_sub, want, &ng, wrow, wfirst, wlanes, wcount);
     nsl_column *s = fx_i64(n, ss), *e = fx_i64(n, ee);
-    nsl_lane_layout lo;
-    if (nsl_nest_lanes(s, e, (const nsl_column *const *)kc, (int)nk, first, max_sub, &lo, &err) != NSL_OK)
+    nsl__lane_layout lo;
+    if (nsl__nest_lanes(s, e, (const nsl_column *const *)kc, (int)nk, first, max_sub, &lo, &err) != NSL_OK)
       fail_msg("round %d: %s", round, err.msg);
     assert_int_equal(lo.lane->type, NSL_I32);
     assert_int_equal(lo.lane->len, n);
@@ -529,8 +529,8 @@ static void test_nest_lanes_random(void **state) {
       assert_int_equal(nsl_i64(lo.lanes)[j], wlanes[j]);
       assert_int_equal(nsl_i64(lo.count)[j], wcount[j]);
     }
-    nsl_lane_layout_free(&lo);
-    nsl_lane_layout_free(&lo);   /* idempotent */
+    nsl__lane_layout_free(&lo);
+    nsl__lane_layout_free(&lo);   /* idempotent */
     nsl_column_release(s);
     nsl_column_release(e);
     for (int k = 0; k < nk; k++) nsl_column_release(kc[k]);
@@ -544,13 +544,13 @@ static void test_nest_lanes_random(void **state) {
 static void test_nest_lanes_hand(void **state) {
   (void)state;
   nsl_error err = {0};
-  nsl_lane_layout lo;
+  nsl__lane_layout lo;
   /* thread 5: A [0,100) > B [10,50) > C [20,30); D [60,90) in A.  thread NULL: F [0,10) and G [0,40) (G encloses
    * F, listed after it); the last row [5,6) of thread 5 is out of order (the walk gives up there). */
   nsl_column *s = FX_I64(0, 0, 10, 0, 20, 60, 5), *e = FX_I64(100, 10, 50, 40, 30, 90, 6);
   nsl_column *t = FX_I32(5, NSL_NULL_I32, 5, NSL_NULL_I32, 5, 5, 5);
   const nsl_column *keys[] = {t};
-  assert_int_equal(nsl_nest_lanes(s, e, keys, 1, 3, 8, &lo, &err), NSL_OK);
+  assert_int_equal(nsl__nest_lanes(s, e, keys, 1, 3, 8, &lo, &err), NSL_OK);
   /* NULL thread first: lanes 3 (G), 4 (F); thread 5: lanes 5.. (A 5, B 6, C 7, D 6, [5,6) in A at 6) */
   int32_t want[] = {5, 4, 6, 3, 7, 6, 6};
   for (int i = 0; i < 7; i++) assert_int_equal(nsl_i32(lo.lane)[i], want[i]);
@@ -558,42 +558,42 @@ static void test_nest_lanes_hand(void **state) {
   FX_EXPECT_I64(lo.first_lane, 3, 5);
   FX_EXPECT_I64(lo.lanes, 2, 3);
   FX_EXPECT_I64(lo.count, 2, 5);
-  nsl_lane_layout_free(&lo);
+  nsl__lane_layout_free(&lo);
   /* without the last row: only G, as early as F and longer, breaks the walk in table order */
   nsl_column *s6 = FX_I64(0, 0, 10, 0, 20, 60), *e6 = FX_I64(100, 10, 50, 40, 30, 90);
   nsl_column *t6 = FX_I64(5, NSL_NULL_I64, 5, NSL_NULL_I64, 5, 5);
   const nsl_column *keys6[] = {t6};
-  assert_int_equal(nsl_nest_lanes(s6, e6, keys6, 1, 3, 8, &lo, &err), NSL_OK);
+  assert_int_equal(nsl__nest_lanes(s6, e6, keys6, 1, 3, 8, &lo, &err), NSL_OK);
   for (int i = 0; i < 6; i++) assert_int_equal(nsl_i32(lo.lane)[i], want[i]);
-  nsl_lane_layout_free(&lo);
+  nsl__lane_layout_free(&lo);
   /* at most 2 sub-rows: C (depth 2) has no lane; a NULL stop takes none but counts */
   nsl_column *e2 = FX_I64(100, 10, 50, 40, 30, NSL_NULL_I64, 6);
-  assert_int_equal(nsl_nest_lanes(s, e2, keys, 1, 0, 2, &lo, &err), NSL_OK);
+  assert_int_equal(nsl__nest_lanes(s, e2, keys, 1, 0, 2, &lo, &err), NSL_OK);
   int32_t want2[] = {2, 1, 3, 0, NSL_NULL_I32, NSL_NULL_I32, 3};
   for (int i = 0; i < 7; i++) assert_int_equal(nsl_i32(lo.lane)[i], want2[i]);
   FX_EXPECT_I64(lo.lanes, 2, 2);
   FX_EXPECT_I64(lo.count, 2, 5);
-  nsl_lane_layout_free(&lo);
+  nsl__lane_layout_free(&lo);
   /* max_sub 0: no lanes at all */
-  assert_int_equal(nsl_nest_lanes(s, e, keys, 1, 0, 0, &lo, &err), NSL_OK);
+  assert_int_equal(nsl__nest_lanes(s, e, keys, 1, 0, 0, &lo, &err), NSL_OK);
   for (int i = 0; i < 7; i++) assert_int_equal(nsl_i32(lo.lane)[i], NSL_NULL_I32);
   FX_EXPECT_I64(lo.lanes, 0, 0);
-  nsl_lane_layout_free(&lo);
+  nsl__lane_layout_free(&lo);
   /* no rows */
   nsl_column *z = nsl_column_new(NSL_I64, 0, NULL);
   const nsl_column *zk[] = {z, z};
-  assert_int_equal(nsl_nest_lanes(z, z, zk, 2, 0, 8, &lo, &err), NSL_OK);
+  assert_int_equal(nsl__nest_lanes(z, z, zk, 2, 0, 8, &lo, &err), NSL_OK);
   assert_int_equal(lo.lane->len, 0);
   assert_int_equal(lo.row->len, 0);
-  nsl_lane_layout_free(&lo);
+  nsl__lane_layout_free(&lo);
   /* i32 times, one key of one value: one group */
   nsl_column *s32 = FX_I32(0, 1, 3), *e32 = FX_I32(5, 2, 4), *one = FX_I64(9, 9, 9);
   const nsl_column *ok1[] = {one};
-  assert_int_equal(nsl_nest_lanes(s32, e32, ok1, 1, 0, 8, &lo, &err), NSL_OK);
+  assert_int_equal(nsl__nest_lanes(s32, e32, ok1, 1, 0, 8, &lo, &err), NSL_OK);
   assert_int_equal(nsl_i32(lo.lane)[0], 0);
   assert_int_equal(nsl_i32(lo.lane)[1], 1);
   assert_int_equal(nsl_i32(lo.lane)[2], 1);
-  nsl_lane_layout_free(&lo);
+  nsl__lane_layout_free(&lo);
   /* many threads, one after the other, each with five nested ranges, the outermost open to the end: threads
    * keep coming while earlier ones have ranges open (their state moves as it grows); thread t owns lanes
    * 5t..5t+4 */
@@ -604,11 +604,11 @@ static void test_nest_lanes_hand(void **state) {
       ms[th * NR + k] = th * 100 + k, me[th * NR + k] = k ? th * 100 + 60 - k : 1000000 - th, mt[th * NR + k] = th;
   nsl_column *mcs = fx_i64(NR * NT, ms), *mce = fx_i64(NR * NT, me), *mct = fx_i64(NR * NT, mt);
   const nsl_column *mk[] = {mct};
-  assert_int_equal(nsl_nest_lanes(mcs, mce, mk, 1, 0, 8, &lo, &err), NSL_OK);
+  assert_int_equal(nsl__nest_lanes(mcs, mce, mk, 1, 0, 8, &lo, &err), NSL_OK);
   for (int64_t i = 0; i < NR * NT; i++) assert_int_equal(nsl_i32(lo.lane)[i], NR * mt[i] + i % NR);
   assert_int_equal(lo.row->len, NT);
-  nsl_lane_layout_free(&lo);
-  nsl_column *md = nsl_nest_depth(mcs, mce, mct, &err);
+  nsl__lane_layout_free(&lo);
+  nsl_column *md = nsl__nest_depth(mcs, mce, mct, &err);
   for (int64_t i = 0; i < NR * NT; i++) assert_int_equal(nsl_i32(md)[i], i % NR);
   nsl_column_release(md);
   nsl_column_release(mcs), nsl_column_release(mce), nsl_column_release(mct);
@@ -618,35 +618,35 @@ static void test_nest_lanes_hand(void **state) {
   const nsl_column *gk[] = {dv, sm};
   int64_t subs[] = {1, 8, (int64_t)1 << 30};
   for (int v = 0; v < 3; v++) {
-    assert_int_equal(nsl_nest_lanes(NULL, NULL, gk, 2, 2, subs[v], &lo, &err), NSL_OK);
+    assert_int_equal(nsl__nest_lanes(NULL, NULL, gk, 2, 2, subs[v], &lo, &err), NSL_OK);
     int32_t wl[] = {5, 3, 2, 4, 3};
     for (int i = 0; i < 5; i++) assert_int_equal(nsl_i32(lo.lane)[i], wl[i]);
     FX_EXPECT_I64(lo.row, 2, 1, 3, 0);
     FX_EXPECT_I64(lo.first_lane, 2, 3, 4, 5);
     FX_EXPECT_I64(lo.lanes, 1, 1, 1, 1);
     FX_EXPECT_I64(lo.count, 1, 2, 1, 1);
-    nsl_lane_layout_free(&lo);
+    nsl__lane_layout_free(&lo);
   }
-  assert_int_equal(nsl_nest_lanes(NULL, NULL, gk, 2, 2, 0, &lo, &err), NSL_OK);
+  assert_int_equal(nsl__nest_lanes(NULL, NULL, gk, 2, 2, 0, &lo, &err), NSL_OK);
   for (int i = 0; i < 5; i++) assert_int_equal(nsl_i32(lo.lane)[i], NSL_NULL_I32);
   FX_EXPECT_I64(lo.lanes, 0, 0, 0, 0);
-  nsl_lane_layout_free(&lo);
-  assert_int_equal(nsl_nest_lanes(s, NULL, gk, 2, 0, 1, &lo, &err), NSL_ERR_ARG);   /* a start without a stop */
+  nsl__lane_layout_free(&lo);
+  assert_int_equal(nsl__nest_lanes(s, NULL, gk, 2, 0, 1, &lo, &err), NSL_ERR_ARG);   /* a start without a stop */
   nsl_column_release(dv), nsl_column_release(sm);
   /* errors: lanes past int32, negative first or max_sub, float times, keys of another length, no keys */
-  assert_int_equal(nsl_nest_lanes(s, e, keys, 1, INT32_MAX - 1, 8, &lo, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__nest_lanes(s, e, keys, 1, INT32_MAX - 1, 8, &lo, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "int32"));
   assert_null(lo.lane);
-  assert_int_equal(nsl_nest_lanes(s, e, keys, 1, -1, 8, &lo, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_nest_lanes(s, e, keys, 1, 0, -1, &lo, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__nest_lanes(s, e, keys, 1, -1, 8, &lo, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__nest_lanes(s, e, keys, 1, 0, -1, &lo, &err), NSL_ERR_ARG);
   nsl_column *f = FX_F64(1, 2, 3, 4, 5, 6, 7);
-  assert_int_equal(nsl_nest_lanes(f, e, keys, 1, 0, 8, &lo, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__nest_lanes(f, e, keys, 1, 0, 8, &lo, &err), NSL_ERR_ARG);
   const nsl_column *short_keys[] = {one};
-  assert_int_equal(nsl_nest_lanes(s, e, short_keys, 1, 0, 8, &lo, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_nest_lanes(s, e, keys, 0, 0, 8, &lo, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__nest_lanes(s, e, short_keys, 1, 0, 8, &lo, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__nest_lanes(s, e, keys, 0, 0, 8, &lo, &err), NSL_ERR_ARG);
   const nsl_column *null_key[] = {NULL};
-  assert_int_equal(nsl_nest_lanes(s, e, null_key, 1, 0, 8, &lo, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_nest_lanes(s, e, keys, 1, 0, 8, NULL, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__nest_lanes(s, e, null_key, 1, 0, 8, &lo, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__nest_lanes(s, e, keys, 1, 0, 8, NULL, &err), NSL_ERR_ARG);
   nsl_column *all[] = {s, e, t, s6, e6, t6, e2, z, s32, e32, one, f};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
 }
@@ -666,11 +666,11 @@ static void test_count_overlapping(void **state) {
       int64_t a = nsl_i64(s)[i], b = nsl_i64(e)[i];
       if (a != NSL_NULL_I64 && b != NSL_NULL_I64 && a < to && b > from) want++;
     }
-    assert_int_equal(nsl_count_overlapping(s, e, from, to), want);
-    assert_int_equal(nsl_count_overlapping(s, e32, from, to), want);
+    assert_int_equal(nsl__count_overlapping(s, e, from, to), want);
+    assert_int_equal(nsl__count_overlapping(s, e32, from, to), want);
     nsl_error err = {0};
     for (int v = 0; v < 2; v++) {   /* the rows themselves, ascending, on both loops */
-      nsl_column *rows = nsl_overlapping_rows(s, v ? e32 : e, from, to, &err);
+      nsl_column *rows = nsl__overlapping_rows(s, v ? e32 : e, from, to, &err);
       assert_non_null(rows);
       assert_int_equal(rows->type, NSL_I64);
       assert_int_equal(rows->len, want);
@@ -682,21 +682,21 @@ static void test_count_overlapping(void **state) {
       nsl_column_release(rows);
     }
   }
-  assert_int_equal(nsl_count_overlapping(s, e, 0, 40), 5);   /* a zero-length row inside the window counts */
+  assert_int_equal(nsl__count_overlapping(s, e, 0, 40), 5);   /* a zero-length row inside the window counts */
   nsl_column *f = FX_F64(1.0), *one = FX_I64(1);
-  assert_int_equal(nsl_count_overlapping(f, e, 0, 1), -1);
-  assert_int_equal(nsl_count_overlapping(s, one, 0, 1), -1);
+  assert_int_equal(nsl__count_overlapping(f, e, 0, 1), -1);
+  assert_int_equal(nsl__count_overlapping(s, one, 0, 1), -1);
   nsl_error err = {0};
-  assert_null(nsl_overlapping_rows(f, e, 0, 1, &err));
+  assert_null(nsl__overlapping_rows(f, e, 0, 1, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
-  assert_null(nsl_overlapping_rows(s, one, 0, 1, &err));
-  nsl_column *none = nsl_overlapping_rows(s, e, NSL_NULL_I64, 40, &err);   /* nothing compares with NULL */
+  assert_null(nsl__overlapping_rows(s, one, 0, 1, &err));
+  nsl_column *none = nsl__overlapping_rows(s, e, NSL_NULL_I64, 40, &err);   /* nothing compares with NULL */
   assert_int_equal(none->len, 0);
   nsl_column_release(none);
   /* many rows (the output grows): every other one of 5000 */
   nsl_column *ms = nsl_column_new(NSL_I64, 5000, NULL), *me = nsl_column_new(NSL_I64, 5000, NULL);
   for (int64_t i = 0; i < 5000; i++) nsl_i64(ms)[i] = i % 2 ? 100 : 0, nsl_i64(me)[i] = i % 2 ? 200 : 50;
-  nsl_column *half = nsl_overlapping_rows(ms, me, 60, 150, &err);
+  nsl_column *half = nsl__overlapping_rows(ms, me, 60, 150, &err);
   assert_int_equal(half->len, 2500);
   for (int64_t k = 0; k < 2500; k++) assert_int_equal(nsl_i64(half)[k], 2 * k + 1);
   nsl_column_release(half), nsl_column_release(ms), nsl_column_release(me);
@@ -706,16 +706,16 @@ static void test_count_overlapping(void **state) {
 
 /* ---- span merging ------------------------------------------------------------------- */
 
-#define SPO(tol, max_len) (&(nsl_span_opts){(tol), (max_len), 0, 1, 0, NULL})
+#define SPO(tol, max_len) (&(nsl__span_opts){(tol), (max_len), 0, 1, 0, NULL})
 
 static void test_spans_hand(void **state) {
   (void)state;
   nsl_error err = {0};
-  nsl_spans sp;
+  nsl__spans sp;
   /* lane 0: [0,1) [1,2) touch; [2.3,3) gap 0.3; [5,9) far; [6,7) inside; lane 1: [0,4) class 1 and [1,2) class 2 */
   nsl_column *x0 = FX_F64(0, 1, 2.3, 5, 6, 0, 1), *x1 = FX_F64(1, 2, 3, 9, 7, 4, 2);
   nsl_column *ln = FX_I64(0, 0, 0, 0, 0, 1, 1), *cl = FX_I64(0, 0, 0, 0, 0, 1, 2);
-  assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, SPO(0, 0), &sp, &err), NSL_OK);
+  assert_int_equal(nsl__spans_merge(x0, x1, ln, cl, SPO(0, 0), &sp, &err), NSL_OK);
   /* tol 0: [0,2) (2 spans), [2.3,3), [5,9) (holds [6,7)); lane 1 two classes stay apart */
   assert_int_equal(sp.x0->len, 5);
   double total_busy = 0;
@@ -723,9 +723,9 @@ static void test_spans_hand(void **state) {
   for (int64_t k = 0; k < sp.x0->len; k++) total_busy += nsl_f64(sp.busy)[k], total_count += nsl_i64(sp.count)[k];
   assert_int_equal(total_count, 7);
   assert_true(fabs(total_busy - (2 + 0.7 + 4 + 4 + 1)) < 1e-12);
-  nsl_spans_free(&sp);
+  nsl__spans_free(&sp);
   /* tol 0.5: lane 0 first three join into [0,3) with busy 2.7 */
-  assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, SPO(0.5, 0), &sp, &err), NSL_OK);
+  assert_int_equal(nsl__spans_merge(x0, x1, ln, cl, SPO(0.5, 0), &sp, &err), NSL_OK);
   assert_int_equal(sp.x0->len, 4);
   int found = 0;
   for (int64_t k = 0; k < sp.x0->len; k++)
@@ -737,61 +737,61 @@ static void test_spans_hand(void **state) {
       assert_int_equal(nsl_i64(sp.cls)[k], 0);
     }
   assert_true(found);
-  nsl_spans_free(&sp);
+  nsl__spans_free(&sp);
   /* max_len 2.5 stops [0,2)+[2.3,3) from joining; row: the first input row of each span */
-  assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, SPO(0.5, 2.5), &sp, &err), NSL_OK);
+  assert_int_equal(nsl__spans_merge(x0, x1, ln, cl, SPO(0.5, 2.5), &sp, &err), NSL_OK);
   assert_int_equal(sp.x0->len, 5);
   for (int64_t q = 0; q < 5; q++) {
     int64_t r = nsl_i64(sp.row)[q];
     assert_true(nsl_f64(x0)[r] == nsl_f64(sp.x0)[q]);
     assert_int_equal(nsl_i64(ln)[r], nsl_i64(sp.lane)[q]);
   }
-  nsl_spans_free(&sp);
+  nsl__spans_free(&sp);
   /* no classes, integer coordinates, a NaN and a negative lane dropped */
   nsl_column *ix0 = FX_I64(10, 0, 20), *ix1 = FX_I64(15, 10, NSL_NULL_I64), *iln = FX_I32(0, 0, 0);
-  assert_int_equal(nsl_spans_merge(ix0, ix1, iln, NULL, SPO(0, 0), &sp, &err), NSL_OK);
+  assert_int_equal(nsl__spans_merge(ix0, ix1, iln, NULL, SPO(0, 0), &sp, &err), NSL_OK);
   assert_int_equal(sp.x0->len, 1);
   assert_true(nsl_f64(sp.x0)[0] == 0 && nsl_f64(sp.x1)[0] == 15);
   assert_int_equal(nsl_i64(sp.cls)[0], NSL_NULL_I64);
-  nsl_spans_free(&sp);
+  nsl__spans_free(&sp);
   nsl_column *fn = FX_F64(0, NAN), *fx = FX_F64(1, 2), *fl = FX_I64(-1, 0);
-  assert_int_equal(nsl_spans_merge(fn, fx, fl, NULL, SPO(0, 0), &sp, &err), NSL_OK);
+  assert_int_equal(nsl__spans_merge(fn, fx, fl, NULL, SPO(0, 0), &sp, &err), NSL_OK);
   assert_int_equal(sp.x0->len, 0);
-  nsl_spans_free(&sp);
-  nsl_spans_free(&sp);   /* idempotent */
+  nsl__spans_free(&sp);
+  nsl__spans_free(&sp);   /* idempotent */
   /* the transform (ns -> px) and a mask; rows sorted within each lane but not overall */
   nsl_column *ns0 = FX_I64(1000000, 5000, 1002000, 9000), *ns1 = FX_I64(1001000, 6000, 1003000, 9500);
   nsl_column *nl = FX_I64(0, 1, 0, 1), *nm = FX_BOOL(1, 1, 1, 0);
-  nsl_span_opts o = {0, 0, 1000, 0.01, 50, nm};   /* x = (v - 1000) * 0.01 + 50 */
-  assert_int_equal(nsl_spans_merge(ns0, ns1, nl, NULL, &o, &sp, &err), NSL_OK);
+  nsl__span_opts o = {0, 0, 1000, 0.01, 50, nm};   /* x = (v - 1000) * 0.01 + 50 */
+  assert_int_equal(nsl__spans_merge(ns0, ns1, nl, NULL, &o, &sp, &err), NSL_OK);
   assert_int_equal(sp.x0->len, 3);
   for (int64_t q = 0; q < 3; q++) {
     double a = nsl_f64(sp.x0)[q], b = nsl_f64(sp.x1)[q];
     if (nsl_i64(sp.lane)[q] == 1) assert_true(a == 90 && b == 100);
     else assert_true((a == 10040 && b == 10050) || (a == 10060 && b == 10070));
   }
-  nsl_spans_free(&sp);
+  nsl__spans_free(&sp);
   o.scale = -1;
-  assert_int_equal(nsl_spans_merge(ns0, ns1, nl, NULL, &o, &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__spans_merge(ns0, ns1, nl, NULL, &o, &sp, &err), NSL_ERR_ARG);
   o.scale = 1, o.mask = fx;   /* not a bool column */
-  assert_int_equal(nsl_spans_merge(ns0, ns1, nl, NULL, &o, &sp, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_spans_merge(ns0, ns1, nl, NULL, NULL, &sp, &err), NSL_OK);   /* NULL: identity */
+  assert_int_equal(nsl__spans_merge(ns0, ns1, nl, NULL, &o, &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__spans_merge(ns0, ns1, nl, NULL, NULL, &sp, &err), NSL_OK);   /* NULL: identity */
   assert_true(nsl_f64(sp.x1)[0] > 1000);
-  nsl_spans_free(&sp);
+  nsl__spans_free(&sp);
   nsl_column *more[] = {ns0, ns1, nl, nm};
   for (size_t i = 0; i < sizeof more / sizeof *more; i++) nsl_column_release(more[i]);
   /* errors */
   nsl_column *bad_lane = FX_I64(0, 1000000), *sl = FX_F64(1);
-  assert_int_equal(nsl_spans_merge(fx, fx, bad_lane, NULL, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_spans_merge(fx, sl, fl, NULL, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_spans_merge(fx, fx, fx, NULL, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_spans_merge(fx, fx, fl, NULL, SPO(-1, 0), &sp, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_spans_merge(fx, fx, fl, NULL, SPO(NAN, 0), &sp, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_spans_merge(fx, fx, fl, NULL, SPO(0, 0), NULL, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__spans_merge(fx, fx, bad_lane, NULL, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__spans_merge(fx, sl, fl, NULL, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__spans_merge(fx, fx, fx, NULL, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__spans_merge(fx, fx, fl, NULL, SPO(-1, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__spans_merge(fx, fx, fl, NULL, SPO(NAN, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__spans_merge(fx, fx, fl, NULL, SPO(0, 0), NULL, &err), NSL_ERR_ARG);
   nsl_column *neg_cls = FX_I64(0, -2), *big_cls = FX_I64(0, 5000);
-  assert_int_equal(nsl_spans_merge(fx, fx, fl, neg_cls, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__spans_merge(fx, fx, fl, neg_cls, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "class"));
-  assert_int_equal(nsl_spans_merge(fx, fx, fl, big_cls, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__spans_merge(fx, fx, fl, big_cls, SPO(0, 0), &sp, &err), NSL_ERR_ARG);
   nsl_column_release(neg_cls);
   nsl_column_release(big_cls);
   nsl_column *all[] = {x0, x1, ln, cl, ix0, ix1, iln, fn, fx, fl, bad_lane, sl};
@@ -822,8 +822,8 @@ static void test_spans_random(void **state) {
       nsl_i64(cl)[i] = fx_range(0, nc - 1);
       for (int64_t t = a; t < a + len; t++) cover[nsl_i64(ln)[i]][nsl_i64(cl)[i]][t] = 1;
     }
-    nsl_spans sp;
-    assert_int_equal(nsl_spans_merge(x0, x1, ln, cl, SPO(tol, maxlen), &sp, &err), NSL_OK);
+    nsl__spans sp;
+    assert_int_equal(nsl__spans_merge(x0, x1, ln, cl, SPO(tol, maxlen), &sp, &err), NSL_OK);
     int64_t m = sp.x0->len, counted = 0;
     double want_busy[4][3] = {{0}}, got_busy[4][3] = {{0}};
     for (int64_t l = 0; l < 4; l++)
@@ -858,10 +858,10 @@ static void test_spans_random(void **state) {
     /* the same rows ordered by (lane, x0): the one-pass path must give the same spans */
     const nsl_column *keys[2] = {ln, x0};
     nsl_column *perm = nsl_argsort(keys, NULL, 2, &err);
-    nsl_column *px0 = nsl_col_gather(x0, perm, &err), *px1 = nsl_col_gather(x1, perm, &err);
-    nsl_column *pln = nsl_col_gather(ln, perm, &err), *pcl = nsl_col_gather(cl, perm, &err);
-    nsl_spans sp2;
-    assert_int_equal(nsl_spans_merge(px0, px1, pln, pcl, SPO(tol, maxlen), &sp2, &err), NSL_OK);
+    nsl_column *px0 = nsl_column_gather(x0, perm, &err), *px1 = nsl_column_gather(x1, perm, &err);
+    nsl_column *pln = nsl_column_gather(ln, perm, &err), *pcl = nsl_column_gather(cl, perm, &err);
+    nsl__spans sp2;
+    assert_int_equal(nsl__spans_merge(px0, px1, pln, pcl, SPO(tol, maxlen), &sp2, &err), NSL_OK);
     assert_int_equal(sp2.x0->len, m);
     double s1 = 0, s2 = 0;
     for (int64_t q = 0; q < m; q++) {
@@ -869,8 +869,8 @@ static void test_spans_random(void **state) {
       s2 += nsl_f64(sp2.x0)[q] * 3 + nsl_f64(sp2.x1)[q] * 7 + nsl_f64(sp2.busy)[q] * 11 + (double)nsl_i64(sp2.count)[q];
     }
     assert_true(fabs(s1 - s2) < 1e-6);
-    nsl_spans_free(&sp2);
-    nsl_spans_free(&sp);
+    nsl__spans_free(&sp2);
+    nsl__spans_free(&sp);
     nsl_column *all[] = {x0, x1, ln, cl, perm, px0, px1, pln, pcl};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
   }
@@ -914,11 +914,11 @@ static void test_spans_types(void **state) {
     nsl_column *c0 = fx_i64(n, a), *c1 = fx_i64(n, b), *l64 = fx_i64(n, ln), *l32 = fx_i32(n, ln32);
     nsl_column *k64 = fx_i64(n, cl), *k32 = fx_i32(n, cl32);
     nsl_column *lanes[2] = {l64, l32}, *classes[3] = {k64, k32, NULL};
-    nsl_spans ref = {0};
+    nsl__spans ref = {0};
     for (int v = 0; v < 6; v++) {
-      nsl_spans sp;
+      nsl__spans sp;
       nsl_column *cls = classes[v % 3];
-      assert_int_equal(nsl_spans_merge(c0, c1, lanes[v / 3], cls, SPO(tol, 0), &sp, &err), NSL_OK);
+      assert_int_equal(nsl__spans_merge(c0, c1, lanes[v / 3], cls, SPO(tol, 0), &sp, &err), NSL_OK);
       int64_t counted = 0, want_count = 0;
       for (int64_t i = 0; i < n; i++) want_count += ln[i] != NSL_NULL_I64 && b[i] != NSL_NULL_I64 && b[i] >= a[i];
       for (int64_t k = 0; k < sp.x0->len; k++) {
@@ -954,24 +954,24 @@ static void test_spans_types(void **state) {
         }
       }
       if (n > 1000 && v == 2) assert_true(sp.x0->len > 2000);   /* far apart: nothing merges */
-      if (v != 0) nsl_spans_free(&sp);
+      if (v != 0) nsl__spans_free(&sp);
     }
-    nsl_spans_free(&ref);
+    nsl__spans_free(&ref);
     {   /* a bool column as classes 0 and 1: the same spans as those ids in an int64 column */
       uint8_t *kb = malloc((size_t)(n + 1));
       int64_t *k01 = malloc((size_t)(n + 1) * sizeof *k01);
       for (int64_t i = 0; i < n; i++) kb[i] = cl[i] == 1, k01[i] = cl[i] == 1;
       nsl_column *cb = fx_bool(n, kb), *c01 = fx_i64(n, k01);
-      nsl_spans sb, s01;
-      assert_int_equal(nsl_spans_merge(c0, c1, l32, cb, SPO(tol, 0), &sb, &err), NSL_OK);
-      assert_int_equal(nsl_spans_merge(c0, c1, l32, c01, SPO(tol, 0), &s01, &err), NSL_OK);
+      nsl__spans sb, s01;
+      assert_int_equal(nsl__spans_merge(c0, c1, l32, cb, SPO(tol, 0), &sb, &err), NSL_OK);
+      assert_int_equal(nsl__spans_merge(c0, c1, l32, c01, SPO(tol, 0), &s01, &err), NSL_OK);
       assert_int_equal(sb.x0->len, s01.x0->len);
       for (int64_t k = 0; k < sb.x0->len; k++) {
         assert_true(nsl_f64(sb.x0)[k] == nsl_f64(s01.x0)[k] && nsl_f64(sb.busy)[k] == nsl_f64(s01.busy)[k]);
         assert_int_equal(nsl_i64(sb.cls)[k], nsl_i64(s01.cls)[k]);
         assert_int_equal(nsl_i64(sb.count)[k], nsl_i64(s01.count)[k]);
       }
-      nsl_spans_free(&sb), nsl_spans_free(&s01);
+      nsl__spans_free(&sb), nsl__spans_free(&s01);
       nsl_column_release(cb), nsl_column_release(c01);
       free(kb), free(k01);
     }

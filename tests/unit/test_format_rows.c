@@ -1,10 +1,10 @@
 /* test_format_rows.c -- columns formatted as JSON rows: exact text for hand
  * cases (escapes, ns -> µs, NULLs, masks), and every row of random data
  * parsed back by jansson (an independent JSON parser) to the values it
- * was made from; whole tables as CSV and JSON (nsl_format_table): exact
+ * was made from; whole tables as CSV and JSON (nsl__format_table): exact
  * text with int64 extremes, NULLs and quoting, JSON read back by jansson;
  * floats with few decimals written short and read back exactly (strtod);
- * "did you mean" (nsl_closest). */
+ * "did you mean" (nsl__closest). */
 #include <stdio.h>
 
 #include <jansson.h>
@@ -17,7 +17,7 @@ static char *fmt_rows(const char *fmt, const nsl_column *const *cols, int n, con
   char *out = NULL;
   size_t len = 0;
   nsl_error err = {0};
-  if (nsl_format_rows(fmt, cols, n, mask, sep, &out, &len, &err) != NSL_OK) fail_msg("format: %s", err.msg);
+  if (nsl__format_rows(fmt, cols, n, mask, sep, &out, &len, &err) != NSL_OK) fail_msg("format: %s", err.msg);
   assert_int_equal(strlen(out), len);
   return out;
 }
@@ -67,18 +67,18 @@ static void test_hand(void **state) {
   char *out = NULL;
   size_t len = 0;
   nsl_error err = {0};
-  assert_int_equal(nsl_format_rows("%s", (const nsl_column *[]){ts}, 1, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__format_rows("%s", (const nsl_column *[]){ts}, 1, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "%s"));
-  assert_int_equal(nsl_format_rows("%t", (const nsl_column *[]){f}, 1, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_format_rows("%d", (const nsl_column *[]){name}, 1, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_format_rows("%d %d", (const nsl_column *[]){ts}, 1, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__format_rows("%t", (const nsl_column *[]){f}, 1, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__format_rows("%d", (const nsl_column *[]){name}, 1, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__format_rows("%d %d", (const nsl_column *[]){ts}, 1, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "2 conversions"));
-  assert_int_equal(nsl_format_rows("%q", (const nsl_column *[]){ts}, 1, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_format_rows("%d%", (const nsl_column *[]){ts}, 1, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_format_rows("%d %d", (const nsl_column *[]){ts, z}, 2, NULL, NULL, &out, &len, &err),
+  assert_int_equal(nsl__format_rows("%q", (const nsl_column *[]){ts}, 1, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__format_rows("%d%", (const nsl_column *[]){ts}, 1, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__format_rows("%d %d", (const nsl_column *[]){ts, z}, 2, NULL, NULL, &out, &len, &err),
                    NSL_ERR_ARG);
-  assert_int_equal(nsl_format_rows("%d", (const nsl_column *[]){ts}, 1, z, NULL, &out, &len, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_format_rows(NULL, NULL, 0, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__format_rows("%d", (const nsl_column *[]){ts}, 1, z, NULL, &out, &len, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__format_rows(NULL, NULL, 0, NULL, NULL, &out, &len, &err), NSL_ERR_ARG);
   assert_null(out);
   nsl_column *all[] = {name, ts, pid, f, m, t2, z, ext};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) nsl_column_release(all[i]);
@@ -170,11 +170,11 @@ static void test_many_rows(void **state) {
 }
 
 static char *fmt_table(const char *const *names, const nsl_column *const *cols, int n, int64_t rows,
-                       nsl_text_format f) {
+                       nsl__text_format f) {
   char *out = NULL;
   size_t len = 0;
   nsl_error err = {0};
-  if (nsl_format_table(names, cols, n, rows, f, &out, &len, &err) != NSL_OK) fail_msg("format table: %s", err.msg);
+  if (nsl__format_table(names, cols, n, rows, f, &out, &len, &err) != NSL_OK) fail_msg("format table: %s", err.msg);
   assert_int_equal(strlen(out), len);
   return out;
 }
@@ -219,7 +219,7 @@ static void test_table(void **state) {
   char *out = NULL;
   size_t len = 0;
   nsl_error err = {0};
-  assert_int_equal(nsl_format_table(names, cols, 1, 3, NSL_TEXT_CSV, &out, &len, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__format_table(names, cols, 1, 3, NSL_TEXT_CSV, &out, &len, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "'name'"));
   assert_null(out);
   /* no rows */
@@ -278,16 +278,16 @@ static void test_float_text(void **state) {
 static void test_closest(void **state) {
   (void)state;
   const char *commands[] = {"run", "info", "list", "repl", "bundle", "combine", "profile", "notebook"};
-  assert_string_equal(nsl_closest("rn", commands, 8), "run");
-  assert_string_equal(nsl_closest("notbook", commands, 8), "notebook");
-  assert_string_equal(nsl_closest("porfile", commands, 8), "profile");   /* a swap is one edit */
-  assert_null(nsl_closest("zzzzzz", commands, 8));
-  assert_null(nsl_closest("run", commands, 8));   /* the word itself is no suggestion */
+  assert_string_equal(nsl__closest("rn", commands, 8), "run");
+  assert_string_equal(nsl__closest("notbook", commands, 8), "notebook");
+  assert_string_equal(nsl__closest("porfile", commands, 8), "profile");   /* a swap is one edit */
+  assert_null(nsl__closest("zzzzzz", commands, 8));
+  assert_null(nsl__closest("run", commands, 8));   /* the word itself is no suggestion */
   const char *args[] = {"limit", "per_report", "only"};
-  assert_string_equal(nsl_closest("limt", args, 3), "limit");
-  assert_string_equal(nsl_closest("per-report", args, 3), "per_report");
-  assert_null(nsl_closest("x", args, 3));
-  assert_null(nsl_closest("limit", NULL, 0));
+  assert_string_equal(nsl__closest("limt", args, 3), "limit");
+  assert_string_equal(nsl__closest("per-report", args, 3), "per_report");
+  assert_null(nsl__closest("x", args, 3));
+  assert_null(nsl__closest("limit", NULL, 0));
 }
 
 int main(void) {

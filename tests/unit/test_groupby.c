@@ -422,7 +422,7 @@ static void test_real_kernels_against_sql(void **state) {
   nsl_agg which[8] = {NSL_AGG_COUNT, NSL_AGG_SUM, NSL_AGG_MIN, NSL_AGG_MAX,
                       NSL_AGG_MEAN,  NSL_AGG_MEDIAN, NSL_AGG_STD, NSL_AGG_QUANTILE};
   for (int a = 0; a < 8; a++) assert_non_null(agg[a] = nsl_group_agg(&g, k[2], which[a], 0.9, &err));
-  nsl_column *dev = nsl_col_gather(k[0], g.first_row, &err), *name = nsl_col_gather(k[1], g.first_row, &err);
+  nsl_column *dev = nsl_column_gather(k[0], g.first_row, &err), *name = nsl_column_gather(k[1], g.first_row, &err);
 
   nsl_column *q[10];
   int64_t nq = fx_sql_columns(

@@ -405,7 +405,7 @@ static void test_coverage(void **state) {
     if (trial % 2) {   /* in start order: the searches walk forward */
       const nsl_column *k[1] = {rs};
       nsl_column *p = nsl_argsort(k, NULL, 1, &err);
-      nsl_column *ss = nsl_col_gather(rs, p, &err), *ee = nsl_col_gather(re, p, &err);
+      nsl_column *ss = nsl_column_gather(rs, p, &err), *ee = nsl_column_gather(re, p, &err);
       nsl_column_release(rs);
       nsl_column_release(re);
       nsl_column_release(p);
@@ -456,7 +456,7 @@ static void test_real_busy_against_sql(void **state) {
     for (int64_t r = 0; r < nq; r++) {
       assert_int_equal(nsl_i64(busy)[nsl_i64(q[0])[r]], nsl_i64(q[1])[r]);
       /* the same through a mask and the plain union */
-      nsl_column *m = nsl_col_cmp_i64(k[0], NSL_EQ, nsl_i64(q[0])[r], NULL);
+      nsl_column *m = nsl_column_cmp_i64(k[0], NSL_EQ, nsl_i64(q[0])[r], NULL);
       nsl_intervals u;
       assert_int_equal(nsl_iv_union(k[1], k[2], m, &u, &err), NSL_OK);
       assert_int_equal(nsl_iv_total(&u), nsl_i64(q[1])[r]);

@@ -23,25 +23,25 @@ static void test_tree_ancestor(void **state) {
   nsl_column *through = FX_BOOL(0, 1, 1, 1, 0, 0, 1);
   nsl_column *target = FX_BOOL(1, 0, 0, 0, 0, 1, 0);
   nsl_column *anc = NULL, *inner = NULL;
-  assert_int_equal(nsl_tree_ancestor(parent, through, target, &anc, &inner, &err), NSL_OK);
+  assert_int_equal(nsl__tree_ancestor(parent, through, target, &anc, &inner, &err), NSL_OK);
   FX_EXPECT_I64(anc, -1, 0, 0, 0, -1, -1, 5);
   FX_EXPECT_BOOL(inner, 0, 1, 1, 0, 0, 0, 0);
-  nsl_column *under = nsl_tree_under(parent, target, &err);
+  nsl_column *under = nsl__tree_under(parent, target, &err);
   FX_EXPECT_BOOL(under, 0, 1, 1, 1, 1, 0, 1);
   nsl_column *m2 = FX_BOOL(0, 0, 1, 0, 0, 0, 0);
-  nsl_column *under2 = nsl_tree_under(parent, m2, &err);
+  nsl_column *under2 = nsl__tree_under(parent, m2, &err);
   FX_EXPECT_BOOL(under2, 0, 0, 0, 1, 0, 0, 0);
   /* a cycle (bad input) ends the walk */
   nsl_column *cyc = FX_I64(1, 0);
   nsl_column *all = FX_BOOL(1, 1), *none = FX_BOOL(0, 0), *a2 = NULL, *i2 = NULL;
-  assert_int_equal(nsl_tree_ancestor(cyc, all, none, &a2, &i2, &err), NSL_OK);
+  assert_int_equal(nsl__tree_ancestor(cyc, all, none, &a2, &i2, &err), NSL_OK);
   FX_EXPECT_I64(a2, -1, -1);
-  nsl_column *u3 = nsl_tree_under(cyc, none, &err);
+  nsl_column *u3 = nsl__tree_under(cyc, none, &err);
   FX_EXPECT_BOOL(u3, 0, 0);
   nsl_column_release(a2);
   nsl_column_release(i2);
   /* wrong types are refused */
-  assert_int_equal(nsl_tree_ancestor(through, through, target, &a2, &i2, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__tree_ancestor(through, through, target, &a2, &i2, &err), NSL_ERR_ARG);
   nsl_column *cols[] = {parent, through, target, anc, inner, under, m2, under2, cyc, all, none, u3};
   for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) nsl_column_release(cols[k]);
   nsl_column_release(a2);
@@ -52,7 +52,7 @@ static void test_cumcount(void **state) {
   (void)state;
   nsl_error err = {0};
   nsl_column *g = FX_I64(0, 1, 0, 2, 1, 0, -1);
-  nsl_column *c = nsl_group_cumcount(g, &err);
+  nsl_column *c = nsl__group_cumcount(g, &err);
   FX_EXPECT_I64(c, 0, 0, 1, 0, 1, 2, NSL_NULL_I64);
   nsl_column_release(c);
   nsl_column_release(g);
@@ -66,7 +66,7 @@ static void test_overlap_sum(void **state) {
   nsl_column *e = FX_I64(10, 7, 12, 25, 100, 31);
   nsl_column *g = FX_I64(0, 0, 0, 0, 1, 0);
   nsl_column *a = FX_BOOL(1, 0, 0, 1, 0, 0);
-  nsl_column *r = nsl_iv_overlap_sum(s, e, g, a, &err);
+  nsl_column *r = nsl__iv_overlap_sum(s, e, g, a, &err);
   FX_EXPECT_I64(r, 4, 0, 0, 0, 0, 0);   /* [5,7) and [8,10) hide 4 of [0,10); group 1 does not count */
   nsl_column *refs[] = {s, e, g, a, r};
   for (size_t k = 0; k < 5; k++) nsl_column_release(refs[k]);
@@ -82,7 +82,7 @@ static void test_overlap_sum(void **state) {
       av[i] = (uint8_t)fx_range(0, 2);
     }
     s = fx_i64(n, sv), e = fx_i64(n, ev), g = fx_i64(n, gv), a = fx_bool(n, av);
-    r = nsl_iv_overlap_sum(s, e, g, a, &err);
+    r = nsl__iv_overlap_sum(s, e, g, a, &err);
     assert_non_null(r);
     for (int64_t i = 0; i < n; i++) {
       int64_t want = 0;
@@ -111,10 +111,10 @@ static void test_compile_tree(void **state) {
   int64_t dchild[] = {80, 60, 10, 4, 0, 0, 0}, dnon[] = {20, 20, 50, 6, 4, 10, 10};
   uint8_t is_compile[] = {1, 0, 0, 0, 0, 0, 0}, is_backend[] = {0, 1, 0, 0, 0, 0, 0},
           is_tsl[] = {1, 1, 1, 1, 1, 0, 1};
-  nsl_jax_compile_in in = {7, start, stop, parent, tid, nchild, dchild, dnon, is_compile, is_backend, is_tsl};
-  nsl_jax_compile_out out;
+  nsl__jax_compile_in in = {7, start, stop, parent, tid, nchild, dchild, dnon, is_compile, is_backend, is_tsl};
+  nsl__jax_compile_out out;
   nsl_error err = {0};
-  assert_int_equal(nsl_jax_compile_tree(&in, &out, &err), NSL_OK);
+  assert_int_equal(nsl__jax_compile_tree(&in, &out, &err), NSL_OK);
   assert_int_equal(out.parent[3], 2);            /* grafted under the pass */
   assert_int_equal(out.parent[4], 3);
   assert_int_equal(out.num_child[2], 1 + 1 - 1); /* +1 worker, -1 folded cuBLAS */
@@ -126,15 +126,15 @@ static void test_compile_tree(void **state) {
   assert_int_equal(out.program_row[4], 1);       /* inherited through the graft */
   /* attribution: the pass (row 2) launches the worker region [30,40) */
   int64_t dch2[] = {80, 60, 0, 4, 0}, dnon2[] = {20, 20, 0, 6, 4};
-  nsl_jax_attr_in ain = {5, start, stop, out.parent, tid, dch2, dnon2, 1, NULL};
+  nsl__jax_attr_in ain = {5, start, stop, out.parent, tid, dch2, dnon2, 1, NULL};
   double nc[5], ch[5];
-  assert_int_equal(nsl_jax_compile_attribute(&ain, nc, ch, &err), NSL_OK);
+  assert_int_equal(nsl__jax_compile_attribute(&ain, nc, ch, &err), NSL_OK);
   /* region of 10 ns split by the workers' non-child times 6 : 4 */
   assert_true(nc[3] == 10.0 * 6 / 10 && nc[4] == 10.0 * 4 / 10);
   assert_true(ch[3] == 10.0 * 4 / 10);
   assert_true(ch[2] == 10.0 && nc[2] == 60.0 - 10.0);   /* child = parallel region; no main children */
   assert_true(nc[0] == 20 && nc[1] == 20);
-  nsl_jax_compile_out_free(&out);
+  nsl__jax_compile_out_free(&out);
 }
 
 /* Two compilations at once: an XlaCompile root of another thread inside the
@@ -152,10 +152,10 @@ static void test_compile_tree_two_threads(void **state) {
   int64_t dchild[] = {0, 40, 0, 8, 0, 3, 0}, dnon[] = {10, 60, 40, 7, 8, 107, 3};
   uint8_t is_compile[] = {0, 1, 0, 1, 0, 0, 0}, is_backend[] = {0, 0, 0, 0, 0, 0, 0},
           is_tsl[] = {1, 1, 1, 1, 1, 0, 1};
-  nsl_jax_compile_in in = {7, start, stop, parent, tid, nchild, dchild, dnon, is_compile, is_backend, is_tsl};
-  nsl_jax_compile_out out;
+  nsl__jax_compile_in in = {7, start, stop, parent, tid, nchild, dchild, dnon, is_compile, is_backend, is_tsl};
+  nsl__jax_compile_out out;
   nsl_error err = {0};
-  assert_int_equal(nsl_jax_compile_tree(&in, &out, &err), NSL_OK);
+  assert_int_equal(nsl__jax_compile_tree(&in, &out, &err), NSL_OK);
   assert_int_equal(out.parent[0], 2);   /* grafted under the pass of thread 1 */
   assert_int_equal(out.parent[3], -1);  /* the other compilation stays a root */
   assert_int_equal(out.parent[6], 5);   /* not top-level: not grafted */
@@ -167,13 +167,13 @@ static void test_compile_tree_two_threads(void **state) {
   int64_t s1[] = {40, 0, 30}, e1[] = {50, 100, 70}, p1[] = {2, -1, 1};
   int32_t t1[] = {2, 1, 1};
   int64_t dc1[] = {0, 40, NSL_NULL_I64}, dn1[] = {10, 60, NSL_NULL_I64};
-  nsl_jax_attr_in ain = {3, s1, e1, p1, t1, dc1, dn1, 1, NULL};
+  nsl__jax_attr_in ain = {3, s1, e1, p1, t1, dc1, dn1, 1, NULL};
   double nc[3], ch[3];
-  assert_int_equal(nsl_jax_compile_attribute(&ain, nc, ch, &err), NSL_OK);
+  assert_int_equal(nsl__jax_compile_attribute(&ain, nc, ch, &err), NSL_OK);
   assert_true(nc[0] == 10.0 && ch[0] == 0.0);        /* the whole region [40,50) to the one worker */
   assert_true(nc[2] == 30.0 && ch[2] == 10.0);       /* the pass: 40 ns, 10 of them the region */
   assert_true(nc[1] + nc[0] + nc[2] == 100.0);       /* the parts add up to the compilation */
-  nsl_jax_compile_out_free(&out);
+  nsl__jax_compile_out_free(&out);
 }
 
 static const char *data_dir(void) {

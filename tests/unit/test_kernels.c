@@ -12,45 +12,45 @@ static void test_cmp_i64_all_types(void **state) {
   (void)state;
   nsl_column *c = FX_I64(1, NSL_NULL_I64, 3, -4);
   nsl_column *m;
-  m = nsl_col_cmp_i64(c, NSL_EQ, 3, NULL);
+  m = nsl_column_cmp_i64(c, NSL_EQ, 3, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_NE, 3, NULL);
+  m = nsl_column_cmp_i64(c, NSL_NE, 3, NULL);
   FX_EXPECT_BOOL(m, 1, 1, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_LT, 1, NULL);
+  m = nsl_column_cmp_i64(c, NSL_LT, 1, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_LE, 1, NULL);
+  m = nsl_column_cmp_i64(c, NSL_LE, 1, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_GT, 1, NULL);
+  m = nsl_column_cmp_i64(c, NSL_GT, 1, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_GE, 1, NULL);
+  m = nsl_column_cmp_i64(c, NSL_GE, 1, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 1, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_EQ, NSL_NULL_I64, NULL);   /* against NULL: nothing equal */
+  m = nsl_column_cmp_i64(c, NSL_EQ, NSL_NULL_I64, NULL);   /* against NULL: nothing equal */
   FX_EXPECT_BOOL(m, 0, 0, 0, 0);
   nsl_column_release(m);
-  assert_null(nsl_col_cmp_i64(c, (nsl_cmp)42, 1, NULL));
+  assert_null(nsl_column_cmp_i64(c, (nsl_cmp)42, 1, NULL));
   nsl_column_release(c);
 
   c = FX_I32(NSL_NULL_I32, 7, INT32_MAX);
-  m = nsl_col_cmp_i64(c, NSL_GE, 7, NULL);
+  m = nsl_column_cmp_i64(c, NSL_GE, 7, NULL);
   FX_EXPECT_BOOL(m, 0, 1, 1);
   nsl_column_release(m);
   nsl_column_release(c);
 
   /* doubles compared exactly with an integer: 2^53 + 1 is not a double */
   c = FX_F64(9007199254740992.0, NAN, 0.5);
-  m = nsl_col_cmp_i64(c, NSL_EQ, INT64_C(9007199254740993), NULL);
+  m = nsl_column_cmp_i64(c, NSL_EQ, INT64_C(9007199254740993), NULL);
   FX_EXPECT_BOOL(m, 0, 0, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_LT, INT64_C(9007199254740993), NULL);
+  m = nsl_column_cmp_i64(c, NSL_LT, INT64_C(9007199254740993), NULL);
   FX_EXPECT_BOOL(m, 1, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_NE, 0, NULL);
+  m = nsl_column_cmp_i64(c, NSL_NE, 0, NULL);
   FX_EXPECT_BOOL(m, 1, 1, 1);
   nsl_column_release(m);
   nsl_column_release(c);
@@ -58,56 +58,56 @@ static void test_cmp_i64_all_types(void **state) {
   nsl_dict *d = nsl_dict_new();
   c = fx_str(d, 3, (const char *[]){"x", NULL, "y"});
   int32_t y = nsl_dict_find(d, "y", 1);
-  m = nsl_col_cmp_i64(c, NSL_EQ, y, NULL);
+  m = nsl_column_cmp_i64(c, NSL_EQ, y, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_i64(c, NSL_NE, y, NULL);
+  m = nsl_column_cmp_i64(c, NSL_NE, y, NULL);
   FX_EXPECT_BOOL(m, 1, 1, 0);
   nsl_column_release(m);
   nsl_column_release(c);
   nsl_dict_release(d);
 
   c = FX_BOOL(1, 0);
-  m = nsl_col_cmp_i64(c, NSL_EQ, 1, NULL);
+  m = nsl_column_cmp_i64(c, NSL_EQ, 1, NULL);
   FX_EXPECT_BOOL(m, 1, 0);
   nsl_column_release(m);
   nsl_column_release(c);
 
   c = nsl_column_new(NSL_I64, 0, NULL);
-  m = nsl_col_cmp_i64(c, NSL_EQ, 1, NULL);
+  m = nsl_column_cmp_i64(c, NSL_EQ, 1, NULL);
   assert_int_equal(m->len, 0);
   nsl_column_release(m);
   nsl_column_release(c);
-  assert_null(nsl_col_cmp_i64(NULL, NSL_EQ, 1, NULL));
+  assert_null(nsl_column_cmp_i64(NULL, NSL_EQ, 1, NULL));
 }
 
 static void test_cmp_f64(void **state) {
   (void)state;
   nsl_column *c = FX_I64(1, 2, NSL_NULL_I64, INT64_MAX, INT64_MIN + 1);
-  nsl_column *m = nsl_col_cmp_f64(c, NSL_LT, 1.5, NULL);
+  nsl_column *m = nsl_column_cmp_f64(c, NSL_LT, 1.5, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 0, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_f64(c, NSL_LT, 1e19, NULL);   /* beyond int64 */
+  m = nsl_column_cmp_f64(c, NSL_LT, 1e19, NULL);   /* beyond int64 */
   FX_EXPECT_BOOL(m, 1, 1, 0, 1, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_f64(c, NSL_GT, -1e19, NULL);
+  m = nsl_column_cmp_f64(c, NSL_GT, -1e19, NULL);
   FX_EXPECT_BOOL(m, 1, 1, 0, 1, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_f64(c, NSL_EQ, 9223372036854775807.0, NULL);   /* that double is 2^63 */
+  m = nsl_column_cmp_f64(c, NSL_EQ, 9223372036854775807.0, NULL);   /* that double is 2^63 */
   FX_EXPECT_BOOL(m, 0, 0, 0, 0, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_f64(c, NSL_NE, NAN, NULL);
+  m = nsl_column_cmp_f64(c, NSL_NE, NAN, NULL);
   FX_EXPECT_BOOL(m, 1, 1, 1, 1, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_f64(c, NSL_GE, NAN, NULL);
+  m = nsl_column_cmp_f64(c, NSL_GE, NAN, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 0, 0, 0);
   nsl_column_release(m);
   nsl_column_release(c);
   c = FX_F64(-0.0, NAN, 2.5, -INFINITY);
-  m = nsl_col_cmp_f64(c, NSL_EQ, 0.0, NULL);
+  m = nsl_column_cmp_f64(c, NSL_EQ, 0.0, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 0, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_f64(c, NSL_LE, 2.5, NULL);
+  m = nsl_column_cmp_f64(c, NSL_LE, 2.5, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 1, 1);
   nsl_column_release(m);
   nsl_column_release(c);
@@ -117,47 +117,47 @@ static void test_cmp_col(void **state) {
   (void)state;
   nsl_error err = {0};
   nsl_column *a = FX_I64(1, 5, NSL_NULL_I64, 7), *b = FX_I32(1, 4, 3, NSL_NULL_I32);
-  nsl_column *m = nsl_col_cmp_col(a, NSL_GT, b, &err);
+  nsl_column *m = nsl_column_cmp_col(a, NSL_GT, b, &err);
   FX_EXPECT_BOOL(m, 0, 1, 0, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_col(a, NSL_NE, b, &err);
+  m = nsl_column_cmp_col(a, NSL_NE, b, &err);
   FX_EXPECT_BOOL(m, 0, 1, 1, 1);
   nsl_column_release(m);
   nsl_column *f = FX_F64(1.0, 5.5, 0, NAN);
-  m = nsl_col_cmp_col(a, NSL_LT, f, &err);   /* integer vs double */
+  m = nsl_column_cmp_col(a, NSL_LT, f, &err);   /* integer vs double */
   FX_EXPECT_BOOL(m, 0, 1, 0, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_col(f, NSL_GT, a, &err);   /* and flipped */
+  m = nsl_column_cmp_col(f, NSL_GT, a, &err);   /* and flipped */
   FX_EXPECT_BOOL(m, 0, 1, 0, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_col(f, NSL_EQ, f, &err);
+  m = nsl_column_cmp_col(f, NSL_EQ, f, &err);
   FX_EXPECT_BOOL(m, 1, 1, 1, 0);
   nsl_column_release(m);
   nsl_column *a2 = FX_I64(1, 5, 9, 9);
-  m = nsl_col_cmp_col(a, NSL_LE, a2, &err);
+  m = nsl_column_cmp_col(a, NSL_LE, a2, &err);
   FX_EXPECT_BOOL(m, 1, 1, 0, 1);
   nsl_column_release(m);
   nsl_column *short1 = FX_I64(1);
-  assert_null(nsl_col_cmp_col(a, NSL_EQ, short1, &err));
+  assert_null(nsl_column_cmp_col(a, NSL_EQ, short1, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
 
   nsl_dict *d = nsl_dict_new(), *d2 = nsl_dict_new();
   nsl_column *s = fx_str(d, 4, (const char *[]){"b", "a", NULL, "c"});
   nsl_column *t = fx_str(d, 4, (const char *[]){"a", "a", "a", "d"});
   nsl_column *u = fx_str(d2, 4, (const char *[]){"b", "b", "x", "c"});   /* another dictionary */
-  m = nsl_col_cmp_col(s, NSL_EQ, t, &err);
+  m = nsl_column_cmp_col(s, NSL_EQ, t, &err);
   FX_EXPECT_BOOL(m, 0, 1, 0, 0);
   nsl_column_release(m);
-  m = nsl_col_cmp_col(s, NSL_LT, t, &err);   /* by text */
+  m = nsl_column_cmp_col(s, NSL_LT, t, &err);   /* by text */
   FX_EXPECT_BOOL(m, 0, 0, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_col(s, NSL_EQ, u, &err);
+  m = nsl_column_cmp_col(s, NSL_EQ, u, &err);
   FX_EXPECT_BOOL(m, 1, 0, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_cmp_col(s, NSL_GE, u, &err);
+  m = nsl_column_cmp_col(s, NSL_GE, u, &err);
   FX_EXPECT_BOOL(m, 1, 0, 0, 1);
   nsl_column_release(m);
-  assert_null(nsl_col_cmp_col(s, NSL_EQ, a, &err));
+  assert_null(nsl_column_cmp_col(s, NSL_EQ, a, &err));
   assert_non_null(strstr(err.msg, "str"));
   nsl_column_release(s);
   nsl_column_release(t);
@@ -174,69 +174,69 @@ static void test_cmp_col(void **state) {
 static void test_isin_isnull(void **state) {
   (void)state;
   nsl_column *c = FX_I64(3, NSL_NULL_I64, 5, 7, -1);
-  nsl_column *m = nsl_col_isin(c, (int64_t[]){5, -1, NSL_NULL_I64, 100}, 4, NULL);
+  nsl_column *m = nsl_column_isin(c, (int64_t[]){5, -1, NSL_NULL_I64, 100}, 4, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_isin(c, NULL, 0, NULL);
+  m = nsl_column_isin(c, NULL, 0, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 0, 0, 0);
   nsl_column_release(m);
-  assert_null(nsl_col_isin(c, NULL, 3, NULL));
+  assert_null(nsl_column_isin(c, NULL, 3, NULL));
   /* many ids: every even number below 2000 */
   int64_t ids[1000];
   for (int i = 0; i < 1000; i++) ids[i] = 2 * i;
   nsl_column *big = nsl_column_new(NSL_I32, 2100, NULL);
   for (int i = 0; i < 2100; i++) nsl_i32(big)[i] = i;
-  m = nsl_col_isin(big, ids, 1000, NULL);
+  m = nsl_column_isin(big, ids, 1000, NULL);
   for (int i = 0; i < 2100; i++) assert_int_equal(nsl_bool(m)[i], i < 2000 && i % 2 == 0);
   nsl_column_release(m);
   nsl_column_release(big);
   /* int32 values through a table of the ids (small ids) or the hash set (negative or huge ids), NULLs never in */
   nsl_column *c32 = FX_I32(INT32_MAX, NSL_NULL_I32, -5, 0, 7);
-  m = nsl_col_isin(c32, (int64_t[]){7, 0, NSL_NULL_I64}, 3, NULL);
+  m = nsl_column_isin(c32, (int64_t[]){7, 0, NSL_NULL_I64}, 3, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 0, 1, 1);
   nsl_column_release(m);
-  m = nsl_col_isin(c32, (int64_t[]){-5, 7, NSL_NULL_I64}, 3, NULL);
+  m = nsl_column_isin(c32, (int64_t[]){-5, 7, NSL_NULL_I64}, 3, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_isin(c32, (int64_t[]){INT32_MAX, 0}, 2, NULL);
+  m = nsl_column_isin(c32, (int64_t[]){INT32_MAX, 0}, 2, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 0, 1, 0);
   nsl_column_release(m);
-  m = nsl_col_isin(c32, (int64_t[]){NSL_NULL_I64}, 1, NULL);
+  m = nsl_column_isin(c32, (int64_t[]){NSL_NULL_I64}, 1, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 0, 0, 0);
   nsl_column_release(m);
   nsl_column_release(c32);
-  m = nsl_col_isnull(c, NULL);
+  m = nsl_column_nulls(c, NULL);
   FX_EXPECT_BOOL(m, 0, 1, 0, 0, 0);
   nsl_column_release(m);
   nsl_column_release(c);
 
   c = FX_F64(5.0, 5.5, NAN, -1.0, 1e300);
-  m = nsl_col_isin(c, (int64_t[]){5, -1}, 2, NULL);
+  m = nsl_column_isin(c, (int64_t[]){5, -1}, 2, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 0, 1, 0);
   nsl_column_release(m);
-  m = nsl_col_isnull(c, NULL);
+  m = nsl_column_nulls(c, NULL);
   FX_EXPECT_BOOL(m, 0, 0, 1, 0, 0);
   nsl_column_release(m);
   nsl_column_release(c);
 
   nsl_dict *d = nsl_dict_new();
   c = fx_str(d, 4, (const char *[]){"memcpy", NULL, "gemm", "memcpy"});
-  m = nsl_col_isin(c, (int64_t[]){nsl_dict_find(d, "memcpy", 6)}, 1, NULL);
+  m = nsl_column_isin(c, (int64_t[]){nsl_dict_find(d, "memcpy", 6)}, 1, NULL);
   FX_EXPECT_BOOL(m, 1, 0, 0, 1);
   nsl_column_release(m);
-  m = nsl_col_isnull(c, NULL);
+  m = nsl_column_nulls(c, NULL);
   FX_EXPECT_BOOL(m, 0, 1, 0, 0);
   nsl_column_release(m);
   nsl_column_release(c);
   nsl_dict_release(d);
 
   c = FX_I32(NSL_NULL_I32, 0);
-  m = nsl_col_isnull(c, NULL);
+  m = nsl_column_nulls(c, NULL);
   FX_EXPECT_BOOL(m, 1, 0);
   nsl_column_release(m);
   nsl_column_release(c);
   c = FX_BOOL(1, 0);
-  m = nsl_col_isnull(c, NULL);
+  m = nsl_column_nulls(c, NULL);
   FX_EXPECT_BOOL(m, 0, 0);
   nsl_column_release(m);
   nsl_column_release(c);
@@ -285,37 +285,37 @@ static void test_gather(void **state) {
   (void)state;
   nsl_error err = {0};
   nsl_column *c = FX_I64(10, 20, 30), *idx = FX_I64(2, -1, 0, 2);
-  nsl_column *g = nsl_col_gather(c, idx, &err);
+  nsl_column *g = nsl_column_gather(c, idx, &err);
   FX_EXPECT_I64(g, 30, NSL_NULL_I64, 10, 30);
   nsl_column_release(g);
   nsl_column *f = FX_F64(1.5, 2.5, 3.5);
-  g = nsl_col_gather(f, idx, &err);
+  g = nsl_column_gather(f, idx, &err);
   FX_EXPECT_F64(g, 3.5, NAN, 1.5, 3.5);
   nsl_column_release(g);
   nsl_column *i32idx = FX_I32(1, -1);
   nsl_column *bl = FX_BOOL(0, 1, 1);
-  g = nsl_col_gather(bl, i32idx, &err);
+  g = nsl_column_gather(bl, i32idx, &err);
   FX_EXPECT_BOOL(g, 1, 0);
   nsl_column_release(g);
   nsl_column *ic = FX_I32(4, 5, 6);
-  g = nsl_col_gather(ic, i32idx, &err);
+  g = nsl_column_gather(ic, i32idx, &err);
   assert_int_equal(nsl_i32(g)[0], 5);
   assert_int_equal(nsl_i32(g)[1], NSL_NULL_I32);
   nsl_column_release(g);
   nsl_dict *d = nsl_dict_new();
   nsl_column *s = fx_str(d, 2, (const char *[]){"a", "b"});
-  g = nsl_col_gather(s, i32idx, &err);
+  g = nsl_column_gather(s, i32idx, &err);
   assert_ptr_equal(g->dict, d);
   assert_int_equal(nsl_i32(g)[0], nsl_dict_find(d, "b", 1));
   assert_int_equal(nsl_i32(g)[1], -1);
   nsl_column_release(g);
   nsl_column *bad = FX_I64(0, 3);
-  assert_null(nsl_col_gather(c, bad, &err));
+  assert_null(nsl_column_gather(c, bad, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "past the end"));
-  assert_null(nsl_col_gather(c, f, &err));
+  assert_null(nsl_column_gather(c, f, &err));
   nsl_column *e = nsl_column_new(NSL_I64, 0, NULL);
-  g = nsl_col_gather(c, e, &err);
+  g = nsl_column_gather(c, e, &err);
   assert_int_equal(g->len, 0);
   nsl_column_release(g);
   nsl_column_release(e);
@@ -337,56 +337,56 @@ static void test_arith(void **state) {
   nsl_error err = {0};
   nsl_column *a = FX_I64(10, NSL_NULL_I64, INT64_MAX, -7, 6, INT64_MIN + 1);
   nsl_column *b = FX_I32(3, 1, 1, 2, 0, -1);
-  nsl_column *r = nsl_col_arith(a, NSL_ADD, b, &err);
+  nsl_column *r = nsl_column_arith(a, NSL_ADD, b, &err);
   FX_EXPECT_I64(r, 13, NSL_NULL_I64, NSL_NULL_I64, -5, 6, INT64_MIN);   /* last: a NULL after all */
   nsl_column_release(r);
-  r = nsl_col_arith(a, NSL_SUB, b, &err);
+  r = nsl_column_arith(a, NSL_SUB, b, &err);
   FX_EXPECT_I64(r, 7, NSL_NULL_I64, INT64_MAX - 1, -9, 6, NSL_NULL_I64 + 2);
   nsl_column_release(r);
-  r = nsl_col_arith(a, NSL_MUL, b, &err);
+  r = nsl_column_arith(a, NSL_MUL, b, &err);
   FX_EXPECT_I64(r, 30, NSL_NULL_I64, INT64_MAX, -14, 0, INT64_MAX);
   nsl_column_release(r);
-  r = nsl_col_arith(a, NSL_DIV, b, &err);   /* truncation toward zero; /0 is NULL */
+  r = nsl_column_arith(a, NSL_DIV, b, &err);   /* truncation toward zero; /0 is NULL */
   FX_EXPECT_I64(r, 3, NSL_NULL_I64, INT64_MAX, -3, NSL_NULL_I64, INT64_MAX);
   nsl_column_release(r);
   nsl_column *f = FX_F64(0.5, 1, NAN, 2, 0, 1);
-  r = nsl_col_arith(b, NSL_DIV, f, &err);
+  r = nsl_column_arith(b, NSL_DIV, f, &err);
   FX_EXPECT_F64(r, 6.0, 1.0, NAN, 1.0, NAN, -1.0);
   nsl_column_release(r);
   nsl_column *bl = FX_BOOL(1, 0, 1, 1, 0, 1);
-  r = nsl_col_arith(a, NSL_MUL, bl, &err);
+  r = nsl_column_arith(a, NSL_MUL, bl, &err);
   FX_EXPECT_I64(r, 10, NSL_NULL_I64, INT64_MAX, -7, 0, INT64_MIN + 1);
   nsl_column_release(r);
   nsl_column *short1 = FX_I64(1);
-  assert_null(nsl_col_arith(a, NSL_ADD, short1, &err));
+  assert_null(nsl_column_arith(a, NSL_ADD, short1, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
   nsl_dict *d = nsl_dict_new();
   nsl_column *s = fx_str(d, 1, (const char *[]){"x"});
-  assert_null(nsl_col_arith(s, NSL_ADD, short1, &err));
-  assert_null(nsl_col_arith_scalar(s, NSL_ADD, 1, NULL));
+  assert_null(nsl_column_arith(s, NSL_ADD, short1, &err));
+  assert_null(nsl_column_arith_scalar(s, NSL_ADD, 1, NULL));
   nsl_column_release(s);
   nsl_dict_release(d);
 
   /* scalars: integral ones keep integer columns exact */
   nsl_column *t = FX_I64(INT64_C(1700000000123456789), NSL_NULL_I64, -7);
-  r = nsl_col_arith_scalar(t, NSL_SUB, 1700000000000000000.0, NULL);
+  r = nsl_column_arith_scalar(t, NSL_SUB, 1700000000000000000.0, NULL);
   FX_EXPECT_I64(r, 123456789, NSL_NULL_I64, -1700000000000000007);
   nsl_column_release(r);
-  r = nsl_col_arith_scalar(t, NSL_DIV, 2, NULL);
+  r = nsl_column_arith_scalar(t, NSL_DIV, 2, NULL);
   FX_EXPECT_I64(r, INT64_C(850000000061728394), NSL_NULL_I64, -3);
   nsl_column_release(r);
-  r = nsl_col_arith_scalar(t, NSL_MUL, 0.5, NULL);
+  r = nsl_column_arith_scalar(t, NSL_MUL, 0.5, NULL);
   assert_int_equal(r->type, NSL_F64);
   assert_true(isnan(nsl_f64(r)[1]));
   assert_true(nsl_f64(r)[2] == -3.5);
   nsl_column_release(r);
-  r = nsl_col_arith_scalar(t, NSL_DIV, 0, NULL);
+  r = nsl_column_arith_scalar(t, NSL_DIV, 0, NULL);
   FX_EXPECT_I64(r, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64);
   nsl_column_release(r);
-  r = nsl_col_arith_scalar(f, NSL_ADD, 1, NULL);
+  r = nsl_column_arith_scalar(f, NSL_ADD, 1, NULL);
   FX_EXPECT_F64(r, 1.5, 2, NAN, 3, 1, 2);
   nsl_column_release(r);
-  r = nsl_col_arith_scalar(t, NSL_ADD, 1e300, NULL);   /* beyond int64: doubles */
+  r = nsl_column_arith_scalar(t, NSL_ADD, 1e300, NULL);   /* beyond int64: doubles */
   assert_int_equal(r->type, NSL_F64);
   nsl_column_release(r);
   nsl_column_release(t);
@@ -400,46 +400,46 @@ static void test_arith(void **state) {
 static void test_cast(void **state) {
   (void)state;
   nsl_column *f = FX_F64(1.9, -1.9, NAN, 1e20, -0.0, 3e9);
-  nsl_column *r = nsl_col_cast(f, NSL_I64, NULL);
+  nsl_column *r = nsl_column_cast(f, NSL_I64, NULL);
   FX_EXPECT_I64(r, 1, -1, NSL_NULL_I64, NSL_NULL_I64, 0, 3000000000);
   nsl_column_release(r);
-  r = nsl_col_cast(f, NSL_I32, NULL);
+  r = nsl_column_cast(f, NSL_I32, NULL);
   assert_int_equal(r->type, NSL_I32);
   int32_t want32[] = {1, -1, NSL_NULL_I32, NSL_NULL_I32, 0, NSL_NULL_I32};
   for (int i = 0; i < 6; i++) assert_int_equal(nsl_i32(r)[i], want32[i]);
   nsl_column_release(r);
-  r = nsl_col_cast(f, NSL_BOOL, NULL);
+  r = nsl_column_cast(f, NSL_BOOL, NULL);
   FX_EXPECT_BOOL(r, 1, 1, 0, 1, 0, 1);
   nsl_column_release(r);
-  r = nsl_col_cast(f, NSL_F64, NULL);   /* a copy */
+  r = nsl_column_cast(f, NSL_F64, NULL);   /* a copy */
   assert_ptr_not_equal(r, f);
   FX_EXPECT_F64(r, 1.9, -1.9, NAN, 1e20, -0.0, 3e9);
   nsl_column_release(r);
-  assert_null(nsl_col_cast(f, NSL_STR, NULL));
+  assert_null(nsl_column_cast(f, NSL_STR, NULL));
   nsl_column_release(f);
 
   nsl_column *i = FX_I64(5, NSL_NULL_I64, INT64_C(1) << 40, INT32_MIN, INT32_MAX);
-  r = nsl_col_cast(i, NSL_I32, NULL);
+  r = nsl_column_cast(i, NSL_I32, NULL);
   int32_t w2[] = {5, NSL_NULL_I32, NSL_NULL_I32, NSL_NULL_I32, INT32_MAX};
   for (int k = 0; k < 5; k++) assert_int_equal(nsl_i32(r)[k], w2[k]);
   nsl_column_release(r);
-  r = nsl_col_cast(i, NSL_F64, NULL);
+  r = nsl_column_cast(i, NSL_F64, NULL);
   FX_EXPECT_F64(r, 5, NAN, 1099511627776.0, (double)INT32_MIN, (double)INT32_MAX);
   nsl_column_release(r);
   nsl_column_release(i);
 
   nsl_column *i32 = FX_I32(NSL_NULL_I32, -3);
-  r = nsl_col_cast(i32, NSL_I64, NULL);
+  r = nsl_column_cast(i32, NSL_I64, NULL);
   FX_EXPECT_I64(r, NSL_NULL_I64, -3);
   nsl_column_release(r);
   nsl_column_release(i32);
 
   nsl_dict *d = nsl_dict_new();
   nsl_column *s = fx_str(d, 3, (const char *[]){"a", NULL, "b"});
-  r = nsl_col_cast(s, NSL_I64, NULL);
+  r = nsl_column_cast(s, NSL_I64, NULL);
   FX_EXPECT_I64(r, 0, NSL_NULL_I64, 1);
   nsl_column_release(r);
-  r = nsl_col_cast(s, NSL_STR, NULL);
+  r = nsl_column_cast(s, NSL_STR, NULL);
   assert_ptr_equal(r->dict, d);
   assert_int_equal(nsl_i32(r)[1], -1);
   nsl_column_release(r);
@@ -447,11 +447,11 @@ static void test_cast(void **state) {
   nsl_dict_release(d);
 
   nsl_column *bl = FX_BOOL(1, 0);
-  r = nsl_col_cast(bl, NSL_F64, NULL);
+  r = nsl_column_cast(bl, NSL_F64, NULL);
   FX_EXPECT_F64(r, 1.0, 0.0);
   nsl_column_release(r);
   nsl_column_release(bl);
-  assert_null(nsl_col_cast(NULL, NSL_I64, NULL));
+  assert_null(nsl_column_cast(NULL, NSL_I64, NULL));
 }
 
 /* ---- stats, quantiles --------------------------------------------------------- */
@@ -460,7 +460,7 @@ static void test_stats(void **state) {
   (void)state;
   nsl_stats st;
   nsl_column *c = FX_I64(1, 2, NSL_NULL_I64, 3, 4);
-  nsl_col_stats(c, &st);
+  nsl_column_stats(c, &st);
   assert_int_equal(st.count, 4);
   assert_int_equal(st.isum, 10);
   assert_true(st.sum == 10 && st.mean == 2.5 && st.min == 1 && st.max == 4);
@@ -470,27 +470,27 @@ static void test_stats(void **state) {
   nsl_column_release(c);
 
   c = FX_I32(42);   /* one value: std 0, as nsys stats prints */
-  nsl_col_stats(c, &st);
+  nsl_column_stats(c, &st);
   assert_int_equal(st.count, 1);
   assert_true(st.std == 0 && st.mean == 42);
   nsl_column_release(c);
 
   c = nsl_column_new(NSL_F64, 0, NULL);
-  nsl_col_stats(c, &st);
+  nsl_column_stats(c, &st);
   assert_int_equal(st.count, 0);
   assert_true(st.sum == 0 && st.std == 0 && isnan(st.mean) && isnan(st.min) && isnan(st.max));
   assert_int_equal(st.imin, NSL_NULL_I64);
   nsl_column_release(c);
 
   c = FX_F64(NAN, 1.0, 1e100, 1.0, -1e100);   /* compensated sum: 2, not 0 */
-  nsl_col_stats(c, &st);
+  nsl_column_stats(c, &st);
   assert_int_equal(st.count, 4);
   assert_true(st.sum == 2.0);
   assert_true(st.min == -1e100 && st.max == 1e100);
   nsl_column_release(c);
 
   c = FX_I64(INT64_MAX, INT64_MAX, INT64_MIN + 1);   /* beyond int64 in the middle */
-  nsl_col_stats(c, &st);
+  nsl_column_stats(c, &st);
   assert_int_equal(st.isum, INT64_MAX);
   assert_true(st.sum == 9223372036854775807.0);
   assert_true(fabs(st.mean - 9223372036854775807.0 / 3) < 1e4);
@@ -500,47 +500,47 @@ static void test_stats(void **state) {
 
   nsl_dict *d = nsl_dict_new();
   c = fx_str(d, 3, (const char *[]){"a", NULL, "b"});
-  nsl_col_stats(c, &st);
+  nsl_column_stats(c, &st);
   assert_int_equal(st.count, 2);
   assert_true(isnan(st.mean));
   nsl_column_release(c);
   nsl_dict_release(d);
-  nsl_col_stats(NULL, &st);
+  nsl_column_stats(NULL, &st);
   assert_int_equal(st.count, 0);
-  nsl_col_stats(NULL, NULL);
+  nsl_column_stats(NULL, NULL);
 }
 
 static void test_quantile_hand(void **state) {
   (void)state;
   nsl_column *c = FX_I64(4, NSL_NULL_I64, 1, 3, 2);
-  assert_true(nsl_col_quantile(c, 0.5) == 2.5);   /* even count: mean of the middle two */
-  assert_true(nsl_col_quantile(c, 0.0) == 1);
-  assert_true(nsl_col_quantile(c, 1.0) == 4);
-  assert_true(nsl_col_quantile(c, 0.25) == 1.75);
-  assert_true(nsl_col_quantile(c, 0.9) == 3.7);
-  assert_true(isnan(nsl_col_quantile(c, 1.5)));
-  assert_true(isnan(nsl_col_quantile(c, -0.1)));
-  assert_true(isnan(nsl_col_quantile(c, NAN)));
+  assert_true(nsl_column_quantile(c, 0.5) == 2.5);   /* even count: mean of the middle two */
+  assert_true(nsl_column_quantile(c, 0.0) == 1);
+  assert_true(nsl_column_quantile(c, 1.0) == 4);
+  assert_true(nsl_column_quantile(c, 0.25) == 1.75);
+  assert_true(nsl_column_quantile(c, 0.9) == 3.7);
+  assert_true(isnan(nsl_column_quantile(c, 1.5)));
+  assert_true(isnan(nsl_column_quantile(c, -0.1)));
+  assert_true(isnan(nsl_column_quantile(c, NAN)));
   nsl_column_release(c);
   c = FX_I32(7, 1, 5);
-  assert_true(nsl_col_quantile(c, 0.5) == 5);
+  assert_true(nsl_column_quantile(c, 0.5) == 5);
   nsl_column_release(c);
   c = FX_F64(NAN, -2.5, 0.5);
-  assert_true(nsl_col_quantile(c, 0.5) == -1.0);
+  assert_true(nsl_column_quantile(c, 0.5) == -1.0);
   nsl_column_release(c);
   c = FX_I64(NSL_NULL_I64);
-  assert_true(isnan(nsl_col_quantile(c, 0.5)));
+  assert_true(isnan(nsl_column_quantile(c, 0.5)));
   nsl_column_release(c);
   c = FX_I64(INT64_MAX, INT64_MAX - 1);
-  assert_true(nsl_col_quantile(c, 0.5) == 9223372036854775807.0);   /* rounds to 2^63 */
+  assert_true(nsl_column_quantile(c, 0.5) == 9223372036854775807.0);   /* rounds to 2^63 */
   nsl_column_release(c);
   c = FX_BOOL(1, 0, 1, 1);
-  assert_true(nsl_col_quantile(c, 0.5) == 1.0);
-  assert_true(nsl_col_quantile(c, 0.0) == 0.0);
+  assert_true(nsl_column_quantile(c, 0.5) == 1.0);
+  assert_true(nsl_column_quantile(c, 0.0) == 0.0);
   nsl_column_release(c);
   nsl_dict *d = nsl_dict_new();
   c = fx_str(d, 1, (const char *[]){"a"});
-  assert_true(isnan(nsl_col_quantile(c, 0.5)));
+  assert_true(isnan(nsl_column_quantile(c, 0.5)));
   nsl_column_release(c);
   nsl_dict_release(d);
 }
@@ -578,7 +578,7 @@ static void test_quantile_random_reference(void **state) {
     }
     qsort(ref, (size_t)m, sizeof *ref, cmp_double);
     for (size_t k = 0; k < sizeof qs / sizeof *qs; k++) {
-      double got = nsl_col_quantile(c, qs[k]);
+      double got = nsl_column_quantile(c, qs[k]);
       if (m == 0) {
         assert_true(isnan(got));
         continue;
@@ -600,27 +600,27 @@ static void test_histogram(void **state) {
   nsl_error err = {0};
   nsl_column *c = FX_F64(-1, 0, 5, 10, 29.9, 30, 31, NAN);
   double edges[] = {0, 10, 20, 30};
-  nsl_column *h = nsl_col_histogram(c, edges, 3, &err);
+  nsl_column *h = nsl_column_histogram(c, edges, 3, &err);
   FX_EXPECT_I64(h, 2, 1, 2);
   nsl_column_release(h);
   nsl_column *i = FX_I64(10, 10, NSL_NULL_I64, 20, 30);
   double zero_width[] = {0, 10, 10, 20, 30, 30};   /* empty bins take nothing */
-  h = nsl_col_histogram(i, zero_width, 5, &err);
+  h = nsl_column_histogram(i, zero_width, 5, &err);
   FX_EXPECT_I64(h, 0, 0, 2, 2, 0);
   nsl_column_release(h);
   double one[] = {10, 30};
-  h = nsl_col_histogram(i, one, 1, &err);
+  h = nsl_column_histogram(i, one, 1, &err);
   FX_EXPECT_I64(h, 4);
   nsl_column_release(h);
   double bad[] = {0, 5, 3};
-  assert_null(nsl_col_histogram(c, bad, 2, &err));
+  assert_null(nsl_column_histogram(c, bad, 2, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
   double nanedge[] = {0, NAN};
-  assert_null(nsl_col_histogram(c, nanedge, 1, &err));
-  assert_null(nsl_col_histogram(c, edges, 0, &err));
+  assert_null(nsl_column_histogram(c, nanedge, 1, &err));
+  assert_null(nsl_column_histogram(c, edges, 0, &err));
   nsl_dict *d = nsl_dict_new();
   nsl_column *s = fx_str(d, 1, (const char *[]){"a"});
-  assert_null(nsl_col_histogram(s, edges, 3, &err));
+  assert_null(nsl_column_histogram(s, edges, 3, &err));
   nsl_column_release(s);
   nsl_dict_release(d);
   nsl_column_release(i);
@@ -639,7 +639,7 @@ static void test_histogram(void **state) {
     for (int b = 0; b < 20; b++)
       if ((double)v >= le[b] && ((double)v < le[b + 1] || (b == 19 && (double)v == le[20]))) want[b]++;
   }
-  h = nsl_col_histogram(c, le, 20, &err);
+  h = nsl_column_histogram(c, le, 20, &err);
   fx_expect_i64(h, 20, want);
   nsl_column_release(h);
   nsl_column_release(c);
@@ -651,24 +651,24 @@ static void test_cumsum(void **state) {
   (void)state;
   nsl_error err = {0};
   nsl_column *c = FX_I32(1, NSL_NULL_I32, 2, 3);
-  nsl_column *r = nsl_col_cumsum(c, &err);
+  nsl_column *r = nsl_column_cumsum(c, &err);
   FX_EXPECT_I64(r, 1, NSL_NULL_I64, 3, 6);
   nsl_column_release(r);
   nsl_column_release(c);
   c = FX_F64(0.5, NAN, 1e100, 1.0, -1e100);
-  r = nsl_col_cumsum(c, &err);
+  r = nsl_column_cumsum(c, &err);
   FX_EXPECT_F64(r, 0.5, NAN, 1e100, 1e100, 1.5);
   nsl_column_release(r);
   nsl_column_release(c);
   c = nsl_column_new(NSL_I64, 0, NULL);
-  r = nsl_col_cumsum(c, &err);
+  r = nsl_column_cumsum(c, &err);
   assert_int_equal(r->len, 0);
   nsl_column_release(r);
   nsl_column_release(c);
   nsl_dict *d = nsl_dict_new();
   c = fx_str(d, 1, (const char *[]){"a"});
-  assert_null(nsl_col_cumsum(c, &err));
-  assert_null(nsl_col_diff(c, NULL, &err));
+  assert_null(nsl_column_cumsum(c, &err));
+  assert_null(nsl_column_diff(c, NULL, &err));
   nsl_column_release(c);
   nsl_dict_release(d);
 }
@@ -677,24 +677,24 @@ static void test_diff(void **state) {
   (void)state;
   nsl_error err = {0};
   nsl_column *c = FX_I64(10, 15, NSL_NULL_I64, 30, 31, 40);
-  nsl_column *r = nsl_col_diff(c, NULL, &err);
+  nsl_column *r = nsl_column_diff(c, NULL, &err);
   FX_EXPECT_I64(r, NSL_NULL_I64, 5, NSL_NULL_I64, NSL_NULL_I64, 1, 9);
   nsl_column_release(r);
   nsl_column *g = FX_I64(0, 1, 0, 1, -1, 0);
-  r = nsl_col_diff(c, g, &err);
+  r = nsl_column_diff(c, g, &err);
   /* group 0: rows 0, 2, 5; group 1: rows 1, 3; row 4 in no group */
   FX_EXPECT_I64(r, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64, 15, NSL_NULL_I64, NSL_NULL_I64);
   nsl_column_release(r);
   nsl_column *f = FX_F64(1.0, 3.5, 2.0, NAN, 0.0, 1.0);
-  r = nsl_col_diff(f, g, &err);
+  r = nsl_column_diff(f, g, &err);
   FX_EXPECT_F64(r, NAN, NAN, 1.0, NAN, NAN, -1.0);
   nsl_column_release(r);
   nsl_column *bad = FX_I64(0);
-  assert_null(nsl_col_diff(c, bad, &err));
+  assert_null(nsl_column_diff(c, bad, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
   nsl_column_release(bad);
   nsl_column *one = FX_I64(5);
-  r = nsl_col_diff(one, NULL, &err);
+  r = nsl_column_diff(one, NULL, &err);
   FX_EXPECT_I64(r, NSL_NULL_I64);
   nsl_column_release(r);
   nsl_column_release(one);
@@ -709,11 +709,11 @@ static void test_errors_named(void **state) {
   (void)state;
   nsl_error err = {0};
   nsl_column *f = FX_F64(1.5, 2.0), *s = nsl_column_new(NSL_STR, 2, NULL), *m = FX_BOOL(1, 0);
-  assert_null(nsl_col_cast(f, NSL_STR, &err));
+  assert_null(nsl_column_cast(f, NSL_STR, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "f64 column cannot become a str column"));
   nsl_error_clear(&err);
-  assert_null(nsl_col_arith_scalar(s, NSL_ADD, 1, &err));
+  assert_null(nsl_column_arith_scalar(s, NSL_ADD, 1, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "str column"));
   nsl_error_clear(&err);
@@ -721,7 +721,7 @@ static void test_errors_named(void **state) {
   assert_int_equal(err.code, NSL_ERR_ARG);
   assert_null(nsl_mask_indices(f, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
-  assert_null(nsl_col_cmp_i64(f, (nsl_cmp)99, 0, &err));
+  assert_null(nsl_column_cmp_i64(f, (nsl_cmp)99, 0, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
   nsl_column *ok = nsl_mask_not(m, &err);   /* a success leaves err alone */
   FX_EXPECT_BOOL(ok, 0, 1);

@@ -6,20 +6,20 @@
 
 /* Packs c as type name with offset; returns the status, bytes in out. */
 static nsl_status pack(const nsl_column *c, const char *name, int64_t offset, unsigned char *out, nsl_error *err) {
-  int t = nsl_pack_type_of(name);
+  int t = nsl__pack_type_of(name);
   assert_true(t >= 0);
-  return nsl_column_pack_le(c, (nsl_pack_type)t, offset, out, err);
+  return nsl__column_pack_le(c, (nsl__pack_type)t, offset, out, err);
 }
 
 static void test_widths(void **state) {
   (void)state;
-  assert_int_equal(nsl_pack_type_of("f64"), NSL_PACK_F64);
-  assert_int_equal(nsl_pack_type_of("i64"), -1);
-  assert_int_equal(nsl_pack_width(NSL_PACK_U8), 1);
-  assert_int_equal(nsl_pack_width(NSL_PACK_U16), 2);
-  assert_int_equal(nsl_pack_width(NSL_PACK_I32), 4);
-  assert_int_equal(nsl_pack_width(NSL_PACK_F64), 8);
-  assert_int_equal(nsl_pack_width((nsl_pack_type)99), 0);
+  assert_int_equal(nsl__pack_type_of("f64"), NSL_PACK_F64);
+  assert_int_equal(nsl__pack_type_of("i64"), -1);
+  assert_int_equal(nsl__pack_width(NSL_PACK_U8), 1);
+  assert_int_equal(nsl__pack_width(NSL_PACK_U16), 2);
+  assert_int_equal(nsl__pack_width(NSL_PACK_I32), 4);
+  assert_int_equal(nsl__pack_width(NSL_PACK_F64), 8);
+  assert_int_equal(nsl__pack_width((nsl__pack_type)99), 0);
 }
 
 static void test_integers(void **state) {
@@ -109,21 +109,21 @@ static void test_varint(void **state) {
   unsigned char b[64];
   size_t n = 0;
   nsl_column *c = fx_i64(5, (int64_t[]){10, 137, 138, 310, ((int64_t)1 << 35) + 10});
-  assert_int_equal(nsl_column_pack_varint(c, 10, b, &n, &err), NSL_OK);   /* 0, 127, 128, 300, 2^35 */
+  assert_int_equal(nsl__column_pack_varint(c, 10, b, &n, &err), NSL_OK);   /* 0, 127, 128, 300, 2^35 */
   assert_int_equal(n, 1 + 1 + 2 + 2 + 6);
   assert_memory_equal(b, ((unsigned char[]){0x00, 0x7f, 0x80, 0x01, 0xac, 0x02, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}),
                       12);
   /* below the offset, NULL and floats have no varint */
-  assert_int_equal(nsl_column_pack_varint(c, 11, b, &n, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__column_pack_varint(c, 11, b, &n, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "row 1"));
   nsl_column_release(c);
   c = fx_i64(2, (int64_t[]){5, NSL_NULL_I64});
-  assert_int_equal(nsl_column_pack_varint(c, 0, b, &n, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__column_pack_varint(c, 0, b, &n, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "NULL"));
   nsl_column_release(c);
   c = nsl_column_new(NSL_F64, 1, NULL);
   nsl_f64(c)[0] = 1.0;
-  assert_int_equal(nsl_column_pack_varint(c, 0, b, &n, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__column_pack_varint(c, 0, b, &n, &err), NSL_ERR_ARG);
   nsl_column_release(c);
 }
 

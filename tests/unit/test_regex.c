@@ -138,7 +138,7 @@ static void test_column_mask(void **state) {
   nsl_regex *re = NULL;
   nsl_error err = {0};
   assert_int_equal(nsl_regex_compile(&re, "gemm|nvjet", 0, &err), NSL_OK);
-  nsl_column *m = nsl_col_regex(c, re, &err);
+  nsl_column *m = nsl_column_regex(c, re, &err);
   assert_non_null(m);
   assert_int_equal(m->type, NSL_BOOL);
   const uint8_t want[] = {1, 0, 0, 1, 1, 0, 0};
@@ -147,15 +147,15 @@ static void test_column_mask(void **state) {
   nsl_regex_free(re);
   /* a catch-all matches the empty string but never a NULL row */
   assert_int_equal(nsl_regex_compile(&re, ".*", 0, &err), NSL_OK);
-  m = nsl_col_regex(c, re, &err);
+  m = nsl_column_regex(c, re, &err);
   const uint8_t all[] = {1, 1, 0, 1, 1, 1, 1};
   for (int i = 0; i < 7; i++) assert_int_equal(nsl_bool(m)[i], all[i]);
   nsl_column_release(m);
   /* not a string column */
   nsl_column *n = FX_I64(1, 2);
-  assert_null(nsl_col_regex(n, re, &err));
+  assert_null(nsl_column_regex(n, re, &err));
   assert_int_equal(err.code, NSL_ERR_ARG);
-  assert_null(nsl_col_regex(NULL, re, &err));
+  assert_null(nsl_column_regex(NULL, re, &err));
   nsl_regex_free(re);
   nsl_column_release(n);
   nsl_column_release(c);

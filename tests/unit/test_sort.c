@@ -1,4 +1,4 @@
-/* test_sort.c -- nsl_argsort, nsl_col_unique, nsl_searchsorted against
+/* test_sort.c -- nsl_argsort, nsl_column_unique, nsl_searchsorted against
  * hand-computed orders and a qsort reference with an explicit comparator
  * (NULLs first in either direction, strings by text, ties by row). */
 #include <float.h>
@@ -210,7 +210,7 @@ static void test_strings_by_text(void **state) {
   FX_EXPECT_I64(p, 1, 2, 0);
   nsl_column_release(p);
   nsl_error err = {0};
-  nsl_column *u = nsl_col_unique(c, &err);
+  nsl_column *u = nsl_column_unique(c, &err);
   assert_int_equal(u->len, 2);
   assert_int_equal(nsl_i32(u)[0], 0);
   assert_int_equal(nsl_i32(u)[1], 2);
@@ -368,19 +368,19 @@ static void test_unique(void **state) {
   (void)state;
   nsl_error err = {0};
   nsl_column *c = FX_I64(3, NSL_NULL_I64, -1, 3, INT64_MAX, -1, INT64_MIN + 1);
-  nsl_column *u = nsl_col_unique(c, &err);
+  nsl_column *u = nsl_column_unique(c, &err);
   FX_EXPECT_I64(u, INT64_MIN + 1, -1, 3, INT64_MAX);
   nsl_column_release(u);
   nsl_column_release(c);
 
   c = FX_F64(2.5, NAN, -0.0, 0.0, -INFINITY, 2.5);
-  u = nsl_col_unique(c, &err);
+  u = nsl_column_unique(c, &err);
   FX_EXPECT_F64(u, -INFINITY, 0.0, 2.5);
   nsl_column_release(u);
   nsl_column_release(c);
 
   c = FX_I32(4, NSL_NULL_I32, 4, -7);
-  u = nsl_col_unique(c, &err);
+  u = nsl_column_unique(c, &err);
   assert_int_equal(u->type, NSL_I32);
   assert_int_equal(u->len, 2);
   assert_int_equal(nsl_i32(u)[0], -7);
@@ -389,7 +389,7 @@ static void test_unique(void **state) {
   nsl_column_release(c);
 
   c = FX_BOOL(1, 1, 0);
-  u = nsl_col_unique(c, &err);
+  u = nsl_column_unique(c, &err);
   assert_int_equal(u->len, 2);
   assert_int_equal(nsl_bool(u)[0], 0);
   assert_int_equal(nsl_bool(u)[1], 1);
@@ -398,7 +398,7 @@ static void test_unique(void **state) {
 
   nsl_dict *d = nsl_dict_new();
   c = fx_str(d, 5, (const char *[]){"zeta", NULL, "alpha", "zeta", "mu"});
-  u = nsl_col_unique(c, &err);
+  u = nsl_column_unique(c, &err);
   assert_int_equal(u->type, NSL_STR);
   assert_ptr_equal(u->dict, d);
   assert_int_equal(u->len, 3);
@@ -410,11 +410,11 @@ static void test_unique(void **state) {
   nsl_dict_release(d);
 
   c = nsl_column_new(NSL_I64, 0, NULL);
-  u = nsl_col_unique(c, &err);
+  u = nsl_column_unique(c, &err);
   assert_int_equal(u->len, 0);
   nsl_column_release(u);
   nsl_column_release(c);
-  assert_null(nsl_col_unique(NULL, &err));
+  assert_null(nsl_column_unique(NULL, &err));
 }
 
 static void test_searchsorted(void **state) {
@@ -478,7 +478,7 @@ static void test_searchsorted_random(void **state) {
     for (int64_t i = 0; i < n; i++) nsl_i64(s)[i] = fx_range(-50, 50);
     for (int64_t i = 0; i < m; i++) nsl_i64(v)[i] = fx_range(-60, 60);
     const nsl_column *k[1] = {s};
-    nsl_column *p = nsl_argsort(k, NULL, 1, &err), *ss = nsl_col_gather(s, p, &err);
+    nsl_column *p = nsl_argsort(k, NULL, 1, &err), *ss = nsl_column_gather(s, p, &err);
     for (int right = 0; right < 2; right++) {
       nsl_column *r = nsl_searchsorted(ss, v, right, &err);
       assert_non_null(r);

@@ -33,10 +33,10 @@ static void fixture_free(fixture *f) {
   memset(f, 0, sizeof *f);
 }
 
-static nsl_status project(const fixture *f, nsl_nvtx_projection *p, nsl_error *err) {
+static nsl_status project(const fixture *f, nsl__nvtx_projection *p, nsl_error *err) {
   const nsl_column *rk[1] = {f->rtid}, *ak[1] = {f->atid};
-  nsl_nvtx_input in = {1, rk, f->rstart, f->rstop, f->rmask, ak, f->astart, f->astop, f->oapi, f->ostart, f->ostop};
-  return nsl_nvtx_project(&in, p, err);
+  nsl__nvtx_input in = {1, rk, f->rstart, f->rstop, f->rmask, ak, f->astart, f->astop, f->oapi, f->ostart, f->ostop};
+  return nsl__nvtx_project(&in, p, err);
 }
 
 /* ---- hand cases ------------------------------------------------------------------ */
@@ -60,7 +60,7 @@ static void test_project_nested(void **state) {
   f.oapi = FX_I64(0, 0, 1, 2, 3, 4, -1, 6);
   f.ostart = FX_I64(1000, 1010, 1100, 1300, 2000, 5000, 7000, 1200);
   f.ostop = FX_I64(1005, 1020, 1150, 1400, 2100, 5001, 7001, 1250);
-  nsl_nvtx_projection p;
+  nsl__nvtx_projection p;
   nsl_error err = {0};
   assert_int_equal(project(&f, &p, &err), NSL_OK);
   FX_EXPECT_I64(p.parent, -1, 0, 1, 0, -1);
@@ -78,8 +78,8 @@ static void test_project_nested(void **state) {
   EXPECT_I32(p.children, 1, 1, 0, 0, 0);
   FX_EXPECT_I64(p.api_range, 2, 1, 0, 4, -1, 1, 0);
   FX_EXPECT_I64(p.op_range, 2, 2, 1, 0, 4, -1, -1, 0);
-  nsl_nvtx_projection_free(&p);
-  nsl_nvtx_projection_free(&p);   /* idempotent */
+  nsl__nvtx_projection_free(&p);
+  nsl__nvtx_projection_free(&p);   /* idempotent */
   fixture_free(&f);
 }
 
@@ -107,7 +107,7 @@ static void test_project_overlaps(void **state) {
   f.oapi = FX_I64(0, 1, 2, 3, 4, 5);
   f.ostart = FX_I64(100, 200, 300, 400, 500, 600);
   f.ostop = FX_I64(101, 202, 303, 404, 505, 606);
-  nsl_nvtx_projection p;
+  nsl__nvtx_projection p;
   nsl_error err = {0};
   assert_int_equal(project(&f, &p, &err), NSL_OK);
   /* parents: r0 top-level (r4 starts later); r4 [3,open) encloses nothing
@@ -126,13 +126,13 @@ static void test_project_overlaps(void **state) {
   FX_EXPECT_I64(p.proj_start, 100, 100, 100, 200, 100, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64);
   FX_EXPECT_I64(p.proj_dur, 405, 203, 203, 2, 304, NSL_NULL_I64, NSL_NULL_I64, NSL_NULL_I64);
   EXPECT_I32(p.children, 1, 1, 0, 0, 1, 0, 0, 0);
-  nsl_nvtx_projection_free(&p);
+  nsl__nvtx_projection_free(&p);
   fixture_free(&f);
 }
 
 static void test_project_empty_and_bad(void **state) {
   (void)state;
-  nsl_nvtx_projection p;
+  nsl__nvtx_projection p;
   nsl_error err = {0};
   fixture f = {0};
   f.rtid = FX_I64();
@@ -147,7 +147,7 @@ static void test_project_empty_and_bad(void **state) {
   assert_int_equal(project(&f, &p, &err), NSL_OK);
   assert_int_equal(p.parent->len, 0);
   assert_int_equal(p.op_range->len, 0);
-  nsl_nvtx_projection_free(&p);
+  nsl__nvtx_projection_free(&p);
   fixture_free(&f);
 
   f.rtid = FX_I64(1, 1);
@@ -177,14 +177,14 @@ static void test_project_empty_and_bad(void **state) {
   f.rmask = badmask;
   assert_int_equal(project(&f, &p, &err), NSL_ERR_ARG);
   f.rmask = NULL;
-  assert_int_equal(nsl_nvtx_project(NULL, &p, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__nvtx_project(NULL, &p, &err), NSL_ERR_ARG);
   assert_int_equal(project(&f, NULL, &err), NSL_ERR_ARG);
   const nsl_column *rk[1] = {f.rtid}, *ak[1] = {f.atid};
-  nsl_nvtx_input in = {0, rk, f.rstart, f.rstop, NULL, ak, f.astart, f.astop, f.oapi, f.ostart, f.ostop};
-  assert_int_equal(nsl_nvtx_project(&in, &p, &err), NSL_ERR_ARG);   /* no keys */
+  nsl__nvtx_input in = {0, rk, f.rstart, f.rstop, NULL, ak, f.astart, f.astop, f.oapi, f.ostart, f.ostop};
+  assert_int_equal(nsl__nvtx_project(&in, &p, &err), NSL_ERR_ARG);   /* no keys */
   assert_int_equal(project(&f, &p, &err), NSL_OK);
   EXPECT_I32(p.ops, 2, 2);
-  nsl_nvtx_projection_free(&p);
+  nsl__nvtx_projection_free(&p);
   nsl_column_release(shorter);
   nsl_column_release(fl);
   nsl_column_release(badmask);
@@ -200,13 +200,13 @@ static void test_project_keys(void **state) {
   nsl_column *as = FX_I64(5, 6, 7), *ae = FX_I64(6, 7, 8);
   nsl_column *oa = FX_I64(0, 1, 2), *os = FX_I64(0, 0, 0), *oe = FX_I64(1, 1, 1);
   const nsl_column *rk[3] = {rrep, rpid, rtid}, *ak[3] = {arep, apid, atid};
-  nsl_nvtx_input in = {3, rk, rs, re, NULL, ak, as, ae, oa, os, oe};
-  nsl_nvtx_projection p;
+  nsl__nvtx_input in = {3, rk, rs, re, NULL, ak, as, ae, oa, os, oe};
+  nsl__nvtx_projection p;
   nsl_error err = {0};
-  assert_int_equal(nsl_nvtx_project(&in, &p, &err), NSL_OK);
+  assert_int_equal(nsl__nvtx_project(&in, &p, &err), NSL_OK);
   FX_EXPECT_I64(p.api_range, 1, 0, 1);
   EXPECT_I32(p.ops, 1, 2, 0);
-  nsl_nvtx_projection_free(&p);
+  nsl__nvtx_projection_free(&p);
   nsl_column *cols[] = {rrep, rpid, rtid, rs, re, arep, apid, atid, as, ae, oa, os, oe};
   for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
 }
@@ -308,7 +308,7 @@ static void test_project_random(void **state) {
       nsl_i64(f.ostart)[o] = s;
       nsl_i64(f.ostop)[o] = s + fx_range(0, 500);
     }
-    nsl_nvtx_projection p;
+    nsl__nvtx_projection p;
     nsl_error err = {0};
     assert_int_equal(project(&f, &p, &err), NSL_OK);
     for (int64_t a = 0; a < na; a++) {
@@ -362,7 +362,7 @@ static void test_project_random(void **state) {
       for (int64_t q = nsl_i64(p.parent)[r]; q >= 0; q = nsl_i64(p.parent)[q]) d++;
       assert_int_equal(nsl_i32(p.depth)[r], d);
     }
-    nsl_nvtx_projection_free(&p);
+    nsl__nvtx_projection_free(&p);
     fixture_free(&f);
   }
 }
@@ -392,7 +392,7 @@ static void test_project_staircase(void **state) {
     nsl_i64(f.ostart)[i] = i;
     nsl_i64(f.ostop)[i] = i + 1;
   }
-  nsl_nvtx_projection p;
+  nsl__nvtx_projection p;
   nsl_error err = {0};
   assert_int_equal(project(&f, &p, &err), NSL_OK);
   for (int64_t i = 0; i < n; i++) {
@@ -400,7 +400,7 @@ static void test_project_staircase(void **state) {
     assert_int_equal(nsl_i64(p.api_range)[i], i + 1 < n ? i + 1 : i);   /* equal lengths: the later start */
     assert_int_equal(nsl_i32(p.ops)[i], i == 0 ? 1 : 2);
   }
-  nsl_nvtx_projection_free(&p);
+  nsl__nvtx_projection_free(&p);
   fixture_free(&f);
 }
 
@@ -414,9 +414,9 @@ static void test_tree_hand(void **state) {
   nsl_column *parent = FX_I64(-1, 0, 3, -1, 3, -1, -1, 6, 0);
   nsl_column *label = fx_str(d, 9, (const char *const[]){"a", "b", "b", "a", "c", "b", "x", "a", NULL});
   nsl_column *mask = FX_BOOL(1, 1, 1, 1, 1, 1, 0, 1, 1);
-  nsl_tree t;
+  nsl__tree t;
   nsl_error err = {0};
-  assert_int_equal(nsl_tree_paths(parent, label, mask, &t, &err), NSL_OK);
+  assert_int_equal(nsl__tree_paths(parent, label, mask, &t, &err), NSL_OK);
   assert_int_equal(t.nnodes, 5);
   FX_EXPECT_I64(t.node_of, 0, 1, 1, 0, 2, 3, -1, 0, 4);
   FX_EXPECT_I64(t.node_parent, -1, 0, 0, -1, 0);
@@ -426,20 +426,20 @@ static void test_tree_hand(void **state) {
     int64_t row = nsl_i64(t.node_row)[k];
     assert_int_equal(nsl_i64(t.node_of)[row], k);
   }
-  nsl_tree_free(&t);
-  nsl_tree_free(&t);
+  nsl__tree_free(&t);
+  nsl__tree_free(&t);
   /* a parent past the end, a cycle, bad types */
   nsl_column *far = FX_I64(-1, 5), *cyc = FX_I64(1, 2, 0), *lab2 = FX_I64(1, 2), *lab3 = FX_I64(1, 2, 3);
-  assert_int_equal(nsl_tree_paths(far, lab2, NULL, &t, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__tree_paths(far, lab2, NULL, &t, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "parent 5"));
-  assert_int_equal(nsl_tree_paths(cyc, lab3, NULL, &t, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__tree_paths(cyc, lab3, NULL, &t, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "cycle"));
   assert_null(t.node_of);
   nsl_column *fl = FX_F64(1, 2);
-  assert_int_equal(nsl_tree_paths(far, fl, NULL, &t, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_tree_paths(far, lab3, NULL, &t, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_tree_paths(far, lab2, lab2, &t, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_tree_paths(far, lab2, NULL, NULL, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__tree_paths(far, fl, NULL, &t, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__tree_paths(far, lab3, NULL, &t, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__tree_paths(far, lab2, lab2, &t, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl__tree_paths(far, lab2, NULL, NULL, &err), NSL_ERR_ARG);
   nsl_column *cols[] = {parent, label, mask, far, cyc, lab2, lab3, fl};
   for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
   nsl_dict_release(d);
@@ -475,9 +475,9 @@ static void test_tree_random(void **state) {
       nsl_i64(p2)[perm[i]] = p < 0 ? -1 : perm[p];
       nsl_i32(l2)[perm[i]] = nsl_i32(label)[i];
     }
-    nsl_tree t;
+    nsl__tree t;
     nsl_error err = {0};
-    assert_int_equal(nsl_tree_paths(p2, l2, NULL, &t, &err), NSL_OK);
+    assert_int_equal(nsl__tree_paths(p2, l2, NULL, &t, &err), NSL_OK);
     /* brute force: compare label paths of every pair */
     for (int64_t a = 0; a < n; a++)
       for (int64_t b = a + 1; b < n; b++) {
@@ -496,7 +496,7 @@ static void test_tree_random(void **state) {
     (void)inv;
     free(perm);
     free(inv);
-    nsl_tree_free(&t);
+    nsl__tree_free(&t);
     nsl_column_release(parent);
     nsl_column_release(label);
     nsl_column_release(p2);
