@@ -18,10 +18,12 @@
  * for columns without codes; (3) quantiles, distinct counts and deviations
  * over ranges of groups.  Results are the same bits as one thread gives. */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/nsl_internal.h"
 #include "core/parallel.h"
 
 #define BLOCK 1024
@@ -686,4 +688,55 @@ nsl_column *nsl_group_agg(const nsl_groups *g, const nsl_column *values, nsl_agg
   nsl_column *c = NULL;
   if (nsl_group_aggs(g, &s, 1, &c, err) != NSL_OK) return NULL;
   return c;
+}
+
+/* ---- the agg mini-language ---- */
+
+static const struct {
+  const char *name;
+  nsl_agg agg;
+} agg_names[] = {{"count", NSL_AGG_COUNT},   {"sum", NSL_AGG_SUM},   {"min", NSL_AGG_MIN},
+                 {"max", NSL_AGG_MAX},       {"mean", NSL_AGG_MEAN}, {"avg", NSL_AGG_MEAN},
+                 {"median", NSL_AGG_MEDIAN}, {"quantile", NSL_AGG_QUANTILE},
+                 {"std", NSL_AGG_STD},       {"first", NSL_AGG_FIRST}, {"last", NSL_AGG_LAST},
+                 {"count_distinct", NSL_AGG_COUNT_DISTINCT}};
+
+/* Blanks off both ends of p, in place. */
+static void trim(char *p) {
+  while (*p == ' ') memmove(p, p + 1, strlen(p));
+  size_t len = strlen(p);
+  while (len > 0 && p[len - 1] == ' ') p[--len] = '\0';
+}
+
+nsl_status nsl__agg_parse(const char *s, nsl__agg_item *it, nsl_error *err) {
+  memset(it, 0, sizeof *it);
+  char fn[128] = "";
+  it->q = 0.5;
+  const char *eq = strchr(s, '=');
+  const char *body = eq ? eq + 1 : s;
+  if (eq) snprintf(it->out, sizeof it->out, "%.*s", (int)(eq - s), s);
+  const char *paren = strchr(body, '(');
+  if (paren) {
+    snprintf(fn, sizeof fn, "%.*s", (int)(paren - body), body);
+    const char *close = strchr(paren, ')');
+    const char *comma = strchr(paren, ',');
+    if (!close) return nsl_error_set(err, NSL_ERR_ARG, "agg: missing ')' in '%s'", s);
+    const char *colend = comma && comma < close ? comma : close;
+    snprintf(it->col, sizeof it->col, "%.*s", (int)(colend - paren - 1), paren + 1);
+    if (comma && comma < close) it->q = strtod(comma + 1, NULL);
+  } else {
+    snprintf(fn, sizeof fn, "%s", body);
+  }
+  trim(it->out);
+  trim(fn);
+  trim(it->col);
+  int found = -1;
+  for (size_t k = 0; k < sizeof agg_names / sizeof *agg_names; k++)
+    if (strcmp(fn, agg_names[k].name) == 0) found = (int)k;
+  if (found < 0) return nsl_error_set(err, NSL_ERR_ARG, "agg: unknown aggregate '%s' in '%s'", fn, s);
+  if (!it->col[0] && agg_names[found].agg != NSL_AGG_COUNT)
+    return nsl_error_set(err, NSL_ERR_ARG, "agg: '%s' needs a column, as in %s(dur)", fn, fn);
+  if (!it->out[0]) snprintf(it->out, sizeof it->out, "%s%s%s", fn, it->col[0] ? "_" : "", it->col);
+  it->agg = agg_names[found].agg;
+  return NSL_OK;
 }

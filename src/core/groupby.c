@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/nsl_internal.h"
 #include "core/parallel.h"
 
 #define BLOCK NSL__GROUP_BLOCK   /* rows per block of codes */
@@ -733,4 +734,80 @@ done:
   free(lk);
   free(rk);
   return res;
+}
+
+/* ---- rows laid out by group, and strings joined per group ---- */
+
+nsl_status nsl__group_order(const int64_t *group_of, int64_t n, int64_t ngroups, int64_t **start, int64_t **rows,
+                            nsl_error *err) {
+  *start = calloc((size_t)ngroups + 1, sizeof **start);
+  *rows = malloc((size_t)(n ? n : 1) * sizeof **rows);
+  int64_t *fill = malloc((size_t)(ngroups ? ngroups : 1) * sizeof *fill);
+  if (!*start || !*rows || !fill) {
+    free(*start);
+    free(*rows);
+    free(fill);
+    *start = *rows = NULL;
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  for (int64_t i = 0; i < n; i++)   /* a counting sort: sizes, offsets, then the rows in order */
+    if (group_of[i] >= 0 && group_of[i] < ngroups) (*start)[group_of[i] + 1]++;
+  for (int64_t k = 0; k < ngroups; k++) (*start)[k + 1] += (*start)[k];
+  memcpy(fill, *start, (size_t)ngroups * sizeof *fill);
+  for (int64_t i = 0; i < n; i++)
+    if (group_of[i] >= 0 && group_of[i] < ngroups) (*rows)[fill[group_of[i]]++] = i;
+  free(fill);
+  return NSL_OK;
+}
+
+nsl_column *nsl__group_concat(const nsl_column *group_of, int64_t ngroups, const nsl_column *strings, const char *sep,
+                              size_t seplen, nsl_error *err) {
+  if (group_of->type != NSL_I64 || strings->type != NSL_STR || group_of->len != strings->len || ngroups < 0) {
+    nsl_error_set(err, NSL_ERR_ARG, "group_concat: i64 group ids as long as a string column, and a group count");
+    return NULL;
+  }
+  int64_t *start = NULL, *rows = NULL;
+  if (nsl__group_order(nsl_i64(group_of), strings->len, ngroups, &start, &rows, err) != NSL_OK) return NULL;
+  nsl_dict *d = strings->dict;
+  nsl_column *r = nsl_column_new(NSL_STR, ngroups, d);
+  char *buf = NULL;
+  size_t cap = 0;
+  int oom = !r;
+  for (int64_t k = 0; !oom && k < ngroups; k++) {
+    size_t len = 0;
+    int any = 0;
+    for (int64_t j = start[k]; j < start[k + 1]; j++) {
+      int32_t id = nsl_i32(strings)[rows[j]];
+      if (id < 0) continue;
+      size_t sl = nsl_dict_strlen(d, id), need = len + (any ? seplen : 0) + sl + 1;
+      if (need > cap) {
+        size_t ncap = cap ? cap : 256;
+        while (ncap < need) ncap *= 2;
+        char *p = realloc(buf, ncap);
+        if (!p) {
+          oom = 1;
+          break;
+        }
+        buf = p;
+        cap = ncap;
+      }
+      if (any) {
+        memcpy(buf + len, sep, seplen);
+        len += seplen;
+      }
+      memcpy(buf + len, nsl_dict_str(d, id), sl);
+      len += sl;
+      any = 1;
+    }
+    nsl_i32(r)[k] = any ? nsl_dict_intern(d, buf, len) : -1;
+  }
+  free(buf);
+  free(start);
+  free(rows);
+  if (oom) {
+    nsl_column_release(r);
+    nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  return r;
 }

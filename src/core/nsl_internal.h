@@ -90,6 +90,29 @@ nsl_column *nsl__tree_under(const nsl_column *parent_row, const nsl_column *mask
 /* For every row, how many earlier rows share its group (0, 1, ...): pandas'
  * groupby().cumcount().  group_of as nsl_groupby gives; negative: NULL. */
 nsl_column *nsl__group_cumcount(const nsl_column *group_of, nsl_error *err);
+/* One aggregate of g:agg{...}, parsed from "name=fn(col, q)", "fn(col)" or
+ * "count" (blanks around the parts ignored; fn: count, sum, min, max, mean
+ * or avg, median, quantile, std, first, last, count_distinct): the result's
+ * name (given, else "fn_col" or "fn"), the column ("" for count), the
+ * aggregate and q (0.5 unless given).  NSL_ERR_ARG names what is wrong. */
+typedef struct nsl__agg_item {
+  char out[400];
+  char col[128];
+  nsl_agg agg;
+  double q;
+} nsl__agg_item;
+nsl_status nsl__agg_parse(const char *s, nsl__agg_item *it, nsl_error *err);
+
+/* The rows of each group, in row order (a counting sort): rows of group k
+ * are (*rows)[(*start)[k] .. (*start)[k+1]); rows whose group is negative or
+ * >= ngroups are left out.  *start (ngroups + 1) and *rows (n) are malloc'd. */
+nsl_status nsl__group_order(const int64_t *group_of, int64_t n, int64_t ngroups, int64_t **start, int64_t **rows,
+                            nsl_error *err);
+/* A string column of ngroups rows: the strings of each group's rows (group
+ * ids as nsl__group_order takes them, I64) joined by sep in row order; NULL
+ * strings skipped, a group without strings NULL. */
+nsl_column *nsl__group_concat(const nsl_column *group_of, int64_t ngroups, const nsl_column *strings, const char *sep,
+                              size_t seplen, nsl_error *err);
 /* For every row with is_a set: the summed overlap of [start, stop) with the
  * rows of the same group (group_of NULL: one group) whose is_a is 0 (each
  * overlap counted, not their union); 0 for the other rows.  E.g. the

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/nsl_internal.h"
 #include "lua/lnsl.h"
 
 typedef struct lcolumn {
@@ -765,67 +766,9 @@ static int l_group_concat(lua_State *L) {
   luaL_argcheck(L, g->type == NSL_I64 && g->len == sc->len, 1, "group ids: an i64 column as long as the strings");
   luaL_argcheck(L, sc->type == NSL_STR, 3, "a string column");
   luaL_argcheck(L, ng >= 0, 2, "negative group count");
-  /* rows of each group, in order: counting sort by group */
-  int64_t *start = calloc((size_t)ng + 1, sizeof *start), *rows = malloc((size_t)(sc->len ? sc->len : 1) * sizeof *rows);
-  if (!start || !rows) {
-    free(start);
-    free(rows);
-    return luaL_error(L, "out of memory");
-  }
-  const int64_t *gid = nsl_i64(g);
-  for (int64_t i = 0; i < sc->len; i++)
-    if (gid[i] >= 0 && gid[i] < ng) start[gid[i] + 1]++;
-  for (lua_Integer k = 0; k < ng; k++) start[k + 1] += start[k];
-  int64_t *fill = malloc((size_t)(ng ? ng : 1) * sizeof *fill);
-  if (!fill) {
-    free(start);
-    free(rows);
-    return luaL_error(L, "out of memory");
-  }
-  memcpy(fill, start, (size_t)ng * sizeof *fill);
-  for (int64_t i = 0; i < sc->len; i++)
-    if (gid[i] >= 0 && gid[i] < ng) rows[fill[gid[i]]++] = i;
-  free(fill);
-  nsl_dict *d = sc->dict;
-  nsl_column *r = nsl_column_new(NSL_STR, ng, d);
-  char *buf = NULL;
-  size_t cap = 0;
-  int oom = !r;
-  for (lua_Integer k = 0; !oom && k < ng; k++) {
-    size_t len = 0;
-    int any = 0;
-    for (int64_t j = start[k]; j < start[k + 1]; j++) {
-      int32_t id = nsl_i32(sc)[rows[j]];
-      if (id < 0) continue;
-      size_t sl = nsl_dict_strlen(d, id), need = len + (any ? seplen : 0) + sl + 1;
-      if (need > cap) {
-        size_t ncap = cap ? cap : 256;
-        while (ncap < need) ncap *= 2;
-        char *p = realloc(buf, ncap);
-        if (!p) {
-          oom = 1;
-          break;
-        }
-        buf = p;
-        cap = ncap;
-      }
-      if (any) {
-        memcpy(buf + len, sep, seplen);
-        len += seplen;
-      }
-      memcpy(buf + len, nsl_dict_str(d, id), sl);
-      len += sl;
-      any = 1;
-    }
-    nsl_i32(r)[k] = any ? nsl_dict_intern(d, buf, len) : -1;
-  }
-  free(buf);
-  free(start);
-  free(rows);
-  if (oom) {
-    nsl_column_release(r);
-    return luaL_error(L, "out of memory");
-  }
+  nsl_error err = {0};
+  nsl_column *r = nsl__group_concat(g, (int64_t)ng, sc, sep, seplen, &err);
+  if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/nsl_internal.h"
 #include "lua/lnsl.h"
 
 typedef struct ltable {
@@ -453,16 +454,6 @@ static int grp_keys(lua_State *L) {
   return 1;
 }
 
-/* Parses "name=fn(col, q)" / "fn(col)" / "count" into parts. */
-static const struct {
-  const char *name;
-  nsl_agg agg;
-} agg_names[] = {{"count", NSL_AGG_COUNT},   {"sum", NSL_AGG_SUM},   {"min", NSL_AGG_MIN},
-                 {"max", NSL_AGG_MAX},       {"mean", NSL_AGG_MEAN}, {"avg", NSL_AGG_MEAN},
-                 {"median", NSL_AGG_MEDIAN}, {"quantile", NSL_AGG_QUANTILE},
-                 {"std", NSL_AGG_STD},       {"first", NSL_AGG_FIRST}, {"last", NSL_AGG_LAST},
-                 {"count_distinct", NSL_AGG_COUNT_DISTINCT}};
-
 /* g:agg{"n=count", "total=sum(dur)", "med=median(dur)", "p99=quantile(dur, 0.99)"}
  * -> table: key columns, then one column per aggregate, in the given order. */
 static int grp_agg(lua_State *L) {
@@ -488,42 +479,13 @@ static int grp_agg(lua_State *L) {
   luaL_argcheck(L, n <= 64, 2, "at most 64 aggregates");
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, 2, i);
-    const char *s = luaL_checkstring(L, -1);
-    char out[400] = "", fn[128] = "", col[128] = "";
-    double q = 0.5;
-    const char *eq = strchr(s, '=');
-    const char *body = eq ? eq + 1 : s;
-    if (eq) snprintf(out, sizeof out, "%.*s", (int)(eq - s), s);
-    const char *paren = strchr(body, '(');
-    if (paren) {
-      snprintf(fn, sizeof fn, "%.*s", (int)(paren - body), body);
-      const char *close = strchr(paren, ')');
-      const char *comma = strchr(paren, ',');
-      if (!close) return luaL_error(L, "agg: missing ')' in '%s'", s);
-      const char *colend = comma && comma < close ? comma : close;
-      snprintf(col, sizeof col, "%.*s", (int)(colend - paren - 1), paren + 1);
-      if (comma && comma < close) q = strtod(comma + 1, NULL);
-    } else snprintf(fn, sizeof fn, "%s", body);
-    /* trim spaces */
-    char *parts[3] = {out, fn, col};
-    for (int k = 0; k < 3; k++) {
-      char *p = parts[k];
-      while (*p == ' ') memmove(p, p + 1, strlen(p));
-      size_t len = strlen(p);
-      while (len > 0 && p[len - 1] == ' ') p[--len] = '\0';
-    }
-    int found = -1;
-    for (size_t k = 0; k < sizeof agg_names / sizeof *agg_names; k++)
-      if (strcmp(fn, agg_names[k].name) == 0) found = (int)k;
-    if (found < 0) return luaL_error(L, "agg: unknown aggregate '%s' in '%s'", fn, s);
-    if (!col[0] && agg_names[found].agg != NSL_AGG_COUNT)
-      return luaL_error(L, "agg: '%s' needs a column, as in %s(dur)", fn, fn);
-    if (!out[0]) snprintf(out, sizeof out, "%s%s%s", fn, col[0] ? "_" : "", col);
-    memcpy(specs[i - 1][0], out, sizeof out);
-    memcpy(specs[i - 1][2], col, sizeof col);
-    aggs[i - 1] = agg_names[found].agg;
-    qs[i - 1] = q;
-    if (col[0]) need[nneed++] = specs[i - 1][2];
+    nsl__agg_item it;
+    if (nsl__agg_parse(luaL_checkstring(L, -1), &it, &err) != NSL_OK) return nsl__lua_error(L, &err);
+    memcpy(specs[i - 1][0], it.out, sizeof it.out);
+    memcpy(specs[i - 1][2], it.col, sizeof it.col);
+    aggs[i - 1] = it.agg;
+    qs[i - 1] = it.q;
+    if (it.col[0]) need[nneed++] = specs[i - 1][2];
     lua_pop(L, 1);
   }
   require_names(L, t, need, nneed);

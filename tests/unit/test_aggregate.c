@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "kernel_fixtures.h"
+#include "core/nsl_internal.h"
 
 /* ---- the brute-force definition -------------------------------------------------- */
 
@@ -375,11 +376,74 @@ static void test_aggs_hand(void **state) {
   nsl_groups_free(&g);
 }
 
+/* The agg mini-language, as the binding's g:agg{} documents it: names,
+ * columns, q, blanks, defaults and the three refusals. */
+static void test_agg_parse(void **state) {
+  (void)state;
+  nsl__agg_item it;
+  nsl_error err = {0};
+  assert_int_equal(nsl__agg_parse("n=count", &it, &err), NSL_OK);
+  assert_string_equal(it.out, "n");
+  assert_string_equal(it.col, "");
+  assert_int_equal(it.agg, NSL_AGG_COUNT);
+  assert_int_equal(nsl__agg_parse(" p99 = quantile( dur , 0.99 ) ", &it, &err), NSL_OK);
+  assert_string_equal(it.out, "p99");
+  assert_string_equal(it.col, "dur");
+  assert_int_equal(it.agg, NSL_AGG_QUANTILE);
+  assert_true(it.q == 0.99);
+  assert_int_equal(nsl__agg_parse("avg(start)", &it, &err), NSL_OK);
+  assert_string_equal(it.out, "avg_start");
+  assert_int_equal(it.agg, NSL_AGG_MEAN);
+  assert_true(it.q == 0.5);
+  assert_int_equal(nsl__agg_parse("count_distinct(name)", &it, &err), NSL_OK);
+  assert_string_equal(it.out, "count_distinct_name");
+  assert_int_equal(it.agg, NSL_AGG_COUNT_DISTINCT);
+  assert_int_equal(nsl__agg_parse("x=sum(dur", &it, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "missing ')'"));
+  assert_int_equal(nsl__agg_parse("total=summ(dur)", &it, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "unknown aggregate 'summ'"));
+  assert_int_equal(nsl__agg_parse("median", &it, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "needs a column"));
+}
+
+/* Rows laid out by group keep row order; out-of-range groups are left out;
+ * strings joined per group skip NULLs. */
+static void test_group_order_concat(void **state) {
+  (void)state;
+  const int64_t g[] = {2, 0, 2, -1, 0, 5, 2};
+  int64_t *start = NULL, *rows = NULL;
+  nsl_error err = {0};
+  assert_int_equal(nsl__group_order(g, 7, 3, &start, &rows, &err), NSL_OK);
+  const int64_t want_start[] = {0, 2, 2, 5}, want_rows[] = {1, 4, 0, 2, 6};
+  for (int k = 0; k < 4; k++) assert_int_equal(start[k], want_start[k]);
+  for (int k = 0; k < 5; k++) assert_int_equal(rows[k], want_rows[k]);
+  free(start);
+  free(rows);
+  nsl_dict *d = nsl_dict_new();
+  nsl_column *gc = nsl_column_new(NSL_I64, 7, NULL), *sc = nsl_column_new(NSL_STR, 7, d);
+  const char *words[] = {"c", "a", NULL, "x", "b", "y", "d"};
+  for (int i = 0; i < 7; i++) {
+    nsl_i64(gc)[i] = g[i];
+    nsl_i32(sc)[i] = words[i] ? nsl_dict_intern(d, words[i], strlen(words[i])) : -1;
+  }
+  nsl_column *r = nsl__group_concat(gc, 3, sc, "; ", 2, &err);
+  assert_non_null(r);
+  assert_string_equal(nsl_dict_str(d, nsl_i32(r)[0]), "a; b");
+  assert_int_equal(nsl_i32(r)[1], -1);
+  assert_string_equal(nsl_dict_str(d, nsl_i32(r)[2]), "c; d");
+  nsl_column_release(r);
+  nsl_column_release(gc);
+  nsl_column_release(sc);
+  nsl_dict_release(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_aggs_hand),
       cmocka_unit_test(test_aggs_edges),
       cmocka_unit_test(test_aggs_random_reference),
+      cmocka_unit_test(test_agg_parse),
+      cmocka_unit_test(test_group_order_concat),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
