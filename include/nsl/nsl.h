@@ -161,19 +161,19 @@ typedef nsl_status (*nsl_table_loader)(void *ctx, nsl_table *t, const int *idx, 
 nsl_table *nsl_table_new(void);
 nsl_table *nsl_table_retain(nsl_table *t);
 void nsl_table_release(nsl_table *t);
-/* Declares a column (not loaded) of the given type; returns its index, or
- * -1 and err filled (out of memory; NSL_ERR_ARG when it is declared already
- * with another type). */
-int nsl_table_declare(nsl_table *t, const char *name, nsl_type type, nsl_error *err);
+/* Declares a column (not loaded) of the given type (nsl_table_find gives
+ * its index): NSL_ERR_NOMEM, or NSL_ERR_ARG when it is declared already
+ * with another type. */
+nsl_status nsl_table_declare(nsl_table *t, const char *name, nsl_type type, nsl_error *err);
 /* Adds (or replaces) a loaded column; retains c.  Its length must equal the
- * table's row count once one is known.  Returns index or -1 (NSL_ERR_ARG). */
-int nsl_table_add(nsl_table *t, const char *name, nsl_column *c, nsl_error *err);
+ * table's row count once one is known (NSL_ERR_ARG). */
+nsl_status nsl_table_add(nsl_table *t, const char *name, nsl_column *c, nsl_error *err);
 /* Stores c as the data of declared column idx; retains c. */
 nsl_status nsl_table_set_column(nsl_table *t, int idx, nsl_column *c, nsl_error *err);
 void nsl_table_set_loader(nsl_table *t, nsl_table_loader fn, void *ctx, void (*free_ctx)(void *));
-/* Row count; for a table whose row count is not yet known, loads the
- * cheapest column first (may fail: returns -1 and fills err). */
-int64_t nsl_table_nrows(nsl_table *t, nsl_error *err);
+/* Row count into *out; for a table whose row count is not yet known, loads
+ * the cheapest column first (may fail: *out is then -1). */
+nsl_status nsl_table_nrows(nsl_table *t, int64_t *out, nsl_error *err);
 void nsl_table_set_nrows(nsl_table *t, int64_t n);
 int nsl_table_ncols(const nsl_table *t);
 const char *nsl_table_colname(const nsl_table *t, int idx);
@@ -585,10 +585,10 @@ int nsl_rep_sniff(const char *path);
 
 /* Finds nsys: given (a path, or a name looked up in PATH), else $NSYS, else
  * PATH, else the newest /opt/nvidia/nsight-systems[-cli]/VERSION/bin/nsys,
- * else CUDA's bin folders.  Sets *out to the path (malloc'd; free() it)
- * and returns 0; -1 when none is found (*out then holds what was tried, for
- * a message; NULL only when out of memory). */
-int nsl_rep_find_nsys(const char *given, char **out);
+ * else CUDA's bin folders.  Sets *out to the path (malloc'd; free() it);
+ * NSL_ERR_NOTFOUND when none is found (the message says where it looked or
+ * what did not run; *out then holds what was tried), NSL_ERR_NOMEM. */
+nsl_status nsl_rep_find_nsys(const char *given, char **out, nsl_error *err);
 
 /* Finds the QdstrmImporter shipped with the nsys at path (which turns the
  * .qdstrm that `nsys profile` leaves when it cannot find its importer into a

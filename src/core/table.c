@@ -67,24 +67,19 @@ int nsl_table_find(const nsl_table *t, const char *name) {
   return -1;
 }
 
-int nsl_table_declare(nsl_table *t, const char *name, nsl_type type, nsl_error *err) {
+nsl_status nsl_table_declare(nsl_table *t, const char *name, nsl_type type, nsl_error *err) {
   int i = nsl_table_find(t, name);
-  if (i >= 0 && !t->cols[i] && t->types[i] != type) {
-    nsl_error_set(err, NSL_ERR_ARG, "column '%s' is already declared as %s, not %s", name, nsl_type_name(t->types[i]),
-                  nsl_type_name(type));
-    return -1;
-  }
-  if (i >= 0) return i;
+  if (i >= 0 && !t->cols[i] && t->types[i] != type)
+    return nsl_error_set(err, NSL_ERR_ARG, "column '%s' is already declared as %s, not %s", name,
+                         nsl_type_name(t->types[i]), nsl_type_name(type));
+  if (i >= 0) return NSL_OK;
   char *copy = grow(t) == 0 ? strdup(name) : NULL;
-  if (!copy) {
-    nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    return -1;
-  }
+  if (!copy) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   i = t->ncols++;
   t->names[i] = copy;
   t->types[i] = type;
   t->cols[i] = NULL;
-  return i;
+  return NSL_OK;
 }
 
 nsl_status nsl_table_set_column(nsl_table *t, int idx, nsl_column *c, nsl_error *err) {
@@ -101,31 +96,22 @@ nsl_status nsl_table_set_column(nsl_table *t, int idx, nsl_column *c, nsl_error 
   return NSL_OK;
 }
 
-int nsl_table_add(nsl_table *t, const char *name, nsl_column *c, nsl_error *err) {
+nsl_status nsl_table_add(nsl_table *t, const char *name, nsl_column *c, nsl_error *err) {
   int i = nsl_table_find(t, name);
   if (i < 0) {
-    if (grow(t) != 0) {
-      nsl_error_set(err, NSL_ERR_NOMEM, "out of memory adding column '%s'", name);
-      return -1;
-    }
-    char *copy = strdup(name);
-    if (!copy) {
-      nsl_error_set(err, NSL_ERR_NOMEM, "out of memory adding column '%s'", name);
-      return -1;
-    }
+    char *copy = grow(t) == 0 ? strdup(name) : NULL;
+    if (!copy) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory adding column '%s'", name);
     i = t->ncols++;
     t->names[i] = copy;
     t->types[i] = c->type;
     t->cols[i] = NULL;
   }
-  if (nsl_table_set_column(t, i, c, err) != NSL_OK) {
-    if (!t->cols[i] && i == t->ncols - 1) {   /* undo a fresh declaration */
-      free(t->names[i]);
-      t->ncols--;
-    }
-    return -1;
+  nsl_status st = nsl_table_set_column(t, i, c, err);
+  if (st != NSL_OK && !t->cols[i] && i == t->ncols - 1) {   /* undo a fresh declaration */
+    free(t->names[i]);
+    t->ncols--;
   }
-  return i;
+  return st;
 }
 
 void nsl_table_set_loader(nsl_table *t, nsl_table_loader fn, void *ctx, void (*free_ctx)(void *)) {
@@ -170,18 +156,19 @@ static nsl_status load_indices(nsl_table *t, const int *idx, int n, nsl_error *e
   return rc;
 }
 
-int64_t nsl_table_nrows(nsl_table *t, nsl_error *err) {
-  if (t->nrows >= 0) return t->nrows;
-  if (t->ncols == 0) return t->nrows = 0;
-  if (t->loader) {
-    if (t->loader(t->loader_ctx, t, NULL, 0, err) != NSL_OK) return -1;   /* n = 0: count only */
-    if (t->nrows >= 0) return t->nrows;
+nsl_status nsl_table_nrows(nsl_table *t, int64_t *out, nsl_error *err) {
+  nsl_status st = NSL_OK;
+  *out = -1;
+  if (t->nrows < 0 && t->ncols == 0) t->nrows = 0;
+  if (t->nrows < 0 && t->loader) st = t->loader(t->loader_ctx, t, NULL, 0, err);   /* n = 0: count only */
+  if (st == NSL_OK && t->nrows < 0) {
+    int best = 0;   /* otherwise load the narrowest column */
+    for (int i = 1; i < t->ncols; i++)
+      if (nsl_type_size(t->types[i]) < nsl_type_size(t->types[best])) best = i;
+    st = load_indices(t, &best, 1, err);
   }
-  int best = 0;   /* otherwise load the narrowest column */
-  for (int i = 1; i < t->ncols; i++)
-    if (nsl_type_size(t->types[i]) < nsl_type_size(t->types[best])) best = i;
-  if (load_indices(t, &best, 1, err) != NSL_OK) return -1;
-  return t->nrows;
+  if (st == NSL_OK) *out = t->nrows;
+  return st;
 }
 
 /* The indices of names in t (*idx malloc'd); NSL_ERR_NOTFOUND for an unknown name. */
@@ -348,10 +335,10 @@ nsl_table *nsl_table_take(nsl_table *t, const nsl_column *idx, nsl_error *err) {
     if (t->cols[i]) {
       nsl_column *g = nsl_column_gather(t->cols[i], idx, err);
       if (!g) goto fail;
-      int rc = nsl_table_add(r, t->names[i], g, err);
+      nsl_status rc = nsl_table_add(r, t->names[i], g, err);
       nsl_column_release(g);
-      if (rc < 0) goto fail;
-    } else if (nsl_table_declare(r, t->names[i], t->types[i], NULL) < 0) goto nomem;
+      if (rc != NSL_OK) goto fail;
+    } else if (nsl_table_declare(r, t->names[i], t->types[i], NULL) != NSL_OK) goto nomem;
   }
   nsl_table_set_nrows(r, idx->len);
   ctx->parent = nsl_table_retain(t);

@@ -340,7 +340,7 @@ static nsl_status build_reports(nsl_trace *tr, nsl_table *t, nsl_error *err) {
     nsl_i64(offset)[i] = time_offset(tr, i);
   }
   for (size_t k = 0; k < sizeof all / sizeof *all; k++) {
-    if (rc == NSL_OK && nsl_table_add(t, names[k], all[k], err) < 0) rc = err ? err->code : NSL_ERR_NOMEM;
+    if (rc == NSL_OK) rc = nsl_table_add(t, names[k], all[k], err);
     nsl_column_release(all[k]);
   }
   return rc;

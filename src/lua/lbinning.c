@@ -128,7 +128,7 @@ static int nest_push(lua_State *L, void *p) {
   nsl_column *cols[] = {w->lo.row, w->lo.first_lane, w->lo.lanes, w->lo.count};
   nsl_error err = {0};
   int ok = 1;
-  for (int k = 0; k < 4 && ok; k++) ok = nsl_table_add(t, names[k], cols[k], &err) >= 0;
+  for (int k = 0; k < 4 && ok; k++) ok = nsl_table_add(t, names[k], cols[k], &err) == NSL_OK;
   nsl_table_set_nrows(t, w->lo.row->len);
   nsl__pushcolumn(L, nsl_column_retain(w->lo.lane));
   if (!ok) return nsl__lua_error(L, &err);
@@ -181,7 +181,7 @@ static int l_spans_merge(lua_State *L) {
   const char *names[] = {"x0", "x1", "busy", "lane", "class", "count", "row"};
   nsl_column *cols[] = {sp.x0, sp.x1, sp.busy, sp.lane, sp.cls, sp.count, sp.row};
   int ok = 1;
-  for (int k = 0; k < 7 && ok; k++) ok = nsl_table_add(t, names[k], cols[k], &err) >= 0;
+  for (int k = 0; k < 7 && ok; k++) ok = nsl_table_add(t, names[k], cols[k], &err) == NSL_OK;
   nsl_table_set_nrows(t, sp.x0->len);
   nsl__spans_free(&sp);
   if (!ok) return nsl__lua_error(L, &err);
@@ -235,8 +235,8 @@ static int l_format_table(lua_State *L) {
   if (nsl_table_require(t, names, n, &err) != NSL_OK) return nsl__lua_error(L, &err);
   for (int i = 0; i < n; i++)
     if (!(cols[i] = nsl_table_column_at(t, i, &err))) return nsl__lua_error(L, &err);
-  int64_t nrows = nsl_table_nrows(t, &err);
-  if (nrows < 0) return nsl__lua_error(L, &err);
+  int64_t nrows;
+  if (nsl_table_nrows(t, &nrows, &err) != NSL_OK) return nsl__lua_error(L, &err);
   char *out = NULL;
   size_t len = 0;
   if (nsl__format_table(names, cols, n, nrows, f, &out, &len, &err) != NSL_OK) return nsl__lua_error(L, &err);

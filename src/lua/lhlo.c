@@ -320,7 +320,7 @@ static int hlo_instructions(lua_State *L) {
   nsl_table *t = ok ? nsl_table_new() : NULL;
   nsl_error err = {0};
   for (int k = 0; k < 7; k++) {
-    if (t && nsl_table_add(t, names[k], cols[k], &err) < 0) ok = 0;
+    if (t && nsl_table_add(t, names[k], cols[k], &err) != NSL_OK) ok = 0;
     nsl_column_release(cols[k]);
   }
   if (!t || !ok) {

@@ -288,7 +288,7 @@ static int l_gather(lua_State *L) {
     rc = nsl__wire_decode(bufs[r], lens[r], dict, &names, &cols, &n, &err);
     if (rc == NSL_OK && !(tt = nsl_table_new())) rc = nsl_error_set(&err, NSL_ERR_NOMEM, "out of memory");
     for (int c = 0; rc == NSL_OK && c < n; c++)
-      if (nsl_table_add(tt, names[c], cols[c], &err) < 0) rc = err.code ? err.code : NSL_ERR_NOMEM;
+      rc = nsl_table_add(tt, names[c], cols[c], &err);
     nsl__wire_free(names, cols, n);
     if (rc != NSL_OK) {
       nsl_table_release(tt);

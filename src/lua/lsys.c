@@ -381,20 +381,12 @@ static int l_terminal_width(lua_State *L) {
 static int l_find_nsys(lua_State *L) {
   char *out = NULL;
   const char *given = luaL_optstring(L, 1, NULL);
-  int rc = nsl_rep_find_nsys(given && *given ? given : nsl__state_open_options(L)->nsys, &out);
-  if (out == NULL) return luaL_error(L, "out of memory");
-  if (rc == 0) {
-    lua_pushstring(L, out);
-    free(out);
-    return 1;
-  }
-  lua_pushnil(L);
-  if (strcmp(out, "nsys") == 0)
-    lua_pushliteral(L, "nsys was not found (looked in PATH, /opt/nvidia/nsight-systems/*/bin and /usr/local/cuda/bin; "
-                       "give --nsys PATH or set NSYS)");
-  else lua_pushfstring(L, "cannot run nsys '%s': not an executable program", out);
+  nsl_error err = {0};
+  nsl_status rc = nsl_rep_find_nsys(given && *given ? given : nsl__state_open_options(L)->nsys, &out, &err);
+  if (rc == NSL_OK) lua_pushstring(L, out);
   free(out);
-  return 2;
+  if (rc == NSL_ERR_NOMEM) return luaL_error(L, "out of memory");
+  return rc == NSL_OK ? 1 : nsl__push_fail(L, &err);
 }
 
 /* nsl.set_nsys(path|nil) -- the nsys program for .nsys-rep inputs (--nsys). */

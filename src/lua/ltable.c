@@ -73,8 +73,8 @@ static int tbl_gc(lua_State *L) {
 static int tbl_len(lua_State *L) {
   nsl_table *t = nsl__checktable(L, 1);
   nsl_error err = {0};
-  int64_t n = nsl_table_nrows(t, &err);
-  if (n < 0) return nsl__lua_error(L, &err);
+  int64_t n;
+  if (nsl_table_nrows(t, &n, &err) != NSL_OK) return nsl__lua_error(L, &err);
   lua_pushinteger(L, n);
   return 1;
 }
@@ -211,8 +211,8 @@ static int tbl_filter(lua_State *L) {
   nsl_table *t = nsl__checktable(L, 1);
   nsl_column *mask = nsl__checkcolumn(L, 2);
   nsl_error err = {0};
-  int64_t n = nsl_table_nrows(t, &err);
-  if (n < 0) return nsl__lua_error(L, &err);
+  int64_t n;
+  if (nsl_table_nrows(t, &n, &err) != NSL_OK) return nsl__lua_error(L, &err);
   if (mask->type != NSL_BOOL || mask->len != n)
     return luaL_error(L, "filter: need a mask of %I rows, got a %s column of %I", (lua_Integer)n,
                       nsl_type_name(mask->type), (lua_Integer)mask->len);
@@ -230,8 +230,8 @@ static int tbl_head(lua_State *L) {
   nsl_table *t = nsl__checktable(L, 1);
   lua_Integer k = luaL_optinteger(L, 2, 10);
   nsl_error err = {0};
-  int64_t n = nsl_table_nrows(t, &err);
-  if (n < 0) return nsl__lua_error(L, &err);
+  int64_t n;
+  if (nsl_table_nrows(t, &n, &err) != NSL_OK) return nsl__lua_error(L, &err);
   if (k > n) k = n;
   if (k < 0) k = 0;
   nsl_column *idx = nsl_column_new(NSL_I64, k, NULL);
@@ -285,7 +285,7 @@ static int tbl_select(lua_State *L) {
   nsl_table *r = nsl_table_new();
   nsl_error err = {0};
   for (lua_Integer i = 0; r && i < n; i++)
-    if (nsl_table_add(r, names[i], checkcol(L, t, names[i]), &err) < 0) {
+    if (nsl_table_add(r, names[i], checkcol(L, t, names[i]), &err) != NSL_OK) {
       nsl_table_release(r);
       return nsl__lua_error(L, &err);
     }
@@ -298,8 +298,8 @@ static int tbl_select(lua_State *L) {
 static int tbl_with(lua_State *L) {
   nsl_table *t = nsl__checktable(L, 1);
   nsl_error err = {0};
-  int64_t n = nsl_table_nrows(t, &err);
-  if (n < 0) return nsl__lua_error(L, &err);
+  int64_t n;
+  if (nsl_table_nrows(t, &n, &err) != NSL_OK) return nsl__lua_error(L, &err);
   nsl_table *r = nsl_table_new();
   if (!r) return luaL_error(L, "out of memory");
   for (int i = 0; i < nsl_table_ncols(t); i++)
@@ -309,7 +309,7 @@ static int tbl_with(lua_State *L) {
   for (int a = 2; a + 1 <= lua_gettop(L) - 1; a += 2) {
     const char *name = luaL_checkstring(L, a);
     nsl_column *c = nsl__tocolumn_any(L, a + 1, nsl__state_dict(L));
-    int ok = nsl_table_add(r, name, c, &err) >= 0;
+    int ok = nsl_table_add(r, name, c, &err) == NSL_OK;
     nsl_column_release(c);
     if (!ok) return nsl__lua_error(L, &err);
   }
@@ -365,7 +365,8 @@ static int tbl_join(lua_State *L) {
     }
   }
   require_names(L, o, want, nw);
-  int64_t n = nsl_table_nrows(t, &err);
+  int64_t n;
+  if (nsl_table_nrows(t, &n, &err) != NSL_OK) return nsl__lua_error(L, &err);
   nsl_table *r = nsl_table_new();
   if (!r) return luaL_error(L, "out of memory");
   for (int i = 0; i < nsl_table_ncols(t); i++)
@@ -376,7 +377,7 @@ static int tbl_join(lua_State *L) {
     nsl_column *g = nsl_column_gather(checkcol(L, o, want[k]), idx, &err);
     if (!g) return nsl__lua_error(L, &err);
     lua_pushfstring(L, "%s%s", prefix, want[k]);
-    int ok = nsl_table_add(r, lua_tostring(L, -1), g, &err) >= 0;
+    int ok = nsl_table_add(r, lua_tostring(L, -1), g, &err) == NSL_OK;
     lua_pop(L, 1);
     nsl_column_release(g);
     if (!ok) return nsl__lua_error(L, &err);
@@ -418,7 +419,7 @@ static int tbl_group_by(lua_State *L) {
   if (!g->keys) return luaL_error(L, "out of memory");
   for (int k = 0; k < nkeys; k++) {
     nsl_column *kc = nsl_column_gather(keys[k], g->g.first_row, &err);
-    if (!kc || nsl_table_add(g->keys, names[k], kc, &err) < 0) {
+    if (!kc || nsl_table_add(g->keys, names[k], kc, &err) != NSL_OK) {
       nsl_column_release(kc);
       return nsl__lua_error(L, &err);
     }
@@ -496,7 +497,7 @@ static int grp_agg(lua_State *L) {
   if (nsl_group_aggs(&g->g, as, (int)n, res, &err) != NSL_OK) return nsl__lua_error(L, &err);
   int ok = 1;
   for (lua_Integer i = 0; i < n; i++) {   /* the table takes its own reference */
-    ok = ok && nsl_table_add(r, specs[i][0], res[i], &err) >= 0;
+    ok = ok && nsl_table_add(r, specs[i][0], res[i], &err) == NSL_OK;
     nsl_column_release(res[i]);
   }
   if (!ok) return nsl__lua_error(L, &err);
@@ -517,7 +518,7 @@ static int l_table(lua_State *L) {
       const char *name = luaL_checkstring(L, -1);
       lua_geti(L, 2, i);
       nsl_column *c = nsl__tocolumn_any(L, -1, nsl__state_dict(L));
-      int ok = nsl_table_add(r, name, c, &err) >= 0;
+      int ok = nsl_table_add(r, name, c, &err) == NSL_OK;
       nsl_column_release(c);
       if (!ok) return nsl__lua_errorf(L, &err, "nsl.table: column '%s'", name);
       lua_pop(L, 2);
@@ -532,7 +533,7 @@ static int l_table(lua_State *L) {
       const char *name = luaL_checkstring(L, -1);
       lua_geti(L, -2, 2);
       nsl_column *c = nsl__tocolumn_any(L, -1, nsl__state_dict(L));
-      int ok = nsl_table_add(r, name, c, &err) >= 0;
+      int ok = nsl_table_add(r, name, c, &err) == NSL_OK;
       nsl_column_release(c);
       if (!ok) return nsl__lua_errorf(L, &err, "nsl.table: column '%s'", name);
       lua_pop(L, 3);

@@ -93,7 +93,8 @@ static char *newest_in(const char *dir) {
   return out;
 }
 
-int nsl_rep_find_nsys(const char *given, char **out) {
+/* nsl_rep_find_nsys's search: 0 with *out, or -1 with what was tried in *out. */
+static int find_nsys(const char *given, char **out) {
   *out = NULL;
   if (given && *given) {
     if (strchr(given, '/')) {
@@ -122,6 +123,15 @@ int nsl_rep_find_nsys(const char *given, char **out) {
     if (executable(cuda[i])) return (*out = strdup(cuda[i])) ? 0 : -1;
   *out = strdup("nsys");
   return -1;
+}
+
+nsl_status nsl_rep_find_nsys(const char *given, char **out, nsl_error *err) {
+  if (find_nsys(given, out) == 0) return NSL_OK;
+  if (!*out) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  if (strcmp(*out, "nsys") == 0)
+    return nsl_error_set(err, NSL_ERR_NOTFOUND, "nsys was not found (looked in PATH, /opt/nvidia/nsight-systems/*/bin "
+                                                "and /usr/local/cuda/bin; give --nsys PATH or set NSYS)");
+  return nsl_error_set(err, NSL_ERR_NOTFOUND, "cannot run nsys '%s': not an executable program", *out);
 }
 
 /* 1 when dir holds the importer, directly or in the host folder beside it
@@ -532,7 +542,7 @@ nsl_status nsl_rep_export(const char *path, const char *nsys_given, char **sqlit
   char *dot = strrchr(stem, '.');
   if (dot && dot != stem) *dot = 0;
 
-  if (nsl_rep_find_nsys(nsys_given, &nsys) != 0) {
+  if (find_nsys(nsys_given, &nsys) != 0) {
     char outname[300];
     snprintf(outname, sizeof outname, "%s.sqlite", stem);
     if (!nsys || !(cmd = command_text("nsys", outname, path))) {

@@ -17,6 +17,12 @@
 
 #include "nsl/nsl.h"
 
+/* The table's row count (nsl_table_nrows), -1 when it cannot be had. */
+static int64_t table_rows(nsl_table *t, nsl_error *err) {
+  int64_t n;
+  return nsl_table_nrows(t, &n, err) == NSL_OK ? n : -1;
+}
+
 static double clock_s(clockid_t id) {
   struct timespec ts;
   clock_gettime(id, &ts);
@@ -43,7 +49,7 @@ static double load(const char *const *paths, int n, const char *table, const cha
   }
   double dt = now() - t0;
   *cpu = cpu_now() - c0;
-  *rows = nsl_table_nrows(t, &err);
+  *rows = table_rows(t, &err);
   *col_bytes = 0;
   for (int i = 0; i < ncols; i++) *col_bytes += nsl_column_bytes(nsl_table_column(t, cols[i], &err));
   *dict_bytes = nsl_dict_bytes(nsl_trace_dict(tr));

@@ -728,9 +728,10 @@ static void test_errors_named(void **state) {
   nsl_column_release(ok);
   nsl_table *t = nsl_table_new();
   nsl_error_clear(&err);
-  assert_int_equal(nsl_table_declare(t, "dur", NSL_I64, &err), 0);
-  assert_int_equal(nsl_table_declare(t, "dur", NSL_I64, &err), 0);
-  assert_int_equal(nsl_table_declare(t, "dur", NSL_F64, &err), -1);
+  assert_int_equal(nsl_table_declare(t, "dur", NSL_I64, &err), NSL_OK);
+  assert_int_equal(nsl_table_declare(t, "dur", NSL_I64, &err), NSL_OK);
+  assert_int_equal(nsl_table_find(t, "dur"), 0);
+  assert_int_equal(nsl_table_declare(t, "dur", NSL_F64, &err), NSL_ERR_ARG);
   assert_int_equal(err.code, NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "'dur' is already declared as i64"));
   nsl_table_release(t);
