@@ -73,18 +73,45 @@ void nsl__gc_credit(lua_State *L, size_t bytes) {
   a->live = a->live > bytes ? a->live - bytes : 0;
 }
 
+/* The box of the next column, made before that column exists (kept in the
+ * registry under &spare_key): nsl__pushcolumn puts the column into it at
+ * once, with no allocation between, then makes the next spare.  So a
+ * failure to allocate a box never leaks a column: the box came first. */
+static const char spare_key = 0;
+
+/* Makes a new empty box and keeps it as the spare (may raise: no column is
+ * at stake then; a lua_CFunction, for a protected call). */
+static int make_spare(lua_State *L) {
+  lcolumn *b = lua_newuserdatauv(L, sizeof *b, 0);
+  b->c = NULL;
+  b->charged = 0;
+  luaL_setmetatable(L, NSL_COLUMN_MT);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &spare_key);
+  return 0;
+}
+
 /* A column counts when the box holds its only reference: a column shared
  * with a table or another box frees nothing when the box goes. */
 void nsl__pushcolumn(lua_State *L, nsl_column *c) {
   if (!c) luaL_error(L, "out of memory");
-  lcolumn *b = lua_newuserdatauv(L, sizeof *b, 0);
-  b->c = c;
-  b->charged = 0;
-  luaL_setmetatable(L, NSL_COLUMN_MT);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &spare_key) != LUA_TUSERDATA) {   /* none yet (or a failed refill) */
+    lua_pop(L, 1);
+    lua_pushcfunction(L, make_spare);
+    if (lua_pcall(L, 0, 0, 0) != LUA_OK) {   /* no box: the column is given up, never left unowned */
+      nsl_column_release(c);
+      lua_error(L);
+    }
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &spare_key);
+  }
+  lcolumn *b = lua_touserdata(L, -1);
+  b->c = c;   /* owned by the box from here */
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &spare_key);   /* the slot exists: no allocation */
   if (!nsl_column_is_shared(c)) {
     b->charged = nsl_column_bytes(c);
     nsl__gc_charge(L, b->charged);
   }
+  make_spare(L);
 }
 
 /* A new column from a Lua array: all integers -> i64, any float -> f64,
@@ -807,6 +834,7 @@ static const luaL_Reg funcs[] = {{"column", l_column}, {"range", l_range}, {"con
  * module table on top of the stack. */
 int nsl__open_column(lua_State *L) {
   nsl__register_type(L, NSL_COLUMN_MT, metamethods, methods);
+  make_spare(L);   /* the first column's box */
   luaL_setfuncs(L, funcs, 0);
   return 0;
 }
