@@ -46,6 +46,7 @@ local iterations = require("nsl.iterations")
 local host_sync = require("nsl.host_sync")
 local output = require("nsl.output")
 local ledger = require("nsl.ledger")
+local straggler = require("nsl.straggler")
 
 local M = {}
 
@@ -146,7 +147,7 @@ end
 -- res = the ledger's result}.
 function Ctx:ledger()
   if self.cache.ledger then return self.cache.ledger end
-  local l = ledger.build(self.trace, {steps = self.steps and self.steps.it})
+  local l = ledger.build(self.trace, {steps = self.steps and self.steps.it, matched = self:straggler_match() or false})
   local t = l.ledger
   local L = {t = t, run = {}, job_wall = 0, devices = {}, res = l}
   local cols = {"report", "device", "rank", "wall"}
@@ -541,7 +542,9 @@ end
 
 -- Runs a shipped analysis on the trace with a collecting out; returns the
 -- out (its findings and items), or nil and the error of bad input.
-local function run_analysis(ctx, name, given)
+-- extra: a last argument for its run (the straggler analysis: the matching
+-- diagnose made, Ctx:straggler_match).
+local function run_analysis(ctx, name, given, extra)
   local runner = require("nsl.runner")
   local a = assert(runner.load_analysis(name))
   local args = assert(runner.parse_args(a, given or {}))
@@ -553,13 +556,13 @@ local function run_analysis(ctx, name, given)
       if tname then sp = sp or {}; sp[tname] = t end
     end
     if sp then
-      run = function(tr, ar, o)
+      run = function(tr, ar, o, _, ex)
         if a.distributed.combine then return a.distributed.combine(tr, sp, ar, o) end
-        return a.run(tr, ar, o, sp)
+        return a.run(tr, ar, o, sp, ex)
       end
     end
   end
-  local ok, err = xpcall(run, runner.handler, ctx.trace, args, sub)
+  local ok, err = xpcall(run, runner.handler, ctx.trace, args, sub, nil, extra)
   if not ok then
     if nsl.is_error(err) then return nil, tostring(err) end
     error(err, 0)
@@ -568,15 +571,37 @@ local function run_analysis(ctx, name, given)
 end
 M.run_analysis = run_analysis
 
+--- The matching of the trace's collectives (nsl.straggler.match with the
+-- straggler analysis's default arguments), made once for the ledger's
+-- waits and the straggler analysis: {src, res}, or nil and why (no GPU
+-- work; input the matching refuses).
+function Ctx:straggler_match()
+  if self.cache.matched == nil then
+    local trace = self.trace
+    self.cache.matched = false
+    if #trace.kernels > 0 or #trace.gpu_ranges > 0 then
+      local runner = require("nsl.runner")
+      local args = assert(runner.parse_args(assert(runner.load_analysis("straggler")), {}))
+      local k = self.parts and self.parts["straggler.kernels"]
+      local ok, src, res = xpcall(straggler.match, runner.handler, trace, args, k)
+      if ok then self.cache.matched = {src, res}
+      elseif nsl.is_error(src) then self.cache.matched_err = tostring(src)
+      else error(src, 0) end
+    end
+  end
+  return self.cache.matched or nil, self.cache.matched_err
+end
+
 --- The straggler analysis on the trace, run once for every check that
--- reads it: its collecting out, or nil and why (no GPU work, bad input).
+-- reads it, over Ctx:straggler_match: its collecting out, or nil and why
+-- (no GPU work, bad input).
 function Ctx:straggler()
   if self.cache.straggler == nil then
-    local trace = self.trace
-    if #trace.kernels == 0 and #trace.gpu_ranges == 0 then
-      self.cache.straggler = false
-    else
-      local sub, err = run_analysis(self, "straggler")
+    local matched, err = self:straggler_match()
+    self.cache.straggler, self.cache.straggler_err = false, err
+    if matched then
+      local sub
+      sub, err = run_analysis(self, "straggler", nil, matched)
       self.cache.straggler, self.cache.straggler_err = sub or false, err
     end
   end
