@@ -18,6 +18,7 @@
 
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
+#include "core/rowfilter.h"
 #include "core/model.h"
 #include "core/wire.h"
 #include "mpi/comm.h"
@@ -49,10 +50,7 @@ struct nsl_dist {
   void **bufs;
   size_t *lens;
   /* rank 0: the whole trace's row filters (nsl__dist_filter), encoded as sent */
-  int nfilters;
-  char **ftables;
-  void **fblobs;
-  size_t *flens;
+  nsl_row_filters *filters;
 };
 
 /* ---- growing byte buffers for messages ---- */
@@ -150,13 +148,7 @@ void nsl__dist_release(nsl_dist *d) {
   free(d->bufs);
   free(d->lens);
   free(d->key);
-  for (int i = 0; i < d->nfilters; i++) {
-    free(d->ftables[i]);
-    free(d->fblobs[i]);
-  }
-  free(d->ftables);
-  free(d->fblobs);
-  free(d->flens);
+  nsl__row_filters_free(d->filters);
   pthread_mutex_destroy(&d->mu);
   free(d);
 }
@@ -419,228 +411,15 @@ nsl_status nsl__dist_open(nsl_dist **out, const char *const *paths, int npaths, 
   return NSL_OK;
 }
 
-/* ---- row filters: conditions evaluated where the rows are read ---- */
+/* ---- row filters: conditions evaluated where the rows are read (core/rowfilter.h) ---- */
 
-/* A filter's encoding (as sent in requests): int32 n, then per condition
- * the column, int32 op, the pattern, int32 nvalues, int64 values[]. */
-nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl_dist_cond *conds, int n, nsl_error *err) {
-  msg m = {0};
-  int32_t nc = n;
-  put(&m, &nc, sizeof nc);
-  for (int i = 0; i < n; i++) {
-    const nsl_dist_cond *c = &conds[i];
-    int cmp = c->op >= NSL_EQ && c->op <= NSL_GE, match = c->op == NSL_DIST_MATCH || c->op == NSL_DIST_IMATCH;
-    if (!c->column || !*c->column || (match && !c->pattern) || (cmp && c->nvalues != 1) ||
-        (!cmp && !match && c->op != NSL_DIST_IN) || c->nvalues < 0 || (c->nvalues > 0 && !c->values)) {
-      free(m.p);
-      return nsl_error_set(err, NSL_ERR_ARG, "filter of table '%s': condition %d is not a regex, a set or a comparison",
-                           table, i + 1);
-    }
-    if (match) {   /* a bad pattern fails here, on rank 0, not on every process */
-      nsl_regex *re = NULL;
-      nsl_status rc = nsl_regex_compile(&re, c->pattern, c->op == NSL_DIST_IMATCH ? NSL_REGEX_ICASE : 0, err);
-      nsl_regex_free(re);
-      if (rc != NSL_OK) {
-        free(m.p);
-        return rc;
-      }
-    }
-    int32_t op = c->op, nv = c->nvalues;
-    put_str(&m, c->column);
-    put(&m, &op, sizeof op);
-    put_str(&m, match ? c->pattern : "");
-    put(&m, &nv, sizeof nv);
-    put(&m, c->values, (size_t)nv * sizeof *c->values);
-  }
-  if (m.oom) {
-    free(m.p);
-    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-  }
-  for (int i = 0; i < d->nfilters; i++)
-    if (strcmp(d->ftables[i], table) == 0) {
-      free(d->fblobs[i]);
-      d->fblobs[i] = m.p;
-      d->flens[i] = m.len;
-      return NSL_OK;
-    }
-  char **nt = realloc(d->ftables, (size_t)(d->nfilters + 1) * sizeof *nt);
-  if (nt) d->ftables = nt;
-  void **nb = realloc(d->fblobs, (size_t)(d->nfilters + 1) * sizeof *nb);
-  if (nb) d->fblobs = nb;
-  size_t *nl = realloc(d->flens, (size_t)(d->nfilters + 1) * sizeof *nl);
-  if (nl) d->flens = nl;
-  char *name = strdup(table);
-  if (!nt || !nb || !nl || !name) {
-    free(name);
-    free(m.p);
-    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-  }
-  d->ftables[d->nfilters] = name;
-  d->fblobs[d->nfilters] = m.p;
-  d->flens[d->nfilters++] = m.len;
-  return NSL_OK;
+nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl_row_cond *conds, int n, nsl_error *err) {
+  return nsl__row_filters_set(&d->filters, table, conds, n, err);
 }
 
 /* The encoded filter of table (NULL, 0: none). */
 static const void *filter_of(const nsl_dist *d, const char *table, size_t *len) {
-  for (int i = 0; i < d->nfilters; i++)
-    if (strcmp(d->ftables[i], table) == 0) {
-      *len = d->flens[i];
-      return d->fblobs[i];
-    }
-  *len = 0;
-  return NULL;
-}
-
-/* The mask of the rows of one condition over column c. */
-static nsl_column *cond_mask(const nsl_column *c, int op, const char *pattern, const int64_t *values, int nv,
-                             nsl_error *err) {
-  if (op == NSL_DIST_IN) return nsl_col_isin(c, values, nv, err);
-  if (op != NSL_DIST_MATCH && op != NSL_DIST_IMATCH) return nsl_col_cmp_i64(c, (nsl_cmp)op, values[0], err);
-  nsl_regex *re = NULL;
-  if (nsl_regex_compile(&re, pattern, op == NSL_DIST_IMATCH ? NSL_REGEX_ICASE : 0, err) != NSL_OK) return NULL;
-  nsl_column *m = nsl_col_regex(c, re, err);
-  nsl_regex_free(re);
-  return m;
-}
-
-/* The rows of report (ops, src) that pass filter (blob, blen) of table:
- * *idx receives their indices, or NULL when every row passes (no filter,
- * or a condition on a column the report lacks); *rows their number
- * (counted by the source when *idx is NULL).  The condition columns are
- * read into a dictionary of their own, so the caller's sees only the rows
- * it loads. */
-static nsl_status filter_rows(const nsl_source_ops *ops, void *src, const char *table, int64_t offset,
-                              const void *blob, size_t blen, nsl_column **idx, int64_t *rows, nsl_error *err) {
-  *idx = NULL;
-  reader r = {blob, blen, 0, 0};
-  int32_t n = 0;
-  if (blob) get(&r, &n, sizeof n);
-  if (r.bad || n < 0 || n > 64) return nsl_error_set(err, NSL_ERR_FORMAT, "corrupt row filter of table '%s'", table);
-  if (n == 0) return ops->count(src, table, rows, err);
-  nsl_status rc = NSL_OK;
-  char **cols = calloc((size_t)n, sizeof *cols), **pats = calloc((size_t)n, sizeof *pats);
-  int32_t *opv = calloc((size_t)n, sizeof *opv), *nvs = calloc((size_t)n, sizeof *nvs);
-  int64_t **vals = calloc((size_t)n, sizeof *vals);
-  nsl_type *types = calloc((size_t)n, sizeof *types);
-  nsl_column **got = calloc((size_t)n, sizeof *got);
-  nsl_table *schema = nsl_table_new();
-  nsl_dict *dict = nsl_dict_new();
-  nsl_column *mask = NULL;
-  int all = 0;   /* a condition on a column this report lacks: no filtering */
-  if (!cols || !pats || !opv || !nvs || !vals || !types || !got || !schema || !dict) {
-    rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    goto done;
-  }
-  for (int i = 0; i < n && !r.bad; i++) {
-    cols[i] = get_str(&r);
-    get(&r, &opv[i], sizeof opv[i]);
-    pats[i] = get_str(&r);
-    get(&r, &nvs[i], sizeof nvs[i]);
-    if (r.bad || nvs[i] < 0 || (size_t)nvs[i] > (r.len - r.at) / sizeof(int64_t)) {
-      r.bad = 1;
-      break;
-    }
-    if (!(vals[i] = malloc((size_t)(nvs[i] ? nvs[i] : 1) * sizeof(int64_t)))) {
-      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-      goto done;
-    }
-    get(&r, vals[i], (size_t)nvs[i] * sizeof(int64_t));
-    int cmp = opv[i] >= NSL_EQ && opv[i] <= NSL_GE;
-    int match = opv[i] == NSL_DIST_MATCH || opv[i] == NSL_DIST_IMATCH;
-    if (!cols[i] || !pats[i] || (cmp && nvs[i] != 1) || (!cmp && !match && opv[i] != NSL_DIST_IN))
-      r.bad = 1;
-  }
-  if (r.bad) {
-    rc = nsl_error_set(err, NSL_ERR_FORMAT, "corrupt row filter of table '%s'", table);
-    goto done;
-  }
-  rc = ops->describe ? ops->describe(src, table, schema, err) : NSL_OK;
-  if (rc == NSL_ERR_NOTFOUND) {   /* no such table: no rows, as the source counts them */
-    rc = ops->count(src, table, rows, err);
-    goto done;
-  }
-  if (rc != NSL_OK) goto done;
-  const nsl_model_table *mt = nsl__model_table(table);   /* the model's columns, then the source's extras */
-  for (const nsl_model_column *c = mt ? mt->cols : NULL; c && c->name; c++)
-    if (nsl_table_find(schema, c->name) < 0) nsl_table_declare(schema, c->name, c->type, NULL);
-  for (int i = 0; i < n && !all; i++) {
-    int ci = nsl_table_find(schema, cols[i]);
-    if (ci < 0 || strcmp(cols[i], "report") == 0 || strcmp(cols[i], "dur") == 0) all = 1;   /* derived: not filtered */
-    else types[i] = nsl_table_coltype(schema, ci);
-  }
-  if (all) {
-    rc = ops->count(src, table, rows, err);
-    goto done;
-  }
-  if ((rc = ops->load(src, table, (const char *const *)cols, types, n, dict, offset, got, err)) != NSL_OK) goto done;
-  for (int i = 0; i < n; i++) {
-    nsl_column *m = cond_mask(got[i], opv[i], pats[i], vals[i], nvs[i], err);
-    nsl_column *both = m && mask ? nsl_mask_and(mask, m, err) : NULL;
-    if (!m || (mask && !both)) {
-      nsl_column_release(m);
-      rc = err && err->code ? err->code : NSL_ERR_NOMEM;
-      goto done;
-    }
-    if (both) {
-      nsl_column_release(m);
-      nsl_column_release(mask);
-      mask = both;
-    } else mask = m;
-  }
-  *rows = nsl_mask_count(mask);
-  if (!(*idx = nsl_mask_indices(mask, err))) rc = err && err->code ? err->code : NSL_ERR_NOMEM;
-done:
-  for (int i = 0; i < n; i++) {
-    if (cols) free(cols[i]);
-    if (pats) free(pats[i]);
-    if (vals) free(vals[i]);
-    if (got) nsl_column_release(got[i]);
-  }
-  free(cols);
-  free(pats);
-  free(opv);
-  free(nvs);
-  free(vals);
-  free(types);
-  free(got);
-  nsl_column_release(mask);
-  nsl_table_release(schema);
-  nsl_dict_release(dict);
-  return rc;
-}
-
-/* ops->count, with filter (blob, blen) applied. */
-static nsl_status filtered_count(const nsl_source_ops *ops, void *src, const char *table, int64_t offset,
-                                 const void *blob, size_t blen, int64_t *out, nsl_error *err) {
-  if (!blob) return ops->count(src, table, out, err);
-  nsl_column *idx = NULL;
-  nsl_status rc = filter_rows(ops, src, table, offset, blob, blen, &idx, out, err);
-  nsl_column_release(idx);
-  return rc;
-}
-
-/* ops->load, with filter (blob, blen) applied: the columns hold the
- * passing rows only. */
-static nsl_status filtered_load(const nsl_source_ops *ops, void *src, const char *table, const char *const *cols,
-                                const nsl_type *types, int n, nsl_dict *dict, int64_t offset, const void *blob,
-                                size_t blen, nsl_column **out, nsl_error *err) {
-  nsl_column *idx = NULL;
-  int64_t rows = 0;
-  nsl_status rc = blob ? filter_rows(ops, src, table, offset, blob, blen, &idx, &rows, err) : NSL_OK;
-  if (rc == NSL_OK) rc = ops->load(src, table, cols, types, n, dict, offset, out, err);
-  for (int k = 0; rc == NSL_OK && idx && k < n; k++) {
-    if (!out[k]) continue;
-    nsl_column *kept = nsl_col_gather(out[k], idx, err);
-    if (!kept) {
-      rc = err && err->code ? err->code : NSL_ERR_NOMEM;
-      break;
-    }
-    nsl_column_release(out[k]);
-    out[k] = kept;
-  }
-  nsl_column_release(idx);
-  return rc;
+  return nsl__row_filters_find(d->filters, table, len);
 }
 
 /* ---- borrowed sources: a report of the share, seen from another trace ---- */
@@ -667,7 +446,7 @@ static nsl_status b_load(void *p, const char *name, const char *const *cols, con
   const nsl_source_ops *ops = inner(b, &src);
   size_t flen = 0;
   const void *f = b->filtered ? filter_of(b->d, name, &flen) : NULL;
-  return filtered_load(ops, src, name, cols, types, n, dict, b->offset >= 0 ? b->offset : offset, f, flen, out, err);
+  return nsl__row_filter_load(ops, src, name, cols, types, n, dict, b->offset >= 0 ? b->offset : offset, f, flen, out, err);
 }
 
 static nsl_status b_count(void *p, const char *name, int64_t *out, nsl_error *err) {
@@ -676,7 +455,7 @@ static nsl_status b_count(void *p, const char *name, int64_t *out, nsl_error *er
   const nsl_source_ops *ops = inner(b, &src);
   size_t flen = 0;
   const void *f = b->filtered ? filter_of(b->d, name, &flen) : NULL;
-  return filtered_count(ops, src, name, b->d->offsets[b->d->first + b->local], f, flen, out, err);
+  return nsl__row_filter_count(ops, src, name, b->d->offsets[b->d->first + b->local], f, flen, out, err);
 }
 
 static void b_close(void *p) {
@@ -1013,7 +792,7 @@ static void serve_one(void *p, int i) {
     nsl_table_release(t);
   } else if (j->kind == REQ_COUNT) {
     int64_t rows = 0;
-    nsl_status st = filtered_count(ops, src, j->table, d->offsets[d->first + i], j->filter, j->flen, &rows, &e);
+    nsl_status st = nsl__row_filter_count(ops, src, j->table, d->offsets[d->first + i], j->filter, j->flen, &rows, &e);
     if (st != NSL_OK) answer_error(m, st, e.msg, d->rank);
     else {
       put(m, &ok, sizeof ok);
@@ -1023,7 +802,7 @@ static void serve_one(void *p, int i) {
     nsl_dict *dict = nsl_dict_new();
     nsl_column **cols = calloc((size_t)(j->n ? j->n : 1), sizeof *cols);
     nsl_status st = !dict || !cols ? nsl_error_set(&e, NSL_ERR_NOMEM, "out of memory")
-                                   : filtered_load(ops, src, j->table, j->cols, j->types, j->n, dict,
+                                   : nsl__row_filter_load(ops, src, j->table, j->cols, j->types, j->n, dict,
                                                    d->offsets[d->first + i], j->filter, j->flen, cols, &e);
     void *wire = NULL;
     size_t wlen = 0;
