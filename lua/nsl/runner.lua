@@ -206,11 +206,13 @@ function M.run(a, opts)
   end
   local args, err = M.parse_args(a, given)
   if not args then return fail(2, err) end
-  if opts.report and opts.embed then
-    return fail(2, "--embed stores results for the whole bundle: leave out --report")
+  -- the selection (nsl.select) that a run keeps, by its option's name
+  local picked = opts.report and "--report" or opts.from and "--from" or opts.to and "--to" or opts.device and "--device"
+  if picked and opts.embed then
+    return fail(2, string.format("--embed stores results for the whole bundle: leave out %s", picked))
   end
   if nproc > 1 then
-    if opts.report then return fail(2, "--report is not taken under an MPI launcher: run without it, or alone") end
+    if picked then return fail(2, picked .. " is not taken under an MPI launcher: run without it, or alone") end
     return require("nsl.distributed").run(M, a, args, opts)
   end
   local trace
@@ -220,7 +222,7 @@ function M.run(a, opts)
     local bundle = opts.embed and #opts.traces == 1 and nsl.is_zip(opts.traces[1]) and require("nsl.bundle")
     local sig0 = bundle and bundle.signature(opts.traces[1])
     local code
-    trace, err, code = nsl.open_selected(opts.traces, opts.report)
+    trace, err, code = nsl.open_selected(opts.traces, opts)
     if not trace then return fail(code, err) end
     if bundle then
       if not sig0 or bundle.signature(opts.traces[1]) ~= sig0 then
