@@ -104,6 +104,26 @@ got=$(echo 'print(#trace.kernels)' | "$NSL" repl "$F" --device 0 --from 150ms --
 check_eq "repl --device 0 with a window: both conditions" "$got" \
   "$(sql "$F" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 0 AND $W")"
 
+# one time base: the largest idle gap of device 0 (SQL's union) prints at the same "At (s from start)" in gaps, in
+# diagnose's gpu.gaps evidence and finding, and in gaps over a window holding it
+at=$(sql "$F" "WITH o AS (SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 0
+                          UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE deviceId = 0
+                          UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE deviceId = 0),
+               p AS (SELECT start, max(end) OVER (ORDER BY start, end ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach FROM o)
+               SELECT printf('%.6f', (reach - $T0) / 1e9) FROM p WHERE start > reach ORDER BY start - reach DESC LIMIT 1")
+"$NSL" run gaps "$F" --arg scope=device --arg n=1 > "$TMP/gt.txt" 2>&1
+"$NSL" run diagnose "$F" --arg gap=500us > "$TMP/dt.txt" 2>&1
+"$NSL" run gaps "$F" --arg scope=device --arg n=1 --from 600ms --to 800ms > "$TMP/gw.txt" 2>&1
+row() { awk -v h="$2" 'index($0, h) { on = 1 } on && / 0 / && index($0, "h100") { print; exit }' "$1"; }
+for f in gt gw; do
+  grep -q "At (s from start)" "$TMP/$f.txt" && row "$TMP/$f.txt" "At (s from start)" | grep -q " $at " &&
+    ok "$f: the largest gap printed at $at s from the start (SQL)" || bad "$f: At of the largest gap is not $at: $(row "$TMP/$f.txt" "At (s")"
+done
+row "$TMP/dt.txt" "At (s from start)" | grep -q " $at " && ok "diagnose's gpu.gaps evidence: the same gap at $at" ||
+  bad "diagnose's gpu.gaps evidence: not at $at: $(row "$TMP/dt.txt" "At (s from start)")"
+grep -q "device 0, pid [0-9]*, from ${at}s" "$TMP/dt.txt" && ok "diagnose's gpu.gaps finding: from ${at}s" ||
+  bad "diagnose's finding: $(grep "gpu.gaps" "$TMP/dt.txt" | head -2)"
+
 # refusals: one line naming the file and the span, steps or devices; exit 2
 refused() { # refused WHAT PATTERN nsl-args...
   local what=$1 pat=$2
