@@ -144,7 +144,7 @@ end
 
 --- Collectives and compute of the thunks of an nsys-jax trace.
 local function from_thunks(trace, args, gpu_ranges)
-  if args.rank_by ~= "device" then nsl.fail("straggler: on nsys-jax traces the ranks are the devices (rank_by=device)") end
+  if args.rank_by ~= "device" then nsl.fail("straggler: on nsys-jax traces the ranks are the devices (rank_by=device)", "usage") end
   local d = jax.load(trace, {programs = args.programs, gpu_ranges = gpu_ranges})
   local th = d.thunk
   local rank, rk = number_ranks(th, {"Device", "report"})
@@ -181,7 +181,7 @@ local function source_of(trace, args, k)
     end
     return from_thunks(trace, args, g)
   end
-  nsl.fail("straggler: --arg source must be auto, nccl or jax")
+  nsl.fail("straggler: --arg source must be auto, nccl or jax", "usage")
 end
 
 --- A string column of rank labels for a column of 0-based ranks.
@@ -396,13 +396,13 @@ return {
   run = function(trace, args, out, parts)
     local min_delay = units.duration_arg(args, "min_delay")
     if type(args.min_share) ~= "number" or args.min_share < 0 or args.min_share >= 1 then
-      nsl.fail("straggler: --arg min_share must be a number from 0 to 1")
+      nsl.fail("straggler: --arg min_share must be a number from 0 to 1", "usage")
     end
     if type(args.late_share) ~= "number" or args.late_share <= 0 or args.late_share > 1 then
-      nsl.fail("straggler: --arg late_share must be a number above 0, at most 1")
+      nsl.fail("straggler: --arg late_share must be a number above 0, at most 1", "usage")
     end
     if math.type(args.warmup) ~= "integer" or args.warmup < -1 then
-      nsl.fail("straggler: --arg warmup must be -1 (detect) or a number of collectives")
+      nsl.fail("straggler: --arg warmup must be -1 (detect) or a number of collectives", "usage")
     end
     local src = source_of(trace, args, parts and parts.kernels)
     local labels, nranks = src.labels, #src.labels

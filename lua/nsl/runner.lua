@@ -28,6 +28,13 @@ function M.handler(e)
   return {bug = nsl.is_error(e) and e.message or tostring(e), traceback = debug.traceback("", 2)}
 end
 
+--- The exit code of a run that failed with e (from M.handler): 2 for a
+-- value the analysis rejected (nsl.fail(msg, "usage"): out of range, bad
+-- format, not one of its choices), as for any usage error; else 1.
+function M.exit_code(e)
+  return type(e) == "table" and e.usage and 2 or 1
+end
+
 --- The message for a run of analysis a on inputs (array of paths) that
 -- failed with e (from M.handler): the user's error as it is; a bug names
 -- the analysis and the inputs, says whose bug it is (nsl's for a shipped
@@ -246,7 +253,7 @@ function M.emit(a, trace, opts, body)
   local ok, msg = xpcall(body, M.handler, out)
   if not ok then
     out:flush()
-    return fail(1, M.failure(a, msg, opts.traces))
+    return fail(M.exit_code(msg), M.failure(a, msg, opts.traces))
   end
   local werr = out:finish()
   if werr then return fail(1, werr) end

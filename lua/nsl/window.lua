@@ -131,11 +131,11 @@ function M.resolve_span(lo, hi, args, origin)
   if to <= from then
     local function show(v) return (v == nil or v == "") and "the end" or tostring(v) end
     nsl.fail(string.format("the window from %s to %s is empty (the trace lasts %s)", show(args.from), show(args.to),
-      require("nsl.report").duration(hi - lo)))
+      require("nsl.report").duration(hi - lo)), "usage")
   end
   if from >= hi then   -- starts after the last event: nothing would be drawn
     nsl.fail(string.format("the window starts at %s, after the trace's last event (the trace lasts %s)",
-      tostring(args.from), require("nsl.report").duration(hi - lo)))
+      tostring(args.from), require("nsl.report").duration(hi - lo)), "usage")
   end
   return from, to, lo, hi
 end
@@ -235,19 +235,16 @@ function M.select(trace, probe, sel)
     local steps = {}
     local span = string.format("the trace lasts %s (0 to %.6fs from its first event)",
                                require("nsl.report").duration(hi - lo), (hi - lo) / 1e9)
-    local from, to = lo, hi
-    if given(sel.from) then
-      local v, err = bound(probe, "from", sel.from, lo, steps)
-      if not v then return nil, err end
-      from = v
-      words[#words + 1] = "--from " .. nsl.shell_word(sel.from)
+    local at = {from = lo, to = hi}
+    for _, which in ipairs{"from", "to"} do
+      if given(sel[which]) then
+        local v, err = bound(probe, which, sel[which], lo, steps)
+        if not v then return nil, err end
+        at[which] = v
+        words[#words + 1] = "--" .. which .. " " .. nsl.shell_word(sel[which])
+      end
     end
-    if given(sel.to) then
-      local v, err = bound(probe, "to", sel.to, lo, steps)
-      if not v then return nil, err end
-      to = v
-      words[#words + 1] = "--to " .. nsl.shell_word(sel.to)
-    end
+    local from, to = at.from, at.to
     if from >= hi then
       return nil, string.format("--from %s: the window starts after the trace's last event: %s", sel.from, span)
     end

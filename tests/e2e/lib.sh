@@ -36,6 +36,17 @@ console_clean() { # console_clean FILE WHAT (messages of Chromium's own chrome:/
     bad "$2: console errors: $(head -3 "$TMP/console.txt")"
   else ok "$2: no console errors"; fi
 }
+# usage_error WHAT PATTERN nsl-args...: nsl refuses as a usage error: exit 2, one line on stderr matching
+# PATTERN (grep), nothing on stdout
+usage_error() {
+  local what=$1 pat=$2
+  shift 2
+  "$NSL" "$@" > "$TMP/usage.out" 2> "$TMP/usage.err"
+  local rc=$?
+  if [ "$rc" = 2 ] && [ "$(wc -l < "$TMP/usage.err")" = 1 ] && grep -q -- "$pat" "$TMP/usage.err" &&
+     [ ! -s "$TMP/usage.out" ]; then ok "$what: one line, exit 2"
+  else bad "$what: exit $rc, stdout $(wc -c < "$TMP/usage.out") bytes, stderr: $(head -2 "$TMP/usage.err")"; fi
+}
 finish() {
   echo "$PASS passed, $FAIL failed"
   [ "$FAIL" -eq 0 ]

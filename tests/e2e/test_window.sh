@@ -125,22 +125,13 @@ grep -q "device 0, pid [0-9]*, from ${at}s" "$TMP/dt.txt" && ok "diagnose's gpu.
   bad "diagnose's finding: $(grep "gpu.gaps" "$TMP/dt.txt" | head -2)"
 
 # refusals: one line naming the file and the span, steps or devices; exit 2
-refused() { # refused WHAT PATTERN nsl-args...
-  local what=$1 pat=$2
-  shift 2
-  "$NSL" "$@" > "$TMP/out.txt" 2> "$TMP/err.txt"
-  local rc=$?
-  if [ "$rc" = 2 ] && [ "$(wc -l < "$TMP/err.txt")" = 1 ] && grep -q -- "$pat" "$TMP/err.txt" && [ ! -s "$TMP/out.txt" ]; then
-    ok "$what: one line, exit 2"
-  else bad "$what: exit $rc, stderr: $(cat "$TMP/err.txt")"; fi
-}
-refused "a window past the end" "$F: --from 30s: the window starts after the trace's last event: the trace lasts 969.448 ms" \
+usage_error "a window past the end" "$F: --from 30s: the window starts after the trace's last event: the trace lasts 969.448 ms" \
   run summary "$F" --from 30s
-refused "an empty window" "the window from 500ms to 100ms is empty: the trace lasts" info "$F" --from 500ms --to 100ms
-refused "a step the trace lacks" "--to step:99: the trace has steps 1 to 28" run summary "$F" --to step:99
-refused "a bad time" "--from: 'soon' is not a duration" run nvtx "$F" --from soon
-refused "an unknown device" "--device 7: the trace's devices are 0, 1" run gaps "$F" --device 7
-refused "a window under --embed" "--embed stores results for the whole bundle: leave out --from" \
+usage_error "an empty window" "the window from 500ms to 100ms is empty: the trace lasts" info "$F" --from 500ms --to 100ms
+usage_error "a step the trace lacks" "--to step:99: the trace has steps 1 to 28" run summary "$F" --to step:99
+usage_error "a bad time" "--from: 'soon' is not a duration" run nvtx "$F" --from soon
+usage_error "an unknown device" "--device 7: the trace's devices are 0, 1" run gaps "$F" --device 7
+usage_error "a window under --embed" "--embed stores results for the whole bundle: leave out --from" \
   run summary "$F" --from 1s --embed
 check_eq "input unchanged" "$(fingerprint "$F")" "$before"
 finish
