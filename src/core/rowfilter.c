@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bytes.h"
 #include "core/model.h"
 
 struct nsl_row_filters {
@@ -20,27 +21,6 @@ struct nsl_row_filters {
 };
 
 /* ---- encoding ---- */
-
-/* Bytes of conds[0..n) encoded. */
-static size_t encoded_size(const nsl_row_cond *conds, int n) {
-  size_t size = sizeof(int32_t);
-  for (int i = 0; i < n; i++) {
-    const char *pat = conds[i].pattern ? conds[i].pattern : "";
-    size += 4 * sizeof(int32_t) + sizeof(uint32_t) + strlen(conds[i].column) + strlen(pat) +
-            (size_t)conds[i].nvalues * sizeof(int64_t);
-  }
-  return size;
-}
-
-static char *emit(char *at, const void *src, size_t n) {
-  if (n) memcpy(at, src, n);
-  return at + n;
-}
-
-static char *emit_text(char *at, const char *s) {
-  uint32_t n = (uint32_t)strlen(s);
-  return emit(emit(at, &n, sizeof n), s, n);
-}
 
 static int is_cmp(int op) { return op >= NSL_EQ && op <= NSL_GE; }
 static int is_match(int op) { return op == NSL_ROW_MATCH || op == NSL_ROW_IMATCH; }
@@ -64,23 +44,25 @@ static nsl_status encode(const char *table, const nsl_row_cond *conds, int n, vo
       if (rc != NSL_OK) return rc;
     }
   }
-  size_t size = encoded_size(conds, n);
-  char *p = malloc(size), *at = p;
-  if (!p) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  nsl_bytes_out m = {0};
   int32_t nc = n;
-  at = emit(at, &nc, sizeof nc);
+  nsl__bytes_put(&m, &nc, sizeof nc);
   for (int i = 0; i < n; i++) {
     const nsl_row_cond *c = &conds[i];
     int32_t op = c->op, or_null = c->or_null && is_cmp(c->op), nv = c->nvalues;
-    at = emit_text(at, c->column);
-    at = emit(at, &op, sizeof op);
-    at = emit(at, &or_null, sizeof or_null);
-    at = emit_text(at, is_match(c->op) ? c->pattern : "");
-    at = emit(at, &nv, sizeof nv);
-    at = emit(at, c->values, (size_t)nv * sizeof *c->values);
+    nsl__bytes_put_str(&m, c->column);
+    nsl__bytes_put(&m, &op, sizeof op);
+    nsl__bytes_put(&m, &or_null, sizeof or_null);
+    nsl__bytes_put_str(&m, is_match(c->op) ? c->pattern : "");
+    nsl__bytes_put(&m, &nv, sizeof nv);
+    nsl__bytes_put(&m, c->values, (size_t)nv * sizeof *c->values);
   }
-  *blob = p;
-  *len = size;
+  if (m.oom) {
+    free(m.p);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  *blob = m.p;
+  *len = m.len;
   return NSL_OK;
 }
 
@@ -134,39 +116,6 @@ void nsl__row_filters_free(nsl_row_filters *set) {
 
 /* ---- decoding ---- */
 
-typedef struct reader {
-  const char *p;
-  size_t len, at;
-  int bad;
-} reader;
-
-static void take(reader *r, void *dst, size_t n) {
-  if (r->bad || n > r->len - r->at) {
-    r->bad = 1;
-    memset(dst, 0, n);
-    return;
-  }
-  memcpy(dst, r->p + r->at, n);
-  r->at += n;
-}
-
-/* A new string taken from r (NULL when r is exhausted or out of memory). */
-static char *take_text(reader *r) {
-  uint32_t n = 0;
-  take(r, &n, sizeof n);
-  if (r->bad || n > r->len - r->at) {
-    r->bad = 1;
-    return NULL;
-  }
-  char *s = malloc((size_t)n + 1);
-  if (s) {
-    memcpy(s, r->p + r->at, n);
-    s[n] = '\0';
-  }
-  r->at += n;
-  return s;
-}
-
 /* One decoded condition (owning its strings and values). */
 typedef struct cond {
   char *column, *pattern;
@@ -196,9 +145,9 @@ static nsl_column *cond_mask(const nsl_column *c, const cond *k, nsl_error *err)
 /* Decodes (blob, blen) into *conds (*n of them); NSL_ERR_FORMAT when it is
  * not an encoding. */
 static nsl_status decode(const char *table, const void *blob, size_t blen, cond **conds, int *n, nsl_error *err) {
-  reader r = {blob, blen, 0, 0};
+  nsl_bytes_in r = {blob, blen, 0, 0};
   int32_t nc = 0;
-  take(&r, &nc, sizeof nc);
+  nsl__bytes_get(&r, &nc, sizeof nc);
   *conds = NULL;
   *n = 0;
   if (r.bad || nc < 0 || nc > 64) return nsl_error_set(err, NSL_ERR_FORMAT, "corrupt row filter of table '%s'", table);
@@ -208,11 +157,11 @@ static nsl_status decode(const char *table, const void *blob, size_t blen, cond 
   *n = nc;
   for (int i = 0; i < nc && !r.bad; i++) {
     cond *c = &cs[i];
-    c->column = take_text(&r);
-    take(&r, &c->op, sizeof c->op);
-    take(&r, &c->or_null, sizeof c->or_null);
-    c->pattern = take_text(&r);
-    take(&r, &c->nvalues, sizeof c->nvalues);
+    c->column = nsl__bytes_get_str(&r);
+    nsl__bytes_get(&r, &c->op, sizeof c->op);
+    nsl__bytes_get(&r, &c->or_null, sizeof c->or_null);
+    c->pattern = nsl__bytes_get_str(&r);
+    nsl__bytes_get(&r, &c->nvalues, sizeof c->nvalues);
     if (r.bad || !c->column || !c->pattern || c->nvalues < 0 ||
         (size_t)c->nvalues > (r.len - r.at) / sizeof(int64_t) ||
         (is_cmp(c->op) && c->nvalues != 1) || (!is_cmp(c->op) && !is_match(c->op) && c->op != NSL_ROW_IN)) {
@@ -221,7 +170,7 @@ static nsl_status decode(const char *table, const void *blob, size_t blen, cond 
     }
     if (!(c->values = malloc((size_t)(c->nvalues ? c->nvalues : 1) * sizeof *c->values)))
       return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    take(&r, c->values, (size_t)c->nvalues * sizeof *c->values);
+    nsl__bytes_get(&r, c->values, (size_t)c->nvalues * sizeof *c->values);
   }
   if (r.bad) return nsl_error_set(err, NSL_ERR_FORMAT, "corrupt row filter of table '%s'", table);
   return NSL_OK;

@@ -19,6 +19,7 @@
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
 #include "core/rowfilter.h"
+#include "core/bytes.h"
 #include "core/model.h"
 #include "core/wire.h"
 #include "mpi/comm.h"
@@ -52,71 +53,6 @@ struct nsl_dist {
   /* rank 0: the whole trace's row filters (nsl__dist_filter), encoded as sent */
   nsl_row_filters *filters;
 };
-
-/* ---- growing byte buffers for messages ---- */
-
-typedef struct msg {
-  char *p;
-  size_t len, cap;
-  int oom;
-} msg;
-
-static void put(msg *m, const void *src, size_t n) {
-  if (m->oom) return;
-  if (m->len + n > m->cap) {
-    size_t cap = m->cap ? m->cap * 2 : 256;
-    while (cap < m->len + n) cap *= 2;
-    char *p = realloc(m->p, cap);
-    if (!p) {
-      m->oom = 1;
-      return;
-    }
-    m->p = p;
-    m->cap = cap;
-  }
-  if (n) memcpy(m->p + m->len, src, n);
-  m->len += n;
-}
-
-static void put_str(msg *m, const char *s) {
-  if (!s) s = "";
-  uint32_t n = (uint32_t)strlen(s);
-  put(m, &n, sizeof n);
-  put(m, s, n);
-}
-
-typedef struct reader {
-  const char *p;
-  size_t len, at;
-  int bad;
-} reader;
-
-static void get(reader *r, void *dst, size_t n) {
-  if (r->bad || n > r->len - r->at) {
-    r->bad = 1;
-    memset(dst, 0, n);
-    return;
-  }
-  memcpy(dst, r->p + r->at, n);
-  r->at += n;
-}
-
-/* A new string read from r ("" when r is exhausted). */
-static char *get_str(reader *r) {
-  uint32_t n = 0;
-  get(r, &n, sizeof n);
-  if (r->bad || n > r->len - r->at) {
-    r->bad = 1;
-    return strdup("");
-  }
-  char *s = malloc((size_t)n + 1);
-  if (s) {
-    memcpy(s, r->p + r->at, n);
-    s[n] = '\0';
-  }
-  r->at += n;
-  return s;
-}
 
 /* ---- the hub ---- */
 
@@ -217,28 +153,28 @@ static nsl_status plan(char **paths, int npaths, unit **out, int *nout, int *who
 /* The plan of rank 0, made once and broadcast (collective: every process
  * calls it), so the inputs are looked at by one process, not by all. */
 static nsl_status shared_plan(nsl_dist *d, unit **u, int *nu, int *whole, nsl_error *err) {
-  msg m = {0};
+  nsl_bytes_out m = {0};
   int32_t head[3] = {NSL_OK, 0, 0};
   if (d->rank == 0) {
     head[0] = plan(d->paths, d->npaths, u, nu, whole, err);
     head[1] = *whole;
     head[2] = head[0] == NSL_OK ? *nu : 0;
-    put(&m, head, sizeof head);
-    if (head[0] == NSL_OK) put(&m, *u, (size_t)*nu * sizeof **u);
+    nsl__bytes_put(&m, head, sizeof head);
+    if (head[0] == NSL_OK) nsl__bytes_put(&m, *u, (size_t)*nu * sizeof **u);
     if (m.oom) {
       free(m.p);
-      m = (msg){0};
+      m = (nsl_bytes_out){0};
       head[0] = NSL_ERR_NOMEM;
       head[2] = 0;
-      put(&m, head, sizeof head);
+      nsl__bytes_put(&m, head, sizeof head);
     }
   }
   void *buf = m.p;
   size_t len = m.len;
   nsl_status rc = nsl__comm_bcast(&buf, &len, err);
   if (rc == NSL_OK && d->rank != 0) {
-    reader r = {buf, len, 0, 0};
-    get(&r, head, sizeof head);
+    nsl_bytes_in r = {buf, len, 0, 0};
+    nsl__bytes_get(&r, head, sizeof head);
     *whole = head[1];
     *nu = head[2];
     if (r.bad || head[2] < 0 || (size_t)head[2] > (len - r.at) / sizeof **u)
@@ -246,7 +182,7 @@ static nsl_status shared_plan(nsl_dist *d, unit **u, int *nu, int *whole, nsl_er
     else if (head[0] != NSL_OK) rc = nsl_error_set(err, (nsl_status)head[0], "MPI rank 0 could not plan the shares");
     else if (!(*u = malloc((size_t)(head[2] ? head[2] : 1) * sizeof **u)))
       rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    else get(&r, *u, (size_t)head[2] * sizeof **u);
+    else nsl__bytes_get(&r, *u, (size_t)head[2] * sizeof **u);
     free(buf);
   } else if (rc == NSL_OK) {
     rc = (nsl_status)head[0];
@@ -281,16 +217,16 @@ static nsl_status open_units(nsl_dist *d, const unit *u, int lo, int hi, int who
 /* Shares the reports' metadata: every process learns every report's info
  * and which process reads it. */
 static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
-  msg m = {0};
+  nsl_bytes_out m = {0};
   int32_t n = nsl_trace_nreports(d->share);
-  put(&m, &n, sizeof n);
+  nsl__bytes_put(&m, &n, sizeof n);
   for (int i = 0; i < n; i++) {
     nsl_report_info info = *nsl_trace_report(d->share, i);
-    put_str(&m, info.path);   /* the strings by value, the rest as it is */
-    put_str(&m, info.name);
-    put_str(&m, info.host);
+    nsl__bytes_put_str(&m, info.path);   /* the strings by value, the rest as it is */
+    nsl__bytes_put_str(&m, info.name);
+    nsl__bytes_put_str(&m, info.host);
     info.path = info.name = info.host = NULL;
-    put(&m, &info, sizeof info);
+    nsl__bytes_put(&m, &info, sizeof info);
   }
   if (m.oom) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   void **bufs = NULL, *all = NULL;
@@ -299,11 +235,11 @@ static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
   free(m.p);
   if (rc != NSL_OK) return rc;
   if (d->rank == 0) {   /* rank 0 joins the parts, each prefixed with its length */
-    msg j = {0};
+    nsl_bytes_out j = {0};
     for (int r = 0; r < d->size; r++) {
       uint64_t l = lens[r];
-      put(&j, &l, sizeof l);
-      put(&j, bufs[r], lens[r]);
+      nsl__bytes_put(&j, &l, sizeof l);
+      nsl__bytes_put(&j, bufs[r], lens[r]);
       free(bufs[r]);
     }
     free(bufs);
@@ -320,15 +256,15 @@ static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
     free(all);
     return rc;
   }
-  reader r = {all, alllen, 0, 0};
+  nsl_bytes_in r = {all, alllen, 0, 0};
   int total = 0, cap = 16;
   d->infos = calloc((size_t)cap, sizeof *d->infos);
   d->owner = calloc((size_t)cap, sizeof *d->owner);
   for (int p = 0; p < d->size && !r.bad && d->infos && d->owner; p++) {
     uint64_t l;
     int32_t k;
-    get(&r, &l, sizeof l);
-    get(&r, &k, sizeof k);
+    nsl__bytes_get(&r, &l, sizeof l);
+    nsl__bytes_get(&r, &k, sizeof k);
     if (p == d->rank) d->first = total;
     for (int i = 0; i < k && !r.bad; i++) {
       if (total == cap) {
@@ -339,8 +275,8 @@ static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
         if (no) d->owner = no;
         if (!ni || !no) break;
       }
-      char *path = get_str(&r), *name = get_str(&r), *host = get_str(&r);
-      get(&r, &d->infos[total], sizeof d->infos[total]);
+      char *path = nsl__bytes_get_str(&r), *name = nsl__bytes_get_str(&r), *host = nsl__bytes_get_str(&r);
+      nsl__bytes_get(&r, &d->infos[total], sizeof d->infos[total]);
       d->infos[total].path = path;
       d->infos[total].name = name;
       d->infos[total].host = host;
@@ -527,7 +463,7 @@ typedef struct remote {
 /* The answer of report `report` to request req (kind, key): asks every other
  * process that reads reports unless the cached answers are of this request,
  * and takes the report's answer out of the cache. */
-static nsl_status fetch(nsl_dist *d, const char *key, const msg *req, int report, void **buf, size_t *len,
+static nsl_status fetch(nsl_dist *d, const char *key, const nsl_bytes_out *req, int report, void **buf, size_t *len,
                         nsl_error *err) {
   nsl_status rc = NSL_OK;
   pthread_mutex_lock(&d->mu);
@@ -558,7 +494,7 @@ static nsl_status fetch(nsl_dist *d, const char *key, const msg *req, int report
 }
 
 /* The answer of report `report` alone, asked of its process only. */
-static nsl_status fetch_one(nsl_dist *d, const msg *req, int report, void **buf, size_t *len, nsl_error *err) {
+static nsl_status fetch_one(nsl_dist *d, const nsl_bytes_out *req, int report, void **buf, size_t *len, nsl_error *err) {
   pthread_mutex_lock(&d->mu);
   nsl_status rc = nsl__comm_send(d->owner[report], TAG_REQ, req->p, req->len, err);
   if (rc == NSL_OK) rc = nsl__comm_recv(d->owner[report], TAG_REPLY, buf, len, err);
@@ -568,32 +504,32 @@ static nsl_status fetch_one(nsl_dist *d, const msg *req, int report, void **buf,
 
 /* A request: kind, table, columns (name, type), then the one report asked
  * for (-1: every report of the process). */
-static void request(msg *m, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
+static void request(nsl_bytes_out *m, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
                     int only, const void *filter, size_t flen) {
   uint8_t k = (uint8_t)kind;
   int32_t nc = n;
-  put(m, &k, 1);
-  put_str(m, table);
-  put(m, &nc, sizeof nc);
+  nsl__bytes_put(m, &k, 1);
+  nsl__bytes_put_str(m, table);
+  nsl__bytes_put(m, &nc, sizeof nc);
   for (int i = 0; i < n; i++) {
     uint8_t t = (uint8_t)types[i];
-    put_str(m, cols[i]);
-    put(m, &t, 1);
+    nsl__bytes_put_str(m, cols[i]);
+    nsl__bytes_put(m, &t, 1);
   }
   int32_t o = only;
-  put(m, &o, sizeof o);
+  nsl__bytes_put(m, &o, sizeof o);
   uint64_t fl = flen;   /* the table's row filter (nsl__dist_filter), 0 bytes: none */
-  put(m, &fl, sizeof fl);
-  put(m, filter, flen);
+  nsl__bytes_put(m, &fl, sizeof fl);
+  nsl__bytes_put(m, filter, flen);
 }
 
 /* Reads an answer's status; on failure fills err with the process's message. */
-static nsl_status answer_status(reader *r, nsl_error *err) {
+static nsl_status answer_status(nsl_bytes_in *r, nsl_error *err) {
   int32_t st = 0;
-  get(r, &st, sizeof st);
+  nsl__bytes_get(r, &st, sizeof st);
   if (r->bad) return nsl_error_set(err, NSL_ERR_FORMAT, "corrupt answer from another MPI rank");
   if (st == NSL_OK) return NSL_OK;
-  char *text = get_str(r);
+  char *text = nsl__bytes_get_str(r);
   nsl_error_set(err, (nsl_status)st, "%s", text ? text : "");
   free(text);
   return (nsl_status)st;
@@ -602,8 +538,8 @@ static nsl_status answer_status(reader *r, nsl_error *err) {
 /* Runs request (kind, table, cols) for remote report rm; *r reads the
  * answer's body (*buf to free). */
 static nsl_status ask(remote *rm, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
-                      void **buf, reader *r, nsl_error *err) {
-  msg m = {0};
+                      void **buf, nsl_bytes_in *r, nsl_error *err) {
+  nsl_bytes_out m = {0};
   size_t flen = 0;
   const void *f = rm->single || kind == REQ_DESCRIBE ? NULL : filter_of(rm->d, table, &flen);
   request(&m, kind, table, cols, types, n, rm->single ? rm->report : -1, f, flen);
@@ -611,11 +547,11 @@ static nsl_status ask(remote *rm, int kind, const char *table, const char *const
     free(m.p);
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
-  msg key = {0};
-  put(&key, m.p, m.len);
+  nsl_bytes_out key = {0};
+  nsl__bytes_put(&key, m.p, m.len);
   for (size_t i = 0; i < key.len; i++)
     if (key.p && key.p[i] == '\0') key.p[i] = '\x01';
-  put(&key, "", 1);
+  nsl__bytes_put(&key, "", 1);
   size_t len = 0;
   nsl_status rc = key.oom       ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory")
                  : rm->single ? fetch_one(rm->d, &m, rm->report, buf, &len, err)
@@ -623,21 +559,21 @@ static nsl_status ask(remote *rm, int kind, const char *table, const char *const
   free(key.p);
   free(m.p);
   if (rc != NSL_OK) return rc;
-  *r = (reader){*buf, len, 0, 0};
+  *r = (nsl_bytes_in){*buf, len, 0, 0};
   return answer_status(r, err);
 }
 
 static nsl_status r_describe(void *p, const char *name, nsl_table *t, nsl_error *err) {
   void *buf = NULL;
-  reader r;
+  nsl_bytes_in r;
   nsl_status rc = ask(p, REQ_DESCRIBE, name, NULL, NULL, 0, &buf, &r, err);
   if (rc == NSL_OK) {
     int32_t n = 0;
-    get(&r, &n, sizeof n);
+    nsl__bytes_get(&r, &n, sizeof n);
     for (int i = 0; i < n && !r.bad; i++) {
-      char *col = get_str(&r);
+      char *col = nsl__bytes_get_str(&r);
       uint8_t type = 0;
-      get(&r, &type, 1);
+      nsl__bytes_get(&r, &type, 1);
       if (col && !r.bad && type <= NSL_BOOL && nsl_table_find(t, col) < 0) nsl_table_declare(t, col, (nsl_type)type, NULL);
       free(col);
     }
@@ -649,10 +585,10 @@ static nsl_status r_describe(void *p, const char *name, nsl_table *t, nsl_error 
 
 static nsl_status r_count(void *p, const char *name, int64_t *out, nsl_error *err) {
   void *buf = NULL;
-  reader r;
+  nsl_bytes_in r;
   nsl_status rc = ask(p, REQ_COUNT, name, NULL, NULL, 0, &buf, &r, err);
   if (rc == NSL_OK) {
-    get(&r, out, sizeof *out);
+    nsl__bytes_get(&r, out, sizeof *out);
     if (r.bad) rc = nsl_error_set(err, NSL_ERR_FORMAT, "corrupt answer from another MPI rank");
   }
   free(buf);
@@ -663,7 +599,7 @@ static nsl_status r_load(void *p, const char *name, const char *const *cols, con
                          nsl_dict *dict, int64_t offset, nsl_column **out, nsl_error *err) {
   (void)offset;   /* the reading process applies the report's offset on the whole trace's clock */
   void *buf = NULL;
-  reader r;
+  nsl_bytes_in r;
   nsl_status rc = ask(p, REQ_LOAD, name, cols, types, n, &buf, &r, err);
   if (rc == NSL_OK) {
     char **names = NULL;
@@ -753,22 +689,22 @@ typedef struct serve_job {
   int n;
   const void *filter;   /* the table's row filter, or NULL */
   size_t flen;
-  msg *answers;   /* per report of the share */
+  nsl_bytes_out *answers;   /* per report of the share */
 } serve_job;
 
-static void answer_error(msg *m, nsl_status st, const char *text, int rank) {
+static void answer_error(nsl_bytes_out *m, nsl_status st, const char *text, int rank) {
   int32_t s = st;
   char line[600];
   snprintf(line, sizeof line, "MPI rank %d: %s", rank, text);
-  put(m, &s, sizeof s);
-  put_str(m, line);
+  nsl__bytes_put(m, &s, sizeof s);
+  nsl__bytes_put_str(m, line);
 }
 
 /* The answer of report i of the share (run on a worker thread for loads). */
 static void serve_one(void *p, int i) {
   serve_job *j = p;
   nsl_dist *d = j->d;
-  msg *m = &j->answers[i];
+  nsl_bytes_out *m = &j->answers[i];
   void *src;
   const nsl_source_ops *ops = nsl__trace_source(d->share, i, &src);
   nsl_error e = {0};
@@ -781,12 +717,12 @@ static void serve_one(void *p, int i) {
       answer_error(m, st, e.msg, d->rank);
     } else {
       int32_t n = nsl_table_ncols(t);
-      put(m, &ok, sizeof ok);
-      put(m, &n, sizeof n);
+      nsl__bytes_put(m, &ok, sizeof ok);
+      nsl__bytes_put(m, &n, sizeof n);
       for (int c = 0; c < n; c++) {
         uint8_t type = (uint8_t)nsl_table_coltype(t, c);
-        put_str(m, nsl_table_colname(t, c));
-        put(m, &type, 1);
+        nsl__bytes_put_str(m, nsl_table_colname(t, c));
+        nsl__bytes_put(m, &type, 1);
       }
     }
     nsl_table_release(t);
@@ -795,8 +731,8 @@ static void serve_one(void *p, int i) {
     nsl_status st = nsl__row_filter_count(ops, src, j->table, d->offsets[d->first + i], j->filter, j->flen, &rows, &e);
     if (st != NSL_OK) answer_error(m, st, e.msg, d->rank);
     else {
-      put(m, &ok, sizeof ok);
-      put(m, &rows, sizeof rows);
+      nsl__bytes_put(m, &ok, sizeof ok);
+      nsl__bytes_put(m, &rows, sizeof rows);
     }
   } else {
     nsl_dict *dict = nsl_dict_new();
@@ -809,8 +745,8 @@ static void serve_one(void *p, int i) {
     if (st == NSL_OK) st = nsl__wire_encode(j->cols, cols, j->n, &wire, &wlen, &e);
     if (st != NSL_OK) answer_error(m, st, e.msg, d->rank);
     else {
-      put(m, &ok, sizeof ok);
-      put(m, wire, wlen);
+      nsl__bytes_put(m, &ok, sizeof ok);
+      nsl__bytes_put(m, wire, wlen);
     }
     free(wire);
     for (int k = 0; cols && k < j->n; k++) nsl_column_release(cols[k]);
@@ -825,16 +761,16 @@ nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err) {
     size_t len = 0;
     nsl_status rc = nsl__comm_recv(0, TAG_REQ, &buf, &len, err);
     if (rc != NSL_OK) return rc;
-    reader r = {buf, len, 0, 0};
+    nsl_bytes_in r = {buf, len, 0, 0};
     uint8_t kind = 0;
-    get(&r, &kind, 1);
+    nsl__bytes_get(&r, &kind, 1);
     if (kind == REQ_QUIT) {
       free(buf);
       return NSL_OK;
     }
-    serve_job j = {d, kind, get_str(&r), NULL, NULL, 0, NULL, 0, NULL};
+    serve_job j = {d, kind, nsl__bytes_get_str(&r), NULL, NULL, 0, NULL, 0, NULL};
     int32_t n = 0;
-    get(&r, &n, sizeof n);
+    nsl__bytes_get(&r, &n, sizeof n);
     if (n < 0 || n > 4096) r.bad = 1;
     if (!r.bad) {
       j.cols = calloc((size_t)(n ? n : 1), sizeof *j.cols);
@@ -842,15 +778,15 @@ nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err) {
       j.n = n;
       for (int i = 0; j.cols && j.types && i < n; i++) {
         uint8_t t = 0;
-        j.cols[i] = get_str(&r);
-        get(&r, &t, 1);
+        j.cols[i] = nsl__bytes_get_str(&r);
+        nsl__bytes_get(&r, &t, 1);
         j.types[i] = (nsl_type)t;
       }
     }
     int32_t only = -1;
-    get(&r, &only, sizeof only);
+    nsl__bytes_get(&r, &only, sizeof only);
     uint64_t flen = 0;
-    get(&r, &flen, sizeof flen);
+    nsl__bytes_get(&r, &flen, sizeof flen);
     if (flen > r.len - r.at) r.bad = 1;
     else if (flen > 0) {   /* read in place: buf lives until the answers are sent */
       j.filter = r.p + r.at;
@@ -873,7 +809,7 @@ nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err) {
     }
     /* one answer per report, in order, even when it could not be made */
     for (int i = lo; i < hi && rc == NSL_OK; i++) {
-      msg *m = j.answers ? &j.answers[i] : NULL;
+      nsl_bytes_out *m = j.answers ? &j.answers[i] : NULL;
       if (!m || m->oom) {
         static const char nomem[] = "\x03\0\0\0";   /* a status without text: out of memory */
         rc = nsl__comm_send(0, TAG_REPLY, nomem, 4, err);
