@@ -163,7 +163,8 @@ end
 function App:whole()
   local lo, hi = self.m:span()
   if not lo then return end
-  self.origin = self.origin and min(self.origin, lo) or lo
+  -- times count from the trace's start: known for a --from/--to window, else the lanes' first event
+  self.origin = require("nsl.window").known_origin(self.trace) or (self.origin and min(self.origin, lo) or lo)
   self:set_window(lo, hi + 1)
   self.cur = self.from + (self.to - self.from) // 2
 end

@@ -29,6 +29,11 @@ function M.origin(trace)
   return (M.span(trace))
 end
 
+--- window.known_origin(trace) -> window.origin when it is known without
+-- reading a table (a trace opened with --from/--to, a distributed run's),
+-- else nil: for front ends that must not block on a load.
+function M.known_origin(trace) return known[trace] and known[trace][3] end
+
 -- Tables whose rows are events with start and stop.
 M.event_tables = {"kernels", "memcpy", "memset", "nvtx", "api"}
 
