@@ -5,24 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-void nsl__bytes_put(nsl_bytes_out *m, const void *src, size_t n) {
-  if (m->oom) return;
-  if (m->len + n > m->cap) {
-    size_t cap = m->cap ? m->cap * 2 : 256;
-    while (cap < m->len + n) cap *= 2;
-    char *p = realloc(m->p, cap);
-    if (!p) {
-      m->oom = 1;
-      return;
-    }
-    m->p = p;
-    m->cap = cap;
-  }
-  if (n) memcpy(m->p + m->len, src, n);
-  m->len += n;
+void nsl__bytes_put(nsl__text *m, const void *src, size_t n) {
+  if (n) nsl__text_addn(m, src, n);
 }
 
-void nsl__bytes_put_str(nsl_bytes_out *m, const char *s) {
+void nsl__bytes_put_str(nsl__text *m, const char *s) {
   if (!s) s = "";
   uint32_t n = (uint32_t)strlen(s);
   nsl__bytes_put(m, &n, sizeof n);

@@ -1,23 +1,20 @@
-/* bytes.h -- flat byte messages: a growing buffer to append values to, and
- * a bounded reader that takes them back in the same order (host byte order:
- * both ends are the same build).  Row filters (rowfilter.c) and a
- * distributed run's requests (src/mpi/dist.c) are encoded with them. */
+/* bytes.h -- flat byte messages: values appended to a growing buffer (an
+ * nsl__text), and a bounded reader that takes them back in the same order
+ * (host byte order: both ends are the same build).  Row filters
+ * (rowfilter.c) and a distributed run's requests (src/mpi/dist.c) are
+ * encoded with them. */
 #ifndef NSL_CORE_BYTES_H
 #define NSL_CORE_BYTES_H
 #include <stddef.h>
 
-/* A message being written: p (malloc'd, len bytes used of cap); oom set
- * once an allocation failed (every later put is then ignored). */
-typedef struct nsl_bytes_out {
-  char *p;
-  size_t len, cap;
-  int oom;
-} nsl_bytes_out;
+#include "core/text.h"
 
-/* Appends n bytes of src. */
-void nsl__bytes_put(nsl_bytes_out *m, const void *src, size_t n);
+/* A message is written into an nsl__text (text.h: m.s, m.len; m.oom set
+ * once an allocation failed, every later put then ignored).  Appends n
+ * bytes of src (n = 0: nothing, src may be NULL). */
+void nsl__bytes_put(nsl__text *m, const void *src, size_t n);
 /* Appends a string: u32 length, bytes (NULL as ""). */
-void nsl__bytes_put_str(nsl_bytes_out *m, const char *s);
+void nsl__bytes_put_str(nsl__text *m, const char *s);
 
 /* A message being read: p[at..len); bad set once a take ran past the end. */
 typedef struct nsl_bytes_in {

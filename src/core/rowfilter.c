@@ -44,7 +44,7 @@ static nsl_status encode(const char *table, const nsl_row_cond *conds, int n, vo
       if (rc != NSL_OK) return rc;
     }
   }
-  nsl_bytes_out m = {0};
+  nsl__text m = {0};
   int32_t nc = n;
   nsl__bytes_put(&m, &nc, sizeof nc);
   for (int i = 0; i < n; i++) {
@@ -58,10 +58,10 @@ static nsl_status encode(const char *table, const nsl_row_cond *conds, int n, vo
     nsl__bytes_put(&m, c->values, (size_t)nv * sizeof *c->values);
   }
   if (m.oom) {
-    free(m.p);
+    free(m.s);
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
-  *blob = m.p;
+  *blob = m.s;
   *len = m.len;
   return NSL_OK;
 }

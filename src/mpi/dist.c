@@ -153,7 +153,7 @@ static nsl_status plan(char **paths, int npaths, unit **out, int *nout, int *who
 /* The plan of rank 0, made once and broadcast (collective: every process
  * calls it), so the inputs are looked at by one process, not by all. */
 static nsl_status shared_plan(nsl_dist *d, unit **u, int *nu, int *whole, nsl_error *err) {
-  nsl_bytes_out m = {0};
+  nsl__text m = {0};
   int32_t head[3] = {NSL_OK, 0, 0};
   if (d->rank == 0) {
     head[0] = plan(d->paths, d->npaths, u, nu, whole, err);
@@ -162,14 +162,14 @@ static nsl_status shared_plan(nsl_dist *d, unit **u, int *nu, int *whole, nsl_er
     nsl__bytes_put(&m, head, sizeof head);
     if (head[0] == NSL_OK) nsl__bytes_put(&m, *u, (size_t)*nu * sizeof **u);
     if (m.oom) {
-      free(m.p);
-      m = (nsl_bytes_out){0};
+      free(m.s);
+      m = (nsl__text){0};
       head[0] = NSL_ERR_NOMEM;
       head[2] = 0;
       nsl__bytes_put(&m, head, sizeof head);
     }
   }
-  void *buf = m.p;
+  void *buf = m.s;
   size_t len = m.len;
   nsl_status rc = nsl__comm_bcast(&buf, &len, err);
   if (rc == NSL_OK && d->rank != 0) {
@@ -187,7 +187,7 @@ static nsl_status shared_plan(nsl_dist *d, unit **u, int *nu, int *whole, nsl_er
   } else if (rc == NSL_OK) {
     rc = (nsl_status)head[0];
   }
-  free(m.p);
+  free(m.s);
   return rc;
 }
 
@@ -217,7 +217,7 @@ static nsl_status open_units(nsl_dist *d, const unit *u, int lo, int hi, int who
 /* Shares the reports' metadata: every process learns every report's info
  * and which process reads it. */
 static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
-  nsl_bytes_out m = {0};
+  nsl__text m = {0};
   int32_t n = nsl_trace_nreports(d->share);
   nsl__bytes_put(&m, &n, sizeof n);
   for (int i = 0; i < n; i++) {
@@ -231,11 +231,11 @@ static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
   if (m.oom) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   void **bufs = NULL, *all = NULL;
   size_t *lens = NULL, alllen = 0;
-  nsl_status rc = nsl__comm_gather(m.p, m.len, &bufs, &lens, err);
-  free(m.p);
+  nsl_status rc = nsl__comm_gather(m.s, m.len, &bufs, &lens, err);
+  free(m.s);
   if (rc != NSL_OK) return rc;
   if (d->rank == 0) {   /* rank 0 joins the parts, each prefixed with its length */
-    nsl_bytes_out j = {0};
+    nsl__text j = {0};
     for (int r = 0; r < d->size; r++) {
       uint64_t l = lens[r];
       nsl__bytes_put(&j, &l, sizeof l);
@@ -245,10 +245,10 @@ static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
     free(bufs);
     free(lens);
     if (j.oom) {
-      free(j.p);
+      free(j.s);
       return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
     }
-    all = j.p;
+    all = j.s;
     alllen = j.len;
   }
   rc = nsl__comm_bcast(&all, &alllen, err);
@@ -463,7 +463,7 @@ typedef struct remote {
 /* The answer of report `report` to request req (kind, key): asks every other
  * process that reads reports unless the cached answers are of this request,
  * and takes the report's answer out of the cache. */
-static nsl_status fetch(nsl_dist *d, const char *key, const nsl_bytes_out *req, int report, void **buf, size_t *len,
+static nsl_status fetch(nsl_dist *d, const char *key, const nsl__text *req, int report, void **buf, size_t *len,
                         nsl_error *err) {
   nsl_status rc = NSL_OK;
   pthread_mutex_lock(&d->mu);
@@ -477,7 +477,7 @@ static nsl_status fetch(nsl_dist *d, const char *key, const nsl_bytes_out *req, 
     for (int r = 1; rc == NSL_OK && r < d->size; r++) {
       int any = 0;
       for (int i = 0; i < d->nreports; i++) any |= d->owner[i] == r;
-      if (any) rc = nsl__comm_send(r, TAG_REQ, req->p, req->len, err);
+      if (any) rc = nsl__comm_send(r, TAG_REQ, req->s, req->len, err);
     }
     for (int r = 1; rc == NSL_OK && r < d->size; r++)
       for (int i = 0; rc == NSL_OK && i < d->nreports; i++)
@@ -494,9 +494,9 @@ static nsl_status fetch(nsl_dist *d, const char *key, const nsl_bytes_out *req, 
 }
 
 /* The answer of report `report` alone, asked of its process only. */
-static nsl_status fetch_one(nsl_dist *d, const nsl_bytes_out *req, int report, void **buf, size_t *len, nsl_error *err) {
+static nsl_status fetch_one(nsl_dist *d, const nsl__text *req, int report, void **buf, size_t *len, nsl_error *err) {
   pthread_mutex_lock(&d->mu);
-  nsl_status rc = nsl__comm_send(d->owner[report], TAG_REQ, req->p, req->len, err);
+  nsl_status rc = nsl__comm_send(d->owner[report], TAG_REQ, req->s, req->len, err);
   if (rc == NSL_OK) rc = nsl__comm_recv(d->owner[report], TAG_REPLY, buf, len, err);
   pthread_mutex_unlock(&d->mu);
   return rc;
@@ -504,7 +504,7 @@ static nsl_status fetch_one(nsl_dist *d, const nsl_bytes_out *req, int report, v
 
 /* A request: kind, table, columns (name, type), then the one report asked
  * for (-1: every report of the process). */
-static void request(nsl_bytes_out *m, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
+static void request(nsl__text *m, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
                     int only, const void *filter, size_t flen) {
   uint8_t k = (uint8_t)kind;
   int32_t nc = n;
@@ -539,25 +539,25 @@ static nsl_status answer_status(nsl_bytes_in *r, nsl_error *err) {
  * answer's body (*buf to free). */
 static nsl_status ask(remote *rm, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
                       void **buf, nsl_bytes_in *r, nsl_error *err) {
-  nsl_bytes_out m = {0};
+  nsl__text m = {0};
   size_t flen = 0;
   const void *f = rm->single || kind == REQ_DESCRIBE ? NULL : filter_of(rm->d, table, &flen);
   request(&m, kind, table, cols, types, n, rm->single ? rm->report : -1, f, flen);
   if (m.oom) {
-    free(m.p);
+    free(m.s);
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
-  nsl_bytes_out key = {0};
-  nsl__bytes_put(&key, m.p, m.len);
+  nsl__text key = {0};
+  nsl__bytes_put(&key, m.s, m.len);
   for (size_t i = 0; i < key.len; i++)
-    if (key.p && key.p[i] == '\0') key.p[i] = '\x01';
+    if (key.s && key.s[i] == '\0') key.s[i] = '\x01';
   nsl__bytes_put(&key, "", 1);
   size_t len = 0;
   nsl_status rc = key.oom       ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory")
                  : rm->single ? fetch_one(rm->d, &m, rm->report, buf, &len, err)
-                              : fetch(rm->d, key.p, &m, rm->report, buf, &len, err);
-  free(key.p);
-  free(m.p);
+                              : fetch(rm->d, key.s, &m, rm->report, buf, &len, err);
+  free(key.s);
+  free(m.s);
   if (rc != NSL_OK) return rc;
   *r = (nsl_bytes_in){*buf, len, 0, 0};
   return answer_status(r, err);
@@ -689,10 +689,10 @@ typedef struct serve_job {
   int n;
   const void *filter;   /* the table's row filter, or NULL */
   size_t flen;
-  nsl_bytes_out *answers;   /* per report of the share */
+  nsl__text *answers;   /* per report of the share */
 } serve_job;
 
-static void answer_error(nsl_bytes_out *m, nsl_status st, const char *text, int rank) {
+static void answer_error(nsl__text *m, nsl_status st, const char *text, int rank) {
   int32_t s = st;
   char line[600];
   snprintf(line, sizeof line, "MPI rank %d: %s", rank, text);
@@ -704,7 +704,7 @@ static void answer_error(nsl_bytes_out *m, nsl_status st, const char *text, int 
 static void serve_one(void *p, int i) {
   serve_job *j = p;
   nsl_dist *d = j->d;
-  nsl_bytes_out *m = &j->answers[i];
+  nsl__text *m = &j->answers[i];
   void *src;
   const nsl_source_ops *ops = nsl__trace_source(d->share, i, &src);
   nsl_error e = {0};
@@ -809,13 +809,13 @@ nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err) {
     }
     /* one answer per report, in order, even when it could not be made */
     for (int i = lo; i < hi && rc == NSL_OK; i++) {
-      nsl_bytes_out *m = j.answers ? &j.answers[i] : NULL;
+      nsl__text *m = j.answers ? &j.answers[i] : NULL;
       if (!m || m->oom) {
         static const char nomem[] = "\x03\0\0\0";   /* a status without text: out of memory */
         rc = nsl__comm_send(0, TAG_REPLY, nomem, 4, err);
-      } else rc = nsl__comm_send(0, TAG_REPLY, m->p, m->len, err);
+      } else rc = nsl__comm_send(0, TAG_REPLY, m->s, m->len, err);
     }
-    for (int i = 0; j.answers && i < d->count; i++) free(j.answers[i].p);
+    for (int i = 0; j.answers && i < d->count; i++) free(j.answers[i].s);
     free(j.answers);
     for (int i = 0; j.cols && i < j.n; i++) free((char *)j.cols[i]);
     free(j.cols);
