@@ -84,8 +84,13 @@ tmp="$dst.tmp-$$"
 cp "$src" "$tmp"
 chmod u+w "$tmp"
 trap 'rm -f "$tmp"' EXIT
-has_table() { [ "$(sqlite3 "$tmp" "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='$1'")" = 1 ]; }
-has_col() { [ "$(sqlite3 "$tmp" "SELECT count(*) FROM pragma_table_info('$1') WHERE name='$2'")" = 1 ]; }
+# the schema, read once: "TABLE COLUMN" per line (one sqlite3 run instead of one per question)
+schema=$(sqlite3 -separator ' ' "$tmp" "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p
+                                       WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite%'")
+declare -A tables=() columns=()
+while read -r t c; do tables[$t]=1; columns["$t $c"]=1; done <<< "$schema"
+has_table() { [ -n "${tables[$1]:-}" ]; }
+has_col() { [ -n "${columns["$1 $2"]:-}" ]; }
 has_table $K || { echo "$0: $src has no kernels" >&2; exit 1; }
 case ",$role" in *[,=]idle*)
   [ "$(sqlite3 "$tmp" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds n ON n.id = r.nameId
@@ -215,7 +220,7 @@ if [ "$jitter" != 0 ]; then
     WHERE j.rid = $K.rowid AND start + j.j < end;"
 fi
 if [ "$offset" != 0 ]; then
-  for t in $(sqlite3 "$tmp" "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"); do
+  for t in "${!tables[@]}"; do
     for c in start end timestamp; do
       if has_col "$t" $c; then sql="$sql UPDATE $t SET $c = $c + $offset WHERE $c IS NOT NULL;"; fi
     done
