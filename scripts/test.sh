@@ -4,7 +4,8 @@
 # tests of the CLI on ../shared/data against SQL oracles), then every fuzzing
 # harness for a short fixed time (FUZZ_SECONDS, default 20 each, two at once
 # on two cores), so that each change is fuzzed a little; scripts/fuzz.sh
-# SECONDS runs longer campaigns.
+# SECONDS runs longer campaigns.  The Release build of scripts/setup.sh (-O3)
+# is built too, warnings as errors, so a fresh setup prints no warning.
 #
 # Every step runs even when an earlier one failed, so one failure never hides
 # another; the script fails when any step did, and ends with one line per
@@ -38,6 +39,9 @@ tests() { # tests DIR
     ctest --test-dir "$1" --output-on-failure -j"$jobs" --timeout 300
 }
 step "build, warnings as errors" build build-test-RelWithDebInfo RelWithDebInfo
+# the Release build scripts/setup.sh makes (-O3): gcc warns about some code (-Wmaybe-uninitialized) only when
+# it optimises harder, and a user's first build must print no warning
+step "build, Release as scripts/setup.sh (-O3), warnings as errors" build build-test-Release Release
 step "tests, warnings-as-errors build" tests build-test-RelWithDebInfo
 step "build, ASan+UBSan" build build-test-Asan Asan
 step "tests, ASan+UBSan build" tests build-test-Asan

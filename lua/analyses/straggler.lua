@@ -298,13 +298,13 @@ return {
   run = function(trace, args, out, parts, matched)
     local min_delay = units.duration_arg(args, "min_delay")
     if type(args.min_share) ~= "number" or args.min_share < 0 or args.min_share >= 1 then
-      nsl.fail("straggler: --arg min_share must be a number from 0 to 1")
+      nsl.fail("straggler: --arg min_share must be a number from 0 to 1", "usage")
     end
     if type(args.late_share) ~= "number" or args.late_share <= 0 or args.late_share > 1 then
-      nsl.fail("straggler: --arg late_share must be a number above 0, at most 1")
+      nsl.fail("straggler: --arg late_share must be a number above 0, at most 1", "usage")
     end
     if math.type(args.warmup) ~= "integer" or args.warmup < -1 then
-      nsl.fail("straggler: --arg warmup must be -1 (detect) or a number of collectives")
+      nsl.fail("straggler: --arg warmup must be -1 (detect) or a number of collectives", "usage")
     end
     -- the matching: diagnose's, when it ran it for every check (matched), else its own
     local src, res = table.unpack(matched or {core.match(trace, args, parts and parts.kernels)})

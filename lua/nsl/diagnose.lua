@@ -113,7 +113,7 @@ function M.context(trace, args, parts)
     for _, name in ipairs(names) do ns[name] = units.duration_arg(args, name) end
   end
   if args.chunks < 1 or math.type(args.chunks) ~= "integer" then
-    nsl.fail("--arg chunks must be a whole number, 1 or more")
+    nsl.fail("--arg chunks must be a whole number, 1 or more", "usage")
   end
   local ctx = setmetatable({trace = trace, args = args, ns = ns, findings = {}, evidence = {}, notes = {}, cache = {}},
                            Ctx)
@@ -322,9 +322,17 @@ function Ctx:at(t, r)
   if not self.cache[key] then
     local window = require("nsl.window")
     if r then self.cache[key] = window.report_start(self.trace, r) or 0
-    else self.cache[key] = window.span(self.trace) or 0 end
+    else self.cache[key] = window.origin(self.trace) or 0 end
   end
   return string.format("%.6fs", (t - self.cache[key]) / 1e9)
+end
+
+--- Times on the trace's clock (a column) counted from the trace's start
+-- (nsl.window.origin), for an evidence column "... (ns from start)": the
+-- time every output prints for the same event.
+function Ctx:from_start(col)
+  if not self.cache.lo then self.cache.lo = require("nsl.window").origin(self.trace) or 0 end
+  return col - self.cache.lo
 end
 
 --- Keeps an evidence table (printed after the findings); returns its name.
@@ -444,7 +452,8 @@ M.per_process_calls = per_process_calls
 local function calls_table(ctx, rows, extra)
   local s = rows:sort("-api_dur", "report", "api_start")
   local cols = {{"report", s.report:map(function(r) return ctx:rank(r) end)}, {"pid", s.pid}, {"tid", s.api_tid},
-                {"device", s.device}, {"stream", s.stream}, {"API call", s.api_name}, {"API start (ns)", s.api_start},
+                {"device", s.device}, {"stream", s.stream}, {"API call", s.api_name},
+                {"API at (ns from start)", ctx:from_start(s.api_start)}, {"API start (ns)", s.api_start},
                 {"API time (ns)", s.api_dur}, {"GPU time (ns)", s.stop - s.start}}
   for _, c in ipairs(extra or {}) do cols[#cols + 1] = {c[1], s[c[2]]} end
   return nsl.table(cols)

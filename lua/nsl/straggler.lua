@@ -567,7 +567,7 @@ end
 
 --- Collectives and compute of the thunks of an nsys-jax trace.
 local function from_thunks(trace, args, gpu_ranges)
-  if args.rank_by ~= "device" then nsl.fail("straggler: on nsys-jax traces the ranks are the devices (rank_by=device)") end
+  if args.rank_by ~= "device" then nsl.fail("straggler: on nsys-jax traces the ranks are the devices (rank_by=device)", "usage") end
   local d = jax.load(trace, {programs = args.programs, gpu_ranges = gpu_ranges})
   local th = d.thunk
   local rank, rk = number_ranks(th, {"Device", "report"})
@@ -604,7 +604,7 @@ local function source_of(trace, args, k)
     end
     return from_thunks(trace, args, g)
   end
-  nsl.fail("straggler: --arg source must be auto, nccl or jax")
+  nsl.fail("straggler: --arg source must be auto, nccl or jax", "usage")
 end
 
 --- The matching of a trace's collectives, the one of the straggler analysis

@@ -51,6 +51,17 @@ tmux_end() {
   tmux has-session 2> /dev/null && return 0
   for _ in $(seq 600); do [ -S "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/default" ] || return 0; sleep 0.05; done
 }
+# usage_error WHAT PATTERN nsl-args...: nsl refuses as a usage error: exit 2, one line on stderr matching
+# PATTERN (grep), nothing on stdout
+usage_error() {
+  local what=$1 pat=$2
+  shift 2
+  "$NSL" "$@" > "$TMP/usage.out" 2> "$TMP/usage.err"
+  local rc=$?
+  if [ "$rc" = 2 ] && [ "$(wc -l < "$TMP/usage.err")" = 1 ] && grep -q -- "$pat" "$TMP/usage.err" &&
+     [ ! -s "$TMP/usage.out" ]; then ok "$what: one line, exit 2"
+  else bad "$what: exit $rc, stdout $(wc -c < "$TMP/usage.out") bytes, stderr: $(head -2 "$TMP/usage.err")"; fi
+}
 finish() {
   echo "$PASS passed, $FAIL failed"
   [ "$FAIL" -eq 0 ]
