@@ -294,7 +294,8 @@ return {
   },
   example = "nsl run straggler rank0.sqlite rank1.sqlite ... --fail-on warning --out straggler/",
   -- parts: a distributed run's gathered kernel columns (the step below); matched: {src, res} of
-  -- nsl.straggler.match on this trace with these args, made once by diagnose for its ledger and this
+  -- nsl.straggler.match on this trace with these args, made once by diagnose for its ledger and this;
+  -- matched.steps: nsl.iterations.steps(trace) as diagnose found it (false: no steps), detected once
   run = function(trace, args, out, parts, matched)
     local min_delay = units.duration_arg(args, "min_delay")
     if type(args.min_share) ~= "number" or args.min_share < 0 or args.min_share >= 1 then
@@ -315,7 +316,8 @@ return {
     end
     -- the step the costs are per: the training step when the trace has steps (nsl.iterations.steps, the one
     -- step detection of a trace: the median steady step), else the interval between steady collectives
-    local st = iterations.steps(trace)
+    local st
+    if matched and matched.steps ~= nil then st = matched.steps or nil else st = iterations.steps(trace) end
     local train = st and st.step_ns or nil
     src.step_what = train and "training step" or "interval between collectives"
     local rows = core.ranks(res, {min_delay = min_delay, min_share = args.min_share, late_share = args.late_share,

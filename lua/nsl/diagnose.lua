@@ -64,21 +64,23 @@ Ctx.__index = Ctx
 -- it (iterations.find), windows (iterations.windows sorted by report, pid,
 -- iter), warm_flag (1 for a warm-up window, by row of windows), warm =
 -- {group key -> warm-up count}, nvtx (the step range's name, or nil)}.  spec "" detects; a named range
--- that is missing fails.
+-- that is missing fails.  Second result: nsl.iterations.steps's own result
+-- (false when it found none).
 local function find_steps(trace, spec, warmup)
   -- the one step detection of the trace (nsl.iterations.steps: on JAX nsys-jax's warm-up rule)
   local st, err = iterations.steps(trace, {spec = spec, warmup = warmup})
+  local raw = st or false
   if not st then
     if spec ~= "" then nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err)) end
-    return nil
+    return nil, raw
   end
-  if not st.step_ns or st.step_ns <= 0 then return nil end
+  if not st.step_ns or st.step_ns <= 0 then return nil, raw end
   local warm_flag = {}
   for i, w in ipairs(st.windows.warm:totable()) do warm_flag[i] = w and 1 or 0 end
   local it = st.it
   return {step_ns = st.step_ns, n = st.n, how = it.how, it = it, windows = st.windows, warm = st.warm,
           warm_flag = warm_flag, groups = st.groups, order = st.order,
-          nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}
+          nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}, raw
 end
 
 -- The columns of nsl.gpu_ops the checks read (Ctx:ops and the distributed step).
@@ -123,7 +125,10 @@ function M.context(trace, args, parts)
   end
   ctx.names = trace.reports.name:totable()
   ctx.paths = trace.reports.path:totable()
-  ctx.steps = find_steps(trace, args.iteration, args.warmup)
+  local raw
+  ctx.steps, raw = find_steps(trace, args.iteration, args.warmup)
+  -- with the default detection these are the steps every analysis finds (the straggler analysis's too)
+  if args.iteration == "" and type(args.warmup) == "number" and args.warmup < 0 then ctx.default_steps = raw end
   return ctx
 end
 
@@ -147,7 +152,9 @@ end
 -- res = the ledger's result}.
 function Ctx:ledger()
   if self.cache.ledger then return self.cache.ledger end
-  local l = ledger.build(self.trace, {steps = self.steps and self.steps.it, matched = self:straggler_match() or false})
+  -- (the CUDA calls the checks read are the ledger's blocking calls too: made once, Ctx:api)
+  local l = ledger.build(self.trace, {steps = self.steps and self.steps.it, matched = self:straggler_match() or false,
+                                     api = #self.trace.api > 0 and self:api() or nil})
   local t = l.ledger
   local L = {t = t, run = {}, job_wall = 0, devices = {}, res = l}
   local cols = {"report", "device", "rank", "wall"}
@@ -163,12 +170,14 @@ function Ctx:ledger()
     if row.wall > L.job_wall then L.job_wall = row.wall end
   end
   if not l.empty then
-    local ops = self:ops()
-    local pd = ops:filter(~ops.device:isnull() & ~ops.pid:isnull()):group_by("report", "pid", "device"):keys()
+    local pd = M.process_devices(self).span   -- (report, pid, device) of the operations with a device
     for i = 1, #pd do
-      local key = pd.report[i] .. ":" .. pd.pid[i]
-      L.devices[key] = L.devices[key] or {}
-      table.insert(L.devices[key], pd.device[i])
+      local pid = pd.pid[i]
+      if pid then
+        local key = pd.report[i] .. ":" .. pid
+        L.devices[key] = L.devices[key] or {}
+        table.insert(L.devices[key], pd.device[i])
+      end
     end
   end
   -- the ranks the others wait for: last to arrive at a tenth or more of the steady collectives (nil when
@@ -467,12 +476,23 @@ M.calls_table = calls_table
 
 
 
+-- The GPU operations that ran on a device (Ctx:ops less those without
+-- one), made once for every grouping of them; the operations themselves
+-- when all have a device (no copy).
+local function placed_ops(ctx)
+  if not ctx.cache.placed then
+    local ops = ctx:ops()
+    local nodev = ops.device:isnull()
+    ctx.cache.placed = nodev:count() > 0 and ops:filter(~nodev) or ops
+  end
+  return ctx.cache.placed
+end
+
 -- Groups of the GPU operations by (report, pid, device), with their spans:
 -- ops (with device), g (group_by), span (report, pid, device, lo, hi).
 local function process_devices(ctx)
   if not ctx.cache.pd then
-    local ops = ctx:ops()
-    ops = ops:filter(~ops.device:isnull())
+    local ops = placed_ops(ctx)
     local g = ops:group_by("report", "pid", "device")
     local span = g:agg{"lo=min(start)", "hi=max(stop)"}
     ctx.cache.pd = {ops = ops, g = g, span = span}
@@ -489,8 +509,7 @@ M.process_devices = process_devices
 -- group ids, and each device's span.
 local function devices(ctx)
   if not ctx.cache.dev then
-    local ops = ctx:ops()
-    ops = ops:filter(~ops.device:isnull())
+    local ops = placed_ops(ctx)
     local g = ops:group_by("report", "device")
     ctx.cache.dev = {ops = ops, g = g, span = g:agg{"lo=min(start)", "hi=max(stop)"}}
   end
@@ -610,7 +629,8 @@ function Ctx:straggler()
     self.cache.straggler, self.cache.straggler_err = false, err
     if matched then
       local sub
-      sub, err = run_analysis(self, "straggler", nil, matched)
+      -- (with the steps diagnose found, when they are the analysis's own: the detection runs once)
+      sub, err = run_analysis(self, "straggler", nil, {matched[1], matched[2], steps = self.default_steps})
       self.cache.straggler, self.cache.straggler_err = sub or false, err
     end
   end

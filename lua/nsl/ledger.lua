@@ -142,8 +142,9 @@ local function on_groups(h, pd, keys)
 end
 
 --- The host-side intervals of the idle causes: a list of {start, stop,
--- group, class} column sets.
-local function host_causes(trace, pd, source)
+-- group, class} column sets.  calls: host_sync.api_calls(trace) when the
+-- caller has it already (nil: made here).
+local function host_causes(trace, pd, source, calls)
   local parts = {}
   local keys = source == "jax" and {"report"} or {"report", "pid"}   -- nsys-jax thunks keep no process
   local function add(h, class)
@@ -178,7 +179,7 @@ local function host_causes(trace, pd, source)
     add(api:take(idx), CLASS.idle_htod)
   end
   -- synchronisation: the blocking calls, up to the end of the thread's next CUDA call
-  local calls = host_sync.api_calls(trace)
+  calls = calls or host_sync.api_calls(trace)
   local cat = calls.name:map(host_sync.category)
   local th = calls:select{"report", "pid", "tid", "start", "stop"}:with("sync", ~cat:isnull()):sort("report", "pid",
                                                                                                    "tid", "start")
@@ -194,7 +195,8 @@ end
 --- The ledger of trace.  opts.steps: nsl.iterations.steps(...).it (or nil:
 -- the whole run only); opts.matched: {src, res} of nsl.straggler.match on
 -- the trace with the straggler analysis's defaults, for NCCL kernels
--- (false: none; nil: made here).  Returns a table with one row per GPU and window:
+-- (false: none; nil: made here); opts.api: host_sync.api_calls(trace),
+-- when the caller keeps it (diagnose shares it with its checks).  Returns a table with one row per GPU and window:
 -- report, device, rank (label), step (0: the whole run; 1.. the steps),
 -- start, stop, wall, then M.lines and idle_unknown (ns, summing to wall),
 -- idle (their idle parts summed); and a second table, host: the idle_host
@@ -260,7 +262,7 @@ function M.build(trace, opts)
   if not empty then
     local pd = source == "jax" and work:group_by("report", "group"):keys():sort("report", "group")
                or work:group_by("report", "pid", "group"):keys():sort("report", "pid", "group")
-    for _, p in ipairs(host_causes(trace, pd, source)) do
+    for _, p in ipairs(host_causes(trace, pd, source, opts.api)) do
       S[#S + 1], E[#E + 1], G[#G + 1], C[#C + 1] = p[1], p[2], p[3], p[4]
     end
   end
