@@ -162,6 +162,22 @@ return {
     T.eq(again:isnull():count(), only:isnull():count(), "NULL stays NULL")
   end},
 
+  {"a filter that keeps every row: the same rows, and columns not yet loaded still load", function()
+    -- such a filter shares the columns instead of copying them; SQL is the oracle for both kinds of column
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    k:load{"start", "stop"}
+    local all = k:filter(k.stop:ge(k.start))
+    T.eq(#all, T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE end >= start"), "rows kept")
+    T.eq(#all, #k, "every kernel ends after it starts")
+    T.eq((all.stop - all.start):sum(), T.sql1(nccl, "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "loaded")
+    T.eq(all.name:match("^nccl"):count(), T.sql1(nccl, [[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k
+      JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'nccl%']]), "a column loaded after the filter")
+    local some = all:filter(all.device:eq(0))
+    T.eq(#some, T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 0"), "then a real filter")
+    T.eq(#all:filter(all.device:lt(0)), 0, "and one that keeps none")
+  end},
+
   {"join kernels to their launching API call on (report, pid, corr)", function()
     -- correlation ids are numbered per process: the join keys on the process too
     local tr = assert(nsl.open(nccl))
