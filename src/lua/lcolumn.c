@@ -603,8 +603,9 @@ static int32_t map_one(lua_State *L, int is_fn, nsl_dict *dict) {
 /* c:map(t_or_fn) -> a string column: each distinct value v of c becomes
  * t[v] (or fn(v)); values without a mapping become NULL.  The lookup runs
  * once per distinct value, the rows are rewritten in C: a string column
- * through an array indexed by its dictionary ids (no Lua value per row),
- * other columns through a Lua table of the values seen. */
+ * through an array indexed by its dictionary ids (no Lua value per row;
+ * unless the dictionary is much larger than the column, as for a few rows
+ * of a large trace), other columns through a Lua table of the values seen. */
 static int col_map(lua_State *L) {
   nsl_column *c = nsl__checkcolumn(L, 1);
   int is_fn = lua_isfunction(L, 2);
@@ -614,9 +615,9 @@ static int col_map(lua_State *L) {
   if (!r) return luaL_error(L, "out of memory");
   nsl__pushcolumn(L, r);   /* anchored */
   int32_t *out = nsl_i32(r);
-  if (c->type == NSL_STR) {
+  int32_t nd = c->type == NSL_STR ? nsl_dict_size(c->dict) : 0;
+  if (c->type == NSL_STR && nd <= 4 * c->len + 4096) {   /* the array costs no more than the rows do */
     const int32_t *src = nsl_i32(c);
-    int32_t nd = nsl_dict_size(c->dict);
     /* memo[id]: the mapped id, INT32_MIN before the first row of id (a
      * userdata, so an error in the map frees it) */
     int32_t *memo = lua_newuserdatauv(L, (size_t)(nd > 0 ? nd : 1) * sizeof *memo, 0);
