@@ -56,7 +56,7 @@ prompt() { # prompt KEY PROMPT TEXT: a key that opens a prompt, a value, Enter
 walk() { # walk WHAT FILE...: every key of the help on every view
   WHAT=$1
   shift
-  tmux kill-session -t $S 2> /dev/null
+  tmux_end $S
   tmux new-session -d -s $S -x 100 -y 34 "NSL_TUI_INFO=1 $NSL tui $*; echo TUI-EXITED rc=\$?; sleep 600"
   wait_for "lanes; ? for the keys" 1200 || { bad "$WHAT: no first screen: $(screen | tail -3)"; return; }
   local fails=$FAIL
@@ -88,7 +88,7 @@ walk() { # walk WHAT FILE...: every key of the help on every view
   tmux send-keys -t $S q
   wait_for "TUI-EXITED" 300 && check_eq "$WHAT: q leaves with exit 0" "$(screen | grep -o 'TUI-EXITED rc=[0-9]*')" \
     "TUI-EXITED rc=0" || bad "$WHAT: q does not leave: $(screen | tail -3)"
-  tmux kill-session -t $S 2> /dev/null
+  tmux_end $S
 }
 
 D="$NSL_DATA_DIR/nsys"
