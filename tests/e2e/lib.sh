@@ -44,12 +44,14 @@ console_clean() { # console_clean FILE WHAT (messages of Chromium's own chrome:/
   else ok "$2: no console errors"; fi
 }
 # tmux_end [SESSION]: ends that session (without one: the whole server), and when no session is left, waits
-# until the server's socket is gone.  A new-session sent while the server is exiting talks to it and never
-# starts, which made checks fail on a busy machine.
+# until the server has exited (a client then finds "no server running", or no socket at all: "error connecting";
+# tmux leaves its socket file behind).
+# A new-session sent while the server is exiting talks to it and never starts, which made checks fail on a
+# busy machine.
 tmux_end() {
   if [ $# -gt 0 ]; then tmux kill-session -t "$1" 2> /dev/null; else tmux kill-server 2> /dev/null; fi
   tmux has-session 2> /dev/null && return 0
-  for _ in $(seq 600); do [ -S "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/default" ] || return 0; sleep 0.05; done
+  for _ in $(seq 600); do tmux list-sessions 2>&1 | grep -q "no server running\|error connecting" && return 0; sleep 0.05; done
 }
 # usage_error WHAT PATTERN nsl-args...: nsl refuses as a usage error: exit 2, one line on stderr matching
 # PATTERN (grep), nothing on stdout

@@ -174,6 +174,14 @@ screen | grep -q "^$(sql "$F" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
 ask : '^:$'
 typed "tui.cursor()"
 screen | grep -q "^$(cursor)\$" && ok ": prompt sees the TUI's state" || bad "tui.cursor(): $(screen | tail -8)"
+# relative times count from the trace's start, as diagnose, gaps and launch count (SQL: the earliest event
+# of the kernel, memcpy, memset, NVTX and CUDA API tables)
+ask : '^:$'
+typed "tui.origin()"
+first_event=$(sql "$F" "SELECT min(s) FROM (SELECT min(start) s FROM ($OPS) UNION ALL SELECT min(start) FROM NVTX_EVENTS
+                        UNION ALL SELECT min(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME)")
+screen | grep -q "^$first_event\$" && ok "relative times count from the trace's first event (SQL)" ||
+  bad "tui.origin(): want $first_event: $(screen | tail -8)"
 
 # the NVTX tree: the nvtx analysis's numbers, and SQL's for a top-level range
 keys T
@@ -277,7 +285,7 @@ rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo|isig)\$' | tr '\n' '
 S=nsltui3
 make_report "$TMP/run.nsys-rep" "tui"
 tui_session FAKE_NSYS_EXPORT_GATE=$TMP/tui.gate NSL_TUI_INFO=1 -- "$TMP/run.nsys-rep"
-if wait_for "exporting run.nsys-rep with nsys: [0-9.]* [KMG]*i*B, [0-9.]* s; step 1 of 7" 100 && nsys_running; then
+if wait_for "exporting run.nsys-rep with nsys: [0-9.]* [KMG]*i*B, [0-9.]* s; step 1 of 8" 100 && nsys_running; then
   ok "background: the first screen comes while nsys exports, with the export's progress"
 else bad "background: no progress while exporting: $(screen | tail -2)"; fi
 screen | grep -q "opening run.nsys-rep" && ok "background: the timeline says what it opens" ||

@@ -36,8 +36,12 @@ press() { # press VIEW KEY...: each key, a redraw, no error
   shift
   for k in "$@"; do
     n=$(draws)
+    local t0=${EPOCHREALTIME/[.,]/}
     tmux send-keys -t $S "$k"
     settle "$n" || { bad "$WHAT $view: no redraw after key '$k': $(screen | tail -2)"; return 1; }
+    # a key that takes long is named in the log (to find what makes the walk slow)
+    local us=$(( ${EPOCHREALTIME/[.,]/} - t0 ))
+    [ $us -lt 2000000 ] || echo "note   $WHAT $view: key '$k' took $(( us / 1000 )) ms"
     check_screen "$view: key '$k'" || return 1
   done
   return 0

@@ -126,6 +126,23 @@ local function first(fs, id, want, loss, what)
   return f
 end
 
+-- Asserts that, the planted ranks `want` being late at every collective (the ones the others wait for), a
+-- cause found on any other rank is hidden: it costs the job nothing (lost_ns 0), and is said to be hidden.
+local function others_hidden(fs, want, what)
+  local late, hidden = {}, 0
+  for _, r in ipairs(want) do late[r] = true end
+  for _, f in ipairs(fs) do
+    for _, p in ipairs(f.parts or {f}) do
+      local r = p.where and p.where.rank and p.where.rank:match("^(r%d+)")
+      if not f.id:find("^straggler") and r and not late[r] then
+        T.eq(p.lost_ns, 0, what .. ": " .. f.id .. " on " .. p.where.rank .. " is hidden")
+        if p.hidden_ns then hidden = hidden + 1 end
+      end
+    end
+  end
+  T.ok(hidden > 0, what .. ": causes on the waiting ranks are said to be hidden")
+end
+
 local function no_straggler(fs, what)
   for _, f in ipairs(fs) do
     T.ok(not (f.id:find("^straggler") and f.severity ~= "info"),
@@ -141,10 +158,12 @@ return {
     first(fs, "straggler.host_idle", {"r2"}, d * after_sync(), "host idle")
   end},
 
-  {"slower compute: rank 5 of 8 computes 1 ms longer before every collective; first, compute, D x collectives",
+  {"slower compute: rank 5 of 8 computes 1 ms longer before every collective; first, compute, D x collectives; " ..
+   "causes on the other ranks hidden",
    function()
     local fs = diag(job(8, function(r) return r == 5 and "slow" or "wait" end))
     first(fs, "straggler.compute", {"r5"}, D * ncoll(), "slow compute")
+    others_hidden(fs, {"r5"}, "slow compute")
   end},
 
   {"two ranks: rank 1 computes longer; first, compute, D x collectives", function()
