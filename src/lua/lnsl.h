@@ -14,7 +14,7 @@
 #define NSL_IV_MT "nsl.intervals"
 #define NSL_CANVAS_MT "nsl.canvas"
 
-/* Raise nsl error objects {message [, internal]} (lnsl.c).  nsl__raise: a failure
+/* Raise nsl error objects {message [, internal]} (laux.c).  nsl__raise: a failure
  * of the input or the environment (nsl.fail), shown to the user as one line.
  * nsl__lua_error: err from a kernel; its refusal of the arguments
  * (NSL_ERR_ARG: lengths, types, column names) is a broken precondition of
@@ -23,6 +23,8 @@
  * nsl__input_error: err from reading an input (sources, user patterns), an
  * input failure whatever its code. */
 int nsl__raise(lua_State *L, const char *msg);
+/* nsl__raise for a value the analysis rejects (usage = true: exit 2, as a usage error). */
+int nsl__raise_usage(lua_State *L, const char *msg);
 int nsl__lua_error(lua_State *L, const nsl_error *err);
 int nsl__input_error(lua_State *L, const nsl_error *err);
 /* nsl__lua_error with what failed before the message ("nsl.pack: ..."):
@@ -32,7 +34,7 @@ int nsl__lua_errorf(lua_State *L, const nsl_error *err, const char *fmt, ...);
  * values (as luaL_fileresult): pushes nil and err's message, returns 2. */
 int nsl__push_fail(lua_State *L, const nsl_error *err);
 
-/* Registers userdata type `name` (lnsl.c): luaL_newmetatable(L, name), the
+/* Registers userdata type `name` (laux.c): luaL_newmetatable(L, name), the
  * metamethods `meta` (NULL: none) set in it, and the methods `methods` in
  * one new table kept as the metatable's field "methods" (where Lua adds
  * methods: nsl.core.methods) and, unless `meta` has its own __index (a
@@ -69,7 +71,7 @@ int nsl__open_table(lua_State *L);
  * argument error: "at most MAX WHAT"); returns their number.  They stay valid while the
  * arguments are on the stack. */
 int nsl__check_strings(lua_State *L, int idx, const char **out, int max, const char *what);
-/* The state's shared dictionary (lnsl.c): every trace and every string
+/* The state's shared dictionary (laux.c): every trace and every string
  * column made in this Lua state uses it, so string ids compare across traces. */
 nsl_dict *nsl__state_dict(lua_State *L);
 /* The options the state's traces open with (host state in the registry,
