@@ -18,7 +18,7 @@ nsl REPL -- Lua 5.4 with the nsl library; `trace` is the loaded trace.
   k.dur:stats()  k.dur:quantile(0.9)  k.dur:histogram{0, 1e3, 1e4, 1e5}
   nsl.intervals(k.start, k.stop):total()      busy time (union); :gaps() :intersect(b) :subtract(b)
   k:join(trace.api, {"report", "corr"}, {"name"}, "api_")
-  trace:sql(1, "SELECT count(*) AS n FROM StringIds")
+  trace:sql(0, "SELECT count(*) AS n FROM StringIds")
 
   =expr or a bare expression prints its value; statements run as in `lua`.
   :tables            row counts of every table
