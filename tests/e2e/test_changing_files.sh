@@ -123,7 +123,17 @@ FAKE_NSYS_LOG=$TMP/nsys.log FAKE_NSYS_EXPORT_HANG=1 FAKE_NSYS_EXPORT=$nccl \
   "$NSL" info "$TMP/kill.nsys-rep" --nsys "$FAKE" > /dev/null 2>&1 &
 nslpid=$!
 timeout 60 head -n1 "$TMP/nsys.log" > /dev/null   # the stand-in nsys started (its first log line)
-child=$(cat /proc/$nslpid/task/*/children 2> /dev/null | tr -s ' ' '\n' | grep . | head -1)
+# the child that exports (nsl may first ask `nsys --version`: a short-lived child of its own, not the export;
+# the stand-in's hanging export runs as `sleep`)
+export_child() {
+  local c cmd
+  for c in $(cat /proc/$nslpid/task/*/children 2> /dev/null); do
+    cmd=$(tr '\0' ' ' < "/proc/$c/cmdline" 2> /dev/null)
+    [ -n "$cmd" ] && ! grep -q -- "--version" <<< "$cmd" && { echo "$c"; return; }
+  done
+}
+child=""
+for _ in $(seq 600); do child=$(export_child); [ -n "$child" ] && break; sleep 0.1; done
 if [ -z "$child" ]; then bad "kill -9: no nsys under nsl"
 else
   [ "$(ps -o pgid= -p "$child" | tr -d ' ')" = "$child" ] && ok "nsys runs in its own process group" ||
