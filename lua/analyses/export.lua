@@ -23,7 +23,7 @@ local GPU_PID0, GPU_TID0, REMAP0 = 1000000000, 1100000000, 2000000000
 local function rows(t, cols, from, to, whole)
   if #t == 0 then return nil end
   if whole then return t:select(cols) end
-  return plot.window_rows(t, cols, from, to)
+  return window.rows(t, cols, from, to)
 end
 
 --- Group ids over the concatenation of tables (keys names), split back into
@@ -173,14 +173,14 @@ return {
     end
     count("kernel", k, k and k.dur)
     if m then
-      local label = m.kind:map(gpu_ops.terse_label)
+      local label = gpu_ops.memcpy_labels(m.kind, "terse")
       add(nsl.format_rows('{"ph":"X","cat":"memcpy","name":%S,"pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{' ..
         '"bytes":%d,"kind":%s,"corr":%d,"device":%d,"stream":%d}}',
         {label, gpu_pid[m], gpu_tid[m], m.start, m.dur, m.bytes, m.kind, m.corr, m.device, m.stream}, ",\n"))
     end
     count("memcpy", m, m and m.dur)
     if s then
-      add(nsl.format_rows('{"ph":"X","cat":"memset","name":"memset","pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{' ..
+      add(nsl.format_rows('{"ph":"X","cat":"memset","name":"' .. gpu_ops.label(nil, "terse") .. '","pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{' ..
         '"bytes":%d,"corr":%d,"device":%d,"stream":%d}}',
         {gpu_pid[s], gpu_tid[s], s.start, s.dur, s.bytes, s.corr, s.device, s.stream}, ",\n"))
     end

@@ -15,7 +15,7 @@ local function memops(trace)
     {"report", nsl.concat(mc.report:cast("i64"), ms.report:cast("i64"))},
     {"dur", nsl.concat(mc.dur, ms.dur)},
     {"mb", nsl.concat(mc.bytes / 1e6, ms.bytes / 1e6)},
-    {"op", nsl.concat(mc.kind:map(gpu_ops.memcpy_label), nsl.rep(gpu_ops.memset_label, #ms))},
+    {"op", nsl.concat(gpu_ops.memcpy_labels(mc.kind), nsl.rep(gpu_ops.label(nil), #ms))},
   }
 end
 

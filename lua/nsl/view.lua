@@ -19,6 +19,7 @@
 --   show(v)                                     -- a notebook cell embeds it (v:fragment())
 local nsl = require("nsl")
 local plot = require("nsl.plot")
+local gpu_ops = require("nsl.gpu_ops")
 local window = require("nsl.window")
 local report = require("nsl.report")
 
@@ -49,31 +50,13 @@ for i, c in ipairs(plot.timeline_classes) do CLASS[c.name] = i - 1 end
 
 --- The GPU operations of the whole trace as columns report, device,
 -- stream, start, stop, name, cls (a Lua table of them), or nil when there
--- are none.  cls is the
--- timeline class (plot.timeline_classes, 0-based); name the kernel's short
--- name, the memcpy kind, or "memset".
-local function gpu_ops(trace)
-  local parts = {}
-  local cols = {"report", "device", "stream", "start", "stop"}
-  local k = trace.kernels
-  if #k > 0 then
-    k = k:select{"report", "device", "stream", "start", "stop", "name"}
-    local nccl = k.name:match("^nccl")
-    parts[#parts + 1] = {t = k, name = k.name, cls = nccl * (CLASS.nccl - CLASS.kernel) + CLASS.kernel}
-  end
-  local m = trace.memcpy
-  if #m > 0 then
-    m = m:select{"report", "device", "stream", "start", "stop", "kind"}
-    local h2d, d2h = m.kind:eq("HtoD"), m.kind:eq("DtoH")
-    parts[#parts + 1] = {t = m, name = m.kind, cls = h2d * (CLASS.memcpy_htod - CLASS.memcpy_other) +
-                                                    d2h * (CLASS.memcpy_dtoh - CLASS.memcpy_other) + CLASS.memcpy_other}
-  end
-  local s = trace.memset
-  if #s > 0 then
-    s = s:select(cols)
-    parts[#parts + 1] = {t = s, name = nsl.rep("memset", #s), cls = nsl.rep(CLASS.memset, #s)}
-  end
-  if #parts == 0 then   -- no CUDA activity: an nsys-jax archive's XLA modules and thunks on each device
+-- are none.  cls is the timeline class (plot.timeline_classes, 0-based);
+-- name the kernel's short name or the terse label of a memory operation
+-- (nsl.gpu_ops.table).
+local function gpu_rows(trace)
+  local t = gpu_ops.table(trace, {columns = {"report", "device", "stream", "start", "stop"}, names = "short",
+                                      labels = "terse", class = true})
+  if #t == 0 then   -- no CUDA activity: an nsys-jax archive's XLA modules and thunks on each device
     local r = trace.gpu_ranges
     if #r == 0 then return nil end
     r:load{"report", "pid", "tid", "start", "stop", "text"}
@@ -82,17 +65,8 @@ local function gpu_ops(trace)
     return {xla = true, report = r.report, device = dev, stream = nsl.rep(0, #r), start = r.start, stop = r.stop,
             name = frames.range_names(r.text), cls = nsl.rep(CLASS.kernel, #r)}
   end
-  local spec = {}
-  for _, c in ipairs(cols) do
-    local list = {}
-    for i, p in ipairs(parts) do list[i] = p.t[c] end
-    spec[#spec + 1] = {c, nsl.concat(table.unpack(list))}
-  end
-  local names, cls = {}, {}
-  for i, p in ipairs(parts) do names[i], cls[i] = p.name, p.cls:cast("i64") end
-  local g = {name = nsl.concat(table.unpack(names)), cls = nsl.concat(table.unpack(cls))}
-  for _, c in ipairs(spec) do g[c[1]] = c[2] end
-  return g
+  return {report = t.report, device = t.device, stream = t.stream, start = t.start, stop = t.stop, name = t.name,
+          cls = t.class}
 end
 
 --- The NVTX ranges of the trace as columns report, pid, tid, start, stop,
@@ -315,7 +289,7 @@ end
 -- operations or NVTX ranges.
 function M.viewer(trace, opts)
   opts = opts or {}
-  local g, nv = gpu_ops(trace), nvtx_ranges(trace)
+  local g, nv = gpu_rows(trace), nvtx_ranges(trace)
   if not g and not nv then nsl.fail("the trace has no GPU operations or NVTX ranges to show") end
   local lo, hi = window.span(trace, {"kernels", "memcpy", "memset", "nvtx", "gpu_ranges"})
   if hi <= lo then hi = lo + 1 end
