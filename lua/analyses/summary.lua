@@ -88,7 +88,7 @@ return {
     end
     if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 and #trace.gpu_ranges > 0 then
       -- an nsys-jax trace: NVTX ranges projected onto the GPU, no CUDA activity tables
-      return require("analyses.jax_summary").run(trace, {programs = "fingerprint", top = 10}, out)
+      return out:run("jax_summary", trace)
     end
     if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 then
       local paths = trace.reports.path:totable()

@@ -85,10 +85,10 @@ function M.run(text, trace, opts)
     table.sort(given)
     local parsed = assert(runner.parse_args(a, given))
     local out = require("nsl.output").new{analysis = a.name, format = "notebook", trace = trace}
-    local ok, err = xpcall(a.run, runner.handler, trace, parsed, out)
+    local ok, err = xpcall(a.run, nsl.error_handler, trace, parsed, out)
     analysis_outputs(out, current.outputs)
     if not ok then
-      -- a bug (runner.handler's record) fails the cell, naming the analysis and the inputs
+      -- a bug (nsl.error_handler's record) fails the cell, naming the analysis and the inputs
       if not nsl.is_error(err) then error(runner.failure(a, err, trace and trace.reports.path:totable()), 0) end
       current.outputs[#current.outputs + 1] = {kind = "note", text = a.name .. ": " .. tostring(err)}
     end

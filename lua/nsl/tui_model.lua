@@ -597,7 +597,8 @@ function Model:load_findings()
   local diagnose = require("nsl.diagnose")
   local a = assert(runner.load_analysis("diagnose"))
   local args = assert(runner.parse_args(a, {}))
-  local ctx = diagnose.context(self.trace, args)
+  local out = require("nsl.output").new{analysis = "diagnose", format = "collect", trace = self.trace}
+  local ctx = diagnose.context(self.trace, args, nil, out)
   pause()
   self.findings = diagnose.run(ctx, pause)   -- in a coroutine, keys are read between the checks
   self.finding_notes = ctx.notes

@@ -230,7 +230,7 @@ local function diagnose_findings(trace)
   local a = assert(runner.load_analysis("diagnose"))
   local parsed = assert(runner.parse_args(a, {}))
   local out = require("nsl.output").new{analysis = a.name, format = "notebook", trace = trace}
-  local ok, err = xpcall(a.run, runner.handler, trace, parsed, out)
+  local ok, err = xpcall(a.run, nsl.error_handler, trace, parsed, out)
   if not ok then
     if not nsl.is_error(err) then error(runner.failure(a, err, trace.reports.path:totable()), 0) end
     return {}, {"diagnose: " .. tostring(err)}

@@ -45,7 +45,7 @@ static const char harness_lua[] =
     "  for _, a in ipairs(list) do\n"
     "    local args = assert(runner.parse_args(a, {}))\n"
     "    local out = assert(output.new{analysis = a.name, format = 'json', trace = trace, traces = {path}})\n"
-    "    local ok, e = xpcall(a.run, runner.handler, trace, args, out)\n"
+    "    local ok, e = xpcall(a.run, nsl.error_handler, trace, args, out)\n"
     "    if not ok and type(e) == 'table' and e.bug then\n"
     "      trace:close()\n"
     "      return false, a.name .. ': ' .. tostring(e.bug) .. (e.traceback or '')\n"

@@ -10,7 +10,7 @@ local runner = require("nsl.runner")
 local tiny = T.data("nsys/tiny_2026.1.sqlite")
 
 local function caught(fn)
-  local ok, e = xpcall(fn, runner.handler)
+  local ok, e = xpcall(fn, nsl.error_handler)
   assert(not ok, "did not fail")
   return e
 end

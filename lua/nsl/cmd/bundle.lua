@@ -7,10 +7,7 @@ local report = require("nsl.report")
 
 local M = {}
 
-local function fail(code, msg)
-  io.stderr:write("nsl: ", msg, "\n")
-  return code
-end
+local fail = require("nsl.runner").fail
 
 --- Entry point (src/cli/commands.c declares the command and its options):
 -- opts.traces are the exports (at least one), opts.output the bundle.

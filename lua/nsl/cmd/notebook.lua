@@ -5,10 +5,7 @@ local notebook = require("nsl.notebook")
 
 local M = {}
 
-local function fail(code, msg)
-  io.stderr:write("nsl: ", msg, "\n")
-  return code
-end
+local fail = require("nsl.runner").fail
 
 --- Renders notebook `path` on the traces to `output` (.html or .ipynb).
 -- Returns the exit code: 0 when written (failing cells are shown in it),

@@ -20,10 +20,7 @@ M.rank_variables = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SL
 
 local function say(msg) io.stderr:write("nsl: ", msg, "\n") end
 
-local function fail(code, msg)
-  say(msg)
-  return code
-end
+local fail = require("nsl.runner").fail
 
 --- The rank of this process: the --rank option, else the first rank
 -- variable of the environment that holds an integer; nil when none.

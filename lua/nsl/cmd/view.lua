@@ -9,10 +9,7 @@ local M = {}
 
 local most = {max_events = 10000000, bins = 100000}   -- beyond: pages no browser opens
 
-local function fail(code, msg)
-  io.stderr:write("nsl: ", msg, "\n")
-  return code
-end
+local fail = require("nsl.runner").fail
 
 --- The view options given on the command line (opts from the command
 -- table, src/cli/commands.c), or nil and a usage message.
