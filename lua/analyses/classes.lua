@@ -142,7 +142,7 @@ local function run_gputrc2graph(args, out)
   local plot = require("nsl.plot")
   local inputs, err = g2g.parse_inputs(args.in_file)
   if not inputs then nsl.fail(err) end
-  if args.map == "" then nsl.fail("in_file: give the engine/model kernel maps with --arg map=FILE.json (gputrc2graph's JSON)") end
+  if args.map == "" then nsl.fail("in_file: give the engine/model kernel maps with --arg map=FILE.json (gputrc2graph's JSON)", "usage") end
   local results = {}
   for i, inp in ipairs(inputs) do
     local map, merr = classes.load(args.map, inp.engine .. "/" .. inp.model)
@@ -238,7 +238,7 @@ local function classes_from_sums(trace, args, out)
       "cuda_gpu_kern_sum,cuda_gpu_mem_time_sum --format csv -o PREFIX REPORT", table.concat(trace.reports.path:totable(), ", ")))
   end
   if args.iteration ~= "" then
-    nsl.fail("--arg iteration needs the kernels themselves (an export or .nsys-rep): summary CSV files have no times")
+    nsl.fail("--arg iteration needs the kernels themselves (an export or .nsys-rep): summary CSV files have no times", "usage")
   end
   local memop = s.kind:eq("cuda_gpu_mem_time_sum")
   local t = nsl.table{{"class", classes.classify_column(s.name, map)}, {"total", s.total}, {"n", s.count},
@@ -334,13 +334,13 @@ return {
   run = function(trace, args, out)
     if args.config ~= "" then return run_gpa(args, out) end
     if args.in_file ~= "" then return run_gputrc2graph(args, out) end
-    if not trace then nsl.fail("classes needs a trace (nsl run classes TRACE...), --arg config=GPA.json or --arg in_file=...") end
+    if not trace then nsl.fail("classes needs a trace (nsl run classes TRACE...), --arg config=GPA.json or --arg in_file=...", "usage") end
     if #trace.kernels + #trace.memcpy + #trace.memset == 0 and #trace.sums > 0 then return classes_from_sums(trace, args, out) end
     local map = load_map(args)
     for _, w in ipairs(map.warnings) do out:finding{severity = "warning", message = w} end
     local which = args.names == "auto" and map.names or args.names
     if which ~= "short" and which ~= "demangled" then
-      nsl.fail(string.format("--arg names=%s: expected demangled, short or auto", args.names))
+      nsl.fail(string.format("--arg names=%s: expected demangled, short or auto", args.names), "usage")
     end
     local ops = gpu_ops.table(trace, {names = which, memop = true})
     if #ops == 0 then

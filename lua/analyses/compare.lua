@@ -62,7 +62,7 @@ local function figure_formats(spec)
   if spec == "none" or spec == "" then return list end
   for _, f in ipairs(runs.split(spec, ",")) do
     if f ~= "png" and f ~= "svg" then
-      nsl.fail(string.format("compare: --arg figures=%s: expected png, svg, both or none", spec))
+      nsl.fail(string.format("compare: --arg figures=%s: expected png, svg, both or none", spec), "usage")
     end
     list[#list + 1] = f
   end
@@ -190,11 +190,12 @@ return {
   example = "nsl run compare 1gpu.sqlite 2gpu.zip 4gpu.zip --arg labels=\"1 GPU,2 GPU,4 GPU\" --out cmp",
   -- parts: a distributed run's gathered columns (the step below)
   run = function(trace, args, out, parts)
+    local formats = figure_formats(args.figures)   -- a bad value fails before anything is printed
     local R = runs.resolve(trace, args.runs, args.labels)
     local base = 0
     if args.base ~= "" then
       local b, err = runs.find(R, args.base)
-      if not b then nsl.fail("compare: base: " .. err) end
+      if not b then nsl.fail("compare: base: " .. err, "usage") end
       base = b
     end
     local map = classes.default_map()
@@ -253,7 +254,6 @@ return {
     out:table("distributions", compare.distributions(ops, is_kernel, R), {title = "Single operations: durations and sizes"})
 
     -- ---- figures ----
-    local formats = figure_formats(args.figures)
     if #formats > 0 and out:carries_figures() then
       local kdur = {}
       local of_run = kern:slices("run")

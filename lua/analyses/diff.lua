@@ -42,7 +42,7 @@ local function pick_report(trace, spec, default)
   local n = math.tointeger(tonumber(spec))
   if n and n >= 1 and n <= #names then return n - 1 end
   for i = 1, #names do if names[i] == spec then return i - 1 end end
-  nsl.fail(string.format("diff: no report '%s' (reports: %s)", spec, table.concat(names:totable(), ", ")))
+  nsl.fail(string.format("diff: no report '%s' (reports: %s)", spec, table.concat(names:totable(), ", ")), "usage")
 end
 
 --- Compares durations grouped by a key between the two runs: an nsl table
@@ -197,10 +197,10 @@ return {
   example = "nsl run diff before.sqlite after.sqlite --arg threshold=5% --fail-on warning",
   run = function(trace, args, out)
     local nrep = #trace.reports
-    if nrep < 2 then nsl.fail("diff: needs two runs: nsl run diff BEFORE AFTER (each an export or a bundle)") end
+    if nrep < 2 then nsl.fail("diff: needs two runs: nsl run diff BEFORE AFTER (each an export or a bundle)", "usage") end
     local a = pick_report(trace, args.before, 0)
     local b = pick_report(trace, args.after, nrep - 1)
-    if a == b then nsl.fail("diff: before and after are the same report") end
+    if a == b then nsl.fail("diff: before and after are the same report", "usage") end
     local names = trace.reports.name
     local archive = jax.is_archive(trace)
     -- steps, unless judged per instance

@@ -77,7 +77,7 @@ local function report_names(trace, col) return trace.reports.name:gather(col) en
 local function wanted(list, part)
   for p in list:gmatch("[^,%s]+") do
     if p ~= "device" and p ~= "stream" and p ~= "all" then
-      nsl.fail(string.format("--arg scope: '%s' is not device, stream or all", p))
+      nsl.fail(string.format("--arg scope: '%s' is not device, stream or all", p), "usage")
     end
     if p == part or p == "all" then return true end
   end
@@ -164,8 +164,8 @@ return {
         local list = {{"report", report_names(trace, d.report)}, {"device", d.device}}
         if scope == "stream" then list[#list + 1] = {"stream", d.stream} end
         -- At: from the trace's first event, as diagnose, timeline and the TUI count; Start: session time
-        local origin = require("nsl.window").span(trace) or 0
-        for _, c in ipairs{{"At (ns)", d.start - origin}, {"Start (ns)", d.start}, {"Gap (ns)", d.dur},
+        local origin = require("nsl.window").origin(trace) or 0
+        for _, c in ipairs{{"At (ns from start)", d.start - origin}, {"Start (ns)", d.start}, {"Gap (ns)", d.dur},
                            {"Before", d.before}, {"After", d.after},
                            {"PID", d.pid}, {"Launch TID", d.launch_tid}} do
           list[#list + 1] = c

@@ -35,13 +35,15 @@ local function col(v, fallback) return #v > 0 and nsl.column(v) or (fallback or 
 --- The steps of a JAX trace (nsl.iterations.jax_steps): per execution of the
 -- step program on each device, per device the steady state (warm-up:
 -- --arg warmup=N, else nsys-jax's), and how the devices' steps line up.
-local function jax_steps(it, args, out)
+local function jax_steps(trace, it, args, out)
   local s = it.steps
+  local origin = window.origin(trace) or 0
   local limit = args.limit > 0 and args.limit or nil
   local warm = s.warm
   if args.warmup >= 0 then warm = (s.iter - 1 - args.warmup):lt(0) end
   out:table("iterations", nsl.table{
-    {"Report", s.report}, {"Device", s.device}, {"Iter", s.iter}, {"Start (ns)", s.start}, {"End (ns)", s.stop},
+    {"Report", s.report}, {"Device", s.device}, {"Iter", s.iter}, {"At (ns from start)", s.start - origin},
+    {"Start (ns)", s.start}, {"End (ns)", s.stop},
     {"Duration (ns)", s.dur}, {"Thunks", s.thunks}, {"GPU Busy (ns)", s.busy}, {"Busy (%)", s.busy * 100.0 / s.dur},
     {"Exposed Comm (ns)", s.comm}, {"Warm-up", nsl.where(warm, "yes", "")}},
     {title = "Iterations: executions of " .. it.name .. " per device (times projected onto the GPU, clocks aligned)",
@@ -134,7 +136,7 @@ return {
     local it = steps.it
     out:text(it.how)
     if steps.step_ns then out:value("step_ns", steps.step_ns) end
-    if it.mode == "jax" then return jax_steps(it, args, out) end
+    if it.mode == "jax" then return jax_steps(trace, it, args, out) end
     local map = classes.default_map()
     if args.map ~= "" then
       local m, merr = classes.load(args.map, args.model ~= "" and args.model or nil)
@@ -157,7 +159,8 @@ return {
     local cols = {{"Report", w.report}}
     if it.mode == "range" then cols[#cols + 1] = {"PID", w.pid}; cols[#cols + 1] = {"TID", w.tid} end
     for _, c in ipairs{
-      {"Iter", w.iter}, {"Start (ns)", w.start}, {"End (ns)", w.stop}, {"Duration (ns)", w.stop - w.start},
+      {"Iter", w.iter}, {"At (ns from start)", w.start - (window.origin(trace) or 0)}, {"Start (ns)", w.start},
+      {"End (ns)", w.stop}, {"Duration (ns)", w.stop - w.start},
       {"GPU Start (ns)", w.gpu_start}, {"GPU Span (ns)", gpu_dur}, {"GPU Busy (ns)", w.gpu_busy},
       {"Busy (%)", busy_pct}, {"Kernels", w.kernels}, {"Memcpy", w.memcpy}, {"Memcpy Bytes", w.memcpy_bytes},
       {"Memset", w.memset}, {"Warm-up", col(warm, nsl.column{})}} do
@@ -198,7 +201,7 @@ return {
         local i = steady[(#steady + 1) // 2]
         local starts, stops = w.start:totable(), w.stop:totable()
         local from, to = math.min(starts[i], gs[i] or starts[i]), math.max(stops[i], ge[i] or stops[i])
-        local origin = window.span(trace)
+        local origin = window.origin(trace)
         out:figure("step_timeline", function(format)
           return plot.timeline(trace, {from = from, to = to, origin = origin, format = format, width = 1400,
                                        max_depth = 6, tables = {"kernels", "memcpy", "memset", "nvtx"},

@@ -29,7 +29,7 @@ return {
   example = "nsl run jax_communication proc0.zip proc1.zip proc2.zip proc3.zip --out comm/",
   run = function(trace, args, out)
     if args.hidden ~= "sum" and args.hidden ~= "mean" then
-      nsl.fail(string.format("--arg hidden=%s: expected sum or mean", tostring(args.hidden)))
+      nsl.fail(string.format("--arg hidden=%s: expected sum or mean", tostring(args.hidden)), "usage")
     end
     local d = jax.load(trace, {programs = args.programs})
     local comm = d.communication

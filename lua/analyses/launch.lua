@@ -85,10 +85,10 @@ return {
               {title = "Launch latency and queue depth per stream, by total latency", limit = limit})
     if args.n > 0 then
       local slow = launched:sort("-latency", "report", "start"):head(args.n)
-      local origin = require("nsl.window").span(trace) or 0   -- At: from the trace's start, as diagnose counts
+      local origin = require("nsl.window").origin(trace) or 0   -- At: from the trace's start, as diagnose counts
       out:table("slowest_launches", named(nsl.table{
         {"report", slow.report}, {"pid", slow.pid}, {"tid", slow.api_tid}, {"device", slow.device},
-        {"stream", slow.stream}, {"API call", slow.api_name}, {"At (ns)", slow.api_start - origin},
+        {"stream", slow.stream}, {"API call", slow.api_name}, {"At (ns from start)", slow.api_start - origin},
         {"API start (ns)", slow.api_start},
         {"Kernel start (ns)", slow.start}, {"Latency (ns)", slow.latency}, {"Queue", slow.depth},
         {"Kernel", slow[name_key]}}), {title = "Slowest launches (At: the API call, from the trace's start; starts: session time)"})

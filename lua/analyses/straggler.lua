@@ -78,111 +78,12 @@
 -- step_compute and arrivals tables.
 local nsl = require("nsl")
 local distributed = require("nsl.distributed")
-local nccl = require("nsl.nccl")
-local jax = require("nsl.jax")
 local core = require("nsl.straggler")
 local report = require("nsl.report")
 local findings = require("nsl.findings")
 local units = require("nsl.util.units")
-local steps = require("nsl.steps")
 local host = require("nsl.host")
 local iterations = require("nsl.iterations")
-
---- Ranks numbered 0.. in the order of the key columns of t: returns the
--- rank of every row of t and the table of keys (one row per rank).
-local function number_ranks(t, keys)
-  local rg = t:group_by(table.unpack(keys))
-  local order = rg:keys():with("gid", nsl.range(#rg)):sort(table.unpack(keys))
-  local rank_of_group = nsl.range(#order):gather(order.gid:argsort())   -- inverse permutation
-  return rank_of_group:gather(rg:ids()), order
-end
-
---- The kernels of trace with the columns the analysis reads and, as
--- `launch`, the time each was launched (steps.launch_times).  Per report:
--- a distributed run makes it on each process's share (the step below).
-local function kernel_columns(trace)
-  local k = trace.kernels
-  k:load{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
-  return k:select{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
-    :with("launch", steps.launch_times(trace, k))
-end
-
---- Collectives and compute of the NCCL kernels of an export (k: its
--- kernel_columns, made here when not given).
-local function from_kernels(trace, args, k)
-  local keys = ({device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}})[args.rank_by]
-  k = k or kernel_columns(trace)
-  local rank, rk = number_ranks(k, keys)
-  local names = trace.reports.name
-  local labels = {}
-  for r = 1, #rk do
-    local name = names[rk.report[r] + 1]
-    -- a NULL device or pid (a column the export lacks) is "?", not an error
-    if args.rank_by == "device" then name = name .. ":gpu" .. (rk.device[r] or "?")
-    elseif args.rank_by == "process" then name = name .. ":pid" .. (rk.pid[r] or "?") end
-    labels[r] = name
-  end
-  local cols = {{"rank", rank}, {"stream", k.stream}, {"start", k.start}, {"stop", k.stop}, {"name", k.name}}
-  local coll_cols = {"rank", "instance", "type", "start", "stop"}
-  if #trace.api > 0 then   -- when each kernel was launched: idle time splits into host and queue
-    for _, c in ipairs{{"launch", k.launch}, {"report", k.report}, {"pid", k.pid},
-                       {"corr", k.corr}} do
-      cols[#cols + 1] = c
-      coll_cols[#coll_cols + 1] = c[1]
-    end
-  end
-  local kr = nsl.table(cols)
-  local is_coll = nccl.mask(kr.name)
-  local coll = kr:filter(is_coll)
-  coll = nccl.instances(coll:with("type", nccl.annotate(coll.name).collective))
-  local where = {}
-  for r = 1, #rk do where[r] = {report = rk.report[r], device = rk.device and rk.device[r], pid = rk.pid and rk.pid[r]} end
-  return {coll = coll:select(coll_cols), work = kr,
-          compute = ~is_coll, labels = labels, what = "NCCL kernels", by = args.rank_by, clock = rk.report:totable(),
-          where = where}
-end
-
---- Collectives and compute of the thunks of an nsys-jax trace.
-local function from_thunks(trace, args, gpu_ranges)
-  if args.rank_by ~= "device" then nsl.fail("straggler: on nsys-jax traces the ranks are the devices (rank_by=device)") end
-  local d = jax.load(trace, {programs = args.programs, gpu_ranges = gpu_ranges})
-  local th = d.thunk
-  local rank, rk = number_ranks(th, {"Device", "report"})
-  local names = trace.reports.name
-  local labels = {}
-  for r = 1, #rk do labels[r] = names[rk.report[r] + 1] .. ":gpu" .. rk.Device[r] end
-  local t = nsl.table{{"rank", rank}, {"start", th.start}, {"stop", th.stop}}
-  local comm = d.communication
-  local crank = comm:join(nsl.table{{"Device", rk.Device}, {"report", rk.report}, {"rank", nsl.range(#rk)}},
-                          {"Device", "report"}, {"rank"}).rank
-  -- warm-up as nsys-jax reads it (jax.steady: the first execution of a program, two when it was compiled)
-  local _, init = jax.steady(comm:select{"ProgramId", "ProgramExecution"}:with("row", nsl.range(#comm)),
-                             jax.compiled_programs(d.compile_parts), true)
-  local marked = init:select{"row"}:with("w", nsl.rep(1, #init))
-  local warm = nsl.coalesce(nsl.table{{"row", nsl.range(#comm)}}:join(marked, {"row"}, {"w"}).w, 0)
-  local coll = nsl.table{{"rank", crank}, {"instance", (jax.collective_instances(comm))}, {"type", comm.Collective},
-                         {"start", comm.start}, {"stop", comm.stop}, {"warmup", warm}}
-  local where = {}
-  for r = 1, #rk do where[r] = {report = rk.report[r], device = rk.Device[r]} end
-  return {coll = coll, work = t, compute = ~th.Communication, labels = labels,
-          what = "nsys-jax communication thunks", by = "device", clock = rk.report:totable(), where = where}
-end
-
---- The source of the collectives: args.source, or auto (k: the kernel
--- columns a distributed run gathered).
-local function source_of(trace, args, k)
-  local s = args.source
-  if s == "auto" then s = (#trace.kernels == 0 and #trace.gpu_ranges > 0) and "jax" or "nccl" end
-  if s == "nccl" then return from_kernels(trace, args, k) end
-  if s == "jax" then
-    local g = jax.gpu_ranges(trace)
-    if #g == 0 or g.text:match("XlaModule:#"):count() == 0 then
-      nsl.fail("straggler: --arg source=jax needs an nsys-jax trace, or an export (bundle) with XLA's NVTX ranges")
-    end
-    return from_thunks(trace, args, g)
-  end
-  nsl.fail("straggler: --arg source must be auto, nccl or jax")
-end
 
 --- A string column of rank labels for a column of 0-based ranks.
 local function label_col(ranks, labels)
@@ -392,28 +293,31 @@ return {
     steps = {default = 20, help = "rows printed of the per-step and per-collective tables (all go to files)"},
   },
   example = "nsl run straggler rank0.sqlite rank1.sqlite ... --fail-on warning --out straggler/",
-  -- parts: a distributed run's gathered kernel columns (the step below)
-  run = function(trace, args, out, parts)
+  -- parts: a distributed run's gathered kernel columns (the step below); matched: {src, res} of
+  -- nsl.straggler.match on this trace with these args, made once by diagnose for its ledger and this;
+  -- matched.steps: nsl.iterations.steps(trace) as diagnose found it (false: no steps), detected once
+  run = function(trace, args, out, parts, matched)
     local min_delay = units.duration_arg(args, "min_delay")
     if type(args.min_share) ~= "number" or args.min_share < 0 or args.min_share >= 1 then
-      nsl.fail("straggler: --arg min_share must be a number from 0 to 1")
+      nsl.fail("straggler: --arg min_share must be a number from 0 to 1", "usage")
     end
     if type(args.late_share) ~= "number" or args.late_share <= 0 or args.late_share > 1 then
-      nsl.fail("straggler: --arg late_share must be a number above 0, at most 1")
+      nsl.fail("straggler: --arg late_share must be a number above 0, at most 1", "usage")
     end
     if math.type(args.warmup) ~= "integer" or args.warmup < -1 then
-      nsl.fail("straggler: --arg warmup must be -1 (detect) or a number of collectives")
+      nsl.fail("straggler: --arg warmup must be -1 (detect) or a number of collectives", "usage")
     end
-    local src = source_of(trace, args, parts and parts.kernels)
+    -- the matching: diagnose's, when it ran it for every check (matched), else its own
+    local src, res = table.unpack(matched or {core.match(trace, args, parts and parts.kernels)})
     local labels, nranks = src.labels, #src.labels
-    if nranks == 0 or #src.coll == 0 then
+    if not res then
       out:text(string.format("No straggler analysis: %d rank(s) and no %s.", nranks, src.what))
       return
     end
-    local res = core.analyse(src.coll, src.work, nranks, src.compute, {clock = src.clock, warmup = args.warmup})
     -- the step the costs are per: the training step when the trace has steps (nsl.iterations.steps, the one
     -- step detection of a trace: the median steady step), else the interval between steady collectives
-    local st = iterations.steps(trace)
+    local st
+    if matched and matched.steps ~= nil then st = matched.steps or nil else st = iterations.steps(trace) end
     local train = st and st.step_ns or nil
     src.step_what = train and "training step" or "interval between collectives"
     local rows = core.ranks(res, {min_delay = min_delay, min_share = args.min_share, late_share = args.late_share,
@@ -575,5 +479,5 @@ return {
   -- distributed (nsl.distributed): each process joins its kernels to their
   -- launches; rank 0 matches the collectives (and reads the host activity
   -- of a straggler's late windows from that rank's process alone)
-  distributed = {step = function(trace) return {kernels = kernel_columns(trace)} end},
+  distributed = {step = function(trace) return {kernels = core.kernel_columns(trace)} end},
 }

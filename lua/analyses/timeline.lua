@@ -29,8 +29,9 @@ return {
     return {kernels = "overlap", memcpy = "overlap", memset = "overlap", nvtx = args.nvtx and "overlap" or nil}
   end),
   run = function(trace, args, out)
-    if not (args.width >= 200 and args.width <= 16384) then nsl.fail("--arg width: 200 to 16384 px") end
+    if not (args.width >= 200 and args.width <= 16384) then nsl.fail("--arg width: 200 to 16384 px", "usage") end
     local from, to, lo = window.resolve(trace, args)
+    lo = window.origin(trace) or lo   -- times count from the trace's start, a --from/--to window's too
     local tables = {table.unpack(gpu_ops.tables)}
     if args.nvtx then tables[#tables + 1] = "nvtx" end
     local cv, d = plot.timeline(trace, {from = from, to = to, origin = lo, format = args.format, width = args.width,

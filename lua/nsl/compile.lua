@@ -655,7 +655,7 @@ function M.report(trace, opts)
     keep("xla_ranges", result_table(r, {
       {"Range", r.Name}, {"Instances", r.n}, {"Time (ms)", r.non * MS}, {"Child (ms)", r.child * MS},
       {"Compile (%)", percent(r, "non", keys(pp), per, "xla")}}),
-      {title = string.format("XLA compile time per range, parallel-aware (%.1f ms in all)", xla_ms), limit = limit})
+      {title = string.format("XLA compile time per range, parallel-aware (%.1f ms in all)", xla_ms), limit = limit, decimals = 3})
     local passes = a:filter(a.Name:match("^XlaPass:#name="))
     if #passes > 0 then
       passes = passes:with("Pass", passes.Name:map(function(s) return s:match("^XlaPass:#name=([^,#]*)") end))
@@ -667,7 +667,7 @@ function M.report(trace, opts)
         {"Pass", p.Pass}, {"Instances", p.n}, {"Time (ms)", p.non * MS}, {"Passes (%)", percent(p, "non", keys(pp))},
         {"Compile (%)", percent(p, "non", keys(pp), of_xla, "xla")}}),
         {title = string.format("XLA passes, parallel-aware (%.1f ms, %.1f%% of XLA compile time)", pass_ms,
-                               pass_ms * 100 / xla_ms), limit = limit})
+                               pass_ms * 100 / xla_ms), limit = limit, decimals = 3})
     end
     local xc = {}
     for i, f in ipairs(frames) do
@@ -681,7 +681,7 @@ function M.report(trace, opts)
     keep("xla_programs", result_table(progs, {
       {"Program", progs.ProgramName}, {"ProgramId", progs.ProgramId}, {"Compilations", progs.n},
       {"Time (ms)", progs.wall * MS}, {"Max (ms)", progs.max * MS}}),
-      {title = "XLA compilations per program (XlaCompile ranges)", limit = limit})
+      {title = "XLA compilations per program (XlaCompile ranges)", limit = limit, decimals = 3})
   end
 
   -- other compilers' detail
@@ -696,7 +696,7 @@ function M.report(trace, opts)
       {"Compiler", d.framework}, {"Range", d.name}, {"Instances", d.n}, {"Time (ms)", d.total * MS},
       {"Self (ms)", d.self * MS}, {"Self (%)", d.self * 100.0 / d.fw}}),
       {title = "Other compilers: every range of a compilation (Self: without its children; Self % of the " ..
-               "compiler's compile time)", limit = limit})
+               "compiler's compile time)", limit = limit, decimals = 3})
   end
   if run and #run > 0 then
     local r = run:with("one", nsl.rep(1, #run)):group_by(table.unpack(keys(pp, "framework", "name")))
@@ -705,7 +705,7 @@ function M.report(trace, opts)
     keep("compiled_code", result_table(r, {
       {"Compiler", r.framework}, {"Range", r.name}, {"Instances", r.n}, {"Time (ms)", r.total * MS},
       {"Max (ms)", r.max * MS}}),
-      {title = "Compiled code running (not compile time)", limit = limit})
+      {title = "Compiled code running (not compile time)", limit = limit, decimals = 3})
   end
 
   -- loading detail

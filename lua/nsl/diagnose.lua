@@ -46,6 +46,7 @@ local iterations = require("nsl.iterations")
 local host_sync = require("nsl.host_sync")
 local findings = require("nsl.findings")
 local ledger = require("nsl.ledger")
+local straggler = require("nsl.straggler")
 
 local M = {}
 
@@ -63,21 +64,23 @@ Ctx.__index = Ctx
 -- it (iterations.find), windows (iterations.windows sorted by report, pid,
 -- iter), warm_flag (1 for a warm-up window, by row of windows), warm =
 -- {group key -> warm-up count}, nvtx (the step range's name, or nil)}.  spec "" detects; a named range
--- that is missing fails.
+-- that is missing fails.  Second result: nsl.iterations.steps's own result
+-- (false when it found none).
 local function find_steps(trace, spec, warmup)
   -- the one step detection of the trace (nsl.iterations.steps: on JAX nsys-jax's warm-up rule)
   local st, err = iterations.steps(trace, {spec = spec, warmup = warmup})
+  local raw = st or false
   if not st then
     if spec ~= "" then nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err)) end
-    return nil
+    return nil, raw
   end
-  if not st.step_ns or st.step_ns <= 0 then return nil end
+  if not st.step_ns or st.step_ns <= 0 then return nil, raw end
   local warm_flag = {}
   for i, w in ipairs(st.windows.warm:totable()) do warm_flag[i] = w and 1 or 0 end
   local it = st.it
   return {step_ns = st.step_ns, n = st.n, how = it.how, it = it, windows = st.windows, warm = st.warm,
           warm_flag = warm_flag, groups = st.groups, order = st.order,
-          nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}
+          nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}, raw
 end
 
 -- The columns of nsl.gpu_ops the checks read (Ctx:ops and the distributed step).
@@ -106,7 +109,7 @@ function M.context(trace, args, parts, out)
     for _, name in ipairs(names) do ns[name] = units.duration_arg(args, name) end
   end
   if args.chunks < 1 or math.type(args.chunks) ~= "integer" then
-    nsl.fail("--arg chunks must be a whole number, 1 or more")
+    nsl.fail("--arg chunks must be a whole number, 1 or more", "usage")
   end
   local ctx = setmetatable({trace = trace, args = args, ns = ns, findings = {}, evidence = {}, notes = {}, cache = {},
                             out = out}, Ctx)
@@ -116,7 +119,10 @@ function M.context(trace, args, parts, out)
   end
   ctx.names = trace.reports.name:totable()
   ctx.paths = trace.reports.path:totable()
-  ctx.steps = find_steps(trace, args.iteration, args.warmup)
+  local raw
+  ctx.steps, raw = find_steps(trace, args.iteration, args.warmup)
+  -- with the default detection these are the steps every analysis finds (the straggler analysis's too)
+  if args.iteration == "" and type(args.warmup) == "number" and args.warmup < 0 then ctx.default_steps = raw end
   return ctx
 end
 
@@ -136,14 +142,15 @@ end
 -- steps when there are some), built once: {t = the ledger table, run =
 -- {"report:device" -> run row as a Lua table}, job_wall = the longest
 -- GPU's run (the job's wall time: ranks wait for each other), devices =
--- {"report:pid" -> list of devices it ran work on}, lost = {rank label ->
--- ns the job would save without that rank's lateness}, res = the ledger's
--- result}.
+-- {"report:pid" -> list of devices it ran work on}, critical (Ctx:critical),
+-- res = the ledger's result}.
 function Ctx:ledger()
   if self.cache.ledger then return self.cache.ledger end
-  local l = ledger.build(self.trace, {steps = self.steps and self.steps.it})
+  -- (the CUDA calls the checks read are the ledger's blocking calls too: made once, Ctx:api)
+  local l = ledger.build(self.trace, {steps = self.steps and self.steps.it, matched = self:straggler_match() or false,
+                                     api = #self.trace.api > 0 and self:api() or nil})
   local t = l.ledger
-  local L = {t = t, run = {}, job_wall = 0, devices = {}, lost = {}, res = l}
+  local L = {t = t, run = {}, job_wall = 0, devices = {}, res = l}
   local cols = {"report", "device", "rank", "wall"}
   for _, c in ipairs(ledger.lines) do cols[#cols + 1] = c end
   cols[#cols + 1] = ledger.remainder
@@ -157,37 +164,19 @@ function Ctx:ledger()
     if row.wall > L.job_wall then L.job_wall = row.wall end
   end
   if not l.empty then
-    local ops = self:ops()
-    local pd = ops:filter(~ops.device:isnull() & ~ops.pid:isnull()):group_by("report", "pid", "device"):keys()
+    local pd = M.process_devices(self).span   -- (report, pid, device) of the operations with a device
     for i = 1, #pd do
-      local key = pd.report[i] .. ":" .. pd.pid[i]
-      L.devices[key] = L.devices[key] or {}
-      table.insert(L.devices[key], pd.device[i])
-    end
-  end
-  -- a straggler's cost to the job: at each collective it arrived last at, the others could have gone on at
-  -- the second-last arrival (at most the shortest of their collectives later)
-  local res = l.straggler
-  if res and res.coll and #res.coll > 0 then
-    local c = res.coll
-    c = c:with("dur", c.stop - c.start)
-    -- the others wait inside their collective: what they waited beyond its length is not this rank's (the
-    -- gain at an instance is at most the shortest of their collectives)
-    local others = c:filter(c.last:eq(0)):group_by("instance"):agg{"second=max(arrive)", "shortest=min(dur)"}
-    local lastrows = c:filter(c.last:eq(1)):join(others, {"instance"}, {"second", "shortest"})
-    local gain = lastrows.arrive - lastrows.second
-    gain = nsl.where(gain:lt(lastrows.shortest), gain, lastrows.shortest)
-    local per = lastrows:with("gain", nsl.where(gain:gt(0), gain, nsl.rep(0, #gain))):filter(~gain:isnull())
-      :group_by("rank"):agg{"lost=sum(gain)", "n=count"}
-    local keys = l.groups
-    for i = 1, #per do
-      local k = per.rank[i] + 1
-      local label = (self.names[keys.report[k] + 1] or tostring(keys.report[k])) .. ":gpu" .. keys.device[k]
-      L.lost[label] = {lost = per.lost[i], n = per.n[i]}
+      local pid = pd.pid[i]
+      if pid then
+        local key = pd.report[i] .. ":" .. pid
+        L.devices[key] = L.devices[key] or {}
+        table.insert(L.devices[key], pd.device[i])
+      end
     end
   end
   -- the ranks the others wait for: last to arrive at a tenth or more of the steady collectives (nil when
   -- nothing is known: one rank, or no matched collectives -- then every rank counts)
+  local res = l.straggler
   if res and res.coll and #res.coll > 0 and res.ninst and res.ninst > 0 then
     local c = res.coll
     local lasts = c:filter(c.last:eq(1)):group_by("rank"):agg{"n=count"}
@@ -202,6 +191,43 @@ function Ctx:ledger()
   end
   self.cache.ledger = L
   return L
+end
+
+--- What the job would save over the run if the ranks `labels` (a list of
+-- rank labels, "NAME:gpuN") were never late, from the ledger's matched
+-- steady collectives: at each collective the last of them reached after
+-- every other rank, the others could have gone on at the last of the
+-- others' arrivals -- at most the shortest of the others' collectives later
+-- (what they waited beyond its length is not these ranks').  Returns ns
+-- and the collectives one of them arrived last at; nil when the ledger
+-- matched none of theirs.  One rank: its lateness past the second-last
+-- arrival; several late together (two stragglers, the ranks of a slow host):
+-- the job gains only when all of them are on time.
+function Ctx:gain(labels)
+  local L = self:ledger()
+  local res = L.res.straggler
+  if not (res and res.coll and #res.coll > 0) then return nil end
+  local keys, want, mine = L.res.groups, {}, {}
+  for _, label in ipairs(labels) do want[label] = true end
+  for k = 1, #keys do
+    if want[(self.names[keys.report[k] + 1] or tostring(keys.report[k])) .. ":gpu" .. keys.device[k]] then
+      mine[#mine + 1] = k - 1
+    end
+  end
+  if #mine == 0 then return nil end
+  local c = res.coll:select{"instance", "rank", "arrive", "start", "stop"}
+  c = c:join(nsl.table{{"rank", nsl.column(mine)}, {"mine", nsl.rep(1, #mine)}}, {"rank"}, {"mine"})
+  local is_mine = ~c.mine:isnull()
+  c = c:with("dur", c.stop - c.start)
+  local others = c:filter(~is_mine):group_by("instance"):agg{"second=max(arrive)", "shortest=min(dur)"}
+  local last = c:filter(is_mine):group_by("instance"):agg{"last=max(arrive)"}
+    :join(others, {"instance"}, {"second", "shortest"})
+  last = last:filter(~last.second:isnull())
+  last = last:filter(last.last:ge(last.second))
+  if #last == 0 then return 0, 0 end
+  local gain = last.last - last.second
+  gain = nsl.where(gain:lt(last.shortest), gain, last.shortest)
+  return gain:sum(), #last
 end
 
 --- Whether the rank of finding f is one the job waits for (always, when
@@ -299,9 +325,17 @@ function Ctx:at(t, r)
   if not self.cache[key] then
     local window = require("nsl.window")
     if r then self.cache[key] = window.report_start(self.trace, r) or 0
-    else self.cache[key] = window.span(self.trace) or 0 end
+    else self.cache[key] = window.origin(self.trace) or 0 end
   end
   return string.format("%.6fs", (t - self.cache[key]) / 1e9)
+end
+
+--- Times on the trace's clock (a column) counted from the trace's start
+-- (nsl.window.origin), for an evidence column "... (ns from start)": the
+-- time every output prints for the same event.
+function Ctx:from_start(col)
+  if not self.cache.lo then self.cache.lo = require("nsl.window").origin(self.trace) or 0 end
+  return col - self.cache.lo
 end
 
 --- Keeps an evidence table (printed after the findings); returns its name.
@@ -421,7 +455,8 @@ M.per_process_calls = per_process_calls
 local function calls_table(ctx, rows, extra)
   local s = rows:sort("-api_dur", "report", "api_start")
   local cols = {{"report", s.report:map(function(r) return ctx:rank(r) end)}, {"pid", s.pid}, {"tid", s.api_tid},
-                {"device", s.device}, {"stream", s.stream}, {"API call", s.api_name}, {"API start (ns)", s.api_start},
+                {"device", s.device}, {"stream", s.stream}, {"API call", s.api_name},
+                {"API at (ns from start)", ctx:from_start(s.api_start)}, {"API start (ns)", s.api_start},
                 {"API time (ns)", s.api_dur}, {"GPU time (ns)", s.stop - s.start}}
   for _, c in ipairs(extra or {}) do cols[#cols + 1] = {c[1], s[c[2]]} end
   return nsl.table(cols)
@@ -435,12 +470,23 @@ M.calls_table = calls_table
 
 
 
+-- The GPU operations that ran on a device (Ctx:ops less those without
+-- one), made once for every grouping of them; the operations themselves
+-- when all have a device (no copy).
+local function placed_ops(ctx)
+  if not ctx.cache.placed then
+    local ops = ctx:ops()
+    local nodev = ops.device:isnull()
+    ctx.cache.placed = nodev:count() > 0 and ops:filter(~nodev) or ops
+  end
+  return ctx.cache.placed
+end
+
 -- Groups of the GPU operations by (report, pid, device), with their spans:
 -- ops (with device), g (group_by), span (report, pid, device, lo, hi).
 local function process_devices(ctx)
   if not ctx.cache.pd then
-    local ops = ctx:ops()
-    ops = ops:filter(~ops.device:isnull())
+    local ops = placed_ops(ctx)
     local g = ops:group_by("report", "pid", "device")
     local span = g:agg{"lo=min(start)", "hi=max(stop)"}
     ctx.cache.pd = {ops = ops, g = g, span = span}
@@ -457,8 +503,7 @@ M.process_devices = process_devices
 -- group ids, and each device's span.
 local function devices(ctx)
   if not ctx.cache.dev then
-    local ops = ctx:ops()
-    ops = ops:filter(~ops.device:isnull())
+    local ops = placed_ops(ctx)
     local g = ops:group_by("report", "device")
     ctx.cache.dev = {ops = ops, g = g, span = g:agg{"lo=min(start)", "hi=max(stop)"}}
   end
@@ -493,8 +538,10 @@ local function exposed_findings(ctx, mask, spec)
       local r, dev = s.report[i], s.device[i]
       -- the job loses the transfer only: waiting inside a collective for a later rank is the straggler's
       -- (the ledger's comm_wait), so the claim is at most the device's comm line
+      -- (less what a slow link or node finding claims of the rank's transfer)
       local row = ctx:ledger().run[r .. ":" .. dev]
-      local lost = row and math.min(o, row.comm) or o
+      local lost = row and math.min(o, row.comm - ctx:slow_transfer(ctx:rank(r, dev))) or o
+      if lost < 0 then lost = 0 end
       ctx:add{id = spec.id, total = o, window = s.hi[i] - s.lo[i], evidence = ev, lost = lost,
               text = spec.text(ctx:rank(r, dev), o, all[i]),
               where = {rank = ctx:rank(r, dev), report = r, device = dev, from = s.lo[i], to = s.hi[i]},
@@ -517,15 +564,108 @@ end
 
 -- Runs a shipped analysis on the trace with a collecting out (ctx.out:run);
 -- returns the out (its findings and items), or nil and the error of bad input.
-local function run_analysis(ctx, name, given)
+-- extra: a last argument for its run (the straggler analysis: the matching
+-- diagnose made, Ctx:straggler_match).
+local function run_analysis(ctx, name, given, extra)
   local sp   -- its step ran on every process (M.uses)
   for k, t in pairs(ctx.parts or {}) do
     local tname = k:match("^" .. name .. "%.(.+)$")
     if tname then sp = sp or {}; sp[tname] = t end
   end
-  return ctx.out:run(name, ctx.trace, given, {collect = "collect", parts = sp})
+  return ctx.out:run(name, ctx.trace, given, {collect = "collect", parts = sp, extra = extra})
 end
 M.run_analysis = run_analysis
+
+--- The matching of the trace's collectives (nsl.straggler.match with the
+-- straggler analysis's default arguments), made once for the ledger's
+-- waits and the straggler analysis: {src, res}, or nil and why (no GPU
+-- work; input the matching refuses).
+function Ctx:straggler_match()
+  if self.cache.matched == nil then
+    local trace = self.trace
+    self.cache.matched = false
+    if #trace.kernels > 0 or #trace.gpu_ranges > 0 then
+      local args = self.out:args("straggler")
+      local k = self.parts and self.parts["straggler.kernels"]
+      local ok, src, res = xpcall(straggler.match, nsl.error_handler, trace, args, k)
+      if ok then self.cache.matched = {src, res}
+      elseif nsl.is_error(src) then self.cache.matched_err = tostring(src)
+      else error(src, 0) end
+    end
+  end
+  return self.cache.matched or nil, self.cache.matched_err
+end
+
+--- The straggler analysis on the trace, run once for every check that
+-- reads it, over Ctx:straggler_match: its collecting out, or nil and why
+-- (no GPU work, bad input).
+function Ctx:straggler()
+  if self.cache.straggler == nil then
+    local matched, err = self:straggler_match()
+    self.cache.straggler, self.cache.straggler_err = false, err
+    if matched then
+      local sub
+      -- (with the steps diagnose found, when they are the analysis's own: the detection runs once)
+      sub, err = run_analysis(self, "straggler", nil, {matched[1], matched[2], steps = self.default_steps})
+      self.cache.straggler, self.cache.straggler_err = sub or false, err
+    end
+  end
+  return self.cache.straggler or nil, self.cache.straggler_err
+end
+
+--- The straggler analysis's findings as the job's causes: a list of
+-- {id, host, findings (the analysis's, most costly first), ranks (their
+-- labels), lost (Ctx:gain of those ranks), n}.  The stragglers named with
+-- one cause are one group -- late together, the job gains only when all
+-- of them are on time -- and those late because their collectives ran
+-- longer (straggler.collective: a slow link or node) one group per host
+-- (the report's host as the export or bundle records it); every other
+-- finding (late every time below the threshold, a rotating straggler) is a
+-- group of its own.  Built once.
+function Ctx:straggler_groups()
+  if self.cache.sgroups then return self.cache.sgroups end
+  local groups, by = {}, {}
+  local sub = self:straggler()
+  local hosts = self.trace.reports.host:totable()
+  for _, f in ipairs(sub and sub.findings or {}) do
+    local id, w = f.id or "straggler.compute", f.where
+    local key, host
+    if f.severity == "warning" and w and w.rank then
+      if id == "straggler.collective" and w.report and (hosts[w.report + 1] or "") ~= "" then
+        host = hosts[w.report + 1]
+      end
+      key = id .. "\0" .. (host or "")
+    end
+    local g = key and by[key]
+    if not g then
+      g = {id = id, host = host, findings = {}, ranks = {}}
+      groups[#groups + 1] = g
+      if key then by[key] = g end
+    end
+    g.findings[#g.findings + 1] = f
+    if w and w.rank then g.ranks[#g.ranks + 1] = w.rank end
+  end
+  for _, g in ipairs(groups) do
+    table.sort(g.findings, function(a, b) return (a.share or 0) > (b.share or 0) end)
+    if #g.ranks > 0 then g.lost, g.n = self:gain(g.ranks) end
+  end
+  self.cache.sgroups = groups
+  return groups
+end
+
+--- The time of rank `label`'s collective transfer (the ledger's comm line)
+-- that a slow link or node finding claims (straggler.collective: the job's
+-- gain from it, each of its ranks' transfer being that much longer), so no
+-- other finding counts it again; 0 when none does.
+function Ctx:slow_transfer(label)
+  local t = 0
+  for _, g in ipairs(self:straggler_groups()) do
+    if g.id == "straggler.collective" and g.lost then
+      for _, r in ipairs(g.ranks) do if r == label then t = t + g.lost end end
+    end
+  end
+  return t
+end
 
 local function item(sub, name)
   for _, it in ipairs(sub.items) do if it.kind == "table" and it.name == name then return it.t end end

@@ -207,7 +207,7 @@ function M.run(runner, a, args, opts)
     end)
   end)
   dist:quit()
-  if not okt then code = runner.fail(1, tostring(nsl.is_error(code) and code.message or code)) end
+  if not okt then code = runner.fail(runner.exit_code(code), tostring(nsl.is_error(code) and code.message or code)) end
   local stats = os.getenv("NSL_MPI_STATS")
   if stats and stats ~= "" and stats ~= "0" then   -- for benchmarks and tests: how the run went
     local secs, bytes = mpi.seconds()

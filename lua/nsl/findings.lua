@@ -14,8 +14,9 @@
 --   lost_ns   integer ns the whole job would save over the profiled run
 --             without this cause (diagnose's ledger); lost_per_step_ns
 --             that over the steps; once: a one-time cost (never per step)
---   where     {rank = label, report = 0-based, device, stream, pid, tid,
---             from, to (ns on the trace's aligned clock), nvtx = range text}
+--   where     {rank = label, host (the ranks' host, for a cause of a host),
+--             report = 0-based, device, stream, pid, tid, from, to (ns on
+--             the trace's aligned clock), nvtx = range text}
 --   next      the next command to run (a string)
 --   evidence  the name of the out:table that backs it
 local report = require("nsl.report")
@@ -27,7 +28,7 @@ local severities = {info = 1, warning = 2, error = 3}
 --- The rank of a severity (info 1, warning 2, error 3; anything else 0).
 function M.severity_rank(s) return severities[s] or 0 end
 
-local where_keys = {rank = "string", report = "integer", device = "integer", stream = "integer", pid = "integer",
+local where_keys = {rank = "string", host = "string", report = "integer", device = "integer", stream = "integer", pid = "integer",
                     tid = "integer", from = "integer", to = "integer", nvtx = "string"}
 
 local function kind(v)
@@ -82,7 +83,7 @@ function M.lines(f, at_time)
   local w = f.where
   if w then
     local where = {}
-    for _, k in ipairs{"rank", "device", "stream", "pid", "tid"} do
+    for _, k in ipairs{"rank", "host", "device", "stream", "pid", "tid"} do
       if w[k] ~= nil then where[#where + 1] = k .. " " .. tostring(w[k]) end
     end
     if w.nvtx then where[#where + 1] = "NVTX '" .. w.nvtx .. "'" end

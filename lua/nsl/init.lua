@@ -152,38 +152,67 @@ function M.selectors(list)
   return #out > 0 and out or nil
 end
 
---- nsl.open_selected(paths, reports) -> trace, or nil, message, exit code:
--- the trace of paths (nsl.open) holding only the reports that the --report
--- values name (nsl.selectors; none: every report), renumbered 0.. in trace
--- order (trace:keep_reports).  Every command that opens the user's traces
--- opens them so; an unknown report is a usage error (code 2), naming the
--- reports and the closest one, a failed open code 1.
-local selected = setmetatable({}, {__mode = "k"})   -- trace -> the --report selectors it was opened with
+--- nsl.select(trace, paths, sel) -> trace, or nil, message, exit code: the
+-- selection of the command line applied to trace (just opened from paths,
+-- no table read yet): only the reports that sel.report (--report values)
+-- names (nsl.selectors; none: every report), renumbered 0.. in trace order
+-- (trace:keep_reports); only the rows of the window sel.from..sel.to and of
+-- device sel.device (nsl.window.select: a second open of paths finds the
+-- trace's start, steps and devices).  An unknown report, a bad or empty
+-- window, or an unknown device is a usage error (code 2), naming the
+-- inputs; trace is closed then.
+local selected = setmetatable({}, {__mode = "k"})   -- trace -> the selection's options, as shell words
+local selected_alone = setmetatable({}, {__mode = "k"})   -- trace -> report -> its window and device alone
 
-function M.open_selected(paths, reports)
-  local trace, err = M.open(paths)
-  if not trace then return nil, err, 1 end
-  local sel = M.selectors(reports)
-  if sel then
-    local ok, kerr = trace:keep_reports(sel)
-    if not ok then
-      trace:close()
-      return nil, string.format("%s: --report: %s", table.concat(paths, ", "), kerr), 2
-    end
-    selected[trace] = sel
+function M.select(trace, paths, sel)
+  sel = sel or {}
+  local function refuse(msg)
+    trace:close()
+    return nil, string.format("%s: %s", table.concat(paths, ", "), msg), 2
   end
+  local reports = M.selectors(sel.report)
+  local words = {}
+  if reports then
+    local ok, kerr = trace:keep_reports(reports)
+    if not ok then return refuse("--report: " .. kerr) end
+    words[1] = "--report " .. M.shell_word(table.concat(reports, ","))
+  end
+  local function given(v) return v ~= nil and v ~= "" end
+  if given(sel.from) or given(sel.to) or given(sel.device) then
+    local probe, perr = M.open(paths)
+    if not probe then
+      trace:close()
+      return nil, perr, 1
+    end
+    if reports then probe:keep_reports(reports) end
+    local ok, w, alone = pcall(require("nsl.window").select, trace, probe, sel)
+    probe:close()
+    if not ok then return refuse(M.is_error(w) and w.message or tostring(w)) end
+    if not w then return refuse(alone) end
+    table.move(w, 1, #w, #words + 1, words)
+    selected_alone[trace] = alone
+  end
+  if #words > 0 then selected[trace] = words end
   return trace
 end
 
+--- nsl.open_selected(paths, sel) -> trace, or nil, message, exit code: the
+-- trace of paths (nsl.open) with the selection sel (the command's options:
+-- report, from, to, device; nsl.select).  Every command that opens the
+-- user's traces opens them so; a failed open is code 1.
+function M.open_selected(paths, sel)
+  local trace, err = M.open(paths)
+  if not trace then return nil, err, 1 end
+  return M.select(trace, paths, sel)
+end
+
 --- nsl.trace_args(trace) -> the inputs of trace as shell words, with the
--- --report it was opened with: a printed command that runs on the same
--- trace the user analysed.
+-- --report, --from, --to and --device it was opened with: a printed
+-- command that runs on the same trace the user analysed.
 function M.trace_args(trace)
   local words = {}
   for i, p in ipairs(trace:inputs()) do words[i] = M.shell_word(p) end
-  if selected[trace] then
-    words[#words + 1] = "--report " .. M.shell_word(table.concat(selected[trace], ","))
-  end
+  for _, w in ipairs(selected[trace] or {}) do words[#words + 1] = w end
   return table.concat(words, " ")
 end
 
@@ -206,12 +235,16 @@ function M.report_input(trace, r)
 end
 
 --- nsl.report_args(trace, r) -> shell words that open report r (0-based)
--- alone: its export, or its archive with --report NAME.  Every command an
--- analysis prints for one rank names it so.
+-- alone: its export, or its archive with --report NAME, and the window and
+-- device the trace was opened with (nsl.select), counted from that report's
+-- first event.  Every command an analysis prints for one rank names it so.
 function M.report_args(trace, r)
   local at = M.report_input(trace, r)
-  if not at.name then return M.shell_word(at.file) end
-  return M.shell_word(at.file) .. " --report " .. M.shell_word(at.name)
+  local words = {M.shell_word(at.file)}
+  if at.name then words[2] = "--report " .. M.shell_word(at.name) end
+  local alone = selected_alone[trace] and selected_alone[trace][r]
+  for _, w in ipairs(alone or {}) do words[#words + 1] = w end
+  return table.concat(words, " ")
 end
 
 return M

@@ -68,9 +68,8 @@ end
 --- The GPU work of a trace as rows start, stop, report, device, class, and
 -- for kernels launched by a recorded CUDA call: pid, tid, launch_start,
 -- launch_stop of that call (NULL otherwise).  Also returns the source:
--- "kernels" or "jax" (an nsys-jax archive's thunks), and the collectives:
--- report, device, type, start, stop, and stream (kernels: matched into
--- instances once ranks are known) or instance (jax).
+-- "kernels" or "jax" (an nsys-jax archive's thunks), and for jax the
+-- collectives: report, device, instance, type, start, stop.
 local function gpu_work(trace)
   if #trace.kernels == 0 and #trace.gpu_ranges > 0 then
     local jax = require("nsl.jax")
@@ -98,9 +97,7 @@ local function gpu_work(trace)
   local work = nsl.table{{"start", ops.start}, {"stop", ops.stop}, {"report", ops.report}, {"device", ops.device},
                          {"class", cls}, {"pid", ops.pid}, {"tid", api.tid:gather(ops.api)},
                          {"launch_start", api.start:gather(ops.api)}, {"launch_stop", api.stop:gather(ops.api)}}
-  local c = ops:filter(is_coll)
-  local coll = c:select{"report", "device", "stream", "start", "stop", "name"}
-  return placed(work), "kernels", placed(coll:with("type", nccl.annotate(coll.name).collective))
+  return placed(work), "kernels"
 end
 
 --- The active span of every report: {report -> {lo, hi}} over GPU work
@@ -145,8 +142,9 @@ local function on_groups(h, pd, keys)
 end
 
 --- The host-side intervals of the idle causes: a list of {start, stop,
--- group, class} column sets.
-local function host_causes(trace, pd, source)
+-- group, class} column sets.  calls: host_sync.api_calls(trace) when the
+-- caller has it already (nil: made here).
+local function host_causes(trace, pd, source, calls)
   local parts = {}
   local keys = source == "jax" and {"report"} or {"report", "pid"}   -- nsys-jax thunks keep no process
   local function add(h, class)
@@ -181,7 +179,7 @@ local function host_causes(trace, pd, source)
     add(api:take(idx), CLASS.idle_htod)
   end
   -- synchronisation: the blocking calls, up to the end of the thread's next CUDA call
-  local calls = host_sync.api_calls(trace)
+  calls = calls or host_sync.api_calls(trace)
   local cat = calls.name:map(host_sync.category)
   local th = calls:select{"report", "pid", "tid", "start", "stop"}:with("sync", ~cat:isnull()):sort("report", "pid",
                                                                                                    "tid", "start")
@@ -195,14 +193,17 @@ local function host_causes(trace, pd, source)
 end
 
 --- The ledger of trace.  opts.steps: nsl.iterations.steps(...).it (or nil:
--- the whole run only).  Returns a table with one row per GPU and window:
+-- the whole run only); opts.matched: {src, res} of nsl.straggler.match on
+-- the trace with the straggler analysis's defaults, for NCCL kernels
+-- (false: none; nil: made here); opts.api: host_sync.api_calls(trace),
+-- when the caller keeps it (diagnose shares it with its checks).  Returns a table with one row per GPU and window:
 -- report, device, rank (label), step (0: the whole run; 1.. the steps),
 -- start, stop, wall, then M.lines and idle_unknown (ns, summing to wall),
 -- idle (their idle parts summed); and a second table, host: the idle_host
 -- time per launching thread and step 0 (report, pid, tid, device, time).
 function M.build(trace, opts)
   opts = opts or {}
-  local work, source, coll = gpu_work(trace)
+  local work, source, jcoll = gpu_work(trace)
   local empty = #work == 0
   local gk = work:group_by("report", "device")
   local keys = gk:keys():with("gid", nsl.range(#gk)):sort("report", "device")
@@ -213,33 +214,55 @@ function M.build(trace, opts)
   local names = trace.reports.name:totable()
   -- intervals: the GPU work, the collectives' waits, the host causes
   local S, E, G, C = {work.start}, {work.stop}, {group}, {work.class}
-  local res_strag
-  if #coll > 0 and ngroups >= 2 then
-    local kj = coll:join(keys:with("group", nsl.range(#keys)), {"report", "device"}, {"group"}, "k_")
-    local cr = coll:with("rank", kj.k_group)
-    if source == "kernels" then cr = nccl.instances(cr) end   -- the k-th of a type on a rank's i-th NCCL stream
-    cr = cr:select{"rank", "instance", "type", "start", "stop"}
-    local clock = keys.report:totable()
-    local straggler = require("nsl.straggler")
-    local ok, res = pcall(straggler.analyse, cr, nsl.table{{"rank", group}, {"start", work.start},
-                                                           {"stop", work.stop}}, ngroups,
-                          work.class:eq(CLASS.compute), {clock = clock})
-    if ok and res.coll and #res.coll > 0 then
-      res_strag = res
-      local c = res.coll
-      local w = nsl.where(c.wait:lt(c.stop - c.start), c.wait, c.stop - c.start)
-      local pos = w:gt(0):indices()
-      S[#S + 1] = c.start:gather(pos)
-      E[#E + 1] = (c.start + w):gather(pos)
-      G[#G + 1] = c.rank:gather(pos)
-      C[#C + 1] = i64(#pos, CLASS.comm_wait)
+  -- the waits inside collectives: NCCL kernels as the straggler analysis matched them (nsl.straggler.match,
+  -- given by diagnose, which makes it once for both), its ranks put on the ledger's groups by report and
+  -- device.  nsys-jax thunks are matched here: the ledger reads their warm-up from the intervals between
+  -- collectives, where the straggler analysis leaves out nsys-jax's own warm-up executions (on the shared
+  -- archives the two differ by seconds of waiting, so they are not one matching yet).
+  local res_strag, c
+  if source == "jax" then
+    if #jcoll > 0 and ngroups >= 2 then
+      local kj = jcoll:join(keys:with("group", nsl.range(#keys)), {"report", "device"}, {"group"}, "k_")
+      local cr = jcoll:with("rank", kj.k_group):select{"rank", "instance", "type", "start", "stop"}
+      local ok, res = pcall(require("nsl.straggler").analyse, cr,
+                            nsl.table{{"rank", group}, {"start", work.start}, {"stop", work.stop}}, ngroups,
+                            work.class:eq(CLASS.compute), {clock = keys.report:totable()})
+      if ok and res.coll and #res.coll > 0 then res_strag, c = res, res.coll end
     end
+  else
+    local matched = opts.matched
+    if matched == nil then
+      local ok, src, res = pcall(require("nsl.straggler").match, trace, {rank_by = "device", source = "nccl",
+                                                                        programs = "structure", warmup = -1})
+      matched = ok and {src, res} or false
+    end
+    local src, res = table.unpack(matched or {})
+    if res and res.coll and #res.coll > 0 and ngroups >= 2 then
+      local rk = {report = {}, device = {}}   -- (a rank without a device is on no GPU of the ledger: -1)
+      for r, w in ipairs(src.where) do rk.report[r], rk.device[r] = w.report, w.device or -1 end
+      local rg = nsl.table{{"report", nsl.column(rk.report)}, {"device", nsl.column(rk.device)}}
+        :join(keys:select{"report", "device"}:with("report", keys.report:cast("i64"), "device",
+                                                   keys.device:cast("i64"), "group", nsl.range(#keys)),
+              {"report", "device"}, {"group"})
+      c = res.coll
+      c = c:with("rank", rg.group:gather(c.rank))
+      c = c:filter(~c.rank:isnull())
+      res_strag = {coll = c, ninst = res.ninst}
+    end
+  end
+  if c then
+    local w = nsl.where(c.wait:lt(c.stop - c.start), c.wait, c.stop - c.start)
+    local pos = w:gt(0):indices()
+    S[#S + 1] = c.start:gather(pos)
+    E[#E + 1] = (c.start + w):gather(pos)
+    G[#G + 1] = c.rank:gather(pos)
+    C[#C + 1] = i64(#pos, CLASS.comm_wait)
   end
   local hostrows
   if not empty then
     local pd = source == "jax" and work:group_by("report", "group"):keys():sort("report", "group")
                or work:group_by("report", "pid", "group"):keys():sort("report", "pid", "group")
-    for _, p in ipairs(host_causes(trace, pd, source)) do
+    for _, p in ipairs(host_causes(trace, pd, source, opts.api)) do
       S[#S + 1], E[#E + 1], G[#G + 1], C[#C + 1] = p[1], p[2], p[3], p[4]
     end
   end

@@ -92,27 +92,34 @@ end
 -- returns it, or nil and the message of an error of the input (nsl.fail, a
 -- source's errors; a bug still raises).  opts.parts: the tables the
 -- analysis's distributed step made on every process (nsl.distributed): its
--- combine runs with them, or its run.
+-- combine runs with them, or its run; opts.extra: a last argument for its
+-- run (after parts).
 function Out:run(name, trace, given, opts)
   opts = opts or {}
-  local runner = require("nsl.runner")
-  local a = assert(runner.load_analysis(name))
-  local args = assert(runner.parse_args(a, given or {}))
+  local a = assert(require("nsl.runner").load_analysis(name))
+  local args = self:args(name, given)
   if not opts.collect then return a.run(trace, args, self) end
   local sub = M.new{analysis = name, format = opts.collect, trace = trace}
   local run, parts = a.run, opts.parts
   if parts and a.distributed then
-    run = function(tr, ar, o)
+    run = function(tr, ar, o, _, extra)
       if a.distributed.combine then return a.distributed.combine(tr, parts, ar, o) end
-      return a.run(tr, ar, o, parts)
+      return a.run(tr, ar, o, parts, extra)
     end
   end
-  local ok, err = xpcall(run, nsl.error_handler, trace, args, sub)
+  local ok, err = xpcall(run, nsl.error_handler, trace, args, sub, nil, opts.extra)
   if not ok then
     if nsl.is_error(err) then return nil, tostring(err) end
     error(err, 0)
   end
   return sub
+end
+
+--- out:args(name [, given]) -> the arguments of shipped analysis `name`
+-- as its run receives them: its defaults, and given (KEY=VALUE strings).
+function Out:args(name, given)
+  local runner = require("nsl.runner")
+  return assert(runner.parse_args(assert(runner.load_analysis(name)), given or {}))
 end
 
 function Out:worst_severity()

@@ -57,6 +57,10 @@ end
 --   "x (ns)" or "x_ns"    integer (or float) nanoseconds: the human formats
 --                          (text, md, tex, html) show them in the unit that
 --                          suits the column, named in the header ("x (ms)");
+--   "x (ns from start)"   integer ns counted from the trace's start (its first
+--                          event, nsl.window.origin): the human formats show
+--                          seconds with 6 decimals, header "x (s from start)",
+--                          so one event reads the same in every output;
 --   "address" or "x_addr" an address: hex in the human formats;
 --   "name", "kernel", "demangled" (string)  a kernel or range name: template
 --                          arguments elided in the human formats, and the
@@ -147,6 +151,9 @@ local function cells(t, opts)
       scale[k], unit = duration_unit(cols[k], limit, more)
       kinds[k] = "ns"
       headers[k] = M.ns_base(name) .. " (" .. unit .. ")"
+    elseif human and numeric[k] and name:match("%(ns from start%)$") then
+      kinds[k] = "at"
+      headers[k] = printable((name:gsub("%(ns from start%)$", "(s from start)")))
     elseif human and (ty == "i64" or ty == "i32") and is_address(name) then kinds[k] = "addr"
     elseif human and ty == "str" and name_columns[name] then kinds[k] = "name" end
   end
@@ -160,6 +167,7 @@ local function cells(t, opts)
       elseif kind == "ns" then
         if scale[k] == 1 then row[k] = math_type(v) == "integer" and M.int(v) or M.float(v, decimals)
         else row[k] = M.float(v / scale[k], 3) end
+      elseif kind == "at" then row[k] = fmt("%.6f", v / 1e9)
       elseif kind == "addr" then row[k] = fmt("0x%x", v)
       elseif kind == "name" then row[k] = printable(M.short_name(v))
       elseif math_type(v) == "integer" then row[k] = M.int(v)

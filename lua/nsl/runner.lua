@@ -20,6 +20,13 @@ local function fail(code, msg)
 end
 M.fail = fail
 
+--- The exit code of a run that failed with e (from nsl.error_handler): 2 for a
+-- value the analysis rejected (nsl.fail(msg, "usage"): out of range, bad
+-- format, not one of its choices), as for any usage error; else 1.
+function M.exit_code(e)
+  return type(e) == "table" and e.usage and 2 or 1
+end
+
 --- The message for a run of analysis a on inputs (array of paths) that
 -- failed with e (from nsl.error_handler): the user's error as it is; a bug names
 -- the analysis and the inputs, says whose bug it is (nsl's for a shipped
@@ -191,11 +198,13 @@ function M.run(a, opts)
   end
   local args, err = M.parse_args(a, given)
   if not args then return fail(2, err) end
-  if opts.report and opts.embed then
-    return fail(2, "--embed stores results for the whole bundle: leave out --report")
+  -- the selection (nsl.select) that a run keeps, by its option's name
+  local picked = opts.report and "--report" or opts.from and "--from" or opts.to and "--to" or opts.device and "--device"
+  if picked and opts.embed then
+    return fail(2, string.format("--embed stores results for the whole bundle: leave out %s", picked))
   end
   if nproc > 1 then
-    if opts.report then return fail(2, "--report is not taken under an MPI launcher: run without it, or alone") end
+    if picked then return fail(2, picked .. " is not taken under an MPI launcher: run without it, or alone") end
     return require("nsl.distributed").run(M, a, args, opts)
   end
   local trace
@@ -205,7 +214,7 @@ function M.run(a, opts)
     local bundle = opts.embed and #opts.traces == 1 and nsl.is_zip(opts.traces[1]) and require("nsl.bundle")
     local sig0 = bundle and bundle.signature(opts.traces[1])
     local code
-    trace, err, code = nsl.open_selected(opts.traces, opts.report)
+    trace, err, code = nsl.open_selected(opts.traces, opts)
     if not trace then return fail(code, err) end
     if bundle then
       if not sig0 or bundle.signature(opts.traces[1]) ~= sig0 then
@@ -229,7 +238,7 @@ function M.emit(a, trace, opts, body)
   local ok, msg = xpcall(body, nsl.error_handler, out)
   if not ok then
     out:flush()
-    return fail(1, M.failure(a, msg, opts.traces))
+    return fail(M.exit_code(msg), M.failure(a, msg, opts.traces))
   end
   local werr = out:finish()
   if werr then return fail(1, werr) end

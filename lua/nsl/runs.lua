@@ -88,7 +88,7 @@ function M.resolve(trace, spec, labels)
       R.reports[run], R.paths[run], R.names[run] = {}, {}, name
     end
     if R.of_report[report + 1] >= 0 then
-      nsl.fail(string.format("runs: report %d (%s) is named in two runs", report + 1, rnames[report + 1]))
+      nsl.fail(string.format("runs: report %d (%s) is named in two runs", report + 1, rnames[report + 1]), "usage")
     end
     R.of_report[report + 1] = run - 1
     table.insert(R.reports[run], report)
@@ -113,13 +113,13 @@ function M.resolve(trace, spec, labels)
         local r = math.tointeger(tonumber(tok))
         if r then
           if r < 1 or r > nrep then
-            nsl.fail(string.format("runs: no report %d (the trace has %d)", r, nrep))
+            nsl.fail(string.format("runs: no report %d (the trace has %d)", r, nrep), "usage")
           end
           r = r - 1
         else
           r = by_name[tok]
           if not r then
-            nsl.fail(string.format("runs: no report '%s' (reports: %s)", tok, table.concat(rnames, ", ")))
+            nsl.fail(string.format("runs: no report '%s' (reports: %s)", tok, table.concat(rnames, ", ")), "usage")
           end
         end
         members[#members + 1] = r
@@ -138,12 +138,12 @@ function M.resolve(trace, spec, labels)
     local list = split(labels, ",")
     if #list ~= R.n then
       nsl.fail(string.format("labels: %d label%s for %d run%s (%s)", #list, #list == 1 and "" or "s", R.n,
-                             R.n == 1 and "" or "s", table.concat(R.names, ", ")))
+                             R.n == 1 and "" or "s", table.concat(R.names, ", ")), "usage")
     end
     local seen = {}
     for i, l in ipairs(list) do
-      if l == "" then nsl.fail(string.format("labels: label %d is empty", i)) end
-      if seen[l] then nsl.fail(string.format("labels: '%s' is given twice", l)) end
+      if l == "" then nsl.fail(string.format("labels: label %d is empty", i), "usage") end
+      if seen[l] then nsl.fail(string.format("labels: '%s' is given twice", l), "usage") end
       seen[l] = true
       R.labels[i] = l
     end

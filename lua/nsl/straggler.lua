@@ -2,6 +2,8 @@
 -- the collectives: NCCL kernels (matched by nsl.nccl.instances) or nsys-jax
 -- communication thunks (matched by nsl.jax.collective_instances) feed it the
 -- same two tables, and lua/analyses/straggler.lua prints what it returns.
+-- M.match builds those tables from a trace and matches them, once for the
+-- straggler analysis and the ledger's waits (nsl.ledger) alike.
 --
 --   coll     one row per collective on a rank: rank (0-based), instance (the
 --            same id on every rank that took part in it), type, start, stop (ns)
@@ -46,6 +48,9 @@
 --     are made of (M.ranks, M.causes: see lua/analyses/straggler.lua).
 -- Everything runs over whole columns; Lua loops run over ranks only.
 local nsl = require("nsl")
+local nccl = require("nsl.nccl")
+local jax = require("nsl.jax")
+local steps = require("nsl.steps")
 
 local M = {}
 
@@ -502,6 +507,119 @@ function M.ranks(res, opts)
     rows.cause[r] = best
   end
   return rows
+end
+
+-- ---- the trace's collectives ---------------------------------------------
+
+--- Ranks numbered 0.. in the order of the key columns of t: returns the
+-- rank of every row of t and the table of keys (one row per rank).
+local function number_ranks(t, keys)
+  local rg = t:group_by(table.unpack(keys))
+  local order = rg:keys():with("gid", nsl.range(#rg)):sort(table.unpack(keys))
+  local rank_of_group = nsl.range(#order):gather(order.gid:argsort())   -- inverse permutation
+  return rank_of_group:gather(rg:ids()), order
+end
+
+--- The kernels of trace with the columns the analysis reads and, as
+-- `launch`, the time each was launched (steps.launch_times).  Per report:
+-- a distributed run makes it on each process's share (the step below).
+function M.kernel_columns(trace)
+  local k = trace.kernels
+  k:load{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
+  return k:select{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
+    :with("launch", steps.launch_times(trace, k))
+end
+
+--- Collectives and compute of the NCCL kernels of an export (k: its
+-- kernel_columns, made here when not given).
+local function from_kernels(trace, args, k)
+  local keys = ({device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}})[args.rank_by]
+  k = k or M.kernel_columns(trace)
+  local rank, rk = number_ranks(k, keys)
+  local names = trace.reports.name
+  local labels = {}
+  for r = 1, #rk do
+    local name = names[rk.report[r] + 1]
+    -- a NULL device or pid (a column the export lacks) is "?", not an error
+    if args.rank_by == "device" then name = name .. ":gpu" .. (rk.device[r] or "?")
+    elseif args.rank_by == "process" then name = name .. ":pid" .. (rk.pid[r] or "?") end
+    labels[r] = name
+  end
+  local cols = {{"rank", rank}, {"stream", k.stream}, {"start", k.start}, {"stop", k.stop}, {"name", k.name}}
+  local coll_cols = {"rank", "instance", "type", "start", "stop"}
+  if #trace.api > 0 then   -- when each kernel was launched: idle time splits into host and queue
+    for _, c in ipairs{{"launch", k.launch}, {"report", k.report}, {"pid", k.pid},
+                       {"corr", k.corr}} do
+      cols[#cols + 1] = c
+      coll_cols[#coll_cols + 1] = c[1]
+    end
+  end
+  local kr = nsl.table(cols)
+  local is_coll = nccl.mask(kr.name)
+  local coll = kr:filter(is_coll)
+  coll = nccl.instances(coll:with("type", nccl.annotate(coll.name).collective))
+  local where = {}
+  for r = 1, #rk do where[r] = {report = rk.report[r], device = rk.device and rk.device[r], pid = rk.pid and rk.pid[r]} end
+  return {coll = coll:select(coll_cols), work = kr,
+          compute = ~is_coll, labels = labels, what = "NCCL kernels", by = args.rank_by, clock = rk.report:totable(),
+          where = where}
+end
+
+--- Collectives and compute of the thunks of an nsys-jax trace.
+local function from_thunks(trace, args, gpu_ranges)
+  if args.rank_by ~= "device" then nsl.fail("straggler: on nsys-jax traces the ranks are the devices (rank_by=device)", "usage") end
+  local d = jax.load(trace, {programs = args.programs, gpu_ranges = gpu_ranges})
+  local th = d.thunk
+  local rank, rk = number_ranks(th, {"Device", "report"})
+  local names = trace.reports.name
+  local labels = {}
+  for r = 1, #rk do labels[r] = names[rk.report[r] + 1] .. ":gpu" .. rk.Device[r] end
+  local t = nsl.table{{"rank", rank}, {"start", th.start}, {"stop", th.stop}}
+  local comm = d.communication
+  local crank = comm:join(nsl.table{{"Device", rk.Device}, {"report", rk.report}, {"rank", nsl.range(#rk)}},
+                          {"Device", "report"}, {"rank"}).rank
+  -- warm-up as nsys-jax reads it (jax.steady: the first execution of a program, two when it was compiled)
+  local _, init = jax.steady(comm:select{"ProgramId", "ProgramExecution"}:with("row", nsl.range(#comm)),
+                             jax.compiled_programs(d.compile_parts), true)
+  local marked = init:select{"row"}:with("w", nsl.rep(1, #init))
+  local warm = nsl.coalesce(nsl.table{{"row", nsl.range(#comm)}}:join(marked, {"row"}, {"w"}).w, 0)
+  local coll = nsl.table{{"rank", crank}, {"instance", (jax.collective_instances(comm))}, {"type", comm.Collective},
+                         {"start", comm.start}, {"stop", comm.stop}, {"warmup", warm}}
+  local where = {}
+  for r = 1, #rk do where[r] = {report = rk.report[r], device = rk.Device[r]} end
+  return {coll = coll, work = t, compute = ~th.Communication, labels = labels,
+          what = "nsys-jax communication thunks", by = "device", clock = rk.report:totable(), where = where}
+end
+
+--- The source of the collectives: args.source, or auto (k: the kernel
+-- columns a distributed run gathered).
+local function source_of(trace, args, k)
+  local s = args.source
+  if s == "auto" then s = (#trace.kernels == 0 and #trace.gpu_ranges > 0) and "jax" or "nccl" end
+  if s == "nccl" then return from_kernels(trace, args, k) end
+  if s == "jax" then
+    local g = jax.gpu_ranges(trace)
+    if #g == 0 or g.text:match("XlaModule:#"):count() == 0 then
+      nsl.fail("straggler: --arg source=jax needs an nsys-jax trace, or an export (bundle) with XLA's NVTX ranges")
+    end
+    return from_thunks(trace, args, g)
+  end
+  nsl.fail("straggler: --arg source must be auto, nccl or jax", "usage")
+end
+
+--- The matching of a trace's collectives, the one of the straggler analysis
+-- and of the ledger's waits (nsl.ledger; diagnose makes it once for both):
+-- the source (rank_by, source, programs of args: the straggler analysis's
+-- arguments; k: the kernel columns a distributed run gathered) and
+-- M.analyse over it with args.warmup.  Returns src = {coll, work, compute,
+-- labels (by rank + 1), what, by, clock, where = {report, device, pid} by
+-- rank + 1} and res (M.analyse's), nil when there are no ranks or no
+-- collectives.
+function M.match(trace, args, k)
+  local src = source_of(trace, args, k)
+  local nranks = #src.labels
+  if nranks == 0 or #src.coll == 0 then return src, nil end
+  return src, M.analyse(src.coll, src.work, nranks, src.compute, {clock = src.clock, warmup = args.warmup})
 end
 
 -- ---- figures --------------------------------------------------------------

@@ -163,7 +163,10 @@ end
 function App:whole()
   local lo, hi = self.m:span()
   if not lo then return end
-  self.origin = self.origin and min(self.origin, lo) or lo
+  -- times count from the trace's start: known for a --from/--to window, else found by the last loading
+  -- stage (m.origin); until then, the lanes' first event
+  self.origin = require("nsl.window").known_origin(self.trace) or self.m.origin or
+                (self.origin and min(self.origin, lo) or lo)
   self:set_window(lo, hi + 1)
   self.cur = self.from + (self.to - self.from) // 2
 end
@@ -795,6 +798,7 @@ function App:api()
   return {
     window = function() return app.from, app.to end,
     cursor = function() return app.cur end,
+    origin = function() return app.origin end,   -- the trace's start: relative times count from it
     go = function(from, to)
       app:set_window(from, to or (from + (app.to - app.from)))
       app.cur = app.from + (app.to - app.from) // 2
@@ -1088,10 +1092,8 @@ function App:load_all()
     self.step, self.step_label = 1, fmt("opening %s", self.opts.what or "the trace")
     local trace, err = model.await(self.open, self)
     self.open = nil
-    local sel = trace and nsl.selectors(self.opts.reports)   -- --report: as nsl.open_selected keeps them
-    if sel then
-      local kept, kerr = trace:keep_reports(sel)
-      if not kept then trace, err, self.open_code = nil, table.concat(self.opts.paths, ", ") .. ": --report: " .. kerr, 2 end
+    if trace and self.opts.select then   -- --report, --from, --to, --device: as nsl.open_selected applies them
+      trace, err, self.open_code = nsl.select(trace, self.opts.paths, self.opts.select)
     end
     if not trace then
       self.open_error = err or "cannot open the trace"
@@ -1110,6 +1112,7 @@ function App:load_all()
     if i < #stages then coroutine.yield("stage") end   -- the last one ends with the loader
   end
   self.step = self.steps_total + 1
+  self.origin = require("nsl.window").known_origin(self.trace) or self.m.origin or self.origin
   self:whole_if_untouched()
   local apart = require("nsl.window").disjoint(self.trace)   -- stacked reports far apart: say so
   self.status = fmt("%d lanes; ? for the keys%s%s", #self.m.lanes, apart and (" | " .. apart) or "",

@@ -81,7 +81,20 @@ end
 --- The stages: label, the method that runs it, its argument.
 M.stage_list = {{"kernels", "load_gpu_table", "kernels"}, {"memcpy", "load_gpu_table", "memcpy"},
                 {"memset", "load_gpu_table", "memset"}, {"the GPU lanes", "load_gpu"},
-                {"NVTX ranges", "load_nvtx_table"}, {"the NVTX lanes", "load_nvtx"}}
+                {"NVTX ranges", "load_nvtx_table"}, {"the NVTX lanes", "load_nvtx"},
+                {"the trace's start", "load_origin"}}
+
+--- The trace's start, the origin every printed time counts from (as
+-- diagnose, gaps and the other analyses count): the earliest event of the
+-- event tables (window.span), whose start and stop columns are read in the
+-- background (the CUDA API table is not one of the lanes).  Sets m.origin.
+function Model:load_origin()
+  local window = require("nsl.window")
+  for _, name in ipairs(window.event_tables) do
+    M.await(nsl.background("load", self.trace[name], {"start", "stop"}), self)
+  end
+  self.origin = (window.span(self.trace))
+end
 
 --- The trace's span over the loaded lanes: lo, hi (nil before any).
 function Model:span()

@@ -347,6 +347,9 @@ function M.viewer(trace, opts)
   local data = {
     format = M.format, title = opts.title or table.concat(trace.reports.name:totable(), ", "),
     nsl = nsl.version, base = tostring(lo), span = hi - lo, from = from - lo, to = to - lo,
+    -- the page's first event from the trace's start (a --from/--to window keeps events that began before it):
+    -- the hint's --from/--to count from the trace's start
+    shift = lo - (window.origin(trace) or lo),
     classes = plot.timeline_classes, rows = rows, strings = strings, events = data_ev,
     lod = page_levels(lod),
     findings = page_findings(flist, lo), notes = notes,

@@ -9,13 +9,30 @@ local units = require("nsl.util.units")
 
 local M = {}
 
--- trace -> {lo, hi}: the span of a trace whose tables hold only some rows
--- (a distributed run's row filters, nsl.distributed), measured over all rows.
+-- trace -> {lo, hi, origin}: the span of a trace whose tables hold only
+-- some rows (a distributed run's row filters, nsl.distributed; the window
+-- of --from/--to, M.select), measured over all rows, and where its times
+-- count from.
 local known = setmetatable({}, {__mode = "k"})
 
---- window.set_span(trace, lo, hi): the default span of trace (its tables
--- hold filtered rows; lo, hi were measured over all of them).
-function M.set_span(trace, lo, hi) known[trace] = {lo, hi} end
+--- window.set_span(trace, lo, hi [, origin]): the default span of trace (its
+-- tables hold filtered rows; lo, hi were measured over all of them) and the
+-- trace's start, where printed times count from (default lo).
+function M.set_span(trace, lo, hi, origin) known[trace] = {lo, hi, origin or lo} end
+
+--- window.origin(trace) -> the trace's start: its first event over the
+-- event tables, before any --from/--to window (nil without events).  Every
+-- printed time a user matches across outputs counts from it ("At (s from
+-- start)"), so a windowed run prints the times the whole run prints.
+function M.origin(trace)
+  if known[trace] then return known[trace][3] end
+  return (M.span(trace))
+end
+
+--- window.known_origin(trace) -> window.origin when it is known without
+-- reading a table (a trace opened with --from/--to, a distributed run's),
+-- else nil: for front ends that must not block on a load.
+function M.known_origin(trace) return known[trace] and known[trace][3] end
 
 -- Tables whose rows are events with start and stop.
 M.event_tables = {"kernels", "memcpy", "memset", "nvtx", "api"}
@@ -101,28 +118,29 @@ end
 -- window or one that starts after the last event.
 function M.resolve(trace, args, tables)
   local lo, hi = M.span(trace, tables)
-  return M.resolve_span(lo, hi, args)
+  return M.resolve_span(lo, hi, args, known[trace] and known[trace][3])
 end
 
---- window.resolve_span(lo, hi, args) -> from, to, lo, hi: window.resolve
--- for a trace of span lo, hi (lo nil: no events).
-function M.resolve_span(lo, hi, args)
+--- window.resolve_span(lo, hi, args [, origin]) -> from, to, lo, hi:
+-- window.resolve for a trace of span lo, hi (lo nil: no events) whose times
+-- count from origin (default lo).
+function M.resolve_span(lo, hi, args, origin)
   if not lo then nsl.fail("the trace has no events (kernels, memory operations, NVTX ranges or CUDA API calls)") end
   if hi <= lo then hi = lo + 1 end   -- a single instant: a 1 ns window
   local function arg(name, default)
     local v = args[name]
     if v == nil or v == "" then return default end
-    return lo + units.duration_arg(args, name)
+    return (origin or lo) + units.duration_arg(args, name)
   end
   local from, to = arg("from", lo), arg("to", hi)
   if to <= from then
     local function show(v) return (v == nil or v == "") and "the end" or tostring(v) end
     nsl.fail(string.format("the window from %s to %s is empty (the trace lasts %s)", show(args.from), show(args.to),
-      require("nsl.report").duration(hi - lo)))
+      require("nsl.report").duration(hi - lo)), "usage")
   end
   if from >= hi then   -- starts after the last event: nothing would be drawn
     nsl.fail(string.format("the window starts at %s, after the trace's last event (the trace lasts %s)",
-      tostring(args.from), require("nsl.report").duration(hi - lo)))
+      tostring(args.from), require("nsl.report").duration(hi - lo)), "usage")
   end
   return from, to, lo, hi
 end
@@ -156,6 +174,133 @@ function M.gather(pick)
     end
     return where
   end}
+end
+
+-- ---- the window and device of a trace (--from, --to, --device) ----
+
+-- How a window keeps each table's rows, by the table's time columns:
+-- "range": events that overlap it (start < to and stop > from; a NULL stop,
+-- an NVTX mark or a range left open, counts as open until the end);
+-- "start" / "time": instants inside it (from <= t < to).  Rows are kept
+-- whole, never clipped.
+M.window_tables = {kernels = "range", memcpy = "range", memset = "range", api = "range", nvtx = "range",
+                   sync = "range", osrt = "range", overhead = "range", gpu_ranges = "range", memory = "start",
+                   samples = "time"}
+-- The tables whose rows belong to one GPU (their `device` column).
+M.device_tables = {"kernels", "memcpy", "memset", "sync", "memory", "gpu_ranges", "devices"}
+
+-- One bound of the window: "step:N" (the start of step N for from, its end
+-- for to; steps as iterations finds them) or a time from the trace's start.
+local function bound(probe, which, v, lo, steps)
+  local n = v:match("^%s*step:%s*(%d+)%s*$")
+  if not n then
+    if v:match("^%s*step") then return nil, string.format("--%s %s: a step is step:N (N from 1)", which, v) end
+    local ns, err = units.duration(v)
+    if not ns then return nil, string.format("--%s: %s, or step:N", which, err) end
+    return lo + ns
+  end
+  n = math.tointeger(tonumber(n))
+  if not steps[1] then
+    local st, err = require("nsl.iterations").steps(probe)
+    if not st then return nil, string.format("--%s %s: %s", which, v, err) end
+    steps[1] = st
+  end
+  local w = steps[1].windows
+  local rows = w:filter(w.iter:eq(n))
+  if #rows == 0 then
+    return nil, string.format("--%s %s: the trace has steps 1 to %d (%s)", which, v, steps[1].n, steps[1].how)
+  end
+  if which == "from" then return (nsl.extent(rows.start)) end
+  return select(2, nsl.extent(rows.stop))
+end
+
+-- The devices of the probe's GPU tables (sorted ids).
+local function devices_of(probe)
+  local seen, list = {}, {}
+  for _, name in ipairs{"kernels", "memcpy", "memset", "gpu_ranges"} do
+    local t = probe[name]
+    if #t > 0 then
+      t:load{"device"}
+      local g = t:group_by("device"):agg{"n=count"}
+      for i = 1, #g do   -- one Lua step per device
+        local d = g.device[i]
+        if d and not seen[d] then seen[d], list[#list + 1] = true, d end
+      end
+    end
+  end
+  table.sort(list)
+  return list
+end
+
+--- window.select(trace, probe, sel) -> words, or nil and a message: keeps
+-- in trace (no table read yet) only the rows of the window sel.from..sel.to
+-- (times from the trace's start, or step:N) and of device sel.device,
+-- dropped where the rows are read (trace:filter), so every analysis sees
+-- only them.  probe is the same trace opened a second time, read here to
+-- find the trace's start, its steps and its devices.  The trace's span
+-- becomes the window (clipped to the trace), its origin stays the trace's
+-- start.  words: the options as a command line repeats them; alone: per
+-- report (0-based), the options that select the same rows of that report
+-- opened alone (its times count from its own first event).
+function M.select(trace, probe, sel)
+  local words, conds, alone = {}, {}, {}   -- conds: table -> its conditions (one filter per table)
+  local function given(v) return v ~= nil and v ~= "" end
+  local function add(name, c) conds[name] = conds[name] or {}; table.insert(conds[name], c) end
+  if given(sel.from) or given(sel.to) then
+    local lo, hi = M.span(probe)
+    if not lo then return nil, "--from/--to: the trace has no events (kernels, memory operations, NVTX ranges or CUDA API calls)" end
+    local steps = {}
+    local span = string.format("the trace lasts %s (0 to %.6fs from its first event)",
+                               require("nsl.report").duration(hi - lo), (hi - lo) / 1e9)
+    local at = {from = lo, to = hi}
+    for _, which in ipairs{"from", "to"} do
+      if given(sel[which]) then
+        local v, err = bound(probe, which, sel[which], lo, steps)
+        if not v then return nil, err end
+        at[which] = v
+        words[#words + 1] = "--" .. which .. " " .. nsl.shell_word(sel[which])
+      end
+    end
+    local from, to = at.from, at.to
+    if from >= hi then
+      return nil, string.format("--from %s: the window starts after the trace's last event: %s", sel.from, span)
+    end
+    if to <= from then
+      return nil, string.format("the window from %s to %s is empty: %s", given(sel.from) and sel.from or "the start",
+                                sel.to, span)
+    end
+    for name, how in pairs(M.window_tables) do
+      if how == "range" then
+        add(name, {"start", "<", to})
+        add(name, {"stop", ">", from, "or null"})
+      else
+        add(name, {how, ">=", from})
+        add(name, {how, "<", to})
+      end
+    end
+    M.set_span(trace, math.max(lo, from), math.min(hi, to), lo)
+    for r = 0, probe:nreports() - 1 do
+      local rs = M.report_start(probe, r) or lo
+      alone[r] = {string.format("--from %dns", math.max(0, from - rs)), string.format("--to %dns", math.max(1, to - rs))}
+    end
+  end
+  if given(sel.device) then
+    local d = math.tointeger(tonumber(sel.device))
+    local have, list, found = devices_of(probe), {}, false
+    for i, v in ipairs(have) do list[i], found = tostring(v), found or v == d end
+    if not found then
+      return nil, string.format("--device %s: %s", sel.device, #list > 0 and
+        ("the trace's devices are " .. table.concat(list, ", ")) or "the trace has no GPU work")
+    end
+    for _, name in ipairs(M.device_tables) do add(name, {"device", "in", {d}}) end
+    words[#words + 1] = "--device " .. nsl.shell_word(tostring(sel.device))
+    for r = 0, probe:nreports() - 1 do
+      alone[r] = alone[r] or {}
+      table.insert(alone[r], words[#words])
+    end
+  end
+  for name, c in pairs(conds) do trace:filter(name, c) end
+  return words, alone
 end
 
 return M

@@ -35,11 +35,18 @@ static const nsl_cli_option trace_options[] = {
     {NULL}};
 
 /* The selection of every command that analyses or shows traces: the
- * trace keeps only the reports named (nsl.open_selected). */
+ * trace keeps only the reports named, and only the rows of the window and
+ * the device, dropped where they are read (nsl.open_selected). */
 static const nsl_cli_option select_options[] = {
     {"--report", NULL, NSL_CLI_LIST, "NAME|N", NULL, 0,
      "only this report of a bundle or of several traces: its name (as nsl info lists them) or 0-based index; "
      "repeat or comma-separate for several"},
+    {"--from", NULL, NSL_CLI_ONE, "T|step:N", NULL, 0,
+     "only the events that overlap the window from T (250us, 1.5ms, 2s: from the trace's first event) or from the "
+     "start of step N (as iterations numbers them); events are kept whole, not clipped"},
+    {"--to", NULL, NSL_CLI_ONE, "T|step:N", NULL, 0, "the window's end: a time, or the end of step N (default: the end)"},
+    {"--device", NULL, NSL_CLI_ONE, "N", NULL, 0,
+     "only the GPU work of device N (kernels, memory operations, syncs); host rows are kept"},
     {NULL}};
 
 /* What every command that reads or writes traces takes. */
@@ -105,9 +112,6 @@ static const nsl_cli_option tui_options[] = {
 
 static const nsl_cli_option view_options[] = {
     {"--output", "-o", NSL_CLI_ONE, "OUT.html", NULL, NSL_CLI_REQUIRED, "the page to write"},
-    {"--from", NULL, NSL_CLI_ONE, "T", NULL, 0,
-     "the detail window's start, from the trace's first event (250us, 1.5ms, 2s; default 0)"},
-    {"--to", NULL, NSL_CLI_ONE, "T", NULL, 0, "its end (default: where --max-events events have started, or the end)"},
     {"--max-events", NULL, NSL_CLI_ONE, "N", NULL, 0, "events in the default detail window (100000)"},
     {"--bins", NULL, NSL_CLI_ONE, "N", NULL, 0, "bins of the coarsest level of detail (2000; each finer level 4x)"},
     {"--no-findings", NULL, NSL_CLI_FLAG, NULL, NULL, 0, "leave out the findings of diagnose (they cost a run of it)"},

@@ -210,12 +210,19 @@ int nsl__repl(lua_State *L, const nsl_cli_args *o) {
     }
     lua_pushvalue(L, -1);
     lua_setglobal(L, "trace_paths");
-    lua_newtable(L);   /* the --report values */
-    for (int k = 0, n = 0; k < o->ngiven; k++)
-      if (strcmp(o->given[k].opt->name, "--report") == 0) {
+    lua_newtable(L);   /* the selection (nsl.select): report = the --report values, from, to, device */
+    lua_newtable(L);
+    for (int k = 0, n = 0; k < o->ngiven; k++) {
+      const char *name = o->given[k].opt->name;
+      if (strcmp(name, "--report") == 0) {
         lua_pushstring(L, o->given[k].value);
         lua_seti(L, -2, ++n);
+      } else if (strcmp(name, "--from") == 0 || strcmp(name, "--to") == 0 || strcmp(name, "--device") == 0) {
+        lua_pushstring(L, o->given[k].value);
+        lua_setfield(L, -3, name + 2);
       }
+    }
+    lua_setfield(L, -2, "report");
     if (nsl__report(L, nsl__docall(L, 2, 3)) != LUA_OK) return 1;
     if (lua_isnil(L, -3)) {
       fprintf(stderr, "nsl: %s\n", lua_tostring(L, -2));

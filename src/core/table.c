@@ -344,9 +344,16 @@ nsl_table *nsl_table_take(nsl_table *t, const nsl_column *idx, nsl_error *err) {
   nsl_table *r = nsl_table_new();
   take_ctx *ctx = calloc(1, sizeof *ctx);
   if (!r || !ctx) goto nomem;
+  /* every row in its place (a filter that keeps all): the columns are
+   * shared, not copied (columns never change once made) */
+  int same = 0;
+  for (int i = 0; i < t->ncols && !same; i++)
+    if (t->cols[i]) same = t->cols[i]->len == idx->len;
+  const int64_t *ix = nsl_i64(idx);
+  for (int64_t j = 0; same && j < idx->len; j++) same = ix[j] == j;
   for (int i = 0; i < t->ncols; i++) {
     if (t->cols[i]) {
-      nsl_column *g = nsl_col_gather(t->cols[i], idx, err);
+      nsl_column *g = same ? nsl_column_retain(t->cols[i]) : nsl_col_gather(t->cols[i], idx, err);
       if (!g) goto fail;
       int rc = nsl_table_add(r, t->names[i], g, err);
       nsl_column_release(g);

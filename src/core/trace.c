@@ -15,6 +15,7 @@
 #include "core/model.h"
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
+#include "core/rowfilter.h"
 #include "nsl/nsl.h"
 
 /* What keeps the trace's sources to one thread at a time: the caller's
@@ -79,6 +80,7 @@ struct nsl_trace {
   char **inputs;      /* the paths the trace was opened from */
   int ninputs;
   source_guard *guard;
+  nsl_row_filters *filters;   /* nsl__trace_filter: rows dropped where they are read */
 };
 
 nsl_trace *nsl_trace_new(void) {
@@ -120,6 +122,7 @@ void nsl_trace_close(nsl_trace *tr) {
   free(tr->reports);
   for (int i = 0; i < tr->ninputs; i++) free(tr->inputs[i]);
   free(tr->inputs);
+  nsl__row_filters_free(tr->filters);
   nsl_dict_release(tr->dict);
   guard_release(tr->guard);
   free(tr);
@@ -206,6 +209,11 @@ nsl_status nsl_trace_keep_reports(nsl_trace *tr, const int *keep, int n, nsl_err
   tr->nreports = m;
   free(kept);
   return NSL_OK;
+}
+
+nsl_status nsl__trace_filter(nsl_trace *tr, const char *table, const nsl_row_cond *conds, int n, nsl_error *err) {
+  if (tr->tables) return nsl_error_set(err, NSL_ERR_ARG, "cannot filter rows after tables were loaded");
+  return nsl__row_filters_set(&tr->filters, table, conds, n, err);
 }
 
 int nsl_trace_nreports(const nsl_trace *tr) { return tr->nreports; }
@@ -343,7 +351,9 @@ static void count_job(void *p, int k) {
   count_work *j = p;
   int i = j->which[k];
   report_src *r = &j->tr->reports[i];
-  j->rc[i] = r->ops->count(r->src, j->name, &j->counts[i], &j->errs[i]);
+  size_t flen = 0;
+  const void *f = nsl__row_filters_find(j->tr->filters, j->name, &flen);
+  j->rc[i] = nsl__row_filter_count(r->ops, r->src, j->name, time_offset(j->tr, i), f, flen, &j->counts[i], &j->errs[i]);
 }
 
 /* Counts the rows of table `name` in each report whose rows[i] is not known
@@ -468,9 +478,11 @@ static void load_job(void *p, int i) {
     lp->rc[i] = nsl_error_set(&lp->errs[i], NSL_ERR_LIMIT, "loading %s was cancelled", lp->tt->name);
     return;
   }
-  lp->rc[i] = r->ops->load(r->src, lp->tt->name, lp->names, lp->types, lp->nsrc,
-                           lp->dicts ? lp->dicts[i] : lp->tr->dict, lp->offsets[i],
-                           lp->parts + (size_t)i * lp->stride, &lp->errs[i]);
+  size_t flen = 0;
+  const void *f = nsl__row_filters_find(lp->tr->filters, lp->tt->name, &flen);
+  lp->rc[i] = nsl__row_filter_load(r->ops, r->src, lp->tt->name, lp->names, lp->types, lp->nsrc,
+                                   lp->dicts ? lp->dicts[i] : lp->tr->dict, lp->offsets[i], f, flen,
+                                   lp->parts + (size_t)i * lp->stride, &lp->errs[i]);
 }
 
 static void free_plan(void *p) {

@@ -578,9 +578,34 @@ static int l_range(lua_State *L) {
 }
 
 
+/* The mapping of the value on top of the stack (popped) through the map at
+ * index 2 (a function or a table): its id in dict, -1 for none. */
+static int32_t map_one(lua_State *L, int is_fn, nsl_dict *dict) {
+  if (is_fn) {
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, -2);
+    lua_call(L, 1, 1);
+  } else {
+    lua_pushvalue(L, -1);
+    lua_gettable(L, 2);
+  }
+  int32_t id = -1;
+  if (!lua_isnil(L, -1)) {
+    size_t len;
+    const char *str = luaL_tolstring(L, -1, &len);
+    id = nsl_dict_intern(dict, str, len);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2);
+  return id;
+}
+
 /* c:map(t_or_fn) -> a string column: each distinct value v of c becomes
  * t[v] (or fn(v)); values without a mapping become NULL.  The lookup runs
- * once per distinct value, the rows are rewritten in C. */
+ * once per distinct value, the rows are rewritten in C: a string column
+ * through an array indexed by its dictionary ids (no Lua value per row;
+ * unless the dictionary is much larger than the column, as for a few rows
+ * of a large trace), other columns through a Lua table of the values seen. */
 static int col_map(lua_State *L) {
   nsl_column *c = nsl__checkcolumn(L, 1);
   int is_fn = lua_isfunction(L, 2);
@@ -589,41 +614,55 @@ static int col_map(lua_State *L) {
   nsl_column *r = nsl_column_new(NSL_STR, c->len, dict);
   if (!r) return luaL_error(L, "out of memory");
   nsl__pushcolumn(L, r);   /* anchored */
+  int32_t *out = nsl_i32(r);
+  int32_t nd = c->type == NSL_STR ? nsl_dict_size(c->dict) : 0;
+  if (c->type == NSL_STR && nd <= 4 * c->len + 4096) {   /* the array costs no more than the rows do */
+    const int32_t *src = nsl_i32(c);
+    /* memo[id]: the mapped id, INT32_MIN before the first row of id (a
+     * userdata, so an error in the map frees it) */
+    int32_t *memo = lua_newuserdatauv(L, (size_t)(nd > 0 ? nd : 1) * sizeof *memo, 0);
+    for (int32_t d = 0; d < nd; d++) memo[d] = INT32_MIN;
+    for (int64_t i = 0; i < c->len; i++) {
+      int32_t v = src[i];
+      if (v < 0 || v >= nd) {   /* NULL */
+        out[i] = -1;
+        continue;
+      }
+      if (memo[v] == INT32_MIN) {
+        const char *s = nsl_dict_str(c->dict, v);
+        if (!s) {
+          out[i] = -1;
+          continue;
+        }
+        lua_pushlstring(L, s, nsl_dict_strlen(c->dict, v));
+        memo[v] = map_one(L, is_fn, dict);
+      }
+      out[i] = memo[v];
+    }
+    lua_pop(L, 1);
+    return 1;
+  }
   lua_newtable(L);         /* cache: value -> mapped id */
   int cache = lua_gettop(L);
   for (int64_t i = 0; i < c->len; i++) {
     push_value(L, c, i);
     if (lua_isnil(L, -1)) {
       lua_pop(L, 1);
-      nsl_i32(r)[i] = -1;
+      out[i] = -1;
       continue;
     }
     lua_pushvalue(L, -1);
     if (lua_rawget(L, cache) == LUA_TNUMBER) {
-      nsl_i32(r)[i] = (int32_t)lua_tointeger(L, -1);
+      out[i] = (int32_t)lua_tointeger(L, -1);
       lua_pop(L, 2);
       continue;
     }
     lua_pop(L, 1);
-    if (is_fn) {
-      lua_pushvalue(L, 2);
-      lua_pushvalue(L, -2);
-      lua_call(L, 1, 1);
-    } else {
-      lua_pushvalue(L, -1);
-      lua_gettable(L, 2);
-    }
-    int32_t id = -1;
-    if (!lua_isnil(L, -1)) {
-      size_t len;
-      const char *str = luaL_tolstring(L, -1, &len);
-      id = nsl_dict_intern(dict, str, len);
-      lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
+    lua_pushvalue(L, -1);   /* the value stays for the cache's key */
+    int32_t id = map_one(L, is_fn, dict);
     lua_pushinteger(L, id);
     lua_rawset(L, cache);   /* cache[value] = id */
-    nsl_i32(r)[i] = id;
+    out[i] = id;
   }
   lua_settop(L, cache - 1);
   return 1;

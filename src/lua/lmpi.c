@@ -105,56 +105,14 @@ static int dist_subtrace(lua_State *L) {
 
 /* dist:filter(table, conds) (rank 0, before the trace's tables are read):
  * the whole trace's `table` holds the rows passing every condition
- * {column, op, value}: op "match" or "imatch" (value a regex; imatch
- * ignores case), "in" (a list of integers), or one of == ~= < <= > >= (an
- * integer); evaluated where the rows are read. */
+ * (nsl__check_row_conds), evaluated where the rows are read. */
 static int dist_filter(lua_State *L) {
-  static const char *const ops[] = {"==", "~=", "<", "<=", ">", ">=", "match", "imatch", "in", NULL};
-  static const int codes[] = {NSL_EQ,         NSL_NE, NSL_LT, NSL_LE, NSL_GT, NSL_GE, NSL_DIST_MATCH, NSL_DIST_IMATCH,
-                              NSL_DIST_IN};
   nsl_dist *d = checkdist(L);
   const char *table = luaL_checkstring(L, 2);
-  luaL_checktype(L, 3, LUA_TTABLE);
-  lua_Integer n = luaL_len(L, 3);
-  luaL_argcheck(L, n >= 0 && n <= 64, 3, "at most 64 conditions");
-  nsl_dist_cond *conds = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *conds, 0);
-  for (lua_Integer i = 1; i <= n; i++) {   /* the strings and values stay on the stack until the call */
-    nsl_dist_cond *c = &conds[i - 1];
-    luaL_checkstack(L, 8, "dist:filter");
-    if (lua_geti(L, 3, i) != LUA_TTABLE)
-      return luaL_error(L, "dist:filter: condition %d is not {column, op, value}", (int)i);
-    int at = lua_gettop(L);
-    lua_geti(L, at, 1);
-    c->column = luaL_checkstring(L, -1);
-    lua_geti(L, at, 2);
-    c->op = codes[luaL_checkoption(L, -1, NULL, ops)];
-    lua_geti(L, at, 3);
-    c->pattern = NULL;
-    if (c->op == NSL_DIST_MATCH || c->op == NSL_DIST_IMATCH) {
-      c->pattern = luaL_checkstring(L, -1);
-      c->values = NULL;
-      c->nvalues = 0;
-    } else if (c->op == NSL_DIST_IN) {
-      luaL_checktype(L, -1, LUA_TTABLE);
-      lua_Integer nv = luaL_len(L, -1);
-      luaL_argcheck(L, nv >= 0 && nv <= (1 << 24), 3, "too many values in a set");
-      int64_t *v = lua_newuserdatauv(L, (size_t)(nv ? nv : 1) * sizeof *v, 0);
-      for (lua_Integer k = 1; k <= nv; k++) {
-        lua_geti(L, -2, k);
-        v[k - 1] = (int64_t)luaL_checkinteger(L, -1);
-        lua_pop(L, 1);
-      }
-      c->values = v;
-      c->nvalues = (int)nv;
-    } else {
-      int64_t *v = lua_newuserdatauv(L, sizeof *v, 0);
-      *v = (int64_t)luaL_checkinteger(L, -2);
-      c->values = v;
-      c->nvalues = 1;
-    }
-  }
+  int n = 0;
+  const nsl_row_cond *conds = nsl__check_row_conds(L, 3, &n);
   nsl_error err = {0};
-  if (nsl__dist_filter(d, table, conds, (int)n, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  if (nsl__dist_filter(d, table, conds, n, &err) != NSL_OK) return nsl__lua_error(L, &err);
   return 0;
 }
 

@@ -21,14 +21,15 @@ static int error_tostring(lua_State *L) {
   return 1;
 }
 
-/* Raises an nsl error object {message [, internal = true]}. */
-static int raise_error(lua_State *L, const char *msg, int internal) {
+/* Raises an nsl error object {message [, flag = true]} (flag: "internal",
+ * "usage" or NULL). */
+static int raise_error(lua_State *L, const char *msg, const char *flag) {
   lua_createtable(L, 0, 2);
   lua_pushstring(L, msg);
   lua_setfield(L, -2, "message");
-  if (internal) {
+  if (flag) {
     lua_pushboolean(L, 1);
-    lua_setfield(L, -2, "internal");
+    lua_setfield(L, -2, flag);
   }
   if (luaL_newmetatable(L, "nsl.error")) {
     lua_pushcfunction(L, error_tostring);
@@ -38,14 +39,15 @@ static int raise_error(lua_State *L, const char *msg, int internal) {
   return lua_error(L);
 }
 
-int nsl__raise(lua_State *L, const char *msg) { return raise_error(L, msg, 0); }
+int nsl__raise(lua_State *L, const char *msg) { return raise_error(L, msg, NULL); }
 
 int nsl__lua_error(lua_State *L, const nsl_error *err) {
-  return raise_error(L, err && err->msg[0] ? err->msg : "out of memory", err && err->code == NSL_ERR_ARG);
+  return raise_error(L, err && err->msg[0] ? err->msg : "out of memory",
+                     err && err->code == NSL_ERR_ARG ? "internal" : NULL);
 }
 
 int nsl__input_error(lua_State *L, const nsl_error *err) {
-  return raise_error(L, err && err->msg[0] ? err->msg : "out of memory", 0);
+  return raise_error(L, err && err->msg[0] ? err->msg : "out of memory", NULL);
 }
 
 /* ---- the state's string dictionary ------------------------------------ */
@@ -262,7 +264,14 @@ static void install_searcher(lua_State *L) {
 
 /* nsl.fail(message) -- raises an nsl error: a failure of the input or the
  * environment, reported as one line without a traceback. */
-static int l_fail(lua_State *L) { return nsl__raise(L, luaL_checkstring(L, 1)); }
+/* nsl.fail(msg [, "usage"]): raises an nsl error object {message}; "usage"
+ * marks a value the analysis rejects (out of range, bad format, not one of
+ * its choices): usage = true, and the run exits 2, as for any usage error. */
+static int l_fail(lua_State *L) {
+  static const char *const kinds[] = {"input", "usage", NULL};
+  const char *msg = luaL_checkstring(L, 1);
+  return raise_error(L, msg, luaL_checkoption(L, 2, "input", kinds) == 1 ? "usage" : NULL);
+}
 
 /* nsl.is_error(e) -> true when e is an nsl error object ({message}, and
  * internal = true when a kernel refused its arguments: see nsl__lua_error). */

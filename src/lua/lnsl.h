@@ -68,6 +68,13 @@ int nsl__check_strings(lua_State *L, int idx, const char **out, int max, const c
 nsl_dict *nsl__state_dict(lua_State *L);
 
 int nsl__open_trace(lua_State *L);
+/* The row conditions {column, op, value [, "or null"]} of the list at idx
+ * (core/rowfilter.h): op "match" or "imatch" (value a regex; imatch ignores
+ * case), "in" (a list of integers), or one of == ~= < <= > >= (an integer;
+ * "or null": NULL passes too).  The conditions, their strings and values
+ * live on the stack (pushed above idx) until the caller returns. */
+struct nsl_row_cond;
+const struct nsl_row_cond *nsl__check_row_conds(lua_State *L, int idx, int *n);
 /* The trace of a trace userdata (raises when closed or not a trace). */
 nsl_trace *nsl__checktrace(lua_State *L, int idx);
 /* Pushes an empty trace box and returns its slot: the caller stores a

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/nsl_internal.h"
+#include "core/rowfilter.h"
 #include "lua/lnsl.h"
 
 typedef struct ltrace {
@@ -281,9 +282,73 @@ static int tr_keep_reports(lua_State *L) {
   return 1;
 }
 
+const nsl_row_cond *nsl__check_row_conds(lua_State *L, int idx, int *n) {
+  static const char *const ops[] = {"==", "~=", "<", "<=", ">", ">=", "match", "imatch", "in", NULL};
+  static const int codes[] = {NSL_EQ, NSL_NE, NSL_LT, NSL_LE, NSL_GT, NSL_GE, NSL_ROW_MATCH, NSL_ROW_IMATCH,
+                              NSL_ROW_IN};
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_Integer nc = luaL_len(L, idx);
+  luaL_argcheck(L, nc >= 0 && nc <= 64, idx, "at most 64 conditions");
+  nsl_row_cond *conds = lua_newuserdatauv(L, (size_t)(nc ? nc : 1) * sizeof *conds, 0);
+  for (lua_Integer i = 1; i <= nc; i++) {   /* the strings and values stay on the stack until the call */
+    nsl_row_cond *c = &conds[i - 1];
+    luaL_checkstack(L, 8, "row conditions");
+    if (lua_geti(L, idx, i) != LUA_TTABLE) luaL_error(L, "row filter: condition %d is not {column, op, value}", (int)i);
+    int at = lua_gettop(L);
+    lua_geti(L, at, 1);
+    c->column = luaL_checkstring(L, -1);
+    lua_geti(L, at, 2);
+    c->op = codes[luaL_checkoption(L, -1, NULL, ops)];
+    lua_geti(L, at, 4);
+    c->or_null = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "or null") == 0;
+    lua_geti(L, at, 3);
+    c->pattern = NULL;
+    c->values = NULL;
+    c->nvalues = 0;
+    if (c->op == NSL_ROW_MATCH || c->op == NSL_ROW_IMATCH) {
+      c->pattern = luaL_checkstring(L, -1);
+    } else if (c->op == NSL_ROW_IN) {
+      luaL_checktype(L, -1, LUA_TTABLE);
+      lua_Integer nv = luaL_len(L, -1);
+      luaL_argcheck(L, nv >= 0 && nv <= (1 << 24), idx, "too many values in a set");
+      int64_t *v = lua_newuserdatauv(L, (size_t)(nv ? nv : 1) * sizeof *v, 0);
+      for (lua_Integer k = 1; k <= nv; k++) {
+        lua_geti(L, -2, k);
+        v[k - 1] = (int64_t)luaL_checkinteger(L, -1);
+        lua_pop(L, 1);
+      }
+      c->values = v;
+      c->nvalues = (int)nv;
+    } else {
+      int64_t *v = lua_newuserdatauv(L, sizeof *v, 0);
+      *v = (int64_t)luaL_checkinteger(L, -2);
+      c->values = v;
+      c->nvalues = 1;
+    }
+  }
+  *n = (int)nc;
+  return conds;
+}
+
+/* trace:filter(table, conds) (before any table is read): the trace's
+ * `table` holds only the rows passing every condition
+ * (nsl__check_row_conds), evaluated where the rows are read; a later call
+ * for the same table replaces the earlier one. */
+static int tr_filter(lua_State *L) {
+  nsl_trace *tr = checktrace(L, 1);
+  const char *table = luaL_checkstring(L, 2);
+  int n = 0;
+  const nsl_row_cond *conds = nsl__check_row_conds(L, 3, &n);
+  nsl_error err = {0};
+  if (nsl__trace_filter(tr, table, conds, n, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  return 0;
+}
+
 static const luaL_Reg tr_methods[] = {{"table", tr_table}, {"tables", tr_tables}, {"nreports", tr_nreports},
                                       {"inputs", tr_inputs}, {"sql", tr_sql},     {"metadata", tr_metadata},
                                       {"close", tr_gc}, {"keep_reports", tr_keep_reports},
+                                      {"filter", tr_filter},
                                       {NULL, NULL}};
 
 static const luaL_Reg tr_meta[] = {{"__gc", tr_gc}, {"__close", tr_gc}, {"__index", tr_index}, {NULL, NULL}};

@@ -18,6 +18,8 @@
 
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
+#include "core/rowfilter.h"
+#include "core/bytes.h"
 #include "core/model.h"
 #include "core/wire.h"
 #include "mpi/comm.h"
@@ -49,76 +51,8 @@ struct nsl_dist {
   void **bufs;
   size_t *lens;
   /* rank 0: the whole trace's row filters (nsl__dist_filter), encoded as sent */
-  int nfilters;
-  char **ftables;
-  void **fblobs;
-  size_t *flens;
+  nsl_row_filters *filters;
 };
-
-/* ---- growing byte buffers for messages ---- */
-
-typedef struct msg {
-  char *p;
-  size_t len, cap;
-  int oom;
-} msg;
-
-static void put(msg *m, const void *src, size_t n) {
-  if (m->oom) return;
-  if (m->len + n > m->cap) {
-    size_t cap = m->cap ? m->cap * 2 : 256;
-    while (cap < m->len + n) cap *= 2;
-    char *p = realloc(m->p, cap);
-    if (!p) {
-      m->oom = 1;
-      return;
-    }
-    m->p = p;
-    m->cap = cap;
-  }
-  if (n) memcpy(m->p + m->len, src, n);
-  m->len += n;
-}
-
-static void put_str(msg *m, const char *s) {
-  if (!s) s = "";
-  uint32_t n = (uint32_t)strlen(s);
-  put(m, &n, sizeof n);
-  put(m, s, n);
-}
-
-typedef struct reader {
-  const char *p;
-  size_t len, at;
-  int bad;
-} reader;
-
-static void get(reader *r, void *dst, size_t n) {
-  if (r->bad || n > r->len - r->at) {
-    r->bad = 1;
-    memset(dst, 0, n);
-    return;
-  }
-  memcpy(dst, r->p + r->at, n);
-  r->at += n;
-}
-
-/* A new string read from r ("" when r is exhausted). */
-static char *get_str(reader *r) {
-  uint32_t n = 0;
-  get(r, &n, sizeof n);
-  if (r->bad || n > r->len - r->at) {
-    r->bad = 1;
-    return strdup("");
-  }
-  char *s = malloc((size_t)n + 1);
-  if (s) {
-    memcpy(s, r->p + r->at, n);
-    s[n] = '\0';
-  }
-  r->at += n;
-  return s;
-}
 
 /* ---- the hub ---- */
 
@@ -150,13 +84,7 @@ void nsl__dist_release(nsl_dist *d) {
   free(d->bufs);
   free(d->lens);
   free(d->key);
-  for (int i = 0; i < d->nfilters; i++) {
-    free(d->ftables[i]);
-    free(d->fblobs[i]);
-  }
-  free(d->ftables);
-  free(d->fblobs);
-  free(d->flens);
+  nsl__row_filters_free(d->filters);
   pthread_mutex_destroy(&d->mu);
   free(d);
 }
@@ -225,28 +153,28 @@ static nsl_status plan(char **paths, int npaths, unit **out, int *nout, int *who
 /* The plan of rank 0, made once and broadcast (collective: every process
  * calls it), so the inputs are looked at by one process, not by all. */
 static nsl_status shared_plan(nsl_dist *d, unit **u, int *nu, int *whole, nsl_error *err) {
-  msg m = {0};
+  nsl__text m = {0};
   int32_t head[3] = {NSL_OK, 0, 0};
   if (d->rank == 0) {
     head[0] = plan(d->paths, d->npaths, u, nu, whole, err);
     head[1] = *whole;
     head[2] = head[0] == NSL_OK ? *nu : 0;
-    put(&m, head, sizeof head);
-    if (head[0] == NSL_OK) put(&m, *u, (size_t)*nu * sizeof **u);
+    nsl__bytes_put(&m, head, sizeof head);
+    if (head[0] == NSL_OK) nsl__bytes_put(&m, *u, (size_t)*nu * sizeof **u);
     if (m.oom) {
-      free(m.p);
-      m = (msg){0};
+      free(m.s);
+      m = (nsl__text){0};
       head[0] = NSL_ERR_NOMEM;
       head[2] = 0;
-      put(&m, head, sizeof head);
+      nsl__bytes_put(&m, head, sizeof head);
     }
   }
-  void *buf = m.p;
+  void *buf = m.s;
   size_t len = m.len;
   nsl_status rc = nsl__comm_bcast(&buf, &len, err);
   if (rc == NSL_OK && d->rank != 0) {
-    reader r = {buf, len, 0, 0};
-    get(&r, head, sizeof head);
+    nsl_bytes_in r = {buf, len, 0, 0};
+    nsl__bytes_get(&r, head, sizeof head);
     *whole = head[1];
     *nu = head[2];
     if (r.bad || head[2] < 0 || (size_t)head[2] > (len - r.at) / sizeof **u)
@@ -254,12 +182,12 @@ static nsl_status shared_plan(nsl_dist *d, unit **u, int *nu, int *whole, nsl_er
     else if (head[0] != NSL_OK) rc = nsl_error_set(err, (nsl_status)head[0], "MPI rank 0 could not plan the shares");
     else if (!(*u = malloc((size_t)(head[2] ? head[2] : 1) * sizeof **u)))
       rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    else get(&r, *u, (size_t)head[2] * sizeof **u);
+    else nsl__bytes_get(&r, *u, (size_t)head[2] * sizeof **u);
     free(buf);
   } else if (rc == NSL_OK) {
     rc = (nsl_status)head[0];
   }
-  free(m.p);
+  free(m.s);
   return rc;
 }
 
@@ -289,38 +217,38 @@ static nsl_status open_units(nsl_dist *d, const unit *u, int lo, int hi, int who
 /* Shares the reports' metadata: every process learns every report's info
  * and which process reads it. */
 static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
-  msg m = {0};
+  nsl__text m = {0};
   int32_t n = nsl_trace_nreports(d->share);
-  put(&m, &n, sizeof n);
+  nsl__bytes_put(&m, &n, sizeof n);
   for (int i = 0; i < n; i++) {
     nsl_report_info info = *nsl_trace_report(d->share, i);
-    put_str(&m, info.path);   /* the strings by value, the rest as it is */
-    put_str(&m, info.name);
-    put_str(&m, info.host);
+    nsl__bytes_put_str(&m, info.path);   /* the strings by value, the rest as it is */
+    nsl__bytes_put_str(&m, info.name);
+    nsl__bytes_put_str(&m, info.host);
     info.path = info.name = info.host = NULL;
-    put(&m, &info, sizeof info);
+    nsl__bytes_put(&m, &info, sizeof info);
   }
   if (m.oom) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   void **bufs = NULL, *all = NULL;
   size_t *lens = NULL, alllen = 0;
-  nsl_status rc = nsl__comm_gather(m.p, m.len, &bufs, &lens, err);
-  free(m.p);
+  nsl_status rc = nsl__comm_gather(m.s, m.len, &bufs, &lens, err);
+  free(m.s);
   if (rc != NSL_OK) return rc;
   if (d->rank == 0) {   /* rank 0 joins the parts, each prefixed with its length */
-    msg j = {0};
+    nsl__text j = {0};
     for (int r = 0; r < d->size; r++) {
       uint64_t l = lens[r];
-      put(&j, &l, sizeof l);
-      put(&j, bufs[r], lens[r]);
+      nsl__bytes_put(&j, &l, sizeof l);
+      nsl__bytes_put(&j, bufs[r], lens[r]);
       free(bufs[r]);
     }
     free(bufs);
     free(lens);
     if (j.oom) {
-      free(j.p);
+      free(j.s);
       return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
     }
-    all = j.p;
+    all = j.s;
     alllen = j.len;
   }
   rc = nsl__comm_bcast(&all, &alllen, err);
@@ -328,15 +256,15 @@ static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
     free(all);
     return rc;
   }
-  reader r = {all, alllen, 0, 0};
+  nsl_bytes_in r = {all, alllen, 0, 0};
   int total = 0, cap = 16;
   d->infos = calloc((size_t)cap, sizeof *d->infos);
   d->owner = calloc((size_t)cap, sizeof *d->owner);
   for (int p = 0; p < d->size && !r.bad && d->infos && d->owner; p++) {
     uint64_t l;
     int32_t k;
-    get(&r, &l, sizeof l);
-    get(&r, &k, sizeof k);
+    nsl__bytes_get(&r, &l, sizeof l);
+    nsl__bytes_get(&r, &k, sizeof k);
     if (p == d->rank) d->first = total;
     for (int i = 0; i < k && !r.bad; i++) {
       if (total == cap) {
@@ -347,8 +275,8 @@ static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
         if (no) d->owner = no;
         if (!ni || !no) break;
       }
-      char *path = get_str(&r), *name = get_str(&r), *host = get_str(&r);
-      get(&r, &d->infos[total], sizeof d->infos[total]);
+      char *path = nsl__bytes_get_str(&r), *name = nsl__bytes_get_str(&r), *host = nsl__bytes_get_str(&r);
+      nsl__bytes_get(&r, &d->infos[total], sizeof d->infos[total]);
       d->infos[total].path = path;
       d->infos[total].name = name;
       d->infos[total].host = host;
@@ -419,228 +347,15 @@ nsl_status nsl__dist_open(nsl_dist **out, const char *const *paths, int npaths, 
   return NSL_OK;
 }
 
-/* ---- row filters: conditions evaluated where the rows are read ---- */
+/* ---- row filters: conditions evaluated where the rows are read (core/rowfilter.h) ---- */
 
-/* A filter's encoding (as sent in requests): int32 n, then per condition
- * the column, int32 op, the pattern, int32 nvalues, int64 values[]. */
-nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl_dist_cond *conds, int n, nsl_error *err) {
-  msg m = {0};
-  int32_t nc = n;
-  put(&m, &nc, sizeof nc);
-  for (int i = 0; i < n; i++) {
-    const nsl_dist_cond *c = &conds[i];
-    int cmp = c->op >= NSL_EQ && c->op <= NSL_GE, match = c->op == NSL_DIST_MATCH || c->op == NSL_DIST_IMATCH;
-    if (!c->column || !*c->column || (match && !c->pattern) || (cmp && c->nvalues != 1) ||
-        (!cmp && !match && c->op != NSL_DIST_IN) || c->nvalues < 0 || (c->nvalues > 0 && !c->values)) {
-      free(m.p);
-      return nsl_error_set(err, NSL_ERR_ARG, "filter of table '%s': condition %d is not a regex, a set or a comparison",
-                           table, i + 1);
-    }
-    if (match) {   /* a bad pattern fails here, on rank 0, not on every process */
-      nsl_regex *re = NULL;
-      nsl_status rc = nsl_regex_compile(&re, c->pattern, c->op == NSL_DIST_IMATCH ? NSL_REGEX_ICASE : 0, err);
-      nsl_regex_free(re);
-      if (rc != NSL_OK) {
-        free(m.p);
-        return rc;
-      }
-    }
-    int32_t op = c->op, nv = c->nvalues;
-    put_str(&m, c->column);
-    put(&m, &op, sizeof op);
-    put_str(&m, match ? c->pattern : "");
-    put(&m, &nv, sizeof nv);
-    put(&m, c->values, (size_t)nv * sizeof *c->values);
-  }
-  if (m.oom) {
-    free(m.p);
-    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-  }
-  for (int i = 0; i < d->nfilters; i++)
-    if (strcmp(d->ftables[i], table) == 0) {
-      free(d->fblobs[i]);
-      d->fblobs[i] = m.p;
-      d->flens[i] = m.len;
-      return NSL_OK;
-    }
-  char **nt = realloc(d->ftables, (size_t)(d->nfilters + 1) * sizeof *nt);
-  if (nt) d->ftables = nt;
-  void **nb = realloc(d->fblobs, (size_t)(d->nfilters + 1) * sizeof *nb);
-  if (nb) d->fblobs = nb;
-  size_t *nl = realloc(d->flens, (size_t)(d->nfilters + 1) * sizeof *nl);
-  if (nl) d->flens = nl;
-  char *name = strdup(table);
-  if (!nt || !nb || !nl || !name) {
-    free(name);
-    free(m.p);
-    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-  }
-  d->ftables[d->nfilters] = name;
-  d->fblobs[d->nfilters] = m.p;
-  d->flens[d->nfilters++] = m.len;
-  return NSL_OK;
+nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl_row_cond *conds, int n, nsl_error *err) {
+  return nsl__row_filters_set(&d->filters, table, conds, n, err);
 }
 
 /* The encoded filter of table (NULL, 0: none). */
 static const void *filter_of(const nsl_dist *d, const char *table, size_t *len) {
-  for (int i = 0; i < d->nfilters; i++)
-    if (strcmp(d->ftables[i], table) == 0) {
-      *len = d->flens[i];
-      return d->fblobs[i];
-    }
-  *len = 0;
-  return NULL;
-}
-
-/* The mask of the rows of one condition over column c. */
-static nsl_column *cond_mask(const nsl_column *c, int op, const char *pattern, const int64_t *values, int nv,
-                             nsl_error *err) {
-  if (op == NSL_DIST_IN) return nsl_col_isin(c, values, nv, err);
-  if (op != NSL_DIST_MATCH && op != NSL_DIST_IMATCH) return nsl_col_cmp_i64(c, (nsl_cmp)op, values[0], err);
-  nsl_regex *re = NULL;
-  if (nsl_regex_compile(&re, pattern, op == NSL_DIST_IMATCH ? NSL_REGEX_ICASE : 0, err) != NSL_OK) return NULL;
-  nsl_column *m = nsl_col_regex(c, re, err);
-  nsl_regex_free(re);
-  return m;
-}
-
-/* The rows of report (ops, src) that pass filter (blob, blen) of table:
- * *idx receives their indices, or NULL when every row passes (no filter,
- * or a condition on a column the report lacks); *rows their number
- * (counted by the source when *idx is NULL).  The condition columns are
- * read into a dictionary of their own, so the caller's sees only the rows
- * it loads. */
-static nsl_status filter_rows(const nsl_source_ops *ops, void *src, const char *table, int64_t offset,
-                              const void *blob, size_t blen, nsl_column **idx, int64_t *rows, nsl_error *err) {
-  *idx = NULL;
-  reader r = {blob, blen, 0, 0};
-  int32_t n = 0;
-  if (blob) get(&r, &n, sizeof n);
-  if (r.bad || n < 0 || n > 64) return nsl_error_set(err, NSL_ERR_FORMAT, "corrupt row filter of table '%s'", table);
-  if (n == 0) return ops->count(src, table, rows, err);
-  nsl_status rc = NSL_OK;
-  char **cols = calloc((size_t)n, sizeof *cols), **pats = calloc((size_t)n, sizeof *pats);
-  int32_t *opv = calloc((size_t)n, sizeof *opv), *nvs = calloc((size_t)n, sizeof *nvs);
-  int64_t **vals = calloc((size_t)n, sizeof *vals);
-  nsl_type *types = calloc((size_t)n, sizeof *types);
-  nsl_column **got = calloc((size_t)n, sizeof *got);
-  nsl_table *schema = nsl_table_new();
-  nsl_dict *dict = nsl_dict_new();
-  nsl_column *mask = NULL;
-  int all = 0;   /* a condition on a column this report lacks: no filtering */
-  if (!cols || !pats || !opv || !nvs || !vals || !types || !got || !schema || !dict) {
-    rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    goto done;
-  }
-  for (int i = 0; i < n && !r.bad; i++) {
-    cols[i] = get_str(&r);
-    get(&r, &opv[i], sizeof opv[i]);
-    pats[i] = get_str(&r);
-    get(&r, &nvs[i], sizeof nvs[i]);
-    if (r.bad || nvs[i] < 0 || (size_t)nvs[i] > (r.len - r.at) / sizeof(int64_t)) {
-      r.bad = 1;
-      break;
-    }
-    if (!(vals[i] = malloc((size_t)(nvs[i] ? nvs[i] : 1) * sizeof(int64_t)))) {
-      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-      goto done;
-    }
-    get(&r, vals[i], (size_t)nvs[i] * sizeof(int64_t));
-    int cmp = opv[i] >= NSL_EQ && opv[i] <= NSL_GE;
-    int match = opv[i] == NSL_DIST_MATCH || opv[i] == NSL_DIST_IMATCH;
-    if (!cols[i] || !pats[i] || (cmp && nvs[i] != 1) || (!cmp && !match && opv[i] != NSL_DIST_IN))
-      r.bad = 1;
-  }
-  if (r.bad) {
-    rc = nsl_error_set(err, NSL_ERR_FORMAT, "corrupt row filter of table '%s'", table);
-    goto done;
-  }
-  rc = ops->describe ? ops->describe(src, table, schema, err) : NSL_OK;
-  if (rc == NSL_ERR_NOTFOUND) {   /* no such table: no rows, as the source counts them */
-    rc = ops->count(src, table, rows, err);
-    goto done;
-  }
-  if (rc != NSL_OK) goto done;
-  const nsl_model_table *mt = nsl__model_table(table);   /* the model's columns, then the source's extras */
-  for (const nsl_model_column *c = mt ? mt->cols : NULL; c && c->name; c++)
-    if (nsl_table_find(schema, c->name) < 0) nsl_table_declare(schema, c->name, c->type, NULL);
-  for (int i = 0; i < n && !all; i++) {
-    int ci = nsl_table_find(schema, cols[i]);
-    if (ci < 0 || strcmp(cols[i], "report") == 0 || strcmp(cols[i], "dur") == 0) all = 1;   /* derived: not filtered */
-    else types[i] = nsl_table_coltype(schema, ci);
-  }
-  if (all) {
-    rc = ops->count(src, table, rows, err);
-    goto done;
-  }
-  if ((rc = ops->load(src, table, (const char *const *)cols, types, n, dict, offset, got, err)) != NSL_OK) goto done;
-  for (int i = 0; i < n; i++) {
-    nsl_column *m = cond_mask(got[i], opv[i], pats[i], vals[i], nvs[i], err);
-    nsl_column *both = m && mask ? nsl_mask_and(mask, m, err) : NULL;
-    if (!m || (mask && !both)) {
-      nsl_column_release(m);
-      rc = err && err->code ? err->code : NSL_ERR_NOMEM;
-      goto done;
-    }
-    if (both) {
-      nsl_column_release(m);
-      nsl_column_release(mask);
-      mask = both;
-    } else mask = m;
-  }
-  *rows = nsl_mask_count(mask);
-  if (!(*idx = nsl_mask_indices(mask, err))) rc = err && err->code ? err->code : NSL_ERR_NOMEM;
-done:
-  for (int i = 0; i < n; i++) {
-    if (cols) free(cols[i]);
-    if (pats) free(pats[i]);
-    if (vals) free(vals[i]);
-    if (got) nsl_column_release(got[i]);
-  }
-  free(cols);
-  free(pats);
-  free(opv);
-  free(nvs);
-  free(vals);
-  free(types);
-  free(got);
-  nsl_column_release(mask);
-  nsl_table_release(schema);
-  nsl_dict_release(dict);
-  return rc;
-}
-
-/* ops->count, with filter (blob, blen) applied. */
-static nsl_status filtered_count(const nsl_source_ops *ops, void *src, const char *table, int64_t offset,
-                                 const void *blob, size_t blen, int64_t *out, nsl_error *err) {
-  if (!blob) return ops->count(src, table, out, err);
-  nsl_column *idx = NULL;
-  nsl_status rc = filter_rows(ops, src, table, offset, blob, blen, &idx, out, err);
-  nsl_column_release(idx);
-  return rc;
-}
-
-/* ops->load, with filter (blob, blen) applied: the columns hold the
- * passing rows only. */
-static nsl_status filtered_load(const nsl_source_ops *ops, void *src, const char *table, const char *const *cols,
-                                const nsl_type *types, int n, nsl_dict *dict, int64_t offset, const void *blob,
-                                size_t blen, nsl_column **out, nsl_error *err) {
-  nsl_column *idx = NULL;
-  int64_t rows = 0;
-  nsl_status rc = blob ? filter_rows(ops, src, table, offset, blob, blen, &idx, &rows, err) : NSL_OK;
-  if (rc == NSL_OK) rc = ops->load(src, table, cols, types, n, dict, offset, out, err);
-  for (int k = 0; rc == NSL_OK && idx && k < n; k++) {
-    if (!out[k]) continue;
-    nsl_column *kept = nsl_col_gather(out[k], idx, err);
-    if (!kept) {
-      rc = err && err->code ? err->code : NSL_ERR_NOMEM;
-      break;
-    }
-    nsl_column_release(out[k]);
-    out[k] = kept;
-  }
-  nsl_column_release(idx);
-  return rc;
+  return nsl__row_filters_find(d->filters, table, len);
 }
 
 /* ---- borrowed sources: a report of the share, seen from another trace ---- */
@@ -667,7 +382,7 @@ static nsl_status b_load(void *p, const char *name, const char *const *cols, con
   const nsl_source_ops *ops = inner(b, &src);
   size_t flen = 0;
   const void *f = b->filtered ? filter_of(b->d, name, &flen) : NULL;
-  return filtered_load(ops, src, name, cols, types, n, dict, b->offset >= 0 ? b->offset : offset, f, flen, out, err);
+  return nsl__row_filter_load(ops, src, name, cols, types, n, dict, b->offset >= 0 ? b->offset : offset, f, flen, out, err);
 }
 
 static nsl_status b_count(void *p, const char *name, int64_t *out, nsl_error *err) {
@@ -676,7 +391,7 @@ static nsl_status b_count(void *p, const char *name, int64_t *out, nsl_error *er
   const nsl_source_ops *ops = inner(b, &src);
   size_t flen = 0;
   const void *f = b->filtered ? filter_of(b->d, name, &flen) : NULL;
-  return filtered_count(ops, src, name, b->d->offsets[b->d->first + b->local], f, flen, out, err);
+  return nsl__row_filter_count(ops, src, name, b->d->offsets[b->d->first + b->local], f, flen, out, err);
 }
 
 static void b_close(void *p) {
@@ -748,7 +463,7 @@ typedef struct remote {
 /* The answer of report `report` to request req (kind, key): asks every other
  * process that reads reports unless the cached answers are of this request,
  * and takes the report's answer out of the cache. */
-static nsl_status fetch(nsl_dist *d, const char *key, const msg *req, int report, void **buf, size_t *len,
+static nsl_status fetch(nsl_dist *d, const char *key, const nsl__text *req, int report, void **buf, size_t *len,
                         nsl_error *err) {
   nsl_status rc = NSL_OK;
   pthread_mutex_lock(&d->mu);
@@ -762,7 +477,7 @@ static nsl_status fetch(nsl_dist *d, const char *key, const msg *req, int report
     for (int r = 1; rc == NSL_OK && r < d->size; r++) {
       int any = 0;
       for (int i = 0; i < d->nreports; i++) any |= d->owner[i] == r;
-      if (any) rc = nsl__comm_send(r, TAG_REQ, req->p, req->len, err);
+      if (any) rc = nsl__comm_send(r, TAG_REQ, req->s, req->len, err);
     }
     for (int r = 1; rc == NSL_OK && r < d->size; r++)
       for (int i = 0; rc == NSL_OK && i < d->nreports; i++)
@@ -779,9 +494,9 @@ static nsl_status fetch(nsl_dist *d, const char *key, const msg *req, int report
 }
 
 /* The answer of report `report` alone, asked of its process only. */
-static nsl_status fetch_one(nsl_dist *d, const msg *req, int report, void **buf, size_t *len, nsl_error *err) {
+static nsl_status fetch_one(nsl_dist *d, const nsl__text *req, int report, void **buf, size_t *len, nsl_error *err) {
   pthread_mutex_lock(&d->mu);
-  nsl_status rc = nsl__comm_send(d->owner[report], TAG_REQ, req->p, req->len, err);
+  nsl_status rc = nsl__comm_send(d->owner[report], TAG_REQ, req->s, req->len, err);
   if (rc == NSL_OK) rc = nsl__comm_recv(d->owner[report], TAG_REPLY, buf, len, err);
   pthread_mutex_unlock(&d->mu);
   return rc;
@@ -789,32 +504,32 @@ static nsl_status fetch_one(nsl_dist *d, const msg *req, int report, void **buf,
 
 /* A request: kind, table, columns (name, type), then the one report asked
  * for (-1: every report of the process). */
-static void request(msg *m, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
+static void request(nsl__text *m, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
                     int only, const void *filter, size_t flen) {
   uint8_t k = (uint8_t)kind;
   int32_t nc = n;
-  put(m, &k, 1);
-  put_str(m, table);
-  put(m, &nc, sizeof nc);
+  nsl__bytes_put(m, &k, 1);
+  nsl__bytes_put_str(m, table);
+  nsl__bytes_put(m, &nc, sizeof nc);
   for (int i = 0; i < n; i++) {
     uint8_t t = (uint8_t)types[i];
-    put_str(m, cols[i]);
-    put(m, &t, 1);
+    nsl__bytes_put_str(m, cols[i]);
+    nsl__bytes_put(m, &t, 1);
   }
   int32_t o = only;
-  put(m, &o, sizeof o);
+  nsl__bytes_put(m, &o, sizeof o);
   uint64_t fl = flen;   /* the table's row filter (nsl__dist_filter), 0 bytes: none */
-  put(m, &fl, sizeof fl);
-  put(m, filter, flen);
+  nsl__bytes_put(m, &fl, sizeof fl);
+  nsl__bytes_put(m, filter, flen);
 }
 
 /* Reads an answer's status; on failure fills err with the process's message. */
-static nsl_status answer_status(reader *r, nsl_error *err) {
+static nsl_status answer_status(nsl_bytes_in *r, nsl_error *err) {
   int32_t st = 0;
-  get(r, &st, sizeof st);
+  nsl__bytes_get(r, &st, sizeof st);
   if (r->bad) return nsl_error_set(err, NSL_ERR_FORMAT, "corrupt answer from another MPI rank");
   if (st == NSL_OK) return NSL_OK;
-  char *text = get_str(r);
+  char *text = nsl__bytes_get_str(r);
   nsl_error_set(err, (nsl_status)st, "%s", text ? text : "");
   free(text);
   return (nsl_status)st;
@@ -823,42 +538,42 @@ static nsl_status answer_status(reader *r, nsl_error *err) {
 /* Runs request (kind, table, cols) for remote report rm; *r reads the
  * answer's body (*buf to free). */
 static nsl_status ask(remote *rm, int kind, const char *table, const char *const *cols, const nsl_type *types, int n,
-                      void **buf, reader *r, nsl_error *err) {
-  msg m = {0};
+                      void **buf, nsl_bytes_in *r, nsl_error *err) {
+  nsl__text m = {0};
   size_t flen = 0;
   const void *f = rm->single || kind == REQ_DESCRIBE ? NULL : filter_of(rm->d, table, &flen);
   request(&m, kind, table, cols, types, n, rm->single ? rm->report : -1, f, flen);
   if (m.oom) {
-    free(m.p);
+    free(m.s);
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
-  msg key = {0};
-  put(&key, m.p, m.len);
+  nsl__text key = {0};
+  nsl__bytes_put(&key, m.s, m.len);
   for (size_t i = 0; i < key.len; i++)
-    if (key.p && key.p[i] == '\0') key.p[i] = '\x01';
-  put(&key, "", 1);
+    if (key.s && key.s[i] == '\0') key.s[i] = '\x01';
+  nsl__bytes_put(&key, "", 1);
   size_t len = 0;
   nsl_status rc = key.oom       ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory")
                  : rm->single ? fetch_one(rm->d, &m, rm->report, buf, &len, err)
-                              : fetch(rm->d, key.p, &m, rm->report, buf, &len, err);
-  free(key.p);
-  free(m.p);
+                              : fetch(rm->d, key.s, &m, rm->report, buf, &len, err);
+  free(key.s);
+  free(m.s);
   if (rc != NSL_OK) return rc;
-  *r = (reader){*buf, len, 0, 0};
+  *r = (nsl_bytes_in){*buf, len, 0, 0};
   return answer_status(r, err);
 }
 
 static nsl_status r_describe(void *p, const char *name, nsl_table *t, nsl_error *err) {
   void *buf = NULL;
-  reader r;
+  nsl_bytes_in r;
   nsl_status rc = ask(p, REQ_DESCRIBE, name, NULL, NULL, 0, &buf, &r, err);
   if (rc == NSL_OK) {
     int32_t n = 0;
-    get(&r, &n, sizeof n);
+    nsl__bytes_get(&r, &n, sizeof n);
     for (int i = 0; i < n && !r.bad; i++) {
-      char *col = get_str(&r);
+      char *col = nsl__bytes_get_str(&r);
       uint8_t type = 0;
-      get(&r, &type, 1);
+      nsl__bytes_get(&r, &type, 1);
       if (col && !r.bad && type <= NSL_BOOL && nsl_table_find(t, col) < 0) nsl_table_declare(t, col, (nsl_type)type, NULL);
       free(col);
     }
@@ -870,10 +585,10 @@ static nsl_status r_describe(void *p, const char *name, nsl_table *t, nsl_error 
 
 static nsl_status r_count(void *p, const char *name, int64_t *out, nsl_error *err) {
   void *buf = NULL;
-  reader r;
+  nsl_bytes_in r;
   nsl_status rc = ask(p, REQ_COUNT, name, NULL, NULL, 0, &buf, &r, err);
   if (rc == NSL_OK) {
-    get(&r, out, sizeof *out);
+    nsl__bytes_get(&r, out, sizeof *out);
     if (r.bad) rc = nsl_error_set(err, NSL_ERR_FORMAT, "corrupt answer from another MPI rank");
   }
   free(buf);
@@ -884,7 +599,7 @@ static nsl_status r_load(void *p, const char *name, const char *const *cols, con
                          nsl_dict *dict, int64_t offset, nsl_column **out, nsl_error *err) {
   (void)offset;   /* the reading process applies the report's offset on the whole trace's clock */
   void *buf = NULL;
-  reader r;
+  nsl_bytes_in r;
   nsl_status rc = ask(p, REQ_LOAD, name, cols, types, n, &buf, &r, err);
   if (rc == NSL_OK) {
     char **names = NULL;
@@ -974,22 +689,22 @@ typedef struct serve_job {
   int n;
   const void *filter;   /* the table's row filter, or NULL */
   size_t flen;
-  msg *answers;   /* per report of the share */
+  nsl__text *answers;   /* per report of the share */
 } serve_job;
 
-static void answer_error(msg *m, nsl_status st, const char *text, int rank) {
+static void answer_error(nsl__text *m, nsl_status st, const char *text, int rank) {
   int32_t s = st;
   char line[600];
   snprintf(line, sizeof line, "MPI rank %d: %s", rank, text);
-  put(m, &s, sizeof s);
-  put_str(m, line);
+  nsl__bytes_put(m, &s, sizeof s);
+  nsl__bytes_put_str(m, line);
 }
 
 /* The answer of report i of the share (run on a worker thread for loads). */
 static void serve_one(void *p, int i) {
   serve_job *j = p;
   nsl_dist *d = j->d;
-  msg *m = &j->answers[i];
+  nsl__text *m = &j->answers[i];
   void *src;
   const nsl_source_ops *ops = nsl__trace_source(d->share, i, &src);
   nsl_error e = {0};
@@ -1002,36 +717,36 @@ static void serve_one(void *p, int i) {
       answer_error(m, st, e.msg, d->rank);
     } else {
       int32_t n = nsl_table_ncols(t);
-      put(m, &ok, sizeof ok);
-      put(m, &n, sizeof n);
+      nsl__bytes_put(m, &ok, sizeof ok);
+      nsl__bytes_put(m, &n, sizeof n);
       for (int c = 0; c < n; c++) {
         uint8_t type = (uint8_t)nsl_table_coltype(t, c);
-        put_str(m, nsl_table_colname(t, c));
-        put(m, &type, 1);
+        nsl__bytes_put_str(m, nsl_table_colname(t, c));
+        nsl__bytes_put(m, &type, 1);
       }
     }
     nsl_table_release(t);
   } else if (j->kind == REQ_COUNT) {
     int64_t rows = 0;
-    nsl_status st = filtered_count(ops, src, j->table, d->offsets[d->first + i], j->filter, j->flen, &rows, &e);
+    nsl_status st = nsl__row_filter_count(ops, src, j->table, d->offsets[d->first + i], j->filter, j->flen, &rows, &e);
     if (st != NSL_OK) answer_error(m, st, e.msg, d->rank);
     else {
-      put(m, &ok, sizeof ok);
-      put(m, &rows, sizeof rows);
+      nsl__bytes_put(m, &ok, sizeof ok);
+      nsl__bytes_put(m, &rows, sizeof rows);
     }
   } else {
     nsl_dict *dict = nsl_dict_new();
     nsl_column **cols = calloc((size_t)(j->n ? j->n : 1), sizeof *cols);
     nsl_status st = !dict || !cols ? nsl_error_set(&e, NSL_ERR_NOMEM, "out of memory")
-                                   : filtered_load(ops, src, j->table, j->cols, j->types, j->n, dict,
+                                   : nsl__row_filter_load(ops, src, j->table, j->cols, j->types, j->n, dict,
                                                    d->offsets[d->first + i], j->filter, j->flen, cols, &e);
     void *wire = NULL;
     size_t wlen = 0;
     if (st == NSL_OK) st = nsl__wire_encode(j->cols, cols, j->n, &wire, &wlen, &e);
     if (st != NSL_OK) answer_error(m, st, e.msg, d->rank);
     else {
-      put(m, &ok, sizeof ok);
-      put(m, wire, wlen);
+      nsl__bytes_put(m, &ok, sizeof ok);
+      nsl__bytes_put(m, wire, wlen);
     }
     free(wire);
     for (int k = 0; cols && k < j->n; k++) nsl_column_release(cols[k]);
@@ -1046,16 +761,16 @@ nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err) {
     size_t len = 0;
     nsl_status rc = nsl__comm_recv(0, TAG_REQ, &buf, &len, err);
     if (rc != NSL_OK) return rc;
-    reader r = {buf, len, 0, 0};
+    nsl_bytes_in r = {buf, len, 0, 0};
     uint8_t kind = 0;
-    get(&r, &kind, 1);
+    nsl__bytes_get(&r, &kind, 1);
     if (kind == REQ_QUIT) {
       free(buf);
       return NSL_OK;
     }
-    serve_job j = {d, kind, get_str(&r), NULL, NULL, 0, NULL, 0, NULL};
+    serve_job j = {d, kind, nsl__bytes_get_str(&r), NULL, NULL, 0, NULL, 0, NULL};
     int32_t n = 0;
-    get(&r, &n, sizeof n);
+    nsl__bytes_get(&r, &n, sizeof n);
     if (n < 0 || n > 4096) r.bad = 1;
     if (!r.bad) {
       j.cols = calloc((size_t)(n ? n : 1), sizeof *j.cols);
@@ -1063,15 +778,15 @@ nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err) {
       j.n = n;
       for (int i = 0; j.cols && j.types && i < n; i++) {
         uint8_t t = 0;
-        j.cols[i] = get_str(&r);
-        get(&r, &t, 1);
+        j.cols[i] = nsl__bytes_get_str(&r);
+        nsl__bytes_get(&r, &t, 1);
         j.types[i] = (nsl_type)t;
       }
     }
     int32_t only = -1;
-    get(&r, &only, sizeof only);
+    nsl__bytes_get(&r, &only, sizeof only);
     uint64_t flen = 0;
-    get(&r, &flen, sizeof flen);
+    nsl__bytes_get(&r, &flen, sizeof flen);
     if (flen > r.len - r.at) r.bad = 1;
     else if (flen > 0) {   /* read in place: buf lives until the answers are sent */
       j.filter = r.p + r.at;
@@ -1094,13 +809,13 @@ nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err) {
     }
     /* one answer per report, in order, even when it could not be made */
     for (int i = lo; i < hi && rc == NSL_OK; i++) {
-      msg *m = j.answers ? &j.answers[i] : NULL;
+      nsl__text *m = j.answers ? &j.answers[i] : NULL;
       if (!m || m->oom) {
         static const char nomem[] = "\x03\0\0\0";   /* a status without text: out of memory */
         rc = nsl__comm_send(0, TAG_REPLY, nomem, 4, err);
-      } else rc = nsl__comm_send(0, TAG_REPLY, m->p, m->len, err);
+      } else rc = nsl__comm_send(0, TAG_REPLY, m->s, m->len, err);
     }
-    for (int i = 0; j.answers && i < d->count; i++) free(j.answers[i].p);
+    for (int i = 0; j.answers && i < d->count; i++) free(j.answers[i].s);
     free(j.answers);
     for (int i = 0; j.cols && i < j.n; i++) free((char *)j.cols[i]);
     free(j.cols);

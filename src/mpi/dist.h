@@ -23,6 +23,7 @@
  *   rows move. */
 #ifndef NSL_MPI_DIST_H
 #define NSL_MPI_DIST_H
+#include "core/rowfilter.h"
 #include "nsl/nsl.h"
 
 typedef struct nsl_dist nsl_dist;
@@ -42,23 +43,10 @@ nsl_status nsl__dist_trace(nsl_dist *d, nsl_trace **out, nsl_error *err);
  * few reports' tables in full (a straggler's host activity) moves only
  * theirs. */
 nsl_status nsl__dist_subtrace(nsl_dist *d, const int *reports, int n, nsl_trace **out, nsl_error *err);
-/* A row condition of nsl__dist_filter on a column of the table: a regex
- * search on a string column (case-insensitive: NSL_DIST_IMATCH),
- * membership in a set of integers, or a comparison with values[0] (an
- * nsl_cmp).  NULLs never pass. */
-enum { NSL_DIST_MATCH = 100, NSL_DIST_IMATCH = 101, NSL_DIST_IN = 102 };
-typedef struct nsl_dist_cond {
-  const char *column;
-  int op;                  /* NSL_DIST_MATCH, NSL_DIST_IMATCH, NSL_DIST_IN or an nsl_cmp */
-  const char *pattern;     /* NSL_DIST_MATCH, NSL_DIST_IMATCH */
-  const int64_t *values;   /* NSL_DIST_IN: the set; a comparison: the value */
-  int nvalues;
-} nsl_dist_cond;
 /* On rank 0, before nsl__dist_trace: the rows of `table` in the whole trace
- * are those passing every condition (one call per table; a later call
- * replaces an earlier one).  A condition on a column the report lacks
- * leaves that report's rows unfiltered.  NSL_ERR_ARG for a bad regex. */
-nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl_dist_cond *conds, int n, nsl_error *err);
+ * are those passing every condition (core/rowfilter.h: one call per table;
+ * a later call replaces an earlier one).  NSL_ERR_ARG for a bad regex. */
+nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl_row_cond *conds, int n, nsl_error *err);
 nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err);
 nsl_status nsl__dist_quit(nsl_dist *d, nsl_error *err);
 /* Collective: 1 when every process passed ok != 0.  On rank 0, when some

@@ -8,8 +8,15 @@ FAIL=0
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-ok() { PASS=$((PASS + 1)); echo "ok     $*"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL   $*"; }
+# each result line ends with the seconds since the previous one, so a slow check shows in ctest's log
+LAST_CHECK=${EPOCHREALTIME/[.,]/}
+since_last() { # sets SINCE to "(+S.SS s)"
+  local now=${EPOCHREALTIME/[.,]/} d
+  d=$(( now - LAST_CHECK )); LAST_CHECK=$now
+  printf -v SINCE '(+%d.%02d s)' $(( d / 1000000 )) $(( d % 1000000 / 10000 ))
+}
+ok() { PASS=$((PASS + 1)); since_last; echo "ok     $* $SINCE"; }
+bad() { FAIL=$((FAIL + 1)); since_last; echo "FAIL   $* $SINCE"; }
 check_eq() { # check_eq WHAT GOT EXPECTED
   if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$3', got '$2'"; fi
 }
@@ -35,6 +42,27 @@ console_clean() { # console_clean FILE WHAT (messages of Chromium's own chrome:/
      grep -v 'source: chrome://' > "$TMP/console.txt"; then
     bad "$2: console errors: $(head -3 "$TMP/console.txt")"
   else ok "$2: no console errors"; fi
+}
+# tmux_end [SESSION]: ends that session (without one: the whole server), and when no session is left, waits
+# until the server has exited (a client then finds "no server running", or no socket at all: "error connecting";
+# tmux leaves its socket file behind).
+# A new-session sent while the server is exiting talks to it and never starts, which made checks fail on a
+# busy machine.
+tmux_end() {
+  if [ $# -gt 0 ]; then tmux kill-session -t "$1" 2> /dev/null; else tmux kill-server 2> /dev/null; fi
+  tmux has-session 2> /dev/null && return 0
+  for _ in $(seq 600); do tmux list-sessions 2>&1 | grep -q "no server running\|error connecting" && return 0; sleep 0.05; done
+}
+# usage_error WHAT PATTERN nsl-args...: nsl refuses as a usage error: exit 2, one line on stderr matching
+# PATTERN (grep), nothing on stdout
+usage_error() {
+  local what=$1 pat=$2
+  shift 2
+  "$NSL" "$@" > "$TMP/usage.out" 2> "$TMP/usage.err"
+  local rc=$?
+  if [ "$rc" = 2 ] && [ "$(wc -l < "$TMP/usage.err")" = 1 ] && grep -q -- "$pat" "$TMP/usage.err" &&
+     [ ! -s "$TMP/usage.out" ]; then ok "$what: one line, exit 2"
+  else bad "$what: exit $rc, stdout $(wc -c < "$TMP/usage.out") bytes, stderr: $(head -2 "$TMP/usage.err")"; fi
 }
 finish() {
   echo "$PASS passed, $FAIL failed"

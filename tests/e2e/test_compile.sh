@@ -16,7 +16,7 @@ csv_field() {
     $j == w { print $k }' "$1"
 }
 
-if "$NSL" run compile "$nv" --out "$TMP/c" > "$TMP/c.txt" 2> "$TMP/c.err"; then ok "compile runs"
+if "$NSL" run compile "$nv" --arg limit=1000 --out "$TMP/c" > "$TMP/c.txt" 2> "$TMP/c.err"; then ok "compile runs"
 else bad "compile failed: $(cat "$TMP/c.err")"; fi
 want=$(sql "$nv" "SELECT sum(end - start) FROM NVTX_EVENTS WHERE text = 'KernelExecutor::compileFusion'")
 got=$(csv_field "$TMP/c/summary.csv" nvFuser 'Time (ms)')
@@ -29,6 +29,16 @@ check_eq "compile: loading calls = SQL" "$got" "$want"
 [ -f "$TMP/c/results.json" ] && ok "compile: results.json written" || bad "compile: no results.json"
 grep -q "executor_utils::Nvrtc::CompileProgram" "$TMP/c.txt" && ok "compile: text names the NVRTC range" \
   || bad "compile: text lacks the NVRTC range"
+
+# every range shows its time: ms with 3 decimals (µs), so no row of a compile table reads 0.0 ms; a
+# 0.2 ms range prints its SQL total, not a rounded 0.2
+want=$(sql "$nv" "SELECT printf('%.3f', sum(end - start) / 1e6) FROM NVTX_EVENTS WHERE text = 'Fusion copy'")
+check_eq "compile: a 0.2 ms range's time, in µs precision (SQL)" \
+  "$(grep -m1 ' Fusion copy ' "$TMP/c.txt" | awk '{ print $(NF - 2) }')" "$want"
+zero=$(awk '/^Other compilers/ { on = 1; next } on && /^$/ && seen { exit } on && /^ nvFuser/ { seen = 1
+            if ($(NF - 2) + 0 == 0 || $(NF - 1) + 0 == 0) print }' "$TMP/c.txt")
+[ -z "$zero" ] && ok "compile: no compiler range prints 0 ms (its shortest self time is 800 ns)" ||
+  bad "compile: rows printed as 0 ms: $zero"
 
 # --fail-on: the process spends 27% of its run compiling and loading
 "$NSL" run compile "$nv" --arg warn=10 --fail-on warning > /dev/null 2>&1

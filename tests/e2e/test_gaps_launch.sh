@@ -55,7 +55,7 @@ grep -q '"launch_by_kernel"' "$TMP/l.json" && ok "launch: JSON holds the tables"
 
 # usage and input errors
 "$NSL" run gaps "$tiny" --arg min=soon > /dev/null 2> "$TMP/e1"
-check_eq "gaps: a bad duration exits 1" "$?" "1"
+check_eq "gaps: a bad duration exits 2 (a usage error)" "$?" "2"
 check_eq "gaps: ... with one line on stderr" "$(wc -l < "$TMP/e1")" "1"
 grep -q "^nsl: --arg min: 'soon' is not a duration" "$TMP/e1" && ok "gaps: the line names the argument" \
   || bad "gaps: unexpected message: $(cat "$TMP/e1")"

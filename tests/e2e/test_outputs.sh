@@ -89,10 +89,10 @@ for f in text json; do
   then ok "export --format $f: one JSON document"; else bad "export --format $f: not one JSON document"; fi
 done
 
-# A timeline window after the last event: one line, exit 1, no file.
+# A timeline window after the last event: a usage error (as --from/--to past the end): one line, exit 2, no file.
 rm -rf "$TMP/tl"
 "$NSL" run timeline "$F" --arg from=1h --arg to=2h --out "$TMP/tl" > /dev/null 2> "$TMP/err"
-check_eq "timeline after the trace: exit code" "$?" 1
+check_eq "timeline after the trace: exit code" "$?" 2
 check_eq "timeline after the trace: one line" "$(wc -l < "$TMP/err")" 1
 grep -q "after the trace's last event" "$TMP/err" && ok "timeline: says why" || bad "timeline: $(cat "$TMP/err")"
 [ -z "$(ls -A "$TMP/tl" 2> /dev/null)" ] && ok "timeline: no file written" || bad "timeline wrote $(ls "$TMP/tl")"

@@ -55,12 +55,12 @@ type_line "print('LOOP' .. i) end"
 wait_for "LOOP2" && ok "multi-line statement" || bad "multi-line: $(screen | tail -5)"
 tmux send-keys -t $S C-d
 wait_for "REPL-EXITED" && ok "Ctrl-D leaves" || bad "Ctrl-D did not leave"
-tmux kill-session -t $S 2>/dev/null
+tmux_end $S
 
 grep -q "while" "$NSL_HISTORY" && ok "history written" || bad "history not written"
 tmux new-session -d -s $S -x 160 -y 50 "$NSL repl $sample; echo REPL-EXITED; sleep 30"
 wait_for "nsl>"
 tmux send-keys -t $S Up
 wait_for "print('LOOP' .. i) end" && ok "history recalled in a new session" || bad "history not recalled: $(screen | tail -3)"
-tmux kill-session -t $S 2>/dev/null
+tmux_end $S
 finish

@@ -44,7 +44,9 @@ settle() { # settle BEFORE: until a redraw after BEFORE, then until the screen s
 }
 keys() { local n; n=$(draws); for k in "$@"; do tmux send-keys -t $S "$k"; done; settle "$n"; }
 typed() { local n; n=$(draws); tmux send-keys -t $S -l "$1"; tmux send-keys -t $S Enter; settle "$n"; }
-ask() { tmux send-keys -t $S "$1"; wait_for "$2" 100; }   # ask KEY PROMPT: a key that opens a prompt
+# ask KEY PROMPT: a key that opens a prompt, then the prompt on the screen (a prompt that never comes fails the
+# check here, instead of a silent wait to the deadline).  tmux drops trailing blanks: the empty `:` prompt is '^:$'.
+ask() { tmux send-keys -t $S "$1"; wait_for "$2" 100 || bad "no prompt '$2' after key $1: $(screen | tail -3)"; }
 # window=FROM..TO cursor=C on the status line
 state() { screen | grep -o 'window=[0-9]*\.\.[0-9]* cursor=[0-9]*' | tail -1; }
 win_from() { state | sed 's/window=\([0-9]*\)\.\..*/\1/'; }
@@ -165,13 +167,21 @@ typed "0"
 # the whole trace again, then the Lua prompt
 keys 0
 check_eq "0: the whole trace" "$(win_from)" "${span%|*}"
-ask : "^: "
+ask : '^:$'
 typed "#trace.kernels"
 screen | grep -q "^$(sql "$F" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")\$" && ok ": prompt evaluates Lua" ||
   bad ": prompt: $(screen | tail -8)"
-ask : "^: "
+ask : '^:$'
 typed "tui.cursor()"
 screen | grep -q "^$(cursor)\$" && ok ": prompt sees the TUI's state" || bad "tui.cursor(): $(screen | tail -8)"
+# relative times count from the trace's start, as diagnose, gaps and launch count (SQL: the earliest event
+# of the kernel, memcpy, memset, NVTX and CUDA API tables)
+ask : '^:$'
+typed "tui.origin()"
+first_event=$(sql "$F" "SELECT min(s) FROM (SELECT min(start) s FROM ($OPS) UNION ALL SELECT min(start) FROM NVTX_EVENTS
+                        UNION ALL SELECT min(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME)")
+screen | grep -q "^$first_event\$" && ok "relative times count from the trace's first event (SQL)" ||
+  bad "tui.origin(): want $first_event: $(screen | tail -8)"
 
 # the NVTX tree: the nvtx analysis's numbers, and SQL's for a top-level range
 keys T
@@ -242,7 +252,7 @@ keys q
 wait_for "TUI-EXITED rc=0" 100 && ok "q leaves" || bad "q: $(screen | tail -3)"
 wait_for "icanon" 50
 case "$(screen | grep icanon | tail -1)" in *-icanon*|*-echo*|"") bad "terminal not sane after q" ;; *) ok "terminal sane after q" ;; esac
-tmux kill-server 2>/dev/null
+tmux_end
 
 # ---- loading in the background: a .nsys-rep that the stand-in nsys exports behind the first screen ----
 # (tests/e2e/fake_nsys.sh copies $FAKE_NSYS_EXPORT; with FAKE_NSYS_EXPORT_GATE it writes half, then waits
@@ -262,15 +272,20 @@ sane_after() { # sane_after WHAT: the stty line printed after the TUI left shows
 }
 tui_session() { # tui_session ENV... -- ARGS...: nsl tui in a new session (stderr to $TMP/tui.err)
   local env=() ; while [ "$1" != -- ]; do env+=("$1"); shift; done; shift
-  rm -f "$TMP/nsys.pid"
-  tmux kill-session -t $S 2> /dev/null
+  rm -f "$TMP/nsys.pid" "$TMP/tui.err"
+  # a new session under a new name, then the old one goes: killing the server's last session first
+  # lets the server exit while the next new-session talks to it (the new session then never starts)
+  local old=$S
+  SESSIONS=$(( ${SESSIONS:-0} + 1 )); S=nsltui-s$SESSIONS
   tmux new-session -d -s $S -x 120 -y 30 "env ${env[*]} $NSL tui $* --nsys $TMP/nsys 2> $TMP/tui.err; echo TUI-EXITED \
-rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo|isig)\$' | tr '\n' ' '; echo; sleep 60"
+rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo|isig)\$' | tr '\n' ' '; echo; sleep 60" ||
+    bad "tmux did not start a session for: $*"
+  tmux_end "$old"
 }
 S=nsltui3
 make_report "$TMP/run.nsys-rep" "tui"
 tui_session FAKE_NSYS_EXPORT_GATE=$TMP/tui.gate NSL_TUI_INFO=1 -- "$TMP/run.nsys-rep"
-if wait_for "exporting run.nsys-rep with nsys: [0-9.]* [KMG]*i*B, [0-9.]* s; step 1 of 7" 100 && nsys_running; then
+if wait_for "exporting run.nsys-rep with nsys: [0-9.]* [KMG]*i*B, [0-9.]* s; step 1 of 8" 100 && nsys_running; then
   ok "background: the first screen comes while nsys exports, with the export's progress"
 else bad "background: no progress while exporting: $(screen | tail -2)"; fi
 screen | grep -q "opening run.nsys-rep" && ok "background: the timeline says what it opens" ||
@@ -279,8 +294,7 @@ tmux send-keys -t $S '?'
 wait_for "zoom in / out at the cursor" 50 && nsys_running && ok "background: ? answers during the export" ||
   bad "background: ? while exporting: $(screen | head -3)"
 tmux send-keys -t $S Escape
-tmux send-keys -t $S ':'
-wait_for "^: " 50
+ask : '^:$'
 tmux send-keys -t $S -l "6 * 7"
 tmux send-keys -t $S Enter
 wait_for "^42\$" 50 && nsys_running && ok "background: the : prompt answers during the export" ||
@@ -348,7 +362,7 @@ tmux send-keys -t $S q
 wait_for "TUI-EXITED rc=0" 100 || bad "warnings: q: $(screen | tail -3)"
 grep -q "^nsl: warning: cannot use the cache: .*afile" "$TMP/tui.err" && ok "warnings: on stderr after the screen" ||
   bad "warnings: stderr: '$(cat "$TMP/tui.err")'"
-tmux kill-server 2>/dev/null
+tmux_end
 
 # not a terminal, no trace, bad input: one line, non-zero
 out=$("$NSL" tui "$F" < /dev/null 2>&1 > /dev/null); rc=$?

@@ -36,8 +36,12 @@ press() { # press VIEW KEY...: each key, a redraw, no error
   shift
   for k in "$@"; do
     n=$(draws)
+    local t0=${EPOCHREALTIME/[.,]/}
     tmux send-keys -t $S "$k"
     settle "$n" || { bad "$WHAT $view: no redraw after key '$k': $(screen | tail -2)"; return 1; }
+    # a key that takes long is named in the log (to find what makes the walk slow)
+    local us=$(( ${EPOCHREALTIME/[.,]/} - t0 ))
+    [ $us -lt 2000000 ] || echo "note   $WHAT $view: key '$k' took $(( us / 1000 )) ms"
     check_screen "$view: key '$k'" || return 1
   done
   return 0
@@ -56,7 +60,7 @@ prompt() { # prompt KEY PROMPT TEXT: a key that opens a prompt, a value, Enter
 walk() { # walk WHAT FILE...: every key of the help on every view
   WHAT=$1
   shift
-  tmux kill-session -t $S 2> /dev/null
+  tmux_end $S
   tmux new-session -d -s $S -x 100 -y 34 "NSL_TUI_INFO=1 $NSL tui $*; echo TUI-EXITED rc=\$?; sleep 600"
   wait_for "lanes; ? for the keys" 1200 || { bad "$WHAT: no first screen: $(screen | tail -3)"; return; }
   local fails=$FAIL
@@ -88,7 +92,7 @@ walk() { # walk WHAT FILE...: every key of the help on every view
   tmux send-keys -t $S q
   wait_for "TUI-EXITED" 300 && check_eq "$WHAT: q leaves with exit 0" "$(screen | grep -o 'TUI-EXITED rc=[0-9]*')" \
     "TUI-EXITED rc=0" || bad "$WHAT: q does not leave: $(screen | tail -3)"
-  tmux kill-session -t $S 2> /dev/null
+  tmux_end $S
 }
 
 D="$NSL_DATA_DIR/nsys"

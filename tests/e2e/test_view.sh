@@ -8,7 +8,7 @@
 # the row's intervals, per row over the whole trace, and per bin drawn when
 # zoomed in outside the detail window, from a finer level), the names found, the
 # NVTX ranges enclosing a time and a selection (the stack viewer), the
-# default detail window, and the window --from/--to ask for.
+# default detail window, and the window --from/--to ask for (the page then holds only the events that overlap it).
 . "$(dirname "$0")/lib.sh"
 F=$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite
 OLD=$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite
@@ -28,7 +28,7 @@ printf 'not sqlite' > "$TMP/bad.sqlite"
 [ "$(wc -l < "$TMP/err.txt")" = 1 ] && grep -q "bad.sqlite" "$TMP/err.txt" && ok "bad input: one line naming the file" ||
   bad "bad input message: $(cat "$TMP/err.txt")"
 [ ! -e "$TMP/x.html" ] && ok "nothing written on failure" || bad "a page was written on failure"
-"$NSL" view "$F" -o "$TMP/x.html" --from 10s 2> "$TMP/err.txt"; check_eq "--from after the end: exit 1" "$?" 1
+"$NSL" view "$F" -o "$TMP/x.html" --from 10s 2> "$TMP/err.txt"; check_eq "--from after the end: exit 2 (as every command's window)" "$?" 2
 grep -q "10s" "$TMP/err.txt" && ok "--from after the end: says so" || bad "$(cat "$TMP/err.txt")"
 before=$(fingerprint "$F")
 "$NSL" view "$F" -o "$TMP/view.html"; check_eq "view writes the page" "$?" 0
@@ -76,25 +76,27 @@ print(html.unescape(m.group(1)) if m else "{}")
 PY
 }
 
-# check_selftest REPORT.json EXPORT WHAT [DETAIL_FROM DETAIL_TO]: the report against SQL
+# check_selftest REPORT.json EXPORT WHAT [DETAIL_FROM DETAIL_TO [DATA_FROM DATA_TO]]: the report against SQL
+# (a page of a window, --from/--to: over the rows that overlap DATA_FROM..DATA_TO, as nsl keeps them)
 check_selftest() {
   if python3 - "$@" > "$TMP/check.txt" <<'PY'
 import json, sqlite3, sys
 rep = json.load(open(sys.argv[1]))
 db = sqlite3.connect("file:%s?immutable=1" % sys.argv[2], uri=True)
 want_detail = sys.argv[4:6]
+data = " AND start < %d AND end > %d" % (int(sys.argv[7]), int(sys.argv[6])) if len(sys.argv) > 7 else ""
 bad = []
 def q(sql, *a): return db.execute(sql, a).fetchall()
 tables = [t for (t,) in q("SELECT name FROM sqlite_master WHERE type='table'")]
 gpu = [t for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET") if t in tables]
 def gpu_rows(dev, stream):
     out = []
-    for t in gpu: out += q("SELECT start, end FROM %s WHERE deviceId = ? AND streamId = ?" % t, dev, stream)
+    for t in gpu: out += q("SELECT start, end FROM %s WHERE deviceId = ? AND streamId = ?%s" % (t, data), dev, stream)
     return out
 def nvtx_rows(pid, tid):
     if "NVTX_EVENTS" not in tables: return []
     return q("SELECT start, end FROM NVTX_EVENTS WHERE end IS NOT NULL AND (globalTid >> 24) & 16777215 = ? "
-             "AND globalTid & 16777215 = ?", pid, tid)
+             "AND globalTid & 16777215 = ?" + data, pid, tid)
 def union(iv):
     tot, cs, ce = 0, None, None
     for s, e in sorted(iv):
@@ -231,13 +233,14 @@ if [[ $hint =~ --from\ ([0-9]+)\ --to\ ([0-9]+) ]]; then
   a=${BASH_REMATCH[1]} b=${BASH_REMATCH[2]}
   "$NSL" view "$F" -o "$TMP/hint.html" --from "$a" --to "$b" --no-findings
   selftest "$TMP/hint.html" aten "$TMP/hint.json"
-  check_selftest "$TMP/hint.json" "$F" "the hint's window" $((lo + a)) $((lo + b))
+  check_selftest "$TMP/hint.json" "$F" "the hint's window" $((lo + a)) $((lo + b)) $((lo + a)) $((lo + b))
 else bad "no hint past the detail window: '$hint'"; fi
 past=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("hint_past_end", "missing"))' "$TMP/small.json")
 check_eq "no hint wholly past the last event (it would name an empty window)" "$past" ""
 # --from 50ms --to 120ms: from the first event
 selftest "$TMP/window.html" aten "$TMP/window.json"
-check_selftest "$TMP/window.json" "$F" "--from 50ms --to 120ms" $((lo + 50000000)) $((lo + 120000000))
+check_selftest "$TMP/window.json" "$F" "--from 50ms --to 120ms" $((lo + 50000000)) $((lo + 120000000)) \
+  $((lo + 50000000)) $((lo + 120000000))
 console_clean "$TMP/window.html.console" "--from/--to"
 # a 2021 export (another schema, no NVTX)
 span_old=$(sql "$OLD" "SELECT min(s), max(e) FROM (SELECT start s, end e FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL

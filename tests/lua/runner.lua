@@ -204,11 +204,14 @@ return {
       table.sort(list, function(a, b) return a[1] < b[1] end)
     end
     local passed, failed = 0, 0
+    local curses = require("nsl").curses   -- its monotonic clock: each case's wall time, to find the slow ones
+    local now = curses and curses.now or function() return os.clock() * 1e9 end
     for _, t in ipairs(list) do
+      local t0 = now()
       local ok, err = xpcall(t[2], debug.traceback)
       if ok then
         passed = passed + 1
-        print("ok     " .. t[1])
+        print(string.format("ok     %s (%.2f s)", t[1], (now() - t0) / 1e9))
       else
         failed = failed + 1
         print("FAIL   " .. t[1] .. "\n       " .. tostring(err):gsub("\n", "\n       "))

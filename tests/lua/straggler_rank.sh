@@ -46,6 +46,23 @@
 #   lag         a rank beside a collective one: collective k starts
 #               max(k-2,0)D and ends (k-1)D later, its other work moves by
 #               max(n-1,0)D
+#   slow3       an intermittent straggler: computes D longer before every
+#               third collective (k = 3, 6, ...): work moves by floor(n/3)D,
+#               and the last non-NCCL kernel before such a collective ends D
+#               later
+#   wait3       a rank that waits for a slow3 one: collective k starts
+#               floor((k-1)/3)D and ends floor(k/3)D later, its other work
+#               moves by floor(n/3)D
+#   link3       an intermittent slow link or node: every third collective
+#               (k = 3, 6, ...) runs D longer on it and ends D after the
+#               others' (ROLE linklag3), so it arrives D late at the next:
+#               collective k starts floor((k-1)/3)D and ends floor(k/3)D
+#               later, its other work moves by floor(n/3)D (the ends differ
+#               at a third of the collectives only: across exports a slow
+#               link at every one would read as a clock offset)
+#   linklag3    a rank beside link3 ones: collective k starts
+#               floor(max(k-2,0)/3)D and ends floor((k-1)/3)D later, its
+#               other work moves by floor(max(n-1,0)/3)D
 # With DEVICE "all", ROLE is a comma list of DEV=ROLE (GPUs not named keep
 # their times).  OFFSET_NS != 0: every time of the copy (every column start,
 # end or timestamp of every table) moves by OFFSET_NS, a clock that runs
@@ -61,7 +78,8 @@ case "$delay$offset$jitter$seed" in *[!0-9-]*|"") echo "$0: DELAY_NS, OFFSET_NS,
 [ "$dev" = all ] || case "$dev" in ""|*[!0-9]*) echo "$0: DEVICE is a device id or all" >&2; exit 2 ;; esac
 roles_sql=""
 check_role() {
-  case "$1" in slow|idle|idlewait|wait|collective|lag|queue) ;; *) echo "$0: ROLE is slow, idle, idlewait, wait, collective, lag or queue" >&2; exit 2 ;; esac
+  case "$1" in slow|idle|idlewait|wait|collective|lag|queue|slow3|wait3|link3|linklag3) ;;
+    *) echo "$0: ROLE is slow, idle, idlewait, wait, collective, lag, queue, slow3, wait3, link3 or linklag3" >&2; exit 2 ;; esac
 }
 if [ "$delay" != 0 ]; then
   [ -n "$role" ] || { echo "$0: a delay needs a ROLE" >&2; exit 2; }
@@ -84,8 +102,13 @@ tmp="$dst.tmp-$$"
 cp "$src" "$tmp"
 chmod u+w "$tmp"
 trap 'rm -f "$tmp"' EXIT
-has_table() { [ "$(sqlite3 "$tmp" "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='$1'")" = 1 ]; }
-has_col() { [ "$(sqlite3 "$tmp" "SELECT count(*) FROM pragma_table_info('$1') WHERE name='$2'")" = 1 ]; }
+# the schema, read once: "TABLE COLUMN" per line (one sqlite3 run instead of one per question)
+schema=$(sqlite3 -separator ' ' "$tmp" "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p
+                                       WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite%'")
+declare -A tables=() columns=()
+while read -r t c; do tables[$t]=1; columns["$t $c"]=1; done <<< "$schema"
+has_table() { [ -n "${tables[$1]:-}" ]; }
+has_col() { [ -n "${columns["$1 $2"]:-}" ]; }
 has_table $K || { echo "$0: $src has no kernels" >&2; exit 1; }
 case ",$role" in *[,=]idle*)
   [ "$(sqlite3 "$tmp" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds n ON n.id = r.nameId
@@ -125,9 +148,11 @@ sql="$sql
     SELECT (SELECT p.rid FROM kk p WHERE p.dev = q.dev AND p.c = 0 AND p.s < q.s ORDER BY p.s DESC LIMIT 1)
     FROM kk q WHERE q.c = 1);"
 # the moves of a role, in units of D: start and end of a piece of work with n and c
-f_start="CASE r.role WHEN 'slow' THEN x.n WHEN 'queue' THEN x.n + 1 - x.c WHEN 'idle' THEN x.m WHEN 'idlewait' THEN (CASE x.c WHEN 1 THEN x.wp ELSE x.w END)
+f_start="CASE r.role WHEN 'slow' THEN x.n WHEN 'slow3' THEN x.n / 3 WHEN 'wait3' THEN (x.n - x.c) / 3
+  WHEN 'link3' THEN (x.n - x.c) / 3 WHEN 'linklag3' THEN max(x.n - 1 - x.c, 0) / 3 WHEN 'queue' THEN x.n + 1 - x.c WHEN 'idle' THEN x.m WHEN 'idlewait' THEN (CASE x.c WHEN 1 THEN x.wp ELSE x.w END)
   WHEN 'wait' THEN x.n - x.c WHEN 'collective' THEN x.n - x.c ELSE max(x.n - x.c - 1, 0) END"
-f_end="CASE r.role WHEN 'slow' THEN x.n + x.lastc WHEN 'queue' THEN x.n + 1 - x.c WHEN 'idle' THEN x.m WHEN 'idlewait' THEN x.w
+f_end="CASE r.role WHEN 'slow' THEN x.n + x.lastc WHEN 'slow3' THEN x.n / 3 + x.lastc * ((x.n + 1) % 3 = 0)
+  WHEN 'wait3' THEN x.n / 3 WHEN 'link3' THEN x.n / 3 WHEN 'linklag3' THEN max(x.n - 1, 0) / 3 WHEN 'queue' THEN x.n + 1 - x.c WHEN 'idle' THEN x.m WHEN 'idlewait' THEN x.w
   WHEN 'lag' THEN max(x.n - 1, 0) ELSE x.n END"
 if [ -n "$roles_sql" ]; then
   # idle GPUs: the host of their processes stops D after every synchronising call
@@ -215,7 +240,7 @@ if [ "$jitter" != 0 ]; then
     WHERE j.rid = $K.rowid AND start + j.j < end;"
 fi
 if [ "$offset" != 0 ]; then
-  for t in $(sqlite3 "$tmp" "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"); do
+  for t in "${!tables[@]}"; do
     for c in start end timestamp; do
       if has_col "$t" $c; then sql="$sql UPDATE $t SET $c = $c + $offset WHERE $c IS NOT NULL;"; fi
     done

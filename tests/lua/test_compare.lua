@@ -567,7 +567,7 @@ return {
     end
     T.eq(code("run summary " .. T.shell_quote(A) .. " --label x"), 2, "--label: a usage error where no labels are taken")
     T.eq(code("run compare " .. T.shell_quote(A) .. " --label"), 2, "--label needs a value")
-    T.eq(code("run compare " .. T.shell_quote(A) .. " --label a,b"), 1, "--label: two labels for one run")
+    T.eq(code("run compare " .. T.shell_quote(A) .. " --label a,b"), 2, "--label: two labels for one run (a usage error)")
     L.cleanup()
   end},
 

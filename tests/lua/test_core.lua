@@ -134,6 +134,50 @@ return {
     T.eq(k.name:eq("no such kernel"):count(), 0, "eq of an unknown string")
   end},
 
+  {"map of a string column: one call per distinct name, every row mapped, NULL stays NULL", function()
+    -- the rows are mapped in C through the names' dictionary ids; the oracle
+    -- is SQL's grouping of the same kernels by the first four letters
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    local calls, seen = 0, {}
+    local m = k.name:map(function(s)
+      calls = calls + 1
+      T.ok(not seen[s], "each name is mapped once: " .. s)
+      seen[s] = true
+      return s:sub(1, 4)
+    end)
+    T.eq(calls, T.sql1(nccl, "SELECT count(DISTINCT shortName) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "one call per name")
+    local want = {}
+    for _, r in ipairs(T.sql(nccl, [[SELECT substr(s.value, 1, 4), count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k
+      JOIN StringIds s ON s.id = k.shortName GROUP BY 1]])) do want[r[1]] = tonumber(r[2]) end
+    local g = nsl.table{{"p", m}}:group_by("p"):agg{"n=count"}
+    T.eq(#g, (function() local n = 0 for _ in pairs(want) do n = n + 1 end return n end)(), "prefixes")
+    for i = 1, #g do T.eq(g.n[i], want[g.p[i]], "kernels with prefix " .. g.p[i]) end
+    -- a table map: names it lacks, and NULL names, map to NULL
+    local only = k.name:map{[k.name[1]] = "first"}
+    T.eq(only:eq("first"):count(), k.name:eq(k.name[1]):count(), "table map")
+    T.eq(only:isnull():count(), #k - k.name:eq(k.name[1]):count(), "unmapped rows are NULL")
+    local again = only:map(function(s) return s .. "!" end)
+    T.eq(again:eq("first!"):count(), only:eq("first"):count(), "mapped twice")
+    T.eq(again:isnull():count(), only:isnull():count(), "NULL stays NULL")
+  end},
+
+  {"a filter that keeps every row: the same rows, and columns not yet loaded still load", function()
+    -- such a filter shares the columns instead of copying them; SQL is the oracle for both kinds of column
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    k:load{"start", "stop"}
+    local all = k:filter(k.stop:ge(k.start))
+    T.eq(#all, T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE end >= start"), "rows kept")
+    T.eq(#all, #k, "every kernel ends after it starts")
+    T.eq((all.stop - all.start):sum(), T.sql1(nccl, "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "loaded")
+    T.eq(all.name:match("^nccl"):count(), T.sql1(nccl, [[SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k
+      JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'nccl%']]), "a column loaded after the filter")
+    local some = all:filter(all.device:eq(0))
+    T.eq(#some, T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 0"), "then a real filter")
+    T.eq(#all:filter(all.device:lt(0)), 0, "and one that keeps none")
+  end},
+
   {"join kernels to their launching API call on (report, pid, corr)", function()
     -- correlation ids are numbered per process: the join keys on the process too
     local tr = assert(nsl.open(nccl))

@@ -93,4 +93,23 @@ return {
     T.eq(got, want, "max of the aligned kernel ends: SQL's max plus the report's offset")
     T.ok(got > 2 ^ 53, "past 2^53")
   end},
+  {"the collectives are matched once per diagnose run (the ledger's waits and the straggler check share it); " ..
+   "the ledger alone matches them once too", function()
+    local straggler = require("nsl.straggler")
+    local match, analyse = straggler.match, straggler.analyse
+    local n = {match = 0, analyse = 0}
+    straggler.match = function(...) n.match = n.match + 1 return match(...) end
+    straggler.analyse = function(...) n.analyse = n.analyse + 1 return analyse(...) end
+    local ok, err = pcall(function()
+      local fs = diag(T.source_dir .. "/samples/nccl_4rank_straggler.zip")
+      T.eq(#by_id(fs, "straggler.host_idle"), 1, "the sample's straggler")
+      T.eq(n.match, 1, "diagnose: one matching")
+      T.eq(n.analyse, 1, "diagnose: one analysis of the matched collectives")
+      n.match, n.analyse = 0, 0
+      T.run_analysis("ledger", {T.source_dir .. "/samples/nccl_4rank_straggler.zip"})
+      T.eq(n.match, 1, "ledger: one matching")
+    end)
+    straggler.match, straggler.analyse = match, analyse
+    if not ok then error(err, 0) end
+  end},
 }

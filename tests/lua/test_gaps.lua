@@ -362,7 +362,7 @@ return {
       UNION ALL SELECT min(start) FROM NVTX_EVENTS UNION ALL SELECT min(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME)]])
     T.ok(#g > 0, "gaps listed")
     for i = 1, #g do
-      T.eq(g["At (ns)"][i], g["Start (ns)"][i] - first, "gap " .. i .. ": At = Start - the first event")
+      T.eq(g["At (ns from start)"][i], g["Start (ns)"][i] - first, "gap " .. i .. ": At = Start - the first event")
     end
   end},
 }

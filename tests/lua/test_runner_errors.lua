@@ -21,6 +21,15 @@ local function kernel_refusal()
 end
 
 return {
+  {"a value the analysis rejects is a usage error (exit 2); other failures exit 1", function()
+    local ok, e = pcall(nsl.fail, "--arg width: 200 to 16384 px", "usage")
+    T.ok(not ok and nsl.is_error(e) and e.usage and not e.internal, "marked usage")
+    T.eq(runner.exit_code(caught(function() nsl.fail("--arg x: bad", "usage") end)), 2, "usage: exit 2")
+    T.eq(runner.exit_code(caught(function() nsl.fail("x.sqlite: no kernels") end)), 1, "input: exit 1")
+    T.eq(runner.exit_code(caught(function() error("oops") end)), 1, "a bug: exit 1")
+    ok, e = pcall(nsl.fail, "x", "nonsense")
+    T.ok(not ok and not nsl.is_error(e), "an unknown kind is the caller's mistake")
+  end},
   {"a kernel's refusal of its arguments is marked internal; nsl.fail and source errors are not", function()
     local ok, e = pcall(kernel_refusal)
     T.ok(not ok and nsl.is_error(e), "an nsl error")

@@ -23,7 +23,8 @@ return {
                            {"api_dur", c.dur}, {"api_name", c.name}}
     local s = rows:sort("-api_dur", "report", "api_start")
     local ev = ctx:table("api_sync", nsl.table{{"report", s.report:map(function(r) return ctx:rank(r) end)},
-      {"pid", s.pid}, {"tid", s.api_tid}, {"API call", s.api_name}, {"start (ns)", s.api_start},
+      {"pid", s.pid}, {"tid", s.api_tid}, {"API call", s.api_name},
+      {"At (ns from start)", ctx:from_start(s.api_start)}, {"start (ns)", s.api_start},
       {"blocked (ns)", s.api_dur}}, "cudaDeviceSynchronize / cudaStreamSynchronize calls, longest first")
     per_process_calls(ctx, "api.sync", rows, "cudaDeviceSynchronize/cudaStreamSynchronize calls (wait on events " ..
       "instead of blocking the host)", ev, function(r) return "nsl run launch " .. ctx:path(r) end, "idle_sync")

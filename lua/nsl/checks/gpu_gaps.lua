@@ -26,7 +26,8 @@ return {
     if #d == 0 then return end
     local ev = ctx:table("gpu_gaps", nsl.table{
       {"report", span.report:gather(d.g):map(function(r) return ctx:rank(r) end)}, {"pid", span.pid:gather(d.g)},
-      {"device", span.device:gather(d.g)}, {"start (ns)", d.start}, {"gap (ns)", d.dur}},
+      {"device", span.device:gather(d.g)}, {"At (ns from start)", ctx:from_start(d.start)}, {"start (ns)", d.start},
+      {"gap (ns)", d.dur}},
       string.format("GPU idle gaps longer than %s per process and device", report.duration(min)))
     local a = d:group_by("g"):agg{"n=count", "total=sum(dur)", "first=first(start)", "longest=first(dur)"}:sort("g")
     for i = 1, #a do

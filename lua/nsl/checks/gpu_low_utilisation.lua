@@ -43,7 +43,8 @@ return {
     if #low == 0 then return end
     local ev = ctx:table("gpu_low_utilisation", nsl.table{
       {"report", span.report:gather(low.g):map(function(r) return ctx:rank(r) end)}, {"pid", span.pid:gather(low.g)},
-      {"device", span.device:gather(low.g)}, {"chunk", low.chunk}, {"start (ns)", low.start},
+      {"device", span.device:gather(low.g)}, {"chunk", low.chunk},
+      {"At (ns from start)", ctx:from_start(low.start)}, {"start (ns)", low.start},
       {"length (ns)", low.stop - low.start}, {"busy (ns)", low.busy}, {"utilisation (%)", low.util}},
       string.format("Chunks (1/%d of each process's device span) with GPU utilisation under %g%%", n, util))
     -- the idle of the low chunks that gpu.gaps does not claim already (its gaps longer than args.gap): one

@@ -19,7 +19,8 @@ return {
     local dv = devices(ctx)
     local ops = dv.ops
     if #ops == 0 then return end
-    local kern = ops:filter(~ops.memop)
+    -- (only the columns read below: the filter copies no others)
+    local kern = ops:select{"report", "device", "stream", "start", "stop", "memop"}:filter(~ops.memop)
     local ks = kern:group_by("report", "device", "stream"):agg{"kernels=count"}
     local copies = ops:filter(ops.memop & ops.name:where(function(s) return s:find("^%[CUDA memcpy") ~= nil end))
     if #copies == 0 or #ks == 0 then return end

@@ -10,7 +10,7 @@ local fail = require("nsl.runner").fail
 --- Renders notebook `path` on the traces to `output` (.html or .ipynb).
 -- Returns the exit code: 0 when written (failing cells are shown in it),
 -- 1 when it cannot be written or, with stop_on_error, a cell failed.
-function M.render(path, traces, output, stop_on_error, reports)
+function M.render(path, traces, output, stop_on_error, sel)
   local refused = nsl.input_refused("notebook", output, {path, table.unpack(traces or {})})
   if refused then return fail(1, refused) end
   local text, err = nsl.read_file(path)   -- a regular file: a FIFO or a device is refused at once
@@ -30,7 +30,7 @@ function M.render(path, traces, output, stop_on_error, reports)
   local trace
   if traces and #traces > 0 then
     local code
-    trace, err, code = nsl.open_selected(traces, reports)
+    trace, err, code = nsl.open_selected(traces, sel)
     if not trace then return fail(code, err) end
   end
   local blocks, failed = notebook.run(text, trace, {path = path, stop_on_error = stop_on_error})
@@ -70,7 +70,7 @@ function M.main(opts)
   end
   local traces = {}
   for i = 2, #opts.traces do traces[#traces + 1] = opts.traces[i] end
-  return M.render(opts.traces[1], traces, opts.output, opts.stop_on_error, opts.report)
+  return M.render(opts.traces[1], traces, opts.output, opts.stop_on_error, opts)
 end
 
 return M

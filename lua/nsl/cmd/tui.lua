@@ -30,7 +30,7 @@ function M.main(opts)
   local first = opts.traces[1]:match("([^/]+)/*$") or opts.traces[1]
   tuiopts.paths = opts.traces
   tuiopts.what = #opts.traces > 1 and string.format("%s and %d more", first, #opts.traces - 1) or first
-  tuiopts.reports = opts.report
+  tuiopts.select = opts   -- --report, --from, --to, --device (nsl.select)
   local ok, terr, failed, code = require("nsl.tui").run(nil, tuiopts)
   if not ok then return fail(code or 1, (failed == "open" and "" or "tui: ") .. tostring(terr)) end
   return 0

@@ -1,4 +1,4 @@
--- nsl.cmd.view -- `nsl view TRACE... -o view.html [--from T] [--to T]
+-- nsl.cmd.view -- `nsl view TRACE... -o view.html [--from T|step:N] [--to T|step:N]
 -- [--max-events N] [--bins N] [--no-findings]`: writes the interactive timeline viewer
 -- (lua/nsl/view.lua) of the traces as one self-contained HTML file.
 local nsl = require("nsl")
@@ -34,12 +34,14 @@ function M.main(opts)
   if not vopts then return fail(2, aerr) end
   local refused = nsl.input_refused("view", opts.output, opts.traces)
   if refused then return fail(1, refused) end
-  local trace, err, code = nsl.open_selected(opts.traces, opts.report)
+  local trace, err, code = nsl.open_selected(opts.traces, opts)   -- --from/--to: the window of the data
   if not trace then return fail(code, err) end
   local ok, res = pcall(function()
-    local from, to = window.resolve(trace, {from = opts.from, to = opts.to},
-                                    {"kernels", "memcpy", "memset", "nvtx", "gpu_ranges"})
-    vopts.from = from
+    -- the detail window opens on the window of --from/--to (clipped to the trace), else at the start
+    local from, to = window.span(trace)
+    local lo = window.span(trace, {"kernels", "memcpy", "memset", "nvtx", "gpu_ranges"})
+    if not lo then window.resolve_span(nil) end   -- no events: its one line
+    vopts.from = opts.from and opts.from ~= "" and from or lo
     if opts.to and opts.to ~= "" then vopts.to = to end
     return view.viewer(trace, vopts)
   end)

@@ -41,10 +41,11 @@ function M.duration(v)
 end
 
 --- units.duration_arg(args, name) -> args[name] as integer ns; an argument
--- that is not a duration fails with a one-line message naming it.
+-- that is not a duration fails with a one-line message naming it (a usage
+-- error: exit 2).
 function M.duration_arg(args, name)
   local ns, err = M.duration(args[name])
-  if not ns then nsl.fail(string.format("--arg %s: %s", name, err)) end
+  if not ns then nsl.fail(string.format("--arg %s: %s", name, err), "usage") end
   return ns
 end
 

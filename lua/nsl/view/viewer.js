@@ -439,11 +439,14 @@
     this.drawAxis(g, k, cssW);
     this.drawn = drawn;
     this.lodDrawn = lodDrawn;
-    this.status.textContent = dur(v0) + ' \u2013 ' + dur(v1) + '  (' + dur(v1 - v0) + ' shown)';
+    // from the trace's start, as every output counts (d.shift: the page's first event from it)
+    this.status.textContent = dur(v0 + (d.shift || 0)) + ' \u2013 ' + dur(v1 + (d.shift || 0)) + ' from the start  (' +
+      dur(v1 - v0) + ' shown)';
     // outside the detail window only the summary shows: the command that embeds every event of this view
     var a = Math.max(0, Math.floor(v0)), b = Math.min(d.span, Math.ceil(v1));
     this.hint.textContent = (v0 < d.from || v1 > d.to) && b > a && b - a < (d.to - d.from) * 4 ?   // never an empty window
-      'every event here: nsl view TRACE --from ' + a + ' --to ' + b + ' (ns from the first event)' : '';
+      'every event here: nsl view TRACE --from ' + (a + (d.shift || 0)) + ' --to ' + (b + (d.shift || 0)) +
+      ' (ns from the first event)' : '';
   };
 
   /* The level of detail that fits the view: the coarsest whose bins are
