@@ -36,7 +36,7 @@ static void remove_file(void) {
 /* fuzz_run(path) -> true, or false and the internal error (analysis, message, traceback). */
 static const char harness_lua[] =
     "local nsl = require('nsl')\n"
-    "local runner, output, report = require('nsl.runner'), require('nsl.output'), require('nsl.report')\n"
+    "local runner, output, report = require('nsl.engine.runner'), require('nsl.engine.output'), require('nsl.report')\n"
     "local list = {}\n"
     "for _, name in ipairs{'diagnose', 'classes', 'summary'} do list[#list + 1] = assert(runner.load_analysis(name)) end\n"
     "function fuzz_run(path)\n"

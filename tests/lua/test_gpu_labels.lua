@@ -91,11 +91,11 @@ return {
       for l, c in pairs(count_known(p.label, labels)) do fig[l] = (fig[l] or 0) + c end
     end
     -- the viewer's data: every event in the detail window, names through the string table
-    local v = require("nsl.view").viewer(trace, {findings = false, max_events = 1000000})
+    local v = require("nsl.engine.view").viewer(trace, {findings = false, max_events = 1000000})
     local strings = {}
     for _, s in ipairs(v.data.strings) do strings[s] = true end
     -- the TUI model: each row's name and details; the filter on each label keeps SQL's count
-    local model = require("nsl.tui_model")
+    local model = require("nsl.engine.tui_model")
     local m = model.new(trace)
     for _, s in ipairs(m:stages()) do s.run() end
     local tui, details = {}, {}

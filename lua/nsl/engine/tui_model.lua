@@ -1,4 +1,4 @@
--- nsl.tui_model -- what `nsl tui` shows, without the terminal: the lanes
+-- nsl.engine.tui_model -- what `nsl tui` shows, without the terminal: the lanes
 -- of a timeline (one per GPU stream with kernels, NCCL kernels, memcpy by
 -- direction and memset; on nsys-jax archives, which keep no CUDA activity,
 -- the XLA modules and their thunks projected onto each GPU (the archive's
@@ -606,11 +606,11 @@ end
 --- The findings of diagnose over the trace, largest cost first (computed once).
 function Model:load_findings()
   if self.findings then return self.findings end
-  local runner = require("nsl.runner")
+  local runner = require("nsl.engine.runner")
   local diagnose = require("nsl.diagnose")
   local a = assert(runner.load_analysis("diagnose"))
   local args = assert(runner.parse_args(a, {}))
-  local out = require("nsl.output").new{analysis = "diagnose", format = "collect", trace = self.trace}
+  local out = require("nsl.engine.output").new{analysis = "diagnose", format = "collect", trace = self.trace}
   local ctx = diagnose.context(self.trace, args, nil, out)
   pause()
   self.findings = diagnose.run(ctx, pause)   -- in a coroutine, keys are read between the checks

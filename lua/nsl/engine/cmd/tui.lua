@@ -1,11 +1,11 @@
--- nsl.cmd.tui -- `nsl tui TRACE...`: the terminal timeline, details, NVTX
--- tree and findings of a trace (lua/nsl/tui.lua), on a terminal.
+-- nsl.engine.cmd.tui -- `nsl tui TRACE...`: the terminal timeline, details, NVTX
+-- tree and findings of a trace (lua/nsl/engine/tui.lua), on a terminal.
 local nsl = require("nsl")
-local fail = require("nsl.runner").fail
+local fail = require("nsl.engine.runner").fail
 
 local M = {}
 
---- Entry point (see nsl.runner): opts from the command table
+--- Entry point (see nsl.engine.runner): opts from the command table
 -- (src/cli/commands.c): traces, no_color, max_depth.
 function M.main(opts)
   if not nsl.curses then
@@ -31,7 +31,7 @@ function M.main(opts)
   tuiopts.paths = opts.traces
   tuiopts.what = #opts.traces > 1 and string.format("%s and %d more", first, #opts.traces - 1) or first
   tuiopts.select = opts   -- --report, --from, --to, --device (nsl.select)
-  local ok, terr, failed, code = require("nsl.tui").run(nil, tuiopts)
+  local ok, terr, failed, code = require("nsl.engine.tui").run(nil, tuiopts)
   if not ok then return fail(code or 1, (failed == "open" and "" or "tui: ") .. tostring(terr)) end
   return 0
 end

@@ -1,10 +1,10 @@
--- nsl.runner -- runs analyses: finds the script, checks its arguments,
+-- nsl.engine.runner -- runs analyses: finds the script, checks its arguments,
 -- opens the trace, calls run(trace, args, out) and emits what it produced.
 -- The C side (src/cli) parses the command line and calls M.main(opts).
 local nsl = require("nsl")
 local tables = require("nsl.util.tables")
 local report = require("nsl.report")
-local output = require("nsl.output")
+local output = require("nsl.engine.output")
 
 local M = {}
 
@@ -12,7 +12,7 @@ local stderr = io.stderr
 local quiet = false   -- a distributed run's processes other than MPI rank 0 print nothing
 
 --- runner.fail(code, msg) -> code, after msg on stderr as "nsl: msg": the one
--- way `nsl run` and the commands (nsl.cmd.*) fail.  msg may quote names
+-- way `nsl run` and the commands (nsl.engine.cmd.*) fail.  msg may quote names
 -- from a trace: printable only.
 local function fail(code, msg)
   if not quiet then stderr:write("nsl: ", nsl.printable(tostring(msg), true), "\n") end
@@ -269,7 +269,7 @@ function M.main(opts)
     opts.distribute = true
     return M.run(a, opts)
   else
-    assert(cmd == "run", "nsl.runner runs run, list and info")
+    assert(cmd == "run", "nsl.engine.runner runs run, list and info")
     local a, err = M.load_analysis(opts.script)
     if not a then return fail(opts.script:match("^[%w_%-]+$") and 2 or 1, err) end
     if opts.help then

@@ -1,10 +1,10 @@
--- nsl.view -- the interactive timeline viewer: one self-contained HTML file
+-- nsl.engine.view -- the interactive timeline viewer: one self-contained HTML file
 -- (no network) with a canvas timeline of the trace (one row per GPU stream:
 -- kernels, NCCL kernels, memcpy by direction, memset; on nsys-jax archives
 -- one per device: the XLA modules and thunks projected onto it; NVTX ranges per
 -- thread in nesting sub-rows), zoom, pan, hover details, search by name,
 -- the NVTX stack at a point or over a selection, and the findings of
--- `diagnose`.  The page's script and style are lua/nsl/view/viewer.js and
+-- `diagnose`.  The page's script and style are lua/nsl/engine/view/viewer.js and
 -- viewer.css; this module only gathers the data, from the same tables and
 -- findings `nsl run` uses, and embeds it compactly:
 --   * levels of detail over the whole trace: per row and time bin, the busy
@@ -14,7 +14,7 @@
 --   * every event of a detail window [from, to), as columns of
 --     little-endian typed arrays (nsl.pack) in base64, names through one
 --     string table.
---   local v = require("nsl.view").viewer(trace, {from = t0, to = t1})
+--   local v = require("nsl.engine.view").viewer(trace, {from = t0, to = t1})
 --   nsl.write_file("view.html", v:page())      -- `nsl view`; out:file(name, v:page()) in an analysis
 --   show(v)                                     -- a notebook cell embeds it (v:fragment())
 local nsl = require("nsl")
@@ -225,11 +225,11 @@ end
 --- The findings of `diagnose` on the trace as records for the page, and
 -- notes (a check that could not run, or diagnose itself).
 local function diagnose_findings(trace)
-  local runner = require("nsl.runner")
+  local runner = require("nsl.engine.runner")
   local findings = require("nsl.findings")
   local a = assert(runner.load_analysis("diagnose"))
   local parsed = assert(runner.parse_args(a, {}))
-  local out = require("nsl.output").new{analysis = a.name, format = "notebook", trace = trace}
+  local out = require("nsl.engine.output").new{analysis = a.name, format = "notebook", trace = trace}
   local ok, err = xpcall(a.run, nsl.error_handler, trace, parsed, out)
   if not ok then
     if not nsl.is_error(err) then error(runner.failure(a, err, trace.reports.path:totable()), 0) end
@@ -362,7 +362,7 @@ end
 
 --- The viewer's script and style, as shipped in the binary.
 local function asset(name)
-  local text = nsl.embedded_file("lua/nsl/view/" .. name)
+  local text = nsl.embedded_file("lua/nsl/engine/view/" .. name)
   if not text then error("the viewer's " .. name .. " is not in this build", 2) end
   return text
 end

@@ -1,7 +1,7 @@
--- nsl.cmd.combine -- `nsl combine IN.zip... -o OUT.zip`: per-rank bundles
+-- nsl.engine.cmd.combine -- `nsl combine IN.zip... -o OUT.zip`: per-rank bundles
 -- merged into one (src/source/bundle_combine.c does the work and the checks).
 local nsl = require("nsl")
-local fail = require("nsl.runner").fail
+local fail = require("nsl.engine.runner").fail
 
 local M = {}
 

@@ -1,4 +1,4 @@
--- nsl.output -- the `out` object an analysis writes its results to:
+-- nsl.engine.output -- the `out` object an analysis writes its results to:
 -- tables, free text, findings and files.  Findings come first: text output
 -- is held until the analysis ends (or fails), then its findings print, in
 -- human units (nsl.findings.lines), before the tables and prose, which keep
@@ -96,7 +96,7 @@ end
 -- run (after parts).
 function Out:run(name, trace, given, opts)
   opts = opts or {}
-  local a = assert(require("nsl.runner").load_analysis(name))
+  local a = assert(require("nsl.engine.runner").load_analysis(name))
   local args = self:args(name, given)
   if not opts.collect then return a.run(trace, args, self) end
   local sub = M.new{analysis = name, format = opts.collect, trace = trace}
@@ -118,7 +118,7 @@ end
 --- out:args(name [, given]) -> the arguments of shipped analysis `name`
 -- as its run receives them: its defaults, and given (KEY=VALUE strings).
 function Out:args(name, given)
-  local runner = require("nsl.runner")
+  local runner = require("nsl.engine.runner")
   return assert(runner.parse_args(assert(runner.load_analysis(name)), given or {}))
 end
 
