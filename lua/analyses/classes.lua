@@ -100,10 +100,8 @@ local function run_gpa(args, out)
                        r.estimate_total or nan, r.estimate_total_pct or nan}
     local tag = it.args.nvtx_tag_of_iter
     if tag and #trace.kernels > 0 then   -- nsl's exact split of the same time, per iteration and GPU
-      local runner = require("nsl.runner")
-      local a = assert(runner.load_analysis("overlap"))
-      local sub = require("nsl.output").new{analysis = "overlap", format = "json"}
-      a.run(trace, assert(runner.parse_args(a, {"iteration=" .. tag})), sub)
+      local sub, err = out:run("overlap", trace, {"iteration=" .. tag}, {collect = "json"})
+      if not sub then nsl.fail(err) end
       for _, item in ipairs(sub.items) do
         if item.kind == "table" and item.name == "iteration_summary" then exact[#exact + 1] = {title = it.title, t = item.t} end
       end

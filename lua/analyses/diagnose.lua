@@ -54,7 +54,7 @@ return {
   example = "nsl run diagnose rank0.sqlite rank1.sqlite --format json --fail-on warning",
   -- parts: a distributed run's gathered columns (diagnose.step)
   run = function(trace, args, out, parts)
-    local ctx = diagnose.context(trace, args, parts)
+    local ctx = diagnose.context(trace, args, parts, out)
     local where = table.concat(ctx.paths, ", ")
     local L = ctx:ledger()
     if L.res.empty then   -- honest silence: say what could not be checked, and why; --fail-on fails
@@ -128,5 +128,5 @@ return {
   -- distributed (nsl.distributed): each process makes the GPU operations of
   -- its reports and the straggler analysis's kernel columns; rank 0 runs the
   -- checks over them and reads the rest of the trace from the processes
-  distributed = {step = function(trace, args) return diagnose.step(trace, args) end},
+  distributed = {step = function(trace, args) return diagnose.step(trace, args) end, uses = diagnose.uses},
 }

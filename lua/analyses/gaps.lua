@@ -14,20 +14,16 @@ local report = require("nsl.report")
 local host = require("nsl.host")
 
 -- The GPU operations of every report (nsl.gpu_ops): report, pid, device,
--- stream, corr, start, stop and name (short kernel names), without
--- operations of zero length (they keep nothing busy).
+-- stream, corr, start, stop and name, without operations of zero length
+-- (they keep nothing busy).  How gaps names an operation: the kernel's
+-- short name, a memory operation's terse label in brackets ("[memcpy
+-- HtoD]", "[memset]").
 local function busy_ops(trace)
   local ops = gpu_ops.table(trace, {columns = {"report", "pid", "device", "stream", "corr", "start", "stop"},
-                                    names = "short"})
-  return ops:filter(ops.stop:gt(ops.start))
-end
-
--- How gaps names an operation: the kernel's short name, "[memcpy HtoD]",
--- "[memset]".
-local function op_label(name)
-  if name == gpu_ops.memset_label then return "[" .. gpu_ops.terse_label(nil) .. "]" end
-  local kind = gpu_ops.memcpy_kind(name)
-  return kind and "[" .. gpu_ops.terse_label(kind) .. "]" or name
+                                    names = "short", labels = "terse", memop = true})
+  ops = ops:filter(ops.stop:gt(ops.start))
+  local bracketed = ops.name:map(function(name) return "[" .. name .. "]" end)
+  return ops:with("name", nsl.where(ops.memop, bracketed, ops.name))
 end
 
 -- Gaps of one scope (keys {"report", "device"} or {"report", "device",
@@ -71,7 +67,7 @@ local function scope_gaps(ops, keys, min)
     return (nsl.table(q):join(cand, qk, {"name", "pid", "corr"}, prefix))
   end
   local before, after = neighbour("start", "stop", "b_"), neighbour("stop", "start", "a_")
-  d = d:with("before", before.b_name:map(op_label), "after", after.a_name:map(op_label), "pid", after.a_pid,
+  d = d:with("before", before.b_name, "after", after.a_name, "pid", after.a_pid,
              "corr", after.a_corr)
   return summary, d, dur
 end

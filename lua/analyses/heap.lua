@@ -70,7 +70,7 @@ return {
       -- XLA plans a JAX program's device memory ahead of time: its heap simulation is what there is
       out:text("No device-memory events in this JAX trace; the device memory XLA planned per program " ..
                "(heap-simulator peaks, nsl run jax_heap):")
-      return require("nsl.runner").delegate("jax_heap", trace, out)
+      return out:run("jax_heap", trace)
     elseif #m == 0 then
       out:text("No device-memory events: the export has no CUDA_GPU_MEMORY_USAGE_EVENTS rows " ..
                "(profile with `nsys profile --cuda-memory-usage=true`).")

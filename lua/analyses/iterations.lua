@@ -150,40 +150,9 @@ return {
     w = w:sort(table.unpack(keys))
 
     -- warm-up per process (per report for kernel markers), in iteration order
-    local rep, pid, dur = w.report:totable(), w.pid:totable(), (w.stop - w.start):totable()
-    local busy, gs, ge = w.gpu_busy:totable(), w.gpu_start:totable(), w.gpu_stop:totable()
-    local warm, groups, order = {}, {}, {}
-    for i = 1, #w do
-      local key = rep[i] .. ":" .. tostring(pid[i])
-      if not groups[key] then
-        groups[key] = {report = rep[i], pid = pid[i], rows = {}}
-        order[#order + 1] = key
-      end
-      table.insert(groups[key].rows, i)
-    end
-    local st = {report = {}, pid = {}, n = {}, warm = {}, steady = {}, med = {}, mean = {}, std = {}, min = {},
-                max = {}, busy = {}}
-    for _, key in ipairs(order) do
-      local gr = groups[key]
-      local durs = {}
-      for k, i in ipairs(gr.rows) do durs[k] = dur[i] end
-      local nw = steps.warm[key]
-      local steady, pct = {}, {}
-      for k, i in ipairs(gr.rows) do
-        warm[i] = k <= nw and "yes" or ""
-        if k > nw then
-          steady[#steady + 1] = durs[k]
-          if gs[i] and ge[i] > gs[i] then pct[#pct + 1] = busy[i] * 100.0 / (ge[i] - gs[i]) end
-        end
-      end
-      local d = iterations.describe(steady)
-      local j = #st.report + 1
-      st.report[j], st.pid[j], st.n[j], st.warm[j], st.steady[j] = gr.report, gr.pid or -1, #durs, nw, #steady
-      st.med[j], st.mean[j], st.std[j] = d and d.median or -1, d and d.mean or -1, d and d.std or -1
-      st.min[j], st.max[j] = d and d.min or -1, d and d.max or -1
-      local b = iterations.describe(pct)
-      st.busy[j] = b and b.median or -1.0
-    end
+    local S = iterations.steady_state(w, steps)
+    local groups, order, warm, st = S.groups, S.order, S.warm, S.st
+    local dur, gs, ge = S.dur, S.gs, S.ge
 
     local gpu_dur = w.gpu_stop - w.gpu_start
     local busy_pct = w.gpu_busy * 100.0 / gpu_dur
@@ -200,21 +169,11 @@ return {
     out:table("iterations", nsl.table(cols), {title = "Iterations", limit = limit})
 
     -- time per class: one column per class present, in the map's order
-    local present = {}
-    for _, c in ipairs(per_class.class:totable()) do present[c] = true end
+    local class_time = iterations.class_time(w, per_class, map, keys)   -- in the map's order, for the figure
     local ccols = {{"Report", w.report}}
     if it.mode == "range" then ccols[#ccols + 1] = {"PID", w.pid} end
     ccols[#ccols + 1] = {"Iter", w.iter}
-    local class_time = {}   -- {class, column} in the map's order, for the figure
-    for _, c in ipairs(map:classes()) do
-      if present[c] then
-        local one = per_class:filter(per_class.class:eq(c))
-        local j = w:select(keys):join(one, keys, {"time"})
-        class_time[#class_time + 1] = {c, nsl.coalesce(j.time, 0)}
-        ccols[#ccols + 1] = {c .. " (ns)", class_time[#class_time][2]}
-        present[c] = nil
-      end
-    end
+    for _, ct in ipairs(class_time) do ccols[#ccols + 1] = {ct[1] .. " (ns)", ct[2]} end
     out:table("iteration_classes", nsl.table(ccols), {title = "GPU time per kernel class and iteration (" ..
       map.source .. ")", limit = limit})
 

@@ -15,7 +15,7 @@ local function memops(trace)
     {"report", nsl.concat(mc.report:cast("i64"), ms.report:cast("i64"))},
     {"dur", nsl.concat(mc.dur, ms.dur)},
     {"mb", nsl.concat(mc.bytes / 1e6, ms.bytes / 1e6)},
-    {"op", nsl.concat(mc.kind:map(gpu_ops.memcpy_label), nsl.rep(gpu_ops.memset_label, #ms))},
+    {"op", nsl.concat(gpu_ops.memcpy_labels(mc.kind), nsl.rep(gpu_ops.label(nil), #ms))},
   }
 end
 
@@ -88,7 +88,7 @@ return {
     end
     if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 and #trace.gpu_ranges > 0 then
       -- an nsys-jax trace: NVTX ranges projected onto the GPU, no CUDA activity tables
-      return require("analyses.jax_summary").run(trace, {programs = "fingerprint", top = 10}, out)
+      return out:run("jax_summary", trace)
     end
     if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 then
       local paths = trace.reports.path:totable()

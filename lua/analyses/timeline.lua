@@ -24,7 +24,7 @@ return {
     file = {default = "", help = "file name under --out DIR, without or with the format's extension (default timeline)"},
   },
   example = "nsl run timeline run.sqlite --arg from=1.2s --arg to=1.25s --out figures/",
-  -- a distributed run moves only the window's rows to MPI rank 0 (plot.timeline draws plot.window_rows)
+  -- a distributed run moves only the window's rows to MPI rank 0 (plot.timeline draws window.rows)
   gather = window.gather(function(args)
     return {kernels = "overlap", memcpy = "overlap", memset = "overlap", nvtx = args.nvtx and "overlap" or nil}
   end),
@@ -67,12 +67,10 @@ return {
       return map
     end
     local gpu_parts, cpu_parts = {}, {}
-    for _, tname in ipairs(gpu_ops.tables) do
-      gpu_parts[#gpu_parts + 1] = plot.window_rows(trace[tname], {"report", "device", "stream", "start", "stop"},
-                                                   from, to)
-    end
+    local ops = gpu_ops.table(trace, {columns = {"report", "device", "stream", "start", "stop"}, from = from, to = to})
+    if #ops > 0 then gpu_parts[1] = ops end
     if args.nvtx then
-      cpu_parts[#cpu_parts + 1] = plot.window_rows(trace.nvtx, {"report", "pid", "tid", "start", "stop"}, from, to)
+      cpu_parts[#cpu_parts + 1] = window.rows(trace.nvtx, {"report", "pid", "tid", "start", "stop"}, from, to)
     end
     local gpu_busy = busy_of(gpu_parts, {"report", "device", "stream", "start", "stop"})
     local cpu_busy = busy_of(cpu_parts, {"report", "pid", "tid", "start", "stop"})

@@ -418,7 +418,7 @@ function M.store(path, name, files, expect)
   return true
 end
 
---- Stores the results of analysis `name` (the `out` object of nsl.output)
+--- Stores the results of analysis `name` (the `out` object of nsl.engine.output)
 -- in the one bundle among traces (M.store): every table as CSV,
 -- results.json, and the files the analysis wrote.  Returns true, or nil and
 -- a message.

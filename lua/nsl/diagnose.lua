@@ -44,7 +44,7 @@ local overlap = require("nsl.overlap")
 local nccl = require("nsl.nccl")
 local iterations = require("nsl.iterations")
 local host_sync = require("nsl.host_sync")
-local output = require("nsl.output")
+local findings = require("nsl.findings")
 local ledger = require("nsl.ledger")
 local straggler = require("nsl.straggler")
 
@@ -88,24 +88,18 @@ local OPS = {names = "short", memop = true}
 
 --- The distributed step (nsl.distributed) of diagnose over a process's
 -- reports: the GPU operations (Ctx:ops, with `part` 0/1/2 for kernels,
--- memcpy, memset, so rank 0 can restore the one-process row order) and the
--- steps of the analyses diagnose runs that have a distributed form, under
--- "NAME.TABLE".
+-- memcpy, memset, so rank 0 can restore the one-process row order).  The
+-- steps of the analyses diagnose runs that have a distributed form (M.uses)
+-- run beside it, their tables under "NAME.TABLE".
 function M.step(trace)
-  local parts = {ops = distributed.ops_step(trace, OPS)}
-  local runner = require("nsl.runner")
-  for _, name in ipairs{"straggler"} do
-    local a = assert(runner.load_analysis(name))
-    for tname, t in pairs(a.distributed.step(trace, assert(runner.parse_args(a, {})))) do
-      parts[name .. "." .. tname] = t
-    end
-  end
-  return parts
+  return {ops = distributed.ops_step(trace, OPS)}
 end
+M.uses = {"straggler"}
 
 --- A context for the checks: the trace, its arguments, its steps; parts:
--- a distributed run's gathered columns (M.step), or nil.
-function M.context(trace, args, parts)
+-- a distributed run's gathered columns (M.step), or nil; out: the run's
+-- output, through which checks run other analyses (out:run).
+function M.context(trace, args, parts, out)
   -- arguments first: a bad one fails the run, not just its check
   local ns = {}   -- the checks' duration thresholds in ns
   for _, c in ipairs(M.checks()) do
@@ -117,8 +111,8 @@ function M.context(trace, args, parts)
   if args.chunks < 1 or math.type(args.chunks) ~= "integer" then
     nsl.fail("--arg chunks must be a whole number, 1 or more", "usage")
   end
-  local ctx = setmetatable({trace = trace, args = args, ns = ns, findings = {}, evidence = {}, notes = {}, cache = {}},
-                           Ctx)
+  local ctx = setmetatable({trace = trace, args = args, ns = ns, findings = {}, evidence = {}, notes = {}, cache = {},
+                            out = out}, Ctx)
   if parts then   -- a distributed run: what the processes computed of their reports
     ctx.parts = parts
     ctx.cache.ops = distributed.ops_combine(parts.ops)
@@ -568,34 +562,17 @@ end
 
 
 
--- Runs a shipped analysis on the trace with a collecting out; returns the
--- out (its findings and items), or nil and the error of bad input.
+-- Runs a shipped analysis on the trace with a collecting out (ctx.out:run);
+-- returns the out (its findings and items), or nil and the error of bad input.
 -- extra: a last argument for its run (the straggler analysis: the matching
 -- diagnose made, Ctx:straggler_match).
 local function run_analysis(ctx, name, given, extra)
-  local runner = require("nsl.runner")
-  local a = assert(runner.load_analysis(name))
-  local args = assert(runner.parse_args(a, given or {}))
-  local sub = output.new{analysis = name, format = "collect", trace = ctx.trace}
-  local run, sp = a.run, nil
-  if ctx.parts and a.distributed then   -- its step ran on every process (M.step)
-    for k, t in pairs(ctx.parts) do
-      local tname = k:match("^" .. name .. "%.(.+)$")
-      if tname then sp = sp or {}; sp[tname] = t end
-    end
-    if sp then
-      run = function(tr, ar, o, _, ex)
-        if a.distributed.combine then return a.distributed.combine(tr, sp, ar, o) end
-        return a.run(tr, ar, o, sp, ex)
-      end
-    end
+  local sp   -- its step ran on every process (M.uses)
+  for k, t in pairs(ctx.parts or {}) do
+    local tname = k:match("^" .. name .. "%.(.+)$")
+    if tname then sp = sp or {}; sp[tname] = t end
   end
-  local ok, err = xpcall(run, runner.handler, ctx.trace, args, sub, nil, extra)
-  if not ok then
-    if nsl.is_error(err) then return nil, tostring(err) end
-    error(err, 0)
-  end
-  return sub
+  return ctx.out:run(name, ctx.trace, given, {collect = "collect", parts = sp, extra = extra})
 end
 M.run_analysis = run_analysis
 
@@ -608,10 +585,9 @@ function Ctx:straggler_match()
     local trace = self.trace
     self.cache.matched = false
     if #trace.kernels > 0 or #trace.gpu_ranges > 0 then
-      local runner = require("nsl.runner")
-      local args = assert(runner.parse_args(assert(runner.load_analysis("straggler")), {}))
+      local args = self.out:args("straggler")
       local k = self.parts and self.parts["straggler.kernels"]
-      local ok, src, res = xpcall(straggler.match, runner.handler, trace, args, k)
+      local ok, src, res = xpcall(straggler.match, nsl.error_handler, trace, args, k)
       if ok then self.cache.matched = {src, res}
       elseif nsl.is_error(src) then self.cache.matched_err = tostring(src)
       else error(src, 0) end
@@ -809,7 +785,7 @@ function M.merge(ctx, list)
       for i, f in ipairs(fs) do
         v[i] = f.lost_ns
         ranks[i] = f.where.rank .. (f.where.pid and not f.where.rank:find(":gpu") and (":pid" .. f.where.pid) or "")
-        if output.severity_rank(f.severity) > output.severity_rank(sev) then sev = f.severity end
+        if findings.severity_rank(f.severity) > findings.severity_rank(sev) then sev = f.severity end
       end
       local most, least = v[1], v[#v]
       local median = iterations.describe(v).median
@@ -891,7 +867,7 @@ function M.run(ctx, between, checks)
   for i, c in ipairs(checks) do
     -- the progress line (on a terminal, for work over a second) names the check
     local progress <close> = nsl.progress(string.format("diagnose: check %d of %d (%s)", i, #checks, c.id))
-    local ok, err = xpcall(c.run, require("nsl.runner").handler, ctx)
+    local ok, err = xpcall(c.run, nsl.error_handler, ctx)
     if not ok then
       if nsl.is_error(err) then ctx.notes[#ctx.notes + 1] = c.id .. ": " .. tostring(err)
       else error(err, 0) end
@@ -910,7 +886,7 @@ function M.run(ctx, between, checks)
     if la ~= lb then return la > lb end
     local ca, cb = a.cost_ns or -1, b.cost_ns or -1
     if ca ~= cb then return ca > cb end
-    local sa, sb = output.severity_rank(a.severity), output.severity_rank(b.severity)
+    local sa, sb = findings.severity_rank(a.severity), findings.severity_rank(b.severity)
     if sa ~= sb then return sa > sb end
     if a.id ~= b.id then return a.id < b.id end
     return a._pos < b._pos

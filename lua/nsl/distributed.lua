@@ -9,13 +9,17 @@
 --      distributed = {
 --        step = function(view, args) return {name = table, ...} end,
 --        combine = function(trace, parts, args, out) ... end,   -- optional
+--        uses = {"straggler", ...},   -- optional: analyses it runs (out:run)
 --      }
 --    runs step on every process over a trace of its own reports (times on
 --    the whole trace's clock; an integer `report` column numbers reports as
 --    the whole trace does once it arrives on rank 0); the tables (native
 --    column buffers) are gathered on rank 0 and concatenated in report order
 --    into parts[name], and combine produces the output there -- without a
---    combine, run(trace, args, out, parts).  Every process returns the same
+--    combine, run(trace, args, out, parts).  The steps of the analyses it
+--    uses run beside its own (with their default arguments), their tables
+--    under "ANALYSIS.NAME": out:run(ANALYSIS, ..., {parts = ...}) hands
+--    them over.  Every process returns the same
 --    names.  combine may still read the whole trace: what it reads of other
 --    processes' reports is asked of them then;
 --  * any other analysis runs on rank 0 over the whole trace, whose tables
@@ -76,7 +80,16 @@ end
 -- elsewhere), or false and the first failure's message (on rank 0).
 local function steps(runner, a, args, dist, opts)
   local first = dist:share()
-  local ok, res = xpcall(function() return a.distributed.step(dist:view(), args) end, runner.handler)
+  local ok, res = xpcall(function()
+    local view = dist:view()
+    local res = a.distributed.step(view, args)
+    if type(res) ~= "table" then return res end
+    for _, name in ipairs(a.distributed.uses or {}) do   -- the steps of the analyses it runs, default arguments
+      local u = assert(runner.load_analysis(name))
+      for tname, t in pairs(u.distributed.step(view, assert(runner.parse_args(u, {})))) do res[name .. "." .. tname] = t end
+    end
+    return res
+  end, nsl.error_handler)
   if ok and type(res) ~= "table" then
     ok, res = false, {bug = "distributed.step must return a table of tables", traceback = ""}
   end

@@ -23,6 +23,11 @@ local report = require("nsl.report")
 
 local M = {}
 
+local severities = {info = 1, warning = 2, error = 3}
+
+--- The rank of a severity (info 1, warning 2, error 3; anything else 0).
+function M.severity_rank(s) return severities[s] or 0 end
+
 local where_keys = {rank = "string", host = "string", report = "integer", device = "integer", stream = "integer", pid = "integer",
                     tid = "integer", from = "integer", to = "integer", nvtx = "string"}
 

@@ -1,13 +1,15 @@
--- nsl.gpu_ops -- the derived table of every GPU operation of a trace:
--- kernels, memcpy and memset as one table, in that order (each in its own
--- table's row order), with one naming of operations: a kernel by its name,
--- a memory operation by nsys's label ("[CUDA memcpy Host-to-Device]",
--- "[CUDA memset]", as `nsys stats` prints them).  Every analysis that needs
--- the GPU work as one table builds it here.
---
--- Terse forms for figures and trace events ("memcpy HtoD", "memset") are
--- presentation, made from the memcpy kind by M.terse_label.
+-- nsl.gpu_ops -- the GPU operations of a trace: kernels, memcpy and memset
+-- as one table (M.table) or one part per table (M.parts), in that order
+-- (each in its own table's row order), with one naming of memory operations
+-- (M.label, one table of labels in two styles: nsys's "[CUDA memcpy
+-- Host-to-Device]" and "[CUDA memset]", as `nsys stats` prints them, for the
+-- tables of analyses; the terse "memcpy HtoD" and "memset" for figures, the
+-- viewer, the TUI and trace events) and one classing for the front ends
+-- (M.classes: kernel, NCCL kernel, memcpy by direction, memset).  Every
+-- analysis and front end that needs the GPU work as one table builds it
+-- here.
 local nsl = require("nsl")
+local window = require("nsl.window")
 
 local M = {}
 
@@ -16,42 +18,60 @@ local M = {}
 M.tables = {"kernels", "memcpy", "memset"}
 M.kinds = {"kernel", "memcpy", "memset"}
 
---- nsys's labels of memory operations ("[CUDA memcpy Host-to-Device]", ...),
--- by the memcpy kind of the data model.
-M.memcpy_labels = {
-  HtoD = "[CUDA memcpy Host-to-Device]", DtoH = "[CUDA memcpy Device-to-Host]",
-  HtoA = "[CUDA memcpy Host-to-Array]", AtoH = "[CUDA memcpy Array-to-Host]",
-  AtoA = "[CUDA memcpy Array-to-Array]", AtoD = "[CUDA memcpy Array-to-Device]",
-  DtoA = "[CUDA memcpy Device-to-Array]", DtoD = "[CUDA memcpy Device-to-Device]",
-  HtoH = "[CUDA memcpy Host-to-Host]", PtoP = "[CUDA memcpy Peer-to-Peer]",
-  UVM_HtoD = "[CUDA memcpy Unified Host-to-Device]", UVM_DtoH = "[CUDA memcpy Unified Device-to-Host]",
-  UVM_DtoD = "[CUDA memcpy Unified Device-to-Device]", Unknown = "[CUDA memcpy Unknown]",
+-- nsys's words for each memcpy kind of the data model.
+local directions = {
+  HtoD = "Host-to-Device", DtoH = "Device-to-Host", HtoA = "Host-to-Array", AtoH = "Array-to-Host",
+  AtoA = "Array-to-Array", AtoD = "Array-to-Device", DtoA = "Device-to-Array", DtoD = "Device-to-Device",
+  HtoH = "Host-to-Host", PtoP = "Peer-to-Peer", UVM_HtoD = "Unified Host-to-Device",
+  UVM_DtoH = "Unified Device-to-Host", UVM_DtoD = "Unified Device-to-Device", Unknown = "Unknown",
 }
-M.memset_label = "[CUDA memset]"
 
---- nsys's name of a memcpy of the given kind ("HtoD" -> "[CUDA memcpy Host-to-Device]").
-function M.memcpy_label(kind) return M.memcpy_labels[kind] or ("[CUDA memcpy " .. kind .. "]") end
+-- The label table: per style, the label of a memcpy of a kind and of a memset.
+local styles = {
+  nsys = {memcpy = function(kind) return "[CUDA memcpy " .. (directions[kind] or kind) .. "]" end,
+          memset = "[CUDA memset]"},
+  terse = {memcpy = function(kind) return "memcpy " .. kind end, memset = "memset"},
+}
+
+local function style_of(style)
+  local s = styles[style or "nsys"]
+  if not s then error(string.format("label style '%s': nsys or terse", tostring(style)), 3) end
+  return s
+end
+
+--- The label of a memory operation in style "nsys" (the default) or
+-- "terse": of a memcpy of the given kind ("HtoD": "[CUDA memcpy
+-- Host-to-Device]", "memcpy HtoD"), of a memset when kind is nil.
+function M.label(kind, style)
+  local s = style_of(style)
+  if kind == nil then return s.memset end
+  return s.memcpy(kind)
+end
+
+--- The labels (M.label) of a string column of memcpy kinds (NULL stays NULL).
+function M.memcpy_labels(kinds, style)
+  local s = style_of(style)
+  return kinds:map(s.memcpy)
+end
 
 --- true when name is one of nsys's memory-operation names.
 function M.is_memop(name) return name:find("^%[CUDA mem") ~= nil end
 
-local kind_of_label = {}
-for kind, label in pairs(M.memcpy_labels) do kind_of_label[label] = kind end
-
---- The memcpy kind a label of M.memcpy_label names ("HtoD"), nil for any
--- other name.
-function M.memcpy_kind(label)
-  local kind = kind_of_label[label]
-  if kind then return kind end
-  return label:match("^%[CUDA memcpy (.*)%]$")
-end
-
---- The terse label of a memory operation for figures and trace events:
--- "memcpy HtoD" for a memcpy kind, "memset" without one.
-function M.terse_label(memcpy_kind)
-  if memcpy_kind == nil then return "memset" end
-  return "memcpy " .. memcpy_kind
-end
+--- The classes of GPU operations the front ends draw (figures, the viewer,
+-- the TUI), in the order of their 0-based ids (M.CLASS[name]): kernels,
+-- NCCL kernels (short name starting with "nccl"), memcpy host to device,
+-- device to host, of any other kind, and memset; label: the legend's.
+M.classes = {
+  {name = "kernel", label = "kernel"},
+  {name = "nccl", label = "NCCL kernel"},
+  {name = "memcpy_htod", label = M.label("HtoD", "terse")},
+  {name = "memcpy_dtoh", label = M.label("DtoH", "terse")},
+  {name = "memcpy_other", label = M.label("other", "terse")},
+  {name = "memset", label = M.label(nil, "terse")},
+}
+local CLASS = {}
+for i, c in ipairs(M.classes) do CLASS[c.name] = i - 1 end
+M.CLASS = CLASS
 
 --- The names a map classifies for the kernels of table k: the demangled
 -- names (the short name where a demangled one is missing), or the short
@@ -75,68 +95,120 @@ end
 
 local default_columns = {"report", "pid", "device", "stream", "corr", "start", "stop", "dur"}
 
---- Every GPU operation of the trace as one table.  Columns, in this order:
+local function add_once(list, c)
+  for _, x in ipairs(list) do if x == c then return end end
+  list[#list + 1] = c
+end
+
+-- The class (M.CLASS) of every row of part i (1 kernels, 2 memcpy, 3
+-- memset) of n rows t: an i64 column.
+local function class_of(i, t, n)
+  if i == 1 then
+    return t.name:match("^nccl"):cast("i64") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel
+  elseif i == 2 then
+    local h2d, d2h = t.kind:eq("HtoD"):cast("i64"), t.kind:eq("DtoH"):cast("i64")
+    return h2d * (CLASS.memcpy_htod - CLASS.memcpy_other) + d2h * (CLASS.memcpy_dtoh - CLASS.memcpy_other) +
+           CLASS.memcpy_other
+  end
+  return nsl.rep(CLASS.memset, n)
+end
+
+--- The GPU operations of the trace, one part per table: a list of three
+-- {table = "kernels" | "memcpy" | "memset", op = M.kinds[i], n = rows,
+-- col = {the columns below by name}} (kernels, memcpy, memset; each in its
+-- table's row order).  Options (the columns each part has):
 --   opts.columns  columns every operation table has (default report, pid,
---                 device, stream, corr, start, stop, dur)
+--                 device, stream, corr, start, stop, dur: stop - start)
 --   name          with opts.names: the kernel name (M.kernel_names(k,
---                 opts.names): "demangled" or "short") or nsys's label
+--                 opts.names): "demangled" or "short") or the label of
+--                 the memory operation (M.label) in style opts.labels
+--                 ("nsys", the default, or "terse")
 --   memop         with opts.memop: true for memory operations
 --   kind          with opts.kind: "kernel", "memcpy" or "memset"
 --   bytes         with opts.bytes: bytes moved (NULL for kernels)
---   api           with opts.api: 0-based row of the launching call in
---                 trace.api (joined on report, pid and correlation id;
---                 processes reuse ids), -1 for none
--- Rows: the kernels, the memcpy, the memset, each in its table's order.
-function M.table(trace, opts)
+--   class         with opts.class: the class id (M.classes, 0-based, i64)
+-- opts.from and opts.to: only the operations overlapping [from, to)
+-- (start < to and stop > from; nsl.window.rows).  opts.keys: columns to
+-- read besides (join keys).  opts.tables: only the parts of the tables it
+-- names (default all three).
+function M.parts(trace, opts)
   opts = opts or {}
   local cols = opts.columns or default_columns
-  local k, mc, ms = trace.kernels, trace.memcpy, trace.memset
-  -- dur is stop - start over the concatenation: no dur column is loaded
-  -- into the three tables (they keep what they load)
-  local load = {}
-  for _, c in ipairs(cols) do if c ~= "dur" then load[#load + 1] = c end end
-  local function add(list, c)
-    for _, x in ipairs(list) do if x == c then return end end
-    list[#list + 1] = c
+  local windowed = opts.from ~= nil or opts.to ~= nil
+  -- dur is stop - start: no dur column is loaded into the three tables (they keep what they load)
+  local read = {}
+  for _, c in ipairs(cols) do
+    if c == "dur" then add_once(read, "start"); add_once(read, "stop") else add_once(read, c) end
   end
-  for _, c in ipairs(cols) do if c == "dur" then add(load, "start"); add(load, "stop") end end
-  local kc, mcc, msc = {table.unpack(load)}, {table.unpack(load)}, {table.unpack(load)}
-  if opts.names then
-    kc[#kc + 1] = "name"
-    if opts.names ~= "short" then kc[#kc + 1] = "demangled" end
-    mcc[#mcc + 1] = "kind"
+  if windowed then add_once(read, "start"); add_once(read, "stop") end
+  for _, c in ipairs(opts.keys or {}) do add_once(read, c) end
+  local style = opts.names and style_of(opts.labels)
+  local only
+  if opts.tables then
+    only = {}
+    for _, name in ipairs(opts.tables) do only[name] = true end
   end
-  if opts.bytes then
-    mcc[#mcc + 1] = "bytes"
-    msc[#msc + 1] = "bytes"
-  end
-  if opts.api then   -- the join keys
-    for _, list in ipairs{kc, mcc, msc} do
-      for _, c in ipairs{"report", "pid", "corr"} do add(list, c) end
+  local parts = {}
+  for i, tname in ipairs(M.tables) do
+    if not only or only[tname] then
+      local want = {table.unpack(read)}
+      if i == 1 and (opts.names or opts.class) then
+        add_once(want, "name")
+        if opts.names and opts.names ~= "short" then add_once(want, "demangled") end
+      elseif i == 2 and (opts.names or opts.class) then add_once(want, "kind")
+      end
+      if i > 1 and opts.bytes then add_once(want, "bytes") end
+      local t = trace[tname]
+      t:load(want)
+      local rows = t:select(want)
+      if windowed then
+        rows = window.rows(t, want, opts.from or math.mininteger, opts.to or math.maxinteger) or rows:head(0)
+      end
+      local n = windowed and #rows or #t   -- (a selection of no columns has no rows)
+      local col = {}
+      for _, c in ipairs(read) do col[c] = rows[c] end
+      for _, c in ipairs(cols) do if c == "dur" then col.dur = rows.stop - rows.start end end
+      if opts.names then
+        col.name = i == 1 and M.kernel_names(rows, opts.names) or i == 2 and rows.kind:map(style.memcpy) or
+                   nsl.rep(style.memset, n)
+      end
+      if opts.memop then col.memop = nsl.rep(i == 1 and 0 or 1, n):eq(1) end
+      if opts.kind then col.kind = nsl.rep(M.kinds[i], n) end
+      if opts.bytes and i > 1 then col.bytes = rows.bytes end
+      if opts.class then col.class = class_of(i, rows, n) end
+      parts[#parts + 1] = {table = tname, op = M.kinds[i], n = n, col = col}
     end
   end
-  k:load(kc)
-  mc:load(mcc)
-  ms:load(msc)
-  local t, base = {}, {}
-  local function all(c)   -- column c over the three tables, concatenated once
-    if not base[c] then
-      base[c] = c == "dur" and all("stop") - all("start") or nsl.concat(k[c], mc[c], ms[c])
-    end
-    return base[c]
+  if opts.bytes and parts[1] and parts[1].op == "kernel" then   -- kernels move no bytes: NULL (a gather at -1)
+    local mc = trace.memcpy
+    mc:load{"bytes"}
+    parts[1].col.bytes = mc.bytes:gather(nsl.rep(-1, parts[1].n))
   end
-  for _, c in ipairs(cols) do t[#t + 1] = {c, all(c)} end
-  if opts.names then
-    t[#t + 1] = {"name", nsl.concat(M.kernel_names(k, opts.names), mc.kind:map(M.memcpy_label),
-                                    nsl.rep(M.memset_label, #ms))}
+  return parts
+end
+
+--- Every GPU operation of the trace as one table: the parts of M.parts
+-- (same options; opts.tables left out) one after the other.  Columns, in this order: opts.columns,
+-- then name, memop, kind, bytes (each with its option), api with opts.api
+-- (0-based row of the launching call in trace.api, joined on report, pid
+-- and correlation id: processes reuse ids; -1 for none), class with
+-- opts.class.  Rows: the kernels, the memcpy, the memset, each in its
+-- table's order.
+function M.table(trace, opts)
+  opts = opts or {}
+  local popts = setmetatable({tables = false, keys = opts.api and {"report", "pid", "corr"}}, {__index = opts})
+  local parts = M.parts(trace, popts)
+  local function all(c)
+    local list = {}
+    for i, p in ipairs(parts) do list[i] = p.col[c] end
+    return nsl.concat(table.unpack(list))
   end
-  if opts.memop then t[#t + 1] = {"memop", nsl.concat(nsl.rep(0, #k), nsl.rep(1, #mc + #ms)):eq(1)} end
-  if opts.kind then
-    t[#t + 1] = {"kind", nsl.concat(nsl.rep(M.kinds[1], #k), nsl.rep(M.kinds[2], #mc), nsl.rep(M.kinds[3], #ms))}
-  end
-  if opts.bytes then   -- kernels move no bytes: NULL (a gather at -1)
-    t[#t + 1] = {"bytes", nsl.concat(mc.bytes:gather(nsl.rep(-1, #k)), mc.bytes, ms.bytes)}
-  end
+  local t = {}
+  for _, c in ipairs(opts.columns or default_columns) do t[#t + 1] = {c, all(c)} end
+  if opts.names then t[#t + 1] = {"name", all("name")} end
+  if opts.memop then t[#t + 1] = {"memop", all("memop")} end
+  if opts.kind then t[#t + 1] = {"kind", all("kind")} end
+  if opts.bytes then t[#t + 1] = {"bytes", all("bytes")} end
   if opts.api then
     local api = trace.api
     api:load{"report", "pid", "corr"}
@@ -144,6 +216,7 @@ function M.table(trace, opts)
     local _, idx = keys:join(api, {"report", "pid", "corr"})
     t[#t + 1] = {"api", idx}
   end
+  if opts.class then t[#t + 1] = {"class", all("class")} end
   return nsl.table(t)
 end
 

@@ -59,6 +59,18 @@ core.metatable("table").__tostring = function(t)
   return require("nsl.report").text(t, {limit = 20})
 end
 
+--- nsl.error_handler(e) -- the message handler of every protected run of
+-- an analysis or a piece of one (xpcall): nsl errors of the input or the
+-- environment (nsl.fail, a source's errors) stay as they are, one line for
+-- the user.  Anything else is a bug in the script -- a Lua error, or a
+-- kernel's refusal of its arguments (an nsl error marked internal) -- and
+-- becomes {bug = message, traceback = ...} (the engine reports it).
+function M.error_handler(e)
+  if M.is_error(e) and not e.internal then return e end
+  if type(e) == "table" and e.bug then return e end   -- handled by an inner run (diagnose's checks): its traceback
+  return {bug = M.is_error(e) and e.message or tostring(e), traceback = debug.traceback("", 2)}
+end
+
 --- nsl.where(mask, a, b) -> a column with a's value where mask is true and
 -- b's elsewhere (a, b: columns of one type and mask's length, or a single
 -- value repeated).  Whole-column: one concat and one gather.

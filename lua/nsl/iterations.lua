@@ -555,4 +555,69 @@ function M.describe(v)
   return {n = n, median = med, mean = mean, std = n > 1 and math.sqrt(ss / (n - 1)) or 0.0, min = s[1], max = s[n]}
 end
 
+--- The steady state of each process (each report for kernel markers) of
+-- windows w (M.metrics, sorted by M.keys) under steps (M.steps: its warm-up
+-- counts): {groups (key "report:pid" -> {report, pid, rows = row numbers
+-- of w, in iteration order}), order (the keys in order of first row), warm
+-- ("yes" or "" per row of w), st (per group, columns as Lua lists: report,
+-- pid (-1 none), n, warm, steady, med, mean, std, min, max (-1 without
+-- steady steps), busy (median GPU busy % of the steady steps)), and per row
+-- of w as Lua lists: dur, gs and ge (its GPU work's first start and last
+-- stop)}.
+function M.steady_state(w, steps)
+  local rep, pid, dur = w.report:totable(), w.pid:totable(), (w.stop - w.start):totable()
+  local busy, gs, ge = w.gpu_busy:totable(), w.gpu_start:totable(), w.gpu_stop:totable()
+  local warm, groups, order = {}, {}, {}
+  for i = 1, #w do
+    local key = rep[i] .. ":" .. tostring(pid[i])
+    if not groups[key] then
+      groups[key] = {report = rep[i], pid = pid[i], rows = {}}
+      order[#order + 1] = key
+    end
+    table.insert(groups[key].rows, i)
+  end
+  local st = {report = {}, pid = {}, n = {}, warm = {}, steady = {}, med = {}, mean = {}, std = {}, min = {},
+              max = {}, busy = {}}
+  for _, key in ipairs(order) do
+    local gr = groups[key]
+    local durs = {}
+    for k, i in ipairs(gr.rows) do durs[k] = dur[i] end
+    local nw = steps.warm[key]
+    local steady, pct = {}, {}
+    for k, i in ipairs(gr.rows) do
+      warm[i] = k <= nw and "yes" or ""
+      if k > nw then
+        steady[#steady + 1] = durs[k]
+        if gs[i] and ge[i] > gs[i] then pct[#pct + 1] = busy[i] * 100.0 / (ge[i] - gs[i]) end
+      end
+    end
+    local d = M.describe(steady)
+    local j = #st.report + 1
+    st.report[j], st.pid[j], st.n[j], st.warm[j], st.steady[j] = gr.report, gr.pid or -1, #durs, nw, #steady
+    st.med[j], st.mean[j], st.std[j] = d and d.median or -1, d and d.mean or -1, d and d.std or -1
+    st.min[j], st.max[j] = d and d.min or -1, d and d.max or -1
+    local b = M.describe(pct)
+    st.busy[j] = b and b.median or -1.0
+  end
+  return {groups = groups, order = order, warm = warm, st = st, dur = dur, gs = gs, ge = ge}
+end
+
+--- GPU time per class and window of w (M.metrics' per_class, joined on
+-- keys), for the classes of map present, in the map's order: a list of
+-- {class, column of ns per row of w}.
+function M.class_time(w, per_class, map, keys)
+  local present = {}
+  for _, c in ipairs(per_class.class:totable()) do present[c] = true end
+  local class_time = {}   -- {class, column} in the map's order, for the figure
+  for _, c in ipairs(map:classes()) do
+    if present[c] then
+      local one = per_class:filter(per_class.class:eq(c))
+      local j = w:select(keys):join(one, keys, {"time"})
+      class_time[#class_time + 1] = {c, nsl.coalesce(j.time, 0)}
+      present[c] = nil
+    end
+  end
+  return class_time
+end
+
 return M

@@ -76,7 +76,7 @@ function M.no_cuda_activity(trace, out, missing, instead)
     return true
   end
   out:text(string.format("%s; its JAX counterpart follows (nsl run %s).", what, instead))
-  require("nsl.runner").delegate(instead, trace, out)
+  out:run(instead, trace)
   return true
 end
 

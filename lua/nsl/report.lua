@@ -258,7 +258,7 @@ function M.wrap(text, width)
 end
 
 --- Aligned text, as `nsys stats` prints: header, dashes, rows; numbers
--- right-aligned.  opts.width: the terminal's width (nsl.output passes it
+-- right-aligned.  opts.width: the terminal's width (nsl.engine.output passes it
 -- when stdout is a terminal): the last text column is cut to fit, and a
 -- table still wider is printed in blocks of columns that fit, each starting
 -- with the leading text columns and ending with the names.

@@ -145,10 +145,22 @@ function M.resolve_span(lo, hi, args, origin)
   return from, to, lo, hi
 end
 
+--- window.rows(t, cols, from, to) -> the rows of table t (columns cols)
+-- overlapping [from, to): start < to and stop > from; nil when t has none.
+-- Only the named columns are loaded; every row: no copy.
+function M.rows(t, cols, from, to)
+  if #t == 0 then return nil end
+  local s = t:select(cols)
+  local n = nsl.count_overlapping(s.start, s.stop, from, to)
+  if n == #s then return s end   -- every row: no copy
+  if n == 0 then return nil end
+  return s:take(nsl.overlapping_rows(s.start, s.stop, from, to))   -- the rows inside, no masks
+end
+
 --- window.gather(pick) -> a `gather` declaration (nsl.distributed) for an
 -- analysis of the window of args.from / args.to: pick(args) names the
 -- tables to filter, each "overlap" (rows with start < to and stop > from,
--- plot.window_rows) or "before" (rows with start < to: ranges and marks).
+-- window.rows) or "before" (rows with start < to: ranges and marks).
 -- Without from and to (the whole trace) nothing is filtered.
 local function whole(args) return (args.from == nil or args.from == "") and (args.to == nil or args.to == "") end
 

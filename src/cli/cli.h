@@ -52,7 +52,7 @@ typedef struct nsl_cli_command {
   const char *summary;       /* one line for nsl --help and the synopsis */
   const char *description;   /* the paragraph under the usage in nsl COMMAND --help */
   const char *epilog;        /* more text after the options, or NULL */
-  const char *module;        /* the Lua module whose main(opts) runs it ("nsl.cmd.bundle") ... */
+  const char *module;        /* the Lua module whose main(opts) runs it ("nsl.engine.cmd.bundle") ... */
   nsl_cli_main run;          /* ... or a C function (repl) */
 } nsl_cli_command;
 

@@ -128,11 +128,11 @@ const nsl_cli_command nsl__cli_commands[] = {
      .summary = "run a shipped analysis (by name) or your own script",
      .description = "Runs a shipped analysis (by name: nsl list) or your own Lua script on the traces.",
      .epilog = "nsl run NAME --help prints the analysis's description and arguments.",
-     .module = "nsl.runner"},
+     .module = "nsl.engine.runner"},
     {.name = "list",
      .summary = "the shipped analyses",
      .description = "The shipped analyses, with what each does (nsl run NAME --help for one).",
-     .module = "nsl.runner"},
+     .module = "nsl.engine.runner"},
     {.name = "info",
      .args = "TRACE...",
      .min_args = 1,
@@ -141,7 +141,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .summary = "versions, time span, devices, processes, row counts",
      .description = "Versions, time span, devices, processes and the row count of every table (the same as nsl run "
                     "info).",
-     .module = "nsl.runner"},
+     .module = "nsl.engine.runner"},
     {.name = "repl",
      .args = "[TRACE...]",
      .options = {select_options, trace_options, common_options},
@@ -165,7 +165,7 @@ const nsl_cli_command nsl__cli_commands[] = {
          "lists the keys.  Works in 80x24 and up, over ssh and in tmux (needs ncurses at build time).",
      .epilog = "Environment: NO_COLOR draws without colour; NSL_TUI_LOG=FILE appends the load and redraw timings "
                "to FILE; NSL_TUI_INFO=1 starts with the window in ns shown.",
-     .module = "nsl.cmd.tui"},
+     .module = "nsl.engine.cmd.tui"},
     {.name = "view",
      .args = "TRACE...",
      .min_args = 1,
@@ -179,7 +179,7 @@ const nsl_cli_command nsl__cli_commands[] = {
          "name, the NVTX ranges enclosing a point (click) or a selection (shift-drag), and the findings of "
          "diagnose (click one to go to its place).  The whole trace is summarised per time bin and row (busy "
          "time and events); the events of a detail window are embedded one by one.",
-     .module = "nsl.cmd.view"},
+     .module = "nsl.engine.cmd.view"},
     {.name = "bundle",
      .args = "EXPORT...",
      .min_args = 1,
@@ -193,7 +193,7 @@ const nsl_cli_command nsl__cli_commands[] = {
                     "An EXPORT may be an Nsight Systems report (.nsys-rep): it is exported with `nsys export "
                     "--type=sqlite` into nsl's cache folder and the export is stored; --keep-rep stores the report "
                     "too.",
-     .module = "nsl.cmd.bundle"},
+     .module = "nsl.engine.cmd.bundle"},
     {.name = "combine",
      .args = "IN.zip...",
      .min_args = 1,
@@ -205,7 +205,7 @@ const nsl_cli_command nsl__cli_commands[] = {
                     "reports/<stem>.rank<R>.sqlite).  Refused, naming both inputs: different profiled commands, "
                     "nsys versions of different releases, a rank or a report present in two inputs, the output "
                     "being an input.",
-     .module = "nsl.cmd.combine"},
+     .module = "nsl.engine.cmd.combine"},
     {.name = "profile",
      .passthrough = "nsys profile options",
      .program = "COMMAND...",
@@ -242,7 +242,7 @@ const nsl_cli_command nsl__cli_commands[] = {
          "and it is written even when COMMAND fails.  The exit code is COMMAND's (128 + N when signal N ended "
          "it); when COMMAND succeeded, 1 if nsys, the export, the bundle or an analysis failed, 3 for a finding "
          "at or above --fail-on.",
-     .module = "nsl.cmd.profile"},
+     .module = "nsl.engine.cmd.profile"},
     {.name = "cache",
      .args = "[list|clear]",
      .first = "action",
@@ -261,7 +261,7 @@ const nsl_cli_command nsl__cli_commands[] = {
      .description = "Runs the notebook's Lua cells in order on the traces and writes the rendered report: one "
                     "self-contained HTML file, or a Jupyter notebook (.ipynb) with the outputs filled in.  NAME is "
                     "a shipped notebook (analysis, compare).",
-     .module = "nsl.cmd.notebook"},
+     .module = "nsl.engine.cmd.notebook"},
     {NULL}};
 
 const char nsl__cli_about[] =

@@ -1,7 +1,7 @@
 /* main.c -- the nsl command: a thin client of the library, like lua.c.
  * The command line is parsed against the table of commands (cli.c,
  * commands.c); the command then runs in a Lua state with the nsl modules
- * (state.c), most of them in Lua (lua/nsl/runner.lua, lua/nsl/cmd/). */
+ * (state.c), most of them in Lua (lua/nsl/engine/runner.lua, lua/nsl/engine/cmd/). */
 #include <langinfo.h>
 #include <locale.h>
 #include <signal.h>

@@ -2,7 +2,7 @@
  * through libedit when present (plain input otherwise), multi-line input
  * while a statement is incomplete, `=expr` and bare expressions printed,
  * Ctrl-C interrupting a computation.  What to print, the :commands and the
- * completion candidates are decided in Lua (lua/nsl/repl.lua). */
+ * completion candidates are decided in Lua (lua/nsl/engine/repl.lua). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,10 +54,10 @@ static char *read_line(const char *prompt, int interactive) {
   return buf;
 }
 
-/* Pushes require("nsl.repl")[name]. */
+/* Pushes require("nsl.engine.repl")[name]. */
 static void push_repl_fn(lua_State *L, const char *name) {
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "nsl.repl");
+  lua_pushliteral(L, "nsl.engine.repl");
   lua_call(L, 1, 1);
   lua_getfield(L, -1, name);
   lua_remove(L, -2);

@@ -18,7 +18,7 @@ return {
   args = {analyses = {default = "iterations,overlap,gaps,launch,flamegraph"},
           dir = {default = "", help = "the --out folder of the third kind of run"}},
   run = function(trace, args)
-    local runner, output = require("nsl.runner"), require("nsl.output")
+    local runner, output = require("nsl.engine.runner"), require("nsl.engine.output")
     for name in args.analyses:gmatch("[^,]+") do
       local a = assert(runner.load_analysis(name))
       local parsed = assert(runner.parse_args(a, {}))

@@ -34,9 +34,9 @@ return { run = function(trace, args, out)
   for _, t in ipairs{"kernels", "memcpy", "memset"} do trace[t]:load{"report", "pid", "corr", "start", "stop"} end
   local c1 = os.clock()
   local _, anon_loaded, file_loaded = status()
-  local a = require("nsl.runner").load_analysis("nvtx")
+  local a = require("nsl.engine.runner").load_analysis("nvtx")
   a.run(trace, {only = "sum,proj_sum,tree", per_report = false, normalize = true, max_depth = -1, limit = 0},
-        require("nsl.output").new{analysis = "nvtx", format = "csv"})
+        require("nsl.engine.output").new{analysis = "nvtx", format = "csv"})
   local c2 = os.clock()
   local hwm, anon, file = status()
   io.stderr:write(string.format(

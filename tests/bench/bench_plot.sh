@@ -73,7 +73,7 @@ return { needs_trace = true, run = function(trace)
     return string.format("%d bytes", #s)
   end)
   step("export analysis, a 1 s window, to a file", function()
-    local runner, output = require("nsl.runner"), require("nsl.output")
+    local runner, output = require("nsl.engine.runner"), require("nsl.engine.output")
     local a = assert(runner.load_analysis("export"))
     local dir = assert(os.getenv("BENCH_OUT"), "BENCH_OUT names the export's folder")
     local out = output.new{analysis = "export", format = "csv", dir = dir, trace = trace}

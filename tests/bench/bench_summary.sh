@@ -25,9 +25,9 @@ return { run = function(trace, args, out)
   local k = trace.kernels
   k:load{"start", "stop", "demangled"}
   local loaded = k:nbytes()
-  local a = require("nsl.runner").load_analysis("summary")
+  local a = require("nsl.engine.runner").load_analysis("summary")
   a.run(trace, {only = "kernels", limit = 0, base = false, mangled = false, per_report = false},
-        require("nsl.output").new{analysis = "summary", format = "csv"})
+        require("nsl.engine.output").new{analysis = "summary", format = "csv"})
   local f = io.open("/proc/self/status"); local s = f:read("a"); f:close()
   io.stderr:write(string.format("kernels: %d rows; start+stop+demangled %.1f B/kernel; after summary: " ..
     "peak RSS %d MiB = heap (RssAnon) %d MiB + file-backed pages (RssFile) %d MiB; heap %.1f B/kernel\n",

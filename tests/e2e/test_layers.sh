@@ -28,7 +28,7 @@ check_eq "src/lua names no source's ops, kind or functions" "$hits" ""
 # The Lua library and the analyses reach inputs through the trace's tables,
 # members and metadata, not SQL (trace:sql is the user's escape hatch; the
 # REPL's help text shows it).
-hits=$(grep -rn -E ':sql *\(' "$NSL_SOURCE_DIR"/lua | grep -v '/lua/nsl/repl\.lua:')
+hits=$(grep -rn -E ':sql *\(' "$NSL_SOURCE_DIR"/lua | grep -v '/lua/nsl/engine/repl\.lua:')
 check_eq "lua/ runs no SQL on the inputs" "$hits" ""
 # The check can fail: it finds what it forbids.
 printf '#include "source/nsys_jax.h"\nx = ops->kind;\n' > "$TMP/probe.c"
@@ -39,4 +39,14 @@ printf 'nsl__jax_member_read(src, n, &d, &l, &e);\n' > "$TMP/probe2.c"
   && ok "probe: a source include is found" || bad "probe: a source include was missed"
 [ -n "$(grep -n -E "$forbidden" "$TMP/probe.c")" ] \
   && ok "probe: a kind test is found" || bad "probe: a kind test was missed"
+# The engine (lua/nsl/engine/: the runner, the output object, the REPL,
+# notebooks, the TUI, the viewer, the commands) drives the library; no module
+# outside it requires it: the library and the analyses hand over to another
+# analysis through the `out` object the engine passes them (out:run).
+engine_req='require *\(? *["'"'"']nsl\.engine\.'
+hits=$(grep -rn -E "$engine_req" "$NSL_SOURCE_DIR"/lua | grep -v '/lua/nsl/engine/')
+check_eq "no module outside lua/nsl/engine requires the engine" "$hits" ""
+printf 'local runner = require("nsl.engine.runner")\nlocal o = require "nsl.engine.output"\n' > "$TMP/probe.lua"
+[ "$(grep -c -E "$engine_req" "$TMP/probe.lua")" = 2 ] && ok "probe: engine requires are found" \
+  || bad "probe: an engine require was missed"
 finish

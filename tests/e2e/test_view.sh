@@ -43,7 +43,7 @@ if grep -Eq '(src|href)="(https?:)?//' "$TMP/view.html"; then bad "the page link
 cat > "$TMP/page.lua" <<'EOF'
 return {name = "page", description = "the viewer's page under --out",
         run = function(trace, args, out)
-          out:file("view.html", require("nsl.view").viewer(trace, {findings = false}):page())
+          out:file("view.html", require("nsl.engine.view").viewer(trace, {findings = false}):page())
         end}
 EOF
 "$NSL" view "$F" -o "$TMP/nofind.html" --no-findings
@@ -55,7 +55,7 @@ cat > "$TMP/nb.md" <<'EOF'
 # Timeline
 
 ```lua
-local view = require("nsl.view")
+local view = require("nsl.engine.view")
 local lo = require("nsl.window").span(trace, {"kernels", "memcpy", "memset", "nvtx"})
 show(view.viewer(trace, {from = lo + 100000000, to = lo + 160000000, findings = false}))
 ```

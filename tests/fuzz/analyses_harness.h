@@ -36,7 +36,7 @@ static void remove_file(void) {
 /* fuzz_run(path) -> true, or false and the internal error (analysis, message, traceback). */
 static const char harness_lua[] =
     "local nsl = require('nsl')\n"
-    "local runner, output, report = require('nsl.runner'), require('nsl.output'), require('nsl.report')\n"
+    "local runner, output, report = require('nsl.engine.runner'), require('nsl.engine.output'), require('nsl.report')\n"
     "local list = {}\n"
     "for _, name in ipairs{'diagnose', 'classes', 'summary'} do list[#list + 1] = assert(runner.load_analysis(name)) end\n"
     "function fuzz_run(path)\n"
@@ -45,7 +45,7 @@ static const char harness_lua[] =
     "  for _, a in ipairs(list) do\n"
     "    local args = assert(runner.parse_args(a, {}))\n"
     "    local out = assert(output.new{analysis = a.name, format = 'json', trace = trace, traces = {path}})\n"
-    "    local ok, e = xpcall(a.run, runner.handler, trace, args, out)\n"
+    "    local ok, e = xpcall(a.run, nsl.error_handler, trace, args, out)\n"
     "    if not ok and type(e) == 'table' and e.bug then\n"
     "      trace:close()\n"
     "      return false, a.name .. ': ' .. tostring(e.bug) .. (e.traceback or '')\n"

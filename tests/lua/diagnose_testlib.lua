@@ -30,10 +30,12 @@ end
 -- nsl.diagnose.run; returns its findings and the context (ctx.evidence).
 local function alone(paths, id, args)
   if type(paths) == "string" then paths = {paths} end
-  local runner, diagnose = require("nsl.runner"), require("nsl.diagnose")
+  local runner, diagnose = require("nsl.engine.runner"), require("nsl.diagnose")
   local parsed, perr = runner.parse_args(assert(runner.load_analysis("diagnose")), args or {})
   if not parsed then require("nsl").fail(perr) end
-  local ctx = diagnose.context(assert(require("nsl").open(paths)), parsed)
+  local trace = assert(require("nsl").open(paths))
+  local out = require("nsl.engine.output").new{analysis = "diagnose", format = "collect", trace = trace}
+  local ctx = diagnose.context(trace, parsed, nil, out)
   return diagnose.run(ctx, nil, {require("nsl.checks." .. id:gsub("%.", "_"))}), ctx
 end
 

@@ -65,12 +65,12 @@ end
 -- (KEY=VALUE strings); returns {table name -> nsl table} (also out.tables),
 -- the out object (its findings in out.findings) and the trace.
 function T.run_analysis(name, paths, args)
-  local runner = require("nsl.runner")
+  local runner = require("nsl.engine.runner")
   local a = assert(runner.load_analysis(name))
   local parsed, perr = runner.parse_args(a, args or {})
   if not parsed then require("nsl").fail(perr) end   -- refused as the CLI refuses it: the user's error
   local trace = assert(require("nsl").open(paths))
-  local out = require("nsl.output").new{analysis = name, format = "json-silent", trace = trace}
+  local out = require("nsl.engine.output").new{analysis = name, format = "json-silent", trace = trace}
   a.run(trace, parsed, out)
   local tables = {}
   for _, it in ipairs(out.items) do if it.kind == "table" then tables[it.name] = it.t end end
@@ -83,12 +83,12 @@ end
 -- data = PNG/SVG bytes, values = what the plot function returned beside
 -- the canvas}), the tables by name and the out object.
 function T.figures(name, paths, args)
-  local runner = require("nsl.runner")
+  local runner = require("nsl.engine.runner")
   local a = assert(runner.load_analysis(name))
   local parsed, perr = runner.parse_args(a, args or {})
   if not parsed then require("nsl").fail(perr) end   -- refused as the CLI refuses it: the user's error
   local trace = assert(require("nsl").open(paths))
-  local out = require("nsl.output").new{analysis = name, format = "notebook", trace = trace}
+  local out = require("nsl.engine.output").new{analysis = name, format = "notebook", trace = trace}
   a.run(trace, parsed, out)
   local figs, tables = {}, {}
   for _, it in ipairs(out.items) do

@@ -5,7 +5,7 @@
 local T = ...
 local nsl = require("nsl")
 local bundle = require("nsl.bundle")
-local profile = require("nsl.cmd.profile")
+local profile = require("nsl.engine.cmd.profile")
 
 local tmp = assert(nsl.mkdtemp((os.getenv("TMPDIR") or "/tmp") .. "/nsl-test-bundle-"))
 
@@ -251,7 +251,7 @@ return {
   {"embed stores an analysis's tables, results and files and replaces an older run", function()
     local out = tmp .. "/embed.zip"
     assert(bundle.write{output = out, exports = {T.data("nsys/tiny_2026.1.sqlite")}})
-    local output = require("nsl.output")
+    local output = require("nsl.engine.output")
     local o = output.new{analysis = "demo", format = "csv", embed = true}
     o:table("counts", nsl.table{{"name", {"a", "b"}}, {"n", {1, 2}}})
     o:file("plot.svg", "<svg/>")

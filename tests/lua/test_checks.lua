@@ -64,7 +64,7 @@ return {
    "its thresholds are the diagnose analysis's options, with their defaults", function()
     local lines = {[ledger.remainder] = true}
     for _, l in ipairs(ledger.lines) do lines[l] = true end
-    local args = require("nsl.runner").load_analysis("diagnose").args
+    local args = require("nsl.engine.runner").load_analysis("diagnose").args
     local ids, names = {}, {}
     local checks = diagnose.checks()
     T.eq(#checks, #diagnose.order, "one check per module of the order")

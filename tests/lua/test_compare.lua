@@ -452,11 +452,11 @@ return {
   end},
 
   {"figures: the data behind them equals SQL", function()
-    local runner = require("nsl.runner")
+    local runner = require("nsl.engine.runner")
     local a = assert(runner.load_analysis("compare"))
     local args = assert(runner.parse_args(a, {"labels=nccl,h100"}))
     local trace = assert(nsl.open{A, B})
-    local out = require("nsl.output").new{analysis = "compare", format = "notebook", trace = trace}
+    local out = require("nsl.engine.output").new{analysis = "compare", format = "notebook", trace = trace}
     a.run(trace, args, out)
     local figs = {}
     for _, it in ipairs(out.items) do if it.kind == "figure" then figs[it.name] = it end end

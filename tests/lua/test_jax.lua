@@ -367,12 +367,7 @@ return {
   end},
 
   {"summary delegates to jax_summary on an nsys-jax trace", function()
-    local tr = assert(nsl.open(procs[1]))
-    local tables = {}
-    local out = {table = function(_, name, t) tables[name] = t end, text = function() end,
-                 value = function() end, finding = function() end, file = function() end}
-    require("analyses.summary").run(tr, {per_report = false, base = false, mangled = false, only = "all",
-                                         limit = 50}, out)
+    local tables = T.run_analysis("summary", {procs[1]}, {"limit=50"})   -- hands over through out:run
     T.ok(tables.modules, "module table")
     T.eq(tables.modules.Name[1], "pjit__wrapped_step_fn", "top module of proc0")
     T.ok(tables.compile_ranges, "compile table")

@@ -578,8 +578,8 @@ return {
   end},
 
   {"export: valid Chrome/Perfetto JSON; events and durations per category equal SQL", function()
-    local runner = require("nsl.runner")
-    local output = require("nsl.output")
+    local runner = require("nsl.engine.runner")
+    local output = require("nsl.engine.output")
     local a = assert(runner.load_analysis("export"))
     for _, case in ipairs({{path = nccl, args = {}}, {path = nccl, args = {from = "100ms", to = "120ms"}},
                            {path = mpi, args = {}}}) do
@@ -697,8 +697,8 @@ return {
       LIMIT 40); INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text)
       SELECT start, NULL, 34, globalTid, 'mark ' || rowid FROM NVTX_EVENTS ORDER BY rowid LIMIT 5 OFFSET 100;]]
     assert(os.execute(fmt("sqlite3 %s %s", T.shell_quote(copy), T.shell_quote(sql))))
-    local runner = require("nsl.runner")
-    local output = require("nsl.output")
+    local runner = require("nsl.engine.runner")
+    local output = require("nsl.engine.output")
     local a = assert(runner.load_analysis("export"))
     local tr = assert(nsl.open(copy))
     local out = output.new{analysis = "export", format = "csv", dir = dir, trace = tr}

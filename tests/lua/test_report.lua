@@ -176,7 +176,7 @@ return {
   end},
 
   {"REPL completion after a method call, without running it", function()
-    local repl = require("nsl.repl")
+    local repl = require("nsl.engine.repl")
     local trace = assert(nsl.open({T.data("nsys/tiny_2026.1.sqlite")}))
     local env = setmetatable({trace = trace, k = trace.kernels}, {__index = _G})
     local function has(list, x)

@@ -5,12 +5,12 @@
 -- its text.
 local T = ...
 local nsl = require("nsl")
-local runner = require("nsl.runner")
+local runner = require("nsl.engine.runner")
 
 local tiny = T.data("nsys/tiny_2026.1.sqlite")
 
 local function caught(fn)
-  local ok, e = xpcall(fn, runner.handler)
+  local ok, e = xpcall(fn, nsl.error_handler)
   assert(not ok, "did not fail")
   return e
 end
@@ -119,7 +119,7 @@ return {
   end},
 
   {"the REPL: :run of an unknown name lists the shipped ones, a misspelled command is named", function()
-    local repl = require("nsl.repl")
+    local repl = require("nsl.engine.repl")
     local text = repl.command(":run nope", {})
     T.ok(text:find("no analysis 'nope'", 1, true) and text:find(" summary ", 1, true), ":run nope: " .. text)
     T.ok(repl.command(":run sumary", {}):find("did you mean 'summary'", 1, true), ":run sumary")

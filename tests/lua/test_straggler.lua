@@ -636,13 +636,13 @@ return {
   {"figures under --out: PNG and SVG drawn from exactly the step_compute and arrivals tables", function()
     local nsl = require("nsl")
     local core = require("nsl.straggler")
-    local runner = require("nsl.runner")
+    local runner = require("nsl.engine.runner")
     local files = rank_files(D, 1, OFFSET)
     local dir = os.tmpname()
     os.remove(dir)
     local a = assert(runner.load_analysis("straggler"))
     local trace = assert(nsl.open(files))
-    local out = require("nsl.output").new{analysis = "straggler", format = "json-silent", trace = trace, dir = dir}
+    local out = require("nsl.engine.output").new{analysis = "straggler", format = "json-silent", trace = trace, dir = dir}
     a.run(trace, assert(runner.parse_args(a, {})), out)
     local tables = {}
     for _, it in ipairs(out.items) do if it.kind == "table" then tables[it.name] = it.t end end

@@ -1,4 +1,4 @@
--- lua/nsl/tui_model.lua (what nsl tui shows, without a terminal) on real
+-- lua/nsl/engine/tui_model.lua (what nsl tui shows, without a terminal) on real
 -- exports, against the GPU operations and NVTX ranges read through the
 -- sqlite3 program: the lanes (one per device and stream; NVTX per thread),
 -- per character column of random windows the events that overlap it and
@@ -8,7 +8,7 @@
 -- CUDA call).
 local T = ...
 local nsl = require("nsl")
-local model = require("nsl.tui_model")
+local model = require("nsl.engine.tui_model")
 
 local files = {"pytorch_nccl_2gpu_2026.2", "cuda_2021.2", "mpi_cuda_rank0_2022.2"}
 local function path(f) return T.data("nsys/" .. f .. ".sqlite") end

@@ -71,7 +71,7 @@ return {
   end},
 
   {"the finding record: validated, a few lines in ms/µs with the share of the step, printed first", function()
-    local output = require("nsl.output")
+    local output = require("nsl.engine.output")
     local f = {severity = "warning", id = "straggler.host_idle", message = "r5 is late", cost_ns = 498000,
                step_ns = 9600000, share = 498000 / 9600000, where = {rank = "r5", device = 0, tid = 12},
                next = "nsl run timeline r5.sqlite --arg from=1.2s --arg to=1.25s", evidence = "causes"}

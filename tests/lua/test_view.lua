@@ -1,11 +1,11 @@
--- The viewer's data (lua/nsl/view.lua) against SQL through the sqlite3
+-- The viewer's data (lua/nsl/engine/view.lua) against SQL through the sqlite3
 -- program and against Lua's own string.unpack: the packed columns decode to
 -- the values, every level of detail per bin (a bin left out inferred from
 -- its parent) equals the events SQL finds starting between the bin's edges
 -- (nsl.bin_edges) and the union of their intervals clipped to the bin, and the default detail window ends at the right start.
 local T = ...
 local nsl = require("nsl")
-local view = require("nsl.view")
+local view = require("nsl.engine.view")
 
 local nccl = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite")
 

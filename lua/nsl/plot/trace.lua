@@ -4,6 +4,7 @@
 -- nsl.plot.
 local nsl = require("nsl")
 local gpu_ops = require("nsl.gpu_ops")
+local window = require("nsl.window")
 local F = require("nsl.plot.figure")
 local charts = require("nsl.plot.charts")
 
@@ -22,24 +23,12 @@ local axis_place, figure = F.axis_place, F.figure
 local function window_of(trace, opts, tables)
   local from, to = opts.from, opts.to
   if not from or not to then
-    local lo, hi = require("nsl.window").span(trace, tables)
+    local lo, hi = window.span(trace, tables)
     from, to = from or lo or 0, to or hi or 1
   end
   if to <= from then to = from + 1 end
   return from, to
 end
-
---- Rows of table t (columns cols) overlapping [from, to): start < to and
--- stop > from; nil when t is empty.  Only the named columns are loaded.
-local function window_rows(t, cols, from, to)
-  if #t == 0 then return nil end
-  local s = t:select(cols)
-  local n = nsl.count_overlapping(s.start, s.stop, from, to)
-  if n == #s then return s end   -- every row: no copy
-  if n == 0 then return nil end
-  return s:take(nsl.overlapping_rows(s.start, s.stop, from, to))   -- the rows inside, no masks
-end
-M.window_rows = window_rows
 
 --- The keys of groups g as a list of row tables, with `id` (0-based group id).
 local function group_keys(g, names)
@@ -61,60 +50,38 @@ end
 
 -- ---- timeline ------------------------------------------------------------------------
 
---- Timeline classes: the colour of each kind of event.
-M.timeline_classes = {
-  {name = "kernel", label = "kernel", color = "#0072b2"},
-  {name = "nccl", label = "NCCL kernel", color = "#d55e00"},
-  {name = "memcpy_htod", label = "memcpy HtoD", color = "#e69f00"},
-  {name = "memcpy_dtoh", label = "memcpy DtoH", color = "#009e73"},
-  {name = "memcpy_other", label = "memcpy other", color = "#f0e442"},
-  {name = "memset", label = "memset", color = "#cc79a7"},
-  {name = "nvtx", label = "NVTX range", color = "#56b4e9"},
-}
+--- Timeline classes: the colour of each kind of event: the classes of GPU
+-- operations (nsl.gpu_ops.classes, same ids), then NVTX ranges.
+local colors = {kernel = "#0072b2", nccl = "#d55e00", memcpy_htod = "#e69f00", memcpy_dtoh = "#009e73",
+                memcpy_other = "#f0e442", memset = "#cc79a7"}
+M.timeline_classes = {}
+for i, c in ipairs(gpu_ops.classes) do
+  M.timeline_classes[i] = {name = c.name, label = c.label, color = colors[c.name]}
+end
+M.timeline_classes[#M.timeline_classes + 1] = {name = "nvtx", label = "NVTX range", color = "#56b4e9"}
 local CLASS = {}
 for i, c in ipairs(M.timeline_classes) do CLASS[c.name] = i - 1 end
 
---- GPU rows of the window, one part per table (kernels, memcpy, memset):
--- {t = rows (report, device, stream, start, stop), class = column, and the
--- name written on wide events: label = column (kernel name; memcpy kind,
--- written as gpu_ops.terse_label names it: name_of) or text ("memset")},
--- looked up only for the few events drawn wide enough; counts filled per
--- class.
+--- GPU rows of the window, one part per table with rows (kernels, memcpy,
+-- memset: nsl.gpu_ops.parts): {t = rows (report, device, stream, start,
+-- stop), class = column, label = column (the name written on wide events:
+-- kernel name, or the terse label of nsl.gpu_ops)}; counts filled per class.
 local function gpu_parts(trace, from, to, tables, counts)
-  local parts, want = {}, {}
-  for _, n in ipairs(tables) do want[n] = true end
-  local cols = {"report", "device", "stream", "start", "stop"}
-  if want.kernels then
-    local k = window_rows(trace.kernels, {"report", "device", "stream", "start", "stop", "name"}, from, to)
-    if k then
-      local nccl = k.name:match("^nccl")
-      counts.nccl = nccl:count()
-      counts.kernel = #k - counts.nccl
-      local class = nccl   -- the mask is the class (kernel 0, NCCL 1): no column of class ids
-      if CLASS.kernel ~= 0 or CLASS.nccl ~= 1 then class = nccl * (CLASS.nccl - CLASS.kernel) + CLASS.kernel end
-      parts[#parts + 1] = {t = k, class = class, label = k.name}
-    end
-  end
-  if want.memcpy then
-    local m = window_rows(trace.memcpy, {"report", "device", "stream", "start", "stop", "kind"}, from, to)
-    if m then
-      local h2d, d2h = m.kind:eq("HtoD"), m.kind:eq("DtoH")
-      counts.memcpy_htod, counts.memcpy_dtoh = h2d:count(), d2h:count()
-      counts.memcpy_other = #m - counts.memcpy_htod - counts.memcpy_dtoh
-      parts[#parts + 1] = {t = m, class = h2d * (CLASS.memcpy_htod - CLASS.memcpy_other) +
-                                          d2h * (CLASS.memcpy_dtoh - CLASS.memcpy_other) + CLASS.memcpy_other,
-                           label = m.kind, name_of = gpu_ops.terse_label}
-    end
-  end
-  if want.memset then
-    local s = window_rows(trace.memset, cols, from, to)
-    if s then
-      counts.memset = #s
-      parts[#parts + 1] = {t = s, class = nsl.rep(CLASS.memset, #s), text = gpu_ops.terse_label(nil)}
+  local parts = {}
+  for _, p in ipairs(gpu_ops.parts(trace, {columns = {"report", "device", "stream", "start", "stop"}, tables = tables,
+                                           names = "short", labels = "terse", class = true, from = from, to = to})) do
+    if p.n > 0 then
+      local c = p.col
+      for id, cl in ipairs(gpu_ops.classes) do
+        local n = c.class:eq(id - 1):count()
+        if n > 0 then counts[cl.name] = counts[cl.name] + n end
+      end
+      parts[#parts + 1] = {t = c, class = c.class, label = c.name}
     end
   end
   return parts
 end
+M.gpu_parts = gpu_parts
 
 --- Sort order of lane keys: by each name in turn, NULLs (nil) first.
 local function key_order(names)
@@ -190,7 +157,7 @@ function M.timeline(trace, opts)
   end
   -- NVTX lanes: (report, pid, tid), sub-rows by nesting depth
   local nv
-  if want_nvtx then nv = window_rows(trace.nvtx, {"report", "pid", "tid", "start", "stop", "text"}, from, to) end
+  if want_nvtx then nv = window.rows(trace.nvtx, {"report", "pid", "tid", "start", "stop", "text"}, from, to) end
   if nv then
     counts.nvtx = #nv
     -- rows by thread (key order), each on the sub-row of its nesting depth: lanes from C, no group ids
@@ -271,8 +238,7 @@ function M.timeline(trace, opts)
       local w = m:filter(wide)
       for i = 1, min(#w, 20000) do
         local a, b = max(w.x0[i], f.px0), min(w.x1[i], f.px1)
-        local name = p.text or p.label[w.row[i] + 1]
-        if name and p.name_of then name = p.name_of(name) end
+        local name = p.label[w.row[i] + 1]
         local text = name and b - a > 12 and fit_text(name, b - a - 4, fs - 2)
         if text then
           local cls = p.nvtx and CLASS.nvtx or w.class[i]
@@ -315,7 +281,7 @@ function M.utilization(trace, opts)
   local nb = floor(opts.bins or 200)
   local parts = {}
   for _, name in ipairs(opts.tables or {"kernels"}) do
-    local t = window_rows(trace[name], {"report", "device", "start", "stop"}, from, to)
+    local t = window.rows(trace[name], {"report", "device", "start", "stop"}, from, to)
     if t then parts[#parts + 1] = t end
   end
   local rows, keys, fraction, busy = {}, {}, {}, nil

@@ -1,4 +1,4 @@
--- nsl.tui_model -- what `nsl tui` shows, without the terminal: the lanes
+-- nsl.engine.tui_model -- what `nsl tui` shows, without the terminal: the lanes
 -- of a timeline (one per GPU stream with kernels, NCCL kernels, memcpy by
 -- direction and memset; on nsys-jax archives, which keep no CUDA activity,
 -- the XLA modules and their thunks projected onto each GPU (the archive's
@@ -20,18 +20,19 @@ local nsl = require("nsl")
 local plot = require("nsl.plot")
 local nvtx = require("nsl.nvtx")
 local report = require("nsl.report")
+local gpu_ops = require("nsl.gpu_ops")
 
 local M = {}
 
 local fmt = string.format
 
---- The kinds of events and their class ids (plot.timeline_classes' order).
+--- The kinds of events and their class ids (plot.timeline_classes: nsl.gpu_ops.classes, then NVTX ranges).
 M.classes = plot.timeline_classes
 local CLASS = {}
 for i, c in ipairs(M.classes) do CLASS[c.name] = i - 1 end
 M.CLASS = CLASS
 
-local gpu_tables = {"kernels", "memcpy", "memset"}
+local gpu_tables = gpu_ops.tables
 
 local Model = {}
 Model.__index = Model
@@ -134,52 +135,26 @@ function Model:load_gpu_table(name)
   M.await(nsl.background("load", self.trace[name], gpu_columns(name)), self)
 end
 
--- The columns of G: the lanes' keys, the times, the class (the kind of event).
-local g_columns = {"report", "device", "stream", "start", "stop", "class"}
-
 --- Puts kernels, memcpy and memset one after the other in one table G
--- (g_columns; row r of G is row r - first[src] of gpu_tables[src]: see
--- gpu_source) and indexes it by lane (report, device, stream) with nsl.lod.
+-- (nsl.gpu_ops.table: report, device, stream, start, stop, class; row r of G
+-- is row r - first[src] of gpu_tables[src]: see gpu_source) and indexes it
+-- by lane (report, device, stream) with nsl.lod.
 function Model:load_gpu()
   local trace = self.trace
-  local cols, first = {}, {}
-  for _, c in ipairs(g_columns) do cols[c] = {} end
-  local total = 0
+  local first, total = {}, 0
   for _, name in ipairs(gpu_tables) do
-    local t = trace[name]
     self:load_gpu_table(name)   -- loaded already when run in stages
     first[#first + 1] = total
-    total = total + #t
-    if #t > 0 then
-      local class
-      if name == "kernels" then
-        local nccl = t.name:match("^nccl")
-        pause()
-        class = nccl:cast("i32") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel
-      elseif name == "memcpy" then
-        local h2d, d2h = t.kind:eq("HtoD"), t.kind:eq("DtoH")
-        class = h2d:cast("i32") * (CLASS.memcpy_htod - CLASS.memcpy_other) +
-                d2h:cast("i32") * (CLASS.memcpy_dtoh - CLASS.memcpy_other) + CLASS.memcpy_other
-      else
-        class = nsl.rep(CLASS.memset, #t)
-      end
-      pause()
-      local n = #cols.report + 1
-      for _, c in ipairs(g_columns) do cols[c][n] = t[c] end
-      cols.class[n] = class
-    end
+    total = total + #trace[name]
   end
-  if #cols.report == 0 then   -- no CUDA activity: an nsys-jax archive's XLA ranges, if any
+  pause()
+  local G = gpu_ops.table(trace, {columns = {"report", "device", "stream", "start", "stop"}, class = true})
+  pause()
+  if #G == 0 then   -- no CUDA activity: an nsys-jax archive's XLA ranges, if any
     self.loaded.gpu = true
     self:load_xla()
     return
   end
-  local spec = {}
-  for _, c in ipairs(g_columns) do
-    spec[#spec + 1] = {c, #cols[c] == 1 and cols[c][1] or nsl.concat(table.unpack(cols[c]))}
-    if #cols[c] > 1 then pause() end   -- each concatenation a slice of its own
-  end
-  local G = nsl.table(spec)
   local lane, groups = M.await(nsl.background("nest_lanes", nil, nil, {G.report, G.device, G.stream}, 0, 1), self)
   local lod = M.await(nsl.background("lod", G.start, G.stop, lane, G.class, #groups), self)
   self.gpu = {G = G, first = first, lane = lane, lod = lod, full = lod}
@@ -306,7 +281,8 @@ local function gpu_source(self, r)
 end
 
 --- The name of row r (0-based) of lane l's table: the kernel's short or
--- demangled name (self.names), "memcpy HtoD", "memset", or the NVTX range's
+-- demangled name (self.names), the terse label of a memory operation
+-- (nsl.gpu_ops.label: "memcpy HtoD", "memset"), or the NVTX range's
 -- "domain:text".
 function Model:name_of(l, r)
   if r == nil or r < 0 then return nil end
@@ -321,9 +297,9 @@ function Model:name_of(l, r)
     end
     return k.name[row]
   elseif src == 2 then
-    return "memcpy " .. tostring(self.trace.memcpy.kind[row])
+    return gpu_ops.label(self.trace.memcpy.kind[row], "terse")
   end
-  return "memset"
+  return gpu_ops.label(nil, "terse")
 end
 
 --- The row's start and stop (ns).
@@ -337,36 +313,18 @@ function Model:times(l, r)
   return G.start[r + 1], G.stop[r + 1]
 end
 
--- The names of every row of G (the filter's subject): kernels by their
--- short or demangled name, memcpy as "memcpy KIND", memset as "memset".
+-- Whether the name of each row of G (the filter's subject: kernels by
+-- their short or demangled name, memory operations by their terse label,
+-- nsl.gpu_ops.table's names) matches re: a bool column.  The names are made
+-- once per naming.
 local function gpu_match(self, re)
-  local trace, G = self.trace, self.gpu.G
-  local parts = {}
-  for src, name in ipairs(gpu_tables) do
-    local t = trace[name]
-    if #t > 0 then
-      local mask
-      if name == "kernels" then
-        local col = self.names == "demangled" and "demangled" or "name"
-        t:load{col}
-        mask = t[col]:regex(re)
-      elseif name == "memcpy" then
-        local kinds = {}
-        local g = t:group_by("kind"):keys()
-        for i = 1, #g do
-          local kind = g.kind[i]
-          if kind and re:search("memcpy " .. kind) then kinds[#kinds + 1] = kind end
-        end
-        mask = #kinds > 0 and t.kind:isin(kinds) or nsl.rep(0, #t):eq(1)
-      else
-        mask = nsl.rep(re:search("memset") and 1 or 0, #t):eq(1)
-      end
-      parts[#parts + 1] = mask
-    end
+  local g = self.gpu
+  if g.names_of ~= self.names then
+    g.names = gpu_ops.table(self.trace, {columns = {}, names = self.names, labels = "terse"}).name
+    g.names_of = self.names
   end
-  local all = #parts == 1 and parts[1] or nsl.concat(table.unpack(parts))
-  assert(#all == #G)
-  return all
+  assert(#g.names == #g.G)
+  return g.names:regex(re)
 end
 
 --- Sets the name filter (a regular expression, nil or "" for none) and
@@ -436,8 +394,8 @@ function Model:snap(l, t, dir)
   return r
 end
 
--- The launching API call of every row of G (0-based rows of trace.api, -1 none), joined once on
--- (report, pid, correlation id) as nsl.gpu_ops does.
+-- The launching API call of every row of G (0-based rows of trace.api, -1 none): nsl.gpu_ops's
+-- join on (report, pid, correlation id), once.
 local api_columns = {"report", "pid", "tid", "corr", "start", "stop", "name"}
 
 local function launch_index(self)
@@ -447,18 +405,7 @@ local function launch_index(self)
     if #api == 0 then
       self.gpu.api = false
     else
-      local G, parts = self.gpu.G, {pid = {}, corr = {}}
-      for _, name in ipairs(gpu_tables) do   -- G's rows: the tables with rows, one after the other
-        local t = self.trace[name]
-        if #t > 0 then
-          parts.pid[#parts.pid + 1], parts.corr[#parts.corr + 1] = t.pid, t.corr
-        end
-      end
-      local function all(list) return #list == 1 and list[1] or nsl.concat(table.unpack(list)) end
-      local pid, corr = all(parts.pid), all(parts.corr)
-      local keys = nsl.table{{"report", G.report}, {"pid", pid}, {"corr", corr}}
-      local _, idx = keys:join(api, {"report", "pid", "corr"})
-      self.gpu.api = idx
+      self.gpu.api = gpu_ops.table(self.trace, {columns = {}, api = true}).api   -- G's rows
     end
   end
   return self.gpu.api or nil
@@ -547,12 +494,12 @@ function Model:details(l, r)
       add("kind", "kernel")
     elseif src == 2 then
       t:load{"kind", "bytes"}
-      add("name", "memcpy " .. tostring(t.kind[row]))
+      add("name", gpu_ops.label(t.kind[row], "terse"))
       add("kind", "memcpy")
       add("bytes", t.bytes[row])
     else
       t:load{"bytes"}
-      add("name", "memset")
+      add("name", gpu_ops.label(nil, "terse"))
       add("kind", "memset")
       add("bytes", t.bytes[row])
     end
@@ -649,7 +596,7 @@ function Model:node_kernels(id)
   local rows = T.op_node:eq(id):indices()
   if #rows == 0 then return nil end
   -- the names of T.P.ops's rows (nsl.gpu_ops's row order), made once
-  T.op_names = T.op_names or require("nsl.gpu_ops").table(self.trace, {columns = {}, names = "short"}).name
+  T.op_names = T.op_names or gpu_ops.table(self.trace, {columns = {}, names = "short"}).name
   local t = nsl.table{{"name", T.op_names:gather(rows)}, {"dur", T.P.ops.dur:gather(rows)}}
   return t:group_by("name"):agg{"ops=count", "gpu_time=sum(dur)"}:sort("-gpu_time", "name")
 end
@@ -659,11 +606,12 @@ end
 --- The findings of diagnose over the trace, largest cost first (computed once).
 function Model:load_findings()
   if self.findings then return self.findings end
-  local runner = require("nsl.runner")
+  local runner = require("nsl.engine.runner")
   local diagnose = require("nsl.diagnose")
   local a = assert(runner.load_analysis("diagnose"))
   local args = assert(runner.parse_args(a, {}))
-  local ctx = diagnose.context(self.trace, args)
+  local out = require("nsl.engine.output").new{analysis = "diagnose", format = "collect", trace = self.trace}
+  local ctx = diagnose.context(self.trace, args, nil, out)
   pause()
   self.findings = diagnose.run(ctx, pause)   -- in a coroutine, keys are read between the checks
   self.finding_notes = ctx.notes

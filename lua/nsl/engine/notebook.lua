@@ -1,11 +1,11 @@
--- nsl.notebook -- literate analyses: Markdown files with ```lua cells, run in
+-- nsl.engine.notebook -- literate analyses: Markdown files with ```lua cells, run in
 -- order in one Lua state, rendered to one self-contained HTML file (prose,
 -- code, printed output, tables, figures, table of contents) or to a Jupyter
 -- notebook (.ipynb, nbformat 4) with the outputs filled in.
 --
 -- In a cell: `trace` is the loaded trace, `nsl` the library, print() goes to
 -- the cell's output, show(x) displays a table, a figure (canvas), SVG text,
--- an interactive timeline (require("nsl.view").viewer(trace, {from =, to =}))
+-- an interactive timeline (require("nsl.engine.view").viewer(trace, {from =, to =}))
 -- or any value, run(name, {KEY = value}) runs a shipped analysis and displays
 -- its findings, figures, then text and tables (an analysis that stops
 -- because the trace lacks its data shows its message as a note).
@@ -32,13 +32,13 @@ local function display(v, title, topts)
     return {kind = "svg", data = v, title = title}
   elseif type(v) == "string" and v:sub(1, 8) == "\137PNG\r\n\26\n" then
     return {kind = "png", data = v, title = title}
-  elseif require("nsl.view").is_viewer(v) then   -- the interactive timeline (nsl.view), embedded whole
+  elseif require("nsl.engine.view").is_viewer(v) then   -- the interactive timeline (nsl.engine.view), embedded whole
     return {kind = "html", html = v:fragment(), title = title or "timeline"}
   elseif is_canvas(v) then
     local data = v:to_string()
     return {kind = data:sub(1, 4) == "\137PNG" and "png" or "svg", data = data, title = title}
   end
-  return {kind = "text", text = kind and tostring(v) or require("nsl.repl").show(v)}
+  return {kind = "text", text = kind and tostring(v) or require("nsl.engine.repl").show(v)}
 end
 
 --- The outputs of an analysis's out object: its findings first (the
@@ -78,17 +78,17 @@ function M.run(text, trace, opts)
   -- run(name, {KEY = value}): an analysis whose data the trace lacks stops
   -- with an nsl error; that shows as a one-line note and the notebook goes on
   env.run = function(name, args)
-    local runner = require("nsl.runner")
+    local runner = require("nsl.engine.runner")
     local a = assert(runner.load_analysis(name))
     local given = {}
     for k, v in pairs(args or {}) do given[#given + 1] = k .. "=" .. tostring(v) end
     table.sort(given)
     local parsed = assert(runner.parse_args(a, given))
-    local out = require("nsl.output").new{analysis = a.name, format = "notebook", trace = trace}
-    local ok, err = xpcall(a.run, runner.handler, trace, parsed, out)
+    local out = require("nsl.engine.output").new{analysis = a.name, format = "notebook", trace = trace}
+    local ok, err = xpcall(a.run, nsl.error_handler, trace, parsed, out)
     analysis_outputs(out, current.outputs)
     if not ok then
-      -- a bug (runner.handler's record) fails the cell, naming the analysis and the inputs
+      -- a bug (nsl.error_handler's record) fails the cell, naming the analysis and the inputs
       if not nsl.is_error(err) then error(runner.failure(a, err, trace and trace.reports.path:totable()), 0) end
       current.outputs[#current.outputs + 1] = {kind = "note", text = a.name .. ": " .. tostring(err)}
     end

@@ -1,18 +1,15 @@
--- nsl.cmd.view -- `nsl view TRACE... -o view.html [--from T|step:N] [--to T|step:N]
+-- nsl.engine.cmd.view -- `nsl view TRACE... -o view.html [--from T|step:N] [--to T|step:N]
 -- [--max-events N] [--bins N] [--no-findings]`: writes the interactive timeline viewer
--- (lua/nsl/view.lua) of the traces as one self-contained HTML file.
+-- (lua/nsl/engine/view.lua) of the traces as one self-contained HTML file.
 local nsl = require("nsl")
-local view = require("nsl.view")
+local view = require("nsl.engine.view")
 local window = require("nsl.window")
 
 local M = {}
 
 local most = {max_events = 10000000, bins = 100000}   -- beyond: pages no browser opens
 
-local function fail(code, msg)
-  io.stderr:write("nsl: ", msg, "\n")
-  return code
-end
+local fail = require("nsl.engine.runner").fail
 
 --- The view options given on the command line (opts from the command
 -- table, src/cli/commands.c), or nil and a usage message.

@@ -1,4 +1,4 @@
--- nsl.cmd.profile -- `nsl profile [options] -- COMMAND...`: runs the command
+-- nsl.engine.cmd.profile -- `nsl profile [options] -- COMMAND...`: runs the command
 -- under `nsys profile`, exports the report to SQLite, writes a bundle with
 -- the run's metadata and sources, and runs the requested analyses on it,
 -- storing their results in the bundle.  Processes are started by nsl.spawn
@@ -20,10 +20,7 @@ M.rank_variables = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SL
 
 local function say(msg) io.stderr:write("nsl: ", msg, "\n") end
 
-local function fail(code, msg)
-  say(msg)
-  return code
-end
+local fail = require("nsl.engine.runner").fail
 
 --- The rank of this process: the --rank option, else the first rank
 -- variable of the environment that holds an integer; nil when none.
@@ -144,7 +141,7 @@ end
 -- The analyses asked for, loaded, with the --arg values each declares.
 -- Returns a list of {a=, args=}, or nil and a message (a usage error).
 local function load_analyses(names, given)
-  local runner = require("nsl.runner")
+  local runner = require("nsl.engine.runner")
   local list, used = {}, {}
   for _, name in ipairs(names or {}) do
     local a, err = runner.load_analysis(name)
@@ -249,7 +246,7 @@ end
 -- Runs every analysis on the bundle and stores its results in it; returns
 -- the worst outcome: 0, 3 (a finding at --fail-on) or 1 (a failure).
 local function run_analyses(list, output, opts)
-  local runner = require("nsl.runner")
+  local runner = require("nsl.engine.runner")
   local worst = 0
   for _, it in ipairs(list) do
     local out_dir = opts.out and (#list > 1 and opts.out .. "/" .. it.a.name or opts.out) or nil
@@ -279,7 +276,7 @@ function M.run_notebooks(notebooks, output)
       say(fmt("--notebook: cannot open notebook '%s': %s", nb, err))
       failed = 1
     else
-      local notebook = require("nsl.notebook")
+      local notebook = require("nsl.engine.notebook")
       local stem = nb:match("([^/]+)$"):gsub("%.md$", "")
       local trace, oerr = nsl.open{output}
       if not trace then

@@ -1,34 +1,26 @@
--- nsl.runner -- runs analyses: finds the script, checks its arguments,
+-- nsl.engine.runner -- runs analyses: finds the script, checks its arguments,
 -- opens the trace, calls run(trace, args, out) and emits what it produced.
 -- The C side (src/cli) parses the command line and calls M.main(opts).
 local nsl = require("nsl")
 local tables = require("nsl.util.tables")
 local report = require("nsl.report")
-local output = require("nsl.output")
+local output = require("nsl.engine.output")
 
 local M = {}
 
 local stderr = io.stderr
 local quiet = false   -- a distributed run's processes other than MPI rank 0 print nothing
 
-local function fail(code, msg)   -- msg may quote names from the trace: printable only
+--- runner.fail(code, msg) -> code, after msg on stderr as "nsl: msg": the one
+-- way `nsl run` and the commands (nsl.engine.cmd.*) fail.  msg may quote names
+-- from a trace: printable only.
+local function fail(code, msg)
   if not quiet then stderr:write("nsl: ", nsl.printable(tostring(msg), true), "\n") end
   return code
 end
 M.fail = fail
 
---- Error handler: nsl errors of the input or the environment (nsl.fail, a
--- source's errors) stay as they are, one line for the user.  Anything else
--- is a bug in the script -- a Lua error, or a kernel's refusal of its
--- arguments (an nsl error marked internal) -- and becomes {bug = message,
--- traceback = ...}, for M.failure to report.
-function M.handler(e)
-  if nsl.is_error(e) and not e.internal then return e end
-  if type(e) == "table" and e.bug then return e end   -- handled by an inner run (diagnose's checks): its traceback
-  return {bug = nsl.is_error(e) and e.message or tostring(e), traceback = debug.traceback("", 2)}
-end
-
---- The exit code of a run that failed with e (from M.handler): 2 for a
+--- The exit code of a run that failed with e (from nsl.error_handler): 2 for a
 -- value the analysis rejected (nsl.fail(msg, "usage"): out of range, bad
 -- format, not one of its choices), as for any usage error; else 1.
 function M.exit_code(e)
@@ -36,7 +28,7 @@ function M.exit_code(e)
 end
 
 --- The message for a run of analysis a on inputs (array of paths) that
--- failed with e (from M.handler): the user's error as it is; a bug names
+-- failed with e (from nsl.error_handler): the user's error as it is; a bug names
 -- the analysis and the inputs, says whose bug it is (nsl's for a shipped
 -- analysis, else the script's) and carries the traceback.
 function M.failure(a, e, inputs)
@@ -84,13 +76,6 @@ function M.load_analysis(spec)
   a.name = a.name or name or spec
   a.args = a.args or {}
   return a
-end
-
---- Runs shipped analysis `name` with its default arguments on trace, into
--- out (an analysis handing over to another, e.g. on a trace of another kind).
-function M.delegate(name, trace, out)
-  local a = assert(M.load_analysis(name))
-  return a.run(trace, assert(M.parse_args(a, {})), out)
 end
 
 --- The shipped analyses: array of {name, description}, sorted by name.
@@ -250,7 +235,7 @@ function M.emit(a, trace, opts, body)
   local out, oerr = output.new{analysis = a.name, format = opts.format or "text", dir = opts.out,
                                trace = trace, traces = opts.traces, embed = opts.embed}
   if not out then return fail(1, oerr) end
-  local ok, msg = xpcall(body, M.handler, out)
+  local ok, msg = xpcall(body, nsl.error_handler, out)
   if not ok then
     out:flush()
     return fail(M.exit_code(msg), M.failure(a, msg, opts.traces))
@@ -265,7 +250,7 @@ function M.emit(a, trace, opts, body)
     local eok, eerr = bundle.embed(opts.traces, a.name, out, opts.embed_sig)
     if not eok then return fail(1, eerr) end
   end
-  if opts.fail_on and out:worst_severity() >= output.severity_rank(opts.fail_on) then return 3 end
+  if opts.fail_on and out:worst_severity() >= require("nsl.findings").severity_rank(opts.fail_on) then return 3 end
   return 0
 end
 
@@ -284,7 +269,7 @@ function M.main(opts)
     opts.distribute = true
     return M.run(a, opts)
   else
-    assert(cmd == "run", "nsl.runner runs run, list and info")
+    assert(cmd == "run", "nsl.engine.runner runs run, list and info")
     local a, err = M.load_analysis(opts.script)
     if not a then return fail(opts.script:match("^[%w_%-]+$") and 2 or 1, err) end
     if opts.help then

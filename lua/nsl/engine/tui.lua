@@ -1,14 +1,14 @@
--- nsl.tui -- `nsl tui`: a terminal timeline of a trace (GPU streams, NVTX
+-- nsl.engine.tui -- `nsl tui`: a terminal timeline of a trace (GPU streams, NVTX
 -- ranges per thread), the details of an event, the NVTX tree and the
 -- findings of diagnose, over ssh and in tmux, with and without colour.
 -- The terminal is nsl.curses (src/lua/lcurses.c); what is shown comes from
--- nsl.tui_model (the tables, nsl.lod's per-column summaries, nsl.nvtx's
+-- nsl.engine.tui_model (the tables, nsl.lod's per-column summaries, nsl.nvtx's
 -- tree, diagnose's findings): this file is the view and the keys only.
 -- The first screen comes at once: the trace opens and loads behind it (a
 -- loader coroutine over background jobs, resumed between keys), with its
 -- progress on the status line; keys work the whole time.
 local nsl = require("nsl")
-local model = require("nsl.tui_model")
+local model = require("nsl.engine.tui_model")
 local report = require("nsl.report")
 local units = require("nsl.util.units")
 local findings_text = require("nsl.findings")
@@ -781,7 +781,7 @@ function App:eval(line)
       local msg = tostring(nsl.is_error(res[2]) and res[2].message or res[2])
       out[#out + 1] = "error: " .. (msg:match("^[^\n]*") or msg)
     else
-      local show = require("nsl.repl").show
+      local show = require("nsl.engine.repl").show
       for i = 2, res.n do
         for s in (show(res[i]) .. "\n"):gmatch("(.-)\n") do out[#out + 1] = s end
       end

@@ -1,4 +1,4 @@
--- nsl.repl -- the policy of the interactive REPL (src/cli/repl.c is the
+-- nsl.engine.repl -- the policy of the interactive REPL (src/cli/repl.c is the
 -- loop and line editing): help, value printing, commands, completion.
 local nsl = require("nsl")
 local tables = require("nsl.util.tables")
@@ -84,7 +84,7 @@ function M.command(line, env)
   elseif cmd == "run" then
     local w = words(rest)
     if #w == 0 then return "usage: :run ANALYSIS [KEY=VALUE...]" end
-    local runner = require("nsl.runner")
+    local runner = require("nsl.engine.runner")
     local a, err = runner.load_analysis(w[1])
     if not a then
       if err:find("did you mean", 1, true) or not w[1]:match("^[%w_]+$") then return "error: " .. err end

@@ -1,4 +1,4 @@
--- nsl.cmd.bundle -- `nsl bundle EXPORT... -o OUT.zip`: one bundle from nsys
+-- nsl.engine.cmd.bundle -- `nsl bundle EXPORT... -o OUT.zip`: one bundle from nsys
 -- SQLite exports, with the manifest filled from the exports themselves, and
 -- metadata files and sources beside them.
 local nsl = require("nsl")
@@ -7,10 +7,7 @@ local report = require("nsl.report")
 
 local M = {}
 
-local function fail(code, msg)
-  io.stderr:write("nsl: ", msg, "\n")
-  return code
-end
+local fail = require("nsl.engine.runner").fail
 
 --- Entry point (src/cli/commands.c declares the command and its options):
 -- opts.traces are the exports (at least one), opts.output the bundle.

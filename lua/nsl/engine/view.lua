@@ -1,10 +1,10 @@
--- nsl.view -- the interactive timeline viewer: one self-contained HTML file
+-- nsl.engine.view -- the interactive timeline viewer: one self-contained HTML file
 -- (no network) with a canvas timeline of the trace (one row per GPU stream:
 -- kernels, NCCL kernels, memcpy by direction, memset; on nsys-jax archives
 -- one per device: the XLA modules and thunks projected onto it; NVTX ranges per
 -- thread in nesting sub-rows), zoom, pan, hover details, search by name,
 -- the NVTX stack at a point or over a selection, and the findings of
--- `diagnose`.  The page's script and style are lua/nsl/view/viewer.js and
+-- `diagnose`.  The page's script and style are lua/nsl/engine/view/viewer.js and
 -- viewer.css; this module only gathers the data, from the same tables and
 -- findings `nsl run` uses, and embeds it compactly:
 --   * levels of detail over the whole trace: per row and time bin, the busy
@@ -14,11 +14,12 @@
 --   * every event of a detail window [from, to), as columns of
 --     little-endian typed arrays (nsl.pack) in base64, names through one
 --     string table.
---   local v = require("nsl.view").viewer(trace, {from = t0, to = t1})
+--   local v = require("nsl.engine.view").viewer(trace, {from = t0, to = t1})
 --   nsl.write_file("view.html", v:page())      -- `nsl view`; out:file(name, v:page()) in an analysis
 --   show(v)                                     -- a notebook cell embeds it (v:fragment())
 local nsl = require("nsl")
 local plot = require("nsl.plot")
+local gpu_ops = require("nsl.gpu_ops")
 local window = require("nsl.window")
 local report = require("nsl.report")
 
@@ -49,31 +50,13 @@ for i, c in ipairs(plot.timeline_classes) do CLASS[c.name] = i - 1 end
 
 --- The GPU operations of the whole trace as columns report, device,
 -- stream, start, stop, name, cls (a Lua table of them), or nil when there
--- are none.  cls is the
--- timeline class (plot.timeline_classes, 0-based); name the kernel's short
--- name, the memcpy kind, or "memset".
-local function gpu_ops(trace)
-  local parts = {}
-  local cols = {"report", "device", "stream", "start", "stop"}
-  local k = trace.kernels
-  if #k > 0 then
-    k = k:select{"report", "device", "stream", "start", "stop", "name"}
-    local nccl = k.name:match("^nccl")
-    parts[#parts + 1] = {t = k, name = k.name, cls = nccl * (CLASS.nccl - CLASS.kernel) + CLASS.kernel}
-  end
-  local m = trace.memcpy
-  if #m > 0 then
-    m = m:select{"report", "device", "stream", "start", "stop", "kind"}
-    local h2d, d2h = m.kind:eq("HtoD"), m.kind:eq("DtoH")
-    parts[#parts + 1] = {t = m, name = m.kind, cls = h2d * (CLASS.memcpy_htod - CLASS.memcpy_other) +
-                                                    d2h * (CLASS.memcpy_dtoh - CLASS.memcpy_other) + CLASS.memcpy_other}
-  end
-  local s = trace.memset
-  if #s > 0 then
-    s = s:select(cols)
-    parts[#parts + 1] = {t = s, name = nsl.rep("memset", #s), cls = nsl.rep(CLASS.memset, #s)}
-  end
-  if #parts == 0 then   -- no CUDA activity: an nsys-jax archive's XLA modules and thunks on each device
+-- are none.  cls is the timeline class (plot.timeline_classes, 0-based);
+-- name the kernel's short name or the terse label of a memory operation
+-- (nsl.gpu_ops.table).
+local function gpu_rows(trace)
+  local t = gpu_ops.table(trace, {columns = {"report", "device", "stream", "start", "stop"}, names = "short",
+                                      labels = "terse", class = true})
+  if #t == 0 then   -- no CUDA activity: an nsys-jax archive's XLA modules and thunks on each device
     local r = trace.gpu_ranges
     if #r == 0 then return nil end
     r:load{"report", "pid", "tid", "start", "stop", "text"}
@@ -82,17 +65,8 @@ local function gpu_ops(trace)
     return {xla = true, report = r.report, device = dev, stream = nsl.rep(0, #r), start = r.start, stop = r.stop,
             name = frames.range_names(r.text), cls = nsl.rep(CLASS.kernel, #r)}
   end
-  local spec = {}
-  for _, c in ipairs(cols) do
-    local list = {}
-    for i, p in ipairs(parts) do list[i] = p.t[c] end
-    spec[#spec + 1] = {c, nsl.concat(table.unpack(list))}
-  end
-  local names, cls = {}, {}
-  for i, p in ipairs(parts) do names[i], cls[i] = p.name, p.cls:cast("i64") end
-  local g = {name = nsl.concat(table.unpack(names)), cls = nsl.concat(table.unpack(cls))}
-  for _, c in ipairs(spec) do g[c[1]] = c[2] end
-  return g
+  return {report = t.report, device = t.device, stream = t.stream, start = t.start, stop = t.stop, name = t.name,
+          cls = t.class}
 end
 
 --- The NVTX ranges of the trace as columns report, pid, tid, start, stop,
@@ -251,12 +225,12 @@ end
 --- The findings of `diagnose` on the trace as records for the page, and
 -- notes (a check that could not run, or diagnose itself).
 local function diagnose_findings(trace)
-  local runner = require("nsl.runner")
+  local runner = require("nsl.engine.runner")
   local findings = require("nsl.findings")
   local a = assert(runner.load_analysis("diagnose"))
   local parsed = assert(runner.parse_args(a, {}))
-  local out = require("nsl.output").new{analysis = a.name, format = "notebook", trace = trace}
-  local ok, err = xpcall(a.run, runner.handler, trace, parsed, out)
+  local out = require("nsl.engine.output").new{analysis = a.name, format = "notebook", trace = trace}
+  local ok, err = xpcall(a.run, nsl.error_handler, trace, parsed, out)
   if not ok then
     if not nsl.is_error(err) then error(runner.failure(a, err, trace.reports.path:totable()), 0) end
     return {}, {"diagnose: " .. tostring(err)}
@@ -315,7 +289,7 @@ end
 -- operations or NVTX ranges.
 function M.viewer(trace, opts)
   opts = opts or {}
-  local g, nv = gpu_ops(trace), nvtx_ranges(trace)
+  local g, nv = gpu_rows(trace), nvtx_ranges(trace)
   if not g and not nv then nsl.fail("the trace has no GPU operations or NVTX ranges to show") end
   local lo, hi = window.span(trace, {"kernels", "memcpy", "memset", "nvtx", "gpu_ranges"})
   if hi <= lo then hi = lo + 1 end
@@ -388,7 +362,7 @@ end
 
 --- The viewer's script and style, as shipped in the binary.
 local function asset(name)
-  local text = nsl.embedded_file("lua/nsl/view/" .. name)
+  local text = nsl.embedded_file("lua/nsl/engine/view/" .. name)
   if not text then error("the viewer's " .. name .. " is not in this build", 2) end
   return text
 end

@@ -1,14 +1,11 @@
--- nsl.cmd.notebook -- `nsl notebook NOTEBOOK.md [TRACE...] -o report.html|report.ipynb
+-- nsl.engine.cmd.notebook -- `nsl notebook NOTEBOOK.md [TRACE...] -o report.html|report.ipynb
 -- [--stop-on-error]`: runs the notebook's cells and writes the rendered file.
 local nsl = require("nsl")
-local notebook = require("nsl.notebook")
+local notebook = require("nsl.engine.notebook")
 
 local M = {}
 
-local function fail(code, msg)
-  io.stderr:write("nsl: ", msg, "\n")
-  return code
-end
+local fail = require("nsl.engine.runner").fail
 
 --- Renders notebook `path` on the traces to `output` (.html or .ipynb).
 -- Returns the exit code: 0 when written (failing cells are shown in it),

@@ -1,4 +1,4 @@
--- nsl.output -- the `out` object an analysis writes its results to:
+-- nsl.engine.output -- the `out` object an analysis writes its results to:
 -- tables, free text, findings and files.  Findings come first: text output
 -- is held until the analysis ends (or fails), then its findings print, in
 -- human units (nsl.findings.lines), before the tables and prose, which keep
@@ -13,8 +13,7 @@ local M = {}
 local Out = {}
 Out.__index = Out
 
-local severities = {info = 1, warning = 2, error = 3}
-function M.severity_rank(s) return severities[s] or 0 end
+local severity_rank = findings.severity_rank
 
 -- Returns the object, or nil and a message when the --out folder cannot be
 -- made (a file of that name, no permission): the user's input, not a bug.
@@ -77,15 +76,55 @@ function Out:value(name, v) self.values[name] = v end
 function Out:finding(f)
   assert(type(f) == "table" and f.message, "out:finding needs {severity=, message=}")
   f.severity = f.severity or "warning"
-  assert(severities[f.severity], "severity must be info, warning or error")
+  assert(severity_rank(f.severity) > 0, "severity must be info, warning or error")
   findings.validate(f)
   if f.where then setmetatable(f.where, report.object_mt) end
   self.findings[#self.findings + 1] = f
 end
 
+--- out:run(name, trace [, given [, opts]]) -- the one way an analysis, or
+-- the library on its behalf, hands over to another shipped analysis: the
+-- run of analysis `name` on trace with its arguments from given (KEY=VALUE
+-- strings; the defaults for the rest).  It writes into this out (what it
+-- produces is this run's) and returns what its run returns.  With
+-- opts.collect it writes into an output of its own, of that format
+-- ("collect", "json"), whose items and findings the caller reads, and
+-- returns it, or nil and the message of an error of the input (nsl.fail, a
+-- source's errors; a bug still raises).  opts.parts: the tables the
+-- analysis's distributed step made on every process (nsl.distributed): its
+-- combine runs with them, or its run; opts.extra: a last argument for its
+-- run (after parts).
+function Out:run(name, trace, given, opts)
+  opts = opts or {}
+  local a = assert(require("nsl.engine.runner").load_analysis(name))
+  local args = self:args(name, given)
+  if not opts.collect then return a.run(trace, args, self) end
+  local sub = M.new{analysis = name, format = opts.collect, trace = trace}
+  local run, parts = a.run, opts.parts
+  if parts and a.distributed then
+    run = function(tr, ar, o, _, extra)
+      if a.distributed.combine then return a.distributed.combine(tr, parts, ar, o) end
+      return a.run(tr, ar, o, parts, extra)
+    end
+  end
+  local ok, err = xpcall(run, nsl.error_handler, trace, args, sub, nil, opts.extra)
+  if not ok then
+    if nsl.is_error(err) then return nil, tostring(err) end
+    error(err, 0)
+  end
+  return sub
+end
+
+--- out:args(name [, given]) -> the arguments of shipped analysis `name`
+-- as its run receives them: its defaults, and given (KEY=VALUE strings).
+function Out:args(name, given)
+  local runner = require("nsl.engine.runner")
+  return assert(runner.parse_args(assert(runner.load_analysis(name)), given or {}))
+end
+
 function Out:worst_severity()
   local worst = 0
-  for _, f in ipairs(self.findings) do worst = math.max(worst, severities[f.severity]) end
+  for _, f in ipairs(self.findings) do worst = math.max(worst, severity_rank(f.severity)) end
   return worst
 end
 
