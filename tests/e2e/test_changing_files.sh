@@ -118,11 +118,15 @@ done
 # --- kill -9 of nsl during an export: nsys ends too ---
 FAKE=$NSL_SOURCE_DIR/tests/e2e/fake_nsys.sh
 printf 'NVIDIA Tegra Profiler Report 2026@2@1@210-1v0.\nkill\n' > "$TMP/kill.nsys-rep"
-mkfifo "$TMP/nsys.log"
 FAKE_NSYS_LOG=$TMP/nsys.log FAKE_NSYS_EXPORT_HANG=1 FAKE_NSYS_EXPORT=$nccl \
-  "$NSL" info "$TMP/kill.nsys-rep" --nsys "$FAKE" > /dev/null 2>&1 &
+  "$NSL" info "$TMP/kill.nsys-rep" --nsys "$FAKE" > /dev/null 2> "$TMP/kill.err" &
 nslpid=$!
-timeout 60 head -n1 "$TMP/nsys.log" > /dev/null   # the stand-in nsys started (its first log line)
+# the stand-in nsys logged its whole export call (a plain file: a FIFO closed after its first line killed the
+# stand-in with SIGPIPE while it wrote the rest, and nsl then had no child left to check)
+for _ in $(seq 600); do
+  sed -n '/^export$/,$p' "$TMP/nsys.log" 2> /dev/null | grep -q '^--end--$' && break
+  sleep 0.1
+done
 # the child that exports (nsl may first ask `nsys --version`: a short-lived child of its own, not the export;
 # the stand-in's hanging export runs as `sleep`)
 export_child() {
@@ -134,7 +138,8 @@ export_child() {
 }
 child=""
 for _ in $(seq 600); do child=$(export_child); [ -n "$child" ] && break; sleep 0.1; done
-if [ -z "$child" ]; then bad "kill -9: no nsys under nsl"
+if [ -z "$child" ]; then
+  bad "kill -9: no nsys under nsl: $(kill -0 $nslpid 2> /dev/null && echo "nsl runs" || echo "nsl ended"), $(head -c 300 "$TMP/kill.err")"
 else
   [ "$(ps -o pgid= -p "$child" | tr -d ' ')" = "$child" ] && ok "nsys runs in its own process group" ||
     bad "nsys's process group: $(ps -o pid,pgid,cmd -p "$child")"
