@@ -345,31 +345,22 @@ end
 --- Rebuilds the filtered indexes from the full ones (no sort: nsl.lod's filter).
 function Model:apply_filter()
   local re, min = self.filter_re, self.min_dur or 0
-  if self.gpu then
-    local G = self.gpu.G
-    if not re and min <= 0 then self.gpu.lod = self.gpu.full
-    else
-      local mask = (G.stop - G.start):ge(min)
-      if re then mask = mask & gpu_match(self, re) end
-      self.gpu.lod = self.gpu.full:filter(mask)
-    end
-  end
-  if self.xla then
-    local g = self.xla.g
-    if not re and min <= 0 then self.xla.lod = self.xla.full
-    else
-      local mask = (g.stop - g.start):ge(min)
-      if re then mask = mask & self.xla.name:regex(re) end
-      self.xla.lod = self.xla.full:filter(mask)
-    end
-  end
-  if self.nvtx then
-    local nv = self.nvtx.nv
-    if not re and min <= 0 then self.nvtx.lod = self.nvtx.full
-    else
-      local mask = (nv.stop - nv.start):ge(min)
-      if re then mask = mask & self.nvtx.name:regex(re) end
-      self.nvtx.lod = self.nvtx.full:filter(mask)
+  -- each set of lanes: its events (start, stop columns) and the mask of the names the pattern matches
+  local sets = {
+    {self.gpu, "G", function() return gpu_match(self, re) end},
+    {self.xla, "g", function() return self.xla.name:regex(re) end},
+    {self.nvtx, "nv", function() return self.nvtx.name:regex(re) end},
+  }
+  for _, s in ipairs(sets) do
+    local set, events, names = s[1], s[2], s[3]
+    if set then
+      if not re and min <= 0 then set.lod = set.full
+      else
+        local ev = set[events]
+        local mask = (ev.stop - ev.start):ge(min)
+        if re then mask = mask & names() end
+        set.lod = set.full:filter(mask)
+      end
     end
   end
 end
