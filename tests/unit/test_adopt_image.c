@@ -22,13 +22,9 @@
 #include "nsl/nsl.h"
 #include "nsl/source.h"
 #include "source/nsys_sqlite.h"
+#include "table_rows.h"
 
 /* The table's row count (nsl_table_nrows), -1 when it cannot be had. */
-static int64_t table_rows(nsl_table *t, nsl_error *err) {
-  int64_t n;
-  return nsl_table_nrows(t, &n, err) == NSL_OK ? n : -1;
-}
-
 static char export_path[1024];
 
 static int setup(void **state) {

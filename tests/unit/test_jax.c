@@ -8,13 +8,9 @@
 #include "kernel_fixtures.h"
 #include "source/nsys_jax.h"
 #include "core/nsl_internal.h"
+#include "table_rows.h"
 
 /* The table's row count (nsl_table_nrows), -1 when it cannot be had. */
-static int64_t table_rows(nsl_table *t, nsl_error *err) {
-  int64_t n;
-  return nsl_table_nrows(t, &n, err) == NSL_OK ? n : -1;
-}
-
 /*        0
  *      /   \
  *     1     4        rows 1, 2, 3 are "thunks" (through), 0 and 5 "modules"

@@ -20,13 +20,9 @@
 
 #include "nsl/nsl.h"
 #include "source/nsys_sqlite.h"
+#include "table_rows.h"
 
 /* The table's row count (nsl_table_nrows), -1 when it cannot be had. */
-static int64_t table_rows(nsl_table *t, nsl_error *err) {
-  int64_t n;
-  return nsl_table_nrows(t, &n, err) == NSL_OK ? n : -1;
-}
-
 #define MAX_FILES 64
 
 
