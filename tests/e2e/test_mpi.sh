@@ -1,90 +1,13 @@
 #!/usr/bin/env bash
-# Distributed runs: `mpirun -np P nsl run NAME TRACE...` over per-rank exports
-# made from the real NCCL export (tests/lua/straggler_rank.sh: GPU 0's
-# activity, clocks shifted, jitter, rank 5's host stopping after every
-# synchronisation: a straggler).  Oracles: the one-process run of the same
-# command (byte for byte: stdout, exit code, --out files), as the design
-# makes it the oracle of distributed runs, and SQL through sqlite3 on the
-# exports for the numbers the tables sum.  Skipped when nsl was built
-# without MPI or mpirun is missing.
-#
-# OpenMPI refuses root without OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM); --oversubscribe
-# lets 4 processes share 2 cores.  Under AddressSanitizer OpenMPI's own
-# libraries keep allocations at exit (LeakSanitizer's reports of an MPI run
-# all point into OpenMPI's unloaded components, none into nsl): leak
-# detection is off for this test only (ASAN_OPTIONS detect_leaks=0); every
-# other check stays on.
-. "$(dirname "$0")/lib.sh"
-: "${NSL_SOURCE_DIR:?NSL_SOURCE_DIR must name the repository}"
-SRC=$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite
-[ "${NSL#/}" = "$NSL" ] && NSL=$PWD/$NSL   # the workflow below runs nsl from another folder
-
-cat > "$TMP/probe.lua" <<'EOF'
-return {name = "probe", needs_trace = false,
-        run = function(_, _, out) out:text(select(3, require("nsl").mpi.start()) and "mpi" or "serial") end}
-EOF
-if [ "$("$NSL" run "$TMP/probe.lua")" != mpi ]; then
-  echo "skipped: this nsl was built without MPI (cmake -DNSL_MPI=ON needs libopenmpi-dev)"; exit 0
-fi
-if ! command -v mpirun > /dev/null; then echo "skipped: no mpirun (openmpi-bin)"; exit 0; fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-# one node: no remote shell is ever started, but OpenMPI wants one named (CI images may have no ssh);
-# containers often forbid the cross-process memory copies of shared-memory transfers: plain copies
-command -v ssh > /dev/null || export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
-export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-# processes that wait in MPI give the core back (four share two cores): no busy polling
-export OMPI_MCA_mpi_yield_when_idle=1
-# The checks of every analysis's distributed form run on 2 and 4 processes; in the ASan build
-# (NSL_TEST_SMALL=1, set by CMakeLists.txt) on 2 only, where more processes add start-ups, not
-# coverage: the 3- and 4-process runs below (--out, the straggler, bundles, failures) stay.
-NPS="2 4"
-[ -n "${NSL_TEST_SMALL:-}" ] && NPS="2"
-# mpi NP ARGS... -- nsl ARGS on NP processes (never hangs: a limit of 300 s)
-mpi() { local np=$1; shift; timeout 300 mpirun --oversubscribe -np "$np" "$NSL" "$@"; }
-
-# ---- 10 per-rank exports (shares of 5, or of 2 and 3 on 4 processes) ----
-R=$TMP/ranks
-mkdir -p "$R"
-for r in 0 1 2 3 4 5 6 7 8 9; do
-  role=idlewait; [ $r = 5 ] && role=idle
-  "$NSL_SOURCE_DIR/tests/lua/straggler_rank.sh" "$SRC" "$R/rank$r.sqlite" 0 500000 $role \
-    $(( (r * 37 % 23 - 11) * 1000000 )) 10000 $((r + 1)) &
-done
-wait
-RANKS=("$R"/rank0.sqlite "$R"/rank1.sqlite "$R"/rank2.sqlite "$R"/rank3.sqlite "$R"/rank4.sqlite
-       "$R"/rank5.sqlite "$R"/rank6.sqlite "$R"/rank7.sqlite "$R"/rank8.sqlite "$R"/rank9.sqlite)
-
-# same_as_one WHAT NP ARGS... -- the run on NP processes prints, exits and
-# writes (--out) what one process does; the stats line says which form ran
-same_as_one() {
-  local what=$1 np=$2
-  shift 2
-  local args=("$@")
-  rm -rf "$TMP/one.d" "$TMP/many.d" "$TMP/out"   # both write to one folder name (results.json names its files)
-  "$NSL" "${args[@]/#@OUT@/$TMP/out}" > "$TMP/one.out" 2> "$TMP/one.err"
-  local rc1=$?
-  [ -d "$TMP/out" ] && mv "$TMP/out" "$TMP/one.d"
-  NSL_MPI_STATS=1 mpi "$np" "${args[@]/#@OUT@/$TMP/out}" > "$TMP/many.out" 2> "$TMP/many.err"
-  local rcp=$?
-  [ -d "$TMP/out" ] && mv "$TMP/out" "$TMP/many.d"
-  if grep -q -E 'AddressSanitizer|runtime error|Segmentation' "$TMP/many.err"; then
-    bad "$what: crashed: $(head -5 "$TMP/many.err")"; return
-  fi
-  if [ $rcp -ne $rc1 ]; then bad "$what: exit code $rcp on $np processes, $rc1 on one ($(head -3 "$TMP/many.err"))"; return; fi
-  if ! cmp -s "$TMP/one.out" "$TMP/many.out"; then
-    bad "$what: output differs: $(diff "$TMP/one.out" "$TMP/many.out" | head -4 | cut -c1-160)"; return
-  fi
-  if [ -d "$TMP/one.d" ] && ! diff -r "$TMP/one.d" "$TMP/many.d" > /dev/null; then
-    bad "$what: --out files differ: $(diff -rq "$TMP/one.d" "$TMP/many.d" | head -3)"; return
-  fi
-  ok "$what: $np processes print$([ -d "$TMP/one.d" ] && echo " and write") what one does (exit $rc1)"
-}
-# form_was WHAT FORM -- the last distributed run used FORM (distributed or gathered)
-form_was() {
-  if grep -q "nsl: mpi: .* $2 form" "$TMP/many.err"; then ok "$1: the $2 form ran"
-  else bad "$1: not the $2 form: $(grep 'nsl: mpi' "$TMP/many.err")"; fi
-}
+# Distributed runs, every analysis's distributed form: `mpirun -np P nsl run
+# NAME TRACE...` over per-rank exports (tests/e2e/mpi_lib.sh makes them).
+# Oracles: the one-process run of the same command (byte for byte: stdout,
+# exit code, --out files), as the design makes it the oracle of distributed
+# runs, and SQL through sqlite3 on the exports for the numbers the tables sum;
+# declared row filters move fewer bytes and change nothing.  Bundles, the
+# cluster workflow, edge shares and failures: test_mpi_shares.sh.  Skipped
+# when nsl was built without MPI or mpirun is missing.
+. "$(dirname "$0")/mpi_lib.sh"
 
 # ---- every analysis with a distributed form, and one without ----
 for np in $NPS; do
@@ -183,95 +106,5 @@ done
 filtered "an own script's regex, set and comparison filters" 4 run "$TMP/filters.lua" "${RANKS[@]}"
 check_eq "filtered tables on 4 processes = SQL (NCCL kernels, their time, large copies, their bytes)" \
   "$(cat "$TMP/one.out")" "$want_k $want_kd $want_m $want_mb"
-
-# ---- a bundle: each process reads its members only ----
-"$NSL" bundle "${RANKS[@]:0:6}" -o "$TMP/six.zip" > /dev/null 2>&1 || bad "bundle of six exports"
-same_as_one "straggler on a bundle of 6 reports" 4 run straggler "$TMP/six.zip"; form_was "bundle" distributed
-same_as_one "summary on a bundle and exports" 3 run summary "$TMP/six.zip" "${RANKS[@]:6}"
-
-# a member whose bytes no longer match the manifest: its reader says so, with its rank
-mkdir "$TMP/tz" && (cd "$TMP/tz" && unzip -q "$TMP/six.zip" &&
-  printf 'X' | dd of=reports/rank5.sqlite bs=1 seek=500000 conv=notrunc 2> /dev/null &&
-  zip -q -X -r "$TMP/tampered.zip" manifest.json $(ls | grep -v '^manifest.json$'))
-mpi 4 run straggler "$TMP/tampered.zip" > /dev/null 2> "$TMP/bad.err"
-rc=$?
-[ $rc -eq 1 ] && [ "$(grep -c '^nsl:' "$TMP/bad.err")" = 1 ] &&
-  grep -q "^nsl: MPI rank 3: .*tampered.zip.*reports/rank5.sqlite.*sha256" "$TMP/bad.err" &&
-  ok "a tampered bundle member fails the run, named with its reader's MPI rank" ||
-  bad "tampered member: exit $rc: $(grep '^nsl' "$TMP/bad.err")"
-
-# ---- the cluster workflow: srun nsl profile -o run_%q{SLURM_PROCID}.zip per rank
-# (srun sets SLURM_PROCID in each task; tests/e2e/fake_nsys.sh plays nsys and
-# hands out a rank's export) -> nsl combine -> mpirun nsl run straggler ----
-W=$TMP/cluster
-mkdir -p "$W"
-for r in 0 1 2 3 4 5; do
-  (cd "$W" && SLURM_PROCID=$r FAKE_NSYS_EXPORT=${RANKS[$r]} "$NSL" profile --nsys "$NSL_SOURCE_DIR/tests/e2e/fake_nsys.sh" \
-     --condition 'SLURM_PROCID < 8' -o 'run_%q{SLURM_PROCID}.zip' -- true > /dev/null 2>&1) ||
-    bad "profile of rank $r failed"
-done
-ls "$W"/run_?.zip > /dev/null 2>&1 && [ "$(ls "$W" | grep -c '^run_[0-5]\.zip$')" = 6 ] &&
-  ok "profile -o run_%q{SLURM_PROCID}.zip wrote one bundle per rank" || bad "per-rank bundles: $(ls "$W")"
-"$NSL" combine "$W"/run_*.zip -o "$W/job.zip" > "$TMP/comb.out" 2>&1 && ok "combine of the per-rank bundles" ||
-  bad "combine: $(head -3 "$TMP/comb.out")"
-for r in 0 5; do   # each rank's export is in the combined bundle, byte for byte
-  got=$(unzip -Z1 "$W/job.zip" | grep '^reports/' | while read -r m; do unzip -p "$W/job.zip" "$m" | sha256sum; done |
-        grep -c "$(sha256sum < "${RANKS[$r]}" | cut -d' ' -f1)")
-  check_eq "rank $r's export is in the combined bundle" "$got" 1
-done
-same_as_one "straggler on the combined bundle" 4 run straggler "$W/job.zip"; form_was "combined bundle" distributed
-grep -q "is a straggler" "$TMP/many.out" && ok "the planted straggler is found in the combined bundle" ||
-  bad "no straggler found in the combined bundle: $(head -3 "$TMP/many.out")"
-
-# ---- edge shares ----
-same_as_one "one report on 3 processes" 3 run summary "${RANKS[0]}"
-same_as_one "more processes than reports (empty shares)" 4 run straggler "${RANKS[@]:0:2}"
-same_as_one "nsys-jax archives (read by rank 0)" 2 run straggler "$NSL_DATA_DIR"/nsys-jax/pax_fsdp4_4proc_proc0.zip \
-  "$NSL_DATA_DIR"/nsys-jax/pax_fsdp4_4proc_proc1.zip
-
-# ---- a process that cannot read its share fails the run, naming file and rank ----
-head -c 200000 "${RANKS[7]}" > "$TMP/cut.sqlite"
-BADSET=("${RANKS[@]:0:7}" "$TMP/cut.sqlite")
-for a in summary gaps; do
-  mpi 4 run $a "${BADSET[@]}" > "$TMP/bad.out" 2> "$TMP/bad.err"
-  rc=$?
-  lines=$(grep -c '^nsl:' "$TMP/bad.err")
-  if [ $rc -ne 1 ]; then bad "$a, rank 3's share unreadable: exit $rc, expected 1"
-  elif [ "$lines" -ne 1 ]; then bad "$a, rank 3's share unreadable: $lines nsl lines: $(grep '^nsl:' "$TMP/bad.err")"
-  elif ! grep -q "^nsl: MPI rank 3: .*cut.sqlite" "$TMP/bad.err"; then
-    bad "$a, rank 3's share unreadable: $(grep '^nsl:' "$TMP/bad.err")"
-  elif [ -s "$TMP/bad.out" ]; then bad "$a, rank 3's share unreadable: printed $(head -2 "$TMP/bad.out")"
-  else ok "$a: an unreadable share fails the run with one line naming the file and MPI rank 3, exit 1"; fi
-done
-# a missing file: the same, not a hang
-mpi 2 run straggler "${RANKS[0]}" "$TMP/absent.sqlite" > /dev/null 2> "$TMP/bad.err"
-rc=$?
-[ $rc -eq 1 ] && grep -q "^nsl: MPI rank 1: .*absent.sqlite" "$TMP/bad.err" &&
-  ok "a missing file on rank 1 fails the run (exit 1)" || bad "missing file: exit $rc: $(cat "$TMP/bad.err" | head -3)"
-# a step that fails on one process only: the others do not wait for it
-cat > "$TMP/failing_step.lua" <<'EOF'
-local nsl = require("nsl")
-return {name = "failing_step", run = function(_, _, out) out:text("one process") end,
-  distributed = {
-    step = function(trace)
-      for _, p in ipairs(trace.reports.path:totable()) do
-        if p:match("rank3%.sqlite$") then nsl.fail(p .. ": this report cannot be used") end
-      end
-      return {n = nsl.table{{"reports", {#trace.reports}}}}
-    end,
-    combine = function(_, parts, _, out) out:text("combined " .. parts.n.reports:sum()) end}}
-EOF
-mpi 4 run "$TMP/failing_step.lua" "${RANKS[@]}" > "$TMP/bad.out" 2> "$TMP/bad.err"
-rc=$?
-[ $rc -eq 1 ] && [ "$(grep -c '^nsl:' "$TMP/bad.err")" = 1 ] &&
-  grep -q "^nsl: MPI rank 1: .*rank3.sqlite: this report cannot be used" "$TMP/bad.err" &&
-  ok "a step failing on MPI rank 1 only fails the run with one line naming the rank" ||
-  bad "failing step: exit $rc: $(grep '^nsl' "$TMP/bad.err")"
-mpi 4 run "$TMP/failing_step.lua" "${RANKS[@]:4}" > "$TMP/good.out" 2> /dev/null
-check_eq "an own script's distributed form: the steps' tables reach combine" "$(cat "$TMP/good.out")" "combined 6"
-# a usage error is said once, not by every process
-mpi 3 run summary "${RANKS[@]}" --arg nope=1 > /dev/null 2> "$TMP/bad.err"
-rc=$?
-check_eq "a usage error on 3 processes: exit 2, one line" "$rc $(grep -c '^nsl:' "$TMP/bad.err")" "2 1"
 
 finish

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Distributed runs over shares of reports: a bundle read member by member, the
+# cluster workflow (profile per rank -> combine -> mpirun straggler), edge
+# shares (one report, more processes than reports, nsys-jax archives), and
+# failures (an unreadable share, a missing file, a tampered member, a step
+# failing on one process, a usage error) named once with the MPI rank.
+# Oracles: the one-process run of the same command, byte for byte, and the
+# exports' own bytes (sha256) in the combined bundle.  Per-rank exports and
+# helpers: tests/e2e/mpi_lib.sh.  Skipped without MPI or mpirun.
+. "$(dirname "$0")/mpi_lib.sh"
+
+# ---- a bundle: each process reads its members only ----
+"$NSL" bundle "${RANKS[@]:0:6}" -o "$TMP/six.zip" > /dev/null 2>&1 || bad "bundle of six exports"
+same_as_one "straggler on a bundle of 6 reports" 4 run straggler "$TMP/six.zip"; form_was "bundle" distributed
+same_as_one "summary on a bundle and exports" 3 run summary "$TMP/six.zip" "${RANKS[@]:6}"
+
+# a member whose bytes no longer match the manifest: its reader says so, with its rank
+mkdir "$TMP/tz" && (cd "$TMP/tz" && unzip -q "$TMP/six.zip" &&
+  printf 'X' | dd of=reports/rank5.sqlite bs=1 seek=500000 conv=notrunc 2> /dev/null &&
+  zip -q -X -r "$TMP/tampered.zip" manifest.json $(ls | grep -v '^manifest.json$'))
+mpi 4 run straggler "$TMP/tampered.zip" > /dev/null 2> "$TMP/bad.err"
+rc=$?
+[ $rc -eq 1 ] && [ "$(grep -c '^nsl:' "$TMP/bad.err")" = 1 ] &&
+  grep -q "^nsl: MPI rank 3: .*tampered.zip.*reports/rank5.sqlite.*sha256" "$TMP/bad.err" &&
+  ok "a tampered bundle member fails the run, named with its reader's MPI rank" ||
+  bad "tampered member: exit $rc: $(grep '^nsl' "$TMP/bad.err")"
+
+# ---- the cluster workflow: srun nsl profile -o run_%q{SLURM_PROCID}.zip per rank
+# (srun sets SLURM_PROCID in each task; tests/e2e/fake_nsys.sh plays nsys and
+# hands out a rank's export) -> nsl combine -> mpirun nsl run straggler ----
+W=$TMP/cluster
+mkdir -p "$W"
+for r in 0 1 2 3 4 5; do
+  (cd "$W" && SLURM_PROCID=$r FAKE_NSYS_EXPORT=${RANKS[$r]} "$NSL" profile --nsys "$NSL_SOURCE_DIR/tests/e2e/fake_nsys.sh" \
+     --condition 'SLURM_PROCID < 8' -o 'run_%q{SLURM_PROCID}.zip' -- true > /dev/null 2>&1) ||
+    bad "profile of rank $r failed"
+done
+ls "$W"/run_?.zip > /dev/null 2>&1 && [ "$(ls "$W" | grep -c '^run_[0-5]\.zip$')" = 6 ] &&
+  ok "profile -o run_%q{SLURM_PROCID}.zip wrote one bundle per rank" || bad "per-rank bundles: $(ls "$W")"
+"$NSL" combine "$W"/run_*.zip -o "$W/job.zip" > "$TMP/comb.out" 2>&1 && ok "combine of the per-rank bundles" ||
+  bad "combine: $(head -3 "$TMP/comb.out")"
+for r in 0 5; do   # each rank's export is in the combined bundle, byte for byte
+  got=$(unzip -Z1 "$W/job.zip" | grep '^reports/' | while read -r m; do unzip -p "$W/job.zip" "$m" | sha256sum; done |
+        grep -c "$(sha256sum < "${RANKS[$r]}" | cut -d' ' -f1)")
+  check_eq "rank $r's export is in the combined bundle" "$got" 1
+done
+same_as_one "straggler on the combined bundle" 4 run straggler "$W/job.zip"; form_was "combined bundle" distributed
+grep -q "is a straggler" "$TMP/many.out" && ok "the planted straggler is found in the combined bundle" ||
+  bad "no straggler found in the combined bundle: $(head -3 "$TMP/many.out")"
+
+# ---- edge shares ----
+same_as_one "one report on 3 processes" 3 run summary "${RANKS[0]}"
+same_as_one "more processes than reports (empty shares)" 4 run straggler "${RANKS[@]:0:2}"
+same_as_one "nsys-jax archives (read by rank 0)" 2 run straggler "$NSL_DATA_DIR"/nsys-jax/pax_fsdp4_4proc_proc0.zip \
+  "$NSL_DATA_DIR"/nsys-jax/pax_fsdp4_4proc_proc1.zip
+
+# ---- a process that cannot read its share fails the run, naming file and rank ----
+head -c 200000 "${RANKS[7]}" > "$TMP/cut.sqlite"
+BADSET=("${RANKS[@]:0:7}" "$TMP/cut.sqlite")
+for a in summary gaps; do
+  mpi 4 run $a "${BADSET[@]}" > "$TMP/bad.out" 2> "$TMP/bad.err"
+  rc=$?
+  lines=$(grep -c '^nsl:' "$TMP/bad.err")
+  if [ $rc -ne 1 ]; then bad "$a, rank 3's share unreadable: exit $rc, expected 1"
+  elif [ "$lines" -ne 1 ]; then bad "$a, rank 3's share unreadable: $lines nsl lines: $(grep '^nsl:' "$TMP/bad.err")"
+  elif ! grep -q "^nsl: MPI rank 3: .*cut.sqlite" "$TMP/bad.err"; then
+    bad "$a, rank 3's share unreadable: $(grep '^nsl:' "$TMP/bad.err")"
+  elif [ -s "$TMP/bad.out" ]; then bad "$a, rank 3's share unreadable: printed $(head -2 "$TMP/bad.out")"
+  else ok "$a: an unreadable share fails the run with one line naming the file and MPI rank 3, exit 1"; fi
+done
+# a missing file: the same, not a hang
+mpi 2 run straggler "${RANKS[0]}" "$TMP/absent.sqlite" > /dev/null 2> "$TMP/bad.err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "^nsl: MPI rank 1: .*absent.sqlite" "$TMP/bad.err" &&
+  ok "a missing file on rank 1 fails the run (exit 1)" || bad "missing file: exit $rc: $(cat "$TMP/bad.err" | head -3)"
+# a step that fails on one process only: the others do not wait for it
+cat > "$TMP/failing_step.lua" <<'EOF'
+local nsl = require("nsl")
+return {name = "failing_step", run = function(_, _, out) out:text("one process") end,
+  distributed = {
+    step = function(trace)
+      for _, p in ipairs(trace.reports.path:totable()) do
+        if p:match("rank3%.sqlite$") then nsl.fail(p .. ": this report cannot be used") end
+      end
+      return {n = nsl.table{{"reports", {#trace.reports}}}}
+    end,
+    combine = function(_, parts, _, out) out:text("combined " .. parts.n.reports:sum()) end}}
+EOF
+mpi 4 run "$TMP/failing_step.lua" "${RANKS[@]}" > "$TMP/bad.out" 2> "$TMP/bad.err"
+rc=$?
+[ $rc -eq 1 ] && [ "$(grep -c '^nsl:' "$TMP/bad.err")" = 1 ] &&
+  grep -q "^nsl: MPI rank 1: .*rank3.sqlite: this report cannot be used" "$TMP/bad.err" &&
+  ok "a step failing on MPI rank 1 only fails the run with one line naming the rank" ||
+  bad "failing step: exit $rc: $(grep '^nsl' "$TMP/bad.err")"
+mpi 4 run "$TMP/failing_step.lua" "${RANKS[@]:4}" > "$TMP/good.out" 2> /dev/null
+check_eq "an own script's distributed form: the steps' tables reach combine" "$(cat "$TMP/good.out")" "combined 6"
+# a usage error is said once, not by every process
+mpi 3 run summary "${RANKS[@]}" --arg nope=1 > /dev/null 2> "$TMP/bad.err"
+rc=$?
+check_eq "a usage error on 3 processes: exit 2, one line" "$rc $(grep -c '^nsl:' "$TMP/bad.err")" "2 1"
+
+finish
