@@ -33,16 +33,16 @@ int nsl__nsys_enum_map_add(enum_map *e, int64_t id, int32_t did) {
 }
 
 /* The short form of nsys enum name `name` (prefix stripped): the built-in
- * value when known, else the name in lower case. */
-static int32_t intern_enum_name(nsl_dict *dict, const enum_def *en, const char *name) {
+ * value when known, else the name in lower case; its id into *id. */
+static nsl_status intern_enum_name(nsl_dict *dict, const enum_def *en, const char *name, int32_t *id, nsl_error *err) {
   size_t pl = strlen(en->prefix);
   if (strncmp(name, en->prefix, pl) == 0) name += pl;
   for (const enum_item *it = en->items; it->nsys; it++)
-    if (strcmp(it->nsys, name) == 0) return nsl_dict_intern(dict, it->value, strlen(it->value));
+    if (strcmp(it->nsys, name) == 0) return nsl_dict_intern(dict, it->value, strlen(it->value), id, err);
   char buf[128];
   size_t n = 0;
   for (; name[n] && n + 1 < sizeof buf; n++) buf[n] = (char)tolower((unsigned char)name[n]);
-  return nsl_dict_intern(dict, buf, n);
+  return nsl_dict_intern(dict, buf, n, id, err);
 }
 
 /* Reads the values of en: from the export's ENUM table when it has one,
@@ -58,10 +58,13 @@ nsl_status nsl__nsys_build_enum(nsys_src *s, const enum_def *en, nsl_dict *dict,
       while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 1);
         if (!name || sqlite3_column_type(st, 0) != SQLITE_INTEGER) continue;
-        int32_t did = intern_enum_name(dict, en, name);
-        if (did < 0 || nsl__nsys_enum_map_add(e, sqlite3_column_int64(st, 0), did) < 0) {
+        int32_t did;
+        nsl_status irc = intern_enum_name(dict, en, name, &did, err);
+        if (irc == NSL_OK && nsl__nsys_enum_map_add(e, sqlite3_column_int64(st, 0), did) < 0)
+          irc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+        if (irc != NSL_OK) {
           sqlite3_finalize(st);
-          return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+          return irc;
         }
       }
       sqlite3_finalize(st);
@@ -74,9 +77,10 @@ nsl_status nsl__nsys_build_enum(nsys_src *s, const enum_def *en, nsl_dict *dict,
     e->n = 0;
   }
   for (const enum_item *it = en->items; it->nsys; it++) {
-    int32_t did = nsl_dict_intern(dict, it->value, strlen(it->value));
-    if (did < 0 || nsl__nsys_enum_map_add(e, it->id, did) < 0)
-      return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    int32_t did;
+    nsl_status irc = nsl_dict_intern(dict, it->value, strlen(it->value), &did, err);
+    if (irc != NSL_OK) return irc;
+    if (nsl__nsys_enum_map_add(e, it->id, did) < 0) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
   return NSL_OK;
 }
@@ -87,7 +91,7 @@ int32_t nsl__nsys_enum_value(enum_map *e, nsl_dict *dict, int64_t v) {
     if (e->ids[i] == v) return e->dict_ids[i];
   char buf[32];
   int n = snprintf(buf, sizeof buf, "%" PRId64, v);
-  int32_t did = nsl_dict_intern(dict, buf, (size_t)n);
-  if (did >= 0 && nsl__nsys_enum_map_add(e, v, did) < 0) return -3;
-  return did < 0 ? -3 : did;
+  int32_t did;
+  if (nsl_dict_intern(dict, buf, (size_t)n, &did, NULL) != NSL_OK || nsl__nsys_enum_map_add(e, v, did) < 0) return -3;
+  return did;
 }

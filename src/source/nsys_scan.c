@@ -55,8 +55,8 @@ static void put_str(nsl_column *c, int64_t row, int32_t did) {   /* a string id 
 static int32_t text_id(nsl_dict *dict, sqlite3_value *v) {
   const char *t = v ? (const char *)sqlite3_value_text(v) : NULL;
   if (!t) return -1;
-  int32_t d = nsl_dict_intern(dict, t, (size_t)sqlite3_value_bytes(v));
-  return d < 0 ? -3 : d;
+  int32_t d;
+  return nsl_dict_intern(dict, t, (size_t)sqlite3_value_bytes(v), &d, NULL) == NSL_OK ? d : -3;
 }
 
 #define DEFER(i) (-(int32_t)(i) - 4)   /* a StringIds index (0 <= i <= INT32_MAX - 4) */
@@ -85,15 +85,17 @@ static int32_t part_enum(scan_part *p, int j, int64_t v) {
       int32_t *ids = p->enum_ids[j];
       if (ids[i] == -2) {   /* its name, from the load's dictionary (read-only while parts run) */
         const char *name = nsl_dict_str(p->sc->dict, e->dict_ids[i]);
-        int32_t d = name ? nsl_dict_intern(p->dict, name, nsl_dict_strlen(p->sc->dict, e->dict_ids[i])) : -1;
-        ids[i] = !name ? -1 : d < 0 ? -3 : d;
+        int32_t d = -1;
+        if (name && nsl_dict_intern(p->dict, name, nsl_dict_strlen(p->sc->dict, e->dict_ids[i]), &d, NULL) != NSL_OK)
+          d = -3;
+        ids[i] = d;
       }
       return ids[i] == -3 ? -3 : ids[i];
     }
   char buf[32];
   int len = snprintf(buf, sizeof buf, "%" PRId64, v);
-  int32_t did = nsl_dict_intern(p->dict, buf, (size_t)len);
-  return did < 0 ? -3 : did;
+  int32_t did;
+  return nsl_dict_intern(p->dict, buf, (size_t)len, &did, NULL) == NSL_OK ? did : -3;
 }
 
 static nsl_status part_sql_error(scan_part *p, sqlite3 *db, int rc) {
@@ -127,8 +129,8 @@ static void lag_free(text_lag *q) {
 /* Interns queue entry i into column c; -1 out of memory. */
 static int lag_pop(text_lag *q, int i, scan_part *p, nsl_column *c) {
   if (q->row[i] < 0) return 0;
-  int32_t did = nsl_dict_intern_hashed(p->dict, q->buf[i], q->len[i], q->hash[i]);
-  if (did < 0) return -1;
+  int32_t did;
+  if (nsl_dict_intern_hashed(p->dict, q->buf[i], q->len[i], q->hash[i], &did, NULL) != NSL_OK) return -1;
   put_str(c, q->row[i], did);
   q->row[i] = -1;
   return 0;
@@ -293,7 +295,7 @@ static int put_row(row_reader *rr, sqlite3_value **argv) {
         char buf[48];
         int len = snprintf(buf, sizeof buf, "%" PRId64 ".%" PRId64, (int64_t)sqlite3_value_int64(major),
                            (int64_t)sqlite3_value_int64(minor));
-        if ((did = nsl_dict_intern(p->dict, buf, (size_t)len)) < 0) return -1;
+        if (nsl_dict_intern(p->dict, buf, (size_t)len, &did, NULL) != NSL_OK) return -1;
       }
       put_str(c, row, did);
       break;
@@ -416,11 +418,12 @@ int nsl__nsys_part_constants(scan_part *p) {
     if (!sc->cols[j].map) continue;
     if (sc->cols[j].map->kind == M_SOURCE)
       for (int k = 0; k < 4; k++)
-        if (sc->m->labels[k] && (p->source_ids[k] = nsl_dict_intern(p->dict, sc->m->labels[k], strlen(sc->m->labels[k]))) < 0)
+        if (sc->m->labels[k] &&
+            nsl_dict_intern(p->dict, sc->m->labels[k], strlen(sc->m->labels[k]), &p->source_ids[k], NULL) != NSL_OK)
           return -1;
     if (sc->cols[j].map->kind == M_NVTX_KIND)
       for (int k = 0; k < 3; k++)
-        if ((p->kind_ids[k] = nsl_dict_intern(p->dict, nvtx_kinds[k], strlen(nvtx_kinds[k]))) < 0) return -1;
+        if (nsl_dict_intern(p->dict, nvtx_kinds[k], strlen(nvtx_kinds[k]), &p->kind_ids[k], NULL) != NSL_OK) return -1;
   }
   return 0;
 }
@@ -469,7 +472,8 @@ nsl_status nsl__nsys_merge_part(scan_part *p, int64_t at, enum_map *dom, nsl_err
   int32_t *lmap = malloc((size_t)(nlocal > 0 ? nlocal : 1) * sizeof *lmap);
   if (!lmap) goto nomem;
   for (int32_t i = 0; i < nlocal; i++)
-    if ((lmap[i] = nsl_dict_intern(sc->dict, nsl_dict_str(p->dict, i), nsl_dict_strlen(p->dict, i))) < 0) goto nomem;
+    if (nsl_dict_intern(sc->dict, nsl_dict_str(p->dict, i), nsl_dict_strlen(p->dict, i), &lmap[i], NULL) != NSL_OK)
+      goto nomem;
   for (int j = 0; j < sc->n; j++) {
     const col_map *cm = sc->cols[j].map;
     nsl_column *c = sc->out[j];

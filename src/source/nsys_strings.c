@@ -127,8 +127,8 @@ void nsl__nsys_use_dict(nsys_src *s, nsl_dict *dict) {
  * on out of memory. */
 int32_t nsl__nsys_index_dict_id(nsys_src *s, int64_t i) {
   if (s->map[i] == -2) {
-    int32_t d = nsl_dict_intern(s->map_dict, s->str_data + s->str_off[i], (size_t)s->str_len[i]);
-    if (d < 0) return -3;
+    int32_t d;
+    if (nsl_dict_intern(s->map_dict, s->str_data + s->str_off[i], (size_t)s->str_len[i], &d, NULL) != NSL_OK) return -3;
     s->map[i] = d;
   }
   return s->map[i];
@@ -142,8 +142,8 @@ int32_t nsl__nsys_index_api_id(nsys_src *s, int64_t i) {
     const char *v = s->str_data + s->str_off[i];
     size_t len = (size_t)s->str_len[i];
     if (len >= 6 && v[len - 6] == '_' && v[len - 5] == 'v') len -= 6;
-    int32_t d = nsl_dict_intern(s->map_dict, v, len);
-    if (d < 0) return -3;
+    int32_t d;
+    if (nsl_dict_intern(s->map_dict, v, len, &d, NULL) != NSL_OK) return -3;
     s->map_api[i] = d;
   }
   return s->map_api[i];
