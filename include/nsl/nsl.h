@@ -77,8 +77,11 @@ typedef struct nsl_dict nsl_dict;
 nsl_dict *nsl_dict_new(void);
 nsl_dict *nsl_dict_retain(nsl_dict *d);
 void nsl_dict_release(nsl_dict *d);
-/* Returns the id of s (len bytes), adding it if new; -1 on out of memory. */
-int32_t nsl_dict_intern(nsl_dict *d, const char *s, size_t len);
+/* Puts the id of s (len bytes) into *id, adding s if new.  On failure *id
+ * is -1 and err says what failed: NSL_ERR_NOMEM (the dictionary could not
+ * grow), NSL_ERR_LIMIT (2^31 - 1 strings, or a string of 4 GiB),
+ * NSL_ERR_ARG (s is NULL). */
+nsl_status nsl_dict_intern(nsl_dict *d, const char *s, size_t len, int32_t *id, nsl_error *err);
 /* The same with hash = nsl_dict_hash(s, len), computed ahead: a caller that
  * knows a string early calls nsl_dict_prefetch(d, hash) and does other work
  * while the index entry comes into cache. */
@@ -87,7 +90,8 @@ void nsl_dict_prefetch(const nsl_dict *d, uint32_t hash);
 /* The second step, once the entry had time to arrive: brings in the string
  * the entry points to (the compare that confirms a match reads it). */
 void nsl_dict_prefetch_string(const nsl_dict *d, uint32_t hash);
-int32_t nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32_t hash);
+nsl_status nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32_t hash, int32_t *id,
+                                  nsl_error *err);
 /* Returns the id of s, or -1 when absent. */
 int32_t nsl_dict_find(const nsl_dict *d, const char *s, size_t len);
 /* The string of id (NUL-terminated), or NULL for -1 / out of range. */

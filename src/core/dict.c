@@ -155,39 +155,58 @@ void nsl_dict_prefetch_string(const nsl_dict *d, uint32_t hash) {
   if (sl->id >= 0) __builtin_prefetch(sl->str);
 }
 
-int32_t nsl_dict_intern(nsl_dict *d, const char *s, size_t len) {
-  if (!s) return -1;
-  return nsl_dict_intern_hashed(d, s, len, hash_bytes(s, len));
+nsl_status nsl_dict_intern(nsl_dict *d, const char *s, size_t len, int32_t *id, nsl_error *err) {
+  if (!s) {
+    *id = -1;
+    return nsl_error_set(err, NSL_ERR_ARG, "a NULL string cannot be added to a dictionary");
+  }
+  return nsl_dict_intern_hashed(d, s, len, hash_bytes(s, len), id, err);
 }
 
-int32_t nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32_t h) {
-  if (!s || len > UINT32_MAX - 8) return -1;
+/* The error of a string (len bytes) that d cannot take: what failed. */
+static nsl_status intern_failed(const nsl_dict *d, size_t len, const char *what, nsl_error *err) {
+  return nsl_error_set(err, NSL_ERR_NOMEM,
+                       "out of memory adding a string of %zu bytes to a dictionary of %d strings (%s)", len, (int)d->n,
+                       what);
+}
+
+nsl_status nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32_t h, int32_t *id, nsl_error *err) {
+  *id = -1;
+  if (!s) return nsl_error_set(err, NSL_ERR_ARG, "a NULL string cannot be added to a dictionary");
+  if (len > UINT32_MAX - 8)
+    return nsl_error_set(err, NSL_ERR_LIMIT, "a string of %zu bytes is longer than a dictionary holds (4 GiB)", len);
   uint32_t slot = find_slot(d, s, len, h);
-  if (d->slots[slot].id >= 0) return d->slots[slot].id;
-  if (d->n == INT32_MAX) return -1;
+  if (d->slots[slot].id >= 0) {
+    *id = d->slots[slot].id;
+    return NSL_OK;
+  }
+  if (d->n == INT32_MAX)
+    return nsl_error_set(err, NSL_ERR_LIMIT, "a dictionary holds at most %d distinct strings", (int)INT32_MAX);
   if (d->n == d->cap) {
     int32_t cap = d->cap ? (d->cap > INT32_MAX / 2 ? INT32_MAX : d->cap * 2) : 256;
     const char **strs = realloc(d->strs, (size_t)cap * sizeof *strs);
-    if (!strs) return -1;
+    if (!strs) return intern_failed(d, len, "its id table", err);
     d->strs = strs;
     uint32_t *hashes = realloc(d->hashes, (size_t)cap * sizeof *hashes);
-    if (!hashes) return -1;
+    if (!hashes) return intern_failed(d, len, "its id table", err);
     d->hashes = hashes;
     d->cap = cap;
   }
   char *copy = arena_alloc(d, len + 1 + sizeof(uint32_t));
-  if (!copy) return -1;
+  if (!copy) return intern_failed(d, len, "the string's copy", err);
   uint32_t len32 = (uint32_t)len;
   memcpy(copy, &len32, sizeof len32);
   copy += sizeof len32;
   memcpy(copy, s, len);
   copy[len] = '\0';
-  int32_t id = d->n++;
-  d->strs[id] = copy;
-  d->hashes[id] = h;
-  d->slots[slot] = (dict_slot){copy, h, id};
-  if ((uint64_t)d->n * 4 > (uint64_t)d->nslots * 3 && rehash(d) != 0) return -1;
-  return id;
+  int32_t nid = d->n++;
+  d->strs[nid] = copy;
+  d->hashes[nid] = h;
+  d->slots[slot] = (dict_slot){copy, h, nid};
+  if ((uint64_t)d->n * 4 > (uint64_t)d->nslots * 3 && rehash(d) != 0)
+    return intern_failed(d, len, "its hash index", err);
+  *id = nid;
+  return NSL_OK;
 }
 
 const char *nsl_dict_str(const nsl_dict *d, int32_t id) {

@@ -773,7 +773,8 @@ nsl_column *nsl__group_concat(const nsl_column *group_of, int64_t ngroups, const
   char *buf = NULL;
   size_t cap = 0;
   int oom = !r;
-  for (int64_t k = 0; !oom && k < ngroups; k++) {
+  nsl_status rc = NSL_OK;   /* of interning a group's text (err set) */
+  for (int64_t k = 0; !oom && rc == NSL_OK && k < ngroups; k++) {
     size_t len = 0;
     int any = 0;
     for (int64_t j = start[k]; j < start[k + 1]; j++) {
@@ -799,14 +800,16 @@ nsl_column *nsl__group_concat(const nsl_column *group_of, int64_t ngroups, const
       len += sl;
       any = 1;
     }
-    nsl_i32(r)[k] = any ? nsl_dict_intern(d, buf, len) : -1;
+    if (oom) break;
+    nsl_i32(r)[k] = -1;
+    if (any) rc = nsl_dict_intern(d, buf, len, &nsl_i32(r)[k], err);
   }
   free(buf);
   free(start);
   free(rows);
-  if (oom) {
+  if (oom || rc != NSL_OK) {
     nsl_column_release(r);
-    nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    if (oom) nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
     return NULL;
   }
   return r;

@@ -335,14 +335,17 @@ static nsl_status build_reports(nsl_trace *tr, nsl_table *t, nsl_error *err) {
     if (!all[k]) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   for (int i = 0; rc == NSL_OK && i < n; i++) {
     const nsl_report_info *in = &tr->reports[i].info;
+    /* path and name always; host and versions NULL when empty */
+    const char *texts[] = {in->path, in->name, in->host, in->nsys_version, in->schema_version};
+    nsl_column *strs[] = {path, name, host, ver, schema};
+    for (int k = 0; k < 5; k++) {
+      nsl_i32(strs[k])[i] = -1;
+      if ((k < 2 || texts[k][0]) &&
+          (rc = nsl_dict_intern(tr->dict, texts[k], strlen(texts[k]), &nsl_i32(strs[k])[i], err)) != NSL_OK)
+        break;
+    }
     nsl_i32(report)[i] = i;
-    nsl_i32(path)[i] = nsl_dict_intern(tr->dict, in->path, strlen(in->path));
-    nsl_i32(name)[i] = nsl_dict_intern(tr->dict, in->name, strlen(in->name));
     nsl_i64(rank)[i] = in->rank >= 0 ? in->rank : NSL_NULL_I64;
-    nsl_i32(host)[i] = in->host[0] ? nsl_dict_intern(tr->dict, in->host, strlen(in->host)) : -1;
-    nsl_i32(ver)[i] = in->nsys_version[0] ? nsl_dict_intern(tr->dict, in->nsys_version, strlen(in->nsys_version)) : -1;
-    nsl_i32(schema)[i] =
-        in->schema_version[0] ? nsl_dict_intern(tr->dict, in->schema_version, strlen(in->schema_version)) : -1;
     nsl_i64(start)[i] = in->start_utc > 0 ? in->start_utc : NSL_NULL_I64;
     nsl_i64(dur)[i] = in->duration > 0 ? in->duration : NSL_NULL_I64;
     nsl_i64(offset)[i] = time_offset(tr, i);
@@ -447,9 +450,10 @@ static nsl_status intern_all(nsl_trace *tr, const nsl_dict *local, int32_t **map
   int32_t nl = nsl_dict_size(local);
   *n = nl;
   if (!(*map = malloc((size_t)(nl > 0 ? nl : 1) * sizeof **map))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-  for (int32_t k = 0; k < nl; k++)
-    if (((*map)[k] = nsl_dict_intern(tr->dict, nsl_dict_str(local, k), nsl_dict_strlen(local, k))) < 0)
-      return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  for (int32_t k = 0; k < nl; k++) {
+    nsl_status rc = nsl_dict_intern(tr->dict, nsl_dict_str(local, k), nsl_dict_strlen(local, k), &(*map)[k], err);
+    if (rc != NSL_OK) return rc;
+  }
   return NSL_OK;
 }
 

@@ -155,10 +155,7 @@ nsl_status nsl__wire_decode(const void *buf, size_t len, nsl_dict *dict, char **
     if (!(p = take(&r, 4))) goto corrupt;
     memcpy(&sl, p, 4);
     if (!(p = take(&r, sl))) goto corrupt;
-    if ((map[k] = nsl_dict_intern(dict, p, sl)) < 0) {
-      rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-      goto done;
-    }
+    if ((rc = nsl_dict_intern(dict, p, sl, &map[k], err)) != NSL_OK) goto done;
   }
   for (uint32_t c = 0; c < ncols; c++) {
     uint16_t nl;

@@ -141,7 +141,12 @@ nsl_column *nsl__tocolumn_any(lua_State *L, int idx, nsl_dict *dict) {
     case NSL_STR: {
       size_t len;
       const char *s = lua_tolstring(L, -1, &len);
-      nsl_i32(c)[i - 1] = nsl_dict_intern(dict, s, len);
+      nsl_error err;
+      nsl_i32(c)[i - 1] = -1;   /* a boolean among strings: NULL */
+      if (s && nsl_dict_intern(dict, s, len, &nsl_i32(c)[i - 1], &err) != NSL_OK) {
+        nsl_column_release(c);
+        nsl__lua_error(L, &err);
+      }
       break;
     }
     case NSL_I32: break;
@@ -621,7 +626,8 @@ static int32_t map_one(lua_State *L, int is_fn, nsl_dict *dict) {
   if (!lua_isnil(L, -1)) {
     size_t len;
     const char *str = luaL_tolstring(L, -1, &len);
-    id = nsl_dict_intern(dict, str, len);
+    nsl_error err;
+    if (nsl_dict_intern(dict, str, len, &id, &err) != NSL_OK) nsl__lua_error(L, &err);   /* all anchored */
     lua_pop(L, 1);
   }
   lua_pop(L, 2);
@@ -737,8 +743,10 @@ static int l_rep(lua_State *L) {
     size_t len;
     const char *str = luaL_checklstring(L, 1, &len);
     nsl_dict *d = nsl__state_dict(L);
+    int32_t id;
+    nsl_error err;
+    if (nsl_dict_intern(d, str, len, &id, &err) != NSL_OK) return nsl__lua_error(L, &err);
     c = nsl_column_new(NSL_STR, n, d);
-    int32_t id = nsl_dict_intern(d, str, len);
     if (c) for (lua_Integer i = 0; i < n; i++) nsl_i32(c)[i] = id;
   }
   nsl__pushcolumn(L, c);

@@ -308,12 +308,16 @@ static int hlo_instructions(lua_State *L) {
   int ok = 1;
   for (int k = 0; k < 7; k++) ok &= cols[k] != NULL;
   int64_t r = 0;
+  nsl_error ierr = {0};   /* a string that could not be interned */
   for (int64_t c = 0; ok && c < s.ncomputations; c++)
-    for (int64_t i = 0; i < nsl_hlo_computation_size(h, c); i++, r++) {
+    for (int64_t i = 0; ok && i < nsl_hlo_computation_size(h, c); i++, r++) {
       nsl_hlo_inst in;
       nsl_hlo_get(h, c, i, &in, NULL);
       const char *str[] = {in.computation, in.name, in.opcode, in.op_name, in.source_file};
-      for (int k = 0; k < 5; k++) nsl_i32(cols[k])[r] = str[k][0] ? nsl_dict_intern(d, str[k], strlen(str[k])) : -1;
+      for (int k = 0; ok && k < 5; k++) {
+        nsl_i32(cols[k])[r] = -1;
+        if (str[k][0] && nsl_dict_intern(d, str[k], strlen(str[k]), &nsl_i32(cols[k])[r], &ierr) != NSL_OK) ok = 0;
+      }
       nsl_i64(line)[r] = in.source_line;
       nsl_i64(frame)[r] = in.frame;
     }
@@ -325,6 +329,7 @@ static int hlo_instructions(lua_State *L) {
   }
   if (!t || !ok) {
     nsl_table_release(t);
+    if (ierr.code != NSL_OK) return nsl__lua_error(L, &ierr);
     return luaL_error(L, "out of memory");
   }
   nsl__pushtable(L, t, 0);

@@ -456,7 +456,7 @@ static nsl_column *column_from(const file_head *h, nsl__mapping *map, nsl_type t
     if (!map_ids) return NULL;
     int same = 1;
     for (uint64_t k = 0; k < ns; k++) {
-      if ((map_ids[k] = nsl_dict_intern(dict, bytes + offs[k], (size_t)(offs[k + 1] - offs[k]))) < 0) {
+      if (nsl_dict_intern(dict, bytes + offs[k], (size_t)(offs[k + 1] - offs[k]), &map_ids[k], NULL) != NSL_OK) {
         free(map_ids);
         return NULL;
       }

@@ -442,8 +442,10 @@ static nsl_status csv_count(void *p, const char *name, int64_t *out, nsl_error *
   return NSL_OK;
 }
 
-/* Sets element r of column c (of type type) from text v ("" is NULL). */
-static nsl_status set_value(nsl_column *c, int64_t r, const char *v, nsl_dict *dict, int64_t off, int is_time) {
+/* Sets element r of column c (of type type) from text v ("" is NULL); fails
+ * only when a string cannot be added to dict. */
+static nsl_status set_value(nsl_column *c, int64_t r, const char *v, nsl_dict *dict, int64_t off, int is_time,
+                            nsl_error *err) {
   switch (c->type) {
   case NSL_I64: {
     int64_t x = nsl__csv_i64(v);
@@ -464,9 +466,8 @@ static nsl_status set_value(nsl_column *c, int64_t r, const char *v, nsl_dict *d
     break;
   }
   case NSL_STR: {
-    int32_t id = -1;
-    if (*v && (id = nsl_dict_intern(dict, v, strlen(v))) < 0) return NSL_ERR_NOMEM;
-    nsl_i32(c)[r] = id;
+    nsl_i32(c)[r] = -1;
+    if (*v) return nsl_dict_intern(dict, v, strlen(v), &nsl_i32(c)[r], err);
     break;
   }
   case NSL_BOOL: nsl_bool(c)[r] = *v && strcmp(v, "0") != 0; break;
@@ -516,12 +517,13 @@ static nsl_status load_column(csv_src *s, const char *name, const char *col, nsl
           set_null(c, r);
         else nsl_i64(c)[r] = t;
       } else if (k < 0 && !(strcmp(col, "kind") == 0 && !f->rowtab)) set_null(c, r);
-      else if (f->rowtab) rc = set_value(c, r, trace_value(col, f->rows[j][k], buf, sizeof buf), dict, off, is_time);
-      else if (strcmp(col, "kind") == 0) rc = set_value(c, r, f->kind, dict, 0, 0);
-      else rc = set_value(c, r, f->rows[j][k], dict, off, is_time);
+      else if (f->rowtab)
+        rc = set_value(c, r, trace_value(col, f->rows[j][k], buf, sizeof buf), dict, off, is_time, err);
+      else if (strcmp(col, "kind") == 0) rc = set_value(c, r, f->kind, dict, 0, 0, err);
+      else rc = set_value(c, r, f->rows[j][k], dict, off, is_time, err);
       if (rc != NSL_OK) {
         nsl_column_release(c);
-        return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+        return rc;
       }
       r++;
     }

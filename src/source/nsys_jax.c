@@ -536,7 +536,8 @@ static nsl_status load_nvtx(jax_src *s, const char *const *colnames, const nsl_t
         if (strcmp(map[m][0], colnames[k]) == 0) pqname = map[m][1];
       if (strcmp(colnames[k], "kind") == 0) {
         int64_t rows = nsl__parquet_nrows(s->pushpop_pq);
-        int32_t id = nsl_dict_intern(dict, "push_pop", 8);
+        int32_t id;
+        if ((rc = nsl_dict_intern(dict, "push_pop", 8, &id, err)) != NSL_OK) return rc;
         if (!(out[k] = nsl_column_new(NSL_STR, rows, dict))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
         for (int64_t i = 0; i < rows; i++) nsl_i32(out[k])[i] = id;
         continue;
@@ -576,8 +577,8 @@ static nsl_status load_nvtx(jax_src *s, const char *const *colnames, const nsl_t
       case NSL_BOOL: nsl_bool(c)[i] = v != NSL_NULL_I64 && v != 0; break;
       case NSL_STR: {
         const char *str = strcmp(cn, "text") == 0 ? t->text[i] : strcmp(cn, "kind") == 0 ? "push_pop" : NULL;
-        nsl_i32(c)[i] = str ? nsl_dict_intern(dict, str, strlen(str)) : -1;
-        if (str && nsl_i32(c)[i] < 0) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+        nsl_i32(c)[i] = -1;
+        if (str && (rc = nsl_dict_intern(dict, str, strlen(str), &nsl_i32(c)[i], err)) != NSL_OK) return rc;
         break;
       }
       }
@@ -628,7 +629,7 @@ static nsl_status load_devices(jax_src *s, const char *const *colnames, const ns
         if (nsl_i64(ma)[i] == NSL_NULL_I64) nsl_i32(out[k])[i] = -1;
         else {
           int len = snprintf(buf, sizeof buf, "%lld.%lld", (long long)nsl_i64(ma)[i], (long long)nsl_i64(mi)[i]);
-          nsl_i32(out[k])[i] = nsl_dict_intern(dict, buf, (size_t)len);
+          rc = nsl_dict_intern(dict, buf, (size_t)len, &nsl_i32(out[k])[i], err);
         }
       }
       nsl_column_release(ma);

@@ -234,7 +234,7 @@ static const col_map thread_cols[] = {C1("pid", M_PID, "globalTid"), C1("tid", M
 #define MEMCPY "CUPTI_ACTIVITY_KIND_MEMCPY"
 #define MEMSET "CUPTI_ACTIVITY_KIND_MEMSET"
 #define SYNC "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
-#define NVTX_RANGE_TYPES "\"eventType\" IN (34, 59, 60)"   /* nsys_sqlite.c's nvtx_kind_of's types */
+#define NVTX_RANGE_TYPES "\"eventType\" IN (34, 59, 60)"   /* nsys_scan.c's nvtx_kind_of's types */
 
 /* Alternatives per model table, in order of preference: the first of which
  * the export has a source table (with require_col) is used. */

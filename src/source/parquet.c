@@ -1139,8 +1139,9 @@ static nsl_status decode_plain(pq_reader *r, const uint8_t *p, size_t len, int64
       uint32_t n = rd_le32(p + off);
       off += 4;
       if (n > len - off) goto short_data;
-      int32_t id = nsl_dict_intern(r->dict, (const char *)p + off, n);
-      if (id < 0) return rd_fail(r, NSL_ERR_NOMEM, "out of memory interning strings");
+      int32_t id;
+      nsl_error e;
+      if (nsl_dict_intern(r->dict, (const char *)p + off, n, &id, &e) != NSL_OK) return rd_fail(r, e.code, "%s", e.msg);
       dst_i[i] = id;
       off += n;
     }
@@ -1150,8 +1151,10 @@ static nsl_status decode_plain(pq_reader *r, const uint8_t *p, size_t len, int64
     size_t w = (size_t)ci->type_length;
     if (w && (size_t)count > len / w) goto short_data;
     for (int64_t i = 0; i < count; i++) {
-      int32_t id = nsl_dict_intern(r->dict, (const char *)p + w * (size_t)i, w);
-      if (id < 0) return rd_fail(r, NSL_ERR_NOMEM, "out of memory interning strings");
+      int32_t id;
+      nsl_error e;
+      if (nsl_dict_intern(r->dict, (const char *)p + w * (size_t)i, w, &id, &e) != NSL_OK)
+        return rd_fail(r, e.code, "%s", e.msg);
       dst_i[i] = id;
     }
     return NSL_OK;

@@ -103,7 +103,11 @@ int main(int argc, char **argv) {
   for (int k = 0; k < 2000; k++) {
     char buf[64];
     int len = snprintf(buf, sizeof buf, "void kernel_%04d<float, 128>(Params)", k);
-    nsl_dict_intern(dict, buf, (size_t)len);
+    int32_t id;
+    if (nsl_dict_intern(dict, buf, (size_t)len, &id, NULL) != NSL_OK) {
+      fprintf(stderr, "bench_kernels: out of memory for the kernel names\n");
+      return 1;
+    }
   }
   for (int64_t i = 0; i < n; i++) {
     int64_t s = (int64_t)(next_rand() % 60000000000ull);

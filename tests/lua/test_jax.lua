@@ -29,6 +29,21 @@ end
 
 local compile_rows, index, compare_frame = J.compile_rows, J.index, J.compare_frame
 
+-- Protobuf encoding by hand (no nsl encoder), for HloProtos built here from
+-- hlo.proto's field numbers: a varint, an integer field, a length-delimited
+-- field (message, string or bytes).
+local function varint(n)
+  local out = {}
+  repeat
+    local b = n & 0x7f
+    n = n >> 7
+    out[#out + 1] = string.char(n ~= 0 and (b | 0x80) or b)
+  until n == 0
+  return table.concat(out)
+end
+local function int(num, v) return varint(num << 3) .. varint(v) end
+local function msg(num, body) return varint(num << 3 | 2) .. varint(#body) .. body end
+
 return {
   {"the archive opens as one report per process with its tables", function()
     local tr = assert(nsl.open(procs[1]))
@@ -165,17 +180,6 @@ return {
     -- logical_buffers = 1, heap_simulator_traces = 4; LogicalBufferProto:
     -- id = 1, size = 2; HeapSimulatorTrace: events = 1; Event: kind = 1
     -- (ALLOC 0, FREE 1, SHARE_WITH 2), buffer_id = 2, share_with_canonical_id = 5.
-    local function varint(n)
-      local out = {}
-      repeat
-        local b = n & 0x7f
-        n = n >> 7
-        out[#out + 1] = string.char(n ~= 0 and (b | 0x80) or b)
-      until n == 0
-      return table.concat(out)
-    end
-    local function int(num, v) return varint(num << 3) .. varint(v) end
-    local function msg(num, body) return varint(num << 3 | 2) .. varint(#body) .. body end
     local ALLOC, FREE, SHARE = 0, 1, 2
     local function ev(kind, id, canonical)
       return msg(1, (kind ~= ALLOC and int(1, kind) or "") .. int(2, id) .. (canonical and int(5, canonical) or ""))
@@ -201,6 +205,34 @@ return {
     T.eq(heap[1].n_share, 2, "share events")
     T.eq(heap[1].n_alloc, 3, "alloc events")
     T.eq(heap[2].peak_bytes, 70, "peak without sharing")
+  end},
+
+  {"h:instructions(): every instruction of every computation, in order, with its metadata", function()
+    -- HloProto.hlo_module = 1; HloModuleProto.computations = 3;
+    -- HloComputationProto: name = 1, instructions = 2; HloInstructionProto:
+    -- name = 1, opcode = 2, metadata = 7; OpMetadata: op_name = 2,
+    -- source_file = 3, source_line = 4.  Empty strings read as NULL.
+    local function inst(name, opcode, op_name, file, line)
+      local md = op_name and msg(7, msg(2, op_name) .. msg(3, file) .. int(4, line)) or ""
+      return msg(2, msg(1, name) .. msg(2, opcode) .. md)
+    end
+    local want = {
+      {"main", "p0", "parameter"},
+      {"main", "dot.1", "dot", "jit(f)/dot_general", "model.py", 12},
+      {"fused", "add.2", "add", "jit(f)/add", "layers/mlp.py", 140},
+    }
+    local comps = {main = {}, fused = {}}
+    for _, w in ipairs(want) do table.insert(comps[w[1]], inst(table.unpack(w, 2))) end
+    local body = msg(3, msg(1, "main") .. table.concat(comps.main)) .. msg(3, msg(1, "fused") .. table.concat(comps.fused))
+    local h = assert(nsl.hlo_decode(msg(1, body), "hand-built"))
+    local t = h:instructions()
+    T.eq(#t, #want, "rows")
+    local cols = {"computation", "name", "opcode", "op_name", "source_file", "source_line"}
+    for i, w in ipairs(want) do
+      for k, c in ipairs(cols) do
+        T.eq(t[c][i], w[k] or (c == "source_line" and 0 or nil), "row " .. i .. " " .. c)
+      end
+    end
   end},
 
   {"op runtime totals and folded flame graphs equal the notebook's", function()

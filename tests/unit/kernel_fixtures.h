@@ -56,11 +56,18 @@ static inline nsl_column *fx_bool(int64_t n, const uint8_t *v) {
   if (n) memcpy(c->data, v, (size_t)n * sizeof *v);
   return c;
 }
+/* The id of s (len bytes) in d, added if new (the test fails if d cannot
+ * take it). */
+static inline int32_t fx_id(nsl_dict *d, const char *s, size_t len) {
+  int32_t id = -1;
+  assert_int_equal(nsl_dict_intern(d, s, len, &id, NULL), NSL_OK);
+  return id;
+}
 /* A string column over d from n C strings (NULL pointer: a NULL value). */
 static inline nsl_column *fx_str(nsl_dict *d, int64_t n, const char *const *s) {
   nsl_column *c = nsl_column_new(NSL_STR, n, d);
   assert_non_null(c);
-  for (int64_t i = 0; i < n; i++) nsl_i32(c)[i] = s[i] ? nsl_dict_intern(d, s[i], strlen(s[i])) : -1;
+  for (int64_t i = 0; i < n; i++) nsl_i32(c)[i] = s[i] ? fx_id(d, s[i], strlen(s[i])) : -1;
   return c;
 }
 
@@ -144,7 +151,7 @@ static inline int64_t fx_sql_columns(sqlite3 *db, const char *sql, const char *t
       int null = sqlite3_column_type(st, k) == SQLITE_NULL;
       if (c->type == NSL_STR) {
         const char *s = (const char *)sqlite3_column_text(st, k);
-        nsl_i32(c)[n] = s ? nsl_dict_intern(d, s, (size_t)sqlite3_column_bytes(st, k)) : -1;
+        nsl_i32(c)[n] = s ? fx_id(d, s, (size_t)sqlite3_column_bytes(st, k)) : -1;
       } else if (c->type == NSL_F64) {
         nsl_f64(c)[n] = null ? NAN : sqlite3_column_double(st, k);
       } else {

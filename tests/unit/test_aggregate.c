@@ -207,7 +207,7 @@ static nsl_column *value_col(nsl_type t, int64_t n, nsl_dict *d, int64_t span) {
     case NSL_STR: {
       char buf[32];
       snprintf(buf, sizeof buf, "s%03lld", (long long)(v < 0 ? -v : v));
-      nsl_i32(c)[i] = null ? -1 : nsl_dict_intern(d, buf, strlen(buf));
+      nsl_i32(c)[i] = null ? -1 : fx_id(d, buf, strlen(buf));
       break;
     }
     }
@@ -424,7 +424,7 @@ static void test_group_order_concat(void **state) {
   const char *words[] = {"c", "a", NULL, "x", "b", "y", "d"};
   for (int i = 0; i < 7; i++) {
     nsl_i64(gc)[i] = g[i];
-    nsl_i32(sc)[i] = words[i] ? nsl_dict_intern(d, words[i], strlen(words[i])) : -1;
+    nsl_i32(sc)[i] = words[i] ? fx_id(d, words[i], strlen(words[i])) : -1;
   }
   nsl_column *r = nsl__group_concat(gc, 3, sc, "; ", 2, &err);
   assert_non_null(r);

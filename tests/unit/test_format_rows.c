@@ -100,7 +100,7 @@ static void test_random_roundtrip(void **state) {
       char buf[16];
       int len = (int)fx_range(0, 15), ascii = fx_range(0, 1) == 1;
       for (int k = 0; k < len; k++) buf[k] = (char)(ascii ? fx_range(1, 127) : fx_range(1, 255));
-      nsl_i32(sc)[i] = fx_range(0, 9) == 0 ? -1 : nsl_dict_intern(d, buf, (size_t)len);
+      nsl_i32(sc)[i] = fx_range(0, 9) == 0 ? -1 : fx_id(d, buf, (size_t)len);
       nsl_i64(ic)[i] = (int64_t)fx_next();
       nsl_i64(tc)[i] = fx_range(-5000000, 5000000000000);
       nsl_f64(fc)[i] = (double)(int64_t)fx_next() / (double)(1 + fx_range(0, 1000000));

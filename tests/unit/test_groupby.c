@@ -151,7 +151,7 @@ static nsl_column *random_col(nsl_type t, int64_t n, nsl_dict *d, int64_t span) 
     case NSL_STR: {
       char buf[32];
       snprintf(buf, sizeof buf, "k%lld", (long long)(span ? v : v % 1000));
-      nsl_i32(c)[i] = null ? -1 : nsl_dict_intern(d, buf, strlen(buf));
+      nsl_i32(c)[i] = null ? -1 : fx_id(d, buf, strlen(buf));
       break;
     }
     case NSL_BOOL: nsl_bool(c)[i] = (uint8_t)(v & 1); break;

@@ -111,7 +111,9 @@ static void test_background_read(void **state) {
   for (int i = 0; i < 5000; i++) {
     char s[32];
     int n = snprintf(s, sizeof s, "caller string %d", i);
-    assert_true(nsl_dict_intern(d, s, (size_t)n) >= 0);
+    int32_t id = -1;
+    assert_int_equal(nsl_dict_intern(d, s, (size_t)n, &id, NULL), NSL_OK);
+    assert_true(id >= 0);
   }
   nsl_table *m = table(tr, "memcpy");
   const char *mnames[] = {"start", "bytes"};

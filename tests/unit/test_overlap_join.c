@@ -77,7 +77,7 @@ static void test_overlap_hand(void **state) {
 static void test_overlap_string_keys(void **state) {
   (void)state;
   nsl_dict *d1 = nsl_dict_new(), *d2 = nsl_dict_new();
-  nsl_dict_intern(d2, "zzz", 3);   /* different ids for the same text */
+  fx_id(d2, "zzz", 3);   /* different ids for the same text */
   nsl_column *ak = fx_str(d1, 3, (const char *[]){"x", "y", NULL});
   nsl_column *bk = fx_str(d2, 3, (const char *[]){"y", "x", "w"});
   nsl_column *as = FX_I64(0, 0, 0), *ae = FX_I64(10, 10, 10), *bs = FX_I64(1, 2, 0), *be = FX_I64(3, 9, 10);

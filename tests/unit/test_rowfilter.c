@@ -39,11 +39,13 @@ static nsl_status m_load(void *src, const char *name, const char *const *cols, c
     int is_str = strcmp(cols[k], "name") == 0, is_dev = strcmp(cols[k], "device") == 0;
     out[k] = nsl_column_new(is_str ? NSL_STR : is_dev ? NSL_I32 : NSL_I64, NROWS, is_str ? dict : NULL);
     for (int i = 0; i < NROWS; i++) {
-      if (is_str) nsl_i32(out[k])[i] = nsl_dict_intern(dict, NAME[i], strlen(NAME[i]));
+      nsl_status rc = NSL_OK;
+      if (is_str) rc = nsl_dict_intern(dict, NAME[i], strlen(NAME[i]), &nsl_i32(out[k])[i], err);
       else if (is_dev) nsl_i32(out[k])[i] = DEVICE[i];
       else if (strcmp(cols[k], "start") == 0) nsl_i64(out[k])[i] = START[i] + offset;
       else if (strcmp(cols[k], "stop") == 0) nsl_i64(out[k])[i] = STOP[i] == NSL_NULL_I64 ? STOP[i] : STOP[i] + offset;
       else nsl_i64(out[k])[i] = NSL_NULL_I64;
+      if (rc != NSL_OK) return rc;
     }
   }
   return NSL_OK;

@@ -304,7 +304,7 @@ static nsl_column *random_key(nsl_type t, int64_t n, nsl_dict *d, int variety) {
     }
     case NSL_STR: {
       const char *w = words[fx_range(0, 9)];
-      nsl_i32(c)[i] = null ? -1 : nsl_dict_intern(d, w, strlen(w));
+      nsl_i32(c)[i] = null ? -1 : fx_id(d, w, strlen(w));
       break;
     }
     case NSL_BOOL: nsl_bool(c)[i] = (uint8_t)fx_range(0, 1); break;

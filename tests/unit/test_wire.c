@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "core/wire.h"
+#include "kernel_fixtures.h"
 #include "nsl/nsl.h"
 
 /* i64, i32, f64, bool and string columns of 4 rows, with NULLs. */
@@ -29,15 +30,15 @@ static void make(nsl_dict *d, nsl_column **c) {
   memcpy(c[1]->data, i32, sizeof i32);
   memcpy(c[2]->data, f64, sizeof f64);
   memcpy(c[3]->data, b, sizeof b);
-  nsl_dict_intern(d, "unused", 6);   /* not sent: only the strings the rows use travel */
-  int32_t s[] = {nsl_dict_intern(d, "ncclKernel", 10), -1, nsl_dict_intern(d, "gemm", 4), nsl_dict_intern(d, "ncclKernel", 10)};
+  fx_id(d, "unused", 6);   /* not sent: only the strings the rows use travel */
+  int32_t s[] = {fx_id(d, "ncclKernel", 10), -1, fx_id(d, "gemm", 4), fx_id(d, "ncclKernel", 10)};
   memcpy(c[4]->data, s, sizeof s);
 }
 
 static void test_round_trip(void **state) {
   (void)state;
   nsl_dict *from = nsl_dict_new(), *to = nsl_dict_new();
-  nsl_dict_intern(to, "gemm", 4);   /* the receiver already knows one string */
+  fx_id(to, "gemm", 4);   /* the receiver already knows one string */
   nsl_column *c[5];
   make(from, c);
   const char *names[] = {"start", "device", "ratio", "mask", "name"};
