@@ -13,33 +13,33 @@
 #include "core/bytes.h"
 #include "core/model.h"
 
-struct nsl_row_filters {
+struct nsl__row_filters {
   char *table;
   void *blob;
   size_t len;
-  struct nsl_row_filters *next;
+  struct nsl__row_filters *next;
 };
 
 /* ---- encoding ---- */
 
 static int is_cmp(int op) { return op >= NSL_EQ && op <= NSL_GE; }
-static int is_match(int op) { return op == NSL_ROW_MATCH || op == NSL_ROW_IMATCH; }
+static int is_match(int op) { return op == NSL__ROW_MATCH || op == NSL__ROW_IMATCH; }
 
 /* conds[0..n) checked (a bad regex fails here, once, not on every read)
  * and encoded into a new buffer (*blob, *len). */
-static nsl_status encode(const char *table, const nsl_row_cond *conds, int n, void **blob, size_t *len,
+static nsl_status encode(const char *table, const nsl__row_cond *conds, int n, void **blob, size_t *len,
                          nsl_error *err) {
   if (n < 0 || n > 64) return nsl_error_set(err, NSL_ERR_ARG, "filter of table '%s': %d conditions (0 to 64)", table, n);
   for (int i = 0; i < n; i++) {
-    const nsl_row_cond *c = &conds[i];
+    const nsl__row_cond *c = &conds[i];
     int cmp = is_cmp(c->op), match = is_match(c->op);
     if (!c->column || !*c->column || (match && !c->pattern) || (cmp && c->nvalues != 1) ||
-        (!cmp && !match && c->op != NSL_ROW_IN) || c->nvalues < 0 || (c->nvalues > 0 && !c->values))
+        (!cmp && !match && c->op != NSL__ROW_IN) || c->nvalues < 0 || (c->nvalues > 0 && !c->values))
       return nsl_error_set(err, NSL_ERR_ARG, "filter of table '%s': condition %d is not a regex, a set or a comparison",
                            table, i + 1);
     if (match) {
       nsl_regex *re = NULL;
-      nsl_status rc = nsl_regex_compile(&re, c->pattern, c->op == NSL_ROW_IMATCH ? NSL_REGEX_ICASE : 0, err);
+      nsl_status rc = nsl_regex_compile(&re, c->pattern, c->op == NSL__ROW_IMATCH ? NSL_REGEX_ICASE : 0, err);
       nsl_regex_free(re);
       if (rc != NSL_OK) return rc;
     }
@@ -48,7 +48,7 @@ static nsl_status encode(const char *table, const nsl_row_cond *conds, int n, vo
   int32_t nc = n;
   nsl__bytes_put(&m, &nc, sizeof nc);
   for (int i = 0; i < n; i++) {
-    const nsl_row_cond *c = &conds[i];
+    const nsl__row_cond *c = &conds[i];
     int32_t op = c->op, or_null = c->or_null && is_cmp(c->op), nv = c->nvalues;
     nsl__bytes_put_str(&m, c->column);
     nsl__bytes_put(&m, &op, sizeof op);
@@ -68,20 +68,20 @@ static nsl_status encode(const char *table, const nsl_row_cond *conds, int n, vo
 
 /* ---- the set ---- */
 
-nsl_status nsl__row_filters_set(nsl_row_filters **set, const char *table, const nsl_row_cond *conds, int n,
+nsl_status nsl__row_filters_set(nsl__row_filters **set, const char *table, const nsl__row_cond *conds, int n,
                                 nsl_error *err) {
   void *blob = NULL;
   size_t len = 0;
   nsl_status rc = encode(table, conds, n, &blob, &len, err);
   if (rc != NSL_OK) return rc;
-  for (nsl_row_filters *f = *set; f; f = f->next)
+  for (nsl__row_filters *f = *set; f; f = f->next)
     if (strcmp(f->table, table) == 0) {
       free(f->blob);
       f->blob = blob;
       f->len = len;
       return NSL_OK;
     }
-  nsl_row_filters *f = malloc(sizeof *f);
+  nsl__row_filters *f = malloc(sizeof *f);
   char *name = strdup(table);
   if (!f || !name) {
     free(f);
@@ -89,13 +89,13 @@ nsl_status nsl__row_filters_set(nsl_row_filters **set, const char *table, const 
     free(blob);
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
   }
-  *f = (nsl_row_filters){name, blob, len, *set};
+  *f = (nsl__row_filters){name, blob, len, *set};
   *set = f;
   return NSL_OK;
 }
 
-const void *nsl__row_filters_find(const nsl_row_filters *set, const char *table, size_t *len) {
-  for (const nsl_row_filters *f = set; f; f = f->next)
+const void *nsl__row_filters_find(const nsl__row_filters *set, const char *table, size_t *len) {
+  for (const nsl__row_filters *f = set; f; f = f->next)
     if (strcmp(f->table, table) == 0) {
       *len = f->len;
       return f->blob;
@@ -104,9 +104,9 @@ const void *nsl__row_filters_find(const nsl_row_filters *set, const char *table,
   return NULL;
 }
 
-void nsl__row_filters_free(nsl_row_filters *set) {
+void nsl__row_filters_free(nsl__row_filters *set) {
   while (set) {
-    nsl_row_filters *next = set->next;
+    nsl__row_filters *next = set->next;
     free(set->table);
     free(set->blob);
     free(set);
@@ -126,7 +126,7 @@ typedef struct cond {
 
 /* The mask of the rows of condition k over column c. */
 static nsl_column *cond_mask(const nsl_column *c, const cond *k, nsl_error *err) {
-  if (k->op == NSL_ROW_IN) return nsl_column_isin(c, k->values, k->nvalues, err);
+  if (k->op == NSL__ROW_IN) return nsl_column_isin(c, k->values, k->nvalues, err);
   if (is_cmp(k->op)) {
     nsl_column *m = nsl_column_cmp_i64(c, (nsl_cmp)k->op, k->values[0], err);
     if (!m || !k->or_null) return m;
@@ -136,7 +136,7 @@ static nsl_column *cond_mask(const nsl_column *c, const cond *k, nsl_error *err)
     return either;
   }
   nsl_regex *re = NULL;
-  if (nsl_regex_compile(&re, k->pattern, k->op == NSL_ROW_IMATCH ? NSL_REGEX_ICASE : 0, err) != NSL_OK) return NULL;
+  if (nsl_regex_compile(&re, k->pattern, k->op == NSL__ROW_IMATCH ? NSL_REGEX_ICASE : 0, err) != NSL_OK) return NULL;
   nsl_column *m = nsl_column_regex(c, re, err);
   nsl_regex_free(re);
   return m;
@@ -164,7 +164,7 @@ static nsl_status decode(const char *table, const void *blob, size_t blen, cond 
     nsl__bytes_get(&r, &c->nvalues, sizeof c->nvalues);
     if (r.bad || !c->column || !c->pattern || c->nvalues < 0 ||
         (size_t)c->nvalues > (r.len - r.at) / sizeof(int64_t) ||
-        (is_cmp(c->op) && c->nvalues != 1) || (!is_cmp(c->op) && !is_match(c->op) && c->op != NSL_ROW_IN)) {
+        (is_cmp(c->op) && c->nvalues != 1) || (!is_cmp(c->op) && !is_match(c->op) && c->op != NSL__ROW_IN)) {
       r.bad = 1;
       break;
     }

@@ -23,38 +23,38 @@
 #include "nsl/source.h"
 
 /* A condition on a column of the table: a regex search on a string column
- * (case-insensitive: NSL_ROW_IMATCH), membership in a set of integers, or a
+ * (case-insensitive: NSL__ROW_IMATCH), membership in a set of integers, or a
  * comparison with values[0] (an nsl_cmp).  NULLs never pass, except that a
  * comparison with or_null set passes them (an NVTX mark has no stop: it
  * overlaps every window it starts in).  A condition on a column the
  * report lacks, or on `report` or `dur` (derived), filters none of that
  * report's rows. */
-enum { NSL_ROW_MATCH = 100, NSL_ROW_IMATCH = 101, NSL_ROW_IN = 102 };
-typedef struct nsl_row_cond {
+enum { NSL__ROW_MATCH = 100, NSL__ROW_IMATCH = 101, NSL__ROW_IN = 102 };
+typedef struct nsl__row_cond {
   const char *column;
-  int op;                  /* NSL_ROW_MATCH, NSL_ROW_IMATCH, NSL_ROW_IN or an nsl_cmp */
-  const char *pattern;     /* NSL_ROW_MATCH, NSL_ROW_IMATCH */
-  const int64_t *values;   /* NSL_ROW_IN: the set; a comparison: the value */
+  int op;                  /* NSL__ROW_MATCH, NSL__ROW_IMATCH, NSL__ROW_IN or an nsl_cmp */
+  const char *pattern;     /* NSL__ROW_MATCH, NSL__ROW_IMATCH */
+  const int64_t *values;   /* NSL__ROW_IN: the set; a comparison: the value */
   int nvalues;
   int or_null;             /* a comparison: NULL passes too */
-} nsl_row_cond;
+} nsl__row_cond;
 
 /* The filters of some tables, each encoded (NULL: none). */
-typedef struct nsl_row_filters nsl_row_filters;
+typedef struct nsl__row_filters nsl__row_filters;
 
 /* Sets table's filter in *set (created when NULL) to conds[0..n), checked
  * and encoded here: NSL_ERR_ARG for a malformed condition or a bad regex,
  * naming the table. */
-nsl_status nsl__row_filters_set(nsl_row_filters **set, const char *table, const nsl_row_cond *conds, int n,
+nsl_status nsl__row_filters_set(nsl__row_filters **set, const char *table, const nsl__row_cond *conds, int n,
                                 nsl_error *err);
 /* The encoding of table's filter (*len its size), or NULL (*len 0). */
-const void *nsl__row_filters_find(const nsl_row_filters *set, const char *table, size_t *len);
-void nsl__row_filters_free(nsl_row_filters *set);
+const void *nsl__row_filters_find(const nsl__row_filters *set, const char *table, size_t *len);
+void nsl__row_filters_free(nsl__row_filters *set);
 
 /* The trace's own filter of table (before any of its tables is loaded,
  * else NSL_ERR_ARG): every report's rows of `table` are those passing
  * conds[0..n), times compared on the trace's clock. */
-nsl_status nsl__trace_filter(nsl_trace *tr, const char *table, const nsl_row_cond *conds, int n, nsl_error *err);
+nsl_status nsl__trace_filter(nsl_trace *tr, const char *table, const nsl__row_cond *conds, int n, nsl_error *err);
 
 /* ops->load of the report (src), with the filter (blob, blen; NULL: none)
  * applied: out[k] holds the passing rows only.  The condition columns are

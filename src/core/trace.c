@@ -82,7 +82,7 @@ struct nsl_trace {
   int ninputs;
   nsl_open_options opts;   /* opts.nsys: a copy of its own */
   source_guard *guard;
-  nsl_row_filters *filters;   /* nsl__trace_filter: rows dropped where they are read */
+  nsl__row_filters *filters;   /* nsl__trace_filter: rows dropped where they are read */
 };
 
 nsl_trace *nsl_trace_new(void) {
@@ -235,7 +235,7 @@ nsl_status nsl_trace_keep_reports(nsl_trace *tr, const int *keep, int n, nsl_err
   return NSL_OK;
 }
 
-nsl_status nsl__trace_filter(nsl_trace *tr, const char *table, const nsl_row_cond *conds, int n, nsl_error *err) {
+nsl_status nsl__trace_filter(nsl_trace *tr, const char *table, const nsl__row_cond *conds, int n, nsl_error *err) {
   if (tr->tables) return nsl_error_set(err, NSL_ERR_ARG, "cannot filter rows after tables were loaded");
   return nsl__row_filters_set(&tr->filters, table, conds, n, err);
 }

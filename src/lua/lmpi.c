@@ -108,7 +108,7 @@ static int dist_filter(lua_State *L) {
   nsl_dist *d = checkdist(L);
   const char *table = luaL_checkstring(L, 2);
   int n = 0;
-  const nsl_row_cond *conds = nsl__check_row_conds(L, 3, &n);
+  const nsl__row_cond *conds = nsl__check_row_conds(L, 3, &n);
   nsl_error err = {0};
   if (nsl__dist_filter(d, table, conds, n, &err) != NSL_OK) return nsl__lua_error(L, &err);
   return 0;

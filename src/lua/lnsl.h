@@ -86,8 +86,8 @@ int nsl__open_trace(lua_State *L);
  * case), "in" (a list of integers), or one of == ~= < <= > >= (an integer;
  * "or null": NULL passes too).  The conditions, their strings and values
  * live on the stack (pushed above idx) until the caller returns. */
-struct nsl_row_cond;
-const struct nsl_row_cond *nsl__check_row_conds(lua_State *L, int idx, int *n);
+struct nsl__row_cond;
+const struct nsl__row_cond *nsl__check_row_conds(lua_State *L, int idx, int *n);
 /* The trace of a trace userdata (raises when closed or not a trace). */
 nsl_trace *nsl__checktrace(lua_State *L, int idx);
 /* Pushes an empty trace box and returns its slot: the caller stores a

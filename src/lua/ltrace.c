@@ -278,17 +278,17 @@ static int tr_keep_reports(lua_State *L) {
   return 1;
 }
 
-const nsl_row_cond *nsl__check_row_conds(lua_State *L, int idx, int *n) {
+const nsl__row_cond *nsl__check_row_conds(lua_State *L, int idx, int *n) {
   static const char *const ops[] = {"==", "~=", "<", "<=", ">", ">=", "match", "imatch", "in", NULL};
-  static const int codes[] = {NSL_EQ, NSL_NE, NSL_LT, NSL_LE, NSL_GT, NSL_GE, NSL_ROW_MATCH, NSL_ROW_IMATCH,
-                              NSL_ROW_IN};
+  static const int codes[] = {NSL_EQ, NSL_NE, NSL_LT, NSL_LE, NSL_GT, NSL_GE, NSL__ROW_MATCH, NSL__ROW_IMATCH,
+                              NSL__ROW_IN};
   idx = lua_absindex(L, idx);
   luaL_checktype(L, idx, LUA_TTABLE);
   lua_Integer nc = luaL_len(L, idx);
   luaL_argcheck(L, nc >= 0 && nc <= 64, idx, "at most 64 conditions");
-  nsl_row_cond *conds = lua_newuserdatauv(L, (size_t)(nc ? nc : 1) * sizeof *conds, 0);
+  nsl__row_cond *conds = lua_newuserdatauv(L, (size_t)(nc ? nc : 1) * sizeof *conds, 0);
   for (lua_Integer i = 1; i <= nc; i++) {   /* the strings and values stay on the stack until the call */
-    nsl_row_cond *c = &conds[i - 1];
+    nsl__row_cond *c = &conds[i - 1];
     luaL_checkstack(L, 8, "row conditions");
     if (lua_geti(L, idx, i) != LUA_TTABLE) luaL_error(L, "row filter: condition %d is not {column, op, value}", (int)i);
     int at = lua_gettop(L);
@@ -302,9 +302,9 @@ const nsl_row_cond *nsl__check_row_conds(lua_State *L, int idx, int *n) {
     c->pattern = NULL;
     c->values = NULL;
     c->nvalues = 0;
-    if (c->op == NSL_ROW_MATCH || c->op == NSL_ROW_IMATCH) {
+    if (c->op == NSL__ROW_MATCH || c->op == NSL__ROW_IMATCH) {
       c->pattern = luaL_checkstring(L, -1);
-    } else if (c->op == NSL_ROW_IN) {
+    } else if (c->op == NSL__ROW_IN) {
       luaL_checktype(L, -1, LUA_TTABLE);
       lua_Integer nv = luaL_len(L, -1);
       luaL_argcheck(L, nv >= 0 && nv <= (1 << 24), idx, "too many values in a set");
@@ -335,7 +335,7 @@ static int tr_filter(lua_State *L) {
   nsl_trace *tr = checktrace(L, 1);
   const char *table = luaL_checkstring(L, 2);
   int n = 0;
-  const nsl_row_cond *conds = nsl__check_row_conds(L, 3, &n);
+  const nsl__row_cond *conds = nsl__check_row_conds(L, 3, &n);
   nsl_error err = {0};
   if (nsl__trace_filter(tr, table, conds, n, &err) != NSL_OK) return nsl__lua_error(L, &err);
   return 0;

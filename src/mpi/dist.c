@@ -54,7 +54,7 @@ struct nsl_dist {
   void **bufs;
   size_t *lens;
   /* rank 0: the whole trace's row filters (nsl__dist_filter), encoded as sent */
-  nsl_row_filters *filters;
+  nsl__row_filters *filters;
 };
 
 /* ---- the hub ---- */
@@ -356,7 +356,7 @@ nsl_status nsl__dist_open(nsl_dist **out, const char *const *paths, int npaths, 
 
 /* ---- row filters: conditions evaluated where the rows are read (core/rowfilter.h) ---- */
 
-nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl_row_cond *conds, int n, nsl_error *err) {
+nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl__row_cond *conds, int n, nsl_error *err) {
   return nsl__row_filters_set(&d->filters, table, conds, n, err);
 }
 

@@ -47,7 +47,7 @@ nsl_status nsl__dist_subtrace(nsl_dist *d, const int *reports, int n, nsl_trace 
 /* On rank 0, before nsl__dist_trace: the rows of `table` in the whole trace
  * are those passing every condition (core/rowfilter.h: one call per table;
  * a later call replaces an earlier one).  NSL_ERR_ARG for a bad regex. */
-nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl_row_cond *conds, int n, nsl_error *err);
+nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl__row_cond *conds, int n, nsl_error *err);
 nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err);
 nsl_status nsl__dist_quit(nsl_dist *d, nsl_error *err);
 /* Collective: 1 when every process passed ok != 0.  On rank 0, when some

@@ -2,7 +2,7 @@
  * colcache_folder.c -- the cache folder as a whole: its entries listed and
  * removed (nsl cache list|clear), and the size bound (NSL_CACHE_MAX) kept by
  * removing the least recently used entries.  The files inside an entry are
- * colcache.c's.
+ * colcache_io.c's.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -225,6 +225,24 @@ static nsl_status scan_entries(const char *sub, entry_info **out, int *n, nsl_er
 static void free_entries(entry_info *v, int n) {
   for (int i = 0; i < n; i++) free(v[i].path);
   free(v);
+}
+
+/* The size bound, NSL_CACHE_MAX in bytes (nsl/cache.h). */
+int64_t nsl_cache_max_bytes(void) {
+  const char *v = getenv("NSL_CACHE_MAX");
+  int64_t def = (int64_t)16 << 30;
+  if (!v || !v[0]) return def;
+  char *end;
+  double x = strtod(v, &end);
+  if (end == v || x < 0) return def;
+  switch (*end) {
+  case 'k': case 'K': x *= 1024.0; break;
+  case 'm': case 'M': x *= 1024.0 * 1024; break;
+  case 'g': case 'G': x *= 1024.0 * 1024 * 1024; break;
+  case 't': case 'T': x *= 1024.0 * 1024 * 1024 * 1024; break;
+  default: break;
+  }
+  return x >= 9.2e18 ? INT64_MAX : (int64_t)x;
 }
 
 /* Removes the least recently used entries of columns/ until the folder is

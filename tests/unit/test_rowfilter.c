@@ -67,9 +67,9 @@ static int in_window(int i, int64_t lo, int64_t hi) { return START[i] < hi && (S
 static void test_window_and_device(void **state) {
   (void)state;
   int64_t lo = 21, hi = 60, dev = 0;
-  nsl_row_cond conds[] = {{"start", NSL_LT, NULL, &hi, 1, 0}, {"stop", NSL_GT, NULL, &lo, 1, 1},
-                          {"device", NSL_ROW_IN, NULL, &dev, 1, 0}};
-  nsl_row_filters *set = NULL;
+  nsl__row_cond conds[] = {{"start", NSL_LT, NULL, &hi, 1, 0}, {"stop", NSL_GT, NULL, &lo, 1, 1},
+                           {"device", NSL__ROW_IN, NULL, &dev, 1, 0}};
+  nsl__row_filters *set = NULL;
   nsl_error err = {0};
   assert_int_equal(nsl__row_filters_set(&set, "kernels", conds, 3, &err), NSL_OK);
   size_t len = 0;
@@ -104,9 +104,9 @@ static void test_window_and_device(void **state) {
 
 static void test_regex_and_missing_column(void **state) {
   (void)state;
-  nsl_row_cond nccl[] = {{"name", NSL_ROW_IMATCH, "^NCCL", NULL, 0, 0}};
-  nsl_row_cond lacking[] = {{"no_such_column", NSL_EQ, NULL, (const int64_t[]){1}, 1, 0}};
-  nsl_row_filters *set = NULL;
+  nsl__row_cond nccl[] = {{"name", NSL__ROW_IMATCH, "^NCCL", NULL, 0, 0}};
+  nsl__row_cond lacking[] = {{"no_such_column", NSL_EQ, NULL, (const int64_t[]){1}, 1, 0}};
+  nsl__row_filters *set = NULL;
   nsl_error err = {0};
   assert_int_equal(nsl__row_filters_set(&set, "kernels", nccl, 1, &err), NSL_OK);
   assert_int_equal(nsl__row_filters_set(&set, "memcpy", lacking, 1, &err), NSL_OK);
@@ -126,16 +126,16 @@ static void test_regex_and_missing_column(void **state) {
 
 static void test_refusals(void **state) {
   (void)state;
-  nsl_row_filters *set = NULL;
+  nsl__row_filters *set = NULL;
   nsl_error err = {0};
-  nsl_row_cond bad_regex[] = {{"name", NSL_ROW_MATCH, "(", NULL, 0, 0}};
+  nsl__row_cond bad_regex[] = {{"name", NSL__ROW_MATCH, "(", NULL, 0, 0}};
   assert_int_equal(nsl__row_filters_set(&set, "kernels", bad_regex, 1, &err), NSL_ERR_ARG);
-  nsl_row_cond two_values[] = {{"start", NSL_LT, NULL, (const int64_t[]){1, 2}, 2, 0}};
+  nsl__row_cond two_values[] = {{"start", NSL_LT, NULL, (const int64_t[]){1, 2}, 2, 0}};
   assert_int_equal(nsl__row_filters_set(&set, "kernels", two_values, 1, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "kernels"));
   assert_null(set);
   /* a damaged encoding is a format error, never a crash */
-  nsl_row_cond ok[] = {{"start", NSL_LT, NULL, (const int64_t[]){50}, 1, 0}};
+  nsl__row_cond ok[] = {{"start", NSL_LT, NULL, (const int64_t[]){50}, 1, 0}};
   assert_int_equal(nsl__row_filters_set(&set, "kernels", ok, 1, &err), NSL_OK);
   size_t len = 0;
   const void *blob = nsl__row_filters_find(set, "kernels", &len);
@@ -154,7 +154,7 @@ static void test_trace_filter(void **state) {
   nsl_error err = {0};
   assert_int_equal(nsl_trace_add_source(tr, &mem_ops, NULL, &info, &err), NSL_OK);
   int64_t dev = 1;
-  nsl_row_cond conds[] = {{"device", NSL_ROW_IN, NULL, &dev, 1, 0}};
+  nsl__row_cond conds[] = {{"device", NSL__ROW_IN, NULL, &dev, 1, 0}};
   assert_int_equal(nsl__trace_filter(tr, "kernels", conds, 1, &err), NSL_OK);
   nsl_table *t = NULL;
   assert_int_equal(nsl_trace_table(tr, "kernels", &t, &err), NSL_OK);
