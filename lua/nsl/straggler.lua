@@ -4,6 +4,8 @@
 -- same two tables, and lua/analyses/straggler.lua prints what it returns.
 -- M.match builds those tables from a trace and matches them, once for the
 -- straggler analysis and the ledger's waits (nsl.ledger) alike.
+-- M.named (the findings of the ranks it names, with their causes and next
+-- commands) and the M.*_table functions make what the analysis prints.
 --
 --   coll     one row per collective on a rank: rank (0-based), instance (the
 --            same id on every rank that took part in it), type, start, stop (ns)
