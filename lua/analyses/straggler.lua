@@ -83,7 +83,6 @@ local findings = require("nsl.findings")
 local units = require("nsl.util.units")
 local iterations = require("nsl.iterations")
 
-local function pct(x) return string.format("%.1f%%", 100 * x) end
 local dur = report.duration
 
 return {
@@ -130,58 +129,19 @@ return {
     local rows = core.ranks(res, {min_delay = min_delay, min_share = args.min_share, late_share = args.late_share,
                                   step_ns = train})
     local ncoll = core.collectives_per_rank(src)
-    local step, thr = rows.step, rows.threshold
+    local thr = rows.threshold
     out:value("warmup_collectives", res.warmup)
-    out:value("step_ns", step)
+    out:value("step_ns", rows.step)
     out:value("step_source", train and "iterations" or "collectives")
     out:value("collective_interval_ns", res.step_ns)
 
     -- the verdict: findings first, then a sentence
-    local ref = labels[res.ref + 1]
     local named, names = core.named(trace, src, res, rows, args.min_share)
     for _, f in ipairs(named) do findings.add(out, f.opts, f.fmt, table.unpack(f.args, 1, f.args.n)) end
-    local warm = res.warmup > 0 and string.format(" (%d warm-up collective(s) left out; --arg warmup=0 keeps them)",
-                                                  res.warmup) or ""
-    if nranks == 1 then
-      out:text(string.format("1 rank (%s) with %d %s: arrivals need two ranks or more; compute per step only.",
-        labels[1], ncoll[1], src.what))
-    elseif res.ninst == 0 then
-      out:text(string.format("No straggler verdict: the %d ranks share no collective.", nranks))
-    elseif #names > 0 then
-      out:text(string.format("%d straggler%s: %s. A straggler is late by at least %s behind the others' median " ..
-        "at %s of the collectives anyone was late at, losing at least %s of the %s %s%s.", #names,
-        #names > 1 and "s" or "", table.concat(names, ", "), dur(thr), pct(args.late_share), pct(args.min_share),
-        dur(step), src.step_what, warm))
-    elseif rows.skewed > 0 and rows.skew_lost >= args.min_share then
-      local who, n = core.most_often_last(res, thr)
-      local cost = math.floor(rows.skew_cost + 0.5)
-      findings.add(out, {severity = "info", id = "straggler.rotating", cost_ns = cost, step_ns = step,
-                         share = math.min(rows.skew_lost, 1.0), evidence = "collectives"},
-        "No single rank is to blame: the last rank to arrive changes (most often %s, at %d of the %d collectives " ..
-        "anyone was late at); the arrivals spread by %s (median skew)", labels[who + 1], n,
-        rows.skewed, dur(rows.skew))
-      out:text(string.format("No straggler, but the straggler rotates: the others wait %s per step (%s) at " ..
-        "collectives where the last rank changes%s.", dur(cost), pct(rows.skew_lost), warm))
-    else
-      out:text(string.format("No straggler: no rank is late by at least %s at %s of the collectives anyone was " ..
-        "late at while losing %s of the %s %s; median arrival skew %s%s.", dur(thr), pct(args.late_share),
-        pct(args.min_share), dur(step), src.step_what, dur(rows.skew), warm))
-    end
-
-    if nranks > 1 and step then
-      out:text(train and string.format("The step: %s, the median steady training step (%s); collectives come " ..
-                                       "every %s (median).", dur(train), st.how, dur(res.step_ns))
-               or string.format("The step: %s, the median interval between steady collectives (no training steps " ..
-                                "detected).", dur(step)))
-    end
-    if nranks > 1 then
-      out:text(string.format("%d ranks (by %s), %d steady collective instances of %s matched on two ranks or more; " ..
-        "clocks aligned on %s.", nranks, src.by, res.ninst, src.what, ref))
-    end
-    local unaligned = core.unaligned(res, rows, labels)
-    if #unaligned > 0 then
-      out:text("No collective shared with " .. ref .. " (clock offset left at 0): " .. table.concat(unaligned, ", "))
-    end
+    local said = core.summary(src, res, rows, names, ncoll, {training = st, min_share = args.min_share,
+                                                           late_share = args.late_share})
+    for _, f in ipairs(said.findings) do findings.add(out, f.opts, f.fmt, table.unpack(f.args, 1, f.args.n)) end
+    for _, line in ipairs(said.text) do out:text(line) end
     local verdict = core.verdicts(rows, nranks)
     for r = 1, nranks do
       out:value("offset_ns." .. labels[r], rows.offset[r])
@@ -194,7 +154,7 @@ return {
         rows.skewed, res.ninst)})
     end
     out:table("ranks", core.ranks_table(labels, rows, ncoll, verdict),
-      {title = "Per rank: clock offset (vs " .. ref .. "), arrival order, waits, compute per step",
+      {title = "Per rank: clock offset (vs " .. labels[res.ref + 1] .. "), arrival order, waits, compute per step",
        col_decimals = {["vs median rank"] = 3}, same_unit = {{"wait caused (ns)", "wait suffered (ns)"}}})
 
     -- per step: the spread of compute over ranks, and the long form behind the figure

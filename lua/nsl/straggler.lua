@@ -898,6 +898,66 @@ function M.verdicts(rows, nranks)
   return verdict
 end
 
+--- What the analysis says after the findings of the named ranks (names:
+-- M.named's): the verdict, the step the costs are per and the ranks, each a
+-- sentence, with the finding of a rotating straggler when no rank is one
+-- but the skew costs at least opts.min_share.  opts: training (the steps
+-- of nsl.iterations.steps when rows.step is the training step, else nil),
+-- min_share, late_share; ncoll: M.collectives_per_rank.  Returns {text =
+-- the sentences in order, findings = {{opts, fmt, args}: the arguments of
+-- nsl.findings.add, args packed}}.
+function M.summary(src, res, rows, names, ncoll, opts)
+  local labels, nranks = src.labels, #src.labels
+  local step, thr = rows.step, rows.threshold
+  local train = opts.training and opts.training.step_ns or nil
+  local ref = labels[res.ref + 1]
+  local text, list = {}, {}
+  local function say(line) text[#text + 1] = line end
+  local warm = res.warmup > 0 and string.format(" (%d warm-up collective(s) left out; --arg warmup=0 keeps them)",
+                                                res.warmup) or ""
+  if nranks == 1 then
+    say(string.format("1 rank (%s) with %d %s: arrivals need two ranks or more; compute per step only.",
+      labels[1], ncoll[1], src.what))
+  elseif res.ninst == 0 then
+    say(string.format("No straggler verdict: the %d ranks share no collective.", nranks))
+  elseif #names > 0 then
+    say(string.format("%d straggler%s: %s. A straggler is late by at least %s behind the others' median " ..
+      "at %s of the collectives anyone was late at, losing at least %s of the %s %s%s.", #names,
+      #names > 1 and "s" or "", table.concat(names, ", "), dur(thr), pct(opts.late_share), pct(opts.min_share),
+      dur(step), src.step_what, warm))
+  elseif rows.skewed > 0 and rows.skew_lost >= opts.min_share then
+    local who, n = M.most_often_last(res, thr)
+    local cost = math.floor(rows.skew_cost + 0.5)
+    list[#list + 1] = {opts = {severity = "info", id = "straggler.rotating", cost_ns = cost, step_ns = step,
+                               share = math.min(rows.skew_lost, 1.0), evidence = "collectives"},
+      fmt = "No single rank is to blame: the last rank to arrive changes (most often %s, at %d of the %d " ..
+            "collectives anyone was late at); the arrivals spread by %s (median skew)",
+      args = table.pack(labels[who + 1], n, rows.skewed, dur(rows.skew))}
+    say(string.format("No straggler, but the straggler rotates: the others wait %s per step (%s) at " ..
+      "collectives where the last rank changes%s.", dur(cost), pct(rows.skew_lost), warm))
+  else
+    say(string.format("No straggler: no rank is late by at least %s at %s of the collectives anyone was " ..
+      "late at while losing %s of the %s %s; median arrival skew %s%s.", dur(thr), pct(opts.late_share),
+      pct(opts.min_share), dur(step), src.step_what, dur(rows.skew), warm))
+  end
+
+  if nranks > 1 and step then
+    say(train and string.format("The step: %s, the median steady training step (%s); collectives come " ..
+                                "every %s (median).", dur(train), opts.training.how, dur(res.step_ns))
+        or string.format("The step: %s, the median interval between steady collectives (no training steps " ..
+                         "detected).", dur(step)))
+  end
+  if nranks > 1 then
+    say(string.format("%d ranks (by %s), %d steady collective instances of %s matched on two ranks or more; " ..
+      "clocks aligned on %s.", nranks, src.by, res.ninst, src.what, ref))
+  end
+  local unaligned = M.unaligned(res, rows, labels)
+  if #unaligned > 0 then
+    say("No collective shared with " .. ref .. " (clock offset left at 0): " .. table.concat(unaligned, ", "))
+  end
+  return {text = text, findings = list}
+end
+
 --- The labels of the ranks whose clock shares no collective with the
 -- reference rank (offset left at 0); none with one rank.
 function M.unaligned(res, rows, labels)
