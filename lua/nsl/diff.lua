@@ -143,14 +143,8 @@ function M.steady_steps(trace, spec, a, b)
   return {it = it, how = it.how, durs = durs, per = {most(per[1]), most(per[2])}, kept = kept}
 end
 
---- The median of a Lua array of numbers (0 when empty).
-function M.median(v)
-  local s = {table.unpack(v)}
-  table.sort(s)
-  local n = #s
-  if n == 0 then return 0 end
-  return n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
-end
+--- The median of a run's steady step times (M.steady_steps keeps 3 at least).
+local function median(v) return iterations.describe(v).median end
 
 --- "slower" | "faster" | "same" for a relative change rel (fraction), when
 -- significant, against threshold (%).
@@ -193,7 +187,7 @@ end
 function M.verdict(st, kt, per_step, why, alpha, threshold)
   local v
   if st then
-    local m1, m2 = M.median(st.durs[1]), M.median(st.durs[2])
+    local m1, m2 = median(st.durs[1]), median(st.durs[2])
     local sv, sk, ss = {}, {}, {}
     for s = 1, 2 do for _, d in ipairs(st.durs[s]) do sv[#sv + 1], sk[#sk + 1], ss[#ss + 1] = d, "step", s - 1 end end
     local p = stats.mann_whitney(nsl.table{{"key", sk}, {"dur", sv}, {"side", ss}}).step.p
@@ -254,7 +248,7 @@ end
 --- The steady steps st (M.steady_steps) of each run: count and median.
 function M.steps_table(st)
   return nsl.table{{"run", {"before", "after"}}, {"steps", {#st.durs[1], #st.durs[2]}},
-    {"median (ns)", {M.median(st.durs[1]) * 1.0, M.median(st.durs[2]) * 1.0}}}
+    {"median (ns)", {median(st.durs[1]) * 1.0, median(st.durs[2]) * 1.0}}}
 end
 
 --- The changes per kernel class (the default classes) of the operations
