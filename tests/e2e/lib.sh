@@ -53,6 +53,27 @@ tmux_end() {
   tmux has-session 2> /dev/null && return 0
   for _ in $(seq 600); do tmux list-sessions 2>&1 | grep -q "no server running\|error connecting" && return 0; sleep 0.05; done
 }
+# The screen of a TUI test's tmux session S, and waits for its states (the TUI runs with NSL_TUI_INFO=1: draws=N
+# on its status line counts the redraws).  A deadline only bounds a failure: generous enough for an ASan build
+# on a busy machine.
+screen() { tmux capture-pane -t $S -p; }
+wait_for() { # wait_for PATTERN [TENTHS]: until the screen shows it, at most TENTHS tenths of a second (600: 60 s)
+  for _ in $(seq "${2:-600}"); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
+  return 1
+}
+draws() { screen | grep -o 'draws=[0-9]*' | tail -1 | cut -d= -f2; }
+redrawn() { # redrawn BEFORE [TRIES [PERIOD]]: until a redraw after BEFORE (draws); TRIES polls PERIOD s apart
+  # (3000 x 0.02: 60 s); fails when none comes
+  for _ in $(seq "${2:-3000}"); do [ "$(draws)" != "$1" ] && return 0; sleep "${3:-0.02}"; done
+  return 1
+}
+settle() { # settle BEFORE: until a redraw after BEFORE, then until the screen stays the same for 0.3 s
+  # (a key that changes nothing draws nothing: the wait for the redraw is short, 200 x 0.05 s, and the still
+  # screen decides)
+  redrawn "$1" 200 0.05
+  local a b
+  for _ in $(seq 50); do a=$(screen); sleep 0.3; b=$(screen); [ "$a" = "$b" ] && break; done
+}
 # usage_error WHAT PATTERN nsl-args...: nsl refuses as a usage error: exit 2, one line on stderr matching
 # PATTERN (grep), nothing on stdout
 usage_error() {

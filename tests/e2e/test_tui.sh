@@ -28,25 +28,12 @@ if "$NSL" tui "$F" < /dev/null 2>&1 | grep -q "built without ncurses"; then
   exit
 fi
 S=nsltui
-screen() { tmux capture-pane -t $S -p; }
-wait_for() { # wait_for PATTERN [TENTHS]: until the screen shows it; the deadline (TENTHS x 4 tenths of a second,
-  # 120 s by default) only bounds a failure, so it is generous enough for an ASan build on a busy machine
-  for _ in $(seq "$(( ${2:-300} * 4 ))"); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
-  return 1
-}
-# draws=N on the status line counts the redraws: after keys, wait for a new one, then for a still screen
-draws() { screen | grep -o 'draws=[0-9]*' | tail -1 | cut -d= -f2; }
-settle() { # settle BEFORE: until a redraw after BEFORE, then until the screen stays the same for 0.3 s
-  # (a key that changes nothing draws nothing: this first wait is short, and the still screen decides)
-  for _ in $(seq 200); do [ "$(draws)" != "$1" ] && break; sleep 0.05; done
-  local a b
-  for _ in $(seq 50); do a=$(screen); sleep 0.3; b=$(screen); [ "$a" = "$b" ] && break; done
-}
+# screen, wait_for, draws, settle: lib.sh's; after keys, wait for a redraw, then for a still screen (settle)
 keys() { local n; n=$(draws); for k in "$@"; do tmux send-keys -t $S "$k"; done; settle "$n"; }
 typed() { local n; n=$(draws); tmux send-keys -t $S -l "$1"; tmux send-keys -t $S Enter; settle "$n"; }
 # ask KEY PROMPT: a key that opens a prompt, then the prompt on the screen (a prompt that never comes fails the
 # check here, instead of a silent wait to the deadline).  tmux drops trailing blanks: the empty `:` prompt is '^:$'.
-ask() { tmux send-keys -t $S "$1"; wait_for "$2" 100 || bad "no prompt '$2' after key $1: $(screen | tail -3)"; }
+ask() { tmux send-keys -t $S "$1"; wait_for "$2" 400 || bad "no prompt '$2' after key $1: $(screen | tail -3)"; }
 # window=FROM..TO cursor=C on the status line
 state() { screen | grep -o 'window=[0-9]*\.\.[0-9]* cursor=[0-9]*' | tail -1; }
 win_from() { state | sed 's/window=\([0-9]*\)\.\..*/\1/'; }
@@ -61,7 +48,7 @@ lane_events() { keys Escape; screen | grep -o 'lane GPU0 s7: [0-9]* events in th
 
 tmux new-session -d -s $S -x 120 -y 30 \
   "NSL_TUI_INFO=1 $NSL tui $F; echo TUI-EXITED rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo|isig)\$' | tr '\n' ' '; echo; sleep 60"
-wait_for "lanes; ? for the keys" && ok "loads and shows the first screen" || { bad "no screen: $(screen)"; finish; exit 1; }
+wait_for "lanes; ? for the keys" 1200 && ok "loads and shows the first screen" || { bad "no screen: $(screen)"; finish; exit 1; }
 
 # the window is the span of the events drawn: GPU operations and NVTX ranges that end
 span=$(sql "$F" "SELECT min(s), max(e) FROM (SELECT start s, end e FROM ($OPS)
@@ -185,7 +172,7 @@ screen | grep -q "^$first_event\$" && ok "relative times count from the trace's 
 
 # the NVTX tree: the nvtx analysis's numbers, and SQL's for a top-level range
 keys T
-wait_for "GPU Time (ns)" && ok "tree view" || bad "no tree: $(screen | head)"
+wait_for "GPU Time (ns)" 1200 && ok "tree view" || bad "no tree: $(screen | head)"
 "$NSL" run nvtx "$F" --arg only=tree --format csv > "$TMP/tree.csv"
 row=$(screen | grep -E '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+  [-+] FlashAttnFunc$' | head -1)
 read -r g gs c cs n _ <<< "$row"
@@ -203,7 +190,7 @@ screen | grep -q "instance 1 of $n of FlashAttnFunc" && ok "tree: instance named
 
 # findings (diagnose) and back
 keys F
-wait_for "severity" && ok "findings view" || bad "no findings view: $(screen | head -5)"
+wait_for "severity" 1200 && ok "findings view" || bad "no findings view: $(screen | head -5)"
 # the second finding of diagnose (as `nsl run diagnose --format json` lists them) leads to its window
 "$NSL" run diagnose "$F" --format json > "$TMP/diagnose.json"
 read -r fid ffrom < <(python3 -c 'import json, sys
@@ -234,8 +221,8 @@ check_eq "events in the window after the resize" "$(lane_events)" "$(in_window "
 
 # Ctrl-C leaves, the terminal as it was
 tmux send-keys -t $S C-c
-wait_for "TUI-EXITED rc=0" 100 && ok "Ctrl-C leaves with exit code 0" || bad "Ctrl-C: $(screen | tail -3)"
-wait_for "icanon" 50
+wait_for "TUI-EXITED rc=0" 400 && ok "Ctrl-C leaves with exit code 0" || bad "Ctrl-C: $(screen | tail -3)"
+wait_for "icanon" 200
 sane=$(screen | grep -E 'icanon' | tail -1)
 case "$sane" in *-icanon*|*-echo*|*-isig*|"") bad "terminal not sane after Ctrl-C: '$sane'" ;; *) ok "terminal sane after Ctrl-C" ;; esac
 
@@ -244,13 +231,13 @@ S1=$S
 S=${S1}2
 tmux new-session -d -s $S -x 100 -y 24 \
   "NO_COLOR=1 NSL_TUI_INFO=1 $NSL tui $F; echo TUI-EXITED rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo)\$' | tr '\n' ' '; echo; sleep 60"
-wait_for "lanes; ? for the keys" && ok "loads without colour" || bad "no colour: $(screen)"
+wait_for "lanes; ? for the keys" 1200 && ok "loads without colour" || bad "no colour: $(screen)"
 keys + + + + + +
 screen | grep -E '^GPU0 s7' | cut -c27- | grep -qE '[#N<>=S|▌█]' && ok "no colour: events drawn as characters" ||
   bad "no colour: $(screen | grep GPU0)"
 keys q
-wait_for "TUI-EXITED rc=0" 100 && ok "q leaves" || bad "q: $(screen | tail -3)"
-wait_for "icanon" 50
+wait_for "TUI-EXITED rc=0" 400 && ok "q leaves" || bad "q: $(screen | tail -3)"
+wait_for "icanon" 200
 case "$(screen | grep icanon | tail -1)" in *-icanon*|*-echo*|"") bad "terminal not sane after q" ;; *) ok "terminal sane after q" ;; esac
 tmux_end
 
@@ -266,7 +253,7 @@ chmod +x "$TMP/nsys"
 make_report() { printf 'NVIDIA Tegra Profiler Report 2026@2@1@210-1v0.\n%s\n' "$2" > "$1"; }
 nsys_running() { [ -s "$TMP/nsys.pid" ] && kill -0 "$(cat "$TMP/nsys.pid")" 2> /dev/null; }
 sane_after() { # sane_after WHAT: the stty line printed after the TUI left shows canonical mode, echo and signals
-  wait_for "icanon" 50
+  wait_for "icanon" 200
   case "$(screen | grep icanon | tail -1)" in *-icanon*|*-echo*|*-isig*|"") bad "$1: terminal not sane" ;;
     *) ok "$1: terminal sane" ;; esac
 }
@@ -285,54 +272,54 @@ rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo|isig)\$' | tr '\n' '
 S=nsltui3
 make_report "$TMP/run.nsys-rep" "tui"
 tui_session FAKE_NSYS_EXPORT_GATE=$TMP/tui.gate NSL_TUI_INFO=1 -- "$TMP/run.nsys-rep"
-if wait_for "exporting run.nsys-rep with nsys: [0-9.]* [KMG]*i*B, [0-9.]* s; step 1 of 8" 100 && nsys_running; then
+if wait_for "exporting run.nsys-rep with nsys: [0-9.]* [KMG]*i*B, [0-9.]* s; step 1 of 8" 400 && nsys_running; then
   ok "background: the first screen comes while nsys exports, with the export's progress"
 else bad "background: no progress while exporting: $(screen | tail -2)"; fi
 screen | grep -q "opening run.nsys-rep" && ok "background: the timeline says what it opens" ||
   bad "background: opening: $(screen | head -5)"
 tmux send-keys -t $S '?'
-wait_for "zoom in / out at the cursor" 50 && nsys_running && ok "background: ? answers during the export" ||
+wait_for "zoom in / out at the cursor" 200 && nsys_running && ok "background: ? answers during the export" ||
   bad "background: ? while exporting: $(screen | head -3)"
 tmux send-keys -t $S Escape
 ask : '^:$'
 tmux send-keys -t $S -l "6 * 7"
 tmux send-keys -t $S Enter
-wait_for "^42\$" 50 && nsys_running && ok "background: the : prompt answers during the export" ||
+wait_for "^42\$" 200 && nsys_running && ok "background: the : prompt answers during the export" ||
   bad "background: : while exporting: $(screen | tail -8)"
 tmux send-keys -t $S T
-wait_for "waiting for the NVTX ranges" 50 && ok "background: the tree waits for the NVTX ranges" ||
+wait_for "waiting for the NVTX ranges" 200 && ok "background: the tree waits for the NVTX ranges" ||
   bad "background: tree while loading: $(screen | head -5)"
 nsys_running || bad "background: nsys ended before the gate was opened"
 : > "$TMP/tui.gate"   # the export may finish now
 # then the lanes, as SQL says, and the tree asked for meanwhile
-wait_for "GPU Time (ns)" 600 && ok "background: the tree asked for while loading comes when loaded" ||
+wait_for "GPU Time (ns)" 2400 && ok "background: the tree asked for while loading comes when loaded" ||
   bad "background: no tree after loading: $(screen | head -5)"
 screen | grep -qE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+  [-+] FlashAttnFunc$' && ok "background: the tree's rows" ||
   bad "background: tree rows: $(screen | head -5)"
 tmux send-keys -t $S tab tab
-wait_for "lanes; ? for the keys" 300 || true
+wait_for "lanes; ? for the keys" 1200 || true
 check_eq "background: window start after loading" "$(win_from)" "${span%|*}"
 check_eq "background: window end after loading" "$(win_to)" "$(( ${span#*|} + 1 ))"
 check_eq "background: one lane per GPU stream" "$(screen | grep -o '^GPU[0-9]* s[0-9]*' | tr '\n' ' ')" "$streams"
 check_eq "background: events of the selected stream" "$(lane_events)" "$(in_window "$(win_from)" "$(win_to)")"
 keys q
-wait_for "TUI-EXITED rc=0" 100 && ok "background: q leaves after loading" || bad "background: q: $(screen | tail -3)"
+wait_for "TUI-EXITED rc=0" 400 && ok "background: q leaves after loading" || bad "background: q: $(screen | tail -3)"
 
 # q during the export: leaves at once with exit code 0, the terminal sane, no nsys left running
 make_report "$TMP/hang.nsys-rep" "hang"
 tui_session FAKE_NSYS_EXPORT_HANG=1 -- "$TMP/hang.nsys-rep"
-wait_for "exporting hang.nsys-rep with nsys" 100 && nsys_running || bad "background: the hanging export did not start"
+wait_for "exporting hang.nsys-rep with nsys" 400 && nsys_running || bad "background: the hanging export did not start"
 tmux send-keys -t $S q
-wait_for "TUI-EXITED rc=0" 50 && ok "background: q during the export leaves with exit code 0" ||
+wait_for "TUI-EXITED rc=0" 200 && ok "background: q during the export leaves with exit code 0" ||
   bad "background: q during the export: $(screen | tail -3)"
 sane_after "background: q during the export"
 for _ in $(seq 600); do nsys_running || break; sleep 0.1; done
 nsys_running && bad "background: nsys still runs after q" || ok "background: no nsys left after q"
 # Ctrl-C during the export: the same
 tui_session FAKE_NSYS_EXPORT_HANG=1 -- "$TMP/hang.nsys-rep"
-wait_for "exporting hang.nsys-rep with nsys" 100 && nsys_running || bad "background: the hanging export did not start"
+wait_for "exporting hang.nsys-rep with nsys" 400 && nsys_running || bad "background: the hanging export did not start"
 tmux send-keys -t $S C-c
-wait_for "TUI-EXITED rc=0" 50 && ok "background: Ctrl-C during the export leaves with exit code 0" ||
+wait_for "TUI-EXITED rc=0" 200 && ok "background: Ctrl-C during the export leaves with exit code 0" ||
   bad "background: Ctrl-C during the export: $(screen | tail -3)"
 sane_after "background: Ctrl-C during the export"
 for _ in $(seq 600); do nsys_running || break; sleep 0.1; done
@@ -342,7 +329,7 @@ nsys_running && bad "background: nsys still runs after Ctrl-C" || ok "background
 make_report "$TMP/bad.nsys-rep" "bad"
 want_err=$(FAKE_NSYS_EXPORT_FAIL=1 "$NSL" info "$TMP/bad.nsys-rep" --nsys "$TMP/nsys" 2>&1 > /dev/null)
 tui_session FAKE_NSYS_EXPORT_FAIL=1 -- "$TMP/bad.nsys-rep"
-wait_for "TUI-EXITED rc=1" 100 && ok "background: a failing export exits 1" || bad "background: failing export: $(screen | tail -3)"
+wait_for "TUI-EXITED rc=1" 400 && ok "background: a failing export exits 1" || bad "background: failing export: $(screen | tail -3)"
 # (the export's temporary file is named after the process)
 check_eq "background: a failing export gives nsl.open's one line" "$(sed 's/export-[0-9]*\./export-N./' "$TMP/tui.err")" \
   "$(echo "$want_err" | sed 's/export-[0-9]*\./export-N./')"
@@ -353,13 +340,13 @@ sane_after "background: a failing export"
 # written over the screen, and on stderr once the screen is gone
 : > "$TMP/afile"
 tui_session NSL_CACHE_DIR="$TMP/afile/cache" -- "$F"
-wait_for "lanes; ? for the keys" 300
+wait_for "lanes; ? for the keys" 1200
 screen | tail -1 | grep -q "warning: cannot use the cache" && ok "warnings: on the status line" ||
   bad "warnings: not on the status line: $(screen | tail -2)"
 screen | grep -q "nsl: warning" && bad "warnings: written over the screen: $(screen | grep 'nsl: warning')" ||
   ok "warnings: not written over the screen"
 tmux send-keys -t $S q
-wait_for "TUI-EXITED rc=0" 100 || bad "warnings: q: $(screen | tail -3)"
+wait_for "TUI-EXITED rc=0" 400 || bad "warnings: q: $(screen | tail -3)"
 grep -q "^nsl: warning: cannot use the cache: .*afile" "$TMP/tui.err" && ok "warnings: on stderr after the screen" ||
   bad "warnings: stderr: '$(cat "$TMP/tui.err")'"
 tmux_end

@@ -13,16 +13,7 @@ if "$NSL" tui "$NSL_DATA_DIR/nsys/tiny_2026.1.sqlite" < /dev/null 2>&1 | grep -q
 fi
 export TMUX_TMPDIR="$TMP"
 S=nsltuikeys
-screen() { tmux capture-pane -t $S -p; }
-wait_for() { # wait_for PATTERN [TENTHS]: until the screen shows it (60 s at most by default)
-  for _ in $(seq "${2:-600}"); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
-  return 1
-}
-draws() { screen | grep -o 'draws=[0-9]*' | tail -1 | cut -d= -f2; }
-settle() { # settle BEFORE: until the redraw after BEFORE (each key ends with one; 60 s at most)
-  for _ in $(seq 3000); do [ "$(draws)" != "$1" ] && return 0; sleep 0.02; done
-  return 1
-}
+# screen, wait_for, draws, redrawn: lib.sh's (each key ends with a redraw: redrawn waits for it, 60 s at most)
 ERRORS='error: |attempt to |stack traceback|\.lua:[0-9]+:|TUI-EXITED'
 check_screen() { # check_screen WHAT: no error line on the screen
   if screen | grep -E -q "$ERRORS"; then
@@ -38,7 +29,7 @@ press() { # press VIEW KEY...: each key, a redraw, no error
     n=$(draws)
     local t0=${EPOCHREALTIME/[.,]/}
     tmux send-keys -t $S "$k"
-    settle "$n" || { bad "$WHAT $view: no redraw after key '$k': $(screen | tail -2)"; return 1; }
+    redrawn "$n" || { bad "$WHAT $view: no redraw after key '$k': $(screen | tail -2)"; return 1; }
     # a key that takes long is named in the log (to find what makes the walk slow)
     local us=$(( ${EPOCHREALTIME/[.,]/} - t0 ))
     [ $us -lt 2000000 ] || echo "note   $WHAT $view: key '$k' took $(( us / 1000 )) ms"
@@ -53,7 +44,7 @@ prompt() { # prompt KEY PROMPT TEXT: a key that opens a prompt, a value, Enter
   n=$(draws)
   tmux send-keys -t $S -l "$3"
   tmux send-keys -t $S Enter
-  settle "$n" || { bad "$WHAT: no redraw after '$1' with '$3'"; return 1; }
+  redrawn "$n" || { bad "$WHAT: no redraw after '$1' with '$3'"; return 1; }
   check_screen "key '$1' with '$3'"
 }
 
