@@ -418,8 +418,12 @@ M.none = none
 -- launched by a CUDA API call whose name passes fn: the rows of t with
 -- api_tid, api_start, api_dur, api_name.
 local function launched_by(ctx, t, fn)
-  local j = t:join(ctx:api(), {"report", "pid", "corr"}, {"tid", "start", "dur", "name"}, "api_")
-  return j:filter(j.api_name:where(function(s) return fn(s:lower()) end))
+  -- the calls whose name passes first (one test per distinct name), so the join indexes those alone: a
+  -- process's correlation ids are its calls' own (Ctx:api), so the rows that match are the same
+  local api = ctx:api()
+  api = api:filter(api.name:where(function(s) return fn(s:lower()) end))
+  local j = t:join(api, {"report", "pid", "corr"}, {"tid", "start", "dur", "name"}, "api_")
+  return j:filter(~j.api_name:isnull())
 end
 M.launched_by = launched_by
 
