@@ -520,7 +520,7 @@ M.devices = devices
 local function exposed(ctx, mask)
   local dv = devices(ctx)
   local m = overlap.measure(dv.ops, mask, dv.g:ids(), #dv.span,
-                            {{gid = nsl.range(#dv.span), lo = dv.span.lo, hi = dv.span.hi}})[1]
+                            {{gid = nsl.range(#dv.span), lo = dv.span.lo, hi = dv.span.hi}}, {"nccl_only", "nccl"})[1]
   return m.nccl_only, m.nccl
 end
 
