@@ -51,6 +51,7 @@ local nsl = require("nsl")
 local nccl = require("nsl.nccl")
 local jax = require("nsl.jax")
 local steps = require("nsl.steps")
+local gpu_ops = require("nsl.gpu_ops")
 
 local M = {}
 
@@ -527,7 +528,7 @@ function M.kernel_columns(trace)
   local k = trace.kernels
   k:load{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
   return k:select{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
-    :with("launch", steps.launch_times(trace, k))
+    :with("launch", steps.launch_times(trace, k, gpu_ops.api_rows(trace, "kernels")))
 end
 
 --- Collectives and compute of the NCCL kernels of an export (k: its
