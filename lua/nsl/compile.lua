@@ -60,7 +60,8 @@ function M.parents(nv)
   local e64, e32 = empty("i64"), empty("i32")
   local r = nsl.nvtx_project{
     range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop,
-    api_keys = {e32, e32, e32}, api_start = e64, api_stop = e64, op_api = e64, op_start = e64, op_stop = e64}
+    api_keys = {e32, e32, e32}, api_start = e64, api_stop = e64, op_api = e64, op_start = e64, op_stop = e64,
+    parents_only = true}
   return r.parent
 end
 

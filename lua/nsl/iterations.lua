@@ -76,7 +76,7 @@ local function parents_among(nv, mask)
   local none = nsl.column{}
   local r = nsl.nvtx_project{range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start,
     range_stop = nv.stop, range_mask = mask, api_keys = {none, none, none}, api_start = none, api_stop = none,
-    op_api = none, op_start = none, op_stop = none}
+    op_api = none, op_start = none, op_stop = none, parents_only = true}
   return r.parent, r.depth
 end
 
