@@ -113,9 +113,6 @@ local function archive_part(sub, names)
                    {"dur_child", sub.dur_child}, {"dur_nonchild", sub.dur_nonchild}}
 end
 
---- The XLA ranges of every process (report, pid) that compiled: a list of
--- tables report, pid, tid, start, stop, text (the range name), parent (row in
--- the same table, -1 for none), num_child, dur_child, dur_nonchild (ns).
 -- What M.xla_ranges, M.framework_ranges and M.loading_calls found, per trace (weak keys): the ledger and
 -- the compile analysis of one diagnose run read the same trace, whose rows never change, so each is made once.
 local found = setmetatable({}, {__mode = "k"})
@@ -149,6 +146,9 @@ local function colon_free(s)
   return best
 end
 
+--- The XLA ranges of every process (report, pid) that compiled: a list of
+-- tables report, pid, tid, start, stop, text (the range name), parent (row in
+-- the same table, -1 for none), num_child, dur_child, dur_nonchild (ns).
 function M.xla_ranges(trace)
   local nv = trace.nvtx
   local archive = nv:coltype("num_child") ~= nil
