@@ -60,7 +60,8 @@ function M.parents(nv)
   local e64, e32 = empty("i64"), empty("i32")
   local r = nsl.nvtx_project{
     range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop,
-    api_keys = {e32, e32, e32}, api_start = e64, api_stop = e64, op_api = e64, op_start = e64, op_stop = e64}
+    api_keys = {e32, e32, e32}, api_start = e64, api_stop = e64, op_api = e64, op_start = e64, op_stop = e64,
+    parents_only = true}
   return r.parent
 end
 
@@ -112,6 +113,39 @@ local function archive_part(sub, names)
                    {"dur_child", sub.dur_child}, {"dur_nonchild", sub.dur_nonchild}}
 end
 
+-- What M.xla_ranges, M.framework_ranges and M.loading_calls found, per trace (weak keys): the ledger and
+-- the compile analysis of one diagnose run read the same trace, whose rows never change, so each is made once.
+local found = setmetatable({}, {__mode = "k"})
+local function once(what, fn)
+  return function(trace)
+    local t = found[trace]
+    if not t then t = {}; found[trace] = t end
+    if not t[what] then t[what] = table.pack(fn(trace)) end
+    return table.unpack(t[what], 1, t[what].n)
+  end
+end
+
+--- Whether a distinct string of column col, less the matches of the patterns strip (nsl.nvtx.normalize),
+-- contains one of the plain strings in needles; false for no column, true for one of other values (it
+-- cannot say).  Each distinct string is tested once: a few thousand calls where the rows are millions.
+local function holds_any(col, needles, strip)
+  if not col or col:type() ~= "str" then return col ~= nil end
+  return col:where(function(s)
+    s = nvtx.normalize(s, strip)
+    for _, n in ipairs(needles) do if s:find(n, 1, true) then return true end end
+    return false
+  end):count() > 0
+end
+
+-- The longest piece of s without ':'.  A range's name is "domain:text" (or its text), so a piece of a name
+-- that holds no ':' lies whole in the domain or in the text: a name that matches a pattern holds the
+-- pattern's longest such piece in one of them, which a test of the distinct domains and texts can see.
+local function colon_free(s)
+  local best = ""
+  for piece in s:gmatch("[^:]+") do if #piece > #best then best = piece end end
+  return best
+end
+
 --- The XLA ranges of every process (report, pid) that compiled: a list of
 -- tables report, pid, tid, start, stop, text (the range name), parent (row in
 -- the same table, -1 for none), num_child, dur_child, dur_nonchild (ns).
@@ -124,6 +158,9 @@ function M.xla_ranges(trace)
   end
   nv:load(cols)
   if #nv == 0 then return {} end
+  -- no compile range without "XlaCompile" in a distinct text or domain: nothing is named row by row then
+  local needle = {colon_free(M.XLA_COMPILE:gsub("^%^", ""))}
+  if not (holds_any(nv.text, needle) or holds_any(nv.domain, needle)) then return {} end
   local names = nvtx.names(nv)
   local is_compile = names:match(M.XLA_COMPILE)
   if is_compile:count() == 0 then return {} end
@@ -143,6 +180,7 @@ function M.xla_ranges(trace)
   end
   return parts
 end
+M.xla_ranges = once("xla_ranges", M.xla_ranges)
 
 local function plain_replace(s, what, with)
   if what == "" then return s end
@@ -320,6 +358,20 @@ M.frameworks = {
   {framework = "nvFuser", phase = "compile", prefix = "executor_utils::Nvrtc"},
 }
 
+-- Plain strings one of which every name M.classify_range knows holds (colon_free): one per name, prefix,
+-- suffix and substring of M.frameworks.
+local function framework_needles()
+  local list = {}
+  for _, f in ipairs(M.frameworks) do
+    for name in pairs(f.exact or {}) do list[#list + 1] = colon_free(name) end
+    for _, k in ipairs{"prefix", "suffix", "contains"} do
+      if f[k] then list[#list + 1] = colon_free(f[k]) end
+    end
+  end
+  table.sort(list)   -- (one order, whatever the table's)
+  return list
+end
+
 --- framework, phase of a range name (nil when it is no compiler's).
 function M.classify_range(name)
   for _, f in ipairs(M.frameworks) do
@@ -351,6 +403,11 @@ end
 function M.framework_ranges(trace)
   local nv = trace.nvtx
   nv:load{"report", "pid", "tid", "start", "stop", "dur", "kind", "text", "domain"}
+  -- no compiler's range without one of their names' pieces in a distinct text or domain (suffixes removed
+  -- as from the names): nothing is filtered or named row by row then
+  local needles = framework_needles()
+  if not (holds_any(nv.text, needles, nvtx.pytorch_suffixes) or holds_any(nv.domain, needles, nvtx.pytorch_suffixes))
+  then return nil end
   local ranges = nv:filter(nv.kind:eq("push_pop") & ~nv.stop:isnull() & nv.dur:ge(0))
   if #ranges == 0 then return nil end
   local _, label = nvtx.names(ranges, {strip = nvtx.pytorch_suffixes})
@@ -374,6 +431,7 @@ function M.framework_ranges(trace)
   local keep = {"report", "pid", "tid", "start", "stop", "dur", "self", "name", "framework", "root"}
   return members:select(keep), run:select{"report", "pid", "tid", "start", "stop", "dur", "name", "framework"}
 end
+M.framework_ranges = once("framework_ranges", M.framework_ranges)
 
 -- ---------------------------------------------------------------- loading
 
@@ -415,6 +473,7 @@ function M.loading_calls(trace)
   t = t:filter(t.name:where(function(s) return M.api_class(s) ~= nil end))
   return t:with("class", t.name:map(M.api_class))
 end
+M.loading_calls = once("loading_calls", M.loading_calls)
 
 --- CUPTI's overhead kinds that are code loading (nsl's `overhead` table).
 M.overhead_kinds = {module_loading = "runtime-triggered module loading", lazy_loading = "lazy function loading",

@@ -418,8 +418,12 @@ M.none = none
 -- launched by a CUDA API call whose name passes fn: the rows of t with
 -- api_tid, api_start, api_dur, api_name.
 local function launched_by(ctx, t, fn)
-  local j = t:join(ctx:api(), {"report", "pid", "corr"}, {"tid", "start", "dur", "name"}, "api_")
-  return j:filter(j.api_name:where(function(s) return fn(s:lower()) end))
+  -- the calls whose name passes first (one test per distinct name), so the join indexes those alone: a
+  -- process's correlation ids are its calls' own (Ctx:api), so the rows that match are the same
+  local api = ctx:api()
+  api = api:filter(api.name:where(function(s) return fn(s:lower()) end))
+  local j = t:join(api, {"report", "pid", "corr"}, {"tid", "start", "dur", "name"}, "api_")
+  return j:filter(~j.api_name:isnull())
 end
 M.launched_by = launched_by
 
@@ -516,7 +520,7 @@ M.devices = devices
 local function exposed(ctx, mask)
   local dv = devices(ctx)
   local m = overlap.measure(dv.ops, mask, dv.g:ids(), #dv.span,
-                            {{gid = nsl.range(#dv.span), lo = dv.span.lo, hi = dv.span.hi}})[1]
+                            {{gid = nsl.range(#dv.span), lo = dv.span.lo, hi = dv.span.hi}}, {"nccl_only", "nccl"})[1]
   return m.nccl_only, m.nccl
 end
 
@@ -741,6 +745,26 @@ function M.thresholds()
   return t
 end
 
+-- What a merged finding's message says the job gains (M.merge): the least of the parts when the cause is
+-- on every GPU or process, at most the most when not -- taken over the parts on ranks the job waits for
+-- (crit: their labels, of n parts), which the words name when the others are hidden, with the amount
+-- (lost, ns): the least or most of all the parts can be a hidden rank's 0.
+local function gains(everywhere, crit, n, lost)
+  if #crit == n then
+    return everywhere and "on every one, so the job gains the least" or "not on every one: the job gains at most the most"
+  end
+  local where = everywhere and "on every one" or "not on every one"
+  if #crit == 0 then return where .. "; every one is hidden by slower ranks, so the job gains nothing" end
+  local names = #crit <= 4 and table.concat(crit, ", ")
+                or string.format("%s and %d more", table.concat(crit, ", ", 1, 3), #crit - 3)
+  if #crit == 1 then
+    return string.format("%s; the job gains %s, what it costs the one rank the others wait for (%s)", where,
+      report.duration(lost), names)
+  end
+  return string.format("%s; the job gains %s, the %s over the %d ranks the others wait for (%s)", where,
+    report.duration(lost), everywhere and "least" or "most", #crit, names)
+end
+
 --- One finding per cause: the findings of one check (id) on several ranks
 -- or devices become one, whose where is the worst one's, with ranks (their
 -- labels, worst first), parts (their findings) and least_ns, median_ns,
@@ -789,8 +813,10 @@ function M.merge(ctx, list)
       end
       local most, least = v[1], v[#v]
       local median = iterations.describe(v).median
-      local crit = {}   -- the parts on ranks the job waits for
-      for _, f in ipairs(fs) do if not f.hidden_ns then crit[#crit + 1] = f.lost_ns end end
+      local crit, crit_ranks = {}, {}   -- the parts on ranks the job waits for, and their labels
+      for i, f in ipairs(fs) do
+        if not f.hidden_ns then crit[#crit + 1], crit_ranks[#crit_ranks + 1] = f.lost_ns, ranks[i] end
+      end
       local everywhere = #fs >= (per_device and ngpu or nproc)
       local rec = {}
       for k, x in pairs(fs[1]) do rec[k] = x end
@@ -808,8 +834,7 @@ function M.merge(ctx, list)
       if fs[1].severity ~= "info" and fs[1].severity ~= "warning" and fs[1].severity ~= "error" then rec.severity = sev end
       rec.message = string.format("%s [on %d %s: least %s, median %s, most %s; %s]", fs[1].message, #fs,
         per_device and "GPUs" or "processes", report.duration(least), report.duration(round(median)),
-        report.duration(most), everywhere and "on every one, so the job gains the least" or
-        "not on every one: the job gains at most the most")
+        report.duration(most), gains(everywhere, crit_ranks, #fs, rec.lost_ns))
       by[key] = rec
     else
       by[key] = fs[1]

@@ -187,6 +187,28 @@ function M.parts(trace, opts)
   return parts
 end
 
+-- Per trace (weak keys), what M.api_rows found for each operation table.
+local api_rows_of = setmetatable({}, {__mode = "k"})
+
+--- The 0-based row in trace.api of the CUDA call that launched each row of
+-- trace[tname] ("kernels", "memcpy" or "memset"), joined on report, pid and
+-- correlation id (processes reuse ids), -1 for none: an i64 column in the
+-- table's row order.  Made once per trace (weak keys): the ledger, the
+-- straggler matching and step detection of one diagnose run all read it.
+function M.api_rows(trace, tname)
+  local memo = api_rows_of[trace]
+  if not memo then memo = {}; api_rows_of[trace] = memo end
+  if not memo[tname] then
+    local keys = {"report", "pid", "corr"}
+    local t, api = trace[tname], trace.api
+    t:load(keys)
+    api:load(keys)
+    local _, idx = t:select(keys):join(api:select(keys), keys)
+    memo[tname] = idx
+  end
+  return memo[tname]
+end
+
 --- Every GPU operation of the trace as one table: the parts of M.parts
 -- (same options; opts.tables left out) one after the other.  Columns, in this order: opts.columns,
 -- then name, memop, kind, bytes (each with its option), api with opts.api
@@ -209,7 +231,11 @@ function M.table(trace, opts)
   if opts.memop then t[#t + 1] = {"memop", all("memop")} end
   if opts.kind then t[#t + 1] = {"kind", all("kind")} end
   if opts.bytes then t[#t + 1] = {"bytes", all("bytes")} end
-  if opts.api then
+  if opts.api and #parts > 0 and opts.from == nil and opts.to == nil then   -- whole tables: their rows made once
+    local list = {}
+    for i, p in ipairs(parts) do list[i] = M.api_rows(trace, p.table) end
+    t[#t + 1] = {"api", nsl.concat(table.unpack(list))}
+  elseif opts.api then
     local api = trace.api
     api:load{"report", "pid", "corr"}
     local keys <close> = nsl.table{{"report", all("report")}, {"pid", all("pid")}, {"corr", all("corr")}}

@@ -76,7 +76,7 @@ local function parents_among(nv, mask)
   local none = nsl.column{}
   local r = nsl.nvtx_project{range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start,
     range_stop = nv.stop, range_mask = mask, api_keys = {none, none, none}, api_start = none, api_stop = none,
-    op_api = none, op_start = none, op_stop = none}
+    op_api = none, op_start = none, op_stop = none, parents_only = true}
   return r.parent, r.depth
 end
 
@@ -189,8 +189,9 @@ function M.detect_nvtx(trace)
   for _, c in ipairs(cands) do
     local r = ranges_table(nv, top & label:eq(c.label))
     if not launched then
-      local ops = gpu_ops.table(trace, {columns = {"report", "pid", "corr", "start"}})
-      launched = nsl.table{{"report", ops.report}, {"pid", ops.pid}, {"launch", steps.launch_times(trace, ops)}}
+      local ops = gpu_ops.table(trace, {columns = {"report", "pid", "corr", "start"}, api = true})
+      launched = nsl.table{{"report", ops.report}, {"pid", ops.pid},
+                           {"launch", steps.launch_times(trace, ops, ops.api)}}
     end
     local iter = steps.assign(launched, r)
     local held = nsl.table{{"report", launched.report}, {"pid", launched.pid}, {"iter", iter}}
@@ -435,7 +436,7 @@ end
 -- memcpy_bytes, iter (1-based per process in range mode, per report in
 -- kernel mode; NULL outside iterations).
 function M.ops(trace, it, map)
-  local ops = gpu_ops.table(trace, {names = "demangled", memop = true})
+  local ops = gpu_ops.table(trace, {names = "demangled", memop = true, api = true})
   local k, mc, ms = #trace.kernels, #trace.memcpy, #trace.memset
   trace.memcpy:load{"bytes"}
   local zero = function(n) return nsl.rep(0, n) end
@@ -450,7 +451,7 @@ function M.ops(trace, it, map)
   local iter
   if it.mode == "range" then
     iter = steps.assign(nsl.table{{"report", ops.report}, {"pid", ops.pid},
-                                  {"launch", steps.launch_times(trace, ops)}}, it.ranges)
+                                  {"launch", steps.launch_times(trace, ops, ops.api)}}, it.ranges)
   else   -- by GPU start time within the report's marker windows
     local n = #ops
     local idx, vals = {}, {}

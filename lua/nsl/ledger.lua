@@ -174,20 +174,32 @@ local function host_causes(trace, pd, source, calls)
     mc:load{"report", "pid", "corr", "kind"}
     local h = mc:filter(mc.kind:eq("HtoD")):select{"report", "pid", "corr"}
     api:load{"report", "pid", "corr", "start", "stop"}
-    local _, idx = h:join(api, {"report", "pid", "corr"})
+    local cand = api
+    if #h * 8 <= #api then   -- a few copies: the calls with their ids first, so the join indexes those alone
+      cand = api:take(api.corr:isin(h.corr:unique():totable()):indices())
+    end
+    local _, idx = h:join(cand, {"report", "pid", "corr"})
     idx = idx:gather(idx:ge(0):indices())
-    add(api:take(idx), CLASS.idle_htod)
+    add(cand:take(idx), CLASS.idle_htod)
   end
   -- synchronisation: the blocking calls, up to the end of the thread's next CUDA call
   calls = calls or host_sync.api_calls(trace)
   local cat = calls.name:map(host_sync.category)
   local th = calls:select{"report", "pid", "tid", "start", "stop"}:with("sync", ~cat:isnull()):sort("report", "pid",
                                                                                                    "tid", "start")
-  local same = th.report:eq(th.report:shift(1)) & th.pid:eq(th.pid:shift(1)) & th.tid:eq(th.tid:shift(1))
-    & (th.start:shift(1) - th.stop):le(M.sync_follow_ns)
-  local nxt = nsl.where(same, th.stop:shift(1), th.stop)
-  local stop = nsl.where(nxt:gt(th.stop), nxt, th.stop)
-  local sy = th:with("stop", stop):filter(th.sync)
+  -- the blocking calls and the call after each (NULL past the last, as shift gives): their rows alone, most
+  -- calls being launches
+  local at = th.sync:indices()
+  local after = at + 1
+  after = nsl.where(after:lt(#th), after, -1)
+  local function this(c) return th[c]:gather(at) end
+  local function next_(c) return th[c]:gather(after) end
+  local stop0 = this("stop")
+  local same = this("report"):eq(next_("report")) & this("pid"):eq(next_("pid")) & this("tid"):eq(next_("tid"))
+    & (next_("start") - stop0):le(M.sync_follow_ns)
+  local nxt = nsl.where(same, next_("stop"), stop0)
+  local stop = nsl.where(nxt:gt(stop0), nxt, stop0)
+  local sy = th:take(at):with("stop", stop)
   add(sy, CLASS.idle_sync)
   return parts
 end

@@ -22,48 +22,62 @@ M.keys = {"compute_only", "nccl_only", "both", "kernels", "memory_only", "all", 
 --- The NCCL kernels among GPU operations ops (nsl.gpu_ops): a mask.
 function M.nccl_mask(ops) return nccl.mask(ops.name) & ~ops.memop end
 
--- Interval sets of every group of a batch at once, on the lanes axis:
--- s, e the shifted times, sel the rows of the batch.
-local function sets_of(ops, s, e, sel, is_nccl)
-  local kern = sel & ~ops.memop
-  local C = nsl.intervals(s, e, kern & ~is_nccl)
-  local N = nsl.intervals(s, e, kern & is_nccl)
-  local K = nsl.intervals(s, e, kern)
-  local Mem = nsl.intervals(s, e, sel & ops.memop)
-  local A = nsl.intervals(s, e, sel)
-  return {compute_only = C:subtract(N), nccl_only = N:subtract(C), both = C:intersect(N), kernels = K,
-          memory_only = Mem:subtract(K), all = A, nccl = N}
+-- The sets of M.keys from the unions they are made of: C, N, K (C u N), Mem, A (all).
+local made_of = {
+  compute_only = function(u) return u.C:subtract(u.N) end, nccl_only = function(u) return u.N:subtract(u.C) end,
+  both = function(u) return u.C:intersect(u.N) end, kernels = function(u) return u.K end,
+  memory_only = function(u) return u.Mem:subtract(u.K) end, all = function(u) return u.A end,
+  nccl = function(u) return u.N end,
+}
+
+-- Interval sets `keys` (M.keys by default) of every group of a batch at once, on the lanes axis: s, e the
+-- shifted times, sel the rows of the batch.  Each union is built when a set first needs it.
+local function sets_of(ops, s, e, sel, is_nccl, keys)
+  local kern
+  local function kernels() kern = kern or (sel & ~ops.memop); return kern end
+  local masks = {C = function() return kernels() & ~is_nccl end, N = function() return kernels() & is_nccl end,
+                 K = kernels, Mem = function() return sel & ops.memop end, A = function() return sel end}
+  local u = setmetatable({}, {__index = function(t, name)
+    local set = nsl.intervals(s, e, masks[name]())
+    rawset(t, name, set)
+    return set
+  end})
+  local sets = {}
+  for _, k in ipairs(keys or M.keys) do sets[k] = made_of[k](u) end
+  return sets
 end
 
---- overlap.measure(ops, is_nccl, gid, ngroups, windows) -> results.
+--- overlap.measure(ops, is_nccl, gid, ngroups, windows [, keys]) -> results.
 -- ops: GPU operations (start, stop, memop, as nsl.gpu_ops); is_nccl: a
 -- mask of its NCCL kernels; gid: the group of each operation (i64, 0-based,
 -- < ngroups); windows: an array of window sets, each {gid =, lo =, hi =}
 -- (columns: the group of each window and its bounds).  Returns one result
 -- per window set: {key = i64 column} for every key of M.keys, one value per
--- window in the set's row order.  The sets are built once per batch of
--- groups and measured over every window set.
-function M.measure(ops, is_nccl, gid, ngroups, windows)
+-- window in the set's row order; keys (a list of M.keys): those alone, and
+-- only the unions they are made of are built.  The sets are built once per
+-- batch of groups and measured over every window set.
+function M.measure(ops, is_nccl, gid, ngroups, windows, keys)
+  keys = keys or M.keys
   local plan = lanes.plan(ngroups, lanes.bounds(ops.start, ops.stop))
   local parts = {}
   for w = 1, #windows do parts[w] = {} end
   for _, b in ipairs(plan.batches) do
     local sel = lanes.rows(b, gid)
     local s, e = lanes.shift(plan, b, ops.start, gid), lanes.shift(plan, b, ops.stop, gid)
-    local sets = sets_of(ops, s, e, sel, is_nccl)
+    local sets = sets_of(ops, s, e, sel, is_nccl, keys)
     for w, win in ipairs(windows) do
       local rows = lanes.rows(b, win.gid):indices()
       local wg = win.gid:gather(rows)
       local lo, hi = lanes.shift(plan, b, win.lo:gather(rows), wg), lanes.shift(plan, b, win.hi:gather(rows), wg)
       local m = {}
-      for _, k in ipairs(M.keys) do m[k] = sets[k]:coverage(lo, hi) end
+      for _, k in ipairs(keys) do m[k] = sets[k]:coverage(lo, hi) end
       parts[w][#parts[w] + 1] = {rows = rows, m = m}
     end
   end
   local results = {}
   for w = 1, #windows do
     local r = {}
-    for _, k in ipairs(M.keys) do
+    for _, k in ipairs(keys) do
       local p = {}
       for i, part in ipairs(parts[w]) do p[i] = {rows = part.rows, values = part.m[k]} end
       r[k] = #p > 0 and lanes.assemble(p) or nsl.column{}

@@ -50,10 +50,16 @@ end
 --- The time each row of ops (a table with report, pid, corr, start) was
 -- launched: the start of the CUDA API call with the same report, process
 -- and correlation id (processes of one report reuse correlation ids), else
--- the row's own start.  An i64 column.
-function M.launch_times(trace, ops)
+-- the row's own start.  An i64 column.  api_rows: those calls' rows in
+-- trace.api when the caller has them (nsl.gpu_ops.api_rows, the api column
+-- of nsl.gpu_ops.table), so nothing is joined again.
+function M.launch_times(trace, ops, api_rows)
   local api = trace.api
   if #api == 0 then return ops.start end
+  if api_rows then
+    api:load{"start"}
+    return nsl.coalesce(api.start:gather(api_rows), ops.start)
+  end
   api:load{"report", "pid", "corr", "start"}
   local keys = {"report", "pid", "corr"}
   local j = ops:select{"report", "pid", "corr", "start"}:join(api:select{"report", "pid", "corr", "start"}, keys,

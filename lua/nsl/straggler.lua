@@ -57,6 +57,7 @@ local distributed = require("nsl.distributed")
 local host = require("nsl.host")
 local iterations = require("nsl.iterations")
 local report = require("nsl.report")
+local gpu_ops = require("nsl.gpu_ops")
 
 local M = {}
 
@@ -533,7 +534,7 @@ function M.kernel_columns(trace)
   local k = trace.kernels
   k:load{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
   return k:select{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
-    :with("launch", steps.launch_times(trace, k))
+    :with("launch", steps.launch_times(trace, k, gpu_ops.api_rows(trace, "kernels")))
 end
 
 --- Collectives and compute of the NCCL kernels of an export (k: its

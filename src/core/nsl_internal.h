@@ -33,6 +33,7 @@ typedef struct nsl__nvtx_input {
   const nsl_column *api_start, *api_stop;
   const nsl_column *op_api;           /* per GPU op: its API call's row or -1 (nsl_join_index) */
   const nsl_column *op_start, *op_stop; /* ops with a NULL time are not counted */
+  int parents_only;                   /* parent and depth alone (the other outputs NULL): no calls, no ops */
 } nsl__nvtx_input;
 
 typedef struct nsl__nvtx_projection {

@@ -75,6 +75,8 @@ static nsl_status check_input(const nsl__nvtx_input *in, nsl_error *err) {
   if (in->op_start->len != in->op_api->len || in->op_stop->len != in->op_api->len)
     return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: the GPU ops have %lld api rows, %lld starts, %lld stops",
                          (long long)in->op_api->len, (long long)in->op_start->len, (long long)in->op_stop->len);
+  if (in->parents_only && (in->api_start->len > 0 || in->op_api->len > 0))
+    return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: parents only takes no API calls and no GPU ops");
   return NSL_OK;
 }
 
@@ -549,13 +551,15 @@ static void before_sweep(void *ctx, int i) {
                     side_threads(w->as, in->api_keys, in->nkeys, NULL, w->tt) && side_group(w->rs, w->tt->n) &&
                     side_group(w->as, w->tt->n);
   } else if (i == 1) {
-    int64_t *parent = nsl_i64(w->out->parent), *first = nsl_i64(w->out->proj_start);
-    int64_t *last = nsl_i64(w->out->proj_dur), *api_range = nsl_i64(w->out->api_range);
+    int64_t *parent = nsl_i64(w->out->parent), *api_range = nsl_i64(w->out->api_range);
     int32_t *depth = nsl_i32(w->out->depth);
     for (int64_t r = 0; r < w->nr; r++) {
       parent[r] = -1;
       depth[r] = NSL_NULL_I32;
-      first[r] = last[r] = NSL_NULL_I64;   /* last: the last stop until the end, then the duration */
+    }
+    if (!in->parents_only) {
+      int64_t *first = nsl_i64(w->out->proj_start), *last = nsl_i64(w->out->proj_dur);
+      for (int64_t r = 0; r < w->nr; r++) first[r] = last[r] = NSL_NULL_I64;   /* last: the last stop until the end, then the duration */
     }
     for (int64_t a = 0; a < w->na; a++) api_range[a] = -1;
   } else {
@@ -566,6 +570,7 @@ static void before_sweep(void *ctx, int i) {
 static void after_sweep(void *ctx, int i) {
   around *w = ctx;
   nsl__nvtx_projection *out = w->out;
+  if (i == 0 && w->in->parents_only) return;   /* no sums: nothing to finish */
   if (i == 0) {
     int64_t *first = nsl_i64(out->proj_start), *last = nsl_i64(out->proj_dur), *parent = nsl_i64(out->parent);
     const int32_t *nops = nsl_i32(out->ops);
@@ -598,20 +603,24 @@ nsl_status nsl__nvtx_project(const nsl__nvtx_input *in, nsl__nvtx_projection *ou
   int opened = side_open(&rs, in->range_start, in->range_stop, 1);
   opened &= side_open(&as, in->api_start, in->api_stop, 0);
 
+  const int with_sums = !in->parents_only;   /* the per-range sums of the GPU ops (none with parents only) */
   out->parent = nsl_column_new(NSL_I64, nr, NULL);
   out->depth = nsl_column_new(NSL_I32, nr, NULL);
-  out->proj_start = nsl_column_new(NSL_I64, nr, NULL);
-  out->proj_dur = nsl_column_new(NSL_I64, nr, NULL);
-  out->ops = nsl_column_new(NSL_I32, nr, NULL);
-  out->launches = nsl_column_new(NSL_I32, nr, NULL);
-  out->gpu_time = nsl_column_new(NSL_I64, nr, NULL);
-  out->children = nsl_column_new(NSL_I32, nr, NULL);
+  if (with_sums) {
+    out->proj_start = nsl_column_new(NSL_I64, nr, NULL);
+    out->proj_dur = nsl_column_new(NSL_I64, nr, NULL);
+    out->ops = nsl_column_new(NSL_I32, nr, NULL);
+    out->launches = nsl_column_new(NSL_I32, nr, NULL);
+    out->gpu_time = nsl_column_new(NSL_I64, nr, NULL);
+    out->children = nsl_column_new(NSL_I32, nr, NULL);
+  }
   out->api_range = nsl_column_new(NSL_I64, na, NULL);
   out->op_range = nsl_column_new(NSL_I64, no, NULL);
   slot = nsl__big_alloc((size_t)(na ? na : 1) * sizeof *slot);
-  if (!out->parent || !out->depth || !out->proj_start || !out->proj_dur || !out->ops || !out->launches ||
-      !out->gpu_time || !out->children || !out->api_range || !out->op_range || !slot || !opened || !op_api ||
-      !op_start || !op_stop)
+  if (!out->parent || !out->depth ||
+      (with_sums && (!out->proj_start || !out->proj_dur || !out->ops || !out->launches || !out->gpu_time ||
+                !out->children)) ||
+      !out->api_range || !out->op_range || !slot || !opened || !op_api || !op_start || !op_stop)
     goto nomem;
   around w = {in, out, nr, na, no, op_api, op_start, op_stop, slot, NULL, &rs, &as, &tt, 0, NSL_OK, {0}};
   nsl__run_parallel(3, nsl__thread_count(3), before_sweep, &w);
@@ -621,14 +630,17 @@ nsl_status nsl__nvtx_project(const nsl__nvtx_input *in, nsl__nvtx_projection *ou
     goto fail;
   }
   if (!w.threads_ok) goto nomem;
-  int64_t *parent = nsl_i64(out->parent), *first = nsl_i64(out->proj_start), *last = nsl_i64(out->proj_dur);
+  int64_t *parent = nsl_i64(out->parent);
+  int64_t *first = with_sums ? nsl_i64(out->proj_start) : NULL, *last = with_sums ? nsl_i64(out->proj_dur) : NULL;
   int32_t *depth = nsl_i32(out->depth);
   int64_t *api_range = nsl_i64(out->api_range);
   free(rs.thread);
   free(as.thread);
   rs.thread = as.thread = NULL;
 
-  sweep_job job = {&rs, &as, slot, ops, {nsl_i32(out->ops), nsl_i32(out->launches), nsl_i64(out->gpu_time), first, last},
+  sweep_job job = {&rs, &as, slot, ops,
+                   {with_sums ? nsl_i32(out->ops) : NULL, with_sums ? nsl_i32(out->launches) : NULL,
+                    with_sums ? nsl_i64(out->gpu_time) : NULL, first, last},
                    parent, api_range, depth, 0};
   if (tt.n > INT32_MAX) goto nomem;
   nsl__run_parallel((int)tt.n, nsl__thread_count((int)tt.n), sweep_thread, &job);

@@ -32,6 +32,7 @@ static int field_keys(lua_State *L, int idx, const char *name, nsl_column **keys
 }
 
 static void set_column(lua_State *L, const char *name, nsl_column **c) {
+  if (!*c) return;          /* not made (parents only): the field stays nil */
   nsl__pushcolumn(L, *c);   /* the Lua box owns it from here */
   *c = NULL;
   lua_setfield(L, -2, name);
@@ -39,14 +40,17 @@ static void set_column(lua_State *L, const char *name, nsl_column **c) {
 
 /* nsl.nvtx_project{range_keys = {report, pid, tid}, range_start =, range_stop =,
  *   range_mask = (optional), api_keys = {...}, api_start =, api_stop =,
- *   op_api =, op_start =, op_stop =}
+ *   op_api =, op_start =, op_stop =, parents_only = (optional boolean)}
  * -> {parent, depth, proj_start, proj_dur, ops, launches, gpu_time,
  *     children, api_range, op_range}: columns, row indices 0-based (-1: none).
+ * parents_only (with no calls and no ops): parent, depth, api_range and
+ * op_range alone, the per-range sums not made (nil). 
  * As work (nsl__work): also nsl.background("nvtx_project", {...}). */
 enum { R_START, R_STOP, R_MASK, A_START, A_STOP, OP_API, OP_START, OP_STOP, NCOLS };
 typedef struct project_work {
   nsl_column *rkeys[MAX_KEYS], *akeys[MAX_KEYS], *cols[NCOLS];   /* retained */
   int nkeys;
+  int parents_only;
   nsl__nvtx_projection p;
   nsl_status rc;
   nsl_error err;
@@ -61,7 +65,11 @@ static void project_prepare(lua_State *L, int first, void *state) {
   static const char *const names[NCOLS] = {"range_start", "range_stop", "range_mask", "api_start",
                                            "api_stop",    "op_api",     "op_start",   "op_stop"};
   for (int k = 0; k < NCOLS; k++) cols[k] = field_column(L, first, names[k], k == R_MASK);
+  lua_getfield(L, first, "parents_only");
+  int parents_only = lua_toboolean(L, -1);
+  lua_pop(L, 1);
   w->nkeys = nr;   /* everything checked: retain */
+  w->parents_only = parents_only;
   for (int k = 0; k < nr; k++) {
     w->rkeys[k] = nsl_column_retain(rkeys[k]);
     w->akeys[k] = nsl_column_retain(akeys[k]);
@@ -84,6 +92,7 @@ static void project_run(void *state) {
   in.op_api = w->cols[OP_API];
   in.op_start = w->cols[OP_START];
   in.op_stop = w->cols[OP_STOP];
+  in.parents_only = w->parents_only;
   w->rc = nsl__nvtx_project(&in, &w->p, &w->err);
 }
 

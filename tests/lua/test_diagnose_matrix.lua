@@ -143,6 +143,31 @@ local function others_hidden(fs, want, what)
   T.ok(hidden > 0, what .. ": causes on the waiting ranks are said to be hidden")
 end
 
+-- Asserts that a cause merged over several ranks, some of them hidden, says what its lost_ns is: the
+-- least (or most) over the ranks the others wait for -- here exactly the planted ranks `want`, named in
+-- the message with the amount -- and not "the least" of all its parts, which is a hidden rank's 0.
+local function merged_words(fs, want, what)
+  local duration = require("nsl.report").duration
+  local seen = 0
+  for _, f in ipairs(fs) do
+    local crit = {}
+    for _, p in ipairs(f.parts or {}) do if not p.hidden_ns then crit[#crit + 1] = p end end
+    if f.parts and #crit > 0 and #crit < #f.parts then
+      seen = seen + 1
+      T.eq(#crit, #want, what .. ": " .. f.id .. ": the parts not hidden are the planted ranks'")
+      for _, p in ipairs(crit) do
+        T.ok(p.where.rank:match("^(r%d+)") == want[1], what .. ": " .. f.id .. ": not hidden on " .. p.where.rank)
+        T.ok(f.message:find("(" .. p.where.rank, 1, true), what .. ": the message names " .. p.where.rank ..
+             ": " .. f.message)
+      end
+      T.ok(not f.message:find("so the job gains the least", 1, true), what .. ": " .. f.message)
+      T.ok(f.message:find("the job gains " .. duration(f.lost_ns) .. ", what it costs the one rank the others " ..
+           "wait for", 1, true), what .. ": the message says what lost_ns is: " .. f.message)
+    end
+  end
+  T.ok(seen > 0, what .. ": a cause found on several ranks, hidden on some")
+end
+
 local function no_straggler(fs, what)
   for _, f in ipairs(fs) do
     T.ok(not (f.id:find("^straggler") and f.severity ~= "info"),
@@ -159,11 +184,12 @@ return {
   end},
 
   {"slower compute: rank 5 of 8 computes 1 ms longer before every collective; first, compute, D x collectives; " ..
-   "causes on the other ranks hidden",
+   "causes on the other ranks hidden, and a cause merged over ranks says its loss is the late rank's",
    function()
     local fs = diag(job(8, function(r) return r == 5 and "slow" or "wait" end))
     first(fs, "straggler.compute", {"r5"}, D * ncoll(), "slow compute")
     others_hidden(fs, {"r5"}, "slow compute")
+    merged_words(fs, {"r5"}, "slow compute")
   end},
 
   {"two ranks: rank 1 computes longer; first, compute, D x collectives", function()

@@ -35,7 +35,7 @@ static void fixture_free(fixture *f) {
 
 static nsl_status project(const fixture *f, nsl__nvtx_projection *p, nsl_error *err) {
   const nsl_column *rk[1] = {f->rtid}, *ak[1] = {f->atid};
-  nsl__nvtx_input in = {1, rk, f->rstart, f->rstop, f->rmask, ak, f->astart, f->astop, f->oapi, f->ostart, f->ostop};
+  nsl__nvtx_input in = {1, rk, f->rstart, f->rstop, f->rmask, ak, f->astart, f->astop, f->oapi, f->ostart, f->ostop, 0};
   return nsl__nvtx_project(&in, p, err);
 }
 
@@ -130,6 +130,52 @@ static void test_project_overlaps(void **state) {
   fixture_free(&f);
 }
 
+/* parents_only: the overlapping ranges above with no calls and no ops give
+ * the same hand-computed parents and depths, and no per-range sums; calls
+ * with parents_only are refused. */
+static void test_project_parents_only(void **state) {
+  (void)state;
+  fixture f = {0};
+  f.rtid = FX_I64(1, 1, 1, 1, 1, 1, 1, NSL_NULL_I64);
+  f.rstart = FX_I64(0, 5, 5, 7, 3, 0, 50, 0);
+  f.rstop = FX_I64(10, 100, 100, 7, NSL_NULL_I64, 1000, 40, 1000);
+  f.rmask = FX_BOOL(1, 1, 1, 1, 1, 0, 1, 1);
+  f.atid = nsl_column_new(NSL_I64, 0, NULL);
+  f.astart = nsl_column_new(NSL_I64, 0, NULL);
+  f.astop = nsl_column_new(NSL_I64, 0, NULL);
+  f.oapi = nsl_column_new(NSL_I64, 0, NULL);
+  f.ostart = nsl_column_new(NSL_I64, 0, NULL);
+  f.ostop = nsl_column_new(NSL_I64, 0, NULL);
+  const nsl_column *rk[1] = {f.rtid}, *ak[1] = {f.atid};
+  nsl__nvtx_input in = {1, rk, f.rstart, f.rstop, f.rmask, ak, f.astart, f.astop, f.oapi, f.ostart, f.ostop, 1};
+  nsl__nvtx_projection p;
+  nsl_error err = {0};
+  assert_int_equal(nsl__nvtx_project(&in, &p, &err), NSL_OK);
+  FX_EXPECT_I64(p.parent, -1, 4, 1, 0, -1, -1, -1, -1);
+  EXPECT_I32(p.depth, 0, 1, 2, 1, 0, NSL_NULL_I32, NSL_NULL_I32, NSL_NULL_I32);
+  assert_null(p.proj_start);
+  assert_null(p.proj_dur);
+  assert_null(p.ops);
+  assert_null(p.launches);
+  assert_null(p.gpu_time);
+  assert_null(p.children);
+  assert_int_equal(p.api_range->len, 0);
+  assert_int_equal(p.op_range->len, 0);
+  nsl__nvtx_projection_free(&p);
+  /* with calls: refused */
+  nsl_column *tid = FX_I64(1), *t0 = FX_I64(6), *t1 = FX_I64(8);
+  const nsl_column *ak2[1] = {tid};
+  in.api_keys = ak2;
+  in.api_start = t0;
+  in.api_stop = t1;
+  assert_int_equal(nsl__nvtx_project(&in, &p, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "parents only"));
+  nsl_column_release(tid);
+  nsl_column_release(t0);
+  nsl_column_release(t1);
+  fixture_free(&f);
+}
+
 static void test_project_empty_and_bad(void **state) {
   (void)state;
   nsl__nvtx_projection p;
@@ -180,7 +226,7 @@ static void test_project_empty_and_bad(void **state) {
   assert_int_equal(nsl__nvtx_project(NULL, &p, &err), NSL_ERR_ARG);
   assert_int_equal(project(&f, NULL, &err), NSL_ERR_ARG);
   const nsl_column *rk[1] = {f.rtid}, *ak[1] = {f.atid};
-  nsl__nvtx_input in = {0, rk, f.rstart, f.rstop, NULL, ak, f.astart, f.astop, f.oapi, f.ostart, f.ostop};
+  nsl__nvtx_input in = {0, rk, f.rstart, f.rstop, NULL, ak, f.astart, f.astop, f.oapi, f.ostart, f.ostop, 0};
   assert_int_equal(nsl__nvtx_project(&in, &p, &err), NSL_ERR_ARG);   /* no keys */
   assert_int_equal(project(&f, &p, &err), NSL_OK);
   EXPECT_I32(p.ops, 2, 2);
@@ -200,7 +246,7 @@ static void test_project_keys(void **state) {
   nsl_column *as = FX_I64(5, 6, 7), *ae = FX_I64(6, 7, 8);
   nsl_column *oa = FX_I64(0, 1, 2), *os = FX_I64(0, 0, 0), *oe = FX_I64(1, 1, 1);
   const nsl_column *rk[3] = {rrep, rpid, rtid}, *ak[3] = {arep, apid, atid};
-  nsl__nvtx_input in = {3, rk, rs, re, NULL, ak, as, ae, oa, os, oe};
+  nsl__nvtx_input in = {3, rk, rs, re, NULL, ak, as, ae, oa, os, oe, 0};
   nsl__nvtx_projection p;
   nsl_error err = {0};
   assert_int_equal(nsl__nvtx_project(&in, &p, &err), NSL_OK);
@@ -507,6 +553,7 @@ static void test_tree_random(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_project_nested),   cmocka_unit_test(test_project_overlaps),
+      cmocka_unit_test(test_project_parents_only),
       cmocka_unit_test(test_project_empty_and_bad), cmocka_unit_test(test_project_keys),
       cmocka_unit_test(test_project_random),   cmocka_unit_test(test_project_staircase),
       cmocka_unit_test(test_tree_hand),        cmocka_unit_test(test_tree_random),

@@ -35,7 +35,7 @@ return {
     if #wg == 0 then return end
     local lo, hi = nsl.column(wlo), nsl.column(whi)
     local busy = overlap.measure(pd.ops, none(#pd.ops), pd.g:ids(), #span,
-                                 {{gid = nsl.column(wg), lo = lo, hi = hi}})[1].all
+                                 {{gid = nsl.column(wg), lo = lo, hi = hi}}, {"all"})[1].all
     local len = hi - lo
     local w = nsl.table{{"g", nsl.column(wg)}, {"chunk", nsl.column(wk)}, {"start", lo}, {"stop", hi}, {"busy", busy},
                         {"idle", len - busy}, {"util", busy * 100.0 / len}}

@@ -37,7 +37,8 @@ return {
     local g = sub:group_by("report", "device")
     local keys = g:keys()
     local sp = keys:join(dv.span, {"report", "device"}, {"lo", "hi"})
-    local m = overlap.measure(sub, none(#sub), g:ids(), #g, {{gid = nsl.range(#g), lo = sp.lo, hi = sp.hi}})[1]
+    local m = overlap.measure(sub, none(#sub), g:ids(), #g, {{gid = nsl.range(#g), lo = sp.lo, hi = sp.hi}},
+                             {"memory_only"})[1]
     local exposed_copies = m.memory_only
     local cs = on_k:filter(serial):group_by("report", "device"):agg{"n=count", "t=sum(dur)"}
     -- the stream with the most copy time on each device
