@@ -1,10 +1,13 @@
 /* big_alloc.c -- memory for large arrays: scratch buffers 2 MiB aligned and
- * marked for transparent huge pages, and the huge-page hint for column
- * buffers allocated elsewhere (big_alloc.h). */
+ * marked for transparent huge pages, the huge-page hint for column buffers
+ * allocated elsewhere, and a small cache of freed large blocks
+ * (big_alloc.h). */
 #include "core/big_alloc.h"
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
 
+#include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,20 +33,113 @@ void nsl__advise_huge(void *p, size_t bytes) {
 #endif
 }
 
+/* ---- the cache of freed large blocks ----------------------------------------
+ * glibc serves a block this large with mmap and unmaps it on free, so the
+ * next filter or sort of the same length faults in fresh pages that the
+ * kernel zeroes (the largest single cost of an analysis at 1 GB).  A freed
+ * block is kept instead, and the next request it fits takes it.  Peak memory
+ * stays that of glibc alone: a request no kept block fits first frees them
+ * all, so kept blocks never add to what a fresh allocation would; a block is
+ * only taken for a request of at least 3/4 its size.  Off under
+ * AddressSanitizer, whose own malloc must see every free to find a use
+ * after it. */
+#if defined(__SANITIZE_ADDRESS__)
+#define NSL_BIG_CACHE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NSL_BIG_CACHE 0
+#endif
+#endif
+#ifndef NSL_BIG_CACHE
+#define NSL_BIG_CACHE 1
+#endif
+
+enum { BIG_MIN = 4 << 20, BIG_SLOTS = 16 };
+#define BIG_KEEP_MAX ((size_t)1 << 30)   /* bytes kept at most */
+
+static struct {
+  pthread_mutex_t lock;
+  void *p[BIG_SLOTS];
+  size_t size[BIG_SLOTS];   /* malloc_usable_size, fixed while kept */
+  int n;
+  size_t bytes;
+} kept = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* A kept block of at least `bytes` and at most 4/3 of it, taken out of the
+ * cache; NULL when none fits, after freeing every kept block (see above). */
+static void *take_kept(size_t bytes) {
+#if NSL_BIG_CACHE
+  void *drop[BIG_SLOTS], *p = NULL;
+  int ndrop = 0;
+  pthread_mutex_lock(&kept.lock);
+  int best = -1;
+  for (int i = 0; i < kept.n; i++)
+    if (kept.size[i] >= bytes && kept.size[i] - bytes <= bytes / 3 && (best < 0 || kept.size[i] < kept.size[best]))
+      best = i;
+  if (best >= 0) {
+    p = kept.p[best];
+    kept.bytes -= kept.size[best];
+    kept.n--;
+    kept.p[best] = kept.p[kept.n];
+    kept.size[best] = kept.size[kept.n];
+  } else {
+    for (int i = 0; i < kept.n; i++) drop[ndrop++] = kept.p[i];
+    kept.n = 0;
+    kept.bytes = 0;
+  }
+  pthread_mutex_unlock(&kept.lock);
+  for (int i = 0; i < ndrop; i++) free(drop[i]);   /* outside the lock: munmap is slow */
+  return p;
+#else
+  (void)bytes;
+  return NULL;
+#endif
+}
+
+/* See big_alloc.h. */
+void nsl__big_free(void *p) {
+#if NSL_BIG_CACHE
+  if (!p) return;
+  size_t size = malloc_usable_size(p);
+  if (size >= BIG_MIN) {
+    pthread_mutex_lock(&kept.lock);
+    int keep = kept.n < BIG_SLOTS && kept.bytes + size <= BIG_KEEP_MAX;
+    if (keep) {
+      kept.p[kept.n] = p;
+      kept.size[kept.n++] = size;
+      kept.bytes += size;
+    }
+    pthread_mutex_unlock(&kept.lock);
+    if (keep) return;
+  }
+#endif
+  free(p);
+}
+
+/* See big_alloc.h. */
+void nsl__big_release_kept(void) { (void)take_kept(SIZE_MAX); }
+
 /* See big_alloc.h. */
 void *nsl__big_calloc(size_t n, size_t size) {
   if (size && n > SIZE_MAX / size) return NULL;
-  void *p = nsl__big_alloc(n * size);
-  if (p) memset(p, 0, n * size);
+  size_t bytes = n * size;
+  if (bytes < BIG_MIN) return calloc(bytes ? bytes : 1, 1);
+  void *p = take_kept(bytes);
+  if (p) return memset(p, 0, bytes);
+  /* fresh mapped memory calloc need not clear; marked for huge pages before
+   * its first write, it costs one fault per 2 MiB instead of per 4 KiB */
+  if ((p = calloc(bytes, 1))) nsl__advise_huge(p, bytes);
   return p;
 }
 
 /* See big_alloc.h. */
 void *nsl__big_alloc(size_t bytes) {
   const size_t huge = (size_t)2 << 20;
-  if (bytes < 2 * huge) return malloc(bytes ? bytes : 1);
+  if (bytes < BIG_MIN) return malloc(bytes ? bytes : 1);
+  void *p = take_kept(bytes);
+  if (p) return p;
   size_t size = (bytes + huge - 1) & ~(huge - 1);
-  void *p = aligned_alloc(huge, size);
+  p = aligned_alloc(huge, size);
 #ifdef MADV_HUGEPAGE
   if (p && may_advise()) (void)madvise(p, size, MADV_HUGEPAGE);   /* a hint: failure changes nothing */
 #endif

@@ -4,13 +4,21 @@
 
 #include <stddef.h>
 
-/* malloc for large scratch arrays (free with free()): 2 MiB aligned and
+/* malloc for large arrays (free with nsl__big_free): 2 MiB aligned and
  * marked for transparent huge pages where the OS offers them, so random
  * access into big hash tables and radix buckets is not dominated by TLB
- * misses (page walks are dear, above all in virtual machines). */
+ * misses (page walks are dear, above all in virtual machines); a block of
+ * 4 MiB or more may be one freed earlier (nsl__big_free), whose pages need
+ * no fault and no zeroing by the kernel.  Safe from any thread. */
 void *nsl__big_alloc(size_t bytes);
-/* nsl__big_alloc, zero-filled; NULL on overflow. */
+/* nsl__big_alloc, zero-filled (not 2 MiB aligned); NULL on overflow. */
 void *nsl__big_calloc(size_t n, size_t size);
+/* free for any malloc'd block (NULL too): one of 4 MiB or more is kept for
+ * the next nsl__big_alloc it fits, within a bound (16 blocks, 1 GiB); plain
+ * free() of a nsl__big_alloc block stays correct, it just is not kept. */
+void nsl__big_free(void *p);
+/* Frees every kept block (when a trace closes: memory back to the OS). */
+void nsl__big_release_kept(void);
 /* Marks the 2 MiB-aligned interior of [p, p + bytes) for huge pages (for
  * large arrays allocated elsewhere, before they are first touched). */
 void nsl__advise_huge(void *p, size_t bytes);

@@ -266,8 +266,8 @@ static int side_open(side *s, const nsl_column *start, const nsl_column *stop, i
 }
 
 static void side_free(side *s) {
-  free(s->thread);
-  free(s->order);
+  nsl__big_free(s->thread);
+  nsl__big_free(s->order);
   free(s->seg);
   nsl_column_release(s->copy[0]);
   nsl_column_release(s->copy[1]);
@@ -624,8 +624,8 @@ nsl_status nsl__nvtx_project(const nsl__nvtx_input *in, nsl__nvtx_projection *ou
   int64_t *parent = nsl_i64(out->parent), *first = nsl_i64(out->proj_start), *last = nsl_i64(out->proj_dur);
   int32_t *depth = nsl_i32(out->depth);
   int64_t *api_range = nsl_i64(out->api_range);
-  free(rs.thread);
-  free(as.thread);
+  nsl__big_free(rs.thread);
+  nsl__big_free(as.thread);
   rs.thread = as.thread = NULL;
 
   sweep_job job = {&rs, &as, slot, ops, {nsl_i32(out->ops), nsl_i32(out->launches), nsl_i64(out->gpu_time), first, last},
@@ -647,8 +647,8 @@ done:
   for (int k = 0; k < 3; k++) nsl_column_release(op_copy[k]);
   free(tt.keys);
   free(tt.slots);
-  free(slot);
-  free(ops);
+  nsl__big_free(slot);
+  nsl__big_free(ops);
   return rc;
 }
 
