@@ -41,21 +41,8 @@ void nsl__advise_huge(void *p, size_t bytes) {
  * stays that of glibc alone: a request no kept block fits first frees them
  * all, so kept blocks never add to what a fresh allocation would; a block is
  * only taken for a request of at least 3/4 its size.  Off under
- * AddressSanitizer, whose own malloc must see every free to find a use
- * after it. */
-#if defined(__SANITIZE_ADDRESS__)
-#define NSL_BIG_CACHE 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NSL_BIG_CACHE 0
-#endif
-#endif
-#ifndef NSL_BIG_CACHE
-#define NSL_BIG_CACHE 1
-#endif
-
-enum { BIG_MIN = 4 << 20, BIG_SLOTS = 16 };
-#define BIG_KEEP_MAX ((size_t)1 << 30)   /* bytes kept at most */
+ * AddressSanitizer (NSL_BIG_KEEP, big_alloc.h). */
+enum { BIG_SLOTS = NSL_BIG_KEEP_BLOCKS };
 
 static struct {
   pthread_mutex_t lock;
@@ -68,7 +55,7 @@ static struct {
 /* A kept block of at least `bytes` and at most 4/3 of it, taken out of the
  * cache; NULL when none fits, after freeing every kept block (see above). */
 static void *take_kept(size_t bytes) {
-#if NSL_BIG_CACHE
+#if NSL_BIG_KEEP
   void *drop[BIG_SLOTS], *p = NULL;
   int ndrop = 0;
   pthread_mutex_lock(&kept.lock);
@@ -98,12 +85,12 @@ static void *take_kept(size_t bytes) {
 
 /* See big_alloc.h. */
 void nsl__big_free(void *p) {
-#if NSL_BIG_CACHE
+#if NSL_BIG_KEEP
   if (!p) return;
   size_t size = malloc_usable_size(p);
-  if (size >= BIG_MIN) {
+  if (size >= NSL_BIG_MIN) {
     pthread_mutex_lock(&kept.lock);
-    int keep = kept.n < BIG_SLOTS && kept.bytes + size <= BIG_KEEP_MAX;
+    int keep = kept.n < BIG_SLOTS && kept.bytes + size <= NSL_BIG_KEEP_BYTES;
     if (keep) {
       kept.p[kept.n] = p;
       kept.size[kept.n++] = size;
@@ -120,10 +107,18 @@ void nsl__big_free(void *p) {
 void nsl__big_release_kept(void) { (void)take_kept(SIZE_MAX); }
 
 /* See big_alloc.h. */
+size_t nsl__big_kept_bytes(void) {
+  pthread_mutex_lock(&kept.lock);
+  size_t b = kept.bytes;
+  pthread_mutex_unlock(&kept.lock);
+  return b;
+}
+
+/* See big_alloc.h. */
 void *nsl__big_calloc(size_t n, size_t size) {
   if (size && n > SIZE_MAX / size) return NULL;
   size_t bytes = n * size;
-  if (bytes < BIG_MIN) return calloc(bytes ? bytes : 1, 1);
+  if (bytes < NSL_BIG_MIN) return calloc(bytes ? bytes : 1, 1);
   void *p = take_kept(bytes);
   if (p) return memset(p, 0, bytes);
   /* fresh mapped memory calloc need not clear; marked for huge pages before
@@ -135,13 +130,12 @@ void *nsl__big_calloc(size_t n, size_t size) {
 /* See big_alloc.h. */
 void *nsl__big_alloc(size_t bytes) {
   const size_t huge = (size_t)2 << 20;
-  if (bytes < BIG_MIN) return malloc(bytes ? bytes : 1);
+  if (bytes < NSL_BIG_MIN) return malloc(bytes ? bytes : 1);
   void *p = take_kept(bytes);
   if (p) return p;
   size_t size = (bytes + huge - 1) & ~(huge - 1);
-  p = aligned_alloc(huge, size);
-#ifdef MADV_HUGEPAGE
-  if (p && may_advise()) (void)madvise(p, size, MADV_HUGEPAGE);   /* a hint: failure changes nothing */
-#endif
+  /* the whole huge pages of the block only: a last one partly used would be
+   * faulted in whole, memory that was never asked for */
+  if ((p = aligned_alloc(huge, size))) nsl__advise_huge(p, bytes);
   return p;
 }
