@@ -34,7 +34,7 @@ void nsl__advise_huge(void *p, size_t bytes) {
 }
 
 /* ---- the cache of freed large blocks ----------------------------------------
- * glibc serves a block this large with mmap and unmaps it on free, so the
+ * glibc serves a block this large (big_alloc.h) with mmap and unmaps it on free, so the
  * next filter or sort of the same length faults in fresh pages that the
  * kernel zeroes (the largest single cost of an analysis at 1 GB).  A freed
  * block is kept instead, and the next request it fits takes it.  Peak memory
@@ -88,7 +88,7 @@ void nsl__big_free(void *p) {
 #if NSL_BIG_KEEP
   if (!p) return;
   size_t size = malloc_usable_size(p);
-  if (size >= NSL_BIG_MIN) {
+  if (size >= NSL_BIG_KEEP_MIN) {
     pthread_mutex_lock(&kept.lock);
     int keep = kept.n < BIG_SLOTS && kept.bytes + size <= NSL_BIG_KEEP_BYTES;
     if (keep) {
@@ -119,7 +119,7 @@ void *nsl__big_calloc(size_t n, size_t size) {
   if (size && n > SIZE_MAX / size) return NULL;
   size_t bytes = n * size;
   if (bytes < NSL_BIG_MIN) return calloc(bytes ? bytes : 1, 1);
-  void *p = take_kept(bytes);
+  void *p = take_kept(bytes);   /* frees the kept blocks when none fits */
   if (p) return memset(p, 0, bytes);
   /* fresh mapped memory calloc need not clear; marked for huge pages before
    * its first write, it costs one fault per 2 MiB instead of per 4 KiB */
@@ -131,7 +131,7 @@ void *nsl__big_calloc(size_t n, size_t size) {
 void *nsl__big_alloc(size_t bytes) {
   const size_t huge = (size_t)2 << 20;
   if (bytes < NSL_BIG_MIN) return malloc(bytes ? bytes : 1);
-  void *p = take_kept(bytes);
+  void *p = take_kept(bytes);   /* frees the kept blocks when none fits */
   if (p) return p;
   size_t size = (bytes + huge - 1) & ~(huge - 1);
   /* the whole huge pages of the block only: a last one partly used would be
