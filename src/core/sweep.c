@@ -371,10 +371,10 @@ static int radix_segment(const side *s, int64_t *order, int64_t n) {
   if (pbits + kbits <= 64) {
     /* (start, position) packed in one word: half the scratch of pairs (the
      * threads sort at once, so this bounds the projection's peak memory) */
-    uint64_t *w = malloc((size_t)n * sizeof *w), *tmp = malloc((size_t)n * sizeof *tmp);
+    uint64_t *w = nsl__big_alloc((size_t)n * sizeof *w), *tmp = nsl__big_alloc((size_t)n * sizeof *tmp);
     if (!w || !tmp) {
-      free(w);
-      free(tmp);
+      nsl__big_free(w);
+      nsl__big_free(tmp);
       return 0;
     }
     for (int64_t i = 0; i < n; i++) {
@@ -385,13 +385,13 @@ static int radix_segment(const side *s, int64_t *order, int64_t n) {
     uint64_t *old = r == w ? tmp : w, mask = pbits == 64 ? UINT64_MAX : ((uint64_t)1 << pbits) - 1;
     for (int64_t i = 0; i < n; i++) old[i] = (uint64_t)order[i];
     for (int64_t i = 0; i < n; i++) order[i] = (int64_t)old[r[i] & mask];
-    free(w);
-    free(tmp);
+    nsl__big_free(w);
+    nsl__big_free(tmp);
   } else {
-    nsl__kv *kv = malloc((size_t)n * sizeof *kv), *tmp = malloc((size_t)n * sizeof *tmp);
+    nsl__kv *kv = nsl__big_alloc((size_t)n * sizeof *kv), *tmp = nsl__big_alloc((size_t)n * sizeof *tmp);
     if (!kv || !tmp) {
-      free(kv);
-      free(tmp);
+      nsl__big_free(kv);
+      nsl__big_free(tmp);
       return 0;
     }
     for (int64_t i = 0; i < n; i++) {
@@ -400,8 +400,8 @@ static int radix_segment(const side *s, int64_t *order, int64_t n) {
     }
     nsl__kv *r = nsl__radix_kv(kv, tmp, n, kbits);
     for (int64_t i = 0; i < n; i++) order[i] = r[i].v;
-    free(kv);
-    free(tmp);
+    nsl__big_free(kv);
+    nsl__big_free(tmp);
   }
   if (!s->is_range) return 1;
   for (int64_t i = 1; i < n; i++) {   /* insertion sort within runs of equal starts */
