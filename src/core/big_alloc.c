@@ -9,6 +9,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -83,12 +84,33 @@ static void *take_kept(size_t bytes) {
 #endif
 }
 
+#if NSL_BIG_KEEP
+/* How far the process's resident memory is below its peak so far
+ * (/proc/self/status: VmHWM - VmRSS); 0 when unknown. */
+static size_t rss_headroom(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[128];
+  unsigned long long rss = 0, hwm = 0, v;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "VmHWM: %llu kB", &v) == 1) hwm = v;
+    else if (sscanf(line, "VmRSS: %llu kB", &v) == 1) rss = v;
+  }
+  fclose(f);
+  return hwm > rss ? (size_t)(hwm - rss) << 10 : 0;
+}
+#endif
+
 /* See big_alloc.h. */
 void nsl__big_free(void *p) {
 #if NSL_BIG_KEEP
   if (!p) return;
   size_t size = malloc_usable_size(p);
-  if (size >= NSL_BIG_KEEP_MIN) {
+  /* Kept blocks stay resident: while the process grows towards a new peak
+   * (memory allocated but not yet written, other allocations), they would
+   * add to it.  So a block is kept only where all kept blocks fit in the
+   * room below the peak so far, the phase of transient work after a load. */
+  if (size >= NSL_BIG_KEEP_MIN && rss_headroom() >= nsl__big_kept_bytes() + size) {
     pthread_mutex_lock(&kept.lock);
     int keep = kept.n < BIG_SLOTS && kept.bytes + size <= NSL_BIG_KEEP_BYTES;
     if (keep) {
