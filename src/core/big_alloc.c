@@ -35,14 +35,14 @@ void nsl__advise_huge(void *p, size_t bytes) {
 }
 
 /* ---- the cache of freed large blocks ----------------------------------------
- * glibc serves a block this large (big_alloc.h) with mmap and unmaps it on free, so the
- * next filter or sort of the same length faults in fresh pages that the
- * kernel zeroes (the largest single cost of an analysis at 1 GB).  A freed
- * block is kept instead, and the next request it fits takes it.  Peak memory
- * stays that of glibc alone: a request no kept block fits first frees them
- * all, so kept blocks never add to what a fresh allocation would; a block is
- * only taken for a request of at least 3/4 its size.  Off under
- * AddressSanitizer (NSL_BIG_KEEP, big_alloc.h). */
+ * glibc serves a block this large (big_alloc.h) with mmap and unmaps it on
+ * free, so the next filter or sort of the same length faults in fresh pages
+ * that the kernel zeroes (the largest single cost of an analysis at 1 GB).
+ * A freed block is kept instead, and the next request it fits takes it.  To
+ * keep the peak near glibc's own: a large request no kept block fits first
+ * frees them all, a block is only taken for a request of at least 3/4 its
+ * size, and a block is only kept within the room below the peak so far
+ * (nsl__big_free).  Off under AddressSanitizer (NSL_BIG_KEEP, big_alloc.h). */
 enum { BIG_SLOTS = NSL_BIG_KEEP_BLOCKS };
 
 static struct {
