@@ -105,15 +105,15 @@ typedef struct plan {
 
 static void plan_free(plan *p) {
   for (int c = 0; c < MAX_CHUNKS; c++) {
-    free(p->st[c]);
-    free(p->cur[c]);
+    nsl__big_free(p->st[c]);
+    nsl__big_free(p->cur[c]);
   }
-  free(p->fsum);
-  free(p->comp);
+  nsl__big_free(p->fsum);
+  nsl__big_free(p->comp);
   free(p->ranks);
-  free(p->mean);
-  free(p->codes);
-  free(p->off);
+  nsl__big_free(p->mean);
+  nsl__big_free(p->codes);
+  nsl__big_free(p->off);
   for (int j = 0; j < p->nq && p->qs; j++) free(p->qs[j].out);
   free(p->qs);
   free(p->sd);
@@ -275,7 +275,7 @@ static int std_rows(const agg_run *r, plan *p) {
     ss[k] += d * d;
   }
   for (int64_t k = 0; k < r->ng; k++) p->sd[k] = std_of(ss[k], p->st[0][k].count);
-  free(ss);
+  nsl__big_free(ss);
   return 0;
 }
 

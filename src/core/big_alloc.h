@@ -4,13 +4,46 @@
 
 #include <stddef.h>
 
-/* malloc for large scratch arrays (free with free()): 2 MiB aligned and
+/* Blocks of NSL_BIG_MIN bytes and more are 2 MiB aligned.  Blocks of
+ * NSL_BIG_KEEP_MIN and more are kept for reuse when freed with nsl__big_free
+ * (NSL_BIG_KEEP), NSL_BIG_KEEP_BLOCKS and NSL_BIG_KEEP_BYTES at most: glibc
+ * maps those afresh every time (its mmap threshold rises with the blocks
+ * freed, up to 32 MiB), smaller ones it reuses itself from its heap, where
+ * keeping them would only make other allocations grow the heap.  Not under
+ * AddressSanitizer, whose own malloc must see every free to find a use after
+ * it. */
+#define NSL_BIG_MIN ((size_t)4 << 20)
+#define NSL_BIG_KEEP_MIN ((size_t)32 << 20)
+#define NSL_BIG_KEEP_BLOCKS 16
+#define NSL_BIG_KEEP_BYTES ((size_t)1 << 30)
+#if defined(__SANITIZE_ADDRESS__)
+#define NSL_BIG_KEEP 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NSL_BIG_KEEP 0
+#endif
+#endif
+#ifndef NSL_BIG_KEEP
+#define NSL_BIG_KEEP 1
+#endif
+
+/* malloc for large arrays (free with nsl__big_free): 2 MiB aligned and
  * marked for transparent huge pages where the OS offers them, so random
  * access into big hash tables and radix buckets is not dominated by TLB
- * misses (page walks are dear, above all in virtual machines). */
+ * misses (page walks are dear, above all in virtual machines); a large
+ * block may be one freed earlier (nsl__big_free), whose pages need no fault
+ * and no zeroing by the kernel.  Safe from any thread. */
 void *nsl__big_alloc(size_t bytes);
-/* nsl__big_alloc, zero-filled; NULL on overflow. */
+/* nsl__big_alloc, zero-filled (not 2 MiB aligned); NULL on overflow. */
 void *nsl__big_calloc(size_t n, size_t size);
+/* free for any malloc'd block (NULL too): one of NSL_BIG_KEEP_MIN or more is kept for
+ * the next nsl__big_alloc it fits, within a bound (see above); plain
+ * free() of a nsl__big_alloc block stays correct, it just is not kept. */
+void nsl__big_free(void *p);
+/* Frees every kept block (when a trace closes: memory back to the OS). */
+void nsl__big_release_kept(void);
+/* Bytes kept now (malloc_usable_size of each kept block). */
+size_t nsl__big_kept_bytes(void);
 /* Marks the 2 MiB-aligned interior of [p, p + bytes) for huge pages (for
  * large arrays allocated elsewhere, before they are first touched). */
 void nsl__advise_huge(void *p, size_t bytes);

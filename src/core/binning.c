@@ -746,7 +746,7 @@ done:
   nsl_column_release(order);
   free(base);
   free(remap);
-  free(G);
+  nsl__big_free(G);
   nest_walk_free(&w);
   nsl__grouping_free(gr);
   rows_free(&rw);

@@ -147,10 +147,10 @@ static void key_table_free(key_table *t) {
   free(t->kmin);
   free(t->span);
   free(t->stride);
-  free(t->dtab);
-  free(t->slots);
+  nsl__big_free(t->dtab);
+  nsl__big_free(t->slots);
   free(t->gkeys);
-  free(t->first_row);
+  nsl__big_free(t->first_row);
   memset(t, 0, sizeof *t);
 }
 
@@ -335,7 +335,7 @@ static int grow_slots(key_table *t) {
     while (ns[j].g >= 0) j = j + 1 == cap ? 0 : j + 1;
     ns[j] = t->slots[s];
   }
-  free(t->slots);
+  nsl__big_free(t->slots);
   t->slots = ns;
   t->cap = cap;
   return 0;

@@ -108,7 +108,7 @@ nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const n
   nsl__kv *r = a;
   if (!sorted) {
     if (!(tmp = nsl__big_alloc((size_t)m * sizeof *tmp))) {
-      free(a);
+      nsl__big_free(a);
       return nsl_error_set(err, NSL_ERR_NOMEM, "interval union: out of memory for %lld rows", (long long)m);
     }
     for (int64_t i = 0; i < m; i++) a[i].k -= (uint64_t)lo;   /* offsets from the least start */
@@ -130,8 +130,8 @@ nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const n
     }
     out->n = k;
   }
-  free(a);
-  free(tmp);
+  nsl__big_free(a);
+  nsl__big_free(tmp);
   return rc;
 }
 
@@ -194,7 +194,7 @@ nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop
   if (m == 0) goto done;
   int sb = nsl__bitwidth((uint64_t)hi - (uint64_t)lo), gb = nsl__bitwidth((uint64_t)(ngroups - 1));
   if (sb + gb > 64) {   /* too wide for one word: the general path */
-    free(a);
+    nsl__big_free(a);
     a = NULL;
     if (union_grouped_sorted(start, stop, group_of, mask, busy, err) != NSL_OK) goto fail;
     goto done;
@@ -222,14 +222,14 @@ nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop
   }
   busy[cur_g] += ce - cs;
 done:
-  free(a);
-  free(tmp);
+  nsl__big_free(a);
+  nsl__big_free(tmp);
   return res;
 nomem:
   nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
 fail:
-  free(a);
-  free(tmp);
+  nsl__big_free(a);
+  nsl__big_free(tmp);
   nsl_column_release(res);
   return NULL;
 }

@@ -608,7 +608,7 @@ double nsl_column_quantile(const nsl_column *c, double q) {
     }
     r = nsl__lerp_codes(c->type, a[k], hi, frac);
   }
-  free(a);
+  nsl__big_free(a);
   return r;
 }
 

@@ -365,9 +365,8 @@ void nsl__warn(const char *fmt, ...)
 
 /* ---- columns over mapped files (src/core/column.c) ------------------- */
 
-/* A region mapped with mmap (anonymous memory a cache file was read into,
- * or MAP_PRIVATE: a write never reaches a file), unmapped when its last
- * column goes. */
+/* A block of memory a cache file was read into (nsl__big_alloc), freed
+ * with nsl__big_free when its last column goes. */
 typedef struct nsl__mapping nsl__mapping;
 /* Takes over [addr, addr + len) (one reference); NULL on out of memory. */
 nsl__mapping *nsl__mapping_new(void *addr, size_t len);

@@ -429,8 +429,8 @@ static nsl_status sort_pass(const sort_key *keys, int nk, int bits, int64_t *per
     uint64_t *a = nsl__big_alloc((size_t)n * sizeof *a);
     uint64_t *t = first ? (uint64_t *)perm : nsl__big_alloc((size_t)n * sizeof *t);
     if (!a || !t) {
-      free(a);
-      if (!first) free(t);
+      nsl__big_free(a);
+      if (!first) nsl__big_free(t);
       return nsl_error_set(err, NSL_ERR_NOMEM, "argsort: out of memory for %lld rows", (long long)n);
     }
     for (int64_t off = 0; off < n; off += BLOCK) {
@@ -446,15 +446,15 @@ static nsl_status sort_pass(const sort_key *keys, int nk, int bits, int64_t *per
       int64_t *np = (int64_t *)(r == a ? t : a);
       for (int64_t i = 0; i < n; i++) np[i] = perm[r[i] & pmask];
       memcpy(perm, np, (size_t)n * sizeof *perm);
-      free(t);
+      nsl__big_free(t);
     }
-    free(a);
+    nsl__big_free(a);
     return NSL_OK;
   }
   nsl__kv *a = nsl__big_alloc((size_t)n * sizeof *a), *t = nsl__big_alloc((size_t)n * sizeof *t);
   if (!a || !t) {
-    free(a);
-    free(t);
+    nsl__big_free(a);
+    nsl__big_free(t);
     return nsl_error_set(err, NSL_ERR_NOMEM, "argsort: out of memory for %lld rows", (long long)n);
   }
   uint64_t buf[BLOCK];
@@ -575,8 +575,8 @@ nomem:
   res = NULL;
 done:
   free(ranks);
-  free(codes);
-  free(tmp);
+  nsl__big_free(codes);
+  nsl__big_free(tmp);
   free(id_of_rank);
   return res;
 }
@@ -655,13 +655,13 @@ nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values,
     out[j] = lo;
   }
   free(ranks);
-  free(s);
-  free(v);
+  nsl__big_free(s);
+  nsl__big_free(v);
   return res;
 fail:
   free(ranks);
-  free(s);
-  free(v);
+  nsl__big_free(s);
+  nsl__big_free(v);
   nsl_column_release(res);
   return NULL;
 }

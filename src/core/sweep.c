@@ -268,8 +268,8 @@ static int side_open(side *s, const nsl_column *start, const nsl_column *stop, i
 }
 
 static void side_free(side *s) {
-  free(s->thread);
-  free(s->order);
+  nsl__big_free(s->thread);
+  nsl__big_free(s->order);
   free(s->seg);
   nsl_column_release(s->copy[0]);
   nsl_column_release(s->copy[1]);
@@ -373,10 +373,10 @@ static int radix_segment(const side *s, int64_t *order, int64_t n) {
   if (pbits + kbits <= 64) {
     /* (start, position) packed in one word: half the scratch of pairs (the
      * threads sort at once, so this bounds the projection's peak memory) */
-    uint64_t *w = malloc((size_t)n * sizeof *w), *tmp = malloc((size_t)n * sizeof *tmp);
+    uint64_t *w = nsl__big_alloc((size_t)n * sizeof *w), *tmp = nsl__big_alloc((size_t)n * sizeof *tmp);
     if (!w || !tmp) {
-      free(w);
-      free(tmp);
+      nsl__big_free(w);
+      nsl__big_free(tmp);
       return 0;
     }
     for (int64_t i = 0; i < n; i++) {
@@ -387,13 +387,13 @@ static int radix_segment(const side *s, int64_t *order, int64_t n) {
     uint64_t *old = r == w ? tmp : w, mask = pbits == 64 ? UINT64_MAX : ((uint64_t)1 << pbits) - 1;
     for (int64_t i = 0; i < n; i++) old[i] = (uint64_t)order[i];
     for (int64_t i = 0; i < n; i++) order[i] = (int64_t)old[r[i] & mask];
-    free(w);
-    free(tmp);
+    nsl__big_free(w);
+    nsl__big_free(tmp);
   } else {
-    nsl__kv *kv = malloc((size_t)n * sizeof *kv), *tmp = malloc((size_t)n * sizeof *tmp);
+    nsl__kv *kv = nsl__big_alloc((size_t)n * sizeof *kv), *tmp = nsl__big_alloc((size_t)n * sizeof *tmp);
     if (!kv || !tmp) {
-      free(kv);
-      free(tmp);
+      nsl__big_free(kv);
+      nsl__big_free(tmp);
       return 0;
     }
     for (int64_t i = 0; i < n; i++) {
@@ -402,8 +402,8 @@ static int radix_segment(const side *s, int64_t *order, int64_t n) {
     }
     nsl__kv *r = nsl__radix_kv(kv, tmp, n, kbits);
     for (int64_t i = 0; i < n; i++) order[i] = r[i].v;
-    free(kv);
-    free(tmp);
+    nsl__big_free(kv);
+    nsl__big_free(tmp);
   }
   if (!s->is_range) return 1;
   for (int64_t i = 1; i < n; i++) {   /* insertion sort within runs of equal starts */
@@ -634,8 +634,8 @@ nsl_status nsl__nvtx_project(const nsl__nvtx_input *in, nsl__nvtx_projection *ou
   int64_t *first = with_sums ? nsl_i64(out->proj_start) : NULL, *last = with_sums ? nsl_i64(out->proj_dur) : NULL;
   int32_t *depth = nsl_i32(out->depth);
   int64_t *api_range = nsl_i64(out->api_range);
-  free(rs.thread);
-  free(as.thread);
+  nsl__big_free(rs.thread);
+  nsl__big_free(as.thread);
   rs.thread = as.thread = NULL;
 
   sweep_job job = {&rs, &as, slot, ops,
@@ -659,8 +659,8 @@ done:
   for (int k = 0; k < 3; k++) nsl_column_release(op_copy[k]);
   free(tt.keys);
   free(tt.slots);
-  free(slot);
-  free(ops);
+  nsl__big_free(slot);
+  nsl__big_free(ops);
   return rc;
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/big_alloc.h"
 #include "core/model.h"
 #include "core/nsl_internal.h"
 #include "core/parallel.h"
@@ -130,6 +131,7 @@ void nsl_trace_close(nsl_trace *tr) {
   nsl_dict_release(tr->dict);
   guard_release(tr->guard);
   free(tr);
+  nsl__big_release_kept();   /* freed large blocks kept for reuse go back to the OS */
 }
 
 void nsl_open_options_init(nsl_open_options *o) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/atomic_write.h"
+#include "core/big_alloc.h"
 #include "core/nsl_internal.h"
 #include "core/text.h"
 #include "source/bundle_internal.h"
@@ -97,21 +98,22 @@ int nsl__cache_emb_cmp(const void *a, const void *b) {
   return strcmp(((const nsl__cache_emb *)a)->name, ((const nsl__cache_emb *)b)->name);
 }
 
-/* Reads len bytes at off of fd into memory of its own, anonymous pages
- * that nsl__mapping releases as it would a mapping of the file: a file
- * changed in place later (cp over it, truncate) cannot reach them, where a
- * mapping of the file would take a SIGBUS on a page cut off.  MAP_FAILED
- * when the file no longer holds them (it changed) or cannot be read. */
+/* Reads len bytes at off of fd into memory of its own (nsl__big_alloc, so
+ * a file's pages are ones freed earlier, not fresh ones the kernel must
+ * zero; nsl__mapping frees them with nsl__big_free): a file changed in place
+ * later (cp over it, truncate) cannot reach them, where a mapping of the
+ * file would take a SIGBUS on a page cut off.  MAP_FAILED when the file no
+ * longer holds them (it changed) or cannot be read. */
 static void *read_private(int fd, uint64_t off, size_t len) {
-  void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (addr == MAP_FAILED) return MAP_FAILED;
+  void *addr = nsl__big_alloc(len);
+  if (!addr) return MAP_FAILED;
   size_t done = 0;
   while (done < len) {
     size_t want = len - done > ((size_t)1 << 30) ? (size_t)1 << 30 : len - done;
     ssize_t n = pread(fd, (char *)addr + done, want, (off_t)(off + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      munmap(addr, len);
+      nsl__big_free(addr);
       return MAP_FAILED;
     }
     done += (size_t)n;
@@ -143,7 +145,7 @@ nsl__mapping *nsl__cache_map_file(const nsl__cache_src *c, const char *name, uin
         *size = (size_t)(e->size - pad);
         return map;
       }
-      munmap(addr, len);
+      nsl__big_free(addr);
     }
   }
   if (!c->dir) return NULL;
@@ -162,7 +164,7 @@ nsl__mapping *nsl__cache_map_file(const nsl__cache_src *c, const char *name, uin
   size_t n = (size_t)st.st_size;
   nsl__mapping *m = nsl__cache_sound_file(addr, n, c->ident, kind, table, column) ? nsl__mapping_new(addr, n) : NULL;
   if (!m) {
-    munmap(addr, n);
+    nsl__big_free(addr);
     return NULL;
   }
   *head = addr;
