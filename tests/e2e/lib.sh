@@ -6,7 +6,15 @@ set -u
 PASS=0
 FAIL=0
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+# on the way out, a test's own tmux server (TMUX_TMPDIR=$TMP: the terminal tests) goes with its folder: a test
+# stopped part way (a signal, a failed check's exit) leaves no TUI running
+cleanup() {
+  [ "${TMUX_TMPDIR:-}" = "$TMP" ] && command -v tmux > /dev/null && tmux kill-server 2> /dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 # each result line ends with the seconds since the previous one, so a slow check shows in ctest's log
 LAST_CHECK=${EPOCHREALTIME/[.,]/}
