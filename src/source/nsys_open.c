@@ -186,6 +186,18 @@ static nsl_status finish_open(nsys_src *s, nsl_report_info *info, nsl_error *err
   return NSL_OK;
 }
 
+/* The end of both opens: rc is how opening the database went; finish_open
+ * when it went well; on any failure the source is closed, else it is *out. */
+static nsl_status open_done(nsys_src *s, nsl_status rc, void **out, nsl_report_info *info, nsl_error *err) {
+  if (rc == NSL_OK) rc = finish_open(s, info, err);
+  if (rc != NSL_OK) {
+    nsl__nsys_close(s);
+    return rc;
+  }
+  *out = s;
+  return NSL_OK;
+}
+
 static nsys_src *new_src(const char *label, nsl_report_info *info) {
   nsys_src *s = calloc(1, sizeof *s);
   if (!s || !(s->label = strdup(label))) {
@@ -260,18 +272,10 @@ nsl_status nsl__nsys_open_export(const char *path, const void *head, size_t nhea
   /* no mmap: SQLite's own page cache keeps the resident set small, and on
    * large exports the scans were no faster with the file mapped */
   int src = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
-  if (src != SQLITE_OK) {
-    rc = nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path,
-                       s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
-    nsl__nsys_close(s);
-    return rc;
-  }
-  if ((rc = finish_open(s, info, err)) != NSL_OK) {
-    nsl__nsys_close(s);
-    return rc;
-  }
-  *out = s;
-  return NSL_OK;
+  rc = src == SQLITE_OK ? NSL_OK
+                        : nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", path,
+                                        s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
+  return open_done(s, rc, out, info, err);
 }
 
 nsl_status nsl__nsys_open_image(const char *label, const void *data, size_t size, void **out, nsl_report_info *info,
@@ -309,16 +313,8 @@ nsl_status nsl__nsys_adopt_image(const char *label, void *data, size_t size, voi
   if (src == SQLITE_OK)
     src = sqlite3_deserialize(s->db, "main", data, (sqlite3_int64)size, (sqlite3_int64)size,
                               SQLITE_DESERIALIZE_READONLY);
-  if (src != SQLITE_OK) {
-    rc = src == SQLITE_NOMEM ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label)
+  rc = src == SQLITE_OK      ? NSL_OK
+       : src == SQLITE_NOMEM ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory opening '%s'", label)
                              : nsl_error_set(err, NSL_ERR_FORMAT, "cannot open '%s': %s", label, sqlite3_errstr(src));
-    nsl__nsys_close(s);
-    return rc;
-  }
-  if ((rc = finish_open(s, info, err)) != NSL_OK) {
-    nsl__nsys_close(s);
-    return rc;
-  }
-  *out = s;
-  return NSL_OK;
+  return open_done(s, rc, out, info, err);
 }
