@@ -214,6 +214,33 @@ nsl_status nsl__nsys_load(void *p, const char *name, const char *const *colnames
       v[r] = did;
     }
   }
+  /* A time column every source table declares NOT NULL holds no NULL in a
+   * sound export; one that does comes from a damaged database (SQLite may
+   * read a damaged index, a covering one too, as NULLs without an error), and
+   * analyses of events without a time would go wrong, so the load fails. */
+  for (int j = 0; j < n; j++) {
+    const col_map *cm = cols[j].map;
+    if (!cm || !cols[j].is_time || cm->kind != M_INT || !cm->src[0] || out[j]->type != NSL_I64) continue;
+    const char *tname = NULL;
+    int declared = 0;
+    for (int k = 0; k < 4 && m->sources[k]; k++) {
+      table_info *t = nsl__nsys_find_table(s, m->sources[k]);
+      if (!t) continue;
+      declared = nsl__nsys_column_notnull(t, cm->src[0]);
+      if (!declared) break;
+      if (!tname) tname = m->sources[k];
+    }
+    if (!declared) continue;
+    const int64_t *v = nsl_i64(out[j]);
+    for (int64_t r = 0; r < rows; r++)
+      if (v[r] == NSL_NULL_I64) {
+        rc = nsl_error_set(err, NSL_ERR_FORMAT,
+                           "'%s' is damaged: %s.%s holds NULL though the export declares it NOT NULL (sqlite3's "
+                           "PRAGMA quick_check tells where)",
+                           s->label, tname, cm->src[0]);
+        goto done;
+      }
+  }
   /* Right-size columns that were sized far above the row count. */
   for (int j = 0; j < n; j++) {
     nsl_column *c = out[j];

@@ -64,19 +64,21 @@ table_info *nsl__nsys_find_table(nsys_src *s, const char *name) {
 nsl_status nsl__nsys_load_columns(nsys_src *s, table_info *t, nsl_error *err) {
   if (t->loaded) return NSL_OK;
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(s->db, "SELECT name FROM pragma_table_info(?1)", -1, &st, NULL);
+  int rc = sqlite3_prepare_v2(s->db, "SELECT name, \"notnull\" FROM pragma_table_info(?1)", -1, &st, NULL);
   if (rc != SQLITE_OK) return nsl__nsys_sql_error(s, rc, "the schema", err);
   sqlite3_bind_text(st, 1, t->name, -1, SQLITE_STATIC);
   nsl_status out = NSL_OK;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     const char *c = (const char *)sqlite3_column_text(st, 0);
     char **cols = realloc(t->cols, (size_t)(t->ncols + 1) * sizeof *cols);
-    if (!cols || !c) {
-      if (cols) t->cols = cols;
+    if (cols) t->cols = cols;
+    unsigned char *nn = cols ? realloc(t->notnull, (size_t)(t->ncols + 1)) : NULL;
+    if (nn) t->notnull = nn;
+    if (!cols || !nn || !c) {
       out = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading the schema of '%s'", s->label);
       break;
     }
-    t->cols = cols;
+    t->notnull[t->ncols] = sqlite3_column_int(st, 1) != 0;
     if (!(t->cols[t->ncols] = strdup(c))) {
       out = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory reading the schema of '%s'", s->label);
       break;
@@ -87,6 +89,12 @@ nsl_status nsl__nsys_load_columns(nsys_src *s, table_info *t, nsl_error *err) {
   sqlite3_finalize(st);
   if (out == NSL_OK) t->loaded = 1;
   return out;
+}
+
+int nsl__nsys_column_notnull(const table_info *t, const char *col) {
+  for (int i = 0; i < t->ncols; i++)
+    if (strcmp(t->cols[i], col) == 0) return t->notnull[i];
+  return 0;
 }
 
 int nsl__nsys_has_column(const table_info *t, const char *col) {
@@ -176,6 +184,7 @@ void nsl__nsys_close(void *p) {
     free(s->tables[i].name);
     for (int c = 0; c < s->tables[i].ncols; c++) free(s->tables[i].cols[c]);
     free(s->tables[i].cols);
+    free(s->tables[i].notnull);
   }
   free(s->tables);
   nsl__nsys_strings_free(s);

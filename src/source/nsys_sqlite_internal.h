@@ -29,6 +29,7 @@ typedef struct table_info {
   int loaded;          /* columns read */
   int ncols;
   char **cols;
+  unsigned char *notnull;   /* per column: declared NOT NULL */
 } table_info;
 
 struct nsys_src {
@@ -61,6 +62,8 @@ nsl_status nsl__nsys_sql_error(nsys_src *s, int rc, const char *what, nsl_error 
 table_info *nsl__nsys_find_table(nsys_src *s, const char *name);
 nsl_status nsl__nsys_load_columns(nsys_src *s, table_info *t, nsl_error *err);
 int nsl__nsys_has_column(const table_info *t, const char *col);
+/* 1 when t has column col declared NOT NULL (a sound export never holds NULL there). */
+int nsl__nsys_column_notnull(const table_info *t, const char *col);
 nsl_status nsl__nsys_pick_map(nsys_src *s, const char *name, const table_map **out, nsl_error *err);
 void nsl__nsys_close(void *p);
 

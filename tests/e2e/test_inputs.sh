@@ -350,4 +350,20 @@ check_eq "g2g: SEC 0 takes the report's duration" "$(sqlite3 :memory: ".import -
 check_eq "g2g: a category of every name with a match" "$(sqlite3 :memory: ".import --csv g2g/gputrc2graph.csv g" \
   "SELECT count(*) FROM g WHERE Name LIKE '%nvjet%' AND Category <> 'gemm'")" 0
 
+
+# A damaged export (found by fuzzing): a covering index of CUPTI_ACTIVITY_KIND_RUNTIME reads as NULL starts,
+# which SQLite returns without an error, though the schema declares start NOT NULL.  Loading the column fails
+# with one line naming the file, the table and the column, instead of events without a time reaching analyses.
+dmg=$NSL_SOURCE_DIR/tests/fuzz/corpus/analyses_sqlite/crash-damaged-covering-index.sqlite
+check_eq "damaged export: SQL reads NULL starts where the schema says NOT NULL" \
+  "$(sql "$dmg" "SELECT (SELECT count(*) - count(start) > 0 FROM CUPTI_ACTIVITY_KIND_RUNTIME),
+                        (SELECT \"notnull\" FROM pragma_table_info('CUPTI_ACTIVITY_KIND_RUNTIME') WHERE name = 'start')")" "1|1"
+cat > "$TMP/api_start.lua" <<'LUA'
+return {name = "api_start", run = function(trace, _, out) trace.api:load{"start"} out:text(#trace.api) end}
+LUA
+out=$(NSL_NO_CACHE=1 "$NSL" run "$TMP/api_start.lua" "$dmg" 2>&1); rc=$?
+[ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] &&
+  echo "$out" | grep -q "crash-damaged-covering-index.sqlite' is damaged: CUPTI_ACTIVITY_KIND_RUNTIME.start holds NULL" &&
+  ok "damaged export: one line naming the file, table and column, exit 1" || bad "damaged export: exit $rc: $out"
+
 finish
