@@ -83,17 +83,22 @@ static void test_project_nested(void **state) {
   fixture_free(&f);
 }
 
+/* The ranges of the overlap tests: r0 [0,10)  r1 [5,100)  r2 [5,100) (equal
+ * to r1)  r3 [7,7] (zero)  r4 [3, open)  r5 [0,1000) masked out  r6 [50,40)
+ * reversed  r7 NULL thread. */
+static void overlap_ranges(fixture *f) {
+  f->rtid = FX_I64(1, 1, 1, 1, 1, 1, 1, NSL_NULL_I64);
+  f->rstart = FX_I64(0, 5, 5, 7, 3, 0, 50, 0);
+  f->rstop = FX_I64(10, 100, 100, 7, NSL_NULL_I64, 1000, 40, 1000);
+  f->rmask = FX_BOOL(1, 1, 1, 1, 1, 0, 1, 1);
+}
+
 /* Start/end ranges that overlap without nesting, equal intervals, zero
  * lengths, open ranges, masked and reversed ranges, NULL keys. */
 static void test_project_overlaps(void **state) {
   (void)state;
   fixture f = {0};
-  /* r0 [0,10)  r1 [5,100)  r2 [5,100) (equal to r1)  r3 [7,7] (zero)  r4 [3, open)
-   * r5 [0,1000) masked out  r6 [50,40) reversed  r7 NULL thread */
-  f.rtid = FX_I64(1, 1, 1, 1, 1, 1, 1, NSL_NULL_I64);
-  f.rstart = FX_I64(0, 5, 5, 7, 3, 0, 50, 0);
-  f.rstop = FX_I64(10, 100, 100, 7, NSL_NULL_I64, 1000, 40, 1000);
-  f.rmask = FX_BOOL(1, 1, 1, 1, 1, 0, 1, 1);
+  overlap_ranges(&f);
   /* c0 [6,8]: in r0 (shortest, 10), r1, r2, r4 -- not in r3
    * c1 [7,7]: in r3 (zero length), r0, r1, r2, r4
    * c2 [20,30]: in r1, r2, r4: innermost r2 (equal to r1, deeper)
@@ -136,10 +141,7 @@ static void test_project_overlaps(void **state) {
 static void test_project_parents_only(void **state) {
   (void)state;
   fixture f = {0};
-  f.rtid = FX_I64(1, 1, 1, 1, 1, 1, 1, NSL_NULL_I64);
-  f.rstart = FX_I64(0, 5, 5, 7, 3, 0, 50, 0);
-  f.rstop = FX_I64(10, 100, 100, 7, NSL_NULL_I64, 1000, 40, 1000);
-  f.rmask = FX_BOOL(1, 1, 1, 1, 1, 0, 1, 1);
+  overlap_ranges(&f);
   f.atid = nsl_column_new(NSL_I64, 0, NULL);
   f.astart = nsl_column_new(NSL_I64, 0, NULL);
   f.astop = nsl_column_new(NSL_I64, 0, NULL);
