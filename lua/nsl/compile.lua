@@ -51,20 +51,6 @@ local MS = 1e-6   -- ns -> ms
 M.XLA_COMPILE = "^TSL:XlaCompile:#module="
 M.XLA_BACKEND = "^TSL:XlaCompileBackend:#module=.-,program_id=%d+#$"
 
-local function empty(kind) return nsl.column{}:cast(kind) end
-
---- Parent of every range of nv (0-based row, -1 for none): the shortest range
--- enclosing it on the same thread (report, pid, tid).  nv's rows are ranges
--- with a start and a stop.
-function M.parents(nv)
-  local e64, e32 = empty("i64"), empty("i32")
-  local r = nsl.nvtx_project{
-    range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop,
-    api_keys = {e32, e32, e32}, api_start = e64, api_stop = e64, op_api = e64, op_start = e64, op_stop = e64,
-    parents_only = true}
-  return r.parent
-end
-
 --- NumChild (i32) and DurChild (sum of the children's durations) of every row
 -- of a tree given by parent rows.
 function M.child_stats(parent, dur)
@@ -85,7 +71,7 @@ local SENTINEL_TIME = -(1 << 62)   -- before every window
 -- The XLA ranges of one process of an export: push/pop ranges with a stop,
 -- `names` their names.  See the header for the window rule and the sentinel.
 local function export_part(sub, names)
-  local parent = M.parents(sub)
+  local parent = nvtx.parents(sub)
   local num_child, dur_child = M.child_stats(parent, sub.dur)
   local c = sub:filter(names:match(M.XLA_COMPILE))
   local windows = nsl.intervals(c.start, c.stop)
@@ -414,7 +400,7 @@ function M.framework_ranges(trace)
   local known = label:where(function(s) return M.classify_range(s) ~= nil end)
   if known:count() == 0 then return nil end
   local compile = label:where(is_phase("compile"))
-  local parent = M.parents(ranges)
+  local parent = nvtx.parents(ranges)
   local under = nsl.tree_under(parent, compile)
   local root = compile & ~under
   local member = root | under

@@ -71,15 +71,6 @@ M.range_ratio = 2         -- NVTX steps: every period (the first: at least) with
 M.kernel_spread = 0.05    -- marker kernels: IQR / median period at most this
 M.kernel_cover = 0.5      -- marker kernels: first to last occurrence over the activity span
 
--- Parents of the ranges in mask among themselves (nsl.nvtx_project with no calls).
-local function parents_among(nv, mask)
-  local none = nsl.column{}
-  local r = nsl.nvtx_project{range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start,
-    range_stop = nv.stop, range_mask = mask, api_keys = {none, none, none}, api_start = none, api_stop = none,
-    op_api = none, op_start = none, op_stop = none, parents_only = true}
-  return r.parent, r.depth
-end
-
 -- Iteration ranges table from the rows of nv in mask: report, pid, tid,
 -- start, stop, iter (1-based per process), sorted by report, pid, start.
 local function ranges_table(nv, mask)
@@ -116,7 +107,7 @@ function M.by_name(trace, spec)
   if mask:count() == 0 then
     return nil, string.format("no NVTX range named '%s' (nor matching it as a Lua pattern)", spec)
   end
-  local parent = parents_among(nv, mask)
+  local parent = nvtx.parents(nv, mask)
   mask = mask & parent:lt(0)   -- the outermost of nested matches
   return ranges_table(nv, mask), how
 end
@@ -150,7 +141,7 @@ function M.detect_nvtx(trace)
   local nv = load_nvtx(trace)
   if #nv == 0 then return nil end
   local usable = nvtx.range_mask(nv) & ~nv.stop:isnull()
-  local _, depth = parents_among(nv, usable)
+  local _, depth = nvtx.parents(nv, usable)
   local top = usable & depth:eq(0)
   local _, label = nvtx.names(nv, {strip = M.step_strip})
   local t = nv:select{"report", "pid", "tid", "start", "dur"}:with("label", label):filter(top)

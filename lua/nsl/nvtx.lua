@@ -65,6 +65,19 @@ function M.names(t, opts)
   return name, nsl.column(labels):gather(ids)
 end
 
+--- Parent of every range of nv (0-based row, -1 for none) and its depth: the
+-- shortest range enclosing it on the same thread (report, pid, tid), among the
+-- rows in mask (all when nil).  nv's rows are ranges with a start and a stop.
+-- (nsl.nvtx_project with no calls: parents and depths only.)
+function M.parents(nv, mask)
+  local e64, e32 = nsl.column{}:cast("i64"), nsl.column{}:cast("i32")
+  local r = nsl.nvtx_project{
+    range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop, range_mask = mask,
+    api_keys = {e32, e32, e32}, api_start = e64, api_stop = e64, op_api = e64, op_start = e64, op_stop = e64,
+    parents_only = true}
+  return r.parent, r.depth
+end
+
 --- The ranges that take part in the projection: push/pop and start/end
 -- ranges that end on the thread where they started.  A bool column.
 function M.range_mask(nv)
