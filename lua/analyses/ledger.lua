@@ -17,18 +17,15 @@ local plot = require("nsl.plot")
 local jax = require("nsl.jax")
 local nvtx = require("nsl.nvtx")
 
---- The idle_host time of ledger result l by the NVTX range its launching
--- thread was in (the innermost range overlapping each gap most): range
--- text, time, gaps; nil without NVTX.
+--- The idle_host time of ledger result l by the innermost NVTX range its
+-- launching thread was in for most of each gap (nsl.ledger.host_activity):
+-- range text, time, gaps; nil without NVTX.
 local function host_by_range(trace, host)
-  local nv = trace.nvtx
-  if not host or #host == 0 or #nv == 0 then return nil end
-  nv:load{"report", "pid", "tid", "start", "stop", "text", "domain"}
-  local row = nsl.overlap_join(host.hs, host.he, nv.start, nv.stop, {host.report, host.pid, host.tid},
-                               {nv.report, nv.pid, nv.tid})
-  local _, label = nvtx.names(nv, {strip = nvtx.pytorch_suffixes})   -- "aten::add", not one row per op id
-  local text = nsl.coalesce(label:gather(row), "(no NVTX range)")
-  local t = nsl.table{{"range", text}, {"time", host.time}}
+  if not host or #host == 0 or #trace.nvtx == 0 then return nil end
+  local a = ledger.host_activity(trace, host)
+  -- "aten::add", not one row per op id
+  local text = a.nvtx_text:map(function(x) return nvtx.normalize(x, nvtx.pytorch_suffixes) end)
+  local t = nsl.table{{"range", nsl.coalesce(text, "(no NVTX range)")}, {"time", a.time}}
   return t:group_by("range"):agg{"time=sum(time)", "gaps=count"}:sort("-time")
 end
 

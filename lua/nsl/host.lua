@@ -1,8 +1,10 @@
 -- nsl.host -- what the CPU threads of a process were doing during a time
--- interval: the CUDA API call, OS runtime call and NVTX range that overlapped
--- it most.  gaps attributes GPU idle gaps with it, straggler the time a late
--- rank's host took to launch its collective.
+-- interval: the CUDA API call, OS runtime call and innermost NVTX range that
+-- overlapped it most.  gaps attributes GPU idle gaps with it, straggler the
+-- time a late rank's host took to launch its collective, the ledger the GPU
+-- idle time while the host was not launching.
 local nsl = require("nsl")
+local nvtx_mod = require("nsl.nvtx")
 
 local M = {}
 
@@ -20,9 +22,10 @@ function M.sources(trace)
     list[#list + 1] = {key = "osrt", label = "OS runtime", t = osrt, text = "name"}
   end
   if #nvtx > 0 then
-    -- marks have no stop (or a zero-length one), so only ranges can overlap an interval
-    nvtx:load{"report", "pid", "tid", "start", "stop", "text"}
-    list[#list + 1] = {key = "nvtx", label = "NVTX range", t = nvtx, text = "text"}
+    -- marks have no stop (or a zero-length one), so only ranges can overlap an interval; a range counts
+    -- for the time none of its children covers (M.attribute): the innermost range the thread was in
+    nvtx:load{"report", "pid", "tid", "start", "stop", "text", "kind", "end_tid"}
+    list[#list + 1] = {key = "nvtx", label = "NVTX range", t = nvtx, text = "text", innermost = true}
   end
   return list
 end
@@ -43,14 +46,29 @@ end
 -- when by_launcher), the row of each source (M.sources) on the same (report,
 -- pid) -- or, by_launcher, the same (report, pid, launching thread) -- that
 -- overlaps it most: adds <key>_text, <key>_tid, <key>_ov (ns of the interval
--- it covers) and <key>_cover (the same in % of the interval).
+-- it covers) and <key>_cover (the same in % of the interval).  NVTX ranges
+-- nest: a range covers the time none of its children does
+-- (nsl.nvtx.innermost), so a thread that spent a gap in "data_loader" inside
+-- "train_step" names "data_loader", not the enclosing step.
 function M.attribute(d, sources, by_launcher)
   for _, src in ipairs(sources) do
     local t = src.t
-    local dk, tk = {d.report, d.pid}, {t.report, t.pid}
-    if by_launcher then dk[3], tk[3] = d.launch_tid, t.tid end
+    local dk = {d.report, d.pid}
+    if by_launcher then dk[3] = d.launch_tid end
+    local text = t[src.text]
+    if src.innermost then
+      -- the ranges that overlap an interval of d on its keys (with every range enclosing one: they overlap it
+      -- too), cut into their innermost pieces
+      local tk = {t.report, t.pid}
+      if by_launcher then tk[3] = t.tid end
+      local near = nsl.overlap_join(t.start, t.stop, d.start, d.stop, tk, dk)
+      local seg = nvtx_mod.innermost(t, near:ge(0))
+      text, t = text:gather(seg.row), seg
+    end
+    local tk = {t.report, t.pid}
+    if by_launcher then tk[3] = t.tid end
     local rows, ov = nsl.overlap_join(d.start, d.stop, t.start, t.stop, dk, tk)
-    d = d:with(src.key .. "_text", t[src.text]:gather(rows), src.key .. "_tid", t.tid:gather(rows),
+    d = d:with(src.key .. "_text", text:gather(rows), src.key .. "_tid", t.tid:gather(rows),
                src.key .. "_ov", ov, src.key .. "_cover", ov * 100.0 / d.dur)
   end
   return d

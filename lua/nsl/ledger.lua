@@ -212,7 +212,10 @@ end
 -- report, device, rank (label), step (0: the whole run; 1.. the steps),
 -- start, stop, wall, then M.lines and idle_unknown (ns, summing to wall),
 -- idle (their idle parts summed); and a second table, host: the idle_host
--- time per launching thread and step 0 (report, pid, tid, device, time).
+-- gaps over the run, one per GPU operation that waited for its launch
+-- (report, pid, tid of the launching thread, group: the GPU's row of
+-- groups, start: the operation's, hs, he: the gap's span, time: its
+-- idle_host ns).
 function M.build(trace, opts)
   opts = opts or {}
   local work, source, jcoll = gpu_work(trace)
@@ -349,10 +352,35 @@ function M.build(trace, opts)
   if hostrows and charged and #hostrows > 0 then
     local base = #s - #hostrows
     local ch = charged:gather(nsl.range(#hostrows) + base)
-    host = hostrows:select{"report", "pid", "tid", "group", "hs", "he"}:with("time", ch)
+    host = hostrows:select{"report", "pid", "tid", "group", "start", "hs", "he"}:with("time", ch)
     host = host:filter(ch:gt(0))
   end
   return {ledger = ledger, host = host, groups = keys, source = source, straggler = res_strag, empty = empty}
+end
+
+--- What the launching threads did while their GPU sat idle for a launch:
+-- for every row of host (M.build's idle_host rows; rows, when given, the
+-- 0-based rows to take), the innermost NVTX range, OS runtime call and CUDA
+-- call of the launching thread that overlap most the last `time` ns before
+-- the launch call ended (the idle part of the row: the GPU was busy before
+-- it) -- nsl.host.attribute by launcher.  Returns a table report, pid, tid,
+-- group, time, and <source>_text, <source>_ov for each source the trace has
+-- (nvtx, osrt, api; NULL text: none).
+function M.host_activity(trace, host, rows)
+  local hostmod = require("nsl.host")
+  if rows then host = host:take(rows) end
+  local d = nsl.table{{"report", host.report}, {"pid", host.pid}, {"launch_tid", host.tid},
+                      {"start", host.he - host.time}, {"stop", host.he}, {"dur", host.time}}
+  local a = hostmod.attribute(d, hostmod.sources(trace), true)
+  local cols = {{"report", host.report}, {"pid", host.pid}, {"tid", host.tid}, {"group", host.group},
+                {"time", host.time}}
+  for _, key in ipairs{"nvtx", "osrt", "api"} do
+    if a:coltype(key .. "_text") then
+      cols[#cols + 1] = {key .. "_text", a[key .. "_text"]}
+      cols[#cols + 1] = {key .. "_ov", a[key .. "_ov"]}
+    end
+  end
+  return nsl.table(cols)
 end
 
 --- The series of a stacked-bar figure of ledger rows t (one bar a row): the

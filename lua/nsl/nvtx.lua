@@ -89,6 +89,52 @@ end
 -- scan of the export).
 M.range_columns = {"report", "pid", "tid", "start", "stop", "dur", "kind", "end_tid", "text", "domain"}
 
+--- The innermost range of every instant of a thread: the ranges of nv
+-- (trace.nvtx with report, pid, tid, start, stop, kind and end_tid loaded)
+-- cut into segments, each range's time less its children's (M.parents:
+-- push/pop and start/end ranges nest on their thread), so that an instant
+-- lies in the segment of the deepest range open at it.  Ranges outside
+-- M.range_mask (start/end ranges that end on another thread) are whole
+-- segments of their own.  keep (a bool column, optional): the ranges to
+-- take -- with every range that encloses one of them, or nesting is lost.
+-- Returns a table row (0-based row of nv), start, stop, report, pid, tid;
+-- empty segments are left out.
+function M.innermost(nv, keep)
+  local nested = M.range_mask(nv)
+  local t = nv:select{"report", "pid", "tid", "start", "stop"}
+  local rows   -- the rows taken (the sweep and the cuts run over those alone)
+  if keep then
+    rows = keep:indices()
+    t, nested = t:take(rows), nested:gather(rows)
+  end
+  local has_stop = ~t.stop:isnull()
+  local nest = nested & has_stop
+  local whole = has_stop & ~nested
+  local parent = M.parents(t, nest)
+  -- each child in start order: the piece of its parent before it (from the previous child's stop, or the
+  -- parent's start); then, per parent, the piece after its last child
+  local k = nsl.table{{"p", parent}, {"start", t.start}, {"stop", t.stop}}:filter(nest & parent:ge(0))
+  k = k:sort("p", "start")
+  local first = nsl.cumcount(k:group_by("p"):ids()):eq(0)
+  local parts = {nsl.table{{"row", k.p}, {"start", nsl.where(first, t.start:gather(k.p), k.stop:shift(-1))},
+                           {"stop", k.start}}}
+  local tails = k:group_by("p"):agg{"last=max(stop)"}
+  parts[2] = nsl.table{{"row", tails.p}, {"start", tails.last}, {"stop", t.stop:gather(tails.p)}}
+  -- ranges without children, and those that do not nest, whole
+  if #tails > 0 then
+    local j = nsl.table{{"row", nsl.range(#t)}}:join(nsl.table{{"row", tails.p}, {"kids", nsl.rep(1, #tails)}},
+                                                     {"row"}, {"kids"})
+    nest = nest & j.kids:isnull()
+  end
+  local w = (nest | whole):indices()
+  parts[3] = nsl.table{{"row", w}, {"start", t.start:gather(w)}, {"stop", t.stop:gather(w)}}
+  local seg = nsl.concat_tables(parts)
+  seg = seg:filter(seg.stop:gt(seg.start))
+  seg = seg:with("report", t.report:gather(seg.row), "pid", t.pid:gather(seg.row), "tid", t.tid:gather(seg.row))
+  if rows then seg = seg:with("row", rows:gather(seg.row)) end
+  return seg
+end
+
 --- The GPU operations M.project sweeps (nsl.gpu_ops, in its row order):
 -- report, start, stop, dur, and api (0-based row of the
 -- launching call in trace.api, -1 for none).

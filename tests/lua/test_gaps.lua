@@ -130,7 +130,11 @@ end
 
 -- One SQL query: for every gap i (pid, start, stop), the row of `source`
 -- overlapping it most (ties: later start, then earlier end, then rowid), as
--- {name, overlap}.  source: "api", "osrt" or "nvtx".
+-- {name, overlap}.  source: "api", "osrt" or "nvtx".  NVTX ranges nest: a
+-- range's pieces are its time outside its children's (a child: a range on
+-- the same thread inside it, the shortest such parent), and the piece
+-- overlapping the gap most wins -- the innermost range the thread was in.
+-- Only ranges that overlap a gap take part (their parents overlap it too).
 local function sql_best_overlap(path, gaps, source)
   local values = {}
   for i, g in ipairs(gaps) do values[i] = string.format("(%d, %d, %d, %d)", i, g.pid, g.start, g.stop) end
@@ -139,15 +143,31 @@ local function sql_best_overlap(path, gaps, source)
               (SELECT value FROM StringIds WHERE id = nameId) AS label FROM CUPTI_ACTIVITY_KIND_RUNTIME]],
     osrt = [[SELECT rowid AS rid, ((globalTid >> 24) & 16777215) AS pid, start, end,
                (SELECT value FROM StringIds WHERE id = nameId) AS label FROM OSRT_API]],
-    nvtx = [[SELECT rowid AS rid, ((globalTid >> 24) & 16777215) AS pid, start, end,
-               coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) AS label FROM NVTX_EVENTS
-             WHERE eventType IN (59, 60) AND end IS NOT NULL]],
+    nvtx = [[
+      WITH r AS (SELECT rowid AS rid, globalTid AS gt, ((globalTid >> 24) & 16777215) AS pid, start AS s, end AS e,
+                        coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) AS label,
+                        (endGlobalTid IS NULL OR endGlobalTid = globalTid) AS nests
+                 FROM NVTX_EVENTS WHERE eventType IN (59, 60) AND end IS NOT NULL),
+      c AS (SELECT DISTINCT r.* FROM r JOIN gaps ON r.pid = gaps.pid AND r.s < gaps.e AND r.e > gaps.s),
+      p AS (SELECT y.*, (SELECT z.rid FROM c z WHERE z.nests AND z.gt = y.gt AND z.rid <> y.rid AND z.s <= y.s
+                         AND y.e <= z.e AND (z.s < y.s OR z.e > y.e OR z.rid < y.rid)
+                         ORDER BY z.e - z.s, z.s DESC, z.rid DESC LIMIT 1) AS parent
+            FROM c y WHERE y.nests),
+      k AS (SELECT p.*, lag(p.e) OVER (PARTITION BY p.parent ORDER BY p.s) AS prev_e FROM p WHERE parent IS NOT NULL),
+      pieces AS (
+        SELECT par.rid, par.pid, coalesce(k.prev_e, par.s) AS start, k.s AS end, par.label
+          FROM k JOIN c par ON par.rid = k.parent
+        UNION ALL
+        SELECT par.rid, par.pid, max(k.e), par.e, par.label FROM k JOIN c par ON par.rid = k.parent GROUP BY par.rid
+        UNION ALL
+        SELECT rid, pid, s, e, label FROM c WHERE NOT nests OR rid NOT IN (SELECT parent FROM k))
+      SELECT * FROM pieces WHERE end > start]],
   })[source]
   local q = string.format([[
-    WITH g(i, pid, s, e) AS (VALUES %s),
+    WITH gaps(i, pid, s, e) AS (VALUES %s),
     x AS (%s),
-    c AS (SELECT g.i, x.label, min(x.end, g.e) - max(x.start, g.s) AS ov, x.start AS xs, x.end AS xe, x.rid
-          FROM g JOIN x ON x.pid = g.pid AND x.start < g.e AND x.end > g.s AND x.end > x.start),
+    c AS (SELECT gaps.i, x.label, min(x.end, gaps.e) - max(x.start, gaps.s) AS ov, x.start AS xs, x.end AS xe, x.rid
+          FROM gaps JOIN x ON x.pid = gaps.pid AND x.start < gaps.e AND x.end > gaps.s AND x.end > x.start),
     b AS (SELECT *, row_number() OVER (PARTITION BY i ORDER BY ov DESC, xs DESC, xe ASC, rid ASC) AS rn FROM c)
     SELECT i, label, ov FROM b WHERE rn = 1]], table.concat(values, ","), from)
   local best = {}
@@ -255,7 +275,7 @@ return {
     end
   end},
 
-  {"the CUDA API call, OS call and NVTX range of each gap are those SQL finds overlapping most", function()
+  {"the CUDA API call, OS call and innermost NVTX range of each gap are those SQL finds overlapping most", function()
     local _, out = T.run_analysis("gaps", {h100}, {"min=10us", "n=0", "scope=device"})
     check_attribution(h100, out.tables.gaps_device, {{"api", "CUDA API"}, {"nvtx", "NVTX range"}}, "h100")
     _, out = T.run_analysis("gaps", {cuda2021}, {"min=1ms", "n=0", "scope=stream"})

@@ -147,4 +147,47 @@ tests[#tests + 1] = {"figure ledger: one stacked bar per GPU whose parts sum to 
   end
 end}
 
+-- A real profile of a GPU training loop (H200, nsys 2025.3; tests/data/README.md): each step its host
+-- sleeps in NVTX 'data_loader' inside 'train_step' (about 3 ms; 20 ms in one step) before copying its input
+-- and launching three kernels, then waits on the stream.  The GPU sits idle for the host from the end of the
+-- previous step's last copy to the next copy.
+local h200 = T.source_dir .. "/tests/data/h200_host_stall_2025.3.sqlite"
+
+-- The data_loader ranges that start after the first GPU operation ended (the GPU idles through them) and the
+-- GPU's idle gaps around them, by SQL: {n, loader = their time, gaps = the gaps that hold one}.
+local function h200_stalls()
+  local r = T.sql(h200, [[
+    WITH ops AS (SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL
+                 SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY),
+         gaps AS (SELECT max(end) OVER (ORDER BY start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS gs,
+                         start AS ge FROM ops),
+         dl AS (SELECT n.start, n.end FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId
+                WHERE coalesce(n.text, s.value) = 'data_loader' UNION ALL
+                SELECT start, end FROM NVTX_EVENTS WHERE text = 'data_loader')
+    SELECT count(*), sum(dl.end - dl.start), sum(gaps.ge - gaps.gs)
+    FROM dl JOIN gaps ON gaps.gs <= dl.start AND dl.end <= gaps.ge]])[1]
+  return {n = math.tointeger(tonumber(r[1])), loader = math.tointeger(tonumber(r[2])),
+          gaps = math.tointeger(tonumber(r[3]))}
+end
+
+tests[#tests + 1] = {"a real H200 profile: the host's idle time is charged to the innermost NVTX range, "
+                     .. "'data_loader', not the enclosing step (SQL)", function()
+  local want = h200_stalls()
+  T.eq(want.n, 11, "SQL: 11 loader ranges lie in GPU idle gaps (the first step's comes before any GPU work)")
+  local tables = T.run_analysis("ledger", {h200})
+  local t = tables.ledger
+  check_sums(t, "h200")
+  local run = t:filter(t.step:eq(0))
+  local idle_host = run.idle_host[1]
+  -- the GPU idles through every loader range, and idle_host is that gap time less the copy call and the sync
+  T.ok(idle_host >= want.loader and idle_host <= want.gaps,
+       string.format("idle_host %d between SQL's loader time %d and its gaps %d", idle_host, want.loader, want.gaps))
+  local h = tables.ledger_host
+  T.eq(h.range[1], "data_loader", "most of it while the host was in data_loader")
+  T.eq(h.gaps[1], want.n, "one gap per loader range in an idle gap")
+  T.ok(h.time[1] >= want.loader and h.time[1] <= want.gaps, "data_loader's share between SQL's bounds")
+  T.eq(h.time:sum(), idle_host, "the table splits idle_host, each ns once")
+  T.eq(h.range:eq("train_step"):count(), 0, "the enclosing step range takes none of it")
+end}
+
 return tests
