@@ -515,6 +515,34 @@ local function devices(ctx)
 end
 M.devices = devices
 
+--- The idle gaps launch.bound claims: per device (D.devices), gaps of at
+-- most ctx.ns.launch_gap before a kernel shorter than ctx.ns.short (the GPU
+-- is idle when nothing runs on it: copies count as busy).  Returns a table
+-- report, device, g (the device's group), start (the gap's end: the
+-- kernel's start), gap; and the devices' spans (report, device, lo, hi, n).
+-- Made once: host.idle leaves these gaps to launch.bound.
+function M.launch_bound_gaps(ctx)
+  if ctx.cache.lb then return ctx.cache.lb, ctx.cache.lb_span end
+  local dv = devices(ctx)
+  local kt = dv.ops
+  local short, maxgap = ctx.ns.short, ctx.ns.launch_gap
+  local g = dv.g
+  local keys = g:keys()
+  local span = g:agg{"lo=min(start)", "hi=max(stop)", "n=count"}
+  local gid, gs, ge = nsl.gaps_grouped(kt.start, kt.stop, g:ids(), #span, 0)
+  local d = nsl.table{{"report", keys.report:gather(gid)}, {"device", keys.device:gather(gid)}, {"g", gid},
+                      {"start", ge}, {"gap", ge - gs}}
+  -- the kernel after each gap: the shortest of those starting where it ends, which is short when one of
+  -- them is -- so the short kernels alone are grouped, and the gaps short enough alone joined
+  local kk = kt:select{"report", "device", "start", "dur"}:filter(~kt.memop & kt.dur:lt(short))   -- (the columns read)
+  local next_k = kk:group_by("report", "device", "start"):agg{"next_dur=min(dur)"}
+  d = d:filter(d.gap:gt(0) & d.gap:le(maxgap))
+  d = d:join(next_k, {"report", "device", "start"}, {"next_dur"})
+  local lb = d:filter(d.next_dur:lt(short)):select{"report", "device", "g", "start", "gap"}
+  ctx.cache.lb, ctx.cache.lb_span = lb, span
+  return lb, span
+end
+
 -- The time kernels of mask spent on each device with no other kernel
 -- running: |P - C| per device (nsl.overlap's nccl_only with P as its N).
 local function exposed(ctx, mask)
@@ -721,8 +749,8 @@ end
 
 --- The checks' modules (lua/nsl/checks/NAME.lua), in the order they run.
 M.order = {"memcpy_pageable_async", "memcpy_sync", "memset_sync", "api_sync", "gpu_gaps", "gpu_low_utilisation",
-           "nccl_exposed", "pipeline_bubbles", "straggler", "launch_bound", "host_sync_per_step", "compile_time",
-           "warmup_share", "memory_near_capacity", "streams_serialised", "mfu"}
+           "nccl_exposed", "pipeline_bubbles", "straggler", "host_idle", "launch_bound", "host_sync_per_step",
+           "compile_time", "warmup_share", "memory_near_capacity", "streams_serialised", "mfu"}
 
 local loaded
 --- The checks (their contracts, in M.order), loaded on first use: a check

@@ -21,6 +21,7 @@ local TPID = L.TPID
 local alone = L.alone
 local by_id = L.by_id
 local none_of = L.none_of
+local diag = L.diag
 local has_table = L.has_table
 local span = L.span
 local string_id = L.string_id
@@ -528,5 +529,52 @@ return {
     T.eq(got[1].step_ns, step, "median step between saxpy kernels")
     T.near(got[1].value, 1e12 / (step / 1e9) / peak, 1e-12, "MFU")
     T.eq(got[1].severity, "warning", "1% MFU")
+  end},
+
+  {"host.idle: a real H200 profile's GPU idles while its host sleeps in 'data_loader' (SQL bounds the time and " ..
+   "names the range and OS call); over the threshold only; a GPU a straggler finding names is left to it", function()
+    local h200 = T.source_dir .. "/tests/data/h200_host_stall_2025.3.sqlite"
+    -- SQL: the GPU's idle gaps that hold a data_loader range, the ranges' time, and the OS call the host spent
+    -- most of them in
+    local r = T.sql(h200, [[
+      WITH ops AS (SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL
+                   SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY),
+           gaps AS (SELECT max(end) OVER (ORDER BY start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS gs,
+                           start AS ge FROM ops),
+           dl AS (SELECT n.start, n.end FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId
+                  WHERE coalesce(n.text, s.value) = 'data_loader')
+      SELECT count(*), sum(dl.end - dl.start), sum(gaps.ge - gaps.gs),
+             (SELECT s.value FROM OSRT_API o JOIN StringIds s ON s.id = o.nameId JOIN dl d2
+                ON o.start >= d2.start AND o.end <= d2.end GROUP BY s.value ORDER BY sum(o.end - o.start) DESC LIMIT 1)
+      FROM dl JOIN gaps ON gaps.gs <= dl.start AND dl.end <= gaps.ge]])[1]
+    local n, loader, gaps, call = tonumber(r[1]), math.tointeger(tonumber(r[2])), math.tointeger(tonumber(r[3])), r[4]
+    T.eq(n, 11, "SQL: eleven loader ranges in idle gaps")
+    local got = by_id(alone(h200, "host.idle"), "host.idle")
+    T.eq(#got, 1, "one finding: one GPU")
+    local f = got[1]
+    T.ok(f.lost_ns >= loader and f.lost_ns <= gaps,
+         string.format("lost %d between SQL's loader time %d and its idle gaps %d", f.lost_ns, loader, gaps))
+    T.near(f.share, f.lost_ns / span(h200), 1e-9, "share of the run")
+    T.ok(f.message:find("NVTX 'data_loader'", 1, true), "names the innermost range: " .. f.message)
+    T.ok(f.message:find("OS runtime '" .. call .. "'", 1, true), "names the OS call SQL finds: " .. call)
+    T.eq(f.where.device, 0, "its GPU")
+    none_of(alone(h200, "host.idle", {"host_idle=0.5"}), "host.idle", "under a 50% threshold")
+    -- two ranks made from the NCCL export, the second late by 2 ms at every collective: the straggler finding
+    -- tells that GPU's idle; host.idle names it nowhere
+    local script = T.source_dir .. "/tests/lua/straggler_rank.sh"
+    local files = {}
+    for k = 1, 2 do
+      files[k] = os.tmpname()
+      local cmd = string.format("%s %s %s 0 2000000 %s 0", T.shell_quote(script), T.shell_quote(T.data(ncclf)),
+        T.shell_quote(files[k]), k == 2 and "slow" or "wait")
+      T.ok(os.execute(cmd), cmd)
+    end
+    local fs = diag(files, {"host_idle=0"})
+    local late = files[2]:match("([^/]+)$"):gsub("%.sqlite$", "")
+    T.ok(fs[1].id:find("^straggler") and fs[1].message:find(late, 1, true), "the straggler first: " .. fs[1].message)
+    for _, h in ipairs(by_id(fs, "host.idle")) do
+      T.ok(not h.where.rank:find(late, 1, true), "host.idle leaves the straggler's GPU alone: " .. h.where.rank)
+    end
+    for _, p in ipairs(files) do os.remove(p) end
   end},
 }

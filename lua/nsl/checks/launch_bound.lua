@@ -16,25 +16,9 @@ return {
       duration = true},
   },
   run = function(ctx)
-    if #ctx.trace.kernels == 0 then return end
-    -- the GPU is idle when nothing runs on it: copies count as busy (gaps of every GPU operation)
-    local dv = D.devices(ctx)   -- (the operations on a device, grouped per device: shared with other checks)
-    local kt = dv.ops
-    if #kt == 0 then return end
+    if #ctx.trace.kernels == 0 or #D.devices(ctx).ops == 0 then return end
     local short, maxgap = ctx.ns.short, ctx.ns.launch_gap
-    local g = dv.g
-    local keys = g:keys()
-    local span = g:agg{"lo=min(start)", "hi=max(stop)", "n=count"}
-    local gid, gs, ge = nsl.gaps_grouped(kt.start, kt.stop, g:ids(), #span, 0)
-    local d = nsl.table{{"report", keys.report:gather(gid)}, {"device", keys.device:gather(gid)}, {"g", gid},
-                        {"start", ge}, {"gap", ge - gs}}
-    -- the kernel after each gap: the shortest of those starting where it ends, which is short when one of
-    -- them is -- so the short kernels alone are grouped, and the gaps short enough alone joined
-    local kk = kt:select{"report", "device", "start", "dur"}:filter(~kt.memop & kt.dur:lt(short))   -- (the columns read)
-    local next_k = kk:group_by("report", "device", "start"):agg{"next_dur=min(dur)"}
-    d = d:filter(d.gap:gt(0) & d.gap:le(maxgap))
-    d = d:join(next_k, {"report", "device", "start"}, {"next_dur"})
-    local lb = d:filter(d.next_dur:lt(short))
+    local lb, span = D.launch_bound_gaps(ctx)
     if #lb == 0 then return end
     local a = lb:group_by("g"):agg{"n=count", "total=sum(gap)", "first=min(start)", "last=max(start)"}:sort("g")
     local rows = {}
