@@ -2,7 +2,7 @@
 # The whole test suite: a warnings-as-errors build and an ASan+UBSan build,
 # each running every test (cmocka units, Lua tests inside nsl, end-to-end
 # tests of the CLI on ../shared/data against SQL oracles), then every fuzzing
-# harness for a short fixed time (FUZZ_SECONDS, default 20 each, two at once
+# harness for a short fixed time (FUZZ_SECONDS, default 10 each, two at once
 # on two cores), so that each change is fuzzed a little; scripts/fuzz.sh
 # SECONDS runs longer campaigns.  The warnings-as-errors build is the Release
 # build scripts/setup.sh makes (-O3: gcc warns about some code, e.g.
@@ -44,8 +44,8 @@ step "build, Release as scripts/setup.sh (-O3), warnings as errors" build build-
 step "tests, Release build" tests build-test-Release
 step "build, ASan+UBSan" build build-test-Asan Asan
 step "tests, ASan+UBSan build" tests build-test-Asan
-echo "== fuzzing, ${FUZZ_SECONDS:-20} s per harness"
-step "fuzzing, ${FUZZ_SECONDS:-20} s per harness" scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+echo "== fuzzing, ${FUZZ_SECONDS:-10} s per harness"
+step "fuzzing, ${FUZZ_SECONDS:-10} s per harness" scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 echo "== summary"
 printf '%s\n' "${summary[@]}"
 exit $status
