@@ -467,12 +467,7 @@ local function calls_table(ctx, rows, extra)
 end
 M.calls_table = calls_table
 
--- ---------------------------------------------------------------- nsys analyze rules
-
-
-
-
-
+-- ---------------------------------------------------------------- GPU operations by process and device
 
 -- The GPU operations that ran on a device (Ctx:ops less those without
 -- one), made once for every grouping of them; the operations themselves
@@ -498,8 +493,6 @@ local function process_devices(ctx)
   return ctx.cache.pd
 end
 M.process_devices = process_devices
-
-
 
 -- ---------------------------------------------------------------- communication
 
@@ -591,8 +584,6 @@ function M.is_p2p(name)
   local c = p and p.collective
   return c == "Send" or c == "Recv"
 end
-
-
 
 -- Runs a shipped analysis on the trace with a collecting out (ctx.out:run);
 -- returns the out (its findings and items), or nil and the error of bad input.
@@ -711,9 +702,7 @@ local function item_title(sub, name)
 end
 M.item_title = item_title
 
-
--- ---------------------------------------------------------------- launches and host
-
+-- ---------------------------------------------------------------- steps as ranges
 
 -- The steps of ctx as ranges for nsl.steps.assign: report, pid, start,
 -- stop, iter (pid 0 for marker-kernel steps, which are per report).
@@ -725,12 +714,7 @@ local function step_ranges(ctx)
 end
 M.step_ranges = step_ranges
 
-
--- ---------------------------------------------------------------- one-time costs
-
-
-
-
+-- ---------------------------------------------------------------- peak FLOPs (mfu)
 
 --- Dense FP16/BF16 tensor-core FLOPs per SM per clock by compute capability
 -- (datasheet peak / (SMs x boost clock): V100 125 TF, A100 312 TF, H100 SXM
@@ -744,8 +728,6 @@ function M.peak_flops(sm_count, clock_hz, cc)
   if not (per and sm_count and clock_hz and sm_count > 0 and clock_hz > 0) then return nil end
   return sm_count * clock_hz * per
 end
-
-
 
 --- The checks' modules (lua/nsl/checks/NAME.lua), in the order they run.
 M.order = {"memcpy_pageable_async", "memcpy_sync", "memset_sync", "api_sync", "gpu_gaps", "gpu_low_utilisation",
