@@ -494,6 +494,21 @@ local function process_devices(ctx)
 end
 M.process_devices = process_devices
 
+--- The idle gaps gpu.gaps claims: per (report, pid, device) of
+-- process_devices, the gaps between its operations longer than ctx.ns.gap
+-- (nsys analyze gpu_gaps).  Returns gid (the group of process_devices),
+-- start, stop; made once for gpu.gaps, gpu.low_utilisation (which leaves
+-- them to gpu.gaps) and host.idle (likewise).
+function M.long_gaps(ctx)
+  if not ctx.cache.long_gaps then
+    local pd = process_devices(ctx)
+    local gid, gs, ge = nsl.gaps_grouped(pd.ops.start, pd.ops.stop, pd.g:ids(), #pd.span, ctx.ns.gap)
+    ctx.cache.long_gaps = {gid = gid, start = gs, stop = ge}
+  end
+  local g = ctx.cache.long_gaps
+  return g.gid, g.start, g.stop
+end
+
 -- ---------------------------------------------------------------- communication
 
 -- Devices (report, device) of the GPU operations: ops with a device, the
@@ -512,12 +527,15 @@ M.devices = devices
 -- most ctx.ns.launch_gap before a kernel shorter than ctx.ns.short (the GPU
 -- is idle when nothing runs on it: copies count as busy).  Returns a table
 -- report, device, g (the device's group), start (the gap's end: the
--- kernel's start), gap; and the devices' spans (report, device, lo, hi, n).
--- Made once: host.idle leaves these gaps to launch.bound.
+-- kernel's start), gap; and the devices' spans (report, device, lo, hi, n);
+-- nil without kernels or without operations on a device.  Made once:
+-- host.idle leaves these gaps to launch.bound.
 function M.launch_bound_gaps(ctx)
   if ctx.cache.lb then return ctx.cache.lb, ctx.cache.lb_span end
+  if #ctx.trace.kernels == 0 then return nil end
   local dv = devices(ctx)
   local kt = dv.ops
+  if #kt == 0 then return nil end
   local short, maxgap = ctx.ns.short, ctx.ns.launch_gap
   local g = dv.g
   local keys = g:keys()

@@ -51,23 +51,19 @@ end
 -- (nsl.nvtx.innermost), so a thread that spent a gap in "data_loader" inside
 -- "train_step" names "data_loader", not the enclosing step.
 function M.attribute(d, sources, by_launcher)
+  local function keys(t, tid) return by_launcher and {t.report, t.pid, t[tid]} or {t.report, t.pid} end
+  local dk = keys(d, "launch_tid")
   for _, src in ipairs(sources) do
     local t = src.t
-    local dk = {d.report, d.pid}
-    if by_launcher then dk[3] = d.launch_tid end
     local text = t[src.text]
     if src.innermost then
       -- the ranges that overlap an interval of d on its keys (with every range enclosing one: they overlap it
       -- too), cut into their innermost pieces
-      local tk = {t.report, t.pid}
-      if by_launcher then tk[3] = t.tid end
-      local near = nsl.overlap_join(t.start, t.stop, d.start, d.stop, tk, dk)
+      local near = nsl.overlap_join(t.start, t.stop, d.start, d.stop, keys(t, "tid"), dk)
       local seg = nvtx_mod.innermost(t, near:ge(0))
       text, t = text:gather(seg.row), seg
     end
-    local tk = {t.report, t.pid}
-    if by_launcher then tk[3] = t.tid end
-    local rows, ov = nsl.overlap_join(d.start, d.stop, t.start, t.stop, dk, tk)
+    local rows, ov = nsl.overlap_join(d.start, d.stop, t.start, t.stop, dk, keys(t, "tid"))
     d = d:with(src.key .. "_text", text:gather(rows), src.key .. "_tid", t.tid:gather(rows),
                src.key .. "_ov", ov, src.key .. "_cover", ov * 100.0 / d.dur)
   end

@@ -39,6 +39,7 @@ local gpu_ops = require("nsl.gpu_ops")
 local nccl = require("nsl.nccl")
 local host_sync = require("nsl.host_sync")
 local compile = require("nsl.compile")
+local hostmod = require("nsl.host")
 
 local M = {}
 
@@ -367,7 +368,6 @@ end
 -- group, time, and <source>_text, <source>_ov for each source the trace has
 -- (nvtx, osrt, api; NULL text: none).
 function M.host_activity(trace, host, rows)
-  local hostmod = require("nsl.host")
   if rows then host = host:take(rows) end
   local d = nsl.table{{"report", host.report}, {"pid", host.pid}, {"launch_tid", host.tid},
                       {"start", host.he - host.time}, {"stop", host.he}, {"dur", host.time}}

@@ -532,7 +532,8 @@ return {
   end},
 
   {"host.idle: a real H200 profile's GPU idles while its host sleeps in 'data_loader' (SQL bounds the time and " ..
-   "names the range and OS call); over the threshold only; a GPU a straggler finding names is left to it", function()
+   "names the range and OS call); over the threshold only; gpu.gaps' long gaps and a GPU a straggler finding " ..
+   "names are left to those", function()
     local h200 = T.source_dir .. "/tests/data/h200_host_stall_2025.3.sqlite"
     -- SQL: the GPU's idle gaps that hold a data_loader range, the ranges' time, and the OS call the host spent
     -- most of them in
@@ -559,6 +560,19 @@ return {
     T.ok(f.message:find("OS runtime '" .. call .. "'", 1, true), "names the OS call SQL finds: " .. call)
     T.eq(f.where.device, 0, "its GPU")
     none_of(alone(h200, "host.idle", {"host_idle=0.5"}), "host.idle", "under a 50% threshold")
+    -- each nanosecond once: on the 2021 export the host sat in getc through gpu.gaps' two long gaps; those are
+    -- gpu.gaps' alone, so the two findings together stay within the GPU's idle time between its operations (SQL)
+    local cuda = T.data(cuda2021)
+    local fs0 = diag(cuda)
+    local hi, gg = by_id(fs0, "host.idle"), by_id(fs0, "gpu.gaps")
+    T.ok(#hi == 1 and #gg == 1, "host.idle and gpu.gaps both fire on the 2021 export")
+    local list = sql_ops(cuda)
+    local ivs = {}
+    for i, o in ipairs(list) do ivs[i] = {o.start, o.stop} end
+    local lo, hi_end = extent(list)
+    local idle = (hi_end - lo) - union_len(ivs, lo, hi_end)
+    T.ok(hi[1].lost_ns + gg[1].lost_ns <= idle, string.format("host.idle %d + gpu.gaps %d within SQL's idle %d",
+         hi[1].lost_ns, gg[1].lost_ns, idle))
     -- two ranks made from the NCCL export, the second late by 2 ms at every collective: the straggler finding
     -- tells that GPU's idle; host.idle names it nowhere
     local script = T.source_dir .. "/tests/lua/straggler_rank.sh"

@@ -20,9 +20,8 @@ return {
     if #pd.ops == 0 then return end
     local min = ctx.ns.gap
     local span = pd.span
-    local gid, gs, ge = nsl.gaps_grouped(pd.ops.start, pd.ops.stop, pd.g:ids(), #span, 0)
-    local d = nsl.table{{"g", gid}, {"start", gs}, {"stop", ge}, {"dur", ge - gs}}
-    d = d:filter(d.dur:gt(min)):sort("-dur", "start")
+    local gid, gs, ge = D.long_gaps(ctx)   -- (longer than min)
+    local d = nsl.table{{"g", gid}, {"start", gs}, {"stop", ge}, {"dur", ge - gs}}:sort("-dur", "start")
     if #d == 0 then return end
     local ev = ctx:table("gpu_gaps", nsl.table{
       {"report", span.report:gather(d.g):map(function(r) return ctx:rank(r) end)}, {"pid", span.pid:gather(d.g)},

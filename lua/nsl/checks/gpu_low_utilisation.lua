@@ -50,7 +50,7 @@ return {
     -- the idle of the low chunks that gpu.gaps does not claim already (its gaps longer than args.gap): one
     -- ledger sweep over the chunks, the GPU work before the long gaps before the rest
     local ids = pd.g:ids()
-    local gg, gs, ge = nsl.gaps_grouped(pd.ops.start, pd.ops.stop, ids, #span, ctx.ns.gap)
+    local gg, gs, ge = D.long_gaps(ctx)
     local tot = nsl.ledger_sweep(nsl.concat(pd.ops.start, gs), nsl.concat(pd.ops.stop, ge), nsl.concat(ids, gg),
                                  nsl.concat(nsl.rep(0, #pd.ops), nsl.rep(1, #gs)), 2, low.g, low.start, low.stop)
     low = low:with("rest", tot:gather(nsl.range(#low) * 3 + 2))

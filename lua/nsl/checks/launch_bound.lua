@@ -16,10 +16,9 @@ return {
       duration = true},
   },
   run = function(ctx)
-    if #ctx.trace.kernels == 0 or #D.devices(ctx).ops == 0 then return end
     local short, maxgap = ctx.ns.short, ctx.ns.launch_gap
     local lb, span = D.launch_bound_gaps(ctx)
-    if #lb == 0 then return end
+    if not lb or #lb == 0 then return end
     local a = lb:group_by("g"):agg{"n=count", "total=sum(gap)", "first=min(start)", "last=max(start)"}:sort("g")
     local rows = {}
     for i = 1, #a do
