@@ -262,16 +262,36 @@ static nsl_column *b_rows_near_a(const nsl_column *a_start, const nsl_column *a_
   }
   const uint8_t *mk = b_mask ? nsl_bool(b_mask) : NULL;
   uint8_t *k = nsl_bool(keep);
+  int64_t at = 0;   /* the previous row's answer: rows in start order find theirs a step or two away */
   for (int64_t j = 0; j < nb; j++) {
     int64_t s, e;
     k[j] = 0;
     if ((mk && !mk[j]) || !bounds(b_start, b_stop, j, &s, &e) || s >= e) continue;
-    int64_t lo = 0, hi = m;   /* the first span that ends after s */
+    /* the first span that ends after s: in [lo, hi), found by galloping from at, then bisecting */
+    int64_t lo, hi;
+    if (at < m && u[at].e <= s) {   /* forward */
+      int64_t step = 1;
+      lo = at + 1;
+      while (lo + step <= m && u[lo + step - 1].e <= s) {
+        lo += step;
+        step *= 2;
+      }
+      hi = lo + step <= m ? lo + step : m;
+    } else {   /* backward (or here) */
+      int64_t step = 1;
+      hi = at;
+      while (hi - step >= 0 && u[hi - step].e > s) {
+        hi -= step;
+        step *= 2;
+      }
+      lo = hi - step >= 0 ? hi - step : 0;
+    }
     while (lo < hi) {
       int64_t mid = lo + (hi - lo) / 2;
       if (u[mid].e <= s) lo = mid + 1;
       else hi = mid;
     }
+    at = lo;
     k[j] = lo < m && u[lo].s < e;
   }
   sel = nsl_mask_indices(keep, err);
@@ -286,6 +306,71 @@ nomem:
   return NULL;
 }
 
+/* Many A rows against a few B rows (every NVTX range of a trace against a
+ * few thousand idle gaps): only the A rows that overlap the union of the
+ * (usable) B intervals can match, so A is cut to those -- one pass with a
+ * binary search each -- and only they are grouped and sorted; the others
+ * get -1 and overlap 0 (NULL where a bound is NULL), as the sweep gives. */
+static nsl_status overlap_join_large_a(const nsl_column *a_start, const nsl_column *a_stop,
+                                       const nsl_column *const *a_keys, const nsl_column *b_start,
+                                       const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
+                                       const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
+                                       nsl_error *err) {
+  int64_t na = a_start->len;
+  nsl_column *bsel = NULL, *bs = NULL, *be = NULL, *sel = NULL, *sub[2 + 16] = {NULL}, *r = NULL, *o = NULL;
+  nsl_column *res = NULL, *ov = NULL;
+  const nsl_column *sub_keys[16];
+  nsl_status rc = NSL_OK;
+  if (b_mask) {   /* the usable B rows' bounds, for the union */
+    if (!(bsel = nsl_mask_indices(b_mask, err)) || !(bs = nsl_column_gather(b_start, bsel, err)) ||
+        !(be = nsl_column_gather(b_stop, bsel, err)))
+      goto fail;
+  }
+  if (!(sel = b_rows_near_a(b_mask ? bs : b_start, b_mask ? be : b_stop, a_start, a_stop, NULL, err))) goto fail;
+  if (!(sub[0] = nsl_column_gather(a_start, sel, err)) || !(sub[1] = nsl_column_gather(a_stop, sel, err))) goto fail;
+  for (int k = 0; k < nkeys; k++) {
+    if (!(sub[2 + k] = nsl_column_gather(a_keys[k], sel, err))) goto fail;
+    sub_keys[k] = sub[2 + k];
+  }
+  rc = overlap_join_all(sub[0], sub[1], nkeys ? sub_keys : NULL, b_start, b_stop, b_keys, nkeys, b_mask, &r, &o,
+                        err);
+  if (rc != NSL_OK) goto done;
+  res = nsl_column_new(NSL_I64, na, NULL);
+  ov = nsl_column_new(NSL_I64, na, NULL);
+  if (!res || !ov) goto fail;
+  int64_t *ro = nsl_i64(res), *oo = nsl_i64(ov);
+  for (int64_t i = 0; i < na; i++) {
+    int64_t s, e;
+    ro[i] = -1;
+    oo[i] = bounds(a_start, a_stop, i, &s, &e) ? 0 : NSL_NULL_I64;
+  }
+  const int64_t *to = nsl_i64(sel), *rs = nsl_i64(r), *os = nsl_i64(o);
+  for (int64_t q = 0; q < sel->len; q++) {
+    ro[to[q]] = rs[q];
+    oo[to[q]] = os[q];
+  }
+  *rows = res;
+  *overlap = ov;
+  res = ov = NULL;
+  goto done;
+fail:
+  rc = err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+  if (rc == NSL_ERR_NOMEM && err && err->code == NSL_OK)
+    nsl_error_set(err, NSL_ERR_NOMEM, "overlap join: out of memory (%lld and %lld rows)", (long long)na,
+                  (long long)b_start->len);
+done:
+  nsl_column_release(bsel);
+  nsl_column_release(bs);
+  nsl_column_release(be);
+  nsl_column_release(sel);
+  for (int k = 0; k < 2 + nkeys; k++) nsl_column_release(sub[k]);
+  nsl_column_release(r);
+  nsl_column_release(o);
+  nsl_column_release(res);
+  nsl_column_release(ov);
+  return rc;
+}
+
 nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
                             const nsl_column *const *a_keys, const nsl_column *b_start,
                             const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
@@ -298,12 +383,15 @@ nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
       (rc = check_pair("overlap join", "B", b_start, b_stop, err)) != NSL_OK)
     return rc;
   int64_t na = a_start->len, nb = b_start->len;
-  if (na == 0 || na > nb / 8 || (b_mask && (b_mask->type != NSL_BOOL || b_mask->len != nb)) || nkeys < 0 ||
-      nkeys > 16 || (nkeys > 0 && !b_keys))
+  int a_large = nb > 0 && na / 8 >= nb;
+  if (na == 0 || (na > nb / 8 && !a_large) || (b_mask && (b_mask->type != NSL_BOOL || b_mask->len != nb)) ||
+      nkeys < 0 || nkeys > 16 || (nkeys > 0 && (!a_keys || !b_keys)))
     return overlap_join_all(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, b_mask, rows, overlap, err);
   for (int k = 0; k < nkeys; k++)
-    if (!a_keys || !a_keys[k] || a_keys[k]->len != na || !b_keys[k] || b_keys[k]->len != nb)   /* the sweep says what is wrong */
+    if (!a_keys[k] || a_keys[k]->len != na || !b_keys[k] || b_keys[k]->len != nb)   /* the sweep says what is wrong */
       return overlap_join_all(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, b_mask, rows, overlap, err);
+  if (a_large)
+    return overlap_join_large_a(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, b_mask, rows, overlap, err);
   nsl_column *sel = b_rows_near_a(a_start, a_stop, b_start, b_stop, b_mask, err);
   if (!sel) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
   nsl_column *sub[2 + 16] = {NULL};
