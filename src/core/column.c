@@ -60,6 +60,24 @@ nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict) {
   return c;
 }
 
+/* See kernels_internal.h. */
+nsl_column *nsl__column_new_uninit(nsl_type type, int64_t len, nsl_dict *dict) {
+  size_t es = nsl_type_size(type);
+  if (len < 0 || (uint64_t)len > SIZE_MAX / es) return NULL;
+  column_box *box = calloc(1, sizeof *box);
+  if (!box) return NULL;
+  nsl_column *c = &box->c;
+  box->refcount = 1;
+  c->type = type;
+  if (!(c->data = nsl__big_alloc(len ? (size_t)len * es : 1))) {
+    free(box);
+    return NULL;
+  }
+  c->len = c->cap = len;
+  if (type == NSL_STR) c->dict = nsl_dict_retain(dict);
+  return c;
+}
+
 nsl_column *nsl_column_retain(nsl_column *c) {
   if (c) box_of(c)->refcount++;
   return c;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/parallel.h"
 
 static int valid_col(const nsl_column *c) { return c && (unsigned)c->type <= NSL_BOOL; }
 
@@ -327,32 +328,79 @@ nsl_column *nsl_mask_indices(const nsl_column *mask, nsl_error *err) {
 
 /* ---- gather --------------------------------------------------------------- */
 
+/* Rows [lo, hi) of a gather: r[i] = c[idx[i]], NULL for a negative index.
+ * Returns the first i whose index is past the end of c, or -1.  One loop
+ * per element size and index type, so no type is tested per row. */
+#define GATHER_LOOP(ET, SRC, DST, NULLV, IDX)                     \
+  do {                                                            \
+    const ET *src_ = (SRC);                                       \
+    ET *dst_ = (DST);                                             \
+    for (int64_t i = lo; i < hi; i++) {                           \
+      int64_t j = (IDX)[i];                                       \
+      if (j < 0) dst_[i] = (NULLV);                               \
+      else if (j < len) dst_[i] = src_[j];                        \
+      else return i;                                              \
+    }                                                             \
+  } while (0)
+#define GATHER_TYPED(ET, SRC, DST, NULLV)                                              \
+  do {                                                                                 \
+    if (idx->type == NSL_I64) GATHER_LOOP(ET, SRC, DST, NULLV, (const int64_t *)idx->data); \
+    else GATHER_LOOP(ET, SRC, DST, NULLV, (const int32_t *)idx->data);                 \
+  } while (0)
+
+static int64_t gather_rows(const nsl_column *c, const nsl_column *idx, nsl_column *r, int64_t lo, int64_t hi) {
+  int64_t len = c->len;
+  switch (c->type) {
+  case NSL_I64: GATHER_TYPED(int64_t, nsl_i64(c), nsl_i64(r), NSL_NULL_I64); break;
+  case NSL_I32: GATHER_TYPED(int32_t, nsl_i32(c), nsl_i32(r), NSL_NULL_I32); break;
+  case NSL_STR: GATHER_TYPED(int32_t, nsl_i32(c), nsl_i32(r), -1); break;
+  case NSL_F64: GATHER_TYPED(double, nsl_f64(c), nsl_f64(r), NAN); break;
+  case NSL_BOOL: GATHER_TYPED(uint8_t, nsl_bool(c), nsl_bool(r), 0); break;
+  }
+  return -1;
+}
+#undef GATHER_TYPED
+#undef GATHER_LOOP
+
+/* A large gather in parts, one per thread (random reads: the cores' loads overlap). */
+enum { GATHER_PARALLEL_ROWS = 1 << 20 };
+typedef struct gather_run {
+  const nsl_column *c, *idx;
+  nsl_column *r;
+  int parts;
+  int64_t bad[64];   /* per part: gather_rows' answer */
+} gather_run;
+
+static void gather_part(void *ctx, int p) {
+  gather_run *g = ctx;
+  int64_t n = g->idx->len, lo = n / g->parts * p, hi = p == g->parts - 1 ? n : n / g->parts * (p + 1);
+  g->bad[p] = gather_rows(g->c, g->idx, g->r, lo, hi);
+}
+
 nsl_column *nsl_column_gather(const nsl_column *c, const nsl_column *idx, nsl_error *err) {
   if (!valid_col(c) || !idx || (idx->type != NSL_I64 && idx->type != NSL_I32)) {
     nsl_error_set(err, NSL_ERR_ARG, "gather: needs a column and i64 (or i32) row indices");
     return NULL;
   }
-  int64_t n = idx->len, len = c->len;
-  nsl_column *r = nsl_column_new(c->type, n, c->dict);
+  int64_t n = idx->len;
+  nsl_column *r = nsl__column_new_uninit(c->type, n, c->dict);   /* every row is written below */
   if (!r) {
     nsl_error_set(err, NSL_ERR_NOMEM, "gather: out of memory for %lld rows", (long long)n);
     return NULL;
   }
-  for (int64_t i = 0; i < n; i++) {
-    int64_t j = idx->type == NSL_I64 ? nsl_i64(idx)[i] : (int64_t)nsl_i32(idx)[i];
-    if (j >= len) {
-      nsl_error_set(err, NSL_ERR_ARG, "gather: index %lld (at %lld) is past the end of a %lld-row column",
-                    (long long)j, (long long)i, (long long)len);
-      nsl_column_release(r);
-      return NULL;
-    }
-    switch (c->type) {
-    case NSL_I64: nsl_i64(r)[i] = j < 0 ? NSL_NULL_I64 : nsl_i64(c)[j]; break;
-    case NSL_I32: nsl_i32(r)[i] = j < 0 ? NSL_NULL_I32 : nsl_i32(c)[j]; break;
-    case NSL_STR: nsl_i32(r)[i] = j < 0 ? -1 : nsl_i32(c)[j]; break;
-    case NSL_F64: nsl_f64(r)[i] = j < 0 ? NAN : nsl_f64(c)[j]; break;
-    case NSL_BOOL: nsl_bool(r)[i] = j < 0 ? 0 : nsl_bool(c)[j]; break;
-    }
+  int64_t bad = -1;
+  int threads = n < GATHER_PARALLEL_ROWS ? 1 : nsl__thread_count(64);
+  if (threads > 1) {
+    gather_run g = {c, idx, r, threads, {0}};
+    nsl__run_parallel(threads, threads, gather_part, &g);
+    for (int p = 0; p < threads && bad < 0; p++) bad = g.bad[p];   /* the first bad row, as one pass finds */
+  } else bad = gather_rows(c, idx, r, 0, n);
+  if (bad >= 0) {
+    int64_t j = idx->type == NSL_I64 ? nsl_i64(idx)[bad] : (int64_t)nsl_i32(idx)[bad];
+    nsl_error_set(err, NSL_ERR_ARG, "gather: index %lld (at %lld) is past the end of a %lld-row column",
+                  (long long)j, (long long)bad, (long long)c->len);
+    nsl_column_release(r);
+    return NULL;
   }
   return r;
 }

@@ -281,6 +281,31 @@ static void test_masks(void **state) {
   nsl_column_release(b);
 }
 
+/* A gather of more rows than one thread takes (split in parts): every row
+ * as one pass gives it, and the first index past the end is the one named. */
+static void test_gather_large(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  int64_t n = (int64_t)3 << 20, m = 1000;
+  nsl_column *c = nsl_column_new(NSL_I64, m, NULL), *idx = nsl_column_new(NSL_I64, n, NULL);
+  for (int64_t j = 0; j < m; j++) nsl_i64(c)[j] = 7 * j + 1;
+  for (int64_t i = 0; i < n; i++) nsl_i64(idx)[i] = i % 13 == 5 ? -1 : (i * 7919) % m;
+  nsl_column *g = nsl_column_gather(c, idx, &err);
+  assert_non_null(g);
+  assert_int_equal(g->len, n);
+  for (int64_t i = 0; i < n; i++)
+    if (nsl_i64(g)[i] != (i % 13 == 5 ? NSL_NULL_I64 : 7 * ((i * 7919) % m) + 1)) fail_msg("row %lld", (long long)i);
+  nsl_column_release(g);
+  nsl_i64(idx)[n - 10] = m + 5;   /* two rows past the end, in different parts: the first is named */
+  nsl_i64(idx)[n / 3 + 1] = m;
+  assert_null(nsl_column_gather(c, idx, &err));
+  char want[128];
+  snprintf(want, sizeof want, "index %lld (at %lld)", (long long)m, (long long)(n / 3 + 1));
+  if (!strstr(err.msg, want)) fail_msg("%s: wanted %s", err.msg, want);
+  nsl_column_release(idx);
+  nsl_column_release(c);
+}
+
 static void test_gather(void **state) {
   (void)state;
   nsl_error err = {0};
@@ -749,6 +774,7 @@ int main(void) {
       cmocka_unit_test(test_isin_isnull),
       cmocka_unit_test(test_masks),
       cmocka_unit_test(test_gather),
+      cmocka_unit_test(test_gather_large),
       cmocka_unit_test(test_arith),
       cmocka_unit_test(test_cast),
       cmocka_unit_test(test_stats),
