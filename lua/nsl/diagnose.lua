@@ -140,7 +140,8 @@ end
 
 --- The ledger of the trace (nsl.ledger.build over the whole run, with the
 -- steps when there are some), built once: {t = the ledger table, run =
--- {"report:device" -> run row as a Lua table}, job_wall = the longest
+-- {"report:device" -> run row as a Lua table}, by_report = {report -> its
+-- run rows}, job_wall = the longest
 -- GPU's run (the job's wall time: ranks wait for each other), devices =
 -- {"report:pid" -> list of devices it ran work on}, critical (Ctx:critical),
 -- res = the ledger's result}.
@@ -150,7 +151,7 @@ function Ctx:ledger()
   local l = ledger.build(self.trace, {steps = self.steps and self.steps.it, matched = self:straggler_match() or false,
                                      api = #self.trace.api > 0 and self:api() or nil})
   local t = l.ledger
-  local L = {t = t, run = {}, job_wall = 0, devices = {}, res = l}
+  local L = {t = t, run = {}, by_report = {}, job_wall = 0, devices = {}, res = l}
   local cols = {"report", "device", "rank", "wall"}
   for _, c in ipairs(ledger.lines) do cols[#cols + 1] = c end
   cols[#cols + 1] = ledger.remainder
@@ -161,6 +162,9 @@ function Ctx:ledger()
     local row = {}
     for _, c in ipairs(cols) do row[c] = v[c][i] end
     L.run[row.report .. ":" .. row.device] = row
+    local mine = L.by_report[row.report] or {}
+    L.by_report[row.report] = mine
+    mine[#mine + 1] = row
     if row.wall > L.job_wall then L.job_wall = row.wall end
   end
   if not l.empty then
@@ -215,6 +219,11 @@ function Ctx:gain(labels)
     end
   end
   if #mine == 0 then return nil end
+  if #mine == 1 then
+    local one = self:gains()[mine[1]]
+    if one then return one[1], one[2] end
+    return 0, 0
+  end
   local c = res.coll:select{"instance", "rank", "arrive", "start", "stop"}
   c = c:join(nsl.table{{"rank", nsl.column(mine)}, {"mine", nsl.rep(1, #mine)}}, {"rank"}, {"mine"})
   local is_mine = ~c.mine:isnull()
@@ -228,6 +237,45 @@ function Ctx:gain(labels)
   local gain = last.last - last.second
   gain = nsl.where(gain:lt(last.shortest), gain, last.shortest)
   return gain:sum(), #last
+end
+
+--- Ctx:gain of every rank alone, in one pass over the matched collectives
+-- (a pass per straggler would read every rank's collectives once per
+-- straggler): {[rank] = {ns, collectives}} for the ranks last at some
+-- collective.  At each instance the others' latest arrival is the latest
+-- one's when it is not the rank's own, else the second latest; the others'
+-- shortest collective likewise (ties count as the others').
+function Ctx:gains()
+  if self.cache.gains then return self.cache.gains end
+  local res = self:ledger().res.straggler
+  local c = res.coll:select{"instance", "rank", "arrive", "start", "stop"}
+  c = c:with("dur", c.stop - c.start)
+  -- the two latest arrivals and the two shortest collectives of each instance, with the rank of the first
+  local function top2(col, desc)
+    local s = c:select{"instance", "rank", col}
+    s = s:filter(~s[col]:isnull()):sort("instance", (desc and "-" or "") .. col, "rank")   -- (as max and min skip NULLs)
+    local pos = nsl.cumcount(s:group_by("instance"):ids())
+    local one = s:filter(pos:eq(0))
+    local two = s:filter(pos:eq(1))
+    return one:select{"instance"}:with(col .. "1", one[col], col .. "_rank", one.rank)
+      :join(two:select{"instance"}:with(col .. "2", two[col]), {"instance"}, {col .. "2"})
+  end
+  local a = top2("arrive", true)
+  local d = top2("dur", false)
+  local j = c:join(a, {"instance"}, {"arrive1", "arrive_rank", "arrive2"})
+  j = j:join(d, {"instance"}, {"dur1", "dur_rank", "dur2"})
+  local own_a, own_d = j.arrive_rank:eq(j.rank), j.dur_rank:eq(j.rank)
+  local second = nsl.where(own_a, j.arrive2, j.arrive1)     -- NULL: no other rank at the instance
+  local shortest = nsl.where(own_d, j.dur2, j.dur1)
+  local last = ~second:isnull() & j.arrive:ge(second)
+  local gain = j.arrive - second
+  gain = nsl.where(gain:lt(shortest), gain, shortest)
+  local t = nsl.table{{"rank", j.rank}, {"gain", gain}}:filter(last)
+  local g = t:group_by("rank"):agg{"ns=sum(gain)", "n=count"}
+  local out = {}
+  for i = 1, #g do out[g.rank[i]] = {g.ns[i], g.n[i]} end
+  self.cache.gains = out
+  return out
 end
 
 --- Whether the rank of finding f is one the job waits for (always, when
@@ -252,12 +300,11 @@ function Ctx:ledger_lost(r, pid, line)
   local lines = type(line) == "table" and line or {line}
   local devs = pid and L.devices[r .. ":" .. pid] or nil
   local best = 0
-  for key, row in pairs(L.run) do
-    local rep, dev = key:match("^(%-?%d+):(%-?%d+)$")
-    local mine = tonumber(rep) == r
-    if mine and devs then
+  for _, row in ipairs(L.by_report[r] or {}) do   -- report r's GPUs alone: a lookup per finding stays O(its GPUs)
+    local mine = true
+    if devs then
       mine = false
-      for _, d in ipairs(devs) do if d == tonumber(dev) then mine = true end end
+      for _, d in ipairs(devs) do if d == row.device then mine = true end end
     end
     if mine then
       local v = 0
@@ -321,13 +368,16 @@ end
 --- A time on the trace's clock as an --arg from/to value (from the trace's
 -- first event; with r, from report r's, as a command on Ctx:path(r) counts).
 function Ctx:at(t, r)
-  local key = r and ("lo" .. r) or "lo"
-  if not self.cache[key] then
-    local window = require("nsl.window")
-    if r then self.cache[key] = window.report_start(self.trace, r) or 0
-    else self.cache[key] = window.origin(self.trace) or 0 end
+  local window = require("nsl.window")
+  local lo
+  if r then
+    self.cache.report_lo = self.cache.report_lo or window.report_starts(self.trace)   -- every report's, at once
+    lo = self.cache.report_lo[r] or 0
+  else
+    self.cache.lo = self.cache.lo or window.origin(self.trace) or 0
+    lo = self.cache.lo
   end
-  return string.format("%.6fs", (t - self.cache[key]) / 1e9)
+  return string.format("%.6fs", (t - lo) / 1e9)
 end
 
 --- Times on the trace's clock (a column) counted from the trace's start
@@ -435,21 +485,24 @@ M.launched_by = launched_by
 -- process's worst GPU: a host that waits while its GPU is busy loses nothing.
 local function per_process_calls(ctx, id, rows, what, evidence, next_cmd, line)
   if #rows == 0 then return end
-  local a = rows:group_by("report", "pid"):agg{"n=count", "total=sum(api_dur)", "longest=max(api_dur)"}
-  a = a:sort("report", "pid")
+  -- one sort for every process (a filter per process would read all rows once per process): the groups
+  -- come in (report, pid) order, each with its longest call first
+  rows = rows:sort("report", "pid", "-api_dur", "api_start")
+  local g = rows:group_by("report", "pid")
+  local a = g:agg{"n=count", "total=sum(api_dur)", "longest=max(api_dur)"}
+  local firsts = rows:filter(nsl.cumcount(g:ids()):eq(0))   -- row i: group i's longest call
   for i = 1, #a do
     local r, pid = a.report[i], a.pid[i]
     local lo, hi = ctx:report_span(r)
-    local one = rows:filter(rows.report:eq(r) & rows.pid:eq(pid)):sort("-api_dur", "api_start")
     local lost = ctx:ledger_lost(r, pid, line)
     ctx:add{id = id, total = a.total[i], window = hi - lo, evidence = evidence, lost = lost,
             text = string.format("%s pid %s: %s %s (%s blocked the calling threads, longest %s; its GPU sat idle " ..
               "%s for them)", ctx:rank(r), pid_text(pid), report.int(a.n[i]), what, report.duration(a.total[i]),
               report.duration(a.longest[i]), report.duration(lost)),
-            where = {rank = ctx:rank(r), report = r, pid = pid, tid = one.api_tid[1],
-                     device = one:coltype("device") and one.device[1] or nil,
-                     stream = one:coltype("stream") and one.stream[1] or nil,
-                     from = one.api_start[1], to = one.api_start[1] + one.api_dur[1]},
+            where = {rank = ctx:rank(r), report = r, pid = pid, tid = firsts.api_tid[i],
+                     device = firsts:coltype("device") and firsts.device[i] or nil,
+                     stream = firsts:coltype("stream") and firsts.stream[i] or nil,
+                     from = firsts.api_start[i], to = firsts.api_start[i] + firsts.api_dur[i]},
             next = next_cmd(r)}
   end
 end

@@ -57,18 +57,21 @@ function M.span(trace, tables)
   return lo, hi
 end
 
---- window.report_start(trace, r) -> the earliest start of report r (0-based)
--- over the event tables: where a window counts from when report r is
--- opened alone (nsl --report); nil when it has no events.
-function M.report_start(trace, r)
-  local lo
+--- window.report_starts(trace) -> {[r] = the earliest start of report r
+-- (0-based)} over the event tables: where a window counts from when report
+-- r is opened alone (nsl --report); reports without events are absent.
+-- One group-by per table for all reports (a lookup per report would read
+-- every row once per report).
+function M.report_starts(trace)
+  local lo = {}
   for _, name in ipairs(M.event_tables) do
     local t = trace[name]
     if #t > 0 then
       t:load{"report", "start"}
       local g = t:group_by("report"):agg{"a=min(start)"}
       for i = 1, #g do   -- one Lua step per report
-        if g.report[i] == r and g.a[i] and (not lo or g.a[i] < lo) then lo = g.a[i] end
+        local r, a = g.report[i], g.a[i]
+        if r and a and (not lo[r] or a < lo[r]) then lo[r] = a end
       end
     end
   end
@@ -279,8 +282,9 @@ function M.select(trace, probe, sel)
       end
     end
     M.set_span(trace, math.max(lo, from), math.min(hi, to), lo)
+    local starts = M.report_starts(probe)
     for r = 0, probe:nreports() - 1 do
-      local rs = M.report_start(probe, r) or lo
+      local rs = starts[r] or lo
       alone[r] = {string.format("--from %dns", math.max(0, from - rs)), string.format("--to %dns", math.max(1, to - rs))}
     end
   end
