@@ -309,7 +309,7 @@ nomem:
 /* Many A rows against a few B rows (every NVTX range of a trace against a
  * few thousand idle gaps): only the A rows that overlap the union of the
  * (usable) B intervals can match, so A is cut to those -- one pass with a
- * binary search each -- and only they are grouped and sorted; the others
+ * search each (b_rows_near_a) -- and only they are grouped and sorted; the others
  * get -1 and overlap 0 (NULL where a bound is NULL), as the sweep gives. */
 static nsl_status overlap_join_large_a(const nsl_column *a_start, const nsl_column *a_stop,
                                        const nsl_column *const *a_keys, const nsl_column *b_start,
