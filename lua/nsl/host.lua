@@ -59,8 +59,8 @@ function M.attribute(d, sources, by_launcher)
     if src.innermost then
       -- the ranges that overlap an interval of d on its keys (with every range enclosing one: they overlap it
       -- too), cut into their innermost pieces
-      local near = nsl.overlap_join(t.start, t.stop, d.start, d.stop, keys(t, "tid"), dk)
-      local seg = nvtx_mod.innermost(t, near:ge(0))
+      local near = nsl.overlap_any(t.start, t.stop, d.start, d.stop, keys(t, "tid"), dk)
+      local seg = nvtx_mod.innermost(t, near)
       text, t = text:gather(seg.row), seg
     end
     local rows, ov = nsl.overlap_join(d.start, d.stop, t.start, t.stop, dk, keys(t, "tid"))

@@ -309,61 +309,78 @@ nomem:
 /* Many A rows against a few B rows (every NVTX range of a trace against a
  * few thousand idle gaps): only the A rows that overlap the union of the
  * (usable) B intervals can match, so A is cut to those -- one pass with a
- * search each (b_rows_near_a) -- and only they are grouped and sorted; the others
- * get -1 and overlap 0 (NULL where a bound is NULL), as the sweep gives. */
+ * search each (b_rows_near_a) -- and only they are grouped, sorted and
+ * joined.  *sel receives the rows of A kept (ascending), *r and *o the
+ * sweep's answer for each of them. */
+static nsl_status join_near_b(const nsl_column *a_start, const nsl_column *a_stop, const nsl_column *const *a_keys,
+                              const nsl_column *b_start, const nsl_column *b_stop, const nsl_column *const *b_keys,
+                              int nkeys, const nsl_column *b_mask, nsl_column **sel, nsl_column **r,
+                              nsl_column **o, nsl_error *err) {
+  nsl_column *bsel = NULL, *bs = NULL, *be = NULL, *sub[2 + 16] = {NULL};
+  const nsl_column *sub_keys[16];
+  nsl_status rc = NSL_OK;
+  *sel = *r = *o = NULL;
+  if (b_mask) {   /* the usable B rows' bounds, for the union */
+    if (!(bsel = nsl_mask_indices(b_mask, err)) || !(bs = nsl_column_gather(b_start, bsel, err)) ||
+        !(be = nsl_column_gather(b_stop, bsel, err)))
+      goto fail;
+  }
+  if (!(*sel = b_rows_near_a(b_mask ? bs : b_start, b_mask ? be : b_stop, a_start, a_stop, NULL, err))) goto fail;
+  if (!(sub[0] = nsl_column_gather(a_start, *sel, err)) || !(sub[1] = nsl_column_gather(a_stop, *sel, err)))
+    goto fail;
+  for (int k = 0; k < nkeys; k++) {
+    if (!(sub[2 + k] = nsl_column_gather(a_keys[k], *sel, err))) goto fail;
+    sub_keys[k] = sub[2 + k];
+  }
+  rc = overlap_join_all(sub[0], sub[1], nkeys ? sub_keys : NULL, b_start, b_stop, b_keys, nkeys, b_mask, r, o, err);
+  goto done;
+fail:
+  rc = err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+  if (rc == NSL_ERR_NOMEM && err && err->code == NSL_OK)
+    nsl_error_set(err, NSL_ERR_NOMEM, "overlap join: out of memory (%lld and %lld rows)", (long long)a_start->len,
+                  (long long)b_start->len);
+done:
+  if (rc != NSL_OK) {
+    nsl_column_release(*sel);
+    *sel = NULL;
+  }
+  nsl_column_release(bsel);
+  nsl_column_release(bs);
+  nsl_column_release(be);
+  for (int k = 0; k < 2 + nkeys; k++) nsl_column_release(sub[k]);
+  return rc;
+}
+
+/* nsl_overlap_join by join_near_b: the A rows it leaves out get -1 and
+ * overlap 0 (NULL where a bound is NULL), as the sweep gives them. */
 static nsl_status overlap_join_large_a(const nsl_column *a_start, const nsl_column *a_stop,
                                        const nsl_column *const *a_keys, const nsl_column *b_start,
                                        const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
                                        const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
                                        nsl_error *err) {
   int64_t na = a_start->len;
-  nsl_column *bsel = NULL, *bs = NULL, *be = NULL, *sel = NULL, *sub[2 + 16] = {NULL}, *r = NULL, *o = NULL;
-  nsl_column *res = NULL, *ov = NULL;
-  const nsl_column *sub_keys[16];
-  nsl_status rc = NSL_OK;
-  if (b_mask) {   /* the usable B rows' bounds, for the union */
-    if (!(bsel = nsl_mask_indices(b_mask, err)) || !(bs = nsl_column_gather(b_start, bsel, err)) ||
-        !(be = nsl_column_gather(b_stop, bsel, err)))
-      goto fail;
-  }
-  if (!(sel = b_rows_near_a(b_mask ? bs : b_start, b_mask ? be : b_stop, a_start, a_stop, NULL, err))) goto fail;
-  if (!(sub[0] = nsl_column_gather(a_start, sel, err)) || !(sub[1] = nsl_column_gather(a_stop, sel, err))) goto fail;
-  for (int k = 0; k < nkeys; k++) {
-    if (!(sub[2 + k] = nsl_column_gather(a_keys[k], sel, err))) goto fail;
-    sub_keys[k] = sub[2 + k];
-  }
-  rc = overlap_join_all(sub[0], sub[1], nkeys ? sub_keys : NULL, b_start, b_stop, b_keys, nkeys, b_mask, &r, &o,
-                        err);
-  if (rc != NSL_OK) goto done;
+  nsl_column *sel, *r, *o, *res = NULL, *ov = NULL;
+  nsl_status rc = join_near_b(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, b_mask, &sel, &r, &o, err);
+  if (rc != NSL_OK) return rc;
   res = nsl_column_new(NSL_I64, na, NULL);
   ov = nsl_column_new(NSL_I64, na, NULL);
-  if (!res || !ov) goto fail;
-  int64_t *ro = nsl_i64(res), *oo = nsl_i64(ov);
-  for (int64_t i = 0; i < na; i++) {
-    int64_t s, e;
-    ro[i] = -1;
-    oo[i] = bounds(a_start, a_stop, i, &s, &e) ? 0 : NSL_NULL_I64;
-  }
-  const int64_t *to = nsl_i64(sel), *rs = nsl_i64(r), *os = nsl_i64(o);
-  for (int64_t q = 0; q < sel->len; q++) {
-    ro[to[q]] = rs[q];
-    oo[to[q]] = os[q];
-  }
-  *rows = res;
-  *overlap = ov;
-  res = ov = NULL;
-  goto done;
-fail:
-  rc = err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
-  if (rc == NSL_ERR_NOMEM && err && err->code == NSL_OK)
-    nsl_error_set(err, NSL_ERR_NOMEM, "overlap join: out of memory (%lld and %lld rows)", (long long)na,
-                  (long long)b_start->len);
-done:
-  nsl_column_release(bsel);
-  nsl_column_release(bs);
-  nsl_column_release(be);
+  if (res && ov) {
+    int64_t *ro = nsl_i64(res), *oo = nsl_i64(ov);
+    for (int64_t i = 0; i < na; i++) {
+      int64_t s, e;
+      ro[i] = -1;
+      oo[i] = bounds(a_start, a_stop, i, &s, &e) ? 0 : NSL_NULL_I64;
+    }
+    const int64_t *to = nsl_i64(sel), *rs = nsl_i64(r), *os = nsl_i64(o);
+    for (int64_t q = 0; q < sel->len; q++) {
+      ro[to[q]] = rs[q];
+      oo[to[q]] = os[q];
+    }
+    *rows = res;
+    *overlap = ov;
+    res = ov = NULL;
+  } else rc = nsl_error_set(err, NSL_ERR_NOMEM, "overlap join: out of memory (%lld rows)", (long long)na);
   nsl_column_release(sel);
-  for (int k = 0; k < 2 + nkeys; k++) nsl_column_release(sub[k]);
   nsl_column_release(r);
   nsl_column_release(o);
   nsl_column_release(res);
@@ -414,6 +431,38 @@ nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
   for (int k = 0; k < 2 + nkeys; k++) nsl_column_release(sub[k]);
   nsl_column_release(sel);
   return rc;
+}
+
+
+/* See nsl.h. */
+nsl_column *nsl_overlap_any(const nsl_column *a_start, const nsl_column *a_stop, const nsl_column *const *a_keys,
+                            const nsl_column *b_start, const nsl_column *b_stop, const nsl_column *const *b_keys,
+                            int nkeys, nsl_error *err) {
+  if (check_pair("overlap join", "A", a_start, a_stop, err) != NSL_OK ||
+      check_pair("overlap join", "B", b_start, b_stop, err) != NSL_OK)
+    return NULL;
+  int64_t na = a_start->len, nb = b_start->len;
+  int near = nb > 0 && na / 8 >= nb && nkeys >= 0 && nkeys <= 16 && (nkeys == 0 || (a_keys && b_keys));
+  for (int k = 0; near && k < nkeys; k++)
+    near = a_keys[k] && a_keys[k]->len == na && b_keys[k] && b_keys[k]->len == nb;
+  nsl_column *sel = NULL, *r = NULL, *o = NULL, *m = NULL;
+  nsl_status rc = near ? join_near_b(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, NULL, &sel, &r, &o, err)
+                       : nsl_overlap_join(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, NULL, &r, &o, err);
+  if (rc == NSL_OK && !(m = nsl_column_new(NSL_BOOL, na, NULL)))
+    nsl_error_set(err, NSL_ERR_NOMEM, "overlap join: out of memory (%lld rows)", (long long)na);
+  if (m) {
+    uint8_t *k = nsl_bool(m);
+    const int64_t *rs = nsl_i64(r);
+    if (sel) {
+      const int64_t *to = nsl_i64(sel);
+      for (int64_t q = 0; q < sel->len; q++) k[to[q]] = rs[q] >= 0;
+    } else
+      for (int64_t i = 0; i < na; i++) k[i] = rs[i] >= 0;
+  }
+  nsl_column_release(sel);
+  nsl_column_release(r);
+  nsl_column_release(o);
+  return m;
 }
 
 /* ---- open intervals at points ---------------------------------------------------- */

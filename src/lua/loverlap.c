@@ -1,5 +1,6 @@
 /* loverlap.c -- the interval sweeps of src/core/overlap_join.c in Lua:
  *   rows, overlap = nsl.overlap_join(a_start, a_stop, b_start, b_stop [, a_keys, b_keys [, b_mask]])
+ *   mask = nsl.overlap_any(a_start, a_stop, b_start, b_stop [, a_keys, b_keys])
  *   counts = nsl.count_open(points, start, stop [, point_keys, iv_keys])
  *   group, start, stop = nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask]])
  *   totals, charged = nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group, win_lo, win_hi)
@@ -53,6 +54,20 @@ static int l_overlap_join(lua_State *L) {
   return 2;
 }
 
+/* nsl.overlap_any(a_start, a_stop, b_start, b_stop [, a_keys, b_keys]) ->
+ * mask: for each A row whether some B row of equal keys overlaps it. */
+static int l_overlap_any(lua_State *L) {
+  nsl_column *as = nsl__checkcolumn(L, 1), *ae = nsl__checkcolumn(L, 2);
+  nsl_column *bs = nsl__checkcolumn(L, 3), *be = nsl__checkcolumn(L, 4);
+  const nsl_column *ka[MAX_KEYS], *kb[MAX_KEYS];
+  int nkeys = check_key_pair(L, 5, 6, ka, kb);
+  nsl_error err = {0};
+  nsl_column *m = nsl_overlap_any(as, ae, ka, bs, be, kb, nkeys, &err);
+  if (!m) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, m);
+  return 1;
+}
+
 /* nsl.count_open(points, start, stop [, point_keys, iv_keys]) -> for each
  * point, the number of intervals of equal keys with start < point < stop. */
 static int l_count_open(lua_State *L) {
@@ -103,6 +118,7 @@ static int l_ledger_sweep(lua_State *L) {
 }
 
 static const luaL_Reg funcs[] = {{"overlap_join", l_overlap_join},
+                                 {"overlap_any", l_overlap_any},
                                  {"ledger_sweep", l_ledger_sweep},
                                  {"count_open", l_count_open},
                                  {"gaps_grouped", l_gaps_grouped},

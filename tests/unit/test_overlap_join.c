@@ -145,8 +145,14 @@ static void overlap_rounds(uint64_t seed, int64_t na_lo, int64_t na_hi, int64_t 
     for (int64_t j = 0; j < nb; j++) nsl_bool(m)[j] = fx_range(0, 5) != 0;
     int use_mask = round % 2;
     const nsl_column *akeys[1] = {ak}, *bkeys[1] = {bk};
-    nsl_column *rows, *ov;
+    nsl_column *rows, *ov, *any = NULL;
     join(as, ae, akeys, bs, be, bkeys, nkeys, use_mask ? m : NULL, &rows, &ov);
+    if (!use_mask) {   /* nsl_overlap_any: whether the join finds a row */
+      nsl_error e = {0};
+      any = nsl_overlap_any(as, ae, akeys, bs, be, bkeys, nkeys, &e);
+      if (!any) fail_msg("round %d: overlap_any: %s", round, e.msg);
+      assert_int_equal(any->len, na);
+    }
     for (int64_t i = 0; i < na; i++) {
       int64_t s = nsl_i64(as)[i], e = nsl_i64(ae)[i], best = 0, bj = -1;
       int a_null = s == NSL_NULL_I64 || e == NSL_NULL_I64;
@@ -168,11 +174,15 @@ static void overlap_rounds(uint64_t seed, int64_t na_lo, int64_t na_hi, int64_t 
       }
       seen++;
       matched += bj >= 0;
+      if (any && nsl_bool(any)[i] != (bj >= 0))
+        fail_msg("round %d, row %lld: overlap_any says %d, the best overlap is row %lld", round, (long long)i,
+                 nsl_bool(any)[i], (long long)bj);
       if (nsl_i64(rows)[i] != bj || nsl_i64(ov)[i] != (a_null ? NSL_NULL_I64 : best))
         fail_msg("round %d, row %lld [%lld, %lld): got row %lld overlap %lld, want row %lld overlap %lld", round,
                  (long long)i, (long long)s, (long long)e, (long long)nsl_i64(rows)[i], (long long)nsl_i64(ov)[i],
                  (long long)bj, (long long)best);
     }
+    nsl_column_release(any);
     nsl_column *cols[] = {as, ae, ak, bs, be, bk, m, rows, ov};
     for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
   }
