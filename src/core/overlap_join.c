@@ -3,6 +3,8 @@
  *   nsl_overlap_join     for each row of A, the row of B that overlaps it
  *                        most (the CUDA API call, OS call or NVTX range a
  *                        GPU idle gap fell into);
+ *   nsl_overlap_any      whether some row of B overlaps each row of A (the
+ *                        NVTX ranges near an idle gap);
  *   nsl_iv_count_open    for each point, how many intervals are open at it
  *                        (kernels launched but not yet started at a launch);
  *   nsl_iv_gaps_grouped  the idle gaps of every group's busy time (per
@@ -432,7 +434,6 @@ nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
   nsl_column_release(sel);
   return rc;
 }
-
 
 /* See nsl.h. */
 nsl_column *nsl_overlap_any(const nsl_column *a_start, const nsl_column *a_stop, const nsl_column *const *a_keys,
