@@ -47,6 +47,7 @@ local host_sync = require("nsl.host_sync")
 local findings = require("nsl.findings")
 local ledger = require("nsl.ledger")
 local straggler = require("nsl.straggler")
+local window_mod = require("nsl.window")
 
 local M = {}
 
@@ -365,27 +366,30 @@ function Ctx:all_paths()
   return nsl.trace_args(self.trace)
 end
 
+--- The trace's first event (nsl.window.origin; 0 when none), made once.
+function Ctx:origin()
+  self.cache.lo = self.cache.lo or window_mod.origin(self.trace) or 0
+  return self.cache.lo
+end
+
 --- A time on the trace's clock as an --arg from/to value (from the trace's
 -- first event; with r, from report r's, as a command on Ctx:path(r) counts).
 function Ctx:at(t, r)
-  local window = require("nsl.window")
   local lo
   if r then
-    self.cache.report_lo = self.cache.report_lo or window.report_starts(self.trace)   -- every report's, at once
+    self.cache.report_lo = self.cache.report_lo or window_mod.report_starts(self.trace)   -- every report's, at once
     lo = self.cache.report_lo[r] or 0
   else
-    self.cache.lo = self.cache.lo or window.origin(self.trace) or 0
-    lo = self.cache.lo
+    lo = self:origin()
   end
   return string.format("%.6fs", (t - lo) / 1e9)
 end
 
 --- Times on the trace's clock (a column) counted from the trace's start
--- (nsl.window.origin), for an evidence column "... (ns from start)": the
--- time every output prints for the same event.
+-- (Ctx:origin), for an evidence column "... (ns from start)": the time
+-- every output prints for the same event.
 function Ctx:from_start(col)
-  if not self.cache.lo then self.cache.lo = require("nsl.window").origin(self.trace) or 0 end
-  return col - self.cache.lo
+  return col - self:origin()
 end
 
 --- Keeps an evidence table (printed after the findings); returns its name.
