@@ -35,22 +35,21 @@ typedef struct column_box {
 
 static column_box *box_of(const nsl_column *c) { return (column_box *)(void *)(uintptr_t)c; }
 
-/* New zero-filled column of len elements; NULL on out of memory. */
-nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict) {
+/* A new column of len elements, zero-filled or not (its data to be written
+ * whole by the caller); NULL on out of memory. */
+static nsl_column *column_new(nsl_type type, int64_t len, nsl_dict *dict, int zero) {
   if (len < 0) return NULL;
+  size_t es = nsl_type_size(type);
+  if ((uint64_t)len > SIZE_MAX / es) return NULL;
   column_box *box = calloc(1, sizeof *box);
   if (!box) return NULL;
   nsl_column *c = &box->c;
   box->refcount = 1;
   c->type = type;
-  size_t es = nsl_type_size(type);
-  if ((uint64_t)len > SIZE_MAX / es) {
-    free(box);
-    return NULL;
-  }
   /* a large buffer is a freed one reused, or fresh memory marked for huge
    * pages before its first write (faults were ~20% of a large load) */
-  c->data = nsl__big_calloc(len ? (size_t)len : 1, es);
+  size_t n = len ? (size_t)len : 1;
+  c->data = zero ? nsl__big_calloc(n, es) : nsl__big_alloc(n * es);
   if (!c->data) {
     free(box);
     return NULL;
@@ -60,22 +59,12 @@ nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict) {
   return c;
 }
 
+/* New zero-filled column of len elements; NULL on out of memory. */
+nsl_column *nsl_column_new(nsl_type type, int64_t len, nsl_dict *dict) { return column_new(type, len, dict, 1); }
+
 /* See kernels_internal.h. */
 nsl_column *nsl__column_new_uninit(nsl_type type, int64_t len, nsl_dict *dict) {
-  size_t es = nsl_type_size(type);
-  if (len < 0 || (uint64_t)len > SIZE_MAX / es) return NULL;
-  column_box *box = calloc(1, sizeof *box);
-  if (!box) return NULL;
-  nsl_column *c = &box->c;
-  box->refcount = 1;
-  c->type = type;
-  if (!(c->data = nsl__big_alloc(len ? (size_t)len * es : 1))) {
-    free(box);
-    return NULL;
-  }
-  c->len = c->cap = len;
-  if (type == NSL_STR) c->dict = nsl_dict_retain(dict);
-  return c;
+  return column_new(type, len, dict, 0);
 }
 
 nsl_column *nsl_column_retain(nsl_column *c) {

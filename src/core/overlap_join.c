@@ -308,6 +308,22 @@ nomem:
   return NULL;
 }
 
+/* Whether the keys (0 to 16 per side, each as long as its side) and b_mask
+ * (NULL, or a bool per B row) are what the pruned paths take; else the
+ * sweep over all of B runs, and says what is wrong. */
+static int well_formed(int64_t na, const nsl_column *const *a_keys, int64_t nb, const nsl_column *const *b_keys,
+                       int nkeys, const nsl_column *b_mask) {
+  if ((b_mask && (b_mask->type != NSL_BOOL || b_mask->len != nb)) || nkeys < 0 || nkeys > 16 ||
+      (nkeys > 0 && (!a_keys || !b_keys)))
+    return 0;
+  for (int k = 0; k < nkeys; k++)
+    if (!a_keys[k] || a_keys[k]->len != na || !b_keys[k] || b_keys[k]->len != nb) return 0;
+  return 1;
+}
+
+/* At least eight A rows per B row: A is cut to the rows near B (join_near_b). */
+static int many_a(int64_t na, int64_t nb) { return nb > 0 && na / 8 >= nb; }
+
 /* Many A rows against a few B rows (every NVTX range of a trace against a
  * few thousand idle gaps): only the A rows that overlap the union of the
  * (usable) B intervals can match, so A is cut to those -- one pass with a
@@ -402,15 +418,12 @@ nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
       (rc = check_pair("overlap join", "B", b_start, b_stop, err)) != NSL_OK)
     return rc;
   int64_t na = a_start->len, nb = b_start->len;
-  int a_large = nb > 0 && na / 8 >= nb;
-  if (na == 0 || (na > nb / 8 && !a_large) || (b_mask && (b_mask->type != NSL_BOOL || b_mask->len != nb)) ||
-      nkeys < 0 || nkeys > 16 || (nkeys > 0 && (!a_keys || !b_keys)))
+  if (na == 0 || !well_formed(na, a_keys, nb, b_keys, nkeys, b_mask))   /* the sweep says what is wrong */
     return overlap_join_all(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, b_mask, rows, overlap, err);
-  for (int k = 0; k < nkeys; k++)
-    if (!a_keys[k] || a_keys[k]->len != na || !b_keys[k] || b_keys[k]->len != nb)   /* the sweep says what is wrong */
-      return overlap_join_all(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, b_mask, rows, overlap, err);
-  if (a_large)
+  if (many_a(na, nb))
     return overlap_join_large_a(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, b_mask, rows, overlap, err);
+  if (na > nb / 8)
+    return overlap_join_all(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, b_mask, rows, overlap, err);
   nsl_column *sel = b_rows_near_a(a_start, a_stop, b_start, b_stop, b_mask, err);
   if (!sel) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
   nsl_column *sub[2 + 16] = {NULL};
@@ -443,9 +456,7 @@ nsl_column *nsl_overlap_any(const nsl_column *a_start, const nsl_column *a_stop,
       check_pair("overlap join", "B", b_start, b_stop, err) != NSL_OK)
     return NULL;
   int64_t na = a_start->len, nb = b_start->len;
-  int near = nb > 0 && na / 8 >= nb && nkeys >= 0 && nkeys <= 16 && (nkeys == 0 || (a_keys && b_keys));
-  for (int k = 0; near && k < nkeys; k++)
-    near = a_keys[k] && a_keys[k]->len == na && b_keys[k] && b_keys[k]->len == nb;
+  int near = many_a(na, nb) && well_formed(na, a_keys, nb, b_keys, nkeys, NULL);
   nsl_column *sel = NULL, *r = NULL, *o = NULL, *m = NULL;
   nsl_status rc = near ? join_near_b(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, NULL, &sel, &r, &o, err)
                        : nsl_overlap_join(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, NULL, &r, &o, err);
