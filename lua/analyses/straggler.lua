@@ -99,7 +99,7 @@ return {
     steps = {default = 20, help = "rows printed of the per-step and per-collective tables (all go to files)"},
   },
   example = "nsl run straggler rank0.sqlite rank1.sqlite ... --fail-on warning --out straggler/",
-  -- parts: a distributed run's gathered kernel columns (the step below); matched: {src, res} of
+  -- parts: a distributed run's gathered collectives (the step below); matched: {src, res} of
   -- nsl.straggler.match on this trace with these args, made once by diagnose for its ledger and this;
   -- matched.steps: nsl.iterations.steps(trace) as diagnose found it (false: no steps), detected once
   run = function(trace, args, out, parts, matched)
@@ -114,7 +114,7 @@ return {
       nsl.fail("straggler: --arg warmup must be -1 (detect) or a number of collectives", "usage")
     end
     -- the matching: diagnose's, when it ran it for every check (matched), else its own
-    local src, res = table.unpack(matched or {core.match(trace, args, parts and parts.kernels)})
+    local src, res = table.unpack(matched or {core.match(trace, args, parts)})
     local labels, nranks = src.labels, #src.labels
     if not res then
       out:text(string.format("No straggler analysis: %d rank(s) and no %s.", nranks, src.what))
@@ -122,8 +122,11 @@ return {
     end
     -- the step the costs are per: the training step when the trace has steps (nsl.iterations.steps, the one
     -- step detection of a trace: the median steady step), else the interval between steady collectives
-    local st
-    if matched and matched.steps ~= nil then st = matched.steps or nil else st = iterations.steps(trace) end
+    -- (a distributed run: the steps its processes found, unless they need the whole trace)
+    local st = false
+    if matched and matched.steps ~= nil then st = matched.steps or nil
+    elseif parts then st = iterations.reduced_steps(parts) end
+    if st == false then st = iterations.steps(trace) end
     local train = st and st.step_ns or nil
     src.step_what = train and "training step" or "interval between collectives"
     local rows = core.ranks(res, {min_delay = min_delay, min_share = args.min_share, late_share = args.late_share,
@@ -178,8 +181,11 @@ return {
     end
     core.write_figures(out, step_compute, arrivals, labels)
   end,
-  -- distributed (nsl.distributed): each process joins its kernels to their
-  -- launches; rank 0 matches the collectives (and reads the host activity
-  -- of a straggler's late windows from that rank's process alone)
-  distributed = {step = function(trace) return {kernels = core.kernel_columns(trace)} end},
+  -- distributed (nsl.distributed): each process reduces its kernels to one
+  -- row per collective with the window before it (nsl.straggler.reduce) and
+  -- detects the steps of its reports with the others (nsl.iterations.
+  -- reduce_steps); rank 0 matches the collectives (and reads the host
+  -- activity of a straggler's late windows from that rank's process alone)
+  distributed = {step = function(trace, args) return core.reduce(trace, args) end,
+                 collective = function(trace) return iterations.reduce_steps(trace) end},
 }

@@ -664,13 +664,19 @@ end
 -- returns the out (its findings and items), or nil and the error of bad input.
 -- extra: a last argument for its run (the straggler analysis: the matching
 -- diagnose made, Ctx:straggler_match).
-local function run_analysis(ctx, name, given, extra)
-  local sp   -- its step ran on every process (M.uses)
+-- The tables that analysis name's distributed step made on every process
+-- (M.uses), by their names there; nil outside a distributed run.
+local function parts_of(ctx, name)
+  local sp
   for k, t in pairs(ctx.parts or {}) do
     local tname = k:match("^" .. name .. "%.(.+)$")
     if tname then sp = sp or {}; sp[tname] = t end
   end
-  return ctx.out:run(name, ctx.trace, given, {collect = "collect", parts = sp, extra = extra})
+  return sp
+end
+
+local function run_analysis(ctx, name, given, extra)
+  return ctx.out:run(name, ctx.trace, given, {collect = "collect", parts = parts_of(ctx, name), extra = extra})
 end
 M.run_analysis = run_analysis
 
@@ -684,8 +690,8 @@ function Ctx:straggler_match()
     self.cache.matched = false
     if #trace.kernels > 0 or #trace.gpu_ranges > 0 then
       local args = self.out:args("straggler")
-      local k = self.parts and self.parts["straggler.kernels"]
-      local ok, src, res = xpcall(straggler.match, nsl.error_handler, trace, args, k)
+      -- (a distributed run: with the collectives its processes reduced, nsl.straggler.reduce)
+      local ok, src, res = xpcall(straggler.match, nsl.error_handler, trace, args, parts_of(self, "straggler"))
       if ok then self.cache.matched = {src, res}
       elseif nsl.is_error(src) then self.cache.matched_err = tostring(src)
       else error(src, 0) end

@@ -8,6 +8,7 @@
 --  * an analysis with a distributed form,
 --      distributed = {
 --        step = function(view, args) return {name = table, ...} end,
+--        collective = function(view, args) return {name = table, ...} end,   -- optional
 --        combine = function(trace, parts, args, out) ... end,   -- optional
 --        uses = {"straggler", ...},   -- optional: analyses it runs (out:run)
 --      }
@@ -21,7 +22,12 @@
 --    under "ANALYSIS.NAME": out:run(ANALYSIS, ..., {parts = ...}) hands
 --    them over.  Every process returns the same
 --    names.  combine may still read the whole trace: what it reads of other
---    processes' reports is asked of them then;
+--    processes' reports is asked of them then.  collective runs on every
+--    process once every step has succeeded, and may exchange with the
+--    others through nsl.mpi (gather, bcast_table, agree): every process
+--    makes the same calls in the same order, a failure agreed on first (a
+--    process that raises before a call the others make would leave them
+--    waiting); its tables are gathered with the step's;
 --  * any other analysis runs on rank 0 over the whole trace, whose tables
 --    are read by every process for its share and gathered when first used.
 --    It may declare row filters that drop, where the rows are read, rows it
@@ -80,13 +86,19 @@ end
 -- elsewhere), or false and the first failure's message (on rank 0).
 local function steps(runner, a, args, dist, opts)
   local first = dist:share()
+  local view
+  local forms = {{a.distributed, "", args}}   -- its form and those of the analyses it runs (default arguments)
   local ok, res = xpcall(function()
-    local view = dist:view()
-    local res = a.distributed.step(view, args)
-    if type(res) ~= "table" then return res end
-    for _, name in ipairs(a.distributed.uses or {}) do   -- the steps of the analyses it runs, default arguments
+    view = dist:view()
+    for _, name in ipairs(a.distributed.uses or {}) do
       local u = assert(runner.load_analysis(name))
-      for tname, t in pairs(u.distributed.step(view, assert(runner.parse_args(u, {})))) do res[name .. "." .. tname] = t end
+      forms[#forms + 1] = {u.distributed, name .. ".", assert(runner.parse_args(u, {}))}
+    end
+    local res = {}
+    for _, f in ipairs(forms) do
+      local got = f[1].step(view, f[3])
+      if type(got) ~= "table" then return got end
+      for tname, t in pairs(got) do res[f[2] .. tname] = t end
     end
     return res
   end, nsl.error_handler)
@@ -94,6 +106,17 @@ local function steps(runner, a, args, dist, opts)
     ok, res = false, {bug = "distributed.step must return a table of tables", traceback = ""}
   end
   local agreed, why = mpi.agree(ok, not ok and runner.failure(a, res, opts.traces) or nil)
+  if not agreed then return false, why end
+  -- the collective parts, now that every process has made its steps and reaches them
+  local cerr
+  ok, cerr = xpcall(function()
+    for _, f in ipairs(forms) do
+      if f[1].collective then
+        for tname, t in pairs(f[1].collective(view, f[3])) do res[f[2] .. tname] = t end
+      end
+    end
+  end, nsl.error_handler)
+  agreed, why = mpi.agree(ok, not ok and runner.failure(a, cerr, opts.traces) or nil)
   if not agreed then return false, why end
   -- every process sends the same names (the step's contract); a failure to
   -- send or read one is agreed on before anyone goes on

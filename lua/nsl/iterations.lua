@@ -135,24 +135,35 @@ local function periods(t, keys)
   return nsl.table(out)
 end
 
---- The NVTX step name of the trace (see 2. above), or nil; also a
--- description and the detected name's ranges table.
-function M.detect_nvtx(trace)
+--- Adds n instances of name with median period med to totals.
+local function add_total(totals, name, n, med)
+  local e = totals[name] or {n = 0, med = 0}
+  totals[name] = e
+  e.n, e.med = e.n + n, math.max(e.med, med)
+end
+
+--- The candidates of the NVTX step detection (see 2. above): the ranges
+-- (nv), the top-level usable ones (top), every range's name as compared
+-- (label), and totals: {name -> {n, med}} of the names that are a step on
+-- some thread (n: their instances on those threads, med: the longest
+-- median period); nil without ranges.  Per report: a distributed run's
+-- processes add up their totals (M.reduce_steps).
+local function nvtx_candidates(trace)
   local nv = load_nvtx(trace)
   if #nv == 0 then return nil end
   local usable = nvtx.range_mask(nv) & ~nv.stop:isnull()
   local _, depth = nvtx.parents(nv, usable)
   local top = usable & depth:eq(0)
   local _, label = nvtx.names(nv, {strip = M.step_strip})
+  local totals = {}
   local t = nv:select{"report", "pid", "tid", "start", "dur"}:with("label", label):filter(top)
-  if #t == 0 then return nil end
+  if #t == 0 then return {nv = nv, top = top, label = label, totals = totals} end
   -- the three columns it needs: filtering every loaded column of the ranges costs more than the rest of the detection
   local spans = nv:select{"report", "start", "stop"}:filter(usable):group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
   local act = {}
   for i = 1, #spans do act[spans.report[i]] = spans.hi[i] - spans.lo[i] end
   t = t:sort("report", "pid", "tid", "label", "start")
   local p = periods(t, {"report", "pid", "tid", "label"})
-  local totals = {}
   local ratio = M.range_ratio
   for i = 1, #p do
     local n, med, q1, q3 = p.n[i], p.med[i], p.q1[i], p.q3[i]
@@ -162,13 +173,16 @@ function M.detect_nvtx(trace)
     if n >= M.min_count and even and q3 - q1 <= M.range_spread * med then
       local span = p.last[i] + p.lastdur[i] - p.first[i]
       if span > 0 and p.busy[i] >= M.range_duty * span and span >= M.range_cover * act[p.report[i]] then
-        local l = p.label[i]
-        local e = totals[l] or {n = 0, med = 0}
-        totals[l] = e
-        e.n, e.med = e.n + n, math.max(e.med, med)
+        add_total(totals, p.label[i], n, med)
       end
     end
   end
+  return {nv = nv, top = top, label = label, totals = totals}
+end
+
+--- The names of totals in the order they are tried: most instances, then
+-- the longest period, then by name.
+local function ordered(totals)
   local cands = {}
   for l, e in pairs(totals) do cands[#cands + 1] = {label = l, n = e.n, med = e.med} end
   table.sort(cands, function(a, b)
@@ -176,21 +190,42 @@ function M.detect_nvtx(trace)
     if a.med ~= b.med then return a.med > b.med end
     return a.label < b.label
   end)
-  local launched   -- the GPU operations' processes and launch times, read for the first candidate
-  for _, c in ipairs(cands) do
-    local r = ranges_table(nv, top & label:eq(c.label))
-    if not launched then
-      local ops = gpu_ops.table(trace, {columns = {"report", "pid", "corr", "start"}, api = true})
-      launched = nsl.table{{"report", ops.report}, {"pid", ops.pid},
-                           {"launch", steps.launch_times(trace, ops, ops.api)}}
-    end
-    local iter = steps.assign(launched, r)
-    local held = nsl.table{{"report", launched.report}, {"pid", launched.pid}, {"iter", iter}}
-    held = held:filter(~iter:isnull())
-    if #held > 0 and #held:group_by("report", "pid", "iter"):keys() == #r then   -- every range holds work
-      return c.label, string.format("NVTX range '%s' detected: %d top-level instances with a regular period of " ..
-        "about %s, each holding GPU work", c.label, c.n, require("nsl.report").duration(c.med)), r
-    end
+  return cands
+end
+
+--- The ranges of candidate name (of nvtx_candidates' d) as iterations
+-- (ranges_table), how many of them hold GPU work, and whether any does
+-- (cache: the GPU operations' launches, read for the first name asked).
+local function holding(trace, d, name, cache)
+  local r = ranges_table(d.nv, d.top & d.label:eq(name))
+  if not cache.launched then
+    local ops = gpu_ops.table(trace, {columns = {"report", "pid", "corr", "start"}, api = true})
+    cache.launched = nsl.table{{"report", ops.report}, {"pid", ops.pid},
+                               {"launch", steps.launch_times(trace, ops, ops.api)}}
+  end
+  local launched = cache.launched
+  local iter = steps.assign(launched, r)
+  local held = nsl.table{{"report", launched.report}, {"pid", launched.pid}, {"iter", iter}}
+  held = held:filter(~iter:isnull())
+  if #held == 0 then return r, 0, false end
+  return r, #held:group_by("report", "pid", "iter"):keys(), true
+end
+
+--- How M.find says an NVTX step name was detected.
+local function nvtx_how(name, n, med)
+  return string.format("NVTX range '%s' detected: %d top-level instances with a regular period of about %s, " ..
+                       "each holding GPU work", name, n, require("nsl.report").duration(med))
+end
+
+--- The NVTX step name of the trace (see 2. above), or nil; also a
+-- description and the detected name's ranges table.
+function M.detect_nvtx(trace)
+  local d = nvtx_candidates(trace)
+  if not d then return nil end
+  local cache = {}
+  for _, c in ipairs(ordered(d.totals)) do
+    local r, held, any = holding(trace, d, c.label, cache)
+    if any and held == #r then return c.label, nvtx_how(c.label, c.n, c.med), r end   -- every range holds work
   end
   return nil
 end
@@ -314,6 +349,21 @@ function M.jax_steps(trace, spec)
                               ndev == 1 and "" or "s", corr and ", clocks aligned across devices" or "")}
 end
 
+local NO_STEPS = "no iterations found: no NVTX range repeats as a step and no kernel repeats with a regular " ..
+  "period over the trace; name the step range with --arg range=NAME"
+
+--- How M.find says marker kernels were detected: list of {report, name,
+-- device, lag, n (iterations), period}, by report.
+local function markers_how(list)
+  local parts = {}
+  for _, m in ipairs(list) do
+    parts[#parts + 1] = string.format("report %d: kernel '%s' on device %d%s, %d iterations of %s", m.report,
+      m.name, m.device, m.lag > 1 and string.format(" (every %d-th run)", m.lag) or "", m.n,
+      require("nsl.report").duration(m.period))
+  end
+  return "marker kernels detected: " .. table.concat(parts, "; ")
+end
+
 --- Finds the iterations of trace: spec (a range name or pattern, or on a
 -- JAX trace a program name; "" to detect).  Returns it = M.jax_steps on a
 -- JAX trace, else {mode = "range" | "kernel", ranges = (range mode)
@@ -332,48 +382,18 @@ function M.find(trace, spec)
   local name, how, r = M.detect_nvtx(trace)
   if name then return {mode = "range", ranges = r, how = how, name = name} end
   local markers = M.detect_kernels(trace)
-  if #markers == 0 then
-    return nil, "no iterations found: no NVTX range repeats as a step and no kernel repeats with a regular period " ..
-      "over the trace; name the step range with --arg range=NAME"
+  if #markers == 0 then return nil, NO_STEPS end
+  local list = {}
+  for i, m in ipairs(markers) do
+    list[i] = {report = m.report, name = m.name, device = m.device, lag = m.lag, n = #m.starts - 1, period = m.period}
   end
-  local parts = {}
-  for _, m in ipairs(markers) do
-    parts[#parts + 1] = string.format("report %d: kernel '%s' on device %d%s, %d iterations of %s", m.report,
-      m.name, m.device, m.lag > 1 and string.format(" (every %d-th run)", m.lag) or "", #m.starts - 1,
-      require("nsl.report").duration(m.period))
-  end
-  return {mode = "kernel", markers = markers, how = "marker kernels detected: " .. table.concat(parts, "; ")}
+  return {mode = "kernel", markers = markers, how = markers_how(list)}
 end
 
---- The steps of a trace: the one detection every analysis of a trace uses
--- (iterations, diagnose, ledger, straggler), so that they all work with one step.
--- opts.spec: a range name or pattern, or on a JAX trace a program name (""
--- or nil: detect, M.find); opts.warmup: warm-up steps per group (-1 or nil:
--- automatic -- on a JAX trace nsys-jax's rule, it.steps.warm; else
--- M.warmup).  Returns nil and a message when there are no steps, else:
---   it         M.find's result (mode "jax", "range" or "kernel", how, ...)
---   windows    one row per step, sorted by report, group, iter: report, pid,
---              tid (NULL for JAX and marker kernels), device (the JAX
---              device, else NULL), iter (1-based per group), start, stop
---              (ns; JAX: projected onto the GPU, clocks aligned), dur
---              (stop - start), warm (boolean: a warm-up step)
---   group      per row of windows its group's key: "report:pid" (ranges),
---              "report:nil" (marker kernels, per report), "report:device"
---              (JAX)
---   groups     {key -> array of the rows of windows (1-based), in order};
---              order: the keys in order of first row
---   warm       {key -> warm-up steps of that group}
---   steady     array of the steady steps' durations (ns), in row order
---   step_ns    the median steady step (integer ns); mean_ns its mean
---   n          the most steps of one group
---   how        text: how the steps were found
--- step_ns is nil when no step is steady (then steady is empty).
-function M.steps(trace, opts)
-  opts = opts or {}
-  local warmup = opts.warmup
+--- M.steps of the iterations it (M.find's) with warm-up steps per group
+-- warmup (-1 or nil: automatic).
+local function steps_of(it, warmup)
   if warmup and warmup < 0 then warmup = nil end
-  local it, err = M.find(trace, opts.spec)
-  if not it then return nil, err end
   local W, by, jax_warm
   if it.mode == "jax" then   -- the step program's executions, per device (M.jax_steps)
     local st = it.steps:sort("report", "device", "iter")
@@ -418,6 +438,161 @@ function M.steps(trace, opts)
   local d = M.describe(steady)
   return {it = it, how = it.how, windows = W, group = group, groups = groups, order = order, warm = warm,
           steady = steady, n = n, step_ns = d and math.floor(d.median + 0.5) or nil, mean_ns = d and d.mean or nil}
+end
+
+--- The steps of a trace: the one detection every analysis of a trace uses
+-- (iterations, diagnose, ledger, straggler), so that they all work with one step.
+-- opts.spec: a range name or pattern, or on a JAX trace a program name (""
+-- or nil: detect, M.find); opts.warmup: warm-up steps per group (-1 or nil:
+-- automatic -- on a JAX trace nsys-jax's rule, it.steps.warm; else
+-- M.warmup).  Returns nil and a message when there are no steps, else:
+--   it         M.find's result (mode "jax", "range" or "kernel", how, ...)
+--   windows    one row per step, sorted by report, group, iter: report, pid,
+--              tid (NULL for JAX and marker kernels), device (the JAX
+--              device, else NULL), iter (1-based per group), start, stop
+--              (ns; JAX: projected onto the GPU, clocks aligned), dur
+--              (stop - start), warm (boolean: a warm-up step)
+--   group      per row of windows its group's key: "report:pid" (ranges),
+--              "report:nil" (marker kernels, per report), "report:device"
+--              (JAX)
+--   groups     {key -> array of the rows of windows (1-based), in order};
+--              order: the keys in order of first row
+--   warm       {key -> warm-up steps of that group}
+--   steady     array of the steady steps' durations (ns), in row order
+--   step_ns    the median steady step (integer ns); mean_ns its mean
+--   n          the most steps of one group
+--   how        text: how the steps were found
+-- step_ns is nil when no step is steady (then steady is empty).
+function M.steps(trace, opts)
+  opts = opts or {}
+  local it, err = M.find(trace, opts.spec)
+  if not it then return nil, err end
+  return steps_of(it, opts.warmup)
+end
+
+-- ---- a distributed run: steps found where the reports are read ----
+--
+-- The straggler analysis measures its costs against the median steady
+-- step (M.steps' step_ns and how).  Under MPI each process runs the
+-- default detection over its own reports (M.reduce_steps, in the
+-- straggler's distributed step) and agrees with the others where the
+-- detection compares reports: the NVTX names' totals go to rank 0, which
+-- orders them for all; a name is the step when every process finds all of
+-- its ranges holding GPU work and some process finds one (one agreement
+-- per name tried); marker kernels and warm-up steps are per report anyway.
+-- Rank 0 receives one row per steady step and per marker report
+-- (M.reduced_steps), not the NVTX ranges and kernels.  A JAX trace is read
+-- whole on rank 0, as before.
+
+local MODE = {whole = 0, range = 1, kernel = 2}
+
+--- The tables of M.reduce_steps: mode (MODE), and for range mode the name,
+-- its instances and period; the steady steps' durations; the markers.
+local function reduced(mode, name, n, med, steady, markers)
+  local strings = nsl.column{name or ""}
+  local function ints(v) return #v > 0 and nsl.column(v):cast("i64") or nsl.rep(0, 0) end
+  local m = {report = {}, device = {}, name = {}, n = {}, period = {}, lag = {}}
+  for i, x in ipairs(markers or {}) do
+    m.report[i], m.device[i], m.name[i], m.n[i], m.period[i], m.lag[i] =
+      x.report, x.device, x.name, #x.starts - 1, x.period + 0.0, x.lag
+  end
+  local nm = #m.name
+  return {
+    steps_found = nsl.table{{"mode", nsl.rep(MODE[mode], 1)}, {"name", strings}, {"n", nsl.rep(n or 0, 1)},
+                            {"med", nsl.rep((med or 0) + 0.0, 1)}},
+    steps_steady = nsl.table{{"dur", ints(steady or {})}},
+    steps_markers = nsl.table{{"report", ints(m.report)}, {"device", ints(m.device)},
+                              {"name", nm > 0 and nsl.column(m.name) or strings:gather(nsl.rep(0, 0))},
+                              {"n", ints(m.n)}, {"period", nm > 0 and nsl.column(m.period) or nsl.rep(0.0, 0)},
+                              {"lag", ints(m.lag)}}}
+end
+
+--- Whether every process passed ok (collective); raises err where ok is
+-- false, so that the run fails with that process's message.
+local function all_ok(ok, err)
+  if nsl.mpi.agree(ok) then return true end
+  if not ok then error(err, 0) end
+  return false
+end
+
+--- The step detection of a distributed run on every process, over view
+-- (its reports; collective: see above).  Returns the tables the straggler
+-- step sends: steps_found, steps_steady, steps_markers (M.reduced_steps
+-- reads them on rank 0).
+function M.reduce_steps(view)
+  local mpi = nsl.mpi
+  local ok, d = pcall(function()
+    if require("nsl.jax").is_jax(view) then return "jax" end
+    return nvtx_candidates(view) or false
+  end)
+  if not all_ok(ok, d) then return reduced("whole") end
+  if not mpi.agree(d ~= "jax") then return reduced("whole") end   -- JAX steps align devices: rank 0 reads all
+  -- the names' totals on rank 0, which orders them for every process
+  local names, nn, nmed = {}, {}, {}
+  for name, e in pairs(d and d.totals or {}) do names[#names + 1], nn[#nn + 1], nmed[#nmed + 1] = name, e.n, e.med end
+  local tot = #names > 0 and nsl.table{{"name", nsl.column(names)}, {"n", nsl.column(nn):cast("i64")},
+                                       {"med", nsl.column(nmed):cast("f64")}} or nil
+  local got, err = mpi.gather(tot, 0)
+  if not all_ok(got ~= nil, err) then return reduced("whole") end
+  local cands
+  if type(got) == "table" then
+    local totals = {}
+    for _, t in ipairs(got) do
+      for i = 1, t and #t or 0 do add_total(totals, t.name[i], t.n[i], t.med[i]) end
+    end
+    local list = ordered(totals)
+    local cn, cc, cm = {}, {}, {}
+    for i, c in ipairs(list) do cn[i], cc[i], cm[i] = c.label, c.n, c.med end
+    cands = nsl.table{{"name", nsl.column(#cn > 0 and cn or {""})}, {"n", nsl.column(#cc > 0 and cc or {0})},
+                      {"med", nsl.column(#cm > 0 and cm or {0.0}):cast("f64")}}
+    if #cn == 0 then cands = cands:head(0) end
+  end
+  cands, err = mpi.bcast_table(cands)
+  if not all_ok(cands ~= nil, err) then return reduced("whole") end
+  -- the first name whose every range holds work, as one process finds it over all reports
+  local cache = {}
+  for i = 1, #cands do
+    local name = cands.name[i]
+    local hok, r, held, any = pcall(function()
+      if not d then return nil, 0, false end   -- no ranges here
+      return holding(view, d, name, cache)
+    end)
+    if not all_ok(hok, r) then return reduced("whole") end
+    local every = mpi.agree(held == (r and #r or 0))
+    local none = mpi.agree(not any)
+    if every and not none then
+      return reduced("range", name, cands.n[i], cands.med[i], r and steps_of({mode = "range", ranges = r}).steady)
+    end
+  end
+  -- no step name: marker kernels, per report
+  local markers = M.detect_kernels(view)
+  local st = steps_of({mode = "kernel", markers = markers})
+  return reduced("kernel", nil, nil, nil, st.steady, markers)
+end
+
+--- On rank 0 of a distributed run: the steps as M.steps(trace) finds them,
+-- from the tables M.reduce_steps made on every process (parts, gathered
+-- in report order) -- {how, steady, step_ns, mean_ns} -- or nil and why
+-- when there are none; false when the detection needs the whole trace.
+function M.reduced_steps(parts)
+  local f = parts.steps_found
+  if not f or #f == 0 or f.mode[1] == MODE.whole then return false end
+  local how
+  if f.mode[1] == MODE.range then
+    how = nvtx_how(f.name[1], f.n[1], f.med[1])
+  else
+    local m = parts.steps_markers
+    if #m == 0 then return nil, NO_STEPS end
+    local list = {}
+    for i = 1, #m do
+      list[i] = {report = m.report[i], name = m.name[i], device = m.device[i], lag = m.lag[i], n = m.n[i],
+                 period = m.period[i]}
+    end
+    how = markers_how(list)
+  end
+  local steady = parts.steps_steady.dur:totable()
+  local d = M.describe(steady)
+  return {how = how, steady = steady, step_ns = d and math.floor(d.median + 0.5) or nil, mean_ns = d and d.mean or nil}
 end
 
 --- The GPU operations of trace with their class (nsl.classes' built-in map

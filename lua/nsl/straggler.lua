@@ -241,6 +241,58 @@ function M.windows(coll, work)
   return win, hp
 end
 
+-- ---- the windows a distributed run measured per process (M.reduce) ----
+
+-- the columns M.reduce adds to a collective: its place among its rank's, and its window's measures
+local PRE = {"lidx", "w_window", "w_idle", "w_host", "w_comp"}
+
+--- t without the columns names.
+local function without(t, names)
+  local drop, cols = {}, {}
+  for _, c in ipairs(names) do drop[c] = true end
+  for _, c in ipairs(t:columns()) do if not drop[c] then cols[#cols + 1] = c end end
+  return t:select(cols)
+end
+
+--- Whether each rank's collectives in t (with lidx) are consecutive among
+-- all of its own: then the window before each, from the one before it in
+-- t, is the one M.reduce measured from the one before it on the rank.
+local function consecutive(t)
+  if #t < 2 then return true end
+  local s = t:select{"rank", "start", "lidx"}:sort("rank", "start")
+  local pos = nsl.cumcount(s:group_by("rank"):ids())
+  local gap = nsl.table{{"d", s.lidx - s.lidx:shift(-1)}}:filter(pos:ge(1)).d
+  return #gap == 0 or (gap:min() == 1 and gap:max() == 1)
+end
+
+--- step_compute's table from the compute M.reduce measured (cs consecutive).
+local function pre_steps(cs)
+  local s = cs:select{"rank", "start", "w_comp"}:sort("rank", "start")
+  local k = nsl.cumcount(s:group_by("rank"):ids())
+  local steps = nsl.table{{"rank", s.rank}, {"step", k}, {"compute", s.w_comp}}:filter(k:ge(1))
+  if #steps == 0 then return nil end
+  return steps
+end
+
+--- M.windows' two tables from the windows M.reduce measured (coll
+-- consecutive) and their host parts (host: rank, lidx, start, stop,
+-- report, pid, corr; nil without launch times).
+local function pre_windows(coll, host)
+  local cs = coll:sort("rank", "start")
+  if #cs < 2 then return nil end
+  local cur = cs:filter(nsl.cumcount(cs:group_by("rank"):ids()):ge(1))
+  local window, idle, hostt = cur.w_window, cur.w_idle, cur.w_host
+  local win = nsl.table{{"rank", cur.rank}, {"instance", cur.instance}, {"window", window}, {"idle", idle},
+                        {"host", hostt}, {"queue", idle - hostt}, {"busy", positive(window - idle)}}
+  local hp
+  if host then
+    local j = host:join(cur:select{"rank", "lidx", "instance"}, {"rank", "lidx"}, {"instance"})
+    hp = nsl.table{{"rank", j.rank}, {"instance", j.instance}, {"start", j.start}, {"stop", j.stop},
+                   {"report", j.report}, {"pid", j.pid}, {"corr", j.corr}}:filter(~j.instance:isnull())
+  end
+  return win, hp
+end
+
 --- The analysis (see the header).  coll: rank, instance, type, start, stop
 -- (and optionally launch, report, pid, corr: see M.windows); work: rank,
 -- start, stop (and the same optional columns), of which the rows where
@@ -278,9 +330,11 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
   coll = coll:join(nr, {"instance"}, {"nr"})
   local keep = {"rank", "instance", "type", "start", "stop"}
   if coll.warmup then keep[#keep + 1] = "warmup" end
-  if coll.launch and work.launch then
+  local pre = opts.pre   -- the windows a distributed run measured where the kernels are (M.reduce)
+  if coll.launch and (pre or work.launch) then
     for _, c in ipairs{"launch", "report", "pid", "corr"} do keep[#keep + 1] = c end
   end
+  if pre then for _, c in ipairs(PRE) do keep[#keep + 1] = c end end
   coll = coll:filter(coll.nr:ge(2)):select(keep)
   -- 2. clocks, against the first rank with matched collectives
   local ref = #coll > 0 and coll.rank:min() or 0
@@ -329,13 +383,21 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
     res.step_ns = math.floor((f:gather(nsl.range(#f - 1) + 1) - f:gather(nsl.range(#f - 1))):median() + 0.5)
   end
   res.late = excess(coll)
-  res.coll = coll
   -- 4. compute per step; one rank alone: its own collectives
   local cs = nranks == 1 and all or coll
-  res.steps = step_compute(cs:with("arrive", cs.start), work, compute_mask, nranks)
+  if pre then
+    if not (consecutive(cs) and consecutive(coll)) then return nil end
+    res.steps = pre_steps(cs)
+  else
+    res.steps = step_compute(cs:with("arrive", cs.start), work, compute_mask, nranks)
+  end
+  local pcoll = coll
+  if pre then coll = without(coll, PRE) end
+  res.coll = coll
   -- 5. the windows before the collectives, and each rank's excess in them
   if #coll > 0 then
-    local win, hp = M.windows(coll, work)
+    local win, hp
+    if pre then win, hp = pre_windows(pcoll, pre.host) else win, hp = M.windows(coll, work) end
     if win and #win > 0 then
       local leave = excess(coll, "leave")
       -- the previous collective of the rank: its leave lateness
@@ -528,21 +590,45 @@ local function number_ranks(t, keys)
 end
 
 --- The kernels of trace with the columns the analysis reads and, as
--- `launch`, the time each was launched (steps.launch_times).  Per report:
--- a distributed run makes it on each process's share (the step below).
-function M.kernel_columns(trace)
+-- `launch`, the time each was launched (steps.launch_times).
+local function kernel_columns(trace)
   local k = trace.kernels
   k:load{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
   return k:select{"report", "pid", "device", "stream", "corr", "start", "stop", "name"}
     :with("launch", steps.launch_times(trace, k, gpu_ops.api_rows(trace, "kernels")))
 end
 
---- Collectives and compute of the NCCL kernels of an export (k: its
--- kernel_columns, made here when not given).
-local function from_kernels(trace, args, k)
-  local keys = ({device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}})[args.rank_by]
-  k = k or M.kernel_columns(trace)
-  local rank, rk = number_ranks(k, keys)
+-- the columns that name a rank, per --arg rank_by
+local RANK_KEYS = {device = {"report", "device"}, process = {"report", "pid"}, report = {"report"}}
+
+--- The NCCL kernels of trace as the matching reads them: rk (the keys of each rank, numbered
+-- in their order), kr (the kernels: rank, stream, start, stop, name,
+-- launch, report, pid, corr), is_coll (the mask of
+-- kr's collectives), coll (those, numbered by nsl.nccl.instances: sidx,
+-- seq, instance), api (whether the trace has CUDA calls: when each kernel
+-- was launched, so idle time splits into host and queue).
+local function nccl_kernels(trace, args)
+  local k = kernel_columns(trace)
+  local rank, rk = number_ranks(k, RANK_KEYS[args.rank_by])
+  -- (launch and the columns of a launch go along in any case: without CUDA calls they are left out of the matching)
+  local kr = nsl.table{{"rank", rank}, {"stream", k.stream}, {"start", k.start}, {"stop", k.stop}, {"name", k.name},
+                       {"launch", k.launch}, {"report", k.report}, {"pid", k.pid}, {"corr", k.corr}}
+  local is_coll = nccl.mask(kr.name)
+  local coll = kr:filter(is_coll)
+  coll = nccl.instances(coll:with("type", nccl.annotate(coll.name).collective))
+  return {rk = rk, kr = kr, is_coll = is_coll, coll = coll, api = #trace.api > 0}
+end
+
+--- The columns of the matched collectives (src.coll).
+local function coll_columns(api)
+  local c = {"rank", "instance", "type", "start", "stop"}
+  if api then for _, x in ipairs{"launch", "report", "pid", "corr"} do c[#c + 1] = x end end
+  return c
+end
+
+--- The source (M.match's src) of ranks numbered over the keys rk (sorted,
+-- one row per rank) and the collectives coll.
+local function nccl_source(trace, args, rk, coll, api)
   local names = trace.reports.name
   local labels = {}
   for r = 1, #rk do
@@ -552,24 +638,115 @@ local function from_kernels(trace, args, k)
     elseif args.rank_by == "process" then name = name .. ":pid" .. (rk.pid[r] or "?") end
     labels[r] = name
   end
-  local cols = {{"rank", rank}, {"stream", k.stream}, {"start", k.start}, {"stop", k.stop}, {"name", k.name}}
-  local coll_cols = {"rank", "instance", "type", "start", "stop"}
-  if #trace.api > 0 then   -- when each kernel was launched: idle time splits into host and queue
-    for _, c in ipairs{{"launch", k.launch}, {"report", k.report}, {"pid", k.pid},
-                       {"corr", k.corr}} do
-      cols[#cols + 1] = c
-      coll_cols[#coll_cols + 1] = c[1]
-    end
-  end
-  local kr = nsl.table(cols)
-  local is_coll = nccl.mask(kr.name)
-  local coll = kr:filter(is_coll)
-  coll = nccl.instances(coll:with("type", nccl.annotate(coll.name).collective))
   local where = {}
   for r = 1, #rk do where[r] = {report = rk.report[r], device = rk.device and rk.device[r], pid = rk.pid and rk.pid[r]} end
-  return {coll = coll:select(coll_cols), work = kr,
-          compute = ~is_coll, labels = labels, what = "NCCL kernels", by = args.rank_by, clock = rk.report:totable(),
-          where = where}
+  return {coll = coll:select(coll_columns(api)), labels = labels, what = "NCCL kernels", by = args.rank_by,
+          clock = rk.report:totable(), where = where}
+end
+
+--- Collectives and compute of the NCCL kernels of an export.
+local function from_kernels(trace, args)
+  local n = nccl_kernels(trace, args)
+  local src = nccl_source(trace, args, n.rk, n.coll, n.api)
+  src.work, src.compute = n.kr, ~n.is_coll
+  return src
+end
+
+-- ---- a distributed run: collectives reduced where the kernels are read ----
+--
+-- Under MPI each process reduces the kernels of its reports to one row per
+-- collective (M.reduce, the straggler's distributed step): its rank's key,
+-- its place among its rank's collectives (lidx, in start order), how
+-- nsl.nccl.instances numbers it (sidx, type, seq), its times, and the
+-- window before it, measured from the collective before it on its rank (the
+-- columns of M.windows, and the compute time step_compute gives); plus the
+-- host parts of those windows' gaps.  Rank 0 numbers the ranks and the
+-- instances as one process does over all kernels (from_reduced) and takes
+-- the windows of the matched steady collectives from these rows: that is
+-- exact when each rank's matched collectives follow each other among its
+-- own (M.analyse checks it), and when they do not (a collective only some
+-- ranks recorded, in the middle of a run) rank 0 reads the kernels instead.
+-- So a process sends about 100 B per collective, not 104 B per kernel.
+
+-- rank_by as a number, so that rank 0 can check what the rows were reduced by
+local BY_CODE = {device = 0, process = 1, report = 2}
+
+--- The distributed step: the collectives of trace's reports, reduced (see
+-- above).  Returns {collectives, ranks, host}: ranks one row per rank of
+-- this process (its keys, rr: its index among its report's ranks, api: 1
+-- when its trace has CUDA calls, by: BY_CODE of rank_by); collectives
+-- (rr, report, sidx, type, seq, start, stop, launch, pid, corr, lidx,
+-- w_window, w_idle, w_host, w_comp: NULL for a rank's first collective);
+-- host (rr, report, lidx, start, stop, pid, corr: the host parts of the
+-- gaps in the window before collective lidx).
+function M.reduce(trace, args)
+  local n = nccl_kernels(trace, args)
+  local rk, coll = n.rk, n.coll
+  local rr = nsl.cumcount(rk:group_by("report"):ids())
+  local ranks = rk:with("rr", rr, "api", nsl.rep(n.api and 1 or 0, #rk), "by", nsl.rep(BY_CODE[args.rank_by], #rk))
+  -- each collective's place among its rank's, in start order (the order M.windows and step_compute sort by)
+  local lid = nsl.range(#coll)
+  local order = coll:select{"rank", "start"}:with("lid", lid):sort("rank", "start")
+  local lidx = nsl.cumcount(order:group_by("rank"):ids()):gather(order.lid:argsort())
+  local none = nsl.rep(0, #coll):gather(nsl.rep(-1, #coll))   -- NULL: a rank's first collective has no window
+  local red = coll:with("lid", lid, "lidx", lidx)
+  local win, hp = M.windows(coll:select(coll_columns(n.api)):with("instance", lid), n.kr)
+  if win then
+    red = red:join(win:with("lid", win.instance), {"lid"}, {"window", "idle", "host"}, "w_")
+  else
+    red = red:with("w_window", none, "w_idle", none, "w_host", none)
+  end
+  local steps = step_compute(coll:select{"rank"}:with("arrive", coll.start), n.kr, ~n.is_coll, #rk)
+  red = red:with("w_comp", steps and red:join(steps:with("lidx", steps.step), {"rank", "lidx"}, {"compute"}).compute
+                           or none)
+  local collectives = nsl.table{{"rr", rr:gather(red.rank)}, {"report", rk.report:gather(red.rank)},
+    {"sidx", red.sidx}, {"type", red.type}, {"seq", red.seq}, {"start", red.start}, {"stop", red.stop},
+    {"launch", red.launch}, {"pid", red.pid}, {"corr", red.corr}, {"lidx", red.lidx}, {"w_window", red.w_window},
+    {"w_idle", red.w_idle}, {"w_host", red.w_host}, {"w_comp", red.w_comp}}
+  -- the host parts, keyed by the collective closing their window; every process sends the same columns
+  local host
+  if hp then
+    local of = nsl.table{{"instance", lid}, {"lidx", lidx}}
+    host = nsl.table{{"rr", rr:gather(hp.rank)}, {"report", hp.report},
+                     {"lidx", hp:join(of, {"instance"}, {"lidx"}).lidx}, {"start", hp.start}, {"stop", hp.stop},
+                     {"pid", hp.pid}, {"corr", hp.corr}}
+  else
+    local e = collectives:head(0)
+    host = nsl.table{{"rr", e.rr}, {"report", e.report}, {"lidx", e.lidx}, {"start", e.start}, {"stop", e.stop},
+                     {"pid", e.pid}, {"corr", e.corr}}
+  end
+  return {collectives = collectives, ranks = ranks, host = host}
+end
+
+--- M.match's src from M.reduce's tables gathered on rank 0 (red: their
+-- names without the analysis's), with src.pre = {coll: the collectives with
+-- lidx and the window columns, host} for M.analyse; nil when they cannot
+-- stand for the kernels: reduced with another rank_by, or on a process
+-- whose reports lack the CUDA calls that the whole trace has.
+local function from_reduced(trace, args, red)
+  local rk, c = red.ranks, red.collectives
+  local api = #trace.api > 0
+  if #rk > 0 then
+    local by, a = BY_CODE[args.rank_by], api and 1 or 0
+    if rk.by:min() ~= by or rk.by:max() ~= by or rk.api:min() ~= a or rk.api:max() ~= a then return nil end
+  end
+  -- the processes' ranks in process order are the whole trace's in key order (reports first, and each
+  -- process holds consecutive reports): a rank is its report's first one plus its index there
+  local first = nsl.table{{"report", rk.report}, {"g", nsl.range(#rk)}}:group_by("report"):agg{"f=min(g)"}
+  local function rank_of(t) return t:join(first, {"report"}, {"f"}).f + t.rr end
+  local keys = {}
+  for _, key in ipairs(RANK_KEYS[args.rank_by]) do keys[#keys + 1] = {key, rk[key]} end
+  -- the instances as nsl.nccl.instances numbers them over every rank's collectives
+  local coll = c:with("rank", rank_of(c)):sort("rank", "sidx", "type", "start")
+  coll = coll:with("instance", coll:group_by("sidx", "type", "seq"):ids())
+  local h = red.host
+  local host = api and nsl.table{{"rank", rank_of(h)}, {"lidx", h.lidx}, {"start", h.start}, {"stop", h.stop},
+                                 {"report", h.report}, {"pid", h.pid}, {"corr", h.corr}} or nil
+  local src = nccl_source(trace, args, nsl.table(keys), coll, api)
+  local pre = coll_columns(api)
+  for _, x in ipairs{"lidx", "w_window", "w_idle", "w_host", "w_comp"} do pre[#pre + 1] = x end
+  src.pre = {coll = coll:select(pre), host = host}
+  return src
 end
 
 --- Collectives and compute of the thunks of an nsys-jax trace.
@@ -598,35 +775,51 @@ local function from_thunks(trace, args, gpu_ranges)
           what = "nsys-jax communication thunks", by = "device", clock = rk.report:totable(), where = where}
 end
 
---- The source of the collectives: args.source, or auto (k: the kernel
--- columns a distributed run gathered).
-local function source_of(trace, args, k)
+--- The source of the collectives: args.source, or auto: "nccl" or "jax".
+local function source_name(trace, args)
   local s = args.source
   if s == "auto" then s = (#trace.kernels == 0 and #trace.gpu_ranges > 0) and "jax" or "nccl" end
-  if s == "nccl" then return from_kernels(trace, args, k) end
-  if s == "jax" then
-    local g = jax.gpu_ranges(trace)
-    if #g == 0 or g.text:match("XlaModule:#"):count() == 0 then
-      nsl.fail("straggler: --arg source=jax needs an nsys-jax trace, or an export (bundle) with XLA's NVTX ranges")
-    end
-    return from_thunks(trace, args, g)
+  if s ~= "nccl" and s ~= "jax" then nsl.fail("straggler: --arg source must be auto, nccl or jax", "usage") end
+  return s
+end
+
+--- The source of the collectives (source_name's).
+local function source_of(trace, args)
+  if source_name(trace, args) == "nccl" then return from_kernels(trace, args) end
+  local g = jax.gpu_ranges(trace)
+  if #g == 0 or g.text:match("XlaModule:#"):count() == 0 then
+    nsl.fail("straggler: --arg source=jax needs an nsys-jax trace, or an export (bundle) with XLA's NVTX ranges")
   end
-  nsl.fail("straggler: --arg source must be auto, nccl or jax", "usage")
+  return from_thunks(trace, args, g)
 end
 
 --- The matching of a trace's collectives, the one of the straggler analysis
 -- and of the ledger's waits (nsl.ledger; diagnose makes it once for both):
 -- the source (rank_by, source, programs of args: the straggler analysis's
--- arguments; k: the kernel columns a distributed run gathered) and
--- M.analyse over it with args.warmup.  Returns src = {coll, work, compute,
--- labels (by rank + 1), what, by, clock, where = {report, device, pid} by
--- rank + 1} and res (M.analyse's), nil when there are no ranks or no
--- collectives.
-function M.match(trace, args, k)
-  local src = source_of(trace, args, k)
+-- arguments) and M.analyse over it with args.warmup.  red: the tables of
+-- M.reduce a distributed run gathered (names without the analysis's), or
+-- nil; the kernels are read when they cannot stand for them.  Returns src =
+-- {coll, work (nil from red), compute, labels (by rank + 1), what, by,
+-- clock, where = {report, device, pid} by rank + 1} and res (M.analyse's),
+-- nil when there are no ranks or no collectives.
+function M.match(trace, args, red)
+  local opts = {clock = nil, warmup = args.warmup}
+  if red and source_name(trace, args) == "nccl" then
+    local src = from_reduced(trace, args, red)
+    if src then
+      local pre = src.pre
+      src.pre = nil
+      if #src.labels == 0 or #src.coll == 0 then return src, nil end
+      opts.clock, opts.pre = src.clock, pre
+      local res = M.analyse(pre.coll, nil, #src.labels, nil, opts)
+      if res then return src, res end
+    end
+  end
+  local src = source_of(trace, args)
   local nranks = #src.labels
   if nranks == 0 or #src.coll == 0 then return src, nil end
-  return src, M.analyse(src.coll, src.work, nranks, src.compute, {clock = src.clock, warmup = args.warmup})
+  opts.clock, opts.pre = src.clock, nil
+  return src, M.analyse(src.coll, src.work, nranks, src.compute, opts)
 end
 
 -- ---- the analysis's findings and tables ---------------------------------

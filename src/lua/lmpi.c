@@ -198,6 +198,25 @@ static nsl_status encode_table(nsl_table *t, int shift, void **buf, size_t *len,
   return rc;
 }
 
+/* Pushes the table encoded in buf (encode_table's); 0 with err set when it
+ * cannot be read (nothing pushed). */
+static int push_decoded(lua_State *L, const void *buf, size_t len, nsl_error *err) {
+  char **names = NULL;
+  nsl_column **cols = NULL;
+  int n = 0;
+  nsl_table *tt = NULL;
+  nsl_status rc = nsl__wire_decode(buf, len, nsl__state_dict(L), &names, &cols, &n, err);
+  if (rc == NSL_OK && !(tt = nsl_table_new())) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  for (int c = 0; rc == NSL_OK && c < n; c++) rc = nsl_table_add(tt, names[c], cols[c], err);
+  nsl__wire_free(names, cols, n);
+  if (rc != NSL_OK) {
+    nsl_table_release(tt);
+    return 0;
+  }
+  nsl__pushtable(L, tt, 0);
+  return 1;
+}
+
 /* nsl.mpi.gather(t, shift) (collective): every process's table t (or nil)
  * to rank 0, which gets an array with one entry per process (false for
  * nil), in rank order; an integer column `report` is shifted by shift (the
@@ -232,24 +251,13 @@ static int l_gather(lua_State *L) {
   }
   int size = nsl__comm_size();
   lua_createtable(L, size, 0);
-  nsl_dict *dict = nsl__state_dict(L);
   for (int r = 0; r < size; r++) {
     if (lens[r] == 0) {
       lua_pushboolean(L, 0);
       lua_rawseti(L, -2, r + 1);
       continue;
     }
-    char **names = NULL;
-    nsl_column **cols = NULL;
-    int n = 0;
-    nsl_table *tt = NULL;
-    rc = nsl__wire_decode(bufs[r], lens[r], dict, &names, &cols, &n, &err);
-    if (rc == NSL_OK && !(tt = nsl_table_new())) rc = nsl_error_set(&err, NSL_ERR_NOMEM, "out of memory");
-    for (int c = 0; rc == NSL_OK && c < n; c++)
-      rc = nsl_table_add(tt, names[c], cols[c], &err);
-    nsl__wire_free(names, cols, n);
-    if (rc != NSL_OK) {
-      nsl_table_release(tt);
+    if (!push_decoded(L, bufs[r], lens[r], &err)) {
       for (int k = r; k < size; k++) free(bufs[k]);
       free(bufs);
       free(lens);
@@ -259,11 +267,43 @@ static int l_gather(lua_State *L) {
     }
     free(bufs[r]);
     bufs[r] = NULL;
-    nsl__pushtable(L, tt, 0);
     lua_rawseti(L, -2, r + 1);
   }
   free(bufs);
   free(lens);
+  return 1;
+}
+
+/* nsl.mpi.bcast_table(t) (collective) -> rank 0's table t (the others pass
+ * nil), on every process; nil and a message instead of raising when it
+ * cannot be sent or read, to be agreed on (nsl.mpi.agree) as gather's. */
+static int l_bcast_table(lua_State *L) {
+  int root = nsl__comm_rank() == 0;
+  nsl_table *t = root ? nsl__checktable(L, 1) : NULL;
+  void *buf = NULL;
+  size_t len = 0;
+  nsl_error err = {0};
+  nsl_status rc = root ? encode_table(t, 0, &buf, &len, &err) : NSL_OK;
+  if (rc != NSL_OK) {   /* the others still wait for it: send an empty message, then fail */
+    free(buf);
+    buf = NULL, len = 0;
+  }
+  void *msg = root ? (buf ? buf : (void *)"") : NULL;
+  nsl_error berr = {0};
+  nsl_status brc = nsl__comm_bcast(&msg, &len, &berr);
+  if (root) free(buf);
+  if (rc != NSL_OK || brc != NSL_OK || len == 0) {
+    if (!root) free(msg);
+    if (rc == NSL_OK && brc == NSL_OK) nsl_error_set(&err, NSL_ERR_IO, "rank 0 sent no table");
+    return nsl__push_fail(L, rc != NSL_OK || brc == NSL_OK ? &err : &berr);
+  }
+  if (root) {   /* its own table as it is */
+    lua_pushvalue(L, 1);
+    return 1;
+  }
+  int okd = push_decoded(L, msg, len, &err);
+  free(msg);
+  if (!okd) return nsl__push_fail(L, &err);
   return 1;
 }
 
@@ -304,7 +344,7 @@ static const luaL_Reg dist_methods[] = {{"view", dist_view},   {"trace", dist_tr
                                         {"serve", dist_serve}, {"quit", dist_quit},   {NULL, NULL}};
 static const luaL_Reg dist_meta[] = {{"__gc", dist_gc}, {"__close", dist_gc}, {NULL, NULL}};
 static const luaL_Reg funcs[] = {{"start", l_start},   {"open", l_open},   {"agree", l_agree}, {"gather", l_gather},
-                                 {"bcast", l_bcast},   {"seconds", l_seconds}, {"wtime", l_wtime},
+                                 {"bcast", l_bcast}, {"bcast_table", l_bcast_table},   {"seconds", l_seconds}, {"wtime", l_wtime},
                                  {NULL, NULL}};
 
 int nsl__open_mpi(lua_State *L) {

@@ -54,6 +54,9 @@ wait
 RANKS=("$R"/rank0.sqlite "$R"/rank1.sqlite "$R"/rank2.sqlite "$R"/rank3.sqlite "$R"/rank4.sqlite
        "$R"/rank5.sqlite "$R"/rank6.sqlite "$R"/rank7.sqlite "$R"/rank8.sqlite "$R"/rank9.sqlite)
 
+# moved FILE -- the bytes moved that the stats line (NSL_MPI_STATS) in FILE reports
+moved() { grep -o '[0-9]* bytes moved' "$1" | cut -d' ' -f1; }
+
 # same_as_one WHAT NP ARGS... -- the run on NP processes prints, exits and
 # writes (--out) what one process does; the stats line says which form ran
 same_as_one() {

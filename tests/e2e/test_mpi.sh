@@ -49,8 +49,6 @@ got=$(grep -E '^kernels,' "$TMP/info.csv" | cut -d, -f2)
 check_eq "info on 4 processes: kernel rows = SQL count" "$got" "$want"
 
 # ---- declared row filters (gather = ...): rank 0 receives only the rows the analysis keeps ----
-# moved FILE -- the bytes moved that the stats line in FILE reports
-moved() { grep -o '[0-9]* bytes moved' "$1" | cut -d' ' -f1; }
 # filtered WHAT NP ARGS... -- the run is the one-process run byte for byte with filters on and with
 # NSL_MPI_FILTERS=0, in the gathered form, and moves fewer bytes with filters on
 filtered() {

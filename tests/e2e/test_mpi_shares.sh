@@ -25,6 +25,62 @@ rc=$?
   ok "a tampered bundle member fails the run, named with its reader's MPI rank" ||
   bad "tampered member: exit $rc: $(grep '^nsl' "$TMP/bad.err")"
 
+# ---- the straggler's reduced rows (one per collective with the window before it, not the kernels) ----
+# On the ten exports each rank's matched collectives follow each other, so the processes send the reduced
+# rows. Rank 0's export with its 16th NCCL kernel renamed to a Broadcast that no other rank ran: that
+# collective is matched on no rank, so the windows around it on rank 0 are not the ones its process
+# measured; rank 0 reads the kernels instead -- the same output, more bytes moved.
+same_as_one "straggler, reduced rows" 2 run straggler "${RANKS[@]}"
+reduced=$(moved "$TMP/many.err")
+mkdir -p "$TMP/gap" && cp "${RANKS[@]}" "$TMP/gap/"
+sqlite3 "$TMP/gap/rank0.sqlite" "INSERT INTO StringIds(id, value) VALUES ((SELECT max(id) + 1 FROM StringIds),
+  'ncclDevKernel_Broadcast(ncclDevKernelArgsStorage<(unsigned long)4096>)');
+  UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = (SELECT max(id) FROM StringIds),
+    demangledName = (SELECT max(id) FROM StringIds)
+  WHERE rowid = (SELECT k.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
+                 WHERE s.value LIKE 'nccl%' ORDER BY k.start LIMIT 1 OFFSET 15)"
+GAP=("$TMP"/gap/rank0.sqlite "$TMP"/gap/rank1.sqlite "$TMP"/gap/rank2.sqlite "$TMP"/gap/rank3.sqlite
+     "$TMP"/gap/rank4.sqlite "$TMP"/gap/rank5.sqlite "$TMP"/gap/rank6.sqlite "$TMP"/gap/rank7.sqlite
+     "$TMP"/gap/rank8.sqlite "$TMP"/gap/rank9.sqlite)
+same_as_one "straggler, a collective only rank 0 ran mid-run (the kernels read)" 2 run straggler "${GAP[@]}"
+fallback=$(moved "$TMP/many.err")
+if [ -n "$reduced" ] && [ -n "$fallback" ] && [ "$reduced" -lt "$fallback" ]; then
+  ok "the reduced rows move fewer bytes ($reduced) than reading the kernels ($fallback)"
+else bad "bytes moved: reduced rows $reduced, the kernels read $fallback"; fi
+same_as_one "diagnose (json), a collective only rank 0 ran mid-run" 2 run diagnose "${GAP[@]}" --format json
+same_as_one "straggler by process, reduced rows" 2 run straggler "${RANKS[@]}" --arg rank_by=process
+
+# ---- the straggler's step detection, run by every process over its reports (nsl.iterations.reduce_steps) ----
+# One 'train_step' NVTX range per 4 collectives on each export's launching thread (as test_straggler.lua
+# plants them): the step the straggler's costs are per is the training step, found from the processes'
+# steady steps and agreed names; rank 0 no longer reads every report's NVTX ranges and kernels for it.
+mkdir -p "$TMP/steps" && cp "${RANKS[@]}" "$TMP/steps/"
+STEPS=()
+for r in 0 1 2 3 4 5 6 7 8 9; do
+  f=$TMP/steps/rank$r.sqlite
+  STEPS+=("$f")
+  sqlite3 "$f" "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid)
+    SELECT a.s - 1000, b.s - 1000, 59, 'train_step', a.tid FROM
+      (SELECT k.start AS s, rt.globalTid AS tid, row_number() OVER (ORDER BY k.start) AS n
+       FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds sn ON sn.id = k.shortName
+       JOIN CUPTI_ACTIVITY_KIND_RUNTIME rt ON rt.correlationId = k.correlationId
+       WHERE sn.value LIKE 'nccl%' AND k.deviceId = 0) a
+    JOIN (SELECT k.start AS s, row_number() OVER (ORDER BY k.start) AS n
+          FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds sn ON sn.id = k.shortName
+          WHERE sn.value LIKE 'nccl%' AND k.deviceId = 0) b ON b.n = a.n + 4
+    WHERE a.n % 4 = 1 AND a.n > 4"
+done
+for np in $NPS; do
+  same_as_one "straggler with training steps" $np run straggler "${STEPS[@]}" --format json
+done
+grep -q '"step_source": *"iterations"' "$TMP/many.out" && ok "the step is the training step (step_source iterations)" ||
+  bad "the training step was not found: $(grep -o '"step_source": *"[a-z]*"' "$TMP/many.out")"
+with_steps=$(moved "$TMP/many.err")
+same_as_one "straggler without training steps" 2 run straggler "${RANKS[@]}"
+if [ -n "$with_steps" ] && [ "$with_steps" -lt 2000000 ]; then
+  ok "the step detection moved no ranges to rank 0 ($with_steps bytes in all)"
+else bad "the step detection moved $with_steps bytes"; fi
+
 # ---- the cluster workflow: srun nsl profile -o run_%q{SLURM_PROCID}.zip per rank
 # (srun sets SLURM_PROCID in each task; tests/e2e/fake_nsys.sh plays nsys and
 # hands out a rank's export) -> nsl combine -> mpirun nsl run straggler ----

@@ -1,0 +1,162 @@
+-- What a distributed run's processes reduce their reports to, in one
+-- process (the message layer without MPI: gather and bcast_table hand back
+-- the process's own tables): the straggler's collectives with the windows
+-- before them (nsl.straggler.reduce) matched on "rank 0" give every table
+-- the matching over the kernels gives, and the step detection run per
+-- process (nsl.iterations.reduce_steps) gives the step and its description
+-- nsl.iterations.steps gives -- on every shared export, on several exports
+-- as one multi-report trace (NVTX steps, marker kernels and none mixed), on
+-- planted per-rank copies (tests/lua/straggler_rank.sh) with and without
+-- planted step ranges, and where the reduced windows cannot stand for the
+-- kernels (a collective only one rank recorded, mid-run: the kernels are
+-- read).  The paths compared are checked against SQL in test_straggler.lua
+-- and test_iterations.lua; the runs on several processes against the
+-- one-process run in tests/e2e/test_mpi*.sh.
+local T = ...
+local nsl = require("nsl")
+local straggler = require("nsl.straggler")
+local iterations = require("nsl.iterations")
+
+local SRC = "nsys/pytorch_nccl_2gpu_2026.2.sqlite"
+local H200 = T.source_dir .. "/tests/data/h200_host_stall_2025.3.sqlite"
+
+--- Tables a and b hold the same columns and rows (or are both nil).
+local function same_table(a, b, what)
+  if a == nil or b == nil then return T.eq(a == nil, b == nil, what .. ": both present or both nil") end
+  local ca, cb = a:columns(), b:columns()
+  T.eq(table.concat(ca, ","), table.concat(cb, ","), what .. ": columns")
+  T.eq(#a, #b, what .. ": rows")
+  local ra, rb = T.rows(a, ca), T.rows(b, ca)
+  for i = 1, #ra do
+    for k = 1, #ca do
+      if ra[i][k] ~= rb[i][k] then
+        T.eq(rb[i][k], ra[i][k], string.format("%s: row %d, column %s", what, i, ca[k]))
+      end
+    end
+  end
+end
+
+--- The args of the straggler analysis (defaults, with over).
+local function args_of(over)
+  local a = {rank_by = "device", source = "auto", programs = "structure", warmup = -1}
+  for k, v in pairs(over or {}) do a[k] = v end
+  return a
+end
+
+--- The matching from the reduced rows equals the matching over the
+-- kernels; returns whether the reduced rows stood for them.
+local function same_match(trace, args, what)
+  local src1, res1 = straggler.match(trace, args)
+  local red = straggler.reduce(trace, args)
+  local src2, res2 = straggler.match(trace, args, red)
+  T.eq(table.concat(src2.labels, ","), table.concat(src1.labels, ","), what .. ": ranks")
+  T.eq(res2 == nil, res1 == nil, what .. ": collectives matched")
+  if not res1 then return end
+  for _, k in ipairs{"nranks", "ref", "ninst", "warmup", "step_ns"} do T.eq(res2[k], res1[k], what .. ": " .. k) end
+  T.eq(table.concat(res2.offsets, ","), table.concat(res1.offsets, ","), what .. ": clock offsets")
+  for _, k in ipairs{"coll", "late", "steps", "instances", "windows", "host"} do
+    same_table(res1[k], res2[k], what .. ": " .. k)
+  end
+  return src2.work == nil
+end
+
+--- The steps of the per-process detection equal those of the whole trace.
+local function same_steps(trace, what)
+  local st, err = iterations.steps(trace)
+  local parts = iterations.reduce_steps(trace)
+  local got, gerr = iterations.reduced_steps(parts)
+  T.ok(got ~= false, what .. ": the detection ran per process")
+  T.eq(got == nil, st == nil, what .. ": steps found")
+  if not st then return T.eq(gerr, err, what .. ": why none") end
+  T.eq(got.how, st.how, what .. ": how")
+  T.eq(got.step_ns, st.step_ns, what .. ": the median steady step")
+  T.eq(#got.steady, #st.steady, what .. ": steady steps")
+  return st.it.mode
+end
+
+local script = T.source_dir .. "/tests/lua/straggler_rank.sh"
+
+--- n planted copies of GPU 0 (rank 1 a host-idle straggler, the others waiting for it).
+local function copies(n)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. T.shell_quote(dir)))
+  local files = {}
+  for r = 0, n - 1 do
+    files[r + 1] = string.format("%s/r%d.sqlite", dir, r)
+    local cmd = string.format("%s %s %s 0 500000 %s %d 10000 %d", T.shell_quote(script), T.shell_quote(T.data(SRC)),
+      T.shell_quote(files[r + 1]), r == 1 and "idle" or "idlewait", ((r * 37) % 23 - 11) * 1000000, r + 1)
+    T.ok(os.execute(cmd), cmd)
+  end
+  return files, dir
+end
+
+return {
+  {"straggler: the reduced rows give the matching of the kernels on every shared export, by device, process, report", function()
+    local n = 0
+    for _, f in ipairs(T.exports()) do
+      local trace = nsl.open(f)
+      if #trace.kernels > 0 then
+        for _, by in ipairs{"device", "process", "report"} do
+          same_match(trace, args_of{rank_by = by}, f .. " by " .. by)
+          n = n + 1
+        end
+        same_match(trace, args_of{warmup = 0}, f .. " warmup=0")
+      end
+    end
+    T.ok(n >= 15, "exports with kernels: " .. n // 3)
+  end},
+  {"straggler: planted copies as one trace, the windows from the reduced rows; a collective one rank alone ran reads the kernels", function()
+    local files, dir = copies(4)
+    local trace = nsl.open(files)
+    T.ok(same_match(trace, args_of(), "4 copies"), "4 copies: the reduced rows stood for the kernels")
+    T.ok(same_match(trace, args_of{warmup = 0}, "4 copies, warmup=0"), "warmup=0: the reduced rows stood for them")
+    T.ok(same_match(trace, args_of{rank_by = "report"}, "4 copies by report"), "by report: reduced rows")
+    -- rank 0's 16th NCCL kernel renamed to a Broadcast no other rank ran: its neighbours' windows differ
+    T.sql_exec(files[1], [[INSERT INTO StringIds(id, value) VALUES ((SELECT max(id) + 1 FROM StringIds),
+      'ncclDevKernel_Broadcast(ncclDevKernelArgsStorage<(unsigned long)4096>)');
+      UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = (SELECT max(id) FROM StringIds),
+        demangledName = (SELECT max(id) FROM StringIds)
+      WHERE rowid = (SELECT k.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
+                     WHERE s.value LIKE 'nccl%' ORDER BY k.start LIMIT 1 OFFSET 15);]])
+    trace = nsl.open(files, {cache = false})
+    T.eq(same_match(trace, args_of(), "a collective only rank 0 ran"), false,
+         "a collective only rank 0 ran: the kernels were read")
+    os.execute("rm -rf " .. T.shell_quote(dir))
+  end},
+  {"steps: the per-process detection finds what the whole trace's does (every export; several as one trace; planted step ranges)", function()
+    local modes = {}
+    for _, f in ipairs(T.exports()) do
+      local m = same_steps(nsl.open(f), f)
+      if m then modes[m] = true end
+    end
+    local m = same_steps(nsl.open(H200), "H200 export")
+    if m then modes[m] = true end
+    T.ok(modes.range and modes.kernel, "NVTX steps and marker kernels both seen")
+    same_steps(nsl.open{T.data("nsys/mpi_cuda_rank0_2022.2.sqlite"), T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite"),
+                        T.data(SRC)}, "three exports with marker kernels as one trace")
+    T.eq(same_steps(nsl.open{T.data(SRC), H200, T.data("nsys/tiny_2026.1.sqlite")}, "NVTX steps in one report of three"),
+         "range", "NVTX steps in one report of three: the range wins over markers")
+    -- one 'train_step' range per 4 collectives on every copy's launching thread (as test_straggler.lua plants them)
+    local files, dir = copies(3)
+    for _, path in ipairs(files) do
+      T.sql_exec(path, [[
+        INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid)
+        SELECT a.s - 1000, b.s - 1000, 59, 'train_step', a.tid FROM
+          (SELECT k.start AS s, rt.globalTid AS tid, row_number() OVER (ORDER BY k.start) AS n
+           FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds sn ON sn.id = k.shortName
+           JOIN CUPTI_ACTIVITY_KIND_RUNTIME rt ON rt.correlationId = k.correlationId
+           WHERE sn.value LIKE 'nccl%' AND k.deviceId = 0) a
+        JOIN (SELECT k.start AS s, row_number() OVER (ORDER BY k.start) AS n
+              FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds sn ON sn.id = k.shortName
+              WHERE sn.value LIKE 'nccl%' AND k.deviceId = 0) b ON b.n = a.n + 4
+        WHERE a.n % 4 = 1 AND a.n > 4;]])
+    end
+    T.eq(same_steps(nsl.open(files), "planted step ranges on 3 copies"), "range", "planted step ranges: found")
+    os.execute("rm -rf " .. T.shell_quote(dir))
+  end},
+  {"steps: a JAX trace is left to rank 0 (its steps align devices across reports)", function()
+    local got = iterations.reduced_steps(iterations.reduce_steps(nsl.open(T.data("nsys-jax/pax_fsdp4_4proc_proc0.zip"))))
+    T.eq(got, false, "an nsys-jax archive: the whole trace is read")
+  end},
+}
