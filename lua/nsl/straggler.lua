@@ -274,23 +274,16 @@ local function pre_steps(cs)
   return steps
 end
 
---- M.windows' two tables from the windows M.reduce measured (coll
--- consecutive) and their host parts (host: rank, lidx, start, stop,
--- report, pid, corr; nil without launch times).
-local function pre_windows(coll, host)
+--- M.windows' first table from the windows M.reduce measured (coll
+-- consecutive).
+local function pre_windows(coll)
   local cs = coll:sort("rank", "start")
   if #cs < 2 then return nil end
   local cur = cs:filter(nsl.cumcount(cs:group_by("rank"):ids()):ge(1))
   local window, idle, hostt = cur.w_window, cur.w_idle, cur.w_host
   local win = nsl.table{{"rank", cur.rank}, {"instance", cur.instance}, {"window", window}, {"idle", idle},
                         {"host", hostt}, {"queue", idle - hostt}, {"busy", positive(window - idle)}}
-  local hp
-  if host then
-    local j = host:join(cur:select{"rank", "lidx", "instance"}, {"rank", "lidx"}, {"instance"})
-    hp = nsl.table{{"rank", j.rank}, {"instance", j.instance}, {"start", j.start}, {"stop", j.stop},
-                   {"report", j.report}, {"pid", j.pid}, {"corr", j.corr}}:filter(~j.instance:isnull())
-  end
-  return win, hp
+  return win
 end
 
 --- The analysis (see the header).  coll: rank, instance, type, start, stop
@@ -318,7 +311,9 @@ end
 --              column over the other ranks' median (x_idle, x_host, x_queue,
 --              x_busy) and the previous collective's leave lateness
 --              (x_leave); nil without windows
---   host       M.windows' host parts of the gaps (nil when unknown)
+--   host       M.windows' host parts of the gaps (nil when unknown, and
+--              when the windows came from M.reduce: reduced is then true,
+--              and M.host_parts makes them for the ranks asked)
 --   step_ns    median time between consecutive steady instances (the first
 --              arrivals): the step the costs are per when the trace has no
 --              training steps (M.ranks' opts.step_ns)
@@ -392,12 +387,12 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
     res.steps = step_compute(cs:with("arrive", cs.start), work, compute_mask, nranks)
   end
   local pcoll = coll
-  if pre then coll = without(coll, PRE) end
+  if pre then coll, res.reduced = without(coll, PRE), true end
   res.coll = coll
   -- 5. the windows before the collectives, and each rank's excess in them
   if #coll > 0 then
     local win, hp
-    if pre then win, hp = pre_windows(pcoll, pre.host) else win, hp = M.windows(coll, work) end
+    if pre then win = pre_windows(pcoll) else win, hp = M.windows(coll, work) end
     if win and #win > 0 then
       local leave = excess(coll, "leave")
       -- the previous collective of the rank: its leave lateness
@@ -659,14 +654,17 @@ end
 -- its place among its rank's collectives (lidx, in start order), how
 -- nsl.nccl.instances numbers it (sidx, type, seq), its times, and the
 -- window before it, measured from the collective before it on its rank (the
--- columns of M.windows, and the compute time step_compute gives); plus the
--- host parts of those windows' gaps.  Rank 0 numbers the ranks and the
--- instances as one process does over all kernels (from_reduced) and takes
--- the windows of the matched steady collectives from these rows: that is
--- exact when each rank's matched collectives follow each other among its
--- own (M.analyse checks it), and when they do not (a collective only some
--- ranks recorded, in the middle of a run) rank 0 reads the kernels instead.
--- So a process sends about 100 B per collective, not 104 B per kernel.
+-- columns of M.windows, and the compute time step_compute gives).  Rank 0
+-- numbers the ranks and the instances as one process does over all kernels
+-- (from_reduced) and takes the windows of the matched steady collectives
+-- from these rows: that is exact when each rank's matched collectives
+-- follow each other among its own (M.analyse checks it), and when they do
+-- not (a collective only some ranks recorded, in the middle of a run) rank
+-- 0 reads the kernels instead.  So a process sends 120 B per collective,
+-- not 104 B per kernel.  The host parts of the windows' gaps (M.windows'
+-- second table: 7 per collective on the 1 GB tiled export) are made on
+-- rank 0 for the ranks whose host the verdict names, from their reports
+-- alone (M.host_parts).
 
 -- rank_by as a number, so that rank 0 can check what the rows were reduced by
 local BY_CODE = {device = 0, process = 1, report = 2}
@@ -676,9 +674,7 @@ local BY_CODE = {device = 0, process = 1, report = 2}
 -- this process (its keys, rr: its index among its report's ranks, api: 1
 -- when its trace has CUDA calls, by: BY_CODE of rank_by); collectives
 -- (rr, report, sidx, type, seq, start, stop, launch, pid, corr, lidx,
--- w_window, w_idle, w_host, w_comp: NULL for a rank's first collective);
--- host (rr, report, lidx, start, stop, pid, corr: the host parts of the
--- gaps in the window before collective lidx).
+-- w_window, w_idle, w_host, w_comp: NULL for a rank's first collective).
 function M.reduce(trace, args)
   local n = nccl_kernels(trace, args)
   local rk, coll = n.rk, n.coll
@@ -690,7 +686,7 @@ function M.reduce(trace, args)
   local lidx = nsl.cumcount(order:group_by("rank"):ids()):gather(order.lid:argsort())
   local none = nsl.rep(0, #coll):gather(nsl.rep(-1, #coll))   -- NULL: a rank's first collective has no window
   local red = coll:with("lid", lid, "lidx", lidx)
-  local win, hp = M.windows(coll:select(coll_columns(n.api)):with("instance", lid), n.kr)
+  local win = M.windows(coll:select(coll_columns(n.api)):with("instance", lid), n.kr)
   if win then
     red = red:join(win:with("lid", win.instance), {"lid"}, {"window", "idle", "host"}, "w_")
   else
@@ -703,24 +699,12 @@ function M.reduce(trace, args)
     {"sidx", red.sidx}, {"type", red.type}, {"seq", red.seq}, {"start", red.start}, {"stop", red.stop},
     {"launch", red.launch}, {"pid", red.pid}, {"corr", red.corr}, {"lidx", red.lidx}, {"w_window", red.w_window},
     {"w_idle", red.w_idle}, {"w_host", red.w_host}, {"w_comp", red.w_comp}}
-  -- the host parts, keyed by the collective closing their window; every process sends the same columns
-  local host
-  if hp then
-    local of = nsl.table{{"instance", lid}, {"lidx", lidx}}
-    host = nsl.table{{"rr", rr:gather(hp.rank)}, {"report", hp.report},
-                     {"lidx", hp:join(of, {"instance"}, {"lidx"}).lidx}, {"start", hp.start}, {"stop", hp.stop},
-                     {"pid", hp.pid}, {"corr", hp.corr}}
-  else
-    local e = collectives:head(0)
-    host = nsl.table{{"rr", e.rr}, {"report", e.report}, {"lidx", e.lidx}, {"start", e.start}, {"stop", e.stop},
-                     {"pid", e.pid}, {"corr", e.corr}}
-  end
-  return {collectives = collectives, ranks = ranks, host = host}
+  return {collectives = collectives, ranks = ranks}
 end
 
 --- M.match's src from M.reduce's tables gathered on rank 0 (red: their
 -- names without the analysis's), with src.pre = {coll: the collectives with
--- lidx and the window columns, host} for M.analyse; nil when they cannot
+-- lidx and the window columns} for M.analyse; nil when they cannot
 -- stand for the kernels: reduced with another rank_by, or on a process
 -- whose reports lack the CUDA calls that the whole trace has.
 local function from_reduced(trace, args, red)
@@ -739,13 +723,10 @@ local function from_reduced(trace, args, red)
   -- the instances as nsl.nccl.instances numbers them over every rank's collectives
   local coll = c:with("rank", rank_of(c)):sort("rank", "sidx", "type", "start")
   coll = coll:with("instance", coll:group_by("sidx", "type", "seq"):ids())
-  local h = red.host
-  local host = api and nsl.table{{"rank", rank_of(h)}, {"lidx", h.lidx}, {"start", h.start}, {"stop", h.stop},
-                                 {"report", h.report}, {"pid", h.pid}, {"corr", h.corr}} or nil
   local src = nccl_source(trace, args, nsl.table(keys), coll, api)
   local pre = coll_columns(api)
   for _, x in ipairs{"lidx", "w_window", "w_idle", "w_host", "w_comp"} do pre[#pre + 1] = x end
-  src.pre = {coll = coll:select(pre), host = host}
+  src.pre = {coll = coll:select(pre)}
   return src
 end
 
@@ -880,6 +861,49 @@ local function next_command(trace, src, rows, r, id)
   return nil
 end
 
+--- The host parts of the gaps in the windows before the matched steady
+-- collectives (M.windows' second table) of ranks (0-based, a list):
+-- res.host (every rank's), or, when the windows came from M.reduce's rows
+-- (res.reduced), the same made from those ranks' kernels -- read from their
+-- reports alone in a distributed run (a report's ranks are consecutive:
+-- its first plus their index there).  nil without launch times.
+function M.host_parts(trace, src, res, ranks)
+  if not res.reduced then return res.host end   -- (every rank's: the caller picks)
+  if not res.coll.launch or #ranks == 0 then return nil end
+  local args = {rank_by = src.by}
+  local coll = res.coll:select{"rank", "instance", "start", "stop", "launch", "report", "pid", "corr"}
+  -- the ranks of each report asked for, in rank order
+  local of, reps = {}, {}
+  table.sort(ranks)
+  for _, r in ipairs(ranks) do
+    local rep = src.where[r + 1].report
+    if not of[rep] then of[rep] = {}; reps[#reps + 1] = rep end
+    table.insert(of[rep], r)
+  end
+  local parts = {}
+  local function windows(tr, first, rs, rep)
+    local n = nccl_kernels(tr, args)
+    local want = nsl.table{{"rank", nsl.column(rs):cast("i64")}, {"want", nsl.rep(1, #rs)}}
+    local kr = n.kr:with("rank", n.kr.rank + first)
+    if rep then kr = kr:with("report", nsl.rep(rep, #kr):cast(coll:coltype("report"))) end
+    kr = kr:filter(~kr:join(want, {"rank"}, {"want"}).want:isnull())
+    local c = coll:filter(~coll:join(want, {"rank"}, {"want"}).want:isnull())
+    local _, hp = M.windows(c, kr)
+    if hp then parts[#parts + 1] = hp end
+  end
+  if distributed.report_trace(trace, {reps[1]}) then
+    for _, rep in ipairs(reps) do
+      local first = of[rep][1]
+      while first > 0 and src.where[first].report == rep do first = first - 1 end
+      windows(distributed.report_trace(trace, {rep}), first, of[rep], rep)
+    end
+  else
+    windows(trace, 0, ranks)
+  end
+  if #parts == 0 then return nil end
+  return #parts == 1 and parts[1] or nsl.concat_tables(parts)
+end
+
 --- What the host was doing while the GPUs of the ranks in late_insts
 -- (rank, instance: the collectives each of them was late at) waited for
 -- it: per rank and source (CUDA API, OS runtime, NVTX), the text that
@@ -889,10 +913,11 @@ end
 -- cannot say anything of has no entry.  One attribution for all the ranks
 -- (per report in a distributed run, which reads a report's host tables from
 -- its own process), so it costs the host tables once, not once per rank.
-local function host_activities(trace, res, late_insts)
+local function host_activities(trace, src, res, late_insts)
   local acts = {}
-  local hp = res.host
-  if not hp or #late_insts == 0 then return acts end
+  if #late_insts == 0 then return acts end
+  local hp = M.host_parts(trace, src, res, late_insts.rank:unique():totable())
+  if not hp then return acts end
   hp = hp:join(late_insts:with("mine", nsl.rep(1, #late_insts)), {"rank", "instance"}, {"mine"})
   hp = hp:filter(~hp.mine:isnull())
   if #hp == 0 then return acts end
@@ -972,7 +997,7 @@ local function straggler_finding(trace, src, res, rows, r, by, acts, below)
   end
   if c and c.id == "straggler.host_idle" then
     local list, tid = acts and acts.list, acts and acts.tid
-    if not res.host then
+    if not (res.windows and res.coll.launch) then   -- no launch times: idle is not split, nothing to attribute
       why = why .. "; the trace has no CUDA API calls to say what the host was doing"
     elseif list and #list > 0 then
       local parts = {}
@@ -1055,7 +1080,7 @@ function M.named(trace, src, res, rows, min_share)
       if #idle > 0 then
         local who = nsl.table{{"rank", nsl.column(idle)}, {"idle", nsl.rep(1, #idle)}}
         local li = late_thr:join(who, {"rank"}, {"idle"})
-        acts = host_activities(trace, res, li:filter(~li.idle:isnull()):select{"rank", "instance"})
+        acts = host_activities(trace, src, res, li:filter(~li.idle:isnull()):select{"rank", "instance"})
       end
     end
     if rows.straggler[r] then
