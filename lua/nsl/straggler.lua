@@ -104,28 +104,22 @@ end
 
 --- Each rank's excess per instance in column `col` (default arrive: its
 -- lateness): its value minus the median of the other ranks' values in that
--- instance (table rank, instance, late; nil when no instance has two ranks).
--- An instance holds one row per rank, so with its values sorted (row p of
--- the rank, n rows), the others' are the sorted list without row p: their
--- median is the mean of its rows j_lo = (n-2)//2 and j_hi = (n-1)//2, row j of
--- the others being row j + (j >= p) of the instance.
+-- instance (table rank, instance, late, sorted by instance and value; nil
+-- when no instance has two ranks).  An instance holds one row per rank;
+-- with its values sorted, the others' median is that of the sorted list
+-- without the row (nsl.median_excess, one pass in C).
 local function excess(coll, col)
   col = col or "arrive"
-  local nr = coll:group_by("instance"):agg{"nr=count"}
-  coll = coll:join(nr, {"instance"}, {"nr"})
-  coll = coll:filter(coll.nr:ge(2))
   if #coll == 0 then return nil end
   local s = nsl.table{{"rank", coll.rank}, {"instance", coll.instance}, {"v", coll[col]}}:sort("instance", "v")
-  local g = s:group_by("instance")
-  local ids = g:ids()
-  local p = nsl.cumcount(ids)
-  local n = g:agg{"n=count"}.n:gather(ids)
-  local base = nsl.range(#s) - p                 -- the instance's first row
-  local lo, hi = (n - 2) // 2, (n - 1) // 2
-  lo = base + lo + lo:ge(p):cast("i64")
-  hi = base + hi + hi:ge(p):cast("i64")
-  local med = (s.v:gather(lo) + s.v:gather(hi)) / 2
-  return nsl.table{{"rank", s.rank}, {"instance", s.instance}, {"late", s.v - med}}
+  local late, singles = nsl.median_excess(s.instance, s.v)
+  local t = nsl.table{{"rank", s.rank}, {"instance", s.instance}, {"late", late}}
+  if singles > 0 then   -- an instance of one rank has no others
+    local k = s.instance
+    t = t:filter(k:eq(k:shift(1)) | k:eq(k:shift(-1)))
+  end
+  if #t == 0 then return nil end
+  return t
 end
 
 --- max(c, 0) of an i64 column.
@@ -254,36 +248,39 @@ local function without(t, names)
   return t:select(cols)
 end
 
---- Whether each rank's collectives in t (with lidx) are consecutive among
--- all of its own: then the window before each, from the one before it in
--- t, is the one M.reduce measured from the one before it on the rank.
-local function consecutive(t)
-  if #t < 2 then return true end
-  local s = t:select{"rank", "start", "lidx"}:sort("rank", "start")
-  local pos = nsl.cumcount(s:group_by("rank"):ids())
+--- The rows of t (with the PRE columns) in the order M.windows and
+-- step_compute put a rank's collectives in (rank, then start), and each
+-- one's place among its rank's there (pos, 0-based).
+local function rank_sorted(t)
+  local s = t:select{"rank", "instance", "start", "lidx", "w_window", "w_idle", "w_host", "w_comp"}:sort("rank", "start")
+  return s, nsl.cumcount(s:group_by("rank"):ids())
+end
+
+--- Whether each rank's collectives (s, pos: rank_sorted's) are consecutive
+-- among all of its own: then the window before each, from the one before
+-- it in s, is the one M.reduce measured from the one before it on the rank.
+local function consecutive(s, pos)
+  if #s < 2 then return true end
   local gap = nsl.table{{"d", s.lidx - s.lidx:shift(-1)}}:filter(pos:ge(1)).d
   return #gap == 0 or (gap:min() == 1 and gap:max() == 1)
 end
 
---- step_compute's table from the compute M.reduce measured (cs consecutive).
-local function pre_steps(cs)
-  local s = cs:select{"rank", "start", "w_comp"}:sort("rank", "start")
-  local k = nsl.cumcount(s:group_by("rank"):ids())
-  local steps = nsl.table{{"rank", s.rank}, {"step", k}, {"compute", s.w_comp}}:filter(k:ge(1))
+--- step_compute's table from the compute M.reduce measured (s, pos:
+-- rank_sorted's, consecutive).
+local function pre_steps(s, pos)
+  local steps = nsl.table{{"rank", s.rank}, {"step", pos}, {"compute", s.w_comp}}:filter(pos:ge(1))
   if #steps == 0 then return nil end
   return steps
 end
 
---- M.windows' first table from the windows M.reduce measured (coll
--- consecutive).
-local function pre_windows(coll)
-  local cs = coll:sort("rank", "start")
-  if #cs < 2 then return nil end
-  local cur = cs:filter(nsl.cumcount(cs:group_by("rank"):ids()):ge(1))
+--- M.windows' first table from the windows M.reduce measured (s, pos:
+-- rank_sorted's, consecutive).
+local function pre_windows(s, pos)
+  if #s < 2 then return nil end
+  local cur = s:filter(pos:ge(1))
   local window, idle, hostt = cur.w_window, cur.w_idle, cur.w_host
-  local win = nsl.table{{"rank", cur.rank}, {"instance", cur.instance}, {"window", window}, {"idle", idle},
-                        {"host", hostt}, {"queue", idle - hostt}, {"busy", positive(window - idle)}}
-  return win
+  return nsl.table{{"rank", cur.rank}, {"instance", cur.instance}, {"window", window}, {"idle", idle},
+                   {"host", hostt}, {"queue", idle - hostt}, {"busy", positive(window - idle)}}
 end
 
 --- The analysis (see the header).  coll: rank, instance, type, start, stop
@@ -330,7 +327,8 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
     for _, c in ipairs{"launch", "report", "pid", "corr"} do keep[#keep + 1] = c end
   end
   if pre then for _, c in ipairs(PRE) do keep[#keep + 1] = c end end
-  coll = coll:filter(coll.nr:ge(2)):select(keep)
+  if coll.nr:min() >= 2 then coll = coll:select(keep)   -- (every instance on two ranks or more: no copy)
+  else coll = coll:select(keep):filter(coll.nr:ge(2)) end
   -- 2. clocks, against the first rank with matched collectives
   local ref = #coll > 0 and coll.rank:min() or 0
   res.ref = ref
@@ -380,26 +378,32 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
   res.late = excess(coll)
   -- 4. compute per step; one rank alone: its own collectives
   local cs = nranks == 1 and all or coll
+  local srt, spos   -- with the windows M.reduce measured: the collectives by rank and start, once
   if pre then
-    if not (consecutive(cs) and consecutive(coll)) then return nil end
-    res.steps = pre_steps(cs)
+    srt, spos = rank_sorted(coll)
+    local cs_srt, cs_pos = srt, spos
+    if cs ~= coll then cs_srt, cs_pos = rank_sorted(cs) end
+    if not (consecutive(cs_srt, cs_pos) and consecutive(srt, spos)) then return nil end
+    res.steps = pre_steps(cs_srt, cs_pos)
+    coll, res.reduced = without(coll, PRE), true
   else
     res.steps = step_compute(cs:with("arrive", cs.start), work, compute_mask, nranks)
   end
-  local pcoll = coll
-  if pre then coll, res.reduced = without(coll, PRE), true end
   res.coll = coll
   -- 5. the windows before the collectives, and each rank's excess in them
   if #coll > 0 then
     local win, hp
-    if pre then win = pre_windows(pcoll) else win, hp = M.windows(coll, work) end
+    if pre then win = pre_windows(srt, spos) else win, hp = M.windows(coll, work) end
     if win and #win > 0 then
       local leave = excess(coll, "leave")
       -- the previous collective of the rank: its leave lateness
-      local s = coll:select{"rank", "instance", "start"}:sort("rank", "start")
-      local pos = nsl.cumcount(s:group_by("rank"):ids())
+      local s, pos = srt, spos
+      if not s then
+        s = coll:select{"rank", "instance", "start"}:sort("rank", "start")
+        pos = nsl.cumcount(s:group_by("rank"):ids())
+      end
       local prev_inst = s.instance:shift(-1)
-      local lv = s:with("prev", prev_inst):filter(pos:ge(1))
+      local lv = nsl.table{{"rank", s.rank}, {"instance", s.instance}, {"prev", prev_inst}}:filter(pos:ge(1))
       if leave then
         lv = lv:join(leave:select{"rank", "instance", "late"}:with("prev", leave.instance), {"rank", "prev"}, {"late"})
         win = win:join(lv, {"rank", "instance"}, {"late"})

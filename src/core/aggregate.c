@@ -740,3 +740,50 @@ nsl_status nsl__agg_parse(const char *s, nsl__agg_item *it, nsl_error *err) {
   it->agg = agg_names[found].agg;
   return NSL_OK;
 }
+
+/* ---- each value against the median of the others in its group ------------------- */
+
+nsl_column *nsl__median_excess(const nsl_column *keys, const nsl_column *v, int64_t *singles, nsl_error *err) {
+  if (!keys || !v || keys->type == NSL_STR || keys->type == NSL_F64 || keys->type == NSL_BOOL ||
+      v->type == NSL_STR || v->type == NSL_BOOL || keys->len != v->len) {
+    nsl_error_set(err, NSL_ERR_ARG, "median_excess: an integer key column and a numeric column of one length");
+    return NULL;
+  }
+  int64_t n = v->len;
+  nsl_column *r = nsl_column_new(NSL_F64, n, NULL);
+  if (!r) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "median_excess: out of memory for %lld rows", (long long)n);
+    return NULL;
+  }
+  double *o = nsl_f64(r);
+  int fp = v->type == NSL_F64;
+  *singles = 0;
+  for (int64_t i = 0; i < n;) {
+    int null;
+    int64_t key = nsl__int_at(keys, i, &null), j = i + 1;
+    while (j < n && nsl__int_at(keys, j, &null) == key) j++;
+    int64_t m = j - i;
+    if (m < 2) {
+      o[i] = NAN;
+      *singles += 1;
+      i = j;
+      continue;
+    }
+    /* the others of row p (sorted: rows i..j) are the group without p: their median is the mean of their
+     * rows (m-2)/2 and (m-1)/2, row q of the others being row q + (q >= p) of the group */
+    int64_t lo = (m - 2) / 2, hi = (m - 1) / 2;
+    for (int64_t p = 0; p < m; p++) {
+      int64_t a = i + lo + (lo >= p), b = i + hi + (hi >= p);
+      double med;
+      if (fp) med = (nsl_f64(v)[a] + nsl_f64(v)[b]) / 2.0;
+      else {   /* as the column arithmetic: an integer sum (NULL on overflow), then halved as a double */
+        int na, nb;
+        int64_t x = nsl__int_at(v, a, &na), y = nsl__int_at(v, b, &nb), s;
+        med = na || nb || __builtin_add_overflow(x, y, &s) ? NAN : (double)s / 2.0;
+      }
+      o[i + p] = nsl__f64_at(v, i + p) - med;
+    }
+    i = j;
+  }
+  return r;
+}

@@ -2,6 +2,7 @@
  *   nsl.tree_ancestor(parent_row, through, target) -> anc, inner
  *   nsl.tree_under(parent_row, mask) -> mask
  *   nsl.cumcount(group_ids) -> i64
+ *   nsl.median_excess(keys, v) -> f64, singles (rows sorted by keys, then v)
  *   nsl.overlap_sum(start, stop, group_ids|nil, is_a) -> i64
  *   nsl.jax_compile_tree{start=, stop=, parent=, tid=, num_child=, dur_child=,
  *       dur_nonchild=, is_compile=, is_backend=, is_tsl=} -> {parent=, num_child=,
@@ -39,6 +40,16 @@ static int l_cumcount(lua_State *L) {
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
+}
+
+static int l_median_excess(lua_State *L) {
+  nsl_error err = {0};
+  int64_t singles = 0;
+  nsl_column *r = nsl__median_excess(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), &singles, &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  lua_pushinteger(L, singles);
+  return 2;
 }
 
 static int l_overlap_sum(lua_State *L) {
@@ -149,7 +160,7 @@ static int l_jax_compile_attribute(lua_State *L) {
 
 static const luaL_Reg funcs[] = {{"tree_ancestor", l_tree_ancestor},
                                  {"tree_under", l_tree_under},
-                                 {"cumcount", l_cumcount},
+                                 {"cumcount", l_cumcount}, {"median_excess", l_median_excess},
                                  {"overlap_sum", l_overlap_sum},
                                  {"jax_compile_tree", l_jax_compile_tree},
                                  {"jax_compile_attribute", l_jax_compile_attribute},
