@@ -2,8 +2,11 @@
  * once) against a brute-force definition of every aggregate, per group,
  * from the rows of that group in row order; on every column type, with
  * NULLs, NaN, -0.0, rows in no group, empty and single groups, on one and
- * on several threads, and against nsl_group_agg one aggregate at a time. */
+ * on several threads, and against nsl_group_agg one aggregate at a time;
+ * nsl__median_excess (each value less the median of the others of its
+ * group) against the median of the others sorted by brute force. */
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "kernel_fixtures.h"
@@ -437,6 +440,83 @@ static void test_group_order_concat(void **state) {
   nsl_dict_release(d);
 }
 
+/* ---- each value against the median of the other values of its group ---------- */
+
+/* The median of the m - 1 values of vals[0..m) other than row p (sorted by hand). */
+static double bf_median_others(const int64_t *vals, int64_t m, int64_t p) {
+  int64_t *o = malloc((size_t)m * sizeof *o), k = 0;
+  for (int64_t j = 0; j < m; j++)
+    if (j != p) o[k++] = vals[j];
+  qsort(o, (size_t)k, sizeof *o, cmp_i64);
+  double med = k % 2 ? (double)o[k / 2] : (double)(o[k / 2 - 1] + o[k / 2]) / 2.0;
+  free(o);
+  return med;
+}
+
+static void test_median_excess(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  /* by hand: groups of 1 (no others: NaN), 2, 3 and 4 rows, sorted by key then value */
+  int64_t keys[] = {0, 1, 1, 2, 2, 2, 5, 5, 5, 5};
+  int64_t vals[] = {7, 10, 14, 1, 2, 9, 0, 4, 4, 20};
+  nsl_column *k = fx_i64(10, keys), *v = fx_i64(10, vals);
+  int64_t singles = -1;
+  nsl_column *r = nsl__median_excess(k, v, &singles, &err);
+  assert_non_null(r);
+  assert_int_equal(singles, 1);
+  double want[] = {NAN, -4, 4, -4.5, -3, 7.5, -4, 0, 0, 16};
+  for (int i = 0; i < 10; i++) {
+    if (isnan(want[i])) assert_true(isnan(nsl_f64(r)[i]));
+    else assert_true(nsl_f64(r)[i] == want[i]);
+  }
+  nsl_column_release(r);
+  /* a float column: the same definition in doubles */
+  double fv[] = {7, 10.5, 14, 1, 2, 9.25, 0, 4, 4, 20};
+  nsl_column *f = fx_f64(10, fv);
+  r = nsl__median_excess(k, f, &singles, &err);
+  assert_non_null(r);
+  assert_true(nsl_f64(r)[1] == 10.5 - 14 && nsl_f64(r)[5] == 9.25 - 1.5);
+  nsl_column_release(r);
+  nsl_column_release(f);
+  /* bad input: a float key, columns of two lengths */
+  assert_null(nsl__median_excess(f = fx_f64(10, fv), v, &singles, &err));
+  nsl_column_release(f);
+  nsl_column *short_v = fx_i64(3, vals);
+  assert_null(nsl__median_excess(k, short_v, &singles, &err));
+  nsl_column_release(short_v);
+  nsl_column_release(k);
+  nsl_column_release(v);
+  /* random groups of 1 to 40 rows (ranks at an instance), sorted, against the brute force */
+  for (int round = 0; round < 20; round++) {
+    int64_t n = 0, cap = 4000, *kk = malloc((size_t)cap * sizeof *kk), *vv = malloc((size_t)cap * sizeof *vv);
+    for (int64_t g = 0; n < 3000; g++) {
+      int64_t m = fx_range(1, 40);
+      for (int64_t j = 0; j < m && n < cap; j++) kk[n] = g, vv[n++] = fx_range(-1000000, 1000000);
+      qsort(vv + n - m, (size_t)m, sizeof *vv, cmp_i64);
+    }
+    k = fx_i64(n, kk), v = fx_i64(n, vv);
+    r = nsl__median_excess(k, v, &singles, &err);
+    assert_non_null(r);
+    int64_t ones = 0;
+    for (int64_t i = 0; i < n;) {
+      int64_t j = i;
+      while (j < n && kk[j] == kk[i]) j++;
+      if (j - i == 1) ones++;
+      for (int64_t p = 0; p < j - i; p++) {
+        if (j - i == 1) assert_true(isnan(nsl_f64(r)[i]));
+        else assert_true(nsl_f64(r)[i + p] == (double)vv[i + p] - bf_median_others(vv + i, j - i, p));
+      }
+      i = j;
+    }
+    assert_int_equal(singles, ones);
+    nsl_column_release(r);
+    nsl_column_release(k);
+    nsl_column_release(v);
+    free(kk);
+    free(vv);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_aggs_hand),
@@ -444,6 +524,7 @@ int main(void) {
       cmocka_unit_test(test_aggs_random_reference),
       cmocka_unit_test(test_agg_parse),
       cmocka_unit_test(test_group_order_concat),
+      cmocka_unit_test(test_median_excess),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
