@@ -290,7 +290,11 @@ end
 -- 0 .. nranks-1.  opts: clock (array by rank + 1 of the clock each rank's
 -- times are on: ranks of one export share one), warmup (collective
 -- instances left out at the start; -1 or nil: detected; a `warmup` column
--- of coll, 1 on warm-up rows, then says which).  Returns {nranks,
+-- of coll, 1 on warm-up rows, then says which), pre (true: coll carries
+-- the PRE columns of M.reduce's rows, work and compute_mask are nil, and
+-- the windows come from those rows -- nil is returned when a rank's
+-- matched steady collectives are not consecutive among its own, so that
+-- the caller reads the kernels).  Returns {nranks,
 -- ref, ninst, warmup, offsets, shared, coll, late, steps, instances,
 -- windows, host, step_ns}:
 --   coll       the matched steady collectives: rank, instance, type, start,
@@ -674,7 +678,7 @@ end
 local BY_CODE = {device = 0, process = 1, report = 2}
 
 --- The distributed step: the collectives of trace's reports, reduced (see
--- above).  Returns {collectives, ranks, host}: ranks one row per rank of
+-- above).  Returns {collectives, ranks}: ranks one row per rank of
 -- this process (its keys, rr: its index among its report's ranks, api: 1
 -- when its trace has CUDA calls, by: BY_CODE of rank_by); collectives
 -- (rr, report, sidx, type, seq, start, stop, launch, pid, corr, lidx,
@@ -707,8 +711,8 @@ function M.reduce(trace, args)
 end
 
 --- M.match's src from M.reduce's tables gathered on rank 0 (red: their
--- names without the analysis's), with src.pre = {coll: the collectives with
--- lidx and the window columns} for M.analyse; nil when they cannot
+-- names without the analysis's), with src.pre: the collectives with the
+-- PRE columns, for M.analyse; nil when they cannot
 -- stand for the kernels: reduced with another rank_by, or on a process
 -- whose reports lack the CUDA calls that the whole trace has.
 local function from_reduced(trace, args, red)
@@ -728,9 +732,9 @@ local function from_reduced(trace, args, red)
   local coll = c:with("rank", rank_of(c)):sort("rank", "sidx", "type", "start")
   coll = coll:with("instance", coll:group_by("sidx", "type", "seq"):ids())
   local src = nccl_source(trace, args, nsl.table(keys), coll, api)
-  local pre = coll_columns(api)
-  for _, x in ipairs{"lidx", "w_window", "w_idle", "w_host", "w_comp"} do pre[#pre + 1] = x end
-  src.pre = {coll = coll:select(pre)}
+  local cols = coll_columns(api)
+  for _, x in ipairs(PRE) do cols[#cols + 1] = x end
+  src.pre = coll:select(cols)
   return src
 end
 
@@ -795,8 +799,8 @@ function M.match(trace, args, red)
       local pre = src.pre
       src.pre = nil
       if #src.labels == 0 or #src.coll == 0 then return src, nil end
-      opts.clock, opts.pre = src.clock, pre
-      local res = M.analyse(pre.coll, nil, #src.labels, nil, opts)
+      opts.clock, opts.pre = src.clock, true
+      local res = M.analyse(pre, nil, #src.labels, nil, opts)
       if res then return src, res end
     end
   end

@@ -51,24 +51,15 @@ same_as_one "diagnose (json), a collective only rank 0 ran mid-run" 2 run diagno
 same_as_one "straggler by process, reduced rows" 2 run straggler "${RANKS[@]}" --arg rank_by=process
 
 # ---- the straggler's step detection, run by every process over its reports (nsl.iterations.reduce_steps) ----
-# One 'train_step' NVTX range per 4 collectives on each export's launching thread (as test_straggler.lua
-# plants them): the step the straggler's costs are per is the training step, found from the processes'
-# steady steps and agreed names; rank 0 no longer reads every report's NVTX ranges and kernels for it.
+# One 'train_step' NVTX range per 4 collectives on each export's launching thread (tests/lua/plant_steps.sh):
+# the step the straggler's costs are per is the training step, found from the processes' steady steps and
+# agreed names; rank 0 no longer reads every report's NVTX ranges and kernels for it.
 mkdir -p "$TMP/steps" && cp "${RANKS[@]}" "$TMP/steps/"
 STEPS=()
 for r in 0 1 2 3 4 5 6 7 8 9; do
   f=$TMP/steps/rank$r.sqlite
   STEPS+=("$f")
-  sqlite3 "$f" "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid)
-    SELECT a.s - 1000, b.s - 1000, 59, 'train_step', a.tid FROM
-      (SELECT k.start AS s, rt.globalTid AS tid, row_number() OVER (ORDER BY k.start) AS n
-       FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds sn ON sn.id = k.shortName
-       JOIN CUPTI_ACTIVITY_KIND_RUNTIME rt ON rt.correlationId = k.correlationId
-       WHERE sn.value LIKE 'nccl%' AND k.deviceId = 0) a
-    JOIN (SELECT k.start AS s, row_number() OVER (ORDER BY k.start) AS n
-          FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds sn ON sn.id = k.shortName
-          WHERE sn.value LIKE 'nccl%' AND k.deviceId = 0) b ON b.n = a.n + 4
-    WHERE a.n % 4 = 1 AND a.n > 4"
+  "$NSL_SOURCE_DIR/tests/lua/plant_steps.sh" "$f"
 done
 for np in $NPS; do
   same_as_one "straggler with training steps" $np run straggler "${STEPS[@]}" --format json

@@ -146,20 +146,11 @@ return {
                         T.data(SRC)}, "three exports with marker kernels as one trace")
     T.eq(same_steps(nsl.open{T.data(SRC), H200, T.data("nsys/tiny_2026.1.sqlite")}, "NVTX steps in one report of three"),
          "range", "NVTX steps in one report of three: the range wins over markers")
-    -- one 'train_step' range per 4 collectives on every copy's launching thread (as test_straggler.lua plants them)
+    -- one 'train_step' range per 4 collectives on every copy's launching thread (tests/lua/plant_steps.sh)
     local files, dir = copies(3)
     for _, path in ipairs(files) do
-      T.sql_exec(path, [[
-        INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid)
-        SELECT a.s - 1000, b.s - 1000, 59, 'train_step', a.tid FROM
-          (SELECT k.start AS s, rt.globalTid AS tid, row_number() OVER (ORDER BY k.start) AS n
-           FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds sn ON sn.id = k.shortName
-           JOIN CUPTI_ACTIVITY_KIND_RUNTIME rt ON rt.correlationId = k.correlationId
-           WHERE sn.value LIKE 'nccl%' AND k.deviceId = 0) a
-        JOIN (SELECT k.start AS s, row_number() OVER (ORDER BY k.start) AS n
-              FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds sn ON sn.id = k.shortName
-              WHERE sn.value LIKE 'nccl%' AND k.deviceId = 0) b ON b.n = a.n + 4
-        WHERE a.n % 4 = 1 AND a.n > 4;]])
+      local cmd = T.shell_quote(T.source_dir .. "/tests/lua/plant_steps.sh") .. " " .. T.shell_quote(path)
+      T.ok(os.execute(cmd), cmd)
     end
     T.eq(same_steps(nsl.open(files), "planted step ranges on 3 copies"), "range", "planted step ranges: found")
     os.execute("rm -rf " .. T.shell_quote(dir))
