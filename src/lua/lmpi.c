@@ -252,7 +252,9 @@ static int l_gather(lua_State *L) {
   int size = nsl__comm_size();
   lua_createtable(L, size, 0);
   for (int r = 0; r < size; r++) {
-    if (lens[r] == 0) {
+    if (lens[r] == 0) {   /* nothing sent (its buffer may still be a byte: the gather's) */
+      free(bufs[r]);
+      bufs[r] = NULL;
       lua_pushboolean(L, 0);
       lua_rawseti(L, -2, r + 1);
       continue;
