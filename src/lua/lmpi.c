@@ -281,11 +281,14 @@ static int l_gather(lua_State *L) {
  * cannot be sent or read, to be agreed on (nsl.mpi.agree) as gather's. */
 static int l_bcast_table(lua_State *L) {
   int root = nsl__comm_rank() == 0;
-  nsl_table *t = root ? nsl__checktable(L, 1) : NULL;
   void *buf = NULL;
   size_t len = 0;
   nsl_error err = {0};
-  nsl_status rc = root ? encode_table(t, 0, &buf, &len, &err) : NSL_OK;
+  nsl_status rc = NSL_OK;
+  if (root) {   /* (never raises before the broadcast: the others wait in it) */
+    if (luaL_testudata(L, 1, NSL_TABLE_MT)) rc = encode_table(nsl__checktable(L, 1), 0, &buf, &len, &err);
+    else rc = nsl_error_set(&err, NSL_ERR_ARG, "bcast_table: rank 0 must give a table");
+  }
   if (rc != NSL_OK) {   /* the others still wait for it: send an empty message, then fail */
     free(buf);
     buf = NULL, len = 0;
