@@ -27,7 +27,9 @@
 --    others through nsl.mpi (gather, bcast_table, agree): every process
 --    makes the same calls in the same order, a failure agreed on first (a
 --    process that raises before a call the others make would leave them
---    waiting); its tables are gathered with the step's;
+--    waiting); its tables are gathered with the step's.  The analyses an
+--    analysis uses run their steps only, not their collective parts (it
+--    hands them what those would find: diagnose its steps);
 --  * any other analysis runs on rank 0 over the whole trace, whose tables
 --    are read by every process for its share and gathered when first used.
 --    It may declare row filters that drop, where the rows are read, rows it
@@ -87,7 +89,7 @@ end
 local function steps(runner, a, args, dist, opts)
   local first = dist:share()
   local view
-  local forms = {{a.distributed, "", args}}   -- its form and those of the analyses it runs (default arguments)
+  local forms = {{a.distributed, "", args, own = true}}   -- its form and those of the analyses it runs (default arguments)
   local ok, res = xpcall(function()
     view = dist:view()
     for _, name in ipairs(a.distributed.uses or {}) do
@@ -111,7 +113,7 @@ local function steps(runner, a, args, dist, opts)
   local cerr
   ok, cerr = xpcall(function()
     for _, f in ipairs(forms) do
-      if f[1].collective then
+      if f.own and f[1].collective then
         for tname, t in pairs(f[1].collective(view, f[3])) do res[f[2] .. tname] = t end
       end
     end

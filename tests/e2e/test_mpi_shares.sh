@@ -67,6 +67,8 @@ done
 grep -q '"step_source": *"iterations"' "$TMP/many.out" && ok "the step is the training step (step_source iterations)" ||
   bad "the training step was not found: $(grep -o '"step_source": *"[a-z]*"' "$TMP/many.out")"
 with_steps=$(moved "$TMP/many.err")
+# diagnose hands the straggler its own steps (the straggler's collective detection does not run under it)
+same_as_one "diagnose with training steps (json)" 2 run diagnose "${STEPS[@]}" --format json
 same_as_one "straggler without training steps" 2 run straggler "${RANKS[@]}"
 if [ -n "$with_steps" ] && [ "$with_steps" -lt 2000000 ]; then
   ok "the step detection moved no ranges to rank 0 ($with_steps bytes in all)"
