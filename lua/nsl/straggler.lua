@@ -429,6 +429,9 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
       res.host = hp
     end
   end
+  -- the matching's temporaries go now: what follows (the host tables a verdict reads) is loaded in C, where the
+  -- collector's account does not see it coming (1,024 ranks: 2.32 -> 1.92 GB peak)
+  collectgarbage()
   return res
 end
 
