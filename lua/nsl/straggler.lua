@@ -105,9 +105,8 @@ end
 --- Each rank's excess per instance in column `col` (default arrive: its
 -- lateness): its value minus the median of the other ranks' values in that
 -- instance (table rank, instance, late, sorted by instance and value; nil
--- when no instance has two ranks).  An instance holds one row per rank;
--- with its values sorted, the others' median is that of the sorted list
--- without the row (nsl.median_excess, one pass in C).
+-- when no instance has two ranks).  An instance holds one row per rank
+-- (nsl.median_excess: the others' median per row, in C).
 local function excess(coll, col)
   col = col or "arrive"
   if #coll == 0 then return nil end
@@ -415,14 +414,9 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
       else
         win = win:with("x_leave", nsl.rep(0.0, #win))
       end
+      -- (each row's excess in its own place: a window's instance with no other window has none, 0)
       for _, c in ipairs{"idle", "host", "queue", "busy"} do
-        local x = excess(win, c)
-        if x then
-          win = win:join(x:select{"rank", "instance", "late"}:with("x_" .. c, x.late), {"rank", "instance"}, {"x_" .. c})
-          win = win:with("x_" .. c, nsl.coalesce(win["x_" .. c], 0.0))
-        else
-          win = win:with("x_" .. c, nsl.rep(0.0, #win))
-        end
+        win = win:with("x_" .. c, nsl.coalesce((nsl.median_excess(win.instance, win[c])), 0.0))
       end
       res.windows = win:select{"rank", "instance", "window", "idle", "host", "queue", "busy", "x_leave", "x_idle",
                                "x_host", "x_queue", "x_busy"}

@@ -743,6 +743,48 @@ nsl_status nsl__agg_parse(const char *s, nsl__agg_item *it, nsl_error *err) {
 
 /* ---- each value against the median of the others in its group ------------------- */
 
+typedef struct ex_pair {
+  int64_t i;   /* the value (integer columns; NULL is INT64_MIN, so first) */
+  double f;    /* the value (F64; NaN, NULL, first) */
+  int64_t row;
+} ex_pair;
+
+static int cmp_ex_i(const void *a, const void *b) {
+  const ex_pair *x = a, *y = b;
+  if (x->i != y->i) return x->i < y->i ? -1 : 1;
+  return (x->row > y->row) - (x->row < y->row);
+}
+
+static int cmp_ex_f(const void *a, const void *b) {
+  const ex_pair *x = a, *y = b;
+  int nx = isnan(x->f), ny = isnan(y->f);
+  if (nx != ny) return nx ? -1 : 1;
+  if (!nx && x->f != y->f) return x->f < y->f ? -1 : 1;
+  return (x->row > y->row) - (x->row < y->row);
+}
+
+/* One group of m rows (p[0..m), sorted by value): out[row] for each. */
+static void group_excess(const nsl_column *v, const ex_pair *p, int64_t m, double *out) {
+  if (m < 2) {
+    if (m == 1) out[p[0].row] = NAN;
+    return;
+  }
+  /* the others of sorted row q are the group without it: their median is the mean of their rows
+   * (m-2)/2 and (m-1)/2, row k of the others being row k + (k >= q) of the group */
+  int64_t lo = (m - 2) / 2, hi = (m - 1) / 2;
+  for (int64_t q = 0; q < m; q++) {
+    const ex_pair *a = &p[lo + (lo >= q)], *b = &p[hi + (hi >= q)];
+    double med;
+    if (v->type == NSL_F64) med = (a->f + b->f) / 2.0;
+    else {   /* as the column arithmetic: an integer sum (NULL on overflow), then halved as a double */
+      int64_t sum;
+      med = a->i == NSL_NULL_I64 || b->i == NSL_NULL_I64 || __builtin_add_overflow(a->i, b->i, &sum)
+                ? NAN : (double)sum / 2.0;
+    }
+    out[p[q].row] = nsl__f64_at(v, p[q].row) - med;
+  }
+}
+
 nsl_column *nsl__median_excess(const nsl_column *keys, const nsl_column *v, int64_t *singles, nsl_error *err) {
   if (!keys || !v || keys->type == NSL_STR || keys->type == NSL_F64 || keys->type == NSL_BOOL ||
       v->type == NSL_STR || v->type == NSL_BOOL || keys->len != v->len) {
@@ -750,40 +792,37 @@ nsl_column *nsl__median_excess(const nsl_column *keys, const nsl_column *v, int6
     return NULL;
   }
   int64_t n = v->len;
+  /* the rows grouped by key, in row order within a group: a stable sort of the keys */
+  const nsl_column *kc[1] = {keys};
+  int desc = 0;
+  nsl_column *order = nsl_argsort(kc, &desc, 1, err);
+  if (!order) return NULL;
   nsl_column *r = nsl_column_new(NSL_F64, n, NULL);
-  if (!r) {
+  ex_pair *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+  if (!r || !p) {
     nsl_error_set(err, NSL_ERR_NOMEM, "median_excess: out of memory for %lld rows", (long long)n);
+    free(p);
+    nsl_column_release(r);
+    nsl_column_release(order);
     return NULL;
   }
-  double *o = nsl_f64(r);
-  int fp = v->type == NSL_F64;
+  const int64_t *ix = nsl_i64(order);
+  int fp = v->type == NSL_F64, null;
   *singles = 0;
   for (int64_t i = 0; i < n;) {
-    int null;
-    int64_t key = nsl__int_at(keys, i, &null), j = i + 1;
-    while (j < n && nsl__int_at(keys, j, &null) == key) j++;
-    int64_t m = j - i;
-    if (m < 2) {
-      o[i] = NAN;
-      *singles += 1;
-      i = j;
-      continue;
+    int64_t key = nsl__int_at(keys, ix[i], &null), j = i;
+    for (; j < n && nsl__int_at(keys, ix[j], &null) == key; j++) {
+      ex_pair *e = &p[j];
+      e->row = ix[j];
+      if (fp) e->f = nsl_f64(v)[e->row];
+      else e->i = nsl__int_at(v, e->row, &null);
     }
-    /* the others of row p (sorted: rows i..j) are the group without p: their median is the mean of their
-     * rows (m-2)/2 and (m-1)/2, row q of the others being row q + (q >= p) of the group */
-    int64_t lo = (m - 2) / 2, hi = (m - 1) / 2;
-    for (int64_t p = 0; p < m; p++) {
-      int64_t a = i + lo + (lo >= p), b = i + hi + (hi >= p);
-      double med;
-      if (fp) med = (nsl_f64(v)[a] + nsl_f64(v)[b]) / 2.0;
-      else {   /* as the column arithmetic: an integer sum (NULL on overflow), then halved as a double */
-        int na, nb;
-        int64_t x = nsl__int_at(v, a, &na), y = nsl__int_at(v, b, &nb), s;
-        med = na || nb || __builtin_add_overflow(x, y, &s) ? NAN : (double)s / 2.0;
-      }
-      o[i + p] = nsl__f64_at(v, i + p) - med;
-    }
+    qsort(p + i, (size_t)(j - i), sizeof *p, fp ? cmp_ex_f : cmp_ex_i);
+    group_excess(v, p + i, j - i, nsl_f64(r));
+    if (j - i == 1) *singles += 1;
     i = j;
   }
+  free(p);
+  nsl_column_release(order);
   return r;
 }

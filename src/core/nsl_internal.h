@@ -91,10 +91,10 @@ nsl_column *nsl__tree_under(const nsl_column *parent_row, const nsl_column *mask
 /* For every row, how many earlier rows share its group (0, 1, ...): pandas'
  * groupby().cumcount().  group_of as nsl_groupby gives; negative: NULL. */
 nsl_column *nsl__group_cumcount(const nsl_column *group_of, nsl_error *err);
-/* For rows sorted by keys (an integer column: runs of equal keys are groups)
- * and within a group by v: each value of v minus the median of the other
- * values of its group (f64; NaN for the row of a group of one, counted in
- * *singles).  Integer values are summed as integers and halved as doubles,
+/* Per row: its value of v minus the median of the values of the other rows
+ * with its key (keys: an integer column; rows in any order), as an f64
+ * column in row order; NaN for a row alone with its key, counted in
+ * *singles.  Integer values are summed as integers and halved as doubles,
  * as the column arithmetic does. */
 nsl_column *nsl__median_excess(const nsl_column *keys, const nsl_column *v, int64_t *singles, nsl_error *err);
 /* One aggregate of g:agg{...}, parsed from "name=fn(col, q)", "fn(col)" or

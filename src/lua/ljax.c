@@ -2,7 +2,7 @@
  *   nsl.tree_ancestor(parent_row, through, target) -> anc, inner
  *   nsl.tree_under(parent_row, mask) -> mask
  *   nsl.cumcount(group_ids) -> i64
- *   nsl.median_excess(keys, v) -> f64, singles (rows sorted by keys, then v)
+ *   nsl.median_excess(keys, v) -> f64 (per row: v less the median of the others of its key), singles
  *   nsl.overlap_sum(start, stop, group_ids|nil, is_a) -> i64
  *   nsl.jax_compile_tree{start=, stop=, parent=, tid=, num_child=, dur_child=,
  *       dur_nonchild=, is_compile=, is_backend=, is_tsl=} -> {parent=, num_child=,

@@ -4,7 +4,8 @@
  * NULLs, NaN, -0.0, rows in no group, empty and single groups, on one and
  * on several threads, and against nsl_group_agg one aggregate at a time;
  * nsl__median_excess (each value less the median of the others of its
- * group) against the median of the others sorted by brute force. */
+ * group, rows in any order) against the median of the others sorted by
+ * brute force. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -486,7 +487,7 @@ static void test_median_excess(void **state) {
   nsl_column_release(short_v);
   nsl_column_release(k);
   nsl_column_release(v);
-  /* random groups of 1 to 40 rows (ranks at an instance), sorted, against the brute force */
+  /* random groups of 1 to 40 rows (ranks at an instance), sorted, against the brute force; then shuffled */
   for (int round = 0; round < 20; round++) {
     int64_t n = 0, cap = 4000, *kk = malloc((size_t)cap * sizeof *kk), *vv = malloc((size_t)cap * sizeof *vv);
     for (int64_t g = 0; n < 3000; g++) {
@@ -509,6 +510,30 @@ static void test_median_excess(void **state) {
       i = j;
     }
     assert_int_equal(singles, ones);
+    /* the same rows shuffled: each row's result follows it */
+    int64_t *perm = malloc((size_t)n * sizeof *perm), *sk = malloc((size_t)n * sizeof *sk),
+            *sv = malloc((size_t)n * sizeof *sv);
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+      int64_t j = fx_range(0, i), t = perm[i];
+      perm[i] = perm[j], perm[j] = t;
+    }
+    for (int64_t i = 0; i < n; i++) sk[i] = kk[perm[i]], sv[i] = vv[perm[i]];
+    nsl_column *k2 = fx_i64(n, sk), *v2 = fx_i64(n, sv);
+    int64_t singles2 = -1;
+    nsl_column *r2 = nsl__median_excess(k2, v2, &singles2, &err);
+    assert_non_null(r2);
+    assert_int_equal(singles2, singles);
+    for (int64_t i = 0; i < n; i++) {
+      double a = nsl_f64(r2)[i], b = nsl_f64(r)[perm[i]];
+      assert_true(a == b || (isnan(a) && isnan(b)));
+    }
+    nsl_column_release(r2);
+    nsl_column_release(k2);
+    nsl_column_release(v2);
+    free(perm);
+    free(sk);
+    free(sv);
     nsl_column_release(r);
     nsl_column_release(k);
     nsl_column_release(v);
