@@ -89,7 +89,8 @@ end
 local function steps(runner, a, args, dist, opts)
   local first = dist:share()
   local view
-  local forms = {{a.distributed, "", args, own = true}}   -- its form and those of the analyses it runs (default arguments)
+  -- its form and those of the analyses it runs (their default arguments)
+  local forms = {{a.distributed, "", args, own = true}}
   local ok, res = xpcall(function()
     view = dist:view()
     for _, name in ipairs(a.distributed.uses or {}) do

@@ -251,7 +251,8 @@ end
 -- step_compute put a rank's collectives in (rank, then start), and each
 -- one's place among its rank's there (pos, 0-based).
 local function rank_sorted(t)
-  local s = t:select{"rank", "instance", "start", "lidx", "w_window", "w_idle", "w_host", "w_comp"}:sort("rank", "start")
+  local s = t:select{"rank", "instance", "start", "lidx", "w_window", "w_idle", "w_host", "w_comp"}
+    :sort("rank", "start")
   return s, nsl.cumcount(s:group_by("rank"):ids())
 end
 

@@ -348,9 +348,9 @@ static const luaL_Reg dist_methods[] = {{"view", dist_view},   {"trace", dist_tr
                                         {"subtrace", dist_subtrace}, {"filter", dist_filter},
                                         {"serve", dist_serve}, {"quit", dist_quit},   {NULL, NULL}};
 static const luaL_Reg dist_meta[] = {{"__gc", dist_gc}, {"__close", dist_gc}, {NULL, NULL}};
-static const luaL_Reg funcs[] = {{"start", l_start},   {"open", l_open},   {"agree", l_agree}, {"gather", l_gather},
-                                 {"bcast", l_bcast}, {"bcast_table", l_bcast_table},   {"seconds", l_seconds}, {"wtime", l_wtime},
-                                 {NULL, NULL}};
+static const luaL_Reg funcs[] = {{"start", l_start},     {"open", l_open},   {"agree", l_agree},
+                                 {"gather", l_gather},   {"bcast", l_bcast}, {"bcast_table", l_bcast_table},
+                                 {"seconds", l_seconds}, {"wtime", l_wtime}, {NULL, NULL}};
 
 int nsl__open_mpi(lua_State *L) {
   nsl__register_type(L, DIST_MT, dist_meta, dist_methods);
