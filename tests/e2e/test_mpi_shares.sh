@@ -49,6 +49,21 @@ if [ -n "$reduced" ] && [ -n "$fallback" ] && [ "$reduced" -lt "$fallback" ]; th
 else bad "bytes moved: reduced rows $reduced, the kernels read $fallback"; fi
 same_as_one "diagnose (json), a collective only rank 0 ran mid-run" 2 run diagnose "${GAP[@]}" --format json
 same_as_one "straggler by process, reduced rows" 2 run straggler "${RANKS[@]}" --arg rank_by=process
+# ranks 5 to 9 without their CUDA calls (the table emptied), so that on 4 processes the last one holds none: it
+# cannot tell host from queue time as the whole trace does (the others have calls), so rank 0 reads the kernels
+# -- the same output as one process, more bytes
+mkdir -p "$TMP/noapi" && cp "${RANKS[@]}" "$TMP/noapi/"
+for r in 5 6 7 8 9; do sqlite3 "$TMP/noapi/rank$r.sqlite" "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME"; done
+NOAPI=("$TMP"/noapi/rank0.sqlite "$TMP"/noapi/rank1.sqlite "$TMP"/noapi/rank2.sqlite "$TMP"/noapi/rank3.sqlite
+       "$TMP"/noapi/rank4.sqlite "$TMP"/noapi/rank5.sqlite "$TMP"/noapi/rank6.sqlite "$TMP"/noapi/rank7.sqlite
+       "$TMP"/noapi/rank8.sqlite "$TMP"/noapi/rank9.sqlite)
+same_as_one "straggler, exports without CUDA calls (the kernels read)" 4 run straggler "${NOAPI[@]}"
+noapi=$(moved "$TMP/many.err")
+same_as_one "straggler, every export with its CUDA calls" 4 run straggler "${RANKS[@]}"
+all_api=$(moved "$TMP/many.err")
+if [ -n "$noapi" ] && [ -n "$all_api" ] && [ "$noapi" -gt "$all_api" ]; then
+  ok "without CUDA calls on one process rank 0 read the kernels ($noapi bytes; reduced rows: $all_api)"
+else bad "bytes moved: exports without CUDA calls $noapi, all with them $all_api"; fi
 
 # ---- the straggler's step detection, run by every process over its reports (nsl.iterations.reduce_steps) ----
 # One 'train_step' NVTX range per 4 collectives on each export's launching thread (tests/lua/plant_steps.sh):

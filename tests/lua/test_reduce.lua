@@ -131,6 +131,11 @@ return {
     trace = nsl.open(files, {cache = false})
     T.eq(same_match(trace, args_of(), "a collective only rank 0 ran"), false,
          "a collective only rank 0 ran: the kernels were read")
+    -- rank 3's export without CUDA calls, in one trace with two that have them: its kernels have no launch
+    -- times, in the reduced windows as in the kernels' (test_mpi_shares.sh: on a process of its own, the kernels
+    -- are read)
+    T.sql_exec(files[4], "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME;")
+    same_match(nsl.open({files[2], files[3], files[4]}, {cache = false}), args_of(), "one export without CUDA calls")
     os.execute("rm -rf " .. T.shell_quote(dir))
   end},
   {"steps: the per-process detection finds what the whole trace's does (every export; several as one trace; planted step ranges)", function()
