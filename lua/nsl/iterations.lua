@@ -390,6 +390,14 @@ function M.find(trace, spec)
   return {mode = "kernel", markers = markers, how = markers_how(list)}
 end
 
+--- The step of a list of steady steps' durations: the median (integer
+-- ns) and the mean; nil without steps.
+local function steady_step(steady)
+  local d = M.describe(steady)
+  if not d then return nil end
+  return math.floor(d.median + 0.5), d.mean
+end
+
 --- M.steps of the iterations it (M.find's) with warm-up steps per group
 -- warmup (-1 or nil: automatic).
 local function steps_of(it, warmup)
@@ -435,9 +443,9 @@ local function steps_of(it, warmup)
     end
   end
   W = W:with("dur", W.stop - W.start, "warm", #flag > 0 and nsl.column(flag) or nsl.column{}:eq(0))
-  local d = M.describe(steady)
+  local step_ns, mean_ns = steady_step(steady)
   return {it = it, how = it.how, windows = W, group = group, groups = groups, order = order, warm = warm,
-          steady = steady, n = n, step_ns = d and math.floor(d.median + 0.5) or nil, mean_ns = d and d.mean or nil}
+          steady = steady, n = n, step_ns = step_ns, mean_ns = mean_ns}
 end
 
 --- The steps of a trace: the one detection every analysis of a trace uses
@@ -591,8 +599,8 @@ function M.reduced_steps(parts)
     how = markers_how(list)
   end
   local steady = parts.steps_steady.dur:totable()
-  local d = M.describe(steady)
-  return {how = how, steady = steady, step_ns = d and math.floor(d.median + 0.5) or nil, mean_ns = d and d.mean or nil}
+  local step_ns, mean_ns = steady_step(steady)
+  return {how = how, steady = steady, step_ns = step_ns, mean_ns = mean_ns}
 end
 
 --- The GPU operations of trace with their class (nsl.classes' built-in map

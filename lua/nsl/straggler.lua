@@ -683,13 +683,14 @@ local BY_CODE = {device = 0, process = 1, report = 2}
 -- w_window, w_idle, w_host, w_comp: NULL for a rank's first collective).
 function M.reduce(trace, args)
   local n = nccl_kernels(trace, args)
-  local rk, coll = n.rk, n.coll
+  local rk = n.rk
   local rr = nsl.cumcount(rk:group_by("report"):ids())
   local ranks = rk:with("rr", rr, "api", nsl.rep(n.api and 1 or 0, #rk), "by", nsl.rep(BY_CODE[args.rank_by], #rk))
-  -- each collective's place among its rank's, in start order (the order M.windows and step_compute sort by)
+  -- each collective's place among its rank's, in start order (the order M.windows and step_compute sort by: a
+  -- stable sort, so ties keep nsl.nccl.instances' order as there; rank 0 puts the rows back in that order)
+  local coll = n.coll:sort("rank", "start")
   local lid = nsl.range(#coll)
-  local order = coll:select{"rank", "start"}:with("lid", lid):sort("rank", "start")
-  local lidx = nsl.cumcount(order:group_by("rank"):ids()):gather(order.lid:argsort())
+  local lidx = nsl.cumcount(coll:group_by("rank"):ids())
   local none = nsl.rep(0, #coll):gather(nsl.rep(-1, #coll))   -- NULL: a rank's first collective has no window
   local red = coll:with("lid", lid, "lidx", lidx)
   local win = M.windows(coll:select(coll_columns(n.api)):with("instance", lid), n.kr)
@@ -790,7 +791,7 @@ end
 -- clock, where = {report, device, pid} by rank + 1} and res (M.analyse's),
 -- nil when there are no ranks or no collectives.
 function M.match(trace, args, red)
-  local opts = {clock = nil, warmup = args.warmup}
+  local opts = {warmup = args.warmup}
   if red and source_name(trace, args) == "nccl" then
     local src = from_reduced(trace, args, red)
     if src then
@@ -888,13 +889,10 @@ function M.host_parts(trace, src, res, ranks)
   end
   local parts = {}
   local function windows(tr, first, rs, rep)
-    local n = nccl_kernels(tr, args)
-    local want = nsl.table{{"rank", nsl.column(rs):cast("i64")}, {"want", nsl.rep(1, #rs)}}
-    local kr = n.kr:with("rank", n.kr.rank + first)
+    local kr = nccl_kernels(tr, args).kr
+    kr = kr:with("rank", kr.rank + first)
     if rep then kr = kr:with("report", nsl.rep(rep, #kr):cast(coll:coltype("report"))) end
-    kr = kr:filter(~kr:join(want, {"rank"}, {"want"}).want:isnull())
-    local c = coll:filter(~coll:join(want, {"rank"}, {"want"}).want:isnull())
-    local _, hp = M.windows(c, kr)
+    local _, hp = M.windows(coll:filter(coll.rank:isin(rs)), kr:filter(kr.rank:isin(rs)))
     if hp then parts[#parts + 1] = hp end
   end
   if distributed.report_trace(trace, {reps[1]}) then

@@ -797,7 +797,7 @@ nsl_column *nsl__median_excess(const nsl_column *keys, const nsl_column *v, int6
   int desc = 0;
   nsl_column *order = nsl_argsort(kc, &desc, 1, err);
   if (!order) return NULL;
-  nsl_column *r = nsl_column_new(NSL_F64, n, NULL);
+  nsl_column *r = nsl__column_new_uninit(NSL_F64, n, NULL);   /* every row is in one group: all written */
   ex_pair *p = malloc((size_t)(n ? n : 1) * sizeof *p);
   if (!r || !p) {
     nsl_error_set(err, NSL_ERR_NOMEM, "median_excess: out of memory for %lld rows", (long long)n);

@@ -54,6 +54,14 @@ wait
 RANKS=("$R"/rank0.sqlite "$R"/rank1.sqlite "$R"/rank2.sqlite "$R"/rank3.sqlite "$R"/rank4.sqlite
        "$R"/rank5.sqlite "$R"/rank6.sqlite "$R"/rank7.sqlite "$R"/rank8.sqlite "$R"/rank9.sqlite)
 
+# copy_ranks NAME -- copies of the 10 exports in $TMP/NAME (to change by SQL), listed in COPIES as RANKS lists them
+copy_ranks() {
+  mkdir -p "$TMP/$1" && cp "${RANKS[@]}" "$TMP/$1/"
+  COPIES=()
+  local f
+  for f in "${RANKS[@]}"; do COPIES+=("$TMP/$1/$(basename "$f")"); done
+}
+
 # moved FILE -- the bytes moved that the stats line (NSL_MPI_STATS) in FILE reports
 moved() { grep -o '[0-9]* bytes moved' "$1" | cut -d' ' -f1; }
 

@@ -32,16 +32,14 @@ rc=$?
 # measured; rank 0 reads the kernels instead -- the same output, more bytes moved.
 same_as_one "straggler, reduced rows" 2 run straggler "${RANKS[@]}"
 reduced=$(moved "$TMP/many.err")
-mkdir -p "$TMP/gap" && cp "${RANKS[@]}" "$TMP/gap/"
-sqlite3 "$TMP/gap/rank0.sqlite" "INSERT INTO StringIds(id, value) VALUES ((SELECT max(id) + 1 FROM StringIds),
+copy_ranks gap
+GAP=("${COPIES[@]}")
+sqlite3 "${GAP[0]}" "INSERT INTO StringIds(id, value) VALUES ((SELECT max(id) + 1 FROM StringIds),
   'ncclDevKernel_Broadcast(ncclDevKernelArgsStorage<(unsigned long)4096>)');
   UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = (SELECT max(id) FROM StringIds),
     demangledName = (SELECT max(id) FROM StringIds)
   WHERE rowid = (SELECT k.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
                  WHERE s.value LIKE 'nccl%' ORDER BY k.start LIMIT 1 OFFSET 15)"
-GAP=("$TMP"/gap/rank0.sqlite "$TMP"/gap/rank1.sqlite "$TMP"/gap/rank2.sqlite "$TMP"/gap/rank3.sqlite
-     "$TMP"/gap/rank4.sqlite "$TMP"/gap/rank5.sqlite "$TMP"/gap/rank6.sqlite "$TMP"/gap/rank7.sqlite
-     "$TMP"/gap/rank8.sqlite "$TMP"/gap/rank9.sqlite)
 same_as_one "straggler, a collective only rank 0 ran mid-run (the kernels read)" 2 run straggler "${GAP[@]}"
 fallback=$(moved "$TMP/many.err")
 if [ -n "$reduced" ] && [ -n "$fallback" ] && [ "$reduced" -lt "$fallback" ]; then
@@ -52,11 +50,9 @@ same_as_one "straggler by process, reduced rows" 2 run straggler "${RANKS[@]}" -
 # ranks 5 to 9 without their CUDA calls (the table emptied), so that on 4 processes the last one holds none: it
 # cannot tell host from queue time as the whole trace does (the others have calls), so rank 0 reads the kernels
 # -- the same output as one process, more bytes
-mkdir -p "$TMP/noapi" && cp "${RANKS[@]}" "$TMP/noapi/"
-for r in 5 6 7 8 9; do sqlite3 "$TMP/noapi/rank$r.sqlite" "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME"; done
-NOAPI=("$TMP"/noapi/rank0.sqlite "$TMP"/noapi/rank1.sqlite "$TMP"/noapi/rank2.sqlite "$TMP"/noapi/rank3.sqlite
-       "$TMP"/noapi/rank4.sqlite "$TMP"/noapi/rank5.sqlite "$TMP"/noapi/rank6.sqlite "$TMP"/noapi/rank7.sqlite
-       "$TMP"/noapi/rank8.sqlite "$TMP"/noapi/rank9.sqlite)
+copy_ranks noapi
+NOAPI=("${COPIES[@]}")
+for r in 5 6 7 8 9; do sqlite3 "${NOAPI[$r]}" "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME"; done
 same_as_one "straggler, exports without CUDA calls (the kernels read)" 4 run straggler "${NOAPI[@]}"
 noapi=$(moved "$TMP/many.err")
 same_as_one "straggler, every export with its CUDA calls" 4 run straggler "${RANKS[@]}"
@@ -69,13 +65,9 @@ else bad "bytes moved: exports without CUDA calls $noapi, all with them $all_api
 # One 'train_step' NVTX range per 4 collectives on each export's launching thread (tests/lua/plant_steps.sh):
 # the step the straggler's costs are per is the training step, found from the processes' steady steps and
 # agreed names; rank 0 no longer reads every report's NVTX ranges and kernels for it.
-mkdir -p "$TMP/steps" && cp "${RANKS[@]}" "$TMP/steps/"
-STEPS=()
-for r in 0 1 2 3 4 5 6 7 8 9; do
-  f=$TMP/steps/rank$r.sqlite
-  STEPS+=("$f")
-  "$NSL_SOURCE_DIR/tests/lua/plant_steps.sh" "$f"
-done
+copy_ranks steps
+STEPS=("${COPIES[@]}")
+for f in "${STEPS[@]}"; do "$NSL_SOURCE_DIR/tests/lua/plant_steps.sh" "$f"; done
 for np in $NPS; do
   same_as_one "straggler with training steps" $np run straggler "${STEPS[@]}" --format json
 done
