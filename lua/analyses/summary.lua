@@ -107,7 +107,8 @@ return {
     if wanted(args.only, "kernels") then
       local k = parts and parts.kernels or trace.kernels
       out:table("cuda_gpu_kern_sum",
-        named(stats.time_summary(k, key_name, {keys = keys, count_label = "Instances", name_label = "Name"})),
+        named(stats.time_summary(k, key_name, {keys = keys, count_label = "Instances", name_label = "Name",
+                                               aggregates = parts and parts.kernels_sum})),
         {title = "CUDA GPU Kernel Summary (cuda_gpu_kern_sum)", limit = limit, nsys_stats = true})
     end
     local ops
@@ -123,30 +124,53 @@ return {
         {title = "CUDA GPU MemOps Summary by Size (cuda_gpu_mem_size_sum)", limit = limit, decimals = 3, nsys_stats = true})
     end
     if wanted(args.only, "api") then
-      local api = parts and parts.api
+      local api = parts and (parts.api or parts.api_sum)
       if not api then
         api = trace.api
         api:load{"source", "name", "start", "stop", "dur", "report"}
         api = api:filter(api.source:eq("runtime"))
       end
       out:table("cuda_api_sum",
-        named(stats.time_summary(api, "name", {keys = keys, count_label = "Num Calls", name_label = "Name"})),
+        named(stats.time_summary(api, "name", {keys = keys, count_label = "Num Calls", name_label = "Name",
+                                               aggregates = parts and parts.api_sum})),
         {title = "CUDA API Summary (cuda_api_sum)", limit = limit, nsys_stats = true})
     end
   end,
-  -- distributed (nsl.distributed): each process keeps the columns the
-  -- summaries group (every value, so medians stay exact); rank 0 runs run
-  -- with them as parts
+  -- distributed (nsl.distributed): the kernel and API summaries are
+  -- aggregated by all processes together, no row moved
+  -- (stats.reduce_aggregates: the same bits, medians included), and rank 0
+  -- runs run with them as parts (kernels_sum, api_sum); where they cannot
+  -- be (values too large for exact deviations) the rows go instead
+  -- (kernels, api).  The memory operations' rows go as they are.
   distributed = {
     step = function(trace, args)
+      return (wanted(args.only, "mem_time") or wanted(args.only, "mem_size")) and {memops = memops(trace)} or {}
+    end,
+    collective = function(trace, args, first)
+      local _, rank = nsl.mpi.start()
       local key_name = key_of(args)
-      local k = trace.kernels
-      k:load{"report", key_name, "dur"}
-      local api = trace.api
-      api:load{"source", "name", "dur", "report"}
-      api = api:filter(api.source:eq("runtime"))
-      return {kernels = k:select{"report", key_name, "dur"}, memops = memops(trace),
-              api = api:select{"report", "name", "dur"}}
+      local res = {}
+      local function reduce(name, t, key)
+        local cols = {"report", key, "dur"}
+        -- the groups of every process mean the same: reports by their number in the whole trace
+        local g = t:select(cols)
+        if args.per_report then g = g:with("report", g.report + first) end
+        local s = stats.reduce_aggregates(g, args.per_report and {"report", key} or {key}, "dur")
+        if s then   -- rank 0 sends its report numbers as they are: the gather adds nothing to them
+          res[name .. "_sum"] = rank == 0 and s or s:head(0)
+        else res[name] = t:select(cols) end
+      end
+      if wanted(args.only, "kernels") then
+        local k = trace.kernels
+        k:load{"report", key_name, "dur"}
+        reduce("kernels", k, key_name)
+      end
+      if wanted(args.only, "api") then
+        local api = trace.api
+        api:load{"source", "name", "dur", "report"}
+        reduce("api", api:filter(api.source:eq("runtime")), "name")
+      end
+      return res
     end,
   },
 }

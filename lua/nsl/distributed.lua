@@ -8,7 +8,7 @@
 --  * an analysis with a distributed form,
 --      distributed = {
 --        step = function(view, args) return {name = table, ...} end,
---        collective = function(view, args) return {name = table, ...} end,   -- optional
+--        collective = function(view, args, first) return {name = table, ...} end,   -- optional
 --        combine = function(trace, parts, args, out) ... end,   -- optional
 --        uses = {"straggler", ...},   -- optional: analyses it runs (out:run)
 --      }
@@ -23,7 +23,9 @@
 --    them over.  Every process returns the same
 --    names.  combine may still read the whole trace: what it reads of other
 --    processes' reports is asked of them then.  collective runs on every
---    process once every step has succeeded, and may exchange with the
+--    process once every step has succeeded (first: the whole trace's number
+--    of the view's report 0, for report numbers that mean the same on every
+--    process: `report` + first), and may exchange with the
 --    others through nsl.mpi (gather, bcast_table, agree): every process
 --    makes the same calls in the same order, a failure agreed on first (a
 --    process that raises before a call the others make would leave them
@@ -115,7 +117,7 @@ local function steps(runner, a, args, dist, opts)
   ok, cerr = xpcall(function()
     for _, f in ipairs(forms) do
       if f.own and f[1].collective then
-        for tname, t in pairs(f[1].collective(view, f[3])) do res[f[2] .. tname] = t end
+        for tname, t in pairs(f[1].collective(view, f[3], first)) do res[f[2] .. tname] = t end
       end
     end
   end, nsl.error_handler)

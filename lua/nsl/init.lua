@@ -59,6 +59,16 @@ core.metatable("table").__tostring = function(t)
   return require("nsl.report").text(t, {limit = 20})
 end
 
+--- nsl.mpi.all_ok(ok, err) (collective) -> true when every process passed
+-- a true ok, else false; where ok is false it raises err instead, so that
+-- the run fails with that process's message while the others, told by the
+-- same agreement, stop what they were doing together.
+function M.mpi.all_ok(ok, err)
+  if M.mpi.agree(ok) then return true end
+  if not ok then error(err, 0) end
+  return false
+end
+
 --- nsl.error_handler(e) -- the message handler of every protected run of
 -- an analysis or a piece of one (xpcall): nsl errors of the input or the
 -- environment (nsl.fail, a source's errors) stay as they are, one line for

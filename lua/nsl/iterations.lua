@@ -515,13 +515,6 @@ local function reduced(mode, name, n, med, steady, markers)
                               {"lag", ints(m.lag)}}}
 end
 
---- Whether every process passed ok (collective); raises err where ok is
--- false, so that the run fails with that process's message.
-local function all_ok(ok, err)
-  if nsl.mpi.agree(ok) then return true end
-  if not ok then error(err, 0) end
-  return false
-end
 
 --- The step detection of a distributed run on every process, over view
 -- (its reports; collective: see above).  Returns the tables the straggler
@@ -533,7 +526,7 @@ function M.reduce_steps(view)
     if require("nsl.jax").is_jax(view) then return "jax" end
     return nvtx_candidates(view) or false
   end)
-  if not all_ok(ok, d) then return reduced("whole") end
+  if not mpi.all_ok(ok, d) then return reduced("whole") end
   if not mpi.agree(d ~= "jax") then return reduced("whole") end   -- JAX steps align devices: rank 0 reads all
   -- the names' totals on rank 0, which orders them for every process
   local names, nn, nmed = {}, {}, {}
@@ -541,7 +534,7 @@ function M.reduce_steps(view)
   local tot = #names > 0 and nsl.table{{"name", nsl.column(names)}, {"n", nsl.column(nn):cast("i64")},
                                        {"med", nsl.column(nmed):cast("f64")}} or nil
   local got, err = mpi.gather(tot, 0)
-  if not all_ok(got ~= nil, err) then return reduced("whole") end
+  if not mpi.all_ok(got ~= nil, err) then return reduced("whole") end
   local cands
   if type(got) == "table" then
     local totals = {}
@@ -556,7 +549,7 @@ function M.reduce_steps(view)
     if #cn == 0 then cands = cands:head(0) end
   end
   cands, err = mpi.bcast_table(cands)
-  if not all_ok(cands ~= nil, err) then return reduced("whole") end
+  if not mpi.all_ok(cands ~= nil, err) then return reduced("whole") end
   -- the first name whose every range holds work, as one process finds it over all reports
   local cache = {}
   for i = 1, #cands do
@@ -565,7 +558,7 @@ function M.reduce_steps(view)
       if not d then return nil, 0, false end   -- no ranges here
       return holding(view, d, name, cache)
     end)
-    if not all_ok(hok, r) then return reduced("whole") end
+    if not mpi.all_ok(hok, r) then return reduced("whole") end
     local every = mpi.agree(held == (r and #r or 0))
     local none = mpi.agree(not any)
     if every and not none then

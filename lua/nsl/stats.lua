@@ -10,19 +10,24 @@ local M = {}
 -- ("Name" / "Operation" / "Range"), opts.keys (extra leading key columns,
 -- e.g. {"report"}), opts.value ("dur" by default).
 -- Returns an nsl table with nsys's column names, sorted by total desc.
+-- opts.aggregates: the per-group aggregates already made (M.reduce_aggregates
+-- of a distributed run) instead of t.
 function M.time_summary(t, key, opts)
   opts = opts or {}
   local value = opts.value or "dur"
   local keys = {}
   for _, k in ipairs(opts.keys or {}) do keys[#keys + 1] = k end
   keys[#keys + 1] = key
-  local need = {value}
-  for _, k in ipairs(keys) do need[#need + 1] = k end
-  t:load(need)   -- one pass over the source for every column involved
-  local s = t:group_by(table.unpack(keys)):agg{
-    "total=sum(" .. value .. ")", "n=count(" .. value .. ")", "avg=mean(" .. value .. ")",
-    "med=median(" .. value .. ")", "min=min(" .. value .. ")", "max=max(" .. value .. ")",
-    "std=std(" .. value .. ")"}
+  local s = opts.aggregates
+  if not s then
+    local need = {value}
+    for _, k in ipairs(keys) do need[#need + 1] = k end
+    t:load(need)   -- one pass over the source for every column involved
+    s = t:group_by(table.unpack(keys)):agg{
+      "total=sum(" .. value .. ")", "n=count(" .. value .. ")", "avg=mean(" .. value .. ")",
+      "med=median(" .. value .. ")", "min=min(" .. value .. ")", "max=max(" .. value .. ")",
+      "std=std(" .. value .. ")"}
+  end
   local order = {}
   for _, k in ipairs(opts.keys or {}) do order[#order + 1] = k end
   order[#order + 1] = "-total"
@@ -45,6 +50,128 @@ function M.time_summary(t, key, opts)
     {"Time (%)", pct}, {"Total Time (" .. u .. ")", s.total}, {opts.count_label or "Instances", s.n},
     {"Avg (" .. u .. ")", s.avg}, {"Med (" .. u .. ")", s.med}, {"Min (" .. u .. ")", s.min},
     {"Max (" .. u .. ")", s.max}, {"StdDev (" .. u .. ")", s.std}, {opts.name_label or "Name", s[key]}} do
+    cols[#cols + 1] = c
+  end
+  return nsl.table(cols)
+end
+
+
+local PIVOTS = 15   -- per median and round: the range that holds it shrinks 16-fold
+local EXACT = 1 << 53   -- values within +-2^53: halves of two are exact doubles
+
+--- The aggregates M.time_summary makes of the rows of every process of an
+-- MPI job (total, n, avg, med, min, max, std of column `value` per group
+-- of the key columns, one row per group, the keys first), with the bits a
+-- group-by of all the rows in one process gives, and no row moved
+-- (collective: every process calls it with its own rows t and the same
+-- keys and value):
+--  1. the groups: each process's keys gathered on rank 0, their union sent
+--     back to all, every row given its group's index;
+--  2. count, sum, least, greatest and sum of squares per group
+--     (nsl.moments), added up by all-reduces; means and deviations from
+--     them (nsl.moments_finish) as the group-by computes them;
+--  3. each median: the one or two values of rank (n-1)/2 found by
+--     narrowing a range that holds them: each round counts, on every
+--     process, its values at most 15 pivots in the range (nsl.count_le
+--     over its rows sorted by group and value), the counts are summed, and
+--     the range shrinks to the 1/16 that holds the rank (about 8 rounds
+--     for values up to 2^32; at most 14 for any).
+-- Every process then holds the same numbers and makes the same decisions.
+-- Returns the table on every process; nil (on every process) when the
+-- values are not integers or too large for exact deviations (the caller
+-- then gathers the rows).
+function M.reduce_aggregates(t, keys, value)
+  local mpi = nsl.mpi
+  local ok, mine = pcall(function()
+    local need = {value}
+    for _, k in ipairs(keys) do need[#need + 1] = k end
+    t:load(need)
+    local ty = t:coltype(value)
+    if ty ~= "i64" and ty ~= "i32" then return false end
+    return t:group_by(table.unpack(keys)):keys()
+  end)
+  if not mpi.all_ok(ok, mine) or not mpi.agree(mine ~= false) then return nil end
+  local got, err = mpi.gather(mine, 0)
+  if not mpi.all_ok(got ~= nil, err) then return nil end
+  local union
+  if type(got) == "table" then
+    local tabs = {}
+    for _, g in ipairs(got) do if g then tabs[#tabs + 1] = g end end
+    union = #tabs == 1 and tabs[1] or nsl.concat_tables(tabs)
+    union = union:group_by(table.unpack(keys)):keys():sort(table.unpack(keys))
+  end
+  union, err = mpi.bcast_table(union)
+  if not mpi.all_ok(union ~= nil, err) then return nil end
+  local ng = #union
+  -- 1. every row's group, the rows with a value sorted by group and value
+  local gid, v
+  ok, err = pcall(function()
+    local need = {value}
+    for _, k in ipairs(keys) do need[#need + 1] = k end
+    local g = t:select(need):join(union:with("_gid", nsl.range(ng)), keys, {"_gid"})
+    if (g._gid:isnull():cast("i64"):sum() or 0) > 0 then error("summary: a row's key is not among the keys", 0) end
+    g = g:filter(~g[value]:isnull())
+    g = g:sort("_gid", value)
+    gid, v = g._gid:cast("i64"), g[value]:cast("i64")
+  end)
+  if not mpi.all_ok(ok, err) then return nil end
+  -- 2. the moments
+  local parts, lo, hi = nsl.moments(gid, v, ng)
+  parts, lo, hi = mpi.allreduce(parts, "sum"), mpi.allreduce(lo, "min"), mpi.allreduce(hi, "max")
+  local n, total, avg, std, min, max, exact = nsl.moments_finish(parts, lo, hi)
+  local nl, lol, hil = n:totable(), lo:totable(), hi:totable()
+  for g = 1, ng do exact = exact and (nl[g] == 0 or (lol[g] > -EXACT and hil[g] < EXACT)) end
+  if not exact then return nil end
+  -- 3. the medians: targets (group, rank) with the range [a, b] that holds each
+  local tg, rank, a, b = {}, {}, {}, {}
+  for g = 1, ng do
+    local c = nl[g]
+    if c > 0 then
+      local pos = (c - 1) // 2
+      for r = pos, (c - 1) % 2 == 1 and pos + 1 or pos do
+        tg[#tg + 1], rank[#rank + 1], a[#a + 1], b[#b + 1] = g - 1, r, lol[g], hil[g]
+      end
+    end
+  end
+  while true do
+    local open, pg, pv, first = {}, {}, {}, {}
+    for i = 1, #tg do
+      if a[i] < b[i] then
+        open[#open + 1] = i
+        first[#open] = #pv
+        local d = b[i] - a[i]
+        local step, k = d > PIVOTS and d // (PIVOTS + 1) or 1, d > PIVOTS and PIVOTS or d
+        for j = 1, k do pg[#pv + 1], pv[#pv + 1] = tg[i], a[i] + step * j - (d > PIVOTS and 0 or 1) end
+      end
+    end
+    if #open == 0 then break end
+    local cnt = mpi.allreduce(nsl.count_le(gid, v, nsl.column(pg):cast("i64"), nsl.column(pv):cast("i64")), "sum")
+    cnt = cnt:totable()
+    for o, i in ipairs(open) do
+      local j0, j1 = first[o] + 1, (o < #open and first[o + 1] or #pv)
+      local lo_i, hi_i = a[i], b[i]
+      for j = j0, j1 do   -- the first pivot with more than `rank` values at or below it
+        if cnt[j] > rank[i] then hi_i = pv[j] break end
+        lo_i = pv[j] + 1
+      end
+      a[i], b[i] = lo_i, hi_i
+    end
+  end
+  local med, at = {}, 1
+  for g = 1, ng do
+    if nl[g] == 0 then med[g] = 0 / 0
+    elseif (nl[g] - 1) % 2 == 0 then med[g], at = a[at] + 0.0, at + 1
+    else
+      local x, y = a[at], a[at + 1]
+      med[g], at = x == y and x + 0.0 or x + (y - x) * 0.5, at + 2
+    end
+  end
+  local ty = t:coltype(value)
+  local cols = {}
+  for _, k in ipairs(keys) do cols[#cols + 1] = {k, union[k]} end
+  for _, c in ipairs{{"total", total}, {"n", n}, {"avg", avg},
+                     {"med", ng > 0 and nsl.column(med):cast("f64") or nsl.rep(0.0, 0)},
+                     {"min", min:cast(ty)}, {"max", max:cast(ty)}, {"std", std}} do
     cols[#cols + 1] = c
   end
   return nsl.table(cols)

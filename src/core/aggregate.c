@@ -75,6 +75,7 @@ typedef struct quant_out {
  * touch per row. */
 typedef struct gstat {
   i128 isum;          /* integer sum */
+  i128 isq;           /* integer sum of squares (STD of an integer column; exact while count * max|x| < 2^63) */
   int64_t count;      /* non-NULL values */
   uint64_t lo, hi;    /* least / greatest order code (hi 0: none) */
 } gstat;
@@ -87,6 +88,7 @@ typedef struct plan {
   int want_codes;             /* codes by group (quantiles, distinct counts) */
   int want_distinct;
   int std;                    /* a STD is asked */
+  int std_sq;                 /* integers: sums of squares in stage 1, deviations from them (nsl__std_moments) */
   int std_codes;              /* deviations from the codes (row order kept) instead of a row pass */
   int nchunks;
   int64_t bound[MAX_CHUNKS + 1];
@@ -146,7 +148,9 @@ typedef struct agg_run {
 #define INT_STATS(T, null, code)                                                                     \
   do {                                                                                             \
     const T *x = (const T *)v->data;                                                               \
-    if (isum && minmax)                                                                            \
+    if (p->std_sq)                                                                                 \
+      INT_STATS_ROWS(T, null, code, e->isum += y; e->isq += (i128)y * y; STATS_MINMAX(code(y)))   \
+    else if (isum && minmax)                                                                       \
       INT_STATS_ROWS(T, null, code, e->isum += y; STATS_MINMAX(code(y)))                           \
     else if (isum)                                                                                 \
       INT_STATS_ROWS(T, null, code, e->isum += y)                                                  \
@@ -258,6 +262,26 @@ static void scatter_chunk(const agg_run *r, plan *p, int c) {
 
 static double std_of(long double ss, int64_t count) {
   return count == 0 ? NAN : count == 1 ? 0.0 : sqrt((double)(ss / (long double)(count - 1)));
+}
+
+/* See nsl_internal.h. */
+__extension__ double nsl__mean_i128(int64_t count, __int128 sum) {
+  return count ? (double)((long double)sum / (long double)count) : NAN;
+}
+
+/* See nsl_internal.h. */
+int nsl__moments_exact(int64_t count, int64_t lo, int64_t hi) {
+  unsigned __int128 a = (unsigned __int128)(lo < 0 ? -(i128)lo : lo), b = (unsigned __int128)(hi < 0 ? -(i128)hi : hi);
+  return count >= 0 && (unsigned __int128)count * (a > b ? a : b) < ((unsigned __int128)1 << 63);
+}
+
+/* See nsl_internal.h.  The sum of squared deviations from the mean is
+ * (count s2 - s1^2) / count; its numerator is exact in 128 bits under
+ * nsl__moments_exact (both terms are below 2^126), and rounds once. */
+__extension__ double nsl__std_moments(int64_t count, __int128 s1, __int128 s2) {
+  if (count <= 1) return count == 1 ? 0.0 : NAN;
+  i128 num = (i128)count * s2 - s1 * s1;
+  return sqrt((double)((long double)num / ((long double)count * (long double)(count - 1))));
 }
 
 /* Sample deviations by a pass over the rows (sums of squared deviations
@@ -403,7 +427,7 @@ static int plan_alloc(const agg_run *r, plan *p, int threads) {
   for (int c = 0; c <= p->nchunks; c++) p->bound[c] = r->n * c / p->nchunks;
   for (int c = 0; c < p->nchunks; c++) {
     if (!(p->st[c] = nsl__big_alloc(m * sizeof *p->st[c]))) return -1;
-    for (int64_t g = 0; g < r->ng; g++) p->st[c][g] = (gstat){0, 0, UINT64_MAX, 0};
+    for (int64_t g = 0; g < r->ng; g++) p->st[c][g] = (gstat){.lo = UINT64_MAX};
     if (p->want_codes && !(p->cur[c] = nsl__big_alloc(m * sizeof *p->cur[c]))) return -1;
   }
   if (p->want_sum && p->fp &&
@@ -440,16 +464,27 @@ static int plan_merge(const agg_run *r, plan *p) {
       const gstat *e = &p->st[c][g];
       tot[g].count += e->count;
       tot[g].isum += e->isum;
+      tot[g].isq += e->isq;
       if (e->lo < tot[g].lo) tot[g].lo = e->lo;
       if (e->hi > tot[g].hi) tot[g].hi = e->hi;
     }
+  if (p->std_sq) {   /* exact from the moments, else (a value too large) the deviations as for other types */
+    int exact = 1;
+    for (int64_t g = 0; g < ng && exact; g++)
+      exact = !tot[g].hi || nsl__moments_exact(tot[g].count, nsl__ocode_to_i64(tot[g].lo), nsl__ocode_to_i64(tot[g].hi));
+    for (int64_t g = 0; g < ng && exact; g++) p->sd[g] = nsl__std_moments(tot[g].count, tot[g].isum, tot[g].isq);
+    if (!exact) {
+      p->std_sq = 0;
+      p->std_codes = p->want_codes;
+    }
+  }
   if (p->want_sum) {
     if (!(p->mean = nsl__big_alloc(m * sizeof *p->mean))) return -1;
     for (int64_t g = 0; g < ng; g++) {
       int64_t c = tot[g].count;
       p->mean[g] = !c      ? NAN
                    : p->fp ? (p->fsum[g] + p->comp[g]) / (double)c
-                           : (double)((long double)tot[g].isum / (long double)c);
+                           : nsl__mean_i128(c, tot[g].isum);
     }
   }
   return 0;
@@ -615,7 +650,8 @@ nsl_status nsl_group_aggs(const nsl_groups *g, const nsl_agg_spec *specs, int n,
   }
   for (int pi = 0; pi < r.nplans; pi++) {
     plan *p = &r.plans[pi];
-    p->std_codes = p->std && p->want_codes && p->v->type != NSL_BOOL;
+    p->std_sq = p->std && (p->v->type == NSL_I64 || p->v->type == NSL_I32);
+    p->std_codes = p->std && !p->std_sq && p->want_codes && p->v->type != NSL_BOOL;
     if (p->want_minmax && p->v->type == NSL_STR && p->v->dict && !(p->ranks = nsl__str_ranks(p->v, err))) {
       rc = err ? err->code : NSL_ERR_NOMEM;
       goto done;
@@ -644,7 +680,7 @@ nsl_status nsl_group_aggs(const nsl_groups *g, const nsl_agg_spec *specs, int n,
     plan *p = &r.plans[pi];
     if (p->want_codes)
       for (int c = 0; c < p->nchunks; c++) tasks[nt++] = (task){T_SCATTER, pi, c, 0, 0};
-    if (p->std && !p->std_codes) tasks[nt++] = (task){T_STD, pi, 0, 0, 0};
+    if (p->std && !p->std_sq && !p->std_codes) tasks[nt++] = (task){T_STD, pi, 0, 0, 0};
   }
   if (run_stage(&r, tasks, nt) != 0) goto nomem;
 
@@ -825,4 +861,150 @@ nsl_column *nsl__median_excess(const nsl_column *keys, const nsl_column *v, int6
   free(p);
   nsl_column_release(order);
   return r;
+}
+
+/* ---- moments that processes add up (distributed summaries) -------------------------- */
+
+/* An integer of up to 126 bits as three 42-bit limbs (two's complement,
+ * modulo 2^126): limbs of up to 2^21 processes add without overflow, and
+ * their sum, carried and read back modulo 2^126, is the sum of the values. */
+#define LIMB_BITS 42
+#define LIMB_MASK (((int64_t)1 << LIMB_BITS) - 1)
+
+static void limbs_put(int64_t *at, i128 x) {
+  unsigned __int128 u = (unsigned __int128)x;
+  for (int k = 0; k < 3; k++) at[k] = (int64_t)(u >> (k * LIMB_BITS)) & LIMB_MASK;
+}
+
+static i128 limbs_get(const int64_t *at) {
+  unsigned __int128 u = 0;
+  for (int k = 2; k >= 0; k--) u = (u << LIMB_BITS) + (unsigned __int128)(uint64_t)at[k];
+  u &= ((unsigned __int128)1 << 126) - 1;
+  if (u >> 125) u |= ~(((unsigned __int128)1 << 126) - 1);   /* bit 125 is the sign */
+  return (i128)u;
+}
+
+/* See nsl_internal.h. */
+nsl_status nsl__moments(const nsl_column *gid, const nsl_column *v, int64_t ng, nsl_column **parts, nsl_column **lo,
+                        nsl_column **hi, nsl_error *err) {
+  *parts = *lo = *hi = NULL;
+  if (!gid || !v || (gid->type != NSL_I64 && gid->type != NSL_I32) || (v->type != NSL_I64 && v->type != NSL_I32) ||
+      gid->len != v->len || ng < 0 || ng > INT64_MAX / NSL_MOMENT_PARTS)
+    return nsl_error_set(err, NSL_ERR_ARG, "moments: integer group ids and integer values of one length, ng >= 0");
+  int64_t m = ng ? ng : 1;
+  i128 *s1 = calloc((size_t)m, sizeof *s1), *s2 = calloc((size_t)m, sizeof *s2);
+  int64_t *cnt = calloc((size_t)m, sizeof *cnt);
+  *parts = nsl_column_new(NSL_I64, ng * NSL_MOMENT_PARTS, NULL);
+  *lo = nsl_column_new(NSL_I64, ng, NULL);
+  *hi = nsl_column_new(NSL_I64, ng, NULL);
+  nsl_status rc = NSL_OK;
+  if (!s1 || !s2 || !cnt || !*parts || !*lo || !*hi) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "moments: out of memory for %lld groups", (long long)ng);
+    goto done;
+  }
+  int64_t *l = nsl_i64(*lo), *h = nsl_i64(*hi);
+  for (int64_t g = 0; g < ng; g++) l[g] = INT64_MAX, h[g] = INT64_MIN;
+  for (int64_t i = 0; i < v->len; i++) {
+    int null;
+    int64_t g = nsl__int_at(gid, i, &null);
+    if (null || g < 0) continue;
+    if (g >= ng) {
+      rc = nsl_error_set(err, NSL_ERR_ARG, "moments: row %lld is in group %lld of %lld", (long long)i, (long long)g,
+                         (long long)ng);
+      goto done;
+    }
+    int64_t x = nsl__int_at(v, i, &null);
+    if (null) continue;
+    cnt[g]++;
+    s1[g] += x;
+    s2[g] += (i128)x * x;
+    if (x < l[g]) l[g] = x;
+    if (x > h[g]) h[g] = x;
+  }
+  int64_t *o = nsl_i64(*parts);
+  for (int64_t g = 0; g < ng; g++) {
+    o[g * NSL_MOMENT_PARTS] = cnt[g];
+    limbs_put(o + g * NSL_MOMENT_PARTS + 1, s1[g]);
+    limbs_put(o + g * NSL_MOMENT_PARTS + 4, s2[g]);
+  }
+done:
+  free(s1);
+  free(s2);
+  free(cnt);
+  if (rc != NSL_OK) {
+    nsl_column_release(*parts);
+    nsl_column_release(*lo);
+    nsl_column_release(*hi);
+    *parts = *lo = *hi = NULL;
+  }
+  return rc;
+}
+
+/* See nsl_internal.h. */
+nsl_status nsl__moments_finish(const nsl_column *parts, const nsl_column *lo, const nsl_column *hi,
+                               nsl_column *out[6], int *exact, nsl_error *err) {
+  for (int k = 0; k < 6; k++) out[k] = NULL;
+  *exact = 1;
+  if (!parts || !lo || !hi || parts->type != NSL_I64 || lo->type != NSL_I64 || hi->type != NSL_I64 ||
+      lo->len != hi->len || parts->len != lo->len * NSL_MOMENT_PARTS)
+    return nsl_error_set(err, NSL_ERR_ARG, "moments_finish: the columns of nsl.moments (summed, least, greatest)");
+  int64_t ng = lo->len;
+  out[0] = nsl_column_new(NSL_I64, ng, NULL);   /* count */
+  out[1] = nsl_column_new(NSL_I64, ng, NULL);   /* sum */
+  out[2] = nsl_column_new(NSL_F64, ng, NULL);   /* mean */
+  out[3] = nsl_column_new(NSL_F64, ng, NULL);   /* std */
+  out[4] = nsl_column_new(NSL_I64, ng, NULL);   /* min */
+  out[5] = nsl_column_new(NSL_I64, ng, NULL);   /* max */
+  if (!out[0] || !out[1] || !out[2] || !out[3] || !out[4] || !out[5]) {
+    for (int k = 0; k < 6; k++) nsl_column_release(out[k]), out[k] = NULL;
+    return nsl_error_set(err, NSL_ERR_NOMEM, "moments_finish: out of memory");
+  }
+  const int64_t *p = nsl_i64(parts);
+  for (int64_t g = 0; g < ng; g++) {
+    int64_t c = p[g * NSL_MOMENT_PARTS];
+    i128 s1 = limbs_get(p + g * NSL_MOMENT_PARTS + 1), s2 = limbs_get(p + g * NSL_MOMENT_PARTS + 4);
+    if (c > 0 && !nsl__moments_exact(c, nsl_i64(lo)[g], nsl_i64(hi)[g])) *exact = 0;
+    nsl_i64(out[0])[g] = c;
+    nsl_i64(out[1])[g] = c ? (int64_t)(uint64_t)s1 : NSL_NULL_I64;
+    nsl_f64(out[2])[g] = nsl__mean_i128(c, s1);
+    nsl_f64(out[3])[g] = nsl__std_moments(c, s1, s2);
+    nsl_i64(out[4])[g] = c ? nsl_i64(lo)[g] : NSL_NULL_I64;
+    nsl_i64(out[5])[g] = c ? nsl_i64(hi)[g] : NSL_NULL_I64;
+  }
+  return NSL_OK;
+}
+
+/* See nsl_internal.h. */
+nsl_column *nsl__count_le(const nsl_column *gid, const nsl_column *v, const nsl_column *tgid, const nsl_column *pivot,
+                          nsl_error *err) {
+  if (!gid || !v || !tgid || !pivot || gid->type != NSL_I64 || v->type != NSL_I64 || tgid->type != NSL_I64 ||
+      pivot->type != NSL_I64 || gid->len != v->len || tgid->len != pivot->len) {
+    nsl_error_set(err, NSL_ERR_ARG, "count_le: i64 group ids and values of one length (sorted by both), "
+                                    "i64 target groups and pivots of one length");
+    return NULL;
+  }
+  nsl_column *out = nsl_column_new(NSL_I64, tgid->len, NULL);
+  if (!out) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "count_le: out of memory");
+    return NULL;
+  }
+  const int64_t *g = nsl_i64(gid), *x = nsl_i64(v), *tg = nsl_i64(tgid), *pv = nsl_i64(pivot);
+  int64_t n = gid->len;
+  for (int64_t t = 0; t < tgid->len; t++) {
+    int64_t a = 0, b = n;   /* the first row of group tg[t] */
+    while (a < b) {
+      int64_t mid = a + (b - a) / 2;
+      if (g[mid] < tg[t]) a = mid + 1;
+      else b = mid;
+    }
+    int64_t c = n;   /* the first row past it, or with a value above the pivot */
+    b = a;
+    while (b < c) {
+      int64_t mid = b + (c - b) / 2;
+      if (g[mid] < tg[t] || (g[mid] == tg[t] && x[mid] <= pv[t])) b = mid + 1;
+      else c = mid;
+    }
+    nsl_i64(out)[t] = b - a;
+  }
+  return out;
 }

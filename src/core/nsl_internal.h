@@ -97,6 +97,37 @@ nsl_column *nsl__group_cumcount(const nsl_column *group_of, nsl_error *err);
  * *singles.  Integer values are summed as integers and halved as doubles,
  * as the column arithmetic does. */
 nsl_column *nsl__median_excess(const nsl_column *keys, const nsl_column *v, int64_t *singles, nsl_error *err);
+/* The mean of count integers of exact sum `sum` (NaN for none), as every
+ * group mean of integers is computed. */
+__extension__ double nsl__mean_i128(int64_t count, __int128 sum);
+/* Whether count integers within [lo, hi] have an exact sum of squared
+ * deviations from their moments (count * max(|lo|, |hi|) < 2^63). */
+int nsl__moments_exact(int64_t count, int64_t lo, int64_t hi);
+/* The sample standard deviation of count integers from their exact sum s1
+ * and sum of squares s2 (under nsl__moments_exact): as every group std of
+ * integers is computed, so sums added up in any order give the same bits. */
+__extension__ double nsl__std_moments(int64_t count, __int128 s1, __int128 s2);
+/* Moments that processes add up (a distributed summary): per group g of ng
+ * (gid; negative or NULL: no group), over the non-NULL integers v, parts
+ * holds NSL_MOMENT_PARTS int64 at g * NSL_MOMENT_PARTS: the count, the sum
+ * and the sum of squares (each as three 42-bit limbs, so that the parts of
+ * up to 2^21 processes sum without overflow); lo and hi the least and
+ * greatest value (INT64_MAX / INT64_MIN for none).  nsl__moments_finish
+ * reads the parts summed over the processes and lo / hi reduced by min /
+ * max: out[0..5] count (i64), sum (i64, NULL for none), mean and std (f64,
+ * the bits a group-by of all the values gives), min and max (i64, NULL
+ * for none); *exact 0 when a group's
+ * values are too large for exact deviations (the caller then aggregates
+ * the values themselves). */
+#define NSL_MOMENT_PARTS 7
+nsl_status nsl__moments(const nsl_column *gid, const nsl_column *v, int64_t ng, nsl_column **parts, nsl_column **lo,
+                        nsl_column **hi, nsl_error *err);
+nsl_status nsl__moments_finish(const nsl_column *parts, const nsl_column *lo, const nsl_column *hi,
+                               nsl_column *out[6], int *exact, nsl_error *err);
+/* Per target t: how many rows of group tgid[t] have a value <= pivot[t],
+ * where the rows (gid, v) are sorted by group, then value (all i64). */
+nsl_column *nsl__count_le(const nsl_column *gid, const nsl_column *v, const nsl_column *tgid, const nsl_column *pivot,
+                          nsl_error *err);
 /* One aggregate of g:agg{...}, parsed from "name=fn(col, q)", "fn(col)" or
  * "count" (blanks around the parts ignored; fn: count, sum, min, max, mean
  * or avg, median, quantile, std, first, last, count_distinct): the result's

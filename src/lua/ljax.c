@@ -3,6 +3,9 @@
  *   nsl.tree_under(parent_row, mask) -> mask
  *   nsl.cumcount(group_ids) -> i64
  *   nsl.median_excess(keys, v) -> f64 (per row: v less the median of the others of its key), singles
+ *   nsl.moments(gid, v, ng) -> parts, lo, hi (per group, for processes to sum; nsl_internal.h)
+ *   nsl.moments_finish(parts, lo, hi) -> count, sum, mean, std, min, max, exact
+ *   nsl.count_le(gid, v, target_gid, pivot) -> i64 (rows sorted by gid, v)
  *   nsl.overlap_sum(start, stop, group_ids|nil, is_a) -> i64
  *   nsl.jax_compile_tree{start=, stop=, parent=, tid=, num_child=, dur_child=,
  *       dur_nonchild=, is_compile=, is_backend=, is_tsl=} -> {parent=, num_child=,
@@ -50,6 +53,39 @@ static int l_median_excess(lua_State *L) {
   nsl__pushcolumn(L, r);
   lua_pushinteger(L, singles);
   return 2;
+}
+
+static int l_moments(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *parts, *lo, *hi;
+  if (nsl__moments(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), luaL_checkinteger(L, 3), &parts, &lo, &hi, &err) !=
+      NSL_OK)
+    return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, parts);
+  nsl__pushcolumn(L, lo);
+  nsl__pushcolumn(L, hi);
+  return 3;
+}
+
+static int l_moments_finish(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *out[6];
+  int exact;
+  if (nsl__moments_finish(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), nsl__checkcolumn(L, 3), out, &exact, &err) !=
+      NSL_OK)
+    return nsl__lua_error(L, &err);
+  for (int k = 0; k < 6; k++) nsl__pushcolumn(L, out[k]);
+  lua_pushboolean(L, exact);
+  return 7;
+}
+
+static int l_count_le(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *r = nsl__count_le(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), nsl__checkcolumn(L, 3),
+                                nsl__checkcolumn(L, 4), &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
 }
 
 static int l_overlap_sum(lua_State *L) {
@@ -162,6 +198,8 @@ static const luaL_Reg funcs[] = {{"tree_ancestor", l_tree_ancestor},
                                  {"tree_under", l_tree_under},
                                  {"cumcount", l_cumcount}, {"median_excess", l_median_excess},
                                  {"overlap_sum", l_overlap_sum},
+                                 {"moments", l_moments}, {"moments_finish", l_moments_finish},
+                                 {"count_le", l_count_le},
                                  {"jax_compile_tree", l_jax_compile_tree},
                                  {"jax_compile_attribute", l_jax_compile_attribute},
                                  {NULL, NULL}};

@@ -312,6 +312,30 @@ static int l_bcast_table(lua_State *L) {
   return 1;
 }
 
+/* nsl.mpi.allreduce(col, op) (collective) -> an i64 column: col (i64, of
+ * one length on every process) reduced elementwise over the processes by
+ * op, "sum" (wrapping), "min" or "max"; the same on every process.  Raises
+ * on a length that differs between processes (checked first, so none is
+ * left waiting) or a failed exchange. */
+static int l_allreduce(lua_State *L) {
+  nsl_column *c = nsl__checkcolumn(L, 1);
+  static const char *const ops[] = {"sum", "min", "max", NULL};
+  static const int codes[] = {NSL_COMM_SUM, NSL_COMM_MIN, NSL_COMM_MAX};
+  int op = codes[luaL_checkoption(L, 2, NULL, ops)];
+  int len = c->type == NSL_I64 && c->len < INT32_MAX ? (int)c->len : -1;
+  int least = nsl__comm_allmin(len), most = -nsl__comm_allmin(-len);
+  if (least < 0 || least != most)
+    return luaL_error(L, "nsl.mpi.allreduce: every process must give an i64 column of one length (%d to %d rows)",
+                      least, most);
+  nsl_column *r = nsl_column_new(NSL_I64, c->len, NULL);
+  if (!r) return luaL_error(L, "out of memory");
+  if (c->len) memcpy(r->data, c->data, (size_t)c->len * sizeof(int64_t));
+  nsl__pushcolumn(L, r);
+  nsl_error err = {0};
+  if (nsl__comm_allreduce_i64(nsl_i64(r), (size_t)r->len, op, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  return 1;
+}
+
 /* nsl.mpi.bcast(n) (collective) -> rank 0's integer n. */
 static int l_bcast(lua_State *L) {
   lua_Integer v = luaL_optinteger(L, 1, 0);
@@ -350,6 +374,7 @@ static const luaL_Reg dist_methods[] = {{"view", dist_view},   {"trace", dist_tr
 static const luaL_Reg dist_meta[] = {{"__gc", dist_gc}, {"__close", dist_gc}, {NULL, NULL}};
 static const luaL_Reg funcs[] = {{"start", l_start},     {"open", l_open},   {"agree", l_agree},
                                  {"gather", l_gather},   {"bcast", l_bcast}, {"bcast_table", l_bcast_table},
+                                 {"allreduce", l_allreduce},
                                  {"seconds", l_seconds}, {"wtime", l_wtime}, {NULL, NULL}};
 
 int nsl__open_mpi(lua_State *L) {

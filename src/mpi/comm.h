@@ -14,6 +14,7 @@
 #ifndef NSL_MPI_COMM_H
 #define NSL_MPI_COMM_H
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nsl/nsl.h"
 
@@ -26,6 +27,11 @@ int nsl__comm_size(void);
 int nsl__comm_available(void);
 /* The smallest of every process's v (collective). */
 int nsl__comm_allmin(int v);
+/* Reduces n int64 elementwise over every process, in place, with op
+ * (NSL_COMM_SUM, _MIN or _MAX; the sum wraps) (collective: every process
+ * passes the same n).  Without a job it leaves v as it is. */
+enum { NSL_COMM_SUM, NSL_COMM_MIN, NSL_COMM_MAX };
+nsl_status nsl__comm_allreduce_i64(int64_t *v, size_t n, int op, nsl_error *err);
 /* Sends len bytes to process dest under tag (blocking, any size). */
 nsl_status nsl__comm_send(int dest, int tag, const void *buf, size_t len, nsl_error *err);
 /* Receives one message sent by nsl__comm_send from src under tag into a new

@@ -72,6 +72,20 @@ int nsl__comm_allmin(int v) {
   return r;
 }
 
+nsl_status nsl__comm_allreduce_i64(int64_t *v, size_t n, int op, nsl_error *err) {
+  if (!joined) return NSL_OK;
+  double t = now();
+  MPI_Op mop = op == NSL_COMM_MIN ? MPI_MIN : op == NSL_COMM_MAX ? MPI_MAX : MPI_SUM;
+  int rc = MPI_SUCCESS;
+  for (size_t off = 0; rc == MPI_SUCCESS && off < n; off += CHUNK / sizeof *v) {
+    size_t k = n - off < CHUNK / sizeof *v ? n - off : CHUNK / sizeof *v;
+    rc = MPI_Allreduce(MPI_IN_PLACE, v + off, (int)k, MPI_INT64_T, mop, MPI_COMM_WORLD);
+  }
+  comm_bytes += 2.0 * (double)(n * sizeof *v);   /* what one process sends and receives, at the least */
+  comm_secs += now() - t;
+  return rc == MPI_SUCCESS ? NSL_OK : nsl_error_set(err, NSL_ERR_IO, "MPI rank %d: an all-reduce failed", my_rank);
+}
+
 static nsl_status failed(nsl_error *err, const char *what, int peer) {
   return nsl_error_set(err, NSL_ERR_IO, "MPI rank %d: %s with rank %d failed", my_rank, what, peer);
 }

@@ -61,6 +61,25 @@ if [ -n "$noapi" ] && [ -n "$all_api" ] && [ "$noapi" -gt "$all_api" ]; then
   ok "without CUDA calls on one process rank 0 read the kernels ($noapi bytes; reduced rows: $all_api)"
 else bad "bytes moved: exports without CUDA calls $noapi, all with them $all_api"; fi
 
+# ---- summary: the kernel and CUDA call summaries aggregated by the processes together (nsl.stats.reduce_aggregates:
+# moments added up, each median found by narrowing its range in rounds of counts), no row moved; one kernel
+# 2^54 ns long is too large for exact deviations, so those rows go to rank 0 -- the same output, more bytes ----
+same_as_one "summary (json), aggregated by the processes together" 3 run summary "${RANKS[@]}" --format json
+same_as_one "kernel summary, aggregated together" 3 run summary "${RANKS[@]}" --arg only=kernels
+together=$(moved "$TMP/many.err")
+same_as_one "summary per report (csv), aggregated together" 4 run summary "${RANKS[@]}" --arg per_report=true \
+  --format csv
+copy_ranks big
+BIG=("${COPIES[@]}")
+sqlite3 "${BIG[3]}" "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start + 18014398509481984
+  WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)"
+same_as_one "kernel summary (json), a kernel too long for exact deviations (its rows moved)" 3 run summary \
+  "${BIG[@]}" --arg only=kernels --format json
+rows=$(moved "$TMP/many.err")
+if [ -n "$together" ] && [ -n "$rows" ] && [ $((together * 4)) -lt "$rows" ]; then
+  ok "the kernel summary aggregated together moves under a quarter of the bytes ($together) of the rows ($rows)"
+else bad "summary bytes moved: aggregated together $together, with the kernel rows $rows"; fi
+
 # ---- the straggler's step detection, run by every process over its reports (nsl.iterations.reduce_steps) ----
 # One 'train_step' NVTX range per 4 collectives on each export's launching thread (tests/lua/plant_steps.sh):
 # the step the straggler's costs are per is the training step, found from the processes' steady steps and

@@ -100,4 +100,62 @@ return {
       T.eq(rows["Total Time (ns)"]:sum(), T.sql1(f, "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "time of report " .. rep)
     end
   end},
+
+  {"the aggregates of all processes together (stats.reduce_aggregates, here one process) equal the group-by's bits", function()
+    local nsl, stats = require("nsl"), require("nsl.stats")
+    -- bits of a value: doubles by their text at 17 digits (NaN equal to NaN)
+    local function same(a, b) return a == b or (a ~= a and b ~= b) or string.format("%.17g", a) == string.format("%.17g", b) end
+    local function check(t, keys, what)
+      local s = stats.reduce_aggregates(t, keys, "dur")
+      T.ok(s ~= nil, what .. ": reduced")
+      local g = t:group_by(table.unpack(keys)):agg{"total=sum(dur)", "n=count(dur)", "avg=mean(dur)",
+        "med=median(dur)", "min=min(dur)", "max=max(dur)", "std=std(dur)"}
+      local order = {}
+      for _, k in ipairs(keys) do order[#order + 1] = k end
+      g, s = g:sort(table.unpack(order)), s:sort(table.unpack(order))
+      T.eq(#s, #g, what .. ": groups")
+      for _, c in ipairs{"total", "n", "avg", "med", "min", "max", "std"} do
+        T.eq(s:coltype(c), g:coltype(c), what .. ": type of " .. c)
+        local a, b = s[c]:totable(), g[c]:totable()
+        for i = 1, #g do
+          if not same(a[i], b[i]) then T.eq(a[i], b[i], string.format("%s: %s of group %d", what, c, i)) end
+        end
+      end
+    end
+    for _, f in ipairs(T.exports()) do
+      local trace <close> = nsl.open(f)
+      local k = trace.kernels
+      k:load{"report", "demangled", "dur"}
+      if #k > 0 then
+        check(k:select{"report", "demangled", "dur"}, {"demangled"}, f .. " kernels")
+        check(k:select{"report", "demangled", "dur"}, {"report", "demangled"}, f .. " kernels per report")
+      end
+      local api = trace.api
+      api:load{"source", "name", "dur", "report"}
+      if #api > 0 then check(api:select{"name", "dur"}, {"name"}, f .. " CUDA calls") end
+    end
+    -- medians of even and odd counts, negative values, ranges of one value and of 2^40
+    local t = nsl.table{{"k", nsl.column{"a", "a", "b", "b", "b", "c", "d", "d", "e", "e", "e", "e"}},
+                        {"dur", nsl.column{5, 7, -3, 9, 9, 0, 4, 4, 1, 1 << 40, 3, 1 << 40}}}
+    check(t, {"k"}, "small")
+    -- values too large for exact deviations: nil (the caller gathers the rows)
+    local big = nsl.table{{"k", nsl.column{"a", "a"}}, {"dur", nsl.column{1 << 62, 1 << 62}}}
+    T.eq(stats.reduce_aggregates(big, {"k"}, "dur"), nil, "2^62: not reduced")
+    T.eq(stats.reduce_aggregates(nsl.table{{"k", nsl.column{"a"}}, {"dur", nsl.column{0.5}}}, {"k"}, "dur"), nil,
+         "doubles: not reduced")
+  end},
+
+  {"sample deviations of integers are exact: SQL's sums of the same rows, in 128-bit arithmetic", function()
+    local nsl = require("nsl")
+    -- values whose mean is far from zero and whose deviations are small: the row-order sum in long double
+    -- loses digits here; (n * sum(x^2) - sum(x)^2) / (n (n - 1)) does not
+    local base = 1 << 39
+    local v = {}
+    for i = 1, 1000 do v[i] = base + (i * 7919) % 13 end
+    local t = nsl.table{{"k", nsl.rep(1, #v)}, {"x", nsl.column(v)}}
+    local sd = t:group_by("k"):agg{"s=std(x)"}.s[1]
+    local n, s1, s2 = #v, 0, 0
+    for _, x in ipairs(v) do s1, s2 = s1 + (x - base), s2 + (x - base) * (x - base) end   -- shifted: exact in Lua
+    T.near(sd, math.sqrt((n * s2 - s1 * s1) / (n * (n - 1))), 1e-12, "std of 1,000 values near 2^39")
+  end},
 }

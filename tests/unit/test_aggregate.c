@@ -5,7 +5,10 @@
  * on several threads, and against nsl_group_agg one aggregate at a time;
  * nsl__median_excess (each value less the median of the others of its
  * group, rows in any order) against the median of the others sorted by
- * brute force. */
+ * brute force; the moments processes add up (nsl__moments, of rows cut
+ * into shares, summed as an all-reduce would, then nsl__moments_finish)
+ * against the group-by of all the rows, bit for bit, and nsl__count_le
+ * against counting. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -542,6 +545,91 @@ static void test_median_excess(void **state) {
   }
 }
 
+
+/* Moments of shares of the rows, summed as int64 (an all-reduce), equal the
+ * group-by of all the rows bit for bit: counts, sums, means, deviations,
+ * extremes; negative values and sums; groups empty in some shares. */
+static void test_moments_shares(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  for (int round = 0; round < 10; round++) {
+    int64_t n = 5000, ng = fx_range(1, 60), shares = fx_range(1, 7);
+    int64_t *g = malloc((size_t)n * sizeof *g), *x = malloc((size_t)n * sizeof *x);
+    int64_t span = round % 2 ? (int64_t)1 << 40 : 1000;
+    for (int64_t i = 0; i < n; i++) g[i] = fx_range(0, ng - 1), x[i] = fx_range(round % 3 ? 0 : -span, span);
+    x[0] = NSL_NULL_I64;   /* a NULL: in no count */
+    nsl_column *gc = fx_i64(n, g), *xc = fx_i64(n, x);
+    nsl_groups grp = {ng, gc, NULL, 0};
+    nsl_agg_spec specs[] = {{xc, NSL_AGG_COUNT, 0}, {xc, NSL_AGG_SUM, 0}, {xc, NSL_AGG_MEAN, 0},
+                            {xc, NSL_AGG_STD, 0},   {xc, NSL_AGG_MIN, 0}, {xc, NSL_AGG_MAX, 0}};
+    nsl_column *want[6];
+    assert_int_equal(nsl_group_aggs(&grp, specs, 6, want, &err), NSL_OK);
+    int64_t *sum = calloc((size_t)(ng * NSL_MOMENT_PARTS), sizeof *sum), *lo = malloc((size_t)ng * sizeof *lo),
+            *hi = malloc((size_t)ng * sizeof *hi);
+    for (int64_t k = 0; k < ng; k++) lo[k] = INT64_MAX, hi[k] = INT64_MIN;
+    for (int64_t sh = 0; sh < shares; sh++) {
+      int64_t a = n * sh / shares, b = n * (sh + 1) / shares;
+      nsl_column *sg = fx_i64(b - a, g + a), *sx = fx_i64(b - a, x + a), *parts, *l, *h;
+      assert_int_equal(nsl__moments(sg, sx, ng, &parts, &l, &h, &err), NSL_OK);
+      for (int64_t k = 0; k < ng * NSL_MOMENT_PARTS; k++) sum[k] += nsl_i64(parts)[k];
+      for (int64_t k = 0; k < ng; k++) {
+        if (nsl_i64(l)[k] < lo[k]) lo[k] = nsl_i64(l)[k];
+        if (nsl_i64(h)[k] > hi[k]) hi[k] = nsl_i64(h)[k];
+      }
+      nsl_column_release(sg), nsl_column_release(sx), nsl_column_release(parts), nsl_column_release(l);
+      nsl_column_release(h);
+    }
+    nsl_column *pc = fx_i64(ng * NSL_MOMENT_PARTS, sum), *lc = fx_i64(ng, lo), *hc = fx_i64(ng, hi), *got[6];
+    int exact = 0;
+    assert_int_equal(nsl__moments_finish(pc, lc, hc, got, &exact, &err), NSL_OK);
+    assert_true(exact);
+    for (int64_t k = 0; k < ng; k++) {
+      assert_int_equal(nsl_i64(got[0])[k], nsl_i64(want[0])[k]);
+      assert_int_equal(nsl_i64(got[1])[k], nsl_i64(want[1])[k]);
+      for (int c = 2; c < 4; c++) {
+        double a = nsl_f64(got[c])[k], b = nsl_f64(want[c])[k];
+        assert_true(memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b)));
+      }
+      assert_int_equal(nsl_i64(got[4])[k], nsl_i64(want[4])[k]);
+      assert_int_equal(nsl_i64(got[5])[k], nsl_i64(want[5])[k]);
+    }
+    for (int c = 0; c < 6; c++) nsl_column_release(got[c]), nsl_column_release(want[c]);
+    nsl_column_release(pc), nsl_column_release(lc), nsl_column_release(hc);
+    nsl_column_release(gc), nsl_column_release(xc);
+    free(sum), free(lo), free(hi), free(g), free(x);
+  }
+  /* values too large for exact deviations: said, not hidden */
+  int64_t g2[] = {0, 0}, x2[] = {(int64_t)1 << 62, (int64_t)1 << 62};
+  nsl_column *gc = fx_i64(2, g2), *xc = fx_i64(2, x2), *parts, *l, *h, *got[6];
+  assert_int_equal(nsl__moments(gc, xc, 1, &parts, &l, &h, &err), NSL_OK);
+  int exact = 1;
+  assert_int_equal(nsl__moments_finish(parts, l, h, got, &exact, &err), NSL_OK);
+  assert_false(exact);
+  for (int c = 0; c < 6; c++) nsl_column_release(got[c]);
+  /* a group id past ng: an error, no columns */
+  int64_t g3[] = {0, 1};
+  nsl_column *bad = fx_i64(2, g3);
+  assert_int_not_equal(nsl__moments(bad, xc, 1, &parts, &l, &h, &err), NSL_OK);
+  assert_null(parts);
+  nsl_column_release(bad), nsl_column_release(gc), nsl_column_release(xc);
+}
+
+/* nsl__count_le over rows sorted by group and value, against counting. */
+static void test_count_le(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  int64_t g[] = {0, 0, 0, 2, 2, 5, 5, 5, 5}, x[] = {-4, 1, 1, 3, 8, 0, 0, 2, 9};
+  int64_t tg[] = {0, 0, 0, 0, 1, 2, 2, 5, 5, 5, 6}, pv[] = {-5, -4, 1, 100, 7, 2, 8, -1, 0, 8, 0};
+  int64_t want[] = {0, 1, 3, 3, 0, 0, 2, 0, 2, 3, 0};
+  nsl_column *gc = fx_i64(9, g), *xc = fx_i64(9, x), *tc = fx_i64(11, tg), *pc = fx_i64(11, pv);
+  nsl_column *r = nsl__count_le(gc, xc, tc, pc, &err);
+  assert_non_null(r);
+  for (int t = 0; t < 11; t++) assert_int_equal(nsl_i64(r)[t], want[t]);
+  nsl_column_release(r);
+  assert_null(nsl__count_le(gc, tc, tc, pc, &err));   /* rows of two lengths */
+  nsl_column_release(gc), nsl_column_release(xc), nsl_column_release(tc), nsl_column_release(pc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_aggs_hand),
@@ -550,6 +638,8 @@ int main(void) {
       cmocka_unit_test(test_agg_parse),
       cmocka_unit_test(test_group_order_concat),
       cmocka_unit_test(test_median_excess),
+      cmocka_unit_test(test_moments_shares),
+      cmocka_unit_test(test_count_le),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
