@@ -606,6 +606,7 @@ static void test_moments_shares(void **state) {
   assert_int_equal(nsl__moments_finish(parts, l, h, got, &exact, &err), NSL_OK);
   assert_false(exact);
   for (int c = 0; c < 6; c++) nsl_column_release(got[c]);
+  nsl_column_release(parts), nsl_column_release(l), nsl_column_release(h);
   /* a group id past ng: an error, no columns */
   int64_t g3[] = {0, 1};
   nsl_column *bad = fx_i64(2, g3);
