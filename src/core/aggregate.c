@@ -75,7 +75,6 @@ typedef struct quant_out {
  * touch per row. */
 typedef struct gstat {
   i128 isum;          /* integer sum */
-  i128 isq;           /* integer sum of squares (STD of an integer column; exact while count * max|x| < 2^63) */
   int64_t count;      /* non-NULL values */
   uint64_t lo, hi;    /* least / greatest order code (hi 0: none) */
 } gstat;
@@ -93,6 +92,7 @@ typedef struct plan {
   int nchunks;
   int64_t bound[MAX_CHUNKS + 1];
   gstat *st[MAX_CHUNKS];      /* per chunk and group; st[0] holds the totals after the merge */
+  i128 *sq[MAX_CHUNKS];       /* std_sq: sums of squares per chunk and group (exact while count * max|x| < 2^63) */
   int64_t *cur[MAX_CHUNKS];   /* per chunk and group: where its next code goes */
   double *fsum, *comp;        /* F64 sums, one chunk */
   uint64_t *ranks;            /* STR min/max: nsl__str_ranks */
@@ -108,6 +108,7 @@ typedef struct plan {
 static void plan_free(plan *p) {
   for (int c = 0; c < MAX_CHUNKS; c++) {
     nsl__big_free(p->st[c]);
+    nsl__big_free(p->sq[c]);
     nsl__big_free(p->cur[c]);
   }
   nsl__big_free(p->fsum);
@@ -149,7 +150,7 @@ typedef struct agg_run {
   do {                                                                                             \
     const T *x = (const T *)v->data;                                                               \
     if (p->std_sq)                                                                                 \
-      INT_STATS_ROWS(T, null, code, e->isum += y; e->isq += (i128)y * y; STATS_MINMAX(code(y)))   \
+      INT_STATS_ROWS(T, null, code, e->isum += y; sq[g] += (i128)y * y; STATS_MINMAX(code(y)))     \
     else if (isum && minmax)                                                                       \
       INT_STATS_ROWS(T, null, code, e->isum += y; STATS_MINMAX(code(y)))                           \
     else if (isum)                                                                                 \
@@ -180,6 +181,7 @@ static void stats_rows(const agg_run *r, plan *p, int c, int64_t r0, int64_t r1)
   const int64_t *go = r->go;
   const nsl_column *v = p->v;
   gstat *st = p->st[c];
+  i128 *sq = p->sq[c];
   int isum = p->want_sum && !p->fp, minmax = p->want_minmax;
   if (v->type == NSL_I64) {   /* the common cases, straight over the column */
     INT_STATS(int64_t, NSL_NULL_I64, nsl__ocode_i64);
@@ -428,6 +430,7 @@ static int plan_alloc(const agg_run *r, plan *p, int threads) {
   for (int c = 0; c < p->nchunks; c++) {
     if (!(p->st[c] = nsl__big_alloc(m * sizeof *p->st[c]))) return -1;
     for (int64_t g = 0; g < r->ng; g++) p->st[c][g] = (gstat){.lo = UINT64_MAX};
+    if (p->std_sq && !(p->sq[c] = nsl__big_calloc(m, sizeof *p->sq[c]))) return -1;
     if (p->want_codes && !(p->cur[c] = nsl__big_alloc(m * sizeof *p->cur[c]))) return -1;
   }
   if (p->want_sum && p->fp &&
@@ -464,7 +467,7 @@ static int plan_merge(const agg_run *r, plan *p) {
       const gstat *e = &p->st[c][g];
       tot[g].count += e->count;
       tot[g].isum += e->isum;
-      tot[g].isq += e->isq;
+      if (p->std_sq) p->sq[0][g] += p->sq[c][g];
       if (e->lo < tot[g].lo) tot[g].lo = e->lo;
       if (e->hi > tot[g].hi) tot[g].hi = e->hi;
     }
@@ -472,7 +475,7 @@ static int plan_merge(const agg_run *r, plan *p) {
     int exact = 1;
     for (int64_t g = 0; g < ng && exact; g++)
       exact = !tot[g].hi || nsl__moments_exact(tot[g].count, nsl__ocode_to_i64(tot[g].lo), nsl__ocode_to_i64(tot[g].hi));
-    for (int64_t g = 0; g < ng && exact; g++) p->sd[g] = nsl__std_moments(tot[g].count, tot[g].isum, tot[g].isq);
+    for (int64_t g = 0; g < ng && exact; g++) p->sd[g] = nsl__std_moments(tot[g].count, tot[g].isum, p->sq[0][g]);
     if (!exact) {
       p->std_sq = 0;
       p->std_codes = p->want_codes;
