@@ -87,7 +87,8 @@ end
 
 local function load_nvtx(trace)
   local nv = trace.nvtx
-  nv:load{"report", "pid", "tid", "start", "stop", "dur", "kind", "end_tid", "text", "domain"}
+  -- no dur: it is made (stop - start) for every range at load; the detection needs it of top-level ranges only
+  nv:load{"report", "pid", "tid", "start", "stop", "kind", "end_tid", "text", "domain"}
   return nv
 end
 
@@ -156,7 +157,8 @@ local function nvtx_candidates(trace)
   local top = usable & depth:eq(0)
   local _, label = nvtx.names(nv, {strip = M.step_strip})
   local totals = {}
-  local t = nv:select{"report", "pid", "tid", "start", "dur"}:with("label", label):filter(top)
+  local t = nv:select{"report", "pid", "tid", "start", "stop"}:with("label", label):filter(top)
+  t = t:with("dur", t.stop - t.start)
   if #t == 0 then return {nv = nv, top = top, label = label, totals = totals} end
   -- the three columns it needs: filtering every loaded column of the ranges costs more than the rest of the detection
   local spans = nv:select{"report", "start", "stop"}:filter(usable):group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
