@@ -31,9 +31,15 @@ nsl_column *nsl__checkcolumn(lua_State *L, int idx) {
  * collected); when the total grows by an eighth of what survived the last
  * full collection (and at least NSL_GC_MIN_GROWTH), a full collection
  * runs.  The eighth keeps peak memory within a few percent of collecting
- * by hand between an analysis's phases; a full collection is cheap, as
- * the Lua heap itself is small next to the columns. */
+ * by hand between an analysis's phases.  A full collection costs in
+ * proportion to the Lua heap, which is small next to the columns of one
+ * trace (at most 5 MB at 1 GB) but grows with the reports of a trace of
+ * many (24 MB at 1,024 in `compare`): so the growth is also at least
+ * NSL_GC_HEAP_FACTOR times the heap, or the collections' cost would grow
+ * with the reports squared (1,024 reports: 246 collections of a 24 MB
+ * heap, a fifth of the run). */
 #define NSL_GC_MIN_GROWTH ((size_t)32 << 20)
+#define NSL_GC_HEAP_FACTOR 8
 
 typedef struct gc_account {
   size_t live;        /* bytes charged by boxes not yet collected */
@@ -64,7 +70,10 @@ void nsl__gc_charge(lua_State *L, size_t bytes) {
   a->live += bytes;
   if (a->live < a->threshold) return;
   lua_gc(L, LUA_GCCOLLECT);   /* the finalizers credit what they free */
-  a->threshold = a->live + (a->live / 8 > NSL_GC_MIN_GROWTH ? a->live / 8 : NSL_GC_MIN_GROWTH);
+  size_t grow = a->live / 8 > NSL_GC_MIN_GROWTH ? a->live / 8 : NSL_GC_MIN_GROWTH;
+  size_t heap = (size_t)lua_gc(L, LUA_GCCOUNT) << 10;
+  if (grow < NSL_GC_HEAP_FACTOR * heap) grow = NSL_GC_HEAP_FACTOR * heap;
+  a->threshold = a->live + grow;
 }
 
 void nsl__gc_credit(lua_State *L, size_t bytes) {
