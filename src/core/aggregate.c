@@ -824,46 +824,67 @@ static void group_excess(const nsl_column *v, const ex_pair *p, int64_t m, doubl
   }
 }
 
-nsl_column *nsl__median_excess(const nsl_column *keys, const nsl_column *v, int64_t *singles, nsl_error *err) {
-  if (!keys || !v || keys->type == NSL_STR || keys->type == NSL_F64 || keys->type == NSL_BOOL ||
-      v->type == NSL_STR || v->type == NSL_BOOL || keys->len != v->len) {
-    nsl_error_set(err, NSL_ERR_ARG, "median_excess: an integer key column and a numeric column of one length");
-    return NULL;
+/* See nsl_internal.h. */
+nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *const *vs, int nv, nsl_column **out,
+                                   int64_t *singles, nsl_error *err) {
+  for (int c = 0; c < nv; c++) out[c] = NULL;
+  int bad = !keys || nv < 1 || keys->type == NSL_STR || keys->type == NSL_F64 || keys->type == NSL_BOOL;
+  for (int c = 0; !bad && c < nv; c++)
+    bad = !vs[c] || vs[c]->type == NSL_STR || vs[c]->type == NSL_BOOL || keys->len != vs[c]->len;
+  if (bad)
+    return nsl_error_set(err, NSL_ERR_ARG, "median_excess: an integer key column and numeric columns of its length");
+  int64_t n = keys->len;
+  int null;
+  /* the rows grouped by key, in row order within a group: the rows as they are when the keys are in order
+   * already (rows sorted by key), else a stable sort of the keys, made once for every value column */
+  int sorted = 1;
+  for (int64_t i = 1; i < n && sorted; i++) sorted = nsl__int_at(keys, i - 1, &null) <= nsl__int_at(keys, i, &null);
+  nsl_column *order = NULL;
+  if (!sorted) {
+    const nsl_column *kc[1] = {keys};
+    int desc = 0;
+    if (!(order = nsl_argsort(kc, &desc, 1, err))) return err ? err->code : NSL_ERR_NOMEM;
   }
-  int64_t n = v->len;
-  /* the rows grouped by key, in row order within a group: a stable sort of the keys */
-  const nsl_column *kc[1] = {keys};
-  int desc = 0;
-  nsl_column *order = nsl_argsort(kc, &desc, 1, err);
-  if (!order) return NULL;
-  nsl_column *r = nsl__column_new_uninit(NSL_F64, n, NULL);   /* every row is in one group: all written */
+  const int64_t *ix = order ? nsl_i64(order) : NULL;
   ex_pair *p = malloc((size_t)(n ? n : 1) * sizeof *p);
-  if (!r || !p) {
+  nsl_status rc = p ? NSL_OK : NSL_ERR_NOMEM;
+  for (int c = 0; rc == NSL_OK && c < nv; c++)
+    if (!(out[c] = nsl__column_new_uninit(NSL_F64, n, NULL))) rc = NSL_ERR_NOMEM;   /* every row written */
+  if (rc != NSL_OK) {
     nsl_error_set(err, NSL_ERR_NOMEM, "median_excess: out of memory for %lld rows", (long long)n);
+    for (int c = 0; c < nv; c++) nsl_column_release(out[c]), out[c] = NULL;
     free(p);
-    nsl_column_release(r);
     nsl_column_release(order);
-    return NULL;
+    return NSL_ERR_NOMEM;
   }
-  const int64_t *ix = nsl_i64(order);
-  int fp = v->type == NSL_F64, null;
   *singles = 0;
   for (int64_t i = 0; i < n;) {
-    int64_t key = nsl__int_at(keys, ix[i], &null), j = i;
-    for (; j < n && nsl__int_at(keys, ix[j], &null) == key; j++) {
-      ex_pair *e = &p[j];
-      e->row = ix[j];
-      if (fp) e->f = nsl_f64(v)[e->row];
-      else e->i = nsl__int_at(v, e->row, &null);
+    int64_t key = nsl__int_at(keys, ix ? ix[i] : i, &null), j = i;
+    while (j < n && nsl__int_at(keys, ix ? ix[j] : j, &null) == key) j++;
+    for (int c = 0; c < nv; c++) {
+      const nsl_column *v = vs[c];
+      int fp = v->type == NSL_F64;
+      for (int64_t k = i; k < j; k++) {
+        ex_pair *e = &p[k];
+        e->row = ix ? ix[k] : k;
+        if (fp) e->f = nsl_f64(v)[e->row];
+        else e->i = nsl__int_at(v, e->row, &null);
+      }
+      qsort(p + i, (size_t)(j - i), sizeof *p, fp ? cmp_ex_f : cmp_ex_i);
+      group_excess(v, p + i, j - i, nsl_f64(out[c]));
     }
-    qsort(p + i, (size_t)(j - i), sizeof *p, fp ? cmp_ex_f : cmp_ex_i);
-    group_excess(v, p + i, j - i, nsl_f64(r));
     if (j - i == 1) *singles += 1;
     i = j;
   }
   free(p);
   nsl_column_release(order);
-  return r;
+  return NSL_OK;
+}
+
+/* See nsl_internal.h. */
+nsl_column *nsl__median_excess(const nsl_column *keys, const nsl_column *v, int64_t *singles, nsl_error *err) {
+  nsl_column *r = NULL;
+  return nsl__median_excess_many(keys, &v, 1, &r, singles, err) == NSL_OK ? r : NULL;
 }
 
 /* ---- moments that processes add up (distributed summaries) -------------------------- */

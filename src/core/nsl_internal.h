@@ -97,6 +97,10 @@ nsl_column *nsl__group_cumcount(const nsl_column *group_of, nsl_error *err);
  * *singles.  Integer values are summed as integers and halved as doubles,
  * as the column arithmetic does. */
 nsl_column *nsl__median_excess(const nsl_column *keys, const nsl_column *v, int64_t *singles, nsl_error *err);
+/* nsl__median_excess of nv value columns with one grouping of the rows
+ * (none when the keys are in order already): out[c] for vs[c]. */
+nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *const *vs, int nv, nsl_column **out,
+                                   int64_t *singles, nsl_error *err);
 /* The mean of count integers of exact sum `sum` (NaN for none), as every
  * group mean of integers is computed. */
 __extension__ double nsl__mean_i128(int64_t count, __int128 sum);

@@ -2,7 +2,8 @@
  *   nsl.tree_ancestor(parent_row, through, target) -> anc, inner
  *   nsl.tree_under(parent_row, mask) -> mask
  *   nsl.cumcount(group_ids) -> i64
- *   nsl.median_excess(keys, v) -> f64 (per row: v less the median of the others of its key), singles
+ *   nsl.median_excess(keys, v) -> f64 (per row: v less the median of the others of its key), singles;
+ *   nsl.median_excess(keys, {v1, v2, ...}) -> {f64, ...}, singles (one grouping for all)
  *   nsl.moments(gid, v, ng) -> parts, lo, hi (per group, for processes to sum; nsl_internal.h)
  *   nsl.moments_finish(parts, lo, hi) -> count, sum, mean, std, min, max, exact
  *   nsl.count_le(gid, v, target_gid, pivot) -> i64 (rows sorted by gid, v)
@@ -48,9 +49,29 @@ static int l_cumcount(lua_State *L) {
 static int l_median_excess(lua_State *L) {
   nsl_error err = {0};
   int64_t singles = 0;
-  nsl_column *r = nsl__median_excess(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), &singles, &err);
-  if (!r) return nsl__lua_error(L, &err);
-  nsl__pushcolumn(L, r);
+  nsl_column *keys = nsl__checkcolumn(L, 1);
+  if (!lua_istable(L, 2)) {
+    nsl_column *r = nsl__median_excess(keys, nsl__checkcolumn(L, 2), &singles, &err);
+    if (!r) return nsl__lua_error(L, &err);
+    nsl__pushcolumn(L, r);
+    lua_pushinteger(L, singles);
+    return 2;
+  }
+  int nv = (int)luaL_len(L, 2);
+  luaL_argcheck(L, nv >= 1 && nv <= 64, 2, "1 to 64 value columns");
+  const nsl_column *vs[64];
+  nsl_column *out[64];
+  for (int c = 0; c < nv; c++) {
+    lua_geti(L, 2, c + 1);
+    vs[c] = nsl__checkcolumn(L, -1);   /* held by the argument table */
+    lua_pop(L, 1);
+  }
+  if (nsl__median_excess_many(keys, vs, nv, out, &singles, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  lua_createtable(L, nv, 0);
+  for (int c = 0; c < nv; c++) {
+    nsl__pushcolumn(L, out[c]);
+    lua_rawseti(L, -2, c + 1);
+  }
   lua_pushinteger(L, singles);
   return 2;
 }

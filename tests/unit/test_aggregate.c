@@ -546,6 +546,36 @@ static void test_median_excess(void **state) {
 }
 
 
+/* nsl__median_excess_many: each column's result is nsl__median_excess's,
+ * bit for bit, with the keys in order (no sort) and out of order. */
+static void test_median_excess_many(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  for (int round = 0; round < 6; round++) {
+    int64_t n = 2000, *k = malloc((size_t)n * sizeof *k), *a = malloc((size_t)n * sizeof *a);
+    double *b = malloc((size_t)n * sizeof *b);
+    for (int64_t i = 0; i < n; i++) {
+      k[i] = round % 2 ? fx_range(0, 300) : i / 7;   /* odd rounds: keys out of order */
+      a[i] = fx_range(-5000, 5000);
+      b[i] = (double)fx_range(-5000, 5000) / 8.0;
+    }
+    nsl_column *kc = fx_i64(n, k), *ac = fx_i64(n, a), *bc = fx_f64(n, b), *out[2];
+    const nsl_column *vs[2] = {ac, bc};
+    int64_t s_many = -1, s_one = -1;
+    assert_int_equal(nsl__median_excess_many(kc, vs, 2, out, &s_many, &err), NSL_OK);
+    for (int c = 0; c < 2; c++) {
+      nsl_column *one = nsl__median_excess(kc, vs[c], &s_one, &err);
+      assert_non_null(one);
+      assert_int_equal(s_one, s_many);
+      assert_memory_equal(nsl_f64(one), nsl_f64(out[c]), (size_t)n * sizeof(double));
+      nsl_column_release(one);
+      nsl_column_release(out[c]);
+    }
+    nsl_column_release(kc), nsl_column_release(ac), nsl_column_release(bc);
+    free(k), free(a), free(b);
+  }
+}
+
 /* Moments of shares of the rows, summed as int64 (an all-reduce), equal the
  * group-by of all the rows bit for bit: counts, sums, means, deviations,
  * extremes; negative values and sums; groups empty in some shares. */
@@ -639,6 +669,7 @@ int main(void) {
       cmocka_unit_test(test_agg_parse),
       cmocka_unit_test(test_group_order_concat),
       cmocka_unit_test(test_median_excess),
+      cmocka_unit_test(test_median_excess_many),
       cmocka_unit_test(test_moments_shares),
       cmocka_unit_test(test_count_le),
   };
