@@ -517,7 +517,6 @@ local function reduced(mode, name, n, med, steady, markers)
                               {"lag", ints(m.lag)}}}
 end
 
-
 --- The step detection of a distributed run on every process, over view
 -- (its reports; collective: see above).  Returns the tables the straggler
 -- step sends: steps_found, steps_steady, steps_markers (M.reduced_steps

@@ -55,7 +55,6 @@ function M.time_summary(t, key, opts)
   return nsl.table(cols)
 end
 
-
 local PIVOTS = 15   -- per median and round: the range that holds it shrinks 16-fold
 local EXACT = 1 << 53   -- values within +-2^53: halves of two are exact doubles
 
