@@ -65,6 +65,15 @@ copy_ranks() {
 # moved FILE -- the bytes moved that the stats line (NSL_MPI_STATS) in FILE reports
 moved() { grep -o '[0-9]* bytes moved' "$1" | cut -d' ' -f1; }
 
+# moves_less WHAT FEW MANY [TIMES] -- the run that moved FEW bytes (moved) moved less than 1/TIMES (default 1)
+# of MANY, another run's; a run without a stats line (empty) fails
+moves_less() {
+  local what=$1 few=$2 many=$3 times=${4:-1}
+  if [ -n "$few" ] && [ -n "$many" ] && [ $((few * times)) -lt "$many" ]; then
+    ok "$what: $few bytes moved, against $many"
+  else bad "$what: $few bytes moved, against $many (expected under 1/$times of it)"; fi
+}
+
 # same_as_one WHAT NP ARGS... -- the run on NP processes prints, exits and
 # writes (--out) what one process does; the stats line says which form ran
 same_as_one() {

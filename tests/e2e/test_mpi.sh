@@ -59,9 +59,7 @@ filtered() {
   NSL_MPI_FILTERS=0 same_as_one "$what, filters off (NSL_MPI_FILTERS=0)" "$np" "$@"
   local on off
   on=$(moved "$TMP/on.err"); off=$(moved "$TMP/many.err")
-  if [ -n "$on" ] && [ -n "$off" ] && [ "$on" -lt "$off" ]; then
-    ok "$what on $np: $on bytes moved, $off without filters"
-  else bad "$what on $np: $on bytes moved with filters, $off without"; fi
+  moves_less "$what on $np, with filters against without" "$on" "$off"
 }
 for np in $NPS; do
   filtered "timeline of a window" $np run timeline "${RANKS[@]}" --arg from=100ms --arg to=150ms --out @OUT@

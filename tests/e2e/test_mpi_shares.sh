@@ -42,9 +42,7 @@ sqlite3 "${GAP[0]}" "INSERT INTO StringIds(id, value) VALUES ((SELECT max(id) + 
                  WHERE s.value LIKE 'nccl%' ORDER BY k.start LIMIT 1 OFFSET 15)"
 same_as_one "straggler, a collective only rank 0 ran mid-run (the kernels read)" 2 run straggler "${GAP[@]}"
 fallback=$(moved "$TMP/many.err")
-if [ -n "$reduced" ] && [ -n "$fallback" ] && [ "$reduced" -lt "$fallback" ]; then
-  ok "the reduced rows move fewer bytes ($reduced) than reading the kernels ($fallback)"
-else bad "bytes moved: reduced rows $reduced, the kernels read $fallback"; fi
+moves_less "the reduced rows, against reading the kernels" "$reduced" "$fallback"
 same_as_one "diagnose (json), a collective only rank 0 ran mid-run" 2 run diagnose "${GAP[@]}" --format json
 same_as_one "straggler by process, reduced rows" 2 run straggler "${RANKS[@]}" --arg rank_by=process
 # ranks 5 to 9 without their CUDA calls (the table emptied), so that on 4 processes the last one holds none: it
@@ -57,9 +55,7 @@ same_as_one "straggler, exports without CUDA calls (the kernels read)" 4 run str
 noapi=$(moved "$TMP/many.err")
 same_as_one "straggler, every export with its CUDA calls" 4 run straggler "${RANKS[@]}"
 all_api=$(moved "$TMP/many.err")
-if [ -n "$noapi" ] && [ -n "$all_api" ] && [ "$noapi" -gt "$all_api" ]; then
-  ok "without CUDA calls on one process rank 0 read the kernels ($noapi bytes; reduced rows: $all_api)"
-else bad "bytes moved: exports without CUDA calls $noapi, all with them $all_api"; fi
+moves_less "the reduced rows, against the kernels read without CUDA calls on one process" "$all_api" "$noapi"
 
 # ---- summary: the kernel and CUDA call summaries aggregated by the processes together (nsl.stats.reduce_aggregates:
 # moments added up, each median found by narrowing its range in rounds of counts), no row moved; one kernel
@@ -76,9 +72,7 @@ sqlite3 "${BIG[3]}" "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start + 1801439
 same_as_one "kernel summary (json), a kernel too long for exact deviations (its rows moved)" 3 run summary \
   "${BIG[@]}" --arg only=kernels --format json
 rows=$(moved "$TMP/many.err")
-if [ -n "$together" ] && [ -n "$rows" ] && [ $((together * 4)) -lt "$rows" ]; then
-  ok "the kernel summary aggregated together moves under a quarter of the bytes ($together) of the rows ($rows)"
-else bad "summary bytes moved: aggregated together $together, with the kernel rows $rows"; fi
+moves_less "the kernel summary aggregated together, against a quarter of its rows" "$together" "$rows" 4
 
 # ---- the straggler's step detection, run by every process over its reports (nsl.iterations.reduce_steps) ----
 # One 'train_step' NVTX range per 4 collectives on each export's launching thread (tests/lua/plant_steps.sh):
