@@ -81,11 +81,12 @@ local EXACT = 1 << 53   -- values within +-2^53: halves of two are exact doubles
 -- then gathers the rows).
 function M.reduce_aggregates(t, keys, value)
   local mpi = nsl.mpi
+  local need = {value}
+  for _, k in ipairs(keys) do need[#need + 1] = k end
+  local ty
   local ok, mine = pcall(function()
-    local need = {value}
-    for _, k in ipairs(keys) do need[#need + 1] = k end
     t:load(need)
-    local ty = t:coltype(value)
+    ty = t:coltype(value)
     if ty ~= "i64" and ty ~= "i32" then return false end
     return t:group_by(table.unpack(keys)):keys()
   end)
@@ -105,8 +106,6 @@ function M.reduce_aggregates(t, keys, value)
   -- 1. every row's group, the rows with a value sorted by group and value
   local gid, v
   ok, err = pcall(function()
-    local need = {value}
-    for _, k in ipairs(keys) do need[#need + 1] = k end
     local g = t:select(need):join(union:with("_gid", nsl.range(ng)), keys, {"_gid"})
     if (g._gid:isnull():cast("i64"):sum() or 0) > 0 then error("summary: a row's key is not among the keys", 0) end
     g = g:filter(~g[value]:isnull())
@@ -138,9 +137,11 @@ function M.reduce_aggregates(t, keys, value)
       if a[i] < b[i] then
         open[#open + 1] = i
         first[#open] = #pv
+        -- pivots a + step, ..., a + 15 step (all below b); a narrow range: every value a .. b - 1
         local d = b[i] - a[i]
-        local step, k = d > PIVOTS and d // (PIVOTS + 1) or 1, d > PIVOTS and PIVOTS or d
-        for j = 1, k do pg[#pv + 1], pv[#pv + 1] = tg[i], a[i] + step * j - (d > PIVOTS and 0 or 1) end
+        local step, k, base = d // (PIVOTS + 1), PIVOTS, a[i]
+        if d <= PIVOTS then step, k, base = 1, d, a[i] - 1 end
+        for j = 1, k do pg[#pv + 1], pv[#pv + 1] = tg[i], base + step * j end
       end
     end
     if #open == 0 then break end
@@ -165,7 +166,6 @@ function M.reduce_aggregates(t, keys, value)
       med[g], at = x == y and x + 0.0 or x + (y - x) * 0.5, at + 2
     end
   end
-  local ty = t:coltype(value)
   local cols = {}
   for _, k in ipairs(keys) do cols[#cols + 1] = {k, union[k]} end
   for _, c in ipairs{{"total", total}, {"n", n}, {"avg", avg},
