@@ -416,8 +416,9 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
         win = win:with("x_leave", nsl.rep(0.0, #win))
       end
       -- (each row's excess in its own place: a window's instance with no other window has none, 0)
-      local parts = {"idle", "host", "queue", "busy"}
-      local x = nsl.median_excess(win.instance, {win.idle, win.host, win.queue, win.busy})   -- one grouping
+      local parts, vals = {"idle", "host", "queue", "busy"}, {}
+      for k, c in ipairs(parts) do vals[k] = win[c] end
+      local x = nsl.median_excess(win.instance, vals)   -- one grouping for the four
       for k, c in ipairs(parts) do win = win:with("x_" .. c, nsl.coalesce(x[k], 0.0)) end
       res.windows = win:select{"rank", "instance", "window", "idle", "host", "queue", "busy", "x_leave", "x_idle",
                                "x_host", "x_queue", "x_busy"}
