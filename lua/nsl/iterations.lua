@@ -153,8 +153,7 @@ local function nvtx_candidates(trace)
   local nv = load_nvtx(trace)
   if #nv == 0 then return nil end
   local usable = nvtx.range_mask(nv) & ~nv.stop:isnull()
-  local _, depth = nvtx.parents(nv, usable)
-  local top = usable & depth:eq(0)
+  local top = nvtx.tops(nv, usable)
   local _, label = nvtx.names(nv, {strip = M.step_strip})
   local totals = {}
   local t = nv:select{"report", "pid", "tid", "start", "stop"}:with("label", label):filter(top)

@@ -78,6 +78,15 @@ function M.parents(nv, mask)
   return r.parent, r.depth
 end
 
+--- The top-level ranges of nv among the rows in mask (all when nil): a bool
+-- column, true where M.parents would give depth 0 (false for a range that
+-- takes no part), without making the parents (nsl.nvtx_top: one pass when
+-- each thread's ranges come in start order, as exports store them).
+function M.tops(nv, mask)
+  return nsl.nvtx_top{range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop,
+                      range_mask = mask}
+end
+
 --- The ranges that take part in the projection: push/pop and start/end
 -- ranges that end on the thread where they started.  A bool column.
 function M.range_mask(nv)

@@ -664,6 +664,111 @@ done:
   return rc;
 }
 
+/* ---- the top-level ranges alone ---------------------------------------------- */
+
+/* Per thread while its rows are read in row order: the last row's times
+ * and the latest stop so far. */
+typedef struct top_state {
+  int64_t start, stop, max_stop;
+  int seen;
+} top_state;
+
+/* Marks r top-level (top[r] = 1) when no earlier row of its thread in sweep
+ * order reaches its stop: such a row starts at or before r and is still
+ * open at r's start, so it encloses r (nsl__nvtx_project: depth 0 exactly
+ * when no open range encloses the range). */
+static inline void top_step(top_state *t, int64_t start, int64_t stop, uint8_t *top, int64_t r) {
+  top[r] = (uint8_t)(!t->seen || stop > t->max_stop);
+  if (!t->seen || stop > t->max_stop) t->max_stop = stop;
+  t->start = start;
+  t->stop = stop;
+  t->seen = 1;
+}
+
+typedef struct top_job {
+  side *rs;
+  uint8_t *top;
+  atomic_int failed;
+} top_job;
+
+/* Thread t's rows sorted into sweep order, then marked. */
+static void top_thread(void *ctx, int t) {
+  top_job *j = ctx;
+  side *rs = j->rs;
+  int64_t lo = rs->seg[t], hi = rs->seg[t + 1];
+  if (!sort_segment(rs, rs->order + lo, hi - lo)) {
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  top_state st = {0, 0, 0, 0};
+  for (int64_t i = lo; i < hi; i++) {
+    int64_t r = rs->order[i], a, b;
+    side_times(rs, r, &a, &b);
+    top_step(&st, a, b, j->top, r);
+  }
+}
+
+/* See nsl_internal.h. */
+nsl_status nsl__nvtx_top(const nsl__nvtx_input *in, nsl_column **out, nsl_error *err) {
+  *out = NULL;
+  if (!in || in->nkeys < 1 || in->nkeys > MAX_KEYS)
+    return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: need 1 to %d thread key columns", MAX_KEYS);
+  nsl_status rc = check_side("ranges", in->range_keys, in->nkeys, in->range_start, in->range_stop, err);
+  if (rc != NSL_OK) return rc;
+  if (in->range_mask && (in->range_mask->type != NSL_BOOL || in->range_mask->len != in->range_start->len))
+    return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: the range mask must be a bool column of %lld rows",
+                         (long long)in->range_start->len);
+  const int64_t nr = in->range_start->len;
+  thread_table tt = {in->nkeys, 0, 0, NULL, NULL, 0};
+  top_state *state = NULL;
+  side rs;
+  int opened = side_open(&rs, in->range_start, in->range_stop, 1);
+  nsl_column *top = nsl_column_new(NSL_BOOL, nr, NULL);
+  if (!opened || !top ||
+      !side_threads(&rs, in->range_keys, in->nkeys, in->range_mask ? nsl_bool(in->range_mask) : NULL, &tt) ||
+      !(state = calloc((size_t)(tt.n ? tt.n : 1), sizeof *state)))
+    goto nomem;
+  uint8_t *t = nsl_bool(top);
+  /* Exports store each thread's ranges in sweep order (start, then stop
+   * descending, then row): one pass in row order; a thread found out of
+   * that order sends every thread through the sort. */
+  int in_order = 1;
+  for (int64_t r = 0; r < nr; r++) {
+    int32_t id = rs.thread[r];
+    t[r] = 0;
+    if (id < 0) continue;
+    int64_t a, b;
+    side_times(&rs, r, &a, &b);
+    top_state *s = &state[id];
+    if (s->seen && (a < s->start || (a == s->start && b > s->stop))) {
+      in_order = 0;
+      break;
+    }
+    top_step(s, a, b, t, r);
+  }
+  if (!in_order) {
+    memset(t, 0, (size_t)nr);
+    if (!side_group(&rs, tt.n)) goto nomem;
+    top_job job = {&rs, t, 0};
+    if (tt.n > INT32_MAX) goto nomem;
+    nsl__run_parallel((int)tt.n, nsl__thread_count((int)tt.n), top_thread, &job);
+    if (atomic_load(&job.failed)) goto nomem;
+  }
+  *out = top;
+  top = NULL;
+  rc = NSL_OK;
+  goto done;
+nomem:
+  rc = nsl_error_set(err, NSL_ERR_NOMEM, "NVTX projection: out of memory (%lld ranges)", (long long)nr);
+done:
+  nsl_column_release(top);
+  side_free(&rs);
+  free(state);
+  free(tt.keys);
+  free(tt.slots);
+  return rc;
+}
+
 /* ---- the tree of paths ------------------------------------------------------- */
 
 typedef struct path_slot {

@@ -146,9 +146,30 @@ static int l_tree_paths(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg funcs[] = {{"nvtx_project", l_nvtx_project}, {"tree_paths", l_tree_paths}, {NULL, NULL}};
+/* nsl.nvtx_top{range_keys = {report, pid, tid}, range_start =, range_stop =,
+ *   range_mask = (optional)} -> bool column: the ranges nsl.nvtx_project
+ * would give depth 0 (a range that takes no part: false). */
+static int l_nvtx_top(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  nsl_column *keys[MAX_KEYS];
+  nsl__nvtx_input in;
+  memset(&in, 0, sizeof in);
+  in.nkeys = field_keys(L, 1, "range_keys", keys);
+  in.range_keys = (const nsl_column *const *)keys;
+  in.range_start = field_column(L, 1, "range_start", 0);
+  in.range_stop = field_column(L, 1, "range_stop", 0);
+  in.range_mask = field_column(L, 1, "range_mask", 1);
+  nsl_column *top = NULL;
+  nsl_error err = {0};
+  if (nsl__nvtx_top(&in, &top, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, top);
+  return 1;
+}
 
-/* Adds nsl.nvtx_project and nsl.tree_paths to the module table on top of the stack. */
+static const luaL_Reg funcs[] = {
+    {"nvtx_project", l_nvtx_project}, {"nvtx_top", l_nvtx_top}, {"tree_paths", l_tree_paths}, {NULL, NULL}};
+
+/* Adds nsl.nvtx_project, nsl.nvtx_top and nsl.tree_paths to the module table on top of the stack. */
 int nsl__open_sweep(lua_State *L) {
   luaL_setfuncs(L, funcs, 0);
   return 0;

@@ -262,6 +262,70 @@ for _, f in ipairs(files) do
     for _, r in ipairs(mine) do T.eq(r.children, kids[r.row] or 0, "children of " .. key_of(r)) end
   end)
 
+  test(f .. ": top-level ranges (nvtx.tops) equal the brute force, in row order and shuffled", function()
+    local tr, _, ranges = projected(f)
+    local nv = tr.nvtx
+    nv:load{"report", "pid", "tid", "start", "stop", "kind", "end_tid", "text", "domain"}
+    local mask = nvtx.range_mask(nv)
+    local top = nvtx.tops(nv, mask)
+    T.eq(#top, #nv, "one value per range")
+    T.eq((top & ~mask):count(), 0, "only ranges in the mask are top-level")
+    local name = nvtx.names(nv)
+    local got = {}
+    for _, v in ipairs(T.rows(nsl.table{{"pid", nv.pid}, {"tid", nv.tid}, {"start", nv.start}, {"stop", nv.stop},
+                                       {"name", name}, {"top", top}}:filter(mask), {"pid", "tid", "start", "stop",
+                                                                                   "name", "top"})) do
+      local k = key_of{pid = v[1], tid = v[2], start = v[3], stop = v[4], name = v[5]}
+      got[k] = got[k] or {}
+      table.insert(got[k], v[6])
+    end
+    local thread = {}
+    for _, r in ipairs(ranges) do
+      thread[r.gt] = thread[r.gt] or {}
+      table.insert(thread[r.gt], r)
+    end
+    -- top-level: no other range of the thread encloses it (of equal intervals, one is)
+    local step = #ranges > 2000 and #ranges // 400 or 1
+    local checked, tops = 0, 0
+    for i = 1, #ranges, step do
+      local r = ranges[i]
+      local enclosed, twins = false, 0
+      for _, q in ipairs(thread[r.gt]) do
+        if q ~= r and q.start <= r.start and r.stop <= q.stop then
+          if q.start == r.start and q.stop == r.stop then twins = twins + 1 else enclosed = true end
+        end
+      end
+      local g = assert(got[key_of(r)], "nsl lacks range " .. key_of(r))
+      local ntop = 0
+      for _, x in ipairs(g) do if x then ntop = ntop + 1 end end
+      T.eq(ntop, (enclosed or #g == 0) and 0 or 1, "top-level instances of " .. key_of(r))
+      checked, tops = checked + 1, tops + ntop
+    end
+    T.ok(checked > 0 and tops > 0, "some ranges checked, some top-level")
+    if step == 1 then
+      local n = 0
+      for _, g in pairs(got) do for _, x in ipairs(g) do if x then n = n + 1 end end end
+      T.eq(n, tops, "top-level ranges")
+    end
+    -- rows out of their threads' order (reversed, rotated): the sort per thread gives the same ranges,
+    -- and the ranges the projection puts at depth 0
+    for _, how in ipairs{"reversed", "rotated"} do
+      local n = #nv
+      local p = nsl.range(n) * -1 + (n - 1)
+      if how == "rotated" then
+        local x = nsl.range(n) + n // 3
+        p = nsl.where(x:ge(n), x - n, x)
+      end
+      local sh = nsl.table{{"report", nv.report:gather(p)}, {"pid", nv.pid:gather(p)}, {"tid", nv.tid:gather(p)},
+                           {"start", nv.start:gather(p)}, {"stop", nv.stop:gather(p)}}
+      local m = mask:gather(p)
+      local st = nvtx.tops(sh, m)
+      local _, depth = nvtx.parents(sh, m)
+      T.eq(st:ne(m & nsl.coalesce(depth, -1):eq(0)):count(), 0, how .. ": top-level = depth 0 of the projection")
+      T.eq(st:count(), top:count(), how .. ": as many top-level ranges as in row order")
+    end
+  end)
+
   test(f .. ": nvtx_gpu_proj_sum equals the brute force per name", function()
     local _, P, ranges = projected(f)
     local _, q = nvtx.summaries(P.ranges)
@@ -433,8 +497,53 @@ test("two reports: every report projected on its own threads", function()
   T.eq(rows0["Total Time (ns)"]:sum(), sa["Total Time (ns)"]:sum(), "report 0 total = report 0 alone")
 end)
 
-test("nsl.nvtx_project and nsl.tree_paths refuse bad input", function()
+test("nvtx.tops on edge cases: shared ends, equal intervals, instants, open and broken ranges", function()
+  -- thread 1: A [0,100]; D [0,100] equals A (after it: a child); B [10,100] ends with A; C [100,100] at A's end;
+  -- E [200,300] top; F [250,240] stops before it starts (no part); G [400, open] top; H [500,600] inside G;
+  -- thread 2 (tid NULL on row J: no thread): I [50,60] top; J; K [55,58] masked out; L [150,160] top;
+  -- M [700,710] inside N [700,750], the row after it (the sweep takes the longer first: in row order, that
+  -- thread is out of the sweep's order, and every thread is sorted)
+  local nan = nil
+  local tid =   {1,   1,   1,   1,   1,   1,   1,   1,   2,   nan, 2,   2,   2,   2}
+  local start = {0,   0,   10,  100, 200, 250, 400, 500, 50,  0,   55,  150, 700, 700}
+  local stop =  {100, 100, 100, 100, 300, 240, nan, 600, 60,  10,  58,  160, 710, 750}
+  local want =  {true, false, false, false, true, false, true, false, true, false, false, true, false, true}
+  local n = #start
+  local function col(t, ty)   -- nil entries NULL (gathered from row -1)
+    local c, at = {}, {}
+    for i = 1, n do c[i], at[i] = t[i] or 0, t[i] and i - 1 or -1 end
+    return nsl.column(c, ty):gather(nsl.column(at, "i64"))
+  end
+  local keep = {}
+  for i = 1, n do keep[i] = i ~= 11 end
+  local t = nsl.table{{"report", nsl.rep(0, n)}, {"pid", nsl.rep(7, n)}, {"tid", col(tid, "i64")},
+                      {"start", col(start, "i64")}, {"stop", col(stop, "i64")}}
+  local mask = nsl.column(keep)
+  -- rows 1-12 alone are in each thread's sweep order (one pass); all 14, or reversed, are sorted per thread
+  for _, how in ipairs{"rows 1-12", "row order", "reversed"} do
+    local p = how == "rows 1-12" and nsl.range(12) or how == "row order" and nsl.range(n) or
+              (nsl.range(n) * -1 + (n - 1))
+    local sh = nsl.table{{"report", t.report:gather(p)}, {"pid", t.pid:gather(p)}, {"tid", t.tid:gather(p)},
+                         {"start", t.start:gather(p)}, {"stop", t.stop:gather(p)}}
+    local got = nvtx.tops(sh, mask:gather(p)):totable()
+    local _, depth = nvtx.parents(sh, mask:gather(p))
+    local d = depth:totable()
+    local rows = p:totable()
+    for i = 1, #rows do
+      local r = rows[i] + 1
+      local w = want[r]
+      if how == "reversed" and r <= 2 then w = r == 2 end   -- of equal intervals the first row is the parent
+      T.eq(got[i], w, how .. ": range " .. r)
+      T.eq(got[i], d[i] == 0, how .. ": range " .. r .. " as the projection's depth 0")
+    end
+  end
+end)
+
+test("nsl.nvtx_project, nsl.nvtx_top and nsl.tree_paths refuse bad input", function()
   local c = nsl.column{1, 2}
+  T.raises(function() nsl.nvtx_top{} end, "range_keys")
+  T.raises(function() nsl.nvtx_top{range_keys = {c}, range_start = c, range_stop = nsl.column{1}} end, "stops")
+  T.raises(function() nsl.nvtx_top{range_keys = {c}, range_start = c, range_stop = c, range_mask = c} end, "mask")
   T.raises(function() nsl.nvtx_project{} end, "range_keys")
   T.raises(function()
     nsl.nvtx_project{range_keys = {c}, range_start = c, range_stop = c, api_keys = {c, c}, api_start = c,
