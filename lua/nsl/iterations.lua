@@ -74,7 +74,7 @@ M.kernel_cover = 0.5      -- marker kernels: first to last occurrence over the a
 -- Iteration ranges table from the rows of nv in mask: report, pid, tid,
 -- start, stop, iter (1-based per process), sorted by report, pid, start.
 local function ranges_table(nv, mask)
-  local r = nv:filter(mask):select{"report", "pid", "tid", "start", "stop"}:sort("report", "pid", "start")
+  local r = nv:select{"report", "pid", "tid", "start", "stop"}:filter(mask):sort("report", "pid", "start")
   local rep, pid = r.report:totable(), r.pid:totable()
   local iter, k = {}, 0
   for i = 1, #r do   -- one Lua step per iteration
@@ -143,27 +143,31 @@ local function add_total(totals, name, n, med)
   e.n, e.med = e.n + n, math.max(e.med, med)
 end
 
---- The candidates of the NVTX step detection (see 2. above): the ranges
--- (nv), the top-level usable ones (top), every range's name as compared
--- (label), and totals: {name -> {n, med}} of the names that are a step on
--- some thread (n: their instances on those threads, med: the longest
--- median period); nil without ranges.  Per report: a distributed run's
--- processes add up their totals (M.reduce_steps).
+--- The candidates of the NVTX step detection (see 2. above): the
+-- top-level usable ranges (top: report, pid, tid, start, stop, in row
+-- order), their names as compared (label), and totals: {name -> {n, med}}
+-- of the names that are a step on some thread (n: their instances on
+-- those threads, med: the longest median period); nil without ranges.
+-- Per report: a distributed run's processes add up their totals
+-- (M.reduce_steps).
 local function nvtx_candidates(trace)
   local nv = load_nvtx(trace)
   if #nv == 0 then return nil end
   local usable = nvtx.range_mask(nv) & ~nv.stop:isnull()
-  local top = nvtx.tops(nv, usable)
-  local _, label = nvtx.names(nv, {strip = M.step_strip})
+  local is_top, in_order = nvtx.tops(nv, usable)
+  -- the names of the top-level ranges alone (a fifth of them at 1 GB)
+  local top = nv:select{"report", "pid", "tid", "start", "stop", "text", "domain"}:filter(is_top)
+  local _, label = nvtx.names(top, {strip = M.step_strip})
+  top = top:select{"report", "pid", "tid", "start", "stop"}
   local totals = {}
-  local t = nv:select{"report", "pid", "tid", "start", "stop"}:with("label", label):filter(top)
-  t = t:with("dur", t.stop - t.start)
-  if #t == 0 then return {nv = nv, top = top, label = label, totals = totals} end
+  if #top == 0 then return {top = top, label = label, totals = totals} end
   -- the three columns it needs: filtering every loaded column of the ranges costs more than the rest of the detection
   local spans = nv:select{"report", "start", "stop"}:filter(usable):group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
   local act = {}
   for i = 1, #spans do act[spans.report[i]] = spans.hi[i] - spans.lo[i] end
-  t = t:sort("report", "pid", "tid", "label", "start")
+  local t = top:with("label", label, "dur", top.stop - top.start)
+  -- periods needs each name's ranges on a thread by start: so they are already when every thread's were
+  if not in_order then t = t:sort("report", "pid", "tid", "label", "start") end
   local p = periods(t, {"report", "pid", "tid", "label"})
   local ratio = M.range_ratio
   for i = 1, #p do
@@ -178,7 +182,7 @@ local function nvtx_candidates(trace)
       end
     end
   end
-  return {nv = nv, top = top, label = label, totals = totals}
+  return {top = top, label = label, totals = totals}
 end
 
 --- The names of totals in the order they are tried: most instances, then
@@ -198,7 +202,7 @@ end
 -- (ranges_table), how many of them hold GPU work, and whether any does
 -- (cache: the GPU operations' launches, read for the first name asked).
 local function holding(trace, d, name, cache)
-  local r = ranges_table(d.nv, d.top & d.label:eq(name))
+  local r = ranges_table(d.top, d.label:eq(name))
   if not cache.launched then
     local ops = gpu_ops.table(trace, {columns = {"report", "pid", "corr", "start"}, api = true})
     cache.launched = nsl.table{{"report", ops.report}, {"pid", ops.pid},

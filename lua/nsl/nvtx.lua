@@ -81,7 +81,9 @@ end
 --- The top-level ranges of nv among the rows in mask (all when nil): a bool
 -- column, true where M.parents would give depth 0 (false for a range that
 -- takes no part), without making the parents (nsl.nvtx_top: one pass when
--- each thread's ranges come in start order, as exports store them).
+-- each thread's ranges come in start order, as exports store them); and
+-- whether they did (each thread's ranges in mask by start, then longest
+-- first).
 function M.tops(nv, mask)
   return nsl.nvtx_top{range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop,
                       range_mask = mask}

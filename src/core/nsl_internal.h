@@ -59,8 +59,9 @@ void nsl__nvtx_projection_free(nsl__nvtx_projection *p);
 /* The top-level ranges alone: *out (BOOL, one row per range) is 1 where
  * nsl__nvtx_project would give depth 0, else 0 (a range that takes no part
  * too).  Reads the ranges' keys, times and mask; no calls, no ops.  O(R)
- * when each thread's rows come in sweep order, else a sort per thread. */
-nsl_status nsl__nvtx_top(const nsl__nvtx_input *in, nsl_column **out, nsl_error *err);
+ * when each thread's rows that take part come in sweep order (start, then
+ * stop descending, then row; *in_order = 1), else a sort per thread. */
+nsl_status nsl__nvtx_top(const nsl__nvtx_input *in, nsl_column **out, int *in_order, nsl_error *err);
 
 /* Paths of a forest as a tree of distinct paths: rows with the same label
  * under the same parent path share a node (e.g. NVTX ranges by name under

@@ -709,8 +709,9 @@ static void top_thread(void *ctx, int t) {
 }
 
 /* See nsl_internal.h. */
-nsl_status nsl__nvtx_top(const nsl__nvtx_input *in, nsl_column **out, nsl_error *err) {
+nsl_status nsl__nvtx_top(const nsl__nvtx_input *in, nsl_column **out, int *in_order, nsl_error *err) {
   *out = NULL;
+  *in_order = 0;
   if (!in || in->nkeys < 1 || in->nkeys > MAX_KEYS)
     return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: need 1 to %d thread key columns", MAX_KEYS);
   nsl_status rc = check_side("ranges", in->range_keys, in->nkeys, in->range_start, in->range_stop, err);
@@ -732,7 +733,7 @@ nsl_status nsl__nvtx_top(const nsl__nvtx_input *in, nsl_column **out, nsl_error 
   /* Exports store each thread's ranges in sweep order (start, then stop
    * descending, then row): one pass in row order; a thread found out of
    * that order sends every thread through the sort. */
-  int in_order = 1;
+  int sorted = 1;
   for (int64_t r = 0; r < nr; r++) {
     int32_t id = rs.thread[r];
     t[r] = 0;
@@ -741,12 +742,12 @@ nsl_status nsl__nvtx_top(const nsl__nvtx_input *in, nsl_column **out, nsl_error 
     side_times(&rs, r, &a, &b);
     top_state *s = &state[id];
     if (s->seen && (a < s->start || (a == s->start && b > s->stop))) {
-      in_order = 0;
+      sorted = 0;
       break;
     }
     top_step(s, a, b, t, r);
   }
-  if (!in_order) {
+  if (!sorted) {
     memset(t, 0, (size_t)nr);
     if (!side_group(&rs, tt.n)) goto nomem;
     top_job job = {&rs, t, 0};
@@ -755,6 +756,7 @@ nsl_status nsl__nvtx_top(const nsl__nvtx_input *in, nsl_column **out, nsl_error 
     if (atomic_load(&job.failed)) goto nomem;
   }
   *out = top;
+  *in_order = sorted;
   top = NULL;
   rc = NSL_OK;
   goto done;

@@ -148,7 +148,9 @@ static int l_tree_paths(lua_State *L) {
 
 /* nsl.nvtx_top{range_keys = {report, pid, tid}, range_start =, range_stop =,
  *   range_mask = (optional)} -> bool column: the ranges nsl.nvtx_project
- * would give depth 0 (a range that takes no part: false). */
+ * would give depth 0 (a range that takes no part: false); and whether each
+ * thread's ranges that take part came in the sweep's order (start, then
+ * stop descending, then row). */
 static int l_nvtx_top(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   nsl_column *keys[MAX_KEYS];
@@ -160,10 +162,12 @@ static int l_nvtx_top(lua_State *L) {
   in.range_stop = field_column(L, 1, "range_stop", 0);
   in.range_mask = field_column(L, 1, "range_mask", 1);
   nsl_column *top = NULL;
+  int in_order = 0;
   nsl_error err = {0};
-  if (nsl__nvtx_top(&in, &top, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  if (nsl__nvtx_top(&in, &top, &in_order, &err) != NSL_OK) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, top);
-  return 1;
+  lua_pushboolean(L, in_order);
+  return 2;
 }
 
 static const luaL_Reg funcs[] = {

@@ -525,7 +525,9 @@ test("nvtx.tops on edge cases: shared ends, equal intervals, instants, open and 
               (nsl.range(n) * -1 + (n - 1))
     local sh = nsl.table{{"report", t.report:gather(p)}, {"pid", t.pid:gather(p)}, {"tid", t.tid:gather(p)},
                          {"start", t.start:gather(p)}, {"stop", t.stop:gather(p)}}
-    local got = nvtx.tops(sh, mask:gather(p)):totable()
+    local top, in_order = nvtx.tops(sh, mask:gather(p))
+    T.eq(in_order, how == "rows 1-12", how .. ": every thread in the sweep's order")
+    local got = top:totable()
     local _, depth = nvtx.parents(sh, mask:gather(p))
     local d = depth:totable()
     local rows = p:totable()
