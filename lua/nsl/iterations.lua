@@ -256,16 +256,17 @@ function M.detect_kernels(trace)
   local base = nsl.table{{"g", gid}, {"start", t.start}}:group_by("g"):agg{"n=count(start)", "first=min(start)",
                                                                             "last=max(start)"}
   local fundamental = {}   -- group id -> {lag, period}
-  local n = #t
-  for lag = 1, M.max_lag do
-    local same = gid:eq(gid:shift(lag))
-    local d = (t.start:shift(lag) - t.start):gather((nsl.range(n) + 1) * same:cast("i64") - 1)   -- NULL across groups
-    local s = nsl.table{{"g", gid}, {"d", d}}:group_by("g"):agg{"m=count(d)", "med=median(d)",
-                                                                "q1=quantile(d, 0.25)", "q3=quantile(d, 0.75)"}
-    for i = 1, #s do
-      local id, m, med = s.g[i], s.m[i], s.med[i]
-      if not fundamental[id] and m >= 2 and med and med > 0 and s.q3[i] - s.q1[i] <= M.kernel_spread * med then
+  -- per group and lag: the times from each occurrence to the lag-th next, their count, median and quartiles
+  local L = M.max_lag
+  local cm, cmed, cq1, cq3 = nsl.lag_periods(gid, t.start, #keys, L)
+  local ms, meds, q1s, q3s = cm:totable(), cmed:totable(), cq1:totable(), cq3:totable()
+  for id = 0, #keys - 1 do
+    for lag = 1, L do
+      local i = id * L + lag
+      local m, med = ms[i], meds[i]
+      if m >= 2 and med > 0 and q3s[i] - q1s[i] <= M.kernel_spread * med then
         fundamental[id] = {lag = lag, period = med}
+        break
       end
     end
   end

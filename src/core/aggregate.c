@@ -887,6 +887,107 @@ nsl_column *nsl__median_excess(const nsl_column *keys, const nsl_column *v, int6
   return nsl__median_excess_many(keys, &v, 1, &r, singles, err) == NSL_OK ? r : NULL;
 }
 
+/* ---- periods at lags: the marker-kernel detection ------------------------------------ */
+
+typedef struct lag_job {
+  const int64_t *run;       /* the runs of rows of one group: rows run[k] .. run[k + 1] - 1 */
+  const int64_t *gid, *v;
+  int max_lag;
+  int64_t *m;
+  double *med, *q1, *q3;
+  atomic_int failed;
+} lag_job;
+
+/* The quantile q of the m order codes a (reordered), as a group-by takes it. */
+static double code_quantile(uint64_t *a, int64_t m, double q) {
+  double frac;
+  int64_t pos = nsl__quantile_pos(m, q, &frac);
+  nsl__select_u64(a, m, pos);
+  uint64_t hi = a[pos];
+  if (frac > 0) {
+    hi = a[pos + 1];
+    for (int64_t i = pos + 2; i < m; i++)
+      if (a[i] < hi) hi = a[i];
+  }
+  return nsl__lerp_codes(NSL_I64, a[pos], hi, frac);
+}
+
+/* One run of rows (one group): its differences at every lag, and their
+ * count, median and quartiles. */
+static void lag_run(void *ctx, int k) {
+  lag_job *j = ctx;
+  int64_t lo = j->run[k], hi = j->run[k + 1], len = hi - lo, g = j->gid[lo];
+  uint64_t *a = malloc((size_t)(len ? len : 1) * sizeof *a);
+  if (!a) {
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  for (int lag = 1; lag <= j->max_lag; lag++) {
+    int64_t m = 0, at = g * j->max_lag + lag - 1;
+    for (int64_t i = lo; i + lag < hi; i++) {
+      int64_t x = j->v[i], y = j->v[i + lag];
+      if (x != NSL_NULL_I64 && y != NSL_NULL_I64) a[m++] = nsl__ocode_i64(y - x);
+    }
+    j->m[at] = m;
+    if (m == 0) continue;   /* NULL quantiles, as set */
+    /* the order a group-by takes them in: median, then the two quartiles (each exact whatever the order) */
+    j->med[at] = code_quantile(a, m, 0.5);
+    j->q1[at] = code_quantile(a, m, 0.25);
+    j->q3[at] = code_quantile(a, m, 0.75);
+  }
+  free(a);
+}
+
+/* See nsl_internal.h. */
+nsl_status nsl__lag_periods(const nsl_column *gid, const nsl_column *v, int64_t ng, int max_lag, nsl_column **out,
+                            nsl_error *err) {
+  for (int c = 0; c < 4; c++) out[c] = NULL;
+  int ints = gid && v && (gid->type == NSL_I64 || gid->type == NSL_I32) && (v->type == NSL_I64 || v->type == NSL_I32);
+  if (!ints || gid->len != v->len || ng < 0 || max_lag < 1 || max_lag > 64)
+    return nsl_error_set(err, NSL_ERR_ARG, "lag_periods: integer group ids and values of one length, groups >= 0, "
+                                           "lags 1 to 64");
+  if (ng > INT64_MAX / max_lag) return nsl_error_set(err, NSL_ERR_ARG, "lag_periods: too many groups");
+  nsl_column *copy[2] = {NULL, NULL};
+  const int64_t n = gid->len, rows = ng * max_lag, *g = nsl__as_i64(gid, &copy[0]), *x = nsl__as_i64(v, &copy[1]);
+  /* the runs of equal ids; each id one run, within [0, ng) */
+  uint8_t *seen = calloc((size_t)(ng ? ng : 1), 1);
+  int64_t *run = malloc((size_t)(n + 1) * sizeof *run), nrun = 0;
+  nsl_status rc = NSL_OK;
+  if (!g || !x || !seen || !run) goto nomem;
+  for (int64_t i = 0; i < n; i++) {
+    if (i > 0 && g[i] == g[i - 1]) continue;
+    if (g[i] < 0 || g[i] >= ng || seen[g[i]]) {
+      rc = nsl_error_set(err, NSL_ERR_ARG, "lag_periods: row %lld: group id %lld %s", (long long)i, (long long)g[i],
+                         g[i] < 0 || g[i] >= ng ? "out of range" : "in two runs (rows not grouped)");
+      goto done;
+    }
+    seen[g[i]] = 1;
+    run[nrun++] = i;
+  }
+  run[nrun] = n;
+  out[0] = nsl_column_new(NSL_I64, rows, NULL);
+  for (int c = 1; c < 4; c++) out[c] = nsl__column_new_uninit(NSL_F64, rows, NULL);
+  for (int c = 0; c < 4; c++)
+    if (!out[c]) goto nomem;
+  for (int c = 1; c < 4; c++)
+    for (int64_t i = 0; i < rows; i++) nsl_f64(out[c])[i] = NAN;
+  if (nrun > INT32_MAX) goto nomem;
+  lag_job job = {run, g, x, max_lag, nsl_i64(out[0]), nsl_f64(out[1]), nsl_f64(out[2]), nsl_f64(out[3]), 0};
+  nsl__run_parallel((int)nrun, nsl__thread_count((int)nrun), lag_run, &job);
+  if (atomic_load(&job.failed)) goto nomem;
+  goto done;
+nomem:
+  rc = nsl_error_set(err, NSL_ERR_NOMEM, "lag_periods: out of memory for %lld rows", (long long)n);
+done:
+  if (rc != NSL_OK)
+    for (int c = 0; c < 4; c++) nsl_column_release(out[c]), out[c] = NULL;
+  free(seen);
+  free(run);
+  nsl_column_release(copy[0]);
+  nsl_column_release(copy[1]);
+  return rc;
+}
+
 /* ---- moments that processes add up (distributed summaries) -------------------------- */
 
 /* An integer of up to 126 bits as three 42-bit limbs (two's complement,

@@ -108,6 +108,15 @@ nsl_column *nsl__median_excess(const nsl_column *keys, const nsl_column *v, int6
  * (none when the keys are in order already): out[c] for vs[c]. */
 nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *const *vs, int nv, nsl_column **out,
                                    int64_t *singles, nsl_error *err);
+/* Per group and lag (1 .. max_lag): the differences v[i + lag] - v[i]
+ * between rows of one group (pairs with a NULL left out) -- their count,
+ * median and quartiles exactly as a group-by's count, median and
+ * quantile(0.25 / 0.75) of them.  gid (I64, 0 .. ng - 1): each group's rows
+ * one run (a table sorted by its group keys); v: I64.  out[0] (I64 counts),
+ * out[1..3] (F64 median, q1, q3; NaN without differences), each of
+ * ng * max_lag rows, row g * max_lag + lag - 1. */
+nsl_status nsl__lag_periods(const nsl_column *gid, const nsl_column *v, int64_t ng, int max_lag, nsl_column **out,
+                            nsl_error *err);
 /* The mean of count integers of exact sum `sum` (NaN for none), as every
  * group mean of integers is computed. */
 __extension__ double nsl__mean_i128(int64_t count, __int128 sum);

@@ -7,6 +7,8 @@
  *   nsl.moments(gid, v, ng) -> parts, lo, hi (per group, for processes to sum; nsl_internal.h)
  *   nsl.moments_finish(parts, lo, hi) -> count, sum, mean, std, min, max, exact
  *   nsl.count_le(gid, v, target_gid, pivot) -> i64 (rows sorted by gid, v)
+ *   nsl.lag_periods(gid, v, ng, lags) -> count, median, q1, q3 of v's differences at each lag per group
+ *       (each group's rows one run; row g * lags + lag - 1)
  *   nsl.overlap_sum(start, stop, group_ids|nil, is_a) -> i64
  *   nsl.jax_compile_tree{start=, stop=, parent=, tid=, num_child=, dur_child=,
  *       dur_nonchild=, is_compile=, is_backend=, is_tsl=} -> {parent=, num_child=,
@@ -107,6 +109,17 @@ static int l_count_le(lua_State *L) {
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
+}
+
+static int l_lag_periods(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *out[4];
+  lua_Integer ng = luaL_checkinteger(L, 3), lags = luaL_checkinteger(L, 4);
+  if (lags < 1 || lags > 64) return luaL_argerror(L, 4, "lags 1 to 64");
+  if (nsl__lag_periods(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), (int64_t)ng, (int)lags, out, &err) != NSL_OK)
+    return nsl__lua_error(L, &err);
+  for (int c = 0; c < 4; c++) nsl__pushcolumn(L, out[c]);
+  return 4;
 }
 
 static int l_overlap_sum(lua_State *L) {
@@ -220,7 +233,7 @@ static const luaL_Reg funcs[] = {{"tree_ancestor", l_tree_ancestor},
                                  {"cumcount", l_cumcount}, {"median_excess", l_median_excess},
                                  {"overlap_sum", l_overlap_sum},
                                  {"moments", l_moments}, {"moments_finish", l_moments_finish},
-                                 {"count_le", l_count_le},
+                                 {"count_le", l_count_le}, {"lag_periods", l_lag_periods},
                                  {"jax_compile_tree", l_jax_compile_tree},
                                  {"jax_compile_attribute", l_jax_compile_attribute},
                                  {NULL, NULL}};

@@ -120,6 +120,58 @@ end
 local NAME = "coalesce(n.text, (SELECT value FROM StringIds WHERE id = n.textId))"
 
 return {
+  {"nsl.lag_periods: per kernel and lag, the count, median and quartiles of the gaps by their definition", function()
+    -- the NCCL export's kernels from SQL, by device, name and start: one group per (device, name)
+    local rows = T.sql(nccl, "SELECT deviceId, shortName, start FROM CUPTI_ACTIVITY_KIND_KERNEL " ..
+                             "ORDER BY deviceId, shortName, start")
+    local gid, start, groups = {}, {}, {}
+    for i, r in ipairs(rows) do
+      local key = r[1] .. "|" .. r[2]
+      if i == 1 or key ~= rows[i - 1][1] .. "|" .. rows[i - 1][2] then groups[#groups + 1] = {} end
+      gid[i], start[i] = #groups - 1, int(r[3])
+      table.insert(groups[#groups], start[i])
+    end
+    local L = 8
+    local m, med, q1, q3 = nsl.lag_periods(nsl.column(gid, "i64"), nsl.column(start, "i64"), #groups, L)
+    T.eq(#m, #groups * L, "one row per group and lag")
+    local function quantile(a, q)   -- sorted a: linear between the two neighbours of q * (n - 1)
+      local pos = q * (#a - 1)
+      local k = math.floor(pos)
+      if k >= #a - 1 then return a[#a] * 1.0 end
+      return a[k + 1] + (pos - k) * (a[k + 2] - a[k + 1])
+    end
+    local checked = 0
+    for g, list in ipairs(groups) do
+      for lag = 1, L do
+        local d = {}
+        for i = 1, #list - lag do d[#d + 1] = list[i + lag] - list[i] end
+        table.sort(d)
+        local at = (g - 1) * L + lag
+        T.eq(m[at], #d, "count, group " .. g .. " lag " .. lag)
+        if #d > 0 then
+          T.near(med[at], quantile(d, 0.5), 1e-12, "median, group " .. g .. " lag " .. lag)
+          T.near(q1[at], quantile(d, 0.25), 1e-12, "q1, group " .. g .. " lag " .. lag)
+          T.near(q3[at], quantile(d, 0.75), 1e-12, "q3, group " .. g .. " lag " .. lag)
+          checked = checked + 1
+        else
+          T.ok(med[at] ~= med[at] or med[at] == nil, "no median without gaps")
+        end
+      end
+    end
+    T.ok(checked > #groups, "groups and lags checked")
+    -- a NULL leaves out the gaps it takes part in; ids must come in runs, within range
+    local v = nsl.column{10, 20, 0, 40, 55, 5, 9}:gather(nsl.column({0, 1, -1, 3, 4, 5, 6}, "i64"))
+    local c, md = nsl.lag_periods(nsl.column({0, 0, 0, 0, 0, 1, 1}, "i64"), v, 2, 2)
+    T.eq(table.concat(c:totable(), ","), "2,1,1,0", "gaps at lags 1 and 2 of each group")
+    T.eq(md[1], 12.5, "median of 10 and 15")
+    T.eq(md[2], 20.0, "the one gap at lag 2 not across the NULL: 40 - 20")
+    T.eq(md[3], 4.0, "group 1, lag 1")
+    T.raises(function() nsl.lag_periods(nsl.column({0, 1, 0}, "i64"), nsl.column({1, 2, 3}, "i64"), 2, 1) end,
+             "two runs")
+    T.raises(function() nsl.lag_periods(nsl.column({0, 2}, "i64"), nsl.column({1, 2}, "i64"), 2, 1) end,
+             "out of range")
+  end},
+
   {"range by name: starts, ends and per-iteration work equal SQL range joins", function()
     local tables = T.run_analysis("iterations", {nccl}, {"range=FlashAttnFunc"})
     -- PyTorch names it "FlashAttnFunc, seq = N, op_id = M": the name matches up to ", "
