@@ -193,20 +193,36 @@ local api_rows_of = setmetatable({}, {__mode = "k"})
 --- The 0-based row in trace.api of the CUDA call that launched each row of
 -- trace[tname] ("kernels", "memcpy" or "memset"), joined on report, pid and
 -- correlation id (processes reuse ids), -1 for none: an i64 column in the
--- table's row order.  Made once per trace (weak keys): the ledger, the
--- straggler matching and step detection of one diagnose run all read it.
+-- table's row order.  Made once per trace (weak keys), for the three tables
+-- at once: one join, which indexes the calls once, not once per table (the
+-- ledger, the straggler matching and step detection of one diagnose run,
+-- and the NVTX projection, read them).
+local LAUNCHED = {"kernels", "memcpy", "memset"}
+
 function M.api_rows(trace, tname)
   local memo = api_rows_of[trace]
-  if not memo then memo = {}; api_rows_of[trace] = memo end
-  if not memo[tname] then
-    local keys = {"report", "pid", "corr"}
-    local t, api = trace[tname], trace.api
-    t:load(keys)
+  if not memo then
+    memo = {}
+    local keys, api = {"report", "pid", "corr"}, trace.api
     api:load(keys)
-    local _, idx = t:select(keys):join(api:select(keys), keys)
-    memo[tname] = idx
+    local cols, lens = {{}, {}, {}}, {}
+    for i, name in ipairs(LAUNCHED) do
+      local t = trace[name]
+      t:load(keys)
+      for k, key in ipairs(keys) do cols[k][i] = t[key] end
+      lens[i] = #t
+    end
+    local all <close> = nsl.table{{"report", nsl.concat(table.unpack(cols[1]))},
+                                  {"pid", nsl.concat(table.unpack(cols[2]))}, {"corr", nsl.concat(table.unpack(cols[3]))}}
+    local idx <close> = select(2, all:join(api:select(keys), keys))
+    local off = 0
+    for i, name in ipairs(LAUNCHED) do
+      memo[name] = idx:gather(nsl.range(lens[i]) + off)
+      off = off + lens[i]
+    end
+    api_rows_of[trace] = memo
   end
-  return memo[tname]
+  return assert(memo[tname], "api_rows: no table " .. tostring(tname))
 end
 
 --- Every GPU operation of the trace as one table: the parts of M.parts
