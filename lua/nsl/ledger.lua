@@ -186,21 +186,21 @@ local function host_causes(trace, pd, source, calls)
   -- synchronisation: the blocking calls, up to the end of the thread's next CUDA call
   calls = calls or host_sync.api_calls(trace)
   local cat = calls.name:map(host_sync.category)
-  local th = calls:select{"report", "pid", "tid", "start", "stop"}:with("sync", ~cat:isnull()):sort("report", "pid",
-                                                                                                   "tid", "start")
-  -- the blocking calls and the call after each (NULL past the last, as shift gives): their rows alone, most
-  -- calls being launches
-  local at = th.sync:indices()
-  local after = at + 1
-  after = nsl.where(after:lt(#th), after, -1)
-  local function this(c) return th[c]:gather(at) end
-  local function next_(c) return th[c]:gather(after) end
+  -- the blocking calls and the call after each on its thread (NULL past the last): in the calls' order by
+  -- thread and start, their rows alone are read (most calls being launches, the order is not applied to all)
+  local ord = calls:order("report", "pid", "tid", "start")
+  local pos = (~cat:isnull()):gather(ord):indices()   -- positions of the blocking calls in that order
+  local at = ord:gather(pos)
+  local after = pos + 1
+  after = nsl.where(after:lt(#ord), ord:gather(nsl.where(after:lt(#ord), after, 0)), -1)
+  local function this(c) return calls[c]:gather(at) end
+  local function next_(c) return calls[c]:gather(after) end
   local stop0 = this("stop")
   local same = this("report"):eq(next_("report")) & this("pid"):eq(next_("pid")) & this("tid"):eq(next_("tid"))
     & (next_("start") - stop0):le(M.sync_follow_ns)
   local nxt = nsl.where(same, next_("stop"), stop0)
   local stop = nsl.where(nxt:gt(stop0), nxt, stop0)
-  local sy = th:take(at):with("stop", stop)
+  local sy = calls:select{"report", "pid", "tid", "start"}:take(at):with("stop", stop)
   add(sy, CLASS.idle_sync)
   return parts
 end

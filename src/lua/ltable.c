@@ -1,5 +1,6 @@
 /* ltable.c -- tables as Lua userdata: t.col, #t, t:filter(mask),
- * t:sort("-dur", "name"), t:head(n), t:group_by(...):agg{...}, t:join(...).
+ * t:sort("-dur", "name"), t:order(...), t:head(n), t:group_by(...):agg{...},
+ * t:join(...).
  * Every operation names the columns it needs first, so a lazily loaded
  * table reads them in one pass. */
 #include <stdlib.h>
@@ -244,9 +245,10 @@ static int tbl_head(lua_State *L) {
   return 1;
 }
 
-/* t:sort("a", "-b", ...) -> rows sorted by a ascending then b descending. */
-static int tbl_sort(lua_State *L) {
-  nsl_table *t = nsl__checktable(L, 1);
+/* The row order of t by the key names from stack index 2 on ("a", "-b":
+ * a ascending then b descending; a stable sort): an i64 column of 0-based
+ * rows, owned by the caller. */
+static nsl_column *sort_order(lua_State *L, nsl_table *t) {
   int nkeys = lua_gettop(L) - 1;
   luaL_argcheck(L, nkeys >= 1 && nkeys <= 16, 2, "sort needs 1 to 16 column names");
   const char *names[16];
@@ -261,11 +263,27 @@ static int tbl_sort(lua_State *L) {
   for (int k = 0; k < nkeys; k++) keys[k] = checkcol(L, t, names[k]);
   nsl_error err = {0};
   nsl_column *idx = nsl_argsort(keys, desc, nkeys, &err);
-  if (!idx) return nsl__lua_error(L, &err);
+  if (!idx) nsl__lua_error(L, &err);
+  return idx;
+}
+
+/* t:sort("a", "-b", ...) -> rows sorted by a ascending then b descending. */
+static int tbl_sort(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  nsl_column *idx = sort_order(L, t);
+  nsl_error err = {0};
   nsl_table *r = nsl_table_take(t, idx, &err);
   nsl_column_release(idx);
   if (!r) return nsl__lua_error(L, &err);
   push_derived(L, r);
+  return 1;
+}
+
+/* t:order("a", "-b", ...) -> the rows t:sort would give, as an i64 column of
+ * 0-based rows of t (to read a few columns of a few rows in that order
+ * without moving every column). */
+static int tbl_order(lua_State *L) {
+  nsl__pushcolumn(L, sort_order(L, nsl__checktable(L, 1)));
   return 1;
 }
 
@@ -547,7 +565,7 @@ static int l_table(lua_State *L) {
 static const luaL_Reg tbl_methods[] = {
     {"col", tbl_col},         {"columns", tbl_columns}, {"coltype", tbl_coltype}, {"load", tbl_load},
     {"take", tbl_take},       {"filter", tbl_filter},   {"head", tbl_head},
-    {"sort", tbl_sort},       {"select", tbl_select},   {"with", tbl_with},
+    {"sort", tbl_sort},       {"order", tbl_order},     {"select", tbl_select},   {"with", tbl_with},
     {"nbytes", tbl_bytes},     {"is_loaded", tbl_is_loaded}, {"join", tbl_join},
     {"group_by", tbl_group_by}, {NULL, NULL}};
 
