@@ -191,13 +191,15 @@ function M.windows(coll, work)
   local row = nsl.range(n)
   -- work: in window `at` when collectives at - 1 and at are its rank's
   local at = (cs.rank * w + (cs.start - t0)):searchsorted(work.rank * w + (work.start - t0))
-  local wk = work:with("group", at)
-  wk = wk:filter(at:ge(1) & at:le(n - 1))
-  wk = wk:filter(cs.rank:gather(wk.group - 1):eq(wk.rank) & cs.rank:gather(wk.group):eq(wk.rank))
   local cur = cs:with("group", row):filter(pos:ge(1))
   local prev_rows = cur.group - 1
   local names = {"group", "start", "stop"}
   if host then for _, c in ipairs{"launch", "report", "pid", "corr"} do names[#names + 1] = c end end
+  -- one filter of the columns read: between two collectives of its own rank
+  local inside = at:ge(1) & at:le(n - 1)
+  local a1 = nsl.where(inside, at, 1)
+  local keep = inside & cs.rank:gather(a1 - 1):eq(work.rank) & cs.rank:gather(a1):eq(work.rank)
+  local wk = work:select{table.unpack(names, 2)}:with("group", at):filter(keep)
   local function part(t, rows)
     local cols = {}
     for _, c in ipairs(names) do
