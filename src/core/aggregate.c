@@ -315,6 +315,22 @@ static long double code_value(nsl_type t, uint64_t u) {
   return (long double)nsl__ocode_to_i64(u);
 }
 
+/* The quantile q of the m order codes a (reordered) of a column of type t,
+ * as a group-by takes it: the order statistic at q * (m - 1) and, between
+ * two, the next one (the least above it), interpolated. */
+static double code_quantile(nsl_type t, uint64_t *a, int64_t m, double q) {
+  double frac;
+  int64_t pos = nsl__quantile_pos(m, q, &frac);
+  nsl__select_u64(a, m, pos);
+  uint64_t hi = a[pos];
+  if (frac > 0) {
+    hi = a[pos + 1];
+    for (int64_t i = pos + 2; i < m; i++)
+      if (a[i] < hi) hi = a[i];
+  }
+  return nsl__lerp_codes(t, a[pos], hi, frac);
+}
+
 /* Groups g0..g1-1 of p: deviations (before anything reorders the codes),
  * quantiles, distinct counts.  tmp: scratch for the largest group (distinct
  * counts only). */
@@ -336,16 +352,7 @@ static void groups_range(plan *p, int64_t g0, int64_t g1, uint64_t *tmp) {
         p->qs[j].out[k] = NAN;
         continue;
       }
-      double frac;
-      int64_t pos = nsl__quantile_pos(m, p->qs[j].q, &frac);
-      nsl__select_u64(a, m, pos);
-      uint64_t hi = a[pos];
-      if (frac > 0) {
-        hi = a[pos + 1];
-        for (int64_t i = pos + 2; i < m; i++)
-          if (a[i] < hi) hi = a[i];
-      }
-      p->qs[j].out[k] = nsl__lerp_codes(t, a[pos], hi, frac);
+      p->qs[j].out[k] = code_quantile(t, a, m, p->qs[j].q);
     }
     if (p->distinct) {
       nsl__sort_u64(a, m, tmp);
@@ -898,20 +905,6 @@ typedef struct lag_job {
   atomic_int failed;
 } lag_job;
 
-/* The quantile q of the m order codes a (reordered), as a group-by takes it. */
-static double code_quantile(uint64_t *a, int64_t m, double q) {
-  double frac;
-  int64_t pos = nsl__quantile_pos(m, q, &frac);
-  nsl__select_u64(a, m, pos);
-  uint64_t hi = a[pos];
-  if (frac > 0) {
-    hi = a[pos + 1];
-    for (int64_t i = pos + 2; i < m; i++)
-      if (a[i] < hi) hi = a[i];
-  }
-  return nsl__lerp_codes(NSL_I64, a[pos], hi, frac);
-}
-
 /* One run of rows (one group): its differences at every lag, and their
  * count, median and quartiles. */
 static void lag_run(void *ctx, int k) {
@@ -931,9 +924,9 @@ static void lag_run(void *ctx, int k) {
     j->m[at] = m;
     if (m == 0) continue;   /* NULL quantiles, as set */
     /* the order a group-by takes them in: median, then the two quartiles (each exact whatever the order) */
-    j->med[at] = code_quantile(a, m, 0.5);
-    j->q1[at] = code_quantile(a, m, 0.25);
-    j->q3[at] = code_quantile(a, m, 0.75);
+    j->med[at] = code_quantile(NSL_I64, a, m, 0.5);
+    j->q1[at] = code_quantile(NSL_I64, a, m, 0.25);
+    j->q3[at] = code_quantile(NSL_I64, a, m, 0.75);
   }
   free(a);
 }
