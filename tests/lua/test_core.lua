@@ -117,6 +117,14 @@ return {
       T.eq(top.dur[i], math.tointeger(r[1]), "sorted dur " .. i)
       T.eq(top.start[i], math.tointeger(r[2]), "sorted start " .. i)
     end
+    -- t:order gives the rows t:sort takes: the same five first, and every row once
+    local ord = k:order("-dur", "start")
+    T.eq(#ord, #k, "one position per row")
+    for i, r in ipairs(rows) do
+      T.eq(k.dur[ord[i] + 1], math.tointeger(r[1]), "ordered dur " .. i)
+      T.eq(k.start[ord[i] + 1], math.tointeger(r[2]), "ordered start " .. i)
+    end
+    T.eq(#ord:unique(), #k, "a permutation")
     local both = k.dur:gt(100000) & k.device:eq(0)
     T.eq(both:count(), T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE end - start > 100000 AND deviceId = 0"), "mask and")
     local either = k.dur:gt(100000) | k.device:eq(0)
