@@ -97,8 +97,8 @@ function M.range_mask(nv)
 end
 
 --- The trace.nvtx columns M.project reads (loading them in one call is one
--- scan of the export).
-M.range_columns = {"report", "pid", "tid", "start", "stop", "dur", "kind", "end_tid", "text", "domain"}
+-- scan of the export); it adds dur, which is made from start and stop.
+M.range_columns = {"report", "pid", "tid", "start", "stop", "kind", "end_tid", "text", "domain"}
 
 --- The innermost range of every instant of a thread: the ranges of nv
 -- (trace.nvtx with report, pid, tid, start, stop, kind and end_tid loaded)
@@ -182,6 +182,9 @@ function M.project(trace, opts)
     api_keys = {api.report, api.pid, api.tid}, api_start = api.start, api_stop = api.stop,
     op_api = ops.api, op_start = ops.start, op_stop = ops.stop}
   between()
+  -- the ranges' durations (made from start and stop, read from no source) once the sweep's scratch is freed:
+  -- made before, they would add to its peak
+  nv:load{"dur"}
   local name, label = M.names(nv, {strip = opts.strip})
   local ranges = nv:with("name", name, "parent", r.parent, "depth", r.depth, "proj_start", r.proj_start,
     "proj_dur", r.proj_dur, "ops", r.ops, "launches", r.launches, "gpu_time", r.gpu_time, "children", r.children)
