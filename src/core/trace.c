@@ -654,8 +654,10 @@ static nsl_status assemble(load_plan *lp, nsl_error *err) {
   }
   if (lp->want_report) {
     if (!(lp->report_col = nsl_column_new(NSL_I32, total, NULL))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    int32_t *v = nsl_i32(lp->report_col);
-    for (int i = 0; i < lp->nreports; i++)
+    int32_t *v = nsl_i32(lp->report_col) + (lp->nreports > 0 ? lp->rows[0] : 0);
+    /* report 0's rows are left as nsl_column_new zeroed them: fresh memory never written is never faulted in,
+     * so the column of a one-report trace costs no memory until something writes it */
+    for (int i = 1; i < lp->nreports; i++)
       for (int64_t j = 0; j < lp->rows[i]; j++) *v++ = i;
   }
   int ks = read_index(lp, "start"), ke = read_index(lp, "stop");
