@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/big_alloc.h"
 
 /* The locale's character type, once for the whole run: the user's when it
  * is UTF-8, else C.UTF-8, so that libarchive writes and reads member names
@@ -24,6 +25,7 @@ int main(int argc, char **argv) {
    * nsl reports and cleans up after (the temporary file removed, the target
    * left as it was), rather than the process dying mid-write. */
   signal(SIGXFSZ, SIG_IGN);
+  nsl__malloc_policy();   /* large blocks mapped on their own and given back when freed (big_alloc.h) */
   nsl_cli_args args;
   int code = nsl__cli_parse(argc, argv, &args);
   if (code < 0) {

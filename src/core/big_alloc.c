@@ -126,6 +126,13 @@ void nsl__big_free(void *p) {
 }
 
 /* See big_alloc.h. */
+void nsl__malloc_policy(void) {
+#ifdef M_MMAP_THRESHOLD
+  (void)mallopt(M_MMAP_THRESHOLD, (int)NSL_BIG_MIN);
+#endif
+}
+
+/* See big_alloc.h. */
 void nsl__big_release_kept(void) { (void)take_kept(SIZE_MAX); }
 
 /* See big_alloc.h. */

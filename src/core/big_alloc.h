@@ -6,14 +6,15 @@
 
 /* Blocks of NSL_BIG_MIN bytes and more are 2 MiB aligned.  Blocks of
  * NSL_BIG_KEEP_MIN and more are kept for reuse when freed with nsl__big_free
- * (NSL_BIG_KEEP), NSL_BIG_KEEP_BLOCKS and NSL_BIG_KEEP_BYTES at most: glibc
- * maps those afresh every time (its mmap threshold rises with the blocks
- * freed, up to 32 MiB), smaller ones it reuses itself from its heap, where
- * keeping them would only make other allocations grow the heap.  Not under
- * AddressSanitizer, whose own malloc must see every free to find a use after
- * it. */
+ * (NSL_BIG_KEEP), NSL_BIG_KEEP_BLOCKS and NSL_BIG_KEEP_BYTES at most: under
+ * the process's malloc policy (nsl__malloc_policy) glibc maps each of them
+ * on its own and unmaps it when freed, so the next one would fault in fresh
+ * pages.  (Under glibc's default policy, which the nsl command does not use,
+ * blocks under 32 MiB come from its heap and keeping them would only make
+ * other allocations grow it.)  Not under AddressSanitizer, whose own malloc
+ * must see every free to find a use after it. */
 #define NSL_BIG_MIN ((size_t)4 << 20)
-#define NSL_BIG_KEEP_MIN ((size_t)32 << 20)
+#define NSL_BIG_KEEP_MIN ((size_t)4 << 20)
 #define NSL_BIG_KEEP_BLOCKS 16
 #define NSL_BIG_KEEP_BYTES ((size_t)1 << 30)
 #if defined(__SANITIZE_ADDRESS__)
@@ -40,6 +41,14 @@ void *nsl__big_calloc(size_t n, size_t size);
  * the next nsl__big_alloc it fits, within a bound (see above); plain
  * free() of a nsl__big_alloc block stays correct, it just is not kept. */
 void nsl__big_free(void *p);
+/* The process's malloc policy, set once at start (before the first large
+ * allocation): blocks of NSL_BIG_MIN and more always mapped on their own
+ * and unmapped when freed (nsl__big_free keeps some for reuse).  glibc's
+ * default raises that threshold with every such block freed, up to 32 MiB,
+ * and then serves them from its heap, where the freed ones stay resident
+ * between live ones: at 1 GB, diagnose kept 120-200 MB more resident and
+ * peaked at 1,393 MiB against 1,274. */
+void nsl__malloc_policy(void);
 /* Frees every kept block (when a trace closes: memory back to the OS). */
 void nsl__big_release_kept(void);
 /* Bytes kept now (malloc_usable_size of each kept block). */
