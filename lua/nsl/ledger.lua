@@ -192,7 +192,8 @@ local function host_causes(trace, pd, source, calls)
   local pos = (~cat:isnull()):gather(ord):indices()   -- positions of the blocking calls in that order
   local at = ord:gather(pos)
   local after = pos + 1
-  after = nsl.where(after:lt(#ord), ord:gather(nsl.where(after:lt(#ord), after, 0)), -1)
+  local more = after:lt(#ord)   -- not past the last call
+  after = nsl.where(more, ord:gather(nsl.where(more, after, 0)), -1)
   local function this(c) return calls[c]:gather(at) end
   local function next_(c) return calls[c]:gather(after) end
   local stop0 = this("stop")

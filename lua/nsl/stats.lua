@@ -107,7 +107,7 @@ function M.reduce_aggregates(t, keys, value)
   local gid, v
   ok, err = pcall(function()
     local g = t:select(need):join(union:with("_gid", nsl.range(ng)), keys, {"_gid"})
-    if (g._gid:isnull():cast("i64"):sum() or 0) > 0 then error("summary: a row's key is not among the keys", 0) end
+    if g._gid:isnull():count() > 0 then error("summary: a row's key is not among the keys", 0) end
     g = g:filter(~g[value]:isnull())
     g = g:sort("_gid", value)
     gid, v = g._gid:cast("i64"), g[value]:cast("i64")

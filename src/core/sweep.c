@@ -61,15 +61,22 @@ static nsl_status check_side(const char *side, const nsl_column *const *keys, in
   return NSL_OK;
 }
 
-static nsl_status check_input(const nsl__nvtx_input *in, nsl_error *err) {
+/* The ranges' side of the input: keys, times and mask (nsl__nvtx_top reads no more). */
+static nsl_status check_ranges(const nsl__nvtx_input *in, nsl_error *err) {
   if (!in || in->nkeys < 1 || in->nkeys > MAX_KEYS)
     return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: need 1 to %d thread key columns", MAX_KEYS);
   nsl_status rc = check_side("ranges", in->range_keys, in->nkeys, in->range_start, in->range_stop, err);
-  if (rc == NSL_OK) rc = check_side("API calls", in->api_keys, in->nkeys, in->api_start, in->api_stop, err);
   if (rc != NSL_OK) return rc;
   if (in->range_mask && (in->range_mask->type != NSL_BOOL || in->range_mask->len != in->range_start->len))
     return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: the range mask must be a bool column of %lld rows",
                          (long long)in->range_start->len);
+  return NSL_OK;
+}
+
+static nsl_status check_input(const nsl__nvtx_input *in, nsl_error *err) {
+  nsl_status rc = check_ranges(in, err);
+  if (rc == NSL_OK) rc = check_side("API calls", in->api_keys, in->nkeys, in->api_start, in->api_stop, err);
+  if (rc != NSL_OK) return rc;
   if (!int_col(in->op_api) || !int_col(in->op_start) || !int_col(in->op_stop))
     return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: the GPU ops need integer api, start and stop columns");
   if (in->op_start->len != in->op_api->len || in->op_stop->len != in->op_api->len)
@@ -678,8 +685,9 @@ typedef struct top_state {
  * open at r's start, so it encloses r (nsl__nvtx_project: depth 0 exactly
  * when no open range encloses the range). */
 static inline void top_step(top_state *t, int64_t start, int64_t stop, uint8_t *top, int64_t r) {
-  top[r] = (uint8_t)(!t->seen || stop > t->max_stop);
-  if (!t->seen || stop > t->max_stop) t->max_stop = stop;
+  int outer = !t->seen || stop > t->max_stop;
+  top[r] = (uint8_t)outer;
+  if (outer) t->max_stop = stop;
   t->start = start;
   t->stop = stop;
   t->seen = 1;
@@ -712,13 +720,8 @@ static void top_thread(void *ctx, int t) {
 nsl_status nsl__nvtx_top(const nsl__nvtx_input *in, nsl_column **out, int *in_order, nsl_error *err) {
   *out = NULL;
   *in_order = 0;
-  if (!in || in->nkeys < 1 || in->nkeys > MAX_KEYS)
-    return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: need 1 to %d thread key columns", MAX_KEYS);
-  nsl_status rc = check_side("ranges", in->range_keys, in->nkeys, in->range_start, in->range_stop, err);
+  nsl_status rc = check_ranges(in, err);
   if (rc != NSL_OK) return rc;
-  if (in->range_mask && (in->range_mask->type != NSL_BOOL || in->range_mask->len != in->range_start->len))
-    return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: the range mask must be a bool column of %lld rows",
-                         (long long)in->range_start->len);
   const int64_t nr = in->range_start->len;
   thread_table tt = {in->nkeys, 0, 0, NULL, NULL, 0};
   top_state *state = NULL;
