@@ -184,6 +184,11 @@ const char *nsl_table_colname(const nsl_table *t, int idx);
 nsl_type nsl_table_coltype(const nsl_table *t, int idx);
 int nsl_table_find(const nsl_table *t, const char *name);   /* index or -1 */
 int nsl_table_is_loaded(const nsl_table *t, int idx);
+/* Forgets the data of column idx of a table that loads its columns (a
+ * trace's, or rows taken from one): the table's reference is released, and
+ * the column loads again when next read.  Others holding the column keep it.
+ * NSL_ERR_ARG for a table without a loader (its data could not come back). */
+nsl_status nsl_table_unload(nsl_table *t, int idx, nsl_error *err);
 /* Loads the named columns that are not yet loaded, in one pass. */
 nsl_status nsl_table_require(nsl_table *t, const char *const *names, int n, nsl_error *err);
 /* The same load in three steps, so that a front end can read on a thread

@@ -52,7 +52,7 @@ return {
     end
     local P, R
     if need_proj then
-      P = nvtx.project(trace, {strip = args.normalize and nvtx.pytorch_suffixes or nil})
+      P = nvtx.project(trace, {strip = args.normalize and nvtx.pytorch_suffixes or nil, release = true})
       R = P.ranges
     else
       R = trace.nvtx

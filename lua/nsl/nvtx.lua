@@ -156,14 +156,17 @@ end
 --- Projects the NVTX ranges of trace onto the GPU with one sweep per
 -- thread (nsl.nvtx_project).  opts.strip: patterns for the `label` column
 -- (see M.names).  Returns P with
---   P.ranges  trace.nvtx (every row; 0-based row i is range i) plus name,
+--   P.ranges  trace.nvtx's report, pid, tid, start, stop, dur and kind (every
+--             row; 0-based row i is range i) plus name,
 --             parent, depth (NULL: not a projected kind), proj_start and
 --             proj_dur (NULL without GPU ops), ops, launches (nsys's
 --             NumGPUOps), gpu_time (sum of op durations), children (child
 --             ranges with GPU ops), and label with opts.strip
 --   P.mask    the ranges that take part (M.range_mask)
 --   P.ops     M.gpu_ops plus range: the innermost range of the launching call
---   P.api_range  per row of trace.api: its innermost range, -1 for none
+-- opts.release: the caller reads neither trace.api nor the ranges' text,
+-- domain and end_tid afterwards, so each is unloaded once read (t:unload:
+-- they would load again) and the sweep runs with less memory held.
 -- A front end that stays responsive (nsl tui) gives opts.sweep, which runs
 -- the sweep for it (on a thread of its own: nsl.background("nvtx_project",
 -- args)), and opts.between, called between the other pieces of work.
@@ -172,24 +175,27 @@ function M.project(trace, opts)
   local between = opts.between or function() end
   local nv = trace.nvtx
   nv:load(M.range_columns)   -- one pass
+  local mask = M.range_mask(nv)
+  local name, label = M.names(nv, {strip = opts.strip})
+  if opts.release then nv:unload{"text", "domain", "end_tid"} end
   local api = trace.api
   api:load{"report", "pid", "tid", "corr", "start", "stop"}
   local ops = M.gpu_ops(trace)
   between()
-  local mask = M.range_mask(nv)
   local r = (opts.sweep or nsl.nvtx_project){
     range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop, range_mask = mask,
     api_keys = {api.report, api.pid, api.tid}, api_start = api.start, api_stop = api.stop,
     op_api = ops.api, op_start = ops.start, op_stop = ops.stop}
+  if opts.release then api:unload() end
   between()
   -- the ranges' durations (made from start and stop, read from no source) once the sweep's scratch is freed:
   -- made before, they would add to its peak
   nv:load{"dur"}
-  local name, label = M.names(nv, {strip = opts.strip})
-  local ranges = nv:with("name", name, "parent", r.parent, "depth", r.depth, "proj_start", r.proj_start,
-    "proj_dur", r.proj_dur, "ops", r.ops, "launches", r.launches, "gpu_time", r.gpu_time, "children", r.children)
+  local ranges = nv:select{"report", "pid", "tid", "start", "stop", "dur", "kind"}:with("name", name,
+    "parent", r.parent, "depth", r.depth, "proj_start", r.proj_start, "proj_dur", r.proj_dur, "ops", r.ops,
+    "launches", r.launches, "gpu_time", r.gpu_time, "children", r.children)
   if label then ranges = ranges:with("label", label) end
-  return {ranges = ranges, mask = mask, ops = ops:with("range", r.op_range), api_range = r.api_range}
+  return {ranges = ranges, mask = mask, ops = ops:with("range", r.op_range)}
 end
 
 local time_cols = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",

@@ -58,6 +58,9 @@ static nsl_status check_side(const char *side, const nsl_column *const *keys, in
   if (stop->len != start->len)
     return nsl_error_set(err, NSL_ERR_ARG, "NVTX projection: the %s have %lld starts but %lld stops", side,
                          (long long)start->len, (long long)stop->len);
+  if (start->len > INT32_MAX)   /* the sweep's orders hold 32-bit row numbers (half the scratch) */
+    return nsl_error_set(err, NSL_ERR_LIMIT, "NVTX projection: %lld %s, at most 2^31 - 1", (long long)start->len,
+                         side);
   return NSL_OK;
 }
 
@@ -168,8 +171,8 @@ static int64_t stack_find(const range_stack *s, int64_t stop, const call_ops *op
  * (or is -1).  api, start, stop: the ops' columns as int64.  Returns NSL_OK
  * or fills err. */
 static nsl_status gather_call_ops(const int64_t *api, const int64_t *start, const int64_t *stop, int64_t no,
-                                  int64_t na, int64_t *slot, call_ops **out, nsl_error *err) {
-  int64_t nslots = 0;
+                                  int64_t na, int32_t *slot, call_ops **out, nsl_error *err) {
+  int32_t nslots = 0;   /* at most na, fewer than 2^31 (check_side) */
   *out = NULL;
   for (int64_t a = 0; a < na; a++) slot[a] = -1;
   for (int64_t j = 0; j < no; j++) {
@@ -260,7 +263,7 @@ typedef struct side {
   int is_range;
   int64_t nrows;
   int32_t *thread;       /* per row: thread id, -1 when the row takes no part */
-  int64_t *order;        /* usable rows */
+  int32_t *order;        /* usable rows (check_side: fewer than 2^31) */
   int64_t *seg;          /* per thread t: its rows are order[seg[t] .. seg[t+1]) */
 } side;
 
@@ -365,7 +368,7 @@ static inline int precedes(const side *s, int64_t x, int64_t y) {
 
 /* Sorts order[0..n) (rows in row order) into sweep order: a stable radix
  * sort by start, then (ranges) runs of equal starts by stop descending. */
-static int radix_segment(const side *s, int64_t *order, int64_t n) {
+static int radix_segment(const side *s, int32_t *order, int64_t n) {
   int64_t lo = INT64_MAX, a, b;
   for (int64_t i = 0; i < n; i++) {
     side_times(s, order[i], &a, &b);
@@ -393,7 +396,7 @@ static int radix_segment(const side *s, int64_t *order, int64_t n) {
     uint64_t *r = nsl__radix_u64(w, tmp, n, pbits, pbits + kbits);
     uint64_t *old = r == w ? tmp : w, mask = pbits == 64 ? UINT64_MAX : ((uint64_t)1 << pbits) - 1;
     for (int64_t i = 0; i < n; i++) old[i] = (uint64_t)order[i];
-    for (int64_t i = 0; i < n; i++) order[i] = (int64_t)old[r[i] & mask];
+    for (int64_t i = 0; i < n; i++) order[i] = (int32_t)old[r[i] & mask];
     nsl__big_free(w);
     nsl__big_free(tmp);
   } else {
@@ -408,13 +411,14 @@ static int radix_segment(const side *s, int64_t *order, int64_t n) {
       kv[i] = (nsl__kv){(uint64_t)a - (uint64_t)lo, order[i]};
     }
     nsl__kv *r = nsl__radix_kv(kv, tmp, n, kbits);
-    for (int64_t i = 0; i < n; i++) order[i] = r[i].v;
+    for (int64_t i = 0; i < n; i++) order[i] = (int32_t)r[i].v;
     nsl__big_free(kv);
     nsl__big_free(tmp);
   }
   if (!s->is_range) return 1;
   for (int64_t i = 1; i < n; i++) {   /* insertion sort within runs of equal starts */
-    int64_t x = order[i], j = i;
+    int32_t x = order[i];
+    int64_t j = i;
     while (j > 0 && !precedes(s, order[j - 1], x)) {
       order[j] = order[j - 1];
       j--;
@@ -430,11 +434,11 @@ static int radix_segment(const side *s, int64_t *order, int64_t n) {
  * aside; when those are few they are sorted alone and merged back, else
  * every row is radix sorted.  The order is total, so either way gives the
  * same result. */
-static int sort_segment(const side *s, int64_t *order, int64_t n) {
+static int sort_segment(const side *s, int32_t *order, int64_t n) {
   int64_t limit = n / 4 + 16, kept = 0, late = 0, i;
-  int64_t *aside = NULL;
+  int32_t *aside = NULL;
   for (i = 0; i < n; i++) {
-    int64_t x = order[i];
+    int32_t x = order[i];
     if (kept == 0 || precedes(s, order[kept - 1], x)) {
       order[kept++] = x;
       continue;
@@ -473,7 +477,7 @@ static int side_group(side *s, int64_t nthreads) {
   if (!fill) return 0;
   memcpy(fill, s->seg, (size_t)nthreads * sizeof *fill);
   for (int64_t i = 0; i < s->nrows; i++)
-    if (s->thread[i] >= 0) s->order[fill[s->thread[i]]++] = i;
+    if (s->thread[i] >= 0) s->order[fill[s->thread[i]]++] = (int32_t)i;
   free(fill);
   return 1;
 }
@@ -482,7 +486,7 @@ static int side_group(side *s, int64_t nthreads) {
 
 typedef struct sweep_job {
   side *rs, *as;
-  const int64_t *slot;
+  const int32_t *slot;
   const call_ops *ops;
   sums acc;
   int64_t *parent, *api_range;
@@ -540,7 +544,7 @@ typedef struct around {
   nsl__nvtx_projection *out;
   int64_t nr, na, no;
   const int64_t *op_api, *op_start, *op_stop;
-  int64_t *slot;
+  int32_t *slot;
   call_ops *ops;
   side *rs, *as;
   thread_table *tt;
@@ -600,7 +604,7 @@ nsl_status nsl__nvtx_project(const nsl__nvtx_input *in, nsl__nvtx_projection *ou
   if (rc != NSL_OK) return rc;
   const int nk = in->nkeys;
   const int64_t nr = in->range_start->len, na = in->api_start->len, no = in->op_api->len;
-  int64_t *slot = NULL;
+  int32_t *slot = NULL;
   call_ops *ops = NULL;
   thread_table tt = {nk, 0, 0, NULL, NULL, 0};
   side rs, as;
@@ -652,6 +656,13 @@ nsl_status nsl__nvtx_project(const nsl__nvtx_input *in, nsl__nvtx_projection *ou
   if (tt.n > INT32_MAX) goto nomem;
   nsl__run_parallel((int)tt.n, nsl__thread_count((int)tt.n), sweep_thread, &job);
   if (atomic_load(&job.failed)) goto nomem;
+  /* the sweep's scratch freed before the children and op ranges are first written: they would add to the peak */
+  nsl__big_free(rs.order);
+  nsl__big_free(as.order);
+  nsl__big_free(slot);
+  nsl__big_free(ops);
+  rs.order = as.order = slot = NULL;
+  ops = w.ops = NULL;
   nsl__run_parallel(2, nsl__thread_count(2), after_sweep, &w);
   rc = NSL_OK;
   goto done;

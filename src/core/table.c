@@ -132,6 +132,16 @@ int nsl_table_is_loaded(const nsl_table *t, int idx) {
   return idx >= 0 && idx < t->ncols && t->cols[idx] != NULL;
 }
 
+nsl_status nsl_table_unload(nsl_table *t, int idx, nsl_error *err) {
+  if (idx < 0 || idx >= t->ncols) return nsl_error_set(err, NSL_ERR_NOTFOUND, "no column %d", idx);
+  if (!t->loader)
+    return nsl_error_set(err, NSL_ERR_ARG, "column '%s': this table holds its columns, nothing would load it again",
+                         t->names[idx]);
+  nsl_column_release(t->cols[idx]);
+  t->cols[idx] = NULL;
+  return NSL_OK;
+}
+
 /* Loads the columns idx[0..n) that are not loaded yet, in one loader call. */
 static nsl_status load_indices(nsl_table *t, const int *idx, int n, nsl_error *err) {
   int *missing = malloc((size_t)(n ? n : 1) * sizeof *missing);

@@ -347,6 +347,24 @@ static int tbl_is_loaded(lua_State *L) {
   return 1;
 }
 
+/* t:unload{"a", "b"} or t:unload("a", "b"); t:unload() for every column --
+ * forgets loaded columns of a table that loads them (a trace's: they load
+ * again when next read), so that an analysis done with them lowers its
+ * peak; returns t.  Columns taken into other tables stay with those. */
+static int tbl_unload(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  const char *names[256];
+  int n = nsl__check_strings(L, 2, names, 256, "columns"), all = lua_gettop(L) < 2;
+  nsl_error err = {0};
+  for (int k = 0; k < (all ? nsl_table_ncols(t) : n); k++) {
+    int i = all ? k : nsl_table_find(t, names[k]);
+    if (i < 0) return luaL_error(L, "no column '%s' in this table", names[k]);
+    if (nsl_table_is_loaded(t, i) && nsl_table_unload(t, i, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+
 /* t:join(other, {"report", "corr"} [, {"name", "tid"} [, prefix]]) -> t plus
  * the named columns of other's matching row (NULL where none matches),
  * renamed prefix..name (prefix defaults to ""). */
@@ -563,7 +581,7 @@ static int l_table(lua_State *L) {
 }
 
 static const luaL_Reg tbl_methods[] = {
-    {"col", tbl_col},         {"columns", tbl_columns}, {"coltype", tbl_coltype}, {"load", tbl_load},
+    {"col", tbl_col},         {"columns", tbl_columns}, {"coltype", tbl_coltype}, {"load", tbl_load},     {"unload", tbl_unload},
     {"take", tbl_take},       {"filter", tbl_filter},   {"head", tbl_head},
     {"sort", tbl_sort},       {"order", tbl_order},     {"select", tbl_select},   {"with", tbl_with},
     {"nbytes", tbl_bytes},     {"is_loaded", tbl_is_loaded}, {"join", tbl_join},

@@ -132,6 +132,41 @@ return {
     T.eq((~k.device:eq(0)):count(), T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId <> 0"), "mask not")
   end},
 
+  {"t:unload forgets a trace table's columns; they load again, and holders keep theirs", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    k:load{"start", "dur", "device"}
+    local held = k.start          -- a column taken before the unload stays whole
+    local sel = k:select{"dur"}   -- and so do the tables made from it
+    T.eq(k:unload{"start", "dur"}, k, "returns the table")
+    T.eq(k:is_loaded("start"), false, "start unloaded")
+    T.eq(k:is_loaded("dur"), false, "dur unloaded")
+    T.eq(k:is_loaded("device"), true, "device still loaded")
+    local rows = T.sql(nccl, "SELECT start, end - start FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY rowid")
+    T.eq(#held, #rows, "held rows")
+    for i = 1, #rows, 97 do
+      T.eq(held[i], math.tointeger(rows[i][1]), "held start " .. i)
+      T.eq(sel.dur[i], math.tointeger(rows[i][2]), "selected dur " .. i)
+      T.eq(k.start[i], math.tointeger(rows[i][1]), "reloaded start " .. i)   -- read again: loads again
+      T.eq(k.dur[i], math.tointeger(rows[i][2]), "reloaded dur " .. i)
+    end
+    k:unload()
+    for _, c in ipairs(k:columns()) do T.eq(k:is_loaded(c), false, c .. " unloaded by unload()") end
+    T.eq(#k, #rows, "rows known after unloading all")
+    T.eq(k.dur:sum(), T.sql1(nccl, "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "dur again")
+    -- a table that holds its columns cannot give them back: refused, data kept
+    local t = nsl.table{{"x", nsl.column{1, 2, 3}}}
+    T.raises(function() t:unload{"x"} end, "nothing would load it again", "plain table")
+    T.eq(t.x[3], 3, "plain table kept")
+    T.raises(function() k:unload{"nonesuch"} end, "no column", "unknown column")
+    -- rows taken from a trace table load from it: they may unload too
+    local f = k:filter(k.dur:gt(100000))
+    local n = f.dur:sum()
+    f:unload{"dur"}
+    T.eq(f.dur:sum(), n, "filtered rows reload")
+    tr:close()
+  end},
+
   {"string predicates: eq, match, contains", function()
     local tr = assert(nsl.open(nccl))
     local k = tr.kernels
