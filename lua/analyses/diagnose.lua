@@ -69,7 +69,7 @@ return {
       out:finding{id = "diagnose.unchecked", severity = "error", message = msg}
       return
     end
-    local findings = diagnose.run(ctx)
+    local findings = diagnose.run(ctx, nil, nil, {release = true})   -- nothing below reads the trace tables
     local st = ctx.steps
     local head
     if st then

@@ -138,7 +138,7 @@ end
 function M.xla_ranges(trace)
   local nv = trace.nvtx
   local archive = nv:coltype("num_child") ~= nil
-  local cols = {"report", "pid", "tid", "start", "stop", "dur", "kind", "text", "domain"}
+  local cols = {"report", "pid", "tid", "start", "stop", "kind", "text", "domain"}
   if archive then
     for _, c in ipairs{"range_id", "parent_id", "num_child", "dur_child", "dur_nonchild"} do cols[#cols + 1] = c end
   end
@@ -147,6 +147,7 @@ function M.xla_ranges(trace)
   -- no compile range without "XlaCompile" in a distinct text or domain: nothing is named row by row then
   local needle = {colon_free(M.XLA_COMPILE:gsub("^%^", ""))}
   if not (holds_any(nv.text, needle) or holds_any(nv.domain, needle)) then return {} end
+  nv:load{"dur"}   -- made for every range at load: only once there are compile ranges to read it of
   local names = nvtx.names(nv)
   local is_compile = names:match(M.XLA_COMPILE)
   if is_compile:count() == 0 then return {} end
@@ -388,12 +389,13 @@ end
 --    dur, name, framework.
 function M.framework_ranges(trace)
   local nv = trace.nvtx
-  nv:load{"report", "pid", "tid", "start", "stop", "dur", "kind", "text", "domain"}
+  nv:load{"report", "pid", "tid", "start", "stop", "kind", "text", "domain"}
   -- no compiler's range without one of their names' pieces in a distinct text or domain (suffixes removed
   -- as from the names): nothing is filtered or named row by row then
   local needles = framework_needles()
   if not (holds_any(nv.text, needles, nvtx.pytorch_suffixes) or holds_any(nv.domain, needles, nvtx.pytorch_suffixes))
   then return nil end
+  nv:load{"dur"}   -- made for every range at load: only once a compiler's ranges may be there
   local ranges = nv:filter(nv.kind:eq("push_pop") & ~nv.stop:isnull() & nv.dur:ge(0))
   if #ranges == 0 then return nil end
   local _, label = nvtx.names(ranges, {strip = nvtx.pytorch_suffixes})

@@ -22,7 +22,10 @@
 --
 -- The checks.  Each is a file of lua/nsl/checks/ (module nsl.checks.NAME,
 -- the id with '_' for '.'), returning its contract: id, description, reads
--- (the trace tables and columns it measures), claims (the ledger lines,
+-- (the trace tables and columns it measures), tables (the names of the
+-- trace tables it reads, itself or through the analyses and helpers it
+-- calls: after the last check that names one, M.run may unload it), claims
+-- (the ledger lines,
 -- nsl.ledger.lines, its lost_ns is charged to: at most their time on the
 -- GPU; none: its own measure), capped_by (optional: a line that only
 -- bounds it, as compute bounds the copies it could hide), thresholds (name -> {default, help, duration =
@@ -972,14 +975,33 @@ function M.top(findings, n)
   return table.concat(lines, "\n")
 end
 
+--- Unloads trace table `name` (t:unload: it would load again if read) and
+-- forgets the context's caches that are that table itself.
+local function release(ctx, name)
+  local t = ctx.trace[name]
+  if not t then return end
+  for k, v in pairs(ctx.cache) do if rawequal(v, t) then ctx.cache[k] = nil end end
+  t:unload()
+  ctx.released[#ctx.released + 1] = name
+end
+
 --- Runs every check on ctx; a check whose input is unusable (an nsl error)
 -- is skipped with a note.  Returns ctx.findings ranked: recurring costs by
 -- lost_ns (largest first), then one-time costs by lost_ns, then findings
 -- without a cost; ties by cost_ns, severity, id.  between,
 -- when given, is called after each check (nsl tui yields there to read keys);
--- checks, when given, are the ones to run (default: M.checks()).
-function M.run(ctx, between, checks)
+-- checks, when given, are the ones to run (default: M.checks()).  With
+-- opts.release (a run that reads the trace no more after the checks: the
+-- diagnose analysis), each trace table a check names in `tables` is
+-- unloaded after the last check that names it, so that the later checks
+-- run with less memory held (ctx.released lists them).
+function M.run(ctx, between, checks, opts)
   checks = checks or M.checks()
+  local last = {}   -- table name -> the last check that reads it
+  if opts and opts.release then
+    for i, c in ipairs(checks) do for _, name in ipairs(c.tables) do last[name] = i end end
+  end
+  ctx.released = {}
   for i, c in ipairs(checks) do
     -- the progress line (on a terminal, for work over a second) names the check
     local progress <close> = nsl.progress(string.format("diagnose: check %d of %d (%s)", i, #checks, c.id))
@@ -988,6 +1010,7 @@ function M.run(ctx, between, checks)
       if nsl.is_error(err) then ctx.notes[#ctx.notes + 1] = c.id .. ": " .. tostring(err)
       else error(err, 0) end
     end
+    for _, name in ipairs(c.tables) do if last[name] == i then release(ctx, name) end end
     if between then between(c.id) end
   end
   ctx.findings = M.merge(ctx, ctx.findings)

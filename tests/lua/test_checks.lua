@@ -67,6 +67,9 @@ return {
     for _, l in ipairs(ledger.lines) do lines[l] = true end
     local args = require("nsl.engine.runner").load_analysis("diagnose").args
     local ids, names = {}, {}
+    local trace_tables = {}
+    local tr <close> = assert(require("nsl").open(T.data(tiny)))
+    for _, t in ipairs(tr:tables()) do trace_tables[t] = true end
     local checks = diagnose.checks()
     T.eq(#checks, #diagnose.order, "one check per module of the order")
     T.ok(#checks >= 16, "the checks")
@@ -79,6 +82,8 @@ return {
       T.ok(type(c.description) == "string" and #c.description >= 20, name .. ": description")
       T.ok(type(c.reads) == "table" and #c.reads >= 1, name .. ": reads names what it measures")
       for _, r in ipairs(c.reads) do T.ok(type(r) == "string" and #r > 0, name .. ": reads " .. tostring(r)) end
+      T.eq(type(c.tables), "table", name .. ": tables")
+      for _, t in ipairs(c.tables) do T.ok(trace_tables[t], name .. ": tables names trace table " .. tostring(t)) end
       T.eq(type(c.claims), "table", name .. ": claims")
       for _, l in ipairs(c.claims) do T.ok(lines[l], name .. ": claims ledger line " .. tostring(l)) end
       if c.capped_by ~= nil then T.ok(lines[c.capped_by], name .. ": capped by ledger line " .. c.capped_by) end
@@ -115,6 +120,40 @@ return {
     ls:close()
     table.sort(files)
     T.eq(table.concat(files, " "), table.concat(want, " "), "the files of the source tree")
+  end},
+
+  {"release: after the last check naming a trace table in `tables` the engine unloads it, and no later check " ..
+   "reads it again (it would load again); the findings are those of a run that keeps every table", function()
+    local nsl = require("nsl")
+    local runner = require("nsl.engine.runner")
+    local parsed = assert(runner.parse_args(assert(runner.load_analysis("diagnose")), {}))
+    local function go(path, release)
+      local trace = assert(nsl.open{T.data(path)})
+      local out = require("nsl.engine.output").new{analysis = "diagnose", format = "collect", trace = trace}
+      local ctx = diagnose.context(trace, parsed, nil, out)
+      ctx:ledger()   -- as the diagnose analysis does, before the checks
+      local fs = diagnose.run(ctx, nil, nil, {release = release})
+      local lines = {}
+      for i, f in ipairs(fs) do
+        lines[i] = table.concat({f.id, f.severity, tostring(f.lost_ns), tostring(f.cost_ns), f.message}, " | ")
+      end
+      return table.concat(lines, "\n"), ctx, trace
+    end
+    local released = {}
+    for _, path in ipairs{ncclf, cuda2021, nvfuser, mpi, "nsys-jax/pax_fsdp4_4proc_proc0.zip"} do
+      local kept = go(path, false)
+      local got, ctx, trace = go(path, true)
+      T.eq(got, kept, path .. ": the same findings")
+      for _, name in ipairs(ctx.released) do
+        released[name] = true
+        local t = trace[name]
+        for _, c in ipairs(t:columns()) do
+          T.ok(not t:is_loaded(c), path .. ": " .. name .. "." .. c .. " not read again after its release")
+        end
+      end
+      trace:close()
+    end
+    T.ok(released.nvtx and released.api, "the NVTX ranges and the CUDA calls released on the real exports")
   end},
 
   {"evidence: the blocking-call checks alone keep every call the rule selects, their time summed as SQL sums " ..

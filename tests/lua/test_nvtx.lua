@@ -444,6 +444,30 @@ test("tree: normalized labels merge PyTorch's per-call suffixes", function()
   T.eq(got, want, "instances of aten::add over all paths")
 end)
 
+test("project with release: the same ranges and ops; the calls and the ranges' text, domain and end thread " ..
+     "unloaded, and nothing the analysis reads afterwards loads them again", function()
+  local f = "pytorch_nccl_2gpu_2026.2"
+  local a = assert(nsl.open(path(f)))
+  local b = assert(nsl.open(path(f)))
+  local strip = nvtx.pytorch_suffixes
+  local P, Q = nvtx.project(a, {strip = strip}), nvtx.project(b, {strip = strip, release = true})
+  local function same(x, y, what)
+    T.eq(#x, #y, what .. " rows")
+    local bad = 0
+    for i = 1, #y do if x[i] ~= y[i] then bad = bad + 1 end end
+    T.eq(bad, 0, what .. ": rows that differ")
+  end
+  T.eq(table.concat(Q.ranges:columns(), ","), table.concat(P.ranges:columns(), ","), "columns")
+  for _, c in ipairs(P.ranges:columns()) do same(Q.ranges:col(c), P.ranges:col(c), "ranges." .. c) end
+  same(Q.ops.range, P.ops.range, "ops.range")
+  T.eq(Q.mask:count(), P.mask:count(), "mask")
+  nvtx.summaries(Q.ranges, {})
+  nvtx.tree(Q)
+  for _, c in ipairs(b.api:columns()) do T.ok(not b.api:is_loaded(c), "api." .. c .. " unloaded") end
+  for _, c in ipairs{"text", "domain", "end_tid"} do T.ok(not b.nvtx:is_loaded(c), "nvtx." .. c .. " unloaded") end
+  T.ok(a.api:is_loaded("start") and a.nvtx:is_loaded("text"), "kept without release")
+end)
+
 test("projected trace: rows, order and columns", function()
   local _, P, ranges = projected("pytorch_h100_2gpu_2026.2")
   local t = nvtx.projected(P.ranges)

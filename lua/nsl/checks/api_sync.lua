@@ -7,6 +7,7 @@ return {
   id = "api.sync",
   description = "cudaDeviceSynchronize* and cudaStreamSynchronize* calls (nsys analyze cuda_api_sync); per " ..
     "process, the calls' blocked time",
+  tables = {"kernels", "memcpy", "memset", "api", "nvtx"},
   reads = {"CUDA API calls: report, pid, corr, tid, start, dur, name"},
   claims = {"idle_sync"},
   thresholds = {},

@@ -9,6 +9,7 @@ local round = D.round
 return {
   id = "compile.time",
   description = "Per process, the compile analysis's union of compiling and loading (a one-time cost)",
+  tables = {"api", "nvtx", "osrt", "overhead", "processes", "gpu_ranges"},
   reads = {"the compile analysis's summary (CUDA API, NVTX, OS runtime calls)"},
   claims = {},
   thresholds = {},

@@ -9,6 +9,7 @@ return {
   id = "gpu.gaps",
   description = "Per process and device, GPU idle gaps longer than gap between the first and last GPU " ..
     "operation (kernel, memcpy, memset; nsys analyze gpu_gaps); the job loses the gaps",
+  tables = {},
   reads = {"GPU operations (nsl.gpu_ops): report, pid, device, start, stop"},
   claims = {},
   thresholds = {

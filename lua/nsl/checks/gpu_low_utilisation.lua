@@ -11,6 +11,7 @@ return {
   description = "Per process and device, the span cut into chunks equal chunks; a chunk busy under util % of " ..
     "its length is low (nsys analyze gpu_time_util); the job loses the low chunks' idle outside " ..
     "gpu.gaps' gaps",
+  tables = {"kernels", "memcpy", "memset", "api", "nvtx"},
   reads = {"GPU operations (nsl.gpu_ops): report, pid, device, start, stop"},
   claims = {},
   thresholds = {

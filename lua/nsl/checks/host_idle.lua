@@ -51,6 +51,7 @@ return {
     "next operation (the ledger's idle_host), with the innermost NVTX range, OS runtime call and CUDA call " ..
     "that thread spent most of it in; the job loses that time, less the gaps launch.bound and gpu.gaps " ..
     "claim",
+  tables = {"api", "nvtx", "osrt"},
   reads = {"the ledger (nsl.ledger): idle_host per GPU and its gaps", "NVTX ranges, OS runtime and CUDA API " ..
            "calls of the launching threads: report, pid, tid, start, stop, text or name"},
   claims = {"idle_host"},

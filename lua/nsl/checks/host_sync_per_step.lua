@@ -13,6 +13,7 @@ return {
   id = "host.sync_per_step",
   description = "Per process, the median over steady steps of the time in CUDA calls that block the host " ..
     "(nsl.host_sync, by the call's start); the worst process",
+  tables = {"api", "memcpy"},
   reads = {"CUDA API calls: report, pid, start, dur, name", "steps (nsl.iterations)"},
   claims = {"idle_sync"},
   thresholds = {},

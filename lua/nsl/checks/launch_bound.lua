@@ -8,6 +8,7 @@ return {
   id = "launch.bound",
   description = "Per device, idle gaps (no kernel, memcpy or memset running) of at most launch_gap before a " ..
     "kernel shorter than short; the job loses the gaps",
+  tables = {},
   reads = {"GPU operations (nsl.gpu_ops): report, device, start, stop, dur, memop"},
   claims = {},
   thresholds = {

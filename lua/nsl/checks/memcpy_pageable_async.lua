@@ -9,6 +9,7 @@ return {
   description = "Asynchronous memcpy calls (cudaMemcpy*Async*) from or to pageable host memory: they block " ..
     "the host like synchronous ones (nsys analyze cuda_memcpy_async); per process, the calls' " ..
     "blocked time",
+  tables = {"kernels", "memcpy", "memset", "api", "nvtx"},
   reads = {"memcpy: report, pid, device, stream, corr, start, stop, bytes, kind, src_kind, dst_kind",
            "CUDA API calls: report, pid, corr, tid, start, dur, name"},
   claims = {"idle_htod"},

@@ -8,6 +8,7 @@ return {
   id = "memcpy.sync",
   description = "Synchronous memcpy calls (cudaMemcpy* not Async; nsys analyze cuda_memcpy_sync); per " ..
     "process, the calls' blocked time",
+  tables = {"kernels", "memcpy", "memset", "api", "nvtx"},
   reads = {"memcpy: report, pid, device, stream, corr, start, stop, bytes, kind",
            "CUDA API calls: report, pid, corr, tid, start, dur, name"},
   claims = {"idle_htod"},

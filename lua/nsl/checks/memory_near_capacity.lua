@@ -8,6 +8,7 @@ return {
   id = "memory.near_capacity",
   description = "Per device, the heap analysis's peak over the device's memory (no cost: a risk, graded by " ..
     "memory_warn and memory_error)",
+  tables = {},
   reads = {"memory events, through the heap analysis", "devices: report, device, memory"},
   claims = {},
   thresholds = {

@@ -8,6 +8,7 @@ return {
   id = "memset.sync",
   description = "Synchronous memset of pinned or managed memory (cudaMemset* not Async; nsys analyze " ..
     "cuda_memset_sync); per process, the calls' blocked time",
+  tables = {"kernels", "memcpy", "memset", "api", "nvtx"},
   reads = {"memset: report, pid, device, stream, corr, start, stop, bytes, kind",
            "CUDA API calls: report, pid, corr, tid, start, dur, name"},
   claims = {"idle_sync"},

@@ -8,6 +8,7 @@ return {
   description = "Model FLOPs utilisation (nsys-ai's): flops_per_step / step / peak, against the dense " ..
     "FP16/BF16 tensor peak from the device's SM count, clock and compute capability, or " ..
     "peak_tflops (no cost; a warning below mfu_warn)",
+  tables = {},
   reads = {"devices: report, device, name, sm_count, clock, compute_capability", "steps (nsl.iterations)"},
   claims = {},
   thresholds = {

@@ -11,6 +11,7 @@ return {
   description = "Per device, the time of NCCL collectives (send/receive apart) that no compute kernel " ..
     "overlaps; the job loses at most the device's comm line (waiting for a later rank is the " ..
     "straggler's)",
+  tables = {"api", "nvtx"},
   reads = {"GPU operations (nsl.gpu_ops): report, device, start, stop, name, memop"},
   claims = {"comm"},
   thresholds = {},

@@ -9,6 +9,7 @@ return {
   description = "Per device (a pipeline stage), Send or Recv kernel time (one direction; SendRecv is a " ..
     "collective) with no other kernel running: the stage waits on its neighbour; at most the " ..
     "device's comm line",
+  tables = {},
   reads = {"GPU operations (nsl.gpu_ops): report, device, start, stop, name, memop"},
   claims = {"comm"},
   thresholds = {},

@@ -44,6 +44,7 @@ return {
   description = "The straggler analysis's findings as the job's causes: the stragglers of one cause together, " ..
     "a slow link or node by host; the job loses what the other ranks waited inside collectives for them " ..
     "(the ledger's collectives)",
+  tables = {"kernels", "api", "nvtx", "osrt"},
   reads = {"kernels or nsys-jax GPU ranges, through the straggler analysis (NCCL collectives, clocks, steps)",
            "reports: host (a slow link or node)"},
   claims = {"comm_wait", "comm"},   -- comm: the longer transfer of a slow link or node's ranks

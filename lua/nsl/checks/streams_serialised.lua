@@ -11,6 +11,7 @@ return {
   description = "Per device, memcpy on streams that also run kernels while no kernel runs on the device: " ..
     "copies a stream of their own would overlap with compute; the job loses at most the device's " ..
     "compute time (a copy hides only under compute that exists)",
+  tables = {},
   reads = {"GPU operations (nsl.gpu_ops): report, device, stream, start, stop, dur, name, memop"},
   claims = {},
   capped_by = "compute",

@@ -8,6 +8,7 @@ local round = D.round
 return {
   id = "warmup.share",
   description = "Per process, the warm-up steps' time above the steady median (a one-time cost)",
+  tables = {},
   reads = {"steps (nsl.iterations)"},
   claims = {},
   thresholds = {},
