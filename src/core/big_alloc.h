@@ -51,6 +51,11 @@ void nsl__big_free(void *p);
 void nsl__malloc_policy(void);
 /* Frees every kept block (when a trace closes: memory back to the OS). */
 void nsl__big_release_kept(void);
+/* Gives back what is freed but held: every kept block, and malloc's free
+ * heap pages (malloc_trim).  For the end of a phase whose blocks the next
+ * one would not reuse (nsl view after its run of diagnose): held, they
+ * add to the next phase's peak. */
+void nsl__big_trim(void);
 /* Bytes kept now (malloc_usable_size of each kept block). */
 size_t nsl__big_kept_bytes(void);
 /* Marks the 2 MiB-aligned interior of [p, p + bytes) for huge pages (for

@@ -122,7 +122,7 @@ nsl_lod *nsl_lod_build(const nsl_column *start, const nsl_column *stop, const ns
   int64_t nrows = start->len;
   /* pass 1: which rows take part, and how many per lane */
   int64_t *count = calloc((size_t)nlanes + 1, sizeof *count);
-  int64_t *lane_of = malloc((size_t)(nrows ? nrows : 1) * sizeof *lane_of);
+  int32_t *lane_of = malloc((size_t)(nrows ? nrows : 1) * sizeof *lane_of);   /* lanes < 2^31 (checked above) */
   if (!count || !lane_of) {
     free(count);
     free(lane_of);
@@ -138,7 +138,7 @@ nsl_lod *nsl_lod_build(const nsl_column *start, const nsl_column *stop, const ns
       lane_of[i] = -1;
       continue;
     }
-    lane_of[i] = g;
+    lane_of[i] = (int32_t)g;
     count[g]++;
     n++;
   }

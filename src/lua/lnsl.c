@@ -9,12 +9,22 @@
 #include "lua/embedded.h"
 #include "lua/lnsl.h"
 #include "core/nsl_internal.h"
+#include "core/big_alloc.h"
 
 /* ---- nsl.core ----------------------------------------------------------- */
 
 static int l_version(lua_State *L) {
   lua_pushstring(L, nsl_version());
   return 1;
+}
+
+/* nsl.trim_memory() -- gives back to the system the memory freed but held
+ * for reuse (nsl__big_trim), at the end of a phase whose blocks the next
+ * would not reuse. */
+static int l_trim_memory(lua_State *L) {
+  (void)L;
+  nsl__big_trim();
+  return 0;
 }
 
 /* nsl.core.metatables() -> {column=, table=, trace=, groups=, intervals=}
@@ -194,7 +204,7 @@ static int l_closest(lua_State *L) {
 static const luaL_Reg funcs[] = {{"fail", l_fail}, {"is_error", l_is_error}, {"version", l_version},   {"methods", l_methods},
                                  {"closest", l_closest},     {"metatable", l_metatable}, {"type", l_type},
                                  {"embedded", l_embedded}, {"load_embedded", l_load_embedded},
-                                 {"embedded_file", l_embedded_file},
+                                 {"embedded_file", l_embedded_file}, {"trim_memory", l_trim_memory},
                                  {NULL, NULL}};
 
 void nsl__open_libs(lua_State *L) {

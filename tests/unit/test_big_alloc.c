@@ -165,6 +165,26 @@ static void job_blocks(void *ctx, int i) {
   }
 }
 
+/* nsl__big_trim gives back the kept blocks (and malloc's free heap pages):
+ * none kept after it, and the next request is served fresh. */
+static void test_trim(void **state) {
+  (void)state;
+  void *a = nsl__big_alloc(8 * MIB), *b = nsl__big_alloc(8 * MIB);
+  assert_non_null(a);
+  assert_non_null(b);
+  nsl__big_free(a);
+  nsl__big_free(b);
+  assert_int_equal(nsl__big_kept_bytes() >= 16 * MIB, NSL_BIG_KEEP);
+  nsl__big_trim();
+  assert_int_equal(nsl__big_kept_bytes(), 0);
+  void *c = nsl__big_alloc(8 * MIB);
+  assert_non_null(c);
+  assert_int_equal(nsl__big_kept_bytes(), 0);
+  nsl__big_free(c);
+  nsl__big_trim();
+  assert_int_equal(nsl__big_kept_bytes(), 0);
+}
+
 static void test_threads(void **state) {
   (void)state;
   int bad = 0;
@@ -181,6 +201,7 @@ int main(void) {
       cmocka_unit_test_setup(test_a_miss_frees_the_kept, setup),
       cmocka_unit_test_setup(test_small_never_kept, setup),
       cmocka_unit_test_setup(test_bounds_and_release, setup),
+      cmocka_unit_test_setup(test_trim, setup),
       cmocka_unit_test_setup(test_threads, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -90,7 +90,7 @@ end
 
 --- Rows of the timeline: one per (report, device, stream) of the GPU
 -- operations, then one per (report, pid, tid) of the NVTX ranges, in key
--- order.  Sets g.row / nv.row (i64 column: each event's row, 0-based) and
+-- order.  Sets g.row / nv.row (i32 column: each event's row, 0-based) and
 -- returns the list of rows.
 local function layout_rows(trace, g, nv)
   local rows = {}
@@ -99,7 +99,7 @@ local function layout_rows(trace, g, nv)
   local function prefix(r) return multi and ((reports[r] or tostring(r)) .. " ") or "" end
   if g then
     local lane, groups = nsl.nest_lanes(nil, nil, {g.report, g.device, g.stream}, 0, 1)
-    g.row = lane:cast("i64")
+    g.row = lane
     for i = 1, #groups do
       local r = groups.row[i] + 1
       local rep, dev, str = g.report[r], g.device[r], g.stream[r]
@@ -110,7 +110,7 @@ local function layout_rows(trace, g, nv)
   end
   if nv then
     local lane, groups = nsl.nest_lanes(nil, nil, {nv.report, nv.pid, nv.tid}, #rows, 1)
-    nv.row = lane:cast("i64")
+    nv.row = lane
     for i = 1, #groups do
       local r = groups.row[i] + 1
       local rep, pid, tid = nv.report[r], nv.pid[r], nv.tid[r]
@@ -289,8 +289,21 @@ end
 -- operations or NVTX ranges.
 function M.viewer(trace, opts)
   opts = opts or {}
+  local function nothing() nsl.fail("the trace has no GPU operations or NVTX ranges to show") end
+  local any = false
+  for _, name in ipairs{"kernels", "memcpy", "memset", "gpu_ranges", "nvtx"} do any = any or #trace[name] > 0 end
+  if not any then nothing() end
+  -- the findings first: diagnose's memory is freed (its trace tables unloaded, its garbage collected) before the
+  -- page's columns are made, so the two peaks do not add up
+  local flist, notes = {}, {}
+  if type(opts.findings) == "table" then flist = opts.findings
+  elseif opts.findings ~= false then
+    flist, notes = diagnose_findings(trace)
+    collectgarbage()
+    nsl.trim_memory()   -- diagnose's freed blocks fit none of the page's columns: held, they would add to its peak
+  else notes = {"Findings left out (nsl view --no-findings)."} end
   local g, nv = gpu_rows(trace), nvtx_ranges(trace)
-  if not g and not nv then nsl.fail("the trace has no GPU operations or NVTX ranges to show") end
+  if not g and not nv then nothing() end
   local lo, hi = window.span(trace, {"kernels", "memcpy", "memset", "nvtx", "gpu_ranges"})
   if hi <= lo then hi = lo + 1 end
   local rows = layout_rows(trace, g, nv)
@@ -338,10 +351,6 @@ function M.viewer(trace, opts)
     data_ev.name = b64(names:ids(), "u32")
   end
   for _, r in ipairs(rows) do r.sub = r.sub or 1 end
-  local flist, notes = {}, {}
-  if type(opts.findings) == "table" then flist = opts.findings
-  elseif opts.findings ~= false then flist, notes = diagnose_findings(trace)
-  else notes = {"Findings left out (nsl view --no-findings)."} end
   local apart = window.disjoint(trace)   -- stacked reports far apart: slivers on a long axis, said in words
   if apart then notes[#notes + 1] = apart end
   local data = {
