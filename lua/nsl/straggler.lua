@@ -74,7 +74,7 @@ function M.offsets(coll, nranks, ref, clock)
     for r = 1, nranks do clock[r] = r - 1 end
   end
   local ref_rows = coll:filter(coll.rank:eq(ref)):select{"instance", "stop"}
-  local j = coll:join(ref_rows, {"instance"}, {"stop"}, "ref_")
+  local j = coll:select{"rank", "instance", "stop"}:join(ref_rows, {"instance"}, {"stop"}, "ref_")
   j = j:filter(~j.ref_stop:isnull())
   local g = nsl.table{{"clock", nsl.column(clock):gather(j.rank)}, {"diff", j.stop - j.ref_stop}}:group_by("clock")
     :agg{"off=median(diff)", "n=count"}
@@ -104,18 +104,18 @@ end
 
 --- Each rank's excess per instance in column `col` (default arrive: its
 -- lateness): its value minus the median of the other ranks' values in that
--- instance (table rank, instance, late, sorted by instance and value; nil
--- when no instance has two ranks).  An instance holds one row per rank
--- (nsl.median_excess: the others' median per row, in C).
+-- instance (table rank, instance, late, in coll's row order; nil when no
+-- instance has two ranks).  An instance holds one row per rank
+-- (nsl.median_excess: the rows grouped and each group's values ordered in
+-- C, the others' median per row; no sort of the whole table).
 local function excess(coll, col)
   col = col or "arrive"
   if #coll == 0 then return nil end
-  local s = nsl.table{{"rank", coll.rank}, {"instance", coll.instance}, {"v", coll[col]}}:sort("instance", "v")
-  local late, singles = nsl.median_excess(s.instance, s.v)
-  local t = nsl.table{{"rank", s.rank}, {"instance", s.instance}, {"late", late}}
+  local late, singles = nsl.median_excess(coll.instance, coll[col])
+  local t = nsl.table{{"rank", coll.rank}, {"instance", coll.instance}, {"late", late}}
   if singles > 0 then   -- an instance of one rank has no others
-    local k = s.instance
-    t = t:filter(k:eq(k:shift(1)) | k:eq(k:shift(-1)))
+    local g = t:group_by("instance")
+    t = t:filter(g:agg{"n=count"}.n:gather(g:ids()):ge(2))
   end
   if #t == 0 then return nil end
   return t
@@ -279,7 +279,7 @@ end
 -- rank_sorted's, consecutive).
 local function pre_windows(s, pos)
   if #s < 2 then return nil end
-  local cur = s:filter(pos:ge(1))
+  local cur = s:select{"rank", "instance", "w_window", "w_idle", "w_host"}:filter(pos:ge(1))
   local window, idle, hostt = cur.w_window, cur.w_idle, cur.w_host
   return nsl.table{{"rank", cur.rank}, {"instance", cur.instance}, {"window", window}, {"idle", idle},
                    {"host", hostt}, {"queue", idle - hostt}, {"busy", positive(window - idle)}}
