@@ -480,6 +480,16 @@ nsl_status nsl_ledger_sweep(const nsl_column *start, const nsl_column *stop, con
                             const nsl_column *cls, int nclasses, const nsl_column *win_group,
                             const nsl_column *win_lo, const nsl_column *win_hi, nsl_column **totals,
                             nsl_column **row_charged, nsl_error *err);
+/* nsl_ledger_sweep over nsets (1 to NSL_LEDGER_SETS) sets of windows in one
+ * sweep, the rows sorted once: set k is win_group[k], win_lo[k], win_hi[k]
+ * (windows of one group disjoint within a set; the sets may overlap each
+ * other: a run and its steps), its totals in totals[k]; row_charged is of
+ * set 0's windows. */
+#define NSL_LEDGER_SETS 8
+nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                                 const nsl_column *cls, int nclasses, int nsets, const nsl_column *const *win_group,
+                                 const nsl_column *const *win_lo, const nsl_column *const *win_hi,
+                                 nsl_column **totals, nsl_column **row_charged, nsl_error *err);
 
 /* ---- traces ----------------------------------------------------------- */
 

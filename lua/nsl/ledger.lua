@@ -305,13 +305,20 @@ function M.build(trace, opts)
     local sp = spans[keys.report[k]]
     wg[k], wlo[k], whi[k], wstep[k] = k - 1, sp[1], sp[2], 0
   end
-  local function sweep(wgc, wloc, whic)
-    if #wgc == 0 then return nil end
-    local totals, charged = nsl.ledger_sweep(s, e, g, c, #M.lines, nsl.column(wgc), nsl.column(wloc),
-                                             nsl.column(whic))
-    return totals:totable(), charged
+  -- the run's windows and the steps' in one sweep (the rows sorted once); charged: of the run's
+  local sw = opts.steps and M.step_windows(opts.steps, work, keys) or nil
+  local run_totals, charged, step_totals
+  if #wg > 0 then
+    local sets = {nsl.column(wg), nsl.column(wlo), nsl.column(whi)}
+    if sw and #sw.group > 0 then
+      for _, x in ipairs{sw.group, sw.lo, sw.hi} do sets[#sets + 1] = nsl.column(x) end
+    end
+    run_totals, charged, step_totals = nsl.ledger_sweep(s, e, g, c, #M.lines, table.unpack(sets))
+    run_totals, step_totals = run_totals:totable(), step_totals and step_totals:totable()
+  elseif sw and #sw.group > 0 then
+    step_totals = nsl.ledger_sweep(s, e, g, c, #M.lines, nsl.column(sw.group), nsl.column(sw.lo),
+                                   nsl.column(sw.hi)):totable()
   end
-  local run_totals, charged = sweep(wg, wlo, whi)
   local rows = {}
   local function add_rows(totals, gl, lo, hi, st)
     local nc = #M.lines + 1
@@ -331,12 +338,7 @@ function M.build(trace, opts)
     end
   end
   if run_totals then add_rows(run_totals, wg, wlo, whi, wstep) end
-  -- steps
-  local sw = opts.steps and M.step_windows(opts.steps, work, keys) or nil
-  if sw and #sw.group > 0 then
-    local totals = sweep(sw.group, sw.lo, sw.hi)
-    add_rows(totals, sw.group, sw.lo, sw.hi, sw.step)
-  end
+  if step_totals then add_rows(step_totals, sw.group, sw.lo, sw.hi, sw.step) end
   local cols = {"report", "rank", "device", "step", "start", "stop", "wall"}
   for _, l in ipairs(M.lines) do cols[#cols + 1] = l end
   cols[#cols + 1] = M.remainder

@@ -77,20 +77,11 @@ static void add_segment(ledger_state *st, int64_t g, int64_t a, int64_t b, int t
   }
 }
 
-nsl_status nsl_ledger_sweep(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
-                            const nsl_column *cls, int nclasses, const nsl_column *win_group,
-                            const nsl_column *win_lo, const nsl_column *win_hi, nsl_column **totals,
-                            nsl_column **row_charged, nsl_error *err) {
-  const char *what = "ledger";
-  if (!totals) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
-  *totals = NULL;
-  if (row_charged) *row_charged = NULL;
-  if (!int_col(start) || !int_col(stop) || !int_col(group_of) || !int_col(cls))
-    return nsl_error_set(err, NSL_ERR_ARG, "%s: start, stop, group and class must be integer columns", what);
-  int64_t n = start->len;
-  if (stop->len != n || group_of->len != n || cls->len != n)
-    return nsl_error_set(err, NSL_ERR_ARG, "%s: start, stop, group and class must have one length", what);
-  if (nclasses < 1 || nclasses > 64) return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to 64 classes", what);
+/* The windows of one set checked (groups, bounds) and ordered by (group, lo), with no two of a group overlapping:
+ * *order receives the argsort.  NSL_OK or err filled. */
+static nsl_status window_order(const char *what, int set, const nsl_column *win_group, const nsl_column *win_lo,
+                               const nsl_column *win_hi, nsl_column **order, nsl_error *err) {
+  *order = NULL;
   if (!int_col(win_group) || !int_col(win_lo) || !int_col(win_hi) || win_lo->len != win_group->len ||
       win_hi->len != win_group->len)
     return nsl_error_set(err, NSL_ERR_ARG, "%s: windows need integer group, lo and hi columns of one length", what);
@@ -99,29 +90,58 @@ nsl_status nsl_ledger_sweep(const nsl_column *start, const nsl_column *stop, con
     int n1, n2, n3;
     int64_t g = nsl__int_at(win_group, w, &n1), lo = nsl__int_at(win_lo, w, &n2), hi = nsl__int_at(win_hi, w, &n3);
     if (n1 || n2 || n3 || g < 0 || hi < lo)
-      return nsl_error_set(err, NSL_ERR_ARG, "%s: window %lld has no group or ends before it starts", what,
-                           (long long)w);
+      return nsl_error_set(err, NSL_ERR_ARG, "%s: window %lld%s has no group or ends before it starts", what,
+                           (long long)w, set ? " of a later set" : "");
   }
-  nsl_status rc = NSL_OK;
-  nsl_column *worder = NULL, *by_start = NULL, *by_stop = NULL, *out = NULL, *ch = NULL;
-  int64_t *open = NULL, *mark = NULL;
-  {
-    const nsl_column *wkeys[2] = {win_group, win_lo};
-    worder = nsl_argsort(wkeys, NULL, 2, err);
-    if (!worder) goto fail;
-    const int64_t *wo = nsl_i64(worder);
-    int64_t last = -1;   /* the group's latest-ending non-empty window so far */
-    for (int64_t q = 0; q < nw; q++) {
-      int64_t b = wo[q];
-      if (win_val(win_lo, b) == win_val(win_hi, b)) continue;   /* an empty window overlaps nothing */
-      if (last >= 0 && win_val(win_group, last) == win_val(win_group, b) && win_val(win_hi, last) > win_val(win_lo, b)) {
-        rc = nsl_error_set(err, NSL_ERR_ARG, "%s: windows %lld and %lld of group %lld overlap", what,
-                           (long long)last, (long long)b, (long long)win_val(win_group, b));
-        goto done;
-      }
-      last = b;
+  const nsl_column *wkeys[2] = {win_group, win_lo};
+  nsl_column *worder = nsl_argsort(wkeys, NULL, 2, err);
+  if (!worder) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+  const int64_t *wo = nsl_i64(worder);
+  int64_t last = -1;   /* the group's latest-ending non-empty window so far */
+  for (int64_t q = 0; q < nw; q++) {
+    int64_t b = wo[q];
+    if (win_val(win_lo, b) == win_val(win_hi, b)) continue;   /* an empty window overlaps nothing */
+    if (last >= 0 && win_val(win_group, last) == win_val(win_group, b) && win_val(win_hi, last) > win_val(win_lo, b)) {
+      nsl_column_release(worder);
+      return nsl_error_set(err, NSL_ERR_ARG, "%s: windows %lld and %lld of group %lld overlap", what, (long long)last,
+                           (long long)b, (long long)win_val(win_group, b));
     }
+    last = b;
   }
+  *order = worder;
+  return NSL_OK;
+}
+
+nsl_status nsl_ledger_sweep(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                            const nsl_column *cls, int nclasses, const nsl_column *win_group,
+                            const nsl_column *win_lo, const nsl_column *win_hi, nsl_column **totals,
+                            nsl_column **row_charged, nsl_error *err) {
+  return nsl_ledger_sweep_sets(start, stop, group_of, cls, nclasses, 1, &win_group, &win_lo, &win_hi, totals,
+                               row_charged, err);
+}
+
+nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                                 const nsl_column *cls, int nclasses, int nsets, const nsl_column *const *win_group,
+                                 const nsl_column *const *win_lo, const nsl_column *const *win_hi,
+                                 nsl_column **totals, nsl_column **row_charged, nsl_error *err) {
+  const char *what = "ledger";
+  if (!totals) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
+  if (nsets < 1 || nsets > NSL_LEDGER_SETS) return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to %d window sets", what,
+                                                                  NSL_LEDGER_SETS);
+  for (int k = 0; k < nsets; k++) totals[k] = NULL;
+  if (row_charged) *row_charged = NULL;
+  if (!int_col(start) || !int_col(stop) || !int_col(group_of) || !int_col(cls))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: start, stop, group and class must be integer columns", what);
+  int64_t n = start->len;
+  if (stop->len != n || group_of->len != n || cls->len != n)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: start, stop, group and class must have one length", what);
+  if (nclasses < 1 || nclasses > 64) return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to 64 classes", what);
+  nsl_status rc = NSL_OK;
+  nsl_column *worder[NSL_LEDGER_SETS] = {NULL}, *out[NSL_LEDGER_SETS] = {NULL};
+  nsl_column *by_start = NULL, *by_stop = NULL, *ch = NULL;
+  int64_t *open = NULL, *mark = NULL, *spare = NULL;
+  for (int k = 0; k < nsets; k++)
+    if ((rc = window_order(what, k, win_group[k], win_lo[k], win_hi[k], &worder[k], err)) != NSL_OK) goto done;
   {
     const nsl_column *skeys[2] = {group_of, start}, *ekeys[2] = {group_of, stop};
     by_start = nsl_argsort(skeys, NULL, 2, err);
@@ -129,16 +149,23 @@ nsl_status nsl_ledger_sweep(const nsl_column *start, const nsl_column *stop, con
     by_stop = nsl_argsort(ekeys, NULL, 2, err);
     if (!by_stop) goto fail;
   }
-  out = nsl_column_new(NSL_I64, nw * (nclasses + 1), NULL);   /* zero-filled */
+  int oom = 0;
+  for (int k = 0; k < nsets; k++)
+    oom |= !(out[k] = nsl_column_new(NSL_I64, win_group[k]->len * (nclasses + 1), NULL));   /* zero-filled */
   if (row_charged) ch = nsl_column_new(NSL_I64, n, NULL);
   open = calloc((size_t)nclasses, sizeof *open);
   mark = calloc((size_t)nclasses, sizeof *mark);
-  if (!out || (row_charged && !ch) || !open || !mark) {
+  spare = calloc((size_t)nclasses, sizeof *spare);
+  if (oom || (row_charged && !ch) || !open || !mark || !spare) {
     rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
     goto done;
   }
-  ledger_state st = {win_group, win_lo, win_hi, nsl_i64(worder), nw, 0, nclasses, nsl_i64(out), mark};
-  /* mark doubles as the per-class running total of time on top (st.charged) */
+  /* mark doubles as the per-class running total of time on top (st.charged) of the first set, the one
+   * row_charged is of; the later sets' running totals go to spare, never read */
+  ledger_state st[NSL_LEDGER_SETS];
+  for (int k = 0; k < nsets; k++)
+    st[k] = (ledger_state){win_group[k], win_lo[k], win_hi[k], nsl_i64(worder[k]), win_group[k]->len, 0, nclasses,
+                           nsl_i64(out[k]), k == 0 ? mark : spare};
   const int64_t *ps = nsl_i64(by_start), *pe = nsl_i64(by_stop);
   int64_t *chv = ch ? nsl_i64(ch) : NULL;
   int64_t qs = 0, qe = 0, cur = -1, t = 0;
@@ -177,7 +204,7 @@ nsl_status nsl_ledger_sweep(const nsl_column *start, const nsl_column *stop, con
           top = k;
           break;
         }
-      add_segment(&st, cur, t, at, top);
+      for (int k = 0; k < nsets; k++) add_segment(&st[k], cur, t, at, top);
       t = at;
     }
     if (is_start) {
@@ -190,13 +217,16 @@ nsl_status nsl_ledger_sweep(const nsl_column *start, const nsl_column *stop, con
       qe++;
     }
   }
-  for (int64_t w = 0; w < nw; w++) {   /* what no class covers: the window less its classes */
-    int64_t *row = nsl_i64(out) + w * (nclasses + 1), sum = 0;
-    for (int k = 0; k < nclasses; k++) sum += row[k];
-    row[nclasses] = span(win_val(win_lo, w), win_val(win_hi, w)) - sum;
+  for (int k = 0; k < nsets; k++)
+    for (int64_t w = 0; w < win_group[k]->len; w++) {   /* what no class covers: the window less its classes */
+      int64_t *row = nsl_i64(out[k]) + w * (nclasses + 1), sum = 0;
+      for (int c = 0; c < nclasses; c++) sum += row[c];
+      row[nclasses] = span(win_val(win_lo[k], w), win_val(win_hi[k], w)) - sum;
+    }
+  for (int k = 0; k < nsets; k++) {
+    totals[k] = out[k];
+    out[k] = NULL;
   }
-  *totals = out;
-  out = NULL;
   if (row_charged) {
     *row_charged = ch;
     ch = NULL;
@@ -207,10 +237,13 @@ fail:
 done:
   free(open);
   free(mark);
-  nsl_column_release(worder);
+  free(spare);
+  for (int k = 0; k < nsets; k++) {
+    nsl_column_release(worder[k]);
+    nsl_column_release(out[k]);
+  }
   nsl_column_release(by_start);
   nsl_column_release(by_stop);
-  nsl_column_release(out);
   nsl_column_release(ch);
   return rc;
 }

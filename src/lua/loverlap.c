@@ -3,7 +3,8 @@
  *   mask = nsl.overlap_any(a_start, a_stop, b_start, b_stop [, a_keys, b_keys])
  *   counts = nsl.count_open(points, start, stop [, point_keys, iv_keys])
  *   group, start, stop = nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask]])
- *   totals, charged = nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group, win_lo, win_hi)
+ *   totals, charged [, totals2 ...] = nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group,
+ *                                      win_lo, win_hi [, win_group2, win_lo2, win_hi2 ...])
  * Keys are a column or an array of columns; row numbers are 0-based (as
  * c:gather and t:take expect), -1 where nothing matches. */
 #include "lua/lnsl.h"
@@ -98,23 +99,33 @@ static int l_gaps_grouped(lua_State *L) {
   return 3;
 }
 
-/* nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group, win_lo, win_hi)
- * -> totals, charged: per window (nclasses + 1) times, the time each class
- * took (the lowest class wins) and what none covered; per row the time its
- * class took while it was open (src/core/ledger.c). */
+/* nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group, win_lo, win_hi [, win_group2, win_lo2,
+ * win_hi2 ...]) -> totals, charged [, totals2 ...]: per window (nclasses + 1) times, the time each class
+ * took (the lowest class wins) and what none covered; per row the time its class took while it was open,
+ * inside the first set's windows (src/core/ledger.c).  Each further set of windows (a run's steps beside
+ * the run) is swept in the same pass: the rows are sorted once. */
 static int l_ledger_sweep(lua_State *L) {
   nsl_column *s = nsl__checkcolumn(L, 1), *e = nsl__checkcolumn(L, 2), *g = nsl__checkcolumn(L, 3);
   nsl_column *c = nsl__checkcolumn(L, 4);
   lua_Integer nc = luaL_checkinteger(L, 5);
   luaL_argcheck(L, nc >= 1 && nc <= 64, 5, "1 to 64 classes");
-  nsl_column *wg = nsl__checkcolumn(L, 6), *wl = nsl__checkcolumn(L, 7), *wh = nsl__checkcolumn(L, 8);
-  nsl_column *totals = NULL, *charged = NULL;
+  int top = lua_gettop(L), nsets = (top - 5) / 3;
+  luaL_argcheck(L, top >= 8 && (top - 5) % 3 == 0 && nsets <= NSL_LEDGER_SETS, 6,
+                "windows as group, lo and hi columns, 1 to 8 sets");
+  const nsl_column *wg[NSL_LEDGER_SETS], *wl[NSL_LEDGER_SETS], *wh[NSL_LEDGER_SETS];
+  for (int k = 0; k < nsets; k++) {
+    wg[k] = nsl__checkcolumn(L, 6 + 3 * k);
+    wl[k] = nsl__checkcolumn(L, 7 + 3 * k);
+    wh[k] = nsl__checkcolumn(L, 8 + 3 * k);
+  }
+  nsl_column *totals[NSL_LEDGER_SETS], *charged = NULL;
   nsl_error err = {0};
-  if (nsl_ledger_sweep(s, e, g, c, (int)nc, wg, wl, wh, &totals, &charged, &err) != NSL_OK)
+  if (nsl_ledger_sweep_sets(s, e, g, c, (int)nc, nsets, wg, wl, wh, totals, &charged, &err) != NSL_OK)
     return nsl__lua_error(L, &err);
-  nsl__pushcolumn(L, totals);
+  nsl__pushcolumn(L, totals[0]);
   nsl__pushcolumn(L, charged);
-  return 2;
+  for (int k = 1; k < nsets; k++) nsl__pushcolumn(L, totals[k]);
+  return nsets + 1;
 }
 
 static const luaL_Reg funcs[] = {{"overlap_join", l_overlap_join},

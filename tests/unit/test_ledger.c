@@ -103,12 +103,54 @@ static void test_ledger_random(void **state) {
       if (nsl_i64(ch)[i] != charged[i])
         fail_msg("round %d row %lld: charged %lld, brute force %lld", round, (long long)i,
                  (long long)nsl_i64(ch)[i], (long long)charged[i]);
-    nsl_column *cols[] = {s, e, g, c, wg, wl, wh, tot, ch};
+    /* the same windows beside a second set that overlaps them (one window per group over the whole span, as a
+     * run beside its steps), in one sweep: each set's totals as its own sweep gives, the charges of the first */
+    nsl_column *rg = nsl_column_new(NSL_I64, ng, NULL), *rl = nsl_column_new(NSL_I64, ng, NULL),
+               *rh = nsl_column_new(NSL_I64, ng, NULL);
+    for (int64_t grp = 0; grp < ng; grp++) {
+      nsl_i64(rg)[grp] = grp;
+      nsl_i64(rl)[grp] = 0;
+      nsl_i64(rh)[grp] = SPAN + 40;
+    }
+    const nsl_column *sg[2] = {wg, rg}, *sl[2] = {wl, rl}, *sh[2] = {wh, rh};
+    nsl_column *both[2], *ch2, *rtot;
+    nsl_error err = {0};
+    if (nsl_ledger_sweep_sets(s, e, g, c, NCLS, 2, sg, sl, sh, both, &ch2, &err) != NSL_OK)
+      fail_msg("ledger sets failed: %s", err.msg);
+    sweep(s, e, g, c, NCLS, rg, rl, rh, &rtot, NULL);
+    for (int64_t k = 0; k < nw * (NCLS + 1); k++)
+      if (nsl_i64(both[0])[k] != nsl_i64(tot)[k]) fail_msg("round %d: set 0 element %lld differs", round, (long long)k);
+    for (int64_t k = 0; k < ng * (NCLS + 1); k++)
+      if (nsl_i64(both[1])[k] != nsl_i64(rtot)[k]) fail_msg("round %d: set 1 element %lld differs", round, (long long)k);
+    for (int64_t i = 0; i < n; i++)
+      if (nsl_i64(ch2)[i] != nsl_i64(ch)[i]) fail_msg("round %d row %lld: the charge of set 0 differs", round, (long long)i);
+    nsl_column *cols[] = {s, e, g, c, wg, wl, wh, tot, ch, rg, rl, rh, both[0], both[1], ch2, rtot};
     for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
   }
 }
 
+/* Window sets: overlapping windows within a later set are refused with every output left NULL; the number
+ * of sets is bounded. */
+static void test_ledger_sets_refused(void **state) {
+  (void)state;
+  nsl_column *s = FX_I64(0), *e = FX_I64(10), *g = FX_I64(0), *c = FX_I64(0);
+  nsl_column *wg = FX_I64(0), *wl = FX_I64(0), *wh = FX_I64(10);
+  nsl_column *og = FX_I64(0, 0), *ol = FX_I64(0, 5), *oh = FX_I64(8, 10);
+  const nsl_column *sg[2] = {wg, og}, *sl[2] = {wl, ol}, *sh[2] = {wh, oh};
+  nsl_column *tot[2] = {s, s}, *ch = s;   /* not NULL before: the refusal must clear them */
+  nsl_error err = {0};
+  assert_int_equal(nsl_ledger_sweep_sets(s, e, g, c, 1, 2, sg, sl, sh, tot, &ch, &err), NSL_ERR_ARG);
+  assert_null(tot[0]);
+  assert_null(tot[1]);
+  assert_null(ch);
+  assert_int_equal(nsl_ledger_sweep_sets(s, e, g, c, 1, 0, sg, sl, sh, tot, NULL, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_ledger_sweep_sets(s, e, g, c, 1, NSL_LEDGER_SETS + 1, sg, sl, sh, tot, NULL, &err), NSL_ERR_ARG);
+  nsl_column *cols[] = {s, e, g, c, wg, wl, wh, og, ol, oh};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_ledger_hand), cmocka_unit_test(test_ledger_random)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_ledger_hand), cmocka_unit_test(test_ledger_random),
+                                     cmocka_unit_test(test_ledger_sets_refused)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
