@@ -678,18 +678,25 @@ function M.keys(it) return it.mode == "range" and {"report", "pid", "iter"} or {
 function M.metrics(it, ops)
   local keys = M.keys(it)
   local W = M.windows(it)
-  local inside = ops:filter(~ops.iter:isnull())
-  local g = inside:group_by(table.unpack(keys))
+  -- every operation grouped, those outside the iterations (NULL iter) in groups of their own that are then
+  -- dropped: the groups keep their order (first appearance), and no copy of every column of the operations
+  -- is made to leave those rows out
+  local g = ops:group_by(table.unpack(keys))
   local a = g:agg{"gpu_start=min(start)", "gpu_stop=max(stop)", "kernels=sum(kernel)", "memcpy=sum(memcpy)",
                   "memcpy_bytes=sum(memcpy_bytes)", "memset=sum(memset)"}
-  a = a:with("gpu_busy", nsl.busy_by_group(inside.start, inside.stop, g:ids(), #a))
+  a = a:with("gpu_busy", nsl.busy_by_group(ops.start, ops.stop, g:ids(), #a))
+  local function steps_only(t)
+    local real = ~t.iter:isnull()
+    return real:count() < #t and t:filter(real) or t
+  end
+  a = steps_only(a)
   local w = W:join(a, keys, {"gpu_start", "gpu_stop", "gpu_busy", "kernels", "memcpy", "memcpy_bytes", "memset"})
   for _, c in ipairs{"gpu_busy", "kernels", "memcpy", "memcpy_bytes", "memset"} do
     w = w:with(c, nsl.coalesce(w[c], 0))
   end
   local ckeys = {table.unpack(keys)}
   ckeys[#ckeys + 1] = "class"
-  local per_class = inside:group_by(table.unpack(ckeys)):agg{"time=sum(dur)", "count=count"}
+  local per_class = steps_only(ops:group_by(table.unpack(ckeys)):agg{"time=sum(dur)", "count=count"})
   return w, per_class
 end
 
