@@ -150,13 +150,10 @@ end
 -- inside the detail window [from, to) (whose events the page draws
 -- instead; level 0 is whole, the trace's summary).  Levels are added
 -- while the bins are at least 1 ns, at most 2^20 and the cells stored past
--- level 0 stay within max_cells.  Returns the list of levels {bins, cell,
--- busy, starts, width} (columns; width: the cell's bin's), level 0 first.
-local function levels_of_detail(parts, nrows, lo, hi, from, to, bins, nlevels, max_cells)
-  local s, e, l = {}, {}, {}
-  for i, p in ipairs(parts) do s[i], e[i], l[i] = p.start, p.stop, p.row end
-  local index = nsl.lod(nsl.concat(table.unpack(s)), nsl.concat(table.unpack(e)), nsl.concat(table.unpack(l)),
-                        nil, nrows)
+-- level 0 stay within max_cells.  index: the events' nsl.lod.  Returns the
+-- list of levels {bins, cell, busy, starts, width} (columns; width: the
+-- cell's bin's), level 0 first.
+local function levels_of_detail(index, nrows, lo, hi, from, to, bins, nlevels, max_cells)
   local levels, stored, full_above = {}, 0, nil
   local nb = bins
   for k = 0, nlevels - 1 do
@@ -193,7 +190,7 @@ local function default_to(starts, from, hi, max_events)
   local after = starts:ge(from)
   local n = after:count()
   if n <= max_events then return hi end
-  local s = starts:gather(after:indices())
+  local s = n == #starts and starts or starts:gather(after:indices())   -- (from the first event: every start)
   local nb = 1024
   local b = bin_of(s, from, hi - from + 1, nb)
   local agg = nsl.table{{"b", b}}:group_by("b"):agg{"n=count"}
@@ -312,17 +309,20 @@ function M.viewer(trace, opts)
   if nv then parts[#parts + 1] = nv end
   -- the detail window
   local from = math.max(lo, opts.from or lo)
-  local to = opts.to
-  if not to then
-    local s = {}
-    for i, p in ipairs(parts) do s[i] = p.start end
-    to = default_to(nsl.concat(table.unpack(s)), from, hi, opts.max_events or M.max_events)
-  end
+  -- every event's start, in parts order, made once for the default window and the index (and garbage after)
+  local to, index = (function()
+    local s, e, l = {}, {}, {}
+    for i, p in ipairs(parts) do s[i], e[i], l[i] = p.start, p.stop, p.row end
+    local starts = nsl.concat(table.unpack(s))
+    local t = opts.to or default_to(starts, from, hi, opts.max_events or M.max_events)
+    return t, nsl.lod(starts, nsl.concat(table.unpack(e)), nsl.concat(table.unpack(l)), nil, #rows)
+  end)()
   to = math.min(to, hi)
   if to <= from then to = from + 1 end
   local nbins = math.max(1, math.floor(opts.bins or M.bins))
-  local lod = levels_of_detail(parts, #rows, lo, hi, from, to, nbins, opts.levels or M.levels,
+  local lod = levels_of_detail(index, #rows, lo, hi, from, to, nbins, opts.levels or M.levels,
                                opts.lod_cells or M.lod_cells)
+  index = nil
   local w = {}
   if g then w[#w + 1] = window_part(g, from, to, false) end
   if nv then w[#w + 1] = window_part(nv, from, to, true) end
