@@ -514,10 +514,11 @@ static void sweep_thread(void *ctx, int t) {
     if (r >= 0 && (a < 0 || s0 <= s1)) {   /* ranges first at equal starts: one may enclose the call */
       stack_expire(&st, s0);
       int64_t p = stack_find(&st, e0, NULL, NULL);
-      if (p >= 0) {
-        j->parent[r] = st.e[p].row;
-        j->depth[r] = j->depth[st.e[p].row] + 1;
-      } else j->depth[r] = 0;
+      /* each output of a range that takes part is first written here, on the worker sweeping its thread (the
+       * page faults of fresh memory spread over the workers); the other rows are set before the sweep */
+      j->parent[r] = p >= 0 ? st.e[p].row : -1;
+      j->depth[r] = p >= 0 ? j->depth[st.e[p].row] + 1 : 0;
+      if (j->acc.first) j->acc.first[r] = j->acc.last[r] = NSL_NULL_I64;   /* its calls' ops come later */
       if (!stack_push(&st, r, s0, e0)) {
         atomic_store(&j->failed, 1);
         break;
@@ -536,9 +537,11 @@ static void sweep_thread(void *ctx, int t) {
 }
 
 /* The work around the sweep, in jobs that run at once: before it, the
- * threads and order of both sides, the outputs' first values (the first
- * writes to fresh memory, whose page faults are dear) and the GPU work per
- * call; after it, the durations and child counts, and each op's range. */
+ * threads and order of both sides with the outputs of the rows that take
+ * no part, and the GPU work per call; after it, the durations and child
+ * counts, and each op's range.  The sweep itself first writes the outputs
+ * of the rows that take part, so that the page faults of that fresh memory
+ * (dear) fall on all its workers. */
 typedef struct around {
   const nsl__nvtx_input *in;
   nsl__nvtx_projection *out;
@@ -553,6 +556,24 @@ typedef struct around {
   nsl_error gather_err;
 } around;
 
+/* The outputs of the rows that take no part in the sweep (the sweep writes the others'): no parent, NULL depth
+ * and projection, and calls in no range.  The per-row threads of both sides are known. */
+static void outside_rows(around *w) {
+  const int32_t *rt = w->rs->thread, *at = w->as->thread;
+  int64_t *parent = nsl_i64(w->out->parent), *api_range = nsl_i64(w->out->api_range);
+  int32_t *depth = nsl_i32(w->out->depth);
+  int64_t *first = w->in->parents_only ? NULL : nsl_i64(w->out->proj_start);
+  int64_t *last = w->in->parents_only ? NULL : nsl_i64(w->out->proj_dur);   /* the last stop, then the duration */
+  for (int64_t r = 0; r < w->nr; r++)
+    if (rt[r] < 0) {
+      parent[r] = -1;
+      depth[r] = NSL_NULL_I32;
+      if (first) first[r] = last[r] = NSL_NULL_I64;
+    }
+  for (int64_t a = 0; a < w->na; a++)
+    if (at[a] < 0) api_range[a] = -1;
+}
+
 static void before_sweep(void *ctx, int i) {
   around *w = ctx;
   const nsl__nvtx_input *in = w->in;
@@ -561,18 +582,7 @@ static void before_sweep(void *ctx, int i) {
                                  w->tt) &&
                     side_threads(w->as, in->api_keys, in->nkeys, NULL, w->tt) && side_group(w->rs, w->tt->n) &&
                     side_group(w->as, w->tt->n);
-  } else if (i == 1) {
-    int64_t *parent = nsl_i64(w->out->parent), *api_range = nsl_i64(w->out->api_range);
-    int32_t *depth = nsl_i32(w->out->depth);
-    for (int64_t r = 0; r < w->nr; r++) {
-      parent[r] = -1;
-      depth[r] = NSL_NULL_I32;
-    }
-    if (!in->parents_only) {
-      int64_t *first = nsl_i64(w->out->proj_start), *last = nsl_i64(w->out->proj_dur);
-      for (int64_t r = 0; r < w->nr; r++) first[r] = last[r] = NSL_NULL_I64;   /* last: the last stop until the end, then the duration */
-    }
-    for (int64_t a = 0; a < w->na; a++) api_range[a] = -1;
+    if (w->threads_ok) outside_rows(w);
   } else {
     w->gather_rc = gather_call_ops(w->op_api, w->op_start, w->op_stop, w->no, w->na, w->slot, &w->ops, &w->gather_err);
   }
@@ -634,7 +644,7 @@ nsl_status nsl__nvtx_project(const nsl__nvtx_input *in, nsl__nvtx_projection *ou
       !out->api_range || !out->op_range || !slot || !opened || !op_api || !op_start || !op_stop)
     goto nomem;
   around w = {in, out, nr, na, no, op_api, op_start, op_stop, slot, NULL, &rs, &as, &tt, 0, NSL_OK, {0}};
-  nsl__run_parallel(3, nsl__thread_count(3), before_sweep, &w);
+  nsl__run_parallel(2, nsl__thread_count(2), before_sweep, &w);
   ops = w.ops;
   if (w.gather_rc != NSL_OK) {
     rc = nsl_error_set(err, w.gather_rc, "%s", w.gather_err.msg);
