@@ -15,6 +15,11 @@ local M = {}
 -- count from.
 local known = setmetatable({}, {__mode = "k"})
 
+-- trace -> {table name -> {least start, greatest start, greatest stop}}: the
+-- extents M.span combines, measured once (a trace's rows never change;
+-- every analysis of a run and diagnose's checks ask for them again).
+local extents = setmetatable({}, {__mode = "k"})
+
 --- window.set_span(trace, lo, hi [, origin]): the default span of trace (its
 -- tables hold filtered rows; lo, hi were measured over all of them) and the
 -- trace's start, where printed times count from (default lo).
@@ -42,17 +47,29 @@ M.event_tables = {"kernels", "memcpy", "memset", "nvtx", "api"}
 -- when they have no events.
 function M.span(trace, tables)
   if not tables and known[trace] then return known[trace][1], known[trace][2] end
+  local per = extents[trace]
+  if not per then
+    per = {}
+    extents[trace] = per
+  end
   local lo, hi
   for _, name in ipairs(tables or M.event_tables) do
-    local t = trace[name]
-    if #t > 0 then
-      t:load{"start", "stop"}
-      local a, a1 = nsl.extent(t.start)
-      local _, b = nsl.extent(t.stop)
-      if a and (not lo or a < lo) then lo = a end
-      if b and (not hi or b > hi) then hi = b end
-      if a1 and (not hi or a1 > hi) then hi = a1 end   -- marks without a stop
+    local x = per[name]
+    if not x then   -- the least start, greatest start and greatest stop of the table, once per trace
+      local t = trace[name]
+      x = {}
+      if #t > 0 then
+        t:load{"start", "stop"}
+        x[1], x[2] = nsl.extent(t.start)
+        local _, b = nsl.extent(t.stop)
+        x[3] = b
+      end
+      per[name] = x
     end
+    local a, a1, b = x[1], x[2], x[3]
+    if a and (not lo or a < lo) then lo = a end
+    if b and (not hi or b > hi) then hi = b end
+    if a1 and (not hi or a1 > hi) then hi = a1 end   -- marks without a stop
   end
   return lo, hi
 end
