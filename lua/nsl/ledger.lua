@@ -305,7 +305,8 @@ function M.build(trace, opts)
     local sp = spans[keys.report[k]]
     wg[k], wlo[k], whi[k], wstep[k] = k - 1, sp[1], sp[2], 0
   end
-  -- the run's windows and the steps' in one sweep (the rows sorted once); charged: of the run's
+  -- the run's windows and the steps' in one sweep (the rows sorted once); charged: of the run's.  Step
+  -- windows are per group too: none without a group
   local sw = opts.steps and M.step_windows(opts.steps, work, keys) or nil
   local run_totals, charged, step_totals
   if #wg > 0 then
@@ -315,9 +316,6 @@ function M.build(trace, opts)
     end
     run_totals, charged, step_totals = nsl.ledger_sweep(s, e, g, c, #M.lines, table.unpack(sets))
     run_totals, step_totals = run_totals:totable(), step_totals and step_totals:totable()
-  elseif sw and #sw.group > 0 then
-    step_totals = nsl.ledger_sweep(s, e, g, c, #M.lines, nsl.column(sw.group), nsl.column(sw.lo),
-                                   nsl.column(sw.hi)):totable()
   end
   local rows = {}
   local function add_rows(totals, gl, lo, hi, st)
