@@ -457,10 +457,13 @@ nsl_column *nsl_iv_count_open(const nsl_column *points, const nsl_column *const 
  * are skipped), the intervals between g's first start and last stop that
  * none of its rows covers, longer than min_len ns.  Outputs three new I64
  * columns of equal length: group, gap start, gap stop, sorted by group then
- * start. */
+ * start; and when gap_row is not NULL a fourth, the row that ends each gap:
+ * the lowest row of the group starting at the gap's stop (skipped rows
+ * too: the row a join on group and start finds). */
 nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                                int64_t ngroups, const nsl_column *mask, int64_t min_len, nsl_column **group,
-                               nsl_column **gap_start, nsl_column **gap_stop, nsl_error *err);
+                               nsl_column **gap_start, nsl_column **gap_stop, nsl_column **gap_row,
+                               nsl_error *err);
 
 /* ---- the ledger of lost time (src/core/ledger.c) --------------------- */
 

@@ -210,11 +210,12 @@ function M.windows(coll, work)
     return nsl.table(cols)
   end
   local members = nsl.concat_tables({part(wk), part(cur, prev_rows), part(cur)}, names)
-  local gid, gs, ge = nsl.gaps_grouped(members.start, members.stop, members.group, n)
+  local gid, gs, ge, ender = nsl.gaps_grouped(members.start, members.stop, members.group, n)
   local gaps = nsl.table{{"group", gid}, {"start", ge}, {"gs", gs}, {"dur", ge - gs}}
   if host then
-    -- the work that ends the gap (one of those starting then), and when it was launched
-    gaps = gaps:join(members, {"group", "start"}, {"launch", "corr", "report", "pid"})
+    -- the work that ends the gap (the first of those starting then), and when it was launched
+    gaps = gaps:with("launch", members.launch:gather(ender), "corr", members.corr:gather(ender),
+                     "report", members.report:gather(ender), "pid", members.pid:gather(ender))
     local early = positive(gaps.launch - gaps.gs)
     gaps = gaps:with("hp", gaps.dur - positive(gaps.dur - early))
   else

@@ -569,10 +569,12 @@ done:
 
 nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                                int64_t ngroups, const nsl_column *mask, int64_t min_len, nsl_column **group,
-                               nsl_column **gap_start, nsl_column **gap_stop, nsl_error *err) {
+                               nsl_column **gap_start, nsl_column **gap_stop, nsl_column **gap_row,
+                               nsl_error *err) {
   const char *what = "grouped gaps";
   if (!group || !gap_start || !gap_stop) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
   *group = *gap_start = *gap_stop = NULL;
+  if (gap_row) *gap_row = NULL;
   nsl_status rc = check_pair(what, "the intervals'", start, stop, err);
   if (rc != NSL_OK) return rc;
   int64_t n = start->len;
@@ -589,20 +591,23 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
   nsl_column *perm = nsl_argsort(keys, NULL, 2, err);
   if (!perm) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
   nsl_column *g = nsl_column_new(NSL_I64, 0, NULL), *gs = nsl_column_new(NSL_I64, 0, NULL),
-             *ge = nsl_column_new(NSL_I64, 0, NULL);
-  if (!g || !gs || !ge || nsl_column_reserve(g, n, NULL) != NSL_OK || nsl_column_reserve(gs, n, NULL) != NSL_OK ||
-      nsl_column_reserve(ge, n, NULL) != NSL_OK) {
+             *ge = nsl_column_new(NSL_I64, 0, NULL), *gr = gap_row ? nsl_column_new(NSL_I64, 0, NULL) : NULL;
+  if (!g || !gs || !ge || (gap_row && !gr) || nsl_column_reserve(g, n, NULL) != NSL_OK ||
+      nsl_column_reserve(gs, n, NULL) != NSL_OK || nsl_column_reserve(ge, n, NULL) != NSL_OK ||
+      (gr && nsl_column_reserve(gr, n, NULL) != NSL_OK)) {
     rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
     nsl_column_release(g);
     nsl_column_release(gs);
     nsl_column_release(ge);
+    nsl_column_release(gr);
     nsl_column_release(perm);
     return rc;
   }
   const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
+  const int64_t *pv = nsl_i64(perm);
   int64_t m = 0, cur = -1, ce = 0;
   for (int64_t q = 0; q < n; q++) {
-    int64_t i = nsl_i64(perm)[q], s, e;
+    int64_t i = pv[q], s, e;
     if (go[i] < 0 || (mk && !mk[i]) || !bounds(start, stop, i, &s, &e) || s >= e) continue;
     if (go[i] != cur) {
       cur = go[i];
@@ -612,7 +617,14 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
     if (s > ce && span(ce, s) > min_len) {
       nsl_i64(g)[m] = cur;
       nsl_i64(gs)[m] = ce;
-      nsl_i64(ge)[m++] = s;
+      nsl_i64(ge)[m] = s;
+      if (gr) {   /* the first row in (group, start) order with this start: the stable sort puts the lowest first */
+        int64_t f = q;
+        int isnull;
+        while (f > 0 && go[pv[f - 1]] == cur && nsl__int_at(start, pv[f - 1], &isnull) == s && !isnull) f--;
+        nsl_i64(gr)[m] = pv[f];
+      }
+      m++;
     }
     if (e > ce) ce = e;
   }
@@ -620,8 +632,10 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
   nsl_column_set_len(g, m);
   nsl_column_set_len(gs, m);
   nsl_column_set_len(ge, m);
+  if (gr) nsl_column_set_len(gr, m);
   *group = g;
   *gap_start = gs;
   *gap_stop = ge;
+  if (gap_row) *gap_row = gr;
   return NSL_OK;
 }

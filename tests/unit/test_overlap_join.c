@@ -279,11 +279,21 @@ static void test_count_open_random(void **state) {
 
 /* ---- grouped gaps ---------------------------------------------------------------- */
 
+/* The gaps, and the rows that end them (released here unless orow is given). */
+static void gaps_rows(const nsl_column *s, const nsl_column *e, const nsl_column *g, int64_t ng, const nsl_column *m,
+                      int64_t min_len, nsl_column **og, nsl_column **os, nsl_column **oe, nsl_column **orow) {
+  nsl_error err = {0};
+  nsl_column *r = NULL;
+  if (nsl_iv_gaps_grouped(s, e, g, ng, m, min_len, og, os, oe, &r, &err) != NSL_OK)
+    fail_msg("grouped gaps failed: %s", err.msg);
+  assert_int_equal(r->len, (*og)->len);
+  if (orow) *orow = r;
+  else nsl_column_release(r);
+}
+
 static void gaps(const nsl_column *s, const nsl_column *e, const nsl_column *g, int64_t ng, const nsl_column *m,
                  int64_t min_len, nsl_column **og, nsl_column **os, nsl_column **oe) {
-  nsl_error err = {0};
-  if (nsl_iv_gaps_grouped(s, e, g, ng, m, min_len, og, os, oe, &err) != NSL_OK)
-    fail_msg("grouped gaps failed: %s", err.msg);
+  gaps_rows(s, e, g, ng, m, min_len, og, os, oe, NULL);
 }
 
 static void release3(nsl_column *a, nsl_column *b, nsl_column *c) {
@@ -301,11 +311,14 @@ static void test_gaps_hand(void **state) {
   nsl_column *s = FX_I64(0, 50, 5, 25, 30, 100, 0, NSL_NULL_I64, 7, 3, 1);
   nsl_column *e = FX_I64(10, 60, 20, 30, 40, 110, 5, 9, 7, 4, 200);
   nsl_column *g = FX_I64(0, 1, 0, 0, 0, 0, 1, 1, 1, 2, -1);
-  gaps(s, e, g, 3, NULL, 0, &og, &os, &oe);
+  nsl_column *orow;
+  gaps_rows(s, e, g, 3, NULL, 0, &og, &os, &oe, &orow);
   FX_EXPECT_I64(og, 0, 0, 1);
   FX_EXPECT_I64(os, 20, 40, 5);
   FX_EXPECT_I64(oe, 25, 100, 50);
+  FX_EXPECT_I64(orow, 3, 5, 1);   /* the rows starting at each gap's stop */
   release3(og, os, oe);
+  nsl_column_release(orow);
   /* longer than 5: [20,25) is exactly 5, so it goes */
   gaps(s, e, g, 3, NULL, 5, &og, &os, &oe);
   FX_EXPECT_I64(os, 40, 5);
@@ -316,17 +329,27 @@ static void test_gaps_hand(void **state) {
   FX_EXPECT_I64(os, 20, 30, 5);
   FX_EXPECT_I64(oe, 25, 100, 50);
   release3(og, os, oe);
+  /* the row ending a gap is the lowest starting there, an empty one too (as a join on group and start finds);
+   * another group's row at that start is not */
+  nsl_column *ts = FX_I64(9, 0, 9, 9, 9), *te = FX_I64(12, 5, 9, 15, 10), *tg = FX_I64(1, 0, 0, 0, 0);
+  gaps_rows(ts, te, tg, 2, NULL, 0, &og, &os, &oe, &orow);
+  FX_EXPECT_I64(os, 5);
+  FX_EXPECT_I64(oe, 9);
+  FX_EXPECT_I64(orow, 2);
+  release3(og, os, oe);
+  release3(ts, te, tg);
+  nsl_column_release(orow);
   /* bad input */
   nsl_error err = {0};
-  assert_int_equal(nsl_iv_gaps_grouped(s, e, g, 2, NULL, 0, &og, &os, &oe, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_iv_gaps_grouped(s, e, g, 2, NULL, 0, &og, &os, &oe, NULL, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "group 2 of 2"));
   nsl_column *g32 = FX_I32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-  assert_int_equal(nsl_iv_gaps_grouped(s, e, g32, 1, NULL, 0, &og, &os, &oe, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_iv_gaps_grouped(s, e, g, 3, g, 0, &og, &os, &oe, &err), NSL_ERR_ARG);
-  assert_int_equal(nsl_iv_gaps_grouped(s, g32, g, 3, NULL, 0, &og, &os, &oe, &err), NSL_OK);
+  assert_int_equal(nsl_iv_gaps_grouped(s, e, g32, 1, NULL, 0, &og, &os, &oe, NULL, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_iv_gaps_grouped(s, e, g, 3, g, 0, &og, &os, &oe, NULL, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_iv_gaps_grouped(s, g32, g, 3, NULL, 0, &og, &os, &oe, NULL, &err), NSL_OK);
   release3(og, os, oe);
   nsl_column *f = FX_F64(1);
-  assert_int_equal(nsl_iv_gaps_grouped(f, f, g, 3, NULL, 0, &og, &os, &oe, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_iv_gaps_grouped(f, f, g, 3, NULL, 0, &og, &os, &oe, NULL, &err), NSL_ERR_ARG);
   nsl_column *cols[] = {s, e, g, m, g32, f};
   for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
 }
@@ -340,8 +363,17 @@ static void test_gaps_random(void **state) {
     random_intervals(n, &s, &e, &k, 0);
     nsl_column *g = nsl_column_new(NSL_I64, n, NULL);
     for (int64_t i = 0; i < n; i++) nsl_i64(g)[i] = fx_range(-1, ng - 1);
-    nsl_column *og, *os, *oe;
-    gaps(s, e, g, ng, NULL, min_len, &og, &os, &oe);
+    nsl_column *og, *os, *oe, *orow;
+    gaps_rows(s, e, g, ng, NULL, min_len, &og, &os, &oe, &orow);
+    for (int64_t q = 0; q < og->len; q++) {   /* the row ending each gap: the lowest of its group starting there */
+      int64_t want = -1;
+      for (int64_t i = 0; i < n && want < 0; i++)
+        if (nsl_i64(g)[i] == nsl_i64(og)[q] && nsl_i64(s)[i] == nsl_i64(oe)[q]) want = i;
+      if (nsl_i64(orow)[q] != want)
+        fail_msg("round %d: gap %lld ends at row %lld, want %lld", round, (long long)q, (long long)nsl_i64(orow)[q],
+                 (long long)want);
+    }
+    nsl_column_release(orow);
     int64_t at = 0;
     for (int64_t grp = 0; grp < ng; grp++) {
       uint8_t busy[3 * SPAN] = {0};
