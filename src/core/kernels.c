@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/nsl_internal.h"
 #include "core/parallel.h"
 
 static int valid_col(const nsl_column *c) { return c && (unsigned)c->type <= NSL_BOOL; }
@@ -52,7 +53,7 @@ static nsl_column *nomem(nsl_error *err) {
 
 nsl_column *nsl_column_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t v, nsl_error *err) {
   if (!valid_col(c) || !valid_cmp(op)) return arg_error(err, "compare: missing column or unknown operator");
-  nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
+  nsl_column *m = nsl__column_new_uninit(NSL_BOOL, c->len, NULL);   /* every row is written below */
   if (!m) return nomem(err);
   uint8_t *o = nsl_bool(m), ne = op == NSL_NE;
   int64_t n = c->len;
@@ -92,7 +93,7 @@ nsl_column *nsl_column_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t v, nsl_e
 
 nsl_column *nsl_column_cmp_f64(const nsl_column *c, nsl_cmp op, double v, nsl_error *err) {
   if (!valid_col(c) || !valid_cmp(op)) return arg_error(err, "compare: missing column or unknown operator");
-  nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
+  nsl_column *m = nsl__column_new_uninit(NSL_BOOL, c->len, NULL);   /* every row is written below */
   if (!m) return nomem(err);
   uint8_t *o = nsl_bool(m), ne = op == NSL_NE;
   int64_t n = c->len;
@@ -137,7 +138,7 @@ nsl_column *nsl_column_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column
                   nsl_type_name(a->type), nsl_type_name(b->type));
     return NULL;
   }
-  nsl_column *m = nsl_column_new(NSL_BOOL, a->len, NULL);
+  nsl_column *m = nsl__column_new_uninit(NSL_BOOL, a->len, NULL);   /* every row is written below */
   if (!m) {
     nsl_error_set(err, NSL_ERR_NOMEM, "compare: out of memory for %lld rows", (long long)a->len);
     return NULL;
@@ -171,6 +172,10 @@ nsl_column *nsl_column_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column
     const int64_t *x = nsl_i64(a), *y = nsl_i64(b);
     for (int64_t i = 0; i < n; i++)
       o[i] = x[i] == NSL_NULL_I64 || y[i] == NSL_NULL_I64 ? ne : HIT(op, CMP3(x[i], y[i]));
+  } else if (a->type == NSL_I32 && b->type == NSL_I32) {   /* (ids, thread ids: without a type test per row) */
+    const int32_t *x = nsl_i32(a), *y = nsl_i32(b);
+    for (int64_t i = 0; i < n; i++)
+      o[i] = x[i] == NSL_NULL_I32 || y[i] == NSL_NULL_I32 ? ne : HIT(op, CMP3(x[i], y[i]));
   } else {
     for (int64_t i = 0; i < n; i++) {
       int na, nb;
@@ -199,7 +204,8 @@ nsl_column *nsl_column_isin(const nsl_column *c, const int64_t *ids, int64_t n, 
       for (int64_t j = 0; j < n; j++)
         if (ids[j] != NSL_NULL_I64) in[ids[j]] = 1;
       const int32_t *v = nsl_i32(c);   /* NULLs are negative */
-      for (int64_t i = 0; i < c->len; i++) o[i] = v[i] >= 0 && v[i] <= hi && in[v[i]];
+      const int64_t len = c->len;      /* (a local: a store through o may alias c) */
+      for (int64_t i = 0; i < len; i++) o[i] = v[i] >= 0 && v[i] <= hi && in[v[i]];
       free(in);
       return m;
     }
@@ -241,23 +247,34 @@ nsl_column *nsl_column_isin(const nsl_column *c, const int64_t *ids, int64_t n, 
 
 nsl_column *nsl_column_nulls(const nsl_column *c, nsl_error *err) {
   if (!valid_col(c)) return arg_error(err, "isnull: missing column");
-  nsl_column *m = nsl_column_new(NSL_BOOL, c->len, NULL);
+  nsl_column *m = nsl__column_new_uninit(NSL_BOOL, c->len, NULL);   /* every row is written below */
   if (!m) return nomem(err);
-  uint8_t *o = nsl_bool(m);
+  /* (the pointers and the length in locals: a store through o may alias c, which would reload them per row and
+   * keep the loops from vectorising) */
+  uint8_t *restrict o = nsl_bool(m);
+  const int64_t n = c->len;
   switch (c->type) {
-  case NSL_I64:
-    for (int64_t i = 0; i < c->len; i++) o[i] = nsl_i64(c)[i] == NSL_NULL_I64;
+  case NSL_I64: {
+    const int64_t *restrict x = nsl_i64(c);
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I64;
     break;
-  case NSL_I32:
-    for (int64_t i = 0; i < c->len; i++) o[i] = nsl_i32(c)[i] == NSL_NULL_I32;
+  }
+  case NSL_I32: {
+    const int32_t *restrict x = nsl_i32(c);
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I32;
     break;
-  case NSL_STR:
-    for (int64_t i = 0; i < c->len; i++) o[i] = nsl_i32(c)[i] < 0;
+  }
+  case NSL_STR: {
+    const int32_t *restrict x = nsl_i32(c);
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] < 0;
     break;
-  case NSL_F64:
-    for (int64_t i = 0; i < c->len; i++) o[i] = isnan(nsl_f64(c)[i]);
+  }
+  case NSL_F64: {
+    const double *restrict x = nsl_f64(c);
+    for (int64_t i = 0; i < n; i++) o[i] = isnan(x[i]);
     break;
-  case NSL_BOOL: break;
+  }
+  case NSL_BOOL: memset(o, 0, (size_t)n); break;
   }
   return m;
 }
@@ -275,17 +292,18 @@ static nsl_column *mask_binop(const nsl_column *a, const nsl_column *b, int is_a
                   (long long)b->len);
     return NULL;
   }
-  nsl_column *m = nsl_column_new(NSL_BOOL, a->len, NULL);
+  nsl_column *m = nsl__column_new_uninit(NSL_BOOL, a->len, NULL);   /* every row is written below */
   if (!m) {
     nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory", what);
     return NULL;
   }
-  const uint8_t *x = nsl_bool(a), *y = nsl_bool(b);
-  uint8_t *o = nsl_bool(m);
+  const uint8_t *restrict x = nsl_bool(a), *restrict y = nsl_bool(b);
+  uint8_t *restrict o = nsl_bool(m);
+  const int64_t n = a->len;   /* (a local: see nsl_column_nulls) */
   if (is_and)
-    for (int64_t i = 0; i < a->len; i++) o[i] = (x[i] != 0) & (y[i] != 0);
+    for (int64_t i = 0; i < n; i++) o[i] = (x[i] != 0) & (y[i] != 0);
   else
-    for (int64_t i = 0; i < a->len; i++) o[i] = (x[i] != 0) | (y[i] != 0);
+    for (int64_t i = 0; i < n; i++) o[i] = (x[i] != 0) | (y[i] != 0);
   return m;
 }
 
@@ -299,9 +317,12 @@ nsl_column *nsl_mask_or(const nsl_column *a, const nsl_column *b, nsl_error *err
 
 nsl_column *nsl_mask_not(const nsl_column *a, nsl_error *err) {
   if (!a || a->type != NSL_BOOL) return arg_error(err, "mask not: the operand must be a bool mask");
-  nsl_column *m = nsl_column_new(NSL_BOOL, a->len, NULL);
+  nsl_column *m = nsl__column_new_uninit(NSL_BOOL, a->len, NULL);   /* every row is written below */
   if (!m) return nomem(err);
-  for (int64_t i = 0; i < a->len; i++) nsl_bool(m)[i] = nsl_bool(a)[i] == 0;
+  const uint8_t *restrict x = nsl_bool(a);
+  uint8_t *restrict o = nsl_bool(m);
+  const int64_t n = a->len;   /* (locals: see nsl_column_nulls) */
+  for (int64_t i = 0; i < n; i++) o[i] = x[i] == 0;
   return m;
 }
 
@@ -317,11 +338,12 @@ int64_t nsl_mask_count(const nsl_column *mask) {
 nsl_column *nsl_mask_indices(const nsl_column *mask, nsl_error *err) {
   int64_t k = nsl_mask_count(mask);
   if (k < 0) return arg_error(err, "mask indices: the operand must be a bool mask");
-  nsl_column *r = nsl_column_new(NSL_I64, k, NULL);
+  nsl_column *r = nsl__column_new_uninit(NSL_I64, k, NULL);   /* every row is written below */
   if (!r) return nomem(err);
   const uint8_t *x = nsl_bool(mask);
   int64_t *o = nsl_i64(r), j = 0;
-  for (int64_t i = 0; i < mask->len; i++)
+  const int64_t n = mask->len;   /* (a local: a store through o may alias it) */
+  for (int64_t i = 0; i < n; i++)
     if (x[i]) o[j++] = i;
   return r;
 }
@@ -445,7 +467,7 @@ nsl_column *nsl_column_arith(const nsl_column *a, nsl_arith op, const nsl_column
   }
   int fp = a->type == NSL_F64 || b->type == NSL_F64;
   int64_t n = a->len;
-  nsl_column *r = nsl_column_new(fp ? NSL_F64 : NSL_I64, n, NULL);
+  nsl_column *r = nsl__column_new_uninit(fp ? NSL_F64 : NSL_I64, n, NULL);   /* every row is written below */
   if (!r) {
     nsl_error_set(err, NSL_ERR_NOMEM, "arithmetic: out of memory for %lld rows", (long long)n);
     return NULL;
@@ -457,8 +479,17 @@ nsl_column *nsl_column_arith(const nsl_column *a, nsl_arith op, const nsl_column
   } else if (a->type == NSL_I64 && b->type == NSL_I64) {
     const int64_t *x = nsl_i64(a), *y = nsl_i64(b);
     int64_t *o = nsl_i64(r);
-    for (int64_t i = 0; i < n; i++)
-      o[i] = x[i] == NSL_NULL_I64 || y[i] == NSL_NULL_I64 ? NSL_NULL_I64 : arith_i64(x[i], op, y[i]);
+    /* one loop per operator (the switch of arith_i64 out of the row loop) */
+#define ARITH_LOOP(OP)                                                                                          \
+  for (int64_t i = 0; i < n; i++)                                                                               \
+    o[i] = x[i] == NSL_NULL_I64 || y[i] == NSL_NULL_I64 ? NSL_NULL_I64 : arith_i64(x[i], OP, y[i]);
+    switch (op) {
+    case NSL_ADD: ARITH_LOOP(NSL_ADD) break;
+    case NSL_SUB: ARITH_LOOP(NSL_SUB) break;
+    case NSL_MUL: ARITH_LOOP(NSL_MUL) break;
+    case NSL_DIV: ARITH_LOOP(NSL_DIV) break;
+    }
+#undef ARITH_LOOP
   } else {
     int64_t *o = nsl_i64(r);
     for (int64_t i = 0; i < n; i++) {
@@ -476,9 +507,22 @@ nsl_column *nsl_column_arith_scalar(const nsl_column *a, nsl_arith op, double v,
   int64_t n = a->len;
   int int_scalar = v >= -9223372036854775807.0 && v < 9223372036854775808.0 && v == trunc(v);
   if (a->type != NSL_F64 && int_scalar) {
-    nsl_column *r = nsl_column_new(NSL_I64, n, NULL);
+    nsl_column *r = nsl__column_new_uninit(NSL_I64, n, NULL);   /* every row is written below */
     if (!r) return nomem(err);
     int64_t y = (int64_t)v, *o = nsl_i64(r);
+    if (a->type == NSL_I64) {   /* one loop per operator, without a type test per row */
+      const int64_t *x = nsl_i64(a);
+#define ARITH_LOOP(OP) \
+  for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I64 ? NSL_NULL_I64 : arith_i64(x[i], OP, y);
+      switch (op) {
+      case NSL_ADD: ARITH_LOOP(NSL_ADD) break;
+      case NSL_SUB: ARITH_LOOP(NSL_SUB) break;
+      case NSL_MUL: ARITH_LOOP(NSL_MUL) break;
+      case NSL_DIV: ARITH_LOOP(NSL_DIV) break;
+      }
+#undef ARITH_LOOP
+      return r;
+    }
     for (int64_t i = 0; i < n; i++) {
       int null;
       int64_t x = int_at(a, i, &null);
@@ -486,7 +530,7 @@ nsl_column *nsl_column_arith_scalar(const nsl_column *a, nsl_arith op, double v,
     }
     return r;
   }
-  nsl_column *r = nsl_column_new(NSL_F64, n, NULL);
+  nsl_column *r = nsl__column_new_uninit(NSL_F64, n, NULL);   /* every row is written below */
   if (!r) return nomem(err);
   double *o = nsl_f64(r);
   for (int64_t i = 0; i < n; i++) o[i] = arith_f64(nsl__f64_at(a, i), op, v);
@@ -509,10 +553,21 @@ nsl_column *nsl_column_cast(const nsl_column *c, nsl_type to, nsl_error *err) {
     return NULL;
   }
   int64_t n = c->len;
-  nsl_column *r = nsl_column_new(to, n, c->dict);
+  nsl_column *r = nsl__column_new_uninit(to, n, c->dict);   /* every row is written below */
   if (!r) return nomem(err);
   if (to == c->type) {
     memcpy(r->data, c->data, (size_t)n * nsl_type_size(to));
+    return r;
+  }
+  if (to == NSL_I64 && (c->type == NSL_I32 || c->type == NSL_BOOL)) {   /* the common widenings, without a test per row */
+    int64_t *restrict o = nsl_i64(r);
+    if (c->type == NSL_I32) {
+      const int32_t *restrict x = nsl_i32(c);
+      for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I32 ? NSL_NULL_I64 : x[i];
+    } else {
+      const uint8_t *restrict x = nsl_bool(c);
+      for (int64_t i = 0; i < n; i++) o[i] = x[i];
+    }
     return r;
   }
   for (int64_t i = 0; i < n; i++) {
@@ -549,7 +604,10 @@ nsl_column *nsl_column_cast(const nsl_column *c, nsl_type to, nsl_error *err) {
 
 /* ---- reductions ------------------------------------------------------------ */
 
-void nsl_column_stats(const nsl_column *c, nsl_stats *out) {
+void nsl_column_stats(const nsl_column *c, nsl_stats *out) { nsl__column_stats(c, out, 1); }
+
+/* See nsl_internal.h. */
+void nsl__column_stats(const nsl_column *c, nsl_stats *out, int with_std) {
   if (!out) return;
   *out = (nsl_stats){0, 0, NAN, NAN, NAN, 0, 0, NSL_NULL_I64, NSL_NULL_I64};
   if (!valid_col(c) || c->len == 0) return;
@@ -581,15 +639,26 @@ void nsl_column_stats(const nsl_column *c, nsl_stats *out) {
   } else {
     __extension__ __int128 s = 0;
     int64_t mn = INT64_MAX, mx = INT64_MIN;
-    for (int64_t i = 0; i < n; i++) {
-      int null;
-      int64_t v = int_at(c, i, &null);
-      if (null) continue;
-      count++;
-      s += v;
-      if (v < mn) mn = v;
-      if (v > mx) mx = v;
-    }
+    if (c->type == NSL_I64) {   /* without a type test per row */
+      const int64_t *x = nsl_i64(c);
+      for (int64_t i = 0; i < n; i++) {
+        int64_t v = x[i];
+        if (v == NSL_NULL_I64) continue;
+        count++;
+        s += v;
+        if (v < mn) mn = v;
+        if (v > mx) mx = v;
+      }
+    } else
+      for (int64_t i = 0; i < n; i++) {
+        int null;
+        int64_t v = int_at(c, i, &null);
+        if (null) continue;
+        count++;
+        s += v;
+        if (v < mn) mn = v;
+        if (v > mx) mx = v;
+      }
     if (!count) return;
     out->isum = (int64_t)(uint64_t)s;   /* modulo 2^64 past the int64 range */
     out->sum = (double)s;
@@ -601,7 +670,7 @@ void nsl_column_stats(const nsl_column *c, nsl_stats *out) {
   }
   out->count = count;
   out->mean = mean;
-  if (count > 1) {   /* second pass: sum of squared deviations */
+  if (count > 1 && with_std) {   /* second pass: sum of squared deviations */
     long double ss = 0;
     for (int64_t i = 0; i < n; i++) {
       if (nsl__is_null(c, i)) continue;

@@ -117,6 +117,9 @@ nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *con
  * ng * max_lag rows, row g * max_lag + lag - 1. */
 nsl_status nsl__lag_periods(const nsl_column *gid, const nsl_column *v, int64_t ng, int max_lag, nsl_column **out,
                             nsl_error *err);
+/* nsl_column_stats, with the standard deviation (a second pass over the
+ * values) only when with_std; without it out->std stays 0. */
+void nsl__column_stats(const nsl_column *c, nsl_stats *out, int with_std);
 /* The mean of count integers of exact sum `sum` (NaN for none), as every
  * group mean of integers is computed. */
 __extension__ double nsl__mean_i128(int64_t count, __int128 sum);

@@ -460,10 +460,11 @@ static void push_number(lua_State *L, double v) {
 }
 
 /* Pushes the stats table of column c; the median (a selection over a copy
- * of the column) only when with_median. */
-static int push_stats(lua_State *L, nsl_column *c, int with_median) {
+ * of the column) only when with_median, the std (a second pass) only when
+ * with_std (else it is 0). */
+static int push_stats(lua_State *L, nsl_column *c, int with_median, int with_std) {
   nsl_stats s;
-  nsl_column_stats(c, &s);
+  nsl__column_stats(c, &s, with_std);
   lua_createtable(L, 0, 8);
   lua_pushinteger(L, s.count);
   lua_setfield(L, -2, "count");
@@ -494,10 +495,11 @@ static int push_stats(lua_State *L, nsl_column *c, int with_median) {
   return 1;
 }
 
-static int col_stats(lua_State *L) { return push_stats(L, nsl__checkcolumn(L, 1), 1); }
+static int col_stats(lua_State *L) { return push_stats(L, nsl__checkcolumn(L, 1), 1, 1); }
 
 static int stat_field(lua_State *L, const char *field) {
-  push_stats(L, nsl__checkcolumn(L, 1), 0);   /* sum, count, min, max, mean, std: no median needed */
+  /* sum, count, min, max, mean, std: no median needed, and the second pass for std only for std */
+  push_stats(L, nsl__checkcolumn(L, 1), 0, strcmp(field, "std") == 0);
   lua_getfield(L, -1, field);
   return 1;
 }
@@ -743,11 +745,13 @@ static int l_rep(lua_State *L) {
   luaL_argcheck(L, n >= 0, 2, "negative length");
   nsl_column *c;
   if (lua_isinteger(L, 1)) {
+    lua_Integer v = lua_tointeger(L, 1);
     c = nsl_column_new(NSL_I64, n, NULL);
-    if (c) for (lua_Integer i = 0; i < n; i++) nsl_i64(c)[i] = lua_tointeger(L, 1);
+    if (c) for (lua_Integer i = 0; i < n; i++) nsl_i64(c)[i] = v;
   } else if (lua_type(L, 1) == LUA_TNUMBER) {
+    lua_Number v = lua_tonumber(L, 1);
     c = nsl_column_new(NSL_F64, n, NULL);
-    if (c) for (lua_Integer i = 0; i < n; i++) nsl_f64(c)[i] = lua_tonumber(L, 1);
+    if (c) for (lua_Integer i = 0; i < n; i++) nsl_f64(c)[i] = v;
   } else {
     size_t len;
     const char *str = luaL_checklstring(L, 1, &len);
