@@ -765,6 +765,125 @@ static void test_errors_named(void **state) {
   nsl_column_release(m);
 }
 
+/* ---- the specialised loops against a row-by-row definition --------------------- */
+
+/* A random column of type t with NULLs (a third of the rows) and values near the int64 limits at times. */
+static nsl_column *random_col(nsl_type t, int64_t n) {
+  nsl_column *c = nsl_column_new(t, n, NULL);
+  for (int64_t i = 0; i < n; i++) {
+    int null = fx_range(0, 2) == 0;
+    int64_t v = fx_range(0, 9) == 0 ? (fx_range(0, 1) ? INT64_MAX - fx_range(0, 3) : INT64_MIN + 1 + fx_range(0, 3))
+                                     : fx_range(-6, 6);
+    switch (t) {
+    case NSL_I64: nsl_i64(c)[i] = null ? NSL_NULL_I64 : v; break;
+    case NSL_I32: nsl_i32(c)[i] = null ? NSL_NULL_I32 : (int32_t)fx_range(-6, 6); break;
+    case NSL_BOOL: nsl_bool(c)[i] = (uint8_t)fx_range(0, 1); break;
+    default: break;
+    }
+  }
+  return c;
+}
+
+/* Value i of an integer column as the kernels read it (null: NULL). */
+static int64_t ref_at(const nsl_column *c, int64_t i, int *null) {
+  switch (c->type) {
+  case NSL_I64: *null = nsl_i64(c)[i] == NSL_NULL_I64; return nsl_i64(c)[i];
+  case NSL_I32: *null = nsl_i32(c)[i] == NSL_NULL_I32; return nsl_i32(c)[i];
+  case NSL_BOOL: *null = 0; return nsl_bool(c)[i];
+  default: *null = 1; return 0;
+  }
+}
+
+static int64_t ref_arith(int64_t x, nsl_arith op, int64_t y) {
+  int64_t r;
+  switch (op) {
+  case NSL_ADD: return __builtin_add_overflow(x, y, &r) ? NSL_NULL_I64 : r;
+  case NSL_SUB: return __builtin_sub_overflow(x, y, &r) ? NSL_NULL_I64 : r;
+  case NSL_MUL: return __builtin_mul_overflow(x, y, &r) ? NSL_NULL_I64 : r;
+  case NSL_DIV: return y == 0 || (y == -1 && x == INT64_MIN) ? NSL_NULL_I64 : x / y;
+  }
+  return NSL_NULL_I64;
+}
+
+static void test_loops_random(void **state) {
+  (void)state;
+  const nsl_type types[] = {NSL_I64, NSL_I32, NSL_BOOL};
+  for (int round = 0; round < 60; round++) {
+    fx_seed(777 + (uint64_t)round);
+    int64_t n = fx_range(0, 90);
+    for (int ta = 0; ta < 3; ta++)
+      for (int tb = 0; tb < 3; tb++) {
+        nsl_column *a = random_col(types[ta], n), *b = random_col(types[tb], n);
+        for (nsl_cmp op = NSL_EQ; op <= NSL_GE; op++) {   /* compare: NULL rows are false (true for NE) */
+          nsl_column *m = nsl_column_cmp_col(a, op, b, NULL);
+          for (int64_t i = 0; i < n; i++) {
+            int na, nb;
+            int64_t x = ref_at(a, i, &na), y = ref_at(b, i, &nb);
+            int want = na || nb ? op == NSL_NE
+                                : (op == NSL_EQ ? x == y : op == NSL_NE ? x != y : op == NSL_LT ? x < y
+                                   : op == NSL_LE ? x <= y : op == NSL_GT ? x > y : x >= y);
+            if (nsl_bool(m)[i] != want) fail_msg("round %d compare %d types %d/%d row %lld", round, op, ta, tb, (long long)i);
+          }
+          nsl_column_release(m);
+        }
+        for (nsl_arith op = NSL_ADD; op <= NSL_DIV; op++) {   /* arithmetic: NULL on NULL, overflow, division by 0 */
+          nsl_column *r = nsl_column_arith(a, op, b, NULL), *rs = nsl_column_arith_scalar(a, op, -1, NULL);
+          for (int64_t i = 0; i < n; i++) {
+            int na, nb;
+            int64_t x = ref_at(a, i, &na), y = ref_at(b, i, &nb);
+            if (nsl_i64(r)[i] != (na || nb ? NSL_NULL_I64 : ref_arith(x, op, y)))
+              fail_msg("round %d arith %d types %d/%d row %lld", round, op, ta, tb, (long long)i);
+            if (nsl_i64(rs)[i] != (na ? NSL_NULL_I64 : ref_arith(x, op, -1)))
+              fail_msg("round %d arith scalar %d type %d row %lld", round, op, ta, (long long)i);
+          }
+          nsl_column_release(r);
+          nsl_column_release(rs);
+        }
+        nsl_column_release(b);
+        /* isnull, casts to i64, min / max / sum */
+        nsl_column *nl = nsl_column_nulls(a, NULL), *c64 = nsl_column_cast(a, NSL_I64, NULL);
+        nsl_stats st;
+        nsl_column_stats(a, &st);
+        int64_t cnt = 0, mn = INT64_MAX, mx = INT64_MIN;
+        __extension__ __int128 sum = 0;
+        for (int64_t i = 0; i < n; i++) {
+          int na;
+          int64_t x = ref_at(a, i, &na);
+          if (nsl_bool(nl)[i] != na) fail_msg("round %d isnull type %d row %lld", round, ta, (long long)i);
+          if (nsl_i64(c64)[i] != (na ? NSL_NULL_I64 : x)) fail_msg("round %d cast type %d row %lld", round, ta, (long long)i);
+          if (na) continue;
+          cnt++;
+          sum += x;
+          mn = x < mn ? x : mn;
+          mx = x > mx ? x : mx;
+        }
+        assert_int_equal(st.count, cnt);
+        if (cnt) {
+          assert_int_equal(st.isum, (int64_t)(uint64_t)sum);
+          assert_int_equal(st.imin, mn);
+          assert_int_equal(st.imax, mx);
+        }
+        nsl_column_release(nl);
+        nsl_column_release(c64);
+        if (a->type == NSL_BOOL) {   /* mask algebra */
+          nsl_column *o = random_col(NSL_BOOL, n), *an = nsl_mask_and(a, o, NULL), *orr = nsl_mask_or(a, o, NULL),
+                     *nt = nsl_mask_not(a, NULL), *ix = nsl_mask_indices(a, NULL);
+          int64_t k = 0;
+          for (int64_t i = 0; i < n; i++) {
+            int x = nsl_bool(a)[i] != 0, y = nsl_bool(o)[i] != 0;
+            if (nsl_bool(an)[i] != (x & y) || nsl_bool(orr)[i] != (x | y) || nsl_bool(nt)[i] != !x)
+              fail_msg("round %d masks row %lld", round, (long long)i);
+            if (x && (k >= ix->len || nsl_i64(ix)[k++] != i)) fail_msg("round %d indices row %lld", round, (long long)i);
+          }
+          assert_int_equal(k, ix->len);
+          nsl_column *cols[] = {o, an, orr, nt, ix};
+          for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+        }
+        nsl_column_release(a);
+      }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_errors_named),
@@ -777,6 +896,7 @@ int main(void) {
       cmocka_unit_test(test_gather_large),
       cmocka_unit_test(test_arith),
       cmocka_unit_test(test_cast),
+      cmocka_unit_test(test_loops_random),
       cmocka_unit_test(test_stats),
       cmocka_unit_test(test_quantile_hand),
       cmocka_unit_test(test_quantile_random_reference),
