@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/big_alloc.h"
+#include "core/nsl_internal.h"
 #include "nsl/nsl.h"
 
 #define NSL__SIGN 0x8000000000000000ull
@@ -168,11 +169,6 @@ nsl_status nsl__grouping_ids(nsl__grouping *gr, int64_t off, int64_t m, int64_t 
 int64_t nsl__grouping_count(const nsl__grouping *gr);
 const int64_t *nsl__grouping_first_rows(const nsl__grouping *gr);
 void nsl__grouping_free(nsl__grouping *gr);
-
-/* nsl_column_new without the zero fill, for a kernel that writes every
- * element (a reused large block is not cleared first); NULL on out of
- * memory. */
-nsl_column *nsl__column_new_uninit(nsl_type type, int64_t len, nsl_dict *dict);
 
 /* Checks that cols[0..n) are non-NULL columns of equal length; fills err. */
 nsl_status nsl__check_keys(const nsl_column *const *cols, int n, const char *what, nsl_error *err);

@@ -117,6 +117,10 @@ nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *con
  * ng * max_lag rows, row g * max_lag + lag - 1. */
 nsl_status nsl__lag_periods(const nsl_column *gid, const nsl_column *v, int64_t ng, int max_lag, nsl_column **out,
                             nsl_error *err);
+/* nsl_column_new without the zero fill, for a kernel that writes every
+ * element (a reused large block is not cleared first, a fresh one is
+ * written once, not cleared and then written); NULL on out of memory. */
+nsl_column *nsl__column_new_uninit(nsl_type type, int64_t len, nsl_dict *dict);
 /* nsl_column_stats, with the standard deviation (a second pass over the
  * values) only when with_std; without it out->std stays 0. */
 void nsl__column_stats(const nsl_column *c, nsl_stats *out, int with_std);

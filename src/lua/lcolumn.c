@@ -614,7 +614,7 @@ static int l_column(lua_State *L) {
 static int l_range(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 1);
   luaL_argcheck(L, n >= 0, 1, "negative length");
-  nsl_column *c = nsl_column_new(NSL_I64, n, NULL);
+  nsl_column *c = nsl__column_new_uninit(NSL_I64, n, NULL);   /* every row is written below */
   if (!c) return luaL_error(L, "out of memory");
   for (lua_Integer i = 0; i < n; i++) nsl_i64(c)[i] = i;
   nsl__pushcolumn(L, c);
@@ -727,7 +727,7 @@ static int l_concat(lua_State *L) {
     if (c->type == NSL_STR && c->dict != first->dict) return luaL_error(L, "concat: string columns of different dictionaries");
     total += c->len;
   }
-  nsl_column *r = nsl_column_new(first->type, total, first->dict);
+  nsl_column *r = nsl__column_new_uninit(first->type, total, first->dict);   /* every row is copied below */
   if (!r) return luaL_error(L, "out of memory");
   size_t es = nsl_type_size(first->type), off = 0;
   for (int k = 1; k <= n; k++) {
@@ -746,11 +746,11 @@ static int l_rep(lua_State *L) {
   nsl_column *c;
   if (lua_isinteger(L, 1)) {
     lua_Integer v = lua_tointeger(L, 1);
-    c = nsl_column_new(NSL_I64, n, NULL);
+    c = nsl__column_new_uninit(NSL_I64, n, NULL);
     if (c) for (lua_Integer i = 0; i < n; i++) nsl_i64(c)[i] = v;
   } else if (lua_type(L, 1) == LUA_TNUMBER) {
     lua_Number v = lua_tonumber(L, 1);
-    c = nsl_column_new(NSL_F64, n, NULL);
+    c = nsl__column_new_uninit(NSL_F64, n, NULL);
     if (c) for (lua_Integer i = 0; i < n; i++) nsl_f64(c)[i] = v;
   } else {
     size_t len;
@@ -759,7 +759,7 @@ static int l_rep(lua_State *L) {
     int32_t id;
     nsl_error err;
     if (nsl_dict_intern(d, str, len, &id, &err) != NSL_OK) return nsl__lua_error(L, &err);
-    c = nsl_column_new(NSL_STR, n, d);
+    c = nsl__column_new_uninit(NSL_STR, n, d);
     if (c) for (lua_Integer i = 0; i < n; i++) nsl_i32(c)[i] = id;
   }
   nsl__pushcolumn(L, c);
