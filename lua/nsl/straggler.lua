@@ -210,14 +210,13 @@ function M.windows(coll, work)
     return nsl.table(cols)
   end
   local members = nsl.concat_tables({part(wk), part(cur, prev_rows), part(cur)}, names)
-  local gid, gs, ge, ender = nsl.gaps_grouped(members.start, members.stop, members.group, n)
+  local gid, gs, ge, ender = nsl.gaps_grouped(members.start, members.stop, members.group, n, 0, nil, host)
   local gaps = nsl.table{{"group", gid}, {"start", ge}, {"gs", gs}, {"dur", ge - gs}}
   if host then
-    -- the work that ends the gap (the first of those starting then), and when it was launched
-    gaps = gaps:with("launch", members.launch:gather(ender), "corr", members.corr:gather(ender),
-                     "report", members.report:gather(ender), "pid", members.pid:gather(ender))
-    local early = positive(gaps.launch - gaps.gs)
-    gaps = gaps:with("hp", gaps.dur - positive(gaps.dur - early))
+    -- the work that ends the gap (the first of those starting then: its row of members), and when it was
+    -- launched; what else the host parts say of it is read for the gaps with a host part alone (below)
+    local early = positive(members.launch:gather(ender) - gs)
+    gaps = gaps:with("hp", gaps.dur - positive(gaps.dur - early), "ender", ender)
   else
     gaps = gaps:with("hp", gaps.dur)   -- when each piece of work was launched is unknown: idle counts as host
   end
@@ -232,7 +231,8 @@ function M.windows(coll, work)
   if host then
     local g = gaps:filter(gaps.hp:gt(0))
     hp = nsl.table{{"rank", cs.rank:gather(g.group)}, {"instance", cs.instance:gather(g.group)},
-                   {"start", g.gs}, {"stop", g.gs + g.hp}, {"report", g.report}, {"pid", g.pid}, {"corr", g.corr}}
+                   {"start", g.gs}, {"stop", g.gs + g.hp}, {"report", members.report:gather(g.ender)},
+                   {"pid", members.pid:gather(g.ender)}, {"corr", members.corr:gather(g.ender)}}
   end
   return win, hp
 end

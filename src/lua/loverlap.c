@@ -2,7 +2,7 @@
  *   rows, overlap = nsl.overlap_join(a_start, a_stop, b_start, b_stop [, a_keys, b_keys [, b_mask]])
  *   mask = nsl.overlap_any(a_start, a_stop, b_start, b_stop [, a_keys, b_keys])
  *   counts = nsl.count_open(points, start, stop [, point_keys, iv_keys])
- *   group, start, stop, row = nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask]])
+ *   group, start, stop [, row] = nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask [, rows]]])
  *   totals, charged [, totals2 ...] = nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group,
  *                                      win_lo, win_hi [, win_group2, win_lo2, win_hi2 ...])
  * Keys are a column or an array of columns; row numbers are 0-based (as
@@ -82,21 +82,24 @@ static int l_count_open(lua_State *L) {
   return 1;
 }
 
-/* nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask]]) ->
- * group, start, stop, row: the idle gaps (longer than min_len ns, default
- * 0) within each group's span, group ids as g:ids() gives them, and the row
- * that ends each (the lowest row of the group starting at the gap's stop). */
+/* nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask [, rows]]]) ->
+ * group, start, stop [, row]: the idle gaps (longer than min_len ns, default
+ * 0) within each group's span, group ids as g:ids() gives them; with rows
+ * true, also the row that ends each (the lowest row of the group starting
+ * at the gap's stop). */
 static int l_gaps_grouped(lua_State *L) {
   nsl_column *s = nsl__checkcolumn(L, 1), *e = nsl__checkcolumn(L, 2), *g = nsl__checkcolumn(L, 3);
   lua_Integer ng = luaL_checkinteger(L, 4), min_len = luaL_optinteger(L, 5, 0);
   nsl_column *mask = lua_isnoneornil(L, 6) ? NULL : nsl__checkcolumn(L, 6);
+  int rows = lua_toboolean(L, 7);
   nsl_column *og = NULL, *os = NULL, *oe = NULL, *orow = NULL;
   nsl_error err = {0};
-  if (nsl_iv_gaps_grouped(s, e, g, ng, mask, min_len, &og, &os, &oe, &orow, &err) != NSL_OK)
+  if (nsl_iv_gaps_grouped(s, e, g, ng, mask, min_len, &og, &os, &oe, rows ? &orow : NULL, &err) != NSL_OK)
     return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, og);
   nsl__pushcolumn(L, os);
   nsl__pushcolumn(L, oe);
+  if (!rows) return 3;
   nsl__pushcolumn(L, orow);
   return 4;
 }

@@ -342,6 +342,22 @@ return {
     T.eq((nc - nccl_k.dur):count(), #nccl_k, "rows")
     T.eq((nc - nccl_k.dur):sum(), 0, "NCCL kernels covered by themselves")
   end},
+  {"nsl.gaps_grouped: with rows, the row after each gap is the one a join on (group, start) finds", function()
+    -- group 0: [0,5) then three rows at 9 (an empty one first); group 1 starts at 9 too
+    local s, e, g = nsl.column{9, 0, 9, 9, 9}, nsl.column{12, 5, 9, 15, 10}, nsl.column{1, 0, 0, 0, 0}
+    local three = table.pack(nsl.gaps_grouped(s, e, g, 2))
+    T.eq(three.n, 3, "no rows unless asked")
+    local gid, gs, ge, row = nsl.gaps_grouped(s, e, g, 2, 0, nil, true)
+    T.eq(#gid, 1, "one gap")
+    T.eq(gid[1], 0, "in group 0")
+    T.eq(gs[1], 5, "from 5")
+    T.eq(ge[1], 9, "to 9")
+    local t = nsl.table{{"g", g}, {"start", s}}
+    local _, want = nsl.table{{"g", gid}, {"start", ge}}:join(t, {"g", "start"})
+    T.eq(#row, 1, "a row per gap")
+    T.eq(row[1], want[1], "the join's row")
+    T.eq(row[1], 2, "the lowest row of group 0 starting at 9, the empty one")
+  end},
   {"nsl.readable: a file that opens, not one that is missing; runs.file_of finds a bundle member's file", function()
     T.eq(nsl.readable(nccl), true, "an export")
     T.eq(nsl.readable(nccl .. ".missing"), false, "a missing file")
