@@ -441,6 +441,18 @@ static inline int64_t arith_i64(int64_t x, nsl_arith op, int64_t y) {
   return NSL_NULL_I64;
 }
 
+/* Runs LOOP(OP) with OP the constant operator op: one loop per operator,
+ * so the switch of arith_i64 leaves the row loop. */
+#define PER_OPERATOR(op, LOOP)          \
+  do {                                  \
+    switch (op) {                       \
+    case NSL_ADD: LOOP(NSL_ADD) break;  \
+    case NSL_SUB: LOOP(NSL_SUB) break;  \
+    case NSL_MUL: LOOP(NSL_MUL) break;  \
+    case NSL_DIV: LOOP(NSL_DIV) break;  \
+    }                                   \
+  } while (0)
+
 static inline double arith_f64(double x, nsl_arith op, double y) {
   switch (op) {
   case NSL_ADD: return x + y;
@@ -479,16 +491,10 @@ nsl_column *nsl_column_arith(const nsl_column *a, nsl_arith op, const nsl_column
   } else if (a->type == NSL_I64 && b->type == NSL_I64) {
     const int64_t *x = nsl_i64(a), *y = nsl_i64(b);
     int64_t *o = nsl_i64(r);
-    /* one loop per operator (the switch of arith_i64 out of the row loop) */
 #define ARITH_LOOP(OP)                                                                                          \
   for (int64_t i = 0; i < n; i++)                                                                               \
     o[i] = x[i] == NSL_NULL_I64 || y[i] == NSL_NULL_I64 ? NSL_NULL_I64 : arith_i64(x[i], OP, y[i]);
-    switch (op) {
-    case NSL_ADD: ARITH_LOOP(NSL_ADD) break;
-    case NSL_SUB: ARITH_LOOP(NSL_SUB) break;
-    case NSL_MUL: ARITH_LOOP(NSL_MUL) break;
-    case NSL_DIV: ARITH_LOOP(NSL_DIV) break;
-    }
+    PER_OPERATOR(op, ARITH_LOOP);
 #undef ARITH_LOOP
   } else {
     int64_t *o = nsl_i64(r);
@@ -514,12 +520,7 @@ nsl_column *nsl_column_arith_scalar(const nsl_column *a, nsl_arith op, double v,
       const int64_t *x = nsl_i64(a);
 #define ARITH_LOOP(OP) \
   for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I64 ? NSL_NULL_I64 : arith_i64(x[i], OP, y);
-      switch (op) {
-      case NSL_ADD: ARITH_LOOP(NSL_ADD) break;
-      case NSL_SUB: ARITH_LOOP(NSL_SUB) break;
-      case NSL_MUL: ARITH_LOOP(NSL_MUL) break;
-      case NSL_DIV: ARITH_LOOP(NSL_DIV) break;
-      }
+      PER_OPERATOR(op, ARITH_LOOP);
 #undef ARITH_LOOP
       return r;
     }

@@ -794,15 +794,12 @@ static int64_t ref_at(const nsl_column *c, int64_t i, int *null) {
   }
 }
 
+/* x op y exactly (128 bits), NULL when that is no int64 or a division by 0. */
 static int64_t ref_arith(int64_t x, nsl_arith op, int64_t y) {
-  int64_t r;
-  switch (op) {
-  case NSL_ADD: return __builtin_add_overflow(x, y, &r) ? NSL_NULL_I64 : r;
-  case NSL_SUB: return __builtin_sub_overflow(x, y, &r) ? NSL_NULL_I64 : r;
-  case NSL_MUL: return __builtin_mul_overflow(x, y, &r) ? NSL_NULL_I64 : r;
-  case NSL_DIV: return y == 0 || (y == -1 && x == INT64_MIN) ? NSL_NULL_I64 : x / y;
-  }
-  return NSL_NULL_I64;
+  __extension__ __int128 r = 0, a = x, b = y;
+  if (op == NSL_DIV && y == 0) return NSL_NULL_I64;
+  r = op == NSL_ADD ? a + b : op == NSL_SUB ? a - b : op == NSL_MUL ? a * b : a / b;
+  return r < INT64_MIN || r > INT64_MAX ? NSL_NULL_I64 : (int64_t)r;
 }
 
 static void test_loops_random(void **state) {
