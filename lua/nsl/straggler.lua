@@ -102,23 +102,24 @@ local function last_arrivals(coll)
   return last, who
 end
 
---- Each rank's excess per instance in column `col` (default arrive: its
--- lateness): its value minus the median of the other ranks' values in that
--- instance (table rank, instance, late, in coll's row order; nil when no
--- instance has two ranks).  An instance holds one row per rank
--- (nsl.median_excess: the rows grouped and each group's values ordered in
--- C, the others' median per row; no sort of the whole table).
-local function excess(coll, col)
-  col = col or "arrive"
-  if #coll == 0 then return nil end
-  local late, singles = nsl.median_excess(coll.instance, coll[col])
-  local t = nsl.table{{"rank", coll.rank}, {"instance", coll.instance}, {"late", late}}
+--- Each rank's excess per instance in its arrival (its lateness) and in
+-- its leaving: its value minus the median of the other ranks' values in
+-- that instance.  Returns the lateness as a table (rank, instance, late, in
+-- coll's row order; nil when no instance has two ranks), and the leaving's
+-- excess as a column in coll's row order (NaN where the instance has no
+-- other rank); nil, nil without rows.  An instance holds one row per rank
+-- (nsl.median_excess: the rows grouped once for both and the others'
+-- median per row in C; no sort of the whole table).
+local function excess(coll)
+  if #coll == 0 then return nil, nil end
+  local x, singles = nsl.median_excess(coll.instance, {coll.arrive, coll.leave})
+  local t = nsl.table{{"rank", coll.rank}, {"instance", coll.instance}, {"late", x[1]}}
   if singles > 0 then   -- an instance of one rank has no others
     local g = t:group_by("instance")
     t = t:filter(g:agg{"n=count"}.n:gather(g:ids()):ge(2))
   end
-  if #t == 0 then return nil end
-  return t
+  if #t == 0 then return nil, x[2] end
+  return t, x[2]
 end
 
 --- max(c, 0) of an i64 column.
@@ -251,12 +252,12 @@ local function without(t, names)
 end
 
 --- The rows of t (with the PRE columns) in the order M.windows and
--- step_compute put a rank's collectives in (rank, then start), and each
--- one's place among its rank's there (pos, 0-based).
+-- step_compute put a rank's collectives in (rank, then start), each one's
+-- place among its rank's there (pos, 0-based), and its row of t.
 local function rank_sorted(t)
-  local s = t:select{"rank", "instance", "start", "lidx", "w_window", "w_idle", "w_host", "w_comp"}
-    :sort("rank", "start")
-  return s, nsl.cumcount(s:group_by("rank"):ids())
+  local o = t:order("rank", "start")
+  local s = t:select{"rank", "instance", "start", "lidx", "w_window", "w_idle", "w_host", "w_comp"}:take(o)
+  return s, nsl.cumcount(s:group_by("rank"):ids()), o
 end
 
 --- Whether each rank's collectives (s, pos: rank_sorted's) are consecutive
@@ -360,10 +361,7 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
       end
       out = first:head(math.min(nw, #first))
     end
-    if #out > 0 then
-      local j = coll:join(out:select{"instance"}:with("out", nsl.rep(1, #out)), {"instance"}, {"out"})
-      coll = coll:filter(j.out:isnull())
-    end
+    if #out > 0 then coll = coll:filter(~coll.instance:isin(out.instance:totable())) end
     res.warmup = #out
   end
   res.ninst = #coll:group_by("instance")
@@ -382,12 +380,13 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
     local f = inst.first
     res.step_ns = math.floor((f:gather(nsl.range(#f - 1) + 1) - f:gather(nsl.range(#f - 1))):median() + 0.5)
   end
-  res.late = excess(coll)
+  local leave_x
+  res.late, leave_x = excess(coll)
   -- 4. compute per step; one rank alone: its own collectives
   local cs = nranks == 1 and all or coll
-  local srt, spos   -- with the windows M.reduce measured: the collectives by rank and start, once
+  local srt, spos, sorder   -- with the windows M.reduce measured: the collectives by rank and start, once
   if pre then
-    srt, spos = rank_sorted(coll)
+    srt, spos, sorder = rank_sorted(coll)
     local cs_srt, cs_pos = srt, spos
     if cs ~= coll then cs_srt, cs_pos = rank_sorted(cs) end
     if not (consecutive(cs_srt, cs_pos) and consecutive(srt, spos)) then return nil end
@@ -402,22 +401,16 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
     local win, hp
     if pre then win = pre_windows(srt, spos) else win, hp = M.windows(coll, work) end
     if win and #win > 0 then
-      local leave = excess(coll, "leave")
-      -- the previous collective of the rank: its leave lateness
-      local s, pos = srt, spos
-      if not s then
-        s = coll:select{"rank", "instance", "start"}:sort("rank", "start")
-        pos = nsl.cumcount(s:group_by("rank"):ids())
+      -- the previous collective of the rank: its leave lateness.  The windows are the collectives by rank
+      -- and start after each rank's first (M.windows' order, and pre_windows'), so a window's previous
+      -- collective is the row before it in that order (NaN, an instance of one rank: 0)
+      local o, pos = sorder, spos
+      if not o then
+        o = coll:order("rank", "start")
+        pos = nsl.cumcount(coll:select{"rank"}:take(o):group_by("rank"):ids())
       end
-      local prev_inst = s.instance:shift(-1)
-      local lv = nsl.table{{"rank", s.rank}, {"instance", s.instance}, {"prev", prev_inst}}:filter(pos:ge(1))
-      if leave then
-        lv = lv:join(leave:select{"rank", "instance", "late"}:with("prev", leave.instance), {"rank", "prev"}, {"late"})
-        win = win:join(lv, {"rank", "instance"}, {"late"})
-        win = win:with("x_leave", nsl.coalesce(win.late, 0.0))
-      else
-        win = win:with("x_leave", nsl.rep(0.0, #win))
-      end
+      local prev = nsl.table{{"p", o:shift(-1)}}:filter(pos:ge(1)).p
+      win = win:with("x_leave", nsl.coalesce(leave_x:gather(prev), 0.0))
       -- (each row's excess in its own place: a window's instance with no other window has none, 0)
       local parts, vals = {"idle", "host", "queue", "busy"}, {}
       for k, c in ipairs(parts) do vals[k] = win[c] end

@@ -790,16 +790,9 @@ nsl_status nsl__agg_parse(const char *s, nsl__agg_item *it, nsl_error *err) {
 /* ---- each value against the median of the others in its group ------------------- */
 
 typedef struct ex_pair {
-  int64_t i;   /* the value (integer columns; NULL is INT64_MIN, so first) */
-  double f;    /* the value (F64; NaN, NULL, first) */
+  double f;    /* the value (NaN, NULL, first) */
   int64_t row;
 } ex_pair;
-
-static int cmp_ex_i(const void *a, const void *b) {
-  const ex_pair *x = a, *y = b;
-  if (x->i != y->i) return x->i < y->i ? -1 : 1;
-  return (x->row > y->row) - (x->row < y->row);
-}
 
 static int cmp_ex_f(const void *a, const void *b) {
   const ex_pair *x = a, *y = b;
@@ -809,8 +802,9 @@ static int cmp_ex_f(const void *a, const void *b) {
   return (x->row > y->row) - (x->row < y->row);
 }
 
-/* One group of m rows (p[0..m), sorted by value): out[row] for each. */
-static void group_excess(const nsl_column *v, const ex_pair *p, int64_t m, double *out) {
+/* One group of m rows of an F64 column (p[0..m), sorted by value): out[row]
+ * for each. */
+static void group_excess_f64(const ex_pair *p, int64_t m, double *out) {
   if (m < 2) {
     if (m == 1) out[p[0].row] = NAN;
     return;
@@ -818,16 +812,61 @@ static void group_excess(const nsl_column *v, const ex_pair *p, int64_t m, doubl
   /* the others of sorted row q are the group without it: their median is the mean of their rows
    * (m-2)/2 and (m-1)/2, row k of the others being row k + (k >= q) of the group */
   int64_t lo = (m - 2) / 2, hi = (m - 1) / 2;
-  for (int64_t q = 0; q < m; q++) {
-    const ex_pair *a = &p[lo + (lo >= q)], *b = &p[hi + (hi >= q)];
-    double med;
-    if (v->type == NSL_F64) med = (a->f + b->f) / 2.0;
-    else {   /* as the column arithmetic: an integer sum (NULL on overflow), then halved as a double */
-      int64_t sum;
-      med = a->i == NSL_NULL_I64 || b->i == NSL_NULL_I64 || __builtin_add_overflow(a->i, b->i, &sum)
-                ? NAN : (double)sum / 2.0;
+  for (int64_t q = 0; q < m; q++) out[p[q].row] = p[q].f - (p[lo + (lo >= q)].f + p[hi + (hi >= q)].f) / 2.0;
+}
+
+/* The values at sorted positions lo, lo + 1 and lo + 2 (those below m) of
+ * the m integers a[] (reordered): a selection around lo, then the two
+ * smallest above it -- what a sort would put there, in O(m). */
+static void order_stats3(int64_t *a, int64_t m, int64_t lo, int64_t s[3]) {
+  int64_t l = 0, r = m - 1;
+  while (r > l) {   /* Hoare's selection, pivot the median of three */
+    int64_t x = a[l], y = a[l + (r - l) / 2], z = a[r];
+    int64_t piv = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+    int64_t i = l, j = r;
+    while (i <= j) {
+      while (a[i] < piv) i++;
+      while (a[j] > piv) j--;
+      if (i <= j) {
+        int64_t t = a[i];
+        a[i++] = a[j], a[j--] = t;
+      }
     }
-    out[p[q].row] = nsl__f64_at(v, p[q].row) - med;
+    if (lo <= j) r = j;
+    else if (lo >= i) l = i;
+    else break;   /* between j and i: every value there is the pivot */
+  }
+  s[0] = a[lo];
+  int64_t m1 = INT64_MAX, m2 = INT64_MAX;   /* everything after lo is >= a[lo] */
+  for (int64_t k = lo + 1; k < m; k++) {
+    if (a[k] < m1) m2 = m1, m1 = a[k];
+    else if (a[k] < m2) m2 = a[k];
+  }
+  s[1] = m1, s[2] = m2;
+}
+
+/* group_excess for an integer column, without a sort: the median of a row's
+ * others takes the others' sorted rows lo and hi, which are the group's rows
+ * lo and hi, or the next ones when the row's value is at or below them (the
+ * others lose a value at or below that place; which of equal values goes
+ * does not change what is left).  rows: the group's m rows; a: scratch. */
+static void group_excess_int(const nsl_column *v, const int64_t *rows, int64_t m, int64_t *a, double *out) {
+  int null;
+  if (m < 2) {
+    if (m == 1) out[rows[0]] = NAN;
+    return;
+  }
+  for (int64_t k = 0; k < m; k++) a[k] = nsl__int_at(v, rows[k], &null);
+  int64_t lo = (m - 2) / 2, hi = (m - 1) / 2, s[3];
+  order_stats3(a, m, lo, s);
+  int64_t slo = s[0], slo1 = s[1], shi = s[hi - lo], shi1 = s[hi - lo + 1];
+  for (int64_t k = 0; k < m; k++) {
+    int64_t row = rows[k], x = nsl__int_at(v, row, &null);
+    int64_t ax = x <= slo ? slo1 : slo, bx = x <= shi ? shi1 : shi, sum;
+    /* as the column arithmetic: an integer sum (NULL on overflow), then halved as a double */
+    double med = ax == NSL_NULL_I64 || bx == NSL_NULL_I64 || __builtin_add_overflow(ax, bx, &sum)
+                     ? NAN : (double)sum / 2.0;
+    out[row] = nsl__f64_at(v, row) - med;
   }
 }
 
@@ -843,49 +882,68 @@ nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *con
   int64_t n = keys->len;
   int null;
   /* the rows grouped by key, in row order within a group: the rows as they are when the keys are in order
-   * already (rows sorted by key), else a stable sort of the keys, made once for every value column */
-  int sorted = 1;
-  for (int64_t i = 1; i < n && sorted; i++) sorted = nsl__int_at(keys, i - 1, &null) <= nsl__int_at(keys, i, &null);
+   * already (rows sorted by key); by a counting sort when the keys are i64 ids of at most twice as many groups
+   * as rows (instances numbered from 0); else a stable sort of the keys.  Made once for every value column. */
+  int sorted = 1, dense = keys->type == NSL_I64 && n > 0;
+  int64_t kmax = 0;
+  for (int64_t i = 0; i < n && (sorted || dense); i++) {
+    int64_t k = nsl__int_at(keys, i, &null);
+    if (i > 0 && sorted) sorted = nsl__int_at(keys, i - 1, &null) <= k;
+    if (k < 0 || k > 2 * n) dense = 0;
+    else if (k > kmax) kmax = k;
+  }
   nsl_column *order = NULL;
-  if (!sorted) {
+  int64_t *start = NULL, *rows = NULL;
+  nsl_status rc = NSL_OK;
+  if (!sorted && dense) rc = nsl__group_order(nsl_i64(keys), n, kmax + 1, &start, &rows, err);
+  else if (!sorted) {
     const nsl_column *kc[1] = {keys};
     int desc = 0;
-    if (!(order = nsl_argsort(kc, &desc, 1, err))) return err ? err->code : NSL_ERR_NOMEM;
+    if (!(order = nsl_argsort(kc, &desc, 1, err))) rc = err ? err->code : NSL_ERR_NOMEM;
   }
-  const int64_t *ix = order ? nsl_i64(order) : NULL;
+  if (rc != NSL_OK) return rc;
+  const int64_t *ix = rows ? rows : order ? nsl_i64(order) : NULL;
+  int64_t *ident = NULL;   /* the rows in order, when they are their own grouping */
+  if (!ix && (ident = malloc((size_t)(n ? n : 1) * sizeof *ident)))
+    for (int64_t i = 0; i < n; i++) ident[i] = i;
+  if (!ix) ix = ident;
   ex_pair *p = malloc((size_t)(n ? n : 1) * sizeof *p);
-  nsl_status rc = p ? NSL_OK : NSL_ERR_NOMEM;
+  int64_t *scratch = malloc((size_t)(n ? n : 1) * sizeof *scratch);
+  rc = p && scratch && ix ? NSL_OK : NSL_ERR_NOMEM;
   for (int c = 0; rc == NSL_OK && c < nv; c++)
     if (!(out[c] = nsl__column_new_uninit(NSL_F64, n, NULL))) rc = NSL_ERR_NOMEM;   /* every row written */
   if (rc != NSL_OK) {
     nsl_error_set(err, NSL_ERR_NOMEM, "median_excess: out of memory for %lld rows", (long long)n);
     for (int c = 0; c < nv; c++) nsl_column_release(out[c]), out[c] = NULL;
-    free(p);
-    nsl_column_release(order);
-    return NSL_ERR_NOMEM;
   }
   *singles = 0;
-  for (int64_t i = 0; i < n;) {
-    int64_t key = nsl__int_at(keys, ix ? ix[i] : i, &null), j = i;
-    while (j < n && nsl__int_at(keys, ix ? ix[j] : j, &null) == key) j++;
+  for (int64_t i = 0; rc == NSL_OK && i < n;) {
+    int64_t key = nsl__int_at(keys, ix[i], &null), j = i;
+    while (j < n && nsl__int_at(keys, ix[j], &null) == key) j++;
     for (int c = 0; c < nv; c++) {
       const nsl_column *v = vs[c];
-      int fp = v->type == NSL_F64;
+      if (v->type != NSL_F64) {
+        group_excess_int(v, ix + i, j - i, scratch, nsl_f64(out[c]));
+        continue;
+      }
       for (int64_t k = i; k < j; k++) {
         ex_pair *e = &p[k];
-        e->row = ix ? ix[k] : k;
-        if (fp) e->f = nsl_f64(v)[e->row];
-        else e->i = nsl__int_at(v, e->row, &null);
+        e->row = ix[k];
+        e->f = nsl_f64(v)[e->row];
       }
-      qsort(p + i, (size_t)(j - i), sizeof *p, fp ? cmp_ex_f : cmp_ex_i);
-      group_excess(v, p + i, j - i, nsl_f64(out[c]));
+      qsort(p + i, (size_t)(j - i), sizeof *p, cmp_ex_f);
+      group_excess_f64(p + i, j - i, nsl_f64(out[c]));
     }
     if (j - i == 1) *singles += 1;
     i = j;
   }
   free(p);
+  free(scratch);
+  free(ident);
+  free(start);
+  free(rows);
   nsl_column_release(order);
-  return NSL_OK;
+  return rc;
 }
 
 /* See nsl_internal.h. */

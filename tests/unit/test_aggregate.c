@@ -546,6 +546,68 @@ static void test_median_excess(void **state) {
 }
 
 
+/* Row p's value less the median of the others of vals[0..m), by the
+ * definition with NULLs: the others sorted as integers (NULL, INT64_MIN,
+ * first), the median the mean of the middle two taken as an integer sum,
+ * NaN when either is NULL or the sum overflows. */
+static double bf_excess_nulls(const int64_t *vals, int64_t m, int64_t p) {
+  int64_t *o = malloc((size_t)m * sizeof *o), k = 0, sum;
+  for (int64_t j = 0; j < m; j++)
+    if (j != p) o[k++] = vals[j];
+  qsort(o, (size_t)k, sizeof *o, cmp_i64);
+  int64_t a = o[(k - 1) / 2], b = o[k / 2];
+  free(o);
+  if (vals[p] == NSL_NULL_I64 || a == NSL_NULL_I64 || b == NSL_NULL_I64 || __builtin_add_overflow(a, b, &sum))
+    return NAN;
+  return (double)vals[p] - (double)sum / 2.0;
+}
+
+/* nsl__median_excess on many equal values, NULLs and values at the int64
+ * limits, with keys in order, shuffled ids (the counting sort) and sparse
+ * keys (the sort), against the definition. */
+static void test_median_excess_ties(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  for (int round = 0; round < 30; round++) {
+    int64_t n = 0, cap = 3000, *kk = malloc((size_t)cap * sizeof *kk), *vv = malloc((size_t)cap * sizeof *vv);
+    int64_t *gs = malloc((size_t)cap * sizeof *gs), *gm = malloc((size_t)cap * sizeof *gm), ng = 0;
+    for (int64_t g = 0; n < 2500; g++) {
+      int64_t m = fx_range(1, 70);
+      gs[ng] = n, gm[ng++] = m;
+      for (int64_t j = 0; j < m && n < cap; j++) {
+        int64_t r = fx_range(0, 99);
+        kk[n] = round % 3 == 2 ? g * 1000003 : g;
+        vv[n++] = r < 3 ? NSL_NULL_I64 : r < 6 ? INT64_MAX - fx_range(0, 2) : r < 9 ? INT64_MIN + 1 + fx_range(0, 2)
+                                                                                   : fx_range(-3, 3);
+      }
+      if (gs[ng - 1] + gm[ng - 1] > n) gm[ng - 1] = n - gs[ng - 1];
+    }
+    int64_t *perm = malloc((size_t)n * sizeof *perm), *sk = malloc((size_t)n * sizeof *sk),
+            *sv = malloc((size_t)n * sizeof *sv);
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    for (int64_t i = n - 1; round % 3 != 0 && i > 0; i--) {   /* rounds 1 and 2 (mod 3): rows shuffled */
+      int64_t j = fx_range(0, i), t = perm[i];
+      perm[i] = perm[j], perm[j] = t;
+    }
+    for (int64_t i = 0; i < n; i++) sk[i] = kk[perm[i]], sv[i] = vv[perm[i]];
+    nsl_column *k = fx_i64(n, sk), *v = fx_i64(n, sv);
+    int64_t singles = -1, ones = 0;
+    nsl_column *r = nsl__median_excess(k, v, &singles, &err);
+    assert_non_null(r);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t g = 0;
+      while (!(perm[i] >= gs[g] && perm[i] < gs[g] + gm[g])) g++;
+      int64_t m = gm[g];
+      double want = m == 1 ? NAN : bf_excess_nulls(vv + gs[g], m, perm[i] - gs[g]), got = nsl_f64(r)[i];
+      assert_true(got == want || (isnan(got) && isnan(want)));
+    }
+    for (int64_t g = 0; g < ng; g++) ones += gm[g] == 1;
+    assert_int_equal(singles, ones);
+    nsl_column_release(r), nsl_column_release(k), nsl_column_release(v);
+    free(kk), free(vv), free(gs), free(gm), free(perm), free(sk), free(sv);
+  }
+}
+
 /* nsl__median_excess_many: each column's result is nsl__median_excess's,
  * bit for bit, with the keys in order (no sort) and out of order. */
 static void test_median_excess_many(void **state) {
@@ -670,6 +732,7 @@ int main(void) {
       cmocka_unit_test(test_group_order_concat),
       cmocka_unit_test(test_median_excess),
       cmocka_unit_test(test_median_excess_many),
+      cmocka_unit_test(test_median_excess_ties),
       cmocka_unit_test(test_moments_shares),
       cmocka_unit_test(test_count_le),
   };
