@@ -100,7 +100,65 @@ local function copies(n)
   return files, dir
 end
 
+--- Collectives of 4 ranks at 15 instances, each rank arriving and leaving
+-- at its own pseudo-random times, and one kernel of work in each window.
+local function jittered_collectives()
+  local x = 7
+  local function rnd(n) x = (x * 1103515245 + 12345) % 2147483648; return x % n end
+  local c = {rank = {}, instance = {}, type = {}, start = {}, stop = {}}
+  local w = {rank = {}, start = {}, stop = {}}
+  for r = 0, 3 do
+    for k = 0, 14 do
+      local start = k * 1000000 + rnd(200000)
+      local stop = k * 1000000 + 300000 + rnd(200000)
+      for col, v in pairs{rank = r, instance = k, type = "AllReduce", start = start, stop = stop} do
+        c[col][#c[col] + 1] = v
+      end
+      w.rank[#w.rank + 1], w.start[#w.start + 1], w.stop[#w.stop + 1] = r, stop + 10000, stop + 10000 + rnd(300000)
+    end
+  end
+  local function tbl(t, order)
+    local cols = {}
+    for _, k in ipairs(order) do cols[#cols + 1] = {k, nsl.column(t[k])} end
+    return nsl.table(cols)
+  end
+  return tbl(c, {"rank", "instance", "type", "start", "stop"}), tbl(w, {"rank", "start", "stop"})
+end
+
 return {
+  {"straggler: a window's previous-collective excess is the leave of the rank's collective before it, less the others' median there", function()
+    local coll, work = jittered_collectives()
+    local res = straggler.analyse(coll, work, 4, nil, {warmup = 0})
+    local c = res.coll
+    -- by definition, from the matched collectives: each rank's previous one by start, and the others' leaves there
+    local leave_at, by_rank = {}, {}
+    for i = 1, #c do
+      leave_at[c.instance[i]] = leave_at[c.instance[i]] or {}
+      leave_at[c.instance[i]][c.rank[i]] = c.leave[i]
+      by_rank[c.rank[i]] = by_rank[c.rank[i]] or {}
+      table.insert(by_rank[c.rank[i]], {start = c.start[i], instance = c.instance[i]})
+    end
+    local want = {}
+    for r, list in pairs(by_rank) do
+      table.sort(list, function(a, b) return a.start < b.start end)
+      for k = 2, #list do
+        local prev = list[k - 1].instance
+        local others = {}
+        for rr, v in pairs(leave_at[prev]) do if rr ~= r then others[#others + 1] = v end end
+        table.sort(others)
+        local m = #others
+        local med = m % 2 == 1 and others[(m + 1) // 2] / 1 or (others[m // 2] + others[m // 2 + 1]) / 2
+        want[r .. ":" .. list[k].instance] = leave_at[prev][r] - med
+      end
+    end
+    local win = res.windows
+    T.eq(#win, 4 * 14, "one window per rank after its first collective")
+    for i = 1, #win do
+      T.eq(win.x_leave[i], want[win.rank[i] .. ":" .. win.instance[i]],
+           string.format("rank %d, instance %d", win.rank[i], win.instance[i]))
+    end
+  end},
+
   {"straggler: the reduced rows give the matching of the kernels on every shared export, by device, process, report", function()
     local n = 0
     for _, f in ipairs(T.exports()) do
