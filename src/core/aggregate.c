@@ -849,19 +849,21 @@ static void order_stats3(int64_t *a, int64_t m, int64_t lo, int64_t s[3]) {
  * others takes the others' sorted rows lo and hi, which are the group's rows
  * lo and hi, or the next ones when the row's value is at or below them (the
  * others lose a value at or below that place; which of equal values goes
- * does not change what is left).  rows: the group's m rows; a: scratch. */
-static void group_excess_int(const nsl_column *v, const int64_t *rows, int64_t m, int64_t *a, double *out) {
+ * does not change what is left).  The group's m rows: rows[0..m), or
+ * first .. first + m - 1 when rows is NULL; a: scratch of m. */
+static void group_excess_int(const nsl_column *v, const int64_t *rows, int64_t first, int64_t m, int64_t *a,
+                             double *out) {
   int null;
   if (m < 2) {
-    if (m == 1) out[rows[0]] = NAN;
+    if (m == 1) out[rows ? rows[0] : first] = NAN;
     return;
   }
-  for (int64_t k = 0; k < m; k++) a[k] = nsl__int_at(v, rows[k], &null);
+  for (int64_t k = 0; k < m; k++) a[k] = nsl__int_at(v, rows ? rows[k] : first + k, &null);
   int64_t lo = (m - 2) / 2, hi = (m - 1) / 2, s[3];
   order_stats3(a, m, lo, s);
   int64_t slo = s[0], slo1 = s[1], shi = s[hi - lo], shi1 = s[hi - lo + 1];
   for (int64_t k = 0; k < m; k++) {
-    int64_t row = rows[k], x = nsl__int_at(v, row, &null);
+    int64_t row = rows ? rows[k] : first + k, x = nsl__int_at(v, row, &null);
     int64_t ax = x <= slo ? slo1 : slo, bx = x <= shi ? shi1 : shi, sum;
     /* as the column arithmetic: an integer sum (NULL on overflow), then halved as a double */
     double med = ax == NSL_NULL_I64 || bx == NSL_NULL_I64 || __builtin_add_overflow(ax, bx, &sum)
@@ -902,14 +904,13 @@ nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *con
     if (!(order = nsl_argsort(kc, &desc, 1, err))) rc = err ? err->code : NSL_ERR_NOMEM;
   }
   if (rc != NSL_OK) return rc;
-  const int64_t *ix = rows ? rows : order ? nsl_i64(order) : NULL;
-  int64_t *ident = NULL;   /* the rows in order, when they are their own grouping */
-  if (!ix && (ident = malloc((size_t)(n ? n : 1) * sizeof *ident)))
-    for (int64_t i = 0; i < n; i++) ident[i] = i;
-  if (!ix) ix = ident;
-  ex_pair *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+  const int64_t *ix = rows ? rows : order ? nsl_i64(order) : NULL;   /* NULL: the rows in order */
+  int any_f64 = 0;
+  for (int c = 0; c < nv; c++) any_f64 |= vs[c]->type == NSL_F64;
+  /* (pairs to sort for F64 columns; the integer ones' scratch is touched only as far as the largest group) */
+  ex_pair *p = any_f64 ? malloc((size_t)(n ? n : 1) * sizeof *p) : NULL;
   int64_t *scratch = malloc((size_t)(n ? n : 1) * sizeof *scratch);
-  rc = p && scratch && ix ? NSL_OK : NSL_ERR_NOMEM;
+  rc = (p || !any_f64) && scratch ? NSL_OK : NSL_ERR_NOMEM;
   for (int c = 0; rc == NSL_OK && c < nv; c++)
     if (!(out[c] = nsl__column_new_uninit(NSL_F64, n, NULL))) rc = NSL_ERR_NOMEM;   /* every row written */
   if (rc != NSL_OK) {
@@ -918,17 +919,17 @@ nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *con
   }
   *singles = 0;
   for (int64_t i = 0; rc == NSL_OK && i < n;) {
-    int64_t key = nsl__int_at(keys, ix[i], &null), j = i;
-    while (j < n && nsl__int_at(keys, ix[j], &null) == key) j++;
+    int64_t key = nsl__int_at(keys, ix ? ix[i] : i, &null), j = i;
+    while (j < n && nsl__int_at(keys, ix ? ix[j] : j, &null) == key) j++;
     for (int c = 0; c < nv; c++) {
       const nsl_column *v = vs[c];
       if (v->type != NSL_F64) {
-        group_excess_int(v, ix + i, j - i, scratch, nsl_f64(out[c]));
+        group_excess_int(v, ix ? ix + i : NULL, i, j - i, scratch, nsl_f64(out[c]));
         continue;
       }
       for (int64_t k = i; k < j; k++) {
         ex_pair *e = &p[k];
-        e->row = ix[k];
+        e->row = ix ? ix[k] : k;
         e->f = nsl_f64(v)[e->row];
       }
       qsort(p + i, (size_t)(j - i), sizeof *p, cmp_ex_f);
@@ -939,7 +940,6 @@ nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *con
   }
   free(p);
   free(scratch);
-  free(ident);
   free(start);
   free(rows);
   nsl_column_release(order);
