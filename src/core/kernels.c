@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "core/kernels_internal.h"
-#include "core/nsl_internal.h"
 #include "core/parallel.h"
 
 static int valid_col(const nsl_column *c) { return c && (unsigned)c->type <= NSL_BOOL; }
@@ -640,26 +639,23 @@ void nsl__column_stats(const nsl_column *c, nsl_stats *out, int with_std) {
   } else {
     __extension__ __int128 s = 0;
     int64_t mn = INT64_MAX, mx = INT64_MIN;
-    if (c->type == NSL_I64) {   /* without a type test per row */
+    /* one row loop, read through VALUE (null set when the row is NULL): an I64 column without a type test per row */
+#define INT_STATS_LOOP(VALUE)     \
+  for (int64_t i = 0; i < n; i++) { \
+    int null;                     \
+    int64_t v = VALUE;            \
+    if (null) continue;           \
+    count++;                      \
+    s += v;                       \
+    if (v < mn) mn = v;           \
+    if (v > mx) mx = v;           \
+  }
+    if (c->type == NSL_I64) {
       const int64_t *x = nsl_i64(c);
-      for (int64_t i = 0; i < n; i++) {
-        int64_t v = x[i];
-        if (v == NSL_NULL_I64) continue;
-        count++;
-        s += v;
-        if (v < mn) mn = v;
-        if (v > mx) mx = v;
-      }
+      INT_STATS_LOOP((null = x[i] == NSL_NULL_I64, x[i]))
     } else
-      for (int64_t i = 0; i < n; i++) {
-        int null;
-        int64_t v = int_at(c, i, &null);
-        if (null) continue;
-        count++;
-        s += v;
-        if (v < mn) mn = v;
-        if (v > mx) mx = v;
-      }
+      INT_STATS_LOOP(int_at(c, i, &null))
+#undef INT_STATS_LOOP
     if (!count) return;
     out->isum = (int64_t)(uint64_t)s;   /* modulo 2^64 past the int64 range */
     out->sum = (double)s;
