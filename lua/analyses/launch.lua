@@ -59,12 +59,12 @@ return {
     if out:carries_figures() then   -- the latency distribution of each device
       local g = launched:group_by("report", "device")
       local kt, series = g:keys(), {}
-      local ids = g:ids()
+      local of_device = nsl.table{{"latency", launched.latency}, {"g", g:ids()}}:slices("g")   -- one grouping
       local rn = names:totable()
       for i = 1, #kt do
         local r, d = kt.report[i], kt.device[i]
         series[i] = {label = (#rn > 1 and rn[r + 1] .. " " or "") .. "GPU " .. tostring(d),
-                     values = launched.latency:gather(ids:eq(i - 1):indices())}
+                     values = of_device(i - 1).latency}
       end
       table.sort(series, function(a, b) return a.label < b.label end)
       out:figure("launch_latency_cdf", function(format)

@@ -153,11 +153,15 @@ function M.xla_ranges(trace)
   if is_compile:count() == 0 then return {} end
   nv = nv:with("name", names)
   local procs = nv:filter(is_compile):group_by("report", "pid"):keys()
+  -- each process's ranges by one grouping (t:slices), not a filter of every range per process
+  local gp = nv:group_by("report", "pid")
+  local gk, id_of = gp:keys(), {}
+  for i = 1, #gk do id_of[gk.report[i] .. ":" .. tostring(gk.pid[i])] = i - 1 end
+  local cols = nv:columns()
+  local of_process = nv:with("_process", gp:ids()):slices("_process")
   local parts = {}
   for i = 1, #procs do
-    local r, p = procs.report[i], procs.pid[i]
-    local mask = nv.report:eq(r) & (p and nv.pid:eq(p) or nv.pid:isnull())
-    local sub = nv:filter(mask)
+    local sub = of_process(id_of[procs.report[i] .. ":" .. tostring(procs.pid[i])]):select(cols)
     if archive and sub.num_child:isnull():count() < #sub then
       parts[#parts + 1] = archive_part(sub, sub.name)
     else

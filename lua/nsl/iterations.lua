@@ -161,10 +161,18 @@ local function nvtx_candidates(trace)
   top = top:select{"report", "pid", "tid", "start", "stop"}
   local totals = {}
   if #top == 0 then return {top = top, label = label, totals = totals} end
-  -- the three columns it needs: filtering every loaded column of the ranges costs more than the rest of the detection
-  local spans = nv:select{"report", "start", "stop"}:filter(usable):group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
-  local act = {}
-  for i = 1, #spans do act[spans.report[i]] = spans.hi[i] - spans.lo[i] end
+  -- each report's NVTX span, made when a name first gets as far as its test (on most traces none does): the
+  -- three columns it needs, as filtering every loaded column of the ranges costs more than the rest
+  local act
+  local function span_of(r)
+    if not act then
+      act = {}
+      local spans = nv:select{"report", "start", "stop"}:filter(usable):group_by("report")
+                      :agg{"lo=min(start)", "hi=max(stop)"}
+      for i = 1, #spans do act[spans.report[i]] = spans.hi[i] - spans.lo[i] end
+    end
+    return act[r]
+  end
   local t = top:with("label", label, "dur", top.stop - top.start)
   -- periods needs each name's ranges on a thread by start: so they are already when every thread's were
   if not in_order then t = t:sort("report", "pid", "tid", "label", "start") end
@@ -177,7 +185,7 @@ local function nvtx_candidates(trace)
                  (lmin == nil or (lmin * ratio >= med and lmax <= ratio * med))
     if n >= M.min_count and even and q3 - q1 <= M.range_spread * med then
       local span = p.last[i] + p.lastdur[i] - p.first[i]
-      if span > 0 and p.busy[i] >= M.range_duty * span and span >= M.range_cover * act[p.report[i]] then
+      if span > 0 and p.busy[i] >= M.range_duty * span and span >= M.range_cover * span_of(p.report[i]) then
         add_total(totals, p.label[i], n, med)
       end
     end
@@ -253,8 +261,8 @@ function M.detect_kernels(trace)
   local t = k:select{"report", "device", "name", "start"}:sort("report", "device", "name", "start")
   local g = t:group_by("report", "device", "name")
   local gid, keys = g:ids(), g:keys()
-  local base = nsl.table{{"g", gid}, {"start", t.start}}:group_by("g"):agg{"n=count(start)", "first=min(start)",
-                                                                            "last=max(start)"}
+  local gs = nsl.table{{"g", gid}, {"start", t.start}}
+  local base = gs:group_by("g"):agg{"n=count(start)", "first=min(start)", "last=max(start)"}
   local fundamental = {}   -- group id -> {lag, period}
   -- per group and lag: the times from each occurrence to the lag-th next, their count, median and quartiles
   local L = M.max_lag
@@ -282,16 +290,17 @@ function M.detect_kernels(trace)
         (f.period == b.period and (f.lag < b.lag or (f.lag == b.lag and base.first[i] < b.first)))
       if better then
         best[r] = {period = f.period, lag = f.lag, first = base.first[i], device = keys.device[id + 1],
-                   name = keys.name[id + 1]}
+                   name = keys.name[id + 1], g = id}
       end
     end
   end
   local list = {}
+  local of_group   -- the rows of each group, in t's order (by start): one grouping for every report's marker
   for r, b in pairs(best) do
     -- a kernel without device or name (NULL: a column the export lacks) marks no step
     if b.device ~= nil and b.name ~= nil then
-      local starts = k.start:gather((k.report:eq(r) & k.device:eq(b.device) & k.name:eq(b.name)):indices())
-      starts = starts:gather(starts:argsort())
+      of_group = of_group or gs:slices("g")
+      local starts = of_group(b.g).start
       local every = nsl.range((#starts - 1) // b.lag + 1) * b.lag   -- occurrences 0, L, 2L, ...
       list[#list + 1] = {report = r, device = b.device, name = b.name, starts = starts:gather(every),
                          period = b.period, lag = b.lag}
@@ -625,19 +634,19 @@ function M.ops(trace, it, map)
     iter = steps.assign(nsl.table{{"report", ops.report}, {"pid", ops.pid},
                                   {"launch", steps.launch_times(trace, ops, ops.api)}}, it.ranges)
   else   -- by GPU start time within the report's marker windows
-    local n = #ops
-    local idx, vals = {}, {}
-    local covered = nsl.rep(0, n):eq(1)
+    -- a marker reads its own report's rows alone (t:slices: O(operations + markers), not their product over a
+    -- job of many reports)
+    local of_report = nsl.table{{"report", ops.report}, {"row", nsl.range(#ops)}}:slices("report")
+    local idx, vals, marked = {}, {}, {}
     for _, m in ipairs(it.markers) do
-      local sel = ops.report:eq(m.report)
-      covered = covered | sel
-      local rows = sel:indices()
+      marked[#marked + 1] = m.report
+      local rows = of_report(m.report).row
       local j = m.starts:searchsorted(ops.start:gather(rows), true)   -- occurrences at or before the op
       local inside = j:ge(1) & j:le(#m.starts - 1)                     -- after the first, before the last
       vals[#vals + 1] = j:gather((nsl.range(#rows) + 1) * inside:cast("i64") - 1)   -- NULL outside
       idx[#idx + 1] = rows
     end
-    local rest = (~covered):indices()
+    local rest = (~ops.report:isin(marked)):indices()   -- reports without a marker: no iteration
     idx[#idx + 1] = rest
     vals[#vals + 1] = nsl.column{0}:gather(nsl.rep(-1, #rest))
     iter = nsl.concat(table.unpack(vals)):gather(nsl.concat(table.unpack(idx)):argsort())

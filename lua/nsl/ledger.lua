@@ -426,14 +426,22 @@ function M.step_windows(it, work, keys)
       if main_pid[a.group[i]] == nil then main_pid[a.group[i]] = a.pid[i] end
     end
   end
+  -- each report's step windows, in their order: a group reads its report's alone (O(windows + groups), not
+  -- their product: a job of 1,024 ranks has 1,024 groups and 1,024 times the steps)
+  local of_report = {}
+  for i = 1, #W.start do
+    local list = of_report[W.report[i]]
+    if not list then list = {}; of_report[W.report[i]] = list end
+    list[#list + 1] = i
+  end
   local out = {group = {}, lo = {}, hi = {}, step = {}}
   for k = 1, #keys do
     local gi = k - 1
     local rep, dev = keys.report[k], keys.device[k]
     local prev, n = nil, 0
-    for i = 1, #W.start do   -- one Lua step per step window (steps, not events)
-      local mine = W.report[i] == rep and ((by == "device" and W.device[i] == dev) or
-                   (by == "pid" and W.pid[i] == main_pid[gi]) or by == "report")
+    for _, i in ipairs(of_report[rep] or {}) do   -- one Lua step per step window (steps, not events)
+      local mine = (by == "device" and W.device[i] == dev) or (by == "pid" and W.pid[i] == main_pid[gi]) or
+                   by == "report"
       if mine then
         local lo, hi = W.start[i], W.stop[i]
         if prev and lo < prev then lo = prev end

@@ -56,10 +56,11 @@ return {
                                  nsl.concat(nsl.rep(0, #pd.ops), nsl.rep(1, #gs)), 2, low.g, low.start, low.stop)
     low = low:with("rest", tot:gather(nsl.range(#low) * 3 + 2))
     local a = low:group_by("g"):agg{"n=count", "total=sum(idle)", "worst=min(util)", "rest=sum(rest)"}:sort("g")
+    local of_g = low:slices("g")   -- each device's chunks by one grouping, not a filter per device
     for i = 1, #a do
       local k = a.g[i] + 1
       local r, dev = span.report[k], span.device[k]
-      local mine = low:filter(low.g:eq(a.g[i])):sort("util", "start")
+      local mine = of_g(a.g[i]):sort("util", "start")
       ctx:add{id = "gpu.low_utilisation", total = a.total[i], window = span.hi[k] - span.lo[k], evidence = ev,
               lost = a.rest[i],
               text = string.format("%s pid %s: %d of %d chunks under %g%% GPU utilisation (lowest %.1f%%)",
