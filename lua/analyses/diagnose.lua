@@ -126,7 +126,9 @@ return {
     out:text(verdict)
   end,
   -- distributed (nsl.distributed): each process makes the GPU operations of
-  -- its reports and the straggler analysis's kernel columns; rank 0 runs the
-  -- checks over them and reads the rest of the trace from the processes
-  distributed = {step = function(trace, args) return diagnose.step(trace, args) end, uses = diagnose.uses},
+  -- its reports and the straggler analysis's kernel columns, and the
+  -- processes detect the steps together; rank 0 runs the checks over them
+  -- and reads the rest of the trace from the processes
+  distributed = {step = function(trace, args) return diagnose.step(trace, args) end,
+                 collective = function(view, args) return diagnose.collective(view, args) end, uses = diagnose.uses},
 }

@@ -132,6 +132,9 @@ local function colon_free(s)
   return best
 end
 
+-- (the tests of the distinct names, defined with the compilers' names below)
+local xla_names, framework_names
+
 --- The XLA ranges of every process (report, pid) that compiled: a list of
 -- tables report, pid, tid, start, stop, text (the range name), parent (row in
 -- the same table, -1 for none), num_child, dur_child, dur_nonchild (ns).
@@ -142,11 +145,11 @@ function M.xla_ranges(trace)
   if archive then
     for _, c in ipairs{"range_id", "parent_id", "num_child", "dur_child", "dur_nonchild"} do cols[#cols + 1] = c end
   end
-  nv:load(cols)
   if #nv == 0 then return {} end
   -- no compile range without "XlaCompile" in a distinct text or domain: nothing is named row by row then
-  local needle = {colon_free(M.XLA_COMPILE:gsub("^%^", ""))}
-  if not (holds_any(nv.text, needle) or holds_any(nv.domain, needle)) then return {} end
+  nv:load{"text", "domain"}
+  if not xla_names(nv) then return {} end
+  nv:load(cols)
   nv:load{"dur"}   -- made for every range at load: only once there are compile ranges to read it of
   local names = nvtx.names(nv)
   local is_compile = names:match(M.XLA_COMPILE)
@@ -363,6 +366,42 @@ local function framework_needles()
   return list
 end
 
+--- Whether NVTX ranges nv (text and domain loaded) may hold XLA's compile
+-- ranges, and another compiler's: a test of their distinct strings (true
+-- where a name could be one), which M.xla_ranges and M.framework_ranges
+-- pass before they read any range.
+xla_names = function(nv)
+  local needle = {colon_free(M.XLA_COMPILE:gsub("^%^", ""))}
+  return holds_any(nv.text, needle) or holds_any(nv.domain, needle)
+end
+framework_names = function(nv)
+  local needles = framework_needles()
+  return holds_any(nv.text, needles, nvtx.pytorch_suffixes) or holds_any(nv.domain, needles, nvtx.pytorch_suffixes)
+end
+
+--- Of a distributed run's view of some reports (nsl.distributed: every
+-- process over its own): whether their NVTX ranges may hold XLA's compile
+-- ranges, and another compiler's (the tests M.xla_ranges and
+-- M.framework_ranges pass first).  A test over all reports is the "or" of
+-- the tests over each process's.
+function M.names_present(view)
+  local nv = view.nvtx
+  if #nv == 0 then return false, false end
+  nv:load{"text", "domain"}
+  return xla_names(nv), framework_names(nv)
+end
+
+--- On rank 0 of a distributed run: where no process found the names
+-- M.names_present tests for, M.xla_ranges and M.framework_ranges of the
+-- whole trace answer none at once (as they would after their own test),
+-- without reading every report's ranges.
+function M.names_absent(trace, xla, framework)
+  local t = found[trace]
+  if not t then t = {}; found[trace] = t end
+  if not xla then t.xla_ranges = table.pack({}) end
+  if not framework then t.framework_ranges = table.pack(nil) end
+end
+
 --- framework, phase of a range name (nil when it is no compiler's).
 function M.classify_range(name)
   for _, f in ipairs(M.frameworks) do
@@ -393,12 +432,11 @@ end
 --    dur, name, framework.
 function M.framework_ranges(trace)
   local nv = trace.nvtx
-  nv:load{"report", "pid", "tid", "start", "stop", "kind", "text", "domain"}
   -- no compiler's range without one of their names' pieces in a distinct text or domain (suffixes removed
   -- as from the names): nothing is filtered or named row by row then
-  local needles = framework_needles()
-  if not (holds_any(nv.text, needles, nvtx.pytorch_suffixes) or holds_any(nv.domain, needles, nvtx.pytorch_suffixes))
-  then return nil end
+  nv:load{"text", "domain"}
+  if not framework_names(nv) then return nil end
+  nv:load{"report", "pid", "tid", "start", "stop", "kind"}
   nv:load{"dur"}   -- made for every range at load: only once a compiler's ranges may be there
   local ranges = nv:filter(nv.kind:eq("push_pop") & ~nv.stop:isnull() & nv.dur:ge(0))
   if #ranges == 0 then return nil end

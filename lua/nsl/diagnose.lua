@@ -51,6 +51,7 @@ local findings = require("nsl.findings")
 local ledger = require("nsl.ledger")
 local straggler = require("nsl.straggler")
 local window_mod = require("nsl.window")
+local compile = require("nsl.compile")
 
 local M = {}
 
@@ -69,10 +70,11 @@ Ctx.__index = Ctx
 -- iter), warm_flag (1 for a warm-up window, by row of windows), warm =
 -- {group key -> warm-up count}, nvtx (the step range's name, or nil)}.  spec "" detects; a named range
 -- that is missing fails.  Second result: nsl.iterations.steps's own result
--- (false when it found none).
-local function find_steps(trace, spec, warmup)
+-- (false when it found none).  parts: a distributed run's gathered tables
+-- (M.collective's detection by the processes), or nil.
+local function find_steps(trace, spec, warmup, parts)
   -- the one step detection of the trace (nsl.iterations.steps: on JAX nsys-jax's warm-up rule)
-  local st, err = iterations.steps(trace, {spec = spec, warmup = warmup})
+  local st, err = iterations.steps(trace, {spec = spec, warmup = warmup, parts = parts})
   local raw = st or false
   if not st then
     if spec ~= "" then nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err)) end
@@ -100,6 +102,29 @@ function M.step(trace)
 end
 M.uses = {"straggler"}
 
+--- The collective part of the distributed form: with the default step
+-- detection, the processes detect the steps of their reports together
+-- (nsl.iterations.reduce_steps, with the windows the ledger splits), and
+-- each says whether its reports' NVTX ranges may hold compile ranges
+-- (nsl.compile.names_present; table compile_names) and measures their span
+-- (nsl.window.span; table span, no row without events) and each report's
+-- first start (nsl.window.report_starts; table report_starts), so that
+-- rank 0 reads the NVTX ranges and kernels of every report for none of
+-- these.
+function M.collective(view, args)
+  local t = args.iteration == "" and iterations.reduce_steps(view, {windows = true}) or {}
+  local xla, framework = compile.names_present(view)
+  t.compile_names = nsl.table{{"xla", nsl.rep(xla and 1 or 0, 1)}, {"framework", nsl.rep(framework and 1 or 0, 1)}}
+  local lo, hi = window_mod.span(view)
+  local n = lo and 1 or 0
+  t.span = nsl.table{{"lo", nsl.rep(lo or 0, n)}, {"hi", nsl.rep(hi or 0, n)}}
+  local rs, rr = {}, {}
+  for r, a in pairs(window_mod.report_starts(view)) do rr[#rr + 1], rs[#rs + 1] = r, a end
+  local none = nsl.rep(0, 0)
+  t.report_starts = nsl.table{{"report", #rr > 0 and nsl.column(rr) or none}, {"start", #rs > 0 and nsl.column(rs) or none}}
+  return t
+end
+
 --- A context for the checks: the trace, its arguments, its steps; parts:
 -- a distributed run's gathered columns (M.step), or nil; out: the run's
 -- output, through which checks run other analyses (out:run).
@@ -120,11 +145,21 @@ function M.context(trace, args, parts, out)
   if parts then   -- a distributed run: what the processes computed of their reports
     ctx.parts = parts
     ctx.cache.ops = distributed.ops_combine(parts.ops)
+    local cn = parts.compile_names
+    if cn and #cn > 0 then compile.names_absent(trace, cn.xla:max() > 0, cn.framework:max() > 0) end
+    -- the whole trace's span: the least and greatest of the processes' (window.span over the union)
+    local sp = parts.span
+    if sp and #sp > 0 and not window_mod.known_origin(trace) then window_mod.set_span(trace, sp.lo:min(), sp.hi:max()) end
+    local rs = parts.report_starts   -- (Ctx:at's window.report_starts, from each report's process)
+    if rs then
+      ctx.cache.report_lo = {}
+      for i = 1, #rs do ctx.cache.report_lo[rs.report[i]] = rs.start[i] end
+    end
   end
   ctx.names = trace.reports.name:totable()
   ctx.paths = trace.reports.path:totable()
   local raw
-  ctx.steps, raw = find_steps(trace, args.iteration, args.warmup)
+  ctx.steps, raw = find_steps(trace, args.iteration, args.warmup, parts)
   -- with the default detection these are the steps every analysis finds (the straggler analysis's too)
   if args.iteration == "" and type(args.warmup) == "number" and args.warmup < 0 then ctx.default_steps = raw end
   return ctx
@@ -134,6 +169,29 @@ end
 function Ctx:ops()
   if not self.cache.ops then self.cache.ops = gpu_ops.table(self.trace, OPS) end
   return self.cache.ops
+end
+
+--- Ctx:ops with `api`, the row in trace.api of each operation's launching
+-- call (-1: none), as nsl.gpu_ops.table(..., {api = true}) gives it: from
+-- the rows gpu_ops.api_rows found once per trace, or in a distributed run
+-- by joining the operations' own keys to the calls (the processes' rows
+-- are not read again).
+function Ctx:launched_ops()
+  if not self.cache.launched_ops then
+    local ops, trace, api = self:ops(), self.trace, nil
+    local keys = {"report", "pid", "corr"}
+    if not self.parts then
+      api = nsl.concat(gpu_ops.api_rows(trace, "kernels"), gpu_ops.api_rows(trace, "memcpy"),
+                       (gpu_ops.api_rows(trace, "memset")))
+    elseif #trace.api == 0 then
+      api = nsl.rep(-1, #ops)
+    else
+      trace.api:load(keys)
+      api = select(2, ops:select(keys):join(trace.api:select(keys), keys))
+    end
+    self.cache.launched_ops = ops:with("api", api)
+  end
+  return self.cache.launched_ops
 end
 
 --- The CUDA API calls, one per correlation id of a process (host_sync.api_calls).
@@ -153,7 +211,7 @@ function Ctx:ledger()
   if self.cache.ledger then return self.cache.ledger end
   -- (the CUDA calls the checks read are the ledger's blocking calls too: made once, Ctx:api)
   local l = ledger.build(self.trace, {steps = self.steps and self.steps.it, matched = self:straggler_match() or false,
-                                     api = #self.trace.api > 0 and self:api() or nil})
+                                     api = #self.trace.api > 0 and self:api() or nil, ops = self:launched_ops()})
   local t = l.ledger
   local L = {t = t, run = {}, by_report = {}, job_wall = 0, devices = {}, res = l}
   local cols = {"report", "device", "rank", "wall"}

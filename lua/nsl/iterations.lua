@@ -468,7 +468,10 @@ end
 -- opts.spec: a range name or pattern, or on a JAX trace a program name (""
 -- or nil: detect, M.find); opts.warmup: warm-up steps per group (-1 or nil:
 -- automatic -- on a JAX trace nsys-jax's rule, it.steps.warm; else
--- M.warmup).  Returns nil and a message when there are no steps, else:
+-- M.warmup); opts.parts: on rank 0 of a distributed run, the tables of
+-- M.reduce_steps with windows (the default detection is then made by the
+-- processes: M.reduced_find).  Returns nil and a message when there are no
+-- steps, else:
 --   it         M.find's result (mode "jax", "range" or "kernel", how, ...)
 --   windows    one row per step, sorted by report, group, iter: report, pid,
 --              tid (NULL for JAX and marker kernels), device (the JAX
@@ -488,7 +491,9 @@ end
 -- step_ns is nil when no step is steady (then steady is empty).
 function M.steps(trace, opts)
   opts = opts or {}
-  local it, err = M.find(trace, opts.spec)
+  local it, err = false, nil
+  if opts.parts and (opts.spec or "") == "" then it, err = M.reduced_find(trace, opts.parts) end
+  if it == false then it, err = M.find(trace, opts.spec) end
   if not it then return nil, err end
   return steps_of(it, opts.warmup)
 end
@@ -504,14 +509,37 @@ end
 -- its ranges holding GPU work and some process finds one (one agreement
 -- per name tried); marker kernels and warm-up steps are per report anyway.
 -- Rank 0 receives one row per steady step and per marker report
--- (M.reduced_steps), not the NVTX ranges and kernels.  A JAX trace is read
--- whole on rank 0, as before.
+-- (M.reduced_steps), not the NVTX ranges and kernels; with the windows
+-- (diagnose, whose ledger splits each step), one row per step range or
+-- marker occurrence too (M.reduced_find).  A JAX trace is read whole on
+-- rank 0, as before.
 
 local MODE = {whole = 0, range = 1, kernel = 2}
 
+-- The columns of the step windows a process sends (M.reduce_steps with
+-- windows), all i64 on the wire: steps_ranges (range mode: ranges_table's
+-- rows) and steps_starts (kernel mode: each marker's starts).
+local RANGE_COLS = {"report", "pid", "tid", "start", "stop", "iter"}
+
+--- The step windows of one process for the wire: ranges (ranges_table's
+-- table, or nil) and markers (M.detect_kernels' list, or nil) as the
+-- tables steps_ranges and steps_starts.
+local function windows_wire(ranges, markers)
+  local function i64s(v) return v:cast("i64") end
+  local none = nsl.rep(0, 0)
+  local rc = {}
+  for _, c in ipairs(RANGE_COLS) do rc[#rc + 1] = {c, ranges and i64s(ranges[c]) or none} end
+  local rep, st = {none}, {none}
+  for _, m in ipairs(markers or {}) do
+    rep[#rep + 1], st[#st + 1] = nsl.rep(m.report, #m.starts), i64s(m.starts)
+  end
+  return nsl.table(rc), nsl.table{{"report", nsl.concat(table.unpack(rep))}, {"start", nsl.concat(table.unpack(st))}}
+end
+
 --- The tables of M.reduce_steps: mode (MODE), and for range mode the name,
--- its instances and period; the steady steps' durations; the markers.
-local function reduced(mode, name, n, med, steady, markers)
+-- its instances and period; the steady steps' durations; the markers; with
+-- windows, the step windows (windows_wire) of ranges or markers.
+local function reduced_tables(mode, name, n, med, steady, markers, windows, ranges)
   local strings = nsl.column{name or ""}
   local function ints(v) return #v > 0 and nsl.column(v):cast("i64") or nsl.rep(0, 0) end
   local m = {report = {}, device = {}, name = {}, n = {}, period = {}, lag = {}}
@@ -520,7 +548,7 @@ local function reduced(mode, name, n, med, steady, markers)
       x.report, x.device, x.name, #x.starts - 1, x.period + 0.0, x.lag
   end
   local nm = #m.name
-  return {
+  local t = {
     steps_found = nsl.table{{"mode", nsl.rep(MODE[mode], 1)}, {"name", strings}, {"n", nsl.rep(n or 0, 1)},
                             {"med", nsl.rep((med or 0) + 0.0, 1)}},
     steps_steady = nsl.table{{"dur", ints(steady or {})}},
@@ -528,14 +556,21 @@ local function reduced(mode, name, n, med, steady, markers)
                               {"name", nm > 0 and nsl.column(m.name) or strings:gather(nsl.rep(0, 0))},
                               {"n", ints(m.n)}, {"period", nm > 0 and nsl.column(m.period) or nsl.rep(0.0, 0)},
                               {"lag", ints(m.lag)}}}
+  if windows then t.steps_ranges, t.steps_starts = windows_wire(ranges, markers) end
+  return t
 end
 
 --- The step detection of a distributed run on every process, over view
 -- (its reports; collective: see above).  Returns the tables the straggler
 -- step sends: steps_found, steps_steady, steps_markers (M.reduced_steps
--- reads them on rank 0).
-function M.reduce_steps(view)
+-- reads them on rank 0); with opts.windows also steps_ranges and
+-- steps_starts, the windows of the steps (M.reduced_find).
+function M.reduce_steps(view, opts)
   local mpi = nsl.mpi
+  local w = opts and opts.windows
+  local function reduced(mode, name, n, med, steady, markers, ranges)   -- (every process sends the same names)
+    return reduced_tables(mode, name, n, med, steady, markers, w, ranges)
+  end
   local ok, d = pcall(function()
     if require("nsl.jax").is_jax(view) then return "jax" end
     return nvtx_candidates(view) or false
@@ -576,7 +611,8 @@ function M.reduce_steps(view)
     local every = mpi.agree(held == (r and #r or 0))
     local none = mpi.agree(not any)
     if every and not none then
-      return reduced("range", name, cands.n[i], cands.med[i], r and steps_of({mode = "range", ranges = r}).steady)
+      return reduced("range", name, cands.n[i], cands.med[i], r and steps_of({mode = "range", ranges = r}).steady,
+                     nil, r)
     end
   end
   -- no step name: marker kernels, per report
@@ -608,6 +644,37 @@ function M.reduced_steps(parts)
   local steady = parts.steps_steady.dur:totable()
   local step_ns, mean_ns = steady_step(steady)
   return {how = how, steady = steady, step_ns = step_ns, mean_ns = mean_ns}
+end
+
+--- On rank 0 of a distributed run: M.find(trace) with the default
+-- detection, from the tables M.reduce_steps(view, {windows = true}) made on
+-- every process (parts) -- it; nil and why when there are no steps; false
+-- when the detection needs the whole trace (JAX) or parts lack the windows.
+-- The ranges get the column types trace's NVTX ranges have, as M.find's.
+function M.reduced_find(trace, parts)
+  local f, r = parts.steps_found, parts.steps_ranges
+  if not f or #f == 0 or f.mode[1] == MODE.whole or not r or not parts.steps_starts then return false end
+  if f.mode[1] == MODE.range then
+    local cols = {}
+    for _, c in ipairs(RANGE_COLS) do
+      local ty = c ~= "iter" and trace.nvtx:coltype(c) or "i64"
+      cols[#cols + 1] = {c, ty and ty ~= "i64" and r[c]:cast(ty) or r[c]}
+    end
+    local name = f.name[1]
+    return {mode = "range", ranges = nsl.table(cols), how = nvtx_how(name, f.n[1], f.med[1]), name = name}
+  end
+  local m = parts.steps_markers
+  if #m == 0 then return nil, NO_STEPS end
+  local starts_of = parts.steps_starts:slices("report")
+  local markers, list = {}, {}
+  for i = 1, #m do
+    local starts = starts_of(m.report[i]).start
+    markers[i] = {report = m.report[i], device = m.device[i], name = m.name[i], starts = starts, period = m.period[i],
+                  lag = m.lag[i]}
+    list[i] = {report = m.report[i], name = m.name[i], device = m.device[i], lag = m.lag[i], n = #starts - 1,
+               period = m.period[i]}
+  end
+  return {mode = "kernel", markers = markers, how = markers_how(list)}
 end
 
 --- The GPU operations of trace with their class (nsl.classes' built-in map

@@ -70,8 +70,10 @@ end
 -- for kernels launched by a recorded CUDA call: pid, tid, launch_start,
 -- launch_stop of that call (NULL otherwise).  Also returns the source:
 -- "kernels" or "jax" (an nsys-jax archive's thunks), and for jax the
--- collectives: report, device, instance, type, start, stop.
-local function gpu_work(trace)
+-- collectives: report, device, instance, type, start, stop.  ops: the
+-- operations as nsl.gpu_ops.table gives them with short names, memop and
+-- api, when the caller has them (nil: made here).
+local function gpu_work(trace, ops)
   if #trace.kernels == 0 and #trace.gpu_ranges > 0 then
     local jax = require("nsl.jax")
     local g = jax.gpu_ranges(trace)
@@ -88,8 +90,8 @@ local function gpu_work(trace)
       return placed(work), "jax", placed(coll)
     end
   end
-  local ops = gpu_ops.table(trace, {names = "short", memop = true, api = true,
-                                    columns = {"report", "pid", "device", "stream", "corr", "start", "stop"}})
+  ops = ops or gpu_ops.table(trace, {names = "short", memop = true, api = true,
+                                     columns = {"report", "pid", "device", "stream", "corr", "start", "stop"}})
   local is_coll = nccl.mask(ops.name) & ~ops.memop
   local cls = nsl.where(ops.memop, i64(#ops, CLASS.copy), nsl.where(is_coll, i64(#ops, CLASS.comm),
                                                                    i64(#ops, CLASS.compute)))
@@ -210,7 +212,9 @@ end
 -- the whole run only); opts.matched: {src, res} of nsl.straggler.match on
 -- the trace with the straggler analysis's defaults, for NCCL kernels
 -- (false: none; nil: made here); opts.api: host_sync.api_calls(trace),
--- when the caller keeps it (diagnose shares it with its checks).  Returns a table with one row per GPU and window:
+-- when the caller keeps it (diagnose shares it with its checks); opts.ops:
+-- the GPU operations (nsl.gpu_ops.table with names = "short", memop and
+-- api), when the caller has them.  Returns a table with one row per GPU and window:
 -- report, device, rank (label), step (0: the whole run; 1.. the steps),
 -- start, stop, wall, then M.lines and idle_unknown (ns, summing to wall),
 -- idle (their idle parts summed); and a second table, host: the idle_host
@@ -220,7 +224,7 @@ end
 -- idle_host ns).
 function M.build(trace, opts)
   opts = opts or {}
-  local work, source, jcoll = gpu_work(trace)
+  local work, source, jcoll = gpu_work(trace, opts.ops)
   local empty = #work == 0
   local gk = work:group_by("report", "device")
   local keys = gk:keys():with("gid", nsl.range(#gk)):sort("report", "device")

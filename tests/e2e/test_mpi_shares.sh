@@ -87,8 +87,23 @@ done
 grep -q '"step_source": *"iterations"' "$TMP/many.out" && ok "the step is the training step (step_source iterations)" ||
   bad "the training step was not found: $(grep -o '"step_source": *"[a-z]*"' "$TMP/many.out")"
 with_steps=$(moved "$TMP/many.err")
-# diagnose hands the straggler its own steps (the straggler's collective detection does not run under it)
+# diagnose hands the straggler its own steps, which its processes detect together with the windows its ledger
+# splits (the straggler's collective detection does not run under it); they also say whether their reports hold
+# compile ranges and measure their spans, so that rank 0 reads no report's NVTX ranges for any of these: under
+# half the bytes of a run whose step range is named (--arg iteration), where rank 0 reads every report's ranges
 same_as_one "diagnose with training steps (json)" 2 run diagnose "${STEPS[@]}" --format json
+grep -q '"ledger_steps"' "$TMP/many.out" && ok "diagnose: the ledger is split by the steps the processes found" ||
+  bad "diagnose: no ledger_steps table"
+detected=$(moved "$TMP/many.err")
+same_as_one "diagnose with its step range named (json)" 2 run diagnose "${STEPS[@]}" --format json \
+  --arg iteration=train_step
+moves_less "diagnose: the steps detected by the processes" "$detected" "$(moved "$TMP/many.err")" 2
+# marker-kernel steps, per report (three exports of three nsys versions, each with its own marker kernel)
+MARKERS=("$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$NSL_DATA_DIR/nsys/pytorch_h100_2gpu_2026.2.sqlite"
+         "$NSL_DATA_DIR/nsys/mpi_cuda_rank0_2022.2.sqlite")
+same_as_one "diagnose with marker-kernel steps (json)" 2 run diagnose "${MARKERS[@]}" --format json
+grep -q '"ledger_steps"' "$TMP/many.out" && ok "diagnose: the ledger is split by the marker kernels' steps" ||
+  bad "diagnose: no ledger_steps table (marker kernels)"
 same_as_one "straggler without training steps" 2 run straggler "${RANKS[@]}"
 if [ -n "$with_steps" ] && [ "$with_steps" -lt 2000000 ]; then
   ok "the step detection moved no ranges to rank 0 ($with_steps bytes in all)"
