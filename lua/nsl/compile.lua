@@ -160,11 +160,11 @@ function M.xla_ranges(trace)
   local gp = nv:group_by("report", "pid")
   local gk, id_of = gp:keys(), {}
   for i = 1, #gk do id_of[gk.report[i] .. ":" .. tostring(gk.pid[i])] = i - 1 end
-  local cols = nv:columns()
+  local own = nv:columns()
   local of_process = nv:with("_process", gp:ids()):slices("_process")
   local parts = {}
   for i = 1, #procs do
-    local sub = of_process(id_of[procs.report[i] .. ":" .. tostring(procs.pid[i])]):select(cols)
+    local sub = of_process(id_of[procs.report[i] .. ":" .. tostring(procs.pid[i])]):select(own)
     if archive and sub.num_child:isnull():count() < #sub then
       parts[#parts + 1] = archive_part(sub, sub.name)
     else

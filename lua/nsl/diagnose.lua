@@ -121,7 +121,8 @@ function M.collective(view, args)
   local rs, rr = {}, {}
   for r, a in pairs(window_mod.report_starts(view)) do rr[#rr + 1], rs[#rs + 1] = r, a end
   local none = nsl.rep(0, 0)
-  t.report_starts = nsl.table{{"report", #rr > 0 and nsl.column(rr) or none}, {"start", #rs > 0 and nsl.column(rs) or none}}
+  t.report_starts = nsl.table{{"report", #rr > 0 and nsl.column(rr) or none},
+                               {"start", #rs > 0 and nsl.column(rs) or none}}
   return t
 end
 
@@ -149,7 +150,9 @@ function M.context(trace, args, parts, out)
     if cn and #cn > 0 then compile.names_absent(trace, cn.xla:max() > 0, cn.framework:max() > 0) end
     -- the whole trace's span: the least and greatest of the processes' (window.span over the union)
     local sp = parts.span
-    if sp and #sp > 0 and not window_mod.known_origin(trace) then window_mod.set_span(trace, sp.lo:min(), sp.hi:max()) end
+    if sp and #sp > 0 and not window_mod.known_origin(trace) then
+      window_mod.set_span(trace, sp.lo:min(), sp.hi:max())
+    end
     local rs = parts.report_starts   -- (Ctx:at's window.report_starts, from each report's process)
     if rs then
       ctx.cache.report_lo = {}
