@@ -178,23 +178,20 @@ end
 -- call (-1: none), as nsl.gpu_ops.table(..., {api = true}) gives it: from
 -- the rows gpu_ops.api_rows found once per trace, or in a distributed run
 -- by joining the operations' own keys to the calls (the processes' rows
--- are not read again).
+-- are not read again).  Not kept: the ledger alone reads it, once.
 function Ctx:launched_ops()
-  if not self.cache.launched_ops then
-    local ops, trace, api = self:ops(), self.trace, nil
-    local keys = {"report", "pid", "corr"}
-    if not self.parts then
-      api = nsl.concat(gpu_ops.api_rows(trace, "kernels"), gpu_ops.api_rows(trace, "memcpy"),
-                       (gpu_ops.api_rows(trace, "memset")))
-    elseif #trace.api == 0 then
-      api = nsl.rep(-1, #ops)
-    else
-      trace.api:load(keys)
-      api = select(2, ops:select(keys):join(trace.api:select(keys), keys))
-    end
-    self.cache.launched_ops = ops:with("api", api)
+  local ops, trace, api = self:ops(), self.trace, nil
+  local keys = {"report", "pid", "corr"}
+  if not self.parts then
+    api = nsl.concat(gpu_ops.api_rows(trace, "kernels"), gpu_ops.api_rows(trace, "memcpy"),
+                     (gpu_ops.api_rows(trace, "memset")))
+  elseif #trace.api == 0 then
+    api = nsl.rep(-1, #ops)
+  else
+    trace.api:load(keys)
+    api = select(2, ops:select(keys):join(trace.api:select(keys), keys))
   end
-  return self.cache.launched_ops
+  return ops:with("api", api)
 end
 
 --- The CUDA API calls, one per correlation id of a process (host_sync.api_calls).
