@@ -235,7 +235,7 @@ local function classes_from_sums(trace, args, out)
   s = s:filter(s.kind:isin{"cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum"})
   if #s == 0 then
     nsl.fail(string.format("%s: the CSV files hold no cuda_gpu_kern_sum report; add it: nsys stats -r " ..
-      "cuda_gpu_kern_sum,cuda_gpu_mem_time_sum --format csv -o PREFIX REPORT", table.concat(trace.reports.path:totable(), ", ")))
+      "cuda_gpu_kern_sum,cuda_gpu_mem_time_sum --format csv -o PREFIX REPORT", report.files(trace.reports.path:totable())))
   end
   if args.iteration ~= "" then
     nsl.fail("--arg iteration needs the kernels themselves (an export or .nsys-rep): summary CSV files have no times", "usage")

@@ -55,7 +55,7 @@ return {
   -- parts: a distributed run's gathered columns (diagnose.step)
   run = function(trace, args, out, parts)
     local ctx = diagnose.context(trace, args, parts, out)
-    local where = table.concat(ctx.paths, ", ")
+    local where = report.files(ctx.paths)
     local L = ctx:ledger()
     if L.res.empty then   -- honest silence: say what could not be checked, and why; --fail-on fails
       local why

@@ -132,7 +132,7 @@ return {
   run = function(trace, args, out)
     -- the one step detection of a trace (diagnose uses it too)
     local steps, err = iterations.steps(trace, {spec = args.range, warmup = args.warmup})
-    if not steps then nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err)) end
+    if not steps then nsl.fail(string.format("%s: %s", report.files(trace.reports.path:totable()), err)) end
     local it = steps.it
     out:text(it.how)
     if steps.step_ns then out:value("step_ns", steps.step_ns) end

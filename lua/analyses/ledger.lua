@@ -16,6 +16,7 @@ local iterations = require("nsl.iterations")
 local plot = require("nsl.plot")
 local jax = require("nsl.jax")
 local nvtx = require("nsl.nvtx")
+local report = require("nsl.report")
 
 --- The idle_host time of ledger result l by the innermost NVTX range its
 -- launching thread was in for most of each gap (nsl.ledger.host_activity):
@@ -41,7 +42,7 @@ return {
     -- the one step detection of a trace (nsl.iterations.steps), as iterations, diagnose and straggler use
     local st, err = iterations.steps(trace, {spec = args.iteration})
     if not st and args.iteration ~= "" then
-      nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err))
+      nsl.fail(string.format("%s: %s", report.files(trace.reports.path:totable()), err))
     end
     local l = ledger.build(trace, {steps = st and st.it})
     if l.empty then

@@ -34,7 +34,7 @@ return {
     if #trace.nvtx == 0 and #trace.sums > 0 then   -- nsys stats CSV files: nvtx_sum as they give it
       local s = trace.sums
       s = s:filter(s.kind:eq("nvtx_sum")):sort("-total", "name")
-      local paths = table.concat(trace.reports.path:totable(), ", ")
+      local paths = report.files(trace.reports.path:totable())
       if #s == 0 then
         nsl.fail(string.format("%s: the CSV files hold no nvtx_sum report; add it: nsys stats -r nvtx_sum --format csv " ..
                                "-o PREFIX REPORT (the projection and tree need the report itself)", paths))
@@ -48,7 +48,7 @@ return {
     end
     if #trace.nvtx == 0 then
       local paths = trace.reports.path:totable()
-      nsl.fail(string.format("%s: no NVTX ranges; was it profiled with -t nvtx?", table.concat(paths, ", ")))
+      nsl.fail(string.format("%s: no NVTX ranges; was it profiled with -t nvtx?", report.files(paths)))
     end
     local P, R
     if need_proj then

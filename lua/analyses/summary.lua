@@ -4,6 +4,7 @@
 local nsl = require("nsl")
 local stats = require("nsl.stats")
 local gpu_ops = require("nsl.gpu_ops")
+local report = require("nsl.report")
 
 --- The memory operations of t (memcpy and memset together) as one table:
 -- dur, mb (bytes / 10^6), op (nsys's operation label), report.
@@ -93,7 +94,7 @@ return {
     if #trace.kernels + #trace.memcpy + #trace.memset + #trace.api == 0 then
       local paths = trace.reports.path:totable()
       nsl.fail(string.format("%s: no CUDA activity (no kernels, memory operations or CUDA API calls); " ..
-        "was it profiled with -t cuda?", table.concat(paths, ", ")))
+        "was it profiled with -t cuda?", report.files(paths)))
     end
     local key_name = key_of(args)
     local keys = args.per_report and {"report"} or nil

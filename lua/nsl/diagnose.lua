@@ -77,7 +77,7 @@ local function find_steps(trace, spec, warmup, parts)
   local st, err = iterations.steps(trace, {spec = spec, warmup = warmup, parts = parts})
   local raw = st or false
   if not st then
-    if spec ~= "" then nsl.fail(string.format("%s: %s", table.concat(trace.reports.path:totable(), ", "), err)) end
+    if spec ~= "" then nsl.fail(string.format("%s: %s", report.files(trace.reports.path:totable()), err)) end
     return nil, raw
   end
   if not st.step_ns or st.step_ns <= 0 then return nil, raw end

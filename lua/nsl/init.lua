@@ -178,7 +178,7 @@ function M.select(trace, paths, sel)
   sel = sel or {}
   local function refuse(msg)
     trace:close()
-    return nil, string.format("%s: %s", table.concat(paths, ", "), msg), 2
+    return nil, string.format("%s: %s", require("nsl.report").files(paths), msg), 2
   end
   local reports = M.selectors(sel.report)
   local words = {}

@@ -61,7 +61,7 @@ end
 -- true.  Anywhere else, fails: "<paths>: <missing>; was it profiled
 -- with -t cuda?".
 function M.no_cuda_activity(trace, out, missing, instead)
-  local paths = table.concat(trace.reports.path:totable(), ", ")
+  local paths = require("nsl.report").files(trace.reports.path:totable())
   if #trace.sums > 0 then   -- nsys stats CSV files: summaries only
     local kinds = trace.sums.kind:unique():totable()
     table.sort(kinds)

@@ -43,6 +43,17 @@ function M.duration(ns)
   else return fmt("%d ns", floor(ns)) end
 end
 
+--- The input files of a run as one line says them: all of them up to
+-- M.files_named, else the first two, the last and how many
+-- ("r0.sqlite, r1.sqlite, …, r1023.sqlite (1,024 files)"), so that a
+-- message or heading about a job of a thousand ranks stays a line.
+M.files_named = 4
+function M.files(paths)
+  local n = #paths
+  if n <= M.files_named then return concat(paths, ", ") end
+  return fmt("%s, %s, …, %s (%s files)", paths[1], paths[2], paths[n], M.int(n))
+end
+
 --- Human size from bytes: 1536 -> "1.50 KiB".
 function M.bytes(b)
   if b == nil then return "" end

@@ -197,4 +197,16 @@ return {
     c = repl.complete("k.", env)
     T.ok(has(c, "demangled") and has(c, "sort"), "columns and methods of a table")
   end},
+
+  {"the input files in one line: all up to four, else the first two, the last and how many", function()
+    local paths = {}
+    for i = 1, 1024 do paths[i] = "run/rank" .. (i - 1) .. ".sqlite" end
+    T.eq(report.files({}), "", "no file")
+    T.eq(report.files({paths[1]}), "run/rank0.sqlite", "one file")
+    T.eq(report.files({table.unpack(paths, 1, 4)}), table.concat({table.unpack(paths, 1, 4)}, ", "), "four: all")
+    T.eq(report.files({table.unpack(paths, 1, 5)}), "run/rank0.sqlite, run/rank1.sqlite, …, run/rank4.sqlite (5 files)",
+         "five: the first two, the last, the count")
+    T.eq(report.files(paths), "run/rank0.sqlite, run/rank1.sqlite, …, run/rank1023.sqlite (1,024 files)",
+         "1,024: one short line")
+  end},
 }

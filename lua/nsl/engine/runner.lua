@@ -33,7 +33,7 @@ end
 -- analysis, else the script's) and carries the traceback.
 function M.failure(a, e, inputs)
   if type(e) ~= "table" or not e.bug then return tostring(e) end
-  local on = inputs and #inputs > 0 and (" on " .. table.concat(inputs, ", ")) or ""
+  local on = inputs and #inputs > 0 and (" on " .. require("nsl.report").files(inputs)) or ""
   if a.shipped then
     return string.format("internal error in analysis '%s'%s: %s\nThis is a bug in nsl, not a problem of the input; " ..
                          "please report it with this message.%s", a.name, on, e.bug, e.traceback)

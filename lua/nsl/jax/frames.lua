@@ -489,7 +489,7 @@ function M.gpu_frames(trace, store, opts)
   if had > 0 and #mt == 0 then
     nsl.fail(string.format("%s: no GPU found for any XLA module execution: the threads that launched them are " ..
       "neither XlaLauncher threads of the thread metadata nor the main thread",
-      table.concat(trace.reports.path:totable(), ", ")))
+      require("nsl.report").files(trace.reports.path:totable())))
   end
   -- launcher metadata (LocalDevice, Process, Slice)
   -- thunk frame
