@@ -92,11 +92,24 @@ local function bundle_dumps(trace, files)
   local pending = false
   for r = 0, #rt - 1 do if #files[r] == 0 then pending = true end end
   if not pending then return end
-  for _, b in ipairs(trace:inputs()) do
-    local mine = {}
-    for r = 0, #rt - 1 do
-      if #files[r] == 0 and paths[r + 1]:sub(1, #b + 1) == b .. ":" then mine[#mine + 1] = r end
+  -- the reports without dumps of each input (a bundle: the reports whose path is the bundle's, then ':'), by
+  -- each ':' of a report's path: O(reports), not a test of every report for every input
+  local inputs, is_input, mine_of = trace:inputs(), {}, {}
+  for _, b in ipairs(inputs) do is_input[b] = true end
+  for r = 0, #rt - 1 do
+    if #files[r] == 0 then
+      local p, at = paths[r + 1], 1
+      while true do
+        local c = p:find(":", at, true)
+        if not c then break end
+        local b = p:sub(1, c - 1)
+        if is_input[b] then mine_of[b] = mine_of[b] or {}; table.insert(mine_of[b], r) end
+        at = c + 1
+      end
     end
+  end
+  for _, b in ipairs(inputs) do
+    local mine = mine_of[b] or {}
     if #mine > 0 then
       local first = mine[1]   -- the reports of one bundle see the same members
       local rels = {}
