@@ -102,15 +102,39 @@ function M.step(trace)
 end
 M.uses = {"straggler"}
 
+--- The active span of every report of trace: {report (0-based) -> {lo,
+-- hi}}, first start to last stop of its kernels, memcpy, memset and CUDA
+-- API calls (and, for nsys-jax archives, of the NVTX ranges projected onto
+-- the GPU).
+local function report_spans(trace)
+  local spans = {}
+  for _, name in ipairs{"kernels", "memcpy", "memset", "api", "gpu_ranges"} do
+    local t = trace[name]
+    if #t > 0 then
+      t:load{"report", "start", "stop"}
+      local a = t:group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
+      for i = 1, #a do
+        local k, lo, hi = a.report[i], a.lo[i], a.hi[i]
+        if lo and hi then   -- (a damaged export's rows without times have no span)
+          local sp = spans[k] or {lo, hi}
+          sp[1], sp[2] = math.min(sp[1], lo), math.max(sp[2], hi)
+          spans[k] = sp
+        end
+      end
+    end
+  end
+  return spans
+end
+
 --- The collective part of the distributed form: with the default step
 -- detection, the processes detect the steps of their reports together
 -- (nsl.iterations.reduce_steps, with the windows the ledger splits), and
 -- each says whether its reports' NVTX ranges may hold compile ranges
 -- (nsl.compile.names_present; table compile_names) and measures their span
--- (nsl.window.span; table span, no row without events) and each report's
--- first start (nsl.window.report_starts; table report_starts), so that
--- rank 0 reads the NVTX ranges and kernels of every report for none of
--- these.
+-- (nsl.window.span; table span, no row without events), each report's
+-- first start (nsl.window.report_starts; table report_starts) and active
+-- span (Ctx:report_span's; table report_spans), so that rank 0 reads the
+-- NVTX ranges and kernels of every report for none of these.
 function M.collective(view, args)
   local t = args.iteration == "" and iterations.reduce_steps(view, {windows = true}) or {}
   local xla, framework = compile.names_present(view)
@@ -123,6 +147,10 @@ function M.collective(view, args)
   local none = nsl.rep(0, 0)
   t.report_starts = nsl.table{{"report", #rr > 0 and nsl.column(rr) or none},
                                {"start", #rs > 0 and nsl.column(rs) or none}}
+  local sr, slo, shi = {}, {}, {}
+  for r, sp in pairs(report_spans(view)) do sr[#sr + 1], slo[#slo + 1], shi[#shi + 1] = r, sp[1], sp[2] end
+  local function col(v) return #v > 0 and nsl.column(v) or none end
+  t.report_spans = nsl.table{{"report", col(sr)}, {"lo", col(slo)}, {"hi", col(shi)}}
   return t
 end
 
@@ -157,6 +185,11 @@ function M.context(trace, args, parts, out)
     if rs then
       ctx.cache.report_lo = {}
       for i = 1, #rs do ctx.cache.report_lo[rs.report[i]] = rs.start[i] end
+    end
+    local rsp = parts.report_spans   -- (Ctx:report_span's, likewise)
+    if rsp then
+      ctx.cache.spans = {}
+      for i = 1, #rsp do ctx.cache.spans[rsp.report[i]] = {rsp.lo[i], rsp.hi[i]} end
     end
   end
   ctx.names = trace.reports.name:totable()
@@ -377,27 +410,9 @@ function Ctx:ledger_lost(r, pid, line)
   return best
 end
 
---- The active span of report r (0-based): first start to last stop of its
--- kernels, memcpy, memset and CUDA API calls (and, for nsys-jax archives,
--- of the NVTX ranges projected onto the GPU).  Returns lo, hi.
+--- The active span of report r (0-based): report_spans'.  Returns lo, hi.
 function Ctx:report_span(r)
-  if not self.cache.spans then
-    local spans = {}
-    for _, name in ipairs{"kernels", "memcpy", "memset", "api", "gpu_ranges"} do
-      local t = self.trace[name]
-      if #t > 0 then
-        t:load{"report", "start", "stop"}
-        local a = t:group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
-        for i = 1, #a do
-          local k = a.report[i]
-          local sp = spans[k] or {a.lo[i], a.hi[i]}
-          sp[1], sp[2] = math.min(sp[1], a.lo[i]), math.max(sp[2], a.hi[i])
-          spans[k] = sp
-        end
-      end
-    end
-    self.cache.spans = spans
-  end
+  if not self.cache.spans then self.cache.spans = report_spans(self.trace) end
   local sp = self.cache.spans[r]
   if not sp then return nil end
   return sp[1], sp[2]
