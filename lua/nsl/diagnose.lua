@@ -142,14 +142,12 @@ function M.collective(view, args)
   local lo, hi = window_mod.span(view)
   local n = lo and 1 or 0
   t.span = nsl.table{{"lo", nsl.rep(lo or 0, n)}, {"hi", nsl.rep(hi or 0, n)}}
-  local rs, rr = {}, {}
+  local function col(v) return #v > 0 and nsl.column(v) or nsl.rep(0, 0) end
+  local rr, rs = {}, {}
   for r, a in pairs(window_mod.report_starts(view)) do rr[#rr + 1], rs[#rs + 1] = r, a end
-  local none = nsl.rep(0, 0)
-  t.report_starts = nsl.table{{"report", #rr > 0 and nsl.column(rr) or none},
-                               {"start", #rs > 0 and nsl.column(rs) or none}}
+  t.report_starts = nsl.table{{"report", col(rr)}, {"start", col(rs)}}
   local sr, slo, shi = {}, {}, {}
   for r, sp in pairs(report_spans(view)) do sr[#sr + 1], slo[#slo + 1], shi[#shi + 1] = r, sp[1], sp[2] end
-  local function col(v) return #v > 0 and nsl.column(v) or none end
   t.report_spans = nsl.table{{"report", col(sr)}, {"lo", col(slo)}, {"hi", col(shi)}}
   return t
 end

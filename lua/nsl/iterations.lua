@@ -368,12 +368,13 @@ local NO_STEPS = "no iterations found: no NVTX range repeats as a step and no ke
   "period over the trace; name the step range with --arg range=NAME"
 
 --- How M.find says marker kernels were detected: list of {report, name,
--- device, lag, n (iterations), period}, by report.
+-- device, lag, period, and n (iterations) or starts (M.detect_kernels'
+-- markers: n is one less)}, by report.
 local function markers_how(list)
   local parts = {}
   for _, m in ipairs(list) do
     parts[#parts + 1] = string.format("report %d: kernel '%s' on device %d%s, %d iterations of %s", m.report,
-      m.name, m.device, m.lag > 1 and string.format(" (every %d-th run)", m.lag) or "", m.n,
+      m.name, m.device, m.lag > 1 and string.format(" (every %d-th run)", m.lag) or "", m.n or #m.starts - 1,
       require("nsl.report").duration(m.period))
   end
   return "marker kernels detected: " .. table.concat(parts, "; ")
@@ -398,11 +399,7 @@ function M.find(trace, spec)
   if name then return {mode = "range", ranges = r, how = how, name = name} end
   local markers = M.detect_kernels(trace)
   if #markers == 0 then return nil, NO_STEPS end
-  local list = {}
-  for i, m in ipairs(markers) do
-    list[i] = {report = m.report, name = m.name, device = m.device, lag = m.lag, n = #m.starts - 1, period = m.period}
-  end
-  return {mode = "kernel", markers = markers, how = markers_how(list)}
+  return {mode = "kernel", markers = markers, how = markers_how(markers)}
 end
 
 --- The step of a list of steady steps' durations: the median (integer
@@ -666,15 +663,12 @@ function M.reduced_find(trace, parts)
   local m = parts.steps_markers
   if #m == 0 then return nil, NO_STEPS end
   local starts_of = parts.steps_starts:slices("report")
-  local markers, list = {}, {}
+  local markers = {}
   for i = 1, #m do
-    local starts = starts_of(m.report[i]).start
-    markers[i] = {report = m.report[i], device = m.device[i], name = m.name[i], starts = starts, period = m.period[i],
-                  lag = m.lag[i]}
-    list[i] = {report = m.report[i], name = m.name[i], device = m.device[i], lag = m.lag[i], n = #starts - 1,
-               period = m.period[i]}
+    markers[i] = {report = m.report[i], device = m.device[i], name = m.name[i], starts = starts_of(m.report[i]).start,
+                  period = m.period[i], lag = m.lag[i]}
   end
-  return {mode = "kernel", markers = markers, how = markers_how(list)}
+  return {mode = "kernel", markers = markers, how = markers_how(markers)}
 end
 
 --- The GPU operations of trace with their class (nsl.classes' built-in map

@@ -175,13 +175,14 @@ end
 -- queue, busy (window - idle), one row per collective with a previous one
 -- on its rank, and a table of the host parts of the gaps: rank, instance,
 -- start, stop, report, pid, corr (the work after the gap; nil without
--- launch times); nil when no window exists.  Third result: the order of
--- coll's rows by rank and start (coll:order) the windows follow.
+-- launch times); nil when no window exists.  Third result: the row of
+-- coll of each window's previous collective (the rank's one before it), in
+-- the windows' order.
 function M.windows(coll, work)
   local o = coll:order("rank", "start")
   local cs = coll:take(o)
   local n = #cs
-  if n < 2 then return nil, nil, o end
+  if n < 2 then return nil end
   local host = cs.launch ~= nil and work.launch ~= nil
   local t0 = math.min(cs.start:min(), #work > 0 and work.start:min() or math.maxinteger)
   local t1 = math.max(cs.stop:max(), #work > 0 and work.stop:max() or math.mininteger)
@@ -237,7 +238,7 @@ function M.windows(coll, work)
                    {"start", g.gs}, {"stop", g.gs + g.hp}, {"report", members.report:gather(g.ender)},
                    {"pid", members.pid:gather(g.ender)}, {"corr", members.corr:gather(g.ender)}}
   end
-  return win, hp, o
+  return win, hp, o:gather(prev_rows)
 end
 
 -- ---- the windows a distributed run measured per process (M.reduce) ----
@@ -400,15 +401,13 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
   res.coll = coll
   -- 5. the windows before the collectives, and each rank's excess in them
   if #coll > 0 then
-    local win, hp
-    if pre then win = pre_windows(srt, spos) else win, hp, sorder = M.windows(coll, work) end
+    local win, hp, prev
+    if pre then win = pre_windows(srt, spos) else win, hp, prev = M.windows(coll, work) end
     if win and #win > 0 then
-      -- the previous collective of the rank: its leave lateness.  The windows are the collectives by rank
-      -- and start after each rank's first (M.windows' order, and pre_windows'), so a window's previous
-      -- collective is the row before it in that order (NaN, an instance of one rank: 0)
-      local o, pos = sorder, spos   -- (rank_sorted's, or M.windows' order)
-      if not pos then pos = nsl.cumcount(coll:select{"rank"}:take(o):group_by("rank"):ids()) end
-      local prev = nsl.table{{"p", o:shift(-1)}}:filter(pos:ge(1)).p
+      -- the previous collective of the rank: its leave lateness (NaN, an instance of one rank: 0).  M.windows
+      -- gives its row; pre_windows' windows are rank_sorted's rows after each rank's first, so it is the row
+      -- before each in that order
+      prev = prev or nsl.table{{"p", sorder:shift(-1)}}:filter(spos:ge(1)).p
       win = win:with("x_leave", nsl.coalesce(leave_x:gather(prev), 0.0))
       -- (each row's excess in its own place: a window's instance with no other window has none, 0)
       local parts, vals = {"idle", "host", "queue", "busy"}, {}
