@@ -155,16 +155,15 @@ function M.xla_ranges(trace)
   local is_compile = names:match(M.XLA_COMPILE)
   if is_compile:count() == 0 then return {} end
   nv = nv:with("name", names)
-  local procs = nv:filter(is_compile):group_by("report", "pid"):keys()
-  -- each process's ranges by one grouping (t:slices), not a filter of every range per process
-  local gp = nv:group_by("report", "pid")
-  local gk, id_of = gp:keys(), {}
-  for i = 1, #gk do id_of[gk.report[i] .. ":" .. tostring(gk.pid[i])] = i - 1 end
+  -- each compiling process's ranges by one grouping (t:slices), not a filter of every range per process; the
+  -- processes in order of their first compile range (group ids are in order of first appearance)
+  local process = nv:group_by("report", "pid"):ids()
+  local compiling = nsl.table{{"p", process}}:filter(is_compile):group_by("p"):keys().p
   local own = nv:columns()
-  local of_process = nv:with("_process", gp:ids()):slices("_process")
+  local of_process = nv:with("_process", process):slices("_process")
   local parts = {}
-  for i = 1, #procs do
-    local sub = of_process(id_of[procs.report[i] .. ":" .. tostring(procs.pid[i])]):select(own)
+  for i = 1, #compiling do
+    local sub = of_process(compiling[i]):select(own)
     if archive and sub.num_child:isnull():count() < #sub then
       parts[#parts + 1] = archive_part(sub, sub.name)
     else
