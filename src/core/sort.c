@@ -11,7 +11,9 @@
  * in the low bits), else as (code, row) pairs.  Composites are sorted from
  * the last to the first with a stable LSD radix sort (digits of at most 8
  * or 11 bits; a digit that every key shares costs no pass), so equal keys
- * keep their row order. */
+ * keep their row order; a last key the rows already follow costs none,
+ * and one that each group of the keys before it (nearly) follows leaves a
+ * counting sort by those (and a merge). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -365,6 +367,7 @@ typedef struct sort_key {
   uint64_t *ranks;   /* string columns */
   uint64_t min, max;
   int has_null, desc, bits;
+  int sorted;   /* the rows' own order is the key's order (narrowed codes never fall from a row to the next) */
 } sort_key;
 
 static nsl_status scan_key(sort_key *k, nsl_error *err) {
@@ -372,20 +375,26 @@ static nsl_status scan_key(sort_key *k, nsl_error *err) {
   if (c->type == NSL_STR && c->dict && !(k->ranks = nsl__str_ranks(c, err)))
     return err ? err->code : NSL_ERR_NOMEM;
   uint64_t buf[BLOCK], lo = UINT64_MAX, hi = 0;
-  int has_null = 0;
+  int has_null = 0, sorted = 1;
+  uint64_t prev = 0;   /* the last non-NULL code so far (0: none yet) */
   for (int64_t off = 0; off < c->len; off += BLOCK) {
     int64_t m = c->len - off < BLOCK ? c->len - off : BLOCK;
     nsl__order_codes(c, NULL, off, m, k->ranks, buf);
     for (int64_t i = 0; i < m; i++) {
       uint64_t x = buf[i];
-      if (!x) has_null = 1;
-      else {
+      if (!x) {
+        has_null = 1;
+        if (prev) sorted = 0;   /* NULLs come first in either direction */
+      } else {
         if (x < lo) lo = x;
         if (x > hi) hi = x;
+        if (prev && (k->desc ? x > prev : x < prev)) sorted = 0;
+        prev = x;
       }
     }
   }
   k->has_null = has_null;
+  k->sorted = sorted;
   if (lo > hi) {   /* only NULLs: the key orders nothing */
     k->min = k->max = 0;
     k->bits = 0;
@@ -470,6 +479,71 @@ static nsl_status sort_pass(const sort_key *keys, int nk, int bits, int64_t *per
   return NSL_OK;
 }
 
+/* When the rows of every group of the leading keys (composite codes of at
+ * most LEAD_BITS bits) nearly come in the order of the last key, a wide
+ * one (a time), already -- each thread's calls in start order but for a
+ * few recorded late, the threads' rows interleaved; a device's kernels,
+ * then its copies -- the rows that keep their group's order (each at least
+ * the latest of its group before it) are placed by a stable counting sort
+ * of the leading composite, the others (at most a third) sorted apart, and
+ * the two merged by (code, row).  Returns 1 with perm filled, else 0 (perm
+ * was only scratch). */
+enum { LEAD_BITS = 16 };
+
+static int sort_ordered_groups(const sort_key *sk, int nk, int64_t *perm, int64_t n) {
+  if (nk < 1 || n < 2) return 0;
+  int lb = 0, zb = sk[nk - 1].bits;
+  for (int k = 0; k < nk - 1; k++) lb += sk[k].bits;
+  if (lb > LEAD_BITS || zb <= LEAD_BITS || lb + zb > 64) return 0;   /* (a narrow last key: one radix pass) */
+  size_t ng = (size_t)1 << lb;
+  int64_t max_rest = n / 3, nr = 0;
+  uint64_t *code = nsl__big_alloc((size_t)n * sizeof *code);   /* the whole composite of every row */
+  int64_t *at = calloc(ng + 1, sizeof *at);   /* in-order rows per group, then where its next one goes */
+  uint64_t *last = calloc(ng, sizeof *last);  /* the group's latest code so far */
+  nsl__kv *rest = malloc((size_t)(max_rest > 0 ? max_rest : 1) * 2 * sizeof *rest);   /* (code, row), scratch */
+  int ok = code && at && last && rest;
+  for (int64_t off = 0; ok && off < n; off += BLOCK) {
+    int64_t m = n - off < BLOCK ? n - off : BLOCK;
+    composite_block(sk, nk, NULL, off, m, code + off);
+    for (int64_t i = off; i < off + m; i++) {
+      uint64_t c = code[i], g = zb >= 64 ? 0 : c >> zb;
+      if (c >= last[g]) {
+        last[g] = c;
+        at[g + 1]++;
+      } else if (nr < max_rest)
+        rest[nr++] = (nsl__kv){c, i};
+      else {
+        ok = 0;
+        break;
+      }
+    }
+  }
+  if (ok) {
+    /* the in-order rows by group into perm[nr..n), whose front the merge below fills */
+    at[0] = nr;
+    for (size_t g = 1; g <= ng; g++) at[g] += at[g - 1];
+    int64_t j = 0;   /* the next out-of-order row, in row order */
+    for (int64_t i = 0; i < n; i++) {
+      if (j < nr && rest[j].v == i) {
+        j++;
+        continue;
+      }
+      perm[at[zb >= 64 ? 0 : code[i] >> zb]++] = i;
+    }
+    nsl__kv *r = nsl__radix_kv(rest, rest + max_rest, nr, lb + zb);   /* stable: rows in order within a code */
+    int64_t a = nr, b = 0, k = 0;   /* merge: k never passes a, which reads ahead of it */
+    while (b < nr) {
+      if (a < n && (code[perm[a]] < r[b].k || (code[perm[a]] == r[b].k && perm[a] < r[b].v))) perm[k++] = perm[a++];
+      else perm[k++] = r[b++].v;
+    }
+  }
+  nsl__big_free(code);
+  free(at);
+  free(last);
+  free(rest);
+  return ok;
+}
+
 nsl_column *nsl_argsort(const nsl_column *const *keys, const int *desc, int nkeys, nsl_error *err) {
   if (nsl__check_keys(keys, nkeys, "argsort", err) != NSL_OK) return NULL;
   int64_t n = keys[0]->len;
@@ -495,8 +569,17 @@ nsl_column *nsl_argsort(const nsl_column *const *keys, const int *desc, int nkey
       sk[nk].ranks = NULL;
     }
   }
+  /* The last key, when the rows already come in its order, needs no pass: the LSD passes start from the
+   * identity, which is its stable sort (exports store most tables in start order, and filters and takes
+   * keep it) -- then the key before it, likewise. */
+  while (nk > 0 && sk[nk - 1].sorted) {
+    free(sk[nk - 1].ranks);
+    sk[nk - 1].ranks = NULL;
+    nk--;
+  }
   int first = 1;
-  if (n > 1) {
+  if (sort_ordered_groups(sk, nk, perm, n)) first = 0;
+  else if (n > 1) {
     /* Group keys (most significant first) into composites of <= 64 bits,
      * then sort from the last composite back: one pass of (code, row)
      * pairs beats two passes of packed words and a gather. */

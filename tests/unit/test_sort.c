@@ -362,6 +362,95 @@ static void test_random_large_radix_paths(void **state) {
   nsl_dict_release(d);
 }
 
+/* Last keys the rows already follow (times in start order, NULLs first, either direction) need no pass of
+ * their own: the result is still the reference's, with ties by row. */
+static void test_trailing_keys_in_order(void **state) {
+  (void)state;
+  nsl_dict *d = nsl_dict_new();
+  fx_seed(4242);
+  for (int trial = 0; trial < 40; trial++) {
+    int64_t n = trial < 4 ? trial + 1 : (trial % 2 ? fx_range(10, 3000) : fx_range(70000, 90000));
+    int desc[3] = {(int)fx_range(0, 1), (int)fx_range(0, 1), (int)fx_range(0, 1)};
+    nsl_column *lead = random_key((nsl_type)fx_range(0, 4), n, d, (int)fx_range(0, 2));
+    nsl_column *mid = nsl_column_new(NSL_I32, n, NULL), *last = nsl_column_new(NSL_I64, n, NULL);
+    int64_t nulls = trial % 3 == 0 ? fx_range(0, n / 4) : 0, t = fx_range(-1000, 1000);
+    int32_t step = 0;
+    for (int64_t i = 0; i < n; i++) {   /* NULLs first, then in the key's direction, with runs of equal times */
+      if (i >= nulls && fx_range(0, 2)) t += desc[2] ? -fx_range(0, 1 << 20) : fx_range(0, 1 << 20);
+      nsl_i64(last)[i] = i < nulls ? NSL_NULL_I64 : t;
+      if (fx_range(0, 9) == 0) step++;
+      nsl_i32(mid)[i] = desc[1] ? -step : step;
+    }
+    if (trial % 4 == 1 && n > 2) {   /* one row out of order: the last key is not in order after all */
+      int64_t i = fx_range(nulls, n - 1), j = fx_range(nulls, n - 1);
+      int64_t x = nsl_i64(last)[i];
+      nsl_i64(last)[i] = nsl_i64(last)[j];
+      nsl_i64(last)[j] = x;
+    }
+    const nsl_column *k3[3] = {lead, mid, last}, *k2[2] = {mid, last}, *k1[1] = {last};
+    if (n <= 3000) {
+      check_against_reference(k3, desc, 3);
+      check_against_reference(k2, desc + 1, 2);
+      check_against_reference(k1, desc + 2, 1);
+    } else {
+      check_sorted_stable(k3, desc, 3);
+      check_sorted_stable(k2, desc + 1, 2);
+      check_sorted_stable(k1, desc + 2, 1);
+    }
+    nsl_column_release(lead);
+    nsl_column_release(mid);
+    nsl_column_release(last);
+  }
+  nsl_dict_release(d);
+}
+
+/* Rows whose every group of the leading keys (a thread) follows the last key (start) while the groups
+ * interleave: a counting sort by the leading keys gives the reference's order; one row out of order in a
+ * group, or leading keys too wide for it, take the radix passes -- the same order. */
+static void test_groups_in_order(void **state) {
+  (void)state;
+  nsl_dict *d = nsl_dict_new();
+  fx_seed(99);
+  for (int trial = 0; trial < 48; trial++) {
+    int64_t n = trial < 4 ? trial + 1 : (trial % 2 ? fx_range(10, 3000) : fx_range(70000, 90000));
+    int desc[3] = {(int)fx_range(0, 1), (int)fx_range(0, 1), (int)fx_range(0, 1)};
+    int wide = trial % 6 == 5;   /* thread ids over 2^20: leading keys wider than a counting sort takes */
+    int64_t nthreads = fx_range(1, 40);
+    nsl_column *pid = nsl_column_new(NSL_I32, n, NULL), *tid = nsl_column_new(NSL_I64, n, NULL);
+    nsl_column *t = nsl_column_new(NSL_I64, n, NULL);
+    int64_t clock[40] = {0}, started[40] = {0};
+    for (int64_t i = 0; i < n; i++) {
+      int64_t th = fx_range(0, nthreads - 1);
+      nsl_i32(pid)[i] = (int32_t)(th % 3);
+      nsl_i64(tid)[i] = th == 7 ? NSL_NULL_I64 : (wide ? th << 21 : th * 1000 + 17);
+      if (!started[th] && fx_range(0, 3) == 0) nsl_i64(t)[i] = NSL_NULL_I64;   /* NULLs first on a thread */
+      else {
+        started[th] = 1;
+        clock[th] += desc[2] ? -fx_range(0, 5000) : fx_range(0, 5000);
+        nsl_i64(t)[i] = clock[th];
+      }
+    }
+    if (trial % 4 == 1 && n > 2) {   /* one row out of its thread's order */
+      int64_t i = fx_range(0, n - 1), j = fx_range(0, n - 1);
+      int64_t x = nsl_i64(t)[i];
+      nsl_i64(t)[i] = nsl_i64(t)[j];
+      nsl_i64(t)[j] = x;
+    }
+    const nsl_column *k3[3] = {pid, tid, t}, *k2[2] = {tid, t};
+    if (n <= 3000) {
+      check_against_reference(k3, desc, 3);
+      check_against_reference(k2, desc + 1, 2);
+    } else {
+      check_sorted_stable(k3, desc, 3);
+      check_sorted_stable(k2, desc + 1, 2);
+    }
+    nsl_column_release(pid);
+    nsl_column_release(tid);
+    nsl_column_release(t);
+  }
+  nsl_dict_release(d);
+}
+
 /* ---- unique, searchsorted ---------------------------------------------------------------- */
 
 static void test_unique(void **state) {
@@ -509,6 +598,8 @@ int main(void) {
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_random_multikey_reference),
       cmocka_unit_test(test_random_large_radix_paths),
+      cmocka_unit_test(test_trailing_keys_in_order),
+      cmocka_unit_test(test_groups_in_order),
       cmocka_unit_test(test_unique),
       cmocka_unit_test(test_searchsorted),
       cmocka_unit_test(test_searchsorted_random),
