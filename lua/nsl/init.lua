@@ -81,17 +81,6 @@ function M.error_handler(e)
   return {bug = M.is_error(e) and e.message or tostring(e), traceback = debug.traceback("", 2)}
 end
 
---- nsl.where(mask, a, b) -> a column with a's value where mask is true and
--- b's elsewhere (a, b: columns of one type and mask's length, or a single
--- value repeated).  Whole-column: one concat and one gather.
-function M.where(mask, a, b)
-  local n = #mask
-  if M.type(a) ~= "column" then a = M.rep(a, n) end
-  if M.type(b) ~= "column" then b = M.rep(b, n) end
-  local pick = M.range(n) + (~mask):cast("i64") * n     -- row i of a, or row i of b
-  return M.concat(a, b):gather(pick)
-end
-
 --- nsl.coalesce(a, b) -> a where it is not NULL, else b (a column of a's
 -- type and length, or a single value); a itself when it has no NULL.
 function M.coalesce(a, b)

@@ -121,6 +121,12 @@ nsl_status nsl__lag_periods(const nsl_column *gid, const nsl_column *v, int64_t 
  * element (a reused large block is not cleared first, a fresh one is
  * written once, not cleared and then written); NULL on out of memory. */
 nsl_column *nsl__column_new_uninit(nsl_type type, int64_t len, nsl_dict *dict);
+/* Row i of a where mask[i] is set, else row i of b (nsl.where): mask an
+ * NSL_BOOL column of n rows; a and b of one type (string columns of one
+ * dictionary), each of n rows, or of one row that stands for every row
+ * (a_one, b_one).  NULLs are taken as they are. */
+nsl_column *nsl__column_where(const nsl_column *mask, const nsl_column *a, int a_one, const nsl_column *b, int b_one,
+                              nsl_error *err);
 /* nsl_column_stats, with the standard deviation (a second pass over the
  * values) only when with_std; without it out->std stays 0. */
 void nsl__column_stats(const nsl_column *c, nsl_stats *out, int with_std);

@@ -11,7 +11,8 @@
  * in the low bits), else as (code, row) pairs.  Composites are sorted from
  * the last to the first with a stable LSD radix sort (digits of at most 8
  * or 11 bits; a digit that every key shares costs no pass), so equal keys
- * keep their row order; a last key the rows already follow costs none,
+ * keep their row order; a composite of at most 16 bits is placed by
+ * counting; a last key the rows already follow costs no pass,
  * and one that each group of the keys before it (nearly) follows leaves a
  * counting sort by those (and a merge). */
 #include <stdlib.h>
@@ -427,10 +428,47 @@ static void composite_block(const sort_key *keys, int nk, const int64_t *rows, i
   }
 }
 
+/* Composites this narrow (with no more codes than rows) are sorted by
+ * counting, with no scratch of n codes. */
+enum { LEAD_BITS = 16 };
+
+/* sort_pass for a composite of at most LEAD_BITS bits: the codes counted,
+ * then each row placed, both from codes made again block by block. */
+static nsl_status counting_pass(const sort_key *keys, int nk, int bits, int64_t *perm, int first, int64_t n,
+                                nsl_error *err) {
+  const int64_t *rows = first ? NULL : perm;
+  int64_t *at = calloc(((size_t)1 << bits) + 1, sizeof *at);   /* rows per code, then where the next goes */
+  int64_t *to = first ? perm : nsl__big_alloc((size_t)n * sizeof *to);
+  if (!at || !to) {
+    free(at);
+    if (!first) nsl__big_free(to);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "argsort: out of memory for %lld rows", (long long)n);
+  }
+  uint64_t code[BLOCK];
+  for (int64_t off = 0; off < n; off += BLOCK) {
+    int64_t m = n - off < BLOCK ? n - off : BLOCK;
+    composite_block(keys, nk, rows, off, m, code);
+    for (int64_t i = 0; i < m; i++) at[code[i] + 1]++;
+  }
+  for (size_t c = 1; c <= (size_t)1 << bits; c++) at[c] += at[c - 1];
+  for (int64_t off = 0; off < n; off += BLOCK) {
+    int64_t m = n - off < BLOCK ? n - off : BLOCK;
+    composite_block(keys, nk, rows, off, m, code);
+    for (int64_t i = 0; i < m; i++) to[at[code[i]]++] = first ? off + i : perm[off + i];
+  }
+  if (!first) {
+    memcpy(perm, to, (size_t)n * sizeof *perm);
+    nsl__big_free(to);
+  }
+  free(at);
+  return NSL_OK;
+}
+
 /* Stable sort of perm (n rows; identity when first) by the composite of
  * keys[0..nk) whose total width is bits. */
 static nsl_status sort_pass(const sort_key *keys, int nk, int bits, int64_t *perm, int first, int64_t n,
                             nsl_error *err) {
+  if (bits <= LEAD_BITS && ((int64_t)1 << bits) <= n) return counting_pass(keys, nk, bits, perm, first, n, err);
   int ib = nsl__bitwidth((uint64_t)(n - 1));
   const int64_t *rows = first ? NULL : perm;
   if (bits + ib <= 64) {   /* composite code and position in one word */
@@ -488,13 +526,11 @@ static nsl_status sort_pass(const sort_key *keys, int nk, int bits, int64_t *per
  * of the leading composite, the others (at most a third) sorted apart, and
  * the two merged by (code, row).  Returns 1 with perm filled, else 0 (perm
  * was only scratch). */
-enum { LEAD_BITS = 16 };
-
 static int sort_ordered_groups(const sort_key *sk, int nk, int64_t *perm, int64_t n) {
   if (nk < 1 || n < 2) return 0;
   int lb = 0, zb = sk[nk - 1].bits;
   for (int k = 0; k < nk - 1; k++) lb += sk[k].bits;
-  if (lb > LEAD_BITS || zb <= LEAD_BITS || lb + zb > 64) return 0;   /* (a narrow last key: one radix pass) */
+  if (lb > LEAD_BITS || zb <= LEAD_BITS || lb + zb > 64) return 0;   /* (a narrow last key: one counting pass) */
   size_t ng = (size_t)1 << lb;
   int64_t max_rest = n / 3, nr = 0;
   uint64_t *code = nsl__big_alloc((size_t)n * sizeof *code);   /* the whole composite of every row */

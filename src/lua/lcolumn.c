@@ -739,30 +739,59 @@ static int l_concat(lua_State *L) {
   return 1;
 }
 
-/* nsl.rep(value, n) -> a column of n copies of value (integer, number, string). */
-static int l_rep(lua_State *L) {
-  lua_Integer n = luaL_checkinteger(L, 2);
-  luaL_argcheck(L, n >= 0, 2, "negative length");
+/* A column of n copies of the value at stack index idx (integer: i64,
+ * number: f64, string: the state dictionary's); NULL on out of memory. */
+static nsl_column *rep_value(lua_State *L, int idx, lua_Integer n) {
   nsl_column *c;
-  if (lua_isinteger(L, 1)) {
-    lua_Integer v = lua_tointeger(L, 1);
+  if (lua_isinteger(L, idx)) {
+    lua_Integer v = lua_tointeger(L, idx);
     c = nsl__column_new_uninit(NSL_I64, n, NULL);
     if (c) for (lua_Integer i = 0; i < n; i++) nsl_i64(c)[i] = v;
-  } else if (lua_type(L, 1) == LUA_TNUMBER) {
-    lua_Number v = lua_tonumber(L, 1);
+  } else if (lua_type(L, idx) == LUA_TNUMBER) {
+    lua_Number v = lua_tonumber(L, idx);
     c = nsl__column_new_uninit(NSL_F64, n, NULL);
     if (c) for (lua_Integer i = 0; i < n; i++) nsl_f64(c)[i] = v;
   } else {
     size_t len;
-    const char *str = luaL_checklstring(L, 1, &len);
+    const char *str = luaL_checklstring(L, idx, &len);
     nsl_dict *d = nsl__state_dict(L);
     int32_t id;
     nsl_error err;
-    if (nsl_dict_intern(d, str, len, &id, &err) != NSL_OK) return nsl__lua_error(L, &err);
+    if (nsl_dict_intern(d, str, len, &id, &err) != NSL_OK) nsl__lua_error(L, &err);
     c = nsl__column_new_uninit(NSL_STR, n, d);
     if (c) for (lua_Integer i = 0; i < n; i++) nsl_i32(c)[i] = id;
   }
-  nsl__pushcolumn(L, c);
+  return c;
+}
+
+/* nsl.rep(value, n) -> a column of n copies of value (integer, number, string). */
+static int l_rep(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, n >= 0, 2, "negative length");
+  nsl__pushcolumn(L, rep_value(L, 1, n));
+  return 1;
+}
+
+/* nsl.where(mask, a, b) -> a column with a's value where mask is true and
+ * b's elsewhere (a, b: columns of one type and mask's length, or a single
+ * value -- integer, number, string -- for every row).  One pass. */
+static int l_where(lua_State *L) {
+  nsl_column *mask = nsl__checkcolumn(L, 1), *v[2];
+  int one[2];
+  for (int k = 0; k < 2; k++)   /* (checked before any is made: an error raised here leaks nothing) */
+    if (!nsl__tocolumn(L, 2 + k) && lua_type(L, 2 + k) != LUA_TNUMBER && lua_type(L, 2 + k) != LUA_TSTRING)
+      return luaL_typeerror(L, 2 + k, "column, number or string");
+  for (int k = 0; k < 2; k++) {
+    one[k] = nsl__tocolumn(L, 2 + k) == NULL;
+    v[k] = one[k] ? rep_value(L, 2 + k, 1) : nsl_column_retain(nsl__tocolumn(L, 2 + k));
+  }
+  nsl_error err = {0};
+  nsl_column *r = v[0] && v[1] ? nsl__column_where(mask, v[0], one[0], v[1], one[1], &err) : NULL;
+  if (!v[0] || !v[1]) nsl_error_set(&err, NSL_ERR_NOMEM, "out of memory");
+  nsl_column_release(v[0]);
+  nsl_column_release(v[1]);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
   return 1;
 }
 
@@ -888,7 +917,8 @@ static const luaL_Reg metamethods[] = {
     {"__unm", col_unm},  {NULL, NULL}};
 
 static const luaL_Reg funcs[] = {{"column", l_column}, {"range", l_range}, {"concat", l_concat},
-                                 {"rep", l_rep},       {"group_concat", l_group_concat}, {NULL, NULL}};
+                                 {"rep", l_rep},       {"group_concat", l_group_concat}, {"where", l_where},
+                                 {NULL, NULL}};
 
 /* Registers the column metatable and adds nsl.column/nsl.range to the
  * module table on top of the stack. */

@@ -358,6 +358,31 @@ return {
     T.eq(row[1], want[1], "the join's row")
     T.eq(row[1], 2, "the lowest row of group 0 starting at 9, the empty one")
   end},
+  {"nsl.where: a's row where the mask is set, else b's, columns or single values (= SQL's CASE)", function()
+    local tr = nsl.open{nccl}
+    local k = tr.kernels
+    k:load{"start", "stop", "name", "grid_x"}
+    local long = (k.stop - k.start):gt(10000)
+    T.eq(nsl.where(long, k.stop - k.start, 7):sum(), T.sql1(nccl, "SELECT sum(CASE WHEN end - start > 10000 " ..
+      "THEN end - start ELSE 7 END) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "column, else a single value")
+    T.eq(nsl.where(long, 0, k.grid_x:cast("i64")):sum(), T.sql1(nccl, "SELECT sum(CASE WHEN end - start > 10000 THEN 0 " ..
+      "ELSE gridX END) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "a single value, else a column")
+    local other = nsl.where(long, k.name, "other")
+    T.eq(other:eq("other"):count(), T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL " ..
+      "WHERE end - start <= 10000"), "strings: the trace's and a new one")
+    T.eq(other:ne("other"):count(), long:count(), "the names kept")
+    local m = nsl.column{true, false, true, false}
+    local a, b = nsl.column{1.5, 2.5, 0 / 0, 4.5}, nsl.column{9.0, 0 / 0, 7.0, 6.0}
+    local w = nsl.where(m, a, b)
+    T.eq(w:isnull():count(), 2, "NULLs taken as they are")
+    T.eq(w[1] + w[4], 7.5, "rows 1 and 4")
+    T.eq(nsl.where(m, "x", "y"):eq("x"):count(), 2, "two single values")
+    T.raises(function() return nsl.where(m, 1.5, nsl.column{1, 2, 3, 4}) end, "f64", "values of two types")
+    T.raises(function() return nsl.where(m, nsl.column{1, 2}, 0) end, "4 rows", "values of another length")
+    T.raises(function() return nsl.where(m, true, 0) end, "column, number or string", "a boolean")
+    T.raises(function() return nsl.where(nsl.column{1, 0}, 1, 0) end, "bool mask", "a mask that is not bool")
+    tr:close()
+  end},
   {"nsl.readable: a file that opens, not one that is missing; runs.file_of finds a bundle member's file", function()
     T.eq(nsl.readable(nccl), true, "an export")
     T.eq(nsl.readable(nccl .. ".missing"), false, "a missing file")
