@@ -122,8 +122,8 @@ local function excess(coll)
   return t, x[2]
 end
 
---- max(c, 0) of an i64 column.
-local function positive(c) return c:gt(0):cast("i64") * c end
+--- max(c, 0) of an i64 column (NULL stays NULL).
+local function positive(c) return nsl.where(c:lt(0), 0, c) end
 
 --- Compute time per step and rank (table rank, step, compute), from each
 -- rank's collective arrivals `cs` (rank, arrive) and its work (rank, start,
