@@ -553,6 +553,7 @@ static int sort_ordered_groups(const sort_key *sk, int nk, int64_t *perm, int64_
         break;
       }
     }
+    if (3 * nr > off + m + BLOCK) ok = 0;   /* a third out of order so far: keys in no order stop early */
   }
   if (ok) {
     /* the in-order rows by group into perm[nr..n), whose front the merge below fills */
