@@ -35,10 +35,15 @@ end
 function M.api_calls(trace)
   local api = trace.api
   api:load{"report", "pid", "tid", "corr", "start", "stop", "dur", "name"}
-  -- every id once (the usual case): nothing to drop, whatever the order -- found without sorting
+  -- every id once (the usual case): nothing to drop, whatever the order -- found without sorting, by the
+  -- number of distinct ids when no key is NULL, else by a join (where NULL keys match nothing)
   local raw = api:select{"report", "pid", "corr"}
-  local _, own = raw:join(raw, {"report", "pid", "corr"}, {})
-  if (own:eq(nsl.range(#raw)) | raw.corr:isnull()):count() == #api then return api end
+  if raw.pid:isnull():count() == 0 and raw.corr:isnull():count() == 0 then
+    if #raw:group_by("report", "pid", "corr") == #api then return api end
+  else
+    local _, own = raw:join(raw, {"report", "pid", "corr"}, {})
+    if (own:eq(nsl.range(#raw)) | raw.corr:isnull()):count() == #api then return api end
+  end
   -- the first of each id in start order, found on the key columns alone
   local order = api.start:argsort()
   local keys = nsl.table{{"report", api.report:gather(order)}, {"pid", api.pid:gather(order)},
