@@ -65,8 +65,13 @@ tmux_end() {
 # on its status line counts the redraws).  A deadline only bounds a failure: generous enough for an ASan build
 # on a busy machine.
 screen() { tmux capture-pane -t $S -p; }
-wait_for() { # wait_for PATTERN [TENTHS]: until the screen shows it, at most TENTHS tenths of a second (600: 60 s)
-  for _ in $(seq "${2:-600}"); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
+wait_for() { # wait_for PATTERN [TENTHS]: until the screen shows it, at most TENTHS tenths of a second (default
+  # WAIT_TENTHS, else 600: 60 s); at once when the session is gone (what it ran has ended: the state never comes)
+  for _ in $(seq "${2:-${WAIT_TENTHS:-600}}"); do
+    screen | grep -q -- "$1" && return 0
+    tmux has-session -t "$S" 2> /dev/null || return 1
+    sleep 0.1
+  done
   return 1
 }
 draws() { screen | grep -o 'draws=[0-9]*' | tail -1 | cut -d= -f2; }

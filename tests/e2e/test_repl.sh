@@ -8,11 +8,8 @@ command -v tmux > /dev/null || { echo "tmux is missing (scripts/install-deps.sh 
 export NSL_HISTORY="$TMP/history" TMUX_TMPDIR="$TMP"
 sample="$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite"
 S=nsltest
-screen() { tmux capture-pane -t $S -p -S -200; }
-wait_for() { # wait_for PATTERN: until the screen shows it (a generous 120 s at most: a state, not a time)
-  for _ in $(seq 1200); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
-  return 1
-}
+screen() { tmux capture-pane -t $S -p -S -200; }   # (with the lines scrolled off; lib.sh's wait_for reads it)
+WAIT_TENTHS=1200   # a generous 120 s at most for each state
 type_line() { tmux send-keys -t $S -l "$1"; tmux send-keys -t $S Enter; }
 
 tmux new-session -d -s $S -x 160 -y 50 "$NSL repl $sample; echo REPL-EXITED; sleep 30"
