@@ -34,7 +34,7 @@ end
 local function replay(e)
   local n = #e
   local is_alloc = e.op:eq("alloc")
-  local sign = is_alloc:cast("i64") * 2 - 1               -- +1 alloc, -1 free
+  local sign = nsl.where(is_alloc, 1, -1)                 -- +1 alloc, -1 free
   local live = (e.bytes * sign):cumsum()
   local peak = live:max()
   local peak_pos = live:eq(peak):indices()[1]            -- first position of the peak (0-based)

@@ -104,11 +104,10 @@ end
 -- memset) of n rows t: an i64 column.
 local function class_of(i, t, n)
   if i == 1 then
-    return t.name:match("^nccl"):cast("i64") * (CLASS.nccl - CLASS.kernel) + CLASS.kernel
+    return nsl.where(t.name:match("^nccl"), CLASS.nccl, CLASS.kernel)
   elseif i == 2 then
-    local h2d, d2h = t.kind:eq("HtoD"):cast("i64"), t.kind:eq("DtoH"):cast("i64")
-    return h2d * (CLASS.memcpy_htod - CLASS.memcpy_other) + d2h * (CLASS.memcpy_dtoh - CLASS.memcpy_other) +
-           CLASS.memcpy_other
+    return nsl.where(t.kind:eq("HtoD"), CLASS.memcpy_htod,
+                     nsl.where(t.kind:eq("DtoH"), CLASS.memcpy_dtoh, CLASS.memcpy_other))
   end
   return nsl.rep(CLASS.memset, n)
 end

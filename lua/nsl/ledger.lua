@@ -80,7 +80,7 @@ local function gpu_work(trace, ops)
     if #g > 0 and g.text:match("XlaModule:#"):count() > 0 then
       local d = jax.load(trace, {programs = "structure", gpu_ranges = g})
       local th = d.thunk
-      local cls = nsl.where(th.Communication, i64(#th, CLASS.comm), i64(#th, CLASS.compute))
+      local cls = nsl.where(th.Communication, CLASS.comm, CLASS.compute)
       local work = nsl.table{{"start", th.start}, {"stop", th.stop}, {"report", th.report}, {"device", th.Device},
                              {"class", cls}}
       local comm = d.communication
@@ -93,8 +93,7 @@ local function gpu_work(trace, ops)
   ops = ops or gpu_ops.table(trace, {names = "short", memop = true, api = true,
                                      columns = {"report", "pid", "device", "stream", "corr", "start", "stop"}})
   local is_coll = nccl.mask(ops.name) & ~ops.memop
-  local cls = nsl.where(ops.memop, i64(#ops, CLASS.copy), nsl.where(is_coll, i64(#ops, CLASS.comm),
-                                                                   i64(#ops, CLASS.compute)))
+  local cls = nsl.where(ops.memop, CLASS.copy, nsl.where(is_coll, CLASS.comm, CLASS.compute))
   local api = trace.api
   api:load{"tid", "start", "stop"}
   local work = nsl.table{{"start", ops.start}, {"stop", ops.stop}, {"report", ops.report}, {"device", ops.device},

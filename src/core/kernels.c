@@ -325,8 +325,9 @@ nsl_column *nsl_mask_not(const nsl_column *a, nsl_error *err) {
   return m;
 }
 
-/* See nsl_internal.h: one pass writing the result alone (where a concat of
- * a and b and a gather by a made-up index wrote five columns of n rows). */
+/* See nsl_internal.h: one pass writing the result alone (the Lua form made
+ * a range, a negated mask, its cast, a product and a sum for an index, the
+ * concatenation of a and b, and a gather by that index). */
 nsl_column *nsl__column_where(const nsl_column *mask, const nsl_column *a, int a_one, const nsl_column *b, int b_one,
                               nsl_error *err) {
   if (!mask || mask->type != NSL_BOOL || !a || !b) return arg_error(err, "where: needs a bool mask and two columns");

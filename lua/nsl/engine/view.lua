@@ -338,7 +338,7 @@ function M.viewer(trace, opts)
     -- NVTX sub-rows: the nesting depth of each range among its thread's ranges in the window
     local depth, deepest = nsl.nest_depth(ev.start, ev.stop, ev.row)
     local bad = depth:isnull()   -- a range that stops before it starts: the top sub-row
-    if bad:count() > 0 then depth = nsl.where(bad, nsl.rep(0, #depth), depth) end
+    if bad:count() > 0 then depth = nsl.where(bad, 0, depth) end
     for r = 1, #rows do rows[r].sub = math.max(1, (deepest[r] or -1) + 1) end
     local names = nsl.table{{"name", ev.name}}:group_by("name")
     local keys = names:keys().name
