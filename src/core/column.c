@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/leased_map.h"
 #include "core/nsl_internal.h"
 #include "kernels_internal.h"
 #include "nsl/nsl.h"
@@ -167,6 +168,7 @@ struct nsl__mapping {
   void *addr;
   size_t len;
   atomic_int refs;
+  int slot;   /* a leased mapping's slot (leased_map.h), else -1: memory of nsl__big_alloc */
 };
 
 nsl__mapping *nsl__mapping_new(void *addr, size_t len) {
@@ -175,6 +177,13 @@ nsl__mapping *nsl__mapping_new(void *addr, size_t len) {
   m->addr = addr;
   m->len = len;
   atomic_init(&m->refs, 1);
+  m->slot = -1;
+  return m;
+}
+
+nsl__mapping *nsl__mapping_leased(int slot, void *addr, size_t len) {
+  nsl__mapping *m = nsl__mapping_new(addr, len);
+  if (m) m->slot = slot;
   return m;
 }
 
@@ -185,7 +194,8 @@ nsl__mapping *nsl__mapping_retain(nsl__mapping *m) {
 
 void nsl__mapping_release(nsl__mapping *m) {
   if (!m || atomic_fetch_sub(&m->refs, 1) > 1) return;
-  nsl__big_free(m->addr);
+  if (m->slot >= 0) nsl__leased_unmap(m->slot);
+  else nsl__big_free(m->addr);
   free(m);
 }
 

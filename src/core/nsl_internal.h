@@ -436,10 +436,13 @@ void nsl__warn(const char *fmt, ...)
 /* ---- columns over mapped files (src/core/column.c) ------------------- */
 
 /* A block of memory a cache file was read into (nsl__big_alloc), freed
- * with nsl__big_free when its last column goes. */
+ * with nsl__big_free when its last column goes, or a file mapped under a
+ * read lease (leased_map.h), unmapped then. */
 typedef struct nsl__mapping nsl__mapping;
 /* Takes over [addr, addr + len) (one reference); NULL on out of memory. */
 nsl__mapping *nsl__mapping_new(void *addr, size_t len);
+/* Takes over leased mapping slot at [addr, addr + len); NULL on out of memory. */
+nsl__mapping *nsl__mapping_leased(int slot, void *addr, size_t len);
 nsl__mapping *nsl__mapping_retain(nsl__mapping *m);
 void nsl__mapping_release(nsl__mapping *m);
 /* A column of len elements at data, which lies inside m (retained). */

@@ -28,6 +28,10 @@
 
 #define NSL_CACHE_FORMAT 2   /* bump with every change of archive-format/CACHE.md */
 #define NSL__CACHE_HEAD_BYTES 256   /* a cache file's header */
+/* A cache file of at least this many bytes is mapped under a read lease
+ * (leased_map.h) where the file system grants one; a smaller one is read:
+ * the table of leased mappings stays small, as do the descriptors they hold. */
+#define NSL__CACHE_LEASE_MIN ((int64_t)1 << 20)
 
 /* Adds the report (ops, src, info) to tr, through the cache when it is on:
  * file is the input on disk (an export, a bundle, an nsys-jax archive), fd

@@ -2,9 +2,10 @@
  * colcache_io.c -- an entry's files on disk: the entry's folder set up
  * (made, emptied when it holds another version of the input, touched when
  * current), a file read whole into memory of its own and checked, from the
- * bundle's stored columns or the entry's folder (never mapped from the file,
- * never through a link, never a FIFO, only a regular file of this user), and
- * a file published whole (a temporary file renamed) or as a bundle member.
+ * bundle's stored columns or the entry's folder (a large file of the folder
+ * mapped under a read lease instead, leased_map.h: no write in place reaches
+ * it; never through a link, never a FIFO, only a regular file of this user),
+ * and a file published whole (a temporary file renamed) or as a bundle member.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 
 #include "core/atomic_write.h"
 #include "core/big_alloc.h"
+#include "core/leased_map.h"
 #include "core/nsl_internal.h"
 #include "core/text.h"
 #include "source/bundle_internal.h"
@@ -156,15 +158,22 @@ nsl__mapping *nsl__cache_map_file(const nsl__cache_src *c, const char *name, uin
   if (fd < 0) return NULL;
   struct stat st;
   void *addr = MAP_FAILED;
+  size_t n = 0;
+  int slot = -1;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size >= NSL__CACHE_HEAD_BYTES &&
-      (uint64_t)st.st_size < SIZE_MAX / 2)
-    addr = read_private(fd, 0, (size_t)st.st_size);
-  close(fd);
+      (uint64_t)st.st_size < SIZE_MAX / 2) {
+    /* a large file mapped under a lease: no copy, and no fresh pages the kernel must zero */
+    if (st.st_size >= NSL__CACHE_LEASE_MIN && (slot = nsl__leased_map(fd, &addr, &n)) >= 0) fd = -1;
+    else if ((addr = read_private(fd, 0, (size_t)st.st_size)) != MAP_FAILED) n = (size_t)st.st_size;
+  }
+  if (fd >= 0) close(fd);
   if (addr == MAP_FAILED) return NULL;
-  size_t n = (size_t)st.st_size;
-  nsl__mapping *m = nsl__cache_sound_file(addr, n, c->ident, kind, table, column) ? nsl__mapping_new(addr, n) : NULL;
+  nsl__mapping *m = NULL;
+  if (n >= NSL__CACHE_HEAD_BYTES && nsl__cache_sound_file(addr, n, c->ident, kind, table, column))
+    m = slot >= 0 ? nsl__mapping_leased(slot, addr, n) : nsl__mapping_new(addr, n);
   if (!m) {
-    nsl__big_free(addr);
+    if (slot >= 0) nsl__leased_unmap(slot);
+    else nsl__big_free(addr);
     return NULL;
   }
   *head = addr;

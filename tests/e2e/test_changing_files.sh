@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Files that change or are not files: a --columns bundle and cache files cut
 # (truncate) or overwritten in place (cp) while nsl runs give the right result
-# or one clean line naming the file, never a signal (SIGBUS: exit 135); a FIFO
+# or one clean line naming the file, never a signal (SIGBUS: exit 135) -- large
+# cache files too, which nsl maps under a read lease (a tiled export's NVTX
+# times; the test checks at the pause that they are mapped); a FIFO
 # or a device given as a trace, a class map or a notebook is refused at once;
 # nsys ends when nsl is killed with -9 during an export.  The moments are
 # states, not delays: the analysis script itself stops at a FIFO the test
@@ -25,9 +27,11 @@ return { run = function(trace)
     local p = assert(io.open("$TMP/paused", "w")); p:write("paused\n"); p:close()
     local g = assert(io.open("$TMP/go", "r")); g:read("l"); g:close()
   end
-  if os.getenv("LOAD_FIRST") then k.start:sum(); k.grid_x:sum() end
+  local second = "grid_x"
+  if os.getenv("NVTX") then k, second = trace.nvtx, "stop" end
+  if os.getenv("LOAD_FIRST") then k.start:sum(); k[second]:sum() end
   pause()
-  print(#k, k.start:sum(), k.grid_x:sum())
+  print(#k, k.start:sum(), k[second]:sum())
 end }
 LUA
 # run_changing WHAT CHANGE INPUT: runs the script on INPUT, does CHANGE at the pause, releases it
@@ -36,6 +40,7 @@ run_changing() {
   timeout 120 "$NSL" run "$TMP/pause.lua" "$input" > "$TMP/out" 2> "$TMP/err" &
   local pid=$!
   if ! timeout 60 head -n1 "$TMP/paused" > /dev/null; then bad "$what: the script never paused"; kill "$pid"; return; fi
+  [ -z "${AT_PAUSE:-}" ] || eval "$AT_PAUSE"
   eval "$change"
   echo go > "$TMP/go"
   wait "$pid"
@@ -69,6 +74,37 @@ unset LOAD_FIRST
 run_changing "cache files truncated before they are read" 'for f in "$ent"/c-*; do truncate -s 4096 "$f"; done' "$exp"
 restore
 run_changing "cache files overwritten in place before they are read" 'for f in "$ent"/c-*; do cp "$other" "$f"; done' "$exp"
+
+# --- large cache files, mapped under a read lease, changed in place: the writer waits until nsl has copied
+# the mapping (no SIGBUS past a cut, no value changed under a checked column) ---
+restore
+unset LOAD_FIRST
+big=$TMP/big.sqlite
+"$NSL_SOURCE_DIR/tests/bench/make_tiled.sh" "$nccl" 8 "$big" || bad "make_tiled.sh failed"
+want_small=$want
+want=$(sql "$big" "SELECT count(*), sum(start), sum(end) FROM NVTX_EVENTS" | tr '|' ' ')
+export NVTX=1 LOAD_FIRST=1
+"$NSL" run "$TMP/pause.lua" "$big" > /dev/null 2>&1 < /dev/null &   # fills the cache (paused: release it)
+pid=$!
+timeout 60 head -n1 "$TMP/paused" > /dev/null && echo go > "$TMP/go"
+wait $pid
+bigent=$(dirname "$(ls "$NSL_CACHE_DIR"/columns/*/c-nvtx-start)")
+[ "$(stat -c %s "$bigent/c-nvtx-start")" -ge 1048576 ] && ok "the tiled NVTX start column is a large cache file" ||
+  bad "c-nvtx-start: $(stat -c %s "$bigent/c-nvtx-start") bytes"
+cp -r "$bigent" "$TMP/bigentry.saved"
+# at the pause: the two large files are mapped (where this file system grants leases: /proc/locks lists them)
+AT_PAUSE='if grep -q LEASE /proc/locks; then
+  n=$(pgrep -P "$pid" | head -n1)   # nsl, under timeout
+  [ "$(grep -c "$bigent/c-nvtx-st" "/proc/$n/maps")" = 2 ] && ok "$what: mapped under a lease at the pause" ||
+    bad "$what: not mapped: $(grep -c "$bigent" "/proc/$n/maps") mappings of the entry"
+else echo "note: no leases on this file system: the large files were read"; fi'
+# (a shell's > opens for writing and waits for the lease; coreutils' truncate opens without waiting and fails)
+run_changing "large cache files cut to nothing after they were mapped" 'for f in "$bigent"/c-nvtx-st*; do : > "$f"; done' "$big"
+rm -f "$bigent"/*; cp "$TMP/bigentry.saved"/* "$bigent/"
+run_changing "large cache files overwritten in place (cp) after they were mapped" \
+  'for f in "$bigent"/c-nvtx-st*; do cp "$other" "$f"; done' "$big"
+unset AT_PAUSE NVTX LOAD_FIRST
+want=$want_small
 
 # --- a --columns bundle changed in place ---
 export NSL_NO_CACHE=1   # the bundle's own columns only
