@@ -5,7 +5,7 @@
 -- process), with names and arguments, arrows from each launch to the GPU
 -- work it started, and metadata events naming every process and thread.
 -- Timestamps are µs on the trace's clock with ns precision ("ts":
--- 1234.567).  nsl.trace_events builds the JSON text (in C, over whole columns).
+-- 1234.567).  nsl.trace_events makes the JSON text (in C, over whole columns) and writes it in pieces.
 local nsl = require("nsl")
 local report = require("nsl.report")
 local window = require("nsl.window")
@@ -32,17 +32,24 @@ return {
   run = function(trace, args, out)
     local whole = (args.from == nil or args.from == "") and (args.to == nil or args.to == "")
     local from, to = window.resolve(trace, args)
-    local text, summary = trace_events.json(trace, {from = from, to = to, whole = whole, api = args.api,
-                                                    nvtx = args.nvtx, flows = args.flows,
-                                                    max_events = args.max_events})
+    local opts = {from = from, to = to, whole = whole, api = args.api, nvtx = args.nvtx, flows = args.flows,
+                  max_events = args.max_events}
+    -- written as it is made (trace_events.write): the JSON of a 1 GB trace is gigabytes
+    local summary, bytes = nil, 0
+    local function json(write)
+      summary = trace_events.write(trace, opts, function(piece)
+        bytes = bytes + #piece
+        write(piece)
+      end)
+    end
     if not out:path(args.file) then
-      out:stdout(text)
+      out:stdout(json)
       return
     end
-    local path = out:file(args.file, text)
+    local path = out:file(args.file, json)
     local cats, events, totals = {}, {}, {}
     for i, row in ipairs(summary) do cats[i], events[i], totals[i] = row[1], row[2], row[3] end
     out:table("export", nsl.table{{"category", cats}, {"events", events}, {"total_ns", totals}},
-              {title = string.format("Trace events written to %s (%s)", path, report.bytes(#text))})
+              {title = string.format("Trace events written to %s (%s)", path, report.bytes(bytes))})
   end,
 }

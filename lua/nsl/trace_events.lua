@@ -71,13 +71,19 @@ local function lookup(t, keys, value)
   return map
 end
 
---- trace_events.json(trace, opts) -> the trace-event JSON text of the
--- window [opts.from, opts.to) (opts.whole: the whole trace, every row), and
--- what it holds: a list of {category, events, total ns} (kernel, memcpy,
--- memset, cuda_api, nvtx, nvtx_mark, then "launch (flows)").  opts.api,
--- opts.nvtx, opts.flows: include CUDA API calls, NVTX ranges and marks,
--- launch arrows; fails (nsl.fail) above opts.max_events events.
-function M.json(trace, opts)
+--- Rows formatted at once: a text of at most a few hundred MB at a time.
+M.PIECE_ROWS = 1000000
+
+--- trace_events.write(trace, opts, write) -> what was written: a list of
+-- {category, events, total ns} (kernel, memcpy, memset, cuda_api, nvtx,
+-- nvtx_mark, then "launch (flows)").  Writes the trace-event JSON text of
+-- the window [opts.from, opts.to) (opts.whole: the whole trace, every row)
+-- through write(piece), in order, M.PIECE_ROWS rows at most per piece:
+-- gigabytes of JSON are never held whole.  opts.api, opts.nvtx,
+-- opts.flows: include CUDA API calls, NVTX ranges and marks, launch arrows;
+-- fails (nsl.fail) above opts.max_events events, before anything is
+-- written.
+function M.write(trace, opts, write)
   local whole, from, to = opts.whole, opts.from, opts.to
   local k = rows(trace.kernels, {"report", "pid", "device", "stream", "corr", "start", "stop", "dur", "name",
                                  "demangled", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "regs",
@@ -119,8 +125,9 @@ function M.json(trace, opts)
     meta[#meta + 1] = report.json({name = name, ph = "M", pid = pid, tid = tid, args = {[name:match("sort") and
                                    "sort_index" or "name"] = value}})
   end
+  -- the events of every part, as nsl.format_rows arguments: formatted (in pieces) once the metadata is out
   local parts = {}
-  local function add(text) if text and #text > 0 then parts[#parts + 1] = text end end
+  local function add(template, cols, mask) parts[#parts + 1] = {template, cols, mask} end
   local summary = {}
   local function count(cat, t, durcol)
     local st = t and durcol and durcol:stats() or {count = 0, sum = 0}
@@ -154,24 +161,24 @@ function M.json(trace, opts)
     end
   end
   if k then
-    add(nsl.format_rows('{"ph":"X","cat":"kernel","name":%S,"pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{' ..
+    add('{"ph":"X","cat":"kernel","name":%S,"pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{' ..
       '"demangled":%s,"corr":%d,"device":%d,"stream":%d,"grid":[%d,%d,%d],"block":[%d,%d,%d],' ..
       '"registers":%d,"smem_static":%d,"smem_dynamic":%d}}',
       {k.name, gpu_pid[k], gpu_tid[k], k.start, k.dur, k.demangled, k.corr, k.device, k.stream, k.grid_x, k.grid_y,
-       k.grid_z, k.block_x, k.block_y, k.block_z, k.regs, k.smem_static, k.smem_dynamic}, ",\n"))
+       k.grid_z, k.block_x, k.block_y, k.block_z, k.regs, k.smem_static, k.smem_dynamic})
   end
   count("kernel", k, k and k.dur)
   if m then
     local label = gpu_ops.memcpy_labels(m.kind, "terse")
-    add(nsl.format_rows('{"ph":"X","cat":"memcpy","name":%S,"pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{' ..
+    add('{"ph":"X","cat":"memcpy","name":%S,"pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{' ..
       '"bytes":%d,"kind":%s,"corr":%d,"device":%d,"stream":%d}}',
-      {label, gpu_pid[m], gpu_tid[m], m.start, m.dur, m.bytes, m.kind, m.corr, m.device, m.stream}, ",\n"))
+      {label, gpu_pid[m], gpu_tid[m], m.start, m.dur, m.bytes, m.kind, m.corr, m.device, m.stream})
   end
   count("memcpy", m, m and m.dur)
   if s then
-    add(nsl.format_rows('{"ph":"X","cat":"memset","name":"' .. gpu_ops.label(nil, "terse") .. '","pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{' ..
+    add('{"ph":"X","cat":"memset","name":"' .. gpu_ops.label(nil, "terse") .. '","pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{' ..
       '"bytes":%d,"corr":%d,"device":%d,"stream":%d}}',
-      {gpu_pid[s], gpu_tid[s], s.start, s.dur, s.bytes, s.corr, s.device, s.stream}, ",\n"))
+      {gpu_pid[s], gpu_tid[s], s.start, s.dur, s.bytes, s.corr, s.device, s.stream})
   end
   count("memset", s, s and s.dur)
 
@@ -207,28 +214,28 @@ function M.json(trace, opts)
     end
   end
   if a then
-    add(nsl.format_rows('{"ph":"X","cat":"cuda_api","name":%S,"pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{' ..
-      '"corr":%d,"ret":%d}}', {a.name, cpu_pid[a], cpu_tid[a], a.start, a.dur, a.corr, a.ret}, ",\n"))
+    add('{"ph":"X","cat":"cuda_api","name":%S,"pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{' ..
+      '"corr":%d,"ret":%d}}', {a.name, cpu_pid[a], cpu_tid[a], a.start, a.dur, a.corr, a.ret})
   end
   count("cuda_api", a, a and a.dur)
   if nv then
     local push = nv.kind:ne("start_end")
-    add(nsl.format_rows('{"ph":"X","cat":"nvtx","name":%S,"pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{"domain":%s}}',
-      {nv.text, cpu_pid[nv], cpu_tid[nv], nv.start, nv.dur, nv.domain}, ",\n", push))
+    add('{"ph":"X","cat":"nvtx","name":%S,"pid":%d,"tid":%d,"ts":%t,"dur":%t,"args":{"domain":%s}}',
+      {nv.text, cpu_pid[nv], cpu_tid[nv], nv.start, nv.dur, nv.domain}, push)
     -- start/end ranges need not nest on their thread: async begin/end pairs
     local se = ~push
     if se:count() > 0 then
       local id = nsl.range(#nv) + 1
-      add(nsl.format_rows('{"ph":"b","cat":"nvtx","id":%d,"name":%S,"pid":%d,"tid":%d,"ts":%t,"args":{"domain":%s}}',
-        {id, nv.text, cpu_pid[nv], cpu_tid[nv], nv.start, nv.domain}, ",\n", se))
-      add(nsl.format_rows('{"ph":"e","cat":"nvtx","id":%d,"name":%S,"pid":%d,"tid":%d,"ts":%t}',
-        {id, nv.text, cpu_pid[nv], cpu_tid[nv], nv.stop}, ",\n", se))
+      add('{"ph":"b","cat":"nvtx","id":%d,"name":%S,"pid":%d,"tid":%d,"ts":%t,"args":{"domain":%s}}',
+        {id, nv.text, cpu_pid[nv], cpu_tid[nv], nv.start, nv.domain}, se)
+      add('{"ph":"e","cat":"nvtx","id":%d,"name":%S,"pid":%d,"tid":%d,"ts":%t}',
+        {id, nv.text, cpu_pid[nv], cpu_tid[nv], nv.stop}, se)
     end
   end
   count("nvtx", nv, nv and nv.dur)
   if marks then
-    add(nsl.format_rows('{"ph":"i","s":"t","cat":"nvtx_mark","name":%S,"pid":%d,"tid":%d,"ts":%t,' ..
-      '"args":{"domain":%s}}', {marks.text, cpu_pid[marks], cpu_tid[marks], marks.start, marks.domain}, ",\n"))
+    add('{"ph":"i","s":"t","cat":"nvtx_mark","name":%S,"pid":%d,"tid":%d,"ts":%t,' ..
+      '"args":{"domain":%s}}', {marks.text, cpu_pid[marks], cpu_tid[marks], marks.start, marks.domain})
   end
   count("nvtx_mark", marks, nil)
 
@@ -244,20 +251,35 @@ function M.json(trace, opts)
       local n = has:count()
       if n > 0 then
         local id = j.report:cast("i64") * 1099511627776 + j.corr   -- corr ids are per report
-        add(nsl.format_rows('{"ph":"s","cat":"launch","name":"launch","id":%d,"pid":%d,"tid":%d,"ts":%t}',
-          {id, j.api_pid, j.api_tid, j.api_start}, ",\n", has))
-        add(nsl.format_rows('{"ph":"f","bp":"e","cat":"launch","name":"launch","id":%d,"pid":%d,"tid":%d,"ts":%t}',
-          {id, j.pid, j.tid, j.start}, ",\n", has))
+        add('{"ph":"s","cat":"launch","name":"launch","id":%d,"pid":%d,"tid":%d,"ts":%t}',
+          {id, j.api_pid, j.api_tid, j.api_start}, has)
+        add('{"ph":"f","bp":"e","cat":"launch","name":"launch","id":%d,"pid":%d,"tid":%d,"ts":%t}',
+          {id, j.pid, j.tid, j.start}, has)
         nflows = nflows + n
       end
     end
   end
 
   local other = {tool = "nsl " .. nsl.version, window_ns = {from, to}, whole_trace = whole}
-  local text = '{"traceEvents":[\n' .. concat(meta, ",\n") .. (#meta > 0 and #parts > 0 and ",\n" or "") ..
-               concat(parts, ",\n") .. '\n],\n"displayTimeUnit":"ns",\n"otherData":' .. report.json(other) .. "}\n"
   summary[#summary + 1] = {"launch (flows)", nflows, 0}
-  return text, summary
+  -- every event joined by ",\n": the metadata first, then each part's rows PIECE_ROWS at a time
+  write('{"traceEvents":[\n')
+  local any = #meta > 0
+  if any then write(concat(meta, ",\n")) end
+  for _, p in ipairs(parts) do
+    local template, cols, mask = p[1], p[2], p[3]
+    local n = #cols[1]
+    for first = 0, n - 1, M.PIECE_ROWS do
+      local text = nsl.format_rows(template, cols, ",\n", mask, first, M.PIECE_ROWS)
+      if #text > 0 then
+        if any then write(",\n") end
+        write(text)
+        any = true
+      end
+    end
+  end
+  write('\n],\n"displayTimeUnit":"ns",\n"otherData":' .. report.json(other) .. "}\n")
+  return summary
 end
 
 return M

@@ -200,6 +200,12 @@ typedef struct piece {
  * NSL_ERR_ARG (bad template, wrong column count or type), NSL_ERR_NOMEM. */
 nsl_status nsl__format_rows(const char *fmt, const nsl_column *const *cols, int ncols, const nsl_column *mask,
                            const char *sep, char **out, size_t *len, nsl_error *err) {
+  return nsl__format_rows_range(fmt, cols, ncols, mask, sep, 0, INT64_MAX, out, len, err);
+}
+
+nsl_status nsl__format_rows_range(const char *fmt, const nsl_column *const *cols, int ncols, const nsl_column *mask,
+                                 const char *sep, int64_t first, int64_t count, char **out, size_t *len,
+                                 nsl_error *err) {
   const char *what = "format rows";
   if (!fmt || !out || !len || ncols < 0 || (ncols > 0 && !cols))
     return nsl_error_set(err, NSL_ERR_ARG, "%s: missing template, columns or output", what);
@@ -275,15 +281,15 @@ nsl_status nsl__format_rows(const char *fmt, const nsl_column *const *cols, int 
   }
   pc[k].litlen = (size_t)(lits + lp - pc[k].lit);
   const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
-  int first = 1;
-  int64_t done_rows = 0;
-  for (int64_t r = 0; r < n; r++) {
+  int any = 0;
+  int64_t done_rows = 0, lo = first < 0 ? 0 : first > n ? n : first, hi = count < 0 || count > n - lo ? n : lo + count;
+  for (int64_t r = lo; r < hi; r++) {
     if (mk && !mk[r]) continue;
-    if (!first) put(&b, sep, seplen);
-    first = 0;
-    if (++done_rows == 512 && n - r > 1024) {   /* size the text once from the first rows: no doubling copies */
-      double per_row = (double)b.len / 511.0 * 1.08, kept = (double)done_rows / (double)(r + 1);
-      double want = per_row * (double)(n - r) * kept + 4096.0;
+    if (any) put(&b, sep, seplen);
+    any = 1;
+    if (++done_rows == 512 && hi - r > 1024) {   /* size the text once from the first rows: no doubling copies */
+      double per_row = (double)b.len / 511.0 * 1.08, kept = (double)done_rows / (double)(r - lo + 1);
+      double want = per_row * (double)(hi - r) * kept + 4096.0;
       if (want < (double)(SIZE_MAX / 4)) grow(&b, (size_t)want);
     }
     for (int j = 0; j <= nconv; j++) {

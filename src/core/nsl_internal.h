@@ -359,6 +359,11 @@ void nsl__spans_free(nsl__spans *s);
  * NUL-terminated (*len excludes the NUL).  NSL_ERR_ARG, NSL_ERR_NOMEM. */
 nsl_status nsl__format_rows(const char *fmt, const nsl_column *const *cols, int ncols, const nsl_column *mask,
                            const char *sep, char **out, size_t *len, nsl_error *err);
+/* nsl__format_rows over rows [first, first + count) alone (clipped to the
+ * columns; count < 0: to the end): a long text made in pieces. */
+nsl_status nsl__format_rows_range(const char *fmt, const nsl_column *const *cols, int ncols, const nsl_column *mask,
+                                 const char *sep, int64_t first, int64_t count, char **out, size_t *len,
+                                 nsl_error *err);
 
 /* "Did you mean": of candidates[0..n), the one closest to word by edit
  * distance when it is a likely misspelling (at most max(1, min(3,

@@ -188,15 +188,18 @@ static int l_spans_merge(lua_State *L) {
   return 1;
 }
 
-/* nsl.format_rows(template, {col1, col2, ...} [, sep = "\n" [, mask]]) ->
+/* nsl.format_rows(template, {col1, col2, ...} [, sep = "\n" [, mask [, first, count]]]) ->
  * text: the template per row with %s (string column as a JSON string, NULL
  * as null), %S (the same, NULL as ""), %d (integer), %t (ns as µs), %f
- * (number) and %% replaced. */
+ * (number) and %% replaced; with first and count, rows [first, first +
+ * count) alone (0-based), so that a long text is made in pieces. */
 static int l_format_rows(lua_State *L) {
   const char *fmt = luaL_checkstring(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
   const char *sep = luaL_optstring(L, 3, "\n");
   nsl_column *mask = optcolumn(L, 4);
+  lua_Integer first = luaL_optinteger(L, 5, 0), count = luaL_optinteger(L, 6, -1);
+  luaL_argcheck(L, first >= 0, 5, "the first row is 0 or more");
   lua_Integer n = luaL_len(L, 2);
   luaL_argcheck(L, n >= 0 && n <= 256, 2, "at most 256 columns");
   const nsl_column *cols[256];
@@ -211,7 +214,7 @@ static int l_format_rows(lua_State *L) {
   char *out = NULL;
   size_t len = 0;
   nsl_error err = {0};
-  if (nsl__format_rows(fmt, cols, (int)n, mask, sep, &out, &len, &err) != NSL_OK) {
+  if (nsl__format_rows_range(fmt, cols, (int)n, mask, sep, first, count, &out, &len, &err) != NSL_OK) {
     if (err.code == NSL_ERR_NOMEM) return nsl__lua_error(L, &err);
     return nsl__lua_errorf(L, &err, "nsl.format_rows");
   }

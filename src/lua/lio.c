@@ -70,12 +70,62 @@ static int l_readable(lua_State *L) {
   return 2;
 }
 
-/* nsl.write_file(path, data) -> true, or nil and a message. */
+/* The state of a file nsl.write_file writes in pieces. */
+typedef struct piece_file {
+  int fd;   /* -1 once committed or removed */
+  const char *path;
+} piece_file;
+
+/* write(s): the next piece of the file (the upvalue's); raises when the
+ * write fails or the file is done. */
+static int l_write_piece(lua_State *L) {
+  piece_file *w = lua_touserdata(L, lua_upvalueindex(1));
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  if (w->fd < 0) return luaL_error(L, "nsl.write_file: a piece written after the file was done");
+  while (n > 0) {
+    ssize_t k = write(w->fd, s, n > ((size_t)1 << 30) ? (size_t)1 << 30 : n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return luaL_error(L, "cannot write '%s': %s", w->path, k < 0 ? strerror(errno) : "nothing written");
+    s += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* nsl.write_file(path, data) -> true, or nil and a message.  data: the
+ * whole text, or a function called once with write, which it calls with
+ * each piece in order (a long text never held whole); the file appears
+ * whole when the function returns, and not at all when it raises (the
+ * error, or a failed write's, is raised again once the temporary file is
+ * removed). */
 static int l_write_file(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
+  nsl_error err = {0};
+  if (lua_isfunction(L, 2)) {
+    piece_file *w = lua_newuserdatauv(L, sizeof *w, 0);   /* stack 3 */
+    char *tmp = NULL;
+    w->fd = -1;
+    w->path = path;
+    if (nsl__tmpfile_open(path, &w->fd, &tmp, &err) != NSL_OK) return nsl__push_fail(L, &err);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    lua_pushcclosure(L, l_write_piece, 1);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+      nsl__tmpfile_abort(w->fd, tmp);
+      w->fd = -1;
+      free(tmp);
+      return lua_error(L);
+    }
+    nsl_status rc = nsl__tmpfile_commit(w->fd, tmp, path, NULL, &err);
+    w->fd = -1;
+    free(tmp);
+    if (rc != NSL_OK) return nsl__push_fail(L, &err);
+    lua_pushboolean(L, 1);
+    return 1;
+  }
   size_t len;
   const char *data = luaL_checklstring(L, 2, &len);
-  nsl_error err = {0};
   if (nsl_write_file_atomic(path, data, len, &err) != NSL_OK) {
     return nsl__push_fail(L, &err);
   }

@@ -684,8 +684,50 @@ return {
           ORDER BY 1]])
         for _, r in ipairs(pids) do T.ok(procs[num(r[1])], "process " .. r[1] .. " named") end
       end
+      -- made in pieces of a few rows (PIECE_ROWS: one part of many pieces, masked rows across their edges):
+      -- the same bytes
+      local te = require("nsl.trace_events")
+      local rows0, dir2 = te.PIECE_ROWS, tmpdir()
+      te.PIECE_ROWS = 97
+      local ok, err = pcall(a.run, tr, args, output.new{analysis = "export", format = "csv", dir = dir2, trace = tr})
+      te.PIECE_ROWS = rows0
+      assert(ok, err)
+      local g = assert(io.open(dir2 .. "/trace.json", "rb"))
+      T.ok(g:read("a") == text, "the JSON written in pieces of 97 rows is the same text (" .. p .. ")")
+      g:close()
+      rmtree(dir2)
       rmtree(dir)
     end
+  end},
+
+  {"nsl.write_file with a function: the pieces in order, and no file (nor a temporary one) when it raises", function()
+    local dir = tmpdir()
+    local path = dir .. "/out.json"
+    assert(nsl.write_file(path, function(write) for i = 1, 1000 do write(tostring(i) .. ",") end end))
+    local want = {}
+    for i = 1, 1000 do want[i] = tostring(i) .. "," end
+    local f = assert(io.open(path, "rb"))
+    T.eq(f:read("a"), table.concat(want), "the file holds every piece in order")
+    f:close()
+    os.remove(path)
+    local ok, err = pcall(nsl.write_file, path, function(write) write("half"); error("made up failure") end)
+    T.ok(not ok and tostring(err):find("made up failure"), "the producer's error comes through: " .. tostring(err))
+    local p = io.popen("ls -A " .. T.shell_quote(dir))
+    T.eq(p:read("a"), "", "no file and no temporary file left")
+    p:close()
+    -- an export refused before its first byte (max_events) leaves no file
+    local runner = require("nsl.engine.runner")
+    local output = require("nsl.engine.output")
+    local a = assert(runner.load_analysis("export"))
+    local tr = assert(nsl.open(nccl))
+    local args = assert(runner.parse_args(a, {"max_events=10"}))
+    ok, err = pcall(a.run, tr, args, output.new{analysis = "export", format = "csv", dir = dir, trace = tr})
+    T.ok(not ok and tostring(type(err) == "table" and err.msg or err):find("max_events"), "refused: " ..
+         tostring(type(err) == "table" and err.msg or err))
+    p = io.popen("ls -A " .. T.shell_quote(dir))
+    T.eq(p:read("a"), "", "no trace.json and no temporary file left")
+    p:close()
+    rmtree(dir)
   end},
 
   {"export: start/end NVTX ranges as async pairs, marks as instants (derived fixture made with SQL)", function()

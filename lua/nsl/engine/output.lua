@@ -135,11 +135,20 @@ function Out:path(name)
   return self.dir .. "/" .. name
 end
 
---- out:file(name, data) -- writes data (string) to --out DIR/name atomically;
--- returns the path, or nil when no --out was given.
+--- out:file(name, data) -- writes data to --out DIR/name atomically;
+-- returns the path, or nil when no --out was given.  data: a string, or a
+-- function(write) that gives the text in pieces, write(piece) after
+-- write(piece), so that a text of gigabytes is never held whole (nor run
+-- at all without a place for the file; --embed gathers its pieces).
 function Out:file(name, data)
   local path = self:path(name)
-  self.files[#self.files + 1] = {name = name, path = path, data = data}
+  if type(data) == "function" and self.embed then   -- the bundle stores whole members
+    local pieces, produce = {}, data
+    produce(function(piece) pieces[#pieces + 1] = piece end)
+    data = table.concat(pieces)
+  end
+  if type(data) == "function" and not path then data = nil end
+  self.files[#self.files + 1] = {name = name, path = path, data = type(data) == "string" and data or nil}
   if not path then
     -- with --embed the file goes into the bundle; a notebook shows it inline
     if not self.warned_no_dir and not self.embed and self.format ~= "notebook" then
@@ -211,10 +220,12 @@ end
 
 --- out:stdout(s) -- s is the whole of stdout (export's trace JSON without
 -- --out): nothing else is printed there, whatever --format asks, so stdout
--- stays one valid document; findings go to stderr.
+-- stays one valid document; findings go to stderr.  s: a string, or a
+-- function(write) giving it in pieces (as out:file's).
 function Out:stdout(s)
-  io.stdout:write(s)
   self.stdout_taken = true
+  if type(s) == "function" then s(function(piece) io.stdout:write(piece) end)
+  else io.stdout:write(s) end
 end
 
 --- Text output: what is not printed yet -- the findings first, then the
