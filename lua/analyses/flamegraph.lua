@@ -61,7 +61,8 @@ local function nvtx_stacks(trace, args)
   local nvtx = require("nsl.nvtx")
   if require("nsl.jax").is_archive(trace) then return projected_stacks(trace) end
   if #trace.nvtx == 0 then return nil end
-  local P = nvtx.project(trace, {strip = args.raw_names and nil or nvtx.pytorch_suffixes})
+  -- release: the calls and the ranges' text are unloaded once read (a later source loads what it needs again)
+  local P = nvtx.project(trace, {strip = args.raw_names and nil or nvtx.pytorch_suffixes, release = true})
   local R = P.ranges
   local label = (R:coltype("label") and R.label or R.name):map(clean)
   P.ranges = R:with("label", label)
