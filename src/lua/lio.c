@@ -103,6 +103,7 @@ static int l_write_file(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   nsl_error err = {0};
   if (lua_isfunction(L, 2)) {
+    lua_settop(L, 2);
     piece_file *w = lua_newuserdatauv(L, sizeof *w, 0);   /* stack 3 */
     char *tmp = NULL;
     w->fd = -1;
