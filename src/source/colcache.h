@@ -1,8 +1,9 @@
 /*
  * colcache.h -- the columnar cache: a layer around a report's source that
  * keeps the columns it loaded in files under <cache root>/columns/ and reads
- * them on later opens, whole, into memory of its own: never mapped from the
- * file, which may change under a run (format: archive-format/CACHE.md).
+ * them on later opens, whole, into memory of its own -- or maps a large one
+ * under a read lease (src/core/leased_map.h), which no write in place
+ * reaches: the file may change under a run (format: archive-format/CACHE.md).
  *
  * Basic outline:
  *   1. A source that opened a report calls nsl__cache_add_source instead of

@@ -8,8 +8,9 @@
  *   colcache_format.c   a cache file's bytes: hashing, names, header, the
  *                       checks, table descriptions and columns written and read
  *   colcache_io.c       an entry's files on disk: its folder set up, files read
- *                       whole into memory of their own (never mapped from the
- *                       file, never through a link) and published whole
+ *                       whole into memory of their own or, when large, mapped
+ *                       under a read lease (never through a link), and
+ *                       published whole
  *   colcache_stored.c   columns stored in bundles: written (nsl bundle
  *                       --columns), found, and a report opened from them
  *   colcache_folder.c   the cache folder as a whole (colcache.h)
@@ -113,7 +114,8 @@ void nsl__cache_publish(nsl__cache_src *c, const char *name, nsl__cache_head *h,
 /* Orders stored column files by name. */
 int nsl__cache_emb_cmp(const void *a, const void *b);
 /* File `name` of c (the bundle's stored columns, else the entry's folder),
- * read into memory of its own and checked: *head, *size; NULL when absent or bad. */
+ * read into memory of its own (a large file of the folder mapped under a
+ * read lease) and checked: *head, *size; NULL when absent or bad. */
 nsl__mapping *nsl__cache_map_file(const nsl__cache_src *c, const char *name, uint32_t kind, const char *table,
                                   const char *column, const nsl__cache_head **head, size_t *size);
 /* Sets up c's entry (key) in the cache folder for report sub of input file;
