@@ -169,15 +169,23 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
   const int64_t *ps = nsl_i64(by_start), *pe = nsl_i64(by_stop);
   int64_t *chv = ch ? nsl_i64(ch) : NULL;
   int64_t qs = 0, qe = 0, cur = -1, t = 0;
+  /* the head of each order (the next row that takes part) is read once, when its order moves on */
+  int64_t s = 0, e = 0, g = 0, s2 = 0, e2 = 0, g2 = 0;
+  int c = 0, c2 = 0, head_s = 0, head_e = 0;
   while (qs < n || qe < n) {
     /* the next event: a start, unless a stop comes first (of an earlier group, or earlier in this one) */
-    int64_t s = 0, e = 0, g = 0, gi = 0;
-    int c = 0, ci = 0, is_start = 0;
+    int64_t gi = 0;
+    int ci = 0, is_start = 0;
     int64_t i = -1;
-    while (qs < n && !row_of(start, stop, group_of, cls, nclasses, ps[qs], &s, &e, &g, &c)) qs++;
-    int64_t j = -1, s2 = 0, e2 = 0, g2 = 0;
-    int c2 = 0;
-    while (qe < n && !row_of(start, stop, group_of, cls, nclasses, pe[qe], &s2, &e2, &g2, &c2)) qe++;
+    if (!head_s) {
+      while (qs < n && !row_of(start, stop, group_of, cls, nclasses, ps[qs], &s, &e, &g, &c)) qs++;
+      head_s = 1;
+    }
+    int64_t j = -1;
+    if (!head_e) {
+      while (qe < n && !row_of(start, stop, group_of, cls, nclasses, pe[qe], &s2, &e2, &g2, &c2)) qe++;
+      head_e = 1;
+    }
     if (qs >= n && qe >= n) break;
     if (qs < n) i = ps[qs];
     if (qe < n) j = pe[qe];
@@ -211,16 +219,18 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
       open[ci]++;
       if (chv) chv[i] = -mark[ci];
       qs++;
+      head_s = 0;
     } else {
       open[ci]--;
       if (chv) chv[i] += mark[ci];
       qe++;
+      head_e = 0;
     }
   }
   for (int k = 0; k < nsets; k++)
     for (int64_t w = 0; w < win_group[k]->len; w++) {   /* what no class covers: the window less its classes */
       int64_t *row = nsl_i64(out[k]) + w * (nclasses + 1), sum = 0;
-      for (int c = 0; c < nclasses; c++) sum += row[c];
+      for (int q = 0; q < nclasses; q++) sum += row[q];
       row[nclasses] = span(win_val(win_lo[k], w), win_val(win_hi[k], w)) - sum;
     }
   for (int k = 0; k < nsets; k++) {
