@@ -5,8 +5,8 @@
 -- process), with names and arguments, arrows from each launch to the GPU
 -- work it started, and metadata events naming every process and thread.
 -- Timestamps are µs on the trace's clock with ns precision ("ts":
--- 1234.567).  The JSON text is built by C over whole columns.  The export
--- analysis writes it.
+-- 1234.567).  The JSON text is built by C over whole columns, a million
+-- rows at a time, and handed piece by piece to the export analysis's writer.
 local nsl = require("nsl")
 local gpu_ops = require("nsl.gpu_ops")
 local report = require("nsl.report")
