@@ -354,8 +354,9 @@ void nsl__tmpfile_abort(int fd, const char *tmp_path) {
     close(fd);
 }
 
-/* Writes all of data to fd, retrying short writes and EINTR; 0 or errno. */
-static int write_all(int fd, const unsigned char *data, size_t len) {
+/* See atomic_write.h. */
+int nsl__write_all(int fd, const void *p, size_t len) {
+  const unsigned char *data = p;
   while (len > 0) {
     size_t chunk = len > (size_t)1 << 30 ? (size_t)1 << 30 : len;
     ssize_t n = write(fd, data, chunk);
@@ -382,7 +383,7 @@ nsl_status nsl_write_file_atomic(const char *path, const void *data, size_t len,
     return nsl_error_set(err, NSL_ERR_ARG, "cannot write '%s': no data given for %zu bytes", path, len);
   nsl_status st = nsl__tmpfile_open(path, &fd, &tmp, err);
   if (st != NSL_OK) return st;
-  int e = write_all(fd, data, len);
+  int e = nsl__write_all(fd, data, len);
   if (e != 0) {
     nsl__tmpfile_abort(fd, tmp);
     free(tmp);

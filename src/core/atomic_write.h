@@ -62,6 +62,11 @@ int nsl__open_regular(const char *path, int allow_dir, nsl_error *err);
  * (never waiting on a FIFO) or cannot be read. */
 ssize_t nsl__read_head(const char *path, void *buf, size_t n);
 
+/* Writes all of the len bytes at p to fd, in pieces of at most 1 GiB,
+ * retrying short writes and EINTR: 0, or the errno of the failed write
+ * (EIO when one wrote nothing). */
+int nsl__write_all(int fd, const void *p, size_t len);
+
 /* Creates the temporary file for target (O_EXCL, close-on-exec, locked).
  * For a new target its mode is 0666 & ~umask; over an existing one it gets
  * that file's mode and (where permitted) owner and group.  *tmp_path

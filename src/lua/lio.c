@@ -83,13 +83,8 @@ static int l_write_piece(lua_State *L) {
   size_t n;
   const char *s = luaL_checklstring(L, 1, &n);
   if (w->fd < 0) return luaL_error(L, "nsl.write_file: a piece written after the file was done");
-  while (n > 0) {
-    ssize_t k = write(w->fd, s, n > ((size_t)1 << 30) ? (size_t)1 << 30 : n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return luaL_error(L, "cannot write '%s': %s", w->path, k < 0 ? strerror(errno) : "nothing written");
-    s += k;
-    n -= (size_t)k;
-  }
+  int code = nsl__write_all(w->fd, s, n);
+  if (code) return luaL_error(L, "cannot write '%s': %s", w->path, strerror(code));
   return 0;
 }
 

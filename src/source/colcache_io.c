@@ -32,18 +32,6 @@ static char *path_in(const nsl__cache_src *c, const char *name) {
   return p;
 }
 
-static int write_all(int fd, const void *p, size_t n) {
-  const char *b = p;
-  while (n > 0) {
-    ssize_t w = write(fd, b, n > ((size_t)1 << 30) ? (size_t)1 << 30 : n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    b += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
 /* Writes header + parts atomically as file `name` of the entry.  A failure
  * stops writing to this entry and warns once. */
 void nsl__cache_publish(nsl__cache_src *c, const char *name, nsl__cache_head *h, const void *const *parts,
@@ -80,10 +68,9 @@ void nsl__cache_publish(nsl__cache_src *c, const char *name, nsl__cache_head *h,
     free(target);
     return;
   }
-  int bad = write_all(fd, h, NSL__CACHE_HEAD_BYTES);
-  for (int i = 0; !bad && i < nparts; i++) bad = lens[i] && write_all(fd, parts[i], lens[i]);
-  if (bad) {
-    int code = errno;
+  int code = nsl__write_all(fd, h, NSL__CACHE_HEAD_BYTES);
+  for (int i = 0; !code && i < nparts; i++) code = nsl__write_all(fd, parts[i], lens[i]);
+  if (code) {
     nsl__tmpfile_abort(fd, tmp);
     c->nowrite = 1;
     nsl__cache_warn(target, strerror(code));
@@ -189,8 +176,9 @@ static nsl_status publish_text(const char *target, const char *text, nsl_error *
   char *tmp = NULL;
   nsl_status rc = nsl__tmpfile_open(target, &fd, &tmp, err);
   if (rc != NSL_OK) return rc;
-  if (write_all(fd, text, strlen(text)) != 0) {
-    rc = nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': %s", target, strerror(errno));
+  int code = nsl__write_all(fd, text, strlen(text));
+  if (code) {
+    rc = nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': %s", target, strerror(code));
     nsl__tmpfile_abort(fd, tmp);
   } else
     rc = nsl__tmpfile_publish(fd, tmp, target, err);
