@@ -143,11 +143,10 @@ end
 function Out:file(name, data)
   local path = self:path(name)
   if type(data) == "function" and self.embed then   -- the bundle stores whole members
-    local pieces, produce = {}, data
-    produce(function(piece) pieces[#pieces + 1] = piece end)
+    local pieces = {}
+    data(function(piece) pieces[#pieces + 1] = piece end)
     data = table.concat(pieces)
   end
-  if type(data) == "function" and not path then data = nil end
   self.files[#self.files + 1] = {name = name, path = path, data = type(data) == "string" and data or nil}
   if not path then
     -- with --embed the file goes into the bundle; a notebook shows it inline
