@@ -63,7 +63,7 @@ wait $pid
 ent=$(dirname "$(ls "$NSL_CACHE_DIR"/columns/*/c-kernels-start)")
 [ -f "$ent/c-kernels-grid_x" ] && ok "the cache holds the kernels' columns" || bad "no cache entry: $(ls -R "$NSL_CACHE_DIR")"
 cp -r "$ent" "$TMP/entry.saved"
-restore() { cp "$TMP/entry.saved"/* "$ent/"; }
+restore() { cp "${2:-$TMP/entry.saved}"/* "${1:-$ent}/"; }   # restore [ENTRY SAVED]: the small entry by default
 export LOAD_FIRST=1
 run_changing "cache files truncated after they were read" 'for f in "$ent"/c-*; do truncate -s 300 "$f"; done' "$exp"
 restore
@@ -100,7 +100,7 @@ AT_PAUSE='if grep -q LEASE /proc/locks; then
 else echo "note: no leases on this file system: the large files were read"; fi'
 # (a shell's > opens for writing and waits for the lease; coreutils' truncate opens without waiting and fails)
 run_changing "large cache files cut to nothing after they were mapped" 'for f in "$bigent"/c-nvtx-st*; do : > "$f"; done' "$big"
-rm -f "$bigent"/*; cp "$TMP/bigentry.saved"/* "$bigent/"
+restore "$bigent" "$TMP/bigentry.saved"
 run_changing "large cache files overwritten in place (cp) after they were mapped" \
   'for f in "$bigent"/c-nvtx-st*; do cp "$other" "$f"; done' "$big"
 unset AT_PAUSE NVTX LOAD_FIRST

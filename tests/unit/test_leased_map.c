@@ -118,36 +118,32 @@ static void test_untouched(void **state) {
   close(fd);
 }
 
-static void test_rewritten(void **state) {
-  (void)state;
-  write_file(2, LEN);
+/* Maps a file written with seed, lets how() change it from a child, and
+ * checks that the mapping was copied once and kept its values at the same
+ * address while the writer did its work (the file now size_after bytes). */
+static void broken_by(int seed, int (*how)(void), off_t size_after) {
+  write_file(seed, LEN);
   long before = nsl__leased_copies();
   void *addr;
   size_t len;
   int slot = map_or_skip(&addr, &len);
-  in_child(rewrite);
+  in_child(how);
   assert_int_equal(nsl__leased_copies(), before + 1);
-  assert_true(same_as(addr, len, 2));   /* the values it was mapped with, at the same address */
+  assert_true(same_as(addr, len, seed));   /* no SIGBUS past a new end, no new bytes */
   struct stat st;
   assert_int_equal(stat(path, &st), 0);
-  assert_int_equal(st.st_size, (off_t)LEN);   /* and the writer did write */
+  assert_int_equal(st.st_size, size_after);
   nsl__leased_unmap(slot);
+}
+
+static void test_rewritten(void **state) {
+  (void)state;
+  broken_by(2, rewrite, (off_t)LEN);
 }
 
 static void test_cut(void **state) {
   (void)state;
-  write_file(3, LEN);
-  long before = nsl__leased_copies();
-  void *addr;
-  size_t len;
-  int slot = map_or_skip(&addr, &len);
-  in_child(cut);
-  assert_int_equal(nsl__leased_copies(), before + 1);
-  assert_true(same_as(addr, len, 3));   /* no SIGBUS past the new end */
-  struct stat st;
-  assert_int_equal(stat(path, &st), 0);
-  assert_int_equal(st.st_size, 100);
-  nsl__leased_unmap(slot);
+  broken_by(3, cut, 100);
 }
 
 static void test_open_for_writing(void **state) {
