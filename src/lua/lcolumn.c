@@ -740,8 +740,9 @@ static int l_concat(lua_State *L) {
 }
 
 /* A column of n copies of the value at stack index idx (integer: i64,
- * number: f64, string: the state dictionary's); NULL on out of memory. */
-static nsl_column *rep_value(lua_State *L, int idx, lua_Integer n) {
+ * number: f64, string: the state dictionary's); NULL with err set when out
+ * of memory (raises only for a value of another type). */
+static nsl_column *rep_value(lua_State *L, int idx, lua_Integer n, nsl_error *err) {
   nsl_column *c;
   if (lua_isinteger(L, idx)) {
     lua_Integer v = lua_tointeger(L, idx);
@@ -756,11 +757,11 @@ static nsl_column *rep_value(lua_State *L, int idx, lua_Integer n) {
     const char *str = luaL_checklstring(L, idx, &len);
     nsl_dict *d = nsl__state_dict(L);
     int32_t id;
-    nsl_error err;
-    if (nsl_dict_intern(d, str, len, &id, &err) != NSL_OK) nsl__lua_error(L, &err);
+    if (nsl_dict_intern(d, str, len, &id, err) != NSL_OK) return NULL;
     c = nsl__column_new_uninit(NSL_STR, n, d);
     if (c) for (lua_Integer i = 0; i < n; i++) nsl_i32(c)[i] = id;
   }
+  if (!c) nsl_error_set(err, NSL_ERR_NOMEM, "out of memory: a column of %lld values", (long long)n);
   return c;
 }
 
@@ -768,7 +769,10 @@ static nsl_column *rep_value(lua_State *L, int idx, lua_Integer n) {
 static int l_rep(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 2);
   luaL_argcheck(L, n >= 0, 2, "negative length");
-  nsl__pushcolumn(L, rep_value(L, 1, n));
+  nsl_error err = {0};
+  nsl_column *c = rep_value(L, 1, n, &err);
+  if (!c) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, c);
   return 1;
 }
 
@@ -781,13 +785,12 @@ static int l_where(lua_State *L) {
   for (int k = 0; k < 2; k++)   /* (checked before any is made: an error raised here leaks nothing) */
     if (!nsl__tocolumn(L, 2 + k) && lua_type(L, 2 + k) != LUA_TNUMBER && lua_type(L, 2 + k) != LUA_TSTRING)
       return luaL_typeerror(L, 2 + k, "column, number or string");
+  nsl_error err = {0};
   for (int k = 0; k < 2; k++) {
     one[k] = nsl__tocolumn(L, 2 + k) == NULL;
-    v[k] = one[k] ? rep_value(L, 2 + k, 1) : nsl_column_retain(nsl__tocolumn(L, 2 + k));
+    v[k] = one[k] ? rep_value(L, 2 + k, 1, &err) : nsl_column_retain(nsl__tocolumn(L, 2 + k));
   }
-  nsl_error err = {0};
   nsl_column *r = v[0] && v[1] ? nsl__column_where(mask, v[0], one[0], v[1], one[1], &err) : NULL;
-  if (!v[0] || !v[1]) nsl_error_set(&err, NSL_ERR_NOMEM, "out of memory");
   nsl_column_release(v[0]);
   nsl_column_release(v[1]);
   if (!r) return nsl__lua_error(L, &err);
