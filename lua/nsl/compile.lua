@@ -493,16 +493,31 @@ function M.api_class(name)
   return nil
 end
 
+-- The API calls of api (a table or the trace's api table, with report,
+-- pid, tid, start, stop, dur, name) that load or compile code, with class.
+local function loading_calls_of(api)
+  local t = api:select{"report", "pid", "tid", "start", "stop", "dur", "name"}
+  t = t:filter(t.name:where(function(s) return M.api_class(s) ~= nil end))
+  return t:with("class", t.name:map(M.api_class))
+end
+
 --- The API calls of trace that load or compile code: report, pid, tid, start,
 -- stop, dur, name, class.
 function M.loading_calls(trace)
   local api = trace.api
   api:load{"report", "pid", "tid", "start", "stop", "dur", "name"}
-  local t = api:select{"report", "pid", "tid", "start", "stop", "dur", "name"}
-  t = t:filter(t.name:where(function(s) return M.api_class(s) ~= nil end))
-  return t:with("class", t.name:map(M.api_class))
+  return loading_calls_of(api)
 end
 M.loading_calls = once("loading_calls", M.loading_calls)
+
+--- Makes M.loading_calls(trace) answer from calls, a table of some of the
+-- trace's API calls (in its order) that holds every one that loads or
+-- compiles code -- a distributed run's calls, reduced by their processes.
+function M.loading_calls_from(trace, calls)
+  local t = found[trace]
+  if not t then t = {}; found[trace] = t end
+  t.loading_calls = table.pack(loading_calls_of(calls))
+end
 
 --- CUPTI's overhead kinds that are code loading (nsl's `overhead` table).
 M.overhead_kinds = {module_loading = "runtime-triggered module loading", lazy_loading = "lazy function loading",

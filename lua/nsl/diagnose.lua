@@ -92,13 +92,61 @@ end
 -- The columns of nsl.gpu_ops the checks read (Ctx:ops and the distributed step).
 local OPS = {names = "short", memop = true}
 
+--- The CUDA calls of trace that diagnose reads in a distributed run, so that a
+-- process sends these, not all (in most traces most calls launch kernels):
+-- as recorded (host_sync.columns, in the table's order), every call of a
+-- correlation id (report, pid, corr) one of whose records launched a memory
+-- copy or memset, blocks (host_sync.category), names a synchronisation
+-- (api.sync's test), loads or compiles code (compile.api_class), or comes
+-- after a blocking call on its thread (the ledger's idle_sync).  Also
+-- returns each report's first start and last stop of its calls (report,
+-- start, stop).
+function M.step_calls(trace)
+  local api = trace.api
+  api:load(host_sync.columns)
+  local raw = api:select(host_sync.columns)
+  local keys = {"report", "pid", "corr"}
+  local want = raw.name:where(function(s)
+    return host_sync.category(s) ~= nil or s:lower():find("synchronize", 1, true) ~= nil or
+           compile.api_class(s) ~= nil
+  end)
+  for _, name in ipairs{"memcpy", "memset"} do
+    local t = trace[name]
+    if #t > 0 then
+      t:load(keys)
+      want = want | select(2, raw:join(t:select(keys), keys, {})):ge(0)
+    end
+  end
+  -- the call after each blocking call on its thread, in the order the ledger reads the calls in
+  local calls = host_sync.unique_calls(raw:with("row", nsl.range(#raw)))
+  local ord = calls:order("report", "pid", "tid", "start")
+  local after = (~calls.name:map(host_sync.category):isnull()):gather(ord):indices() + 1
+  after = after:gather(after:lt(#ord):indices())
+  local rows = nsl.table{{"row", nsl.range(#raw)}}
+  want = want | select(2, rows:join(nsl.table{{"row", calls.row:gather(ord:gather(after))}}, {"row"}, {})):ge(0)
+  -- with the other records of their ids (host_sync.unique_calls keeps one of each id)
+  want = want | select(2, raw:join(raw:filter(want):select(keys), keys, {})):ge(0)
+  return raw:filter(want), raw:group_by("report"):agg{"start=min(start)", "stop=max(stop)"}
+end
+
 --- The distributed step (nsl.distributed) of diagnose over a process's
 -- reports: the GPU operations (Ctx:ops, with `part` 0/1/2 for kernels,
--- memcpy, memset, so rank 0 can restore the one-process row order).  The
--- steps of the analyses diagnose runs that have a distributed form (M.uses)
--- run beside it, their tables under "NAME.TABLE".
+-- memcpy, memset, so rank 0 can restore the one-process row order); where
+-- their GPUs waited for the host to launch them (nsl.ledger.launch_waits,
+-- found here from the launching calls); the CUDA calls diagnose reads
+-- (M.step_calls: the blocking calls and the call after each, the memory
+-- operations' calls, the loading calls) and each report's span of calls.
+-- The steps of the analyses diagnose runs that have a distributed form
+-- (M.uses) run beside it, their tables under "NAME.TABLE".
 function M.step(trace)
-  return {ops = distributed.ops_step(trace, OPS)}
+  local ops = distributed.ops_step(trace, {names = OPS.names, memop = OPS.memop, api = true})
+  local work = ledger.ops_work(trace, ops)
+  local waits = ledger.launch_waits(work:with("group", select(2, ledger.gpus(work))))
+  local api, api_spans = M.step_calls(trace)
+  local cols = {}
+  for _, c in ipairs(ops:columns()) do if c ~= "api" then cols[#cols + 1] = c end end
+  return {ops = ops:select(cols), api = api, api_spans = api_spans,
+          launch_waits = waits:select{"report", "device", "pid", "tid", "start", "launch_stop", "hs", "he"}}
 end
 M.uses = {"straggler"}
 
@@ -172,6 +220,7 @@ function M.context(trace, args, parts, out)
   if parts then   -- a distributed run: what the processes computed of their reports
     ctx.parts = parts
     ctx.cache.ops = distributed.ops_combine(parts.ops)
+    compile.loading_calls_from(trace, parts.api)
     local cn = parts.compile_names
     if cn and #cn > 0 then compile.names_absent(trace, cn.xla:max() > 0, cn.framework:max() > 0) end
     -- the whole trace's span: the least and greatest of the processes' (window.span over the union)
@@ -207,27 +256,22 @@ end
 
 --- Ctx:ops with `api`, the row in trace.api of each operation's launching
 -- call (-1: none), as nsl.gpu_ops.table(..., {api = true}) gives it: from
--- the rows gpu_ops.api_rows found once per trace, or in a distributed run
--- by joining the operations' own keys to the calls (the processes' rows
--- are not read again).  Not kept: the ledger alone reads it, once.
+-- the rows gpu_ops.api_rows found once per trace.  In a distributed run,
+-- Ctx:ops alone: its processes found where the GPUs waited for launches
+-- (M.step), and the ledger reads no launching call.  Not kept: the ledger
+-- alone reads it, once.
 function Ctx:launched_ops()
-  local ops, trace, api = self:ops(), self.trace, nil
-  local keys = {"report", "pid", "corr"}
-  if not self.parts then
-    api = nsl.concat(gpu_ops.api_rows(trace, "kernels"), gpu_ops.api_rows(trace, "memcpy"),
-                     (gpu_ops.api_rows(trace, "memset")))
-  elseif #trace.api == 0 then
-    api = nsl.rep(-1, #ops)
-  else
-    trace.api:load(keys)
-    api = select(2, ops:select(keys):join(trace.api:select(keys), keys))
-  end
-  return ops:with("api", api)
+  local ops, trace = self:ops(), self.trace
+  if self.parts then return ops end
+  return ops:with("api", nsl.concat(gpu_ops.api_rows(trace, "kernels"), gpu_ops.api_rows(trace, "memcpy"),
+                                    (gpu_ops.api_rows(trace, "memset"))))
 end
 
 --- The CUDA API calls, one per correlation id of a process (host_sync.api_calls).
 function Ctx:api()
-  if not self.cache.api then self.cache.api = host_sync.api_calls(self.trace) end
+  if not self.cache.api then
+    self.cache.api = self.parts and host_sync.unique_calls(self.parts.api) or host_sync.api_calls(self.trace)
+  end
   return self.cache.api
 end
 
@@ -241,8 +285,10 @@ end
 function Ctx:ledger()
   if self.cache.ledger then return self.cache.ledger end
   -- (the CUDA calls the checks read are the ledger's blocking calls too: made once, Ctx:api)
+  local p = self.parts or {}
   local l = ledger.build(self.trace, {steps = self.steps and self.steps.it, matched = self:straggler_match() or false,
-                                     api = #self.trace.api > 0 and self:api() or nil, ops = self:launched_ops()})
+                                     api = #self.trace.api > 0 and self:api() or nil, ops = self:launched_ops(),
+                                     launch_waits = p.launch_waits, raw_api = p.api, api_spans = p.api_spans})
   local t = l.ledger
   local L = {t = t, run = {}, by_report = {}, job_wall = 0, devices = {}, res = l}
   local cols = {"report", "device", "rank", "wall"}

@@ -5,27 +5,60 @@
 -- idle time while the host was not launching.
 local nsl = require("nsl")
 local nvtx_mod = require("nsl.nvtx")
+local distributed = require("nsl.distributed")
 
 local M = {}
+
+-- The CPU-side tables, in the order M.sources lists them: key, label, the
+-- trace table, its text column, the columns read, and for NVTX ranges
+-- innermost (marks have no stop, or a zero-length one, so only ranges can
+-- overlap an interval; a range counts for the time none of its children
+-- covers, M.attribute: the innermost range the thread was in).
+local SOURCES = {
+  {key = "api", label = "CUDA API", tab = "api", text = "name", cols = {"report", "pid", "tid", "start", "stop", "name"}},
+  {key = "osrt", label = "OS runtime", tab = "osrt", text = "name",
+   cols = {"report", "pid", "tid", "start", "stop", "name"}},
+  {key = "nvtx", label = "NVTX range", tab = "nvtx", text = "text", innermost = true,
+   cols = {"report", "pid", "tid", "start", "stop", "text", "kind", "end_tid"}},
+}
 
 --- The CPU-side tables an interval is attributed to: a list of {key, label,
 -- t (the trace table), text (its text column)}, only those with rows.
 function M.sources(trace)
   local list = {}
-  local api, osrt, nvtx = trace.api, trace.osrt, trace.nvtx
-  if #api > 0 then
-    api:load{"report", "pid", "tid", "start", "stop", "name"}
-    list[#list + 1] = {key = "api", label = "CUDA API", t = api, text = "name"}
+  for _, spec in ipairs(SOURCES) do
+    local t = trace[spec.tab]
+    if #t > 0 then
+      t:load(spec.cols)
+      list[#list + 1] = {key = spec.key, label = spec.label, t = t, text = spec.text, innermost = spec.innermost}
+    end
   end
-  if #osrt > 0 then
-    osrt:load{"report", "pid", "tid", "start", "stop", "name"}
-    list[#list + 1] = {key = "osrt", label = "OS runtime", t = osrt, text = "name"}
-  end
-  if #nvtx > 0 then
-    -- marks have no stop (or a zero-length one), so only ranges can overlap an interval; a range counts
-    -- for the time none of its children covers (M.attribute): the innermost range the thread was in
-    nvtx:load{"report", "pid", "tid", "start", "stop", "text", "kind", "end_tid"}
-    list[#list + 1] = {key = "nvtx", label = "NVTX range", t = nvtx, text = "text", innermost = true}
+  return list
+end
+
+--- M.sources(trace) for intervals of the reports reps (0-based) alone: in a
+-- distributed run's whole trace, each table holds those reports' rows, each
+-- read from the process that has it (where the trace's tables would be read
+-- from every process); elsewhere M.sources(trace).
+function M.sources_of(trace, reps)
+  if #reps == 0 or not distributed.report_trace(trace, {reps[1]}) then return M.sources(trace) end
+  local own = {}
+  for i, rep in ipairs(reps) do own[i] = distributed.report_trace(trace, {rep}) end
+  local list = {}
+  for _, spec in ipairs(SOURCES) do
+    if #trace[spec.tab] > 0 then
+      local parts = {}
+      for i, rep in ipairs(reps) do
+        local t = own[i][spec.tab]
+        if #t > 0 or i == 1 then   -- (the first report's, rows or not, gives the columns' types)
+          t:load(spec.cols)
+          local sel = t:select(spec.cols)
+          parts[#parts + 1] = sel:with("report", nsl.rep(rep, #sel):cast("i32"))
+        end
+      end
+      list[#list + 1] = {key = spec.key, label = spec.label, t = #parts == 1 and parts[1] or nsl.concat_tables(parts),
+                         text = spec.text, innermost = spec.innermost}
+    end
   end
   return list
 end

@@ -26,15 +26,16 @@ function M.category(name)
   return nil
 end
 
---- The CUDA API calls, one per correlation id of a process: some exports
--- record a call twice, nested, under one id (e.g. 2022 exports with
--- eventClass 67 beside 0); the earliest-starting (outer) record stays.
--- Correlation ids are numbered per process.  Columns: report, pid, tid,
--- corr, start, stop, dur, name; the trace's own api table when no call is
--- recorded twice (no copy), else the calls kept, in start order.
-function M.api_calls(trace)
-  local api = trace.api
-  api:load{"report", "pid", "tid", "corr", "start", "stop", "dur", "name"}
+-- The columns of the CUDA API calls M.api_calls reads.
+M.columns = {"report", "pid", "tid", "corr", "start", "stop", "dur", "name"}
+
+--- The calls of api (a table or the trace's api table, with M.columns),
+-- one per correlation id of a process: some exports record a call twice,
+-- nested, under one id (e.g. 2022 exports with eventClass 67 beside 0); the
+-- earliest-starting (outer) record stays.  Correlation ids are numbered per
+-- process.  Returns api itself when no call is recorded twice (no copy),
+-- else the calls kept, in start order.
+function M.unique_calls(api)
   -- every id once (the usual case): nothing to drop, whatever the order -- found without sorting, by the
   -- number of distinct ids when no key is NULL, else by a join (where NULL keys match nothing)
   local raw = api:select{"report", "pid", "corr"}
@@ -51,6 +52,15 @@ function M.api_calls(trace)
   local _, first = keys:join(keys, {"report", "pid", "corr"}, {})
   local keep = first:eq(nsl.range(#keys)) | keys.corr:isnull()   -- (not all: the same test as above)
   return api:take(order:gather(keep:indices()))
+end
+
+--- The CUDA API calls of trace, one per correlation id of a process
+-- (M.unique_calls).  Columns: M.columns; the trace's own api table when no
+-- call is recorded twice.
+function M.api_calls(trace)
+  local api = trace.api
+  api:load(M.columns)
+  return M.unique_calls(api)
 end
 
 --- The CUDA API calls of api (M.api_calls) that block the host: report, pid,

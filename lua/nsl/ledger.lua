@@ -66,13 +66,14 @@ local function placed(t)
   return t:filter(~t.device:isnull() & ~t.start:isnull() & ~t.stop:isnull())
 end
 
---- The GPU work of a trace as rows start, stop, report, device, class, and
--- for kernels launched by a recorded CUDA call: pid, tid, launch_start,
--- launch_stop of that call (NULL otherwise).  Also returns the source:
--- "kernels" or "jax" (an nsys-jax archive's thunks), and for jax the
--- collectives: report, device, instance, type, start, stop.  ops: the
--- operations as nsl.gpu_ops.table gives them with short names, memop and
--- api, when the caller has them (nil: made here).
+--- The GPU work of a trace as rows start, stop, report, device, class, pid,
+-- and where ops has the launching calls' rows (api), for operations
+-- launched by a recorded CUDA call: tid, launch_stop of that call (NULL
+-- otherwise).  Also returns the source: "kernels" or "jax" (an nsys-jax
+-- archive's thunks), and for jax the collectives: report, device, instance,
+-- type, start, stop.  ops: the operations as nsl.gpu_ops.table gives them
+-- with short names, memop and api, when the caller has them (nil: made
+-- here).
 local function gpu_work(trace, ops)
   if #trace.kernels == 0 and #trace.gpu_ranges > 0 then
     local jax = require("nsl.jax")
@@ -90,21 +91,58 @@ local function gpu_work(trace, ops)
       return placed(work), "jax", placed(coll)
     end
   end
-  ops = ops or gpu_ops.table(trace, {names = "short", memop = true, api = true,
-                                     columns = {"report", "pid", "device", "stream", "corr", "start", "stop"}})
+  return M.ops_work(trace, ops or gpu_ops.table(trace, {names = "short", memop = true, api = true,
+                                              columns = {"report", "pid", "device", "stream", "corr", "start", "stop"}})),
+    "kernels"
+end
+
+--- gpu_work's rows of GPU operations ops (nsl.gpu_ops.table with names =
+-- "short" and memop; api for the launch columns).
+function M.ops_work(trace, ops)
   local is_coll = nccl.mask(ops.name) & ~ops.memop
   local cls = nsl.where(ops.memop, CLASS.copy, nsl.where(is_coll, CLASS.comm, CLASS.compute))
-  local api = trace.api
-  api:load{"tid", "start", "stop"}
-  local work = nsl.table{{"start", ops.start}, {"stop", ops.stop}, {"report", ops.report}, {"device", ops.device},
-                         {"class", cls}, {"pid", ops.pid}, {"tid", api.tid:gather(ops.api)},
-                         {"launch_start", api.start:gather(ops.api)}, {"launch_stop", api.stop:gather(ops.api)}}
-  return placed(work), "kernels"
+  local cols = {{"start", ops.start}, {"stop", ops.stop}, {"report", ops.report}, {"device", ops.device},
+                {"class", cls}, {"pid", ops.pid}}
+  if ops:coltype("api") then
+    local api = trace.api
+    api:load{"tid", "stop"}
+    cols[#cols + 1] = {"tid", api.tid:gather(ops.api)}
+    cols[#cols + 1] = {"launch_stop", api.stop:gather(ops.api)}
+  end
+  return placed(nsl.table(cols))
+end
+
+--- Where each GPU waited for the host to launch (the ledger's idle_host):
+-- before each operation of work (gpu_work's rows, with a group column
+-- numbering the GPUs in (report, device) order), from the previous
+-- operation's start on its GPU to the end of its launch call (at most its
+-- own start), where that is later.  Rows in (group, start) order: group,
+-- start, launch_stop, report, device, pid, tid, hs, he (the wait).
+function M.launch_waits(work)
+  -- (in the GPU's order, the three columns the test reads; the rows it keeps taken from work at once)
+  local ord = work:order("group", "start")
+  local group, start, launch_stop = work.group:gather(ord), work.start:gather(ord), work.launch_stop:gather(ord)
+  local prev = start:shift(-1)
+  local same = group:eq(group:shift(-1))
+  local hi = nsl.where(launch_stop:lt(start), launch_stop, start)
+  local ok = same & ~launch_stop:isnull() & hi:gt(prev)
+  local rows = ok:indices()
+  return work:select{"group", "start", "launch_stop", "report", "device", "pid", "tid"}:take(ord:gather(rows))
+    :with("hs", prev:gather(rows), "he", hi:gather(rows))
+end
+
+--- The GPUs of work (gpu_work's rows): keys, a table report, device, gid
+-- in (report, device) order, and each row's group (its row of keys).
+function M.gpus(work)
+  local gk = work:group_by("report", "device")
+  local keys = gk:keys():with("gid", nsl.range(#gk)):sort("report", "device")
+  local group_of_gid = nsl.range(#keys):gather(keys.gid:argsort())
+  return keys, group_of_gid:gather(gk:ids())
 end
 
 --- The active span of every report: {report -> {lo, hi}} over GPU work
 -- and CUDA calls.
-local function report_spans(trace, work)
+local function report_spans(trace, work, api_spans)
   local spans = {}
   local function add(t)
     if #t == 0 then return end
@@ -117,7 +155,9 @@ local function report_spans(trace, work)
   end
   add(work:select{"report", "start", "stop"})
   local api = trace.api
-  if #api > 0 then
+  if api_spans then
+    add(api_spans)
+  elseif #api > 0 then
     api:load{"report", "start", "stop"}
     add(api:select{"report", "start", "stop"})
   end
@@ -145,8 +185,10 @@ end
 
 --- The host-side intervals of the idle causes: a list of {start, stop,
 -- group, class} column sets.  calls: host_sync.api_calls(trace) when the
--- caller has it already (nil: made here).
-local function host_causes(trace, pd, source, calls)
+-- caller has it already (nil: made here); raw: the trace's API calls as
+-- recorded, or some of them holding every one that launched a memory copy
+-- (nil: trace.api).
+local function host_causes(trace, pd, source, calls, raw)
   local parts = {}
   local keys = source == "jax" and {"report"} or {"report", "pid"}   -- nsys-jax thunks keep no process
   local function add(h, class)
@@ -175,7 +217,7 @@ local function host_causes(trace, pd, source, calls)
   if #mc > 0 then
     mc:load{"report", "pid", "corr", "kind"}
     local h = mc:filter(mc.kind:eq("HtoD")):select{"report", "pid", "corr"}
-    api:load{"report", "pid", "corr", "start", "stop"}
+    if raw then api = raw else api:load{"report", "pid", "corr", "start", "stop"} end
     local cand = api
     if #h * 8 <= #api then   -- a few copies: the calls with their ids first, so the join indexes those alone
       cand = api:take(api.corr:isin(h.corr:unique():totable()):indices())
@@ -213,7 +255,13 @@ end
 -- (false: none; nil: made here); opts.api: host_sync.api_calls(trace),
 -- when the caller keeps it (diagnose shares it with its checks); opts.ops:
 -- the GPU operations (nsl.gpu_ops.table with names = "short", memop and
--- api), when the caller has them.  Returns a table with one row per GPU and window:
+-- api), when the caller has them.  What a distributed run's processes
+-- found of their reports, where rank 0 would read every report's CUDA
+-- calls for it: opts.launch_waits (M.launch_waits' rows, with the ops
+-- then needing no api), opts.raw_api (some API calls as recorded, holding
+-- every one that launched a memory copy) and opts.api_spans (per report,
+-- the first start and last stop of its API calls: report, start, stop).
+-- Returns a table with one row per GPU and window:
 -- report, device, rank (label), step (0: the whole run; 1.. the steps),
 -- start, stop, wall, then M.lines and idle_unknown (ns, summing to wall),
 -- idle (their idle parts summed); and a second table, host: the idle_host
@@ -225,10 +273,7 @@ function M.build(trace, opts)
   opts = opts or {}
   local work, source, jcoll = gpu_work(trace, opts.ops)
   local empty = #work == 0
-  local gk = work:group_by("report", "device")
-  local keys = gk:keys():with("gid", nsl.range(#gk)):sort("report", "device")
-  local group_of_gid = nsl.range(#keys):gather(keys.gid:argsort())
-  local group = group_of_gid:gather(gk:ids())
+  local keys, group = M.gpus(work)
   work = work:with("group", group)
   local ngroups = #keys
   local names = trace.reports.name:totable()
@@ -282,30 +327,30 @@ function M.build(trace, opts)
   if not empty then
     local pd = source == "jax" and work:group_by("report", "group"):keys():sort("report", "group")
                or work:group_by("report", "pid", "group"):keys():sort("report", "pid", "group")
-    for _, p in ipairs(host_causes(trace, pd, source, opts.api)) do
+    for _, p in ipairs(host_causes(trace, pd, source, opts.api, opts.raw_api)) do
       S[#S + 1], E[#E + 1], G[#G + 1], C[#C + 1] = p[1], p[2], p[3], p[4]
     end
   end
   if source == "kernels" and not empty then
     -- host not launching: before each operation, from the previous operation's start on its GPU to the end of
-    -- its launch call (at most its own start)
-    -- (in the GPU's order, the three columns the test reads; the rows it keeps taken from work at once)
-    local ord = work:order("group", "start")
-    local group, start, launch_stop = work.group:gather(ord), work.start:gather(ord), work.launch_stop:gather(ord)
-    local prev = start:shift(-1)
-    local same = group:eq(group:shift(-1))
-    local hi = nsl.where(launch_stop:lt(start), launch_stop, start)
-    local ok = same & ~launch_stop:isnull() & hi:gt(prev)
-    local rows = ok:indices()
-    hostrows = work:select{"group", "start", "launch_stop", "report", "pid", "tid"}:take(ord:gather(rows))
-      :with("hs", prev:gather(rows), "he", hi:gather(rows))
+    -- its launch call (at most its own start); a distributed run's processes find them on their GPUs, whose
+    -- rows here are found by report and device
+    hostrows = opts.launch_waits
+    if hostrows then
+      local q = nsl.table{{"report", hostrows.report:cast("i64")}, {"device", hostrows.device:cast("i64")}}
+      local kg = q:join(nsl.table{{"report", keys.report:cast("i64")}, {"device", keys.device:cast("i64")},
+                                  {"g", nsl.range(#keys)}}, {"report", "device"}, {"g"}, "k_")
+      hostrows = hostrows:with("group", kg.k_g)
+    else
+      hostrows = M.launch_waits(work)
+    end
     S[#S + 1], E[#E + 1], G[#G + 1] = hostrows.hs, hostrows.he, hostrows.group
     C[#C + 1] = i64(#hostrows, CLASS.idle_host)
   end
   local s, e, g, c = nsl.concat(table.unpack(S)), nsl.concat(table.unpack(E)), nsl.concat(table.unpack(G)),
                      nsl.concat(table.unpack(C))
   -- the windows: the run, then the steps
-  local spans = report_spans(trace, work)
+  local spans = report_spans(trace, work, opts.api_spans)
   local wg, wlo, whi, wstep = {}, {}, {}, {}
   for k = 1, ngroups do
     local sp = spans[keys.report[k]]
@@ -378,7 +423,8 @@ function M.host_activity(trace, host, rows)
   if rows then host = host:take(rows) end
   local d = nsl.table{{"report", host.report}, {"pid", host.pid}, {"launch_tid", host.tid},
                       {"start", host.he - host.time}, {"stop", host.he}, {"dur", host.time}}
-  local a = hostmod.attribute(d, hostmod.sources(trace), true)
+  -- (a distributed run reads the host tables of these rows' reports alone)
+  local a = hostmod.attribute(d, hostmod.sources_of(trace, #d > 0 and d.report:unique():totable() or {}), true)
   local cols = {{"report", host.report}, {"pid", host.pid}, {"tid", host.tid}, {"group", host.group},
                 {"time", host.time}}
   for _, key in ipairs{"nvtx", "osrt", "api"} do

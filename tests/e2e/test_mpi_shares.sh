@@ -56,6 +56,12 @@ noapi=$(moved "$TMP/many.err")
 same_as_one "straggler, every export with its CUDA calls" 4 run straggler "${RANKS[@]}"
 all_api=$(moved "$TMP/many.err")
 moves_less "the reduced rows, against the kernels read without CUDA calls on one process" "$all_api" "$noapi"
+# diagnose's processes send the CUDA calls it reads and where their GPUs waited for launches, not every call (one
+# process here has none); host.idle on every GPU reads each such GPU's report's host tables from its process
+same_as_one "diagnose (json), exports without CUDA calls, host.idle on every GPU" 4 run diagnose "${NOAPI[@]}" \
+  --format json --arg host_idle=0.0001
+grep -q '"host.idle"' "$TMP/many.out" && ok "diagnose: host.idle found on the ranks with CUDA calls" ||
+  bad "diagnose: no host.idle finding"
 
 # ---- summary: the kernel and CUDA call summaries aggregated by the processes together (nsl.stats.reduce_aggregates:
 # moments added up, each median found by narrowing its range in rounds of counts), no row moved; one kernel

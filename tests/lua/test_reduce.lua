@@ -16,6 +16,11 @@ local T = ...
 local nsl = require("nsl")
 local straggler = require("nsl.straggler")
 local iterations = require("nsl.iterations")
+local diagnose = require("nsl.diagnose")
+local distributed = require("nsl.distributed")
+local ledger = require("nsl.ledger")
+local host_sync = require("nsl.host_sync")
+local compile = require("nsl.compile")
 
 local SRC = "nsys/pytorch_nccl_2gpu_2026.2.sqlite"
 local H200 = T.source_dir .. "/tests/data/h200_host_stall_2025.3.sqlite"
@@ -98,6 +103,48 @@ local function copies(n)
     T.ok(os.execute(cmd), cmd)
   end
   return files, dir
+end
+
+--- The calls diagnose's step keeps of export path (one report), by SQL:
+-- every record of a (process, correlation id) one of whose records
+-- launched a memcpy or memset, has a name that blocks, names a
+-- synchronisation or loads code, or comes after a blocking call on its
+-- thread (among the outer records: a nested record under an id already
+-- recorded is not a call of its own).  Returns the kept rows' "start:corr"
+-- keys, sorted, and their number.
+local function sql_kept_calls(path)
+  local function has(tab) return T.sql1(path, "SELECT count(*) FROM sqlite_master WHERE name = '" .. tab .. "'") > 0 end
+  local mem = {}
+  for _, tab in ipairs{"CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"} do
+    if has(tab) then
+      mem[#mem + 1] = string.format("EXISTS (SELECT 1 FROM %s m WHERE m.correlationId = r.correlationId AND " ..
+                                    "(m.globalPid >> 24) & 16777215 = (r.globalTid >> 24) & 16777215)", tab)
+    end
+  end
+  local rows = T.sql(path, string.format([[
+    WITH c AS (SELECT r.rowid AS id, r.start, r.correlationId AS corr, (r.globalTid >> 24) & 16777215 AS pid,
+                      r.globalTid AS gt, s.value AS name, %s AS mem,
+                      NOT EXISTS (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME o
+                                  WHERE o.correlationId = r.correlationId
+                                    AND (o.globalTid >> 24) & 16777215 = (r.globalTid >> 24) & 16777215
+                                    AND (o.start < r.start OR (o.start = r.start AND o.rowid < r.rowid))) AS outer_
+               FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId),
+         u AS (SELECT id, LAG(name) OVER (PARTITION BY gt ORDER BY start, id) AS prev FROM c WHERE outer_)
+    SELECT c.start, c.corr, c.pid, c.name, c.mem, u.prev FROM c LEFT JOIN u ON u.id = c.id]],
+    #mem > 0 and table.concat(mem, " OR ") or "0"))
+  local want, key = {}, {}
+  for i, r in ipairs(rows) do
+    local name, prev = r[4], r[6] ~= "" and r[6] or nil
+    key[i] = r[3] .. ":" .. r[2]
+    if r[5] == "1" or host_sync.category(name) or name:lower():find("synchronize", 1, true) or compile.api_class(name)
+       or (prev and host_sync.category(prev)) then
+      want[key[i]] = true
+    end
+  end
+  local kept = {}
+  for i, r in ipairs(rows) do if want[key[i]] then kept[#kept + 1] = r[1] .. ":" .. r[2] end end
+  table.sort(kept)
+  return kept
 end
 
 --- Collectives of 4 ranks at 15 instances, each rank arriving and leaving
@@ -221,5 +268,45 @@ return {
   {"steps: a JAX trace is left to rank 0 (its steps align devices across reports)", function()
     local got = iterations.reduced_steps(iterations.reduce_steps(nsl.open(T.data("nsys-jax/pax_fsdp4_4proc_proc0.zip"))))
     T.eq(got, false, "an nsys-jax archive: the whole trace is read")
+  end},
+  {"diagnose: the CUDA calls and launch waits its processes send give the ledger, blocking and loading calls the whole trace gives (every export; three as one trace); the calls kept are SQL's", function()
+    local function check(paths, what)
+      local trace = nsl.open(paths)
+      local parts = diagnose.step(trace)
+      local whole = ledger.build(trace, {api = #trace.api > 0 and host_sync.api_calls(trace) or nil})
+      -- rank 0's view: a trace of its own, told the reduced calls, reading the processes' tables alone
+      local t0 = nsl.open(paths)
+      compile.loading_calls_from(t0, parts.api)
+      local calls = host_sync.unique_calls(parts.api)
+      local red = ledger.build(t0, {api = #t0.api > 0 and calls or nil, ops = distributed.ops_combine(parts.ops),
+                                    launch_waits = parts.launch_waits, raw_api = parts.api, api_spans = parts.api_spans})
+      same_table(whole.ledger, red.ledger, what .. ": ledger")
+      same_table(whole.host, red.host, what .. ": idle_host rows")
+      same_table(compile.loading_calls(trace), compile.loading_calls(t0), what .. ": loading calls")
+      if #trace.api > 0 then
+        same_table(host_sync.calls(trace, host_sync.api_calls(trace)), host_sync.calls(t0, calls), what .. ": blocking calls")
+      end
+      return parts
+    end
+    local fewer = 0
+    for _, f in ipairs(T.exports()) do
+      local parts = check(f, f)
+      local kept = {}
+      for i = 1, #parts.api do kept[i] = parts.api.start[i] .. ":" .. parts.api.corr[i] end
+      table.sort(kept)
+      T.eq(table.concat(kept, ","), table.concat(sql_kept_calls(f), ","), f .. ": the calls kept are SQL's")
+      local n = T.sql1(f, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+      if #parts.api * 2 < n then fewer = fewer + 1 end
+    end
+    T.ok(fewer >= 3, "exports whose calls sent are under half their calls: " .. fewer)
+    check({T.data(SRC), T.data("nsys/mpi_cuda_rank0_2022.2.sqlite"), H200}, "three exports as one trace")
+    -- a report without CUDA calls beside one with them: its operations have no launch, its process sends no call
+    local bare = T.copy("nsys/cuda_2021.2.sqlite")
+    T.sql_exec(bare, "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME;")
+    local parts = check({bare, T.data(SRC)}, "an export without CUDA calls beside one with them")
+    T.eq(parts.api.report:eq(0):count(), 0, "the export without CUDA calls: no call sent")
+    T.ok(parts.launch_waits.report:eq(1):count() > 0, "the other export's launch waits are sent")
+    T.eq(#diagnose.step(nsl.open({bare}, {cache = false})).api, 0, "that export alone: no call sent")
+    os.remove(bare)
   end},
 }
