@@ -9,9 +9,11 @@
 -- planted per-rank copies (tests/lua/straggler_rank.sh) with and without
 -- planted step ranges, and where the reduced windows cannot stand for the
 -- kernels (a collective only one rank recorded, mid-run: the kernels are
--- read).  The paths compared are checked against SQL in test_straggler.lua
--- and test_iterations.lua; the runs on several processes against the
--- one-process run in tests/e2e/test_mpi*.sh.
+-- read); and diagnose's step (the CUDA calls it reads, the GPUs' launch
+-- waits) gives the ledger and the calls the whole trace gives, keeping the
+-- calls SQL keeps.  The paths compared are checked against SQL in
+-- test_straggler.lua, test_iterations.lua and test_ledger.lua; the runs on
+-- several processes against the one-process run in tests/e2e/test_mpi*.sh.
 local T = ...
 local nsl = require("nsl")
 local straggler = require("nsl.straggler")
@@ -111,7 +113,7 @@ end
 -- synchronisation or loads code, or comes after a blocking call on its
 -- thread (among the outer records: a nested record under an id already
 -- recorded is not a call of its own).  Returns the kept rows' "start:corr"
--- keys, sorted, and their number.
+-- keys, sorted.
 local function sql_kept_calls(path)
   local function has(tab) return T.sql1(path, "SELECT count(*) FROM sqlite_master WHERE name = '" .. tab .. "'") > 0 end
   local mem = {}
