@@ -350,13 +350,26 @@ function Ctx:gain(labels)
   local L = self:ledger()
   local res = L.res.straggler
   if not (res and res.coll and #res.coll > 0) then return nil end
-  local keys, want, mine = L.res.groups, {}, {}
-  for _, label in ipairs(labels) do want[label] = true end
-  for k = 1, #keys do
-    if want[(self.names[keys.report[k] + 1] or tostring(keys.report[k])) .. ":gpu" .. keys.device[k]] then
-      mine[#mine + 1] = k - 1
+  -- the ledger's GPUs by label, made once (a call per straggler would otherwise read every GPU's)
+  local of = self.cache.gpu_of_label
+  if not of then
+    of = {}
+    local keys = L.res.groups
+    for k = 1, #keys do
+      local label = (self.names[keys.report[k] + 1] or tostring(keys.report[k])) .. ":gpu" .. keys.device[k]
+      local list = of[label] or {}
+      list[#list + 1], of[label] = k - 1, list
+    end
+    self.cache.gpu_of_label = of
+  end
+  local mine, seen = {}, {}
+  for _, label in ipairs(labels) do
+    if not seen[label] then
+      seen[label] = true
+      for _, k in ipairs(of[label] or {}) do mine[#mine + 1] = k end
     end
   end
+  table.sort(mine)
   if #mine == 0 then return nil end
   if #mine == 1 then
     local one = self:gains()[mine[1]]
@@ -483,7 +496,8 @@ end
 --- The trace's inputs (and --report) as shell words, for a next command
 -- over the whole trace (nsl.trace_args).
 function Ctx:all_paths()
-  return nsl.trace_args(self.trace)
+  self.cache.all_paths = self.cache.all_paths or nsl.trace_args(self.trace)   -- (one per finding would be
+  return self.cache.all_paths                                                  -- O(findings x reports))
 end
 
 --- The trace's first event (nsl.window.origin; 0 when none), made once.
