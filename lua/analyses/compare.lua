@@ -215,7 +215,8 @@ return {
       return
     end
 
-    local ops = parts and distributed.ops_combine(parts.ops) or gpu_ops.table(trace, ops_columns(args))
+    local oc = ops_columns(args)
+    local ops = parts and distributed.ops_combine(parts.ops, oc) or gpu_ops.table(trace, oc)
     local run = runs.column(R, ops.report)
     ops = ops:with("run", run):filter(run:ge(0))
     local is_kernel = ~ops.memop

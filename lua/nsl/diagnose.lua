@@ -139,7 +139,7 @@ end
 -- The steps of the analyses diagnose runs that have a distributed form
 -- (M.uses) run beside it, their tables under "NAME.TABLE".
 function M.step(trace)
-  local ops = distributed.ops_step(trace, {names = OPS.names, memop = OPS.memop, api = true})
+  local ops = distributed.ops_step(trace, {names = OPS.names, memop = OPS.memop, api = true, columns = OPS.columns})
   local work = ledger.ops_work(trace, ops)
   local waits = ledger.launch_waits(work:with("group", select(2, ledger.gpus(work))))
   local api, api_spans = M.step_calls(trace)
@@ -219,7 +219,7 @@ function M.context(trace, args, parts, out)
                             out = out}, Ctx)
   if parts then   -- a distributed run: what the processes computed of their reports
     ctx.parts = parts
-    ctx.cache.ops = distributed.ops_combine(parts.ops)
+    ctx.cache.ops = distributed.ops_combine(parts.ops, OPS)
     compile.loading_calls_from(trace, parts.api)
     local cn = parts.compile_names
     if cn and #cn > 0 then compile.names_absent(trace, cn.xla:max() > 0, cn.framework:max() > 0) end

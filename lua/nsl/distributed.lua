@@ -139,20 +139,40 @@ local function steps(runner, a, args, dist, opts)
   return true, parts
 end
 
+-- Where `dur` is among the columns nsl.gpu_ops.table gives first with opts (nil: not).
+local function dur_at(opts)
+  for i, c in ipairs(opts.columns or gpu_ops.default_columns) do if c == "dur" then return i end end
+  return nil
+end
+
 --- The GPU operations of trace (nsl.gpu_ops.table(trace, opts)) for a
--- distributed step, with `part` 0/1/2 for kernels, memcpy, memset rows.
+-- distributed step, with `part` 0/1/2 for kernels, memcpy, memset rows;
+-- without `dur`, which M.ops_combine makes again from start and stop (a
+-- ninth of the bytes of the default columns).
 function M.ops_step(trace, opts)
   local ops = gpu_ops.table(trace, opts)
   local nk, nmc = #trace.kernels, #trace.memcpy
-  return ops:with("part", nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc)))
+  ops = ops:with("part", nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc)))
+  if not dur_at(opts) then return ops end
+  local cols = {}
+  for _, c in ipairs(ops:columns()) do if c ~= "dur" then cols[#cols + 1] = c end end
+  return ops:select(cols)
 end
 
---- The gathered tables of M.ops_step as nsl.gpu_ops.table gives them for
--- the whole trace: the kernels, the memcpy, the memset, each in report order.
-function M.ops_combine(ops)
+--- The gathered tables of M.ops_step (made with the same opts) as
+-- nsl.gpu_ops.table gives them for the whole trace: the kernels, the memcpy,
+-- the memset, each in report order; columns in its order, `dur` made again
+-- as it makes it.
+function M.ops_combine(ops, opts)
   local cols = {}
   for _, c in ipairs(ops:columns()) do if c ~= "part" then cols[#cols + 1] = c end end
-  return ops:take(ops.part:argsort()):select(cols)
+  ops = ops:take(ops.part:argsort())
+  local at = dur_at(opts)
+  if at then
+    ops = ops:with("dur", ops.stop - ops.start)
+    table.insert(cols, at, "dur")
+  end
+  return ops:select(cols)
 end
 
 --- The span (window.span) of the whole trace, measured by every process

@@ -94,6 +94,8 @@ function M.column(trace, name)
 end
 
 local default_columns = {"report", "pid", "device", "stream", "corr", "start", "stop", "dur"}
+--- The columns M.table and M.parts give first when opts.columns is nil.
+M.default_columns = default_columns
 
 local function add_once(list, c)
   for _, x in ipairs(list) do if x == c then return end end

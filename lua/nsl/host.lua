@@ -15,7 +15,8 @@ local M = {}
 -- overlap an interval; a range counts for the time none of its children
 -- covers, M.attribute: the innermost range the thread was in).
 local SOURCES = {
-  {key = "api", label = "CUDA API", tab = "api", text = "name", cols = {"report", "pid", "tid", "start", "stop", "name"}},
+  {key = "api", label = "CUDA API", tab = "api", text = "name",
+   cols = {"report", "pid", "tid", "start", "stop", "name"}},
   {key = "osrt", label = "OS runtime", tab = "osrt", text = "name",
    cols = {"report", "pid", "tid", "start", "stop", "name"}},
   {key = "nvtx", label = "NVTX range", tab = "nvtx", text = "text", innermost = true,

@@ -91,9 +91,9 @@ local function gpu_work(trace, ops)
       return placed(work), "jax", placed(coll)
     end
   end
-  return M.ops_work(trace, ops or gpu_ops.table(trace, {names = "short", memop = true, api = true,
-                                              columns = {"report", "pid", "device", "stream", "corr", "start", "stop"}})),
-    "kernels"
+  ops = ops or gpu_ops.table(trace, {names = "short", memop = true, api = true,
+                                     columns = {"report", "pid", "device", "stream", "corr", "start", "stop"}})
+  return M.ops_work(trace, ops), "kernels"
 end
 
 --- gpu_work's rows of GPU operations ops (nsl.gpu_ops.table with names =

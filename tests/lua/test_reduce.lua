@@ -280,7 +280,8 @@ return {
       local t0 = nsl.open(paths)
       compile.loading_calls_from(t0, parts.api)
       local calls = host_sync.unique_calls(parts.api)
-      local red = ledger.build(t0, {api = #t0.api > 0 and calls or nil, ops = distributed.ops_combine(parts.ops),
+      local ops = distributed.ops_combine(parts.ops, {names = "short", memop = true})   -- (diagnose's)
+      local red = ledger.build(t0, {api = #t0.api > 0 and calls or nil, ops = ops,
                                     launch_waits = parts.launch_waits, raw_api = parts.api, api_spans = parts.api_spans})
       same_table(whole.ledger, red.ledger, what .. ": ledger")
       same_table(whole.host, red.host, what .. ": idle_host rows")
