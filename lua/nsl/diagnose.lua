@@ -129,24 +129,58 @@ function M.step_calls(trace)
   return raw:filter(want), raw:group_by("report"):agg{"start=min(start)", "stop=max(stop)"}
 end
 
+-- The columns of the memory operations diagnose's checks read (Ctx:memory).
+local MEMORY = {memcpy = {"report", "pid", "device", "stream", "corr", "start", "stop", "bytes", "kind", "src_kind",
+                          "dst_kind"},
+                memset = {"report", "pid", "device", "stream", "corr", "start", "stop", "bytes", "kind"}}
+
+--- Whether a CUDA call's name (lower case) is a synchronous memcpy or
+-- memset (the memcpy.sync and memset.sync checks).
+function M.sync_memcpy_name(s) return s:find("^cudamemcpy") ~= nil and not s:find("async") end
+function M.sync_memset_name(s) return s:find("^cudamemset") ~= nil and not s:find("async") end
+
+--- The rows of trace's memcpy or memset table (name) that diagnose reads in
+-- a distributed run, with the columns of Ctx:memory: memcpy from or to
+-- pageable memory (memcpy.pageable_async, the blocking calls), host to
+-- device (the ledger's idle_htod) or launched by a synchronous memcpy call
+-- (memcpy.sync); memset of pinned or managed memory launched by a
+-- synchronous memset call (memset.sync).  calls: the trace's CUDA calls
+-- one per correlation id, at least those that launched memory operations.
+function M.step_memory(trace, name, calls)
+  local t = trace[name]
+  t:load(MEMORY[name])
+  t = t:select(MEMORY[name])
+  local sync = calls:filter(calls.name:where(function(s)
+    return (name == "memcpy" and M.sync_memcpy_name or M.sync_memset_name)(s:lower())
+  end))
+  local by_sync = select(2, t:join(sync, {"report", "pid", "corr"}, {})):ge(0)
+  if name == "memcpy" then
+    return t:filter(t.src_kind:eq("pageable") | t.dst_kind:eq("pageable") | t.kind:eq("HtoD") | by_sync)
+  end
+  return t:filter(t.kind:isin{"pinned", "managed"} & by_sync)
+end
+
 --- The distributed step (nsl.distributed) of diagnose over a process's
 -- reports: the GPU operations (Ctx:ops, with `part` 0/1/2 for kernels,
 -- memcpy, memset, so rank 0 can restore the one-process row order); where
 -- their GPUs waited for the host to launch them (nsl.ledger.launch_waits,
 -- found here from the launching calls); the CUDA calls diagnose reads
 -- (M.step_calls: the blocking calls and the call after each, the memory
--- operations' calls, the loading calls) and each report's span of calls.
--- The steps of the analyses diagnose runs that have a distributed form
+-- operations' calls, the loading calls) and each report's span of calls;
+-- the memory operations its checks read (M.step_memory).  The steps of the
+-- analyses diagnose runs that have a distributed form
 -- (M.uses) run beside it, their tables under "NAME.TABLE".
 function M.step(trace)
   local ops = distributed.ops_step(trace, {names = OPS.names, memop = OPS.memop, api = true, columns = OPS.columns})
   local work = ledger.ops_work(trace, ops)
   local waits = ledger.launch_waits(work:with("group", select(2, ledger.gpus(work))))
   local api, api_spans = M.step_calls(trace)
+  local calls = host_sync.unique_calls(api)
   local cols = {}
   for _, c in ipairs(ops:columns()) do if c ~= "api" then cols[#cols + 1] = c end end
   return {ops = ops:select(cols), api = api, api_spans = api_spans,
-          launch_waits = waits:select{"report", "device", "pid", "tid", "start", "launch_stop", "hs", "he"}}
+          launch_waits = waits:select{"report", "device", "pid", "tid", "start", "launch_stop", "hs", "he"},
+          memcpy = M.step_memory(trace, "memcpy", calls), memset = M.step_memory(trace, "memset", calls)}
 end
 M.uses = {"straggler"}
 
@@ -267,6 +301,16 @@ function Ctx:launched_ops()
                                     (gpu_ops.api_rows(trace, "memset"))))
 end
 
+--- The memcpy or memset rows (name) the checks read, with the columns they
+-- read: the trace's table, or in a distributed run those its processes
+-- sent (M.step_memory).
+function Ctx:memory(name)
+  if self.parts then return self.parts[name] end
+  local t = self.trace[name]
+  if #t > 0 then t:load(MEMORY[name]) end
+  return t
+end
+
 --- The CUDA API calls, one per correlation id of a process (host_sync.api_calls).
 function Ctx:api()
   if not self.cache.api then
@@ -288,7 +332,8 @@ function Ctx:ledger()
   local p = self.parts or {}
   local l = ledger.build(self.trace, {steps = self.steps and self.steps.it, matched = self:straggler_match() or false,
                                      api = #self.trace.api > 0 and self:api() or nil, ops = self:launched_ops(),
-                                     launch_waits = p.launch_waits, raw_api = p.api, api_spans = p.api_spans})
+                                     launch_waits = p.launch_waits, raw_api = p.api, api_spans = p.api_spans,
+                                     memcpy = p.memcpy})
   local t = l.ledger
   local L = {t = t, run = {}, by_report = {}, job_wall = 0, devices = {}, res = l}
   local cols = {"report", "device", "rank", "wall"}

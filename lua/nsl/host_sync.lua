@@ -64,14 +64,18 @@ function M.api_calls(trace)
 end
 
 --- The CUDA API calls of api (M.api_calls) that block the host: report, pid,
--- tid, start, name, dur, category.
-function M.calls(trace, api)
+-- tid, start, name, dur, category.  mc: the memcpy rows to read (report,
+-- pid, corr, src_kind, dst_kind), at least the pageable ones (nil: the
+-- trace's).
+function M.calls(trace, api, mc)
   local cat = api.name:map(M.category)
   local explicit = api:with("category", cat):filter(~cat:isnull())
   -- Async copies whose host side is pageable memory: the call returns only
   -- once the data is staged, so it blocks like a synchronous copy
-  local mc = trace.memcpy
-  mc:load{"report", "pid", "corr", "src_kind", "dst_kind"}
+  if not mc then
+    mc = trace.memcpy
+    mc:load{"report", "pid", "corr", "src_kind", "dst_kind"}
+  end
   local pageable = mc:filter(mc.src_kind:eq("pageable") | mc.dst_kind:eq("pageable"))
   local _, idx = api:join(pageable, {"report", "pid", "corr"}, {})
   local implicit = api:filter(idx:ge(0) & api.name:contains("Async"))

@@ -187,8 +187,9 @@ end
 -- group, class} column sets.  calls: host_sync.api_calls(trace) when the
 -- caller has it already (nil: made here); raw: the trace's API calls as
 -- recorded, or some of them holding every one that launched a memory copy
--- (nil: trace.api).
-local function host_causes(trace, pd, source, calls, raw)
+-- (nil: trace.api); mc: the memcpy rows, at least the host-to-device ones
+-- (report, pid, corr, kind; nil: trace.memcpy).
+local function host_causes(trace, pd, source, calls, raw, mc)
   local parts = {}
   local keys = source == "jax" and {"report"} or {"report", "pid"}   -- nsys-jax thunks keep no process
   local function add(h, class)
@@ -213,9 +214,11 @@ local function host_causes(trace, pd, source, calls, raw)
   add(lc, CLASS.idle_onetime)
   if #trace.overhead > 0 then add(compile.loading_overhead(trace), CLASS.idle_onetime) end
   -- host-to-device copies: the calls that launched HtoD memcpy
-  local mc = trace.memcpy
+  if not mc then
+    mc = trace.memcpy
+    if #mc > 0 then mc:load{"report", "pid", "corr", "kind"} end
+  end
   if #mc > 0 then
-    mc:load{"report", "pid", "corr", "kind"}
     local h = mc:filter(mc.kind:eq("HtoD")):select{"report", "pid", "corr"}
     if raw then api = raw else api:load{"report", "pid", "corr", "start", "stop"} end
     local cand = api
@@ -259,8 +262,9 @@ end
 -- found of their reports, where rank 0 would read every report's CUDA
 -- calls for it: opts.launch_waits (M.launch_waits' rows, with the ops
 -- then needing no api), opts.raw_api (some API calls as recorded, holding
--- every one that launched a memory copy) and opts.api_spans (per report,
--- the first start and last stop of its API calls: report, start, stop).
+-- every one that launched a memory copy), opts.memcpy (some memcpy rows,
+-- holding every host-to-device one) and opts.api_spans (per report, the
+-- first start and last stop of its API calls: report, start, stop).
 -- Returns a table with one row per GPU and window:
 -- report, device, rank (label), step (0: the whole run; 1.. the steps),
 -- start, stop, wall, then M.lines and idle_unknown (ns, summing to wall),
@@ -327,7 +331,7 @@ function M.build(trace, opts)
   if not empty then
     local pd = source == "jax" and work:group_by("report", "group"):keys():sort("report", "group")
                or work:group_by("report", "pid", "group"):keys():sort("report", "pid", "group")
-    for _, p in ipairs(host_causes(trace, pd, source, opts.api, opts.raw_api)) do
+    for _, p in ipairs(host_causes(trace, pd, source, opts.api, opts.raw_api, opts.memcpy)) do
       S[#S + 1], E[#E + 1], G[#G + 1], C[#C + 1] = p[1], p[2], p[3], p[4]
     end
   end

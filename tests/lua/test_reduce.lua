@@ -272,6 +272,7 @@ return {
     T.eq(got, false, "an nsys-jax archive: the whole trace is read")
   end},
   {"diagnose: the CUDA calls and launch waits its processes send give the ledger, blocking and loading calls the whole trace gives (every export; three as one trace); the calls kept are SQL's", function()
+    local sent = {}   -- rows each memory test keeps, over all the traces (the tests must see some)
     local function check(paths, what)
       local trace = nsl.open(paths)
       local parts = diagnose.step(trace)
@@ -281,13 +282,36 @@ return {
       compile.loading_calls_from(t0, parts.api)
       local calls = host_sync.unique_calls(parts.api)
       local ops = distributed.ops_combine(parts.ops, {names = "short", memop = true})   -- (diagnose's)
-      local red = ledger.build(t0, {api = #t0.api > 0 and calls or nil, ops = ops,
+      local red = ledger.build(t0, {api = #t0.api > 0 and calls or nil, ops = ops, memcpy = parts.memcpy,
                                     launch_waits = parts.launch_waits, raw_api = parts.api, api_spans = parts.api_spans})
       same_table(whole.ledger, red.ledger, what .. ": ledger")
       same_table(whole.host, red.host, what .. ": idle_host rows")
       same_table(compile.loading_calls(trace), compile.loading_calls(t0), what .. ": loading calls")
       if #trace.api > 0 then
-        same_table(host_sync.calls(trace, host_sync.api_calls(trace)), host_sync.calls(t0, calls), what .. ": blocking calls")
+        same_table(host_sync.calls(trace, host_sync.api_calls(trace)), host_sync.calls(t0, calls, parts.memcpy),
+                   what .. ": blocking calls")
+      end
+      -- the memory operations the checks read: what each keeps of the whole table, it keeps of the rows sent
+      local whole_calls = #trace.api > 0 and host_sync.api_calls(trace) or calls
+      local function by_call(t, fn)
+        local c = whole_calls:filter(whole_calls.name:where(function(x) return fn(x:lower()) end))
+        return t:filter(select(2, t:join(c, {"report", "pid", "corr"}, {})):ge(0))
+      end
+      local tests = {
+        memcpy = {pageable = function(t) return t:filter(t.src_kind:eq("pageable") | t.dst_kind:eq("pageable")) end,
+                  htod = function(t) return t:filter(t.kind:eq("HtoD")) end,
+                  sync = function(t) return by_call(t, diagnose.sync_memcpy_name) end},
+        memset = {sync = function(t) return by_call(t:filter(t.kind:isin{"pinned", "managed"}), diagnose.sync_memset_name) end},
+      }
+      for name, list in pairs(tests) do
+        local t = trace[name]
+        t:load(parts[name]:columns())
+        t = t:select(parts[name]:columns())
+        for k, fn in pairs(list) do
+          same_table(fn(t), fn(parts[name]), string.format("%s: %s rows, %s", what, name, k))
+          sent[name .. "." .. k] = (sent[name .. "." .. k] or 0) + #fn(t)
+        end
+        T.ok(#parts[name] <= #t, what .. ": " .. name .. " rows sent, at most the table's")
       end
       return parts
     end
@@ -311,5 +335,8 @@ return {
     T.ok(parts.launch_waits.report:eq(1):count() > 0, "the other export's launch waits are sent")
     T.eq(#diagnose.step(nsl.open({bare}, {cache = false})).api, 0, "that export alone: no call sent")
     os.remove(bare)
+    for _, k in ipairs{"memcpy.pageable", "memcpy.htod", "memcpy.sync"} do
+      T.ok((sent[k] or 0) > 0, "rows seen by the memory test " .. k .. ": " .. tostring(sent[k]))
+    end
   end},
 }

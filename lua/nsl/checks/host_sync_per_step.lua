@@ -14,13 +14,14 @@ return {
   description = "Per process, the median over steady steps of the time in CUDA calls that block the host " ..
     "(nsl.host_sync, by the call's start); the worst process",
   tables = {"api", "memcpy"},
-  reads = {"CUDA API calls: report, pid, start, dur, name", "steps (nsl.iterations)"},
+  reads = {"CUDA API calls: report, pid, start, dur, name", "memcpy: report, pid, corr, src_kind, dst_kind",
+           "steps (nsl.iterations)"},
   claims = {"idle_sync"},
   thresholds = {},
   run = function(ctx)
     local st = ctx.steps
     if not st or #ctx.trace.api == 0 then return end
-    local syncs = host_sync.calls(ctx.trace, ctx:api())
+    local syncs = host_sync.calls(ctx.trace, ctx:api(), ctx:memory("memcpy"))
     if #syncs == 0 then return end
     local ranges, per_report = step_ranges(ctx)
     local pid = syncs.pid:cast("i64")

@@ -15,9 +15,8 @@ return {
   claims = {"idle_htod"},
   thresholds = {},
   run = function(ctx)
-    local mc = ctx.trace.memcpy
+    local mc = ctx:memory("memcpy")
     if #mc == 0 then return end
-    mc:load{"report", "pid", "device", "stream", "corr", "start", "stop", "bytes", "kind", "src_kind", "dst_kind"}
     local pg = mc:filter(mc.src_kind:eq("pageable") | mc.dst_kind:eq("pageable"))
     local rows = launched_by(ctx, pg, function(s) return s:find("^cudamemcpy.*async") ~= nil end)
     if #rows == 0 then return end

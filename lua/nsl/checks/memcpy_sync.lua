@@ -14,10 +14,9 @@ return {
   claims = {"idle_htod"},
   thresholds = {},
   run = function(ctx)
-    local mc = ctx.trace.memcpy
+    local mc = ctx:memory("memcpy")
     if #mc == 0 then return end
-    mc:load{"report", "pid", "device", "stream", "corr", "start", "stop", "bytes", "kind"}
-    local rows = launched_by(ctx, mc, function(s) return s:find("^cudamemcpy") ~= nil and not s:find("async") end)
+    local rows = launched_by(ctx, mc, D.sync_memcpy_name)
     if #rows == 0 then return end
     local ev = ctx:table("memcpy_sync", calls_table(ctx, rows, {{"kind", "kind"}, {"bytes", "bytes"}}),
       "Synchronous memcpy calls (the host waits for the copy)")

@@ -14,11 +14,10 @@ return {
   claims = {"idle_sync"},
   thresholds = {},
   run = function(ctx)
-    local ms = ctx.trace.memset
+    local ms = ctx:memory("memset")
     if #ms == 0 then return end
-    ms:load{"report", "pid", "device", "stream", "corr", "start", "stop", "bytes", "kind"}
     local mk = ms:filter(ms.kind:isin{"pinned", "managed"})
-    local rows = launched_by(ctx, mk, function(s) return s:find("^cudamemset") ~= nil and not s:find("async") end)
+    local rows = launched_by(ctx, mk, D.sync_memset_name)
     if #rows == 0 then return end
     local ev = ctx:table("memset_sync", calls_table(ctx, rows, {{"memory", "kind"}, {"bytes", "bytes"}}),
       "Synchronous memset of pinned or managed memory")
