@@ -168,10 +168,10 @@ end
 -- (M.step_calls: the blocking calls and the call after each, the memory
 -- operations' calls, the loading calls) and each report's span of calls;
 -- the memory operations its checks read (M.step_memory).  The steps of the
--- analyses diagnose runs that have a distributed form
--- (M.uses) run beside it, their tables under "NAME.TABLE".
+-- analyses diagnose runs that have a distributed form (M.uses) run beside
+-- it, their tables under "NAME.TABLE".
 function M.step(trace)
-  local ops = distributed.ops_step(trace, {names = OPS.names, memop = OPS.memop, api = true, columns = OPS.columns})
+  local ops = distributed.ops_step(trace, {names = OPS.names, memop = OPS.memop, api = true})
   local work = ledger.ops_work(trace, ops)
   local waits = ledger.launch_waits(work:with("group", select(2, ledger.gpus(work))))
   local api, api_spans = M.step_calls(trace)
@@ -307,7 +307,7 @@ end
 function Ctx:memory(name)
   if self.parts then return self.parts[name] end
   local t = self.trace[name]
-  if #t > 0 then t:load(MEMORY[name]) end
+  t:load(MEMORY[name])
   return t
 end
 
