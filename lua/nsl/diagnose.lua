@@ -34,7 +34,10 @@
 -- findings through ctx:add.  M.order lists them in the order they run: a
 -- new check is a new file and one name added there.  The helpers checks
 -- share (blocking calls per process, GPU operations per device, exposed
--- kernel time, running an analysis) are the M.* functions below.
+-- kernel time, running an analysis) are the M.* functions below.  A check
+-- reads the GPU operations, CUDA calls and memory operations through
+-- ctx:ops(), ctx:api() and ctx:memory(name), which in a distributed run hold
+-- what the processes sent (M.step), not the trace's tables.
 --
 -- Besides the shared fields a finding keeps total_ns: the time lost over
 -- its window, from which cost_ns and share derive.
