@@ -37,27 +37,44 @@ function M.sources(trace)
   return list
 end
 
+-- The traces of the reports reps (0-based) of trace, each read from the
+-- process that has it, when trace is a distributed run's whole trace; nil
+-- elsewhere (or without reps).
+local function report_traces(trace, reps)
+  local first = reps and #reps > 0 and distributed.report_trace(trace, {reps[1]})
+  if not first then return nil end
+  local own = {first}
+  for i = 2, #reps do own[i] = distributed.report_trace(trace, {reps[i]}) end
+  return own
+end
+
+-- Columns cols (report among them) of table tab of the reports reps, read
+-- from their traces own (report_traces), as one table numbering reports as
+-- the whole trace does.
+local function rows_of(own, reps, tab, cols)
+  local parts = {}
+  for i, rep in ipairs(reps) do
+    local t = own[i][tab]
+    if #t > 0 or i == 1 then   -- (the first report's, rows or not, gives the columns' types)
+      t:load(cols)
+      local sel = t:select(cols)
+      parts[#parts + 1] = sel:with("report", nsl.rep(rep, #sel):cast("i32"))
+    end
+  end
+  return #parts == 1 and parts[1] or nsl.concat_tables(parts)
+end
+
 --- M.sources(trace) for intervals of the reports reps (0-based) alone: in a
 -- distributed run's whole trace, each table holds those reports' rows, each
 -- read from the process that has it (where the trace's tables would be read
 -- from every process); elsewhere M.sources(trace).
 function M.sources_of(trace, reps)
-  if #reps == 0 or not distributed.report_trace(trace, {reps[1]}) then return M.sources(trace) end
-  local own = {}
-  for i, rep in ipairs(reps) do own[i] = distributed.report_trace(trace, {rep}) end
+  local own = report_traces(trace, reps)
+  if not own then return M.sources(trace) end
   local list = {}
   for _, spec in ipairs(SOURCES) do
     if #trace[spec.tab] > 0 then
-      local parts = {}
-      for i, rep in ipairs(reps) do
-        local t = own[i][spec.tab]
-        if #t > 0 or i == 1 then   -- (the first report's, rows or not, gives the columns' types)
-          t:load(spec.cols)
-          local sel = t:select(spec.cols)
-          parts[#parts + 1] = sel:with("report", nsl.rep(rep, #sel):cast("i32"))
-        end
-      end
-      list[#list + 1] = {key = spec.key, label = spec.label, t = #parts == 1 and parts[1] or nsl.concat_tables(parts),
+      list[#list + 1] = {key = spec.key, label = spec.label, t = rows_of(own, reps, spec.tab, spec.cols),
                          text = spec.text, innermost = spec.innermost}
     end
   end
@@ -66,10 +83,13 @@ end
 
 --- The thread that launched each row of d (a table with report, pid, corr):
 -- the tid of the CUDA API call of its process with its correlation id (NULL
--- when none).
-function M.launcher(trace, d)
-  local api = trace.api
-  api:load{"report", "pid", "corr", "tid"}
+-- when none).  reps: the reports of d's rows, whose calls alone a
+-- distributed run then reads, each from its process (as M.sources_of).
+function M.launcher(trace, d, reps)
+  local cols = {"report", "pid", "corr", "tid"}
+  local own = report_traces(trace, reps)
+  local api = own and rows_of(own, reps, "api", cols) or trace.api
+  if not own then api:load(cols) end
   if #d * 8 <= #api then   -- a few rows: the calls with their ids first, so the join indexes those alone
     api = api:filter(api.corr:isin(d.corr:totable()))
   end

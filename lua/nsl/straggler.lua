@@ -922,50 +922,38 @@ local function host_activities(trace, src, res, late_insts)
   if #hp == 0 then return acts end
   local d = nsl.table{{"rank", hp.rank}, {"report", hp.report}, {"pid", hp.pid}, {"corr", hp.corr},
                       {"start", hp.start}, {"stop", hp.stop}, {"dur", hp.stop - hp.start}}
-  local function attribute(tr, dd)
-    dd = dd:with("launch_tid", host.launcher(tr, dd))
-    local sources = host.sources(tr)
-    dd = host.attribute(dd, sources, true)
-    local total = dd:group_by("rank"):agg{"total=sum(dur)"}
-    local tot = {}
-    for i = 1, #total do tot[total.rank[i]] = total.total[i] end
-    for _, src in ipairs(sources) do
-      local t = dd:filter(~dd[src.key .. "_text"]:isnull())
-      if #t > 0 then
-        -- PyTorch's per-call suffixes and step numbers apart, one range name is one text
-        local text = t[src.key .. "_text"]:map(function(x)
-          for _, p in ipairs(iterations.step_strip) do x = x:gsub(p, "") end
-          return x
-        end)
-        local g = nsl.table{{"rank", t.rank}, {"text", text}, {"ov", t[src.key .. "_ov"]}}:group_by("rank", "text")
-          :agg{"ov=sum(ov)"}:sort("rank", "-ov", "text")
-        local top = g:group_by("rank"):agg{"text=first(text)", "ov=first(ov)"}
-        for i = 1, #top do
-          local r = top.rank[i]
-          acts[r] = acts[r] or {list = {}}
-          local list = acts[r].list
-          list[#list + 1] = {key = src.key, label = src.label, text = top.text[i], share = top.ov[i] / tot[r]}
-        end
+  -- (a distributed run reads the host tables of these rows' reports alone, each from its process)
+  local reps = d.report:unique():totable()
+  local dd = d:with("launch_tid", host.launcher(trace, d, reps))
+  local sources = host.sources_of(trace, reps)
+  dd = host.attribute(dd, sources, true)
+  local total = dd:group_by("rank"):agg{"total=sum(dur)"}
+  local tot = {}
+  for i = 1, #total do tot[total.rank[i]] = total.total[i] end
+  for _, src in ipairs(sources) do
+    local t = dd:filter(~dd[src.key .. "_text"]:isnull())
+    if #t > 0 then
+      -- PyTorch's per-call suffixes and step numbers apart, one range name is one text
+      local text = t[src.key .. "_text"]:map(function(x)
+        for _, p in ipairs(iterations.step_strip) do x = x:gsub(p, "") end
+        return x
+      end)
+      local g = nsl.table{{"rank", t.rank}, {"text", text}, {"ov", t[src.key .. "_ov"]}}:group_by("rank", "text")
+        :agg{"ov=sum(ov)"}:sort("rank", "-ov", "text")
+      local top = g:group_by("rank"):agg{"text=first(text)", "ov=first(ov)"}
+      for i = 1, #top do
+        local r = top.rank[i]
+        acts[r] = acts[r] or {list = {}}
+        local list = acts[r].list
+        list[#list + 1] = {key = src.key, label = src.label, text = top.text[i], share = top.ov[i] / tot[r]}
       end
     end
-    local tids = dd:filter(~dd.launch_tid:isnull()):group_by("rank"):agg{"tid=first(launch_tid)"}
-    for i = 1, #tids do
-      local r = tids.rank[i]
-      acts[r] = acts[r] or {list = {}}
-      acts[r].tid = tids.tid[i]
-    end
   end
-  -- a distributed run reads the host tables of a report alone (numbered 0
-  -- there; rows of other reports would never match anyway)
-  local reps = d.report:unique()
-  if distributed.report_trace(trace, {reps[1]}) then
-    local of = d:slices("report")
-    for _, rep in ipairs(reps) do
-      local dr = of(rep)
-      attribute(distributed.report_trace(trace, {rep}), dr:with("report", nsl.rep(0, #dr):cast("i32")))
-    end
-  else
-    attribute(trace, d)
+  local tids = dd:filter(~dd.launch_tid:isnull()):group_by("rank"):agg{"tid=first(launch_tid)"}
+  for i = 1, #tids do
+    local r = tids.rank[i]
+    acts[r] = acts[r] or {list = {}}
+    acts[r].tid = tids.tid[i]
   end
   for _, a in pairs(acts) do table.sort(a.list, function(x, y) return x.share > y.share end) end
   return acts
