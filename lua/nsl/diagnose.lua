@@ -103,7 +103,8 @@ local OPS = {names = "short", memop = true}
 -- (api.sync's test), loads or compiles code (compile.api_class), or comes
 -- after a blocking call on its thread (the ledger's idle_sync).  Also
 -- returns each report's first start and last stop of its calls (report,
--- start, stop).
+-- start, stop), and every call one per correlation id
+-- (host_sync.unique_calls, with `row` in the calls as recorded).
 function M.step_calls(trace)
   local api = trace.api
   api:load(host_sync.columns)
@@ -129,7 +130,7 @@ function M.step_calls(trace)
   want = want | select(2, rows:join(nsl.table{{"row", calls.row:gather(ord:gather(after))}}, {"row"}, {})):ge(0)
   -- with the other records of their ids (host_sync.unique_calls keeps one of each id)
   want = want | select(2, raw:join(raw:filter(want):select(keys), keys, {})):ge(0)
-  return raw:filter(want), raw:group_by("report"):agg{"start=min(start)", "stop=max(stop)"}
+  return raw:filter(want), raw:group_by("report"):agg{"start=min(start)", "stop=max(stop)"}, calls
 end
 
 -- The columns of the memory operations diagnose's checks read (Ctx:memory).
@@ -177,8 +178,7 @@ function M.step(trace)
   local ops = distributed.ops_step(trace, {names = OPS.names, memop = OPS.memop, api = true})
   local work = ledger.ops_work(trace, ops)
   local waits = ledger.launch_waits(work:with("group", select(2, ledger.gpus(work))))
-  local api, api_spans = M.step_calls(trace)
-  local calls = host_sync.unique_calls(api)
+  local api, api_spans, calls = M.step_calls(trace)
   local cols = {}
   for _, c in ipairs(ops:columns()) do if c ~= "api" then cols[#cols + 1] = c end end
   return {ops = ops:select(cols), api = api, api_spans = api_spans,
