@@ -190,6 +190,23 @@ static void test_isin_isnull(void **state) {
   for (int i = 0; i < 2100; i++) assert_int_equal(nsl_bool(m)[i], i < 2000 && i % 2 == 0);
   nsl_column_release(m);
   nsl_column_release(big);
+  /* a set larger than the caches (its filter of hash bits first): 40,000 i64 ids, multiples of 3 spread over
+   * 2^40, probed by every id, its neighbours, a NULL and a negative value */
+  enum { NID = 40000 };
+  int64_t *many = malloc(NID * sizeof *many);
+  assert_non_null(many);
+  for (int i = 0; i < NID; i++) many[i] = ((int64_t)i * 27487791) * 3;
+  nsl_column *probe = nsl_column_new(NSL_I64, 3 * NID + 2, NULL);
+  for (int i = 0; i < 3 * NID; i++) nsl_i64(probe)[i] = many[i / 3] + i % 3;
+  nsl_i64(probe)[3 * NID] = NSL_NULL_I64;
+  nsl_i64(probe)[3 * NID + 1] = -3;
+  m = nsl_column_isin(probe, many, NID, NULL);
+  for (int i = 0; i < 3 * NID; i++) assert_int_equal(nsl_bool(m)[i], i % 3 == 0);
+  assert_int_equal(nsl_bool(m)[3 * NID], 0);
+  assert_int_equal(nsl_bool(m)[3 * NID + 1], 0);
+  nsl_column_release(m);
+  nsl_column_release(probe);
+  free(many);
   /* int32 values through a table of the ids (small ids) or the hash set (negative or huge ids), NULLs never in */
   nsl_column *c32 = FX_I32(INT32_MAX, NSL_NULL_I32, -5, 0, 7);
   m = nsl_column_isin(c32, (int64_t[]){7, 0, NSL_NULL_I64}, 3, NULL);
