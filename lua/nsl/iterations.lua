@@ -266,7 +266,7 @@ function M.detect_kernels(trace)
   local fundamental = {}   -- group id -> {lag, period}
   -- per group and lag: the times from each occurrence to the lag-th next, their count, median and quartiles
   local L = M.max_lag
-  local cm, cmed, cq1, cq3 = nsl.lag_periods(gid, t.start, #keys, L)
+  local cm, cmed, cq1, cq3 = nsl.lag_periods(gid, t.start, #keys, L, M.kernel_spread)   -- lags up to the first regular one
   local ms, meds, q1s, q3s = cm:totable(), cmed:totable(), cq1:totable(), cq3:totable()
   for id = 0, #keys - 1 do
     for lag = 1, L do

@@ -315,12 +315,9 @@ static long double code_value(nsl_type t, uint64_t u) {
   return (long double)nsl__ocode_to_i64(u);
 }
 
-/* The quantile q of the m order codes a (reordered) of a column of type t,
- * as a group-by takes it: the order statistic at q * (m - 1) and, between
- * two, the next one (the least above it), interpolated. */
-static double code_quantile(nsl_type t, uint64_t *a, int64_t m, double q) {
-  double frac;
-  int64_t pos = nsl__quantile_pos(m, q, &frac);
+/* The order statistic at pos of the m order codes a (reordered), and, when
+ * frac > 0, interpolated towards the next one (the least above it). */
+static double code_quantile_at(nsl_type t, uint64_t *a, int64_t m, int64_t pos, double frac) {
   nsl__select_u64(a, m, pos);
   uint64_t hi = a[pos];
   if (frac > 0) {
@@ -329,6 +326,30 @@ static double code_quantile(nsl_type t, uint64_t *a, int64_t m, double q) {
       if (a[i] < hi) hi = a[i];
   }
   return nsl__lerp_codes(t, a[pos], hi, frac);
+}
+
+/* The quantile q of the m order codes a (reordered) of a column of type t,
+ * as a group-by takes it: the order statistic at q * (m - 1) and, between
+ * two, the next one (the least above it), interpolated. */
+static double code_quantile(nsl_type t, uint64_t *a, int64_t m, double q) {
+  double frac;
+  int64_t pos = nsl__quantile_pos(m, q, &frac);
+  return code_quantile_at(t, a, m, pos, frac);
+}
+
+/* The median and quartiles of the m order codes a (reordered), each as
+ * code_quantile takes it; the quartiles select only within the half the
+ * median's selection left them in (every code before its position is at
+ * most, every code after at least, the median's). */
+static void code_quartiles(nsl_type t, uint64_t *a, int64_t m, double *med, double *q1, double *q3) {
+  double frac;
+  int64_t mid = nsl__quantile_pos(m, 0.5, &frac);
+  *med = code_quantile(t, a, m, 0.5);
+  /* the lower quartile's position and the next (when it interpolates) are within a[0..mid] */
+  int64_t p1 = nsl__quantile_pos(m, 0.25, &frac);
+  *q1 = p1 + (frac > 0) <= mid ? code_quantile_at(t, a, mid + 1, p1, frac) : code_quantile(t, a, m, 0.25);
+  int64_t p3 = nsl__quantile_pos(m, 0.75, &frac);
+  *q3 = p3 >= mid ? code_quantile_at(t, a + mid, m - mid, p3 - mid, frac) : code_quantile(t, a, m, 0.75);
 }
 
 /* Groups g0..g1-1 of p: deviations (before anything reorders the codes),
@@ -958,6 +979,7 @@ typedef struct lag_job {
   const int64_t *run;       /* the runs of rows of one group: rows run[k] .. run[k + 1] - 1 */
   const int64_t *gid, *v;
   int max_lag;
+  double spread;            /* < 0: every lag; else a group's lags stop at the first regular one */
   int64_t *m;
   double *med, *q1, *q3;
   atomic_int failed;
@@ -981,17 +1003,16 @@ static void lag_run(void *ctx, int k) {
     }
     j->m[at] = m;
     if (m == 0) continue;   /* NULL quantiles, as set */
-    /* the order a group-by takes them in: median, then the two quartiles (each exact whatever the order) */
-    j->med[at] = code_quantile(NSL_I64, a, m, 0.5);
-    j->q1[at] = code_quantile(NSL_I64, a, m, 0.25);
-    j->q3[at] = code_quantile(NSL_I64, a, m, 0.75);
+    code_quartiles(NSL_I64, a, m, &j->med[at], &j->q1[at], &j->q3[at]);
+    /* regular at this lag: the later lags are not asked for */
+    if (j->spread >= 0 && m >= 2 && j->med[at] > 0 && j->q3[at] - j->q1[at] <= j->spread * j->med[at]) break;
   }
   free(a);
 }
 
 /* See nsl_internal.h. */
-nsl_status nsl__lag_periods(const nsl_column *gid, const nsl_column *v, int64_t ng, int max_lag, nsl_column **out,
-                            nsl_error *err) {
+nsl_status nsl__lag_periods(const nsl_column *gid, const nsl_column *v, int64_t ng, int max_lag, double spread,
+                            nsl_column **out, nsl_error *err) {
   for (int c = 0; c < 4; c++) out[c] = NULL;
   int ints = gid && v && (gid->type == NSL_I64 || gid->type == NSL_I32) && (v->type == NSL_I64 || v->type == NSL_I32);
   if (!ints || gid->len != v->len || ng < 0 || max_lag < 1 || max_lag > 64)
@@ -1023,7 +1044,7 @@ nsl_status nsl__lag_periods(const nsl_column *gid, const nsl_column *v, int64_t 
   for (int c = 1; c < 4; c++)
     for (int64_t i = 0; i < rows; i++) nsl_f64(out[c])[i] = NAN;
   if (nrun > INT32_MAX) goto nomem;
-  lag_job job = {run, g, x, max_lag, nsl_i64(out[0]), nsl_f64(out[1]), nsl_f64(out[2]), nsl_f64(out[3]), 0};
+  lag_job job = {run, g, x, max_lag, spread, nsl_i64(out[0]), nsl_f64(out[1]), nsl_f64(out[2]), nsl_f64(out[3]), 0};
   nsl__run_parallel((int)nrun, nsl__thread_count((int)nrun), lag_run, &job);
   if (atomic_load(&job.failed)) goto nomem;
   goto done;

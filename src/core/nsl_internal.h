@@ -114,9 +114,12 @@ nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *con
  * quantile(0.25 / 0.75) of them.  gid (I64, 0 .. ng - 1): each group's rows
  * one run (a table sorted by its group keys); v: I64.  out[0] (I64 counts),
  * out[1..3] (F64 median, q1, q3; NaN without differences), each of
- * ng * max_lag rows, row g * max_lag + lag - 1. */
-nsl_status nsl__lag_periods(const nsl_column *gid, const nsl_column *v, int64_t ng, int max_lag, nsl_column **out,
-                            nsl_error *err);
+ * ng * max_lag rows, row g * max_lag + lag - 1.  spread >= 0: a group's
+ * lags stop at the first regular one (at least 2 differences, median > 0,
+ * q3 - q1 <= spread x median); its later lags are left without
+ * differences (count 0). */
+nsl_status nsl__lag_periods(const nsl_column *gid, const nsl_column *v, int64_t ng, int max_lag, double spread,
+                            nsl_column **out, nsl_error *err);
 /* nsl_column_new without the zero fill, for a kernel that writes every
  * element (a reused large block is not cleared first, a fresh one is
  * written once, not cleared and then written); NULL on out of memory. */

@@ -7,7 +7,8 @@
  *   nsl.moments(gid, v, ng) -> parts, lo, hi (per group, for processes to sum; nsl_internal.h)
  *   nsl.moments_finish(parts, lo, hi) -> count, sum, mean, std, min, max, exact
  *   nsl.count_le(gid, v, target_gid, pivot) -> i64 (rows sorted by gid, v)
- *   nsl.lag_periods(gid, v, ng, lags) -> count, median, q1, q3 of v's differences at each lag per group
+ *   nsl.lag_periods(gid, v, ng, lags [, spread]) -> count, median, q1, q3 of v's differences at each lag per
+ *     group (with spread: a group's lags stop at the first whose q3 - q1 <= spread x median > 0)
  *       (each group's rows one run; row g * lags + lag - 1)
  *   nsl.overlap_sum(start, stop, group_ids|nil, is_a) -> i64
  *   nsl.jax_compile_tree{start=, stop=, parent=, tid=, num_child=, dur_child=,
@@ -116,7 +117,9 @@ static int l_lag_periods(lua_State *L) {
   nsl_column *out[4];
   lua_Integer ng = luaL_checkinteger(L, 3), lags = luaL_checkinteger(L, 4);
   if (lags < 1 || lags > 64) return luaL_argerror(L, 4, "lags 1 to 64");
-  if (nsl__lag_periods(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), (int64_t)ng, (int)lags, out, &err) != NSL_OK)
+  double spread = luaL_optnumber(L, 5, -1);
+  if (nsl__lag_periods(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), (int64_t)ng, (int)lags, spread, out, &err) !=
+      NSL_OK)
     return nsl__lua_error(L, &err);
   for (int c = 0; c < 4; c++) nsl__pushcolumn(L, out[c]);
   return 4;

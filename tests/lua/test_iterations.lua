@@ -159,6 +159,30 @@ return {
       end
     end
     T.ok(checked > #groups, "groups and lags checked")
+    -- with a spread, each group's lags stop at its first regular one: the same numbers up to it, none after
+    for _, spread in ipairs{0.05, 0.5} do
+      local sm, smed, sq1, sq3 = nsl.lag_periods(nsl.column(gid, "i64"), nsl.column(start, "i64"), #groups, L, spread)
+      local stopped = 0
+      for g = 1, #groups do
+        local done = false
+        for lag = 1, L do
+          local at = (g - 1) * L + lag
+          if done then
+            T.eq(sm[at], 0, "no differences after the first regular lag, group " .. g .. " lag " .. lag)
+          else
+            T.eq(sm[at], m[at], "count up to the first regular lag")
+            if m[at] > 0 then
+              T.eq(smed[at], med[at], "median up to the first regular lag")
+              T.eq(sq1[at], q1[at], "q1 up to the first regular lag")
+              T.eq(sq3[at], q3[at], "q3 up to the first regular lag")
+            end
+            done = m[at] >= 2 and med[at] > 0 and q3[at] - q1[at] <= spread * med[at]
+            if done and lag < L then stopped = stopped + 1 end
+          end
+        end
+      end
+      T.ok(stopped > 0, "some group stops early at spread " .. spread)
+    end
     -- a NULL leaves out the gaps it takes part in; ids must come in runs, within range
     local v = nsl.column{10, 20, 0, 40, 55, 5, 9}:gather(nsl.column({0, 1, -1, 3, 4, 5, 6}, "i64"))
     local c, md = nsl.lag_periods(nsl.column({0, 0, 0, 0, 0, 1, 1}, "i64"), v, 2, 2)
