@@ -281,7 +281,7 @@ nsl_status nsl__column_pack_le(const nsl_column *c, nsl__pack_type as, int64_t o
 /* c's values less offset as unsigned LEB128 varints into out (at most
  * NSL_PACK_VARINT_MAX bytes a value), *nbytes written: refuses NULL and
  * values below offset; NSL_ERR_ARG names the row. */
-#define NSL_PACK_VARINT_MAX 10
+#define NSL_PACK_VARINT_MAX 10   /* NSL_VARINT_MAX (core/varint.h) */
 nsl_status nsl__column_pack_varint(const nsl_column *c, int64_t offset, unsigned char *out, size_t *nbytes,
                                   nsl_error *err);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/nsl_internal.h"
+#include "core/varint.h"
 
 static const struct {
   const char *name;
@@ -94,12 +95,7 @@ nsl_status nsl__column_pack_varint(const nsl_column *c, int64_t offset, unsigned
     if (x < offset)
       return nsl_error_set(err, NSL_ERR_ARG, "pack: row %lld (%lld) is below %lld, not a varint", (long long)i + 1,
                            (long long)x, (long long)offset);
-    uint64_t v = (uint64_t)x - (uint64_t)offset;
-    while (v >= 0x80) {
-      *p++ = (unsigned char)(v | 0x80);
-      v >>= 7;
-    }
-    *p++ = (unsigned char)v;
+    p = nsl__varint_put(p, (uint64_t)x - (uint64_t)offset);
   }
   *nbytes = (size_t)(p - out);
   return NSL_OK;

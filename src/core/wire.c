@@ -5,7 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char MAGIC[8] = {'N', 'S', 'L', 'W', 'I', 'R', 'E', '1'};
+#include "core/varint.h"
+
+static const char MAGIC[8] = {'N', 'S', 'L', 'W', 'I', 'R', 'E', '2'};
+
+enum { RAW = 0, DELTAS = 1 };   /* how a column's values travel (wire.h) */
+
+/* NSL_WIRE_VARINTS=0 sends every column as it is in memory (for benchmarks and tests that measure what the
+ * varints save). */
+static int varints_wanted(void) {
+  const char *v = getenv("NSL_WIRE_VARINTS");
+  return !(v && strcmp(v, "0") == 0);
+}
 
 typedef struct wbuf {
   char *p;
@@ -13,22 +24,37 @@ typedef struct wbuf {
   int oom;
 } wbuf;
 
-/* Appends n bytes (remembers a failed allocation). */
-static void put(wbuf *w, const void *src, size_t n) {
-  if (w->oom) return;
+/* Room for n more bytes; 0 (and oom remembered) when an allocation fails. */
+static int reserve(wbuf *w, size_t n) {
+  if (w->oom) return 0;
   if (w->len + n > w->cap) {
     size_t cap = w->cap ? w->cap : 256;
     while (cap < w->len + n) cap *= 2;
     char *p = realloc(w->p, cap);
     if (!p) {
       w->oom = 1;
-      return;
+      return 0;
     }
     w->p = p;
     w->cap = cap;
   }
+  return 1;
+}
+
+/* Appends n bytes (remembers a failed allocation). */
+static void put(wbuf *w, const void *src, size_t n) {
+  if (!reserve(w, n)) return;
   if (n) memcpy(w->p + w->len, src, n);
   w->len += n;
+}
+
+/* Row r of an integer or string column as it travels: the value (an i32 NULL stays INT32_MIN), a string's id
+ * through map (the strings sent, nd ids), -1 for NULL. */
+static inline int64_t int_value(const nsl_column *c, int64_t r, const int32_t *map, int32_t nd) {
+  if (c->type == NSL_I64) return nsl_i64(c)[r];
+  int32_t v = nsl_i32(c)[r];
+  if (c->type == NSL_I32) return v;
+  return v >= 0 && v < nd ? map[v] : -1;
 }
 
 nsl_status nsl__wire_encode(const char *const *names, nsl_column *const *cols, int n, void **buf, size_t *len,
@@ -59,6 +85,7 @@ nsl_status nsl__wire_encode(const char *const *names, nsl_column *const *cols, i
   for (int32_t k = 0; k < nd; k++)
     if (map[k] == 0) map[k] = nused++;
   wbuf w = {0};
+  const int varints = varints_wanted();
   uint32_t u32 = (uint32_t)n;
   put(&w, MAGIC, sizeof MAGIC);
   put(&w, &u32, sizeof u32);
@@ -72,18 +99,43 @@ nsl_status nsl__wire_encode(const char *const *names, nsl_column *const *cols, i
     put(&w, nsl_dict_str(dict, k), sl);
   }
   for (int c = 0; c < n && !w.oom; c++) {
+    const nsl_column *col = cols[c];
     uint16_t nl = (uint16_t)strlen(names[c]);
-    uint8_t type = (uint8_t)cols[c]->type;
+    uint8_t type = (uint8_t)col->type;
     put(&w, &nl, sizeof nl);
     put(&w, names[c], nl);
     put(&w, &type, 1);
-    size_t bytes = (size_t)nrows * nsl_type_size(cols[c]->type);
-    if (cols[c]->type != NSL_STR) {
-      put(&w, cols[c]->data, bytes);
+    size_t bytes = (size_t)nrows * nsl_type_size(col->type);
+    /* integers and string ids as the varints of their differences when that is shorter (times in order, small
+     * ids: a few bytes a value instead of 8) */
+    uint64_t dbytes = 0, prev = 0;
+    int ints = varints && (col->type == NSL_I64 || col->type == NSL_I32 || col->type == NSL_STR);
+    for (int64_t r = 0; ints && r < nrows && dbytes < bytes; r++) {
+      uint64_t v = (uint64_t)int_value(col, r, map, nd);
+      dbytes += nsl__varint_len(nsl__zigzag(v - prev));
+      prev = v;
+    }
+    uint8_t how = ints && dbytes < bytes ? DELTAS : RAW;
+    put(&w, &how, 1);
+    if (how == DELTAS) {
+      put(&w, &dbytes, sizeof dbytes);
+      if (w.oom || !reserve(&w, (size_t)dbytes)) break;
+      unsigned char *q = (unsigned char *)w.p + w.len;
+      prev = 0;
+      for (int64_t r = 0; r < nrows; r++) {
+        uint64_t v = (uint64_t)int_value(col, r, map, nd);
+        q = nsl__varint_put(q, nsl__zigzag(v - prev));
+        prev = v;
+      }
+      w.len += (size_t)dbytes;
+      continue;
+    }
+    if (col->type != NSL_STR) {
+      put(&w, col->data, bytes);
       continue;
     }
     size_t at = w.len;
-    put(&w, cols[c]->data, bytes);   /* then ids rewritten in place */
+    put(&w, col->data, bytes);   /* then ids rewritten in place */
     if (w.oom) break;
     int32_t *v = (int32_t *)(void *)(w.p + at);
     for (int64_t r = 0; r < nrows; r++) {
@@ -169,9 +221,35 @@ nsl_status nsl__wire_decode(const void *buf, size_t len, nsl_dict *dict, char **
     }
     memcpy(names[c], p, nl);
     names[c][nl] = '\0';
-    if (!(p = take(&r, 1))) goto corrupt;
-    type = (uint8_t)*p;
-    if (type > NSL_BOOL) goto corrupt;
+    if (!(p = take(&r, 2))) goto corrupt;
+    type = (uint8_t)p[0];
+    uint8_t how = (uint8_t)p[1];
+    if (type > NSL_BOOL || how > DELTAS) goto corrupt;
+    if (how == DELTAS) {
+      uint64_t dbytes;
+      if ((type != NSL_I64 && type != NSL_I32 && type != NSL_STR) || !(p = take(&r, 8))) goto corrupt;
+      memcpy(&dbytes, p, 8);
+      /* a value takes a byte at least: no more rows than bytes (a short message never asks for a large column) */
+      if (dbytes > r.len - r.at || (uint64_t)nrows > dbytes || !(p = take(&r, (size_t)dbytes))) goto corrupt;
+      if (!(cols[c] = nsl_column_new((nsl_type)type, nrows, type == NSL_STR ? dict : NULL))) {
+        rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory receiving %lld rows", (long long)nrows);
+        goto done;
+      }
+      const unsigned char *q = (const unsigned char *)p, *end = q + dbytes;
+      uint64_t prev = 0;
+      for (int64_t i = 0; i < nrows; i++) {
+        uint64_t z;
+        if (nsl__varint_get(&q, end, &z) != 0) goto corrupt;
+        prev += nsl__unzigzag(z);
+        int64_t v = (int64_t)prev;
+        if (type == NSL_I64) nsl_i64(cols[c])[i] = v;
+        else if (v < INT32_MIN || v > INT32_MAX) goto corrupt;
+        else if (type == NSL_I32) nsl_i32(cols[c])[i] = (int32_t)v;
+        else nsl_i32(cols[c])[i] = v >= 0 && (uint64_t)v < nstr ? map[v] : -1;
+      }
+      if (q != end) goto corrupt;
+      continue;
+    }
     size_t es = nsl_type_size((nsl_type)type);
     if ((uint64_t)nrows > (r.len - r.at) / es) goto corrupt;
     if (!(p = take(&r, (size_t)nrows * es))) goto corrupt;

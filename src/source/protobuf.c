@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/varint.h"
+
 /* ---- arena ------------------------------------------------------------------ */
 
 typedef struct arena_block {
@@ -80,24 +82,7 @@ void nsl__pb_arena_free(nsl_pb_arena *a) {
 
 /* ---- raw wire format -------------------------------------------------------- */
 
-int nsl__pb_read_varint(nsl_pb_reader *r, uint64_t *v) {
-  if (r->p < r->end && *r->p < 0x80) {   /* the common one-byte case */
-    *v = *r->p++;
-    return 0;
-  }
-  uint64_t x = 0;
-  for (int shift = 0; shift < 70; shift += 7) {
-    if (r->p >= r->end) return -1;
-    uint8_t b = *r->p++;
-    if (shift == 63 && (b & 0x7e)) return -1;   /* more than 64 bits */
-    x |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      *v = x;
-      return 0;
-    }
-  }
-  return -1;
-}
+int nsl__pb_read_varint(nsl_pb_reader *r, uint64_t *v) { return nsl__varint_get(&r->p, r->end, v); }
 
 int nsl__pb_read_tag(nsl_pb_reader *r, uint32_t *number, int *wire) {
   uint64_t t;

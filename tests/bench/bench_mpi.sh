@@ -14,7 +14,8 @@
 # distinct ones (seeds 1..16) copied round-robin: a rank's export is about
 # 1.5 MB, 7,500 rows (kernels, memcpy, CUDA API, OS runtime, NVTX), TILES
 # times that with TILES=N.  ANALYSES="summary" picks analyses; WEAK=0 skips
-# weak scaling.
+# weak scaling; NSL_WIRE_VARINTS=0 sends the columns as they are in memory
+# (src/core/wire.h), for the bytes the varints save.
 #
 # Needs mpirun (openmpi-bin); OpenMPI as root needs OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM).
 set -euo pipefail

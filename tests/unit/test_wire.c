@@ -80,6 +80,83 @@ static void test_round_trip(void **state) {
   nsl_dict_release(to);
 }
 
+/* Integer and string columns long enough to travel as varints of their differences: times in order, NULLs, the
+ * extremes (differences that wrap around 2^64), i32 extremes, string ids; equal after the trip, fewer bytes than
+ * the values, and every truncation or damaged varint refused. */
+static void test_deltas(void **state) {
+  (void)state;
+  enum { N = 1000 };
+  nsl_dict *from = nsl_dict_new(), *to = nsl_dict_new();
+  nsl_column *c[4] = {nsl_column_new(NSL_I64, N, NULL), nsl_column_new(NSL_I32, N, NULL),
+                      nsl_column_new(NSL_STR, N, from), nsl_column_new(NSL_F64, N, NULL)};
+  const int32_t ids[3] = {fx_id(from, "a", 1), fx_id(from, "bb", 2), fx_id(from, "ccc", 3)};
+  for (int i = 0; i < N; i++) {
+    nsl_i64(c[0])[i] = 1700000000000000000 + (int64_t)i * 1234;
+    nsl_i32(c[1])[i] = i % 7;
+    nsl_i32(c[2])[i] = i % 5 == 4 ? -1 : ids[i % 3];
+    nsl_f64(c[3])[i] = i * 0.5;
+  }
+  int64_t edges[] = {NSL_NULL_I64, INT64_MAX, NSL_NULL_I64, -1, 0, INT64_MAX, INT64_MIN + 1};
+  memcpy(nsl_i64(c[0]) + 100, edges, sizeof edges);
+  int32_t edges32[] = {NSL_NULL_I32, INT32_MAX, NSL_NULL_I32, -1, INT32_MIN + 1};
+  memcpy(nsl_i32(c[1]) + 200, edges32, sizeof edges32);
+  const char *names[] = {"start", "device", "name", "x"};
+  void *buf = NULL;
+  size_t len = 0;
+  nsl_error err = {0};
+  assert_int_equal(nsl__wire_encode(names, c, 4, &buf, &len, &err), NSL_OK);
+  assert_true(len < (size_t)N * (8 + 4 + 4) / 3 + (size_t)N * 8);   /* the integers and ids in a third or less */
+  char **gn = NULL;
+  nsl_column **got = NULL;
+  int n = 0;
+  assert_int_equal(nsl__wire_decode(buf, len, to, &gn, &got, &n, &err), NSL_OK);
+  assert_int_equal(n, 4);
+  assert_memory_equal(got[0]->data, c[0]->data, N * 8);
+  assert_memory_equal(got[1]->data, c[1]->data, N * 4);
+  assert_memory_equal(got[3]->data, c[3]->data, N * 8);
+  for (int i = 0; i < N; i++) {
+    int32_t a = nsl_i32(c[2])[i], b = nsl_i32(got[2])[i];
+    if (a < 0) assert_int_equal(b, -1);
+    else assert_string_equal(nsl_dict_str(to, b), nsl_dict_str(from, a));
+  }
+  nsl__wire_free(gn, got, n);
+  for (size_t cut = 0; cut < len; cut += 5) {
+    nsl_column **cc = NULL;
+    char **nn = NULL;
+    int k = 0;
+    assert_int_equal(nsl__wire_decode(buf, cut, to, &nn, &cc, &k, &err), NSL_ERR_FORMAT);
+    assert_null(cc);
+  }
+  /* damage: the first column's first varint made endless (every byte with its high bit), or its way of travel
+   * set on the float column */
+  unsigned char *b = buf;
+  size_t at = 8 + 4 + 8 + 4 + (4 + 1) + (4 + 2) + (4 + 3) + 2 + 5 + 1 + 1 + 8;   /* header, strings, "start" */
+  assert_int_equal(b[at - 9], 1);   /* how: varints of differences */
+  unsigned char *bad = malloc(len);
+  memcpy(bad, buf, len);
+  memset(bad + at, 0xff, 11);
+  char **nn = NULL;
+  nsl_column **cc = NULL;
+  int k = 0;
+  assert_int_equal(nsl__wire_decode(bad, len, to, &nn, &cc, &k, &err), NSL_ERR_FORMAT);
+  free(bad);
+  for (int i = 0; i < 4; i++) nsl_column_release(c[i]);
+  free(buf);
+  /* a float column claiming varints is refused */
+  nsl_column *f = nsl_column_new(NSL_F64, 1, NULL);
+  const char *fname[] = {"x"};
+  assert_int_equal(nsl__wire_encode(fname, &f, 1, &buf, &len, &err), NSL_OK);
+  b = buf;
+  assert_int_equal(b[len - 10], NSL_F64);
+  assert_int_equal(b[len - 9], 0);   /* as it is */
+  b[len - 9] = 1;
+  assert_int_equal(nsl__wire_decode(buf, len, to, &nn, &cc, &k, &err), NSL_ERR_FORMAT);
+  free(buf);
+  nsl_column_release(f);
+  nsl_dict_release(from);
+  nsl_dict_release(to);
+}
+
 static void test_refusals(void **state) {
   (void)state;
   nsl_dict *a = nsl_dict_new(), *b = nsl_dict_new();
@@ -95,6 +172,8 @@ static void test_refusals(void **state) {
   nsl_column **cc = NULL;
   int k = 0;
   assert_int_equal(nsl__wire_decode("NSLWIRE2........", 16, a, &nn, &cc, &k, &err), NSL_ERR_FORMAT);
+  assert_int_equal(nsl__wire_decode("NSLWIRE1\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 24, a, &nn, &cc, &k, &err),
+                   NSL_ERR_FORMAT);   /* the layout before this one */
   /* no columns at all is a valid (empty) message */
   assert_int_equal(nsl__wire_encode(names, d, 0, &buf, &len, &err), NSL_OK);
   assert_int_equal(nsl__wire_decode(buf, len, a, &nn, &cc, &k, &err), NSL_OK);
@@ -110,6 +189,7 @@ static void test_refusals(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_round_trip), cmocka_unit_test(test_refusals)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_round_trip), cmocka_unit_test(test_deltas),
+                                     cmocka_unit_test(test_refusals)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
