@@ -40,6 +40,11 @@ static inline int nsl__varint_get(const unsigned char **p, const unsigned char *
     *p = q + 1;
     return 0;
   }
+  if (end - q >= 2 && q[1] < 0x80) {   /* and two bytes (differences of times a few µs apart) */
+    *v = (uint64_t)(q[0] & 0x7f) | (uint64_t)q[1] << 7;
+    *p = q + 2;
+    return 0;
+  }
   uint64_t x = 0;
   for (int shift = 0; shift < 70; shift += 7) {
     if (q >= end) return -1;

@@ -9,7 +9,7 @@
 
 static const char MAGIC[8] = {'N', 'S', 'L', 'W', 'I', 'R', 'E', '2'};
 
-enum { RAW = 0, DELTAS = 1 };   /* how a column's values travel (wire.h) */
+enum { RAW = 0, DELTAS = 1, RUNS = 2 };   /* how a column's values travel (wire.h) */
 
 /* NSL_WIRE_VARINTS=0 sends every column as it is in memory (for benchmarks and tests that measure what the
  * varints save). */
@@ -48,13 +48,78 @@ static void put(wbuf *w, const void *src, size_t n) {
   w->len += n;
 }
 
-/* Row r of an integer or string column as it travels: the value (an i32 NULL stays INT32_MIN), a string's id
- * through map (the strings sent, nd ids), -1 for NULL. */
+/* Row r of an integer, string or bool column as it travels: the value (an i32 NULL stays INT32_MIN), a string's
+ * id through map (the strings sent, nd ids), -1 for NULL, a bool 0 or 1. */
 static inline int64_t int_value(const nsl_column *c, int64_t r, const int32_t *map, int32_t nd) {
   if (c->type == NSL_I64) return nsl_i64(c)[r];
+  if (c->type == NSL_BOOL) return nsl_bool(c)[r] != 0;
   int32_t v = nsl_i32(c)[r];
   if (c->type == NSL_I32) return v;
   return v >= 0 && v < nd ? map[v] : -1;
+}
+
+/* The shortest way for the nrows values of col to travel (wire.h) and, unless RAW (bytes as they are), the bytes
+ * its varints take: each value's difference from the one before (integers and string ids: times in order, small
+ * ids), or each run of equal values as its difference from the run before and its length (report, process,
+ * device and stream columns: a few bytes for a whole table). */
+static uint8_t choose(const nsl_column *col, int64_t nrows, const int32_t *map, int32_t nd, size_t bytes,
+                      uint64_t *vbytes) {
+  if (col->type == NSL_F64 || nrows == 0) return RAW;
+  uint64_t best = bytes, dbytes = 0, rbytes = 0, prev = 0;
+  uint8_t how = RAW;
+  if (col->type != NSL_BOOL) {   /* (a bool's difference takes its byte) */
+    for (int64_t r = 0; r < nrows && dbytes < best; r++) {
+      uint64_t v = (uint64_t)int_value(col, r, map, nd);
+      dbytes += nsl__varint_len(nsl__zigzag(v - prev));
+      prev = v;
+    }
+    if (dbytes < best) best = dbytes, how = DELTAS;
+  }
+  prev = 0;
+  for (int64_t r = 0; r < nrows && rbytes < best;) {
+    uint64_t v = (uint64_t)int_value(col, r, map, nd);
+    int64_t e = r + 1;
+    while (e < nrows && (uint64_t)int_value(col, e, map, nd) == v) e++;
+    rbytes += nsl__varint_len(nsl__zigzag(v - prev)) + nsl__varint_len((uint64_t)(e - r));
+    prev = v;
+    r = e;
+  }
+  if (rbytes < best) best = rbytes, how = RUNS;
+  *vbytes = best;
+  return how;
+}
+
+/* Writes col's varints as how (DELTAS or RUNS) says at q (the bytes choose counted). */
+static void put_varints(const nsl_column *col, int64_t nrows, const int32_t *map, int32_t nd, uint8_t how,
+                        unsigned char *q) {
+  uint64_t prev = 0;
+  for (int64_t r = 0; r < nrows;) {
+    uint64_t v = (uint64_t)int_value(col, r, map, nd);
+    int64_t e = r + 1;
+    if (how == RUNS)
+      while (e < nrows && (uint64_t)int_value(col, e, map, nd) == v) e++;
+    q = nsl__varint_put(q, nsl__zigzag(v - prev));
+    if (how == RUNS) q = nsl__varint_put(q, (uint64_t)(e - r));
+    prev = v;
+    r = e;
+  }
+}
+
+/* Stores value v (as it traveled) at row i of a column of type t: a string id through map (nstr strings);
+ * -1 when v cannot be one of that type's. */
+static int store(nsl_column *c, int64_t i, int64_t v, const int32_t *map, uint32_t nstr) {
+  switch (c->type) {
+  case NSL_I64: nsl_i64(c)[i] = v; return 0;
+  case NSL_BOOL:
+    if (v != 0 && v != 1) return -1;
+    nsl_bool(c)[i] = (uint8_t)v;
+    return 0;
+  default:
+    if (v < INT32_MIN || v > INT32_MAX) return -1;
+    if (c->type == NSL_I32) nsl_i32(c)[i] = (int32_t)v;
+    else nsl_i32(c)[i] = v >= 0 && (uint64_t)v < nstr ? map[v] : -1;
+    return 0;
+  }
 }
 
 nsl_status nsl__wire_encode(const char *const *names, nsl_column *const *cols, int n, void **buf, size_t *len,
@@ -106,28 +171,14 @@ nsl_status nsl__wire_encode(const char *const *names, nsl_column *const *cols, i
     put(&w, names[c], nl);
     put(&w, &type, 1);
     size_t bytes = (size_t)nrows * nsl_type_size(col->type);
-    /* integers and string ids as the varints of their differences when that is shorter (times in order, small
-     * ids: a few bytes a value instead of 8) */
-    uint64_t dbytes = 0, prev = 0;
-    int ints = varints && (col->type == NSL_I64 || col->type == NSL_I32 || col->type == NSL_STR);
-    for (int64_t r = 0; ints && r < nrows && dbytes < bytes; r++) {
-      uint64_t v = (uint64_t)int_value(col, r, map, nd);
-      dbytes += nsl__varint_len(nsl__zigzag(v - prev));
-      prev = v;
-    }
-    uint8_t how = ints && dbytes < bytes ? DELTAS : RAW;
+    uint64_t vbytes = 0;
+    uint8_t how = varints ? choose(col, nrows, map, nd, bytes, &vbytes) : RAW;
     put(&w, &how, 1);
-    if (how == DELTAS) {
-      put(&w, &dbytes, sizeof dbytes);
-      if (w.oom || !reserve(&w, (size_t)dbytes)) break;
-      unsigned char *q = (unsigned char *)w.p + w.len;
-      prev = 0;
-      for (int64_t r = 0; r < nrows; r++) {
-        uint64_t v = (uint64_t)int_value(col, r, map, nd);
-        q = nsl__varint_put(q, nsl__zigzag(v - prev));
-        prev = v;
-      }
-      w.len += (size_t)dbytes;
+    if (how != RAW) {
+      put(&w, &vbytes, sizeof vbytes);
+      if (w.oom || !reserve(&w, (size_t)vbytes)) break;
+      put_varints(col, nrows, map, nd, how, (unsigned char *)w.p + w.len);
+      w.len += (size_t)vbytes;
       continue;
     }
     if (col->type != NSL_STR) {
@@ -224,29 +275,40 @@ nsl_status nsl__wire_decode(const void *buf, size_t len, nsl_dict *dict, char **
     if (!(p = take(&r, 2))) goto corrupt;
     type = (uint8_t)p[0];
     uint8_t how = (uint8_t)p[1];
-    if (type > NSL_BOOL || how > DELTAS) goto corrupt;
-    if (how == DELTAS) {
-      uint64_t dbytes;
-      if ((type != NSL_I64 && type != NSL_I32 && type != NSL_STR) || !(p = take(&r, 8))) goto corrupt;
-      memcpy(&dbytes, p, 8);
-      /* a value takes a byte at least: no more rows than bytes (a short message never asks for a large column) */
-      if (dbytes > r.len - r.at || (uint64_t)nrows > dbytes || !(p = take(&r, (size_t)dbytes))) goto corrupt;
+    if (type > NSL_BOOL || how > RUNS || (how != RAW && type == NSL_F64) || (how == DELTAS && type == NSL_BOOL))
+      goto corrupt;
+    if (how != RAW) {
+      uint64_t vbytes;
+      if (!(p = take(&r, 8))) goto corrupt;
+      memcpy(&vbytes, p, 8);
+      /* a difference takes a byte at least: no more rows than bytes (a short message never asks for a large
+       * column); runs are bounded by the rows the message says it holds */
+      if (vbytes > r.len - r.at || (how == DELTAS && (uint64_t)nrows > vbytes) || !(p = take(&r, (size_t)vbytes)))
+        goto corrupt;
       if (!(cols[c] = nsl_column_new((nsl_type)type, nrows, type == NSL_STR ? dict : NULL))) {
         rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory receiving %lld rows", (long long)nrows);
         goto done;
       }
-      const unsigned char *q = (const unsigned char *)p, *end = q + dbytes;
+      const unsigned char *q = (const unsigned char *)p, *end = q + vbytes;
       uint64_t prev = 0;
-      for (int64_t i = 0; i < nrows; i++) {
-        uint64_t z;
-        if (nsl__varint_get(&q, end, &z) != 0) goto corrupt;
-        prev += nsl__unzigzag(z);
-        int64_t v = (int64_t)prev;
-        if (type == NSL_I64) nsl_i64(cols[c])[i] = v;
-        else if (v < INT32_MIN || v > INT32_MAX) goto corrupt;
-        else if (type == NSL_I32) nsl_i32(cols[c])[i] = (int32_t)v;
-        else nsl_i32(cols[c])[i] = v >= 0 && (uint64_t)v < nstr ? map[v] : -1;
-      }
+      if (how == DELTAS && type == NSL_I64) {   /* (the usual column of times, without a test per row) */
+        int64_t *v = nsl_i64(cols[c]);
+        for (int64_t i = 0; i < nrows; i++) {
+          uint64_t z;
+          if (nsl__varint_get(&q, end, &z) != 0) goto corrupt;
+          prev += nsl__unzigzag(z);
+          v[i] = (int64_t)prev;
+        }
+      } else
+        for (int64_t i = 0; i < nrows;) {
+          uint64_t z, run = 1;
+          if (nsl__varint_get(&q, end, &z) != 0 || (how == RUNS && nsl__varint_get(&q, end, &run) != 0))
+            goto corrupt;
+          if (run == 0 || run > (uint64_t)(nrows - i)) goto corrupt;
+          prev += nsl__unzigzag(z);
+          for (int64_t e = i + (int64_t)run; i < e; i++)
+            if (store(cols[c], i, (int64_t)prev, map, nstr) != 0) goto corrupt;
+        }
       if (q != end) goto corrupt;
       continue;
     }

@@ -4,12 +4,18 @@
  * Layout (little-endian host order: both ends run the same build):
  *   "NSLWIRE2", u32 ncols, i64 nrows, u32 nstrings, the strings (u32 len,
  *   bytes) in the order of their ids in the sender's dictionary, then per
- *   column: u16 name length, name, u8 type, u8 how, and the values: how 0,
- *   nrows values as they are in memory; how 1 (integer and string columns,
- *   when shorter), u64 byte count, then each value less the one before it
- *   (the first less 0, modulo 2^64) zigzagged as a varint (core/varint.h):
- *   times in order, ids and small numbers take a byte or two instead of 8
- *   (an i32 NULL travels as INT32_MIN, a string NULL as -1).  String
+ *   column: u16 name length, name, u8 type, u8 how, and the values, the
+ *   shortest way: how 0, nrows values as they are in memory; how 1
+ *   (integers and string ids), u64 byte count, then each value less the one
+ *   before it (the first less 0, modulo 2^64) zigzagged as a varint
+ *   (core/varint.h): times in order, ids and small numbers take a byte or
+ *   two instead of 8; how 2 (integers, string ids, bools), u64 byte count,
+ *   then per run of equal values its value less the run before's (zigzag
+ *   varint) and its length (varint, at least 1): a report, device or stream
+ *   column takes a few bytes for a whole table.  An i32 NULL travels as
+ *   INT32_MIN, a string NULL as -1, a bool as 0 or 1.  The messages come
+ *   from nsl's own processes (the same build); a damaged one is refused,
+ *   though a header's row count is trusted for columns sent as runs.  String
  *   columns hold indices into the strings (-1 NULL); the receiver interns the
  *   strings into its dictionary in that order, as a report loaded on a
  *   thread of its own is remapped into a trace's (trace.c), so string ids

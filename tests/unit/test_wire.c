@@ -1,6 +1,7 @@
 /* test_wire.c -- columns through the flat buffer of src/core/wire.c and
  * back: every type, NULLs, strings remapped into another dictionary (in the
- * sender's id order, as a one-process load interns them), and buffers that
+ * sender's id order, as a one-process load interns them), integers, ids and
+ * flags as varints of their differences or of their runs, and buffers that
  * are not one refused.  Oracle: the values put in. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -157,6 +158,66 @@ static void test_deltas(void **state) {
   nsl_dict_release(to);
 }
 
+/* Columns of long runs of equal values (a report, a device, a flag) travel as runs: a few bytes each, equal after
+ * the trip; a run of no rows, or past the rows the message holds, is refused. */
+static void test_runs(void **state) {
+  (void)state;
+  enum { N = 1000 };
+  nsl_dict *from = nsl_dict_new(), *to = nsl_dict_new();
+  nsl_column *c[4] = {nsl_column_new(NSL_I64, N, NULL), nsl_column_new(NSL_BOOL, N, NULL),
+                      nsl_column_new(NSL_STR, N, from), nsl_column_new(NSL_I32, N, NULL)};
+  const int32_t ids[2] = {fx_id(from, "rank0", 5), fx_id(from, "rank1", 5)};
+  for (int i = 0; i < N; i++) {
+    nsl_i64(c[0])[i] = i / 300;
+    nsl_bool(c[1])[i] = i >= 500;
+    nsl_i32(c[2])[i] = i < 250 ? -1 : ids[i / 500];
+    nsl_i32(c[3])[i] = NSL_NULL_I32;
+  }
+  const char *names[] = {"report", "memop", "name", "device"};
+  void *buf = NULL;
+  size_t len = 0;
+  nsl_error err = {0};
+  assert_int_equal(nsl__wire_encode(names, c, 4, &buf, &len, &err), NSL_OK);
+  assert_true(len < 200);   /* header, names and two strings; the 4,000 values in a few dozen bytes */
+  char **gn = NULL;
+  nsl_column **got = NULL;
+  int n = 0;
+  assert_int_equal(nsl__wire_decode(buf, len, to, &gn, &got, &n, &err), NSL_OK);
+  assert_int_equal(n, 4);
+  assert_memory_equal(got[0]->data, c[0]->data, N * 8);
+  assert_memory_equal(got[1]->data, c[1]->data, N);
+  assert_memory_equal(got[3]->data, c[3]->data, N * 4);
+  for (int i = 0; i < N; i++) {
+    int32_t a = nsl_i32(c[2])[i], b = nsl_i32(got[2])[i];
+    if (a < 0) assert_int_equal(b, -1);
+    else assert_string_equal(nsl_dict_str(to, b), nsl_dict_str(from, a));
+  }
+  nsl__wire_free(gn, got, n);
+  free(buf);
+  /* one column alone: its runs start at byte 37 (header 24, name length, "r", type, how, byte count) */
+  const char *rname[] = {"r"};
+  assert_int_equal(nsl__wire_encode(rname, c, 1, &buf, &len, &err), NSL_OK);
+  unsigned char *b = buf;
+  assert_int_equal(b[28], 2);   /* how: runs */
+  assert_int_equal(b[37], 0);   /* the first run: 0 (less 0), 300 rows */
+  assert_int_equal(b[38], 0xac);
+  assert_int_equal(b[39], 0x02);
+  char **nn = NULL;
+  nsl_column **cc = NULL;
+  int k = 0;
+  b[38] = 0;   /* a run of no rows */
+  b[39] = 0;
+  assert_int_equal(nsl__wire_decode(buf, len, to, &nn, &cc, &k, &err), NSL_ERR_FORMAT);
+  b[38] = 0xac;   /* a run of 1,196 rows in a message of 1,000 */
+  b[39] = 0x09;
+  assert_int_equal(nsl__wire_decode(buf, len, to, &nn, &cc, &k, &err), NSL_ERR_FORMAT);
+  assert_null(cc);
+  free(buf);
+  for (int i = 0; i < 4; i++) nsl_column_release(c[i]);
+  nsl_dict_release(from);
+  nsl_dict_release(to);
+}
+
 static void test_refusals(void **state) {
   (void)state;
   nsl_dict *a = nsl_dict_new(), *b = nsl_dict_new();
@@ -190,6 +251,6 @@ static void test_refusals(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_round_trip), cmocka_unit_test(test_deltas),
-                                     cmocka_unit_test(test_refusals)};
+                                     cmocka_unit_test(test_runs), cmocka_unit_test(test_refusals)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
