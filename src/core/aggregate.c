@@ -340,7 +340,13 @@ static double code_quantile(nsl_type t, uint64_t *a, int64_t m, double q) {
 /* The median and quartiles of the m order codes a (reordered), each as
  * code_quantile takes it; the quartiles select only within the half the
  * median's selection left them in (every code before its position is at
- * most, every code after at least, the median's). */
+ * most, every code after at least, the median's).  The lower quartile goes
+ * first: its selection within a[0..mid] may leave another code there, no
+ * greater than the median, in the median's place mid, which the upper
+ * quartile's window starts with; that changes nothing past the window's
+ * first, and the upper quartile is the first only for m <= 3, where mid
+ * still holds the median (m = 3: the greater of a two-code window) or every
+ * code was selected (m = 2). */
 static void code_quartiles(nsl_type t, uint64_t *a, int64_t m, double *med, double *q1, double *q3) {
   double frac;
   int64_t mid = nsl__quantile_pos(m, 0.5, &frac);

@@ -105,8 +105,8 @@ static void put_varints(const nsl_column *col, int64_t nrows, const int32_t *map
   }
 }
 
-/* Stores value v (as it traveled) at row i of a column of type t: a string id through map (nstr strings);
- * -1 when v cannot be one of that type's. */
+/* Stores value v (as it traveled) at row i of column c: a string id through map (nstr strings); -1 when v
+ * cannot be one of c's type. */
 static int store(nsl_column *c, int64_t i, int64_t v, const int32_t *map, uint32_t nstr) {
   switch (c->type) {
   case NSL_I64: nsl_i64(c)[i] = v; return 0;

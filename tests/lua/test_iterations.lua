@@ -190,6 +190,17 @@ return {
     T.eq(md[1], 12.5, "median of 10 and 15")
     T.eq(md[2], 20.0, "the one gap at lag 2 not across the NULL: 40 - 20")
     T.eq(md[3], 4.0, "group 1, lag 1")
+    -- every small count of differences (4, 3, 2, 1 at lags 1 to 4), where the quartiles' windows meet the median
+    local cnt, mdn, lo, hi = nsl.lag_periods(nsl.column({0, 0, 0, 0, 0}, "i64"), nsl.column({0, 10, 11, 30, 100}, "i64"),
+                                             1, 4)
+    T.eq(table.concat(cnt:totable(), ","), "4,3,2,1", "differences at lags 1 to 4")
+    -- lag 1: 1 10 19 70; lag 2: 11 20 89; lag 3: 30 90; lag 4: 100 (sorted)
+    local want = {{14.5, 7.75, 31.75}, {20.0, 15.5, 54.5}, {60.0, 45.0, 75.0}, {100.0, 100.0, 100.0}}
+    for lag, w in ipairs(want) do
+      T.eq(mdn[lag], w[1], "median at lag " .. lag)
+      T.eq(lo[lag], w[2], "q1 at lag " .. lag)
+      T.eq(hi[lag], w[3], "q3 at lag " .. lag)
+    end
     T.raises(function() nsl.lag_periods(nsl.column({0, 1, 0}, "i64"), nsl.column({1, 2, 3}, "i64"), 2, 1) end,
              "two runs")
     T.raises(function() nsl.lag_periods(nsl.column({0, 2}, "i64"), nsl.column({1, 2}, "i64"), 2, 1) end,
