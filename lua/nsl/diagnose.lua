@@ -154,9 +154,8 @@ function M.step_memory(trace, name, calls)
   local t = trace[name]
   t:load(MEMORY[name])
   t = t:select(MEMORY[name])
-  local sync = calls:filter(calls.name:where(function(s)
-    return (name == "memcpy" and M.sync_memcpy_name or M.sync_memset_name)(s:lower())
-  end))
+  local sync_name = name == "memcpy" and M.sync_memcpy_name or M.sync_memset_name
+  local sync = calls:filter(calls.name:where(function(s) return sync_name(s:lower()) end))
   local by_sync = select(2, t:join(sync, {"report", "pid", "corr"}, {})):ge(0)
   if name == "memcpy" then
     return t:filter(t.src_kind:eq("pageable") | t.dst_kind:eq("pageable") | t.kind:eq("HtoD") | by_sync)

@@ -229,7 +229,7 @@ nsl_column *nsl_column_isin(const nsl_column *c, const int64_t *ids, int64_t n, 
    * edges among all ops): a filter of one bit per hash, 2 to 16 bits per id and at most 1 MiB, answers most of
    * those from the cache */
   uint64_t fbits = 0, *filter = NULL;
-  if (cap * sizeof *set > ((size_t)256 << 10)) {
+  if (c->type == NSL_I64 && cap * sizeof *set > ((size_t)256 << 10)) {   /* (read by the i64 loop below) */
     fbits = (uint64_t)1 << 23;
     while (fbits > 16 * (uint64_t)n && fbits > ((uint64_t)1 << 16)) fbits >>= 1;
     filter = calloc(fbits / 64, sizeof *filter);
@@ -260,7 +260,6 @@ nsl_column *nsl_column_isin(const nsl_column *c, const int64_t *ids, int64_t n, 
     free(set);
     return m;
   }
-  free(filter);
   for (int64_t i = 0; i < c->len; i++) {
     int64_t x;
     if (c->type == NSL_F64) {

@@ -36,6 +36,28 @@ static void make(nsl_dict *d, nsl_column **c) {
   memcpy(c[4]->data, s, sizeof s);
 }
 
+/* Every cut of buf (len bytes) at multiples of step is refused, never read past. */
+static void refuses_cuts(const void *buf, size_t len, size_t step, nsl_dict *to) {
+  nsl_error err = {0};
+  for (size_t cut = 0; cut < len; cut += step) {
+    char **nn = NULL;
+    nsl_column **cc = NULL;
+    int k = 0;
+    assert_int_equal(nsl__wire_decode(buf, cut, to, &nn, &cc, &k, &err), NSL_ERR_FORMAT);
+    assert_null(cc);
+  }
+}
+
+/* String column got (ids of dictionary to) holds the strings of sent (ids of from), NULLs as -1. */
+static void same_strings(const nsl_column *sent, nsl_dict *from, const nsl_column *got, nsl_dict *to) {
+  assert_int_equal(got->len, sent->len);
+  for (int64_t i = 0; i < sent->len; i++) {
+    int32_t a = nsl_i32(sent)[i], b = nsl_i32(got)[i];
+    if (a < 0) assert_int_equal(b, -1);
+    else assert_string_equal(nsl_dict_str(to, b), nsl_dict_str(from, a));
+  }
+}
+
 static void test_round_trip(void **state) {
   (void)state;
   nsl_dict *from = nsl_dict_new(), *to = nsl_dict_new();
@@ -67,13 +89,7 @@ static void test_round_trip(void **state) {
   /* strings arrive in the order of the sender's ids: ncclKernel (id 1) before gemm (id 2) */
   assert_int_equal(s[0], 1);
   /* every truncation of the buffer is refused, never read past */
-  for (size_t cut = 0; cut < len; cut += 7) {
-    char **nn = NULL;
-    nsl_column **cc = NULL;
-    int k = 0;
-    assert_int_equal(nsl__wire_decode(buf, cut, to, &nn, &cc, &k, &err), NSL_ERR_FORMAT);
-    assert_null(cc);
-  }
+  refuses_cuts(buf, len, 7, to);
   nsl__wire_free(got_names, got, n);
   free(buf);
   for (int k = 0; k < 5; k++) nsl_column_release(c[k]);
@@ -115,19 +131,9 @@ static void test_deltas(void **state) {
   assert_memory_equal(got[0]->data, c[0]->data, N * 8);
   assert_memory_equal(got[1]->data, c[1]->data, N * 4);
   assert_memory_equal(got[3]->data, c[3]->data, N * 8);
-  for (int i = 0; i < N; i++) {
-    int32_t a = nsl_i32(c[2])[i], b = nsl_i32(got[2])[i];
-    if (a < 0) assert_int_equal(b, -1);
-    else assert_string_equal(nsl_dict_str(to, b), nsl_dict_str(from, a));
-  }
+  same_strings(c[2], from, got[2], to);
   nsl__wire_free(gn, got, n);
-  for (size_t cut = 0; cut < len; cut += 5) {
-    nsl_column **cc = NULL;
-    char **nn = NULL;
-    int k = 0;
-    assert_int_equal(nsl__wire_decode(buf, cut, to, &nn, &cc, &k, &err), NSL_ERR_FORMAT);
-    assert_null(cc);
-  }
+  refuses_cuts(buf, len, 5, to);
   /* damage: the first column's first varint made endless (every byte with its high bit), or its way of travel
    * set on the float column */
   unsigned char *b = buf;
@@ -187,11 +193,7 @@ static void test_runs(void **state) {
   assert_memory_equal(got[0]->data, c[0]->data, N * 8);
   assert_memory_equal(got[1]->data, c[1]->data, N);
   assert_memory_equal(got[3]->data, c[3]->data, N * 4);
-  for (int i = 0; i < N; i++) {
-    int32_t a = nsl_i32(c[2])[i], b = nsl_i32(got[2])[i];
-    if (a < 0) assert_int_equal(b, -1);
-    else assert_string_equal(nsl_dict_str(to, b), nsl_dict_str(from, a));
-  }
+  same_strings(c[2], from, got[2], to);
   nsl__wire_free(gn, got, n);
   free(buf);
   /* one column alone: its runs start at byte 37 (header 24, name length, "r", type, how, byte count) */
