@@ -12,6 +12,9 @@
 #         before and after the analyses in the same run (the faster of the
 #         two), two ways: by the name's id (shortName), and by the name itself
 #         through StringIds (what a user's query reads; issue 29's 2.3 s).
+#         Each analysis's line also says how much of its CPU time the kernel
+#         took and how many MiB of fresh huge pages were faulted in meanwhile
+#         (/proc/vmstat): the zeroing of fresh memory, most of that time here.
 #  ranks  straggler, summary and diagnose in one process over 64, 256 and
 #         1,024 per-rank exports (RANKS="64 256 1024"), each ~7,500 rows, made
 #         by tests/lua/straggler_rank.sh from the real NCCL export (8
@@ -32,6 +35,18 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 
 # row LABEL: measure's line as "LABEL wall cpu MiB"
 row() { measure "$@" | awk '{ printf "%-28s %8.2f s wall %8.2f s CPU %7d MiB\n", $1, $2, $3, $4 / 1024 }'; }
+# thp_faults: huge pages the kernel has faulted in so far (/proc/vmstat; 0 where it is not there)
+thp_faults() { awk '$1 == "thp_fault_alloc" { n = $2 } END { print n + 0 }' /proc/vmstat 2> /dev/null || echo 0; }
+# big_row LABEL CMD...: row, then the part of the CPU time spent in the kernel and the MiB of fresh huge pages
+# faulted in (the machine's, during the run: the kernel zeroes each; on a virtual machine the host may have to
+# back them first, which made most of the kernel time of the analyses at 1 GB here)
+big_row() {
+  local before l
+  before=$(thp_faults)
+  l=$(row "$@")
+  printf '%s  (kernel %.2f s, fresh huge pages %d MiB)\n' "$l" "$(awk '{ print $3 }' "$work/time.txt")" \
+    $(( ($(thp_faults) - before) * 2 ))
+}
 wall_of() { awk '{ print $2 }' <<< "$1"; }
 cpu_of() { awk '{ print $5 }' <<< "$1"; }
 
@@ -47,7 +62,7 @@ if [[ " $parts " == *" big "* ]]; then
   lines=()
   for a in $analyses; do
     "$nsl" run "$a" "$big" -q > /dev/null 2>&1 || true   # fills the cache
-    lines+=("$(row "$a" "$nsl" run "$a" "$big" -q)")
+    lines+=("$(big_row "$a" "$nsl" run "$a" "$big" -q)")
   done
   p2=$(row sqlite3_group_kernels sqlite3 "$big" "$group")
   q2=$(row sqlite3_group_by_name sqlite3 "$big" "$named")
