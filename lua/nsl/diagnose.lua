@@ -778,16 +778,16 @@ function M.launch_bound_gaps(ctx)
   local g = dv.g
   local keys = g:keys()
   local span = g:agg{"lo=min(start)", "hi=max(stop)", "n=count"}
-  local gid, gs, ge = nsl.gaps_grouped(kt.start, kt.stop, g:ids(), #span, 0)
-  local d = nsl.table{{"report", keys.report:gather(gid)}, {"device", keys.device:gather(gid)}, {"g", gid},
-                      {"start", ge}, {"gap", ge - gs}}
-  -- the kernel after each gap: the shortest of those starting where it ends, which is short when one of
-  -- them is -- so the short kernels alone are grouped, and the gaps short enough alone joined
-  local kk = kt:select{"report", "device", "start", "dur"}:filter(~kt.memop & kt.dur:lt(short))   -- (the columns read)
-  local next_k = kk:group_by("report", "device", "start"):agg{"next_dur=min(dur)"}
+  local ids = g:ids()
+  local gid, gs, ge = nsl.gaps_grouped(kt.start, kt.stop, ids, #span, 0)
+  local d = nsl.table{{"g", gid}, {"start", ge}, {"gap", ge - gs}}
   d = d:filter(d.gap:gt(0) & d.gap:le(maxgap))
-  d = d:join(next_k, {"report", "device", "start"}, {"next_dur"})
-  local lb = d:filter(d.next_dur:lt(short)):select{"report", "device", "g", "start", "gap"}
+  -- the kernel after each gap is the shortest of those starting where it ends, short when one of them is: a
+  -- gap is kept when a short kernel starts on its device where it ends
+  local short_k = kt:select{"start"}:with("g", ids):filter(~kt.memop & kt.dur:lt(short))
+  d = d:filter(nsl.pairs_in(d.g, d.start, short_k.g, short_k.start))
+  local lb = nsl.table{{"report", keys.report:gather(d.g)}, {"device", keys.device:gather(d.g)}, {"g", d.g},
+                       {"start", d.start}, {"gap", d.gap}}
   ctx.cache.lb, ctx.cache.lb_span = lb, span
   return lb, span
 end
