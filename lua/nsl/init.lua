@@ -98,10 +98,11 @@ function M.pairs_in(g, t, g2, t2)
   local function lowest(a, b) local x, y = a:min(), b:min(); return x and y and math.min(x, y) or x or y end
   local function highest(a, b) local x, y = a:max(), b:max(); return x and y and math.max(x, y) or x or y end
   local lo, hi, glo, ghi = lowest(t, t2), highest(t, t2), lowest(g, g2), highest(g, g2)
+  local w = lo and hi - lo + 1
   local _, idx
-  if lo and glo and glo >= 0 and hi - lo >= 0 and hi - lo < math.maxinteger // (ghi + 2) then
-    local w = hi - lo + 1   -- (ghi + 1) x w fits: every key below it
-    _, idx = M.table{{"k", g * w + (t - lo)}}:join(M.table{{"k", g2 * w + (t2 - lo)}}, {"k"}, {})
+  -- g x w + t: distinct for distinct pairs (two times differ by less than w), none past the largest integer
+  if w and glo and glo >= 0 and w > 0 and ghi <= (math.maxinteger - math.max(hi, 0)) // w then
+    _, idx = M.table{{"k", g * w + t}}:join(M.table{{"k", g2 * w + t2}}, {"k"}, {})
   else
     _, idx = M.table{{"g", g}, {"t", t}}:join(M.table{{"g", g2}, {"t", t2}}, {"g", "t"}, {})
   end
