@@ -47,6 +47,7 @@ local units = require("nsl.util.units")
 local gpu_ops = require("nsl.gpu_ops")
 local distributed = require("nsl.distributed")
 local overlap = require("nsl.overlap")
+local lanes = require("nsl.lanes")
 local nccl = require("nsl.nccl")
 local iterations = require("nsl.iterations")
 local host_sync = require("nsl.host_sync")
@@ -785,7 +786,7 @@ function M.launch_bound_gaps(ctx)
   -- the kernel after each gap is the shortest of those starting where it ends, short when one of them is: a
   -- gap is kept when a short kernel starts on its device where it ends
   local short_k = kt:select{"start"}:with("g", ids):filter(~kt.memop & kt.dur:lt(short))
-  d = d:filter(nsl.pairs_in(d.g, d.start, short_k.g, short_k.start))
+  d = d:filter(lanes.pairs_in(d.g, d.start, short_k.g, short_k.start))
   local lb = nsl.table{{"report", keys.report:gather(d.g)}, {"device", keys.device:gather(d.g)}, {"g", d.g},
                        {"start", d.start}, {"gap", d.gap}}
   ctx.cache.lb, ctx.cache.lb_span = lb, span

@@ -89,26 +89,6 @@ function M.coalesce(a, b)
   return M.where(missing, b, a)
 end
 
---- nsl.pairs_in(g, t, g2, t2) -> a bool column, one per row of (g, t):
--- whether the pair (g[i], t[i]) is among the rows of (g2, t2).  g, g2:
--- small non-negative integer ids (group ids); t, t2: integers (times).  A
--- pair where either is NULL is among none.  As one integer key when
--- g x (the span of t and t2) fits (a join on one column), else on the pair.
-function M.pairs_in(g, t, g2, t2)
-  local function lowest(a, b) local x, y = a:min(), b:min(); return x and y and math.min(x, y) or x or y end
-  local function highest(a, b) local x, y = a:max(), b:max(); return x and y and math.max(x, y) or x or y end
-  local lo, hi, glo, ghi = lowest(t, t2), highest(t, t2), lowest(g, g2), highest(g, g2)
-  local w = lo and hi - lo + 1
-  local _, idx
-  -- g x w + t: distinct for distinct pairs (two times differ by less than w), none past the largest integer
-  if w and glo and glo >= 0 and w > 0 and ghi <= (math.maxinteger - math.max(hi, 0)) // w then
-    _, idx = M.table{{"k", g * w + t}}:join(M.table{{"k", g2 * w + t2}}, {"k"}, {})
-  else
-    _, idx = M.table{{"g", g}, {"t", t}}:join(M.table{{"g", g2}, {"t", t2}}, {"g", "t"}, {})
-  end
-  return idx:ge(0)
-end
-
 --- nsl.concat_tables(list [, names]) -> one table of the columns `names`
 -- (default: the first table's columns) of the tables in list, their rows
 -- one table after the other; nil for an empty list.  A column of a single

@@ -17,12 +17,17 @@ local M = {}
 --- The span one axis may hold (tests lower it to exercise batching).
 M.limit = 1 << 62
 
---- The earliest start and latest stop of two i64 columns, exactly (column
--- min/max go through doubles), or nil, nil when there are no values.
-function M.bounds(start, stop)
-  local t = nsl.table{{"k", nsl.rep(0, #start)}, {"s", start}, {"e", stop}}
-  local a = t:group_by("k"):agg{"lo=min(s)", "hi=max(e)"}
-  return a.lo[1], a.hi[1]
+--- The earliest start and latest stop of i64 columns given as pairs
+-- (start, stop [, start2, stop2 ...]) (integer columns' min and max are
+-- exact, and read no copy); nil where no column of the kind has a value.
+function M.bounds(...)
+  local cols, lo, hi = {...}, nil, nil
+  for i = 1, #cols, 2 do
+    local a, b = cols[i]:min(), cols[i + 1]:max()
+    if a and (lo == nil or a < lo) then lo = a end
+    if b and (hi == nil or b > hi) then hi = b end
+  end
+  return lo, hi
 end
 
 --- A plan for ngroups groups whose times lie in [lo, hi].
@@ -48,6 +53,26 @@ function M.rows(b, gid) return gid:ge(b.first) & gid:le(b.last) end
 -- (rows of other batches get values outside it: mask them with M.rows).
 function M.shift(plan, b, t, gid)
   return (t - plan.base) + (gid - b.first) * plan.width
+end
+
+--- Whether each pair (g[i], t[i]) is among the rows of (g2, t2): a bool
+-- column, one per row of g.  g, g2: group ids (non-negative integers); t,
+-- t2: integers (times).  A pair where either is NULL is among none.  As one
+-- lane per group, the key g x w + t with w above the span of every time
+-- (two times of a group differ by less than w, so distinct pairs keep
+-- distinct keys): a join on one column; on the pair when the keys would
+-- pass the largest integer.
+function M.pairs_in(g, t, g2, t2)
+  local lo, hi = M.bounds(t, t, t2, t2)
+  local glo, ghi = M.bounds(g, g, g2, g2)
+  local w = lo and hi - lo + 1
+  local _, idx
+  if w and glo and glo >= 0 and w > 0 and ghi <= (math.maxinteger - math.max(hi, 0)) // w then
+    _, idx = nsl.table{{"k", g * w + t}}:join(nsl.table{{"k", g2 * w + t2}}, {"k"}, {})
+  else
+    _, idx = nsl.table{{"g", g}, {"t", t}}:join(nsl.table{{"g", g2}, {"t", t2}}, {"g", "t"}, {})
+  end
+  return idx:ge(0)
 end
 
 --- One column in row order from per-batch results: parts is an array of

@@ -383,34 +383,6 @@ return {
     T.raises(function() return nsl.where(nsl.column{1, 0}, 1, 0) end, "bool mask", "a mask that is not bool")
     tr:close()
   end},
-  {"nsl.pairs_in: kernels that end in the 10 us a short kernel starts in on their device, as SQL finds them", function()
-    local tr = nsl.open{nccl}
-    local k = tr.kernels
-    k:load{"device", "start", "stop"}
-    local dev = k.device:cast("i64")
-    local short = (k.stop - k.start):lt(10000)
-    local s = nsl.table{{"g", dev}, {"t", k.start // 10000}}:filter(short)
-    local ends = k.stop // 10000
-    local want = T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL a WHERE EXISTS (SELECT 1 FROM " ..
-      "CUPTI_ACTIVITY_KIND_KERNEL b WHERE b.deviceId = a.deviceId AND b.start / 10000 = a.end / 10000 " ..
-      "AND b.end - b.start < 10000)")
-    T.ok(want > 100 and want < #k, "some kernels, not all")
-    local one = nsl.pairs_in(dev, ends, s.g, s.t)
-    T.eq(one:count(), want, "as one integer key")
-    -- a pair far from the others makes the span too wide for one integer: the same on the pair; a NULL is
-    -- among none
-    local g2, t2 = nsl.concat(s.g, nsl.column{0, 1}), nsl.concat(s.t, nsl.column{math.maxinteger - 5, 0})
-    local with_null = dev:gather(nsl.concat(nsl.column{-1}, nsl.range(#k - 1) + 1))   -- row 1 NULL
-    T.eq(with_null:isnull():count(), 1, "a NULL device")
-    local both = nsl.pairs_in(with_null, ends, g2, t2)
-    T.eq(both:count(), want - (one[1] and 1 or 0), "on the pair")
-    T.eq(both[1], false, "the NULL device's row")
-    local hand = nsl.pairs_in(nsl.column{3, 4}, nsl.column{-7, 8}, nsl.column{4, 3}, nsl.column{8, 8})
-    T.eq(#hand, 2, "by hand: a row each")
-    T.eq(hand[1], false, "by hand: (3, -7) is not among (4, 8), (3, 8)")
-    T.eq(hand[2], true, "by hand: (4, 8) is")
-    tr:close()
-  end},
   {"nsl.readable: a file that opens, not one that is missing; runs.file_of finds a bundle member's file", function()
     T.eq(nsl.readable(nccl), true, "an export")
     T.eq(nsl.readable(nccl .. ".missing"), false, "a missing file")
