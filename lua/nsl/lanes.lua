@@ -52,7 +52,7 @@ function M.rows(b, gid) return gid:ge(b.first) & gid:le(b.last) end
 --- Times t (column) of rows in groups gid (column) placed on batch b's axis
 -- (rows of other batches get values outside it: mask them with M.rows).
 function M.shift(plan, b, t, gid)
-  return (t - plan.base) + (gid - b.first) * plan.width
+  return (t - plan.base) + (b.first == 0 and gid or gid - b.first) * plan.width   -- (the first batch: no copy)
 end
 
 --- Whether each pair (g[i], t[i]) is among the rows of (g2, t2): a bool
