@@ -199,11 +199,12 @@ function M.windows(coll, work)
   local prev_rows = cur.group - 1
   local names = {"group", "start", "stop"}
   if host then for _, c in ipairs{"launch", "report", "pid", "corr"} do names[#names + 1] = c end end
-  -- one filter of the columns read: between two collectives of its own rank
+  -- the work between two collectives of its own rank; the rest in no window (group -1, which gaps_grouped
+  -- skips: the columns read are copied once, by the concatenation below, not filtered first)
   local inside = at:ge(1) & at:le(n - 1)
   local a1 = nsl.where(inside, at, 1)
   local keep = inside & cs.rank:gather(a1 - 1):eq(work.rank) & cs.rank:gather(a1):eq(work.rank)
-  local wk = work:select{table.unpack(names, 2)}:with("group", at):filter(keep)
+  local wk = work:select{table.unpack(names, 2)}:with("group", nsl.where(keep, at, -1))
   local function part(t, rows)
     local cols = {}
     for _, c in ipairs(names) do
