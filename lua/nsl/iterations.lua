@@ -122,7 +122,7 @@ local function periods(t, keys)
   local g = t:group_by(table.unpack(keys))
   local d = t.start:diff(g:ids())
   local pos = nsl.cumcount(g:ids())   -- 0 for a group's first row, 1 for the row after its first period
-  local later = d:gather((nsl.range(#t) + 1) * pos:ge(2):cast("i64") - 1)   -- NULL: none, or the first period
+  local later = d:gather(nsl.where(pos:ge(2), nsl.range(#t), -1))   -- NULL: none, or the first period
   local cols = {{"g", g:ids()}, {"d", d}, {"start", t.start}, {"later", later}}
   if t:coltype("dur") then cols[#cols + 1] = {"dur", t.dur} end
   local aggs = {"n=count(start)", "med=median(d)", "q1=quantile(d, 0.25)", "q3=quantile(d, 0.75)",
@@ -704,7 +704,7 @@ function M.ops(trace, it, map)
       local rows = of_report(m.report).row
       local j = m.starts:searchsorted(ops.start:gather(rows), true)   -- occurrences at or before the op
       local inside = j:ge(1) & j:le(#m.starts - 1)                     -- after the first, before the last
-      vals[#vals + 1] = j:gather((nsl.range(#rows) + 1) * inside:cast("i64") - 1)   -- NULL outside
+      vals[#vals + 1] = j:gather(nsl.where(inside, nsl.range(#rows), -1))   -- NULL outside
       idx[#idx + 1] = rows
     end
     local rest = (~ops.report:isin(marked)):indices()   -- reports without a marker: no iteration

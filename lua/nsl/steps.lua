@@ -92,8 +92,8 @@ function M.assign(ops, ranges)
     local stops = lanes.shift(plan, b, ranges.stop:gather(rr), rgid:gather(rr)):gather(order)
     local iters = ranges.iter:gather(rr):gather(order)
     local j = starts:searchsorted(t, "right") - 1          -- latest range starting at or before t (-1: none)
-    local inside = stops:gather(j):gt(t):cast("i64")       -- and still open at t (lanes never overlap)
-    parts[#parts + 1] = {rows = rows, values = iters:gather((j + 1) * inside - 1)}
+    local inside = stops:gather(j):gt(t)                   -- and still open at t (lanes never overlap)
+    parts[#parts + 1] = {rows = rows, values = iters:gather(nsl.where(inside, j, -1))}
   end
   return lanes.assemble(parts)
 end
