@@ -18,12 +18,14 @@ local M = {}
 M.limit = 1 << 62
 
 --- The earliest start and latest stop of i64 columns given as pairs
--- (start, stop [, start2, stop2 ...]) (integer columns' min and max are
--- exact, and read no copy); nil where no column of the kind has a value.
+-- (start, stop [, start2, stop2 ...]) (nsl.extent: exact for integers, one
+-- pass, no copy; one pass for both when a pair is one column twice); nil
+-- where no column of the kind has a value.
 function M.bounds(...)
   local cols, lo, hi = {...}, nil, nil
   for i = 1, #cols, 2 do
-    local a, b = cols[i]:min(), cols[i + 1]:max()
+    local a, b = nsl.extent(cols[i])
+    if not rawequal(cols[i + 1], cols[i]) then b = select(2, nsl.extent(cols[i + 1])) end
     if a and (lo == nil or a < lo) then lo = a end
     if b and (hi == nil or b > hi) then hi = b end
   end

@@ -78,7 +78,8 @@ function M.assign(ops, ranges)
   local g = keys:group_by("report", "pid")
   local ids = g:ids()
   local ogid, rgid = ids:gather(nsl.range(n)), ids:gather(nsl.range(nr) + n)
-  local lo, hi = lanes.bounds(ops.launch, ops.launch, ranges.start, ranges.stop)
+  local launch = ops.launch
+  local lo, hi = lanes.bounds(launch, launch, ranges.start, ranges.stop)
   if lo == nil then return ranges.iter:gather(nsl.rep(-1, n)) end
   local plan = lanes.plan(#g, lo, hi)
   local parts = {}
