@@ -93,8 +93,10 @@ local function find_steps(trace, spec, warmup, parts)
           nvtx = it.mode == "range" and (spec ~= "" and spec or it.name) or nil}, raw
 end
 
--- The columns of nsl.gpu_ops the checks read (Ctx:ops and the distributed step).
-local OPS = {names = "short", memop = true}
+-- The columns of nsl.gpu_ops the checks read (Ctx:ops and the distributed step): not the correlation id,
+-- which the launching calls are found by apart (nsl.gpu_ops.api_rows; in a distributed run, where the GPUs
+-- waited for launches is found by the processes, M.step)
+local OPS = {names = "short", memop = true, columns = {"report", "pid", "device", "stream", "start", "stop", "dur"}}
 
 --- The CUDA calls of trace that diagnose reads in a distributed run, so that a
 -- process sends these, not all (in most traces most calls launch kernels):
@@ -170,18 +172,18 @@ end
 -- their GPUs waited for the host to launch them (nsl.ledger.launch_waits,
 -- found here from the launching calls); the CUDA calls diagnose reads
 -- (M.step_calls: the blocking calls and the call after each, the memory
--- operations' calls, the loading calls) and each report's span of calls;
--- the memory operations its checks read (M.step_memory).  The steps of the
--- analyses diagnose runs that have a distributed form (M.uses) run beside
--- it, their tables under "NAME.TABLE".
+-- operations' calls, the loading calls; without `dur`, which rank 0 makes
+-- again) and each report's span of calls; the memory operations its checks
+-- read (M.step_memory).  The steps of the analyses diagnose runs that have a
+-- distributed form (M.uses) run beside it, their tables under "NAME.TABLE".
 function M.step(trace)
-  local ops = distributed.ops_step(trace, {names = OPS.names, memop = OPS.memop, api = true})
+  local ops = distributed.ops_step(trace, {names = OPS.names, memop = OPS.memop, columns = OPS.columns, api = true})
   local work = ledger.ops_work(trace, ops)
   local waits = ledger.launch_waits(work:with("group", select(2, ledger.gpus(work))))
   local api, api_spans, calls = M.step_calls(trace)
   local cols = {}
   for _, c in ipairs(ops:columns()) do if c ~= "api" then cols[#cols + 1] = c end end
-  return {ops = ops:select(cols), api = api, api_spans = api_spans,
+  return {ops = ops:select(cols), api = distributed.without_dur(api), api_spans = api_spans,
           launch_waits = waits:select{"report", "device", "pid", "tid", "start", "launch_stop", "hs", "he"},
           memcpy = M.step_memory(trace, "memcpy", calls), memset = M.step_memory(trace, "memset", calls)}
 end
@@ -255,6 +257,7 @@ function M.context(trace, args, parts, out)
   local ctx = setmetatable({trace = trace, args = args, ns = ns, findings = {}, evidence = {}, notes = {}, cache = {},
                             out = out}, Ctx)
   if parts then   -- a distributed run: what the processes computed of their reports
+    parts.api = distributed.with_dur(parts.api, host_sync.columns)
     ctx.parts = parts
     ctx.cache.ops = distributed.ops_combine(parts.ops, OPS)
     compile.loading_calls_from(trace, parts.api)

@@ -145,34 +145,43 @@ local function dur_at(opts)
   return nil
 end
 
+--- Table t without its `dur` column, which is stop - start (as a load
+-- derives it: NULL where either is) and M.with_dur makes again where the
+-- table arrives: a step sends fewer bytes (a ninth of the GPU operations'
+-- default columns, a fifth of the CUDA calls').  t itself when it has none.
+function M.without_dur(t)
+  local cols = {}
+  for _, c in ipairs(t:columns()) do if c ~= "dur" then cols[#cols + 1] = c end end
+  return #cols < #t:columns() and t:select(cols) or t
+end
+
+--- Table t of M.without_dur with `dur` made again, its columns in the
+-- order cols (a list of its names and "dur").
+function M.with_dur(t, cols)
+  return t:with("dur", t.stop - t.start):select(cols)
+end
+
 --- The GPU operations of trace (nsl.gpu_ops.table(trace, opts)) for a
 -- distributed step, with `part` 0/1/2 for kernels, memcpy, memset rows;
--- without `dur`, which M.ops_combine makes again from start and stop (a
--- ninth of the bytes of the default columns).
+-- without `dur` (M.without_dur), which M.ops_combine makes again.
 function M.ops_step(trace, opts)
   local ops = gpu_ops.table(trace, opts)
   local nk, nmc = #trace.kernels, #trace.memcpy
-  ops = ops:with("part", nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc)))
-  if not dur_at(opts) then return ops end
-  local cols = {}
-  for _, c in ipairs(ops:columns()) do if c ~= "dur" then cols[#cols + 1] = c end end
-  return ops:select(cols)
+  return M.without_dur(ops:with("part", nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc))))
 end
 
 --- The gathered tables of M.ops_step (made with the same opts) as
 -- nsl.gpu_ops.table gives them for the whole trace: the kernels, the memcpy,
 -- the memset, each in report order; columns in its order, `dur` made again
--- as it makes it.
+-- as a load makes it.
 function M.ops_combine(ops, opts)
   local cols = {}
   for _, c in ipairs(ops:columns()) do if c ~= "part" then cols[#cols + 1] = c end end
   ops = ops:take(ops.part:argsort())
   local at = dur_at(opts)
-  if at then
-    ops = ops:with("dur", ops.stop - ops.start)
-    table.insert(cols, at, "dur")
-  end
-  return ops:select(cols)
+  if not at then return ops:select(cols) end
+  table.insert(cols, at, "dur")
+  return M.with_dur(ops, cols)
 end
 
 --- The span (window.span) of the whole trace, measured by every process
