@@ -95,8 +95,9 @@ end
 
 -- The columns of nsl.gpu_ops the checks read (Ctx:ops and the distributed step): not the correlation id,
 -- which the launching calls are found by apart (nsl.gpu_ops.api_rows; in a distributed run, where the GPUs
--- waited for launches is found by the processes, M.step)
-local OPS = {names = "short", memop = true, columns = {"report", "pid", "device", "stream", "start", "stop", "dur"}}
+-- waited for launches is found by the processes, M.step), nor the duration, which the few rows that need it
+-- take from start and stop (at 1 GB each column of the 2.25 M operations is three loads and a concatenation)
+local OPS = {names = "short", memop = true, columns = {"report", "pid", "device", "stream", "start", "stop"}}
 
 --- The CUDA calls of trace that diagnose reads in a distributed run, so that a
 -- process sends these, not all (in most traces most calls launch kernels):
@@ -788,7 +789,7 @@ function M.launch_bound_gaps(ctx)
   d = d:filter(d.gap:gt(0) & d.gap:le(maxgap))
   -- the kernel after each gap is the shortest of those starting where it ends, short when one of them is: a
   -- gap is kept when a short kernel starts on its device where it ends
-  local short_k = kt:select{"start"}:with("g", ids):filter(~kt.memop & kt.dur:lt(short))
+  local short_k = kt:select{"start"}:with("g", ids):filter(~kt.memop & (kt.stop - kt.start):lt(short))
   d = d:filter(lanes.pairs_in(d.g, d.start, short_k.g, short_k.start))
   local lb = nsl.table{{"report", keys.report:gather(d.g)}, {"device", keys.device:gather(d.g)}, {"g", d.g},
                        {"start", d.start}, {"gap", d.gap}}

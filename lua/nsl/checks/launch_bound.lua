@@ -9,7 +9,7 @@ return {
   description = "Per device, idle gaps (no kernel, memcpy or memset running) of at most launch_gap before a " ..
     "kernel shorter than short; the job loses the gaps",
   tables = {},
-  reads = {"GPU operations (nsl.gpu_ops): report, device, start, stop, dur, memop"},
+  reads = {"GPU operations (nsl.gpu_ops): report, device, start, stop, memop"},
   claims = {},
   thresholds = {
     short = {default = "10us", help = "launch.bound: kernels shorter than this are short", duration = true},

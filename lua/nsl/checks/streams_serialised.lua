@@ -12,7 +12,7 @@ return {
     "copies a stream of their own would overlap with compute; the job loses at most the device's " ..
     "compute time (a copy hides only under compute that exists)",
   tables = {},
-  reads = {"GPU operations (nsl.gpu_ops): report, device, stream, start, stop, dur, name, memop"},
+  reads = {"GPU operations (nsl.gpu_ops): report, device, stream, start, stop, name, memop"},
   claims = {},
   capped_by = "compute",
   thresholds = {},
@@ -41,9 +41,11 @@ return {
     local m = overlap.measure(sub, none(#sub), g:ids(), #g, {{gid = nsl.range(#g), lo = sp.lo, hi = sp.hi}},
                              {"memory_only"})[1]
     local exposed_copies = m.memory_only
-    local cs = on_k:filter(serial):group_by("report", "device"):agg{"n=count", "t=sum(dur)"}
+    local ser = on_k:filter(serial)
+    ser = ser:with("dur", ser.stop - ser.start)
+    local cs = ser:group_by("report", "device"):agg{"n=count", "t=sum(dur)"}
     -- the stream with the most copy time on each device
-    local per_stream = on_k:filter(serial):group_by("report", "device", "stream"):agg{"t=sum(dur)"}:sort("-t", "stream")
+    local per_stream = ser:group_by("report", "device", "stream"):agg{"t=sum(dur)"}:sort("-t", "stream")
     local top = {}
     for i = 1, #per_stream do
       local k = per_stream.report[i] .. ":" .. per_stream.device[i]
