@@ -212,7 +212,7 @@ end
 local function holding(trace, d, name, cache)
   local r = ranges_table(d.top, d.label:eq(name))
   if not cache.launched then
-    local ops = gpu_ops.table(trace, {columns = {"report", "pid", "corr", "start"}, api = true})
+    local ops = gpu_ops.table(trace, {columns = {"report", "pid", "start"}, api = true})
     cache.launched = nsl.table{{"report", ops.report}, {"pid", ops.pid},
                                {"launch", steps.launch_times(trace, ops, ops.api)}}
   end
@@ -678,7 +678,8 @@ end
 -- memcpy_bytes, iter (1-based per process in range mode, per report in
 -- kernel mode; NULL outside iterations).
 function M.ops(trace, it, map)
-  local ops = gpu_ops.table(trace, {names = "demangled", memop = true, api = true})
+  local ops = gpu_ops.table(trace, {columns = {"report", "pid", "device", "start", "stop", "dur"}, names = "demangled",
+                                    memop = true, api = true})
   local k, mc, ms = #trace.kernels, #trace.memcpy, #trace.memset
   trace.memcpy:load{"bytes"}
   local zero = function(n) return nsl.rep(0, n) end
