@@ -113,7 +113,7 @@ local function launch_stacks(trace)
   local chain = api.callchain:gather(launched.api)
   local apiname = api.name:gather(launched.api):map(clean)
   local paths = stack_paths(cc)
-  local t = nsl.table{{"report", launched.report:cast("i32")}, {"stack", chain}, {"api", apiname}, {"dur", launched.dur}}
+  local t = nsl.table{{"report", launched.report:cast("i32")}, {"stack", chain}, {"api", apiname}, {"dur", launched.stop - launched.start}}
   local j = t:join(paths, {"report", "stack"}, {"path"})
   -- path;api, or [no call stack];api
   local full = nsl.table{{"path", j.path}, {"api", j.api}, {"dur", j.dur}}

@@ -147,10 +147,11 @@ function M.innermost(nv, keep)
 end
 
 --- The GPU operations M.project sweeps (nsl.gpu_ops, in its row order):
--- report, start, stop, dur, and api (0-based row of the
--- launching call in trace.api, -1 for none).
+-- report, start, stop, and api (0-based row of the launching call in
+-- trace.api, -1 for none).  No duration: the few readers of it take stop -
+-- start (at 1 GB a loaded one is three column loads and a concatenation).
 function M.gpu_ops(trace)
-  return gpu_ops.table(trace, {columns = {"report", "start", "stop", "dur"}, api = true})
+  return gpu_ops.table(trace, {columns = {"report", "start", "stop"}, api = true})
 end
 
 --- Projects the NVTX ranges of trace onto the GPU with one sweep per
@@ -309,7 +310,8 @@ function M.tree(P, opts)
   local per = nsl.table{{"node", tp.node}, {"dur", R.dur}, {"gpu", R.gpu_time}, {"ops", R.ops}}
     :group_by("node"):agg{"n=count", "cpu=sum(dur)", "gpu=sum(gpu)", "ops=sum(ops)"}
   local op_node = tp.node:gather(P.ops.range)
-  local own = nsl.table{{"node", op_node}, {"dur", P.ops.dur}}:group_by("node"):agg{"n=count", "gpu=sum(dur)"}
+  local own = nsl.table{{"node", op_node}, {"dur", P.ops.stop - P.ops.start}}:group_by("node")
+    :agg{"n=count", "gpu=sum(dur)"}
   local n = tp.n
   local inst, cpu, gpu, ops, gself, oself = {}, {}, {}, {}, {}, {}
   for i = 1, #per do

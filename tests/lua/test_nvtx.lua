@@ -420,7 +420,7 @@ test("tree: paths, instances, CPU and GPU times equal the brute-force paths", fu
     -- every GPU op time is in exactly one node's self time or outside
     local self, total = 0, 0
     for _, g in ipairs(nodes.gpu_self:totable()) do self = self + g end
-    for _, d in ipairs(P.ops.dur:totable()) do total = total + d end
+    for _, d in ipairs((P.ops.stop - P.ops.start):totable()) do total = total + d end
     T.eq(self + T2.outside.gpu_time, total, f .. ": GPU time in nodes plus outside")
   end
 end)

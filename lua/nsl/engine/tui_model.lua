@@ -588,7 +588,7 @@ function Model:node_kernels(id)
   if #rows == 0 then return nil end
   -- the names of T.P.ops's rows (nsl.gpu_ops's row order), made once
   T.op_names = T.op_names or gpu_ops.table(self.trace, {columns = {}, names = "short"}).name
-  local t = nsl.table{{"name", T.op_names:gather(rows)}, {"dur", T.P.ops.dur:gather(rows)}}
+  local t = nsl.table{{"name", T.op_names:gather(rows)}, {"dur", T.P.ops.stop:gather(rows) - T.P.ops.start:gather(rows)}}
   return t:group_by("name"):agg{"ops=count", "gpu_time=sum(dur)"}:sort("-gpu_time", "name")
 end
 
