@@ -342,7 +342,9 @@ return {
     if which ~= "short" and which ~= "demangled" then
       nsl.fail(string.format("--arg names=%s: expected demangled, short or auto", args.names), "usage")
     end
-    local ops = gpu_ops.table(trace, {names = which, memop = true})
+    -- (the columns read: an iteration's operations are placed by their launches, nsl.steps.attribute)
+    local cols = args.iteration == "" and {"report", "dur"} or {"report", "pid", "device", "corr", "start", "stop", "dur"}
+    local ops = gpu_ops.table(trace, {columns = cols, names = which, memop = true})
     if #ops == 0 then
       return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations to classify", "jax_flamegraph")
     end

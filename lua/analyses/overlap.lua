@@ -40,7 +40,10 @@ return {
   },
   example = "nsl run overlap rank0.sqlite rank1.sqlite --arg iteration=train_step",
   run = function(trace, args, out)
-    local ops = gpu_ops.table(trace, {names = "short", memop = true})
+    -- (the columns read: an iteration's operations are placed by their launches, nsl.steps.attribute)
+    local cols = args.iteration == "" and {"report", "device", "start", "stop"}
+                 or {"report", "pid", "device", "corr", "start", "stop", "dur"}
+    local ops = gpu_ops.table(trace, {columns = cols, names = "short", memop = true})
     if #ops == 0 then
       return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations", "jax_communication")
     end

@@ -92,7 +92,7 @@ local function gpu_work(trace, ops)
     end
   end
   ops = ops or gpu_ops.table(trace, {names = "short", memop = true, api = true,
-                                     columns = {"report", "pid", "device", "stream", "corr", "start", "stop"}})
+                                     columns = {"report", "pid", "device", "start", "stop"}})
   return M.ops_work(trace, ops), "kernels"
 end
 
