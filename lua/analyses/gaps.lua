@@ -34,13 +34,14 @@ local function scope_gaps(ops, keys, min)
   local ng = #g
   local gid, gs, ge = nsl.gaps_grouped(ops.start, ops.stop, g:ids(), ng, 0)
   local dur = ge - gs
-  -- every group gets a zero-length gap first, so the group-by below lists
-  -- groups 0..ng-1 in order and no group lacks a row
+  -- per group 0..ng-1 in order, 0 for a group without gaps (its groups are few: the gaps are read once,
+  -- not copied behind a row per group)
   local big = dur:gt(min):cast("i64")
-  local all = nsl.table{
-    {"group", nsl.concat(nsl.range(ng), gid)}, {"dur", nsl.concat(nsl.rep(0, ng), dur)},
-    {"big", nsl.concat(nsl.rep(0, ng), big)}, {"bigdur", nsl.concat(nsl.rep(0, ng), dur * big)}}
-  local per = all:group_by("group"):agg{"idle=sum(dur)", "n=sum(big)", "bigtime=sum(bigdur)", "largest=max(dur)"}
+  local a = nsl.table{{"group", gid}, {"dur", dur}, {"big", big}, {"bigdur", dur * big}}:group_by("group")
+    :agg{"idle=sum(dur)", "n=sum(big)", "bigtime=sum(bigdur)", "largest=max(dur)"}
+  local per = nsl.table{{"group", nsl.range(ng)}}:join(a, {"group"}, {"idle", "n", "bigtime", "largest"})
+  per = per:with("idle", nsl.coalesce(per.idle, 0), "n", nsl.coalesce(per.n, 0), "bigtime", nsl.coalesce(per.bigtime, 0),
+                 "largest", nsl.coalesce(per.largest, 0))
   local span = g:agg{"ops=count", "first=min(start)", "last=max(stop)"}
   local width = span.last - span.first
   local summary = span:select(keys):with("ops", span.ops, "span", width, "busy", width - per.idle, "idle", per.idle,
