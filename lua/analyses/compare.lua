@@ -51,7 +51,8 @@ local compare = require("nsl.compare")
 
 --- The nsl.gpu_ops columns compare reads, in one run or the distributed step.
 local function ops_columns(args)
-  return {names = args.names, memop = true, kind = true, bytes = true}
+  return {columns = {"report", "device", "start", "stop", "dur"}, names = args.names, memop = true, kind = true,
+          bytes = true}
 end
 
 --- The formats of --arg figures: a list of "png"/"svg" (empty: none).
