@@ -90,10 +90,13 @@ function M.tops(nv, mask)
 end
 
 --- The ranges that take part in the projection: push/pop and start/end
--- ranges that end on the thread where they started.  A bool column.
-function M.range_mask(nv)
+-- ranges that end on the thread where they started.  A bool column, one
+-- per row of nv, or per row of rows (0-based rows of nv) when given.
+function M.range_mask(nv, rows)
   nv:load{"kind", "tid", "end_tid"}
-  return nv.kind:isin{"push_pop", "start_end"} & (nv.end_tid:isnull() | nv.end_tid:eq(nv.tid))
+  local kind, tid, end_tid = nv.kind, nv.tid, nv.end_tid
+  if rows then kind, tid, end_tid = kind:gather(rows), tid:gather(rows), end_tid:gather(rows) end
+  return kind:isin{"push_pop", "start_end"} & (end_tid:isnull() | end_tid:eq(tid))
 end
 
 --- The trace.nvtx columns M.project reads (loading them in one call is one
@@ -111,13 +114,13 @@ M.range_columns = {"report", "pid", "tid", "start", "stop", "kind", "end_tid", "
 -- Returns a table row (0-based row of nv), start, stop, report, pid, tid;
 -- empty segments are left out.
 function M.innermost(nv, keep)
-  local nested = M.range_mask(nv)
   local t = nv:select{"report", "pid", "tid", "start", "stop"}
-  local rows   -- the rows taken (the sweep and the cuts run over those alone)
+  local rows   -- the rows taken (the sweep, the cuts and the mask run over those alone)
   if keep then
     rows = keep:indices()
-    t, nested = t:take(rows), nested:gather(rows)
+    t = t:take(rows)
   end
+  local nested = M.range_mask(nv, rows)
   local has_stop = ~t.stop:isnull()
   local nest = nested & has_stop
   local whole = has_stop & ~nested
