@@ -190,6 +190,13 @@ function M.step(trace)
 end
 M.uses = {"straggler"}
 
+--- What rank 0 reads of the tables M.step made, gathered into parts: the
+-- CUDA calls with `dur` made again (host_sync.columns), and the GPU
+-- operations as Ctx:ops gives them.  Returns api, ops.
+function M.received(parts)
+  return distributed.with_dur(parts.api, host_sync.columns), distributed.ops_combine(parts.ops, OPS)
+end
+
 --- The active span of every report of trace: {report (0-based) -> {lo,
 -- hi}}, first start to last stop of its kernels, memcpy, memset and CUDA
 -- API calls (and, for nsys-jax archives, of the NVTX ranges projected onto
@@ -258,9 +265,8 @@ function M.context(trace, args, parts, out)
   local ctx = setmetatable({trace = trace, args = args, ns = ns, findings = {}, evidence = {}, notes = {}, cache = {},
                             out = out}, Ctx)
   if parts then   -- a distributed run: what the processes computed of their reports
-    parts.api = distributed.with_dur(parts.api, host_sync.columns)
+    parts.api, ctx.cache.ops = M.received(parts)
     ctx.parts = parts
-    ctx.cache.ops = distributed.ops_combine(parts.ops, OPS)
     compile.loading_calls_from(trace, parts.api)
     local cn = parts.compile_names
     if cn and #cn > 0 then compile.names_absent(trace, cn.xla:max() > 0, cn.framework:max() > 0) end
