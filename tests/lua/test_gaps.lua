@@ -236,6 +236,29 @@ return {
     end
   end},
 
+  {"a stream with one operation (no gap in it) reads 0 idle, 0 gaps, largest 0, as the brute force has it", function()
+    -- a copy of the 2021 export with its first kernel moved to a stream no other operation uses
+    local path = T.copy("nsys/cuda_2021.2.sqlite")
+    T.sql_exec(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET streamId = 999 WHERE rowid = " ..
+                     "(SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE end > start);")
+    local ops = sql_ops(path)
+    local _, out = T.run_analysis("gaps", {path}, {"min=0", "n=0", "scope=stream"})
+    check_scope(out, ops, "stream", 0, "one kernel on stream 999")
+    local s = out.tables.gaps_stream_summary
+    local lone = 0
+    for i = 1, #s do
+      if s.stream[i] == 999 then
+        lone = lone + 1
+        T.eq(s.Ops[i], 1, "stream 999: one operation")
+        for _, c in ipairs{"Idle (ns)", "Gaps", "Gap time (ns)", "Largest gap (ns)"} do
+          T.eq(s[c][i], 0, "stream 999: " .. c)
+        end
+      end
+    end
+    T.eq(lone, 1, "stream 999 has its row")
+    os.remove(path)
+  end},
+
   {"figure: the idle-gap histogram counts the brute-force gaps of the SQL rows, bin by bin", function()
     for _, path in ipairs{nccl, h100, mpi} do
       local gaps = {}
