@@ -92,7 +92,7 @@ return {
         {"Depth", nodes.depth}, {"Range", #indent > 0 and nsl.column(indent) or nodes.name}, {"Path", nodes.path}}
       out:table("nvtx_tree", shown, {title = "NVTX Range Tree (GPU time of the ops launched inside each range)",
         limit = limit})
-      local total = (P.ops.stop - P.ops.start):sum() or 0
+      local total = T.gpu_time
       out:text(string.format("GPU ops launched outside every NVTX range: %s of %s ops, %s of %s GPU time.",
         report.int(T.outside.ops), report.int(#P.ops), report.duration(T.outside.gpu_time), report.duration(total)))
     end

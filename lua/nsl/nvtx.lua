@@ -304,6 +304,7 @@ end
 --   T.node_of  per range: its node (-1: not in the tree)
 --   T.op_node  per GPU op (P.ops rows): the node of its innermost range (NULL: none)
 --   T.outside  {ops =, gpu_time =} of the GPU ops launched outside every range
+--   T.gpu_time the GPU time of every op, inside ranges or outside (ns)
 function M.tree(P, opts)
   opts = opts or {}
   local sep = opts.sep or "/"
@@ -323,11 +324,12 @@ function M.tree(P, opts)
       inst[id], cpu[id], gpu[id], ops[id] = per.n[i], per.cpu[i] or 0, per.gpu[i] or 0, per.ops[i] or 0
     end
   end
-  local outside = {ops = 0, gpu_time = 0}
+  local outside, all_gpu = {ops = 0, gpu_time = 0}, 0
   for i = 1, #own do
     local id = own.node[i]
     if id == nil then outside.ops, outside.gpu_time = own.n[i], own.gpu[i] or 0
     else gself[id], oself[id] = own.gpu[i] or 0, own.n[i] end
+    all_gpu = all_gpu + (own.gpu[i] or 0)
   end
   local parents, depths, names = tp.node_parent:totable(), tp.node_depth:totable(), label:gather(tp.node_row):totable()
   local kids, roots, child_cpu = {}, {}, {}
@@ -371,7 +373,7 @@ function M.tree(P, opts)
                      "gpu_self", "ops", "ops_self"} do
     cols[#cols + 1] = {c, #rows[c] > 0 and nsl.column(rows[c]) or nsl.column{}}
   end
-  return {nodes = nsl.table(cols), node_of = tp.node, op_node = op_node, outside = outside}
+  return {nodes = nsl.table(cols), node_of = tp.node, op_node = op_node, outside = outside, gpu_time = all_gpu}
 end
 
 return M

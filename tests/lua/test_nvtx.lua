@@ -422,6 +422,7 @@ test("tree: paths, instances, CPU and GPU times equal the brute-force paths", fu
     for _, g in ipairs(nodes.gpu_self:totable()) do self = self + g end
     for _, d in ipairs((P.ops.stop - P.ops.start):totable()) do total = total + d end
     T.eq(self + T2.outside.gpu_time, total, f .. ": GPU time in nodes plus outside")
+    T.eq(T2.gpu_time, total, f .. ": the tree's GPU time of every op")
   end
 end)
 
