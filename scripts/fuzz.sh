@@ -45,7 +45,10 @@ report() {
   corp=$(echo "$last" | grep -o 'corp: [0-9]*' | grep -o '[0-9]*' || echo "?")
   [ "$rc" -eq 0 ] || result="FAILED (exit $rc; see $log and $dir/artifacts/$n)"
   printf '%-16s %8s %10s %8s %8s %7s %s\n' "$n" "$secs" "$execs" "$cov" "$ft" "$corp" "$result"
-  [ "$rc" -eq 0 ] || grep -m1 -A12 'ERROR:\|==ERROR\|runtime error\|deadly signal' "$log" || tail -20 "$log"
+  if [ "$rc" -eq 0 ]; then return 0; fi
+  # what a harness printed of its own (the internal error and its traceback) comes before the crash report
+  grep -m1 -A30 '^internal error in analysis\|^the harness raised' "$log" | sed '/deadly signal/q' || true
+  grep -m1 -A12 'ERROR:\|==ERROR\|runtime error\|deadly signal' "$log" || tail -20 "$log"
 }
 par=${FUZZ_PARALLEL:-$(nproc)}
 status=0

@@ -630,6 +630,15 @@ static nsl_status assemble(load_plan *lp, nsl_error *err) {
       if (out[k]->len != out[0]->len)
         return nsl_error_set(err, NSL_ERR_FORMAT, "%s: table %s: columns of different lengths",
                              lp->tr->reports[i].info.path, lp->tt->name);
+    /* a sound source gives a table the same rows on every read; a damaged
+     * SQLite file may not (a count or one column through a damaged index,
+     * another column past it), and columns of different lengths make no table */
+    if (lp->rows[i] >= 0 && out[0]->len != lp->rows[i])
+      return nsl_error_set(err, NSL_ERR_FORMAT,
+                           "'%s' is damaged: its %s table reads as %lld rows for %s, as %lld before (sqlite3's "
+                           "PRAGMA quick_check tells where)",
+                           lp->tr->reports[i].info.path, lp->tt->name, (long long)out[0]->len, lp->names[0],
+                           (long long)lp->rows[i]);
     lp->rows[i] = out[0]->len;
   }
   int64_t total = 0;

@@ -27,9 +27,11 @@ return {
     for i = 1, #span do
       local lo, width = span.lo[i], span.hi[i] - span.lo[i]
       if width >= n then
+        -- width * k // n without the product: a span of centuries (a damaged end) would wrap around
+        local q, r = width // n, width % n
         for k = 0, n - 1 do
           wg[#wg + 1], wk[#wk + 1] = i - 1, k
-          wlo[#wlo + 1], whi[#whi + 1] = lo + width * k // n, lo + width * (k + 1) // n
+          wlo[#wlo + 1], whi[#whi + 1] = lo + q * k + r * k // n, lo + q * (k + 1) + r * (k + 1) // n
         end
       end
     end
