@@ -9,7 +9,11 @@
 # harness; exits non-zero after the first crash, leak or timeout, whose input
 # is left in build-fuzz/artifacts/NAME/.
 # Environment: FUZZ_JOBS (build jobs, default 2), FUZZ_RSS_MB (default 2048),
-# FUZZ_PARALLEL (harnesses run at once, default nproc).
+# FUZZ_PARALLEL (harnesses run at once, default nproc), FUZZ_SEED (libFuzzer's
+# -seed; default 0, a new one each run; scripts/test.sh gives a fixed one, so
+# that the suite's short runs try about the same mutations on every machine:
+# a run that ends early on a slow one tries a prefix of them, and a crash
+# there is one that a landing had the chance to see).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -32,7 +36,7 @@ printf '%-16s %8s %10s %8s %8s %7s %s\n' harness seconds execs cov ft corpus res
 fuzz_one() {
   local n=$1 work="$dir/corpus/$1" art="$dir/artifacts/$1" log="$dir/fuzz_$1.log"
   mkdir -p "$work" "$art"
-  "$dir/fuzz_$n" -max_total_time="$secs" -rss_limit_mb="${FUZZ_RSS_MB:-2048}" -timeout=25 -max_len=262144 \
+  "$dir/fuzz_$n" -max_total_time="$secs" -rss_limit_mb="${FUZZ_RSS_MB:-2048}" -timeout=25 -max_len=262144 -seed="${FUZZ_SEED:-0}" \
     -print_final_stats=1 -artifact_prefix="$art/" "$work" "tests/fuzz/corpus/$n" > "$log" 2>&1
 }
 # report NAME RC: its row of the table; on a failure, the first error of its log
