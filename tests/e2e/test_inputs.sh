@@ -366,4 +366,18 @@ out=$(NSL_NO_CACHE=1 "$NSL" run "$TMP/api_start.lua" "$dmg" 2>&1); rc=$?
   echo "$out" | grep -q "crash-damaged-covering-index.sqlite' is damaged: CUPTI_ACTIVITY_KIND_RUNTIME.start holds NULL" &&
   ok "damaged export: one line naming the file, table and column, exit 1" || bad "damaged export: exit $rc: $out"
 
+# Another damaged export (found by fuzzing): SQLite counts no rows in CUPTI_ACTIVITY_KIND_RUNTIME (through a
+# damaged index) but reads 9 of its nameId column.  The table's row count, then a column of another length: one
+# line naming the file and the table, exit 1 (it was an internal error on the table's column lengths).
+dmg=$NSL_SOURCE_DIR/tests/fuzz/corpus/analyses_sqlite/crash-api-rows-disagree.sqlite
+check_eq "damaged export: SQL counts the runtime table's rows apart from the rows of a column" \
+  "$(sql "$dmg" "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME), (SELECT count(nameId) FROM CUPTI_ACTIVITY_KIND_RUNTIME)")" "0|9"
+cat > "$TMP/api_rows.lua" <<'LUA'
+return {name = "api_rows", run = function(trace, _, out) local n = #trace.api trace.api:load{"name"} out:text(n) end}
+LUA
+out=$(NSL_NO_CACHE=1 "$NSL" run "$TMP/api_rows.lua" "$dmg" 2>&1); rc=$?
+[ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] &&
+  echo "$out" | grep -q "crash-api-rows-disagree.sqlite' is damaged: its api table reads as 9 rows for name, as 0 before" &&
+  ok "damaged export: rows that disagree, one line naming the file and table, exit 1" || bad "damaged export: exit $rc: $out"
+
 finish

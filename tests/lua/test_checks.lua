@@ -291,6 +291,24 @@ return {
     end
     T.eq(check(path), 1, "planted idle tenth")
     os.remove(path)
+    -- damaged times (found by fuzzing: an end of 2^62 ns): a span whose chunk bounds overflowed (width * k).
+    -- With the last kernel moved to 2^62 ns, every chunk is low, and their idle is the span less its busy time
+    path = T.copy(tiny)
+    T.sql_exec(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 4611686018427386904, end = 4611686018427387904 " ..
+                     "WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL);")
+    local fs, n = alone(path, "gpu.low_utilisation"), 0
+    for key, list in pairs(group(sql_ops(path), function(o) return o.pid .. ":" .. o.device end)) do
+      local pid, dev = key:match("^(%d+):(%d+)$")
+      local lo, hi = extent(list)
+      if hi == 4611686018427387904 then
+        n = n + 1
+        local f = finding_for(fs, "gpu.low_utilisation", tonumber(dev), tonumber(pid))
+        T.ok(f and f.message:find("30 of 30 chunks", 1, true), "every chunk of " .. key .. " is low: " .. tostring(f and f.message))
+        T.eq(f and f.total_ns, (hi - lo) - union_len(intervals(list), lo, hi), "idle of " .. key)
+      end
+    end
+    T.eq(n, 1, "one device with the damaged end")
+    os.remove(path)
   end},
 
   {"nccl.exposed: planted AllReduce kernels, |N - C| per device equals a Lua sweep; negatives", function()
