@@ -36,6 +36,7 @@ end
 function M.plan(ngroups, lo, hi)
   lo, hi = lo or 0, hi or 0
   local width = hi - lo + 1
+  if hi >= lo then require("nsl.window").check_span(lo, hi) end   -- damaged times: one line for the user
   if width < 1 or width >= M.limit then error(string.format("lanes: time range %d..%d is too wide", lo, hi), 2) end
   local per = math.max(1, M.limit // width)
   local batches = {}

@@ -39,6 +39,19 @@ end
 -- else nil: for front ends that must not block on a load.
 function M.known_origin(trace) return known[trace] and known[trace][3] end
 
+--- window.check_span(lo, hi): fails (an nsl error for the user) when times
+-- from lo to hi (integers, hi >= lo) span 2^62 ns (146 years) or more, which
+-- no profile does: the trace's times are damaged (found by fuzzing: a start
+-- of -2^62, one near -2^63).  Arithmetic on such a span (hi - lo, lanes laid
+-- end to end, bin edges) would wrap around.
+function M.check_span(lo, hi)
+  local w = hi - lo   -- wraps below 0 over 2^63
+  if w < 0 or w >= 1 << 62 then
+    nsl.fail(string.format("the trace's times are damaged: they run from %d to %d ns, over 146 years (2^62 ns)",
+                           lo, hi))
+  end
+end
+
 -- Tables whose rows are events with start and stop.
 M.event_tables = {"kernels", "memcpy", "memset", "nvtx", "api"}
 
@@ -147,6 +160,7 @@ end
 function M.resolve_span(lo, hi, args, origin)
   if not lo then nsl.fail("the trace has no events (kernels, memory operations, NVTX ranges or CUDA API calls)") end
   if hi <= lo then hi = lo + 1 end   -- a single instant: a 1 ns window
+  M.check_span(lo, hi)
   local function arg(name, default)
     local v = args[name]
     if v == nil or v == "" then return default end
