@@ -58,7 +58,11 @@ end
 -- batch of groups and measured over every window set.
 function M.measure(ops, is_nccl, gid, ngroups, windows, keys)
   keys = keys or M.keys
-  local plan = lanes.plan(ngroups, lanes.bounds(ops.start, ops.stop))
+  -- the axis spans the windows too: a window reaching before the first operation would shift into the lane of
+  -- the group before its own (and one of damaged times, past either end, would wrap around)
+  local pairs_ = {ops.start, ops.stop}
+  for _, win in ipairs(windows) do pairs_[#pairs_ + 1], pairs_[#pairs_ + 2] = win.lo, win.hi end
+  local plan = lanes.plan(ngroups, lanes.bounds(table.unpack(pairs_)))
   local parts = {}
   for w = 1, #windows do parts[w] = {} end
   for _, b in ipairs(plan.batches) do

@@ -290,4 +290,20 @@ return {
     T.eq(d, T.sql1(nccl_file, "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_KERNEL"), "NULLs beside values: stop")
     tr:close()
   end},
+  {"overlap.measure: a window reaching before every operation stays in its own group's lane", function()
+    -- group 0: a kernel at [0, 10) and a copy at [90, 100); group 1: a kernel at [50, 60), its window from -20
+    -- (a device's span beginning at an operation the measure is not given, as streams.serialised's).  Laid on
+    -- an axis that began at the first operation, group 1's window reached back into group 0's lane and took its
+    -- copy: 10 ns of memory alone where group 1 has none.  By hand: 0 and 10.
+    local overlap = require("nsl.overlap")
+    local ops = nsl.table{{"start", nsl.column{0, 90, 50}}, {"stop", nsl.column{10, 100, 60}},
+                          {"memop", nsl.column{false, true, false}}}
+    local m = overlap.measure(ops, nsl.column{false, false, false}, nsl.column{0, 0, 1}, 2,
+                              {{gid = nsl.column{1, 0}, lo = nsl.column{-20, 0}, hi = nsl.column{60, 100}}},
+                              {"memory_only", "all"})[1]
+    T.eq(m.memory_only[1], 0, "group 1: no copy")
+    T.eq(m.memory_only[2], 10, "group 0: its copy")
+    T.eq(m.all[1], 10, "group 1: its kernel")
+    T.eq(m.all[2], 20, "group 0: kernel and copy")
+  end},
 }
