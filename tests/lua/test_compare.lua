@@ -389,6 +389,25 @@ return {
     L.cleanup()
   end},
 
+  {"a kernel without a name (its id missing from a damaged export's strings) is a NULL class of its own", function()
+    -- found by sweeping damaged values through every analysis: compare keyed its tables by the class, and a NULL
+    -- one was an internal error.  Now a row with a NULL class, as the classes analysis shows it, equal to SQL
+    local copy = copy_of(A, "noname.sqlite")
+    T.sql_exec(copy, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = -1 WHERE rowid IN " ..
+                     "(SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY rowid LIMIT 3 OFFSET 1);")
+    local n = T.sql1(copy, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE shortName NOT IN (SELECT id FROM StringIds)")
+    local total = T.sql1(copy, "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE shortName NOT IN " ..
+                               "(SELECT id FROM StringIds)")
+    T.eq(n, 3, "three kernels without a name")
+    local t = run_compare({copy, A}, {})
+    local got = {}
+    for _, r in ipairs(t.classes) do if r.Class == nil then got[r.Run] = r end end
+    T.eq(got.noname and got.noname.Instances, n, "the NULL class's instances")
+    T.eq(got.noname and got.noname["Total (ns)"], total, "the NULL class's time")
+    T.eq(got["pytorch_nccl_2gpu_2026.2"] and got["pytorch_nccl_2gpu_2026.2"].Instances, 0, "none in the sound export")
+    L.cleanup()
+  end},
+
   {"runs: a bundle's reports are one run; runs=report and explicit groups", function()
     local dir = L.tmpdir()
     assert(os.execute(string.format("mkdir -p %s/b/reports && cp %s %s/b/reports/rank0.sqlite && cp %s %s/b/reports/rank1.sqlite",
