@@ -393,6 +393,7 @@ return {
     -- found by sweeping damaged values through every analysis: compare keyed its tables by the class, and a NULL
     -- one was an internal error.  Now a row with a NULL class, as the classes analysis shows it, equal to SQL
     local copy = copy_of(A, "noname.sqlite")
+    assert(os.execute("chmod u+w " .. T.shell_quote(copy)))   -- the shared data is read-only
     T.sql_exec(copy, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = -1 WHERE rowid IN " ..
                      "(SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY rowid LIMIT 3 OFFSET 1);")
     local n = T.sql1(copy, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE shortName NOT IN (SELECT id FROM StringIds)")
