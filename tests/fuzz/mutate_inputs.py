@@ -5,8 +5,9 @@ fuzz_analyses_* keep the class found once it is fixed).
   mutate_inputs.py NSL EXPORT... [--csv] [--analyses diagnose,classes,summary] [--work DIR]
 
 For every table and column of each SQLite export: a copy with the column dropped, its values retyped (text,
-real, blob), set NULL, and (integer columns) set out of range (-1, 2^31, 2^62); each copy is run through the
-analyses.  With --csv, the `nsys stats` CSV files tests/e2e/make_stats_csv.sh makes from each export are
+real, blob), set NULL, and (integer columns) set out of range (-1, 2^31, +-2^62, +-(2^63 - 1): times that far
+apart wrap around in a span's arithmetic); each copy is run through the analyses (--analyses: every shipped one
+that takes one trace finds more than the three the fuzzing harnesses run).  With --csv, the `nsys stats` CSV files tests/e2e/make_stats_csv.sh makes from each export are
 mutated instead (a column dropped, a header renamed, cells emptied, cells made text, rows cut short, rows
 doubled).  A run that ends in "internal error", a Lua traceback, a signal or a sanitizer report is printed
 with its mutation; exit 1 when any did.  The inputs are never written: every mutation is on a copy."""
@@ -46,7 +47,7 @@ def export_mutations(db):
             yield t, name, "real", 'UPDATE "%s" SET "%s" = 1.5' % (t, name)
             yield t, name, "blob", 'UPDATE "%s" SET "%s" = X\'00ff\'' % (t, name)
             if "INT" in ctype:
-                for v in (-1, 2 ** 31, 2 ** 62):
+                for v in (-1, 2 ** 31, 2 ** 62, -2 ** 62, 2 ** 63 - 1, -2 ** 63 + 1):
                     yield t, name, "int %d" % v, 'UPDATE "%s" SET "%s" = %d' % (t, name, v)
     con.close()
 
