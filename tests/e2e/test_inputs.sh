@@ -383,7 +383,8 @@ out=$(NSL_NO_CACHE=1 "$NSL" run "$TMP/api_rows.lua" "$dmg" 2>&1); rc=$?
 # Damaged times (found by sweeping extreme values through every analysis): one kernel of a copy of the NCCL
 # export starting at -2^62 ns makes a span of 146 years, whose arithmetic (lanes laid end to end, bin edges)
 # wrapped around: an internal error in overlap, compare, diagnose's overlap checks and timeline.  Now one line
-# naming the span, exit 1; SQL shows the span.
+# naming the file (the runner leads an input's error that names no input with the inputs) and the span, exit 1;
+# SQL shows the span.
 cp "$nccl" "$TMP/damaged_times.sqlite" && chmod u+w "$TMP/damaged_times.sqlite"
 sqlite3 "$TMP/damaged_times.sqlite" "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = -4611686018427387904
   WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)"
@@ -392,8 +393,8 @@ span=$(sql "$TMP/damaged_times.sqlite" "SELECT min(start) || ' to ' || max(end) 
   FROM CUPTI_ACTIVITY_KIND_MEMSET)")
 for a in overlap timeline; do
   out=$(NSL_NO_CACHE=1 "$NSL" run $a "$TMP/damaged_times.sqlite" --out "$TMP/damaged_$a" 2>&1); rc=$?
-  [ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "the trace's times are damaged: they run from -4611686018427387904 to" &&
-    ok "damaged times: $a says so in one line, exit 1" || bad "damaged times: $a: exit $rc: $out"
+  [ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "damaged_times.sqlite: the trace's times are damaged: they run from -4611686018427387904 to" &&
+    ok "damaged times: $a says so in one line naming the file, exit 1" || bad "damaged times: $a: exit $rc: $out"
 done
 out=$(NSL_NO_CACHE=1 "$NSL" run overlap "$TMP/damaged_times.sqlite" 2>&1)
 echo "$out" | grep -q "from ${span% to *} to ${span#* to } ns" && ok "damaged times: overlap's span is SQL's ($span)" ||

@@ -52,7 +52,11 @@ return {
     local shipped = {name = "jax_summary", shipped = true}
     local own = {name = "mine"}
     local user = caught(function() nsl.fail("x.zip: no XLA module ranges") end)
-    T.eq(runner.failure(shipped, user, {tiny}), "x.zip: no XLA module ranges", "the user's error as it is")
+    T.eq(runner.failure(shipped, user, {"/data/x.zip"}), "x.zip: no XLA module ranges", "the user's error as it is")
+    T.eq(runner.failure(shipped, user, {tiny}), tiny .. ": x.zip: no XLA module ranges",
+         "led by the input where it names none")
+    T.eq(runner.failure(shipped, caught(function() nsl.fail("--arg n: a number", "usage") end), {tiny}),
+         "--arg n: a number", "a usage error as it is")
     for _, fn in ipairs{kernel_refusal, function() local t = nil; return t.x end} do
       local bug = caught(fn)
       local msg = runner.failure(shipped, bug, {tiny})

@@ -28,11 +28,23 @@ function M.exit_code(e)
 end
 
 --- The message for a run of analysis a on inputs (array of paths) that
--- failed with e (from nsl.error_handler): the user's error as it is; a bug names
+-- failed with e (from nsl.error_handler): the user's error as it is, led by
+-- the inputs where it names none of them (usage errors as they are); a bug names
 -- the analysis and the inputs, says whose bug it is (nsl's for a shipped
 -- analysis, else the script's) and carries the traceback.
 function M.failure(a, e, inputs)
-  if type(e) ~= "table" or not e.bug then return tostring(e) end
+  if type(e) ~= "table" or not e.bug then
+    local msg = tostring(e)
+    -- an input's error names the input: one the analysis raised without it (damaged times found deep in a
+    -- sweep, which knows no paths) gets the inputs in front
+    if type(e) == "table" and not e.usage and inputs and #inputs > 0 then
+      for _, p in ipairs(inputs) do
+        if msg:find(p, 1, true) or msg:find(p:match("[^/]*$"), 1, true) then return msg end
+      end
+      return require("nsl.report").files(inputs) .. ": " .. msg
+    end
+    return msg
+  end
   local on = inputs and #inputs > 0 and (" on " .. require("nsl.report").files(inputs)) or ""
   if a.shipped then
     return string.format("internal error in analysis '%s'%s: %s\nThis is a bug in nsl, not a problem of the input; " ..
