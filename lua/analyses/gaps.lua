@@ -158,8 +158,9 @@ return {
         if scope == "device" and args.warn_idle > 0 then
           for i = 1, #summary do
             findings.above(out, s.idle_pct[i], {warning = args.warn_idle}, "gpu_idle",
-              "%s device %d is idle %.1f%% of its active span (%s gaps longer than %s)",
-              summary.report[i], summary.device[i], s.idle_pct[i], report.int(s.n[i]), mintext)
+              "%s device %s is idle %.1f%% of its active span (%s gaps longer than %s)",
+              -- an nsys stats CSV file may give no device (its column empty or left out): "?"
+              summary.report[i], summary.device[i] or "?", s.idle_pct[i], report.int(s.n[i]), mintext)
           end
         end
         local list = {{"report", report_names(trace, d.report)}, {"device", d.device}}

@@ -400,4 +400,23 @@ out=$(NSL_NO_CACHE=1 "$NSL" run overlap "$TMP/damaged_times.sqlite" 2>&1)
 echo "$out" | grep -q "from ${span% to *} to ${span#* to } ns" && ok "damaged times: overlap's span is SQL's ($span)" ||
   bad "damaged times: overlap: $out (SQL: $span)"
 
+# An nsys stats GPU trace without devices (its Device column emptied; found by mutating CSV files through every
+# analysis): gaps put the operations in one group of no device and its idle warning failed to print one (an
+# internal error).  Now "device ?", and the group holds every operation that lasts, as SQL counts them.
+cd "$TMP/csv" || exit 1
+python3 - nccl_cuda_gpu_trace.csv nodev_cuda_gpu_trace.csv <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+k = rows[0].index("Device")
+for r in rows[1:]:
+    r[k] = ""
+csv.writer(open(sys.argv[2], "w", newline=""), lineterminator="\n").writerows(rows)
+PY
+out=$("$NSL" run gaps nodev_cuda_gpu_trace.csv --arg scope=device --arg warn_idle=0.001 --out nodev 2>&1); rc=$?
+check_eq "csv without devices: gaps exits 0" "$rc" 0
+check_eq "csv without devices: the idle warning names device ?" "$(echo "$out" | grep -c 'device ? is idle')" 1
+check_eq "csv without devices: one group of every operation that lasts, as SQL counts them" \
+  "$(sqlite3 :memory: ".import --csv nodev/gaps_device_summary.csv g" "SELECT count(*) || ' ' || sum(Ops) FROM g")" \
+  "1 $(sqlite3 :memory: ".import --csv nodev_cuda_gpu_trace.csv t" "SELECT count(*) FROM t WHERE \"Duration (ns)\" + 0 > 0")"
+
 finish
