@@ -11,6 +11,7 @@
 --     local s = lanes.shift(plan, b, start, gid)      -- i64 column
 --   end
 local nsl = require("nsl")
+local window = require("nsl.window")
 
 local M = {}
 
@@ -36,7 +37,7 @@ end
 function M.plan(ngroups, lo, hi)
   lo, hi = lo or 0, hi or 0
   local width = hi - lo + 1
-  if hi >= lo then require("nsl.window").check_span(lo, hi) end   -- damaged times: one line for the user
+  if hi >= lo then window.check_span(lo, hi) end   -- damaged times: one line for the user
   if width < 1 or width >= M.limit then error(string.format("lanes: time range %d..%d is too wide", lo, hi), 2) end
   local per = math.max(1, M.limit // width)
   local batches = {}

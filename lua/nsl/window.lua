@@ -41,9 +41,10 @@ function M.known_origin(trace) return known[trace] and known[trace][3] end
 
 --- window.check_span(lo, hi): fails (an nsl error for the user) when times
 -- from lo to hi (integers, hi >= lo) span 2^62 ns (146 years) or more, which
--- no profile does: the trace's times are damaged (found by fuzzing: a start
--- of -2^62, one near -2^63).  Arithmetic on such a span (hi - lo, lanes laid
--- end to end, bin edges) would wrap around.
+-- no profile does: the trace's times are damaged (found by sweeping extreme
+-- times through every analysis: a start of -2^62, one near -2^63).
+-- Arithmetic on such a span (hi - lo, lanes laid end to end, bin edges)
+-- would wrap around.
 function M.check_span(lo, hi)
   local w = hi - lo   -- wraps below 0 over 2^63
   if w < 0 or w >= 1 << 62 then

@@ -25,13 +25,13 @@ return {
     local span = pd.span
     local wg, wlo, whi, wk = {}, {}, {}, {}
     for i = 1, #span do
-      local lo, width = span.lo[i], span.hi[i] - span.lo[i]
-      if width >= n then
-        -- width * k // n without the product: a span of centuries (a damaged end) would wrap around
-        local q, r = width // n, width % n
+      local lo, hi = span.lo[i], span.hi[i]
+      if hi - lo >= n then   -- (a span past 2^63, of damaged times, wraps below 0: no chunks)
+        -- lo + (hi - lo) * k // n, exact in C: the product would wrap around on a span of centuries
+        local e = nsl.bin_edges(lo, hi, n)
         for k = 0, n - 1 do
           wg[#wg + 1], wk[#wk + 1] = i - 1, k
-          wlo[#wlo + 1], whi[#whi + 1] = lo + q * k + r * k // n, lo + q * (k + 1) + r * (k + 1) // n
+          wlo[#wlo + 1], whi[#whi + 1] = e[k + 1], e[k + 2]
         end
       end
     end
