@@ -15,19 +15,40 @@ local ledger = require("nsl.ledger")
 local iterations = require("nsl.iterations")
 local plot = require("nsl.plot")
 local jax = require("nsl.jax")
-local nvtx = require("nsl.nvtx")
 local report = require("nsl.report")
 
---- The idle_host time of ledger result l by the innermost NVTX range its
--- launching thread was in for most of each gap (nsl.ledger.host_activity):
--- range text, time, gaps; nil without NVTX.
-local function host_by_range(trace, host)
-  if not host or #host == 0 or #trace.nvtx == 0 then return nil end
-  local a = ledger.host_activity(trace, host)
-  -- "aten::add", not one row per op id
-  local text = a.nvtx_text:map(function(x) return nvtx.normalize(x, nvtx.pytorch_suffixes) end)
-  local t = nsl.table{{"range", nsl.coalesce(text, "(no NVTX range)")}, {"time", a.time}}
-  return t:group_by("range"):agg{"time=sum(time)", "gaps=count"}:sort("-time")
+--- The ledger's tables and figure: t (M.build's ledger), hr (its
+-- host table by NVTX range, or nil).
+local function emit(t, hr, args, out)
+  local limit = args.limit > 0 and args.limit or nil
+  out:table("ledger", t, {title = "Where each GPU's time went (ns; step 0: the whole run; lines sum to wall)",
+                          limit = limit})
+  if hr then
+    out:table("ledger_host", hr, {title = "Idle while the host was not launching, by the launching thread's NVTX " ..
+                                          "range (whole run)", limit = limit})
+  end
+  if out:carries_figures() then
+    local run = t:filter(t.step:eq(0))
+    local cats = run.rank:totable()
+    local series = ledger.figure_series(run)
+    out:figure("ledger", function(format)
+      return plot.stacked_bars{format = format, categories = cats, series = series, unit = "ns",
+                               title = "Where each GPU's time went (whole run)"}
+    end)
+  end
+end
+
+local function run(trace, args, out)
+  -- the one step detection of a trace (nsl.iterations.steps), as iterations, diagnose and straggler use
+  local st, err = iterations.steps(trace, {spec = args.iteration})
+  if not st and args.iteration ~= "" then
+    nsl.fail(string.format("%s: %s", report.files(trace.reports.path:totable()), err))
+  end
+  local l = ledger.build(trace, {steps = st and st.it})
+  if l.empty then
+    return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations")
+  end
+  emit(l.ledger, ledger.host_by_range(trace, l.host, #trace.nvtx > 0), args, out)
 end
 
 return {
@@ -38,33 +59,17 @@ return {
     limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
   },
   example = "nsl run ledger rank0.sqlite rank1.sqlite",
-  run = function(trace, args, out)
-    -- the one step detection of a trace (nsl.iterations.steps), as iterations, diagnose and straggler use
-    local st, err = iterations.steps(trace, {spec = args.iteration})
-    if not st and args.iteration ~= "" then
-      nsl.fail(string.format("%s: %s", report.files(trace.reports.path:totable()), err))
-    end
-    local l = ledger.build(trace, {steps = st and st.it})
-    if l.empty then
-      return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations")
-    end
-    local t = l.ledger
-    local limit = args.limit > 0 and args.limit or nil
-    out:table("ledger", t, {title = "Where each GPU's time went (ns; step 0: the whole run; lines sum to wall)",
-                            limit = limit})
-    local hr = host_by_range(trace, l.host)
-    if hr then
-      out:table("ledger_host", hr, {title = "Idle while the host was not launching, by the launching thread's NVTX " ..
-                                            "range (whole run)", limit = limit})
-    end
-    if out:carries_figures() then
-      local run = t:filter(t.step:eq(0))
-      local cats = run.rank:totable()
-      local series = ledger.figure_series(run)
-      out:figure("ledger", function(format)
-        return plot.stacked_bars{format = format, categories = cats, series = series, unit = "ns",
-                                 title = "Where each GPU's time went (whole run)"}
-      end)
-    end
-  end,
+  run = run,
+  -- distributed (nsl.distributed): each process builds the ledger of its own GPUs, the waits inside
+  -- collectives matched on rank 0 from one row per collective (nsl.ledger.reduce); rank 0 prints the rows
+  distributed = {
+    step = function() return {} end,
+    collective = function(view, args, first) return ledger.reduce(view, args, first) end,
+    combine = function(trace, parts, args, out)
+      local t, hr = ledger.reduced(trace, parts)
+      if t == false then return run(trace, args, out) end
+      if #t == 0 then return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations") end
+      emit(t, hr, args, out)
+    end,
+  },
 }

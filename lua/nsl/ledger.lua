@@ -60,6 +60,9 @@ M.class = CLASS
 
 local function i64(n, v) return nsl.rep(v or 0, n) end
 
+-- The GPU operations the ledger reads (nsl.gpu_ops.table's options), unless its caller gives them
+local OPS = {names = "short", memop = true, api = true, columns = {"report", "pid", "device", "start", "stop"}}
+
 --- The rows of t that can be placed on a GPU's timeline: a device, a start and a stop (a damaged export can
 -- leave any of them NULL; such work belongs to no ledger row).
 local function placed(t)
@@ -91,9 +94,7 @@ local function gpu_work(trace, ops)
       return placed(work), "jax", placed(coll)
     end
   end
-  ops = ops or gpu_ops.table(trace, {names = "short", memop = true, api = true,
-                                     columns = {"report", "pid", "device", "start", "stop"}})
-  return M.ops_work(trace, ops), "kernels"
+  return M.ops_work(trace, ops or gpu_ops.table(trace, OPS)), "kernels"
 end
 
 --- gpu_work's rows of GPU operations ops (nsl.gpu_ops.table with names =
@@ -264,7 +265,12 @@ end
 -- then needing no api), opts.raw_api (some API calls as recorded, holding
 -- every one that launched a memory copy), opts.memcpy (some memcpy rows,
 -- holding every host-to-device one) and opts.api_spans (per report, the
--- first start and last stop of its API calls: report, start, stop).
+-- first start and last stop of its API calls: report, start, stop).  A
+-- process of the ledger analysis's distributed form builds the ledger of
+-- its own reports with opts.waits instead of opts.matched: the waits of its
+-- collectives (nsl.straggler.place_waits' report, device, start, stop,
+-- wait), from the matching rank 0 made over every report (then no
+-- `straggler` result is returned).
 -- Returns a table with one row per GPU and window:
 -- report, device, rank (label), step (0: the whole run; 1.. the steps),
 -- start, stop, wall, then M.lines and idle_unknown (ns, summing to wall),
@@ -297,6 +303,15 @@ function M.build(trace, opts)
                             nsl.table{{"rank", group}, {"start", work.start}, {"stop", work.stop}}, ngroups,
                             work.class:eq(CLASS.compute), {clock = keys.report:totable()})
       if ok and res.coll and #res.coll > 0 then res_strag, c = res, res.coll end
+    end
+  elseif opts.waits then   -- a distributed run's: placed by each process on its collectives (nsl.straggler.place_waits)
+    local w = opts.waits
+    if #w > 0 then
+      local kg = w:select{"report", "device"}:join(keys:select{"report", "device"}:with("report",
+        keys.report:cast("i64"), "device", keys.device:cast("i64"), "group", nsl.range(#keys)), {"report", "device"},
+        {"group"})
+      c = w:with("rank", kg.group)
+      c = c:filter(~c.rank:isnull())
     end
   else
     local matched = opts.matched
@@ -413,6 +428,146 @@ function M.build(trace, opts)
     host = host:filter(ch:gt(0))
   end
   return {ledger = ledger, host = host, groups = keys, source = source, straggler = res_strag, empty = empty}
+end
+
+--- The idle_host time of M.build's host rows by the innermost NVTX range
+-- the launching thread was in for most of each gap (M.host_activity), as
+-- the ledger analysis prints it: range text (PyTorch's op suffixes dropped;
+-- "(no NVTX range)" for none), time, gaps, largest first; nil without host
+-- rows or without NVTX (nvtx_present: whether the trace has ranges; in a
+-- distributed run, whether any report has).  sums: the rows as sums per
+-- range in first-seen order, not sorted -- a distributed run's processes
+-- send these, and rank 0 sums them again (M.host_by_range_of).
+function M.host_by_range(trace, host, nvtx_present, sums)
+  if not host or #host == 0 or not nvtx_present then return nil end
+  local text
+  if #trace.nvtx > 0 then
+    local a = M.host_activity(trace, host)
+    local nvtx = require("nsl.nvtx")
+    text = a.nvtx_text:map(function(x) return nvtx.normalize(x, nvtx.pytorch_suffixes) end)   -- "aten::add"
+  else   -- (a process whose reports have no ranges, where others' have)
+    text = nsl.column{""}:gather(nsl.rep(-1, #host))
+  end
+  local t = nsl.table{{"range", nsl.coalesce(text, "(no NVTX range)")}, {"time", host.time}}
+  local g = t:group_by("range"):agg{"time=sum(time)", "gaps=count"}
+  return sums and g or g:sort("-time")
+end
+
+--- The processes' sums of M.host_by_range (gathered in report order) as
+-- M.host_by_range gives them over the whole trace; nil without rows.
+function M.host_by_range_of(sums)
+  if not sums or #sums == 0 then return nil end
+  return sums:group_by("range"):agg{"time=sum(time)", "gaps=sum(gaps)"}:sort("-time")
+end
+
+-- ---- a distributed run: each process builds its GPUs' ledger ----
+--
+-- The ledger analysis's distributed form (nsl.distributed) moves ledger
+-- rows, not events: every process detects the steps with the others
+-- (nsl.iterations.reduce_steps), sends its NCCL collectives (one row each:
+-- nsl.straggler.collectives) to rank 0, which matches them as one process
+-- does and sends back each rank's clock offset and each steady instance's
+-- last arrival (nsl.straggler.reduced_waits); each process then builds the
+-- ledger of its own GPUs (M.build with those waits) and sends its rows and
+-- its idle_host sums per NVTX range.  Rank 0 adds the rank labels and sums
+-- the ranges again: the tables one process makes.  Named steps (--arg
+-- iteration) and nsys-jax thunks (whose steps and collectives align
+-- devices) are built on rank 0 over the whole trace, as without a form.
+
+-- The matching the ledger reads (the straggler analysis's defaults), as M.build makes it
+local MATCH = {rank_by = "device", source = "nccl", programs = "structure", warmup = -1}
+
+--- The collective part of the distributed form, on every process over view
+-- (its reports; first: the whole trace's number of its report 0).  Returns
+-- the tables rank 0 reads (M.reduced): ledger_form (mode 0: the processes
+-- built the ledger; 1: rank 0 builds it over the whole trace), and with
+-- mode 0 ledger (M.build's rows of the process's GPUs, without the rank
+-- label) and ledger_host (M.host_by_range's sums).
+function M.reduce(view, args, first)
+  local mpi = nsl.mpi
+  local straggler = require("nsl.straggler")
+  local iterations = require("nsl.iterations")
+  local function whole() return {ledger_form = nsl.table{{"mode", nsl.rep(1, 1)}}} end
+  if args.iteration ~= "" then return whole() end   -- (the same on every process)
+  local ok, jaxlike = pcall(function() return #view.kernels == 0 and #view.gpu_ranges > 0 end)
+  if not mpi.all_ok(ok, jaxlike) then return whole() end
+  if not mpi.agree(not jaxlike) then return whole() end
+  local st = iterations.reduce_steps(view, {windows = true})
+  local it
+  ok, it = pcall(iterations.reduced_find, view, st)
+  if not mpi.all_ok(ok, it) then return whole() end
+  if not mpi.agree(it ~= false) then return whole() end   -- (mode whole: every process has it so)
+  -- the collectives to rank 0, the matching back (a failure to read them leaves the ledger without waits, as
+  -- one process's failing match does); the GPUs of every process, and whether any has NVTX ranges
+  local coll
+  local cok = pcall(function() coll = straggler.collectives(view, MATCH) end)
+  cok = mpi.agree(cok)
+  local got, err = mpi.gather(cok and coll or nil, first)
+  if not mpi.all_ok(got ~= nil, err) then return whole() end
+  local offsets, instances
+  if type(got) == "table" and cok then
+    local tabs = {}
+    for _, t in ipairs(got) do if t and #t > 0 then tabs[#tabs + 1] = t end end
+    if #tabs > 0 then
+      local mok, o, i = pcall(straggler.reduced_waits, #tabs == 1 and tabs[1] or nsl.concat_tables(tabs), MATCH)
+      if mok and o then offsets, instances = o, i end
+    end
+  end
+  -- whether rank 0 matched any instance (its flag is the one sent), then what it matched
+  local flag = nsl.table{{"matched", nsl.rep(offsets and 1 or 0, 1)}}
+  flag, err = mpi.bcast_table(flag)
+  if not mpi.all_ok(flag ~= nil, err) then return whole() end
+  if flag.matched[1] == 1 then
+    offsets, err = mpi.bcast_table(offsets)
+    if not mpi.all_ok(offsets ~= nil, err) then return whole() end
+    instances, err = mpi.bcast_table(instances)
+    if not mpi.all_ok(instances ~= nil, err) then return whole() end
+  end
+  local l, n_gpus, waits, ops
+  ok, err = pcall(function()
+    ops = gpu_ops.table(view, OPS)
+    n_gpus = #(M.gpus(M.ops_work(view, ops)))
+    if flag.matched[1] == 1 and coll then
+      waits = straggler.place_waits(coll:with("report", coll.report + first), offsets, instances)
+    end
+  end)
+  if not mpi.all_ok(ok, err) then return whole() end
+  local totals = mpi.allreduce(nsl.column{n_gpus, #view.nvtx > 0 and 1 or 0}, "sum")
+  -- M.build's rule: waits only where the trace has two GPUs or more
+  if totals[1] < 2 then waits = nil end
+  ok, err = pcall(function()
+    local w = waits and waits:with("report", waits.report - first) or nsl.table{{"report", nsl.rep(0, 0)}}
+    l = M.build(view, {steps = it or nil, waits = w, ops = ops})
+  end)
+  if not mpi.all_ok(ok, err) then return whole() end
+  local t = l.ledger
+  local cols = {}
+  for _, c in ipairs(t:columns()) do if c ~= "rank" then cols[#cols + 1] = c end end
+  local sums = M.host_by_range(view, l.host, totals[2] > 0, true)
+  return {ledger_form = nsl.table{{"mode", nsl.rep(0, 1)}}, ledger = t:select(cols),
+          ledger_host = sums or nsl.table{{"range", nsl.column{""}:gather(nsl.rep(0, 0))}, {"time", nsl.rep(0, 0)},
+                                          {"gaps", nsl.rep(0, 0)}}}
+end
+
+--- On rank 0: the ledger and its host table from the tables of M.reduce
+-- gathered from every process (parts) -- t (with rank labels from trace's
+-- report names, as M.build makes them), host (M.host_by_range's); false
+-- when the processes left the ledger to rank 0 (ledger_form's mode 1).
+function M.reduced(trace, parts)
+  local f = parts.ledger_form
+  if not f or #f == 0 or f.mode[1] ~= 0 then return false end
+  local t = parts.ledger
+  -- M.build's order: every GPU's run (step 0), then every GPU's steps; each process sent its GPUs' in that order
+  local run = t.step:eq(0)
+  t = t:take(nsl.concat(run:indices(), (~run):indices()))
+  local names = trace.reports.name:totable()
+  local rep, dev = t.report:totable(), t.device:totable()
+  local rank = {}
+  for i = 1, #t do rank[i] = (names[rep[i] + 1] or tostring(rep[i])) .. ":gpu" .. tostring(dev[i]) end
+  local cols = {"report", "rank"}
+  for _, c in ipairs(t:columns()) do if c ~= "report" then cols[#cols + 1] = c end end
+  t = t:with("rank", #rank > 0 and nsl.column(rank) or nsl.column{""}:gather(nsl.rep(0, 0))):select(cols)
+  return t, M.host_by_range_of(parts.ledger_host)
 end
 
 --- What the launching threads did while their GPU sat idle for a launch:

@@ -291,6 +291,63 @@ local function pre_windows(s, pos)
                    {"host", hostt}, {"queue", idle - hostt}, {"busy", positive(window - idle)}}
 end
 
+--- The matching of M.analyse (its steps 1 to 3): the instances on two ranks
+-- or more, the clocks aligned, the warm-up instances left out, and each
+-- collective's wait for the last rank to arrive.  coll, nranks, opts, work:
+-- as M.analyse's (work read only for whether it has launch times; nil with
+-- opts.pre or when coll has none).  Returns res (nranks, warmup, ref,
+-- offsets, shared, ninst), the matched steady collectives (rank, instance,
+-- type, start, stop, the optional columns coll has, arrive, leave, wait,
+-- who, last), and coll as given.
+function M.match_instances(coll, nranks, opts, work)
+  opts = opts or {}
+  local res = {nranks = nranks, warmup = 0}
+  local nr = coll:group_by("instance"):agg{"nr=count_distinct(rank)"}
+  local all = coll
+  coll = coll:join(nr, {"instance"}, {"nr"})
+  local keep = {"rank", "instance", "type", "start", "stop"}
+  if coll.warmup then keep[#keep + 1] = "warmup" end
+  local pre = opts.pre   -- the windows a distributed run measured where the kernels are (M.reduce)
+  if coll.launch and (pre or (work and work.launch)) then
+    for _, c in ipairs{"launch", "report", "pid", "corr"} do keep[#keep + 1] = c end
+  end
+  if pre then for _, c in ipairs(PRE) do keep[#keep + 1] = c end end
+  if coll.nr:min() >= 2 then coll = coll:select(keep)   -- (every instance on two ranks or more: no copy)
+  else coll = coll:select(keep):filter(coll.nr:ge(2)) end
+  -- 2. clocks, against the first rank with matched collectives
+  local ref = #coll > 0 and coll.rank:min() or 0
+  res.ref = ref
+  res.offsets, res.shared = M.offsets(coll, nranks, ref, opts.clock)
+  local off = nsl.column(res.offsets)
+  local offcol = off:gather(coll.rank)
+  coll = coll:with("arrive", coll.start - offcol, "leave", coll.stop - offcol)
+  -- warm-up: the instances the source marks (nsys-jax's heuristic), or the first ones in time order, by
+  -- the windows between them (nsl.iterations.warmup), or opts.warmup of them
+  if #coll > 0 then
+    local nw, out = opts.warmup or -1, nil
+    if nw < 0 and coll.warmup then
+      local w = coll:group_by("instance"):agg{"w=max(warmup)"}
+      out = w:filter(w.w:eq(1))
+    else
+      local first = coll:group_by("instance"):agg{"first=min(arrive)"}:sort("first", "instance")
+      if nw < 0 then
+        local f = first.first
+        local k = require("nsl.iterations").warmup((f:gather(nsl.range(#f - 1) + 1) - f:gather(nsl.range(#f - 1)))
+                                                    :totable(), -1)
+        nw = k > 0 and k + 1 or 0
+      end
+      out = first:head(math.min(nw, #first))
+    end
+    if #out > 0 then coll = coll:filter(~coll.instance:isin(out.instance:totable())) end
+    res.warmup = #out
+  end
+  res.ninst = #coll:group_by("instance")
+  -- 3. arrivals, waits, lateness
+  local last, who = last_arrivals(coll)
+  coll = coll:with("wait", last - coll.arrive, "who", who, "last", who:eq(coll.rank):cast("i64"))
+  return res, coll, all
+end
+
 --- The analysis (see the header).  coll: rank, instance, type, start, stop
 -- (and optionally launch, report, pid, corr: see M.windows); work: rank,
 -- start, stop (and the same optional columns), of which the rows where
@@ -328,50 +385,9 @@ end
 --              training steps (M.ranks' opts.step_ns)
 function M.analyse(coll, work, nranks, compute_mask, opts)
   opts = opts or {}
-  local res = {nranks = nranks, warmup = 0}
-  local nr = coll:group_by("instance"):agg{"nr=count_distinct(rank)"}
-  local all = coll
-  coll = coll:join(nr, {"instance"}, {"nr"})
-  local keep = {"rank", "instance", "type", "start", "stop"}
-  if coll.warmup then keep[#keep + 1] = "warmup" end
-  local pre = opts.pre   -- the windows a distributed run measured where the kernels are (M.reduce)
-  if coll.launch and (pre or work.launch) then
-    for _, c in ipairs{"launch", "report", "pid", "corr"} do keep[#keep + 1] = c end
-  end
-  if pre then for _, c in ipairs(PRE) do keep[#keep + 1] = c end end
-  if coll.nr:min() >= 2 then coll = coll:select(keep)   -- (every instance on two ranks or more: no copy)
-  else coll = coll:select(keep):filter(coll.nr:ge(2)) end
-  -- 2. clocks, against the first rank with matched collectives
-  local ref = #coll > 0 and coll.rank:min() or 0
-  res.ref = ref
-  res.offsets, res.shared = M.offsets(coll, nranks, ref, opts.clock)
-  local off = nsl.column(res.offsets)
-  local offcol = off:gather(coll.rank)
-  coll = coll:with("arrive", coll.start - offcol, "leave", coll.stop - offcol)
-  -- warm-up: the instances the source marks (nsys-jax's heuristic), or the first ones in time order, by
-  -- the windows between them (nsl.iterations.warmup), or opts.warmup of them
-  if #coll > 0 then
-    local nw, out = opts.warmup or -1, nil
-    if nw < 0 and coll.warmup then
-      local w = coll:group_by("instance"):agg{"w=max(warmup)"}
-      out = w:filter(w.w:eq(1))
-    else
-      local first = coll:group_by("instance"):agg{"first=min(arrive)"}:sort("first", "instance")
-      if nw < 0 then
-        local f = first.first
-        local k = require("nsl.iterations").warmup((f:gather(nsl.range(#f - 1) + 1) - f:gather(nsl.range(#f - 1)))
-                                                    :totable(), -1)
-        nw = k > 0 and k + 1 or 0
-      end
-      out = first:head(math.min(nw, #first))
-    end
-    if #out > 0 then coll = coll:filter(~coll.instance:isin(out.instance:totable())) end
-    res.warmup = #out
-  end
-  res.ninst = #coll:group_by("instance")
-  -- 3. arrivals, waits, lateness
-  local last, who = last_arrivals(coll)
-  coll = coll:with("wait", last - coll.arrive, "who", who, "last", who:eq(coll.rank):cast("i64"))
+  local res, all
+  res, coll, all = M.match_instances(coll, nranks, opts, work)
+  local pre = opts.pre
   local ig = coll:group_by("instance")
   local inst = ig:agg{"type=first(type)", "ranks=count", "first=min(arrive)", "hi=max(arrive)", "who=first(who)",
                       "waited=sum(wait)"}
@@ -804,6 +820,68 @@ function M.match(trace, args, red)
   if nranks == 0 or #src.coll == 0 then return src, nil end
   opts.clock, opts.pre = src.clock, nil
   return src, M.analyse(src.coll, src.work, nranks, src.compute, opts)
+end
+
+-- ---- the ledger's waits in a distributed run: matched on rank 0, placed where the kernels are ----
+--
+-- nsl.ledger charges the first `wait` ns of each matched steady collective
+-- to comm_wait.  Under MPI (the ledger analysis's distributed form) every
+-- process sends one row per NCCL kernel of its reports that is a collective
+-- (M.collectives), rank 0 matches them as M.match does over the kernels and
+-- sends back only each rank's clock offset and each steady instance's last
+-- arrival (M.reduced_waits: rows for ranks plus instances, not for ranks x
+-- instances), and each process places the waits on its own collectives
+-- (M.place_waits): wait = the instance's last arrival - the collective's
+-- arrival on the aligned clock, as M.match_instances computes it.
+
+--- The collectives of trace's NCCL kernels as the matching reads them
+-- (rank_by of args): the keys of their rank (report, device, or report,
+-- pid, or report), sidx, type, seq (nsl.nccl.instances: an instance is
+-- one (sidx, type, seq) over all ranks), start, stop.
+function M.collectives(trace, args)
+  local n = nccl_kernels(trace, args)
+  local c, cols = n.coll, {}
+  for _, key in ipairs(RANK_KEYS[args.rank_by]) do cols[#cols + 1] = {key, n.rk[key]:gather(c.rank)} end
+  for _, x in ipairs{"sidx", "type", "seq", "start", "stop"} do cols[#cols + 1] = {x, c[x]} end
+  return nsl.table(cols)
+end
+
+--- The matching of M.collectives' rows of every report (c, report
+-- numbered as in the whole trace; rank 0 of a distributed run), as M.match
+-- makes it over the kernels (args: rank_by, warmup).  Returns offsets (the
+-- keys of each rank and its clock offset) and instances (sidx, type, seq,
+-- last: the last rank's arrival on the aligned clock, of every matched
+-- steady instance); nil when none matched.
+function M.reduced_waits(c, args)
+  if #c == 0 then return nil end
+  local keys = RANK_KEYS[args.rank_by]
+  local rank, rk = number_ranks(c, keys)
+  -- ranks and instances numbered as nsl.nccl.instances numbers them over all kernels (M.match's)
+  c = c:with("rank", rank):sort("rank", "sidx", "type", "start")
+  c = c:with("instance", c:group_by("sidx", "type", "seq"):ids())
+  local res, coll = M.match_instances(c:select{"rank", "instance", "type", "start", "stop"}, #rk,
+                                      {warmup = args.warmup, clock = rk.report:totable()})
+  if #coll == 0 then return nil end
+  local ids = c:group_by("instance"):agg{"sidx=first(sidx)", "type=first(type)", "seq=first(seq)"}
+  local inst = coll:group_by("instance"):agg{"last=max(arrive)"}:join(ids, {"instance"}, {"sidx", "type", "seq"})
+  return rk:select(keys):with("offset", nsl.column(res.offsets)), inst:select{"sidx", "type", "seq", "last"}
+end
+
+--- The waits of one process's collectives (c: M.collectives' rows with
+-- rank_by = "device", report numbered as in the whole trace) from
+-- M.reduced_waits' offsets and instances: report, device, start, stop,
+-- wait, for the collectives of matched steady instances (the rows M.match's
+-- res.coll holds for them).
+function M.place_waits(c, offsets, instances)
+  local function keyed(t)   -- (the keys as i64 on both sides of the join, whatever the wire made of them)
+    return t:with("report", t.report:cast("i64"), "device", t.device:cast("i64"))
+  end
+  c, offsets = keyed(c), keyed(offsets)
+  local off = c:join(offsets, {"report", "device"}, {"offset"}).offset
+  local last = c:join(instances, {"sidx", "type", "seq"}, {"last"}).last
+  local w = nsl.table{{"report", c.report}, {"device", c.device}, {"start", c.start}, {"stop", c.stop},
+                      {"wait", last - (c.start - off)}}
+  return w:filter(~w.wait:isnull())
 end
 
 -- ---- the analysis's findings and tables ---------------------------------

@@ -15,16 +15,17 @@
 #         Each analysis's line also says how much of its CPU time the kernel
 #         took and how many MiB of fresh huge pages were faulted in meanwhile
 #         (/proc/vmstat): the zeroing of fresh memory, most of that time here.
-#  ranks  straggler, summary and diagnose in one process over 64, 256 and
-#         1,024 per-rank exports (RANKS="64 256 1024"), each ~7,500 rows, made
+#  ranks  straggler, summary, ledger and diagnose (RANK_ANALYSES) in one
+#         process over 64, 256 and 1,024 per-rank exports (RANKS="64 256
+#         1024"), each ~7,500 rows, made
 #         by tests/lua/straggler_rank.sh from the real NCCL export (8
 #         distinct ones copied round-robin: GPU 0, clocks shifted, every
 #         eighth rank's host idle 500 µs after each synchronisation, the others
 #         waiting for it), warm; then t(256)/t(64) and t(1024)/t(256), in CPU
 #         time (steadier than wall time on a shared machine) and wall time.
-#         With mpirun on PATH (MPI=0 skips): straggler and summary over 256
-#         exports under `mpirun -np 2` and `-np 4`, with rank 0's bytes moved
-#         (NSL_MPI_STATS).
+#         With mpirun on PATH (MPI=0 skips): straggler, summary, ledger and
+#         diagnose (MPI_ANALYSES) over 256 exports under `mpirun -np 2` and
+#         `-np 4`, with rank 0's bytes moved (NSL_MPI_STATS).
 # PARTS="big ranks" picks the parts; ANALYSES="gaps nvtx" limits the big part.
 . "$(dirname "$0")/lib.sh"
 tiles=${1:-425}
@@ -99,7 +100,7 @@ if [[ " $parts " == *" ranks "* ]]; then
     [ -f "$f" ] || cp "$work/ranks/base/r$((i % 8)).sqlite" "$f"
     files+=("$f")
   done
-  for a in ${RANK_ANALYSES:-straggler summary diagnose}; do
+  for a in ${RANK_ANALYSES:-straggler summary ledger diagnose}; do
     "$nsl" run "$a" "${files[@]}" -q > /dev/null 2>&1 || true   # fills the cache for every size
     prev_cpu="" prev_wall=""
     for n in "${sizes[@]}"; do
@@ -118,7 +119,7 @@ if [[ " $parts " == *" ranks "* ]]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     n=256
     [ "$max" -lt $n ] && n=$max
-    for a in straggler summary; do
+    for a in ${MPI_ANALYSES:-straggler summary ledger diagnose}; do
       for np in 2 4; do
         /usr/bin/time -f "%e %U %S %M" -o "$work/time.txt" env NSL_THREADS=1 NSL_MPI_STATS=1 \
           mpirun --oversubscribe -np $np "$nsl" run "$a" "${files[@]:0:$n}" -q > "$work/mpi.out" 2> "$work/mpi.err" || true

@@ -19,11 +19,13 @@ for np in $NPS; do
   same_as_one "compare" $np run compare "${RANKS[@]}" --arg runs=1+2+3+4+5,6+7+8+9+10
   form_was compare distributed
   same_as_one "diagnose (json)" $np run diagnose "${RANKS[@]}" --format json; form_was diagnose distributed
+  same_as_one "ledger" $np run ledger "${RANKS[@]}"; form_was ledger distributed
   same_as_one "gaps (no distributed form)" $np run gaps "${RANKS[@]}"; form_was gaps gathered
 done
 same_as_one "straggler --out (tables, figures)" 3 run straggler "${RANKS[@]}" --out @OUT@
 same_as_one "summary --out" 3 run summary "${RANKS[@]}" --out @OUT@
 same_as_one "launch --out (no distributed form)" 3 run launch "${RANKS[@]}" --out @OUT@
+same_as_one "ledger --out (tables, figure)" 3 run ledger "${RANKS[@]}" --out @OUT@
 same_as_one "straggler finds rank5" 4 run straggler "${RANKS[@]}" --fail-on warning
 grep -q "rank5:gpu0 is a straggler" "$TMP/many.out" && ok "the planted straggler is named" ||
   bad "the planted straggler is not named: $(head -3 "$TMP/many.out")"

@@ -114,12 +114,28 @@ detected=$(moved "$TMP/many.err")
 same_as_one "diagnose with its step range named (json)" 2 run diagnose "${STEPS[@]}" --format json \
   --arg iteration=train_step
 moves_less "diagnose: the steps detected by the processes" "$detected" "$(moved "$TMP/many.err")" 2
+# the ledger's processes build the rows of their own GPUs, steps included, with the waits inside collectives
+# from rank 0's matching of one row per collective: rank 0 receives ledger rows, not events -- against the
+# same ledger with its step range named, which rank 0 builds over every report's events (as without a form)
+for np in $NPS; do
+  same_as_one "ledger with training steps" $np run ledger "${STEPS[@]}"; form_was ledger distributed
+  if [ "$np" = 2 ]; then reduced=$(moved "$TMP/many.err"); fi
+done
+[ "$(awk '$4 ~ /^[0-9]+$/ && $4 > 0' "$TMP/many.out" | wc -l)" -gt 10 ] &&
+  ok "ledger: rows per training step from the processes" || bad "ledger: no step rows: $(head -5 "$TMP/many.out")"
+# (column 9: comm_wait, which only rank 0's matching of every rank's collectives can give)
+[ "$(awk '$4 == "0" && $9 ~ /^[0-9,]+$/ && $9 != "0"' "$TMP/many.out" | wc -l)" -ge 9 ] &&
+  ok "ledger: the waits inside collectives reach the processes (comm_wait of the waiting ranks)" ||
+  bad "ledger: no comm_wait: $(head -8 "$TMP/many.out")"
+same_as_one "ledger with its step range named" 2 run ledger "${STEPS[@]}" --arg iteration=train_step
+moves_less "ledger: rows built by the processes" "$reduced" "$(moved "$TMP/many.err")" 100
 # marker-kernel steps, per report (three exports of three nsys versions, each with its own marker kernel)
 MARKERS=("$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$NSL_DATA_DIR/nsys/pytorch_h100_2gpu_2026.2.sqlite"
          "$NSL_DATA_DIR/nsys/mpi_cuda_rank0_2022.2.sqlite")
 same_as_one "diagnose with marker-kernel steps (json)" 2 run diagnose "${MARKERS[@]}" --format json
 grep -q '"ledger_steps"' "$TMP/many.out" && ok "diagnose: the ledger is split by the marker kernels' steps" ||
   bad "diagnose: no ledger_steps table (marker kernels)"
+same_as_one "ledger with marker-kernel steps" 2 run ledger "${MARKERS[@]}"; form_was ledger distributed
 same_as_one "straggler without training steps" 2 run straggler "${RANKS[@]}"
 if [ -n "$with_steps" ] && [ "$with_steps" -lt 2000000 ]; then
   ok "the step detection moved no ranges to rank 0 ($with_steps bytes in all)"
