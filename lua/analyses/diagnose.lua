@@ -130,5 +130,6 @@ return {
   -- processes detect the steps together; rank 0 runs the checks over them
   -- and reads the rest of the trace from the processes
   distributed = {step = function(trace, args) return diagnose.step(trace, args) end,
-                 collective = function(view, args) return diagnose.collective(view, args) end, uses = diagnose.uses},
+                 collective = function(view, args, first) return diagnose.collective(view, args, first) end,
+                 uses = diagnose.uses},
 }

@@ -46,9 +46,6 @@ local report = require("nsl.report")
 local units = require("nsl.util.units")
 local gpu_ops = require("nsl.gpu_ops")
 local distributed = require("nsl.distributed")
-local overlap = require("nsl.overlap")
-local lanes = require("nsl.lanes")
-local nccl = require("nsl.nccl")
 local iterations = require("nsl.iterations")
 local host_sync = require("nsl.host_sync")
 local findings = require("nsl.findings")
@@ -56,8 +53,13 @@ local ledger = require("nsl.ledger")
 local straggler = require("nsl.straggler")
 local window_mod = require("nsl.window")
 local compile = require("nsl.compile")
+local gpu_tables = require("nsl.gpu_tables")
 
 local M = {}
+
+-- What M.step made of a process's view, for M.collective (the same view, later): its GPU operations and
+-- their per-GPU tables
+local stepped = setmetatable({}, {__mode = "k"})
 
 local floor = math.floor
 local function round(x) return floor(x + 0.5) end
@@ -167,34 +169,93 @@ function M.step_memory(trace, name, calls)
   return t:filter(t.kind:isin{"pinned", "managed"} & by_sync)
 end
 
+--- The checks' duration thresholds in ns, by name, from args (a bad one,
+-- or a bad --arg chunks, fails the run: a usage error).
+local function thresholds_ns(args)
+  local ns = {}
+  for _, c in ipairs(M.checks()) do
+    local names = {}
+    for name, th in pairs(c.thresholds) do if th.duration then names[#names + 1] = name end end
+    table.sort(names)
+    for _, name in ipairs(names) do ns[name] = units.duration_arg(args, name) end
+  end
+  if args.chunks < 1 or math.type(args.chunks) ~= "integer" then
+    nsl.fail("--arg chunks must be a whole number, 1 or more", "usage")
+  end
+  return ns
+end
+
 --- The distributed step (nsl.distributed) of diagnose over a process's
--- reports: the GPU operations (Ctx:ops, with `part` 0/1/2 for kernels,
--- memcpy, memset, so rank 0 can restore the one-process row order); where
--- their GPUs waited for the host to launch them (nsl.ledger.launch_waits,
--- found here from the launching calls); the CUDA calls diagnose reads
--- (M.step_calls: the blocking calls and the call after each, the memory
--- operations' calls, the loading calls; without `dur`, which rank 0 makes
--- again) and each report's span of calls; the memory operations its checks
--- read (M.step_memory).  The steps of the analyses diagnose runs that have a
--- distributed form (M.uses) run beside it, their tables under "NAME.TABLE".
-function M.step(trace)
+-- reports: the per-GPU tables its checks read of the GPU operations
+-- (nsl.gpu_tables: gt_*, one row per GPU, long gap or low chunk); the CUDA
+-- calls diagnose reads (M.step_calls: the blocking calls and the call after
+-- each, the memory operations' calls, the loading calls; without `dur`,
+-- which rank 0 makes again) and each report's span of calls; the memory
+-- operations its checks read (M.step_memory).  The GPU operations stay
+-- here for M.collective (the ledger of the process's GPUs).  The steps of
+-- the analyses diagnose runs that have a distributed form (M.uses) run
+-- beside it, their tables under "NAME.TABLE".
+function M.step(trace, args)
+  local okns, ns = pcall(thresholds_ns, args)
+  if not okns then   -- a bad argument (the same on every process): rank 0 fails with it as one process does
+    stepped[trace] = false
+    return {}
+  end
   local ops = distributed.ops_step(trace, {names = OPS.names, memop = OPS.memop, columns = OPS.columns, api = true})
-  local work = ledger.ops_work(trace, ops)
-  local waits = ledger.launch_waits(work:with("group", select(2, ledger.gpus(work))))
+  local G = gpu_tables.make(ops, ops.part, ns, args, #trace.kernels)
   local api, api_spans, calls = M.step_calls(trace)
-  local cols = {}
-  for _, c in ipairs(ops:columns()) do if c ~= "api" then cols[#cols + 1] = c end end
-  return {ops = ops:select(cols), api = distributed.without_dur(api), api_spans = api_spans,
-          launch_waits = waits:select{"report", "device", "pid", "tid", "start", "launch_stop", "hs", "he"},
-          memcpy = M.step_memory(trace, "memcpy", calls), memset = M.step_memory(trace, "memset", calls)}
+  stepped[trace] = {ops = ops, G = G}
+  local t = {api = distributed.without_dur(api), api_spans = api_spans,
+             memcpy = M.step_memory(trace, "memcpy", calls), memset = M.step_memory(trace, "memset", calls)}
+  for k, v in pairs(gpu_tables.wire(G)) do t[k] = v end
+  return t
 end
 M.uses = {"straggler"}
+
+--- The ledger part of M.collective on a process (its reports: view, first
+-- the whole trace's number of its report 0): with the steps its processes
+-- detected together (st: nsl.iterations.reduce_steps' tables, or nil),
+-- each process builds the ledger of its own GPUs, the waits inside
+-- collectives from rank 0's matching (nsl.ledger.reduce_waits, with the
+-- straggler analysis's default arguments, as Ctx:straggler_match), and finds what
+-- host.idle would name there (its candidates): tables diag_form (mode 0),
+-- diag_ledger (the ledger's rows without the rank label), host_idle.  Where
+-- rank 0 builds the ledger over the whole trace instead (a named step
+-- range, nsys-jax thunks: nsl.ledger.reduced_steps), diag_form's mode 1 and
+-- what that ledger reads of the process's reports: its GPU operations (ops,
+-- with `part` 0/1/2 for kernels, memcpy, memset, so rank 0 can restore the
+-- one-process row order; without the launching calls' rows) and where its
+-- GPUs waited for the host to launch them (launch_waits, found here from
+-- the launching calls).
+local function ledger_part(view, args, first, st)
+  local own = stepped[view]
+  if not own then return {} end   -- (a bad argument: M.context fails with it)
+  local it = ledger.reduced_steps(view, args, st)
+  if it == false then
+    local ops = own.ops
+    local work = ledger.ops_work(view, ops)
+    local waits = ledger.launch_waits(work:with("group", select(2, ledger.gpus(work))))
+    local cols = {}
+    for _, c in ipairs(ops:columns()) do if c ~= "api" then cols[#cols + 1] = c end end
+    return {diag_form = nsl.table{{"mode", nsl.rep(1, 1)}}, ops = ops:select(cols),
+            launch_waits = waits:select{"report", "device", "pid", "tid", "start", "launch_stop", "hs", "he"}}
+  end
+  local r = ledger.reduce_waits(view, first, ledger.MATCH)
+  if not r then return {} end   -- (a process failed: the run fails with its message)
+  local l = ledger.build(view, {steps = it, waits = r.waits, ops = r.ops})
+  local t = l.ledger
+  local cols = {}
+  for _, c in ipairs(t:columns()) do if c ~= "rank" then cols[#cols + 1] = c end end
+  local share = args.host_idle
+  return {diag_form = nsl.table{{"mode", nsl.rep(0, 1)}}, diag_ledger = t:select(cols),
+          host_idle = require("nsl.checks.host_idle").candidates(view, l, own.G, share)}
+end
 
 --- What rank 0 reads of the tables M.step made, gathered into parts: the
 -- CUDA calls with `dur` made again (host_sync.columns), and the GPU
 -- operations as Ctx:ops gives them.  Returns api, ops.
 function M.received(parts)
-  return distributed.with_dur(parts.api, host_sync.columns), distributed.ops_combine(parts.ops, OPS)
+  return distributed.with_dur(parts.api, host_sync.columns), parts.ops and distributed.ops_combine(parts.ops, OPS)
 end
 
 --- The active span of every report of trace: {report (0-based) -> {lo,
@@ -230,8 +291,9 @@ end
 -- first start (nsl.window.report_starts; table report_starts) and active
 -- span (Ctx:report_span's; table report_spans), so that rank 0 reads the
 -- NVTX ranges and kernels of every report for none of these.
-function M.collective(view, args)
+function M.collective(view, args, first)
   local t = args.iteration == "" and iterations.reduce_steps(view, {windows = true}) or {}
+  for k, v in pairs(ledger_part(view, args, first, args.iteration == "" and t or nil)) do t[k] = v end
   local xla, framework = compile.names_present(view)
   t.compile_names = nsl.table{{"xla", nsl.rep(xla and 1 or 0, 1)}, {"framework", nsl.rep(framework and 1 or 0, 1)}}
   local lo, hi = window_mod.span(view)
@@ -251,17 +313,7 @@ end
 -- a distributed run's gathered columns (M.step), or nil; out: the run's
 -- output, through which checks run other analyses (out:run).
 function M.context(trace, args, parts, out)
-  -- arguments first: a bad one fails the run, not just its check
-  local ns = {}   -- the checks' duration thresholds in ns
-  for _, c in ipairs(M.checks()) do
-    local names = {}
-    for name, th in pairs(c.thresholds) do if th.duration then names[#names + 1] = name end end
-    table.sort(names)
-    for _, name in ipairs(names) do ns[name] = units.duration_arg(args, name) end
-  end
-  if args.chunks < 1 or math.type(args.chunks) ~= "integer" then
-    nsl.fail("--arg chunks must be a whole number, 1 or more", "usage")
-  end
+  local ns = thresholds_ns(args)   -- (arguments first: a bad one fails the run, not just its check)
   local ctx = setmetatable({trace = trace, args = args, ns = ns, findings = {}, evidence = {}, notes = {}, cache = {},
                             out = out}, Ctx)
   if parts then   -- a distributed run: what the processes computed of their reports
@@ -343,11 +395,21 @@ function Ctx:ledger()
   if self.cache.ledger then return self.cache.ledger end
   -- (the CUDA calls the checks read are the ledger's blocking calls too: made once, Ctx:api)
   local p = self.parts or {}
-  local l = ledger.build(self.trace, {steps = self.steps and self.steps.it, matched = self:straggler_match() or false,
-                                     api = #self.trace.api > 0 and self:api() or nil, ops = self:launched_ops(),
-                                     launch_waits = p.launch_waits, raw_api = p.api, api_spans = p.api_spans,
-                                     memcpy = p.memcpy})
-  local t = l.ledger
+  local l
+  local t = p.diag_form and ledger.reduced(self.trace, {ledger_form = p.diag_form, ledger = p.diag_ledger})
+  if t then
+    -- a distributed run's processes built their GPUs' rows (M.collective); the matching here is the one the
+    -- checks read, the waits it gives on the ledger's GPUs (nsl.ledger.on_gpus, as nsl.ledger.build puts them)
+    local run = t:filter(t.step:eq(0))
+    local keys = run:select{"report", "device"}
+    l = {ledger = t, groups = keys, empty = #t == 0, straggler = ledger.on_gpus(self:straggler_match() or false, keys)}
+  else
+    l = ledger.build(self.trace, {steps = self.steps and self.steps.it, matched = self:straggler_match() or false,
+                                  api = #self.trace.api > 0 and self:api() or nil, ops = self:launched_ops(),
+                                  launch_waits = p.launch_waits, raw_api = p.api, api_spans = p.api_spans,
+                                  memcpy = p.memcpy})
+    t = l.ledger
+  end
   local L = {t = t, run = {}, by_report = {}, job_wall = 0, devices = {}, res = l}
   local cols = {"report", "device", "rank", "wall"}
   for _, c in ipairs(ledger.lines) do cols[#cols + 1] = c end
@@ -365,7 +427,7 @@ function Ctx:ledger()
     if row.wall > L.job_wall then L.job_wall = row.wall end
   end
   if not l.empty then
-    local pd = M.process_devices(self).span   -- (report, pid, device) of the operations with a device
+    local pd = self:gpu().pd   -- (report, pid, device) of the operations with a device
     for i = 1, #pd do
       local pid = pd.pid[i]
       if pid then
@@ -656,10 +718,6 @@ local function table_of(rows, cols)
 end
 M.table_of = table_of
 
--- A mask of n false values.
-local function none(n) return nsl.rep(0, n):eq(1) end
-M.none = none
-
 -- Memory operations of table t (memcpy or memset: report, pid, corr, ...)
 -- launched by a CUDA API call whose name passes fn: the rows of t with
 -- api_tid, api_start, api_dur, api_name.
@@ -718,108 +776,61 @@ M.calls_table = calls_table
 
 -- ---------------------------------------------------------------- GPU operations by process and device
 
--- The GPU operations that ran on a device (Ctx:ops less those without
--- one), made once for every grouping of them; the operations themselves
--- when all have a device (no copy).
-local function placed_ops(ctx)
-  if not ctx.cache.placed then
-    local ops = ctx:ops()
-    local nodev = ops.device:isnull()
-    ctx.cache.placed = nodev:count() > 0 and ops:filter(~nodev) or ops
+--- The per-GPU tables of the GPU operations the checks read (nsl.gpu_tables
+-- merged: pd, gaps, low, dv, ser, counts), made once: in a distributed run
+-- from the tables its processes made of their reports (gt_*), else from
+-- Ctx:ops.
+function Ctx:gpu()
+  if not self.cache.gpu then
+    local p = self.parts
+    if p and p.gt_pd then
+      self.cache.gpu = gpu_tables.merge{pd = p.gt_pd, gaps = p.gt_gaps, low = p.gt_low, dv = p.gt_dv,
+                                        ser = p.gt_ser, counts = p.gt_counts}
+    else
+      self.cache.gpu = gpu_tables.own(self:gpu_local())
+    end
   end
-  return ctx.cache.placed
+  return self.cache.gpu
 end
 
--- Groups of the GPU operations by (report, pid, device), with their spans:
--- ops (with device), g (group_by), span (report, pid, device, lo, hi).
-local function process_devices(ctx)
-  if not ctx.cache.pd then
-    local ops = placed_ops(ctx)
-    local g = ops:group_by("report", "pid", "device")
-    local span = g:agg{"lo=min(start)", "hi=max(stop)"}
-    ctx.cache.pd = {ops = ops, g = g, span = span}
+--- What host.idle would name (its candidates: nsl.checks.host_idle), made
+-- once: in a distributed run whose processes built the ledger, theirs.
+function Ctx:host_idle()
+  if not self.cache.host_idle then
+    local p = self.parts
+    if p and p.host_idle and p.diag_form and p.diag_form.mode[1] == 0 then
+      self.cache.host_idle = p.host_idle
+    else
+      self.cache.host_idle = require("nsl.checks.host_idle").candidates(self.trace, self:ledger().res,
+                                                                         self:gpu_local(), self.args.host_idle)
+    end
   end
-  return ctx.cache.pd
+  return self.cache.host_idle
 end
-M.process_devices = process_devices
 
---- The idle gaps gpu.gaps claims: per (report, pid, device) of
--- process_devices, the gaps between its operations longer than ctx.ns.gap
--- (nsys analyze gpu_gaps).  Returns gid (the group of process_devices),
--- start, stop; made once for gpu.gaps, gpu.low_utilisation (which leaves
--- them to gpu.gaps) and host.idle (likewise).
-function M.long_gaps(ctx)
-  if not ctx.cache.long_gaps then
-    local pd = process_devices(ctx)
-    local gid, gs, ge = nsl.gaps_grouped(pd.ops.start, pd.ops.stop, pd.g:ids(), #pd.span, ctx.ns.gap)
-    ctx.cache.long_gaps = {gid = gid, start = gs, stop = ge}
+--- nsl.gpu_tables.make over Ctx:ops (the whole trace's operations), made
+-- once: with the rows host.idle reads of them (lb_rows, gap_rows).
+function Ctx:gpu_local()
+  if not self.cache.gpu_local then
+    local ops, trace = self:ops(), self.trace
+    local nk, nmc = #trace.kernels, #trace.memcpy
+    local part = nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc))
+    self.cache.gpu_local = gpu_tables.make(ops, part, self.ns, self.args, nk)
   end
-  local g = ctx.cache.long_gaps
-  return g.gid, g.start, g.stop
+  return self.cache.gpu_local
 end
 
 -- ---------------------------------------------------------------- communication
 
--- Devices (report, device) of the GPU operations: ops with a device, the
--- group ids, and each device's span.
-local function devices(ctx)
-  if not ctx.cache.dev then
-    local ops = placed_ops(ctx)
-    local g = ops:group_by("report", "device")
-    ctx.cache.dev = {ops = ops, g = g, span = g:agg{"lo=min(start)", "hi=max(stop)"}}
-  end
-  return ctx.cache.dev
-end
-M.devices = devices
-
---- The idle gaps launch.bound claims: per device (D.devices), gaps of at
--- most ctx.ns.launch_gap before a kernel shorter than ctx.ns.short (the GPU
--- is idle when nothing runs on it: copies count as busy).  Returns a table
--- report, device, g (the device's group), start (the gap's end: the
--- kernel's start), gap; and the devices' spans (report, device, lo, hi, n);
--- nil without kernels or without operations on a device.  Made once:
--- host.idle leaves these gaps to launch.bound.
-function M.launch_bound_gaps(ctx)
-  if ctx.cache.lb then return ctx.cache.lb, ctx.cache.lb_span end
-  if #ctx.trace.kernels == 0 then return nil end
-  local dv = devices(ctx)
-  local kt = dv.ops
-  if #kt == 0 then return nil end
-  local short, maxgap = ctx.ns.short, ctx.ns.launch_gap
-  local g = dv.g
-  local keys = g:keys()
-  local span = g:agg{"lo=min(start)", "hi=max(stop)", "n=count"}
-  local ids = g:ids()
-  local gid, gs, ge = nsl.gaps_grouped(kt.start, kt.stop, ids, #span, 0)
-  local d = nsl.table{{"g", gid}, {"start", ge}, {"gap", ge - gs}}
-  d = d:filter(d.gap:gt(0) & d.gap:le(maxgap))
-  -- the kernel after each gap is the shortest of those starting where it ends, short when one of them is: a
-  -- gap is kept when a short kernel starts on its device where it ends
-  local short_k = kt:select{"start"}:with("g", ids):filter(~kt.memop & (kt.stop - kt.start):lt(short))
-  d = d:filter(lanes.pairs_in(d.g, d.start, short_k.g, short_k.start))
-  local lb = nsl.table{{"report", keys.report:gather(d.g)}, {"device", keys.device:gather(d.g)}, {"g", d.g},
-                       {"start", d.start}, {"gap", d.gap}}
-  ctx.cache.lb, ctx.cache.lb_span = lb, span
-  return lb, span
-end
-
--- The time kernels of mask spent on each device with no other kernel
--- running: |P - C| per device (nsl.overlap's nccl_only with P as its N).
-local function exposed(ctx, mask)
-  local dv = devices(ctx)
-  local m = overlap.measure(dv.ops, mask, dv.g:ids(), #dv.span,
-                            {{gid = nsl.range(#dv.span), lo = dv.span.lo, hi = dv.span.hi}}, {"nccl_only", "nccl"})[1]
-  return m.nccl_only, m.nccl
-end
-
--- Findings of the kernels of mask that run with no other kernel on their
--- device (exposed): spec = {id, table = evidence name, title, head = label
--- of the rank column, what = label of the kernels' column, text =
--- function(label, exposed, all) -> string, next = analysis to run next}.
-local function exposed_findings(ctx, mask, spec)
-  if mask:count() == 0 then return end
-  local only, all = exposed(ctx, mask)
-  local s = devices(ctx).span
+-- Findings of kernels that run with no other kernel on their device
+-- (exposed): count (the kernels of the mask), only and all (per device of
+-- Ctx:gpu().dv: their time with no other kernel running, and all of it);
+-- spec = {id, table = evidence name, title, head = label of the rank
+-- column, what = label of the kernels' column, text = function(label,
+-- exposed, all) -> string, next = analysis to run next}.
+local function exposed_findings(ctx, count, only, all, spec)
+  if count == 0 then return end
+  local s = ctx:gpu().dv
   local t = nsl.table{{spec.head, s.report:map(function(r) return ctx:rank(r) end)}, {"device", s.device},
     {"span (ns)", s.hi - s.lo}, {spec.what .. " (ns)", all}, {"with no other kernel (ns)", only},
     {"hidden (%)", (all - only) * 100.0 / all}}
@@ -842,15 +853,6 @@ local function exposed_findings(ctx, mask, spec)
   end
 end
 M.exposed_findings = exposed_findings
-
---- true for the names of NCCL point-to-point kernels of one direction (Send,
--- Recv): a pipeline stage's hand-over.  SendRecv -- both directions at once,
--- as all-to-all and grouped exchanges run -- is a collective (nccl.exposed).
-function M.is_p2p(name)
-  local p = nccl.parse(name)
-  local c = p and p.collective
-  return c == "Send" or c == "Recv"
-end
 
 -- Runs a shipped analysis on the trace with a collecting out (ctx.out:run);
 -- returns the out (its findings and items), or nil and the error of bad input.

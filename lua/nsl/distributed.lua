@@ -66,6 +66,7 @@ local M = {}
 
 local mpi = nsl.mpi
 local split_of = setmetatable({}, {__mode = "k"})   -- whole trace (rank 0) -> its split (dist)
+local weighed = {}   -- {table name, bytes rank 0 moved to gather it} of the steps' tables, for NSL_MPI_STATS
 
 --- A trace of some reports (0-based indices into trace's reports, report
 -- numbers 0.. in that order) when trace is a distributed run's whole trace
@@ -127,7 +128,10 @@ local function steps(runner, a, args, dist, opts)
   -- send or read one is agreed on before anyone goes on
   local parts, gerr = {}, nil
   for _, name in ipairs(tables.sorted_keys(res)) do
+    local _, before = mpi.seconds()
     local got, err = mpi.gather(res[name], first)
+    local _, after = mpi.seconds()
+    weighed[#weighed + 1] = {name, after - before}
     if not got then gerr = gerr or err
     elseif type(got) == "table" then
       local cok, t = pcall(concat, got)
@@ -274,6 +278,12 @@ function M.run(runner, a, args, opts)
                                   "%.3f)\n", (mpi.start()), select(3, dist:share()),
                                   a.distributed and "distributed" or "gathered", secs, bytes, t - clock0,
                                   t_open - clock0, t_steps - t_open, t - t_steps))
+    if #weighed > 0 then   -- what each table of the steps weighed on the wire, heaviest first
+      table.sort(weighed, function(x, y) if x[2] ~= y[2] then return x[2] > y[2] end return x[1] < y[1] end)
+      local w = {}
+      for _, x in ipairs(weighed) do w[#w + 1] = string.format("%s %.0f", x[1], x[2]) end
+      io.stderr:write("nsl: mpi: gathered (bytes): " .. table.concat(w, ", ") .. "\n")
+    end
   end
   return mpi.bcast(code)
 end

@@ -63,6 +63,11 @@ local function i64(n, v) return nsl.rep(v or 0, n) end
 -- The GPU operations the ledger reads (nsl.gpu_ops.table's options), unless its caller gives them
 local OPS = {names = "short", memop = true, api = true, columns = {"report", "pid", "device", "start", "stop"}}
 
+--- The matching of the collectives the ledger reads, unless its caller gives it (nsl.straggler.match's
+-- arguments: the straggler analysis's defaults, on NCCL kernels)
+M.MATCH = {rank_by = "device", source = "nccl", programs = "structure", warmup = -1}
+local MATCH = M.MATCH
+
 --- The rows of t that can be placed on a GPU's timeline: a device, a start and a stop (a damaged export can
 -- leave any of them NULL; such work belongs to no ledger row).
 local function placed(t)
@@ -253,6 +258,25 @@ local function host_causes(trace, pd, source, calls, raw, mc)
   return parts
 end
 
+--- The matched steady collectives of matched ({src, res} of
+-- nsl.straggler.match; false: none) on the GPUs keys (report, device: the
+-- ledger's, in group order): {coll (res.coll with rank = the GPU's row of
+-- keys; a rank on none is left out), ninst}, or nil without any or with
+-- fewer than two GPUs.
+function M.on_gpus(matched, keys)
+  local src, res = table.unpack(matched or {})
+  if not (res and res.coll and #res.coll > 0 and #keys >= 2) then return nil end
+  local rk = {report = {}, device = {}}   -- (a rank without a device is on no GPU of the ledger: -1)
+  for r, w in ipairs(src.where) do rk.report[r], rk.device[r] = w.report, w.device or -1 end
+  local rg = nsl.table{{"report", nsl.column(rk.report)}, {"device", nsl.column(rk.device)}}
+    :join(keys:select{"report", "device"}:with("report", keys.report:cast("i64"), "device",
+                                               keys.device:cast("i64"), "group", nsl.range(#keys)),
+          {"report", "device"}, {"group"})
+  local c = res.coll
+  c = c:with("rank", rg.group:gather(c.rank))
+  return {coll = c:filter(~c.rank:isnull()), ninst = res.ninst}
+end
+
 --- The ledger of trace.  opts.steps: nsl.iterations.steps(...).it (or nil:
 -- the whole run only); opts.matched: {src, res} of nsl.straggler.match on
 -- the trace with the straggler analysis's defaults, for NCCL kernels
@@ -316,23 +340,11 @@ function M.build(trace, opts)
   else
     local matched = opts.matched
     if matched == nil then
-      local ok, src, res = pcall(require("nsl.straggler").match, trace, {rank_by = "device", source = "nccl",
-                                                                        programs = "structure", warmup = -1})
+      local ok, src, res = pcall(require("nsl.straggler").match, trace, MATCH)
       matched = ok and {src, res} or false
     end
-    local src, res = table.unpack(matched or {})
-    if res and res.coll and #res.coll > 0 and ngroups >= 2 then
-      local rk = {report = {}, device = {}}   -- (a rank without a device is on no GPU of the ledger: -1)
-      for r, w in ipairs(src.where) do rk.report[r], rk.device[r] = w.report, w.device or -1 end
-      local rg = nsl.table{{"report", nsl.column(rk.report)}, {"device", nsl.column(rk.device)}}
-        :join(keys:select{"report", "device"}:with("report", keys.report:cast("i64"), "device",
-                                                   keys.device:cast("i64"), "group", nsl.range(#keys)),
-              {"report", "device"}, {"group"})
-      c = res.coll
-      c = c:with("rank", rg.group:gather(c.rank))
-      c = c:filter(~c.rank:isnull())
-      res_strag = {coll = c, ninst = res.ninst}
-    end
+    res_strag = M.on_gpus(matched, keys)
+    c = res_strag and res_strag.coll
   end
   if c then
     local w = nsl.where(c.wait:lt(c.stop - c.start), c.wait, c.stop - c.start)
@@ -474,8 +486,83 @@ end
 -- iteration) and nsys-jax thunks (whose steps and collectives align
 -- devices) are built on rank 0 over the whole trace, as without a form.
 
--- The matching the ledger reads (the straggler analysis's defaults), as M.build makes it
-local MATCH = {rank_by = "device", source = "nccl", programs = "structure", warmup = -1}
+
+--- Whether the processes of a distributed run build the ledger of their own
+-- reports (collective: every process calls it): not with a named step
+-- range (args.iteration), nor on nsys-jax thunks (whose steps and
+-- collectives align devices).  st: the process's tables of
+-- nsl.iterations.reduce_steps(view, {windows = true}) when the caller made
+-- them (nil: made here).  Returns the process's steps (nsl.iterations.
+-- reduced_find's it, or nil without), or false: rank 0 builds the ledger
+-- over the whole trace.
+function M.reduced_steps(view, args, st)
+  local mpi = nsl.mpi
+  local iterations = require("nsl.iterations")
+  if args.iteration ~= "" then return false end   -- (the same on every process)
+  local ok, jaxlike = pcall(function() return #view.kernels == 0 and #view.gpu_ranges > 0 end)
+  if not mpi.all_ok(ok, jaxlike) then return false end
+  if not mpi.agree(not jaxlike) then return false end
+  st = st or iterations.reduce_steps(view, {windows = true})
+  local it
+  ok, it = pcall(iterations.reduced_find, view, st)
+  if not mpi.all_ok(ok, it) then return false end
+  if not mpi.agree(it ~= false) then return false end   -- (mode whole: every process has it so)
+  return it or nil
+end
+
+--- The waits inside the collectives of view's GPUs (collective): every
+-- process sends its collectives to rank 0, which matches them as
+-- nsl.straggler.match does with args (rank_by device) and sends back the
+-- clock offsets and the steady instances' last arrivals; each places them
+-- on its own (first: the whole trace's number of view's report 0).  A
+-- failure to make or read them leaves the ledger without waits, as one
+-- process's failing match does.  Returns waits (nsl.straggler.place_waits',
+-- view's report numbers; nil when none, or when the whole trace has fewer
+-- than two GPUs: M.on_gpus' rule), ops (view's GPU operations, as M.build
+-- reads them), whether any report has NVTX ranges; nil, and the failure's
+-- message where one failed (the others get nil: stop together).
+function M.reduce_waits(view, first, args)
+  local mpi = nsl.mpi
+  local straggler = require("nsl.straggler")
+  local coll
+  local cok = pcall(function() coll = straggler.collectives(view, args) end)
+  cok = mpi.agree(cok)
+  local got, err = mpi.gather(cok and coll or nil, first)
+  if not mpi.all_ok(got ~= nil, err) then return nil end
+  local offsets, instances
+  if type(got) == "table" and cok then
+    local tabs = {}
+    for _, t in ipairs(got) do if t and #t > 0 then tabs[#tabs + 1] = t end end
+    if #tabs > 0 then
+      local mok, o, i = pcall(straggler.reduced_waits, #tabs == 1 and tabs[1] or nsl.concat_tables(tabs), args)
+      if mok and o then offsets, instances = o, i end
+    end
+  end
+  -- whether rank 0 matched any instance (its flag is the one sent), then what it matched
+  local flag = nsl.table{{"matched", nsl.rep(offsets and 1 or 0, 1)}}
+  flag, err = mpi.bcast_table(flag)
+  if not mpi.all_ok(flag ~= nil, err) then return nil end
+  if flag.matched[1] == 1 then
+    offsets, err = mpi.bcast_table(offsets)
+    if not mpi.all_ok(offsets ~= nil, err) then return nil end
+    instances, err = mpi.bcast_table(instances)
+    if not mpi.all_ok(instances ~= nil, err) then return nil end
+  end
+  local n_gpus, waits, ops
+  local ok
+  ok, err = pcall(function()
+    ops = gpu_ops.table(view, OPS)
+    n_gpus = #(M.gpus(M.ops_work(view, ops)))
+    if flag.matched[1] == 1 and coll then
+      waits = straggler.place_waits(coll:with("report", coll.report + first), offsets, instances)
+      waits = waits:with("report", waits.report - first)
+    end
+  end)
+  if not mpi.all_ok(ok, err) then return nil end
+  local totals = mpi.allreduce(nsl.column{n_gpus, #view.nvtx > 0 and 1 or 0}, "sum")
+  if totals[1] < 2 then waits = nil end
+  return {waits = waits or nsl.table{{"report", nsl.rep(0, 0)}}, ops = ops, nvtx = totals[2] > 0}
+end
 
 --- The collective part of the distributed form, on every process over view
 -- (its reports; first: the whole trace's number of its report 0).  Returns
@@ -485,65 +572,18 @@ local MATCH = {rank_by = "device", source = "nccl", programs = "structure", warm
 -- label) and ledger_host (M.host_by_range's sums).
 function M.reduce(view, args, first)
   local mpi = nsl.mpi
-  local straggler = require("nsl.straggler")
-  local iterations = require("nsl.iterations")
-  local function whole() return {ledger_form = nsl.table{{"mode", nsl.rep(1, 1)}}} end
-  if args.iteration ~= "" then return whole() end   -- (the same on every process)
-  local ok, jaxlike = pcall(function() return #view.kernels == 0 and #view.gpu_ranges > 0 end)
-  if not mpi.all_ok(ok, jaxlike) then return whole() end
-  if not mpi.agree(not jaxlike) then return whole() end
-  local st = iterations.reduce_steps(view, {windows = true})
-  local it
-  ok, it = pcall(iterations.reduced_find, view, st)
-  if not mpi.all_ok(ok, it) then return whole() end
-  if not mpi.agree(it ~= false) then return whole() end   -- (mode whole: every process has it so)
-  -- the collectives to rank 0, the matching back (a failure to read them leaves the ledger without waits, as
-  -- one process's failing match does); the GPUs of every process, and whether any has NVTX ranges
-  local coll
-  local cok = pcall(function() coll = straggler.collectives(view, MATCH) end)
-  cok = mpi.agree(cok)
-  local got, err = mpi.gather(cok and coll or nil, first)
-  if not mpi.all_ok(got ~= nil, err) then return whole() end
-  local offsets, instances
-  if type(got) == "table" and cok then
-    local tabs = {}
-    for _, t in ipairs(got) do if t and #t > 0 then tabs[#tabs + 1] = t end end
-    if #tabs > 0 then
-      local mok, o, i = pcall(straggler.reduced_waits, #tabs == 1 and tabs[1] or nsl.concat_tables(tabs), MATCH)
-      if mok and o then offsets, instances = o, i end
-    end
-  end
-  -- whether rank 0 matched any instance (its flag is the one sent), then what it matched
-  local flag = nsl.table{{"matched", nsl.rep(offsets and 1 or 0, 1)}}
-  flag, err = mpi.bcast_table(flag)
-  if not mpi.all_ok(flag ~= nil, err) then return whole() end
-  if flag.matched[1] == 1 then
-    offsets, err = mpi.bcast_table(offsets)
-    if not mpi.all_ok(offsets ~= nil, err) then return whole() end
-    instances, err = mpi.bcast_table(instances)
-    if not mpi.all_ok(instances ~= nil, err) then return whole() end
-  end
-  local l, n_gpus, waits, ops
-  ok, err = pcall(function()
-    ops = gpu_ops.table(view, OPS)
-    n_gpus = #(M.gpus(M.ops_work(view, ops)))
-    if flag.matched[1] == 1 and coll then
-      waits = straggler.place_waits(coll:with("report", coll.report + first), offsets, instances)
-    end
-  end)
-  if not mpi.all_ok(ok, err) then return whole() end
-  local totals = mpi.allreduce(nsl.column{n_gpus, #view.nvtx > 0 and 1 or 0}, "sum")
-  -- M.build's rule: waits only where the trace has two GPUs or more
-  if totals[1] < 2 then waits = nil end
-  ok, err = pcall(function()
-    local w = waits and waits:with("report", waits.report - first) or nsl.table{{"report", nsl.rep(0, 0)}}
-    l = M.build(view, {steps = it or nil, waits = w, ops = ops})
-  end)
-  if not mpi.all_ok(ok, err) then return whole() end
+  local whole = {ledger_form = nsl.table{{"mode", nsl.rep(1, 1)}}}
+  local it = M.reduced_steps(view, args)
+  if it == false then return whole end
+  local r = M.reduce_waits(view, first, MATCH)
+  if not r then return whole end
+  local l
+  local ok, err = pcall(function() l = M.build(view, {steps = it, waits = r.waits, ops = r.ops}) end)
+  if not mpi.all_ok(ok, err) then return whole end
   local t = l.ledger
   local cols = {}
   for _, c in ipairs(t:columns()) do if c ~= "rank" then cols[#cols + 1] = c end end
-  local sums = M.host_by_range(view, l.host, totals[2] > 0, true)
+  local sums = M.host_by_range(view, l.host, r.nvtx, true)
   return {ledger_form = nsl.table{{"mode", nsl.rep(0, 1)}}, ledger = t:select(cols),
           ledger_host = sums or nsl.table{{"range", nsl.column{""}:gather(nsl.rep(0, 0))}, {"time", nsl.rep(0, 0)},
                                           {"gaps", nsl.rep(0, 0)}}}

@@ -113,6 +113,10 @@ grep -q '"ledger_steps"' "$TMP/many.out" && ok "diagnose: the ledger is split by
 detected=$(moved "$TMP/many.err")
 same_as_one "diagnose with its step range named (json)" 2 run diagnose "${STEPS[@]}" --format json \
   --arg iteration=train_step
+# (a named range: rank 0 builds the ledger over every report, from the GPU operations the processes send)
+grep 'nsl: mpi: gathered (bytes):' "$TMP/many.err" | grep -qE '(: |, )ops [0-9]' &&
+  ok "diagnose with a named step range: rank 0's ledger reads the GPU operations" ||
+  bad "diagnose with a named step range: $(grep 'nsl: mpi: gathered' "$TMP/many.err")"
 moves_less "diagnose: the steps detected by the processes" "$detected" "$(moved "$TMP/many.err")" 2
 # the ledger's processes build the rows of their own GPUs, steps included, with the waits inside collectives
 # from rank 0's matching of one row per collective: rank 0 receives ledger rows, not events -- against the

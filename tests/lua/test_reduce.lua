@@ -270,11 +270,70 @@ return {
     local got = iterations.reduced_steps(iterations.reduce_steps(nsl.open(T.data("nsys-jax/pax_fsdp4_4proc_proc0.zip"))))
     T.eq(got, false, "an nsys-jax archive: the whole trace is read")
   end},
+  {"diagnose: the per-GPU tables made per report and merged are the whole trace's, in its order (nsl.gpu_tables)", function()
+    local gpu_tables = require("nsl.gpu_tables")
+    local gpu_ops = require("nsl.gpu_ops")
+    local OPS = {names = "short", memop = true, columns = {"report", "pid", "device", "stream", "start", "stop"}}
+    local ns = {gap = 1000000, short = 10000, launch_gap = 1000000}   -- (a short gap: long gaps to order)
+    local args = {chunks = 30, util = 50}
+    -- (a copy whose half of the memcpy ran on a device without kernels: groups that first appear among the
+    -- copies, after every report's kernels -- the order a sort by report would lose)
+    local moved = T.copy("nsys/cuda_2021.2.sqlite")
+    T.sql_exec(moved, "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET deviceId = 7 WHERE rowid % 2 = 0;")
+    local files = {moved, T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite"), T.data(SRC), H200,
+                   T.data("nsys/mpi_cuda_rank0_2022.2.sqlite")}
+    local trace = nsl.open(files)
+    local ops = gpu_ops.table(trace, OPS)
+    local nk, nmc = #trace.kernels, #trace.memcpy
+    local part = nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc))
+    -- the operations of some reports (0-based) as their process reads them: their rows, in the trace's order,
+    -- times on the trace's clock
+    local function made(reports)
+      local mine = ops.report:isin(reports)
+      local rows = mine:indices()
+      return gpu_tables.make(ops:take(rows), part:gather(rows), ns, args, (part:eq(0) & mine):count())
+    end
+    local whole = gpu_tables.merge(gpu_tables.local_set(made{0, 1, 2, 3, 4}))
+    for _, split in ipairs{{{0}, {1, 2}, {3, 4}}, {{0, 1, 2, 3, 4}}, {{0}, {1}, {2}, {3}, {4}}} do
+      local sent = {}
+      for _, share in ipairs(split) do   -- a process's reports
+        for name, t in pairs(gpu_tables.wire(made(share))) do
+          sent[name] = sent[name] or {}
+          table.insert(sent[name], t)
+        end
+      end
+      local w = {}
+      for name, list in pairs(sent) do w[name:sub(4)] = nsl.concat_tables(list) end
+      local m = gpu_tables.merge(w)
+      local what = #split .. " processes"
+      for _, name in ipairs{"pd", "gaps", "low", "dv", "ser"} do
+        T.ok(#whole[name] > 0 or name == "low", name .. ": rows to compare")
+        local cols = {}   -- (not the local numbers and rows each process gave its groups)
+        for _, c in ipairs(whole[name]:columns()) do
+          if c ~= "lg" and c ~= "frow" and c ~= "fk" then cols[#cols + 1] = c end
+        end
+        same_table(whole[name]:select(cols), m[name]:select(cols), what .. ": " .. name)
+      end
+      for k, v in pairs(whole.counts) do T.eq(m.counts[k], v, what .. ": count " .. k) end
+    end
+    T.ok(#whole.pd >= 3 and #whole.gaps > 0, "processes' devices and gaps: " .. #whole.pd .. ", " .. #whole.gaps)
+    T.eq(whole.pd.fpart[#whole.pd], 1, "the last group first appears among the copies")
+    T.eq(whole.pd.report[#whole.pd], 0, "... of the first report")
+    os.remove(moved)
+  end},
   {"diagnose: the CUDA calls and launch waits its processes send give the ledger, blocking and loading calls the whole trace gives (every export; three as one trace); the calls kept are SQL's", function()
     local sent = {}   -- rows each memory test keeps, over all the traces (the tests must see some)
+    local runner = require("nsl.engine.runner")
+    local args = assert(runner.parse_args(assert(runner.load_analysis("diagnose")), {}))
+    -- with a named step range rank 0 builds the ledger itself: the processes send the GPU operations and the
+    -- launch waits too (its collective part, which asks no other process for that)
+    local named = {}
+    for k, v in pairs(args) do named[k] = v end
+    named.iteration = "a named step range"
     local function check(paths, what)
       local trace = nsl.open(paths)
-      local parts = diagnose.step(trace)
+      local parts = diagnose.step(trace, args)
+      for k, v in pairs(diagnose.collective(trace, named, 0)) do parts[k] = v end
       local whole = ledger.build(trace, {api = #trace.api > 0 and host_sync.api_calls(trace) or nil})
       -- rank 0's view: a trace of its own, told the reduced calls, reading the processes' tables alone
       local t0 = nsl.open(paths)
@@ -335,7 +394,7 @@ return {
     local parts = check({bare, T.data(SRC)}, "an export without CUDA calls beside one with them")
     T.eq(parts.api.report:eq(0):count(), 0, "the export without CUDA calls: no call sent")
     T.ok(parts.launch_waits.report:eq(1):count() > 0, "the other export's launch waits are sent")
-    T.eq(#diagnose.step(nsl.open({bare}, {cache = false})).api, 0, "that export alone: no call sent")
+    T.eq(#diagnose.step(nsl.open({bare}, {cache = false}), args).api, 0, "that export alone: no call sent")
     os.remove(bare)
     for _, k in ipairs{"memcpy.pageable", "memcpy.htod", "memcpy.sync"} do
       T.ok((sent[k] or 0) > 0, "rows seen by the memory test " .. k .. ": " .. tostring(sent[k]))

@@ -3,7 +3,6 @@ local nsl = require("nsl")
 local report = require("nsl.report")
 local D = require("nsl.diagnose")
 local pid_text = D.pid_text
-local process_devices = D.process_devices
 
 return {
   id = "gpu.gaps",
@@ -17,12 +16,12 @@ return {
       duration = true},
   },
   run = function(ctx)
-    local pd = process_devices(ctx)
-    if #pd.ops == 0 then return end
+    local T = ctx:gpu()
+    local span = T.pd
+    if #span == 0 then return end
     local min = ctx.ns.gap
-    local span = pd.span
-    local gid, gs, ge = D.long_gaps(ctx)   -- (longer than min)
-    local d = nsl.table{{"g", gid}, {"start", gs}, {"stop", ge}, {"dur", ge - gs}}:sort("-dur", "start")
+    local gp = T.gaps   -- (longer than min)
+    local d = nsl.table{{"g", gp.g}, {"start", gp.start}, {"stop", gp.stop}, {"dur", gp.stop - gp.start}}:sort("-dur", "start")
     if #d == 0 then return end
     local ev = ctx:table("gpu_gaps", nsl.table{
       {"report", span.report:gather(d.g):map(function(r) return ctx:rank(r) end)}, {"pid", span.pid:gather(d.g)},

@@ -1,10 +1,7 @@
 -- nsl.checks.gpu_low_utilisation -- diagnose check gpu.low_utilisation (the engine: nsl.diagnose).
 local nsl = require("nsl")
-local overlap = require("nsl.overlap")
 local D = require("nsl.diagnose")
-local none = D.none
 local pid_text = D.pid_text
-local process_devices = D.process_devices
 
 return {
   id = "gpu.low_utilisation",
@@ -19,44 +16,17 @@ return {
     util = {default = 50, help = "gpu.low_utilisation: utilisation (%) under which a chunk is low (nsys: 50)"},
   },
   run = function(ctx)
-    local pd = process_devices(ctx)
-    if #pd.ops == 0 then return end
+    local T = ctx:gpu()
+    local span, low = T.pd, T.low   -- (the chunks under util % busy, with their idle outside gpu.gaps' gaps)
+    if #span == 0 or #low == 0 then return end
     local n, util = ctx.args.chunks, ctx.args.util
-    local span = pd.span
-    local wg, wlo, whi, wk = {}, {}, {}, {}
-    for i = 1, #span do
-      local lo, hi = span.lo[i], span.hi[i]
-      if hi - lo >= n then   -- (a span past 2^63, of damaged times, wraps below 0: no chunks)
-        -- lo + (hi - lo) * k // n, exact in C: the product would wrap around on a span of centuries
-        local e = nsl.bin_edges(lo, hi, n)
-        for k = 0, n - 1 do
-          wg[#wg + 1], wk[#wk + 1] = i - 1, k
-          wlo[#wlo + 1], whi[#whi + 1] = e[k + 1], e[k + 2]
-        end
-      end
-    end
-    if #wg == 0 then return end
-    local lo, hi = nsl.column(wlo), nsl.column(whi)
-    local busy = overlap.measure(pd.ops, none(#pd.ops), pd.g:ids(), #span,
-                                 {{gid = nsl.column(wg), lo = lo, hi = hi}}, {"all"})[1].all
-    local len = hi - lo
-    local w = nsl.table{{"g", nsl.column(wg)}, {"chunk", nsl.column(wk)}, {"start", lo}, {"stop", hi}, {"busy", busy},
-                        {"idle", len - busy}, {"util", busy * 100.0 / len}}
-    local low = w:filter(w.util:lt(util))
-    if #low == 0 then return end
     local ev = ctx:table("gpu_low_utilisation", nsl.table{
       {"report", span.report:gather(low.g):map(function(r) return ctx:rank(r) end)}, {"pid", span.pid:gather(low.g)},
       {"device", span.device:gather(low.g)}, {"chunk", low.chunk},
       {"At (ns from start)", ctx:from_start(low.start)}, {"start (ns)", low.start},
       {"length (ns)", low.stop - low.start}, {"busy (ns)", low.busy}, {"utilisation (%)", low.util}},
       string.format("Chunks (1/%d of each process's device span) with GPU utilisation under %g%%", n, util))
-    -- the idle of the low chunks that gpu.gaps does not claim already (its gaps longer than args.gap): one
-    -- ledger sweep over the chunks, the GPU work before the long gaps before the rest
-    local ids = pd.g:ids()
-    local gg, gs, ge = D.long_gaps(ctx)
-    local tot = nsl.ledger_sweep(nsl.concat(pd.ops.start, gs), nsl.concat(pd.ops.stop, ge), nsl.concat(ids, gg),
-                                 nsl.concat(nsl.rep(0, #pd.ops), nsl.rep(1, #gs)), 2, low.g, low.start, low.stop)
-    low = low:with("rest", tot:gather(nsl.range(#low) * 3 + 2))
+    -- rest: the idle of the low chunks that gpu.gaps does not claim already (its gaps longer than args.gap)
     local a = low:group_by("g"):agg{"n=count", "total=sum(idle)", "worst=min(util)", "rest=sum(rest)"}:sort("g")
     local of_g = low:slices("g")   -- each device's chunks by one grouping, not a filter per device
     for i = 1, #a do

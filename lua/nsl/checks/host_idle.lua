@@ -45,6 +45,88 @@ local function top_per_group(a, col, w, norm)
   return top
 end
 
+-- The sources of what the launching thread was in: column prefix, label, and how a value is compared
+local SOURCES = {{"nvtx", "NVTX", function(x) return nvtx.normalize(x, nvtx.pytorch_suffixes) end},
+                 {"osrt", "OS runtime"}, {"api", "CUDA"}}
+
+--- The GPUs host.idle would name among those of l (nsl.ledger.build's
+-- result over trace: its ledger, groups and host rows), before the ones a
+-- straggler finding names are left out: per GPU (in the ledger's order)
+-- whose idle_host time -- less the gaps launch.bound and gpu.gaps claim
+-- (G: nsl.gpu_tables.make's lb_rows and gap_rows of the same operations) --
+-- is at least share of its run: report, device, time, wall, tid, pid (the
+-- launching thread and process most of it was in), and per source of
+-- SOURCES the value (text) and the time (ns) of the one it was in most
+-- (NULL: none).  A distributed run's processes make it of their own reports.
+local function candidates(trace, l, G, share)
+  local rows = {}
+  local host = l.host
+  local keys = l.groups
+  if host and #host > 0 then
+    local hk = nsl.table{{"report", host.report}, {"pid", host.pid}, {"device", keys.device:gather(host.group)},
+                         {"start", host.start}}
+    local claimed = {}
+    local lb = G.lb_rows
+    if lb and #lb > 0 then claimed[#claimed + 1] = {lb, {"report", "device", "start"}} end
+    local gr = G.gap_rows
+    if #gr > 0 then
+      claimed[#claimed + 1] = {gr:select{"report", "pid", "device"}:with("start", gr.stop),
+                               {"report", "pid", "device", "start"}}
+    end
+    for _, c in ipairs(claimed) do
+      local t, on = c[1], c[2]
+      local j = hk:join(t:select(on):with("claimed", nsl.rep(1, #t)), on, {"claimed"})
+      local keep = j.claimed:isnull()
+      host, hk = host:filter(keep), hk:filter(keep)
+    end
+  end
+  if host and #host > 0 then
+    local per = host:group_by("group"):agg{"time=sum(time)"}
+    local time_of = {}
+    for i = 1, #per do time_of[per.group[i]] = per.time[i] end
+    local lt = l.ledger
+    local run = lt:filter(lt.step:eq(0))   -- (one row per GPU, in the order of groups)
+    local wanted = {}
+    for k = 1, #keys do
+      local wall, t = run.wall[k], time_of[k - 1] or 0
+      if wall > 0 and t > 0 and t >= share * wall then
+        wanted[#wanted + 1] = k - 1
+        rows[#rows + 1] = {g = k - 1, report = keys.report[k], device = keys.device[k], time = t, wall = wall}
+      end
+    end
+    if #wanted > 0 then
+      local a = ledger.host_activity(trace, host, host.group:isin(wanted):indices())
+      local tops = {}
+      for _, src in ipairs(SOURCES) do tops[src[1]] = top_per_group(a, src[1] .. "_text", src[1] .. "_ov", src[3]) end
+      local tids, pids = top_per_group(a, "tid", "time"), top_per_group(a, "pid", "time")
+      for _, r in ipairs(rows) do
+        for _, src in ipairs(SOURCES) do
+          local top = tops[src[1]][r.g]
+          if top then r[src[1]], r[src[1] .. "_w"] = top[1], top[2] end
+        end
+        r.tid = tids[r.g] and tids[r.g][1] or nil
+        r.pid = pids[r.g] and pids[r.g][1] or nil
+      end
+    end
+  end
+  local cols = {{"report", "report"}, {"device", "device"}, {"time", "time"}, {"wall", "wall"}, {"tid", "tid"},
+                {"pid", "pid"}}
+  for _, src in ipairs(SOURCES) do
+    cols[#cols + 1] = {src[1], src[1]}
+    cols[#cols + 1] = {src[1] .. "_w", src[1] .. "_w"}
+  end
+  local t = D.table_of(rows, cols)
+  -- (columns without any value: of their types, for the wire and for the concatenation of the processes')
+  local function typed(name, like)
+    if #rows == 0 or t[name]:isnull():count() == #t then
+      t = t:with(name, like:gather(nsl.rep(-1, #t)))
+    end
+  end
+  for _, c in ipairs{"report", "device", "time", "wall", "tid", "pid"} do typed(c, nsl.column{0}) end
+  for _, src in ipairs(SOURCES) do typed(src[1], nsl.column{""}); typed(src[1] .. "_w", nsl.column{0}) end
+  return t
+end
+
 return {
   id = "host.idle",
   description = "Per GPU, the time it sat idle because the thread that launches its work had not launched the " ..
@@ -59,81 +141,32 @@ return {
     host_idle = {default = 0.01, help = "host.idle: share of a GPU's run idle for the host from which it is " ..
       "a finding"},
   },
+  candidates = candidates,
   run = function(ctx)
-    local L = ctx:ledger()
-    local host = L.res.host
-    if not host or #host == 0 then return end
+    local c = ctx:host_idle()   -- (candidates' table: of the whole trace, or from a distributed run's processes)
+    if #c == 0 then return end
     local named = straggler_ranks(ctx)
-    local keys = L.res.groups
-    -- the gaps launch.bound and gpu.gaps claim, each joined on the operation after the gap: (report, device,
-    -- its start) -- and the process, for gpu.gaps' gaps of a process on a device
-    local hk = nsl.table{{"report", host.report}, {"pid", host.pid}, {"device", keys.device:gather(host.group)},
-                         {"start", host.start}}
-    local claimed = {}
-    local lb = D.launch_bound_gaps(ctx)
-    if lb and #lb > 0 then claimed[#claimed + 1] = {lb, {"report", "device", "start"}} end
-    local pd = D.process_devices(ctx)
-    if #pd.ops > 0 then
-      local gid, _, ge = D.long_gaps(ctx)
-      if #gid > 0 then
-        local sp = pd.span
-        claimed[#claimed + 1] = {nsl.table{{"report", sp.report:gather(gid)}, {"pid", sp.pid:gather(gid)},
-                                           {"device", sp.device:gather(gid)}, {"start", ge}},
-                                 {"report", "pid", "device", "start"}}
-      end
-    end
-    for _, c in ipairs(claimed) do
-      local t, on = c[1], c[2]
-      local j = hk:join(t:select(on):with("claimed", nsl.rep(1, #t)), on, {"claimed"})
-      local keep = j.claimed:isnull()
-      host, hk = host:filter(keep), hk:filter(keep)
-    end
-    if #host == 0 then return end
-    local per = host:group_by("group"):agg{"time=sum(time)"}
-    local time_of = {}
-    for i = 1, #per do time_of[per.group[i]] = per.time[i] end
-    -- the GPUs whose idle for the host passes the threshold, and the host rows of those
-    local want, wanted = {}, {}
-    for k = 1, #keys do
-      local r, dev = keys.report[k], keys.device[k]
-      local row = L.run[r .. ":" .. dev]
-      local t = time_of[k - 1] or 0
-      -- (a straggler finding names a GPU, "NAME:gpuN", or a whole report, "NAME")
-      if row and row.wall > 0 and t > 0 and t >= ctx.args.host_idle * row.wall and
-         not (named[ctx:rank(r, dev)] or named[ctx:rank(r)]) then
-        want[k - 1] = {wall = row.wall, time = t}
-        wanted[#wanted + 1] = k - 1
-      end
-    end
-    if #wanted == 0 then return end
-    local sel = host.group:isin(wanted):indices()
-    local a = ledger.host_activity(ctx.trace, host, sel)
-    local norm = function(x) return nvtx.normalize(x, nvtx.pytorch_suffixes) end
-    local sources = {{"nvtx", "NVTX", norm}, {"osrt", "OS runtime"}, {"api", "CUDA"}}
-    for _, src in ipairs(sources) do src.top = top_per_group(a, src[1] .. "_text", src[1] .. "_ov", src[3]) end
-    local tids, pids = top_per_group(a, "tid", "time"), top_per_group(a, "pid", "time")
-    for _, gi in ipairs(wanted) do
-      local row = want[gi]
-      local k = gi + 1
-      local r, dev = keys.report[k], keys.device[k]
-      local total = row.time
-      local parts = {}
-      for _, src in ipairs(sources) do
-        local top = src.top[gi]
-        if top and top[2] > 0 then
-          parts[#parts + 1] = string.format("%s '%s' (%.0f%% of it)", src[2], top[1], 100 * top[2] / total)
+    for i = 1, #c do
+      local r, dev = c.report[i], c.device[i]
+      if not (named[ctx:rank(r, dev)] or named[ctx:rank(r)]) then
+        local total = c.time[i]
+        local parts = {}
+        for _, src in ipairs(SOURCES) do
+          local v, w = c[src[1]][i], c[src[1] .. "_w"][i]
+          if v ~= nil and w and w > 0 then
+            parts[#parts + 1] = string.format("%s '%s' (%.0f%% of it)", src[2], v, 100 * w / total)
+          end
         end
+        local tid, pid = c.tid[i], c.pid[i]
+        ctx:add{id = "host.idle", total = total, window = c.wall[i], lost = total,
+                text = #parts > 0 and
+                  string.format("%s: GPU idle %s while its launching thread was in %s, not launching the next " ..
+                    "operation (tid %s)", ctx:rank(r, dev), report.duration(total), table.concat(parts, ", "), tid or "?")
+                  or string.format("%s: GPU idle %s while its launching thread had not launched the next operation " ..
+                    "(tid %s)", ctx:rank(r, dev), report.duration(total), tid or "?"),
+                where = {rank = ctx:rank(r, dev), report = r, device = dev, pid = pid, tid = tid},
+                next = "nsl run ledger " .. ctx:path(r)}
       end
-      local tid = tids[gi] and tids[gi][1] or nil
-      local pid = pids[gi] and pids[gi][1] or nil
-      ctx:add{id = "host.idle", total = total, window = row.wall, lost = total,
-              text = #parts > 0 and
-                string.format("%s: GPU idle %s while its launching thread was in %s, not launching the next " ..
-                  "operation (tid %s)", ctx:rank(r, dev), report.duration(total), table.concat(parts, ", "), tid or "?")
-                or string.format("%s: GPU idle %s while its launching thread had not launched the next operation " ..
-                  "(tid %s)", ctx:rank(r, dev), report.duration(total), tid or "?"),
-              where = {rank = ctx:rank(r, dev), report = r, device = dev, pid = pid, tid = tid},
-              next = "nsl run ledger " .. ctx:path(r)}
     end
   end,
 }

@@ -18,9 +18,13 @@ return {
   },
   run = function(ctx)
     local short, maxgap = ctx.ns.short, ctx.ns.launch_gap
-    local lb, span = D.launch_bound_gaps(ctx)
-    if not lb or #lb == 0 then return end
-    local a = lb:group_by("g"):agg{"n=count", "total=sum(gap)", "first=min(start)", "last=max(start)"}:sort("g")
+    -- (per device of Ctx:gpu().dv, the gaps before short kernels: count, idle, the first and last end)
+    local span = ctx:gpu().dv
+    local has = span.lb_n:gt(0)
+    if has:count() == 0 then return end
+    local g = has:indices()
+    local a = nsl.table{{"g", g}, {"n", span.lb_n:gather(g)}, {"total", span.lb_total:gather(g)},
+                        {"first", span.lb_first:gather(g)}, {"last", span.lb_last:gather(g)}}
     local rows = {}
     for i = 1, #a do
       local j = a.g[i] + 1

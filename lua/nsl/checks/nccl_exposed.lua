@@ -1,9 +1,6 @@
 -- nsl.checks.nccl_exposed -- diagnose check nccl.exposed (the engine: nsl.diagnose).
 local report = require("nsl.report")
-local overlap = require("nsl.overlap")
-local nccl = require("nsl.nccl")
 local D = require("nsl.diagnose")
-local devices = D.devices
 local exposed_findings = D.exposed_findings
 
 return {
@@ -16,9 +13,8 @@ return {
   claims = {"comm"},
   thresholds = {},
   run = function(ctx)
-    local ops = devices(ctx).ops
-    if #ops == 0 then return end
-    exposed_findings(ctx, overlap.nccl_mask(ops) & ~ops.name:where(D.is_p2p), {id = "nccl.exposed",
+    local T = ctx:gpu()
+    exposed_findings(ctx, T.counts.nccl_mask, T.dv.nccl_only, T.dv.nccl, {id = "nccl.exposed",
       table = "nccl_exposed", title = "NCCL collective kernel time per device (send/receive apart), and the part " ..
       "no compute kernel overlaps", head = "report", what = "NCCL", next = "overlap",
       text = function(label, o, all)

@@ -1,7 +1,6 @@
 -- nsl.checks.pipeline_bubbles -- diagnose check pipeline.bubbles (the engine: nsl.diagnose).
 local report = require("nsl.report")
 local D = require("nsl.diagnose")
-local devices = D.devices
 local exposed_findings = D.exposed_findings
 
 return {
@@ -14,9 +13,8 @@ return {
   claims = {"comm"},
   thresholds = {},
   run = function(ctx)
-    local ops = devices(ctx).ops
-    if #ops == 0 then return end
-    exposed_findings(ctx, ops.name:where(D.is_p2p) & ~ops.memop, {id = "pipeline.bubbles",
+    local T = ctx:gpu()
+    exposed_findings(ctx, T.counts.p2p_mask, T.dv.p2p_only, T.dv.p2p, {id = "pipeline.bubbles",
       table = "pipeline_bubbles", title = "Send/receive kernel time per device (pipeline stage), and the part with " ..
       "no other kernel running: the stage waits on its neighbour", head = "stage", what = "send/recv", next = "nccl",
       text = function(label, o)
