@@ -794,15 +794,16 @@ function Ctx:gpu()
 end
 
 --- What host.idle would name (its candidates: nsl.checks.host_idle), made
--- once: in a distributed run whose processes built the ledger, theirs.
-function Ctx:host_idle()
+-- once: in a distributed run whose processes built the ledger, theirs; else
+-- without the GPUs for which skip(report, device) is true.
+function Ctx:host_idle(skip)
   if not self.cache.host_idle then
     local p = self.parts
     if p and p.host_idle and p.diag_form and p.diag_form.mode[1] == 0 then
       self.cache.host_idle = p.host_idle
     else
       self.cache.host_idle = require("nsl.checks.host_idle").candidates(self.trace, self:ledger().res,
-                                                                         self:gpu_local(), self.args.host_idle)
+                                                                         self:gpu_local(), self.args.host_idle, skip)
     end
   end
   return self.cache.host_idle

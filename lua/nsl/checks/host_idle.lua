@@ -57,8 +57,11 @@ local SOURCES = {{"nvtx", "NVTX", function(x) return nvtx.normalize(x, nvtx.pyto
 -- is at least share of its run: report, device, time, wall, tid, pid (the
 -- launching thread and process most of it was in), and per source of
 -- SOURCES the value (text) and the time (ns) of the one it was in most
--- (NULL: none).  A distributed run's processes make it of their own reports.
-local function candidates(trace, l, G, share)
+-- (NULL: none).  A distributed run's processes make it of their own reports;
+-- one process leaves out the GPUs for which skip(report, device) is true
+-- (those the straggler findings name) before reading their threads' host
+-- activity.
+local function candidates(trace, l, G, share, skip)
   local rows = {}
   local host = l.host
   local keys = l.groups
@@ -89,7 +92,7 @@ local function candidates(trace, l, G, share)
     local wanted = {}
     for k = 1, #keys do
       local wall, t = run.wall[k], time_of[k - 1] or 0
-      if wall > 0 and t > 0 and t >= share * wall then
+      if wall > 0 and t > 0 and t >= share * wall and not (skip and skip(keys.report[k], keys.device[k])) then
         wanted[#wanted + 1] = k - 1
         rows[#rows + 1] = {g = k - 1, report = keys.report[k], device = keys.device[k], time = t, wall = wall}
       end
@@ -143,12 +146,13 @@ return {
   },
   candidates = candidates,
   run = function(ctx)
-    local c = ctx:host_idle()   -- (candidates' table: of the whole trace, or from a distributed run's processes)
-    if #c == 0 then return end
     local named = straggler_ranks(ctx)
+    local function is_named(r, dev) return named[ctx:rank(r, dev)] or named[ctx:rank(r)] end
+    local c = ctx:host_idle(is_named)   -- (candidates': of the whole trace, or from a distributed run's processes)
+    if #c == 0 then return end
     for i = 1, #c do
       local r, dev = c.report[i], c.device[i]
-      if not (named[ctx:rank(r, dev)] or named[ctx:rank(r)]) then
+      if not is_named(r, dev) then
         local total = c.time[i]
         local parts = {}
         for _, src in ipairs(SOURCES) do
