@@ -35,9 +35,10 @@
 -- new check is a new file and one name added there.  The helpers checks
 -- share (blocking calls per process, GPU operations per device, exposed
 -- kernel time, running an analysis) are the M.* functions below.  A check
--- reads the GPU operations, CUDA calls and memory operations through
--- ctx:ops(), ctx:api() and ctx:memory(name), which in a distributed run hold
--- what the processes sent (M.step), not the trace's tables.
+-- reads the GPU operations through ctx:gpu() (their per-GPU tables,
+-- nsl.gpu_tables), the CUDA calls and memory operations through ctx:api()
+-- and ctx:memory(name), which in a distributed run hold what the processes
+-- made of their reports (M.step, M.collective), not the trace's tables.
 --
 -- Besides the shared fields a finding keeps total_ns: the time lost over
 -- its window, from which cost_ns and share derive.
@@ -220,8 +221,8 @@ M.uses = {"straggler"}
 -- straggler analysis's default arguments, as Ctx:straggler_match), and finds what
 -- host.idle would name there (its candidates): tables diag_form (mode 0),
 -- diag_ledger (the ledger's rows without the rank label), host_idle.  Where
--- rank 0 builds the ledger over the whole trace instead (a named step
--- range, nsys-jax thunks: nsl.ledger.reduced_steps), diag_form's mode 1 and
+-- rank 0 builds the ledger over the whole trace instead (nsys-jax thunks, a
+-- step range named in no report: nsl.ledger.reduced_steps), diag_form's mode 1 and
 -- what that ledger reads of the process's reports: its GPU operations (ops,
 -- with `part` 0/1/2 for kernels, memcpy, memset, so rank 0 can restore the
 -- one-process row order; without the launching calls' rows) and where its
@@ -282,18 +283,24 @@ local function report_spans(trace)
   return spans
 end
 
---- The collective part of the distributed form: with the default step
--- detection, the processes detect the steps of their reports together
--- (nsl.iterations.reduce_steps, with the windows the ledger splits), and
--- each says whether its reports' NVTX ranges may hold compile ranges
--- (nsl.compile.names_present; table compile_names) and measures their span
+--- The collective part of the distributed form: the processes detect the
+-- steps of their reports together, or find the step range --arg iteration
+-- names (nsl.iterations.reduce_steps, with the windows the ledger splits);
+-- each builds the ledger of its GPUs (ledger_part), says whether its
+-- reports' NVTX ranges may hold compile ranges (nsl.compile.names_present;
+-- table compile_names) and measures their span
 -- (nsl.window.span; table span, no row without events), each report's
 -- first start (nsl.window.report_starts; table report_starts) and active
 -- span (Ctx:report_span's; table report_spans), so that rank 0 reads the
 -- NVTX ranges and kernels of every report for none of these.
 function M.collective(view, args, first)
-  local t = args.iteration == "" and iterations.reduce_steps(view, {windows = true}) or {}
-  for k, v in pairs(ledger_part(view, args, first, args.iteration == "" and t or nil)) do t[k] = v end
+  local t = iterations.reduce_steps(view, {windows = true, spec = args.iteration})
+  if args.iteration ~= "" then
+    -- the straggler analysis measures its costs against the default detection's steps (its own collective
+    -- part, which it does not run under diagnose): the processes find those too, under its name
+    for k, v in pairs(iterations.reduce_steps(view)) do t["straggler." .. k] = v end
+  end
+  for k, v in pairs(ledger_part(view, args, first, t)) do t[k] = v end
   local xla, framework = compile.names_present(view)
   t.compile_names = nsl.table{{"xla", nsl.rep(xla and 1 or 0, 1)}, {"framework", nsl.rep(framework and 1 or 0, 1)}}
   local lo, hi = window_mod.span(view)

@@ -36,9 +36,9 @@
 --   counts  placed (operations on a device), nccl_mask, p2p_mask
 --           (operations of each mask), copies, kernel_streams, serial (the
 --           streams.serialised tests), kernels (the trace's kernel rows)
---   lb_rows report, device, g, start, gap: launch.bound's gaps (kept where
---           they are made: host.idle reads them there), and placed: the
---           operations on a device, and gap_rows (report, pid, device, stop)
+--   lb_rows report, device, g, start, gap: launch.bound's gaps, and
+--   gap_rows report, pid, device, stop: gpu.gaps' (both kept where they are
+--           made: host.idle reads them there)
 local nsl = require("nsl")
 local overlap = require("nsl.overlap")
 local lanes = require("nsl.lanes")
@@ -101,7 +101,7 @@ function M.make(ops, part, ns, args, kernels)
     ops, part = ops:take(rows), part:gather(rows)
   end
   local made, counts = {}, {placed = #ops, kernels = kernels}
-  local T = {placed = ops}
+  local T = {}
   local function ensure(which)
     if made[which] then return end
     made[which] = true

@@ -489,7 +489,7 @@ end
 function M.steps(trace, opts)
   opts = opts or {}
   local it, err = false, nil
-  if opts.parts and (opts.spec or "") == "" then it, err = M.reduced_find(trace, opts.parts) end
+  if opts.parts then it, err = M.reduced_find(trace, opts.parts, opts.spec) end
   if it == false then it, err = M.find(trace, opts.spec) end
   if not it then return nil, err end
   return steps_of(it, opts.warmup)
@@ -511,7 +511,7 @@ end
 -- marker occurrence too (M.reduced_find).  A JAX trace is read whole on
 -- rank 0, as before.
 
-local MODE = {whole = 0, range = 1, kernel = 2}
+local MODE = {whole = 0, range = 1, kernel = 2, named = 3, none = 4}
 
 -- The columns of the step windows a process sends (M.reduce_steps with
 -- windows), all i64 on the wire: steps_ranges (range mode: ranges_table's
@@ -536,7 +536,7 @@ end
 --- The tables of M.reduce_steps: mode (MODE), and for range mode the name,
 -- its instances and period; the steady steps' durations; the markers; with
 -- windows, the step windows (windows_wire) of ranges or markers.
-local function reduced_tables(mode, name, n, med, steady, markers, windows, ranges)
+local function reduced_tables(mode, name, n, med, steady, markers, windows, ranges, by)
   local strings = nsl.column{name or ""}
   local function ints(v) return #v > 0 and nsl.column(v):cast("i64") or nsl.rep(0, 0) end
   local m = {report = {}, device = {}, name = {}, n = {}, period = {}, lag = {}}
@@ -547,7 +547,7 @@ local function reduced_tables(mode, name, n, med, steady, markers, windows, rang
   local nm = #m.name
   local t = {
     steps_found = nsl.table{{"mode", nsl.rep(MODE[mode], 1)}, {"name", strings}, {"n", nsl.rep(n or 0, 1)},
-                            {"med", nsl.rep((med or 0) + 0.0, 1)}},
+                            {"med", nsl.rep((med or 0) + 0.0, 1)}, {"by", nsl.column{by or ""}}},
     steps_steady = nsl.table{{"dur", ints(steady or {})}},
     steps_markers = nsl.table{{"report", ints(m.report)}, {"device", ints(m.device)},
                               {"name", nm > 0 and nsl.column(m.name) or strings:gather(nsl.rep(0, 0))},
@@ -555,6 +555,50 @@ local function reduced_tables(mode, name, n, med, steady, markers, windows, rang
                               {"lag", ints(m.lag)}}}
   if windows then t.steps_ranges, t.steps_starts = windows_wire(ranges, markers) end
   return t
+end
+
+--- M.by_name of a distributed run on every process over view (collective):
+-- the processes agree whether any range has the name (else the pattern is
+-- tried, as M.by_name tries it over every report) and on the count; each
+-- keeps the outermost of its ranges.  reduced: M.reduce_steps' maker of
+-- its tables.  Mode named (name: spec, n: the ranges over all reports, by:
+-- "name" or "pattern", the ranges as windows), or none (by: M.by_name's
+-- message).
+function M.reduce_by_name(view, spec, reduced)
+  local mpi = nsl.mpi
+  local ok, d = pcall(function()
+    local nv = load_nvtx(view)
+    if #nv == 0 then return {n = 0} end
+    local name = nvtx.names(nv)
+    local usable = nvtx.range_mask(nv) & ~nv.stop:isnull()
+    local exact = name:where(function(s) return steps.matches(s, spec) end) & usable
+    return {n = #nv, nv = nv, name = name, usable = usable, mask = exact}
+  end)
+  if not mpi.all_ok(ok, d) then return reduced("whole") end
+  local function total(n) return mpi.allreduce(nsl.column{n}, "sum")[1] end
+  if total(d.n) == 0 then return reduced("none", spec, nil, nil, nil, nil, nil, "the trace has no NVTX ranges") end
+  local how = "name"
+  if total(d.mask and d.mask:count() or 0) == 0 then
+    if d.name then
+      local pok, m = pcall(function() return d.name:match(spec) end)
+      if pok then d.mask, how = m & d.usable, "pattern" end
+    end
+    -- (one spec: it compiles on every process with ranges, or on none)
+    how = mpi.allreduce(nsl.column{how == "pattern" and 1 or 0}, "max")[1] == 1 and "pattern" or "name"
+  end
+  local n = total(d.mask and d.mask:count() or 0)
+  if n == 0 then
+    return reduced("none", spec, nil, nil, nil, nil, nil,
+                   string.format("no NVTX range named '%s' (nor matching it as a Lua pattern)", spec))
+  end
+  local r
+  ok, r = pcall(function()
+    if not d.mask then return nil end
+    local mask = d.mask & nvtx.parents(d.nv, d.mask):lt(0)   -- the outermost of nested matches
+    return ranges_table(d.nv, mask)
+  end)
+  if not mpi.all_ok(ok, r) then return reduced("whole") end
+  return reduced("named", spec, total(r and #r or 0), nil, nil, nil, r, how)
 end
 
 --- The step detection of a distributed run on every process, over view
@@ -565,15 +609,18 @@ end
 function M.reduce_steps(view, opts)
   local mpi = nsl.mpi
   local w = opts and opts.windows
-  local function reduced(mode, name, n, med, steady, markers, ranges)   -- (every process sends the same names)
-    return reduced_tables(mode, name, n, med, steady, markers, w, ranges)
+  local function reduced(mode, name, n, med, steady, markers, ranges, by)   -- (every process sends the same names)
+    return reduced_tables(mode, name, n, med, steady, markers, w, ranges, by)
   end
+  local spec = opts and opts.spec or ""
   local ok, d = pcall(function()
     if require("nsl.jax").is_jax(view) then return "jax" end
+    if spec ~= "" then return false end
     return nvtx_candidates(view) or false
   end)
   if not mpi.all_ok(ok, d) then return reduced("whole") end
   if not mpi.agree(d ~= "jax") then return reduced("whole") end   -- JAX steps align devices: rank 0 reads all
+  if spec ~= "" then return M.reduce_by_name(view, spec, reduced) end
   -- the names' totals on rank 0, which orders them for every process
   local names, nn, nmed = {}, {}, {}
   for name, e in pairs(d and d.totals or {}) do names[#names + 1], nn[#nn + 1], nmed[#nmed + 1] = name, e.n, e.med end
@@ -624,7 +671,9 @@ end
 -- when there are none; false when the detection needs the whole trace.
 function M.reduced_steps(parts)
   local f = parts.steps_found
-  if not f or #f == 0 or f.mode[1] == MODE.whole then return false end
+  if not f or #f == 0 or f.mode[1] == MODE.whole or f.mode[1] == MODE.named or f.mode[1] == MODE.none then
+    return false
+  end
   local how
   if f.mode[1] == MODE.range then
     how = nvtx_how(f.name[1], f.n[1], f.med[1])
@@ -643,19 +692,28 @@ function M.reduced_steps(parts)
   return {how = how, steady = steady, step_ns = step_ns, mean_ns = mean_ns}
 end
 
---- On rank 0 of a distributed run: M.find(trace) with the default
--- detection, from the tables M.reduce_steps(view, {windows = true}) made on
--- every process (parts) -- it; nil and why when there are no steps; false
--- when the detection needs the whole trace (JAX) or parts lack the windows.
--- The ranges get the column types trace's NVTX ranges have, as M.find's.
-function M.reduced_find(trace, parts)
+--- On rank 0 of a distributed run: M.find(trace, spec) from the tables
+-- M.reduce_steps(view, {windows = true, spec = spec}) made on every process
+-- (parts) -- it; nil and why when there are no steps (or no range named
+-- spec); false when the detection needs the whole trace (JAX), or parts
+-- lack the windows or are of another spec.  The ranges get the column types
+-- trace's NVTX ranges have, as M.find's.
+function M.reduced_find(trace, parts, spec)
+  spec = spec or ""
   local f, r = parts.steps_found, parts.steps_ranges
   if not f or #f == 0 or f.mode[1] == MODE.whole or not r or not parts.steps_starts then return false end
-  if f.mode[1] == MODE.range then
+  local named = f.mode[1] == MODE.named or f.mode[1] == MODE.none
+  if named ~= (spec ~= "") or (named and f.name[1] ~= spec) then return false end
+  if f.mode[1] == MODE.none then return nil, f.by[1] end
+  if f.mode[1] == MODE.range or named then
     local cols = {}
     for _, c in ipairs(RANGE_COLS) do
       local ty = c ~= "iter" and trace.nvtx:coltype(c) or "i64"
       cols[#cols + 1] = {c, ty and ty ~= "i64" and r[c]:cast(ty) or r[c]}
+    end
+    if named then   -- (as M.find says it of M.by_name's ranges)
+      return {mode = "range", ranges = nsl.table(cols),
+              how = string.format("NVTX ranges matching '%s' (by %s): %d", spec, f.by[1], f.n[1])}
     end
     local name = f.name[1]
     return {mode = "range", ranges = nsl.table(cols), how = nvtx_how(name, f.n[1], f.med[1]), name = name}

@@ -488,25 +488,27 @@ end
 
 
 --- Whether the processes of a distributed run build the ledger of their own
--- reports (collective: every process calls it): not with a named step
--- range (args.iteration), nor on nsys-jax thunks (whose steps and
--- collectives align devices).  st: the process's tables of
--- nsl.iterations.reduce_steps(view, {windows = true}) when the caller made
+-- reports (collective: every process calls it): not on nsys-jax thunks
+-- (whose steps and collectives align devices), nor when the step range
+-- args.iteration names is in no report.  st: the process's tables of
+-- nsl.iterations.reduce_steps(view, {windows = true, spec =
+-- args.iteration}) when the caller made
 -- them (nil: made here).  Returns the process's steps (nsl.iterations.
 -- reduced_find's it, or nil without), or false: rank 0 builds the ledger
 -- over the whole trace.
 function M.reduced_steps(view, args, st)
   local mpi = nsl.mpi
   local iterations = require("nsl.iterations")
-  if args.iteration ~= "" then return false end   -- (the same on every process)
   local ok, jaxlike = pcall(function() return #view.kernels == 0 and #view.gpu_ranges > 0 end)
   if not mpi.all_ok(ok, jaxlike) then return false end
   if not mpi.agree(not jaxlike) then return false end
-  st = st or iterations.reduce_steps(view, {windows = true})
+  st = st or iterations.reduce_steps(view, {windows = true, spec = args.iteration})
   local it
-  ok, it = pcall(iterations.reduced_find, view, st)
+  ok, it = pcall(iterations.reduced_find, view, st, args.iteration)
   if not mpi.all_ok(ok, it) then return false end
-  if not mpi.agree(it ~= false) then return false end   -- (mode whole: every process has it so)
+  -- (mode whole, or a step range named that no report has: every process has it so, and rank 0 then fails as
+  -- one process does)
+  if not mpi.agree(it ~= false and (it ~= nil or args.iteration == "")) then return false end
   return it or nil
 end
 

@@ -266,6 +266,30 @@ return {
     T.eq(same_steps(nsl.open(files), "planted step ranges on 3 copies"), "range", "planted step ranges: found")
     os.execute("rm -rf " .. T.shell_quote(dir))
   end},
+  {"steps: a named step range found per process is the whole trace's (a name, a pattern, none; planted ranges)", function()
+    local files, dir = copies(2)
+    for _, path in ipairs(files) do
+      T.ok(os.execute(T.shell_quote(T.source_dir .. "/tests/lua/plant_steps.sh") .. " " .. T.shell_quote(path)),
+           "planted " .. path)
+    end
+    local trace = nsl.open(files)
+    for _, spec in ipairs{"train_step", "train_st.p", "nosuch", "(bad"} do
+      local want, werr = iterations.find(trace, spec)
+      local got, gerr = iterations.reduced_find(trace, iterations.reduce_steps(trace, {windows = true, spec = spec}),
+                                                spec)
+      T.ok(got ~= false, spec .. ": found per process")
+      T.eq(got == nil, want == nil, spec .. ": found")
+      if want then
+        T.eq(got.how, want.how, spec .. ": how")
+        same_table(want.ranges, got.ranges, spec .. ": the ranges")
+      else
+        T.eq(gerr, werr, spec .. ": why none")
+      end
+    end
+    T.eq(iterations.reduced_find(trace, iterations.reduce_steps(trace, {windows = true, spec = "train_step"}), ""),
+         false, "the tables of another spec are not read")
+    os.execute("rm -rf " .. T.shell_quote(dir))
+  end},
   {"steps: a JAX trace is left to rank 0 (its steps align devices across reports)", function()
     local got = iterations.reduced_steps(iterations.reduce_steps(nsl.open(T.data("nsys-jax/pax_fsdp4_4proc_proc0.zip"))))
     T.eq(got, false, "an nsys-jax archive: the whole trace is read")

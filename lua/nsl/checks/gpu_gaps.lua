@@ -21,7 +21,8 @@ return {
     if #span == 0 then return end
     local min = ctx.ns.gap
     local gp = T.gaps   -- (longer than min)
-    local d = nsl.table{{"g", gp.g}, {"start", gp.start}, {"stop", gp.stop}, {"dur", gp.stop - gp.start}}:sort("-dur", "start")
+    local d = nsl.table{{"g", gp.g}, {"start", gp.start}, {"stop", gp.stop}, {"dur", gp.stop - gp.start}}
+      :sort("-dur", "start")
     if #d == 0 then return end
     local ev = ctx:table("gpu_gaps", nsl.table{
       {"report", span.report:gather(d.g):map(function(r) return ctx:rank(r) end)}, {"pid", span.pid:gather(d.g)},

@@ -165,7 +165,8 @@ return {
         ctx:add{id = "host.idle", total = total, window = c.wall[i], lost = total,
                 text = #parts > 0 and
                   string.format("%s: GPU idle %s while its launching thread was in %s, not launching the next " ..
-                    "operation (tid %s)", ctx:rank(r, dev), report.duration(total), table.concat(parts, ", "), tid or "?")
+                    "operation (tid %s)", ctx:rank(r, dev), report.duration(total), table.concat(parts, ", "),
+                    tid or "?")
                   or string.format("%s: GPU idle %s while its launching thread had not launched the next operation " ..
                     "(tid %s)", ctx:rank(r, dev), report.duration(total), tid or "?"),
                 where = {rank = ctx:rank(r, dev), report = r, device = dev, pid = pid, tid = tid},
