@@ -129,9 +129,16 @@ return {
     limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
   },
   example = "nsl run iterations trace.sqlite --arg range=ProfilerStep",
-  run = function(trace, args, out)
+  -- parts: a distributed run's tables (nsl.iterations.reduce_iterations), or nil
+  run = function(trace, args, out, parts)
+    -- a distributed run whose processes measured their iterations: the steps they found, their figures
+    local reduced = parts and parts.iter_form and parts.iter_form.mode[1] == 0 and parts or nil
+    if reduced then
+      local sp = reduced.iter_span
+      if #sp > 0 and not window.known_origin(trace) then window.set_span(trace, sp.lo:min(), sp.hi:max()) end
+    end
     -- the one step detection of a trace (diagnose uses it too)
-    local steps, err = iterations.steps(trace, {spec = args.range, warmup = args.warmup})
+    local steps, err = iterations.steps(trace, {spec = args.range, warmup = args.warmup, parts = reduced})
     if not steps then nsl.fail(string.format("%s: %s", report.files(trace.reports.path:totable()), err)) end
     local it = steps.it
     out:text(it.how)
@@ -143,8 +150,9 @@ return {
       if not m then nsl.fail(merr) end
       map = m
     end
-    local ops = iterations.ops(trace, it, map)
-    local w, per_class = iterations.metrics(it, ops)
+    local w, per_class
+    if reduced then w, per_class = reduced.iter_w, reduced.iter_class
+    else w, per_class = iterations.metrics(it, iterations.ops(trace, it, map)) end
     local limit = args.limit > 0 and args.limit or nil
     local keys = iterations.keys(it)
     w = w:sort(table.unpack(keys))
@@ -238,4 +246,8 @@ return {
         report.duration(st.med[1]), report.duration(st.mean[1]), report.duration(st.std[1])))
     end
   end,
+  -- distributed (nsl.distributed): the processes find the steps together and measure the iterations of their
+  -- own reports (nsl.iterations.reduce_iterations); rank 0 prints them (a figure reads its window of the trace)
+  distributed = {step = function() return {} end,
+                 collective = function(view, args) return iterations.reduce_iterations(view, args) end},
 }

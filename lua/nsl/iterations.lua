@@ -665,6 +665,45 @@ function M.reduce_steps(view, opts)
   return reduced("kernel", nil, nil, nil, st.steady, markers)
 end
 
+--- The collective part of the iterations analysis's distributed form, on
+-- every process over view (its reports): the steps found together
+-- (M.reduce_steps with the windows, for the range args.range names or the
+-- detection), then each process's per-iteration figures over its own
+-- operations (M.ops, M.metrics: tables iter_w and iter_class, one row per
+-- iteration and per iteration and class) and its span (table iter_span), with
+-- iter_form's mode 0.  Mode 1 where rank 0 measures over the whole trace
+-- instead: nsys-jax steps (they align devices), no steps in any report (rank
+-- 0 then fails as one process does), a class map that does not load (its
+-- message is rank 0's).
+function M.reduce_iterations(view, args)
+  local mpi = nsl.mpi
+  local t = M.reduce_steps(view, {windows = true, spec = args.range})
+  local function form(mode) t.iter_form = nsl.table{{"mode", nsl.rep(mode, 1)}}; return t end
+  local f = t.steps_found
+  local mode = f.mode[1]
+  if mode == MODE.whole or mode == MODE.none then return form(1) end   -- (the same on every process)
+  local map = classes.default_map()
+  if args.map ~= "" then
+    local ok, m = pcall(classes.load, args.map, args.model ~= "" and args.model or nil)
+    map = ok and m or nil
+  end
+  if not mpi.agree(map ~= nil) then return form(1) end
+  local ok, res = pcall(function()
+    local it = M.reduced_find(view, t, args.range)
+    if not it then   -- (no marker kernel in these reports: no iteration here)
+      if mode == MODE.kernel then it = {mode = "kernel", markers = {}} else return false end
+    end
+    local w, per_class = M.metrics(it, M.ops(view, it, map))
+    local lo, hi = require("nsl.window").span(view)
+    local n = lo and 1 or 0
+    return {w, per_class, nsl.table{{"lo", nsl.rep(lo or 0, n)}, {"hi", nsl.rep(hi or 0, n)}}}
+  end)
+  if not mpi.all_ok(ok, res) then return form(1) end
+  if not mpi.agree(res ~= false) then return form(1) end
+  t.iter_w, t.iter_class, t.iter_span = res[1], res[2], res[3]
+  return form(0)
+end
+
 --- On rank 0 of a distributed run: the steps as M.steps(trace) finds them,
 -- from the tables M.reduce_steps made on every process (parts, gathered
 -- in report order) -- {how, steady, step_ns, mean_ns} -- or nil and why

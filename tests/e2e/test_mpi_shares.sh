@@ -147,7 +147,8 @@ grep 'nsl: mpi: gathered (bytes):' "$TMP/many.err" | grep -qE '(: |, )ledger [0-
   bad "ledger with a named step range: $(grep 'nsl: mpi: gathered' "$TMP/many.err")"
 # against an analysis without a distributed form, whose processes send the GPU operations and host tables
 same_as_one "gaps over the same exports (no distributed form)" 2 run gaps "${STEPS[@]}"
-moves_less "ledger: rows built by the processes, against gaps' events" "$reduced" "$(moved "$TMP/many.err")" 100
+events=$(moved "$TMP/many.err")
+moves_less "ledger: rows built by the processes, against gaps' events" "$reduced" "$events" 100
 # marker-kernel steps, per report (three exports of three nsys versions, each with its own marker kernel)
 MARKERS=("$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$NSL_DATA_DIR/nsys/pytorch_h100_2gpu_2026.2.sqlite"
          "$NSL_DATA_DIR/nsys/mpi_cuda_rank0_2022.2.sqlite")
@@ -155,6 +156,18 @@ same_as_one "diagnose with marker-kernel steps (json)" 2 run diagnose "${MARKERS
 grep -q '"ledger_steps"' "$TMP/many.out" && ok "diagnose: the ledger is split by the marker kernels' steps" ||
   bad "diagnose: no ledger_steps table (marker kernels)"
 same_as_one "ledger with marker-kernel steps" 2 run ledger "${MARKERS[@]}"; form_was ledger distributed
+# iterations: the processes find the steps together and measure their own (one row per iteration, and per
+# iteration and kernel class); rank 0 reads no operation, but for a figure's window
+for np in $NPS; do
+  same_as_one "iterations with training steps" $np run iterations "${STEPS[@]}"; form_was iterations distributed
+  if [ "$np" = 2 ]; then measured=$(moved "$TMP/many.err"); fi
+done
+moves_less "iterations: the processes' rows, against gaps' events" "$measured" "$events" 100
+same_as_one "iterations, its step range named (json)" 2 run iterations "${STEPS[@]}" --arg range=train_step \
+  --format json
+same_as_one "iterations with marker-kernel steps (json)" 2 run iterations "${MARKERS[@]}" --format json
+form_was iterations distributed
+same_as_one "iterations --out (tables, figures)" 3 run iterations "${STEPS[@]}" --out @OUT@
 same_as_one "straggler without training steps" 2 run straggler "${RANKS[@]}"
 if [ -n "$with_steps" ] && [ "$with_steps" -lt 2000000 ]; then
   ok "the step detection moved no ranges to rank 0 ($with_steps bytes in all)"
