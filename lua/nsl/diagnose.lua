@@ -241,15 +241,11 @@ local function ledger_part(view, args, first, st)
     return {diag_form = nsl.table{{"mode", nsl.rep(1, 1)}}, ops = ops:select(cols),
             launch_waits = waits:select{"report", "device", "pid", "tid", "start", "launch_stop", "hs", "he"}}
   end
-  local r = ledger.reduce_waits(view, first, ledger.MATCH)
+  local r = ledger.reduce_waits(view, first, ledger.MATCH, own.ops)   -- (the step's operations serve the ledger)
   if not r then return {} end   -- (a process failed: the run fails with its message)
   local l = ledger.build(view, {steps = it, waits = r.waits, ops = r.ops})
-  local t = l.ledger
-  local cols = {}
-  for _, c in ipairs(t:columns()) do if c ~= "rank" then cols[#cols + 1] = c end end
-  local share = args.host_idle
-  return {diag_form = nsl.table{{"mode", nsl.rep(0, 1)}}, diag_ledger = t:select(cols),
-          host_idle = require("nsl.checks.host_idle").candidates(view, l, own.G, share)}
+  return {diag_form = nsl.table{{"mode", nsl.rep(0, 1)}}, diag_ledger = ledger.unlabelled(l.ledger),
+          host_idle = require("nsl.checks.host_idle").candidates(view, l, own.G, args.host_idle)}
 end
 
 --- What rank 0 reads of the tables M.step made, gathered into parts: the
@@ -821,9 +817,7 @@ end
 function Ctx:gpu_local()
   if not self.cache.gpu_local then
     local ops, trace = self:ops(), self.trace
-    local nk, nmc = #trace.kernels, #trace.memcpy
-    local part = nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc))
-    self.cache.gpu_local = gpu_tables.make(ops, part, self.ns, self.args, nk)
+    self.cache.gpu_local = gpu_tables.make(ops, gpu_ops.row_parts(trace, #ops), self.ns, self.args, #trace.kernels)
   end
   return self.cache.gpu_local
 end

@@ -170,8 +170,7 @@ end
 -- without `dur` (M.without_dur), which M.ops_combine makes again.
 function M.ops_step(trace, opts)
   local ops = gpu_ops.table(trace, opts)
-  local nk, nmc = #trace.kernels, #trace.memcpy
-  return M.without_dur(ops:with("part", nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc))))
+  return M.without_dur(ops:with("part", gpu_ops.row_parts(trace, #ops)))
 end
 
 --- The gathered tables of M.ops_step (made with the same opts) as

@@ -226,6 +226,14 @@ function M.api_rows(trace, tname)
   return assert(memo[tname], "api_rows: no table " .. tostring(tname))
 end
 
+--- The table each of the n rows of M.table(trace, ...) comes from, as an
+-- i64 column: 0 kernels, 1 memcpy, 2 memset (its rows are the kernels, the
+-- memcpy, then the memset).
+function M.row_parts(trace, n)
+  local nk, nmc = #trace.kernels, #trace.memcpy
+  return nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, n - nk - nmc))
+end
+
 --- Every GPU operation of the trace as one table: the parts of M.parts
 -- (same options; opts.tables left out) one after the other.  Columns, in this order: opts.columns,
 -- then name, memop, kind, bytes (each with its option), api with opts.api

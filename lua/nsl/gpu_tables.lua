@@ -81,11 +81,6 @@ local function exposed(ops, mask, g, n, dv)
   return m.nccl_only, m.nccl
 end
 
---- The tables (see the header) of the GPU operations ops (nsl.gpu_ops with
--- short names and memop: report, pid, device, stream, start, stop, name,
--- memop), part (0/1/2 per row: kernel, memcpy, memset), ns (the checks'
--- thresholds in ns: gap, short, launch_gap), args (chunks, util), kernels
--- (the number of kernel rows of the trace the operations are of).
 -- Each part of the tables, made when first read (one process makes them as its checks read them: each
 -- part's temporaries are then freed before the next part's are made, and diagnose's peak stays lower)
 local part_of = {pd = "process", gaps = "process", low = "process", gap_rows = "process", dv = "device",
@@ -94,6 +89,11 @@ local count_part = {nccl_mask = "device", p2p_mask = "device", copies = "copies"
                     serial = "copies"}
 local make_part = {}
 
+--- The tables (see the header) of the GPU operations ops (nsl.gpu_ops with
+-- short names and memop: report, pid, device, stream, start, stop, name,
+-- memop), part (0/1/2 per row: kernel, memcpy, memset), ns (the checks'
+-- thresholds in ns: gap, short, launch_gap), args (chunks, util), kernels
+-- (the number of kernel rows of the trace the operations are of).
 function M.make(ops, part, ns, args, kernels)
   local nodev = ops.device:isnull()
   if nodev:count() > 0 then

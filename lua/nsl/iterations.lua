@@ -92,25 +92,42 @@ local function load_nvtx(trace)
   return nv
 end
 
+-- Why M.by_name finds no range: the trace has none, or none is named spec
+local NO_NVTX = "the trace has no NVTX ranges"
+local function none_named(spec)
+  return string.format("no NVTX range named '%s' (nor matching it as a Lua pattern)", spec)
+end
+
+-- The ranges nv (load_nvtx's) as M.by_name compares them with spec: their
+-- names, the usable ones (with an end), and those of them named spec.
+local function named(nv, spec)
+  local name = nvtx.names(nv)
+  local usable = nvtx.range_mask(nv) & ~nv.stop:isnull()
+  return name, usable, name:where(function(s) return steps.matches(s, spec) end) & usable
+end
+
+-- The usable ranges whose names match spec as a Lua pattern; nil when it does not compile.
+local function matching(name, usable, spec)
+  local ok, m = pcall(function() return name:match(spec) end)
+  return ok and (m & usable) or nil
+end
+
+-- The outermost of the ranges of nv in mask (of nested matches), as ranges_table gives them.
+local function outermost(nv, mask) return ranges_table(nv, mask & nvtx.parents(nv, mask):lt(0)) end
+
 --- Iteration ranges named spec (see 1. above): a ranges table, or nil and
 -- a message when no range matches.
 function M.by_name(trace, spec)
   local nv = load_nvtx(trace)
-  if #nv == 0 then return nil, "the trace has no NVTX ranges" end
-  local name = nvtx.names(nv)
-  local usable = nvtx.range_mask(nv) & ~nv.stop:isnull()
-  local mask = name:where(function(s) return steps.matches(s, spec) end) & usable
+  if #nv == 0 then return nil, NO_NVTX end
+  local name, usable, mask = named(nv, spec)
   local how = "name"
   if mask:count() == 0 then
-    local ok, m = pcall(function() return name:match(spec) end)
-    if ok then mask, how = m & usable, "pattern" end
+    local m = matching(name, usable, spec)
+    if m then mask, how = m, "pattern" end
   end
-  if mask:count() == 0 then
-    return nil, string.format("no NVTX range named '%s' (nor matching it as a Lua pattern)", spec)
-  end
-  local parent = nvtx.parents(nv, mask)
-  mask = mask & parent:lt(0)   -- the outermost of nested matches
-  return ranges_table(nv, mask), how
+  if mask:count() == 0 then return nil, none_named(spec) end
+  return outermost(nv, mask), how
 end
 
 -- Start-to-start periods of the rows of t (sorted by key columns then
@@ -569,34 +586,24 @@ function M.reduce_by_name(view, spec, reduced)
   local ok, d = pcall(function()
     local nv = load_nvtx(view)
     if #nv == 0 then return {n = 0} end
-    local name = nvtx.names(nv)
-    local usable = nvtx.range_mask(nv) & ~nv.stop:isnull()
-    local exact = name:where(function(s) return steps.matches(s, spec) end) & usable
+    local name, usable, exact = named(nv, spec)
     return {n = #nv, nv = nv, name = name, usable = usable, mask = exact}
   end)
   if not mpi.all_ok(ok, d) then return reduced("whole") end
   local function total(n) return mpi.allreduce(nsl.column{n}, "sum")[1] end
-  if total(d.n) == 0 then return reduced("none", spec, nil, nil, nil, nil, nil, "the trace has no NVTX ranges") end
+  if total(d.n) == 0 then return reduced("none", spec, nil, nil, nil, nil, nil, NO_NVTX) end
   local how = "name"
   if total(d.mask and d.mask:count() or 0) == 0 then
-    if d.name then
-      local pok, m = pcall(function() return d.name:match(spec) end)
-      if pok then d.mask, how = m & d.usable, "pattern" end
-    end
+    local m = d.name and matching(d.name, d.usable, spec)
+    if m then d.mask, how = m, "pattern" end
     -- (one spec: it compiles on every process with ranges, or on none)
     how = mpi.allreduce(nsl.column{how == "pattern" and 1 or 0}, "max")[1] == 1 and "pattern" or "name"
   end
-  local n = total(d.mask and d.mask:count() or 0)
-  if n == 0 then
-    return reduced("none", spec, nil, nil, nil, nil, nil,
-                   string.format("no NVTX range named '%s' (nor matching it as a Lua pattern)", spec))
+  if total(d.mask and d.mask:count() or 0) == 0 then
+    return reduced("none", spec, nil, nil, nil, nil, nil, none_named(spec))
   end
   local r
-  ok, r = pcall(function()
-    if not d.mask then return nil end
-    local mask = d.mask & nvtx.parents(d.nv, d.mask):lt(0)   -- the outermost of nested matches
-    return ranges_table(d.nv, mask)
-  end)
+  ok, r = pcall(function() return d.mask and outermost(d.nv, d.mask) end)
   if not mpi.all_ok(ok, r) then return reduced("whole") end
   return reduced("named", spec, total(r and #r or 0), nil, nil, nil, r, how)
 end

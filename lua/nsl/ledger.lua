@@ -70,9 +70,8 @@ local MATCH = M.MATCH
 
 --- The rows of t that can be placed on a GPU's timeline: a device, a start and a stop (a damaged export can
 -- leave any of them NULL; such work belongs to no ledger row).
-local function placed(t)
-  return t:filter(~t.device:isnull() & ~t.start:isnull() & ~t.stop:isnull())
-end
+local function on_gpu(t) return ~t.device:isnull() & ~t.start:isnull() & ~t.stop:isnull() end
+local function placed(t) return t:filter(on_gpu(t)) end
 
 --- The GPU work of a trace as rows start, stop, report, device, class, pid,
 -- and where ops has the launching calls' rows (api), for operations
@@ -518,12 +517,13 @@ end
 -- clock offsets and the steady instances' last arrivals; each places them
 -- on its own (first: the whole trace's number of view's report 0).  A
 -- failure to make or read them leaves the ledger without waits, as one
--- process's failing match does.  Returns waits (nsl.straggler.place_waits',
--- view's report numbers; nil when none, or when the whole trace has fewer
--- than two GPUs: M.on_gpus' rule), ops (view's GPU operations, as M.build
--- reads them), whether any report has NVTX ranges; nil, and the failure's
--- message where one failed (the others get nil: stop together).
-function M.reduce_waits(view, first, args)
+-- process's failing match does.  ops: view's GPU operations when the caller
+-- has them (M.build's opts.ops; nil: made here).  Returns waits
+-- (nsl.straggler.place_waits', view's report numbers; an empty table when
+-- none, or when the whole trace has fewer than two GPUs: M.on_gpus' rule),
+-- ops, whether any report has NVTX ranges; nil where another process failed
+-- (the failing one raises: all stop together).
+function M.reduce_waits(view, first, args, ops)
   local mpi = nsl.mpi
   local straggler = require("nsl.straggler")
   local coll
@@ -550,11 +550,12 @@ function M.reduce_waits(view, first, args)
     instances, err = mpi.bcast_table(instances)
     if not mpi.all_ok(instances ~= nil, err) then return nil end
   end
-  local n_gpus, waits, ops
+  local n_gpus, waits
   local ok
   ok, err = pcall(function()
-    ops = gpu_ops.table(view, OPS)
-    n_gpus = #(M.gpus(M.ops_work(view, ops)))
+    ops = ops or gpu_ops.table(view, OPS)
+    -- (M.gpus' GPUs: the operations' (report, device) that can be placed)
+    n_gpus = #ops:select{"report", "device"}:filter(on_gpu(ops)):group_by("report", "device"):keys()
     if flag.matched[1] == 1 and coll then
       waits = straggler.place_waits(coll:with("report", coll.report + first), offsets, instances)
       waits = waits:with("report", waits.report - first)
@@ -582,13 +583,19 @@ function M.reduce(view, args, first)
   local l
   local ok, err = pcall(function() l = M.build(view, {steps = it, waits = r.waits, ops = r.ops}) end)
   if not mpi.all_ok(ok, err) then return whole end
-  local t = l.ledger
-  local cols = {}
-  for _, c in ipairs(t:columns()) do if c ~= "rank" then cols[#cols + 1] = c end end
   local sums = M.host_by_range(view, l.host, r.nvtx, true)
-  return {ledger_form = nsl.table{{"mode", nsl.rep(0, 1)}}, ledger = t:select(cols),
+  return {ledger_form = nsl.table{{"mode", nsl.rep(0, 1)}}, ledger = M.unlabelled(l.ledger),
           ledger_host = sums or nsl.table{{"range", nsl.column{""}:gather(nsl.rep(0, 0))}, {"time", nsl.rep(0, 0)},
                                           {"gaps", nsl.rep(0, 0)}}}
+end
+
+--- The rows of M.build's ledger t as a process sends them: without the rank
+-- label, which rank 0 makes again from the whole trace's report names
+-- (M.reduced).
+function M.unlabelled(t)
+  local cols = {}
+  for _, c in ipairs(t:columns()) do if c ~= "rank" then cols[#cols + 1] = c end end
+  return t:select(cols)
 end
 
 --- On rank 0: the ledger and its host table from the tables of M.reduce

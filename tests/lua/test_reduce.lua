@@ -308,8 +308,7 @@ return {
                    T.data("nsys/mpi_cuda_rank0_2022.2.sqlite")}
     local trace = nsl.open(files)
     local ops = gpu_ops.table(trace, OPS)
-    local nk, nmc = #trace.kernels, #trace.memcpy
-    local part = nsl.concat(nsl.rep(0, nk), nsl.rep(1, nmc), nsl.rep(2, #ops - nk - nmc))
+    local part = gpu_ops.row_parts(trace, #ops)
     -- the operations of some reports (0-based) as their process reads them: their rows, in the trace's order,
     -- times on the trace's clock
     local function made(reports)
