@@ -55,6 +55,7 @@ local straggler = require("nsl.straggler")
 local window_mod = require("nsl.window")
 local compile = require("nsl.compile")
 local gpu_tables = require("nsl.gpu_tables")
+local call_tables = require("nsl.call_tables")
 
 local M = {}
 
@@ -145,29 +146,34 @@ local MEMORY = {memcpy = {"report", "pid", "device", "stream", "corr", "start", 
                           "dst_kind"},
                 memset = {"report", "pid", "device", "stream", "corr", "start", "stop", "bytes", "kind"}}
 
---- Whether a CUDA call's name (lower case) is a synchronous memcpy or
--- memset (the memcpy.sync and memset.sync checks).
-function M.sync_memcpy_name(s) return s:find("^cudamemcpy") ~= nil and not s:find("async") end
-function M.sync_memset_name(s) return s:find("^cudamemset") ~= nil and not s:find("async") end
-
---- The rows of trace's memcpy or memset table (name) that diagnose reads in
--- a distributed run, with the columns of Ctx:memory: memcpy from or to
--- pageable memory (memcpy.pageable_async, the blocking calls), host to
--- device (the ledger's idle_htod) or launched by a synchronous memcpy call
--- (memcpy.sync); memset of pinned or managed memory launched by a
--- synchronous memset call (memset.sync).  calls: the trace's CUDA calls
--- one per correlation id, at least those that launched memory operations.
-function M.step_memory(trace, name, calls)
+-- The memcpy or memset table (name) of trace with the columns the checks read.
+local function memory_of(trace, name)
   local t = trace[name]
   t:load(MEMORY[name])
-  t = t:select(MEMORY[name])
-  local sync_name = name == "memcpy" and M.sync_memcpy_name or M.sync_memset_name
-  local sync = calls:filter(calls.name:where(function(s) return sync_name(s:lower()) end))
-  local by_sync = select(2, t:join(sync, {"report", "pid", "corr"}, {})):ge(0)
-  if name == "memcpy" then
-    return t:filter(t.src_kind:eq("pageable") | t.dst_kind:eq("pageable") | t.kind:eq("HtoD") | by_sync)
-  end
-  return t:filter(t.kind:isin{"pinned", "managed"} & by_sync)
+  return t:select(MEMORY[name])
+end
+
+-- Step windows W (nsl.iterations.windows' columns, sorted by report, pid,
+-- iter) of steps found in mode (nsl.iterations.find's) as ranges for
+-- nsl.steps.assign: report, pid, start, stop, iter (pid 0 for marker-kernel
+-- steps, which are per report).  Second result: whether they are per report.
+local function ranges_of(W, mode)
+  W = W:with("report", W.report:cast("i64"))
+  if mode == "range" then return W:with("pid", W.pid:cast("i64")), false end
+  return W:with("pid", nsl.rep(0, #W)), true
+end
+
+-- The columns of the code-loading calls a distributed run's processes send
+-- (nsl.compile.loading_calls_from takes them with `dur` made again).
+local LOADING = {"report", "pid", "tid", "start", "stop", "name"}
+
+--- The memcpy rows of trace that rank 0 reads where it builds the ledger
+-- of a distributed run (M.collective's mode 1), with the columns of
+-- Ctx:memory: from or to pageable memory (host.sync_per_step's blocking
+-- calls) or host to device (the ledger's idle_htod).
+function M.step_memcpy(trace)
+  local t = memory_of(trace, "memcpy")
+  return t:filter(t.src_kind:eq("pageable") | t.dst_kind:eq("pageable") | t.kind:eq("HtoD"))
 end
 
 --- The checks' duration thresholds in ns, by name, from args (a bad one,
@@ -188,14 +194,14 @@ end
 
 --- The distributed step (nsl.distributed) of diagnose over a process's
 -- reports: the per-GPU tables its checks read of the GPU operations
--- (nsl.gpu_tables: gt_*, one row per GPU, long gap or low chunk); the CUDA
--- calls diagnose reads (M.step_calls: the blocking calls and the call after
--- each, the memory operations' calls, the loading calls; without `dur`,
--- which rank 0 makes again) and each report's span of calls; the memory
--- operations its checks read (M.step_memory).  The GPU operations stay
--- here for M.collective (the ledger of the process's GPUs).  The steps of
--- the analyses diagnose runs that have a distributed form (M.uses) run
--- beside it, their tables under "NAME.TABLE".
+-- (nsl.gpu_tables: gt_*, one row per GPU, long gap or low chunk), the
+-- tables its checks of blocking calls read (nsl.call_tables: ct_*, one row
+-- per process and the longest calls of each check) and the calls that load
+-- or compile code (ct_loading: as recorded, without `dur`).  The GPU
+-- operations, the CUDA calls and the memory operations the checks read stay
+-- here for M.collective (the ledger of the process's GPUs, the blocking
+-- calls per step).  The steps of the analyses diagnose runs that have a
+-- distributed form (M.uses) run beside it, their tables under "NAME.TABLE".
 function M.step(trace, args)
   local okns, ns = pcall(thresholds_ns, args)
   if not okns then   -- a bad argument (the same on every process): rank 0 fails with it as one process does
@@ -204,10 +210,14 @@ function M.step(trace, args)
   end
   local ops = distributed.ops_step(trace, {names = OPS.names, memop = OPS.memop, columns = OPS.columns, api = true})
   local G = gpu_tables.make(ops, ops.part, ns, args, #trace.kernels)
-  local api, api_spans, calls = M.step_calls(trace)
-  stepped[trace] = {ops = ops, G = G}
-  local t = {api = distributed.without_dur(api), api_spans = api_spans,
-             memcpy = M.step_memory(trace, "memcpy", calls), memset = M.step_memory(trace, "memset", calls)}
+  local api = host_sync.api_calls(trace)
+  local mem = {memcpy = memory_of(trace, "memcpy"), memset = memory_of(trace, "memset")}
+  stepped[trace] = {ops = ops, G = G, api = api, memcpy = mem.memcpy}
+  local t = call_tables.wire(call_tables.make(api, mem))
+  local raw = trace.api
+  raw:load(LOADING)
+  raw = raw:select(LOADING)
+  t.ct_loading = raw:filter(raw.name:where(function(s) return compile.api_class(s) ~= nil end))
   for k, v in pairs(gpu_tables.wire(G)) do t[k] = v end
   return t
 end
@@ -225,9 +235,12 @@ M.uses = {"straggler"}
 -- step range named in no report: nsl.ledger.reduced_steps), diag_form's mode 1 and
 -- what that ledger reads of the process's reports: its GPU operations (ops,
 -- with `part` 0/1/2 for kernels, memcpy, memset, so rank 0 can restore the
--- one-process row order; without the launching calls' rows) and where its
+-- one-process row order; without the launching calls' rows), where its
 -- GPUs waited for the host to launch them (launch_waits, found here from
--- the launching calls).
+-- the launching calls), the CUDA calls it reads (M.step_calls: api,
+-- api_spans) and its memcpy (M.step_memcpy); rank 0 then finds
+-- host.sync_per_step's sums from those, and in mode 0 the processes send
+-- theirs (nsl.call_tables.step_sums: ct_steps, ct_step_names).
 local function ledger_part(view, args, first, st)
   local own = stepped[view]
   if not own then return {} end   -- (a bad argument: M.context fails with it)
@@ -238,21 +251,34 @@ local function ledger_part(view, args, first, st)
     local waits = ledger.launch_waits(work:with("group", select(2, ledger.gpus(work))))
     local cols = {}
     for _, c in ipairs(ops:columns()) do if c ~= "api" then cols[#cols + 1] = c end end
+    local api, api_spans, calls = M.step_calls(view)
     return {diag_form = nsl.table{{"mode", nsl.rep(1, 1)}}, ops = ops:select(cols),
-            launch_waits = waits:select{"report", "device", "pid", "tid", "start", "launch_stop", "hs", "he"}}
+            launch_waits = waits:select{"report", "device", "pid", "tid", "start", "launch_stop", "hs", "he"},
+            api = distributed.without_dur(api), api_spans = api_spans, memcpy = M.step_memcpy(view)}
   end
   local r = ledger.reduce_waits(view, first, ledger.MATCH, own.ops)   -- (the step's operations serve the ledger)
   if not r then return {} end   -- (a process failed: the run fails with its message)
   local l = ledger.build(view, {steps = it, waits = r.waits, ops = r.ops})
+  -- host.sync_per_step's sums per step, over the steps rank 0 finds too (its windows, as find_steps sorts them)
+  local S
+  if it then
+    S = call_tables.step_sums(view, own.api, own.memcpy, ranges_of(iterations.windows(it):sort("report", "pid", "iter"),
+                                                                   it.mode))
+  else
+    S = call_tables.step_sums(view, own.api, own.memcpy)
+  end
   return {diag_form = nsl.table{{"mode", nsl.rep(0, 1)}}, diag_ledger = ledger.unlabelled(l.ledger),
-          host_idle = require("nsl.checks.host_idle").candidates(view, l, own.G, args.host_idle)}
+          host_idle = require("nsl.checks.host_idle").candidates(view, l, own.G, args.host_idle),
+          ct_steps = S.per, ct_step_names = S.names}
 end
 
---- What rank 0 reads of the tables M.step made, gathered into parts: the
--- CUDA calls with `dur` made again (host_sync.columns), and the GPU
--- operations as Ctx:ops gives them.  Returns api, ops.
+--- What rank 0 reads of the tables the processes made, gathered into
+-- parts, where it builds the ledger (M.collective's mode 1): the CUDA calls
+-- with `dur` made again (host_sync.columns), and the GPU operations as
+-- Ctx:ops gives them.  Returns api, ops (nil, nil in mode 0).
 function M.received(parts)
-  return distributed.with_dur(parts.api, host_sync.columns), parts.ops and distributed.ops_combine(parts.ops, OPS)
+  return parts.api and distributed.with_dur(parts.api, host_sync.columns),
+         parts.ops and distributed.ops_combine(parts.ops, OPS)
 end
 
 --- The active span of every report of trace: {report (0-based) -> {lo,
@@ -322,7 +348,8 @@ function M.context(trace, args, parts, out)
   if parts then   -- a distributed run: what the processes computed of their reports
     parts.api, ctx.cache.ops = M.received(parts)
     ctx.parts = parts
-    compile.loading_calls_from(trace, parts.api)
+    local lc = parts.ct_loading
+    if lc then compile.loading_calls_from(trace, lc:with("dur", lc.stop - lc.start)) end
     local cn = parts.compile_names
     if cn and #cn > 0 then compile.names_absent(trace, cn.xla:max() > 0, cn.framework:max() > 0) end
     -- the whole trace's span: the least and greatest of the processes' (window.span over the union)
@@ -370,8 +397,8 @@ function Ctx:launched_ops()
 end
 
 --- The memcpy or memset rows (name) the checks read, with the columns they
--- read: the trace's table, or in a distributed run those its processes
--- sent (M.step_memory).
+-- read: the trace's table, or in a distributed run where rank 0 builds the
+-- ledger the memcpy its processes sent (M.step_memcpy).
 function Ctx:memory(name)
   if self.parts then return self.parts[name] end
   local t = self.trace[name]
@@ -379,12 +406,45 @@ function Ctx:memory(name)
   return t
 end
 
---- The CUDA API calls, one per correlation id of a process (host_sync.api_calls).
+--- The CUDA API calls, one per correlation id of a process (host_sync.api_calls;
+-- in a distributed run, of the calls its processes sent where rank 0 builds the ledger).
 function Ctx:api()
   if not self.cache.api then
-    self.cache.api = self.parts and host_sync.unique_calls(self.parts.api) or host_sync.api_calls(self.trace)
+    if self.parts then
+      self.cache.api = host_sync.unique_calls(assert(self.parts.api, "the processes sent no CUDA calls"))
+    else
+      self.cache.api = host_sync.api_calls(self.trace)
+    end
   end
   return self.cache.api
+end
+
+--- The tables the checks of blocking calls read (nsl.call_tables: by
+-- check key, {agg, top}), made once: in a distributed run from its
+-- processes' (ct_*), else from Ctx:api and Ctx:memory.
+function Ctx:calls()
+  if not self.cache.calls then
+    self.cache.calls = self.parts and call_tables.merge(self.parts) or
+                       call_tables.make(self:api(), {memcpy = self:memory("memcpy"), memset = self:memory("memset")})
+  end
+  return self.cache.calls
+end
+
+--- host.sync_per_step's sums per step and process (nsl.call_tables.step_sums:
+-- {per, names}), made once: in a distributed run whose processes built the
+-- ledger, theirs (ct_steps, ct_step_names); else from Ctx:api and the steps.
+function Ctx:call_steps()
+  if not self.cache.call_steps then
+    local p = self.parts
+    if p and p.ct_steps then
+      self.cache.call_steps = {per = p.ct_steps, names = p.ct_step_names}
+    else
+      local st = self.steps
+      self.cache.call_steps = call_tables.step_sums(self.trace, self:api(), self:memory("memcpy"),
+                                                    ranges_of(st.windows, st.it.mode))
+    end
+  end
+  return self.cache.call_steps
 end
 
 --- The ledger of the trace (nsl.ledger.build over the whole run, with the
@@ -721,33 +781,14 @@ local function table_of(rows, cols)
 end
 M.table_of = table_of
 
--- Memory operations of table t (memcpy or memset: report, pid, corr, ...)
--- launched by a CUDA API call whose name passes fn: the rows of t with
--- api_tid, api_start, api_dur, api_name.
-local function launched_by(ctx, t, fn)
-  -- the calls whose name passes first (one test per distinct name), so the join indexes those alone: a
-  -- process's correlation ids are its calls' own (Ctx:api), so the rows that match are the same
-  local api = ctx:api()
-  api = api:filter(api.name:where(function(s) return fn(s:lower()) end))
-  local j = t:join(api, {"report", "pid", "corr"}, {"tid", "start", "dur", "name"}, "api_")
-  return j:filter(~j.api_name:isnull())
-end
-M.launched_by = launched_by
-
--- Findings per process for CUDA calls that block: rows (report, pid,
--- api_tid, api_start, api_dur, api_name, and device, stream for memory
--- operations) -> one finding per (report, pid), where = its longest call.
--- The blocked time is the rule's measure (total_ns); what the job loses is
--- the ledger line the calls claim (line: idle_sync, idle_htod) on the
--- process's worst GPU: a host that waits while its GPU is busy loses nothing.
-local function per_process_calls(ctx, id, rows, what, evidence, next_cmd, line)
-  if #rows == 0 then return end
-  -- one sort for every process (a filter per process would read all rows once per process): the groups
-  -- come in (report, pid) order, each with its longest call first
-  rows = rows:sort("report", "pid", "-api_dur", "api_start")
-  local g = rows:group_by("report", "pid")
-  local a = g:agg{"n=count", "total=sum(api_dur)", "longest=max(api_dur)"}
-  local firsts = rows:filter(nsl.cumcount(g:ids()):eq(0))   -- row i: group i's longest call
+-- Findings per process for CUDA calls that block: c the check's tables
+-- (nsl.call_tables: agg, one row per (report, pid) with its longest call)
+-- -> one finding per (report, pid), where = its longest call.  The blocked
+-- time is the rule's measure (total_ns); what the job loses is the ledger
+-- line the calls claim (line: idle_sync, idle_htod) on the process's worst
+-- GPU: a host that waits while its GPU is busy loses nothing.
+local function per_process_calls(ctx, id, c, what, evidence, next_cmd, line)
+  local a = c.agg
   for i = 1, #a do
     local r, pid = a.report[i], a.pid[i]
     local lo, hi = ctx:report_span(r)
@@ -756,26 +797,49 @@ local function per_process_calls(ctx, id, rows, what, evidence, next_cmd, line)
             text = string.format("%s pid %s: %s %s (%s blocked the calling threads, longest %s; its GPU sat idle " ..
               "%s for them)", ctx:rank(r), pid_text(pid), report.int(a.n[i]), what, report.duration(a.total[i]),
               report.duration(a.longest[i]), report.duration(lost)),
-            where = {rank = ctx:rank(r), report = r, pid = pid, tid = firsts.api_tid[i],
-                     device = firsts:coltype("device") and firsts.device[i] or nil,
-                     stream = firsts:coltype("stream") and firsts.stream[i] or nil,
-                     from = firsts.api_start[i], to = firsts.api_start[i] + firsts.api_dur[i]},
+            where = {rank = ctx:rank(r), report = r, pid = pid, tid = a.api_tid[i],
+                     device = a:coltype("device") and a.device[i] or nil,
+                     stream = a:coltype("stream") and a.stream[i] or nil,
+                     from = a.api_start[i], to = a.api_start[i] + a.longest[i]},
             next = next_cmd(r)}
   end
 end
 M.per_process_calls = per_process_calls
 
--- The evidence table of blocking calls with their GPU operation.
-local function calls_table(ctx, rows, extra)
-  local s = rows:sort("-api_dur", "report", "api_start")
+--- The title of a check's evidence table of calls (c: its nsl.call_tables
+-- tables): what, and when the table lists only the longest, of how many.
+local function calls_title(c, what)
+  local n = c.agg.n:sum() or 0
+  if n <= #c.top then return what end
+  return string.format("%s (the %s longest of %s)", what, report.int(#c.top), report.int(n))
+end
+M.calls_title = calls_title
+
+-- The evidence table of blocking calls with their GPU operation (c.top:
+-- the longest, longest first).
+local function calls_table(ctx, c, extra)
+  local s = c.top
   local cols = {{"report", s.report:map(function(r) return ctx:rank(r) end)}, {"pid", s.pid}, {"tid", s.api_tid},
                 {"device", s.device}, {"stream", s.stream}, {"API call", s.api_name},
                 {"API at (ns from start)", ctx:from_start(s.api_start)}, {"API start (ns)", s.api_start},
                 {"API time (ns)", s.api_dur}, {"GPU time (ns)", s.stop - s.start}}
-  for _, c in ipairs(extra or {}) do cols[#cols + 1] = {c[1], s[c[2]]} end
+  for _, x in ipairs(extra or {}) do cols[#cols + 1] = {x[1], s[x[2]]} end
   return nsl.table(cols)
 end
 M.calls_table = calls_table
+
+--- The check of blocking calls key (nsl.call_tables.checks): its evidence
+-- table (name, extra columns of its operations, title) and one finding per
+-- process (what, the ledger line; the next command runs `launch` on the
+-- process's report).
+function M.blocking_calls(ctx, key, name, extra, title, what, line)
+  local c = ctx:calls()[key]
+  if #c.agg == 0 then return end
+  local id
+  for _, x in ipairs(call_tables.checks) do if x.key == key then id = x.id end end
+  local ev = ctx:table(name, calls_table(ctx, c, extra), calls_title(c, title))
+  per_process_calls(ctx, id, c, what, ev, function(r) return "nsl run launch " .. ctx:path(r) end, line)
+end
 
 -- ---------------------------------------------------------------- GPU operations by process and device
 
@@ -983,12 +1047,7 @@ M.item_title = item_title
 
 -- The steps of ctx as ranges for nsl.steps.assign: report, pid, start,
 -- stop, iter (pid 0 for marker-kernel steps, which are per report).
-local function step_ranges(ctx)
-  local W = ctx.steps.windows
-  W = W:with("report", W.report:cast("i64"))
-  if ctx.steps.it.mode == "range" then return W:with("pid", W.pid:cast("i64")), false end
-  return W:with("pid", nsl.rep(0, #W)), true
-end
+local function step_ranges(ctx) return ranges_of(ctx.steps.windows, ctx.steps.it.mode) end
 M.step_ranges = step_ranges
 
 -- ---------------------------------------------------------------- peak FLOPs (mfu)

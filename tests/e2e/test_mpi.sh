@@ -19,11 +19,13 @@ for np in $NPS; do
   same_as_one "compare" $np run compare "${RANKS[@]}" --arg runs=1+2+3+4+5,6+7+8+9+10
   form_was compare distributed
   same_as_one "diagnose (json)" $np run diagnose "${RANKS[@]}" --format json; form_was diagnose distributed
-  # its processes send per-GPU tables (gt_*) and their GPUs' ledger rows, never the GPU operations' rows
+  # its processes send per-GPU tables (gt_*), the blocking calls' tables (ct_*) and their GPUs' ledger rows, never
+  # the GPU operations', CUDA calls' or memory operations' rows
   gathered=$(grep 'nsl: mpi: gathered (bytes):' "$TMP/many.err")
-  if [ -n "$gathered" ] && ! grep -qE '(: |, )(ops|launch_waits) [0-9]' <<< "$gathered" &&
-     grep -q 'gt_dv [0-9]' <<< "$gathered" && grep -q 'diag_ledger [0-9]' <<< "$gathered"; then
-    ok "diagnose on $np: per-GPU tables and ledger rows gathered, no GPU operation rows"
+  if [ -n "$gathered" ] && ! grep -qE '(: |, )(ops|launch_waits|api|memcpy|memset) [0-9]' <<< "$gathered" &&
+     grep -q 'gt_dv [0-9]' <<< "$gathered" && grep -q 'diag_ledger [0-9]' <<< "$gathered" &&
+     grep -q 'ct_api_sync_top [0-9]' <<< "$gathered" && grep -q 'ct_steps [0-9]' <<< "$gathered"; then
+    ok "diagnose on $np: per-GPU, blocking-call and ledger tables gathered, no operation or call rows"
   else bad "diagnose on $np gathered: ${gathered:-no statistics line}"; fi
   same_as_one "ledger" $np run ledger "${RANKS[@]}"; form_was ledger distributed
   same_as_one "gaps (no distributed form)" $np run gaps "${RANKS[@]}"; form_was gaps gathered

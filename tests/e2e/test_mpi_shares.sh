@@ -110,6 +110,9 @@ with_steps=$(moved "$TMP/many.err")
 same_as_one "diagnose with training steps (json)" 2 run diagnose "${STEPS[@]}" --format json
 grep -q '"ledger_steps"' "$TMP/many.out" && ok "diagnose: the ledger is split by the steps the processes found" ||
   bad "diagnose: no ledger_steps table"
+# host.sync_per_step from the processes' sums per step (ct_steps), not from the calls
+grep -q '"host.sync_per_step"' "$TMP/many.out" && ok "diagnose: host.sync_per_step from the sums per step" ||
+  bad "diagnose: no host.sync_per_step finding"
 detected=$(moved "$TMP/many.err")
 same_as_one "diagnose with its step range named (json)" 2 run diagnose "${STEPS[@]}" --format json \
   --arg iteration=train_step

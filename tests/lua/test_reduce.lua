@@ -364,7 +364,7 @@ return {
       T.ok(not parts.api:coltype("dur") and not parts.ops:coltype("dur") and not parts.ops:coltype("corr"),
            what .. ": no duration or correlation id of an operation sent")
       local api, ops = diagnose.received(parts)
-      compile.loading_calls_from(t0, api)
+      compile.loading_calls_from(t0, parts.ct_loading:with("dur", parts.ct_loading.stop - parts.ct_loading.start))
       local calls = host_sync.unique_calls(api)
       local red = ledger.build(t0, {api = #t0.api > 0 and calls or nil, ops = ops, memcpy = parts.memcpy,
                                     launch_waits = parts.launch_waits, raw_api = api, api_spans = parts.api_spans})
@@ -376,16 +376,9 @@ return {
                    what .. ": blocking calls")
       end
       -- the memory operations the checks read: what each keeps of the whole table, it keeps of the rows sent
-      local whole_calls = #trace.api > 0 and host_sync.api_calls(trace) or calls
-      local function by_call(t, fn)
-        local c = whole_calls:filter(whole_calls.name:where(function(x) return fn(x:lower()) end))
-        return t:filter(select(2, t:join(c, {"report", "pid", "corr"}, {})):ge(0))
-      end
       local tests = {
         memcpy = {pageable = function(t) return t:filter(t.src_kind:eq("pageable") | t.dst_kind:eq("pageable")) end,
-                  htod = function(t) return t:filter(t.kind:eq("HtoD")) end,
-                  sync = function(t) return by_call(t, diagnose.sync_memcpy_name) end},
-        memset = {sync = function(t) return by_call(t:filter(t.kind:isin{"pinned", "managed"}), diagnose.sync_memset_name) end},
+                  htod = function(t) return t:filter(t.kind:eq("HtoD")) end},
       }
       for name, list in pairs(tests) do
         local t = trace[name]
@@ -417,10 +410,77 @@ return {
     local parts = check({bare, T.data(SRC)}, "an export without CUDA calls beside one with them")
     T.eq(parts.api.report:eq(0):count(), 0, "the export without CUDA calls: no call sent")
     T.ok(parts.launch_waits.report:eq(1):count() > 0, "the other export's launch waits are sent")
-    T.eq(#diagnose.step(nsl.open({bare}, {cache = false}), args).api, 0, "that export alone: no call sent")
+    local alone = nsl.open({bare}, {cache = false})
+    diagnose.step(alone, args)
+    T.eq(#diagnose.collective(alone, named, 0).api, 0, "that export alone: no call sent")
     os.remove(bare)
-    for _, k in ipairs{"memcpy.pageable", "memcpy.htod", "memcpy.sync"} do
+    for _, k in ipairs{"memcpy.pageable", "memcpy.htod"} do
       T.ok((sent[k] or 0) > 0, "rows seen by the memory test " .. k .. ": " .. tostring(sent[k]))
     end
+  end},
+  {"diagnose: the tables of the checks of blocking calls, made per process and merged, are the whole trace's (longest calls, per process, per step; four exports split three ways)", function()
+    local call_tables = require("nsl.call_tables")
+    local files = {T.data(SRC), T.data("nsys/mpi_cuda_rank0_2022.2.sqlite"), T.data("nsys/cuda_2021.2.sqlite"), H200}
+    local trace = nsl.open(files)
+    local api = host_sync.api_calls(trace)
+    local mem = {}
+    for _, name in ipairs{"memcpy", "memset"} do
+      local cols = {"report", "pid", "device", "stream", "corr", "start", "stop", "bytes", "kind"}
+      if name == "memcpy" then cols[#cols + 1], cols[#cols + 2] = "src_kind", "dst_kind" end
+      local t = trace[name]
+      t:load(cols)
+      mem[name] = t:select(cols)
+    end
+    local st = assert(iterations.steps(trace), "the trace has steps")
+    local ranges, per_report = diagnose.step_ranges({steps = st})
+    local function of(t, reports) return t:filter(t.report:isin(reports)) end
+    local saved = call_tables.EVIDENCE
+    for _, cap in ipairs{saved, 3} do   -- (3: the longest of each process are not all of the longest)
+      call_tables.EVIDENCE = cap
+      local whole = call_tables.make(api, mem)
+      local sums = call_tables.step_sums(trace, api, mem.memcpy, ranges, per_report)
+      local seen = 0
+      for _, split in ipairs{{{0}, {1, 2}, {3}}, {{0, 1, 2, 3}}, {{0}, {1}, {2}, {3}}} do
+        local sent = {}
+        for _, share in ipairs(split) do   -- a process's reports
+          local w = call_tables.wire(call_tables.make(of(api, share), {memcpy = of(mem.memcpy, share),
+                                                                       memset = of(mem.memset, share)}))
+          local S = call_tables.step_sums(trace, of(api, share), of(mem.memcpy, share), ranges, per_report)
+          w.ct_steps, w.ct_step_names = S.per, S.names
+          for name, t in pairs(w) do
+            sent[name] = sent[name] or {}
+            table.insert(sent[name], t)
+          end
+        end
+        local parts = {}
+        for name, list in pairs(sent) do parts[name] = nsl.concat_tables(list) end
+        local m = call_tables.merge(parts)
+        local what = string.format("%d processes, at most %d calls", #split, cap)
+        for _, c in ipairs(call_tables.checks) do
+          same_table(whole[c.key].agg, m[c.key].agg, what .. ": " .. c.id .. " per process")
+          same_table(whole[c.key].top, m[c.key].top, what .. ": " .. c.id .. " longest calls")
+          T.ok(#whole[c.key].top <= cap, what .. ": " .. c.id .. ": at most the cap")
+          seen = seen + #whole[c.key].agg
+        end
+        same_table(sums.per:sort("report", "pid", "iter"), parts.ct_steps:sort("report", "pid", "iter"),
+                   what .. ": blocked time per step")
+        same_table(sums.names:sort("report", "pid"), parts.ct_step_names:sort("report", "pid"),
+                   what .. ": blocked time per call name")
+      end
+      T.ok(seen > 0 and #sums.per > 0, "blocking calls and steps to compare: " .. seen .. ", " .. #sums.per)
+      -- the oracle: api.sync's calls per process and their blocked time, by SQL on the first export
+      local a = whole.api_sync.agg
+      a = a:filter(a.report:eq(0))
+      local rows = T.sql(T.data(SRC), [[SELECT (r.globalTid >> 24) & 16777215, count(*), sum(r.end - r.start),
+          max(r.end - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
+          WHERE lower(s.value) LIKE 'cudadevicesynchronize%' OR lower(s.value) LIKE 'cudastreamsynchronize%'
+          GROUP BY 1 ORDER BY 1]])
+      T.eq(#a, #rows, "api.sync: processes with syncs, as SQL")
+      for i, r in ipairs(rows) do
+        T.eq(tostring(a.pid[i]) .. " " .. a.n[i] .. " " .. a.total[i] .. " " .. a.longest[i],
+             table.concat(r, " "), "api.sync: process " .. r[1] .. ": calls, blocked time, longest (SQL)")
+      end
+    end
+    call_tables.EVIDENCE = saved
   end},
 }

@@ -1,7 +1,6 @@
 -- nsl.checks.api_sync -- diagnose check api.sync (the engine: nsl.diagnose).
 local nsl = require("nsl")
 local D = require("nsl.diagnose")
-local per_process_calls = D.per_process_calls
 
 return {
   id = "api.sync",
@@ -12,22 +11,14 @@ return {
   claims = {"idle_sync"},
   thresholds = {},
   run = function(ctx)
-    local api = ctx:api()
-    if #api == 0 then return end
-    local m = api.name:where(function(s)
-      s = s:lower()
-      return s:find("^cudadevicesynchronize") ~= nil or s:find("^cudastreamsynchronize") ~= nil
-    end)
-    local c = api:filter(m)
-    if #c == 0 then return end
-    local rows = nsl.table{{"report", c.report}, {"pid", c.pid}, {"api_tid", c.tid}, {"api_start", c.start},
-                           {"api_dur", c.dur}, {"api_name", c.name}}
-    local s = rows:sort("-api_dur", "report", "api_start")
+    local c = ctx:calls().api_sync
+    if #c.agg == 0 then return end
+    local s = c.top
     local ev = ctx:table("api_sync", nsl.table{{"report", s.report:map(function(r) return ctx:rank(r) end)},
       {"pid", s.pid}, {"tid", s.api_tid}, {"API call", s.api_name},
       {"At (ns from start)", ctx:from_start(s.api_start)}, {"start (ns)", s.api_start},
-      {"blocked (ns)", s.api_dur}}, "cudaDeviceSynchronize / cudaStreamSynchronize calls, longest first")
-    per_process_calls(ctx, "api.sync", rows, "cudaDeviceSynchronize/cudaStreamSynchronize calls (wait on events " ..
+      {"blocked (ns)", s.api_dur}}, D.calls_title(c, "cudaDeviceSynchronize / cudaStreamSynchronize calls, longest first"))
+    D.per_process_calls(ctx, "api.sync", c, "cudaDeviceSynchronize/cudaStreamSynchronize calls (wait on events " ..
       "instead of blocking the host)", ev, function(r) return "nsl run launch " .. ctx:path(r) end, "idle_sync")
   end,
 }

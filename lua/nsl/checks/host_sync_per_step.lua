@@ -1,8 +1,6 @@
 -- nsl.checks.host_sync_per_step -- diagnose check host.sync_per_step (the engine: nsl.diagnose).
 local nsl = require("nsl")
-local steps = require("nsl.steps")
 local iterations = require("nsl.iterations")
-local host_sync = require("nsl.host_sync")
 local D = require("nsl.diagnose")
 local table_of = D.table_of
 local pid_text = D.pid_text
@@ -21,18 +19,12 @@ return {
   run = function(ctx)
     local st = ctx.steps
     if not st or #ctx.trace.api == 0 then return end
-    local syncs = host_sync.calls(ctx.trace, ctx:api(), ctx:memory("memcpy"))
-    if #syncs == 0 then return end
+    -- per process: blocked time and calls in each steady step (0 in a step without any), processes in
+    -- (report, pid) order
+    local S = ctx:call_steps()
+    local per = S.per:sort("report", "pid", "iter")
+    if #per == 0 then return end
     local ranges, per_report = step_ranges(ctx)
-    local pid = syncs.pid:cast("i64")
-    local rep = syncs.report:cast("i64")
-    local iter = steps.assign(nsl.table{{"report", rep}, {"pid", per_report and nsl.rep(0, #syncs) or pid},
-                                        {"launch", syncs.start}}, ranges)
-    local inside = syncs:with("report", rep, "pid", pid, "iter", iter)
-    inside = inside:filter(~iter:isnull())
-    if #inside == 0 then return end
-    -- per process: blocked time and calls in each steady step (0 in a step without any)
-    local per = inside:group_by("report", "pid", "iter"):agg{"n=count", "t=sum(dur)"}
     local steady = {}   -- report -> {pid (or 0) -> list of steady iters}
     local W = ranges:with("warm", nsl.column(st.warm_flag))
     for i = 1, #W do
@@ -63,8 +55,7 @@ return {
       end
     end
     if not worst then return end
-    local top = inside:filter(inside.report:eq(worst.r) & inside.pid:eq(worst.pid))
-                      :group_by("name"):agg{"t=sum(dur)"}:sort("-t")
+    local top = S.names:filter(S.names.report:eq(worst.r) & S.names.pid:eq(worst.pid)):sort("-t")
     local ev = ctx:table("host_sync_per_step", table_of(rows, {{"report", "report"}, {"pid", "pid"}, {"step", "step"},
       {"step (ns)", "len"}, {"blocking calls", "n"}, {"blocked (ns)", "t"}}),
       "CUDA calls that block the host (explicit syncs, synchronous and pageable copies) per steady step and process")
