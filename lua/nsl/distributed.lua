@@ -77,6 +77,43 @@ function M.report_trace(trace, reports)
   return dist and dist:subtrace(reports) or nil
 end
 
+--- Computations on one report that rank 0 may ask of the process holding
+-- it (M.call), by name: function(trace, t) -> a table, trace that report
+-- alone (a trace of one report, as M.report_trace gives it), t what rank 0
+-- sent.  A module registers its own (M.remote["nsl.MODULE.NAME"] = fn)
+-- when it loads; a process asked for one loads the module the name names.
+M.remote = {}
+
+--- The table computation name makes of t on report (0-based) of trace,
+-- run by the process that holds the report when trace is a distributed
+-- run's whole trace on rank 0 (the answer moves, not the report's rows);
+-- nil for any other trace (where the caller computes it itself).
+function M.call(trace, report, name, t)
+  local dist = split_of[trace]
+  if not dist then return nil end
+  local fn = M.remote[name]
+  if dist:owner(report) == 0 then return assert(fn, name)(dist:subtrace({report}), t) end
+  return dist:call(report, name, t)
+end
+
+--- Serves rank 0's M.call of computation name on report (0-based) of this
+-- process's share (dist:serve calls it): the table, or nil and a message.
+function M.serve_call(dist, report, name, t)
+  local ok, res = xpcall(function()
+    local fn = M.remote[name]
+    if not fn then
+      local mod = name:match("^(.*)%.[^.]+$")
+      if mod then pcall(require, mod) end
+      fn = M.remote[name]
+    end
+    if not fn then error("no computation " .. name, 0) end
+    return fn(dist:subtrace({report}), t)
+  end, nsl.error_handler)
+  if ok then return res end
+  if nsl.is_error(res) then return nil, res.message end
+  return nil, tostring(type(res) == "table" and res.bug or res)
+end
+
 --- The tables got[1..P] (false where a process sent none) as one table,
 -- rows in process order (= report order).
 local function concat(got)
@@ -277,6 +314,9 @@ function M.run(runner, a, args, opts)
                                   "%.3f)\n", (mpi.start()), select(3, dist:share()),
                                   a.distributed and "distributed" or "gathered", secs, bytes, t - clock0,
                                   t_open - clock0, t_steps - t_open, t - t_steps))
+    local loads, calls = dist:stats()
+    io.stderr:write(string.format("nsl: mpi: rank 0 read %d tables of other processes' reports and asked %d " ..
+                                  "computations of them\n", loads, calls))
     if #weighed > 0 then   -- what each table of the steps weighed on the wire, heaviest first
       table.sort(weighed, function(x, y) if x[2] ~= y[2] then return x[2] > y[2] end return x[1] < y[1] end)
       local w = {}

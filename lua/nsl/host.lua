@@ -23,16 +23,25 @@ local SOURCES = {
    cols = {"report", "pid", "tid", "start", "stop", "text", "kind", "end_tid"}},
 }
 
+--- The CPU-side tables of trace that have rows, in M.sources' order: a
+-- list of {key, label, tab (the trace table's name), text, cols,
+-- innermost}, none read.
+function M.present(trace)
+  local list = {}
+  for _, spec in ipairs(SOURCES) do
+    if #trace[spec.tab] > 0 then list[#list + 1] = spec end
+  end
+  return list
+end
+
 --- The CPU-side tables an interval is attributed to: a list of {key, label,
 -- t (the trace table), text (its text column)}, only those with rows.
 function M.sources(trace)
   local list = {}
-  for _, spec in ipairs(SOURCES) do
+  for _, spec in ipairs(M.present(trace)) do
     local t = trace[spec.tab]
-    if #t > 0 then
-      t:load(spec.cols)
-      list[#list + 1] = {key = spec.key, label = spec.label, t = t, text = spec.text, innermost = spec.innermost}
-    end
+    t:load(spec.cols)
+    list[#list + 1] = {key = spec.key, label = spec.label, t = t, text = spec.text, innermost = spec.innermost}
   end
   return list
 end
@@ -72,11 +81,9 @@ function M.sources_of(trace, reps)
   local own = report_traces(trace, reps)
   if not own then return M.sources(trace) end
   local list = {}
-  for _, spec in ipairs(SOURCES) do
-    if #trace[spec.tab] > 0 then
-      list[#list + 1] = {key = spec.key, label = spec.label, t = rows_of(own, reps, spec.tab, spec.cols),
-                         text = spec.text, innermost = spec.innermost}
-    end
+  for _, spec in ipairs(M.present(trace)) do
+    list[#list + 1] = {key = spec.key, label = spec.label, t = rows_of(own, reps, spec.tab, spec.cols),
+                       text = spec.text, innermost = spec.innermost}
   end
   return list
 end

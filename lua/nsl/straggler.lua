@@ -680,9 +680,10 @@ end
 -- not (a collective only some ranks recorded, in the middle of a run) rank
 -- 0 reads the kernels instead.  So a process sends 120 B per collective,
 -- not 104 B per kernel.  The host parts of the windows' gaps (M.windows'
--- second table: 7 per collective on the 1 GB tiled export) are made on
--- rank 0 for the ranks whose host the verdict names, from their reports
--- alone (M.host_parts).
+-- second table: 7 per collective on the 1 GB tiled export) are made for
+-- the ranks whose host the verdict names, from their reports alone, by the
+-- process that holds each (M.host_rows, asked through nsl.distributed.call),
+-- which sends back the late windows' gaps attributed.
 
 -- rank_by as a number, so that rank 0 can check what the rows were reduced by
 local BY_CODE = {device = 0, process = 1, report = 2}
@@ -942,18 +943,9 @@ local function next_command(trace, src, rows, r, id)
   return nil
 end
 
---- The host parts of the gaps in the windows before the matched steady
--- collectives (M.windows' second table) of ranks (0-based, a list):
--- res.host (every rank's), or, when the windows came from M.reduce's rows
--- (res.reduced), the same made from those ranks' kernels -- read from their
--- reports alone in a distributed run (a report's ranks are consecutive:
--- its first plus their index there).  nil without launch times.
-function M.host_parts(trace, src, res, ranks)
-  if not res.reduced then return res.host end   -- (every rank's: the caller picks)
-  if not res.coll.launch or #ranks == 0 then return nil end
-  local args = {rank_by = src.by}
-  local coll = res.coll:select{"rank", "instance", "start", "stop", "launch", "report", "pid", "corr"}
-  -- the ranks of each report asked for, in rank order
+-- The ranks (0-based, a list) by report: of (report -> its ranks asked
+-- for, in rank order) and reps (those reports in order).
+local function ranks_by_report(src, ranks)
   local of, reps = {}, {}
   table.sort(ranks)
   for _, r in ipairs(ranks) do
@@ -961,25 +953,106 @@ function M.host_parts(trace, src, res, ranks)
     if not of[rep] then of[rep] = {}; reps[#reps + 1] = rep end
     table.insert(of[rep], r)
   end
+  return of, reps
+end
+
+-- The host parts (M.windows' second table) of the windows of coll's
+-- collectives (coll: rows of the ranks rs) from tr's kernels, tr's ranks
+-- numbered from first; their report rep (nil: as tr numbers them).
+local function host_parts_of(tr, coll, rs, args, first, rep)
+  local kr = nccl_kernels(tr, args).kr
+  kr = kr:with("rank", kr.rank + first)
+  if rep then kr = kr:with("report", nsl.rep(rep, #kr):cast(coll:coltype("report"))) end
+  local _, hp = M.windows(coll, kr:filter(kr.rank:isin(rs)))
+  return hp
+end
+
+--- The host parts of the gaps in the windows before the matched steady
+-- collectives (M.windows' second table) of ranks (0-based, a list):
+-- res.host (every rank's), or, when the windows came from M.reduce's rows
+-- (res.reduced), the same made from those ranks' kernels (in a distributed
+-- run each report's process makes them: host_activities).  nil without
+-- launch times.
+function M.host_parts(trace, src, res, ranks)
+  if not res.reduced then return res.host end   -- (every rank's: the caller picks)
+  if not res.coll.launch or #ranks == 0 then return nil end
+  local coll = res.coll:select{"rank", "instance", "start", "stop", "launch", "report", "pid", "corr"}
+  return host_parts_of(trace, coll:filter(coll.rank:isin(ranks)), ranks, {rank_by = src.by}, 0)
+end
+
+-- The late windows' gaps of hp (host parts) at the collectives of late
+-- (rank, instance), as intervals for nsl.host.attribute: rank, report,
+-- pid, corr, start, stop, dur.
+local function late_gaps(hp, late)
+  hp = hp:join(late:with("mine", nsl.rep(1, #late)), {"rank", "instance"}, {"mine"})
+  hp = hp:filter(~hp.mine:isnull())
+  return nsl.table{{"rank", hp.rank}, {"report", hp.report}, {"pid", hp.pid}, {"corr", hp.corr},
+                   {"start", hp.start}, {"stop", hp.stop}, {"dur", hp.stop - hp.start}}
+end
+
+-- The columns of the attributed gaps that host_activities reads, by source key.
+local function attributed_columns(keys)
+  local cols = {"rank", "dur", "launch_tid"}
+  for _, k in ipairs(keys) do cols[#cols + 1], cols[#cols + 2] = k .. "_text", k .. "_ov" end
+  return cols
+end
+
+--- (nsl.distributed.call, in the process holding the report) The late
+-- windows' gaps of the ranks of one report attributed to what its host did
+-- (host_activities' rows): tr the report alone; q the matched collectives
+-- of its ranks asked for (rank, instance, start, stop, launch, report, pid,
+-- corr; late 1 at those they were late at), with first (its first rank's
+-- number) and by (the ranks' rank_by) on every row.  Returns rank, dur,
+-- launch_tid and <key>_text, <key>_ov for each source tr has
+-- (nsl.host.sources); no row when none is late.
+function M.host_rows(tr, q)
+  local none = nsl.table{{"rank", nsl.rep(0, 0)}}
+  if #q == 0 then return none end
+  local coll = q:select{"rank", "instance", "start", "stop", "launch", "report", "pid", "corr"}
+  coll = coll:with("report", nsl.rep(0, #coll):cast(coll:coltype("report")))   -- (tr's number of the report)
+  local hp = host_parts_of(tr, coll, coll.rank:unique():totable(), {rank_by = q.by[1]}, q.first[1], 0)
+  if not hp then return none end
+  local d = late_gaps(hp, q:filter(~q.late:isnull()):select{"rank", "instance"})
+  if #d == 0 then return none end
+  local sources = host.sources(tr)
+  local keys = {}
+  for i, x in ipairs(sources) do keys[i] = x.key end
+  local dd = host.attribute(d:with("launch_tid", host.launcher(tr, d, {0})), sources, true)
+  return dd:select(attributed_columns(keys))
+end
+distributed.remote["nsl.straggler.host_rows"] = M.host_rows
+
+-- host_activities' attributed gaps in a distributed run's whole trace: each
+-- report's made by the process that holds it (M.host_rows), in report
+-- order, with a NULL text for a source a report lacks.  Returns the rows
+-- and the sources (nsl.host.present) or nil.
+local function host_rows_by_report(trace, src, res, late_insts)
+  local sources = host.present(trace)
+  local keys = {}
+  for i, x in ipairs(sources) do keys[i] = x.key end
+  local cols = attributed_columns(keys)
+  local of, reps = ranks_by_report(src, late_insts.rank:unique():totable())
+  local coll = res.coll:select{"rank", "instance", "start", "stop", "launch", "report", "pid", "corr"}
+  local late = late_insts:select{"rank", "instance"}
+  late = late:with("late", nsl.rep(1, #late))
   local parts = {}
-  local function windows(tr, first, rs, rep)
-    local kr = nccl_kernels(tr, args).kr
-    kr = kr:with("rank", kr.rank + first)
-    if rep then kr = kr:with("report", nsl.rep(rep, #kr):cast(coll:coltype("report"))) end
-    local _, hp = M.windows(coll:filter(coll.rank:isin(rs)), kr:filter(kr.rank:isin(rs)))
-    if hp then parts[#parts + 1] = hp end
-  end
-  if distributed.report_trace(trace, {reps[1]}) then
-    for _, rep in ipairs(reps) do
-      local first = of[rep][1]
-      while first > 0 and src.where[first].report == rep do first = first - 1 end
-      windows(distributed.report_trace(trace, {rep}), first, of[rep], rep)
+  for _, rep in ipairs(reps) do
+    local first = of[rep][1]
+    while first > 0 and src.where[first].report == rep do first = first - 1 end
+    local q = coll:filter(coll.rank:isin(of[rep])):join(late, {"rank", "instance"}, {"late"})
+    q = q:with("first", nsl.rep(first, #q), "by", nsl.column{src.by}:gather(nsl.rep(0, #q)))
+    local got = distributed.call(trace, rep, "nsl.straggler.host_rows", q)
+    if #got > 0 then
+      for _, k in ipairs(keys) do
+        if not got:coltype(k .. "_text") then   -- (a source this report has no rows of: covers nothing)
+          got = got:with(k .. "_text", nsl.column{""}:gather(nsl.rep(-1, #got)), k .. "_ov", nsl.rep(0, #got))
+        end
+      end
+      parts[#parts + 1] = got:select(cols)
     end
-  else
-    windows(trace, 0, ranks)
   end
   if #parts == 0 then return nil end
-  return #parts == 1 and parts[1] or nsl.concat_tables(parts)
+  return nsl.concat_tables(parts), sources
 end
 
 --- What the host was doing while the GPUs of the ranks in late_insts
@@ -989,23 +1062,26 @@ end
 -- Returns a map from rank (0-based) to {list, tid}: the list of {label,
 -- text, share} (largest share first) and the thread; a rank the trace
 -- cannot say anything of has no entry.  One attribution for all the ranks
--- (per report in a distributed run, which reads a report's host tables from
--- its own process), so it costs the host tables once, not once per rank.
+-- (in a distributed run, each report's by the process that holds it:
+-- only the attributed gaps move), so it costs the host tables once, not
+-- once per rank.
 local function host_activities(trace, src, res, late_insts)
   local acts = {}
   if #late_insts == 0 then return acts end
-  local hp = M.host_parts(trace, src, res, late_insts.rank:unique():totable())
-  if not hp then return acts end
-  hp = hp:join(late_insts:with("mine", nsl.rep(1, #late_insts)), {"rank", "instance"}, {"mine"})
-  hp = hp:filter(~hp.mine:isnull())
-  if #hp == 0 then return acts end
-  local d = nsl.table{{"rank", hp.rank}, {"report", hp.report}, {"pid", hp.pid}, {"corr", hp.corr},
-                      {"start", hp.start}, {"stop", hp.stop}, {"dur", hp.stop - hp.start}}
-  -- (a distributed run reads the host tables of these rows' reports alone, each from its process)
-  local reps = d.report:unique():totable()
-  local dd = d:with("launch_tid", host.launcher(trace, d, reps))
-  local sources = host.sources_of(trace, reps)
-  dd = host.attribute(dd, sources, true)
+  local dd, sources
+  if res.reduced and res.coll.launch and distributed.report_trace(trace, {0}) then
+    dd, sources = host_rows_by_report(trace, src, res, late_insts)
+    if not dd then return acts end
+  else
+    local hp = M.host_parts(trace, src, res, late_insts.rank:unique():totable())
+    if not hp then return acts end
+    local d = late_gaps(hp, late_insts)
+    if #d == 0 then return acts end
+    local reps = d.report:unique():totable()
+    dd = d:with("launch_tid", host.launcher(trace, d, reps))
+    sources = host.sources_of(trace, reps)
+    dd = host.attribute(dd, sources, true)
+  end
   local total = dd:group_by("rank"):agg{"total=sum(dur)"}
   local tot = {}
   for i = 1, #total do tot[total.rank[i]] = total.total[i] end

@@ -123,10 +123,19 @@ static int dist_share(lua_State *L) {
   return 3;
 }
 
-/* dist:serve() answers rank 0's requests until it says quit. */
+typedef struct serve_ctx {
+  lua_State *L;
+} serve_ctx;
+static nsl_status serve_call(void *p, int report, const char *name, const void *arg, size_t alen, void **out,
+                             size_t *olen, nsl_error *err);
+
+/* dist:serve() answers rank 0's requests until it says quit: reads of its
+ * reports' tables, and computations on one of them (dist:call), which
+ * nsl.distributed.serve_call(dist, report, name, table) makes. */
 static int dist_serve(lua_State *L) {
   nsl_error err = {0};
-  if (nsl__dist_serve(checkdist(L), &err) != NSL_OK) {   /* the link to rank 0 is broken: end the job */
+  serve_ctx c = {L};
+  if (nsl__dist_serve(checkdist(L), serve_call, &c, &err) != NSL_OK) {   /* the link to rank 0 is broken: end the job */
     fprintf(stderr, "nsl: MPI rank %d: %s\n", nsl__comm_rank(), err.msg);
     nsl__comm_abort(1);
   }
@@ -214,6 +223,81 @@ static int push_decoded(lua_State *L, const void *buf, size_t len, nsl_error *er
     return 0;
   }
   nsl__pushtable(L, tt, 0);
+  return 1;
+}
+
+/* The computation name on report (rank 0's dist:call), run by
+ * nsl.distributed.serve_call with the dist at stack index 1 (dist:serve's
+ * own argument) and the table decoded from arg; its table, encoded, is the
+ * answer.  Its failure (a message it returns, or an error it raises) is
+ * the answer's error. */
+static nsl_status serve_call(void *p, int report, const char *name, const void *arg, size_t alen, void **out,
+                             size_t *olen, nsl_error *err) {
+  lua_State *L = ((serve_ctx *)p)->L;
+  int top = lua_gettop(L);
+  nsl_status rc = NSL_OK;
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "nsl.distributed");
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK || !lua_istable(L, -1)) {
+    rc = nsl_error_set(err, NSL_ERR_ARG, "nsl.distributed does not load");
+  } else {
+    lua_getfield(L, -1, "serve_call");
+    lua_pushvalue(L, 1);
+    lua_pushinteger(L, report);
+    lua_pushstring(L, name);
+    if (!push_decoded(L, arg, alen, err)) rc = err->code ? err->code : NSL_ERR_FORMAT;
+    else if (lua_pcall(L, 4, 2, 0) != LUA_OK) {
+      const char *m = lua_tostring(L, -1);
+      rc = nsl_error_set(err, NSL_ERR_ARG, "%s: %s", name, m ? m : "failed");
+    } else if (!luaL_testudata(L, -2, NSL_TABLE_MT)) {
+      const char *m = lua_tostring(L, -1);
+      rc = nsl_error_set(err, NSL_ERR_ARG, "%s: %s", name, m ? m : "no table");
+    } else {
+      rc = encode_table(nsl__checktable(L, -2), 0, out, olen, err);
+    }
+  }
+  lua_settop(L, top);
+  return rc;
+}
+
+/* dist:call(report, name, t) (rank 0) -> the table computation name makes
+ * of table t on report (0-based, held by another process: dist:owner) in
+ * the process holding it (nsl.distributed.serve_call there); raises that
+ * process's error. */
+static int dist_call(lua_State *L) {
+  nsl_dist *d = checkdist(L);
+  int report = (int)luaL_checkinteger(L, 2);
+  const char *name = luaL_checkstring(L, 3);
+  nsl_table *t = nsl__checktable(L, 4);
+  void *buf = NULL, *out = NULL;
+  size_t len = 0, olen = 0;
+  nsl_error err = {0};
+  nsl_status rc = encode_table(t, 0, &buf, &len, &err);
+  if (rc == NSL_OK) rc = nsl__dist_call(d, report, name, buf, len, &out, &olen, &err);
+  free(buf);
+  if (rc != NSL_OK) {
+    free(out);
+    return nsl__input_error(L, &err);
+  }
+  int okd = push_decoded(L, out, olen, &err);
+  free(out);
+  if (!okd) return nsl__input_error(L, &err);
+  return 1;
+}
+
+/* dist:stats() (rank 0) -> tables of other processes' reports read (one per
+ * report and table), computations asked of them (dist:call). */
+static int dist_stats(lua_State *L) {
+  int64_t loads = 0, calls = 0;
+  nsl__dist_stats(checkdist(L), &loads, &calls);
+  lua_pushinteger(L, loads);
+  lua_pushinteger(L, calls);
+  return 2;
+}
+
+/* dist:owner(report) -> the MPI rank holding report (0-based). */
+static int dist_owner(lua_State *L) {
+  lua_pushinteger(L, nsl__dist_owner(checkdist(L), (int)luaL_checkinteger(L, 2)));
   return 1;
 }
 
@@ -370,7 +454,8 @@ static int l_wtime(lua_State *L) {
 
 static const luaL_Reg dist_methods[] = {{"view", dist_view},   {"trace", dist_trace}, {"share", dist_share},
                                         {"subtrace", dist_subtrace}, {"filter", dist_filter},
-                                        {"serve", dist_serve}, {"quit", dist_quit},   {NULL, NULL}};
+                                        {"serve", dist_serve}, {"quit", dist_quit},   {"call", dist_call},
+                                        {"owner", dist_owner}, {"stats", dist_stats}, {NULL, NULL}};
 static const luaL_Reg dist_meta[] = {{"__gc", dist_gc}, {"__close", dist_gc}, {NULL, NULL}};
 static const luaL_Reg funcs[] = {{"start", l_start},     {"open", l_open},   {"agree", l_agree},
                                  {"gather", l_gather},   {"bcast", l_bcast}, {"bcast_table", l_bcast_table},

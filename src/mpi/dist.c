@@ -28,7 +28,7 @@
 #include "source/input.h"
 
 enum { TAG_REQ = 11, TAG_REPLY = 12 };
-enum { REQ_DESCRIBE = 'D', REQ_COUNT = 'C', REQ_LOAD = 'L', REQ_QUIT = 'Q' };
+enum { REQ_DESCRIBE = 'D', REQ_COUNT = 'C', REQ_LOAD = 'L', REQ_CALL = 'X', REQ_QUIT = 'Q' };
 
 /* A unit of work: an export, or one report member of a bundle. */
 typedef struct unit {
@@ -55,6 +55,8 @@ struct nsl_dist {
   size_t *lens;
   /* rank 0: the whole trace's row filters (nsl__dist_filter), encoded as sent */
   nsl__row_filters *filters;
+  /* rank 0: tables of other processes' reports read, computations asked of them (nsl__dist_stats) */
+  int64_t loads, calls;
 };
 
 /* ---- the hub ---- */
@@ -551,6 +553,7 @@ static nsl_status ask(remote *rm, int kind, const char *table, const char *const
   nsl__text m = {0};
   size_t flen = 0;
   const void *f = rm->single || kind == REQ_DESCRIBE ? NULL : filter_of(rm->d, table, &flen);
+  if (kind == REQ_LOAD) __atomic_add_fetch(&rm->d->loads, 1, __ATOMIC_RELAXED);   /* (loads run on worker threads) */
   request(&m, kind, table, cols, types, n, rm->single ? rm->report : -1, f, flen);
   if (m.oom) {
     free(m.s);
@@ -688,6 +691,48 @@ nsl_status nsl__dist_subtrace(nsl_dist *d, const int *reports, int n, nsl_trace 
   return NSL_OK;
 }
 
+void nsl__dist_stats(nsl_dist *d, int64_t *loads, int64_t *calls) {
+  *loads = __atomic_load_n(&d->loads, __ATOMIC_RELAXED);
+  *calls = __atomic_load_n(&d->calls, __ATOMIC_RELAXED);
+}
+
+int nsl__dist_owner(const nsl_dist *d, int report) {
+  return report >= 0 && report < d->nreports ? d->owner[report] : -1;
+}
+
+nsl_status nsl__dist_call(nsl_dist *d, int report, const char *name, const void *arg, size_t alen, void **out,
+                          size_t *olen, nsl_error *err) {
+  *out = NULL, *olen = 0;
+  if (report < 0 || report >= d->nreports || d->owner[report] == d->rank)
+    return nsl_error_set(err, NSL_ERR_ARG, "report %d is not held by another MPI rank", report + 1);
+  __atomic_add_fetch(&d->calls, 1, __ATOMIC_RELAXED);
+  nsl__text m = {0};   /* the request of a table's read, its name the computation's and its filter the argument */
+  request(&m, REQ_CALL, name, NULL, NULL, 0, report, arg, alen);
+  if (m.oom) {
+    free(m.s);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  }
+  void *buf = NULL;
+  size_t len = 0;
+  nsl_status rc = fetch_one(d, &m, report, &buf, &len, err);
+  free(m.s);
+  if (rc == NSL_OK) {
+    nsl_bytes_in r = {buf, len, 0, 0};
+    rc = answer_status(&r, err);
+    if (rc == NSL_OK) {
+      size_t n = r.len - r.at;
+      *out = malloc(n ? n : 1);
+      if (!*out) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+      else {
+        if (n) memcpy(*out, r.p + r.at, n);
+        *olen = n;
+      }
+    }
+  }
+  free(buf);
+  return rc;
+}
+
 /* ---- serving (ranks other than 0) ---- */
 
 typedef struct serve_job {
@@ -765,7 +810,7 @@ static void serve_one(void *p, int i) {
   }
 }
 
-nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err) {
+nsl_status nsl__dist_serve(nsl_dist *d, nsl__dist_call_fn call, void *ctx, nsl_error *err) {
   for (;;) {
     void *buf = NULL;
     size_t len = 0;
@@ -810,8 +855,22 @@ nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err) {
       if (lo < 0 || lo >= d->count) r.bad = 1, lo = 0, hi = 1;
     }
     j.answers = calloc((size_t)(d->count ? d->count : 1), sizeof *j.answers);
+    if (kind == REQ_CALL && only < 0) r.bad = 1;   /* a computation is on one report */
     if (r.bad || !j.table || !j.answers || (n > 0 && (!j.cols || !j.types))) {
       for (int i = lo; j.answers && i < hi; i++) answer_error(&j.answers[i], NSL_ERR_FORMAT, "corrupt request", d->rank);
+    } else if (kind == REQ_CALL) {   /* on this thread: the computation may be the caller's interpreter */
+      nsl_error e = {0};
+      void *out = NULL;
+      size_t olen = 0;
+      nsl_status st = call ? call(ctx, only, j.table, j.filter, j.flen, &out, &olen, &e)
+                           : nsl_error_set(&e, NSL_ERR_ARG, "no computation is served here");
+      if (st != NSL_OK) answer_error(&j.answers[lo], st, e.msg, d->rank);
+      else {
+        int32_t ok = NSL_OK;
+        nsl__bytes_put(&j.answers[lo], &ok, sizeof ok);
+        nsl__bytes_put(&j.answers[lo], out, olen);
+      }
+      free(out);
     } else if (kind == REQ_LOAD && hi - lo > 1) {
       nsl__run_parallel(d->count, nsl__thread_count(d->count), serve_one, &j);
     } else {

@@ -48,7 +48,26 @@ nsl_status nsl__dist_subtrace(nsl_dist *d, const int *reports, int n, nsl_trace 
  * are those passing every condition (core/rowfilter.h: one call per table;
  * a later call replaces an earlier one).  NSL_ERR_ARG for a bad regex. */
 nsl_status nsl__dist_filter(nsl_dist *d, const char *table, const nsl__row_cond *conds, int n, nsl_error *err);
-nsl_status nsl__dist_serve(nsl_dist *d, nsl_error *err);
+/* A computation on one report that rank 0 asks of the process holding it
+ * (nsl__dist_call), run there by the serving process: name says which (the
+ * caller's business), arg (alen bytes) what it computes on; *out (malloc'd,
+ * *olen bytes) the answer.  report: its index in the whole trace. */
+typedef nsl_status (*nsl__dist_call_fn)(void *ctx, int report, const char *name, const void *arg, size_t alen,
+                                        void **out, size_t *olen, nsl_error *err);
+/* On rank 0: how many tables of other processes' reports it has read (one
+ * per report and table) and how many computations it asked of them. */
+void nsl__dist_stats(nsl_dist *d, int64_t *loads, int64_t *calls);
+/* The process that holds report (an MPI rank). */
+int nsl__dist_owner(const nsl_dist *d, int report);
+/* On rank 0: runs computation name on report (not its own) in the process
+ * holding it, which answers it through its nsl__dist_serve's call; *out
+ * (malloc'd, *olen bytes) the answer, or that process's error. */
+nsl_status nsl__dist_call(nsl_dist *d, int report, const char *name, const void *arg, size_t alen, void **out,
+                          size_t *olen, nsl_error *err);
+/* Answers rank 0's requests (reads of its reports' tables, and
+ * computations on them through call, which may be NULL: none served)
+ * until rank 0 says quit. */
+nsl_status nsl__dist_serve(nsl_dist *d, nsl__dist_call_fn call, void *ctx, nsl_error *err);
 nsl_status nsl__dist_quit(nsl_dist *d, nsl_error *err);
 /* Collective: 1 when every process passed ok != 0.  On rank 0, when some
  * did not, *msg receives the first failing process's message prefixed with

@@ -39,6 +39,17 @@ cmp -s "$TMP/plain.out" "$TMP/many.out" && ok "straggler, columns as they are in
   bad "straggler: the output changes with the columns' encoding"
 moves_less "the reduced rows as varints (x 3/2), against them as they are in memory" \
   "$([ -n "$reduced" ] && echo $((reduced * 3 / 2)))" "$(moved "$TMP/plain.err")"
+# what the late rank's host did (rank 5, host idle; its report held by MPI rank 1) is found by its process, which
+# sends the attributed gaps: rank 0 reads none of its tables
+if grep -q "rank 0 read 0 tables of other processes' reports and asked 1 computations" "$TMP/plain.err"; then
+  ok "straggler: the late rank's host attributed by its process, no table of its report read by rank 0"
+else bad "straggler: $(grep 'rank 0 read' "$TMP/plain.err")"; fi
+# the same rank's report first, held by MPI rank 0 itself: attributed there, the same output as one process
+same_as_one "straggler, the late rank's report held by MPI rank 0" 2 run straggler "${RANKS[5]}" "${RANKS[@]:0:5}" \
+  "${RANKS[@]:6}"
+grep -q "rank 0 read 0 tables of other processes' reports and asked 0 computations" "$TMP/many.err" &&
+  ok "straggler: the late rank's host attributed on MPI rank 0, which holds its report" ||
+  bad "straggler, late report on rank 0: $(grep 'rank 0 read' "$TMP/many.err")"
 copy_ranks gap
 GAP=("${COPIES[@]}")
 sqlite3 "${GAP[0]}" "INSERT INTO StringIds(id, value) VALUES ((SELECT max(id) + 1 FROM StringIds),
