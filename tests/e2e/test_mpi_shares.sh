@@ -256,6 +256,38 @@ rc=$?
   bad "failing step: exit $rc: $(grep '^nsl' "$TMP/bad.err")"
 mpi 4 run "$TMP/failing_step.lua" "${RANKS[@]:4}" > "$TMP/good.out" 2> /dev/null
 check_eq "an own script's distributed form: the steps' tables reach combine" "$(cat "$TMP/good.out")" "combined 6"
+# a computation rank 0 asks of the process holding a report (nsl.distributed.call): its answer, the report's own;
+# on one process there is no such process (nil); a computation that fails there fails the run with one line
+# naming the MPI rank, not a hang
+cat > "$TMP/remote.lua" <<'EOF'
+local nsl = require("nsl")
+local distributed = require("nsl.distributed")
+distributed.remote["test.kernels"] = function(trace, t)
+  return nsl.table{{"kernels", nsl.rep(#trace.kernels, 1)}, {"reports", nsl.rep(#trace.reports, 1)},
+                   {"asked", nsl.rep(t.x:sum(), 1)}}
+end
+distributed.remote["test.fails"] = function() nsl.fail("this computation cannot be made") end
+return {name = "remote", args = {report = {default = 0}, fail = {default = false}},
+  run = function(trace, args, out)
+    local got = distributed.call(trace, args.report, args.fail and "test.fails" or "test.kernels",
+                                 nsl.table{{"x", nsl.column{20, 22}}})
+    out:text(got and string.format("kernels %d, reports %d, asked %d", got.kernels[1], got.reports[1], got.asked[1])
+             or "one process")
+  end}
+EOF
+check_eq "a computation on a report, on one process" "$("$NSL" run "$TMP/remote.lua" "${RANKS[@]:0:4}" 2>&1)" \
+  "one process"
+for rep in 3 0; do   # (report 3 on MPI rank 1 of 2; report 0 on rank 0 itself)
+  check_eq "a computation on report $rep asked of the process holding it: the report's own answer (SQL's count)" \
+    "$(mpi 2 run "$TMP/remote.lua" "${RANKS[@]:0:4}" --arg report=$rep 2> /dev/null)" \
+    "kernels $(sqlite3 "${RANKS[$rep]}" 'SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL'), reports 1, asked 42"
+done
+mpi 2 run "$TMP/remote.lua" "${RANKS[@]:0:4}" --arg report=3 --arg fail=true > "$TMP/bad.out" 2> "$TMP/bad.err"
+rc=$?
+[ $rc -eq 1 ] && [ "$(grep -c '^nsl:' "$TMP/bad.err")" = 1 ] &&
+  grep -q "^nsl: .*MPI rank 1: test.fails: this computation cannot be made" "$TMP/bad.err" &&
+  ok "a computation failing in the process holding the report fails the run with one line naming it, exit 1" ||
+  bad "failing computation: exit $rc: $(head -3 "$TMP/bad.err")"
 # a usage error is said once, not by every process
 mpi 3 run summary "${RANKS[@]}" --arg nope=1 > /dev/null 2> "$TMP/bad.err"
 rc=$?
