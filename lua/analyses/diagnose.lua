@@ -98,7 +98,10 @@ return {
     local cited = {}
     for _, f in ipairs(findings) do if f.evidence then cited[f.evidence] = true end end
     for _, e in ipairs(ctx.evidence) do
-      if cited[e.name] then out:table(e.name, e.t, {title = e.title, limit = args.limit}) end
+      if cited[e.name] then
+        out:table(e.name, e.t, {title = e.title, limit = args.limit})
+        if e.in_all then out:value("evidence_rows." .. e.name, e.in_all) end
+      end
     end
     if out:carries_figures() then   -- the ledger per GPU, and what the top findings cost the job
       local run = ledger_run(L.t)

@@ -710,9 +710,11 @@ function Ctx:from_start(col)
 end
 
 --- Keeps an evidence table (printed after the findings); returns its name.
-function Ctx:table(name, t, title)
+-- in_all: the rows there were when t lists only some (the longest calls:
+-- the value evidence_rows.NAME says so in every format).
+function Ctx:table(name, t, title, in_all)
   for _, e in ipairs(self.evidence) do if e.name == name then return name end end
-  self.evidence[#self.evidence + 1] = {name = name, t = t, title = title}
+  self.evidence[#self.evidence + 1] = {name = name, t = t, title = title, in_all = in_all}
   return name
 end
 
@@ -807,11 +809,12 @@ end
 M.per_process_calls = per_process_calls
 
 --- The title of a check's evidence table of calls (c: its nsl.call_tables
--- tables): what, and when the table lists only the longest, of how many.
+-- tables): what, and when the table lists only the longest, of how many;
+-- second result, the calls in all then (Ctx:table's in_all).
 local function calls_title(c, what)
   local n = c.agg.n:sum() or 0
   if n <= #c.top then return what end
-  return string.format("%s (the %s longest of %s)", what, report.int(#c.top), report.int(n))
+  return string.format("%s (the %s longest of %s)", what, report.int(#c.top), report.int(n)), n
 end
 M.calls_title = calls_title
 
@@ -837,7 +840,7 @@ function M.blocking_calls(ctx, key, name, extra, title, what, line)
   if #c.agg == 0 then return end
   local id
   for _, x in ipairs(call_tables.checks) do if x.key == key then id = x.id end end
-  local ev = ctx:table(name, calls_table(ctx, c, extra), calls_title(c, title))
+  local ev = ctx:table(name, calls_table(ctx, c, extra), calls_title(c, title))   -- (its title, and in_all)
   per_process_calls(ctx, id, c, what, ev, function(r) return "nsl run launch " .. ctx:path(r) end, line)
 end
 
