@@ -175,6 +175,30 @@ return {
     end
   end},
 
+  {"evidence: an evidence table of calls lists the longest (nsl.call_tables.EVIDENCE, here 5) and says how many " ..
+   "there were; the findings still count every call (SQL)", function()
+    local call_tables = require("nsl.call_tables")
+    local saved = call_tables.EVIDENCE
+    call_tables.EVIDENCE = 5
+    local ok, err = pcall(function()
+      local path = T.data(ncclf)
+      local fs, ctx = alone(path, "api.sync")
+      check_calls(path, fs, "api.sync", SYNC_API)   -- (n and blocked time per process: every call)
+      local e
+      for _, x in ipairs(ctx.evidence) do if x.name == "api_sync" then e = x end end
+      local want = T.sql(path, "SELECT r.end - r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON " ..
+        "s.id = r.nameId WHERE s.value LIKE 'cudaDeviceSynchronize%' OR s.value LIKE 'cudaStreamSynchronize%' " ..
+        "ORDER BY r.end - r.start DESC")
+      T.ok(#want > 5, "more syncs than the table lists: " .. #want)
+      T.eq(#e.t, 5, "the table lists 5 calls")
+      for i = 1, 5 do T.eq(e.t["blocked (ns)"][i], math.tointeger(tonumber(want[i][1])), "the longest, call " .. i) end
+      T.eq(e.in_all, #want, "in all: SQL's count")
+      T.ok(e.title:find(string.format("(the 5 longest of %d)", #want), 1, true) ~= nil, "the title says so: " .. e.title)
+    end)
+    call_tables.EVIDENCE = saved
+    if not ok then error(err, 0) end
+  end},
+
   {"memcpy.pageable_async: real NCCL export, per process, equals SQL (Async call, pageable side)", function()
     local path = T.data(ncclf)
     check_calls(path, alone(path, "memcpy.pageable_async"), "memcpy.pageable_async", PAGEABLE)
