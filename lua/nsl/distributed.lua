@@ -84,16 +84,26 @@ end
 -- when it loads; a process asked for one loads the module the name names.
 M.remote = {}
 
---- The table computation name makes of t on report (0-based) of trace,
--- run by the process that holds the report when trace is a distributed
--- run's whole trace on rank 0 (the answer moves, not the report's rows);
--- nil for any other trace (where the caller computes it itself).
-function M.call(trace, report, name, t)
+--- The tables computation name makes of tables[i] on reports[i] (0-based)
+-- of trace, each made by the process that holds the report when trace is a
+-- distributed run's whole trace on rank 0 (the answers move, not the
+-- reports' rows; the processes work at once, rank 0 on its own reports
+-- after): a list in the order given; nil for any other trace (where the
+-- caller computes them itself).  Raises the first failure.
+function M.call(trace, reports, name, tables)
   local dist = split_of[trace]
   if not dist then return nil end
-  local fn = M.remote[name]
-  if dist:owner(report) == 0 then return assert(fn, name)(dist:subtrace({report}), t) end
-  return dist:call(report, name, t)
+  local res, far, far_t, at = {}, {}, {}, {}
+  for i, r in ipairs(reports) do
+    if dist:owner(r) ~= 0 then far[#far + 1], far_t[#far_t + 1], at[#at + 1] = r, tables[i], i end
+  end
+  if #far > 0 then
+    for k, t in ipairs(dist:call(far, name, far_t)) do res[at[k]] = t end
+  end
+  for i, r in ipairs(reports) do
+    if not res[i] then res[i] = assert(M.remote[name], name)(dist:subtrace({r}), tables[i]) end
+  end
+  return res
 end
 
 --- Serves rank 0's M.call of computation name on report (0-based) of this

@@ -1035,13 +1035,15 @@ local function host_rows_by_report(trace, src, res, late_insts)
   local coll = res.coll:select{"rank", "instance", "start", "stop", "launch", "report", "pid", "corr"}
   local late = late_insts:select{"rank", "instance"}
   late = late:with("late", nsl.rep(1, #late))
-  local parts = {}
-  for _, rep in ipairs(reps) do
+  local qs = {}
+  for i, rep in ipairs(reps) do
     local first = of[rep][1]
     while first > 0 and src.where[first].report == rep do first = first - 1 end
     local q = coll:filter(coll.rank:isin(of[rep])):join(late, {"rank", "instance"}, {"late"})
-    q = q:with("first", nsl.rep(first, #q), "by", nsl.column{src.by}:gather(nsl.rep(0, #q)))
-    local got = distributed.call(trace, rep, "nsl.straggler.host_rows", q)
+    qs[i] = q:with("first", nsl.rep(first, #q), "by", nsl.column{src.by}:gather(nsl.rep(0, #q)))
+  end
+  local parts = {}
+  for _, got in ipairs(distributed.call(trace, reps, "nsl.straggler.host_rows", qs)) do
     if #got > 0 then
       for _, k in ipairs(keys) do
         if not got:coltype(k .. "_text") then   -- (a source this report has no rows of: covers nothing)

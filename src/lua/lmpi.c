@@ -260,27 +260,48 @@ static nsl_status serve_call(void *p, int report, const char *name, const void *
   return rc;
 }
 
-/* dist:call(report, name, t) (rank 0) -> the table computation name makes
- * of table t on report (0-based, held by another process: dist:owner) in
- * the process holding it (nsl.distributed.serve_call there); raises that
- * process's error. */
+/* dist:call(reports, name, tables) (rank 0) -> a list: the table
+ * computation name makes of tables[i] on reports[i] (0-based, each held by
+ * another process: dist:owner) in the process holding it
+ * (nsl.distributed.serve_call there), every such process working at once;
+ * raises the first failing one's error. */
 static int dist_call(lua_State *L) {
   nsl_dist *d = checkdist(L);
-  int report = (int)luaL_checkinteger(L, 2);
+  luaL_checktype(L, 2, LUA_TTABLE);
   const char *name = luaL_checkstring(L, 3);
-  nsl_table *t = nsl__checktable(L, 4);
-  void *buf = NULL, *out = NULL;
-  size_t len = 0, olen = 0;
+  luaL_checktype(L, 4, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 2);
+  luaL_argcheck(L, n >= 0 && n <= 1 << 24 && luaL_len(L, 4) == n, 4, "one table per report");
+  size_t k = (size_t)(n ? n : 1);
+  int *reports = lua_newuserdatauv(L, k * sizeof *reports, 0);
+  void **bufs = lua_newuserdatauv(L, k * sizeof *bufs, 0);
+  size_t *lens = lua_newuserdatauv(L, k * sizeof *lens, 0);
+  void **outs = lua_newuserdatauv(L, k * sizeof *outs, 0);
+  size_t *olens = lua_newuserdatauv(L, k * sizeof *olens, 0);
   nsl_error err = {0};
-  nsl_status rc = encode_table(t, 0, &buf, &len, &err);
-  if (rc == NSL_OK) rc = nsl__dist_call(d, report, name, buf, len, &out, &olen, &err);
-  free(buf);
-  if (rc != NSL_OK) {
-    free(out);
-    return nsl__input_error(L, &err);
+  nsl_status rc = NSL_OK;
+  for (lua_Integer i = 0; i < n; i++) {   /* (the arguments checked before anything is allocated) */
+    bufs[i] = NULL, lens[i] = 0;
+    lua_geti(L, 2, i + 1);
+    reports[i] = (int)luaL_checkinteger(L, -1);
+    lua_geti(L, 4, i + 1);
+    nsl__checktable(L, -1);
+    lua_pop(L, 2);
   }
-  int okd = push_decoded(L, out, olen, &err);
-  free(out);
+  for (lua_Integer i = 0; i < n && rc == NSL_OK; i++) {
+    lua_geti(L, 4, i + 1);
+    rc = encode_table(nsl__checktable(L, -1), 0, &bufs[i], &lens[i], &err);
+    lua_pop(L, 1);
+  }
+  if (rc == NSL_OK) rc = nsl__dist_call(d, (int)n, reports, name, (const void *const *)bufs, lens, outs, olens, &err);
+  for (lua_Integer i = 0; i < n; i++) free(bufs[i]);
+  if (rc != NSL_OK) return nsl__input_error(L, &err);
+  lua_createtable(L, (int)n, 0);
+  int okd = 1;
+  for (lua_Integer i = 0; i < n; i++) {
+    if (okd && (okd = push_decoded(L, outs[i], olens[i], &err))) lua_rawseti(L, -2, i + 1);
+    free(outs[i]);
+  }
   if (!okd) return nsl__input_error(L, &err);
   return 1;
 }

@@ -700,36 +700,89 @@ int nsl__dist_owner(const nsl_dist *d, int report) {
   return report >= 0 && report < d->nreports ? d->owner[report] : -1;
 }
 
-nsl_status nsl__dist_call(nsl_dist *d, int report, const char *name, const void *arg, size_t alen, void **out,
-                          size_t *olen, nsl_error *err) {
-  *out = NULL, *olen = 0;
-  if (report < 0 || report >= d->nreports || d->owner[report] == d->rank)
-    return nsl_error_set(err, NSL_ERR_ARG, "report %d is not held by another MPI rank", report + 1);
-  __atomic_add_fetch(&d->calls, 1, __ATOMIC_RELAXED);
+/* Sends the request of computation i of nsl__dist_call to the process holding its report. */
+static nsl_status send_call(nsl_dist *d, int report, const char *name, const void *arg, size_t alen, nsl_error *err) {
   nsl__text m = {0};   /* the request of a table's read, its name the computation's and its filter the argument */
   request(&m, REQ_CALL, name, NULL, NULL, 0, report, arg, alen);
-  if (m.oom) {
-    free(m.s);
-    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-  }
-  void *buf = NULL;
-  size_t len = 0;
-  nsl_status rc = fetch_one(d, &m, report, &buf, &len, err);
+  nsl_status rc = m.oom ? nsl_error_set(err, NSL_ERR_NOMEM, "out of memory")
+                        : nsl__comm_send(d->owner[report], TAG_REQ, m.s, m.len, err);
   free(m.s);
+  return rc;
+}
+
+/* A computation's answer (buf, len bytes): *out (malloc'd) the bytes of its table, or the process's error. */
+static nsl_status call_answer(const void *buf, size_t len, void **out, size_t *olen, nsl_error *err) {
+  nsl_bytes_in r = {buf, len, 0, 0};
+  nsl_status rc = answer_status(&r, err);
+  if (rc != NSL_OK) return rc;
+  size_t n = r.len - r.at;
+  *out = malloc(n ? n : 1);
+  if (!*out) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  if (n) memcpy(*out, r.p + r.at, n);
+  *olen = n;
+  return NSL_OK;
+}
+
+nsl_status nsl__dist_call(nsl_dist *d, int n, const int *reports, const char *name, const void *const *args,
+                          const size_t *alens, void **outs, size_t *olens, nsl_error *err) {
+  for (int i = 0; i < n; i++) outs[i] = NULL, olens[i] = 0;
+  for (int i = 0; i < n; i++)
+    if (reports[i] < 0 || reports[i] >= d->nreports || d->owner[reports[i]] == d->rank)
+      return nsl_error_set(err, NSL_ERR_ARG, "report %d is not held by another MPI rank", reports[i] + 1);
+  if (n == 0) return NSL_OK;
+  __atomic_add_fetch(&d->calls, n, __ATOMIC_RELAXED);
+  /* per process, the computations asked of it in the order given (head, then next): one in flight each, so
+   * that every process works on its own while rank 0 waits, and no request is sent to a process that may be
+   * sending an answer */
+  int *next = malloc((size_t)n * sizeof *next), *head = malloc((size_t)d->size * sizeof *head),
+      *tail = malloc((size_t)d->size * sizeof *tail);
+  nsl_status *st = calloc((size_t)n, sizeof *st);
+  nsl_error *errs = calloc((size_t)n, sizeof *errs);
+  nsl_status rc = next && head && tail && st && errs ? NSL_OK : nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  for (int p = 0; rc == NSL_OK && p < d->size; p++) head[p] = tail[p] = -1;
+  for (int i = 0; rc == NSL_OK && i < n; i++) {
+    int p = d->owner[reports[i]];
+    next[i] = -1;
+    if (tail[p] < 0) head[p] = i;
+    else next[tail[p]] = i;
+    tail[p] = i;
+  }
   if (rc == NSL_OK) {
-    nsl_bytes_in r = {buf, len, 0, 0};
-    rc = answer_status(&r, err);
-    if (rc == NSL_OK) {
-      size_t n = r.len - r.at;
-      *out = malloc(n ? n : 1);
-      if (!*out) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-      else {
-        if (n) memcpy(*out, r.p + r.at, n);
-        *olen = n;
+    pthread_mutex_lock(&d->mu);
+    for (int p = 0; rc == NSL_OK && p < d->size; p++)
+      if (head[p] >= 0) rc = send_call(d, reports[head[p]], name, args[head[p]], alens[head[p]], err);
+    for (int left = n; rc == NSL_OK && left > 0;) {
+      for (int p = 0; rc == NSL_OK && p < d->size; p++) {
+        int i = head[p];
+        if (i < 0) continue;
+        void *buf = NULL;
+        size_t len = 0;
+        rc = nsl__comm_recv(p, TAG_REPLY, &buf, &len, err);
+        if (rc != NSL_OK) break;
+        st[i] = call_answer(buf, len, &outs[i], &olens[i], &errs[i]);
+        free(buf);
+        left--;
+        head[p] = next[i];
+        if (head[p] >= 0) rc = send_call(d, reports[head[p]], name, args[head[p]], alens[head[p]], err);
       }
     }
+    pthread_mutex_unlock(&d->mu);
   }
-  free(buf);
+  for (int i = 0; rc == NSL_OK && i < n; i++)   /* the first failure, in the order given */
+    if (st[i] != NSL_OK) {
+      *err = errs[i];
+      rc = st[i];
+    }
+  if (rc != NSL_OK)
+    for (int i = 0; i < n; i++) {
+      free(outs[i]);
+      outs[i] = NULL, olens[i] = 0;
+    }
+  free(next);
+  free(head);
+  free(tail);
+  free(st);
+  free(errs);
   return rc;
 }
 

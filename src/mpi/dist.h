@@ -59,11 +59,14 @@ typedef nsl_status (*nsl__dist_call_fn)(void *ctx, int report, const char *name,
 void nsl__dist_stats(nsl_dist *d, int64_t *loads, int64_t *calls);
 /* The process that holds report (an MPI rank). */
 int nsl__dist_owner(const nsl_dist *d, int report);
-/* On rank 0: runs computation name on report (not its own) in the process
- * holding it, which answers it through its nsl__dist_serve's call; *out
- * (malloc'd, *olen bytes) the answer, or that process's error. */
-nsl_status nsl__dist_call(nsl_dist *d, int report, const char *name, const void *arg, size_t alen, void **out,
-                          size_t *olen, nsl_error *err);
+/* On rank 0: runs computation name on each of reports[0..n) (none its own)
+ * in the process holding it, which answers it through its nsl__dist_serve's
+ * call, with argument args[i] (alens[i] bytes): every process holding some
+ * works on its own at once, one at a time.  outs[i] (malloc'd, olens[i]
+ * bytes) the answers; on failure none, err the first failing one's error
+ * in the order given (every answer is still received). */
+nsl_status nsl__dist_call(nsl_dist *d, int n, const int *reports, const char *name, const void *const *args,
+                          const size_t *alens, void **outs, size_t *olens, nsl_error *err);
 /* Answers rank 0's requests (reads of its reports' tables, and
  * computations on them through call, which may be NULL: none served)
  * until rank 0 says quit. */

@@ -50,6 +50,23 @@ same_as_one "straggler, the late rank's report held by MPI rank 0" 2 run straggl
 grep -q "rank 0 read 0 tables of other processes' reports and asked 0 computations" "$TMP/many.err" &&
   ok "straggler: the late rank's host attributed on MPI rank 0, which holds its report" ||
   bad "straggler, late report on rank 0: $(grep 'rank 0 read' "$TMP/many.err")"
+# three late ranks (2, 5, 8) on three processes of four: each process attributes its own late rank's host, all at
+# once; rank 0 reads no table of their reports
+T3=$TMP/three
+mkdir -p "$T3"
+for r in 0 1 2 3 4 5 6 7 8 9; do
+  role=idlewait; case $r in 2|5|8) role=idle;; esac
+  "$NSL_SOURCE_DIR/tests/lua/straggler_rank.sh" "$SRC" "$T3/rank$r.sqlite" 0 500000 $role \
+    $(( (r * 37 % 23 - 11) * 1000000 )) 10000 $((r + 1)) &
+done
+wait
+THREE=()
+for r in 0 1 2 3 4 5 6 7 8 9; do THREE+=("$T3/rank$r.sqlite"); done
+same_as_one "straggler, three late ranks on three processes" 4 run straggler "${THREE[@]}"
+check_eq "straggler: the three late ranks named" "$(grep -c 'is a straggler' "$TMP/many.out")" 3
+grep -qE "rank 0 read 0 tables of other processes' reports and asked [23] computations" "$TMP/many.err" &&
+  ok "straggler: three late ranks' hosts attributed by their processes" ||
+  bad "straggler, three late ranks: $(grep 'rank 0 read' "$TMP/many.err")"
 copy_ranks gap
 GAP=("${COPIES[@]}")
 sqlite3 "${GAP[0]}" "INSERT INTO StringIds(id, value) VALUES ((SELECT max(id) + 1 FROM StringIds),
@@ -269,15 +286,16 @@ end
 distributed.remote["test.fails"] = function() nsl.fail("this computation cannot be made") end
 return {name = "remote", args = {report = {default = 0}, fail = {default = false}},
   run = function(trace, args, out)
-    local got = distributed.call(trace, args.report, args.fail and "test.fails" or "test.kernels",
-                                 nsl.table{{"x", nsl.column{20, 22}}})
+    local t = nsl.table{{"x", nsl.column{20, 22}}}
+    local got = distributed.call(trace, {args.report, 1}, args.fail and "test.fails" or "test.kernels", {t, t})
+    got = got and got[1]
     out:text(got and string.format("kernels %d, reports %d, asked %d", got.kernels[1], got.reports[1], got.asked[1])
              or "one process")
   end}
 EOF
 check_eq "a computation on a report, on one process" "$("$NSL" run "$TMP/remote.lua" "${RANKS[@]:0:4}" 2>&1)" \
   "one process"
-for rep in 3 0; do   # (report 3 on MPI rank 1 of 2; report 0 on rank 0 itself)
+for rep in 3 0; do   # (report 3 on MPI rank 1 of 2, beside report 1 on rank 0; report 0 on rank 0 itself)
   check_eq "a computation on report $rep asked of the process holding it: the report's own answer (SQL's count)" \
     "$(mpi 2 run "$TMP/remote.lua" "${RANKS[@]:0:4}" --arg report=$rep 2> /dev/null)" \
     "kernels $(sqlite3 "${RANKS[$rep]}" 'SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL'), reports 1, asked 42"
