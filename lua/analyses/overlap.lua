@@ -39,16 +39,22 @@ return {
     limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
   },
   example = "nsl run overlap rank0.sqlite rank1.sqlite --arg iteration=train_step",
-  run = function(trace, args, out)
-    -- (the columns read: an iteration's operations are placed by their launches, nsl.steps.attribute)
-    local cols = args.iteration == "" and {"report", "device", "start", "stop"}
-                 or {"report", "pid", "device", "corr", "start", "stop", "dur"}
-    local ops = gpu_ops.table(trace, {columns = cols, names = "short", memop = true})
-    if #ops == 0 then
-      return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations", "jax_communication")
+  -- parts: a distributed run's measures of each process's devices (overlap.reduce)
+  run = function(trace, args, out, parts)
+    local S
+    if parts and #parts.ov_dev > 0 then
+      S = overlap.merged(trace, parts, args.iteration)
+    else
+      -- (the columns read: an iteration's operations are placed by their launches, nsl.steps.attribute)
+      local cols = args.iteration == "" and {"report", "device", "start", "stop"}
+                   or {"report", "pid", "device", "corr", "start", "stop", "dur"}
+      local ops = gpu_ops.table(trace, {columns = cols, names = "short", memop = true})
+      if #ops == 0 then
+        return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations", "jax_communication")
+      end
+      S = overlap.devices(trace, ops, args.iteration)
     end
     local limit = args.limit > 0 and args.limit or nil
-    local S = overlap.devices(trace, ops, args.iteration)
     local t, sets = overlap.device_table(S)
     local report_names = S.report_names
     if out:carries_figures() then   -- each device's span split into the sets, stacked
@@ -81,4 +87,7 @@ return {
                "and its exact split", limit = limit})
     out:table("overlap_by_iteration", by_iter, {title = "Overlap per iteration and device", limit = limit})
   end,
+  -- distributed (nsl.distributed): each process measures its own devices (and their iterations' windows), and
+  -- sends a row per device and per device and iteration instead of its GPU operations
+  distributed = {step = function(trace, args) return overlap.reduce(trace, args.iteration) end},
 }

@@ -13,6 +13,7 @@ local nsl = require("nsl")
 local lanes = require("nsl.lanes")
 local nccl = require("nsl.nccl")
 local steps = require("nsl.steps")
+local gpu_ops = require("nsl.gpu_ops")
 
 local M = {}
 
@@ -159,6 +160,60 @@ function M.devices(trace, ops, iteration)
   local measured = M.measure(ops, is_nccl, gid, ng, windows)
 
   return {dev = dev, order = order, gid = gid, ng = ng, win = win, measured = measured, report_names = report_names}
+end
+
+--- The overlap analysis's measures of trace's devices (M.devices) for a
+-- distributed run (nsl.distributed): each process measures its own devices
+-- and windows, rank 0 puts them together (M.merged).  ov_dev: per device
+-- (report, device, lo, hi, lgid: its group here, and M.keys over its
+-- span); ov_win: per device and iteration (report and lgid of its device,
+-- iter, lo, hi, ksum, and M.keys over the window); ov_found: whether this
+-- process's reports have a range named iteration (a process without one
+-- measures no window; where none has, rank 0 fails as one process does).
+function M.reduce(trace, iteration)
+  local cols = iteration == "" and {"report", "device", "start", "stop"}
+               or {"report", "pid", "device", "corr", "start", "stop", "dur"}
+  local ops = gpu_ops.table(trace, {columns = cols, names = "short", memop = true})
+  local found = iteration ~= "" and #ops > 0 and steps.has_range(trace, iteration)
+  local S = M.devices(trace, ops, found and iteration or "")
+  local dev = S.dev:select{"report", "device", "lo", "hi"}:with("report", S.dev.report:cast("i64"),
+                                                                "lgid", nsl.range(S.ng))
+  for _, k in ipairs(M.keys) do dev = dev:with("m_" .. k, S.measured[1][k]) end
+  local win = S.win
+  if win then
+    win = nsl.table{{"report", dev.report:gather(win.gid)}, {"lgid", win.gid:cast("i64")}, {"iter", win.iter:cast("i64")},
+                    {"lo", win.lo}, {"hi", win.hi}, {"ksum", win.ksum}}
+    for _, k in ipairs(M.keys) do win = win:with("m_" .. k, S.measured[2][k]) end
+  else
+    local z = nsl.rep(0, 0)
+    win = nsl.table{{"report", z}, {"lgid", z}, {"iter", z}, {"lo", z}, {"hi", z}, {"ksum", z}}
+    for _, k in ipairs(M.keys) do win = win:with("m_" .. k, z) end
+  end
+  return {ov_dev = dev, ov_win = win, ov_found = nsl.table{{"found", nsl.rep(found and 1 or 0, 1)}}}
+end
+
+--- M.devices' result from the processes' M.reduce tables gathered (parts):
+-- their devices and windows numbered again in order, as M.device_table and
+-- M.iteration_tables read them (both order by report and device).  Fails
+-- as one process does when iteration names a range no report has.
+function M.merged(trace, parts, iteration)
+  if iteration ~= "" and (parts.ov_found.found:sum() or 0) == 0 then steps.no_range(trace, iteration) end
+  local dev = parts.ov_dev
+  local ng = #dev
+  local m1 = {}
+  for _, k in ipairs(M.keys) do m1[k] = dev["m_" .. k] end
+  local S = {dev = dev, ng = ng, order = dev:with("gid", nsl.range(ng)):sort("report", "device"),
+             report_names = trace.reports.name:totable(), measured = {m1}}
+  if iteration ~= "" then
+    local w = parts.ov_win
+    w = w:with("gid", w:join(dev:select{"report", "lgid"}:with("gid", nsl.range(ng)), {"report", "lgid"}, {"gid"}).gid)
+    w = w:sort("gid", "iter")
+    S.win = w
+    local m2 = {}
+    for _, k in ipairs(M.keys) do m2[k] = w["m_" .. k] end
+    S.measured[2] = m2
+  end
+  return S
 end
 
 --- overlap.device_table(S) -> the overlap analysis's table per device of

@@ -28,18 +28,30 @@ function M.matches(text, name)
   return #text > #name and text:sub(1, #name) == name and not word_char(text:sub(#name + 1, #name + 1))
 end
 
+-- The NVTX ranges of trace named name (M.matches; marks and other events
+-- have no stop): a mask over trace.nvtx, its columns loaded.
+local function named(trace, name)
+  local nv = trace.nvtx
+  nv:load{"report", "pid", "start", "stop", "text"}
+  return nv.text:where(function(t) return M.matches(t, name) end) & ~nv.stop:isnull()
+end
+
+--- Whether trace has an NVTX range named name (M.ranges would find one).
+function M.has_range(trace, name) return named(trace, name):count() > 0 end
+
+--- Fails as M.ranges does when trace has no NVTX range named name.
+function M.no_range(trace, name)
+  nsl.fail(string.format("no NVTX range named '%s' in %s (--arg iteration=NAME takes the text of a push/pop or " ..
+    "start/end range, or the text before ', op_id')", name, table.concat(trace.reports.name:totable(), ", ")))
+end
+
 --- The iteration ranges of trace named name: an nsl table sorted by report,
 -- pid, start with columns report, pid, start, stop, iter (1-based per
 -- process).  nsl.fail when there is none.
 function M.ranges(trace, name)
   local nv = trace.nvtx
-  nv:load{"report", "pid", "start", "stop", "text"}   -- marks (and other events) have no stop
-  local mask = nv.text:where(function(t) return M.matches(t, name) end) & ~nv.stop:isnull()
-  local r = nv:filter(mask):select{"report", "pid", "start", "stop"}:sort("report", "pid", "start")
-  if #r == 0 then
-    nsl.fail(string.format("no NVTX range named '%s' in %s (--arg iteration=NAME takes the text of a push/pop or " ..
-      "start/end range, or the text before ', op_id')", name, table.concat(trace.reports.name:totable(), ", ")))
-  end
+  local r = nv:filter(named(trace, name)):select{"report", "pid", "start", "stop"}:sort("report", "pid", "start")
+  if #r == 0 then M.no_range(trace, name) end
   -- iteration k of a process: its row number minus the process's first row, plus one
   r = r:with("pos", nsl.range(#r))
   local g = r:group_by("report", "pid")

@@ -28,6 +28,7 @@ for np in $NPS; do
     ok "diagnose on $np: per-GPU, blocking-call and ledger tables gathered, no operation or call rows"
   else bad "diagnose on $np gathered: ${gathered:-no statistics line}"; fi
   same_as_one "ledger" $np run ledger "${RANKS[@]}"; form_was ledger distributed
+  same_as_one "overlap" $np run overlap "${RANKS[@]}"; form_was overlap distributed
   same_as_one "gaps (no distributed form)" $np run gaps "${RANKS[@]}"; form_was gaps gathered
 done
 same_as_one "straggler --out (tables, figures)" 3 run straggler "${RANKS[@]}" --out @OUT@

@@ -180,6 +180,18 @@ grep 'nsl: mpi: gathered (bytes):' "$TMP/many.err" | grep -qE '(: |, )ledger [0-
 same_as_one "gaps over the same exports (no distributed form)" 2 run gaps "${STEPS[@]}"
 events=$(moved "$TMP/many.err")
 moves_less "ledger: rows built by the processes, against gaps' events" "$reduced" "$events" 100
+# overlap: each process measures its own devices and their iterations' windows (a row per device, and per device
+# and iteration), also where only some reports have the range, and --out's figure; a range none has: the
+# one-process error
+same_as_one "overlap per iteration (json)" 3 run overlap "${STEPS[@]}" --arg iteration=train_step --format json
+form_was overlap distributed
+grep -q '"overlap_by_iteration"' "$TMP/many.out" && ok "overlap: the iterations measured by the processes" ||
+  bad "overlap: no overlap_by_iteration table"
+moves_less "overlap per iteration: rows per device and iteration, against gaps' events" "$(moved "$TMP/many.err")" \
+  "$events" 100
+same_as_one "overlap, the range in some reports only" 4 run overlap "${STEPS[@]:0:5}" "${RANKS[@]:5}" \
+  --arg iteration=train_step --out @OUT@
+same_as_one "overlap, a range no report has" 2 run overlap "${RANKS[@]}" --arg iteration=nope
 # marker-kernel steps, per report (three exports of three nsys versions, each with its own marker kernel)
 MARKERS=("$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$NSL_DATA_DIR/nsys/pytorch_h100_2gpu_2026.2.sqlite"
          "$NSL_DATA_DIR/nsys/mpi_cuda_rank0_2022.2.sqlite")
