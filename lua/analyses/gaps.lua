@@ -12,6 +12,7 @@ local units = require("nsl.util.units")
 local findings = require("nsl.findings")
 local report = require("nsl.report")
 local host = require("nsl.host")
+local distributed = require("nsl.distributed")
 
 -- The GPU operations of every report (nsl.gpu_ops): report, pid, device,
 -- stream, corr, start, stop and name, without operations of zero length
@@ -46,13 +47,14 @@ local function scope_gaps(ops, keys, min)
   local width = span.last - span.first
   local summary = span:select(keys):with("ops", span.ops, "span", width, "busy", width - per.idle, "idle", per.idle,
     "idle_pct", per.idle * 100.0 / width, "n", per.n, "bigtime", per.bigtime, "largest", per.largest):sort(table.unpack(keys))
-  -- the gaps longer than min, with their group's keys
-  local d = nsl.table{{"group", gid}, {"start", gs}, {"stop", ge}, {"dur", dur}}:filter(dur:gt(min)):sort("-dur", "start")
+  -- the gaps longer than min, with their group's keys, largest first (then by time and keys: the same order
+  -- whichever processes found them)
+  local d = nsl.table{{"group", gid}, {"start", gs}, {"stop", ge}, {"dur", dur}}:filter(dur:gt(min))
   local kt = g:keys()
   local cols = {}
   for _, k in ipairs(keys) do cols[#cols + 1] = {k, kt[k]:gather(d.group)} end
   for _, c in ipairs{"start", "stop", "dur"} do cols[#cols + 1] = {c, d[c]} end
-  d = nsl.table(cols)
+  d = nsl.table(cols):sort("-dur", "start", table.unpack(keys))
   -- the operations on either side: the one ending where the gap starts and
   -- the one starting where it ends (whose process the gap is charged to)
   local function neighbour(at, edge, prefix)
@@ -85,6 +87,140 @@ local function wanted(list, part)
   return false
 end
 
+--- The gaps of ops of every scope args.scope wants, with what the host did
+-- in them (sources: nsl.host.sources): a list of {scope, keys, s (the
+-- summary per group), d (the gaps longer than min), all_gaps (every gap's
+-- length)}.  One launcher join and one overlap join per source for all
+-- scopes (each gap's row depends on it alone), so the host tables are
+-- sorted once, not per scope.
+local function measure(trace, ops, sources, args, min)
+  local scopes, parts = {}, {}
+  for _, scope in ipairs{"device", "stream"} do
+    if wanted(args.scope, scope) then
+      local keys = scope == "device" and {"report", "device"} or {"report", "device", "stream"}
+      local s, d, all_gaps = scope_gaps(ops, keys, min)
+      scopes[#scopes + 1] = {scope = scope, keys = keys, s = s, d = d, all_gaps = all_gaps}
+      parts[#parts + 1] = d:select{"report", "pid", "corr", "start", "stop", "dur"}
+    end
+  end
+  if #parts > 0 then
+    local a = nsl.concat_tables(parts)
+    a = host.attribute(a:with("launch_tid", host.launcher(trace, a)), sources, args.threads == "launcher")
+    local added = {"launch_tid"}
+    for _, src in ipairs(sources) do
+      for _, c in ipairs{"_text", "_tid", "_ov", "_cover"} do added[#added + 1] = src.key .. c end
+    end
+    local first = 0
+    for _, sc in ipairs(scopes) do
+      local mine = a:take(nsl.range(#sc.d) + first)
+      first = first + #sc.d
+      for _, c in ipairs(added) do sc.d = sc.d:with(c, mine[c]) end
+    end
+  end
+  return scopes
+end
+
+--- gap_causes' sums of gaps d (with api_text, api_ov: the CUDA call each
+-- overlapped most) per report and call: n, total, ov.
+local function causes_of(d)
+  local call = d:coltype("api_text") and d.api_text or nsl.column{""}:gather(nsl.rep(-1, #d))
+  local ov = d:coltype("api_ov") and d.api_ov or nsl.rep(0, #d)
+  return nsl.table{{"report", d.report}, {"call", call}, {"dur", d.dur}, {"ov", ov}}:group_by("report", "call")
+    :agg{"n=count", "total=sum(dur)", "ov=sum(ov)"}
+end
+
+-- The columns (name, type) of the tables a distributed run's processes
+-- send: per scope the summary and the gaps (every CPU-side source's
+-- columns, NULL where a process's reports have none of its rows: they
+-- cover none of a gap), and gap_causes' sums; integers as i64.
+local SOURCE_KEYS = {"api", "osrt", "nvtx"}
+local function wire_columns(what, scope)
+  local cols = {{"report", "i64"}, {"device", "i64"}}
+  if scope == "stream" then cols[#cols + 1] = {"stream", "i64"} end
+  local more
+  if what == "sum" then
+    more = {{"ops", "i64"}, {"span", "i64"}, {"busy", "i64"}, {"idle", "i64"}, {"idle_pct", "f64"}, {"n", "i64"},
+            {"bigtime", "i64"}, {"largest", "i64"}}
+  elseif what == "gaps" then
+    more = {{"start", "i64"}, {"stop", "i64"}, {"dur", "i64"}, {"before", "str"}, {"after", "str"}, {"pid", "i64"},
+            {"corr", "i64"}, {"launch_tid", "i64"}}
+    for _, k in ipairs(SOURCE_KEYS) do
+      for _, c in ipairs{{"_text", "str"}, {"_tid", "i64"}, {"_ov", "i64", 0}, {"_cover", "f64", 0.0}} do
+        more[#more + 1] = {k .. c[1], c[2], c[3]}
+      end
+    end
+  else
+    cols, more = {{"report", "i64"}}, {{"call", "str"}, {"n", "i64"}, {"total", "i64"}, {"ov", "i64"}}
+  end
+  for _, c in ipairs(more) do cols[#cols + 1] = c end
+  return cols
+end
+
+-- Table t (rows of it, or nil: none) with exactly the columns cols
+-- (wire_columns), each of its type: a column t lacks is NULL (or its
+-- default: a source's ov and cover are 0 where it covers nothing).
+local function shaped(t, cols)
+  local n = t and #t or 0
+  local out = {}
+  for _, c in ipairs(cols) do
+    local name, ty, default = c[1], c[2], c[3]
+    local v = t and t:coltype(name) and t[name]
+    if v then
+      if ty ~= "str" and v:type() ~= ty then v = v:cast(ty) end
+    elseif default ~= nil then
+      v = nsl.rep(default, n)
+    else
+      v = nsl.column{ty == "str" and "" or (ty == "f64" and 0.0 or 0)}:gather(nsl.rep(-1, n))
+    end
+    out[#out + 1] = {name, v}
+  end
+  return nsl.table(out)
+end
+
+--- The distributed step (nsl.distributed): the gaps of the process's
+-- reports, every scope wanted (measure), sent as their summaries, their
+-- args.n largest gaps (all with n 0) and gap_causes' sums (shaped, so that
+-- every process sends the same columns; gp_ok 0: a bad argument, which
+-- rank 0 then fails with as one process does).
+local function step(trace, args)
+  local okm, min = pcall(units.duration_arg, args, "min")
+  local ok = okm and pcall(wanted, args.scope, "device")
+  local t = {gp_ok = nsl.table{{"ok", nsl.rep(ok and 1 or 0, 1)}}, gp_causes = shaped(nil, wire_columns("causes")),
+             gp_span = distributed.span_table(trace)}
+  for _, scope in ipairs{"device", "stream"} do
+    t["gp_" .. scope .. "_sum"] = shaped(nil, wire_columns("sum", scope))
+    t["gp_" .. scope] = shaped(nil, wire_columns("gaps", scope))
+  end
+  local ops = ok and busy_ops(trace)
+  if not ops or #ops == 0 then return t end
+  local scopes = measure(trace, ops, host.sources(trace), args, min)
+  for i, sc in ipairs(scopes) do
+    t["gp_" .. sc.scope .. "_sum"] = shaped(sc.s, wire_columns("sum", sc.scope))
+    t["gp_" .. sc.scope] = shaped(args.n > 0 and sc.d:head(args.n) or sc.d, wire_columns("gaps", sc.scope))
+    if i == 1 then t.gp_causes = shaped(causes_of(sc.d), wire_columns("causes")) end
+  end
+  return t
+end
+
+--- What a distributed run's processes sent (step), as measure gives it
+-- (without all_gaps: a run with figures reads the trace instead), and
+-- gap_causes' sums; nil when they found no operation or an argument was bad.
+local function received(trace, args, parts)
+  if not parts or not parts.gp_ok or parts.gp_ok.ok:min() ~= 1 then return nil end
+  if #parts.gp_device_sum + #parts.gp_stream_sum == 0 then return nil end
+  distributed.set_span(trace, parts.gp_span)   -- (the gaps' "At": from the trace's start, read by no process again)
+  local scopes = {}
+  for _, scope in ipairs{"device", "stream"} do
+    if wanted(args.scope, scope) then
+      local keys = scope == "device" and {"report", "device"} or {"report", "device", "stream"}
+      local d = parts["gp_" .. scope]:sort("-dur", "start", table.unpack(keys))
+      scopes[#scopes + 1] = {scope = scope, keys = keys, s = parts["gp_" .. scope .. "_sum"]:sort(table.unpack(keys)),
+                             d = args.n > 0 and d:head(args.n) or d}
+    end
+  end
+  return scopes, parts.gp_causes
+end
+
 return {
   name = "gaps",
   description = "GPU idle gaps per device and stream, with the CUDA API call, OS call and NVTX range the CPU was in",
@@ -98,45 +234,30 @@ return {
     warn_idle = {default = 50, help = "idle % of a device's active span above which a warning is raised (0: never)"},
   },
   example = "nsl run gaps trace.sqlite --arg min=1ms --arg scope=device",
-  run = function(trace, args, out)
+  -- parts: a distributed run's gaps, found by the processes (step)
+  run = function(trace, args, out, parts)
     local min = units.duration_arg(args, "min")
-    local ops = busy_ops(trace)
-    if #ops == 0 then
-      return jax.no_cuda_activity(trace, out, "no GPU activity (no kernels, memory copies or memsets)", "jax_flamegraph")
+    local scopes, causes = nil, nil
+    if not out:carries_figures() then scopes, causes = received(trace, args, parts) end
+    local sources
+    if scopes then
+      sources = host.present(trace)
+    else
+      local ops = busy_ops(trace)
+      if #ops == 0 then
+        return jax.no_cuda_activity(trace, out, "no GPU activity (no kernels, memory copies or memsets)",
+                                    "jax_flamegraph")
+      end
+      sources = host.sources(trace)
+      scopes = measure(trace, ops, sources, args, min)
+      causes = #scopes > 0 and causes_of(scopes[1].d) or nil
     end
-    local sources = host.sources(trace)
     local mintext = report.duration(min)
     local first_detail = true
-    -- the gaps of every scope, then what the host did in them: one launcher
-    -- join and one overlap join per source for all scopes (each gap's row
-    -- depends on it alone), so the host tables are sorted once, not per scope
-    local scopes, parts = {}, {}
-    for _, scope in ipairs{"device", "stream"} do
-      if wanted(args.scope, scope) then
-        local keys = scope == "device" and {"report", "device"} or {"report", "device", "stream"}
-        local s, d, all_gaps = scope_gaps(ops, keys, min)
-        scopes[#scopes + 1] = {scope = scope, s = s, d = d, all_gaps = all_gaps}
-        parts[#parts + 1] = d:select{"report", "pid", "corr", "start", "stop", "dur"}
-      end
-    end
-    if #parts > 0 then
-      local a = nsl.concat_tables(parts)
-      a = host.attribute(a:with("launch_tid", host.launcher(trace, a)), sources, args.threads == "launcher")
-      local added = {"launch_tid"}
-      for _, src in ipairs(sources) do
-        for _, c in ipairs{"_text", "_tid", "_ov", "_cover"} do added[#added + 1] = src.key .. c end
-      end
-      local first = 0
-      for _, sc in ipairs(scopes) do
-        local mine = a:take(nsl.range(#sc.d) + first)
-        first = first + #sc.d
-        for _, c in ipairs(added) do sc.d = sc.d:with(c, mine[c]) end
-      end
-    end
     for _, sc in ipairs(scopes) do
       do
         local scope, s, d, all_gaps = sc.scope, sc.s, sc.d, sc.all_gaps
-        if scope == "device" then   -- every idle gap of every device, on logarithmic bins
+        if scope == "device" and all_gaps then   -- every idle gap of every device, on logarithmic bins
           out:figure("gap_durations", function(format)
             return require("nsl.plot").histogram(all_gaps, {format = format, log = true, bins = 40, unit = "ns",
               xlabel = "gap (idle time between two operations of a device)", ylabel = "gaps",
@@ -185,8 +306,8 @@ return {
           first_detail = false
           -- what the process's threads were in during the gaps, by CUDA API call
           local ck = args.per_report and {"report", "call"} or {"call"}
-          local c = d:with("call", d.api_text):group_by(table.unpack(ck))
-                     :agg{"n=count", "total=sum(dur)", "ov=sum(api_ov)"}:sort("-total", table.unpack(ck))
+          local c = causes:group_by(table.unpack(ck)):agg{"n=sum(n)", "total=sum(total)", "ov=sum(ov)"}
+                      :sort("-total", table.unpack(ck))
           local grand = c.total:sum()
           local names = c.call:totable()
           for i = 1, #c do names[i] = names[i] or "(no CUDA API call)" end
@@ -205,4 +326,8 @@ return {
       end
     end
   end,
+  -- distributed (nsl.distributed): each process finds the gaps of its reports and what its hosts did in them,
+  -- and sends the summaries, the largest gaps and gap_causes' sums instead of its operations and host tables
+  -- (a run with figures, which draw every gap, reads them instead)
+  distributed = {step = step},
 }

@@ -325,9 +325,7 @@ function M.collective(view, args, first)
   for k, v in pairs(ledger_part(view, args, first, t)) do t[k] = v end
   local xla, framework = compile.names_present(view)
   t.compile_names = nsl.table{{"xla", nsl.rep(xla and 1 or 0, 1)}, {"framework", nsl.rep(framework and 1 or 0, 1)}}
-  local lo, hi = window_mod.span(view)
-  local n = lo and 1 or 0
-  t.span = nsl.table{{"lo", nsl.rep(lo or 0, n)}, {"hi", nsl.rep(hi or 0, n)}}
+  t.span = distributed.span_table(view)
   local function col(v) return #v > 0 and nsl.column(v) or nsl.rep(0, 0) end
   local rr, rs = {}, {}
   for r, a in pairs(window_mod.report_starts(view)) do rr[#rr + 1], rs[#rs + 1] = r, a end
@@ -353,10 +351,7 @@ function M.context(trace, args, parts, out)
     local cn = parts.compile_names
     if cn and #cn > 0 then compile.names_absent(trace, cn.xla:max() > 0, cn.framework:max() > 0) end
     -- the whole trace's span: the least and greatest of the processes' (window.span over the union)
-    local sp = parts.span
-    if sp and #sp > 0 and not window_mod.known_origin(trace) then
-      window_mod.set_span(trace, sp.lo:min(), sp.hi:max())
-    end
+    distributed.set_span(trace, parts.span)
     local rs = parts.report_starts   -- (Ctx:at's window.report_starts, from each report's process)
     if rs then
       ctx.cache.report_lo = {}

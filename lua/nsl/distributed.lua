@@ -124,6 +124,22 @@ function M.serve_call(dist, report, name, t)
   return nil, tostring(type(res) == "table" and res.bug or res)
 end
 
+--- A step's table of the span of its view's events (window.span: one row,
+-- lo and hi; none without events), which M.set_span makes the whole trace's
+-- span on rank 0: its origin (every printed "from start" time) is then
+-- known without reading every report's events.
+function M.span_table(view)
+  local lo, hi = window.span(view)
+  local n = lo and 1 or 0
+  return nsl.table{{"lo", nsl.rep(lo or 0, n)}, {"hi", nsl.rep(hi or 0, n)}}
+end
+
+--- On rank 0: the whole trace's span from the processes' M.span_table
+-- gathered (t; nil or no row: nothing), unless it is known already.
+function M.set_span(trace, t)
+  if t and #t > 0 and not window.known_origin(trace) then window.set_span(trace, t.lo:min(), t.hi:max()) end
+end
+
 --- The tables got[1..P] (false where a process sent none) as one table,
 -- rows in process order (= report order).
 local function concat(got)

@@ -29,11 +29,18 @@ for np in $NPS; do
   else bad "diagnose on $np gathered: ${gathered:-no statistics line}"; fi
   same_as_one "ledger" $np run ledger "${RANKS[@]}"; form_was ledger distributed
   same_as_one "overlap" $np run overlap "${RANKS[@]}"; form_was overlap distributed
-  same_as_one "gaps (no distributed form)" $np run gaps "${RANKS[@]}"; form_was gaps gathered
+  same_as_one "gaps" $np run gaps "${RANKS[@]}"; form_was gaps distributed
+  same_as_one "gaps, every gap of every stream (csv)" $np run gaps "${RANKS[@]}" --arg scope=stream --arg n=0 \
+    --arg per_report=true --format csv
+  if grep -q "rank 0 read 0 tables of other processes' reports" "$TMP/many.err"; then
+    ok "gaps on $np: rank 0 reads none of the other processes' tables"
+  else bad "gaps on $np: $(grep 'rank 0 read' "$TMP/many.err")"; fi
+  same_as_one "nvtx (no distributed form)" $np run nvtx "${RANKS[@]}"; form_was nvtx gathered
 done
 same_as_one "straggler --out (tables, figures)" 3 run straggler "${RANKS[@]}" --out @OUT@
 same_as_one "summary --out" 3 run summary "${RANKS[@]}" --out @OUT@
 same_as_one "launch --out (no distributed form)" 3 run launch "${RANKS[@]}" --out @OUT@
+same_as_one "gaps --out (its figure draws every gap: the operations read)" 3 run gaps "${RANKS[@]}" --out @OUT@
 same_as_one "ledger --out (tables, figure)" 3 run ledger "${RANKS[@]}" --out @OUT@
 same_as_one "straggler finds rank5" 4 run straggler "${RANKS[@]}" --fail-on warning
 grep -q "rank5:gpu0 is a straggler" "$TMP/many.out" && ok "the planted straggler is named" ||

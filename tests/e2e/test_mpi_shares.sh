@@ -177,9 +177,9 @@ grep 'nsl: mpi: gathered (bytes):' "$TMP/many.err" | grep -qE '(: |, )ledger [0-
   ok "ledger with a named step range: the processes built the rows" ||
   bad "ledger with a named step range: $(grep 'nsl: mpi: gathered' "$TMP/many.err")"
 # against an analysis without a distributed form, whose processes send the GPU operations and host tables
-same_as_one "gaps over the same exports (no distributed form)" 2 run gaps "${STEPS[@]}"
+same_as_one "nvtx over the same exports (no distributed form)" 2 run nvtx "${STEPS[@]}"
 events=$(moved "$TMP/many.err")
-moves_less "ledger: rows built by the processes, against gaps' events" "$reduced" "$events" 100
+moves_less "ledger: rows built by the processes, against nvtx's events" "$reduced" "$events" 100
 # overlap: each process measures its own devices and their iterations' windows (a row per device, and per device
 # and iteration), also where only some reports have the range, and --out's figure; a range none has: the
 # one-process error
@@ -187,7 +187,7 @@ same_as_one "overlap per iteration (json)" 3 run overlap "${STEPS[@]}" --arg ite
 form_was overlap distributed
 grep -q '"overlap_by_iteration"' "$TMP/many.out" && ok "overlap: the iterations measured by the processes" ||
   bad "overlap: no overlap_by_iteration table"
-moves_less "overlap per iteration: rows per device and iteration, against gaps' events" "$(moved "$TMP/many.err")" \
+moves_less "overlap per iteration: rows per device and iteration, against nvtx's events" "$(moved "$TMP/many.err")" \
   "$events" 100
 same_as_one "overlap, the range in some reports only" 4 run overlap "${STEPS[@]:0:5}" "${RANKS[@]:5}" \
   --arg iteration=train_step --out @OUT@
@@ -205,7 +205,7 @@ for np in $NPS; do
   same_as_one "iterations with training steps" $np run iterations "${STEPS[@]}"; form_was iterations distributed
   if [ "$np" = 2 ]; then measured=$(moved "$TMP/many.err"); fi
 done
-moves_less "iterations: the processes' rows, against gaps' events" "$measured" "$events" 100
+moves_less "iterations: the processes' rows, against nvtx's events" "$measured" "$events" 100
 same_as_one "iterations, its step range named (json)" 2 run iterations "${STEPS[@]}" --arg range=train_step \
   --format json
 same_as_one "iterations with marker-kernel steps (json)" 2 run iterations "${MARKERS[@]}" --format json
@@ -248,7 +248,7 @@ same_as_one "nsys-jax archives (read by rank 0)" 2 run straggler "$NSL_DATA_DIR"
 # ---- a process that cannot read its share fails the run, naming file and rank ----
 head -c 200000 "${RANKS[7]}" > "$TMP/cut.sqlite"
 BADSET=("${RANKS[@]:0:7}" "$TMP/cut.sqlite")
-for a in summary gaps; do
+for a in summary gaps nvtx; do   # (two distributed forms, one gathered)
   mpi 4 run $a "${BADSET[@]}" > "$TMP/bad.out" 2> "$TMP/bad.err"
   rc=$?
   lines=$(grep -c '^nsl:' "$TMP/bad.err")
