@@ -36,9 +36,10 @@
 -- share (blocking calls per process, GPU operations per device, exposed
 -- kernel time, running an analysis) are the M.* functions below.  A check
 -- reads the GPU operations through ctx:gpu() (their per-GPU tables,
--- nsl.gpu_tables), the CUDA calls and memory operations through ctx:api()
--- and ctx:memory(name), which in a distributed run hold what the processes
--- made of their reports (M.step, M.collective), not the trace's tables.
+-- nsl.gpu_tables) and the CUDA calls that block through ctx:calls() and
+-- ctx:call_steps() (nsl.call_tables), which in a distributed run hold what
+-- the processes made of their reports (M.step, M.collective), not the
+-- trace's tables.
 --
 -- Besides the shared fields a finding keeps total_ns: the time lost over
 -- its window, from which cost_ns and share derive.
@@ -103,8 +104,9 @@ end
 -- take from start and stop (at 1 GB each column of the 2.25 M operations is three loads and a concatenation)
 local OPS = {names = "short", memop = true, columns = {"report", "pid", "device", "stream", "start", "stop"}}
 
---- The CUDA calls of trace that diagnose reads in a distributed run, so that a
--- process sends these, not all (in most traces most calls launch kernels):
+--- The CUDA calls of trace that rank 0 reads where it builds the ledger of a
+-- distributed run (M.collective's mode 1), so that a process sends these,
+-- not all (in most traces most calls launch kernels):
 -- as recorded (host_sync.columns, in the table's order), every call of a
 -- correlation id (report, pid, corr) one of whose records launched a memory
 -- copy or memset, blocks (host_sync.category), names a synchronisation
