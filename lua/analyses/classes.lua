@@ -312,6 +312,47 @@ local function by_iteration(inside, order)
   return nsl.table(cols)
 end
 
+-- ---- a distributed run (nsl.distributed) ----
+-- Without an iteration, a config or gputrc2graph inputs, each process
+-- classifies its own operations; the class summary is aggregated by every
+-- process together (nsl.stats.reduce_aggregates: the same bits, medians
+-- included) and the names by class are summed, so no operation moves.
+-- Anything else (or an operation without a duration, whose count would
+-- differ) is left to rank 0, which reads the trace as one process does.
+
+local classified = setmetatable({}, {__mode = "k"})   -- a process's view -> its operations classified, or false
+
+-- The operations of trace classified as args asks (columns report, dur,
+-- name, memop, class), or false where the distributed form does not apply
+-- (a bad argument or map: rank 0 then fails with it as one process does).
+local function classified_ops(trace, args)
+  if args.config ~= "" or args.in_file ~= "" or args.iteration ~= "" then return false end
+  local ok, map = pcall(load_map, args)
+  if not ok then return false end
+  local which = args.names == "auto" and map.names or args.names
+  if which ~= "short" and which ~= "demangled" then return false end
+  local ops = gpu_ops.table(trace, {columns = {"report", "dur"}, names = which, memop = true})
+  return ops:with("class", classes.classify_column(ops.name, map))
+end
+
+-- The collective part: the class summary (cl_sum, rank 0's), the names by
+-- class (cl_kernels: class, name, n, total) and the counts (cl_counts) of
+-- every process, or none where the form does not apply.
+local function collective(trace, args, first)
+  local mpi = nsl.mpi
+  local ops = classified[trace]
+  if not mpi.agree(ops and ops.dur:isnull():count() == 0) then return {} end
+  local keys = args.per_report and {"report", "class"} or {"class"}
+  local g = ops:select{"report", "class", "dur"}
+  if args.per_report then g = g:with("report", g.report:cast("i64") + first) end
+  local sum = require("nsl.stats").reduce_aggregates(g, keys, "dur")
+  if not sum then return {} end
+  local _, rank = mpi.start()
+  return {cl_sum = rank == 0 and sum or sum:head(0),   -- (rank 0's report numbers are the trace's: nothing added)
+          cl_kernels = ops:group_by("class", "name"):agg{"n=count", "total=sum(dur)"},
+          cl_counts = nsl.table{{"kernels", nsl.rep((~ops.memop):count(), 1)}, {"memops", nsl.rep(ops.memop:count(), 1)}}}
+end
+
 return {
   name = "classes",
   description = "GPU time by kernel class (GEMM, attention, NCCL, memory, ...), in total and per iteration",
@@ -331,7 +372,8 @@ return {
   },
   needs_trace = false,
   example = "nsl run classes trace.sqlite --arg map=vllm_engine_model.json --arg model=vllm/llama --arg iteration=train_step",
-  run = function(trace, args, out)
+  -- parts: a distributed run's class summary and names by class (the collective part above)
+  run = function(trace, args, out, parts)
     if args.config ~= "" then return run_gpa(args, out) end
     if args.in_file ~= "" then return run_gputrc2graph(args, out) end
     if not trace then nsl.fail("classes needs a trace (nsl run classes TRACE...), --arg config=GPA.json or --arg in_file=...", "usage") end
@@ -342,29 +384,36 @@ return {
     if which ~= "short" and which ~= "demangled" then
       nsl.fail(string.format("--arg names=%s: expected demangled, short or auto", args.names), "usage")
     end
-    -- (the columns read: an iteration's operations are placed by their launches, nsl.steps.attribute)
-    local cols = args.iteration == "" and {"report", "dur"} or {"report", "pid", "device", "corr", "start", "stop", "dur"}
-    local ops = gpu_ops.table(trace, {columns = cols, names = which, memop = true})
-    if #ops == 0 then
-      return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations to classify", "jax_flamegraph")
-    end
-    ops = ops:with("class", classes.classify_column(ops.name, map))
     local limit = args.limit > 0 and args.limit or nil
-    local inside, ranges
-    if args.iteration ~= "" then
-      local iter
-      iter, ranges = steps.attribute(trace, ops, args.iteration)
-      ops = ops:with("iter", iter)
-      inside = ops:filter(~iter:isnull())
+    local got = parts and parts.cl_counts and #parts.cl_counts > 0 and parts
+    local nk, nm = 0, 0
+    if got then nk, nm = got.cl_counts.kernels:sum(), got.cl_counts.memops:sum() end
+    local ops, inside, ranges, s
+    if got and nk + nm > 0 then
+      s = got.cl_sum
+    else
+      -- (the columns read: an iteration's operations are placed by their launches, nsl.steps.attribute)
+      local cols = args.iteration == "" and {"report", "dur"} or {"report", "pid", "device", "corr", "start", "stop", "dur"}
+      ops = gpu_ops.table(trace, {columns = cols, names = which, memop = true})
+      if #ops == 0 then
+        return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations to classify", "jax_flamegraph")
+      end
+      ops = ops:with("class", classes.classify_column(ops.name, map))
+      if args.iteration ~= "" then
+        local iter
+        iter, ranges = steps.attribute(trace, ops, args.iteration)
+        ops = ops:with("iter", iter)
+        inside = ops:filter(~iter:isnull())
+      end
+      nk, nm = (~ops.memop):count(), ops.memop:count()
+      -- per class (and report)
+      local g = args.per_report and ops:group_by("report", "class") or ops:group_by("class")
+      s = g:agg{"total=sum(dur)", "n=count", "avg=mean(dur)", "med=median(dur)"}
     end
     out:text(string.format("Kernel classes from %s (names: %s); %d kernels, %d memory operations%s",
-      map.source, which, (~ops.memop):count(), ops.memop:count(),
+      map.source, which, nk, nm,
       ranges and string.format("; %d ranges '%s', %d iterations, %d operations inside them", #ranges,
                                args.iteration, ranges.iter:max(), #inside) or ""))
-
-    -- per class (and report)
-    local g = args.per_report and ops:group_by("report", "class") or ops:group_by("class")
-    local s = g:agg{"total=sum(dur)", "n=count", "avg=mean(dur)", "med=median(dur)"}
     s = args.per_report and s:sort("report", "-total", "class") or s:sort("-total", "class")
     local reps = args.per_report and s.report:totable() or nil
     local cols = {}
@@ -398,9 +447,18 @@ return {
         {title = "Class time per iteration, mean per device (stacked-bar data)", limit = limit})
     end
 
-    local kn = ops:group_by("class", "name"):agg{"n=count", "total=sum(dur)"}:sort("class", "-total", "name")
+    local kn = ops and ops:group_by("class", "name"):agg{"n=count", "total=sum(dur)"}
+               or got.cl_kernels:group_by("class", "name"):agg{"n=sum(n)", "total=sum(total)"}
+    kn = kn:sort("class", "-total", "name")
     out:table("class_kernels", nsl.table{{"Class", kn.class}, {"Instances", kn.n}, {"Total Time (ns)", kn.total},
                                          {"Name", kn.name}},
       {title = "Names by class", limit = limit})
   end,
+  distributed = {
+    step = function(trace, args)
+      classified[trace] = classified_ops(trace, args)
+      return {}
+    end,
+    collective = collective,
+  },
 }

@@ -35,6 +35,12 @@ for np in $NPS; do
   if grep -q "rank 0 read 0 tables of other processes' reports" "$TMP/many.err"; then
     ok "gaps on $np: rank 0 reads none of the other processes' tables"
   else bad "gaps on $np: $(grep 'rank 0 read' "$TMP/many.err")"; fi
+  same_as_one "classes" $np run classes "${RANKS[@]}"; form_was classes distributed
+  same_as_one "classes per report, demangled names (json)" $np run classes "${RANKS[@]}" --arg per_report=true \
+    --arg names=demangled --format json
+  if grep -q "rank 0 read 0 tables of other processes' reports" "$TMP/many.err"; then
+    ok "classes on $np: the class summary aggregated together, no table of another process read"
+  else bad "classes on $np: $(grep 'rank 0 read' "$TMP/many.err")"; fi
   same_as_one "nvtx (no distributed form)" $np run nvtx "${RANKS[@]}"; form_was nvtx gathered
 done
 same_as_one "straggler --out (tables, figures)" 3 run straggler "${RANKS[@]}" --out @OUT@

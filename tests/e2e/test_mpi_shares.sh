@@ -192,6 +192,9 @@ moves_less "overlap per iteration: rows per device and iteration, against nvtx's
 same_as_one "overlap, the range in some reports only" 4 run overlap "${STEPS[@]:0:5}" "${RANKS[@]:5}" \
   --arg iteration=train_step --out @OUT@
 same_as_one "overlap, a range no report has" 2 run overlap "${RANKS[@]}" --arg iteration=nope
+# classes per iteration is left to rank 0 (the operations read), as is a map that does not load (its error)
+same_as_one "classes per iteration (read by rank 0)" 3 run classes "${STEPS[@]}" --arg iteration=train_step
+same_as_one "classes, a map that does not load" 2 run classes "${RANKS[@]}" --arg map="$TMP/absent.json"
 # marker-kernel steps, per report (three exports of three nsys versions, each with its own marker kernel)
 MARKERS=("$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$NSL_DATA_DIR/nsys/pytorch_h100_2gpu_2026.2.sqlite"
          "$NSL_DATA_DIR/nsys/mpi_cuda_rank0_2022.2.sqlite")
