@@ -28,6 +28,15 @@ local function is_alloc_call(name)
   return false
 end
 
+-- The same names as a regular expression (each pattern a name's start), for
+-- the rows a distributed run's processes keep of the CUDA calls.
+local alloc_regex
+do
+  local alts = {}
+  for i, p in ipairs(alloc_api) do alts[i] = p:sub(2) end
+  alloc_regex = "^(" .. table.concat(alts, "|") .. ")"
+end
+
 --- Replays one (report, device) group's events (table e: start, address,
 -- bytes, op, row in time order).  Returns the per-event live bytes column,
 -- the peak's position and the per-alloc free position.
@@ -59,6 +68,8 @@ return {
     top = {default = 20, help = "allocations listed per device (largest first)"},
   },
   example = "nsl run heap trace.sqlite --out heap/",
+  -- a distributed run moves only the allocation calls of the CUDA API table (and every memory event)
+  gather = {where = function() return {api = {{"name", "match", alloc_regex}}} end},
   run = function(trace, args, out)
     local m = trace.memory
     m:load{"report", "device", "start", "address", "bytes", "op", "kind"}

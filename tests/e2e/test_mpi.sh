@@ -87,10 +87,23 @@ filtered() {
 }
 for np in $NPS; do
   filtered "timeline of a window" $np run timeline "${RANKS[@]}" --arg from=100ms --arg to=150ms --out @OUT@
+  filtered "heap (the allocation calls alone)" $np run heap "${RANKS[@]}"
   filtered "export of a window" $np run export "${RANKS[@]}" --arg from=100ms --arg to=150ms
   filtered "export of a window, no API, no NVTX" $np run export "${RANKS[@]}" --arg to=20ms --arg api=false \
     --arg nvtx=false --out @OUT@
 done
+# exports with allocation calls: their summary from the rows kept, as SQL counts them
+HEAPS=("$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" "$NSL_DATA_DIR/nsys/mpi_cuda_rank0_2022.2.sqlite"
+       "$NSL_DATA_DIR/nsys/nvfuser_2024.6.sqlite")
+filtered "heap of exports with allocation calls" 3 run heap "${HEAPS[@]}" --format csv
+want=0
+for f in "${HEAPS[@]}"; do
+  want=$((want + $(sql "$f" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
+                             WHERE s.value LIKE 'cudaMalloc%' OR s.value LIKE 'cudaFree%'")))
+done
+got=$(awk -F, '/^# Memory allocation API calls/ {h = 1; next} h && NF > 3 && $NF ~ /^cuda(Malloc|Free)/ {n += $3} END {print n + 0}' \
+      "$TMP/many.out")
+check_eq "heap on 3 processes: allocation calls counted = SQL count" "$got" "$want"
 # a window the filters cannot be made for fails as the one-process run does, with its line
 same_as_one "export of a window after the end" 2 run export "${RANKS[@]}" --arg from=1s
 check_eq "export of a window after the end: the one-process error line" \
