@@ -174,8 +174,9 @@ function M.reduce(trace, iteration)
   local cols = iteration == "" and {"report", "device", "start", "stop"}
                or {"report", "pid", "device", "corr", "start", "stop", "dur"}
   local ops = gpu_ops.table(trace, {columns = cols, names = "short", memop = true})
-  local found = iteration ~= "" and #ops > 0 and steps.has_range(trace, iteration)
-  local S = M.devices(trace, ops, found and iteration or "")
+  -- (whether the range is here, operations or not: where one process has it, the whole trace has it)
+  local found = iteration ~= "" and steps.has_range(trace, iteration)
+  local S = M.devices(trace, ops, found and #ops > 0 and iteration or "")
   local dev = S.dev:select{"report", "device", "lo", "hi"}:with("report", S.dev.report:cast("i64"),
                                                                 "lgid", nsl.range(S.ng))
   for _, k in ipairs(M.keys) do dev = dev:with("m_" .. k, S.measured[1][k]) end

@@ -192,6 +192,11 @@ moves_less "overlap per iteration: rows per device and iteration, against nvtx's
 same_as_one "overlap, the range in some reports only" 4 run overlap "${STEPS[@]:0:5}" "${RANKS[@]:5}" \
   --arg iteration=train_step --out @OUT@
 same_as_one "overlap, a range no report has" 2 run overlap "${RANKS[@]}" --arg iteration=nope
+cp "$SRC" "$TMP/noops.sqlite"
+sqlite3 "$TMP/noops.sqlite" "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL; DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY;
+  DELETE FROM CUPTI_ACTIVITY_KIND_MEMSET;"
+same_as_one "overlap, the range only in a report without GPU work" 2 run overlap "$TMP/noops.sqlite" \
+  "$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" --arg iteration=record_param_comms
 # classes per iteration is left to rank 0 (the operations read), as is a map that does not load (its error)
 same_as_one "classes per iteration (read by rank 0)" 3 run classes "${STEPS[@]}" --arg iteration=train_step
 same_as_one "classes, a map that does not load" 2 run classes "${RANKS[@]}" --arg map="$TMP/absent.json"
