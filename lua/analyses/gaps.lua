@@ -87,6 +87,11 @@ local function wanted(list, part)
   return false
 end
 
+-- The key columns of a scope's groups (device or stream).
+local function scope_keys(scope)
+  return scope == "device" and {"report", "device"} or {"report", "device", "stream"}
+end
+
 --- The gaps of ops of every scope args.scope wants, with what the host did
 -- in them (sources: nsl.host.sources): a list of {scope, keys, s (the
 -- summary per group), d (the gaps longer than min), all_gaps (every gap's
@@ -97,7 +102,7 @@ local function measure(trace, ops, sources, args, min)
   local scopes, parts = {}, {}
   for _, scope in ipairs{"device", "stream"} do
     if wanted(args.scope, scope) then
-      local keys = scope == "device" and {"report", "device"} or {"report", "device", "stream"}
+      local keys = scope_keys(scope)
       local s, d, all_gaps = scope_gaps(ops, keys, min)
       scopes[#scopes + 1] = {scope = scope, keys = keys, s = s, d = d, all_gaps = all_gaps}
       parts[#parts + 1] = d:select{"report", "pid", "corr", "start", "stop", "dur"}
@@ -131,9 +136,8 @@ end
 
 -- The columns (name, type) of the tables a distributed run's processes
 -- send: per scope the summary and the gaps (every CPU-side source's
--- columns, NULL where a process's reports have none of its rows: they
--- cover none of a gap), and gap_causes' sums; integers as i64.
-local SOURCE_KEYS = {"api", "osrt", "nvtx"}
+-- columns: nsl.host.covering_nothing where a process's reports have none of
+-- its rows), and gap_causes' sums; integers as i64.
 local function wire_columns(what, scope)
   local cols = {{"report", "i64"}, {"device", "i64"}}
   if scope == "stream" then cols[#cols + 1] = {"stream", "i64"} end
@@ -144,9 +148,9 @@ local function wire_columns(what, scope)
   elseif what == "gaps" then
     more = {{"start", "i64"}, {"stop", "i64"}, {"dur", "i64"}, {"before", "str"}, {"after", "str"}, {"pid", "i64"},
             {"corr", "i64"}, {"launch_tid", "i64"}}
-    for _, k in ipairs(SOURCE_KEYS) do
-      for _, c in ipairs{{"_text", "str"}, {"_tid", "i64"}, {"_ov", "i64", 0}, {"_cover", "f64", 0.0}} do
-        more[#more + 1] = {k .. c[1], c[2], c[3]}
+    for _, k in ipairs(host.keys) do
+      for _, c in ipairs{{"_text", "str"}, {"_tid", "i64"}, {"_ov", "i64"}, {"_cover", "f64"}} do
+        more[#more + 1] = {k .. c[1], c[2]}
       end
     end
   else
@@ -157,18 +161,15 @@ local function wire_columns(what, scope)
 end
 
 -- Table t (rows of it, or nil: none) with exactly the columns cols
--- (wire_columns), each of its type: a column t lacks is NULL (or its
--- default: a source's ov and cover are 0 where it covers nothing).
+-- (wire_columns), each of its type (a column t lacks: NULL).
 local function shaped(t, cols)
   local n = t and #t or 0
   local out = {}
   for _, c in ipairs(cols) do
-    local name, ty, default = c[1], c[2], c[3]
+    local name, ty = c[1], c[2]
     local v = t and t:coltype(name) and t[name]
     if v then
       if ty ~= "str" and v:type() ~= ty then v = v:cast(ty) end
-    elseif default ~= nil then
-      v = nsl.rep(default, n)
     else
       v = nsl.column{ty == "str" and "" or (ty == "f64" and 0.0 or 0)}:gather(nsl.rep(-1, n))
     end
@@ -196,7 +197,8 @@ local function step(trace, args)
   local scopes = measure(trace, ops, host.sources(trace), args, min)
   for i, sc in ipairs(scopes) do
     t["gp_" .. sc.scope .. "_sum"] = shaped(sc.s, wire_columns("sum", sc.scope))
-    t["gp_" .. sc.scope] = shaped(args.n > 0 and sc.d:head(args.n) or sc.d, wire_columns("gaps", sc.scope))
+    local d = host.covering_nothing(args.n > 0 and sc.d:head(args.n) or sc.d, host.keys)
+    t["gp_" .. sc.scope] = shaped(d, wire_columns("gaps", sc.scope))
     if i == 1 then t.gp_causes = shaped(causes_of(sc.d), wire_columns("causes")) end
   end
   return t
@@ -212,7 +214,7 @@ local function received(trace, args, parts)
   local scopes = {}
   for _, scope in ipairs{"device", "stream"} do
     if wanted(args.scope, scope) then
-      local keys = scope == "device" and {"report", "device"} or {"report", "device", "stream"}
+      local keys = scope_keys(scope)
       local d = parts["gp_" .. scope]:sort("-dur", "start", table.unpack(keys))
       scopes[#scopes + 1] = {scope = scope, keys = keys, s = parts["gp_" .. scope .. "_sum"]:sort(table.unpack(keys)),
                              d = args.n > 0 and d:head(args.n) or d}

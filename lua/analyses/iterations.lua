@@ -29,6 +29,7 @@ local iterations = require("nsl.iterations")
 local classes = require("nsl.classes")
 local report = require("nsl.report")
 local window = require("nsl.window")
+local distributed = require("nsl.distributed")
 
 local function col(v, fallback) return #v > 0 and nsl.column(v) or (fallback or nsl.column{}) end
 
@@ -133,10 +134,7 @@ return {
   run = function(trace, args, out, parts)
     -- a distributed run whose processes measured their iterations: the steps they found, their figures
     local reduced = parts and parts.iter_form and parts.iter_form.mode[1] == 0 and parts or nil
-    if reduced then
-      local sp = reduced.iter_span
-      if #sp > 0 and not window.known_origin(trace) then window.set_span(trace, sp.lo:min(), sp.hi:max()) end
-    end
+    if reduced then distributed.set_span(trace, reduced.iter_span) end
     -- the one step detection of a trace (diagnose uses it too)
     local steps, err = iterations.steps(trace, {spec = args.range, warmup = args.warmup, parts = reduced})
     if not steps then nsl.fail(string.format("%s: %s", report.files(trace.reports.path:totable()), err)) end

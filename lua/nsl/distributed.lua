@@ -253,9 +253,8 @@ end
 --- The span (window.span) of the whole trace, measured by every process
 -- over its own reports (collective); lo, hi on rank 0 (nil: no events).
 local function whole_span(dist)
-  local ok, lo, hi = pcall(function() return window.span(dist:view()) end)
-  local t = ok and lo and nsl.table{{"lo", nsl.rep(lo, 1)}, {"hi", nsl.rep(hi, 1)}} or nil
-  local got = mpi.gather(t, 0)
+  local ok, t = pcall(function() return M.span_table(dist:view()) end)
+  local got = mpi.gather(ok and t or nil, 0)
   if type(got) ~= "table" then return nil end
   local glo, ghi
   for _, g in ipairs(got) do

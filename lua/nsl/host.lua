@@ -23,6 +23,26 @@ local SOURCES = {
    cols = {"report", "pid", "tid", "start", "stop", "text", "kind", "end_tid"}},
 }
 
+--- The keys of the CPU-side sources, in M.sources' order (api, osrt, nvtx).
+M.keys = {}
+for i, spec in ipairs(SOURCES) do M.keys[i] = spec.key end
+
+--- Intervals d attributed (M.attribute) by a trace that lacks some of the
+-- sources keys (M.keys) names, with those sources' columns as M.attribute
+-- gives them where a source covers none of an interval: <key>_text and
+-- <key>_tid NULL, <key>_ov 0 and <key>_cover 0.0 -- so that the attributions
+-- of reports read apart (a distributed run's) line up.
+function M.covering_nothing(d, keys)
+  local n = #d
+  for _, k in ipairs(keys) do
+    if not d:coltype(k .. "_text") then
+      d = d:with(k .. "_text", nsl.column{""}:gather(nsl.rep(-1, n)), k .. "_tid", nsl.column{0}:gather(nsl.rep(-1, n)),
+                 k .. "_ov", nsl.rep(0, n), k .. "_cover", nsl.rep(0.0, n))
+    end
+  end
+  return d
+end
+
 --- The CPU-side tables of trace that have rows, in M.sources' order: a
 -- list of {key, label, tab (the trace table's name), text, cols,
 -- innermost}, none read.

@@ -56,6 +56,7 @@ local nvtx = require("nsl.nvtx")
 local steps = require("nsl.steps")
 local classes = require("nsl.classes")
 local gpu_ops = require("nsl.gpu_ops")
+local distributed = require("nsl.distributed")
 
 local M = {}
 
@@ -701,9 +702,7 @@ function M.reduce_iterations(view, args)
       if mode == MODE.kernel then it = {mode = "kernel", markers = {}} else return false end
     end
     local w, per_class = M.metrics(it, M.ops(view, it, map))
-    local lo, hi = require("nsl.window").span(view)
-    local n = lo and 1 or 0
-    return {w, per_class, nsl.table{{"lo", nsl.rep(lo or 0, n)}, {"hi", nsl.rep(hi or 0, n)}}}
+    return {w, per_class, distributed.span_table(view)}
   end)
   if not mpi.all_ok(ok, res) then return form(1) end
   if not mpi.agree(res ~= false) then return form(1) end

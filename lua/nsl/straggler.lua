@@ -1044,14 +1044,7 @@ local function host_rows_by_report(trace, src, res, late_insts)
   end
   local parts = {}
   for _, got in ipairs(distributed.call(trace, reps, "nsl.straggler.host_rows", qs)) do
-    if #got > 0 then
-      for _, k in ipairs(keys) do
-        if not got:coltype(k .. "_text") then   -- (a source this report has no rows of: covers nothing)
-          got = got:with(k .. "_text", nsl.column{""}:gather(nsl.rep(-1, #got)), k .. "_ov", nsl.rep(0, #got))
-        end
-      end
-      parts[#parts + 1] = got:select(cols)
-    end
+    if #got > 0 then parts[#parts + 1] = host.covering_nothing(got, keys):select(cols) end
   end
   if #parts == 0 then return nil end
   return nsl.concat_tables(parts), sources
