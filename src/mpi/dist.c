@@ -700,7 +700,7 @@ int nsl__dist_owner(const nsl_dist *d, int report) {
   return report >= 0 && report < d->nreports ? d->owner[report] : -1;
 }
 
-/* Sends the request of computation i of nsl__dist_call to the process holding its report. */
+/* Sends computation name's request on report (argument arg, alen bytes) to the process holding it. */
 static nsl_status send_call(nsl_dist *d, int report, const char *name, const void *arg, size_t alen, nsl_error *err) {
   nsl__text m = {0};   /* the request of a table's read, its name the computation's and its filter the argument */
   request(&m, REQ_CALL, name, NULL, NULL, 0, report, arg, alen);
