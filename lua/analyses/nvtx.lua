@@ -13,6 +13,101 @@ local function wanted(list, part)
   return false
 end
 
+local function needs_projection(args)
+  return wanted(args.only, "proj_sum") or wanted(args.only, "trace") or wanted(args.only, "tree")
+end
+
+-- The ranges of trace, projected onto the GPU where the parts asked need it:
+-- P (nsl.nvtx.project's, or nil) and its ranges R (trace.nvtx with names).
+local function ranges(trace, args, need_proj)
+  if need_proj then
+    local P = nvtx.project(trace, {strip = args.normalize and nvtx.pytorch_suffixes or nil, release = true})
+    return P, P.ranges
+  end
+  local R = trace.nvtx
+  R:load{"report", "dur", "kind", "text", "domain"}
+  return nil, R:with("name", nvtx.names(R))
+end
+
+-- The tables of the parts asked: from the ranges (P, R) in one process, or
+-- from a distributed run's aggregates (got: sum, proj, tree figures, ops).
+local function print_parts(args, out, P, R, got)
+  local limit = args.limit > 0 and args.limit or nil
+  local need_proj = needs_projection(args)
+  local want_sum, want_proj = wanted(args.only, "sum"), wanted(args.only, "proj_sum")
+  local sum, proj
+  if want_sum or want_proj then
+    sum, proj = nvtx.summaries(R, {per_report = args.per_report, proj = need_proj and want_proj,
+                                   aggregates = got and {sum = got.sum, proj = got.proj}})
+  end
+  if want_sum then
+    out:table("nvtx_sum", sum, {title = "NVTX Range Summary (nvtx_sum)", limit = limit, nsys_stats = true})
+  end
+  if not need_proj then return end
+  local nops = got and got.ops or #P.ops
+  if nops == 0 then
+    out:text("No GPU operations (kernels, memcpy, memset): nothing to project.")
+    return
+  end
+  if want_proj then
+    out:table("nvtx_gpu_proj_sum", proj, {title = "NVTX GPU Projection Summary (nvtx_gpu_proj_sum)", limit = limit,
+      nsys_stats = true, col_decimals = {["Avg GPU Ops"] = 1, ["Avg Range Lvl"] = 1, ["Avg Num Child"] = 1}})
+  end
+  if wanted(args.only, "trace") then
+    out:table("nvtx_gpu_proj_trace", nvtx.projected(R), {title = "NVTX GPU Projection Trace (nvtx_gpu_proj_trace)",
+      limit = limit, nsys_stats = true})
+  end
+  if wanted(args.only, "tree") then
+    local T = nvtx.tree(P, {figures = got and got.tree})
+    local nodes = T.nodes
+    if args.max_depth >= 0 then nodes = nodes:filter(nodes.depth:le(args.max_depth)) end
+    local indent = {}
+    for i = 1, #nodes do indent[i] = string.rep("  ", nodes.depth[i]) .. nodes.name[i] end
+    local shown = nsl.table{
+      {"GPU Time (ns)", nodes.gpu_time}, {"GPU Self (ns)", nodes.gpu_self}, {"CPU Time (ns)", nodes.cpu_time},
+      {"CPU Self (ns)", nodes.cpu_self}, {"Instances", nodes.instances}, {"Ops", nodes.ops},
+      {"Depth", nodes.depth}, {"Range", #indent > 0 and nsl.column(indent) or nodes.name}, {"Path", nodes.path}}
+    out:table("nvtx_tree", shown, {title = "NVTX Range Tree (GPU time of the ops launched inside each range)",
+      limit = limit})
+    local total = T.gpu_time
+    out:text(string.format("GPU ops launched outside every NVTX range: %s of %s ops, %s of %s GPU time.",
+      report.int(T.outside.ops), report.int(nops), report.duration(T.outside.gpu_time), report.duration(total)))
+  end
+end
+
+-- ---- a distributed run (nsl.distributed) ----
+-- Each process projects its own reports' ranges onto their GPU operations
+-- (a range and the calls it encloses are on one thread of one report); the
+-- two summaries are aggregated by every process together
+-- (nsl.nvtx.reduce_summaries: the same bits, medians included) and the
+-- tree's figures per node are added up on rank 0 (nsl.nvtx.merge_tree_figures:
+-- nodes are paths of names), so no range or operation moves.  The
+-- projection trace (one row per projected range: --arg only=trace), no
+-- range in any report (CSV summaries, or the one-process error) and
+-- durations too large for exact deviations are left to rank 0, which reads
+-- the trace as one process does.
+
+local projected = setmetatable({}, {__mode = "k"})   -- a process's view -> {P =, R =}
+
+local function collective(trace, args, first)
+  local mpi = nsl.mpi
+  local mine = projected[trace]
+  if not mine then return {} end   -- (--arg only=trace: the same on every process)
+  local P, R = mine.P, mine.R
+  local total = mpi.allreduce(nsl.column{#R, P and #P.ops or 0}:cast("i64"), "sum"):totable()
+  if total[1] == 0 then return {} end
+  local need_proj = needs_projection(args)
+  local got = nvtx.reduce_summaries(R, {per_report = args.per_report, proj = need_proj and wanted(args.only, "proj_sum")},
+                                    first)
+  if not got then return {} end
+  local _, rank = mpi.start()
+  local function mine_only(t) return rank == 0 and t or t:head(0) end
+  local parts = {nv_sum = mine_only(got.sum), nv_counts = mine_only(nsl.table{{"ops", nsl.rep(total[2], 1)}})}
+  if got.proj then parts.nv_proj = mine_only(got.proj) end
+  if need_proj and wanted(args.only, "tree") then parts.nv_tree = nvtx.tree_figures_table(nvtx.tree_figures(P)) end
+  return parts
+end
+
 return {
   name = "nvtx",
   description = "NVTX range summary, GPU projection of the ranges and the tree of range names (nsys nvtx_sum, nvtx_gpu_proj_sum)",
@@ -26,9 +121,14 @@ return {
     limit = {default = 50, help = "rows printed per table in text output (all rows go to files)"},
   },
   example = "nsl run nvtx trace.sqlite --arg only=proj_sum,tree --format csv",
-  run = function(trace, args, out)
+  -- parts: a distributed run's aggregates (the collective part above)
+  run = function(trace, args, out, parts)
     local limit = args.limit > 0 and args.limit or nil
-    local need_proj = wanted(args.only, "proj_sum") or wanted(args.only, "trace") or wanted(args.only, "tree")
+    local need_proj = needs_projection(args)
+    if parts and parts.nv_counts and #parts.nv_counts > 0 then
+      return print_parts(args, out, nil, nil, {sum = parts.nv_sum, proj = parts.nv_proj, ops = parts.nv_counts.ops[1],
+        tree = parts.nv_tree and nvtx.merge_tree_figures(parts.nv_tree)})
+    end
     -- load first: the row count then comes with the columns, not from a scan of its own
     trace.nvtx:load(need_proj and nvtx.range_columns or {"report", "dur", "kind", "text", "domain"})
     if #trace.nvtx == 0 and #trace.sums > 0 then   -- nsys stats CSV files: nvtx_sum as they give it
@@ -50,51 +150,19 @@ return {
       local paths = trace.reports.path:totable()
       nsl.fail(string.format("%s: no NVTX ranges; was it profiled with -t nvtx?", report.files(paths)))
     end
-    local P, R
-    if need_proj then
-      P = nvtx.project(trace, {strip = args.normalize and nvtx.pytorch_suffixes or nil, release = true})
-      R = P.ranges
-    else
-      R = trace.nvtx
-      R:load{"report", "dur", "kind", "text", "domain"}
-      R = R:with("name", nvtx.names(R))
-    end
-    local want_sum, want_proj = wanted(args.only, "sum"), wanted(args.only, "proj_sum")
-    local sum, proj
-    if want_sum or want_proj then
-      sum, proj = nvtx.summaries(R, {per_report = args.per_report, proj = need_proj and want_proj})
-    end
-    if want_sum then
-      out:table("nvtx_sum", sum, {title = "NVTX Range Summary (nvtx_sum)", limit = limit, nsys_stats = true})
-    end
-    if not need_proj then return end
-    if #P.ops == 0 then
-      out:text("No GPU operations (kernels, memcpy, memset): nothing to project.")
-      return
-    end
-    if want_proj then
-      out:table("nvtx_gpu_proj_sum", proj, {title = "NVTX GPU Projection Summary (nvtx_gpu_proj_sum)", limit = limit,
-        nsys_stats = true, col_decimals = {["Avg GPU Ops"] = 1, ["Avg Range Lvl"] = 1, ["Avg Num Child"] = 1}})
-    end
-    if wanted(args.only, "trace") then
-      out:table("nvtx_gpu_proj_trace", nvtx.projected(R), {title = "NVTX GPU Projection Trace (nvtx_gpu_proj_trace)",
-        limit = limit, nsys_stats = true})
-    end
-    if wanted(args.only, "tree") then
-      local T = nvtx.tree(P)
-      local nodes = T.nodes
-      if args.max_depth >= 0 then nodes = nodes:filter(nodes.depth:le(args.max_depth)) end
-      local indent = {}
-      for i = 1, #nodes do indent[i] = string.rep("  ", nodes.depth[i]) .. nodes.name[i] end
-      local shown = nsl.table{
-        {"GPU Time (ns)", nodes.gpu_time}, {"GPU Self (ns)", nodes.gpu_self}, {"CPU Time (ns)", nodes.cpu_time},
-        {"CPU Self (ns)", nodes.cpu_self}, {"Instances", nodes.instances}, {"Ops", nodes.ops},
-        {"Depth", nodes.depth}, {"Range", #indent > 0 and nsl.column(indent) or nodes.name}, {"Path", nodes.path}}
-      out:table("nvtx_tree", shown, {title = "NVTX Range Tree (GPU time of the ops launched inside each range)",
-        limit = limit})
-      local total = T.gpu_time
-      out:text(string.format("GPU ops launched outside every NVTX range: %s of %s ops, %s of %s GPU time.",
-        report.int(T.outside.ops), report.int(#P.ops), report.duration(T.outside.gpu_time), report.duration(total)))
-    end
+    local P, R = ranges(trace, args, need_proj)
+    print_parts(args, out, P, R)
   end,
+  distributed = {
+    step = function(trace, args)
+      if not wanted(args.only, "trace") then
+        local need_proj = needs_projection(args)
+        trace.nvtx:load(need_proj and nvtx.range_columns or {"report", "dur", "kind", "text", "domain"})
+        local P, R = ranges(trace, args, need_proj)
+        projected[trace] = {P = P, R = R}
+      end
+      return {}
+    end,
+    collective = collective,
+  },
 }

@@ -216,10 +216,13 @@ local time_cols = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med 
 --     (their CPU time), Range Instances, Proj Avg/Med/Min/Max/StdDev, Total
 --     GPU Ops (launching calls), Avg GPU Ops, Avg Range Lvl, Avg Num Child,
 --     Total GPU Time (sum of op durations), Style, Range.
+-- opts.aggregates: the groups' aggregates already made ({sum =, proj =}
+-- from M.reduce_summaries: a distributed run's), R then unread.
 -- Returns the two tables (the second nil without projection).
 function M.summaries(R, opts)
   opts = opts or {}
-  local proj = opts.proj ~= false and R:coltype("proj_dur") ~= nil
+  local got = opts.aggregates
+  local proj = opts.proj ~= false and (got and got.proj or not got and R:coltype("proj_dur") ~= nil)
   local function with_report(list, t)
     if opts.per_report then table.insert(list, 1, {"report", t.report}) end
     return list
@@ -237,12 +240,15 @@ function M.summaries(R, opts)
     for i = 1, #t do pct[i] = by[rep[i]] > 0 and (tot[i] or 0) * 100.0 / by[rep[i]] or 0.0 end
     return #pct > 0 and nsl.column(pct) or nsl.rep(0.0, 0)
   end
-  local cols = {{"name", R.name}, {"kind", R.kind}, {"dur", R.dur}}
-  if opts.per_report then cols[#cols + 1] = {"report", R.report} end
   local keys = opts.per_report and {"report", "name", "kind"} or {"name", "kind"}
-  local t <close> = nsl.table(cols)
-  local g = t:group_by(table.unpack(keys)):agg{"total=sum(dur)", "n=count(dur)", "avg=mean(dur)", "med=median(dur)",
-                                                "min=min(dur)", "max=max(dur)", "std=std(dur)"}
+  local g = got and got.sum
+  if not g then
+    local cols = {{"name", R.name}, {"kind", R.kind}, {"dur", R.dur}}
+    if opts.per_report then cols[#cols + 1] = {"report", R.report} end
+    local t <close> = nsl.table(cols)
+    g = t:group_by(table.unpack(keys)):agg{"total=sum(dur)", "n=count(dur)", "avg=mean(dur)", "med=median(dur)",
+                                           "min=min(dur)", "max=max(dur)", "std=std(dur)"}
+  end
   -- nvtx_sum: ranges with a duration (marks and ranges that never ended have none)
   local s = g:filter(g.n:gt(0) & g.kind:isin{"push_pop", "start_end"})
   s = opts.per_report and s:sort("report", "-total", "name") or s:sort("-total", "name")
@@ -254,18 +260,22 @@ function M.summaries(R, opts)
   local sum = nsl.table(with_report(list, s))
   if not proj then return sum, nil end
   -- nvtx_gpu_proj_sum: the same keys plus "has GPU ops", keeping the groups that have
-  local has = R.ops:gt(0)
-  local pcols = {{"name", R.name}, {"kind", R.kind}, {"has", has}, {"dur", R.dur}, {"proj_dur", R.proj_dur},
-                 {"launches", R.launches}, {"depth", R.depth}, {"children", R.children}, {"gpu_time", R.gpu_time}}
-  if opts.per_report then pcols[#pcols + 1] = {"report", R.report} end
-  local pkeys = {table.unpack(keys)}
-  pkeys[#pkeys + 1] = "has"
-  local pt <close> = nsl.table(pcols)
-  local q = pt:group_by(table.unpack(pkeys)):agg{
-    "ptotal=sum(proj_dur)", "pn=count(proj_dur)", "pavg=mean(proj_dur)", "pmed=median(proj_dur)",
-    "pmin=min(proj_dur)", "pmax=max(proj_dur)", "pstd=std(proj_dur)", "cpu=sum(dur)", "launches=sum(launches)",
-    "lvl=mean(depth)", "kids=sum(children)", "gpu=sum(gpu_time)"}
-  q = q:filter(q.has & q.pn:gt(0))
+  local q = got and got.proj
+  if not q then
+    local has = R.ops:gt(0)
+    local pcols = {{"name", R.name}, {"kind", R.kind}, {"has", has}, {"dur", R.dur}, {"proj_dur", R.proj_dur},
+                   {"launches", R.launches}, {"depth", R.depth}, {"children", R.children}, {"gpu_time", R.gpu_time}}
+    if opts.per_report then pcols[#pcols + 1] = {"report", R.report} end
+    local pkeys = {table.unpack(keys)}
+    pkeys[#pkeys + 1] = "has"
+    local pt <close> = nsl.table(pcols)
+    q = pt:group_by(table.unpack(pkeys)):agg{
+      "ptotal=sum(proj_dur)", "pn=count(proj_dur)", "pavg=mean(proj_dur)", "pmed=median(proj_dur)",
+      "pmin=min(proj_dur)", "pmax=max(proj_dur)", "pstd=std(proj_dur)", "cpu=sum(dur)", "launches=sum(launches)",
+      "lvl=mean(depth)", "kids=sum(children)", "gpu=sum(gpu_time)"}
+    q = q:filter(q.has)
+  end
+  q = q:filter(q.pn:gt(0))
   q = opts.per_report and q:sort("report", "-ptotal", "name") or q:sort("-ptotal", "name")
   local plist = {
     {"Time (%)", percent(q, q.ptotal)},
@@ -275,6 +285,45 @@ function M.summaries(R, opts)
     {"Avg Range Lvl", q.lvl}, {"Avg Num Child", q.kids / q.pn}, {"Total GPU Time (ns)", q.gpu},
     {"Style", q.kind:map(M.style_names)}, {"Range", q.name}}
   return sum, nsl.table(with_report(plist, q))
+end
+
+--- The groups' aggregates of M.summaries made by every process of an MPI
+-- job over its own ranges R (collective: nsl.stats.reduce_aggregates, the
+-- bits one process's group-by gives, medians included; no range moves).
+-- opts as M.summaries'; first: the whole trace's number of R's report 0
+-- (for opts.per_report).  Returns {sum =, proj =} (proj with opts.proj)
+-- for opts.aggregates on every process, or nil on every process where the
+-- durations are too large for exact deviations (the caller then has the
+-- ranges read as one process would).
+function M.reduce_summaries(R, opts, first)
+  local stats = require("nsl.stats")
+  local keys = opts.per_report and {"report", "name", "kind"} or {"name", "kind"}
+  local function rows(t, cols)
+    local sel = {}
+    for _, c in ipairs(cols) do sel[c] = true end
+    local list = {}
+    for _, c in ipairs(cols) do if c ~= "report" then list[#list + 1] = {c, t[c]} end end
+    if sel.report then list[#list + 1] = {"report", t.report:cast("i64") + first} end
+    return nsl.table(list)
+  end
+  -- (marks and other kinds have no duration: left out here, as nvtx_sum leaves out their groups)
+  local cols = {"name", "kind", "dur"}
+  if opts.per_report then cols[#cols + 1] = "report" end
+  local ranged = R:filter(R.kind:isin{"push_pop", "start_end"})
+  local sum = stats.reduce_aggregates(rows(ranged, cols), keys, "dur")
+  if not sum then return nil end
+  local got = {sum = sum}
+  if opts.proj then
+    local pcols = {"name", "kind", "dur", "proj_dur", "launches", "depth", "children", "gpu_time"}
+    if opts.per_report then pcols[#pcols + 1] = "report" end
+    local q = stats.reduce_aggregates(rows(R:filter(R.ops:gt(0)), pcols), keys, "proj_dur",
+      {cpu = "sum(dur)", launches = "sum(launches)", lvl = "mean(depth)", kids = "sum(children)", gpu = "sum(gpu_time)"})
+    if not q then return nil end
+    got.proj = q:select{table.unpack(keys)}:with("ptotal", q.total, "pn", q.n, "pavg", q.avg, "pmed", q.med,
+      "pmin", q.min, "pmax", q.max, "pstd", q.std, "cpu", q.cpu, "launches", q.launches, "lvl", q.lvl, "kids", q.kids,
+      "gpu", q.gpu)
+  end
+  return got
 end
 
 --- The projected ranges (those with GPU ops) as nsys's nvtx_gpu_proj_trace,
@@ -291,10 +340,107 @@ function M.projected(R)
                   "ops", "gpu_time", "depth", "children", "range", "parent"}:sort("proj_start", "-proj_dur")
 end
 
+--- The figures of the tree of range names (M.tree's, before it is laid
+-- out) over the ranges and operations of P (M.project): C tables indexed
+-- by node id + 1 -- parent (node id, -1 for roots; a parent's id is below
+-- its children's), name, inst, cpu, gpu, ops (of the node's ranges), gself,
+-- oself (of the operations whose innermost range is in it) -- names (the
+-- names as a column), n (nodes),
+-- outside {ops =, gpu_time =}, gpu_time (every operation's), node_of (per
+-- range: its node, -1: not in the tree) and op_node (per operation: its
+-- node, NULL: none).
+function M.tree_figures(P)
+  local R = P.ranges
+  local label = R:coltype("label") and R.label or R.name
+  local tp = nsl.tree_paths(R.parent, label, P.mask)
+  local per = nsl.table{{"node", tp.node}, {"dur", R.dur}, {"gpu", R.gpu_time}, {"ops", R.ops}}
+    :group_by("node"):agg{"n=count", "cpu=sum(dur)", "gpu=sum(gpu)", "ops=sum(ops)"}
+  local op_node = tp.node:gather(P.ops.range)
+  local own = nsl.table{{"node", op_node}, {"dur", P.ops.stop - P.ops.start}}:group_by("node")
+    :agg{"n=count", "gpu=sum(dur)"}
+  local n = tp.n
+  local F = {n = n, inst = {}, cpu = {}, gpu = {}, ops = {}, gself = {}, oself = {}, outside = {ops = 0, gpu_time = 0},
+             gpu_time = 0, node_of = tp.node, op_node = op_node}
+  for id = 1, n do F.inst[id], F.cpu[id], F.gpu[id], F.ops[id], F.gself[id], F.oself[id] = 0, 0, 0, 0, 0, 0 end
+  for i = 1, #per do
+    local id = per.node[i]
+    if id >= 0 then
+      F.inst[id + 1], F.cpu[id + 1], F.gpu[id + 1], F.ops[id + 1] = per.n[i], per.cpu[i] or 0, per.gpu[i] or 0,
+                                                                    per.ops[i] or 0
+    end
+  end
+  for i = 1, #own do
+    local id = own.node[i]
+    if id == nil then F.outside.ops, F.outside.gpu_time = own.n[i], own.gpu[i] or 0
+    else F.gself[id + 1], F.oself[id + 1] = own.gpu[i] or 0, own.n[i] end
+    F.gpu_time = F.gpu_time + (own.gpu[i] or 0)
+  end
+  F.names = label:gather(tp.node_row)
+  F.parent, F.name = tp.node_parent:totable(), F.names:totable()
+  return F
+end
+
+local tree_fields = {"inst", "cpu", "gpu", "ops", "gself", "oself"}
+
+--- M.tree_figures as a table (one row per node: node, parent, name and the
+-- figures) for another process to merge (M.merge_tree_figures); its
+-- outside and total GPU time as one more row, node -1.
+function M.tree_figures_table(F)
+  local function i64(v) return (#v > 0 and nsl.column(v) or nsl.column{}):cast("i64") end
+  local cols = {{"node", nsl.concat(nsl.range(F.n), nsl.rep(-1, 1))}, {"parent", nsl.concat(i64(F.parent), nsl.rep(-1, 1))},
+                {"name", nsl.concat(F.n > 0 and F.names or nsl.column{""}:gather(nsl.range(0)), nsl.column{""})}}
+  local last = {inst = 0, cpu = 0, gpu = F.gpu_time, ops = 0, gself = F.outside.gpu_time, oself = F.outside.ops}
+  for _, f in ipairs(tree_fields) do
+    local v = table.move(F[f], 1, F.n, 1, {})
+    v[F.n + 1] = last[f]
+    cols[#cols + 1] = {f, i64(v)}
+  end
+  return nsl.table(cols)
+end
+
+--- The figures of one tree from M.tree_figures_table rows of several
+-- processes concatenated (t; each process's nodes in its order, then its
+-- row -1): nodes merged where the path of names from the root is the same
+-- (a node is its parent's node and its name, as nsl.tree_paths makes
+-- them), their figures added up.  Returns M.tree_figures' fields but
+-- node_of and op_node.
+function M.merge_tree_figures(t)
+  local F = {n = 0, parent = {}, name = {}, outside = {ops = 0, gpu_time = 0}, gpu_time = 0}
+  for _, f in ipairs(tree_fields) do F[f] = {} end
+  local node, parent, name = t.node:totable(), t.parent:totable(), t.name:totable()
+  local vals = {}
+  for _, f in ipairs(tree_fields) do vals[f] = t[f]:totable() end
+  local kids = {[-1] = {}}   -- merged id -> {name -> merged id}
+  local local_to = {}        -- this process's node id -> merged id
+  for i = 1, #t do
+    local id = node[i]
+    if id < 0 then   -- a process's last row: its outside figures; the next process's ids start again
+      F.outside.ops, F.outside.gpu_time = F.outside.ops + vals.oself[i], F.outside.gpu_time + vals.gself[i]
+      F.gpu_time = F.gpu_time + vals.gpu[i]
+      local_to = {}
+    else
+      local p = parent[i] < 0 and -1 or local_to[parent[i]]
+      local m = kids[p][name[i] or false]
+      if not m then
+        m = F.n
+        F.n = F.n + 1
+        kids[p][name[i] or false], kids[m] = m, {}
+        F.parent[m + 1], F.name[m + 1] = p, name[i]
+        for _, f in ipairs(tree_fields) do F[f][m + 1] = 0 end
+      end
+      local_to[id] = m
+      for _, f in ipairs(tree_fields) do F[f][m + 1] = F[f][m + 1] + vals[f][i] end
+    end
+  end
+  return F
+end
+
 --- The tree of range names (paths of labels from the top-level range down)
 -- over every thread and report, with times per node.  P from M.project
 -- (with opts.strip, nodes merge the normalized labels, else the names).
--- opts.sep joins names into paths ("/" by default).  Returns T with
+-- opts.sep joins names into paths ("/" by default).  opts.figures: the
+-- figures already made (M.merge_tree_figures of a distributed run's), P
+-- then unread.  Returns T with
 --   T.nodes  one row per node in depth-first order, children by GPU time:
 --            node, parent (node, -1 for roots), depth, name, path,
 --            instances, cpu_time (sum of range durations), cpu_self (minus
@@ -308,72 +454,51 @@ end
 function M.tree(P, opts)
   opts = opts or {}
   local sep = opts.sep or "/"
-  local R = P.ranges
-  local label = R:coltype("label") and R.label or R.name
-  local tp = nsl.tree_paths(R.parent, label, P.mask)
-  local per = nsl.table{{"node", tp.node}, {"dur", R.dur}, {"gpu", R.gpu_time}, {"ops", R.ops}}
-    :group_by("node"):agg{"n=count", "cpu=sum(dur)", "gpu=sum(gpu)", "ops=sum(ops)"}
-  local op_node = tp.node:gather(P.ops.range)
-  local own = nsl.table{{"node", op_node}, {"dur", P.ops.stop - P.ops.start}}:group_by("node")
-    :agg{"n=count", "gpu=sum(dur)"}
-  local n = tp.n
-  local inst, cpu, gpu, ops, gself, oself = {}, {}, {}, {}, {}, {}
-  for i = 1, #per do
-    local id = per.node[i]
-    if id >= 0 then
-      inst[id], cpu[id], gpu[id], ops[id] = per.n[i], per.cpu[i] or 0, per.gpu[i] or 0, per.ops[i] or 0
-    end
-  end
-  local outside, all_gpu = {ops = 0, gpu_time = 0}, 0
-  for i = 1, #own do
-    local id = own.node[i]
-    if id == nil then outside.ops, outside.gpu_time = own.n[i], own.gpu[i] or 0
-    else gself[id], oself[id] = own.gpu[i] or 0, own.n[i] end
-    all_gpu = all_gpu + (own.gpu[i] or 0)
-  end
-  local parents, depths, names = tp.node_parent:totable(), tp.node_depth:totable(), label:gather(tp.node_row):totable()
-  local kids, roots, child_cpu = {}, {}, {}
+  local F = opts.figures or M.tree_figures(P)
+  local n, parents, names = F.n, F.parent, F.name
+  local inst, cpu, gpu, ops, gself, oself = F.inst, F.cpu, F.gpu, F.ops, F.gself, F.oself
+  local kids, roots, child_cpu, depths = {}, {}, {}, {}
   for id = 0, n - 1 do
     local p = parents[id + 1]
     if p < 0 then roots[#roots + 1] = id
     else
       kids[p] = kids[p] or {}
       table.insert(kids[p], id)
-      child_cpu[p] = (child_cpu[p] or 0) + (cpu[id] or 0)
+      child_cpu[p] = (child_cpu[p] or 0) + cpu[id + 1]
     end
   end
   local function order(list)
     table.sort(list, function(a, b)
-      if (gpu[a] or 0) ~= (gpu[b] or 0) then return (gpu[a] or 0) > (gpu[b] or 0) end
-      if (cpu[a] or 0) ~= (cpu[b] or 0) then return (cpu[a] or 0) > (cpu[b] or 0) end
+      if gpu[a + 1] ~= gpu[b + 1] then return gpu[a + 1] > gpu[b + 1] end
+      if cpu[a + 1] ~= cpu[b + 1] then return cpu[a + 1] > cpu[b + 1] end
       return names[a + 1] < names[b + 1]
     end)
   end
   local rows = {node = {}, parent = {}, depth = {}, name = {}, path = {}, instances = {}, cpu_time = {},
                 cpu_self = {}, gpu_time = {}, gpu_self = {}, ops = {}, ops_self = {}}
   local paths = {}
-  local function visit(id)
+  local function visit(id, depth)
     local p = parents[id + 1]
     paths[id] = p < 0 and names[id + 1] or (paths[p] .. sep .. names[id + 1])
     local k = #rows.node + 1
-    rows.node[k], rows.parent[k], rows.depth[k], rows.name[k], rows.path[k] = id, p, depths[id + 1], names[id + 1], paths[id]
-    rows.instances[k], rows.cpu_time[k] = inst[id] or 0, cpu[id] or 0
-    rows.cpu_self[k] = (cpu[id] or 0) - (child_cpu[id] or 0)
-    rows.gpu_time[k], rows.gpu_self[k] = gpu[id] or 0, gself[id] or 0
-    rows.ops[k], rows.ops_self[k] = ops[id] or 0, oself[id] or 0
+    rows.node[k], rows.parent[k], rows.depth[k], rows.name[k], rows.path[k] = id, p, depth, names[id + 1], paths[id]
+    rows.instances[k], rows.cpu_time[k] = inst[id + 1], cpu[id + 1]
+    rows.cpu_self[k] = cpu[id + 1] - (child_cpu[id] or 0)
+    rows.gpu_time[k], rows.gpu_self[k] = gpu[id + 1], gself[id + 1]
+    rows.ops[k], rows.ops_self[k] = ops[id + 1], oself[id + 1]
     if kids[id] then
       order(kids[id])
-      for _, c in ipairs(kids[id]) do visit(c) end
+      for _, c in ipairs(kids[id]) do visit(c, depth + 1) end
     end
   end
   order(roots)
-  for _, id in ipairs(roots) do visit(id) end
+  for _, id in ipairs(roots) do visit(id, 0) end
   local cols = {}
   for _, c in ipairs{"node", "parent", "depth", "name", "path", "instances", "cpu_time", "cpu_self", "gpu_time",
                      "gpu_self", "ops", "ops_self"} do
     cols[#cols + 1] = {c, #rows[c] > 0 and nsl.column(rows[c]) or nsl.column{}}
   end
-  return {nodes = nsl.table(cols), node_of = tp.node, op_node = op_node, outside = outside, gpu_time = all_gpu}
+  return {nodes = nsl.table(cols), node_of = F.node_of, op_node = F.op_node, outside = F.outside, gpu_time = F.gpu_time}
 end
 
 return M

@@ -2,6 +2,7 @@
 -- Time (%), Total, Count, Avg, Med, Min, Max, StdDev per name, sorted by
 -- total time (NVIDIA's cuda_gpu_kern_sum / cuda_api_sum / nvtx_sum shape).
 local nsl = require("nsl")
+local tables = require("nsl.util.tables")
 
 local M = {}
 
@@ -57,79 +58,181 @@ end
 
 local PIVOTS = 15   -- per median and round: the range that holds it shrinks 16-fold
 local EXACT = 1 << 53   -- values within +-2^53: halves of two are exact doubles
+local FEW = 64   -- a median of at most this many values: the values go to rank 0 (about 5 B each, against
+                 -- about 2 KB per median in rounds of counts)
+
+-- Whether got (a gather's answer) says this process is not rank 0 (which gets the tables).
+local function me_is_not_root(got) return type(got) ~= "table" end
+
+-- The tables of got (a gather's answer on rank 0: false where a process sent none) as one.
+local function concat_some(got)
+  local tabs, first = {}, nil
+  for _, t in ipairs(got) do
+    first = first or t or nil
+    if t and #t > 0 then tabs[#tabs + 1] = t end   -- (an empty one adds no row: its column types do not matter)
+  end
+  if #tabs == 0 then return first end
+  return #tabs == 1 and tabs[1] or nsl.concat_tables(tabs)
+end
 
 --- The aggregates M.time_summary makes of the rows of every process of an
 -- MPI job (total, n, avg, med, min, max, std of column `value` per group
 -- of the key columns, one row per group, the keys first), with the bits a
--- group-by of all the rows in one process gives, and no row moved
--- (collective: every process calls it with its own rows t and the same
--- keys and value):
---  1. the groups: each process's keys gathered on rank 0, their union sent
---     back to all, every row given its group's index;
---  2. count, sum, least, greatest and sum of squares per group
---     (nsl.moments), added up by all-reduces; means and deviations from
---     them (nsl.moments_finish) as the group-by computes them;
---  3. each median: the one or two values of rank (n-1)/2 found by
---     narrowing a range that holds them: each round counts, on every
---     process, its values at most 15 pivots in the range (nsl.count_le
---     over its rows sorted by group and value), the counts are summed, and
---     the range shrinks to the 1/16 that holds the rank (about 8 rounds
---     for values up to 2^32; at most 14 for any).
--- Every process then holds the same numbers and makes the same decisions.
--- Returns the table on every process; nil (on every process) when the
--- values are not integers or too large for exact deviations (the caller
--- then gathers the rows).
-function M.reduce_aggregates(t, keys, value)
+-- group-by of all the rows in one process gives, and no row moved but
+-- those of small groups (collective: every process calls it with its own
+-- rows t and the same keys and value).  What moves grows with each
+-- process's own groups, never with the number of processes times all
+-- groups:
+--  1. each process groups its rows and sends rank 0 its keys with the
+--     moments of each group's values (count, sum and sum of squares as
+--     nsl.moments makes them, least, greatest) and the extras' sums;
+--  2. rank 0 adds them up per key: means and deviations (nsl.moments_finish)
+--     as the group-by computes them;
+--  3. the medians: the values of a group of at most 64 go to rank 0, which
+--     takes their median as the group-by does; of a larger group, whose
+--     keys rank 0 sends to all, the one or two values of rank (n-1)/2 are
+--     found by narrowing a range that holds them: each round counts, on
+--     every process, its values at most 15 pivots in the range
+--     (nsl.count_le over its rows sorted by group and value), the counts
+--     are summed, and the range shrinks to the 1/16 that holds the rank
+--     (about 8 rounds for values up to 2^32; at most 14 for any).
+-- Returns the table on rank 0 (the others get its columns without rows);
+-- nil (on every process) when the values are not integers or too large for
+-- exact deviations (the caller then gathers the rows).
+-- extra (optional): more columns of the same groups, {out = "sum(col)"} or
+-- {out = "mean(col)"} (integer columns; NULLs left out): each process's
+-- sums and counts per group travel with its keys and rank 0 adds them up,
+-- with the bits the group-by's sum gives (wrapped to 64 bits as it wraps)
+-- and its mean (nsl.int_mean; while the sum stays within 64 bits).
+function M.reduce_aggregates(t, keys, value, extra)
   local mpi = nsl.mpi
   local need = {value}
   for _, k in ipairs(keys) do need[#need + 1] = k end
-  local ty
+  local more = {}   -- {out, "sum" | "mean", column}, in the order of the names
+  for _, out in ipairs(tables.sorted_keys(extra or {})) do
+    local agg, col = extra[out]:match("^(%a+)%(([%w_]+)%)$")
+    assert(agg == "sum" or agg == "mean", "reduce_aggregates: extra aggregates are sum(col) or mean(col)")
+    more[#more + 1] = {out, agg, col}
+    need[#need + 1] = col
+  end
+  local nparts = #nsl.moments(nsl.column{0}:cast("i64"), nsl.column{0}:cast("i64"), 1)   -- per group
+  -- 1. this process's groups (lg: each row's, 0-based) and their figures
+  local ty, lg
   local ok, mine = pcall(function()
     t:load(need)
     ty = t:coltype(value)
     if ty ~= "i64" and ty ~= "i32" then return false end
-    return t:group_by(table.unpack(keys)):keys()
+    local specs = {}
+    for i, m in ipairs(more) do
+      local et = t:coltype(m[3])
+      if et ~= "i64" and et ~= "i32" then return false end
+      specs[#specs + 1] = string.format("_s%d=sum(%s)", i, m[3])
+      specs[#specs + 1] = string.format("_n%d=count(%s)", i, m[3])
+    end
+    local g = t:group_by(table.unpack(keys))
+    lg = g:ids():cast("i64")
+    local k = #specs > 0 and g:agg(specs) or g:keys()
+    local parts, lo, hi = nsl.moments(lg, t[value]:cast("i64"), #k)
+    local with = {"_lo", lo, "_hi", hi}
+    for j = 0, nparts - 1 do
+      local at = #with
+      with[at + 1], with[at + 2] = "_p" .. j, parts:gather(nsl.range(#k) * nparts + j)
+    end
+    return k:with(table.unpack(with))
   end)
   if not mpi.all_ok(ok, mine) or not mpi.agree(mine ~= false) then return nil end
   local got, err = mpi.gather(mine, 0)
   if not mpi.all_ok(got ~= nil, err) then return nil end
-  local union
+  -- 2. rank 0: the union of the keys in their order, each group's figures added up, its count
+  local res, big, places   -- the result's columns, the large groups (keys, gid, n, lo, hi), every key's group
+  local nl
   if type(got) == "table" then
-    local tabs = {}
-    for _, g in ipairs(got) do if g then tabs[#tabs + 1] = g end end
-    union = #tabs == 1 and tabs[1] or nsl.concat_tables(tabs)
-    union = union:group_by(table.unpack(keys)):keys():sort(table.unpack(keys))
+    local exact
+    ok, err = pcall(function()
+      local g = concat_some(got):group_by(table.unpack(keys))
+      local order = g:keys():with("_g", nsl.range(#g)):sort(table.unpack(keys))._g
+      places = order:argsort():gather(g:ids())   -- per key of every process (in process order): its group
+      local specs = {"_lo=min(_lo)", "_hi=max(_hi)"}
+      for j = 0, nparts - 1 do specs[#specs + 1] = string.format("_p%d=sum(_p%d)", j, j) end
+      for i = 1, #more do
+        specs[#specs + 1] = string.format("_s%d=sum(_s%d)", i, i)
+        specs[#specs + 1] = string.format("_n%d=sum(_n%d)", i, i)
+      end
+      local acc = g:agg(specs):take(order)
+      local ng = #acc
+      -- the parts of group g at g * nparts + j, as nsl.moments gives them
+      local flat = {}
+      for j = 0, nparts - 1 do flat[j + 1] = acc["_p" .. j] end
+      local at = nsl.range(ng * nparts)
+      local grp = at // nparts
+      local parts = nsl.concat(table.unpack(flat)):gather((at - grp * nparts) * ng + grp)
+      local n, total, avg, std, min, max
+      n, total, avg, std, min, max, exact = nsl.moments_finish(parts, acc._lo, acc._hi)
+      nl = n:totable()
+      local lol, hil = acc._lo:totable(), acc._hi:totable()
+      for i = 1, ng do exact = exact and (nl[i] == 0 or (lol[i] > -EXACT and hil[i] < EXACT)) end
+      res = {}
+      for _, k in ipairs(keys) do res[#res + 1] = {k, acc[k]} end
+      for _, c in ipairs{{"total", total}, {"n", n}, {"avg", avg}, {"med", false}, {"min", min:cast(ty)},
+                         {"max", max:cast(ty)}, {"std", std}} do res[#res + 1] = c end
+      for i, m in ipairs(more) do
+        res[#res + 1] = {m[1], m[2] == "sum" and acc["_s" .. i] or nsl.int_mean(acc["_n" .. i], acc["_s" .. i])}
+      end
+      local large = n:gt(FEW)
+      big = acc:select(keys):with("_gid", nsl.range(ng), "_n", n, "_lo", acc._lo, "_hi", acc._hi):filter(large)
+    end)
+    if not ok then big = nil elseif not exact then big = false end
   end
-  union, err = mpi.bcast_table(union)
-  if not mpi.all_ok(union ~= nil, err) then return nil end
-  local ng = #union
-  -- 1. every row's group, the rows with a value sorted by group and value
-  local gid, v
+  if not mpi.all_ok(me_is_not_root(got) or ok, err) then return nil end
+  if not mpi.agree(me_is_not_root(got) or big ~= false) then return nil end
+  big, err = mpi.bcast_table(big or nil)
+  if not mpi.all_ok(big ~= nil, err) then return nil end
+  -- 3. the medians.  Rows of small groups: (this process's group, value) to rank 0, which takes their medians
+  local lv, gbig
   ok, err = pcall(function()
-    local g = t:select(need):join(union:with("_gid", nsl.range(ng)), keys, {"_gid"})
-    if g._gid:isnull():count() > 0 then error("summary: a row's key is not among the keys", 0) end
-    g = g:filter(~g[value]:isnull())
-    g = g:sort("_gid", value)
-    gid, v = g._gid:cast("i64"), g[value]:cast("i64")
+    local j = mine:select(keys):with("_l", nsl.range(#mine)):join(big:select(keys):with("_b", nsl.range(#big)), keys,
+                                                                  {"_b"})
+    local b_of = j:sort("_l")._b   -- per group of this process: its large group (0-based), NULL: a small one
+    gbig = b_of:gather(lg)
+    lv = t[value]:cast("i64")
   end)
   if not mpi.all_ok(ok, err) then return nil end
-  -- 2. the moments
-  local parts, lo, hi = nsl.moments(gid, v, ng)
-  parts, lo, hi = mpi.allreduce(parts, "sum"), mpi.allreduce(lo, "min"), mpi.allreduce(hi, "max")
-  local n, total, avg, std, min, max, exact = nsl.moments_finish(parts, lo, hi)
-  local nl, lol, hil = n:totable(), lo:totable(), hi:totable()
-  for g = 1, ng do exact = exact and (nl[g] == 0 or (lol[g] > -EXACT and hil[g] < EXACT)) end
-  if not exact then return nil end
-  -- 3. the medians: targets (group, rank) with the range [a, b] that holds each
-  local tg, rank, a, b = {}, {}, {}, {}
-  for g = 1, ng do
-    local c = nl[g]
-    if c > 0 then
-      local pos = (c - 1) // 2
-      for r = pos, (c - 1) % 2 == 1 and pos + 1 or pos do
-        tg[#tg + 1], rank[#rank + 1], a[#a + 1], b[#b + 1] = g - 1, r, lol[g], hil[g]
+  local few = nsl.table{{"_l", lg}, {"v", lv}}:filter(gbig:isnull() & ~lv:isnull())
+  local fv
+  fv, err = mpi.gather(few, 0)
+  if not mpi.all_ok(fv ~= nil, err) then return nil end
+  local med = {}
+  if type(fv) == "table" then
+    ok, err = pcall(function()
+      local parts, first = {}, 0
+      for p, f in ipairs(fv) do   -- each process's groups are its keys' rows of places, in process order
+        local nk = got[p] and #got[p] or 0
+        if f and #f > 0 then parts[#parts + 1] = nsl.table{{"g", places:gather(f._l + first)}, {"v", f.v}} end
+        first = first + nk
       end
+      if #parts > 0 then
+        local m = (#parts == 1 and parts[1] or nsl.concat_tables(parts)):group_by("g"):agg{"med=median(v)"}
+        local mg, mm = m.g:totable(), m.med:totable()
+        for i = 1, #m do med[mg[i] + 1] = mm[i] end
+      end
+    end)
+  end
+  if not mpi.all_ok(me_is_not_root(got) or ok, err) then return nil end
+  -- the large groups: targets (large group, rank) with the range [a, b] that holds each
+  local tg, rank, a, b = {}, {}, {}, {}
+  local bn, blo, bhi = big._n:totable(), big._lo:totable(), big._hi:totable()
+  for i = 1, #big do
+    local c = bn[i]
+    local pos = (c - 1) // 2
+    for r = pos, (c - 1) % 2 == 1 and pos + 1 or pos do
+      tg[#tg + 1], rank[#rank + 1], a[#a + 1], b[#b + 1] = i - 1, r, blo[i], bhi[i]
     end
+  end
+  local gid, v
+  if #tg > 0 then
+    local rows = nsl.table{{"g", gbig}, {"v", lv}}
+    rows = rows:filter(~gbig:isnull() & ~lv:isnull()):sort("g", "v")
+    gid, v = rows.g:cast("i64"), rows.v
   end
   while true do
     local open, pg, pv, first = {}, {}, {}, {}
@@ -157,23 +260,30 @@ function M.reduce_aggregates(t, keys, value)
       a[i], b[i] = lo_i, hi_i
     end
   end
-  local med, at = {}, 1
-  for g = 1, ng do
-    if nl[g] == 0 then med[g] = 0 / 0
-    elseif (nl[g] - 1) % 2 == 0 then med[g], at = a[at] + 0.0, at + 1
+  if not res then   -- not rank 0: the columns, no rows
+    local cols = {}
+    for _, k in ipairs(keys) do cols[#cols + 1] = {k, mine[k]:gather(nsl.range(0))} end
+    for _, c in ipairs{{"total", nsl.rep(0, 0)}, {"n", nsl.rep(0, 0)}, {"avg", nsl.rep(0.0, 0)},
+                       {"med", nsl.rep(0.0, 0)}, {"min", t[value]:gather(nsl.range(0))},
+                       {"max", t[value]:gather(nsl.range(0))}, {"std", nsl.rep(0.0, 0)}} do cols[#cols + 1] = c end
+    for _, m in ipairs(more) do cols[#cols + 1] = {m[1], m[2] == "sum" and nsl.rep(0, 0) or nsl.rep(0.0, 0)} end
+    return nsl.table(cols)
+  end
+  local bgid, at = big._gid:totable(), 1
+  for i = 1, #big do
+    local g, c = bgid[i] + 1, bn[i]
+    if med[g] then at = at + ((c - 1) % 2 == 0 and 1 or 2)   -- (a NULL key joins nothing: its values came as few)
+    elseif (c - 1) % 2 == 0 then med[g], at = a[at] + 0.0, at + 1
     else
       local x, y = a[at], a[at + 1]
       med[g], at = x == y and x + 0.0 or x + (y - x) * 0.5, at + 2
     end
   end
-  local cols = {}
-  for _, k in ipairs(keys) do cols[#cols + 1] = {k, union[k]} end
-  for _, c in ipairs{{"total", total}, {"n", n}, {"avg", avg},
-                     {"med", ng > 0 and nsl.column(med):cast("f64") or nsl.rep(0.0, 0)},
-                     {"min", min:cast(ty)}, {"max", max:cast(ty)}, {"std", std}} do
-    cols[#cols + 1] = c
+  for g = 1, #nl do if nl[g] == 0 then med[g] = 0 / 0 end end
+  for _, c in ipairs(res) do
+    if c[1] == "med" then c[2] = #nl > 0 and nsl.column(med):cast("f64") or nsl.rep(0.0, 0) end
   end
-  return nsl.table(cols)
+  return nsl.table(res)
 end
 
 --- Summary of sizes (bytes) per operation in MB (10^6 B), as

@@ -1178,6 +1178,24 @@ nsl_status nsl__moments_finish(const nsl_column *parts, const nsl_column *lo, co
 }
 
 /* See nsl_internal.h. */
+nsl_column *nsl__int_mean(const nsl_column *count, const nsl_column *sum, nsl_error *err) {
+  if (!count || !sum || count->type != NSL_I64 || sum->type != NSL_I64 || count->len != sum->len) {
+    nsl_error_set(err, NSL_ERR_ARG, "int_mean: two i64 columns of one length (counts, sums)");
+    return NULL;
+  }
+  nsl_column *out = nsl_column_new(NSL_F64, count->len, NULL);
+  if (!out) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "int_mean: out of memory");
+    return NULL;
+  }
+  for (int64_t i = 0; i < count->len; i++) {
+    int64_t c = nsl_i64(count)[i], s = nsl_i64(sum)[i];
+    nsl_f64(out)[i] = c == NSL_NULL_I64 || c <= 0 || s == NSL_NULL_I64 ? NAN : nsl__mean_i128(c, s);
+  }
+  return out;
+}
+
+/* See nsl_internal.h. */
 nsl_column *nsl__count_le(const nsl_column *gid, const nsl_column *v, const nsl_column *tgid, const nsl_column *pivot,
                           nsl_error *err) {
   if (!gid || !v || !tgid || !pivot || gid->type != NSL_I64 || v->type != NSL_I64 || tgid->type != NSL_I64 ||

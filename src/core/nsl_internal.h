@@ -160,6 +160,11 @@ nsl_status nsl__moments(const nsl_column *gid, const nsl_column *v, int64_t ng, 
                         nsl_column **hi, nsl_error *err);
 nsl_status nsl__moments_finish(const nsl_column *parts, const nsl_column *lo, const nsl_column *hi,
                                nsl_column *out[6], int *exact, nsl_error *err);
+/* Per row: the mean of count[i] integers whose sum is sum[i] (both i64;
+ * count 0 or NULL: NaN), with the bits a group-by's mean of integers gives
+ * (nsl__mean_i128) where the sum did not wrap: means of sums that
+ * processes added up. */
+nsl_column *nsl__int_mean(const nsl_column *count, const nsl_column *sum, nsl_error *err);
 /* Per target t: how many rows of group tgid[t] have a value <= pivot[t],
  * where the rows (gid, v) are sorted by group, then value (all i64). */
 nsl_column *nsl__count_le(const nsl_column *gid, const nsl_column *v, const nsl_column *tgid, const nsl_column *pivot,

@@ -7,6 +7,7 @@
  *   nsl.moments(gid, v, ng) -> parts, lo, hi (per group, for processes to sum; nsl_internal.h)
  *   nsl.moments_finish(parts, lo, hi) -> count, sum, mean, std, min, max, exact
  *   nsl.count_le(gid, v, target_gid, pivot) -> i64 (rows sorted by gid, v)
+ *   nsl.int_mean(count, sum) -> f64 (the group-by's mean of count integers summing to sum)
  *   nsl.lag_periods(gid, v, ng, lags [, spread]) -> count, median, q1, q3 of v's differences at each lag per
  *     group (with spread: a group's lags stop at the first whose q3 - q1 <= spread x median > 0)
  *       (each group's rows one run; row g * lags + lag - 1)
@@ -107,6 +108,14 @@ static int l_count_le(lua_State *L) {
   nsl_error err = {0};
   nsl_column *r = nsl__count_le(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), nsl__checkcolumn(L, 3),
                                 nsl__checkcolumn(L, 4), &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+static int l_int_mean(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *r = nsl__int_mean(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), &err);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
@@ -235,7 +244,7 @@ static const luaL_Reg funcs[] = {{"tree_ancestor", l_tree_ancestor},
                                  {"tree_under", l_tree_under},
                                  {"cumcount", l_cumcount}, {"median_excess", l_median_excess},
                                  {"overlap_sum", l_overlap_sum},
-                                 {"moments", l_moments}, {"moments_finish", l_moments_finish},
+                                 {"moments", l_moments}, {"moments_finish", l_moments_finish}, {"int_mean", l_int_mean},
                                  {"count_le", l_count_le}, {"lag_periods", l_lag_periods},
                                  {"jax_compile_tree", l_jax_compile_tree},
                                  {"jax_compile_attribute", l_jax_compile_attribute},

@@ -41,7 +41,16 @@ for np in $NPS; do
   if grep -q "rank 0 read 0 tables of other processes' reports" "$TMP/many.err"; then
     ok "classes on $np: the class summary aggregated together, no table of another process read"
   else bad "classes on $np: $(grep 'rank 0 read' "$TMP/many.err")"; fi
-  same_as_one "nvtx (no distributed form)" $np run nvtx "${RANKS[@]}"; form_was nvtx gathered
+  # nvtx: each process projects its own ranges; the summaries aggregated together (names that are nearly one per
+  # range here: PyTorch's op_id suffixes, medians of at most 64 values taken by rank 0 from the values), the tree's
+  # figures per node added up on rank 0
+  same_as_one "nvtx" $np run nvtx "${RANKS[@]}"; form_was nvtx distributed
+  if grep -q "rank 0 read 0 tables of other processes' reports" "$TMP/many.err"; then
+    ok "nvtx on $np: summaries and tree from the processes, no table of another process read"
+  else bad "nvtx on $np: $(grep 'rank 0 read' "$TMP/many.err")"; fi
+  same_as_one "nvtx per report, the tree two levels deep (json)" $np run nvtx "${RANKS[@]}" --arg per_report=true \
+    --arg max_depth=1 --arg normalize=false --format json
+  same_as_one "timeline (no distributed form)" $np run timeline "${RANKS[@]}"; form_was timeline gathered
 done
 same_as_one "straggler --out (tables, figures)" 3 run straggler "${RANKS[@]}" --out @OUT@
 same_as_one "summary --out" 3 run summary "${RANKS[@]}" --out @OUT@

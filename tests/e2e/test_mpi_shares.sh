@@ -176,10 +176,20 @@ same_as_one "ledger with its step range named" 2 run ledger "${STEPS[@]}" --arg 
 grep 'nsl: mpi: gathered (bytes):' "$TMP/many.err" | grep -qE '(: |, )ledger [0-9]' &&
   ok "ledger with a named step range: the processes built the rows" ||
   bad "ledger with a named step range: $(grep 'nsl: mpi: gathered' "$TMP/many.err")"
-# against an analysis without a distributed form, whose processes send the GPU operations and host tables
-same_as_one "nvtx over the same exports (no distributed form)" 2 run nvtx "${STEPS[@]}"
+# against a run that reads the events: nvtx's projection trace (one row per range, read by rank 0), whose
+# processes send the NVTX ranges, GPU operations and CUDA calls
+same_as_one "nvtx's projection trace over the same exports (read by rank 0)" 2 run nvtx "${STEPS[@]}" \
+  --arg only=trace --arg limit=5
 events=$(moved "$TMP/many.err")
 moves_less "ledger: rows built by the processes, against nvtx's events" "$reduced" "$events" 100
+# nvtx's own form on them: a report without NVTX ranges (or without any event) in a share, a share without any
+same_as_one "nvtx, reports without ranges" 3 run nvtx "$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" "${STEPS[@]:0:3}" \
+  "$NSL_DATA_DIR/nsys/tiny_2026.1.sqlite"
+form_was nvtx distributed
+same_as_one "nvtx, one share without ranges" 2 run nvtx "$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" "${STEPS[@]:0:1}" \
+  --arg only=sum,tree
+same_as_one "nvtx, no report with ranges (the one-process error)" 2 run nvtx "$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" \
+  "$NSL_DATA_DIR/nsys/tiny_2026.1.sqlite"
 # overlap: each process measures its own devices and their iterations' windows (a row per device, and per device
 # and iteration), also where only some reports have the range, and --out's figure; a range none has: the
 # one-process error
@@ -256,7 +266,7 @@ same_as_one "nsys-jax archives (read by rank 0)" 2 run straggler "$NSL_DATA_DIR"
 # ---- a process that cannot read its share fails the run, naming file and rank ----
 head -c 200000 "${RANKS[7]}" > "$TMP/cut.sqlite"
 BADSET=("${RANKS[@]:0:7}" "$TMP/cut.sqlite")
-for a in summary gaps nvtx; do   # (two distributed forms, one gathered)
+for a in summary nvtx launch; do   # (two distributed forms, one gathered)
   mpi 4 run $a "${BADSET[@]}" > "$TMP/bad.out" 2> "$TMP/bad.err"
   rc=$?
   lines=$(grep -c '^nsl:' "$TMP/bad.err")

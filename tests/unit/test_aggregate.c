@@ -723,6 +723,46 @@ static void test_count_le(void **state) {
   nsl_column_release(gc), nsl_column_release(xc), nsl_column_release(tc), nsl_column_release(pc);
 }
 
+/* nsl__int_mean of per-share sums and counts added up equals the group-by's
+ * mean of all the rows, bit for bit (large sums and counts, where a double
+ * division could round differently from the group-by's); count 0: NaN. */
+static void test_int_mean(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  for (int round = 0; round < 8; round++) {
+    int64_t n = 20000, ng = fx_range(1, 40), shares = fx_range(1, 6);
+    int64_t *g = malloc((size_t)n * sizeof *g), *x = malloc((size_t)n * sizeof *x);
+    int64_t span = round % 2 ? (int64_t)1 << 44 : 7;
+    for (int64_t i = 0; i < n; i++) g[i] = fx_range(0, ng - 1), x[i] = fx_range(round % 4 == 3 ? -span : 0, span);
+    nsl_column *gc = fx_i64(n, g), *xc = fx_i64(n, x), *want;
+    nsl_groups grp = {ng, gc, NULL, 0};
+    nsl_agg_spec spec = {xc, NSL_AGG_MEAN, 0};
+    assert_int_equal(nsl_group_aggs(&grp, &spec, 1, &want, &err), NSL_OK);
+    int64_t *cnt = calloc((size_t)ng, sizeof *cnt), *sum = calloc((size_t)ng, sizeof *sum);
+    for (int64_t sh = 0; sh < shares; sh++)   /* each share's sums (as a group-by of it gives them), added up */
+      for (int64_t i = n * sh / shares; i < n * (sh + 1) / shares; i++) cnt[g[i]]++, sum[g[i]] += x[i];
+    nsl_column *cc = fx_i64(ng, cnt), *sc = fx_i64(ng, sum);
+    nsl_column *got = nsl__int_mean(cc, sc, &err);
+    assert_non_null(got);
+    for (int64_t k = 0; k < ng; k++) {
+      double a = nsl_f64(got)[k], b = nsl_f64(want)[k];
+      assert_true(memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b)));
+    }
+    nsl_column_release(got), nsl_column_release(cc), nsl_column_release(sc), nsl_column_release(want);
+    nsl_column_release(gc), nsl_column_release(xc);
+    free(g), free(x), free(cnt), free(sum);
+  }
+  int64_t c0[] = {0, 3}, s0[] = {0, 10};
+  nsl_column *cc = fx_i64(2, c0), *sc = fx_i64(2, s0), *got = nsl__int_mean(cc, sc, &err);
+  assert_true(isnan(nsl_f64(got)[0]));
+  double third = (double)((long double)10 / 3);
+  assert_memory_equal(&nsl_f64(got)[1], &third, sizeof third);
+  nsl_column_release(got);
+  nsl_column *one = fx_i64(1, s0);
+  assert_null(nsl__int_mean(cc, one, &err));   /* two lengths */
+  nsl_column_release(cc), nsl_column_release(sc), nsl_column_release(one);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_aggs_hand),
@@ -735,6 +775,7 @@ int main(void) {
       cmocka_unit_test(test_median_excess_ties),
       cmocka_unit_test(test_moments_shares),
       cmocka_unit_test(test_count_le),
+      cmocka_unit_test(test_int_mean),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
