@@ -23,14 +23,25 @@ local report = require("nsl.report")
 -- Frame names must not contain the folded format's separators.
 local function clean(s) return (s:gsub("[;\r\n]", ":")) end
 
+--- The weights (an integer column) summed per path (a string column; NULL
+-- paths left out): an nsl table {stack, weight}, every path, in no order.
+-- Sums of several traces' rows add up to the sums of all (`merge`).
+local function sums(paths, weights)
+  local t = nsl.table{{"stack", paths}, {"w", weights}}
+  t = t:filter(~t.stack:isnull())
+  return t:group_by("stack"):agg{"weight=sum(w)"}
+end
+
+--- The folded lines of sums: the paths with a positive weight, heaviest first.
+local function finish(g)
+  g = g:filter(g.weight:gt(0))
+  return g:sort("-weight", "stack")
+end
+
 --- Folded lines from a string column of paths and an integer column of
 -- weights (summed per path); returns an nsl table {stack, weight} by weight.
 local function fold(paths, weights)
-  local t = nsl.table{{"stack", paths}, {"w", weights}}
-  t = t:filter(~t.stack:isnull())
-  local g = t:group_by("stack"):agg{"weight=sum(w)"}
-  g = g:filter(g.weight:gt(0))
-  return g:sort("-weight", "stack")
+  return finish(sums(paths, weights))
 end
 
 --- nsys-jax archives hold the NVTX ranges already projected onto the GPU
@@ -57,10 +68,12 @@ local function projected_stacks(trace)
   return fold(nsl.column(paths):gather(tp.node), self), "ns of GPU time projected"
 end
 
-local function nvtx_stacks(trace, args)
+local nvtx_units = {cpu = "ns of CPU time in NVTX ranges", gpu = "ns of GPU time"}
+
+--- The NVTX stacks' weights per path of trace's ranges (sums, unfolded)
+-- and the GPU time launched outside every range.
+local function nvtx_sums(trace, args)
   local nvtx = require("nsl.nvtx")
-  if require("nsl.jax").is_archive(trace) then return projected_stacks(trace) end
-  if #trace.nvtx == 0 then return nil end
   -- release: the calls and the ranges' text are unloaded once read (a later source loads what it needs again)
   local P = nvtx.project(trace, {strip = args.raw_names and nil or nvtx.pytorch_suffixes, release = true})
   local R = P.ranges
@@ -68,13 +81,24 @@ local function nvtx_stacks(trace, args)
   P.ranges = R:with("label", label)
   local T = nvtx.tree(P, {sep = ";"})
   local n = T.nodes
-  local w = args.weight == "cpu" and n.cpu_self or n.gpu_self
-  local f = fold(n.path, w)
-  if args.weight ~= "cpu" and T.outside.gpu_time > 0 then
+  return sums(n.path, args.weight == "cpu" and n.cpu_self or n.gpu_self), T.outside.gpu_time
+end
+
+--- The folded NVTX stacks from their sums and the GPU time outside every range.
+local function nvtx_finish(g, outside, args)
+  local f = finish(g)
+  if args.weight ~= "cpu" and outside > 0 then
     f = nsl.table{{"stack", nsl.concat(f.stack, nsl.column{"[outside NVTX]"})},
-                  {"weight", nsl.concat(f.weight, nsl.column{T.outside.gpu_time})}}:sort("-weight", "stack")
+                  {"weight", nsl.concat(f.weight, nsl.column{outside})}}:sort("-weight", "stack")
   end
-  return f, args.weight == "cpu" and "ns of CPU time in NVTX ranges" or "ns of GPU time"
+  return f, nvtx_units[args.weight]
+end
+
+local function nvtx_stacks(trace, args)
+  if require("nsl.jax").is_archive(trace) then return projected_stacks(trace) end
+  if #trace.nvtx == 0 then return nil end
+  local g, outside = nvtx_sums(trace, args)
+  return nvtx_finish(g, outside, args)
 end
 
 --- Root-first paths of the call stacks in a frames-shaped table (report,
@@ -91,20 +115,25 @@ local function stack_paths(fr)
   return keys:with("path", nsl.group_concat(g:ids(), #g, s.name, ";"))
 end
 
-local function sampling_stacks(trace)
+-- The samples counted per call stack (sums, unfolded).
+local function sampling_sums(trace)
   local smp = trace.samples
-  if #smp == 0 then return nil end
   smp:load{"report", "stack"}
   local paths = stack_paths(trace.frames)
   local j = smp:join(paths, {"report", "stack"}, {"path"})
   -- samples without frames still count, as "[no stack]"
   local p = nsl.where(j.path:isnull(), "[no stack]", j.path)
-  return fold(p, nsl.rep(1, #p)), "samples"
+  return sums(p, nsl.rep(1, #p))
 end
 
-local function launch_stacks(trace)
+local function sampling_stacks(trace)
+  if #trace.samples == 0 then return nil end
+  return finish(sampling_sums(trace)), "samples"
+end
+
+-- The GPU time launched per CUDA call stack and call (sums, unfolded).
+local function launch_sums(trace)
   local cc = trace.callchains
-  if #cc == 0 then return nil end
   local nvtx = require("nsl.nvtx")
   local ops = nvtx.gpu_ops(trace)
   local launched = ops:filter(ops.api:ge(0))
@@ -122,7 +151,12 @@ local function launch_stacks(trace)
   local names = {}
   for i = 1, #keys do names[i] = (keys.path[i] or "[no call stack]") .. ";" .. keys.api[i] end
   local per = g:agg{"w=sum(dur)"}
-  return fold(nsl.column(names), per.w), "ns of GPU time launched"
+  return sums(#names > 0 and nsl.column(names) or nsl.column{""}:gather(nsl.range(0)), per.w)
+end
+
+local function launch_stacks(trace)
+  if #trace.callchains == 0 then return nil end
+  return finish(launch_sums(trace)), "ns of GPU time launched"
 end
 
 local function xla_stacks(trace)
@@ -144,6 +178,70 @@ local function folded_text(f)
   return table.concat(lines, "\n") .. (#lines > 0 and "\n" or "")
 end
 
+-- ---- a distributed run (nsl.distributed) ----
+-- Each process makes the weights per path of its own reports' stacks
+-- (sums, not yet folded: a path's weight is a sum over reports, and the
+-- NVTX nodes' CPU self time is linear in their ranges too), and the GPU time
+-- its operations spent outside every NVTX range; rank 0 adds them up per
+-- path and folds them.  No range, sample or operation moves.  JAX traces
+-- (nsys-jax archives, XLA module ranges: the xla source and the projected
+-- ranges) are left to rank 0, which reads the trace as one process does.
+
+local mine_of = setmetatable({}, {__mode = "k"})   -- a process's view -> its sums per source
+
+local function wanted(args) return args.source == "auto" and order or {args.source} end
+
+local function no_sums() return nsl.table{{"stack", nsl.column{""}:gather(nsl.range(0))}, {"weight", nsl.rep(0, 0)}} end
+
+local function step(trace, args)
+  local mine = {counts = {nvtx = #trace.nvtx, sampling = #trace.samples, launch = #trace.callchains}, outside = 0}
+  for _, name in ipairs(wanted(args)) do
+    if (name == "nvtx" or name == "xla") and mine.jax == nil then mine.jax = require("nsl.jax").is_jax(trace) end
+  end
+  if not mine.jax then
+    for _, name in ipairs(wanted(args)) do
+      if name == "nvtx" and mine.counts.nvtx > 0 then mine.nvtx, mine.outside = nvtx_sums(trace, args)
+      elseif name == "sampling" and mine.counts.sampling > 0 then mine.sampling = sampling_sums(trace)
+      elseif name == "launch" and mine.counts.launch > 0 then mine.launch = launch_sums(trace) end
+    end
+  end
+  mine_of[trace] = mine
+  return {}
+end
+
+local function collective(trace, args)
+  local mine = mine_of[trace]
+  local mpi = nsl.mpi
+  if not mpi.agree(mine ~= nil and not mine.jax) then return {} end
+  local c = mine.counts
+  local total = mpi.allreduce(nsl.column{c.nvtx, c.sampling, c.launch}:cast("i64"), "sum"):totable()
+  -- a source that another process's reports have but none of this one's: its operations count too (all outside
+  -- NVTX ranges, or launched without a call stack), as a report's do in one process
+  local ok, err = pcall(function()
+    for _, name in ipairs(wanted(args)) do
+      if name == "nvtx" and not mine.nvtx and total[1] > 0 then mine.nvtx, mine.outside = nvtx_sums(trace, args)
+      elseif name == "launch" and not mine.launch and total[3] > 0 then mine.launch = launch_sums(trace) end
+    end
+  end)
+  if not mpi.all_ok(ok, err) then return {} end
+  local parts = {fg_counts = nsl.table{{"nvtx", nsl.rep(c.nvtx, 1)}, {"sampling", nsl.rep(c.sampling, 1)},
+                                       {"launch", nsl.rep(c.launch, 1)}, {"outside", nsl.rep(mine.outside, 1)}}}
+  for _, name in ipairs(wanted(args)) do
+    -- (none, or an empty one whose path column has no type: a typed empty table, as the others' are)
+    if name ~= "xla" then parts["fg_" .. name] = mine[name] and #mine[name] > 0 and mine[name] or no_sums() end
+  end
+  return parts
+end
+
+--- The folded stacks of source `name` from a distributed run's parts (nil
+-- where no report has the source's events), and their unit.
+local function merged_stacks(parts, name, args)
+  if name == "xla" or parts.fg_counts[name]:sum() == 0 then return nil end
+  local g = parts["fg_" .. name]:group_by("stack"):agg{"weight=sum(weight)"}
+  if name == "nvtx" then return nvtx_finish(g, parts.fg_counts.outside:sum(), args) end
+  return finish(g), name == "sampling" and "samples" or "ns of GPU time launched"
+end
+
 return {
   name = "flamegraph",
   description = "Flame graphs (folded stacks, SVG, PNG) from NVTX ranges, CPU samples, CUDA launch stacks, XLA source lines",
@@ -154,12 +252,15 @@ return {
     raw_names = {default = false, help = "keep per-call NVTX name suffixes (PyTorch's ', seq = N', ', op_id = N')"},
   },
   example = "nsl run flamegraph trace.sqlite --out flame/ && flamegraph.pl flame/flamegraph-nvtx.folded",
-  run = function(trace, args, out)
-    local want = args.source == "auto" and order or {args.source}
+  -- parts: a distributed run's sums per source (the collective part above)
+  run = function(trace, args, out, parts)
+    local want = wanted(args)
     local made = 0
     local plot_ok, plot = pcall(require, "nsl.plot")
+    local merged = parts and parts.fg_counts and #parts.fg_counts > 0
     for _, name in ipairs(want) do
-      local f, unit = sources[name](trace, args)
+      local f, unit
+      if merged then f, unit = merged_stacks(parts, name, args) else f, unit = sources[name](trace, args) end
       if f and #f > 0 then
         made = made + 1
         local total = f.weight:sum()
@@ -185,4 +286,5 @@ return {
       out:text("No stacks: the trace has no NVTX ranges, CPU samples, CUDA call stacks or XLA metadata.")
     end
   end,
+  distributed = {step = step, collective = collective},
 }

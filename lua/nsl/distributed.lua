@@ -34,8 +34,10 @@
 --    hands them what those would find: diagnose its steps);
 --  * any other analysis runs on rank 0 over the whole trace, whose tables
 --    are read by every process for its share and gathered when first used.
---    It may declare row filters that drop, where the rows are read, rows it
---    would drop itself (so rank 0 receives only the rows it uses):
+--    An analysis may declare row filters that drop, where the rows are
+--    read, rows it would drop itself (so rank 0 receives only the rows it
+--    uses; with a distributed form, they hold for what rank 0 reads of the
+--    whole trace when the form does not apply):
 --      gather = {
 --        span = true,   -- where gets the trace's span (window.span), else nil
 --                       -- (or function(args) -> whether it needs it)
@@ -140,15 +142,6 @@ function M.set_span(trace, t)
   if t and #t > 0 and not window.known_origin(trace) then window.set_span(trace, t.lo:min(), t.hi:max()) end
 end
 
---- The tables got[1..P] (false where a process sent none) as one table,
--- rows in process order (= report order).
-local function concat(got)
-  local tabs = {}
-  for _, t in ipairs(got) do if t then tabs[#tabs + 1] = t end end
-  if #tabs == 1 then return tabs[1] end
-  return nsl.concat_tables(tabs)
-end
-
 --- The per-report steps of analysis a: every process runs step over its
 -- view; rank 0 gets parts (name -> table).  Returns true, parts (nil
 -- elsewhere), or false and the first failure's message (on rank 0).
@@ -197,7 +190,7 @@ local function steps(runner, a, args, dist, opts)
     weighed[#weighed + 1] = {name, after - before}
     if not got then gerr = gerr or err
     elseif type(got) == "table" then
-      local cok, t = pcall(concat, got)
+      local cok, t = pcall(mpi.concat, got)
       if cok then parts[name] = t else gerr = gerr or tostring(t) end
     end
   end
@@ -272,7 +265,7 @@ end
 -- the span on rank 0 only).
 local function filter_plan(a, args, dist)
   local g = a.gather
-  if a.distributed or type(g) ~= "table" then return false end
+  if type(g) ~= "table" then return false end
   -- rank 0 decides for all (0 off, 1 on, 2 on with the span): an
   -- environment that differs between nodes never splits the collectives
   local span = g.span

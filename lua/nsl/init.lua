@@ -59,6 +59,20 @@ core.metatable("table").__tostring = function(t)
   return require("nsl.report").text(t, {limit = 20})
 end
 
+--- nsl.mpi.concat(got) -> the tables of a gather's answer on rank 0 (got:
+-- one per process, false where a process sent none) as one table, rows in
+-- process order; a table without rows is left out (a process with nothing
+-- of a kind may not know its columns' types): all empty, the first.
+function M.mpi.concat(got)
+  local tabs, first = {}, nil
+  for _, t in ipairs(got) do
+    first = first or t or nil
+    if t and #t > 0 then tabs[#tabs + 1] = t end
+  end
+  if #tabs == 0 then return first end
+  return #tabs == 1 and tabs[1] or M.concat_tables(tabs)
+end
+
 --- nsl.mpi.all_ok(ok, err) (collective) -> true when every process passed
 -- a true ok, else false; where ok is false it raises err instead, so that
 -- the run fails with that process's message while the others, told by the

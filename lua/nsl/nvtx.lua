@@ -316,8 +316,8 @@ function M.reduce_summaries(R, opts, first)
   if opts.proj then
     local pcols = {"name", "kind", "dur", "proj_dur", "launches", "depth", "children", "gpu_time"}
     if opts.per_report then pcols[#pcols + 1] = "report" end
-    local q = stats.reduce_aggregates(rows(R:filter(R.ops:gt(0)), pcols), keys, "proj_dur",
-      {cpu = "sum(dur)", launches = "sum(launches)", lvl = "mean(depth)", kids = "sum(children)", gpu = "sum(gpu_time)"})
+    local q = stats.reduce_aggregates(rows(R:filter(R.ops:gt(0)), pcols), keys, "proj_dur", {extra = {
+      cpu = "sum(dur)", launches = "sum(launches)", lvl = "mean(depth)", kids = "sum(children)", gpu = "sum(gpu_time)"}})
     if not q then return nil end
     got.proj = q:select{table.unpack(keys)}:with("ptotal", q.total, "pn", q.n, "pavg", q.avg, "pmed", q.med,
       "pmin", q.min, "pmax", q.max, "pstd", q.std, "cpu", q.cpu, "launches", q.launches, "lvl", q.lvl, "kids", q.kids,

@@ -61,19 +61,44 @@ local EXACT = 1 << 53   -- values within +-2^53: halves of two are exact doubles
 local FEW = 64   -- a median of at most this many values: the values go to rank 0 (about 5 B each, against
                  -- about 2 KB per median in rounds of counts)
 
+-- The position of quantile q among n sorted values (0-based) and the fraction towards the next, as the
+-- group-by takes them (nsl__quantile_pos).
+local function quantile_pos(n, q)
+  local pos = q * (n - 1)
+  local k = math.floor(pos)
+  if k >= n - 1 then return n - 1, 0.0 end
+  return k, pos - k
+end
+
+-- M.reduce_aggregates where a key is `report` (the trace's numbers): each group's rows are in the process that
+-- holds its report, which aggregates them as one process would; rank 0 puts the groups in the order of the keys.
+local function per_process(t, keys, value, opts)
+  local mpi = nsl.mpi
+  local ok, mine = pcall(function()
+    local need = {value}
+    for _, k in ipairs(keys) do need[#need + 1] = k end
+    local specs = {"total=sum(" .. value .. ")", "n=count(" .. value .. ")", "avg=mean(" .. value .. ")",
+                   "med=median(" .. value .. ")", "min=min(" .. value .. ")", "max=max(" .. value .. ")",
+                   "std=std(" .. value .. ")"}
+    for _, out in ipairs(tables.sorted_keys(opts.extra or {})) do
+      local agg, col = opts.extra[out]:match("^(%a+)%(([%w_]+)%)$")
+      assert(agg == "sum" or agg == "mean", "reduce_aggregates: extra aggregates are sum(col) or mean(col)")
+      specs[#specs + 1] = string.format("%s=%s(%s)", out, agg, col)
+      need[#need + 1] = col
+    end
+    for j, q in ipairs(opts.quantiles or {}) do specs[#specs + 1] = string.format("q%d=quantile(%s, %.17g)", j, value, q) end
+    t:load(need)
+    return t:group_by(table.unpack(keys)):agg(specs)
+  end)
+  if not mpi.all_ok(ok, mine) then return nil end
+  local got, err = mpi.gather(mine, 0)
+  if not mpi.all_ok(got ~= nil, err) then return nil end
+  if type(got) ~= "table" then return mine:head(0) end
+  return nsl.mpi.concat(got):sort(table.unpack(keys))
+end
+
 -- Whether got (a gather's answer) says this process is not rank 0 (which gets the tables).
 local function me_is_not_root(got) return type(got) ~= "table" end
-
--- The tables of got (a gather's answer on rank 0: false where a process sent none) as one.
-local function concat_some(got)
-  local tabs, first = {}, nil
-  for _, t in ipairs(got) do
-    first = first or t or nil
-    if t and #t > 0 then tabs[#tabs + 1] = t end   -- (an empty one adds no row: its column types do not matter)
-  end
-  if #tabs == 0 then return first end
-  return #tabs == 1 and tabs[1] or nsl.concat_tables(tabs)
-end
 
 --- The aggregates M.time_summary makes of the rows of every process of an
 -- MPI job (total, n, avg, med, min, max, std of column `value` per group
@@ -96,15 +121,25 @@ end
 --     (nsl.count_le over its rows sorted by group and value), the counts
 --     are summed, and the range shrinks to the 1/16 that holds the rank
 --     (about 8 rounds for values up to 2^32; at most 14 for any).
+-- Where a key is named `report` (the trace's report numbers, each report's
+-- rows in one process), each process aggregates its groups itself and
+-- rank 0 receives the groups' rows.
 -- Returns the table on rank 0 (the others get its columns without rows);
 -- nil (on every process) when the values are not integers or too large for
 -- exact deviations (the caller then gathers the rows).
--- extra (optional): more columns of the same groups, {out = "sum(col)"} or
+-- opts.quantiles (optional): more quantiles of the values ({0.9, 0.99}),
+-- columns q1, q2, ... with the bits the group-by's quantile(value, q) gives
+-- (found as the medians are: the values of small groups, rounds for the
+-- others' order statistics, nsl.quantile_of interpolating them).
+-- opts.extra (optional): more columns of the same groups, {out = "sum(col)"} or
 -- {out = "mean(col)"} (integer columns; NULLs left out): each process's
 -- sums and counts per group travel with its keys and rank 0 adds them up,
 -- with the bits the group-by's sum gives (wrapped to 64 bits as it wraps)
 -- and its mean (nsl.int_mean; while the sum stays within 64 bits).
-function M.reduce_aggregates(t, keys, value, extra)
+function M.reduce_aggregates(t, keys, value, opts)
+  opts = opts or {}
+  for _, k in ipairs(keys) do if k == "report" then return per_process(t, keys, value, opts) end end
+  local extra = opts.extra
   local mpi = nsl.mpi
   local need = {value}
   for _, k in ipairs(keys) do need[#need + 1] = k end
@@ -149,7 +184,7 @@ function M.reduce_aggregates(t, keys, value, extra)
   if type(got) == "table" then
     local exact
     ok, err = pcall(function()
-      local g = concat_some(got):group_by(table.unpack(keys))
+      local g = nsl.mpi.concat(got):group_by(table.unpack(keys))
       local order = g:keys():with("_g", nsl.range(#g)):sort(table.unpack(keys))._g
       places = order:argsort():gather(g:ids())   -- per key of every process (in process order): its group
       local specs = {"_lo=min(_lo)", "_hi=max(_hi)"}
@@ -190,9 +225,14 @@ function M.reduce_aggregates(t, keys, value, extra)
   -- 3. the medians.  Rows of small groups: (this process's group, value) to rank 0, which takes their medians
   local lv, gbig
   ok, err = pcall(function()
-    local j = mine:select(keys):with("_l", nsl.range(#mine)):join(big:select(keys):with("_b", nsl.range(#big)), keys,
-                                                                  {"_b"})
-    local b_of = j:sort("_l")._b   -- per group of this process: its large group (0-based), NULL: a small one
+    -- per group of this process: its large group (0-based), NULL: a small one (none: no join, whose key
+    -- columns might not have the others' types)
+    local b_of = nsl.rep(0, 0)
+    if #mine > 0 then
+      local j = mine:select(keys):with("_l", nsl.range(#mine)):join(big:select(keys):with("_b", nsl.range(#big)),
+                                                                    keys, {"_b"})
+      b_of = j:sort("_l")._b
+    end
     gbig = b_of:gather(lg)
     lv = t[value]:cast("i64")
   end)
@@ -201,7 +241,11 @@ function M.reduce_aggregates(t, keys, value, extra)
   local fv
   fv, err = mpi.gather(few, 0)
   if not mpi.all_ok(fv ~= nil, err) then return nil end
-  local med = {}
+  -- the quantiles asked: the median ("med"), then opts.quantiles' ("q1", "q2", ...)
+  local qs, qnames = {0.5}, {"med"}
+  for j, q in ipairs(opts.quantiles or {}) do qs[#qs + 1], qnames[#qnames + 1] = q, "q" .. j end
+  local qv = {}   -- (rank 0's) per quantile: group -> value
+  for j = 1, #qs do qv[j] = {} end
   if type(fv) == "table" then
     ok, err = pcall(function()
       local parts, first = {}, 0
@@ -211,21 +255,35 @@ function M.reduce_aggregates(t, keys, value, extra)
         first = first + nk
       end
       if #parts > 0 then
-        local m = (#parts == 1 and parts[1] or nsl.concat_tables(parts)):group_by("g"):agg{"med=median(v)"}
-        local mg, mm = m.g:totable(), m.med:totable()
-        for i = 1, #m do med[mg[i] + 1] = mm[i] end
+        local specs = {}
+        for j, q in ipairs(qs) do specs[j] = string.format("q%d=quantile(v, %.17g)", j, q) end
+        local m = (#parts == 1 and parts[1] or nsl.concat_tables(parts)):group_by("g"):agg(specs)
+        local mg = m.g:totable()
+        for j = 1, #qs do
+          local mq = m["q" .. j]:totable()
+          for i = 1, #m do qv[j][mg[i] + 1] = mq[i] end
+        end
       end
     end)
   end
   if not mpi.all_ok(me_is_not_root(got) or ok, err) then return nil end
-  -- the large groups: targets (large group, rank) with the range [a, b] that holds each
+  -- the large groups: targets (large group, rank) with the range [a, b] that holds each, one per rank
   local tg, rank, a, b = {}, {}, {}, {}
   local bn, blo, bhi = big._n:totable(), big._lo:totable(), big._hi:totable()
-  for i = 1, #big do
-    local c = bn[i]
-    local pos = (c - 1) // 2
-    for r = pos, (c - 1) % 2 == 1 and pos + 1 or pos do
+  local at_rank = {}   -- per large group: rank -> its target
+  local function target(i, r)
+    local m = at_rank[i]
+    if not m[r] then
       tg[#tg + 1], rank[#rank + 1], a[#a + 1], b[#b + 1] = i - 1, r, blo[i], bhi[i]
+      m[r] = #tg
+    end
+  end
+  for i = 1, #big do
+    at_rank[i] = {}
+    for _, q in ipairs(qs) do   -- the order statistic at q (n - 1), and the next where it lies between two
+      local k, frac = quantile_pos(bn[i], q)
+      target(i, k)
+      if frac > 0 then target(i, k + 1) end
     end
   end
   local gid, v
@@ -267,22 +325,34 @@ function M.reduce_aggregates(t, keys, value, extra)
                        {"med", nsl.rep(0.0, 0)}, {"min", t[value]:gather(nsl.range(0))},
                        {"max", t[value]:gather(nsl.range(0))}, {"std", nsl.rep(0.0, 0)}} do cols[#cols + 1] = c end
     for _, m in ipairs(more) do cols[#cols + 1] = {m[1], m[2] == "sum" and nsl.rep(0, 0) or nsl.rep(0.0, 0)} end
+    for j = 2, #qs do cols[#cols + 1] = {qnames[j], nsl.rep(0.0, 0)} end
     return nsl.table(cols)
   end
-  local bgid, at = big._gid:totable(), 1
-  for i = 1, #big do
-    local g, c = bgid[i] + 1, bn[i]
-    if med[g] then at = at + ((c - 1) % 2 == 0 and 1 or 2)   -- (a NULL key joins nothing: its values came as few)
-    elseif (c - 1) % 2 == 0 then med[g], at = a[at] + 0.0, at + 1
-    else
-      local x, y = a[at], a[at + 1]
-      med[g], at = x == y and x + 0.0 or x + (y - x) * 0.5, at + 2
+  -- each quantile of the large groups from its order statistics, as the group-by interpolates them
+  -- (a NULL key joins nothing: such a group's values came with the small ones', its quantiles are set)
+  local bgid = big._gid:totable()
+  for j, q in ipairs(qs) do
+    local xs, ys = {}, {}
+    for i = 1, #big do
+      local k, frac = quantile_pos(bn[i], q)
+      xs[i] = a[at_rank[i][k]]
+      ys[i] = frac > 0 and a[at_rank[i][k + 1]] or xs[i]
     end
+    if #big > 0 then
+      local got_q = nsl.quantile_of(big._n:cast("i64"), q, nsl.column(xs):cast("i64"), nsl.column(ys):cast("i64"))
+      got_q = got_q:totable()
+      for i = 1, #big do
+        local g = bgid[i] + 1
+        if qv[j][g] == nil then qv[j][g] = got_q[i] end
+      end
+    end
+    for g = 1, #nl do if nl[g] == 0 then qv[j][g] = 0 / 0 end end
   end
-  for g = 1, #nl do if nl[g] == 0 then med[g] = 0 / 0 end end
+  local function quantile_col(j) return #nl > 0 and nsl.column(qv[j]):cast("f64") or nsl.rep(0.0, 0) end
   for _, c in ipairs(res) do
-    if c[1] == "med" then c[2] = #nl > 0 and nsl.column(med):cast("f64") or nsl.rep(0.0, 0) end
+    if c[1] == "med" then c[2] = quantile_col(1) end
   end
+  for j = 2, #qs do res[#res + 1] = {qnames[j], quantile_col(j)} end
   return nsl.table(res)
 end
 

@@ -1196,6 +1196,32 @@ nsl_column *nsl__int_mean(const nsl_column *count, const nsl_column *sum, nsl_er
 }
 
 /* See nsl_internal.h. */
+nsl_column *nsl__quantile_of(const nsl_column *n, double q, const nsl_column *x, const nsl_column *y, nsl_error *err) {
+  if (!n || !x || !y || n->type != NSL_I64 || x->type != NSL_I64 || y->type != NSL_I64 || x->len != n->len ||
+      y->len != n->len || !(q >= 0 && q <= 1)) {
+    nsl_error_set(err, NSL_ERR_ARG, "quantile_of: three i64 columns of one length (counts, order statistics), q in [0, 1]");
+    return NULL;
+  }
+  nsl_column *out = nsl_column_new(NSL_F64, n->len, NULL);
+  if (!out) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "quantile_of: out of memory");
+    return NULL;
+  }
+  for (int64_t i = 0; i < n->len; i++) {
+    int64_t c = nsl_i64(n)[i];
+    if (c == NSL_NULL_I64 || c <= 0) {
+      nsl_f64(out)[i] = NAN;
+      continue;
+    }
+    double frac;
+    nsl__quantile_pos(c, q, &frac);
+    uint64_t a = nsl__ocode_i64(nsl_i64(x)[i]), b = frac > 0 ? nsl__ocode_i64(nsl_i64(y)[i]) : a;
+    nsl_f64(out)[i] = nsl__lerp_codes(NSL_I64, a, b, frac);
+  }
+  return out;
+}
+
+/* See nsl_internal.h. */
 nsl_column *nsl__count_le(const nsl_column *gid, const nsl_column *v, const nsl_column *tgid, const nsl_column *pivot,
                           nsl_error *err) {
   if (!gid || !v || !tgid || !pivot || gid->type != NSL_I64 || v->type != NSL_I64 || tgid->type != NSL_I64 ||

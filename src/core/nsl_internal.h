@@ -165,6 +165,12 @@ nsl_status nsl__moments_finish(const nsl_column *parts, const nsl_column *lo, co
  * (nsl__mean_i128) where the sum did not wrap: means of sums that
  * processes added up. */
 nsl_column *nsl__int_mean(const nsl_column *count, const nsl_column *sum, nsl_error *err);
+/* Per row: the quantile q of n[i] integers (i64 columns) whose order
+ * statistics at the quantile's position and the next one are x[i] and
+ * y[i] (y unread where the position is whole), with the bits a group-by's
+ * quantile gives (nsl__quantile_pos, nsl__lerp_codes); n 0 or NULL: NaN.
+ * Quantiles that processes found together. */
+nsl_column *nsl__quantile_of(const nsl_column *n, double q, const nsl_column *x, const nsl_column *y, nsl_error *err);
 /* Per target t: how many rows of group tgid[t] have a value <= pivot[t],
  * where the rows (gid, v) are sorted by group, then value (all i64). */
 nsl_column *nsl__count_le(const nsl_column *gid, const nsl_column *v, const nsl_column *tgid, const nsl_column *pivot,

@@ -8,6 +8,7 @@
  *   nsl.moments_finish(parts, lo, hi) -> count, sum, mean, std, min, max, exact
  *   nsl.count_le(gid, v, target_gid, pivot) -> i64 (rows sorted by gid, v)
  *   nsl.int_mean(count, sum) -> f64 (the group-by's mean of count integers summing to sum)
+ *   nsl.quantile_of(n, q, x, y) -> f64 (the group-by's quantile q of n integers from its two order statistics)
  *   nsl.lag_periods(gid, v, ng, lags [, spread]) -> count, median, q1, q3 of v's differences at each lag per
  *     group (with spread: a group's lags stop at the first whose q3 - q1 <= spread x median > 0)
  *       (each group's rows one run; row g * lags + lag - 1)
@@ -116,6 +117,15 @@ static int l_count_le(lua_State *L) {
 static int l_int_mean(lua_State *L) {
   nsl_error err = {0};
   nsl_column *r = nsl__int_mean(nsl__checkcolumn(L, 1), nsl__checkcolumn(L, 2), &err);
+  if (!r) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, r);
+  return 1;
+}
+
+static int l_quantile_of(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *r = nsl__quantile_of(nsl__checkcolumn(L, 1), luaL_checknumber(L, 2), nsl__checkcolumn(L, 3),
+                                   nsl__checkcolumn(L, 4), &err);
   if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
@@ -245,6 +255,7 @@ static const luaL_Reg funcs[] = {{"tree_ancestor", l_tree_ancestor},
                                  {"cumcount", l_cumcount}, {"median_excess", l_median_excess},
                                  {"overlap_sum", l_overlap_sum},
                                  {"moments", l_moments}, {"moments_finish", l_moments_finish}, {"int_mean", l_int_mean},
+                                 {"quantile_of", l_quantile_of},
                                  {"count_le", l_count_le}, {"lag_periods", l_lag_periods},
                                  {"jax_compile_tree", l_jax_compile_tree},
                                  {"jax_compile_attribute", l_jax_compile_attribute},

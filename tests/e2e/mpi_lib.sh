@@ -99,6 +99,11 @@ same_as_one() {
   fi
   ok "$what: $np processes print$([ -d "$TMP/one.d" ] && echo " and write") what one does (exit $rc1)"
 }
+# read_none WHAT -- in the last distributed run rank 0 read no table of another process's reports
+read_none() {
+  if grep -q "rank 0 read 0 tables of other processes' reports" "$TMP/many.err"; then ok "$1"
+  else bad "$1: $(grep 'rank 0 read' "$TMP/many.err")"; fi
+}
 # form_was WHAT FORM -- the last distributed run used FORM (distributed or gathered)
 form_was() {
   if grep -q "nsl: mpi: .* $2 form" "$TMP/many.err"; then ok "$1: the $2 form ran"

@@ -32,29 +32,35 @@ for np in $NPS; do
   same_as_one "gaps" $np run gaps "${RANKS[@]}"; form_was gaps distributed
   same_as_one "gaps, every gap of every stream (csv)" $np run gaps "${RANKS[@]}" --arg scope=stream --arg n=0 \
     --arg per_report=true --format csv
-  if grep -q "rank 0 read 0 tables of other processes' reports" "$TMP/many.err"; then
-    ok "gaps on $np: rank 0 reads none of the other processes' tables"
-  else bad "gaps on $np: $(grep 'rank 0 read' "$TMP/many.err")"; fi
+  read_none "gaps on $np: rank 0 reads none of the other processes' tables"
   same_as_one "classes" $np run classes "${RANKS[@]}"; form_was classes distributed
   same_as_one "classes per report, demangled names (json)" $np run classes "${RANKS[@]}" --arg per_report=true \
     --arg names=demangled --format json
-  if grep -q "rank 0 read 0 tables of other processes' reports" "$TMP/many.err"; then
-    ok "classes on $np: the class summary aggregated together, no table of another process read"
-  else bad "classes on $np: $(grep 'rank 0 read' "$TMP/many.err")"; fi
+  read_none "classes on $np: the class summary aggregated together, no table of another process read"
   # nvtx: each process projects its own ranges; the summaries aggregated together (names that are nearly one per
   # range here: PyTorch's op_id suffixes, medians of at most 64 values taken by rank 0 from the values), the tree's
   # figures per node added up on rank 0
   same_as_one "nvtx" $np run nvtx "${RANKS[@]}"; form_was nvtx distributed
-  if grep -q "rank 0 read 0 tables of other processes' reports" "$TMP/many.err"; then
-    ok "nvtx on $np: summaries and tree from the processes, no table of another process read"
-  else bad "nvtx on $np: $(grep 'rank 0 read' "$TMP/many.err")"; fi
+  read_none "nvtx on $np: summaries and tree from the processes, no table of another process read"
   same_as_one "nvtx per report, the tree two levels deep (json)" $np run nvtx "${RANKS[@]}" --arg per_report=true \
     --arg max_depth=1 --arg normalize=false --format json
+  # flamegraph: each process sums its stacks' weights per path (the NVTX tree's nodes, CPU self time included),
+  # rank 0 adds them up and folds them
+  same_as_one "flamegraph" $np run flamegraph "${RANKS[@]}"; form_was flamegraph distributed
+  same_as_one "flamegraph by CPU time, raw names (json)" $np run flamegraph "${RANKS[@]}" --arg weight=cpu \
+    --arg raw_names=true --format json
+  read_none "flamegraph on $np: the processes' sums per path, no table of another process read"
+  # launch: each process finds its own launches; the distributions (percentiles included) aggregated together
+  # (per stream and per report: each group aggregated where its report is), each process's slowest launches
+  same_as_one "launch" $np run launch "${RANKS[@]}"; form_was launch distributed
+  same_as_one "launch per report, queues per stream, short names (json)" $np run launch "${RANKS[@]}" \
+    --arg per_report=true --arg queue=stream --arg base=true --arg n=3 --format json
+  read_none "launch on $np: distributions and slowest launches from the processes, no table of another process read"
   same_as_one "timeline (no distributed form)" $np run timeline "${RANKS[@]}"; form_was timeline gathered
 done
 same_as_one "straggler --out (tables, figures)" 3 run straggler "${RANKS[@]}" --out @OUT@
 same_as_one "summary --out" 3 run summary "${RANKS[@]}" --out @OUT@
-same_as_one "launch --out (no distributed form)" 3 run launch "${RANKS[@]}" --out @OUT@
+same_as_one "launch --out (its figure draws every launch: the kernels read)" 3 run launch "${RANKS[@]}" --out @OUT@
 same_as_one "gaps --out (its figure draws every gap: the operations read)" 3 run gaps "${RANKS[@]}" --out @OUT@
 same_as_one "ledger --out (tables, figure)" 3 run ledger "${RANKS[@]}" --out @OUT@
 same_as_one "straggler finds rank5" 4 run straggler "${RANKS[@]}" --fail-on warning
@@ -96,7 +102,6 @@ filtered() {
 }
 for np in $NPS; do
   filtered "timeline of a window" $np run timeline "${RANKS[@]}" --arg from=100ms --arg to=150ms --out @OUT@
-  filtered "heap (the allocation calls alone)" $np run heap "${RANKS[@]}"
   filtered "export of a window" $np run export "${RANKS[@]}" --arg from=100ms --arg to=150ms
   filtered "export of a window, no API, no NVTX" $np run export "${RANKS[@]}" --arg to=20ms --arg api=false \
     --arg nvtx=false --out @OUT@
@@ -104,7 +109,8 @@ done
 # exports with allocation calls: their summary from the rows kept, as SQL counts them
 HEAPS=("$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" "$NSL_DATA_DIR/nsys/mpi_cuda_rank0_2022.2.sqlite"
        "$NSL_DATA_DIR/nsys/nvfuser_2024.6.sqlite")
-filtered "heap of exports with allocation calls" 3 run heap "${HEAPS[@]}" --format csv
+same_as_one "heap of exports with allocation calls (no memory events)" 3 run heap "${HEAPS[@]}" --format csv
+form_was heap distributed
 want=0
 for f in "${HEAPS[@]}"; do
   want=$((want + $(sql "$f" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId

@@ -190,6 +190,49 @@ same_as_one "nvtx, one share without ranges" 2 run nvtx "$NSL_DATA_DIR/nsys/cuda
   --arg only=sum,tree
 same_as_one "nvtx, no report with ranges (the one-process error)" 2 run nvtx "$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" \
   "$NSL_DATA_DIR/nsys/tiny_2026.1.sqlite"
+# flamegraph's sources over reports that have some and not others: CPU samples, CUDA call stacks (a report
+# without them counts its launches as "[no call stack]"), NVTX ranges (a report without them: all its GPU time
+# outside every range); nsys-jax archives are left to rank 0
+D=$NSL_DATA_DIR/nsys
+same_as_one "flamegraph, every source in some reports (--out)" 3 run flamegraph "$D/cuda_sampling_2021.sqlite" \
+  "$D/osrt_sampling_2025.5.sqlite" "$D/nvfuser_2024.6.sqlite" "$D/cuda_2021.2.sqlite" --out @OUT@
+form_was flamegraph distributed
+same_as_one "flamegraph, call stacks in one report of two (json)" 2 run flamegraph "$D/pytorch_h100_2gpu_2026.2.sqlite" \
+  "$D/mpi_cuda_rank0_2022.2.sqlite" --format json
+same_as_one "flamegraph, NVTX by CPU time, shares without ranges" 4 run flamegraph "$D/cuda_2021.2.sqlite" \
+  "$D/tiny_2026.1.sqlite" "${STEPS[@]:0:3}" --arg source=nvtx --arg weight=cpu
+same_as_one "flamegraph of nsys-jax archives (read by rank 0)" 2 run flamegraph \
+  "$NSL_DATA_DIR"/nsys-jax/pax_fsdp4_4proc_proc0.zip "$NSL_DATA_DIR"/nsys-jax/pax_fsdp4_4proc_proc1.zip
+# heap: each process replays its own devices' memory events (planted by SQL in copies of the export whose real
+# schema has the table, empty: sizes, frees, ties in time), sends a row per device and the allocations live at the
+# peak and never freed; the allocation calls' summary aggregated together
+for k in 1 2 3; do
+  cp "$D/mpi_cuda_rank0_2022.2.sqlite" "$TMP/heap$k.sqlite"
+  sqlite3 "$TMP/heap$k.sqlite" "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < 300)
+    INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start, globalPid, deviceId, contextId, address, pc, bytes, memKind,
+                                              memoryOperationType, name, correlationId)
+    SELECT (SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL) + (i / 2) * 1000 * $k,
+           (SELECT globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1), i % 2,
+           (SELECT contextId FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1), 140737488355328 + ((i * $k) % 40) * 1048576, 0,
+           ((i * 37 * $k) % 64 + 1) * 4096, 2, CASE WHEN i % 3 = 0 THEN 1 ELSE 0 END, NULL, 100000 + i FROM seq"
+done
+HEAPS=("$TMP/heap1.sqlite" "$D/cuda_2021.2.sqlite" "$TMP/heap2.sqlite" "$TMP/heap3.sqlite")
+same_as_one "heap with memory events" 3 run heap "${HEAPS[@]}"; form_was heap distributed
+read_none "heap: devices replayed by their processes, no table of another process read"
+[ "$(grep -c 'device [01]: peak' "$TMP/many.out")" = 6 ] && ok "heap: a peak for each of the 6 devices" ||
+  bad "heap: $(grep -c 'device [01]: peak' "$TMP/many.out") device peaks"
+same_as_one "heap with memory events (json)" 2 run heap "${HEAPS[@]}" --format json
+# with figures (every event's live bytes) rank 0 reads the events, and of the CUDA calls the allocation calls alone
+same_as_one "heap --out (read by rank 0, filtered)" 2 run heap "${HEAPS[@]}" --out @OUT@
+on=$(moved "$TMP/many.err")
+NSL_MPI_FILTERS=0 same_as_one "heap --out, filters off" 2 run heap "${HEAPS[@]}" --out @OUT@
+moves_less "heap --out: the allocation calls alone against every call" "$on" "$(moved "$TMP/many.err")"
+# launch over every shared export (kernels without a launching call, reports without kernels or CUDA calls), and
+# shares without either
+same_as_one "launch over every shared export, per report" 3 run launch "$D"/*.sqlite --arg per_report=true
+form_was launch distributed
+same_as_one "launch, shares without kernels or CUDA calls" 4 run launch "$D/tiny_2026.1.sqlite" "$D/cuda_2021.2.sqlite" \
+  "${STEPS[@]:0:2}" --arg n=0
 # overlap: each process measures its own devices and their iterations' windows (a row per device, and per device
 # and iteration), also where only some reports have the range, and --out's figure; a range none has: the
 # one-process error
@@ -266,7 +309,7 @@ same_as_one "nsys-jax archives (read by rank 0)" 2 run straggler "$NSL_DATA_DIR"
 # ---- a process that cannot read its share fails the run, naming file and rank ----
 head -c 200000 "${RANKS[7]}" > "$TMP/cut.sqlite"
 BADSET=("${RANKS[@]:0:7}" "$TMP/cut.sqlite")
-for a in summary nvtx launch; do   # (two distributed forms, one gathered)
+for a in summary nvtx timeline; do   # (two distributed forms, one gathered)
   mpi 4 run $a "${BADSET[@]}" > "$TMP/bad.out" 2> "$TMP/bad.err"
   rc=$?
   lines=$(grep -c '^nsl:' "$TMP/bad.err")

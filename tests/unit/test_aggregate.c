@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "kernel_fixtures.h"
+#include "core/kernels_internal.h"
 #include "core/nsl_internal.h"
 
 /* ---- the brute-force definition -------------------------------------------------- */
@@ -763,6 +764,60 @@ static void test_int_mean(void **state) {
   nsl_column_release(cc), nsl_column_release(sc), nsl_column_release(one);
 }
 
+/* nsl__quantile_of from a group's two order statistics (found by sorting
+ * here) equals the group-by's quantile, bit for bit, for quantiles whose
+ * position falls between two values (a long double interpolation a double
+ * one would round differently) and on one; count 0: NaN. */
+static void test_quantile_of(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  const double qs[] = {0.5, 0.9, 0.99, 0.999, 0.37, 0.0, 1.0};
+  for (int round = 0; round < 6; round++) {
+    int64_t n = 3000, ng = fx_range(1, 20);
+    int64_t *g = malloc((size_t)n * sizeof *g), *x = malloc((size_t)n * sizeof *x);
+    int64_t span = round % 2 ? (int64_t)1 << 50 : 1000;
+    for (int64_t i = 0; i < n; i++) g[i] = fx_range(0, ng - 1), x[i] = fx_range(-span, span);
+    nsl_column *gc = fx_i64(n, g), *xc = fx_i64(n, x);
+    int64_t *cnt = calloc((size_t)ng, sizeof *cnt), *sorted = malloc((size_t)n * sizeof *sorted), *off = calloc((size_t)ng + 1, sizeof *off);
+    for (int64_t i = 0; i < n; i++) cnt[g[i]]++;
+    for (int64_t k = 0; k < ng; k++) off[k + 1] = off[k] + cnt[k];
+    int64_t *at = calloc((size_t)ng, sizeof *at);
+    for (int64_t i = 0; i < n; i++) sorted[off[g[i]] + at[g[i]]++] = x[i];
+    for (int64_t k = 0; k < ng; k++) qsort(sorted + off[k], (size_t)cnt[k], sizeof *sorted, cmp_i64);
+    for (size_t j = 0; j < sizeof qs / sizeof *qs; j++) {
+      nsl_groups grp = {ng, gc, NULL, 0};
+      nsl_agg_spec spec = {xc, NSL_AGG_QUANTILE, qs[j]};
+      nsl_column *want;
+      assert_int_equal(nsl_group_aggs(&grp, &spec, 1, &want, &err), NSL_OK);
+      int64_t *lo = malloc((size_t)ng * sizeof *lo), *hi = malloc((size_t)ng * sizeof *hi);
+      for (int64_t k = 0; k < ng; k++) {
+        double frac;
+        int64_t pos = cnt[k] ? nsl__quantile_pos(cnt[k], qs[j], &frac) : 0;
+        lo[k] = cnt[k] ? sorted[off[k] + pos] : 0;
+        hi[k] = cnt[k] && pos + 1 < cnt[k] ? sorted[off[k] + pos + 1] : lo[k];
+      }
+      nsl_column *nc = fx_i64(ng, cnt), *lc = fx_i64(ng, lo), *hc = fx_i64(ng, hi);
+      nsl_column *got = nsl__quantile_of(nc, qs[j], lc, hc, &err);
+      assert_non_null(got);
+      for (int64_t k = 0; k < ng; k++) {
+        double a = nsl_f64(got)[k], b = nsl_f64(want)[k];
+        assert_true(memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b)));
+      }
+      nsl_column_release(got), nsl_column_release(nc), nsl_column_release(lc), nsl_column_release(hc);
+      nsl_column_release(want);
+      free(lo), free(hi);
+    }
+    nsl_column_release(gc), nsl_column_release(xc);
+    free(g), free(x), free(cnt), free(sorted), free(off), free(at);
+  }
+  int64_t c0[] = {0}, v0[] = {5};
+  nsl_column *cc = fx_i64(1, c0), *vc = fx_i64(1, v0), *got = nsl__quantile_of(cc, 0.5, vc, vc, &err);
+  assert_true(isnan(nsl_f64(got)[0]));
+  nsl_column_release(got);
+  assert_null(nsl__quantile_of(cc, 1.5, vc, vc, &err));   /* q outside [0, 1] */
+  nsl_column_release(cc), nsl_column_release(vc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_aggs_hand),
@@ -776,6 +831,7 @@ int main(void) {
       cmocka_unit_test(test_moments_shares),
       cmocka_unit_test(test_count_le),
       cmocka_unit_test(test_int_mean),
+      cmocka_unit_test(test_quantile_of),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
