@@ -25,7 +25,7 @@ local function clean(s) return (s:gsub("[;\r\n]", ":")) end
 
 --- The weights (an integer column) summed per path (a string column; NULL
 -- paths left out): an nsl table {stack, weight}, every path, in no order.
--- Sums of several traces' rows add up to the sums of all (`merge`).
+-- Sums of several traces' rows add up to the sums of all (merged_stacks).
 local function sums(paths, weights)
   local t = nsl.table{{"stack", paths}, {"w", weights}}
   t = t:filter(~t.stack:isnull())

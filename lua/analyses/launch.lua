@@ -45,7 +45,8 @@ local function groupings(args, name_key)
   return {summary = keys, kernel = by_name, stream = {"report", "device", "stream"}}
 end
 
-local sync_keys = function(args) return args.per_report and {"report", "category"} or {"category"} end
+-- The keys of the blocking calls' summary (before the call name).
+local function sync_keys(args) return args.per_report and {"report", "category"} or {"category"} end
 
 -- The columns of the slowest launches' table.
 local function slow_columns(name_key)
