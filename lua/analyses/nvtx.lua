@@ -54,8 +54,8 @@ local function print_parts(args, out, P, R, got)
       nsys_stats = true, col_decimals = {["Avg GPU Ops"] = 1, ["Avg Range Lvl"] = 1, ["Avg Num Child"] = 1}})
   end
   if wanted(args.only, "trace") then
-    out:table("nvtx_gpu_proj_trace", nvtx.projected(R), {title = "NVTX GPU Projection Trace (nvtx_gpu_proj_trace)",
-      limit = limit, nsys_stats = true})
+    out:table("nvtx_gpu_proj_trace", got and nvtx.sort_projected(got.trace) or nvtx.projected(R),
+      {title = "NVTX GPU Projection Trace (nvtx_gpu_proj_trace)", limit = limit, nsys_stats = true})
   end
   if wanted(args.only, "tree") then
     local T = nvtx.tree(P, {figures = got and got.tree})
@@ -81,30 +81,43 @@ end
 -- two summaries are aggregated by every process together
 -- (nsl.nvtx.reduce_summaries: the same bits, medians included) and the
 -- tree's figures per node are added up on rank 0 (nsl.nvtx.merge_tree_figures:
--- nodes are paths of names), so no range or operation moves.  The
--- projection trace (one row per projected range: --arg only=trace), no
--- range in any report (CSV summaries, or the one-process error) and
--- durations too large for exact deviations are left to rank 0, which reads
--- the trace as one process does.
+-- nodes are paths of names), so no range or operation moves; the
+-- projection trace (--arg only=trace) is the processes' projected ranges,
+-- a row each (the rows of the output).  No range in any report (CSV
+-- summaries, or the one-process error) and durations too large for exact
+-- deviations are left to rank 0, which reads the trace as one process
+-- does.
 
 local projected = setmetatable({}, {__mode = "k"})   -- a process's view -> {P =, R =}
 
 local function collective(trace, args, first)
   local mpi = nsl.mpi
   local mine = projected[trace]
-  if not mine then return {} end   -- (--arg only=trace: the same on every process)
   local P, R = mine.P, mine.R
   local total = mpi.allreduce(nsl.column{#R, P and #P.ops or 0}:cast("i64"), "sum"):totable()
   if total[1] == 0 then return {} end
-  local need_proj = needs_projection(args)
-  local got = nvtx.reduce_summaries(R, {per_report = args.per_report, proj = need_proj and wanted(args.only, "proj_sum")},
-                                    first)
-  if not got then return {} end
   local _, rank = mpi.start()
-  local function mine_only(t) return rank == 0 and t or t:head(0) end
-  local parts = {nv_sum = mine_only(got.sum), nv_counts = mine_only(nsl.table{{"ops", nsl.rep(total[2], 1)}})}
-  if got.proj then parts.nv_proj = mine_only(got.proj) end
+  local function me_only(t) return rank == 0 and t or t:head(0) end   -- (what rank 0 alone holds)
+  local need_proj = needs_projection(args)
+  local parts = {nv_counts = me_only(nsl.table{{"ops", nsl.rep(total[2], 1)}})}
+  if wanted(args.only, "sum") or wanted(args.only, "proj_sum") then
+    local got = nvtx.reduce_summaries(R, {per_report = args.per_report,
+                                          proj = need_proj and wanted(args.only, "proj_sum")}, first)
+    if not got then return {} end
+    parts.nv_sum = got.sum
+    if got.proj then parts.nv_proj = got.proj end
+  end
   if need_proj and wanted(args.only, "tree") then parts.nv_tree = nvtx.tree_figures_table(nvtx.tree_figures(P)) end
+  if wanted(args.only, "trace") then
+    -- the number of this process's first range in the whole trace (the rows' range and parent count from it)
+    local nproc, me = mpi.start()
+    local counts = {}
+    for p = 1, nproc do counts[p] = p == me + 1 and #R or 0 end
+    counts = mpi.allreduce(nsl.column(counts):cast("i64"), "sum"):totable()
+    local first_row = 0
+    for p = 1, me do first_row = first_row + counts[p] end
+    parts.nv_trace = nvtx.projected(R, {unsorted = true, first_row = first_row})
+  end
   return parts
 end
 
@@ -127,7 +140,7 @@ return {
     local need_proj = needs_projection(args)
     if parts and parts.nv_counts and #parts.nv_counts > 0 then
       return print_parts(args, out, nil, nil, {sum = parts.nv_sum, proj = parts.nv_proj, ops = parts.nv_counts.ops[1],
-        tree = parts.nv_tree and nvtx.merge_tree_figures(parts.nv_tree)})
+        tree = parts.nv_tree and nvtx.merge_tree_figures(parts.nv_tree), trace = parts.nv_trace})
     end
     -- load first: the row count then comes with the columns, not from a scan of its own
     trace.nvtx:load(need_proj and nvtx.range_columns or {"report", "dur", "kind", "text", "domain"})
@@ -155,12 +168,10 @@ return {
   end,
   distributed = {
     step = function(trace, args)
-      if not wanted(args.only, "trace") then
-        local need_proj = needs_projection(args)
-        trace.nvtx:load(need_proj and nvtx.range_columns or {"report", "dur", "kind", "text", "domain"})
-        local P, R = ranges(trace, args, need_proj)
-        projected[trace] = {P = P, R = R}
-      end
+      local need_proj = needs_projection(args)
+      trace.nvtx:load(need_proj and nvtx.range_columns or {"report", "dur", "kind", "text", "domain"})
+      local P, R = ranges(trace, args, need_proj)
+      projected[trace] = {P = P, R = R}
       return {}
     end,
     collective = collective,

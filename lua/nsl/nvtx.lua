@@ -331,13 +331,28 @@ end
 -- proj_start, proj_dur, start, dur, style, report, pid, tid, launches (nsys's
 -- NumGPUOps), ops, gpu_time, depth, children, range (0-based row of
 -- trace.nvtx), parent (-1: none).
-function M.projected(R)
+-- opts.unsorted: in R's order (rows of several traces, concatenated in
+-- their order, sort as those of one: M.sort_projected); opts.first_row:
+-- the number of R's row 0 (range and parent count from it).
+function M.projected(R, opts)
+  opts = opts or {}
   local t = R:select{"name", "proj_start", "proj_dur", "start", "dur", "kind", "report", "pid", "tid",
                      "launches", "ops", "gpu_time", "depth", "children", "parent"}
   t = t:with("range", nsl.range(#R)):filter(R.ops:gt(0))
   t = t:with("style", t.kind:map(M.style_names))
-  return t:select{"name", "proj_start", "proj_dur", "start", "dur", "style", "report", "pid", "tid", "launches",
-                  "ops", "gpu_time", "depth", "children", "range", "parent"}:sort("proj_start", "-proj_dur")
+  local first = opts.first_row or 0
+  if first ~= 0 then
+    t = t:with("range", t.range + first, "parent", nsl.where(t.parent:ge(0), t.parent + first, t.parent))
+  end
+  t = t:select{"name", "proj_start", "proj_dur", "start", "dur", "style", "report", "pid", "tid", "launches",
+               "ops", "gpu_time", "depth", "children", "range", "parent"}
+  return opts.unsorted and t or M.sort_projected(t)
+end
+
+--- M.projected's rows in its order: by projected start, then longest first
+-- (stable: ties keep the rows' order).
+function M.sort_projected(t)
+  return t:sort("proj_start", "-proj_dur")
 end
 
 --- The figures of the tree of range names (M.tree's, before it is laid

@@ -176,10 +176,10 @@ same_as_one "ledger with its step range named" 2 run ledger "${STEPS[@]}" --arg 
 grep 'nsl: mpi: gathered (bytes):' "$TMP/many.err" | grep -qE '(: |, )ledger [0-9]' &&
   ok "ledger with a named step range: the processes built the rows" ||
   bad "ledger with a named step range: $(grep 'nsl: mpi: gathered' "$TMP/many.err")"
-# against a run that reads the events: nvtx's projection trace (one row per range, read by rank 0), whose
-# processes send the NVTX ranges, GPU operations and CUDA calls
-same_as_one "nvtx's projection trace over the same exports (read by rank 0)" 2 run nvtx "${STEPS[@]}" \
-  --arg only=trace --arg limit=5
+# against a run that reads the events: timeline without a window (no distributed form), whose processes send the
+# GPU operations and NVTX ranges
+same_as_one "timeline over the same exports (read by rank 0)" 2 run timeline "${STEPS[@]}"
+form_was timeline gathered
 events=$(moved "$TMP/many.err")
 moves_less "ledger: rows built by the processes, against nvtx's events" "$reduced" "$events" 100
 # nvtx's own form on them: a report without NVTX ranges (or without any event) in a share, a share without any
@@ -188,6 +188,13 @@ same_as_one "nvtx, reports without ranges" 3 run nvtx "$NSL_DATA_DIR/nsys/cuda_2
 form_was nvtx distributed
 same_as_one "nvtx, one share without ranges" 2 run nvtx "$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" "${STEPS[@]:0:1}" \
   --arg only=sum,tree
+# the projection trace: the processes' projected ranges, a row each (every row here: CSV), their range and parent
+# numbered as in the whole trace
+same_as_one "nvtx's projection trace (csv)" 3 run nvtx "${STEPS[@]}" "$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" \
+  --arg only=trace --format csv
+form_was nvtx distributed
+[ "$(grep -c '^[^#]' "$TMP/many.out")" -gt 1000 ] && ok "nvtx's projection trace: every projected range" ||
+  bad "nvtx's projection trace: $(grep -c '^[^#]' "$TMP/many.out") lines"
 same_as_one "nvtx, no report with ranges (the one-process error)" 2 run nvtx "$NSL_DATA_DIR/nsys/cuda_2021.2.sqlite" \
   "$NSL_DATA_DIR/nsys/tiny_2026.1.sqlite"
 # flamegraph's sources over reports that have some and not others: CPU samples, CUDA call stacks (a report
