@@ -23,9 +23,10 @@
 #         eighth rank's host idle 500 µs after each synchronisation, the others
 #         waiting for it), warm; then t(256)/t(64) and t(1024)/t(256), in CPU
 #         time (steadier than wall time on a shared machine) and wall time.
-#         With mpirun on PATH (MPI=0 skips): straggler, summary, ledger and
-#         diagnose (MPI_ANALYSES) over 256 exports under `mpirun -np 2` and
-#         `-np 4`, with rank 0's bytes moved (NSL_MPI_STATS).
+#         With mpirun on PATH (MPI=0 skips): straggler, summary, ledger,
+#         diagnose, nvtx, flamegraph, launch and heap (MPI_ANALYSES) over 256
+#         exports under `mpirun -np 2` and `-np 4`, with rank 0's bytes moved
+#         (NSL_MPI_STATS).
 # PARTS="big ranks" picks the parts; ANALYSES="gaps nvtx" limits the big part.
 . "$(dirname "$0")/lib.sh"
 tiles=${1:-425}
@@ -119,7 +120,7 @@ if [[ " $parts " == *" ranks "* ]]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     n=256
     [ "$max" -lt $n ] && n=$max
-    for a in ${MPI_ANALYSES:-straggler summary ledger diagnose}; do
+    for a in ${MPI_ANALYSES:-straggler summary ledger diagnose nvtx flamegraph launch heap}; do
       for np in 2 4; do
         /usr/bin/time -f "%e %U %S %M" -o "$work/time.txt" env NSL_THREADS=1 NSL_MPI_STATS=1 \
           mpirun --oversubscribe -np $np "$nsl" run "$a" "${files[@]:0:$n}" -q > "$work/mpi.out" 2> "$work/mpi.err" || true
