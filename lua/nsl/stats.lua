@@ -114,10 +114,11 @@ local function me_is_not_root(got) return type(got) ~= "table" end
 --  2. rank 0 adds them up per key: means and deviations (nsl.moments_finish)
 --     as the group-by computes them;
 --  3. the medians: the values of a group of at most 64 go to rank 0, which
---     takes their median as the group-by does; of a larger group, whose
---     keys rank 0 sends to all, the one or two values of rank (n-1)/2 are
---     found by narrowing a range that holds them: each round counts, on
---     every process, its values at most 15 pivots in the range
+--     takes their median as the group-by does; a larger group whose values
+--     are all in one process has its median taken there; of the others,
+--     whose keys rank 0 sends to all, the one or two values of rank
+--     (n-1)/2 are found by narrowing a range that holds them: each round
+--     counts, on every process, its values at most 15 pivots in the range
 --     (nsl.count_le over its rows sorted by group and value), the counts
 --     are summed, and the range shrinks to the 1/16 that holds the rank
 --     (about 8 rounds for values up to 2^32; at most 14 for any).
@@ -184,10 +185,12 @@ function M.reduce_aggregates(t, keys, value, opts)
   if type(got) == "table" then
     local exact
     ok, err = pcall(function()
-      local g = nsl.mpi.concat(got):group_by(table.unpack(keys))
+      local tagged = {}   -- each process's keys with its index (_proc)
+      for p, k in ipairs(got) do tagged[p] = k and k:with("_proc", nsl.rep(p - 1, #k)) end
+      local g = nsl.mpi.concat(tagged):group_by(table.unpack(keys))
       local order = g:keys():with("_g", nsl.range(#g)):sort(table.unpack(keys))._g
       places = order:argsort():gather(g:ids())   -- per key of every process (in process order): its group
-      local specs = {"_lo=min(_lo)", "_hi=max(_hi)"}
+      local specs = {"_lo=min(_lo)", "_hi=max(_hi)", "_procs=count", "_proc=min(_proc)"}
       for j = 0, nparts - 1 do specs[#specs + 1] = string.format("_p%d=sum(_p%d)", j, j) end
       for i = 1, #more do
         specs[#specs + 1] = string.format("_s%d=sum(_s%d)", i, i)
@@ -213,8 +216,10 @@ function M.reduce_aggregates(t, keys, value, opts)
       for i, m in ipairs(more) do
         res[#res + 1] = {m[1], m[2] == "sum" and acc["_s" .. i] or nsl.int_mean(acc["_n" .. i], acc["_s" .. i])}
       end
-      local large = n:gt(FEW)
-      big = acc:select(keys):with("_gid", nsl.range(ng), "_n", n, "_lo", acc._lo, "_hi", acc._hi):filter(large)
+      -- a large group's owner: the one process that holds all its values (-1: several do)
+      local owner = nsl.where(acc._procs:eq(1), acc._proc:cast("i64"), -1)
+      big = acc:select(keys):with("_gid", nsl.range(ng), "_n", n, "_lo", acc._lo, "_hi", acc._hi, "_owner", owner)
+      big = big:filter(n:gt(FEW))
     end)
     if not ok then big = nil elseif not exact then big = false end
   end
@@ -267,7 +272,32 @@ function M.reduce_aggregates(t, keys, value, opts)
     end)
   end
   if not mpi.all_ok(me_is_not_root(got) or ok, err) then return nil end
-  -- the large groups: targets (large group, rank) with the range [a, b] that holds each, one per rank
+  -- a large group whose values are all in one process (its owner): its quantiles taken there, as the group-by does
+  local _, me = mpi.start()
+  local bgid, bown = big._gid:totable(), big._owner:totable()
+  local owner_row = nsl.coalesce(big._owner:gather(nsl.coalesce(gbig, -1)), -2)   -- per row (-2: a small group)
+  local sv
+  ok, sv = pcall(function()
+    local specs = {}
+    for j, q in ipairs(qs) do specs[j] = string.format("q%d=quantile(v, %.17g)", j, q) end
+    return nsl.table{{"b", gbig}, {"v", lv}}:filter(owner_row:eq(me) & ~lv:isnull()):group_by("b"):agg(specs)
+  end)
+  if not mpi.all_ok(ok, sv) then return nil end
+  sv, err = mpi.gather(sv, 0)
+  if not mpi.all_ok(sv ~= nil, err) then return nil end
+  if type(sv) == "table" then
+    for _, m in ipairs(sv) do
+      if m and #m > 0 then
+        local mb = m.b:totable()
+        for j = 1, #qs do
+          local mq = m["q" .. j]:totable()
+          for i = 1, #m do qv[j][bgid[mb[i] + 1] + 1] = mq[i] end
+        end
+      end
+    end
+  end
+  -- the others (held by several processes): targets (large group, rank) with the range [a, b] that holds each,
+  -- one per rank
   local tg, rank, a, b = {}, {}, {}, {}
   local bn, blo, bhi = big._n:totable(), big._lo:totable(), big._hi:totable()
   local at_rank = {}   -- per large group: rank -> its target
@@ -279,17 +309,19 @@ function M.reduce_aggregates(t, keys, value, opts)
     end
   end
   for i = 1, #big do
-    at_rank[i] = {}
-    for _, q in ipairs(qs) do   -- the order statistic at q (n - 1), and the next where it lies between two
-      local k, frac = quantile_pos(bn[i], q)
-      target(i, k)
-      if frac > 0 then target(i, k + 1) end
+    if bown[i] < 0 then
+      at_rank[i] = {}
+      for _, q in ipairs(qs) do   -- the order statistic at q (n - 1), and the next where it lies between two
+        local k, frac = quantile_pos(bn[i], q)
+        target(i, k)
+        if frac > 0 then target(i, k + 1) end
+      end
     end
   end
   local gid, v
   if #tg > 0 then
     local rows = nsl.table{{"g", gbig}, {"v", lv}}
-    rows = rows:filter(~gbig:isnull() & ~lv:isnull()):sort("g", "v")
+    rows = rows:filter(owner_row:eq(-1) & ~lv:isnull()):sort("g", "v")
     gid, v = rows.g:cast("i64"), rows.v
   end
   while true do
@@ -330,20 +362,21 @@ function M.reduce_aggregates(t, keys, value, opts)
   end
   -- each quantile of the large groups from its order statistics, as the group-by interpolates them
   -- (a NULL key joins nothing: such a group's values came with the small ones', its quantiles are set)
-  local bgid = big._gid:totable()
+  local shared = {}   -- the large groups found in rounds
+  for i = 1, #big do if bown[i] < 0 then shared[#shared + 1] = i end end
   for j, q in ipairs(qs) do
-    local xs, ys = {}, {}
-    for i = 1, #big do
+    local ns, xs, ys = {}, {}, {}
+    for s_i, i in ipairs(shared) do
       local k, frac = quantile_pos(bn[i], q)
-      xs[i] = a[at_rank[i][k]]
-      ys[i] = frac > 0 and a[at_rank[i][k + 1]] or xs[i]
+      ns[s_i], xs[s_i] = bn[i], a[at_rank[i][k]]
+      ys[s_i] = frac > 0 and a[at_rank[i][k + 1]] or xs[s_i]
     end
-    if #big > 0 then
-      local got_q = nsl.quantile_of(big._n:cast("i64"), q, nsl.column(xs):cast("i64"), nsl.column(ys):cast("i64"))
+    if #shared > 0 then
+      local got_q = nsl.quantile_of(nsl.column(ns):cast("i64"), q, nsl.column(xs):cast("i64"), nsl.column(ys):cast("i64"))
       got_q = got_q:totable()
-      for i = 1, #big do
+      for s_i, i in ipairs(shared) do
         local g = bgid[i] + 1
-        if qv[j][g] == nil then qv[j][g] = got_q[i] end
+        if qv[j][g] == nil then qv[j][g] = got_q[s_i] end
       end
     end
     for g = 1, #nl do if nl[g] == 0 then qv[j][g] = 0 / 0 end end

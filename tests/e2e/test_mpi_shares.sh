@@ -238,6 +238,10 @@ moves_less "heap --out: the allocation calls alone against every call" "$on" "$(
 # shares without either
 same_as_one "launch over every shared export, per report" 3 run launch "$D"/*.sqlite --arg per_report=true
 form_was launch distributed
+# over every shared export most names are one export's: a name with more than 64 values all in one process has
+# its median and percentiles taken there (no rounds), the others' found together
+same_as_one "summary over every shared export (json)" 3 run summary "$D"/*.sqlite --format json
+same_as_one "launch over every shared export" 2 run launch "$D"/*.sqlite "${RANKS[@]:0:2}"
 same_as_one "launch, shares without kernels or CUDA calls" 4 run launch "$D/tiny_2026.1.sqlite" "$D/cuda_2021.2.sqlite" \
   "${STEPS[@]:0:2}" --arg n=0
 # overlap: each process measures its own devices and their iterations' windows (a row per device, and per device
