@@ -30,7 +30,7 @@ local function ranges(trace, args, need_proj)
 end
 
 -- The tables of the parts asked: from the ranges (P, R) in one process, or
--- from a distributed run's aggregates (got: sum, proj, tree figures, ops).
+-- from a distributed run's parts (got: sum, proj, tree figures, projected ranges, ops).
 local function print_parts(args, out, P, R, got)
   local limit = args.limit > 0 and args.limit or nil
   local need_proj = needs_projection(args)
