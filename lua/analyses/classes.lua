@@ -345,10 +345,9 @@ local function collective(trace, args, first)
   local keys = args.per_report and {"report", "class"} or {"class"}
   local g = ops:select{"report", "class", "dur"}
   if args.per_report then g = g:with("report", g.report:cast("i64") + first) end
-  local sum = require("nsl.stats").reduce_aggregates(g, keys, "dur")
+  local sum = require("nsl.stats").reduce_aggregates(g, keys, "dur")   -- (rows on rank 0 alone)
   if not sum then return {} end
-  local _, rank = mpi.start()
-  return {cl_sum = rank == 0 and sum or sum:head(0),   -- (rank 0's report numbers are the trace's: nothing added)
+  return {cl_sum = sum,   -- (rank 0's report numbers are the trace's: the gather adds nothing to them)
           cl_kernels = ops:group_by("class", "name"):agg{"n=count", "total=sum(dur)"},
           cl_counts = nsl.table{{"kernels", nsl.rep((~ops.memop):count(), 1)}, {"memops", nsl.rep(ops.memop:count(), 1)}}}
 end

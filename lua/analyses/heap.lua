@@ -154,26 +154,28 @@ return {
   run = function(trace, args, out, parts)
     local got = parts and parts.hp_alloc and not out:carries_figures() and parts
     local rnames = trace.reports.name
+    local m, events
+    if got then events = got.hp_events.n:max()
+    else
+      m = trace.memory
+      m:load{"report", "device", "start", "address", "bytes", "op", "kind"}
+      events = #m
+    end
+    -- (a distributed run's processes said whether theirs is a JAX trace: with one, the form did not apply)
+    if events == 0 and not got and require("nsl.jax").is_jax(trace) then
+      -- XLA plans a JAX program's device memory ahead of time: its heap simulation is what there is
+      out:text("No device-memory events in this JAX trace; the device memory XLA planned per program " ..
+               "(heap-simulator peaks, nsl run jax_heap):")
+      return out:run("jax_heap", trace)
+    end
     local dev, live, never, series
-    if got and got.hp_events.n:max() == 0 then
+    if events == 0 then
       out:text("No device-memory events: the export has no CUDA_GPU_MEMORY_USAGE_EVENTS rows " ..
                "(profile with `nsys profile --cuda-memory-usage=true`).")
     elseif got then
       dev, live, never = got.hp_devices, got.hp_live, got.hp_never
     else
-      local m = trace.memory
-      m:load{"report", "device", "start", "address", "bytes", "op", "kind"}
-      if #m == 0 and require("nsl.jax").is_jax(trace) then
-        -- XLA plans a JAX program's device memory ahead of time: its heap simulation is what there is
-        out:text("No device-memory events in this JAX trace; the device memory XLA planned per program " ..
-                 "(heap-simulator peaks, nsl run jax_heap):")
-        return out:run("jax_heap", trace)
-      elseif #m == 0 then
-        out:text("No device-memory events: the export has no CUDA_GPU_MEMORY_USAGE_EVENTS rows " ..
-                 "(profile with `nsys profile --cuda-memory-usage=true`).")
-      else
-        dev, live, never, series = replay_devices(m, true)
-      end
+      dev, live, never, series = replay_devices(m, true)
     end
     if dev then
       local rn = rnames:gather(dev.report):totable()
@@ -206,19 +208,12 @@ return {
           report.bytes(pk[i]), report.int(pk[i]), report.duration(pa[i])))
       end
     end
-    -- The allocation API calls, summarised as cuda_api_sum does.
-    if got then
-      if #got.hp_alloc > 0 then
-        out:table("alloc_api", stats.time_summary(nil, "name", {count_label = "Num Calls", name_label = "Name",
-                                                                aggregates = got.hp_alloc}),
-          {title = "Memory allocation API calls"})
-      end
-    else
-      local calls = alloc_calls(trace)
-      if #calls > 0 then
-        out:table("alloc_api", stats.time_summary(calls, "name", {count_label = "Num Calls", name_label = "Name"}),
-          {title = "Memory allocation API calls"})
-      end
+    -- The allocation API calls, summarised as cuda_api_sum does (a distributed run: by the processes together).
+    local calls = not got and alloc_calls(trace) or nil
+    if #(got and got.hp_alloc or calls) > 0 then
+      out:table("alloc_api", stats.time_summary(calls, "name", {count_label = "Num Calls", name_label = "Name",
+                                                                aggregates = got and got.hp_alloc}),
+        {title = "Memory allocation API calls"})
     end
   end,
   distributed = {step = step, collective = collective},

@@ -148,7 +148,6 @@ return {
       return (wanted(args.only, "mem_time") or wanted(args.only, "mem_size")) and {memops = memops(trace)} or {}
     end,
     collective = function(trace, args, first)
-      local _, rank = nsl.mpi.start()
       local key_name = key_of(args)
       local res = {}
       local function reduce(name, t, key)
@@ -157,8 +156,8 @@ return {
         local g = t:select(cols)
         if args.per_report then g = g:with("report", g.report + first) end
         local s = stats.reduce_aggregates(g, args.per_report and {"report", key} or {key}, "dur")
-        if s then   -- rank 0 sends its report numbers as they are: the gather adds nothing to them
-          res[name .. "_sum"] = rank == 0 and s or s:head(0)
+        if s then   -- (rows on rank 0 alone, whose report numbers the gather leaves as they are)
+          res[name .. "_sum"] = s
         else res[name] = t:select(cols) end
       end
       if wanted(args.only, "kernels") then

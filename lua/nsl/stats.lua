@@ -6,6 +6,13 @@ local tables = require("nsl.util.tables")
 
 local M = {}
 
+-- The group-by's aggregates of column value that a summary shows.
+local function summary_specs(value)
+  return {"total=sum(" .. value .. ")", "n=count(" .. value .. ")", "avg=mean(" .. value .. ")",
+          "med=median(" .. value .. ")", "min=min(" .. value .. ")", "max=max(" .. value .. ")",
+          "std=std(" .. value .. ")"}
+end
+
 --- Summary of durations `dur` of table t grouped by column `key`.
 -- opts.count_label ("Instances" / "Num Calls" / "Count"), opts.name_label
 -- ("Name" / "Operation" / "Range"), opts.keys (extra leading key columns,
@@ -24,10 +31,7 @@ function M.time_summary(t, key, opts)
     local need = {value}
     for _, k in ipairs(keys) do need[#need + 1] = k end
     t:load(need)   -- one pass over the source for every column involved
-    s = t:group_by(table.unpack(keys)):agg{
-      "total=sum(" .. value .. ")", "n=count(" .. value .. ")", "avg=mean(" .. value .. ")",
-      "med=median(" .. value .. ")", "min=min(" .. value .. ")", "max=max(" .. value .. ")",
-      "std=std(" .. value .. ")"}
+    s = t:group_by(table.unpack(keys)):agg(summary_specs(value))
   end
   local order = {}
   for _, k in ipairs(opts.keys or {}) do order[#order + 1] = k end
@@ -70,6 +74,17 @@ local function quantile_pos(n, q)
   return k, pos - k
 end
 
+-- M.reduce_aggregates' opts.extra as a list of {out, "sum" | "mean", column}, in the order of the names.
+local function parse_extra(extra)
+  local more = {}
+  for _, out in ipairs(tables.sorted_keys(extra or {})) do
+    local agg, col = extra[out]:match("^(%a+)%(([%w_]+)%)$")
+    assert(agg == "sum" or agg == "mean", "reduce_aggregates: extra aggregates are sum(col) or mean(col)")
+    more[#more + 1] = {out, agg, col}
+  end
+  return more
+end
+
 -- M.reduce_aggregates where a key is `report` (the trace's numbers): each group's rows are in the process that
 -- holds its report, which aggregates them as one process would; rank 0 puts the groups in the order of the keys.
 local function per_process(t, keys, value, opts)
@@ -77,14 +92,10 @@ local function per_process(t, keys, value, opts)
   local ok, mine = pcall(function()
     local need = {value}
     for _, k in ipairs(keys) do need[#need + 1] = k end
-    local specs = {"total=sum(" .. value .. ")", "n=count(" .. value .. ")", "avg=mean(" .. value .. ")",
-                   "med=median(" .. value .. ")", "min=min(" .. value .. ")", "max=max(" .. value .. ")",
-                   "std=std(" .. value .. ")"}
-    for _, out in ipairs(tables.sorted_keys(opts.extra or {})) do
-      local agg, col = opts.extra[out]:match("^(%a+)%(([%w_]+)%)$")
-      assert(agg == "sum" or agg == "mean", "reduce_aggregates: extra aggregates are sum(col) or mean(col)")
-      specs[#specs + 1] = string.format("%s=%s(%s)", out, agg, col)
-      need[#need + 1] = col
+    local specs = summary_specs(value)
+    for _, m in ipairs(parse_extra(opts.extra)) do
+      specs[#specs + 1] = string.format("%s=%s(%s)", m[1], m[2], m[3])
+      need[#need + 1] = m[3]
     end
     for j, q in ipairs(opts.quantiles or {}) do specs[#specs + 1] = string.format("q%d=quantile(%s, %.17g)", j, value, q) end
     t:load(need)
@@ -140,17 +151,11 @@ local function me_is_not_root(got) return type(got) ~= "table" end
 function M.reduce_aggregates(t, keys, value, opts)
   opts = opts or {}
   for _, k in ipairs(keys) do if k == "report" then return per_process(t, keys, value, opts) end end
-  local extra = opts.extra
   local mpi = nsl.mpi
   local need = {value}
   for _, k in ipairs(keys) do need[#need + 1] = k end
-  local more = {}   -- {out, "sum" | "mean", column}, in the order of the names
-  for _, out in ipairs(tables.sorted_keys(extra or {})) do
-    local agg, col = extra[out]:match("^(%a+)%(([%w_]+)%)$")
-    assert(agg == "sum" or agg == "mean", "reduce_aggregates: extra aggregates are sum(col) or mean(col)")
-    more[#more + 1] = {out, agg, col}
-    need[#need + 1] = col
-  end
+  local more = parse_extra(opts.extra)
+  for _, m in ipairs(more) do need[#need + 1] = m[3] end
   local nparts = #nsl.moments(nsl.column{0}:cast("i64"), nsl.column{0}:cast("i64"), 1)   -- per group
   -- 1. this process's groups (lg: each row's, 0-based) and their figures
   local ty, lg

@@ -639,6 +639,14 @@ static void test_median_excess_many(void **state) {
   }
 }
 
+/* n rows: random group ids in [0, ng) and values in [lo, hi] (the caller frees both arrays). */
+static void random_rows(int64_t n, int64_t ng, int64_t lo, int64_t hi, int64_t **g, int64_t **x) {
+  *g = malloc((size_t)n * sizeof **g), *x = malloc((size_t)n * sizeof **x);
+  assert_non_null(*g);
+  assert_non_null(*x);
+  for (int64_t i = 0; i < n; i++) (*g)[i] = fx_range(0, ng - 1), (*x)[i] = fx_range(lo, hi);
+}
+
 /* Moments of shares of the rows, summed as int64 (an all-reduce), equal the
  * group-by of all the rows bit for bit: counts, sums, means, deviations,
  * extremes; negative values and sums; groups empty in some shares. */
@@ -646,10 +654,9 @@ static void test_moments_shares(void **state) {
   (void)state;
   nsl_error err = {0};
   for (int round = 0; round < 10; round++) {
-    int64_t n = 5000, ng = fx_range(1, 60), shares = fx_range(1, 7);
-    int64_t *g = malloc((size_t)n * sizeof *g), *x = malloc((size_t)n * sizeof *x);
+    int64_t n = 5000, ng = fx_range(1, 60), shares = fx_range(1, 7), *g, *x;
     int64_t span = round % 2 ? (int64_t)1 << 40 : 1000;
-    for (int64_t i = 0; i < n; i++) g[i] = fx_range(0, ng - 1), x[i] = fx_range(round % 3 ? 0 : -span, span);
+    random_rows(n, ng, round % 3 ? 0 : -span, span, &g, &x);
     x[0] = NSL_NULL_I64;   /* a NULL: in no count */
     nsl_column *gc = fx_i64(n, g), *xc = fx_i64(n, x);
     nsl_groups grp = {ng, gc, NULL, 0};
@@ -724,24 +731,23 @@ static void test_count_le(void **state) {
   nsl_column_release(gc), nsl_column_release(xc), nsl_column_release(tc), nsl_column_release(pc);
 }
 
-/* nsl__int_mean of per-share sums and counts added up equals the group-by's
- * mean of all the rows, bit for bit (large sums and counts, where a double
- * division could round differently from the group-by's); count 0: NaN. */
+/* nsl__int_mean of each group's count and sum (as processes add them up)
+ * equals the group-by's mean of its rows, bit for bit (large sums and
+ * counts, where a double division could round differently from the
+ * group-by's long double one); count 0: NaN. */
 static void test_int_mean(void **state) {
   (void)state;
   nsl_error err = {0};
   for (int round = 0; round < 8; round++) {
-    int64_t n = 20000, ng = fx_range(1, 40), shares = fx_range(1, 6);
-    int64_t *g = malloc((size_t)n * sizeof *g), *x = malloc((size_t)n * sizeof *x);
+    int64_t n = 20000, ng = fx_range(1, 40), *g, *x;
     int64_t span = round % 2 ? (int64_t)1 << 44 : 7;
-    for (int64_t i = 0; i < n; i++) g[i] = fx_range(0, ng - 1), x[i] = fx_range(round % 4 == 3 ? -span : 0, span);
+    random_rows(n, ng, round % 4 == 3 ? -span : 0, span, &g, &x);
     nsl_column *gc = fx_i64(n, g), *xc = fx_i64(n, x), *want;
     nsl_groups grp = {ng, gc, NULL, 0};
     nsl_agg_spec spec = {xc, NSL_AGG_MEAN, 0};
     assert_int_equal(nsl_group_aggs(&grp, &spec, 1, &want, &err), NSL_OK);
     int64_t *cnt = calloc((size_t)ng, sizeof *cnt), *sum = calloc((size_t)ng, sizeof *sum);
-    for (int64_t sh = 0; sh < shares; sh++)   /* each share's sums (as a group-by of it gives them), added up */
-      for (int64_t i = n * sh / shares; i < n * (sh + 1) / shares; i++) cnt[g[i]]++, sum[g[i]] += x[i];
+    for (int64_t i = 0; i < n; i++) cnt[g[i]]++, sum[g[i]] += x[i];
     nsl_column *cc = fx_i64(ng, cnt), *sc = fx_i64(ng, sum);
     nsl_column *got = nsl__int_mean(cc, sc, &err);
     assert_non_null(got);
@@ -773,10 +779,9 @@ static void test_quantile_of(void **state) {
   nsl_error err = {0};
   const double qs[] = {0.5, 0.9, 0.99, 0.999, 0.37, 0.0, 1.0};
   for (int round = 0; round < 6; round++) {
-    int64_t n = 3000, ng = fx_range(1, 20);
-    int64_t *g = malloc((size_t)n * sizeof *g), *x = malloc((size_t)n * sizeof *x);
+    int64_t n = 3000, ng = fx_range(1, 20), *g, *x;
     int64_t span = round % 2 ? (int64_t)1 << 50 : 1000;
-    for (int64_t i = 0; i < n; i++) g[i] = fx_range(0, ng - 1), x[i] = fx_range(-span, span);
+    random_rows(n, ng, -span, span, &g, &x);
     nsl_column *gc = fx_i64(n, g), *xc = fx_i64(n, x);
     int64_t *cnt = calloc((size_t)ng, sizeof *cnt), *sorted = malloc((size_t)n * sizeof *sorted), *off = calloc((size_t)ng + 1, sizeof *off);
     for (int64_t i = 0; i < n; i++) cnt[g[i]]++;
