@@ -7,7 +7,7 @@ local gpu_ops = require("nsl.gpu_ops")
 local report = require("nsl.report")
 
 --- The memory operations of t (memcpy and memset together) as one table:
--- dur, mb (bytes / 10^6), op (nsys's operation label), report.
+-- report, dur, bytes, op (nsys's operation label).
 local function memops(trace)
   local mc, ms = trace.memcpy, trace.memset
   mc:load{"start", "stop", "dur", "bytes", "kind", "report"}
@@ -15,7 +15,7 @@ local function memops(trace)
   return nsl.table{
     {"report", nsl.concat(mc.report:cast("i64"), ms.report:cast("i64"))},
     {"dur", nsl.concat(mc.dur, ms.dur)},
-    {"mb", nsl.concat(mc.bytes / 1e6, ms.bytes / 1e6)},
+    {"bytes", nsl.concat(mc.bytes:cast("i64"), ms.bytes:cast("i64"))},
     {"op", nsl.concat(gpu_ops.memcpy_labels(mc.kind), nsl.rep(gpu_ops.label(nil), #ms))},
   }
 end
@@ -112,16 +112,23 @@ return {
                                                aggregates = parts and parts.kernels_sum})),
         {title = "CUDA GPU Kernel Summary (cuda_gpu_kern_sum)", limit = limit, nsys_stats = true})
     end
+    -- the memory operations, read once for both tables (a distributed run's aggregates stand for them)
     local ops
-    if wanted(args.only, "mem_time") then
+    local function memory_ops()
       ops = ops or (parts and parts.memops) or memops(trace)
+      return ops
+    end
+    if wanted(args.only, "mem_time") then
+      local got = parts and parts.memops_time_sum
       out:table("cuda_gpu_mem_time_sum",
-        named(stats.time_summary(ops, "op", {keys = keys, count_label = "Count", name_label = "Operation"})),
+        named(stats.time_summary(not got and memory_ops() or nil, "op",
+                                 {keys = keys, count_label = "Count", name_label = "Operation", aggregates = got})),
         {title = "CUDA GPU MemOps Summary by Time (cuda_gpu_mem_time_sum)", limit = limit, nsys_stats = true})
     end
     if wanted(args.only, "mem_size") then
-      ops = ops or (parts and parts.memops) or memops(trace)
-      out:table("cuda_gpu_mem_size_sum", named(stats.size_summary(ops, "op", {keys = keys})),
+      local got = parts and parts.memops_size_sum
+      out:table("cuda_gpu_mem_size_sum",
+        named(stats.size_summary(not got and memory_ops() or nil, "op", {keys = keys, aggregates = got})),
         {title = "CUDA GPU MemOps Summary by Size (cuda_gpu_mem_size_sum)", limit = limit, decimals = 3, nsys_stats = true})
     end
     if wanted(args.only, "api") then
@@ -137,16 +144,14 @@ return {
         {title = "CUDA API Summary (cuda_api_sum)", limit = limit, nsys_stats = true})
     end
   end,
-  -- distributed (nsl.distributed): the kernel and API summaries are
-  -- aggregated by all processes together, no row moved
+  -- distributed (nsl.distributed): the kernel, memory-operation and API
+  -- summaries are aggregated by all processes together, no row moved
   -- (stats.reduce_aggregates: the same bits, medians included), and rank 0
-  -- runs run with them as parts (kernels_sum, api_sum); where they cannot
-  -- be (values too large for exact deviations) the rows go instead
-  -- (kernels, api).  The memory operations' rows go as they are.
+  -- runs run with them as parts (kernels_sum, memops_time_sum,
+  -- memops_size_sum, api_sum); where they cannot be (values too large for
+  -- exact deviations) the rows go instead (kernels, memops, api).
   distributed = {
-    step = function(trace, args)
-      return (wanted(args.only, "mem_time") or wanted(args.only, "mem_size")) and {memops = memops(trace)} or {}
-    end,
+    step = function() return {} end,
     collective = function(trace, args, first)
       local key_name = key_of(args)
       local res = {}
@@ -164,6 +169,16 @@ return {
         local k = trace.kernels
         k:load{"report", key_name, "dur"}
         reduce("kernels", k, key_name)
+      end
+      local time, size = wanted(args.only, "mem_time"), wanted(args.only, "mem_size")
+      if time or size then
+        local m = memops(trace)
+        local g = args.per_report and m:with("report", m.report + first) or m
+        local keys = args.per_report and {"report", "op"} or {"op"}
+        local ts = time and stats.reduce_aggregates(g:select{"report", "op", "dur"}, keys, "dur")
+        local ss = size and stats.reduce_aggregates(g:select{"report", "op", "bytes"}, keys, "bytes")
+        if (time and not ts) or (size and not ss) then res.memops = m   -- the rows, as for the kernels
+        else res.memops_time_sum, res.memops_size_sum = ts or nil, ss or nil end
       end
       if wanted(args.only, "api") then
         local api = trace.api

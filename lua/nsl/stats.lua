@@ -394,21 +394,28 @@ function M.reduce_aggregates(t, keys, value, opts)
   return nsl.table(res)
 end
 
---- Summary of sizes (bytes) per operation in MB (10^6 B), as
--- cuda_gpu_mem_size_sum: Total, Count, Avg, Med, Min, Max, StdDev, Operation.
+--- Summary of sizes (column `bytes` of table t) grouped by column `key`
+-- in MB (10^6 B), as cuda_gpu_mem_size_sum: Total, Count, Avg, Med, Min,
+-- Max, StdDev, Operation -- its statistics of the sizes in bytes (integers,
+-- as nsys takes them), then divided.  opts.keys: leading key columns (e.g.
+-- {"report"}), the rows sorted by them first; opts.aggregates: the groups'
+-- aggregates of the bytes already made (M.reduce_aggregates) instead of t.
 function M.size_summary(t, key, opts)
   opts = opts or {}
   local keys = {}
   for _, k in ipairs(opts.keys or {}) do keys[#keys + 1] = k end
   keys[#keys + 1] = key
-  local s = t:group_by(table.unpack(keys)):agg{
-    "total=sum(mb)", "n=count(mb)", "avg=mean(mb)", "med=median(mb)", "min=min(mb)", "max=max(mb)", "std=std(mb)"}
-  s = s:sort("-total", key)
+  local s = opts.aggregates or t:group_by(table.unpack(keys)):agg(summary_specs("bytes"))
+  local order = {}
+  for _, k in ipairs(opts.keys or {}) do order[#order + 1] = k end
+  order[#order + 1] = "-total"
+  order[#order + 1] = key
+  s = s:sort(table.unpack(order))
   local cols = {}
   for _, k in ipairs(opts.keys or {}) do cols[#cols + 1] = {k, s[k]} end
   for _, c in ipairs{
-    {"Total (MB)", s.total}, {"Count", s.n}, {"Avg (MB)", s.avg}, {"Med (MB)", s.med}, {"Min (MB)", s.min},
-    {"Max (MB)", s.max}, {"StdDev (MB)", s.std}, {"Operation", s[key]}} do
+    {"Total (MB)", s.total / 1e6}, {"Count", s.n}, {"Avg (MB)", s.avg / 1e6}, {"Med (MB)", s.med / 1e6},
+    {"Min (MB)", s.min / 1e6}, {"Max (MB)", s.max / 1e6}, {"StdDev (MB)", s.std / 1e6}, {"Operation", s[key]}} do
     cols[#cols + 1] = c
   end
   return nsl.table(cols)

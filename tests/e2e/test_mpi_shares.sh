@@ -117,6 +117,21 @@ same_as_one "kernel summary (json), a kernel too long for exact deviations (its 
 rows=$(moved "$TMP/many.err")
 unset NSL_WIRE_VARINTS
 moves_less "the kernel summary aggregated together, against a quarter of its rows" "$together" "$rows" 4
+# the memory operations' summaries too (statistics of the integer durations and sizes in bytes, as nsys takes
+# them); a copy 2^54 ns long sends the memory operations' rows instead
+export NSL_WIRE_VARINTS=0
+same_as_one "memory-operation summaries (json), aggregated together" 3 run summary "${RANKS[@]}" \
+  --arg only=mem_time,mem_size --format json
+together=$(moved "$TMP/many.err")
+same_as_one "memory-operation summaries per report (csv), aggregated together" 4 run summary "${RANKS[@]}" \
+  --arg only=mem_time,mem_size --arg per_report=true --format csv
+sqlite3 "${BIG[3]}" "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET end = start + 18014398509481984
+  WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_MEMCPY)"
+same_as_one "memory-operation summaries (json), a copy too long for exact deviations (the rows moved)" 3 \
+  run summary "${BIG[@]}" --arg only=mem_time,mem_size --format json
+rows=$(moved "$TMP/many.err")
+unset NSL_WIRE_VARINTS
+moves_less "the memory-operation summaries aggregated together, against a quarter of their rows" "$together" "$rows" 4
 
 # ---- the straggler's step detection, run by every process over its reports (nsl.iterations.reduce_steps) ----
 # One 'train_step' NVTX range per 4 collectives on each export's launching thread (tests/lua/plant_steps.sh):

@@ -20,14 +20,15 @@ local function check_mem(f)
   for _, r in ipairs(T.sql(f, "SELECT copyKind, end - start, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY")) do
     local name = memcpy_names[tonumber(r[1])] or "?"
     want_t[name] = want_t[name] or {}; table.insert(want_t[name], tonumber(r[2]))
-    want_b[name] = want_b[name] or {}; table.insert(want_b[name], tonumber(r[3]) / 1e6)
+    want_b[name] = want_b[name] or {}; table.insert(want_b[name], math.tointeger(tonumber(r[3])))
     grand = grand + tonumber(r[2])
   end
   local has_memset = T.sql1(f, "SELECT count(*) FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_MEMSET'") == 1
   if has_memset then
     for _, r in ipairs(T.sql(f, "SELECT end - start, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET")) do
       want_t["[CUDA memset]"] = want_t["[CUDA memset]"] or {}; table.insert(want_t["[CUDA memset]"], tonumber(r[1]))
-      want_b["[CUDA memset]"] = want_b["[CUDA memset]"] or {}; table.insert(want_b["[CUDA memset]"], tonumber(r[2]) / 1e6)
+      want_b["[CUDA memset]"] = want_b["[CUDA memset]"] or {}
+      table.insert(want_b["[CUDA memset]"], math.tointeger(tonumber(r[2])))
       grand = grand + tonumber(r[1])
     end
   end
@@ -44,10 +45,14 @@ local function check_mem(f)
     T.near(tt["Med (ns)"][i], T.median(durs), 1e-9, name .. " median")
     T.near(tt["StdDev (ns)"][i], T.stdev(durs), 1e-9, name .. " stddev")
     local j = assert(si[name], name)
-    local mb = 0
-    for _, b in ipairs(want_b[name]) do mb = mb + b end
-    T.near(st["Total (MB)"][j], mb, 1e-9, name .. " MB")
-    T.near(st["Med (MB)"][j], T.median(want_b[name]), 1e-9, name .. " median MB")
+    -- nsys's statistics of the sizes in bytes (integers), then in MB: the total, least and greatest exactly
+    local bytes, lo, hi = 0, math.huge, -math.huge
+    for _, b in ipairs(want_b[name]) do bytes, lo, hi = bytes + b, math.min(lo, b), math.max(hi, b) end
+    T.eq(st["Total (MB)"][j], bytes / 1e6, name .. " MB")
+    T.eq(st["Min (MB)"][j], lo / 1e6, name .. " least MB")
+    T.eq(st["Max (MB)"][j], hi / 1e6, name .. " greatest MB")
+    T.near(st["Med (MB)"][j], T.median(want_b[name]) / 1e6, 1e-9, name .. " median MB")
+    T.near(st["StdDev (MB)"][j], T.stdev(want_b[name]) / 1e6, 1e-9, name .. " deviation MB")
   end
   T.eq(#tt, n, "operations")
 end
