@@ -899,6 +899,73 @@ static void group_excess_int(const nsl_column *v, const int64_t *rows, int64_t f
   }
 }
 
+/* The rows of a stretch of median_excess's work: below this, one worker. */
+#define EX_STRETCH_ROWS ((int64_t)1 << 16)
+
+typedef struct ex_job {
+  const nsl_column *keys;
+  const nsl_column *const *vs;
+  int nv;
+  const int64_t *ix;   /* the rows grouped by key (NULL: in order) */
+  int64_t n;
+  int nt;              /* stretches */
+  ex_pair *p;          /* (F64 columns) pairs, a group's at its places */
+  nsl_column **out;
+  int64_t *singles;    /* per stretch */
+  atomic_int failed;   /* out of memory for a stretch's scratch */
+} ex_job;
+
+/* The first place at or after i where a group starts (n: none). */
+static int64_t ex_group_start(const ex_job *j, int64_t i) {
+  int null;
+  if (i <= 0) return 0;
+  if (i >= j->n) return j->n;
+  int64_t before = nsl__int_at(j->keys, j->ix ? j->ix[i - 1] : i - 1, &null);
+  while (i < j->n && nsl__int_at(j->keys, j->ix ? j->ix[i] : i, &null) == before) i++;
+  return i;
+}
+
+/* Stretch t of the grouped rows: the groups that start in its share of the places. */
+static void ex_stretch(void *ctx, int t) {
+  ex_job *j = ctx;
+  const int64_t *ix = j->ix;
+  int null;
+  int64_t i = ex_group_start(j, j->n * t / j->nt), end = ex_group_start(j, j->n * (t + 1) / j->nt), singles = 0;
+  int64_t *a = NULL, cap = 0;   /* the integer columns' scratch: the stretch's largest group */
+  while (i < end) {
+    int64_t key = nsl__int_at(j->keys, ix ? ix[i] : i, &null), k2 = i;
+    while (k2 < j->n && nsl__int_at(j->keys, ix ? ix[k2] : k2, &null) == key) k2++;
+    for (int c = 0; c < j->nv; c++) {
+      const nsl_column *v = j->vs[c];
+      if (v->type != NSL_F64) {
+        if (k2 - i > cap) {
+          int64_t *b = realloc(a, (size_t)(k2 - i) * sizeof *b);
+          if (!b) {
+            atomic_store(&j->failed, 1);
+            free(a);
+            return;
+          }
+          a = b, cap = k2 - i;
+        }
+        group_excess_int(v, ix ? ix + i : NULL, i, k2 - i, a, nsl_f64(j->out[c]));
+        continue;
+      }
+      ex_pair *p = j->p;
+      for (int64_t k = i; k < k2; k++) {
+        ex_pair *e = &p[k];
+        e->row = ix ? ix[k] : k;
+        e->f = nsl_f64(v)[e->row];
+      }
+      qsort(p + i, (size_t)(k2 - i), sizeof *p, cmp_ex_f);
+      group_excess_f64(p + i, k2 - i, nsl_f64(j->out[c]));
+    }
+    if (k2 - i == 1) singles++;
+    i = k2;
+  }
+  free(a);
+  j->singles[t] = singles;
+}
+
 /* See nsl_internal.h. */
 nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *const *vs, int nv, nsl_column **out,
                                    int64_t *singles, nsl_error *err) {
@@ -934,10 +1001,9 @@ nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *con
   const int64_t *ix = rows ? rows : order ? nsl_i64(order) : NULL;   /* NULL: the rows in order */
   int any_f64 = 0;
   for (int c = 0; c < nv; c++) any_f64 |= vs[c]->type == NSL_F64;
-  /* (pairs to sort for F64 columns; the integer ones' scratch is touched only as far as the largest group) */
+  /* (pairs to sort for F64 columns; each stretch of the work has its integer scratch) */
   ex_pair *p = any_f64 ? malloc((size_t)(n ? n : 1) * sizeof *p) : NULL;
-  int64_t *scratch = malloc((size_t)(n ? n : 1) * sizeof *scratch);
-  rc = (p || !any_f64) && scratch ? NSL_OK : NSL_ERR_NOMEM;
+  rc = p || !any_f64 ? NSL_OK : NSL_ERR_NOMEM;
   for (int c = 0; rc == NSL_OK && c < nv; c++)
     if (!(out[c] = nsl__column_new_uninit(NSL_F64, n, NULL))) rc = NSL_ERR_NOMEM;   /* every row written */
   if (rc != NSL_OK) {
@@ -945,28 +1011,20 @@ nsl_status nsl__median_excess_many(const nsl_column *keys, const nsl_column *con
     for (int c = 0; c < nv; c++) nsl_column_release(out[c]), out[c] = NULL;
   }
   *singles = 0;
-  for (int64_t i = 0; rc == NSL_OK && i < n;) {
-    int64_t key = nsl__int_at(keys, ix ? ix[i] : i, &null), j = i;
-    while (j < n && nsl__int_at(keys, ix ? ix[j] : j, &null) == key) j++;
-    for (int c = 0; c < nv; c++) {
-      const nsl_column *v = vs[c];
-      if (v->type != NSL_F64) {
-        group_excess_int(v, ix ? ix + i : NULL, i, j - i, scratch, nsl_f64(out[c]));
-        continue;
-      }
-      for (int64_t k = i; k < j; k++) {
-        ex_pair *e = &p[k];
-        e->row = ix ? ix[k] : k;
-        e->f = nsl_f64(v)[e->row];
-      }
-      qsort(p + i, (size_t)(j - i), sizeof *p, cmp_ex_f);
-      group_excess_f64(p + i, j - i, nsl_f64(out[c]));
+  if (rc == NSL_OK && n > 0) {
+    /* the groups shared out over the workers in stretches of whole groups (each writes its groups' rows and
+     * uses its groups' places of the scratch: nothing shared) */
+    int nt = nsl__thread_count((int)(n / EX_STRETCH_ROWS + 1));
+    int64_t part[64];
+    ex_job job = {keys, vs, nv, ix, n, nt, p, out, part, 0};
+    nsl__run_parallel(nt, nt, ex_stretch, &job);
+    for (int t = 0; t < nt; t++) *singles += part[t];
+    if (atomic_load(&job.failed)) {
+      rc = nsl_error_set(err, NSL_ERR_NOMEM, "median_excess: out of memory for %lld rows", (long long)n);
+      for (int c = 0; c < nv; c++) nsl_column_release(out[c]), out[c] = NULL;
     }
-    if (j - i == 1) *singles += 1;
-    i = j;
   }
   free(p);
-  free(scratch);
   free(start);
   free(rows);
   nsl_column_release(order);

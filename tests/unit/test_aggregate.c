@@ -639,6 +639,62 @@ static void test_median_excess_many(void **state) {
   }
 }
 
+/* Over 2^16 rows the groups are shared out over the workers in stretches of
+ * whole groups: 1, 2, 3 and 7 threads give the same bits and the same count
+ * of single-row groups, for keys in order (one group per instance, some
+ * large enough to straddle a stretch's share), out of order (grouped by a
+ * counting sort) and sparse (a sort), integer and float values. */
+static void test_median_excess_threads(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  for (int round = 0; round < 3; round++) {
+    int64_t n = 300000, *k = malloc((size_t)n * sizeof *k), *a = malloc((size_t)n * sizeof *a);
+    double *b = malloc((size_t)n * sizeof *b);
+    for (int64_t i = 0, g = 0; i < n; g++) {   /* groups of 1 to 40 rows, one of 50,000 */
+      int64_t m = g == 3 ? 50000 : fx_range(1, 40);
+      for (int64_t j = 0; j < m && i < n; j++, i++) k[i] = round == 2 ? g * 1000003 : g;
+    }
+    if (round == 1)
+      for (int64_t i = n - 1; i > 0; i--) {   /* shuffled: the rows out of key order */
+        int64_t j = fx_range(0, i), t = k[i];
+        k[i] = k[j], k[j] = t;
+      }
+    for (int64_t i = 0; i < n; i++) a[i] = fx_range(-5000, 5000), b[i] = (double)fx_range(-5000, 5000) / 8.0;
+    nsl_column *kc = fx_i64(n, k), *ac = fx_i64(n, a), *bc = fx_f64(n, b), *first[2], *out[2];
+    const nsl_column *vs[2] = {ac, bc};
+    int64_t s1 = -1, s = -1;
+    setenv("NSL_THREADS", "1", 1);
+    assert_int_equal(nsl__median_excess_many(kc, vs, 2, first, &s1, &err), NSL_OK);
+    static const char *const threads[] = {"2", "3", "7"};
+    for (int t = 0; t < 3; t++) {
+      setenv("NSL_THREADS", threads[t], 1);
+      assert_int_equal(nsl__median_excess_many(kc, vs, 2, out, &s, &err), NSL_OK);
+      assert_int_equal(s, s1);
+      for (int c = 0; c < 2; c++) {
+        assert_memory_equal(nsl_f64(first[c]), nsl_f64(out[c]), (size_t)n * sizeof(double));
+        nsl_column_release(out[c]);
+      }
+    }
+    unsetenv("NSL_THREADS");
+    /* and the sequential result is the definition (a few rows checked by brute force) */
+    for (int probe = 0; probe < 200; probe++) {
+      int64_t i = fx_range(0, n - 1), m = 0, p = 0;
+      int64_t *vals = malloc((size_t)n * sizeof *vals);
+      for (int64_t j = 0; j < n; j++)
+        if (k[j] == k[i]) {
+          if (j == i) p = m;
+          vals[m++] = a[j];
+        }
+      if (m == 1) assert_true(isnan(nsl_f64(first[0])[i]));
+      else assert_true(nsl_f64(first[0])[i] == (double)a[i] - bf_median_others(vals, m, p));
+      free(vals);
+    }
+    for (int c = 0; c < 2; c++) nsl_column_release(first[c]);
+    nsl_column_release(kc), nsl_column_release(ac), nsl_column_release(bc);
+    free(k), free(a), free(b);
+  }
+}
+
 /* n rows: random group ids in [0, ng) and values in [lo, hi] (the caller frees both arrays). */
 static void random_rows(int64_t n, int64_t ng, int64_t lo, int64_t hi, int64_t **g, int64_t **x) {
   *g = malloc((size_t)n * sizeof **g), *x = malloc((size_t)n * sizeof **x);
@@ -832,6 +888,7 @@ int main(void) {
       cmocka_unit_test(test_group_order_concat),
       cmocka_unit_test(test_median_excess),
       cmocka_unit_test(test_median_excess_many),
+      cmocka_unit_test(test_median_excess_threads),
       cmocka_unit_test(test_median_excess_ties),
       cmocka_unit_test(test_moments_shares),
       cmocka_unit_test(test_count_le),
