@@ -204,13 +204,6 @@ local function run_gputrc2graph(args, out)
   end
 end
 
-local function load_map(args)
-  if args.map == "" then return classes.default_map() end
-  local map, err = classes.load(args.map, args.model)
-  if not map then nsl.fail(err) end
-  return map
-end
-
 -- Percentages of total within groups given by key values (or all rows).
 local function percent(totals, keys)
   local sum = {}
@@ -230,7 +223,7 @@ end
 -- classes on `nsys stats` CSV files: the rows of cuda_gpu_kern_sum and
 -- cuda_gpu_mem_time_sum, each classified by its name.
 local function classes_from_sums(trace, args, out)
-  local map = load_map(args)
+  local map = classes.of_args(args)
   local s = trace.sums
   s = s:filter(s.kind:isin{"cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum"})
   if #s == 0 then
@@ -327,7 +320,7 @@ local classified = setmetatable({}, {__mode = "k"})   -- a process's view -> its
 -- (a bad argument or map: rank 0 then fails with it as one process does).
 local function classified_ops(trace, args)
   if args.config ~= "" or args.in_file ~= "" or args.iteration ~= "" then return false end
-  local ok, map = pcall(load_map, args)
+  local ok, map = pcall(classes.of_args, args)
   if not ok then return false end
   local which = args.names == "auto" and map.names or args.names
   if which ~= "short" and which ~= "demangled" then return false end
@@ -377,7 +370,7 @@ return {
     if args.in_file ~= "" then return run_gputrc2graph(args, out) end
     if not trace then nsl.fail("classes needs a trace (nsl run classes TRACE...), --arg config=GPA.json or --arg in_file=...", "usage") end
     if #trace.kernels + #trace.memcpy + #trace.memset == 0 and #trace.sums > 0 then return classes_from_sums(trace, args, out) end
-    local map = load_map(args)
+    local map = classes.of_args(args)
     for _, w in ipairs(map.warnings) do out:finding{severity = "warning", message = w} end
     local which = args.names == "auto" and map.names or args.names
     if which ~= "short" and which ~= "demangled" then

@@ -44,7 +44,6 @@
 local nsl = require("nsl")
 local jax = require("nsl.jax")
 local classes = require("nsl.classes")
-local distributed = require("nsl.distributed")
 local gpu_ops = require("nsl.gpu_ops")
 local runs = require("nsl.runs")
 local compare = require("nsl.compare")
@@ -68,6 +67,55 @@ local function figure_formats(spec)
     list[#list + 1] = f
   end
   return list
+end
+
+--- The 0-based base run of R (--arg base; default the first); a usage error when it names none.
+local function base_of(R, args)
+  if args.base == "" then return 0 end
+  local b, err = runs.find(R, args.base)
+  if not b then nsl.fail("compare: base: " .. err, "usage") end
+  return b
+end
+
+--- The GPU operations of trace (ops_columns) with their run (R), rows of no
+-- run left out, and the rows kept (0-based rows of every operation);
+-- first: the whole trace's number of the trace's report 0 (a distributed
+-- run's view; the report column stays the view's own).
+local function run_ops(trace, args, R, first)
+  local ops = gpu_ops.table(trace, ops_columns(args))
+  local run = runs.column(R, ops.report:cast("i64") + first)
+  local keep = run:ge(0)
+  return ops:with("run", run):filter(keep), keep:indices()
+end
+
+--- The memory copies compare reads (report, kind, bytes), report numbers
+-- the whole trace's (first: as run_ops's).
+local function memcpy_of(trace, first)
+  local mc = trace.memcpy
+  mc:load{"report", "kind", "bytes"}
+  return mc:select{"report", "kind", "bytes"}:with("report", mc.report:cast("i64") + (first or 0))
+end
+
+--- The NVTX ranges compare reads (report, kind, dur, text, domain), as memcpy_of's; nil without.
+local function nvtx_of(trace, first)
+  local nv = trace.nvtx
+  if #nv == 0 then return nil end
+  nv:load{"report", "kind", "dur", "text", "domain"}
+  return nv:select{"report", "kind", "dur", "text", "domain"}:with("report", nv.report:cast("i64") + (first or 0))
+end
+
+--- The durations of the per-name tables (key, run, dur): kernels per kernel
+-- name, classes per class of every GPU operation (map; kept: run_ops's
+-- rows), nvtx per NVTX name (nvt of nsl.compare.run_parts, nil without).
+local function key_rows(trace, args, ops, kept, map, nvt)
+  local kern = ops:filter(~ops.memop)
+  local cls_names = ops.name
+  if map.names == "short" and args.names ~= "short" then   -- the map names kernels by their short names
+    cls_names = gpu_ops.table(trace, {columns = {}, names = "short"}).name:gather(kept)
+  end
+  return {kernels = nsl.table{{"key", kern.name}, {"run", kern.run}, {"dur", kern.dur}},
+          classes = nsl.table{{"key", classes.classify_column(cls_names, map)}, {"run", ops.run}, {"dur", ops.dur}},
+          nvtx = nvt}
 end
 
 --- Grouped-bar series of a side-by-side table: the first `top` keys (its
@@ -189,22 +237,12 @@ return {
     figures = {default = "png,svg", help = "formats of the figures written under --out: png, svg, both, or none"},
   },
   example = "nsl run compare 1gpu.sqlite 2gpu.zip 4gpu.zip --arg labels=\"1 GPU,2 GPU,4 GPU\" --out cmp",
-  -- parts: a distributed run's gathered columns (the step below)
+  -- parts: a distributed run's sums, per-name statistics and distributions (the collective part below)
   run = function(trace, args, out, parts)
     local formats = figure_formats(args.figures)   -- a bad value fails before anything is printed
     local R = runs.resolve(trace, args.runs, args.labels)
-    local base = 0
-    if args.base ~= "" then
-      local b, err = runs.find(R, args.base)
-      if not b then nsl.fail("compare: base: " .. err, "usage") end
-      base = b
-    end
-    local map = classes.default_map()
-    if args.map ~= "" then
-      local err
-      map, err = classes.load(args.map, args.model)
-      if not map then nsl.fail(err) end
-    end
+    local base = base_of(R, args)
+    local map = classes.of_args(args)
     for _, w in ipairs(map.warnings) do out:finding{severity = "warning", message = w} end
     local n = R.n
     local labels = R.labels
@@ -215,12 +253,20 @@ return {
                 {title = "Steady-state time per XLA program and run (ms per execution, mean over devices)", limit = limit})
       return
     end
-
-    local oc = ops_columns(args)
-    local ops = parts and distributed.ops_combine(parts.ops, oc) or gpu_ops.table(trace, oc)
-    local run = runs.column(R, ops.report)
-    ops = ops:with("run", run):filter(run:ge(0))
-    local is_kernel = ~ops.memop
+    -- the figures draw every kernel's duration: with them, rank 0 reads the trace as one process does
+    local drawn = #formats > 0 and out:carries_figures()
+    local got = parts and parts.cmp_dev and not drawn and parts
+    local W, ops, kept, st   -- (st: the per-name statistics a distributed run made; else from the rows here)
+    if got then
+      W = compare.add_run_parts{{dev = got.cmp_dev, span = got.cmp_span, opsum = got.cmp_opsum,
+                                 mcsum = got.cmp_mcsum, nvcount = got.cmp_nvcount}}
+      st = {kernels = got.cmp_kernels, classes = got.cmp_classes, nvtx = got.cmp_nvtx}
+    else
+      ops, kept = run_ops(trace, args, R, 0)
+      local P = compare.run_parts(ops, memcpy_of(trace), nvtx_of(trace), R)
+      W = compare.add_run_parts{P}
+      W.nvt = P.nvt
+    end
 
     local lines = {}
     for r = 1, n do
@@ -230,51 +276,85 @@ return {
     out:text(string.format("%d run%s:\n%s", n, n == 1 and "" or "s", table.concat(lines, "\n")))
 
     -- ---- macro: per device, then per run ----
-    local W, X = compare.whole_runs(trace, ops, R, base, parts)
-    out:table("devices", W.devices, {title = "Per device", limit = args.top > 0 and 4 * args.top or nil})
-    out:table("macro", W.macro, {title = "Whole runs: GPU time summed over devices"})
-    out:table("operations", W.operations, {title = "Whole runs: operations and transfer volumes"})
-    if W.changes then out:table("changes", W.changes, {title = "Change against the base run (% of its value)"}) end
-    local nvt = X.nvt
+    local T, X = compare.whole_runs(trace, R, base, W)
+    out:table("devices", T.devices, {title = "Per device", limit = args.top > 0 and 4 * args.top or nil})
+    out:table("macro", T.macro, {title = "Whole runs: GPU time summed over devices"})
+    out:table("operations", T.operations, {title = "Whole runs: operations and transfer volumes"})
+    if T.changes then out:table("changes", T.changes, {title = "Change against the base run (% of its value)"}) end
 
     -- ---- meso: per kernel name, class, NVTX range ----
-    local kern = ops:filter(is_kernel)
-    local kt = compare.side_by_side(nsl.table{{"key", kern.name}, {"run", kern.run}, {"dur", kern.dur}}, R, base, "Name")
+    local K = not got and key_rows(trace, args, ops, kept, map, W.nvt) or {}
+    local kt = compare.side_by_side(K.kernels, R, base, "Name", st and st.kernels)
     if kt then out:table("kernels", kt, {title = "Per kernel name", limit = limit}) end
-    local cls_names = ops.name
-    if map.names == "short" and args.names ~= "short" then
-      local short = gpu_ops.table(trace, {columns = {}, names = "short"})
-      cls_names = short.name:gather(run:ge(0):indices())
-    end
-    local cls = classes.classify_column(cls_names, map)
-    local ct = compare.side_by_side(nsl.table{{"key", cls}, {"run", ops.run}, {"dur", ops.dur}}, R, base, "Class")
+    local ct = compare.side_by_side(K.classes, R, base, "Class", st and st.classes)
     if ct then out:table("classes", ct, {title = "Per kernel class (" .. map.source .. ")", limit = limit}) end
-    local nvtt = nvt and #nvt > 0 and compare.side_by_side(nvt, R, base, "Range") or nil
+    local nvtt
+    if st or (W.nvt and #W.nvt > 0) then
+      nvtt = compare.side_by_side(W.nvt, R, base, "Range", st and st.nvtx)
+    end
     if nvtt then out:table("nvtx", nvtt, {title = "Per NVTX range name (CPU time)", limit = limit}) end
 
     -- ---- micro: distributions of single operations ----
-    out:table("distributions", compare.distributions(ops, is_kernel, R), {title = "Single operations: durations and sizes"})
+    local drows = got and got.cmp_dist_rows or (not got and compare.distribution_rows(ops))
+    out:table("distributions", compare.distributions(drows or nil, R, got and got.cmp_dist),
+              {title = "Single operations: durations and sizes"})
 
     -- ---- figures ----
-    if #formats > 0 and out:carries_figures() then
+    if drawn then
       local kdur = {}
-      local of_run = kern:slices("run")
+      local of_run = K.kernels:slices("run")
       for r = 1, n do kdur[r] = of_run(r - 1).dur end
       out:value("figures", draw_figures(out, formats, {n = n, labels = labels, kinds = X.kinds,
         kind_bytes = X.kind_bytes, memset_bytes = X.memset_bytes, macro = X.sum, kernels = kt, classes = ct,
         nvtx = nvtt, kernel_dur = kdur}))
     end
   end,
-  -- distributed (nsl.distributed): each process makes the GPU operations,
-  -- memcpy kinds and NVTX ranges of its reports; rank 0 compares the runs
+  -- distributed (nsl.distributed): the runs are resolved on every process
+  -- (every report's name and path gathered and sent to all); each process
+  -- measures its own devices and sums its operations, copies and NVTX
+  -- ranges per run and kind; the durations per kernel name, class and NVTX
+  -- name go to the process that owns each name (nsl.mpi.exchange_rows: a
+  -- hash of the name), which makes the name's statistics and Mann-Whitney
+  -- tests as one process would (they depend on the name's durations alone),
+  -- and the distributions per operation kind are aggregated together
+  -- (nsl.util.percentiles.reduce; their rows go to rank 0 where it cannot).
+  -- Rank 0 receives sums, one row per device and the names' statistics,
+  -- never an operation.  A run that draws the figures (every kernel's
+  -- duration), an nsys-jax archive or arguments rank 0 will refuse leave
+  -- the trace to rank 0, which reads it as one process does.
   distributed = {
-    step = function(trace, args)
-      local mc, nv = trace.memcpy, trace.nvtx
-      mc:load{"report", "kind", "bytes"}
-      nv:load{"report", "kind", "dur", "text", "domain"}
-      return {ops = distributed.ops_step(trace, ops_columns(args)),
-              memcpy = mc:select{"report", "kind", "bytes"},
-              nvtx = nv:select{"report", "kind", "dur", "text", "domain"}}
+    step = function() return {} end,
+    collective = function(view, args, first)
+      local mpi = nsl.mpi
+      -- the runs, as rank 0 resolves them over the whole trace
+      local reps = view.reports
+      local got, err = mpi.gather(nsl.table{{"name", reps.name}, {"path", reps.path}})
+      if not mpi.all_ok(got ~= nil, err) then return {} end
+      local all
+      all, err = mpi.bcast_table(type(got) == "table" and mpi.concat(got) or nil)
+      if not mpi.all_ok(all ~= nil, err) then return {} end
+      local ok, R, base, map = pcall(function()
+        local R = runs.resolve({reports = all}, args.runs, args.labels)
+        figure_formats(args.figures)
+        return R, base_of(R, args), classes.of_args(args)
+      end)
+      if not mpi.agree(ok and not jax.is_archive(view)) then return {} end   -- rank 0's run says why
+      local ops, kept = run_ops(view, args, R, first)
+      local W = compare.run_parts(ops, memcpy_of(view, first), nvtx_of(view, first), R)
+      local res = {cmp_dev = W.dev, cmp_span = W.span, cmp_opsum = W.opsum, cmp_mcsum = W.mcsum,
+                   cmp_nvcount = W.nvcount}
+      -- each name's durations to the process that owns it, its statistics from there
+      local K = key_rows(view, args, ops, kept, map, W.nvt)
+      for _, k in ipairs{"kernels", "classes", "nvtx"} do
+        local t = K[k] or nsl.table{{"key", nsl.column{""}}, {"run", nsl.rep(0, 1)}, {"dur", nsl.rep(0, 1)}}:head(0)
+        local mine, xerr = mpi.exchange_rows(t, mpi.owners(t.key))
+        if not mpi.all_ok(mine ~= nil, xerr) then return {} end
+        res["cmp_" .. k] = compare.key_stats(mine, R, base)
+      end
+      local rows = compare.distribution_rows(ops)
+      res.cmp_dist = compare.reduce_distributions(rows)
+      if not res.cmp_dist then res.cmp_dist_rows = rows end
+      return res
     end,
   },
 }

@@ -222,6 +222,16 @@ function M.load(path, key)
   return map
 end
 
+--- The map an analysis's arguments name: --arg map (a JSON file, M.load;
+-- --arg model picks one of several), else the built-in one (M.default_map).
+-- Fails with M.load's message.
+function M.of_args(args)
+  if args.map == "" then return M.default_map() end
+  local map, err = M.load(args.map, args.model)
+  if not map then nsl.fail(err) end
+  return map
+end
+
 --- The class of every row of a string column of names under map (each
 -- distinct name classified once; rows mapped in C).
 function M.classify_column(names, map)

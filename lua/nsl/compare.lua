@@ -51,17 +51,48 @@ local function pct_column(part, whole)
   return nullable(v, #p, 0.0)
 end
 
---- Side-by-side statistics of durations: t has columns key (string), run
--- (0-based) and dur.  Returns the nsl table described in the header (key
--- column named key_label) and the keys in order.
-local function side_by_side(t, R, base, key_label)
-  -- a NULL key (a kernel whose name id a damaged export's strings lack, and so its class) is one group of its
-  -- own, NULL in the table as summary and classes show it; Lua tables take no nil key, so a stand-in meanwhile
-  local NULL_KEY = "\0NULL"
+-- a NULL key (a kernel whose name id a damaged export's strings lack, and so its class) is one group of its
+-- own, NULL in the table as summary and classes show it; Lua tables take no nil key, so a stand-in meanwhile
+local NULL_KEY = "\0NULL"
+
+--- The statistics M.side_by_side reads of the durations t (columns key:
+-- string, run: 0-based, dur), per key and run that has it: the columns of
+-- nsl.util.percentiles.table (key, run, Count, d total, d mean, d p50 ..,
+-- d max) and mw, the two-sided p of a Mann-Whitney U test of the run's
+-- durations of the key against the base run's (NULL for the base run and
+-- where either has fewer than 3).  Each key's rows depend on its own
+-- durations alone, in any order: the statistics of a share of the keys
+-- (a distributed run's, every key's rows in one process) are those rows
+-- of the statistics of all keys.  NULL keys are the stand-in NULL_KEY.
+function M.key_stats(t, R, base)
   if t.key:isnull():count() > 0 then t = t:with("key", nsl.coalesce(t.key, NULL_KEY)) end
   local p = percentiles.table(t, {"key", "run"}, {{col = "dur", label = "d", unit = "ns", total = true}}, {qs = QS})
+  -- Mann-Whitney U tests of every other run against the base
+  local mw = {}
+  local of_run = t:with("_row", nsl.range(#t)):slices("run")   -- the rows of each run once, not a filter per run
+  local base_rows = of_run(base)
+  for r = 0, R.n - 1 do
+    if r ~= base then
+      local sel = nsl.concat_tables({base_rows, of_run(r)}):sort("_row")   -- both runs' rows in t's order
+      mw[r] = stats.mann_whitney(nsl.table{{"key", sel.key}, {"dur", sel.dur}, {"side", sel.run:eq(r):cast("i64")}})
+    end
+  end
+  local pkey, prun, v = p.key:totable(), p.run:totable(), {}
+  for i = 1, #p do
+    local test = prun[i] ~= base and mw[prun[i]][pkey[i]]
+    if test and test.n1 >= 3 and test.n2 >= 3 then v[i] = test.p end
+  end
+  return p:with("mw", nullable(v, #p, 0.0))
+end
+
+--- Side-by-side statistics of durations from p, the statistics of every
+-- key (M.key_stats, of all keys at once or the rows of shares of them
+-- concatenated, in any order).  Returns the nsl table described in the
+-- header (key column named key_label) and the keys in order.
+local function assemble(p, R, base, key_label)
   local pkey, prun, pn = p.key:totable(), p.run:totable(), p.Count:totable()
   local ptotal, pmean, pmax = p["d total (ns)"]:totable(), p["d mean (ns)"]:totable(), p["d max (ns)"]:totable()
+  local pmw = p.mw:totable()
   local pq = {}
   for j, q in ipairs(QS) do pq[j] = p["d " .. percentiles.label(q) .. " (ns)"]:totable() end
   local cell, best, run_total = {}, {}, {}
@@ -78,16 +109,6 @@ local function side_by_side(t, R, base, key_label)
     if best[a] ~= best[b] then return best[a] > best[b] end
     return a < b
   end)
-  -- Mann-Whitney U tests of every other run against the base
-  local mw = {}
-  local of_run = t:with("_row", nsl.range(#t)):slices("run")   -- the rows of each run once, not a filter per run
-  local base_rows = of_run(base)
-  for r = 0, R.n - 1 do
-    if r ~= base then
-      local sel = nsl.concat_tables({base_rows, of_run(r)}):sort("_row")   -- both runs' rows in t's order
-      mw[r] = stats.mann_whitney(nsl.table{{"key", sel.key}, {"dur", sel.dur}, {"side", sel.run:eq(r):cast("i64")}})
-    end
-  end
   local c = {run = {}, key = {}, n = {}, total = {}, share = {}, mean = {}, max = {}, dtotal = {}, dmed = {}, p = {}}
   for j = 1, #QS do c["q" .. j] = {} end
   if #keys == 0 then return nil, keys end
@@ -107,8 +128,7 @@ local function side_by_side(t, R, base, key_label)
       if r ~= base then
         c.dtotal[row] = change(c.total[row], bi and ptotal[bi] or 0)
         c.dmed[row] = change(i and pq[MED][i], bi and pq[MED][bi])
-        local test = mw[r][k]
-        if test and test.n1 >= 3 and test.n2 >= 3 then c.p[row] = test.p end
+        c.p[row] = i and pmw[i] or nil
       end
     end
   end
@@ -124,6 +144,15 @@ local function side_by_side(t, R, base, key_label)
   return nsl.table(cols), keys
 end
 
+--- Side-by-side statistics of durations: t has columns key (string), run
+-- (0-based) and dur; or, with stats, the statistics of its keys already
+-- made (M.key_stats of every key: a distributed run's, t unread).  Returns
+-- the nsl table described in the header (key column named key_label) and
+-- the keys in order.
+local function side_by_side(t, R, base, key_label, stats_made)
+  return assemble(stats_made or M.key_stats(t, R, base), R, base, key_label)
+end
+
 --- Per-run sums of a per-device column (devices table d with a run column).
 local function per_run_sum(d, col, n)
   local s = {}
@@ -133,32 +162,78 @@ local function per_run_sum(d, col, n)
   return s
 end
 
---- Group sums of `value` per (run, key) as a lookup [run][key] (runs 1-based).
-local function sums_by(t, key, value, what)
-  local a = t:group_by("run", key):agg{"n=count", "s=sum(" .. value .. ")"}
+--- The values of column `value` of an aggregate t (one row per run and
+-- key) as a lookup [run][key] (runs 1-based; a NULL value, e.g. the sum of
+-- no bytes, is 0).
+local function lookup(t, key, value)
   local m = {}
-  local run, k, n, s = a.run:totable(), a[key]:totable(), a.n:totable(), a.s:totable()
-  for i = 1, #a do
+  local run, k, v = t.run:totable(), t[key]:totable(), t[value]:totable()
+  for i = 1, #t do
     m[run[i] + 1] = m[run[i] + 1] or {}
-    m[run[i] + 1][k[i]] = what == "n" and n[i] or (s[i] or 0)
+    m[run[i] + 1][k[i]] = v[i] or 0
   end
   return m
 end
 
 M.side_by_side = side_by_side
 
---- The whole runs of R over ops (nsl.gpu_ops.table with names, memop,
--- kind and bytes, a `run` column added, rows of no run left out), against
--- run `base` (0-based); parts: a distributed run's memcpy and nvtx tables
--- (else the trace's).  Returns the tables devices, macro, operations and
--- changes (nil for one run), and what the figures and the per-name tables
--- read: {sum (per-run sums of the device sets), kinds (memcpy kinds),
--- kind_bytes(r, kind), memset_bytes (per run), nvt (NVTX ranges: run, key,
--- dur; nil without)}.
-function M.whole_runs(trace, ops, R, base, parts)
+--- What M.whole_runs reads, from ops (nsl.gpu_ops.table with names, memop,
+-- kind and bytes, a `run` column added, rows of no run left out), the
+-- memory copies mc (report, kind, bytes) and the NVTX ranges nv (report,
+-- kind, dur, text, domain; nil or empty: none) of some reports of the
+-- trace (report numbers the trace's), per device or summed per run and
+-- kind, so that those of several shares of the reports (a distributed
+-- run's processes) add up to those of all: {dev (nsl.overlap.per_device),
+-- span (run, lo, hi), opsum (run, cat, n, dur, bytes: the operations per
+-- kind), mcsum (run, kind, bytes: the copies per direction), nvcount (run,
+-- n)}, and nvt (run, key: the name less PyTorch's suffixes, dur: the
+-- push/pop and start/end ranges with a duration; nil without ranges).
+function M.run_parts(ops, mc, nv, R)
+  local W = {dev = overlap.per_device(ops)}
+  W.span = ops:group_by("run"):agg{"lo=min(start)", "hi=max(stop)"}
+  W.opsum = ops:select{"run", "dur", "bytes"}:with("cat", ops.kind):group_by("run", "cat")
+    :agg{"n=count", "dur=sum(dur)", "bytes=sum(bytes)"}
+  local mcr = runs.column(R, mc.report)
+  W.mcsum = nsl.table{{"run", mcr}, {"kind", mc.kind}, {"bytes", mc.bytes}}:filter(mcr:ge(0))
+    :group_by("run", "kind"):agg{"bytes=sum(bytes)"}
+  if nv and #nv > 0 then
+    local nvr = runs.column(R, nv.report)
+    local _, label = nvtx.names(nv, {strip = nvtx.pytorch_suffixes})
+    W.nvt = nsl.table{{"run", nvr}, {"key", label}, {"dur", nv.dur}}
+      :filter(nvr:ge(0) & nv.kind:isin{"push_pop", "start_end"} & ~nv.dur:isnull())
+    W.nvcount = W.nvt:group_by("run"):agg{"n=count"}
+  else
+    W.nvcount = nsl.table{{"run", nsl.rep(0, 0)}, {"n", nsl.rep(0, 0)}}
+  end
+  return W
+end
+
+--- The parts of M.run_parts of several shares of the reports (a list, in
+-- report order) as those of all: the devices one after the other, the
+-- sums added up.
+function M.add_run_parts(list)
+  local function cat(name)
+    local t = {}
+    for i, W in ipairs(list) do t[i] = W[name] end
+    return nsl.mpi.concat(t)
+  end
+  local span, opsum, mcsum, nvc = cat("span"), cat("opsum"), cat("mcsum"), cat("nvcount")
+  return {dev = cat("dev"), span = span:group_by("run"):agg{"lo=min(lo)", "hi=max(hi)"},
+          opsum = opsum:group_by("run", "cat"):agg{"n=sum(n)", "dur=sum(dur)", "bytes=sum(bytes)"},
+          mcsum = mcsum:group_by("run", "kind"):agg{"bytes=sum(bytes)"},
+          nvcount = nvc:group_by("run"):agg{"n=sum(n)"}}
+end
+
+--- The whole runs of R from W (M.run_parts of the trace, or of a
+-- distributed run's shares added up: M.add_run_parts) against run `base`
+-- (0-based).  Returns the tables devices, macro, operations and changes
+-- (nil for one run), and what the figures and the per-name tables read:
+-- {sum (per-run sums of the device sets), kinds (memcpy kinds),
+-- kind_bytes(r, kind), memset_bytes (per run)}.
+function M.whole_runs(trace, R, base, W)
   local n, labels = R.n, R.labels
   -- ---- macro: per device, then per run ----
-  local dev = overlap.per_device(ops)
+  local dev = W.dev
   local drun = runs.column(R, dev.report)
   dev = dev:with("run", drun)
   local rep_names = trace.reports.name
@@ -168,7 +243,7 @@ function M.whole_runs(trace, ops, R, base, parts)
     {"Compute Only (ns)", dev.compute_only}, {"NCCL Only (ns)", dev.nccl_only}, {"Both (ns)", dev.both},
     {"Memory Only (ns)", dev.memory_only}, {"NCCL Hidden (%)", pct_column(dev.both, dev.nccl)}}
 
-  local span_g = ops:group_by("run"):agg{"lo=min(start)", "hi=max(stop)"}
+  local span_g = W.span
   local gspan = {}
   for i = 1, #span_g do gspan[span_g.run[i] + 1] = span_g.hi[i] - span_g.lo[i] end
   local ndev = {}
@@ -192,29 +267,12 @@ function M.whole_runs(trace, ops, R, base, parts)
     {"NCCL Hidden (%)", nullable(m.hidden, n, 0.0)}}
 
   -- operations and transfer volumes
-  local opc = ops:select{"run", "dur", "bytes"}:with("cat", ops.kind)
-  local cnt, tim, byt = sums_by(opc, "cat", "dur", "n"), sums_by(opc, "cat", "dur"), sums_by(opc, "cat", "bytes")
-  local mc = parts and parts.memcpy or trace.memcpy
-  if not parts then mc:load{"report", "kind", "bytes"} end
-  local mcr = runs.column(R, mc.report)
-  local mct = nsl.table{{"run", mcr}, {"kind", mc.kind}, {"bytes", mc.bytes}}:filter(mcr:ge(0))
-  local kinds = mct.kind:unique():totable()
+  local cnt, tim, byt = lookup(W.opsum, "cat", "n"), lookup(W.opsum, "cat", "dur"), lookup(W.opsum, "cat", "bytes")
+  local kinds = W.mcsum.kind:unique():totable()
   table.sort(kinds)
-  local kbytes = sums_by(mct, "kind", "bytes")
-  local nv = parts and parts.nvtx or trace.nvtx
-  local nvt
-  if #nv > 0 then
-    if not parts then nv:load{"report", "kind", "dur", "text", "domain"} end
-    local nvr = runs.column(R, nv.report)
-    local _, label = nvtx.names(nv, {strip = nvtx.pytorch_suffixes})
-    nvt = nsl.table{{"run", nvr}, {"key", label}, {"dur", nv.dur}}
-      :filter(nvr:ge(0) & nv.kind:isin{"push_pop", "start_end"} & ~nv.dur:isnull())
-  end
+  local kbytes = lookup(W.mcsum, "kind", "bytes")
   local nvcount = {}
-  if nvt then
-    local a = nvt:group_by("run"):agg{"n=count"}
-    for i = 1, #a do nvcount[a.run[i] + 1] = a.n[i] end
-  end
+  for i = 1, #W.nvcount do nvcount[W.nvcount.run[i] + 1] = W.nvcount.n[i] end
   local metrics = {}   -- {name, values[1..n]} for the operations and changes tables
   local function metric(name, f)
     local v = {}
@@ -258,18 +316,33 @@ function M.whole_runs(trace, ops, R, base, parts)
   local mset = {}
   for r = 1, n do mset[r] = get(byt, r, "memset") end
   return {devices = devices, macro = macro, operations = operations, changes = changes}, {
-    sum = sum, kinds = kinds, kind_bytes = function(r, k) return get(kbytes, r, k) end, memset_bytes = mset, nvt = nvt}
+    sum = sum, kinds = kinds, kind_bytes = function(r, k) return get(kbytes, r, k) end, memset_bytes = mset}
 end
 
---- The distributions of single operations of ops (as M.whole_runs) per
--- kind (kernels, each memcpy label, the memset) and run: instances, total,
--- mean, percentiles and max of the duration and of the bytes.
-function M.distributions(ops, is_kernel, R)
-  -- ---- micro: distributions of single operations ----
-  local opname = nsl.where(is_kernel, "kernels", ops.name)
-  local d = percentiles.table(ops:select{"run", "dur", "bytes"}:with("op", opname), {"op", "run"},
-    {{col = "dur", label = "Duration", unit = "ns", total = true}, {col = "bytes", label = "Bytes", total = true}},
-    {qs = QS})
+-- the values of the distributions of single operations
+local DIST_VALUES = {{col = "dur", label = "Duration", unit = "ns", total = true},
+                     {col = "bytes", label = "Bytes", total = true}}
+
+--- The rows M.distributions groups, from ops (as M.run_parts'): op (the
+-- kind: kernels, each memcpy label, the memset), run, dur, bytes.
+function M.distribution_rows(ops)
+  return ops:select{"run", "dur", "bytes"}:with("op", nsl.where(~ops.memop, "kernels", ops.name))
+end
+
+--- The groups' figures M.distributions makes of the rows (M.distribution_rows)
+-- of every process of an MPI job (collective; nsl.util.percentiles.reduce:
+-- the same bits, percentiles included): for its aggregates on rank 0, nil
+-- on every process where they cannot be made (the rows go instead).
+function M.reduce_distributions(rows)
+  return percentiles.reduce(rows, {"op", "run"}, DIST_VALUES, {qs = QS})
+end
+
+--- The distributions of single operations per kind (kernels, each memcpy
+-- label, the memset) and run: instances, total, mean, percentiles and max
+-- of the duration and of the bytes; of rows (M.distribution_rows), or of
+-- the aggregates of a distributed run (M.reduce_distributions; rows unread).
+function M.distributions(rows, R, aggregates)
+  local d = percentiles.table(rows, {"op", "run"}, DIST_VALUES, {qs = QS, aggregates = aggregates})
   local rank = d.op:map(function(s) return s == "kernels" and "0" or (s == MEMSET and "2" or "1" .. s) end)
   d = d:with("_rank", rank):sort("_rank", "run")
   local dcols = {{"Run", runs.labels(R, d.run)}, {"Operation", d.op}}

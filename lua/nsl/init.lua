@@ -73,6 +73,50 @@ function M.mpi.concat(got)
   return #tabs == 1 and tabs[1] or M.concat_tables(tabs)
 end
 
+--- nsl.mpi.exchange_rows(t, dest) (collective) -> the rows every process
+-- sent this one, as one table (the senders in rank order, each one's rows
+-- in its order; no rows: t's columns), from t's rows sent to the processes
+-- dest names (an i64 column, one 0-based MPI rank per row); nil and a
+-- message as nsl.mpi.gather's.  One grouping of t by destination
+-- (t:slices), then one exchange (nsl.mpi.exchange): what a process sends
+-- and receives grows with its rows, not with the processes times the rows.
+function M.mpi.exchange_rows(t, dest)
+  local P = M.mpi.start()
+  local list = {}
+  if #t > 0 then
+    local cols = t:columns()
+    local slice = t:with("_to", dest):slices("_to")
+    for d = 0, P - 1 do
+      local s = slice(d)
+      if #s > 0 then list[d + 1] = s:select(cols) end
+    end
+  end
+  local got, err = M.mpi.exchange(list)
+  if not got then return nil, err end
+  local all = M.mpi.concat(got)
+  return all and #all > 0 and all or t:head(0)
+end
+
+--- nsl.mpi.owners(keys) -> an i64 column: the MPI rank that owns each
+-- row's string of column keys (a hash of its bytes, FNV-1a, modulo the
+-- processes), the same on every process whatever its dictionary; NULL:
+-- rank 0.  Each distinct string is hashed once.
+function M.mpi.owners(keys)
+  local P = M.mpi.start()
+  if P == 1 or #keys == 0 then return M.rep(0, #keys) end
+  local u = keys:unique()
+  local own = {}
+  for i = 1, #u do
+    local s, h = u[i], 2166136261
+    if s ~= nil then
+      for k = 1, #s do h = ((h ~ s:byte(k)) * 16777619) & 0xffffffff end
+    end
+    own[i] = s ~= nil and h % P or 0
+  end
+  local j = M.table{{"k", keys}}:join(M.table{{"k", u}, {"o", M.column(own)}}, {"k"}, {"o"})
+  return M.coalesce(j.o, 0)
+end
+
 --- nsl.mpi.all_ok(ok, err) (collective) -> true when every process passed
 -- a true ok, else false; where ok is false it raises err instead, so that
 -- the run fails with that process's message while the others, told by the

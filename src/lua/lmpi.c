@@ -1,7 +1,7 @@
 /* lmpi.c -- distributed runs in Lua: nsl.mpi.start(), nsl.mpi.open(paths)
  * (a split trace: dist:view(), dist:trace(), dist:subtrace(reports),
  * dist:share(), dist:serve(), dist:quit()), nsl.mpi.agree(ok, msg),
- * nsl.mpi.gather(table), nsl.mpi.bcast(n), nsl.mpi.seconds(),
+ * nsl.mpi.gather(table), nsl.mpi.exchange(tables), nsl.mpi.bcast(n), nsl.mpi.seconds(),
  * nsl.mpi.wtime().  The policy (which analysis step runs where) is
  * lua/nsl/distributed.lua's; MPI itself stays in src/mpi. */
 #include <stdio.h>
@@ -417,6 +417,62 @@ static int l_bcast_table(lua_State *L) {
   return 1;
 }
 
+/* nsl.mpi.exchange(list) (collective) -> a list: what each process sent
+ * this one (index rank + 1: a table, or false where it sent none), from
+ * list[d + 1] sent to process d (a table, or nil/false: none; its own is
+ * kept).  nil and a message instead of raising when a table cannot be
+ * sent or read, to be agreed on (nsl.mpi.agree) as gather's; a process
+ * whose tables cannot be encoded still takes part, sending none. */
+static int l_exchange(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int P = nsl__comm_size();
+  void **bufs = calloc((size_t)P, sizeof *bufs);
+  size_t *lens = calloc((size_t)P, sizeof *lens);
+  nsl_error err = {0};
+  nsl_status rc = bufs && lens ? NSL_OK : nsl_error_set(&err, NSL_ERR_NOMEM, "out of memory");
+  for (int d = 0; rc == NSL_OK && d < P; d++) {
+    lua_geti(L, 1, d + 1);
+    if (luaL_testudata(L, -1, NSL_TABLE_MT)) rc = encode_table(nsl__checktable(L, -1), 0, &bufs[d], &lens[d], &err);
+    lua_pop(L, 1);
+  }
+  static const char none = 0;
+  const void **out = calloc((size_t)P, sizeof *out);
+  size_t *olen = calloc((size_t)P, sizeof *olen);
+  if (rc == NSL_OK && (!out || !olen)) rc = nsl_error_set(&err, NSL_ERR_NOMEM, "out of memory");
+  for (int d = 0; out && olen && d < P; d++) {   /* (after a failure: nothing sent, but the exchange still runs) */
+    out[d] = rc == NSL_OK && bufs[d] ? bufs[d] : &none;
+    olen[d] = rc == NSL_OK && bufs ? lens[d] : 0;
+  }
+  void **in = NULL;
+  size_t *ilen = NULL;
+  nsl_error xerr = {0};
+  nsl_status xrc = out && olen ? nsl__comm_exchange(out, olen, &in, &ilen, &xerr) : NSL_ERR_NOMEM;
+  for (int d = 0; bufs && d < P; d++) free(bufs[d]);
+  free(bufs), free(lens), free(out), free(olen);
+  if (rc != NSL_OK || xrc != NSL_OK) {
+    for (int s = 0; in && s < P; s++) free(in[s]);
+    free(in), free(ilen);
+    if (rc == NSL_OK && xrc == NSL_ERR_NOMEM && !xerr.msg[0]) nsl_error_set(&xerr, NSL_ERR_NOMEM, "out of memory");
+    return nsl__push_fail(L, rc != NSL_OK ? &err : &xerr);
+  }
+  lua_createtable(L, P, 0);
+  for (int s = 0; s < P; s++) {
+    if (ilen[s] == 0) lua_pushboolean(L, 0);
+    else if (!push_decoded(L, in[s], ilen[s], &err)) {
+      for (int k = s; k < P; k++) free(in[k]);
+      free(in), free(ilen);
+      lua_pushnil(L);
+      lua_pushfstring(L, "table from MPI rank %d: %s", s, err.msg);
+      return 2;
+    }
+    free(in[s]);
+    in[s] = NULL;
+    lua_rawseti(L, -2, s + 1);
+  }
+  free(in), free(ilen);
+  return 1;
+}
+
 /* nsl.mpi.allreduce(col, op) (collective) -> an i64 column: col (i64, of
  * one length on every process) reduced elementwise over the processes by
  * op, "sum" (wrapping), "min" or "max"; the same on every process.  Raises
@@ -480,6 +536,7 @@ static const luaL_Reg dist_methods[] = {{"view", dist_view},   {"trace", dist_tr
 static const luaL_Reg dist_meta[] = {{"__gc", dist_gc}, {"__close", dist_gc}, {NULL, NULL}};
 static const luaL_Reg funcs[] = {{"start", l_start},     {"open", l_open},   {"agree", l_agree},
                                  {"gather", l_gather},   {"bcast", l_bcast}, {"bcast_table", l_bcast_table},
+                                 {"exchange", l_exchange},
                                  {"allreduce", l_allreduce},
                                  {"seconds", l_seconds}, {"wtime", l_wtime}, {NULL, NULL}};
 

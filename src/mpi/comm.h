@@ -7,8 +7,9 @@
  *      an MPI launcher (mpirun, srun) and returns the number of processes;
  *      without a launcher it is 1 and no MPI call is ever made.
  *   2. nsl__comm_rank/size say who this process is.
- *   3. Point-to-point byte messages of any size (send/recv), a broadcast
- *      and a gather to rank 0, and an all-reduce of a status, which every
+ *   3. Point-to-point byte messages of any size (send/recv), a broadcast,
+ *      a gather to rank 0, an exchange of every process with every other
+ *      (all-to-all), and an all-reduce of a status, which every
  *      process reaches before any data moves, so a failure never hangs.
  *   4. MPI is finalized at exit. */
 #ifndef NSL_MPI_COMM_H
@@ -43,6 +44,16 @@ nsl_status nsl__comm_bcast(void **buf, size_t *len, nsl_error *err);
 /* Gathers every process's buffer on rank 0 in rank order: bufs[r], lens[r]
  * (rank 0's own is copied); elsewhere bufs/lens are left NULL (collective). */
 nsl_status nsl__comm_gather(const void *buf, size_t len, void ***bufs, size_t **lens, nsl_error *err);
+/* Sends bufs[d] (lens[d] bytes; NULL with 0: nothing) to every process d,
+ * its own kept, and receives what each process s sent it: (*in_bufs)[s],
+ * (*in_lens)[s] (collective; free() each buffer and both arrays; a
+ * buffer is never NULL on success).  The lengths go first (an all-to-all),
+ * every process allocates what will come and they agree on it before any
+ * data moves, so an allocation that fails anywhere fails everywhere and
+ * never leaves a sender waiting; then one pairwise step per other process
+ * (step k: to rank + k, from rank - k). */
+nsl_status nsl__comm_exchange(const void *const *bufs, const size_t *lens, void ***in_bufs, size_t **in_lens,
+                              nsl_error *err);
 /* Seconds spent inside communication calls since the start (benchmarks). */
 double nsl__comm_seconds(void);
 /* Bytes this process sent and received in messages since the start. */

@@ -196,6 +196,80 @@ nsl_status nsl__comm_gather(const void *buf, size_t len, void ***bufs, size_t **
   return NSL_OK;
 }
 
+/* Tag of the exchange's messages. */
+#define EXCHANGE_TAG 1002
+
+/* Frees n buffers and the arrays. */
+static void free_bufs(void **b, size_t *l, int n) {
+  for (int i = 0; b && i < n; i++) free(b[i]);
+  free(b);
+  free(l);
+}
+
+nsl_status nsl__comm_exchange(const void *const *bufs, const size_t *lens, void ***in_bufs, size_t **in_lens,
+                              nsl_error *err) {
+  *in_bufs = NULL;
+  *in_lens = NULL;
+  int P = joined ? my_size : 1, me = joined ? my_rank : 0;
+  void **ib = calloc((size_t)P, sizeof *ib);
+  size_t *il = calloc((size_t)P, sizeof *il);
+  uint64_t *out_n = calloc((size_t)P, sizeof *out_n), *in_n = calloc((size_t)P, sizeof *in_n);
+  MPI_Request *req = NULL;
+  int ok = ib && il && out_n && in_n;
+  double t = now();
+  /* 1. the lengths, once every process has its arrays */
+  if (joined) ok = nsl__comm_allmin(ok);
+  int rc = MPI_SUCCESS;
+  if (ok) {
+    for (int d = 0; d < P; d++) out_n[d] = lens[d];
+    if (joined) rc = MPI_Alltoall(out_n, 1, MPI_UINT64_T, in_n, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    else in_n[0] = out_n[0];
+  }
+  /* 2. room for what comes, agreed on */
+  size_t most = 1;   /* chunks of one step, either way */
+  for (int s = 0; ok && rc == MPI_SUCCESS && s < P; s++) {
+    il[s] = (size_t)in_n[s];
+    if (!(ib[s] = malloc(il[s] ? il[s] : 1))) ok = 0;
+    size_t k = (il[s] + CHUNK - 1) / CHUNK + (out_n[s] + CHUNK - 1) / CHUNK;
+    if (k > most) most = k;
+  }
+  if (ok && rc == MPI_SUCCESS && !(req = malloc(most * sizeof *req))) ok = 0;
+  if (joined) ok = nsl__comm_allmin(ok && rc == MPI_SUCCESS);
+  if (!ok) {
+    comm_secs += now() - t;
+    free(out_n), free(in_n), free(req);
+    free_bufs(ib, il, P);
+    return rc != MPI_SUCCESS ? failed(err, "exchanging lengths", me)
+                             : nsl_error_set(err, NSL_ERR_NOMEM, "out of memory exchanging tables between MPI ranks");
+  }
+  /* 3. its own, then one step per other process: both sides know every length, so each posts its chunks */
+  if (il[me]) memcpy(ib[me], bufs[me], il[me]);
+  int peer = me;
+  for (int step = 1; rc == MPI_SUCCESS && step < P; step++) {
+    int dest = (me + step) % P, src = (me - step + P) % P, nr = 0;
+    for (size_t off = 0; rc == MPI_SUCCESS && off < il[src]; off += CHUNK) {
+      size_t k = il[src] - off < CHUNK ? il[src] - off : CHUNK;
+      rc = MPI_Irecv((char *)ib[src] + off, (int)k, MPI_BYTE, src, EXCHANGE_TAG, MPI_COMM_WORLD, &req[nr++]);
+    }
+    for (size_t off = 0; rc == MPI_SUCCESS && off < lens[dest]; off += CHUNK) {
+      size_t k = lens[dest] - off < CHUNK ? lens[dest] - off : CHUNK;
+      rc = MPI_Isend((const char *)bufs[dest] + off, (int)k, MPI_BYTE, dest, EXCHANGE_TAG, MPI_COMM_WORLD, &req[nr++]);
+    }
+    if (rc == MPI_SUCCESS && nr > 0) rc = MPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
+    comm_bytes += (double)il[src] + (double)lens[dest];
+    peer = src;
+  }
+  comm_secs += now() - t;
+  free(out_n), free(in_n), free(req);
+  if (rc != MPI_SUCCESS) {
+    free_bufs(ib, il, P);
+    return failed(err, "an exchange", peer);
+  }
+  *in_bufs = ib;
+  *in_lens = il;
+  return NSL_OK;
+}
+
 void nsl__comm_abort(int code) {
   if (joined) MPI_Abort(MPI_COMM_WORLD, code);
   exit(code);

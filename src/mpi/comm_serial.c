@@ -54,4 +54,9 @@ nsl_status nsl__comm_gather(const void *buf, size_t len, void ***bufs, size_t **
   return NSL_OK;
 }
 
+nsl_status nsl__comm_exchange(const void *const *bufs, const size_t *lens, void ***in_bufs, size_t **in_lens,
+                              nsl_error *err) {
+  return nsl__comm_gather(bufs[0], lens[0], in_bufs, in_lens, err);   /* one process: its own */
+}
+
 void nsl__comm_abort(int code) { exit(code); }

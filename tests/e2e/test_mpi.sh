@@ -18,6 +18,17 @@ for np in $NPS; do
   same_as_one "straggler" $np run straggler "${RANKS[@]}"; form_was straggler distributed
   same_as_one "compare" $np run compare "${RANKS[@]}" --arg runs=1+2+3+4+5,6+7+8+9+10
   form_was compare distributed
+  # its processes send sums, a row per device and the per-name statistics made where each name's durations went
+  # (nsl.mpi.exchange_rows), never the operations', copies' or NVTX ranges' rows
+  gathered=$(grep 'nsl: mpi: gathered (bytes):' "$TMP/many.err")
+  if [ -n "$gathered" ] && ! grep -qE '(: |, )(ops|memcpy|nvtx|cmp_dist_rows) [0-9]' <<< "$gathered" &&
+     grep -q 'cmp_kernels [0-9]' <<< "$gathered" && grep -q 'cmp_dev [0-9]' <<< "$gathered" &&
+     grep -q 'cmp_dist [0-9]' <<< "$gathered"; then
+    ok "compare on $np: sums, devices and per-name statistics gathered, no operation or range rows"
+  else bad "compare on $np gathered: ${gathered:-no statistics line}"; fi
+  read_none "compare on $np: rank 0 reads none of the other processes' tables"
+  same_as_one "compare (json): every report a run, the third the base, short names" $np run compare "${RANKS[@]}" \
+    --arg runs=report --arg base=3 --arg names=short --format json
   same_as_one "diagnose (json)" $np run diagnose "${RANKS[@]}" --format json; form_was diagnose distributed
   # its processes send per-GPU tables (gt_*), the blocking calls' tables (ct_*) and their GPUs' ledger rows, never
   # the GPU operations', CUDA calls' or memory operations' rows
@@ -63,6 +74,8 @@ same_as_one "summary --out" 3 run summary "${RANKS[@]}" --out @OUT@
 same_as_one "launch --out (its figure draws every launch: the kernels read)" 3 run launch "${RANKS[@]}" --out @OUT@
 same_as_one "gaps --out (its figure draws every gap: the operations read)" 3 run gaps "${RANKS[@]}" --out @OUT@
 same_as_one "ledger --out (tables, figure)" 3 run ledger "${RANKS[@]}" --out @OUT@
+same_as_one "compare --out (its figures draw every kernel: the operations read)" 3 run compare "${RANKS[@]}" \
+  --arg runs=1+2+3+4+5,6+7+8+9+10 --out @OUT@
 same_as_one "straggler finds rank5" 4 run straggler "${RANKS[@]}" --fail-on warning
 grep -q "rank5:gpu0 is a straggler" "$TMP/many.out" && ok "the planted straggler is named" ||
   bad "the planted straggler is not named: $(head -3 "$TMP/many.out")"

@@ -405,6 +405,61 @@ rc=$?
   grep -q "^nsl: .*MPI rank 1: test.fails: this computation cannot be made" "$TMP/bad.err" &&
   ok "a computation failing in the process holding the report fails the run with one line naming it, exit 1" ||
   bad "failing computation: exit $rc: $(head -3 "$TMP/bad.err")"
+# rows sent to the processes that own them (nsl.mpi.exchange_rows): every row arrives once, at the process its
+# destination names, the senders in rank order; a string's owner (nsl.mpi.owners) is the same on every process,
+# whatever its dictionary holds; a process with nothing to send still takes part
+cat > "$TMP/exchange.lua" <<'EOF'
+local nsl = require("nsl")
+local function rows_of(me) return me == 1 and 0 or 1000 + 37 * me end   -- (MPI rank 1 sends nothing)
+return {name = "exchange", description = "rows exchanged between the processes", args = {},
+  distributed = {
+    step = function() return {} end,
+    collective = function()
+      local P, me = nsl.mpi.start()
+      local n = rows_of(me)
+      local to = {}
+      for k = 0, n - 1 do to[k + 1] = (k * 7 + me) % P end
+      local t = nsl.table{{"src", nsl.rep(me, n)}, {"i", nsl.range(n)}, {"to", n > 0 and nsl.column(to) or nsl.rep(0, 0)}}
+      local got = assert(nsl.mpi.exchange_rows(t, t.to))
+      local ok = #got == 0 or got.to:eq(me):count() == #got
+      if #got >= 2 then   -- the senders in rank order
+        ok = ok and (got.src:gather(nsl.range(#got - 1) + 1) - got.src:gather(nsl.range(#got - 1))):min() >= 0
+      end
+      -- (names in another order on every other process: their dictionaries number them differently)
+      local names = {"alpha", "beta", "gamma", "delta", "ncclKernel_AllReduce", "sm90_xmma_gemm"}
+      if me % 2 == 1 then
+        for k = 1, #names // 2 do names[k], names[#names + 1 - k] = names[#names + 1 - k], names[k] end
+      end
+      local keys = nsl.column(names)
+      return {x = nsl.table{{"got", nsl.rep(#got, 1)}, {"ok", nsl.rep(ok and 1 or 0, 1)},
+                            {"sum", nsl.rep(#got > 0 and got.i:sum() or 0, 1)}},
+              owners = nsl.table{{"name", keys}, {"owner", nsl.mpi.owners(keys)}}:sort("name")}
+    end},
+  run = function(trace, args, out, parts)
+    if not parts then return out:text("one process") end
+    local x, o = parts.x, parts.owners
+    local want, want_sum = 0, 0
+    for me = 0, #x - 1 do
+      local n = rows_of(me)
+      want, want_sum = want + n, want_sum + n * (n - 1) // 2
+    end
+    local same, per = true, #o // #x   -- every process's owners, one block per process: all alike
+    for k = 1, #x - 1 do
+      for j = 1, per do same = same and o.owner[k * per + j] == o.owner[j] and o.name[k * per + j] == o.name[j] end
+    end
+    out:text(string.format("rows %d of %d, sum %s, in place %s, owners agree %s", x.got:sum(), want,
+                           tostring(x.sum:sum() == want_sum), tostring(x.ok:min() == 1), tostring(same)))
+  end}
+EOF
+check_eq "an exchange on one process: no distributed form runs" "$("$NSL" run "$TMP/exchange.lua" "${RANKS[0]}" 2>&1)" \
+  "one process"
+for np in 3 4; do
+  want=$(( np == 3 ? 2074 : 3185 ))
+  check_eq "rows exchanged between $np processes: each row once, where its destination says" \
+    "$(mpi $np run "$TMP/exchange.lua" "${RANKS[@]:0:4}" 2> "$TMP/x.err")" \
+    "rows $want of $want, sum true, in place true, owners agree true"
+done
+
 # a usage error is said once, not by every process
 mpi 3 run summary "${RANKS[@]}" --arg nope=1 > /dev/null 2> "$TMP/bad.err"
 rc=$?
