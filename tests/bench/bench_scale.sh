@@ -24,7 +24,8 @@
 #         waiting for it), warm; then t(256)/t(64) and t(1024)/t(256), in CPU
 #         time (steadier than wall time on a shared machine) and wall time.
 #         With mpirun on PATH (MPI=0 skips): straggler, summary, ledger,
-#         diagnose, nvtx, flamegraph, launch and heap (MPI_ANALYSES) over 256
+#         diagnose, nvtx, flamegraph, launch, heap and compare (MPI_ANALYSES;
+#         compare's two runs the first and second half of the exports) over 256
 #         exports under `mpirun -np 2` and `-np 4`, with rank 0's bytes moved
 #         (NSL_MPI_STATS).
 # PARTS="big ranks" picks the parts; ANALYSES="gaps nvtx" limits the big part.
@@ -120,10 +121,13 @@ if [[ " $parts " == *" ranks "* ]]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     n=256
     [ "$max" -lt $n ] && n=$max
-    for a in ${MPI_ANALYSES:-straggler summary ledger diagnose nvtx flamegraph launch heap}; do
+    for a in ${MPI_ANALYSES:-straggler summary ledger diagnose nvtx flamegraph launch heap compare}; do
+      extra=()   # compare: two runs, each half of the exports (every export a run would make n runs)
+      [ "$a" = compare ] && extra=(--arg "runs=$(seq -s+ 1 $((n / 2))),$(seq -s+ $((n / 2 + 1)) "$n")")
       for np in 2 4; do
         /usr/bin/time -f "%e %U %S %M" -o "$work/time.txt" env NSL_THREADS=1 NSL_MPI_STATS=1 \
-          mpirun --oversubscribe -np $np "$nsl" run "$a" "${files[@]:0:$n}" -q > "$work/mpi.out" 2> "$work/mpi.err" || true
+          mpirun --oversubscribe -np $np "$nsl" run "$a" "${files[@]:0:$n}" "${extra[@]}" -q > "$work/mpi.out" \
+          2> "$work/mpi.err" || true
         read -r wall user sys _ < "$work/time.txt"
         moved=$(grep -o '[0-9]* bytes moved' "$work/mpi.err" | head -1)
         printf '%-28s %8.2f s wall %8.2f s CPU (all processes)  rank 0: %s\n' "mpirun -np $np $a.$n" "$wall" \
