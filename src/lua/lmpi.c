@@ -446,13 +446,13 @@ static int l_exchange(lua_State *L) {
   void **in = NULL;
   size_t *ilen = NULL;
   nsl_error xerr = {0};
-  nsl_status xrc = out && olen ? nsl__comm_exchange(out, olen, &in, &ilen, &xerr) : NSL_ERR_NOMEM;
+  nsl_status xrc = out && olen ? nsl__comm_exchange(out, olen, &in, &ilen, &xerr)
+                                : nsl__comm_exchange(NULL, NULL, &in, &ilen, &xerr);   /* (all fail with it) */
   for (int d = 0; bufs && d < P; d++) free(bufs[d]);
   free(bufs), free(lens), free(out), free(olen);
   if (rc != NSL_OK || xrc != NSL_OK) {
     for (int s = 0; in && s < P; s++) free(in[s]);
     free(in), free(ilen);
-    if (rc == NSL_OK && xrc == NSL_ERR_NOMEM && !xerr.msg[0]) nsl_error_set(&xerr, NSL_ERR_NOMEM, "out of memory");
     return nsl__push_fail(L, rc != NSL_OK ? &err : &xerr);
   }
   lua_createtable(L, P, 0);

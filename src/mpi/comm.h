@@ -51,7 +51,8 @@ nsl_status nsl__comm_gather(const void *buf, size_t len, void ***bufs, size_t **
  * every process allocates what will come and they agree on it before any
  * data moves, so an allocation that fails anywhere fails everywhere and
  * never leaves a sender waiting; then one pairwise step per other process
- * (step k: to rank + k, from rank - k). */
+ * (step k: to rank + k, from rank - k).  A process that cannot take part
+ * (out of memory) passes NULL bufs and lens: every process then fails. */
 nsl_status nsl__comm_exchange(const void *const *bufs, const size_t *lens, void ***in_bufs, size_t **in_lens,
                               nsl_error *err);
 /* Seconds spent inside communication calls since the start (benchmarks). */

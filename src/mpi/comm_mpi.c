@@ -215,7 +215,7 @@ nsl_status nsl__comm_exchange(const void *const *bufs, const size_t *lens, void 
   size_t *il = calloc((size_t)P, sizeof *il);
   uint64_t *out_n = calloc((size_t)P, sizeof *out_n), *in_n = calloc((size_t)P, sizeof *in_n);
   MPI_Request *req = NULL;
-  int ok = ib && il && out_n && in_n;
+  int ok = ib && il && out_n && in_n && bufs && lens;   /* (no bufs: this process failed before; all fail) */
   double t = now();
   /* 1. the lengths, once every process has its arrays */
   if (joined) ok = nsl__comm_allmin(ok);
@@ -226,14 +226,15 @@ nsl_status nsl__comm_exchange(const void *const *bufs, const size_t *lens, void 
     else in_n[0] = out_n[0];
   }
   /* 2. room for what comes, agreed on */
-  size_t most = 1;   /* chunks of one step, either way */
+  size_t most_in = 0, most_out = 0;   /* the most chunks from one process and to one: a step's requests */
   for (int s = 0; ok && rc == MPI_SUCCESS && s < P; s++) {
     il[s] = (size_t)in_n[s];
     if (!(ib[s] = malloc(il[s] ? il[s] : 1))) ok = 0;
-    size_t k = (il[s] + CHUNK - 1) / CHUNK + (out_n[s] + CHUNK - 1) / CHUNK;
-    if (k > most) most = k;
+    size_t ki = (il[s] + CHUNK - 1) / CHUNK, ko = (out_n[s] + CHUNK - 1) / CHUNK;
+    if (ki > most_in) most_in = ki;
+    if (ko > most_out) most_out = ko;
   }
-  if (ok && rc == MPI_SUCCESS && !(req = malloc(most * sizeof *req))) ok = 0;
+  if (ok && rc == MPI_SUCCESS && !(req = malloc((most_in + most_out + 1) * sizeof *req))) ok = 0;
   if (joined) ok = nsl__comm_allmin(ok && rc == MPI_SUCCESS);
   if (!ok) {
     comm_secs += now() - t;

@@ -56,6 +56,11 @@ nsl_status nsl__comm_gather(const void *buf, size_t len, void ***bufs, size_t **
 
 nsl_status nsl__comm_exchange(const void *const *bufs, const size_t *lens, void ***in_bufs, size_t **in_lens,
                               nsl_error *err) {
+  if (!bufs || !lens) {
+    *in_bufs = NULL;
+    *in_lens = NULL;
+    return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory exchanging tables");
+  }
   return nsl__comm_gather(bufs[0], lens[0], in_bufs, in_lens, err);   /* one process: its own */
 }
 
