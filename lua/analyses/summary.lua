@@ -155,35 +155,36 @@ return {
     collective = function(trace, args, first)
       local key_name = key_of(args)
       local res = {}
-      local function reduce(name, t, key)
-        local cols = {"report", key, "dur"}
+      -- the aggregates of column value of t per key (and report) over every process, or nil (nsl.stats.reduce_aggregates)
+      local function reduce(t, key, value)
         -- the groups of every process mean the same: reports by their number in the whole trace
-        local g = t:select(cols)
+        local g = t:select{"report", key, value}
         if args.per_report then g = g:with("report", g.report + first) end
-        local s = stats.reduce_aggregates(g, args.per_report and {"report", key} or {key}, "dur")
-        if s then   -- (rows on rank 0 alone, whose report numbers the gather leaves as they are)
-          res[name .. "_sum"] = s
-        else res[name] = t:select(cols) end
+        return stats.reduce_aggregates(g, args.per_report and {"report", key} or {key}, value)
       end
+      -- (rows on rank 0 alone, whose report numbers the gather leaves as they are; where an aggregate cannot
+      -- be made, the rows go instead, with the report numbers of this process)
       if wanted(args.only, "kernels") then
         local k = trace.kernels
         k:load{"report", key_name, "dur"}
-        reduce("kernels", k, key_name)
+        res.kernels_sum = reduce(k, key_name, "dur") or nil
+        if not res.kernels_sum then res.kernels = k:select{"report", key_name, "dur"} end
       end
       local time, size = wanted(args.only, "mem_time"), wanted(args.only, "mem_size")
       if time or size then
         local m = memops(trace)
-        local g = args.per_report and m:with("report", m.report + first) or m
-        local keys = args.per_report and {"report", "op"} or {"op"}
-        local ts = time and stats.reduce_aggregates(g:select{"report", "op", "dur"}, keys, "dur")
-        local ss = size and stats.reduce_aggregates(g:select{"report", "op", "bytes"}, keys, "bytes")
-        if (time and not ts) or (size and not ss) then res.memops = m   -- the rows, as for the kernels
-        else res.memops_time_sum, res.memops_size_sum = ts or nil, ss or nil end
+        res.memops_time_sum = time and reduce(m, "op", "dur") or nil
+        res.memops_size_sum = size and reduce(m, "op", "bytes") or nil
+        if (time and not res.memops_time_sum) or (size and not res.memops_size_sum) then
+          res.memops, res.memops_time_sum, res.memops_size_sum = m, nil, nil
+        end
       end
       if wanted(args.only, "api") then
         local api = trace.api
         api:load{"source", "name", "dur", "report"}
-        reduce("api", api:filter(api.source:eq("runtime")), "name")
+        api = api:filter(api.source:eq("runtime"))
+        res.api_sum = reduce(api, "name", "dur") or nil
+        if not res.api_sum then res.api = api:select{"report", "name", "dur"} end
       end
       return res
     end,

@@ -322,6 +322,36 @@ static int dist_owner(lua_State *L) {
   return 1;
 }
 
+/* Frees n received buffers (NULL ones too) and both arrays. */
+static void free_received(void **bufs, size_t *lens, int n) {
+  for (int r = 0; bufs && r < n; r++) free(bufs[r]);
+  free(bufs);
+  free(lens);
+}
+
+/* Pushes the tables of n received buffers as a list (index rank + 1: a
+ * table, or false where that process sent none) and returns 1, or pushes
+ * nil and a message naming the rank whose table cannot be read and returns
+ * 2; frees the buffers and both arrays either way. */
+static int push_tables(lua_State *L, void **bufs, size_t *lens, int n) {
+  nsl_error err = {0};
+  lua_createtable(L, n, 0);
+  for (int r = 0; r < n; r++) {
+    if (lens[r] == 0) lua_pushboolean(L, 0);   /* nothing sent (its buffer may still be a byte: the gather's) */
+    else if (!push_decoded(L, bufs[r], lens[r], &err)) {
+      free_received(bufs, lens, n);
+      lua_pushnil(L);
+      lua_pushfstring(L, "table from MPI rank %d: %s", r, err.msg);
+      return 2;
+    }
+    free(bufs[r]);
+    bufs[r] = NULL;
+    lua_rawseti(L, -2, r + 1);
+  }
+  free_received(bufs, lens, n);
+  return 1;
+}
+
 /* nsl.mpi.gather(t, shift) (collective): every process's table t (or nil)
  * to rank 0, which gets an array with one entry per process (false for
  * nil), in rank order; an integer column `report` is shifted by shift (the
@@ -345,40 +375,14 @@ static int l_gather(lua_State *L) {
   nsl_status grc = nsl__comm_gather(buf ? buf : "", len, &bufs, &lens, &gerr);
   free(buf);
   if (rc != NSL_OK || grc != NSL_OK) {
-    for (int r = 0; bufs && r < nsl__comm_size(); r++) free(bufs[r]);
-    free(bufs);
-    free(lens);
+    free_received(bufs, lens, nsl__comm_size());
     return nsl__push_fail(L, rc != NSL_OK ? &err : &gerr);
   }
   if (!bufs) {
     lua_pushboolean(L, 1);
     return 1;
   }
-  int size = nsl__comm_size();
-  lua_createtable(L, size, 0);
-  for (int r = 0; r < size; r++) {
-    if (lens[r] == 0) {   /* nothing sent (its buffer may still be a byte: the gather's) */
-      free(bufs[r]);
-      bufs[r] = NULL;
-      lua_pushboolean(L, 0);
-      lua_rawseti(L, -2, r + 1);
-      continue;
-    }
-    if (!push_decoded(L, bufs[r], lens[r], &err)) {
-      for (int k = r; k < size; k++) free(bufs[k]);
-      free(bufs);
-      free(lens);
-      lua_pushnil(L);
-      lua_pushfstring(L, "table from MPI rank %d: %s", r, err.msg);
-      return 2;
-    }
-    free(bufs[r]);
-    bufs[r] = NULL;
-    lua_rawseti(L, -2, r + 1);
-  }
-  free(bufs);
-  free(lens);
-  return 1;
+  return push_tables(L, bufs, lens, nsl__comm_size());
 }
 
 /* nsl.mpi.bcast_table(t) (collective) -> rank 0's table t (the others pass
@@ -435,42 +439,19 @@ static int l_exchange(lua_State *L) {
     if (luaL_testudata(L, -1, NSL_TABLE_MT)) rc = encode_table(nsl__checktable(L, -1), 0, &bufs[d], &lens[d], &err);
     lua_pop(L, 1);
   }
-  static const char none = 0;
-  const void **out = calloc((size_t)P, sizeof *out);
-  size_t *olen = calloc((size_t)P, sizeof *olen);
-  if (rc == NSL_OK && (!out || !olen)) rc = nsl_error_set(&err, NSL_ERR_NOMEM, "out of memory");
-  for (int d = 0; out && olen && d < P; d++) {   /* (after a failure: nothing sent, but the exchange still runs) */
-    out[d] = rc == NSL_OK && bufs[d] ? bufs[d] : &none;
-    olen[d] = rc == NSL_OK && bufs ? lens[d] : 0;
-  }
+  if (rc != NSL_OK && lens) memset(lens, 0, (size_t)P * sizeof *lens);   /* the exchange still runs: send none */
   void **in = NULL;
   size_t *ilen = NULL;
   nsl_error xerr = {0};
-  nsl_status xrc = out && olen ? nsl__comm_exchange(out, olen, &in, &ilen, &xerr)
-                                : nsl__comm_exchange(NULL, NULL, &in, &ilen, &xerr);   /* (all fail with it) */
-  for (int d = 0; bufs && d < P; d++) free(bufs[d]);
-  free(bufs), free(lens), free(out), free(olen);
+  /* (without its arrays this process still takes part, so that every process fails with it) */
+  nsl_status xrc = bufs && lens ? nsl__comm_exchange((const void *const *)bufs, lens, &in, &ilen, &xerr)
+                                : nsl__comm_exchange(NULL, NULL, &in, &ilen, &xerr);
+  free_received(bufs, lens, P);
   if (rc != NSL_OK || xrc != NSL_OK) {
-    for (int s = 0; in && s < P; s++) free(in[s]);
-    free(in), free(ilen);
+    free_received(in, ilen, P);
     return nsl__push_fail(L, rc != NSL_OK ? &err : &xerr);
   }
-  lua_createtable(L, P, 0);
-  for (int s = 0; s < P; s++) {
-    if (ilen[s] == 0) lua_pushboolean(L, 0);
-    else if (!push_decoded(L, in[s], ilen[s], &err)) {
-      for (int k = s; k < P; k++) free(in[k]);
-      free(in), free(ilen);
-      lua_pushnil(L);
-      lua_pushfstring(L, "table from MPI rank %d: %s", s, err.msg);
-      return 2;
-    }
-    free(in[s]);
-    in[s] = NULL;
-    lua_rawseti(L, -2, s + 1);
-  }
-  free(in), free(ilen);
-  return 1;
+  return push_tables(L, in, ilen, P);
 }
 
 /* nsl.mpi.allreduce(col, op) (collective) -> an i64 column: col (i64, of

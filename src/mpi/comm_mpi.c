@@ -155,6 +155,13 @@ nsl_status nsl__comm_bcast(void **buf, size_t *len, nsl_error *err) {
   return NSL_OK;
 }
 
+/* Frees n buffers and the arrays. */
+static void free_bufs(void **b, size_t *l, int n) {
+  for (int i = 0; b && i < n; i++) free(b[i]);
+  free(b);
+  free(l);
+}
+
 /* Tag of the gather's messages, apart from those of comm users (< 1000). */
 #define GATHER_TAG 1001
 
@@ -186,9 +193,7 @@ nsl_status nsl__comm_gather(const void *buf, size_t len, void ***bufs, size_t **
     } else free(m);
   }
   if (rc != NSL_OK) {
-    for (int r = 0; b && r < my_size; r++) free(b[r]);
-    free(b);
-    free(l);
+    free_bufs(b, l, my_size);
     return rc;
   }
   *bufs = b;
@@ -198,13 +203,6 @@ nsl_status nsl__comm_gather(const void *buf, size_t len, void ***bufs, size_t **
 
 /* Tag of the exchange's messages. */
 #define EXCHANGE_TAG 1002
-
-/* Frees n buffers and the arrays. */
-static void free_bufs(void **b, size_t *l, int n) {
-  for (int i = 0; b && i < n; i++) free(b[i]);
-  free(b);
-  free(l);
-}
 
 nsl_status nsl__comm_exchange(const void *const *bufs, const size_t *lens, void ***in_bufs, size_t **in_lens,
                               nsl_error *err) {
