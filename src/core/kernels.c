@@ -50,66 +50,93 @@ static nsl_column *nomem(nsl_error *err) {
 
 /* ---- comparison masks ----------------------------------------------------- */
 
-nsl_column *nsl_column_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t v, nsl_error *err) {
-  if (!valid_col(c) || !valid_cmp(op)) return arg_error(err, "compare: missing column or unknown operator");
-  nsl_column *m = nsl__column_new_uninit(NSL_BOOL, c->len, NULL);   /* every row is written below */
-  if (!m) return nomem(err);
-  uint8_t *o = nsl_bool(m), ne = op == NSL_NE;
-  int64_t n = c->len;
-  if (v == NSL_NULL_I64) {   /* comparing with NULL */
-    memset(o, ne, (size_t)n);
-    return m;
-  }
+/* One comparison of every row of a column with one value (cmp_i64_rows,
+ * cmp_f64_rows) or of two columns row by row (cmp_col_rows), over rows
+ * [lo, hi) (nsl__run_rows). */
+typedef struct cmp_job {
+  const nsl_column *a, *b;
+  nsl_cmp op;
+  int64_t v;
+  double d;
+  uint8_t *o;
+} cmp_job;
+
+static void cmp_i64_rows(void *p, int64_t lo, int64_t hi) {
+  const cmp_job *j = p;
+  const nsl_column *c = j->a;
+  nsl_cmp op = j->op;
+  int64_t v = j->v;
+  uint8_t *o = j->o, ne = op == NSL_NE;
   switch (c->type) {
   case NSL_I64: {
     const int64_t *x = nsl_i64(c);
-    for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I64 ? ne : HIT(op, CMP3(x[i], v));
+    for (int64_t i = lo; i < hi; i++) o[i] = x[i] == NSL_NULL_I64 ? ne : HIT(op, CMP3(x[i], v));
     break;
   }
   case NSL_I32: {
     const int32_t *x = nsl_i32(c);
-    for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I32 ? ne : HIT(op, CMP3((int64_t)x[i], v));
+    for (int64_t i = lo; i < hi; i++) o[i] = x[i] == NSL_NULL_I32 ? ne : HIT(op, CMP3((int64_t)x[i], v));
     break;
   }
   case NSL_STR: {
     const int32_t *x = nsl_i32(c);
-    for (int64_t i = 0; i < n; i++) o[i] = x[i] < 0 ? ne : HIT(op, CMP3((int64_t)x[i], v));
+    for (int64_t i = lo; i < hi; i++) o[i] = x[i] < 0 ? ne : HIT(op, CMP3((int64_t)x[i], v));
     break;
   }
   case NSL_BOOL: {
     const uint8_t *x = nsl_bool(c);
-    for (int64_t i = 0; i < n; i++) o[i] = HIT(op, CMP3((int64_t)x[i], v));
+    for (int64_t i = lo; i < hi; i++) o[i] = HIT(op, CMP3((int64_t)x[i], v));
     break;
   }
   case NSL_F64: {
     const double *x = nsl_f64(c);
-    for (int64_t i = 0; i < n; i++) o[i] = isnan(x[i]) ? ne : HIT(op, -cmp_i64_f64(v, x[i]));
+    for (int64_t i = lo; i < hi; i++) o[i] = isnan(x[i]) ? ne : HIT(op, -cmp_i64_f64(v, x[i]));
     break;
   }
   }
+}
+
+nsl_column *nsl_column_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t v, nsl_error *err) {
+  if (!valid_col(c) || !valid_cmp(op)) return arg_error(err, "compare: missing column or unknown operator");
+  nsl_column *m = nsl__column_new_uninit(NSL_BOOL, c->len, NULL);   /* every row is written below */
+  if (!m) return nomem(err);
+  if (v == NSL_NULL_I64) {   /* comparing with NULL */
+    memset(nsl_bool(m), op == NSL_NE, (size_t)c->len);
+    return m;
+  }
+  cmp_job j = {c, NULL, op, v, 0, nsl_bool(m)};
+  nsl__run_rows(c->len, NSL_ROWS_PARALLEL_MIN, cmp_i64_rows, &j);
   return m;
+}
+
+static void cmp_f64_rows(void *p, int64_t lo, int64_t hi) {
+  const cmp_job *j = p;
+  const nsl_column *c = j->a;
+  nsl_cmp op = j->op;
+  double v = j->d;
+  uint8_t *o = j->o, ne = op == NSL_NE;
+  if (c->type == NSL_F64) {
+    const double *x = nsl_f64(c);
+    for (int64_t i = lo; i < hi; i++) o[i] = isnan(x[i]) ? ne : HIT(op, CMP3(x[i], v));
+  } else {
+    for (int64_t i = lo; i < hi; i++) {
+      int null;
+      int64_t x = int_at(c, i, &null);
+      o[i] = null ? ne : HIT(op, cmp_i64_f64(x, v));
+    }
+  }
 }
 
 nsl_column *nsl_column_cmp_f64(const nsl_column *c, nsl_cmp op, double v, nsl_error *err) {
   if (!valid_col(c) || !valid_cmp(op)) return arg_error(err, "compare: missing column or unknown operator");
   nsl_column *m = nsl__column_new_uninit(NSL_BOOL, c->len, NULL);   /* every row is written below */
   if (!m) return nomem(err);
-  uint8_t *o = nsl_bool(m), ne = op == NSL_NE;
-  int64_t n = c->len;
   if (isnan(v)) {
-    memset(o, ne, (size_t)n);
+    memset(nsl_bool(m), op == NSL_NE, (size_t)c->len);
     return m;
   }
-  if (c->type == NSL_F64) {
-    const double *x = nsl_f64(c);
-    for (int64_t i = 0; i < n; i++) o[i] = isnan(x[i]) ? ne : HIT(op, CMP3(x[i], v));
-  } else {
-    for (int64_t i = 0; i < n; i++) {
-      int null;
-      int64_t x = int_at(c, i, &null);
-      o[i] = null ? ne : HIT(op, cmp_i64_f64(x, v));
-    }
-  }
+  cmp_job j = {c, NULL, op, 0, v, nsl_bool(m)};
+  nsl__run_rows(c->len, NSL_ROWS_PARALLEL_MIN, cmp_f64_rows, &j);
   return m;
 }
 
@@ -120,6 +147,51 @@ static int cmp_str(const nsl_dict *da, int32_t a, const nsl_dict *db, int32_t b)
   int r = memcmp(sa ? sa : "", sb ? sb : "", la < lb ? la : lb);
   if (r) return r < 0 ? -1 : 1;
   return CMP3(la, lb);
+}
+
+static void cmp_col_rows(void *p, int64_t lo, int64_t hi) {
+  const cmp_job *j = p;
+  const nsl_column *a = j->a, *b = j->b;
+  nsl_cmp op = j->op;
+  uint8_t *o = j->o, ne = op == NSL_NE;
+  if (a->type == NSL_STR) {
+    int by_id = a->dict == b->dict && (op == NSL_EQ || op == NSL_NE);
+    const int32_t *x = nsl_i32(a), *y = nsl_i32(b);
+    for (int64_t i = lo; i < hi; i++) {
+      if (x[i] < 0 || y[i] < 0) o[i] = ne;
+      else o[i] = HIT(op, by_id ? CMP3(x[i], y[i]) : cmp_str(a->dict, x[i], b->dict, y[i]));
+    }
+  } else if (a->type == NSL_F64 && b->type == NSL_F64) {
+    const double *x = nsl_f64(a), *y = nsl_f64(b);
+    for (int64_t i = lo; i < hi; i++) o[i] = isnan(x[i]) || isnan(y[i]) ? ne : HIT(op, CMP3(x[i], y[i]));
+  } else if (a->type == NSL_F64 || b->type == NSL_F64) {
+    int flip = a->type == NSL_F64;   /* compare the integer side with the double side */
+    const nsl_column *ic = flip ? b : a;
+    const double *y = nsl_f64(flip ? a : b);
+    for (int64_t i = lo; i < hi; i++) {
+      int null;
+      int64_t x = int_at(ic, i, &null);
+      if (null || isnan(y[i])) o[i] = ne;
+      else {
+        int c = cmp_i64_f64(x, y[i]);
+        o[i] = HIT(op, flip ? -c : c);
+      }
+    }
+  } else if (a->type == NSL_I64 && b->type == NSL_I64) {
+    const int64_t *x = nsl_i64(a), *y = nsl_i64(b);
+    for (int64_t i = lo; i < hi; i++)
+      o[i] = x[i] == NSL_NULL_I64 || y[i] == NSL_NULL_I64 ? ne : HIT(op, CMP3(x[i], y[i]));
+  } else if (a->type == NSL_I32 && b->type == NSL_I32) {   /* (ids, thread ids: without a type test per row) */
+    const int32_t *x = nsl_i32(a), *y = nsl_i32(b);
+    for (int64_t i = lo; i < hi; i++)
+      o[i] = x[i] == NSL_NULL_I32 || y[i] == NSL_NULL_I32 ? ne : HIT(op, CMP3(x[i], y[i]));
+  } else {
+    for (int64_t i = lo; i < hi; i++) {
+      int na, nb;
+      int64_t x = int_at(a, i, &na), y = int_at(b, i, &nb);
+      o[i] = na || nb ? ne : HIT(op, CMP3(x, y));
+    }
+  }
 }
 
 nsl_column *nsl_column_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column *b, nsl_error *err) {
@@ -142,50 +214,76 @@ nsl_column *nsl_column_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column
     nsl_error_set(err, NSL_ERR_NOMEM, "compare: out of memory for %lld rows", (long long)a->len);
     return NULL;
   }
-  uint8_t *o = nsl_bool(m), ne = op == NSL_NE;
-  int64_t n = a->len;
-  if (a->type == NSL_STR) {
-    int by_id = a->dict == b->dict && (op == NSL_EQ || op == NSL_NE);
-    const int32_t *x = nsl_i32(a), *y = nsl_i32(b);
-    for (int64_t i = 0; i < n; i++) {
-      if (x[i] < 0 || y[i] < 0) o[i] = ne;
-      else o[i] = HIT(op, by_id ? CMP3(x[i], y[i]) : cmp_str(a->dict, x[i], b->dict, y[i]));
-    }
-  } else if (a->type == NSL_F64 && b->type == NSL_F64) {
-    const double *x = nsl_f64(a), *y = nsl_f64(b);
-    for (int64_t i = 0; i < n; i++) o[i] = isnan(x[i]) || isnan(y[i]) ? ne : HIT(op, CMP3(x[i], y[i]));
-  } else if (a->type == NSL_F64 || b->type == NSL_F64) {
-    int flip = a->type == NSL_F64;   /* compare the integer side with the double side */
-    const nsl_column *ic = flip ? b : a;
-    const double *y = nsl_f64(flip ? a : b);
-    for (int64_t i = 0; i < n; i++) {
-      int null;
-      int64_t x = int_at(ic, i, &null);
-      if (null || isnan(y[i])) o[i] = ne;
-      else {
-        int c = cmp_i64_f64(x, y[i]);
-        o[i] = HIT(op, flip ? -c : c);
-      }
-    }
-  } else if (a->type == NSL_I64 && b->type == NSL_I64) {
-    const int64_t *x = nsl_i64(a), *y = nsl_i64(b);
-    for (int64_t i = 0; i < n; i++)
-      o[i] = x[i] == NSL_NULL_I64 || y[i] == NSL_NULL_I64 ? ne : HIT(op, CMP3(x[i], y[i]));
-  } else if (a->type == NSL_I32 && b->type == NSL_I32) {   /* (ids, thread ids: without a type test per row) */
-    const int32_t *x = nsl_i32(a), *y = nsl_i32(b);
-    for (int64_t i = 0; i < n; i++)
-      o[i] = x[i] == NSL_NULL_I32 || y[i] == NSL_NULL_I32 ? ne : HIT(op, CMP3(x[i], y[i]));
-  } else {
-    for (int64_t i = 0; i < n; i++) {
-      int na, nb;
-      int64_t x = int_at(a, i, &na), y = int_at(b, i, &nb);
-      o[i] = na || nb ? ne : HIT(op, CMP3(x, y));
-    }
-  }
+  cmp_job j = {a, b, op, 0, 0, nsl_bool(m)};
+  nsl__run_rows(a->len, NSL_ROWS_PARALLEL_MIN, cmp_col_rows, &j);
   return m;
 }
 
 /* ---- membership, NULL tests ----------------------------------------------- */
+
+/* Rows [lo, hi) of an isin (nsl__run_rows): o[i] = whether row i of c is
+ * in the set (open addressing, cap slots, NSL_NULL_I64 empty; filter: one
+ * bit per hash, fbits of them, or NULL), or for small ids in the table in
+ * (in[id] for ids 0..hi). */
+typedef struct isin_job {
+  const nsl_column *c;
+  uint8_t *o;
+  const int64_t *set;
+  uint64_t cap;
+  const uint64_t *filter;
+  uint64_t fbits;
+  const uint8_t *in;
+  int64_t hi;
+} isin_job;
+
+static void isin_small_rows(void *p, int64_t lo, int64_t hi) {
+  const isin_job *j = p;
+  const int32_t *restrict v = nsl_i32(j->c);   /* NULLs are negative */
+  const uint8_t *restrict in = j->in;
+  uint8_t *restrict o = j->o;
+  const int64_t top = j->hi;
+  for (int64_t i = lo; i < hi; i++) o[i] = v[i] >= 0 && v[i] <= top && in[v[i]];
+}
+
+static void isin_set_rows(void *p, int64_t lo, int64_t hi) {
+  const isin_job *j = p;
+  const nsl_column *c = j->c;
+  const int64_t *set = j->set;
+  const uint64_t *filter = j->filter;
+  const uint64_t cap = j->cap, fbits = j->fbits;
+  uint8_t *o = j->o;
+  if (c->type == NSL_I64) {   /* the usual case, without a type test per row */
+    const int64_t *v = nsl_i64(c);
+    for (int64_t i = lo; i < hi; i++) {
+      int64_t x = v[i];
+      if (x == NSL_NULL_I64) continue;
+      uint64_t mixed = nsl__mix64((uint64_t)x);
+      if (filter) {
+        uint64_t h = mixed >> 40 & (fbits - 1);
+        if (!(filter[h >> 6] >> (h & 63) & 1)) continue;
+      }
+      uint64_t s = mixed & (cap - 1);
+      while (set[s] != NSL_NULL_I64 && set[s] != x) s = (s + 1) & (cap - 1);
+      o[i] = set[s] == x;
+    }
+    return;
+  }
+  for (int64_t i = lo; i < hi; i++) {
+    int64_t x;
+    if (c->type == NSL_F64) {
+      double d = nsl_f64(c)[i];
+      if (!(d >= -9223372036854775807.0 && d < 9223372036854775808.0) || d != trunc(d)) continue;
+      x = (int64_t)d;
+    } else {
+      int null;
+      x = int_at(c, i, &null);
+      if (null) continue;
+    }
+    uint64_t s = nsl__mix64((uint64_t)x) & (cap - 1);
+    while (set[s] != NSL_NULL_I64 && set[s] != x) s = (s + 1) & (cap - 1);
+    o[i] = set[s] == x;
+  }
+}
 
 nsl_column *nsl_column_isin(const nsl_column *c, const int64_t *ids, int64_t n, nsl_error *err) {
   if (!valid_col(c) || n < 0 || (n > 0 && !ids)) return arg_error(err, "isin: needs a column and a list of values");
@@ -202,9 +300,8 @@ nsl_column *nsl_column_isin(const nsl_column *c, const int64_t *ids, int64_t n, 
     if (in) {
       for (int64_t j = 0; j < n; j++)
         if (ids[j] != NSL_NULL_I64) in[ids[j]] = 1;
-      const int32_t *v = nsl_i32(c);   /* NULLs are negative */
-      const int64_t len = c->len;      /* (a local: a store through o may alias c) */
-      for (int64_t i = 0; i < len; i++) o[i] = v[i] >= 0 && v[i] <= hi && in[v[i]];
+      isin_job j = {c, o, NULL, 0, NULL, 0, in, hi};
+      nsl__run_rows(c->len, NSL_ROWS_PARALLEL_MIN, isin_small_rows, &j);
       free(in);
       return m;
     }
@@ -241,79 +338,79 @@ nsl_column *nsl_column_isin(const nsl_column *c, const int64_t *ids, int64_t n, 
       filter[h >> 6] |= (uint64_t)1 << (h & 63);
     }
   }
-  if (c->type == NSL_I64) {   /* the usual case, without a type test per row */
-    const int64_t *v = nsl_i64(c);
-    const int64_t len = c->len;
-    for (int64_t i = 0; i < len; i++) {
-      int64_t x = v[i];
-      if (x == NSL_NULL_I64) continue;
-      uint64_t mixed = nsl__mix64((uint64_t)x);
-      if (filter) {
-        uint64_t h = mixed >> 40 & (fbits - 1);
-        if (!(filter[h >> 6] >> (h & 63) & 1)) continue;
-      }
-      uint64_t s = mixed & (cap - 1);
-      while (set[s] != NSL_NULL_I64 && set[s] != x) s = (s + 1) & (cap - 1);
-      o[i] = set[s] == x;
-    }
-    free(filter);
-    free(set);
-    return m;
-  }
-  for (int64_t i = 0; i < c->len; i++) {
-    int64_t x;
-    if (c->type == NSL_F64) {
-      double d = nsl_f64(c)[i];
-      if (!(d >= -9223372036854775807.0 && d < 9223372036854775808.0) || d != trunc(d)) continue;
-      x = (int64_t)d;
-    } else {
-      int null;
-      x = int_at(c, i, &null);
-      if (null) continue;
-    }
-    uint64_t s = nsl__mix64((uint64_t)x) & (cap - 1);
-    while (set[s] != NSL_NULL_I64 && set[s] != x) s = (s + 1) & (cap - 1);
-    o[i] = set[s] == x;
-  }
+  isin_job j = {c, o, set, cap, filter, fbits, NULL, 0};
+  nsl__run_rows(c->len, NSL_ROWS_PARALLEL_MIN, isin_set_rows, &j);
+  free(filter);
   free(set);
   return m;
+}
+
+/* One pass of a kernel that writes one row of o per row of a (and b): rows
+ * [lo, hi) of it (nsl__run_rows). */
+typedef struct rows_job {
+  const nsl_column *a, *b;
+  int flag;
+  void *o;
+} rows_job;
+
+static void nulls_rows(void *p, int64_t lo, int64_t hi) {
+  const rows_job *j = p;
+  const nsl_column *c = j->a;
+  uint8_t *restrict o = j->o;
+  switch (c->type) {
+  case NSL_I64: {
+    const int64_t *restrict x = nsl_i64(c);
+    for (int64_t i = lo; i < hi; i++) o[i] = x[i] == NSL_NULL_I64;
+    break;
+  }
+  case NSL_I32: {
+    const int32_t *restrict x = nsl_i32(c);
+    for (int64_t i = lo; i < hi; i++) o[i] = x[i] == NSL_NULL_I32;
+    break;
+  }
+  case NSL_STR: {
+    const int32_t *restrict x = nsl_i32(c);
+    for (int64_t i = lo; i < hi; i++) o[i] = x[i] < 0;
+    break;
+  }
+  case NSL_F64: {
+    const double *restrict x = nsl_f64(c);
+    for (int64_t i = lo; i < hi; i++) o[i] = isnan(x[i]);
+    break;
+  }
+  case NSL_BOOL: memset(o + lo, 0, (size_t)(hi - lo)); break;
+  }
 }
 
 nsl_column *nsl_column_nulls(const nsl_column *c, nsl_error *err) {
   if (!valid_col(c)) return arg_error(err, "isnull: missing column");
   nsl_column *m = nsl__column_new_uninit(NSL_BOOL, c->len, NULL);   /* every row is written below */
   if (!m) return nomem(err);
-  /* (the pointers and the length in locals: a store through o may alias c, which would reload them per row and
-   * keep the loops from vectorising) */
-  uint8_t *restrict o = nsl_bool(m);
-  const int64_t n = c->len;
-  switch (c->type) {
-  case NSL_I64: {
-    const int64_t *restrict x = nsl_i64(c);
-    for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I64;
-    break;
-  }
-  case NSL_I32: {
-    const int32_t *restrict x = nsl_i32(c);
-    for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I32;
-    break;
-  }
-  case NSL_STR: {
-    const int32_t *restrict x = nsl_i32(c);
-    for (int64_t i = 0; i < n; i++) o[i] = x[i] < 0;
-    break;
-  }
-  case NSL_F64: {
-    const double *restrict x = nsl_f64(c);
-    for (int64_t i = 0; i < n; i++) o[i] = isnan(x[i]);
-    break;
-  }
-  case NSL_BOOL: memset(o, 0, (size_t)n); break;
-  }
+  rows_job j = {c, NULL, 0, nsl_bool(m)};
+  nsl__run_rows(c->len, NSL_ROWS_PARALLEL_MIN, nulls_rows, &j);
   return m;
 }
 
 /* ---- masks ------------------------------------------------------------------ */
+
+/* (the pointers in locals: a store through o may alias the columns, which would reload them per row and keep the
+ * loops from vectorising) */
+static void mask_binop_rows(void *p, int64_t lo, int64_t hi) {
+  const rows_job *j = p;
+  const uint8_t *restrict x = nsl_bool(j->a), *restrict y = nsl_bool(j->b);
+  uint8_t *restrict o = j->o;
+  if (j->flag)
+    for (int64_t i = lo; i < hi; i++) o[i] = (x[i] != 0) & (y[i] != 0);
+  else
+    for (int64_t i = lo; i < hi; i++) o[i] = (x[i] != 0) | (y[i] != 0);
+}
+
+static void mask_not_rows(void *p, int64_t lo, int64_t hi) {
+  const rows_job *j = p;
+  const uint8_t *restrict x = nsl_bool(j->a);
+  uint8_t *restrict o = j->o;
+  for (int64_t i = lo; i < hi; i++) o[i] = x[i] == 0;
+}
 
 static nsl_column *mask_binop(const nsl_column *a, const nsl_column *b, int is_and, nsl_error *err) {
   const char *what = is_and ? "mask and" : "mask or";
@@ -331,13 +428,8 @@ static nsl_column *mask_binop(const nsl_column *a, const nsl_column *b, int is_a
     nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory", what);
     return NULL;
   }
-  const uint8_t *restrict x = nsl_bool(a), *restrict y = nsl_bool(b);
-  uint8_t *restrict o = nsl_bool(m);
-  const int64_t n = a->len;   /* (a local: see nsl_column_nulls) */
-  if (is_and)
-    for (int64_t i = 0; i < n; i++) o[i] = (x[i] != 0) & (y[i] != 0);
-  else
-    for (int64_t i = 0; i < n; i++) o[i] = (x[i] != 0) | (y[i] != 0);
+  rows_job j = {a, b, is_and, nsl_bool(m)};
+  nsl__run_rows(a->len, NSL_ROWS_PARALLEL_MIN, mask_binop_rows, &j);
   return m;
 }
 
@@ -353,16 +445,38 @@ nsl_column *nsl_mask_not(const nsl_column *a, nsl_error *err) {
   if (!a || a->type != NSL_BOOL) return arg_error(err, "mask not: the operand must be a bool mask");
   nsl_column *m = nsl__column_new_uninit(NSL_BOOL, a->len, NULL);   /* every row is written below */
   if (!m) return nomem(err);
-  const uint8_t *restrict x = nsl_bool(a);
-  uint8_t *restrict o = nsl_bool(m);
-  const int64_t n = a->len;   /* (locals: see nsl_column_nulls) */
-  for (int64_t i = 0; i < n; i++) o[i] = x[i] == 0;
+  rows_job j = {a, NULL, 0, nsl_bool(m)};
+  nsl__run_rows(a->len, NSL_ROWS_PARALLEL_MIN, mask_not_rows, &j);
   return m;
 }
 
 /* See nsl_internal.h: one pass writing the result alone (the Lua form made
  * a range, a negated mask, its cast, a product and a sum for an index, the
  * concatenation of a and b, and a gather by that index). */
+typedef struct where_job {
+  const nsl_column *mask, *a, *b;
+  size_t as, bs;   /* 0: a (b) is one value for every row */
+  nsl_column *r;
+} where_job;
+
+static void where_rows(void *p, int64_t lo, int64_t hi) {
+  const where_job *j = p;
+  const uint8_t *restrict m = nsl_bool(j->mask);
+  const size_t as = j->as, bs = j->bs;
+#define WHERE_LOOP(T)                                                                  \
+  do {                                                                                 \
+    const T *restrict x = (const T *)j->a->data, *restrict y = (const T *)j->b->data;  \
+    T *restrict o = (T *)j->r->data;                                                   \
+    for (int64_t i = lo; i < hi; i++) o[i] = m[i] ? x[(size_t)i * as] : y[(size_t)i * bs]; \
+  } while (0)
+  switch (nsl_type_size(j->a->type)) {
+  case 8: WHERE_LOOP(uint64_t); break;
+  case 4: WHERE_LOOP(uint32_t); break;
+  default: WHERE_LOOP(uint8_t); break;
+  }
+#undef WHERE_LOOP
+}
+
 nsl_column *nsl__column_where(const nsl_column *mask, const nsl_column *a, int a_one, const nsl_column *b, int b_one,
                               nsl_error *err) {
   if (!mask || mask->type != NSL_BOOL || !a || !b) return arg_error(err, "where: needs a bool mask and two columns");
@@ -379,42 +493,68 @@ nsl_column *nsl__column_where(const nsl_column *mask, const nsl_column *a, int a
   }
   nsl_column *r = nsl__column_new_uninit(a->type, n, a->dict);   /* every row is written below */
   if (!r) return nomem(err);
-  const uint8_t *restrict m = nsl_bool(mask);
-  const size_t as = a_one ? 0 : 1, bs = b_one ? 0 : 1;
-#define WHERE_LOOP(T)                                                                 \
-  do {                                                                                \
-    const T *restrict x = (const T *)a->data, *restrict y = (const T *)b->data;      \
-    T *restrict o = (T *)r->data;                                                     \
-    for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[(size_t)i * as] : y[(size_t)i * bs]; \
-  } while (0)
-  switch (nsl_type_size(a->type)) {
-  case 8: WHERE_LOOP(uint64_t); break;
-  case 4: WHERE_LOOP(uint32_t); break;
-  default: WHERE_LOOP(uint8_t); break;
-  }
-#undef WHERE_LOOP
+  where_job j = {mask, a, b, a_one ? 0 : 1, b_one ? 0 : 1, r};
+  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, where_rows, &j);
   return r;
+}
+
+/* A mask's set rows counted, then written, per part: part k of rows
+ * [lo, hi) finds its count at counts[k] and its first output row at
+ * first[k] (the counts of the parts before it). */
+enum { MASK_PARTS_MAX = 64 };
+typedef struct mask_job {
+  const uint8_t *x;
+  int64_t per;   /* rows per part (nsl__rows_per_part) */
+  int64_t counts[MASK_PARTS_MAX], first[MASK_PARTS_MAX];
+  int64_t *o;
+} mask_job;
+
+static void mask_count_rows(void *p, int64_t lo, int64_t hi) {
+  mask_job *j = p;
+  const uint8_t *restrict x = j->x;
+  int64_t k = 0;
+  for (int64_t i = lo; i < hi; i++) k += x[i] != 0;
+  j->counts[lo / j->per] = k;
+}
+
+static void mask_write_rows(void *p, int64_t lo, int64_t hi) {
+  mask_job *j = p;
+  const uint8_t *restrict x = j->x;
+  int64_t *restrict o = j->o, w = j->first[lo / j->per];
+  for (int64_t i = lo; i < hi; i++)
+    if (x[i]) o[w++] = i;
+}
+
+/* The parts' counts of mask (bool, len n) in j; returns the total. */
+static int64_t mask_counts(const nsl_column *mask, mask_job *j) {
+  const int64_t n = mask->len;
+  memset(j, 0, sizeof *j);
+  j->x = nsl_bool(mask);
+  j->per = nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN);
+  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, mask_count_rows, j);
+  int64_t k = 0;
+  for (int p = 0; p < MASK_PARTS_MAX; p++) {
+    j->first[p] = k;
+    k += j->counts[p];
+  }
+  return k;
 }
 
 /* Number of set rows; -1 when mask is not a bool column. */
 int64_t nsl_mask_count(const nsl_column *mask) {
   if (!mask || mask->type != NSL_BOOL) return -1;
-  const uint8_t *x = nsl_bool(mask);
-  int64_t k = 0;
-  for (int64_t i = 0; i < mask->len; i++) k += x[i] != 0;
-  return k;
+  mask_job j;
+  return mask_counts(mask, &j);
 }
 
 nsl_column *nsl_mask_indices(const nsl_column *mask, nsl_error *err) {
-  int64_t k = nsl_mask_count(mask);
-  if (k < 0) return arg_error(err, "mask indices: the operand must be a bool mask");
+  if (!mask || mask->type != NSL_BOOL) return arg_error(err, "mask indices: the operand must be a bool mask");
+  mask_job j;
+  int64_t k = mask_counts(mask, &j);
   nsl_column *r = nsl__column_new_uninit(NSL_I64, k, NULL);   /* every row is written below */
   if (!r) return nomem(err);
-  const uint8_t *x = nsl_bool(mask);
-  int64_t *o = nsl_i64(r), j = 0;
-  const int64_t n = mask->len;   /* (a local: a store through o may alias it) */
-  for (int64_t i = 0; i < n; i++)
-    if (x[i]) o[j++] = i;
+  j.o = nsl_i64(r);
+  nsl__run_rows(mask->len, NSL_ROWS_PARALLEL_MIN, mask_write_rows, &j);
   return r;
 }
 
@@ -533,6 +673,68 @@ static inline double arith_f64(double x, nsl_arith op, double y) {
   return NAN;
 }
 
+/* Rows [lo, hi) of r = a op b (b a column) or a op the scalar y / v
+ * (nsl__run_rows). */
+typedef struct arith_job {
+  const nsl_column *a, *b;
+  nsl_arith op;
+  int64_t y;   /* the scalar as an integer (arith_scalar_i64_rows) */
+  double v;    /* the scalar (arith_scalar_f64_rows) */
+  nsl_column *r;
+} arith_job;
+
+static void arith_rows(void *p, int64_t lo, int64_t hi) {
+  const arith_job *j = p;
+  const nsl_column *a = j->a, *b = j->b;
+  nsl_arith op = j->op;
+  if (j->r->type == NSL_F64) {
+    double *o = nsl_f64(j->r);
+    for (int64_t i = lo; i < hi; i++)
+      o[i] = arith_f64(nsl__f64_at(a, i), op, nsl__f64_at(b, i));
+  } else if (a->type == NSL_I64 && b->type == NSL_I64) {
+    const int64_t *x = nsl_i64(a), *y = nsl_i64(b);
+    int64_t *o = nsl_i64(j->r);
+#define ARITH_LOOP(OP)                                                                                          \
+  for (int64_t i = lo; i < hi; i++)                                                                             \
+    o[i] = x[i] == NSL_NULL_I64 || y[i] == NSL_NULL_I64 ? NSL_NULL_I64 : arith_i64(x[i], OP, y[i]);
+    PER_OPERATOR(op, ARITH_LOOP);
+#undef ARITH_LOOP
+  } else {
+    int64_t *o = nsl_i64(j->r);
+    for (int64_t i = lo; i < hi; i++) {
+      int na, nb;
+      int64_t x = int_at(a, i, &na), y = int_at(b, i, &nb);
+      o[i] = na || nb ? NSL_NULL_I64 : arith_i64(x, op, y);
+    }
+  }
+}
+
+static void arith_scalar_i64_rows(void *p, int64_t lo, int64_t hi) {
+  const arith_job *j = p;
+  const nsl_column *a = j->a;
+  nsl_arith op = j->op;
+  int64_t y = j->y, *o = nsl_i64(j->r);
+  if (a->type == NSL_I64) {   /* one loop per operator, without a type test per row */
+    const int64_t *x = nsl_i64(a);
+#define ARITH_LOOP(OP) \
+  for (int64_t i = lo; i < hi; i++) o[i] = x[i] == NSL_NULL_I64 ? NSL_NULL_I64 : arith_i64(x[i], OP, y);
+    PER_OPERATOR(op, ARITH_LOOP);
+#undef ARITH_LOOP
+    return;
+  }
+  for (int64_t i = lo; i < hi; i++) {
+    int null;
+    int64_t x = int_at(a, i, &null);
+    o[i] = null ? NSL_NULL_I64 : arith_i64(x, op, y);
+  }
+}
+
+static void arith_scalar_f64_rows(void *p, int64_t lo, int64_t hi) {
+  const arith_job *j = p;
+  double *o = nsl_f64(j->r), v = j->v;
+  for (int64_t i = lo; i < hi; i++) o[i] = arith_f64(nsl__f64_at(j->a, i), j->op, v);
+}
+
 nsl_column *nsl_column_arith(const nsl_column *a, nsl_arith op, const nsl_column *b, nsl_error *err) {
   if (!valid_col(a) || !valid_col(b) || (unsigned)op > NSL_DIV) {
     nsl_error_set(err, NSL_ERR_ARG, "arithmetic: missing column or unknown operator");
@@ -554,26 +756,8 @@ nsl_column *nsl_column_arith(const nsl_column *a, nsl_arith op, const nsl_column
     nsl_error_set(err, NSL_ERR_NOMEM, "arithmetic: out of memory for %lld rows", (long long)n);
     return NULL;
   }
-  if (fp) {
-    double *o = nsl_f64(r);
-    for (int64_t i = 0; i < n; i++)
-      o[i] = arith_f64(nsl__f64_at(a, i), op, nsl__f64_at(b, i));
-  } else if (a->type == NSL_I64 && b->type == NSL_I64) {
-    const int64_t *x = nsl_i64(a), *y = nsl_i64(b);
-    int64_t *o = nsl_i64(r);
-#define ARITH_LOOP(OP)                                                                                          \
-  for (int64_t i = 0; i < n; i++)                                                                               \
-    o[i] = x[i] == NSL_NULL_I64 || y[i] == NSL_NULL_I64 ? NSL_NULL_I64 : arith_i64(x[i], OP, y[i]);
-    PER_OPERATOR(op, ARITH_LOOP);
-#undef ARITH_LOOP
-  } else {
-    int64_t *o = nsl_i64(r);
-    for (int64_t i = 0; i < n; i++) {
-      int na, nb;
-      int64_t x = int_at(a, i, &na), y = int_at(b, i, &nb);
-      o[i] = na || nb ? NSL_NULL_I64 : arith_i64(x, op, y);
-    }
-  }
+  arith_job j = {a, b, op, 0, 0, r};
+  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, arith_rows, &j);
   return r;
 }
 
@@ -585,26 +769,14 @@ nsl_column *nsl_column_arith_scalar(const nsl_column *a, nsl_arith op, double v,
   if (a->type != NSL_F64 && int_scalar) {
     nsl_column *r = nsl__column_new_uninit(NSL_I64, n, NULL);   /* every row is written below */
     if (!r) return nomem(err);
-    int64_t y = (int64_t)v, *o = nsl_i64(r);
-    if (a->type == NSL_I64) {   /* one loop per operator, without a type test per row */
-      const int64_t *x = nsl_i64(a);
-#define ARITH_LOOP(OP) \
-  for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I64 ? NSL_NULL_I64 : arith_i64(x[i], OP, y);
-      PER_OPERATOR(op, ARITH_LOOP);
-#undef ARITH_LOOP
-      return r;
-    }
-    for (int64_t i = 0; i < n; i++) {
-      int null;
-      int64_t x = int_at(a, i, &null);
-      o[i] = null ? NSL_NULL_I64 : arith_i64(x, op, y);
-    }
+    arith_job j = {a, NULL, op, (int64_t)v, v, r};
+    nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, arith_scalar_i64_rows, &j);
     return r;
   }
   nsl_column *r = nsl__column_new_uninit(NSL_F64, n, NULL);   /* every row is written below */
   if (!r) return nomem(err);
-  double *o = nsl_f64(r);
-  for (int64_t i = 0; i < n; i++) o[i] = arith_f64(nsl__f64_at(a, i), op, v);
+  arith_job j = {a, NULL, op, 0, v, r};
+  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, arith_scalar_f64_rows, &j);
   return r;
 }
 
@@ -617,31 +789,24 @@ const int64_t *nsl__as_i64(const nsl_column *c, nsl_column **copy) {
   return nsl_i64(*copy);
 }
 
-nsl_column *nsl_column_cast(const nsl_column *c, nsl_type to, nsl_error *err) {
-  if (!valid_col(c) || (unsigned)to > NSL_BOOL) return arg_error(err, "cast: missing column or unknown type");
-  if (to == NSL_STR && c->type != NSL_STR) {   /* no dictionary to map into */
-    nsl_error_set(err, NSL_ERR_ARG, "cast: a %s column cannot become a str column", nsl_type_name(c->type));
-    return NULL;
-  }
-  int64_t n = c->len;
-  nsl_column *r = nsl__column_new_uninit(to, n, c->dict);   /* every row is written below */
-  if (!r) return nomem(err);
-  if (to == c->type) {
-    memcpy(r->data, c->data, (size_t)n * nsl_type_size(to));
-    return r;
-  }
+/* Rows [lo, hi) of column c cast into r (another type; nsl__run_rows). */
+static void cast_rows(void *p, int64_t lo, int64_t hi) {
+  const rows_job *j = p;
+  const nsl_column *c = j->a;
+  nsl_column *r = j->o;
+  nsl_type to = r->type;
   if (to == NSL_I64 && (c->type == NSL_I32 || c->type == NSL_BOOL)) {   /* the common widenings, without a test per row */
     int64_t *restrict o = nsl_i64(r);
     if (c->type == NSL_I32) {
       const int32_t *restrict x = nsl_i32(c);
-      for (int64_t i = 0; i < n; i++) o[i] = x[i] == NSL_NULL_I32 ? NSL_NULL_I64 : x[i];
+      for (int64_t i = lo; i < hi; i++) o[i] = x[i] == NSL_NULL_I32 ? NSL_NULL_I64 : x[i];
     } else {
       const uint8_t *restrict x = nsl_bool(c);
-      for (int64_t i = 0; i < n; i++) o[i] = x[i];
+      for (int64_t i = lo; i < hi; i++) o[i] = x[i];
     }
-    return r;
+    return;
   }
-  for (int64_t i = 0; i < n; i++) {
+  for (int64_t i = lo; i < hi; i++) {
     int null = 0;
     int64_t x = 0;
     double d = 0;
@@ -670,12 +835,70 @@ nsl_column *nsl_column_cast(const nsl_column *c, nsl_type to, nsl_error *err) {
     case NSL_STR: break;
     }
   }
+}
+
+nsl_column *nsl_column_cast(const nsl_column *c, nsl_type to, nsl_error *err) {
+  if (!valid_col(c) || (unsigned)to > NSL_BOOL) return arg_error(err, "cast: missing column or unknown type");
+  if (to == NSL_STR && c->type != NSL_STR) {   /* no dictionary to map into */
+    nsl_error_set(err, NSL_ERR_ARG, "cast: a %s column cannot become a str column", nsl_type_name(c->type));
+    return NULL;
+  }
+  int64_t n = c->len;
+  nsl_column *r = nsl__column_new_uninit(to, n, c->dict);   /* every row is written below */
+  if (!r) return nomem(err);
+  if (to == c->type) {
+    memcpy(r->data, c->data, (size_t)n * nsl_type_size(to));
+    return r;
+  }
+  rows_job j = {c, NULL, 0, r};
+  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, cast_rows, &j);
   return r;
 }
 
 /* ---- reductions ------------------------------------------------------------ */
 
 void nsl_column_stats(const nsl_column *c, nsl_stats *out) { nsl__column_stats(c, out, 1); }
+
+/* The count, sum and extremes of an integer column's rows [lo, hi), per
+ * part (nsl__rows_per_part) of nsl__run_rows. */
+enum { INT_STATS_PARTS = 64 };
+typedef struct int_stats_job {
+  const nsl_column *c;
+  int64_t per;
+  struct {
+    int64_t count, min, max;
+    __extension__ __int128 sum;
+  } part[INT_STATS_PARTS];
+} int_stats_job;
+
+static void int_stats_rows(void *p, int64_t lo, int64_t hi) {
+  int_stats_job *j = p;
+  const nsl_column *c = j->c;
+  __extension__ __int128 s = 0;
+  int64_t count = 0, mn = INT64_MAX, mx = INT64_MIN;
+  /* one row loop, read through VALUE (null set when the row is NULL): an I64 column without a type test per row */
+#define INT_STATS_LOOP(VALUE)        \
+  for (int64_t i = lo; i < hi; i++) { \
+    int null;                        \
+    int64_t v = VALUE;               \
+    if (null) continue;              \
+    count++;                         \
+    s += v;                          \
+    if (v < mn) mn = v;              \
+    if (v > mx) mx = v;              \
+  }
+  if (c->type == NSL_I64) {
+    const int64_t *x = nsl_i64(c);
+    INT_STATS_LOOP((null = x[i] == NSL_NULL_I64, x[i]))
+  } else
+    INT_STATS_LOOP(int_at(c, i, &null))
+#undef INT_STATS_LOOP
+  int k = (int)(lo / j->per);
+  j->part[k].count = count;
+  j->part[k].sum = s;
+  j->part[k].min = mn;
+  j->part[k].max = mx;
+}
 
 /* See nsl_internal.h. */
 void nsl__column_stats(const nsl_column *c, nsl_stats *out, int with_std) {
@@ -708,25 +931,21 @@ void nsl__column_stats(const nsl_column *c, nsl_stats *out, int with_std) {
     out->max = mx;
     mean = out->sum / (double)count;
   } else {
+    /* integers: exact in any order, so the parts' sums, counts and extremes add up to one pass's */
+    int_stats_job j;
+    memset(&j, 0, sizeof j);
+    j.c = c;
+    j.per = nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN);
+    nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, int_stats_rows, &j);
     __extension__ __int128 s = 0;
     int64_t mn = INT64_MAX, mx = INT64_MIN;
-    /* one row loop, read through VALUE (null set when the row is NULL): an I64 column without a type test per row */
-#define INT_STATS_LOOP(VALUE)     \
-  for (int64_t i = 0; i < n; i++) { \
-    int null;                     \
-    int64_t v = VALUE;            \
-    if (null) continue;           \
-    count++;                      \
-    s += v;                       \
-    if (v < mn) mn = v;           \
-    if (v > mx) mx = v;           \
-  }
-    if (c->type == NSL_I64) {
-      const int64_t *x = nsl_i64(c);
-      INT_STATS_LOOP((null = x[i] == NSL_NULL_I64, x[i]))
-    } else
-      INT_STATS_LOOP(int_at(c, i, &null))
-#undef INT_STATS_LOOP
+    for (int p = 0; p < INT_STATS_PARTS; p++) {
+      if (!j.part[p].count) continue;
+      count += j.part[p].count;
+      s += j.part[p].sum;
+      if (j.part[p].min < mn) mn = j.part[p].min;
+      if (j.part[p].max > mx) mx = j.part[p].max;
+    }
     if (!count) return;
     out->isum = (int64_t)(uint64_t)s;   /* modulo 2^64 past the int64 range */
     out->sum = (double)s;

@@ -35,10 +35,17 @@ typedef struct par_run {
   atomic_int *cancel;   /* the caller's, passed on to the workers */
 } par_run;
 
+/* Whether the thread runs a job of nsl__run_parallel: the kernels it calls
+ * then keep to it (the other threads have jobs of their own). */
+static _Thread_local int in_job;
+
 static void *par_worker(void *p) {
   par_run *pr = p;
+  int was = in_job;
   cancel_flag = pr->cancel;
+  in_job = 1;
   for (int i; (i = atomic_fetch_add(&pr->next, 1)) < pr->n;) pr->job(pr->ctx, i);
+  in_job = was;
   return NULL;
 }
 
@@ -50,6 +57,35 @@ void nsl__run_parallel(int n, int nthreads, void (*job)(void *ctx, int i), void 
     if (pthread_create(&th[started], NULL, par_worker, &pr) == 0) started++;
   par_worker(&pr);
   for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
+}
+
+typedef struct rows_run {
+  void (*rows)(void *ctx, int64_t lo, int64_t hi);
+  void *ctx;
+  int64_t n, per;
+} rows_run;
+
+static void rows_part(void *p, int i) {
+  rows_run *r = p;
+  int64_t lo = r->per * i, hi = lo + r->per < r->n ? lo + r->per : r->n;
+  if (lo < hi) r->rows(r->ctx, lo, hi);
+}
+
+int64_t nsl__rows_per_part(int64_t n, int64_t min_rows) {
+  int threads = n >= min_rows && n > 0 && !in_job ? nsl__thread_count(64) : 1;
+  if (threads <= 1) return n > 0 ? n : 1;
+  return ((n + threads - 1) / threads + 4095) / 4096 * 4096;
+}
+
+void nsl__run_rows(int64_t n, int64_t min_rows, void (*rows)(void *ctx, int64_t lo, int64_t hi), void *ctx) {
+  int64_t per = nsl__rows_per_part(n, min_rows);
+  if (per >= n) {
+    if (n > 0) rows(ctx, 0, n);
+    return;
+  }
+  rows_run r = {rows, ctx, n, per};
+  int parts = (int)((n + per - 1) / per);
+  nsl__run_parallel(parts, parts, rows_part, &r);
 }
 
 struct nsl__task {

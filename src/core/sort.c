@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/parallel.h"
 
 #define BLOCK 4096      /* rows per block when encoding keys */
 #define SMALL_SORT 32   /* insertion sort below this */
@@ -33,6 +34,91 @@ static int digit_width(int64_t n, int span, int *nd) {
   int w = n >= (1 << 16) ? 11 : 8;
   *nd = (span + w - 1) / w;
   return (span + *nd - 1) / *nd;
+}
+
+/* ---- passes split over the threads ----------------------------------------
+ * A large array is sorted with each pass in parts of its rows: every part
+ * counts its digits, then writes its rows after those of lower digits and
+ * those of the same digit in the parts before it.  That is where one
+ * stable pass puts them, so the result is the same on any number of
+ * threads.  A digit is ((key >> lo) & kmask) >> dshift & dmask, where key
+ * is the element (u64) or its k (kv). */
+enum { RADIX_PARTS = 64 };
+typedef struct radix_job {
+  const void *src;
+  void *dst;
+  int kv;
+  int64_t per;   /* rows per part (nsl__rows_per_part) */
+  int lo, dshift;
+  uint64_t kmask, dmask;
+  size_t nb;
+  int64_t *hist;   /* parts x nb: a part's count per digit, then where its next row of that digit goes */
+} radix_job;
+
+#define RADIX_DIGIT(j, key) ((((key) >> (j)->lo) & (j)->kmask) >> (j)->dshift & (j)->dmask)
+
+static void radix_count_rows(void *p, int64_t lo, int64_t hi) {
+  const radix_job *j = p;
+  int64_t *h = j->hist + (size_t)(lo / j->per) * j->nb;
+  if (j->kv) {
+    const nsl__kv *x = j->src;
+    for (int64_t i = lo; i < hi; i++) h[RADIX_DIGIT(j, x[i].k)]++;
+  } else {
+    const uint64_t *x = j->src;
+    for (int64_t i = lo; i < hi; i++) h[RADIX_DIGIT(j, x[i])]++;
+  }
+}
+
+static void radix_scatter_rows(void *p, int64_t lo, int64_t hi) {
+  const radix_job *j = p;
+  int64_t *h = j->hist + (size_t)(lo / j->per) * j->nb;
+  if (j->kv) {
+    const nsl__kv *x = j->src;
+    nsl__kv *o = j->dst;
+    for (int64_t i = lo; i < hi; i++) o[h[RADIX_DIGIT(j, x[i].k)]++] = x[i];
+  } else {
+    const uint64_t *x = j->src;
+    uint64_t *o = j->dst;
+    for (int64_t i = lo; i < hi; i++) o[h[RADIX_DIGIT(j, x[i])]++] = x[i];
+  }
+}
+
+/* The nd passes of w bits over a (n elements, u64 or kv) with tmp as the
+ * other buffer, split over the threads; returns the sorted buffer (a or
+ * tmp), or NULL when the rows are too few for parts or memory is short
+ * (the caller then sorts alone). */
+static void *radix_parallel(void *a, void *tmp, int64_t n, int kv, int lo, uint64_t kmask, int nd, int w) {
+  int64_t per = nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN);
+  int64_t parts = (n + per - 1) / per;
+  if (parts < 2 || parts > RADIX_PARTS) return NULL;
+  size_t nb = (size_t)1 << w;
+  int64_t *hist = malloc((size_t)parts * nb * sizeof *hist);
+  if (!hist) return NULL;
+  void *src = a, *dst = tmp;
+  for (int d = 0; d < nd; d++) {
+    radix_job j = {src, dst, kv, per, lo, d * w, kmask, nb - 1, nb, hist};
+    memset(hist, 0, (size_t)parts * nb * sizeof *hist);
+    nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, radix_count_rows, &j);
+    int64_t sum = 0;
+    int trivial = 0;
+    for (size_t b = 0; b < nb; b++) {
+      int64_t all = 0;
+      for (int64_t q = 0; q < parts; q++) {
+        int64_t c = hist[(size_t)q * nb + b];
+        hist[(size_t)q * nb + b] = sum;
+        sum += c;
+        all += c;
+      }
+      if (all == n) trivial = 1;   /* every element has the same digit */
+    }
+    if (trivial) continue;
+    nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, radix_scatter_rows, &j);
+    void *t = src;
+    src = dst;
+    dst = t;
+  }
+  free(hist);
+  return src;
 }
 
 uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi) {
@@ -54,6 +140,8 @@ uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi) 
   int span = hi - lo, nd, w = digit_width(n, span, &nd);
   size_t nb = (size_t)1 << w;
   uint64_t dmask = nb - 1, kmask = span >= 64 ? ~0ull : (1ull << span) - 1;
+  uint64_t *par = radix_parallel(a, tmp, n, 0, lo, kmask, nd, w);
+  if (par) return par;
   int64_t hist[8 * 2048];
   memset(hist, 0, (size_t)nd * nb * sizeof *hist);
   for (int64_t i = 0; i < n; i++) {
@@ -106,6 +194,8 @@ nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n, int bits) {
   int nd, w = digit_width(n, span, &nd);
   size_t nb = (size_t)1 << w;
   uint64_t dmask = nb - 1;
+  nsl__kv *par = radix_parallel(a, tmp, n, 1, 0, ~0ull, nd, w);
+  if (par) return par;
   int64_t hist[8 * 2048];
   memset(hist, 0, (size_t)nd * nb * sizeof *hist);
   for (int64_t i = 0; i < n; i++) {

@@ -4,6 +4,7 @@
 #include <float.h>
 #include <stdio.h>
 
+#include "core/nsl_internal.h"
 #include "kernel_fixtures.h"
 
 /* ---- comparisons -------------------------------------------------------------- */
@@ -819,6 +820,88 @@ static int64_t ref_arith(int64_t x, nsl_arith op, int64_t y) {
   return r < INT64_MIN || r > INT64_MAX ? NSL_NULL_I64 : (int64_t)r;
 }
 
+/* The element-wise kernels over more rows than one thread takes (their rows
+ * split in parts, nsl__run_rows): the same bytes on 1, 2, 3 and 7 threads,
+ * with a length that is no multiple of a part, NULLs and values of every
+ * kind; the indices of a mask, and the count and sum, against a row loop. */
+static void test_kernels_threads(void **state) {
+  (void)state;
+  const int64_t n = ((int64_t)3 << 20) + 12345;
+  fx_seed(4242);
+  nsl_column *a = random_col(NSL_I64, n), *b = random_col(NSL_I64, n), *i32 = random_col(NSL_I32, n),
+             *mask = random_col(NSL_BOOL, n), *mask2 = random_col(NSL_BOOL, n);
+  nsl_column *f = nsl_column_new(NSL_F64, n, NULL);
+  for (int64_t i = 0; i < n; i++) nsl_f64(f)[i] = i % 11 == 3 ? NAN : (double)fx_range(-1000, 1000) / 8;
+  for (int64_t i = 0; i < n; i += 4099) nsl_bool(mask)[i] = 1;   /* set rows at part edges too */
+  int64_t ids[] = {-3, 0, 5, INT64_MAX - 1, 6, NSL_NULL_I64};
+  int64_t many[3000];
+  for (int k = 0; k < 3000; k++) many[k] = k % 2 ? k * 7919 : -k;   /* a set past the cache: the filter */
+  enum { NK = 22 };
+  nsl_column *want[NK] = {0};
+  nsl_stats want_st, want_f64;
+  const char *threads[] = {"1", "2", "3", "7"};
+  for (int t = 0; t < 4; t++) {
+    setenv("NSL_THREADS", threads[t], 1);
+    nsl_column *got[NK] = {
+        nsl_column_cmp_i64(a, NSL_LT, 2, NULL),   nsl_column_cmp_i64(i32, NSL_NE, 0, NULL),
+        nsl_column_cmp_i64(f, NSL_GE, 3, NULL),   nsl_column_cmp_f64(a, NSL_GT, 1.5, NULL),
+        nsl_column_cmp_f64(f, NSL_EQ, 0.5, NULL), nsl_column_cmp_col(a, NSL_LE, b, NULL),
+        nsl_column_cmp_col(i32, NSL_EQ, a, NULL), nsl_column_cmp_col(f, NSL_LT, a, NULL),
+        nsl_column_isin(a, ids, 6, NULL),         nsl_column_isin(a, many, 3000, NULL),
+        nsl_column_isin(i32, ids + 1, 2, NULL),   nsl_column_nulls(f, NULL),
+        nsl_mask_and(mask, mask2, NULL),          nsl_mask_or(mask, mask2, NULL),
+        nsl_mask_not(mask, NULL),                 nsl__column_where(mask, a, 0, b, 0, NULL),
+        nsl_mask_indices(mask, NULL),             nsl_column_arith(a, NSL_MUL, b, NULL),
+        nsl_column_arith(f, NSL_SUB, i32, NULL),  nsl_column_arith_scalar(a, NSL_DIV, 3, NULL),
+        nsl_column_arith_scalar(i32, NSL_ADD, 0.25, NULL), nsl_column_cast(f, NSL_I32, NULL)};
+    nsl_stats st, stf;
+    nsl__column_stats(a, &st, 0);
+    nsl__column_stats(f, &stf, 0);
+    for (int k = 0; k < NK; k++) {
+      assert_non_null(got[k]);
+      if (t == 0) {
+        want[k] = got[k];
+        continue;
+      }
+      assert_int_equal(got[k]->len, want[k]->len);
+      assert_int_equal(got[k]->type, want[k]->type);
+      if (memcmp(got[k]->data, want[k]->data, (size_t)got[k]->len * nsl_type_size(got[k]->type)) != 0)
+        fail_msg("kernel %d differs on %s threads", k, threads[t]);
+      nsl_column_release(got[k]);
+    }
+    if (t == 0) {
+      want_st = st;
+      want_f64 = stf;
+    }
+    assert_int_equal(st.count, want_st.count);
+    assert_int_equal(st.isum, want_st.isum);
+    assert_int_equal(st.imin, want_st.imin);
+    assert_int_equal(st.imax, want_st.imax);
+    assert_true(memcmp(&stf.sum, &want_f64.sum, sizeof stf.sum) == 0);
+    assert_int_equal(nsl_mask_count(mask), want[16]->len);
+  }
+  unsetenv("NSL_THREADS");
+  int64_t k = 0, cnt = 0, mn = INT64_MAX, mx = INT64_MIN;
+  __extension__ __int128 sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (nsl_bool(mask)[i] && (k >= want[16]->len || nsl_i64(want[16])[k++] != i)) fail_msg("indices row %lld", (long long)i);
+    int64_t x = nsl_i64(a)[i];
+    if (x == NSL_NULL_I64) continue;
+    cnt++;
+    sum += x;
+    mn = x < mn ? x : mn;
+    mx = x > mx ? x : mx;
+  }
+  assert_int_equal(k, want[16]->len);
+  assert_int_equal(want_st.count, cnt);
+  assert_int_equal(want_st.isum, (int64_t)(uint64_t)sum);
+  assert_int_equal(want_st.imin, mn);
+  assert_int_equal(want_st.imax, mx);
+  for (int j = 0; j < NK; j++) nsl_column_release(want[j]);
+  nsl_column *cols[] = {a, b, i32, mask, mask2, f};
+  for (size_t j = 0; j < sizeof cols / sizeof *cols; j++) nsl_column_release(cols[j]);
+}
+
 static void test_loops_random(void **state) {
   (void)state;
   const nsl_type types[] = {NSL_I64, NSL_I32, NSL_BOOL};
@@ -911,6 +994,7 @@ int main(void) {
       cmocka_unit_test(test_arith),
       cmocka_unit_test(test_cast),
       cmocka_unit_test(test_loops_random),
+      cmocka_unit_test(test_kernels_threads),
       cmocka_unit_test(test_stats),
       cmocka_unit_test(test_quantile_hand),
       cmocka_unit_test(test_quantile_random_reference),

@@ -4,6 +4,7 @@
 #include <float.h>
 #include <stdio.h>
 
+#include "core/kernels_internal.h"
 #include "kernel_fixtures.h"
 
 /* ---- reference comparator ----------------------------------------------------- */
@@ -362,6 +363,53 @@ static void test_random_large_radix_paths(void **state) {
   nsl_dict_release(d);
 }
 
+/* The radix sorts over more rows than one thread takes (each pass split in
+ * parts): sorted, stable, and the same on 1, 2, 3 and 7 threads, for keys
+ * in a bit range of u64 values (the row in the low bits, a trivial digit
+ * among the others) and for (key, value) pairs. */
+static void test_radix_threads(void **state) {
+  (void)state;
+  const int64_t n = ((int64_t)3 << 20) + 777;
+  uint64_t *u = malloc((size_t)n * sizeof *u), *ut = malloc((size_t)n * sizeof *ut),
+           *uw = malloc((size_t)n * sizeof *uw);
+  nsl__kv *k = malloc((size_t)n * sizeof *k), *kt = malloc((size_t)n * sizeof *kt),
+          *kw = malloc((size_t)n * sizeof *kw);
+  assert_true(u && ut && uw && k && kt && kw);
+  const char *threads[] = {"1", "2", "3", "7"};
+  for (int t = 0; t < 4; t++) {
+    setenv("NSL_THREADS", threads[t], 1);
+    fx_seed(99);
+    /* bits 0..21: the row; 22..45: the key (three digits of 8 bits), whose middle digit is one value for every
+     * row */
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t key = (uint64_t)fx_range(0, 255) | (uint64_t)0x5a << 8 | (uint64_t)fx_range(0, 255) << 16;
+      u[i] = key << 22 | (uint64_t)i;
+      k[i] = (nsl__kv){(uint64_t)fx_range(0, 1 << 20) * 977, i};
+    }
+    uint64_t *ur = nsl__radix_u64(u, ut, n, 22, 46);
+    nsl__kv *kr = nsl__radix_kv(k, kt, n, 40);
+    if (t == 0) {
+      for (int64_t i = 1; i < n; i++) {
+        if (ur[i - 1] > ur[i]) fail_msg("u64 row %lld out of order", (long long)i);   /* key, then row */
+        if (kr[i - 1].k > kr[i].k || (kr[i - 1].k == kr[i].k && kr[i - 1].v > kr[i].v))
+          fail_msg("kv row %lld out of order or unstable", (long long)i);
+      }
+      memcpy(uw, ur, (size_t)n * sizeof *uw);
+      memcpy(kw, kr, (size_t)n * sizeof *kw);
+      continue;
+    }
+    if (memcmp(ur, uw, (size_t)n * sizeof *uw) != 0) fail_msg("u64 sort differs on %s threads", threads[t]);
+    if (memcmp(kr, kw, (size_t)n * sizeof *kw) != 0) fail_msg("kv sort differs on %s threads", threads[t]);
+  }
+  unsetenv("NSL_THREADS");
+  free(u);
+  free(ut);
+  free(uw);
+  free(k);
+  free(kt);
+  free(kw);
+}
+
 /* Last keys the rows already follow (times in start order, NULLs first, either direction) need no pass of
  * their own: the result is still the reference's, with ties by row. */
 static void test_trailing_keys_in_order(void **state) {
@@ -598,6 +646,7 @@ int main(void) {
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_random_multikey_reference),
       cmocka_unit_test(test_random_large_radix_paths),
+      cmocka_unit_test(test_radix_threads),
       cmocka_unit_test(test_trailing_keys_in_order),
       cmocka_unit_test(test_groups_in_order),
       cmocka_unit_test(test_unique),
