@@ -199,17 +199,18 @@ static uint64_t estimate_groups(key_col *keys, int nk, int64_t n) {
     }                                                                                              \
   } while (0)
 
-/* The least and greatest non-NULL code of a key over n rows (lo > hi when
- * every row is NULL). */
-static void key_range(key_col *k, int64_t n, uint64_t *lo_out, uint64_t *hi_out) {
+/* The least and greatest non-NULL code of a key over rows [a, b) (lo > hi
+ * when every row is NULL). */
+static void key_range_rows(const key_col *k, int64_t a, int64_t b, uint64_t *lo_out, uint64_t *hi_out) {
   uint64_t lo = UINT64_MAX, hi = 0;
   const nsl_column *col = k->col;
+  int64_t n = b - a;
   if (k->mode == KEY_EQ && col->type == NSL_I64)
-    NATIVE_RANGE(int64_t, nsl_i64(col), n, NSL_NULL_I64, INT64_MAX, nsl__ocode_i64);
+    NATIVE_RANGE(int64_t, nsl_i64(col) + a, n, NSL_NULL_I64, INT64_MAX, nsl__ocode_i64);
   else if (k->mode == KEY_EQ && col->type == NSL_I32)
-    NATIVE_RANGE(int32_t, nsl_i32(col), n, NSL_NULL_I32, INT32_MAX, nsl__ocode_i32);
+    NATIVE_RANGE(int32_t, nsl_i32(col) + a, n, NSL_NULL_I32, INT32_MAX, nsl__ocode_i32);
   else if (k->mode == KEY_EQ && col->type == NSL_STR) {   /* any negative id is NULL */
-    const int32_t *x = nsl_i32(col);
+    const int32_t *x = nsl_i32(col) + a;
     int32_t mn = INT32_MAX, mx = -1;
     for (int64_t i = 0; i < n; i++) {
       int32_t y = x[i];
@@ -222,21 +223,61 @@ static void key_range(key_col *k, int64_t n, uint64_t *lo_out, uint64_t *hi_out)
     }
   }
   else if (direct_key(k))
-    FOR_DIRECT_CODES(col, 0, n, {
+    FOR_DIRECT_CODES(col, a, n, {
       lo = c && c < lo ? c : lo;
       hi = c > hi ? c : hi;
     });
   else {
     uint64_t buf[BLOCK];
-    for (int64_t off = 0; off < n; off += BLOCK) {
-      int64_t m = n - off < BLOCK ? n - off : BLOCK;
-      key_codes(k, off, m, buf);
+    key_col kk = *k;   /* (KEY_EQ or KEY_F64: key_codes writes nothing of it) */
+    for (int64_t off = a; off < b; off += BLOCK) {
+      int64_t m = b - off < BLOCK ? b - off : BLOCK;
+      key_codes(&kk, off, m, buf);
       for (int64_t i = 0; i < m; i++) {
         uint64_t x = buf[i];
         if (x && x < lo) lo = x;
         if (x > hi) hi = x;
       }
     }
+  }
+  *lo_out = lo;
+  *hi_out = hi;
+}
+
+/* key_range's parts (nsl__run_rows): each part's extremes at its index. */
+enum { RANGE_PARTS = 64 };
+typedef struct range_job {
+  const key_col *k;
+  int64_t per;
+  uint64_t lo[RANGE_PARTS], hi[RANGE_PARTS];
+} range_job;
+
+static void range_rows(void *p, int64_t lo, int64_t hi) {
+  range_job *j = p;
+  int64_t part = lo / j->per;
+  key_range_rows(j->k, lo, hi, &j->lo[part], &j->hi[part]);
+}
+
+/* The least and greatest non-NULL code of a key over n rows (lo > hi when
+ * every row is NULL), the rows split over the threads (a translating key,
+ * whose cache fills as it reads, in one pass). */
+static void key_range(key_col *k, int64_t n, uint64_t *lo_out, uint64_t *hi_out) {
+  if (k->mode == KEY_XLATE || n < NSL_ROWS_PARALLEL_MIN) {
+    key_range_rows(k, 0, n, lo_out, hi_out);
+    return;
+  }
+  range_job j;
+  j.k = k;
+  j.per = nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN);
+  for (int p = 0; p < RANGE_PARTS; p++) {
+    j.lo[p] = UINT64_MAX;
+    j.hi[p] = 0;
+  }
+  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, range_rows, &j);
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int p = 0; p < RANGE_PARTS; p++) {
+    lo = j.lo[p] < lo ? j.lo[p] : lo;
+    hi = j.hi[p] > hi ? j.hi[p] : hi;
   }
   *lo_out = lo;
   *hi_out = hi;
@@ -503,6 +544,63 @@ static nsl_status key_table_assign(key_table *t, key_col *keys, key_pass *p, int
   return NSL_OK;
 }
 
+/* A direct table's positions over the threads: each part of the rows
+ * writes its rows' positions (-1: a skipped row) into out (nsl__run_rows);
+ * the table and the keys are only read. */
+typedef struct positions_job {
+  const key_table *t;
+  const key_col *keys;
+  int skip_null, direct;
+  int64_t *out;
+  atomic_int failed;
+} positions_job;
+
+static void positions_rows(void *p, int64_t lo, int64_t hi) {
+  positions_job *j = p;
+  int nk = j->t->nk;
+  uint64_t *buf = j->direct ? NULL : malloc((size_t)nk * BLOCK * sizeof *buf), pos[BLOCK];
+  uint8_t skip[BLOCK];
+  if (!j->direct && !buf) {
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  for (int64_t off = lo; off < hi; off += BLOCK) {
+    int64_t m = hi - off < BLOCK ? hi - off : BLOCK;
+    if (buf)
+      for (int k = 0; k < nk; k++) {
+        key_col kk = j->keys[k];   /* (KEY_EQ or KEY_F64: key_codes writes nothing of it) */
+        key_codes(&kk, off, m, buf + (size_t)k * BLOCK);
+      }
+    block_positions(j->t, j->keys, buf, off, m, j->skip_null, 0, pos, skip);
+    for (int64_t i = 0; i < m; i++) j->out[off + i] = skip[i] ? -1 : (int64_t)pos[i];
+  }
+  free(buf);
+}
+
+/* key_table_build for a direct table with group_of (t->dense): the rows'
+ * positions in parts over the threads, into group_of, then each row's group
+ * in row order (a group's id is the order of its first row, as one pass
+ * gives).  Returns NSL_ERR_NOMEM, or -1 when it did nothing (the caller
+ * then assigns in one pass). */
+static int assign_dense_parallel(key_table *t, const key_col *keys, int64_t n, int skip_null, int64_t *group_of) {
+  if (n < NSL_ROWS_PARALLEL_MIN || nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN) >= n) return -1;
+  for (int k = 0; k < t->nk; k++)
+    if (keys[k].mode == KEY_XLATE) return -1;
+  positions_job j = {t, keys, skip_null, all_direct(t, keys), group_of, 0};
+  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, positions_rows, &j);
+  if (atomic_load(&j.failed)) return NSL_ERR_NOMEM;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t g = -1, at = group_of[i];
+    if (i + PREFETCH < n && group_of[i + PREFETCH] >= 0) __builtin_prefetch(&t->dtab[group_of[i + PREFETCH]]);
+    if (at >= 0 && (g = t->dtab[at]) < 0) {   /* a new group (rare) */
+      if ((g = new_group(t, NULL, i)) < 0) return NSL_ERR_NOMEM;
+      t->dtab[at] = (int32_t)g;   /* groups <= dsize <= 2^27 */
+    }
+    group_of[i] = g;
+  }
+  return NSL_OK;
+}
+
 /* Groups the n rows of keys; group_of (may be NULL) receives each row's
  * group.  skip_null: rows with a NULL key join no group (-1).  Without
  * group_of, the slots of a hash table of exact keys hold each group's first
@@ -512,6 +610,11 @@ static nsl_status key_table_build(key_table *t, key_col *keys, int nk, int64_t n
   nsl_status rc = key_table_init(t, keys, nk, n, err);
   if (rc != NSL_OK) return rc;
   t->slot_rows = !group_of && t->exact;
+  if (t->dense && group_of) {
+    int r = assign_dense_parallel(t, keys, n, skip_null, group_of);
+    if (r == NSL_OK) return NSL_OK;
+    if (r != -1) goto nomem;
+  }
   key_pass p;
   if (key_pass_init(&p, t, keys, nk) != NSL_OK) goto nomem;
   for (int64_t off = 0; off < n; off += BLOCK) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/parallel.h"
 
 /* to - from for to > from, without signed overflow (saturates at INT64_MAX). */
 static inline int64_t span(int64_t from, int64_t to) {
@@ -243,29 +244,27 @@ static int cmp_span(const void *x, const void *y) {
   return a->s < b->s ? -1 : a->s > b->s;
 }
 
-/* The B rows that overlap some A interval and pass b_mask: a new I64
- * column of their row numbers, ascending; NULL when out of memory. */
-static nsl_column *b_rows_near_a(const nsl_column *a_start, const nsl_column *a_stop, const nsl_column *b_start,
-                                 const nsl_column *b_stop, const nsl_column *b_mask, nsl_error *err) {
-  int64_t na = a_start->len, nb = b_start->len, nu = 0;
-  span_pair *u = malloc((size_t)(na ? na : 1) * sizeof *u);
-  nsl_column *keep = nsl_column_new(NSL_BOOL, nb, NULL), *sel = NULL;
-  if (!u || !keep) goto nomem;
-  for (int64_t i = 0; i < na; i++) {
-    int64_t s, e;
-    if (bounds(a_start, a_stop, i, &s, &e) && s < e) u[nu++] = (span_pair){s, e};
-  }
-  qsort(u, (size_t)nu, sizeof *u, cmp_span);
-  int64_t m = 0;   /* merge into disjoint spans, ascending */
-  for (int64_t i = 0; i < nu; i++) {
-    if (m > 0 && u[i].s <= u[m - 1].e) {
-      if (u[i].e > u[m - 1].e) u[m - 1].e = u[i].e;
-    } else u[m++] = u[i];
-  }
-  const uint8_t *mk = b_mask ? nsl_bool(b_mask) : NULL;
-  uint8_t *k = nsl_bool(keep);
+/* Rows [lo, hi) of b_rows_near_a's pass (nsl__run_rows): keep[j] = whether
+ * B row j passes the mask and overlaps one of the m disjoint spans u,
+ * ascending.  Each row's answer is searched from the previous row's (a
+ * part starts from the first span): only where the search starts differs. */
+typedef struct near_job {
+  const nsl_column *b_start, *b_stop;
+  const uint8_t *mk;
+  const span_pair *u;
+  int64_t m;
+  uint8_t *k;
+} near_job;
+
+static void near_rows(void *p, int64_t first, int64_t last) {
+  const near_job *job = p;
+  const nsl_column *b_start = job->b_start, *b_stop = job->b_stop;
+  const uint8_t *mk = job->mk;
+  const span_pair *u = job->u;
+  const int64_t m = job->m;
+  uint8_t *k = job->k;
   int64_t at = 0;   /* the previous row's answer: rows in start order find theirs a step or two away */
-  for (int64_t j = 0; j < nb; j++) {
+  for (int64_t j = first; j < last; j++) {
     int64_t s, e;
     k[j] = 0;
     if ((mk && !mk[j]) || !bounds(b_start, b_stop, j, &s, &e) || s >= e) continue;
@@ -296,6 +295,29 @@ static nsl_column *b_rows_near_a(const nsl_column *a_start, const nsl_column *a_
     at = lo;
     k[j] = lo < m && u[lo].s < e;
   }
+}
+
+/* The B rows that overlap some A interval and pass b_mask: a new I64
+ * column of their row numbers, ascending; NULL when out of memory. */
+static nsl_column *b_rows_near_a(const nsl_column *a_start, const nsl_column *a_stop, const nsl_column *b_start,
+                                 const nsl_column *b_stop, const nsl_column *b_mask, nsl_error *err) {
+  int64_t na = a_start->len, nb = b_start->len, nu = 0;
+  span_pair *u = malloc((size_t)(na ? na : 1) * sizeof *u);
+  nsl_column *keep = nsl_column_new(NSL_BOOL, nb, NULL), *sel = NULL;
+  if (!u || !keep) goto nomem;
+  for (int64_t i = 0; i < na; i++) {
+    int64_t s, e;
+    if (bounds(a_start, a_stop, i, &s, &e) && s < e) u[nu++] = (span_pair){s, e};
+  }
+  qsort(u, (size_t)nu, sizeof *u, cmp_span);
+  int64_t m = 0;   /* merge into disjoint spans, ascending */
+  for (int64_t i = 0; i < nu; i++) {
+    if (m > 0 && u[i].s <= u[m - 1].e) {
+      if (u[i].e > u[m - 1].e) u[m - 1].e = u[i].e;
+    } else u[m++] = u[i];
+  }
+  near_job job = {b_start, b_stop, b_mask ? nsl_bool(b_mask) : NULL, u, m, nsl_bool(keep)};
+  nsl__run_rows(nb, NSL_ROWS_PARALLEL_MIN, near_rows, &job);
   sel = nsl_mask_indices(keep, err);
   free(u);
   nsl_column_release(keep);

@@ -204,6 +204,60 @@ static void test_groupby_int_keys_reference(void **state) {
   }
 }
 
+/* Group-by over more rows than one thread takes (the rows' positions in a
+ * direct table found in parts): group ids, first rows and counts the same
+ * on 1, 2, 3 and 7 threads, for integer keys read straight from their
+ * columns, string and integer keys together, a double key (read through
+ * its codes), and groups first seen past the first part. */
+static void test_groupby_large_threads(void **state) {
+  (void)state;
+  nsl_dict *d = nsl_dict_new();
+  fx_seed(2718);
+  const int64_t n = ((int64_t)1 << 21) + 333;
+  nsl_column *i64 = random_col(NSL_I64, n, d, 40), *str = random_col(NSL_STR, n, d, 12),
+             *i32 = random_col(NSL_I32, n, d, 9), *f64 = random_col(NSL_F64, n, d, 40);
+  nsl_column *late = nsl_column_new(NSL_I64, n, NULL);
+  for (int64_t i = 0; i < n; i++) nsl_i64(late)[i] = i < n / 2 ? fx_range(0, 10) : fx_range(0, 20);
+  const nsl_column *sets[4][2] = {{i64, NULL}, {str, i32}, {f64, NULL}, {late, NULL}};
+  const int nks[4] = {1, 2, 1, 1};
+  const char *threads[] = {"1", "2", "3", "7"};
+  for (int s = 0; s < 4; s++) {
+    nsl_groups want = {0};
+    for (int t = 0; t < 4; t++) {
+      setenv("NSL_THREADS", threads[t], 1);
+      nsl_groups g;
+      nsl_error err = {0};
+      assert_int_equal(nsl_groupby(sets[s], nks[s], &g, &err), NSL_OK);
+      if (t == 0) {
+        want = g;
+        continue;
+      }
+      assert_int_equal(g.ngroups, want.ngroups);
+      if (memcmp(nsl_i64(g.group_of), nsl_i64(want.group_of), (size_t)n * sizeof(int64_t)) != 0 ||
+          memcmp(nsl_i64(g.first_row), nsl_i64(want.first_row), (size_t)g.ngroups * sizeof(int64_t)) != 0)
+        fail_msg("key set %d: groups differ on %s threads", s, threads[t]);
+      nsl_groups_free(&g);
+    }
+    /* the one-thread result: ids by first appearance, each row in its first row's group */
+    int64_t next = 0;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t g = nsl_i64(want.group_of)[i];
+      if (g < 0 || g > next) fail_msg("key set %d row %lld: group %lld", s, (long long)i, (long long)g);
+      if (g == next) {
+        if (nsl_i64(want.first_row)[g] != i) fail_msg("key set %d: first row of group %lld", s, (long long)g);
+        next++;
+      } else if (!tuple_equal(sets[s], nks[s], i, nsl_i64(want.first_row)[g]))
+        fail_msg("key set %d row %lld: not its group's key", s, (long long)i);
+    }
+    assert_int_equal(next, want.ngroups);
+    nsl_groups_free(&want);
+  }
+  unsetenv("NSL_THREADS");
+  nsl_column *cols[] = {i64, str, i32, f64, late};
+  for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) nsl_column_release(cols[k]);
+  nsl_dict_release(d);
+}
+
 /* ---- aggregates ---------------------------------------------------------------- */
 
 static void test_agg_hand(void **state) {
@@ -840,6 +894,7 @@ int main(void) {
       cmocka_unit_test(test_groupby_edges),
       cmocka_unit_test(test_groupby_random_reference),
       cmocka_unit_test(test_groupby_int_keys_reference),
+      cmocka_unit_test(test_groupby_large_threads),
       cmocka_unit_test(test_agg_hand),
       cmocka_unit_test(test_agg_int_sum_exact),
       cmocka_unit_test(test_agg_matches_nsys_stats),

@@ -209,6 +209,70 @@ static void test_overlap_few_b(void **state) {
   overlap_rounds(7000, 80, 400, 1, 9, 20);   /* a few B rows leave most A rows unmatched */
 }
 
+/* Many rows against a few (more than one thread takes: the pass that cuts
+ * the many rows to those near the few runs in parts), in both directions:
+ * the same answers on 1, 2 and 3 threads, and whether a few row overlaps
+ * anything equal to trying every row. */
+static void test_overlap_large_threads(void **state) {
+  (void)state;
+  const int64_t nb = ((int64_t)3 << 19) + 77, na = 40;
+  fx_seed(91);
+  nsl_column *bs = nsl_column_new(NSL_I64, nb, NULL), *be = nsl_column_new(NSL_I64, nb, NULL);
+  for (int64_t j = 0; j < nb; j++) {   /* in start order, as a trace's ranges mostly are, some out of order */
+    int64_t a = j * 10 + (fx_range(0, 50) == 0 ? -fx_range(0, 5000) : 0);
+    nsl_i64(bs)[j] = a;
+    nsl_i64(be)[j] = fx_range(0, 60) == 0 ? NSL_NULL_I64 : a + fx_range(0, 4);
+  }
+  nsl_column *as = nsl_column_new(NSL_I64, na, NULL), *ae = nsl_column_new(NSL_I64, na, NULL);
+  for (int64_t i = 0; i < na; i++) {
+    int64_t a = fx_range(0, nb * 10);
+    nsl_i64(as)[i] = a;
+    nsl_i64(ae)[i] = a + fx_range(1, 5);
+  }
+  const char *threads[] = {"1", "2", "3"};
+  nsl_column *want_any = NULL, *want_rows = NULL, *want_ov = NULL, *want_back = NULL;
+  for (int t = 0; t < 3; t++) {
+    setenv("NSL_THREADS", threads[t], 1);
+    nsl_error err = {0};
+    nsl_column *any = nsl_overlap_any(as, ae, NULL, bs, be, NULL, 0, &err), *rows, *ov;
+    nsl_column *back = nsl_overlap_any(bs, be, NULL, as, ae, NULL, 0, &err);   /* many A, a few B */
+    assert_non_null(any);
+    assert_non_null(back);
+    join(as, ae, NULL, bs, be, NULL, 0, NULL, &rows, &ov);
+    if (t == 0) {
+      want_any = any, want_rows = rows, want_ov = ov, want_back = back;
+      continue;
+    }
+    if (memcmp(any->data, want_any->data, (size_t)na) || memcmp(back->data, want_back->data, (size_t)nb) ||
+        memcmp(rows->data, want_rows->data, (size_t)na * 8) || memcmp(ov->data, want_ov->data, (size_t)na * 8))
+      fail_msg("answers differ on %s threads", threads[t]);
+    nsl_column *cols[] = {any, back, rows, ov};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  }
+  unsetenv("NSL_THREADS");
+  int64_t hits = 0, back_hits = 0;
+  for (int64_t i = 0; i < na; i++) {
+    int found = 0;
+    for (int64_t j = 0; j < nb && !found; j++) {
+      int64_t t = nsl_i64(bs)[j], u = nsl_i64(be)[j];
+      found = u != NSL_NULL_I64 && t < u && t < nsl_i64(ae)[i] && u > nsl_i64(as)[i];
+    }
+    if (nsl_bool(want_any)[i] != found) fail_msg("row %lld: any %d, want %d", (long long)i, nsl_bool(want_any)[i], found);
+    hits += found;
+  }
+  for (int64_t j = 0; j < nb; j++) {
+    int64_t t = nsl_i64(bs)[j], u = nsl_i64(be)[j];
+    int found = 0;
+    for (int64_t i = 0; i < na && !found && u != NSL_NULL_I64 && t < u; i++)
+      found = nsl_i64(as)[i] < u && nsl_i64(ae)[i] > t;
+    if (nsl_bool(want_back)[j] != found) fail_msg("many row %lld: any %d, want %d", (long long)j, nsl_bool(want_back)[j], found);
+    back_hits += found;
+  }
+  if (hits == 0 || hits == na || back_hits == 0) fail_msg("%lld / %lld hits: the data does not exercise the cut", (long long)hits, (long long)back_hits);
+  nsl_column *cols[] = {as, ae, bs, be, want_any, want_rows, want_ov, want_back};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+}
+
 /* ---- open intervals at points ---------------------------------------------------- */
 
 static void test_count_open_hand(void **state) {
@@ -413,6 +477,7 @@ int main(void) {
       cmocka_unit_test(test_overlap_bad_input), cmocka_unit_test(test_overlap_random),
       cmocka_unit_test(test_overlap_few_a),
       cmocka_unit_test(test_overlap_few_b),
+      cmocka_unit_test(test_overlap_large_threads),
       cmocka_unit_test(test_count_open_hand),   cmocka_unit_test(test_count_open_random),
       cmocka_unit_test(test_gaps_hand),         cmocka_unit_test(test_gaps_random),
   };
