@@ -37,6 +37,7 @@
 #include "core/atomic_write.h"
 #include "core/model.h"
 #include "core/nsl_internal.h"
+#include "core/parallel.h"
 #include "source/bundle_internal.h"
 #include "source/colcache_internal.h"
 #include "source/nsys_sqlite.h"
@@ -120,6 +121,20 @@ nsl_status nsl__cache_count(void *p, const char *name, int64_t *out, nsl_error *
   return rc;
 }
 
+/* nsl__cache_load's files, mapped and checked by the threads (nsl__run_parallel). */
+typedef struct map_run {
+  const nsl__cache_src *c;
+  const char *table;
+  const char *const *colnames;
+  nsl__mapping **maps;
+  const nsl__cache_head **heads;
+} map_run;
+
+static void map_one(void *ctx, int k) {
+  map_run *mr = ctx;
+  mr->maps[k] = nsl__cache_map_column(mr->c, mr->table, mr->colnames[k], &mr->heads[k]);
+}
+
 nsl_status nsl__cache_load(void *p, const char *name, const char *const *colnames, const nsl_type *types, int n,
                            nsl_dict *dict, int64_t off, nsl_column **out, nsl_error *err) {
   nsl__cache_src *c = p;
@@ -144,14 +159,26 @@ nsl_status nsl__cache_load(void *p, const char *name, const char *const *colname
     if ((rc = ensure_inner(c, err)) == NSL_OK) rc = c->in->load(c->src, name, colnames, types, n, dict, off, out, err);
     goto done;
   }
+  /* the files mapped and checked (their checksums: a pass over every byte) at once, the columns made in turn */
+  map_run mr = {c, name, colnames, calloc((size_t)(n > 0 ? n : 1), sizeof *mr.maps),
+                calloc((size_t)(n > 0 ? n : 1), sizeof *mr.heads)};
+  if (!mr.maps || !mr.heads) {
+    free(mr.maps);
+    free(mr.heads);
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  nsl__run_parallel(n, nsl__thread_count(n), map_one, &mr);
   for (int k = 0; k < n; k++) {
-    out[k] = nsl__cache_read_column(c, name, colnames[k], types[k], dict, is_time[k] ? off : 0);
+    out[k] = mr.maps[k] ? nsl__cache_column_of(mr.heads[k], mr.maps[k], types[k], dict, is_time[k] ? off : 0) : NULL;
     if (!out[k]) {
       mnames[nmiss] = colnames[k];
       mtypes[nmiss] = types[k];
       miss[nmiss++] = k;
     }
   }
+  free(mr.maps);
+  free(mr.heads);
   if (nmiss > 0) {
     if ((rc = ensure_inner(c, err)) == NSL_OK) rc = c->in->load(c->src, name, mnames, mtypes, nmiss, dict, 0, got, err);
     if (rc != NSL_OK) goto done;

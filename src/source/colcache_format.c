@@ -232,17 +232,19 @@ static nsl_column *column_from(const nsl__cache_head *h, nsl__mapping *map, nsl_
   return col;
 }
 
-/* Column `column` of `table` from the bundle or the entry; NULL when
- * neither has a sound file of it. */
-nsl_column *nsl__cache_read_column(const nsl__cache_src *c, const char *table, const char *column, nsl_type type,
-                                   nsl_dict *dict, int64_t off) {
+/* The file of column `column` of `table` from the bundle or the entry,
+ * mapped and checked; NULL when neither has a sound file of it. */
+nsl__mapping *nsl__cache_map_column(const nsl__cache_src *c, const char *table, const char *column,
+                                    const nsl__cache_head **head) {
   char name[200];
-  const nsl__cache_head *h;
   size_t size;
   file_name(name, sizeof name, table, column);
-  nsl__mapping *map = nsl__cache_map_file(c, name, NSL__CACHE_KIND_COLUMN, table, column, &h, &size);
-  if (!map) return NULL;
-  nsl_column *col = column_from(h, map, type, dict, off);
+  return nsl__cache_map_file(c, name, NSL__CACHE_KIND_COLUMN, table, column, head, &size);
+}
+
+nsl_column *nsl__cache_column_of(const nsl__cache_head *head, nsl__mapping *map, nsl_type type, nsl_dict *dict,
+                                 int64_t off) {
+  nsl_column *col = column_from(head, map, type, dict, off);
   nsl__mapping_release(map);
   return col;
 }

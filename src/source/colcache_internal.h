@@ -99,10 +99,15 @@ int nsl__cache_sound_file(const nsl__cache_head *h, size_t n, uint64_t ident, ui
 int nsl__cache_read_meta(const nsl__cache_src *c, const char *table, nsl__cache_meta *m);
 void nsl__cache_write_meta(nsl__cache_src *c, const char *table, const nsl__cache_meta *m);
 /* Column `column` of `table` from c's files, as a column of the trace
- * (strings in dict, times shifted by off), or NULL; col (rows of this
- * report, times unshifted) written as a file of c's. */
-nsl_column *nsl__cache_read_column(const nsl__cache_src *c, const char *table, const char *column, nsl_type type,
-                                   nsl_dict *dict, int64_t off);
+ * (strings in dict, times shifted by off), in two steps: the file mapped
+ * and checked (NULL: absent or bad; it touches nothing shared, so several
+ * run at once), then the column made of it (strings into dict: one at a
+ * time), which releases the mapping.  nsl__cache_write_column writes col
+ * (rows of this report, times unshifted) as a file of c's. */
+nsl__mapping *nsl__cache_map_column(const nsl__cache_src *c, const char *table, const char *column,
+                                    const nsl__cache_head **head);
+nsl_column *nsl__cache_column_of(const nsl__cache_head *head, nsl__mapping *map, nsl_type type, nsl_dict *dict,
+                                 int64_t off);
 void nsl__cache_write_column(nsl__cache_src *c, const char *table, const char *column, const nsl_column *col);
 
 /* ---- colcache_io.c ---- */
