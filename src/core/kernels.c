@@ -594,19 +594,17 @@ static int64_t gather_rows(const nsl_column *c, const nsl_column *idx, nsl_colum
 #undef GATHER_TYPED
 #undef GATHER_LOOP
 
-/* A large gather in parts, one per thread (random reads: the cores' loads overlap). */
-enum { GATHER_PARALLEL_ROWS = 1 << 20 };
+/* A large gather in parts, one per thread (nsl__run_rows; random reads: the cores' loads overlap). */
 typedef struct gather_run {
   const nsl_column *c, *idx;
   nsl_column *r;
-  int parts;
+  int64_t per;
   int64_t bad[64];   /* per part: gather_rows' answer */
 } gather_run;
 
-static void gather_part(void *ctx, int p) {
+static void gather_part(void *ctx, int64_t lo, int64_t hi) {
   gather_run *g = ctx;
-  int64_t n = g->idx->len, lo = n / g->parts * p, hi = p == g->parts - 1 ? n : n / g->parts * (p + 1);
-  g->bad[p] = gather_rows(g->c, g->idx, g->r, lo, hi);
+  g->bad[lo / g->per] = gather_rows(g->c, g->idx, g->r, lo, hi);
 }
 
 nsl_column *nsl_column_gather(const nsl_column *c, const nsl_column *idx, nsl_error *err) {
@@ -621,12 +619,10 @@ nsl_column *nsl_column_gather(const nsl_column *c, const nsl_column *idx, nsl_er
     return NULL;
   }
   int64_t bad = -1;
-  int threads = n < GATHER_PARALLEL_ROWS ? 1 : nsl__thread_count(64);
-  if (threads > 1) {
-    gather_run g = {c, idx, r, threads, {0}};
-    nsl__run_parallel(threads, threads, gather_part, &g);
-    for (int p = 0; p < threads && bad < 0; p++) bad = g.bad[p];   /* the first bad row, as one pass finds */
-  } else bad = gather_rows(c, idx, r, 0, n);
+  gather_run g = {c, idx, r, nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN), {0}};
+  for (int p = 0; p < 64; p++) g.bad[p] = -1;
+  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, gather_part, &g);
+  for (int p = 0; p < 64 && bad < 0; p++) bad = g.bad[p];   /* the first bad row, as one pass finds */
   if (bad >= 0) {
     int64_t j = idx->type == NSL_I64 ? nsl_i64(idx)[bad] : (int64_t)nsl_i32(idx)[bad];
     nsl_error_set(err, NSL_ERR_ARG, "gather: index %lld (at %lld) is past the end of a %lld-row column",
