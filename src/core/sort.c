@@ -461,16 +461,31 @@ typedef struct sort_key {
   int sorted;   /* the rows' own order is the key's order (narrowed codes never fall from a row to the next) */
 } sort_key;
 
-static nsl_status scan_key(sort_key *k, nsl_error *err) {
-  const nsl_column *c = k->col;
-  if (c->type == NSL_STR && c->dict && !(k->ranks = nsl__str_ranks(c, err)))
-    return err ? err->code : NSL_ERR_NOMEM;
+/* What scan_key finds over rows [lo, hi) of a key (one part of its rows):
+ * the extremes of its codes, whether it has NULLs, whether its rows follow
+ * the key's order among themselves, and its first and last non-NULL codes
+ * (0: none), which tell whether the parts follow each other. */
+typedef struct scan_part {
+  uint64_t lo, hi, first, last;
+  int has_null, sorted;
+} scan_part;
+
+enum { SCAN_PARTS = 64 };
+typedef struct scan_job {
+  const sort_key *k;
+  int64_t per;
+  scan_part part[SCAN_PARTS];
+} scan_job;
+
+static void scan_rows(void *p, int64_t from, int64_t to) {
+  scan_job *j = p;
+  const sort_key *k = j->k;
   uint64_t buf[BLOCK], lo = UINT64_MAX, hi = 0;
   int has_null = 0, sorted = 1;
-  uint64_t prev = 0;   /* the last non-NULL code so far (0: none yet) */
-  for (int64_t off = 0; off < c->len; off += BLOCK) {
-    int64_t m = c->len - off < BLOCK ? c->len - off : BLOCK;
-    nsl__order_codes(c, NULL, off, m, k->ranks, buf);
+  uint64_t prev = 0, first = 0;   /* the last and first non-NULL codes so far (0: none yet) */
+  for (int64_t off = from; off < to; off += BLOCK) {
+    int64_t m = to - off < BLOCK ? to - off : BLOCK;
+    nsl__order_codes(k->col, NULL, off, m, k->ranks, buf);
     for (int64_t i = 0; i < m; i++) {
       uint64_t x = buf[i];
       if (!x) {
@@ -480,9 +495,36 @@ static nsl_status scan_key(sort_key *k, nsl_error *err) {
         if (x < lo) lo = x;
         if (x > hi) hi = x;
         if (prev && (k->desc ? x > prev : x < prev)) sorted = 0;
+        if (!first) first = x;
         prev = x;
       }
     }
+  }
+  j->part[from / j->per] = (scan_part){lo, hi, first, prev, has_null, sorted};
+}
+
+static nsl_status scan_key(sort_key *k, nsl_error *err) {
+  const nsl_column *c = k->col;
+  if (c->type == NSL_STR && c->dict && !(k->ranks = nsl__str_ranks(c, err)))
+    return err ? err->code : NSL_ERR_NOMEM;
+  /* the rows in parts over the threads, then the parts in row order as one pass would meet them */
+  scan_job j;
+  memset(&j, 0, sizeof j);
+  j.k = k;
+  j.per = nsl__rows_per_part(c->len, NSL_ROWS_PARALLEL_MIN);
+  nsl__run_rows(c->len, NSL_ROWS_PARALLEL_MIN, scan_rows, &j);
+  uint64_t lo = UINT64_MAX, hi = 0;
+  int has_null = 0, sorted = 1;
+  uint64_t prev = 0;   /* the last non-NULL code of the parts so far (0: none yet) */
+  int64_t parts = c->len > 0 ? (c->len + j.per - 1) / j.per : 0;
+  for (int64_t q = 0; q < parts; q++) {
+    const scan_part *sp = &j.part[q];
+    if (sp->lo < lo) lo = sp->lo;
+    if (sp->hi > hi) hi = sp->hi;
+    has_null |= sp->has_null;
+    if (!sp->sorted || (prev && sp->has_null) || (prev && sp->first && (k->desc ? sp->first > prev : sp->first < prev)))
+      sorted = 0;
+    if (sp->last) prev = sp->last;
   }
   k->has_null = has_null;
   k->sorted = sorted;
@@ -809,6 +851,38 @@ static void domain_codes(const nsl_column *c, int dom, const uint64_t *ranks, ui
   }
 }
 
+/* Values [from, to) of a search (nsl__run_rows): out[j] = the first index of
+ * the n sorted codes s whose code is >= v[j] (left) or > v[j] (right). */
+typedef struct search_job {
+  const uint64_t *s;
+  int64_t n;
+  const uint64_t *v;
+  int right;
+  int64_t *out;
+} search_job;
+
+static void search_rows(void *p, int64_t from, int64_t to) {
+  const search_job *sj = p;
+  const uint64_t *s = sj->s;
+  for (int64_t j = from; j < to; j++) {
+    uint64_t x = sj->v[j];
+    int64_t lo = 0, hi = sj->n;
+    if (sj->right)
+      while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (s[mid] <= x) lo = mid + 1;
+        else hi = mid;
+      }
+    else
+      while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (s[mid] < x) lo = mid + 1;
+        else hi = mid;
+      }
+    sj->out[j] = lo;
+  }
+}
+
 nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values, int right,
                              nsl_error *err) {
   if (!sorted || !values || (unsigned)sorted->type > NSL_BOOL || (unsigned)values->type > NSL_BOOL) {
@@ -846,24 +920,8 @@ nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values,
                     (long long)i);
       goto fail;
     }
-  int64_t *out = nsl_i64(res);
-  for (int64_t j = 0; j < m; j++) {
-    uint64_t x = v[j];
-    int64_t lo = 0, hi = n;   /* first index whose code is >= x (left) or > x (right) */
-    if (right)
-      while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (s[mid] <= x) lo = mid + 1;
-        else hi = mid;
-      }
-    else
-      while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (s[mid] < x) lo = mid + 1;
-        else hi = mid;
-      }
-    out[j] = lo;
-  }
+  search_job sj = {s, n, v, right, nsl_i64(res)};
+  nsl__run_rows(m, NSL_ROWS_PARALLEL_MIN, search_rows, &sj);
   free(ranks);
   nsl__big_free(s);
   nsl__big_free(v);

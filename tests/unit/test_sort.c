@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "core/kernels_internal.h"
+#include "core/parallel.h"
 #include "kernel_fixtures.h"
 
 /* ---- reference comparator ----------------------------------------------------- */
@@ -410,6 +411,63 @@ static void test_radix_threads(void **state) {
   free(kw);
 }
 
+/* A key scanned in parts over the threads (its extremes, NULLs and whether
+ * the rows already follow it): keys in order but for one step back exactly
+ * where the second part starts, or a NULL there, or in order throughout,
+ * ascending and descending, sort right on 1, 2 and 3 threads; and a
+ * search of 2 Mi values gives the same positions on each. */
+static void test_scan_and_search_threads(void **state) {
+  (void)state;
+  const char *threads[] = {"1", "2", "3"};
+  const int64_t n = ((int64_t)2 << 20) + 99;
+  for (int t = 0; t < 3; t++) {
+    setenv("NSL_THREADS", threads[t], 1);
+    for (int variant = 0; variant < 4; variant++) {
+      nsl_column *c = nsl_column_new(NSL_I64, n, NULL);
+      for (int64_t i = 0; i < n; i++) nsl_i64(c)[i] = variant == 3 ? n - i : i * 3;
+      int64_t per = nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN);
+      for (int64_t at = per; at < n; at += per) {   /* where each part but the first starts */
+        if (variant == 1) nsl_i64(c)[at] = nsl_i64(c)[at - 1] - 1;
+        if (variant == 2) nsl_i64(c)[at] = NSL_NULL_I64;
+      }
+      const nsl_column *keys[1] = {c};
+      int desc[1] = {variant == 3};
+      check_sorted_stable(keys, desc, 1);
+      nsl_column_release(c);
+    }
+  }
+  nsl_column *sorted = nsl_column_new(NSL_I64, n, NULL), *values = nsl_column_new(NSL_I64, n, NULL);
+  fx_seed(5);
+  for (int64_t i = 0; i < n; i++) {
+    nsl_i64(sorted)[i] = i / 3 * 2;
+    nsl_i64(values)[i] = fx_range(-10, n);
+  }
+  nsl_column *want = NULL;
+  for (int t = 0; t < 3; t++) {
+    setenv("NSL_THREADS", threads[t], 1);
+    for (int right = 0; right < 2; right++) {
+      nsl_error err = {0};
+      nsl_column *pos = nsl_searchsorted(sorted, values, right, &err);
+      assert_non_null(pos);
+      if (t == 0 && right == 0) {
+        want = pos;
+        for (int64_t j = 0; j < n; j += 997) {   /* the first index whose value is >= v */
+          int64_t v = nsl_i64(values)[j], p = nsl_i64(pos)[j];
+          if ((p < n && nsl_i64(sorted)[p] < v) || (p > 0 && nsl_i64(sorted)[p - 1] >= v))
+            fail_msg("value %lld at %lld", (long long)v, (long long)p);
+        }
+        continue;
+      }
+      if (right == 0 && memcmp(pos->data, want->data, (size_t)n * 8)) fail_msg("search differs on %s threads", threads[t]);
+      nsl_column_release(pos);
+    }
+  }
+  unsetenv("NSL_THREADS");
+  nsl_column_release(want);
+  nsl_column_release(sorted);
+  nsl_column_release(values);
+}
+
 /* Last keys the rows already follow (times in start order, NULLs first, either direction) need no pass of
  * their own: the result is still the reference's, with ties by row. */
 static void test_trailing_keys_in_order(void **state) {
@@ -647,6 +705,7 @@ int main(void) {
       cmocka_unit_test(test_random_multikey_reference),
       cmocka_unit_test(test_random_large_radix_paths),
       cmocka_unit_test(test_radix_threads),
+      cmocka_unit_test(test_scan_and_search_threads),
       cmocka_unit_test(test_trailing_keys_in_order),
       cmocka_unit_test(test_groups_in_order),
       cmocka_unit_test(test_unique),
