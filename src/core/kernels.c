@@ -5,7 +5,12 @@
  *
  * NULLs are the sentinels of nsl.h; kernels skip them or propagate them as
  * each contract says.  Functions without an nsl_error return NULL on bad
- * input or out of memory. */
+ * input or out of memory.
+ *
+ * A kernel's row loop is a function of a range of rows (name_rows(ctx, lo,
+ * hi)) run by nsl__run_rows (parallel.h): on a large column, one part of
+ * the rows per thread, each row in one part, so the bytes are one pass's;
+ * reductions keep a result per part and combine them in part order. */
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
