@@ -262,18 +262,18 @@ static void range_rows(void *p, int64_t lo, int64_t hi) {
  * every row is NULL), the rows split over the threads (a translating key,
  * whose cache fills as it reads, in one pass). */
 static void key_range(key_col *k, int64_t n, uint64_t *lo_out, uint64_t *hi_out) {
-  if (k->mode == KEY_XLATE || n < NSL_ROWS_PARALLEL_MIN) {
+  if (k->mode == KEY_XLATE || nsl__rows_per_part(n) >= n) {
     key_range_rows(k, 0, n, lo_out, hi_out);
     return;
   }
   range_job j;
   j.k = k;
-  j.per = nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN);
+  j.per = nsl__rows_per_part(n);
   for (int p = 0; p < RANGE_PARTS; p++) {
     j.lo[p] = UINT64_MAX;
     j.hi[p] = 0;
   }
-  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, range_rows, &j);
+  nsl__run_rows(n, range_rows, &j);
   uint64_t lo = UINT64_MAX, hi = 0;
   for (int p = 0; p < RANGE_PARTS; p++) {
     lo = j.lo[p] < lo ? j.lo[p] : lo;
@@ -583,11 +583,11 @@ static void positions_rows(void *p, int64_t lo, int64_t hi) {
  * gives).  Returns NSL_ERR_NOMEM, or -1 when it did nothing (the caller
  * then assigns in one pass). */
 static int assign_dense_parallel(key_table *t, const key_col *keys, int64_t n, int skip_null, int64_t *group_of) {
-  if (n < NSL_ROWS_PARALLEL_MIN || nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN) >= n) return -1;
+  if (nsl__rows_per_part(n) >= n) return -1;
   for (int k = 0; k < t->nk; k++)
     if (keys[k].mode == KEY_XLATE) return -1;
   positions_job j = {t, keys, skip_null, all_direct(t, keys), group_of, 0};
-  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, positions_rows, &j);
+  nsl__run_rows(n, positions_rows, &j);
   if (atomic_load(&j.failed)) return NSL_ERR_NOMEM;
   for (int64_t i = 0; i < n; i++) {
     int64_t g = -1, at = group_of[i];

@@ -110,7 +110,7 @@ nsl_column *nsl_column_cmp_i64(const nsl_column *c, nsl_cmp op, int64_t v, nsl_e
     return m;
   }
   cmp_job j = {c, NULL, op, v, 0, nsl_bool(m)};
-  nsl__run_rows(c->len, NSL_ROWS_PARALLEL_MIN, cmp_i64_rows, &j);
+  nsl__run_rows(c->len, cmp_i64_rows, &j);
   return m;
 }
 
@@ -141,7 +141,7 @@ nsl_column *nsl_column_cmp_f64(const nsl_column *c, nsl_cmp op, double v, nsl_er
     return m;
   }
   cmp_job j = {c, NULL, op, 0, v, nsl_bool(m)};
-  nsl__run_rows(c->len, NSL_ROWS_PARALLEL_MIN, cmp_f64_rows, &j);
+  nsl__run_rows(c->len, cmp_f64_rows, &j);
   return m;
 }
 
@@ -220,7 +220,7 @@ nsl_column *nsl_column_cmp_col(const nsl_column *a, nsl_cmp op, const nsl_column
     return NULL;
   }
   cmp_job j = {a, b, op, 0, 0, nsl_bool(m)};
-  nsl__run_rows(a->len, NSL_ROWS_PARALLEL_MIN, cmp_col_rows, &j);
+  nsl__run_rows(a->len, cmp_col_rows, &j);
   return m;
 }
 
@@ -306,7 +306,7 @@ nsl_column *nsl_column_isin(const nsl_column *c, const int64_t *ids, int64_t n, 
       for (int64_t j = 0; j < n; j++)
         if (ids[j] != NSL_NULL_I64) in[ids[j]] = 1;
       isin_job j = {c, o, NULL, 0, NULL, 0, in, hi};
-      nsl__run_rows(c->len, NSL_ROWS_PARALLEL_MIN, isin_small_rows, &j);
+      nsl__run_rows(c->len, isin_small_rows, &j);
       free(in);
       return m;
     }
@@ -344,7 +344,7 @@ nsl_column *nsl_column_isin(const nsl_column *c, const int64_t *ids, int64_t n, 
     }
   }
   isin_job j = {c, o, set, cap, filter, fbits, NULL, 0};
-  nsl__run_rows(c->len, NSL_ROWS_PARALLEL_MIN, isin_set_rows, &j);
+  nsl__run_rows(c->len, isin_set_rows, &j);
   free(filter);
   free(set);
   return m;
@@ -392,7 +392,7 @@ nsl_column *nsl_column_nulls(const nsl_column *c, nsl_error *err) {
   nsl_column *m = nsl__column_new_uninit(NSL_BOOL, c->len, NULL);   /* every row is written below */
   if (!m) return nomem(err);
   rows_job j = {c, NULL, 0, nsl_bool(m)};
-  nsl__run_rows(c->len, NSL_ROWS_PARALLEL_MIN, nulls_rows, &j);
+  nsl__run_rows(c->len, nulls_rows, &j);
   return m;
 }
 
@@ -434,7 +434,7 @@ static nsl_column *mask_binop(const nsl_column *a, const nsl_column *b, int is_a
     return NULL;
   }
   rows_job j = {a, b, is_and, nsl_bool(m)};
-  nsl__run_rows(a->len, NSL_ROWS_PARALLEL_MIN, mask_binop_rows, &j);
+  nsl__run_rows(a->len, mask_binop_rows, &j);
   return m;
 }
 
@@ -451,7 +451,7 @@ nsl_column *nsl_mask_not(const nsl_column *a, nsl_error *err) {
   nsl_column *m = nsl__column_new_uninit(NSL_BOOL, a->len, NULL);   /* every row is written below */
   if (!m) return nomem(err);
   rows_job j = {a, NULL, 0, nsl_bool(m)};
-  nsl__run_rows(a->len, NSL_ROWS_PARALLEL_MIN, mask_not_rows, &j);
+  nsl__run_rows(a->len, mask_not_rows, &j);
   return m;
 }
 
@@ -499,7 +499,7 @@ nsl_column *nsl__column_where(const nsl_column *mask, const nsl_column *a, int a
   nsl_column *r = nsl__column_new_uninit(a->type, n, a->dict);   /* every row is written below */
   if (!r) return nomem(err);
   where_job j = {mask, a, b, a_one ? 0 : 1, b_one ? 0 : 1, r};
-  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, where_rows, &j);
+  nsl__run_rows(n, where_rows, &j);
   return r;
 }
 
@@ -535,8 +535,8 @@ static int64_t mask_counts(const nsl_column *mask, mask_job *j) {
   const int64_t n = mask->len;
   memset(j, 0, sizeof *j);
   j->x = nsl_bool(mask);
-  j->per = nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN);
-  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, mask_count_rows, j);
+  j->per = nsl__rows_per_part(n);
+  nsl__run_rows(n, mask_count_rows, j);
   int64_t k = 0;
   for (int p = 0; p < MASK_PARTS_MAX; p++) {
     j->first[p] = k;
@@ -559,7 +559,7 @@ nsl_column *nsl_mask_indices(const nsl_column *mask, nsl_error *err) {
   nsl_column *r = nsl__column_new_uninit(NSL_I64, k, NULL);   /* every row is written below */
   if (!r) return nomem(err);
   j.o = nsl_i64(r);
-  nsl__run_rows(mask->len, NSL_ROWS_PARALLEL_MIN, mask_write_rows, &j);
+  nsl__run_rows(mask->len, mask_write_rows, &j);
   return r;
 }
 
@@ -624,9 +624,9 @@ nsl_column *nsl_column_gather(const nsl_column *c, const nsl_column *idx, nsl_er
     return NULL;
   }
   int64_t bad = -1;
-  gather_run g = {c, idx, r, nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN), {0}};
+  gather_run g = {c, idx, r, nsl__rows_per_part(n), {0}};
   for (int p = 0; p < 64; p++) g.bad[p] = -1;
-  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, gather_part, &g);
+  nsl__run_rows(n, gather_part, &g);
   for (int p = 0; p < 64 && bad < 0; p++) bad = g.bad[p];   /* the first bad row, as one pass finds */
   if (bad >= 0) {
     int64_t j = idx->type == NSL_I64 ? nsl_i64(idx)[bad] : (int64_t)nsl_i32(idx)[bad];
@@ -758,7 +758,7 @@ nsl_column *nsl_column_arith(const nsl_column *a, nsl_arith op, const nsl_column
     return NULL;
   }
   arith_job j = {a, b, op, 0, 0, r};
-  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, arith_rows, &j);
+  nsl__run_rows(n, arith_rows, &j);
   return r;
 }
 
@@ -771,13 +771,13 @@ nsl_column *nsl_column_arith_scalar(const nsl_column *a, nsl_arith op, double v,
     nsl_column *r = nsl__column_new_uninit(NSL_I64, n, NULL);   /* every row is written below */
     if (!r) return nomem(err);
     arith_job j = {a, NULL, op, (int64_t)v, v, r};
-    nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, arith_scalar_i64_rows, &j);
+    nsl__run_rows(n, arith_scalar_i64_rows, &j);
     return r;
   }
   nsl_column *r = nsl__column_new_uninit(NSL_F64, n, NULL);   /* every row is written below */
   if (!r) return nomem(err);
   arith_job j = {a, NULL, op, 0, v, r};
-  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, arith_scalar_f64_rows, &j);
+  nsl__run_rows(n, arith_scalar_f64_rows, &j);
   return r;
 }
 
@@ -852,7 +852,7 @@ nsl_column *nsl_column_cast(const nsl_column *c, nsl_type to, nsl_error *err) {
     return r;
   }
   rows_job j = {c, NULL, 0, r};
-  nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, cast_rows, &j);
+  nsl__run_rows(n, cast_rows, &j);
   return r;
 }
 
@@ -936,8 +936,8 @@ void nsl__column_stats(const nsl_column *c, nsl_stats *out, int with_std) {
     int_stats_job j;
     memset(&j, 0, sizeof j);
     j.c = c;
-    j.per = nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN);
-    nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, int_stats_rows, &j);
+    j.per = nsl__rows_per_part(n);
+    nsl__run_rows(n, int_stats_rows, &j);
     __extension__ __int128 s = 0;
     int64_t mn = INT64_MAX, mx = INT64_MIN;
     for (int p = 0; p < INT_STATS_PARTS; p++) {

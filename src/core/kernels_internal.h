@@ -55,6 +55,17 @@ static inline uint64_t nsl__mix64(uint64_t x) {
 /* Number of bits needed to hold x (0 for 0). */
 static inline int nsl__bitwidth(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0; }
 
+/* Index of the first of a[0..n) (ascending) that is >= x (right = 0) or > x (right = 1). */
+static inline int64_t nsl__bound_u64(const uint64_t *a, int64_t n, uint64_t x, int right) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < x || (right && a[mid] == x)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /* A (key, value) pair sorted by key. */
 typedef struct nsl__kv {
   uint64_t k;

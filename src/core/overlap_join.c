@@ -317,7 +317,7 @@ static nsl_column *b_rows_near_a(const nsl_column *a_start, const nsl_column *a_
     } else u[m++] = u[i];
   }
   near_job job = {b_start, b_stop, b_mask ? nsl_bool(b_mask) : NULL, u, m, nsl_bool(keep)};
-  nsl__run_rows(nb, NSL_ROWS_PARALLEL_MIN, near_rows, &job);
+  nsl__run_rows(nb, near_rows, &job);
   sel = nsl_mask_indices(keep, err);
   free(u);
   nsl_column_release(keep);
@@ -501,17 +501,6 @@ nsl_column *nsl_overlap_any(const nsl_column *a_start, const nsl_column *a_stop,
 
 /* ---- open intervals at points ---------------------------------------------------- */
 
-/* Index of the first of a[0..n) (ascending) that is >= x (right = 0) or > x (right = 1). */
-static int64_t bound_u64(const uint64_t *a, int64_t n, uint64_t x, int right) {
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (a[mid] < x || (right && a[mid] == x)) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 nsl_column *nsl_iv_count_open(const nsl_column *points, const nsl_column *const *point_keys,
                               const nsl_column *start, const nsl_column *stop,
                               const nsl_column *const *iv_keys, int nkeys, nsl_error *err) {
@@ -569,7 +558,7 @@ nsl_column *nsl_iv_count_open(const nsl_column *points, const nsl_column *const 
     /* open at t: start < t < stop = #(start < t) - #(stop <= t), as stop <= t implies start < t */
     int64_t n = off[g + 1] - off[g];
     uint64_t c = nsl__ocode_i64(t);
-    o[i] = bound_u64(S + off[g], n, c, 0) - bound_u64(E + off[g], n, c, 1);
+    o[i] = nsl__bound_u64(S + off[g], n, c, 0) - nsl__bound_u64(E + off[g], n, c, 1);
   }
   goto done;
 nomem:

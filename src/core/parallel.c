@@ -71,14 +71,14 @@ static void rows_part(void *p, int i) {
   if (lo < hi) r->rows(r->ctx, lo, hi);
 }
 
-int64_t nsl__rows_per_part(int64_t n, int64_t min_rows) {
-  int threads = n >= min_rows && n > 0 && !in_job ? nsl__thread_count(64) : 1;
+int64_t nsl__rows_per_part(int64_t n) {
+  int threads = n >= NSL_ROWS_PARALLEL_MIN && !in_job ? nsl__thread_count(64) : 1;
   if (threads <= 1) return n > 0 ? n : 1;
   return ((n + threads - 1) / threads + 4095) / 4096 * 4096;
 }
 
-void nsl__run_rows(int64_t n, int64_t min_rows, void (*rows)(void *ctx, int64_t lo, int64_t hi), void *ctx) {
-  int64_t per = nsl__rows_per_part(n, min_rows);
+void nsl__run_rows(int64_t n, void (*rows)(void *ctx, int64_t lo, int64_t hi), void *ctx) {
+  int64_t per = nsl__rows_per_part(n);
   if (per >= n) {
     if (n > 0) rows(ctx, 0, n);
     return;

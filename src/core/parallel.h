@@ -22,15 +22,15 @@ void nsl__run_parallel(int n, int nthreads, void (*job)(void *ctx, int i), void 
 #define NSL_ROWS_PARALLEL_MIN ((int64_t)1 << 20)
 
 /* Runs rows(ctx, lo, hi) over [0, n) in contiguous parts, one per thread
- * (nsl__thread_count), when n is at least min_rows; else one call on the
- * caller's thread (also inside a job of nsl__run_parallel, whose threads
- * are busy already).  Part k is the rows from k * nsl__rows_per_part(n,
- * min_rows) on; the size is a multiple of 4096 rows, so parts that write
- * one byte per row never share a cache line.  Each row is in exactly one
- * part, so a kernel whose rows are independent gives the same bytes on any
- * number of threads. */
-int64_t nsl__rows_per_part(int64_t n, int64_t min_rows);
-void nsl__run_rows(int64_t n, int64_t min_rows, void (*rows)(void *ctx, int64_t lo, int64_t hi), void *ctx);
+ * (nsl__thread_count), when n is at least NSL_ROWS_PARALLEL_MIN; else one
+ * call on the caller's thread (also inside a job of nsl__run_parallel,
+ * whose threads are busy already).  Part k is the rows from k *
+ * nsl__rows_per_part(n) on (n itself: one part); the size is a multiple of
+ * 4096 rows, so parts that write one byte per row never share a cache
+ * line.  Each row is in exactly one part, so a kernel whose rows are
+ * independent gives the same bytes on any number of threads. */
+int64_t nsl__rows_per_part(int64_t n);
+void nsl__run_rows(int64_t n, void (*rows)(void *ctx, int64_t lo, int64_t hi), void *ctx);
 
 /* A task: run(ctx) on a thread of its own.
  *   1. t = nsl__task_start(run, ctx): NULL when no thread can be started

@@ -88,7 +88,7 @@ static void radix_scatter_rows(void *p, int64_t lo, int64_t hi) {
  * tmp), or NULL when the rows are too few for parts or memory is short
  * (the caller then sorts alone). */
 static void *radix_parallel(void *a, void *tmp, int64_t n, int kv, int lo, uint64_t kmask, int nd, int w) {
-  int64_t per = nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN);
+  int64_t per = nsl__rows_per_part(n);
   int64_t parts = (n + per - 1) / per;
   if (parts < 2 || parts > RADIX_PARTS) return NULL;
   size_t nb = (size_t)1 << w;
@@ -98,7 +98,7 @@ static void *radix_parallel(void *a, void *tmp, int64_t n, int kv, int lo, uint6
   for (int d = 0; d < nd; d++) {
     radix_job j = {src, dst, kv, per, lo, d * w, kmask, nb - 1, nb, hist};
     memset(hist, 0, (size_t)parts * nb * sizeof *hist);
-    nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, radix_count_rows, &j);
+    nsl__run_rows(n, radix_count_rows, &j);
     int64_t sum = 0;
     int trivial = 0;
     for (size_t b = 0; b < nb; b++) {
@@ -112,7 +112,7 @@ static void *radix_parallel(void *a, void *tmp, int64_t n, int kv, int lo, uint6
       if (all == n) trivial = 1;   /* every element has the same digit */
     }
     if (trivial) continue;
-    nsl__run_rows(n, NSL_ROWS_PARALLEL_MIN, radix_scatter_rows, &j);
+    nsl__run_rows(n, radix_scatter_rows, &j);
     void *t = src;
     src = dst;
     dst = t;
@@ -511,8 +511,8 @@ static nsl_status scan_key(sort_key *k, nsl_error *err) {
   scan_job j;
   memset(&j, 0, sizeof j);
   j.k = k;
-  j.per = nsl__rows_per_part(c->len, NSL_ROWS_PARALLEL_MIN);
-  nsl__run_rows(c->len, NSL_ROWS_PARALLEL_MIN, scan_rows, &j);
+  j.per = nsl__rows_per_part(c->len);
+  nsl__run_rows(c->len, scan_rows, &j);
   uint64_t lo = UINT64_MAX, hi = 0;
   int has_null = 0, sorted = 1;
   uint64_t prev = 0;   /* the last non-NULL code of the parts so far (0: none yet) */
@@ -863,24 +863,7 @@ typedef struct search_job {
 
 static void search_rows(void *p, int64_t from, int64_t to) {
   const search_job *sj = p;
-  const uint64_t *s = sj->s;
-  for (int64_t j = from; j < to; j++) {
-    uint64_t x = sj->v[j];
-    int64_t lo = 0, hi = sj->n;
-    if (sj->right)
-      while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (s[mid] <= x) lo = mid + 1;
-        else hi = mid;
-      }
-    else
-      while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (s[mid] < x) lo = mid + 1;
-        else hi = mid;
-      }
-    sj->out[j] = lo;
-  }
+  for (int64_t j = from; j < to; j++) sj->out[j] = nsl__bound_u64(sj->s, sj->n, sj->v[j], sj->right);
 }
 
 nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values, int right,
@@ -921,7 +904,7 @@ nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values,
       goto fail;
     }
   search_job sj = {s, n, v, right, nsl_i64(res)};
-  nsl__run_rows(m, NSL_ROWS_PARALLEL_MIN, search_rows, &sj);
+  nsl__run_rows(m, search_rows, &sj);
   free(ranks);
   nsl__big_free(s);
   nsl__big_free(v);

@@ -425,7 +425,7 @@ static void test_scan_and_search_threads(void **state) {
     for (int variant = 0; variant < 4; variant++) {
       nsl_column *c = nsl_column_new(NSL_I64, n, NULL);
       for (int64_t i = 0; i < n; i++) nsl_i64(c)[i] = variant == 3 ? n - i : i * 3;
-      int64_t per = nsl__rows_per_part(n, NSL_ROWS_PARALLEL_MIN);
+      int64_t per = nsl__rows_per_part(n);
       for (int64_t at = per; at < n; at += per) {   /* where each part but the first starts */
         if (variant == 1) nsl_i64(c)[at] = nsl_i64(c)[at - 1] - 1;
         if (variant == 2) nsl_i64(c)[at] = NSL_NULL_I64;
