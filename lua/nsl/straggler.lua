@@ -73,13 +73,16 @@ function M.offsets(coll, nranks, ref, clock)
     clock = {}
     for r = 1, nranks do clock[r] = r - 1 end
   end
-  local ref_rows = coll:filter(coll.rank:eq(ref)):select{"instance", "stop"}
-  local j = coll:select{"rank", "instance", "stop"}:join(ref_rows, {"instance"}, {"stop"}, "ref_")
-  j = j:filter(~j.ref_stop:isnull())
-  local g = nsl.table{{"clock", nsl.column(clock):gather(j.rank)}, {"diff", j.stop - j.ref_stop}}:group_by("clock")
-    :agg{"off=median(diff)", "n=count"}
+  local rs = coll:select{"rank", "instance", "stop"}
+  local j = rs:join(rs:filter(rs.rank:eq(ref)), {"instance"}, {"stop"}, "ref_")
+  -- (ref_stop is NULL at an instance ref does not share: the median and the count skip those rows, so no
+  -- filter copies every row for it)
+  local g = nsl.table{{"clock", nsl.column(clock):gather(j.rank)}, {"diff", j.stop - j.ref_stop},
+                      {"ref", j.ref_stop}}:group_by("clock"):agg{"off=median(diff)", "n=count(ref)"}
   local by_clock = {}
-  for i = 1, #g do by_clock[g.clock[i]] = {math.floor(g.off[i] + 0.5), g.n[i]} end
+  for i = 1, #g do
+    if g.n[i] > 0 then by_clock[g.clock[i]] = {math.floor(g.off[i] + 0.5), g.n[i]} end
+  end
   local ref_clock = clock[ref + 1]
   local off, shared = {}, {}
   for r = 1, nranks do
@@ -256,39 +259,46 @@ local function without(t, names)
 end
 
 --- The rows of t (with the PRE columns) in the order M.windows and
--- step_compute put a rank's collectives in (rank, then start), each one's
--- place among its rank's there (pos, 0-based), and its row of t.
+-- step_compute put a rank's collectives in (rank, then start): {t, o (t's
+-- rows in that order), rank (theirs, in it), g (the ranks' group ids), pos
+-- (each one's place among its rank's, 0-based), later (the positions in o
+-- of the rows after each rank's first)}.  The other columns are read
+-- through o by what needs them, and only where they are needed: rank 0 of
+-- a distributed run orders every rank's collectives here, tens of millions
+-- of rows at a thousand ranks.
 local function rank_sorted(t)
   local o = t:order("rank", "start")
-  local s = t:select{"rank", "instance", "start", "lidx", "w_window", "w_idle", "w_host", "w_comp"}:take(o)
-  return s, nsl.cumcount(s:group_by("rank"):ids()), o
+  local rank = t.rank:gather(o)
+  local g = nsl.table{{"rank", rank}}:group_by("rank"):ids()
+  local pos = nsl.cumcount(g)
+  return {t = t, o = o, rank = rank, g = g, pos = pos, later = pos:ge(1):indices()}
 end
 
---- Whether each rank's collectives (s, pos: rank_sorted's) are consecutive
+--- Whether each rank's collectives (s: rank_sorted's) are consecutive
 -- among all of its own: then the window before each, from the one before
 -- it in s, is the one M.reduce measured from the one before it on the rank.
-local function consecutive(s, pos)
-  if #s < 2 then return true end
-  local gap = nsl.table{{"d", s.lidx - s.lidx:shift(-1)}}:filter(pos:ge(1)).d
-  return #gap == 0 or (gap:min() == 1 and gap:max() == 1)
+local function consecutive(s)
+  if #s.o < 2 or #s.later == 0 then return true end
+  local gap = s.t.lidx:gather(s.o):diff(s.g)   -- (NULL at each rank's first)
+  return gap:min() == 1 and gap:max() == 1
 end
 
---- step_compute's table from the compute M.reduce measured (s, pos:
+--- step_compute's table from the compute M.reduce measured (s:
 -- rank_sorted's, consecutive).
-local function pre_steps(s, pos)
-  local steps = nsl.table{{"rank", s.rank}, {"step", pos}, {"compute", s.w_comp}}:filter(pos:ge(1))
-  if #steps == 0 then return nil end
-  return steps
+local function pre_steps(s)
+  if #s.later == 0 then return nil end
+  return nsl.table{{"rank", s.rank:gather(s.later)}, {"step", s.pos:gather(s.later)},
+                   {"compute", s.t.w_comp:gather(s.o:gather(s.later))}}
 end
 
---- M.windows' first table from the windows M.reduce measured (s, pos:
+--- M.windows' first table from the windows M.reduce measured (s:
 -- rank_sorted's, consecutive).
-local function pre_windows(s, pos)
-  if #s < 2 then return nil end
-  local cur = s:select{"rank", "instance", "w_window", "w_idle", "w_host"}:filter(pos:ge(1))
-  local window, idle, hostt = cur.w_window, cur.w_idle, cur.w_host
-  return nsl.table{{"rank", cur.rank}, {"instance", cur.instance}, {"window", window}, {"idle", idle},
-                   {"host", hostt}, {"queue", idle - hostt}, {"busy", positive(window - idle)}}
+local function pre_windows(s)
+  if #s.o < 2 then return nil end
+  local at, t = s.o:gather(s.later), s.t
+  local window, idle, hostt = t.w_window:gather(at), t.w_idle:gather(at), t.w_host:gather(at)
+  return nsl.table{{"rank", s.rank:gather(s.later)}, {"instance", t.instance:gather(at)}, {"window", window},
+                   {"idle", idle}, {"host", hostt}, {"queue", idle - hostt}, {"busy", positive(window - idle)}}
 end
 
 --- The matching of M.analyse (its steps 1 to 3): the instances on two ranks
@@ -404,13 +414,17 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
   res.late, leave_x = excess(coll)
   -- 4. compute per step; one rank alone: its own collectives
   local cs = nranks == 1 and all or coll
-  local srt, spos, sorder   -- with the windows M.reduce measured: the collectives by rank and start, once
-  if pre then
-    srt, spos, sorder = rank_sorted(coll)
-    local cs_srt, cs_pos = srt, spos
-    if cs ~= coll then cs_srt, cs_pos = rank_sorted(cs) end
-    if not (consecutive(cs_srt, cs_pos) and consecutive(srt, spos)) then return nil end
-    res.steps = pre_steps(cs_srt, cs_pos)
+  local win, prev
+  if pre then   -- with the windows M.reduce measured: the collectives by rank and start, ordered once
+    local srt = rank_sorted(coll)
+    local cs_srt = cs == coll and srt or rank_sorted(cs)
+    if not (consecutive(cs_srt) and (cs_srt == srt or consecutive(srt))) then return nil end
+    res.steps = pre_steps(cs_srt)
+    -- and the windows (5.) while the order is at hand (it and the steady rows' measures are garbage after
+    -- this block).  The previous collective of each (for its leave lateness) is the row before it in that
+    -- order, as pre_windows' are rank_sorted's rows after each rank's first
+    win = pre_windows(srt)
+    if win and #win > 0 then prev = srt.o:gather(srt.later - 1) end
     coll, res.reduced = without(coll, PRE), true
   else
     res.steps = step_compute(cs:with("arrive", cs.start), work, compute_mask, nranks)
@@ -418,13 +432,11 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
   res.coll = coll
   -- 5. the windows before the collectives, and each rank's excess in them
   if #coll > 0 then
-    local win, hp, prev
-    if pre then win = pre_windows(srt, spos) else win, hp, prev = M.windows(coll, work) end
+    local hp
+    if not pre then win, hp, prev = M.windows(coll, work) end
     if win and #win > 0 then
-      -- the previous collective of the rank: its leave lateness (NaN, an instance of one rank: 0).  M.windows
-      -- gives its row; pre_windows' windows are rank_sorted's rows after each rank's first, so it is the row
-      -- before each in that order
-      prev = prev or nsl.table{{"p", sorder:shift(-1)}}:filter(spos:ge(1)).p
+      -- the previous collective of the rank (M.windows gives its row): its leave lateness (NaN, an instance of
+      -- one rank: 0)
       win = win:with("x_leave", nsl.coalesce(leave_x:gather(prev), 0.0))
       -- (each row's excess in its own place: a window's instance with no other window has none, 0)
       local parts, vals = {"idle", "host", "queue", "busy"}, {}
@@ -1380,7 +1392,8 @@ function M.collective_tables(res, labels)
   local collectives = nsl.table{
     {"collective", inst.index}, {"type", inst.type}, {"ranks", inst.ranks}, {"skew (ns)", inst.skew},
     {"last rank", label_col(inst.who, labels)}, {"waited (ns)", inst.waited}}
-  local c = res.coll:sort("index", "rank")
+  -- (the four columns read: res.coll holds twenty, and at a thousand ranks tens of millions of rows)
+  local c = res.coll:select{"index", "rank", "after_first", "wait"}:sort("index", "rank")
   local arrivals = nsl.table{{"collective", c.index}, {"rank", label_col(c.rank, labels)},
                              {"after first (ns)", c.after_first}, {"wait (ns)", c.wait}}
   return collectives, arrivals, inst.skew:median()

@@ -290,6 +290,24 @@ local function golden_corrections()
 end
 
 return {
+  {"clock offsets: the median over the instances shared with the reference alone; a clock sharing none keeps 0", function()
+    -- ref (rank 0) ran instances 1-3; rank 1 all four, 100 ns after it; rank 2 instances 1, 2 and 4, 300 and 200
+    -- ns after it; rank 3 instance 4 alone, which ref did not run
+    local nsl, core = require("nsl"), require("nsl.straggler")
+    local rows = {{0, 1, 1000}, {0, 2, 2000}, {0, 3, 3000}, {1, 1, 1100}, {1, 2, 2100}, {1, 3, 3100}, {1, 4, 4100},
+                  {2, 1, 1300}, {2, 2, 2200}, {2, 4, 4000}, {3, 4, 4050}}
+    local rank, inst, stop = {}, {}, {}
+    for i, r in ipairs(rows) do rank[i], inst[i], stop[i] = r[1], r[2], r[3] end
+    local coll = nsl.table{{"rank", nsl.column(rank)}, {"instance", nsl.column(inst)}, {"stop", nsl.column(stop)}}
+    local off, shared = core.offsets(coll, 4, 0)
+    T.eq(table.concat(off, ","), "0,100,250,0", "offsets: ref 0, the medians 100 and (300 + 200) / 2, none shared 0")
+    T.eq(table.concat(shared, ","), "3,3,2,0", "instances shared with ref")
+    -- ranks 1 and 2 on one clock (one export): one offset, the median over both ranks' shared instances
+    off, shared = core.offsets(coll, 4, 0, {0, 1, 1, 3})
+    T.eq(table.concat(off, ","), "0,100,100,0", "offsets of a shared clock: median of 100, 100, 100, 300, 200")
+    T.eq(table.concat(shared, ","), "3,5,5,0", "instances the shared clock shares with ref")
+  end},
+
   {"planted compute straggler on rank 1 is named, cause compute; delay and clock offset recovered within 5%", function()
     local files = rank_files(D, 1, OFFSET)
     local tables, out = T.run_analysis("straggler", files)
