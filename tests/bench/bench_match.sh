@@ -7,10 +7,12 @@
 # its rows are then replicated as REPORTS reports (default 64 128 256: 1.8,
 # 3.6 and 7.2 M rows), each with its own clock offset and a few µs of
 # jitter per collective, report 5 arriving 500 µs late, and matched as rank
-# 0 matches what it gathers (nsl.straggler.match, then nsl.straggler.ranks).
+# 0 matches what it gathers (nsl.straggler.match, then nsl.straggler.ranks,
+# and the per-step and per-collective tables straggler prints of them).
 # Prints per size: user and system CPU of the matching (/proc/self/stat; on
 # a virtual machine the system part is mostly the kernel zeroing fresh
-# pages), its time per row, the ranks step, and the peak RSS of the process.
+# pages), its time per row, the ranks step, the tables (user + system), and
+# the peak RSS of the process.
 . "$(dirname "$0")/lib.sh"
 sizes=${*:-64 128 256}
 tiled_export 425
@@ -52,10 +54,15 @@ return {name = "bench_match", description = "rank 0's matching of replicated red
   assert(res and res.reduced, "the reduced rows were not matched as such")
   S.ranks(res, {min_delay = 0, min_share = 0.01, late_share = 0.5})
   local u2, s2 = cpu()
+  -- the tables straggler prints of them (per step and rank, per collective and rank: as long as the rows)
+  S.step_tables(res, src.labels)
+  S.collective_tables(res, src.labels)
+  local u3, s3 = cpu()
   local hwm = io.open("/proc/self/status"):read("a"):match("VmHWM:%s*(%d+)")
   out:text(string.format("%d reports (%d ranks), %d rows: match user %.2f s + system %.2f s (%.3f + %.3f µs/row); " ..
-                         "ranks %.2f s; peak %d MiB", R, #src.labels, rows, u1 - u0, s1 - s0, (u1 - u0) * 1e6 / rows,
-                         (s1 - s0) * 1e6 / rows, u2 - u1 + s2 - s1, tonumber(hwm) // 1024))
+                         "ranks %.2f s; tables %.2f s; peak %d MiB", R, #src.labels, rows, u1 - u0, s1 - s0,
+                         (u1 - u0) * 1e6 / rows, (s1 - s0) * 1e6 / rows, u2 - u1 + s2 - s1, u3 - u2 + s3 - s2,
+                         tonumber(hwm) // 1024))
 end}
 LUA
 "$nsl" run "$script" "$big" > /dev/null   # fills the cache
