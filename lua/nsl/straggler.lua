@@ -183,7 +183,11 @@ end
 -- the windows' order.
 function M.windows(coll, work)
   local o = coll:order("rank", "start")
-  local cs = coll:take(o)
+  local read = {"rank", "instance", "start", "stop"}   -- (the columns read: coll may carry a dozen more)
+  for _, c in ipairs{"launch", "report", "pid", "corr"} do
+    if coll[c] then read[#read + 1] = c end
+  end
+  local cs = coll:select(read):take(o)
   local n = #cs
   if n < 2 then return nil end
   local host = cs.launch ~= nil and work.launch ~= nil
