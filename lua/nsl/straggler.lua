@@ -254,28 +254,22 @@ end
 -- the columns M.reduce adds to a collective: its place among its rank's, and its window's measures
 local PRE = {"lidx", "w_window", "w_idle", "w_host", "w_comp"}
 
---- t without the columns names.
-local function without(t, names)
-  local drop, cols = {}, {}
-  for _, c in ipairs(names) do drop[c] = true end
-  for _, c in ipairs(t:columns()) do if not drop[c] then cols[#cols + 1] = c end end
-  return t:select(cols)
-end
-
---- The rows of t (with the PRE columns) in the order M.windows and
--- step_compute put a rank's collectives in (rank, then start): {t, o (t's
--- rows in that order), rank (theirs, in it), g (the ranks' group ids), pos
+--- The rows of t in the order M.windows and step_compute put a rank's
+-- collectives in (rank, then start), their PRE columns those of the rows
+-- `rows` of src (nil: t's own): {src, o (t's rows in that order), at (their
+-- rows of src), rank (theirs, in that order), g (the ranks' group ids), pos
 -- (each one's place among its rank's, 0-based), later (the positions in o
--- of the rows after each rank's first)}.  The other columns are read
--- through o by what needs them, and only where they are needed: rank 0 of
--- a distributed run orders every rank's collectives here, tens of millions
--- of rows at a thousand ranks.
-local function rank_sorted(t)
+-- of the rows after each rank's first)}.  The measures are read through
+-- `at` by what needs them, and only where they are needed: rank 0 of a
+-- distributed run orders every rank's collectives here, tens of millions
+-- of rows at a thousand ranks, and never copies its measures whole.
+local function rank_sorted(t, src, rows)
   local o = t:order("rank", "start")
   local rank = t.rank:gather(o)
   local g = nsl.table{{"rank", rank}}:group_by("rank"):ids()
   local pos = nsl.cumcount(g)
-  return {t = t, o = o, rank = rank, g = g, pos = pos, later = pos:ge(1):indices()}
+  return {src = src, o = o, at = rows and rows:gather(o) or o, rank = rank, g = g, pos = pos,
+          later = pos:ge(1):indices()}
 end
 
 --- Whether each rank's collectives (s: rank_sorted's) are consecutive
@@ -283,7 +277,7 @@ end
 -- it in s, is the one M.reduce measured from the one before it on the rank.
 local function consecutive(s)
   if #s.o < 2 or #s.later == 0 then return true end
-  local gap = s.t.lidx:gather(s.o):diff(s.g)   -- (NULL at each rank's first)
+  local gap = s.src.lidx:gather(s.at):diff(s.g)   -- (NULL at each rank's first)
   return gap:min() == 1 and gap:max() == 1
 end
 
@@ -292,14 +286,14 @@ end
 local function pre_steps(s)
   if #s.later == 0 then return nil end
   return nsl.table{{"rank", s.rank:gather(s.later)}, {"step", s.pos:gather(s.later)},
-                   {"compute", s.t.w_comp:gather(s.o:gather(s.later))}}
+                   {"compute", s.src.w_comp:gather(s.at:gather(s.later))}}
 end
 
 --- M.windows' first table from the windows M.reduce measured (s:
 -- rank_sorted's, consecutive).
 local function pre_windows(s)
   if #s.o < 2 then return nil end
-  local at, t = s.o:gather(s.later), s.t
+  local at, t = s.at:gather(s.later), s.src
   local window, idle, hostt = t.w_window:gather(at), t.w_idle:gather(at), t.w_host:gather(at)
   return nsl.table{{"rank", s.rank:gather(s.later)}, {"instance", t.instance:gather(at)}, {"window", window},
                    {"idle", idle}, {"host", hostt}, {"queue", idle - hostt}, {"busy", positive(window - idle)}}
@@ -312,7 +306,9 @@ end
 -- opts.pre or when coll has none).  Returns res (nranks, warmup, ref,
 -- offsets, shared, ninst), the matched steady collectives (rank, instance,
 -- type, start, stop, the optional columns coll has, arrive, leave, wait,
--- who, last), and coll as given.
+-- who, last), coll as given, and with opts.pre the row of coll as given of
+-- each matched one (nil: the same rows), where its PRE columns stay: the
+-- matched rows carry none (rank_sorted reads them there).
 function M.match_instances(coll, nranks, opts, work)
   opts = opts or {}
   local res = {nranks = nranks, warmup = 0}
@@ -325,9 +321,13 @@ function M.match_instances(coll, nranks, opts, work)
   if coll.launch and (pre or (work and work.launch)) then
     for _, c in ipairs{"launch", "report", "pid", "corr"} do keep[#keep + 1] = c end
   end
-  if pre then for _, c in ipairs(PRE) do keep[#keep + 1] = c end end
+  local rows   -- with pre: each matched row's row of `all` (nil while they are the same rows)
   if coll.nr:min() >= 2 then coll = coll:select(keep)   -- (every instance on two ranks or more: no copy)
-  else coll = coll:select(keep):filter(coll.nr:ge(2)) end
+  else
+    local two = coll.nr:ge(2)
+    coll = coll:select(keep):filter(two)
+    if pre then rows = two:indices() end
+  end
   -- 2. clocks, against the first rank with matched collectives
   local ref = #coll > 0 and coll.rank:min() or 0
   res.ref = ref
@@ -352,14 +352,21 @@ function M.match_instances(coll, nranks, opts, work)
       end
       out = first:head(math.min(nw, #first))
     end
-    if #out > 0 then coll = coll:filter(~coll.instance:isin(out.instance:totable())) end
+    if #out > 0 then
+      local steady = ~coll.instance:isin(out.instance:totable())
+      coll = coll:filter(steady)
+      if pre then
+        local kept = steady:indices()
+        rows = rows and rows:gather(kept) or kept
+      end
+    end
     res.warmup = #out
   end
   res.ninst = #coll:group_by("instance")
   -- 3. arrivals, waits, lateness
   local last, who = last_arrivals(coll)
   coll = coll:with("wait", last - coll.arrive, "who", who, "last", who:eq(coll.rank):cast("i64"))
-  return res, coll, all
+  return res, coll, all, rows
 end
 
 --- The analysis (see the header).  coll: rank, instance, type, start, stop
@@ -399,8 +406,8 @@ end
 --              training steps (M.ranks' opts.step_ns)
 function M.analyse(coll, work, nranks, compute_mask, opts)
   opts = opts or {}
-  local res, all
-  res, coll, all = M.match_instances(coll, nranks, opts, work)
+  local res, all, rows
+  res, coll, all, rows = M.match_instances(coll, nranks, opts, work)
   local pre = opts.pre
   local ig = coll:group_by("instance")
   local inst = ig:agg{"type=first(type)", "ranks=count", "first=min(arrive)", "hi=max(arrive)", "who=first(who)",
@@ -420,8 +427,8 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
   local cs = nranks == 1 and all or coll
   local win, prev
   if pre then   -- with the windows M.reduce measured: the collectives by rank and start, ordered once
-    local srt = rank_sorted(coll)
-    local cs_srt = cs == coll and srt or rank_sorted(cs)
+    local srt = rank_sorted(coll, all, rows)
+    local cs_srt = cs == coll and srt or rank_sorted(cs, cs)
     if not (consecutive(cs_srt) and (cs_srt == srt or consecutive(srt))) then return nil end
     res.steps = pre_steps(cs_srt)
     -- and the windows (5.) while the order is at hand (it and the steady rows' measures are garbage after
@@ -429,7 +436,7 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
     -- order, as pre_windows' are rank_sorted's rows after each rank's first
     win = pre_windows(srt)
     if win and #win > 0 then prev = srt.o:gather(srt.later - 1) end
-    coll, res.reduced = without(coll, PRE), true
+    res.reduced = true
   else
     res.steps = step_compute(cs:with("arrive", cs.start), work, compute_mask, nranks)
   end
