@@ -61,6 +61,10 @@ local gpu_ops = require("nsl.gpu_ops")
 
 local M = {}
 
+-- the columns that say where a collective was launched from (its launch time, report, process and
+-- correlation id: the CUDA call), carried with the collectives when the trace has CUDA calls
+local LAUNCH = {"launch", "report", "pid", "corr"}
+
 --- Clock offsets against rank `ref`: ranks that share a clock (clock[r + 1],
 -- e.g. their report: one export has one clock) share an offset, the median
 -- over the instances its ranks share with ref of (their stop - ref's stop),
@@ -184,7 +188,7 @@ end
 function M.windows(coll, work)
   local o = coll:order("rank", "start")
   local read = {"rank", "instance", "start", "stop"}   -- (the columns read: coll may carry a dozen more)
-  for _, c in ipairs{"launch", "report", "pid", "corr"} do
+  for _, c in ipairs(LAUNCH) do
     if coll[c] then read[#read + 1] = c end
   end
   local cs = coll:select(read):take(o)
@@ -205,7 +209,7 @@ function M.windows(coll, work)
   local cur = cs:with("group", row):filter(pos:ge(1))
   local prev_rows = cur.group - 1
   local names = {"group", "start", "stop"}
-  if host then for _, c in ipairs{"launch", "report", "pid", "corr"} do names[#names + 1] = c end end
+  if host then for _, c in ipairs(LAUNCH) do names[#names + 1] = c end end
   -- the work between two collectives of its own rank; the rest in no window (group -1, which gaps_grouped
   -- skips: the columns read are copied once, by the concatenation below, not filtered first)
   local inside = at:ge(1) & at:le(n - 1)
@@ -319,7 +323,7 @@ function M.match_instances(coll, nranks, opts, work)
   if coll.warmup then keep[#keep + 1] = "warmup" end
   local pre = opts.pre   -- the windows a distributed run measured where the kernels are (M.reduce)
   if coll.launch and (pre or (work and work.launch)) then
-    for _, c in ipairs{"launch", "report", "pid", "corr"} do keep[#keep + 1] = c end
+    for _, c in ipairs(LAUNCH) do keep[#keep + 1] = c end
   end
   local rows   -- with pre: each matched row's row of `all` (nil while they are the same rows)
   if coll.nr:min() >= 2 then coll = coll:select(keep)   -- (every instance on two ranks or more: no copy)
@@ -658,7 +662,7 @@ end
 --- The columns of the matched collectives (src.coll).
 local function coll_columns(api)
   local c = {"rank", "instance", "type", "start", "stop"}
-  if api then for _, x in ipairs{"launch", "report", "pid", "corr"} do c[#c + 1] = x end end
+  if api then for _, x in ipairs(LAUNCH) do c[#c + 1] = x end end
   return c
 end
 
