@@ -464,6 +464,14 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
                                int64_t ngroups, const nsl_column *mask, int64_t min_len, nsl_column **group,
                                nsl_column **gap_start, nsl_column **gap_stop, nsl_column **gap_row,
                                nsl_error *err);
+/* The gaps of nsl_iv_gaps_grouped (no mask) summed per group, in one sweep:
+ * sums receives four new I64 columns of ngroups rows -- each group's idle
+ * time (every gap), count of gaps longer than min_len, their time, and its
+ * largest gap (0 for a group without gaps) -- and group, gap_start,
+ * gap_stop the gaps longer than min_len alone, as nsl_iv_gaps_grouped. */
+nsl_status nsl_iv_gap_sums(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                           int64_t ngroups, int64_t min_len, nsl_column *sums[4], nsl_column **group,
+                           nsl_column **gap_start, nsl_column **gap_stop, nsl_error *err);
 
 /* ---- the ledger of lost time (src/core/ledger.c) --------------------- */
 

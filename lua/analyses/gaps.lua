@@ -29,27 +29,25 @@ end
 
 -- Gaps of one scope (keys {"report", "device"} or {"report", "device",
 -- "stream"}): returns the summary per group and the gaps longer than min
--- (with their keys, neighbours and pid), largest first.
-local function scope_gaps(ops, keys, min)
+-- (with their keys, neighbours and pid), largest first; with every true,
+-- also every gap's length (what the figure draws).
+local function scope_gaps(ops, keys, min, every)
   local g = ops:group_by(table.unpack(keys))
   local ng = #g
-  local gid, gs, ge = nsl.gaps_grouped(ops.start, ops.stop, g:ids(), ng, 0)
-  local dur = ge - gs
-  -- per group 0..ng-1 in order, 0 for a group without gaps (its groups are few: the gaps are read once,
-  -- not copied behind a row per group)
-  local big = dur:gt(min):cast("i64")
-  local a = nsl.table{{"group", gid}, {"dur", dur}, {"big", big}, {"bigdur", dur * big}}:group_by("group")
-    :agg{"idle=sum(dur)", "n=sum(big)", "bigtime=sum(bigdur)", "largest=max(dur)"}
-  local per = nsl.table{{"group", nsl.range(ng)}}:join(a, {"group"}, {"idle", "n", "bigtime", "largest"})
-  per = per:with("idle", nsl.coalesce(per.idle, 0), "n", nsl.coalesce(per.n, 0), "bigtime", nsl.coalesce(per.bigtime, 0),
-                 "largest", nsl.coalesce(per.largest, 0))
+  -- per group 0..ng-1 in order (0 for a group without gaps), and the gaps longer than min, in one sweep
+  local idle, n, bigtime, largest, gid, gs, ge = nsl.gap_sums(ops.start, ops.stop, g:ids(), ng, min)
   local span = g:agg{"ops=count", "first=min(start)", "last=max(stop)"}
   local width = span.last - span.first
-  local summary = span:select(keys):with("ops", span.ops, "span", width, "busy", width - per.idle, "idle", per.idle,
-    "idle_pct", per.idle * 100.0 / width, "n", per.n, "bigtime", per.bigtime, "largest", per.largest):sort(table.unpack(keys))
+  local summary = span:select(keys):with("ops", span.ops, "span", width, "busy", width - idle, "idle", idle,
+    "idle_pct", idle * 100.0 / width, "n", n, "bigtime", bigtime, "largest", largest):sort(table.unpack(keys))
+  local all
+  if every then
+    local _, as, ae = nsl.gaps_grouped(ops.start, ops.stop, g:ids(), ng, 0)
+    all = ae - as
+  end
   -- the gaps longer than min, with their group's keys, largest first (then by time and keys: the same order
   -- whichever processes found them)
-  local d = nsl.table{{"group", gid}, {"start", gs}, {"stop", ge}, {"dur", dur}}:filter(dur:gt(min))
+  local d = nsl.table{{"group", gid}, {"start", gs}, {"stop", ge}, {"dur", ge - gs}}
   local kt = g:keys()
   local cols = {}
   for _, k in ipairs(keys) do cols[#cols + 1] = {k, kt[k]:gather(d.group)} end
@@ -72,7 +70,7 @@ local function scope_gaps(ops, keys, min)
   local before, after = neighbour("start", "stop", "b_"), neighbour("stop", "start", "a_")
   d = d:with("before", before.b_name, "after", after.a_name, "pid", after.a_pid,
              "corr", after.a_corr)
-  return summary, d, dur
+  return summary, d, all
 end
 
 local function report_names(trace, col) return trace.reports.name:gather(col) end
@@ -95,15 +93,15 @@ end
 --- The gaps of ops of every scope args.scope wants, with what the host did
 -- in them (sources: nsl.host.sources): a list of {scope, keys, s (the
 -- summary per group), d (the gaps longer than min), all_gaps (every gap's
--- length)}.  One launcher join and one overlap join per source for all
+-- length of the device scope, with figures true)}.  One launcher join and one overlap join per source for all
 -- scopes (each gap's row depends on it alone), so the host tables are
 -- sorted once, not per scope.
-local function measure(trace, ops, sources, args, min)
+local function measure(trace, ops, sources, args, min, figures)
   local scopes, parts = {}, {}
   for _, scope in ipairs{"device", "stream"} do
     if wanted(args.scope, scope) then
       local keys = scope_keys(scope)
-      local s, d, all_gaps = scope_gaps(ops, keys, min)
+      local s, d, all_gaps = scope_gaps(ops, keys, min, figures and scope == "device")
       scopes[#scopes + 1] = {scope = scope, keys = keys, s = s, d = d, all_gaps = all_gaps}
       parts[#parts + 1] = d:select{"report", "pid", "corr", "start", "stop", "dur"}
     end
@@ -251,7 +249,7 @@ return {
                                     "jax_flamegraph")
       end
       sources = host.sources(trace)
-      scopes = measure(trace, ops, sources, args, min)
+      scopes = measure(trace, ops, sources, args, min, out:carries_figures())
       causes = #scopes > 0 and causes_of(scopes[1].d) or nil
     end
     local mintext = report.duration(min)

@@ -8,7 +8,8 @@
  *   nsl_iv_count_open    for each point, how many intervals are open at it
  *                        (kernels launched but not yet started at a launch);
  *   nsl_iv_gaps_grouped  the idle gaps of every group's busy time (per
- *                        device, per stream).
+ *                        device, per stream);
+ *   nsl_iv_gap_sums      the same gaps' sums per group, and the long ones.
  *
  * Keys follow nsl_join_index: B's key tuples are grouped (nsl_groupby) and
  * A's tuples probe those groups, so NULL keys match nothing, integers match
@@ -578,11 +579,14 @@ done:
 
 /* ---- gaps per group -------------------------------------------------------------- */
 
-nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
-                               int64_t ngroups, const nsl_column *mask, int64_t min_len, nsl_column **group,
-                               nsl_column **gap_start, nsl_column **gap_stop, nsl_column **gap_row,
-                               nsl_error *err) {
-  const char *what = "grouped gaps";
+/* The grouped gaps' sweep: the gaps longer than min_len into group, gap_start,
+ * gap_stop (and gap_row when not NULL); with sums (four I64 columns of
+ * ngroups rows, zero-filled) also each group's idle time, count of gaps
+ * longer than min_len, their time and its largest gap, over every gap. */
+static nsl_status gaps_sweep(const char *what, const nsl_column *start, const nsl_column *stop,
+                             const nsl_column *group_of, int64_t ngroups, const nsl_column *mask, int64_t min_len,
+                             nsl_column **group, nsl_column **gap_start, nsl_column **gap_stop,
+                             nsl_column **gap_row, nsl_column *const *sums, nsl_error *err) {
   if (!group || !gap_start || !gap_stop) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
   *group = *gap_start = *gap_stop = NULL;
   if (gap_row) *gap_row = NULL;
@@ -616,6 +620,8 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
   }
   const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
   const int64_t *pv = nsl_i64(perm);
+  int64_t *idle = sums ? nsl_i64(sums[0]) : NULL, *nbig = sums ? nsl_i64(sums[1]) : NULL,
+          *bigtime = sums ? nsl_i64(sums[2]) : NULL, *largest = sums ? nsl_i64(sums[3]) : NULL;
   int64_t m = 0, cur = -1, ce = 0;
   for (int64_t q = 0; q < n; q++) {
     int64_t i = pv[q], s, e;
@@ -625,17 +631,28 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
       ce = e;
       continue;
     }
-    if (s > ce && span(ce, s) > min_len) {
-      nsl_i64(g)[m] = cur;
-      nsl_i64(gs)[m] = ce;
-      nsl_i64(ge)[m] = s;
-      if (gr) {   /* the first row in (group, start) order with this start: the stable sort puts the lowest first */
-        int64_t f = q;
-        int isnull;
-        while (f > 0 && go[pv[f - 1]] == cur && nsl__int_at(start, pv[f - 1], &isnull) == s && !isnull) f--;
-        nsl_i64(gr)[m] = pv[f];
+    if (s > ce) {
+      int64_t d = span(ce, s);
+      if (idle) {   /* (sums as the columns' arithmetic makes them: wrapping) */
+        idle[cur] = (int64_t)((uint64_t)idle[cur] + (uint64_t)d);
+        if (d > largest[cur]) largest[cur] = d;
       }
-      m++;
+      if (d > min_len) {
+        if (nbig) {
+          nbig[cur]++;
+          bigtime[cur] = (int64_t)((uint64_t)bigtime[cur] + (uint64_t)d);
+        }
+        nsl_i64(g)[m] = cur;
+        nsl_i64(gs)[m] = ce;
+        nsl_i64(ge)[m] = s;
+        if (gr) {   /* the first row in (group, start) order with this start: the stable sort puts the lowest first */
+          int64_t f = q;
+          int isnull;
+          while (f > 0 && go[pv[f - 1]] == cur && nsl__int_at(start, pv[f - 1], &isnull) == s && !isnull) f--;
+          nsl_i64(gr)[m] = pv[f];
+        }
+        m++;
+      }
     }
     if (e > ce) ce = e;
   }
@@ -649,4 +666,37 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
   *gap_stop = ge;
   if (gap_row) *gap_row = gr;
   return NSL_OK;
+}
+
+nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                               int64_t ngroups, const nsl_column *mask, int64_t min_len, nsl_column **group,
+                               nsl_column **gap_start, nsl_column **gap_stop, nsl_column **gap_row,
+                               nsl_error *err) {
+  return gaps_sweep("grouped gaps", start, stop, group_of, ngroups, mask, min_len, group, gap_start, gap_stop,
+                    gap_row, NULL, err);
+}
+
+nsl_status nsl_iv_gap_sums(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                           int64_t ngroups, int64_t min_len, nsl_column *sums[4], nsl_column **group,
+                           nsl_column **gap_start, nsl_column **gap_stop, nsl_error *err) {
+  const char *what = "gap sums";
+  if (!sums) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
+  for (int k = 0; k < 4; k++) sums[k] = NULL;
+  if (ngroups < 0) return nsl_error_set(err, NSL_ERR_ARG, "%s: %lld groups", what, (long long)ngroups);
+  for (int k = 0; k < 4; k++)
+    if (!(sums[k] = nsl_column_new(NSL_I64, ngroups, NULL))) {
+      for (int j = 0; j < k; j++) {
+        nsl_column_release(sums[j]);
+        sums[j] = NULL;
+      }
+      return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld groups", what, (long long)ngroups);
+    }
+  nsl_status rc = gaps_sweep(what, start, stop, group_of, ngroups, NULL, min_len, group, gap_start, gap_stop, NULL,
+                             sums, err);
+  if (rc != NSL_OK)
+    for (int k = 0; k < 4; k++) {
+      nsl_column_release(sums[k]);
+      sums[k] = NULL;
+    }
+  return rc;
 }

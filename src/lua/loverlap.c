@@ -3,6 +3,7 @@
  *   mask = nsl.overlap_any(a_start, a_stop, b_start, b_stop [, a_keys, b_keys])
  *   counts = nsl.count_open(points, start, stop [, point_keys, iv_keys])
  *   group, start, stop [, row] = nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask [, rows]]])
+ *   idle, n, time, largest, group, start, stop = nsl.gap_sums(start, stop, group_ids, ngroups [, min_len])
  *   totals, charged [, totals2 ...] = nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group,
  *                                      win_lo, win_hi [, win_group2, win_lo2, win_hi2 ...])
  * Keys are a column or an array of columns; row numbers are 0-based (as
@@ -104,6 +105,24 @@ static int l_gaps_grouped(lua_State *L) {
   return 4;
 }
 
+/* nsl.gap_sums(start, stop, group_ids, ngroups [, min_len]) -> idle, n,
+ * time, largest, group, start, stop: per group 0..ngroups-1 its idle time
+ * (every gap nsl.gaps_grouped finds), the count and time of its gaps longer
+ * than min_len (default 0) and its largest gap; then those longer gaps as
+ * nsl.gaps_grouped gives them.  One sweep, no column of every gap. */
+static int l_gap_sums(lua_State *L) {
+  nsl_column *s = nsl__checkcolumn(L, 1), *e = nsl__checkcolumn(L, 2), *g = nsl__checkcolumn(L, 3);
+  lua_Integer ng = luaL_checkinteger(L, 4), min_len = luaL_optinteger(L, 5, 0);
+  nsl_column *sums[4], *og = NULL, *os = NULL, *oe = NULL;
+  nsl_error err = {0};
+  if (nsl_iv_gap_sums(s, e, g, ng, min_len, sums, &og, &os, &oe, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  for (int k = 0; k < 4; k++) nsl__pushcolumn(L, sums[k]);
+  nsl__pushcolumn(L, og);
+  nsl__pushcolumn(L, os);
+  nsl__pushcolumn(L, oe);
+  return 7;
+}
+
 /* nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group, win_lo, win_hi [, win_group2, win_lo2,
  * win_hi2 ...]) -> totals, charged [, totals2 ...]: per window (nclasses + 1) times, the time each class
  * took (the lowest class wins) and what none covered; per row the time its class took while it was open,
@@ -138,6 +157,7 @@ static const luaL_Reg funcs[] = {{"overlap_join", l_overlap_join},
                                  {"ledger_sweep", l_ledger_sweep},
                                  {"count_open", l_count_open},
                                  {"gaps_grouped", l_gaps_grouped},
+                                 {"gap_sums", l_gap_sums},
                                  {NULL, NULL}};
 
 /* Adds the sweeps to the module table on top of the stack. */

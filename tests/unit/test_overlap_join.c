@@ -471,6 +471,72 @@ static void test_gaps_random(void **state) {
   }
 }
 
+/* nsl_iv_gap_sums against each group's busy time laid out unit by unit: idle
+ * time, count and time of the gaps longer than min_len, the largest gap; its
+ * long gaps are nsl_iv_gaps_grouped's. */
+static void test_gap_sums_random(void **state) {
+  (void)state;
+  for (int round = 0; round < 200; round++) {
+    fx_seed(12000 + (uint64_t)round);
+    int64_t n = fx_range(0, 60), ng = fx_range(1, 4), min_len = fx_range(0, 2) ? fx_range(0, 12) : 0;
+    nsl_column *s, *e, *k;
+    random_intervals(n, &s, &e, &k, 0);
+    nsl_column *g = nsl_column_new(NSL_I64, n, NULL);
+    for (int64_t i = 0; i < n; i++) nsl_i64(g)[i] = fx_range(-1, ng - 1);
+    nsl_column *sums[4], *og, *os, *oe, *wg, *ws, *we;
+    nsl_error err = {0};
+    if (nsl_iv_gap_sums(s, e, g, ng, min_len, sums, &og, &os, &oe, &err) != NSL_OK)
+      fail_msg("gap sums failed: %s", err.msg);
+    gaps(s, e, g, ng, NULL, min_len, &wg, &ws, &we);
+    assert_int_equal(og->len, wg->len);
+    for (int64_t q = 0; q < og->len; q++)
+      if (nsl_i64(og)[q] != nsl_i64(wg)[q] || nsl_i64(os)[q] != nsl_i64(ws)[q] || nsl_i64(oe)[q] != nsl_i64(we)[q])
+        fail_msg("round %d: long gap %lld differs from the grouped gaps'", round, (long long)q);
+    for (int64_t grp = 0; grp < ng; grp++) {
+      uint8_t busy[3 * SPAN] = {0};
+      int64_t lo = INT64_MAX, hi = INT64_MIN, want[4] = {0, 0, 0, 0};
+      for (int64_t i = 0; i < n; i++) {
+        int64_t a = nsl_i64(s)[i], b = nsl_i64(e)[i];
+        if (nsl_i64(g)[i] != grp || a == NSL_NULL_I64 || b == NSL_NULL_I64 || a >= b) continue;
+        for (int64_t t = a; t < b; t++) busy[t] = 1;
+        if (a < lo) lo = a;
+        if (b > hi) hi = b;
+      }
+      for (int64_t t = lo; t < hi;) {
+        if (busy[t]) {
+          t++;
+          continue;
+        }
+        int64_t u = t;
+        while (u < hi && !busy[u]) u++;
+        want[0] += u - t;
+        if (u - t > min_len) {
+          want[1]++;
+          want[2] += u - t;
+        }
+        if (u - t > want[3]) want[3] = u - t;
+        t = u;
+      }
+      for (int c = 0; c < 4; c++) {
+        assert_int_equal(sums[c]->len, ng);
+        if (nsl_i64(sums[c])[grp] != want[c])
+          fail_msg("round %d group %lld: sum %d is %lld, want %lld", round, (long long)grp, c,
+                   (long long)nsl_i64(sums[c])[grp], (long long)want[c]);
+      }
+    }
+    nsl_column *cols[] = {s, e, k, g, og, os, oe, wg, ws, we, sums[0], sums[1], sums[2], sums[3]};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  }
+  /* bad input: nothing comes out */
+  nsl_column *s = FX_I64(0, 5), *e = FX_I64(1, 6), *g = FX_I64(0, 2), *sums[4], *og, *os, *oe;
+  nsl_error err = {0};
+  assert_int_equal(nsl_iv_gap_sums(s, e, g, 2, 0, sums, &og, &os, &oe, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "gap sums"));
+  for (int c = 0; c < 4; c++) assert_null(sums[c]);
+  assert_int_equal(nsl_iv_gap_sums(s, e, g, -1, 0, sums, &og, &os, &oe, &err), NSL_ERR_ARG);
+  release3(s, e, g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_overlap_hand),      cmocka_unit_test(test_overlap_string_keys),
@@ -480,6 +546,7 @@ int main(void) {
       cmocka_unit_test(test_overlap_large_threads),
       cmocka_unit_test(test_count_open_hand),   cmocka_unit_test(test_count_open_random),
       cmocka_unit_test(test_gaps_hand),         cmocka_unit_test(test_gaps_random),
+      cmocka_unit_test(test_gap_sums_random),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
