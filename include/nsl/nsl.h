@@ -292,6 +292,9 @@ typedef struct nsl_groups {
 } nsl_groups;
 nsl_status nsl_groupby(const nsl_column *const *keys, int nkeys, nsl_groups *out, nsl_error *err);
 void nsl_groups_free(nsl_groups *g);
+/* The number of distinct key tuples (nsl_groupby's ngroups: NULL a value of
+ * its own) into *count, without a group id per row. */
+nsl_status nsl_count_distinct(const nsl_column *const *keys, int nkeys, int64_t *count, nsl_error *err);
 
 typedef enum nsl_agg {
   NSL_AGG_COUNT, NSL_AGG_SUM, NSL_AGG_MIN, NSL_AGG_MAX, NSL_AGG_MEAN,

@@ -40,7 +40,7 @@ function M.unique_calls(api)
   -- number of distinct ids when no key is NULL, else by a join (where NULL keys match nothing)
   local raw = api:select{"report", "pid", "corr"}
   if raw.pid:isnull():count() == 0 and raw.corr:isnull():count() == 0 then
-    if #raw:group_by("report", "pid", "corr") == #api then return api end
+    if raw:count_distinct("report", "pid", "corr") == #api then return api end
   else
     local _, own = raw:join(raw, {"report", "pid", "corr"}, {})
     if (own:eq(nsl.range(#raw)) | raw.corr:isnull()):count() == #api then return api end

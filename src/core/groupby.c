@@ -287,16 +287,17 @@ static void key_range(key_col *k, int64_t n, uint64_t *lo_out, uint64_t *hi_out)
 /* Reads the keys' ranges: radix numbers when their spans (each plus a NULL
  * slot) multiply to at most 2^64, and a direct table indexed by them when
  * that product is at most a few entries per row; else a hash table. */
-static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n, nsl_error *err) {
+/* The keys' mixed-radix layout (t->kmin, span, stride; t->radix when their
+ * spans multiply to at most 2^64) of a table t with nk keys and nothing
+ * else yet; *whole receives the product.  NSL_ERR_NOMEM, or NSL_OK. */
+static nsl_status radix_layout(key_table *t, key_col *keys, int nk, int64_t n, uint64_t *whole_out) {
   memset(t, 0, sizeof *t);
   t->nk = nk;
   t->kmin = calloc((size_t)nk, sizeof *t->kmin);
   t->span = calloc((size_t)nk, sizeof *t->span);
   t->stride = calloc((size_t)nk, sizeof *t->stride);
-  if (!t->kmin || !t->span || !t->stride) goto nomem;
-  uint64_t limit = (uint64_t)n * 2 + 65536, est;
+  if (!t->kmin || !t->span || !t->stride) return NSL_ERR_NOMEM;
   __extension__ unsigned __int128 whole = 1;   /* product of the spans so far: at most 2^64 */
-  if (limit > (1ull << 27)) limit = 1ull << 27;
   int radix = n > 0;
   for (int k = nk - 1; k >= 0 && radix; k--) {
     uint64_t lo, hi;
@@ -313,7 +314,16 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
     whole *= span;
   }
   t->radix = radix;
-  if (radix && whole <= limit) {
+  /* (2^64 itself as UINT64_MAX: above every limit) */
+  *whole_out = !radix ? 0 : whole > (__extension__(unsigned __int128)UINT64_MAX) ? UINT64_MAX : (uint64_t)whole;
+  return NSL_OK;
+}
+
+static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n, nsl_error *err) {
+  uint64_t limit = (uint64_t)n * 2 + 65536, est, whole;
+  if (limit > (1ull << 27)) limit = 1ull << 27;
+  if (radix_layout(t, keys, nk, n, &whole) != NSL_OK) goto nomem;
+  if (t->radix && whole <= limit) {
     uint64_t prod = (uint64_t)whole;
     t->dense = 1;
     t->dsize = prod;
@@ -328,7 +338,7 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
     if (!t->slots) goto nomem;
     for (uint64_t s = 0; s < cap; s++) t->slots[s].g = -1;
     t->cap = cap;
-    t->exact = radix || nk == 1;
+    t->exact = t->radix || nk == 1;
   }
   /* room for the expected groups up front (untouched pages cost nothing) */
   t->gcap = est > 1024 ? (int64_t)est : 1024;
@@ -700,6 +710,68 @@ void nsl_groups_free(nsl_groups *g) {
   nsl_column_release(g->group_of);
   nsl_column_release(g->first_row);
   memset(g, 0, sizeof *g);
+}
+
+/* ---- distinct tuples, counted ----------------------------------------------------- */
+
+/* The number of distinct key tuples (what nsl_groupby's ngroups would be)
+ * without a group id per row: tuples that make mixed-radix numbers too wide
+ * for a direct table are sorted as those numbers (two arrays of n words,
+ * read in order) and their runs counted, instead of a hash table of 2n
+ * slots probed at random; other keys go through the group table without
+ * ids. */
+nsl_status nsl_count_distinct(const nsl_column *const *keys, int nkeys, int64_t *count, nsl_error *err) {
+  if (!count) return nsl_error_set(err, NSL_ERR_ARG, "distinct count: no output");
+  *count = 0;
+  nsl_status rc = nsl__check_keys(keys, nkeys, "distinct count", err);
+  if (rc != NSL_OK) return rc;
+  int64_t n = keys[0]->len;
+  if (n == 0) return NSL_OK;
+  key_col *kc = calloc((size_t)nkeys, sizeof *kc);
+  if (!kc) return nsl_error_set(err, NSL_ERR_NOMEM, "distinct count: out of memory");
+  for (int k = 0; k < nkeys; k++) kc[k] = (key_col){keys[k], KEY_EQ, NULL, NULL};
+  key_table t;
+  uint64_t whole, limit = (uint64_t)n * 2 + 65536;
+  if (limit > (1ull << 27)) limit = 1ull << 27;
+  uint64_t *a = NULL, *tmp = NULL;
+  key_pass p = {0};
+  if (radix_layout(&t, kc, nkeys, n, &whole) != NSL_OK) goto nomem;
+  if (!t.radix || whole <= limit) {   /* a direct table, or hashed tuples: the group table, without ids */
+    key_table_free(&t);
+    rc = key_table_build(&t, kc, nkeys, n, 0, NULL, err);
+    if (rc == NSL_OK) *count = t.ngroups;
+    key_table_free(&t);
+    free(kc);
+    return rc;
+  }
+  a = nsl__big_alloc((size_t)n * sizeof *a);
+  tmp = nsl__big_alloc((size_t)n * sizeof *tmp);
+  if (!a || !tmp || key_pass_init(&p, &t, kc, nkeys) != NSL_OK) goto nomem;
+  uint8_t skip[BLOCK];
+  for (int64_t off = 0; off < n; off += BLOCK) {
+    int64_t m = n - off < BLOCK ? n - off : BLOCK;
+    if (!p.direct)
+      for (int k = 0; k < nkeys; k++) key_codes(&kc[k], off, m, p.buf + (size_t)k * BLOCK);
+    block_positions(&t, kc, p.buf, off, m, 0, 0, a + off, skip);
+  }
+  int bits = 64 - __builtin_clzll(whole - 1);   /* the numbers lie in [0, whole) */
+  const uint64_t *sorted = nsl__radix_u64(a, tmp, n, 0, bits);
+  int64_t runs = 1;
+  for (int64_t i = 1; i < n; i++) runs += sorted[i] != sorted[i - 1];
+  *count = runs;
+  key_pass_free(&p);
+  nsl__big_free(a);
+  nsl__big_free(tmp);
+  key_table_free(&t);
+  free(kc);
+  return NSL_OK;
+nomem:
+  key_pass_free(&p);
+  nsl__big_free(a);
+  nsl__big_free(tmp);
+  key_table_free(&t);
+  free(kc);
+  return nsl_error_set(err, NSL_ERR_NOMEM, "distinct count: out of memory for %lld rows", (long long)n);
 }
 
 /* ---- group ids a block at a time ------------------------------------------------- */

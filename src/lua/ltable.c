@@ -1,6 +1,6 @@
 /* ltable.c -- tables as Lua userdata: t.col, #t, t:filter(mask),
  * t:sort("-dur", "name"), t:order(...), t:head(n), t:group_by(...):agg{...},
- * t:join(...).
+ * t:count_distinct(...), t:join(...).
  * Every operation names the columns it needs first, so a lazily loaded
  * table reads them in one pass. */
 #include <stdlib.h>
@@ -580,12 +580,31 @@ static int l_table(lua_State *L) {
   return 1;
 }
 
+/* t:count_distinct("a", "b", ...) -> the number of distinct tuples of those
+ * columns (#t:group_by(...), NULL a value of its own), without a group id
+ * per row. */
+static int tbl_count_distinct(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  int nkeys = lua_gettop(L) - 1;
+  luaL_argcheck(L, nkeys >= 1 && nkeys <= 16, 2, "count_distinct needs 1 to 16 column names");
+  const char *names[16];
+  for (int k = 0; k < nkeys; k++) names[k] = luaL_checkstring(L, k + 2);
+  require_names(L, t, names, nkeys);
+  const nsl_column *keys[16];
+  for (int k = 0; k < nkeys; k++) keys[k] = checkcol(L, t, names[k]);
+  nsl_error err = {0};
+  int64_t n;
+  if (nsl_count_distinct(keys, nkeys, &n, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  lua_pushinteger(L, (lua_Integer)n);
+  return 1;
+}
+
 static const luaL_Reg tbl_methods[] = {
     {"col", tbl_col},         {"columns", tbl_columns}, {"coltype", tbl_coltype}, {"load", tbl_load},     {"unload", tbl_unload},
     {"take", tbl_take},       {"filter", tbl_filter},   {"head", tbl_head},
     {"sort", tbl_sort},       {"order", tbl_order},     {"select", tbl_select},   {"with", tbl_with},
     {"nbytes", tbl_bytes},     {"is_loaded", tbl_is_loaded}, {"join", tbl_join},
-    {"group_by", tbl_group_by}, {NULL, NULL}};
+    {"group_by", tbl_group_by}, {"count_distinct", tbl_count_distinct}, {NULL, NULL}};
 
 static const luaL_Reg tbl_meta[] = {{"__gc", tbl_gc},       {"__close", tbl_gc},
                                     {"__len", tbl_len},     {"__index", tbl_index},

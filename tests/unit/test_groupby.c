@@ -40,6 +40,9 @@ static void check_groups(const nsl_column *const *keys, int nk) {
     }
   }
   assert_int_equal(g.ngroups, ng);
+  int64_t distinct = -1;   /* the count alone, as nsl_count_distinct finds it */
+  assert_int_equal(nsl_count_distinct(keys, nk, &distinct, &err), NSL_OK);
+  assert_int_equal(distinct, ng);
   fx_expect_i64(g.group_of, n, want);
   fx_expect_i64(g.first_row, ng, first);
   free(want);
@@ -202,6 +205,49 @@ static void test_groupby_int_keys_reference(void **state) {
     check_groups((const nsl_column *const *)cols, nk);
     for (int k = 0; k < nk; k++) nsl_column_release(cols[k]);
   }
+}
+
+/* nsl_count_distinct over many rows: (report, pid, correlation id) with wide,
+ * sparse ids (sorted as mixed-radix numbers), some repeated, NULLs among
+ * them, and narrow keys (a direct table), against nsl_groupby's count. */
+static void test_count_distinct_large(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  fx_seed(777);
+  for (int trial = 0; trial < 6; trial++) {
+    int64_t n = fx_range(50000, 300000);
+    nsl_column *rep = nsl_column_new(NSL_I32, n, NULL), *pid = nsl_column_new(NSL_I32, n, NULL),
+               *corr = nsl_column_new(NSL_I64, n, NULL);
+    for (int64_t i = 0; i < n; i++) {
+      nsl_i32(rep)[i] = (int32_t)fx_range(0, 3);
+      nsl_i32(pid)[i] = trial == 5 && i % 11 == 0 ? NSL_NULL_I32 : (int32_t)(1000 + fx_range(0, 2) * 977);
+      int64_t id = trial < 3 ? (int64_t)fx_range(0, 1 << 30) * 4099 : fx_range(0, n);   /* wide, or narrow */
+      if (i > 0 && i % 13 == 0) id = nsl_i64(corr)[fx_range(0, i - 1)];                  /* repeats */
+      nsl_i64(corr)[i] = trial == 4 && i % 17 == 0 ? NSL_NULL_I64 : id;
+    }
+    const nsl_column *keys[3] = {rep, pid, corr};
+    for (int nk = 1; nk <= 3; nk++) {
+      const nsl_column *const *kk = nk == 1 ? keys + 2 : nk == 2 ? keys + 1 : keys;
+      nsl_groups g;
+      assert_int_equal(nsl_groupby(kk, nk, &g, &err), NSL_OK);
+      int64_t count = -1;
+      assert_int_equal(nsl_count_distinct(kk, nk, &count, &err), NSL_OK);
+      if (count != g.ngroups)
+        fail_msg("trial %d, %d keys: %lld distinct, group-by %lld", trial, nk, (long long)count, (long long)g.ngroups);
+      nsl_groups_free(&g);
+    }
+    nsl_column_release(rep);
+    nsl_column_release(pid);
+    nsl_column_release(corr);
+  }
+  int64_t count = -1;   /* no rows; bad keys */
+  nsl_column *none = nsl_column_new(NSL_I64, 0, NULL), *one = nsl_column_new(NSL_I64, 1, NULL);
+  const nsl_column *k0[1] = {none}, *k2[2] = {none, one};
+  assert_int_equal(nsl_count_distinct(k0, 1, &count, &err), NSL_OK);
+  assert_int_equal(count, 0);
+  assert_int_equal(nsl_count_distinct(k2, 2, &count, &err), NSL_ERR_ARG);
+  nsl_column_release(none);
+  nsl_column_release(one);
 }
 
 /* Group-by over more rows than one thread takes (the rows' positions in a
@@ -895,6 +941,7 @@ int main(void) {
       cmocka_unit_test(test_groupby_random_reference),
       cmocka_unit_test(test_groupby_int_keys_reference),
       cmocka_unit_test(test_groupby_large_threads),
+      cmocka_unit_test(test_count_distinct_large),
       cmocka_unit_test(test_agg_hand),
       cmocka_unit_test(test_agg_int_sum_exact),
       cmocka_unit_test(test_agg_matches_nsys_stats),
