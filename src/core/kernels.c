@@ -901,6 +901,65 @@ static void int_stats_rows(void *p, int64_t lo, int64_t hi) {
   j->part[k].max = mx;
 }
 
+/* nsl__int_extent's parts: the least and greatest non-NULL value of rows
+ * [lo, hi).  NULL is the type's least value, so the greatest needs no test
+ * and the least reads NULL as the greatest: both loops vectorise. */
+typedef struct int_extent_job {
+  const nsl_column *c;
+  int64_t per;
+  int64_t min[INT_STATS_PARTS], max[INT_STATS_PARTS];
+} int_extent_job;
+
+static void int_extent_rows(void *p, int64_t lo, int64_t hi) {
+  int_extent_job *j = p;
+  int64_t mn = INT64_MAX, mx = INT64_MIN;
+  if (j->c->type == NSL_I64) {
+    const int64_t *x = nsl_i64(j->c);
+    for (int64_t i = lo; i < hi; i++) {
+      int64_t v = x[i];
+      mx = v > mx ? v : mx;
+      v = v == NSL_NULL_I64 ? INT64_MAX : v;
+      mn = v < mn ? v : mn;
+    }
+  } else {
+    const int32_t *x = nsl_i32(j->c);
+    int32_t a = INT32_MAX, b = INT32_MIN;
+    for (int64_t i = lo; i < hi; i++) {
+      int32_t v = x[i];
+      b = v > b ? v : b;
+      v = v == NSL_NULL_I32 ? INT32_MAX : v;
+      a = v < a ? v : a;
+    }
+    mn = a;
+    mx = b == NSL_NULL_I32 ? INT64_MIN : b;
+  }
+  int k = (int)(lo / j->per);
+  j->min[k] = mn;
+  j->max[k] = mx;
+}
+
+/* See nsl_internal.h. */
+int nsl__int_extent(const nsl_column *c, int64_t *min, int64_t *max) {
+  if (!c || (c->type != NSL_I64 && c->type != NSL_I32) || c->len == 0) return 0;
+  int_extent_job j;
+  j.c = c;
+  j.per = nsl__rows_per_part(c->len);
+  for (int p = 0; p < INT_STATS_PARTS; p++) {
+    j.min[p] = INT64_MAX;
+    j.max[p] = INT64_MIN;
+  }
+  nsl__run_rows(c->len, int_extent_rows, &j);
+  int64_t mn = INT64_MAX, mx = INT64_MIN;
+  for (int p = 0; p < INT_STATS_PARTS; p++) {
+    if (j.min[p] < mn) mn = j.min[p];
+    if (j.max[p] > mx) mx = j.max[p];
+  }
+  if (mx == INT64_MIN) return 0;   /* every row NULL (a value is never the NULL code) */
+  *min = mn;
+  *max = mx;
+  return 1;
+}
+
 /* See nsl_internal.h. */
 void nsl__column_stats(const nsl_column *c, nsl_stats *out, int with_std) {
   if (!out) return;

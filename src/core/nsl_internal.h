@@ -133,6 +133,9 @@ nsl_column *nsl__column_where(const nsl_column *mask, const nsl_column *a, int a
 /* nsl_column_stats, with the standard deviation (a second pass over the
  * values) only when with_std; without it out->std stays 0. */
 void nsl__column_stats(const nsl_column *c, nsl_stats *out, int with_std);
+/* The least and greatest non-NULL value of an integer (I64, I32) column
+ * into *min, *max: 1, or 0 when it has none (or is of another type). */
+int nsl__int_extent(const nsl_column *c, int64_t *min, int64_t *max);
 /* The mean of count integers of exact sum `sum` (NaN for none), as every
  * group mean of integers is computed. */
 __extension__ double nsl__mean_i128(int64_t count, __int128 sum);

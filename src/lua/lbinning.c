@@ -254,6 +254,17 @@ static int l_format_table(lua_State *L) {
 static int l_extent(lua_State *L) {
   nsl_column *c = nsl__checkcolumn(L, 1);
   luaL_argcheck(L, c->type != NSL_STR, 1, "a string column has no extent");
+  int64_t lo, hi;
+  if (c->type == NSL_I64 || c->type == NSL_I32) {   /* two vectorised extremes, no sum */
+    if (nsl__int_extent(c, &lo, &hi)) {
+      lua_pushinteger(L, lo);
+      lua_pushinteger(L, hi);
+    } else {
+      lua_pushnil(L);
+      lua_pushnil(L);
+    }
+    return 2;
+  }
   nsl_stats st;
   nsl__column_stats(c, &st, 0);   /* no standard deviation: its second pass would double the cost */
   if (st.count == 0) {

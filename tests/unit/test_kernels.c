@@ -812,6 +812,33 @@ static int64_t ref_at(const nsl_column *c, int64_t i, int *null) {
   }
 }
 
+/* nsl__int_extent at its edges: NULLs skipped (all NULL: none), the
+ * type's extreme values, one row, I32 beside I64, other types refused. */
+static void test_int_extent_edges(void **state) {
+  (void)state;
+  int64_t lo = 1, hi = 2;
+  nsl_column *a = FX_I64(NSL_NULL_I64, 5, -3, NSL_NULL_I64), *b = FX_I64(NSL_NULL_I64, NSL_NULL_I64),
+             *c = FX_I64(INT64_MAX, INT64_MIN + 1), *d = FX_I32(NSL_NULL_I32, 7, INT32_MAX, INT32_MIN + 1),
+             *e = FX_I32(NSL_NULL_I32), *f = FX_F64(1.0), *g = FX_I64(42);
+  assert_int_equal(nsl__int_extent(a, &lo, &hi), 1);
+  assert_int_equal(lo, -3);
+  assert_int_equal(hi, 5);
+  assert_int_equal(nsl__int_extent(b, &lo, &hi), 0);
+  assert_int_equal(nsl__int_extent(c, &lo, &hi), 1);
+  assert_int_equal(lo, INT64_MIN + 1);
+  assert_int_equal(hi, INT64_MAX);
+  assert_int_equal(nsl__int_extent(d, &lo, &hi), 1);
+  assert_int_equal(lo, INT32_MIN + 1);
+  assert_int_equal(hi, INT32_MAX);
+  assert_int_equal(nsl__int_extent(e, &lo, &hi), 0);
+  assert_int_equal(nsl__int_extent(f, &lo, &hi), 0);
+  assert_int_equal(nsl__int_extent(g, &lo, &hi), 1);
+  assert_int_equal(lo, 42);
+  assert_int_equal(hi, 42);
+  nsl_column *cols[] = {a, b, c, d, e, f, g};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+}
+
 /* x op y exactly (128 bits), NULL when that is no int64 or a division by 0. */
 static int64_t ref_arith(int64_t x, nsl_arith op, int64_t y) {
   __extension__ __int128 r = 0, a = x, b = y;
@@ -854,9 +881,17 @@ static void test_kernels_threads(void **state) {
         nsl_mask_indices(mask, NULL),             nsl_column_arith(a, NSL_MUL, b, NULL),
         nsl_column_arith(f, NSL_SUB, i32, NULL),  nsl_column_arith_scalar(a, NSL_DIV, 3, NULL),
         nsl_column_arith_scalar(i32, NSL_ADD, 0.25, NULL), nsl_column_cast(f, NSL_I32, NULL)};
-    nsl_stats st, stf;
+    nsl_stats st, stf, st32;
     nsl__column_stats(a, &st, 0);
     nsl__column_stats(f, &stf, 0);
+    nsl__column_stats(i32, &st32, 0);
+    int64_t elo = 0, ehi = 0;   /* the extremes alone: those of the stats */
+    assert_int_equal(nsl__int_extent(a, &elo, &ehi), 1);
+    assert_int_equal(elo, st.imin);
+    assert_int_equal(ehi, st.imax);
+    assert_int_equal(nsl__int_extent(i32, &elo, &ehi), 1);
+    assert_int_equal(elo, st32.imin);
+    assert_int_equal(ehi, st32.imax);
     for (int k = 0; k < NK; k++) {
       assert_non_null(got[k]);
       if (t == 0) {
@@ -996,6 +1031,7 @@ int main(void) {
       cmocka_unit_test(test_loops_random),
       cmocka_unit_test(test_kernels_threads),
       cmocka_unit_test(test_stats),
+      cmocka_unit_test(test_int_extent_edges),
       cmocka_unit_test(test_quantile_hand),
       cmocka_unit_test(test_quantile_random_reference),
       cmocka_unit_test(test_histogram),
