@@ -590,6 +590,21 @@ nsl_status nsl_trace_set_dict(nsl_trace *tr, nsl_dict *d, nsl_error *err);
 nsl_status nsl_trace_table(nsl_trace *tr, const char *name, nsl_table **out, nsl_error *err);
 /* Names of the data-model tables, NULL-terminated. */
 const char *const *nsl_model_tables(void);
+/* Rows of table `name` in each report, into rows[0..nreports) (counted
+ * where no load has told them yet). */
+nsl_status nsl_trace_report_rows(nsl_trace *tr, const char *name, int64_t *rows, nsl_error *err);
+
+/* A column an analysis derived from report i's rows alone, kept by the
+ * report's source beside its columns (the column cache: nsl_source_ops'
+ * derived_get): a new column of `rows` rows and type `type` (not NSL_STR),
+ * or NULL -- none kept, a source that keeps none, or a trace whose rows are
+ * filtered (--from/--to, --device: its rows are not the source's).  Names
+ * are the deriver's (each names what it derives and how: a new way is a new
+ * name).  nsl_trace_derived_put keeps one (nothing where it cannot). */
+nsl_column *nsl_trace_derived_get(nsl_trace *tr, int i, const char *table, const char *name, nsl_type type,
+                                  int64_t rows);
+void nsl_trace_derived_put(nsl_trace *tr, int i, const char *table, const char *name, const nsl_column *col);
+
 /* Runs one read-only SQL statement on report i's database: NSL_ERR_ARG for
  * a report out of range, NSL_ERR_NOTFOUND when its source has no SQL. */
 nsl_status nsl_trace_sql(nsl_trace *tr, int i, const char *sql, nsl_sql_row_fn row, void *ctx, nsl_error *err);

@@ -29,12 +29,13 @@ extern "C" {
 #endif
 
 /* The highest version of nsl_source_ops this nsl knows. */
-#define NSL_SOURCE_VERSION 1
+#define NSL_SOURCE_VERSION 2
 
 /* A report source: one SQLite export (or other input) seen as the data
  * model's tables.  Implemented in src/source/; the trace owns it.  Versioned
  * as SQLite's VFS is: `version` says which operations the structure has (1:
- * those below); a later version only adds operations at the end, and the
+ * those up to metadata, 2: also derived_get and derived_put); a later
+ * version only adds operations at the end, and the
  * trace calls only those of the version a source gives.  The
  * operations after close are optional (NULL when the source has no such
  * thing); callers go through nsl_trace_sql / nsl_trace_members /
@@ -68,6 +69,15 @@ typedef struct nsl_source_ops {
    * records about its capture (an nsys export: META_DATA_CAPTURE, in table
    * order, entries without a value left out); fn returning non-zero stops. */
   nsl_status (*metadata)(void *src, nsl_metadata_fn fn, void *ctx, nsl_error *err);
+  /* Version 2.  A column nsl derived from this report's rows alone (what
+   * those rows decide: each kernel's launching call), kept beside the
+   * source's own columns -- the column cache -- so that a later run reads it
+   * instead of deriving it again.  derived_get returns a new column of
+   * `rows` rows of type `type` (not NSL_STR) kept under (table, name), or
+   * NULL: none, or not of that shape; derived_put keeps col under that name
+   * (whole or not at all; nothing when it cannot). */
+  nsl_column *(*derived_get)(void *src, const char *table, const char *name, nsl_type type, int64_t rows);
+  void (*derived_put)(void *src, const char *table, const char *name, const nsl_column *col);
 } nsl_source_ops;
 
 /* Adds a report from an already-opened source: NSL_ERR_ARG for a version

@@ -197,11 +197,61 @@ local api_rows_of = setmetatable({}, {__mode = "k"})
 -- table's row order.  Made once per trace (weak keys), for the three tables
 -- at once: one join, which indexes the calls once, not once per table (the
 -- ledger, the straggler matching and step detection of one diagnose run,
--- and the NVTX projection, read them).
+-- and the NVTX projection, read them); kept in the column cache, so that a
+-- later run on the same input reads them instead of joining again.
 local LAUNCHED = {"kernels", "memcpy", "memset"}
+
+-- The name the column cache keeps each report's M.api_rows under (trace:derived): the launching call's row
+-- within the report's own calls.  Another way of finding the calls is another name.
+local KEPT = "api_row.1"
+
+-- M.api_rows' columns read back from the column cache, when every report kept them (nil otherwise): each
+-- report's rows, checked (-1 or one of its own calls: the cache is a folder others may write), moved to the
+-- trace's rows of trace.api.
+local function kept_api_rows(trace)
+  local nr = trace:nreports()
+  if nr == 0 or not trace:derived(0, "kernels", KEPT, "i64", trace:report_rows("kernels")[1]) then return nil end
+  local calls = trace:report_rows("api")
+  local memo = {}
+  for _, name in ipairs(LAUNCHED) do
+    local rows, parts, first = trace:report_rows(name), {}, 0
+    for r = 1, nr do
+      local c = trace:derived(r - 1, name, KEPT, "i64", rows[r])
+      if not c then return nil end
+      local lo, hi = nsl.extent(c)
+      if lo and (lo < -1 or hi >= calls[r]) then return nil end
+      parts[r] = first == 0 and c or nsl.where(c:ge(0), c + first, c)
+      first = first + calls[r]
+    end
+    memo[name] = nr == 1 and parts[1] or nsl.concat(table.unpack(parts))
+  end
+  return memo
+end
+
+-- Keeps memo (M.api_rows' columns for the whole trace) in the column cache, each report's part as its rows
+-- of its own calls.
+local function keep_api_rows(trace, memo)
+  local nr = trace:nreports()
+  local calls = trace:report_rows("api")
+  for _, name in ipairs(LAUNCHED) do
+    local rows, at, first = trace:report_rows(name), 0, 0
+    for r = 1, nr do
+      local c = memo[name]
+      if nr > 1 then
+        c = c:gather(nsl.range(rows[r]) + at)
+        c = nsl.where(c:ge(0), c - first, c)
+      end
+      trace:keep_derived(r - 1, name, KEPT, c)
+      at, first = at + rows[r], first + calls[r]
+    end
+  end
+end
 
 function M.api_rows(trace, tname)
   local memo = api_rows_of[trace]
+  if not memo then
+    memo = kept_api_rows(trace)
+  end
   if not memo then
     memo = {}
     local keys, api = {"report", "pid", "corr"}, trace.api
@@ -221,8 +271,9 @@ function M.api_rows(trace, tname)
       memo[name] = idx:gather(nsl.range(lens[i]) + off)
       off = off + lens[i]
     end
-    api_rows_of[trace] = memo
+    keep_api_rows(trace, memo)
   end
+  api_rows_of[trace] = memo
   return assert(memo[tname], "api_rows: no table " .. tostring(tname))
 end
 

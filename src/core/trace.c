@@ -884,3 +884,47 @@ fail:
   }
   return err && err->code ? err->code : NSL_ERR_NOMEM;
 }
+
+nsl_status nsl_trace_report_rows(nsl_trace *tr, const char *name, int64_t *rows, nsl_error *err) {
+  nsl_table *t;
+  nsl_status rc = nsl_trace_table(tr, name, &t, err);
+  if (rc != NSL_OK) return rc;
+  trace_table *tt = tr->tables;
+  while (tt && tt->table != t) tt = tt->next;
+  if (!tt) return nsl_error_set(err, NSL_ERR_ARG, "no table '%s'", name);
+  int known = 1;
+  for (int i = 0; i < tr->nreports; i++) known &= tt->rows[i] >= 0;
+  if (!known && (rc = count_rows(tr, tt, err)) != NSL_OK) return rc;
+  for (int i = 0; i < tr->nreports; i++) rows[i] = tt->rows[i];
+  return NSL_OK;
+}
+
+/* Report i's source when it keeps derived columns and the trace's rows are
+ * its rows (no filter of any table: a derived column may read several). */
+static const report_src *deriving_source(const nsl_trace *tr, int i, const char *table, const char *name) {
+  if (i < 0 || i >= tr->nreports || !table || !name || tr->filters) return NULL;
+  const report_src *r = &tr->reports[i];
+  return r->ops->version >= 2 && r->ops->derived_get && r->ops->derived_put ? r : NULL;
+}
+
+nsl_column *nsl_trace_derived_get(nsl_trace *tr, int i, const char *table, const char *name, nsl_type type,
+                                  int64_t rows) {
+  const report_src *r = deriving_source(tr, i, table, name);
+  if (!r || type == NSL_STR || rows < 0) return NULL;
+  guard_enter(tr->guard);
+  nsl_column *c = tr->guard->closed ? NULL : r->ops->derived_get(r->src, table, name, type, rows);
+  guard_leave(tr->guard);
+  if (c && (c->type != type || c->len != rows)) {   /* (a source's promise, checked) */
+    nsl_column_release(c);
+    c = NULL;
+  }
+  return c;
+}
+
+void nsl_trace_derived_put(nsl_trace *tr, int i, const char *table, const char *name, const nsl_column *col) {
+  const report_src *r = deriving_source(tr, i, table, name);
+  if (!r || !col || col->type == NSL_STR) return;
+  guard_enter(tr->guard);
+  if (!tr->guard->closed) r->ops->derived_put(r->src, table, name, col);
+  guard_leave(tr->guard);
+}

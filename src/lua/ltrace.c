@@ -1,6 +1,8 @@
 /* ltrace.c -- traces as Lua userdata: nsl.open(paths), trace.kernels,
  * trace:sql(report, query), trace:metadata(report), trace:tables(),
- * trace:inputs(); archive members are trace:members / trace:member (lhlo.c). */
+ * trace:inputs(), trace:report_rows(table), trace:derived / keep_derived
+ * (columns derived from a report's rows, kept in the column cache); archive
+ * members are trace:members / trace:member (lhlo.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,10 +343,72 @@ static int tr_filter(lua_State *L) {
   return 0;
 }
 
+/* tr:report_rows(table) -> the table's rows in each report, an array
+ * (report r + 1 at [r + 1]). */
+static int tr_report_rows(lua_State *L) {
+  nsl_trace *tr = checktrace(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  int n = nsl_trace_nreports(tr);
+  int64_t *rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *rows);
+  if (!rows) return luaL_error(L, "out of memory");
+  nsl_error err = {0};
+  if (nsl_trace_report_rows(tr, name, rows, &err) != NSL_OK) {
+    free(rows);
+    return nsl__input_error(L, &err);
+  }
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushinteger(L, (lua_Integer)rows[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  free(rows);
+  return 1;
+}
+
+static const char *const derived_types[] = {"i64", "i32", "f64", "bool", NULL};
+static const nsl_type derived_type_of[] = {NSL_I64, NSL_I32, NSL_F64, NSL_BOOL};
+
+/* tr:derived(report, table, name, type, rows) -> the column that
+ * tr:keep_derived kept for report (0-based) under (table, name), of that
+ * type ("i64", "i32", "f64", "bool") and number of rows, or nil: none kept
+ * (no cache, a filtered trace, another build, not that shape).  What a
+ * deriver reads back is the file of a folder others may write: it checks
+ * the values before it trusts them. */
+static int tr_derived(lua_State *L) {
+  nsl_trace *tr = checktrace(L, 1);
+  lua_Integer r = luaL_checkinteger(L, 2);
+  const char *table = luaL_checkstring(L, 3), *name = luaL_checkstring(L, 4);
+  nsl_type type = derived_type_of[luaL_checkoption(L, 5, NULL, derived_types)];
+  lua_Integer rows = luaL_checkinteger(L, 6);
+  luaL_argcheck(L, r >= 0 && r < nsl_trace_nreports(tr), 2, "no such report");
+  nsl_column *c = nsl_trace_derived_get(tr, (int)r, table, name, type, rows);
+  if (!c) {
+    lua_pushnil(L);
+    return 1;
+  }
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
+/* tr:keep_derived(report, table, name, column): keeps column (not of
+ * strings), derived from report's rows alone, for tr:derived in later runs
+ * of this build on this input (nothing without a cache folder). */
+static int tr_keep_derived(lua_State *L) {
+  nsl_trace *tr = checktrace(L, 1);
+  lua_Integer r = luaL_checkinteger(L, 2);
+  const char *table = luaL_checkstring(L, 3), *name = luaL_checkstring(L, 4);
+  nsl_column *c = nsl__checkcolumn(L, 5);
+  luaL_argcheck(L, r >= 0 && r < nsl_trace_nreports(tr), 2, "no such report");
+  luaL_argcheck(L, c->type != NSL_STR, 5, "a column of strings is not kept");
+  nsl_trace_derived_put(tr, (int)r, table, name, c);
+  return 0;
+}
+
 static const luaL_Reg tr_methods[] = {{"table", tr_table}, {"tables", tr_tables}, {"nreports", tr_nreports},
                                       {"inputs", tr_inputs}, {"sql", tr_sql},     {"metadata", tr_metadata},
                                       {"close", tr_gc}, {"keep_reports", tr_keep_reports},
-                                      {"filter", tr_filter},
+                                      {"filter", tr_filter}, {"report_rows", tr_report_rows},
+                                      {"derived", tr_derived}, {"keep_derived", tr_keep_derived},
                                       {NULL, NULL}};
 
 static const luaL_Reg tr_meta[] = {{"__gc", tr_gc}, {"__close", tr_gc}, {"__index", tr_index}, {NULL, NULL}};

@@ -258,6 +258,36 @@ nsl_status nsl__cache_metadata(void *p, nsl_metadata_fn fn, void *ctx, nsl_error
   return rc != NSL_OK ? rc : c->in->metadata(c->src, fn, ctx, err);
 }
 
+/* ---- columns derived from the report's rows (nsl_source_ops' derived_get, derived_put) ---- */
+
+/* The file name's column part of derived column `name`: never a data-model
+ * column's (those have no ':'). */
+static int derived_column(char *out, size_t cap, const char *name) {
+  int n = snprintf(out, cap, "derived:%s", name);
+  return n > 0 && (size_t)n < cap;
+}
+
+static nsl_column *cache_derived_get(void *p, const char *table, const char *name, nsl_type type, int64_t rows) {
+  nsl__cache_src *c = p;
+  char col[64];
+  if (!c->dir || type == NSL_STR || !derived_column(col, sizeof col, name)) return NULL;
+  const nsl__cache_head *head = NULL;
+  nsl__mapping *m = nsl__cache_map_column(c, table, col, &head);   /* checked: sound, this input's, this name's */
+  if (!m) return NULL;
+  if (head->type != (uint32_t)type || head->rows != rows) {
+    nsl__mapping_release(m);
+    return NULL;
+  }
+  return nsl__cache_column_of(head, m, type, NULL, 0);
+}
+
+static void cache_derived_put(void *p, const char *table, const char *name, const nsl_column *col) {
+  nsl__cache_src *c = p;
+  char cn[64];
+  if (!c->dir || c->bw || !col || col->type == NSL_STR || !derived_column(cn, sizeof cn, name)) return;
+  nsl__cache_write_column(c, table, cn, col);
+}
+
 /* ---- identity of an input ---- */
 
 static int schema_row(void *ctx, int ncols, const char *const *names, const nsl_sql_value *values) {
@@ -390,6 +420,8 @@ static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *sr
   c->ops.members = ops->members ? cache_members : NULL;
   c->ops.member_read = ops->member_read ? cache_member_read : NULL;
   c->ops.metadata = ops->metadata ? nsl__cache_metadata : NULL;
+  c->ops.derived_get = c->dir ? cache_derived_get : NULL;   /* (kept in the folder alone, not in a bundle) */
+  c->ops.derived_put = c->dir ? cache_derived_put : NULL;
   nsl_status rc = nsl_trace_add_source(tr, &c->ops, c, info, err);
   if (rc != NSL_OK) nsl__cache_free(c);   /* the caller closes src */
   return rc;

@@ -155,6 +155,58 @@ else
 fi
 chmod 700 "$ent"
 
+# --- columns derived from a report's rows: each GPU operation's launching call (nsl.gpu_ops.api_rows), kept in
+# the entry so that a later run reads it instead of joining the calls again ---
+export NSL_CACHE_DIR="$TMP/derived"
+cat > "$TMP/launched.lua" <<'LUA'
+local gpu_ops = require("nsl.gpu_ops")
+local nsl = require("nsl")
+return { run = function(trace)   -- matched kernels, the sum of their calls' starts, kernels without a call
+  local rows = gpu_ops.api_rows(trace, "kernels")
+  trace.api:load{"start"}
+  local m = rows:ge(0)
+  print(m:count(), trace.api.start:gather(rows:gather(m:indices())):sum(), rows:lt(0):count())
+end }
+LUA
+cat > "$TMP/keep.lua" <<'LUA'
+local nsl = require("nsl")
+return { run = function(trace)   -- keeps VALUE for every kernel under the name api_rows keeps its column under
+  local v = tonumber(os.getenv("KEEP_VALUE"))
+  trace:keep_derived(0, "kernels", "api_row.1", nsl.rep(v, #trace.kernels))
+end }
+LUA
+launched_sql=$(sql "$exp" "SELECT count(r.start), sum(r.start), (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL) - count(r.start)
+  FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
+  AND (r.globalTid >> 24) & 16777215 = (k.globalPid >> 24) & 16777215" | tr '|' '\t')
+launched() { "$NSL" run "$TMP/launched.lua" "$@" | tr -s ' \t' '\t'; }
+check_eq "launching calls, cold: SQL's join on process and correlation id" "$(launched "$exp")" "$launched_sql"
+e=$(entry "$exp")
+check_eq "launching calls: kept in the entry, one file per operation table" \
+  "$(grep -l 'derived:api_row.1' "$e"/c-* 2> /dev/null | wc -l)" 3
+check_eq "launching calls, warm: SQL's join" "$(launched "$exp")" "$launched_sql"
+# the warm run reads what the entry keeps: a column of -1 kept in its place reads as no kernel launched
+KEEP_VALUE=-1 "$NSL" run "$TMP/keep.lua" "$exp" > /dev/null
+nk=$(sql "$exp" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+check_eq "a kept column is what a warm run reads" "$(launched "$exp")" "$(printf '0\t0\t%s' "$nk")"
+# ... but never a window's (--from/--to: the trace's rows are not the source's), which joins its own rows
+check_eq "a windowed run joins its rows, whatever is kept" "$(launched "$exp" --from 0)" "$launched_sql"
+# a kept row past the report's calls (a folder someone else wrote): not read, joined again and kept again
+KEEP_VALUE=1000000000000 "$NSL" run "$TMP/keep.lua" "$exp" > /dev/null
+check_eq "a kept column past the calls: joined again" "$(launched "$exp")" "$launched_sql"
+check_eq "... and what it kept again is read" "$(launched "$exp")" "$launched_sql"
+for a in iterations nvtx; do
+  NSL_NO_CACHE=1 "$NSL" run $a "$exp" --format json > "$TMP/none.json" 2>&1
+  "$NSL" run $a "$exp" --format json > "$TMP/warm.json" 2>&1
+  cmp -s "$TMP/warm.json" "$TMP/none.json" && ok "$a with kept launching calls: byte-identical to no cache" ||
+    bad "$a with kept launching calls differs from no cache"
+done
+# a bundle of four reports: each keeps its own rows of its own calls; the trace's are theirs moved by the calls before
+NSL_NO_CACHE=1 "$NSL" run "$TMP/launched.lua" "$bundle" > "$TMP/none.txt" 2>&1
+launched "$bundle" > /dev/null
+"$NSL" run "$TMP/launched.lua" "$bundle" > "$TMP/warm.txt" 2>&1
+cmp -s "$TMP/warm.txt" "$TMP/none.txt" && [ -s "$TMP/none.txt" ] &&
+  ok "bundle of four reports: launching calls kept per report read back as joined" || bad "bundle: $(cat "$TMP/warm.txt")"
+
 # --- --no-cache, list, clear ---
 export NSL_CACHE_DIR="$TMP/flags"
 "$NSL" run "$TMP/digest.lua" "$exp.2" --no-cache > /dev/null

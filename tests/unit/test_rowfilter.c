@@ -2,7 +2,9 @@
  * (src/core/rowfilter.c), on an in-memory source of known rows: the rows
  * loaded and counted through a filter are those a plain loop over the rows
  * selects; a trace's own filter (nsl__trace_filter) gives its tables only
- * those rows, at the trace's time offset; malformed filters are refused. */
+ * those rows, at the trace's time offset; malformed filters are refused;
+ * derived columns are kept and read back only where the rows are the
+ * source's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -172,9 +174,83 @@ static void test_trace_filter(void **state) {
   nsl_trace_close(tr);
 }
 
+/* Derived columns (nsl_trace_derived_get / _put): a source of version 2
+ * keeping one in memory; the trace hands back only a column of the asked
+ * shape, never asks a source of version 1 (whose structure ends before
+ * those operations) or a trace whose rows are filtered. */
+static nsl_column *kept;
+static int asked;
+static nsl_column *m_derived_get(void *src, const char *table, const char *name, nsl_type type, int64_t rows) {
+  (void)src;
+  (void)type;
+  (void)rows;
+  asked++;
+  return kept && strcmp(table, "kernels") == 0 && strcmp(name, "x.1") == 0 ? nsl_column_retain(kept) : NULL;
+}
+static void m_derived_put(void *src, const char *table, const char *name, const nsl_column *col) {
+  (void)src;
+  (void)table;
+  (void)name;
+  asked++;
+  nsl_column_release(kept);
+  kept = nsl_column_retain((nsl_column *)col);
+}
+static const nsl_source_ops keeping_ops = {.version = 2, .kind = "memory", .describe = m_describe, .load = m_load,
+                                           .count = m_count, .derived_get = m_derived_get,
+                                           .derived_put = m_derived_put};
+/* version 1: the trace must not read past metadata (here the fields are there, and counted if called) */
+static const nsl_source_ops v1_ops = {.version = 1, .kind = "memory", .describe = m_describe, .load = m_load,
+                                      .count = m_count, .derived_get = m_derived_get, .derived_put = m_derived_put};
+
+static void test_derived_columns(void **state) {
+  (void)state;
+  nsl_report_info info = {.path = "mem", .name = "mem", .host = "", .rank = -1};
+  nsl_error err = {0};
+  nsl_column *col = nsl_column_new(NSL_I64, NROWS, NULL);
+  for (int i = 0; i < NROWS; i++) nsl_i64(col)[i] = i * 3;
+  /* a keeping source: kept and read back; a column of another shape is not handed back */
+  nsl_trace *tr = nsl_trace_new();
+  assert_int_equal(nsl_trace_add_source(tr, &keeping_ops, NULL, &info, &err), NSL_OK);
+  int64_t rows[1] = {-1};
+  assert_int_equal(nsl_trace_report_rows(tr, "kernels", rows, &err), NSL_OK);
+  assert_int_equal(rows[0], NROWS);
+  assert_null(nsl_trace_derived_get(tr, 0, "kernels", "x.1", NSL_I64, NROWS));
+  nsl_trace_derived_put(tr, 0, "kernels", "x.1", col);
+  nsl_column *got = nsl_trace_derived_get(tr, 0, "kernels", "x.1", NSL_I64, NROWS);
+  assert_non_null(got);
+  for (int i = 0; i < NROWS; i++) assert_int_equal(nsl_i64(got)[i], i * 3);
+  nsl_column_release(got);
+  assert_null(nsl_trace_derived_get(tr, 0, "kernels", "x.1", NSL_I64, NROWS + 1));   /* rows */
+  assert_null(nsl_trace_derived_get(tr, 0, "kernels", "x.1", NSL_F64, NROWS));       /* type */
+  assert_null(nsl_trace_derived_get(tr, 1, "kernels", "x.1", NSL_I64, NROWS));       /* no report 1 */
+  assert_null(nsl_trace_derived_get(tr, 0, "kernels", "x.1", NSL_STR, NROWS));       /* strings: never */
+  nsl_trace_close(tr);
+  /* a filtered trace: neither read nor kept */
+  tr = nsl_trace_new();
+  assert_int_equal(nsl_trace_add_source(tr, &keeping_ops, NULL, &info, &err), NSL_OK);
+  int64_t dev = 1;
+  nsl__row_cond conds[] = {{"device", NSL__ROW_IN, NULL, &dev, 1, 0}};
+  assert_int_equal(nsl__trace_filter(tr, "kernels", conds, 1, &err), NSL_OK);
+  asked = 0;
+  assert_null(nsl_trace_derived_get(tr, 0, "kernels", "x.1", NSL_I64, NROWS));
+  nsl_trace_derived_put(tr, 0, "kernels", "x.1", col);
+  assert_int_equal(asked, 0);
+  nsl_trace_close(tr);
+  /* a source of version 1: never asked */
+  tr = nsl_trace_new();
+  assert_int_equal(nsl_trace_add_source(tr, &v1_ops, NULL, &info, &err), NSL_OK);
+  assert_null(nsl_trace_derived_get(tr, 0, "kernels", "x.1", NSL_I64, NROWS));
+  nsl_trace_derived_put(tr, 0, "kernels", "x.1", col);
+  assert_int_equal(asked, 0);
+  nsl_trace_close(tr);
+  nsl_column_release(kept);
+  kept = NULL;
+  nsl_column_release(col);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_window_and_device), cmocka_unit_test(test_regex_and_missing_column),
-      cmocka_unit_test(test_refusals), cmocka_unit_test(test_trace_filter)};
+      cmocka_unit_test(test_refusals), cmocka_unit_test(test_trace_filter), cmocka_unit_test(test_derived_columns)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
