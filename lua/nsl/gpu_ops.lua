@@ -9,6 +9,7 @@
 -- analysis and front end that needs the GPU work as one table builds it
 -- here.
 local nsl = require("nsl")
+local kept = require("nsl.kept")
 local window = require("nsl.window")
 
 local M = {}
@@ -205,25 +206,22 @@ local LAUNCHED = {"kernels", "memcpy", "memset"}
 -- within the report's own calls.  Another way of finding the calls is another name.
 local KEPT = "api_row.1"
 
--- M.api_rows' columns read back from the column cache, when every report kept them (nil otherwise): each
--- report's rows, checked (-1 or one of its own calls: the cache is a folder others may write), moved to the
--- trace's rows of trace.api.
+-- M.api_rows' columns read back from the column cache (nsl.kept), when every report kept them (nil otherwise):
+-- each report's rows, checked (-1 or one of its own calls), moved to the trace's rows of trace.api.
 local function kept_api_rows(trace)
-  local nr = trace:nreports()
-  if nr == 0 or not trace:derived(0, "kernels", KEPT, "i64", trace:report_rows("kernels")[1]) then return nil end
-  local calls = trace:report_rows("api")
-  local memo = {}
+  local memo, calls = {}, nil
   for _, name in ipairs(LAUNCHED) do
-    local rows, parts, first = trace:report_rows(name), {}, 0
-    for r = 1, nr do
-      local c = trace:derived(r - 1, name, KEPT, "i64", rows[r])
-      if not c then return nil end
+    local parts = kept.parts(trace, name, KEPT, "i64")
+    if not parts then return nil end
+    calls = calls or trace:report_rows("api")
+    local first = 0
+    for r, c in ipairs(parts) do
       local lo, hi = nsl.extent(c)
       if lo and (lo < -1 or hi >= calls[r]) then return nil end
-      parts[r] = first == 0 and c or nsl.where(c:ge(0), c + first, c)
+      if first > 0 then parts[r] = nsl.where(c:ge(0), c + first, c) end
       first = first + calls[r]
     end
-    memo[name] = nr == 1 and parts[1] or nsl.concat(table.unpack(parts))
+    memo[name] = #parts == 1 and parts[1] or nsl.concat(table.unpack(parts))
   end
   return memo
 end
@@ -231,19 +229,12 @@ end
 -- Keeps memo (M.api_rows' columns for the whole trace) in the column cache, each report's part as its rows
 -- of its own calls.
 local function keep_api_rows(trace, memo)
-  local nr = trace:nreports()
-  local calls = trace:report_rows("api")
+  local calls, first = trace:report_rows("api"), {0}
+  for r = 2, #calls do first[r] = first[r - 1] + calls[r - 1] end
   for _, name in ipairs(LAUNCHED) do
-    local rows, at, first = trace:report_rows(name), 0, 0
-    for r = 1, nr do
-      local c = memo[name]
-      if nr > 1 then
-        c = c:gather(nsl.range(rows[r]) + at)
-        c = nsl.where(c:ge(0), c - first, c)
-      end
-      trace:keep_derived(r - 1, name, KEPT, c)
-      at, first = at + rows[r], first + calls[r]
-    end
+    kept.keep(trace, name, KEPT, memo[name], function(c, r)
+      return first[r] == 0 and c or nsl.where(c:ge(0), c - first[r], c)
+    end)
   end
 end
 

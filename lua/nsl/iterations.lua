@@ -54,6 +54,7 @@
 local nsl = require("nsl")
 local nvtx = require("nsl.nvtx")
 local steps = require("nsl.steps")
+local kept = require("nsl.kept")
 local classes = require("nsl.classes")
 local gpu_ops = require("nsl.gpu_ops")
 local distributed = require("nsl.distributed")
@@ -168,11 +169,39 @@ end
 -- those threads, med: the longest median period); nil without ranges.
 -- Per report: a distributed run's processes add up their totals
 -- (M.reduce_steps).
+-- The names the column cache keeps top_ranges' columns under (nsl.kept): is_top per range, and in_order per
+-- report (a column of one row).
+local TOPS, IN_ORDER = "nvtx_top.1", "nvtx_top_in_order.1"
+
+-- The top-level ranges among the usable ones of nv (trace.nvtx) and whether every thread's came in start order
+-- (nsl.nvtx.tops): kept per report in the column cache, read back there (a kept in_order that is false only
+-- costs a sort of rows in order).  usable(): the usable ranges' mask.
+local function top_ranges(trace, nv, usable)
+  local tops = kept.parts(trace, "nvtx", TOPS, "bool")
+  local ones = {}
+  for r = 1, tops and #tops or 0 do ones[r] = 1 end
+  local order = tops and kept.parts(trace, "nvtx", IN_ORDER, "bool", ones)
+  if order then
+    local in_order = true
+    for _, c in ipairs(order) do in_order = in_order and c[1] end
+    return #tops == 1 and tops[1] or nsl.concat(table.unpack(tops)), in_order
+  end
+  local is_top, in_order = nvtx.tops(nv, usable())
+  kept.keep(trace, "nvtx", TOPS, is_top)
+  local flag = nsl.rep(in_order and 1 or 0, 1):eq(1)
+  for r = 1, trace:nreports() do trace:keep_derived(r - 1, "nvtx", IN_ORDER, flag) end
+  return is_top, in_order
+end
+
 local function nvtx_candidates(trace)
   local nv = load_nvtx(trace)
   if #nv == 0 then return nil end
-  local usable = nvtx.range_mask(nv) & ~nv.stop:isnull()
-  local is_top, in_order = nvtx.tops(nv, usable)
+  local usable_mask
+  local function usable()
+    usable_mask = usable_mask or nvtx.range_mask(nv) & ~nv.stop:isnull()
+    return usable_mask
+  end
+  local is_top, in_order = top_ranges(trace, nv, usable)
   -- the names of the top-level ranges alone (a fifth of them at 1 GB)
   local top = nv:select{"report", "pid", "tid", "start", "stop", "text", "domain"}:filter(is_top)
   local _, label = nvtx.names(top, {strip = M.step_strip})
@@ -185,7 +214,7 @@ local function nvtx_candidates(trace)
   local function span_of(r)
     if not act then
       act = {}
-      local spans = nv:select{"report", "start", "stop"}:filter(usable):group_by("report")
+      local spans = nv:select{"report", "start", "stop"}:filter(usable()):group_by("report")
                       :agg{"lo=min(start)", "hi=max(stop)"}
       for i = 1, #spans do act[spans.report[i]] = spans.hi[i] - spans.lo[i] end
     end

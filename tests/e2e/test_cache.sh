@@ -207,6 +207,30 @@ launched "$bundle" > /dev/null
 cmp -s "$TMP/warm.txt" "$TMP/none.txt" && [ -s "$TMP/none.txt" ] &&
   ok "bundle of four reports: launching calls kept per report read back as joined" || bad "bundle: $(cat "$TMP/warm.txt")"
 
+# the top-level NVTX ranges the step detection reads (nsl.iterations), kept the same way: on an export with a
+# 'train_step' range per four collectives (tests/lua/plant_steps.sh), cold, warm and without the cache alike, and
+# SQL's count of them
+steps="$TMP/steps.sqlite"
+cp "$exp" "$steps" && chmod u+w "$steps" && "$NSL_SOURCE_DIR/tests/lua/plant_steps.sh" "$steps"
+nsteps=$(sql "$steps" "SELECT count(*) FROM NVTX_EVENTS WHERE text = 'train_step'")
+NSL_NO_CACHE=1 "$NSL" run iterations "$steps" --format json > "$TMP/none.json" 2>&1
+"$NSL" run iterations "$steps" --format json > "$TMP/cold.json" 2>&1
+"$NSL" run iterations "$steps" --format json > "$TMP/warm.json" 2>&1
+grep -q "NVTX range 'train_step' detected: $nsteps top-level instances" "$TMP/none.json" &&
+  ok "iterations: the planted steps found, as many as SQL counts ($nsteps)" || bad "iterations: $(head -c 300 "$TMP/none.json")"
+cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
+  ok "iterations with kept top-level ranges: cold, warm and no cache byte-identical" || bad "iterations differ with the cache"
+cat > "$TMP/untop.lua" <<'LUA'
+local nsl = require("nsl")
+return { run = function(trace)   -- keeps "no range is top-level" where the step detection keeps its column
+  trace:keep_derived(0, "nvtx", "nvtx_top.1", nsl.rep(0, #trace.nvtx):eq(1))
+end }
+LUA
+"$NSL" run "$TMP/untop.lua" "$steps" > /dev/null
+"$NSL" run iterations "$steps" > "$TMP/out" 2>&1
+[ -s "$TMP/out" ] && ! grep -q "train_step" "$TMP/out" &&
+  ok "the top-level ranges kept are what a warm run reads" || bad "kept top-level ranges not read: $(head -3 "$TMP/out")"
+
 # --- --no-cache, list, clear ---
 export NSL_CACHE_DIR="$TMP/flags"
 "$NSL" run "$TMP/digest.lua" "$exp.2" --no-cache > /dev/null

@@ -1,0 +1,44 @@
+-- nsl.kept -- columns an analysis derives from each report's rows alone,
+-- kept in the column cache so that a later run reads them instead of
+-- deriving them again (trace:derived, trace:keep_derived).  A kept column
+-- lies in a folder others may write: its reader checks the values before it
+-- trusts them.  Nothing is kept or read without a cache folder, in a
+-- --from/--to/--device run (its rows are not the source's), or by another
+-- build.  A name says what is derived and how ("api_row.1"): a new way of
+-- deriving it is a new name.
+local nsl = require("nsl")
+
+local M = {}
+
+--- The kept parts of column `name` (of type ctype) of table tname: a list
+-- with report r's (0-based) at [r + 1], and the table's rows per report;
+-- nil when some report keeps none.  rows (a list as trace:report_rows
+-- gives): each part's length when it is not one per row of the table.
+function M.parts(trace, tname, name, ctype, rows)
+  local nr = trace:nreports()
+  if nr == 0 then return nil end
+  rows = rows or trace:report_rows(tname)
+  local parts = {}
+  for r = 1, nr do
+    local c = trace:derived(r - 1, tname, name, ctype, rows[r])
+    if not c then return nil end
+    parts[r] = c
+  end
+  return parts, rows
+end
+
+--- Keeps col, a column of table tname's rows (every report's, in report
+-- order), as each report's part under `name`; of_report(c, r), when given,
+-- makes report r's (1-based) part c into what is kept.
+function M.keep(trace, tname, name, col, of_report)
+  local nr = trace:nreports()
+  local rows, at = trace:report_rows(tname), 0
+  for r = 1, nr do
+    local c = nr == 1 and col or col:gather(nsl.range(rows[r]) + at)
+    if of_report then c = of_report(c, r) end
+    trace:keep_derived(r - 1, tname, name, c)
+    at = at + rows[r]
+  end
+end
+
+return M
