@@ -418,6 +418,33 @@ static void test_gaps_hand(void **state) {
   for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
 }
 
+/* Group grp's gaps laid out unit by unit (its busy time marked in a map
+ * of SPAN units): their starts and stops into gs, ge; returns how many. */
+static int64_t ref_gaps(const nsl_column *s, const nsl_column *e, const nsl_column *g, int64_t n, int64_t grp,
+                        int64_t *gs, int64_t *ge) {
+  uint8_t busy[3 * SPAN] = {0};
+  int64_t lo = INT64_MAX, hi = INT64_MIN, m = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t a = nsl_i64(s)[i], b = nsl_i64(e)[i];
+    if (nsl_i64(g)[i] != grp || a == NSL_NULL_I64 || b == NSL_NULL_I64 || a >= b) continue;
+    for (int64_t t = a; t < b; t++) busy[t] = 1;
+    if (a < lo) lo = a;
+    if (b > hi) hi = b;
+  }
+  for (int64_t t = lo; t < hi;) {
+    if (busy[t]) {
+      t++;
+      continue;
+    }
+    int64_t u = t;
+    while (u < hi && !busy[u]) u++;
+    gs[m] = t;
+    ge[m++] = u;
+    t = u;
+  }
+  return m;
+}
+
 static void test_gaps_random(void **state) {
   (void)state;
   for (int round = 0; round < 200; round++) {
@@ -440,29 +467,14 @@ static void test_gaps_random(void **state) {
     nsl_column_release(orow);
     int64_t at = 0;
     for (int64_t grp = 0; grp < ng; grp++) {
-      uint8_t busy[3 * SPAN] = {0};
-      int64_t lo = INT64_MAX, hi = INT64_MIN;
-      for (int64_t i = 0; i < n; i++) {
-        int64_t a = nsl_i64(s)[i], b = nsl_i64(e)[i];
-        if (nsl_i64(g)[i] != grp || a == NSL_NULL_I64 || b == NSL_NULL_I64 || a >= b) continue;
-        for (int64_t t = a; t < b; t++) busy[t] = 1;
-        if (a < lo) lo = a;
-        if (b > hi) hi = b;
-      }
-      for (int64_t t = lo; t < hi;) {
-        if (busy[t]) {
-          t++;
-          continue;
-        }
-        int64_t u = t;
-        while (u < hi && !busy[u]) u++;
-        if (u - t > min_len) {
-          if (at >= og->len || nsl_i64(og)[at] != grp || nsl_i64(os)[at] != t || nsl_i64(oe)[at] != u)
-            fail_msg("round %d: gap %lld should be group %lld [%lld, %lld)", round, (long long)at, (long long)grp,
-                     (long long)t, (long long)u);
-          at++;
-        }
-        t = u;
+      int64_t gs[3 * SPAN], ge[3 * SPAN], m = ref_gaps(s, e, g, n, grp, gs, ge);
+      for (int64_t q = 0; q < m; q++) {
+        int64_t t = gs[q], u = ge[q];
+        if (u - t <= min_len) continue;
+        if (at >= og->len || nsl_i64(og)[at] != grp || nsl_i64(os)[at] != t || nsl_i64(oe)[at] != u)
+          fail_msg("round %d: gap %lld should be group %lld [%lld, %lld)", round, (long long)at, (long long)grp,
+                   (long long)t, (long long)u);
+        at++;
       }
     }
     assert_int_equal(at, og->len);
@@ -493,29 +505,15 @@ static void test_gap_sums_random(void **state) {
       if (nsl_i64(og)[q] != nsl_i64(wg)[q] || nsl_i64(os)[q] != nsl_i64(ws)[q] || nsl_i64(oe)[q] != nsl_i64(we)[q])
         fail_msg("round %d: long gap %lld differs from the grouped gaps'", round, (long long)q);
     for (int64_t grp = 0; grp < ng; grp++) {
-      uint8_t busy[3 * SPAN] = {0};
-      int64_t lo = INT64_MAX, hi = INT64_MIN, want[4] = {0, 0, 0, 0};
-      for (int64_t i = 0; i < n; i++) {
-        int64_t a = nsl_i64(s)[i], b = nsl_i64(e)[i];
-        if (nsl_i64(g)[i] != grp || a == NSL_NULL_I64 || b == NSL_NULL_I64 || a >= b) continue;
-        for (int64_t t = a; t < b; t++) busy[t] = 1;
-        if (a < lo) lo = a;
-        if (b > hi) hi = b;
-      }
-      for (int64_t t = lo; t < hi;) {
-        if (busy[t]) {
-          t++;
-          continue;
-        }
-        int64_t u = t;
-        while (u < hi && !busy[u]) u++;
-        want[0] += u - t;
-        if (u - t > min_len) {
+      int64_t gs[3 * SPAN], ge[3 * SPAN], m = ref_gaps(s, e, g, n, grp, gs, ge), want[4] = {0, 0, 0, 0};
+      for (int64_t q = 0; q < m; q++) {
+        int64_t d = ge[q] - gs[q];
+        want[0] += d;
+        if (d > min_len) {
           want[1]++;
-          want[2] += u - t;
+          want[2] += d;
         }
-        if (u - t > want[3]) want[3] = u - t;
-        t = u;
+        if (d > want[3]) want[3] = d;
       }
       for (int c = 0; c < 4; c++) {
         assert_int_equal(sums[c]->len, ng);
