@@ -162,13 +162,6 @@ local function add_total(totals, name, n, med)
   e.n, e.med = e.n + n, math.max(e.med, med)
 end
 
---- The candidates of the NVTX step detection (see 2. above): the
--- top-level usable ranges (top: report, pid, tid, start, stop, in row
--- order), their names as compared (label), and totals: {name -> {n, med}}
--- of the names that are a step on some thread (n: their instances on
--- those threads, med: the longest median period); nil without ranges.
--- Per report: a distributed run's processes add up their totals
--- (M.reduce_steps).
 -- The names the column cache keeps top_ranges' columns under (nsl.kept): is_top per range, and in_order per
 -- report (a column of one row).
 local TOPS, IN_ORDER = "nvtx_top.1", "nvtx_top_in_order.1"
@@ -193,6 +186,13 @@ local function top_ranges(trace, nv, usable)
   return is_top, in_order
 end
 
+--- The candidates of the NVTX step detection (see 2. above): the
+-- top-level usable ranges (top: report, pid, tid, start, stop, in row
+-- order), their names as compared (label), and totals: {name -> {n, med}}
+-- of the names that are a step on some thread (n: their instances on
+-- those threads, med: the longest median period); nil without ranges.
+-- Per report: a distributed run's processes add up their totals
+-- (M.reduce_steps).
 local function nvtx_candidates(trace)
   local nv = load_nvtx(trace)
   if #nv == 0 then return nil end
