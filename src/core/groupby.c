@@ -284,9 +284,6 @@ static void key_range(key_col *k, int64_t n, uint64_t *lo_out, uint64_t *hi_out)
 }
 #undef NATIVE_RANGE
 
-/* Reads the keys' ranges: radix numbers when their spans (each plus a NULL
- * slot) multiply to at most 2^64, and a direct table indexed by them when
- * that product is at most a few entries per row; else a hash table. */
 /* The keys' mixed-radix layout (t->kmin, span, stride; t->radix when their
  * spans multiply to at most 2^64) of a table t with nk keys and nothing
  * else yet; *whole receives the product.  NSL_ERR_NOMEM, or NSL_OK. */
@@ -319,11 +316,19 @@ static nsl_status radix_layout(key_table *t, key_col *keys, int nk, int64_t n, u
   return NSL_OK;
 }
 
+/* The most entries of a direct table for n rows: a few per row. */
+static uint64_t direct_limit(int64_t n) {
+  uint64_t limit = (uint64_t)n * 2 + 65536;
+  return limit > (1ull << 27) ? 1ull << 27 : limit;
+}
+
+/* Reads the keys' ranges: radix numbers when their spans (each plus a NULL
+ * slot) multiply to at most 2^64, and a direct table indexed by them when
+ * that product is at most direct_limit; else a hash table. */
 static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n, nsl_error *err) {
-  uint64_t limit = (uint64_t)n * 2 + 65536, est, whole;
-  if (limit > (1ull << 27)) limit = 1ull << 27;
+  uint64_t est, whole;
   if (radix_layout(t, keys, nk, n, &whole) != NSL_OK) goto nomem;
-  if (t->radix && whole <= limit) {
+  if (t->radix && whole <= direct_limit(n)) {
     uint64_t prod = (uint64_t)whole;
     t->dense = 1;
     t->dsize = prod;
@@ -731,47 +736,37 @@ nsl_status nsl_count_distinct(const nsl_column *const *keys, int nkeys, int64_t 
   if (!kc) return nsl_error_set(err, NSL_ERR_NOMEM, "distinct count: out of memory");
   for (int k = 0; k < nkeys; k++) kc[k] = (key_col){keys[k], KEY_EQ, NULL, NULL};
   key_table t;
-  uint64_t whole, limit = (uint64_t)n * 2 + 65536;
-  if (limit > (1ull << 27)) limit = 1ull << 27;
-  uint64_t *a = NULL, *tmp = NULL;
+  uint64_t whole, *a = NULL, *tmp = NULL;
   key_pass p = {0};
-  if (radix_layout(&t, kc, nkeys, n, &whole) != NSL_OK) goto nomem;
-  if (!t.radix || whole <= limit) {   /* a direct table, or hashed tuples: the group table, without ids */
+  int oom = 0;   /* out of memory here (key_table_build says so itself) */
+  if (radix_layout(&t, kc, nkeys, n, &whole) != NSL_OK) {
+    oom = 1;
+  } else if (!t.radix || whole <= direct_limit(n)) {   /* a direct table, or hashed tuples: the group table, no ids */
     key_table_free(&t);
-    rc = key_table_build(&t, kc, nkeys, n, 0, NULL, err);
-    if (rc == NSL_OK) *count = t.ngroups;
-    key_table_free(&t);
-    free(kc);
-    return rc;
+    if ((rc = key_table_build(&t, kc, nkeys, n, 0, NULL, err)) == NSL_OK) *count = t.ngroups;
+  } else if (!(a = nsl__big_alloc((size_t)n * sizeof *a)) || !(tmp = nsl__big_alloc((size_t)n * sizeof *tmp)) ||
+             key_pass_init(&p, &t, kc, nkeys) != NSL_OK) {
+    oom = 1;
+  } else {
+    uint8_t skip[BLOCK];
+    for (int64_t off = 0; off < n; off += BLOCK) {
+      int64_t m = n - off < BLOCK ? n - off : BLOCK;
+      if (!p.direct)
+        for (int k = 0; k < nkeys; k++) key_codes(&kc[k], off, m, p.buf + (size_t)k * BLOCK);
+      block_positions(&t, kc, p.buf, off, m, 0, 0, a + off, skip);
+    }
+    int bits = 64 - __builtin_clzll(whole - 1);   /* the numbers lie in [0, whole) */
+    const uint64_t *sorted = nsl__radix_u64(a, tmp, n, 0, bits);
+    int64_t runs = 1;
+    for (int64_t i = 1; i < n; i++) runs += sorted[i] != sorted[i - 1];
+    *count = runs;
   }
-  a = nsl__big_alloc((size_t)n * sizeof *a);
-  tmp = nsl__big_alloc((size_t)n * sizeof *tmp);
-  if (!a || !tmp || key_pass_init(&p, &t, kc, nkeys) != NSL_OK) goto nomem;
-  uint8_t skip[BLOCK];
-  for (int64_t off = 0; off < n; off += BLOCK) {
-    int64_t m = n - off < BLOCK ? n - off : BLOCK;
-    if (!p.direct)
-      for (int k = 0; k < nkeys; k++) key_codes(&kc[k], off, m, p.buf + (size_t)k * BLOCK);
-    block_positions(&t, kc, p.buf, off, m, 0, 0, a + off, skip);
-  }
-  int bits = 64 - __builtin_clzll(whole - 1);   /* the numbers lie in [0, whole) */
-  const uint64_t *sorted = nsl__radix_u64(a, tmp, n, 0, bits);
-  int64_t runs = 1;
-  for (int64_t i = 1; i < n; i++) runs += sorted[i] != sorted[i - 1];
-  *count = runs;
   key_pass_free(&p);
   nsl__big_free(a);
   nsl__big_free(tmp);
   key_table_free(&t);
   free(kc);
-  return NSL_OK;
-nomem:
-  key_pass_free(&p);
-  nsl__big_free(a);
-  nsl__big_free(tmp);
-  key_table_free(&t);
-  free(kc);
-  return nsl_error_set(err, NSL_ERR_NOMEM, "distinct count: out of memory for %lld rows", (long long)n);
+  return oom ? nsl_error_set(err, NSL_ERR_NOMEM, "distinct count: out of memory for %lld rows", (long long)n) : rc;
 }
 
 /* ---- group ids a block at a time ------------------------------------------------- */
