@@ -434,16 +434,24 @@ static int grp_gc(lua_State *L) {
   return 0;
 }
 
+/* The key columns t:group_by and t:count_distinct name from stack index 2
+ * on (1 to 16 names; method `what`), loaded in one pass, into names and
+ * keys: returns how many. */
+static int key_args(lua_State *L, nsl_table *t, const char *what, const char **names, const nsl_column **keys) {
+  int nkeys = lua_gettop(L) - 1;
+  luaL_argcheck(L, nkeys >= 1 && nkeys <= 16, 2, lua_pushfstring(L, "%s needs 1 to 16 column names", what));
+  for (int k = 0; k < nkeys; k++) names[k] = luaL_checkstring(L, k + 2);
+  require_names(L, t, names, nkeys);
+  for (int k = 0; k < nkeys; k++) keys[k] = checkcol(L, t, names[k]);
+  return nkeys;
+}
+
 /* t:group_by("a", "b") -> groups; keys loaded in one pass. */
 static int tbl_group_by(lua_State *L) {
   nsl_table *t = nsl__checktable(L, 1);
-  int nkeys = lua_gettop(L) - 1;
-  luaL_argcheck(L, nkeys >= 1 && nkeys <= 16, 2, "group_by needs 1 to 16 column names");
   const char *names[16];
-  for (int k = 0; k < nkeys; k++) names[k] = luaL_checkstring(L, k + 2);
-  require_names(L, t, names, nkeys);
   const nsl_column *keys[16];
-  for (int k = 0; k < nkeys; k++) keys[k] = checkcol(L, t, names[k]);
+  int nkeys = key_args(L, t, "group_by", names, keys);
   lgroups *g = lua_newuserdatauv(L, sizeof *g, 1);
   memset(g, 0, sizeof *g);
   luaL_setmetatable(L, NSL_GROUPS_MT);
@@ -585,13 +593,9 @@ static int l_table(lua_State *L) {
  * per row. */
 static int tbl_count_distinct(lua_State *L) {
   nsl_table *t = nsl__checktable(L, 1);
-  int nkeys = lua_gettop(L) - 1;
-  luaL_argcheck(L, nkeys >= 1 && nkeys <= 16, 2, "count_distinct needs 1 to 16 column names");
   const char *names[16];
-  for (int k = 0; k < nkeys; k++) names[k] = luaL_checkstring(L, k + 2);
-  require_names(L, t, names, nkeys);
   const nsl_column *keys[16];
-  for (int k = 0; k < nkeys; k++) keys[k] = checkcol(L, t, names[k]);
+  int nkeys = key_args(L, t, "count_distinct", names, keys);
   nsl_error err = {0};
   int64_t n;
   if (nsl_count_distinct(keys, nkeys, &n, &err) != NSL_OK) return nsl__lua_error(L, &err);
