@@ -604,6 +604,9 @@ nsl_status nsl_trace_report_rows(nsl_trace *tr, const char *name, int64_t *rows,
 nsl_column *nsl_trace_derived_get(nsl_trace *tr, int i, const char *table, const char *name, nsl_type type,
                                   int64_t rows);
 void nsl_trace_derived_put(nsl_trace *tr, int i, const char *table, const char *name, const nsl_column *col);
+/* Whether report i keeps derived columns in this trace (what a deriver
+ * asks before it cuts a report's part to keep). */
+int nsl_trace_keeps_derived(const nsl_trace *tr, int i);
 
 /* Runs one read-only SQL statement on report i's database: NSL_ERR_ARG for
  * a report out of range, NSL_ERR_NOTFOUND when its source has no SQL. */

@@ -16,7 +16,7 @@ local M = {}
 -- gives): each part's length when it is not one per row of the table.
 function M.parts(trace, tname, name, ctype, rows)
   local nr = trace:nreports()
-  if nr == 0 then return nil end
+  if nr == 0 or not trace:keeps_derived(0) then return nil end
   rows = rows or trace:report_rows(tname)
   local parts = {}
   for r = 1, nr do
@@ -29,14 +29,22 @@ end
 
 --- Keeps col, a column of table tname's rows (every report's, in report
 -- order), as each report's part under `name`; of_report(c, r), when given,
--- makes report r's (1-based) part c into what is kept.
+-- makes report r's (1-based) part c into what is kept.  A report that keeps
+-- nothing (trace:keeps_derived) gets no part cut.
 function M.keep(trace, tname, name, col, of_report)
-  local nr = trace:nreports()
+  local nr, keeps, any = trace:nreports(), {}, false
+  for r = 1, nr do
+    keeps[r] = trace:keeps_derived(r - 1)
+    any = any or keeps[r]
+  end
+  if not any then return end
   local rows, at = trace:report_rows(tname), 0
   for r = 1, nr do
-    local c = nr == 1 and col or col:gather(nsl.range(rows[r]) + at)
-    if of_report then c = of_report(c, r) end
-    trace:keep_derived(r - 1, tname, name, c)
+    if keeps[r] then
+      local c = nr == 1 and col or col:gather(nsl.range(rows[r]) + at)
+      if of_report then c = of_report(c, r) end
+      trace:keep_derived(r - 1, tname, name, c)
+    end
     at = at + rows[r]
   end
 end

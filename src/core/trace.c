@@ -901,15 +901,17 @@ nsl_status nsl_trace_report_rows(nsl_trace *tr, const char *name, int64_t *rows,
 
 /* Report i's source when it keeps derived columns and the trace's rows are
  * its rows (no filter of any table: a derived column may read several). */
-static const report_src *deriving_source(const nsl_trace *tr, int i, const char *table, const char *name) {
-  if (i < 0 || i >= tr->nreports || !table || !name || tr->filters) return NULL;
+static const report_src *deriving_source(const nsl_trace *tr, int i) {
+  if (i < 0 || i >= tr->nreports || tr->filters) return NULL;
   const report_src *r = &tr->reports[i];
   return r->ops->version >= 2 && r->ops->derived_get && r->ops->derived_put ? r : NULL;
 }
 
+int nsl_trace_keeps_derived(const nsl_trace *tr, int i) { return deriving_source(tr, i) != NULL; }
+
 nsl_column *nsl_trace_derived_get(nsl_trace *tr, int i, const char *table, const char *name, nsl_type type,
                                   int64_t rows) {
-  const report_src *r = deriving_source(tr, i, table, name);
+  const report_src *r = table && name ? deriving_source(tr, i) : NULL;
   if (!r || type == NSL_STR || rows < 0) return NULL;
   guard_enter(tr->guard);
   nsl_column *c = tr->guard->closed ? NULL : r->ops->derived_get(r->src, table, name, type, rows);
@@ -922,7 +924,7 @@ nsl_column *nsl_trace_derived_get(nsl_trace *tr, int i, const char *table, const
 }
 
 void nsl_trace_derived_put(nsl_trace *tr, int i, const char *table, const char *name, const nsl_column *col) {
-  const report_src *r = deriving_source(tr, i, table, name);
+  const report_src *r = table && name ? deriving_source(tr, i) : NULL;
   if (!r || !col || col->type == NSL_STR) return;
   guard_enter(tr->guard);
   if (!tr->guard->closed) r->ops->derived_put(r->src, table, name, col);

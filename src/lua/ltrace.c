@@ -1,6 +1,7 @@
 /* ltrace.c -- traces as Lua userdata: nsl.open(paths), trace.kernels,
  * trace:sql(report, query), trace:metadata(report), trace:tables(),
- * trace:inputs(), trace:report_rows(table), trace:derived / keep_derived
+ * trace:inputs(), trace:report_rows(table), trace:derived / keep_derived /
+ * keeps_derived
  * (columns derived from a report's rows, kept in the column cache); archive
  * members are trace:members / trace:member (lhlo.c). */
 #include <stdlib.h>
@@ -404,11 +405,20 @@ static int tr_keep_derived(lua_State *L) {
   return 0;
 }
 
+/* tr:keeps_derived(report) -> whether tr:keep_derived keeps anything for
+ * report (0-based) in this trace: a cache folder, no --from/--to/--device. */
+static int tr_keeps_derived(lua_State *L) {
+  nsl_trace *tr = checktrace(L, 1);
+  lua_pushboolean(L, nsl_trace_keeps_derived(tr, (int)luaL_checkinteger(L, 2)));
+  return 1;
+}
+
 static const luaL_Reg tr_methods[] = {{"table", tr_table}, {"tables", tr_tables}, {"nreports", tr_nreports},
                                       {"inputs", tr_inputs}, {"sql", tr_sql},     {"metadata", tr_metadata},
                                       {"close", tr_gc}, {"keep_reports", tr_keep_reports},
                                       {"filter", tr_filter}, {"report_rows", tr_report_rows},
                                       {"derived", tr_derived}, {"keep_derived", tr_keep_derived},
+                                      {"keeps_derived", tr_keeps_derived},
                                       {NULL, NULL}};
 
 static const luaL_Reg tr_meta[] = {{"__gc", tr_gc}, {"__close", tr_gc}, {"__index", tr_index}, {NULL, NULL}};

@@ -214,6 +214,8 @@ static void test_derived_columns(void **state) {
   int64_t rows[1] = {-1};
   assert_int_equal(nsl_trace_report_rows(tr, "kernels", rows, &err), NSL_OK);
   assert_int_equal(rows[0], NROWS);
+  assert_int_equal(nsl_trace_keeps_derived(tr, 0), 1);
+  assert_int_equal(nsl_trace_keeps_derived(tr, 1), 0);
   assert_null(nsl_trace_derived_get(tr, 0, "kernels", "x.1", NSL_I64, NROWS));
   nsl_trace_derived_put(tr, 0, "kernels", "x.1", col);
   nsl_column *got = nsl_trace_derived_get(tr, 0, "kernels", "x.1", NSL_I64, NROWS);
@@ -232,6 +234,7 @@ static void test_derived_columns(void **state) {
   nsl__row_cond conds[] = {{"device", NSL__ROW_IN, NULL, &dev, 1, 0}};
   assert_int_equal(nsl__trace_filter(tr, "kernels", conds, 1, &err), NSL_OK);
   asked = 0;
+  assert_int_equal(nsl_trace_keeps_derived(tr, 0), 0);
   assert_null(nsl_trace_derived_get(tr, 0, "kernels", "x.1", NSL_I64, NROWS));
   nsl_trace_derived_put(tr, 0, "kernels", "x.1", col);
   assert_int_equal(asked, 0);
@@ -239,6 +242,7 @@ static void test_derived_columns(void **state) {
   /* a source of version 1: never asked */
   tr = nsl_trace_new();
   assert_int_equal(nsl_trace_add_source(tr, &v1_ops, NULL, &info, &err), NSL_OK);
+  assert_int_equal(nsl_trace_keeps_derived(tr, 0), 0);
   assert_null(nsl_trace_derived_get(tr, 0, "kernels", "x.1", NSL_I64, NROWS));
   nsl_trace_derived_put(tr, 0, "kernels", "x.1", col);
   assert_int_equal(asked, 0);
