@@ -27,16 +27,24 @@ function M.parts(trace, tname, name, ctype, rows)
   return parts, rows
 end
 
+--- Whether some report of trace keeps what it is given (trace:keeps_derived):
+-- false where M.keep would keep nothing; second result, per report (1-based).
+function M.keeps(trace)
+  local keeps, any = {}, false
+  for r = 1, trace:nreports() do
+    keeps[r] = trace:keeps_derived(r - 1)
+    any = any or keeps[r]
+  end
+  return any, keeps
+end
+
 --- Keeps col, a column of table tname's rows (every report's, in report
 -- order), as each report's part under `name`; of_report(c, r), when given,
 -- makes report r's (1-based) part c into what is kept.  A report that keeps
 -- nothing (trace:keeps_derived) gets no part cut.
 function M.keep(trace, tname, name, col, of_report)
-  local nr, keeps, any = trace:nreports(), {}, false
-  for r = 1, nr do
-    keeps[r] = trace:keeps_derived(r - 1)
-    any = any or keeps[r]
-  end
+  local nr = trace:nreports()
+  local any, keeps = M.keeps(trace)
   if not any then return end
   local rows, at = trace:report_rows(tname), 0
   for r = 1, nr do

@@ -24,6 +24,7 @@
 --    thread (nsys's "tightest"); depth 0 is a top-level range.
 local nsl = require("nsl")
 local gpu_ops = require("nsl.gpu_ops")
+local kept = require("nsl.kept")
 
 local M = {}
 
@@ -157,6 +158,90 @@ function M.gpu_ops(trace)
   return gpu_ops.table(trace, {columns = {"report", "start", "stop"}, api = true})
 end
 
+-- The projection's columns (nsl.nvtx_project) the column cache keeps per report (nsl.kept), under
+-- PROJ_KEPT .. name: of each range, and of each GPU operation (op_range, kept with the kernels, memcpy and
+-- memset tables, whose rows M.gpu_ops puts one after the other).  Rows of the ranges are kept as the report's
+-- own (from 0), projected starts on its own clock (less the trace's time offset of the report).  Another way
+-- of projecting is another name.
+local PROJ_KEPT = "nvtx_proj.1."
+local PROJ_COLS = {{"parent", "i64"}, {"depth", "i32"}, {"proj_start", "i64"}, {"proj_dur", "i64"}, {"ops", "i32"},
+                   {"launches", "i32"}, {"gpu_time", "i64"}, {"children", "i32"}}
+local OP_TABLES = {"kernels", "memcpy", "memset"}
+
+-- The first row of each report in a table whose rows per report are rows (1-based list).
+local function firsts(rows)
+  local first = {0}
+  for r = 2, #rows do first[r] = first[r - 1] + rows[r - 1] end
+  return first
+end
+
+-- Report r's part c of a column of rows of the ranges (-1 or NULL: none) checked against the report's n
+-- ranges and moved by first; nil when a row is out of range (the kept file is not to be trusted).
+local function ranges_from(c, n, first)
+  local lo, hi = nsl.extent(c)
+  if lo and (lo < -1 or hi >= n) then return nil end
+  return first == 0 and c or nsl.where(c:ge(0), c + first, c)
+end
+
+-- The columns of nsl.nvtx_project's result that M.project reads, from the column cache (nil when a report
+-- keeps none, or a kept row is out of range).
+local function kept_projection(trace)
+  local r = {}
+  local nrows = trace:report_rows("nvtx")
+  local first = firsts(nrows)
+  local offset = trace.reports.time_offset:totable()
+  for _, spec in ipairs(PROJ_COLS) do
+    local name, ctype = spec[1], spec[2]
+    local parts = kept.parts(trace, "nvtx", PROJ_KEPT .. name, ctype, nrows)
+    if not parts then return nil end
+    for k, c in ipairs(parts) do
+      if name == "parent" then
+        c = ranges_from(c, nrows[k], first[k])
+        if not c then return nil end
+      elseif name == "proj_start" and offset[k] ~= 0 then
+        c = c + offset[k]
+      end
+      parts[k] = c
+    end
+    r[name] = #parts == 1 and parts[1] or nsl.concat(table.unpack(parts))
+  end
+  local ops = {}
+  for _, tname in ipairs(OP_TABLES) do
+    local parts = kept.parts(trace, tname, PROJ_KEPT .. "op_range", "i64")
+    if not parts then return nil end
+    for k, c in ipairs(parts) do
+      parts[k] = ranges_from(c, nrows[k], first[k])
+      if not parts[k] then return nil end
+    end
+    ops[#ops + 1] = #parts == 1 and parts[1] or nsl.concat(table.unpack(parts))
+  end
+  r.op_range = #ops == 1 and ops[1] or nsl.concat(table.unpack(ops))
+  return r
+end
+
+-- Keeps r (nsl.nvtx_project's result over the whole trace) in the column cache, as kept_projection reads it.
+local function keep_projection(trace, r)
+  if not kept.keeps(trace) then return end
+  local first = firsts(trace:report_rows("nvtx"))
+  local offset = trace.reports.time_offset:totable()
+  local function own_rows(c, k) return first[k] == 0 and c or nsl.where(c:ge(0), c - first[k], c) end
+  for _, spec in ipairs(PROJ_COLS) do
+    local name = spec[1]
+    local of_report
+    if name == "parent" then of_report = own_rows
+    elseif name == "proj_start" then
+      of_report = function(c, k) return offset[k] == 0 and c or c - offset[k] end
+    end
+    kept.keep(trace, "nvtx", PROJ_KEPT .. name, r[name], of_report)
+  end
+  local at = 0
+  for _, tname in ipairs(OP_TABLES) do
+    local n = #trace[tname]
+    kept.keep(trace, tname, PROJ_KEPT .. "op_range", r.op_range:gather(nsl.range(n) + at), own_rows)
+    at = at + n
+  end
+end
+
 --- Projects the NVTX ranges of trace onto the GPU with one sweep per
 -- thread (nsl.nvtx_project).  opts.strip: patterns for the `label` column
 -- (see M.names).  Returns P with
@@ -182,15 +267,19 @@ function M.project(trace, opts)
   local mask = M.range_mask(nv)
   local name, label = M.names(nv, {strip = opts.strip})
   if opts.release then nv:unload{"text", "domain", "end_tid"} end
-  local api = trace.api
-  api:load{"report", "pid", "tid", "corr", "start", "stop"}
   local ops = M.gpu_ops(trace)
   between()
-  local r = (opts.sweep or nsl.nvtx_project){
-    range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop, range_mask = mask,
-    api_keys = {api.report, api.pid, api.tid}, api_start = api.start, api_stop = api.stop,
-    op_api = ops.api, op_start = ops.start, op_stop = ops.stop}
-  if opts.release then api:unload() end
+  local r = kept_projection(trace)
+  if not r then
+    local api = trace.api
+    api:load{"report", "pid", "tid", "corr", "start", "stop"}
+    r = (opts.sweep or nsl.nvtx_project){
+      range_keys = {nv.report, nv.pid, nv.tid}, range_start = nv.start, range_stop = nv.stop, range_mask = mask,
+      api_keys = {api.report, api.pid, api.tid}, api_start = api.start, api_stop = api.stop,
+      op_api = ops.api, op_start = ops.start, op_stop = ops.stop}
+    if opts.release then api:unload() end
+    keep_projection(trace, r)
+  end
   between()
   -- the ranges' durations (made from start and stop, read from no source) once the sweep's scratch is freed:
   -- made before, they would add to its peak

@@ -231,6 +231,52 @@ LUA
 [ -s "$TMP/out" ] && ! grep -q "train_step" "$TMP/out" &&
   ok "the top-level ranges kept are what a warm run reads" || bad "kept top-level ranges not read: $(head -3 "$TMP/out")"
 
+# the NVTX projection (nsl.nvtx.project: each range's parent, depth, projected span and counts, and each GPU
+# operation's innermost range), kept the same way: nvtx's and flamegraph's outputs cold, warm and without the
+# cache alike, on an export, on a bundle of four reports (each keeps its own rows) and on two exports of
+# different clocks (the later one's times moved by its offset, its projection kept on its own clock)
+export NSL_CACHE_DIR="$TMP/projected"
+earlier="$TMP/earlier.sqlite"
+cp "$NSL_DATA_DIR/nsys/mpi_cuda_rank0_2022.2.sqlite" "$earlier"
+cat > "$TMP/offsets.lua" <<'LUA'
+return { run = function(trace) print(trace.reports.time_offset:sum()) end }
+LUA
+for which in export bundle two; do
+  case $which in export) inputs=("$exp") ;; bundle) inputs=("$bundle") ;; two) inputs=("$exp" "$earlier") ;; esac
+  for a in "nvtx --arg only=all" flamegraph; do
+    NSL_NO_CACHE=1 "$NSL" run $a "${inputs[@]}" --format json > "$TMP/none.json" 2>&1
+    "$NSL" run $a "${inputs[@]}" --format json > "$TMP/cold.json" 2>&1
+    "$NSL" run $a "${inputs[@]}" --format json > "$TMP/warm.json" 2>&1
+    [ -s "$TMP/none.json" ] && cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
+      ok "${a%% *} on the $which with the kept projection: cold, warm and no cache byte-identical" ||
+      bad "${a%% *} on the $which differs with the kept projection"
+  done
+done
+offset=$("$NSL" run "$TMP/offsets.lua" "$exp" "$earlier")
+[ "$offset" != 0 ] && ok "the two exports' clocks differ ($offset ns)" || bad "the two exports share a clock"
+e=$(entry "$exp")
+check_eq "projection: kept in the entry, eight columns of the ranges and one per operation table" \
+  "$(grep -l 'derived:nvtx_proj.1.' "$e"/c-* 2> /dev/null | wc -l)" 11
+cat > "$TMP/keep_proj.lua" <<'LUA'
+local nsl = require("nsl")
+return { run = function(trace)   -- keeps VALUE for every range under the projection's column COLUMN
+  local v, col = tonumber(os.getenv("KEEP_VALUE")), os.getenv("COLUMN")
+  trace:keep_derived(0, "nvtx", "nvtx_proj.1." .. col, nsl.rep(v, #trace.nvtx):cast(col == "ops" and "i32" or "i64"))
+end }
+LUA
+proj_rows() {   # the rows of nvtx_gpu_proj_sum nvtx prints as CSV (its header left out)
+  rm -rf "$TMP/proj_csv" && "$NSL" run nvtx "$exp" --out "$TMP/proj_csv" --format csv > /dev/null 2>&1
+  tail -n +2 "$TMP/proj_csv/nvtx_gpu_proj_sum.csv" 2> /dev/null | wc -l
+}
+nproj=$(proj_rows)
+# the warm run reads what the entry keeps: no range with operations kept, no range projected
+COLUMN=ops KEEP_VALUE=0 "$NSL" run "$TMP/keep_proj.lua" "$exp" > /dev/null
+check_eq "the kept projection is what a warm run reads" "$(proj_rows)" 0
+# a kept parent past the report's ranges (a folder someone else wrote): not read, projected again and kept again
+COLUMN=parent KEEP_VALUE=$(sql "$exp" "SELECT count(*) FROM NVTX_EVENTS") "$NSL" run "$TMP/keep_proj.lua" "$exp" > /dev/null
+check_eq "a kept parent past the ranges: projected again" "$(proj_rows)" "$nproj"
+[ "$nproj" -gt 0 ] && ok "the export projects $nproj range names" || bad "no projected range on $exp"
+
 # --- --no-cache, list, clear ---
 export NSL_CACHE_DIR="$TMP/flags"
 "$NSL" run "$TMP/digest.lua" "$exp.2" --no-cache > /dev/null
