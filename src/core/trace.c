@@ -84,6 +84,12 @@ struct nsl_trace {
   nsl_open_options opts;   /* opts.nsys: a copy of its own */
   source_guard *guard;
   nsl__row_filters *filters;   /* nsl__trace_filter: rows dropped where they are read */
+  /* derived columns being kept (nsl_trace_derived_put): written by a task of their own, in order; items
+   * [0, kept_next) are written and released by the caller's thread (the columns' counts are not atomic) */
+  pthread_mutex_t keep_lock;
+  struct keep_item *keeping;
+  int nkeeping, kept_next, keep_cap, keeper_busy;
+  nsl__task *keeper;
 };
 
 nsl_trace *nsl_trace_new(void) {
@@ -92,7 +98,7 @@ nsl_trace *nsl_trace_new(void) {
   nsl_open_options_init(&tr->opts);
   tr->dict = nsl_dict_new();
   tr->guard = guard_new();
-  if (!tr->dict || !tr->guard) {
+  if (!tr->dict || !tr->guard || pthread_mutex_init(&tr->keep_lock, NULL) != 0) {
     nsl_dict_release(tr->dict);
     guard_release(tr->guard);
     free(tr);
@@ -101,8 +107,15 @@ nsl_trace *nsl_trace_new(void) {
   return tr;
 }
 
+static void keeping_drain(nsl_trace *tr);
+static void keeping_release(nsl_trace *tr, int all);
+
 void nsl_trace_close(nsl_trace *tr) {
   if (!tr) return;
+  keeping_drain(tr);   /* what is being kept is written first: a later run reads it */
+  keeping_release(tr, 1);
+  free(tr->keeping);
+  pthread_mutex_destroy(&tr->keep_lock);
   guard_enter(tr->guard);   /* a read in flight ends first; one not begun finds the trace closed */
   tr->guard->closed = 1;
   guard_leave(tr->guard);
@@ -913,6 +926,7 @@ nsl_column *nsl_trace_derived_get(nsl_trace *tr, int i, const char *table, const
                                   int64_t rows) {
   const report_src *r = table && name ? deriving_source(tr, i) : NULL;
   if (!r || type == NSL_STR || rows < 0) return NULL;
+  keeping_drain(tr);   /* what this run kept is read back as kept */
   guard_enter(tr->guard);
   nsl_column *c = tr->guard->closed ? NULL : r->ops->derived_get(r->src, table, name, type, rows);
   guard_leave(tr->guard);
@@ -923,10 +937,93 @@ nsl_column *nsl_trace_derived_get(nsl_trace *tr, int i, const char *table, const
   return c;
 }
 
+/* A derived column being kept: the source's operation and state (taken when it was given: the reports
+ * array may move), the names, the column (retained). */
+typedef struct keep_item {
+  void (*put)(void *src, const char *table, const char *name, const nsl_column *col);
+  void *src;
+  char *table, *name;
+  nsl_column *col;
+} keep_item;
+
+/* Doubles the room for items (the keep lock held); 0 when out of memory. */
+static int grow_keeping(nsl_trace *tr) {
+  int cap = tr->keep_cap ? 2 * tr->keep_cap : 16;
+  keep_item *k = realloc(tr->keeping, (size_t)cap * sizeof *k);
+  if (!k) return 0;
+  tr->keeping = k;
+  tr->keep_cap = cap;
+  return 1;
+}
+
+/* The keeper task: writes the items in order until none is left, each under the guard (a load of the same
+ * source waits for it, a closed trace writes nothing). */
+static void keeper_run(void *p) {
+  nsl_trace *tr = p;
+  for (;;) {
+    pthread_mutex_lock(&tr->keep_lock);
+    if (tr->kept_next == tr->nkeeping) {
+      tr->keeper_busy = 0;
+      pthread_mutex_unlock(&tr->keep_lock);
+      return;
+    }
+    keep_item it = tr->keeping[tr->kept_next];
+    pthread_mutex_unlock(&tr->keep_lock);
+    guard_enter(tr->guard);
+    if (!tr->guard->closed) it.put(it.src, it.table, it.name, it.col);
+    guard_leave(tr->guard);
+    pthread_mutex_lock(&tr->keep_lock);
+    tr->kept_next++;
+    pthread_mutex_unlock(&tr->keep_lock);
+  }
+}
+
+/* Waits until every item given is written (the caller's thread). */
+static void keeping_drain(nsl_trace *tr) {
+  if (tr->keeper) {
+    nsl__task_join(tr->keeper);
+    tr->keeper = NULL;
+  }
+}
+
+/* Releases the items written (all: every item, the keeper drained), moving the others to the front. */
+static void keeping_release(nsl_trace *tr, int all) {
+  pthread_mutex_lock(&tr->keep_lock);
+  int done = all ? tr->nkeeping : tr->kept_next;
+  for (int k = 0; k < done; k++) {
+    nsl_column_release(tr->keeping[k].col);
+    free(tr->keeping[k].table);
+    free(tr->keeping[k].name);
+  }
+  memmove(tr->keeping, tr->keeping + done, (size_t)(tr->nkeeping - done) * sizeof *tr->keeping);
+  tr->nkeeping -= done;
+  tr->kept_next -= done < tr->kept_next ? done : tr->kept_next;
+  pthread_mutex_unlock(&tr->keep_lock);
+}
+
+/* Keeps col on the keeper task, so that the caller goes on while it is written (at 1 GB a column of every
+ * NVTX range is 65 MB, copied into pages the kernel must provide); written now where no task starts. */
 void nsl_trace_derived_put(nsl_trace *tr, int i, const char *table, const char *name, const nsl_column *col) {
   const report_src *r = table && name ? deriving_source(tr, i) : NULL;
   if (!r || !col || col->type == NSL_STR) return;
-  guard_enter(tr->guard);
-  if (!tr->guard->closed) r->ops->derived_put(r->src, table, name, col);
-  guard_leave(tr->guard);
+  keeping_release(tr, 0);
+  keep_item it = {r->ops->derived_put, r->src, strdup(table), strdup(name), nsl_column_retain((nsl_column *)col)};
+  pthread_mutex_lock(&tr->keep_lock);
+  int queued = 0;
+  if (it.table && it.name && (tr->nkeeping < tr->keep_cap || grow_keeping(tr))) {
+    tr->keeping[tr->nkeeping++] = it;
+    queued = 1;
+  }
+  int start = queued && !tr->keeper_busy;
+  if (start) tr->keeper_busy = 1;
+  pthread_mutex_unlock(&tr->keep_lock);
+  if (!queued) {   /* out of memory: not kept (a later run derives it again) */
+    nsl_column_release(it.col);
+    free(it.table);
+    free(it.name);
+    return;
+  }
+  if (!start) return;   /* the running keeper takes it */
+  keeping_drain(tr);    /* (a keeper that found none left and is ending) */
+  if (!(tr->keeper = nsl__task_start(keeper_run, tr))) keeper_run(tr);
 }
