@@ -995,7 +995,8 @@ static void keeping_release(nsl_trace *tr, int all) {
     free(tr->keeping[k].table);
     free(tr->keeping[k].name);
   }
-  memmove(tr->keeping, tr->keeping + done, (size_t)(tr->nkeeping - done) * sizeof *tr->keeping);
+  if (done > 0 && done < tr->nkeeping)
+    memmove(tr->keeping, tr->keeping + done, (size_t)(tr->nkeeping - done) * sizeof *tr->keeping);
   tr->nkeeping -= done;
   tr->kept_next -= done < tr->kept_next ? done : tr->kept_next;
   pthread_mutex_unlock(&tr->keep_lock);
