@@ -186,16 +186,10 @@ local function top_ranges(trace, nv, usable)
   return is_top, in_order
 end
 
---- The candidates of the NVTX step detection (see 2. above): the
--- top-level usable ranges (top: report, pid, tid, start, stop, in row
--- order), their names as compared (label), and totals: {name -> {n, med}}
--- of the names that are a step on some thread (n: their instances on
--- those threads, med: the longest median period); nil without ranges.
--- Per report: a distributed run's processes add up their totals
--- (M.reduce_steps).
-local function nvtx_candidates(trace)
+-- nvtx_candidates' result made from the ranges of trace (which has some), and also each report's totals
+-- (per[r], 1-based r) and the top-level ranges' rows of trace.nvtx.
+local function top_candidates(trace)
   local nv = load_nvtx(trace)
-  if #nv == 0 then return nil end
   local usable_mask
   local function usable()
     usable_mask = usable_mask or nvtx.range_mask(nv) & ~nv.stop:isnull()
@@ -206,8 +200,8 @@ local function nvtx_candidates(trace)
   local top = nv:select{"report", "pid", "tid", "start", "stop", "text", "domain"}:filter(is_top)
   local _, label = nvtx.names(top, {strip = M.step_strip})
   top = top:select{"report", "pid", "tid", "start", "stop"}
-  local totals = {}
-  if #top == 0 then return {top = top, label = label, totals = totals} end
+  local totals, per = {}, {}
+  if #top == 0 then return {top = top, label = label, totals = totals}, per, is_top end
   -- each report's NVTX span, made when a name first gets as far as its test (on most traces none does): the
   -- three columns it needs, as filtering every loaded column of the ranges costs more than the rest
   local act
@@ -234,10 +228,128 @@ local function nvtx_candidates(trace)
       local span = p.last[i] + p.lastdur[i] - p.first[i]
       if span > 0 and p.busy[i] >= M.range_duty * span and span >= M.range_cover * span_of(p.report[i]) then
         add_total(totals, p.label[i], n, med)
+        local r = p.report[i] + 1
+        per[r] = per[r] or {}
+        add_total(per[r], p.label[i], n, med)
       end
     end
   end
-  return {top = top, label = label, totals = totals}
+  return {top = top, label = label, totals = totals}, per, is_top
+end
+
+-- A name for kept work (nsl.kept) that also says which settings it was derived under: prefix, then a hash of
+-- the settings (FNV-1a), so that other thresholds derive it again.
+local function settings_name(prefix, ...)
+  local parts = {}
+  for i, v in ipairs{...} do
+    parts[i] = type(v) == "table" and table.concat(v, "\1") or string.format("%.17g", v)
+  end
+  local h = 0xcbf29ce484222325
+  for c in table.concat(parts, "\2"):gmatch(".") do h = (h ~ c:byte()) * 0x100000001b3 end
+  return string.format("%s.%016x", prefix, h)
+end
+
+-- The first row of each report in a table whose rows per report are rows (1-based list).
+local function firsts(rows)
+  local first = {0}
+  for r = 2, #rows do first[r] = first[r - 1] + rows[r - 1] end
+  return first
+end
+
+-- The names the column cache keeps each report's step candidates under (nsl.kept): .count (one row: how
+-- many), then per candidate .row (a top-level range of that name, the report's own row), .n and .med
+-- (add_total's); the thresholds and name rewriting of the NVTX detection are part of the name.
+local function candidates_name()
+  return settings_name("nvtx_steps.1", M.min_count, M.range_spread, M.range_duty, M.range_cover, M.range_ratio,
+                       M.step_strip)
+end
+
+-- Each report's candidates, read back from the column cache: a list of {row (the trace's row of trace.nvtx),
+-- n, med}, or nil when some report keeps none (or kept a row that is not one of its ranges).
+local function kept_candidates(trace)
+  local key, nr = candidates_name(), trace:nreports()
+  local ones = {}
+  for r = 1, nr do ones[r] = 1 end
+  local counts = kept.parts(trace, "nvtx", key .. ".count", "i64", ones)
+  if not counts then return nil end
+  local lens = {}
+  for r, c in ipairs(counts) do
+    lens[r] = c[1]
+    if not lens[r] or lens[r] < 0 or lens[r] > 1000000 then return nil end
+  end
+  local rows = kept.parts(trace, "nvtx", key .. ".row", "i64", lens)
+  local ns = rows and kept.parts(trace, "nvtx", key .. ".n", "i64", lens)
+  local meds = ns and kept.parts(trace, "nvtx", key .. ".med", "f64", lens)
+  if not meds then return nil end
+  local nrows = trace:report_rows("nvtx")
+  local first = firsts(nrows)
+  local list = {}
+  for r = 1, nr do
+    local rr, nn, mm = rows[r]:totable(), ns[r]:totable(), meds[r]:totable()
+    for i = 1, lens[r] do
+      local row, n, med = rr[i], nn[i], mm[i]
+      if not (row and row >= 0 and row < nrows[r] and n and n >= 0 and med) then return nil end
+      list[#list + 1] = {row = row + first[r], n = n, med = med}
+    end
+  end
+  return list
+end
+
+-- Keeps each report's candidates, per[r] = {label -> {n, med}} (1-based r), for kept_candidates: a range of
+-- each name is found among the top-level ones (top, their labels label; is_top: which ranges they are).
+local function keep_candidates(trace, per, top, label, is_top)
+  if not kept.keeps(trace) then return end
+  local key = candidates_name()
+  local first = firsts(trace:report_rows("nvtx"))
+  local top_rows
+  for r = 1, trace:nreports() do
+    local rows, ns, meds = {}, {}, {}
+    for name, e in pairs(per[r] or {}) do
+      top_rows = top_rows or is_top:indices()
+      local at = (label:eq(name) & top.report:eq(r - 1)):indices()
+      rows[#rows + 1] = top_rows[at[1] + 1] - first[r]
+      ns[#ns + 1], meds[#meds + 1] = e.n, e.med
+    end
+    local function col(list, ctype) return (#list > 0 and nsl.column(list) or nsl.rep(0, 0)):cast(ctype) end
+    trace:keep_derived(r - 1, "nvtx", key .. ".count", nsl.rep(#rows, 1))
+    trace:keep_derived(r - 1, "nvtx", key .. ".row", col(rows, "i64"))
+    trace:keep_derived(r - 1, "nvtx", key .. ".n", col(ns, "i64"))
+    trace:keep_derived(r - 1, "nvtx", key .. ".med", col(meds, "f64"))
+  end
+end
+
+--- The candidates of the NVTX step detection (see 2. above): the
+-- top-level usable ranges (top: report, pid, tid, start, stop, in row
+-- order), their names as compared (label), and totals: {name -> {n, med}}
+-- of the names that are a step on some thread (n: their instances on
+-- those threads, med: the longest median period); nil without ranges.
+-- Per report: a distributed run's processes add up their totals
+-- (M.reduce_steps).  Each report's totals are kept in the column cache
+-- (kept_candidates): read back, top and label are made only when asked.
+local function nvtx_candidates(trace)
+  if #trace.nvtx == 0 then return nil end
+  local list = kept_candidates(trace)
+  if list then
+    local totals = {}
+    if #list > 0 then
+      local nv = load_nvtx(trace)
+      local at = {}
+      for i, e in ipairs(list) do at[i] = e.row end
+      local sub = nv:select{"report", "pid", "tid", "start", "stop", "text", "domain"}:take(nsl.column(at))
+      local _, label = nvtx.names(sub, {strip = M.step_strip})
+      local names = label:totable()
+      for i, e in ipairs(list) do add_total(totals, names[i], e.n, e.med) end
+    end
+    local made
+    return setmetatable({totals = totals}, {__index = function(_, k)   -- top and label, made when first read
+      if k ~= "top" and k ~= "label" then return nil end
+      if not made then made = top_candidates(trace) end
+      return made[k]
+    end})
+  end
+  local d, per, is_top = top_candidates(trace)
+  keep_candidates(trace, per, d.top, d.label, is_top)
+  return d
 end
 
 --- The names of totals in the order they are tried: most instances, then
@@ -298,17 +410,89 @@ end
 -- per step at fixed offsets marks steps too.
 M.max_lag = 8
 
+-- The names the column cache keeps each report's marker kernel under (nsl.kept): .n (one row: how many
+-- marker times, 0 for no marker), then with a marker .row (one row: a kernel of the marker's name and device,
+-- the report's own row), .period (one row), .lag (one row) and .starts (the marker times, on the report's
+-- own clock); the detection's thresholds are part of the name.
+local function markers_name()
+  return settings_name("step_markers.1", M.max_lag, M.kernel_spread, M.kernel_cover, M.min_count)
+end
+
+-- M.detect_kernels' list read back from the column cache, or nil when some report keeps none (or kept what
+-- cannot be: a row that is not one of its kernels, a lag out of range).
+local function kept_markers(trace)
+  local key, nr = markers_name(), trace:nreports()
+  local ones = {}
+  for r = 1, nr do ones[r] = 1 end
+  local counts = kept.parts(trace, "kernels", key .. ".n", "i64", ones)
+  if not counts then return nil end
+  local nrows = trace:report_rows("kernels")
+  local first = firsts(nrows)
+  local offset = trace.reports.time_offset:totable()
+  local k = trace.kernels
+  local list = {}
+  for r = 1, nr do
+    local n = counts[r][1]
+    if not n or n < 0 or n > nrows[r] then return nil end
+    if n > 0 then
+      local function one(what, ctype)
+        local c = trace:derived(r - 1, "kernels", key .. "." .. what, ctype, 1)
+        return c and c[1]
+      end
+      local row, period, lag = one("row", "i64"), one("period", "f64"), one("lag", "i64")
+      local starts = trace:derived(r - 1, "kernels", key .. ".starts", "i64", n)
+      if not (row and period and lag and starts and row >= 0 and row < nrows[r] and lag >= 1 and lag <= M.max_lag) then
+        return nil
+      end
+      k:load{"device", "name"}
+      list[#list + 1] = {report = r - 1, device = k.device[row + first[r] + 1], name = k.name[row + first[r] + 1],
+                         starts = offset[r] == 0 and starts or starts + offset[r], period = period, lag = lag}
+    end
+  end
+  return list
+end
+
+-- Keeps M.detect_kernels' list for kept_markers (rows: each marker's kernel row of trace.kernels).
+local function keep_markers(trace, list, rows)
+  if not kept.keeps(trace) then return end
+  local key = markers_name()
+  local first = firsts(trace:report_rows("kernels"))
+  local offset = trace.reports.time_offset:totable()
+  local at = {}
+  for i, m in ipairs(list) do at[m.report + 1] = i end
+  for r = 1, trace:nreports() do
+    local m = at[r] and list[at[r]]
+    trace:keep_derived(r - 1, "kernels", key .. ".n", nsl.rep(m and #m.starts or 0, 1))
+    if m then
+      trace:keep_derived(r - 1, "kernels", key .. ".row", nsl.rep(rows[at[r]] - first[r], 1))
+      trace:keep_derived(r - 1, "kernels", key .. ".period", nsl.rep(m.period + 0.0, 1))
+      trace:keep_derived(r - 1, "kernels", key .. ".lag", nsl.rep(m.lag, 1))
+      trace:keep_derived(r - 1, "kernels", key .. ".starts", offset[r] == 0 and m.starts or m.starts - offset[r])
+    end
+  end
+end
+
+--- The names under which the column cache keeps each report's step
+-- detection (nsl.kept): {candidates = (the NVTX step candidates' prefix),
+-- markers = (the marker kernel's prefix)}, each with the current thresholds.
+function M.kept_names() return {candidates = candidates_name(), markers = markers_name()} end
+
 function M.detect_kernels(trace)
   local k = trace.kernels
   if #k == 0 then return {} end
+  local got = kept_markers(trace)
+  if got then return got end
   k:load{"report", "device", "name", "start", "stop"}
   local span = k:group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
   local act = {}
   for i = 1, #span do act[span.report[i]] = span.hi[i] - span.lo[i] end
-  local t = k:select{"report", "device", "name", "start"}:sort("report", "device", "name", "start")
+  local keeps = kept.keeps(trace)
+  local t = k:select{"report", "device", "name", "start"}
+  if keeps then t = t:with("row", nsl.range(#k)) end   -- (each marker's kernel row, kept)
+  t = t:sort("report", "device", "name", "start")
   local g = t:group_by("report", "device", "name")
   local gid, keys = g:ids(), g:keys()
-  local gs = nsl.table{{"g", gid}, {"start", t.start}}
+  local gs = nsl.table{{"g", gid}, {"start", t.start}, keeps and {"row", t.row} or nil}
   local base = gs:group_by("g"):agg{"n=count(start)", "first=min(start)", "last=max(start)"}
   local fundamental = {}   -- group id -> {lag, period}
   -- per group and lag: the times from each occurrence to the lag-th next, their count, median and quartiles
@@ -347,13 +531,19 @@ function M.detect_kernels(trace)
     -- a kernel without device or name (NULL: a column the export lacks) marks no step
     if b.device ~= nil and b.name ~= nil then
       of_group = of_group or gs:slices("g")
-      local starts = of_group(b.g).start
+      local grp = of_group(b.g)
+      local starts = grp.start
       local every = nsl.range((#starts - 1) // b.lag + 1) * b.lag   -- occurrences 0, L, 2L, ...
       list[#list + 1] = {report = r, device = b.device, name = b.name, starts = starts:gather(every),
-                         period = b.period, lag = b.lag}
+                         period = b.period, lag = b.lag, row = keeps and grp.row[1] or nil}
     end
   end
   table.sort(list, function(a, b) return a.report < b.report end)
+  if keeps then
+    local rows = {}
+    for i, m in ipairs(list) do rows[i], m.row = m.row, nil end
+    keep_markers(trace, list, rows)
+  end
   return list
 end
 

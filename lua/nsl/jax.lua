@@ -28,8 +28,13 @@
 -- (loading, steady state, alignment, statistics), nsl.jax.flame (flame
 -- graphs); this module recognises JAX traces and gathers the parts.
 local nsl = require("nsl")
+local kept = require("nsl.kept")
 
 local M = {}
+
+-- The name the column cache keeps under, per report, whether its NVTX ranges include XLA's module ranges
+-- (M.is_jax; nsl.kept).
+local XLA_KEPT = "xla_module.1"
 
 for _, part in ipairs{"nsl.jax.frames", "nsl.jax.stats", "nsl.jax.flame"} do
   for name, v in pairs(require(part)) do M[name] = v end
@@ -50,8 +55,28 @@ function M.is_jax(trace)
   if M.is_archive(trace) then return true end
   local n = trace.nvtx
   if #n == 0 then return false end
+  -- whether each report has such ranges, kept in the column cache (nsl.kept): read back, the ranges' text is
+  -- not loaded (8.1 M rows at 1 GB)
+  local nr = trace:nreports()
+  local ones = {}
+  for r = 1, nr do ones[r] = 1 end
+  local flags = kept.parts(trace, "nvtx", XLA_KEPT, "bool", ones)
+  if flags then
+    for _, f in ipairs(flags) do if f[1] then return true end end
+    return false
+  end
   n:load{"text"}
-  return n.text:contains("XlaModule:#"):count() > 0
+  local has = n.text:contains("XlaModule:#")
+  if kept.keeps(trace) then
+    local reps = {}
+    if nr == 1 then reps[0] = has:count() > 0
+    else
+      n:load{"report"}
+      for _, r in ipairs(n.report:gather(has:indices()):unique():totable()) do reps[r] = true end
+    end
+    for r = 0, nr - 1 do trace:keep_derived(r, "nvtx", XLA_KEPT, nsl.rep(reps[r] and 1 or 0, 1):eq(1)) end
+  end
+  return has:count() > 0
 end
 
 --- For an analysis of CUDA activity (kernels, memory operations, API calls)

@@ -6,6 +6,7 @@
 --   local from, to = window.resolve(trace, args)    -- args.from / args.to
 local nsl = require("nsl")
 local units = require("nsl.util.units")
+local kept = require("nsl.kept")
 
 local M = {}
 
@@ -19,6 +20,55 @@ local known = setmetatable({}, {__mode = "k"})
 -- extents M.span combines, measured once (a trace's rows never change;
 -- every analysis of a run and diagnose's checks ask for them again).
 local extents = setmetatable({}, {__mode = "k"})
+
+-- The name the column cache keeps each report's extent of a table under (nsl.kept): three rows, its least
+-- start, greatest start and greatest stop (NULL: none), on the report's own clock.
+local EXTENT_KEPT = "extent.1"
+
+-- {least start, greatest start, greatest stop} of trace table `name` (nil where it has none), read back
+-- from the column cache where every report kept its own, else made (and kept).
+local function table_extent(trace, name)
+  local t = trace[name]
+  local x = {}
+  if #t == 0 then return x end
+  local nr = trace:nreports()
+  local threes = {}
+  for r = 1, nr do threes[r] = 3 end
+  local parts = kept.parts(trace, name, EXTENT_KEPT, "i64", threes)
+  local offset = trace.reports.time_offset:totable()
+  if parts then
+    for r, c in ipairs(parts) do
+      local a, a1, b = c[1], c[2], c[3]
+      if a and (not x[1] or a + offset[r] < x[1]) then x[1] = a + offset[r] end
+      if a1 and (not x[2] or a1 + offset[r] > x[2]) then x[2] = a1 + offset[r] end
+      if b and (not x[3] or b + offset[r] > x[3]) then x[3] = b + offset[r] end
+    end
+    return x
+  end
+  t:load{"start", "stop"}
+  x[1], x[2] = nsl.extent(t.start)
+  local _, b = nsl.extent(t.stop)
+  x[3] = b
+  if kept.keeps(trace) then
+    local per = {}
+    if nr == 1 then per[0] = x
+    else
+      t:load{"report"}
+      local g = t:select{"report", "start", "stop"}:group_by("report"):agg{"lo=min(start)", "hi=max(start)",
+                                                                         "st=max(stop)"}
+      for i = 1, #g do per[g.report[i]] = {g.lo[i], g.hi[i], g.st[i]} end
+    end
+    for r = 0, nr - 1 do
+      local e, vals, at = per[r] or {}, {}, {}
+      for k = 1, 3 do
+        vals[k] = e[k] and e[k] - offset[r + 1] or 0
+        at[k] = e[k] and k - 1 or -1   -- (NULL where there is none)
+      end
+      trace:keep_derived(r, name, EXTENT_KEPT, nsl.column(vals):gather(nsl.column(at)))
+    end
+  end
+  return x
+end
 
 --- window.set_span(trace, lo, hi [, origin]): the default span of trace (its
 -- tables hold filtered rows; lo, hi were measured over all of them) and the
@@ -70,14 +120,7 @@ function M.span(trace, tables)
   for _, name in ipairs(tables or M.event_tables) do
     local x = per[name]
     if not x then   -- the least start, greatest start and greatest stop of the table, once per trace
-      local t = trace[name]
-      x = {}
-      if #t > 0 then
-        t:load{"start", "stop"}
-        x[1], x[2] = nsl.extent(t.start)
-        local _, b = nsl.extent(t.stop)
-        x[3] = b
-      end
+      x = table_extent(trace, name)
       per[name] = x
     end
     local a, a1, b = x[1], x[2], x[3]

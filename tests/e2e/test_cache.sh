@@ -231,13 +231,87 @@ LUA
 [ -s "$TMP/out" ] && ! grep -q "train_step" "$TMP/out" &&
   ok "the top-level ranges kept are what a warm run reads" || bad "kept top-level ranges not read: $(head -3 "$TMP/out")"
 
+# the step detection's result per report (nsl.iterations: the NVTX step candidates, the marker kernel), whether
+# its ranges are XLA's (nsl.jax.is_jax) and each table's extent (nsl.window.span), kept the same way: iterations
+# cold, warm and without the cache alike on the export (a marker kernel), the bundle (none), two exports of
+# different clocks (markers on the moved clock), the planted NVTX steps, and those steps as a second report
+export NSL_CACHE_DIR="$TMP/detected"
+earlier="$TMP/earlier.sqlite"
+cp "$NSL_DATA_DIR/nsys/mpi_cuda_rank0_2022.2.sqlite" "$earlier"
+for which in export bundle two steps pair; do
+  case $which in
+    export) inputs=("$exp") ;; bundle) inputs=("$bundle") ;; two) inputs=("$exp" "$earlier") ;; steps) inputs=("$steps") ;;
+    pair) inputs=("$exp" "$steps") ;;   # (the steps in the second report: its kept rows moved by the first's ranges)
+  esac
+  NSL_NO_CACHE=1 "$NSL" run iterations "${inputs[@]}" --format json > "$TMP/none.json" 2>&1
+  "$NSL" run iterations "${inputs[@]}" --format json > "$TMP/cold.json" 2>&1
+  "$NSL" run iterations "${inputs[@]}" --format json > "$TMP/warm.json" 2>&1
+  [ -s "$TMP/none.json" ] && cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
+    ok "iterations on the $which with the kept detection: cold, warm and no cache byte-identical" ||
+    bad "iterations on the $which differs with the kept detection"
+  case $which in   # what each detects: the cases cover the kept marker, no step, a moved clock and NVTX steps
+    export|two) want="marker kernels detected: report 0" ;; bundle) want="no iterations found" ;;
+    steps|pair) want="NVTX range 'train_step' detected" ;;
+  esac
+  grep -q "$want" "$TMP/none.json" && ok "iterations on the $which: $want" || bad "iterations on the $which: $(head -c 200 "$TMP/none.json")"
+done
+e=$(entry "$exp")
+# (the export has no step candidate: four files, three of them of no rows; a marker kernel: five files; the
+# XLA flag; an extent per event table)
+for k in nvtx_steps.1.:4 step_markers.1.:5 xla_module.1:1 extent.1:5; do
+  check_eq "kept in the entry: ${k%:*}" "$(grep -l "derived:${k%:*}" "$e"/c-* 2> /dev/null | wc -l)" "${k#*:}"
+done
+cat > "$TMP/keep_det.lua" <<'LUA'
+local nsl = require("nsl")
+return { run = function(trace)   -- keeps WHAT in the places the detection reads
+  local names, what = require("nsl.iterations").kept_names(), os.getenv("WHAT")
+  if what == "no_steps" then   -- no NVTX step name on any thread
+    trace:keep_derived(0, "nvtx", names.candidates .. ".count", nsl.rep(0, 1))
+    for _, c in ipairs{"row", "n"} do trace:keep_derived(0, "nvtx", names.candidates .. "." .. c, nsl.rep(0, 0)) end
+    trace:keep_derived(0, "nvtx", names.candidates .. ".med", nsl.rep(0.0, 0))
+  elseif what == "jax" then     -- XLA's module ranges there
+    trace:keep_derived(0, "nvtx", "xla_module.1", nsl.rep(1, 1):eq(1))
+  elseif what == "kernels" then -- the kernels' extent a second later than it is
+    local k = trace.kernels
+    k:load{"start", "stop"}
+    local lo, hi = nsl.extent(k.start)
+    local _, st = nsl.extent(k.stop)
+    trace:keep_derived(0, "kernels", "extent.1", nsl.column{lo + 1000000000, hi + 1000000000, st + 1000000000})
+  elseif what == "bad_marker" then   -- a marker kernel row past the kernels
+    trace:keep_derived(0, "kernels", names.markers .. ".row", nsl.rep(#trace.kernels, 1))
+  end
+end }
+LUA
+cat > "$TMP/span.lua" <<'LUA'
+return { run = function(trace)   -- the kernels' span as nsl.window finds it
+  print(require("nsl.window").span(trace, {"kernels"}))
+end }
+LUA
+span_sql=$(sql "$exp" "SELECT min(start), max(max(start), max(end)) FROM CUPTI_ACTIVITY_KIND_KERNEL" | tr '|' '\t')
+check_eq "the kernels' span, warm: SQL's" "$("$NSL" run "$TMP/span.lua" "$exp" | tr -s ' \t' '\t')" "$span_sql"
+WHAT=kernels "$NSL" run "$TMP/keep_det.lua" "$exp" > /dev/null
+lo=${span_sql%%$'\t'*}
+check_eq "the kept extent is what a warm run reads" "$("$NSL" run "$TMP/span.lua" "$exp" | cut -f1)" "$((lo + 1000000000))"
+WHAT=no_steps "$NSL" run "$TMP/keep_det.lua" "$steps" > /dev/null
+"$NSL" run iterations "$steps" > "$TMP/out" 2>&1
+[ -s "$TMP/out" ] && ! grep -q "train_step" "$TMP/out" &&
+  ok "the kept step candidates are what a warm run reads" || bad "kept candidates not read: $(head -3 "$TMP/out")"
+WHAT=jax "$NSL" run "$TMP/keep_det.lua" "$exp" > /dev/null
+"$NSL" run iterations "$exp" > "$TMP/out" 2>&1
+grep -q "XLA" "$TMP/out" && ok "the kept XLA flag is what a warm run reads" || bad "kept XLA flag not read: $(head -3 "$TMP/out")"
+rm -rf "$NSL_CACHE_DIR"
+"$NSL" run iterations "$exp" > /dev/null 2>&1
+WHAT=bad_marker "$NSL" run "$TMP/keep_det.lua" "$exp" > /dev/null
+"$NSL" run iterations "$exp" --format json > "$TMP/warm.json" 2>&1
+NSL_NO_CACHE=1 "$NSL" run iterations "$exp" --format json > "$TMP/none.json" 2>&1
+cmp -s "$TMP/warm.json" "$TMP/none.json" && ok "a kept marker row past the kernels: detected again" ||
+  bad "a kept marker row past the kernels was read"
+
 # the NVTX projection (nsl.nvtx.project: each range's parent, depth, projected span and counts, and each GPU
 # operation's innermost range), kept the same way: nvtx's and flamegraph's outputs cold, warm and without the
 # cache alike, on an export, on a bundle of four reports (each keeps its own rows) and on two exports of
 # different clocks (the later one's times moved by its offset, its projection kept on its own clock)
 export NSL_CACHE_DIR="$TMP/projected"
-earlier="$TMP/earlier.sqlite"
-cp "$NSL_DATA_DIR/nsys/mpi_cuda_rank0_2022.2.sqlite" "$earlier"
 cat > "$TMP/offsets.lua" <<'LUA'
 return { run = function(trace) print(trace.reports.time_offset:sum()) end }
 LUA
