@@ -43,6 +43,7 @@
 local nsl = require("nsl")
 local nvtx = require("nsl.nvtx")
 local jax = require("nsl.jax")
+local kept = require("nsl.kept")
 
 local M = {}
 
@@ -133,7 +134,29 @@ local function colon_free(s)
 end
 
 -- (the tests of the distinct names, defined with the compilers' names below)
-local xla_names, framework_names
+local xla_names, framework_names, names_kept
+
+--- Whether the NVTX ranges of trace (it has some) may hold a compiler's names: test(nv) of their distinct
+-- strings (which = "xla" or "framework"), kept in the column cache per report (nsl.kept): read back, the
+-- ranges' text and domain are not loaded (two columns of 8.1 M rows at 1 GB).  Each report keeps its own
+-- answer where the trace has one report, or where none may hold them (then none of its reports does).
+local function names_test(trace, which, test)
+  local name, nr = names_kept(which), trace:nreports()
+  local ones = {}
+  for r = 1, nr do ones[r] = 1 end
+  local flags = kept.parts(trace, "nvtx", name, "bool", ones)
+  if flags then
+    for _, f in ipairs(flags) do if f[1] then return true end end
+    return false
+  end
+  local nv = trace.nvtx
+  nv:load{"text", "domain"}
+  local yes = test(nv)
+  if (nr == 1 or not yes) and kept.keeps(trace) then
+    for r = 0, nr - 1 do trace:keep_derived(r, "nvtx", name, nsl.rep(yes and 1 or 0, 1):eq(1)) end
+  end
+  return yes
+end
 
 --- The XLA ranges of every process (report, pid) that compiled: a list of
 -- tables report, pid, tid, start, stop, text (the range name), parent (row in
@@ -147,8 +170,7 @@ function M.xla_ranges(trace)
   end
   if #nv == 0 then return {} end
   -- no compile range without "XlaCompile" in a distinct text or domain: nothing is named row by row then
-  nv:load{"text", "domain"}
-  if not xla_names(nv) then return {} end
+  if not names_test(trace, "xla", xla_names) then return {} end
   nv:load(cols)
   nv:load{"dur"}   -- made for every range at load: only once there are compile ranges to read it of
   local names = nvtx.names(nv)
@@ -365,6 +387,12 @@ local function framework_needles()
   return list
 end
 
+-- The name names_test keeps its answer under: the needles the test looks for are part of it.
+names_kept = function(which)
+  if which == "xla" then return kept.name("xla_compile_names.1", M.XLA_COMPILE) end
+  return kept.name("framework_names.1", framework_needles(), nvtx.pytorch_suffixes)
+end
+
 --- Whether NVTX ranges nv (text and domain loaded) may hold XLA's compile
 -- ranges, and another compiler's: a test of their distinct strings (true
 -- where a name could be one), which M.xla_ranges and M.framework_ranges
@@ -433,9 +461,8 @@ function M.framework_ranges(trace)
   local nv = trace.nvtx
   -- no compiler's range without one of their names' pieces in a distinct text or domain (suffixes removed
   -- as from the names): nothing is filtered or named row by row then
-  nv:load{"text", "domain"}
-  if not framework_names(nv) then return nil end
-  nv:load{"report", "pid", "tid", "start", "stop", "kind"}
+  if #nv == 0 or not names_test(trace, "framework", framework_names) then return nil end
+  nv:load{"report", "pid", "tid", "start", "stop", "kind", "text", "domain"}
   nv:load{"dur"}   -- made for every range at load: only once a compiler's ranges may be there
   local ranges = nv:filter(nv.kind:eq("push_pop") & ~nv.stop:isnull() & nv.dur:ge(0))
   if #ranges == 0 then return nil end

@@ -237,18 +237,6 @@ local function top_candidates(trace)
   return {top = top, label = label, totals = totals}, per, is_top
 end
 
--- A name for kept work (nsl.kept) that also says which settings it was derived under: prefix, then a hash of
--- the settings (FNV-1a), so that other thresholds derive it again.
-local function settings_name(prefix, ...)
-  local parts = {}
-  for i, v in ipairs{...} do
-    parts[i] = type(v) == "table" and table.concat(v, "\1") or string.format("%.17g", v)
-  end
-  local h = 0xcbf29ce484222325
-  for c in table.concat(parts, "\2"):gmatch(".") do h = (h ~ c:byte()) * 0x100000001b3 end
-  return string.format("%s.%016x", prefix, h)
-end
-
 -- The first row of each report in a table whose rows per report are rows (1-based list).
 local function firsts(rows)
   local first = {0}
@@ -260,7 +248,7 @@ end
 -- many), then per candidate .row (a top-level range of that name, the report's own row), .n and .med
 -- (add_total's); the thresholds and name rewriting of the NVTX detection are part of the name.
 local function candidates_name()
-  return settings_name("nvtx_steps.1", M.min_count, M.range_spread, M.range_duty, M.range_cover, M.range_ratio,
+  return kept.name("nvtx_steps.1", M.min_count, M.range_spread, M.range_duty, M.range_cover, M.range_ratio,
                        M.step_strip)
 end
 
@@ -415,7 +403,7 @@ M.max_lag = 8
 -- the report's own row), .period (one row), .lag (one row) and .starts (the marker times, on the report's
 -- own clock); the detection's thresholds are part of the name.
 local function markers_name()
-  return settings_name("step_markers.1", M.max_lag, M.kernel_spread, M.kernel_cover, M.min_count)
+  return kept.name("step_markers.1", M.max_lag, M.kernel_spread, M.kernel_cover, M.min_count)
 end
 
 -- M.detect_kernels' list read back from the column cache, or nil when some report keeps none (or kept what

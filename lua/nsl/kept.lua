@@ -27,6 +27,20 @@ function M.parts(trace, tname, name, ctype, rows)
   return parts, rows
 end
 
+--- A name for kept work that also says which settings it was derived
+-- under: prefix, a dot, then a hash (FNV-1a, 16 hex digits) of the
+-- settings (numbers, strings, or arrays of strings), so that other
+-- settings derive it again.
+function M.name(prefix, ...)
+  local parts = {}
+  for i, v in ipairs{...} do
+    parts[i] = type(v) == "table" and table.concat(v, "\1") or type(v) == "string" and v or string.format("%.17g", v)
+  end
+  local h = 0xcbf29ce484222325
+  for c in table.concat(parts, "\2"):gmatch(".") do h = (h ~ c:byte()) * 0x100000001b3 end
+  return string.format("%s.%016x", prefix, h)
+end
+
 --- Whether some report of trace keeps what it is given (trace:keeps_derived):
 -- false where M.keep would keep nothing; second result, per report (1-based).
 function M.keeps(trace)

@@ -256,6 +256,22 @@ for which in export bundle two steps pair; do
   grep -q "$want" "$TMP/none.json" && ok "iterations on the $which: $want" || bad "iterations on the $which: $(head -c 200 "$TMP/none.json")"
 done
 e=$(entry "$exp")
+# whether the ranges may hold a compiler's names (nsl.compile: XLA's, and nvFuser's on this export), kept too:
+# compile and diagnose cold, warm and without the cache alike
+fuser="$TMP/nvfuser.sqlite"
+cp "$NSL_DATA_DIR/nsys/nvfuser_2024.6.sqlite" "$fuser"
+for a in compile diagnose; do
+  NSL_NO_CACHE=1 "$NSL" run $a "$fuser" --format json > "$TMP/none.json" 2>&1
+  "$NSL" run $a "$fuser" --format json > "$TMP/cold.json" 2>&1
+  "$NSL" run $a "$fuser" --format json > "$TMP/warm.json" 2>&1
+  [ -s "$TMP/none.json" ] && cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
+    ok "$a on nvFuser's export with the kept compiler names: cold, warm and no cache byte-identical" ||
+    bad "$a on nvFuser's export differs with the kept compiler names"
+done
+grep -q '"nvFuser"' "$TMP/none.json" && ok "diagnose on nvFuser's export names its compile ranges" ||
+  bad "no nvFuser compile ranges found on $fuser"
+check_eq "kept in the entry: the compiler-name tests" \
+  "$(grep -l 'derived:\(xla_compile\|framework\)_names.1' "$(entry "$fuser")"/c-* 2> /dev/null | wc -l)" 2
 # (the export has no step candidate: four files, three of them of no rows; a marker kernel: five files; the
 # XLA flag; an extent per event table)
 for k in nvtx_steps.1.:4 step_markers.1.:5 xla_module.1:1 extent.1:5; do
