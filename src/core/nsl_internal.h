@@ -404,6 +404,11 @@ nsl_status nsl__format_table(const char *const *names, const nsl_column *const *
  * files of one run, MPI's borrowed reports).  A report loaded through the
  * columnar cache gives the cache's wrapper: call the returned ops on src. */
 const nsl_source_ops *nsl__trace_source(const nsl_trace *tr, int i, void **src);
+/* The session start (UTC ns) of the clock tr's reports share: each report's
+ * times are moved by its start less this one (its time_offset).  By default
+ * the earliest of tr's own reports; a trace of some reports of a larger job
+ * (an MPI process's, src/mpi) is on the job's clock: its earliest. */
+void nsl__trace_set_clock_origin(nsl_trace *tr, int64_t start_utc);
 
 /* A hash of the sources that turn inputs into columns (generated at build
  * time by cmake/loader_id.cmake): part of the columnar cache's keys. */

@@ -84,6 +84,7 @@ struct nsl_trace {
   nsl_open_options opts;   /* opts.nsys: a copy of its own */
   source_guard *guard;
   nsl__row_filters *filters;   /* nsl__trace_filter: rows dropped where they are read */
+  int64_t clock_origin;          /* nsl__trace_set_clock_origin; 0: the earliest report's start */
   /* derived columns being kept (nsl_trace_derived_put): written by a task of their own, in order; items
    * [0, kept_next) are written and released by the caller's thread (the columns' counts are not atomic) */
   pthread_mutex_t keep_lock;
@@ -322,16 +323,20 @@ nsl_status nsl_trace_member_read(nsl_trace *tr, int i, const char *name, void **
 }
 
 /* Offset added to report i's times so that all reports share one clock:
- * each report's session start (UTC) relative to the earliest. */
+ * each report's session start (UTC) relative to the earliest (or to the
+ * clock's origin, nsl__trace_set_clock_origin). */
 static int64_t time_offset(const nsl_trace *tr, int i) {
-  int64_t first = 0;
-  for (int k = 0; k < tr->nreports; k++) {
-    int64_t s = tr->reports[k].info.start_utc;
-    if (s > 0 && (first == 0 || s < first)) first = s;
-  }
+  int64_t first = tr->clock_origin;
+  if (first == 0)
+    for (int k = 0; k < tr->nreports; k++) {
+      int64_t s = tr->reports[k].info.start_utc;
+      if (s > 0 && (first == 0 || s < first)) first = s;
+    }
   int64_t s = tr->reports[i].info.start_utc;
   return s > 0 && first > 0 ? s - first : 0;
 }
+
+void nsl__trace_set_clock_origin(nsl_trace *tr, int64_t start_utc) { tr->clock_origin = start_utc > 0 ? start_utc : 0; }
 
 /* ---- the reports table, built from the reports' metadata ---- */
 

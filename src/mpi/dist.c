@@ -49,6 +49,7 @@ struct nsl_dist {
   int *owner;                /* per report: the MPI rank that reads it */
   nsl_report_info *infos;    /* per report (paths owned) */
   int64_t *offsets;          /* per report: time offset on the whole trace's clock */
+  int64_t earliest;          /* that clock's origin: the earliest session start (0: none known) */
   /* rank 0: answers of the last request, per report */
   char *key;
   void **bufs;
@@ -305,6 +306,7 @@ static nsl_status share_infos(nsl_dist *d, nsl_error *err) {
     int64_t s = d->infos[i].start_utc;
     d->offsets[i] = s > 0 && earliest > 0 ? s - earliest : 0;
   }
+  d->earliest = earliest;
   if (!(d->bufs = calloc((size_t)(total ? total : 1), sizeof *d->bufs)) ||
       !(d->lens = calloc((size_t)(total ? total : 1), sizeof *d->lens)))
     return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
@@ -450,6 +452,7 @@ static nsl_status add_borrowed(nsl_dist *d, nsl_trace *tr, int local, const nsl_
 nsl_status nsl__dist_view(nsl_dist *d, nsl_trace **out, nsl_error *err) {
   nsl_trace *tr = nsl_trace_new();
   if (!tr) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  nsl__trace_set_clock_origin(tr, d->earliest);   /* its reports' time_offset: the ones their times are moved by */
   nsl_status rc = NSL_OK;
   for (int i = 0; rc == NSL_OK && i < nsl_trace_ninputs(d->share); i++)
     rc = nsl_trace_add_input(tr, nsl_trace_input_path(d->share, i), err);
@@ -663,6 +666,7 @@ static nsl_status add_job_report(nsl_dist *d, nsl_trace *tr, int i, int whole, n
 nsl_status nsl__dist_trace(nsl_dist *d, nsl_trace **out, nsl_error *err) {
   nsl_trace *tr = nsl_trace_new();
   if (!tr) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  nsl__trace_set_clock_origin(tr, d->earliest);
   nsl_status rc = NSL_OK;
   for (int i = 0; rc == NSL_OK && i < d->npaths; i++) rc = nsl_trace_add_input(tr, d->paths[i], err);
   for (int i = 0; rc == NSL_OK && i < d->nreports; i++) rc = add_job_report(d, tr, i, 1, err);
@@ -677,6 +681,7 @@ nsl_status nsl__dist_trace(nsl_dist *d, nsl_trace **out, nsl_error *err) {
 nsl_status nsl__dist_subtrace(nsl_dist *d, const int *reports, int n, nsl_trace **out, nsl_error *err) {
   nsl_trace *tr = nsl_trace_new();
   if (!tr) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  nsl__trace_set_clock_origin(tr, d->earliest);
   nsl_status rc = NSL_OK;
   for (int k = 0; rc == NSL_OK && k < n; k++) {
     int i = reports[k];
