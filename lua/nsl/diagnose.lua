@@ -880,8 +880,14 @@ end
 -- once: with the rows host.idle reads of them (lb_rows, gap_rows).
 function Ctx:gpu_local()
   if not self.cache.gpu_local then
-    local ops, trace = self:ops(), self.trace
-    self.cache.gpu_local = gpu_tables.make(ops, gpu_ops.row_parts(trace, #ops), self.ns, self.args, #trace.kernels)
+    local trace = self.trace
+    local T = gpu_tables.kept(trace, self.ns, self.args)   -- (a trace of one report keeps them in the column cache)
+    if not T then
+      local ops = self:ops()
+      T = gpu_tables.make(ops, gpu_ops.row_parts(trace, #ops), self.ns, self.args, #trace.kernels)
+      gpu_tables.keep(trace, T, self.ns, self.args)
+    end
+    self.cache.gpu_local = T
   end
   return self.cache.gpu_local
 end

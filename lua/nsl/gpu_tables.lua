@@ -40,6 +40,7 @@
 --   gap_rows report, pid, device, stop: gpu.gaps' (both kept where they are
 --           made: host.idle reads them there)
 local nsl = require("nsl")
+local kept = require("nsl.kept")
 local overlap = require("nsl.overlap")
 local lanes = require("nsl.lanes")
 local nccl = require("nsl.nccl")
@@ -290,6 +291,104 @@ function M.local_set(T)
   local row = {}
   for _, k in ipairs(COUNTS) do row[#row + 1] = {k, nsl.rep(T.counts[k], 1)} end
   return {pd = T.pd, gaps = T.gaps, low = T.low, dv = T.dv, ser = T.ser, counts = nsl.table(row)}
+end
+
+-- M.make's tables as the column cache keeps them (M.kept, M.keep), with their columns in order
+local KEPT_COLS = {
+  pd = {"report", "pid", "device", "lo", "hi", "lg", "fpart", "frow"},
+  gaps = {"report", "lg", "start", "stop"},
+  low = {"report", "lg", "chunk", "start", "stop", "busy", "idle", "util", "rest"},
+  dv = {"report", "device", "lo", "hi", "n", "lg", "fpart", "frow", "nccl_only", "nccl", "p2p_only", "p2p", "lb_n",
+        "lb_total", "lb_first", "lb_last"},
+  ser = {"report", "device", "span", "copy_exposed", "n", "t", "top", "fk", "lo", "hi"},
+  lb_rows = {"report", "device", "g", "start", "gap"},
+  gap_rows = {"report", "pid", "device", "stop"},
+}
+local KEPT_ORDER = {"pd", "gaps", "low", "dv", "ser", "lb_rows", "gap_rows"}
+M.KEPT_COLS = KEPT_COLS
+local TYPES = {"i64", "i32", "f64", "bool"}
+local TYPE_CODE = {i64 = 0, i32 = 1, f64 = 2, bool = 3}
+
+-- The name the tables are kept under: the thresholds they were made with are part of it.
+local function kept_name(ns, args)
+  local names = {}
+  for k in pairs(ns) do names[#names + 1] = k end
+  table.sort(names)
+  local list = {}
+  for _, k in ipairs(names) do list[#list + 1] = k .. "=" .. tostring(ns[k]) end
+  return kept.name("gpu_tables.1", list, args.chunks, args.util)
+end
+
+--- M.make's tables of a trace of one report (and its counts) as it kept
+-- them in the column cache (M.keep) with the same thresholds, every part
+-- made; nil where it kept none (or a table's columns are not the ones this
+-- code makes).  What the tables hold are sums and times of the report's
+-- operations; rows of other tables (fk, frow, lg, g) are checked against
+-- the report's rows before they are trusted.
+function M.kept(trace, ns, args)
+  if trace:nreports() ~= 1 or not trace:keeps_derived(0) then return nil end
+  local name = kept_name(ns, args)
+  local counts = trace:derived(0, "kernels", name .. ".counts", "i64", #COUNTS)
+  if not counts then return nil end
+  local T = {counts = {}}
+  for i, k in ipairs(COUNTS) do T.counts[k] = counts[i] end
+  if T.counts.kernels ~= #trace.kernels or T.counts.placed < 0 then return nil end
+  local nops = #trace.kernels + #trace.memcpy + #trace.memset
+  for _, tname in ipairs(KEPT_ORDER) do
+    local cols = KEPT_COLS[tname]
+    local meta = trace:derived(0, "kernels", name .. "." .. tname, "i64", #cols + 1)
+    if not meta then return nil end
+    local rows = meta[1]
+    if rows == nil or rows < -1 or rows > nops + 1000000000 then return nil end
+    if rows >= 0 then
+      local list = {}
+      for i, c in ipairs(cols) do
+        local ctype = TYPES[(meta[i + 1] or -1) + 1]
+        local col = ctype and trace:derived(0, "kernels", name .. "." .. tname .. "." .. c, ctype, rows)
+        if not col then return nil end
+        list[i] = {c, col}
+      end
+      T[tname] = nsl.table(list)
+    end
+  end
+  -- rows of the operations and group numbers: within what the report has
+  local function within(c, n) local lo, hi = nsl.extent(c); return not lo or (lo >= -1 and hi < n) end
+  if not (T.pd and T.dv and T.gaps and T.low and T.ser and within(T.dv.frow, nops) and within(T.pd.frow, nops)
+          and within(T.ser.fk, nops) and within(T.gaps.lg, #T.pd) and within(T.low.lg, #T.pd)
+          and (not T.lb_rows or within(T.lb_rows.g, #T.dv))) then
+    return nil
+  end
+  return T
+end
+
+--- Keeps T (M.make's of a trace of one report, made with thresholds ns
+-- and args) for M.kept: every part made now.
+function M.keep(trace, T, ns, args)
+  if trace:nreports() ~= 1 or not trace:keeps_derived(0) then return end
+  local name = kept_name(ns, args)
+  local tabs = {}
+  for _, tname in ipairs(KEPT_ORDER) do
+    local t = T[tname]
+    if t then
+      local have = t:columns()
+      if #have ~= #KEPT_COLS[tname] then return end
+      for i, c in ipairs(KEPT_COLS[tname]) do if have[i] ~= c then return end end
+    end
+    tabs[tname] = t or false
+  end
+  for _, tname in ipairs(KEPT_ORDER) do
+    local t, cols = tabs[tname], KEPT_COLS[tname]
+    local meta = {t and #t or -1}
+    for i, c in ipairs(cols) do meta[i + 1] = t and TYPE_CODE[t:coltype(c)] or 0 end
+    for _, code in ipairs(meta) do if code == nil then return end end
+    trace:keep_derived(0, "kernels", name .. "." .. tname, nsl.column(meta))
+    if t then
+      for _, c in ipairs(cols) do trace:keep_derived(0, "kernels", name .. "." .. tname .. "." .. c, t[c]) end
+    end
+  end
+  local counts = {}
+  for i, k in ipairs(COUNTS) do counts[i] = T.counts[k] end
+  trace:keep_derived(0, "kernels", name .. ".counts", nsl.column(counts))
 end
 
 --- M.make's tables of the whole trace's operations as the checks read them

@@ -272,6 +272,34 @@ grep -q '"nvFuser"' "$TMP/none.json" && ok "diagnose on nvFuser's export names i
   bad "no nvFuser compile ranges found on $fuser"
 check_eq "kept in the entry: the compiler-name tests" \
   "$(grep -l 'derived:\(xla_compile\|framework\)_names.1' "$(entry "$fuser")"/c-* 2> /dev/null | wc -l)" 2
+# diagnose's per-GPU tables of a trace of one report (nsl.gpu_tables: spans, long gaps, low chunks, exposed NCCL
+# time, launch-bound gaps, copies on kernel streams), kept too: cold, warm and without the cache alike on the
+# export; what a warm run reads is what the entry keeps (no NCCL kernel counted: no nccl.exposed finding)
+export NSL_CACHE_DIR="$TMP/gpu_tables"
+NSL_NO_CACHE=1 "$NSL" run diagnose "$exp" --format json > "$TMP/none.json" 2>&1
+"$NSL" run diagnose "$exp" --format json > "$TMP/cold.json" 2>&1
+"$NSL" run diagnose "$exp" --format json > "$TMP/warm.json" 2>&1
+[ -s "$TMP/none.json" ] && cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
+  ok "diagnose on the export with its kept GPU tables: cold, warm and no cache byte-identical" ||
+  bad "diagnose on the export differs with its kept GPU tables"
+grep -q '"nccl.exposed"' "$TMP/none.json" && ok "diagnose on the export: nccl.exposed found" || bad "no nccl.exposed on $exp"
+counts=$(grep -aho 'derived:gpu_tables\.1\.[0-9a-f]*\.counts' "$(entry "$exp")"/c-* 2> /dev/null | head -1)
+[ -n "$counts" ] && ok "GPU tables kept in the entry" || bad "no GPU tables kept"
+cat > "$TMP/no_nccl.lua" <<'LUA'
+local nsl = require("nsl")
+return { run = function(trace)   -- keeps the counts with no NCCL kernel
+  local name = os.getenv("COUNTS")
+  local c = trace:derived(0, "kernels", name, "i64", 7):totable()
+  c[2] = 0
+  trace:keep_derived(0, "kernels", name, nsl.column(c))
+end }
+LUA
+COUNTS=${counts#derived:} "$NSL" run "$TMP/no_nccl.lua" "$exp" > /dev/null
+"$NSL" run diagnose "$exp" --format json > "$TMP/warm.json" 2>&1
+[ -s "$TMP/warm.json" ] && ! grep -q '"nccl.exposed"' "$TMP/warm.json" &&
+  ok "the kept GPU tables are what a warm diagnose reads" || bad "kept GPU tables not read"
+export NSL_CACHE_DIR="$TMP/detected"
+
 # (the export has no step candidate: four files, three of them of no rows; a marker kernel: five files; the
 # XLA flag; an extent per event table)
 for k in nvtx_steps.1.:4 step_markers.1.:5 xla_module.1:1 extent.1:5; do
