@@ -251,6 +251,10 @@ nsl_column *nsl_column_gather(const nsl_column *c, const nsl_column *idx, nsl_er
 typedef enum nsl_arith { NSL_ADD, NSL_SUB, NSL_MUL, NSL_DIV } nsl_arith;
 nsl_column *nsl_column_arith(const nsl_column *a, nsl_arith op, const nsl_column *b, nsl_error *err);
 nsl_column *nsl_column_arith_scalar(const nsl_column *a, nsl_arith op, double v, nsl_error *err);
+/* The same with an integer scalar, exact at any magnitude (a double holds
+ * integers exactly only up to 2^53: a time offset of years in ns does not
+ * fit); an F64 column gives F64 (v converted). */
+nsl_column *nsl_column_arith_scalar_i64(const nsl_column *a, nsl_arith op, int64_t v, nsl_error *err);
 /* Converts to another numeric type (NSL_STR -> NSL_I64 gives ids).  Values
  * that do not fit (and NaN) become NULL; doubles truncate toward zero; to
  * NSL_BOOL: 1 for non-NULL non-zero values.  Nothing converts to NSL_STR

@@ -762,18 +762,28 @@ nsl_column *nsl_column_arith(const nsl_column *a, nsl_arith op, const nsl_column
   return r;
 }
 
+/* a op the integer y, as I64 (a not F64). */
+static nsl_column *arith_by_int(const nsl_column *a, nsl_arith op, int64_t y, nsl_error *err) {
+  nsl_column *r = nsl__column_new_uninit(NSL_I64, a->len, NULL);   /* every row is written below */
+  if (!r) return nomem(err);
+  arith_job j = {a, NULL, op, y, (double)y, r};
+  nsl__run_rows(a->len, arith_scalar_i64_rows, &j);
+  return r;
+}
+
+nsl_column *nsl_column_arith_scalar_i64(const nsl_column *a, nsl_arith op, int64_t v, nsl_error *err) {
+  if (!valid_col(a) || a->type == NSL_STR || (unsigned)op > NSL_DIV)
+    return arg_error(err, a && a->type == NSL_STR ? "arithmetic on a str column" : "arithmetic: missing column or unknown operator");
+  if (a->type == NSL_F64) return nsl_column_arith_scalar(a, op, (double)v, err);
+  return arith_by_int(a, op, v, err);
+}
+
 nsl_column *nsl_column_arith_scalar(const nsl_column *a, nsl_arith op, double v, nsl_error *err) {
   if (!valid_col(a) || a->type == NSL_STR || (unsigned)op > NSL_DIV)
     return arg_error(err, a && a->type == NSL_STR ? "arithmetic on a str column" : "arithmetic: missing column or unknown operator");
   int64_t n = a->len;
   int int_scalar = v >= -9223372036854775807.0 && v < 9223372036854775808.0 && v == trunc(v);
-  if (a->type != NSL_F64 && int_scalar) {
-    nsl_column *r = nsl__column_new_uninit(NSL_I64, n, NULL);   /* every row is written below */
-    if (!r) return nomem(err);
-    arith_job j = {a, NULL, op, (int64_t)v, v, r};
-    nsl__run_rows(n, arith_scalar_i64_rows, &j);
-    return r;
-  }
+  if (a->type != NSL_F64 && int_scalar) return arith_by_int(a, op, (int64_t)v, err);
   nsl_column *r = nsl__column_new_uninit(NSL_F64, n, NULL);   /* every row is written below */
   if (!r) return nomem(err);
   arith_job j = {a, NULL, op, 0, v, r};

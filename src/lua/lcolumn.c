@@ -406,6 +406,8 @@ static int arith(lua_State *L, nsl_arith op, int floor_div) {
       r = fa ? nsl_column_arith(fa, op, b, &err) : NULL;
       nsl_column_release(fa);
     } else r = nsl_column_arith(a, op, b, &err);
+  } else if (a && lua_isinteger(L, 2) && !want_float) {   /* exact, whatever its magnitude */
+    r = nsl_column_arith_scalar_i64(a, op, lua_tointeger(L, 2), NULL);
   } else if (a) {
     double v = luaL_checknumber(L, 2);
     if ((want_float || !lua_isinteger(L, 2)) && a->type != NSL_F64) {

@@ -432,6 +432,21 @@ static void test_arith(void **state) {
   r = nsl_column_arith_scalar(t, NSL_ADD, 1e300, NULL);   /* beyond int64: doubles */
   assert_int_equal(r->type, NSL_F64);
   nsl_column_release(r);
+  /* an integer scalar past 2^53 (a clock offset of years in ns), exact: as a double it would round to 16 ns */
+  r = nsl_column_arith_scalar_i64(t, NSL_ADD, INT64_C(91816757338418922), NULL);
+  FX_EXPECT_I64(r, INT64_C(1791816757461875711), NSL_NULL_I64, INT64_C(91816757338418915));
+  nsl_column_release(r);
+  nsl_column *t32 = nsl_column_cast(t, NSL_I32, NULL);   /* (i32: only -7 fits) */
+  r = nsl_column_arith_scalar_i64(t32, NSL_SUB, INT64_C(91816757338418922), NULL);
+  FX_EXPECT_I64(r, NSL_NULL_I64, NSL_NULL_I64, INT64_C(-91816757338418929));
+  nsl_column_release(r);
+  nsl_column_release(t32);
+  r = nsl_column_arith_scalar_i64(t, NSL_ADD, INT64_MAX, NULL);   /* overflow: NULL */
+  FX_EXPECT_I64(r, NSL_NULL_I64, NSL_NULL_I64, INT64_MAX - 7);
+  nsl_column_release(r);
+  r = nsl_column_arith_scalar_i64(f, NSL_ADD, 1, NULL);   /* a float column stays float */
+  FX_EXPECT_F64(r, 1.5, 2, NAN, 3, 1, 2);
+  nsl_column_release(r);
   nsl_column_release(t);
   nsl_column_release(short1);
   nsl_column_release(bl);
