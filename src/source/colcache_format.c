@@ -5,6 +5,7 @@
  * (their files on disk or in a bundle are colcache_io.c's).
  */
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "core/model.h"
 #include "core/nsl_internal.h"
+#include "core/parallel.h"
 #include "source/colcache_internal.h"
 
 /* ---- hashing ---- */
@@ -163,6 +165,28 @@ void nsl__cache_write_meta(nsl__cache_src *c, const char *table, const nsl__cach
 
 /* ---- columns ---- */
 
+/* A string column file's ids, on the threads of nsl__run_rows: checked against its dictionary's ns strings
+ * (bad set where one is out of range), or moved through map into out. */
+typedef struct ids_job {
+  const int32_t *ids;
+  int32_t *out;
+  const int32_t *map;
+  int64_t ns;
+  atomic_int bad;
+} ids_job;
+
+static void check_ids_rows(void *p, int64_t lo, int64_t hi) {
+  ids_job *j = p;
+  int bad = 0;
+  for (int64_t r = lo; r < hi; r++) bad |= j->ids[r] < -1 || j->ids[r] >= j->ns;
+  if (bad) atomic_store_explicit(&j->bad, 1, memory_order_relaxed);
+}
+
+static void remap_ids_rows(void *p, int64_t lo, int64_t hi) {
+  ids_job *j = p;
+  for (int64_t r = lo; r < hi; r++) j->out[r] = j->ids[r] < 0 ? -1 : j->map[j->ids[r]];
+}
+
 /* Column `column` of `table` from the entry, as a column of the trace:
  * strings in dict, times shifted by off; NULL when the entry lacks it (or
  * its file is bad). */
@@ -187,8 +211,9 @@ static nsl_column *column_from(const nsl__cache_head *h, nsl__mapping *map, nsl_
     const char *bytes = (const char *)(offs + ns + 1);
     uint64_t blen = h->dict_bytes - (ns + 1) * 8;
     const int32_t *ids = data;
-    for (int64_t r = 0; r < n; r++)
-      if (ids[r] < -1 || ids[r] >= (int64_t)ns) return NULL;
+    ids_job j = {ids, NULL, NULL, (int64_t)ns, 0};
+    nsl__run_rows(n, check_ids_rows, &j);
+    if (atomic_load_explicit(&j.bad, memory_order_relaxed)) return NULL;
     for (uint64_t k = 0; k < ns; k++)
       if (offs[k] > offs[k + 1] || offs[k + 1] > blen) return NULL;
     int32_t *map_ids = malloc((size_t)(ns ? ns : 1) * sizeof *map_ids);
@@ -202,8 +227,11 @@ static nsl_column *column_from(const nsl__cache_head *h, nsl__mapping *map, nsl_
       same &= map_ids[k] == (int32_t)k;
     }
     if (same && map) col = nsl__column_mapped(type, n, (void *)data, map, dict);
-    else if ((col = nsl_column_new(type, n, dict)))
-      for (int64_t r = 0; r < n; r++) nsl_i32(col)[r] = ids[r] < 0 ? -1 : map_ids[ids[r]];
+    else if ((col = nsl__column_new_uninit(type, n, dict))) {
+      j.out = nsl_i32(col);
+      j.map = map_ids;
+      nsl__run_rows(n, remap_ids_rows, &j);
+    }
     free(map_ids);
   } else if (type == NSL_BOOL) {   /* masks hold 0 and 1 only */
     const uint8_t *v = data;
