@@ -142,9 +142,7 @@ local xla_names, framework_names, names_kept
 -- answer where the trace has one report, or where none may hold them (then none of its reports does).
 local function names_test(trace, which, test)
   local name, nr = names_kept(which), trace:nreports()
-  local ones = {}
-  for r = 1, nr do ones[r] = 1 end
-  local flags = kept.parts(trace, "nvtx", name, "bool", ones)
+  local flags = kept.per_report(trace, "nvtx", name, "bool")
   if flags then
     for _, f in ipairs(flags) do if f[1] then return true end end
     return false
@@ -153,7 +151,7 @@ local function names_test(trace, which, test)
   nv:load{"text", "domain"}
   local yes = test(nv)
   if (nr == 1 or not yes) and kept.keeps(trace) then
-    for r = 0, nr - 1 do trace:keep_derived(r, "nvtx", name, nsl.rep(yes and 1 or 0, 1):eq(1)) end
+    for r = 0, nr - 1 do trace:keep_derived(r, "nvtx", name, kept.flag(yes)) end
   end
   return yes
 end

@@ -209,17 +209,14 @@ local KEPT = "api_row.1"
 -- M.api_rows' columns read back from the column cache (nsl.kept), when every report kept them (nil otherwise):
 -- each report's rows, checked (-1 or one of its own calls), moved to the trace's rows of trace.api.
 local function kept_api_rows(trace)
-  local memo, calls = {}, nil
+  local memo, first, calls = {}, nil, nil
   for _, name in ipairs(LAUNCHED) do
     local parts = kept.parts(trace, name, KEPT, "i64")
     if not parts then return nil end
-    calls = calls or trace:report_rows("api")
-    local first = 0
+    if not first then first, calls = kept.first_rows(trace, "api") end
     for r, c in ipairs(parts) do
-      local lo, hi = nsl.extent(c)
-      if lo and (lo < -1 or hi >= calls[r]) then return nil end
-      if first > 0 then parts[r] = nsl.where(c:ge(0), c + first, c) end
-      first = first + calls[r]
+      parts[r] = kept.trace_rows(c, calls[r], first[r])
+      if not parts[r] then return nil end
     end
     memo[name] = #parts == 1 and parts[1] or nsl.concat(table.unpack(parts))
   end
@@ -229,12 +226,9 @@ end
 -- Keeps memo (M.api_rows' columns for the whole trace) in the column cache, each report's part as its rows
 -- of its own calls.
 local function keep_api_rows(trace, memo)
-  local calls, first = trace:report_rows("api"), {0}
-  for r = 2, #calls do first[r] = first[r - 1] + calls[r - 1] end
+  local first = kept.first_rows(trace, "api")
   for _, name in ipairs(LAUNCHED) do
-    kept.keep(trace, name, KEPT, memo[name], function(c, r)
-      return first[r] == 0 and c or nsl.where(c:ge(0), c - first[r], c)
-    end)
+    kept.keep(trace, name, KEPT, memo[name], function(c, r) return kept.own_rows(c, first[r]) end)
   end
 end
 

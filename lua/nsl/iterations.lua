@@ -171,9 +171,7 @@ local TOPS, IN_ORDER = "nvtx_top.1", "nvtx_top_in_order.1"
 -- costs a sort of rows in order).  usable(): the usable ranges' mask.
 local function top_ranges(trace, nv, usable)
   local tops = kept.parts(trace, "nvtx", TOPS, "bool")
-  local ones = {}
-  for r = 1, tops and #tops or 0 do ones[r] = 1 end
-  local order = tops and kept.parts(trace, "nvtx", IN_ORDER, "bool", ones)
+  local order = tops and kept.per_report(trace, "nvtx", IN_ORDER, "bool")
   if order then
     local in_order = true
     for _, c in ipairs(order) do in_order = in_order and c[1] end
@@ -181,8 +179,7 @@ local function top_ranges(trace, nv, usable)
   end
   local is_top, in_order = nvtx.tops(nv, usable())
   kept.keep(trace, "nvtx", TOPS, is_top)
-  local flag = nsl.rep(in_order and 1 or 0, 1):eq(1)
-  for r = 1, trace:nreports() do trace:keep_derived(r - 1, "nvtx", IN_ORDER, flag) end
+  for r = 1, trace:nreports() do trace:keep_derived(r - 1, "nvtx", IN_ORDER, kept.flag(in_order)) end
   return is_top, in_order
 end
 
@@ -237,13 +234,6 @@ local function top_candidates(trace)
   return {top = top, label = label, totals = totals}, per, is_top
 end
 
--- The first row of each report in a table whose rows per report are rows (1-based list).
-local function firsts(rows)
-  local first = {0}
-  for r = 2, #rows do first[r] = first[r - 1] + rows[r - 1] end
-  return first
-end
-
 -- The names the column cache keeps each report's step candidates under (nsl.kept): .count (one row: how
 -- many), then per candidate .row (a top-level range of that name, the report's own row), .n and .med
 -- (add_total's); the thresholds and name rewriting of the NVTX detection are part of the name.
@@ -256,9 +246,7 @@ end
 -- n, med}, or nil when some report keeps none (or kept a row that is not one of its ranges).
 local function kept_candidates(trace)
   local key, nr = candidates_name(), trace:nreports()
-  local ones = {}
-  for r = 1, nr do ones[r] = 1 end
-  local counts = kept.parts(trace, "nvtx", key .. ".count", "i64", ones)
+  local counts = kept.per_report(trace, "nvtx", key .. ".count", "i64")
   if not counts then return nil end
   local lens = {}
   for r, c in ipairs(counts) do
@@ -269,8 +257,7 @@ local function kept_candidates(trace)
   local ns = rows and kept.parts(trace, "nvtx", key .. ".n", "i64", lens)
   local meds = ns and kept.parts(trace, "nvtx", key .. ".med", "f64", lens)
   if not meds then return nil end
-  local nrows = trace:report_rows("nvtx")
-  local first = firsts(nrows)
+  local first, nrows = kept.first_rows(trace, "nvtx")
   local list = {}
   for r = 1, nr do
     local rr, nn, mm = rows[r]:totable(), ns[r]:totable(), meds[r]:totable()
@@ -288,14 +275,25 @@ end
 local function keep_candidates(trace, per, top, label, is_top)
   if not kept.keeps(trace) then return end
   local key = candidates_name()
-  local first = firsts(trace:report_rows("nvtx"))
-  local top_rows
+  local first = kept.first_rows(trace, "nvtx")
+  -- the first top-level range of each report and candidate name, from one pass over the ranges of those names
+  local names, seen = {}, {}
+  for _, p in pairs(per) do
+    for name in pairs(p) do
+      if not seen[name] then seen[name] = true; names[#names + 1] = name end
+    end
+  end
+  local first_row = {}
+  if #names > 0 then
+    local at = label:isin(names):indices()
+    local of = nsl.table{{"report", top.report:gather(at)}, {"label", label:gather(at)},
+                         {"row", is_top:indices():gather(at)}}:group_by("report", "label"):agg{"row=first(row)"}
+    for i = 1, #of do first_row[of.report[i] .. "\0" .. of.label[i]] = of.row[i] end
+  end
   for r = 1, trace:nreports() do
     local rows, ns, meds = {}, {}, {}
     for name, e in pairs(per[r] or {}) do
-      top_rows = top_rows or is_top:indices()
-      local at = (label:eq(name) & top.report:eq(r - 1)):indices()
-      rows[#rows + 1] = top_rows[at[1] + 1] - first[r]
+      rows[#rows + 1] = first_row[(r - 1) .. "\0" .. name] - first[r]
       ns[#ns + 1], meds[#meds + 1] = e.n, e.med
     end
     local function col(list, ctype) return (#list > 0 and nsl.column(list) or nsl.rep(0, 0)):cast(ctype) end
@@ -410,13 +408,10 @@ end
 -- cannot be: a row that is not one of its kernels, a lag out of range).
 local function kept_markers(trace)
   local key, nr = markers_name(), trace:nreports()
-  local ones = {}
-  for r = 1, nr do ones[r] = 1 end
-  local counts = kept.parts(trace, "kernels", key .. ".n", "i64", ones)
+  local counts = kept.per_report(trace, "kernels", key .. ".n", "i64")
   if not counts then return nil end
-  local nrows = trace:report_rows("kernels")
-  local first = firsts(nrows)
-  local offset = trace.reports.time_offset:totable()
+  local first, nrows = kept.first_rows(trace, "kernels")
+  local offset = kept.time_offsets(trace)
   local k = trace.kernels
   local list = {}
   for r = 1, nr do
@@ -434,7 +429,7 @@ local function kept_markers(trace)
       end
       k:load{"device", "name"}
       list[#list + 1] = {report = r - 1, device = k.device[row + first[r] + 1], name = k.name[row + first[r] + 1],
-                         starts = offset[r] == 0 and starts or starts + offset[r], period = period, lag = lag}
+                         starts = kept.on_clock(starts, offset[r]), period = period, lag = lag}
     end
   end
   return list
@@ -444,8 +439,8 @@ end
 local function keep_markers(trace, list, rows)
   if not kept.keeps(trace) then return end
   local key = markers_name()
-  local first = firsts(trace:report_rows("kernels"))
-  local offset = trace.reports.time_offset:totable()
+  local first = kept.first_rows(trace, "kernels")
+  local offset = kept.time_offsets(trace)
   local at = {}
   for i, m in ipairs(list) do at[m.report + 1] = i end
   for r = 1, trace:nreports() do
@@ -455,7 +450,7 @@ local function keep_markers(trace, list, rows)
       trace:keep_derived(r - 1, "kernels", key .. ".row", nsl.rep(rows[at[r]] - first[r], 1))
       trace:keep_derived(r - 1, "kernels", key .. ".period", nsl.rep(m.period + 0.0, 1))
       trace:keep_derived(r - 1, "kernels", key .. ".lag", nsl.rep(m.lag, 1))
-      trace:keep_derived(r - 1, "kernels", key .. ".starts", offset[r] == 0 and m.starts or m.starts - offset[r])
+      trace:keep_derived(r - 1, "kernels", key .. ".starts", kept.on_clock(m.starts, -offset[r]))
     end
   end
 end

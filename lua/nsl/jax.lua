@@ -58,9 +58,7 @@ function M.is_jax(trace)
   -- whether each report has such ranges, kept in the column cache (nsl.kept): read back, the ranges' text is
   -- not loaded (8.1 M rows at 1 GB)
   local nr = trace:nreports()
-  local ones = {}
-  for r = 1, nr do ones[r] = 1 end
-  local flags = kept.parts(trace, "nvtx", XLA_KEPT, "bool", ones)
+  local flags = kept.per_report(trace, "nvtx", XLA_KEPT, "bool")
   if flags then
     for _, f in ipairs(flags) do if f[1] then return true end end
     return false
@@ -74,7 +72,7 @@ function M.is_jax(trace)
       n:load{"report"}
       for _, r in ipairs(n.report:gather(has:indices()):unique():totable()) do reps[r] = true end
     end
-    for r = 0, nr - 1 do trace:keep_derived(r, "nvtx", XLA_KEPT, nsl.rep(reps[r] and 1 or 0, 1):eq(1)) end
+    for r = 0, nr - 1 do trace:keep_derived(r, "nvtx", XLA_KEPT, kept.flag(reps[r])) end
   end
   return has:count() > 0
 end

@@ -27,6 +27,49 @@ function M.parts(trace, tname, name, ctype, rows)
   return parts, rows
 end
 
+--- The 0-based row of table tname at which each report's rows begin (a
+-- list, 1-based by report), and the rows per report (trace:report_rows):
+-- what moves a report's own rows to the trace's and back.
+function M.first_rows(trace, tname)
+  local rows = trace:report_rows(tname)
+  local first = {0}
+  for r = 2, #rows do first[r] = first[r - 1] + rows[r - 1] end
+  return first, rows
+end
+
+--- A report's part c of a column of rows of another table (-1 or NULL:
+-- none), as kept (the report's own rows, from 0): checked against that
+-- table's n rows of the report and moved to the trace's rows by first (the
+-- report's first row there, M.first_rows); nil when a row is out of range
+-- (a kept file is not to be trusted).
+function M.trace_rows(c, n, first)
+  local lo, hi = nsl.extent(c)
+  if lo and (lo < -1 or hi >= n) then return nil end
+  return first == 0 and c or nsl.where(c:ge(0), c + first, c)
+end
+
+--- The reverse of M.trace_rows, for keeping: rows c of the trace moved to
+-- the report's own by first.
+function M.own_rows(c, first) return first == 0 and c or nsl.where(c:ge(0), c - first, c) end
+
+--- Each report's time offset (1-based list): what its times are moved by
+-- on the trace's clock.  Kept times are on the report's own clock:
+-- M.on_clock(c, off) moves a kept column to the trace's, M.on_clock(c, -off)
+-- back for keeping.
+function M.time_offsets(trace) return trace.reports.time_offset:totable() end
+function M.on_clock(c, off) return off == 0 and c or c + off end
+
+--- M.parts of a column of n rows (default 1) per report: a value or a few
+-- that each report keeps of its own.
+function M.per_report(trace, tname, name, ctype, n)
+  local rows = {}
+  for r = 1, trace:nreports() do rows[r] = n or 1 end
+  return M.parts(trace, tname, name, ctype, rows)
+end
+
+--- A bool column of one row holding b: a flag a report keeps.
+function M.flag(b) return nsl.rep(b and 1 or 0, 1):eq(1) end
+
 --- A name for kept work that also says which settings it was derived
 -- under: prefix, a dot, then a hash (FNV-1a, 16 hex digits) of the
 -- settings (numbers, strings, or arrays of strings), so that other

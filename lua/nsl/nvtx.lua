@@ -168,38 +168,22 @@ local PROJ_COLS = {{"parent", "i64"}, {"depth", "i32"}, {"proj_start", "i64"}, {
                    {"launches", "i32"}, {"gpu_time", "i64"}, {"children", "i32"}}
 local OP_TABLES = {"kernels", "memcpy", "memset"}
 
--- The first row of each report in a table whose rows per report are rows (1-based list).
-local function firsts(rows)
-  local first = {0}
-  for r = 2, #rows do first[r] = first[r - 1] + rows[r - 1] end
-  return first
-end
-
--- Report r's part c of a column of rows of the ranges (-1 or NULL: none) checked against the report's n
--- ranges and moved by first; nil when a row is out of range (the kept file is not to be trusted).
-local function ranges_from(c, n, first)
-  local lo, hi = nsl.extent(c)
-  if lo and (lo < -1 or hi >= n) then return nil end
-  return first == 0 and c or nsl.where(c:ge(0), c + first, c)
-end
-
 -- The columns of nsl.nvtx_project's result that M.project reads, from the column cache (nil when a report
 -- keeps none, or a kept row is out of range).
 local function kept_projection(trace)
   local r = {}
-  local nrows = trace:report_rows("nvtx")
-  local first = firsts(nrows)
-  local offset = trace.reports.time_offset:totable()
+  local first, nrows = kept.first_rows(trace, "nvtx")
+  local offset = kept.time_offsets(trace)
   for _, spec in ipairs(PROJ_COLS) do
     local name, ctype = spec[1], spec[2]
     local parts = kept.parts(trace, "nvtx", PROJ_KEPT .. name, ctype, nrows)
     if not parts then return nil end
     for k, c in ipairs(parts) do
       if name == "parent" then
-        c = ranges_from(c, nrows[k], first[k])
+        c = kept.trace_rows(c, nrows[k], first[k])
         if not c then return nil end
-      elseif name == "proj_start" and offset[k] ~= 0 then
-        c = c + offset[k]
+      elseif name == "proj_start" then
+        c = kept.on_clock(c, offset[k])
       end
       parts[k] = c
     end
@@ -210,7 +194,7 @@ local function kept_projection(trace)
     local parts = kept.parts(trace, tname, PROJ_KEPT .. "op_range", "i64")
     if not parts then return nil end
     for k, c in ipairs(parts) do
-      parts[k] = ranges_from(c, nrows[k], first[k])
+      parts[k] = kept.trace_rows(c, nrows[k], first[k])
       if not parts[k] then return nil end
     end
     ops[#ops + 1] = #parts == 1 and parts[1] or nsl.concat(table.unpack(parts))
@@ -222,15 +206,15 @@ end
 -- Keeps r (nsl.nvtx_project's result over the whole trace) in the column cache, as kept_projection reads it.
 local function keep_projection(trace, r)
   if not kept.keeps(trace) then return end
-  local first = firsts(trace:report_rows("nvtx"))
-  local offset = trace.reports.time_offset:totable()
-  local function own_rows(c, k) return first[k] == 0 and c or nsl.where(c:ge(0), c - first[k], c) end
+  local first = kept.first_rows(trace, "nvtx")
+  local offset = kept.time_offsets(trace)
+  local function own_rows(c, k) return kept.own_rows(c, first[k]) end
   for _, spec in ipairs(PROJ_COLS) do
     local name = spec[1]
     local of_report
     if name == "parent" then of_report = own_rows
     elseif name == "proj_start" then
-      of_report = function(c, k) return offset[k] == 0 and c or c - offset[k] end
+      of_report = function(c, k) return kept.on_clock(c, -offset[k]) end
     end
     kept.keep(trace, "nvtx", PROJ_KEPT .. name, r[name], of_report)
   end

@@ -32,10 +32,8 @@ local function table_extent(trace, name)
   local x = {}
   if #t == 0 then return x end
   local nr = trace:nreports()
-  local threes = {}
-  for r = 1, nr do threes[r] = 3 end
-  local parts = kept.parts(trace, name, EXTENT_KEPT, "i64", threes)
-  local offset = trace.reports.time_offset:totable()
+  local parts = kept.per_report(trace, name, EXTENT_KEPT, "i64", 3)
+  local offset = kept.time_offsets(trace)
   if parts then
     for r, c in ipairs(parts) do
       local a, a1, b = c[1], c[2], c[3]
