@@ -29,6 +29,17 @@ oracle() {
   sql "$1" "SELECT count(*), sum(r.end), count(DISTINCT s.value) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId" | tr '|' '\t'
 }
 digest() { "$NSL" run "$TMP/digest.lua" "$@" | tr -s ' \t' '\t'; }
+# same_three LABEL ARGS...: nsl ARGS --format json without the cache, in the run that fills it (or finds it
+# filled) and in a warm run: byte-identical, and not empty
+same_three() {
+  local label=$1
+  shift
+  NSL_NO_CACHE=1 "$NSL" "$@" --format json > "$TMP/none.json" 2>&1
+  "$NSL" "$@" --format json > "$TMP/cold.json" 2>&1
+  "$NSL" "$@" --format json > "$TMP/warm.json" 2>&1
+  [ -s "$TMP/none.json" ] && cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
+    ok "$label: cold, warm and no cache byte-identical" || bad "$label differs with the cache"
+}
 entry() { # the entry folder of input $1 (a plain export)
   dirname "$(grep -lx "input $(readlink -f "$1")" "$NSL_CACHE_DIR"/columns/*/entry 2>/dev/null | head -1)"; }
 
@@ -53,11 +64,7 @@ done
 # a bundle of four reports (times shifted per report) and an nsys-jax archive
 for input in "$bundle" "$jax"; do
   a=summary; [ "$input" = "$jax" ] && a=jax_summary
-  NSL_NO_CACHE=1 "$NSL" run $a "$input" --format json > "$TMP/none.json" 2>&1
-  "$NSL" run $a "$input" --format json > "$TMP/cold.json" 2>&1
-  "$NSL" run $a "$input" --format json > "$TMP/warm.json" 2>&1
-  cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
-    ok "$a on $(basename "$input"): cold, warm and no cache byte-identical" || bad "$a on $(basename "$input") differs with the cache"
+  same_three "$a on $(basename "$input")" run $a "$input"
 done
 mkdir -p "$TMP/members"
 (cd "$TMP/members" && unzip -q "$bundle" 'reports/*')
@@ -213,13 +220,9 @@ cmp -s "$TMP/warm.txt" "$TMP/none.txt" && [ -s "$TMP/none.txt" ] &&
 steps="$TMP/steps.sqlite"
 cp "$exp" "$steps" && chmod u+w "$steps" && "$NSL_SOURCE_DIR/tests/lua/plant_steps.sh" "$steps"
 nsteps=$(sql "$steps" "SELECT count(*) FROM NVTX_EVENTS WHERE text = 'train_step'")
-NSL_NO_CACHE=1 "$NSL" run iterations "$steps" --format json > "$TMP/none.json" 2>&1
-"$NSL" run iterations "$steps" --format json > "$TMP/cold.json" 2>&1
-"$NSL" run iterations "$steps" --format json > "$TMP/warm.json" 2>&1
+same_three "iterations with kept top-level ranges" run iterations "$steps"
 grep -q "NVTX range 'train_step' detected: $nsteps top-level instances" "$TMP/none.json" &&
   ok "iterations: the planted steps found, as many as SQL counts ($nsteps)" || bad "iterations: $(head -c 300 "$TMP/none.json")"
-cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
-  ok "iterations with kept top-level ranges: cold, warm and no cache byte-identical" || bad "iterations differ with the cache"
 cat > "$TMP/untop.lua" <<'LUA'
 local nsl = require("nsl")
 return { run = function(trace)   -- keeps "no range is top-level" where the step detection keeps its column
@@ -243,12 +246,7 @@ for which in export bundle two steps pair; do
     export) inputs=("$exp") ;; bundle) inputs=("$bundle") ;; two) inputs=("$exp" "$earlier") ;; steps) inputs=("$steps") ;;
     pair) inputs=("$exp" "$steps") ;;   # (the steps in the second report: its kept rows moved by the first's ranges)
   esac
-  NSL_NO_CACHE=1 "$NSL" run iterations "${inputs[@]}" --format json > "$TMP/none.json" 2>&1
-  "$NSL" run iterations "${inputs[@]}" --format json > "$TMP/cold.json" 2>&1
-  "$NSL" run iterations "${inputs[@]}" --format json > "$TMP/warm.json" 2>&1
-  [ -s "$TMP/none.json" ] && cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
-    ok "iterations on the $which with the kept detection: cold, warm and no cache byte-identical" ||
-    bad "iterations on the $which differs with the kept detection"
+  same_three "iterations on the $which with the kept detection" run iterations "${inputs[@]}"
   case $which in   # what each detects: the cases cover the kept marker, no step, a moved clock and NVTX steps
     export|two) want="marker kernels detected: report 0" ;; bundle) want="no iterations found" ;;
     steps|pair) want="NVTX range 'train_step' detected" ;;
@@ -260,14 +258,7 @@ e=$(entry "$exp")
 # compile and diagnose cold, warm and without the cache alike
 fuser="$TMP/nvfuser.sqlite"
 cp "$NSL_DATA_DIR/nsys/nvfuser_2024.6.sqlite" "$fuser"
-for a in compile diagnose; do
-  NSL_NO_CACHE=1 "$NSL" run $a "$fuser" --format json > "$TMP/none.json" 2>&1
-  "$NSL" run $a "$fuser" --format json > "$TMP/cold.json" 2>&1
-  "$NSL" run $a "$fuser" --format json > "$TMP/warm.json" 2>&1
-  [ -s "$TMP/none.json" ] && cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
-    ok "$a on nvFuser's export with the kept compiler names: cold, warm and no cache byte-identical" ||
-    bad "$a on nvFuser's export differs with the kept compiler names"
-done
+for a in compile diagnose; do same_three "$a on nvFuser's export with the kept compiler names" run $a "$fuser"; done
 grep -q '"nvFuser"' "$TMP/none.json" && ok "diagnose on nvFuser's export names its compile ranges" ||
   bad "no nvFuser compile ranges found on $fuser"
 check_eq "kept in the entry: the compiler-name tests" \
@@ -276,12 +267,7 @@ check_eq "kept in the entry: the compiler-name tests" \
 # time, launch-bound gaps, copies on kernel streams), kept too: cold, warm and without the cache alike on the
 # export; what a warm run reads is what the entry keeps (no NCCL kernel counted: no nccl.exposed finding)
 export NSL_CACHE_DIR="$TMP/gpu_tables"
-NSL_NO_CACHE=1 "$NSL" run diagnose "$exp" --format json > "$TMP/none.json" 2>&1
-"$NSL" run diagnose "$exp" --format json > "$TMP/cold.json" 2>&1
-"$NSL" run diagnose "$exp" --format json > "$TMP/warm.json" 2>&1
-[ -s "$TMP/none.json" ] && cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
-  ok "diagnose on the export with its kept GPU tables: cold, warm and no cache byte-identical" ||
-  bad "diagnose on the export differs with its kept GPU tables"
+same_three "diagnose on the export with its kept GPU tables" run diagnose "$exp"
 grep -q '"nccl.exposed"' "$TMP/none.json" && ok "diagnose on the export: nccl.exposed found" || bad "no nccl.exposed on $exp"
 counts=$(grep -aho 'derived:gpu_tables\.1\.[0-9a-f]*\.counts' "$(entry "$exp")"/c-* 2> /dev/null | head -1)
 [ -n "$counts" ] && ok "GPU tables kept in the entry" || bad "no GPU tables kept"
@@ -362,12 +348,7 @@ LUA
 for which in export bundle two; do
   case $which in export) inputs=("$exp") ;; bundle) inputs=("$bundle") ;; two) inputs=("$exp" "$earlier") ;; esac
   for a in "nvtx --arg only=all" flamegraph; do
-    NSL_NO_CACHE=1 "$NSL" run $a "${inputs[@]}" --format json > "$TMP/none.json" 2>&1
-    "$NSL" run $a "${inputs[@]}" --format json > "$TMP/cold.json" 2>&1
-    "$NSL" run $a "${inputs[@]}" --format json > "$TMP/warm.json" 2>&1
-    [ -s "$TMP/none.json" ] && cmp -s "$TMP/cold.json" "$TMP/none.json" && cmp -s "$TMP/warm.json" "$TMP/none.json" &&
-      ok "${a%% *} on the $which with the kept projection: cold, warm and no cache byte-identical" ||
-      bad "${a%% *} on the $which differs with the kept projection"
+    same_three "${a%% *} on the $which with the kept projection" run $a "${inputs[@]}"
   done
 done
 offset=$("$NSL" run "$TMP/offsets.lua" "$exp" "$earlier")
