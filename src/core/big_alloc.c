@@ -136,9 +136,12 @@ void nsl__malloc_policy(void) {
 void nsl__big_release_kept(void) { (void)take_kept(SIZE_MAX); }
 
 /* See big_alloc.h. */
+void nsl__heap_trim(void) { (void)malloc_trim(0); }
+
+/* See big_alloc.h. */
 void nsl__big_trim(void) {
   nsl__big_release_kept();
-  (void)malloc_trim(0);
+  nsl__heap_trim();
 }
 
 /* See big_alloc.h. */

@@ -56,6 +56,9 @@ void nsl__big_release_kept(void);
  * one would not reuse (nsl view after its run of diagnose): held, they
  * add to the next phase's peak. */
 void nsl__big_trim(void);
+/* Gives malloc's free heap pages back (malloc_trim) and nothing else: for
+ * a phase that frees many small blocks while it allocates a large one. */
+void nsl__heap_trim(void);
 /* Bytes kept now (malloc_usable_size of each kept block). */
 size_t nsl__big_kept_bytes(void);
 /* Marks the 2 MiB-aligned interior of [p, p + bytes) for huge pages (for
