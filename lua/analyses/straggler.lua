@@ -113,7 +113,9 @@ return {
     if math.type(args.warmup) ~= "integer" or args.warmup < -1 then
       nsl.fail("straggler: --arg warmup must be -1 (detect) or a number of collectives", "usage")
     end
-    -- the matching: diagnose's, when it ran it for every check (matched), else its own
+    -- the matching: diagnose's, when it ran it for every check (matched), else its own (the columns its windows
+    -- are attributed with loaded first: nsl.host.preload)
+    if not (matched or parts) then require("nsl.host").preload(trace) end
     local src, res = table.unpack(matched or {core.match(trace, args, parts)})
     local labels, nranks = src.labels, #src.labels
     if not res then

@@ -367,13 +367,8 @@ function M.context(trace, args, parts, out)
   end
   ctx.names = trace.reports.name:totable()
   ctx.paths = trace.reports.path:totable()
-  if not parts and #trace.kernels > 0 then
-    -- the CPU-side columns the ledger, the straggler analysis and host.idle attribute idle time with, loaded
-    -- first: loading them lends memory the later work reuses, where loaded after the ledger they stand on top
-    -- of it (1,024 per-rank exports: 2.5 GB peak against 1.6; the step detection kept in the column cache,
-    -- nothing else loads them earlier)
-    require("nsl.host").sources(trace)
-  end
+  -- the CPU-side columns the ledger, the straggler analysis and host.idle attribute idle time with, first
+  if not parts then require("nsl.host").preload(trace) end
   local raw
   ctx.steps, raw = find_steps(trace, args.iteration, args.warmup, parts)
   -- with the default detection these are the steps every analysis finds (the straggler analysis's too)

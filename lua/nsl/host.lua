@@ -54,6 +54,14 @@ function M.present(trace)
   return list
 end
 
+--- Loads the columns M.sources reads, for an analysis that attributes idle
+-- time later in its run: loaded first, their load lends memory the later
+-- work reuses, where loaded late they stand on top of it (1,024 per-rank
+-- exports: diagnose peaked at 2.5 GB against 1.9).
+function M.preload(trace)
+  if #trace.kernels > 0 then M.sources(trace) end
+end
+
 --- The CPU-side tables an interval is attributed to: a list of {key, label,
 -- t (the trace table), text (its text column)}, only those with rows.
 function M.sources(trace)
