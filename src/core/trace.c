@@ -1013,7 +1013,7 @@ static void keeping_release(nsl_trace *tr, int all) {
   if (done > 0 && done < tr->nkeeping)
     memmove(tr->keeping, tr->keeping + done, (size_t)(tr->nkeeping - done) * sizeof *tr->keeping);
   tr->nkeeping -= done;
-  tr->kept_next -= done < tr->kept_next ? done : tr->kept_next;
+  tr->kept_next = 0;   /* (done is every written item: none of those left is written) */
   pthread_mutex_unlock(&tr->keep_lock);
 }
 
