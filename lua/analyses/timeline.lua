@@ -57,7 +57,7 @@ return {
       for _, name in ipairs(keys) do
         local cols = {}
         for i, p in ipairs(parts) do cols[i] = p:col(name) end
-        spec[#spec + 1] = {name, #cols == 1 and cols[1] or nsl.concat(table.unpack(cols))}
+        spec[#spec + 1] = {name, nsl.concat(table.unpack(cols))}
       end
       local t = nsl.table(spec)
       local g = t:group_by(keys[1], keys[2], keys[3])

@@ -218,7 +218,7 @@ local function kept_api_rows(trace)
       parts[r] = kept.trace_rows(c, calls[r], first[r])
       if not parts[r] then return nil end
     end
-    memo[name] = #parts == 1 and parts[1] or nsl.concat(table.unpack(parts))
+    memo[name] = nsl.concat(table.unpack(parts))
   end
   return memo
 end

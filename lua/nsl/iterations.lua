@@ -175,7 +175,7 @@ local function top_ranges(trace, nv, usable)
   if order then
     local in_order = true
     for _, c in ipairs(order) do in_order = in_order and c[1] end
-    return #tops == 1 and tops[1] or nsl.concat(table.unpack(tops)), in_order
+    return nsl.concat(table.unpack(tops)), in_order
   end
   local is_top, in_order = nvtx.tops(nv, usable())
   kept.keep(trace, "nvtx", TOPS, is_top)

@@ -187,7 +187,7 @@ local function kept_projection(trace)
       end
       parts[k] = c
     end
-    r[name] = #parts == 1 and parts[1] or nsl.concat(table.unpack(parts))
+    r[name] = nsl.concat(table.unpack(parts))
   end
   local ops = {}
   for _, tname in ipairs(OP_TABLES) do
@@ -197,9 +197,9 @@ local function kept_projection(trace)
       parts[k] = kept.trace_rows(c, nrows[k], first[k])
       if not parts[k] then return nil end
     end
-    ops[#ops + 1] = #parts == 1 and parts[1] or nsl.concat(table.unpack(parts))
+    ops[#ops + 1] = nsl.concat(table.unpack(parts))
   end
-  r.op_range = #ops == 1 and ops[1] or nsl.concat(table.unpack(ops))
+  r.op_range = nsl.concat(table.unpack(ops))
   return r
 end
 

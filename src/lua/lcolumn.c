@@ -715,12 +715,16 @@ static int col_map(lua_State *L) {
   return 1;
 }
 
-/* nsl.concat(c1, c2, ...) -> one column with the rows of all (same type;
+/* nsl.concat(c1, c2, ...) -> one column with the rows of all, c1 itself when alone (same type;
  * string columns must share the state dictionary, as all nsl columns do). */
 static int l_concat(lua_State *L) {
   int n = lua_gettop(L);
   luaL_argcheck(L, n >= 1, 1, "nothing to concatenate");
   nsl_column *first = nsl__checkcolumn(L, 1);
+  if (n == 1) {   /* one column is itself (columns never change): no copy */
+    lua_settop(L, 1);
+    return 1;
+  }
   int64_t total = 0;
   for (int k = 1; k <= n; k++) {
     nsl_column *c = nsl__checkcolumn(L, k);

@@ -44,6 +44,13 @@ return {
     T.ok(grown < 600, string.format("resident memory grew by %d MiB", grown))
   end},
 
+  {"nsl.concat: the rows of every column in order, and one column itself (no copy)", function()
+    local a, b = nsl.column{1, 2, 3}, nsl.column{4, 5}
+    T.eq(table.concat(nsl.concat(a, b, a):totable(), ","), "1,2,3,4,5,1,2,3", "three columns")
+    T.ok(rawequal(nsl.concat(a), a), "one column is itself")
+    T.eq(table.concat(nsl.concat(a):totable(), ","), "1,2,3", "its rows")
+  end},
+
   {"columns index from 1 and give nil past the end", function()
     local tr = assert(nsl.open(nccl))
     local k = tr.kernels

@@ -330,7 +330,7 @@ function M.viewer(trace, opts)
   for _, name in ipairs{"start", "stop", "row", "name", "cls"} do
     local list = {}
     for _, p in ipairs(w) do list[#list + 1] = p[name] end
-    if #list > 0 then ev[name] = #list == 1 and list[1] or nsl.concat(table.unpack(list)) end
+    if #list > 0 then ev[name] = nsl.concat(table.unpack(list)) end
   end
   local n = ev.start and #ev.start or 0
   local strings, data_ev = {}, {n = n}

@@ -291,7 +291,7 @@ function M.utilization(trace, opts)
     for _, name in ipairs({"report", "device", "start", "stop"}) do
       local list = {}
       for i, p in ipairs(parts) do list[i] = p[name] end
-      spec[#spec + 1] = {name, #list == 1 and list[1] or nsl.concat(table.unpack(list))}
+      spec[#spec + 1] = {name, nsl.concat(table.unpack(list))}
     end
     local t = nsl.table(spec)
     local g = t:group_by("report", "device")
