@@ -91,12 +91,15 @@ local function scope_keys(scope)
 end
 
 --- The gaps of ops of every scope args.scope wants, with what the host did
--- in them (sources: nsl.host.sources): a list of {scope, keys, s (the
--- summary per group), d (the gaps longer than min), all_gaps (every gap's
--- length of the device scope, with figures true)}.  One launcher join and one overlap join per source for all
--- scopes (each gap's row depends on it alone), so the host tables are
--- sorted once, not per scope.
-local function measure(trace, ops, sources, args, min, figures)
+-- in them: a list of {scope, keys, s (the summary per group), d (the gaps
+-- longer than min), all_gaps (every gap's length of the device scope, with
+-- figures true)}, and the host's tables (nsl.host.sources, loaded on a
+-- thread of their own while the gaps are found: nsl.host.prefetch).  One
+-- launcher join and one overlap join per source for all scopes (each gap's
+-- row depends on it alone), so the host tables are sorted once, not per
+-- scope.
+local function measure(trace, ops, args, min, figures)
+  host.prefetch(trace)
   local scopes, parts = {}, {}
   for _, scope in ipairs{"device", "stream"} do
     if wanted(args.scope, scope) then
@@ -106,6 +109,7 @@ local function measure(trace, ops, sources, args, min, figures)
       parts[#parts + 1] = d:select{"report", "pid", "corr", "start", "stop", "dur"}
     end
   end
+  local sources = host.sources(trace)
   if #parts > 0 then
     local a = nsl.concat_tables(parts)
     a = host.attribute(a:with("launch_tid", host.launcher(trace, a)), sources, args.threads == "launcher")
@@ -120,7 +124,7 @@ local function measure(trace, ops, sources, args, min, figures)
       for _, c in ipairs(added) do sc.d = sc.d:with(c, mine[c]) end
     end
   end
-  return scopes
+  return scopes, sources
 end
 
 --- gap_causes' sums of gaps d (with api_text, api_ov: the CUDA call each
@@ -192,7 +196,7 @@ local function step(trace, args)
   end
   local ops = ok and busy_ops(trace)
   if not ops or #ops == 0 then return t end
-  local scopes = measure(trace, ops, host.sources(trace), args, min)
+  local scopes = measure(trace, ops, args, min)
   for i, sc in ipairs(scopes) do
     t["gp_" .. sc.scope .. "_sum"] = shaped(sc.s, wire_columns("sum", sc.scope))
     local d = host.covering_nothing(args.n > 0 and sc.d:head(args.n) or sc.d, host.keys)
@@ -248,8 +252,7 @@ return {
         return jax.no_cuda_activity(trace, out, "no GPU activity (no kernels, memory copies or memsets)",
                                     "jax_flamegraph")
       end
-      sources = host.sources(trace)
-      scopes = measure(trace, ops, sources, args, min, out:carries_figures())
+      scopes, sources = measure(trace, ops, args, min, out:carries_figures())
       causes = #scopes > 0 and causes_of(scopes[1].d) or nil
     end
     local mintext = report.duration(min)

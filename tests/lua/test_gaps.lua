@@ -396,6 +396,32 @@ return {
     T.ok(not ok and nsl.is_error(e) and tostring(e):find("no GPU activity", 1, true), "no GPU work: " .. tostring(e))
   end},
 
+  {"host.prefetch: the host's columns loaded on a thread of their own equal those loaded at once (SQL counts)", function()
+    local host = require("nsl.host")
+    local a, b = nsl.open{nccl}, nsl.open{nccl}
+    host.prefetch(a)
+    host.prefetch(a)   -- (started once: a second call adds nothing)
+    local sa, sb = host.sources(a), host.sources(b)
+    T.eq(#sa, #sb, "the same sources")
+    T.eq(#sa, has_table(nccl, "OSRT_API") and 3 or 2, "CUDA API, NVTX, and OS runtime where the export has it")
+    for i, src in ipairs(sa) do
+      local t, u = src.t, sb[i].t
+      T.eq(#t, #u, src.key .. ": rows")
+      for _, c in ipairs{"start", "stop", "tid", src.text} do
+        local x, y, same = t[c]:totable(), u[c]:totable(), true
+        for r = 1, #t do same = same and x[r] == y[r] end
+        T.ok(same, src.key .. "." .. c .. ": the same values")
+      end
+    end
+    T.eq(#sa[1].t, T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME"), "calls: SQL's count")
+    -- a trace closed with its loads still running: they are stopped, nothing is left behind
+    local c = nsl.open{nccl}
+    host.prefetch(c)
+    c:close()
+    a:close()
+    b:close()
+  end},
+
   {"one time base: At is the gap's start from the trace's first event (SQL), Start stays session time", function()
     local _, out = T.run_analysis("gaps", {nccl}, {"scope=device"})
     local g = out.tables.gaps_device
