@@ -771,16 +771,22 @@ static nsl_column *arith_by_int(const nsl_column *a, nsl_arith op, int64_t y, ns
   return r;
 }
 
+/* Whether column a and op take a scalar (the two functions below); when not, scalar_refused says why. */
+static int scalar_ok(const nsl_column *a, nsl_arith op) {
+  return valid_col(a) && a->type != NSL_STR && (unsigned)op <= NSL_DIV;
+}
+static nsl_column *scalar_refused(const nsl_column *a, nsl_error *err) {
+  return arg_error(err, a && a->type == NSL_STR ? "arithmetic on a str column" : "arithmetic: missing column or unknown operator");
+}
+
 nsl_column *nsl_column_arith_scalar_i64(const nsl_column *a, nsl_arith op, int64_t v, nsl_error *err) {
-  if (!valid_col(a) || a->type == NSL_STR || (unsigned)op > NSL_DIV)
-    return arg_error(err, a && a->type == NSL_STR ? "arithmetic on a str column" : "arithmetic: missing column or unknown operator");
+  if (!scalar_ok(a, op)) return scalar_refused(a, err);
   if (a->type == NSL_F64) return nsl_column_arith_scalar(a, op, (double)v, err);
   return arith_by_int(a, op, v, err);
 }
 
 nsl_column *nsl_column_arith_scalar(const nsl_column *a, nsl_arith op, double v, nsl_error *err) {
-  if (!valid_col(a) || a->type == NSL_STR || (unsigned)op > NSL_DIV)
-    return arg_error(err, a && a->type == NSL_STR ? "arithmetic on a str column" : "arithmetic: missing column or unknown operator");
+  if (!scalar_ok(a, op)) return scalar_refused(a, err);
   int64_t n = a->len;
   int int_scalar = v >= -9223372036854775807.0 && v < 9223372036854775808.0 && v == trunc(v);
   if (a->type != NSL_F64 && int_scalar) return arith_by_int(a, op, (int64_t)v, err);

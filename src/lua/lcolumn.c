@@ -726,12 +726,18 @@ static int l_concat(lua_State *L) {
     return 1;
   }
   int64_t total = 0;
+  int filled = 0, nfilled = 0;   /* the columns with rows: one alone is the result, as one column is */
   for (int k = 1; k <= n; k++) {
     nsl_column *c = nsl__checkcolumn(L, k);
     if (c->type != first->type)
       return luaL_error(L, "concat: column %d is %s, column 1 %s", k, nsl_type_name(c->type), nsl_type_name(first->type));
     if (c->type == NSL_STR && c->dict != first->dict) return luaL_error(L, "concat: string columns of different dictionaries");
     total += c->len;
+    if (c->len) filled = k, nfilled++;
+  }
+  if (nfilled == 1) {
+    lua_settop(L, filled);
+    return 1;
   }
   nsl_column *r = nsl__column_new_uninit(first->type, total, first->dict);   /* every row is copied below */
   if (!r) return luaL_error(L, "out of memory");

@@ -49,6 +49,13 @@ return {
     T.eq(table.concat(nsl.concat(a, b, a):totable(), ","), "1,2,3,4,5,1,2,3", "three columns")
     T.ok(rawequal(nsl.concat(a), a), "one column is itself")
     T.eq(table.concat(nsl.concat(a):totable(), ","), "1,2,3", "its rows")
+    local none = a:gather(nsl.range(0))
+    T.ok(rawequal(nsl.concat(none, a, none), a), "one column with rows among empty ones is itself")
+    T.ok(rawequal(nsl.concat(a, none), a), "likewise last")
+    T.eq(#nsl.concat(none, none), 0, "empty ones: empty")
+    local s = nsl.column{"x", "y"}
+    T.eq(table.concat(nsl.concat(s:gather(nsl.range(0)), s):totable(), ","), "x,y", "strings")
+    T.ok(not pcall(nsl.concat, none, nsl.column{1.5}), "an empty column of another type is still refused")
   end},
 
   {"columns index from 1 and give nil past the end", function()
