@@ -34,8 +34,10 @@ end
 local function scope_gaps(ops, keys, min, every)
   local g = ops:group_by(table.unpack(keys))
   local ng = #g
-  -- per group 0..ng-1 in order (0 for a group without gaps), and the gaps longer than min, in one sweep
-  local idle, n, bigtime, largest, gid, gs, ge = nsl.gap_sums(ops.start, ops.stop, g:ids(), ng, min)
+  -- per group 0..ng-1 in order (0 for a group without gaps), and the gaps longer than min with the operations
+  -- on either side of each (the one ending where the gap starts and the one starting where it ends, whose
+  -- process the gap is charged to; the lowest row of each where several do), in one sweep
+  local idle, n, bigtime, largest, gid, gs, ge, brow, arow = nsl.gap_sums(ops.start, ops.stop, g:ids(), ng, min, true)
   local span = g:agg{"ops=count", "first=min(start)", "last=max(stop)"}
   local width = span.last - span.first
   local summary = span:select(keys):with("ops", span.ops, "span", width, "busy", width - idle, "idle", idle,
@@ -47,29 +49,20 @@ local function scope_gaps(ops, keys, min, every)
   end
   -- the gaps longer than min, with their group's keys, largest first (then by time and keys: the same order
   -- whichever processes found them)
-  local d = nsl.table{{"group", gid}, {"start", gs}, {"stop", ge}, {"dur", ge - gs}}
   local kt = g:keys()
-  local cols = {}
-  for _, k in ipairs(keys) do cols[#cols + 1] = {k, kt[k]:gather(d.group)} end
-  for _, c in ipairs{"start", "stop", "dur"} do cols[#cols + 1] = {c, d[c]} end
-  d = nsl.table(cols):sort("-dur", "start", table.unpack(keys))
-  -- the operations on either side: the one ending where the gap starts and
-  -- the one starting where it ends (whose process the gap is charged to)
-  local function neighbour(at, edge, prefix)
-    local q = {}
-    for _, k in ipairs(keys) do q[#q + 1] = {k, d[k]} end
-    q[#q + 1] = {edge, d[at]}
-    local qk = {table.unpack(keys)}
-    qk[#qk + 1] = edge
-    -- a few gaps against every operation: the operations at a gap's edge
-    -- first (one pass of a hash set), so the join indexes those alone
-    local cand = ops
-    if #d * 8 <= #ops then cand = ops:filter(ops[edge]:isin(d[at]:totable())) end
-    return (nsl.table(q):join(cand, qk, {"name", "pid", "corr"}, prefix))
+  local cols, nullkey = {}, nil
+  for _, k in ipairs(keys) do
+    local v = kt[k]:gather(gid)
+    cols[#cols + 1] = {k, v}
+    nullkey = nullkey and (nullkey | v:isnull()) or v:isnull()
   end
-  local before, after = neighbour("start", "stop", "b_"), neighbour("stop", "start", "a_")
-  d = d:with("before", before.b_name, "after", after.a_name, "pid", after.a_pid,
-             "corr", after.a_corr)
+  for _, c in ipairs{{"start", gs}, {"stop", ge}, {"dur", ge - gs}} do cols[#cols + 1] = c end
+  -- (a group whose key is NULL has no neighbours, as a join on its keys finds none)
+  cols[#cols + 1] = {"brow", nsl.where(nullkey, -1, brow)}
+  cols[#cols + 1] = {"arow", nsl.where(nullkey, -1, arow)}
+  local d = nsl.table(cols):sort("-dur", "start", table.unpack(keys))
+  d = d:with("before", ops.name:gather(d.brow), "after", ops.name:gather(d.arow), "pid", ops.pid:gather(d.arow),
+             "corr", ops.corr:gather(d.arow))
   return summary, d, all
 end
 

@@ -580,16 +580,19 @@ done:
 /* ---- gaps per group -------------------------------------------------------------- */
 
 /* The grouped gaps' sweep: the gaps longer than min_len into group, gap_start,
- * gap_stop (and gap_row when not NULL); with sums (four I64 columns of
- * ngroups rows, zero-filled) also each group's idle time, count of gaps
- * longer than min_len, their time and its largest gap, over every gap. */
+ * gap_stop (and gap_row, gap_before when not NULL: the row that ends each
+ * gap, the row that begins it); with sums (four I64 columns of ngroups
+ * rows, zero-filled) also each group's idle time, count of gaps longer than
+ * min_len, their time and its largest gap, over every gap. */
 static nsl_status gaps_sweep(const char *what, const nsl_column *start, const nsl_column *stop,
                              const nsl_column *group_of, int64_t ngroups, const nsl_column *mask, int64_t min_len,
                              nsl_column **group, nsl_column **gap_start, nsl_column **gap_stop,
-                             nsl_column **gap_row, nsl_column *const *sums, nsl_error *err) {
+                             nsl_column **gap_row, nsl_column **gap_before, nsl_column *const *sums,
+                             nsl_error *err) {
   if (!group || !gap_start || !gap_stop) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
   *group = *gap_start = *gap_stop = NULL;
   if (gap_row) *gap_row = NULL;
+  if (gap_before) *gap_before = NULL;
   nsl_status rc = check_pair(what, "the intervals'", start, stop, err);
   if (rc != NSL_OK) return rc;
   int64_t n = start->len;
@@ -606,15 +609,17 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
   nsl_column *perm = nsl_argsort(keys, NULL, 2, err);
   if (!perm) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
   nsl_column *g = nsl_column_new(NSL_I64, 0, NULL), *gs = nsl_column_new(NSL_I64, 0, NULL),
-             *ge = nsl_column_new(NSL_I64, 0, NULL), *gr = gap_row ? nsl_column_new(NSL_I64, 0, NULL) : NULL;
-  if (!g || !gs || !ge || (gap_row && !gr) || nsl_column_reserve(g, n, NULL) != NSL_OK ||
+             *ge = nsl_column_new(NSL_I64, 0, NULL), *gr = gap_row ? nsl_column_new(NSL_I64, 0, NULL) : NULL,
+             *gb = gap_before ? nsl_column_new(NSL_I64, 0, NULL) : NULL;
+  if (!g || !gs || !ge || (gap_row && !gr) || (gap_before && !gb) || nsl_column_reserve(g, n, NULL) != NSL_OK ||
       nsl_column_reserve(gs, n, NULL) != NSL_OK || nsl_column_reserve(ge, n, NULL) != NSL_OK ||
-      (gr && nsl_column_reserve(gr, n, NULL) != NSL_OK)) {
+      (gr && nsl_column_reserve(gr, n, NULL) != NSL_OK) || (gb && nsl_column_reserve(gb, n, NULL) != NSL_OK)) {
     rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
     nsl_column_release(g);
     nsl_column_release(gs);
     nsl_column_release(ge);
     nsl_column_release(gr);
+    nsl_column_release(gb);
     nsl_column_release(perm);
     return rc;
   }
@@ -622,13 +627,17 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
   const int64_t *pv = nsl_i64(perm);
   int64_t *idle = sums ? nsl_i64(sums[0]) : NULL, *nbig = sums ? nsl_i64(sums[1]) : NULL,
           *bigtime = sums ? nsl_i64(sums[2]) : NULL, *largest = sums ? nsl_i64(sums[3]) : NULL;
-  int64_t m = 0, cur = -1, ce = 0;
+  /* ce: the latest stop of the group's rows so far; ce_row: the lowest of those rows stopping then (every
+   * row stopping at a gap's start starts before it, so is swept before it: the row a join on group and stop
+   * finds) */
+  int64_t m = 0, cur = -1, ce = 0, ce_row = -1;
   for (int64_t q = 0; q < n; q++) {
     int64_t i = pv[q], s, e;
     if (go[i] < 0 || (mk && !mk[i]) || !bounds(start, stop, i, &s, &e) || s >= e) continue;
     if (go[i] != cur) {
       cur = go[i];
       ce = e;
+      ce_row = i;
       continue;
     }
     if (s > ce) {
@@ -651,20 +660,26 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
           while (f > 0 && go[pv[f - 1]] == cur && nsl__int_at(start, pv[f - 1], &isnull) == s && !isnull) f--;
           nsl_i64(gr)[m] = pv[f];
         }
+        if (gb) nsl_i64(gb)[m] = ce_row;
         m++;
       }
     }
-    if (e > ce) ce = e;
+    if (e > ce || (e == ce && i < ce_row)) {
+      ce = e;
+      ce_row = i;
+    }
   }
   nsl_column_release(perm);
   nsl_column_set_len(g, m);
   nsl_column_set_len(gs, m);
   nsl_column_set_len(ge, m);
   if (gr) nsl_column_set_len(gr, m);
+  if (gb) nsl_column_set_len(gb, m);
   *group = g;
   *gap_start = gs;
   *gap_stop = ge;
   if (gap_row) *gap_row = gr;
+  if (gap_before) *gap_before = gb;
   return NSL_OK;
 }
 
@@ -673,12 +688,13 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
                                nsl_column **gap_start, nsl_column **gap_stop, nsl_column **gap_row,
                                nsl_error *err) {
   return gaps_sweep("grouped gaps", start, stop, group_of, ngroups, mask, min_len, group, gap_start, gap_stop,
-                    gap_row, NULL, err);
+                    gap_row, NULL, NULL, err);
 }
 
 nsl_status nsl_iv_gap_sums(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                            int64_t ngroups, int64_t min_len, nsl_column *sums[4], nsl_column **group,
-                           nsl_column **gap_start, nsl_column **gap_stop, nsl_error *err) {
+                           nsl_column **gap_start, nsl_column **gap_stop, nsl_column **gap_before,
+                           nsl_column **gap_after, nsl_error *err) {
   const char *what = "gap sums";
   if (!sums) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
   for (int k = 0; k < 4; k++) sums[k] = NULL;
@@ -691,8 +707,8 @@ nsl_status nsl_iv_gap_sums(const nsl_column *start, const nsl_column *stop, cons
       }
       return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld groups", what, (long long)ngroups);
     }
-  nsl_status rc = gaps_sweep(what, start, stop, group_of, ngroups, NULL, min_len, group, gap_start, gap_stop, NULL,
-                             sums, err);
+  nsl_status rc = gaps_sweep(what, start, stop, group_of, ngroups, NULL, min_len, group, gap_start, gap_stop,
+                             gap_after, gap_before, sums, err);
   if (rc != NSL_OK)
     for (int k = 0; k < 4; k++) {
       nsl_column_release(sums[k]);

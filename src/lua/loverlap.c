@@ -3,7 +3,8 @@
  *   mask = nsl.overlap_any(a_start, a_stop, b_start, b_stop [, a_keys, b_keys])
  *   counts = nsl.count_open(points, start, stop [, point_keys, iv_keys])
  *   group, start, stop [, row] = nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask [, rows]]])
- *   idle, n, time, largest, group, start, stop = nsl.gap_sums(start, stop, group_ids, ngroups [, min_len])
+ *   idle, n, time, largest, group, start, stop [, before, after] =
+ *     nsl.gap_sums(start, stop, group_ids, ngroups [, min_len [, rows]])
  *   totals, charged [, totals2 ...] = nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group,
  *                                      win_lo, win_hi [, win_group2, win_lo2, win_hi2 ...])
  * Keys are a column or an array of columns; row numbers are 0-based (as
@@ -105,22 +106,31 @@ static int l_gaps_grouped(lua_State *L) {
   return 4;
 }
 
-/* nsl.gap_sums(start, stop, group_ids, ngroups [, min_len]) -> idle, n,
- * time, largest, group, start, stop: per group 0..ngroups-1 its idle time
- * (every gap nsl.gaps_grouped finds), the count and time of its gaps longer
- * than min_len (default 0) and its largest gap; then those longer gaps as
- * nsl.gaps_grouped gives them.  One sweep, no column of every gap. */
+/* nsl.gap_sums(start, stop, group_ids, ngroups [, min_len [, rows]]) -> idle,
+ * n, time, largest, group, start, stop [, before, after]: per group
+ * 0..ngroups-1 its idle time (every gap nsl.gaps_grouped finds), the count
+ * and time of its gaps longer than min_len (default 0) and its largest gap;
+ * then those longer gaps as nsl.gaps_grouped gives them, and with rows true
+ * the rows on either side of each (the lowest of the group stopping at its
+ * start, the lowest starting at its stop: what joins on the group and
+ * stop, or start, find).  One sweep, no column of every gap. */
 static int l_gap_sums(lua_State *L) {
   nsl_column *s = nsl__checkcolumn(L, 1), *e = nsl__checkcolumn(L, 2), *g = nsl__checkcolumn(L, 3);
   lua_Integer ng = luaL_checkinteger(L, 4), min_len = luaL_optinteger(L, 5, 0);
-  nsl_column *sums[4], *og = NULL, *os = NULL, *oe = NULL;
+  int rows = lua_toboolean(L, 6);
+  nsl_column *sums[4], *og = NULL, *os = NULL, *oe = NULL, *ob = NULL, *oa = NULL;
   nsl_error err = {0};
-  if (nsl_iv_gap_sums(s, e, g, ng, min_len, sums, &og, &os, &oe, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  if (nsl_iv_gap_sums(s, e, g, ng, min_len, sums, &og, &os, &oe, rows ? &ob : NULL, rows ? &oa : NULL, &err) !=
+      NSL_OK)
+    return nsl__lua_error(L, &err);
   for (int k = 0; k < 4; k++) nsl__pushcolumn(L, sums[k]);
   nsl__pushcolumn(L, og);
   nsl__pushcolumn(L, os);
   nsl__pushcolumn(L, oe);
-  return 7;
+  if (!rows) return 7;
+  nsl__pushcolumn(L, ob);
+  nsl__pushcolumn(L, oa);
+  return 9;
 }
 
 /* nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group, win_lo, win_hi [, win_group2, win_lo2,

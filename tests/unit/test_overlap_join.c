@@ -495,15 +495,37 @@ static void test_gap_sums_random(void **state) {
     random_intervals(n, &s, &e, &k, 0);
     nsl_column *g = nsl_column_new(NSL_I64, n, NULL);
     for (int64_t i = 0; i < n; i++) nsl_i64(g)[i] = fx_range(-1, ng - 1);
-    nsl_column *sums[4], *og, *os, *oe, *wg, *ws, *we;
+    nsl_column *sums[4], *og, *os, *oe, *wg, *ws, *we, *ob = NULL, *oa = NULL;
     nsl_error err = {0};
-    if (nsl_iv_gap_sums(s, e, g, ng, min_len, sums, &og, &os, &oe, &err) != NSL_OK)
+    int rows = round % 2;   /* the rows on either side asked for in every other round */
+    if (nsl_iv_gap_sums(s, e, g, ng, min_len, sums, &og, &os, &oe, rows ? &ob : NULL, rows ? &oa : NULL, &err) !=
+        NSL_OK)
       fail_msg("gap sums failed: %s", err.msg);
     gaps(s, e, g, ng, NULL, min_len, &wg, &ws, &we);
     assert_int_equal(og->len, wg->len);
     for (int64_t q = 0; q < og->len; q++)
       if (nsl_i64(og)[q] != nsl_i64(wg)[q] || nsl_i64(os)[q] != nsl_i64(ws)[q] || nsl_i64(oe)[q] != nsl_i64(we)[q])
         fail_msg("round %d: long gap %lld differs from the grouped gaps'", round, (long long)q);
+    if (rows) {
+      /* before: the lowest row of the group (bounds known, not empty) stopping at the gap's start; after: the
+       * lowest row of the group starting at its stop -- what joins on group and stop, and on group and start,
+       * find among the rows swept and among all rows */
+      assert_int_equal(ob->len, og->len);
+      assert_int_equal(oa->len, og->len);
+      for (int64_t q = 0; q < og->len; q++) {
+        int64_t grp = nsl_i64(og)[q], want_b = -1, want_a = -1;
+        for (int64_t i = n - 1; i >= 0; i--) {
+          int64_t a = nsl_i64(s)[i], z = nsl_i64(e)[i];
+          if (nsl_i64(g)[i] != grp || a == NSL_NULL_I64) continue;
+          if (a == nsl_i64(oe)[q]) want_a = i;
+          if (z != NSL_NULL_I64 && a < z && z == nsl_i64(os)[q]) want_b = i;
+        }
+        if (nsl_i64(ob)[q] != want_b || nsl_i64(oa)[q] != want_a || want_b < 0 || want_a < 0)
+          fail_msg("round %d gap %lld: rows %lld and %lld on either side, want %lld and %lld", round, (long long)q,
+                   (long long)nsl_i64(ob)[q], (long long)nsl_i64(oa)[q], (long long)want_b, (long long)want_a);
+      }
+      release3(ob, oa, NULL);
+    }
     for (int64_t grp = 0; grp < ng; grp++) {
       int64_t gs[3 * SPAN], ge[3 * SPAN], m = ref_gaps(s, e, g, n, grp, gs, ge), want[4] = {0, 0, 0, 0};
       for (int64_t q = 0; q < m; q++) {
@@ -528,10 +550,10 @@ static void test_gap_sums_random(void **state) {
   /* bad input: nothing comes out */
   nsl_column *s = FX_I64(0, 5), *e = FX_I64(1, 6), *g = FX_I64(0, 2), *sums[4], *og, *os, *oe;
   nsl_error err = {0};
-  assert_int_equal(nsl_iv_gap_sums(s, e, g, 2, 0, sums, &og, &os, &oe, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_iv_gap_sums(s, e, g, 2, 0, sums, &og, &os, &oe, NULL, NULL, &err), NSL_ERR_ARG);
   assert_non_null(strstr(err.msg, "gap sums"));
   for (int c = 0; c < 4; c++) assert_null(sums[c]);
-  assert_int_equal(nsl_iv_gap_sums(s, e, g, -1, 0, sums, &og, &os, &oe, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_iv_gap_sums(s, e, g, -1, 0, sums, &og, &os, &oe, NULL, NULL, &err), NSL_ERR_ARG);
   release3(s, e, g);
 }
 
