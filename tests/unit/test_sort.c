@@ -557,6 +557,40 @@ static void test_groups_in_order(void **state) {
   nsl_dict_release(d);
 }
 
+/* Rows in two runs, each with every group (a device) in start order -- kernels, then the copies of the
+ * same devices over the same time, as nsl.gpu_ops makes them: the second run's rows come out of order
+ * (their starts fall before the latest of their group), a quarter to a half of the rows, and are sorted
+ * apart and merged; with one of them out of order among themselves too.  The reference's order. */
+static void test_runs_in_order(void **state) {
+  (void)state;
+  fx_seed(4242);
+  for (int trial = 0; trial < 40; trial++) {
+    int64_t n = trial < 4 ? trial + 2 : (trial % 2 ? fx_range(10, 3000) : fx_range(60000, 90000));
+    int64_t n1 = n - n / (2 + trial % 3), ndev = fx_range(1, 8);
+    nsl_column *dev = nsl_column_new(NSL_I64, n, NULL), *t = nsl_column_new(NSL_I64, n, NULL);
+    int64_t clock[8] = {0};
+    for (int64_t i = 0; i < n; i++) {
+      if (i == n1) memset(clock, 0, sizeof clock);   /* the second run starts over in time */
+      int64_t g = fx_range(0, ndev - 1);
+      clock[g] += fx_range(0, 4000);
+      nsl_i64(dev)[i] = g;
+      nsl_i64(t)[i] = clock[g];
+    }
+    if (trial % 5 == 3 && n - n1 > 2) {   /* one row of the second run out of its order */
+      int64_t i = fx_range(n1, n - 1), j = fx_range(n1, n - 1);
+      int64_t x = nsl_i64(t)[i];
+      nsl_i64(t)[i] = nsl_i64(t)[j];
+      nsl_i64(t)[j] = x;
+    }
+    const nsl_column *k2[2] = {dev, t};
+    int desc[2] = {0, 0};
+    if (n <= 3000) check_against_reference(k2, desc, 2);
+    else check_sorted_stable(k2, desc, 2);
+    nsl_column_release(dev);
+    nsl_column_release(t);
+  }
+}
+
 /* ---- unique, searchsorted ---------------------------------------------------------------- */
 
 static void test_unique(void **state) {
@@ -708,6 +742,7 @@ int main(void) {
       cmocka_unit_test(test_scan_and_search_threads),
       cmocka_unit_test(test_trailing_keys_in_order),
       cmocka_unit_test(test_groups_in_order),
+      cmocka_unit_test(test_runs_in_order),
       cmocka_unit_test(test_unique),
       cmocka_unit_test(test_searchsorted),
       cmocka_unit_test(test_searchsorted_random),
