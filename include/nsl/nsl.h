@@ -477,9 +477,10 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
  * largest gap (0 for a group without gaps) -- and group, gap_start,
  * gap_stop the gaps longer than min_len alone, as nsl_iv_gaps_grouped.
  * When not NULL, gap_before and gap_after receive the rows on either side
- * of each of those gaps: the lowest row of the group stopping at the gap's
- * start, and gap_row of nsl_iv_gaps_grouped (the rows joins on group and
- * stop, and on group and start, find). */
+ * of each of those gaps: the lowest row of the group (among the rows swept:
+ * bounds known, not empty) stopping at the gap's start, and gap_row of
+ * nsl_iv_gaps_grouped (the rows joins on group and stop, and on group and
+ * start, find). */
 nsl_status nsl_iv_gap_sums(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                            int64_t ngroups, int64_t min_len, nsl_column *sums[4], nsl_column **group,
                            nsl_column **gap_start, nsl_column **gap_stop, nsl_column **gap_before,
