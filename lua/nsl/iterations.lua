@@ -1000,6 +1000,11 @@ function M.ops(trace, it, map)
   if it.mode == "range" then
     iter = steps.assign(nsl.table{{"report", ops.report}, {"pid", ops.pid},
                                   {"launch", steps.launch_times(trace, ops, ops.api)}}, it.ranges)
+  elseif #it.markers == 1 and trace:nreports() == 1 then   -- (one report: its marker reads every row, in order)
+    local m = it.markers[1]
+    local j = m.starts:searchsorted(ops.start, true)      -- occurrences at or before the op
+    local inside = j:ge(1) & j:le(#m.starts - 1)         -- after the first, before the last
+    iter = j:gather(nsl.where(inside, nsl.range(#ops), -1))   -- NULL outside
   else   -- by GPU start time within the report's marker windows
     -- a marker reads its own report's rows alone (t:slices: O(operations + markers), not their product over a
     -- job of many reports)
