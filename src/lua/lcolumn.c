@@ -715,18 +715,16 @@ static int col_map(lua_State *L) {
   return 1;
 }
 
-/* nsl.concat(c1, c2, ...) -> one column with the rows of all, c1 itself when alone (same type;
- * string columns must share the state dictionary, as all nsl columns do). */
+/* nsl.concat(c1, c2, ...) -> one column with the rows of all (same type;
+ * string columns must share the state dictionary, as all nsl columns do);
+ * the only one with rows, or c1 when none has, is itself the result
+ * (columns never change): no copy. */
 static int l_concat(lua_State *L) {
   int n = lua_gettop(L);
   luaL_argcheck(L, n >= 1, 1, "nothing to concatenate");
   nsl_column *first = nsl__checkcolumn(L, 1);
-  if (n == 1) {   /* one column is itself (columns never change): no copy */
-    lua_settop(L, 1);
-    return 1;
-  }
   int64_t total = 0;
-  int filled = 0, nfilled = 0;   /* the columns with rows: one alone is the result, as one column is */
+  int filled = 1, nfilled = 0;   /* the columns with rows */
   for (int k = 1; k <= n; k++) {
     nsl_column *c = nsl__checkcolumn(L, k);
     if (c->type != first->type)
@@ -735,7 +733,7 @@ static int l_concat(lua_State *L) {
     total += c->len;
     if (c->len) filled = k, nfilled++;
   }
-  if (nfilled == 1) {
+  if (nfilled <= 1) {
     lua_settop(L, filled);
     return 1;
   }

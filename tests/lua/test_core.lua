@@ -53,6 +53,7 @@ return {
     T.ok(rawequal(nsl.concat(none, a, none), a), "one column with rows among empty ones is itself")
     T.ok(rawequal(nsl.concat(a, none), a), "likewise last")
     T.eq(#nsl.concat(none, none), 0, "empty ones: empty")
+    T.ok(rawequal(nsl.concat(none, a:gather(nsl.range(0))), none), "empty ones: the first itself")
     local s = nsl.column{"x", "y"}
     T.eq(table.concat(nsl.concat(s:gather(nsl.range(0)), s):totable(), ","), "x,y", "strings")
     T.ok(not pcall(nsl.concat, none, nsl.column{1.5}), "an empty column of another type is still refused")
