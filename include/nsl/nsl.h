@@ -445,6 +445,27 @@ nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
                             const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
                             const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
                             nsl_error *err);
+/* For each row of A (intervals), the NVTX-like range of B with an equal key
+ * tuple (as nsl_overlap_join) in which A spent most of its time, a range
+ * counting for the time none of its children covers: nsl_overlap_join
+ * against the innermost segments of B's ranges.  A range with b_nested 1
+ * (push/pop, start/end on one thread) and a stop nests on its thread
+ * (b_thread: 1 to 8 integer key columns): its parent is the tightest
+ * nesting range enclosing it there (nsys's), and its segments are its time
+ * before each child (from its start or the previous child's stop, children
+ * by start then row) and after its last child (from the latest child
+ * stop); a nesting range without children and any other range with both
+ * bounds is one whole segment.  Ties of overlap go as in nsl_overlap_join,
+ * the segments in the order: the pieces before each child by (parent, child
+ * start, child row), those after the last child by parent, the whole ones
+ * by row.  *rows receives the B row (I64, -1 when none), *overlap the ns (0
+ * when none, NULL for an A row with a NULL bound).  Pass the ranges an
+ * interval can fall in with every range enclosing one of them
+ * (nsl_overlap_any gives those), or nesting is lost. */
+nsl_status nsl_innermost_join(const nsl_column *a_start, const nsl_column *a_stop, const nsl_column *const *a_keys,
+                              const nsl_column *b_start, const nsl_column *b_stop, const nsl_column *const *b_keys,
+                              int nkeys, const nsl_column *const *b_thread, int nthread, const nsl_column *b_nested,
+                              nsl_column **rows, nsl_column **overlap, nsl_error *err);
 /* Whether each row of A overlaps some row of B with an equal key tuple (by
  * more than 0 ns): nsl_overlap_join's *rows >= 0, as a BOOL column, without
  * its two I64 results (every NVTX range of a trace against a few thousand

@@ -158,23 +158,28 @@ end
 -- overlaps it most: adds <key>_text, <key>_tid, <key>_ov (ns of the interval
 -- it covers) and <key>_cover (the same in % of the interval).  NVTX ranges
 -- nest: a range covers the time none of its children does
--- (nsl.nvtx.innermost), so a thread that spent a gap in "data_loader" inside
+-- (nsl.innermost_join), so a thread that spent a gap in "data_loader" inside
 -- "train_step" names "data_loader", not the enclosing step.
 function M.attribute(d, sources, by_launcher)
   local function keys(t, tid) return by_launcher and {t.report, t.pid, t[tid]} or {t.report, t.pid} end
   local dk = keys(d, "launch_tid")
   for _, src in ipairs(sources) do
     local t = src.t
-    local text = t[src.text]
+    local text, tid, rows, ov = t[src.text], t.tid, nil, nil
     if src.innermost then
       -- the ranges that overlap an interval of d on its keys (with every range enclosing one: they overlap it
-      -- too), cut into their innermost pieces
-      local near = nsl.overlap_any(t.start, t.stop, d.start, d.stop, keys(t, "tid"), dk)
-      local seg = nvtx_mod.innermost(t, near)
-      text, t = text:gather(seg.row), seg
+      -- too), each counting for its time less its children's
+      local near = nsl.overlap_any(t.start, t.stop, d.start, d.stop, keys(t, "tid"), dk):indices()
+      local function near_of(c) return c:gather(near) end
+      local report, pid
+      report, pid, text, tid = near_of(t.report), near_of(t.pid), near_of(text), near_of(tid)
+      rows, ov = nsl.innermost_join(d.start, d.stop, near_of(t.start), near_of(t.stop), dk,
+                                    by_launcher and {report, pid, tid} or {report, pid}, {report, pid, tid},
+                                    nvtx_mod.range_mask(t, near))
+    else
+      rows, ov = nsl.overlap_join(d.start, d.stop, t.start, t.stop, dk, keys(t, "tid"))
     end
-    local rows, ov = nsl.overlap_join(d.start, d.stop, t.start, t.stop, dk, keys(t, "tid"))
-    d = d:with(src.key .. "_text", text:gather(rows), src.key .. "_tid", t.tid:gather(rows),
+    d = d:with(src.key .. "_text", text:gather(rows), src.key .. "_tid", tid:gather(rows),
                src.key .. "_ov", ov, src.key .. "_cover", ov * 100.0 / d.dur)
   end
   return d

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/nsl_internal.h"
 #include "core/parallel.h"
 
 /* to - from for to > from, without signed overflow (saturates at INT64_MAX). */
@@ -121,26 +122,19 @@ static inline int wins_tie(const b_rows *b, int64_t j, int64_t k) {
   return b->row[j] < b->row[k];
 }
 
-/* The sweep over all of B (nsl_overlap_join without the pruning below). */
-static nsl_status overlap_join_all(const nsl_column *a_start, const nsl_column *a_stop,
-                                   const nsl_column *const *a_keys, const nsl_column *b_start,
-                                   const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
-                                   const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
-                                   nsl_error *err) {
+/* The sweep of the overlap join, its rows' groups given (key_groups: ga per
+ * A row, gb per B row; -1 in none): checked bounds, b_mask NULL or a bool
+ * per B row.  Ties between B rows go by wins_tie (in the end to the lower row). */
+static nsl_status overlap_sweep(const nsl_column *ga, const nsl_column *a_start, const nsl_column *a_stop,
+                                const nsl_column *gb, const nsl_column *b_start, const nsl_column *b_stop,
+                                const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
+                                nsl_error *err) {
   const char *what = "overlap join";
-  if (!rows || !overlap) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
-  *rows = *overlap = NULL;
-  nsl_status rc;
-  if ((rc = check_pair(what, "A", a_start, a_stop, err)) != NSL_OK ||
-      (rc = check_pair(what, "B", b_start, b_stop, err)) != NSL_OK)
-    return rc;
   int64_t na = a_start->len, nb = b_start->len;
-  if (b_mask && (b_mask->type != NSL_BOOL || b_mask->len != nb))
-    return nsl_error_set(err, NSL_ERR_ARG, "%s: the mask must be a bool column of %lld rows", what, (long long)nb);
-  nsl_column *ga = NULL, *gb = NULL, *pa = NULL, *pb = NULL, *res = NULL, *ov = NULL;
+  nsl_status rc;
+  nsl_column *pa = NULL, *pb = NULL, *res = NULL, *ov = NULL;
   b_rows b = {0};
   int64_t *act = NULL;
-  if ((rc = key_groups(what, a_keys, na, b_keys, nb, nkeys, &ga, &gb, err)) != NSL_OK) goto fail;
   const nsl_column *ka[2] = {ga, a_start}, *kb[2] = {gb, b_start};
   if (!(pa = nsl_argsort(ka, NULL, 2, err)) || !(pb = nsl_argsort(kb, NULL, 2, err))) {
     rc = err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
@@ -219,14 +213,36 @@ nomem:
                      (long long)nb);
 fail:
 done:
-  nsl_column_release(ga);
-  nsl_column_release(gb);
   nsl_column_release(pa);
   nsl_column_release(pb);
   nsl_column_release(res);
   nsl_column_release(ov);
   b_rows_free(&b);
   free(act);
+  return rc;
+}
+
+/* The sweep over all of B (nsl_overlap_join without the pruning below). */
+static nsl_status overlap_join_all(const nsl_column *a_start, const nsl_column *a_stop,
+                                   const nsl_column *const *a_keys, const nsl_column *b_start,
+                                   const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
+                                   const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
+                                   nsl_error *err) {
+  const char *what = "overlap join";
+  if (!rows || !overlap) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
+  *rows = *overlap = NULL;
+  nsl_status rc;
+  if ((rc = check_pair(what, "A", a_start, a_stop, err)) != NSL_OK ||
+      (rc = check_pair(what, "B", b_start, b_stop, err)) != NSL_OK)
+    return rc;
+  int64_t na = a_start->len, nb = b_start->len;
+  if (b_mask && (b_mask->type != NSL_BOOL || b_mask->len != nb))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the mask must be a bool column of %lld rows", what, (long long)nb);
+  nsl_column *ga = NULL, *gb = NULL;
+  if ((rc = key_groups(what, a_keys, na, b_keys, nb, nkeys, &ga, &gb, err)) != NSL_OK) return rc;
+  rc = overlap_sweep(ga, a_start, a_stop, gb, b_start, b_stop, b_mask, rows, overlap, err);
+  nsl_column_release(ga);
+  nsl_column_release(gb);
   return rc;
 }
 
@@ -498,6 +514,204 @@ nsl_column *nsl_overlap_any(const nsl_column *a_start, const nsl_column *a_stop,
   nsl_column_release(r);
   nsl_column_release(o);
   return m;
+}
+
+/* ---- the innermost range over an interval ------------------------------------------ */
+
+/* The segments of the innermost ranges (nsl_innermost_join): row of B,
+ * start, stop, in the order the ties of the sweep go by. */
+typedef struct segments {
+  int64_t n;
+  nsl_column *row, *s, *e;
+} segments;
+
+static void segments_free(segments *g) {
+  nsl_column_release(g->row);
+  nsl_column_release(g->s);
+  nsl_column_release(g->e);
+  memset(g, 0, sizeof *g);
+}
+
+static inline void segment_push(segments *g, int64_t row, int64_t s, int64_t e) {
+  if (e <= s) return;   /* empty: a child at its parent's start, siblings that overlap, ... */
+  nsl_i64(g->row)[g->n] = row;
+  nsl_i64(g->s)[g->n] = s;
+  nsl_i64(g->e)[g->n++] = e;
+}
+
+/* child[0..n): rows of one parent's children, in row order, sorted by (start, row): an insertion sort, as they
+ * come in start order or nearly; a sort of (start, row) pairs when far from it (0: out of memory). */
+typedef struct start_row {
+  int64_t s, row;
+} start_row;
+
+static int cmp_start_row(const void *x, const void *y) {
+  const start_row *a = x, *b = y;
+  if (a->s != b->s) return a->s < b->s ? -1 : 1;
+  return a->row < b->row ? -1 : a->row > b->row;
+}
+
+static int sort_children(int64_t *child, int64_t n, const int64_t *start) {
+  int64_t moves = 0, limit = 4 * n + 64;
+  for (int64_t i = 1; i < n && moves <= limit; i++) {
+    int64_t x = child[i], j = i;
+    while (j > 0 && start[child[j - 1]] > start[x] && moves++ <= limit) {
+      child[j] = child[j - 1];
+      j--;
+    }
+    child[j] = x;
+  }
+  if (moves <= limit) return 1;
+  start_row *p = malloc((size_t)n * sizeof *p);   /* far from start order: (start, row) is a total order */
+  if (!p) return 0;
+  for (int64_t i = 0; i < n; i++) p[i] = (start_row){start[child[i]], child[i]};
+  qsort(p, (size_t)n, sizeof *p, cmp_start_row);
+  for (int64_t i = 0; i < n; i++) child[i] = p[i].row;
+  free(p);
+  return 1;
+}
+
+/* The innermost segments of the ranges of B (nsl_innermost_join): each nesting range (nested[i], with both
+ * bounds) less its children's time -- its parent the tightest enclosing nesting range on its thread
+ * (nsl__nvtx_project) -- and every other range whole.  In the order: the pieces before each child, by
+ * (parent, child start, child row), the piece after each parent's last child, by parent; then the ranges
+ * without children and those that do not nest, by row.  Empty segments are left out. */
+static nsl_status innermost_segments(const nsl_column *b_start, const nsl_column *b_stop,
+                                     const nsl_column *const *thread, int nthread, const nsl_column *nested,
+                                     segments *out, nsl_error *err) {
+  const char *what = "innermost join";
+  int64_t nb = b_start->len;
+  memset(out, 0, sizeof *out);
+  nsl_status rc = NSL_OK;
+  nsl_column *nest = nsl_column_new(NSL_BOOL, nb, NULL);
+  nsl__nvtx_projection pr = {0};
+  int64_t *s = NULL, *e = NULL, *first = NULL, *child = NULL;
+  uint8_t *ok = NULL;   /* both bounds */
+  if (!nest || !(s = malloc((size_t)(nb ? nb : 1) * sizeof *s)) || !(e = malloc((size_t)(nb ? nb : 1) * sizeof *e)) ||
+      !(ok = malloc((size_t)(nb ? nb : 1))))
+    goto nomem;
+  const uint8_t *nd = nsl_bool(nested);
+  uint8_t *ns = nsl_bool(nest);
+  for (int64_t i = 0; i < nb; i++) {
+    int null_s, null_e;
+    s[i] = nsl__int_at(b_start, i, &null_s);
+    e[i] = nsl__int_at(b_stop, i, &null_e);
+    ok[i] = !null_s && !null_e;
+    ns[i] = nd[i] && !null_e;   /* (a NULL start takes no part in the parents, and makes no segment) */
+  }
+  nsl_column *none64 = nsl_column_new(NSL_I64, 0, NULL), *none32 = nsl_column_new(NSL_I32, 0, NULL);
+  const nsl_column *api_keys[8] = {none32, none32, none32, none32, none32, none32, none32, none32};
+  nsl__nvtx_input in = {nthread, thread, b_start, b_stop, nest, api_keys, none64, none64, none64, none64, none64, 1};
+  rc = none64 && none32 ? nsl__nvtx_project(&in, &pr, err) : NSL_ERR_NOMEM;
+  nsl_column_release(none64);
+  nsl_column_release(none32);
+  if (rc != NSL_OK) goto fail;
+  /* children grouped by parent (first[p]..first[p + 1]), in row order, then by start */
+  const int64_t *par = nsl_i64(pr.parent);
+  if (!(first = calloc((size_t)nb + 1, sizeof *first))) goto nomem;
+  int64_t nkids = 0;
+  for (int64_t i = 0; i < nb; i++)
+    if (ns[i] && par[i] >= 0) {
+      first[par[i] + 1]++;
+      nkids++;
+    }
+  for (int64_t p = 0; p < nb; p++) first[p + 1] += first[p];
+  if (!(child = malloc((size_t)(nkids ? nkids : 1) * sizeof *child))) goto nomem;
+  {
+    int64_t *fill = malloc((size_t)(nb ? nb : 1) * sizeof *fill);
+    if (!fill) goto nomem;
+    memcpy(fill, first, (size_t)nb * sizeof *fill);
+    for (int64_t i = 0; i < nb; i++)
+      if (ns[i] && par[i] >= 0) child[fill[par[i]]++] = i;
+    free(fill);
+  }
+  int64_t cap = nkids + nb;   /* a piece before each child, a tail per parent, the rest whole */
+  out->row = nsl_column_new(NSL_I64, cap, NULL);
+  out->s = nsl_column_new(NSL_I64, cap, NULL);
+  out->e = nsl_column_new(NSL_I64, cap, NULL);
+  if (!out->row || !out->s || !out->e) goto nomem;
+  for (int64_t p = 0; p < nb; p++) {   /* before each child: from the parent's start or the previous child's stop */
+    int64_t n = first[p + 1] - first[p];
+    if (n == 0) continue;
+    int64_t *c = child + first[p];
+    if (!sort_children(c, n, s)) goto nomem;
+    for (int64_t k = 0; k < n; k++) segment_push(out, p, k == 0 ? s[p] : e[c[k - 1]], s[c[k]]);
+  }
+  for (int64_t p = 0; p < nb; p++) {   /* after the last child: from the latest child stop */
+    int64_t n = first[p + 1] - first[p];
+    if (n == 0) continue;
+    int64_t last = INT64_MIN;
+    for (int64_t k = first[p]; k < first[p + 1]; k++)
+      if (e[child[k]] > last) last = e[child[k]];
+    segment_push(out, p, last, e[p]);
+  }
+  for (int64_t i = 0; i < nb; i++)   /* whole: nesting ranges without children, and the others */
+    if (ok[i] && (ns[i] ? first[i + 1] == first[i] : 1)) segment_push(out, i, s[i], e[i]);
+  nsl_column_set_len(out->row, out->n);
+  nsl_column_set_len(out->s, out->n);
+  nsl_column_set_len(out->e, out->n);
+  goto done;
+nomem:
+  rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory (%lld ranges)", what, (long long)nb);
+fail:
+  segments_free(out);
+done:
+  nsl_column_release(nest);
+  nsl__nvtx_projection_free(&pr);
+  free(s);
+  free(e);
+  free(ok);
+  free(first);
+  free(child);
+  return rc;
+}
+
+/* See nsl.h. */
+nsl_status nsl_innermost_join(const nsl_column *a_start, const nsl_column *a_stop, const nsl_column *const *a_keys,
+                              const nsl_column *b_start, const nsl_column *b_stop, const nsl_column *const *b_keys,
+                              int nkeys, const nsl_column *const *b_thread, int nthread, const nsl_column *b_nested,
+                              nsl_column **rows, nsl_column **overlap, nsl_error *err) {
+  const char *what = "innermost join";
+  if (!rows || !overlap) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
+  *rows = *overlap = NULL;
+  nsl_status rc;
+  if ((rc = check_pair(what, "A", a_start, a_stop, err)) != NSL_OK ||
+      (rc = check_pair(what, "B", b_start, b_stop, err)) != NSL_OK)
+    return rc;
+  int64_t na = a_start->len, nb = b_start->len;
+  if (!b_nested || b_nested->type != NSL_BOOL || b_nested->len != nb)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the nesting mask must be a bool column of %lld rows", what,
+                         (long long)nb);
+  if (nthread < 1 || nthread > 8 || !b_thread)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: need 1 to 8 thread key columns", what);
+  for (int k = 0; k < nthread; k++)
+    if (!int_col(b_thread[k]) || b_thread[k]->len != nb)
+      return nsl_error_set(err, NSL_ERR_ARG, "%s: thread key %d must be an integer column of %lld rows", what,
+                           k + 1, (long long)nb);
+  if (nb > INT32_MAX)
+    return nsl_error_set(err, NSL_ERR_LIMIT, "%s: %lld ranges, at most 2^31 - 1", what, (long long)nb);
+  nsl_column *ga = NULL, *gb = NULL, *sg = NULL, *r = NULL;
+  segments seg = {0};
+  if ((rc = key_groups(what, a_keys, na, b_keys, nb, nkeys, &ga, &gb, err)) != NSL_OK) return rc;
+  if ((rc = innermost_segments(b_start, b_stop, b_thread, nthread, b_nested, &seg, err)) != NSL_OK) goto done;
+  if (!(sg = nsl_column_gather(gb, seg.row, err))) {   /* each segment on its range's thread */
+    rc = err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+    goto done;
+  }
+  if ((rc = overlap_sweep(ga, a_start, a_stop, sg, seg.s, seg.e, NULL, &r, overlap, err)) != NSL_OK) goto done;
+  int64_t *o = nsl_i64(r);   /* segments back to their ranges */
+  const int64_t *to = nsl_i64(seg.row);
+  for (int64_t i = 0; i < na; i++)
+    if (o[i] >= 0) o[i] = to[o[i]];
+  *rows = r;
+  r = NULL;
+done:
+  nsl_column_release(ga);
+  nsl_column_release(gb);
+  nsl_column_release(sg);
+  nsl_column_release(r);
+  segments_free(&seg);
+  return rc;
 }
 
 /* ---- open intervals at points ---------------------------------------------------- */

@@ -1,6 +1,7 @@
 /* loverlap.c -- the interval sweeps of src/core/overlap_join.c in Lua:
  *   rows, overlap = nsl.overlap_join(a_start, a_stop, b_start, b_stop [, a_keys, b_keys [, b_mask]])
  *   mask = nsl.overlap_any(a_start, a_stop, b_start, b_stop [, a_keys, b_keys])
+ *   rows, overlap = nsl.innermost_join(a_start, a_stop, b_start, b_stop, a_keys, b_keys, b_thread, b_nested)
  *   counts = nsl.count_open(points, start, stop [, point_keys, iv_keys])
  *   group, start, stop [, row] = nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask [, rows]]])
  *   idle, n, time, largest, group, start, stop [, before, after] =
@@ -69,6 +70,26 @@ static int l_overlap_any(lua_State *L) {
   if (!m) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, m);
   return 1;
+}
+
+/* nsl.innermost_join(a_start, a_stop, b_start, b_stop, a_keys, b_keys, b_thread, b_nested) -> rows, overlap:
+ * for each A row the range of B of equal keys whose innermost time (less its children's, b_thread: B's thread
+ * keys, b_nested: which ranges nest) overlaps it most (nsl_innermost_join). */
+static int l_innermost_join(lua_State *L) {
+  nsl_column *as = nsl__checkcolumn(L, 1), *ae = nsl__checkcolumn(L, 2);
+  nsl_column *bs = nsl__checkcolumn(L, 3), *be = nsl__checkcolumn(L, 4);
+  const nsl_column *ka[MAX_KEYS], *kb[MAX_KEYS];
+  int nkeys = check_key_pair(L, 5, 6, ka, kb);
+  const nsl_column *kt[MAX_KEYS];
+  int nthread = check_keys(L, 7, kt);
+  nsl_column *nested = nsl__checkcolumn(L, 8);
+  nsl_column *rows = NULL, *ov = NULL;
+  nsl_error err = {0};
+  if (nsl_innermost_join(as, ae, ka, bs, be, kb, nkeys, kt, nthread, nested, &rows, &ov, &err) != NSL_OK)
+    return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, rows);
+  nsl__pushcolumn(L, ov);
+  return 2;
 }
 
 /* nsl.count_open(points, start, stop [, point_keys, iv_keys]) -> for each
@@ -164,6 +185,7 @@ static int l_ledger_sweep(lua_State *L) {
 
 static const luaL_Reg funcs[] = {{"overlap_join", l_overlap_join},
                                  {"overlap_any", l_overlap_any},
+                                 {"innermost_join", l_innermost_join},
                                  {"ledger_sweep", l_ledger_sweep},
                                  {"count_open", l_count_open},
                                  {"gaps_grouped", l_gaps_grouped},

@@ -557,6 +557,245 @@ static void test_gap_sums_random(void **state) {
   release3(s, e, g);
 }
 
+/* ---- innermost join ---------------------------------------------------------------- */
+
+/* B's ranges for nsl_innermost_join: report and tid keys, bounds, the nesting flag. */
+typedef struct ranges {
+  int64_t n;
+  nsl_column *rep, *tid, *s, *e, *nest;
+} ranges;
+
+static void ranges_free(ranges *r) {
+  nsl_column *cols[] = {r->rep, r->tid, r->s, r->e, r->nest};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+}
+
+/* n random ranges on threads (report 0..1, tid 0..1): most inside an earlier range of their thread (nesting,
+ * siblings that overlap too), some copies of one, some that do not nest, a few NULL or reversed bounds.  With
+ * children > 0: one parent of that many children, in random row order (far from start order). */
+static ranges random_ranges(int64_t n, int64_t children) {
+  ranges r = {n, nsl_column_new(NSL_I32, n, NULL), nsl_column_new(NSL_I32, n, NULL), nsl_column_new(NSL_I64, n, NULL),
+              nsl_column_new(NSL_I64, n, NULL), nsl_column_new(NSL_BOOL, n, NULL)};
+  int32_t *rep = nsl_i32(r.rep), *tid = nsl_i32(r.tid);
+  int64_t *s = nsl_i64(r.s), *e = nsl_i64(r.e);
+  uint8_t *nest = nsl_bool(r.nest);
+  for (int64_t i = 0; i < n; i++) {
+    nest[i] = fx_range(0, 7) != 0;
+    if (children > 0) {   /* row 0 the parent, the others its children */
+      rep[i] = 0;
+      tid[i] = 0;
+      nest[i] = 1;
+      if (i == 0) {
+        s[i] = 0;
+        e[i] = SPAN;
+      } else {
+        s[i] = fx_range(1, SPAN - 10);
+        e[i] = s[i] + fx_range(1, 8);
+      }
+      continue;
+    }
+    int64_t k = i > 0 ? fx_range(0, i - 1) : 0, how = i > 0 ? fx_range(0, 9) : 9;
+    if (how < 6 && s[k] != NSL_NULL_I64 && e[k] != NSL_NULL_I64 && e[k] > s[k]) {   /* inside row k */
+      rep[i] = rep[k];
+      tid[i] = tid[k];
+      s[i] = fx_range(s[k], e[k]);
+      e[i] = fx_range(s[i], e[k]);
+    } else if (how == 6) {   /* a copy of row k */
+      rep[i] = rep[k];
+      tid[i] = tid[k];
+      s[i] = s[k];
+      e[i] = e[k];
+    } else {
+      rep[i] = (int32_t)fx_range(0, 1);
+      tid[i] = (int32_t)fx_range(0, 1);
+      s[i] = fx_range(0, SPAN - 1);
+      e[i] = fx_range(0, 20) == 0 ? s[i] - 1 : fx_range(s[i], SPAN);
+    }
+    if (fx_range(0, 40) == 0) s[i] = NSL_NULL_I64;
+    if (fx_range(0, 40) == 0) e[i] = NSL_NULL_I64;
+    if (fx_range(0, 40) == 0) tid[i] = NSL_NULL_I32;
+  }
+  if (children > 0)   /* children in random row order */
+    for (int64_t i = n - 1; i > 1; i--) {
+      int64_t j = fx_range(1, i), t = s[i], u = e[i];
+      s[i] = s[j];
+      e[i] = e[j];
+      s[j] = t;
+      e[j] = u;
+    }
+  return r;
+}
+
+/* Whether range i of r nests (nsl__nvtx_project takes it: flagged, bounds, thread, stop not before start). */
+static int ref_nests(const ranges *r, int64_t i) {
+  int64_t s = nsl_i64(r->s)[i], e = nsl_i64(r->e)[i];
+  return nsl_bool(r->nest)[i] && s != NSL_NULL_I64 && e != NSL_NULL_I64 && e >= s &&
+         nsl_i32(r->tid)[i] != NSL_NULL_I32;
+}
+
+/* The tightest nesting range enclosing nesting range c on its thread (of equal intervals the one first in
+ * (start, -stop, row) order encloses; of equal lengths the later in that order, the deeper), or -1. */
+static int64_t ref_parent(const ranges *r, int64_t c) {
+  int64_t best = -1, cs = nsl_i64(r->s)[c], ce = nsl_i64(r->e)[c];
+  for (int64_t q = 0; q < r->n; q++) {
+    if (q == c || !ref_nests(r, q) || nsl_i32(r->rep)[q] != nsl_i32(r->rep)[c] ||
+        nsl_i32(r->tid)[q] != nsl_i32(r->tid)[c])
+      continue;
+    int64_t qs = nsl_i64(r->s)[q], qe = nsl_i64(r->e)[q];
+    if (!(qs <= cs && ce <= qe) || (qs == cs && qe == ce && q > c)) continue;
+    if (best >= 0) {
+      int64_t bs = nsl_i64(r->s)[best], bl = nsl_i64(r->e)[best] - bs, l = qe - qs;
+      if (l > bl || (l == bl && !(qs > bs || (qs == bs && q > best)))) continue;
+    }
+    best = q;
+  }
+  return best;
+}
+
+/* The innermost segments of r, as nsl_innermost_join documents them: row, start, stop, in tie order. */
+static int64_t ref_segments(const ranges *r, int64_t *row, int64_t *ss, int64_t *se) {
+  int64_t n = r->n, m = 0, *par = malloc((size_t)(n ? n : 1) * sizeof *par);
+  const int64_t *s = nsl_i64(r->s), *e = nsl_i64(r->e);
+  for (int64_t i = 0; i < n; i++) par[i] = ref_nests(r, i) ? ref_parent(r, i) : -1;
+#define PUSH(R, A, B)                   \
+  do {                                  \
+    if ((B) > (A)) {                    \
+      row[m] = (R), ss[m] = (A), se[m] = (B); \
+      m++;                              \
+    }                                   \
+  } while (0)
+  for (int64_t p = 0; p < n; p++) {   /* before each child, children by (start, row) */
+    int64_t prev = -1;
+    for (;;) {
+      int64_t next = -1;
+      for (int64_t c = 0; c < n; c++) {
+        if (par[c] != p) continue;
+        int after_prev = prev < 0 || s[c] > s[prev] || (s[c] == s[prev] && c > prev);
+        if (after_prev && (next < 0 || s[c] < s[next] || (s[c] == s[next] && c < next))) next = c;
+      }
+      if (next < 0) break;
+      PUSH(p, prev < 0 ? s[p] : e[prev], s[next]);
+      prev = next;
+    }
+  }
+  for (int64_t p = 0; p < n; p++) {   /* after the last child */
+    int64_t last = INT64_MIN;
+    for (int64_t c = 0; c < n; c++)
+      if (par[c] == p && e[c] > last) last = e[c];
+    if (last != INT64_MIN) PUSH(p, last, e[p]);
+  }
+  for (int64_t i = 0; i < n; i++) {   /* whole: nesting ranges without children, ranges that do not nest */
+    int kids = 0;
+    for (int64_t c = 0; c < n; c++) kids |= par[c] == i;
+    int nests = nsl_bool(r->nest)[i] && e[i] != NSL_NULL_I64;
+    if (s[i] != NSL_NULL_I64 && e[i] != NSL_NULL_I64 && !(nests && kids)) PUSH(i, s[i], e[i]);
+  }
+#undef PUSH
+  free(par);
+  return m;
+}
+
+/* Rounds of random intervals (report, tid keys) against random ranges, joined on (report, tid) or on report
+ * alone, each answer checked against the best overlap of the reference segments found by trying each. */
+static void innermost_rounds(uint64_t seed, int rounds, int64_t children) {
+  int64_t seen = 0, matched = 0;
+  for (int round = 0; round < rounds; round++) {
+    fx_seed(seed + (uint64_t)round);
+    int64_t nb = children > 0 ? children + 1 : fx_range(0, 60), na = fx_range(0, 40);
+    ranges r = random_ranges(nb, children);
+    nsl_column *as, *ae, *ak, *arep = nsl_column_new(NSL_I32, na, NULL);
+    random_intervals(na, &as, &ae, &ak, 1);   /* ak: tid 0..3, some NULL */
+    for (int64_t i = 0; i < na; i++) nsl_i32(arep)[i] = children > 0 ? 0 : (int32_t)fx_range(0, 1);
+    if (children > 0)
+      for (int64_t i = 0; i < na; i++)
+        if (nsl_i32(ak)[i] != NSL_NULL_I32) nsl_i32(ak)[i] = 0;
+    int by_thread = round % 2 == 0;
+    const nsl_column *akeys[2] = {arep, ak}, *bkeys[2] = {r.rep, r.tid}, *thread[2] = {r.rep, r.tid};
+    nsl_column *rows, *ov;
+    nsl_error err = {0};
+    if (nsl_innermost_join(as, ae, akeys, r.s, r.e, bkeys, by_thread ? 2 : 1, thread, 2, r.nest, &rows, &ov,
+                           &err) != NSL_OK)
+      fail_msg("round %d: innermost join failed: %s", round, err.msg);
+    int64_t cap = 2 * nb + 1, *row = malloc((size_t)cap * sizeof *row), *ss = malloc((size_t)cap * sizeof *ss),
+            *se = malloc((size_t)cap * sizeof *se), m = ref_segments(&r, row, ss, se);
+    for (int64_t i = 0; i < na; i++) {
+      int64_t s = nsl_i64(as)[i], e = nsl_i64(ae)[i], best = 0, bj = -1;
+      int a_null = s == NSL_NULL_I64 || e == NSL_NULL_I64;
+      for (int64_t j = 0; !a_null && j < m; j++) {
+        int64_t b = row[j];
+        if (nsl_i32(arep)[i] != nsl_i32(r.rep)[b]) continue;
+        if (by_thread && (nsl_i32(ak)[i] == NSL_NULL_I32 || nsl_i32(ak)[i] != nsl_i32(r.tid)[b])) continue;
+        int64_t lo = s > ss[j] ? s : ss[j], hi = e < se[j] ? e : se[j], len = hi - lo;
+        if (len <= 0) continue;
+        int better = len > best || (len == best && (ss[j] > ss[bj] || (ss[j] == ss[bj] && se[j] < se[bj])));
+        if (better) {
+          best = len;
+          bj = j;
+        }
+      }
+      int64_t want = bj >= 0 ? row[bj] : -1;
+      seen++;
+      matched += want >= 0;
+      if (nsl_i64(rows)[i] != want || nsl_i64(ov)[i] != (a_null ? NSL_NULL_I64 : best))
+        fail_msg("round %d, interval %lld [%lld, %lld): got range %lld overlap %lld, want range %lld overlap %lld",
+                 round, (long long)i, (long long)s, (long long)e, (long long)nsl_i64(rows)[i],
+                 (long long)nsl_i64(ov)[i], (long long)want, (long long)best);
+    }
+    free(row);
+    free(ss);
+    free(se);
+    ranges_free(&r);
+    nsl_column *cols[] = {as, ae, ak, arep, rows, ov};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  }
+  if (matched * 100 < seen * 30 || matched == seen)
+    fail_msg("%lld of %lld intervals matched: the data does not exercise the join", (long long)matched,
+             (long long)seen);
+}
+
+/* nsl_innermost_join against the reference segments on random nested ranges; and one parent with hundreds of
+ * children far from start order (their sort's second path). */
+static void test_innermost_random(void **state) {
+  (void)state;
+  innermost_rounds(15000, 400, 0);
+  innermost_rounds(16000, 20, 300);
+}
+
+/* A hand case on one thread: "step" [0, 100) holding "fwd" [10, 40) (holding "mm" [20, 30)) and "bwd"
+ * [50, 90), and X [0, 100), which first does not nest.  Each piece counts alone: an interval [12, 32) has 8 ns
+ * in fwd's [10, 20), 2 in its [30, 40), 10 in mm -- and 20 in X. */
+static void test_innermost_hand(void **state) {
+  (void)state;
+  nsl_column *bs = FX_I64(0, 10, 20, 50, 0), *be = FX_I64(100, 40, 30, 90, 100), *bt = FX_I32(1, 1, 1, 1, 1);
+  nsl_column *nest = nsl_column_new(NSL_BOOL, 5, NULL);
+  for (int i = 0; i < 4; i++) nsl_bool(nest)[i] = 1;
+  nsl_column *as = FX_I64(12, 41, 60, 5), *ae = FX_I64(32, 49, 70, 6), *at = FX_I32(1, 1, 1, 2);
+  const nsl_column *ak[1] = {at}, *bk[1] = {bt};
+  nsl_column *rows, *ov;
+  nsl_error err = {0};
+  assert_int_equal(nsl_innermost_join(as, ae, ak, bs, be, bk, 1, bk, 1, nest, &rows, &ov, &err), NSL_OK);
+  /* X covers all of [12, 32); [41, 49) is 8 ns in step's [40, 50) and in X, the later start wins the tie, as
+   * bwd's does at [60, 70); the interval on another thread falls in nothing */
+  FX_EXPECT_I64(rows, 4, 0, 3, -1);
+  FX_EXPECT_I64(ov, 20, 8, 10, 0);
+  release3(rows, ov, NULL);
+  /* X nests: step (first in row order) is its parent, and X the tightest around fwd and bwd, so mm wins [12,
+   * 32) and X's [40, 50) has [41, 49) */
+  nsl_bool(nest)[4] = 1;
+  assert_int_equal(nsl_innermost_join(as, ae, ak, bs, be, bk, 1, bk, 1, nest, &rows, &ov, &err), NSL_OK);
+  FX_EXPECT_I64(rows, 2, 4, 3, -1);
+  FX_EXPECT_I64(ov, 10, 8, 10, 0);
+  release3(rows, ov, NULL);
+  /* bad input: a mask of another length, no thread keys */
+  nsl_column *short_mask = nsl_column_new(NSL_BOOL, 2, NULL);
+  assert_int_equal(nsl_innermost_join(as, ae, ak, bs, be, bk, 1, bk, 1, short_mask, &rows, &ov, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "innermost join"));
+  assert_null(rows);
+  assert_int_equal(nsl_innermost_join(as, ae, ak, bs, be, bk, 1, bk, 0, nest, &rows, &ov, &err), NSL_ERR_ARG);
+  nsl_column *cols[] = {bs, be, bt, nest, as, ae, at, short_mask};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_overlap_hand),      cmocka_unit_test(test_overlap_string_keys),
@@ -567,6 +806,7 @@ int main(void) {
       cmocka_unit_test(test_count_open_hand),   cmocka_unit_test(test_count_open_random),
       cmocka_unit_test(test_gaps_hand),         cmocka_unit_test(test_gaps_random),
       cmocka_unit_test(test_gap_sums_random),
+      cmocka_unit_test(test_innermost_hand),    cmocka_unit_test(test_innermost_random),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
