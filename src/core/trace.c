@@ -466,10 +466,29 @@ static nsl_status count_rows(nsl_trace *tr, trace_table *tt, nsl_error *err) {
 /* The ids in the trace's dictionary of local's strings, interned in id
  * order (so ids come out as a load straight into it would give them);
  * *map malloc'd. */
-static nsl_status intern_all(nsl_trace *tr, const nsl_dict *local, int32_t **map, int32_t *n, nsl_error *err) {
+/* Whether dictionaries a and b hold the same strings under the same ids. */
+static int same_dict(const nsl_dict *a, const nsl_dict *b) {
+  int32_t n = nsl_dict_size(a);
+  if (nsl_dict_size(b) != n) return 0;
+  for (int32_t k = 0; k < n; k++) {
+    size_t len = nsl_dict_strlen(a, k);
+    if (nsl_dict_strlen(b, k) != len || memcmp(nsl_dict_str(a, k), nsl_dict_str(b, k), len) != 0) return 0;
+  }
+  return 1;
+}
+
+/* *map: the trace's id of each string of local (*n of them).  prev, prev_map: the report before's dictionary
+ * and map (NULL for none): reports of one job (ranks of one program) often read the same strings in the same
+ * order, and then local's map is prev's, found without a lookup in the trace's dictionary. */
+static nsl_status intern_all(nsl_trace *tr, const nsl_dict *local, int32_t **map, int32_t *n, const nsl_dict *prev,
+                             const int32_t *prev_map, nsl_error *err) {
   int32_t nl = nsl_dict_size(local);
   *n = nl;
   if (!(*map = malloc((size_t)(nl > 0 ? nl : 1) * sizeof **map))) return nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
+  if (prev && same_dict(prev, local)) {
+    memcpy(*map, prev_map, (size_t)nl * sizeof **map);
+    return NSL_OK;
+  }
   for (int32_t k = 0; k < nl; k++) {
     nsl_status rc = nsl_dict_intern(tr->dict, nsl_dict_str(local, k), nsl_dict_strlen(local, k), &(*map)[k], err);
     if (rc != NSL_OK) return rc;
@@ -781,7 +800,9 @@ static nsl_status store_load(void *p, nsl_table *t, nsl_error *err) {
                     NULL, 0};
     int cap = 0;
     if (!w.maps || !w.nl) rc = nsl_error_set(err, NSL_ERR_NOMEM, "out of memory");
-    for (int i = 0; rc == NSL_OK && i < lp->nreports; i++) rc = intern_all(tr, lp->dicts[i], &w.maps[i], &w.nl[i], err);
+    for (int i = 0; rc == NSL_OK && i < lp->nreports; i++)
+      rc = intern_all(tr, lp->dicts[i], &w.maps[i], &w.nl[i], i > 0 ? lp->dicts[i - 1] : NULL,
+                      i > 0 ? w.maps[i - 1] : NULL, err);
     int64_t off = 0;   /* pieces of at most REMAP_ROWS rows of one report and column */
     for (int i = 0; rc == NSL_OK && i < lp->nreports; off += lp->rows[i++])
       for (int k = 0; rc == NSL_OK && k < lp->nsrc; k++)
