@@ -690,26 +690,14 @@ nsl_status nsl_innermost_join(const nsl_column *a_start, const nsl_column *a_sto
                            k + 1, (long long)nb);
   if (nb > INT32_MAX)
     return nsl_error_set(err, NSL_ERR_LIMIT, "%s: %lld ranges, at most 2^31 - 1", what, (long long)nb);
-  nsl_column *ga = NULL, *gb = NULL, *sg = NULL, *cut = NULL, *r = NULL;
+  nsl_column *ga = NULL, *gb = NULL, *sg = NULL, *r = NULL;
   segments seg = {0};
   if ((rc = key_groups(what, a_keys, na, b_keys, nb, nkeys, &ga, &gb, err)) != NSL_OK) return rc;
   if ((rc = innermost_segments(b_start, b_stop, b_thread, nthread, b_nested, &seg, err)) != NSL_OK) goto done;
-  /* few intervals against many segments: only those overlapping an interval in time (on any thread) can
-   * win, so the sweep sorts those alone (their order kept: ties go the same way) */
-  if (na > 0 && na <= seg.n / 8) {
-    if (!(cut = b_rows_near_a(a_start, a_stop, seg.s, seg.e, NULL, err))) goto nomem;
-    nsl_column *cs = NULL, *ce = NULL, *cr = NULL;
-    if (!(cs = nsl_column_gather(seg.s, cut, err)) || !(ce = nsl_column_gather(seg.e, cut, err)) ||
-        !(cr = nsl_column_gather(seg.row, cut, err))) {
-      nsl_column_release(cs);
-      nsl_column_release(ce);
-      nsl_column_release(cr);
-      goto nomem;
-    }
-    segments_free(&seg);
-    seg = (segments){cut->len, cr, cs, ce};
+  if (!(sg = nsl_column_gather(gb, seg.row, err))) {   /* each segment on its range's thread */
+    rc = err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+    goto done;
   }
-  if (!(sg = nsl_column_gather(gb, seg.row, err))) goto nomem;   /* each segment on its range's thread */
   if ((rc = overlap_sweep(ga, a_start, a_stop, sg, seg.s, seg.e, NULL, &r, overlap, err)) != NSL_OK) goto done;
   int64_t *o = nsl_i64(r);   /* segments back to their ranges */
   const int64_t *to = nsl_i64(seg.row);
@@ -717,14 +705,10 @@ nsl_status nsl_innermost_join(const nsl_column *a_start, const nsl_column *a_sto
     if (o[i] >= 0) o[i] = to[o[i]];
   *rows = r;
   r = NULL;
-  goto done;
-nomem:
-  rc = err && err->code != NSL_OK ? err->code : nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory", what);
 done:
   nsl_column_release(ga);
   nsl_column_release(gb);
   nsl_column_release(sg);
-  nsl_column_release(cut);
   nsl_column_release(r);
   segments_free(&seg);
   return rc;
