@@ -222,6 +222,23 @@ done:
   return rc;
 }
 
+/* The checks a join starts with: outputs cleared, A's and B's (start, stop) pairs, and mask: NULL (unless
+ * required) or a bool column of B's rows (named mask_name in the message). */
+static nsl_status check_join(const char *what, nsl_column **rows, nsl_column **overlap, const nsl_column *a_start,
+                             const nsl_column *a_stop, const nsl_column *b_start, const nsl_column *b_stop,
+                             const nsl_column *mask, const char *mask_name, int required, nsl_error *err) {
+  if (!rows || !overlap) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
+  *rows = *overlap = NULL;
+  nsl_status rc;
+  if ((rc = check_pair(what, "A", a_start, a_stop, err)) != NSL_OK ||
+      (rc = check_pair(what, "B", b_start, b_stop, err)) != NSL_OK)
+    return rc;
+  if ((mask || required) && (!mask || mask->type != NSL_BOOL || mask->len != b_start->len))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the %s must be a bool column of %lld rows", what, mask_name,
+                         (long long)b_start->len);
+  return NSL_OK;
+}
+
 /* The sweep over all of B (nsl_overlap_join without the pruning below). */
 static nsl_status overlap_join_all(const nsl_column *a_start, const nsl_column *a_stop,
                                    const nsl_column *const *a_keys, const nsl_column *b_start,
@@ -229,15 +246,9 @@ static nsl_status overlap_join_all(const nsl_column *a_start, const nsl_column *
                                    const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
                                    nsl_error *err) {
   const char *what = "overlap join";
-  if (!rows || !overlap) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
-  *rows = *overlap = NULL;
-  nsl_status rc;
-  if ((rc = check_pair(what, "A", a_start, a_stop, err)) != NSL_OK ||
-      (rc = check_pair(what, "B", b_start, b_stop, err)) != NSL_OK)
-    return rc;
+  nsl_status rc = check_join(what, rows, overlap, a_start, a_stop, b_start, b_stop, b_mask, "mask", 0, err);
+  if (rc != NSL_OK) return rc;
   int64_t na = a_start->len, nb = b_start->len;
-  if (b_mask && (b_mask->type != NSL_BOOL || b_mask->len != nb))
-    return nsl_error_set(err, NSL_ERR_ARG, "%s: the mask must be a bool column of %lld rows", what, (long long)nb);
   nsl_column *ga = NULL, *gb = NULL;
   if ((rc = key_groups(what, a_keys, na, b_keys, nb, nkeys, &ga, &gb, err)) != NSL_OK) return rc;
   rc = overlap_sweep(ga, a_start, a_stop, gb, b_start, b_stop, b_mask, rows, overlap, err);
@@ -450,12 +461,8 @@ nsl_status nsl_overlap_join(const nsl_column *a_start, const nsl_column *a_stop,
                             const nsl_column *b_stop, const nsl_column *const *b_keys, int nkeys,
                             const nsl_column *b_mask, nsl_column **rows, nsl_column **overlap,
                             nsl_error *err) {
-  if (!rows || !overlap) return nsl_error_set(err, NSL_ERR_ARG, "overlap join: no output");
-  *rows = *overlap = NULL;
-  nsl_status rc;
-  if ((rc = check_pair("overlap join", "A", a_start, a_stop, err)) != NSL_OK ||
-      (rc = check_pair("overlap join", "B", b_start, b_stop, err)) != NSL_OK)
-    return rc;
+  nsl_status rc = check_join("overlap join", rows, overlap, a_start, a_stop, b_start, b_stop, b_mask, "mask", 0, err);
+  if (rc != NSL_OK) return rc;
   int64_t na = a_start->len, nb = b_start->len;
   if (na == 0 || !well_formed(na, a_keys, nb, b_keys, nkeys, b_mask))   /* the sweep says what is wrong */
     return overlap_join_all(a_start, a_stop, a_keys, b_start, b_stop, b_keys, nkeys, b_mask, rows, overlap, err);
@@ -672,16 +679,9 @@ nsl_status nsl_innermost_join(const nsl_column *a_start, const nsl_column *a_sto
                               int nkeys, const nsl_column *const *b_thread, int nthread, const nsl_column *b_nested,
                               nsl_column **rows, nsl_column **overlap, nsl_error *err) {
   const char *what = "innermost join";
-  if (!rows || !overlap) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
-  *rows = *overlap = NULL;
-  nsl_status rc;
-  if ((rc = check_pair(what, "A", a_start, a_stop, err)) != NSL_OK ||
-      (rc = check_pair(what, "B", b_start, b_stop, err)) != NSL_OK)
-    return rc;
+  nsl_status rc = check_join(what, rows, overlap, a_start, a_stop, b_start, b_stop, b_nested, "nesting mask", 1, err);
+  if (rc != NSL_OK) return rc;
   int64_t na = a_start->len, nb = b_start->len;
-  if (!b_nested || b_nested->type != NSL_BOOL || b_nested->len != nb)
-    return nsl_error_set(err, NSL_ERR_ARG, "%s: the nesting mask must be a bool column of %lld rows", what,
-                         (long long)nb);
   if (nthread < 1 || nthread > 8 || !b_thread)
     return nsl_error_set(err, NSL_ERR_ARG, "%s: need 1 to 8 thread key columns", what);
   for (int k = 0; k < nthread; k++)
