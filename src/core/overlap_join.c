@@ -5,6 +5,9 @@
  *                        GPU idle gap fell into);
  *   nsl_overlap_any      whether some row of B overlaps each row of A (the
  *                        NVTX ranges near an idle gap);
+ *   nsl_innermost_join   for each row of A, the range of B whose own time
+ *                        (less its children's) overlaps it most (the
+ *                        innermost NVTX range a thread spent a gap in);
  *   nsl_iv_count_open    for each point, how many intervals are open at it
  *                        (kernels launched but not yet started at a launch);
  *   nsl_iv_gaps_grouped  the idle gaps of every group's busy time (per

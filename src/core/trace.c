@@ -463,9 +463,6 @@ static nsl_status count_rows(nsl_trace *tr, trace_table *tt, nsl_error *err) {
   return NSL_OK;
 }
 
-/* The ids in the trace's dictionary of local's strings, interned in id
- * order (so ids come out as a load straight into it would give them);
- * *map malloc'd. */
 /* Whether dictionaries a and b hold the same strings under the same ids. */
 static int same_dict(const nsl_dict *a, const nsl_dict *b) {
   int32_t n = nsl_dict_size(a);
@@ -477,9 +474,10 @@ static int same_dict(const nsl_dict *a, const nsl_dict *b) {
   return 1;
 }
 
-/* *map: the trace's id of each string of local (*n of them).  prev, prev_map: the report before's dictionary
- * and map (NULL for none): reports of one job (ranks of one program) often read the same strings in the same
- * order, and then local's map is prev's, found without a lookup in the trace's dictionary. */
+/* The ids in the trace's dictionary of local's strings (*n of them), interned in id order (so ids come out as
+ * a load straight into it would give them); *map malloc'd.  prev, prev_map: the report before's dictionary and
+ * map (NULL for none): reports of one job (ranks of one program) often read the same strings in the same order,
+ * and then local's map is prev's, found without a lookup in the trace's dictionary. */
 static nsl_status intern_all(nsl_trace *tr, const nsl_dict *local, int32_t **map, int32_t *n, const nsl_dict *prev,
                              const int32_t *prev_map, nsl_error *err) {
   int32_t nl = nsl_dict_size(local);
