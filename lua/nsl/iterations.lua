@@ -996,15 +996,19 @@ function M.ops(trace, it, map)
     "memcpy", nsl.concat(zero(k), one(mc), zero(ms)),
     "memset", nsl.concat(zero(k + mc), one(ms)),
     "memcpy_bytes", nsl.concat(zero(k), trace.memcpy.bytes, zero(ms)))
+  -- the window of marker m each start lies in: the occurrences at or before it, after the first and before the
+  -- last (NULL outside)
+  local function window_of(m, starts)
+    local j = m.starts:searchsorted(starts, true)
+    local inside = j:ge(1) & j:le(#m.starts - 1)
+    return j:gather(nsl.where(inside, nsl.range(#starts), -1))
+  end
   local iter
   if it.mode == "range" then
     iter = steps.assign(nsl.table{{"report", ops.report}, {"pid", ops.pid},
                                   {"launch", steps.launch_times(trace, ops, ops.api)}}, it.ranges)
   elseif #it.markers == 1 and trace:nreports() == 1 then   -- (one report: its marker reads every row, in order)
-    local m = it.markers[1]
-    local j = m.starts:searchsorted(ops.start, true)      -- occurrences at or before the op
-    local inside = j:ge(1) & j:le(#m.starts - 1)         -- after the first, before the last
-    iter = j:gather(nsl.where(inside, nsl.range(#ops), -1))   -- NULL outside
+    iter = window_of(it.markers[1], ops.start)
   else   -- by GPU start time within the report's marker windows
     -- a marker reads its own report's rows alone (t:slices: O(operations + markers), not their product over a
     -- job of many reports)
@@ -1013,9 +1017,7 @@ function M.ops(trace, it, map)
     for _, m in ipairs(it.markers) do
       marked[#marked + 1] = m.report
       local rows = of_report(m.report).row
-      local j = m.starts:searchsorted(ops.start:gather(rows), true)   -- occurrences at or before the op
-      local inside = j:ge(1) & j:le(#m.starts - 1)                     -- after the first, before the last
-      vals[#vals + 1] = j:gather(nsl.where(inside, nsl.range(#rows), -1))   -- NULL outside
+      vals[#vals + 1] = window_of(m, ops.start:gather(rows))
       idx[#idx + 1] = rows
     end
     local rest = (~ops.report:isin(marked)):indices()   -- reports without a marker: no iteration

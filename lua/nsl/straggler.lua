@@ -233,18 +233,19 @@ function M.windows(coll, work)
                                     sweep_cols)
   local nwork = #wk
   local colls = host and nsl.concat_tables({part(cur, prev_rows, LAUNCH), part(cur, nil, LAUNCH)}, LAUNCH)
-  -- column c of the members' rows idx (-1: NULL)
-  local function member(c, idx)
+  -- the members' rows idx (-1: NULL) as a reader of their columns: column c of those rows (where each row
+  -- lies, in the work or among the collectives, found once for all the columns read)
+  local function members_at(idx)
     local of_work = idx:ge(0) & idx:lt(nwork)
-    return nsl.where(of_work, wk[c]:gather(nsl.where(of_work, idx, -1)),
-                     colls[c]:gather(nsl.where(idx:ge(nwork), idx - nwork, -1)))
+    local in_work, in_colls = nsl.where(of_work, idx, -1), nsl.where(idx:ge(nwork), idx - nwork, -1)
+    return function(c) return nsl.where(of_work, wk[c]:gather(in_work), colls[c]:gather(in_colls)) end
   end
   local gid, gs, ge, ender = nsl.gaps_grouped(members.start, members.stop, members.group, n, 0, nil, host)
   local gaps = nsl.table{{"group", gid}, {"start", ge}, {"gs", gs}, {"dur", ge - gs}}
   if host then
     -- the work that ends the gap (the first of those starting then: its row of members), and when it was
     -- launched; what else the host parts say of it is read for the gaps with a host part alone (below)
-    local early = positive(member("launch", ender) - gs)
+    local early = positive(members_at(ender)("launch") - gs)
     gaps = gaps:with("hp", gaps.dur - positive(gaps.dur - early), "ender", ender)
   else
     gaps = gaps:with("hp", gaps.dur)   -- when each piece of work was launched is unknown: idle counts as host
@@ -259,9 +260,10 @@ function M.windows(coll, work)
   local hp
   if host then
     local g = gaps:filter(gaps.hp:gt(0))
+    local after = members_at(g.ender)
     hp = nsl.table{{"rank", cs.rank:gather(g.group)}, {"instance", cs.instance:gather(g.group)},
-                   {"start", g.gs}, {"stop", g.gs + g.hp}, {"report", member("report", g.ender)},
-                   {"pid", member("pid", g.ender)}, {"corr", member("corr", g.ender)}}
+                   {"start", g.gs}, {"stop", g.gs + g.hp}, {"report", after("report")},
+                   {"pid", after("pid")}, {"corr", after("corr")}}
   end
   return win, hp, o:gather(prev_rows)
 end
