@@ -987,15 +987,16 @@ function M.ops(trace, it, map)
                                     memop = true, api = true})
   local k, mc, ms = #trace.kernels, #trace.memcpy, #trace.memset
   trace.memcpy:load{"bytes"}
-  local zero = function(n) return nsl.rep(0, n) end
-  local one = function(n) return nsl.rep(1, n) end
   local cls = classes.classify_column(ops.name, map or classes.default_map())
+  -- which rows are kernels, copies and memsets (summed per iteration): one byte a row, from the operations'
+  -- order (the kernels, then the copies, then the memsets)
+  local memset = nsl.range(#ops):ge(k + mc)
   local t = ops:select{"report", "pid", "device", "start", "stop", "dur", "name", "memop"}:with(
     "class", cls,
-    "kernel", nsl.concat(one(k), zero(mc + ms)),
-    "memcpy", nsl.concat(zero(k), one(mc), zero(ms)),
-    "memset", nsl.concat(zero(k + mc), one(ms)),
-    "memcpy_bytes", nsl.concat(zero(k), trace.memcpy.bytes, zero(ms)))
+    "kernel", ~ops.memop,
+    "memcpy", ops.memop & ~memset,
+    "memset", memset,
+    "memcpy_bytes", nsl.concat(nsl.rep(0, k), trace.memcpy.bytes, nsl.rep(0, ms)))
   -- the window of marker m each start lies in: the occurrences at or before it, after the first and before the
   -- last (NULL outside)
   local function window_of(m, starts)
