@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/nsl_internal.h"
 #include "nsl/nsl.h"
 
 #define ARENA_BLOCK (1u << 20)
@@ -37,6 +38,8 @@ struct nsl_dict {
   uint32_t *hashes;
   dict_slot *slots;      /* hash index (open addressing, linear probing) */
   uint32_t nslots;       /* power of two */
+  int32_t indexed;       /* ids [0, indexed) are in the index (and have their hashes) */
+  int aliases;           /* strings may be appended unindexed, the same string under several ids */
   arena_block *arena;
   size_t bytes;
 };
@@ -112,12 +115,13 @@ static char *arena_alloc(nsl_dict *d, size_t size) {
   return p;
 }
 
-static int rehash(nsl_dict *d) {
-  uint32_t nslots = d->nslots * 2;
+/* The index rebuilt with nslots slots from the indexed ids (a string under
+ * several ids is found under its first: ids go in in order). */
+static int reindex(nsl_dict *d, uint32_t nslots) {
   dict_slot *slots = malloc(nslots * sizeof *slots);
   if (!slots) return -1;
   for (uint32_t i = 0; i < nslots; i++) slots[i].id = -1;
-  for (int32_t id = 0; id < d->n; id++) {
+  for (int32_t id = 0; id < d->indexed; id++) {
     uint32_t i = d->hashes[id] & (nslots - 1);
     while (slots[i].id >= 0) i = (i + 1) & (nslots - 1);
     slots[i] = (dict_slot){d->strs[id], d->hashes[id], id};
@@ -127,6 +131,8 @@ static int rehash(nsl_dict *d) {
   d->nslots = nslots;
   return 0;
 }
+
+static int rehash(nsl_dict *d) { return reindex(d, d->nslots * 2); }
 
 /* Slot where s is, or the empty slot where it would go. */
 static uint32_t find_slot(const nsl_dict *d, const char *s, size_t len, uint32_t h) {
@@ -139,8 +145,27 @@ static uint32_t find_slot(const nsl_dict *d, const char *s, size_t len, uint32_t
   }
 }
 
+/* The strings appended since the index was last brought up to date put in
+ * it (their hashes taken now); a string the index holds already stays an
+ * alias (an id of its own, found under the first).  0, or -1 out of memory. */
+static int catch_up(nsl_dict *d) {
+  if (d->indexed == d->n) return 0;
+  uint32_t nslots = d->nslots;
+  while ((uint64_t)d->n * 4 > (uint64_t)nslots * 3) nslots *= 2;
+  if (nslots != d->nslots && reindex(d, nslots) != 0) return -1;
+  for (int32_t id = d->indexed; id < d->n; id++) {
+    const char *str = d->strs[id];
+    uint32_t h = d->hashes[id] = hash_bytes(str, stored_len(str)), slot = find_slot(d, str, stored_len(str), h);
+    if (d->slots[slot].id < 0) d->slots[slot] = (dict_slot){str, h, id};
+  }
+  d->indexed = d->n;
+  return 0;
+}
+
 int32_t nsl_dict_find(const nsl_dict *d, const char *s, size_t len) {
   if (!d || !s) return -1;
+  /* (only a dictionary with aliases, of one loading thread, has strings to index: nsl__dict_allow_aliases) */
+  if (d->indexed != d->n && catch_up((nsl_dict *)(uintptr_t)d) != 0) return -1;
   return d->slots[find_slot(d, s, len, hash_bytes(s, len))].id;
 }
 
@@ -163,6 +188,8 @@ nsl_status nsl_dict_intern(nsl_dict *d, const char *s, size_t len, int32_t *id, 
   return nsl_dict_intern_hashed(d, s, len, hash_bytes(s, len), id, err);
 }
 
+static nsl_status append(nsl_dict *d, const char *s, size_t len, int32_t *id, nsl_error *err);
+
 /* The error of a string (len bytes) that d cannot take: what failed. */
 static nsl_status intern_failed(const nsl_dict *d, size_t len, const char *what, nsl_error *err) {
   return nsl_error_set(err, NSL_ERR_NOMEM,
@@ -175,11 +202,27 @@ nsl_status nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32
   if (!s) return nsl_error_set(err, NSL_ERR_ARG, "a NULL string cannot be added to a dictionary");
   if (len > UINT32_MAX - 8)
     return nsl_error_set(err, NSL_ERR_LIMIT, "a string of %zu bytes is longer than a dictionary holds (4 GiB)", len);
+  if (catch_up(d) != 0) return intern_failed(d, len, "its hash index", err);
   uint32_t slot = find_slot(d, s, len, h);
   if (d->slots[slot].id >= 0) {
     *id = d->slots[slot].id;
     return NSL_OK;
   }
+  int32_t nid = -1;
+  nsl_status rc = append(d, s, len, &nid, err);
+  if (rc != NSL_OK) return rc;
+  d->hashes[nid] = h;
+  d->slots[slot] = (dict_slot){d->strs[nid], h, nid};
+  d->indexed = d->n;
+  if ((uint64_t)d->n * 4 > (uint64_t)d->nslots * 3 && rehash(d) != 0)
+    return intern_failed(d, len, "its hash index", err);
+  *id = nid;
+  return NSL_OK;
+}
+
+/* Adds s as a new string (a copy in the arena) under the next id, *id; the
+ * index and the hash are the caller's. */
+static nsl_status append(nsl_dict *d, const char *s, size_t len, int32_t *id, nsl_error *err) {
   if (d->n == INT32_MAX)
     return nsl_error_set(err, NSL_ERR_LIMIT, "a dictionary holds at most %d distinct strings", (int)INT32_MAX);
   if (d->n == d->cap) {
@@ -199,14 +242,24 @@ nsl_status nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32
   copy += sizeof len32;
   memcpy(copy, s, len);
   copy[len] = '\0';
-  int32_t nid = d->n++;
-  d->strs[nid] = copy;
-  d->hashes[nid] = h;
-  d->slots[slot] = (dict_slot){copy, h, nid};
-  if ((uint64_t)d->n * 4 > (uint64_t)d->nslots * 3 && rehash(d) != 0)
-    return intern_failed(d, len, "its hash index", err);
-  *id = nid;
+  *id = d->n++;
+  d->strs[*id] = copy;
   return NSL_OK;
+}
+
+void nsl__dict_allow_aliases(nsl_dict *d) {
+  if (d) d->aliases = 1;
+}
+
+int nsl__dict_aliases(const nsl_dict *d) { return d && d->aliases; }
+
+nsl_status nsl__dict_append(nsl_dict *d, const char *s, size_t len, int32_t *id, nsl_error *err) {
+  *id = -1;
+  if (!d->aliases) return nsl_dict_intern(d, s, len, id, err);
+  if (!s) return nsl_error_set(err, NSL_ERR_ARG, "a NULL string cannot be added to a dictionary");
+  if (len > UINT32_MAX - 8)
+    return nsl_error_set(err, NSL_ERR_LIMIT, "a string of %zu bytes is longer than a dictionary holds (4 GiB)", len);
+  return append(d, s, len, id, err);
 }
 
 const char *nsl_dict_str(const nsl_dict *d, int32_t id) {

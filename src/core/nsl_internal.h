@@ -124,6 +124,17 @@ nsl_status nsl__lag_periods(const nsl_column *gid, const nsl_column *v, int64_t 
  * element (a reused large block is not cleared first, a fresh one is
  * written once, not cleared and then written); NULL on out of memory. */
 nsl_column *nsl__column_new_uninit(nsl_type type, int64_t len, nsl_dict *dict);
+
+/* A dictionary that may hold a string under several ids (aliases): a
+ * loading thread's dictionary of one report, whose ids are moved into the
+ * trace's dictionary by string (the aliases of a string to one id) before
+ * any column uses them.  nsl__dict_append adds a string to it under a new
+ * id without looking it up (in a dictionary without aliases: interns it);
+ * the strings so added are indexed at the next lookup.  Set before the
+ * dictionary is shared. */
+void nsl__dict_allow_aliases(nsl_dict *d);
+int nsl__dict_aliases(const nsl_dict *d);
+nsl_status nsl__dict_append(nsl_dict *d, const char *s, size_t len, int32_t *id, nsl_error *err);
 /* Row i of a where mask[i] is set, else row i of b (nsl.where): mask an
  * NSL_BOOL column of n rows; a and b of one type (string columns of one
  * dictionary), each of n rows, or of one row that stands for every row

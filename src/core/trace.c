@@ -633,8 +633,10 @@ static nsl_status plan_load(load_ctx *ctx, nsl_table *t, const int *idx, int n, 
   }
   if (lp->nsrc > 0 && own_dicts) {
     if (!(lp->dicts = calloc(nr, sizeof *lp->dicts))) goto nomem;
-    for (int i = 0; i < tr->nreports; i++)
+    for (int i = 0; i < tr->nreports; i++) {
       if (!(lp->dicts[i] = nsl_dict_new())) goto nomem;
+      nsl__dict_allow_aliases(lp->dicts[i]);   /* its ids go through the trace's dictionary by string (store) */
+    }
   }
   *out = lp;
   return NSL_OK;

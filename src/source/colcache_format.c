@@ -219,8 +219,9 @@ static nsl_column *column_from(const nsl__cache_head *h, nsl__mapping *map, nsl_
     int32_t *map_ids = malloc((size_t)(ns ? ns : 1) * sizeof *map_ids);
     if (!map_ids) return NULL;
     int same = 1;
+    /* (a loading thread's dictionary takes the strings without a lookup: nsl__dict_allow_aliases) */
     for (uint64_t k = 0; k < ns; k++) {
-      if (nsl_dict_intern(dict, bytes + offs[k], (size_t)(offs[k + 1] - offs[k]), &map_ids[k], NULL) != NSL_OK) {
+      if (nsl__dict_append(dict, bytes + offs[k], (size_t)(offs[k + 1] - offs[k]), &map_ids[k], NULL) != NSL_OK) {
         free(map_ids);
         return NULL;
       }
