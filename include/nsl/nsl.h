@@ -536,6 +536,18 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
                                  const nsl_column *const *win_lo, const nsl_column *const *win_hi,
                                  nsl_column **totals, nsl_column **row_charged, nsl_error *err);
 
+/* Where each device waited for its host to launch work (the ledger's
+ * idle_host).  The rows (GPU operations) in (group, start) order, a stable
+ * sort: before each row whose group equals the previous row's, the time
+ * from the previous row's start to the end of the row's launch call
+ * (launch_stop, at most the row's own start), where that is later.  Rows
+ * with a NULL group, start or launch_stop wait for nothing (a NULL row
+ * still precedes the next).  *rows receives the waiting rows' numbers in
+ * that order, *from and *to the waits' bounds (I64 columns, one row per
+ * wait). */
+nsl_status nsl_launch_waits(const nsl_column *group, const nsl_column *start, const nsl_column *launch_stop,
+                            nsl_column **rows, nsl_column **from, nsl_column **to, nsl_error *err);
+
 /* ---- traces ----------------------------------------------------------- */
 
 typedef struct nsl_trace nsl_trace;

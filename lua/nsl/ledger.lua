@@ -124,16 +124,9 @@ end
 -- own start), where that is later.  Rows in (group, start) order: group,
 -- start, launch_stop, report, device, pid, tid, hs, he (the wait).
 function M.launch_waits(work)
-  -- (in the GPU's order, the three columns the test reads; the rows it keeps taken from work at once)
-  local ord = work:order("group", "start")
-  local group, start, launch_stop = work.group:gather(ord), work.start:gather(ord), work.launch_stop:gather(ord)
-  local prev = start:shift(-1)
-  local same = group:eq(group:shift(-1))
-  local hi = nsl.where(launch_stop:lt(start), launch_stop, start)
-  local ok = same & ~launch_stop:isnull() & hi:gt(prev)
-  local rows = ok:indices()
-  return work:select{"group", "start", "launch_stop", "report", "device", "pid", "tid"}:take(ord:gather(rows))
-    :with("hs", prev:gather(rows), "he", hi:gather(rows))
+  local rows, hs, he = nsl.launch_waits(work.group, work.start, work.launch_stop)   -- (one C pass after the sort)
+  return work:select{"group", "start", "launch_stop", "report", "device", "pid", "tid"}:take(rows)
+    :with("hs", hs, "he", he)
 end
 
 --- The GPUs of work (gpu_work's rows): keys, a table report, device, gid

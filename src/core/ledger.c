@@ -257,3 +257,59 @@ done:
   nsl_column_release(ch);
   return rc;
 }
+
+nsl_status nsl_launch_waits(const nsl_column *group, const nsl_column *start, const nsl_column *launch_stop,
+                            nsl_column **rows, nsl_column **from, nsl_column **to, nsl_error *err) {
+  const char *what = "launch waits";
+  *rows = *from = *to = NULL;
+  if (!int_col(group) || !int_col(start) || !int_col(launch_stop))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: group, start and launch stop must be integer columns", what);
+  int64_t n = group->len;
+  if (start->len != n || launch_stop->len != n)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: group, start and launch stop must have one length", what);
+  const nsl_column *keys[2] = {group, start};
+  nsl_column *ord = nsl_argsort(keys, NULL, 2, err);
+  if (!ord) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+  const int64_t *o = nsl_i64(ord);
+  /* two passes over the order: how many wait, then the waits (no column of every row) */
+  int64_t m = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    int64_t *r = pass ? nsl_i64(*rows) : NULL, *f = pass ? nsl_i64(*from) : NULL, *t = pass ? nsl_i64(*to) : NULL;
+    int64_t k = 0, pg = 0, ps = 0;
+    int pnull = 1;   /* the previous row's group or start is NULL (or there is none) */
+    for (int64_t q = 0; q < n; q++) {
+      int64_t i = o[q];
+      int ng, ns, nl;
+      int64_t g = nsl__int_at(group, i, &ng), s = nsl__int_at(start, i, &ns), l = nsl__int_at(launch_stop, i, &nl);
+      if (!pnull && !ng && !ns && !nl && g == pg) {
+        int64_t hi = l < s ? l : s;
+        if (hi > ps) {
+          if (pass) {
+            r[k] = i;
+            f[k] = ps;
+            t[k] = hi;
+          }
+          k++;
+        }
+      }
+      pg = g;
+      ps = s;
+      pnull = ng || ns;
+    }
+    if (pass) break;
+    m = k;
+    *rows = nsl_column_new(NSL_I64, m, NULL);
+    *from = nsl_column_new(NSL_I64, m, NULL);
+    *to = nsl_column_new(NSL_I64, m, NULL);
+    if (!*rows || !*from || !*to) {
+      nsl_column_release(ord);
+      nsl_column_release(*rows);
+      nsl_column_release(*from);
+      nsl_column_release(*to);
+      *rows = *from = *to = NULL;
+      return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld waits", what, (long long)m);
+    }
+  }
+  nsl_column_release(ord);
+  return NSL_OK;
+}

@@ -183,10 +183,25 @@ static int l_ledger_sweep(lua_State *L) {
   return nsets + 1;
 }
 
+/* nsl.launch_waits(group, start, launch_stop) -> rows, from, to: where each device waited for its host to
+ * launch (src/core/ledger.c): the rows whose previous row of their group, in (group, start) order, started
+ * before the end of their launch call (at most their own start), and those waits' bounds. */
+static int l_launch_waits(lua_State *L) {
+  nsl_column *g = nsl__checkcolumn(L, 1), *s = nsl__checkcolumn(L, 2), *l = nsl__checkcolumn(L, 3);
+  nsl_column *rows, *from, *to;
+  nsl_error err = {0};
+  if (nsl_launch_waits(g, s, l, &rows, &from, &to, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, rows);
+  nsl__pushcolumn(L, from);
+  nsl__pushcolumn(L, to);
+  return 3;
+}
+
 static const luaL_Reg funcs[] = {{"overlap_join", l_overlap_join},
                                  {"overlap_any", l_overlap_any},
                                  {"innermost_join", l_innermost_join},
                                  {"ledger_sweep", l_ledger_sweep},
+                                 {"launch_waits", l_launch_waits},
                                  {"count_open", l_count_open},
                                  {"gaps_grouped", l_gaps_grouped},
                                  {"gap_sums", l_gap_sums},

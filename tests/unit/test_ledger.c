@@ -1,7 +1,10 @@
 /* test_ledger.c -- the ledger sweep of ledger.c against a hand-computed case
  * and a per-nanosecond brute force on random data: at every nanosecond of a
  * window, the lowest class with a row of the window's group open takes it;
- * a row's charge is the nanoseconds its class took while it was open. */
+ * a row's charge is the nanoseconds its class took while it was open.  The
+ * launch waits against a hand-computed case and a reference that sorts the
+ * rows by insertion (NULL first, ties in row order) and applies the rules
+ * of nsl.h to each row and the one before it. */
 #include <stdio.h>
 
 #include "kernel_fixtures.h"
@@ -149,8 +152,95 @@ static void test_ledger_sets_refused(void **state) {
   for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
 }
 
+static void launch_waits(const nsl_column *g, const nsl_column *s, const nsl_column *l, nsl_column **rows,
+                         nsl_column **from, nsl_column **to) {
+  nsl_error err = {0};
+  if (nsl_launch_waits(g, s, l, rows, from, to, &err) != NSL_OK) fail_msg("launch waits failed: %s", err.msg);
+}
+
+/* Two devices, rows in no order.  Device 0 by start: rows 2 (10), 0 (30), 3 (50), 4 (80), 6 (90).  Row 0's
+ * launch ended at 28, after row 2 started: it waits [10, 28); row 3's at 45: [30, 45); row 4's at 95, after
+ * its own start: [50, 80); row 6's at 70, before row 4 started: none.  Device 1: row 1 has none before it,
+ * row 5's launch stop is NULL: none. */
+static void test_launch_waits_hand(void **state) {
+  (void)state;
+  nsl_column *g = FX_I64(0, 1, 0, 0, 0, 1, 0), *s = FX_I64(30, 5, 10, 50, 80, 20, 90);
+  nsl_column *l = FX_I64(28, 1, 2, 45, 95, NSL_NULL_I64, 70);
+  nsl_column *rows, *from, *to;
+  launch_waits(g, s, l, &rows, &from, &to);
+  FX_EXPECT_I64(rows, 0, 3, 4);
+  FX_EXPECT_I64(from, 10, 30, 50);
+  FX_EXPECT_I64(to, 28, 45, 80);
+  nsl_column *cols[] = {g, s, l, rows, from, to};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  /* refusals: a string column, columns of different lengths */
+  nsl_column *a = FX_I64(1, 2), *b = FX_I64(1);
+  nsl_error err = {0};
+  assert_int_equal(nsl_launch_waits(a, b, a, &rows, &from, &to, &err), NSL_ERR_ARG);
+  assert_null(rows);
+  nsl_column_release(a);
+  nsl_column_release(b);
+}
+
+/* Random rows (ties, NULL groups, starts and launch stops) against the reference. */
+static void test_launch_waits_random(void **state) {
+  (void)state;
+  for (int round = 0; round < 400; round++) {
+    fx_seed(7700 + (uint64_t)round);
+    int64_t n = fx_range(0, 60);
+    int32_t gv[64];
+    int64_t sv[64], lv[64];
+    nsl_column *g = nsl_column_new(NSL_I32, n, NULL), *s = nsl_column_new(NSL_I64, n, NULL),
+               *l = nsl_column_new(NSL_I64, n, NULL);
+    for (int64_t i = 0; i < n; i++) {
+      gv[i] = fx_range(0, 9) == 0 ? NSL_NULL_I32 : (int32_t)fx_range(0, 2);
+      sv[i] = fx_range(0, 12) == 0 ? NSL_NULL_I64 : fx_range(0, 40);
+      lv[i] = fx_range(0, 8) == 0 ? NSL_NULL_I64 : fx_range(-5, 45);
+      nsl_i32(g)[i] = gv[i];
+      nsl_i64(s)[i] = sv[i];
+      nsl_i64(l)[i] = lv[i];
+    }
+    /* the reference order: insertion sort by (group, start), NULL first, stable */
+    int64_t ord[64];
+    for (int64_t i = 0; i < n; i++) {
+      int64_t j = i;
+      while (j > 0) {
+        int64_t p = ord[j - 1];
+        int64_t gp = gv[p] == NSL_NULL_I32 ? INT64_MIN : gv[p], gi = gv[i] == NSL_NULL_I32 ? INT64_MIN : gv[i];
+        int64_t sp = sv[p] == NSL_NULL_I64 ? INT64_MIN : sv[p], si = sv[i] == NSL_NULL_I64 ? INT64_MIN : sv[i];
+        if (gp < gi || (gp == gi && sp <= si)) break;
+        ord[j] = p;
+        j--;
+      }
+      ord[j] = i;
+    }
+    int64_t wr[64], wf[64], wt[64], nw = 0;
+    for (int64_t q = 1; q < n; q++) {
+      int64_t i = ord[q], p = ord[q - 1];
+      if (gv[i] == NSL_NULL_I32 || gv[p] == NSL_NULL_I32 || gv[i] != gv[p]) continue;
+      if (sv[i] == NSL_NULL_I64 || sv[p] == NSL_NULL_I64 || lv[i] == NSL_NULL_I64) continue;
+      int64_t hi = lv[i] < sv[i] ? lv[i] : sv[i];
+      if (hi <= sv[p]) continue;
+      wr[nw] = i;
+      wf[nw] = sv[p];
+      wt[nw++] = hi;
+    }
+    nsl_column *rows, *from, *to;
+    launch_waits(g, s, l, &rows, &from, &to);
+    if (rows->len != nw) fail_msg("round %d: %lld waits, the reference %lld", round, (long long)rows->len, (long long)nw);
+    for (int64_t k = 0; k < nw; k++)
+      if (nsl_i64(rows)[k] != wr[k] || nsl_i64(from)[k] != wf[k] || nsl_i64(to)[k] != wt[k])
+        fail_msg("round %d wait %lld: row %lld [%lld, %lld), the reference row %lld [%lld, %lld)", round,
+                 (long long)k, (long long)nsl_i64(rows)[k], (long long)nsl_i64(from)[k], (long long)nsl_i64(to)[k],
+                 (long long)wr[k], (long long)wf[k], (long long)wt[k]);
+    nsl_column *cols[] = {g, s, l, rows, from, to};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_ledger_hand), cmocka_unit_test(test_ledger_random),
-                                     cmocka_unit_test(test_ledger_sets_refused)};
+                                     cmocka_unit_test(test_ledger_sets_refused), cmocka_unit_test(test_launch_waits_hand),
+                                     cmocka_unit_test(test_launch_waits_random)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
