@@ -42,28 +42,34 @@ function M.normalize(s, strip)
 end
 
 --- Range names of table t (trace.nvtx or a selection of it): the name
--- column ("domain:text", or text) and, when opts.strip (array of patterns)
--- is given, a second column with those removed.  One group-by over
--- (domain, text); Lua sees each distinct pair once.
+-- column ("domain:text" for a range with a domain, else its text; "" for a
+-- range with neither where some range has a domain) and, when opts.strip
+-- (array of patterns) is given, a second column with those removed ("" for
+-- a range without text).  The ranges with a domain, most often a few, are
+-- grouped by (domain, text); Lua sees each distinct pair once, and each
+-- distinct name once for the labels.
 function M.names(t, opts)
   opts = opts or {}
   t:load{"text", "domain"}
-  local has_domain = #t > 0 and t.domain:isnull():count() < #t
-  if not has_domain and not opts.strip then return t.text end
-  local g <close> = has_domain and t:group_by("domain", "text") or t:group_by("text")
-  local keys = g:keys()
-  local names, labels = {}, {}
-  local kd, kt = has_domain and keys.domain or nil, keys.text
-  for i = 1, #keys do
-    local text = kt[i] or ""
-    local d = kd and kd[i]
-    names[i] = d and (d .. ":" .. text) or text
-    if opts.strip then labels[i] = M.normalize(names[i], opts.strip) end
+  local dm = #t > 0 and ~t.domain:isnull() or nil
+  local nd = dm and dm:count() or 0
+  if nd == 0 and not opts.strip then return t.text end
+  local name = t.text
+  if nd > 0 then
+    local sub = t:select{"domain", "text"}:take(dm:indices())
+    local g <close> = sub:group_by("domain", "text")
+    local keys = g:keys()
+    local names = {}
+    local kd, kt = keys.domain, keys.text
+    for i = 1, #keys do names[i] = kd[i] .. ":" .. (kt[i] or "") end
+    local ids <close> = g:ids()
+    -- each row with a domain: its place among them (the rows of sub)
+    local at = nsl.where(dm, nsl.where(dm, 1, 0):cumsum() - 1, -1)
+    name = nsl.where(dm, nsl.column(names):gather(ids):gather(at), nsl.coalesce(t.text, ""))
   end
-  local ids <close> = g:ids()
-  local name = has_domain and nsl.column(names):gather(ids) or t.text
   if not opts.strip then return name end
-  return name, nsl.column(labels):gather(ids)
+  local strip = opts.strip
+  return name, nsl.coalesce(name, ""):map(function(s) return M.normalize(s, strip) end)
 end
 
 --- Parent of every range of nv (0-based row, -1 for none) and its depth: the
