@@ -226,11 +226,13 @@ function M.windows(coll, work)
     return nsl.table(cols)
   end
   -- the members of the windows: the work, then each window's collectives (its previous one and its own); the
-  -- sweep's three columns made one, the launch columns read from the parts by row (at 1 GB the work is 2.25 M
-  -- rows: four columns fewer copied)
+  -- sweep's three columns made one, and the launch time, read of every gap's end (a collective's own launch
+  -- stands for both of its window's); the other launch columns read from the parts by row, of the gaps with
+  -- a host part alone (at 1 GB the work is 2.25 M rows: three columns fewer copied)
   local sweep_cols = {"group", "start", "stop"}
-  local members = nsl.concat_tables({part(wk, nil, sweep_cols), part(cur, prev_rows, sweep_cols), part(cur, nil, sweep_cols)},
-                                    sweep_cols)
+  local member_cols = host and {"group", "start", "stop", "launch"} or sweep_cols
+  local members = nsl.concat_tables({part(wk, nil, member_cols), part(cur, prev_rows, member_cols),
+                                     part(cur, nil, member_cols)}, member_cols)
   local nwork = #wk
   local colls = host and nsl.concat_tables({part(cur, prev_rows, LAUNCH), part(cur, nil, LAUNCH)}, LAUNCH)
   -- the members' rows idx (-1: NULL) as a reader of their columns: column c of those rows (where each row
@@ -245,7 +247,7 @@ function M.windows(coll, work)
   if host then
     -- the work that ends the gap (the first of those starting then: its row of members), and when it was
     -- launched; what else the host parts say of it is read for the gaps with a host part alone (below)
-    local early = positive(members_at(ender)("launch") - gs)
+    local early = positive(members.launch:gather(ender) - gs)
     gaps = gaps:with("hp", gaps.dur - positive(gaps.dur - early), "ender", ender)
   else
     gaps = gaps:with("hp", gaps.dur)   -- when each piece of work was launched is unknown: idle counts as host
