@@ -6,8 +6,9 @@
  * Every interval row has a group (a device of a rank) and a class; a class
  * with a lower number wins where intervals of several classes are open (a
  * kernel over a copy, any GPU work over the host-side causes of idle time).
- * One sweep per group over the rows' starts and stops, each in (group, time)
- * order from a radix argsort: O(rows) after the sorts. */
+ * One sweep per group over the rows' starts, in (group, start) order from a
+ * radix argsort, with the open rows in a binary heap by stop: O(rows log
+ * open) after the sort. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +113,38 @@ static nsl_status window_order(const char *what, int set, const nsl_column *win_
   return NSL_OK;
 }
 
+/* The rows open at the sweep's time: a binary min-heap by stop. */
+typedef struct open_row {
+  int64_t stop, row;
+  int cls;
+} open_row;
+
+static void heap_push(open_row *h, int64_t *n, open_row x) {
+  int64_t i = (*n)++;   /* (room for it: the caller's) */
+  while (i > 0) {
+    int64_t p = (i - 1) / 2;
+    if (h[p].stop <= x.stop) break;
+    h[i] = h[p];
+    i = p;
+  }
+  h[i] = x;
+}
+
+static open_row heap_pop(open_row *h, int64_t *n) {
+  open_row top = h[0], x = h[--*n];
+  int64_t i = 0, m = *n;
+  for (;;) {
+    int64_t c = 2 * i + 1;
+    if (c >= m) break;
+    if (c + 1 < m && h[c + 1].stop < h[c].stop) c++;
+    if (x.stop <= h[c].stop) break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (m > 0) h[i] = x;
+  return top;
+}
+
 nsl_status nsl_ledger_sweep(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
                             const nsl_column *cls, int nclasses, const nsl_column *win_group,
                             const nsl_column *win_lo, const nsl_column *win_hi, nsl_column **totals,
@@ -138,16 +171,15 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
   if (nclasses < 1 || nclasses > 64) return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to 64 classes", what);
   nsl_status rc = NSL_OK;
   nsl_column *worder[NSL_LEDGER_SETS] = {NULL}, *out[NSL_LEDGER_SETS] = {NULL};
-  nsl_column *by_start = NULL, *by_stop = NULL, *ch = NULL;
+  nsl_column *by_start = NULL, *ch = NULL;
   int64_t *open = NULL, *mark = NULL, *spare = NULL;
+  open_row *heap = NULL;
   for (int k = 0; k < nsets; k++)
     if ((rc = window_order(what, k, win_group[k], win_lo[k], win_hi[k], &worder[k], err)) != NSL_OK) goto done;
   {
-    const nsl_column *skeys[2] = {group_of, start}, *ekeys[2] = {group_of, stop};
+    const nsl_column *skeys[2] = {group_of, start};
     by_start = nsl_argsort(skeys, NULL, 2, err);
     if (!by_start) goto fail;
-    by_stop = nsl_argsort(ekeys, NULL, 2, err);
-    if (!by_stop) goto fail;
   }
   int oom = 0;
   for (int k = 0; k < nsets; k++)
@@ -156,7 +188,9 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
   open = calloc((size_t)nclasses, sizeof *open);
   mark = calloc((size_t)nclasses, sizeof *mark);
   spare = calloc((size_t)nclasses, sizeof *spare);
-  if (oom || (row_charged && !ch) || !open || !mark || !spare) {
+  int64_t cap = 1024;   /* the heap grows with the rows open at once (a few, as a rule) */
+  heap = malloc((size_t)cap * sizeof *heap);
+  if (oom || (row_charged && !ch) || !open || !mark || !spare || !heap) {
     rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
     goto done;
   }
@@ -166,66 +200,59 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
   for (int k = 0; k < nsets; k++)
     st[k] = (ledger_state){win_group[k], win_lo[k], win_hi[k], nsl_i64(worder[k]), win_group[k]->len, 0, nclasses,
                            nsl_i64(out[k]), k == 0 ? mark : spare};
-  const int64_t *ps = nsl_i64(by_start), *pe = nsl_i64(by_stop);
+  const int64_t *ps = nsl_i64(by_start);
   int64_t *chv = ch ? nsl_i64(ch) : NULL;
-  int64_t qs = 0, qe = 0, cur = -1, t = 0;
-  /* the head of each order (the next row that takes part) is read once, when its order moves on */
-  int64_t s = 0, e = 0, g = 0, s2 = 0, e2 = 0, g2 = 0;
-  int c = 0, c2 = 0, head_s = 0, head_e = 0;
-  while (qs < n || qe < n) {
-    /* the next event: a start, unless a stop comes first (of an earlier group, or earlier in this one) */
-    int64_t gi = 0;
-    int ci = 0, is_start = 0;
-    int64_t i = -1;
-    if (!head_s) {
-      while (qs < n && !row_of(start, stop, group_of, cls, nclasses, ps[qs], &s, &e, &g, &c)) qs++;
-      head_s = 1;
+  int64_t qs = 0, cur = -1, t = 0, nopen = 0;
+  for (;;) {
+    /* the next start that takes part; before it, every open row of its group stopping at or before it (a stop
+     * and a start at one time: the stop first), or of the group before it */
+    int64_t s = 0, e = 0, g = 0, i = -1;
+    int c = 0;
+    while (qs < n && !row_of(start, stop, group_of, cls, nclasses, ps[qs], &s, &e, &g, &c)) qs++;
+    if (qs < n) i = ps[qs++];
+    while (nopen > 0 && (i < 0 || g != cur || heap[0].stop <= s)) {
+      open_row r = heap_pop(heap, &nopen);
+      if (r.stop > t) {
+        int top = nclasses;
+        for (int k = 0; k < nclasses; k++)
+          if (open[k] > 0) {
+            top = k;
+            break;
+          }
+        for (int k = 0; k < nsets; k++) add_segment(&st[k], cur, t, r.stop, top);
+        t = r.stop;
+      }
+      open[r.cls]--;
+      if (chv) chv[r.row] += mark[r.cls];
     }
-    int64_t j = -1;
-    if (!head_e) {
-      while (qe < n && !row_of(start, stop, group_of, cls, nclasses, pe[qe], &s2, &e2, &g2, &c2)) qe++;
-      head_e = 1;
-    }
-    if (qs >= n && qe >= n) break;
-    if (qs < n) i = ps[qs];
-    if (qe < n) j = pe[qe];
-    if (i >= 0 && (j < 0 || g < g2 || (g == g2 && s < e2))) {
-      is_start = 1;
-      gi = g;
-      ci = c;
-    } else {
-      i = j;
-      gi = g2;
-      ci = c2;
-    }
-    int64_t at = is_start ? s : e2;
-    if (gi != cur) {   /* a new group: nothing open */
-      cur = gi;
-      t = at;
+    if (i < 0) break;
+    if (g != cur) {   /* a new group: nothing open */
+      cur = g;
+      t = s;
       memset(open, 0, (size_t)nclasses * sizeof *open);
       memset(mark, 0, (size_t)nclasses * sizeof *mark);
     }
-    if (at > t) {
+    if (s > t) {
       int top = nclasses;
       for (int k = 0; k < nclasses; k++)
         if (open[k] > 0) {
           top = k;
           break;
         }
-      for (int k = 0; k < nsets; k++) add_segment(&st[k], cur, t, at, top);
-      t = at;
+      for (int k = 0; k < nsets; k++) add_segment(&st[k], cur, t, s, top);
+      t = s;
     }
-    if (is_start) {
-      open[ci]++;
-      if (chv) chv[i] = -mark[ci];
-      qs++;
-      head_s = 0;
-    } else {
-      open[ci]--;
-      if (chv) chv[i] += mark[ci];
-      qe++;
-      head_e = 0;
+    open[c]++;
+    if (chv) chv[i] = -mark[c];
+    if (nopen == cap) {
+      open_row *h = realloc(heap, (size_t)(cap *= 2) * sizeof *heap);
+      if (!h) {
+        rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld open rows", what, (long long)nopen);
+        goto done;
+      }
+      heap = h;
     }
+    heap_push(heap, &nopen, (open_row){e, i, c});
   }
   for (int k = 0; k < nsets; k++)
     for (int64_t w = 0; w < win_group[k]->len; w++) {   /* what no class covers: the window less its classes */
@@ -248,12 +275,12 @@ done:
   free(open);
   free(mark);
   free(spare);
+  free(heap);
   for (int k = 0; k < nsets; k++) {
     nsl_column_release(worder[k]);
     nsl_column_release(out[k]);
   }
   nsl_column_release(by_start);
-  nsl_column_release(by_stop);
   nsl_column_release(ch);
   return rc;
 }

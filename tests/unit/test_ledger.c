@@ -132,6 +132,42 @@ static void test_ledger_random(void **state) {
   }
 }
 
+/* Many rows open at once (past the first room of the sweep's heap of open rows): 3,000 rows of class 1
+ * over [0, 100 + i) and, every tenth, one of class 0 over [i, i + 5); window [0, 5000). */
+static void test_ledger_many_open(void **state) {
+  (void)state;
+  enum { N = 3000 };
+  nsl_column *s = nsl_column_new(NSL_I64, N + N / 10, NULL), *e = nsl_column_new(NSL_I64, N + N / 10, NULL);
+  nsl_column *g = nsl_column_new(NSL_I64, N + N / 10, NULL), *c = nsl_column_new(NSL_I64, N + N / 10, NULL);
+  for (int64_t i = 0; i < N; i++) {
+    nsl_i64(s)[i] = 0;
+    nsl_i64(e)[i] = 100 + i;
+    nsl_i64(c)[i] = 1;
+  }
+  for (int64_t k = 0; k < N / 10; k++) {   /* [10k, 10k + 5): class 0 over half of each ten ns up to 3,000 */
+    nsl_i64(s)[N + k] = 10 * k;
+    nsl_i64(e)[N + k] = 10 * k + 5;
+    nsl_i64(c)[N + k] = 0;
+  }
+  nsl_column *wg = FX_I64(0), *wl = FX_I64(0), *wh = FX_I64(5000);
+  nsl_column *tot, *ch;
+  sweep(s, e, g, c, 2, wg, wl, wh, &tot, &ch);
+  /* class 0: 300 x 5 ns; class 1: [0, 3099) less those; none: [3099, 5000) */
+  FX_EXPECT_I64(tot, 1500, 3099 - 1500, 5000 - 3099);
+  for (int64_t i = 0; i < N; i++) {   /* a class 1 row: its time less class 0's inside it */
+    int64_t hi = 100 + i, over = 0;
+    for (int64_t k = 0; k < N / 10; k++) {
+      int64_t a = 10 * k, b = 10 * k + 5 < hi ? 10 * k + 5 : hi;
+      if (b > a) over += b - a;
+    }
+    if (nsl_i64(ch)[i] != hi - over) fail_msg("row %lld: charged %lld, want %lld", (long long)i,
+                                             (long long)nsl_i64(ch)[i], (long long)(hi - over));
+  }
+  for (int64_t k = 0; k < N / 10; k++) assert_int_equal(nsl_i64(ch)[N + k], 5);
+  nsl_column *cols[] = {s, e, g, c, wg, wl, wh, tot, ch};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+}
+
 /* Window sets: overlapping windows within a later set are refused with every output left NULL; the number
  * of sets is bounded. */
 static void test_ledger_sets_refused(void **state) {
@@ -240,7 +276,8 @@ static void test_launch_waits_random(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_ledger_hand), cmocka_unit_test(test_ledger_random),
-                                     cmocka_unit_test(test_ledger_sets_refused), cmocka_unit_test(test_launch_waits_hand),
+                                     cmocka_unit_test(test_ledger_sets_refused), cmocka_unit_test(test_ledger_many_open),
+                                     cmocka_unit_test(test_launch_waits_hand),
                                      cmocka_unit_test(test_launch_waits_random)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
