@@ -284,6 +284,28 @@ COUNTS=${counts#derived:} "$NSL" run "$TMP/no_nccl.lua" "$exp" > /dev/null
 "$NSL" run diagnose "$exp" --format json > "$TMP/warm.json" 2>&1
 [ -s "$TMP/warm.json" ] && ! grep -q '"nccl.exposed"' "$TMP/warm.json" &&
   ok "the kept GPU tables are what a warm diagnose reads" || bad "kept GPU tables not read"
+# whether no CUDA call is recorded twice under one id (nsl.host_sync.api_calls), kept per report: launch cold,
+# warm and without the cache alike on the export and on a 2022 export that records calls twice (kept: none);
+# a flag kept in its place is what a warm run reads (the duplicates then stay)
+export NSL_CACHE_DIR="$TMP/api_ids"
+twice="$TMP/mpi_2022.sqlite"
+cp "$NSL_DATA_DIR/nsys/mpi_cuda_rank0_2022.2.sqlite" "$twice"
+for f in "$exp" "$twice"; do same_three "launch on $(basename "$f") with the kept id flag" run launch "$f"; done
+check_eq "kept in the entry: the id flag of the export" "$(grep -l 'derived:api_ids_distinct.1' "$(entry "$exp")"/c-* 2> /dev/null | wc -l)" 1
+check_eq "kept in no entry: the id flag of the export with calls recorded twice" \
+  "$(grep -l 'derived:api_ids_distinct.1' "$(entry "$twice")"/c-* 2> /dev/null | wc -l)" 0
+cat > "$TMP/calls.lua" <<'LUA'
+local nsl = require("nsl")
+return { run = function(trace)   -- the calls api_calls keeps; with KEEP, first keeps the flag saying all are distinct
+  if os.getenv("KEEP") then trace:keep_derived(0, "api", "api_ids_distinct.1", nsl.rep(1, 1):eq(1)) return end
+  print(#require("nsl.host_sync").api_calls(trace), #trace.api)
+end }
+LUA
+read -r kept_n all_n <<< "$("$NSL" run "$TMP/calls.lua" "$twice")"
+[ -n "$kept_n" ] && [ "$kept_n" -lt "$all_n" ] && ok "the 2022 export: $kept_n calls of $all_n records" ||
+  bad "the 2022 export records no call twice: $kept_n of $all_n"
+KEEP=1 "$NSL" run "$TMP/calls.lua" "$twice" > /dev/null
+check_eq "the kept id flag is what a warm run reads" "$("$NSL" run "$TMP/calls.lua" "$twice")" "$all_n	$all_n"
 export NSL_CACHE_DIR="$TMP/detected"
 
 # (the export has no step candidate: four files, three of them of no rows; a marker kernel: five files; the
