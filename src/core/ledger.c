@@ -113,6 +113,13 @@ static nsl_status window_order(const char *what, int set, const nsl_column *win_
   return NSL_OK;
 }
 
+/* The class on top: the lowest with a row open (nclasses: none). */
+static inline int top_class(const int64_t *open, int nclasses) {
+  for (int k = 0; k < nclasses; k++)
+    if (open[k] > 0) return k;
+  return nclasses;
+}
+
 /* The rows open at the sweep's time: a binary min-heap by stop. */
 typedef struct open_row {
   int64_t stop, row;
@@ -213,12 +220,7 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
     while (nopen > 0 && (i < 0 || g != cur || heap[0].stop <= s)) {
       open_row r = heap_pop(heap, &nopen);
       if (r.stop > t) {
-        int top = nclasses;
-        for (int k = 0; k < nclasses; k++)
-          if (open[k] > 0) {
-            top = k;
-            break;
-          }
+        int top = top_class(open, nclasses);
         for (int k = 0; k < nsets; k++) add_segment(&st[k], cur, t, r.stop, top);
         t = r.stop;
       }
@@ -233,12 +235,7 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
       memset(mark, 0, (size_t)nclasses * sizeof *mark);
     }
     if (s > t) {
-      int top = nclasses;
-      for (int k = 0; k < nclasses; k++)
-        if (open[k] > 0) {
-          top = k;
-          break;
-        }
+      int top = top_class(open, nclasses);
       for (int k = 0; k < nsets; k++) add_segment(&st[k], cur, t, s, top);
       t = s;
     }
