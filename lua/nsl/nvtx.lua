@@ -68,8 +68,8 @@ function M.names(t, opts)
     name = nsl.where(dm, nsl.column(names):gather(ids):gather(at), nsl.coalesce(t.text, ""))
   end
   if not opts.strip then return name end
-  local strip = opts.strip
-  return name, nsl.coalesce(name, ""):map(function(s) return M.normalize(s, strip) end)
+  local strip = opts.strip   -- (with a domain somewhere, no name is NULL already)
+  return name, (nd > 0 and name or nsl.coalesce(name, "")):map(function(s) return M.normalize(s, strip) end)
 end
 
 --- Parent of every range of nv (0-based row, -1 for none) and its depth: the

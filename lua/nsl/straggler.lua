@@ -234,7 +234,8 @@ function M.windows(coll, work)
   local members = nsl.concat_tables({part(wk, nil, member_cols), part(cur, prev_rows, member_cols),
                                      part(cur, nil, member_cols)}, member_cols)
   local nwork = #wk
-  local colls = host and nsl.concat_tables({part(cur, prev_rows, LAUNCH), part(cur, nil, LAUNCH)}, LAUNCH)
+  local after_cols = {"report", "pid", "corr"}   -- (LAUNCH less the launch time, which members holds)
+  local colls = host and nsl.concat_tables({part(cur, prev_rows, after_cols), part(cur, nil, after_cols)}, after_cols)
   -- the members' rows idx (-1: NULL) as a reader of their columns: column c of those rows (where each row
   -- lies, in the work or among the collectives, found once for all the columns read)
   local function members_at(idx)
