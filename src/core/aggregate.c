@@ -191,6 +191,16 @@ static void stats_rows(const agg_run *r, plan *p, int c, int64_t r0, int64_t r1)
     INT_STATS(int32_t, NSL_NULL_I32, nsl__ocode_i32);
     return;
   }
+  if (v->type == NSL_BOOL && !minmax && !p->std_sq) {   /* counts and sums of a mask (never NULL) */
+    const uint8_t *x = nsl_bool(v);
+    for (int64_t i = r0; i < r1; i++) {
+      int64_t g = go[i];
+      if (g < 0) continue;
+      st[g].count++;
+      if (isum) st[g].isum += x[i];
+    }
+    return;
+  }
   uint64_t buf[BLOCK];
   for (int64_t b = r0; b < r1; b += BLOCK) {
     int64_t m = r1 - b < BLOCK ? r1 - b : BLOCK;

@@ -365,6 +365,103 @@ static void test_union_grouped(void **state) {
     nsl_column_release(g);
     nsl_column_release(m);
   }
+
+  /* rows as one to five tables, each in time order, one after the other (a GPU's kernels, copies and
+   * memsets): each group's rows come in runs of ascending start, merged without a sort of every row; with
+   * ties, wide starts, NULLs and a mask; every eighth trial shuffled (too many descents: the sort) */
+  for (int trial = 0; trial < 80; trial++) {
+    int64_t n = fx_range(0, 3000), ng = fx_range(1, 40), tables = fx_range(1, 5);
+    int wide = trial % 5 == 0, shuffled = trial % 8 == 7;
+    s = nsl_column_new(NSL_I64, n, NULL);
+    e = nsl_column_new(NSL_I64, n, NULL);
+    g = nsl_column_new(NSL_I64, n, NULL);
+    m = nsl_column_new(NSL_BOOL, n, NULL);
+    int64_t base = wide ? INT64_MIN + 5 : fx_range(-1000, 1000), at = base;
+    for (int64_t i = 0; i < n; i++) {
+      if (i > 0 && i % (n / tables + 1) == 0) at = base + fx_range(0, 50);   /* the next table */
+      at += fx_range(0, 3) == 0 ? 0 : fx_range(0, 40);
+      int64_t a = shuffled ? base + fx_range(0, 40 * n + 1) : at, len = fx_range(-2, 90);
+      nsl_i64(s)[i] = fx_range(0, 30) == 0 ? NSL_NULL_I64 : a;
+      nsl_i64(e)[i] = fx_range(0, 40) == 0 ? NSL_NULL_I64 : a + len;
+      nsl_i64(g)[i] = fx_range(0, 25) == 0 ? -1 : fx_range(0, ng - 1);
+      nsl_bool(m)[i] = fx_range(0, 6) != 0;
+    }
+    b = nsl_iv_union_grouped(s, e, g, ng, trial % 2 ? m : NULL, &err);
+    assert_non_null(b);
+    for (int64_t k = 0; k < ng; k++) {
+      int64_t want = ref_busy(s, e, g, k, trial % 2 ? m : NULL);
+      if (nsl_i64(b)[k] != want)
+        fail_msg("tables trial %d group %lld: %lld, want %lld", trial, (long long)k, (long long)nsl_i64(b)[k],
+                 (long long)want);
+    }
+    nsl_column_release(b);
+    nsl_column_release(s);
+    nsl_column_release(e);
+    nsl_column_release(g);
+    nsl_column_release(m);
+  }
+}
+
+/* An interval and its group (the reference of the large case). */
+typedef struct ref_pair {
+  int64_t g, s, e;
+} ref_pair;
+
+static int cmp_ref_pair(const void *x, const void *y) {
+  const ref_pair *a = x, *b = y;
+  return a->g != b->g ? (a->g < b->g ? -1 : 1) : a->s < b->s ? -1 : a->s > b->s;
+}
+
+/* Rows enough to be split over the threads (each part counted and scattered on its own): a million and a
+ * half, as four tables in time order one after the other, in 300 groups, against a sort by group and start. */
+static void test_union_grouped_large(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  int64_t n = 1500000, ng = 300;
+  nsl_column *s = nsl_column_new(NSL_I64, n, NULL), *e = nsl_column_new(NSL_I64, n, NULL);
+  nsl_column *g = nsl_column_new(NSL_I64, n, NULL), *m = nsl_column_new(NSL_BOOL, n, NULL);
+  fx_seed(77);
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (i % (n / 4) == 0) at = fx_range(0, 1000);
+    at += fx_range(0, 30);
+    nsl_i64(s)[i] = at;
+    nsl_i64(e)[i] = fx_range(0, 100) == 0 ? NSL_NULL_I64 : at + fx_range(-1, 60);
+    nsl_i64(g)[i] = fx_range(0, 50) == 0 ? -1 : fx_range(0, ng - 1);
+    nsl_bool(m)[i] = fx_range(0, 9) != 0;
+  }
+  ref_pair *p = malloc((size_t)n * sizeof *p);
+  int64_t *want = calloc((size_t)ng, sizeof *want);
+  assert_true(p && want);
+  for (int masked = 0; masked < 2; masked++) {
+    nsl_column *b = nsl_iv_union_grouped(s, e, g, ng, masked ? m : NULL, &err);
+    assert_non_null(b);
+    int64_t np = 0;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t k = nsl_i64(g)[i], a = nsl_i64(s)[i], z = nsl_i64(e)[i];
+      if (k >= 0 && (!masked || nsl_bool(m)[i]) && z != NSL_NULL_I64 && a < z) p[np++] = (ref_pair){k, a, z};
+    }
+    qsort(p, (size_t)np, sizeof *p, cmp_ref_pair);
+    memset(want, 0, (size_t)ng * sizeof *want);
+    for (int64_t i = 0, cs = 0, ce = 0; i <= np; i++) {
+      if (i == np || i == 0 || p[i].g != p[i - 1].g || p[i].s > ce) {
+        if (i > 0) want[p[i - 1].g] += ce - cs;
+        if (i < np) cs = p[i].s, ce = p[i].e;
+      } else if (p[i].e > ce)
+        ce = p[i].e;
+    }
+    for (int64_t k = 0; k < ng; k++)
+      if (nsl_i64(b)[k] != want[k])
+        fail_msg("masked %d group %lld: %lld, want %lld", masked, (long long)k, (long long)nsl_i64(b)[k],
+                 (long long)want[k]);
+    nsl_column_release(b);
+  }
+  free(p);
+  free(want);
+  nsl_column_release(s);
+  nsl_column_release(e);
+  nsl_column_release(g);
+  nsl_column_release(m);
 }
 
 /* ---- coverage -------------------------------------------------------------------------- */
@@ -479,6 +576,7 @@ int main(void) {
       cmocka_unit_test(test_set_ops_hand),
       cmocka_unit_test(test_set_ops_random_bitmap),
       cmocka_unit_test(test_union_grouped),
+      cmocka_unit_test(test_union_grouped_large),
       cmocka_unit_test(test_coverage),
       cmocka_unit_test(test_real_busy_against_sql),
   };
