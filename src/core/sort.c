@@ -861,9 +861,31 @@ typedef struct search_job {
   int64_t *out;
 } search_job;
 
+/* A value at or above the one before it has its place at or after that
+ * one's: found by galloping from there (a step or two where the values
+ * come in order, as times do), then a binary search; any other value by a
+ * binary search of the whole. */
 static void search_rows(void *p, int64_t from, int64_t to) {
   const search_job *sj = p;
-  for (int64_t j = from; j < to; j++) sj->out[j] = nsl__bound_u64(sj->s, sj->n, sj->v[j], sj->right);
+  const uint64_t *s = sj->s;
+  int64_t n = sj->n, at = -1;
+  uint64_t before = 0;
+  for (int64_t j = from; j < to; j++) {
+    uint64_t x = sj->v[j];
+    if (at >= 0 && x >= before) {   /* s[.. at) < before <= x (or <=): the place is in [at, n] */
+      int64_t lo = at, hi = at, step = 1;
+      while (hi < n && (sj->right ? s[hi] <= x : s[hi] < x)) {
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+      }
+      if (hi > n) hi = n;
+      at = lo + nsl__bound_u64(s + lo, hi - lo, x, sj->right);
+    } else
+      at = nsl__bound_u64(s, n, x, sj->right);
+    sj->out[j] = at;
+    before = x;
+  }
 }
 
 nsl_column *nsl_searchsorted(const nsl_column *sorted, const nsl_column *values, int right,

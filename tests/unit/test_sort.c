@@ -696,6 +696,37 @@ static void test_searchsorted(void **state) {
   nsl_column_release(s);
   nsl_dict_release(d);
   nsl_dict_release(d2);
+
+  /* values mostly in ascending runs (times: a gallop from the place before), with repeats, dips and jumps
+   * past either end, against a count of the sorted values below (left) or at most (right) each */
+  fx_seed(23);
+  for (int trial = 0; trial < 40; trial++) {
+    int64_t n = fx_range(0, 400), m = fx_range(0, 3000);
+    s = nsl_column_new(NSL_I64, n, NULL);
+    v = nsl_column_new(NSL_I64, m, NULL);
+    int64_t at = fx_range(-50, 50);
+    for (int64_t i = 0; i < n; i++) nsl_i64(s)[i] = at += fx_range(0, 2) == 0 ? 0 : fx_range(1, 20);
+    at = fx_range(-200, 100);
+    for (int64_t j = 0; j < m; j++) {
+      int k = (int)fx_range(0, 60);
+      at = k == 0 ? fx_range(-200, 20 * n + 200) : k == 1 ? at - fx_range(1, 30) : at + fx_range(0, 6);
+      nsl_i64(v)[j] = at;
+    }
+    for (int right = 0; right < 2; right++) {
+      nsl_column *pos = nsl_searchsorted(s, v, right, &err);
+      assert_non_null(pos);
+      for (int64_t j = 0; j < m; j++) {
+        int64_t want = 0, x = nsl_i64(v)[j];
+        for (int64_t i = 0; i < n; i++) want += right ? nsl_i64(s)[i] <= x : nsl_i64(s)[i] < x;
+        if (nsl_i64(pos)[j] != want)
+          fail_msg("trial %d right %d value %lld: %lld, want %lld", trial, right, (long long)x,
+                   (long long)nsl_i64(pos)[j], (long long)want);
+      }
+      nsl_column_release(pos);
+    }
+    nsl_column_release(s);
+    nsl_column_release(v);
+  }
 }
 
 static void test_searchsorted_random(void **state) {
