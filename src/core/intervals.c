@@ -3,12 +3,10 @@
  * group busy time, intersection, difference, gaps, and coverage of
  * intervals by a set.  Sets (nsl_intervals) are sorted and disjoint; the
  * set operations check that and say so when an input is not. */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/kernels_internal.h"
-#include "core/parallel.h"
 
 static int int_col(const nsl_column *c) { return c && (c->type == NSL_I64 || c->type == NSL_I32); }
 
@@ -163,164 +161,33 @@ static nsl_status union_grouped_sorted(const nsl_column *start, const nsl_column
   return NSL_OK;
 }
 
-/* ---- union by group over runs -------------------------------------------------- */
-
-/* An interval of the run path: start, stop. */
-typedef struct iv_pair {
-  int64_t s, e;
-} iv_pair;
-
-/* x[0..n) sorted by start where it ascends in runs (a few tables, each in time order, one after the other):
- * neighbouring runs merged pairwise until one is left; y is scratch of n. */
-static void merge_runs(iv_pair *x, iv_pair *y, int64_t n) {
-  for (;;) {
-    int64_t i = 0, runs = 0;
-    while (i < n) {
-      int64_t a0 = i++;
-      while (i < n && x[i].s >= x[i - 1].s) i++;
-      int64_t a1 = i;
-      if (i < n) i++;
-      while (i < n && x[i].s >= x[i - 1].s) i++;
-      int64_t p = a0, q = a1, o = a0;   /* [a0, a1) and [a1, i) into y[a0, i) */
-      while (p < a1 && q < i) y[o++] = x[q].s < x[p].s ? x[q++] : x[p++];
-      while (p < a1) y[o++] = x[p++];
-      while (q < i) y[o++] = x[q++];
-      runs++;
-    }
-    memcpy(x, y, (size_t)n * sizeof *x);
-    if (runs <= 1) return;
-  }
-}
-
-/* The run path's work, shared by its parts: the rows, each part's counts
- * and then places per group (part k's at cnt[k * ngroups ..]), the groups'
- * ends, the rows in group order (x) and the merges' scratch (y). */
-typedef struct runs_job {
-  const nsl_column *start, *stop;
-  const int64_t *s64, *e64, *go;
-  const uint8_t *mk;
-  int64_t n, ngroups, per, *cnt, *off, *busy;
-  int64_t gparts, *gfrom;   /* the group ranges of the last passes: [gfrom[j], gfrom[j + 1]) */
-  iv_pair *x, *y;
-  _Atomic int64_t descents;
-} runs_job;
-
-/* Whether row i counts (in a group, not masked out, neither end NULL, not empty), and its ends: start and
- * stop read straight when they are I64, as they mostly are. */
-static inline int run_row(const runs_job *r, int64_t i, int64_t *s, int64_t *e) {
-  if (r->go[i] < 0 || (r->mk && !r->mk[i])) return 0;
-  if (r->s64) {
-    *s = r->s64[i];
-    *e = r->e64[i];
-    if (*s == NSL_NULL_I64 || *e == NSL_NULL_I64) return 0;
-  } else if (!row_interval(r->start, r->stop, i, s, e))
-    return 0;
-  return *s < *e;
-}
-
-static void runs_count(void *ctx, int64_t lo, int64_t hi) {
-  runs_job *r = ctx;
-  int64_t *c = r->cnt + lo / r->per * r->ngroups, s, e;
-  for (int64_t i = lo; i < hi; i++)
-    if (run_row(r, i, &s, &e)) c[r->go[i]]++;
-}
-
-static void runs_scatter(void *ctx, int64_t lo, int64_t hi) {
-  runs_job *r = ctx;
-  int64_t *at = r->cnt + lo / r->per * r->ngroups, s, e;
-  for (int64_t i = lo; i < hi; i++)
-    if (run_row(r, i, &s, &e)) r->x[at[r->go[i]]++] = (iv_pair){s, e};
-}
-
-static void runs_descents(void *ctx, int j) {
-  runs_job *r = ctx;
-  int64_t d = 0, from = r->gfrom[j] ? r->off[r->gfrom[j] - 1] : 0;
-  for (int64_t g = r->gfrom[j]; g < r->gfrom[j + 1]; from = r->off[g++])
-    for (int64_t i = from + 1; i < r->off[g]; i++) d += r->x[i].s < r->x[i - 1].s;
-  r->descents += d;
-}
-
-static void runs_sweep(void *ctx, int j) {
-  runs_job *r = ctx;
-  int64_t from = r->gfrom[j] ? r->off[r->gfrom[j] - 1] : 0;
-  for (int64_t g = r->gfrom[j]; g < r->gfrom[j + 1]; from = r->off[g++]) {
-    int64_t len = r->off[g] - from;
-    if (len == 0) continue;
-    iv_pair *x = r->x + from;
-    for (int64_t i = 1; i < len; i++)
-      if (x[i].s < x[i - 1].s) {
-        merge_runs(x, r->y + from, len);
-        break;
-      }
-    int64_t cs = x[0].s, ce = x[0].e, t = 0;
-    for (int64_t i = 1; i < len; i++) {
-      if (x[i].s > ce) {
-        t += ce - cs;
-        cs = x[i].s;
-        ce = x[i].e;
-      } else if (x[i].e > ce) ce = x[i].e;
-    }
-    r->busy[g] = t + (ce - cs);
-  }
-}
-
-/* The busy time of each group through a stable counting sort of the rows
- * that count by group (each part of the rows counted and scattered on a
- * thread of its own), each group's rows then in their order, whose runs of
- * ascending start are merged, the groups swept in ranges of about equal
- * rows on the threads: O(n) plus O(n log runs) for rows that come as a few
- * tables in time order one after the other (a GPU's kernels, copies and
- * memsets), against a radix sort of every row on (group, start).  0 when
- * the groups are too many for the counts or the rows descend more often
- * than one in 64 (the caller then sorts them); -1 out of memory. */
+/* The busy time of each group from its rows in start order when they come
+ * as a few tables in time order (nsl__group_runs): 0 when they do not (the
+ * caller sorts them), -1 out of memory. */
 static int union_grouped_runs(const nsl_column *start, const nsl_column *stop, const int64_t *go,
                               const uint8_t *mk, int64_t ngroups, int64_t *busy) {
-  int64_t n = start->len, per = nsl__rows_per_part(n), parts = (n + per - 1) / per;
-  if (n == 0 || ngroups <= 0 || ngroups * parts > n / 4) return 0;
-  runs_job r = {.start = start, .stop = stop, .go = go, .mk = mk, .n = n, .ngroups = ngroups, .per = per,
-                .busy = busy};
-  if (start->type == NSL_I64 && stop->type == NSL_I64) {
-    r.s64 = nsl_i64(start);
-    r.e64 = nsl_i64(stop);
-  }
-  int rc = -1;
-  r.cnt = nsl__big_calloc((size_t)(ngroups * parts), sizeof *r.cnt);
-  r.off = nsl__big_alloc((size_t)ngroups * sizeof *r.off);
-  r.x = nsl__big_alloc((size_t)n * sizeof *r.x);
-  int threads = nsl__thread_count((int)(ngroups < 64 ? ngroups : 64));
-  r.gfrom = calloc((size_t)threads + 1, sizeof *r.gfrom);
-  if (!r.cnt || !r.off || !r.x || !r.gfrom) goto done;
-  nsl__run_rows(n, runs_count, &r);
-  int64_t m = 0;   /* each part's first place in each group, in part order; each group's end */
-  for (int64_t g = 0; g < ngroups; g++) {
-    for (int64_t k = 0; k < parts; k++) {
-      int64_t c = r.cnt[k * ngroups + g];
-      r.cnt[k * ngroups + g] = m;
-      m += c;
+  nsl__kv *x;
+  int64_t *ends;
+  int rc = nsl__group_runs(go, ngroups, start, &x, &ends);
+  if (rc != 1) return rc;
+  int64_t from = 0;
+  for (int64_t g = 0; g < ngroups; from = ends[g++]) {
+    int64_t t = 0, cs = 0, ce = 0, open = 0;
+    for (int64_t q = from; q < ends[g]; q++) {
+      int64_t i = x[q].v, s, e;
+      if ((mk && !mk[i]) || !row_interval(start, stop, i, &s, &e) || s >= e) continue;
+      if (!open || s > ce) {
+        t += ce - cs;
+        cs = s;
+        ce = e;
+        open = 1;
+      } else if (e > ce) ce = e;
     }
-    r.off[g] = m;
+    busy[g] = t + (ce - cs);
   }
-  nsl__run_rows(n, runs_scatter, &r);
-  r.gparts = 0;   /* the groups cut into ranges of about m / threads rows */
-  for (int64_t g = 0; g < ngroups && r.gparts < threads; g++)
-    if (r.off[g] >= m * (r.gparts + 1) / threads || g == ngroups - 1) r.gfrom[++r.gparts] = g + 1;
-  r.gfrom[r.gparts] = ngroups;
-  nsl__run_parallel((int)r.gparts, threads, runs_descents, &r);
-  rc = 0;
-  if (r.descents > m / 64) goto done;
-  if (r.descents && !(r.y = nsl__big_alloc((size_t)m * sizeof *r.y))) {
-    rc = -1;
-    goto done;
-  }
-  nsl__run_parallel((int)r.gparts, threads, runs_sweep, &r);
-  rc = 1;
-done:
-  nsl__big_free(r.cnt);
-  nsl__big_free(r.off);
-  nsl__big_free(r.x);
-  nsl__big_free(r.y);
-  free(r.gfrom);
-  return rc;
+  nsl__big_free(x);
+  nsl__big_free(ends);
+  return 1;
 }
 
 nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop,

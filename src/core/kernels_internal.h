@@ -79,6 +79,21 @@ uint64_t *nsl__radix_u64(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int hi);
 /* Stable LSD radix sort of (k, v) pairs by k, whose set bits all lie below
  * bit `bits` (64: anywhere); same contract. */
 nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n, int bits);
+/* The rows of each group in (start, row) order -- what a stable argsort on
+ * (group, start) gives for them -- when the rows come as a few tables in
+ * time order one after the other (a GPU's kernels, copies and memsets): a
+ * counting sort by group keeps each group's rows in row order, and the runs
+ * of ascending start left in a group are merged (O(n + m log runs) on the
+ * threads, against a radix sort of every row).  Only the rows in a group
+ * (go >= 0) whose start is not NULL are ordered.  On 1, *rows holds them
+ * (k: the start's bits as int64, v: the row), group g's at
+ * [(*ends)[g - 1], (*ends)[g]) (from 0 for g = 0); free both with
+ * nsl__big_free.  0 when the groups are too many against the rows (over a
+ * quarter of them) or the rows descend more often than one in 64: the caller
+ * sorts them.  -1 out of memory.  Start is I64 or I32. */
+int nsl__group_runs(const int64_t *go, int64_t ngroups, const nsl_column *start, nsl__kv **rows,
+                    int64_t **ends);
+
 /* Sorts a[0..n) ascending in place (not stable: keys only); tmp is scratch
  * of n elements (used for large n only).  Used per group. */
 void nsl__sort_u64(uint64_t *a, int64_t n, uint64_t *tmp);

@@ -822,9 +822,22 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
     if (go[i] >= ngroups)
       return nsl_error_set(err, NSL_ERR_ARG, "%s: row %lld is in group %lld of %lld", what, (long long)i,
                            (long long)go[i], (long long)ngroups);
-  const nsl_column *keys[2] = {group_of, start};
-  nsl_column *perm = nsl_argsort(keys, NULL, 2, err);
-  if (!perm) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+  /* the rows in (group, start, row) order: from the runs they come in, else by a stable argsort */
+  nsl__kv *ord = NULL;
+  int64_t *ends = NULL, np = 0;
+  nsl_column *perm = NULL;
+  int runs = nsl__group_runs(go, ngroups, start, &ord, &ends);
+  if (runs < 0) return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
+  if (runs) {
+    np = ends[ngroups - 1];
+    nsl__big_free(ends);
+  } else {
+    const nsl_column *keys[2] = {group_of, start};
+    if (!(perm = nsl_argsort(keys, NULL, 2, err))) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+    np = perm->len;
+  }
+  const int64_t *pv = perm ? nsl_i64(perm) : NULL;
+#define ROW_AT(q) (ord ? ord[q].v : pv[q])
   nsl_column *g = nsl_column_new(NSL_I64, 0, NULL), *gs = nsl_column_new(NSL_I64, 0, NULL),
              *ge = nsl_column_new(NSL_I64, 0, NULL), *gr = gap_row ? nsl_column_new(NSL_I64, 0, NULL) : NULL,
              *gb = gap_before ? nsl_column_new(NSL_I64, 0, NULL) : NULL;
@@ -838,18 +851,18 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
     nsl_column_release(gr);
     nsl_column_release(gb);
     nsl_column_release(perm);
+    nsl__big_free(ord);
     return rc;
   }
   const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
-  const int64_t *pv = nsl_i64(perm);
   int64_t *idle = sums ? nsl_i64(sums[0]) : NULL, *nbig = sums ? nsl_i64(sums[1]) : NULL,
           *bigtime = sums ? nsl_i64(sums[2]) : NULL, *largest = sums ? nsl_i64(sums[3]) : NULL;
   /* ce: the latest stop of the group's rows so far; ce_row: the lowest of those rows stopping then (every
    * row stopping at a gap's start starts before it, so is swept before it: the row a join on group and stop
    * finds) */
   int64_t m = 0, cur = -1, ce = 0, ce_row = -1;
-  for (int64_t q = 0; q < n; q++) {
-    int64_t i = pv[q], s, e;
+  for (int64_t q = 0; q < np; q++) {
+    int64_t i = ROW_AT(q), s, e;
     if (go[i] < 0 || (mk && !mk[i]) || !bounds(start, stop, i, &s, &e) || s >= e) continue;
     if (go[i] != cur) {
       cur = go[i];
@@ -874,8 +887,8 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
         if (gr) {   /* the first row in (group, start) order with this start: the stable sort puts the lowest first */
           int64_t f = q;
           int isnull;
-          while (f > 0 && go[pv[f - 1]] == cur && nsl__int_at(start, pv[f - 1], &isnull) == s && !isnull) f--;
-          nsl_i64(gr)[m] = pv[f];
+          while (f > 0 && go[ROW_AT(f - 1)] == cur && nsl__int_at(start, ROW_AT(f - 1), &isnull) == s && !isnull) f--;
+          nsl_i64(gr)[m] = ROW_AT(f);
         }
         if (gb) nsl_i64(gb)[m] = ce_row;
         m++;
@@ -886,7 +899,9 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
       ce_row = i;
     }
   }
+#undef ROW_AT
   nsl_column_release(perm);
+  nsl__big_free(ord);
   nsl_column_set_len(g, m);
   nsl_column_set_len(gs, m);
   nsl_column_set_len(ge, m);

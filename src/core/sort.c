@@ -15,6 +15,7 @@
  * counting; a last key the rows already follow costs no pass,
  * and one that each group of the keys before it (nearly) follows leaves a
  * counting sort by those (and a merge). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -849,6 +850,139 @@ static void domain_codes(const nsl_column *c, int dom, const uint64_t *ranks, ui
       out[i] = null ? 0 : nsl__ocode_i64(x);
     }
   }
+}
+
+/* ---- each group's rows in start order, from runs ---------------------------------------- */
+
+/* x[0..n) by (start, row) where it ascends in runs of rows in row order:
+ * neighbouring runs merged pairwise (the earlier run first on ties, so the
+ * rows of one start stay in row order) until one is left; y is scratch of n. */
+static void merge_runs(nsl__kv *x, nsl__kv *y, int64_t n) {
+  for (;;) {
+    int64_t i = 0, runs = 0;
+    while (i < n) {
+      int64_t a0 = i++;
+      while (i < n && (int64_t)x[i].k >= (int64_t)x[i - 1].k) i++;
+      int64_t a1 = i;
+      if (i < n) i++;
+      while (i < n && (int64_t)x[i].k >= (int64_t)x[i - 1].k) i++;
+      int64_t p = a0, q = a1, o = a0;   /* [a0, a1) and [a1, i) into y[a0, i) */
+      while (p < a1 && q < i) y[o++] = (int64_t)x[q].k < (int64_t)x[p].k ? x[q++] : x[p++];
+      while (p < a1) y[o++] = x[p++];
+      while (q < i) y[o++] = x[q++];
+      runs++;
+    }
+    memcpy(x, y, (size_t)n * sizeof *x);
+    if (runs <= 1) return;
+  }
+}
+
+/* The work of nsl__group_runs, shared by its parts: each part's counts and
+ * then places per group (part k's at cnt[k * ngroups ..]), the groups'
+ * ends, the ranges of groups of the last passes ([gfrom[j], gfrom[j + 1])),
+ * the rows in group order (x) and the merges' scratch (y). */
+typedef struct runs_job {
+  const int64_t *go, *s64;
+  const int32_t *s32;
+  int64_t ngroups, per, *cnt, *ends, *gfrom;
+  nsl__kv *x, *y;
+  _Atomic int64_t descents;
+} runs_job;
+
+/* Whether row i is ordered (in a group, start not NULL), and its start. */
+static inline int runs_row(const runs_job *r, int64_t i, int64_t *s) {
+  if (r->go[i] < 0) return 0;
+  if (r->s64) return (*s = r->s64[i]) != NSL_NULL_I64;
+  return (*s = r->s32[i]) != NSL_NULL_I32;
+}
+
+static void runs_count(void *ctx, int64_t lo, int64_t hi) {
+  runs_job *r = ctx;
+  int64_t *c = r->cnt + lo / r->per * r->ngroups, s;
+  for (int64_t i = lo; i < hi; i++)
+    if (runs_row(r, i, &s)) c[r->go[i]]++;
+}
+
+static void runs_scatter(void *ctx, int64_t lo, int64_t hi) {
+  runs_job *r = ctx;
+  int64_t *at = r->cnt + lo / r->per * r->ngroups, s;
+  for (int64_t i = lo; i < hi; i++)
+    if (runs_row(r, i, &s)) r->x[at[r->go[i]]++] = (nsl__kv){(uint64_t)s, i};
+}
+
+static void runs_descents(void *ctx, int j) {
+  runs_job *r = ctx;
+  int64_t d = 0, from = r->gfrom[j] ? r->ends[r->gfrom[j] - 1] : 0;
+  for (int64_t g = r->gfrom[j]; g < r->gfrom[j + 1]; from = r->ends[g++])
+    for (int64_t i = from + 1; i < r->ends[g]; i++) d += (int64_t)r->x[i].k < (int64_t)r->x[i - 1].k;
+  r->descents += d;
+}
+
+static void runs_merge(void *ctx, int j) {
+  runs_job *r = ctx;
+  int64_t from = r->gfrom[j] ? r->ends[r->gfrom[j] - 1] : 0;
+  for (int64_t g = r->gfrom[j]; g < r->gfrom[j + 1]; from = r->ends[g++])
+    for (int64_t i = from + 1; i < r->ends[g]; i++)
+      if ((int64_t)r->x[i].k < (int64_t)r->x[i - 1].k) {
+        merge_runs(r->x + from, r->y + from, r->ends[g] - from);
+        break;
+      }
+}
+
+/* See kernels_internal.h. */
+int nsl__group_runs(const int64_t *go, int64_t ngroups, const nsl_column *start, nsl__kv **rows,
+                    int64_t **ends) {
+  *rows = NULL;
+  *ends = NULL;
+  int64_t n = start->len, per = nsl__rows_per_part(n), parts = n ? (n + per - 1) / per : 1;
+  if (n == 0 || ngroups <= 0 || ngroups * parts > n / 4 || (start->type != NSL_I64 && start->type != NSL_I32))
+    return 0;
+  runs_job r = {.go = go, .ngroups = ngroups, .per = per};
+  if (start->type == NSL_I64) r.s64 = nsl_i64(start);
+  else r.s32 = nsl_i32(start);
+  int rc = -1, threads = nsl__thread_count((int)(ngroups < 64 ? ngroups : 64));
+  r.cnt = nsl__big_calloc((size_t)(ngroups * parts), sizeof *r.cnt);
+  r.ends = nsl__big_alloc((size_t)ngroups * sizeof *r.ends);
+  r.x = nsl__big_alloc((size_t)n * sizeof *r.x);
+  r.gfrom = calloc((size_t)threads + 1, sizeof *r.gfrom);
+  if (!r.cnt || !r.ends || !r.x || !r.gfrom) goto done;
+  nsl__run_rows(n, runs_count, &r);
+  int64_t m = 0;   /* each part's first place in each group, in part order; each group's end */
+  for (int64_t g = 0; g < ngroups; g++) {
+    for (int64_t k = 0; k < parts; k++) {
+      int64_t c = r.cnt[k * ngroups + g];
+      r.cnt[k * ngroups + g] = m;
+      m += c;
+    }
+    r.ends[g] = m;
+  }
+  nsl__run_rows(n, runs_scatter, &r);
+  int gparts = 0;   /* the groups cut into ranges of about m / threads rows */
+  for (int64_t g = 0; g < ngroups && gparts < threads; g++)
+    if (r.ends[g] >= m * (gparts + 1) / threads || g == ngroups - 1) r.gfrom[++gparts] = g + 1;
+  r.gfrom[gparts] = ngroups;
+  nsl__run_parallel(gparts, threads, runs_descents, &r);
+  rc = 0;
+  if (r.descents > m / 64) goto done;
+  if (r.descents) {
+    if (!(r.y = nsl__big_alloc((size_t)(m ? m : 1) * sizeof *r.y))) {
+      rc = -1;
+      goto done;
+    }
+    nsl__run_parallel(gparts, threads, runs_merge, &r);
+  }
+  *rows = r.x;
+  *ends = r.ends;
+  r.x = NULL;
+  r.ends = NULL;
+  rc = 1;
+done:
+  nsl__big_free(r.cnt);
+  nsl__big_free(r.ends);
+  nsl__big_free(r.x);
+  nsl__big_free(r.y);
+  free(r.gfrom);
+  return rc;
 }
 
 /* Values [from, to) of a search (nsl__run_rows): out[j] = the first index of
