@@ -94,6 +94,28 @@ nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n, int bits);
 int nsl__group_runs(const int64_t *go, int64_t ngroups, const nsl_column *start, nsl__kv **rows,
                     int64_t **ends);
 
+/* Rows in the order of a stable argsort on (group, start), for a sweep of
+ * each group's rows by start: row q of the order is nsl__order_row(o, q),
+ * for q in [0, o->n).  When group is I64 and none of its values is NULL or
+ * negative (ids of groups; with skip_negative, for a sweep that skips the
+ * rows of a negative or NULL group, some may be), the order holds only the
+ * rows in a group of id 0 or more whose start is not NULL, taken from the
+ * runs they come in (nsl__group_runs); else it is the argsort of every row
+ * (NULL groups and starts first).  A sweep that skips rows with a NULL
+ * start or group (and, with skip_negative, a negative one) sees the same
+ * rows in the same order either way.  Release with nsl__order_free. */
+typedef struct nsl__order {
+  int64_t n;
+  nsl__kv *runs;       /* v: the row */
+  nsl_column *perm;    /* else the argsort */
+} nsl__order;
+nsl_status nsl__order_by_group_start(const nsl_column *group, const nsl_column *start, int skip_negative,
+                                     nsl__order *o, nsl_error *err);
+static inline int64_t nsl__order_row(const nsl__order *o, int64_t q) {
+  return o->runs ? o->runs[q].v : nsl_i64(o->perm)[q];
+}
+void nsl__order_free(nsl__order *o);
+
 /* Sorts a[0..n) ascending in place (not stable: keys only); tmp is scratch
  * of n elements (used for large n only).  Used per group. */
 void nsl__sort_u64(uint64_t *a, int64_t n, uint64_t *tmp);

@@ -178,16 +178,13 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
   if (nclasses < 1 || nclasses > 64) return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to 64 classes", what);
   nsl_status rc = NSL_OK;
   nsl_column *worder[NSL_LEDGER_SETS] = {NULL}, *out[NSL_LEDGER_SETS] = {NULL};
-  nsl_column *by_start = NULL, *ch = NULL;
+  nsl_column *ch = NULL;
+  nsl__order by_start = {0};
   int64_t *open = NULL, *mark = NULL, *spare = NULL;
   open_row *heap = NULL;
   for (int k = 0; k < nsets; k++)
     if ((rc = window_order(what, k, win_group[k], win_lo[k], win_hi[k], &worder[k], err)) != NSL_OK) goto done;
-  {
-    const nsl_column *skeys[2] = {group_of, start};
-    by_start = nsl_argsort(skeys, NULL, 2, err);
-    if (!by_start) goto fail;
-  }
+  if ((rc = nsl__order_by_group_start(group_of, start, 1, &by_start, err)) != NSL_OK) goto done;
   int oom = 0;
   for (int k = 0; k < nsets; k++)
     oom |= !(out[k] = nsl_column_new(NSL_I64, win_group[k]->len * (nclasses + 1), NULL));   /* zero-filled */
@@ -207,7 +204,6 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
   for (int k = 0; k < nsets; k++)
     st[k] = (ledger_state){win_group[k], win_lo[k], win_hi[k], nsl_i64(worder[k]), win_group[k]->len, 0, nclasses,
                            nsl_i64(out[k]), k == 0 ? mark : spare};
-  const int64_t *ps = nsl_i64(by_start);
   int64_t *chv = ch ? nsl_i64(ch) : NULL;
   int64_t qs = 0, cur = -1, t = 0, nopen = 0;
   for (;;) {
@@ -215,8 +211,10 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
      * and a start at one time: the stop first), or of the group before it */
     int64_t s = 0, e = 0, g = 0, i = -1;
     int c = 0;
-    while (qs < n && !row_of(start, stop, group_of, cls, nclasses, ps[qs], &s, &e, &g, &c)) qs++;
-    if (qs < n) i = ps[qs++];
+    while (qs < by_start.n &&
+           !row_of(start, stop, group_of, cls, nclasses, nsl__order_row(&by_start, qs), &s, &e, &g, &c))
+      qs++;
+    if (qs < by_start.n) i = nsl__order_row(&by_start, qs++);
     while (nopen > 0 && (i < 0 || g != cur || heap[0].stop <= s)) {
       open_row r = heap_pop(heap, &nopen);
       if (r.stop > t) {
@@ -265,9 +263,6 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
     *row_charged = ch;
     ch = NULL;
   }
-  goto done;
-fail:
-  rc = err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
 done:
   free(open);
   free(mark);
@@ -277,7 +272,7 @@ done:
     nsl_column_release(worder[k]);
     nsl_column_release(out[k]);
   }
-  nsl_column_release(by_start);
+  nsl__order_free(&by_start);
   nsl_column_release(ch);
   return rc;
 }
@@ -291,18 +286,17 @@ nsl_status nsl_launch_waits(const nsl_column *group, const nsl_column *start, co
   int64_t n = group->len;
   if (start->len != n || launch_stop->len != n)
     return nsl_error_set(err, NSL_ERR_ARG, "%s: group, start and launch stop must have one length", what);
-  const nsl_column *keys[2] = {group, start};
-  nsl_column *ord = nsl_argsort(keys, NULL, 2, err);
-  if (!ord) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
-  const int64_t *o = nsl_i64(ord);
+  nsl__order ord;
+  nsl_status rc = nsl__order_by_group_start(group, start, 0, &ord, err);
+  if (rc != NSL_OK) return rc;
   /* two passes over the order: how many wait, then the waits (no column of every row) */
   int64_t m = 0;
   for (int pass = 0; pass < 2; pass++) {
     int64_t *r = pass ? nsl_i64(*rows) : NULL, *f = pass ? nsl_i64(*from) : NULL, *t = pass ? nsl_i64(*to) : NULL;
     int64_t k = 0, pg = 0, ps = 0;
     int pnull = 1;   /* the previous row's group or start is NULL (or there is none) */
-    for (int64_t q = 0; q < n; q++) {
-      int64_t i = o[q];
+    for (int64_t q = 0; q < ord.n; q++) {
+      int64_t i = nsl__order_row(&ord, q);
       int ng, ns, nl;
       int64_t g = nsl__int_at(group, i, &ng), s = nsl__int_at(start, i, &ns), l = nsl__int_at(launch_stop, i, &nl);
       if (!pnull && !ng && !ns && !nl && g == pg) {
@@ -326,7 +320,7 @@ nsl_status nsl_launch_waits(const nsl_column *group, const nsl_column *start, co
     *from = nsl_column_new(NSL_I64, m, NULL);
     *to = nsl_column_new(NSL_I64, m, NULL);
     if (!*rows || !*from || !*to) {
-      nsl_column_release(ord);
+      nsl__order_free(&ord);
       nsl_column_release(*rows);
       nsl_column_release(*from);
       nsl_column_release(*to);
@@ -334,6 +328,6 @@ nsl_status nsl_launch_waits(const nsl_column *group, const nsl_column *start, co
       return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld waits", what, (long long)m);
     }
   }
-  nsl_column_release(ord);
+  nsl__order_free(&ord);
   return NSL_OK;
 }

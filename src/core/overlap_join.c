@@ -822,22 +822,10 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
     if (go[i] >= ngroups)
       return nsl_error_set(err, NSL_ERR_ARG, "%s: row %lld is in group %lld of %lld", what, (long long)i,
                            (long long)go[i], (long long)ngroups);
-  /* the rows in (group, start, row) order: from the runs they come in, else by a stable argsort */
-  nsl__kv *ord = NULL;
-  int64_t *ends = NULL, np = 0;
-  nsl_column *perm = NULL;
-  int runs = nsl__group_runs(go, ngroups, start, &ord, &ends);
-  if (runs < 0) return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
-  if (runs) {
-    np = ends[ngroups - 1];
-    nsl__big_free(ends);
-  } else {
-    const nsl_column *keys[2] = {group_of, start};
-    if (!(perm = nsl_argsort(keys, NULL, 2, err))) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
-    np = perm->len;
-  }
-  const int64_t *pv = perm ? nsl_i64(perm) : NULL;
-#define ROW_AT(q) (ord ? ord[q].v : pv[q])
+  nsl__order ord;   /* the rows in (group, start, row) order */
+  if ((rc = nsl__order_by_group_start(group_of, start, 1, &ord, err)) != NSL_OK) return rc;
+  int64_t np = ord.n;
+#define ROW_AT(q) nsl__order_row(&ord, q)
   nsl_column *g = nsl_column_new(NSL_I64, 0, NULL), *gs = nsl_column_new(NSL_I64, 0, NULL),
              *ge = nsl_column_new(NSL_I64, 0, NULL), *gr = gap_row ? nsl_column_new(NSL_I64, 0, NULL) : NULL,
              *gb = gap_before ? nsl_column_new(NSL_I64, 0, NULL) : NULL;
@@ -850,8 +838,7 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
     nsl_column_release(ge);
     nsl_column_release(gr);
     nsl_column_release(gb);
-    nsl_column_release(perm);
-    nsl__big_free(ord);
+    nsl__order_free(&ord);
     return rc;
   }
   const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
@@ -900,8 +887,7 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
     }
   }
 #undef ROW_AT
-  nsl_column_release(perm);
-  nsl__big_free(ord);
+  nsl__order_free(&ord);
   nsl_column_set_len(g, m);
   nsl_column_set_len(gs, m);
   nsl_column_set_len(ge, m);

@@ -856,25 +856,30 @@ static void domain_codes(const nsl_column *c, int dom, const uint64_t *ranks, ui
 
 /* x[0..n) by (start, row) where it ascends in runs of rows in row order:
  * neighbouring runs merged pairwise (the earlier run first on ties, so the
- * rows of one start stay in row order) until one is left; y is scratch of n. */
+ * rows of one start stay in row order), from one buffer into the other and
+ * back, until one run is left, which ends in x; y is scratch of n. */
 static void merge_runs(nsl__kv *x, nsl__kv *y, int64_t n) {
+  nsl__kv *from = x, *to = y;
   for (;;) {
     int64_t i = 0, runs = 0;
     while (i < n) {
       int64_t a0 = i++;
-      while (i < n && (int64_t)x[i].k >= (int64_t)x[i - 1].k) i++;
+      while (i < n && (int64_t)from[i].k >= (int64_t)from[i - 1].k) i++;
       int64_t a1 = i;
       if (i < n) i++;
-      while (i < n && (int64_t)x[i].k >= (int64_t)x[i - 1].k) i++;
-      int64_t p = a0, q = a1, o = a0;   /* [a0, a1) and [a1, i) into y[a0, i) */
-      while (p < a1 && q < i) y[o++] = (int64_t)x[q].k < (int64_t)x[p].k ? x[q++] : x[p++];
-      while (p < a1) y[o++] = x[p++];
-      while (q < i) y[o++] = x[q++];
+      while (i < n && (int64_t)from[i].k >= (int64_t)from[i - 1].k) i++;
+      int64_t p = a0, q = a1, o = a0;   /* [a0, a1) and [a1, i) into to[a0, i) */
+      while (p < a1 && q < i) to[o++] = (int64_t)from[q].k < (int64_t)from[p].k ? from[q++] : from[p++];
+      if (p < a1) memcpy(to + o, from + p, (size_t)(a1 - p) * sizeof *to);
+      else if (q < i) memcpy(to + o, from + q, (size_t)(i - q) * sizeof *to);
       runs++;
     }
-    memcpy(x, y, (size_t)n * sizeof *x);
-    if (runs <= 1) return;
+    nsl__kv *t = from;
+    from = to;
+    to = t;
+    if (runs <= 1) break;
   }
+  if (from != x) memcpy(x, from, (size_t)n * sizeof *x);
 }
 
 /* The work of nsl__group_runs, shared by its parts: each part's counts and
@@ -983,6 +988,40 @@ done:
   nsl__big_free(r.y);
   free(r.gfrom);
   return rc;
+}
+
+/* See kernels_internal.h. */
+nsl_status nsl__order_by_group_start(const nsl_column *group, const nsl_column *start, int skip_negative,
+                                     nsl__order *o, nsl_error *err) {
+  memset(o, 0, sizeof *o);
+  int64_t n = group->len, lo = INT64_MAX, hi = -1;
+  if (group->type == NSL_I64 && start->len == n && n > 0) {
+    const int64_t *g = nsl_i64(group);
+    for (int64_t i = 0; i < n; i++) {   /* (NULL is the least int64) */
+      if (g[i] < lo) lo = g[i];
+      if (g[i] > hi) hi = g[i];
+    }
+    if ((lo >= 0 || skip_negative) && hi >= 0) {
+      int64_t *ends;
+      int r = nsl__group_runs(g, hi + 1, start, &o->runs, &ends);
+      if (r < 0) return nsl_error_set(err, NSL_ERR_NOMEM, "sort: out of memory for %lld rows", (long long)n);
+      if (r) {
+        o->n = ends[hi];
+        nsl__big_free(ends);
+        return NSL_OK;
+      }
+    }
+  }
+  const nsl_column *keys[2] = {group, start};
+  if (!(o->perm = nsl_argsort(keys, NULL, 2, err))) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
+  o->n = o->perm->len;
+  return NSL_OK;
+}
+
+void nsl__order_free(nsl__order *o) {
+  nsl__big_free(o->runs);
+  nsl_column_release(o->perm);
+  memset(o, 0, sizeof *o);
 }
 
 /* Values [from, to) of a search (nsl__run_rows): out[j] = the first index of

@@ -6,6 +6,7 @@
  * rows by insertion (NULL first, ties in row order) and applies the rules
  * of nsl.h to each row and the one before it. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "kernel_fixtures.h"
 
@@ -218,58 +219,145 @@ static void test_launch_waits_hand(void **state) {
   nsl_column_release(b);
 }
 
+/* nsl_launch_waits over n rows (group as g holds it: I32 or I64; gv its values, INT64_MIN for NULL) against
+ * the reference. */
+static void check_launch_waits(const char *what, int round, const nsl_column *g, const int64_t *gv,
+                               const nsl_column *s, const int64_t *sv, const nsl_column *l, const int64_t *lv,
+                               int64_t n) {
+  /* the reference order: insertion sort by (group, start), NULL first, stable */
+  int64_t *ord = malloc((size_t)(n ? n : 1) * sizeof *ord), *wr = malloc((size_t)(n ? n : 1) * 3 * sizeof *wr);
+  int64_t *wf = wr + n, *wt = wr + 2 * n, nw = 0;
+  assert_true(ord && wr);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t j = i;
+    while (j > 0) {
+      int64_t p = ord[j - 1];
+      int64_t sp = sv[p] == NSL_NULL_I64 ? INT64_MIN : sv[p], si = sv[i] == NSL_NULL_I64 ? INT64_MIN : sv[i];
+      if (gv[p] < gv[i] || (gv[p] == gv[i] && sp <= si)) break;
+      ord[j] = p;
+      j--;
+    }
+    ord[j] = i;
+  }
+  for (int64_t q = 1; q < n; q++) {
+    int64_t i = ord[q], p = ord[q - 1];
+    if (gv[i] == INT64_MIN || gv[p] == INT64_MIN || gv[i] != gv[p]) continue;
+    if (sv[i] == NSL_NULL_I64 || sv[p] == NSL_NULL_I64 || lv[i] == NSL_NULL_I64) continue;
+    int64_t hi = lv[i] < sv[i] ? lv[i] : sv[i];
+    if (hi <= sv[p]) continue;
+    wr[nw] = i;
+    wf[nw] = sv[p];
+    wt[nw++] = hi;
+  }
+  nsl_column *rows, *from, *to;
+  launch_waits(g, s, l, &rows, &from, &to);
+  if (rows->len != nw)
+    fail_msg("%s round %d: %lld waits, the reference %lld", what, round, (long long)rows->len, (long long)nw);
+  for (int64_t k = 0; k < nw; k++)
+    if (nsl_i64(rows)[k] != wr[k] || nsl_i64(from)[k] != wf[k] || nsl_i64(to)[k] != wt[k])
+      fail_msg("%s round %d wait %lld: row %lld [%lld, %lld), the reference row %lld [%lld, %lld)", what, round,
+               (long long)k, (long long)nsl_i64(rows)[k], (long long)nsl_i64(from)[k], (long long)nsl_i64(to)[k],
+               (long long)wr[k], (long long)wf[k], (long long)wt[k]);
+  nsl_column *cols[] = {rows, from, to};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  free(ord);
+  free(wr);
+}
+
 /* Random rows (ties, NULL groups, starts and launch stops) against the reference. */
 static void test_launch_waits_random(void **state) {
   (void)state;
   for (int round = 0; round < 400; round++) {
     fx_seed(7700 + (uint64_t)round);
-    int64_t n = fx_range(0, 60);
-    int32_t gv[64];
-    int64_t sv[64], lv[64];
+    int64_t n = fx_range(0, 60), gv[64], sv[64], lv[64];
     nsl_column *g = nsl_column_new(NSL_I32, n, NULL), *s = nsl_column_new(NSL_I64, n, NULL),
                *l = nsl_column_new(NSL_I64, n, NULL);
     for (int64_t i = 0; i < n; i++) {
-      gv[i] = fx_range(0, 9) == 0 ? NSL_NULL_I32 : (int32_t)fx_range(0, 2);
+      int32_t gi = fx_range(0, 9) == 0 ? NSL_NULL_I32 : (int32_t)fx_range(0, 2);
+      gv[i] = gi == NSL_NULL_I32 ? INT64_MIN : gi;
       sv[i] = fx_range(0, 12) == 0 ? NSL_NULL_I64 : fx_range(0, 40);
       lv[i] = fx_range(0, 8) == 0 ? NSL_NULL_I64 : fx_range(-5, 45);
-      nsl_i32(g)[i] = gv[i];
+      nsl_i32(g)[i] = gi;
       nsl_i64(s)[i] = sv[i];
       nsl_i64(l)[i] = lv[i];
     }
-    /* the reference order: insertion sort by (group, start), NULL first, stable */
-    int64_t ord[64];
+    check_launch_waits("random", round, g, gv, s, sv, l, lv, n);
+    nsl_column *cols[] = {g, s, l};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  }
+}
+
+/* Rows as one to four tables, each in start order with ties (a GPU's kernels, copies and memsets), in groups
+ * that are I64 ids: the sweeps take each group's rows merged from those runs instead of sorted.  The ledger
+ * against the same rows shuffled (sorted: the brute force of test_ledger_random vouches for that path), the
+ * launch waits against the reference. */
+static void tables_rows(int64_t n, int64_t ng, int negative, nsl_column *s, nsl_column *e, nsl_column *g,
+                        nsl_column *c) {
+  int64_t tables = fx_range(1, 4), per = n / tables + 1;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t a = (i % per) * SPAN / per;
+    nsl_i64(s)[i] = fx_range(0, 80) == 0 ? NSL_NULL_I64 : a;
+    nsl_i64(e)[i] = a + fx_range(-1, 6);
+    nsl_i64(g)[i] = fx_range(negative ? -1 : 0, ng - 1);
+    if (c) nsl_i64(c)[i] = fx_range(0, NCLS - 1);
+  }
+}
+
+static void test_sweeps_of_tables(void **state) {
+  (void)state;
+  for (int round = 0; round < 40; round++) {
+    fx_seed(9100 + (uint64_t)round);
+    int64_t n = fx_range(700, 1200), ng = fx_range(1, 2);
+    nsl_column *s = nsl_column_new(NSL_I64, n, NULL), *e = nsl_column_new(NSL_I64, n, NULL);
+    nsl_column *g = nsl_column_new(NSL_I64, n, NULL), *c = nsl_column_new(NSL_I64, n, NULL);
+    tables_rows(n, ng, round % 4 == 3, s, e, g, c);   /* a negative group (not ids: sorted) in every fourth */
+    int64_t *perm = malloc((size_t)n * sizeof *perm);
+    assert_non_null(perm);
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+      int64_t j = fx_range(0, i), t = perm[i];
+      perm[i] = perm[j];
+      perm[j] = t;
+    }
+    nsl_column *ps = nsl_column_new(NSL_I64, n, NULL), *pe = nsl_column_new(NSL_I64, n, NULL),
+               *pg = nsl_column_new(NSL_I64, n, NULL), *pc = nsl_column_new(NSL_I64, n, NULL);
     for (int64_t i = 0; i < n; i++) {
-      int64_t j = i;
-      while (j > 0) {
-        int64_t p = ord[j - 1];
-        int64_t gp = gv[p] == NSL_NULL_I32 ? INT64_MIN : gv[p], gi = gv[i] == NSL_NULL_I32 ? INT64_MIN : gv[i];
-        int64_t sp = sv[p] == NSL_NULL_I64 ? INT64_MIN : sv[p], si = sv[i] == NSL_NULL_I64 ? INT64_MIN : sv[i];
-        if (gp < gi || (gp == gi && sp <= si)) break;
-        ord[j] = p;
-        j--;
-      }
-      ord[j] = i;
+      nsl_i64(ps)[i] = nsl_i64(s)[perm[i]];
+      nsl_i64(pe)[i] = nsl_i64(e)[perm[i]];
+      nsl_i64(pg)[i] = nsl_i64(g)[perm[i]];
+      nsl_i64(pc)[i] = nsl_i64(c)[perm[i]];
     }
-    int64_t wr[64], wf[64], wt[64], nw = 0;
-    for (int64_t q = 1; q < n; q++) {
-      int64_t i = ord[q], p = ord[q - 1];
-      if (gv[i] == NSL_NULL_I32 || gv[p] == NSL_NULL_I32 || gv[i] != gv[p]) continue;
-      if (sv[i] == NSL_NULL_I64 || sv[p] == NSL_NULL_I64 || lv[i] == NSL_NULL_I64) continue;
-      int64_t hi = lv[i] < sv[i] ? lv[i] : sv[i];
-      if (hi <= sv[p]) continue;
-      wr[nw] = i;
-      wf[nw] = sv[p];
-      wt[nw++] = hi;
+    nsl_column *wg = nsl_column_new(NSL_I64, ng, NULL), *wl = nsl_column_new(NSL_I64, ng, NULL),
+               *wh = nsl_column_new(NSL_I64, ng, NULL);
+    for (int64_t k = 0; k < ng; k++) {
+      nsl_i64(wg)[k] = k;
+      nsl_i64(wl)[k] = fx_range(0, 20);
+      nsl_i64(wh)[k] = SPAN + fx_range(-20, 10);
     }
-    nsl_column *rows, *from, *to;
-    launch_waits(g, s, l, &rows, &from, &to);
-    if (rows->len != nw) fail_msg("round %d: %lld waits, the reference %lld", round, (long long)rows->len, (long long)nw);
-    for (int64_t k = 0; k < nw; k++)
-      if (nsl_i64(rows)[k] != wr[k] || nsl_i64(from)[k] != wf[k] || nsl_i64(to)[k] != wt[k])
-        fail_msg("round %d wait %lld: row %lld [%lld, %lld), the reference row %lld [%lld, %lld)", round,
-                 (long long)k, (long long)nsl_i64(rows)[k], (long long)nsl_i64(from)[k], (long long)nsl_i64(to)[k],
-                 (long long)wr[k], (long long)wf[k], (long long)wt[k]);
-    nsl_column *cols[] = {g, s, l, rows, from, to};
+    nsl_column *tot, *ch, *ptot, *pch;
+    sweep(s, e, g, c, NCLS, wg, wl, wh, &tot, &ch);
+    sweep(ps, pe, pg, pc, NCLS, wg, wl, wh, &ptot, &pch);
+    for (int64_t k = 0; k < ng * (NCLS + 1); k++)
+      if (nsl_i64(tot)[k] != nsl_i64(ptot)[k])
+        fail_msg("round %d total %lld: %lld, shuffled %lld", round, (long long)k, (long long)nsl_i64(tot)[k],
+                 (long long)nsl_i64(ptot)[k]);
+    for (int64_t i = 0; i < n; i++)
+      if (nsl_i64(pch)[i] != nsl_i64(ch)[perm[i]])
+        fail_msg("round %d row %lld: charged %lld, shuffled %lld", round, (long long)perm[i],
+                 (long long)nsl_i64(ch)[perm[i]], (long long)nsl_i64(pch)[i]);
+    /* the launch waits of the same rows, with launch stops about their starts */
+    nsl_column *l = nsl_column_new(NSL_I64, n, NULL);
+    int64_t *gv = malloc((size_t)n * 3 * sizeof *gv), *sv = gv + n, *lv = gv + 2 * n;
+    assert_non_null(gv);
+    for (int64_t i = 0; i < n; i++) {
+      gv[i] = nsl_i64(g)[i];
+      sv[i] = nsl_i64(s)[i];
+      lv[i] = nsl_i64(l)[i] = fx_range(0, 50) == 0 ? NSL_NULL_I64 : sv[i] + fx_range(-3, 2);
+    }
+    check_launch_waits("tables", round, g, gv, s, sv, l, lv, n);
+    free(gv);
+    free(perm);
+    nsl_column *cols[] = {s, e, g, c, ps, pe, pg, pc, wg, wl, wh, tot, ch, ptot, pch, l};
     for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
   }
 }
@@ -278,6 +366,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_ledger_hand), cmocka_unit_test(test_ledger_random),
                                      cmocka_unit_test(test_ledger_sets_refused), cmocka_unit_test(test_ledger_many_open),
                                      cmocka_unit_test(test_launch_waits_hand),
-                                     cmocka_unit_test(test_launch_waits_random)};
+                                     cmocka_unit_test(test_launch_waits_random),
+                                     cmocka_unit_test(test_sweeps_of_tables)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
