@@ -1,6 +1,7 @@
 /* intervals.c -- interval algebra over half-open [start, stop) int64 ns:
  * union of unsorted intervals (radix sort by start, then one sweep), per
- * group busy time, intersection, difference, gaps, and coverage of
+ * group busy time (each group's rows by start, nsl__order_by_group_start,
+ * then one sweep), intersection, difference, gaps, and coverage of
  * intervals by a set.  Sets (nsl_intervals) are sorted and disjoint; the
  * set operations check that and say so when an input is not. */
 #include <stdlib.h>
@@ -135,61 +136,6 @@ nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const n
   return rc;
 }
 
-/* Union by group through a general argsort on (group, start): for keys too
- * wide to pack into one word. */
-static nsl_status union_grouped_sorted(const nsl_column *start, const nsl_column *stop,
-                                       const nsl_column *group_of, const nsl_column *mask, int64_t *busy,
-                                       nsl_error *err) {
-  const nsl_column *keys[2] = {group_of, start};
-  nsl_column *perm = nsl_argsort(keys, NULL, 2, err);
-  if (!perm) return err ? err->code : NSL_ERR_NOMEM;
-  const int64_t *p = nsl_i64(perm), *go = nsl_i64(group_of);
-  const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
-  int64_t cur_g = -1, cs = 0, ce = 0;
-  for (int64_t q = 0; q < perm->len; q++) {
-    int64_t i = p[q], g = go[i], s, e;
-    if (g < 0 || (mk && !mk[i]) || !row_interval(start, stop, i, &s, &e) || s >= e) continue;
-    if (g != cur_g || s > ce) {
-      if (cur_g >= 0) busy[cur_g] += ce - cs;
-      cur_g = g;
-      cs = s;
-      ce = e;
-    } else if (e > ce) ce = e;
-  }
-  if (cur_g >= 0) busy[cur_g] += ce - cs;
-  nsl_column_release(perm);
-  return NSL_OK;
-}
-
-/* The busy time of each group from its rows in start order when they come
- * as a few tables in time order (nsl__group_runs): 0 when they do not (the
- * caller sorts them), -1 out of memory. */
-static int union_grouped_runs(const nsl_column *start, const nsl_column *stop, const int64_t *go,
-                              const uint8_t *mk, int64_t ngroups, int64_t *busy) {
-  nsl__kv *x;
-  int64_t *ends;
-  int rc = nsl__group_runs(go, ngroups, start, &x, &ends);
-  if (rc != 1) return rc;
-  int64_t from = 0;
-  for (int64_t g = 0; g < ngroups; from = ends[g++]) {
-    int64_t t = 0, cs = 0, ce = 0, open = 0;
-    for (int64_t q = from; q < ends[g]; q++) {
-      int64_t i = x[q].v, s, e;
-      if ((mk && !mk[i]) || !row_interval(start, stop, i, &s, &e) || s >= e) continue;
-      if (!open || s > ce) {
-        t += ce - cs;
-        cs = s;
-        ce = e;
-        open = 1;
-      } else if (e > ce) ce = e;
-    }
-    busy[g] = t + (ce - cs);
-  }
-  nsl__big_free(x);
-  nsl__big_free(ends);
-  return 1;
-}
-
 nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop,
                                  const nsl_column *group_of, int64_t ngroups, const nsl_column *mask,
                                  nsl_error *err) {
@@ -200,7 +146,7 @@ nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop
                   (long long)start->len);
     return NULL;
   }
-  int64_t n = start->len, m = 0, lo = INT64_MAX, hi = INT64_MIN;
+  int64_t n = start->len;
   const int64_t *go = nsl_i64(group_of);
   const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
   for (int64_t i = 0; i < n; i++)
@@ -209,62 +155,31 @@ nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop
                     (long long)go[i], (long long)ngroups);
       return NULL;
     }
-  nsl__kv *a = NULL, *tmp = NULL;
   nsl_column *res = nsl_column_new(NSL_I64, ngroups, NULL);
-  if (!res) goto nomem;
-  int64_t *busy = nsl_i64(res);
-  int runs = union_grouped_runs(start, stop, go, mk, ngroups, busy);   /* few groups, rows in time order */
-  if (runs < 0) goto nomem;
-  if (runs) return res;
-  if (!(a = nsl__big_alloc((size_t)n * sizeof *a))) goto nomem;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t s, e;
-    if (go[i] < 0 || (mk && !mk[i]) || !row_interval(start, stop, i, &s, &e) || s >= e) continue;
-    if (s < lo) lo = s;
-    if (s > hi) hi = s;
-    a[m++] = (nsl__kv){(uint64_t)s, i};
+  nsl__order ord;   /* each group's rows by start, then one sweep */
+  if (!res) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld groups", what, (long long)ngroups);
+    return NULL;
   }
-  if (m == 0) goto done;
-  int sb = nsl__bitwidth((uint64_t)hi - (uint64_t)lo), gb = nsl__bitwidth((uint64_t)(ngroups - 1));
-  if (sb + gb > 64) {   /* too wide for one word: the general path */
-    nsl__big_free(a);
-    a = NULL;
-    if (union_grouped_sorted(start, stop, group_of, mask, busy, err) != NSL_OK) goto fail;
-    goto done;
+  if (nsl__order_by_group_start(group_of, start, 1, &ord, err) != NSL_OK) {
+    nsl_column_release(res);
+    return NULL;
   }
-  for (int64_t i = 0; i < m; i++) {   /* key: group, then start - lo; value: stop */
-    int64_t row = a[i].v;
-    a[i].k = ((gb ? (uint64_t)go[row] << sb : 0) | (a[i].k - (uint64_t)lo));
-    int64_t s, e;
-    row_interval(start, stop, row, &s, &e);
-    a[i].v = e;
-  }
-  if (!(tmp = nsl__big_alloc((size_t)m * sizeof *tmp))) goto nomem;
-  nsl__kv *r = nsl__radix_kv(a, tmp, m, sb + gb);
-  uint64_t smask = sb >= 64 ? ~0ull : (1ull << sb) - 1;
-  int64_t cur_g = -1, cs = 0, ce = 0;
-  for (int64_t i = 0; i < m; i++) {
-    int64_t g = gb ? (int64_t)(r[i].k >> sb) : 0;
-    int64_t s = (int64_t)((r[i].k & smask) + (uint64_t)lo), e = r[i].v;
-    if (g != cur_g || s > ce) {
-      if (cur_g >= 0) busy[cur_g] += ce - cs;
-      cur_g = g;
+  int64_t *busy = nsl_i64(res), cur = -1, cs = 0, ce = 0;
+  for (int64_t q = 0; q < ord.n; q++) {
+    int64_t i = nsl__order_row(&ord, q), g = go[i], s, e;
+    if (g < 0 || (mk && !mk[i]) || !row_interval(start, stop, i, &s, &e) || s >= e) continue;
+    if (g != cur || s > ce) {
+      if (cur >= 0) busy[cur] += ce - cs;
+      cur = g;
       cs = s;
       ce = e;
-    } else if (e > ce) ce = e;
+    } else if (e > ce)
+      ce = e;
   }
-  busy[cur_g] += ce - cs;
-done:
-  nsl__big_free(a);
-  nsl__big_free(tmp);
+  if (cur >= 0) busy[cur] += ce - cs;
+  nsl__order_free(&ord);
   return res;
-nomem:
-  nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
-fail:
-  nsl__big_free(a);
-  nsl__big_free(tmp);
-  nsl_column_release(res);
-  return NULL;
 }
 
 /* ---- set operations ------------------------------------------------------------- */

@@ -14,7 +14,15 @@
  * keep their row order; a composite of at most 16 bits is placed by
  * counting; a last key the rows already follow costs no pass,
  * and one that each group of the keys before it (nearly) follows leaves a
- * counting sort by those (and a merge). */
+ * counting sort by those (and a merge).
+ *
+ * The C sweeps over each group's rows by start (busy time, gaps, the
+ * ledger, the launch waits) take their order from nsl__order_by_group_start:
+ * for groups that are ids, a counting sort by group on the threads keeps
+ * each group's rows in row order and merges the runs of ascending start
+ * left in a group (the operations of a GPU come as a few tables in time
+ * order: kernels, copies, memsets), so no pass sorts the rows that are in
+ * order already; other input goes to nsl_argsort. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>

@@ -352,7 +352,7 @@ static void test_sweeps_of_tables(void **state) {
     for (int64_t i = 0; i < n; i++) {
       gv[i] = nsl_i64(g)[i];
       sv[i] = nsl_i64(s)[i];
-      lv[i] = nsl_i64(l)[i] = fx_range(0, 50) == 0 ? NSL_NULL_I64 : sv[i] + fx_range(-3, 2);
+      lv[i] = nsl_i64(l)[i] = fx_range(0, 50) == 0 ? NSL_NULL_I64 : (sv[i] == NSL_NULL_I64 ? 0 : sv[i]) + fx_range(-3, 2);
     }
     check_launch_waits("tables", round, g, gv, s, sv, l, lv, n);
     free(gv);
