@@ -295,10 +295,19 @@ static void near_rows(void *p, int64_t first, int64_t last) {
   const int64_t m = job->m;
   uint8_t *k = job->k;
   int64_t at = 0;   /* the previous row's answer: rows in start order find theirs a step or two away */
+  const int64_t *s64 = b_start->type == NSL_I64 && b_stop->type == NSL_I64 ? nsl_i64(b_start) : NULL;
+  const int64_t *e64 = s64 ? nsl_i64(b_stop) : NULL;
   for (int64_t j = first; j < last; j++) {
     int64_t s, e;
     k[j] = 0;
-    if ((mk && !mk[j]) || !bounds(b_start, b_stop, j, &s, &e) || s >= e) continue;
+    if (mk && !mk[j]) continue;
+    if (s64) {   /* (I64 read straight, as the times mostly are) */
+      s = s64[j];
+      e = e64[j];
+      if (s == NSL_NULL_I64 || e == NSL_NULL_I64) continue;
+    } else if (!bounds(b_start, b_stop, j, &s, &e))
+      continue;
+    if (s >= e) continue;
     /* the first span that ends after s: in [lo, hi), found by galloping from at, then bisecting */
     int64_t lo, hi;
     if (at < m && u[at].e <= s) {   /* forward */
