@@ -948,7 +948,7 @@ int nsl__group_runs(const int64_t *go, int64_t ngroups, const nsl_column *start,
   *rows = NULL;
   *ends = NULL;
   int64_t n = start->len, per = nsl__rows_per_part(n), parts = n ? (n + per - 1) / per : 1;
-  if (n == 0 || ngroups <= 0 || ngroups * parts > n / 4 || (start->type != NSL_I64 && start->type != NSL_I32))
+  if (n == 0 || ngroups <= 0 || ngroups > n / 4 / parts || (start->type != NSL_I64 && start->type != NSL_I32))
     return 0;
   runs_job r = {.go = go, .ngroups = ngroups, .per = per};
   if (start->type == NSL_I64) r.s64 = nsl_i64(start);
@@ -1009,7 +1009,7 @@ nsl_status nsl__order_by_group_start(const nsl_column *group, const nsl_column *
       if (g[i] < lo) lo = g[i];
       if (g[i] > hi) hi = g[i];
     }
-    if ((lo >= 0 || skip_negative) && hi >= 0) {
+    if ((lo >= 0 || skip_negative) && hi >= 0 && hi < n) {   /* (ids: fewer groups than rows) */
       int64_t *ends;
       int r = nsl__group_runs(g, hi + 1, start, &o->runs, &ends);
       if (r < 0) return nsl_error_set(err, NSL_ERR_NOMEM, "sort: out of memory for %lld rows", (long long)n);

@@ -210,6 +210,16 @@ static void test_launch_waits_hand(void **state) {
   FX_EXPECT_I64(to, 28, 45, 80);
   nsl_column *cols[] = {g, s, l, rows, from, to};
   for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  /* groups that are not ids (the largest int64 among them): sorted, no counting by group */
+  g = FX_I64(INT64_MAX, 0, INT64_MAX);
+  s = FX_I64(10, 5, 20);
+  l = FX_I64(0, 0, 15);
+  launch_waits(g, s, l, &rows, &from, &to);
+  FX_EXPECT_I64(rows, 2);
+  FX_EXPECT_I64(from, 10);
+  FX_EXPECT_I64(to, 15);
+  nsl_column *more[] = {g, s, l, rows, from, to};
+  for (size_t i = 0; i < sizeof more / sizeof *more; i++) nsl_column_release(more[i]);
   /* refusals: a string column, columns of different lengths */
   nsl_column *a = FX_I64(1, 2), *b = FX_I64(1);
   nsl_error err = {0};
