@@ -197,11 +197,19 @@ static nsl_status intern_failed(const nsl_dict *d, size_t len, const char *what,
                        what);
 }
 
-nsl_status nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32_t h, int32_t *id, nsl_error *err) {
-  *id = -1;
+/* Whether a dictionary can take s (len bytes): not NULL, not longer than a
+ * stored length holds. */
+static nsl_status string_fits(const char *s, size_t len, nsl_error *err) {
   if (!s) return nsl_error_set(err, NSL_ERR_ARG, "a NULL string cannot be added to a dictionary");
   if (len > UINT32_MAX - 8)
     return nsl_error_set(err, NSL_ERR_LIMIT, "a string of %zu bytes is longer than a dictionary holds (4 GiB)", len);
+  return NSL_OK;
+}
+
+nsl_status nsl_dict_intern_hashed(nsl_dict *d, const char *s, size_t len, uint32_t h, int32_t *id, nsl_error *err) {
+  *id = -1;
+  nsl_status fits = string_fits(s, len, err);
+  if (fits != NSL_OK) return fits;
   if (catch_up(d) != 0) return intern_failed(d, len, "its hash index", err);
   uint32_t slot = find_slot(d, s, len, h);
   if (d->slots[slot].id >= 0) {
@@ -256,10 +264,8 @@ int nsl__dict_aliases(const nsl_dict *d) { return d && d->aliases; }
 nsl_status nsl__dict_append(nsl_dict *d, const char *s, size_t len, int32_t *id, nsl_error *err) {
   *id = -1;
   if (!d->aliases) return nsl_dict_intern(d, s, len, id, err);
-  if (!s) return nsl_error_set(err, NSL_ERR_ARG, "a NULL string cannot be added to a dictionary");
-  if (len > UINT32_MAX - 8)
-    return nsl_error_set(err, NSL_ERR_LIMIT, "a string of %zu bytes is longer than a dictionary holds (4 GiB)", len);
-  return append(d, s, len, id, err);
+  nsl_status fits = string_fits(s, len, err);
+  return fits != NSL_OK ? fits : append(d, s, len, id, err);
 }
 
 const char *nsl_dict_str(const nsl_dict *d, int32_t id) {

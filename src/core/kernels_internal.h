@@ -88,9 +88,9 @@ nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n, int bits);
  * (go >= 0) whose start is not NULL are ordered.  On 1, *rows holds them
  * (k: the start's bits as int64, v: the row), group g's at
  * [(*ends)[g - 1], (*ends)[g]) (from 0 for g = 0); free both with
- * nsl__big_free.  0 when the groups are too many against the rows (over a
- * quarter of them) or the rows descend more often than one in 64: the caller
- * sorts them.  -1 out of memory.  Start is I64 or I32. */
+ * nsl__big_free.  0 when the groups are too many against the rows (more
+ * than a quarter of a thread's part of them: the counts are per part) or the
+ * rows descend more often than one in 64: the caller sorts them.  -1 out of memory.  Start is I64 or I32. */
 int nsl__group_runs(const int64_t *go, int64_t ngroups, const nsl_column *start, nsl__kv **rows,
                     int64_t **ends);
 

@@ -6,9 +6,10 @@
  * Every interval row has a group (a device of a rank) and a class; a class
  * with a lower number wins where intervals of several classes are open (a
  * kernel over a copy, any GPU work over the host-side causes of idle time).
- * One sweep per group over the rows' starts, in (group, start) order from a
- * radix argsort, with the open rows in a binary heap by stop: O(rows log
- * open) after the sort. */
+ * One sweep per group over the rows' starts, in (group, start) order
+ * (nsl__order_by_group_start: merged from the runs the rows come in, else a
+ * radix argsort), with the open rows in a binary heap by stop: O(rows log
+ * open) after the ordering. */
 #include <stdlib.h>
 #include <string.h>
 
