@@ -14,7 +14,9 @@
  * keep their row order; a composite of at most 16 bits is placed by
  * counting; a last key the rows already follow costs no pass,
  * and one that each group of the keys before it (nearly) follows leaves a
- * counting sort by those (and a merge).
+ * counting sort by those (and a merge) -- by their composite, or where that
+ * is wider than a counting sort takes (a thousand reports' process and
+ * thread ids) by its number among their few distinct composites.
  *
  * The C sweeps over each group's rows by start (busy time, gaps, the
  * ledger, the launch waits) take their order from nsl__order_by_group_start:
@@ -658,20 +660,104 @@ static nsl_status sort_pass(const sort_key *keys, int nk, int bits, int64_t *per
   return NSL_OK;
 }
 
-/* When the rows of every group of the leading keys (composite codes of at
- * most LEAD_BITS bits) nearly come in the order of the last key, a wide
- * one (a time), already -- each thread's calls in start order but for a
- * few recorded late, the threads' rows interleaved; a device's kernels,
- * then its copies -- the rows that keep their group's order (each at least
- * the latest of its group before it) are placed by a stable counting sort
- * of the leading composite, the others (at most a third) sorted apart, and
- * the two merged by (code, row).  Returns 1 with perm filled, else 0 (perm
- * was only scratch). */
+/* The leading keys' composites of the rows, when wider than a counting
+ * sort takes (thread ids, process ids) but of few distinct values, numbered
+ * densely in their order: an open-addressing table from composite to its
+ * number.  (A row's number keeps the rows' order by the leading keys, so
+ * sorting by number is sorting by them.) */
+enum { DENSE_MAX = 1 << LEAD_BITS };
+typedef struct dense_groups {
+  int tbits;
+  int64_t n;        /* distinct composites */
+  uint64_t *key;    /* per slot */
+  uint32_t *num;    /* per slot: the composite's number (after dense_number) */
+  uint8_t *used;    /* per slot */
+} dense_groups;
+
+static inline size_t dense_slot(const dense_groups *d, uint64_t x) {
+  size_t s = (size_t)((x * 0x9E3779B97F4A7C15ull) >> (64 - d->tbits)), mask = ((size_t)1 << d->tbits) - 1;
+  while (d->used[s] && d->key[s] != x) s = (s + 1) & mask;
+  return s;
+}
+
+static void dense_free(dense_groups *d) {
+  free(d->key);
+  free(d->num);
+  free(d->used);
+  memset(d, 0, sizeof *d);
+}
+
+/* The distinct composites of keys[0..nk) over the n rows, numbered in
+ * their order; 0 (d freed) when more than max or out of memory. */
+static int dense_number(const sort_key *keys, int nk, int64_t n, int64_t max, dense_groups *d) {
+  memset(d, 0, sizeof *d);
+  d->tbits = nsl__bitwidth((uint64_t)(2 * max - 1));   /* at most half full */
+  size_t slots = (size_t)1 << d->tbits;
+  d->key = malloc(slots * sizeof *d->key);
+  d->num = malloc(slots * sizeof *d->num);
+  d->used = calloc(slots, 1);
+  uint64_t *sorted = NULL, *tmp = NULL, buf[BLOCK], prev = 0;
+  int have = 0;
+  if (!d->key || !d->num || !d->used) goto fail;
+  for (int64_t off = 0; off < n; off += BLOCK) {
+    int64_t m = n - off < BLOCK ? n - off : BLOCK;
+    composite_block(keys, nk, NULL, off, m, buf);
+    for (int64_t i = 0; i < m; i++) {
+      if (have && buf[i] == prev) continue;   /* (rows of one thread come together) */
+      prev = buf[i];
+      have = 1;
+      size_t s = dense_slot(d, buf[i]);
+      if (d->used[s]) continue;
+      if (d->n == max) goto fail;
+      d->used[s] = 1;
+      d->key[s] = buf[i];
+      d->n++;
+    }
+  }
+  sorted = malloc((size_t)d->n * sizeof *sorted + 1);
+  tmp = malloc((size_t)d->n * sizeof *tmp + 1);
+  if (!sorted || !tmp) goto fail;
+  int64_t k = 0;
+  for (size_t s = 0; s < slots; s++)
+    if (d->used[s]) sorted[k++] = d->key[s];
+  nsl__sort_u64(sorted, d->n, tmp);
+  for (int64_t r = 0; r < d->n; r++) d->num[dense_slot(d, sorted[r])] = (uint32_t)r;
+  free(sorted);
+  free(tmp);
+  return 1;
+fail:
+  free(sorted);
+  free(tmp);
+  dense_free(d);
+  return 0;
+}
+
+/* When the rows of every group of the leading keys nearly come in the
+ * order of the last key, a wide one (a time), already -- each thread's
+ * calls in start order but for a few recorded late, the threads' rows
+ * interleaved; a device's kernels, then its copies -- the rows that keep
+ * their group's order (each at least the latest of its group before it)
+ * are placed by a stable counting sort of the group, the others (at most a
+ * third) sorted apart, and the two merged by (code, row).  A group is the
+ * leading keys' composite when it has at most LEAD_BITS bits, else its
+ * number among the distinct composites (dense_number: at most DENSE_MAX).
+ * Returns 1 with perm filled, else 0 (perm was only scratch). */
 static int sort_ordered_groups(const sort_key *sk, int nk, int64_t *perm, int64_t n) {
   if (nk < 1 || n < 2) return 0;
   int lb = 0, zb = sk[nk - 1].bits;
   for (int k = 0; k < nk - 1; k++) lb += sk[k].bits;
-  if (lb > LEAD_BITS || zb <= LEAD_BITS || lb + zb > 64) return 0;   /* (a narrow last key: one counting pass) */
+  if (zb <= LEAD_BITS || lb > 64) return 0;   /* (a narrow last key: one counting pass) */
+  dense_groups dg = {0};
+  int dense = lb > LEAD_BITS;
+  if (dense) {   /* wide leading keys: numbered, when they are few (a few threads' ids) */
+    int64_t most = n / 8 < DENSE_MAX ? n / 8 : DENSE_MAX;
+    if (most < 2 || !dense_number(sk, nk - 1, n, most, &dg)) return 0;
+    lb = nsl__bitwidth((uint64_t)(dg.n > 1 ? dg.n - 1 : 0));
+  }
+  if (lb + zb > 64) {
+    dense_free(&dg);
+    return 0;
+  }
   size_t ng = (size_t)1 << lb;
   int64_t max_rest = n / 3, nr = 0;
   uint64_t *code = nsl__big_alloc((size_t)n * sizeof *code);   /* the whole composite of every row */
@@ -679,9 +765,23 @@ static int sort_ordered_groups(const sort_key *sk, int nk, int64_t *perm, int64_
   uint64_t *last = calloc(ng, sizeof *last);  /* the group's latest code so far */
   nsl__kv *rest = malloc((size_t)(max_rest > 0 ? max_rest : 1) * 2 * sizeof *rest);   /* (code, row), scratch */
   int ok = code && at && last && rest;
+  uint64_t lead[BLOCK], prev = 0, prev_num = 0;
+  int have = 0;
   for (int64_t off = 0; ok && off < n; off += BLOCK) {
     int64_t m = n - off < BLOCK ? n - off : BLOCK;
-    composite_block(sk, nk, NULL, off, m, code + off);
+    if (dense) {   /* the group's number, then the last key's code */
+      composite_block(sk, nk - 1, NULL, off, m, lead);
+      composite_block(sk + nk - 1, 1, NULL, off, m, code + off);
+      for (int64_t i = 0; i < m; i++) {
+        if (!have || lead[i] != prev) {
+          prev = lead[i];
+          prev_num = dg.num[dense_slot(&dg, lead[i])];
+          have = 1;
+        }
+        code[off + i] |= prev_num << zb;
+      }
+    } else
+      composite_block(sk, nk, NULL, off, m, code + off);
     for (int64_t i = off; i < off + m; i++) {
       uint64_t c = code[i], g = zb >= 64 ? 0 : c >> zb;
       if (c >= last[g]) {
@@ -719,6 +819,7 @@ static int sort_ordered_groups(const sort_key *sk, int nk, int64_t *perm, int64_
   free(at);
   free(last);
   free(rest);
+  dense_free(&dg);
   return ok;
 }
 

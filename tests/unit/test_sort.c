@@ -520,7 +520,9 @@ static void test_groups_in_order(void **state) {
   for (int trial = 0; trial < 48; trial++) {
     int64_t n = trial < 4 ? trial + 1 : (trial % 2 ? fx_range(10, 3000) : fx_range(70000, 90000));
     int desc[3] = {(int)fx_range(0, 1), (int)fx_range(0, 1), (int)fx_range(0, 1)};
-    int wide = trial % 6 == 5;   /* thread ids over 2^20: leading keys wider than a counting sort takes */
+    /* thread ids over 2^20: leading keys wider than a counting sort takes, numbered densely when they are few
+     * (an eighth of the rows at most: the small trials have more, and are sorted by composite) */
+    int wide = trial % 6 == 5;
     int64_t nthreads = fx_range(1, 40);
     nsl_column *pid = nsl_column_new(NSL_I32, n, NULL), *tid = nsl_column_new(NSL_I64, n, NULL);
     nsl_column *t = nsl_column_new(NSL_I64, n, NULL);
