@@ -9,11 +9,14 @@
  * One sweep per group over the rows' starts, in (group, start) order
  * (nsl__order_by_group_start: merged from the runs the rows come in, else a
  * radix argsort), with the open rows in a binary heap by stop: O(rows log
- * open) after the ordering. */
+ * open) after the ordering.  The groups are swept in ranges of the order
+ * (nsl__order_split: whole groups), one per thread from a million rows:
+ * each range writes only its own groups' windows and rows. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/parallel.h"
 
 static int int_col(const nsl_column *c) { return c && (c->type == NSL_I64 || c->type == NSL_I32); }
 
@@ -161,61 +164,50 @@ nsl_status nsl_ledger_sweep(const nsl_column *start, const nsl_column *stop, con
                                row_charged, err);
 }
 
-nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
-                                 const nsl_column *cls, int nclasses, int nsets, const nsl_column *const *win_group,
-                                 const nsl_column *const *win_lo, const nsl_column *const *win_hi,
-                                 nsl_column **totals, nsl_column **row_charged, nsl_error *err) {
-  const char *what = "ledger";
-  if (!totals) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
-  if (nsets < 1 || nsets > NSL_LEDGER_SETS) return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to %d window sets", what,
-                                                                  NSL_LEDGER_SETS);
-  for (int k = 0; k < nsets; k++) totals[k] = NULL;
-  if (row_charged) *row_charged = NULL;
-  if (!int_col(start) || !int_col(stop) || !int_col(group_of) || !int_col(cls))
-    return nsl_error_set(err, NSL_ERR_ARG, "%s: start, stop, group and class must be integer columns", what);
-  int64_t n = start->len;
-  if (stop->len != n || group_of->len != n || cls->len != n)
-    return nsl_error_set(err, NSL_ERR_ARG, "%s: start, stop, group and class must have one length", what);
-  if (nclasses < 1 || nclasses > 64) return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to 64 classes", what);
-  nsl_status rc = NSL_OK;
-  nsl_column *worder[NSL_LEDGER_SETS] = {NULL}, *out[NSL_LEDGER_SETS] = {NULL};
-  nsl_column *ch = NULL;
-  nsl__order by_start = {0};
-  int64_t *open = NULL, *mark = NULL, *spare = NULL;
-  open_row *heap = NULL;
-  for (int k = 0; k < nsets; k++)
-    if ((rc = window_order(what, k, win_group[k], win_lo[k], win_hi[k], &worder[k], err)) != NSL_OK) goto done;
-  if ((rc = nsl__order_by_group_start(group_of, start, 1, &by_start, err)) != NSL_OK) goto done;
-  int oom = 0;
-  for (int k = 0; k < nsets; k++)
-    oom |= !(out[k] = nsl_column_new(NSL_I64, win_group[k]->len * (nclasses + 1), NULL));   /* zero-filled */
-  if (row_charged) ch = nsl_column_new(NSL_I64, n, NULL);
-  open = calloc((size_t)nclasses, sizeof *open);
-  mark = calloc((size_t)nclasses, sizeof *mark);
-  spare = calloc((size_t)nclasses, sizeof *spare);
+/* One range of the sweep's order (nsl__order_split: whole groups), swept
+ * on a thread of its own with its own open rows; the windows and rows it
+ * writes are its groups' alone. */
+typedef struct sweep_job {
+  const nsl_column *start, *stop, *group_of, *cls;
+  int nclasses, nsets;
+  const nsl__order *by_start;
+  const int64_t *from;
+  ledger_state st0[NSL_LEDGER_SETS];   /* per set: the windows and outputs (k, charged set per range) */
+  int64_t *chv;                         /* NULL: no row_charged */
+  nsl_status *rc;                       /* per range */
+} sweep_job;
+
+static nsl_status sweep_range(const sweep_job *j, int64_t q0, int64_t q1) {
+  const nsl_column *start = j->start, *stop = j->stop, *group_of = j->group_of, *cls = j->cls;
+  const nsl__order *by_start = j->by_start;
+  int nclasses = j->nclasses, nsets = j->nsets;
+  int64_t *chv = j->chv;
+  int64_t *open = calloc((size_t)nclasses, sizeof *open), *mark = calloc((size_t)nclasses, sizeof *mark),
+          *spare = calloc((size_t)nclasses, sizeof *spare);
   int64_t cap = 1024;   /* the heap grows with the rows open at once (a few, as a rule) */
-  heap = malloc((size_t)cap * sizeof *heap);
-  if (oom || (row_charged && !ch) || !open || !mark || !spare || !heap) {
-    rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
+  open_row *heap = malloc((size_t)cap * sizeof *heap);
+  nsl_status rc = NSL_OK;
+  if (!open || !mark || !spare || !heap) {
+    rc = NSL_ERR_NOMEM;
     goto done;
   }
   /* mark doubles as the per-class running total of time on top (st.charged) of the first set, the one
    * row_charged is of; the later sets' running totals go to spare, never read */
   ledger_state st[NSL_LEDGER_SETS];
-  for (int k = 0; k < nsets; k++)
-    st[k] = (ledger_state){win_group[k], win_lo[k], win_hi[k], nsl_i64(worder[k]), win_group[k]->len, 0, nclasses,
-                           nsl_i64(out[k]), k == 0 ? mark : spare};
-  int64_t *chv = ch ? nsl_i64(ch) : NULL;
-  int64_t qs = 0, cur = -1, t = 0, nopen = 0;
+  for (int k = 0; k < nsets; k++) {
+    st[k] = j->st0[k];
+    st[k].k = 0;
+    st[k].charged = k == 0 ? mark : spare;
+  }
+  int64_t qs = q0, cur = -1, t = 0, nopen = 0;
   for (;;) {
     /* the next start that takes part; before it, every open row of its group stopping at or before it (a stop
      * and a start at one time: the stop first), or of the group before it */
     int64_t s = 0, e = 0, g = 0, i = -1;
     int c = 0;
-    while (qs < by_start.n &&
-           !row_of(start, stop, group_of, cls, nclasses, nsl__order_row(&by_start, qs), &s, &e, &g, &c))
+    while (qs < q1 && !row_of(start, stop, group_of, cls, nclasses, nsl__order_row(by_start, qs), &s, &e, &g, &c))
       qs++;
-    if (qs < by_start.n) i = nsl__order_row(&by_start, qs++);
+    if (qs < q1) i = nsl__order_row(by_start, qs++);
     while (nopen > 0 && (i < 0 || g != cur || heap[0].stop <= s)) {
       open_row r = heap_pop(heap, &nopen);
       if (r.stop > t) {
@@ -243,13 +235,71 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
     if (nopen == cap) {
       open_row *h = realloc(heap, (size_t)(cap *= 2) * sizeof *heap);
       if (!h) {
-        rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld open rows", what, (long long)nopen);
+        rc = NSL_ERR_NOMEM;
         goto done;
       }
       heap = h;
     }
     heap_push(heap, &nopen, (open_row){e, i, c});
   }
+done:
+  free(open);
+  free(mark);
+  free(spare);
+  free(heap);
+  return rc;
+}
+
+static void sweep_job_run(void *p, int k) {
+  sweep_job *j = p;
+  j->rc[k] = sweep_range(j, j->from[k], j->from[k + 1]);
+}
+
+nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                                 const nsl_column *cls, int nclasses, int nsets, const nsl_column *const *win_group,
+                                 const nsl_column *const *win_lo, const nsl_column *const *win_hi,
+                                 nsl_column **totals, nsl_column **row_charged, nsl_error *err) {
+  const char *what = "ledger";
+  if (!totals) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
+  if (nsets < 1 || nsets > NSL_LEDGER_SETS) return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to %d window sets", what,
+                                                                  NSL_LEDGER_SETS);
+  for (int k = 0; k < nsets; k++) totals[k] = NULL;
+  if (row_charged) *row_charged = NULL;
+  if (!int_col(start) || !int_col(stop) || !int_col(group_of) || !int_col(cls))
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: start, stop, group and class must be integer columns", what);
+  int64_t n = start->len;
+  if (stop->len != n || group_of->len != n || cls->len != n)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: start, stop, group and class must have one length", what);
+  if (nclasses < 1 || nclasses > 64) return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to 64 classes", what);
+  nsl_status rc = NSL_OK;
+  nsl_column *worder[NSL_LEDGER_SETS] = {NULL}, *out[NSL_LEDGER_SETS] = {NULL};
+  nsl_column *ch = NULL;
+  nsl__order by_start = {0};
+  for (int k = 0; k < nsets; k++)
+    if ((rc = window_order(what, k, win_group[k], win_lo[k], win_hi[k], &worder[k], err)) != NSL_OK) goto done;
+  if ((rc = nsl__order_by_group_start(group_of, start, 1, &by_start, err)) != NSL_OK) goto done;
+  int oom = 0;
+  for (int k = 0; k < nsets; k++)
+    oom |= !(out[k] = nsl_column_new(NSL_I64, win_group[k]->len * (nclasses + 1), NULL));   /* zero-filled */
+  if (row_charged) ch = nsl_column_new(NSL_I64, n, NULL);
+  if (oom || (row_charged && !ch)) {
+    rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld rows", what, (long long)n);
+    goto done;
+  }
+  /* the groups in ranges, each swept on a thread of its own */
+  int64_t from[65];
+  nsl_status prc[64];
+  int parts = nsl__order_split(&by_start, group_of, nsl__sweep_parts(by_start.n), from);
+  sweep_job job = {start, stop, group_of, cls, nclasses, nsets, &by_start, from, {{0}}, ch ? nsl_i64(ch) : NULL, prc};
+  for (int k = 0; k < nsets; k++)
+    job.st0[k] = (ledger_state){win_group[k], win_lo[k], win_hi[k], nsl_i64(worder[k]), win_group[k]->len, 0,
+                                nclasses, nsl_i64(out[k]), NULL};
+  nsl__run_parallel(parts, parts, sweep_job_run, &job);
+  for (int k = 0; k < parts; k++)
+    if (prc[k] != NSL_OK) {
+      rc = nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for the open rows of %lld rows", what, (long long)n);
+      goto done;
+    }
   for (int k = 0; k < nsets; k++)
     for (int64_t w = 0; w < win_group[k]->len; w++) {   /* what no class covers: the window less its classes */
       int64_t *row = nsl_i64(out[k]) + w * (nclasses + 1), sum = 0;
@@ -265,10 +315,6 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
     ch = NULL;
   }
 done:
-  free(open);
-  free(mark);
-  free(spare);
-  free(heap);
   for (int k = 0; k < nsets; k++) {
     nsl_column_release(worder[k]);
     nsl_column_release(out[k]);

@@ -1127,6 +1127,55 @@ nsl_status nsl__order_by_group_start(const nsl_column *group, const nsl_column *
   return NSL_OK;
 }
 
+/* The group of place q of an order as a number that never falls along it
+ * (NULL before every value, as the argsort puts it): 0 for NULL, else the
+ * value's order code (never 0). */
+static inline uint64_t split_key(const nsl__order *o, const nsl_column *group_of, int64_t q) {
+  int null;
+  int64_t g = nsl__int_at(group_of, nsl__order_row(o, q), &null);
+  return null ? 0 : nsl__ocode_i64(g);   /* (0 is INT64_MIN's, NULL itself in an I64 column) */
+}
+
+/* The first place in [lo, hi) whose split_key is above x (right) or at
+ * least x (left); hi when none. */
+static int64_t split_bound(const nsl__order *o, const nsl_column *group_of, int64_t lo, int64_t hi, uint64_t x,
+                           int right) {
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    uint64_t k = split_key(o, group_of, mid);
+    if (right ? k <= x : k < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* See kernels_internal.h.  The groups come in ascending order along the
+ * order, so each cut is two binary searches: back to where the group at
+ * the even cut begins, or, when it began at the previous cut, on to its end. */
+int nsl__order_split(const nsl__order *o, const nsl_column *group_of, int parts, int64_t *from) {
+  int64_t n = o->n;
+  if (n == 0 || parts < 1) return 0;
+  int k = 0;
+  from[0] = 0;
+  for (int p = 1; p < parts; p++) {
+    int64_t q = n / parts * p + n % parts * p / parts;   /* (no overflow for any n) */
+    if (q <= from[k]) continue;
+    uint64_t g = split_key(o, group_of, q);
+    int64_t b = split_bound(o, group_of, from[k], q, g, 0);
+    if (b == from[k]) b = split_bound(o, group_of, q, n, g, 1);
+    if (b >= n) break;
+    from[++k] = b;
+  }
+  from[++k] = n;
+  return k;
+}
+
+/* See kernels_internal.h. */
+int nsl__sweep_parts(int64_t n) {
+  int64_t per = nsl__rows_per_part(n);   /* (one part inside another job, or below the rows threads pay for) */
+  return n > per ? (int)((n + per - 1) / per) : 1;
+}
+
 void nsl__order_free(nsl__order *o) {
   nsl__big_free(o->runs);
   nsl_column_release(o->perm);

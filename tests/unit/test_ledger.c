@@ -372,11 +372,87 @@ static void test_sweeps_of_tables(void **state) {
   }
 }
 
+/* A sweep of over a million rows runs its groups in ranges on threads (nsl__order_split cuts the order where
+ * the group changes): the totals of windows (steps, and one over each group's run) and the rows' charges on
+ * 2, 3 and 7 threads as on one, whose sweep the brute force above vouches for -- groups of very different
+ * sizes (one of most rows, some of a few; the cuts fall inside large groups and move to their ends), a
+ * negative one, NULL starts, rows as tables in start order (the runs path) and shuffled (the argsort). */
+static void test_ledger_threads(void **state) {
+  (void)state;
+  for (int round = 0; round < 4; round++) {
+    fx_seed(7700 + (uint64_t)round);
+    int64_t n = fx_range(1100000, 1300000), ng = round == 0 ? 1 : fx_range(2, 9);
+    nsl_column *s = nsl_column_new(NSL_I64, n, NULL), *e = nsl_column_new(NSL_I64, n, NULL);
+    nsl_column *g = nsl_column_new(NSL_I64, n, NULL), *c = nsl_column_new(NSL_I64, n, NULL);
+    tables_rows(n, ng, round == 3, s, e, g, c);
+    for (int64_t i = 0; i < n; i++)   /* group 0 takes most rows, the last group a few */
+      if (nsl_i64(g)[i] > 0 && fx_range(0, 3) > 0) nsl_i64(g)[i] = ng > 2 && fx_range(0, 9) ? 0 : nsl_i64(g)[i];
+    if (round == 2)   /* shuffled: no runs, the argsort's order */
+      for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = fx_range(0, i);
+        nsl_column *cols[] = {s, e, g, c};
+        for (int k = 0; k < 4; k++) {
+          int64_t t = nsl_i64(cols[k])[i];
+          nsl_i64(cols[k])[i] = nsl_i64(cols[k])[j];
+          nsl_i64(cols[k])[j] = t;
+        }
+      }
+    int64_t nw = 0, cap = ng * 12;
+    nsl_column *wg = nsl_column_new(NSL_I64, cap, NULL), *wl = nsl_column_new(NSL_I64, cap, NULL),
+               *wh = nsl_column_new(NSL_I64, cap, NULL);
+    for (int64_t k = 0; k < ng; k++)
+      for (int64_t t = fx_range(0, 5); t < SPAN && nw < cap; t += 12) {
+        nsl_i64(wg)[nw] = k;
+        nsl_i64(wl)[nw] = t;
+        nsl_i64(wh)[nw++] = t + fx_range(0, 12);
+      }
+    nsl_column_set_len(wg, nw);
+    nsl_column_set_len(wl, nw);
+    nsl_column_set_len(wh, nw);
+    nsl_column *rg = nsl_column_new(NSL_I64, ng, NULL), *rl = nsl_column_new(NSL_I64, ng, NULL),
+               *rh = nsl_column_new(NSL_I64, ng, NULL);
+    for (int64_t k = 0; k < ng; k++) {
+      nsl_i64(rg)[k] = k;
+      nsl_i64(rl)[k] = 0;
+      nsl_i64(rh)[k] = SPAN + 10;
+    }
+    const nsl_column *sg[2] = {wg, rg}, *sl[2] = {wl, rl}, *sh[2] = {wh, rh};
+    nsl_column *one[2], *one_ch;
+    nsl_error err = {0};
+    setenv("NSL_THREADS", "1", 1);
+    if (nsl_ledger_sweep_sets(s, e, g, c, NCLS, 2, sg, sl, sh, one, &one_ch, &err) != NSL_OK)
+      fail_msg("ledger failed: %s", err.msg);
+    static const char *const threads[] = {"2", "3", "7"};
+    for (int t = 0; t < 3; t++) {
+      setenv("NSL_THREADS", threads[t], 1);
+      nsl_column *many[2], *many_ch;
+      if (nsl_ledger_sweep_sets(s, e, g, c, NCLS, 2, sg, sl, sh, many, &many_ch, &err) != NSL_OK)
+        fail_msg("ledger failed: %s", err.msg);
+      for (int k = 0; k < 2; k++)
+        for (int64_t q = 0; q < one[k]->len; q++)
+          if (nsl_i64(many[k])[q] != nsl_i64(one[k])[q])
+            fail_msg("round %d, %s threads: set %d element %lld is %lld, on one thread %lld", round, threads[t], k,
+                     (long long)q, (long long)nsl_i64(many[k])[q], (long long)nsl_i64(one[k])[q]);
+      for (int64_t i = 0; i < n; i++)
+        if (nsl_i64(many_ch)[i] != nsl_i64(one_ch)[i])
+          fail_msg("round %d, %s threads: row %lld charged %lld, on one thread %lld", round, threads[t], (long long)i,
+                   (long long)nsl_i64(many_ch)[i], (long long)nsl_i64(one_ch)[i]);
+      nsl_column_release(many[0]);
+      nsl_column_release(many[1]);
+      nsl_column_release(many_ch);
+    }
+    unsetenv("NSL_THREADS");
+    nsl_column *cols[] = {s, e, g, c, wg, wl, wh, rg, rl, rh, one[0], one[1], one_ch};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_ledger_hand), cmocka_unit_test(test_ledger_random),
                                      cmocka_unit_test(test_ledger_sets_refused), cmocka_unit_test(test_ledger_many_open),
                                      cmocka_unit_test(test_launch_waits_hand),
                                      cmocka_unit_test(test_launch_waits_random),
-                                     cmocka_unit_test(test_sweeps_of_tables)};
+                                     cmocka_unit_test(test_sweeps_of_tables),
+                                     cmocka_unit_test(test_ledger_threads)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
