@@ -324,6 +324,44 @@ done:
   return rc;
 }
 
+/* One range of the launch waits' order (whole groups, nsl__order_split): pass 0 counts its waits into
+ * count[k], pass 1 writes them from at[k]. */
+typedef struct waits_job {
+  const nsl_column *group, *start, *launch_stop;
+  const nsl__order *ord;
+  const int64_t *from;
+  int64_t *count, *at;
+  int pass;
+  int64_t *r, *f, *t;
+} waits_job;
+
+static void waits_range(void *p, int part) {
+  waits_job *j = p;
+  int64_t k = j->pass ? j->at[part] : 0, pg = 0, ps = 0;
+  int pnull = 1;   /* the previous row's group or start is NULL (or there is none) */
+  for (int64_t q = j->from[part]; q < j->from[part + 1]; q++) {
+    int64_t i = nsl__order_row(j->ord, q);
+    int ng, ns, nl;
+    int64_t g = nsl__int_at(j->group, i, &ng), s = nsl__int_at(j->start, i, &ns),
+            l = nsl__int_at(j->launch_stop, i, &nl);
+    if (!pnull && !ng && !ns && !nl && g == pg) {
+      int64_t hi = l < s ? l : s;
+      if (hi > ps) {
+        if (j->pass) {
+          j->r[k] = i;
+          j->f[k] = ps;
+          j->t[k] = hi;
+        }
+        k++;
+      }
+    }
+    pg = g;
+    ps = s;
+    pnull = ng || ns;
+  }
+  if (!j->pass) j->count[part] = k;
+}
+
 nsl_status nsl_launch_waits(const nsl_column *group, const nsl_column *start, const nsl_column *launch_stop,
                             nsl_column **rows, nsl_column **from, nsl_column **to, nsl_error *err) {
   const char *what = "launch waits";
@@ -336,45 +374,32 @@ nsl_status nsl_launch_waits(const nsl_column *group, const nsl_column *start, co
   nsl__order ord;
   nsl_status rc = nsl__order_by_group_start(group, start, 0, &ord, err);
   if (rc != NSL_OK) return rc;
-  /* two passes over the order: how many wait, then the waits (no column of every row) */
-  int64_t m = 0;
-  for (int pass = 0; pass < 2; pass++) {
-    int64_t *r = pass ? nsl_i64(*rows) : NULL, *f = pass ? nsl_i64(*from) : NULL, *t = pass ? nsl_i64(*to) : NULL;
-    int64_t k = 0, pg = 0, ps = 0;
-    int pnull = 1;   /* the previous row's group or start is NULL (or there is none) */
-    for (int64_t q = 0; q < ord.n; q++) {
-      int64_t i = nsl__order_row(&ord, q);
-      int ng, ns, nl;
-      int64_t g = nsl__int_at(group, i, &ng), s = nsl__int_at(start, i, &ns), l = nsl__int_at(launch_stop, i, &nl);
-      if (!pnull && !ng && !ns && !nl && g == pg) {
-        int64_t hi = l < s ? l : s;
-        if (hi > ps) {
-          if (pass) {
-            r[k] = i;
-            f[k] = ps;
-            t[k] = hi;
-          }
-          k++;
-        }
-      }
-      pg = g;
-      ps = s;
-      pnull = ng || ns;
-    }
-    if (pass) break;
-    m = k;
-    *rows = nsl_column_new(NSL_I64, m, NULL);
-    *from = nsl_column_new(NSL_I64, m, NULL);
-    *to = nsl_column_new(NSL_I64, m, NULL);
-    if (!*rows || !*from || !*to) {
-      nsl__order_free(&ord);
-      nsl_column_release(*rows);
-      nsl_column_release(*from);
-      nsl_column_release(*to);
-      *rows = *from = *to = NULL;
-      return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld waits", what, (long long)m);
-    }
+  /* two passes over the order, its groups in ranges on the threads: how many wait, then the waits (no column
+   * of every row) */
+  int64_t cut[65], count[64], at[64], m = 0;
+  int parts = nsl__order_split(&ord, group, nsl__sweep_parts(ord.n), cut);
+  waits_job job = {group, start, launch_stop, &ord, cut, count, at, 0, NULL, NULL, NULL};
+  nsl__run_parallel(parts, parts, waits_range, &job);
+  for (int k = 0; k < parts; k++) {
+    at[k] = m;
+    m += count[k];
   }
+  *rows = nsl_column_new(NSL_I64, m, NULL);
+  *from = nsl_column_new(NSL_I64, m, NULL);
+  *to = nsl_column_new(NSL_I64, m, NULL);
+  if (!*rows || !*from || !*to) {
+    nsl__order_free(&ord);
+    nsl_column_release(*rows);
+    nsl_column_release(*from);
+    nsl_column_release(*to);
+    *rows = *from = *to = NULL;
+    return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld waits", what, (long long)m);
+  }
+  job.pass = 1;
+  job.r = nsl_i64(*rows);
+  job.f = nsl_i64(*from);
+  job.t = nsl_i64(*to);
+  nsl__run_parallel(parts, parts, waits_range, &job);
   nsl__order_free(&ord);
   return NSL_OK;
 }

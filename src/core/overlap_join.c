@@ -805,6 +805,76 @@ done:
 
 /* ---- gaps per group -------------------------------------------------------------- */
 
+/* One range of the grouped gaps' sweep (whole groups of the order,
+ * nsl__order_split): its gaps written from place from[k] of the outputs,
+ * their number into found[k]; the sums of its own groups. */
+typedef struct gaps_job {
+  const nsl_column *start, *stop;
+  const int64_t *go;
+  const uint8_t *mk;
+  int64_t min_len;
+  const nsl__order *ord;
+  const int64_t *from;
+  int64_t *found;
+  int64_t *g, *gs, *ge, *gr, *gb;               /* outputs (gr, gb: NULL when not asked) */
+  int64_t *idle, *nbig, *bigtime, *largest;     /* sums (NULL when not asked) */
+} gaps_job;
+
+static void gaps_range(void *p, int k) {
+  const gaps_job *j = p;
+  const nsl_column *start = j->start, *stop = j->stop;
+  const nsl__order *ord = j->ord;
+  const int64_t *go = j->go;
+  const uint8_t *mk = j->mk;
+  int64_t *idle = j->idle, *nbig = j->nbig, *bigtime = j->bigtime, *largest = j->largest;
+  int64_t q0 = j->from[k], q1 = j->from[k + 1], m = q0;
+#define ROW_AT(q) nsl__order_row(ord, q)
+  /* ce: the latest stop of the group's rows so far; ce_row: the lowest of those rows stopping then (every
+   * row stopping at a gap's start starts before it, so is swept before it: the row a join on group and stop
+   * finds) */
+  int64_t cur = -1, ce = 0, ce_row = -1;
+  for (int64_t q = q0; q < q1; q++) {
+    int64_t i = ROW_AT(q), s, e;
+    if (go[i] < 0 || (mk && !mk[i]) || !bounds(start, stop, i, &s, &e) || s >= e) continue;
+    if (go[i] != cur) {
+      cur = go[i];
+      ce = e;
+      ce_row = i;
+      continue;
+    }
+    if (s > ce) {
+      int64_t d = span(ce, s);
+      if (idle) {   /* (sums as the columns' arithmetic makes them: wrapping) */
+        idle[cur] = (int64_t)((uint64_t)idle[cur] + (uint64_t)d);
+        if (d > largest[cur]) largest[cur] = d;
+      }
+      if (d > j->min_len) {
+        if (nbig) {
+          nbig[cur]++;
+          bigtime[cur] = (int64_t)((uint64_t)bigtime[cur] + (uint64_t)d);
+        }
+        j->g[m] = cur;
+        j->gs[m] = ce;
+        j->ge[m] = s;
+        if (j->gr) {   /* the first row in (group, start) order with this start: the stable sort puts the lowest first */
+          int64_t f = q;
+          int isnull;
+          while (f > 0 && go[ROW_AT(f - 1)] == cur && nsl__int_at(start, ROW_AT(f - 1), &isnull) == s && !isnull) f--;
+          j->gr[m] = ROW_AT(f);
+        }
+        if (j->gb) j->gb[m] = ce_row;
+        m++;
+      }
+    }
+    if (e > ce || (e == ce && i < ce_row)) {
+      ce = e;
+      ce_row = i;
+    }
+  }
+#undef ROW_AT
+  j->found[k] = m - q0;
+}
+
 /* The grouped gaps' sweep: the gaps longer than min_len into group, gap_start,
  * gap_stop (and gap_row, gap_before when not NULL: the row that ends each
  * gap, the row that begins it); with sums (four I64 columns of ngroups
@@ -833,8 +903,6 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
                            (long long)go[i], (long long)ngroups);
   nsl__order ord;   /* the rows in (group, start, row) order */
   if ((rc = nsl__order_by_group_start(group_of, start, 1, &ord, err)) != NSL_OK) return rc;
-  int64_t np = ord.n;
-#define ROW_AT(q) nsl__order_row(&ord, q)
   nsl_column *g = nsl_column_new(NSL_I64, 0, NULL), *gs = nsl_column_new(NSL_I64, 0, NULL),
              *ge = nsl_column_new(NSL_I64, 0, NULL), *gr = gap_row ? nsl_column_new(NSL_I64, 0, NULL) : NULL,
              *gb = gap_before ? nsl_column_new(NSL_I64, 0, NULL) : NULL;
@@ -850,52 +918,24 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
     nsl__order_free(&ord);
     return rc;
   }
-  const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
-  int64_t *idle = sums ? nsl_i64(sums[0]) : NULL, *nbig = sums ? nsl_i64(sums[1]) : NULL,
-          *bigtime = sums ? nsl_i64(sums[2]) : NULL, *largest = sums ? nsl_i64(sums[3]) : NULL;
-  /* ce: the latest stop of the group's rows so far; ce_row: the lowest of those rows stopping then (every
-   * row stopping at a gap's start starts before it, so is swept before it: the row a join on group and stop
-   * finds) */
-  int64_t m = 0, cur = -1, ce = 0, ce_row = -1;
-  for (int64_t q = 0; q < np; q++) {
-    int64_t i = ROW_AT(q), s, e;
-    if (go[i] < 0 || (mk && !mk[i]) || !bounds(start, stop, i, &s, &e) || s >= e) continue;
-    if (go[i] != cur) {
-      cur = go[i];
-      ce = e;
-      ce_row = i;
-      continue;
+  /* the groups in ranges of the order, one per thread: range k writes its gaps from place from[k] of the
+   * outputs (a range of m places has fewer than m gaps), moved together after */
+  int64_t from[65], found[64];
+  int parts = nsl__order_split(&ord, group_of, nsl__sweep_parts(ord.n), from);
+  gaps_job job = {start, stop, go, mask ? nsl_bool(mask) : NULL, min_len, &ord, from, found,
+                  nsl_i64(g), nsl_i64(gs), nsl_i64(ge), gr ? nsl_i64(gr) : NULL, gb ? nsl_i64(gb) : NULL,
+                  sums ? nsl_i64(sums[0]) : NULL, sums ? nsl_i64(sums[1]) : NULL, sums ? nsl_i64(sums[2]) : NULL,
+                  sums ? nsl_i64(sums[3]) : NULL};
+  nsl__run_parallel(parts, parts, gaps_range, &job);
+  int64_t m = 0;
+  for (int k = 0; k < parts; k++) {
+    if (from[k] != m) {
+      nsl_column *outs[5] = {g, gs, ge, gr, gb};
+      for (int c = 0; c < 5; c++)
+        if (outs[c]) memmove(nsl_i64(outs[c]) + m, nsl_i64(outs[c]) + from[k], (size_t)found[k] * sizeof(int64_t));
     }
-    if (s > ce) {
-      int64_t d = span(ce, s);
-      if (idle) {   /* (sums as the columns' arithmetic makes them: wrapping) */
-        idle[cur] = (int64_t)((uint64_t)idle[cur] + (uint64_t)d);
-        if (d > largest[cur]) largest[cur] = d;
-      }
-      if (d > min_len) {
-        if (nbig) {
-          nbig[cur]++;
-          bigtime[cur] = (int64_t)((uint64_t)bigtime[cur] + (uint64_t)d);
-        }
-        nsl_i64(g)[m] = cur;
-        nsl_i64(gs)[m] = ce;
-        nsl_i64(ge)[m] = s;
-        if (gr) {   /* the first row in (group, start) order with this start: the stable sort puts the lowest first */
-          int64_t f = q;
-          int isnull;
-          while (f > 0 && go[ROW_AT(f - 1)] == cur && nsl__int_at(start, ROW_AT(f - 1), &isnull) == s && !isnull) f--;
-          nsl_i64(gr)[m] = ROW_AT(f);
-        }
-        if (gb) nsl_i64(gb)[m] = ce_row;
-        m++;
-      }
-    }
-    if (e > ce || (e == ce && i < ce_row)) {
-      ce = e;
-      ce_row = i;
-    }
+    m += found[k];
   }
-#undef ROW_AT
   nsl__order_free(&ord);
   nsl_column_set_len(g, m);
   nsl_column_set_len(gs, m);

@@ -441,8 +441,33 @@ static void test_ledger_threads(void **state) {
       nsl_column_release(many[1]);
       nsl_column_release(many_ch);
     }
+    /* the launch waits of the same rows (launch stops about their starts, a few NULL groups in the last round)
+     * likewise: each range counts its waits, then writes them where the ranges before it end */
+    nsl_column *l = nsl_column_new(NSL_I64, n, NULL);
+    for (int64_t i = 0; i < n; i++) {   /* (the starts spread out first: rows that start later than the one before) */
+      int64_t a = nsl_i64(s)[i] == NSL_NULL_I64 ? NSL_NULL_I64 : nsl_i64(s)[i] * (n / 16) + i % (n / 16);
+      nsl_i64(s)[i] = a;
+      nsl_i64(l)[i] = fx_range(0, 50) == 0 ? NSL_NULL_I64 : (a == NSL_NULL_I64 ? 0 : a) + fx_range(-3, 2);
+      if (round == 3 && fx_range(0, 99) == 0) nsl_i64(g)[i] = NSL_NULL_I64;
+    }
+    nsl_column *w1[3], *wm[3];
+    setenv("NSL_THREADS", "1", 1);
+    launch_waits(g, s, l, &w1[0], &w1[1], &w1[2]);
+    assert_true(w1[0]->len > 1000);
+    for (int t = 0; t < 3; t++) {
+      setenv("NSL_THREADS", threads[t], 1);
+      launch_waits(g, s, l, &wm[0], &wm[1], &wm[2]);
+      for (int k = 0; k < 3; k++) {
+        assert_int_equal(wm[k]->len, w1[k]->len);
+        for (int64_t q = 0; q < w1[k]->len; q++)
+          if (nsl_i64(wm[k])[q] != nsl_i64(w1[k])[q])
+            fail_msg("round %d, %s threads: launch wait %lld output %d is %lld, on one thread %lld", round,
+                     threads[t], (long long)q, k, (long long)nsl_i64(wm[k])[q], (long long)nsl_i64(w1[k])[q]);
+        nsl_column_release(wm[k]);
+      }
+    }
     unsetenv("NSL_THREADS");
-    nsl_column *cols[] = {s, e, g, c, wg, wl, wh, rg, rl, rh, one[0], one[1], one_ch};
+    nsl_column *cols[] = {s, e, g, c, wg, wl, wh, rg, rl, rh, one[0], one[1], one_ch, l, w1[0], w1[1], w1[2]};
     for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
   }
 }

@@ -503,6 +503,63 @@ static void table_intervals(int64_t n, nsl_column **s, nsl_column **e, nsl_colum
   }
 }
 
+/* Over a million rows, the gaps' sweep runs its groups in ranges on threads (nsl__order_split), each writing its
+ * gaps where its range of the order begins, moved together after: every output (the long gaps, the rows on
+ * either side, the sums) on 2, 3 and 7 threads as on one, whose sweep test_gap_sums_random vouches for --
+ * groups of very different sizes, a negative one, rows as tables (the runs path) and shuffled (the argsort). */
+static void test_gap_sums_threads(void **state) {
+  (void)state;
+  for (int round = 0; round < 4; round++) {
+    fx_seed(12900 + (uint64_t)round);
+    int64_t n = fx_range(1100000, 1300000), ng = round == 0 ? 1 : fx_range(2, 9), min_len = round;
+    nsl_column *s, *e, *k;
+    table_intervals(n, &s, &e, &k);   /* (then spread over a longer span, with gaps) */
+    for (int64_t i = 0; i < n; i++) {
+      int64_t a = nsl_i64(s)[i] == NSL_NULL_I64 ? NSL_NULL_I64 : (i % (n / 3 + 1)) * 8;
+      if (nsl_i64(e)[i] != NSL_NULL_I64) nsl_i64(e)[i] = (a == NSL_NULL_I64 ? 0 : a) + fx_range(-1, 20);
+      nsl_i64(s)[i] = a;
+    }
+    nsl_column *g = nsl_column_new(NSL_I64, n, NULL);
+    for (int64_t i = 0; i < n; i++) {   /* group 0 takes most rows, the others a few */
+      int64_t grp = fx_range(round == 3 ? -1 : 0, ng - 1);
+      nsl_i64(g)[i] = grp > 0 && fx_range(0, 9) ? 0 : grp;
+    }
+    if (round == 2)
+      for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = fx_range(0, i);
+        nsl_column *cols[] = {s, e, g};
+        for (int c = 0; c < 3; c++) {
+          int64_t t = nsl_i64(cols[c])[i];
+          nsl_i64(cols[c])[i] = nsl_i64(cols[c])[j];
+          nsl_i64(cols[c])[j] = t;
+        }
+      }
+    nsl_column *one[9], *many[9];   /* sums 0-3, group, start, stop, before, after */
+    nsl_error err = {0};
+    static const char *const threads[] = {"1", "2", "3", "7"};
+    for (int t = 0; t < 4; t++) {
+      setenv("NSL_THREADS", threads[t], 1);
+      nsl_column **o = t ? many : one;
+      if (nsl_iv_gap_sums(s, e, g, ng, min_len, o, &o[4], &o[5], &o[6], &o[7], &o[8], &err) != NSL_OK)
+        fail_msg("gap sums failed: %s", err.msg);
+      if (!t) continue;
+      for (int c = 0; c < 9; c++) {
+        assert_int_equal(many[c]->len, one[c]->len);
+        for (int64_t q = 0; q < one[c]->len; q++)
+          if (nsl_i64(many[c])[q] != nsl_i64(one[c])[q])
+            fail_msg("round %d, %s threads: output %d row %lld is %lld, on one thread %lld", round, threads[t], c,
+                     (long long)q, (long long)nsl_i64(many[c])[q], (long long)nsl_i64(one[c])[q]);
+        nsl_column_release(many[c]);
+      }
+    }
+    unsetenv("NSL_THREADS");
+    assert_true(one[4]->len > 1000);
+    for (int c = 0; c < 9; c++) nsl_column_release(one[c]);
+    release3(s, e, k);
+    nsl_column_release(g);
+  }
+}
+
 static void test_gap_sums_random(void **state) {
   (void)state;
   for (int round = 0; round < 300; round++) {
@@ -826,6 +883,7 @@ int main(void) {
       cmocka_unit_test(test_count_open_hand),   cmocka_unit_test(test_count_open_random),
       cmocka_unit_test(test_gaps_hand),         cmocka_unit_test(test_gaps_random),
       cmocka_unit_test(test_gap_sums_random),
+      cmocka_unit_test(test_gap_sums_threads),
       cmocka_unit_test(test_innermost_hand),    cmocka_unit_test(test_innermost_random),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
