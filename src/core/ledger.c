@@ -40,18 +40,17 @@ static inline int row_of(const nsl_column *start, const nsl_column *stop, const 
   return 1;
 }
 
-/* The windows of every group, sorted by (group, lo) and checked disjoint. */
-typedef struct ledger_windows {
-  int64_t n, *order;   /* window rows in (group, lo) order */
-} ledger_windows;
+/* A window in a set's (group, lo) order: its bounds and its row. */
+typedef struct ledger_win {
+  int64_t g, lo, hi, w;
+} ledger_win;
 
 typedef struct ledger_state {
-  const nsl_column *win_group, *win_lo, *win_hi;
-  const int64_t *order;
-  int64_t nw, k;       /* k: the first window of the current group not yet behind the sweep */
+  const ledger_win *win;   /* the set's windows in (group, lo) order */
+  int64_t nw, k;           /* k: the first window of the current group not yet behind the sweep */
   int nclasses;
-  int64_t *out;        /* nw x (nclasses + 1) */
-  int64_t *charged;    /* per class: time it was on top inside windows, so far in this group */
+  int64_t *out;            /* nw x (nclasses + 1) */
+  int64_t *charged;        /* per class: time it was on top inside windows, so far in this group */
 } ledger_state;
 
 static inline int64_t win_val(const nsl_column *c, int64_t w) {
@@ -61,31 +60,24 @@ static inline int64_t win_val(const nsl_column *c, int64_t w) {
 
 /* Adds segment [a, b) of group g, whose top class is top (nclasses: none),
  * to the windows it overlaps. */
-static void add_segment(ledger_state *st, int64_t g, int64_t a, int64_t b, int top) {
+static inline void add_segment(ledger_state *st, int64_t g, int64_t a, int64_t b, int top) {
   if (b <= a || top >= st->nclasses) return;   /* uncovered time is the windows' remainder */
-  while (st->k < st->nw) {   /* windows of earlier groups, or ended before a, are done */
-    int64_t w = st->order[st->k];
-    int64_t wg = win_val(st->win_group, w);
-    if (wg > g || (wg == g && win_val(st->win_hi, w) > a)) break;
-    st->k++;
-  }
-  for (int64_t q = st->k; q < st->nw; q++) {
-    int64_t w = st->order[q];
-    if (win_val(st->win_group, w) != g) break;
-    int64_t lo = win_val(st->win_lo, w), hi = win_val(st->win_hi, w);
-    if (lo >= b) break;
-    int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+  const ledger_win *win = st->win;
+  while (st->k < st->nw && (win[st->k].g < g || (win[st->k].g == g && win[st->k].hi <= a)))
+    st->k++;   /* windows of earlier groups, or ended before a, are done */
+  for (int64_t q = st->k; q < st->nw && win[q].g == g && win[q].lo < b; q++) {
+    int64_t x = a > win[q].lo ? a : win[q].lo, y = b < win[q].hi ? b : win[q].hi;
     if (y > x) {
-      st->out[w * (st->nclasses + 1) + top] += span(x, y);
+      st->out[win[q].w * (st->nclasses + 1) + top] += span(x, y);
       st->charged[top] += span(x, y);
     }
   }
 }
 
 /* The windows of one set checked (groups, bounds) and ordered by (group, lo), with no two of a group overlapping:
- * *order receives the argsort.  NSL_OK or err filled. */
+ * *order receives them in that order (free).  NSL_OK or err filled. */
 static nsl_status window_order(const char *what, int set, const nsl_column *win_group, const nsl_column *win_lo,
-                               const nsl_column *win_hi, nsl_column **order, nsl_error *err) {
+                               const nsl_column *win_hi, ledger_win **order, nsl_error *err) {
   *order = NULL;
   if (!int_col(win_group) || !int_col(win_lo) || !int_col(win_hi) || win_lo->len != win_group->len ||
       win_hi->len != win_group->len)
@@ -113,7 +105,13 @@ static nsl_status window_order(const char *what, int set, const nsl_column *win_
     }
     last = b;
   }
-  *order = worder;
+  ledger_win *win = malloc((size_t)(nw ? nw : 1) * sizeof *win);
+  if (win)
+    for (int64_t q = 0; q < nw; q++)
+      win[q] = (ledger_win){win_val(win_group, wo[q]), win_val(win_lo, wo[q]), win_val(win_hi, wo[q]), wo[q]};
+  nsl_column_release(worder);
+  if (!win) return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld windows", what, (long long)nw);
+  *order = win;
   return NSL_OK;
 }
 
@@ -272,7 +270,8 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
     return nsl_error_set(err, NSL_ERR_ARG, "%s: start, stop, group and class must have one length", what);
   if (nclasses < 1 || nclasses > 64) return nsl_error_set(err, NSL_ERR_ARG, "%s: 1 to 64 classes", what);
   nsl_status rc = NSL_OK;
-  nsl_column *worder[NSL_LEDGER_SETS] = {NULL}, *out[NSL_LEDGER_SETS] = {NULL};
+  ledger_win *worder[NSL_LEDGER_SETS] = {NULL};
+  nsl_column *out[NSL_LEDGER_SETS] = {NULL};
   nsl_column *ch = NULL;
   nsl__order by_start = {0};
   for (int k = 0; k < nsets; k++)
@@ -292,8 +291,7 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
   int parts = nsl__order_split(&by_start, group_of, nsl__sweep_parts(by_start.n), from);
   sweep_job job = {start, stop, group_of, cls, nclasses, nsets, &by_start, from, {{0}}, ch ? nsl_i64(ch) : NULL, prc};
   for (int k = 0; k < nsets; k++)
-    job.st0[k] = (ledger_state){win_group[k], win_lo[k], win_hi[k], nsl_i64(worder[k]), win_group[k]->len, 0,
-                                nclasses, nsl_i64(out[k]), NULL};
+    job.st0[k] = (ledger_state){worder[k], win_group[k]->len, 0, nclasses, nsl_i64(out[k]), NULL};
   nsl__run_parallel(parts, parts, sweep_job_run, &job);
   for (int k = 0; k < parts; k++)
     if (prc[k] != NSL_OK) {
@@ -316,7 +314,7 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
   }
 done:
   for (int k = 0; k < nsets; k++) {
-    nsl_column_release(worder[k]);
+    free(worder[k]);
     nsl_column_release(out[k]);
   }
   nsl__order_free(&by_start);
