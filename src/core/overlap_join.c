@@ -310,6 +310,10 @@ static void near_rows(void *p, int64_t first, int64_t last) {
     if (s >= e) continue;
     /* the first span that ends after s: in [lo, hi), found by galloping from at, then bisecting */
     int64_t lo, hi;
+    if ((at == m || s < u[at].e) && (at == 0 || u[at - 1].e <= s)) {   /* the previous row's (as a rule) */
+      k[j] = at < m && u[at].s < e;
+      continue;
+    }
     if (at < m && u[at].e <= s) {   /* forward */
       int64_t step = 1;
       lo = at + 1;
