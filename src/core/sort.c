@@ -963,11 +963,42 @@ static void domain_codes(const nsl_column *c, int dom, const uint64_t *ranks, ui
 
 /* ---- each group's rows in start order, from runs ---------------------------------------- */
 
+/* The runs of x[0..n) (each ascending; rows in row order) merged at once
+ * into y, then back into x, when they are at most MERGE_WAYS: each place
+ * takes the least head (the earliest run's on ties), so one pass instead of
+ * one per halving (a GPU's kernels, copies and memsets: three runs, two
+ * passes pairwise).  0 (nothing done) when there are more runs. */
+enum { MERGE_WAYS = 8 };
+static int merge_few_runs(nsl__kv *x, nsl__kv *y, int64_t n) {
+  int64_t at[MERGE_WAYS], end[MERGE_WAYS];
+  int k = 0;
+  for (int64_t i = 0; i < n;) {
+    if (k == MERGE_WAYS) return 0;
+    at[k] = i++;
+    while (i < n && (int64_t)x[i].k >= (int64_t)x[i - 1].k) i++;
+    end[k++] = i;
+  }
+  for (int64_t o = 0; o < n; o++) {
+    int b = -1;
+    int64_t bk = 0;
+    for (int j = 0; j < k; j++)
+      if (at[j] < end[j] && (b < 0 || (int64_t)x[at[j]].k < bk)) {
+        b = j;
+        bk = (int64_t)x[at[j]].k;
+      }
+    y[o] = x[at[b]++];
+  }
+  memcpy(x, y, (size_t)n * sizeof *x);
+  return 1;
+}
+
 /* x[0..n) by (start, row) where it ascends in runs of rows in row order:
- * neighbouring runs merged pairwise (the earlier run first on ties, so the
- * rows of one start stay in row order), from one buffer into the other and
- * back, until one run is left, which ends in x; y is scratch of n. */
+ * a few runs merged at once (merge_few_runs), more merged pairwise
+ * neighbour by neighbour (the earlier run first on ties, so the rows of
+ * one start stay in row order), from one buffer into the other and back,
+ * until one run is left, which ends in x; y is scratch of n. */
 static void merge_runs(nsl__kv *x, nsl__kv *y, int64_t n) {
+  if (merge_few_runs(x, y, n)) return;
   nsl__kv *from = x, *to = y;
   for (;;) {
     int64_t i = 0, runs = 0;
