@@ -84,14 +84,14 @@ nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n, int bits);
  * time order one after the other (a GPU's kernels, copies and memsets): a
  * counting sort by group keeps each group's rows in row order, and the runs
  * of ascending start left in a group are merged (O(n + m log runs) on the
- * threads, against a radix sort of every row).  Only the rows in a group
- * (go >= 0) whose start is not NULL are ordered.  On 1, *rows holds them
- * (k: the start's bits as int64, v: the row), group g's at
+ * threads, at once for up to eight runs; against a radix sort of every
+ * row).  Only the rows in a group (go >= 0) whose start is not NULL are
+ * ordered.  On 1, *rows holds them (their row numbers), group g's at
  * [(*ends)[g - 1], (*ends)[g]) (from 0 for g = 0); free both with
  * nsl__big_free.  0 when the groups are too many against the rows (more
  * than a quarter of a thread's part of them: the counts are per part) or the
  * rows descend more often than one in 64: the caller sorts them.  -1 out of memory.  Start is I64 or I32. */
-int nsl__group_runs(const int64_t *go, int64_t ngroups, const nsl_column *start, nsl__kv **rows,
+int nsl__group_runs(const int64_t *go, int64_t ngroups, const nsl_column *start, int64_t **rows,
                     int64_t **ends);
 
 /* Rows in the order of a stable argsort on (group, start), for a sweep of
@@ -106,13 +106,13 @@ int nsl__group_runs(const int64_t *go, int64_t ngroups, const nsl_column *start,
  * rows in the same order either way.  Release with nsl__order_free. */
 typedef struct nsl__order {
   int64_t n;
-  nsl__kv *runs;       /* v: the row */
+  int64_t *runs;       /* the rows (nsl__group_runs) */
   nsl_column *perm;    /* else the argsort */
 } nsl__order;
 nsl_status nsl__order_by_group_start(const nsl_column *group, const nsl_column *start, int skip_negative,
                                      nsl__order *o, nsl_error *err);
 static inline int64_t nsl__order_row(const nsl__order *o, int64_t q) {
-  return o->runs ? o->runs[q].v : nsl_i64(o->perm)[q];
+  return o->runs ? o->runs[q] : nsl_i64(o->perm)[q];
 }
 void nsl__order_free(nsl__order *o);
 /* Cuts the order's places [0, o->n) into at most `parts` ranges of about

@@ -963,30 +963,45 @@ static void domain_codes(const nsl_column *c, int dom, const uint64_t *ranks, ui
 
 /* ---- each group's rows in start order, from runs ---------------------------------------- */
 
-/* The runs of x[0..n) (each ascending; rows in row order) merged at once
- * into y, then back into x, when they are at most MERGE_WAYS: each place
- * takes the least head (the earliest run's on ties), so one pass instead of
- * one per halving (a GPU's kernels, copies and memsets: three runs, two
- * passes pairwise).  0 (nothing done) when there are more runs. */
+/* The work of nsl__group_runs, shared by its parts: each part's counts and
+ * then places per group (part k's at cnt[k * ngroups ..]), the groups'
+ * ends, the ranges of groups of the last passes ([gfrom[j], gfrom[j + 1])),
+ * the rows in group order (x) and the merges' scratch (y): rows alone, a
+ * row's start read from the column (the rows of a run ascend, so their
+ * starts are read in address order). */
+typedef struct runs_job {
+  const int64_t *go, *s64;
+  const int32_t *s32;
+  int64_t ngroups, per, *cnt, *ends, *gfrom;
+  int64_t *x, *y;
+  _Atomic int64_t descents;
+} runs_job;
+
+/* The start of row i (not NULL: only such rows are ordered). */
+static inline int64_t run_key(const runs_job *r, int64_t i) { return r->s64 ? r->s64[i] : r->s32[i]; }
+
+/* The runs of x[0..n) (each ascending by start; rows in row order) merged
+ * at once into y, then back into x, when they are at most MERGE_WAYS: each
+ * place takes the least head (the earliest run's on ties), so one pass
+ * instead of one per halving (a GPU's kernels, copies and memsets: three
+ * runs, two passes pairwise).  0 (nothing done) when there are more runs. */
 enum { MERGE_WAYS = 8 };
-static int merge_few_runs(nsl__kv *x, nsl__kv *y, int64_t n) {
-  int64_t at[MERGE_WAYS], end[MERGE_WAYS];
+static int merge_few_runs(const runs_job *r, int64_t *x, int64_t *y, int64_t n) {
+  int64_t at[MERGE_WAYS], end[MERGE_WAYS], head[MERGE_WAYS];
   int k = 0;
   for (int64_t i = 0; i < n;) {
     if (k == MERGE_WAYS) return 0;
     at[k] = i++;
-    while (i < n && (int64_t)x[i].k >= (int64_t)x[i - 1].k) i++;
+    while (i < n && run_key(r, x[i]) >= run_key(r, x[i - 1])) i++;
     end[k++] = i;
   }
+  for (int j = 0; j < k; j++) head[j] = run_key(r, x[at[j]]);
   for (int64_t o = 0; o < n; o++) {
     int b = -1;
-    int64_t bk = 0;
     for (int j = 0; j < k; j++)
-      if (at[j] < end[j] && (b < 0 || (int64_t)x[at[j]].k < bk)) {
-        b = j;
-        bk = (int64_t)x[at[j]].k;
-      }
+      if (at[j] < end[j] && (b < 0 || head[j] < head[b])) b = j;
     y[o] = x[at[b]++];
+    if (at[b] < end[b]) head[b] = run_key(r, x[at[b]]);
   }
   memcpy(x, y, (size_t)n * sizeof *x);
   return 1;
@@ -997,24 +1012,24 @@ static int merge_few_runs(nsl__kv *x, nsl__kv *y, int64_t n) {
  * neighbour by neighbour (the earlier run first on ties, so the rows of
  * one start stay in row order), from one buffer into the other and back,
  * until one run is left, which ends in x; y is scratch of n. */
-static void merge_runs(nsl__kv *x, nsl__kv *y, int64_t n) {
-  if (merge_few_runs(x, y, n)) return;
-  nsl__kv *from = x, *to = y;
+static void merge_runs(const runs_job *r, int64_t *x, int64_t *y, int64_t n) {
+  if (merge_few_runs(r, x, y, n)) return;
+  int64_t *from = x, *to = y;
   for (;;) {
     int64_t i = 0, runs = 0;
     while (i < n) {
       int64_t a0 = i++;
-      while (i < n && (int64_t)from[i].k >= (int64_t)from[i - 1].k) i++;
+      while (i < n && run_key(r, from[i]) >= run_key(r, from[i - 1])) i++;
       int64_t a1 = i;
       if (i < n) i++;
-      while (i < n && (int64_t)from[i].k >= (int64_t)from[i - 1].k) i++;
+      while (i < n && run_key(r, from[i]) >= run_key(r, from[i - 1])) i++;
       int64_t p = a0, q = a1, o = a0;   /* [a0, a1) and [a1, i) into to[a0, i) */
-      while (p < a1 && q < i) to[o++] = (int64_t)from[q].k < (int64_t)from[p].k ? from[q++] : from[p++];
+      while (p < a1 && q < i) to[o++] = run_key(r, from[q]) < run_key(r, from[p]) ? from[q++] : from[p++];
       if (p < a1) memcpy(to + o, from + p, (size_t)(a1 - p) * sizeof *to);
       else if (q < i) memcpy(to + o, from + q, (size_t)(i - q) * sizeof *to);
       runs++;
     }
-    nsl__kv *t = from;
+    int64_t *t = from;
     from = to;
     to = t;
     if (runs <= 1) break;
@@ -1022,44 +1037,31 @@ static void merge_runs(nsl__kv *x, nsl__kv *y, int64_t n) {
   if (from != x) memcpy(x, from, (size_t)n * sizeof *x);
 }
 
-/* The work of nsl__group_runs, shared by its parts: each part's counts and
- * then places per group (part k's at cnt[k * ngroups ..]), the groups'
- * ends, the ranges of groups of the last passes ([gfrom[j], gfrom[j + 1])),
- * the rows in group order (x) and the merges' scratch (y). */
-typedef struct runs_job {
-  const int64_t *go, *s64;
-  const int32_t *s32;
-  int64_t ngroups, per, *cnt, *ends, *gfrom;
-  nsl__kv *x, *y;
-  _Atomic int64_t descents;
-} runs_job;
-
-/* Whether row i is ordered (in a group, start not NULL), and its start. */
-static inline int runs_row(const runs_job *r, int64_t i, int64_t *s) {
+/* Whether row i is ordered (in a group, start not NULL). */
+static inline int runs_row(const runs_job *r, int64_t i) {
   if (r->go[i] < 0) return 0;
-  if (r->s64) return (*s = r->s64[i]) != NSL_NULL_I64;
-  return (*s = r->s32[i]) != NSL_NULL_I32;
+  return r->s64 ? r->s64[i] != NSL_NULL_I64 : r->s32[i] != NSL_NULL_I32;
 }
 
 static void runs_count(void *ctx, int64_t lo, int64_t hi) {
   runs_job *r = ctx;
-  int64_t *c = r->cnt + lo / r->per * r->ngroups, s;
+  int64_t *c = r->cnt + lo / r->per * r->ngroups;
   for (int64_t i = lo; i < hi; i++)
-    if (runs_row(r, i, &s)) c[r->go[i]]++;
+    if (runs_row(r, i)) c[r->go[i]]++;
 }
 
 static void runs_scatter(void *ctx, int64_t lo, int64_t hi) {
   runs_job *r = ctx;
-  int64_t *at = r->cnt + lo / r->per * r->ngroups, s;
+  int64_t *at = r->cnt + lo / r->per * r->ngroups;
   for (int64_t i = lo; i < hi; i++)
-    if (runs_row(r, i, &s)) r->x[at[r->go[i]]++] = (nsl__kv){(uint64_t)s, i};
+    if (runs_row(r, i)) r->x[at[r->go[i]]++] = i;
 }
 
 static void runs_descents(void *ctx, int j) {
   runs_job *r = ctx;
   int64_t d = 0, from = r->gfrom[j] ? r->ends[r->gfrom[j] - 1] : 0;
   for (int64_t g = r->gfrom[j]; g < r->gfrom[j + 1]; from = r->ends[g++])
-    for (int64_t i = from + 1; i < r->ends[g]; i++) d += (int64_t)r->x[i].k < (int64_t)r->x[i - 1].k;
+    for (int64_t i = from + 1; i < r->ends[g]; i++) d += run_key(r, r->x[i]) < run_key(r, r->x[i - 1]);
   r->descents += d;
 }
 
@@ -1068,14 +1070,14 @@ static void runs_merge(void *ctx, int j) {
   int64_t from = r->gfrom[j] ? r->ends[r->gfrom[j] - 1] : 0;
   for (int64_t g = r->gfrom[j]; g < r->gfrom[j + 1]; from = r->ends[g++])
     for (int64_t i = from + 1; i < r->ends[g]; i++)
-      if ((int64_t)r->x[i].k < (int64_t)r->x[i - 1].k) {
-        merge_runs(r->x + from, r->y + from, r->ends[g] - from);
+      if (run_key(r, r->x[i]) < run_key(r, r->x[i - 1])) {
+        merge_runs(r, r->x + from, r->y + from, r->ends[g] - from);
         break;
       }
 }
 
 /* See kernels_internal.h. */
-int nsl__group_runs(const int64_t *go, int64_t ngroups, const nsl_column *start, nsl__kv **rows,
+int nsl__group_runs(const int64_t *go, int64_t ngroups, const nsl_column *start, int64_t **rows,
                     int64_t **ends) {
   *rows = NULL;
   *ends = NULL;
