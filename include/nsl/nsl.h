@@ -381,6 +381,15 @@ typedef struct nsl_intervals {
  * take sorted disjoint sets and answer NSL_ERR_ARG for others. */
 nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const nsl_column *mask,
                         nsl_intervals *out, nsl_error *err);
+/* nsl_iv_union with the rows' start order given: order (I64) lists rows
+ * (each below the row count) in an order in which their starts do not fall
+ * (an argsort by start, or by a group and start where each group's times
+ * lie after the group before's), so no sort is made: several unions of
+ * masks of the same rows share one order.  Rows the order leaves out add
+ * nothing.  Where a start does fall after all, the rows are sorted as
+ * nsl_iv_union does (the same set).  NSL_ERR_ARG for a row out of range. */
+nsl_status nsl_iv_union_ordered(const nsl_column *start, const nsl_column *stop, const nsl_column *mask,
+                                const nsl_column *order, nsl_intervals *out, nsl_error *err);
 nsl_status nsl_iv_intersect(const nsl_intervals *a, const nsl_intervals *b, nsl_intervals *out,
                             nsl_error *err);
 /* a minus b. */

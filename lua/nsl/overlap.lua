@@ -32,14 +32,16 @@ local made_of = {
 }
 
 -- Interval sets `keys` (M.keys by default) of every group of a batch at once, on the lanes axis: s, e the
--- shifted times, sel the rows of the batch.  Each union is built when a set first needs it.
-local function sets_of(ops, s, e, sel, is_nccl, keys)
+-- shifted times, sel the rows of the batch, order() the rows by group and start (the order of s within a
+-- batch: its groups' lanes follow each other), which every union shares instead of sorting its rows.  Each
+-- union is built when a set first needs it.
+local function sets_of(ops, s, e, sel, is_nccl, keys, order)
   local kern
   local function kernels() kern = kern or (sel & ~ops.memop); return kern end
   local masks = {C = function() return kernels() & ~is_nccl end, N = function() return kernels() & is_nccl end,
                  K = kernels, Mem = function() return sel & ops.memop end, A = function() return sel end}
   local u = setmetatable({}, {__index = function(t, name)
-    local set = nsl.intervals(s, e, masks[name]())
+    local set = nsl.intervals(s, e, masks[name](), order())
     rawset(t, name, set)
     return set
   end})
@@ -64,12 +66,17 @@ function M.measure(ops, is_nccl, gid, ngroups, windows, keys)
   local pairs_ = {ops.start, ops.stop}
   for _, win in ipairs(windows) do pairs_[#pairs_ + 1], pairs_[#pairs_ + 2] = win.lo, win.hi end
   local plan = lanes.plan(ngroups, lanes.bounds(table.unpack(pairs_)))
+  local ord
+  local function order()   -- (made once, for the first union)
+    ord = ord or nsl.table{{"g", gid}, {"s", ops.start}}:order("g", "s")
+    return ord
+  end
   local parts = {}
   for w = 1, #windows do parts[w] = {} end
   for _, b in ipairs(plan.batches) do
     local sel = lanes.rows(b, gid)
     local s, e = lanes.shift(plan, b, ops.start, gid), lanes.shift(plan, b, ops.stop, gid)
-    local sets = sets_of(ops, s, e, sel, is_nccl, keys)
+    local sets = sets_of(ops, s, e, sel, is_nccl, keys, order)
     for w, win in ipairs(windows) do
       local rows = lanes.rows(b, win.gid):indices()
       local wg = win.gid:gather(rows)

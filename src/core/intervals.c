@@ -86,20 +86,51 @@ int64_t nsl_iv_total(const nsl_intervals *a) {
 
 /* ---- union ---------------------------------------------------------------------- */
 
-nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const nsl_column *mask,
-                        nsl_intervals *out, nsl_error *err) {
-  if (!out) return nsl_error_set(err, NSL_ERR_ARG, "interval union: no output");
+/* The union of the m intervals r[0..m) (k: start, v: stop) in start order:
+ * merged in place, then copied into out. */
+static nsl_status union_sorted(nsl__kv *r, int64_t m, nsl_intervals *out, nsl_error *err) {
+  int64_t k = 0;   /* merge in place into r */
+  for (int64_t i = 0; i < m; i++) {
+    int64_t s = (int64_t)r[i].k, e = r[i].v;
+    if (k > 0 && s <= r[k - 1].v) {
+      if (e > r[k - 1].v) r[k - 1].v = e;
+    } else r[k++] = (nsl__kv){(uint64_t)s, e};
+  }
+  nsl_status rc = set_alloc(out, k, "interval union", err);
+  if (rc == NSL_OK) {
+    for (int64_t i = 0; i < k; i++) {
+      out->start[i] = (int64_t)r[i].k;
+      out->stop[i] = r[i].v;
+    }
+    out->n = k;
+  }
+  return rc;
+}
+
+/* The union of the intervals of the rows order lists (all rows in row
+ * order when order is NULL), sorted by start first unless they come in
+ * start order. */
+static nsl_status union_rows(const nsl_column *start, const nsl_column *stop, const nsl_column *mask,
+                             const nsl_column *order, nsl_intervals *out, nsl_error *err) {
   memset(out, 0, sizeof *out);
   nsl_status rc = check_rows("interval union", start, stop, mask, err);
   if (rc != NSL_OK) return rc;
-  int64_t n = start->len, m = 0, lo = INT64_MAX, hi = INT64_MIN;
+  int64_t n = start->len, nq = order ? order->len : n, m = 0, lo = INT64_MAX, hi = INT64_MIN;
+  if (order && order->type != NSL_I64)
+    return nsl_error_set(err, NSL_ERR_ARG, "interval union: the order must be an i64 column of rows");
+  const int64_t *ord = order ? nsl_i64(order) : NULL;
   const uint8_t *mk = mask ? nsl_bool(mask) : NULL;
-  nsl__kv *a = nsl__big_alloc((size_t)n * sizeof *a), *tmp = NULL;
+  nsl__kv *a = nsl__big_alloc((size_t)(nq ? nq : 1) * sizeof *a), *tmp = NULL;
   if (!a)
-    return nsl_error_set(err, NSL_ERR_NOMEM, "interval union: out of memory for %lld rows", (long long)n);
+    return nsl_error_set(err, NSL_ERR_NOMEM, "interval union: out of memory for %lld rows", (long long)nq);
   int sorted = 1;
-  for (int64_t i = 0; i < n; i++) {   /* the non-empty intervals, as (start, stop) */
-    int64_t s, e;
+  for (int64_t q = 0; q < nq; q++) {   /* the non-empty intervals, as (start, stop) */
+    int64_t i = ord ? ord[q] : q, s, e;
+    if (i < 0 || i >= n) {
+      nsl__big_free(a);
+      return nsl_error_set(err, NSL_ERR_ARG, "interval union: the order names row %lld of %lld", (long long)i,
+                           (long long)n);
+    }
     if ((mk && !mk[i]) || !row_interval(start, stop, i, &s, &e) || s >= e) continue;
     if (m > 0 && s < (int64_t)a[m - 1].k) sorted = 0;
     if (s < lo) lo = s;
@@ -116,24 +147,23 @@ nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const n
     r = nsl__radix_kv(a, tmp, m, nsl__bitwidth((uint64_t)hi - (uint64_t)lo));
     for (int64_t i = 0; i < m; i++) r[i].k += (uint64_t)lo;
   }
-  int64_t k = 0;   /* merge in place into r */
-  for (int64_t i = 0; i < m; i++) {
-    int64_t s = (int64_t)r[i].k, e = r[i].v;
-    if (k > 0 && s <= r[k - 1].v) {
-      if (e > r[k - 1].v) r[k - 1].v = e;
-    } else r[k++] = (nsl__kv){(uint64_t)s, e};
-  }
-  rc = set_alloc(out, k, "interval union", err);
-  if (rc == NSL_OK) {
-    for (int64_t i = 0; i < k; i++) {
-      out->start[i] = (int64_t)r[i].k;
-      out->stop[i] = r[i].v;
-    }
-    out->n = k;
-  }
+  rc = union_sorted(r, m, out, err);
   nsl__big_free(a);
   nsl__big_free(tmp);
   return rc;
+}
+
+nsl_status nsl_iv_union(const nsl_column *start, const nsl_column *stop, const nsl_column *mask,
+                        nsl_intervals *out, nsl_error *err) {
+  if (!out) return nsl_error_set(err, NSL_ERR_ARG, "interval union: no output");
+  return union_rows(start, stop, mask, NULL, out, err);
+}
+
+nsl_status nsl_iv_union_ordered(const nsl_column *start, const nsl_column *stop, const nsl_column *mask,
+                                const nsl_column *order, nsl_intervals *out, nsl_error *err) {
+  if (!out) return nsl_error_set(err, NSL_ERR_ARG, "interval union: no output");
+  if (!order) return nsl_error_set(err, NSL_ERR_ARG, "interval union: no order");
+  return union_rows(start, stop, mask, order, out, err);
 }
 
 nsl_column *nsl_iv_union_grouped(const nsl_column *start, const nsl_column *stop,

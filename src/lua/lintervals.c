@@ -22,13 +22,18 @@ static int iv_gc(lua_State *L) {
   return 0;
 }
 
-/* nsl.intervals(start, stop [, mask]) -> union of [start, stop). */
+/* nsl.intervals(start, stop [, mask [, order]]) -> union of [start, stop);
+ * order: the rows in an order their starts do not fall in (an argsort,
+ * shared by the unions of several masks), which saves the sort. */
 static int l_intervals(lua_State *L) {
   nsl_column *start = nsl__checkcolumn(L, 1), *stop = nsl__checkcolumn(L, 2);
   nsl_column *mask = lua_isnoneornil(L, 3) ? NULL : nsl__checkcolumn(L, 3);
+  nsl_column *order = lua_isnoneornil(L, 4) ? NULL : nsl__checkcolumn(L, 4);
   liv *b = newiv(L);
   nsl_error err = {0};
-  if (nsl_iv_union(start, stop, mask, &b->iv, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  if ((order ? nsl_iv_union_ordered(start, stop, mask, order, &b->iv, &err)
+             : nsl_iv_union(start, stop, mask, &b->iv, &err)) != NSL_OK)
+    return nsl__lua_error(L, &err);
   return 1;
 }
 

@@ -163,6 +163,59 @@ static void test_union_random_bitmap(void **state) {
 
 /* ---- set operations ---------------------------------------------------------------------- */
 
+/* The union with the rows' order given (nsl_iv_union_ordered) against the bitmap: the argsort by start (no
+ * sort made), an order that leaves rows out (they add nothing), one whose starts fall (sorted after all); a
+ * row out of range refused. */
+static void test_union_ordered(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  fx_seed(23);
+  for (int trial = 0; trial < 200; trial++) {
+    int64_t n = fx_range(0, 60);
+    uint8_t bits[SPAN];
+    nsl_column *s, *e, *m;
+    random_rows(n, &s, &e, &m, bits);
+    const nsl_column *keys[1] = {s};
+    nsl_column *ord = nsl_argsort(keys, NULL, 1, &err);
+    assert_non_null(ord);
+    if (trial % 3 == 1 && n > 1) {   /* rows left out: only those kept count */
+      int64_t k = 0;
+      memset(bits, 0, SPAN);
+      for (int64_t q = 0; q < n; q++) {
+        int64_t i = nsl_i64(ord)[q];
+        if (fx_range(0, 2) == 0) continue;
+        nsl_i64(ord)[k++] = i;
+        if (nsl_bool(m)[i] && nsl_i64(s)[i] != NSL_NULL_I64) mark(bits, nsl_i64(s)[i], nsl_i64(e)[i]);
+      }
+      nsl_column_set_len(ord, k);
+    } else if (trial % 3 == 2 && n > 1)   /* starts that fall: the rows in row order */
+      for (int64_t q = 0; q < n; q++) nsl_i64(ord)[q] = n - 1 - q;
+    nsl_intervals got, want;
+    assert_int_equal(nsl_iv_union_ordered(s, e, m, ord, &got, &err), NSL_OK);
+    runs(bits, &want);
+    set_equal(&got, &want);
+    nsl_iv_free(&got);
+    nsl_iv_free(&want);
+    if (ord->len > 0) {
+      nsl_i64(ord)[0] = trial % 2 ? n : -1;
+      assert_int_equal(nsl_iv_union_ordered(s, e, m, ord, &got, &err), NSL_ERR_ARG);
+      assert_non_null(strstr(err.msg, "order names row"));
+      assert_int_equal(got.n, 0);
+    }
+    nsl_column_release(ord);
+    nsl_column_release(s);
+    nsl_column_release(e);
+    nsl_column_release(m);
+  }
+  nsl_column *s = FX_I64(1, 2), *e = FX_I64(3, 4), *f = FX_F64(0, 1);
+  nsl_intervals u;
+  assert_int_equal(nsl_iv_union_ordered(s, e, NULL, NULL, &u, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_iv_union_ordered(s, e, NULL, f, &u, &err), NSL_ERR_ARG);
+  nsl_column_release(s);
+  nsl_column_release(e);
+  nsl_column_release(f);
+}
+
 static void test_set_ops_hand(void **state) {
   (void)state;
   nsl_error err = {0};
@@ -567,6 +620,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_union_hand),
       cmocka_unit_test(test_union_random_bitmap),
+      cmocka_unit_test(test_union_ordered),
       cmocka_unit_test(test_set_ops_hand),
       cmocka_unit_test(test_set_ops_random_bitmap),
       cmocka_unit_test(test_union_grouped),
