@@ -754,7 +754,7 @@ static int sort_ordered_groups(const sort_key *sk, int nk, int64_t *perm, int64_
     if (most < 2 || !dense_number(sk, nk - 1, n, most, &dg)) return 0;
     lb = nsl__bitwidth((uint64_t)(dg.n > 1 ? dg.n - 1 : 0));
   }
-  if (lb + zb > 64) {
+  if (lb + zb > 64 || (dense && zb >= 64)) {   /* (a number shifted past the word) */
     dense_free(&dg);
     return 0;
   }
