@@ -9,6 +9,7 @@
 
 #include "core/kernels_internal.h"
 #include "core/nsl_internal.h"
+#include "core/parallel.h"
 
 static int int_col(const nsl_column *c) { return c && (c->type == NSL_I64 || c->type == NSL_I32); }
 static int num_col(const nsl_column *c) { return c && (int_col(c) || c->type == NSL_F64); }
@@ -54,6 +55,71 @@ nsl_column *nsl__bin_edges(int64_t lo, int64_t hi, int64_t nbins, nsl_error *err
   }
   for (int64_t b = 0; b <= nbins; b++) nsl_i64(c)[b] = edge_at(lo, hi - lo, nbins, b);
   return c;
+}
+
+/* ---- values per bin ---------------------------------------------------------------- */
+
+enum { COUNT_PARTS = 64 };
+typedef struct count_job {
+  const nsl_column *t;
+  int64_t lo, hi, nbins, per;
+  const int64_t *edges;   /* nbins + 1 */
+  double scale;           /* nbins / (hi - lo): a first guess of the bin */
+  int64_t *counts;        /* parts x nbins */
+} count_job;
+
+static void count_rows(void *p, int64_t from, int64_t to) {
+  const count_job *j = p;
+  int64_t *c = j->counts + (from / j->per) * j->nbins;
+  const int64_t *e = j->edges;
+  const int64_t lo = j->lo, hi = j->hi, last = j->nbins - 1;
+  const int64_t *t64 = j->t->type == NSL_I64 ? nsl_i64(j->t) : NULL;
+  const int32_t *t32 = t64 ? NULL : nsl_i32(j->t);
+  for (int64_t i = from; i < to; i++) {
+    int64_t v;
+    if (t64) {
+      if ((v = t64[i]) == NSL_NULL_I64) continue;
+    } else if (t32[i] == NSL_NULL_I32) continue;
+    else v = t32[i];
+    if (v < lo || v >= hi) continue;
+    double g = (double)((uint64_t)v - (uint64_t)lo) * j->scale;   /* the guess, then the edges decide */
+    int64_t b = g >= (double)last ? last : (int64_t)g;
+    while (b > 0 && e[b] > v) b--;
+    while (b < last && e[b + 1] <= v) b++;
+    c[b]++;
+  }
+}
+
+/* See nsl_internal.h. */
+nsl_column *nsl__bin_counts(const nsl_column *t, int64_t lo, int64_t hi, int64_t nbins, nsl_error *err) {
+  const char *what = "values per bin";
+  if (!int_col(t)) {
+    nsl_error_set(err, NSL_ERR_ARG, "%s: needs an integer column", what);
+    return NULL;
+  }
+  if (check_bins(what, lo, hi, nbins, err) != NSL_OK) return NULL;
+  if (nbins > ((int64_t)1 << 20)) {
+    nsl_error_set(err, NSL_ERR_ARG, "%s: %lld bins (1 to 2^20 allowed)", what, (long long)nbins);
+    return NULL;
+  }
+  nsl_column *edges = nsl__bin_edges(lo, hi, nbins, err), *res = nsl_column_new(NSL_I64, nbins, NULL);
+  int64_t n = t->len, per = nsl__rows_per_part(n), parts = n > 0 ? (n + per - 1) / per : 1;
+  int64_t *counts = parts <= COUNT_PARTS ? calloc((size_t)(parts * nbins), sizeof *counts) : NULL;
+  if (!edges || !res || !counts) {
+    if (edges) nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld bins", what, (long long)nbins);
+    nsl_column_release(edges);
+    nsl_column_release(res);
+    free(counts);
+    return NULL;
+  }
+  count_job j = {t, lo, hi, nbins, per, nsl_i64(edges), (double)nbins / ((double)hi - (double)lo), counts};
+  nsl__run_rows(n, count_rows, &j);
+  int64_t *r = nsl_i64(res);
+  for (int64_t k = 0; k < parts; k++)
+    for (int64_t b = 0; b < nbins; b++) r[b] += counts[k * nbins + b];
+  nsl_column_release(edges);
+  free(counts);
+  return res;
 }
 
 /* Group id of row i (0 without groups); -1 for a NULL or negative id. */

@@ -268,6 +268,14 @@ nsl_status nsl__jax_compile_attribute(const nsl__jax_attr_in *in, double *nonchi
  * lo + floor((hi - lo) * b / nbins), exact.  NULL and err filled for hi <=
  * lo or nbins outside 1..2^31.  Result NSL_I64. */
 nsl_column *nsl__bin_edges(int64_t lo, int64_t hi, int64_t nbins, nsl_error *err);
+/* How many values of t (an integer column) fall in each of the bins of
+ * nsl__bin_edges(lo, hi, nbins): bin b holds edge b <= v < edge b + 1;
+ * values outside [lo, hi) and NULLs are left out.  One pass on the threads,
+ * nothing of the rows' length allocated (a histogram of every event's start
+ * where whole-column arithmetic made five columns of them).  NULL and err
+ * filled for a bad range, nbins outside 1..2^20 or a column that is not
+ * integer.  Result NSL_I64, nbins long. */
+nsl_column *nsl__bin_counts(const nsl_column *t, int64_t lo, int64_t hi, int64_t nbins, nsl_error *err);
 /* Busy time per group and bin (bins of nsl__bin_edges(lo, hi, nbins)): the
  * length of the union of each group's intervals [start, stop) inside each
  * bin, so busy / bin width is the busy fraction (utilisation heatmaps).

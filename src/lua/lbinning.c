@@ -22,6 +22,17 @@ static int l_bin_edges(lua_State *L) {
   return 1;
 }
 
+/* nsl.bin_counts(t, lo, hi, nbins) -> i64 column of nbins: how many values
+ * of t fall in each bin of nsl.bin_edges(lo, hi, nbins). */
+static int l_bin_counts(lua_State *L) {
+  nsl_error err = {0};
+  nsl_column *c = nsl__bin_counts(nsl__checkcolumn(L, 1), luaL_checkinteger(L, 2), luaL_checkinteger(L, 3),
+                                  luaL_checkinteger(L, 4), &err);
+  if (!c) return nsl__lua_errorf(L, &err, "nsl.bin_counts");
+  nsl__pushcolumn(L, c);
+  return 1;
+}
+
 /* nsl.busy_per_bin(start, stop, group_ids|nil, ngroups, lo, hi, nbins [, mask])
  * -> i64 column of ngroups * nbins busy ns, element g * nbins + b + 1. */
 static int l_busy_per_bin(lua_State *L) {
@@ -305,6 +316,7 @@ static const luaL_Reg funcs[] = {{"count_overlapping", l_count_overlapping},
                                  {"overlapping_rows", l_overlapping_rows},
                                  {"extent", l_extent},
                                  {"bin_edges", l_bin_edges},
+                                 {"bin_counts", l_bin_counts},
                                  {"busy_per_bin", l_busy_per_bin},
                                  {"nest_depth", l_nest_depth},
                                  {"nest_lanes", l_nest_lanes},

@@ -31,22 +31,39 @@ return {
     T.raises(function() nsl.pack(nsl.column{1}, "i64") end, "one of", "an unknown type")
   end},
 
-  {"bin_of is the bin whose edges (nsl.bin_edges) enclose each time", function()
-    for _, case in ipairs{{0, 10, 4}, {7, 1000, 13}, {100, 103, 7}, {-50, 5000000017, 2000}} do
+  {"bin_counts counts each time in the bin whose edges (nsl.bin_edges) enclose it", function()
+    for _, case in ipairs{{0, 10, 4}, {7, 1000, 13}, {100, 103, 7}, {-50, 5000000017, 2000}, {5, 6, 3}} do
       local lo, hi, nb = case[1], case[2], case[3]
       local edges = nsl.bin_edges(lo, hi, nb):totable()
-      local ts = {}
+      local ts = {lo - 1, hi, hi + 7}   -- (outside: left out)
       for t = lo, math.min(hi - 1, lo + 300) do ts[#ts + 1] = t end
       for j = 0, nb do ts[#ts + 1] = math.min(edges[j + 1], hi - 1); ts[#ts + 1] = math.max(lo, edges[j + 1] - 1) end
-      local b = view.bin_of(nsl.column(ts), lo, hi - lo, nb):totable()
-      for i, t in ipairs(ts) do
-        local want = 0
-        while want + 1 < nb and edges[want + 2] <= t do want = want + 1 end
-        if b[i] ~= want then
-          error(string.format("t=%d over [%d, %d) in %d bins: bin %d, edges say %d", t, lo, hi, nb, b[i], want))
+      local want = {}
+      for b = 1, nb do want[b] = 0 end
+      for _, t in ipairs(ts) do
+        if t >= lo and t < hi then
+          local b = 0
+          while b + 1 < nb and edges[b + 2] <= t do b = b + 1 end
+          want[b + 1] = want[b + 1] + 1
+        end
+      end
+      for _, col in ipairs{nsl.column(ts), nsl.column(ts):cast("i32")} do
+        if col:type() == "i64" or (lo > -2^31 and hi < 2^31) then
+          local got = nsl.bin_counts(col, lo, hi, nb):totable()
+          for b = 1, nb do
+            if got[b] ~= want[b] then
+              error(string.format("[%d, %d) in %d bins (%s): bin %d holds %d, edges say %d", lo, hi, nb, col:type(),
+                                  b - 1, got[b], want[b]))
+            end
+          end
         end
       end
     end
+    local c = nsl.bin_counts(nsl.column{1, 2}:gather(nsl.column{0, -1, 1}), 0, 4, 2):totable()
+    T.eq(c[1] .. " " .. c[2], "1 1", "a NULL is left out")
+    T.raises(function() nsl.bin_counts(nsl.column{1.5}, 0, 4, 2) end, "integer", "a float column")
+    T.raises(function() nsl.bin_counts(nsl.column{1}, 4, 4, 2) end, "empty", "an empty range")
+    T.raises(function() nsl.bin_counts(nsl.column{1}, 0, 4, 0) end, "bins", "no bins")
   end},
 
   {"every level of detail per bin equals SQL between the bin's edges", function()

@@ -123,14 +123,6 @@ local function layout_rows(trace, g, nv)
   return rows
 end
 
---- The bin of each time in t among nbins equal bins over [lo, lo + span)
--- (nsl.bin_edges: edge b = lo + floor(span * b / nbins)): the largest b
--- whose edge is <= t, i.e. ceil((t - lo + 1) * nbins / span) - 1.
-local function bin_of(t, lo, span, nbins)
-  return ((t - lo + 1) * nbins + (span - 1)) // span - 1
-end
-M.bin_of = bin_of
-
 --- The widths of nbins equal bins over [lo, hi) (nsl.bin_edges), as a
 -- column, and whether each lies wholly inside [from, to) (bool column).
 local function bin_widths(lo, hi, nbins, from, to)
@@ -184,23 +176,18 @@ local function levels_of_detail(index, nrows, lo, hi, from, to, bins, nlevels, m
 end
 
 --- The end of the default detail window from `from`: where max_events
--- events have started (all of them: hi).  Exact: bins narrow it down, then
--- the starts of the one bin that holds the limit are sorted.
+-- events have started (all of them: hi).  Exact: bins narrow it down
+-- (nsl.bin_counts over [from, hi], one pass over the starts), then the
+-- starts of the one bin that holds the limit are sorted.
 local function default_to(starts, from, hi, max_events)
-  local after = starts:ge(from)
-  local n = after:count()
-  if n <= max_events then return hi end
-  local s = n == #starts and starts or starts:gather(after:indices())   -- (from the first event: every start)
   local nb = 1024
-  local b = bin_of(s, from, hi - from + 1, nb)
-  local agg = nsl.table{{"b", b}}:group_by("b"):agg{"n=count"}
-  local per = {}
-  for i = 1, #agg do per[agg.b[i]] = agg.n[i] end
+  local per = nsl.bin_counts(starts, from, hi + 1, nb):totable()
   local seen = 0
   for bin = 0, nb - 1 do
-    local c = per[bin] or 0
+    local c = per[bin + 1]
     if seen + c > max_events then
-      local inbin = s:gather(b:eq(bin):indices())
+      local edges = nsl.bin_edges(from, hi + 1, nb)
+      local inbin = starts:gather((starts:ge(edges[bin + 1]) & starts:lt(edges[bin + 2])):indices())
       local sorted = inbin:gather(inbin:argsort())
       return sorted[max_events - seen + 1]   -- the first start left out
     end
