@@ -48,6 +48,70 @@ static void test_edges(void **state) {
   assert_non_null(strstr(err.msg, "bin edges"));
 }
 
+/* ---- values per bin ----------------------------------------------------------------- */
+
+/* nsl__bin_counts against the edges: each value in the last bin whose edge is at or below it, values outside
+ * [lo, hi) and NULLs left out; I64 and I32; over a million rows (counted in parts on the threads) on 1 and 3
+ * threads; bad arguments refused. */
+static void test_bin_counts(void **state) {
+  (void)state;
+  nsl_error err = {0};
+  nsl_column *t = FX_I64(0, 1, 2, 4, 5, 9, 10, -1, NSL_NULL_I64, 7), *c = nsl__bin_counts(t, 0, 10, 4, &err);
+  FX_EXPECT_I64(c, 2, 2, 1, 2);   /* edges 0 2 5 7 10: {0,1} {2,4} {5} {7,9}; 10, -1 and NULL outside */
+  nsl_column_release(c);
+  nsl_column_release(t);
+  fx_seed(31);
+  static const int64_t cases[][3] = {{0, 10, 4}, {-7, 2, 3}, {0, 3, 6}, {100, 100000, 1024}, {-5000, 5000000017, 777}};
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    int64_t lo = cases[k][0], hi = cases[k][1], nb = cases[k][2], n = k == 3 ? 1300000 : 3000;
+    nsl_column *e = nsl__bin_edges(lo, hi, nb, &err), *v = nsl_column_new(NSL_I64, n, NULL);
+    nsl_column *v32 = nsl_column_new(NSL_I32, n, NULL);
+    int64_t *want = calloc((size_t)nb, sizeof *want), span = hi - lo;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t x = i % 5 == 0 ? nsl_i64(e)[fx_range(0, nb)] - fx_range(0, 1)   /* at an edge or just below */
+                             : lo - 3 + (int64_t)(fx_next() % (uint64_t)(span + 6));
+      if (fx_range(0, 40) == 0) x = NSL_NULL_I64;
+      nsl_i64(v)[i] = x;
+      nsl_i32(v32)[i] = x == NSL_NULL_I64 || x < INT32_MIN + 1 || x > INT32_MAX ? NSL_NULL_I32 : (int32_t)x;
+      if (x == NSL_NULL_I64 || x < lo || x >= hi) continue;
+      int64_t b = nb - 1;
+      while (nsl_i64(e)[b] > x) b--;
+      want[b]++;
+    }
+    static const char *const threads[] = {"1", "3"};
+    for (int th = 0; th < 2; th++) {
+      setenv("NSL_THREADS", threads[th], 1);
+      c = nsl__bin_counts(v, lo, hi, nb, &err);
+      assert_non_null(c);
+      for (int64_t b = 0; b < nb; b++)
+        if (nsl_i64(c)[b] != want[b])
+          fail_msg("[%lld, %lld) in %lld bins, %s threads: bin %lld holds %lld, the edges say %lld", (long long)lo,
+                   (long long)hi, (long long)nb, threads[th], (long long)b, (long long)nsl_i64(c)[b],
+                   (long long)want[b]);
+      nsl_column_release(c);
+    }
+    unsetenv("NSL_THREADS");
+    if (lo > INT32_MIN && hi < INT32_MAX) {   /* the same values as I32, where they fit */
+      c = nsl__bin_counts(v32, lo, hi, nb, &err);
+      for (int64_t b = 0; b < nb; b++) assert_int_equal(nsl_i64(c)[b], want[b]);
+      nsl_column_release(c);
+    }
+    free(want);
+    nsl_column_release(e);
+    nsl_column_release(v);
+    nsl_column_release(v32);
+  }
+  nsl_column *f = FX_F64(1.0), *one = FX_I64(1);
+  assert_null(nsl__bin_counts(f, 0, 4, 2, &err));
+  assert_non_null(strstr(err.msg, "integer"));
+  assert_null(nsl__bin_counts(one, 4, 4, 2, &err));
+  assert_null(nsl__bin_counts(one, 0, 4, 0, &err));
+  assert_null(nsl__bin_counts(one, 0, 4, ((int64_t)1 << 20) + 1, &err));
+  assert_null(nsl__bin_counts(NULL, 0, 4, 2, &err));
+  nsl_column_release(f);
+  nsl_column_release(one);
+}
+
 /* ---- busy per bin ------------------------------------------------------------------- */
 
 static void test_busy_hand(void **state) {
@@ -983,7 +1047,7 @@ static void test_spans_types(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_edges),        cmocka_unit_test(test_busy_hand),  cmocka_unit_test(test_busy_random),
+      cmocka_unit_test(test_edges),        cmocka_unit_test(test_bin_counts),   cmocka_unit_test(test_busy_hand),  cmocka_unit_test(test_busy_random),
       cmocka_unit_test(test_depth_hand),   cmocka_unit_test(test_depth_random),
       cmocka_unit_test(test_depth_in_order_then_not), cmocka_unit_test(test_spans_hand),
       cmocka_unit_test(test_spans_random), cmocka_unit_test(test_spans_types),
