@@ -278,6 +278,19 @@ static inline int64_t lower_bound(const int64_t *s, int64_t a, int64_t b, int64_
   return a;
 }
 
+/* lower_bound searched from a outward (steps of 1, 2, 4, ...), then
+ * bisected: O(log d) for an answer d places past a, as a column's events
+ * are a few places past the previous column's. */
+static inline int64_t gallop_bound(const int64_t *s, int64_t a, int64_t b, int64_t t) {
+  int64_t lo = a, hi = a, step = 1;
+  while (hi < b && s[hi] < t) {   /* s[lo - 1] < t throughout */
+    lo = hi + 1;
+    hi = lo + step;
+    step *= 2;
+  }
+  return lower_bound(s, lo, hi < b ? hi : b, t);
+}
+
 /* The first position in [a, b) of the sorted array v whose value is >= t. */
 #define first_at_least lower_bound
 
@@ -358,10 +371,13 @@ nsl_status nsl_lod_query(const nsl_lod *l, int64_t lane, int64_t from, int64_t t
     return nsl_error_set(err, NSL_ERR_ARG, "lod query: %lld columns (1 to 2^20 allowed)", (long long)ncols);
   int64_t a = l->off[lane], b = l->off[lane + 1], span = to - from;
   int64_t i0 = lower_bound(l->start, a, b, from);
+  int narrow = span <= INT64_MAX / ncols;   /* span * c fits in 64 bits: the edges without 128-bit division */
+  int64_t t1 = from;
   for (int64_t c = 0; c < ncols; c++) {
-    int64_t t0 = edge(from, span, ncols, c), t1 = edge(from, span, ncols, c + 1);
+    int64_t t0 = t1;   /* (column c begins where c - 1 ends) */
+    t1 = narrow ? from + span * (c + 1) / ncols : edge(from, span, ncols, c + 1);
     nsl_lod_cell *cell = &cells[c];
-    int64_t i1 = lower_bound(l->start, i0, b, t1 > t0 ? t1 : t0 + 1);
+    int64_t i1 = gallop_bound(l->start, i0, b, t1 > t0 ? t1 : t0 + 1);
     if (t1 <= t0) {   /* more columns than ns: an empty column */
       cell->count = 0, cell->starts = 0, cell->busy = 0, cell->row = -1, cell->cls = -1;
       continue;
