@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/big_alloc.h"
 #include "core/kernels_internal.h"
 #include "core/lod.h"
 
@@ -32,35 +31,33 @@ struct nsl_lod {
 void nsl_lod_free(nsl_lod *l) {
   if (!l) return;
   free(l->off);
-  nsl__big_free(l->start);
-  nsl__big_free(l->stop);
-  nsl__big_free(l->maxstop);
-  nsl__big_free(l->cum);
-  nsl__big_free(l->row);
-  nsl__big_free(l->cls);
+  free(l->start);
+  free(l->stop);
+  free(l->maxstop);
+  free(l->cum);
+  free(l->row);
+  free(l->cls);
   free(l->lane_classes);
   for (int k = 0; k < NSL_LOD_CLASSES; k++) {
-    nsl__big_free(l->kpos[k]);
-    nsl__big_free(l->kcum[k]);
+    free(l->kpos[k]);
+    free(l->kcum[k]);
   }
   free(l);
 }
 
-/* Allocates the per-position arrays of n positions (nsl__big_alloc: huge
- * pages, so filling them costs a fault per 2 MiB, not per 4 KiB) and the
- * lane offsets. */
+/* Allocates the per-position arrays of n positions and the lane offsets. */
 static nsl_lod *lod_alloc(int64_t nlanes, int64_t n, int64_t nrows) {
   nsl_lod *l = calloc(1, sizeof *l);
   if (!l) return NULL;
   l->nlanes = nlanes, l->n = n, l->nrows = nrows;
   size_t m = (size_t)(n ? n : 1);
   l->off = calloc((size_t)nlanes + 1, sizeof *l->off);
-  l->start = nsl__big_alloc(m * sizeof *l->start);
-  l->stop = nsl__big_alloc(m * sizeof *l->stop);
-  l->maxstop = nsl__big_alloc(m * sizeof *l->maxstop);
-  l->cum = nsl__big_alloc((m + 1) * sizeof *l->cum);
-  l->row = nsl__big_alloc(m * sizeof *l->row);
-  l->cls = nsl__big_alloc(m);
+  l->start = malloc(m * sizeof *l->start);
+  l->stop = malloc(m * sizeof *l->stop);
+  l->maxstop = malloc(m * sizeof *l->maxstop);
+  l->cum = malloc((m + 1) * sizeof *l->cum);
+  l->row = malloc(m * sizeof *l->row);
+  l->cls = malloc(m);
   l->lane_classes = calloc((size_t)nlanes + 1, sizeof *l->lane_classes);
   if (!l->off || !l->start || !l->stop || !l->maxstop || !l->cum || !l->row || !l->cls || !l->lane_classes) {
     nsl_lod_free(l);
@@ -91,8 +88,8 @@ static int lod_finish(nsl_lod *l) {
   if (nclasses <= 1) return 1;
   for (int64_t p = 0; p < l->n; p++) l->kn[l->cls[p]]++;
   for (int k = 0; k < nclasses; k++) {
-    l->kpos[k] = nsl__big_alloc((size_t)(l->kn[k] ? l->kn[k] : 1) * sizeof(int64_t));
-    l->kcum[k] = nsl__big_alloc((size_t)(l->kn[k] + 1) * sizeof(int64_t));
+    l->kpos[k] = malloc((size_t)(l->kn[k] ? l->kn[k] : 1) * sizeof(int64_t));
+    l->kcum[k] = malloc((size_t)(l->kn[k] + 1) * sizeof(int64_t));
     if (!l->kpos[k] || !l->kcum[k]) return 0;
     l->kcum[k][0] = 0;
     l->kn[k] = 0;
@@ -125,10 +122,10 @@ nsl_lod *nsl_lod_build(const nsl_column *start, const nsl_column *stop, const ns
   int64_t nrows = start->len;
   /* pass 1: which rows take part, and how many per lane */
   int64_t *count = calloc((size_t)nlanes + 1, sizeof *count);
-  int32_t *lane_of = nsl__big_alloc((size_t)(nrows ? nrows : 1) * sizeof *lane_of);   /* lanes < 2^31 (checked above) */
+  int32_t *lane_of = malloc((size_t)(nrows ? nrows : 1) * sizeof *lane_of);   /* lanes < 2^31 (checked above) */
   if (!count || !lane_of) {
     free(count);
-    nsl__big_free(lane_of);
+    free(lane_of);
     nsl_error_set(err, NSL_ERR_NOMEM, "lod: out of memory for %lld rows", (long long)nrows);
     return NULL;
   }
@@ -160,7 +157,7 @@ nsl_lod *nsl_lod_build(const nsl_column *start, const nsl_column *stop, const ns
     l->row[p] = i;
     l->cls[p] = (uint8_t)(cls ? nsl__int_at(cls, i, &nul) : 0);
   }
-  nsl__big_free(lane_of);
+  free(lane_of);
   lane_of = NULL;
   /* lanes not in start order: a stable radix sort of (start, position) */
   for (int64_t g = 0; g < nlanes; g++) {
@@ -172,13 +169,12 @@ nsl_lod *nsl_lod_build(const nsl_column *start, const nsl_column *stop, const ns
     }
     if (sorted) continue;
     int64_t m = b - a;
-    nsl__kv *kv = nsl__big_alloc((size_t)m * sizeof *kv), *tmp = nsl__big_alloc((size_t)m * sizeof *tmp);
-    int64_t *s2 = nsl__big_alloc((size_t)m * sizeof *s2), *e2 = nsl__big_alloc((size_t)m * sizeof *e2);
-    int64_t *r2 = nsl__big_alloc((size_t)m * sizeof *r2);
-    uint8_t *c2 = nsl__big_alloc((size_t)m);
+    nsl__kv *kv = malloc((size_t)m * sizeof *kv), *tmp = malloc((size_t)m * sizeof *tmp);
+    int64_t *s2 = malloc((size_t)m * sizeof *s2), *e2 = malloc((size_t)m * sizeof *e2);
+    int64_t *r2 = malloc((size_t)m * sizeof *r2);
+    uint8_t *c2 = malloc((size_t)m);
     if (!kv || !tmp || !s2 || !e2 || !r2 || !c2) {
-      nsl__big_free(kv), nsl__big_free(tmp), nsl__big_free(s2), nsl__big_free(e2), nsl__big_free(r2),
-          nsl__big_free(c2);
+      free(kv), free(tmp), free(s2), free(e2), free(r2), free(c2);
       goto nomem;
     }
     for (int64_t j = 0; j < m; j++) kv[j].k = (uint64_t)(l->start[a + j] - lo), kv[j].v = a + j;
@@ -191,8 +187,7 @@ nsl_lod *nsl_lod_build(const nsl_column *start, const nsl_column *stop, const ns
     memcpy(l->stop + a, e2, (size_t)m * sizeof *e2);
     memcpy(l->row + a, r2, (size_t)m * sizeof *r2);
     memcpy(l->cls + a, c2, (size_t)m);
-    nsl__big_free(kv), nsl__big_free(tmp), nsl__big_free(s2), nsl__big_free(e2), nsl__big_free(r2),
-        nsl__big_free(c2);
+    free(kv), free(tmp), free(s2), free(e2), free(r2), free(c2);
   }
   free(count);
   count = NULL;
@@ -200,7 +195,7 @@ nsl_lod *nsl_lod_build(const nsl_column *start, const nsl_column *stop, const ns
   return l;
 nomem:
   free(count);
-  nsl__big_free(lane_of);
+  free(lane_of);
   nsl_lod_free(l);
   nsl_error_set(err, NSL_ERR_NOMEM, "lod: out of memory for %lld rows", (long long)nrows);
   return NULL;
