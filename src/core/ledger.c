@@ -93,24 +93,25 @@ static nsl_status window_order(const char *what, int set, const nsl_column *win_
   const nsl_column *wkeys[2] = {win_group, win_lo};
   nsl_column *worder = nsl_argsort(wkeys, NULL, 2, err);
   if (!worder) return err && err->code != NSL_OK ? err->code : NSL_ERR_NOMEM;
-  const int64_t *wo = nsl_i64(worder);
-  int64_t last = -1;   /* the group's latest-ending non-empty window so far */
-  for (int64_t q = 0; q < nw; q++) {
-    int64_t b = wo[q];
-    if (win_val(win_lo, b) == win_val(win_hi, b)) continue;   /* an empty window overlaps nothing */
-    if (last >= 0 && win_val(win_group, last) == win_val(win_group, b) && win_val(win_hi, last) > win_val(win_lo, b)) {
-      nsl_column_release(worder);
-      return nsl_error_set(err, NSL_ERR_ARG, "%s: windows %lld and %lld of group %lld overlap", what, (long long)last,
-                           (long long)b, (long long)win_val(win_group, b));
-    }
-    last = b;
-  }
   ledger_win *win = malloc((size_t)(nw ? nw : 1) * sizeof *win);
-  if (win)
+  if (win) {
+    const int64_t *wo = nsl_i64(worder);
     for (int64_t q = 0; q < nw; q++)
       win[q] = (ledger_win){win_val(win_group, wo[q]), win_val(win_lo, wo[q]), win_val(win_hi, wo[q]), wo[q]};
+  }
   nsl_column_release(worder);
   if (!win) return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld windows", what, (long long)nw);
+  const ledger_win *last = NULL;   /* the group's latest-ending non-empty window so far */
+  for (int64_t q = 0; q < nw; q++) {
+    if (win[q].lo == win[q].hi) continue;   /* an empty window overlaps nothing */
+    if (last && last->g == win[q].g && last->hi > win[q].lo) {
+      nsl_status rc = nsl_error_set(err, NSL_ERR_ARG, "%s: windows %lld and %lld of group %lld overlap", what,
+                                    (long long)last->w, (long long)win[q].w, (long long)win[q].g);
+      free(win);
+      return rc;
+    }
+    last = &win[q];
+  }
   *order = win;
   return NSL_OK;
 }
@@ -299,10 +300,11 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
       goto done;
     }
   for (int k = 0; k < nsets; k++)
-    for (int64_t w = 0; w < win_group[k]->len; w++) {   /* what no class covers: the window less its classes */
-      int64_t *row = nsl_i64(out[k]) + w * (nclasses + 1), sum = 0;
-      for (int q = 0; q < nclasses; q++) sum += row[q];
-      row[nclasses] = span(win_val(win_lo[k], w), win_val(win_hi[k], w)) - sum;
+    for (int64_t q = 0; q < win_group[k]->len; q++) {   /* what no class covers: the window less its classes */
+      const ledger_win *w = &worder[k][q];
+      int64_t *row = nsl_i64(out[k]) + w->w * (nclasses + 1), sum = 0;
+      for (int c = 0; c < nclasses; c++) sum += row[c];
+      row[nclasses] = span(w->lo, w->hi) - sum;
     }
   for (int k = 0; k < nsets; k++) {
     totals[k] = out[k];
