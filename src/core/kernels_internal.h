@@ -115,17 +115,16 @@ static inline int64_t nsl__order_row(const nsl__order *o, int64_t q) {
   return o->runs ? o->runs[q] : nsl_i64(o->perm)[q];
 }
 void nsl__order_free(nsl__order *o);
-/* Cuts the order's places [0, o->n) into at most `parts` ranges of about
- * equal length, each cut where the group (group_of, an integer column; a
- * NULL group one of its own) changes, so that no group is in two ranges:
- * range k is [from[k], from[k + 1]) (from holds parts + 1 places).  Returns
- * the number of ranges (0 when the order is empty).  For sweeps that run
- * each group alone: every range on a thread of its own. */
-int nsl__order_split(const nsl__order *o, const nsl_column *group_of, int parts, int64_t *from);
-/* The ranges a sweep of n ordered rows runs on: as many as nsl__run_rows
- * would cut n rows into (one per thread from NSL_ROWS_PARALLEL_MIN rows,
- * one inside a job of nsl__run_parallel). */
-int nsl__sweep_parts(int64_t n);
+/* Cuts the order's places [0, o->n) into ranges of about equal length, as
+ * many as nsl__run_rows would cut o->n rows into (one per thread from
+ * NSL_ROWS_PARALLEL_MIN rows, one inside a job of nsl__run_parallel; at
+ * most NSL__SPLIT_MAX), each cut where the group (group_of, an integer
+ * column; a NULL group one of its own) changes, so that no group is in two
+ * ranges: range k is [from[k], from[k + 1]) (from holds NSL__SPLIT_MAX + 1
+ * places).  Returns the number of ranges (0 when the order is empty).  For
+ * sweeps that run each group alone: every range on a thread of its own. */
+#define NSL__SPLIT_MAX 64
+int nsl__order_split(const nsl__order *o, const nsl_column *group_of, int64_t *from);
 
 /* Sorts a[0..n) ascending in place (not stable: keys only); tmp is scratch
  * of n elements (used for large n only).  Used per group. */

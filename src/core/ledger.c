@@ -287,9 +287,9 @@ nsl_status nsl_ledger_sweep_sets(const nsl_column *start, const nsl_column *stop
     goto done;
   }
   /* the groups in ranges, each swept on a thread of its own */
-  int64_t from[65];
-  nsl_status prc[64];
-  int parts = nsl__order_split(&by_start, group_of, nsl__sweep_parts(by_start.n), from);
+  int64_t from[NSL__SPLIT_MAX + 1];
+  nsl_status prc[NSL__SPLIT_MAX];
+  int parts = nsl__order_split(&by_start, group_of, from);
   sweep_job job = {start, stop, group_of, cls, nclasses, nsets, &by_start, from, {{0}}, ch ? nsl_i64(ch) : NULL, prc};
   for (int k = 0; k < nsets; k++)
     job.st0[k] = (ledger_state){worder[k], win_group[k]->len, 0, nclasses, nsl_i64(out[k]), NULL};
@@ -376,8 +376,8 @@ nsl_status nsl_launch_waits(const nsl_column *group, const nsl_column *start, co
   if (rc != NSL_OK) return rc;
   /* two passes over the order, its groups in ranges on the threads: how many wait, then the waits (no column
    * of every row) */
-  int64_t cut[65], count[64], at[64], m = 0;
-  int parts = nsl__order_split(&ord, group, nsl__sweep_parts(ord.n), cut);
+  int64_t cut[NSL__SPLIT_MAX + 1], count[NSL__SPLIT_MAX], at[NSL__SPLIT_MAX], m = 0;
+  int parts = nsl__order_split(&ord, group, cut);
   waits_job job = {group, start, launch_stop, &ord, cut, count, at, 0, NULL, NULL, NULL};
   nsl__run_parallel(parts, parts, waits_range, &job);
   for (int k = 0; k < parts; k++) {

@@ -924,8 +924,8 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
   }
   /* the groups in ranges of the order, one per thread: range k writes its gaps from place from[k] of the
    * outputs (a range of m places has fewer than m gaps), moved together after */
-  int64_t from[65], found[64];
-  int parts = nsl__order_split(&ord, group_of, nsl__sweep_parts(ord.n), from);
+  int64_t from[NSL__SPLIT_MAX + 1], found[NSL__SPLIT_MAX];
+  int parts = nsl__order_split(&ord, group_of, from);
   gaps_job job = {start, stop, go, mask ? nsl_bool(mask) : NULL, min_len, &ord, from, found,
                   nsl_i64(g), nsl_i64(gs), nsl_i64(ge), gr ? nsl_i64(gr) : NULL, gb ? nsl_i64(gb) : NULL,
                   sums ? nsl_i64(sums[0]) : NULL, sums ? nsl_i64(sums[1]) : NULL, sums ? nsl_i64(sums[2]) : NULL,

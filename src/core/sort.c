@@ -1185,10 +1185,11 @@ static int64_t split_bound(const nsl__order *o, const nsl_column *group_of, int6
 /* See kernels_internal.h.  The groups come in ascending order along the
  * order, so each cut is two binary searches: back to where the group at
  * the even cut begins, or, when it began at the previous cut, on to its end. */
-int nsl__order_split(const nsl__order *o, const nsl_column *group_of, int parts, int64_t *from) {
-  int64_t n = o->n;
-  if (n == 0 || parts < 1) return 0;
-  int k = 0;
+int nsl__order_split(const nsl__order *o, const nsl_column *group_of, int64_t *from) {
+  int64_t n = o->n, per = nsl__rows_per_part(n);
+  if (n == 0) return 0;
+  int64_t want = n > per ? (n + per - 1) / per : 1;   /* (the threads: at most 64) */
+  int parts = want < NSL__SPLIT_MAX ? (int)want : NSL__SPLIT_MAX, k = 0;
   from[0] = 0;
   for (int p = 1; p < parts; p++) {
     int64_t q = n / parts * p + n % parts * p / parts;   /* (no overflow for any n) */
@@ -1201,12 +1202,6 @@ int nsl__order_split(const nsl__order *o, const nsl_column *group_of, int parts,
   }
   from[++k] = n;
   return k;
-}
-
-/* See kernels_internal.h. */
-int nsl__sweep_parts(int64_t n) {
-  int64_t per = nsl__rows_per_part(n);   /* (one part inside another job, or below the rows threads pay for) */
-  return n > per ? (int)((n + per - 1) / per) : 1;
 }
 
 void nsl__order_free(nsl__order *o) {
