@@ -4,20 +4,28 @@
  * to the union of those before it (so the covered time before any t is a
  * difference and one correction) and, per class, the positions and
  * durations of that class's events (the class that fills a column) -- so a
- * column of any width costs a few binary searches, not its events. */
+ * column of any width costs a few binary searches, not its events.
+ *
+ * The build runs on the threads (nsl__rows_per_part decides how many): the
+ * rows are cut into pieces, each piece counts its rows per lane and then
+ * writes them where the pieces before it end, so every lane holds its rows
+ * in input order whatever the number of threads; then the lanes are sorted
+ * and summed, a lane per job. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/kernels_internal.h"
 #include "core/lod.h"
+#include "core/parallel.h"
 
 struct nsl_lod {
   int64_t nlanes, n, nrows;   /* lanes; events indexed; input rows */
   int64_t *off;               /* nlanes + 1: lane l holds positions [off[l], off[l + 1]) */
   int64_t *start, *stop;      /* per position, by lane then start */
   int64_t *maxstop;           /* latest stop of the lane's positions up to and including this one */
-  int64_t *cum;               /* n + 1: per position, the ns it adds to the union of its lane's earlier
-                               * positions, summed over the positions before this one (all lanes) */
+  int64_t *cum;               /* n + nlanes: lane g's union sums at cum + off[g] + g, m + 1 of them for
+                               * its m positions: entry j is the ns its first j positions cover */
   int64_t *row;               /* per position: the input row */
   uint8_t *cls;               /* per position: class */
   uint16_t *lane_classes;     /* per lane: bit k set when class k occurs */
@@ -55,7 +63,7 @@ static nsl_lod *lod_alloc(int64_t nlanes, int64_t n, int64_t nrows) {
   l->start = malloc(m * sizeof *l->start);
   l->stop = malloc(m * sizeof *l->stop);
   l->maxstop = malloc(m * sizeof *l->maxstop);
-  l->cum = malloc((m + 1) * sizeof *l->cum);
+  l->cum = malloc((m + (size_t)nlanes) * sizeof *l->cum);
   l->row = malloc(m * sizeof *l->row);
   l->cls = malloc(m);
   l->lane_classes = calloc((size_t)nlanes + 1, sizeof *l->lane_classes);
@@ -66,24 +74,34 @@ static nsl_lod *lod_alloc(int64_t nlanes, int64_t n, int64_t nrows) {
   return l;
 }
 
-/* Fills maxstop, cum, lane_classes and the per-class arrays from start,
- * stop, cls and off.  0 on out of memory. */
-static int lod_finish(nsl_lod *l) {
-  l->cum[0] = 0;
-  int nclasses = 0;
-  for (int64_t g = 0; g < l->nlanes; g++) {
-    int64_t m = INT64_MIN;
-    uint16_t bits = 0;
-    for (int64_t p = l->off[g]; p < l->off[g + 1]; p++) {
-      int64_t from = l->start[p] > m ? l->start[p] : m;   /* what p adds past the union so far */
-      l->cum[p + 1] = l->cum[p] + (l->stop[p] > from ? l->stop[p] - from : 0);
-      if (l->stop[p] > m) m = l->stop[p];
-      l->maxstop[p] = m;
-      bits |= (uint16_t)(1u << l->cls[p]);
-      if (l->cls[p] + 1 > nclasses) nclasses = l->cls[p] + 1;
-    }
-    l->lane_classes[g] = bits;
+/* Lane g's maxstop, union sums and classes present. */
+static void lane_finish(nsl_lod *l, int64_t g) {
+  int64_t m = INT64_MIN, a = l->off[g], *cum = l->cum + a + g;
+  uint16_t bits = 0;
+  cum[0] = 0;
+  for (int64_t p = a; p < l->off[g + 1]; p++) {
+    int64_t from = l->start[p] > m ? l->start[p] : m;   /* what p adds past the union so far */
+    cum[p - a + 1] = cum[p - a] + (l->stop[p] > from ? l->stop[p] - from : 0);
+    if (l->stop[p] > m) m = l->stop[p];
+    l->maxstop[p] = m;
+    bits |= (uint16_t)(1u << l->cls[p]);
   }
+  l->lane_classes[g] = bits;
+}
+
+static void finish_job(void *ctx, int i) { lane_finish(ctx, i); }
+
+/* Fills maxstop, cum, lane_classes and the per-class arrays from start,
+ * stop, cls and off (the lanes on the threads).  0 on out of memory. */
+static int lod_finish(nsl_lod *l) {
+  int64_t per = nsl__rows_per_part(l->n);
+  if (per < l->n && l->nlanes > 1 && l->nlanes <= INT32_MAX)
+    nsl__run_parallel((int)l->nlanes, nsl__thread_count((int)(l->n / per + 1)), finish_job, l);
+  else
+    for (int64_t g = 0; g < l->nlanes; g++) lane_finish(l, g);
+  uint16_t all = 0;
+  for (int64_t g = 0; g < l->nlanes; g++) all |= l->lane_classes[g];
+  int nclasses = all ? 32 - __builtin_clz((unsigned)all) : 0;   /* 1 + the largest class present */
   l->nclasses = nclasses;
   if (nclasses <= 1) return 1;
   for (int64_t p = 0; p < l->n; p++) l->kn[l->cls[p]]++;
@@ -108,97 +126,203 @@ static int int_col_of(const nsl_column *c, int64_t n) {
   return c && (c->type == NSL_I64 || c->type == NSL_I32) && c->len == n;
 }
 
-nsl_lod *nsl_lod_build(const nsl_column *start, const nsl_column *stop, const nsl_column *lane,
-                       const nsl_column *cls, int64_t nlanes, nsl_error *err) {
-  if (!start || !int_col_of(start, start->len) || !int_col_of(stop, start->len) || !int_col_of(lane, start->len) ||
-      (cls && !int_col_of(cls, start->len))) {
-    nsl_error_set(err, NSL_ERR_ARG, "lod: start, stop, lane (and class) must be integer columns of one length");
+/* Rows [lo, hi) of one part of the input: a piece of the build's work. */
+typedef struct lod_piece {
+  int part;
+  int64_t lo, hi;
+  int64_t first;   /* the input row of the part's row lo (rows number on from one part to the next) */
+} lod_piece;
+
+typedef struct lod_job {
+  const nsl_column *const *start, *const *stop, *const *lane, *const *cls;
+  int64_t nlanes;
+  const lod_piece *pieces;
+  int shared;       /* one counter per lane for all pieces (run in order on one thread) */
+  int64_t *count;   /* per piece (or shared): its rows per lane (pass 1), then where its next one goes (pass 2) */
+  int64_t *taken;   /* per piece: rows that take part */
+  nsl_lod *l;
+  atomic_int failed;
+} lod_job;
+
+/* Row i of part k: its lane, or -1 when it takes no part (a NULL, a lane
+ * outside, stop < start, a class outside); *s, *e, *c its start, stop and
+ * class. */
+static inline int64_t row_lane(const lod_job *j, int k, int64_t i, int64_t *s, int64_t *e, int64_t *c) {
+  int ns, ne, nl, nc = 0;
+  *s = nsl__int_at(j->start[k], i, &ns);
+  *e = nsl__int_at(j->stop[k], i, &ne);
+  int64_t g = nsl__int_at(j->lane[k], i, &nl);
+  *c = j->cls && j->cls[k] ? nsl__int_at(j->cls[k], i, &nc) : 0;
+  if (ns || ne || nl || nc || g < 0 || g >= j->nlanes || *e < *s || *c < 0 || *c >= NSL_LOD_CLASSES) return -1;
+  return g;
+}
+
+/* Pass 1 over piece i: its rows per lane. */
+static void count_piece(void *ctx, int i) {
+  lod_job *j = ctx;
+  const lod_piece *pc = &j->pieces[i];
+  int64_t *cnt = j->count + (j->shared ? 0 : (int64_t)i * j->nlanes), n = 0, s, e, c;
+  for (int64_t r = pc->lo; r < pc->hi; r++) {
+    int64_t g = row_lane(j, pc->part, r, &s, &e, &c);
+    if (g >= 0) cnt[g]++, n++;
+  }
+  j->taken[i] = n;
+}
+
+/* Pass 2 over piece i: its rows into their lanes, in input order. */
+static void place_piece(void *ctx, int i) {
+  lod_job *j = ctx;
+  const lod_piece *pc = &j->pieces[i];
+  nsl_lod *l = j->l;
+  int64_t *at = j->count + (j->shared ? 0 : (int64_t)i * j->nlanes), s, e, c;
+  for (int64_t r = pc->lo; r < pc->hi; r++) {
+    int64_t g = row_lane(j, pc->part, r, &s, &e, &c);
+    if (g < 0) continue;
+    int64_t p = at[g]++;
+    l->start[p] = s, l->stop[p] = e, l->row[p] = pc->first + r - pc->lo, l->cls[p] = (uint8_t)c;
+  }
+}
+
+/* Lane g's positions [a, b) in order of start (then of position, as the
+ * rows came): nothing when they are; a merge of the ascending runs when
+ * there are at most MERGE_RUNS of them (the rows of a few tables put one
+ * after the other: kernels, then copies, then memsets of one stream); else
+ * a stable radix sort of (start, position).  0 on out of memory. */
+enum { MERGE_RUNS = 8 };
+static int sort_lane(nsl_lod *l, int64_t a, int64_t b) {
+  int64_t run[MERGE_RUNS + 1], nruns = 1, lo = INT64_MAX, hi = INT64_MIN;
+  run[0] = a;
+  for (int64_t p = a; p < b; p++) {
+    if (p > a && l->start[p] < l->start[p - 1]) {
+      if (nruns < MERGE_RUNS) run[nruns] = p;
+      nruns++;
+    }
+    if (l->start[p] < lo) lo = l->start[p];
+    if (l->start[p] > hi) hi = l->start[p];
+  }
+  if (nruns == 1) return 1;
+  int64_t m = b - a;
+  int64_t *s2 = malloc((size_t)m * sizeof *s2), *e2 = malloc((size_t)m * sizeof *e2);
+  int64_t *r2 = malloc((size_t)m * sizeof *r2);
+  uint8_t *c2 = malloc((size_t)m);
+  nsl__kv *kv = NULL, *tmp = NULL;
+  int ok = s2 && e2 && r2 && c2;
+  if (ok && nruns <= MERGE_RUNS) {
+    int64_t head[MERGE_RUNS];
+    run[nruns] = b;
+    for (int k = 0; k < nruns; k++) head[k] = run[k];
+    for (int64_t j = 0; j < m; j++) {
+      int best = -1;   /* the least start at a head; of equal ones the earliest run's (its positions come first) */
+      for (int k = 0; k < nruns; k++)
+        if (head[k] < run[k + 1] && (best < 0 || l->start[head[k]] < l->start[head[best]])) best = k;
+      int64_t p = head[best]++;
+      s2[j] = l->start[p], e2[j] = l->stop[p], r2[j] = l->row[p], c2[j] = l->cls[p];
+    }
+  } else if (ok) {
+    kv = malloc((size_t)m * sizeof *kv), tmp = malloc((size_t)m * sizeof *tmp);
+    if ((ok = kv && tmp)) {
+      for (int64_t j = 0; j < m; j++) kv[j].k = (uint64_t)(l->start[a + j] - lo), kv[j].v = a + j;
+      nsl__kv *res = nsl__radix_kv(kv, tmp, m, nsl__bitwidth((uint64_t)(hi - lo)));
+      for (int64_t j = 0; j < m; j++) {
+        int64_t p = res[j].v;
+        s2[j] = l->start[p], e2[j] = l->stop[p], r2[j] = l->row[p], c2[j] = l->cls[p];
+      }
+    }
+  }
+  if (ok) {
+    memcpy(l->start + a, s2, (size_t)m * sizeof *s2);
+    memcpy(l->stop + a, e2, (size_t)m * sizeof *e2);
+    memcpy(l->row + a, r2, (size_t)m * sizeof *r2);
+    memcpy(l->cls + a, c2, (size_t)m);
+  }
+  free(kv), free(tmp), free(s2), free(e2), free(r2), free(c2);
+  return ok;
+}
+
+static void sort_job(void *ctx, int g) {
+  lod_job *j = ctx;
+  if (!sort_lane(j->l, j->l->off[g], j->l->off[g + 1])) atomic_store(&j->failed, 1);
+}
+
+nsl_lod *nsl_lod_build_parts(const nsl_column *const *start, const nsl_column *const *stop,
+                             const nsl_column *const *lane, const nsl_column *const *cls, int nparts, int64_t nlanes,
+                             nsl_error *err) {
+  int64_t nrows = 0;
+  int ok = nparts >= 1 && start && stop && lane;
+  for (int k = 0; ok && k < nparts; k++) {
+    ok = start[k] && int_col_of(start[k], start[k]->len) && int_col_of(stop[k], start[k]->len) &&
+         int_col_of(lane[k], start[k]->len) && (!cls || !cls[k] || int_col_of(cls[k], start[k]->len)) &&
+         (!cls || (cls[k] != NULL) == (cls[0] != NULL));
+    if (ok) nrows += start[k]->len;
+  }
+  if (!ok) {
+    nsl_error_set(err, NSL_ERR_ARG,
+                  "lod: start, stop, lane (and class) must be integer columns of one length in each part");
     return NULL;
   }
   if (nlanes < 0 || nlanes > ((int64_t)1 << 31)) {
     nsl_error_set(err, NSL_ERR_ARG, "lod: %lld lanes (0 to 2^31 allowed)", (long long)nlanes);
     return NULL;
   }
-  int64_t nrows = start->len;
+  /* the pieces: each part cut where nsl__run_rows would cut all the rows; on the threads, counters per piece
+   * and lane while they stay few beside the rows; else (one thread) one set for all, the pieces in order */
+  int64_t per = nsl__rows_per_part(nrows), npieces = 0;
+  for (int k = 0; k < nparts; k++) npieces += start[k]->len ? (start[k]->len + per - 1) / per : 0;
+  int shared = per >= nrows || npieces > 4096 || npieces * (nlanes + 1) > (nrows > (1 << 20) ? nrows : (1 << 20));
+  lod_piece *pieces = malloc((size_t)(npieces ? npieces : 1) * sizeof *pieces);
+  int64_t *count = calloc((size_t)(shared ? 1 : npieces) * (size_t)(nlanes + 1), sizeof *count);
+  int64_t *taken = calloc((size_t)(npieces ? npieces : 1), sizeof *taken);
+  nsl_lod *l = NULL;
+  lod_job job = {start, stop, lane, cls, nlanes, pieces, shared, count, taken, NULL, 0};
+  if (!pieces || !count || !taken) goto nomem;
+  int np = 0;
+  int64_t first = 0;
+  for (int k = 0; k < nparts; k++) {
+    for (int64_t lo = 0; lo < start[k]->len; lo += per)
+      pieces[np++] = (lod_piece){k, lo, lo + per < start[k]->len ? lo + per : start[k]->len, first + lo};
+    first += start[k]->len;
+  }
+  int threads = shared ? 1 : nsl__thread_count(np);
   /* pass 1: which rows take part, and how many per lane */
-  int64_t *count = calloc((size_t)nlanes + 1, sizeof *count);
-  int32_t *lane_of = malloc((size_t)(nrows ? nrows : 1) * sizeof *lane_of);   /* lanes < 2^31 (checked above) */
-  if (!count || !lane_of) {
-    free(count);
-    free(lane_of);
-    nsl_error_set(err, NSL_ERR_NOMEM, "lod: out of memory for %lld rows", (long long)nrows);
-    return NULL;
-  }
+  if (threads > 1) nsl__run_parallel(np, threads, count_piece, &job);
+  else
+    for (int i = 0; i < np; i++) count_piece(&job, i);
   int64_t n = 0;
-  for (int64_t i = 0; i < nrows; i++) {
-    int ns, ne, nl, nc = 0;
-    int64_t s = nsl__int_at(start, i, &ns), e = nsl__int_at(stop, i, &ne), g = nsl__int_at(lane, i, &nl);
-    int64_t k = cls ? nsl__int_at(cls, i, &nc) : 0;
-    if (ns || ne || nl || nc || g < 0 || g >= nlanes || e < s || k < 0 || k >= NSL_LOD_CLASSES) {
-      lane_of[i] = -1;
-      continue;
-    }
-    lane_of[i] = (int32_t)g;
-    count[g]++;
-    n++;
-  }
-  nsl_lod *l = lod_alloc(nlanes, n, nrows);
-  if (!l) goto nomem;
-  for (int64_t g = 0; g < nlanes; g++) l->off[g + 1] = l->off[g] + count[g];
-  /* pass 2: rows into their lanes, in input order (a counting sort) */
-  memcpy(count, l->off, (size_t)nlanes * sizeof *count);
-  for (int64_t i = 0; i < nrows; i++) {
-    int64_t g = lane_of[i];
-    if (g < 0) continue;
-    int64_t p = count[g]++;
-    int nul;
-    l->start[p] = nsl__int_at(start, i, &nul);
-    l->stop[p] = nsl__int_at(stop, i, &nul);
-    l->row[p] = i;
-    l->cls[p] = (uint8_t)(cls ? nsl__int_at(cls, i, &nul) : 0);
-  }
-  free(lane_of);
-  lane_of = NULL;
-  /* lanes not in start order: a stable radix sort of (start, position) */
+  for (int i = 0; i < np; i++) n += taken[i];
+  if (!(l = lod_alloc(nlanes, n, nrows))) goto nomem;
+  job.l = l;
+  /* each lane's place, and within it each piece's (its rows follow those of the pieces before it) */
   for (int64_t g = 0; g < nlanes; g++) {
-    int64_t a = l->off[g], b = l->off[g + 1], sorted = 1, lo = INT64_MAX, hi = INT64_MIN;
-    for (int64_t p = a; p < b; p++) {
-      if (p > a && l->start[p] < l->start[p - 1]) sorted = 0;
-      if (l->start[p] < lo) lo = l->start[p];
-      if (l->start[p] > hi) hi = l->start[p];
+    int64_t at = l->off[g];
+    for (int i = 0; i < (shared ? 1 : np); i++) {
+      int64_t c = count[(int64_t)i * nlanes + g];
+      count[(int64_t)i * nlanes + g] = at;
+      at += c;
     }
-    if (sorted) continue;
-    int64_t m = b - a;
-    nsl__kv *kv = malloc((size_t)m * sizeof *kv), *tmp = malloc((size_t)m * sizeof *tmp);
-    int64_t *s2 = malloc((size_t)m * sizeof *s2), *e2 = malloc((size_t)m * sizeof *e2);
-    int64_t *r2 = malloc((size_t)m * sizeof *r2);
-    uint8_t *c2 = malloc((size_t)m);
-    if (!kv || !tmp || !s2 || !e2 || !r2 || !c2) {
-      free(kv), free(tmp), free(s2), free(e2), free(r2), free(c2);
-      goto nomem;
-    }
-    for (int64_t j = 0; j < m; j++) kv[j].k = (uint64_t)(l->start[a + j] - lo), kv[j].v = a + j;
-    nsl__kv *res = nsl__radix_kv(kv, tmp, m, nsl__bitwidth((uint64_t)(hi - lo)));
-    for (int64_t j = 0; j < m; j++) {
-      int64_t p = res[j].v;
-      s2[j] = l->start[p], e2[j] = l->stop[p], r2[j] = l->row[p], c2[j] = l->cls[p];
-    }
-    memcpy(l->start + a, s2, (size_t)m * sizeof *s2);
-    memcpy(l->stop + a, e2, (size_t)m * sizeof *e2);
-    memcpy(l->row + a, r2, (size_t)m * sizeof *r2);
-    memcpy(l->cls + a, c2, (size_t)m);
-    free(kv), free(tmp), free(s2), free(e2), free(r2), free(c2);
+    l->off[g + 1] = at;
   }
-  free(count);
-  count = NULL;
-  if (!lod_finish(l)) goto nomem;
+  /* pass 2: the rows into their lanes, in input order (a counting sort) */
+  if (threads > 1) nsl__run_parallel(np, threads, place_piece, &job);
+  else
+    for (int i = 0; i < np; i++) place_piece(&job, i);
+  free(count), free(taken), free(pieces);
+  count = taken = NULL, pieces = NULL;
+  /* lanes not in start order sorted, a lane per job */
+  if (per < nrows && nlanes > 1 && nlanes <= INT32_MAX) nsl__run_parallel((int)nlanes, nsl__thread_count((int)(nrows / per + 1)), sort_job, &job);
+  else
+    for (int64_t g = 0; g < nlanes; g++) sort_job(&job, (int)g);
+  if (atomic_load(&job.failed) || !lod_finish(l)) goto nomem;
   return l;
 nomem:
-  free(count);
-  free(lane_of);
+  free(count), free(taken), free(pieces);
   nsl_lod_free(l);
   nsl_error_set(err, NSL_ERR_NOMEM, "lod: out of memory for %lld rows", (long long)nrows);
   return NULL;
+}
+
+nsl_lod *nsl_lod_build(const nsl_column *start, const nsl_column *stop, const nsl_column *lane,
+                       const nsl_column *cls, int64_t nlanes, nsl_error *err) {
+  return nsl_lod_build_parts(&start, &stop, &lane, cls ? &cls : NULL, 1, nlanes, err);
 }
 
 nsl_lod *nsl_lod_filter(const nsl_lod *l, const nsl_column *mask, nsl_error *err) {
@@ -240,7 +364,7 @@ int64_t nsl_lod_count(const nsl_lod *l, int64_t lane) {
 
 size_t nsl_lod_bytes(const nsl_lod *l) {
   size_t b = sizeof *l + (size_t)(l->nlanes + 1) * (sizeof *l->off + sizeof *l->lane_classes) +
-             (size_t)l->n * (5 * sizeof(int64_t) + 1) + sizeof(int64_t);
+             (size_t)l->n * (5 * sizeof(int64_t) + 1) + (size_t)l->nlanes * sizeof(int64_t);
   for (int k = 0; k < NSL_LOD_CLASSES; k++)
     if (l->kpos[k]) b += (size_t)(2 * l->kn[k] + 1) * sizeof(int64_t);
   return b;
@@ -338,12 +462,12 @@ static int32_t column_class(const nsl_lod *l, int64_t g, int64_t i0, int64_t i1,
   return best;
 }
 
-/* The ns before t covered by the union of lane [a, b)'s events, given i,
- * the first position of the lane starting at or after t: the union of the
- * events before i, less its part past t -- which is [t, maxstop), as the
- * event that stops latest started before t. */
-static inline int64_t covered_before(const nsl_lod *l, int64_t a, int64_t i, int64_t t) {
-  int64_t u = l->cum[i] - l->cum[a];
+/* The ns before t covered by the union of lane [a, b)'s events (cum: the
+ * lane's union sums), given i, the first position of the lane starting at
+ * or after t: the union of the events before i, less its part past t --
+ * which is [t, maxstop), as the event that stops latest started before t. */
+static inline int64_t covered_before(const nsl_lod *l, const int64_t *cum, int64_t a, int64_t i, int64_t t) {
+  int64_t u = cum[i - a];
   if (i > a && l->maxstop[i - 1] > t) u -= l->maxstop[i - 1] - t;
   return u;
 }
@@ -365,6 +489,7 @@ nsl_status nsl_lod_query(const nsl_lod *l, int64_t lane, int64_t from, int64_t t
   if (ncols < 1 || ncols > (1 << 20))
     return nsl_error_set(err, NSL_ERR_ARG, "lod query: %lld columns (1 to 2^20 allowed)", (long long)ncols);
   int64_t a = l->off[lane], b = l->off[lane + 1], span = to - from;
+  const int64_t *cum = l->cum + a + lane;
   int64_t i0 = lower_bound(l->start, a, b, from);
   int narrow = span <= INT64_MAX / ncols;   /* span * c fits in 64 bits: the edges without 128-bit division */
   int64_t t1 = from;
@@ -387,7 +512,7 @@ nsl_status nsl_lod_query(const nsl_lod *l, int64_t lane, int64_t from, int64_t t
     }
     cell->count = i1 - i0 + (carry >= 0);
     cell->starts = i1 - i0;
-    cell->busy = covered_before(l, a, i1, t1) - covered_before(l, a, i0, t0);
+    cell->busy = covered_before(l, cum, a, i1, t1) - covered_before(l, cum, a, i0, t0);
     cell->row = carry >= 0 ? l->row[carry] : i1 > i0 ? l->row[i0] : -1;
     cell->cls = cell->count ? column_class(l, lane, i0, i1, carry, t0, t1) : -1;
     i0 = i1;

@@ -43,6 +43,14 @@ typedef struct nsl_lod_cell {
  * filled on bad arguments or out of memory. */
 nsl_lod *nsl_lod_build(const nsl_column *start, const nsl_column *stop, const nsl_column *lane,
                        const nsl_column *cls, int64_t nlanes, nsl_error *err);
+/* nsl_lod_build over the rows of nparts parts put one after the other,
+ * without making them one column: part k is start[k], stop[k], lane[k]
+ * and cls[k] (cls NULL, or NULL in every part: all 0), columns of one
+ * length, its rows numbered on from the last part's (as nsl_lod_at and
+ * the cells give them).  The same index as of the concatenated columns. */
+nsl_lod *nsl_lod_build_parts(const nsl_column *const *start, const nsl_column *const *stop,
+                             const nsl_column *const *lane, const nsl_column *const *cls, int nparts, int64_t nlanes,
+                             nsl_error *err);
 void nsl_lod_free(nsl_lod *l);
 /* A new index with the rows of l where mask (bool, one per input row) is
  * set: the same lanes, rows and order, no sort.  NULL and err filled on a

@@ -1,5 +1,6 @@
 /* llod.c -- the level of detail of a timeline in Lua (src/core/lod.h):
- *   l = nsl.lod(start, stop, lane, class|nil, nlanes)   lanes 0-based
+ *   l = nsl.lod(start, stop, lane, class|nil, nlanes)   lanes 0-based; each a column or a list of
+ *       columns (parts of the rows, one after the other)
  *   count, busy, row, class = l:query(lane, from, to, ncols)   arrays of ncols
  *   busy, starts = l:bins(lane, from, to, nbins)   i64 columns of nbins
  *   l:at(lane, t), l:step(lane, t, dir)   input rows (0-based) or nil
@@ -36,28 +37,57 @@ static void adopt(lua_State *L, lod_box *b, nsl_lod *l) {
   nsl__gc_charge(L, b->charged);
 }
 
-/* nsl.lod(start, stop, lane, class|nil, nlanes), as work (nsl__work: also nsl.background("lod", ...)). */
+/* nsl.lod(start, stop, lane, class|nil, nlanes), as work (nsl__work: also nsl.background("lod", ...)).
+ * Each of start, stop, lane and class may be a list of columns instead, the parts of the rows (one after the
+ * other; nsl_lod_build_parts), so a caller with several tables of events makes no concatenation. */
+#define LOD_MAX_PARTS 64
 typedef struct lod_work {
-  nsl_column *start, *stop, *lane, *cls;
+  nsl_column *start[LOD_MAX_PARTS], *stop[LOD_MAX_PARTS], *lane[LOD_MAX_PARTS], *cls[LOD_MAX_PARTS];
+  int nparts, has_cls;
   int64_t nlanes;
   nsl_lod *lod;
   nsl_error err;
 } lod_work;
 
+/* The parts of argument idx (a column, or a list of them) into cols; their number. */
+static int lod_parts(lua_State *L, int idx, nsl_column **cols) {
+  if (!lua_istable(L, idx)) {
+    cols[0] = nsl__checkcolumn(L, idx);
+    return 1;
+  }
+  lua_Integer n = luaL_len(L, idx);
+  luaL_argcheck(L, n >= 1 && n <= LOD_MAX_PARTS, idx, "a column or a list of 1 to 64 columns");
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_geti(L, idx, k);
+    cols[k - 1] = nsl__checkcolumn(L, -1);
+    lua_pop(L, 1);   /* (the list keeps it alive until the work retains it) */
+  }
+  return (int)n;
+}
+
 static void lod_prepare(lua_State *L, int first, void *p) {
   lod_work *w = p;
-  nsl_column *s = nsl__checkcolumn(L, first), *e = nsl__checkcolumn(L, first + 1), *g = nsl__checkcolumn(L, first + 2);
-  nsl_column *k = lua_isnoneornil(L, first + 3) ? NULL : nsl__checkcolumn(L, first + 3);
+  nsl_column *s[LOD_MAX_PARTS], *e[LOD_MAX_PARTS], *g[LOD_MAX_PARTS], *k[LOD_MAX_PARTS];
+  int n = lod_parts(L, first, s);
+  int has_cls = !lua_isnoneornil(L, first + 3);
+  if (lod_parts(L, first + 1, e) != n || lod_parts(L, first + 2, g) != n || (has_cls && lod_parts(L, first + 3, k) != n))
+    luaL_error(L, "nsl.lod: start, stop, lane and class need the same number of parts");
   w->nlanes = luaL_checkinteger(L, first + 4);
-  w->start = nsl_column_retain(s);
-  w->stop = nsl_column_retain(e);
-  w->lane = nsl_column_retain(g);
-  w->cls = nsl_column_retain(k);
+  w->nparts = n;
+  w->has_cls = has_cls;
+  for (int i = 0; i < n; i++) {
+    w->start[i] = nsl_column_retain(s[i]);
+    w->stop[i] = nsl_column_retain(e[i]);
+    w->lane[i] = nsl_column_retain(g[i]);
+    w->cls[i] = has_cls ? nsl_column_retain(k[i]) : NULL;
+  }
 }
 
 static void lod_run(void *p) {
   lod_work *w = p;
-  w->lod = nsl_lod_build(w->start, w->stop, w->lane, w->cls, w->nlanes, &w->err);
+  w->lod = nsl_lod_build_parts((const nsl_column *const *)w->start, (const nsl_column *const *)w->stop,
+                               (const nsl_column *const *)w->lane,
+                               w->has_cls ? (const nsl_column *const *)w->cls : NULL, w->nparts, w->nlanes, &w->err);
 }
 
 static int lod_push(lua_State *L, void *p) {
@@ -71,10 +101,12 @@ static int lod_push(lua_State *L, void *p) {
 
 static void lod_release(void *p) {
   lod_work *w = p;
-  nsl_column_release(w->start);
-  nsl_column_release(w->stop);
-  nsl_column_release(w->lane);
-  nsl_column_release(w->cls);
+  for (int i = 0; i < w->nparts; i++) {
+    nsl_column_release(w->start[i]);
+    nsl_column_release(w->stop[i]);
+    nsl_column_release(w->lane[i]);
+    nsl_column_release(w->cls[i]);
+  }
   nsl_lod_free(w->lod);
 }
 

@@ -4,7 +4,11 @@
  * the covered ns (a per-nanosecond bitmap, for lanes whose events overlap
  * or not), the class with the most time, the event under a time and the
  * next and previous start; the filter against an index built from the
- * kept rows alone. */
+ * kept rows alone; rows given as several parts (nsl_lod_build_parts) and
+ * lanes of a few sorted runs (a table after another) against the same
+ * brute force; and, over a million rows, the index the threads build
+ * against the one a single thread builds from one column. */
+#include <stdlib.h>
 #include <stdio.h>
 
 #include "kernel_fixtures.h"
@@ -70,8 +74,11 @@ static void test_hand(void **state) {
 #define T 2000
 
 /* Random events: lanes 0..2 hold non-overlapping events (a GPU stream), in
- * start order or shuffled; lanes 3..4 overlapping ones. */
-static void random_events(int64_t *s, int64_t *e, int64_t *g, int64_t *k, int shuffled) {
+ * start order (mode 0), shuffled (1) or in three runs (2: every third
+ * row, then the next, as tables of one stream put one after the other);
+ * lanes 3..4 overlapping ones. */
+static void random_events(int64_t *s, int64_t *e, int64_t *g, int64_t *k, int mode) {
+  int shuffled = mode == 1;
   int64_t at[LANES] = {0};
   for (int i = 0; i < N; i++) {
     g[i] = fx_range(0, LANES - 1);
@@ -93,6 +100,15 @@ static void random_events(int64_t *s, int64_t *e, int64_t *g, int64_t *k, int sh
       a[q][i] = a[q][j];
       a[q][j] = t;
     }
+  }
+  if (mode == 2) {   /* rows 0, 3, 6, ..., then 1, 4, ..., then 2, 5, ...: each lane in three ascending runs */
+    static int64_t tmp[4][N];
+    int64_t *a[4] = {s, e, g, k};
+    int w = 0;
+    for (int r = 0; r < 3; r++)
+      for (int i = r; i < N; i += 3, w++)
+        for (int q = 0; q < 4; q++) tmp[q][w] = a[q][i];
+    for (int q = 0; q < 4; q++) memcpy(a[q], tmp[q], sizeof tmp[q]);
   }
 }
 
@@ -166,10 +182,8 @@ static void check_against_brute(const nsl_lod *l, const int64_t *s, const int64_
     if (covering < 0) assert_int_equal(at, -1);
     else assert_true(at >= 0 && s[at] == s[covering] && e[at] > t && g[at] == lane);
     int64_t n1 = nsl_lod_step(l, lane, t, 1), p1 = nsl_lod_step(l, lane, t, -1);
-    if (next < 0) assert_int_equal(n1, -1);
-    else assert_int_equal(s[n1], s[next]);
-    if (prev < 0) assert_int_equal(p1, -1);
-    else assert_int_equal(s[p1], s[prev]);
+    assert_int_equal(n1, next);   /* of equal starts, the lowest row (rows keep their order in a lane) */
+    assert_int_equal(p1, prev);   /* and the highest */
   }
 }
 
@@ -177,14 +191,37 @@ static void test_random(void **state) {
   (void)state;
   static int64_t s[N], e[N], g[N], k[N];
   static uint8_t keep[N];
-  for (int round = 0; round < 6; round++) {
+  for (int round = 0; round < 9; round++) {
     fx_seed(0x10d + (uint64_t)round);
-    random_events(s, e, g, k, round % 2);
+    random_events(s, e, g, k, round % 3);
     nsl_column *cs = fx_i64(N, s), *ce = fx_i64(N, e), *cg = fx_i64(N, g), *ck = fx_i64(N, k);
     nsl_error err = {0};
     nsl_lod *l = nsl_lod_build(cs, ce, cg, ck, LANES, &err);
     assert_non_null(l);
     check_against_brute(l, s, e, g, k, NULL);
+    /* the same rows in 1 to 4 parts (a part may be empty): the same answers, rows numbered across the parts */
+    {
+      int nparts = (int)fx_range(1, 4);
+      int64_t cut[5] = {0};
+      for (int q = 1; q < nparts; q++) cut[q] = fx_range(cut[q - 1], N);
+      cut[nparts] = N;
+      nsl_column *ps[4], *pe[4], *pg[4], *pk[4];
+      for (int q = 0; q < nparts; q++) {
+        int64_t m = cut[q + 1] - cut[q];
+        ps[q] = fx_i64(m, s + cut[q]), pe[q] = fx_i64(m, e + cut[q]), pg[q] = fx_i64(m, g + cut[q]);
+        pk[q] = fx_i64(m, k + cut[q]);
+      }
+      nsl_lod *pl = nsl_lod_build_parts((const nsl_column *const *)ps, (const nsl_column *const *)pe,
+                                        (const nsl_column *const *)pg, (const nsl_column *const *)pk, nparts, LANES,
+                                        &err);
+      assert_non_null(pl);
+      check_against_brute(pl, s, e, g, k, NULL);
+      nsl_lod_free(pl);
+      for (int q = 0; q < nparts; q++) {
+        nsl_column_release(ps[q]), nsl_column_release(pe[q]), nsl_column_release(pg[q]);
+        nsl_column_release(pk[q]);
+      }
+    }
     /* the filter equals an index of the kept rows (rows keep their numbers) */
     for (int i = 0; i < N; i++) keep[i] = fx_range(0, 2) != 0;
     nsl_column *mask = fx_bool(N, keep);
@@ -204,10 +241,131 @@ static void test_random(void **state) {
   }
 }
 
+/* Over a million rows (the build then runs on the threads): six lanes -- two GPU streams in start order, two
+ * in three runs, one shuffled, one of overlapping events -- and rows that take no part; built in three parts
+ * on 2, 3 and 7 threads, the index answers every query as the one built from one column on one thread. */
+#define BIG 1300000
+static const int64_t *sort_s, *sort_g;
+static int by_lane_start_row(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  if (sort_g[a] != sort_g[b]) return sort_g[a] < sort_g[b] ? -1 : 1;
+  if (sort_s[a] != sort_s[b]) return sort_s[a] < sort_s[b] ? -1 : 1;
+  return a < b ? -1 : a > b;
+}
+
+static void test_threads(void **state) {
+  (void)state;
+  int64_t *s = malloc(BIG * sizeof *s), *e = malloc(BIG * sizeof *e), *g = malloc(BIG * sizeof *g);
+  int64_t *k = malloc(BIG * sizeof *k);
+  assert_true(s && e && g && k);
+  fx_seed(0x7ad);
+  int64_t at[6] = {0}, third = BIG / 3;
+  for (int64_t i = 0; i < BIG; i++) {
+    int64_t lane = fx_range(0, 6), run = i / third;
+    g[i] = lane;   /* lane 6: outside */
+    k[i] = fx_range(0, 2);
+    if (lane == 5) {
+      s[i] = fx_range(0, 40000000);
+      e[i] = s[i] + fx_range(0, 5000);
+    } else {
+      s[i] = at[lane < 6 ? lane : 0] + fx_range(0, 30);
+      e[i] = s[i] + fx_range(0, 20);
+      if (lane < 6) at[lane] = e[i];
+      if (lane == 2 || lane == 3) s[i] += run * 7, e[i] += run * 7;   /* each third later than its run's own */
+    }
+    if (fx_range(0, 999) == 0) e[i] = s[i] - 1;   /* stops before it starts: no part */
+  }
+  /* lanes 2 and 3: the later thirds start before the earlier ones end (three ascending runs); lane 4 shuffled */
+  for (int64_t i = 0; i < BIG; i++)
+    if (g[i] == 2 || g[i] == 3) s[i] -= (i / third) * (at[g[i]] / 2), e[i] -= (i / third) * (at[g[i]] / 2);
+  for (int64_t i = 0; i < BIG; i++)
+    if (g[i] == 4) {
+      int64_t j = fx_range(i, BIG - 1);
+      if (g[j] == 4) {
+        int64_t t = s[i];
+        s[i] = s[j], s[j] = t;
+        t = e[i], e[i] = e[j], e[j] = t;
+      }
+    }
+  nsl_error err = {0};
+  nsl_column *cs = fx_i64(BIG, s), *ce = fx_i64(BIG, e), *cg = fx_i64(BIG, g), *ck = fx_i64(BIG, k);
+  setenv("NSL_THREADS", "1", 1);
+  nsl_lod *ref = nsl_lod_build(cs, ce, cg, ck, 6, &err);
+  assert_non_null(ref);
+  int64_t cut[4] = {0, 400000, 1000000, BIG};
+  nsl_column *ps[3], *pe[3], *pg[3], *pk[3];
+  for (int q = 0; q < 3; q++) {
+    int64_t m = cut[q + 1] - cut[q];
+    ps[q] = fx_i64(m, s + cut[q]), pe[q] = fx_i64(m, e + cut[q]), pg[q] = fx_i64(m, g + cut[q]);
+    pk[q] = fx_i64(m, k + cut[q]);
+  }
+  const char *threads[] = {"2", "3", "7"};
+  static nsl_lod_cell want[700], got[700];
+  for (int t = 0; t < 3; t++) {
+    setenv("NSL_THREADS", threads[t], 1);
+    nsl_lod *l = nsl_lod_build_parts((const nsl_column *const *)ps, (const nsl_column *const *)pe,
+                                     (const nsl_column *const *)pg, (const nsl_column *const *)pk, 3, 6, &err);
+    assert_non_null(l);
+    assert_int_equal(nsl_lod_bytes(l), nsl_lod_bytes(ref));
+    for (int64_t lane = 0; lane < 6; lane++) {
+      assert_int_equal(nsl_lod_count(l, lane), nsl_lod_count(ref, lane));
+      int64_t lo1 = 0, hi1 = 0, lo2 = 0, hi2 = 0;
+      assert_int_equal(nsl_lod_extent(l, lane, &lo1, &hi1), nsl_lod_extent(ref, lane, &lo2, &hi2));
+      assert_int_equal(lo1, lo2);
+      assert_int_equal(hi1, hi2);
+      for (int trial = 0; trial < 40; trial++) {
+        int64_t from = fx_range(0, hi2 > 0 ? hi2 : 1), to = from + fx_range(1, trial % 2 ? 5000 : hi2 + 1);
+        int64_t ncols = fx_range(1, 700);
+        assert_int_equal(nsl_lod_query(l, lane, from, to, ncols, got, &err), NSL_OK);
+        assert_int_equal(nsl_lod_query(ref, lane, from, to, ncols, want, &err), NSL_OK);
+        for (int64_t c = 0; c < ncols; c++) {
+          assert_int_equal(got[c].count, want[c].count);
+          assert_int_equal(got[c].starts, want[c].starts);
+          assert_int_equal(got[c].busy, want[c].busy);
+          assert_int_equal(got[c].row, want[c].row);
+          assert_int_equal(got[c].cls, want[c].cls);
+        }
+        int64_t x = fx_range(0, hi2 + 1);
+        assert_int_equal(nsl_lod_at(l, lane, x), nsl_lod_at(ref, lane, x));
+        assert_int_equal(nsl_lod_step(l, lane, x, 1), nsl_lod_step(ref, lane, x, 1));
+        assert_int_equal(nsl_lod_step(l, lane, x, -1), nsl_lod_step(ref, lane, x, -1));
+      }
+    }
+    nsl_lod_free(l);
+  }
+  unsetenv("NSL_THREADS");
+  /* each lane in order of start, then of input row (equal starts abound where runs overlap): the first event
+   * starting after s - 1 is the lowest row starting at s, the last starting before s + 1 the highest */
+  int64_t *ord = malloc(BIG * sizeof *ord), n = 0;
+  assert_non_null(ord);
+  for (int64_t i = 0; i < BIG; i++)
+    if (g[i] < 6 && e[i] >= s[i]) ord[n++] = i;
+  sort_s = s, sort_g = g;
+  qsort(ord, (size_t)n, sizeof *ord, by_lane_start_row);
+  int64_t ties = 0;
+  for (int64_t a = 0, b; a < n; a = b) {
+    for (b = a + 1; b < n && g[ord[b]] == g[ord[a]] && s[ord[b]] == s[ord[a]]; b++) {}
+    ties += b - a > 1;
+    assert_int_equal(nsl_lod_step(ref, g[ord[a]], s[ord[a]] - 1, 1), ord[a]);
+    assert_int_equal(nsl_lod_step(ref, g[ord[a]], s[ord[a]] + 1, -1), ord[b - 1]);
+  }
+  assert_true(ties > 1000);
+  free(ord);
+  nsl_lod_free(ref);
+  nsl_column *all[] = {cs, ce, cg, ck};
+  for (int q = 0; q < 4; q++) nsl_column_release(all[q]);
+  for (int q = 0; q < 3; q++) {
+    nsl_column_release(ps[q]), nsl_column_release(pe[q]), nsl_column_release(pg[q]);
+    nsl_column_release(pk[q]);
+  }
+  free(s), free(e), free(g), free(k);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand),
       cmocka_unit_test(test_random),
+      cmocka_unit_test(test_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -176,18 +176,26 @@ local function levels_of_detail(index, nrows, lo, hi, from, to, bins, nlevels, m
 end
 
 --- The end of the default detail window from `from`: where max_events
--- events have started (all of them: hi).  Exact: bins narrow it down
--- (nsl.bin_counts over [from, hi], one pass over the starts), then the
--- starts of the one bin that holds the limit are sorted.
+-- events have started (all of them: hi); starts: a list of columns (the
+-- parts' events).  Exact: bins narrow it down (nsl.bin_counts over
+-- [from, hi], one pass over each part's starts), then the starts of the
+-- one bin that holds the limit are sorted.
 local function default_to(starts, from, hi, max_events)
   local nb = 1024
-  local per = nsl.bin_counts(starts, from, hi + 1, nb):totable()
+  local per = {}
+  for bin = 1, nb do per[bin] = 0 end
+  for _, s in ipairs(starts) do
+    local part = nsl.bin_counts(s, from, hi + 1, nb):totable()
+    for bin = 1, nb do per[bin] = per[bin] + part[bin] end
+  end
   local seen = 0
   for bin = 0, nb - 1 do
     local c = per[bin + 1]
     if seen + c > max_events then
       local edges = nsl.bin_edges(from, hi + 1, nb)
-      local inbin = starts:gather((starts:ge(edges[bin + 1]) & starts:lt(edges[bin + 2])):indices())
+      local inside = {}
+      for i, s in ipairs(starts) do inside[i] = s:gather((s:ge(edges[bin + 1]) & s:lt(edges[bin + 2])):indices()) end
+      local inbin = nsl.concat(table.unpack(inside))
       local sorted = inbin:gather(inbin:argsort())
       return sorted[max_events - seen + 1]   -- the first start left out
     end
@@ -296,14 +304,12 @@ function M.viewer(trace, opts)
   if nv then parts[#parts + 1] = nv end
   -- the detail window
   local from = math.max(lo, opts.from or lo)
-  -- every event's start, in parts order, made once for the default window and the index (and garbage after)
-  local to, index = (function()
-    local s, e, l = {}, {}, {}
-    for i, p in ipairs(parts) do s[i], e[i], l[i] = p.start, p.stop, p.row end
-    local starts = nsl.concat(table.unpack(s))
-    local t = opts.to or default_to(starts, from, hi, opts.max_events or M.max_events)
-    return t, nsl.lod(starts, nsl.concat(table.unpack(e)), nsl.concat(table.unpack(l)), nil, #rows)
-  end)()
+  -- the events of every part, read where they are (no column of all of them is made)
+  local s, e, l = {}, {}, {}
+  for i, p in ipairs(parts) do s[i], e[i], l[i] = p.start, p.stop, p.row end
+  local to = opts.to or default_to(s, from, hi, opts.max_events or M.max_events)
+  local index = nsl.lod(s, e, l, nil, #rows)
+  s, e, l = nil, nil, nil
   to = math.min(to, hi)
   if to <= from then to = from + 1 end
   local nbins = math.max(1, math.floor(opts.bins or M.bins))
