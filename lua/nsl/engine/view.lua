@@ -153,21 +153,26 @@ local function levels_of_detail(index, nrows, lo, hi, from, to, bins, nlevels, m
     local width, inside = bin_widths(lo, hi, nb, from, to)
     local parent = k > 0 and nsl.range(nb) // 4 or nil
     local cells, busy, starts, widths, full = {}, {}, {}, {}, {}
+    local over = false   -- past level 0, the cells so far no longer fit: the level is left out, its other rows unread
     for r = 0, nrows - 1 do
       local b, n = index:bins(r, lo, hi, nb)
       local keep = b:gt(0) | n:gt(0)
       if full_above then keep = keep & ~full_above[r + 1]:gather(parent) & ~inside end
       local idx = keep:indices()
+      if k > 0 then
+        stored = stored + #idx
+        if stored > max_cells then
+          over = true
+          break
+        end
+      end
       cells[#cells + 1], busy[#busy + 1], starts[#starts + 1] = idx + r * nb, b:gather(idx), n:gather(idx)
       widths[#widths + 1] = width:gather(idx)
       full[r + 1] = b:eq(width) & b:gt(0) & n:eq(0)   -- as the page infers: a bin of 0 ns is never full
     end
+    if over then break end
     local level = {bins = nb, cell = nsl.concat(table.unpack(cells)), busy = nsl.concat(table.unpack(busy)),
                    starts = nsl.concat(table.unpack(starts)), width = nsl.concat(table.unpack(widths))}
-    if k > 0 then
-      stored = stored + #level.cell
-      if stored > max_cells then break end
-    end
     levels[#levels + 1] = level
     full_above = full
     nb = nb * 4
