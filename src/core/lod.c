@@ -520,6 +520,63 @@ nsl_status nsl_lod_query(const nsl_lod *l, int64_t lane, int64_t from, int64_t t
   return NSL_OK;
 }
 
+/* Columns [c0, c1) of nsl_lod_bins. */
+typedef struct bins_job {
+  const nsl_lod *l;
+  int64_t lane, from, to, ncols, per;
+  int64_t *busy, *starts;
+} bins_job;
+
+static void bins_range(const bins_job *j, int64_t c0, int64_t c1) {
+  const nsl_lod *l = j->l;
+  int64_t a = l->off[j->lane], b = l->off[j->lane + 1], from = j->from, span = j->to - from, ncols = j->ncols;
+  const int64_t *cum = l->cum + a + j->lane;
+  int narrow = span <= INT64_MAX / ncols;
+  int64_t t1 = narrow ? from + span * c0 / ncols : edge(from, span, ncols, c0);
+  int64_t i0 = lower_bound(l->start, a, b, t1);
+  for (int64_t c = c0; c < c1; c++) {
+    int64_t t0 = t1;
+    t1 = narrow ? from + span * (c + 1) / ncols : edge(from, span, ncols, c + 1);
+    if (t1 <= t0) {   /* more columns than ns: an empty column */
+      j->busy[c] = 0, j->starts[c] = 0;
+      continue;
+    }
+    int64_t i1 = gallop_bound(l->start, i0, b, t1);
+    j->starts[c] = i1 - i0;
+    j->busy[c] = covered_before(l, cum, a, i1, t1) - covered_before(l, cum, a, i0, t0);
+    i0 = i1;
+  }
+}
+
+static void bins_part(void *ctx, int k) {
+  const bins_job *j = ctx;
+  int64_t c0 = j->per * k, c1 = c0 + j->per < j->ncols ? c0 + j->per : j->ncols;
+  if (c0 < c1) bins_range(j, c0, c1);
+}
+
+nsl_status nsl_lod_bins(const nsl_lod *l, int64_t lane, int64_t from, int64_t to, int64_t ncols, int64_t *busy,
+                        int64_t *starts, nsl_error *err) {
+  if (lane < 0 || lane >= l->nlanes)
+    return nsl_error_set(err, NSL_ERR_ARG, "lod bins: lane %lld outside 0..%lld", (long long)lane,
+                         (long long)l->nlanes - 1);
+  if (to <= from || (from < 0 && to > INT64_MAX + from))
+    return nsl_error_set(err, NSL_ERR_ARG, "lod bins: the window [%lld, %lld) is empty or too wide",
+                         (long long)from, (long long)to);
+  if (ncols < 1 || ncols > (1 << 20))
+    return nsl_error_set(err, NSL_ERR_ARG, "lod bins: %lld bins (1 to 2^20 allowed)", (long long)ncols);
+  bins_job j = {l, lane, from, to, ncols, ncols, busy, starts};
+  /* a column costs a search over the lane's events, not a row: the columns are cut for the threads from
+   * 2^16 of them on (the finer levels of nsl view's), each part searching its first column afresh */
+  int parts = ncols >= ((int64_t)1 << 16) ? nsl__thread_count(64) : 1;
+  if (nsl__rows_per_part(NSL_ROWS_PARALLEL_MIN) >= NSL_ROWS_PARALLEL_MIN) parts = 1;   /* (inside a parallel job) */
+  if (parts > 1) {
+    j.per = (ncols + parts - 1) / parts;
+    nsl__run_parallel(parts, parts, bins_part, &j);
+  } else
+    bins_range(&j, 0, ncols);
+  return NSL_OK;
+}
+
 int64_t nsl_lod_at(const nsl_lod *l, int64_t lane, int64_t t) {
   if (lane < 0 || lane >= l->nlanes || t == INT64_MAX) return -1;
   int64_t a = l->off[lane], b = l->off[lane + 1];

@@ -70,6 +70,12 @@ int nsl_lod_extent(const nsl_lod *l, int64_t lane, int64_t *lo, int64_t *hi);
  * outside 1..2^20. */
 nsl_status nsl_lod_query(const nsl_lod *l, int64_t lane, int64_t from, int64_t to, int64_t ncols,
                          nsl_lod_cell *cells, nsl_error *err);
+/* The busy ns and the events starting of nsl_lod_query's cells (the same
+ * numbers) into busy[0..ncols) and starts[0..ncols), without the rest of
+ * a cell (no search for the event running into a column, whose cost grows
+ * with nesting), the columns cut for the threads when they are many. */
+nsl_status nsl_lod_bins(const nsl_lod *l, int64_t lane, int64_t from, int64_t to, int64_t ncols, int64_t *busy,
+                        int64_t *starts, nsl_error *err);
 /* The input row of the event of lane that covers t (start <= t < stop; of
  * several, the latest to start), or -1. */
 int64_t nsl_lod_at(const nsl_lod *l, int64_t lane, int64_t t);

@@ -146,17 +146,15 @@ static int l_bins(lua_State *L) {
   lua_Integer lane = luaL_checkinteger(L, 2), from = luaL_checkinteger(L, 3), to = luaL_checkinteger(L, 4);
   lua_Integer nbins = luaL_checkinteger(L, 5);
   luaL_argcheck(L, nbins >= 1 && nbins <= (1 << 20), 5, "1 to 2^20 bins");
-  nsl_lod_cell *cells = lua_newuserdatauv(L, (size_t)nbins * sizeof *cells, 0);
-  nsl_error err = {0};
-  if (nsl_lod_query(b->lod, lane, from, to, nbins, cells, &err) != NSL_OK) return nsl__lua_error(L, &err);
   nsl_column *busy = nsl_column_new(NSL_I64, nbins, NULL);
   if (!busy) return luaL_error(L, "out of memory for %d bins", (int)nbins);
   nsl__pushcolumn(L, busy);
   nsl_column *starts = nsl_column_new(NSL_I64, nbins, NULL);
   if (!starts) return luaL_error(L, "out of memory for %d bins", (int)nbins);
   nsl__pushcolumn(L, starts);
-  int64_t *bv = nsl_i64(busy), *sv = nsl_i64(starts);
-  for (lua_Integer c = 0; c < nbins; c++) bv[c] = cells[c].busy, sv[c] = cells[c].starts;
+  nsl_error err = {0};
+  if (nsl_lod_bins(b->lod, lane, from, to, nbins, nsl_i64(busy), nsl_i64(starts), &err) != NSL_OK)
+    return nsl__lua_error(L, &err);
   return 2;
 }
 

@@ -6,8 +6,9 @@
  * next and previous start; the filter against an index built from the
  * kept rows alone; rows given as several parts (nsl_lod_build_parts) and
  * lanes of a few sorted runs (a table after another) against the same
- * brute force; and, over a million rows, the index the threads build
- * against the one a single thread builds from one column. */
+ * brute force; the bins (busy ns and starts alone) against the cells; and,
+ * over a million rows, the index the threads build and the bins of many
+ * columns they count against one thread's. */
 #include <stdlib.h>
 #include <stdio.h>
 
@@ -141,11 +142,15 @@ static void check_against_brute(const nsl_lod *l, const int64_t *s, const int64_
                                  const int64_t *k, const uint8_t *keep) {
   nsl_error err = {0};
   nsl_lod_cell cells[64];
+  int64_t bbusy[64], bstarts[64];
   for (int trial = 0; trial < 40; trial++) {
     int64_t from = fx_range(0, T / 2), to = from + fx_range(1, T / 2), ncols = fx_range(1, 64);
     for (int64_t lane = 0; lane < LANES; lane++) {
       assert_int_equal(nsl_lod_query(l, lane, from, to, ncols, cells, &err), NSL_OK);
+      assert_int_equal(nsl_lod_bins(l, lane, from, to, ncols, bbusy, bstarts, &err), NSL_OK);
       for (int64_t c = 0; c < ncols; c++) {
+        assert_int_equal(bbusy[c], cells[c].busy);   /* the bins: the cells' numbers */
+        assert_int_equal(bstarts[c], cells[c].starts);
         int64_t t0 = from + (to - from) * c / ncols, t1 = from + (to - from) * (c + 1) / ncols;
         int64_t count, busy, starts;
         int cls;
@@ -333,6 +338,28 @@ static void test_threads(void **state) {
     }
     nsl_lod_free(l);
   }
+  /* the bins of many columns (cut for the threads) as one thread's cells: a window wider and one narrower
+   * (in ns) than the columns */
+  int64_t nb = 300000;
+  nsl_lod_cell *cells = malloc((size_t)nb * sizeof *cells);
+  int64_t *busy = malloc((size_t)nb * sizeof *busy), *starts = malloc((size_t)nb * sizeof *starts);
+  assert_true(cells && busy && starts);
+  for (int64_t lane = 0; lane < 6; lane++) {
+    int64_t lo = 0, hi = 0;
+    nsl_lod_extent(ref, lane, &lo, &hi);
+    int64_t wins[2][2] = {{lo - 5, hi + 5}, {lo + (hi - lo) / 3, lo + (hi - lo) / 3 + nb / 2}};
+    for (int w = 0; w < 2; w++) {
+      setenv("NSL_THREADS", "1", 1);
+      assert_int_equal(nsl_lod_query(ref, lane, wins[w][0], wins[w][1], nb, cells, &err), NSL_OK);
+      setenv("NSL_THREADS", "3", 1);
+      assert_int_equal(nsl_lod_bins(ref, lane, wins[w][0], wins[w][1], nb, busy, starts, &err), NSL_OK);
+      for (int64_t c = 0; c < nb; c++) {
+        assert_int_equal(busy[c], cells[c].busy);
+        assert_int_equal(starts[c], cells[c].starts);
+      }
+    }
+  }
+  free(cells), free(busy), free(starts);
   unsetenv("NSL_THREADS");
   /* each lane in order of start, then of input row (equal starts abound where runs overlap): the first event
    * starting after s - 1 is the lowest row starting at s, the last starting before s + 1 the highest */
