@@ -94,9 +94,8 @@ static void finish_job(void *ctx, int i) { lane_finish(ctx, i); }
 /* Fills maxstop, cum, lane_classes and the per-class arrays from start,
  * stop, cls and off (the lanes on the threads).  0 on out of memory. */
 static int lod_finish(nsl_lod *l) {
-  int64_t per = nsl__rows_per_part(l->n);
-  if (per < l->n && l->nlanes > 1 && l->nlanes <= INT32_MAX)
-    nsl__run_parallel((int)l->nlanes, nsl__thread_count((int)(l->n / per + 1)), finish_job, l);
+  if (nsl__rows_per_part(l->n) < l->n && l->nlanes > 1 && l->nlanes <= INT32_MAX)
+    nsl__run_parallel((int)l->nlanes, nsl__thread_count((int)l->nlanes), finish_job, l);
   else
     for (int64_t g = 0; g < l->nlanes; g++) lane_finish(l, g);
   uint16_t all = 0;
@@ -144,16 +143,46 @@ typedef struct lod_job {
   atomic_int failed;
 } lod_job;
 
-/* Row i of part k: its lane, or -1 when it takes no part (a NULL, a lane
+/* One part's columns as a piece reads them: data and types in locals, so
+ * the loops over its rows test no column's type in memory (the stores of
+ * the lanes' arrays could alias it). */
+typedef struct part_cols {
+  const void *s, *e, *g, *c;
+  nsl_type ts, te, tg, tc;   /* (tc unused without a class column) */
+} part_cols;
+
+static inline int64_t value_at(const void *data, nsl_type t, int64_t i, int *null) {
+  switch (t) {
+  case NSL_I64: {
+    int64_t x = ((const int64_t *)data)[i];
+    *null = x == NSL_NULL_I64;
+    return x;
+  }
+  default: {   /* NSL_I32 (int_col_of) */
+    int32_t x = ((const int32_t *)data)[i];
+    *null = x == NSL_NULL_I32;
+    return x;
+  }
+  }
+}
+
+static part_cols cols_of(const lod_job *j, int k) {
+  part_cols p = {j->start[k]->data, j->stop[k]->data, j->lane[k]->data, NULL,
+                 j->start[k]->type, j->stop[k]->type, j->lane[k]->type, NSL_I64};
+  if (j->cls && j->cls[k]) p.c = j->cls[k]->data, p.tc = j->cls[k]->type;
+  return p;
+}
+
+/* Row i of a part: its lane, or -1 when it takes no part (a NULL, a lane
  * outside, stop < start, a class outside); *s, *e, *c its start, stop and
  * class. */
-static inline int64_t row_lane(const lod_job *j, int k, int64_t i, int64_t *s, int64_t *e, int64_t *c) {
+static inline int64_t row_lane(const part_cols *p, int64_t nlanes, int64_t i, int64_t *s, int64_t *e, int64_t *c) {
   int ns, ne, nl, nc = 0;
-  *s = nsl__int_at(j->start[k], i, &ns);
-  *e = nsl__int_at(j->stop[k], i, &ne);
-  int64_t g = nsl__int_at(j->lane[k], i, &nl);
-  *c = j->cls && j->cls[k] ? nsl__int_at(j->cls[k], i, &nc) : 0;
-  if (ns || ne || nl || nc || g < 0 || g >= j->nlanes || *e < *s || *c < 0 || *c >= NSL_LOD_CLASSES) return -1;
+  *s = value_at(p->s, p->ts, i, &ns);
+  *e = value_at(p->e, p->te, i, &ne);
+  int64_t g = value_at(p->g, p->tg, i, &nl);
+  *c = p->c ? value_at(p->c, p->tc, i, &nc) : 0;
+  if (ns || ne || nl || nc || g < 0 || g >= nlanes || *e < *s || *c < 0 || *c >= NSL_LOD_CLASSES) return -1;
   return g;
 }
 
@@ -161,9 +190,10 @@ static inline int64_t row_lane(const lod_job *j, int k, int64_t i, int64_t *s, i
 static void count_piece(void *ctx, int i) {
   lod_job *j = ctx;
   const lod_piece *pc = &j->pieces[i];
-  int64_t *cnt = j->count + (j->shared ? 0 : (int64_t)i * j->nlanes), n = 0, s, e, c;
+  const part_cols p = cols_of(j, pc->part);
+  int64_t *cnt = j->count + (j->shared ? 0 : (int64_t)i * j->nlanes), n = 0, s, e, c, nlanes = j->nlanes;
   for (int64_t r = pc->lo; r < pc->hi; r++) {
-    int64_t g = row_lane(j, pc->part, r, &s, &e, &c);
+    int64_t g = row_lane(&p, nlanes, r, &s, &e, &c);
     if (g >= 0) cnt[g]++, n++;
   }
   j->taken[i] = n;
@@ -173,13 +203,15 @@ static void count_piece(void *ctx, int i) {
 static void place_piece(void *ctx, int i) {
   lod_job *j = ctx;
   const lod_piece *pc = &j->pieces[i];
-  nsl_lod *l = j->l;
-  int64_t *at = j->count + (j->shared ? 0 : (int64_t)i * j->nlanes), s, e, c;
+  const part_cols p = cols_of(j, pc->part);
+  int64_t *at = j->count + (j->shared ? 0 : (int64_t)i * j->nlanes), s, e, c, nlanes = j->nlanes;
+  int64_t *start = j->l->start, *stop = j->l->stop, *row = j->l->row, first = pc->first - pc->lo;
+  uint8_t *cls = j->l->cls;
   for (int64_t r = pc->lo; r < pc->hi; r++) {
-    int64_t g = row_lane(j, pc->part, r, &s, &e, &c);
+    int64_t g = row_lane(&p, nlanes, r, &s, &e, &c);
     if (g < 0) continue;
-    int64_t p = at[g]++;
-    l->start[p] = s, l->stop[p] = e, l->row[p] = pc->first + r - pc->lo, l->cls[p] = (uint8_t)c;
+    int64_t q = at[g]++;
+    start[q] = s, stop[q] = e, row[q] = first + r, cls[q] = (uint8_t)c;
   }
 }
 
@@ -264,11 +296,14 @@ nsl_lod *nsl_lod_build_parts(const nsl_column *const *start, const nsl_column *c
     nsl_error_set(err, NSL_ERR_ARG, "lod: %lld lanes (0 to 2^31 allowed)", (long long)nlanes);
     return NULL;
   }
-  /* the pieces: each part cut where nsl__run_rows would cut all the rows; on the threads, counters per piece
-   * and lane while they stay few beside the rows; else (one thread) one set for all, the pieces in order */
+  /* the pieces: on the threads (as nsl__run_rows would run all the rows), each part cut into pieces of a
+   * quarter of a thread's rows, with counters per piece and lane while they stay few beside the rows; else
+   * (one thread) one set of counters for all, the pieces in order */
   int64_t per = nsl__rows_per_part(nrows), npieces = 0;
+  int parallel = per < nrows, shared = !parallel;
+  if (parallel) per = per / 4 > 65536 ? per / 4 : 65536;   /* four pieces a thread: parts of unequal lengths even out */
   for (int k = 0; k < nparts; k++) npieces += start[k]->len ? (start[k]->len + per - 1) / per : 0;
-  int shared = per >= nrows || npieces > 4096 || npieces * (nlanes + 1) > (nrows > (1 << 20) ? nrows : (1 << 20));
+  shared = shared || npieces > 4096 || npieces * (nlanes + 1) > (nrows > (1 << 20) ? nrows : (1 << 20));
   lod_piece *pieces = malloc((size_t)(npieces ? npieces : 1) * sizeof *pieces);
   int64_t *count = calloc((size_t)(shared ? 1 : npieces) * (size_t)(nlanes + 1), sizeof *count);
   int64_t *taken = calloc((size_t)(npieces ? npieces : 1), sizeof *taken);
@@ -308,7 +343,8 @@ nsl_lod *nsl_lod_build_parts(const nsl_column *const *start, const nsl_column *c
   free(count), free(taken), free(pieces);
   count = taken = NULL, pieces = NULL;
   /* lanes not in start order sorted, a lane per job */
-  if (per < nrows && nlanes > 1 && nlanes <= INT32_MAX) nsl__run_parallel((int)nlanes, nsl__thread_count((int)(nrows / per + 1)), sort_job, &job);
+  if (parallel && nlanes > 1 && nlanes <= INT32_MAX)
+    nsl__run_parallel((int)nlanes, nsl__thread_count((int)nlanes), sort_job, &job);
   else
     for (int64_t g = 0; g < nlanes; g++) sort_job(&job, (int)g);
   if (atomic_load(&job.failed) || !lod_finish(l)) goto nomem;
