@@ -173,6 +173,18 @@ static int l_printable(lua_State *L) {
   return push_text(L, &t);
 }
 
+/* nsl.json_plain(s) -> whether s is printable ASCII without a quote or a
+ * backslash: a JSON string of it is s in quotes, nothing escaped (the
+ * megabytes of base64 in an nsl view page need no scan in Lua). */
+static int l_json_plain(lua_State *L) {
+  size_t n;
+  const unsigned char *u = (const unsigned char *)luaL_checklstring(L, 1, &n);
+  int plain = 1;
+  for (size_t i = 0; i < n; i++) plain &= u[i] >= 0x20 && u[i] < 0x7f && u[i] != '"' && u[i] != '\\';
+  lua_pushboolean(L, plain);
+  return 1;
+}
+
 /* nsl.shell_word(s) -> s as one POSIX shell word (quoted when it must
  * be), for the commands a message or a finding suggests. */
 static int l_shell_word(lua_State *L) {
@@ -237,7 +249,7 @@ static int l_pack(lua_State *L) {
 }
 
 static const luaL_Reg funcs[] = {{"read_file", l_read_file}, {"readable", l_readable}, {"write_file", l_write_file}, {"mkdir_p", l_mkdir_p}, {"base64", l_base64},
-                                 {"printable", l_printable}, {"shell_word", l_shell_word},
+                                 {"printable", l_printable}, {"shell_word", l_shell_word}, {"json_plain", l_json_plain},
                                  {"pack", l_pack}, {NULL, NULL}};
 
 int nsl__open_io(lua_State *L) {

@@ -26,6 +26,29 @@ local function lines_of(s)
 end
 
 return {
+  {"JSON strings of Lua values: plain ones as they are, the rest escaped", function()
+    -- (the oracle: the escapes written out by hand; plain strings take nsl.json_plain's path, the rest Lua's)
+    local cases = {
+      {"abc XYZ 0-9 +/= ~{}[]<>", '"abc XYZ 0-9 +/= ~{}[]<>"', true},
+      {"", '""', true},
+      {'say "hi"', '"say \\"hi\\""', false},
+      {"a\\b", '"a\\\\b"', false},
+      {"tab\tnl\n", '"tab\\tnl\\n"', false},
+      {"bell\7 del\127", '"bell\\u0007 del\\u007f"', false},
+      {"esc\27[31m", '"esc\\u001b[31m"', false},
+      {"caf\195\169", '"caf\195\169"', false},                -- UTF-8 kept
+      {"c1 \194\155", '"c1 \\u009b"', false},                 -- C1 escaped
+      {"bad \255 byte", '"bad \239\191\189 byte"', false},     -- not UTF-8: U+FFFD
+    }
+    for _, c in ipairs(cases) do
+      T.eq(nsl.json_plain(c[1]), c[3], "json_plain of " .. string.format("%q", c[1]))
+      T.eq(report.json(c[1]), c[2], "JSON of " .. string.format("%q", c[1]))
+      T.eq(json.decode(report.json({c[1]}))[1] ~= nil, true, "decodes")
+    end
+    local big = string.rep("QUJD", 250000)   -- a megabyte of base64
+    T.eq(report.json({x = big}), '{"x":"' .. big .. '"}', "a megabyte of base64 as it is")
+  end},
+
   {"columns named like every method: methods still work, t:col reaches the data", function()
     local names = method_names()
     T.ok(#names >= 15, "the table has its methods (" .. #names .. ")")

@@ -376,7 +376,9 @@ end
 
 --- JSON safe inside a <script> element.
 local function script_json(v)
-  return (report.json(v):gsub("</", "<\\/"))
+  local j = report.json(v)
+  if not j:find("</", 1, true) then return j end   -- (a plain search: the page's megabytes of base64 hold none)
+  return (j:gsub("</", "<\\/"))
 end
 
 local function escape(s)
