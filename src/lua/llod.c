@@ -59,7 +59,7 @@ static int lod_parts(lua_State *L, int idx, nsl_column **cols) {
   luaL_argcheck(L, n >= 1 && n <= LOD_MAX_PARTS, idx, "a column or a list of 1 to 64 columns");
   for (lua_Integer k = 1; k <= n; k++) {
     lua_geti(L, idx, k);
-    cols[k - 1] = nsl__checkcolumn(L, -1);
+    if (!(cols[k - 1] = nsl__tocolumn(L, -1))) luaL_argerror(L, idx, lua_pushfstring(L, "part %d is not a column", (int)k));
     lua_pop(L, 1);   /* (the list keeps it alive until the work retains it) */
   }
   return (int)n;

@@ -92,6 +92,31 @@ tests[#tests + 1] = {"lanes and levels of detail equal the synchronous ones", fu
   for l = 0, nlanes - 1 do ranges = ranges + blod:count(l) end
   T.eq(ranges, T.sql1(F, "SELECT count(*) FROM NVTX_EVENTS WHERE end IS NOT NULL AND end >= start"),
        "every range on a lane, as SQL counts them")
+  -- the same rows as three parts (lists of columns, one empty), in the background too: the same index, the
+  -- rows numbered on across the parts
+  local n = #nv
+  local cut = {0, n // 3, n // 3, n}
+  local ps, pe, pl = {}, {}, {}
+  for k = 1, 3 do
+    local rows = nsl.range(cut[k + 1] - cut[k]) + cut[k]
+    ps[k], pe[k], pl[k] = nv.start:gather(rows), nv.stop:gather(rows), lane:gather(rows)
+  end
+  local plod = poll(nsl.background("lod", ps, pe, pl, nil, nlanes))
+  for l = 0, nlanes - 1 do
+    local c1, b1, r1 = lod:query(l, lo, hi + 1, 97)
+    local c2, b2, r2 = plod:query(l, lo, hi + 1, 97)
+    T.eq(table.concat(c2, ","), table.concat(c1, ","), "parts: counts of lane " .. l)
+    T.eq(table.concat(b2, ","), table.concat(b1, ","), "parts: busy time of lane " .. l)
+    T.eq(table.concat(r2, ","), table.concat(r1, ","), "parts: rows of lane " .. l)
+    local busy1, starts1 = lod:bins(l, lo, hi + 1, 301)
+    local busy2, starts2 = plod:bins(l, lo, hi + 1, 301)
+    T.eq(table.concat(busy2:totable(), ","), table.concat(busy1:totable(), ","), "parts: bins of lane " .. l)
+    T.eq(table.concat(starts2:totable(), ","), table.concat(starts1:totable(), ","), "parts: starts of lane " .. l)
+    local _, qbusy = lod:query(l, lo, hi + 1, 301)
+    T.eq(table.concat(busy1:totable(), ","), table.concat(qbusy, ","), "bins: the cells' busy time, lane " .. l)
+  end
+  T.raises(function() nsl.lod(ps, {pe[1]}, pl, nil, nlanes) end, "same number of parts", "parts of unequal number")
+  T.raises(function() nsl.lod({ps[1], "x"}, pe, pl, nil, nlanes) end, "part 2 is not a column", "a part not a column")
 end}
 
 tests[#tests + 1] = {"the NVTX projection in the background equals the synchronous sweep (test_nvtx checks that one against SQL)", function()
