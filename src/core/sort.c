@@ -734,14 +734,17 @@ fail:
 
 /* When the rows of every group of the leading keys nearly come in the
  * order of the last key, a wide one (a time), already -- each thread's
- * calls in start order but for a few recorded late, the threads' rows
- * interleaved; a device's kernels, then its copies -- the rows that keep
- * their group's order (each at least the latest of its group before it)
- * are placed by a stable counting sort of the group, the others (at most a
- * third) sorted apart, and the two merged by (code, row).  A group is the
- * leading keys' composite when it has at most LEAD_BITS bits, else its
- * number among the distinct composites (dense_number: at most DENSE_MAX).
- * Returns 1 with perm filled, else 0 (perm was only scratch). */
+ * calls in start order but for a few recorded late, or a block of them
+ * recorded after the others (a buffer flushed late: nsys's exports end each
+ * thread's CUDA calls with one), the threads' rows interleaved; a device's
+ * kernels, then its copies -- each row goes to the first of two piles whose
+ * group it keeps in order (at least the latest of its group in that pile),
+ * or else among the others (at most a third), which are sorted apart.  Each
+ * pile is placed by a stable counting sort of the group, and the three are
+ * merged by (code, row).  A group is the leading keys' composite when it has
+ * at most LEAD_BITS bits, else its number among the distinct composites
+ * (dense_number: at most DENSE_MAX).  Returns 1 with perm filled, else 0
+ * (perm was only scratch). */
 static int sort_ordered_groups(const sort_key *sk, int nk, int64_t *perm, int64_t n) {
   if (nk < 1 || n < 2) return 0;
   int lb = 0, zb = sk[nk - 1].bits;
@@ -759,12 +762,16 @@ static int sort_ordered_groups(const sort_key *sk, int nk, int64_t *perm, int64_
     return 0;
   }
   size_t ng = (size_t)1 << lb;
-  int64_t max_rest = n / 3, nr = 0;
+  int64_t max_rest = n / 3, nr = 0, nb = 0;
   uint64_t *code = nsl__big_alloc((size_t)n * sizeof *code);   /* the whole composite of every row */
-  int64_t *at = calloc(ng + 1, sizeof *at);   /* in-order rows per group, then where its next one goes */
-  uint64_t *last = calloc(ng, sizeof *last);  /* the group's latest code so far */
+  int64_t *at = calloc(ng + 1, sizeof *at);   /* per group its rows in the first pile, then where the next goes */
+  int64_t *bt = calloc(ng + 1, sizeof *bt);   /* the same of the second pile */
+  uint64_t *last = calloc(ng, sizeof *last);  /* the group's latest code in the first pile so far */
+  uint64_t *last2 = calloc(ng, sizeof *last2);   /* ... in the second */
+  uint8_t *pile = nsl__big_alloc((size_t)n);  /* each row's: 0, 1, or 2 (the others) */
   nsl__kv *rest = malloc((size_t)(max_rest > 0 ? max_rest : 1) * 2 * sizeof *rest);   /* (code, row), scratch */
-  int ok = code && at && last && rest;
+  int64_t *second = NULL;
+  int ok = code && at && bt && last && last2 && pile && rest;
   uint64_t lead[BLOCK], prev = 0, prev_num = 0;
   int have = 0;
   for (int64_t off = 0; ok && off < n; off += BLOCK) {
@@ -787,38 +794,63 @@ static int sort_ordered_groups(const sort_key *sk, int nk, int64_t *perm, int64_
       if (c >= last[g]) {
         last[g] = c;
         at[g + 1]++;
-      } else if (nr < max_rest)
+        pile[i] = 0;
+      } else if (c >= last2[g]) {
+        last2[g] = c;
+        bt[g + 1]++;
+        pile[i] = 1;
+        nb++;
+      } else if (nr < max_rest) {
         rest[nr++] = (nsl__kv){c, i};
-      else {
+        pile[i] = 2;
+      } else {
         ok = 0;
         break;
       }
     }
     if (3 * nr > off + m + BLOCK) ok = 0;   /* a third out of order so far: keys in no order stop early */
   }
+  if (ok && nb > 0 && !(second = malloc((size_t)nb * sizeof *second))) ok = 0;
   if (ok) {
-    /* the in-order rows by group into perm[nr..n), whose front the merge below fills */
-    at[0] = nr;
-    for (size_t g = 1; g <= ng; g++) at[g] += at[g - 1];
-    int64_t j = 0;   /* the next out-of-order row, in row order */
+    /* the first pile by group into perm[n - na, n), the second into its own array; a merge of the three
+     * (by code, then row) fills perm from the front, never past the first pile's next unread row */
+    int64_t na = n - nb - nr;
+    at[0] = n - na;
+    bt[0] = 0;
+    for (size_t g = 1; g <= ng; g++) at[g] += at[g - 1], bt[g] += bt[g - 1];
     for (int64_t i = 0; i < n; i++) {
-      if (j < nr && rest[j].v == i) {
-        j++;
-        continue;
-      }
-      perm[at[zb >= 64 ? 0 : code[i] >> zb]++] = i;
+      if (pile[i] == 2) continue;
+      uint64_t g = zb >= 64 ? 0 : code[i] >> zb;
+      if (pile[i] == 0) perm[at[g]++] = i;
+      else second[bt[g]++] = i;
     }
     nsl__kv *r = nsl__radix_kv(rest, rest + max_rest, nr, lb + zb);   /* stable: rows in order within a code */
-    int64_t a = nr, b = 0, k = 0;   /* merge: k never passes a, which reads ahead of it */
-    while (b < nr) {
-      if (a < n && (code[perm[a]] < r[b].k || (code[perm[a]] == r[b].k && perm[a] < r[b].v))) perm[k++] = perm[a++];
-      else perm[k++] = r[b++].v;
+    if (nb > 0 || nr > 0) {   /* (a row the first pile leaves goes to the second while it can: none, no others) */
+      int64_t a = n - na, b = 0, c = 0, k = 0;
+      while (k < n) {
+        /* the least (code, row) of the heads: the first pile's, the second's, the others' */
+        int64_t row = -1;
+        uint64_t best = 0;
+        int from = -1;
+        if (a < n) row = perm[a], best = code[row], from = 0;
+        if (b < nb && (from < 0 || code[second[b]] < best || (code[second[b]] == best && second[b] < row)))
+          row = second[b], best = code[row], from = 1;
+        if (c < nr && (from < 0 || r[c].k < best || (r[c].k == best && r[c].v < row))) row = r[c].v, from = 2;
+        if (from == 0) a++;
+        else if (from == 1) b++;
+        else c++;
+        perm[k++] = row;
+      }
     }
   }
   nsl__big_free(code);
+  nsl__big_free(pile);
   free(at);
+  free(bt);
   free(last);
+  free(last2);
   free(rest);
+  free(second);
   dense_free(&dg);
   return ok;
 }

@@ -594,6 +594,42 @@ static void test_runs_in_order(void **state) {
   }
 }
 
+/* Each thread's rows in tiles, each tile's a block in time order and then a late block of the same span (a
+ * buffer flushed after the others, as nsys's exports end a thread's calls): two ascending runs that
+ * interleave tile after tile, which the two piles keep apart; with three blocks a tile some rows fall below
+ * both and are sorted apart; coarse times, so equal starts meet across the piles (the row decides).  The
+ * reference's order, or sorted and stable over 60,000 rows and more. */
+static void test_piles_in_order(void **state) {
+  (void)state;
+  fx_seed(777);
+  for (int trial = 0; trial < 36; trial++) {
+    int64_t n = trial % 2 ? fx_range(200, 3000) : fx_range(60000, 90000), nthreads = fx_range(1, 6);
+    int blocks = 2 + trial % 3 / 2, tiles = (int)fx_range(1, 30);   /* 2 or 3 blocks a tile */
+    nsl_column *th = nsl_column_new(NSL_I64, n, NULL), *t = nsl_column_new(NSL_I64, n, NULL);
+    int64_t per_tile = n / tiles + 1, i = 0;
+    for (int tile = 0; i < n; tile++) {
+      int64_t m = per_tile < n - i ? per_tile : n - i;
+      for (int blk = 0; blk < blocks; blk++) {
+        int64_t clock[6];
+        for (int k = 0; k < 6; k++) clock[k] = (int64_t)tile * 1000000 + blk * 3;   /* each block over the tile's span */
+        int64_t mb = blk == blocks - 1 ? m - m / blocks * (blocks - 1) : m / blocks;
+        for (int64_t j = 0; j < mb; j++, i++) {
+          int64_t g = fx_range(0, nthreads - 1);
+          clock[g] += fx_range(0, 3) * (blk == 0 ? 4 : 5);   /* equal starts across the blocks now and then */
+          nsl_i64(th)[i] = g * 7919;
+          nsl_i64(t)[i] = clock[g];
+        }
+      }
+    }
+    const nsl_column *k2[2] = {th, t};
+    int desc[2] = {0, 0};
+    if (n <= 3000) check_against_reference(k2, desc, 2);
+    else check_sorted_stable(k2, desc, 2);
+    nsl_column_release(th);
+    nsl_column_release(t);
+  }
+}
+
 /* ---- unique, searchsorted ---------------------------------------------------------------- */
 
 static void test_unique(void **state) {
@@ -777,6 +813,7 @@ int main(void) {
       cmocka_unit_test(test_trailing_keys_in_order),
       cmocka_unit_test(test_groups_in_order),
       cmocka_unit_test(test_runs_in_order),
+      cmocka_unit_test(test_piles_in_order),
       cmocka_unit_test(test_unique),
       cmocka_unit_test(test_searchsorted),
       cmocka_unit_test(test_searchsorted_random),
