@@ -599,6 +599,39 @@ static int64_t gather_rows(const nsl_column *c, const nsl_column *idx, nsl_colum
 #undef GATHER_TYPED
 #undef GATHER_LOOP
 
+/* Rows [lo, hi) of a concatenation (nsl__run_rows): the pieces of the
+ * columns that fall there, copied. */
+typedef struct concat_run {
+  const nsl_column *const *cols;
+  int n;
+  size_t es;
+  nsl_column *r;
+} concat_run;
+
+static void concat_rows(void *ctx, int64_t lo, int64_t hi) {
+  const concat_run *j = ctx;
+  int64_t at = 0;   /* the first row of column k in the result */
+  for (int k = 0; k < j->n && at < hi; at += j->cols[k]->len, k++) {
+    int64_t a = lo > at ? lo : at, b = hi < at + j->cols[k]->len ? hi : at + j->cols[k]->len;
+    if (a < b) memcpy((char *)j->r->data + (size_t)a * j->es, (const char *)j->cols[k]->data + (size_t)(a - at) * j->es,
+                      (size_t)(b - a) * j->es);
+  }
+}
+
+/* See nsl_internal.h. */
+nsl_column *nsl__column_concat(const nsl_column *const *cols, int n, nsl_error *err) {
+  int64_t total = 0;
+  for (int k = 0; k < n; k++) total += cols[k]->len;
+  nsl_column *r = nsl__column_new_uninit(cols[0]->type, total, cols[0]->dict);   /* every row is copied below */
+  if (!r) {
+    nsl_error_set(err, NSL_ERR_NOMEM, "concat: out of memory for %lld rows", (long long)total);
+    return NULL;
+  }
+  concat_run j = {cols, n, nsl_type_size(cols[0]->type), r};
+  nsl__run_rows(total, concat_rows, &j);
+  return r;
+}
+
 /* A large gather in parts, one per thread (nsl__run_rows; random reads: the cores' loads overlap). */
 typedef struct gather_run {
   const nsl_column *c, *idx;

@@ -124,6 +124,11 @@ nsl_status nsl__lag_periods(const nsl_column *gid, const nsl_column *v, int64_t 
  * element (a reused large block is not cleared first, a fresh one is
  * written once, not cleared and then written); NULL on out of memory. */
 nsl_column *nsl__column_new_uninit(nsl_type type, int64_t len, nsl_dict *dict);
+/* The rows of cols[0..n) one after the other in a new column (n >= 1,
+ * columns of one type and dictionary, which the caller checked), copied
+ * on the threads (nsl__run_rows: fresh pages are faulted in by every
+ * thread); NULL with err on out of memory. */
+nsl_column *nsl__column_concat(const nsl_column *const *cols, int n, nsl_error *err);
 
 /* A dictionary that may hold a string under several ids (aliases): a
  * loading thread's dictionary of one report, whose ids are moved into the

@@ -723,28 +723,23 @@ static int l_concat(lua_State *L) {
   int n = lua_gettop(L);
   luaL_argcheck(L, n >= 1, 1, "nothing to concatenate");
   nsl_column *first = nsl__checkcolumn(L, 1);
-  int64_t total = 0;
   int filled = 1, nfilled = 0;   /* the columns with rows */
   for (int k = 1; k <= n; k++) {
     nsl_column *c = nsl__checkcolumn(L, k);
     if (c->type != first->type)
       return luaL_error(L, "concat: column %d is %s, column 1 %s", k, nsl_type_name(c->type), nsl_type_name(first->type));
     if (c->type == NSL_STR && c->dict != first->dict) return luaL_error(L, "concat: string columns of different dictionaries");
-    total += c->len;
     if (c->len) filled = k, nfilled++;
   }
   if (nfilled <= 1) {
     lua_settop(L, filled);
     return 1;
   }
-  nsl_column *r = nsl__column_new_uninit(first->type, total, first->dict);   /* every row is copied below */
-  if (!r) return luaL_error(L, "out of memory");
-  size_t es = nsl_type_size(first->type), off = 0;
-  for (int k = 1; k <= n; k++) {
-    nsl_column *c = nsl__checkcolumn(L, k);
-    if (c->len) memcpy((char *)r->data + off, c->data, (size_t)c->len * es);
-    off += (size_t)c->len * es;
-  }
+  const nsl_column **cols = lua_newuserdatauv(L, (size_t)n * sizeof *cols, 0);   /* (freed by the collector) */
+  for (int k = 1; k <= n; k++) cols[k - 1] = nsl__checkcolumn(L, k);
+  nsl_error err = {0};
+  nsl_column *r = nsl__column_concat(cols, n, &err);
+  if (!r) return nsl__lua_error(L, &err);
   nsl__pushcolumn(L, r);
   return 1;
 }

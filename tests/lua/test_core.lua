@@ -57,6 +57,32 @@ return {
     local s = nsl.column{"x", "y"}
     T.eq(table.concat(nsl.concat(s:gather(nsl.range(0)), s):totable(), ","), "x,y", "strings")
     T.ok(not pcall(nsl.concat, none, nsl.column{1.5}), "an empty column of another type is still refused")
+    -- over a million rows the copy runs on the threads, each part taking the pieces of the columns that fall
+    -- in it: every row where it belongs, across the columns' edges (i64, i32, f64, strings, bools)
+    local n1, n2, n3 = 700001, 3, 650000
+    local x, y, z = nsl.range(n1) * 2, nsl.range(n2) - 9, nsl.range(n3) * 3 + 1
+    local c = nsl.concat(x, none, y, z)
+    T.eq(#c, n1 + n2 + n3, "rows")
+    local ok = true
+    for _, i in ipairs{1, 2, n1, n1 + 1, n1 + n2, n1 + n2 + 1, n1 + n2 + 2, 700000, 1048576, n1 + n2 + n3} do
+      local w = i <= n1 and (i - 1) * 2 or i <= n1 + n2 and (i - n1 - 1) - 9 or (i - n1 - n2 - 1) * 3 + 1
+      ok = ok and c[i] == w
+    end
+    T.ok(ok, "rows at the edges and past a thread's part")
+    T.eq(c:sum(), x:sum() + y:sum() + z:sum(), "the sum of every row")
+    local f = nsl.concat((x + 0.5):cast("f64"), (z + 0.25):cast("f64"))
+    T.eq(f[n1 + 1], 1.25, "f64 across the edge")
+    T.eq(f:sum(), (x + 0.5):cast("f64"):sum() + (z + 0.25):cast("f64"):sum(), "f64 sum")
+    local i32 = nsl.concat(x:cast("i32"), z:cast("i32"))
+    T.eq(i32:type(), "i32", "i32 stays i32")
+    T.eq(i32[n1], (n1 - 1) * 2, "i32 before the edge")
+    T.eq(i32[n1 + 1], 1, "i32 after it")
+    local bs = nsl.concat(x:gt(5), z:gt(5))
+    T.eq(bs:count(), x:gt(5):count() + z:gt(5):count(), "bools")
+    local names = nsl.column{"a", "b", "c"}
+    local r1, r3 = nsl.range(n1), nsl.range(n3)
+    local sc = nsl.concat(names:gather(r1 - r1 // 3 * 3), names:gather(r3 - r3 // 2 * 2))
+    T.eq(sc[n1] .. sc[n1 + 1] .. sc[n1 + 2] .. sc[#sc], "babb", "strings across the edge")
   end},
 
   {"columns index from 1 and give nil past the end", function()
