@@ -303,7 +303,7 @@ nsl_lod *nsl_lod_build_parts(const nsl_column *const *start, const nsl_column *c
   int parallel = per < nrows, shared = !parallel;
   if (parallel) per = per / 4 > 65536 ? per / 4 : 65536;   /* four pieces a thread: parts of unequal lengths even out */
   for (int k = 0; k < nparts; k++) npieces += start[k]->len ? (start[k]->len + per - 1) / per : 0;
-  shared = shared || npieces > 4096 || npieces * (nlanes + 1) > (nrows > (1 << 20) ? nrows : (1 << 20));
+  shared = shared || npieces > 4096 || npieces * (nlanes + 1) > (nrows / 8 > (1 << 17) ? nrows / 8 : (1 << 17));
   lod_piece *pieces = malloc((size_t)(npieces ? npieces : 1) * sizeof *pieces);
   int64_t *count = calloc((size_t)(shared ? 1 : npieces) * (size_t)(nlanes + 1), sizeof *count);
   int64_t *taken = calloc((size_t)(npieces ? npieces : 1), sizeof *taken);

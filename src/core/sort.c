@@ -827,7 +827,7 @@ static int sort_ordered_groups(const sort_key *sk, int nk, int64_t *perm, int64_
     nsl__kv *r = nsl__radix_kv(rest, rest + max_rest, nr, lb + zb);   /* stable: rows in order within a code */
     if (nb > 0 || nr > 0) {   /* (a row the first pile leaves goes to the second while it can: none, no others) */
       int64_t a = n - na, b = 0, c = 0, k = 0;
-      while (k < n) {
+      while (b < nb || c < nr) {   /* (then k has reached a: the first pile's rows left are in place) */
         /* the least (code, row) of the heads: the first pile's, the second's, the others' */
         int64_t row = -1;
         uint64_t best = 0;
