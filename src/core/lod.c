@@ -514,16 +514,25 @@ static inline int64_t edge(int64_t from, int64_t span, int64_t ncols, int64_t b)
   return from + (int64_t)(p / ncols);
 }
 
-nsl_status nsl_lod_query(const nsl_lod *l, int64_t lane, int64_t from, int64_t to, int64_t ncols,
-                         nsl_lod_cell *cells, nsl_error *err) {
+/* The arguments of a query (what: its name in a message): a lane of l, a
+ * window [from, to) of at least 1 ns, 1 to 2^20 columns. */
+static nsl_status check_window(const nsl_lod *l, const char *what, int64_t lane, int64_t from, int64_t to,
+                               int64_t ncols, nsl_error *err) {
   if (lane < 0 || lane >= l->nlanes)
-    return nsl_error_set(err, NSL_ERR_ARG, "lod query: lane %lld outside 0..%lld", (long long)lane,
+    return nsl_error_set(err, NSL_ERR_ARG, "lod %s: lane %lld outside 0..%lld", what, (long long)lane,
                          (long long)l->nlanes - 1);
   if (to <= from || (from < 0 && to > INT64_MAX + from))
-    return nsl_error_set(err, NSL_ERR_ARG, "lod query: the window [%lld, %lld) is empty or too wide",
+    return nsl_error_set(err, NSL_ERR_ARG, "lod %s: the window [%lld, %lld) is empty or too wide", what,
                          (long long)from, (long long)to);
   if (ncols < 1 || ncols > (1 << 20))
-    return nsl_error_set(err, NSL_ERR_ARG, "lod query: %lld columns (1 to 2^20 allowed)", (long long)ncols);
+    return nsl_error_set(err, NSL_ERR_ARG, "lod %s: %lld columns (1 to 2^20 allowed)", what, (long long)ncols);
+  return NSL_OK;
+}
+
+nsl_status nsl_lod_query(const nsl_lod *l, int64_t lane, int64_t from, int64_t to, int64_t ncols,
+                         nsl_lod_cell *cells, nsl_error *err) {
+  nsl_status rc = check_window(l, "query", lane, from, to, ncols, err);
+  if (rc != NSL_OK) return rc;
   int64_t a = l->off[lane], b = l->off[lane + 1], span = to - from;
   const int64_t *cum = l->cum + a + lane;
   int64_t i0 = lower_bound(l->start, a, b, from);
@@ -592,14 +601,8 @@ static void bins_part(void *ctx, int k) {
 
 nsl_status nsl_lod_bins(const nsl_lod *l, int64_t lane, int64_t from, int64_t to, int64_t ncols, int64_t *busy,
                         int64_t *starts, nsl_error *err) {
-  if (lane < 0 || lane >= l->nlanes)
-    return nsl_error_set(err, NSL_ERR_ARG, "lod bins: lane %lld outside 0..%lld", (long long)lane,
-                         (long long)l->nlanes - 1);
-  if (to <= from || (from < 0 && to > INT64_MAX + from))
-    return nsl_error_set(err, NSL_ERR_ARG, "lod bins: the window [%lld, %lld) is empty or too wide",
-                         (long long)from, (long long)to);
-  if (ncols < 1 || ncols > (1 << 20))
-    return nsl_error_set(err, NSL_ERR_ARG, "lod bins: %lld bins (1 to 2^20 allowed)", (long long)ncols);
+  nsl_status rc = check_window(l, "bins", lane, from, to, ncols, err);
+  if (rc != NSL_OK) return rc;
   bins_job j = {l, lane, from, to, ncols, ncols, busy, starts};
   /* a column costs a search over the lane's events, not a row: the columns are cut for the threads from
    * 2^16 of them on (the finer levels of nsl view's), each part searching its first column afresh */

@@ -62,6 +62,17 @@ static void test_hand(void **state) {
   assert_int_equal(nsl_lod_query(l, 3, 0, 10, 1, c, &err), NSL_ERR_ARG);
   assert_int_equal(nsl_lod_query(l, 0, 10, 10, 1, c, &err), NSL_ERR_ARG);
   assert_int_equal(nsl_lod_query(l, 0, 0, 10, 0, c, &err), NSL_ERR_ARG);
+  int64_t bb[4], bs[4];
+  assert_int_equal(nsl_lod_bins(l, 3, 0, 10, 1, bb, bs, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_lod_bins(l, 0, 10, 10, 1, bb, bs, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_lod_bins(l, 0, 0, 10, 0, bb, bs, &err), NSL_ERR_ARG);
+  assert_int_equal(nsl_lod_bins(l, 0, 0, 80, 4, bb, bs, &err), NSL_OK);   /* the hand columns above */
+  assert_int_equal(bb[0], 15);
+  assert_int_equal(bb[1], 10);
+  assert_int_equal(bb[2], 20);
+  assert_int_equal(bb[3], 0);
+  assert_int_equal(bs[0], 2);
+  assert_int_equal(bs[2], 0);
   nsl_column *b = FX_BOOL(1, 0, 1, 0, 1, 0);
   assert_null(nsl_lod_build(s, e, b, NULL, 3, &err));   /* a lane column must hold integers */
   nsl_column_release(b);
