@@ -303,6 +303,8 @@ static void test_threads(void **state) {
         t = e[i], e[i] = e[j], e[j] = t;
       }
     }
+  for (int64_t i = 0; i < BIG; i += 4999) s[i] = NSL_NULL_I64;   /* NULLs take no part */
+  for (int64_t i = 3; i < BIG; i += 7001) g[i] = NSL_NULL_I64;
   nsl_error err = {0};
   nsl_column *cs = fx_i64(BIG, s), *ce = fx_i64(BIG, e), *cg = fx_i64(BIG, g), *ck = fx_i64(BIG, k);
   setenv("NSL_THREADS", "1", 1);
@@ -349,6 +351,44 @@ static void test_threads(void **state) {
     }
     nsl_lod_free(l);
   }
+  /* without classes, lanes I64 or I32 (the pieces' loops without a type test): the same as one thread's index
+   * with a class column of zeros (the general loops) */
+  {
+    int64_t *zero = calloc(BIG, sizeof *zero);
+    int32_t *g32 = malloc(BIG * sizeof *g32);
+    assert_true(zero && g32);
+    for (int64_t i = 0; i < BIG; i++) g32[i] = g[i] == NSL_NULL_I64 ? NSL_NULL_I32 : (int32_t)g[i];
+    nsl_column *cz = fx_i64(BIG, zero), *cg32 = fx_i32(BIG, g32);
+    setenv("NSL_THREADS", "1", 1);
+    nsl_lod *want0 = nsl_lod_build(cs, ce, cg, cz, 6, &err);
+    setenv("NSL_THREADS", "3", 1);
+    nsl_lod *a64 = nsl_lod_build(cs, ce, cg, NULL, 6, &err), *a32 = nsl_lod_build(cs, ce, cg32, NULL, 6, &err);
+    assert_true(want0 && a64 && a32);
+    for (int64_t lane = 0; lane < 6; lane++) {
+      int64_t lo = 0, hi = 0;
+      nsl_lod_extent(want0, lane, &lo, &hi);
+      assert_int_equal(nsl_lod_count(a64, lane), nsl_lod_count(want0, lane));
+      assert_int_equal(nsl_lod_count(a32, lane), nsl_lod_count(want0, lane));
+      for (int trial = 0; trial < 20; trial++) {
+        int64_t from = fx_range(lo - 10, hi), to = from + fx_range(1, trial % 2 ? 3000 : hi - lo + 20);
+        int64_t ncols = fx_range(1, 700);
+        assert_int_equal(nsl_lod_query(want0, lane, from, to, ncols, want, &err), NSL_OK);
+        nsl_lod *both[2] = {a64, a32};
+        for (int b = 0; b < 2; b++) {
+          assert_int_equal(nsl_lod_query(both[b], lane, from, to, ncols, got, &err), NSL_OK);
+          for (int64_t c = 0; c < ncols; c++) {
+            assert_int_equal(got[c].count, want[c].count);
+            assert_int_equal(got[c].busy, want[c].busy);
+            assert_int_equal(got[c].row, want[c].row);
+            assert_int_equal(got[c].cls, want[c].cls);
+          }
+        }
+      }
+    }
+    nsl_lod_free(want0), nsl_lod_free(a64), nsl_lod_free(a32);
+    nsl_column_release(cz), nsl_column_release(cg32);
+    free(zero), free(g32);
+  }
   /* the bins of many columns (cut for the threads) as one thread's cells: a window wider and one narrower
    * (in ns) than the columns */
   int64_t nb = 300000;
@@ -377,7 +417,7 @@ static void test_threads(void **state) {
   int64_t *ord = malloc(BIG * sizeof *ord), n = 0;
   assert_non_null(ord);
   for (int64_t i = 0; i < BIG; i++)
-    if (g[i] < 6 && e[i] >= s[i]) ord[n++] = i;
+    if (g[i] >= 0 && g[i] < 6 && s[i] != NSL_NULL_I64 && e[i] >= s[i]) ord[n++] = i;   /* (the rows that take part) */
   sort_s = s, sort_g = g;
   qsort(ord, (size_t)n, sizeof *ord, by_lane_start_row);
   int64_t ties = 0;
