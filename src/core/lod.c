@@ -186,40 +186,45 @@ static inline int64_t row_lane(const part_cols *p, int64_t nlanes, int64_t i, in
   return g;
 }
 
-/* The lane of row r of a part whose starts and stops are I64 and lanes an
- * integer column G, without classes (the common case, read without a type
- * test): -1 when it takes no part, as row_lane says (a NULL lane is below
- * zero: NSL_NULL_I32 and NSL_NULL_I64 are the types' least values). */
-#define TYPED_LANE(S, E, G, r, nlanes)                                                                 \
-  ((S)[r] == NSL_NULL_I64 || (E)[r] == NSL_NULL_I64 || (G)[r] < 0 || (int64_t)(G)[r] >= (nlanes) ||    \
-           (E)[r] < (S)[r]                                                                             \
-       ? -1                                                                                            \
-       : (int64_t)(G)[r])
+/* Runs the statements after `pc, p, nlanes` for every row r of piece pc
+ * of a part read through p, with g its lane (-1 when it takes no part, as
+ * row_lane says), s, e and c its start, stop and class.  Where starts and
+ * stops are I64, lanes I32 or I64 and there is no class (the common case:
+ * nsl view's), the rows are read straight from the arrays, without a type
+ * test per value (a NULL lane is below zero: NSL_NULL_I32 and NSL_NULL_I64
+ * are the types' least values); else through row_lane. */
+#define FOR_ROWS_TYPED(T, pc, p, nlanes, ...)                                                          \
+  do {                                                                                                \
+    const int64_t *S_ = (p).s, *E_ = (p).e;                                                            \
+    const T *G_ = (p).g;                                                                               \
+    for (int64_t r = (pc)->lo; r < (pc)->hi; r++) {                                                    \
+      int64_t s = S_[r], e = E_[r], c = 0;                                                             \
+      int64_t g = s == NSL_NULL_I64 || e == NSL_NULL_I64 || G_[r] < 0 || (int64_t)G_[r] >= (nlanes) || \
+                          e < s                                                                        \
+                      ? -1                                                                             \
+                      : (int64_t)G_[r];                                                                \
+      __VA_ARGS__                                                                                      \
+    }                                                                                                  \
+  } while (0)
+#define FOR_ROWS(pc, p, nlanes, ...)                                                                   \
+  do {                                                                                                \
+    int plain_ = (p).ts == NSL_I64 && (p).te == NSL_I64 && !(p).c;                                     \
+    if (plain_ && (p).tg == NSL_I32) FOR_ROWS_TYPED(int32_t, pc, p, nlanes, __VA_ARGS__);              \
+    else if (plain_ && (p).tg == NSL_I64) FOR_ROWS_TYPED(int64_t, pc, p, nlanes, __VA_ARGS__);         \
+    else                                                                                               \
+      for (int64_t r = (pc)->lo; r < (pc)->hi; r++) {                                                  \
+        int64_t s, e, c, g = row_lane(&(p), nlanes, r, &s, &e, &c);                                    \
+        __VA_ARGS__                                                                                    \
+      }                                                                                                \
+  } while (0)
 
 /* Pass 1 over piece i: its rows per lane. */
 static void count_piece(void *ctx, int i) {
   lod_job *j = ctx;
   const lod_piece *pc = &j->pieces[i];
   const part_cols p = cols_of(j, pc->part);
-  int64_t *cnt = j->count + (j->shared ? 0 : (int64_t)i * j->nlanes), n = 0, s, e, c, nlanes = j->nlanes;
-  const int64_t *S = p.s, *E = p.e;
-  if (p.ts == NSL_I64 && p.te == NSL_I64 && !p.c && p.tg == NSL_I32) {
-    const int32_t *G = p.g;
-    for (int64_t r = pc->lo; r < pc->hi; r++) {
-      int64_t g = TYPED_LANE(S, E, G, r, nlanes);
-      if (g >= 0) cnt[g]++, n++;
-    }
-  } else if (p.ts == NSL_I64 && p.te == NSL_I64 && !p.c && p.tg == NSL_I64) {
-    const int64_t *G = p.g;
-    for (int64_t r = pc->lo; r < pc->hi; r++) {
-      int64_t g = TYPED_LANE(S, E, G, r, nlanes);
-      if (g >= 0) cnt[g]++, n++;
-    }
-  } else
-    for (int64_t r = pc->lo; r < pc->hi; r++) {
-      int64_t g = row_lane(&p, nlanes, r, &s, &e, &c);
-      if (g >= 0) cnt[g]++, n++;
-    }
+  int64_t *cnt = j->count + (j->shared ? 0 : (int64_t)i * j->nlanes), n = 0, nlanes = j->nlanes;
+  FOR_ROWS(pc, p, nlanes, (void)s; (void)e; (void)c; if (g >= 0) cnt[g]++, n++;);
   j->taken[i] = n;
 }
 
@@ -228,35 +233,14 @@ static void place_piece(void *ctx, int i) {
   lod_job *j = ctx;
   const lod_piece *pc = &j->pieces[i];
   const part_cols p = cols_of(j, pc->part);
-  int64_t *at = j->count + (j->shared ? 0 : (int64_t)i * j->nlanes), s, e, c, nlanes = j->nlanes;
+  int64_t *at = j->count + (j->shared ? 0 : (int64_t)i * j->nlanes), nlanes = j->nlanes;
   int64_t *start = j->l->start, *stop = j->l->stop, *row = j->l->row, first = pc->first - pc->lo;
   uint8_t *cls = j->l->cls;
-  const int64_t *S = p.s, *E = p.e;
-  if (p.ts == NSL_I64 && p.te == NSL_I64 && !p.c && p.tg == NSL_I32) {
-    const int32_t *G = p.g;
-    for (int64_t r = pc->lo; r < pc->hi; r++) {
-      int64_t g = TYPED_LANE(S, E, G, r, nlanes);
-      if (g < 0) continue;
-      int64_t q = at[g]++;
-      start[q] = S[r], stop[q] = E[r], row[q] = first + r, cls[q] = 0;
-    }
-  } else if (p.ts == NSL_I64 && p.te == NSL_I64 && !p.c && p.tg == NSL_I64) {
-    const int64_t *G = p.g;
-    for (int64_t r = pc->lo; r < pc->hi; r++) {
-      int64_t g = TYPED_LANE(S, E, G, r, nlanes);
-      if (g < 0) continue;
-      int64_t q = at[g]++;
-      start[q] = S[r], stop[q] = E[r], row[q] = first + r, cls[q] = 0;
-    }
-  } else
-    for (int64_t r = pc->lo; r < pc->hi; r++) {
-      int64_t g = row_lane(&p, nlanes, r, &s, &e, &c);
-      if (g < 0) continue;
-      int64_t q = at[g]++;
-      start[q] = s, stop[q] = e, row[q] = first + r, cls[q] = (uint8_t)c;
-    }
+  FOR_ROWS(pc, p, nlanes, if (g < 0) continue; int64_t q = at[g]++;
+           start[q] = s, stop[q] = e, row[q] = first + r, cls[q] = (uint8_t)c;);
 }
-#undef TYPED_LANE
+#undef FOR_ROWS
+#undef FOR_ROWS_TYPED
 
 /* Lane g's positions [a, b) in order of start (then of position, as the
  * rows came): nothing when they are; a merge of the ascending runs when
