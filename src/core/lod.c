@@ -633,8 +633,7 @@ nsl_status nsl_lod_bins(const nsl_lod *l, int64_t lane, int64_t from, int64_t to
   bins_job j = {l, lane, from, to, ncols, ncols, busy, starts};
   /* a column costs a search over the lane's events, not a row: the columns are cut for the threads from
    * 2^16 of them on (the finer levels of nsl view's), each part searching its first column afresh */
-  int parts = ncols >= ((int64_t)1 << 16) ? nsl__thread_count(64) : 1;
-  if (nsl__rows_per_part(NSL_ROWS_PARALLEL_MIN) >= NSL_ROWS_PARALLEL_MIN) parts = 1;   /* (inside a parallel job) */
+  int parts = ncols >= ((int64_t)1 << 16) ? nsl__threads_here() : 1;
   if (parts > 1) {
     j.per = (ncols + parts - 1) / parts;
     nsl__run_parallel(parts, parts, bins_part, &j);

@@ -71,8 +71,10 @@ static void rows_part(void *p, int i) {
   if (lo < hi) r->rows(r->ctx, lo, hi);
 }
 
+int nsl__threads_here(void) { return in_job ? 1 : nsl__thread_count(64); }
+
 int64_t nsl__rows_per_part(int64_t n) {
-  int threads = n >= NSL_ROWS_PARALLEL_MIN && !in_job ? nsl__thread_count(64) : 1;
+  int threads = n >= NSL_ROWS_PARALLEL_MIN ? nsl__threads_here() : 1;
   if (threads <= 1) return n > 0 ? n : 1;
   return ((n + threads - 1) / threads + 4095) / 4096 * 4096;
 }

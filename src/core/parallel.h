@@ -30,6 +30,10 @@ void nsl__run_parallel(int n, int nthreads, void (*job)(void *ctx, int i), void 
  * line.  Each row is in exactly one part, so a kernel whose rows are
  * independent gives the same bytes on any number of threads. */
 int64_t nsl__rows_per_part(int64_t n);
+/* The threads a kernel called here may run on: nsl__thread_count's, or 1
+ * inside a job of nsl__run_parallel (its threads are busy already).  For
+ * work cut by something other than rows (nsl__rows_per_part decides those). */
+int nsl__threads_here(void);
 void nsl__run_rows(int64_t n, void (*rows)(void *ctx, int64_t lo, int64_t hi), void *ctx);
 
 /* A task: run(ctx) on a thread of its own.
