@@ -30,21 +30,27 @@ end
 -- Gaps of one scope (keys {"report", "device"} or {"report", "device",
 -- "stream"}): returns the summary per group and the gaps longer than min
 -- (with their keys, neighbours and pid), largest first; with every true,
--- also every gap's length (what the figure draws).
-local function scope_gaps(ops, keys, min, every)
+-- also every gap's length (what the figure draws); and the sweep's answer
+-- with the groups it was for, which the next scope takes as its own where
+-- its groups are the same rows under the same ids (prev: every device
+-- with one stream, as in a job whose work all goes to its default stream).
+local function scope_gaps(ops, keys, min, every, prev)
   local g = ops:group_by(table.unpack(keys))
-  local ng = #g
+  local ng, ids = #g, g:ids()
   -- per group 0..ng-1 in order (0 for a group without gaps), and the gaps longer than min with the operations
   -- on either side of each (the one ending where the gap starts and the one starting where it ends, whose
   -- process the gap is charged to; the lowest row of each where several do), in one sweep
-  local idle, n, bigtime, largest, gid, gs, ge, brow, arow = nsl.gap_sums(ops.start, ops.stop, g:ids(), ng, min, true)
+  local swept
+  if prev and prev.ng == ng and ids:ne(prev.ids):count() == 0 then swept = prev
+  else swept = {ng = ng, ids = ids, r = table.pack(nsl.gap_sums(ops.start, ops.stop, ids, ng, min, true))} end
+  local idle, n, bigtime, largest, gid, gs, ge, brow, arow = table.unpack(swept.r, 1, 9)
   local span = g:agg{"ops=count", "first=min(start)", "last=max(stop)"}
   local width = span.last - span.first
   local summary = span:select(keys):with("ops", span.ops, "span", width, "busy", width - idle, "idle", idle,
     "idle_pct", idle * 100.0 / width, "n", n, "bigtime", bigtime, "largest", largest):sort(table.unpack(keys))
   local all
   if every then
-    local _, as, ae = nsl.gaps_grouped(ops.start, ops.stop, g:ids(), ng, 0)
+    local _, as, ae = nsl.gaps_grouped(ops.start, ops.stop, ids, ng, 0)
     all = ae - as
   end
   -- the gaps longer than min, with their group's keys, largest first (then by time and keys: the same order
@@ -63,7 +69,7 @@ local function scope_gaps(ops, keys, min, every)
   local d = nsl.table(cols):sort("-dur", "start", table.unpack(keys))
   d = d:with("before", ops.name:gather(d.brow), "after", ops.name:gather(d.arow), "pid", ops.pid:gather(d.arow),
              "corr", ops.corr:gather(d.arow))
-  return summary, d, all
+  return summary, d, all, swept
 end
 
 local function report_names(trace, col) return trace.reports.name:gather(col) end
@@ -127,11 +133,12 @@ end
 -- tables are sorted once, not per scope.
 local function measure(trace, ops, args, min, figures)
   host.prefetch(trace)
-  local scopes, parts = {}, {}
+  local scopes, parts, swept = {}, {}, nil
   for _, scope in ipairs{"device", "stream"} do
     if wanted(args.scope, scope) then
       local keys = scope_keys(scope)
-      local s, d, all_gaps = scope_gaps(ops, keys, min, figures and scope == "device")
+      local s, d, all_gaps
+      s, d, all_gaps, swept = scope_gaps(ops, keys, min, figures and scope == "device", swept)
       scopes[#scopes + 1] = {scope = scope, keys = keys, s = s, d = d, all_gaps = all_gaps}
       parts[#parts + 1] = d:select{"report", "pid", "corr", "start", "stop", "dur"}
     end

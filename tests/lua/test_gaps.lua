@@ -259,6 +259,20 @@ return {
     os.remove(path)
   end},
 
+  {"a device of two streams: each stream's gaps are its own (the device's sweep stands for its streams only where " ..
+   "they are the same rows)", function()
+    -- a copy of the 2021 export with every other kernel on a second stream
+    local path = T.copy("nsys/cuda_2021.2.sqlite")
+    T.sql_exec(path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET streamId = 999 WHERE rowid % 2 = 0;")
+    local ops = sql_ops(path)
+    for _, min in ipairs{0, 100000} do
+      local _, out = T.run_analysis("gaps", {path}, {"min=" .. min, "n=0"})
+      check_scope(out, ops, "device", min, "two streams, min " .. min)
+      check_scope(out, ops, "stream", min, "two streams, min " .. min)
+    end
+    os.remove(path)
+  end},
+
   {"figure: the idle-gap histogram counts the brute-force gaps of the SQL rows, bin by bin", function()
     for _, path in ipairs{nccl, h100, mpi} do
       local gaps = {}
