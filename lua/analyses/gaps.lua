@@ -15,13 +15,13 @@ local host = require("nsl.host")
 local distributed = require("nsl.distributed")
 
 -- The GPU operations of every report (nsl.gpu_ops): report, pid, device,
--- stream, corr, start, stop and name, without operations of zero length
--- (they keep nothing busy).  How gaps names an operation: the kernel's
--- short name, a memory operation's terse label in brackets ("[memcpy
--- HtoD]", "[memset]").
+-- stream, corr, start, stop, name and api (the launching call's row of
+-- trace.api), without operations of zero length (they keep nothing busy).
+-- How gaps names an operation: the kernel's short name, a memory
+-- operation's terse label in brackets ("[memcpy HtoD]", "[memset]").
 local function busy_ops(trace)
   local ops = gpu_ops.table(trace, {columns = {"report", "pid", "device", "stream", "corr", "start", "stop"},
-                                    names = "short", labels = "terse", memop = true})
+                                    names = "short", labels = "terse", memop = true, api = true})
   ops = ops:filter(ops.stop:gt(ops.start))
   local bracketed = ops.name:map(function(name) return "[" .. name .. "]" end)
   return ops:with("name", nsl.where(ops.memop, bracketed, ops.name))
@@ -68,7 +68,7 @@ local function scope_gaps(ops, keys, min, every, prev)
   cols[#cols + 1] = {"arow", nsl.where(nullkey, -1, arow)}
   local d = nsl.table(cols):sort("-dur", "start", table.unpack(keys))
   d = d:with("before", ops.name:gather(d.brow), "after", ops.name:gather(d.arow), "pid", ops.pid:gather(d.arow),
-             "corr", ops.corr:gather(d.arow))
+             "corr", ops.corr:gather(d.arow), "api", ops.api:gather(d.arow))
   return summary, d, all, swept
 end
 
@@ -140,7 +140,7 @@ local function measure(trace, ops, args, min, figures)
       local s, d, all_gaps
       s, d, all_gaps, swept = scope_gaps(ops, keys, min, figures and scope == "device", swept)
       scopes[#scopes + 1] = {scope = scope, keys = keys, s = s, d = d, all_gaps = all_gaps}
-      parts[#parts + 1] = d:select{"report", "pid", "corr", "start", "stop", "dur"}
+      parts[#parts + 1] = d:select{"report", "pid", "corr", "start", "stop", "dur", "api"}
     end
   end
   local sources = host.sources(trace)
@@ -151,7 +151,10 @@ local function measure(trace, ops, args, min, figures)
     if src.key == "api" then calls[1] = src else others[#others + 1] = src end
   end
   local a = nsl.concat_tables(parts)
-  a = host.attribute(a:with("launch_tid", host.launcher(trace, a)), calls, by_launcher)
+  -- the thread that launched the operation after each gap: its launching call's (nsl.host.launcher's join of
+  -- report, pid and correlation id, made once per trace for every operation by nsl.gpu_ops.api_rows)
+  trace.api:load{"tid"}
+  a = host.attribute(a:with("launch_tid", trace.api.tid:gather(a.api)), calls, by_launcher)
   local cols = attributed(calls)
   cols[#cols + 1] = "launch_tid"
   hand_back(scopes, a, cols)

@@ -321,6 +321,42 @@ return {
     check_attribution(nccl, out.tables.gaps_device, {{"api", "CUDA API"}, {"nvtx", "NVTX range"}}, "nccl")
   end},
 
+  {"Launch TID: the thread of the CUDA call with the correlation id and process of the operation after the gap (SQL), " ..
+   "on every export", function()
+    for _, path in ipairs{tiny, h100, nccl, cuda2021, nvfuser, mpi} do
+      local _, out = T.run_analysis("gaps", {path}, {"min=0", "n=300", "scope=device"})
+      local d = out.tables.gaps_device
+      local values = {}
+      for i = 1, #d do values[i] = string.format("(%d, %d, %d)", i, d.device[i], d["Start (ns)"][i] + d["Gap (ns)"][i]) end
+      local parts = {}
+      for k, t in ipairs{"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"} do
+        if has_table(path, t) then
+          parts[#parts + 1] = string.format("SELECT %d AS k, rowid AS rid, deviceId AS dev, start, end, " ..
+                                            "correlationId AS corr, %s AS pid FROM %s WHERE end > start", k, PID, t)
+        end
+      end
+      -- the operation after a gap: the first (kernels, copies, memsets; then by row) of the device's starting at
+      -- its end; its call: the first in row order with its correlation id and process
+      local q = string.format([[
+        WITH gaps(i, dev, t) AS (VALUES %s), ops AS (%s),
+        after AS (SELECT gaps.i, ops.corr, ops.pid,
+                         row_number() OVER (PARTITION BY gaps.i ORDER BY ops.k, ops.rid) AS rn
+                  FROM gaps JOIN ops ON ops.dev = gaps.dev AND ops.start = gaps.t),
+        rt AS (SELECT correlationId AS corr, ((globalTid >> 24) & 16777215) AS pid, globalTid & 16777215 AS tid,
+                      row_number() OVER (PARTITION BY correlationId, (globalTid >> 24) & 16777215 ORDER BY rowid) AS rn
+               FROM CUPTI_ACTIVITY_KIND_RUNTIME)
+        SELECT after.i, rt.tid FROM after LEFT JOIN rt ON rt.corr = after.corr AND rt.pid = after.pid AND rt.rn = 1
+        WHERE after.rn = 1]], table.concat(values, ","), table.concat(parts, " UNION ALL "))
+      local want, found = {}, 0
+      for _, r in ipairs(T.sql(path, q)) do want[tonumber(r[1])] = math.tointeger(r[2]) end
+      for i = 1, #d do
+        T.eq(d["Launch TID"][i], want[i], string.format("%s gap %d: launching thread", path, i))
+        if want[i] then found = found + 1 end
+      end
+      T.ok(#d == 0 or found > 0, path .. ": some gaps have a launching thread")
+    end
+  end},
+
   {"threads=launcher attributes only calls of the thread that launched the next operation", function()
     local _, out = T.run_analysis("gaps", {cuda2021}, {"min=1ms", "n=0", "scope=device", "threads=launcher"})
     local d = out.tables.gaps_device
