@@ -215,6 +215,10 @@ nsl_column *nsl_table_column_at(nsl_table *t, int idx, nsl_error *err);
 /* A new table with rows idx[0..n) of every loaded column of t (columns
  * not loaded are loaded first). */
 nsl_table *nsl_table_take(nsl_table *t, const nsl_column *idx, nsl_error *err);
+/* A new table with the rows of t where mask (NSL_BOOL, a row of t each) is
+ * 1, as nsl_table_take of its indices; where every row is kept, the
+ * columns are t's (no row indices made, nothing copied). */
+nsl_table *nsl_table_filter(nsl_table *t, const nsl_column *mask, nsl_error *err);
 /* Bytes held by loaded columns (dictionaries not counted). */
 size_t nsl_table_bytes(const nsl_table *t);
 

@@ -300,7 +300,8 @@ size_t nsl_table_bytes(const nsl_table *t) {
 
 typedef struct take_ctx {
   nsl_table *parent;
-  nsl_column *idx;
+  nsl_column *idx;   /* NULL: every row of the parent, in place */
+  int64_t rows;
 } take_ctx;
 
 static void take_free(void *p) {
@@ -313,7 +314,7 @@ static void take_free(void *p) {
 static nsl_status take_load(void *p, nsl_table *t, const int *idx, int n, nsl_error *err) {
   take_ctx *c = p;
   if (n == 0) {
-    nsl_table_set_nrows(t, c->idx->len);
+    nsl_table_set_nrows(t, c->rows);
     return NSL_OK;
   }
   const char **names = calloc((size_t)n, sizeof *names);
@@ -322,7 +323,7 @@ static nsl_status take_load(void *p, nsl_table *t, const int *idx, int n, nsl_er
   nsl_status rc = nsl_table_require(c->parent, names, n, err);
   for (int k = 0; rc == NSL_OK && k < n; k++) {
     nsl_column *src = nsl_table_column(c->parent, names[k], err);
-    nsl_column *g = src ? nsl_column_gather(src, c->idx, err) : NULL;
+    nsl_column *g = !src ? NULL : c->idx ? nsl_column_gather(src, c->idx, err) : nsl_column_retain(src);
     if (!g) rc = err && err->code ? err->code : NSL_ERR_NOMEM;
     else {
       rc = nsl_table_set_column(t, idx[k], g, err);
@@ -333,21 +334,18 @@ static nsl_status take_load(void *p, nsl_table *t, const int *idx, int n, nsl_er
   return rc;
 }
 
-nsl_table *nsl_table_take(nsl_table *t, const nsl_column *idx, nsl_error *err) {
-  if (idx->type != NSL_I64) {
-    nsl_error_set(err, NSL_ERR_ARG, "row indices must be an i64 column");
-    return NULL;
-  }
+/* Rows idx of t, or with idx NULL every one of its rows (rows of them) in
+ * place: then, or where idx is every row in order, the columns are shared,
+ * not copied (columns never change once made). */
+static nsl_table *take_rows(nsl_table *t, const nsl_column *idx, int64_t rows, nsl_error *err) {
   nsl_table *r = nsl_table_new();
   take_ctx *ctx = calloc(1, sizeof *ctx);
   if (!r || !ctx) goto nomem;
-  /* every row in its place (a filter that keeps all): the columns are
-   * shared, not copied (columns never change once made) */
-  int same = 0;
+  int same = !idx;
   for (int i = 0; i < t->ncols && !same; i++)
     if (t->cols[i]) same = t->cols[i]->len == idx->len;
-  const int64_t *ix = nsl_i64(idx);
-  for (int64_t j = 0; same && j < idx->len; j++) same = ix[j] == j;
+  const int64_t *ix = idx ? nsl_i64(idx) : NULL;
+  for (int64_t j = 0; idx && same && j < idx->len; j++) same = ix[j] == j;
   for (int i = 0; i < t->ncols; i++) {
     if (t->cols[i]) {
       nsl_column *g = same ? nsl_column_retain(t->cols[i]) : nsl_column_gather(t->cols[i], idx, err);
@@ -357,9 +355,10 @@ nsl_table *nsl_table_take(nsl_table *t, const nsl_column *idx, nsl_error *err) {
       if (rc != NSL_OK) goto fail;
     } else if (nsl_table_declare(r, t->names[i], t->types[i], NULL) != NSL_OK) goto nomem;
   }
-  nsl_table_set_nrows(r, idx->len);
+  nsl_table_set_nrows(r, rows);
   ctx->parent = nsl_table_retain(t);
-  ctx->idx = nsl_column_retain((nsl_column *)idx);
+  ctx->idx = idx ? nsl_column_retain((nsl_column *)idx) : NULL;
+  ctx->rows = rows;
   nsl_table_set_loader(r, take_load, ctx, take_free);
   return r;
 nomem:
@@ -368,4 +367,28 @@ fail:
   free(ctx);
   nsl_table_release(r);
   return NULL;
+}
+
+nsl_table *nsl_table_take(nsl_table *t, const nsl_column *idx, nsl_error *err) {
+  if (idx->type != NSL_I64) {
+    nsl_error_set(err, NSL_ERR_ARG, "row indices must be an i64 column");
+    return NULL;
+  }
+  return take_rows(t, idx, idx->len, err);
+}
+
+nsl_table *nsl_table_filter(nsl_table *t, const nsl_column *mask, nsl_error *err) {
+  int64_t n;
+  if (nsl_table_nrows(t, &n, err) != NSL_OK) return NULL;
+  if (!mask || mask->type != NSL_BOOL || mask->len != n) {
+    nsl_error_set(err, NSL_ERR_ARG, "filter: need a mask of %lld rows, got a %s column of %lld", (long long)n,
+                  mask ? nsl_type_name(mask->type) : "missing", mask ? (long long)mask->len : 0LL);
+    return NULL;
+  }
+  if (nsl_mask_count(mask) == n) return take_rows(t, NULL, n, err);   /* (no row indices to make) */
+  nsl_column *idx = nsl_mask_indices(mask, err);
+  if (!idx) return NULL;
+  nsl_table *r = take_rows(t, idx, idx->len, err);
+  nsl_column_release(idx);
+  return r;
 }

@@ -217,10 +217,7 @@ static int tbl_filter(lua_State *L) {
   if (mask->type != NSL_BOOL || mask->len != n)
     return luaL_error(L, "filter: need a mask of %I rows, got a %s column of %I", (lua_Integer)n,
                       nsl_type_name(mask->type), (lua_Integer)mask->len);
-  nsl_column *idx = nsl_mask_indices(mask, NULL);
-  if (!idx) return luaL_error(L, "out of memory");
-  nsl_table *r = nsl_table_take(t, idx, &err);
-  nsl_column_release(idx);
+  nsl_table *r = nsl_table_filter(t, mask, &err);
   if (!r) return nsl__lua_error(L, &err);
   push_derived(L, r);
   return 1;
