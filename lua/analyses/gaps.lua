@@ -27,16 +27,31 @@ local function busy_ops(trace)
   return ops:with("name", nsl.where(ops.memop, bracketed, ops.name))
 end
 
--- Gaps of one scope (keys {"report", "device"} or {"report", "device",
--- "stream"}): returns the summary per group and the gaps longer than min
--- (with their keys, neighbours and pid), largest first; with every true,
--- also every gap's length (what the figure draws); and the sweep's answer
--- with the groups it was for, which the next scope takes as its own where
--- its groups are the same rows under the same ids (prev: every device
--- with one stream, as in a job whose work all goes to its default stream).
-local function scope_gaps(ops, keys, min, every, prev)
+-- The groups of a scope of ops (keys {"report", "device"} or {"report",
+-- "device", "stream"}): n, ids (each operation's), keys (a row per group,
+-- in id order) and span (the keys, ops, first start and last stop of each
+-- group).  With finer (a finer scope's groups: the devices' streams), the
+-- groups of finer's groups: the same groups, found among its few rows
+-- instead of every operation.
+local function scope_groups(ops, keys, finer)
+  if finer then
+    local g = finer.span:group_by(table.unpack(keys))
+    return {n = #g, ids = g:ids():gather(finer.ids), keys = g:keys(),
+            span = g:agg{"ops=sum(ops)", "first=min(first)", "last=max(last)"}}
+  end
   local g = ops:group_by(table.unpack(keys))
-  local ng, ids = #g, g:ids()
+  return {n = #g, ids = g:ids(), keys = g:keys(), span = g:agg{"ops=count", "first=min(start)", "last=max(stop)"}}
+end
+
+-- Gaps of one scope (keys, its groups gr: scope_groups): returns the
+-- summary per group and the gaps longer than min (with their keys,
+-- neighbours and pid), largest first; with every true, also every gap's
+-- length (what the figure draws); and the sweep's answer with the groups
+-- it was for, which the next scope takes as its own where its groups are
+-- the same rows under the same ids (prev: every device with one stream, as
+-- in a job whose work all goes to its default stream).
+local function scope_gaps(ops, keys, gr, min, every, prev)
+  local ng, ids = gr.n, gr.ids
   -- per group 0..ng-1 in order (0 for a group without gaps), and the gaps longer than min with the operations
   -- on either side of each (the one ending where the gap starts and the one starting where it ends, whose
   -- process the gap is charged to; the lowest row of each where several do), in one sweep
@@ -44,7 +59,7 @@ local function scope_gaps(ops, keys, min, every, prev)
   if prev and prev.ng == ng and ids:ne(prev.ids):count() == 0 then swept = prev
   else swept = {ng = ng, ids = ids, r = table.pack(nsl.gap_sums(ops.start, ops.stop, ids, ng, min, true))} end
   local idle, n, bigtime, largest, gid, gs, ge, brow, arow = table.unpack(swept.r, 1, 9)
-  local span = g:agg{"ops=count", "first=min(start)", "last=max(stop)"}
+  local span = gr.span
   local width = span.last - span.first
   local summary = span:select(keys):with("ops", span.ops, "span", width, "busy", width - idle, "idle", idle,
     "idle_pct", idle * 100.0 / width, "n", n, "bigtime", bigtime, "largest", largest):sort(table.unpack(keys))
@@ -55,7 +70,7 @@ local function scope_gaps(ops, keys, min, every, prev)
   end
   -- the gaps longer than min, with their group's keys, largest first (then by time and keys: the same order
   -- whichever processes found them)
-  local kt = g:keys()
+  local kt = gr.keys
   local cols, nullkey = {}, nil
   for _, k in ipairs(keys) do
     local v = kt[k]:gather(gid)
@@ -134,11 +149,14 @@ end
 local function measure(trace, ops, args, min, figures)
   host.prefetch(trace)
   local scopes, parts, swept = {}, {}, nil
+  -- (the streams' groups first, when wanted: the devices' are theirs grouped)
+  local streams = wanted(args.scope, "stream") and scope_groups(ops, scope_keys("stream")) or nil
   for _, scope in ipairs{"device", "stream"} do
     if wanted(args.scope, scope) then
       local keys = scope_keys(scope)
+      local gr = scope == "stream" and streams or scope_groups(ops, keys, streams)
       local s, d, all_gaps
-      s, d, all_gaps, swept = scope_gaps(ops, keys, min, figures and scope == "device", swept)
+      s, d, all_gaps, swept = scope_gaps(ops, keys, gr, min, figures and scope == "device", swept)
       scopes[#scopes + 1] = {scope = scope, keys = keys, s = s, d = d, all_gaps = all_gaps}
       parts[#parts + 1] = d:select{"report", "pid", "corr", "start", "stop", "dur", "api"}
     end
