@@ -232,7 +232,7 @@ local function host_causes(trace, pd, source, calls, raw, mc)
   local cat = calls.name:map(host_sync.category)
   -- the blocking calls and the call after each on its thread (NULL past the last): in the calls' order by
   -- thread and start, their rows alone are read (most calls being launches, the order is not applied to all)
-  local ord = calls:order("report", "pid", "tid", "start")
+  local ord = host_sync.by_thread(trace, calls)
   local pos = (~cat:isnull()):gather(ord):indices()   -- positions of the blocking calls in that order
   local at = ord:gather(pos)
   local after = pos + 1

@@ -306,6 +306,41 @@ read -r kept_n all_n <<< "$("$NSL" run "$TMP/calls.lua" "$twice")"
   bad "the 2022 export records no call twice: $kept_n of $all_n"
 KEEP=1 "$NSL" run "$TMP/calls.lua" "$twice" > /dev/null
 check_eq "the kept id flag is what a warm run reads" "$("$NSL" run "$TMP/calls.lua" "$twice")" "$all_n	$all_n"
+# the calls' order by thread (nsl.host_sync.by_thread: the ledger's synchronisation gaps), kept per report: the
+# ledger cold, warm and without the cache alike on the export and on the bundle (four reports, each one's rows
+# moved by its first); the order equals SQL's, cold and warm; an order kept in its place is what a warm run
+# reads, and one with a row past the report's calls is not read: sorted and kept again
+export NSL_CACHE_DIR="$TMP/by_thread"
+same_three "ledger with the kept order of the calls by thread" run ledger "$exp"
+same_three "ledger on the bundle with the kept order of the calls by thread" run ledger "$bundle"
+check_eq "kept in the entry: the calls' order by thread" \
+  "$(grep -l 'derived:api_by_thread.1' "$(entry "$exp")"/c-* 2> /dev/null | wc -l)" 1
+cat > "$TMP/by_thread.lua" <<'LUA'
+local nsl = require("nsl")
+return { run = function(trace)   -- with KEEP (reverse or past), first keeps that in the order's place
+  local n, keep = #trace.api, os.getenv("KEEP")
+  if keep then
+    local c = keep == "reverse" and (n - 1) - nsl.range(n) or nsl.concat(nsl.range(n - 1), nsl.rep(n, 1))
+    trace:keep_derived(0, "api", "api_by_thread.1", c)
+    return
+  end
+  local ord = require("nsl.host_sync").by_thread(trace, trace.api)
+  for i = 1, #ord do print(ord[i]) end
+end }
+LUA
+order_sql=$(sql "$exp" "SELECT rowid - 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY (globalTid >> 24) & 16777215, globalTid & 16777215, start, rowid")
+[ "$(sql "$exp" "SELECT min(rowid), max(rowid), count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")" = "1|$(sql "$exp" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")|$(sql "$exp" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")" ] ||
+  bad "the export's calls are not numbered 1 .. n"
+check_eq "the calls' order by thread, warm, equals SQL's" "$(md5sum <<< "$("$NSL" run "$TMP/by_thread.lua" "$exp")")" \
+  "$(md5sum <<< "$order_sql")"
+KEEP=reverse "$NSL" run "$TMP/by_thread.lua" "$exp" > /dev/null
+n_calls=$(sql "$exp" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+check_eq "a kept order is what a warm run reads" "$("$NSL" run "$TMP/by_thread.lua" "$exp" | head -1)" $((n_calls - 1))
+KEEP=past "$NSL" run "$TMP/by_thread.lua" "$exp" > /dev/null
+check_eq "a kept order with a row past the calls: sorted again" \
+  "$(md5sum <<< "$("$NSL" run "$TMP/by_thread.lua" "$exp")")" "$(md5sum <<< "$order_sql")"
+check_eq "... and what it kept again is read" "$(md5sum <<< "$("$NSL" run "$TMP/by_thread.lua" "$exp")")" \
+  "$(md5sum <<< "$order_sql")"
 export NSL_CACHE_DIR="$TMP/detected"
 
 # (the export has no step candidate: four files, three of them of no rows; a marker kernel: five files; the
