@@ -322,10 +322,18 @@ static uint64_t direct_limit(int64_t n) {
   return limit > (1ull << 27) ? 1ull << 27 : limit;
 }
 
+/* Slots of a join's hash table (its index of one side's keys) per group
+ * expected: the other side's rows probe it, and where most of them find
+ * nothing, each miss walks from its first slot on to an empty one (about
+ * 2.5 slots in a table half full, 1.1 an eighth full): a small table is
+ * kept an eighth full (up to 2^20 slots, 16 MiB), a larger one half. */
+static uint64_t join_slots(uint64_t est) { return est * 8 <= (1u << 20) ? 8 : 2; }
+
 /* Reads the keys' ranges: radix numbers when their spans (each plus a NULL
  * slot) multiply to at most 2^64, and a direct table indexed by them when
- * that product is at most direct_limit; else a hash table. */
-static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n, nsl_error *err) {
+ * that product is at most direct_limit; else a hash table, at most half
+ * full as estimated (for a join, join_slots). */
+static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n, int join, nsl_error *err) {
   uint64_t est, whole;
   if (radix_layout(t, keys, nk, n, &whole) != NSL_OK) goto nomem;
   if (t->radix && whole <= direct_limit(n)) {
@@ -338,7 +346,7 @@ static nsl_status key_table_init(key_table *t, key_col *keys, int nk, int64_t n,
     est = prod < (uint64_t)n ? prod : (uint64_t)n;
   } else {
     est = estimate_groups(keys, nk, n);
-    uint64_t cap = est * 2 > 1024 ? est * 2 : 1024;   /* at most half full as estimated */
+    uint64_t per = join ? join_slots(est) : 2, cap = est * per > 1024 ? est * per : 1024;
     t->slots = nsl__big_alloc(cap * sizeof *t->slots);
     if (!t->slots) goto nomem;
     for (uint64_t s = 0; s < cap; s++) t->slots[s].g = -1;
@@ -622,7 +630,7 @@ static int assign_dense_parallel(key_table *t, const key_col *keys, int64_t n, i
  * row instead of its id (a join then finds the row in one step). */
 static nsl_status key_table_build(key_table *t, key_col *keys, int nk, int64_t n, int skip_null,
                                   int64_t *group_of, nsl_error *err) {
-  nsl_status rc = key_table_init(t, keys, nk, n, err);
+  nsl_status rc = key_table_init(t, keys, nk, n, !group_of, err);   /* (no group ids: a join's index, or a count) */
   if (rc != NSL_OK) return rc;
   t->slot_rows = !group_of && t->exact;
   if (t->dense && group_of) {
@@ -786,7 +794,7 @@ nsl__grouping *nsl__grouping_new(const nsl_column *const *keys, int nkeys, nsl_e
     return NULL;
   }
   for (int k = 0; k < nkeys; k++) gr->keys[k] = (key_col){keys[k], KEY_EQ, NULL, NULL};
-  if (key_table_init(&gr->t, gr->keys, nkeys, keys[0]->len, err) != NSL_OK) {
+  if (key_table_init(&gr->t, gr->keys, nkeys, keys[0]->len, 0, err) != NSL_OK) {
     free(gr->keys);
     free(gr);
     return NULL;
