@@ -90,7 +90,10 @@ nsl__kv *nsl__radix_kv(nsl__kv *a, nsl__kv *tmp, int64_t n, int bits);
  * [(*ends)[g - 1], (*ends)[g]) (from 0 for g = 0); free both with
  * nsl__big_free.  0 when the groups are too many against the rows (more
  * than a quarter of a thread's part of them: the counts are per part) or the
- * rows descend more often than one in 64: the caller sorts them.  -1 out of memory.  Start is I64 or I32. */
+ * rows descend more often than one in 64 and merging them would take more
+ * than four passes over the rows (a pass per group of up to eight runs, a
+ * pass per halving of its runs for more): the caller sorts them.  -1 out of
+ * memory.  Start is I64 or I32. */
 int nsl__group_runs(const int64_t *go, int64_t ngroups, const nsl_column *start, int64_t **rows,
                     int64_t **ends);
 

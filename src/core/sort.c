@@ -1006,7 +1006,7 @@ typedef struct runs_job {
   const int32_t *s32;
   int64_t ngroups, per, *cnt, *ends, *gfrom;
   int64_t *x, *y;
-  _Atomic int64_t descents;
+  _Atomic int64_t descents, passes;   /* passes: the merges' rows times passes over them (runs_descents) */
 } runs_job;
 
 /* The start of row i (not NULL: only such rows are ordered). */
@@ -1089,12 +1089,21 @@ static void runs_scatter(void *ctx, int64_t lo, int64_t hi) {
     if (runs_row(r, i)) r->x[at[r->go[i]]++] = i;
 }
 
+/* The descents of each group's rows, and what merging them would cost: a group of n rows in k runs, n rows
+ * once for up to MERGE_WAYS runs (merge_few_runs), else n times the halvings of k (merge_runs). */
 static void runs_descents(void *ctx, int j) {
   runs_job *r = ctx;
-  int64_t d = 0, from = r->gfrom[j] ? r->ends[r->gfrom[j] - 1] : 0;
-  for (int64_t g = r->gfrom[j]; g < r->gfrom[j + 1]; from = r->ends[g++])
-    for (int64_t i = from + 1; i < r->ends[g]; i++) d += run_key(r, r->x[i]) < run_key(r, r->x[i - 1]);
+  int64_t d = 0, passes = 0, from = r->gfrom[j] ? r->ends[r->gfrom[j] - 1] : 0;
+  for (int64_t g = r->gfrom[j]; g < r->gfrom[j + 1]; from = r->ends[g++]) {
+    int64_t dg = 0;
+    for (int64_t i = from + 1; i < r->ends[g]; i++) dg += run_key(r, r->x[i]) < run_key(r, r->x[i - 1]);
+    int halvings = 0;
+    for (int64_t k = dg + 1; k > 1; k = (k + 1) / 2) halvings++;
+    if (dg) passes += (r->ends[g] - from) * (dg + 1 <= MERGE_WAYS ? 1 : halvings);
+    d += dg;
+  }
   r->descents += d;
+  r->passes += passes;
 }
 
 static void runs_merge(void *ctx, int j) {
@@ -1142,7 +1151,10 @@ int nsl__group_runs(const int64_t *go, int64_t ngroups, const nsl_column *start,
   r.gfrom[gparts] = ngroups;
   nsl__run_parallel(gparts, threads, runs_descents, &r);
   rc = 0;
-  if (r.descents > m / 64) goto done;
+  /* merged where the rows descend rarely, or where the merges take a few passes over the rows (groups of a
+   * few runs each: a collective's window, its work and then the collectives around it), against the radix
+   * passes of a sort */
+  if (r.descents > m / 64 && r.passes > 4 * m) goto done;
   if (r.descents) {
     if (!(r.y = nsl__big_alloc((size_t)(m ? m : 1) * sizeof *r.y))) {
       rc = -1;

@@ -594,6 +594,63 @@ static void test_runs_in_order(void **state) {
   }
 }
 
+/* (group, start, row) triples, in order. */
+typedef struct gsr {
+  int64_t g, s, row;
+} gsr;
+
+static int cmp_gsr(const void *x, const void *y) {
+  const gsr *a = x, *b = y;
+  if (a->g != b->g) return a->g < b->g ? -1 : 1;
+  if (a->s != b->s) return a->s < b->s ? -1 : 1;
+  return (a->row > b->row) - (a->row < b->row);
+}
+
+/* The windows between two collectives of a rank (nsl.straggler's): the rows are the work of every window, in
+ * time order across two ranks, then each window's previous collective (before its work), then its own (after):
+ * thousands of groups, each in three runs, descending once in every 30 to 100 rows -- more often than the
+ * one in 64 under which the runs were merged, but in one pass over the rows: merged, not sorted (the order's
+ * runs), and the rows of each group in (start, row) order, as a qsort of (group, start, row) has them. */
+static void test_windows_in_runs(void **state) {
+  (void)state;
+  fx_seed(9090);
+  for (int trial = 0; trial < 6; trial++) {
+    int64_t windows = fx_range(1000, 4000), nwork = 0, cap = windows * 2 * 100 + 4 * windows;
+    nsl_column *g = nsl_column_new(NSL_I64, cap, NULL), *t = nsl_column_new(NSL_I64, cap, NULL);
+    int64_t *gv = nsl_i64(g), *tv = nsl_i64(t);
+    for (int64_t j = 0; j < windows; j++)   /* window j of both ranks spans [j * 1000, (j + 1) * 1000) */
+      for (int64_t k = fx_range(30, 100); k > 0; k--) {
+        int64_t r = fx_range(0, 1);
+        gv[nwork] = r * windows + j;
+        tv[nwork++] = j * 1000 + (100 - k) * 9 + fx_range(0, 4);   /* ascending within the window, ties */
+      }
+    int64_t n = nwork;
+    for (int part = 0; part < 2; part++)   /* the previous collectives, then the own ones */
+      for (int64_t grp = 0; grp < 2 * windows; grp++) {
+        gv[n] = grp;
+        tv[n++] = (grp % windows) * 1000 + (part ? 995 : -5);
+      }
+    nsl_column_set_len(g, n);
+    nsl_column_set_len(t, n);
+    nsl__order o;
+    nsl_error err = {0};
+    assert_int_equal(nsl__order_by_group_start(g, t, 1, &o, &err), NSL_OK);
+    assert_non_null(o.runs);   /* merged from the runs */
+    assert_int_equal(o.n, n);
+    gsr *ref = malloc((size_t)n * sizeof *ref);
+    for (int64_t i = 0; i < n; i++) ref[i] = (gsr){gv[i], tv[i], i};
+    qsort(ref, (size_t)n, sizeof *ref, cmp_gsr);
+    for (int64_t q = 0; q < n; q++)
+      if (nsl__order_row(&o, q) != ref[q].row)
+        fail_msg("trial %d: place %lld holds row %lld, the reference row %lld", trial, (long long)q,
+                 (long long)nsl__order_row(&o, q), (long long)ref[q].row);
+    free(ref);
+    nsl__order_free(&o);
+    nsl_column_release(g);
+    nsl_column_release(t);
+  }
+}
+
 /* Each thread's rows in tiles, each tile's a block in time order and then a late block of the same span (a
  * buffer flushed after the others, as nsys's exports end a thread's calls): two ascending runs that
  * interleave tile after tile, which the two piles keep apart; with three blocks a tile some rows fall below
@@ -814,6 +871,7 @@ int main(void) {
       cmocka_unit_test(test_groups_in_order),
       cmocka_unit_test(test_runs_in_order),
       cmocka_unit_test(test_piles_in_order),
+      cmocka_unit_test(test_windows_in_runs),
       cmocka_unit_test(test_unique),
       cmocka_unit_test(test_searchsorted),
       cmocka_unit_test(test_searchsorted_random),
