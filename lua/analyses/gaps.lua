@@ -15,16 +15,19 @@ local host = require("nsl.host")
 local distributed = require("nsl.distributed")
 
 -- The GPU operations of every report (nsl.gpu_ops): report, pid, device,
--- stream, corr, start, stop, name and api (the launching call's row of
+-- stream, start, stop, name, memop and api (the launching call's row of
 -- trace.api), without operations of zero length (they keep nothing busy).
--- How gaps names an operation: the kernel's short name, a memory
--- operation's terse label in brackets ("[memcpy HtoD]", "[memset]").
 local function busy_ops(trace)
-  local ops = gpu_ops.table(trace, {columns = {"report", "pid", "device", "stream", "corr", "start", "stop"},
+  local ops = gpu_ops.table(trace, {columns = {"report", "pid", "device", "stream", "start", "stop"},
                                     names = "short", labels = "terse", memop = true, api = true})
-  ops = ops:filter(ops.stop:gt(ops.start))
-  local bracketed = ops.name:map(function(name) return "[" .. name .. "]" end)
-  return ops:with("name", nsl.where(ops.memop, bracketed, ops.name))
+  return ops:filter(ops.stop:gt(ops.start))
+end
+
+-- The names of the rows `rows` of ops (NULL at -1) as gaps names an operation: the kernel's short name, a
+-- memory operation's terse label in brackets ("[memcpy HtoD]", "[memset]").
+local function op_names(ops, rows)
+  local name = ops.name:gather(rows)
+  return nsl.where(ops.memop:gather(rows), name:map(function(s) return "[" .. s .. "]" end), name)
 end
 
 -- The groups of a scope of ops (keys {"report", "device"} or {"report",
@@ -82,8 +85,8 @@ local function scope_gaps(ops, keys, gr, min, every, prev)
   cols[#cols + 1] = {"brow", nsl.where(nullkey, -1, brow)}
   cols[#cols + 1] = {"arow", nsl.where(nullkey, -1, arow)}
   local d = nsl.table(cols):sort("-dur", "start", table.unpack(keys))
-  d = d:with("before", ops.name:gather(d.brow), "after", ops.name:gather(d.arow), "pid", ops.pid:gather(d.arow),
-             "corr", ops.corr:gather(d.arow), "api", ops.api:gather(d.arow))
+  d = d:with("before", op_names(ops, d.brow), "after", op_names(ops, d.arow), "pid", ops.pid:gather(d.arow),
+             "api", ops.api:gather(d.arow))
   return summary, d, all, swept
 end
 
@@ -158,7 +161,7 @@ local function measure(trace, ops, args, min, figures)
       local s, d, all_gaps
       s, d, all_gaps, swept = scope_gaps(ops, keys, gr, min, figures and scope == "device", swept)
       scopes[#scopes + 1] = {scope = scope, keys = keys, s = s, d = d, all_gaps = all_gaps}
-      parts[#parts + 1] = d:select{"report", "pid", "corr", "start", "stop", "dur", "api"}
+      parts[#parts + 1] = d:select{"report", "pid", "start", "stop", "dur", "api"}
     end
   end
   local sources = host.sources(trace)
@@ -201,7 +204,7 @@ local function wire_columns(what, scope)
             {"bigtime", "i64"}, {"largest", "i64"}}
   elseif what == "gaps" then
     more = {{"start", "i64"}, {"stop", "i64"}, {"dur", "i64"}, {"before", "str"}, {"after", "str"}, {"pid", "i64"},
-            {"corr", "i64"}, {"launch_tid", "i64"}}
+            {"launch_tid", "i64"}}
     for _, k in ipairs(host.keys) do
       for _, c in ipairs{{"_text", "str"}, {"_tid", "i64"}, {"_ov", "i64"}, {"_cover", "f64"}} do
         more[#more + 1] = {k .. c[1], c[2]}
