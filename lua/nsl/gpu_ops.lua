@@ -279,7 +279,11 @@ end
 -- table's order.
 function M.table(trace, opts)
   opts = opts or {}
-  local popts = setmetatable({tables = false, keys = opts.api and {"report", "pid", "corr"}}, {__index = opts})
+  -- (the join keys read only for a window's rows: whole tables take their launching calls from M.api_rows, which
+  -- reads the keys itself when the column cache does not keep its rows)
+  local windowed = opts.from ~= nil or opts.to ~= nil
+  local popts = setmetatable({tables = false, keys = opts.api and windowed and {"report", "pid", "corr"}},
+                             {__index = opts})
   local parts = M.parts(trace, popts)
   local function all(c)
     local list = {}
@@ -292,7 +296,7 @@ function M.table(trace, opts)
   if opts.memop then t[#t + 1] = {"memop", all("memop")} end
   if opts.kind then t[#t + 1] = {"kind", all("kind")} end
   if opts.bytes then t[#t + 1] = {"bytes", all("bytes")} end
-  if opts.api and #parts > 0 and opts.from == nil and opts.to == nil then   -- whole tables: their rows made once
+  if opts.api and #parts > 0 and not windowed then   -- whole tables: their rows made once
     local list = {}
     for i, p in ipairs(parts) do list[i] = M.api_rows(trace, p.table) end
     t[#t + 1] = {"api", nsl.concat(table.unpack(list))}
