@@ -21,8 +21,11 @@
 #         by tests/lua/straggler_rank.sh from the real NCCL export (8
 #         distinct ones copied round-robin: GPU 0, clocks shifted, every
 #         eighth rank's host idle 500 µs after each synchronisation, the others
-#         waiting for it), warm; then t(256)/t(64) and t(1024)/t(256), in CPU
-#         time (steadier than wall time on a shared machine) and wall time.
+#         waiting for it), warm; each size run REPEAT times (default 3) and
+#         its median wall and CPU time taken (a run of 64 exports takes a
+#         tenth of a second, where one slow run moved a ratio from 3.4 to
+#         4.8); then t(256)/t(64) and t(1024)/t(256), in CPU time (steadier
+#         than wall time on a shared machine) and wall time.
 #         With mpirun on PATH (MPI=0 skips): straggler, summary, ledger,
 #         diagnose, nvtx, flamegraph, launch, heap and compare (MPI_ANALYSES;
 #         compare's two runs the first and second half of the exports) over 256
@@ -49,6 +52,19 @@ big_row() {
   l=$(row "$@")
   printf '%s  (kernel %.2f s, fresh huge pages %d MiB)\n' "$l" "$(awk '{ print $3 }' "$work/time.txt")" \
     $(( ($(thp_faults) - before) * 2 ))
+}
+# median_row LABEL CMD...: row REPEAT times (default 3): the median wall and the median CPU time (each on its
+# own), the largest peak
+median_row() {
+  local i l label walls=() cpus=() peak=0
+  for ((i = 0; i < ${REPEAT:-3}; i++)); do
+    l=$(row "$@")
+    read -r label w _ _ c _ _ m _ <<< "$l"
+    walls+=("$w") cpus+=("$c")
+    [ "$m" -gt "$peak" ] && peak=$m
+  done
+  mid() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
+  printf '%-28s %8.2f s wall %8.2f s CPU %7d MiB\n' "$label" "$(mid "${walls[@]}")" "$(mid "${cpus[@]}")" "$peak"
 }
 wall_of() { awk '{ print $2 }' <<< "$1"; }
 cpu_of() { awk '{ print $5 }' <<< "$1"; }
@@ -106,7 +122,7 @@ if [[ " $parts " == *" ranks "* ]]; then
     "$nsl" run "$a" "${files[@]}" -q > /dev/null 2>&1 || true   # fills the cache for every size
     prev_cpu="" prev_wall=""
     for n in "${sizes[@]}"; do
-      l=$(row "$a.$n" "$nsl" run "$a" "${files[@]:0:$n}" -q)
+      l=$(median_row "$a.$n" "$nsl" run "$a" "${files[@]:0:$n}" -q)
       w=$(wall_of "$l") c=$(cpu_of "$l")
       if [ -n "$prev_cpu" ]; then
         printf '%s  vs the previous size: CPU %.2f x, wall %.2f x\n' "$l" "$(echo "$c / $prev_cpu" | bc -l)" \
