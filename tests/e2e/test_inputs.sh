@@ -379,6 +379,38 @@ out=$(NSL_NO_CACHE=1 "$NSL" run "$TMP/api_rows.lua" "$dmg" 2>&1); rc=$?
 [ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] &&
   echo "$out" | grep -q "crash-api-rows-disagree.sqlite' is damaged: its api table reads as 9 rows for name, as 0 before" &&
   ok "damaged export: rows that disagree, one line naming the file and table, exit 1" || bad "damaged export: exit $rc: $out"
+# The same beside a sound export: with every report's rows counted first, the reports' columns are copied into
+# the whole table as each is read (a direct load); the damaged one still fails it with the same line.
+out=$(NSL_NO_CACHE=1 "$NSL" run "$TMP/api_rows.lua" "$nccl" "$dmg" 2>&1); rc=$?
+[ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] &&
+  echo "$out" | grep -q "crash-api-rows-disagree.sqlite' is damaged: its api table reads as 9 rows for name, as 0 before" &&
+  ok "damaged export beside a sound one: one line naming the file and table, exit 1" ||
+  bad "damaged export beside a sound one: exit $rc: $out"
+# A direct load of two sound reports (rows counted, then loaded, cold and warm): each report's rows are its own,
+# in their places: the calls per (report, name) equal SQL's on each export (names as nsys's reports give them:
+# "cudaLaunchKernel_v7000" is "cudaLaunchKernel").
+h100=$NSL_DATA_DIR/nsys/pytorch_h100_2gpu_2026.2.sqlite
+cat > "$TMP/api_names.lua" <<'LUA'
+return {name = "api_names", run = function(trace, _, out)
+  local n = #trace.api
+  trace.api:load{"report", "name", "start"}
+  local g = trace.api:group_by("report", "name"):agg{"n=count"}
+  local lines = {}
+  for i = 1, #g do lines[i] = string.format("%d|%s|%d", g.report[i], g.name[i], g.n[i]) end
+  out:text(string.format("%d rows\n%s", n, table.concat(lines, "\n")))
+end}
+LUA
+api_counts() {   # api_counts REPORT FILE: report|name|calls of the export's CUDA runtime calls
+  sql "$2" "SELECT $1, CASE WHEN length(s.value) >= 6 AND substr(s.value, -6, 2) = '_v'
+              THEN substr(s.value, 1, length(s.value) - 6) ELSE s.value END AS n, count(*)
+            FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId GROUP BY n"
+}
+want=$( (api_counts 0 "$nccl"; api_counts 1 "$h100") | LC_ALL=C sort)
+for how in cold warm; do
+  got=$(NSL_CACHE_DIR="$TMP/direct_cache" "$NSL" run "$TMP/api_names.lua" "$nccl" "$h100" -q 2>&1 | tail -n +2 |
+        LC_ALL=C sort)
+  check_eq "direct load of two reports ($how): calls per report and name = SQL's" "$got" "$want"
+done
 
 # Damaged times (found by sweeping extreme values through every analysis): one kernel of a copy of the NCCL
 # export starting at -2^62 ns makes a span of 146 years, whose arithmetic (lanes laid end to end, bin edges)
