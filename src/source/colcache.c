@@ -11,6 +11,8 @@
  *   c-<table>-<column>    one column of the report, unshifted in time:
  *                         a 256-byte header, the values, for strings the
  *                         column's own dictionary
+ *   info                  an export's metadata: a later open of the same
+ *                         file reads no SQLite (nsl__cache_add_lazy_export)
  * Each file is written whole to a temporary file and renamed (two processes
  * filling one entry both publish complete, equal files), and checked on
  * every read: magic, format version, byte order, the identity hash of the
@@ -26,6 +28,7 @@
  * string columns of a fresh trace); otherwise the ids are remapped into a
  * new column.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,12 +47,34 @@
 
 /* ---- the wrapper's operations ---- */
 
+/* The export of a report added from the cache folder without it
+ * (nsl__cache_add_lazy_export), opened now: it must still be the file whose
+ * columns were read (a file changed since is said so, before its new bytes
+ * are parsed). */
+static nsl_status open_lazy_export(nsl__cache_src *c, nsl_error *err) {
+  struct stat st;
+  if (stat(c->lazy_path, &st) != 0)
+    return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", c->lazy_path, strerror(errno));
+  if ((uint64_t)st.st_dev != c->lazy_dev || (uint64_t)st.st_ino != c->lazy_ino || (int64_t)st.st_size != c->lazy_size ||
+      (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != c->lazy_mtime_ns ||
+      (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec != c->lazy_ctime_ns)
+    return nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the file changed while it was read", c->lazy_path);
+  void *src = NULL;
+  nsl_report_info info;
+  nsl_status rc = nsl__nsys_open_export(c->lazy_path, c->lazy_head, c->lazy_nhead, &src, &info, err);
+  if (rc != NSL_OK) return rc;
+  c->in = &nsl__nsys_source_ops;
+  c->src = src;
+  return NSL_OK;
+}
+
 /* The wrapped source, opened now for a lazily opened bundle report: the
  * export decompressed from the bundle the report keeps open (it must still
  * be the file whose columns are read: a file changed in place is said so,
  * before its new bytes are parsed) and opened from memory. */
 static nsl_status ensure_inner(nsl__cache_src *c, nsl_error *err) {
   if (c->in) return NSL_OK;
+  if (c->lazy_path) return open_lazy_export(c, err);
   nsl__file_id was, now;
   void *data = NULL, *src = NULL;
   size_t len = 0;
@@ -140,6 +165,9 @@ nsl_status nsl__cache_load(void *p, const char *name, const char *const *colname
   nsl__cache_src *c = p;
   const nsl_model_table *mt = nsl__model_table(name);
   for (int k = 0; k < n; k++) out[k] = NULL;
+  nsl__cache_meta tm;
+  if (!c->in && nsl__cache_read_meta(c, name, &tm) && !tm.found)   /* (an unopened export need not open to say so) */
+    return nsl_error_set(err, NSL_ERR_NOTFOUND, "'%s' has no %s", c->label, name);
   int *miss = malloc((size_t)(n > 0 ? n : 1) * sizeof *miss), *is_time = calloc((size_t)(n > 0 ? n : 1), sizeof *is_time);
   const char **mnames = malloc((size_t)(n > 0 ? n : 1) * sizeof *mnames);
   nsl_type *mtypes = malloc((size_t)(n > 0 ? n : 1) * sizeof *mtypes);
@@ -290,31 +318,22 @@ static void cache_derived_put(void *p, const char *table, const char *name, cons
 
 /* ---- identity of an input ---- */
 
-static int schema_row(void *ctx, int ncols, const char *const *names, const nsl_sql_value *values) {
-  uint64_t *h = ctx;
-  (void)names;
-  for (int i = 0; i < ncols; i++) {
-    *h = nsl__cache_hash64(&values[i].type, sizeof values[i].type, *h);
-    if (values[i].type == 3) *h = nsl__cache_hash64(values[i].s, values[i].len, *h);
-  }
-  return 0;
-}
-
 typedef struct input_id {
   uint64_t dev, ino;
   int64_t size, mtime_ns, ctime_ns;   /* ctime: an edit in place that restores the mtime still shows */
-  uint64_t head, pages, schema;
+  uint64_t head, pages;
   uint32_t version;
   uint64_t loader;   /* nsl__loader_id: columns another build made are not these */
 } input_id;
 
 /* The identity of report `sub` of input `file`: file system identity, the
  * first 100 bytes (an SQLite header: its change counter and schema cookie),
- * 17 pages sampled across the file, the database schema where the source
- * has SQL, and the cache format.  *key names the entry (same input and
- * report: same entry, whatever its content). */
-static int identify(const char *file, int input_fd, const char *kind, const char *sub, const nsl_source_ops *ops,
-                    void *src, uint64_t *ident, uint64_t *key) {
+ * 17 pages sampled across the file, and the cache format; nothing the
+ * source reads, so that a report is known before its source opens
+ * (nsl__cache_add_lazy_export).  *key names the entry (same input and
+ * report: same entry, whatever its content); *out receives the stat. */
+static int identify(const char *file, int input_fd, const char *kind, const char *sub, uint64_t *ident,
+                    uint64_t *key, struct stat *out, unsigned char *head, size_t *nhead) {
   struct stat st;
   int fd = input_fd >= 0 ? input_fd : open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -334,6 +353,10 @@ static int identify(const char *file, int input_fd, const char *kind, const char
   unsigned char buf[4096];
   ssize_t got = pread(fd, buf, 100, 0);
   id.head = nsl__cache_hash64(buf, got > 0 ? (size_t)got : 0, 5);
+  if (head) {
+    *nhead = got > 0 ? (size_t)got : 0;
+    memcpy(head, buf, *nhead);
+  }
   id.pages = 6;
   for (int i = 0; i <= 16; i++) {
     off_t at = i == 16 ? (st.st_size > 4096 ? st.st_size - 4096 : 0) : (off_t)((st.st_size / 16 * i) & ~(off_t)4095);
@@ -341,14 +364,7 @@ static int identify(const char *file, int input_fd, const char *kind, const char
     id.pages = nsl__cache_hash64(buf, got > 0 ? (size_t)got : 0, id.pages);
   }
   if (fd != input_fd) close(fd);
-  if (ops->sql) {
-    uint64_t h = 7;
-    nsl_error e;
-    if (ops->sql(src, "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid", schema_row, &h, &e) !=
-        NSL_OK)
-      return -1;
-    id.schema = h;
-  }
+  if (out) *out = st;
   uint64_t k = nsl__cache_hash64(kind, strlen(kind), nsl__cache_hash64(sub, strlen(sub), 8));
   *ident = nsl__cache_hash64(&id, sizeof id, k);
   uint64_t where[2] = {id.dev, id.ino};
@@ -374,6 +390,7 @@ void nsl__cache_free(nsl__cache_src *c) {
     if (atomic_fetch_sub(&live_entries, 1) == 1 && atomic_exchange(&wrote_pending, 0)) nsl__cache_evict(c->dir);
   }
   free(c->lazy_member);
+  free(c->lazy_path);
   nsl_bundle_close(c->zip);
   for (size_t i = 0; i < c->nemb; i++) free(c->emb[i].name);
   free(c->emb);
@@ -390,7 +407,7 @@ static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *sr
   int use_dir = nsl_trace_options(tr)->cache;
   if ((!use_dir && !sha) || !ops->load || !ops->count || !ops->close) return nsl_trace_add_source(tr, ops, src, info, err);
   uint64_t ident = 0, key = 0;
-  if (use_dir && identify(file, fd, ops->kind ? ops->kind : "", sub ? sub : "", ops, src, &ident, &key) != 0)
+  if (use_dir && identify(file, fd, ops->kind ? ops->kind : "", sub ? sub : "", &ident, &key, NULL, NULL, NULL) != 0)
     use_dir = 0;
   nsl__cache_src *c = calloc(1, sizeof *c);
   if (!c || !(c->label = strdup(info->path ? info->path : file))) {
@@ -399,6 +416,7 @@ static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *sr
   }
   c->in = ops;
   c->src = src;
+  c->kind = ops->kind;
   c->ident = ident;
   if (sha) {
     c->emb_ident = nsl__cache_embedded_ident(sub, sha);
@@ -406,6 +424,8 @@ static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *sr
   }
   if (use_dir) nsl__cache_open_entry(c, file, sub, key);
   if (c->dir) atomic_fetch_add(&live_entries, 1);
+  /* an export's metadata, for the next open (nsl__cache_add_lazy_export), which found none */
+  if (c->dir && !c->nowrite && ops == &nsl__nsys_source_ops && !sub[0]) nsl__cache_write_info(c, info);
   if (!c->dir && c->nemb == 0) {
     nsl__cache_free(c);
     return nsl_trace_add_source(tr, ops, src, info, err);
@@ -425,6 +445,59 @@ static nsl_status add_wrapped(nsl_trace *tr, const nsl_source_ops *ops, void *sr
   nsl_status rc = nsl_trace_add_source(tr, &c->ops, c, info, err);
   if (rc != NSL_OK) nsl__cache_free(c);   /* the caller closes src */
   return rc;
+}
+
+/* See colcache.h. */
+int nsl__cache_add_lazy_export(nsl_trace *tr, const char *file, int fd, const char *shown, nsl_status *st,
+                               nsl_error *err) {
+  const nsl_source_ops *ops = &nsl__nsys_source_ops;
+  uint64_t ident = 0, key = 0;
+  struct stat fs;
+  unsigned char head[100];
+  size_t nhead = 0;
+  if (!nsl_trace_options(tr)->cache || identify(file, fd, ops->kind, "", &ident, &key, &fs, head, &nhead) != 0)
+    return 0;
+  nsl__cache_src *c = calloc(1, sizeof *c);
+  if (!c || !(c->label = strdup(shown)) || !(c->lazy_path = strdup(file))) {
+    if (c) free(c->label);
+    free(c);
+    return 0;
+  }
+  memcpy(c->lazy_head, head, nhead);   /* (the header the export is checked by, read with the identity) */
+  c->lazy_nhead = nhead;
+  c->kind = ops->kind;
+  c->ident = ident;
+  c->lazy_dev = (uint64_t)fs.st_dev;
+  c->lazy_ino = (uint64_t)fs.st_ino;
+  c->lazy_size = (int64_t)fs.st_size;
+  c->lazy_mtime_ns = (int64_t)fs.st_mtim.tv_sec * 1000000000 + fs.st_mtim.tv_nsec;
+  c->lazy_ctime_ns = (int64_t)fs.st_ctim.tv_sec * 1000000000 + fs.st_ctim.tv_nsec;
+  nsl__cache_open_entry(c, file, "", key);
+  if (c->dir) atomic_fetch_add(&live_entries, 1);
+  nsl_report_info info;
+  memset(&info, 0, sizeof info);
+  char host[256], *name = NULL;
+  /* an entry of this identity has its metadata: the export opened well before, and is the same file */
+  if (!c->dir || !nsl__cache_read_info(c, &info, host) || nsl__nsys_name_and_rank(file, &name, &info.rank) != 0) {
+    nsl__cache_free(c);
+    return 0;
+  }
+  info.path = shown;
+  info.name = name;   /* the trace keeps its own copies of name and host */
+  c->ops.version = NSL_SOURCE_VERSION;
+  c->ops.kind = ops->kind;
+  c->ops.describe = nsl__cache_describe;
+  c->ops.load = nsl__cache_load;
+  c->ops.count = nsl__cache_count;
+  c->ops.close = nsl__cache_close;
+  c->ops.sql = nsl__cache_sql;
+  c->ops.metadata = nsl__cache_metadata;
+  c->ops.derived_get = cache_derived_get;
+  c->ops.derived_put = cache_derived_put;
+  *st = nsl_trace_add_source(tr, &c->ops, c, &info, err);
+  free(name);
+  if (*st != NSL_OK) nsl__cache_free(c);
+  return 1;
 }
 
 nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,

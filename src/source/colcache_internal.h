@@ -69,12 +69,26 @@ typedef struct nsl__cache_src {
   uint64_t emb_ident;
   /* a bundle report opened lazily: its export is read from zip only when a column is missing or SQL is run */
   char *lazy_member;
+  /* an export opened lazily from the cache folder (nsl__cache_add_lazy_export): its file, opened only when a
+   * column is missing or SQL is run, and what stat said of it when the report was added */
+  char *lazy_path;
+  uint64_t lazy_dev, lazy_ino;
+  int64_t lazy_size, lazy_mtime_ns, lazy_ctime_ns;
+  unsigned char lazy_head[100];   /* its first bytes, read with its identity */
+  size_t lazy_nhead;
+  const char *kind;            /* the wrapped source's kind (in may be opened later) */
   /* writing into a bundle instead of the cache folder (nsl_bundle_writer_add_columns) */
   nsl_bundle_writer *bw;
   const char *bmember;
   nsl_status bw_rc;
   nsl_error *bw_err;
 } nsl__cache_src;
+
+/* The report's metadata as its export gives it (colcache_stored.c): written as c's `info` file (nothing
+ * when a field would not fit it), and read back into *info (host into host, 256 bytes; name, rank and path
+ * left as they are); nsl__cache_read_info returns 1 for a sound file of c's, else 0. */
+void nsl__cache_write_info(nsl__cache_src *c, const nsl_report_info *info);
+int nsl__cache_read_info(const nsl__cache_src *c, nsl_report_info *info, char *host);
 
 /* A table's description: found or not, extra columns, row count. */
 typedef struct nsl__cache_meta {

@@ -221,7 +221,7 @@ void nsl__cache_open_entry(nsl__cache_src *c, const char *file, const char *sub,
     } else if (!c->nowrite) {
       char *abs = realpath(file, NULL);
       char *body = nsl__printf_alloc("nsl-cache %d\n%skind %s\ninput %s\nsub %s\n", NSL_CACHE_FORMAT, want,
-                                     c->in->kind ? c->in->kind : "", abs ? abs : file, sub ? sub : "");
+                                     c->kind ? c->kind : "", abs ? abs : file, sub ? sub : "");
       if (body == NULL) {
         nsl__cache_warn(c->dir, "out of memory");
         c->nowrite = 1;

@@ -23,6 +23,55 @@ typedef struct stored_info {
   int64_t start_utc, duration;
 } stored_info;
 
+/* See colcache_internal.h.  A host, version or schema version too long for
+ * its field writes no file: the report is then always opened from its
+ * export, which gives them whole. */
+void nsl__cache_write_info(nsl__cache_src *c, const nsl_report_info *info) {
+  stored_info si;
+  memset(&si, 0, sizeof si);
+  const char *host = info->host ? info->host : "";
+  if (strlen(host) >= sizeof si.host || strlen(info->nsys_version) >= sizeof si.nsys_version ||
+      strlen(info->schema_version) >= sizeof si.schema_version)
+    return;
+  snprintf(si.host, sizeof si.host, "%s", host);
+  snprintf(si.nsys_version, sizeof si.nsys_version, "%s", info->nsys_version);
+  snprintf(si.schema_version, sizeof si.schema_version, "%s", info->schema_version);
+  si.start_utc = info->start_utc;
+  si.duration = info->duration;
+  nsl__cache_head h;
+  nsl__cache_head_init(&h, c, NSL__CACHE_KIND_INFO, "", NULL);
+  h.data_off = h.dict_off = NSL__CACHE_HEAD_BYTES;
+  h.dict_bytes = sizeof si;
+  h.data_hash = nsl__cache_hash64(&si, 0, 3);
+  h.dict_hash = nsl__cache_hash64(&si, sizeof si, 4);
+  const void *parts[] = {&si};
+  size_t lens[] = {sizeof si};
+  nsl__cache_publish(c, "info", &h, parts, lens, 1);
+}
+
+/* See colcache_internal.h. */
+int nsl__cache_read_info(const nsl__cache_src *c, nsl_report_info *info, char *host) {
+  const nsl__cache_head *h;
+  size_t size;
+  nsl__mapping *map = nsl__cache_map_file(c, "info", NSL__CACHE_KIND_INFO, "", NULL, &h, &size);
+  if (!map || h->dict_bytes != sizeof(stored_info) || h->dict_off % 8 != 0) {
+    nsl__mapping_release(map);
+    return 0;
+  }
+  stored_info si;
+  memcpy(&si, (const char *)h + h->dict_off, sizeof si);
+  nsl__mapping_release(map);
+  si.host[sizeof si.host - 1] = si.nsys_version[sizeof si.nsys_version - 1] = si.schema_version[sizeof si.schema_version - 1] = 0;
+  memcpy(host, si.host, sizeof si.host);
+  info->host = host;
+  snprintf(info->nsys_version, sizeof info->nsys_version, "%s", si.nsys_version);
+  snprintf(info->schema_version, sizeof info->schema_version, "%s", si.schema_version);
+  info->start_utc = si.start_utc > 0 ? si.start_utc : 0;
+  info->duration = si.duration > 0 ? si.duration : 0;
+  info->first_ts = info->last_ts = NSL_NULL_I64;
+  return 1;
+}
+
 /* The identity of columns stored in a bundle: the report member's name and
  * sha256 (from the manifest), whatever file the bundle is. */
 uint64_t nsl__cache_embedded_ident(const char *member, const char *sha) {
@@ -156,24 +205,7 @@ nsl_status nsl_bundle_writer_add_columns(nsl_bundle_writer *w, const char *membe
     nsl_dict_release(dict);
     nsl__progress_add(1);
   }
-  if (rc == NSL_OK) {   /* the report's metadata: the bundle opens without decompressing the export */
-    stored_info si;
-    memset(&si, 0, sizeof si);
-    snprintf(si.host, sizeof si.host, "%s", info.host);
-    snprintf(si.nsys_version, sizeof si.nsys_version, "%s", info.nsys_version);
-    snprintf(si.schema_version, sizeof si.schema_version, "%s", info.schema_version);
-    si.start_utc = info.start_utc;
-    si.duration = info.duration;
-    nsl__cache_head h;
-    nsl__cache_head_init(&h, &c, NSL__CACHE_KIND_INFO, "", NULL);
-    h.data_off = h.dict_off = NSL__CACHE_HEAD_BYTES;
-    h.dict_bytes = sizeof si;
-    h.data_hash = nsl__cache_hash64(&si, 0, 3);
-    h.dict_hash = nsl__cache_hash64(&si, sizeof si, 4);
-    const void *parts[] = {&si};
-    size_t lens[] = {sizeof si};
-    nsl__cache_publish(&c, "info", &h, parts, lens, 1);
-  }
+  if (rc == NSL_OK) nsl__cache_write_info(&c, &info);   /* the bundle opens without decompressing the export */
   nsl__progress_end();
   ops->close(src);
   return rc != NSL_OK ? rc : c.bw_rc;
@@ -200,19 +232,13 @@ int nsl__cache_add_stored_report(nsl_trace *tr, nsl_bundle *b, const char *membe
   }
   snprintf(c->label, ln, "%s:%s", nsl_bundle_path(b), member);
   nsl__cache_find_embedded(c, b, member);   /* c keeps b: the export is read from it when needed */
-  const nsl__cache_head *h;
-  size_t size;
-  nsl__mapping *map = c->nemb ? nsl__cache_map_file(c, "info", NSL__CACHE_KIND_INFO, "", NULL, &h, &size) : NULL;
-  if (!map || h->dict_bytes != sizeof(stored_info) || h->dict_off % 8 != 0) {
-    nsl__mapping_release(map);
+  nsl_report_info info;
+  memset(&info, 0, sizeof info);
+  char host[256];
+  if (!c->nemb || !nsl__cache_read_info(c, &info, host)) {
     nsl__cache_free(c);
     return 0;   /* open it from the export, as any report */
   }
-  stored_info si;
-  memcpy(&si, (const char *)h + h->dict_off, sizeof si);
-  nsl__mapping_release(map);
-  nsl_report_info info;
-  memset(&info, 0, sizeof info);
   info.path = c->label;
   char *name = NULL;
   if (nsl__nsys_name_and_rank(c->label, &name, &info.rank) != 0) {
@@ -220,13 +246,6 @@ int nsl__cache_add_stored_report(nsl_trace *tr, nsl_bundle *b, const char *membe
     return 0;
   }
   info.name = name;   /* the trace keeps its own copies of name and host */
-  si.host[sizeof si.host - 1] = si.nsys_version[sizeof si.nsys_version - 1] = si.schema_version[sizeof si.schema_version - 1] = 0;
-  info.host = si.host;
-  snprintf(info.nsys_version, sizeof info.nsys_version, "%s", si.nsys_version);
-  snprintf(info.schema_version, sizeof info.schema_version, "%s", si.schema_version);
-  info.start_utc = si.start_utc > 0 ? si.start_utc : 0;
-  info.duration = si.duration > 0 ? si.duration : 0;
-  info.first_ts = info.last_ts = NSL_NULL_I64;
   nsl_bundle_fill_report_info(b, member, &info);
   c->ops.version = NSL_SOURCE_VERSION;
   c->ops.kind = nsl__nsys_source_ops.kind;

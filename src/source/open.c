@@ -90,7 +90,9 @@ static nsl_status add_export_as(nsl_trace *tr, const char *file, const nsl__inpu
                                 nsl_error *err) {
   void *src = NULL;
   nsl_report_info info;
-  nsl_status rc = nsl__nsys_open_export(file, in ? in->head : NULL, in ? in->nhead : 0, &src, &info, err);
+  nsl_status rc;
+  if (nsl__cache_add_lazy_export(tr, file, in ? in->fd : -1, shown, &rc, err)) return rc;
+  rc = nsl__nsys_open_export(file, in ? in->head : NULL, in ? in->nhead : 0, &src, &info, err);
   if (rc != NSL_OK) return rc;
   info.path = shown;
   rc = nsl__cache_add_source(tr, &nsl__nsys_source_ops, src, &info, file, in ? in->fd : -1, "", err);

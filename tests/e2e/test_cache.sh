@@ -87,6 +87,59 @@ last=$(unzip -Z1 "$bundle" 'reports/*.sqlite' | tail -1)
 check_eq "bundle from a warm cache: the last report's first kernel, its clock offset taken off, equals SQL" \
   "$("$NSL" run "$TMP/per_report.lua" "$bundle" | tail -1)" "$(sql "$TMP/members/$last" "SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL")"
 
+# --- a warm open reads the report's metadata from its entry, and opens no SQLite until a column is missing ---
+lz="$TMP/lazy.sqlite"
+cp "$NSL_DATA_DIR/nsys/pytorch_nccl_2gpu_2026.2.sqlite" "$lz"
+cat > "$TMP/held.lua" <<'LUA'
+-- how many descriptors of the process hold the export open: after the open, after a load of a column in the
+-- entry, after a load of one the entry lacks (only with MORE=1; its sum printed)
+return { run = function(trace)
+  local pid = io.open("/proc/self/stat"):read("*l"):match("^(%d+)")
+  local function held()
+    local n, p = 0, io.popen("ls -l /proc/" .. pid .. "/fd 2> /dev/null")
+    for l in p:lines() do if l:find("lazy.sqlite", 1, true) then n = n + 1 end end
+    p:close()
+    return n
+  end
+  local got = {"open " .. held()}
+  trace.kernels:load{"start"}
+  got[#got + 1] = "cached " .. held()
+  if os.getenv("MORE") == "1" then
+    if os.getenv("TOUCH") == "1" then os.execute("touch " .. trace.reports.path[1]) end
+    trace.memcpy:load{"bytes"}
+    got[#got + 1] = "missing " .. held() .. " " .. trace.memcpy.bytes:sum()
+  end
+  print(table.concat(got, ", "))
+end }
+LUA
+held() { NSL_CACHE_DIR="$TMP/lazy_cache" "$NSL" run "$TMP/held.lua" "$lz" 2>&1; }
+cold_held=$(held)
+case "$cold_held" in "open 0"*) bad "a cold open holds the export open: $cold_held" ;;
+  *) ok "a cold open reads the export through SQLite (it holds it open: $cold_held)" ;; esac
+le=$(NSL_CACHE_DIR="$TMP/lazy_cache" entry "$lz")
+[ -n "$le" ] && [ -f "$le/info" ] && ok "the entry keeps the report's metadata (info)" || bad "no info file in the entry"
+check_eq "a warm open and a load the entry holds: the export is not opened" "$(held)" "open 0, cached 0"
+check_eq "a column the entry lacks: the export opened then, the column equal to SQL" "$(MORE=1 held)" \
+  "open 0, cached 0, missing 1 $(sql "$lz" "SELECT sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY")"
+for f in text json; do   # the report's metadata (nsys and schema versions, host, session start) as the export gives it
+  NSL_CACHE_DIR="$TMP/lazy_cache" "$NSL" run info "$lz" --format $f > "$TMP/lazy.warm.$f" 2>&1
+  NSL_NO_CACHE=1 "$NSL" run info "$lz" --format $f > "$TMP/lazy.none.$f" 2>&1
+  grep -q "2026.2.1.210" "$TMP/lazy.none.$f" && cmp -s "$TMP/lazy.warm.$f" "$TMP/lazy.none.$f" &&
+    ok "info ($f) from the entry's metadata = from the export" || bad "info ($f) differs from the entry's metadata"
+done
+# a damaged info file: the export is opened, with the same report, and the file written again
+cp "$le/info" "$TMP/info.pristine"
+printf '\xff' | dd of="$le/info" bs=1 seek=300 conv=notrunc status=none
+NSL_CACHE_DIR="$TMP/lazy_cache" "$NSL" run info "$lz" --format json > "$TMP/lazy.dmg.json" 2>&1
+cmp -s "$TMP/lazy.dmg.json" "$TMP/lazy.none.json" && ok "a damaged info file: the export opened, the same report" ||
+  bad "a damaged info file: different output"
+cmp -s "$le/info" "$TMP/info.pristine" && ok "a damaged info file: written again" || bad "a damaged info file: not rebuilt"
+# the export changed after a warm open, before a column the entry lacks is read: said, not parsed
+rm -f "$le"/c-memcpy-bytes
+out=$(MORE=1 TOUCH=1 held); rc=$?
+echo "$out" | grep -q "lazy.sqlite': the file changed while it was read" &&
+  ok "the export changed after a warm open: one error naming it" || bad "a changed export after a warm open: $out"
+
 # --- damage: each met with the right result and the file written again ---
 e=$(entry "$exp")
 col="$e/c-kernels-start"
