@@ -484,20 +484,26 @@ int nsl__cache_add_lazy_export(nsl_trace *tr, const char *file, int fd, const ch
   }
   info.path = shown;
   info.name = name;   /* the trace keeps its own copies of name and host */
+  *st = nsl__cache_add_unopened(tr, c, &info, err);
+  free(name);
+  return 1;
+}
+
+/* See colcache_internal.h. */
+nsl_status nsl__cache_add_unopened(nsl_trace *tr, nsl__cache_src *c, const nsl_report_info *info, nsl_error *err) {
   c->ops.version = NSL_SOURCE_VERSION;
-  c->ops.kind = ops->kind;
+  c->ops.kind = nsl__nsys_source_ops.kind;
   c->ops.describe = nsl__cache_describe;
   c->ops.load = nsl__cache_load;
   c->ops.count = nsl__cache_count;
   c->ops.close = nsl__cache_close;
   c->ops.sql = nsl__cache_sql;
   c->ops.metadata = nsl__cache_metadata;
-  c->ops.derived_get = cache_derived_get;
-  c->ops.derived_put = cache_derived_put;
-  *st = nsl_trace_add_source(tr, &c->ops, c, &info, err);
-  free(name);
-  if (*st != NSL_OK) nsl__cache_free(c);
-  return 1;
+  c->ops.derived_get = c->dir ? cache_derived_get : NULL;   /* (kept in the folder alone, not in a bundle) */
+  c->ops.derived_put = c->dir ? cache_derived_put : NULL;
+  nsl_status st = nsl_trace_add_source(tr, &c->ops, c, info, err);
+  if (st != NSL_OK) nsl__cache_free(c);
+  return st;
 }
 
 nsl_status nsl__cache_add_source(nsl_trace *tr, const nsl_source_ops *ops, void *src, const nsl_report_info *info,

@@ -90,6 +90,11 @@ typedef struct nsl__cache_src {
 void nsl__cache_write_info(nsl__cache_src *c, const nsl_report_info *info);
 int nsl__cache_read_info(const nsl__cache_src *c, nsl_report_info *info, char *host);
 
+/* Adds c, the wrapper of an nsys export not opened yet (a bundle member's,
+ * c->lazy_member, or a file's, c->lazy_path), to tr as the report info
+ * describes (the trace copies its strings); c is freed when that fails. */
+nsl_status nsl__cache_add_unopened(nsl_trace *tr, nsl__cache_src *c, const nsl_report_info *info, nsl_error *err);
+
 /* A table's description: found or not, extra columns, row count. */
 typedef struct nsl__cache_meta {
   int known, found;

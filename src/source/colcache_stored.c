@@ -247,16 +247,7 @@ int nsl__cache_add_stored_report(nsl_trace *tr, nsl_bundle *b, const char *membe
   }
   info.name = name;   /* the trace keeps its own copies of name and host */
   nsl_bundle_fill_report_info(b, member, &info);
-  c->ops.version = NSL_SOURCE_VERSION;
-  c->ops.kind = nsl__nsys_source_ops.kind;
-  c->ops.describe = nsl__cache_describe;
-  c->ops.load = nsl__cache_load;
-  c->ops.count = nsl__cache_count;
-  c->ops.close = nsl__cache_close;
-  c->ops.sql = nsl__cache_sql;
-  c->ops.metadata = nsl__cache_metadata;
-  *st = nsl_trace_add_source(tr, &c->ops, c, &info, err);
+  *st = nsl__cache_add_unopened(tr, c, &info, err);
   free(name);
-  if (*st != NSL_OK) nsl__cache_free(c);
   return 1;
 }
