@@ -137,8 +137,9 @@ cmp -s "$le/info" "$TMP/info.pristine" && ok "a damaged info file: written again
 # the export changed after a warm open, before a column the entry lacks is read: said, not parsed
 rm -f "$le"/c-memcpy-bytes
 out=$(MORE=1 TOUCH=1 held); rc=$?
-echo "$out" | grep -q "lazy.sqlite': the file changed while it was read" &&
-  ok "the export changed after a warm open: one error naming it" || bad "a changed export after a warm open: $out"
+[ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "lazy.sqlite': the file changed while it was read" &&
+  ok "the export changed after a warm open: one error line naming it, exit 1" ||
+  bad "a changed export after a warm open: exit $rc: $out"
 
 # --- damage: each met with the right result and the file written again ---
 e=$(entry "$exp")
