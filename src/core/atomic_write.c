@@ -83,6 +83,12 @@ void nsl__file_id_of(const struct stat *st, nsl__file_id *id) {
   id->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
+/* See atomic_write.h. */
+int nsl__file_id_same(const nsl__file_id *now, const nsl__file_id *was) {
+  return now->known && now->dev == was->dev && now->ino == was->ino && now->size == was->size &&
+         now->mtime_ns == was->mtime_ns;
+}
+
 /* What a file that is not regular is, for messages. */
 static const char *file_kind(mode_t m) {
   return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
@@ -318,8 +324,7 @@ static nsl_status commit(int fd, const char *tmp_path, const char *target, const
     struct stat now;
     nsl__file_id id = {0};
     if (stat(target, &now) == 0) nsl__file_id_of(&now, &id);
-    if (!id.known || id.dev != expect->dev || id.ino != expect->ino || id.size != expect->size ||
-        id.mtime_ns != expect->mtime_ns) {
+    if (!nsl__file_id_same(&id, expect)) {
       nsl__tmpfile_abort(fd, tmp_path);
       return nsl_error_set(err, NSL_ERR_IO, "cannot write '%s': it changed while it was being rewritten "
                            "(another program wrote it); nothing was written, run again", target);

@@ -50,6 +50,9 @@ typedef struct nsl__file_id {
 
 /* The identity of a file from its stat. */
 void nsl__file_id_of(const struct stat *st, nsl__file_id *id);
+/* Whether now is known and names the file was named: the same device,
+ * inode, size and modification time. */
+int nsl__file_id_same(const nsl__file_id *now, const nsl__file_id *was);
 
 /* Opens path for reading, but only a regular file (a folder too with
  * allow_dir): it is opened without blocking and checked with fstat before

@@ -47,17 +47,20 @@
 
 /* ---- the wrapper's operations ---- */
 
+/* The change time of a file, ns (an edit in place that restores the modification time still changes it). */
+static int64_t ctime_ns(const struct stat *st) { return (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec; }
+
 /* The export of a report added from the cache folder without it
  * (nsl__cache_add_lazy_export), opened now: it must still be the file whose
  * columns were read (a file changed since is said so, before its new bytes
  * are parsed). */
 static nsl_status open_lazy_export(nsl__cache_src *c, nsl_error *err) {
   struct stat st;
+  nsl__file_id now;
   if (stat(c->lazy_path, &st) != 0)
     return nsl_error_set(err, NSL_ERR_IO, "cannot open '%s': %s", c->lazy_path, strerror(errno));
-  if ((uint64_t)st.st_dev != c->lazy_dev || (uint64_t)st.st_ino != c->lazy_ino || (int64_t)st.st_size != c->lazy_size ||
-      (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != c->lazy_mtime_ns ||
-      (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec != c->lazy_ctime_ns)
+  nsl__file_id_of(&st, &now);
+  if (!nsl__file_id_same(&now, &c->lazy_id) || ctime_ns(&st) != c->lazy_ctime_ns)
     return nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the file changed while it was read", c->lazy_path);
   void *src = NULL;
   nsl_report_info info;
@@ -83,7 +86,7 @@ static nsl_status ensure_inner(nsl__cache_src *c, nsl_error *err) {
   nsl__bundle_file_id(c->zip, &was);
   if (fstat(nsl__bundle_fd(c->zip), &st) == 0) nsl__file_id_of(&st, &now);
   else now.known = 0;
-  if (!now.known || now.dev != was.dev || now.ino != was.ino || now.size != was.size || now.mtime_ns != was.mtime_ns)
+  if (!nsl__file_id_same(&now, &was))
     return nsl_error_set(err, NSL_ERR_IO, "cannot read '%s': the bundle changed while it was read",
                          nsl_bundle_path(c->zip));
   nsl_status rc = nsl_bundle_read_member(c->zip, c->lazy_member, &data, &len, err);
@@ -347,7 +350,7 @@ static int identify(const char *file, int input_fd, const char *kind, const char
   id.ino = (uint64_t)st.st_ino;
   id.size = (int64_t)st.st_size;
   id.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-  id.ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+  id.ctime_ns = ctime_ns(&st);
   id.version = NSL_CACHE_FORMAT;
   id.loader = nsl__cache_hash64(nsl__loader_id, strlen(nsl__loader_id), 7);
   unsigned char buf[4096];
@@ -467,11 +470,8 @@ int nsl__cache_add_lazy_export(nsl_trace *tr, const char *file, int fd, const ch
   c->lazy_nhead = nhead;
   c->kind = ops->kind;
   c->ident = ident;
-  c->lazy_dev = (uint64_t)fs.st_dev;
-  c->lazy_ino = (uint64_t)fs.st_ino;
-  c->lazy_size = (int64_t)fs.st_size;
-  c->lazy_mtime_ns = (int64_t)fs.st_mtim.tv_sec * 1000000000 + fs.st_mtim.tv_nsec;
-  c->lazy_ctime_ns = (int64_t)fs.st_ctim.tv_sec * 1000000000 + fs.st_ctim.tv_nsec;
+  nsl__file_id_of(&fs, &c->lazy_id);
+  c->lazy_ctime_ns = ctime_ns(&fs);
   nsl__cache_open_entry(c, file, "", key);
   if (c->dir) atomic_fetch_add(&live_entries, 1);
   nsl_report_info info;

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/atomic_write.h"
 #include "core/nsl_internal.h"
 #include "source/colcache.h"
 
@@ -72,8 +73,8 @@ typedef struct nsl__cache_src {
   /* an export opened lazily from the cache folder (nsl__cache_add_lazy_export): its file, opened only when a
    * column is missing or SQL is run, and what stat said of it when the report was added */
   char *lazy_path;
-  uint64_t lazy_dev, lazy_ino;
-  int64_t lazy_size, lazy_mtime_ns, lazy_ctime_ns;
+  nsl__file_id lazy_id;
+  int64_t lazy_ctime_ns;
   unsigned char lazy_head[100];   /* its first bytes, read with its identity */
   size_t lazy_nhead;
   const char *kind;            /* the wrapped source's kind (in may be opened later) */
