@@ -94,17 +94,16 @@ function M.by_thread(trace, calls)
   local first, rows = kept.first_rows(trace, "api")
   if parts then
     for r, c in ipairs(parts) do
-      local lo, hi = nsl.extent(c)
-      if c:isnull():count() > 0 or (lo and (lo < 0 or hi >= rows[r])) then
+      parts[r] = kept.trace_rows(c, rows[r], first[r], true)
+      if not parts[r] then
         parts = nil
         break
       end
-      parts[r] = first[r] == 0 and c or c + first[r]
     end
     if parts then return #parts == 1 and parts[1] or nsl.concat(table.unpack(parts)) end
   end
   local ord = calls:order("report", "pid", "tid", "start")
-  kept.keep(trace, "api", BY_THREAD, ord, function(c, r) return first[r] == 0 and c or c - first[r] end)
+  kept.keep(trace, "api", BY_THREAD, ord, function(c, r) return kept.own_rows(c, first[r]) end)
   return ord
 end
 

@@ -41,11 +41,14 @@ end
 -- none), as kept (the report's own rows, from 0): checked against that
 -- table's n rows of the report and moved to the trace's rows by first (the
 -- report's first row there, M.first_rows); nil when a row is out of range
--- (a kept file is not to be trusted).
-function M.trace_rows(c, n, first)
+-- (a kept file is not to be trusted).  whole: every value must be a row
+-- (an order of the rows: no -1, no NULL).
+function M.trace_rows(c, n, first, whole)
   local lo, hi = nsl.extent(c)
-  if lo and (lo < -1 or hi >= n) then return nil end
-  return first == 0 and c or nsl.where(c:ge(0), c + first, c)
+  if lo and (lo < (whole and 0 or -1) or hi >= n) then return nil end
+  if whole and c:isnull():count() > 0 then return nil end
+  if first == 0 then return c end
+  return whole and c + first or nsl.where(c:ge(0), c + first, c)
 end
 
 --- The reverse of M.trace_rows, for keeping: rows c of the trace moved to
