@@ -168,9 +168,11 @@ nsl_status nsl__cache_load(void *p, const char *name, const char *const *colname
   nsl__cache_src *c = p;
   const nsl_model_table *mt = nsl__model_table(name);
   for (int k = 0; k < n; k++) out[k] = NULL;
+  /* the table's description: an unopened export need not open to say it lacks the table, and the row count
+   * is kept for later counts (read once for both) */
   nsl__cache_meta tm;
-  if (!c->in && nsl__cache_read_meta(c, name, &tm) && !tm.found)   /* (an unopened export need not open to say so) */
-    return nsl_error_set(err, NSL_ERR_NOTFOUND, "'%s' has no %s", c->label, name);
+  int known = (!c->in || n > 0) && nsl__cache_read_meta(c, name, &tm);
+  if (!c->in && known && !tm.found) return nsl_error_set(err, NSL_ERR_NOTFOUND, "'%s' has no %s", c->label, name);
   int *miss = malloc((size_t)(n > 0 ? n : 1) * sizeof *miss), *is_time = calloc((size_t)(n > 0 ? n : 1), sizeof *is_time);
   const char **mnames = malloc((size_t)(n > 0 ? n : 1) * sizeof *mnames);
   nsl_type *mtypes = malloc((size_t)(n > 0 ? n : 1) * sizeof *mtypes);
@@ -238,12 +240,9 @@ nsl_status nsl__cache_load(void *p, const char *name, const char *const *colname
       if ((rc = ensure_inner(c, err)) == NSL_OK) rc = c->in->load(c->src, name, colnames, types, n, dict, off, out, err);
       goto done;
     }
-  if (n > 0) {   /* the row count, for later counts */
-    nsl__cache_meta m;
-    if (nsl__cache_read_meta(c, name, &m) && m.found && m.rows < 0) {
-      m.rows = out[0]->len;
-      nsl__cache_write_meta(c, name, &m);
-    }
+  if (n > 0 && known && tm.found && tm.rows < 0) {   /* the row count, for later counts */
+    tm.rows = out[0]->len;
+    nsl__cache_write_meta(c, name, &tm);
   }
 done:
   if (rc != NSL_OK)
