@@ -519,6 +519,19 @@ nsl_status nsl_iv_gap_sums(const nsl_column *start, const nsl_column *stop, cons
                            int64_t ngroups, int64_t min_len, nsl_column *sums[4], nsl_column **group,
                            nsl_column **gap_start, nsl_column **gap_stop, nsl_column **gap_before,
                            nsl_column **gap_after, nsl_error *err);
+/* The host parts of the gaps of nsl_iv_gaps_grouped (no mask, every gap),
+ * in one sweep: a gap's host part is its start up to when the row that ends
+ * it (gap_row) was launched (launch, an integer column of the rows; a NULL
+ * launch time: none), at most the whole gap -- the GPU waiting for the host
+ * to launch its next piece of work.  *idle and *host receive I64 columns of
+ * ngroups rows, each group's idle time and the sum of its host parts;
+ * group, gap_start, host_stop and gap_row the gaps with a host part, in
+ * nsl_iv_gaps_grouped's order: the host part's span and the row that ends
+ * the gap. */
+nsl_status nsl_iv_gap_hosts(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                            int64_t ngroups, const nsl_column *launch, nsl_column **idle, nsl_column **host,
+                            nsl_column **group, nsl_column **gap_start, nsl_column **host_stop,
+                            nsl_column **gap_row, nsl_error *err);
 
 /* ---- the ledger of lost time (src/core/ledger.c) --------------------- */
 

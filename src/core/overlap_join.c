@@ -822,7 +822,20 @@ typedef struct gaps_job {
   int64_t *found;
   int64_t *g, *gs, *ge, *gr, *gb;               /* outputs (gr, gb: NULL when not asked) */
   int64_t *idle, *nbig, *bigtime, *largest;     /* sums (NULL when not asked) */
+  const nsl_column *launch;                     /* nsl_iv_gap_hosts: when each row was launched */
+  int64_t *host;                                /* nsl_iv_gap_hosts: the host parts' sums (NULL: not that) */
 } gaps_job;
+
+/* The row that ends a gap: the first in (group, start) order of group g starting at s, its place at most q
+ * (the stable sort puts the lowest row first). */
+static inline int64_t first_starting(const nsl__order *ord, const int64_t *go, const nsl_column *start, int64_t q,
+                                     int64_t g, int64_t s) {
+  for (int isnull; q > 0; q--) {
+    int64_t i = nsl__order_row(ord, q - 1);
+    if (go[i] != g || nsl__int_at(start, i, &isnull) != s || isnull) break;
+  }
+  return nsl__order_row(ord, q);
+}
 
 static void gaps_range(void *p, int k) {
   const gaps_job *j = p;
@@ -852,7 +865,23 @@ static void gaps_range(void *p, int k) {
         idle[cur] = (int64_t)((uint64_t)idle[cur] + (uint64_t)d);
         if (d > largest[cur]) largest[cur] = d;
       }
-      if (d > j->min_len) {
+      if (j->host) {   /* the gap's host part: up to when the row that ends it was launched (none: NULL) */
+        int64_t at = first_starting(ord, go, start, q, cur, s), hp = 0;
+        int nul;
+        int64_t launched = nsl__int_at(j->launch, at, &nul);
+        if (!nul) {   /* (as the columns' arithmetic makes it: wrapping) */
+          int64_t early = (int64_t)((uint64_t)launched - (uint64_t)ce);
+          hp = early < 0 ? 0 : early < d ? early : d;
+        }
+        j->host[cur] = (int64_t)((uint64_t)j->host[cur] + (uint64_t)hp);
+        if (hp > 0) {
+          j->g[m] = cur;
+          j->gs[m] = ce;
+          j->ge[m] = ce + hp;
+          j->gr[m] = at;
+          m++;
+        }
+      } else if (d > j->min_len) {
         if (nbig) {
           nbig[cur]++;
           bigtime[cur] = (int64_t)((uint64_t)bigtime[cur] + (uint64_t)d);
@@ -860,12 +889,7 @@ static void gaps_range(void *p, int k) {
         j->g[m] = cur;
         j->gs[m] = ce;
         j->ge[m] = s;
-        if (j->gr) {   /* the first row in (group, start) order with this start: the stable sort puts the lowest first */
-          int64_t f = q;
-          int isnull;
-          while (f > 0 && go[ROW_AT(f - 1)] == cur && nsl__int_at(start, ROW_AT(f - 1), &isnull) == s && !isnull) f--;
-          j->gr[m] = ROW_AT(f);
-        }
+        if (j->gr) j->gr[m] = first_starting(ord, go, start, q, cur, s);
         if (j->gb) j->gb[m] = ce_row;
         m++;
       }
@@ -888,7 +912,7 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
                              const nsl_column *group_of, int64_t ngroups, const nsl_column *mask, int64_t min_len,
                              nsl_column **group, nsl_column **gap_start, nsl_column **gap_stop,
                              nsl_column **gap_row, nsl_column **gap_before, nsl_column *const *sums,
-                             nsl_error *err) {
+                             const nsl_column *launch, nsl_column *host, nsl_error *err) {
   if (!group || !gap_start || !gap_stop) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
   *group = *gap_start = *gap_stop = NULL;
   if (gap_row) *gap_row = NULL;
@@ -929,7 +953,7 @@ static nsl_status gaps_sweep(const char *what, const nsl_column *start, const ns
   gaps_job job = {start, stop, go, mask ? nsl_bool(mask) : NULL, min_len, &ord, from, found,
                   nsl_i64(g), nsl_i64(gs), nsl_i64(ge), gr ? nsl_i64(gr) : NULL, gb ? nsl_i64(gb) : NULL,
                   sums ? nsl_i64(sums[0]) : NULL, sums ? nsl_i64(sums[1]) : NULL, sums ? nsl_i64(sums[2]) : NULL,
-                  sums ? nsl_i64(sums[3]) : NULL};
+                  sums ? nsl_i64(sums[3]) : NULL, launch, host ? nsl_i64(host) : NULL};
   nsl__run_parallel(parts, parts, gaps_range, &job);
   int64_t m = 0;
   for (int k = 0; k < parts; k++) {
@@ -959,7 +983,7 @@ nsl_status nsl_iv_gaps_grouped(const nsl_column *start, const nsl_column *stop, 
                                nsl_column **gap_start, nsl_column **gap_stop, nsl_column **gap_row,
                                nsl_error *err) {
   return gaps_sweep("grouped gaps", start, stop, group_of, ngroups, mask, min_len, group, gap_start, gap_stop,
-                    gap_row, NULL, NULL, err);
+                    gap_row, NULL, NULL, NULL, NULL, err);
 }
 
 nsl_status nsl_iv_gap_sums(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
@@ -979,11 +1003,39 @@ nsl_status nsl_iv_gap_sums(const nsl_column *start, const nsl_column *stop, cons
       return nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld groups", what, (long long)ngroups);
     }
   nsl_status rc = gaps_sweep(what, start, stop, group_of, ngroups, NULL, min_len, group, gap_start, gap_stop,
-                             gap_after, gap_before, sums, err);
+                             gap_after, gap_before, sums, NULL, NULL, err);
   if (rc != NSL_OK)
     for (int k = 0; k < 4; k++) {
       nsl_column_release(sums[k]);
       sums[k] = NULL;
     }
+  return rc;
+}
+
+nsl_status nsl_iv_gap_hosts(const nsl_column *start, const nsl_column *stop, const nsl_column *group_of,
+                            int64_t ngroups, const nsl_column *launch, nsl_column **idle, nsl_column **host,
+                            nsl_column **group, nsl_column **gap_start, nsl_column **host_stop,
+                            nsl_column **gap_row, nsl_error *err) {
+  const char *what = "gap host parts";
+  if (!idle || !host || !gap_row) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
+  *idle = *host = *gap_row = NULL;
+  if (ngroups < 0) return nsl_error_set(err, NSL_ERR_ARG, "%s: %lld groups", what, (long long)ngroups);
+  if (!launch || (launch->type != NSL_I64 && launch->type != NSL_I32) || launch->len != start->len)
+    return nsl_error_set(err, NSL_ERR_ARG, "%s: the launch times must be an integer column of %lld rows", what,
+                         (long long)start->len);
+  nsl_column *sums[4] = {NULL, NULL, NULL, NULL}, *h = nsl_column_new(NSL_I64, ngroups, NULL);
+  int oom = !h;
+  for (int k = 0; k < 4; k++) oom |= !(sums[k] = nsl_column_new(NSL_I64, ngroups, NULL));
+  nsl_status rc = oom ? nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld groups", what,
+                                      (long long)ngroups)
+                      : gaps_sweep(what, start, stop, group_of, ngroups, NULL, 0, group, gap_start, host_stop, gap_row,
+                                   NULL, sums, launch, h, err);
+  if (rc == NSL_OK) {
+    *idle = sums[0];
+    *host = h;
+    sums[0] = h = NULL;
+  }
+  for (int k = 0; k < 4; k++) nsl_column_release(sums[k]);
+  nsl_column_release(h);
   return rc;
 }

@@ -6,6 +6,7 @@
  *   group, start, stop [, row] = nsl.gaps_grouped(start, stop, group_ids, ngroups [, min_len [, mask [, rows]]])
  *   idle, n, time, largest, group, start, stop [, before, after] =
  *     nsl.gap_sums(start, stop, group_ids, ngroups [, min_len [, rows]])
+ *   idle, host, group, start, stop, row = nsl.gap_hosts(start, stop, group_ids, ngroups, launch)
  *   totals, charged [, totals2 ...] = nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group,
  *                                      win_lo, win_hi [, win_group2, win_lo2, win_hi2 ...])
  * Keys are a column or an array of columns; row numbers are 0-based (as
@@ -154,6 +155,30 @@ static int l_gap_sums(lua_State *L) {
   return 9;
 }
 
+/* nsl.gap_hosts(start, stop, group_ids, ngroups, launch) -> idle, host, group,
+ * start, stop, row: per group 0..ngroups-1 its idle time (every gap
+ * nsl.gaps_grouped finds) and the sum of the gaps' host parts (from a gap's
+ * start to when the row that ends it was launched, at most the gap; none
+ * where that launch time is NULL); then the gaps with a host part, in
+ * nsl.gaps_grouped's order: their group, the host part's start and stop,
+ * and the row that ends the gap.  One sweep, no column of every gap. */
+static int l_gap_hosts(lua_State *L) {
+  nsl_column *s = nsl__checkcolumn(L, 1), *e = nsl__checkcolumn(L, 2), *g = nsl__checkcolumn(L, 3);
+  lua_Integer ng = luaL_checkinteger(L, 4);
+  nsl_column *launch = nsl__checkcolumn(L, 5);
+  nsl_column *idle = NULL, *host = NULL, *og = NULL, *os = NULL, *oe = NULL, *orow = NULL;
+  nsl_error err = {0};
+  if (nsl_iv_gap_hosts(s, e, g, ng, launch, &idle, &host, &og, &os, &oe, &orow, &err) != NSL_OK)
+    return nsl__lua_error(L, &err);
+  nsl__pushcolumn(L, idle);
+  nsl__pushcolumn(L, host);
+  nsl__pushcolumn(L, og);
+  nsl__pushcolumn(L, os);
+  nsl__pushcolumn(L, oe);
+  nsl__pushcolumn(L, orow);
+  return 6;
+}
+
 /* nsl.ledger_sweep(start, stop, group_ids, class, nclasses, win_group, win_lo, win_hi [, win_group2, win_lo2,
  * win_hi2 ...]) -> totals, charged [, totals2 ...]: per window (nclasses + 1) times, the time each class
  * took (the lowest class wins) and what none covered; per row the time its class took while it was open,
@@ -204,7 +229,7 @@ static const luaL_Reg funcs[] = {{"overlap_join", l_overlap_join},
                                  {"launch_waits", l_launch_waits},
                                  {"count_open", l_count_open},
                                  {"gaps_grouped", l_gaps_grouped},
-                                 {"gap_sums", l_gap_sums},
+                                 {"gap_sums", l_gap_sums}, {"gap_hosts", l_gap_hosts},
                                  {NULL, NULL}};
 
 /* Adds the sweeps to the module table on top of the stack. */

@@ -536,7 +536,11 @@ static void test_gap_sums_threads(void **state) {
           nsl_i64(cols[c])[j] = t;
         }
       }
-    nsl_column *one[9], *many[9];   /* sums 0-3, group, start, stop, before, after */
+    nsl_column *launch = nsl_column_new(NSL_I64, n, NULL);   /* (for nsl_iv_gap_hosts: some before, some after) */
+    for (int64_t i = 0; i < n; i++)
+      nsl_i64(launch)[i] = nsl_i64(s)[i] == NSL_NULL_I64 ? NSL_NULL_I64 : nsl_i64(s)[i] - fx_range(-9, 3);
+    /* sums 0-3, group, start, stop, before, after; then gap_hosts' idle, host, group, start, stop, row */
+    nsl_column *one[15], *many[15];
     nsl_error err = {0};
     static const char *const threads[] = {"1", "2", "3", "7"};
     for (int t = 0; t < 4; t++) {
@@ -544,8 +548,10 @@ static void test_gap_sums_threads(void **state) {
       nsl_column **o = t ? many : one;
       if (nsl_iv_gap_sums(s, e, g, ng, min_len, o, &o[4], &o[5], &o[6], &o[7], &o[8], &err) != NSL_OK)
         fail_msg("gap sums failed: %s", err.msg);
+      if (nsl_iv_gap_hosts(s, e, g, ng, launch, &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &err) != NSL_OK)
+        fail_msg("gap host parts failed: %s", err.msg);
       if (!t) continue;
-      for (int c = 0; c < 9; c++) {
+      for (int c = 0; c < 15; c++) {
         assert_int_equal(many[c]->len, one[c]->len);
         for (int64_t q = 0; q < one[c]->len; q++)
           if (nsl_i64(many[c])[q] != nsl_i64(one[c])[q])
@@ -556,8 +562,10 @@ static void test_gap_sums_threads(void **state) {
     }
     unsetenv("NSL_THREADS");
     assert_true(one[4]->len > 1000);
-    for (int c = 0; c < 9; c++) nsl_column_release(one[c]);
+    assert_true(one[11]->len > 1000);
+    for (int c = 0; c < 15; c++) nsl_column_release(one[c]);
     release3(s, e, k);
+    nsl_column_release(launch);
     nsl_column_release(g);
   }
 }
@@ -634,6 +642,68 @@ static void test_gap_sums_random(void **state) {
   for (int c = 0; c < 4; c++) assert_null(sums[c]);
   assert_int_equal(nsl_iv_gap_sums(s, e, g, -1, 0, sums, &og, &os, &oe, NULL, NULL, &err), NSL_ERR_ARG);
   release3(s, e, g);
+}
+
+/* nsl_iv_gap_hosts against nsl_iv_gaps_grouped's gaps and the rows that end them: a gap's host part is from
+ * its start to the launch time of the row that ends it (none where that is NULL or at most the start), at most
+ * the gap; per group the idle time and the host parts' sum; the gaps with a host part, in order, with that part's
+ * span and the row.  Rows as tables (the runs path) and at random; some launch times NULL, some long after the
+ * gap ends. */
+static void test_gap_hosts_random(void **state) {
+  (void)state;
+  for (int round = 0; round < 300; round++) {
+    fx_seed(13000 + (uint64_t)round);
+    int tables = round >= 200;
+    int64_t n = tables ? fx_range(600, 1200) : fx_range(0, 60), ng = fx_range(1, tables ? 3 : 4);
+    nsl_column *s, *e, *k;
+    if (tables) table_intervals(n, &s, &e, &k);
+    else random_intervals(n, &s, &e, &k, 0);
+    nsl_column *g = nsl_column_new(NSL_I64, n, NULL), *launch = nsl_column_new(NSL_I64, n, NULL);
+    for (int64_t i = 0; i < n; i++) {
+      nsl_i64(g)[i] = fx_range(-1, ng - 1);
+      int64_t a = nsl_i64(s)[i] == NSL_NULL_I64 ? 0 : nsl_i64(s)[i];
+      nsl_i64(launch)[i] = fx_range(0, 12) == 0 ? NSL_NULL_I64 : a - fx_range(-3, 3) * fx_range(0, 4);
+    }
+    nsl_column *idle, *host, *hg, *hs, *he, *hr, *wg, *ws, *we, *wr;
+    nsl_error err = {0};
+    if (nsl_iv_gap_hosts(s, e, g, ng, launch, &idle, &host, &hg, &hs, &he, &hr, &err) != NSL_OK)
+      fail_msg("gap host parts failed: %s", err.msg);
+    if (nsl_iv_gaps_grouped(s, e, g, ng, NULL, 0, &wg, &ws, &we, &wr, &err) != NSL_OK)
+      fail_msg("grouped gaps failed: %s", err.msg);
+    int64_t want_idle[4] = {0}, want_host[4] = {0}, m = 0;
+    for (int64_t q = 0; q < wg->len; q++) {
+      int64_t grp = nsl_i64(wg)[q], gs = nsl_i64(ws)[q], d = nsl_i64(we)[q] - gs, row = nsl_i64(wr)[q];
+      int64_t l = nsl_i64(launch)[row], hp = l == NSL_NULL_I64 || l <= gs ? 0 : l - gs < d ? l - gs : d;
+      want_idle[grp] += d;
+      want_host[grp] += hp;
+      if (hp == 0) continue;
+      if (m >= hg->len || nsl_i64(hg)[m] != grp || nsl_i64(hs)[m] != gs || nsl_i64(he)[m] != gs + hp ||
+          nsl_i64(hr)[m] != row)
+        fail_msg("round %d: host part %lld is not gap %lld's (group %lld, [%lld, %lld), row %lld)", round,
+                 (long long)m, (long long)q, (long long)grp, (long long)gs, (long long)(gs + hp), (long long)row);
+      m++;
+    }
+    assert_int_equal(hg->len, m);
+    assert_int_equal(idle->len, ng);
+    assert_int_equal(host->len, ng);
+    for (int64_t grp = 0; grp < ng; grp++)
+      if (nsl_i64(idle)[grp] != want_idle[grp] || nsl_i64(host)[grp] != want_host[grp])
+        fail_msg("round %d group %lld: idle %lld and host %lld, want %lld and %lld", round, (long long)grp,
+                 (long long)nsl_i64(idle)[grp], (long long)nsl_i64(host)[grp], (long long)want_idle[grp],
+                 (long long)want_host[grp]);
+    nsl_column *cols[] = {s, e, k, g, launch, idle, host, hg, hs, he, hr, wg, ws, we, wr};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) nsl_column_release(cols[i]);
+  }
+  /* bad input: a launch column of another length, or of text; nothing comes out */
+  nsl_column *s = FX_I64(0, 5), *e = FX_I64(1, 6), *g = FX_I64(0, 0), *l = FX_I64(0);
+  nsl_column *idle, *host, *og, *os, *oe, *orow;
+  nsl_error err = {0};
+  assert_int_equal(nsl_iv_gap_hosts(s, e, g, 1, l, &idle, &host, &og, &os, &oe, &orow, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "launch times"));
+  assert_null(idle);
+  assert_null(host);
+  release3(s, e, g);
+  nsl_column_release(l);
 }
 
 /* ---- innermost join ---------------------------------------------------------------- */
@@ -886,6 +956,7 @@ int main(void) {
       cmocka_unit_test(test_gaps_hand),         cmocka_unit_test(test_gaps_random),
       cmocka_unit_test(test_gap_sums_random),
       cmocka_unit_test(test_gap_sums_threads),
+      cmocka_unit_test(test_gap_hosts_random),
       cmocka_unit_test(test_innermost_hand),    cmocka_unit_test(test_innermost_random),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
