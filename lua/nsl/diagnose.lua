@@ -290,17 +290,12 @@ end
 local function report_spans(trace)
   local spans = {}
   for _, name in ipairs{"kernels", "memcpy", "memset", "api", "gpu_ranges"} do
-    local t = trace[name]
-    if #t > 0 then
-      t:load{"report", "start", "stop"}
-      local a = t:group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
-      for i = 1, #a do
-        local k, lo, hi = a.report[i], a.lo[i], a.hi[i]
-        if lo and hi then   -- (a damaged export's rows without times have no span)
-          local sp = spans[k] or {lo, hi}
-          sp[1], sp[2] = math.min(sp[1], lo), math.max(sp[2], hi)
-          spans[k] = sp
-        end
+    for k, x in pairs(window_mod.report_extents(trace, name)) do
+      local lo, hi = x[1], x[3]
+      if lo and hi then   -- (a damaged export's rows without times have no span)
+        local sp = spans[k] or {lo, hi}
+        sp[1], sp[2] = math.min(sp[1], lo), math.max(sp[2], hi)
+        spans[k] = sp
       end
     end
   end

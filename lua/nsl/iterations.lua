@@ -58,6 +58,7 @@ local kept = require("nsl.kept")
 local classes = require("nsl.classes")
 local gpu_ops = require("nsl.gpu_ops")
 local distributed = require("nsl.distributed")
+local window = require("nsl.window")
 
 local M = {}
 
@@ -466,9 +467,8 @@ function M.detect_kernels(trace)
   local got = kept_markers(trace)
   if got then return got end
   k:load{"report", "device", "name", "start", "stop"}
-  local span = k:group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
-  local act = {}
-  for i = 1, #span do act[span.report[i]] = span.hi[i] - span.lo[i] end
+  local act = {}   -- each report's active span of kernels (measured once per trace)
+  for r, x in pairs(window.report_extents(trace, "kernels")) do act[r] = x[1] and x[3] and x[3] - x[1] end
   local keeps = kept.keeps(trace)
   local t = k:select{"report", "device", "name", "start"}
   if keeps then t = t:with("row", nsl.range(#k)) end   -- (each marker's kernel row, kept)

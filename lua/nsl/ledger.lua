@@ -40,6 +40,7 @@ local nccl = require("nsl.nccl")
 local host_sync = require("nsl.host_sync")
 local compile = require("nsl.compile")
 local hostmod = require("nsl.host")
+local window = require("nsl.window")
 
 local M = {}
 
@@ -152,12 +153,15 @@ local function report_spans(trace, work, api_spans)
     end
   end
   add(work:select{"report", "start", "stop"})
-  local api = trace.api
   if api_spans then
     add(api_spans)
-  elseif #api > 0 then
-    api:load{"report", "start", "stop"}
-    add(api:select{"report", "start", "stop"})
+  else   -- (the calls' extents, measured once per trace: nsl.window.report_extents)
+    for r, x in pairs(window.report_extents(trace, "api")) do
+      if x[1] and x[3] then
+        local sp = spans[r] or {x[1], x[3]}
+        spans[r] = {math.min(sp[1], x[1]), math.max(sp[2], x[3])}
+      end
+    end
   end
   return spans
 end

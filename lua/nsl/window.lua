@@ -16,46 +16,74 @@ local M = {}
 -- count from.
 local known = setmetatable({}, {__mode = "k"})
 
--- trace -> {table name -> {least start, greatest start, greatest stop}}: the
--- extents M.span combines, measured once (a trace's rows never change;
--- every analysis of a run and diagnose's checks ask for them again).
+-- trace -> {table name -> {x = {least start, greatest start, greatest stop},
+-- per = each report's (M.report_extents)}}: the extents M.span combines,
+-- measured once (a trace's rows never change; every analysis of a run and
+-- diagnose's checks ask for them again).
 local extents = setmetatable({}, {__mode = "k"})
 
 -- The name the column cache keeps each report's extent of a table under (nsl.kept): three rows, its least
 -- start, greatest start and greatest stop (NULL: none), on the report's own clock.
 local EXTENT_KEPT = "extent.1"
 
+-- Each report's {least start, greatest start, greatest stop} of trace table `name` (a value nil where it
+-- has none), on the trace's clock, from every report's rows: by report (0-based); one group-by for all
+-- reports (none for one).
+local function measure_reports(trace, name, whole)
+  local per = {}
+  if trace:nreports() == 1 then
+    per[0] = whole
+  else
+    local t = trace[name]
+    t:load{"report", "start", "stop"}
+    local g = t:select{"report", "start", "stop"}:group_by("report"):agg{"lo=min(start)", "hi=max(start)",
+                                                                       "st=max(stop)"}
+    for i = 1, #g do per[g.report[i]] = {g.lo[i], g.hi[i], g.st[i]} end
+  end
+  return per
+end
+
+-- Each report's extents of trace table `name` as the column cache kept them (every report its own, on its
+-- own clock), moved to the trace's clock: by report (0-based), a report with none absent; nil where some
+-- report kept none.
+local function kept_reports(trace, name)
+  local parts = kept.per_report(trace, name, EXTENT_KEPT, "i64", 3)
+  if not parts then return nil end
+  local offset, per = kept.time_offsets(trace), {}
+  for r, c in ipairs(parts) do
+    local x, any = {}, false
+    for k = 1, 3 do
+      if c[k] then x[k], any = c[k] + offset[r], true end
+    end
+    if any then per[r - 1] = x end
+  end
+  return per
+end
+
 -- {least start, greatest start, greatest stop} of trace table `name` (nil where it has none), read back
--- from the column cache where every report kept its own, else made (and kept).
-local function table_extent(trace, name)
+-- from the column cache where every report kept its own, else made (and kept); and, when made, each
+-- report's (measure_reports) where it was kept or asked for (want_reports).
+local function table_extent(trace, name, want_reports)
   local t = trace[name]
   local x = {}
-  if #t == 0 then return x end
-  local nr = trace:nreports()
-  local parts = kept.per_report(trace, name, EXTENT_KEPT, "i64", 3)
-  local offset = kept.time_offsets(trace)
-  if parts then
-    for r, c in ipairs(parts) do
-      local a, a1, b = c[1], c[2], c[3]
-      if a and (not x[1] or a + offset[r] < x[1]) then x[1] = a + offset[r] end
-      if a1 and (not x[2] or a1 + offset[r] > x[2]) then x[2] = a1 + offset[r] end
-      if b and (not x[3] or b + offset[r] > x[3]) then x[3] = b + offset[r] end
+  if #t == 0 then return x, {} end
+  local per = kept_reports(trace, name)
+  if per then
+    for _, e in pairs(per) do
+      local a, a1, b = e[1], e[2], e[3]
+      if a and (not x[1] or a < x[1]) then x[1] = a end
+      if a1 and (not x[2] or a1 > x[2]) then x[2] = a1 end
+      if b and (not x[3] or b > x[3]) then x[3] = b end
     end
-    return x
+    return x, per
   end
   t:load{"start", "stop"}
   x[1], x[2] = nsl.extent(t.start)
   local _, b = nsl.extent(t.stop)
   x[3] = b
   if kept.keeps(trace) then
-    local per = {}
-    if nr == 1 then per[0] = x
-    else
-      t:load{"report"}
-      local g = t:select{"report", "start", "stop"}:group_by("report"):agg{"lo=min(start)", "hi=max(start)",
-                                                                         "st=max(stop)"}
-      for i = 1, #g do per[g.report[i]] = {g.lo[i], g.hi[i], g.st[i]} end
-    end
+    local nr, offset = trace:nreports(), kept.time_offsets(trace)
+    per = measure_reports(trace, name, x)
     for r = 0, nr - 1 do
       local e, vals, at = per[r] or {}, {}, {}
       for k = 1, 3 do
@@ -64,9 +92,36 @@ local function table_extent(trace, name)
       end
       trace:keep_derived(r, name, EXTENT_KEPT, nsl.column(vals):gather(nsl.column(at)))
     end
+  elseif want_reports then
+    per = measure_reports(trace, name, x)
   end
-  return x
+  return x, per
 end
+
+-- The extents of trace table `name` (table_extent), measured once per trace: {x, per} (per nil until
+-- asked for where nothing kept it).
+local function extents_of(trace, name, want_reports)
+  local memo = extents[trace]
+  if not memo then
+    memo = {}
+    extents[trace] = memo
+  end
+  local m = memo[name]
+  if not m or (want_reports and not m.per) then
+    local x, per = table_extent(trace, name, want_reports)
+    m = {x = x, per = per}
+    memo[name] = m
+  end
+  return m
+end
+
+--- window.report_extents(trace, name) -> {[r] = {least start, greatest
+-- start, greatest stop}} of trace table `name` for each report r (0-based;
+-- a value nil where the report has none, a report without rows may be
+-- absent), on the trace's clock: what the column cache kept of every report
+-- where it did (M.span keeps them: a warm run reads no row), else one
+-- group-by of the table for all reports; measured once per trace.
+function M.report_extents(trace, name) return extents_of(trace, name, true).per end
 
 --- window.set_span(trace, lo, hi [, origin]): the default span of trace (its
 -- tables hold filtered rows; lo, hi were measured over all of them) and the
@@ -109,18 +164,9 @@ M.event_tables = {"kernels", "memcpy", "memset", "nvtx", "api"}
 -- when they have no events.
 function M.span(trace, tables)
   if not tables and known[trace] then return known[trace][1], known[trace][2] end
-  local per = extents[trace]
-  if not per then
-    per = {}
-    extents[trace] = per
-  end
   local lo, hi
   for _, name in ipairs(tables or M.event_tables) do
-    local x = per[name]
-    if not x then   -- the least start, greatest start and greatest stop of the table, once per trace
-      x = table_extent(trace, name)
-      per[name] = x
-    end
+    local x = extents_of(trace, name).x   -- the least start, greatest start and greatest stop, once per trace
     local a, a1, b = x[1], x[2], x[3]
     if a and (not lo or a < lo) then lo = a end
     if b and (not hi or b > hi) then hi = b end
@@ -132,19 +178,14 @@ end
 --- window.report_starts(trace) -> {[r] = the earliest start of report r
 -- (0-based)} over the event tables: where a window counts from when report
 -- r is opened alone (nsl --report); reports without events are absent.
--- One group-by per table for all reports (a lookup per report would read
--- every row once per report).
+-- Each table's reports measured together (M.report_extents: a lookup per
+-- report would read every row once per report).
 function M.report_starts(trace)
   local lo = {}
   for _, name in ipairs(M.event_tables) do
-    local t = trace[name]
-    if #t > 0 then
-      t:load{"report", "start"}
-      local g = t:group_by("report"):agg{"a=min(start)"}
-      for i = 1, #g do   -- one Lua step per report
-        local r, a = g.report[i], g.a[i]
-        if r and a and (not lo[r] or a < lo[r]) then lo[r] = a end
-      end
+    for r, x in pairs(M.report_extents(trace, name)) do   -- one Lua step per report
+      local a = x[1]
+      if a and (not lo[r] or a < lo[r]) then lo[r] = a end
     end
   end
   return lo
@@ -160,15 +201,10 @@ function M.disjoint(trace, tables)
   if trace:nreports() < 2 then return nil end
   local span = {}
   for _, name in ipairs(tables or {"kernels", "memcpy", "memset", "nvtx"}) do
-    local t = trace[name]
-    if #t > 0 then
-      t:load{"report", "start", "stop"}
-      local g = t:group_by("report"):agg{"a=min(start)", "b=max(stop)"}
-      for i = 1, #g do   -- one Lua step per report
-        local r, a, b = g.report[i], g.a[i], g.b[i] or g.a[i]
-        local cur = span[r]
-        if a then span[r] = {math.min(cur and cur[1] or a, a), math.max(cur and cur[2] or b, b), r} end
-      end
+    for r, x in pairs(M.report_extents(trace, name)) do   -- one Lua step per report
+      local a, b = x[1], x[3] or x[1]
+      local cur = span[r]
+      if a then span[r] = {math.min(cur and cur[1] or a, a), math.max(cur and cur[2] or b, b), r} end
     end
   end
   local list = {}

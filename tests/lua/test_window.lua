@@ -68,6 +68,53 @@ return {
     T.eq(#nv, math.tointeger(want), "NVTX ranges and marks starting before the window ends")
   end},
 
+  {"report_extents: each report's least start, greatest start and greatest stop (= SQL), measured, kept, read back", function()
+    local kept = require("nsl.kept")
+    local a, b = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite"), T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite")
+    -- per export, on its own clock (the trace moves each report's times by its offset)
+    local function want(path, tab)
+      local r = T.sql(path, string.format("SELECT min(start), max(start), max(end) FROM %s", tab))[1]
+      local x = {}
+      for k = 1, 3 do x[k] = math.tointeger(tonumber(r[k])) end
+      return x
+    end
+    local expect = {[0] = {kernels = want(a, "CUPTI_ACTIVITY_KIND_KERNEL"), api = want(a, "CUPTI_ACTIVITY_KIND_RUNTIME")},
+                    [1] = {kernels = want(b, "CUPTI_ACTIVITY_KIND_KERNEL"), api = want(b, "CUPTI_ACTIVITY_KIND_RUNTIME")}}
+    local function check(tr, how)
+      local offset = tr.reports.time_offset:totable()
+      T.ok(offset[1] ~= offset[2], "the two reports have their own clocks")
+      for _, tab in ipairs{"kernels", "api"} do
+        local per = window.report_extents(tr, tab)
+        for r = 0, 1 do
+          for k = 1, 3 do
+            T.eq(per[r] and per[r][k], expect[r][tab][k] + offset[r + 1],
+                 string.format("%s: report %d %s, value %d", how, r, tab, k))
+          end
+        end
+        T.eq(window.report_extents(tr, tab), per, how .. ": measured once per trace")
+      end
+      T.eq(window.report_extents(tr, "memset")[2], nil, how .. ": no third report")
+    end
+    -- measured: a filtered trace reads nothing kept (its rows are not the reports' own)
+    local filtered = assert(nsl.open({a, b}))
+    filtered:filter("memset", {{"start", "<", 0}})
+    T.eq(kept.keeps(filtered), false, "a filtered trace keeps nothing")
+    check(filtered, "measured")
+    local first = assert(nsl.open({a, b}))
+    check(first, "cold or warm")
+    first = nil
+    collectgarbage()
+    local again = assert(nsl.open({a, b}))
+    T.ok(kept.keeps(again), "the column cache keeps each report's extents")
+    T.ok(kept.per_report(again, "api", "extent.1", "i64", 3) ~= nil, "kept after the first trace's measure")
+    check(again, "read back")
+    -- the trace's span is every report's extents combined
+    local off = again.reports.time_offset:totable()
+    local lo, hi = window.span(again, {"kernels"})
+    T.eq(lo, math.min(expect[0].kernels[1] + off[1], expect[1].kernels[1] + off[2]), "span: first start")
+    T.eq(hi, math.max(expect[0].kernels[3] + off[1], expect[1].kernels[3] + off[2]), "span: last stop")
+  end},
+
   {"reports that do not overlap in time are named, with the gap between them (SQL); overlapping ones are not", function()
     local window = require("nsl.window")
     local a, b = T.data("nsys/pytorch_nccl_2gpu_2026.2.sqlite"), T.data("nsys/pytorch_h100_2gpu_2026.2.sqlite")
