@@ -275,12 +275,15 @@ function M.summaries(R, opts)
   end
   local keys = opts.per_report and {"report", "name", "kind"} or {"name", "kind"}
   local g = got and got.sum
+  local ids   -- each range's group of g (the projection's groups are these with GPU ops)
   if not g then
     local cols = {{"name", R.name}, {"kind", R.kind}, {"dur", R.dur}}
     if opts.per_report then cols[#cols + 1] = {"report", R.report} end
     local t <close> = nsl.table(cols)
-    g = t:group_by(table.unpack(keys)):agg{"total=sum(dur)", "n=count(dur)", "avg=mean(dur)", "med=median(dur)",
-                                           "min=min(dur)", "max=max(dur)", "std=std(dur)"}
+    local gr <close> = t:group_by(table.unpack(keys))
+    g = gr:agg{"total=sum(dur)", "n=count(dur)", "avg=mean(dur)", "med=median(dur)", "min=min(dur)", "max=max(dur)",
+               "std=std(dur)"}
+    if proj then ids = gr:ids() end
   end
   -- nvtx_sum: ranges with a duration (marks and ranges that never ended have none)
   local s = g:filter(g.n:gt(0) & g.kind:isin{"push_pop", "start_end"})
@@ -295,18 +298,19 @@ function M.summaries(R, opts)
   -- nvtx_gpu_proj_sum: the same keys plus "has GPU ops", keeping the groups that have
   local q = got and got.proj
   if not q then
-    local has = R.ops:gt(0)
-    local pcols = {{"name", R.name}, {"kind", R.kind}, {"has", has}, {"dur", R.dur}, {"proj_dur", R.proj_dur},
-                   {"launches", R.launches}, {"depth", R.depth}, {"children", R.children}, {"gpu_time", R.gpu_time}}
-    if opts.per_report then pcols[#pcols + 1] = {"report", R.report} end
-    local pkeys = {table.unpack(keys)}
-    pkeys[#pkeys + 1] = "has"
-    local pt <close> = nsl.table(pcols)
-    q = pt:group_by(table.unpack(pkeys)):agg{
+    -- the ranges with GPU ops by their groups of g (-1: none, a group of its own, left out): grouped by an
+    -- integer instead of the names again, the groups in the order they first have GPU ops, as grouping by
+    -- (keys, has) kept them
+    local gid = nsl.where(R.ops:gt(0), ids, -1)
+    local pt <close> = nsl.table{{"gid", gid}, {"dur", R.dur}, {"proj_dur", R.proj_dur}, {"launches", R.launches},
+                                 {"depth", R.depth}, {"children", R.children}, {"gpu_time", R.gpu_time}}
+    q = pt:group_by("gid"):agg{
       "ptotal=sum(proj_dur)", "pn=count(proj_dur)", "pavg=mean(proj_dur)", "pmed=median(proj_dur)",
       "pmin=min(proj_dur)", "pmax=max(proj_dur)", "pstd=std(proj_dur)", "cpu=sum(dur)", "launches=sum(launches)",
       "lvl=mean(depth)", "kids=sum(children)", "gpu=sum(gpu_time)"}
-    q = q:filter(q.has)
+    q = q:filter(q.gid:ge(0))
+    local of = g:select(keys):take(q.gid)
+    for _, k in ipairs(keys) do q = q:with(k, of[k]) end
   end
   q = q:filter(q.pn:gt(0))
   q = opts.per_report and q:sort("report", "-ptotal", "name") or q:sort("-ptotal", "name")
