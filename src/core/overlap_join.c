@@ -1020,16 +1020,17 @@ nsl_status nsl_iv_gap_hosts(const nsl_column *start, const nsl_column *stop, con
   if (!idle || !host || !gap_row) return nsl_error_set(err, NSL_ERR_ARG, "%s: no output", what);
   *idle = *host = *gap_row = NULL;
   if (ngroups < 0) return nsl_error_set(err, NSL_ERR_ARG, "%s: %lld groups", what, (long long)ngroups);
+  nsl_status rc = check_pair(what, "the intervals'", start, stop, err);
+  if (rc != NSL_OK) return rc;
   if (!launch || (launch->type != NSL_I64 && launch->type != NSL_I32) || launch->len != start->len)
     return nsl_error_set(err, NSL_ERR_ARG, "%s: the launch times must be an integer column of %lld rows", what,
                          (long long)start->len);
   nsl_column *sums[4] = {NULL, NULL, NULL, NULL}, *h = nsl_column_new(NSL_I64, ngroups, NULL);
   int oom = !h;
   for (int k = 0; k < 4; k++) oom |= !(sums[k] = nsl_column_new(NSL_I64, ngroups, NULL));
-  nsl_status rc = oom ? nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld groups", what,
-                                      (long long)ngroups)
-                      : gaps_sweep(what, start, stop, group_of, ngroups, NULL, 0, group, gap_start, host_stop, gap_row,
-                                   NULL, sums, launch, h, err);
+  rc = oom ? nsl_error_set(err, NSL_ERR_NOMEM, "%s: out of memory for %lld groups", what, (long long)ngroups)
+           : gaps_sweep(what, start, stop, group_of, ngroups, NULL, 0, group, gap_start, host_stop, gap_row, NULL, sums,
+                        launch, h, err);
   if (rc == NSL_OK) {
     *idle = sums[0];
     *host = h;

@@ -702,6 +702,9 @@ static void test_gap_hosts_random(void **state) {
   assert_non_null(strstr(err.msg, "launch times"));
   assert_null(idle);
   assert_null(host);
+  assert_int_equal(nsl_iv_gap_hosts(NULL, e, g, 1, l, &idle, &host, &og, &os, &oe, &orow, &err), NSL_ERR_ARG);
+  assert_non_null(strstr(err.msg, "gap host parts"));
+  assert_null(idle);
   release3(s, e, g);
   nsl_column_release(l);
 }
