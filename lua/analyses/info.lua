@@ -1,6 +1,7 @@
 -- info -- what a trace holds: reports with their nsys and schema versions,
 -- time span, devices, processes, and the row count of every table.
 local nsl = require("nsl")
+local window = require("nsl.window")
 
 local timed = {"kernels", "memcpy", "memset", "api", "nvtx", "osrt", "sync"}
 
@@ -9,15 +10,19 @@ local timed = {"kernels", "memcpy", "memset", "api", "nvtx", "osrt", "sync"}
 -- per timed table and report (spans), devices, processes, and the row
 -- count of every table (counts).
 local function extract(trace)
-  local reps, los, his = {}, {}, {}
+  -- each table's reports' extents, measured once per trace and kept (nsl.window.report_extents): a row per
+  -- table and report, lo or hi NULL where the report has none
+  local reps, los, his, lo_at, hi_at = {}, {}, {}, {}, {}
   for _, name in ipairs(timed) do
-    local t = trace[name]
-    if #t > 0 then t:load{"report", "start", "stop"} end
-    local g = t:group_by("report"):agg{"lo=min(start)", "hi=max(stop)"}
-    reps[#reps + 1], los[#los + 1], his[#his + 1] = g.report, g.lo, g.hi
+    for r, x in pairs(window.report_extents(trace, name)) do
+      local k = #reps + 1
+      reps[k], los[k], his[k] = r, x[1] or 0, x[3] or 0
+      lo_at[k], hi_at[k] = x[1] and k - 1 or -1, x[3] and k - 1 or -1
+    end
   end
-  local spans = nsl.table{{"report", nsl.concat(table.unpack(reps))}, {"lo", nsl.concat(table.unpack(los))},
-                          {"hi", nsl.concat(table.unpack(his))}}
+  local function i64(v) return (#v > 0 and nsl.column(v) or nsl.column{}):cast("i64") end
+  local spans = nsl.table{{"report", i64(reps)}, {"lo", i64(los):gather(i64(lo_at))},
+                          {"hi", i64(his):gather(i64(hi_at))}}
   local names, counts = {}, {}
   for _, name in ipairs(trace:tables()) do
     names[#names + 1] = name
