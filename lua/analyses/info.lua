@@ -10,19 +10,10 @@ local timed = {"kernels", "memcpy", "memset", "api", "nvtx", "osrt", "sync"}
 -- per timed table and report (spans), devices, processes, and the row
 -- count of every table (counts).
 local function extract(trace)
-  -- each table's reports' extents, measured once per trace and kept (nsl.window.report_extents): a row per
-  -- table and report, lo or hi NULL where the report has none
-  local reps, los, his, lo_at, hi_at = {}, {}, {}, {}, {}
-  for _, name in ipairs(timed) do
-    for r, x in pairs(window.report_extents(trace, name)) do
-      local k = #reps + 1
-      reps[k], los[k], his[k] = r, x[1] or 0, x[3] or 0
-      lo_at[k], hi_at[k] = x[1] and k - 1 or -1, x[3] and k - 1 or -1
-    end
-  end
-  local function i64(v) return (#v > 0 and nsl.column(v) or nsl.column{}):cast("i64") end
-  local spans = nsl.table{{"report", i64(reps)}, {"lo", i64(los):gather(i64(lo_at))},
-                          {"hi", i64(his):gather(i64(hi_at))}}
+  -- each table's reports' extents, measured once per trace and kept: a row per table and report
+  local parts = {}
+  for i, name in ipairs(timed) do parts[i] = window.report_extent_table(trace, name) end
+  local spans = nsl.concat_tables(parts)
   local names, counts = {}, {}
   for _, name in ipairs(trace:tables()) do
     names[#names + 1] = name

@@ -140,7 +140,8 @@ function M.step_calls(trace)
   want = want | select(2, rows:join(nsl.table{{"row", calls.row:gather(ord:gather(after))}}, {"row"}, {})):ge(0)
   -- with the other records of their ids (host_sync.unique_calls keeps one of each id)
   want = want | select(2, raw:join(raw:filter(want):select(keys), keys, {})):ge(0)
-  return raw:filter(want), raw:group_by("report"):agg{"start=min(start)", "stop=max(stop)"}, calls
+  local spans = window_mod.report_extent_table(trace, "api")   -- (measured once per trace, and kept)
+  return raw:filter(want), nsl.table{{"report", spans.report}, {"start", spans.lo}, {"stop", spans.hi}}, calls
 end
 
 -- The columns of the memory operations diagnose's checks read (Ctx:memory).

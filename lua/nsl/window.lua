@@ -123,6 +123,21 @@ end
 -- group-by of the table for all reports; measured once per trace.
 function M.report_extents(trace, name) return extents_of(trace, name, true).per end
 
+--- M.report_extents as a table: report (i64, the reports with rows), lo
+-- (the least start) and hi (the greatest stop), NULL where the report has
+-- none -- for a distributed run's processes to send, and for tables of
+-- several trace tables' extents (nsl.concat_tables).
+function M.report_extent_table(trace, name)
+  local reps, los, his, lo_at, hi_at = {}, {}, {}, {}, {}
+  for r, x in pairs(M.report_extents(trace, name)) do
+    local k = #reps + 1
+    reps[k], los[k], his[k] = r, x[1] or 0, x[3] or 0
+    lo_at[k], hi_at[k] = x[1] and k - 1 or -1, x[3] and k - 1 or -1
+  end
+  local function i64(v) return (#v > 0 and nsl.column(v) or nsl.column{}):cast("i64") end
+  return nsl.table{{"report", i64(reps)}, {"lo", i64(los):gather(i64(lo_at))}, {"hi", i64(his):gather(i64(hi_at))}}
+end
+
 --- window.set_span(trace, lo, hi [, origin]): the default span of trace (its
 -- tables hold filtered rows; lo, hi were measured over all of them) and the
 -- trace's start, where printed times count from (default lo).
