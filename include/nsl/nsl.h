@@ -295,11 +295,16 @@ typedef struct nsl_groups {
   int64_t ngroups;
   nsl_column *group_of;   /* NSL_I64, one per row */
   nsl_column *first_row;  /* NSL_I64, one per group */
-  int checked;            /* group_of is known to lie in [-1, ngroups) (nsl_groupby sets it; else each
+  int checked;            /* group_of is known to lie below ngroups, negative: no group (nsl_groupby sets it; else each
                              aggregation checks) */
 } nsl_groups;
 nsl_status nsl_groupby(const nsl_column *const *keys, int nkeys, nsl_groups *out, nsl_error *err);
 void nsl_groups_free(nsl_groups *g);
+/* Groups given by number: group_of is ids (I64 or I32; a negative id or
+ * NULL puts its row in no group), groups 0..ngroups-1 in that order, empty
+ * ones included; first_row is NULL.  Fails when an id is ngroups or above.
+ * No key is hashed: for ids a kernel made (tree nodes, a grouping's ids). */
+nsl_status nsl_groups_by_id(const nsl_column *ids, int64_t ngroups, nsl_groups *out, nsl_error *err);
 /* The number of distinct key tuples (nsl_groupby's ngroups: NULL a value of
  * its own) into *count, without a group id per row. */
 nsl_status nsl_count_distinct(const nsl_column *const *keys, int nkeys, int64_t *count, nsl_error *err);

@@ -405,27 +405,23 @@ function M.tree_figures(P)
   local R = P.ranges
   local label = R:coltype("label") and R.label or R.name
   local tp = nsl.tree_paths(R.parent, label, P.mask)
-  local per = nsl.table{{"node", tp.node}, {"dur", R.dur}, {"gpu", R.gpu_time}, {"ops", R.ops}}
-    :group_by("node"):agg{"n=count", "cpu=sum(dur)", "gpu=sum(gpu)", "ops=sum(ops)"}
-  local op_node = tp.node:gather(P.ops.range)
-  local own = nsl.table{{"node", op_node}, {"dur", P.ops.stop - P.ops.start}}:group_by("node")
-    :agg{"n=count", "gpu=sum(dur)"}
   local n = tp.n
-  local F = {n = n, inst = {}, cpu = {}, gpu = {}, ops = {}, gself = {}, oself = {}, outside = {ops = 0, gpu_time = 0},
-             gpu_time = 0, node_of = tp.node, op_node = op_node}
-  for id = 1, n do F.inst[id], F.cpu[id], F.gpu[id], F.ops[id], F.gself[id], F.oself[id] = 0, 0, 0, 0, 0, 0 end
-  for i = 1, #per do
-    local id = per.node[i]
-    if id >= 0 then
-      F.inst[id + 1], F.cpu[id + 1], F.gpu[id + 1], F.ops[id + 1] = per.n[i], per.cpu[i] or 0, per.gpu[i] or 0,
-                                                                    per.ops[i] or 0
-    end
-  end
-  for i = 1, #own do
-    local id = own.node[i]
-    if id == nil then F.outside.ops, F.outside.gpu_time = own.n[i], own.gpu[i] or 0
-    else F.gself[id + 1], F.oself[id + 1] = own.gpu[i] or 0, own.n[i] end
-    F.gpu_time = F.gpu_time + (own.gpu[i] or 0)
+  -- (groups by node number, no key hashed: node i is row i + 1; the operations outside every range, whose
+  -- innermost range is none, are group n)
+  local per = nsl.table{{"node", tp.node}, {"dur", R.dur}, {"gpu", R.gpu_time}, {"ops", R.ops}}
+    :group_by_id("node", n):agg{"n=count", "cpu=sum(dur)", "gpu=sum(gpu)", "ops=sum(ops)"}
+  local op_node = tp.node:gather(P.ops.range)
+  local op_dur = P.ops.stop - P.ops.start
+  local own = nsl.table{{"node", nsl.coalesce(op_node, n)}, {"dur", op_dur}}:group_by_id("node", n + 1)
+    :agg{"n=count", "gpu=sum(dur)"}
+  local F = {n = n, inst = {}, cpu = {}, gpu = {}, ops = {}, gself = {}, oself = {},
+             outside = {ops = own.n[n + 1], gpu_time = own.gpu[n + 1] or 0}, gpu_time = op_dur:sum() or 0,
+             node_of = tp.node, op_node = op_node}
+  local pn, pcpu, pgpu, pops, on, ogpu = per.n:totable(), per.cpu:totable(), per.gpu:totable(), per.ops:totable(),
+                                         own.n:totable(), own.gpu:totable()
+  for id = 1, n do
+    F.inst[id], F.cpu[id], F.gpu[id], F.ops[id] = pn[id], pcpu[id] or 0, pgpu[id] or 0, pops[id] or 0
+    F.gself[id], F.oself[id] = ogpu[id] or 0, on[id]
   end
   F.names = label:gather(tp.node_row)
   F.parent, F.name = tp.node_parent:totable(), F.names:totable()

@@ -725,6 +725,29 @@ void nsl_groups_free(nsl_groups *g) {
   memset(g, 0, sizeof *g);
 }
 
+/* ---- groups given by number ------------------------------------------------------- */
+
+nsl_status nsl_groups_by_id(const nsl_column *ids, int64_t ngroups, nsl_groups *out, nsl_error *err) {
+  if (!out) return nsl_error_set(err, NSL_ERR_ARG, "groups by id: no output");
+  memset(out, 0, sizeof *out);
+  if (!ids || (ids->type != NSL_I64 && ids->type != NSL_I32))
+    return nsl_error_set(err, NSL_ERR_ARG, "groups by id: the ids must be an integer column");
+  if (ngroups < 0) return nsl_error_set(err, NSL_ERR_ARG, "groups by id: %lld groups", (long long)ngroups);
+  out->group_of = ids->type == NSL_I64 ? nsl_column_retain((nsl_column *)ids) : nsl_column_cast(ids, NSL_I64, err);
+  if (!out->group_of) return err ? err->code : NSL_ERR_NOMEM;
+  const int64_t *g = nsl_i64(out->group_of);
+  for (int64_t i = 0; i < out->group_of->len; i++)
+    if (g[i] >= ngroups) {
+      nsl_error_set(err, NSL_ERR_ARG, "groups by id: row %lld has id %lld, not below %lld", (long long)i,
+                    (long long)g[i], (long long)ngroups);
+      nsl_groups_free(out);
+      return NSL_ERR_ARG;
+    }
+  out->ngroups = ngroups;
+  out->checked = 1;
+  return NSL_OK;
+}
+
 /* ---- distinct tuples, counted ----------------------------------------------------- */
 
 /* The number of distinct key tuples (what nsl_groupby's ngroups would be)

@@ -472,6 +472,39 @@ static int tbl_group_by(lua_State *L) {
   return 1;
 }
 
+/* t:group_by_id("node", n) -> groups 0..n-1 given by the integer column
+ * `node` (a negative id or NULL: the row is in no group), in that order,
+ * empty ones included; their keys: `node` = 0..n-1.  No key is hashed. */
+static int tbl_group_by_id(lua_State *L) {
+  nsl_table *t = nsl__checktable(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  lua_Integer n = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, n >= 0, 3, "the number of groups must be 0 or more");
+  require_names(L, t, &name, 1);
+  const nsl_column *ids = checkcol(L, t, name);
+  lgroups *g = lua_newuserdatauv(L, sizeof *g, 1);
+  memset(g, 0, sizeof *g);
+  luaL_setmetatable(L, NSL_GROUPS_MT);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);   /* the grouped table */
+  nsl_error err = {0};
+  if (nsl_groups_by_id(ids, (int64_t)n, &g->g, &err) != NSL_OK) return nsl__lua_error(L, &err);
+  nsl_column *kc = nsl_column_new(NSL_I64, (int64_t)n, NULL);
+  g->keys = nsl_table_new();
+  if (!kc || !g->keys) {
+    nsl_column_release(kc);
+    return luaL_error(L, "out of memory");
+  }
+  for (lua_Integer i = 0; i < n; i++) nsl_i64(kc)[i] = (int64_t)i;
+  int ok = nsl_table_add(g->keys, name, kc, &err) == NSL_OK;
+  nsl_column_release(kc);
+  if (!ok) return nsl__lua_error(L, &err);
+  nsl_table_set_nrows(g->keys, (int64_t)n);
+  g->charged = nsl_table_bytes(g->keys) + (ids->type == NSL_I64 ? 0 : nsl_column_bytes(g->g.group_of));
+  nsl__gc_charge(L, g->charged);
+  return 1;
+}
+
 static lgroups *checkgroups(lua_State *L, int idx) {
   lgroups *g = luaL_checkudata(L, idx, NSL_GROUPS_MT);
   if (!g->keys) luaL_argerror(L, idx, "groups already released");
@@ -605,7 +638,7 @@ static const luaL_Reg tbl_methods[] = {
     {"take", tbl_take},       {"filter", tbl_filter},   {"head", tbl_head},
     {"sort", tbl_sort},       {"order", tbl_order},     {"select", tbl_select},   {"with", tbl_with},
     {"nbytes", tbl_bytes},     {"is_loaded", tbl_is_loaded}, {"join", tbl_join},
-    {"group_by", tbl_group_by}, {"count_distinct", tbl_count_distinct}, {NULL, NULL}};
+    {"group_by", tbl_group_by}, {"group_by_id", tbl_group_by_id}, {"count_distinct", tbl_count_distinct}, {NULL, NULL}};
 
 static const luaL_Reg tbl_meta[] = {{"__gc", tbl_gc},       {"__close", tbl_gc},
                                     {"__len", tbl_len},     {"__index", tbl_index},

@@ -246,6 +246,34 @@ return {
     T.eq(again:isnull():count(), only:isnull():count(), "NULL stays NULL")
   end},
 
+  {"group_by_id: groups given by number equal SQL's GROUP BY of the same numbers, empty groups kept", function()
+    local tr = assert(nsl.open(nccl))
+    local k = tr.kernels
+    -- each kernel's device as a number; rows of stream 7 in no group (-1), one more group than ids named
+    k:load{"device", "stream", "dur"}
+    local ids = nsl.where(k.stream:eq(7), -1, k.device:cast("i64"))
+    local ng = (k.device:max() or 0) + 2
+    local g = nsl.table{{"g", ids}, {"dur", k.dur}}:group_by_id("g", ng)
+    T.eq(#g, ng, "one group per number")
+    local a = g:agg{"n=count", "total=sum(dur)", "med=median(dur)"}
+    local want = {}
+    for _, r in ipairs(T.sql(nccl, [[SELECT deviceId, count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL
+                                     WHERE streamId != 7 GROUP BY 1]])) do
+      want[math.tointeger(r[1])] = {math.tointeger(r[2]), math.tointeger(r[3])}
+    end
+    for i = 1, #a do
+      T.eq(a.g[i], i - 1, "groups in their numbers' order")
+      local w = want[i - 1]
+      T.eq(a.n[i], w and w[1] or 0, "kernels of device " .. (i - 1))
+      T.eq(a.total[i], w and w[2] or nil, "time of device " .. (i - 1))
+    end
+    T.eq(a.med[ng], nil, "an empty group has no median")
+    T.eq(g:ids():eq(-1):count(), T.sql1(nccl, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE streamId = 7"),
+         "rows in no group")
+    local ok, err = pcall(function() return nsl.table{{"g", ids}}:group_by_id("g", ng - 2) end)
+    T.ok(not ok and tostring(err):find("not below", 1, true), "an id past the groups fails: " .. tostring(err))
+  end},
+
   {"a filter that keeps every row: the same rows, and columns not yet loaded still load", function()
     -- such a filter shares the columns instead of copying them; SQL is the oracle for both kinds of column
     local tr = assert(nsl.open(nccl))

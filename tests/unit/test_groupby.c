@@ -712,6 +712,62 @@ static void test_agg_random_reference(void **state) {
   nsl_dict_release(d);
 }
 
+/* Groups given by number (nsl_groups_by_id): each aggregate equals the brute
+ * force over the rows whose id is the group (negative ids and NULL in none),
+ * empty groups included; an id at or above the count fails, naming it. */
+static void test_groups_by_id(void **state) {
+  (void)state;
+  nsl_dict *d = nsl_dict_new();
+  nsl_error err = {0};
+  fx_seed(777);
+  for (int trial = 0; trial < 16; trial++) {
+    int64_t n = fx_range(0, 900), span = fx_range(1, 20);
+    nsl_column *ids = random_col(trial % 2 ? NSL_I32 : NSL_I64, n, NULL, span);
+    nsl_groups g;
+    int64_t ng = span + 1 + trial % 3;   /* some groups never named */
+    assert_int_equal(nsl_groups_by_id(ids, ng, &g, &err), NSL_OK);
+    assert_int_equal(g.ngroups, ng);
+    assert_int_equal(g.group_of->len, n);
+    for (int64_t i = 0; i < n; i++)   /* the ids as they are: NULL and negative stay out of every group */
+      assert_true(nsl_column_is_null(ids, i) ? nsl_i64(g.group_of)[i] < 0
+                                             : nsl_i64(g.group_of)[i] == nsl_column_get_i64(ids, i));
+    nsl_type vt = (nsl_type)(trial % 5);
+    nsl_column *v = random_col(vt, n, d, trial % 3 ? 1000 : 4);
+    for (int a = NSL_AGG_COUNT; a <= NSL_AGG_COUNT_DISTINCT; a++) {
+      int numeric_only = a == NSL_AGG_SUM || a == NSL_AGG_MEAN || a == NSL_AGG_MEDIAN ||
+                         a == NSL_AGG_QUANTILE || a == NSL_AGG_STD;
+      if (vt == NSL_STR && numeric_only) continue;
+      check_agg_random(&g, v, (nsl_agg)a, a == NSL_AGG_QUANTILE ? 0.9 : 0);
+    }
+    nsl_groups_free(&g);
+    if (n > 0 && span > 1) {   /* one group fewer than the largest id needs */
+      int64_t top = -1;
+      for (int64_t i = 0; i < n; i++)
+        if (!nsl_column_is_null(ids, i) && nsl_column_get_i64(ids, i) > top) top = nsl_column_get_i64(ids, i);
+      if (top >= 0) {
+        assert_int_equal(nsl_groups_by_id(ids, top, &g, &err), NSL_ERR_ARG);
+        assert_non_null(strstr(err.msg, "not below"));
+        assert_null(g.group_of);
+      }
+    }
+    nsl_column_release(v);
+    nsl_column_release(ids);
+  }
+  nsl_column *f = FX_F64(1.0, 2.0);
+  nsl_groups g;
+  assert_int_equal(nsl_groups_by_id(f, 3, &g, &err), NSL_ERR_ARG);
+  nsl_column_release(f);
+  nsl_column *neg = FX_I64(-1, -5);
+  assert_int_equal(nsl_groups_by_id(neg, 0, &g, &err), NSL_OK);   /* no group, no row in one */
+  nsl_column *r = nsl_group_agg(&g, neg, NSL_AGG_COUNT, 0, &err);
+  assert_non_null(r);
+  assert_int_equal(r->len, 0);
+  nsl_column_release(r);
+  nsl_groups_free(&g);
+  nsl_column_release(neg);
+  nsl_dict_release(d);
+}
+
 /* ---- join ------------------------------------------------------------------------ */
 
 static void test_join_hand(void **state) {
@@ -947,6 +1003,7 @@ int main(void) {
       cmocka_unit_test(test_agg_matches_nsys_stats),
       cmocka_unit_test(test_real_kernels_against_sql),
       cmocka_unit_test(test_agg_random_reference),
+      cmocka_unit_test(test_groups_by_id),
       cmocka_unit_test(test_join_hand),
       cmocka_unit_test(test_join_random_reference),
       cmocka_unit_test(test_key_table_modes_reference),
