@@ -23,9 +23,10 @@ static nsl_trace *checktrace(lua_State *L, int idx) {
 
 nsl_trace *nsl__checktrace(lua_State *L, int idx) { return checktrace(L, idx); }
 
-/* nsl.open(path, ...) or nsl.open{paths} -> trace, or nil and a message. */
-/* nsl.open(path, ...) or nsl.open{paths} -> trace, or nil and the message;
- * as work (nsl__work: also nsl.background("open", ...)). */
+/* nsl.open(path, ...) or nsl.open{paths}, each with an option table last
+ * ({cache = false}: loads bypass the column cache; nsys = the nsys that
+ * exports .nsys-rep inputs) -> trace, or nil and the message; as work
+ * (nsl__work: also nsl.background("open", ...)). */
 typedef struct open_work {
   char **paths;
   int n;
@@ -35,10 +36,39 @@ typedef struct open_work {
   nsl_error err;
 } open_work;
 
+/* The options of nsl.open at stack index idx (a table: cache = boolean, nsys = string) into *o. */
+static void open_options(lua_State *L, int idx, nsl_open_options *o) {
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    if (strcmp(k, "cache") == 0) {
+      luaL_argcheck(L, lua_isboolean(L, -1), idx, "nsl.open: option cache must be true or false");
+      o->cache = lua_toboolean(L, -1);
+    } else if (strcmp(k, "nsys") == 0) {
+      luaL_argcheck(L, lua_type(L, -1) == LUA_TSTRING, idx, "nsl.open: option nsys must be a string");
+      o->nsys = lua_tostring(L, -1);   /* (copied below, while the table holds it) */
+    } else
+      luaL_error(L, "nsl.open: unknown option '%s' (cache, nsys)", lua_type(L, -2) == LUA_TSTRING ? k : "?");
+    lua_pop(L, 1);
+  }
+}
+
 static void open_prepare(lua_State *L, int first, void *p) {
   open_work *w = p;
   const char *paths[1024];
-  int n = nsl__check_strings(L, first, paths, 1024, "reports");
+  int top = lua_gettop(L), n = 0;
+  int opts = top > first && lua_istable(L, top) ? top : 0;   /* nsl.open(paths..., {options}) */
+  w->opts = *nsl__state_open_options(L);
+  if (opts) open_options(L, opts, &w->opts);
+  if (lua_istable(L, first)) {
+    luaL_argcheck(L, top == first || (opts && top == first + 1), first + 1,
+                  "nsl.open{paths} takes an option table alone after it");
+    n = nsl__check_strings(L, first, paths, 1024, "reports");
+  } else {
+    int last = opts ? opts - 1 : top;
+    luaL_argcheck(L, last - first + 1 <= 1024, first, "at most 1024 reports");
+    for (int i = first; i <= last; i++) paths[n++] = luaL_checkstring(L, i);
+  }
   if (n == 0) luaL_error(L, "nsl.open: no file given");
   char **copy = calloc((size_t)n, sizeof *copy);
   for (int i = 0; copy && i < n; i++)
@@ -50,7 +80,6 @@ static void open_prepare(lua_State *L, int first, void *p) {
   if (!copy) luaL_error(L, "out of memory");
   w->paths = copy;
   w->n = n;
-  w->opts = *nsl__state_open_options(L);
   if (w->opts.nsys && !(w->opts.nsys = strdup(w->opts.nsys))) luaL_error(L, "out of memory");
 }
 

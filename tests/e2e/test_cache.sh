@@ -52,6 +52,32 @@ e=$(entry "$exp")
 warm=$(digest "$exp")
 check_eq "warm cache: the same digests" "$warm" "$want"
 check_eq "--no-cache: the same digests" "$(digest "$exp" --no-cache)" "$want"
+# nsl.open's option table: {cache = false} reads the export itself and writes no entry, as --no-cache does
+cat > "$TMP/open_opts.lua" <<'LUA'
+local nsl = require("nsl")
+return { args = {file = {default = ""}, cache = {default = "no"}}, run = function(trace, args)
+  local t = assert(nsl.open({args.file}, {cache = args.cache == "yes"}))
+  local k = t.kernels
+  print(#k, k.start:sum(), k.stop:max(), k.demangled:unique():count(), k.grid_x:sum())
+  local ok, err = pcall(nsl.open, args.file, {cache = false, color = 1})
+  print(ok and "opened" or err)
+end }
+LUA
+fresh="$TMP/open_opts_cache"
+got=$(NSL_CACHE_DIR="$fresh" "$NSL" run "$TMP/open_opts.lua" "$other" --arg file="$exp" --arg cache=no)
+check_eq "nsl.open{...}, {cache = false}: kernel digest equal to SQL" "$(echo "$got" | head -1 | tr -s ' \t' '\t')" \
+  "$(echo "$want" | head -1)"
+echo "$got" | tail -1 | grep -q "unknown option 'color'" && ok "nsl.open: an unknown option is an error naming it" ||
+  bad "nsl.open took an unknown option: $(echo "$got" | tail -1)"
+# (the run's own input, another export, goes through the cache)
+in_fresh() { grep -lx "input $(readlink -f "$1")" "$fresh"/columns/*/entry 2>/dev/null; }
+[ -z "$(in_fresh "$exp")" ] && [ -n "$(in_fresh "$other")" ] &&
+  ok "nsl.open{...}, {cache = false}: no cache entry written for it" ||
+  bad "nsl.open{...}, {cache = false} wrote to the cache: $(cat "$fresh"/columns/*/entry)"
+NSL_CACHE_DIR="$fresh" "$NSL" run "$TMP/open_opts.lua" "$other" --arg file="$exp" --arg cache=yes --no-cache > /dev/null
+e=$(NSL_CACHE_DIR="$fresh" entry "$exp")
+[ -n "$e" ] && [ -f "$e/c-kernels-start" ] && ok "nsl.open{...}, {cache = true} under --no-cache: the loads fill an entry" ||
+  bad "nsl.open{...}, {cache = true} wrote no cache entry"
 for a in summary nvtx gaps; do
   for f in text json; do
     NSL_CACHE_DIR="$TMP/c2" "$NSL" run $a "$exp" --format $f > "$TMP/cold.$a.$f" 2>&1
