@@ -35,6 +35,8 @@ local function print_parts(args, out, P, R, got)
   local limit = args.limit > 0 and args.limit or nil
   local need_proj = needs_projection(args)
   local want_sum, want_proj = wanted(args.only, "sum"), wanted(args.only, "proj_sum")
+  -- the tree's paths made on a thread of their own while the summaries are
+  local paths <close> = P and #P.ops > 0 and wanted(args.only, "tree") and nvtx.tree_paths_job(P) or nil
   local sum, proj
   if want_sum or want_proj then
     sum, proj = nvtx.summaries(R, {per_report = args.per_report, proj = need_proj and want_proj,
@@ -58,7 +60,7 @@ local function print_parts(args, out, P, R, got)
       {title = "NVTX GPU Projection Trace (nvtx_gpu_proj_trace)", limit = limit, nsys_stats = true})
   end
   if wanted(args.only, "tree") then
-    local T = nvtx.tree(P, {figures = got and got.tree})
+    local T = nvtx.tree(P, {figures = got and got.tree, paths = paths})
     local nodes = T.nodes
     if args.max_depth >= 0 then nodes = nodes:filter(nodes.depth:le(args.max_depth)) end
     local indent = {}

@@ -275,7 +275,7 @@ function M.summaries(R, opts)
   end
   local keys = opts.per_report and {"report", "name", "kind"} or {"name", "kind"}
   local g = got and got.sum
-  local ids   -- each range's group of g (the projection's groups are these with GPU ops)
+  local gid   -- each range's group of g where it has GPU ops, else -1 (the projection's groups)
   if not g then
     local cols = {{"name", R.name}, {"kind", R.kind}, {"dur", R.dur}}
     if opts.per_report then cols[#cols + 1] = {"report", R.report} end
@@ -283,7 +283,10 @@ function M.summaries(R, opts)
     local gr <close> = t:group_by(table.unpack(keys))
     g = gr:agg{"total=sum(dur)", "n=count(dur)", "avg=mean(dur)", "med=median(dur)", "min=min(dur)", "max=max(dur)",
                "std=std(dur)"}
-    if proj then ids = gr:ids() end
+    if proj then   -- (the groups' ids freed here, not held through the projection's group-by)
+      local ids <close> = gr:ids()
+      gid = nsl.where(R.ops:gt(0), ids, -1)
+    end
   end
   -- nvtx_sum: ranges with a duration (marks and ranges that never ended have none)
   local s = g:filter(g.n:gt(0) & g.kind:isin{"push_pop", "start_end"})
@@ -301,7 +304,6 @@ function M.summaries(R, opts)
     -- the ranges with GPU ops by their groups of g (-1: none, a group of its own, left out): grouped by an
     -- integer instead of the names again, the groups in the order they first have GPU ops, as grouping by
     -- (keys, has) kept them
-    local gid = nsl.where(R.ops:gt(0), ids, -1)
     local pt <close> = nsl.table{{"gid", gid}, {"dur", R.dur}, {"proj_dur", R.proj_dur}, {"launches", R.launches},
                                  {"depth", R.depth}, {"children", R.children}, {"gpu_time", R.gpu_time}}
     q = pt:group_by("gid"):agg{
@@ -392,8 +394,17 @@ function M.sort_projected(t)
   return t:sort("proj_start", "-proj_dur")
 end
 
+--- The tree's paths of the ranges of P (M.project), made on a thread of
+-- their own (nsl.background "tree_paths": one thread's sweep over every
+-- range) while the caller goes on: a job for M.tree's opts.paths.
+function M.tree_paths_job(P)
+  local R = P.ranges
+  return nsl.background("tree_paths", R.parent, R:coltype("label") and R.label or R.name, P.mask)
+end
+
 --- The figures of the tree of range names (M.tree's, before it is laid
--- out) over the ranges and operations of P (M.project): C tables indexed
+-- out) over the ranges and operations of P (M.project; paths: the job of
+-- M.tree_paths_job, else they are made here): C tables indexed
 -- by node id + 1 -- parent (node id, -1 for roots; a parent's id is below
 -- its children's), name, inst, cpu, gpu, ops (of the node's ranges), gself,
 -- oself (of the operations whose innermost range is in it) -- names (the
@@ -401,10 +412,10 @@ end
 -- outside {ops =, gpu_time =}, gpu_time (every operation's), node_of (per
 -- range: its node, -1: not in the tree) and op_node (per operation: its
 -- node, NULL: none).
-function M.tree_figures(P)
+function M.tree_figures(P, paths)
   local R = P.ranges
   local label = R:coltype("label") and R.label or R.name
-  local tp = nsl.tree_paths(R.parent, label, P.mask)
+  local tp = paths and paths:wait() or nsl.tree_paths(R.parent, label, P.mask)
   local n = tp.n
   -- (groups by node number, no key hashed: node i is row i + 1; the operations outside every range, whose
   -- innermost range is none, are group n)
@@ -488,7 +499,7 @@ end
 -- (with opts.strip, nodes merge the normalized labels, else the names).
 -- opts.sep joins names into paths ("/" by default).  opts.figures: the
 -- figures already made (M.merge_tree_figures of a distributed run's), P
--- then unread.  Returns T with
+-- then unread; opts.paths: M.tree_paths_job's job.  Returns T with
 --   T.nodes  one row per node in depth-first order, children by GPU time:
 --            node, parent (node, -1 for roots), depth, name, path,
 --            instances, cpu_time (sum of range durations), cpu_self (minus
@@ -502,7 +513,7 @@ end
 function M.tree(P, opts)
   opts = opts or {}
   local sep = opts.sep or "/"
-  local F = opts.figures or M.tree_figures(P)
+  local F = opts.figures or M.tree_figures(P, opts.paths)
   local n, parents, names = F.n, F.parent, F.name
   local inst, cpu, gpu, ops, gself, oself = F.inst, F.cpu, F.gpu, F.ops, F.gself, F.oself
   local kids, roots, child_cpu, depths = {}, {}, {}, {}

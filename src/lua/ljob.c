@@ -1,8 +1,9 @@
 /* ljob.c -- work on a thread of its own, for front ends that stay
  * responsive while a trace opens or loads (nsl tui):
  *   job = nsl.background(kind, ...)   kind: "open", "load", "lod",
- *       "nest_lanes" or "nvtx_project", with the arguments of nsl.open,
- *       t:load, nsl.lod, nsl.nest_lanes and nsl.nvtx_project; returns at once
+ *       "nest_lanes", "nvtx_project" or "tree_paths", with the arguments of
+ *       nsl.open, t:load, nsl.lod, nsl.nest_lanes, nsl.nvtx_project and
+ *       nsl.tree_paths; returns at once
  *   job:done()    true once wait will not block
  *   job:wait()    the results of the synchronous function (once)
  *   job:cancel()  stops the work as soon as it can (a load within ~64k rows,
@@ -96,7 +97,7 @@ static void run_task(void *p) {
 }
 
 static const nsl__work *const kinds[] = {&nsl__work_open, &nsl__work_load, &nsl__work_lod, &nsl__work_nest_lanes,
-                                         &nsl__work_nvtx_project};
+                                         &nsl__work_nvtx_project, &nsl__work_tree_paths};
 
 /* nsl.background(kind, ...) -> job */
 static int l_background(lua_State *L) {
@@ -104,7 +105,7 @@ static int l_background(lua_State *L) {
   const nsl__work *w = NULL;
   for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
     if (strcmp(kinds[k]->name, kind) == 0) w = kinds[k];
-  if (!w) return luaL_error(L, "nsl.background: unknown kind '%s' (open, load, lod, nest_lanes, nvtx_project)", kind);
+  if (!w) return luaL_error(L, "nsl.background: unknown kind '%s' (open, load, lod, nest_lanes, nvtx_project, tree_paths)", kind);
   job *j = prepare(L, w, 2);
   j->stage = RUNNING;
   if (!(j->task = nsl__task_start(run_task, j))) {   /* no thread: the work is done now */

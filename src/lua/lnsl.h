@@ -138,7 +138,8 @@ typedef struct nsl__work {
 /* Does w now on the calling thread with the arguments from first on and
  * returns push's count: the synchronous function of w. */
 int nsl__work_now(lua_State *L, const nsl__work *w, int first);
-extern const nsl__work nsl__work_open, nsl__work_load, nsl__work_lod, nsl__work_nest_lanes, nsl__work_nvtx_project;
+extern const nsl__work nsl__work_open, nsl__work_load, nsl__work_lod, nsl__work_nest_lanes, nsl__work_nvtx_project,
+    nsl__work_tree_paths;
 int nsl__open_job(lua_State *L);   /* nsl.background (ljob.c) */
 
 /* luaopen for the C core module ("nsl.core"). */

@@ -129,22 +129,55 @@ const nsl__work nsl__work_nvtx_project = {"nvtx_project", sizeof(project_work), 
 static int l_nvtx_project(lua_State *L) { return nsl__work_now(L, &nsl__work_nvtx_project, 1); }
 
 /* nsl.tree_paths(parent, label [, mask]) -> {node = per row, node_parent =,
- * node_depth =, node_row = per node (0-based), n = number of nodes}. */
-static int l_tree_paths(lua_State *L) {
-  nsl_column *parent = nsl__checkcolumn(L, 1), *label = nsl__checkcolumn(L, 2);
-  nsl_column *mask = lua_isnoneornil(L, 3) ? NULL : nsl__checkcolumn(L, 3);
-  lua_createtable(L, 0, 5);
+ * node_depth =, node_row = per node (0-based), n = number of nodes}; as
+ * work (also nsl.background("tree_paths", ...): the sweep is one thread's,
+ * so an analysis runs it beside other work). */
+typedef struct paths_work {
+  nsl_column *parent, *label, *mask;
   nsl__tree t;
-  nsl_error err = {0};
-  if (nsl__tree_paths(parent, label, mask, &t, &err) != NSL_OK) return nsl__lua_error(L, &err);
-  lua_pushinteger(L, t.nnodes);
+  nsl_status rc;
+  nsl_error err;
+} paths_work;
+
+static void paths_prepare(lua_State *L, int first, void *state) {
+  paths_work *w = state;
+  nsl_column *parent = nsl__checkcolumn(L, first), *label = nsl__checkcolumn(L, first + 1);
+  nsl_column *mask = lua_isnoneornil(L, first + 2) ? NULL : nsl__checkcolumn(L, first + 2);
+  w->parent = nsl_column_retain(parent);
+  w->label = nsl_column_retain(label);
+  w->mask = mask ? nsl_column_retain(mask) : NULL;
+}
+
+static void paths_run(void *state) {
+  paths_work *w = state;
+  w->rc = nsl__tree_paths(w->parent, w->label, w->mask, &w->t, &w->err);
+}
+
+static int paths_push(lua_State *L, void *state) {
+  paths_work *w = state;
+  if (w->rc != NSL_OK) return nsl__lua_error(L, &w->err);
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, w->t.nnodes);
   lua_setfield(L, -2, "n");
-  set_column(L, "node", &t.node_of);
-  set_column(L, "node_parent", &t.node_parent);
-  set_column(L, "node_depth", &t.node_depth);
-  set_column(L, "node_row", &t.node_row);
+  set_column(L, "node", &w->t.node_of);
+  set_column(L, "node_parent", &w->t.node_parent);
+  set_column(L, "node_depth", &w->t.node_depth);
+  set_column(L, "node_row", &w->t.node_row);
   return 1;
 }
+
+static void paths_release(void *state) {
+  paths_work *w = state;
+  nsl_column_release(w->parent);
+  nsl_column_release(w->label);
+  nsl_column_release(w->mask);
+  nsl__tree_free(&w->t);   /* what push did not hand over */
+}
+
+const nsl__work nsl__work_tree_paths = {"tree_paths", sizeof(paths_work), paths_prepare, paths_run, paths_push,
+                                        paths_release};
+
+static int l_tree_paths(lua_State *L) { return nsl__work_now(L, &nsl__work_tree_paths, 1); }
 
 /* nsl.nvtx_top{range_keys = {report, pid, tid}, range_start =, range_stop =,
  *   range_mask = (optional)} -> bool column: the ranges nsl.nvtx_project

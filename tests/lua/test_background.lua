@@ -136,6 +136,29 @@ tests[#tests + 1] = {"the NVTX projection in the background equals the synchrono
   T.eq(top.ops:sum(), bg.ops.range:ge(0):sum(), "ops under top-level ranges")
 end}
 
+tests[#tests + 1] = {"the tree's paths in the background equal the synchronous sweep, and the nvtx tree made with them", function()
+  local nvtx = require("nsl.nvtx")
+  local tr = nsl.open(F)
+  local P = nvtx.project(tr, {strip = nvtx.pytorch_suffixes})
+  local sync = nsl.tree_paths(P.ranges.parent, P.ranges.label, P.mask)
+  local bg = poll(nvtx.tree_paths_job(P))
+  T.ok(sync.n > 1, "a tree of several nodes: " .. sync.n)
+  T.eq(bg.n, sync.n, "nodes")
+  for _, c in ipairs{"node", "node_parent", "node_depth", "node_row"} do
+    local a, b = sync[c]:totable(), bg[c]:totable()
+    local same = #a == #b
+    for i = 1, #a do same = same and a[i] == b[i] end
+    T.ok(same, "column " .. c)
+  end
+  -- the tree of the analysis from a job equals the one whose paths are made where they are needed
+  local t1, t2 = nvtx.tree(P).nodes, nvtx.tree(P, {paths = nvtx.tree_paths_job(P)}).nodes
+  T.eq(#t2, #t1, "tree rows")
+  for _, c in ipairs{"path", "instances", "cpu_time", "gpu_time", "gpu_self", "ops", "ops_self"} do
+    T.eq(table.concat(t2[c]:totable(), "\n"), table.concat(t1[c]:totable(), "\n"), "tree column " .. c)
+  end
+  local job <close> = nvtx.tree_paths_job(P)   -- closed unwaited: cancelled, nothing leaks (ASan)
+end}
+
 tests[#tests + 1] = {"cancel, wait twice, unknown kinds, collected jobs", function()
   local tr = nsl.open(F)
   local job = nsl.background("load", tr.nvtx, {"start", "text"})
