@@ -101,7 +101,8 @@ return {
   example = "nsl run straggler rank0.sqlite rank1.sqlite ... --fail-on warning --out straggler/",
   -- parts: a distributed run's gathered collectives (the step below); matched: {src, res} of
   -- nsl.straggler.match on this trace with these args, made once by diagnose for its ledger and this;
-  -- matched.steps: nsl.iterations.steps(trace) as diagnose found it (false: no steps), detected once
+  -- matched.steps: nsl.iterations.steps(trace) as diagnose found it (false: no steps), detected once;
+  -- matched.attribute: diagnose's attribution of the late windows' gaps (nsl.straggler.named's attribute)
   run = function(trace, args, out, parts, matched)
     local min_delay = units.duration_arg(args, "min_delay")
     if type(args.min_share) ~= "number" or args.min_share < 0 or args.min_share >= 1 then
@@ -141,7 +142,7 @@ return {
     out:value("collective_interval_ns", res.step_ns)
 
     -- the verdict: findings first, then a sentence
-    local named, names = core.named(trace, src, res, rows, args.min_share)
+    local named, names = core.named(trace, src, res, rows, args.min_share, matched and matched.attribute)
     for _, f in ipairs(named) do findings.add(out, f.opts, f.fmt, table.unpack(f.args, 1, f.args.n)) end
     local said = core.summary(src, res, rows, names, ncoll, {training = st, min_share = args.min_share,
                                                            late_share = args.late_share})

@@ -52,6 +52,7 @@ local iterations = require("nsl.iterations")
 local host_sync = require("nsl.host_sync")
 local findings = require("nsl.findings")
 local ledger = require("nsl.ledger")
+local hostmod = require("nsl.host")
 local straggler = require("nsl.straggler")
 local window_mod = require("nsl.window")
 local compile = require("nsl.compile")
@@ -72,6 +73,7 @@ M.round = round
 
 local Ctx = {}
 Ctx.__index = Ctx
+M.Ctx = Ctx   -- (the context's methods: a test replaces one to run the checks without it)
 
 --- The steps of a trace for diagnose: nil (no steps), or {step_ns (median
 -- steady step, integer ns), n (most iterations of one process), how,
@@ -364,7 +366,7 @@ function M.context(trace, args, parts, out)
   ctx.names = trace.reports.name:totable()
   ctx.paths = trace.reports.path:totable()
   -- the CPU-side columns the ledger, the straggler analysis and host.idle attribute idle time with, first
-  if not parts then require("nsl.host").preload(trace) end
+  if not parts then hostmod.preload(trace) end
   local raw
   ctx.steps, raw = find_steps(trace, args.iteration, args.warmup, parts)
   -- with the default detection these are the steps every analysis finds (the straggler analysis's too)
@@ -868,7 +870,8 @@ function Ctx:host_idle(skip)
       self.cache.host_idle = p.host_idle
     else
       self.cache.host_idle = require("nsl.checks.host_idle").candidates(self.trace, self:ledger().res,
-                                                                         self:gpu_local(), self.args.host_idle, skip)
+                                                                         self:gpu_local(), self.args.host_idle, skip,
+                                                                         self.cache.host_pre)
     end
   end
   return self.cache.host_idle
@@ -974,11 +977,47 @@ function Ctx:straggler()
     if matched then
       local sub
       -- (with the steps diagnose found, when they are the analysis's own: the detection runs once)
-      sub, err = run_analysis(self, "straggler", nil, {matched[1], matched[2], steps = self.default_steps})
+      sub, err = run_analysis(self, "straggler", nil, {matched[1], matched[2], steps = self.default_steps,
+                                                        attribute = self:attribute_along()})
       self.cache.straggler, self.cache.straggler_err = sub or false, err
     end
   end
   return self.cache.straggler or nil, self.cache.straggler_err
+end
+
+--- What attributes the straggler analysis's late windows' gaps
+-- (nsl.straggler.named's attribute) when host.idle runs after it in one
+-- process: the gaps and the host rows host.idle will attribute -- of the
+-- GPUs the straggler findings do not name (nsl.checks.host_idle's pending)
+-- -- in one nsl.host.attribute, its sweeps over the host tables (3.2 M
+-- calls and 8.1 M ranges at 1 GB) made once for both, each interval's
+-- attribution its own.  The host rows' activity waits in the cache for
+-- Ctx:host_idle (which attributes its rows itself where it names a GPU
+-- these lack).  nil otherwise.
+function Ctx:attribute_along()
+  if self.parts or not (self.running and self.running["host.idle"]) then return nil end
+  return function(dd, sources, named)
+    local function skip(r, dev)
+      for _, w in ipairs(named or {}) do
+        if w.report == r and (w.device == nil or w.device == dev) then return true end
+      end
+      return false
+    end
+    local host, pre = require("nsl.checks.host_idle").pending(self:ledger().res, self:gpu_local(),
+                                                               self.args.host_idle, skip)
+    if not host then return hostmod.attribute(dd, sources, true) end
+    local cols = {"report", "pid", "launch_tid", "start", "stop", "dur"}
+    local d2 = ledger.host_intervals(host)
+    local a = hostmod.attribute(nsl.concat_tables{dd:select(cols), d2:select(cols)}, sources, true)
+    local n = #dd
+    pre.a = ledger.host_activity_of(host, a:take(nsl.range(#d2) + n))
+    self.cache.host_pre = pre
+    local head, res = a:take(nsl.range(n)), dd
+    for _, src in ipairs(sources) do   -- (the columns nsl.host.attribute adds, in its order)
+      for _, c in ipairs{"_text", "_tid", "_ov", "_cover"} do res = res:with(src.key .. c, head[src.key .. c]) end
+    end
+    return res
+  end
 end
 
 --- The straggler analysis's findings as the job's causes: a list of
@@ -1258,6 +1297,8 @@ function M.run(ctx, between, checks, opts)
     for i, c in ipairs(checks) do for _, name in ipairs(c.tables) do last[name] = i end end
   end
   ctx.released = {}
+  ctx.running = {}   -- the ids of the checks this run runs (Ctx:attribute_along)
+  for _, c in ipairs(checks) do ctx.running[c.id] = true end
   for i, c in ipairs(checks) do
     -- the progress line (on a terminal, for work over a second) names the check
     local progress <close> = nsl.progress(string.format("diagnose: check %d of %d (%s)", i, #checks, c.id))

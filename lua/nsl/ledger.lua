@@ -626,10 +626,24 @@ end
 -- (nvtx, osrt, api; NULL text: none).
 function M.host_activity(trace, host, rows)
   if rows then host = host:take(rows) end
-  local d = nsl.table{{"report", host.report}, {"pid", host.pid}, {"launch_tid", host.tid},
-                      {"start", host.he - host.time}, {"stop", host.he}, {"dur", host.time}}
+  local d = M.host_intervals(host)
   -- (a distributed run reads the host tables of these rows' reports alone)
   local a = hostmod.attribute(d, hostmod.sources_of(trace, #d > 0 and d.report:unique():totable() or {}), true)
+  return M.host_activity_of(host, a)
+end
+
+--- The intervals M.host_activity attributes, one per row of host (M.build's
+-- idle_host rows), for nsl.host.attribute by launcher: report, pid,
+-- launch_tid, start, stop, dur.
+function M.host_intervals(host)
+  return nsl.table{{"report", host.report}, {"pid", host.pid}, {"launch_tid", host.tid},
+                   {"start", host.he - host.time}, {"stop", host.he}, {"dur", host.time}}
+end
+
+--- M.host_activity's table of host's rows and a, the attribution of
+-- M.host_intervals(host) (the same rows; made elsewhere along with other
+-- intervals, nsl.host.attribute giving each interval's attribution alone).
+function M.host_activity_of(host, a)
   local cols = {{"report", host.report}, {"pid", host.pid}, {"tid", host.tid}, {"group", host.group},
                 {"time", host.time}}
   for _, key in ipairs{"nvtx", "osrt", "api"} do

@@ -1101,7 +1101,7 @@ end
 -- (in a distributed run, each report's by the process that holds it:
 -- only the attributed gaps move), so it costs the host tables once, not
 -- once per rank.
-local function host_activities(trace, src, res, late_insts)
+local function host_activities(trace, src, res, late_insts, attribute, named)
   local acts = {}
   if #late_insts == 0 then return acts end
   local dd, sources
@@ -1116,7 +1116,7 @@ local function host_activities(trace, src, res, late_insts)
     local reps = d.report:unique():totable()
     dd = d:with("launch_tid", host.launcher(trace, d, reps))
     sources = host.sources_of(trace, reps)
-    dd = host.attribute(dd, sources, true)
+    dd = attribute and attribute(dd, sources, named) or host.attribute(dd, sources, true)
   end
   local total = dd:group_by("rank"):agg{"total=sum(dur)"}
   local tot = {}
@@ -1238,8 +1238,13 @@ end
 -- (one attribution for all whose GPU waited for it) and the next command.
 -- Returns the list of findings in that order ({opts, fmt, args}: the
 -- arguments of nsl.findings.add, args packed) and the stragglers' names,
--- each with its cause ("label (cause)").
-function M.named(trace, src, res, rows, min_share)
+-- each with its cause ("label (cause)").  attribute (optional): what
+-- attributes the late windows' gaps in place of nsl.host.attribute(d,
+-- sources, true), called as attribute(d, sources, named) with the same
+-- result, named listing where the ranks named are (src.where's: report,
+-- device): a caller that attributes other intervals along in the same
+-- sweeps (nsl.diagnose, those of the GPUs not named).
+function M.named(trace, src, res, rows, min_share, attribute)
   local labels, nranks, thr = src.labels, #src.labels, rows.threshold
   local list, names = {}, {}
   -- per named rank, slices of the tables by rank (one pass each, however many are named)
@@ -1258,7 +1263,10 @@ function M.named(trace, src, res, rows, min_share)
       if #idle > 0 then
         local who = nsl.table{{"rank", nsl.column(idle)}, {"idle", nsl.rep(1, #idle)}}
         local li = late_thr:join(who, {"rank"}, {"idle"})
-        acts = host_activities(trace, src, res, li:filter(~li.idle:isnull()):select{"rank", "instance"})
+        local named = {}   -- where the ranks named below are (the attribute hook's)
+        for q = 1, nranks do if rows.straggler[q] or rows.consistent[q] then named[#named + 1] = src.where[q] end end
+        acts = host_activities(trace, src, res, li:filter(~li.idle:isnull()):select{"rank", "instance"}, attribute,
+                               named)
       end
     end
     if rows.straggler[r] then

@@ -112,4 +112,52 @@ return {
     straggler.match, straggler.analyse = match, analyse
     if not ok then error(err, 0) end
   end},
+  {"the straggler's late windows and host.idle's host rows are attributed in one sweep (Ctx:attribute_along), " ..
+   "with the findings each attribution alone gives", function()
+    -- the 2-GPU export: a straggler late for its host (one GPU named) and host.idle on the other GPU
+    local host, D = require("nsl.host"), require("nsl.diagnose")
+    local attribute, along = host.attribute, D.Ctx.attribute_along
+    local calls = {}
+    host.attribute = function(d, ...) calls[#calls + 1] = #d return attribute(d, ...) end
+    -- diagnose's engine over every check: the findings and host.idle's candidates (per GPU, what its
+    -- launching thread was in and for how long)
+    local function run()
+      local runner = require("nsl.engine.runner")
+      local parsed = assert(runner.parse_args(assert(runner.load_analysis("diagnose")), {}))
+      local trace = assert(require("nsl").open(T.data(ncclf)))
+      local out = require("nsl.engine.output").new{analysis = "diagnose", format = "collect", trace = trace}
+      local ctx = D.context(trace, parsed, nil, out)
+      return D.run(ctx), ctx.cache.host_idle
+    end
+    local ok, err = pcall(function()
+      local shared, c1 = run()
+      local n_shared, sizes = #calls, table.concat(calls, "+")
+      calls = {}
+      D.Ctx.attribute_along = function() return nil end
+      local apart, c2 = run()
+      D.Ctx.attribute_along = along
+      T.ok(c1 and #c1 >= 1, "host.idle's candidates")
+      T.eq(#c1, #c2, "as many candidates")
+      for _, col in ipairs(c2:columns()) do
+        T.eq(table.concat(c1[col]:map(tostring):totable(), ","), table.concat(c2[col]:map(tostring):totable(), ","),
+             "candidates' " .. col)
+      end
+      T.eq(#by_id(shared, "straggler.host_idle") + #by_id(shared, "straggler.launch"), 1, "a host-side straggler")
+      T.ok(#by_id(shared, "host.idle") >= 1, "host.idle on the other GPU")
+      T.eq(n_shared, 1, "one attribution with the sharing (" .. sizes .. " intervals)")
+      T.eq(#calls, 2, "two without it")
+      T.eq(n_shared == 1 and calls[1] + calls[2] or -1, tonumber(sizes), "the same intervals: " .. sizes .. " = " ..
+           table.concat(calls, " + "))
+      T.eq(#shared, #apart, "as many findings")
+      for i = 1, math.min(#shared, #apart) do
+        local a, b = shared[i], apart[i]
+        T.eq(a.id, b.id, "finding " .. i)
+        T.eq(a.text, b.text, "finding " .. i .. " (" .. a.id .. ")")
+        T.eq(a.lost_ns, b.lost_ns, "lost_ns of " .. a.id)
+        T.eq(require("nsl.report").json(a.where or {}), require("nsl.report").json(b.where or {}), "where of " .. a.id)
+      end
+    end)
+    host.attribute, D.Ctx.attribute_along = attribute, along
+    if not ok then error(err, 0) end
+  end},
 }

@@ -49,19 +49,9 @@ end
 local SOURCES = {{"nvtx", "NVTX", function(x) return nvtx.normalize(x, nvtx.pytorch_suffixes) end},
                  {"osrt", "OS runtime"}, {"api", "CUDA"}}
 
---- The GPUs host.idle would name among those of l (nsl.ledger.build's
--- result over trace: its ledger, groups and host rows), before the ones a
--- straggler finding names are left out: per GPU (in the ledger's order)
--- whose idle_host time -- less the gaps launch.bound and gpu.gaps claim
--- (G: nsl.gpu_tables.make's lb_rows and gap_rows of the same operations) --
--- is at least share of its run: report, device, time, wall, tid, pid (the
--- launching thread and process most of it was in), and per source of
--- SOURCES the value (text) and the time (ns) of the one it was in most
--- (NULL: none).  A distributed run's processes make it of their own reports;
--- one process leaves out the GPUs for which skip(report, device) is true
--- (those the straggler findings name) before reading their threads' host
--- activity.
-local function candidates(trace, l, G, share, skip)
+-- The GPUs over share before any is skipped, and their host rows: host (l.host less the claimed gaps' rows)
+-- and the list of {g, report, device, time, wall}, in the ledger's order.
+local function over_share(l, G, share)
   local rows = {}
   local host = l.host
   local keys = l.groups
@@ -89,27 +79,71 @@ local function candidates(trace, l, G, share, skip)
     for i = 1, #per do time_of[per.group[i]] = per.time[i] end
     local lt = l.ledger
     local run = lt:filter(lt.step:eq(0))   -- (one row per GPU, in the order of groups)
-    local wanted = {}
     for k = 1, #keys do
       local wall, t = run.wall[k], time_of[k - 1] or 0
-      if wall > 0 and t > 0 and t >= share * wall and not (skip and skip(keys.report[k], keys.device[k])) then
-        wanted[#wanted + 1] = k - 1
+      if wall > 0 and t > 0 and t >= share * wall then
         rows[#rows + 1] = {g = k - 1, report = keys.report[k], device = keys.device[k], time = t, wall = wall}
       end
     end
-    if #wanted > 0 then
-      local a = ledger.host_activity(trace, host, host.group:isin(wanted):indices())
-      local tops = {}
-      for _, src in ipairs(SOURCES) do tops[src[1]] = top_per_group(a, src[1] .. "_text", src[1] .. "_ov", src[3]) end
-      local tids, pids = top_per_group(a, "tid", "time"), top_per_group(a, "pid", "time")
-      for _, r in ipairs(rows) do
-        for _, src in ipairs(SOURCES) do
-          local top = tops[src[1]][r.g]
-          if top then r[src[1]], r[src[1] .. "_w"] = top[1], top[2] end
-        end
-        r.tid = tids[r.g] and tids[r.g][1] or nil
-        r.pid = pids[r.g] and pids[r.g][1] or nil
+  end
+  return host, rows
+end
+
+-- The host rows host.idle attributes (the rows of l.host of the GPUs over share, less the claimed gaps') of the
+-- GPUs for which skip(report, device) is not true, for a caller that attributes them along with other
+-- intervals (nsl.diagnose, with the straggler's late windows); nil when none.  Then also a table for
+-- candidates' pre: groups (the set of those GPUs), host and all (over_share's).
+local function pending(l, G, share, skip)
+  local host, all = over_share(l, G, share)
+  local gs, set = {}, {}
+  for _, r in ipairs(all) do
+    if not skip(r.report, r.device) then gs[#gs + 1], set[r.g] = r.g, true end
+  end
+  if #gs == 0 then return nil end
+  return host:take(host.group:isin(gs):indices()), {groups = set, host = host, all = all}
+end
+
+--- The GPUs host.idle would name among those of l (nsl.ledger.build's
+-- result over trace: its ledger, groups and host rows), before the ones a
+-- straggler finding names are left out: per GPU (in the ledger's order)
+-- whose idle_host time -- less the gaps launch.bound and gpu.gaps claim
+-- (G: nsl.gpu_tables.make's lb_rows and gap_rows of the same operations) --
+-- is at least share of its run: report, device, time, wall, tid, pid (the
+-- launching thread and process most of it was in), and per source of
+-- SOURCES the value (text) and the time (ns) of the one it was in most
+-- (NULL: none).  A distributed run's processes make it of their own reports;
+-- one process leaves out the GPUs for which skip(report, device) is true
+-- (those the straggler findings name) before reading their threads' host
+-- activity.  pre (optional): pending's second result of the same l, G and
+-- share, with a = the activity of its rows (nsl.ledger.host_activity_of),
+-- attributed along with other intervals: read instead of attributing the
+-- rows here when it holds every GPU named.
+local function candidates(trace, l, G, share, skip, pre)
+  local host, all
+  if pre then host, all = pre.host, pre.all else host, all = over_share(l, G, share) end
+  local rows, wanted = {}, {}
+  for _, r in ipairs(all) do
+    if not (skip and skip(r.report, r.device)) then
+      rows[#rows + 1] = r
+      wanted[#wanted + 1] = r.g
+    end
+  end
+  if #wanted > 0 then
+    -- what the launching threads did: attributed here, or along with other intervals (pre: pending's rows'
+    -- activity, each row's attribution its own)
+    for _, g in ipairs(wanted) do if pre and not pre.groups[g] then pre = nil end end
+    local a = pre and pre.a:take(pre.a.group:isin(wanted):indices()) or
+              ledger.host_activity(trace, host, host.group:isin(wanted):indices())
+    local tops = {}
+    for _, src in ipairs(SOURCES) do tops[src[1]] = top_per_group(a, src[1] .. "_text", src[1] .. "_ov", src[3]) end
+    local tids, pids = top_per_group(a, "tid", "time"), top_per_group(a, "pid", "time")
+    for _, r in ipairs(rows) do
+      for _, src in ipairs(SOURCES) do
+        local top = tops[src[1]][r.g]
+        if top then r[src[1]], r[src[1] .. "_w"] = top[1], top[2] end
       end
+      r.tid = tids[r.g] and tids[r.g][1] or nil
+      r.pid = pids[r.g] and pids[r.g][1] or nil
     end
   end
   local cols = {{"report", "report"}, {"device", "device"}, {"time", "time"}, {"wall", "wall"}, {"tid", "tid"},
@@ -145,6 +179,7 @@ return {
       "a finding"},
   },
   candidates = candidates,
+  pending = pending,
   run = function(ctx)
     local named = straggler_ranks(ctx)
     local function is_named(r, dev) return named[ctx:rank(r, dev)] or named[ctx:rank(r)] end
