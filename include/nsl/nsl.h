@@ -678,6 +678,18 @@ nsl_status nsl_trace_report_rows(nsl_trace *tr, const char *name, int64_t *rows,
 nsl_column *nsl_trace_derived_get(nsl_trace *tr, int i, const char *table, const char *name, nsl_type type,
                                   int64_t rows);
 void nsl_trace_derived_put(nsl_trace *tr, int i, const char *table, const char *name, const nsl_column *col);
+/* nsl_trace_derived_get of n columns at once -- d[k] asks report d[k].report's
+ * (table, name) of that type and rows -- into d[k].col (NULL: none), read on
+ * up to NSL_THREADS threads: the checks of their files (the cache reads
+ * every byte of one) run side by side. */
+typedef struct nsl_derived_ask {
+  int report;
+  const char *table, *name;
+  nsl_type type;
+  int64_t rows;
+  nsl_column *col;   /* the answer */
+} nsl_derived_ask;
+void nsl_trace_derived_get_many(nsl_trace *tr, nsl_derived_ask *d, int n);
 /* Whether report i keeps derived columns in this trace (what a deriver
  * asks before it cuts a report's part to keep). */
 int nsl_trace_keeps_derived(const nsl_trace *tr, int i);

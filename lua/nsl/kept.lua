@@ -15,16 +15,40 @@ local M = {}
 -- nil when some report keeps none.  rows (a list as trace:report_rows
 -- gives): each part's length when it is not one per row of the table.
 function M.parts(trace, tname, name, ctype, rows)
-  local nr = trace:nreports()
-  if nr == 0 or not trace:keeps_derived(0) then return nil end
   rows = rows or trace:report_rows(tname)
-  local parts = {}
-  for r = 1, nr do
-    local c = trace:derived(r - 1, tname, name, ctype, rows[r])
-    if not c then return nil end
-    parts[r] = c
+  local parts = M.parts_many(trace, {{tname, name, ctype, rows}})[1]
+  if parts then return parts, rows end
+  return nil
+end
+
+--- M.parts of several columns at once, read side by side (trace:derived_many:
+-- the checks of their files on every thread): asks is a list of {tname,
+-- name, ctype, rows (optional)}; returns a list with M.parts' first result
+-- of each (nil where some report keeps none).
+function M.parts_many(trace, asks)
+  local nr = trace:nreports()
+  if nr == 0 or not trace:keeps_derived(0) then return {} end
+  local list, first = {}, {}
+  for i, a in ipairs(asks) do
+    local rows = a[4] or trace:report_rows(a[1])
+    first[i] = #list
+    for r = 1, nr do list[#list + 1] = {r - 1, a[1], a[2], a[3], rows[r]} end
   end
-  return parts, rows
+  local got = trace:derived_many(list)
+  local out = {}
+  for i = 1, #asks do
+    local parts = {}
+    for r = 1, nr do
+      local c = got[first[i] + r]
+      if not c then
+        parts = nil
+        break
+      end
+      parts[r] = c
+    end
+    out[i] = parts
+  end
+  return out
 end
 
 --- The 0-based row of table tname at which each report's rows begin (a

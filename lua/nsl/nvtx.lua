@@ -134,9 +134,13 @@ local function kept_projection(trace)
   local r = {}
   local first, nrows = kept.first_rows(trace, "nvtx")
   local offset = kept.time_offsets(trace)
-  for _, spec in ipairs(PROJ_COLS) do
-    local name, ctype = spec[1], spec[2]
-    local parts = kept.parts(trace, "nvtx", PROJ_KEPT .. name, ctype, nrows)
+  local asks = {}   -- (read side by side: kept.parts_many)
+  for i, spec in ipairs(PROJ_COLS) do asks[i] = {"nvtx", PROJ_KEPT .. spec[1], spec[2], nrows} end
+  for _, tname in ipairs(OP_TABLES) do asks[#asks + 1] = {tname, PROJ_KEPT .. "op_range", "i64"} end
+  local got = kept.parts_many(trace, asks)
+  for i, spec in ipairs(PROJ_COLS) do
+    local name = spec[1]
+    local parts = got[i]
     if not parts then return nil end
     for k, c in ipairs(parts) do
       if name == "parent" then
@@ -150,8 +154,8 @@ local function kept_projection(trace)
     r[name] = nsl.concat(table.unpack(parts))
   end
   local ops = {}
-  for _, tname in ipairs(OP_TABLES) do
-    local parts = kept.parts(trace, tname, PROJ_KEPT .. "op_range", "i64")
+  for j in ipairs(OP_TABLES) do
+    local parts = got[#PROJ_COLS + j]
     if not parts then return nil end
     for k, c in ipairs(parts) do
       parts[k] = kept.trace_rows(c, nrows[k], first[k])

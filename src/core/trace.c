@@ -1037,6 +1037,31 @@ nsl_column *nsl_trace_derived_get(nsl_trace *tr, int i, const char *table, const
   return c;
 }
 
+/* One column of nsl_trace_derived_get_many (the guard held by the caller). */
+static void derived_one(void *ctx, int k) {
+  nsl_trace *tr = ((void **)ctx)[0];
+  nsl_derived_ask *a = (nsl_derived_ask *)((void **)ctx)[1] + k;
+  const report_src *r = a->table && a->name ? deriving_source(tr, a->report) : NULL;
+  a->col = NULL;
+  if (!r || a->type == NSL_STR || a->rows < 0) return;
+  nsl_column *c = r->ops->derived_get(r->src, a->table, a->name, a->type, a->rows);
+  if (c && (c->type != a->type || c->len != a->rows)) {   /* (a source's promise, checked) */
+    nsl_column_release(c);
+    c = NULL;
+  }
+  a->col = c;
+}
+
+void nsl_trace_derived_get_many(nsl_trace *tr, nsl_derived_ask *d, int n) {
+  for (int k = 0; k < n; k++) d[k].col = NULL;
+  if (n <= 0) return;
+  keeping_drain(tr);   /* what this run kept is read back as kept */
+  guard_enter(tr->guard);   /* (held for all: a trace reads its sources on one thread at a time, its workers aside) */
+  void *ctx[2] = {tr, d};
+  if (!tr->guard->closed) nsl__run_parallel(n, nsl__thread_count(n), derived_one, ctx);
+  guard_leave(tr->guard);
+}
+
 /* A derived column being kept: the source's operation and state (taken when it was given: the reports
  * array may move), the names, the column (retained). */
 typedef struct keep_item {

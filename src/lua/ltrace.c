@@ -420,6 +420,37 @@ static int tr_derived(lua_State *L) {
   return 1;
 }
 
+/* tr:derived_many{{report, table, name, type, rows}, ...} -> a list of the
+ * answers tr:derived would give, in order (false for none), read side by
+ * side (nsl_trace_derived_get_many). */
+static int tr_derived_many(lua_State *L) {
+  nsl_trace *tr = checktrace(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 2);
+  luaL_argcheck(L, n >= 0 && n <= 4096, 2, "at most 4096 columns");
+  nsl_derived_ask *d = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *d, 0);   /* freed by the collector */
+  for (lua_Integer k = 0; k < n; k++) {
+    lua_geti(L, 2, k + 1);
+    luaL_argcheck(L, lua_istable(L, -1), 2, "each column asked is {report, table, name, type, rows}");
+    int top = lua_gettop(L);
+    for (int f = 1; f <= 5; f++) lua_geti(L, top, f);
+    lua_Integer r = luaL_checkinteger(L, top + 1);
+    luaL_argcheck(L, r >= 0 && r < nsl_trace_nreports(tr), 2, "no such report");
+    d[k] = (nsl_derived_ask){(int)r, luaL_checkstring(L, top + 2), luaL_checkstring(L, top + 3),
+                             derived_type_of[luaL_checkoption(L, top + 4, NULL, derived_types)],
+                             (int64_t)luaL_checkinteger(L, top + 5), NULL};
+    lua_pop(L, 6);   /* (the strings stay alive in the list, argument 2) */
+  }
+  nsl_trace_derived_get_many(tr, d, (int)n);
+  lua_createtable(L, (int)n, 0);
+  for (lua_Integer k = 0; k < n; k++) {
+    if (d[k].col) nsl__pushcolumn(L, d[k].col);
+    else lua_pushboolean(L, 0);
+    lua_seti(L, -2, k + 1);
+  }
+  return 1;
+}
+
 /* tr:keep_derived(report, table, name, column): keeps column (not of
  * strings), derived from report's rows alone, for tr:derived in later runs
  * of this build on this input (nothing without a cache folder). */
@@ -446,7 +477,8 @@ static const luaL_Reg tr_methods[] = {{"table", tr_table}, {"tables", tr_tables}
                                       {"inputs", tr_inputs}, {"sql", tr_sql},     {"metadata", tr_metadata},
                                       {"close", tr_gc}, {"keep_reports", tr_keep_reports},
                                       {"filter", tr_filter}, {"report_rows", tr_report_rows},
-                                      {"derived", tr_derived}, {"keep_derived", tr_keep_derived},
+                                      {"derived", tr_derived}, {"derived_many", tr_derived_many},
+                                      {"keep_derived", tr_keep_derived},
                                       {"keeps_derived", tr_keeps_derived},
                                       {NULL, NULL}};
 

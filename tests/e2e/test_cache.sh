@@ -271,6 +271,27 @@ e=$(entry "$exp")
 check_eq "launching calls: kept in the entry, one file per operation table" \
   "$(grep -l 'derived:api_row.1' "$e"/c-* 2> /dev/null | wc -l)" 3
 check_eq "launching calls, warm: SQL's join" "$(launched "$exp")" "$launched_sql"
+# trace:derived_many reads several kept columns side by side: each answer tr:derived's, false where none is kept
+cat > "$TMP/many.lua" <<'LUA'
+return { run = function(trace)
+  local asks, want = {}, {}
+  for _, t in ipairs{"kernels", "memcpy", "memset"} do
+    asks[#asks + 1] = {0, t, "api_row.1", "i64", #trace[t]}
+    asks[#asks + 1] = {0, t, "no_such.1", "i64", #trace[t]}
+    asks[#asks + 1] = {0, t, "api_row.1", "i64", #trace[t] + 1}   -- (not that shape)
+  end
+  local got = trace:derived_many(asks)
+  local same, n = #got == #asks, 0
+  for i, a in ipairs(asks) do
+    local one = trace:derived(a[1], a[2], a[3], a[4], a[5])
+    if one then n = n + 1 end
+    same = same and (one and got[i] and one:eq(got[i]):count() == #one and #one == #got[i] or (not one and got[i] == false))
+  end
+  print(same and "same" or "differ", n)
+end }
+LUA
+check_eq "trace:derived_many: tr:derived's answers, the three kept columns found" \
+  "$("$NSL" run "$TMP/many.lua" "$exp")" "$(printf 'same\t3')"
 # the warm run reads what the entry keeps: a column of -1 kept in its place reads as no kernel launched
 KEEP_VALUE=-1 "$NSL" run "$TMP/keep.lua" "$exp" > /dev/null
 nk=$(sql "$exp" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
