@@ -121,8 +121,12 @@ function M.calls(trace, api, mc)
     mc:load{"report", "pid", "corr", "src_kind", "dst_kind"}
   end
   local pageable = mc:filter(mc.src_kind:eq("pageable") | mc.dst_kind:eq("pageable"))
-  local _, idx = api:join(pageable, {"report", "pid", "corr"}, {})
-  local implicit = api:filter(idx:ge(0) & api.name:contains("Async"))
+  -- (the Async calls alone are joined: a few of the calls, most being launches)
+  local async = api.name:contains("Async"):indices()
+  local cand = nsl.table{{"report", api.report:gather(async)}, {"pid", api.pid:gather(async)},
+                         {"corr", api.corr:gather(async)}}
+  local _, idx = cand:join(pageable, {"report", "pid", "corr"}, {})
+  local implicit = api:take(async:gather(idx:ge(0):indices()))
   local cols = {}
   for _, c in ipairs{"report", "pid", "tid", "start", "name", "dur"} do
     cols[#cols + 1] = {c, nsl.concat(explicit[c], implicit[c])}
