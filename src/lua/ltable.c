@@ -443,17 +443,23 @@ static int key_args(lua_State *L, nsl_table *t, const char *what, const char **n
   return nkeys;
 }
 
+/* Pushes new, empty groups of the table at stack index 1 (their user value). */
+static lgroups *push_groups(lua_State *L) {
+  lgroups *g = lua_newuserdatauv(L, sizeof *g, 1);
+  memset(g, 0, sizeof *g);
+  luaL_setmetatable(L, NSL_GROUPS_MT);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);   /* the grouped table */
+  return g;
+}
+
 /* t:group_by("a", "b") -> groups; keys loaded in one pass. */
 static int tbl_group_by(lua_State *L) {
   nsl_table *t = nsl__checktable(L, 1);
   const char *names[16];
   const nsl_column *keys[16];
   int nkeys = key_args(L, t, "group_by", names, keys);
-  lgroups *g = lua_newuserdatauv(L, sizeof *g, 1);
-  memset(g, 0, sizeof *g);
-  luaL_setmetatable(L, NSL_GROUPS_MT);
-  lua_pushvalue(L, 1);
-  lua_setiuservalue(L, -2, 1);   /* the grouped table */
+  lgroups *g = push_groups(L);
   nsl_error err = {0};
   if (nsl_groupby(keys, nkeys, &g->g, &err) != NSL_OK) return nsl__lua_error(L, &err);
   g->keys = nsl_table_new();
@@ -482,11 +488,7 @@ static int tbl_group_by_id(lua_State *L) {
   luaL_argcheck(L, n >= 0, 3, "the number of groups must be 0 or more");
   require_names(L, t, &name, 1);
   const nsl_column *ids = checkcol(L, t, name);
-  lgroups *g = lua_newuserdatauv(L, sizeof *g, 1);
-  memset(g, 0, sizeof *g);
-  luaL_setmetatable(L, NSL_GROUPS_MT);
-  lua_pushvalue(L, 1);
-  lua_setiuservalue(L, -2, 1);   /* the grouped table */
+  lgroups *g = push_groups(L);
   nsl_error err = {0};
   if (nsl_groups_by_id(ids, (int64_t)n, &g->g, &err) != NSL_OK) return nsl__lua_error(L, &err);
   nsl_column *kc = nsl_column_new(NSL_I64, (int64_t)n, NULL);

@@ -686,6 +686,16 @@ static void check_agg_random(const nsl_groups *g, const nsl_column *v, nsl_agg a
   nsl_column_release(r);
 }
 
+/* check_agg_random for every aggregate the values' type takes. */
+static void check_every_agg(const nsl_groups *g, const nsl_column *v) {
+  for (int a = NSL_AGG_COUNT; a <= NSL_AGG_COUNT_DISTINCT; a++) {
+    int numeric_only = a == NSL_AGG_SUM || a == NSL_AGG_MEAN || a == NSL_AGG_MEDIAN ||
+                       a == NSL_AGG_QUANTILE || a == NSL_AGG_STD;
+    if (v->type == NSL_STR && numeric_only) continue;
+    check_agg_random(g, v, (nsl_agg)a, a == NSL_AGG_QUANTILE ? 0.9 : 0);
+  }
+}
+
 static void test_agg_random_reference(void **state) {
   (void)state;
   nsl_dict *d = nsl_dict_new();
@@ -699,12 +709,7 @@ static void test_agg_random_reference(void **state) {
     assert_int_equal(nsl_groupby(keys, 1, &g, &err), NSL_OK);
     nsl_type vt = (nsl_type)(trial % 5);
     nsl_column *v = random_col(vt, n, d, trial % 3 ? 1000 : 4);
-    for (int a = NSL_AGG_COUNT; a <= NSL_AGG_COUNT_DISTINCT; a++) {
-      int numeric_only = a == NSL_AGG_SUM || a == NSL_AGG_MEAN || a == NSL_AGG_MEDIAN ||
-                         a == NSL_AGG_QUANTILE || a == NSL_AGG_STD;
-      if (vt == NSL_STR && numeric_only) continue;
-      check_agg_random(&g, v, (nsl_agg)a, a == NSL_AGG_QUANTILE ? 0.9 : 0);
-    }
+    check_every_agg(&g, v);
     nsl_groups_free(&g);
     nsl_column_release(v);
     nsl_column_release(key);
@@ -733,12 +738,7 @@ static void test_groups_by_id(void **state) {
                                              : nsl_i64(g.group_of)[i] == nsl_column_get_i64(ids, i));
     nsl_type vt = (nsl_type)(trial % 5);
     nsl_column *v = random_col(vt, n, d, trial % 3 ? 1000 : 4);
-    for (int a = NSL_AGG_COUNT; a <= NSL_AGG_COUNT_DISTINCT; a++) {
-      int numeric_only = a == NSL_AGG_SUM || a == NSL_AGG_MEAN || a == NSL_AGG_MEDIAN ||
-                         a == NSL_AGG_QUANTILE || a == NSL_AGG_STD;
-      if (vt == NSL_STR && numeric_only) continue;
-      check_agg_random(&g, v, (nsl_agg)a, a == NSL_AGG_QUANTILE ? 0.9 : 0);
-    }
+    check_every_agg(&g, v);
     nsl_groups_free(&g);
     if (n > 0 && span > 1) {   /* one group fewer than the largest id needs */
       int64_t top = -1;
