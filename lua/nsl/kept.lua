@@ -15,6 +15,7 @@ local M = {}
 -- nil when some report keeps none.  rows (a list as trace:report_rows
 -- gives): each part's length when it is not one per row of the table.
 function M.parts(trace, tname, name, ctype, rows)
+  if trace:nreports() == 0 or not trace:keeps_derived(0) then return nil end   -- (no rows counted for nothing)
   rows = rows or trace:report_rows(tname)
   local parts = M.parts_many(trace, {{tname, name, ctype, rows}})[1]
   if parts then return parts, rows end
