@@ -274,7 +274,7 @@ check_eq "launching calls, warm: SQL's join" "$(launched "$exp")" "$launched_sql
 # trace:derived_many reads several kept columns side by side: each answer tr:derived's, false where none is kept
 cat > "$TMP/many.lua" <<'LUA'
 return { run = function(trace)
-  local asks, want = {}, {}
+  local asks = {}
   for _, t in ipairs{"kernels", "memcpy", "memset"} do
     asks[#asks + 1] = {0, t, "api_row.1", "i64", #trace[t]}
     asks[#asks + 1] = {0, t, "no_such.1", "i64", #trace[t]}
