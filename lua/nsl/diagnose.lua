@@ -1006,17 +1006,10 @@ function Ctx:attribute_along()
     local host, pre = require("nsl.checks.host_idle").pending(self:ledger().res, self:gpu_local(),
                                                                self.args.host_idle, skip)
     if not host then return hostmod.attribute(dd, sources, true) end
-    local cols = {"report", "pid", "launch_tid", "start", "stop", "dur"}
-    local d2 = ledger.host_intervals(host)
-    local a = hostmod.attribute(nsl.concat_tables{dd:select(cols), d2:select(cols)}, sources, true)
-    local n = #dd
-    pre.a = ledger.host_activity_of(host, a:take(nsl.range(#d2) + n))
+    local both = hostmod.attribute_together({dd, ledger.host_intervals(host)}, sources, true)
+    pre.a = ledger.host_activity_of(host, both[2])
     self.cache.host_pre = pre
-    local head, res = a:take(nsl.range(n)), dd
-    for _, src in ipairs(sources) do   -- (the columns nsl.host.attribute adds, in its order)
-      for _, c in ipairs{"_text", "_tid", "_ov", "_cover"} do res = res:with(src.key .. c, head[src.key .. c]) end
-    end
-    return res
+    return both[1]
   end
 end
 

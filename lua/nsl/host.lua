@@ -185,4 +185,29 @@ function M.attribute(d, sources, by_launcher)
   return d
 end
 
+--- M.attribute of several tables of intervals (a list) in one sweep over
+-- the sources, each interval's attribution being its own: a list of each
+-- table with the columns M.attribute adds.  The tables need the columns it
+-- reads alone (report, pid, start, stop, dur; launch_tid by_launcher); their
+-- other columns stay as they are.
+function M.attribute_together(list, sources, by_launcher)
+  local cols = {"report", "pid", "start", "stop", "dur"}
+  if by_launcher then cols[#cols + 1] = "launch_tid" end
+  local parts = {}
+  for i, d in ipairs(list) do parts[i] = d:select(cols) end
+  local a = M.attribute(nsl.concat_tables(parts), sources, by_launcher)
+  local read = {}
+  for _, c in ipairs(cols) do read[c] = true end
+  local out, at = {}, 0
+  for i, d in ipairs(list) do
+    local mine = a:take(nsl.range(#d) + at)
+    at = at + #d
+    for _, c in ipairs(a:columns()) do   -- (the columns M.attribute added, in its order)
+      if not read[c] then d = d:with(c, mine[c]) end
+    end
+    out[i] = d
+  end
+  return out
+end
+
 return M
