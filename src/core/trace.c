@@ -1024,27 +1024,22 @@ int nsl_trace_keeps_derived(const nsl_trace *tr, int i) { return deriving_source
 
 nsl_column *nsl_trace_derived_get(nsl_trace *tr, int i, const char *table, const char *name, nsl_type type,
                                   int64_t rows) {
-  const report_src *r = table && name ? deriving_source(tr, i) : NULL;
-  if (!r || type == NSL_STR || rows < 0) return NULL;
-  keeping_drain(tr);   /* what this run kept is read back as kept */
-  guard_enter(tr->guard);
-  nsl_column *c = tr->guard->closed ? NULL : r->ops->derived_get(r->src, table, name, type, rows);
-  guard_leave(tr->guard);
-  if (c && (c->type != type || c->len != rows)) {   /* (a source's promise, checked) */
-    nsl_column_release(c);
-    c = NULL;
-  }
-  return c;
+  nsl_derived_ask a = {i, table, name, type, rows, NULL};
+  nsl_trace_derived_get_many(tr, &a, 1);
+  return a.col;
+}
+
+/* The source that answers ask a, or NULL when none can (no name, strings, no source keeping any). */
+static const report_src *ask_source(const nsl_trace *tr, const nsl_derived_ask *a) {
+  return a->table && a->name && a->type != NSL_STR && a->rows >= 0 ? deriving_source(tr, a->report) : NULL;
 }
 
 /* One column of nsl_trace_derived_get_many (the guard held by the caller). */
 static void derived_one(void *ctx, int k) {
   nsl_trace *tr = ((void **)ctx)[0];
   nsl_derived_ask *a = (nsl_derived_ask *)((void **)ctx)[1] + k;
-  const report_src *r = a->table && a->name ? deriving_source(tr, a->report) : NULL;
-  a->col = NULL;
-  if (!r || a->type == NSL_STR || a->rows < 0) return;
-  nsl_column *c = r->ops->derived_get(r->src, a->table, a->name, a->type, a->rows);
+  const report_src *r = ask_source(tr, a);
+  nsl_column *c = r ? r->ops->derived_get(r->src, a->table, a->name, a->type, a->rows) : NULL;
   if (c && (c->type != a->type || c->len != a->rows)) {   /* (a source's promise, checked) */
     nsl_column_release(c);
     c = NULL;
@@ -1053,8 +1048,12 @@ static void derived_one(void *ctx, int k) {
 }
 
 void nsl_trace_derived_get_many(nsl_trace *tr, nsl_derived_ask *d, int n) {
-  for (int k = 0; k < n; k++) d[k].col = NULL;
-  if (n <= 0) return;
+  int any = 0;
+  for (int k = 0; k < n; k++) {
+    d[k].col = NULL;
+    any |= ask_source(tr, &d[k]) != NULL;
+  }
+  if (!any) return;
   keeping_drain(tr);   /* what this run kept is read back as kept */
   guard_enter(tr->guard);   /* (held for all: a trace reads its sources on one thread at a time, its workers aside) */
   void *ctx[2] = {tr, d};
