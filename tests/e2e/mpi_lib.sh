@@ -32,6 +32,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 command -v ssh > /dev/null || export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+# MPI_Init has hwloc read the machine's topology in every process where it is oversubscribed, PCI names
+# included, parsed into a buffer that grows by realloc: under AddressSanitizer each realloc is a copy, and a
+# 4-process run on two cores spent 19 of its 20 s there (1.7 s without PCI discovery); nothing here needs it
+export HWLOC_COMPONENTS=${HWLOC_COMPONENTS:--pci}
 # processes that wait in MPI give the core back (four share two cores): no busy polling
 export OMPI_MCA_mpi_yield_when_idle=1
 # The checks of every analysis's distributed form run on 2 and 4 processes; in the ASan build
