@@ -15,7 +15,8 @@ return { run = function()
   local f = io.open("/proc/self/environ")
   local start = f:read("a")
   f:close()
-  local tun = start:match("%zGLIBC_TUNABLES=([^%z]*)") or start:match("^GLIBC_TUNABLES=([^%z]*)")
+  local tun
+  for kv in start:gmatch("[^\0]+") do tun = tun or kv:match("^GLIBC_TUNABLES=(.*)") end
   print("started with: " .. (tun or "(none)"))
   print("sees: " .. (os.getenv("GLIBC_TUNABLES") or "(none)") .. ", mark: " .. (os.getenv("NSL_MALLOC_TUNED") or "(none)"))
   io.stdout:flush()
