@@ -42,17 +42,6 @@ static void set_utf8_ctype(void) {
 #define TUNED_MARK "NSL_MALLOC_TUNED"   /* in the started-again process: "-" (no GLIBC_TUNABLES before), "=VALUE" */
 #define HUGE_TUNABLE "glibc.malloc.hugetlb=1"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define NSL_TUNE_MALLOC 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define NSL_TUNE_MALLOC 0
-#endif
-#endif
-#ifndef NSL_TUNE_MALLOC
-#define NSL_TUNE_MALLOC 1
-#endif
-
 /* GLIBC_TUNABLES as it was before (mark: TUNED_MARK's value), and no mark. */
 static void restore_tunables(const char *mark) {
   if (mark[0] == '=') setenv("GLIBC_TUNABLES", mark + 1, 1);
@@ -68,7 +57,7 @@ static void malloc_on_huge_pages(char **argv, const nsl_cli_args *a) {
     free(copy);
     return;
   }
-#if NSL_TUNE_MALLOC
+#if !NSL_SANITIZER_MALLOC   /* (big_alloc.h) */
   if (a->command && strcmp(a->command->name, "tui") == 0) return;
   const char *was = getenv("GLIBC_TUNABLES");
   if (was && strstr(was, "glibc.malloc.hugetlb")) return;

@@ -11,22 +11,27 @@
  * on its own and unmaps it when freed, so the next one would fault in fresh
  * pages.  (Under glibc's default policy, which the nsl command does not use,
  * blocks under 32 MiB come from its heap and keeping them would only make
- * other allocations grow it.)  Not under AddressSanitizer, whose own malloc
- * must see every free to find a use after it. */
+ * other allocations grow it.)  Not under a sanitizer's malloc
+ * (NSL_SANITIZER_MALLOC), which must see every free to find a use after it. */
 #define NSL_BIG_MIN ((size_t)4 << 20)
 #define NSL_BIG_KEEP_MIN ((size_t)4 << 20)
 #define NSL_BIG_KEEP_BLOCKS 16
 #define NSL_BIG_KEEP_BYTES ((size_t)1 << 30)
-#if defined(__SANITIZE_ADDRESS__)
-#define NSL_BIG_KEEP 0
+/* 1 where a sanitizer's runtime (AddressSanitizer, ThreadSanitizer,
+ * MemorySanitizer) has a malloc of its own, which must see every block as
+ * it is asked for and freed: then no block is kept (NSL_BIG_KEEP) and the
+ * command does not ask glibc's malloc for huge pages (src/cli/main.c). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define NSL_SANITIZER_MALLOC 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NSL_BIG_KEEP 0
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define NSL_SANITIZER_MALLOC 1
 #endif
 #endif
-#ifndef NSL_BIG_KEEP
-#define NSL_BIG_KEEP 1
+#ifndef NSL_SANITIZER_MALLOC
+#define NSL_SANITIZER_MALLOC 0
 #endif
+#define NSL_BIG_KEEP (!NSL_SANITIZER_MALLOC)
 
 /* malloc for large arrays (free with nsl__big_free): 2 MiB aligned and
  * marked for transparent huge pages where the OS offers them, so random
