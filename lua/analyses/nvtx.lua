@@ -17,11 +17,14 @@ local function needs_projection(args)
   return wanted(args.only, "proj_sum") or wanted(args.only, "trace") or wanted(args.only, "tree")
 end
 
+-- The patterns the tree's labels drop (nsl.nvtx.project's opts.strip).
+local function strip_of(args) return args.normalize and nvtx.pytorch_suffixes or nil end
+
 -- The ranges of trace, projected onto the GPU where the parts asked need it:
 -- P (nsl.nvtx.project's, or nil) and its ranges R (trace.nvtx with names).
 local function ranges(trace, args, need_proj)
   if need_proj then
-    local P = nvtx.project(trace, {strip = args.normalize and nvtx.pytorch_suffixes or nil, release = true})
+    local P = nvtx.project(trace, {strip = strip_of(args), release = true})
     return P, P.ranges
   end
   local R = trace.nvtx
@@ -29,18 +32,22 @@ local function ranges(trace, args, need_proj)
   return nil, R:with("name", nvtx.names(R))
 end
 
--- The tables of the parts asked: from the ranges (P, R) in one process, or
--- from a distributed run's parts (got: sum, proj, tree figures, projected ranges, ops).
-local function print_parts(args, out, P, R, got)
+-- The tables of the parts asked: from the ranges (P, R) of trace in one process (the summaries' aggregates
+-- kept in its column cache, nsl.nvtx.summaries), or from a distributed run's parts (got: sum, proj, tree
+-- figures, projected ranges, ops).
+local function print_parts(trace, args, out, P, R, got)
   local limit = args.limit > 0 and args.limit or nil
   local need_proj = needs_projection(args)
   local want_sum, want_proj = wanted(args.only, "sum"), wanted(args.only, "proj_sum")
-  -- the tree's paths made on a thread of their own while the summaries are
-  local paths <close> = P and #P.ops > 0 and wanted(args.only, "tree") and nvtx.tree_paths_job(P) or nil
+  -- the tree's figures as the column cache kept them, else its paths made on a thread of their own while the
+  -- summaries are
+  local want_tree = P and #P.ops > 0 and wanted(args.only, "tree")
+  local kept_tree = want_tree and nvtx.kept_tree_figures(trace, P, strip_of(args)) or nil
+  local paths <close> = want_tree and not kept_tree and nvtx.tree_paths_job(P) or nil
   local sum, proj
   if want_sum or want_proj then
     sum, proj = nvtx.summaries(R, {per_report = args.per_report, proj = need_proj and want_proj,
-                                   aggregates = got and {sum = got.sum, proj = got.proj}})
+                                   aggregates = got and {sum = got.sum, proj = got.proj}, trace = trace})
   end
   if want_sum then
     out:table("nvtx_sum", sum, {title = "NVTX Range Summary (nvtx_sum)", limit = limit, nsys_stats = true})
@@ -60,7 +67,12 @@ local function print_parts(args, out, P, R, got)
       {title = "NVTX GPU Projection Trace (nvtx_gpu_proj_trace)", limit = limit, nsys_stats = true})
   end
   if wanted(args.only, "tree") then
-    local T = nvtx.tree(P, {figures = got and got.tree, paths = paths})
+    local F = got and got.tree or kept_tree
+    if not F then
+      F = nvtx.tree_figures(P, paths)
+      nvtx.keep_tree_figures(trace, F, strip_of(args))
+    end
+    local T = nvtx.tree(P, {figures = F})
     local nodes = T.nodes
     if args.max_depth >= 0 then nodes = nodes:filter(nodes.depth:le(args.max_depth)) end
     local indent = {}
@@ -141,8 +153,9 @@ return {
     local limit = args.limit > 0 and args.limit or nil
     local need_proj = needs_projection(args)
     if parts and parts.nv_counts and #parts.nv_counts > 0 then
-      return print_parts(args, out, nil, nil, {sum = parts.nv_sum, proj = parts.nv_proj, ops = parts.nv_counts.ops[1],
-        tree = parts.nv_tree and nvtx.merge_tree_figures(parts.nv_tree), trace = parts.nv_trace})
+      return print_parts(trace, args, out, nil, nil, {sum = parts.nv_sum, proj = parts.nv_proj,
+        ops = parts.nv_counts.ops[1], tree = parts.nv_tree and nvtx.merge_tree_figures(parts.nv_tree),
+        trace = parts.nv_trace})
     end
     -- load first: the row count then comes with the columns, not from a scan of its own
     trace.nvtx:load(need_proj and nvtx.range_columns or {"report", "dur", "kind", "text", "domain"})
@@ -166,7 +179,7 @@ return {
       nsl.fail(string.format("%s: no NVTX ranges; was it profiled with -t nvtx?", report.files(paths)))
     end
     local P, R = ranges(trace, args, need_proj)
-    print_parts(args, out, P, R)
+    print_parts(trace, args, out, P, R)
   end,
   distributed = {
     step = function(trace, args)

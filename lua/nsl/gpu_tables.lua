@@ -305,8 +305,6 @@ local KEPT_COLS = {
   gap_rows = {"report", "pid", "device", "stop"},
 }
 local KEPT_ORDER = {"pd", "gaps", "low", "dv", "ser", "lb_rows", "gap_rows"}
-local TYPES = {"i64", "i32", "f64", "bool"}
-local TYPE_CODE = {i64 = 0, i32 = 1, f64 = 2, bool = 3}
 
 -- The name the tables are kept under: the thresholds they were made with are part of it.
 local function kept_name(ns, args)
@@ -334,21 +332,9 @@ function M.kept(trace, ns, args)
   if T.counts.kernels ~= #trace.kernels or T.counts.placed < 0 then return nil end
   local nops = #trace.kernels + #trace.memcpy + #trace.memset
   for _, tname in ipairs(KEPT_ORDER) do
-    local cols = KEPT_COLS[tname]
-    local meta = trace:derived(0, "kernels", name .. "." .. tname, "i64", #cols + 1)
-    if not meta then return nil end
-    local rows = meta[1]   -- (-1: the table was not made; the columns' files must have this many rows)
-    if rows == nil or rows < -1 then return nil end
-    if rows >= 0 then
-      local list = {}
-      for i, c in ipairs(cols) do
-        local ctype = TYPES[(meta[i + 1] or -1) + 1]
-        local col = ctype and trace:derived(0, "kernels", name .. "." .. tname .. "." .. c, ctype, rows)
-        if not col then return nil end
-        list[i] = {c, col}
-      end
-      T[tname] = nsl.table(list)
-    end
+    local t = kept.table(trace, "kernels", name .. "." .. tname, KEPT_COLS[tname])
+    if t == nil then return nil end
+    T[tname] = t or nil   -- (false: the table was not made)
   end
   -- rows of the operations and group numbers: within what the report has
   local function within(c, n) local lo, hi = nsl.extent(c); return not lo or (lo >= -1 and hi < n) end
@@ -365,25 +351,11 @@ end
 function M.keep(trace, T, ns, args)
   if trace:nreports() ~= 1 or not trace:keeps_derived(0) then return end
   local name = kept_name(ns, args)
-  local tabs = {}
   for _, tname in ipairs(KEPT_ORDER) do
-    local t = T[tname]
-    if t then
-      local have = t:columns()
-      if #have ~= #KEPT_COLS[tname] then return end
-      for i, c in ipairs(KEPT_COLS[tname]) do if have[i] ~= c then return end end
-    end
-    tabs[tname] = t or false
+    if not kept.keepable(T[tname], KEPT_COLS[tname]) then return end
   end
   for _, tname in ipairs(KEPT_ORDER) do
-    local t, cols = tabs[tname], KEPT_COLS[tname]
-    local meta = {t and #t or -1}
-    for i, c in ipairs(cols) do meta[i + 1] = t and TYPE_CODE[t:coltype(c)] or 0 end
-    for _, code in ipairs(meta) do if code == nil then return end end
-    trace:keep_derived(0, "kernels", name .. "." .. tname, nsl.column(meta))
-    if t then
-      for _, c in ipairs(cols) do trace:keep_derived(0, "kernels", name .. "." .. tname .. "." .. c, t[c]) end
-    end
+    kept.keep_table(trace, "kernels", name .. "." .. tname, T[tname] or false, KEPT_COLS[tname])
   end
   local counts = {}
   for i, k in ipairs(COUNTS) do counts[i] = T.counts[k] end

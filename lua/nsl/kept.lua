@@ -123,6 +123,59 @@ function M.keeps(trace)
   return any, keeps
 end
 
+-- The types a kept table's columns may have, by the code its meta column holds.
+local TYPES = {"i64", "i32", "f64", "bool"}
+local TYPE_CODE = {i64 = 0, i32 = 1, f64 = 2, bool = 3}
+
+--- Whether M.keep_table can keep table t's columns cols (false: nothing to
+-- keep, as a table not made): each of a type a kept column may have.
+function M.keepable(t, cols)
+  if not t then return true end
+  local have = t:columns()
+  if #have ~= #cols then return false end
+  for i, c in ipairs(cols) do
+    if have[i] ~= c or not TYPE_CODE[t:coltype(c)] then return false end
+  end
+  return true
+end
+
+--- Keeps t, a table made from the rows of a trace of one report (its
+-- columns exactly cols, in that order; false: a table that was not made),
+-- under name with table tname's report 0, as M.table reads it: a meta
+-- column (rows, or -1 for false; each column's type) and a column each.
+-- The caller checks M.keepable first (this keeps nothing it fails).
+function M.keep_table(trace, tname, name, t, cols)
+  if trace:nreports() ~= 1 or not trace:keeps_derived(0) or not M.keepable(t, cols) then return end
+  local meta = {t and #t or -1}
+  for i, c in ipairs(cols) do meta[i + 1] = t and TYPE_CODE[t:coltype(c)] or 0 end
+  trace:keep_derived(0, tname, name, nsl.column(meta))
+  if t then
+    for _, c in ipairs(cols) do trace:keep_derived(0, tname, name .. "." .. c, t[c]) end
+  end
+end
+
+--- The table M.keep_table kept under name (columns cols): a table, false
+-- where it was kept as not made, nil where none is kept (another trace than
+-- one of one report, nothing kept, a file missing or of another shape).
+-- Its values are the keeper's: rows of other tables in it are the caller's
+-- to check before it trusts them.
+function M.table(trace, tname, name, cols)
+  if trace:nreports() ~= 1 or not trace:keeps_derived(0) then return nil end
+  local meta = trace:derived(0, tname, name, "i64", #cols + 1)
+  if not meta then return nil end
+  local rows = meta[1]
+  if rows == nil or rows < -1 then return nil end
+  if rows == -1 then return false end
+  local list = {}
+  for i, c in ipairs(cols) do
+    local ctype = TYPES[(meta[i + 1] or -1) + 1]
+    local col = ctype and trace:derived(0, tname, name .. "." .. c, ctype, rows)
+    if not col then return nil end
+    list[i] = {c, col}
+  end
+  return nsl.table(list)
+end
+
 --- Keeps col, a column of table tname's rows (every report's, in report
 -- order), as each report's part under `name`; of_report(c, r), when given,
 -- makes report r's (1-based) part c into what is kept.  A report that keeps

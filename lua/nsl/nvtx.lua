@@ -239,6 +239,47 @@ function M.project(trace, opts)
   return {ranges = ranges, mask = mask, ops = ops:with("range", r.op_range)}
 end
 
+-- The groups' aggregates of M.summaries of a trace of one report (not per report), kept in the column cache
+-- (nsl.kept) under SUMS_KEPT with or without the projection's: sum (a row per name and style: first, the
+-- group's first range, whose name and style are read from the ranges again, then the aggregates) and proj (a
+-- row per group with GPU ops: gid, its row of sum, then the aggregates).  Another way of summarising is
+-- another name.
+local SUMS_KEPT = "nvtx_sums.1"
+local SUM_COLS = {"first", "total", "n", "avg", "med", "min", "max", "std"}
+local PROJ_SUM_COLS = {"gid", "ptotal", "pn", "pavg", "pmed", "pmin", "pmax", "pstd", "cpu", "launches", "lvl",
+                       "kids", "gpu"}
+
+local function sums_name(proj) return kept.name(SUMS_KEPT, proj and "proj" or "sum") end
+
+-- M.summaries' aggregates of the ranges R of trace as kept_sums keeps them: {sum =, proj = (with proj)}, the
+-- keys of sum read from R again; nil where none is kept or a kept row is out of range.
+local function kept_sums(trace, R, proj)
+  local name = sums_name(proj)
+  local g = kept.table(trace, "nvtx", name .. ".sum", SUM_COLS)
+  if not g then return nil end
+  local lo, hi = nsl.extent(g.first)
+  if #g > 0 and not (lo and lo >= 0 and hi < #R) then return nil end
+  local q
+  if proj then
+    q = kept.table(trace, "nvtx", name .. ".proj", PROJ_SUM_COLS)
+    if not q then return nil end
+    lo, hi = nsl.extent(q.gid)
+    if #q > 0 and not (lo and lo >= 0 and hi < #g) then return nil end
+  end
+  g = g:with("name", R.name:gather(g.first), "kind", R.kind:gather(g.first))
+  if q then q = q:with("name", g.name:gather(q.gid), "kind", g.kind:gather(q.gid)) end
+  return {sum = g:select{"name", "kind", "total", "n", "avg", "med", "min", "max", "std"}, proj = q}
+end
+
+-- Keeps g (M.summaries' groups, with first) and q (its groups with GPU ops, by gid; nil without projection).
+local function keep_sums(trace, g, q)
+  local name = sums_name(q ~= nil)
+  g = g:select(SUM_COLS)
+  if not (kept.keepable(g, SUM_COLS) and (not q or kept.keepable(q, PROJ_SUM_COLS))) then return end
+  kept.keep_table(trace, "nvtx", name .. ".sum", g, SUM_COLS)
+  if q then kept.keep_table(trace, "nvtx", name .. ".proj", q, PROJ_SUM_COLS) end
+end
+
 local time_cols = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
                    "StdDev (ns)"}
 
@@ -255,6 +296,10 @@ local time_cols = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med 
 --     Total GPU Time (sum of op durations), Style, Range.
 -- opts.aggregates: the groups' aggregates already made ({sum =, proj =}
 -- from M.reduce_summaries: a distributed run's), R then unread.
+-- opts.trace: the trace of R, when R is every range of it (P.ranges or
+-- trace.nvtx): a trace of one report keeps the groups' aggregates in its
+-- column cache (nsl.kept), and a later run reads them instead of grouping
+-- the ranges again (not with opts.per_report).
 -- Returns the two tables (the second nil without projection).
 function M.summaries(R, opts)
   opts = opts or {}
@@ -280,6 +325,13 @@ function M.summaries(R, opts)
   local keys = opts.per_report and {"report", "name", "kind"} or {"name", "kind"}
   local g = got and got.sum
   local gid   -- each range's group of g where it has GPU ops, else -1 (the projection's groups)
+  local trace = not got and not opts.per_report and opts.trace and opts.trace:nreports() == 1 and opts.trace
+  local made   -- made here, to keep: {g = g with each group's first range}
+  if trace then
+    local k = kept_sums(trace, R, proj)
+    if k then got = {sum = k.sum, proj = k.proj} end
+    g = got and got.sum
+  end
   if not g then
     local cols = {{"name", R.name}, {"kind", R.kind}, {"dur", R.dur}}
     if opts.per_report then cols[#cols + 1] = {"report", R.report} end
@@ -287,6 +339,7 @@ function M.summaries(R, opts)
     local gr <close> = t:group_by(table.unpack(keys))
     g = gr:agg{"total=sum(dur)", "n=count(dur)", "avg=mean(dur)", "med=median(dur)", "min=min(dur)", "max=max(dur)",
                "std=std(dur)"}
+    if trace then made = {g = g:with("first", gr:first_rows())} end
     if proj then   -- (the groups' ids freed here, not held through the projection's group-by)
       local ids <close> = gr:ids()
       gid = nsl.where(R.ops:gt(0), ids, -1)
@@ -301,7 +354,10 @@ function M.summaries(R, opts)
   list[#list + 1] = {"Style", s.kind:map(M.style_names)}
   list[#list + 1] = {"Range", s.name}
   local sum = nsl.table(with_report(list, s))
-  if not proj then return sum, nil end
+  if not proj then
+    if made then keep_sums(trace, made.g, nil) end
+    return sum, nil
+  end
   -- nvtx_gpu_proj_sum: the same keys plus "has GPU ops", keeping the groups that have
   local q = got and got.proj
   if not q then
@@ -315,6 +371,7 @@ function M.summaries(R, opts)
       "pmin=min(proj_dur)", "pmax=max(proj_dur)", "pstd=std(proj_dur)", "cpu=sum(dur)", "launches=sum(launches)",
       "lvl=mean(depth)", "kids=sum(children)", "gpu=sum(gpu_time)"}
     q = q:filter(q.gid:ge(0))
+    if made then keep_sums(trace, made.g, q) end
     local of = g:select(keys):take(q.gid)
     for _, k in ipairs(keys) do q = q:with(k, of[k]) end
   end
@@ -414,8 +471,8 @@ end
 -- oself (of the operations whose innermost range is in it) -- names (the
 -- names as a column), n (nodes),
 -- outside {ops =, gpu_time =}, gpu_time (every operation's), node_of (per
--- range: its node, -1: not in the tree) and op_node (per operation: its
--- node, NULL: none).
+-- range: its node, -1: not in the tree), op_node (per operation: its
+-- node, NULL: none) and node_row (per node: a range of it).
 function M.tree_figures(P, paths)
   local R = P.ranges
   local label = R:coltype("label") and R.label or R.name
@@ -431,7 +488,7 @@ function M.tree_figures(P, paths)
     :agg{"n=count", "gpu=sum(dur)"}
   local F = {n = n, inst = {}, cpu = {}, gpu = {}, ops = {}, gself = {}, oself = {},
              outside = {ops = own.n[n + 1], gpu_time = own.gpu[n + 1] or 0}, gpu_time = op_dur:sum() or 0,
-             node_of = tp.node, op_node = op_node}
+             node_of = tp.node, op_node = op_node, node_row = tp.node_row}
   local pn, pcpu, pgpu, pops, on, ogpu = per.n:totable(), per.cpu:totable(), per.gpu:totable(), per.ops:totable(),
                                          own.n:totable(), own.gpu:totable()
   for id = 1, n do
@@ -444,6 +501,60 @@ function M.tree_figures(P, paths)
 end
 
 local tree_fields = {"inst", "cpu", "gpu", "ops", "gself", "oself"}
+
+-- M.tree_figures of a trace of one report, kept in the column cache (nsl.kept) per way of labelling the
+-- ranges: a row per node (row: a range of it, whose label names it, read from the ranges again; parent; the
+-- figures), and the outside ops, their GPU time and the total GPU time (-1: none) as a table of one row.
+-- Another way of making the tree is another name.
+local TREE_KEPT = "nvtx_tree.1"
+local TREE_COLS = {"row", "parent", "inst", "cpu", "gpu", "ops", "gself", "oself"}
+local TREE_TOTALS = {"outside_ops", "outside_gpu", "gpu_time"}
+
+local function tree_name(strip) return kept.name(TREE_KEPT, strip or {}) end
+
+--- M.tree_figures of P (M.project's of trace with opts.strip = strip) as
+-- M.keep_tree_figures kept them, but node_of and op_node; nil where trace
+-- keeps none (or a kept row is out of range).
+function M.kept_tree_figures(trace, P, strip)
+  local name = tree_name(strip)
+  local t = kept.table(trace, "nvtx", name .. ".nodes", TREE_COLS)
+  local tot = t and kept.table(trace, "nvtx", name .. ".totals", TREE_TOTALS)
+  if not (t and tot and #tot == 1) then return nil end
+  local R = P.ranges
+  local n = #t
+  local lo, hi = nsl.extent(t.row)
+  if n > 0 and not (lo and lo >= 0 and hi < #R) then return nil end
+  -- a node's parent comes before it (as nsl.tree_paths numbers them), so the tree has no cycle
+  local parent = t.parent:totable()
+  for id = 1, n do
+    local p = parent[id]
+    if p == nil or p < -1 or p >= id - 1 then return nil end
+  end
+  local function opt(v) return v >= 0 and v or nil end
+  local label = R:coltype("label") and R.label or R.name
+  local F = {n = n, parent = parent, outside = {ops = opt(tot.outside_ops[1]), gpu_time = tot.outside_gpu[1]},
+             gpu_time = tot.gpu_time[1]}
+  for _, f in ipairs(tree_fields) do F[f] = t[f]:totable() end
+  F.names = label:gather(t.row)
+  F.name = F.names:totable()
+  return F
+end
+
+--- Keeps F (M.tree_figures of a trace of one report's P, projected with
+-- opts.strip = strip) for M.kept_tree_figures.
+function M.keep_tree_figures(trace, F, strip)
+  if not F.node_row then return end
+  local function i64(v) return (#v > 0 and nsl.column(v) or nsl.column{}):cast("i64") end
+  local cols = {{"row", F.node_row}, {"parent", i64(F.parent)}}
+  for _, f in ipairs(tree_fields) do cols[#cols + 1] = {f, i64(F[f])} end
+  local t = nsl.table(cols)
+  local tot = nsl.table{{"outside_ops", i64{F.outside.ops or -1}}, {"outside_gpu", i64{F.outside.gpu_time}},
+                        {"gpu_time", i64{F.gpu_time}}}
+  if not (kept.keepable(t, TREE_COLS) and kept.keepable(tot, TREE_TOTALS)) then return end
+  local name = tree_name(strip)
+  kept.keep_table(trace, "nvtx", name .. ".nodes", t, TREE_COLS)
+  kept.keep_table(trace, "nvtx", name .. ".totals", tot, TREE_TOTALS)
+end
 
 --- M.tree_figures as a table (one row per node: node, parent, name and the
 -- figures) for another process to merge (M.merge_tree_figures); its

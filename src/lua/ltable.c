@@ -524,6 +524,12 @@ static int grp_ids(lua_State *L) {
   return 1;
 }
 
+/* g:first_rows() -> column: each group's first row (0-based), one row per group. */
+static int grp_first_rows(lua_State *L) {
+  nsl__pushcolumn(L, nsl_column_retain(checkgroups(L, 1)->g.first_row));
+  return 1;
+}
+
 /* g:keys() -> table of the key columns, one row per group. */
 static int grp_keys(lua_State *L) {
   lgroups *g = checkgroups(L, 1);
@@ -646,7 +652,8 @@ static const luaL_Reg tbl_meta[] = {{"__gc", tbl_gc},       {"__close", tbl_gc},
                                     {"__len", tbl_len},     {"__index", tbl_index},
                                     {NULL, NULL}};
 
-static const luaL_Reg grp_methods[] = {{"agg", grp_agg}, {"ids", grp_ids}, {"keys", grp_keys}, {NULL, NULL}};
+static const luaL_Reg grp_methods[] = {{"agg", grp_agg},       {"ids", grp_ids}, {"first_rows", grp_first_rows},
+                                       {"keys", grp_keys},     {NULL, NULL}};
 
 static const luaL_Reg grp_meta[] = {{"__gc", grp_gc}, {"__close", grp_gc}, {"__len", grp_len}, {NULL, NULL}};
 

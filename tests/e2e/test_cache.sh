@@ -521,9 +521,10 @@ return { run = function(trace)   -- keeps VALUE for every range under the projec
   trace:keep_derived(0, "nvtx", "nvtx_proj.1." .. col, nsl.rep(v, #trace.nvtx):cast(col == "ops" and "i32" or "i64"))
 end }
 LUA
-proj_rows() {   # the rows of nvtx_gpu_proj_sum nvtx prints as CSV (its header left out)
-  rm -rf "$TMP/proj_csv" && "$NSL" run nvtx "$exp" --out "$TMP/proj_csv" --format csv > /dev/null 2>&1
-  tail -n +2 "$TMP/proj_csv/nvtx_gpu_proj_sum.csv" 2> /dev/null | wc -l
+proj_rows() {   # the rows of nvtx_gpu_proj_trace nvtx prints as CSV (its header left out): read from the projection
+  rm -rf "$TMP/proj_csv" &&
+    "$NSL" run nvtx "$exp" --arg only=trace --out "$TMP/proj_csv" --format csv > /dev/null 2>&1
+  tail -n +2 "$TMP/proj_csv/nvtx_gpu_proj_trace.csv" 2> /dev/null | wc -l
 }
 nproj=$(proj_rows)
 # the warm run reads what the entry keeps: no range with operations kept, no range projected
@@ -532,7 +533,60 @@ check_eq "the kept projection is what a warm run reads" "$(proj_rows)" 0
 # a kept parent past the report's ranges (a folder someone else wrote): not read, projected again and kept again
 COLUMN=parent KEEP_VALUE=$(sql "$exp" "SELECT count(*) FROM NVTX_EVENTS") "$NSL" run "$TMP/keep_proj.lua" "$exp" > /dev/null
 check_eq "a kept parent past the ranges: projected again" "$(proj_rows)" "$nproj"
-[ "$nproj" -gt 0 ] && ok "the export projects $nproj range names" || bad "no projected range on $exp"
+[ "$nproj" -gt 0 ] && ok "the export projects $nproj ranges" || bad "no projected range on $exp"
+
+# the two NVTX summaries' groups and the range tree's figures of a trace of one report (nsl.nvtx: kept_sums,
+# kept_tree_figures), kept too: every part, and the tree without normalising, cold, warm and without the cache
+# alike; what a warm run reads is what the entry keeps; a kept row past the ranges, or a node whose parent
+# does not come before it, is not read (made again, and kept again)
+export NSL_CACHE_DIR="$TMP/nvtx_sums"
+same_three "nvtx with its kept summaries and tree" run nvtx "$exp" --arg only=all
+cp "$TMP/none.json" "$TMP/nvtx_all.json"
+same_three "nvtx's tree without normalising, kept" run nvtx "$exp" --arg only=tree --arg normalize=false
+check_eq "kept in the entry: the summaries (with the projection's) and both trees" \
+  "$(grep -ahoE 'derived:nvtx_(sums|tree)\.1\.[0-9a-f]+\.(sum|proj|nodes)' "$(entry "$exp")"/c-* 2> /dev/null |
+     sort -u | wc -l)" 4
+cat > "$TMP/keep_sums.lua" <<'LUA'
+local nsl = require("nsl")
+return { run = function(trace)   -- sets value VALUE at row 0 of the kept column SUFFIX of every kept table PREFIX
+  local entry, prefix, suffix = os.getenv("ENTRY"), os.getenv("PREFIX"), os.getenv("SUFFIX")
+  local ls = io.popen("grep -ahoE 'derived:" .. prefix .. "\\.1\\.[0-9a-f]+\\.[a-z]+' " .. entry .. "/c-* | sort -u")
+  for meta in ls:lines() do
+    local name = meta:sub(#"derived:" + 1)
+    local rows
+    for _, n in ipairs{9, 14, 4} do   -- (the meta column: rows, then a type per column)
+      rows = rows or trace:derived(0, "nvtx", name, "i64", n)
+    end
+    rows = rows and rows[1]
+    local c = rows and rows > 0 and trace:derived(0, "nvtx", name .. "." .. suffix, "i64", rows)
+    if c then
+      local v = c:totable()
+      v[1] = tonumber(os.getenv("VALUE"))
+      trace:keep_derived(0, "nvtx", name .. "." .. suffix, nsl.column(v))
+    end
+  end
+  ls:close()
+end }
+LUA
+keep_sums() { ENTRY=$(entry "$exp") PREFIX=$1 SUFFIX=$2 VALUE=$3 "$NSL" run "$TMP/keep_sums.lua" "$exp" > /dev/null; }
+totals() {   # the Total Time column of nvtx_sum as nvtx prints it as CSV
+  rm -rf "$TMP/sum_csv" && "$NSL" run nvtx "$exp" --arg only=all --out "$TMP/sum_csv" --format csv > /dev/null 2>&1
+  awk -F, 'NR > 1 { print $2 }' "$TMP/sum_csv/nvtx_sum.csv"
+}
+keep_sums nvtx_sums total 4242
+totals | grep -qx 4242 && ok "the kept summaries are what a warm run reads" || bad "the kept summaries were not read"
+nranges=$(sql "$exp" "SELECT count(*) FROM NVTX_EVENTS")
+keep_sums nvtx_sums first "$nranges"
+"$NSL" run nvtx "$exp" --arg only=all --format json > "$TMP/warm.json" 2>&1
+cmp -s "$TMP/warm.json" "$TMP/nvtx_all.json" && ok "a kept group's range past the ranges: summarised again" ||
+  bad "a kept range past the ranges was read"
+keep_sums nvtx_tree parent 0
+"$NSL" run nvtx "$exp" --arg only=all --format json > "$TMP/warm.json" 2>&1
+cmp -s "$TMP/warm.json" "$TMP/nvtx_all.json" && ok "a kept node that is its own parent: the tree made again" ||
+  bad "a kept tree with a cycle was read"
+keep_sums nvtx_tree inst 4243
+"$NSL" run nvtx "$exp" --arg only=tree --format csv | grep -q ',4243,' &&
+  ok "the kept tree is what a warm run reads" || bad "the kept tree was not read"
 
 # --- --no-cache, list, clear ---
 export NSL_CACHE_DIR="$TMP/flags"
