@@ -157,6 +157,11 @@ return {
         ops = parts.nv_counts.ops[1], tree = parts.nv_tree and nvtx.merge_tree_figures(parts.nv_tree),
         trace = parts.nv_trace})
     end
+    -- a trace of one report whose column cache keeps every part asked: read, nothing projected
+    local want_sum, want_proj = wanted(args.only, "sum"), wanted(args.only, "proj_sum")
+    local got = wanted(args.only, "tree") and not wanted(args.only, "trace") and not args.per_report and
+                nvtx.kept_parts(trace, {strip = strip_of(args), sums = want_sum or want_proj, proj = want_proj})
+    if got then return print_parts(trace, args, out, nil, nil, got) end
     -- load first: the row count then comes with the columns, not from a scan of its own
     trace.nvtx:load(need_proj and nvtx.range_columns or {"report", "dur", "kind", "text", "domain"})
     if #trace.nvtx == 0 and #trace.sums > 0 then   -- nsys stats CSV files: nvtx_sum as they give it

@@ -47,15 +47,23 @@ end
 -- (array of patterns) is given, a second column with those removed ("" for
 -- a range without text).  The ranges with a domain, most often a few, are
 -- grouped by (domain, text); Lua sees each distinct pair once, and each
--- distinct name once for the labels.
+-- distinct name once for the labels.  opts.rows (0-based rows of t): the
+-- names of those rows alone, as they are among all of t's.
 function M.names(t, opts)
   opts = opts or {}
   t:load{"text", "domain"}
   local dm = #t > 0 and ~t.domain:isnull() or nil
   local nd = dm and dm:count() or 0
+  local here = nd   -- (ranges with a domain among those named)
+  if opts.rows then   -- (whether any range has a domain is every range's)
+    t = t:select{"text", "domain"}:take(opts.rows)
+    dm = #t > 0 and ~t.domain:isnull() or nil
+    here = dm and dm:count() or 0
+  end
   if nd == 0 and not opts.strip then return t.text end
   local name = t.text
-  if nd > 0 then
+  if nd > 0 and here == 0 then name = nsl.coalesce(t.text, "")
+  elseif nd > 0 then
     local sub = t:select{"domain", "text"}:take(dm:indices())
     local g <close> = sub:group_by("domain", "text")
     local keys = g:keys()
@@ -251,22 +259,39 @@ local PROJ_SUM_COLS = {"gid", "ptotal", "pn", "pavg", "pmed", "pmin", "pmax", "p
 
 local function sums_name(proj) return kept.name(SUMS_KEPT, proj and "proj" or "sum") end
 
--- M.summaries' aggregates of the ranges R of trace as kept_sums keeps them: {sum =, proj = (with proj)}, the
--- keys of sum read from R again; nil where none is kept or a kept row is out of range.
-local function kept_sums(trace, R, proj)
+-- The ranges as what is kept reads them: n (how many) and at(rows), a table of the ranges at rows (0-based)
+-- with their name, kind and (where labelled) label.  Of R (P.ranges, or trace.nvtx with a name column): its
+-- rows; of trace alone (ranges_at): each row's names made where asked (M.names), the ranges unprojected.
+local function lookup(R) return {n = #R, labelled = R:coltype("label") ~= nil, at = function(rows) return R:take(rows) end} end
+local function ranges_at(trace, strip)
+  local nv = trace.nvtx
+  return {n = #nv, labelled = strip ~= nil, at = function(rows)
+    nv:load{"kind"}
+    local name, label = M.names(nv, {strip = strip, rows = rows})
+    local t = nsl.table{{"kind", nv.kind:gather(rows)}, {"name", name}}
+    return label and t:with("label", label) or t
+  end}
+end
+
+-- Whether every value of the row column c lies in [lo, hi).
+local function rows_within(c, lo, hi)
+  local a, b = nsl.extent(c)
+  return #c == 0 or (a ~= nil and a >= lo and b < hi)
+end
+
+-- M.summaries' aggregates of the ranges L (a lookup) of trace as kept_sums keeps them: {sum =, proj = (with
+-- proj)}, the keys of sum read from the ranges again; nil where none is kept or a kept row is out of range.
+local function kept_sums(trace, L, proj)
   local name = sums_name(proj)
   local g = kept.table(trace, "nvtx", name .. ".sum", SUM_COLS)
-  if not g then return nil end
-  local lo, hi = nsl.extent(g.first)
-  if #g > 0 and not (lo and lo >= 0 and hi < #R) then return nil end
+  if not (g and rows_within(g.first, 0, L.n)) then return nil end
   local q
   if proj then
     q = kept.table(trace, "nvtx", name .. ".proj", PROJ_SUM_COLS)
-    if not q then return nil end
-    lo, hi = nsl.extent(q.gid)
-    if #q > 0 and not (lo and lo >= 0 and hi < #g) then return nil end
+    if not (q and rows_within(q.gid, 0, #g)) then return nil end
   end
-  g = g:with("name", R.name:gather(g.first), "kind", R.kind:gather(g.first))
+  local keys = L.at(g.first)
+  g = g:with("name", keys.name, "kind", keys.kind)
   if q then q = q:with("name", g.name:gather(q.gid), "kind", g.kind:gather(q.gid)) end
   return {sum = g:select{"name", "kind", "total", "n", "avg", "med", "min", "max", "std"}, proj = q}
 end
@@ -328,7 +353,7 @@ function M.summaries(R, opts)
   local trace = not got and not opts.per_report and opts.trace and opts.trace:nreports() == 1 and opts.trace
   local made   -- made here, to keep: {g = g with each group's first range}
   if trace then
-    local k = kept_sums(trace, R, proj)
+    local k = kept_sums(trace, lookup(R), proj)
     if k then got = {sum = k.sum, proj = k.proj} end
     g = got and got.sum
   end
@@ -508,22 +533,19 @@ local tree_fields = {"inst", "cpu", "gpu", "ops", "gself", "oself"}
 -- Another way of making the tree is another name.
 local TREE_KEPT = "nvtx_tree.1"
 local TREE_COLS = {"row", "parent", "inst", "cpu", "gpu", "ops", "gself", "oself"}
-local TREE_TOTALS = {"outside_ops", "outside_gpu", "gpu_time"}
+local TREE_TOTALS = {"outside_ops", "outside_gpu", "gpu_time", "ops"}
 
 local function tree_name(strip) return kept.name(TREE_KEPT, strip or {}) end
 
---- M.tree_figures of P (M.project's of trace with opts.strip = strip) as
--- M.keep_tree_figures kept them, but node_of and op_node; nil where trace
--- keeps none (or a kept row is out of range).
-function M.kept_tree_figures(trace, P, strip)
+-- M.tree_figures of the ranges L (a lookup, labelled as strip says) of trace as M.keep_tree_figures kept them,
+-- but node_of and op_node, and with nops: the GPU operations' number; nil where trace keeps none (or a kept
+-- row is out of range).
+local function kept_tree(trace, L, strip)
   local name = tree_name(strip)
   local t = kept.table(trace, "nvtx", name .. ".nodes", TREE_COLS)
   local tot = t and kept.table(trace, "nvtx", name .. ".totals", TREE_TOTALS)
-  if not (t and tot and #tot == 1) then return nil end
-  local R = P.ranges
+  if not (t and tot and #tot == 1 and rows_within(t.row, 0, L.n)) then return nil end
   local n = #t
-  local lo, hi = nsl.extent(t.row)
-  if n > 0 and not (lo and lo >= 0 and hi < #R) then return nil end
   -- a node's parent comes before it (as nsl.tree_paths numbers them), so the tree has no cycle
   local parent = t.parent:totable()
   for id = 1, n do
@@ -531,13 +553,45 @@ function M.kept_tree_figures(trace, P, strip)
     if p == nil or p < -1 or p >= id - 1 then return nil end
   end
   local function opt(v) return v >= 0 and v or nil end
-  local label = R:coltype("label") and R.label or R.name
   local F = {n = n, parent = parent, outside = {ops = opt(tot.outside_ops[1]), gpu_time = tot.outside_gpu[1]},
-             gpu_time = tot.gpu_time[1]}
+             gpu_time = tot.gpu_time[1], nops = tot.ops[1]}
   for _, f in ipairs(tree_fields) do F[f] = t[f]:totable() end
-  F.names = label:gather(t.row)
+  local at = L.at(t.row)
+  F.names = L.labelled and at.label or at.name
   F.name = F.names:totable()
   return F
+end
+
+--- M.tree_figures of P (M.project's of trace with opts.strip = strip) as
+-- M.keep_tree_figures kept them, but node_of and op_node; nil where trace
+-- keeps none (or a kept row is out of range).
+function M.kept_tree_figures(trace, P, strip)
+  local F = kept_tree(trace, lookup(P.ranges), strip)
+  return F and F.nops == #P.ops and F or nil
+end
+
+--- What the nvtx analysis prints of a trace of one report whose column
+-- cache keeps all of it: the tree's figures (M.keep_tree_figures, ranges
+-- labelled with opts.strip) and, with opts.sums, M.summaries' aggregates
+-- (with the projection's with opts.proj).  Returns {sum =, proj =, tree =,
+-- ops =} as a distributed run's parts give them (M.summaries'
+-- opts.aggregates, M.tree's opts.figures, the GPU operations' number): the
+-- ranges are not projected, and read only where a group or node takes its
+-- name; nil where a part is not kept (or something kept does not fit).
+function M.kept_parts(trace, opts)
+  if trace:nreports() ~= 1 or not trace:keeps_derived(0) then return nil end
+  local L = ranges_at(trace, opts.strip)
+  local ops = 0
+  for _, tname in ipairs(gpu_ops.tables) do ops = ops + #trace[tname] end
+  local F = kept_tree(trace, L, opts.strip)
+  if not (F and F.nops == ops) then return nil end
+  local got = {tree = F, ops = ops}
+  if opts.sums then
+    local k = kept_sums(trace, L, opts.proj)
+    if not k then return nil end
+    got.sum, got.proj = k.sum, k.proj
+  end
+  return got
 end
 
 --- Keeps F (M.tree_figures of a trace of one report's P, projected with
@@ -549,7 +603,7 @@ function M.keep_tree_figures(trace, F, strip)
   for _, f in ipairs(tree_fields) do cols[#cols + 1] = {f, i64(F[f])} end
   local t = nsl.table(cols)
   local tot = nsl.table{{"outside_ops", i64{F.outside.ops or -1}}, {"outside_gpu", i64{F.outside.gpu_time}},
-                        {"gpu_time", i64{F.gpu_time}}}
+                        {"gpu_time", i64{F.gpu_time}}, {"ops", i64{#F.op_node}}}
   if not (kept.keepable(t, TREE_COLS) and kept.keepable(tot, TREE_TOTALS)) then return end
   local name = tree_name(strip)
   kept.keep_table(trace, "nvtx", name .. ".nodes", t, TREE_COLS)

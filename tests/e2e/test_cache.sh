@@ -542,6 +542,9 @@ check_eq "a kept parent past the ranges: projected again" "$(proj_rows)" "$nproj
 export NSL_CACHE_DIR="$TMP/nvtx_sums"
 same_three "nvtx with its kept summaries and tree" run nvtx "$exp" --arg only=all
 cp "$TMP/none.json" "$TMP/nvtx_all.json"
+# (the parts asked all kept, as by default: nothing projected, the ranges read where a group or node is named)
+same_three "nvtx's default parts read from what is kept" run nvtx "$exp"
+cp "$TMP/none.json" "$TMP/nvtx_default.json"
 same_three "nvtx's tree without normalising, kept" run nvtx "$exp" --arg only=tree --arg normalize=false
 check_eq "kept in the entry: the summaries (with the projection's) and both trees" \
   "$(grep -ahoE 'derived:nvtx_(sums|tree)\.1\.[0-9a-f]+\.(sum|proj|nodes)' "$(entry "$exp")"/c-* 2> /dev/null |
@@ -554,7 +557,7 @@ return { run = function(trace)   -- sets value VALUE at row 0 of the kept column
   for meta in ls:lines() do
     local name = meta:sub(#"derived:" + 1)
     local rows
-    for _, n in ipairs{9, 14, 4} do   -- (the meta column: rows, then a type per column)
+    for _, n in ipairs{9, 14, 5} do   -- (the meta column: rows, then a type per column)
       rows = rows or trace:derived(0, "nvtx", name, "i64", n)
     end
     rows = rows and rows[1]
@@ -569,17 +572,27 @@ return { run = function(trace)   -- sets value VALUE at row 0 of the kept column
 end }
 LUA
 keep_sums() { ENTRY=$(entry "$exp") PREFIX=$1 SUFFIX=$2 VALUE=$3 "$NSL" run "$TMP/keep_sums.lua" "$exp" > /dev/null; }
-totals() {   # the Total Time column of nvtx_sum as nvtx prints it as CSV
-  rm -rf "$TMP/sum_csv" && "$NSL" run nvtx "$exp" --arg only=all --out "$TMP/sum_csv" --format csv > /dev/null 2>&1
+totals() {   # the Total Time column of nvtx_sum as nvtx prints it as CSV (ARGS...: nvtx's)
+  rm -rf "$TMP/sum_csv" && "$NSL" run nvtx "$exp" "$@" --out "$TMP/sum_csv" --format csv > /dev/null 2>&1
   awk -F, 'NR > 1 { print $2 }' "$TMP/sum_csv/nvtx_sum.csv"
 }
 keep_sums nvtx_sums total 4242
-totals | grep -qx 4242 && ok "the kept summaries are what a warm run reads" || bad "the kept summaries were not read"
+totals --arg only=all | grep -qx 4242 && ok "the kept summaries are what a warm run reads" ||
+  bad "the kept summaries were not read"
+totals | grep -qx 4242 && ok "... and what one that projects nothing reads" || bad "the kept summaries were not read by default"
 nranges=$(sql "$exp" "SELECT count(*) FROM NVTX_EVENTS")
 keep_sums nvtx_sums first "$nranges"
 "$NSL" run nvtx "$exp" --arg only=all --format json > "$TMP/warm.json" 2>&1
 cmp -s "$TMP/warm.json" "$TMP/nvtx_all.json" && ok "a kept group's range past the ranges: summarised again" ||
   bad "a kept range past the ranges was read"
+keep_sums nvtx_sums first "$nranges"
+"$NSL" run nvtx "$exp" --format json > "$TMP/warm.json" 2>&1
+cmp -s "$TMP/warm.json" "$TMP/nvtx_default.json" && ok "... also where nothing would be projected" ||
+  bad "a kept range past the ranges was read by default"
+keep_sums nvtx_tree ops 1
+"$NSL" run nvtx "$exp" --format json > "$TMP/warm.json" 2>&1
+cmp -s "$TMP/warm.json" "$TMP/nvtx_default.json" && ok "a kept tree of another number of GPU operations: made again" ||
+  bad "a kept tree of another number of operations was read"
 keep_sums nvtx_tree parent 0
 "$NSL" run nvtx "$exp" --arg only=all --format json > "$TMP/warm.json" 2>&1
 cmp -s "$TMP/warm.json" "$TMP/nvtx_all.json" && ok "a kept node that is its own parent: the tree made again" ||
