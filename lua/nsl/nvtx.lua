@@ -262,7 +262,9 @@ local function sums_name(proj) return kept.name(SUMS_KEPT, proj and "proj" or "s
 -- The ranges as what is kept reads them: n (how many) and at(rows), a table of the ranges at rows (0-based)
 -- with their name, kind and (where labelled) label.  Of R (P.ranges, or trace.nvtx with a name column): its
 -- rows; of trace alone (ranges_at): each row's names made where asked (M.names), the ranges unprojected.
-local function lookup(R) return {n = #R, labelled = R:coltype("label") ~= nil, at = function(rows) return R:take(rows) end} end
+local function lookup(R)
+  return {n = #R, labelled = R:coltype("label") ~= nil, at = function(rows) return R:take(rows) end}
+end
 local function ranges_at(trace, strip)
   local nv = trace.nvtx
   return {n = #nv, labelled = strip ~= nil, at = function(rows)
@@ -273,10 +275,10 @@ local function ranges_at(trace, strip)
   end}
 end
 
--- Whether every value of the row column c lies in [lo, hi).
+-- Whether every value of the row column c lies in [lo, hi) (none NULL).
 local function rows_within(c, lo, hi)
   local a, b = nsl.extent(c)
-  return #c == 0 or (a ~= nil and a >= lo and b < hi)
+  return #c == 0 or (a ~= nil and a >= lo and b < hi and c:isnull():count() == 0)
 end
 
 -- M.summaries' aggregates of the ranges L (a lookup) of trace as kept_sums keeps them: {sum =, proj = (with

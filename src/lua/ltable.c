@@ -652,8 +652,11 @@ static const luaL_Reg tbl_meta[] = {{"__gc", tbl_gc},       {"__close", tbl_gc},
                                     {"__len", tbl_len},     {"__index", tbl_index},
                                     {NULL, NULL}};
 
-static const luaL_Reg grp_methods[] = {{"agg", grp_agg},       {"ids", grp_ids}, {"first_rows", grp_first_rows},
-                                       {"keys", grp_keys},     {NULL, NULL}};
+static const luaL_Reg grp_methods[] = {{"agg", grp_agg},
+                                       {"ids", grp_ids},
+                                       {"first_rows", grp_first_rows},
+                                       {"keys", grp_keys},
+                                       {NULL, NULL}};
 
 static const luaL_Reg grp_meta[] = {{"__gc", grp_gc}, {"__close", grp_gc}, {"__len", grp_len}, {NULL, NULL}};
 

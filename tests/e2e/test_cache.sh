@@ -579,7 +579,8 @@ totals() {   # the Total Time column of nvtx_sum as nvtx prints it as CSV (ARGS.
 keep_sums nvtx_sums total 4242
 totals --arg only=all | grep -qx 4242 && ok "the kept summaries are what a warm run reads" ||
   bad "the kept summaries were not read"
-totals | grep -qx 4242 && ok "... and what one that projects nothing reads" || bad "the kept summaries were not read by default"
+totals | grep -qx 4242 && ok "... and what one that projects nothing reads" ||
+  bad "the kept summaries were not read by default"
 nranges=$(sql "$exp" "SELECT count(*) FROM NVTX_EVENTS")
 keep_sums nvtx_sums first "$nranges"
 "$NSL" run nvtx "$exp" --arg only=all --format json > "$TMP/warm.json" 2>&1
