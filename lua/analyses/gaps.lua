@@ -175,7 +175,9 @@ local function measure(trace, ops, args, min, figures)
   -- the thread that launched the operation after each gap: its launching call's (nsl.host.launcher's join of
   -- report, pid and correlation id, made once per trace for every operation by nsl.gpu_ops.api_rows)
   trace.api:load{"tid"}
-  a = host.attribute(a:with("launch_tid", trace.api.tid:gather(a.api)), calls, by_launcher)
+  -- (in a trace of one report the rows found are kept in the column cache for the next run: nsl.host.attribute)
+  a = host.attribute(a:with("launch_tid", trace.api.tid:gather(a.api)), calls, by_launcher,
+                     {trace = trace, name = "gaps.calls"})
   local cols = attributed(calls)
   cols[#cols + 1] = "launch_tid"
   hand_back(scopes, a, cols)
@@ -186,7 +188,8 @@ local function measure(trace, ops, args, min, figures)
   if #others > 0 then
     local listed = {}
     for i, sc in ipairs(scopes) do listed[i] = sc.d:select{"report", "pid", "start", "stop", "dur", "launch_tid"} end
-    hand_back(scopes, host.attribute(nsl.concat_tables(listed), others, by_launcher), attributed(others))
+    hand_back(scopes, host.attribute(nsl.concat_tables(listed), others, by_launcher,
+                                     {trace = trace, name = "gaps.listed"}), attributed(others))
   end
   return scopes, sources, causes
 end

@@ -44,7 +44,10 @@ local function run(trace, args, out)
   if not st and args.iteration ~= "" then
     nsl.fail(string.format("%s: %s", report.files(trace.reports.path:totable()), err))
   end
-  local l = ledger.build(trace, {steps = st and st.it})
+  -- (kept in the column cache for a trace of one report, under the settings of its steps and its matching)
+  local keep = {"ledger", args.iteration, ledger.MATCH.warmup, ledger.MATCH.rank_by, ledger.MATCH.source,
+                ledger.MATCH.programs}
+  local l = ledger.kept(trace, keep) or ledger.build(trace, {steps = st and st.it, keep = keep})
   if l.empty then
     return jax.no_cuda_activity(trace, out, "no GPU kernels or memory operations")
   end

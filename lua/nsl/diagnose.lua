@@ -464,10 +464,19 @@ function Ctx:ledger()
     local keys = run:select{"report", "device"}
     l = {ledger = t, groups = keys, empty = #t == 0, straggler = ledger.on_gpus(self:straggler_match() or false, keys)}
   else
-    l = ledger.build(self.trace, {steps = self.steps and self.steps.it, matched = self:straggler_match() or false,
+    -- kept in the column cache for a trace of one report, under the settings of its steps and its matching
+    -- (nsl.ledger.kept): read back without the launching calls, the blocking calls or a sweep
+    local keep
+    if not self.parts then
+      local a, sa = self.args, self.out:args("straggler")
+      keep = {"diagnose", a.iteration, a.warmup, sa.warmup, sa.rank_by, sa.source, sa.programs}
+    end
+    local matched = self:straggler_match() or false
+    l = keep and ledger.kept(self.trace, keep, matched) or
+        ledger.build(self.trace, {steps = self.steps and self.steps.it, matched = matched,
                                   api = #self.trace.api > 0 and self:api() or nil, ops = self:launched_ops(),
                                   launch_waits = p.launch_waits, raw_api = p.api, api_spans = p.api_spans,
-                                  memcpy = p.memcpy})
+                                  memcpy = p.memcpy, keep = keep})
     t = l.ledger
   end
   local L = {t = t, run = {}, by_report = {}, job_wall = 0, devices = {}, res = l}
@@ -1005,8 +1014,10 @@ function Ctx:attribute_along()
     end
     local host, pre = require("nsl.checks.host_idle").pending(self:ledger().res, self:gpu_local(),
                                                                self.args.host_idle, skip)
-    if not host then return hostmod.attribute(dd, sources, true) end
-    local both = hostmod.attribute_together({dd, ledger.host_intervals(host)}, sources, true)
+    -- (in a trace of one report the rows found are kept in the column cache for the next run: nsl.host.attribute)
+    if not host then return hostmod.attribute(dd, sources, true, {trace = self.trace, name = "diagnose.late"}) end
+    local both = hostmod.attribute_together({dd, ledger.host_intervals(host)}, sources, true,
+                                            {trace = self.trace, name = "diagnose.late_and_idle"})
     pre.a = ledger.host_activity_of(host, both[2])
     self.cache.host_pre = pre
     return both[1]

@@ -6,6 +6,7 @@
 local nsl = require("nsl")
 local nvtx_mod = require("nsl.nvtx")
 local distributed = require("nsl.distributed")
+local kept = require("nsl.kept")
 
 local M = {}
 
@@ -152,6 +153,77 @@ function M.launcher(trace, d, reps)
   return (d:join(api, {"report", "pid", "corr"}, {"tid"}, "launch_")).launch_tid
 end
 
+-- ---- M.attribute's rows kept in the column cache (a trace of one report) ----
+
+local TAB = {}
+for _, spec in ipairs(SOURCES) do TAB[spec.key] = spec.tab end
+
+-- The intervals' columns the rows found depend on
+local function in_columns(by_launcher)
+  return by_launcher and {"report", "pid", "start", "stop", "launch_tid"} or {"report", "pid", "start", "stop"}
+end
+
+-- The kept table's columns: the intervals', then each source's rows and overlaps
+local function memo_columns(sources, by_launcher)
+  local cols = in_columns(by_launcher)
+  for _, src in ipairs(sources) do cols[#cols + 1], cols[#cols + 2] = src.key .. "_row", src.key .. "_ov" end
+  return cols
+end
+
+-- The name M.attribute's rows are kept under for keep (its caller's name), sources and by_launcher; nil where
+-- none is kept: a trace of several reports, no cache folder, a source that is not the trace's own table
+local function memo_name(keep, sources, by_launcher)
+  local trace = keep.trace
+  if trace:nreports() ~= 1 or not trace:keeps_derived(0) or #sources == 0 then return nil end
+  local keys = {}
+  for i, src in ipairs(sources) do
+    if not TAB[src.key] or not rawequal(src.t, trace[TAB[src.key]]) then return nil end
+    keys[i] = src.key
+  end
+  return kept.name("attribute.1", keep.name, keys, by_launcher and 1 or 0)
+end
+
+-- Whether columns a and b hold the same values (NULLs in the same rows)
+local function same(a, b)
+  if #a ~= #b or a:type() ~= b:type() then return false end
+  local na, nb = a:isnull(), b:isnull()
+  if (na & ~nb):count() > 0 or (nb & ~na):count() > 0 then return false end
+  if a:type() == "i32" then a, b = a:cast("i64"), b:cast("i64") end
+  return nsl.coalesce(a, 0):ne(nsl.coalesce(b, 0)):count() == 0
+end
+
+-- The rows and overlaps (a list by source: {rows, ov}) M.attribute kept under name for intervals d, nil where
+-- none are kept for these intervals: another interval, or a row out of its table's range (a kept file is not
+-- to be trusted)
+local function kept_rows(trace, name, d, sources, by_launcher)
+  local t = kept.table(trace, "kernels", name, memo_columns(sources, by_launcher))
+  if not t or #t ~= #d then return nil end
+  for _, c in ipairs(in_columns(by_launcher)) do
+    if not same(t[c], d[c]) then return nil end
+  end
+  local found = {}
+  for i, src in ipairs(sources) do
+    local rows = t[src.key .. "_row"]
+    local lo, hi = nsl.extent(rows)
+    if lo and (lo < -1 or hi >= #src.t) then return nil end
+    found[i] = {rows, t[src.key .. "_ov"]}
+  end
+  return found
+end
+
+-- Keeps M.attribute's rows and overlaps got (by source) for intervals d under name
+local function keep_rows(trace, name, d, sources, by_launcher, got)
+  local list = {}
+  for _, c in ipairs(in_columns(by_launcher)) do list[#list + 1] = {c, d[c]} end
+  for i, src in ipairs(sources) do
+    list[#list + 1] = {src.key .. "_row", nsl.coalesce(got[i][1], -1)}
+    list[#list + 1] = {src.key .. "_ov", got[i][2]}
+  end
+  local t = nsl.table(list)
+  local cols = memo_columns(sources, by_launcher)
+  if kept.keepable(t, cols) then kept.keep_table(trace, "kernels", name, t, cols) end
+end
+
 --- For every interval of d (report, pid, start, stop, dur; and launch_tid
 -- when by_launcher), the row of each source (M.sources) on the same (report,
 -- pid) -- or, by_launcher, the same (report, pid, launching thread) -- that
@@ -160,28 +232,42 @@ end
 -- nest: a range covers the time none of its children does
 -- (nsl.innermost_join), so a thread that spent a gap in "data_loader" inside
 -- "train_step" names "data_loader", not the enclosing step.
-function M.attribute(d, sources, by_launcher)
+--
+-- keep (optional): {trace = the trace whose own tables sources are
+-- (M.sources), name = the caller's name for this attribution}: in a trace
+-- of one report the rows found are kept in the column cache with the
+-- intervals they were found for, and a later call whose intervals are the
+-- same (report, pid, start, stop, launch_tid, value for value) reads them
+-- instead of sweeping the host tables again.
+function M.attribute(d, sources, by_launcher, keep)
+  local memo = keep and memo_name(keep, sources, by_launcher)
+  local found = memo and kept_rows(keep.trace, memo, d, sources, by_launcher)
   local function keys(t, tid) return by_launcher and {t.report, t.pid, t[tid]} or {t.report, t.pid} end
   local dk = keys(d, "launch_tid")
-  for _, src in ipairs(sources) do
+  local got = {}
+  for i, src in ipairs(sources) do
     local t = src.t
-    local text, tid, rows, ov = t[src.text], t.tid, nil, nil
-    if src.innermost then
+    local rows, ov   -- (rows of t: NULL or -1 where none)
+    if found then
+      rows, ov = found[i][1], found[i][2]
+    elseif src.innermost then
       -- the ranges that overlap an interval of d on its keys (with every range enclosing one: they overlap it
       -- too), each counting for its time less its children's
       local near = nsl.overlap_any(t.start, t.stop, d.start, d.stop, keys(t, "tid"), dk):indices()
       local function near_of(c) return c:gather(near) end
-      local report, pid
-      report, pid, text, tid = near_of(t.report), near_of(t.pid), near_of(text), near_of(tid)
+      local report, pid, tid = near_of(t.report), near_of(t.pid), near_of(t.tid)
       rows, ov = nsl.innermost_join(d.start, d.stop, near_of(t.start), near_of(t.stop), dk,
                                     by_launcher and {report, pid, tid} or {report, pid}, {report, pid, tid},
                                     nvtx_mod.range_mask(t, near))
+      rows = near:gather(rows)
     else
       rows, ov = nsl.overlap_join(d.start, d.stop, t.start, t.stop, dk, keys(t, "tid"))
     end
-    d = d:with(src.key .. "_text", text:gather(rows), src.key .. "_tid", tid:gather(rows),
+    got[i] = {rows, ov}
+    d = d:with(src.key .. "_text", t[src.text]:gather(rows), src.key .. "_tid", t.tid:gather(rows),
                src.key .. "_ov", ov, src.key .. "_cover", ov * 100.0 / d.dur)
   end
+  if memo and not found then keep_rows(keep.trace, memo, d, sources, by_launcher, got) end
   return d
 end
 
@@ -189,13 +275,13 @@ end
 -- the sources, each interval's attribution being its own: a list of each
 -- table with the columns M.attribute adds.  The tables need the columns it
 -- reads alone (report, pid, start, stop, dur; launch_tid by_launcher); their
--- other columns stay as they are.
-function M.attribute_together(list, sources, by_launcher)
+-- other columns stay as they are.  keep: as M.attribute's.
+function M.attribute_together(list, sources, by_launcher, keep)
   local cols = {"report", "pid", "start", "stop", "dur"}
   if by_launcher then cols[#cols + 1] = "launch_tid" end
   local parts = {}
   for i, d in ipairs(list) do parts[i] = d:select(cols) end
-  local a = M.attribute(nsl.concat_tables(parts), sources, by_launcher)
+  local a = M.attribute(nsl.concat_tables(parts), sources, by_launcher, keep)
   local read = {}
   for _, c in ipairs(cols) do read[c] = true end
   local out, at = {}, 0

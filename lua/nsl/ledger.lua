@@ -41,6 +41,7 @@ local host_sync = require("nsl.host_sync")
 local compile = require("nsl.compile")
 local hostmod = require("nsl.host")
 local window = require("nsl.window")
+local kept = require("nsl.kept")
 
 local M = {}
 
@@ -68,6 +69,9 @@ local OPS = {names = "short", memop = true, api = true, columns = {"report", "pi
 -- arguments: the straggler analysis's defaults, on NCCL kernels)
 M.MATCH = {rank_by = "device", source = "nccl", programs = "structure", warmup = -1}
 local MATCH = M.MATCH
+
+-- The options of M.build that carry a distributed run's rows (a ledger made with them is not kept)
+local DISTRIBUTED = {"waits", "launch_waits", "raw_api", "api_spans", "memcpy"}
 
 --- The rows of t that can be placed on a GPU's timeline: a device, a start and a stop (a damaged export can
 -- leave any of them NULL; such work belongs to no ledger row).
@@ -290,7 +294,10 @@ end
 -- its own reports with opts.waits instead of opts.matched: the waits of its
 -- collectives (nsl.straggler.place_waits' report, device, start, stop,
 -- wait), from the matching rank 0 made over every report (then no
--- `straggler` result is returned).
+-- `straggler` result is returned).  opts.keep: the settings the steps and
+-- the matching were made with (a list), under which the result is kept in
+-- the column cache for M.kept (a trace of one report; not with a
+-- distributed run's rows).
 -- Returns a table with one row per GPU and window:
 -- report, device, rank (label), step (0: the whole run; 1.. the steps),
 -- start, stop, wall, then M.lines and idle_unknown (ns, summing to wall),
@@ -435,7 +442,119 @@ function M.build(trace, opts)
     host = hostrows:select{"report", "pid", "tid", "group", "start", "hs", "he"}:with("time", ch)
     host = host:filter(ch:gt(0))
   end
-  return {ledger = ledger, host = host, groups = keys, source = source, straggler = res_strag, empty = empty}
+  local l = {ledger = ledger, host = host, groups = keys, source = source, straggler = res_strag, empty = empty}
+  if opts.keep then
+    local given = false   -- (a distributed run's rows: not the report's alone)
+    for _, k in ipairs(DISTRIBUTED) do given = given or opts[k] ~= nil end
+    if not given then M.keep(trace, opts.keep, l) end
+  end
+  return l
+end
+
+-- ---- the ledger kept in the column cache (a trace of one report) ----
+--
+-- M.build's ledger, host rows and GPUs depend on the report's rows and on
+-- the settings its steps and its matching of the collectives were made
+-- with: a caller that builds it again and again over one export (diagnose,
+-- the ledger analysis) names those settings (opts.keep, a list of strings
+-- and numbers) and M.build keeps what it made under them; M.kept reads it
+-- back.  Kept: the ledger of GPU operations (source "kernels") that were
+-- found (not empty), made without a distributed run's rows.  The rank
+-- labels are made again from the reports' names.
+
+-- The kept tables' columns, in order (the ledger's less rank, a text)
+local KEPT_COLS = {
+  groups = {"report", "device", "gid"},
+  host = {"report", "pid", "tid", "group", "start", "hs", "he", "time"},
+}
+do
+  local c = {"report", "device", "step", "start", "stop", "wall"}
+  for _, l in ipairs(M.lines) do c[#c + 1] = l end
+  c[#c + 1] = M.remainder
+  c[#c + 1] = "idle"
+  KEPT_COLS.ledger = c
+end
+local KEPT_ORDER = {"groups", "ledger", "host"}
+
+-- The name the ledger of trace is kept under for settings keep (nil: it is not kept: another trace than one of
+-- one report, no cache folder)
+local function kept_name(trace, keep)
+  if not keep or trace:nreports() ~= 1 or not trace:keeps_derived(0) then return nil end
+  local list = {}
+  for i, v in ipairs(keep) do list[i] = tostring(v) end
+  return kept.name("ledger.1", list)
+end
+
+--- Keeps l (M.build's of trace, with opts.keep = keep) for M.kept.
+function M.keep(trace, keep, l)
+  local name = kept_name(trace, keep)
+  if not name or l.empty or l.source ~= "kernels" then return end
+  for _, tname in ipairs(KEPT_ORDER) do
+    local t = tname == "ledger" and l.ledger:select(KEPT_COLS.ledger) or l[tname]
+    if not kept.keepable(t, KEPT_COLS[tname]) then return end
+  end
+  for _, tname in ipairs(KEPT_ORDER) do
+    local t = tname == "ledger" and l.ledger:select(KEPT_COLS.ledger) or l[tname]
+    kept.keep_table(trace, "kernels", name .. "." .. tname, t or false, KEPT_COLS[tname])
+  end
+  trace:keep_derived(0, "kernels", name .. ".counts", nsl.column{#trace.kernels, #trace.memcpy, #trace.memset})
+end
+
+--- M.build's result for trace as M.keep kept it under the same settings
+-- (keep), or nil where none is kept or what is kept does not hold together
+-- (a kept file is not to be trusted: every row's GPU must be one of the
+-- kept GPUs, each ledger row's parts must sum to its wall time).  matched:
+-- as M.build's opts.matched, for the `straggler` field (nil: none made).
+function M.kept(trace, keep, matched)
+  local name = kept_name(trace, keep)
+  if not name then return nil end
+  local counts = trace:derived(0, "kernels", name .. ".counts", "i64", 3)
+  if not counts or counts[1] ~= #trace.kernels or counts[2] ~= #trace.memcpy or counts[3] ~= #trace.memset then
+    return nil
+  end
+  local T = {}
+  for _, tname in ipairs(KEPT_ORDER) do
+    local t = kept.table(trace, "kernels", name .. "." .. tname, KEPT_COLS[tname])
+    if t == nil or (t == false and tname ~= "host") then return nil end
+    T[tname] = t or nil
+  end
+  local keys, t, host = T.groups, T.ledger, T.host
+  local n = #keys
+  -- one report (0); the GPUs numbered 0 .. n-1 in (report, device) order, each once
+  local function only0(c) local lo, hi = nsl.extent(c); return not lo or (lo == 0 and hi == 0) end
+  if n == 0 or not only0(keys.report) or keys.device:isnull():count() > 0 then return nil end
+  local d = keys.device:totable()
+  for k = 2, n do if d[k] <= d[k - 1] then return nil end end
+  local lo, hi = nsl.extent(keys.gid)
+  if lo < 0 or hi >= n or #keys:group_by("gid") ~= n then return nil end
+  -- the ledger's rows: on a kept GPU, the parts summing to the wall time and the idle ones to idle
+  if #t == 0 or not only0(t.report) or not only0(t.step:lt(0):cast("i64")) then return nil end
+  local on = t:select{"device"}:join(keys:select{"device"}:with("k", nsl.rep(1, n)), {"device"}, {"k"})
+  if on.k:isnull():count() > 0 then return nil end
+  local sum, idle = t[M.remainder], t[M.remainder]
+  for i, l in ipairs(M.lines) do
+    sum = sum + t[l]
+    if i > CLASS.copy + 1 then idle = idle + t[l] end
+  end
+  if not (only0((sum - t.wall):ne(0):cast("i64")) and only0((t.stop - t.start - t.wall):ne(0):cast("i64"))
+          and only0((idle - t.idle):ne(0):cast("i64"))) then
+    return nil
+  end
+  if host then
+    local glo, ghi = nsl.extent(host.group)
+    if not only0(host.report) or (glo and (glo < 0 or ghi >= n)) then return nil end
+  end
+  local names = trace.reports.name:totable()
+  local rank = {}
+  for i, dv in ipairs(t.device:totable()) do rank[i] = (names[1] or "0") .. ":gpu" .. tostring(dv) end
+  local cols = {}
+  for _, c in ipairs(t:columns()) do
+    cols[#cols + 1] = {c, t[c]}
+    if c == "report" then cols[#cols + 1] = {"rank", nsl.column(rank)} end
+  end
+  local res_strag = matched ~= nil and M.on_gpus(matched, keys) or nil
+  return {ledger = nsl.table(cols), host = host, groups = keys, source = "kernels", straggler = res_strag,
+          empty = false}
 end
 
 --- The idle_host time of M.build's host rows by the innermost NVTX range
@@ -450,7 +569,7 @@ function M.host_by_range(trace, host, nvtx_present, sums)
   if not host or #host == 0 or not nvtx_present then return nil end
   local text
   if #trace.nvtx > 0 then
-    local a = M.host_activity(trace, host)
+    local a = M.host_activity(trace, host, nil, "ledger.host_by_range")
     local nvtx = require("nsl.nvtx")
     text = a.nvtx_text:map(function(x) return nvtx.normalize(x, nvtx.pytorch_suffixes) end)   -- "aten::add"
   else   -- (a process whose reports have no ranges, where others' have)
@@ -623,12 +742,15 @@ end
 -- the launch call ended (the idle part of the row: the GPU was busy before
 -- it) -- nsl.host.attribute by launcher.  Returns a table report, pid, tid,
 -- group, time, and <source>_text, <source>_ov for each source the trace has
--- (nvtx, osrt, api; NULL text: none).
-function M.host_activity(trace, host, rows)
+-- (nvtx, osrt, api; NULL text: none).  name: the caller's, under which
+-- the rows found are kept in the column cache of a trace of one report
+-- (nsl.host.attribute's keep).
+function M.host_activity(trace, host, rows, name)
   if rows then host = host:take(rows) end
   local d = M.host_intervals(host)
   -- (a distributed run reads the host tables of these rows' reports alone)
-  local a = hostmod.attribute(d, hostmod.sources_of(trace, #d > 0 and d.report:unique():totable() or {}), true)
+  local a = hostmod.attribute(d, hostmod.sources_of(trace, #d > 0 and d.report:unique():totable() or {}), true,
+                              name and {trace = trace, name = name})
   return M.host_activity_of(host, a)
 end
 

@@ -1116,7 +1116,8 @@ local function host_activities(trace, src, res, late_insts, attribute, named)
     local reps = d.report:unique():totable()
     dd = d:with("launch_tid", host.launcher(trace, d, reps))
     sources = host.sources_of(trace, reps)
-    dd = attribute and attribute(dd, sources, named) or host.attribute(dd, sources, true)
+    dd = attribute and attribute(dd, sources, named) or
+         host.attribute(dd, sources, true, {trace = trace, name = "straggler.late"})
   end
   local total = dd:group_by("rank"):agg{"total=sum(dur)"}
   local tot = {}

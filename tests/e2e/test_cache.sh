@@ -602,6 +602,66 @@ keep_sums nvtx_tree inst 4243
 "$NSL" run nvtx "$exp" --arg only=tree --format csv | grep -q ',4243,' &&
   ok "the kept tree is what a warm run reads" || bad "the kept tree was not read"
 
+# the ledger (nsl.ledger.kept) and the host tables' rows found for intervals (nsl.host.attribute's keep) of a
+# trace of one report, kept: diagnose, ledger, gaps and straggler cold, warm and without the cache alike; what a
+# warm run reads is what the entry keeps; a kept ledger whose parts do not sum to its wall time, a host row on
+# no kept GPU, rows found for other intervals or a row past its table are not read (made again)
+export NSL_CACHE_DIR="$TMP/ledger_kept"
+for a in diagnose ledger gaps straggler; do
+  same_three "$a with the kept ledger and host rows" run "$a" "$exp"
+  cp "$TMP/none.json" "$TMP/kept_$a.json"
+done
+kept_names() { grep -ahoE "derived:$1" "$(entry "$exp")"/c-* 2> /dev/null | sort -u | wc -l; }
+check_eq "kept in the entry: the ledgers of diagnose and ledger (their GPUs, rows and host rows)" \
+  "$(kept_names 'ledger\.1\.[0-9a-f]+\.(groups|ledger|host)\b')" 6
+[ "$(kept_names 'attribute\.1\.[0-9a-f]+')" -ge 4 ] && ok "kept in the entry: the host rows found for intervals" ||
+  bad "no host rows kept: $(kept_names 'attribute\.1\.[0-9a-f]+')"
+cat > "$TMP/plant.lua" <<'LUA'
+local nsl = require("nsl")
+return { run = function(trace)   -- in every kept table named PATTERN, every row: EDITS "col=V" (set) or "col=+D" (add)
+  local ls = io.popen("grep -ahoE 'derived:" .. os.getenv("PATTERN") .. "' " .. os.getenv("ENTRY") .. "/c-* | sort -u")
+  for meta in ls:lines() do
+    local name = meta:sub(#"derived:" + 1)
+    local m
+    for n = 2, 40 do m = m or trace:derived(0, "kernels", name, "i64", n) end   -- (the meta column: rows, types)
+    for col, op, v in os.getenv("EDITS"):gmatch("([%w_]+)=(%+?)(%-?%d+)") do
+      local c = m and m[1] > 0 and trace:derived(0, "kernels", name .. "." .. col, "i64", m[1])
+      if c and c:isnull():count() == 0 then
+        local t = c:totable()
+        for i = 1, #t do t[i] = op == "+" and t[i] + tonumber(v) or tonumber(v) end
+        trace:keep_derived(0, "kernels", name .. "." .. col, nsl.column(t))
+      end
+    end
+  end
+  ls:close()
+end }
+LUA
+plant() { ENTRY=$(entry "$exp") PATTERN=$1 EDITS=$2 "$NSL" run "$TMP/plant.lua" "$exp" > /dev/null; }
+same_as() { "$NSL" run "$1" "$exp" --format json > "$TMP/warm.json" 2>&1; cmp -s "$TMP/warm.json" "$TMP/kept_$1.json"; }
+rm -rf "$TMP/ledger_csv" && "$NSL" run ledger "$exp" --out "$TMP/ledger_csv" --format csv > /dev/null
+compute0=$(awk -F, 'NR == 2 { print $8 }' "$TMP/ledger_csv/ledger.csv")
+plant 'ledger\.1\.[0-9a-f]+\.ledger' "compute=+1000000000,idle_unknown=+-1000000000,idle=+-1000000000"
+rm -rf "$TMP/ledger_csv" && "$NSL" run ledger "$exp" --out "$TMP/ledger_csv" --format csv > /dev/null
+check_eq "the kept ledger is what a warm ledger run reads" "$(awk -F, 'NR == 2 { print $8 }' "$TMP/ledger_csv/ledger.csv")" \
+  "$((compute0 + 1000000000))"
+"$NSL" run diagnose "$exp" --format json | grep -q "$((compute0 + 1000000000))" &&
+  ok "... and what a warm diagnose reads" || bad "diagnose did not read its kept ledger"
+plant 'ledger\.1\.[0-9a-f]+\.ledger' "compute=+1"
+same_as ledger && same_as diagnose && ok "a kept ledger whose parts do not sum to its wall time: made again" ||
+  bad "a kept ledger that does not sum was read"
+plant 'ledger\.1\.[0-9a-f]+\.host' "group=99"
+same_as ledger && same_as diagnose && ok "a kept host row on no kept GPU: the ledger made again" ||
+  bad "a kept host row on no GPU was read"
+plant 'attribute\.1\.[0-9a-f]+' "nvtx_row=0"   # (every interval in the first range)
+! same_as gaps && ! same_as ledger && ok "the kept host rows are what warm gaps and ledger runs read" ||
+  bad "the kept host rows were not read"
+plant 'attribute\.1\.[0-9a-f]+' "start=+1"
+same_as gaps && same_as straggler && same_as diagnose && ok "host rows kept for other intervals: found again" ||
+  bad "host rows kept for other intervals were read"
+plant 'attribute\.1\.[0-9a-f]+' "nvtx_row=$(sql "$exp" "SELECT count(*) FROM NVTX_EVENTS")"
+same_as gaps && same_as straggler && same_as diagnose && ok "a kept row past the NVTX ranges: found again" ||
+  bad "a kept row past the ranges was read"
+
 # --- --no-cache, list, clear ---
 export NSL_CACHE_DIR="$TMP/flags"
 "$NSL" run "$TMP/digest.lua" "$exp.2" --no-cache > /dev/null

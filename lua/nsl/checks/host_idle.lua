@@ -133,7 +133,7 @@ local function candidates(trace, l, G, share, skip, pre)
     -- activity, each row's attribution its own)
     for _, g in ipairs(wanted) do if pre and not pre.groups[g] then pre = nil end end
     local a = pre and pre.a:take(pre.a.group:isin(wanted):indices()) or
-              ledger.host_activity(trace, host, host.group:isin(wanted):indices())
+              ledger.host_activity(trace, host, host.group:isin(wanted):indices(), "host.idle")
     local tops = {}
     for _, src in ipairs(SOURCES) do tops[src[1]] = top_per_group(a, src[1] .. "_text", src[1] .. "_ov", src[3]) end
     local tids, pids = top_per_group(a, "tid", "time"), top_per_group(a, "pid", "time")
