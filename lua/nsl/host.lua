@@ -55,12 +55,18 @@ function M.present(trace)
   return list
 end
 
+-- Whether M.attribute may keep what it finds in trace (one report, a cache folder): then the host tables are
+-- not loaded ahead (M.preload, M.prefetch, M.sources), as a later run reads two columns of the rows kept
+local function keeps_rows(trace) return trace:nreports() == 1 and trace:keeps_derived(0) end
+
 --- Loads the columns M.sources reads, for an analysis that attributes idle
 -- time later in its run: loaded first, their load lends memory the later
 -- work reuses, where loaded late they stand on top of it (1,024 per-rank
--- exports: diagnose peaked at 2.5 GB against 1.9).
+-- exports: diagnose peaked at 2.5 GB against 1.9).  Not where M.attribute
+-- keeps its rows: a run that finds them kept reads the rows' text and
+-- thread alone (at 1 GB 0.1 s of CPU and 220 MiB less).
 function M.preload(trace)
-  if #trace.kernels > 0 then M.sources(trace) end
+  if #trace.kernels > 0 and not keeps_rows(trace) then M.sources(trace) end
 end
 
 -- Per trace (weak keys), the loads M.prefetch started and M.sources has not waited for yet: a list of jobs.
@@ -73,14 +79,17 @@ local pending = setmetatable({}, {__mode = "k"})
 -- a time.)  At 1 GB the 14 columns take 0.1-0.2 s, mostly their checks and
 -- the ranges' and calls' names moved to the trace's string ids.
 function M.prefetch(trace)
-  if pending[trace] or #trace.kernels == 0 then return end
+  if pending[trace] or #trace.kernels == 0 or keeps_rows(trace) then return end
   local jobs = {}
   for _, spec in ipairs(M.present(trace)) do jobs[#jobs + 1] = nsl.background("load", trace[spec.tab], spec.cols) end
   pending[trace] = jobs
 end
 
 --- The CPU-side tables an interval is attributed to: a list of {key, label,
--- t (the trace table), text (its text column)}, only those with rows.
+-- t (the trace table), text (its text column), cols (the columns
+-- M.attribute reads)}, only those with rows; loaded, but where M.attribute
+-- may keep its rows (a trace of one report with a cache folder: it loads
+-- what it reads).
 function M.sources(trace)
   local jobs = pending[trace]
   if jobs then   -- (a failed load raises here, as the load itself would)
@@ -90,8 +99,9 @@ function M.sources(trace)
   local list = {}
   for _, spec in ipairs(M.present(trace)) do
     local t = trace[spec.tab]
-    t:load(spec.cols)
-    list[#list + 1] = {key = spec.key, label = spec.label, t = t, text = spec.text, innermost = spec.innermost}
+    if not keeps_rows(trace) then t:load(spec.cols) end
+    list[#list + 1] = {key = spec.key, label = spec.label, t = t, text = spec.text, innermost = spec.innermost,
+                       cols = spec.cols}
   end
   return list
 end
@@ -247,6 +257,7 @@ function M.attribute(d, sources, by_launcher, keep)
   local got = {}
   for i, src in ipairs(sources) do
     local t = src.t
+    if src.cols then t:load(found and {src.text, "tid"} or src.cols) end   -- (a trace table: M.sources')
     local rows, ov   -- (rows of t: NULL or -1 where none)
     if found then
       rows, ov = found[i][1], found[i][2]
