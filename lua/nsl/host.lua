@@ -193,15 +193,6 @@ local function memo_name(keep, sources, by_launcher)
   return kept.name("attribute.1", keep.name, keys, by_launcher and 1 or 0)
 end
 
--- Whether columns a and b hold the same values (NULLs in the same rows)
-local function same(a, b)
-  if #a ~= #b or a:type() ~= b:type() then return false end
-  local na, nb = a:isnull(), b:isnull()
-  if (na & ~nb):count() > 0 or (nb & ~na):count() > 0 then return false end
-  if a:type() == "i32" then a, b = a:cast("i64"), b:cast("i64") end
-  return nsl.coalesce(a, 0):ne(nsl.coalesce(b, 0)):count() == 0
-end
-
 -- The rows and overlaps (a list by source: {rows, ov}) M.attribute kept under name for intervals d, nil where
 -- none are kept for these intervals: another interval, or a row out of its table's range (a kept file is not
 -- to be trusted)
@@ -209,7 +200,7 @@ local function kept_rows(trace, name, d, sources, by_launcher)
   local t = kept.table(trace, "kernels", name, memo_columns(sources, by_launcher))
   if not t or #t ~= #d then return nil end
   for _, c in ipairs(in_columns(by_launcher)) do
-    if not same(t[c], d[c]) then return nil end
+    if not kept.same(t[c], d[c]) then return nil end
   end
   local found = {}
   for i, src in ipairs(sources) do

@@ -80,6 +80,17 @@ end
 -- the report's own by first.
 function M.own_rows(c, first) return first == 0 and c or nsl.where(c:ge(0), c - first, c) end
 
+--- Whether columns a and b hold the same values, NULLs in the same rows:
+-- what a kept result is read for only where its inputs, kept beside it, are
+-- the caller's.
+function M.same(a, b)
+  if #a ~= #b or a:type() ~= b:type() then return false end
+  local na, nb = a:isnull(), b:isnull()
+  if (na & ~nb):count() > 0 or (nb & ~na):count() > 0 then return false end
+  if a:type() == "i32" then a, b = a:cast("i64"), b:cast("i64") end
+  return nsl.coalesce(a, 0):ne(nsl.coalesce(b, 0)):count() == 0
+end
+
 --- Each report's time offset (1-based list): what its times are moved by
 -- on the trace's clock.  Kept times are on the report's own clock:
 -- M.on_clock(c, off) moves a kept column to the trace's, M.on_clock(c, -off)

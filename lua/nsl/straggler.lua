@@ -58,6 +58,7 @@ local host = require("nsl.host")
 local iterations = require("nsl.iterations")
 local report = require("nsl.report")
 local gpu_ops = require("nsl.gpu_ops")
+local kept = require("nsl.kept")
 
 local M = {}
 
@@ -185,12 +186,18 @@ end
 -- launch times); nil when no window exists.  Third result: the row of
 -- coll of each window's previous collective (the rank's one before it), in
 -- the windows' order.
-function M.windows(coll, work)
-  local o = coll:order("rank", "start")
-  local read = {"rank", "instance", "start", "stop"}   -- (the columns read: coll may carry a dozen more)
+-- The columns of coll M.windows reads (coll may carry a dozen more)
+local function window_reads(coll)
+  local read = {"rank", "instance", "start", "stop"}
   for _, c in ipairs(LAUNCH) do
     if coll[c] then read[#read + 1] = c end
   end
+  return read
+end
+
+function M.windows(coll, work)
+  local o = coll:order("rank", "start")
+  local read = window_reads(coll)
   local cs = coll:select(read):take(o)
   local n = #cs
   if n < 2 then return nil end
@@ -265,6 +272,51 @@ function M.windows(coll, work)
                    {"stop", he}, {"report", after("report")}, {"pid", after("pid")}, {"corr", after("corr")}}
   end
   return win, hp, o:gather(prev_rows)
+end
+
+-- M.windows' tables as the column cache keeps them
+local WIN_COLS = {"rank", "instance", "window", "idle", "host", "queue", "busy"}
+local HP_COLS = {"rank", "instance", "start", "stop", "report", "pid", "corr"}
+
+--- M.windows(coll, work), kept in the column cache for a trace of one
+-- report: keep = {trace, name (the settings work was made from the
+-- trace's rows under)}, or nil (not kept).  What is kept is read back only
+-- for the same collectives (the columns M.windows reads, value for value)
+-- and as many rows of work, with every previous collective a row of coll and
+-- every rank one of coll's (a kept file is not to be trusted).
+local function windows_kept(keep, coll, work)
+  local trace = keep and keep.trace
+  if not trace or trace:nreports() ~= 1 or not trace:keeps_derived(0) then return M.windows(coll, work) end
+  local read = window_reads(coll)
+  local name = kept.name("straggler_windows.1", keep.name, read, #work)
+  local c = kept.table(trace, "kernels", name .. ".coll", read)
+  local same = c and #c == #coll
+  for _, x in ipairs(same and read or {}) do same = same and kept.same(c[x], coll[x]) end
+  if same then
+    local win = kept.table(trace, "kernels", name .. ".win", WIN_COLS)
+    local hp = kept.table(trace, "kernels", name .. ".hp", HP_COLS)
+    local prev = kept.table(trace, "kernels", name .. ".prev", {"row"})
+    local rlo, rhi = nsl.extent(coll.rank)
+    local function within(col, lo, hi)
+      local a, b = nsl.extent(col)
+      return col:isnull():count() == 0 and (not a or (a >= lo and b <= hi))
+    end
+    if win and hp ~= nil and prev and #prev == #win and within(prev.row, 0, #coll - 1) and
+       within(win.rank, rlo, rhi) and (not hp or within(hp.rank, rlo, rhi)) then
+      return win, hp or nil, prev.row
+    end
+  end
+  local win, hp, prev = M.windows(coll, work)
+  if win and #win > 0 and kept.keepable(win, WIN_COLS) and kept.keepable(hp, HP_COLS) then
+    local pt = nsl.table{{"row", prev}}
+    if kept.keepable(pt, {"row"}) then
+      kept.keep_table(trace, "kernels", name .. ".coll", coll:select(read), read)
+      kept.keep_table(trace, "kernels", name .. ".win", win, WIN_COLS)
+      kept.keep_table(trace, "kernels", name .. ".hp", hp or false, HP_COLS)
+      kept.keep_table(trace, "kernels", name .. ".prev", pt, {"row"})
+    end
+  end
+  return win, hp, prev
 end
 
 -- ---- the windows a distributed run measured per process (M.reduce) ----
@@ -398,7 +450,9 @@ end
 -- the PRE columns of M.reduce's rows, work and compute_mask are nil, and
 -- the windows come from those rows -- nil is returned when a rank's
 -- matched steady collectives are not consecutive among its own, so that
--- the caller reads the kernels).  Returns {nranks,
+-- the caller reads the kernels), keep (optional: {trace, name}, under which
+-- the windows are kept in the column cache of a trace of one report, name
+-- saying how work was made from its rows).  Returns {nranks,
 -- ref, ninst, warmup, offsets, shared, coll, late, steps, instances,
 -- windows, host, step_ns}:
 --   coll       the matched steady collectives: rank, instance, type, start,
@@ -462,7 +516,7 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
   -- 5. the windows before the collectives, and each rank's excess in them
   if #coll > 0 then
     local hp
-    if not pre then win, hp, prev = M.windows(coll, work) end
+    if not pre then win, hp, prev = windows_kept(opts.keep, coll, work) end
     if win and #win > 0 then
       -- the previous collective of the rank (M.windows gives its row): its leave lateness (NaN, an instance of
       -- one rank: 0)
@@ -861,6 +915,9 @@ function M.match(trace, args, red)
   local nranks = #src.labels
   if nranks == 0 or #src.coll == 0 then return src, nil end
   opts.clock, opts.pre = src.clock, nil
+  -- (the windows kept in the column cache of a trace of one report: the work is its kernels or thunks as
+  -- these settings make them)
+  opts.keep = {trace = trace, name = table.concat({source_name(trace, args), args.rank_by, args.programs}, ":")}
   return src, M.analyse(src.coll, src.work, nranks, src.compute, opts)
 end
 

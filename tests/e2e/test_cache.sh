@@ -661,6 +661,24 @@ same_as gaps && same_as straggler && same_as diagnose && ok "host rows kept for 
 plant 'attribute\.1\.[0-9a-f]+' "nvtx_row=$(sql "$exp" "SELECT count(*) FROM NVTX_EVENTS")"
 same_as gaps && same_as straggler && same_as diagnose && ok "a kept row past the NVTX ranges: found again" ||
   bad "a kept row past the ranges was read"
+# the straggler matching's windows before the collectives (nsl.straggler's windows_kept), kept with the
+# collectives they were measured for: read back (a previous collective moved shows), not read for other
+# collectives, a previous collective past them or a rank that is none of theirs
+check_eq "kept in the entry: the straggler windows (collectives, windows, host parts, previous collectives)" \
+  "$(kept_names 'straggler_windows\.1\.[0-9a-f]+\.(coll|win|hp|prev)\b')" 4
+plant 'straggler_windows\.1\.[0-9a-f]+\.prev' "row=0"
+! same_as straggler && ! same_as diagnose && ok "the kept windows are what warm straggler and diagnose runs read" ||
+  bad "the kept windows were not read"
+plant 'straggler_windows\.1\.[0-9a-f]+\.prev' "row=1000000"
+same_as straggler && same_as diagnose && ok "a kept previous collective past the collectives: measured again" ||
+  bad "a kept previous collective past the collectives was read"
+plant 'straggler_windows\.1\.[0-9a-f]+\.coll' "start=+1"
+plant 'straggler_windows\.1\.[0-9a-f]+\.prev' "row=0"
+same_as straggler && same_as diagnose && ok "windows kept for other collectives: measured again" ||
+  bad "windows kept for other collectives were read"
+plant 'straggler_windows\.1\.[0-9a-f]+\.win' "rank=99"
+same_as straggler && same_as diagnose && ok "a kept window of no rank: measured again" ||
+  bad "a kept window of no rank was read"
 
 # --- --no-cache, list, clear ---
 export NSL_CACHE_DIR="$TMP/flags"
