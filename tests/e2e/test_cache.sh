@@ -637,7 +637,13 @@ return { run = function(trace)   -- in every kept table named PATTERN, every row
 end }
 LUA
 plant() { ENTRY=$(entry "$exp") PATTERN=$1 EDITS=$2 "$NSL" run "$TMP/plant.lua" "$exp" > /dev/null; }
-same_as() { "$NSL" run "$1" "$exp" --format json > "$TMP/warm.json" 2>&1; cmp -s "$TMP/warm.json" "$TMP/kept_$1.json"; }
+same_as() {   # (view: the page without findings)
+  if [ "$1" = view ]; then
+    "$NSL" view "$exp" --no-findings -o "$TMP/warm.html" > /dev/null 2>&1 && cmp -s "$TMP/warm.html" "$TMP/kept_view.html"
+  else
+    "$NSL" run "$1" "$exp" --format json > "$TMP/warm.json" 2>&1 && cmp -s "$TMP/warm.json" "$TMP/kept_$1.json"
+  fi
+}
 # remade WHAT PATTERN EDITS ANALYSIS...: after planting EDITS, each analysis prints what it printed without the
 # cache (what was kept is not read: it is made again)
 remade() {
@@ -676,6 +682,40 @@ remade "a kept previous collective past the collectives" 'straggler_windows\.1\.
 plant 'straggler_windows\.1\.[0-9a-f]+\.coll' "start=+1"
 remade "windows kept for other collectives" 'straggler_windows\.1\.[0-9a-f]+\.prev' "row=0" straggler diagnose
 remade "a kept window of no rank" 'straggler_windows\.1\.[0-9a-f]+\.win' "rank=99" straggler diagnose
+# the viewer's layout of the whole trace (its rows, levels of detail and detail window: view.lua's layout_kept),
+# kept under the settings it was made with: the page cold, warm and without the cache byte-identical, with and
+# without findings; what a warm page reads is what the entry keeps; rows whose events are not the trace's, GPU
+# rows that are not first, a cell past its level, a bin busier than it is wide are not read, and rows without
+# the key of some event in the detail window are made again (and kept)
+export NSL_CACHE_DIR="$TMP/view_kept"
+for f in "--no-findings" ""; do
+  for run in none cold warm; do
+    [ $run = none ] && nc=1 || nc=
+    NSL_NO_CACHE=$nc "$NSL" view "$exp" $f --max-events 500 -o "$TMP/view_$run.html" > /dev/null 2>&1
+  done
+  [ -s "$TMP/view_none.html" ] && cmp -s "$TMP/view_cold.html" "$TMP/view_none.html" &&
+    cmp -s "$TMP/view_warm.html" "$TMP/view_none.html" &&
+    ok "view ${f:-with findings} --max-events 500: cold, warm and no cache byte-identical" ||
+    bad "view ${f:-with findings} differs with the cache"
+done
+cp "$TMP/view_none.html" "$TMP/view_500.html"   # (with findings)
+NSL_NO_CACHE=1 "$NSL" view "$exp" --no-findings -o "$TMP/kept_view.html" > /dev/null
+same_as view && same_as view && ok "view: warm and no cache byte-identical" || bad "view differs with the cache"
+check_eq "kept in the entry: the layouts of two pages (rows, levels, window)" \
+  "$(kept_names 'view_layout\.1\.[0-9a-f]+\.(rows|lv|at)\b')" 6
+# the detail window's end moved back by a microsecond in what is kept: what the page of 500 events shows
+plant 'view_layout\.1\.[0-9a-f]+\.at' "to=+-1000"
+"$NSL" view "$exp" --max-events 500 -o "$TMP/view_warm.html" > /dev/null 2>&1
+! cmp -s "$TMP/view_warm.html" "$TMP/view_500.html" && ok "the kept layout is what a warm page reads" ||
+  bad "the kept layout was not read"
+remade "kept rows with an event more than the trace's" 'view_layout\.1\.[0-9a-f]+\.rows' "events=+1" view
+remade "kept rows all NVTX threads'" 'view_layout\.1\.[0-9a-f]+\.rows' "kind=1" view
+remade "a kept cell past its level" 'view_layout\.1\.[0-9a-f]+\.lv' "cell=+100000000" view
+remade "a kept bin busier than it is wide" 'view_layout\.1\.[0-9a-f]+\.lv' "busy=+1000" view
+remade "kept rows of other GPUs and threads (no row of the window's events)" 'view_layout\.1\.[0-9a-f]+\.rows' \
+  "a=+99" view
+plant 'view_layout\.1\.[0-9a-f]+\.rows' "a=+99"
+same_as view && same_as view && ok "... and kept again, as made" || bad "rows of other GPUs read"
 
 # --- --no-cache, list, clear ---
 export NSL_CACHE_DIR="$TMP/flags"

@@ -22,6 +22,7 @@ local plot = require("nsl.plot")
 local gpu_ops = require("nsl.gpu_ops")
 local window = require("nsl.window")
 local report = require("nsl.report")
+local kept = require("nsl.kept")
 
 local M = {}
 
@@ -70,15 +71,18 @@ local function gpu_rows(trace)
 end
 
 --- The NVTX ranges of the trace as columns report, pid, tid, start, stop,
--- text (a Lua table of them), marks and unfinished ranges left out, or nil.
-local function nvtx_ranges(trace)
+-- text (a Lua table of them) and their number n, marks and unfinished
+-- ranges left out, or nil.  marks: leave the marks in (the detail window's
+-- rows leave them out: they overlap nothing).
+local function nvtx_ranges(trace, marks)
   local nv = trace.nvtx
   if #nv == 0 then return nil end
   nv = nv:select{"report", "pid", "tid", "start", "stop", "text"}
   local ranges = ~nv.stop:isnull()
-  if ranges:count() < #nv then nv = nv:filter(ranges) end
-  if #nv == 0 then return nil end
-  return {report = nv.report, pid = nv.pid, tid = nv.tid, start = nv.start, stop = nv.stop, text = nv.text}
+  local n = ranges:count()
+  if n == 0 then return nil end
+  if n < #nv and not marks then nv = nv:filter(ranges) end
+  return {report = nv.report, pid = nv.pid, tid = nv.tid, start = nv.start, stop = nv.stop, text = nv.text, n = n}
 end
 
 --- Names of the reports (0-based index -> name) and of the threads ("report/pid/tid" -> name).
@@ -88,39 +92,72 @@ local function names_of(trace)
   return reports, nsl.thread_names(trace)
 end
 
+-- The two kinds of rows, and the key columns of each (a row per key tuple).
+local KINDS = {{kind = "gpu", keys = {"report", "device", "stream"}}, {kind = "nvtx", keys = {"report", "pid", "tid"}}}
+
 --- Rows of the timeline: one per (report, device, stream) of the GPU
--- operations, then one per (report, pid, tid) of the NVTX ranges, in key
--- order.  Sets g.row / nv.row (i32 column: each event's row, 0-based) and
--- returns the list of rows.
-local function layout_rows(trace, g, nv)
-  local rows = {}
+-- operations g, then one per (report, pid, tid) of the NVTX ranges nv, in
+-- key order, as records {kind, the keys, events} (labels aside:
+-- label_rows), and per kind (1-based in KINDS) the row of its part where
+-- each of its rows first appears.  Sets g.row / nv.row (i32 column: each
+-- event's row, 0-based).
+local function layout_rows(g, nv)
+  local rows, firsts = {}, {}
+  for k, part in ipairs{g or false, nv or false} do
+    if part then
+      local keys = KINDS[k].keys
+      local cols = {part[keys[1]], part[keys[2]], part[keys[3]]}
+      local lane, groups = nsl.nest_lanes(nil, nil, cols, #rows, 1)
+      part.row, firsts[k] = lane, groups.row
+      for i = 1, #groups do
+        local r = groups.row[i] + 1
+        rows[#rows + 1] = {kind = KINDS[k].kind, [keys[1]] = cols[1][r], [keys[2]] = cols[2][r],
+                           [keys[3]] = cols[3][r], events = groups.count[i]}
+      end
+    end
+  end
+  return rows, firsts
+end
+
+--- Labels the rows (layout_rows'): xla, the GPU rows are an nsys-jax
+-- archive's devices.
+local function label_rows(trace, rows, xla)
   local multi = trace:nreports() > 1
   local reports, threads = names_of(trace)
   local function prefix(r) return multi and ((reports[r] or tostring(r)) .. " ") or "" end
-  if g then
-    local lane, groups = nsl.nest_lanes(nil, nil, {g.report, g.device, g.stream}, 0, 1)
-    g.row = lane
-    for i = 1, #groups do
-      local r = groups.row[i] + 1
-      local rep, dev, str = g.report[r], g.device[r], g.stream[r]
-      rows[#rows + 1] = {kind = "gpu", report = rep, device = dev, stream = str, events = groups.count[i],
-                         label = g.xla and fmt("%sGPU %s XLA", prefix(rep), dev >= 0 and tostring(dev) or "?") or
-                                 fmt("%sGPU %s stream %s", prefix(rep), tostring(dev), tostring(str))}
-    end
-  end
-  if nv then
-    local lane, groups = nsl.nest_lanes(nil, nil, {nv.report, nv.pid, nv.tid}, #rows, 1)
-    nv.row = lane
-    for i = 1, #groups do
-      local r = groups.row[i] + 1
-      local rep, pid, tid = nv.report[r], nv.pid[r], nv.tid[r]
+  for _, row in ipairs(rows) do
+    local rep = row.report
+    if row.kind == "gpu" then
+      local dev = row.device
+      row.label = xla and fmt("%sGPU %s XLA", prefix(rep), dev >= 0 and tostring(dev) or "?") or
+                  fmt("%sGPU %s stream %s", prefix(rep), tostring(dev), tostring(row.stream))
+    else
+      local pid, tid = row.pid, row.tid
       local tname = threads[fmt("%s/%s/%s", rep, pid, tid)]
-      rows[#rows + 1] = {kind = "nvtx", report = rep, pid = pid, tid = tid, events = groups.count[i],
-                         label = prefix(rep) .. (tname and fmt("%s (%s)", tname, tostring(tid))
-                                                 or fmt("pid %s tid %s", tostring(pid), tostring(tid)))}
+      row.label = prefix(rep) .. (tname and fmt("%s (%s)", tname, tostring(tid))
+                                  or fmt("pid %s tid %s", tostring(pid), tostring(tid)))
     end
   end
-  return rows
+end
+
+local function row_key(a, b, c) return fmt("%s/%s/%s", tostring(a), tostring(b), tostring(c)) end
+
+--- The row (0-based, i32 column) of each of idx's events of part (of kind
+-- k, 1-based in KINDS) among rows, or nil where the key of one is no row's.
+local function rows_of(rows, k, part, idx)
+  local keys, at = KINDS[k].keys, {}
+  for r, row in ipairs(rows) do
+    if row.kind == KINDS[k].kind then at[row_key(row[keys[1]], row[keys[2]], row[keys[3]])] = r - 1 end
+  end
+  local cols = {part[keys[1]]:gather(idx), part[keys[2]]:gather(idx), part[keys[3]]:gather(idx)}
+  local lane, groups = nsl.nest_lanes(nil, nil, cols, 0, 1)
+  local map = {}
+  for i = 1, #groups do
+    local x = groups.row[i] + 1
+    map[i] = at[row_key(cols[1][x], cols[2][x], cols[3][x])]
+    if not map[i] then return nil end
+  end
+  return nsl.column(map):gather(lane):cast("i32")
 end
 
 --- The widths of nbins equal bins over [lo, hi) (nsl.bin_edges), as a
@@ -209,11 +246,16 @@ local function default_to(starts, from, hi, max_events)
   return hi
 end
 
---- Rows of t overlapping [from, to) with the columns the page needs.
-local function window_part(t, from, to, nvtx)
+--- Rows of t (part k of KINDS) overlapping [from, to) with the columns the
+-- page needs (row: theirs among rows), nil where none does, false where
+-- one's key is no row's.
+local function window_part(t, k, rows, from, to)
   local idx = nsl.overlapping_rows(t.start, t.stop, from, to)
   if #idx == 0 then return nil end
-  local w = {start = t.start:gather(idx), stop = t.stop:gather(idx), row = t.row:gather(idx),
+  local nvtx = k == 2
+  local row = rows_of(rows, k, t, idx)
+  if not row then return false end
+  local w = {start = t.start:gather(idx), stop = t.stop:gather(idx), row = row,
              name = (nvtx and t.text or t.name):gather(idx)}
   w.cls = nvtx and nsl.rep(CLASS.nvtx, #idx) or t.cls:gather(idx)
   return w
@@ -273,6 +315,165 @@ local function page_levels(levels)
   return res
 end
 
+--- The layout of the page over the whole trace [lo, hi) with the detail
+-- window from `from`: {rows (layout_rows', unlabelled), to (the detail
+-- window's end), lod (levels_of_detail's)}.  g, nv: the GPU operations and
+-- the NVTX ranges (gpu_rows, nvtx_ranges; marks left out here); set: the
+-- settings (to, max_events, bins, levels, lod_cells).
+local function layout(g, nv, lo, hi, from, set)
+  local ranges = nv
+  if nv and nv.n < #nv.start then
+    local t = nsl.table{{"report", nv.report}, {"pid", nv.pid}, {"tid", nv.tid}, {"start", nv.start},
+                        {"stop", nv.stop}}
+    t = t:filter(~nv.stop:isnull())
+    ranges = {report = t.report, pid = t.pid, tid = t.tid, start = t.start, stop = t.stop, n = #t}
+  end
+  local rows, firsts = layout_rows(g, ranges)
+  -- the events of every part, read where they are (no column of all of them is made)
+  local s, e, l = {}, {}, {}
+  for _, p in ipairs{g or false, ranges or false} do
+    if p then s[#s + 1], e[#e + 1], l[#l + 1] = p.start, p.stop, p.row end
+  end
+  local to = set.to or default_to(s, from, hi, set.max_events)
+  local index = nsl.lod(s, e, l, nil, #rows)
+  s, e, l = nil, nil, nil
+  if g then g.row = nil end
+  to = math.min(to, hi)
+  if to <= from then to = from + 1 end
+  local lod = levels_of_detail(index, #rows, lo, hi, from, to, set.bins, set.levels, set.lod_cells)
+  return {rows = rows, to = to, lod = lod, firsts = firsts}
+end
+
+-- ---- the layout kept in the column cache ----------------------------------------------
+-- For a trace of one report (nsl.kept), under the settings it was made with:
+-- .rows (a row each: kind 0 GPU / 1 NVTX, report, a and b its other keys,
+-- events), .lv (the levels' cells, level by level), .at (to, the levels).
+
+local ROW_COLS = {"kind", "report", "a", "b", "events"}
+local LEVEL_COLS = {"level", "cell", "busy", "starts", "width"}
+
+--- Keeps lay (layout's) under name; g, nv: the parts it was made from.
+local function keep_layout(trace, name, lay, g, nv)
+  local cols = {kind = {}, report = {}, a = {}, b = {}}
+  for k, part in ipairs{g or false, nv or false} do
+    local first = lay.firsts[k]
+    if part and first then
+      local keys = KINDS[k].keys
+      cols.kind[#cols.kind + 1] = nsl.rep(k - 1, #first)
+      cols.report[#cols.report + 1] = part[keys[1]]:gather(first):cast("i64")
+      cols.a[#cols.a + 1] = part[keys[2]]:gather(first):cast("i64")
+      cols.b[#cols.b + 1] = part[keys[3]]:gather(first):cast("i64")
+    end
+  end
+  local events = {}
+  for i, row in ipairs(lay.rows) do events[i] = row.events end
+  local list = {}
+  for _, c in ipairs{"kind", "report", "a", "b"} do list[#list + 1] = {c, nsl.concat(table.unpack(cols[c]))} end
+  list[#list + 1] = {"events", nsl.column(events):cast("i64")}
+  local rt = nsl.table(list)
+  local lv = {level = {}, cell = {}, busy = {}, starts = {}, width = {}}
+  for k, level in ipairs(lay.lod) do
+    lv.level[k] = nsl.rep(k - 1, #level.cell)
+    for _, c in ipairs{"cell", "busy", "starts", "width"} do lv[c][k] = level[c]:cast("i64") end
+  end
+  list = {}
+  for _, c in ipairs(LEVEL_COLS) do list[#list + 1] = {c, nsl.concat(table.unpack(lv[c]))} end
+  local lt = nsl.table(list)
+  local at = nsl.table{{"to", nsl.column{lay.to}}, {"levels", nsl.column{#lay.lod}}}
+  if not (kept.keepable(rt, ROW_COLS) and kept.keepable(lt, LEVEL_COLS) and kept.keepable(at, {"to", "levels"})) then
+    return
+  end
+  kept.keep_table(trace, "kernels", name .. ".rows", rt, ROW_COLS)
+  kept.keep_table(trace, "kernels", name .. ".lv", lt, LEVEL_COLS)
+  kept.keep_table(trace, "kernels", name .. ".at", at, {"to", "levels"})
+end
+
+--- Whether column c has no NULL and its values lie in [lo, hi].
+local function within(c, lo, hi)
+  if c:isnull():count() > 0 then return false end
+  local a, b = nsl.extent(c)
+  return not a or (a >= lo and b <= hi)
+end
+
+--- The layout kept under name, or nil: none, or one that does not hold
+-- together (a kept file is not to be trusted: the rows' events must be the
+-- GPU operations' and the ranges' ng and nr, the GPU rows first; every
+-- cell a row's bin of its level, its busy time within its bin, the end of
+-- the detail window within (from, hi]).
+local function read_layout(trace, name, ng, nr, from, hi, set)
+  local at = kept.table(trace, "kernels", name .. ".at", {"to", "levels"})
+  local rt = at and #at == 1 and kept.table(trace, "kernels", name .. ".rows", ROW_COLS)
+  local lt = rt and kept.table(trace, "kernels", name .. ".lv", LEVEL_COLS)
+  if not lt then return nil end
+  local to, nl = at.to[1], at.levels[1]
+  if not to or to <= from or to > math.max(hi, from + 1) or not nl or nl < 1 or nl > set.levels then return nil end
+  local n = #rt
+  if n == 0 or n > ng + nr or not within(rt.kind, 0, 1) or not within(rt.report, 0, math.maxinteger) or
+     not within(rt.events, 1, ng + nr) then
+    return nil
+  end
+  local ngpu = rt.kind:eq(0):count()
+  local gpu, rest = nsl.range(ngpu), nsl.range(n - ngpu) + ngpu
+  local function total(c) return #c == 0 and 0 or c:sum() end
+  if not within(rt.kind:gather(gpu), 0, 0) or total(rt.events:gather(gpu)) ~= ng or
+     total(rt.events:gather(rest)) ~= nr then
+    return nil
+  end
+  local rows = {}
+  for i = 1, n do
+    local k = rt.kind[i] + 1
+    local keys = KINDS[k].keys
+    rows[i] = {kind = KINDS[k].kind, [keys[1]] = rt.report[i], [keys[2]] = rt.a[i], [keys[3]] = rt.b[i],
+               events = rt.events[i]}
+  end
+  if not within(lt.level, 0, nl - 1) then return nil end
+  local lod, nb = {}, set.bins
+  for k = 0, nl - 1 do
+    local idx = lt.level:eq(k):indices()
+    local lv = {bins = nb}
+    for _, c in ipairs{"cell", "busy", "starts", "width"} do lv[c] = lt[c]:gather(idx) end
+    if not within(lv.cell, 0, n * nb - 1) or not within(lv.width, 0, hi) or not within(lv.starts, 0, ng + nr) or
+       not within(lv.busy, 0, hi) or (lv.busy - lv.width):gt(0):count() > 0 then
+      return nil
+    end
+    lod[k + 1] = lv
+    nb = nb * 4
+  end
+  return {rows = rows, to = to, lod = lod}
+end
+
+--- layout's answer, kept in the column cache for a trace of one report and
+-- read back from it where it was made under the same settings and holds
+-- together (fresh: made and kept, nothing read); second result: true where
+-- read back.
+local function layout_kept(trace, g, nv, lo, hi, from, set, fresh)
+  if trace:nreports() ~= 1 or not trace:keeps_derived(0) then return layout(g, nv, lo, hi, from, set) end
+  local ng, nr = g and #g.start or 0, nv and nv.n or 0
+  local name = kept.name("view_layout.1", {tostring(lo), tostring(hi), tostring(from), tostring(set.to or "none"),
+                         tostring(set.max_events), tostring(set.bins), tostring(set.levels), tostring(set.lod_cells),
+                         tostring(ng), tostring(nr)})
+  local lay = not fresh and read_layout(trace, name, ng, nr, from, hi, set)
+  if lay then return lay, true end
+  lay = layout(g, nv, lo, hi, from, set)
+  keep_layout(trace, name, lay, g, nv)
+  return lay
+end
+
+--- The events of the detail window [from, to) of the GPU operations g and
+-- the NVTX ranges nv as lists of the parts' columns (window_part's), or
+-- nil where one's key is no row's.
+local function windows(g, nv, rows, from, to)
+  local w = {}
+  for k, part in ipairs{g or false, nv or false} do
+    if part then
+      local p = window_part(part, k, rows, from, to)
+      if p == false then return nil end
+      w[#w + 1] = p
+    end
+  end
+  return w
+end
+
 --- view.viewer(trace, opts) -> a viewer: the data of the page for the
 -- trace (v.data), with the detail window (v.from, v.to, absolute ns), the
 -- trace's span (v.lo, v.hi), the rows and the levels of detail as columns
@@ -299,31 +500,23 @@ function M.viewer(trace, opts)
     collectgarbage()
     nsl.trim_memory()   -- diagnose's freed blocks fit none of the page's columns: held, they would add to its peak
   else notes = {"Findings left out (nsl view --no-findings)."} end
-  local g, nv = gpu_rows(trace), nvtx_ranges(trace)
+  local g, nv = gpu_rows(trace), nvtx_ranges(trace, true)   -- (marks left in: the layout leaves them out where made)
   if not g and not nv then nothing() end
   local lo, hi = window.span(trace, {"kernels", "memcpy", "memset", "nvtx", "gpu_ranges"})
   if hi <= lo then hi = lo + 1 end
-  local rows = layout_rows(trace, g, nv)
-  local parts = {}
-  if g then parts[#parts + 1] = g end
-  if nv then parts[#parts + 1] = nv end
   -- the detail window
   local from = math.max(lo, opts.from or lo)
-  -- the events of every part, read where they are (no column of all of them is made)
-  local s, e, l = {}, {}, {}
-  for i, p in ipairs(parts) do s[i], e[i], l[i] = p.start, p.stop, p.row end
-  local to = opts.to or default_to(s, from, hi, opts.max_events or M.max_events)
-  local index = nsl.lod(s, e, l, nil, #rows)
-  s, e, l = nil, nil, nil
-  to = math.min(to, hi)
-  if to <= from then to = from + 1 end
-  local nbins = math.max(1, math.floor(opts.bins or M.bins))
-  local lod = levels_of_detail(index, #rows, lo, hi, from, to, nbins, opts.levels or M.levels,
-                               opts.lod_cells or M.lod_cells)
-  index = nil
-  local w = {}
-  if g then w[#w + 1] = window_part(g, from, to, false) end
-  if nv then w[#w + 1] = window_part(nv, from, to, true) end
+  local set = {to = opts.to, max_events = opts.max_events or M.max_events,
+               bins = math.max(1, math.floor(opts.bins or M.bins)), levels = opts.levels or M.levels,
+               lod_cells = opts.lod_cells or M.lod_cells}
+  local lay, was_kept = layout_kept(trace, g, nv, lo, hi, from, set)
+  local w = windows(g, nv, lay.rows, from, lay.to)
+  if not w and was_kept then   -- a kept layout without a row of some event's: made (and kept) again
+    lay = layout_kept(trace, g, nv, lo, hi, from, set, true)
+    w = windows(g, nv, lay.rows, from, lay.to)
+  end
+  local rows, to, lod = lay.rows, lay.to, lay.lod
+  label_rows(trace, rows, g and g.xla)
   local ev = {}
   for _, name in ipairs{"start", "stop", "row", "name", "cls"} do
     local list = {}
