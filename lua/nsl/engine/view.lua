@@ -49,25 +49,27 @@ M.Viewer = Viewer
 local CLASS = {}
 for i, c in ipairs(plot.timeline_classes) do CLASS[c.name] = i - 1 end
 
---- The GPU operations of the whole trace as columns report, device,
--- stream, start, stop, name, cls (a Lua table of them), or nil when there
--- are none.  cls is the timeline class (plot.timeline_classes, 0-based);
--- name the kernel's short name or the terse label of a memory operation
--- (nsl.gpu_ops.table).
-local function gpu_rows(trace)
-  local t = gpu_ops.table(trace, {columns = {"report", "device", "stream", "start", "stop"}, names = "short",
-                                      labels = "terse", class = true})
-  if #t == 0 then   -- no CUDA activity: an nsys-jax archive's XLA modules and thunks on each device
+--- The GPU operations of the trace as columns report, device, stream,
+-- start, stop, name, cls (a Lua table of them) and their number n over the
+-- whole trace, or nil when there are none.  cls is the timeline class
+-- (plot.timeline_classes, 0-based); name the kernel's short name or the
+-- terse label of a memory operation (nsl.gpu_ops.table).  from, to: only
+-- the CUDA operations overlapping [from, to) (nsys-jax archives: all).
+local function gpu_rows(trace, from, to)
+  local n = #trace.kernels + #trace.memcpy + #trace.memset
+  if n == 0 then   -- no CUDA activity: an nsys-jax archive's XLA modules and thunks on each device
     local r = trace.gpu_ranges
     if #r == 0 then return nil end
     r:load{"report", "pid", "tid", "start", "stop", "text"}
     local frames = require("nsl.jax.frames")
     local dev = frames.range_devices(trace, r)
-    return {xla = true, report = r.report, device = dev, stream = nsl.rep(0, #r), start = r.start, stop = r.stop,
-            name = frames.range_names(r.text), cls = nsl.rep(CLASS.kernel, #r)}
+    return {report = r.report, device = dev, stream = nsl.rep(0, #r), start = r.start, stop = r.stop,
+            name = frames.range_names(r.text), cls = nsl.rep(CLASS.kernel, #r), n = #r}
   end
+  local t = gpu_ops.table(trace, {columns = {"report", "device", "stream", "start", "stop"}, names = "short",
+                                  labels = "terse", class = true, from = from, to = to})
   return {report = t.report, device = t.device, stream = t.stream, start = t.start, stop = t.stop, name = t.name,
-          cls = t.class}
+          cls = t.class, n = n}
 end
 
 --- The NVTX ranges of the trace as columns report, pid, tid, start, stop,
@@ -442,23 +444,6 @@ local function read_layout(trace, name, ng, nr, from, hi, set)
   return {rows = rows, to = to, lod = lod}
 end
 
---- layout's answer, kept in the column cache for a trace of one report and
--- read back from it where it was made under the same settings and holds
--- together (fresh: made and kept, nothing read); second result: true where
--- read back.
-local function layout_kept(trace, g, nv, lo, hi, from, set, fresh)
-  if trace:nreports() ~= 1 or not trace:keeps_derived(0) then return layout(g, nv, lo, hi, from, set) end
-  local ng, nr = g and #g.start or 0, nv and nv.n or 0
-  local name = kept.name("view_layout.1", {tostring(lo), tostring(hi), tostring(from), tostring(set.to or "none"),
-                         tostring(set.max_events), tostring(set.bins), tostring(set.levels), tostring(set.lod_cells),
-                         tostring(ng), tostring(nr)})
-  local lay = not fresh and read_layout(trace, name, ng, nr, from, hi, set)
-  if lay then return lay, true end
-  lay = layout(g, nv, lo, hi, from, set)
-  keep_layout(trace, name, lay, g, nv)
-  return lay
-end
-
 --- The events of the detail window [from, to) of the GPU operations g and
 -- the NVTX ranges nv as lists of the parts' columns (window_part's), or
 -- nil where one's key is no row's.
@@ -472,6 +457,35 @@ local function windows(g, nv, rows, from, to)
     end
   end
   return w
+end
+
+--- The name layout_kept keeps a layout under: its settings.
+local function layout_name(lo, hi, from, set, ng, nr)
+  return kept.name("view_layout.1", {tostring(lo), tostring(hi), tostring(from), tostring(set.to or "none"),
+                   tostring(set.max_events), tostring(set.bins), tostring(set.levels), tostring(set.lod_cells),
+                   tostring(ng), tostring(nr)})
+end
+
+--- The layout of the page (layout's) and the GPU operations g and NVTX
+-- ranges nv (nvtx_ranges', marks left in) of its detail window, as lists
+-- of columns (windows').  For a trace of one report the layout is kept in
+-- the column cache and read back where it was made under the same settings
+-- and holds together: then only the GPU operations of the detail window
+-- are read.
+local function layout_kept(trace, nv, lo, hi, from, set)
+  local keeps = trace:nreports() == 1 and trace:keeps_derived(0)
+  local ng, nr = #trace.kernels + #trace.memcpy + #trace.memset, nv and nv.n or 0
+  if ng == 0 then ng = #trace.gpu_ranges end
+  local name = keeps and layout_name(lo, hi, from, set, ng, nr)
+  local lay = keeps and read_layout(trace, name, ng, nr, from, hi, set)
+  if lay then
+    local w = windows(gpu_rows(trace, from, lay.to), nv, lay.rows, from, lay.to)
+    if w then return lay, w end
+  end   -- (a kept layout without the row of some event's: made and kept again)
+  local g = gpu_rows(trace)
+  lay = layout(g, nv, lo, hi, from, set)
+  if keeps then keep_layout(trace, name, lay, g, nv) end
+  return lay, assert(windows(g, nv, lay.rows, from, lay.to))
 end
 
 --- view.viewer(trace, opts) -> a viewer: the data of the page for the
@@ -500,8 +514,8 @@ function M.viewer(trace, opts)
     collectgarbage()
     nsl.trim_memory()   -- diagnose's freed blocks fit none of the page's columns: held, they would add to its peak
   else notes = {"Findings left out (nsl view --no-findings)."} end
-  local g, nv = gpu_rows(trace), nvtx_ranges(trace, true)   -- (marks left in: the layout leaves them out where made)
-  if not g and not nv then nothing() end
+  local nv = nvtx_ranges(trace, true)   -- (marks left in: the layout leaves them out where made)
+  if #trace.kernels + #trace.memcpy + #trace.memset + #trace.gpu_ranges == 0 and not nv then nothing() end
   local lo, hi = window.span(trace, {"kernels", "memcpy", "memset", "nvtx", "gpu_ranges"})
   if hi <= lo then hi = lo + 1 end
   -- the detail window
@@ -509,14 +523,9 @@ function M.viewer(trace, opts)
   local set = {to = opts.to, max_events = opts.max_events or M.max_events,
                bins = math.max(1, math.floor(opts.bins or M.bins)), levels = opts.levels or M.levels,
                lod_cells = opts.lod_cells or M.lod_cells}
-  local lay, was_kept = layout_kept(trace, g, nv, lo, hi, from, set)
-  local w = windows(g, nv, lay.rows, from, lay.to)
-  if not w and was_kept then   -- a kept layout without a row of some event's: made (and kept) again
-    lay = layout_kept(trace, g, nv, lo, hi, from, set, true)
-    w = windows(g, nv, lay.rows, from, lay.to)
-  end
+  local lay, w = layout_kept(trace, nv, lo, hi, from, set)
   local rows, to, lod = lay.rows, lay.to, lay.lod
-  label_rows(trace, rows, g and g.xla)
+  label_rows(trace, rows, #trace.kernels + #trace.memcpy + #trace.memset == 0)
   local ev = {}
   for _, name in ipairs{"start", "stop", "row", "name", "cls"} do
     local list = {}
