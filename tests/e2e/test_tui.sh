@@ -252,6 +252,12 @@ printf '#!/usr/bin/env bash\necho $$ > "%s/nsys.pid"\nexec "%s" "$@"\n' "$TMP" "
 chmod +x "$TMP/nsys"
 make_report() { printf 'NVIDIA Tegra Profiler Report 2026@2@1@210-1v0.\n%s\n' "$2" > "$1"; }
 nsys_running() { [ -s "$TMP/nsys.pid" ] && kill -0 "$(cat "$TMP/nsys.pid")" 2> /dev/null; }
+# nsys_started: until the wrapper has noted its pid (the TUI's first screen may come before that: the export's
+# progress shows from the moment nsys is spawned), at most 40 s; then whether it runs
+nsys_started() {
+  for _ in $(seq 400); do [ -s "$TMP/nsys.pid" ] && break; sleep 0.1; done
+  nsys_running
+}
 sane_after() { # sane_after WHAT: the stty line printed after the TUI left shows canonical mode, echo and signals
   wait_for "icanon" 200
   case "$(screen | grep icanon | tail -1)" in *-icanon*|*-echo*|*-isig*|"") bad "$1: terminal not sane" ;;
@@ -272,7 +278,7 @@ rc=\$?; stty -a | tr ' ;' '\n\n' | grep -E '^-?(icanon|echo|isig)\$' | tr '\n' '
 S=nsltui3
 make_report "$TMP/run.nsys-rep" "tui"
 tui_session FAKE_NSYS_EXPORT_GATE=$TMP/tui.gate NSL_TUI_INFO=1 -- "$TMP/run.nsys-rep"
-if wait_for "exporting run.nsys-rep with nsys: [0-9.]* [KMG]*i*B, [0-9.]* s; step 1 of 8" 400 && nsys_running; then
+if wait_for "exporting run.nsys-rep with nsys: [0-9.]* [KMG]*i*B, [0-9.]* s; step 1 of 8" 400 && nsys_started; then
   ok "background: the first screen comes while nsys exports, with the export's progress"
 else bad "background: no progress while exporting: $(screen | tail -2)"; fi
 screen | grep -q "opening run.nsys-rep" && ok "background: the timeline says what it opens" ||
@@ -308,7 +314,7 @@ wait_for "TUI-EXITED rc=0" 400 && ok "background: q leaves after loading" || bad
 # q during the export: leaves at once with exit code 0, the terminal sane, no nsys left running
 make_report "$TMP/hang.nsys-rep" "hang"
 tui_session FAKE_NSYS_EXPORT_HANG=1 -- "$TMP/hang.nsys-rep"
-wait_for "exporting hang.nsys-rep with nsys" 400 && nsys_running || bad "background: the hanging export did not start"
+wait_for "exporting hang.nsys-rep with nsys" 400 && nsys_started || bad "background: the hanging export did not start"
 tmux send-keys -t $S q
 wait_for "TUI-EXITED rc=0" 200 && ok "background: q during the export leaves with exit code 0" ||
   bad "background: q during the export: $(screen | tail -3)"
@@ -317,7 +323,7 @@ for _ in $(seq 600); do nsys_running || break; sleep 0.1; done
 nsys_running && bad "background: nsys still runs after q" || ok "background: no nsys left after q"
 # Ctrl-C during the export: the same
 tui_session FAKE_NSYS_EXPORT_HANG=1 -- "$TMP/hang.nsys-rep"
-wait_for "exporting hang.nsys-rep with nsys" 400 && nsys_running || bad "background: the hanging export did not start"
+wait_for "exporting hang.nsys-rep with nsys" 400 && nsys_started || bad "background: the hanging export did not start"
 tmux send-keys -t $S C-c
 wait_for "TUI-EXITED rc=0" 200 && ok "background: Ctrl-C during the export leaves with exit code 0" ||
   bad "background: Ctrl-C during the export: $(screen | tail -3)"
