@@ -481,7 +481,7 @@ local function layout_kept(trace, nv, lo, hi, from, set)
   if lay then
     local w = windows(gpu_rows(trace, from, lay.to), nv, lay.rows, from, lay.to)
     if w then return lay, w end
-  end   -- (a kept layout without the row of some event's: made and kept again)
+  end   -- (a kept layout without a row for one of the window's events: made and kept again)
   local g = gpu_rows(trace)
   lay = layout(g, nv, lo, hi, from, set)
   if keeps then keep_layout(trace, name, lay, g, nv) end
