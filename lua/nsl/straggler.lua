@@ -319,6 +319,42 @@ local function windows_kept(keep, coll, work)
   return win, hp, prev
 end
 
+-- step_compute's table as the column cache keeps it
+local STEP_COLS = {"rank", "step", "compute"}
+
+--- step_compute(cs, work, mask, nranks), kept in the column cache for a
+-- trace of one report (keep as windows_kept's; cs: rank, arrive).  What is
+-- kept is read back only for the same arrivals (value for value) and as
+-- many rows of work under the same settings, with every rank one of cs's,
+-- every step a whole one (1 to the rank's arrivals - 1) and no compute
+-- negative (a kept file is not to be trusted).
+local function steps_kept(keep, cs, work, mask, nranks)
+  local trace = keep and keep.trace
+  if not trace or trace:nreports() ~= 1 or not trace:keeps_derived(0) then
+    return step_compute(cs, work, mask, nranks)
+  end
+  local name = kept.name("straggler_steps.1", keep.name, #work, nranks)
+  local c = kept.table(trace, "kernels", name .. ".cs", {"rank", "arrive"})
+  if c and #c == #cs and kept.same(c.rank, cs.rank) and kept.same(c.arrive, cs.arrive) then
+    local st = kept.table(trace, "kernels", name .. ".steps", STEP_COLS)
+    if st == false then return nil end
+    if st and #st > 0 and st.rank:isnull():count() == 0 and st.step:isnull():count() == 0 and
+       st.compute:isnull():count() == 0 and st.step:min() >= 1 and st.step:max() <= #cs - 1 and
+       st.compute:min() >= 0 then
+      local rlo, rhi = nsl.extent(cs.rank)
+      local a, b = nsl.extent(st.rank)
+      if a >= rlo and b <= rhi then return st end
+    end
+  end
+  local steps = step_compute(cs, work, mask, nranks)
+  local ct = cs:select{"rank", "arrive"}
+  if kept.keepable(ct, {"rank", "arrive"}) and kept.keepable(steps or false, STEP_COLS) then
+    kept.keep_table(trace, "kernels", name .. ".cs", ct, {"rank", "arrive"})
+    kept.keep_table(trace, "kernels", name .. ".steps", steps or false, STEP_COLS)
+  end
+  return steps
+end
+
 -- ---- the windows a distributed run measured per process (M.reduce) ----
 
 -- the columns M.reduce adds to a collective: its place among its rank's, and its window's measures
@@ -510,7 +546,7 @@ function M.analyse(coll, work, nranks, compute_mask, opts)
     if win and #win > 0 then prev = srt.o:gather(srt.later - 1) end
     res.reduced = true
   else
-    res.steps = step_compute(cs:with("arrive", cs.start), work, compute_mask, nranks)
+    res.steps = steps_kept(opts.keep, cs:select{"rank", "start"}:with("arrive", cs.start), work, compute_mask, nranks)
   end
   res.coll = coll
   -- 5. the windows before the collectives, and each rank's excess in them

@@ -682,6 +682,18 @@ remade "a kept previous collective past the collectives" 'straggler_windows\.1\.
 plant 'straggler_windows\.1\.[0-9a-f]+\.coll' "start=+1"
 remade "windows kept for other collectives" 'straggler_windows\.1\.[0-9a-f]+\.prev' "row=0" straggler diagnose
 remade "a kept window of no rank" 'straggler_windows\.1\.[0-9a-f]+\.win' "rank=99" straggler diagnose
+# the compute per step and rank of the same matching (nsl.straggler's steps_kept), kept with the arrivals it was
+# measured between: read back (a compute moved shows), not for other arrivals, a step that is no whole one, a
+# rank that is none of theirs
+check_eq "kept in the entry: the straggler steps (arrivals, compute per step)" \
+  "$(kept_names 'straggler_steps\.1\.[0-9a-f]+\.(cs|steps)\b')" 2
+plant 'straggler_steps\.1\.[0-9a-f]+\.steps' "compute=+1000000"
+! same_as straggler && ok "the kept steps are what a warm straggler run reads (its compute per step)" ||
+  bad "the kept steps were not read"
+remade "kept steps for other arrivals" 'straggler_steps\.1\.[0-9a-f]+\.cs' "arrive=+1" straggler diagnose
+remade "a kept step that is no whole step" 'straggler_steps\.1\.[0-9a-f]+\.steps' "step=0" straggler diagnose
+remade "a kept step of no rank" 'straggler_steps\.1\.[0-9a-f]+\.steps' "rank=99" straggler diagnose
+remade "a kept negative compute" 'straggler_steps\.1\.[0-9a-f]+\.steps' "compute=-5" straggler diagnose
 # the viewer's layout of the whole trace (its rows, levels of detail and detail window: view.lua's layout_kept),
 # kept under the settings it was made with: the page cold, warm and without the cache byte-identical, with and
 # without findings; what a warm page reads is what the entry keeps; rows whose events are not the trace's, GPU
