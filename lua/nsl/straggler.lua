@@ -326,7 +326,7 @@ local STEP_COLS = {"rank", "step", "compute"}
 -- trace of one report (keep as windows_kept's; cs: rank, arrive).  What is
 -- kept is read back only for the same arrivals (value for value) and as
 -- many rows of work under the same settings, with every rank one of cs's,
--- every step a whole one (1 to the rank's arrivals - 1) and no compute
+-- every step from 1 and below the number of arrivals, and no compute
 -- negative (a kept file is not to be trusted).
 local function steps_kept(keep, cs, work, mask, nranks)
   local trace = keep and keep.trace
